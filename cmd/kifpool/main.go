@@ -1,0 +1,238 @@
+// Command kifpool is the Kifpool wallet app: one binary with subcommands.
+//
+//	kifpool serve                       run the web app (migrates first)
+//	kifpool migrate                     bring the database schema up to date
+//	kifpool user create --email E [--admin]   password read from stdin
+//	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/web"
+)
+
+const usage = `usage: kifpool <command> [flags]
+
+commands:
+  serve                            run the web app (runs migrations first)
+  migrate                          bring the database schema up to date
+  user create --email E [--admin]  create a user; the password is read from stdin
+  sandbank --addr HOST:PORT        run the sandbox bank (Zarinpal v4 compatible) on its own
+
+configuration is read from the environment; see README.md.
+`
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, log); err != nil {
+		fmt.Fprintln(os.Stderr, "kifpool:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, getenv, stdout, log)
+	case "migrate":
+		return migrate(ctx, getenv, log)
+	case "user":
+		return userCmd(ctx, args[1:], getenv, stdin, stdout, log)
+	case "sandbank":
+		return sandbankCmd(ctx, args[1:], stdout, log)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stdout, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func loadConfig(getenv config.Getenv) (config.Config, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return cfg, fmt.Errorf("configuration:\n%w", err)
+	}
+	if cfg.Dev {
+		secret, err := config.DevSessionSecret(cfg.DataDir)
+		if err != nil {
+			return cfg, fmt.Errorf("development session secret: %w", err)
+		}
+		cfg.SessionSecret = secret
+	}
+	return cfg, nil
+}
+
+func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func migrate(ctx context.Context, getenv config.Getenv, log *slog.Logger) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	db, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	log.Info("database is up to date", "dialect", db.Dialect)
+	return nil
+}
+
+func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	var bank http.Handler
+	if cfg.Gateway == config.GatewaySandbox {
+		bank = sandbank.New(sandbank.Options{Logger: log.With("component", "sandbank")}).Handler()
+	}
+	httpClient := &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        100,
+		MaxIdleConnsPerHost: 20,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 5 * time.Second,
+	}}
+	gw, err := zarinpal.New(zarinpal.Config{MerchantID: cfg.MerchantID, BaseURL: cfg.ZarinpalURL, HTTPClient: httpClient, Logger: log.With("component", "zarinpal")})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	payments := payment.NewService(db, gw, time.Now, log.With("component", "payment"), payment.Config{
+		BaseURL: cfg.BaseURL, MinRials: cfg.TopUpMinRials, MaxRials: cfg.TopUpMaxRials,
+		RequestTimeout: cfg.RequestTimeout, VerifyTimeout: cfg.VerifyTimeout,
+	})
+	app := web.New(web.Deps{
+		Config: cfg, Auth: auth.NewService(db, auth.Options{}), Wallets: wallet.NewService(db),
+		Payments: payments, Bank: bank, Log: log.With("component", "web"), RateLimits: true,
+	})
+
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- app.Listener(ln) }()
+	log.Info("kifpool is serving", "addr", ln.Addr().String(), "url", cfg.BaseURL, "gateway", cfg.Gateway, "database", string(db.Dialect))
+	fmt.Fprintf(stdout, "Kifpool is running at %s (gateway: %s, database: %s). Press Ctrl+C to stop.\n", cfg.BaseURL, cfg.Gateway, db.Dialect)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	if err := app.ShutdownWithTimeout(15 * time.Second); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin)")
+	}
+	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
+	email := fs.String("email", "", "email address of the new user")
+	admin := fs.Bool("admin", false, "make the user an admin")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *email == "" {
+		return errors.New("--email is required")
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read password from stdin: %w", err)
+	}
+	password := strings.TrimRight(line, "\r\n")
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	db, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	role := auth.RoleUser
+	if *admin {
+		role = auth.RoleAdmin
+	}
+	u, err := auth.NewService(db, auth.Options{}).SignUp(ctx, *email, password, role, "fa")
+	if err != nil {
+		return fmt.Errorf("create user: %w", err)
+	}
+	fmt.Fprintf(stdout, "created %s user %s (id %d)\n", u.Role, u.Email, u.ID)
+	return nil
+}
+
+func sandbankCmd(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("sandbank", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:9090", "HOST:PORT to listen on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	bank := sandbank.New(sandbank.Options{Logger: log.With("component", "sandbank")})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	srv := &http.Server{Handler: bank.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "sandbox bank listening on http://%s\n", ln.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

@@ -1,0 +1,237 @@
+// Package auth holds users, their passwords and their sign-in sessions.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+// Roles.
+const (
+	RoleUser  = "user"
+	RoleAdmin = "admin"
+)
+
+// User is a person who can sign in.
+type User struct {
+	ID           int64 `gorm:"primaryKey"`
+	Email        string
+	PasswordHash string
+	Role         string
+	Locale       string
+	CreatedAt    time.Time
+}
+
+// IsAdmin reports whether the user may see the admin pages.
+func (u User) IsAdmin() bool { return u.Role == RoleAdmin }
+
+// Session is a signed-in browser. Only the hash of its token is stored.
+type Session struct {
+	ID        int64 `gorm:"primaryKey"`
+	TokenHash string
+	UserID    int64
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Errors the web layer turns into messages.
+var (
+	ErrEmailInvalid     = errors.New("email address is not valid")
+	ErrEmailTaken       = errors.New("email address is already registered")
+	ErrPasswordTooShort = errors.New("password is too short")
+	ErrPasswordTooLong  = errors.New("password is too long")
+	ErrBadCredentials   = errors.New("email or password is wrong")
+	ErrNoSession        = errors.New("no valid session")
+)
+
+// Password limits. bcrypt reads at most 72 bytes.
+const (
+	MinPasswordLen = 8
+	MaxPasswordLen = 72
+)
+
+// Service signs people up and in.
+type Service struct {
+	db         *store.DB
+	now        func() time.Time
+	bcryptCost int
+	sessionTTL time.Duration
+	// dummyHash is compared against when the email is unknown, so that
+	// sign-in takes the same time whether or not the account exists.
+	dummyHash []byte
+}
+
+// Options tune the service; zero values take defaults.
+type Options struct {
+	Now        func() time.Time
+	BcryptCost int           // default bcrypt.DefaultCost; tests may lower it
+	SessionTTL time.Duration // default 7 days
+}
+
+// NewService returns the auth service over db.
+func NewService(db *store.DB, o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.BcryptCost == 0 {
+		o.BcryptCost = bcrypt.DefaultCost
+	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = 7 * 24 * time.Hour
+	}
+	dummy, _ := bcrypt.GenerateFromPassword([]byte("kifpool-timing-equaliser"), o.BcryptCost)
+	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy}
+}
+
+// NormalizeEmail trims and lower-cases an address and checks its form.
+func NormalizeEmail(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || len(s) > 254 {
+		return "", ErrEmailInvalid
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || !strings.Contains(s[strings.LastIndex(s, "@")+1:], ".") {
+		return "", ErrEmailInvalid
+	}
+	return s, nil
+}
+
+func checkPassword(pw string) error {
+	if utf8.RuneCountInString(pw) < MinPasswordLen {
+		return ErrPasswordTooShort
+	}
+	if len(pw) > MaxPasswordLen {
+		return ErrPasswordTooLong
+	}
+	return nil
+}
+
+// SignUp creates a user and their wallet in one transaction.
+func (s *Service) SignUp(ctx context.Context, email, password, role, locale string) (User, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return User{}, err
+	}
+	if err := checkPassword(password); err != nil {
+		return User{}, err
+	}
+	if role == "" {
+		role = RoleUser
+	}
+	if role != RoleUser && role != RoleAdmin {
+		return User{}, fmt.Errorf("unknown role %q", role)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.bcryptCost)
+	if err != nil {
+		return User{}, fmt.Errorf("hash password: %w", err)
+	}
+	now := s.now().UTC()
+	u := User{Email: email, PasswordHash: string(hash), Role: role, Locale: locale, CreatedAt: now}
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(&u).Error; err != nil {
+			return err
+		}
+		_, err := wallet.Create(tx, u.ID, now)
+		return err
+	})
+	if store.IsUniqueViolation(err) {
+		return User{}, ErrEmailTaken
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("sign up: %w", err)
+	}
+	return u, nil
+}
+
+// Authenticate checks an email and password.
+func (s *Service) Authenticate(ctx context.Context, email, password string) (User, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil || len(password) > MaxPasswordLen {
+		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(password))
+		return User{}, ErrBadCredentials
+	}
+	var u User
+	err = s.db.Gorm.WithContext(ctx).Where("lower(email) = ?", email).Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(password))
+		return User{}, ErrBadCredentials
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("find user: %w", err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return User{}, ErrBadCredentials
+	}
+	return u, nil
+}
+
+func hashToken(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(h[:])
+}
+
+// NewSession starts a session for the user and returns its secret token
+// (for the cookie) and expiry.
+func (s *Service) NewSession(ctx context.Context, userID int64) (string, time.Time, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", time.Time{}, fmt.Errorf("session token: %w", err)
+	}
+	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	now := s.now().UTC()
+	sess := Session{TokenHash: hashToken(tok), UserID: userID, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
+	if err := s.db.Gorm.WithContext(ctx).Create(&sess).Error; err != nil {
+		return "", time.Time{}, fmt.Errorf("create session: %w", err)
+	}
+	return tok, sess.ExpiresAt, nil
+}
+
+// UserBySession returns the user of a live session token.
+func (s *Service) UserBySession(ctx context.Context, token string) (User, error) {
+	if token == "" || len(token) > 100 {
+		return User{}, ErrNoSession
+	}
+	var u User
+	err := s.db.Gorm.WithContext(ctx).
+		Joins("JOIN sessions ON sessions.user_id = users.id").
+		Where("sessions.token_hash = ? AND sessions.expires_at > ?", hashToken(token), s.now().UTC()).
+		Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return User{}, ErrNoSession
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("session lookup: %w", err)
+	}
+	return u, nil
+}
+
+// EndSession deletes a session (sign-out).
+func (s *Service) EndSession(ctx context.Context, token string) error {
+	if token == "" {
+		return nil
+	}
+	if err := s.db.Gorm.WithContext(ctx).Where("token_hash = ?", hashToken(token)).Delete(&Session{}).Error; err != nil {
+		return fmt.Errorf("end session: %w", err)
+	}
+	return nil
+}
+
+// SetLocale remembers the user's language.
+func (s *Service) SetLocale(ctx context.Context, userID int64, locale string) error {
+	return s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ?", userID).Update("locale", locale).Error
+}

@@ -1,0 +1,207 @@
+// Package config reads Kifpool's settings from the environment, checks
+// them, and hands them down as one typed value. Nothing reads the
+// environment anywhere else.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Gateways.
+const (
+	GatewaySandbox  = "sandbox"
+	GatewayZarinpal = "zarinpal"
+)
+
+// DefaultZarinpalBaseURL is Zarinpal's production API host.
+const DefaultZarinpalBaseURL = "https://payment.zarinpal.com"
+
+// SandboxMerchantID is the merchant id the built-in sandbox bank is used with.
+const SandboxMerchantID = "00000000-0000-4000-8000-000000000000"
+
+// Config is the whole of Kifpool's configuration.
+type Config struct {
+	DatabaseURL   string
+	ListenAddr    string
+	BaseURL       string
+	SessionSecret []byte
+	Gateway       string
+	MerchantID    string
+	ZarinpalURL   string // API base of the gateway
+	TopUpMinRials int64
+	TopUpMaxRials int64
+	// Time budgets for bank calls.
+	RequestTimeout time.Duration
+	VerifyTimeout  time.Duration
+	DataDir        string
+	Dev            bool // no SESSION_SECRET given: a generated one is kept under DataDir
+}
+
+// Secure reports whether the public URL is HTTPS (cookies get Secure).
+func (c Config) Secure() bool { return strings.HasPrefix(c.BaseURL, "https://") }
+
+// Getenv is how the configuration reads the environment (os.Getenv in
+// production, a map in tests).
+type Getenv func(string) string
+
+// Load reads and validates the configuration. All problems are reported
+// together.
+func Load(getenv Getenv) (Config, error) {
+	var errs []error
+	bad := func(name, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{name}, a...)...))
+	}
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		DatabaseURL: get("DATABASE_URL", ""),
+		ListenAddr:  get("LISTEN_ADDR", ":8080"),
+		BaseURL:     strings.TrimRight(get("BASE_URL", "http://localhost:8080"), "/"),
+		Gateway:     get("GATEWAY", GatewaySandbox),
+		DataDir:     get("DATA_DIR", "./data"),
+	}
+	if _, _, err := store.ParseURL(c.DatabaseURL); err != nil {
+		bad("DATABASE_URL", "%v", err)
+	}
+	if _, port, err := splitHostPort(c.ListenAddr); err != nil || port == "" {
+		bad("LISTEN_ADDR", "want HOST:PORT or :PORT, got %q", c.ListenAddr)
+	}
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		bad("BASE_URL", "want an absolute http(s) URL without a path, got %q", c.BaseURL)
+	}
+	c.TopUpMinRials = int64Var(getenv, "TOPUP_MIN_RIALS", 10_000, bad)
+	c.TopUpMaxRials = int64Var(getenv, "TOPUP_MAX_RIALS", 1_000_000_000, bad)
+	if c.TopUpMinRials < 10_000 {
+		bad("TOPUP_MIN_RIALS", "must be at least 10000 (the gateway's minimum), got %d", c.TopUpMinRials)
+	}
+	if c.TopUpMinRials%10 != 0 || c.TopUpMaxRials%10 != 0 {
+		bad("TOPUP_MIN_RIALS/TOPUP_MAX_RIALS", "must be whole tomans (multiples of 10 rials)")
+	}
+	if c.TopUpMaxRials < c.TopUpMinRials {
+		bad("TOPUP_MAX_RIALS", "must not be below TOPUP_MIN_RIALS")
+	}
+	c.RequestTimeout = durationVar(getenv, "GATEWAY_REQUEST_TIMEOUT", 10*time.Second, bad)
+	c.VerifyTimeout = durationVar(getenv, "GATEWAY_VERIFY_TIMEOUT", 12*time.Second, bad)
+
+	switch c.Gateway {
+	case GatewaySandbox:
+		c.MerchantID = SandboxMerchantID
+		c.ZarinpalURL = c.BaseURL + "/sandbank"
+	case GatewayZarinpal:
+		c.MerchantID = strings.ToLower(get("ZARINPAL_MERCHANT_ID", ""))
+		if !uuidRE.MatchString(c.MerchantID) {
+			bad("ZARINPAL_MERCHANT_ID", "required with GATEWAY=zarinpal: a 36-character UUID")
+		}
+		c.ZarinpalURL = strings.TrimRight(get("ZARINPAL_BASE_URL", DefaultZarinpalBaseURL), "/")
+		if u, err := url.Parse(c.ZarinpalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("ZARINPAL_BASE_URL", "want an absolute http(s) URL, got %q", c.ZarinpalURL)
+		}
+	default:
+		bad("GATEWAY", "want %q or %q, got %q", GatewaySandbox, GatewayZarinpal, c.Gateway)
+	}
+
+	if s := getenv("SESSION_SECRET"); s != "" {
+		if err := checkSecret(s); err != nil {
+			bad("SESSION_SECRET", "%v", err)
+		}
+		c.SessionSecret = []byte(s)
+	} else {
+		c.Dev = true
+	}
+	return c, errors.Join(errs...)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// checkSecret refuses secrets that are short or have little variety.
+func checkSecret(s string) error {
+	if len(s) < 32 {
+		return fmt.Errorf("too weak: use at least 32 random characters (e.g. openssl rand -base64 32)")
+	}
+	distinct := map[rune]bool{}
+	for _, r := range s {
+		distinct[r] = true
+	}
+	if len(distinct) < 10 {
+		return fmt.Errorf("too weak: too few distinct characters")
+	}
+	return nil
+}
+
+// DevSessionSecret returns the development secret kept in DataDir,
+// generating it on first use.
+func DevSessionSecret(dataDir string) ([]byte, error) {
+	path := filepath.Join(dataDir, "session_secret")
+	if b, err := os.ReadFile(path); err == nil {
+		s := strings.TrimSpace(string(b))
+		if checkSecret(s) == nil {
+			return []byte(s), nil
+		}
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dataDir, err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	s := base64.RawURLEncoding.EncodeToString(raw[:])
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return []byte(s), nil
+}
+
+func int64Var(getenv Getenv, name string, def int64, bad func(string, string, ...any)) int64 {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+	if err != nil || n <= 0 {
+		bad(name, "want a positive whole number of rials, got %q", v)
+		return def
+	}
+	return n
+}
+
+func durationVar(getenv Getenv, name string, def time.Duration, bad func(string, string, ...any)) time.Duration {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		bad(name, "want a positive duration such as 3s or 500ms, got %q", v)
+		return def
+	}
+	return d
+}
+
+func splitHostPort(addr string) (string, string, error) {
+	i := strings.LastIndex(addr, ":")
+	if i < 0 {
+		return "", "", errors.New("no port")
+	}
+	port := addr[i+1:]
+	if _, err := strconv.Atoi(port); err != nil {
+		return "", "", err
+	}
+	return addr[:i], port, nil
+}

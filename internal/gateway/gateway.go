@@ -1,0 +1,159 @@
+// Package gateway defines what the payment code needs from a bank gateway:
+// the operations of a Shaparak-style redirect flow and their typed outcomes.
+// Drivers (zarinpal, ...) implement Gateway; the resilient caller wraps one.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Gateway is one payment gateway driver. Amounts are integer rials.
+//
+// Error contract: a returned error means the outcome is NOT known from the
+// bank's side (network error, time-out, HTTP 5xx, undecodable answer) unless
+// it is a *RejectedError, which is a definite refusal by the gateway (a
+// validation error, a wrong merchant, ...). A definite business answer about a
+// payment (paid, already verified, not paid, amount mismatch) is never an
+// error: it is a VerifyResult.
+type Gateway interface {
+	// Name is the stable identifier stored with each payment ("zarinpal").
+	Name() string
+	// Request asks for a new transaction id (authority). Not idempotent:
+	// never retried.
+	Request(ctx context.Context, in RequestInput) (RequestResult, error)
+	// PayURL is where the payer's browser is sent for an authority.
+	PayURL(authority string) string
+	// Verify confirms a payment with the amount from our own records.
+	// Idempotent at the bank (a second verify answers "already verified").
+	Verify(ctx context.Context, in VerifyInput) (VerifyResult, error)
+	// Inquire reports the bank-side state of an authority. Read-only.
+	Inquire(ctx context.Context, authority string) (InquiryResult, error)
+	// ListUnverified lists payments the bank holds as paid but not verified.
+	ListUnverified(ctx context.Context) ([]Unverified, error)
+}
+
+// RequestInput is what a new transaction is asked for with.
+type RequestInput struct {
+	AmountRials int64
+	CallbackURL string
+	Description string
+	OrderID     string // our payment's public id, echoed back by some gateways
+	Email       string
+	Mobile      string
+}
+
+// RequestResult is the gateway's answer to a successful request.
+type RequestResult struct {
+	Authority string
+	Code      int
+	FeeRials  int64
+}
+
+// VerifyInput is what a payment is verified with.
+type VerifyInput struct {
+	Authority   string
+	AmountRials int64
+}
+
+// VerifyOutcome classifies a definite verify answer.
+type VerifyOutcome string
+
+const (
+	// VerifyPaid: the bank verified the payment just now (Zarinpal 100).
+	VerifyPaid VerifyOutcome = "paid"
+	// VerifyAlreadyVerified: verified before (Zarinpal 101). The payment is
+	// good; whether to credit depends on our own records, never on this.
+	VerifyAlreadyVerified VerifyOutcome = "already_verified"
+	// VerifyNotPaid: the payer did not pay or cancelled (Zarinpal -51).
+	VerifyNotPaid VerifyOutcome = "not_paid"
+	// VerifyAmountMismatch: the amount we sent differs from what was paid (-50).
+	VerifyAmountMismatch VerifyOutcome = "amount_mismatch"
+	// VerifyInvalid: the gateway refused the verify itself (invalid
+	// authority, wrong merchant, validation error): -9, -10, -11, -53, -54 ...
+	VerifyInvalid VerifyOutcome = "invalid"
+)
+
+// VerifyResult is a definite verify answer.
+type VerifyResult struct {
+	Outcome       VerifyOutcome
+	Code          int    // the gateway's own code (100, 101, -51, ...)
+	Message       string // the gateway's message, for logs only
+	RefID         int64  // bank reference, set for paid / already verified
+	CardPANMasked string // e.g. 628023******8998; never a full card number
+	CardHash      string
+	FeeRials      int64
+}
+
+// Settled reports whether the bank says the money is ours.
+func (r VerifyResult) Settled() bool {
+	return r.Outcome == VerifyPaid || r.Outcome == VerifyAlreadyVerified
+}
+
+// InquiryStatus is the bank-side state of an authority.
+type InquiryStatus string
+
+const (
+	InquiryInBank   InquiryStatus = "IN_BANK"
+	InquiryPaid     InquiryStatus = "PAID"
+	InquiryVerified InquiryStatus = "VERIFIED"
+	InquiryFailed   InquiryStatus = "FAILED"
+	InquiryReversed InquiryStatus = "REVERSED"
+)
+
+// InquiryResult is the answer to an inquiry.
+type InquiryResult struct {
+	Code   int
+	Status InquiryStatus
+}
+
+// Unverified is one paid-but-unverified payment as the gateway lists it.
+type Unverified struct {
+	Authority   string
+	AmountRials int64
+	CallbackURL string
+	Date        time.Time
+}
+
+// RejectedError is a definite refusal by the gateway (its code is < 0 and
+// not a statement about the payment). Retrying it cannot help.
+type RejectedError struct {
+	Op      string
+	Code    int
+	Message string
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%s rejected by gateway: code %d: %s", e.Op, e.Code, e.Message)
+}
+
+// TransientError is a failure whose outcome is unknown (network error,
+// time-out, 408/429/5xx, an answer that cannot be decoded). Safe operations
+// may be retried.
+type TransientError struct {
+	Op         string
+	HTTPStatus int           // 0 when no answer arrived
+	RetryAfter time.Duration // from a Retry-After header, 0 if none
+	Err        error
+}
+
+func (e *TransientError) Error() string {
+	if e.HTTPStatus != 0 {
+		return fmt.Sprintf("%s: transient failure (HTTP %d): %v", e.Op, e.HTTPStatus, e.Err)
+	}
+	return fmt.Sprintf("%s: transient failure: %v", e.Op, e.Err)
+}
+
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// ErrUnavailable is returned without calling the bank when the gateway is
+// known to be down (an open circuit breaker).
+var ErrUnavailable = errors.New("gateway unavailable")
+
+// IsRejected reports whether err is a definite refusal by the gateway.
+func IsRejected(err error) bool {
+	var r *RejectedError
+	return errors.As(err, &r)
+}

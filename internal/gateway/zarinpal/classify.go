@@ -1,0 +1,204 @@
+package zarinpal
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+)
+
+// Gateway codes the driver branches on (see the reference, §1.8).
+const (
+	codeOK              = 100 // success
+	codeAlreadyVerified = 101 // verify: verified before
+	codeTooManyAttempts = -12 // too many attempts in a short period
+	codeAmountMismatch  = -50 // verify: amount differs from the paid one
+	codeNotPaid         = -51 // verify: no successful payment (cancelled, failed)
+	codeUnexpected      = -52 // unexpected error at the gateway
+)
+
+// reply is an answer that carries a usable gateway code.
+type reply struct {
+	status  int // HTTP status
+	code    int
+	message string // sanitized
+	data    dataFields
+}
+
+// interpret turns an HTTP answer into a reply, or into a typed error when
+// the answer says nothing definite. It is pure, so it can be fuzzed.
+func interpret(op string, status int, h http.Header, body []byte, now time.Time) (reply, error) {
+	if retryableStatus(status) {
+		return reply{}, &gateway.TransientError{
+			Op:         op,
+			HTTPStatus: status,
+			RetryAfter: retryAfter(h.Get("Retry-After"), now),
+			Err:        fmt.Errorf("HTTP %d %s", status, http.StatusText(status)),
+		}
+	}
+	ans, err := decodeAnswer(body)
+	code, msg := 0, ""
+	if err == nil {
+		code, msg, err = ans.decide()
+	}
+	if err != nil {
+		return reply{}, undecided(op, status, err)
+	}
+	return reply{status: status, code: code, message: sanitize(msg), data: ans.data}, nil
+}
+
+// undecided classifies an answer without a usable gateway code: a plain
+// 4xx is a refusal (wrong path, method, ...); anything else is unknown.
+func undecided(op string, status int, err error) error {
+	if status >= 400 && status < 500 && err != errConflict {
+		return &gateway.RejectedError{
+			Op:      op,
+			Message: fmt.Sprintf("HTTP %d %s without a gateway code", status, http.StatusText(status)),
+		}
+	}
+	return &gateway.TransientError{Op: op, HTTPStatus: status, Err: fmt.Errorf("undecodable answer: %w", err)}
+}
+
+// retryableStatus reports HTTP statuses that say nothing about the call.
+func retryableStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// maxRetryAfter bounds a believable Retry-After; larger values are ignored.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter parses a Retry-After header (seconds or HTTP-date); 0 if none
+// or unbelievable.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s > int64(maxRetryAfter/time.Second) {
+			return 0
+		}
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	if d <= 0 || d > maxRetryAfter {
+		return 0
+	}
+	return d
+}
+
+// codeFailure is the error for a code that is not a success of op:
+// transient for the gateway's own temporary failures and for unknown
+// positive codes, a refusal for other negative codes.
+func codeFailure(op string, r reply) error {
+	if r.code < 0 && !transientCode(r.code) {
+		return &gateway.RejectedError{Op: op, Code: r.code, Message: r.message}
+	}
+	return &gateway.TransientError{
+		Op:         op,
+		HTTPStatus: r.status,
+		Err:        fmt.Errorf("gateway code %d: %s", r.code, r.message),
+	}
+}
+
+// transientCode reports negative codes that say the gateway could not
+// decide now: -12 (too many attempts) and -52 (unexpected error).
+func transientCode(code int) bool {
+	return code == codeTooManyAttempts || code == codeUnexpected
+}
+
+// requestResult classifies a request.json reply.
+func requestResult(r reply) (gateway.RequestResult, error) {
+	if r.code != codeOK {
+		return gateway.RequestResult{}, codeFailure(opRequest, r)
+	}
+	auth := r.data.Authority.s
+	if !ValidAuthority(auth) {
+		return gateway.RequestResult{}, &gateway.TransientError{
+			Op:         opRequest,
+			HTTPStatus: r.status,
+			Err:        fmt.Errorf("code %d with a missing or malformed authority %q", r.code, truncateRunes(auth, 40)),
+		}
+	}
+	return gateway.RequestResult{Authority: auth, Code: r.code, FeeRials: r.data.Fee.nonNegative()}, nil
+}
+
+// verifyResult classifies a verify.json reply. Definite answers about the
+// payment, including refusals of the verify itself, are results.
+func verifyResult(r reply) (gateway.VerifyResult, error) {
+	res := gateway.VerifyResult{Code: r.code, Message: r.message}
+	switch {
+	case r.code == codeOK || r.code == codeAlreadyVerified:
+		res.Outcome = gateway.VerifyPaid
+		if r.code == codeAlreadyVerified {
+			res.Outcome = gateway.VerifyAlreadyVerified
+		}
+		res.RefID = r.data.RefID.nonNegative()
+		res.CardPANMasked = truncateRunes(maskDigitRuns(r.data.CardPAN.s), maxPANLen)
+		res.CardHash = truncateRunes(r.data.CardHash.s, maxHashLen)
+		res.FeeRials = r.data.Fee.nonNegative()
+	case r.code == codeNotPaid:
+		res.Outcome = gateway.VerifyNotPaid
+	case r.code == codeAmountMismatch:
+		res.Outcome = gateway.VerifyAmountMismatch
+	case r.code < 0 && !transientCode(r.code):
+		res.Outcome = gateway.VerifyInvalid
+	default:
+		return gateway.VerifyResult{}, codeFailure(opVerify, r)
+	}
+	return res, nil
+}
+
+// inquiryResult classifies an inquiry.json reply.
+func inquiryResult(r reply) (gateway.InquiryResult, error) {
+	if r.code != codeOK {
+		return gateway.InquiryResult{}, codeFailure(opInquiry, r)
+	}
+	st := strings.ToUpper(r.data.Status.s)
+	if st == "" {
+		return gateway.InquiryResult{}, &gateway.TransientError{
+			Op: opInquiry, HTTPStatus: r.status, Err: fmt.Errorf("code %d without a status", r.code),
+		}
+	}
+	return gateway.InquiryResult{Code: r.code, Status: gateway.InquiryStatus(truncateRunes(st, 32))}, nil
+}
+
+// unverifiedResult classifies an unVerified.json reply. Entries without an
+// authority are dropped; an unparsable date is left zero.
+func unverifiedResult(r reply, loc *time.Location) ([]gateway.Unverified, error) {
+	if r.code != codeOK {
+		return nil, codeFailure(opUnverified, r)
+	}
+	out := make([]gateway.Unverified, 0, len(r.data.Authorities.items))
+	for _, it := range r.data.Authorities.items {
+		if it.Authority.s == "" {
+			continue
+		}
+		out = append(out, gateway.Unverified{
+			Authority:   it.Authority.s,
+			AmountRials: it.Amount.nonNegative(),
+			CallbackURL: it.CallbackURL.s,
+			Date:        parseDate(it.Date.s, loc),
+		})
+	}
+	return out, nil
+}
+
+// parseDate reads the gateway's local (Tehran) wall-clock date, with an
+// RFC 3339 fallback; the zero time when it cannot be read.
+func parseDate(s string, loc *time.Location) time.Time {
+	for _, layout := range []string{time.DateTime, "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t
+		}
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t
+	}
+	return time.Time{}
+}

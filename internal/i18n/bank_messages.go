@@ -1,0 +1,103 @@
+package i18n
+
+// Text of the sandbox bank's pages (keys start with "bank."). Every key must
+// exist in both languages.
+var bankFA = map[string]string{
+	"bank.name":           "بانک آزمایشی کیف‌پول",
+	"bank.gateway":        "درگاه پرداخت اینترنتی",
+	"bank.sandbox_notice": "این یک درگاه آزمایشی است و هیچ پول واقعی جابه‌جا نمی‌شود.",
+	"bank.lang_switch":    "English",
+	"bank.footer":         "شبیه‌ساز آفلاین درگاه زرین‌پال (نسخه ۴)، فقط برای آزمایش",
+
+	"bank.pay.title":     "پرداخت",
+	"bank.invoice":       "اطلاعات پذیرنده",
+	"bank.merchant":      "پذیرنده",
+	"bank.description":   "شرح خرید",
+	"bank.order_id":      "شماره سفارش",
+	"bank.authority":     "شناسه تراکنش",
+	"bank.amount":        "مبلغ قابل پرداخت",
+	"bank.amount_rials":  "{amount} ریال",
+	"bank.amount_tomans": "معادل {amount} تومان",
+	"bank.expires_in":    "زمان باقی‌مانده برای پرداخت: {minutes} دقیقه",
+
+	"bank.card.title":     "اطلاعات کارت",
+	"bank.card.number":    "شماره کارت",
+	"bank.card.cvv2":      "شماره شناسایی دوم (CVV2)",
+	"bank.card.expiry":    "تاریخ انقضای کارت",
+	"bank.card.month":     "ماه",
+	"bank.card.year":      "سال",
+	"bank.card.captcha":   "کد امنیتی",
+	"bank.card.pin2":      "رمز دوم (رمز پویا)",
+	"bank.card.email":     "ایمیل (اختیاری)",
+	"bank.card.test_note": "یک کارت آزمایشی از پیش وارد شده است؛ کافی است یکی از دکمه‌های زیر را بزنید.",
+
+	"bank.button.pay":       "پرداخت",
+	"bank.button.cancel":    "انصراف",
+	"bank.button.pay_close": "پرداخت و بستن پنجره",
+
+	"bank.closed.title": "پرداخت با موفقیت انجام شد",
+	"bank.closed.body":  "اکنون می‌توانید این پنجره را ببندید.",
+	"bank.closed.note":  "در این حالت شما به سایت پذیرنده بازگردانده نمی‌شوید (آزمایش بازگشت گم‌شده).",
+
+	"bank.paid.title":      "این تراکنش قبلاً پرداخت شده است",
+	"bank.paid.body":       "پرداخت این تراکنش پیش‌تر انجام شده است و نمی‌توان دوباره آن را پرداخت کرد.",
+	"bank.cancelled.title": "این تراکنش لغو شده است",
+	"bank.cancelled.body":  "پرداخت این تراکنش لغو شده است و دیگر قابل پرداخت نیست.",
+	"bank.reversed.title":  "این تراکنش برگشت خورده است",
+	"bank.reversed.body":   "مبلغ این تراکنش به کارت پرداخت‌کننده بازگردانده شده است.",
+	"bank.expired.title":   "مهلت پرداخت به پایان رسیده است",
+	"bank.expired.body":    "زمان مجاز برای پرداخت این تراکنش گذشته است. لطفاً از سایت پذیرنده دوباره اقدام کنید.",
+	"bank.not_found.title": "تراکنش یافت نشد",
+	"bank.not_found.body":  "شناسه تراکنش نامعتبر است یا چنین تراکنشی وجود ندارد.",
+	"bank.back":            "بازگشت به سایت پذیرنده",
+}
+
+var bankEN = map[string]string{
+	"bank.name":           "Kifpool Sandbox Bank",
+	"bank.gateway":        "Internet Payment Gateway",
+	"bank.sandbox_notice": "This is a test gateway: no real money moves.",
+	"bank.lang_switch":    "فارسی",
+	"bank.footer":         "Offline Zarinpal (v4) simulator, for testing only",
+
+	"bank.pay.title":     "Payment",
+	"bank.invoice":       "Merchant details",
+	"bank.merchant":      "Merchant",
+	"bank.description":   "Description",
+	"bank.order_id":      "Order number",
+	"bank.authority":     "Transaction ID",
+	"bank.amount":        "Amount payable",
+	"bank.amount_rials":  "{amount} rials",
+	"bank.amount_tomans": "({amount} tomans)",
+	"bank.expires_in":    "Time left to pay: {minutes} min",
+
+	"bank.card.title":     "Card details",
+	"bank.card.number":    "Card number",
+	"bank.card.cvv2":      "CVV2",
+	"bank.card.expiry":    "Expiry date",
+	"bank.card.month":     "Month",
+	"bank.card.year":      "Year",
+	"bank.card.captcha":   "Security code",
+	"bank.card.pin2":      "Second PIN (dynamic password)",
+	"bank.card.email":     "Email (optional)",
+	"bank.card.test_note": "A test card is already filled in; just press one of the buttons below.",
+
+	"bank.button.pay":       "Pay",
+	"bank.button.cancel":    "Cancel",
+	"bank.button.pay_close": "Pay and close the window",
+
+	"bank.closed.title": "Payment successful",
+	"bank.closed.body":  "You may close this window now.",
+	"bank.closed.note":  "You are not sent back to the merchant in this mode (lost-callback test).",
+
+	"bank.paid.title":      "This transaction has already been paid",
+	"bank.paid.body":       "This transaction was paid before and cannot be paid again.",
+	"bank.cancelled.title": "This transaction was cancelled",
+	"bank.cancelled.body":  "The payment of this transaction was cancelled; it can no longer be paid.",
+	"bank.reversed.title":  "This transaction was reversed",
+	"bank.reversed.body":   "The amount of this transaction was returned to the payer's card.",
+	"bank.expired.title":   "The payment session has expired",
+	"bank.expired.body":    "The time allowed to pay this transaction has passed. Please start again from the merchant's site.",
+	"bank.not_found.title": "Transaction not found",
+	"bank.not_found.body":  "The transaction ID is invalid or no such transaction exists.",
+	"bank.back":            "Return to the merchant's site",
+}

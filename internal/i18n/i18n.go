@@ -1,0 +1,156 @@
+// Package i18n holds the user-facing text of Kifpool in Persian (the
+// default, right-to-left) and English, and the locale-aware formatting of
+// numbers, money and dates.
+package i18n
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Lang is a supported interface language.
+type Lang string
+
+const (
+	FA Lang = "fa" // Persian, the default
+	EN Lang = "en"
+)
+
+// Default is the language of a first visit without a usable Accept-Language.
+const Default = FA
+
+// Langs lists the supported languages, default first.
+var Langs = []Lang{FA, EN}
+
+// Parse returns the language for a code such as "fa", "en-US"; ok is false
+// for anything unsupported.
+func Parse(code string) (Lang, bool) {
+	code = strings.ToLower(strings.TrimSpace(code))
+	if i := strings.IndexAny(code, "-_"); i >= 0 {
+		code = code[:i]
+	}
+	switch Lang(code) {
+	case FA:
+		return FA, true
+	case EN:
+		return EN, true
+	}
+	return "", false
+}
+
+// FromAcceptLanguage picks the first supported language of an
+// Accept-Language header (in the order given, ignoring q-values of 0).
+func FromAcceptLanguage(header string) Lang {
+	for _, part := range strings.Split(header, ",") {
+		tag, params, _ := strings.Cut(part, ";")
+		if strings.ReplaceAll(strings.TrimSpace(params), " ", "") == "q=0" {
+			continue
+		}
+		if l, ok := Parse(tag); ok {
+			return l
+		}
+	}
+	return Default
+}
+
+// Dir is the text direction of the language: "rtl" or "ltr".
+func (l Lang) Dir() string {
+	if l == FA {
+		return "rtl"
+	}
+	return "ltr"
+}
+
+// Other is the language a switch on the page offers.
+func (l Lang) Other() Lang {
+	if l == FA {
+		return EN
+	}
+	return FA
+}
+
+func table(l Lang) []map[string]string {
+	if l == EN {
+		return []map[string]string{messagesEN, bankEN}
+	}
+	return []map[string]string{messagesFA, bankFA}
+}
+
+// T returns the message for key in language l. args are name/value pairs
+// substituted for {name} placeholders; numbers given as int/int64 are
+// written with the language's digits. A missing key returns the key itself
+// in brackets so that it is visible (and a test fails on it).
+func T(l Lang, key string, args ...any) string {
+	var msg string
+	found := false
+	for _, m := range table(l) {
+		if s, ok := m[key]; ok {
+			msg, found = s, true
+			break
+		}
+	}
+	if !found {
+		return "[" + key + "]"
+	}
+	if len(args) == 0 {
+		return msg
+	}
+	pairs := make([]string, 0, len(args))
+	for i := 0; i+1 < len(args); i += 2 {
+		name := fmt.Sprint(args[i])
+		var val string
+		switch v := args[i+1].(type) {
+		case Money:
+			val = Tomans(l, int64(v))
+		case int:
+			val = Digits(l, fmt.Sprint(v))
+		case int64:
+			val = Digits(l, fmt.Sprint(v))
+		default:
+			val = fmt.Sprint(v)
+		}
+		pairs = append(pairs, "{"+name+"}", val)
+	}
+	return strings.NewReplacer(pairs...).Replace(msg)
+}
+
+// Money is an amount of rials given to T: it is written as tomans with the
+// language's digits and separators.
+type Money int64
+
+// Has reports whether key exists in language l.
+func Has(l Lang, key string) bool {
+	for _, m := range table(l) {
+		if _, ok := m[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Keys returns every key of language l (for completeness tests).
+func Keys(l Lang) []string {
+	var out []string
+	for _, m := range table(l) {
+		for k := range m {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Digits rewrites the ASCII digits of s in the language's digits.
+func Digits(l Lang, s string) string {
+	if l != FA {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			b.WriteRune('۰' + (r - '0'))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

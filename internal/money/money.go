@@ -1,0 +1,85 @@
+// Package money parses the amounts people type. Amounts are integer rials
+// everywhere inside Kifpool; people think and type in tomans (10 rials).
+package money
+
+import (
+	"errors"
+	"strings"
+	"unicode"
+)
+
+// RialsPerToman is the fixed ratio between the two units.
+const RialsPerToman = 10
+
+// maxTomanDigits bounds the input: 15 digits of tomans is far above any
+// limit and far below int64's range once multiplied by 10.
+const maxTomanDigits = 15
+
+// Parse errors, each with its own message for the user.
+var (
+	ErrEmpty       = errors.New("amount is empty")
+	ErrInvalid     = errors.New("amount is not a whole number")
+	ErrTooLong     = errors.New("amount has too many digits")
+	ErrNotPositive = errors.New("amount must be more than zero")
+)
+
+// ParseTomans reads a whole number of tomans as typed by a person and
+// returns it in rials. It accepts Latin, Persian (۰-۹) and Arabic-Indic
+// (٠-٩) digits, and the usual group separators: ',', '٬' (U+066C), '،'
+// (U+060C), '_' , apostrophes and any kind of space. A leading '+' is
+// allowed. Anything else (signs, decimal points, exponents, letters) is
+// rejected: an amount of money is never guessed.
+func ParseTomans(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, ErrEmpty
+	}
+	s = strings.TrimPrefix(s, "+")
+	var n int64
+	digits := 0
+	for _, r := range s {
+		d, ok := digitValue(r)
+		switch {
+		case ok:
+			if n == 0 && d == 0 {
+				continue // leading zeros carry no value
+			}
+			digits++
+			if digits > maxTomanDigits {
+				return 0, ErrTooLong
+			}
+			n = n*10 + int64(d)
+		case isSeparator(r):
+			continue
+		default:
+			return 0, ErrInvalid
+		}
+	}
+	if !strings.ContainsFunc(s, func(r rune) bool { _, ok := digitValue(r); return ok }) {
+		return 0, ErrInvalid
+	}
+	if n <= 0 {
+		return 0, ErrNotPositive
+	}
+	return n * RialsPerToman, nil
+}
+
+func digitValue(r rune) (int, bool) {
+	switch {
+	case r >= '0' && r <= '9':
+		return int(r - '0'), true
+	case r >= '۰' && r <= '۹': // EXTENDED ARABIC-INDIC (Persian)
+		return int(r - '۰'), true
+	case r >= '٠' && r <= '٩': // ARABIC-INDIC
+		return int(r - '٠'), true
+	}
+	return 0, false
+}
+
+func isSeparator(r rune) bool {
+	switch r {
+	case ',', '٬', '،', '_', '\'', '’':
+		return true
+	}
+	return unicode.IsSpace(r) || r == '\u200c' || r == '\u200f' || r == '\u200e'
+}

@@ -1,0 +1,109 @@
+// Package payment runs the top-up lifecycle: start a payment with the
+// gateway, handle the bank's return, verify and resolve, exactly once.
+//
+// State machine (ARCHITECTURE §3):
+//
+//	created ──request ok──▶ awaiting_payment ──verify paid──▶ credited
+//	   │                         │──verify not paid──▶ failed
+//	   │                         └──verify unknown──▶ pending_verification
+//	   └──request failed──▶ failed
+//	pending_verification ──paid──▶ credited | not paid ──▶ failed | too long ──▶ needs_review
+//
+// Every transition is a conditional UPDATE (… WHERE id = ? AND status IN
+// (…)); zero rows affected means another actor got there first, and the
+// caller re-reads and replays.
+package payment
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/base64"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Status is the state of a payment.
+type Status string
+
+const (
+	StatusCreated             Status = "created"
+	StatusAwaitingPayment     Status = "awaiting_payment"
+	StatusPendingVerification Status = "pending_verification"
+	StatusCredited            Status = "credited"
+	StatusFailed              Status = "failed"
+	StatusNeedsReview         Status = "needs_review"
+)
+
+// Terminal reports whether no automatic transition leaves the status.
+func (s Status) Terminal() bool {
+	return s == StatusCredited || s == StatusFailed || s == StatusNeedsReview
+}
+
+// openForVerify lists the statuses a verify may resolve.
+func openForVerify() []Status {
+	return []Status{StatusAwaitingPayment, StatusPendingVerification}
+}
+
+// Payment is one top-up attempt.
+type Payment struct {
+	ID                  int64 `gorm:"primaryKey"`
+	PublicID            string
+	UserID              int64
+	WalletID            int64
+	AmountRials         int64
+	Gateway             string
+	FormToken           string
+	Authority           *string
+	RefID               *int64
+	VerifiedAmountRials *int64
+	CardPANMasked       string
+	Status              Status
+	StatusReason        string
+	Attempts            int
+	NextCheckAt         *time.Time
+	LeaseUntil          *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	ResolvedAt          *time.Time
+}
+
+// AuthorityString returns the authority or "".
+func (p Payment) AuthorityString() string {
+	if p.Authority == nil {
+		return ""
+	}
+	return *p.Authority
+}
+
+// RefIDValue returns the bank reference or 0.
+func (p Payment) RefIDValue() int64 {
+	if p.RefID == nil {
+		return 0
+	}
+	return *p.RefID
+}
+
+// NewFormToken returns a fresh per-form idempotency token (128 random
+// bits, URL-safe).
+func NewFormToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+var formTokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+
+// ValidFormToken reports whether s has the shape of a form token.
+func ValidFormToken(s string) bool { return formTokenRE.MatchString(s) }
+
+func newPublicID() string {
+	var b [15]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+var publicIDRE = regexp.MustCompile(`^[a-z2-7]{24}$`)
+
+// ValidPublicID reports whether s has the shape of a payment's public id.
+func ValidPublicID(s string) bool { return publicIDRE.MatchString(s) }

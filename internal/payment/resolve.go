@@ -1,0 +1,218 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+// errLostRace: a conditional update found the payment no longer in the
+// expected state; another actor resolved it first.
+var errLostRace = errors.New("payment changed meanwhile")
+
+// Return handles the bank's callback for a payment. The callback proves
+// nothing: it only names the payment. The authority must match ours (else
+// ErrAuthorityMismatch and nothing changes); then, unless the payment is
+// already resolved, it is verified with the bank using the amount from our
+// own row. The returned payment carries the outcome to show.
+func (s *Service) Return(ctx context.Context, publicID, authority string) (Payment, error) {
+	p, err := s.ByPublicID(ctx, publicID)
+	if err != nil {
+		return Payment{}, err
+	}
+	if p.Authority == nil || authority != *p.Authority {
+		s.log.Warn("callback authority mismatch", "payment", p.PublicID)
+		return Payment{}, ErrAuthorityMismatch
+	}
+	if p.Status.Terminal() {
+		return p, nil // a repeat callback: the same result page
+	}
+	if p.Status == StatusPendingVerification && p.NextCheckAt != nil && p.NextCheckAt.After(s.clock()) {
+		return p, nil // the bank was asked moments ago; do not hammer it on every reload
+	}
+	return s.Resolve(ctx, p)
+}
+
+// Resolve verifies an open payment with the bank and records the outcome.
+// It is the one resolve path, used by the return handler and the worker.
+// Only one actor at a time verifies a payment (a lease on the row); others
+// wait, bounded, for its result. It returns the payment as it now stands;
+// an open payment means the outcome is not known yet.
+func (s *Service) Resolve(ctx context.Context, p Payment) (Payment, error) {
+	claimed, err := s.claim(ctx, p.ID)
+	if err != nil {
+		return p, err
+	}
+	if !claimed {
+		return s.waitResolved(ctx, p.ID)
+	}
+	p, err = s.reload(ctx, p.ID)
+	if err != nil {
+		return p, err
+	}
+	return s.verifyAndApply(ctx, p)
+}
+
+// claim takes the verification lease of an open payment.
+func (s *Service) claim(ctx context.Context, id int64) (bool, error) {
+	now := s.clock()
+	res := s.db.Gorm.WithContext(ctx).Model(&Payment{}).
+		Where("id = ? AND status IN ? AND (lease_until IS NULL OR lease_until < ?)", id, openForVerify(), now).
+		Updates(map[string]any{"lease_until": now.Add(s.cfg.LeaseDuration), "attempts": gorm.Expr("attempts + 1"), "updated_at": now})
+	if res.Error != nil {
+		return false, fmt.Errorf("claim payment %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// waitResolved waits for the actor holding the lease, bounded by ReturnWait.
+func (s *Service) waitResolved(ctx context.Context, id int64) (Payment, error) {
+	deadline := time.Now().Add(s.cfg.ReturnWait)
+	for {
+		p, err := s.reload(ctx, id)
+		if err != nil {
+			return p, err
+		}
+		if p.Status.Terminal() || p.LeaseUntil == nil || time.Now().After(deadline) {
+			return p, nil
+		}
+		select {
+		case <-ctx.Done():
+			return p, nil
+		case <-time.After(s.cfg.PollInterval):
+		}
+	}
+}
+
+// verifyAndApply asks the bank and records the answer. The caller holds
+// the lease.
+func (s *Service) verifyAndApply(ctx context.Context, p Payment) (Payment, error) {
+	log := s.log.With("payment", p.PublicID)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	vr, err := s.gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
+	cancel()
+	// Whatever the caller's context does now, the answer must be recorded.
+	ctx = context.WithoutCancel(ctx)
+	switch {
+	case err != nil && gateway.IsRejected(err):
+		log.Error("verify rejected by gateway", "err", err)
+		return s.transition(ctx, p, StatusNeedsReview, "verify rejected: "+err.Error(), nil)
+	case err != nil:
+		// A time-out is not a failure: the outcome is unknown.
+		log.Warn("verify outcome unknown", "err", err)
+		return s.transition(ctx, p, StatusPendingVerification, "verify: "+err.Error(),
+			map[string]any{"next_check_at": s.clock().Add(s.cfg.RecheckDelay)})
+	}
+	log = log.With("code", vr.Code, "outcome", vr.Outcome)
+	switch vr.Outcome {
+	case gateway.VerifyPaid, gateway.VerifyAlreadyVerified:
+		if vr.RefID <= 0 {
+			log.Error("bank confirmed payment without a reference")
+			return s.transition(ctx, p, StatusNeedsReview, "bank confirmed without ref_id", nil)
+		}
+		return s.credit(ctx, p, vr)
+	case gateway.VerifyNotPaid:
+		return s.notPaid(ctx, p, vr)
+	case gateway.VerifyAmountMismatch:
+		log.Error("bank reports another amount than ours")
+		return s.transition(ctx, p, StatusNeedsReview, fmt.Sprintf("verify: amount mismatch (code %d)", vr.Code), nil)
+	default:
+		log.Error("verify refused by gateway")
+		return s.transition(ctx, p, StatusNeedsReview, fmt.Sprintf("verify: invalid (code %d)", vr.Code), nil)
+	}
+}
+
+// notPaid handles a "not paid" verify. A payer still on the bank page also
+// gets "not paid", so before failing the payment the bank is asked for the
+// authority's state: an early or forged callback must not fail a payment
+// the payer can still complete.
+func (s *Service) notPaid(ctx context.Context, p Payment, vr gateway.VerifyResult) (Payment, error) {
+	ictx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	ir, err := s.gw.Inquire(ictx, p.AuthorityString())
+	cancel()
+	switch {
+	case err != nil && !gateway.IsRejected(err):
+		return s.transition(ctx, p, StatusPendingVerification, "inquiry after not-paid: "+err.Error(),
+			map[string]any{"next_check_at": s.clock().Add(s.cfg.RecheckDelay)})
+	case err == nil && ir.Status == gateway.InquiryInBank:
+		s.log.Info("callback before payment; payer still at the bank", "payment", p.PublicID)
+		return s.release(ctx, p)
+	case err == nil && (ir.Status == gateway.InquiryPaid || ir.Status == gateway.InquiryVerified):
+		// Contradicts the verify answer: keep asking.
+		return s.transition(ctx, p, StatusPendingVerification, "verify said not paid, inquiry says "+string(ir.Status),
+			map[string]any{"next_check_at": s.clock().Add(s.cfg.RecheckDelay)})
+	}
+	return s.transition(ctx, p, StatusFailed, fmt.Sprintf("not paid (code %d)", vr.Code), nil)
+}
+
+// credit records a verified payment and credits the wallet, in one
+// transaction: conditional state update, ledger entry, balance.
+func (s *Service) credit(ctx context.Context, p Payment, vr gateway.VerifyResult) (Payment, error) {
+	now := s.clock()
+	amount := p.AmountRials // the amount the bank just verified (verify carries our amount; -50 otherwise)
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&Payment{}).
+			Where("id = ? AND status IN ?", p.ID, openForVerify()).
+			Updates(map[string]any{
+				"status": StatusCredited, "status_reason": string(vr.Outcome),
+				"ref_id": vr.RefID, "verified_amount_rials": amount, "card_pan_masked": vr.CardPANMasked,
+				"resolved_at": now, "updated_at": now, "lease_until": nil, "next_check_at": nil,
+			})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errLostRace
+		}
+		_, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, now)
+		return err
+	})
+	switch {
+	case err == nil:
+		s.log.Info("payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", vr.RefID)
+		return s.reload(ctx, p.ID)
+	case errors.Is(err, errLostRace), errors.Is(err, wallet.ErrAlreadyCredited):
+		return s.reload(ctx, p.ID) // someone else resolved it: a replay
+	case store.IsUniqueViolation(err):
+		// unique (gateway, ref_id): the bank's reference already belongs to
+		// another payment. Never credit twice for one bank payment.
+		s.log.Error("bank reference already used by another payment", "payment", p.PublicID, "ref_id", vr.RefID)
+		return s.transition(ctx, p, StatusNeedsReview, fmt.Sprintf("ref_id %d already used by another payment", vr.RefID), nil)
+	}
+	return p, fmt.Errorf("credit payment %s: %w", p.PublicID, err)
+}
+
+// transition moves an open payment to another status, releasing the lease.
+func (s *Service) transition(ctx context.Context, p Payment, to Status, reason string, extra map[string]any) (Payment, error) {
+	now := s.clock()
+	vals := map[string]any{"status": to, "status_reason": truncate(reason, 500), "updated_at": now, "lease_until": nil}
+	if to.Terminal() {
+		vals["resolved_at"] = now
+		vals["next_check_at"] = nil
+	}
+	for k, v := range extra {
+		vals[k] = v
+	}
+	res := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ? AND status IN ?", p.ID, openForVerify()).Updates(vals)
+	if res.Error != nil {
+		return p, fmt.Errorf("payment %s to %s: %w", p.PublicID, to, res.Error)
+	}
+	return s.reload(ctx, p.ID)
+}
+
+// release gives up the lease without changing the status.
+func (s *Service) release(ctx context.Context, p Payment) (Payment, error) {
+	err := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ?", p.ID).
+		Updates(map[string]any{"lease_until": nil, "updated_at": s.clock()}).Error
+	if err != nil {
+		return p, fmt.Errorf("release payment %s: %w", p.PublicID, err)
+	}
+	return s.reload(ctx, p.ID)
+}

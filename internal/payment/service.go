@@ -1,0 +1,323 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Errors the web layer turns into pages.
+var (
+	ErrAmountTooSmall = errors.New("amount is below the minimum")
+	ErrAmountTooLarge = errors.New("amount is above the maximum")
+	ErrBadFormToken   = errors.New("form token is missing or malformed")
+	// ErrGatewayFailed: the gateway could not start the payment; the
+	// payment is failed and no money can have been taken.
+	ErrGatewayFailed = errors.New("gateway could not start the payment")
+	// ErrStillProcessing: a repeat submit waited for the first one, which is
+	// still talking to the bank.
+	ErrStillProcessing = errors.New("the first submit of this form is still in progress")
+	ErrNotFound        = errors.New("payment not found")
+	// ErrAuthorityMismatch: the callback's authority is not this payment's.
+	ErrAuthorityMismatch = errors.New("callback authority does not match the payment")
+)
+
+// FormReusedError: the form's token was already used for another amount.
+type FormReusedError struct{ Existing Payment }
+
+func (e *FormReusedError) Error() string {
+	return fmt.Sprintf("form token already used by payment %s for another amount", e.Existing.PublicID)
+}
+
+// Config holds the payment rules and time budgets.
+type Config struct {
+	BaseURL     string // public URL of the app, for the callback URL
+	MinRials    int64
+	MaxRials    int64
+	Description string // shown by the bank, e.g. "Kifpool wallet top-up"
+
+	RequestTimeout time.Duration // budget for the gateway's request call (default 10s)
+	VerifyTimeout  time.Duration // budget for verify during a return (default 12s)
+	ReplayWait     time.Duration // how long a repeat submit waits for the first (default RequestTimeout+2s)
+	ReturnWait     time.Duration // how long a concurrent callback waits for the one verifying (default VerifyTimeout+2s)
+	LeaseDuration  time.Duration // how long a verifier holds a payment (default VerifyTimeout+10s)
+	RecheckDelay   time.Duration // first background check after an unknown outcome (default 20s)
+	PollInterval   time.Duration // how often waiters re-read the row (default 50ms)
+}
+
+func (c *Config) defaults() {
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.VerifyTimeout == 0 {
+		c.VerifyTimeout = 12 * time.Second
+	}
+	if c.ReplayWait == 0 {
+		c.ReplayWait = c.RequestTimeout + 2*time.Second
+	}
+	if c.ReturnWait == 0 {
+		c.ReturnWait = c.VerifyTimeout + 2*time.Second
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = c.VerifyTimeout + 10*time.Second
+	}
+	if c.RecheckDelay == 0 {
+		c.RecheckDelay = 20 * time.Second
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 50 * time.Millisecond
+	}
+	if c.Description == "" {
+		c.Description = "Kifpool wallet top-up"
+	}
+}
+
+// Service runs payments. It is safe for concurrent use and across
+// several instances sharing one database.
+type Service struct {
+	db  *store.DB
+	gw  gateway.Gateway
+	now func() time.Time
+	log *slog.Logger
+	cfg Config
+}
+
+// NewService wires the payment service.
+func NewService(db *store.DB, gw gateway.Gateway, now func() time.Time, log *slog.Logger, cfg Config) *Service {
+	cfg.defaults()
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	return &Service{db: db, gw: gw, now: now, log: log, cfg: cfg}
+}
+
+// Limits returns the allowed top-up range in rials.
+func (s *Service) Limits() (minRials, maxRials int64) { return s.cfg.MinRials, s.cfg.MaxRials }
+
+// Gateway returns the gateway the service talks to.
+func (s *Service) Gateway() gateway.Gateway { return s.gw }
+
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// CallbackURL is where the bank sends the payer back for a payment.
+func (s *Service) CallbackURL(publicID string) string {
+	return s.cfg.BaseURL + "/payments/" + publicID + "/return"
+}
+
+// StartInput is a submitted top-up form.
+type StartInput struct {
+	UserID      int64
+	WalletID    int64
+	Email       string
+	FormToken   string
+	AmountRials int64
+}
+
+// StartResult says where to send the browser.
+type StartResult struct {
+	Payment  Payment
+	PayURL   string // the bank page, when the payment awaits payment
+	Replayed bool   // this answer repeats an earlier submit of the form
+}
+
+// ValidateAmount checks the top-up limits.
+func (s *Service) ValidateAmount(rials int64) error {
+	switch {
+	case rials < s.cfg.MinRials:
+		return ErrAmountTooSmall
+	case rials > s.cfg.MaxRials:
+		return ErrAmountTooLarge
+	}
+	return nil
+}
+
+// StartTopUp creates the payment for a submitted form and asks the gateway
+// for a transaction. A repeat (or concurrent) submit of the same form gets
+// the first submit's answer; the same token with another amount gets a
+// *FormReusedError. On ErrGatewayFailed the result holds the failed payment.
+func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, error) {
+	if !ValidFormToken(in.FormToken) {
+		return StartResult{}, ErrBadFormToken
+	}
+	if err := s.ValidateAmount(in.AmountRials); err != nil {
+		return StartResult{}, err
+	}
+	now := s.clock()
+	p := Payment{
+		PublicID: newPublicID(), UserID: in.UserID, WalletID: in.WalletID,
+		AmountRials: in.AmountRials, Gateway: s.gw.Name(), FormToken: in.FormToken,
+		Status: StatusCreated, CreatedAt: now, UpdatedAt: now,
+	}
+	err := s.db.Gorm.WithContext(ctx).Create(&p).Error
+	if store.IsUniqueViolation(err) {
+		// The unique (user_id, form_token) index is the guarantee: this
+		// form was submitted before. Answer as the first submit did.
+		return s.replayStart(ctx, in)
+	}
+	if err != nil {
+		return StartResult{}, fmt.Errorf("create payment: %w", err)
+	}
+	log := s.log.With("payment", p.PublicID)
+
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	res, reqErr := s.gw.Request(rctx, gateway.RequestInput{
+		AmountRials: p.AmountRials, CallbackURL: s.CallbackURL(p.PublicID),
+		Description: s.cfg.Description, OrderID: p.PublicID, Email: in.Email,
+	})
+	cancel()
+	if reqErr != nil {
+		log.Warn("gateway request failed", "err", reqErr)
+		// No authority reached the payer, so no money can have been taken.
+		p, err := s.failCreated(context.WithoutCancel(ctx), p, "request: "+reqErr.Error())
+		if err != nil {
+			return StartResult{}, err
+		}
+		return StartResult{Payment: p}, fmt.Errorf("start payment %s: %w: %w", p.PublicID, ErrGatewayFailed, reqErr)
+	}
+
+	now = s.clock()
+	upd := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Payment{}).
+		Where("id = ? AND status = ?", p.ID, StatusCreated).
+		Updates(map[string]any{"authority": res.Authority, "status": StatusAwaitingPayment, "updated_at": now})
+	if upd.Error != nil {
+		if store.IsUniqueViolation(upd.Error) {
+			// The gateway handed out an authority we already hold: never
+			// send a payer to a transaction that belongs to another payment.
+			log.Error("gateway returned a duplicate authority", "authority", res.Authority)
+			p, err := s.failCreated(context.WithoutCancel(ctx), p, "duplicate authority from gateway")
+			if err != nil {
+				return StartResult{}, err
+			}
+			return StartResult{Payment: p}, fmt.Errorf("start payment %s: %w: duplicate authority", p.PublicID, ErrGatewayFailed)
+		}
+		return StartResult{}, fmt.Errorf("save authority of %s: %w", p.PublicID, upd.Error)
+	}
+	if upd.RowsAffected == 0 {
+		// A repeat submit gave up on us and failed the payment meanwhile.
+		p, err := s.reload(ctx, p.ID)
+		if err != nil {
+			return StartResult{}, err
+		}
+		return s.answerFor(p, false)
+	}
+	p.Authority, p.Status, p.UpdatedAt = &res.Authority, StatusAwaitingPayment, now
+	log.Info("payment started", "amount_rials", p.AmountRials, "authority", res.Authority)
+	return StartResult{Payment: p, PayURL: s.gw.PayURL(res.Authority)}, nil
+}
+
+// replayStart answers a repeat submit of a form from the first submit's row.
+func (s *Service) replayStart(ctx context.Context, in StartInput) (StartResult, error) {
+	deadline := time.Now().Add(s.cfg.ReplayWait)
+	for {
+		var p Payment
+		err := s.db.Gorm.WithContext(ctx).Where("user_id = ? AND form_token = ?", in.UserID, in.FormToken).Take(&p).Error
+		if err != nil {
+			return StartResult{}, fmt.Errorf("load payment of form: %w", err)
+		}
+		if p.AmountRials != in.AmountRials {
+			return StartResult{}, &FormReusedError{Existing: p}
+		}
+		if p.Status != StatusCreated {
+			return s.answerFor(p, true)
+		}
+		// The first submit is still talking to the bank. Its request call
+		// is bounded by RequestTimeout; past that (plus a margin) it has
+		// died, and this submit fails the payment on its behalf (no
+		// authority was saved, so no money can have been taken).
+		if s.clock().Sub(p.CreatedAt) > s.cfg.RequestTimeout+2*time.Second {
+			p, err := s.failCreated(ctx, p, "abandoned: the first submit did not finish")
+			if err != nil {
+				return StartResult{}, err
+			}
+			return s.answerFor(p, true)
+		}
+		if time.Now().After(deadline) {
+			return StartResult{Payment: p, Replayed: true}, ErrStillProcessing
+		}
+		select {
+		case <-ctx.Done():
+			return StartResult{}, ctx.Err()
+		case <-time.After(s.cfg.PollInterval):
+		}
+	}
+}
+
+// answerFor turns a started payment into the answer for its form.
+func (s *Service) answerFor(p Payment, replayed bool) (StartResult, error) {
+	r := StartResult{Payment: p, Replayed: replayed}
+	switch p.Status {
+	case StatusAwaitingPayment:
+		r.PayURL = s.gw.PayURL(p.AuthorityString())
+	case StatusFailed:
+		if p.Authority == nil {
+			return r, fmt.Errorf("payment %s: %w", p.PublicID, ErrGatewayFailed)
+		}
+	}
+	return r, nil
+}
+
+func (s *Service) failCreated(ctx context.Context, p Payment, reason string) (Payment, error) {
+	now := s.clock()
+	err := s.db.Gorm.WithContext(ctx).Model(&Payment{}).
+		Where("id = ? AND status = ?", p.ID, StatusCreated).
+		Updates(map[string]any{"status": StatusFailed, "status_reason": truncate(reason, 500), "resolved_at": now, "updated_at": now}).Error
+	if err != nil {
+		return p, fmt.Errorf("fail payment %s: %w", p.PublicID, err)
+	}
+	return s.reload(ctx, p.ID)
+}
+
+func (s *Service) reload(ctx context.Context, id int64) (Payment, error) {
+	var p Payment
+	if err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Take(&p, id).Error; err != nil {
+		return Payment{}, fmt.Errorf("reload payment %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// ByPublicID returns a payment by its public id.
+func (s *Service) ByPublicID(ctx context.Context, publicID string) (Payment, error) {
+	if !ValidPublicID(publicID) {
+		return Payment{}, ErrNotFound
+	}
+	var p Payment
+	err := s.db.Gorm.WithContext(ctx).Where("public_id = ?", publicID).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Payment{}, ErrNotFound
+	}
+	if err != nil {
+		return Payment{}, fmt.Errorf("payment %s: %w", publicID, err)
+	}
+	return p, nil
+}
+
+// ForOwner returns the payment if it belongs to the user, else ErrNotFound.
+func (s *Service) ForOwner(ctx context.Context, publicID string, userID int64) (Payment, error) {
+	p, err := s.ByPublicID(ctx, publicID)
+	if err != nil {
+		return Payment{}, err
+	}
+	if p.UserID != userID {
+		return Payment{}, ErrNotFound
+	}
+	return p, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

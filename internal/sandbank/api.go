@@ -1,0 +1,658 @@
+package sandbank
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Operation names. Every simulated-gateway operation goes through
+// (*Bank).serveAPI under one of these names; a fault-injection layer keys its
+// rules on them.
+const (
+	opRequest      = "request"            // POST /pg/v4/payment/request.json
+	opVerify       = "verify"             // POST /pg/v4/payment/verify.json
+	opInquiry      = "inquiry"            // POST /pg/v4/payment/inquiry.json
+	opUnverified   = "unverified"         // POST /pg/v4/payment/unVerified.json
+	opStartPay     = "startpay"           // GET  /pg/StartPay/{authority}
+	opPagePay      = "startpay.pay"       // POST /pg/StartPay/{authority}/pay
+	opPageCancel   = "startpay.cancel"    // POST /pg/StartPay/{authority}/cancel
+	opPagePayClose = "startpay.pay_close" // POST /pg/StartPay/{authority}/pay-close
+)
+
+// Zarinpal result codes used by the simulator.
+const (
+	codeSuccess          = 100
+	codeVerified         = 101
+	codeValidation       = -9
+	codeTerminalInactive = -11
+	codeMaxAmount        = -41
+	codeAmountMismatch   = -50
+	codeNotPaid          = -51
+	codeOtherMerchant    = -53
+	codeInvalidAuthority = -54
+)
+
+// codeMessage is Zarinpal's (English) message for an error code.
+func codeMessage(code int) string {
+	switch code {
+	case codeValidation:
+		return "The input params invalid, validation error."
+	case codeTerminalInactive:
+		return "Terminal is not active, please contact our support team."
+	case codeMaxAmount:
+		return "Maximum amount is 100,000,000 tomans."
+	case codeAmountMismatch:
+		return "Session is not valid, amounts values is not the same."
+	case codeNotPaid:
+		return "Session is not valid, session is not active paid try."
+	case codeOtherMerchant:
+		return "Session is not this merchant_id session."
+	case codeInvalidAuthority:
+		return "Invalid authority."
+	}
+	return "Unexpected error."
+}
+
+const (
+	// minAmountRials is the smallest payment Zarinpal accepts.
+	minAmountRials = 10_000
+	// maxAmountRials is 100,000,000 tomans.
+	maxAmountRials = 1_000_000_000
+	// maxDescription is the longest description, in characters.
+	maxDescription = 500
+	// feePercent and feeCapRials: the merchant's fee is 1% capped.
+	feePercent  = 1
+	feeCapRials = 40_000
+	// shaparakFee is the Shaparak fee reported by verify (a string there).
+	shaparakFee = "1200"
+	// zeroMerchant is a well-formed merchant id whose terminal is "not
+	// active" (-11), so tests can reach that branch.
+	zeroMerchant = "00000000-0000-0000-0000-000000000000"
+	// maxBody bounds the size of an API request body.
+	maxBody = 1 << 20
+	// maxUnverified is how many payments unVerified lists at most.
+	maxUnverified = 100
+	// tehranDateLayout is the date format of unVerified.
+	tehranDateLayout = "2006-01-02 15:04:05"
+)
+
+// serveAPI is the single entry point of every simulated-gateway operation:
+// the four Zarinpal JSON calls and the payer's StartPay page and buttons
+// (the control API under /_sandbank is deliberately not routed here: it is
+// the test's own reliable channel).
+//
+// Fault-injection extension point: a later layer wraps this method, keyed on
+// op, to add latency, answer 5xx, drop the connection, or run the operation
+// (committing its state change) and then hang or drop the answer. Nothing
+// here depends on being called exactly once per HTTP request.
+func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
+	switch op {
+	case opRequest, opVerify, opInquiry, opUnverified:
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeError(w, http.StatusMethodNotAllowed, codeValidation,
+				validation("method", "The "+r.Method+" method is not supported; use POST."))
+			return
+		}
+	}
+	switch op {
+	case opRequest:
+		b.apiRequest(w, r)
+	case opVerify:
+		b.apiVerify(w, r)
+	case opInquiry:
+		b.apiInquiry(w, r)
+	case opUnverified:
+		b.apiUnverified(w, r)
+	case opStartPay:
+		b.pageStartPay(w, r)
+	case opPagePay:
+		b.pageAction(w, r, StatePaid, false)
+	case opPageCancel:
+		b.pageAction(w, r, StateFailed, false)
+	case opPagePayClose:
+		b.pageAction(w, r, StatePaid, true)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// routes builds the bank's router.
+func (b *Bank) routes() http.Handler {
+	mux := http.NewServeMux()
+	op := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { b.serveAPI(name, w, r) }
+	}
+	mux.Handle("/pg/v4/payment/request.json", op(opRequest))
+	mux.Handle("/pg/v4/payment/verify.json", op(opVerify))
+	mux.Handle("/pg/v4/payment/inquiry.json", op(opInquiry))
+	mux.Handle("/pg/v4/payment/unVerified.json", op(opUnverified))
+	mux.HandleFunc("/pg/v4/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, codeValidation, validation("path", "Unknown API path."))
+	})
+
+	mux.Handle("GET /pg/StartPay/{authority}", op(opStartPay))
+	mux.Handle("POST /pg/StartPay/{authority}/pay", op(opPagePay))
+	mux.Handle("POST /pg/StartPay/{authority}/cancel", op(opPageCancel))
+	mux.Handle("POST /pg/StartPay/{authority}/pay-close", op(opPagePayClose))
+	mux.HandleFunc("GET /pg/assets/bank.css", serveCSS)
+
+	mux.HandleFunc("GET /_sandbank/payments", b.controlList)
+	mux.HandleFunc("POST /_sandbank/payments/{authority}/pay", b.controlFinish(StatePaid))
+	mux.HandleFunc("POST /_sandbank/payments/{authority}/cancel", b.controlFinish(StateFailed))
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// ---- envelopes ----
+
+// envelope is Zarinpal's answer: data is an object and errors [] on
+// success, data is [] and errors an object on failure.
+type envelope struct {
+	Data   any `json:"data"`
+	Errors any `json:"errors"`
+}
+
+// apiError is the errors object of a failed call.
+type apiError struct {
+	Code        int                 `json:"code"`
+	Message     string              `json:"message"`
+	Validations []map[string]string `json:"validations"`
+}
+
+// validations collects field → message pairs, in order.
+type validations []map[string]string
+
+func (v *validations) add(field, msg string) { *v = append(*v, map[string]string{field: msg}) }
+
+func validation(field, msg string) validations {
+	return validations{{field: msg}}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func writeData(w http.ResponseWriter, data any) {
+	writeJSON(w, http.StatusOK, envelope{Data: data, Errors: []any{}})
+}
+
+func writeError(w http.ResponseWriter, status, code int, v validations) {
+	if v == nil {
+		v = validations{}
+	}
+	writeJSON(w, status, envelope{
+		Data:   []any{},
+		Errors: apiError{Code: code, Message: codeMessage(code), Validations: v},
+	})
+}
+
+// writeRefusal answers a refused call: validation errors, an inactive
+// terminal, an amount above the maximum (HTTP 400).
+func writeRefusal(w http.ResponseWriter, code int, v validations) {
+	writeError(w, http.StatusBadRequest, code, v)
+}
+
+// writeAnswer answers with a business code about a payment (HTTP 200).
+func writeAnswer(w http.ResponseWriter, code int) {
+	writeError(w, http.StatusOK, code, nil)
+}
+
+// decodeBody reads a JSON object body into v, as validation messages on
+// failure.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) validations {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return validation(typeErr.Field, "The "+fieldName(typeErr.Field)+" field has an invalid type.")
+	}
+	return validation("body", fmt.Sprintf("The request body must be a JSON object: %v.", err))
+}
+
+// fieldName turns "callback_url" into "callback url" for messages.
+func fieldName(f string) string { return strings.ReplaceAll(f, "_", " ") }
+
+// checkMerchant validates a merchant_id and returns it normalised.
+func checkMerchant(v *validations, id string) string {
+	id = strings.TrimSpace(id)
+	switch {
+	case id == "":
+		v.add("merchant_id", "The merchant id field is required.")
+	case !isUUID(id):
+		v.add("merchant_id", "The merchant id must be a valid UUID.")
+	}
+	return strings.ToLower(id)
+}
+
+// checkAmount validates a required integer amount, given as a JSON number
+// or a string of digits.
+func checkAmount(v *validations, raw json.RawMessage) (int64, bool) {
+	text := strings.TrimSpace(string(raw))
+	if text == "" || text == "null" || text == `""` {
+		v.add("amount", "The amount field is required.")
+		return 0, false
+	}
+	if strings.HasPrefix(text, `"`) {
+		if err := json.Unmarshal(raw, &text); err != nil {
+			text = ""
+		}
+	}
+	a, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		v.add("amount", "The amount must be an integer.")
+		return 0, false
+	}
+	return a, true
+}
+
+// isUUID reports whether s is 8-4-4-4-12 hexadecimal digits.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// currencyFactor is how many rials one unit of the currency is.
+func currencyFactor(currency string) int64 {
+	if currency == "IRT" {
+		return 10
+	}
+	return 1
+}
+
+// rawString reads a JSON string or number as a string ("" otherwise).
+func rawString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// ---- request.json ----
+
+type requestBody struct {
+	MerchantID  string          `json:"merchant_id"`
+	Amount      json.RawMessage `json:"amount"`
+	Currency    string          `json:"currency"`
+	Description string          `json:"description"`
+	CallbackURL string          `json:"callback_url"`
+	// Metadata is decoded leniently: PHP clients send [] when it is empty.
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+type requestData struct {
+	Code      int    `json:"code"`
+	Message   string `json:"message"`
+	Authority string `json:"authority"`
+	FeeType   string `json:"fee_type"`
+	Fee       int64  `json:"fee"`
+}
+
+func (b *Bank) apiRequest(w http.ResponseWriter, r *http.Request) {
+	var in requestBody
+	if v := decodeBody(w, r, &in); v != nil {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	var v validations
+	merchant := checkMerchant(&v, in.MerchantID)
+
+	currency := strings.ToUpper(strings.TrimSpace(in.Currency))
+	if currency == "" {
+		currency = "IRR"
+	}
+	if currency != "IRR" && currency != "IRT" {
+		v.add("currency", "The selected currency is invalid; use IRR or IRT.")
+	}
+	factor := currencyFactor(currency)
+	amount, amountOK := checkAmount(&v, in.Amount)
+	if amountOK && amount*factor < minAmountRials {
+		v.add("amount", fmt.Sprintf("The amount must be at least %d %s.", minAmountRials/factor, currency))
+	}
+
+	desc := strings.TrimSpace(in.Description)
+	switch {
+	case desc == "":
+		v.add("description", "The description field is required.")
+	case utf8.RuneCountInString(in.Description) > maxDescription:
+		v.add("description", fmt.Sprintf("The description may not be greater than %d characters.", maxDescription))
+	}
+
+	callback := strings.TrimSpace(in.CallbackURL)
+	switch {
+	case callback == "":
+		v.add("callback_url", "The callback url field is required.")
+	case !strings.HasPrefix(callback, "http://") && !strings.HasPrefix(callback, "https://"):
+		v.add("callback_url", "The callback url must start with http:// or https://.")
+	default:
+		if u, err := url.Parse(callback); err != nil || u.Host == "" {
+			v.add("callback_url", "The callback url format is invalid.")
+		}
+	}
+
+	var meta map[string]json.RawMessage
+	if len(in.Metadata) > 0 && in.Metadata[0] == '{' {
+		if err := json.Unmarshal(in.Metadata, &meta); err != nil {
+			v.add("metadata", "The metadata field must be an object.")
+		}
+	}
+	if len(v) > 0 {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	if merchant == zeroMerchant {
+		writeRefusal(w, codeTerminalInactive, nil)
+		return
+	}
+	if amount > maxAmountRials/factor {
+		writeRefusal(w, codeMaxAmount, nil)
+		return
+	}
+
+	rials := amount * factor
+	fee := min(rials*feePercent/100, feeCapRials)
+	b.mu.Lock()
+	authority, err := b.newAuthorityLocked()
+	var card string
+	if err == nil {
+		card, err = b.newCardLocked()
+	}
+	if err != nil {
+		b.mu.Unlock()
+		b.log.Error("sandbank: request", "err", err)
+		http.Error(w, "sandbank: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	b.seq++
+	b.payments[authority] = &record{
+		Payment: Payment{
+			Authority:   authority,
+			MerchantID:  merchant,
+			Amount:      rials,
+			Currency:    currency,
+			Fee:         fee,
+			State:       StateInBank,
+			Description: in.Description,
+			CallbackURL: callback,
+			OrderID:     rawString(meta["order_id"]),
+			Mobile:      rawString(meta["mobile"]),
+			Email:       rawString(meta["email"]),
+			CreatedAt:   b.clock(),
+		},
+		seq:        b.seq,
+		reqAmount:  amount,
+		cardNumber: card,
+	}
+	b.mu.Unlock()
+	b.log.Info("sandbank: payment requested", "authority", authority, "amount", rials, "merchant", merchant)
+
+	writeData(w, requestData{
+		Code:      codeSuccess,
+		Message:   "Success",
+		Authority: authority,
+		FeeType:   "Merchant",
+		Fee:       fee,
+	})
+}
+
+// ---- verify.json ----
+
+type verifyBody struct {
+	MerchantID string          `json:"merchant_id"`
+	Amount     json.RawMessage `json:"amount"`
+	Authority  string          `json:"authority"`
+}
+
+type verifyData struct {
+	Code        int    `json:"code"`
+	Message     string `json:"message"`
+	CardHash    string `json:"card_hash"`
+	CardPAN     string `json:"card_pan"`
+	RefID       int64  `json:"ref_id"`
+	FeeType     string `json:"fee_type"`
+	Fee         int64  `json:"fee"`
+	ShaparakFee string `json:"shaparak_fee"`
+	OrderID     string `json:"order_id"`
+	Wages       []any  `json:"wages"`
+}
+
+func (b *Bank) apiVerify(w http.ResponseWriter, r *http.Request) {
+	var in verifyBody
+	if v := decodeBody(w, r, &in); v != nil {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	var v validations
+	merchant := checkMerchant(&v, in.MerchantID)
+	amount, _ := checkAmount(&v, in.Amount)
+	if strings.TrimSpace(in.Authority) == "" {
+		v.add("authority", "The authority field is required.")
+	}
+	if len(v) > 0 {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	if merchant == zeroMerchant {
+		writeRefusal(w, codeTerminalInactive, nil)
+		return
+	}
+
+	data, code := b.verify(merchant, in.Authority, amount)
+	if code != codeSuccess && code != codeVerified {
+		writeAnswer(w, code)
+		return
+	}
+	writeData(w, data)
+}
+
+// verify applies a verify call; the answer is data when code is 100 or 101.
+func (b *Bank) verify(merchant, authority string, amount int64) (verifyData, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rec, ok := b.payments[authority]
+	if !ok {
+		return verifyData{}, codeInvalidAuthority
+	}
+	if rec.MerchantID != merchant {
+		return verifyData{}, codeOtherMerchant
+	}
+	now := b.clock()
+	b.expireLocked(rec, now)
+	rec.VerifyCount++
+	if rec.State != StatePaid && rec.State != StateVerified {
+		return verifyData{}, codeNotPaid
+	}
+	// The amount is compared in the unit of the request.
+	if amount != rec.reqAmount {
+		return verifyData{}, codeAmountMismatch
+	}
+	data := verifyData{
+		Code:        codeVerified,
+		Message:     "Verified",
+		CardHash:    rec.CardHash,
+		CardPAN:     rec.CardPAN,
+		RefID:       rec.RefID,
+		FeeType:     "Merchant",
+		Fee:         rec.Fee,
+		ShaparakFee: shaparakFee,
+		OrderID:     rec.OrderID,
+		Wages:       []any{},
+	}
+	if rec.State == StatePaid {
+		rec.State = StateVerified
+		rec.VerifiedAt = now
+		data.Code, data.Message = codeSuccess, "Paid"
+		b.log.Info("sandbank: payment verified", "authority", rec.Authority, "ref_id", rec.RefID)
+	}
+	return data, data.Code
+}
+
+// ---- inquiry.json ----
+
+type inquiryBody struct {
+	MerchantID string `json:"merchant_id"`
+	Authority  string `json:"authority"`
+}
+
+type inquiryData struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  State  `json:"status"`
+	// Amount is in the unit of the request (as verify expects it).
+	Amount int64 `json:"amount"`
+}
+
+func (b *Bank) apiInquiry(w http.ResponseWriter, r *http.Request) {
+	var in inquiryBody
+	if v := decodeBody(w, r, &in); v != nil {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	var v validations
+	merchant := checkMerchant(&v, in.MerchantID)
+	if strings.TrimSpace(in.Authority) == "" {
+		v.add("authority", "The authority field is required.")
+	}
+	if len(v) > 0 {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	if merchant == zeroMerchant {
+		writeRefusal(w, codeTerminalInactive, nil)
+		return
+	}
+
+	b.mu.Lock()
+	rec, ok := b.payments[in.Authority]
+	code := codeSuccess
+	var data inquiryData
+	switch {
+	case !ok:
+		code = codeInvalidAuthority
+	case rec.MerchantID != merchant:
+		code = codeOtherMerchant
+	default:
+		b.expireLocked(rec, b.clock())
+		data = inquiryData{Code: codeSuccess, Message: "Success", Status: rec.State, Amount: rec.reqAmount}
+	}
+	b.mu.Unlock()
+	if code != codeSuccess {
+		writeAnswer(w, code)
+		return
+	}
+	writeData(w, data)
+}
+
+// ---- unVerified.json ----
+
+type unverifiedBody struct {
+	MerchantID string `json:"merchant_id"`
+}
+
+type unverifiedData struct {
+	// Code is a string here, as in Zarinpal's documentation.
+	Code        string           `json:"code"`
+	Message     string           `json:"message"`
+	Authorities []unverifiedItem `json:"authorities"`
+}
+
+type unverifiedItem struct {
+	Authority string `json:"authority"`
+	// Amount is in the unit of the request (as verify expects it).
+	Amount      int64  `json:"amount"`
+	CallbackURL string `json:"callback_url"`
+	Referer     string `json:"referer"`
+	Date        string `json:"date"`
+}
+
+func (b *Bank) apiUnverified(w http.ResponseWriter, r *http.Request) {
+	var in unverifiedBody
+	if v := decodeBody(w, r, &in); v != nil {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	var v validations
+	merchant := checkMerchant(&v, in.MerchantID)
+	if len(v) > 0 {
+		writeRefusal(w, codeValidation, v)
+		return
+	}
+	if merchant == zeroMerchant {
+		writeRefusal(w, codeTerminalInactive, nil)
+		return
+	}
+
+	b.mu.Lock()
+	var paid []*record
+	for _, rec := range b.payments {
+		if rec.MerchantID == merchant && rec.State == StatePaid {
+			paid = append(paid, rec)
+		}
+	}
+	sort.Slice(paid, func(i, j int) bool {
+		if !paid[i].PaidAt.Equal(paid[j].PaidAt) {
+			return paid[i].PaidAt.After(paid[j].PaidAt)
+		}
+		return paid[i].seq > paid[j].seq
+	})
+	if len(paid) > maxUnverified {
+		paid = paid[:maxUnverified]
+	}
+	items := make([]unverifiedItem, 0, len(paid))
+	for _, rec := range paid {
+		items = append(items, unverifiedItem{
+			Authority:   rec.Authority,
+			Amount:      rec.reqAmount,
+			CallbackURL: rec.CallbackURL,
+			Referer:     rec.Referer,
+			Date:        rec.PaidAt.In(b.tehran).Format(tehranDateLayout),
+		})
+	}
+	b.mu.Unlock()
+	writeData(w, unverifiedData{Code: strconv.Itoa(codeSuccess), Message: "Success", Authorities: items})
+}

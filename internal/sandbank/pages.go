@@ -1,0 +1,335 @@
+package sandbank
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+)
+
+// bankCSS is the stylesheet of the bank's pages.
+//
+//go:embed bank.css
+var bankCSS string
+
+// pageMeta is what the layout needs. Links are relative to the page's URL,
+// so the bank works under any mount prefix.
+type pageMeta struct {
+	Lang       i18n.Lang
+	Title      string
+	CSS        string // stylesheet link
+	SwitchHref string // link to the same page in the other language; "" for none
+}
+
+// startPayView is the payer's page of an IN_BANK payment.
+type startPayView struct {
+	pageMeta
+	Authority    string
+	Description  string
+	OrderID      string
+	AmountRials  string // formatted, with the unit
+	AmountTomans string // formatted, with the unit
+	ExpiresIn    string
+	Card         string // masked test card, grouped by four
+	ExpiryMonth  string
+	ExpiryYear   string
+	Captcha      string
+
+	PayAction      string
+	CancelAction   string
+	PayCloseAction string
+}
+
+// messageView is a page about a finished, expired or unknown payment.
+type messageView struct {
+	pageMeta
+	Kind      string // closed, paid, cancelled, reversed, expired, not_found
+	TestID    string
+	Title     string
+	Body      string
+	Note      string
+	Authority string
+	Amount    string
+	BackHref  string // the merchant's callback with Authority and Status; "" for none
+}
+
+// pageLang is the page language: ?lang=en for English, Persian otherwise.
+func pageLang(r *http.Request) i18n.Lang {
+	if l, ok := i18n.Parse(r.URL.Query().Get("lang")); ok {
+		return l
+	}
+	return i18n.Default
+}
+
+// pageSnapshot is what a page needs of a payment, read under the lock.
+type pageSnapshot struct {
+	Payment
+	card      string
+	expiresAt time.Time
+}
+
+// snapshot reads a payment for a page, applying expiry; referer, when not
+// empty, is remembered as the page the payer came from.
+func (b *Bank) snapshot(authority, referer string) (pageSnapshot, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rec, ok := b.payments[authority]
+	if !ok {
+		return pageSnapshot{}, false
+	}
+	b.expireLocked(rec, b.clock())
+	if rec.startReferer == "" {
+		rec.startReferer = referer
+	}
+	return pageSnapshot{Payment: rec.Payment, card: rec.cardNumber, expiresAt: rec.CreatedAt.Add(b.ttl)}, true
+}
+
+// pageStartPay serves GET /pg/StartPay/{authority}.
+func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
+	authority := r.PathValue("authority")
+	lang := pageLang(r)
+	meta := pageMeta{
+		Lang:       lang,
+		CSS:        "../assets/bank.css",
+		SwitchHref: url.PathEscape(authority) + "?lang=" + string(lang.Other()),
+	}
+	referer := r.Referer()
+	if referer == "" {
+		referer = originOf(r)
+	}
+	p, ok := b.snapshot(authority, referer)
+	if !ok {
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta))
+		return
+	}
+	if p.State != StateInBank {
+		status := http.StatusOK
+		if p.FailReason == FailExpired {
+			status = http.StatusNotFound
+		}
+		b.render(w, r, status, formOrigin(p.CallbackURL), statusPage(meta, p))
+		return
+	}
+
+	action := func(name string) string {
+		return url.PathEscape(authority) + "/" + name + "?lang=" + string(lang)
+	}
+	minutes := int64((p.expiresAt.Sub(b.clock()) + time.Minute - 1) / time.Minute)
+	meta.Title = i18n.T(lang, "bank.pay.title")
+	v := startPayView{
+		pageMeta:       meta,
+		Authority:      p.Authority,
+		Description:    p.Description,
+		OrderID:        p.OrderID,
+		AmountRials:    i18n.T(lang, "bank.amount_rials", "amount", formatInt(lang, p.Amount)),
+		AmountTomans:   i18n.T(lang, "bank.amount_tomans", "amount", formatTomans(lang, p.Amount)),
+		ExpiresIn:      i18n.T(lang, "bank.expires_in", "minutes", max(minutes, 1)),
+		Card:           groupCard(maskPAN(p.card)),
+		ExpiryMonth:    "12",
+		ExpiryYear:     "09",
+		Captcha:        captchaOf(p.Authority),
+		PayAction:      action("pay"),
+		CancelAction:   action("cancel"),
+		PayCloseAction: action("pay-close"),
+	}
+	b.render(w, r, http.StatusOK, formOrigin(p.CallbackURL), startPayPage(v))
+}
+
+// pageAction serves the three buttons: to is PAID (Pay, Pay and close) or
+// FAILED (Cancel); stay keeps the payer on the bank (Pay and close).
+func (b *Bank) pageAction(w http.ResponseWriter, r *http.Request, to State, stay bool) {
+	authority := r.PathValue("authority")
+	lang := pageLang(r)
+	meta := pageMeta{Lang: lang, CSS: "../../assets/bank.css"}
+
+	redirect, err := b.finish(authority, to)
+	if errors.Is(err, ErrUnknownAuthority) {
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta))
+		return
+	}
+	p, ok := b.snapshot(authority, "")
+	if !ok { // cannot happen: payments are never deleted
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta))
+		return
+	}
+	if err != nil {
+		status := http.StatusConflict
+		if p.FailReason == FailExpired {
+			status = http.StatusNotFound
+		}
+		b.render(w, r, status, "", statusPage(meta, p))
+		return
+	}
+	if !stay {
+		http.Redirect(w, r, redirect, http.StatusSeeOther)
+		return
+	}
+	meta.Title = i18n.T(lang, "bank.closed.title")
+	b.render(w, r, http.StatusOK, "", messagePage(messageView{
+		pageMeta:  meta,
+		Kind:      "closed",
+		TestID:    "bank-closed",
+		Title:     meta.Title,
+		Body:      i18n.T(lang, "bank.closed.body"),
+		Note:      i18n.T(lang, "bank.closed.note"),
+		Authority: p.Authority,
+		Amount:    i18n.T(lang, "bank.amount_rials", "amount", formatInt(lang, p.Amount)),
+	}))
+}
+
+// notFoundPage is the page of an unknown authority.
+func notFoundPage(meta pageMeta) templ.Component {
+	meta.Title = i18n.T(meta.Lang, "bank.not_found.title")
+	meta.SwitchHref = ""
+	return messagePage(messageView{
+		pageMeta: meta,
+		Kind:     "not_found",
+		TestID:   "bank-not-found",
+		Title:    meta.Title,
+		Body:     i18n.T(meta.Lang, "bank.not_found.body"),
+	})
+}
+
+// statusPage is the page of a payment that is no longer IN_BANK, with a
+// link back to the merchant carrying the matching Status.
+func statusPage(meta pageMeta, p pageSnapshot) templ.Component {
+	kind := "cancelled"
+	switch {
+	case p.State == StatePaid || p.State == StateVerified:
+		kind = "paid"
+	case p.State == StateReversed:
+		kind = "reversed"
+	case p.FailReason == FailExpired:
+		kind = "expired"
+	}
+	meta.Title = i18n.T(meta.Lang, "bank."+kind+".title")
+	return messagePage(messageView{
+		pageMeta:  meta,
+		Kind:      kind,
+		TestID:    "bank-" + strings.ReplaceAll(kind, "_", "-"),
+		Title:     meta.Title,
+		Body:      i18n.T(meta.Lang, "bank."+kind+".body"),
+		Authority: p.Authority,
+		Amount:    i18n.T(meta.Lang, "bank.amount_rials", "amount", formatInt(meta.Lang, p.Amount)),
+		BackHref:  callbackURL(p.CallbackURL, p.Authority, p.State),
+	})
+}
+
+// render writes an HTML page with headers fit for a strict CSP. formTo is
+// the origin the page's forms may be redirected to (the merchant's).
+func (b *Bank) render(w http.ResponseWriter, r *http.Request, status int, formTo string, c templ.Component) {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		b.log.Error("sandbank: render page", "path", r.URL.Path, "err", err)
+		http.Error(w, "sandbank: render page failed", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	if h.Get("Content-Security-Policy") == "" {
+		// form-action must allow the merchant: browsers apply it to the
+		// redirect that follows a form post.
+		formAction := "'self'"
+		if formTo != "" {
+			formAction += " " + formTo
+		}
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; "+
+			"form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
+	}
+	h.Set("X-Frame-Options", "DENY")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// serveCSS serves the bank's stylesheet.
+func serveCSS(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	_, _ = io.WriteString(w, bankCSS)
+}
+
+// formOrigin is scheme://host of a callback URL, "" if it has none.
+func formOrigin(callback string) string {
+	u, err := url.Parse(callback)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// originOf is the origin the request was sent to, as a fallback referer.
+func originOf(r *http.Request) string {
+	if r.Host == "" {
+		return ""
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// formatInt writes n with thousands separators in the language's digits:
+// 1,234,567 in English, ۱٬۲۳۴٬۵۶۷ in Persian.
+func formatInt(l i18n.Lang, n int64) string {
+	sep := ","
+	if l == i18n.FA {
+		sep = "٬" // U+066C ARABIC THOUSANDS SEPARATOR
+	}
+	neg := n < 0
+	s := strconv.FormatInt(n, 10)
+	if neg {
+		s = s[1:]
+	}
+	var sb strings.Builder
+	if neg {
+		sb.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			sb.WriteString(sep)
+		}
+		sb.WriteRune(c)
+	}
+	return i18n.Digits(l, sb.String())
+}
+
+// formatTomans writes an amount of rials in tomans (one decimal when the
+// rials are not a multiple of ten).
+func formatTomans(l i18n.Lang, rials int64) string {
+	s := formatInt(l, rials/10)
+	if frac := rials % 10; frac != 0 {
+		dec := "."
+		if l == i18n.FA {
+			dec = "٫" // U+066B ARABIC DECIMAL SEPARATOR
+		}
+		s += dec + i18n.Digits(l, strconv.FormatInt(frac, 10))
+	}
+	return s
+}
+
+// groupCard writes a 16-character card number in groups of four.
+func groupCard(card string) string {
+	if len(card) != 16 {
+		return card
+	}
+	return card[0:4] + " " + card[4:8] + " " + card[8:12] + " " + card[12:16]
+}
+
+// captchaOf is a stable five-digit decorative "security code".
+func captchaOf(authority string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(authority); i++ {
+		h = (h ^ uint32(authority[i])) * 16777619
+	}
+	return strconv.FormatUint(uint64(10000+h%90000), 10)
+}

@@ -1,0 +1,196 @@
+// Package store opens the database (PostgreSQL, or an embedded SQLite file),
+// runs the schema migrations and hides the differences between the two
+// dialects. Every dialect quirk lives here and nowhere else.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+
+	"github.com/kifpool/kifpool/migrations"
+)
+
+// Dialect names the database engine.
+type Dialect string
+
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// DB is an open database with its dialect.
+type DB struct {
+	Gorm    *gorm.DB
+	Dialect Dialect
+}
+
+// DefaultSQLitePath is the zero-setup database file.
+const DefaultSQLitePath = "./data/kifpool.db"
+
+// ParseURL splits DATABASE_URL into a dialect and a driver DSN:
+// "" → the default SQLite file; "sqlite:PATH" → that file;
+// "postgres://…" or "postgresql://…" → PostgreSQL.
+func ParseURL(url string) (Dialect, string, error) {
+	switch {
+	case url == "":
+		return SQLite, DefaultSQLitePath, nil
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(url, "sqlite:")
+		path = strings.TrimPrefix(path, "//")
+		if path == "" {
+			return "", "", errors.New("sqlite: URL needs a file path, e.g. sqlite:./data/kifpool.db")
+		}
+		return SQLite, path, nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return Postgres, url, nil
+	}
+	return "", "", fmt.Errorf("unsupported DATABASE_URL scheme (want postgres://… or sqlite:PATH)")
+}
+
+// Open connects to the database named by url (see ParseURL).
+func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
+	dialect, dsn, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &gorm.Config{
+		TranslateError: true,
+		Logger:         logger.Discard,
+		NowFunc:        func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+	}
+	var gdb *gorm.DB
+	switch dialect {
+	case SQLite:
+		if dir := filepath.Dir(dsn); dir != "" && dsn != ":memory:" {
+			if err := os.MkdirAll(dir, 0o750); err != nil {
+				return nil, fmt.Errorf("create database folder: %w", err)
+			}
+		}
+		// WAL lets readers run beside the writer; busy_timeout makes writers
+		// queue instead of failing; _txlock=immediate takes the write lock at
+		// BEGIN so read-then-write transactions cannot hit SQLITE_BUSY_SNAPSHOT.
+		full := dsn + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		gdb, err = gorm.Open(sqlite.Open(full), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", dsn, err)
+		}
+		sqlDB, err := gdb.DB()
+		if err != nil {
+			return nil, err
+		}
+		// One writer at a time is SQLite's rule; a small pool keeps readers
+		// from starving while writers queue on busy_timeout.
+		sqlDB.SetMaxOpenConns(4)
+	case Postgres:
+		gdb, err = gorm.Open(postgres.New(postgres.Config{DSN: dsn}), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		sqlDB, err := gdb.DB()
+		if err != nil {
+			return nil, err
+		}
+		sqlDB.SetMaxOpenConns(20)
+		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetConnMaxLifetime(30 * time.Minute)
+	}
+	db := &DB{Gorm: gdb, Dialect: dialect}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.SQL().PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
+	}
+	return db, nil
+}
+
+// SQL returns the underlying database/sql handle.
+func (db *DB) SQL() *sql.DB {
+	s, _ := db.Gorm.DB()
+	return s
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error {
+	if s, err := db.Gorm.DB(); err == nil {
+		return s.Close()
+	}
+	return nil
+}
+
+// Migrate brings the schema up to date. On PostgreSQL an advisory lock
+// keeps several instances from migrating at once.
+func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
+	fsys, err := migrations.FS(string(db.Dialect))
+	if err != nil {
+		return err
+	}
+	gd := goose.DialectSQLite3
+	var opts []goose.ProviderOption
+	if db.Dialect == Postgres {
+		gd = goose.DialectPostgres
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(gd, db.SQL(), fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate up: %w", err)
+	}
+	for _, r := range results {
+		if log != nil {
+			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+		}
+	}
+	return nil
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation.
+func IsUniqueViolation(err error) bool {
+	return errors.Is(err, gorm.ErrDuplicatedKey)
+}
+
+// IsCheckViolation reports whether err is a CHECK-constraint violation
+// (PostgreSQL translates it; SQLite reports "CHECK constraint failed").
+func IsCheckViolation(err error) bool {
+	if errors.Is(err, gorm.ErrCheckConstraintViolated) {
+		return true
+	}
+	return err != nil && strings.Contains(err.Error(), "CHECK constraint failed")
+}
+
+// Tx runs fn in a transaction on ctx.
+func (db *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return db.Gorm.WithContext(ctx).Transaction(fn)
+}
+
+// SkipLocked returns the locking clause for claiming rows in a work queue:
+// FOR UPDATE SKIP LOCKED on PostgreSQL. SQLite has no row locks (the clause
+// is dropped); there the immediate transaction serialises claimers.
+func (db *DB) SkipLocked(tx *gorm.DB) *gorm.DB {
+	if db.Dialect == Postgres {
+		return tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+	}
+	return tx
+}

@@ -1,0 +1,109 @@
+// Package storetest gives each integration test a fresh, migrated database,
+// on SQLite and on PostgreSQL, through one helper.
+//
+// PostgreSQL tests use TEST_DATABASE_URL (a database the tests may create
+// schemas in). Without it they are skipped with a message, unless
+// REQUIRE_POSTGRES=1, which turns a missing or unreachable PostgreSQL into a
+// failure (CI sets it).
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Each runs fn as a subtest once per dialect, each with its own fresh
+// migrated database.
+func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			fn(t, New(t, d))
+		})
+	}
+}
+
+// URL returns a DATABASE_URL for a fresh empty database of the dialect that
+// lives as long as the test (for tests that start the app as a process).
+func URL(t *testing.T, d store.Dialect) string {
+	t.Helper()
+	switch d {
+	case store.SQLite:
+		return "sqlite:" + filepath.Join(t.TempDir(), "kifpool.db")
+	case store.Postgres:
+		return postgresURL(t)
+	}
+	t.Fatalf("unknown dialect %q", d)
+	return ""
+}
+
+// New opens and migrates a fresh database of dialect d, closed at the end
+// of the test.
+func New(t *testing.T, d store.Dialect) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, URL(t, d), nil)
+	if err != nil {
+		t.Fatalf("open %s: %v", d, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx, nil); err != nil {
+		t.Fatalf("migrate %s: %v", d, err)
+	}
+	return db
+}
+
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	required := os.Getenv("REQUIRE_POSTGRES") == "1"
+	if base == "" {
+		if required {
+			t.Fatal("REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set")
+		}
+		t.Skip("PostgreSQL tests skipped: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/kifpool_test?sslmode=disable)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	admin, err := store.Open(ctx, base, nil)
+	if err != nil {
+		if required {
+			t.Fatalf("REQUIRE_POSTGRES=1 but PostgreSQL is unreachable: %v", err)
+		}
+		t.Skipf("PostgreSQL tests skipped: %v", err)
+	}
+	defer admin.Close()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "t_" + hex.EncodeToString(b[:])
+	if err := admin.Gorm.WithContext(ctx).Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		a, err := store.Open(ctx, base, nil)
+		if err != nil {
+			return
+		}
+		defer a.Close()
+		a.Gorm.WithContext(ctx).Exec("DROP SCHEMA " + schema + " CASCADE")
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("TEST_DATABASE_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return fmt.Sprint(u)
+}

@@ -1,0 +1,122 @@
+// Package views holds the templ components of Kifpool's pages. Views get
+// plain view models; they import no domain package.
+package views
+
+import (
+	"time"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+)
+
+// Page is what every page needs besides its own data.
+type Page struct {
+	Lang     i18n.Lang
+	TitleKey string
+	CSRF     string
+	Nonce    string
+	User     *UserInfo
+	// SwitchLangURL is the current page in the other language.
+	SwitchLangURL string
+	Now           time.Time
+	// RefreshURL and RefreshSeconds make the page reload itself (pending
+	// payments); works without JavaScript.
+	RefreshURL     string
+	RefreshSeconds int
+}
+
+// UserInfo is the signed-in user, as shown in the header.
+type UserInfo struct {
+	Email   string
+	IsAdmin bool
+}
+
+// T translates key into the page's language.
+func (p Page) T(key string, args ...any) string { return i18n.T(p.Lang, key, args...) }
+
+// Tomans formats rials as tomans in the page's language.
+func (p Page) Tomans(rials int64) string { return i18n.Tomans(p.Lang, rials) }
+
+// Rials formats rials with their unit.
+func (p Page) Rials(rials int64) string { return i18n.Rials(p.Lang, rials) }
+
+// Num writes an integer in the page's digits without grouping.
+func (p Page) Num(n int64) string { return i18n.Digits(p.Lang, itoa(n)) }
+
+// DateTime formats a time in the page's calendar.
+func (p Page) DateTime(t time.Time) string { return i18n.DateTime(p.Lang, t) }
+
+// Relative says how long ago t was.
+func (p Page) Relative(t time.Time) string { return i18n.Relative(p.Lang, t, p.Now) }
+
+// AuthForm is the sign-in or sign-up form.
+type AuthForm struct {
+	Email    string
+	ErrorKey string // message key of the error, if any
+}
+
+// TopUpForm is the top-up form.
+type TopUpForm struct {
+	Amount      string // as typed
+	Token       string
+	ErrorKey    string
+	ErrorArgs   []any
+	MinRials    int64
+	MaxRials    int64
+	QuickTomans []int64
+}
+
+// HistoryRow is one ledger entry on the wallet page.
+type HistoryRow struct {
+	AmountRials     int64
+	BalanceAfter    int64
+	Kind            string
+	CreatedAt       time.Time
+	PaymentPublicID string
+	RefID           int64
+}
+
+// WalletView is the wallet page.
+type WalletView struct {
+	BalanceRials int64
+	Rows         []HistoryRow
+	NextCursor   int64
+	HasNewer     bool
+}
+
+// PaymentView is one payment as its owner (or the payer returning from
+// the bank) sees it.
+type PaymentView struct {
+	PublicID      string
+	AmountRials   int64
+	Status        string
+	RefID         int64
+	CardPANMasked string
+	CreatedAt     time.Time
+	ResolvedAt    *time.Time
+	// ReturnURL re-checks the payment (pending pages refresh to it).
+	ReturnURL string
+	// RefreshSeconds > 0 makes the page reload itself.
+	RefreshSeconds int
+}
+
+func itoa(n int64) string {
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

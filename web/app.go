@@ -1,0 +1,159 @@
+// Package web is Kifpool's HTTP layer: the Fiber app, its middleware and
+// one thin handler per action (parse, call the domain, render).
+package web
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
+	"github.com/gofiber/fiber/v2/middleware/limiter"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/static"
+)
+
+// Deps are the web layer's explicit dependencies.
+type Deps struct {
+	Config   config.Config
+	Auth     *auth.Service
+	Wallets  *wallet.Service
+	Payments *payment.Service
+	// Bank, when set, is the built-in sandbox bank, served under /sandbank.
+	Bank http.Handler
+	Log  *slog.Logger
+	Now  func() time.Time
+	// RateLimits turns on the per-IP/per-user limits on sign-in, sign-up
+	// and top-up (on in serve; tests that hammer one route turn it off).
+	RateLimits bool
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	Deps
+	csrfKey      []byte
+	formAction   string
+	secureCookie bool
+}
+
+// New builds the Fiber app with every route.
+func New(d Deps) *fiber.App {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	s := &Server{Deps: d, csrfKey: d.Config.SessionSecret, secureCookie: d.Config.Secure()}
+	s.formAction = "'self'"
+	if u, err := url.Parse(d.Config.ZarinpalURL); err == nil && u.Host != "" && !strings.HasPrefix(d.Config.ZarinpalURL, d.Config.BaseURL) {
+		s.formAction += " " + u.Scheme + "://" + u.Host
+	}
+
+	app := fiber.New(fiber.Config{
+		AppName:               "kifpool",
+		Immutable:             true, // values from the context outlive the handler safely
+		DisableStartupMessage: true,
+		BodyLimit:             64 * 1024,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           90 * time.Second,
+		ErrorHandler:          s.errorHandler,
+	})
+	app.Use(recover.New())
+	app.Use(requestid.New())
+	app.Use(s.accessLog)
+	app.Use(s.securityHeaders)
+
+	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
+	if d.Bank != nil {
+		bank := adaptor.HTTPHandler(http.StripPrefix("/sandbank", d.Bank))
+		app.All("/sandbank/*", bank)
+	}
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+
+	app.Use(s.language)
+	app.Use(s.session)
+	app.Use(s.csrf)
+
+	app.Get("/", s.home)
+	authLimit := s.limit(20, time.Minute, func(c *fiber.Ctx) string { return c.IP() })
+	app.Get("/signup", s.signUpForm)
+	app.Post("/signup", authLimit, s.signUp)
+	app.Get("/signin", s.signInForm)
+	app.Post("/signin", authLimit, s.signIn)
+	app.Post("/signout", s.signOut)
+
+	app.Get("/wallet", s.requireUser, s.walletPage)
+	app.Get("/wallet/topup", s.requireUser, s.topUpForm)
+	topUpLimit := s.limit(30, time.Minute, func(c *fiber.Ctx) string {
+		if u := currentUser(c); u != nil {
+			return "u" + itoa(u.ID)
+		}
+		return c.IP()
+	})
+	app.Post("/wallet/topup", s.requireUser, topUpLimit, s.topUp)
+
+	// The bank's callback works without the user's session (a POST from
+	// the bank carries no SameSite=Lax cookie) and without a CSRF token.
+	app.Get("/payments/:id/return", s.paymentReturn)
+	app.Post("/payments/:id/return", s.paymentReturn)
+	app.Get("/payments/:id", s.requireUser, s.receipt)
+
+	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
+	return app
+}
+
+func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string) fiber.Handler {
+	if !s.RateLimits {
+		return func(c *fiber.Ctx) error { return c.Next() }
+	}
+	return limiter.New(limiter.Config{
+		Max: max, Expiration: window, KeyGenerator: key,
+		LimiterMiddleware: limiter.SlidingWindow{},
+		LimitReached: func(c *fiber.Ctx) error {
+			return fiber.NewError(fiber.StatusTooManyRequests, "too many requests")
+		},
+	})
+}
+
+// errorHandler renders every error as a page: no stack traces, no raw Go
+// errors. Details go to the log.
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	code := fiber.StatusInternalServerError
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		code = fe.Code
+	}
+	key := "error.internal"
+	switch code {
+	case fiber.StatusNotFound:
+		key = "error.not_found"
+	case fiber.StatusMethodNotAllowed:
+		key = "error.method"
+	case fiber.StatusRequestEntityTooLarge:
+		key = "error.too_large"
+	case fiber.StatusTooManyRequests:
+		key = "error.too_many"
+	case fiber.StatusForbidden:
+		key = "error.forbidden"
+	case fiber.StatusBadRequest:
+		key = "error.bad_request"
+	}
+	if code >= 500 {
+		s.Log.Error("request failed", "path", c.Path(), "request_id", c.Locals("requestid"), "err", err)
+	}
+	c.Response().ResetBody()
+	return s.message(c, code, key+"_title", key, "/", "nav.home")
+}

@@ -1,0 +1,86 @@
+package web
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/views"
+)
+
+func (s *Server) signUpForm(c *fiber.Ctx) error {
+	if currentUser(c) != nil {
+		return c.Redirect("/wallet", fiber.StatusSeeOther)
+	}
+	return render(c, fiber.StatusOK, views.SignUp(s.page(c, "signup.title"), views.AuthForm{}))
+}
+
+func (s *Server) signUp(c *fiber.Ctx) error {
+	email, password := c.FormValue("email"), c.FormValue("password")
+	u, err := s.Auth.SignUp(c.UserContext(), email, password, auth.RoleUser, string(lang(c)))
+	if err != nil {
+		key := ""
+		switch {
+		case errors.Is(err, auth.ErrEmailInvalid):
+			key = "signup.error_email"
+		case errors.Is(err, auth.ErrEmailTaken):
+			key = "signup.error_taken"
+		case errors.Is(err, auth.ErrPasswordTooShort):
+			key = "signup.error_password_short"
+		case errors.Is(err, auth.ErrPasswordTooLong):
+			key = "signup.error_password_long"
+		default:
+			return err
+		}
+		return render(c, fiber.StatusUnprocessableEntity, views.SignUp(s.page(c, "signup.title"), views.AuthForm{Email: email, ErrorKey: key}))
+	}
+	s.Log.Info("user signed up", "user", u.ID)
+	return s.startSession(c, u, "/wallet")
+}
+
+func (s *Server) signInForm(c *fiber.Ctx) error {
+	if currentUser(c) != nil {
+		return c.Redirect("/wallet", fiber.StatusSeeOther)
+	}
+	return render(c, fiber.StatusOK, views.SignIn(s.page(c, "signin.title"), views.AuthForm{}))
+}
+
+func (s *Server) signIn(c *fiber.Ctx) error {
+	email := c.FormValue("email")
+	u, err := s.Auth.Authenticate(c.UserContext(), email, c.FormValue("password"))
+	if errors.Is(err, auth.ErrBadCredentials) {
+		return render(c, fiber.StatusUnauthorized, views.SignIn(s.page(c, "signin.title"), views.AuthForm{Email: email, ErrorKey: "signin.error"}))
+	}
+	if err != nil {
+		return err
+	}
+	next := c.Query("next")
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		next = "/wallet"
+	}
+	return s.startSession(c, u, next)
+}
+
+// startSession signs the browser in with a brand-new session (the old one,
+// if any, is ended: no session fixation) and a new CSRF cookie.
+func (s *Server) startSession(c *fiber.Ctx, u auth.User, next string) error {
+	_ = s.Auth.EndSession(c.UserContext(), c.Cookies(cookieSession))
+	tok, exp, err := s.Auth.NewSession(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	s.setCookie(c, cookieSession, tok, exp, true)
+	s.rotateCSRF(c)
+	return c.Redirect(next, fiber.StatusSeeOther)
+}
+
+func (s *Server) signOut(c *fiber.Ctx) error {
+	if err := s.Auth.EndSession(c.UserContext(), c.Cookies(cookieSession)); err != nil {
+		return err
+	}
+	s.clearCookie(c, cookieSession)
+	s.rotateCSRF(c)
+	return c.Redirect("/signin", fiber.StatusSeeOther)
+}

@@ -1,0 +1,201 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/i18n"
+)
+
+const (
+	cookieSession = "kp_session"
+	cookieCSRF    = "kp_csrf"
+	cookieLang    = "lang"
+	localUser     = "user"
+	localLang     = "lang"
+	localNonce    = "nonce"
+	localCSRF     = "csrf"
+)
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (s *Server) accessLog(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	status := c.Response().StatusCode()
+	if err != nil {
+		if fe, ok := err.(*fiber.Error); ok {
+			status = fe.Code
+		} else {
+			status = fiber.StatusInternalServerError
+		}
+	}
+	// The path only: query strings can carry gateway parameters.
+	s.Log.Info("http", "method", c.Method(), "path", c.Path(), "status", status,
+		"duration_ms", time.Since(start).Milliseconds(), "request_id", c.Locals("requestid"))
+	return err
+}
+
+// securityHeaders sets a strict CSP with a per-request nonce and the usual
+// hardening headers. Referrer-Policy is same-origin (not no-referrer) so
+// that same-site form posts keep their Referer.
+func (s *Server) securityHeaders(c *fiber.Ctx) error {
+	nonce := randomToken(16)
+	c.Locals(localNonce, nonce)
+	c.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self'; img-src 'self' data:; "+
+		"form-action "+s.formAction+"; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set("X-Frame-Options", "DENY")
+	c.Set("Referrer-Policy", "same-origin")
+	c.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if s.secureCookie {
+		c.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+	}
+	return c.Next()
+}
+
+// language picks the page language: ?lang= (remembered in a cookie, then
+// redirected away), the cookie, the user's saved locale, Accept-Language.
+func (s *Server) language(c *fiber.Ctx) error {
+	if q := c.Query("lang"); q != "" && c.Method() == fiber.MethodGet {
+		l, ok := i18n.Parse(q)
+		if !ok {
+			l = i18n.Default
+		}
+		s.setCookie(c, cookieLang, string(l), time.Now().Add(365*24*time.Hour), false)
+		if tok := c.Cookies(cookieSession); tok != "" {
+			if u, err := s.Auth.UserBySession(c.UserContext(), tok); err == nil {
+				_ = s.Auth.SetLocale(c.UserContext(), u.ID, string(l))
+			}
+		}
+		args := c.Request().URI().QueryArgs()
+		args.Del("lang")
+		target := c.Path()
+		if qs := string(args.QueryString()); qs != "" {
+			target += "?" + qs
+		}
+		return c.Redirect(target, fiber.StatusSeeOther)
+	}
+	l, ok := i18n.Parse(c.Cookies(cookieLang))
+	if !ok {
+		l = i18n.FromAcceptLanguage(c.Get(fiber.HeaderAcceptLanguage))
+	}
+	c.Locals(localLang, l)
+	return c.Next()
+}
+
+func (s *Server) setCookie(c *fiber.Ctx, name, value string, expires time.Time, httpOnly bool) {
+	ck := &fiber.Cookie{Name: name, Value: value, Path: "/", HTTPOnly: httpOnly, Secure: s.secureCookie, SameSite: fiber.CookieSameSiteLaxMode}
+	if !expires.IsZero() {
+		ck.Expires = expires
+	}
+	c.Cookie(ck)
+}
+
+func (s *Server) clearCookie(c *fiber.Ctx, name string) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: "", Path: "/", Expires: time.Unix(1, 0), HTTPOnly: true, Secure: s.secureCookie, SameSite: fiber.CookieSameSiteLaxMode})
+}
+
+// session loads the signed-in user from the session cookie.
+func (s *Server) session(c *fiber.Ctx) error {
+	if tok := c.Cookies(cookieSession); tok != "" {
+		u, err := s.Auth.UserBySession(c.UserContext(), tok)
+		if err == nil {
+			c.Locals(localUser, &u)
+			if _, set := i18n.Parse(c.Cookies(cookieLang)); !set {
+				if l, ok := i18n.Parse(u.Locale); ok {
+					c.Locals(localLang, l)
+				}
+			}
+		} else if err != auth.ErrNoSession {
+			return err
+		}
+	}
+	return c.Next()
+}
+
+func currentUser(c *fiber.Ctx) *auth.User {
+	u, _ := c.Locals(localUser).(*auth.User)
+	return u
+}
+
+func (s *Server) requireUser(c *fiber.Ctx) error {
+	if currentUser(c) == nil {
+		if c.Method() == fiber.MethodGet {
+			return c.Redirect("/signin?next="+urlQueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
+		}
+		return c.Redirect("/signin", fiber.StatusSeeOther)
+	}
+	return c.Next()
+}
+
+// csrfToken derives the form token from the browser's random CSRF cookie
+// with the server secret: a page from another site can neither read the
+// cookie nor compute the token, and no server-side state is needed, so
+// every instance accepts every other instance's forms.
+func (s *Server) csrfToken(cookie string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("csrf:" + cookie))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func csrfExempt(path string) bool {
+	return strings.HasPrefix(path, "/payments/") && strings.HasSuffix(path, "/return")
+}
+
+// csrf checks the token of every state-changing request (except the bank
+// callback) and makes a token available to forms.
+func (s *Server) csrf(c *fiber.Ctx) error {
+	ck := c.Cookies(cookieCSRF)
+	if len(ck) < 20 {
+		ck = ""
+	}
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+	default:
+		if !csrfExempt(c.Path()) {
+			sent := c.FormValue("_csrf")
+			if sent == "" {
+				sent = c.Get("X-CSRF-Token")
+			}
+			if ck == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(s.csrfToken(ck))) != 1 || !s.sameOrigin(c) {
+				s.Log.Warn("csrf check failed", "path", c.Path(), "request_id", c.Locals("requestid"))
+				return s.message(c, fiber.StatusForbidden, "error.csrf_title", "error.csrf", c.Path(), "error.reload")
+			}
+		}
+	}
+	if ck == "" {
+		ck = randomToken(24)
+		s.setCookie(c, cookieCSRF, ck, time.Time{}, true)
+	}
+	c.Locals(localCSRF, s.csrfToken(ck))
+	return c.Next()
+}
+
+// rotateCSRF gives the browser a new CSRF cookie (at sign-in and -out).
+func (s *Server) rotateCSRF(c *fiber.Ctx) {
+	ck := randomToken(24)
+	s.setCookie(c, cookieCSRF, ck, time.Time{}, true)
+	c.Locals(localCSRF, s.csrfToken(ck))
+}
+
+// sameOrigin refuses a request whose Origin header names another site.
+func (s *Server) sameOrigin(c *fiber.Ctx) bool {
+	o := c.Get(fiber.HeaderOrigin)
+	if o == "" || o == "null" {
+		return o == ""
+	}
+	return o == s.Config.BaseURL || o == c.Protocol()+"://"+c.Hostname()
+}

@@ -1,0 +1,89 @@
+package web
+
+import (
+	"errors"
+	"net/url"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/views"
+)
+
+// pendingRefreshSeconds is how often a pending result page reloads itself.
+const pendingRefreshSeconds = 5
+
+func paymentView(p payment.Payment) views.PaymentView {
+	return views.PaymentView{
+		PublicID: p.PublicID, AmountRials: p.AmountRials, Status: publicStatus(p.Status),
+		RefID: p.RefIDValue(), CardPANMasked: p.CardPANMasked, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt,
+	}
+}
+
+// publicStatus is the status as pages and their hooks show it: a payment
+// whose outcome is not yet known is pending verification to the payer.
+func publicStatus(s payment.Status) string {
+	if s == payment.StatusCreated {
+		return string(payment.StatusAwaitingPayment)
+	}
+	return string(s)
+}
+
+// paymentReturn is the bank's callback (GET or POST). Its parameters are
+// hints: only the payment's public id and the authority are read, and the
+// authority must match ours. The amount is never taken from the request.
+func (s *Server) paymentReturn(c *fiber.Ctx) error {
+	id := c.Params("id")
+	authority := c.Query("Authority")
+	if authority == "" && c.Method() == fiber.MethodPost {
+		authority = c.FormValue("Authority")
+	}
+	if authority == "" || len(authority) > 64 {
+		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
+	}
+	p, err := s.Payments.Return(c.UserContext(), id, authority)
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, payment.ErrAuthorityMismatch):
+		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
+	case err != nil && p.ID == 0:
+		return err
+	case err != nil:
+		// The outcome could not be recorded yet; it stays open and is
+		// shown as pending.
+		s.Log.Error("return: resolve failed", "payment", p.PublicID, "err", err)
+	}
+	returnURL := "/payments/" + p.PublicID + "/return?Authority=" + url.QueryEscape(authority)
+	if c.Method() == fiber.MethodPost {
+		// Post/Redirect/Get: a reload must not re-post to us.
+		return c.Redirect(returnURL, fiber.StatusSeeOther)
+	}
+	v := paymentView(p)
+	pg := s.page(c, "result.title")
+	if !p.Status.Terminal() {
+		v.ReturnURL, v.RefreshSeconds = returnURL, pendingRefreshSeconds
+		pg.RefreshURL, pg.RefreshSeconds = returnURL, pendingRefreshSeconds
+		if v.Status == string(payment.StatusAwaitingPayment) {
+			v.Status = string(payment.StatusPendingVerification)
+		}
+	}
+	return render(c, fiber.StatusOK, views.Result(pg, v))
+}
+
+// receipt is the owner's status page of a payment; others get 404.
+func (s *Server) receipt(c *fiber.Ctx) error {
+	p, err := s.Payments.ForOwner(c.UserContext(), c.Params("id"), currentUser(c).ID)
+	if errors.Is(err, payment.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	v := paymentView(p)
+	pg := s.page(c, "receipt.title")
+	if p.Status == payment.StatusPendingVerification {
+		pg.RefreshURL, pg.RefreshSeconds = "/payments/"+p.PublicID, pendingRefreshSeconds
+	}
+	return render(c, fiber.StatusOK, views.Receipt(pg, v))
+}

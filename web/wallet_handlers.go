@@ -1,0 +1,127 @@
+package web
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/views"
+)
+
+const historyPageSize = 20
+
+func (s *Server) walletPage(c *fiber.Ctx) error {
+	u := currentUser(c)
+	var before int64
+	if b := c.Query("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n <= 0 {
+			return fiber.NewError(fiber.StatusBadRequest, "bad cursor")
+		}
+		before = n
+	}
+	w, err := s.Wallets.ForUser(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	items, next, err := s.Wallets.History(c.UserContext(), w.ID, before, historyPageSize)
+	if err != nil {
+		return err
+	}
+	v := views.WalletView{BalanceRials: w.BalanceRials, NextCursor: next, HasNewer: before > 0}
+	for _, it := range items {
+		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfter, Kind: it.Kind, CreatedAt: it.CreatedAt, PaymentPublicID: it.PaymentPublicID}
+		if it.RefID != nil {
+			row.RefID = *it.RefID
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return render(c, fiber.StatusOK, views.Wallet(s.page(c, "wallet.title"), v))
+}
+
+// quickTomans are the quick-pick amounts offered on the form.
+func quickTomans(minRials, maxRials int64) []int64 {
+	var out []int64
+	for _, t := range []int64{50_000, 100_000, 200_000, 500_000, 1_000_000} {
+		if t*10 >= minRials && t*10 <= maxRials {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (s *Server) newTopUpForm() views.TopUpForm {
+	minR, maxR := s.Payments.Limits()
+	return views.TopUpForm{Token: payment.NewFormToken(), MinRials: minR, MaxRials: maxR, QuickTomans: quickTomans(minR, maxR)}
+}
+
+func (s *Server) topUpForm(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return render(c, fiber.StatusOK, views.TopUp(s.page(c, "topup.title"), s.newTopUpForm()))
+}
+
+// topUp starts a payment and sends the browser to the bank (303), or
+// answers a repeat of the same form exactly as the first submit was.
+func (s *Server) topUp(c *fiber.Ctx) error {
+	u := currentUser(c)
+	form := s.newTopUpForm()
+	form.Amount = c.FormValue("amount")
+	token := c.FormValue("token")
+	if !payment.ValidFormToken(token) {
+		form.ErrorKey = "topup.error_form_expired"
+		return render(c, fiber.StatusBadRequest, views.TopUp(s.page(c, "topup.title"), form))
+	}
+	form.Token = token
+	rials, err := money.ParseTomans(form.Amount)
+	if err == nil {
+		err = s.Payments.ValidateAmount(rials)
+	}
+	if err != nil {
+		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
+		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
+	}
+	w, err := s.Wallets.ForUser(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	res, err := s.Payments.StartTopUp(c.UserContext(), payment.StartInput{
+		UserID: u.ID, WalletID: w.ID, Email: u.Email, FormToken: token, AmountRials: rials,
+	})
+	var reused *payment.FormReusedError
+	switch {
+	case errors.As(err, &reused):
+		return s.message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", "/wallet/topup", "topup.new_form")
+	case errors.Is(err, payment.ErrGatewayFailed):
+		fresh := s.newTopUpForm()
+		fresh.Amount = form.Amount
+		return render(c, fiber.StatusServiceUnavailable, views.GatewayFailed(s.page(c, "topup.gateway_failed_title"), fresh))
+	case errors.Is(err, payment.ErrStillProcessing):
+		c.Set(fiber.HeaderRetryAfter, "3")
+		return s.message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", "/wallet", "nav.back_wallet")
+	case err != nil:
+		return err
+	}
+	if res.PayURL != "" {
+		return c.Redirect(res.PayURL, fiber.StatusSeeOther)
+	}
+	// A repeat submit after the payment moved on: show where it stands.
+	return c.Redirect("/payments/"+res.Payment.PublicID, fiber.StatusSeeOther)
+}
+
+func amountErrorKey(err error, minRials, maxRials int64) (string, []any) {
+	switch {
+	case errors.Is(err, money.ErrEmpty):
+		return "topup.error_empty", nil
+	case errors.Is(err, money.ErrTooLong), errors.Is(err, payment.ErrAmountTooLarge):
+		return "topup.error_max", []any{"max", i18n.Money(maxRials)}
+	case errors.Is(err, money.ErrNotPositive):
+		return "topup.error_positive", nil
+	case errors.Is(err, payment.ErrAmountTooSmall):
+		return "topup.error_min", []any{"min", i18n.Money(minRials)}
+	}
+	return "topup.error_invalid", nil
+}
