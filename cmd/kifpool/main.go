@@ -24,12 +24,9 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
-	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
-	"github.com/kifpool/kifpool/internal/wallet"
-	"github.com/kifpool/kifpool/web"
+	"github.com/kifpool/kifpool/internal/server"
 )
 
 const usage = `usage: kifpool <command> [flags]
@@ -127,30 +124,11 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	}
 	defer db.Close()
 
-	var bank http.Handler
-	if cfg.Gateway == config.GatewaySandbox {
-		bank = sandbank.New(sandbank.Options{Logger: log.With("component", "sandbank")}).Handler()
-	}
-	httpClient := &http.Client{Transport: &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        100,
-		MaxIdleConnsPerHost: 20,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 5 * time.Second,
-	}}
-	gw, err := zarinpal.New(zarinpal.Config{MerchantID: cfg.MerchantID, BaseURL: cfg.ZarinpalURL, HTTPClient: httpClient, Logger: log.With("component", "zarinpal")})
+	srv, err := server.New(cfg, db, server.Options{Log: log, RateLimits: true})
 	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+		return err
 	}
-	payments := payment.NewService(db, gw, time.Now, log.With("component", "payment"), payment.Config{
-		BaseURL: cfg.BaseURL, MinRials: cfg.TopUpMinRials, MaxRials: cfg.TopUpMaxRials,
-		RequestTimeout: cfg.RequestTimeout, VerifyTimeout: cfg.VerifyTimeout,
-	})
-	app := web.New(web.Deps{
-		Config: cfg, Auth: auth.NewService(db, auth.Options{}), Wallets: wallet.NewService(db),
-		Payments: payments, Bank: bank, Log: log.With("component", "web"), RateLimits: true,
-	})
+	app := srv.App
 
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {

@@ -1,0 +1,112 @@
+// Package server assembles a running Kifpool from its configuration: the
+// gateway driver, the sandbox bank (when it is the gateway), the domain
+// services and the web app. `kifpool serve` and the integration tests
+// build the app through this one function.
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/web"
+)
+
+// Options are what New needs besides the configuration. Zero values take
+// production defaults; tests override them.
+type Options struct {
+	Log        *slog.Logger
+	Now        func() time.Time
+	HTTPClient *http.Client
+	// Bank replaces the built-in sandbox bank (GATEWAY=sandbox).
+	Bank *sandbank.Bank
+	// Gateway replaces the gateway driver entirely (fault tests).
+	Gateway    gateway.Gateway
+	RateLimits bool
+	// Payment overrides time budgets of the payment service.
+	Payment payment.Config
+	// BcryptCost lowers password hashing cost in tests.
+	BcryptCost int
+}
+
+// Server is an assembled Kifpool.
+type Server struct {
+	App      *fiber.App
+	Bank     *sandbank.Bank // nil unless GATEWAY=sandbox
+	Payments *payment.Service
+	Auth     *auth.Service
+	Wallets  *wallet.Service
+	Gateway  gateway.Gateway
+}
+
+// NewHTTPClient is the client for bank calls: pooled connections, bounded
+// dialing, and no overall Timeout: each call's context sets its deadline.
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        100,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 5 * time.Second,
+	}}
+}
+
+// New wires every part of the app over an open, migrated database.
+func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = NewHTTPClient()
+	}
+	s := &Server{}
+	var bankHandler http.Handler
+	if cfg.Gateway == config.GatewaySandbox {
+		s.Bank = o.Bank
+		if s.Bank == nil {
+			s.Bank = sandbank.New(sandbank.Options{Logger: o.Log.With("component", "sandbank")})
+		}
+		bankHandler = s.Bank.Handler()
+	}
+	s.Gateway = o.Gateway
+	if s.Gateway == nil {
+		zp, err := zarinpal.New(zarinpal.Config{MerchantID: cfg.MerchantID, BaseURL: cfg.ZarinpalURL,
+			HTTPClient: o.HTTPClient, Logger: o.Log.With("component", "zarinpal")})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		s.Gateway = zp
+	}
+	pc := o.Payment
+	pc.BaseURL, pc.MinRials, pc.MaxRials = cfg.BaseURL, cfg.TopUpMinRials, cfg.TopUpMaxRials
+	if pc.RequestTimeout == 0 {
+		pc.RequestTimeout = cfg.RequestTimeout
+	}
+	if pc.VerifyTimeout == 0 {
+		pc.VerifyTimeout = cfg.VerifyTimeout
+	}
+	s.Payments = payment.NewService(db, s.Gateway, o.Now, o.Log.With("component", "payment"), pc)
+	s.Auth = auth.NewService(db, auth.Options{Now: o.Now, BcryptCost: o.BcryptCost})
+	s.Wallets = wallet.NewService(db)
+	s.App = web.New(web.Deps{
+		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
+		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
+	})
+	return s, nil
+}
