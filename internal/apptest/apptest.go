@@ -1,0 +1,222 @@
+// Package apptest starts a whole Kifpool on a real socket for integration
+// tests: the web app, its database, and the sandbox bank (in-process under
+// /sandbank, or any gateway the test gives), plus a cookie-keeping client
+// that behaves like a browser without JavaScript.
+package apptest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// App is a running Kifpool.
+type App struct {
+	URL    string
+	DB     *store.DB
+	Server *server.Server
+	Config config.Config
+}
+
+// Options adjust the app under test.
+type Options struct {
+	// Env overrides configuration variables (BASE_URL and LISTEN_ADDR are
+	// set by Start).
+	Env map[string]string
+	// Server options (gateway, clock, payment budgets...).
+	Server server.Options
+}
+
+// Start runs the app on 127.0.0.1 with a random port until the test ends.
+func Start(t testing.TB, db *store.DB, o Options) *App {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	env := map[string]string{
+		"BASE_URL":       base,
+		"LISTEN_ADDR":    ln.Addr().String(),
+		"SESSION_SECRET": "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz",
+	}
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	so := o.Server
+	if so.BcryptCost == 0 {
+		so.BcryptCost = bcrypt.MinCost
+	}
+	srv, err := server.New(cfg, db, so)
+	if err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	go func() { _ = srv.App.Listener(ln) }()
+	t.Cleanup(func() { _ = srv.App.ShutdownWithTimeout(5 * time.Second) })
+	return &App{URL: base, DB: db, Server: srv, Config: cfg}
+}
+
+// Client is a browser without JavaScript: it keeps cookies and does not
+// follow redirects unless asked.
+type Client struct {
+	t    testing.TB
+	app  *App
+	HTTP *http.Client
+}
+
+// NewClient returns a fresh client (its own cookies).
+func (a *App) NewClient(t testing.TB) *Client {
+	jar, _ := cookiejar.New(nil)
+	return &Client{t: t, app: a, HTTP: &http.Client{
+		Jar:     jar,
+		Timeout: 60 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
+}
+
+// Response is a read response.
+type Response struct {
+	Status   int
+	Body     string
+	Location string
+	Header   http.Header
+}
+
+func (c *Client) abs(path string) string {
+	if strings.HasPrefix(path, "http://") || strings.HasPrefix(path, "https://") {
+		return path
+	}
+	return c.app.URL + path
+}
+
+// Do sends a request and reads the answer.
+func (c *Client) Do(req *http.Request) Response {
+	c.t.Helper()
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return Response{Status: resp.StatusCode, Body: string(b), Location: resp.Header.Get("Location"), Header: resp.Header}
+}
+
+// Get fetches a path (or absolute URL).
+func (c *Client) Get(path string) Response {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, c.abs(path), nil)
+	return c.Do(req)
+}
+
+// Post sends a form as is (no CSRF token added).
+func (c *Client) Post(path string, form url.Values) Response {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, c.abs(path), strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.Do(req)
+}
+
+var (
+	csrfRE  = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+	tokenRE = regexp.MustCompile(`name="token" value="([^"]+)"`)
+)
+
+// Field returns the value of a hidden input on a page.
+func Field(body, name string) string {
+	re := csrfRE
+	if name == "token" {
+		re = tokenRE
+	}
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// Submit loads page, then posts form to action with the page's CSRF token.
+func (c *Client) Submit(page, action string, form url.Values) Response {
+	c.t.Helper()
+	r := c.Get(page)
+	if r.Status != http.StatusOK {
+		c.t.Fatalf("GET %s: status %d", page, r.Status)
+	}
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("_csrf", Field(r.Body, "_csrf"))
+	return c.Post(action, form)
+}
+
+// SignUp creates an account and signs this client in.
+func (c *Client) SignUp(email string) {
+	c.t.Helper()
+	r := c.Submit("/signup", "/signup", url.Values{"email": {email}, "password": {"correct horse battery"}})
+	if r.Status != http.StatusSeeOther || r.Location != "/wallet" {
+		c.t.Fatalf("sign up %s: status %d location %q", email, r.Status, r.Location)
+	}
+}
+
+// TopUpForm opens the top-up form and returns its CSRF and form tokens.
+func (c *Client) TopUpForm() (csrf, token string) {
+	c.t.Helper()
+	r := c.Get("/wallet/topup")
+	if r.Status != http.StatusOK {
+		c.t.Fatalf("GET /wallet/topup: %d", r.Status)
+	}
+	return Field(r.Body, "_csrf"), Field(r.Body, "token")
+}
+
+// PostTopUp submits the top-up form.
+func (c *Client) PostTopUp(csrf, token, amount string) Response {
+	c.t.Helper()
+	return c.Post("/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {amount}})
+}
+
+// Balance reads the wallet page's exact balance in rials.
+func (c *Client) Balance() int64 {
+	c.t.Helper()
+	r := c.Get("/wallet")
+	m := regexp.MustCompile(`data-testid="balance" data-rials="(-?\d+)"`).FindStringSubmatch(r.Body)
+	if m == nil {
+		c.t.Fatalf("no balance on wallet page (status %d)", r.Status)
+	}
+	var n int64
+	fmt.Sscan(m[1], &n)
+	return n
+}
+
+// Authority extracts the authority from a StartPay URL.
+func Authority(payURL string) string {
+	i := strings.LastIndex(payURL, "/")
+	return payURL[i+1:]
+}
+
+// DataStatus returns the data-status of the payment-status element.
+func DataStatus(body string) string {
+	m := regexp.MustCompile(`data-testid="payment-status" data-status="([a-z_]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}

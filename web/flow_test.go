@@ -1,0 +1,418 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// startTopUp signs a new user up and submits a top-up, returning the
+// client and the bank URL the app sent the browser to.
+func startTopUp(t *testing.T, app *apptest.App, email, tomans string) (*apptest.Client, string) {
+	t.Helper()
+	c := app.NewClient(t)
+	c.SignUp(email)
+	csrf, token := c.TopUpForm()
+	r := c.PostTopUp(csrf, token, tomans)
+	if r.Status != http.StatusSeeOther || !strings.Contains(r.Location, "/sandbank/pg/StartPay/S") {
+		t.Fatalf("top-up: status %d location %q body %.300s", r.Status, r.Location, r.Body)
+	}
+	return c, r.Location
+}
+
+// payAtBank presses a button on the bank's page like a person would and
+// returns where the bank sends the browser.
+func payAtBank(t *testing.T, c *apptest.Client, payURL, button string) string {
+	t.Helper()
+	page := c.Get(payURL)
+	if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) {
+		t.Fatalf("bank page: %d %.300s", page.Status, page.Body)
+	}
+	r := c.Post(payURL+"/"+button, url.Values{})
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("bank %s: status %d", button, r.Status)
+	}
+	return r.Location
+}
+
+func TestTopUpFlowPayAndCancel(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+
+		// Pay: credited once, receipt shows the bank reference.
+		c, payURL := startTopUp(t, app, "pay@example.com", "۵۰٬۰۰۰")
+		back := payAtBank(t, c, payURL, "pay")
+		if !strings.Contains(back, "Status=OK") || !strings.HasPrefix(back, app.URL+"/payments/") {
+			t.Fatalf("bank redirect %q", back)
+		}
+		res := c.Get(back)
+		if res.Status != http.StatusOK || apptest.DataStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+			t.Fatalf("return page: %d status=%q", res.Status, apptest.DataStatus(res.Body))
+		}
+		if got := c.Balance(); got != 500_000 {
+			t.Fatalf("balance %d rials, want 500000", got)
+		}
+		// Reloading the return URL is the same "payment received" page.
+		again := c.Get(back)
+		if apptest.DataStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
+			t.Fatalf("reload: %q", apptest.DataStatus(again.Body))
+		}
+		if got := c.Balance(); got != 500_000 {
+			t.Fatalf("balance after reload %d", got)
+		}
+		publicID := strings.Split(strings.TrimPrefix(back, app.URL+"/payments/"), "/")[0]
+		receipt := c.Get("/payments/" + publicID)
+		if receipt.Status != http.StatusOK || apptest.DataStatus(receipt.Body) != "credited" || !strings.Contains(receipt.Body, `data-testid="ref-id"`) {
+			t.Fatalf("receipt: %d %q", receipt.Status, apptest.DataStatus(receipt.Body))
+		}
+		wallet := c.Get("/wallet")
+		if strings.Count(wallet.Body, `data-testid="history-row"`) != 1 || !strings.Contains(wallet.Body, "/payments/"+publicID) {
+			t.Fatalf("wallet history does not list the top-up once")
+		}
+		var bankPaid int
+		for _, p := range app.Server.Bank.Payments() {
+			if p.State == sandbank.StateVerified {
+				bankPaid++
+			}
+		}
+		if bankPaid != 1 {
+			t.Fatalf("bank has %d verified payments, want 1", bankPaid)
+		}
+
+		// Cancel: failed, balance unchanged, "no money was taken".
+		c2, payURL2 := startTopUp(t, app, "cancel@example.com", "20000")
+		back2 := payAtBank(t, c2, payURL2, "cancel")
+		if !strings.Contains(back2, "Status=NOK") {
+			t.Fatalf("cancel redirect %q", back2)
+		}
+		res2 := c2.Get(back2)
+		if apptest.DataStatus(res2.Body) != "failed" || !strings.Contains(res2.Body, `data-testid="result-failed"`) {
+			t.Fatalf("cancel page status %q", apptest.DataStatus(res2.Body))
+		}
+		if got := c2.Balance(); got != 0 {
+			t.Fatalf("balance after cancel %d", got)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 1 {
+			t.Fatalf("%d ledger entries, want 1", n)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+func TestConcurrentCallbacksCreditOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c, payURL := startTopUp(t, app, "burst@example.com", "100000")
+		back, err := app.Server.Bank.Pay(apptest.Authority(payURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 50
+		var wg sync.WaitGroup
+		results := make([]apptest.Response, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Each callback from its own browser without a session,
+				// half of them as POSTs.
+				cl := app.NewClient(t)
+				if i%2 == 0 {
+					results[i] = cl.Get(back)
+				} else {
+					u, _ := url.Parse(back)
+					r := cl.Post(u.Path+"?"+u.RawQuery, url.Values{})
+					if r.Status != http.StatusSeeOther {
+						results[i] = r
+						return
+					}
+					results[i] = cl.Get(r.Location)
+				}
+			}()
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.Status != http.StatusOK || !strings.Contains(r.Body, `data-testid="result-received"`) {
+				t.Errorf("callback %d: status %d page status %q", i, r.Status, apptest.DataStatus(r.Body))
+			}
+		}
+		if got := c.Balance(); got != 1_000_000 {
+			t.Fatalf("balance %d, want 1000000", got)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 1 {
+			t.Fatalf("%d ledger entries", n)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+func TestConcurrentSubmitsOfOneForm(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c := app.NewClient(t)
+		c.SignUp("double@example.com")
+		csrf, token := c.TopUpForm()
+		const n = 20
+		var wg sync.WaitGroup
+		results := make([]apptest.Response, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = c.PostTopUp(csrf, token, "30000")
+			}()
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.Status != http.StatusSeeOther || r.Location != results[0].Location {
+				t.Errorf("submit %d: %d %q, want 303 %q", i, r.Status, r.Location, results[0].Location)
+			}
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Fatalf("%d payments, want 1", n)
+		}
+		if got := len(app.Server.Bank.Payments()); got != 1 {
+			t.Fatalf("%d gateway requests, want 1", got)
+		}
+		// Same token, other amount: 409 and nothing new.
+		r := c.PostTopUp(csrf, token, "40000")
+		if r.Status != http.StatusConflict {
+			t.Fatalf("other amount: status %d", r.Status)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Fatalf("%d payments after reuse", n)
+		}
+		// After paying, submitting the same form again (Back button) goes
+		// to the same payment's receipt, and charges nothing.
+		back, _ := app.Server.Bank.Pay(apptest.Authority(results[0].Location))
+		c.Get(back)
+		again := c.PostTopUp(csrf, token, "30000")
+		if again.Status != http.StatusSeeOther || !strings.HasPrefix(again.Location, "/payments/") {
+			t.Fatalf("resubmit after payment: %d %q", again.Status, again.Location)
+		}
+		if got := c.Balance(); got != 300_000 {
+			t.Fatalf("balance %d", got)
+		}
+		if got := len(app.Server.Bank.Payments()); got != 1 {
+			t.Fatalf("%d gateway requests after resubmit", got)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+func TestForgedCallbacksChangeNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c, payURL := startTopUp(t, app, "forge@example.com", "10000")
+		authority := apptest.Authority(payURL)
+		var publicID string
+		if err := db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID).Error; err != nil {
+			t.Fatal(err)
+		}
+		attacker := app.NewClient(t)
+		cases := []struct {
+			name, path string
+			want       int
+		}{
+			{"unknown id", "/payments/aaaaaaaaaaaaaaaaaaaaaaaa/return?Authority=" + authority + "&Status=OK", http.StatusNotFound},
+			{"malformed id", "/payments/x'--/return?Authority=" + authority + "&Status=OK", http.StatusNotFound},
+			{"other authority", "/payments/" + publicID + "/return?Authority=S" + strings.Repeat("0", 35) + "&Status=OK", http.StatusBadRequest},
+			{"no authority", "/payments/" + publicID + "/return?Status=OK", http.StatusBadRequest},
+			{"huge authority", "/payments/" + publicID + "/return?Authority=" + strings.Repeat("A", 500), http.StatusBadRequest},
+			// Right authority, but the payer has not paid: Status=OK and an
+			// amount are hints and lies; the bank says the payer is still
+			// at its page, so the payment stays open.
+			{"not paid yet", "/payments/" + publicID + "/return?Authority=" + authority + "&Status=OK&amount=999999999", http.StatusOK},
+		}
+		for _, tc := range cases {
+			r := attacker.Get(tc.path)
+			if r.Status != tc.want {
+				t.Errorf("%s: status %d, want %d", tc.name, r.Status, tc.want)
+			}
+			if strings.Contains(r.Body, "goroutine") || strings.Contains(r.Body, "runtime error") {
+				t.Errorf("%s: leaks internals", tc.name)
+			}
+		}
+		var status string
+		db.Gorm.Raw(`SELECT status FROM payments`).Scan(&status)
+		if status != "awaiting_payment" {
+			t.Fatalf("payment status %q after forged callbacks, want awaiting_payment", status)
+		}
+		// Now the payer really pays, and a callback carrying a bigger
+		// amount credits only the amount from our own row.
+		back, err := app.Server.Bank.Pay(authority)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := attacker.Get(back + "&amount=999999999&Amount=999999999")
+		if apptest.DataStatus(r.Body) != "credited" {
+			t.Fatalf("after payment: %q", apptest.DataStatus(r.Body))
+		}
+		if got := c.Balance(); got != 100_000 {
+			t.Fatalf("balance %d, want 100000", got)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+func TestBadAmountsWriteNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c := app.NewClient(t)
+		c.SignUp("amounts@example.com")
+		csrf, token := c.TopUpForm()
+		for _, amount := range []string{"", "abc", "-5", "0", "1e6", "5000.5", strings.Repeat("9", 25), "999", "100000001", "12,5"} {
+			r := c.PostTopUp(csrf, token, amount)
+			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="amount-error"`) || !strings.Contains(r.Body, `data-testid="topup-form"`) {
+				t.Errorf("amount %q: status %d, want 422 with the form and a message", amount, r.Status)
+			}
+		}
+		// A malformed or missing form token is refused too.
+		if r := c.PostTopUp(csrf, "short", "10000"); r.Status != http.StatusBadRequest {
+			t.Errorf("bad token: %d", r.Status)
+		}
+		// No CSRF token: 403.
+		if r := c.Post("/wallet/topup", url.Values{"token": {token}, "amount": {"10000"}}); r.Status != http.StatusForbidden {
+			t.Errorf("no csrf: %d", r.Status)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 0 {
+			t.Fatalf("%d payments written by bad input", n)
+		}
+		if got := len(app.Server.Bank.Payments()); got != 0 {
+			t.Fatalf("bank was asked %d times", got)
+		}
+		// Persian and Arabic-Indic digits with separators are accepted.
+		for i, amount := range []string{"۱۲٬۵۰۰", "١٢٥٠٠", "12 500"} {
+			_, tok := c.TopUpForm()
+			r := c.PostTopUp(csrf, tok, amount)
+			if r.Status != http.StatusSeeOther {
+				t.Fatalf("amount %q: %d", amount, r.Status)
+			}
+			var rials int64
+			db.Gorm.Raw(`SELECT amount_rials FROM payments ORDER BY id DESC LIMIT 1`).Scan(&rials)
+			if rials != 125_000 {
+				t.Fatalf("amount %d: %d rials, want 125000", i, rials)
+			}
+		}
+	})
+}
+
+func TestReceiptIsOwnersOnly(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		_, payURL := startTopUp(t, app, "owner@example.com", "10000")
+		_ = payURL
+		var publicID string
+		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+		other := app.NewClient(t)
+		other.SignUp("other@example.com")
+		if r := other.Get("/payments/" + publicID); r.Status != http.StatusNotFound {
+			t.Fatalf("other user: %d", r.Status)
+		}
+		anon := app.NewClient(t)
+		if r := anon.Get("/payments/" + publicID); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+			t.Fatalf("anonymous: %d %q", r.Status, r.Location)
+		}
+	})
+}
+
+func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{
+			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555",
+			"ZARINPAL_BASE_URL": "http://127.0.0.1:1", // nothing listens there
+		}})
+		c := app.NewClient(t)
+		c.SignUp("down@example.com")
+		csrf, token := c.TopUpForm()
+		r := c.PostTopUp(csrf, token, "10000")
+		if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, `data-testid="gateway-failed"`) || !strings.Contains(r.Body, `data-testid="topup-form"`) {
+			t.Fatalf("status %d", r.Status)
+		}
+		if Field := apptest.Field(r.Body, "token"); Field == token || Field == "" {
+			t.Fatalf("the page must offer a fresh form")
+		}
+		var status string
+		db.Gorm.Raw(`SELECT status FROM payments`).Scan(&status)
+		if status != "failed" {
+			t.Fatalf("payment %q, want failed", status)
+		}
+		// The same form again answers the same way, without a new payment.
+		again := c.PostTopUp(csrf, token, "10000")
+		if again.Status != http.StatusServiceUnavailable {
+			t.Fatalf("repeat: %d", again.Status)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Fatalf("%d payments", n)
+		}
+	})
+}
+
+func TestStandaloneSandbankControlAPI(t *testing.T) {
+	bank := sandbank.New(sandbank.Options{})
+	srv := newHTTPServer(t, bank.Handler())
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{
+			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555", "ZARINPAL_BASE_URL": srv,
+		}})
+		c := app.NewClient(t)
+		c.SignUp("standalone@example.com")
+		csrf, token := c.TopUpForm()
+		r := c.PostTopUp(csrf, token, "25000")
+		if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, srv+"/pg/StartPay/S") {
+			t.Fatalf("top-up: %d %q", r.Status, r.Location)
+		}
+		resp, err := http.Post(srv+"/_sandbank/payments/"+apptest.Authority(r.Location)+"/pay", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Redirect string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if !strings.Contains(body.Redirect, "Status=OK") {
+			t.Fatalf("control pay: %+v", body)
+		}
+		res := c.Get(body.Redirect)
+		if apptest.DataStatus(res.Body) != "credited" || c.Balance() != 250_000 {
+			t.Fatalf("status %q balance %d", apptest.DataStatus(res.Body), c.Balance())
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+func TestErrorPages(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	c := app.NewClient(t)
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/no/such/page", 404},
+		{"GET", "/wallet?before=abc", 303}, // not signed in: to sign-in first
+		{"POST", "/signin", 403},           // no CSRF token
+	} {
+		req, _ := http.NewRequest(tc.method, app.URL+tc.path, nil)
+		r := c.Do(req)
+		if r.Status != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, r.Status, tc.want)
+		}
+		if r.Status != 303 && !strings.Contains(r.Body, "<html") {
+			t.Errorf("%s %s: not an HTML page: %.100s", tc.method, tc.path, r.Body)
+		}
+	}
+	c.SignUp("errors@example.com")
+	if r := c.Get("/wallet?before=abc"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="message"`) {
+		t.Errorf("bad cursor: %d", r.Status)
+	}
+	_ = fmt.Sprint()
+}
