@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -414,5 +413,4 @@ func TestErrorPages(t *testing.T) {
 	if r := c.Get("/wallet?before=abc"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="message"`) {
 		t.Errorf("bad cursor: %d", r.Status)
 	}
-	_ = fmt.Sprint()
 }

@@ -1,0 +1,148 @@
+package resilient
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Options configure a resilient Gateway. Zero values take the defaults.
+type Options struct {
+	// AttemptTimeout bounds one call to the bank (default 3s).
+	AttemptTimeout time.Duration
+	// Budget bounds a whole operation, retries and back-off included
+	// (default 12s). The caller's deadline wins when it is earlier.
+	Budget time.Duration
+	// MaxAttempts bounds the attempts of a retried operation (default 3).
+	// Request is never retried whatever this says.
+	MaxAttempts int
+	// BaseBackoff and MaxBackoff shape the exponential back-off with full
+	// jitter: sleep = rand * min(MaxBackoff, BaseBackoff*2^n)
+	// (defaults 200ms and 2s).
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// MaxRetryAfter caps a server's Retry-After (default 5s).
+	MaxRetryAfter time.Duration
+
+	Breaker BreakerOptions
+
+	// Now is the clock used for budgets and timestamps (default time.Now).
+	// The breaker itself always uses the real clock.
+	Now func() time.Time
+	// Sleep waits d or until ctx ends, returning ctx.Err() early
+	// (default: a real timer).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0, 1) for jitter (default math/rand/v2).
+	// It must be safe for concurrent use.
+	Rand func() float64
+	// Recorder receives one Call per attempt (default NopRecorder).
+	Recorder Recorder
+	// Logger logs breaker transitions and give-ups (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// BreakerOptions configure the circuit breaker (one per wrapped gateway).
+type BreakerOptions struct {
+	// Window is the rolling window the failure ratio is computed over
+	// (default 30s, in 10 buckets so old results expire gradually).
+	Window time.Duration
+	// MinRequests is the number of completed, counted attempts in the window
+	// below which the breaker never trips (default 10).
+	MinRequests uint32
+	// FailureRatio trips the breaker when failures/completed >= it
+	// (default 0.5, must be in (0, 1]).
+	FailureRatio float64
+	// OpenTimeout is how long the breaker stays open before letting a probe
+	// through (default 20s).
+	OpenTimeout time.Duration
+	// HalfOpenProbes is how many probes may run at once when half-open; that
+	// many consecutive successes close it (default 1).
+	HalfOpenProbes uint32
+}
+
+// Defaults.
+const (
+	DefaultAttemptTimeout = 3 * time.Second
+	DefaultBudget         = 12 * time.Second
+	DefaultMaxAttempts    = 3
+	DefaultBaseBackoff    = 200 * time.Millisecond
+	DefaultMaxBackoff     = 2 * time.Second
+	DefaultMaxRetryAfter  = 5 * time.Second
+	DefaultWindow         = 30 * time.Second
+	DefaultMinRequests    = 10
+	DefaultFailureRatio   = 0.5
+	DefaultOpenTimeout    = 20 * time.Second
+	windowBuckets         = 10
+)
+
+func (o Options) withDefaults() Options {
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if o.Budget <= 0 {
+		o.Budget = DefaultBudget
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.BaseBackoff <= 0 {
+		o.BaseBackoff = DefaultBaseBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.MaxBackoff < o.BaseBackoff {
+		o.MaxBackoff = o.BaseBackoff
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	b := &o.Breaker
+	if b.Window <= 0 {
+		b.Window = DefaultWindow
+	}
+	if b.MinRequests == 0 {
+		b.MinRequests = DefaultMinRequests
+	}
+	if !(b.FailureRatio > 0 && b.FailureRatio <= 1) {
+		b.FailureRatio = DefaultFailureRatio
+	}
+	if b.OpenTimeout <= 0 {
+		b.OpenTimeout = DefaultOpenTimeout
+	}
+	if b.HalfOpenProbes == 0 {
+		b.HalfOpenProbes = 1
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Recorder == nil {
+		o.Recorder = NopRecorder{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

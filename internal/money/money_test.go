@@ -1,0 +1,125 @@
+package money_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/money"
+)
+
+func TestParseTomansAccepted(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want int64 // rials
+	}{
+		{"latin", "10000", 100_000},
+		{"comma groups", "10,000", 100_000},
+		{"persian digits", "۱۰۰۰۰", 100_000},
+		{"arabic-indic digits", "١٠٠٠٠", 100_000},
+		{"persian with arabic thousands separator", "۱۰٬۰۰۰", 100_000},
+		{"space groups", "10 000", 100_000},
+		{"arabic comma groups", "10،000", 100_000},
+		{"no-break space groups", "10\u00a0000", 100_000},
+		{"underscore groups", "1_000_000", 10_000_000},
+		{"apostrophe groups", "1'000", 10_000},
+		{"leading plus", "+5000", 50_000},
+		{"surrounding spaces", "  2500 ", 25_000},
+		{"tab and newline around", "\t2500\n", 25_000},
+		{"mixed digits", "۱0٠0۰", 100_000},
+		{"mixed digits and separators", "۱٬0,٠0۰", 100_000},
+		{"leading zeros", "0005000", 50_000},
+		{"persian leading zeros", "۰۰۱", 10},
+		{"one toman", "1", 10},
+		{"15 digits", "999999999999999", 9_999_999_999_999_990},
+		{"15 digits after many leading zeros", "0000000000" + "100000000000000", 1_000_000_000_000_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := money.ParseTomans(tt.in)
+			if err != nil {
+				t.Fatalf("ParseTomans(%q): unexpected error %v", tt.in, err)
+			}
+			if got != tt.want {
+				t.Fatalf("ParseTomans(%q) = %d rials, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTomansRejected(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want error
+	}{
+		{"empty", "", money.ErrEmpty},
+		{"blank", "   ", money.ErrEmpty},
+		{"blank tabs", "\t\n", money.ErrEmpty},
+		{"letters", "abc", money.ErrInvalid},
+		{"negative", "-5", money.ErrInvalid},
+		{"exponent", "1e6", money.ErrInvalid},
+		{"decimal point", "5000.5", money.ErrInvalid},
+		{"dot as grouping", "5.000", money.ErrInvalid},
+		{"persian decimal separator", "۵۰۰۰٫۵", money.ErrInvalid},
+		{"trailing letter", "12a", money.ErrInvalid},
+		{"hex", "0x10", money.ErrInvalid},
+		{"arabic-indic with minus", "١٢-٣", money.ErrInvalid},
+		{"plus only", "+", money.ErrInvalid},
+		{"double plus", "++5", money.ErrInvalid},
+		{"separators only", ",،٬", money.ErrInvalid},
+		{"plus inside", "5+5", money.ErrInvalid},
+		{"fullwidth digits", "１２", money.ErrInvalid},
+		{"zero", "0", money.ErrNotPositive},
+		{"zeros", "000", money.ErrNotPositive},
+		{"persian zero", "۰", money.ErrNotPositive},
+		{"zero with separators", "0,000", money.ErrNotPositive},
+		{"16 digits", "1000000000000000", money.ErrTooLong},
+		{"25 digits", strings.Repeat("9", 25), money.ErrTooLong},
+		{"16 persian digits", strings.Repeat("۹", 16), money.ErrTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := money.ParseTomans(tt.in)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("ParseTomans(%q) = %d, %v; want error %v", tt.in, got, err, tt.want)
+			}
+			if got != 0 {
+				t.Fatalf("ParseTomans(%q) returned %d with an error; want 0", tt.in, got)
+			}
+		})
+	}
+}
+
+func FuzzParseTomans(f *testing.F) {
+	for _, s := range []string{
+		"10000", "10,000", "۱۰۰۰۰", "١٠٠٠٠", "۱۰٬۰۰۰", "10 000", "+5000", "  2500 ",
+		"", "-5", "1e6", "5000.5", "۵۰۰۰٫۵", "0", strings.Repeat("9", 15), strings.Repeat("9", 16),
+		"\u200c۱۲", "0x10", "\xff\xfe",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rials, err := money.ParseTomans(s)
+		if err != nil {
+			if rials != 0 {
+				t.Fatalf("ParseTomans(%q) = %d with error %v", s, rials, err)
+			}
+			if !errors.Is(err, money.ErrEmpty) && !errors.Is(err, money.ErrInvalid) &&
+				!errors.Is(err, money.ErrNotPositive) && !errors.Is(err, money.ErrTooLong) {
+				t.Fatalf("ParseTomans(%q): unexpected error %v", s, err)
+			}
+			return
+		}
+		if rials <= 0 {
+			t.Fatalf("ParseTomans(%q) = %d, want > 0", s, rials)
+		}
+		if rials%money.RialsPerToman != 0 {
+			t.Fatalf("ParseTomans(%q) = %d, not whole tomans", s, rials)
+		}
+		if rials > 10_000_000_000_000_000 {
+			t.Fatalf("ParseTomans(%q) = %d, above 10^16", s, rials)
+		}
+	})
+}
