@@ -65,7 +65,7 @@ func (s *Service) claim(ctx context.Context, id int64) (bool, error) {
 	now := s.clock()
 	res := s.db.Gorm.WithContext(ctx).Model(&Payment{}).
 		Where("id = ? AND status IN ? AND (lease_until IS NULL OR lease_until < ?)", id, openForVerify(), now).
-		Updates(map[string]any{"lease_until": now.Add(s.cfg.LeaseDuration), "attempts": gorm.Expr("attempts + 1"), "updated_at": now})
+		Updates(map[string]any{"lease_until": now.Add(s.cfg.LeaseDuration), "updated_at": now})
 	if res.Error != nil {
 		return false, fmt.Errorf("claim payment %d: %w", id, res.Error)
 	}
@@ -100,6 +100,15 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment) (Payment, error
 	cancel()
 	// Whatever the caller's context does now, the answer must be recorded.
 	ctx = context.WithoutCancel(ctx)
+	if !errors.Is(err, gateway.ErrUnavailable) {
+		// Count only checks that reached the bank: an open breaker
+		// postpones a check, it does not spend one.
+		if uerr := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ?", p.ID).
+			Update("attempts", gorm.Expr("attempts + 1")).Error; uerr != nil {
+			log.Error("count verify attempt", "err", uerr)
+		}
+		p.Attempts++
+	}
 	switch {
 	case err != nil && gateway.IsRejected(err):
 		log.Error("verify rejected by gateway", "err", err)

@@ -1,0 +1,264 @@
+package payment
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// WorkerConfig tunes the background resolver of open payments.
+type WorkerConfig struct {
+	Interval    time.Duration // how often to look for due payments (default 2s)
+	Batch       int           // payments claimed per round (default 20)
+	Concurrency int           // payments resolved at once (default 4)
+	// AbandonedAfter: an awaiting_payment payment older than this is
+	// checked without waiting for its callback (the payer paid and closed
+	// the window, or never came back). Banks reverse an unverified payment
+	// after 20–30 minutes, so this must be well inside that (default 2m).
+	AbandonedAfter time.Duration
+	// AuthorityLifetime: a payment the bank still has not seen paid this
+	// long after it started is failed (default 20m; Zarinpal's authorities
+	// live for minutes, the sandbox bank's for 15).
+	AuthorityLifetime time.Duration
+	// MaxUnknown: a payment whose outcome is still unknown this long after
+	// it started goes to needs_review for a person (default 2h).
+	MaxUnknown time.Duration
+	// StaleCreated: a payment still "created" this long (its submit died
+	// before the bank answered) is failed; it has no authority, so no money
+	// can have been taken (default 1m).
+	StaleCreated time.Duration
+	BaseBackoff  time.Duration // first re-check delay (default 10s)
+	MaxBackoff   time.Duration // longest re-check delay (default 2m)
+	// Jitter returns a number in [0,1) (default math/rand/v2).
+	Jitter func() float64
+}
+
+func (c *WorkerConfig) defaults() {
+	if c.Interval <= 0 {
+		c.Interval = 2 * time.Second
+	}
+	if c.Batch <= 0 {
+		c.Batch = 20
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.AbandonedAfter <= 0 {
+		c.AbandonedAfter = 2 * time.Minute
+	}
+	if c.AuthorityLifetime <= 0 {
+		c.AuthorityLifetime = 20 * time.Minute
+	}
+	if c.MaxUnknown <= 0 {
+		c.MaxUnknown = 2 * time.Hour
+	}
+	if c.StaleCreated <= 0 {
+		c.StaleCreated = time.Minute
+	}
+	if c.BaseBackoff <= 0 {
+		c.BaseBackoff = 10 * time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 2 * time.Minute
+	}
+	if c.Jitter == nil {
+		c.Jitter = rand.Float64
+	}
+}
+
+// BreakerReporter is implemented by a gateway that knows the bank is down
+// (an open circuit breaker): the worker then postpones its checks instead
+// of spending them.
+type BreakerReporter interface {
+	BreakerOpen() bool
+}
+
+// Worker resolves payments whose callback never came or whose outcome was
+// unknown. One runs in each instance; several are safe together: a payment
+// is claimed by moving its next_check_at forward in the claiming
+// transaction (FOR UPDATE SKIP LOCKED on PostgreSQL), and resolved through
+// the same Resolve as the callback, under the same lease.
+type Worker struct {
+	s   *Service
+	cfg WorkerConfig
+}
+
+// NewWorker returns a worker over the payment service.
+func (s *Service) NewWorker(cfg WorkerConfig) *Worker {
+	cfg.defaults()
+	return &Worker{s: s, cfg: cfg}
+}
+
+// Run works until ctx ends; in-flight payments are finished (bounded by
+// the verify budget) before it returns.
+func (w *Worker) Run(ctx context.Context) {
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			w.s.log.Error("worker round failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RoundResult counts what one round did.
+type RoundResult struct {
+	Claimed  int
+	Resolved int // reached a terminal status
+	Failed   int // stale "created" payments failed
+}
+
+// RunOnce does one round: fail stale created payments, claim due open
+// payments, resolve them with bounded concurrency.
+func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
+	var rr RoundResult
+	n, err := w.failStaleCreated(ctx)
+	rr.Failed = n
+	if err != nil {
+		return rr, err
+	}
+	if br, ok := w.s.gw.(BreakerReporter); ok && br.BreakerOpen() {
+		return rr, nil // the bank is down: postpone, do not spend checks
+	}
+	ids, err := w.claim(ctx)
+	if err != nil || len(ids) == 0 {
+		return rr, err
+	}
+	rr.Claimed = len(ids)
+	sem := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, id := range ids {
+		if ctx.Err() != nil {
+			// Shutting down: give back what was claimed but not started.
+			w.unclaim(ids[i:])
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			// In-flight work finishes even when shutdown starts.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.s.cfg.VerifyTimeout+w.s.cfg.ReturnWait+5*time.Second)
+			defer cancel()
+			p, err := w.resolveOne(wctx, id)
+			if err != nil {
+				w.s.log.Error("worker: resolve failed", "payment_id", id, "err", err)
+				return
+			}
+			if p.Status.Terminal() {
+				mu.Lock()
+				rr.Resolved++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return rr, nil
+}
+
+// claim picks due payments and pushes their next check forward, in one
+// transaction, so no other worker takes them meanwhile.
+func (w *Worker) claim(ctx context.Context) ([]int64, error) {
+	now := w.s.clock()
+	var ids []int64
+	err := w.s.db.Tx(ctx, func(tx *gorm.DB) error {
+		q := tx.Model(&Payment{}).Select("id").
+			Where("(lease_until IS NULL OR lease_until < ?)", now).
+			Where("(next_check_at IS NULL OR next_check_at <= ?)", now).
+			Where("(status = ? OR (status = ? AND created_at <= ?))",
+				StatusPendingVerification, StatusAwaitingPayment, now.Add(-w.cfg.AbandonedAfter)).
+			Order("next_check_at").Limit(w.cfg.Batch)
+		if err := w.s.db.SkipLocked(q).Find(&ids).Error; err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		// The claim: nobody else finds these until the resolve is over.
+		return tx.Model(&Payment{}).Where("id IN ?", ids).
+			Update("next_check_at", now.Add(w.s.cfg.LeaseDuration+w.s.cfg.VerifyTimeout)).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due payments: %w", err)
+	}
+	return ids, nil
+}
+
+func (w *Worker) unclaim(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	err := w.s.db.Gorm.Model(&Payment{}).Where("id IN ?", ids).Update("next_check_at", w.s.clock()).Error
+	if err != nil {
+		w.s.log.Error("worker: release claims", "err", err)
+	}
+}
+
+// resolveOne resolves one claimed payment and applies the deadlines.
+func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
+	p, err := w.s.reload(ctx, id)
+	if err != nil {
+		return p, err
+	}
+	if p.Status.Terminal() {
+		return p, nil
+	}
+	p, err = w.s.Resolve(ctx, p)
+	if err != nil {
+		return p, err
+	}
+	if p.Status.Terminal() {
+		return p, nil
+	}
+	age := w.s.clock().Sub(p.CreatedAt)
+	switch {
+	case p.Status == StatusAwaitingPayment && age > w.cfg.AuthorityLifetime:
+		// The bank just said "not paid" and the payer is still (or again)
+		// at its page long past the authority's lifetime.
+		return w.s.transition(ctx, p, StatusFailed, "never paid within the authority's lifetime", nil)
+	case p.Status == StatusPendingVerification && age > w.cfg.MaxUnknown:
+		w.s.log.Error("payment outcome unknown for too long", "payment", p.PublicID)
+		return w.s.transition(ctx, p, StatusNeedsReview, "outcome still unknown after "+w.cfg.MaxUnknown.String(), nil)
+	}
+	// Still open: schedule the next check with backoff and jitter.
+	next := w.s.clock().Add(w.backoff(p.Attempts))
+	if err := w.s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ? AND status IN ?", p.ID, openForVerify()).
+		Update("next_check_at", next).Error; err != nil {
+		return p, fmt.Errorf("schedule payment %s: %w", p.PublicID, err)
+	}
+	return p, nil
+}
+
+// backoff is the delay before the next check after n attempts: exponential
+// from BaseBackoff, capped, with jitter in [50%, 100%].
+func (w *Worker) backoff(n int) time.Duration {
+	d := w.cfg.BaseBackoff
+	for i := 1; i < n && d < w.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, w.cfg.MaxBackoff)
+	return d/2 + time.Duration(w.cfg.Jitter()*float64(d/2))
+}
+
+// failStaleCreated fails payments whose submit died before the bank
+// answered. They have no authority: no payer reached a bank page.
+func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
+	now := w.s.clock()
+	res := w.s.db.Gorm.WithContext(ctx).Model(&Payment{}).
+		Where("status = ? AND authority IS NULL AND created_at <= ?", StatusCreated, now.Add(-w.cfg.StaleCreated)).
+		Updates(map[string]any{"status": StatusFailed, "status_reason": "abandoned before the bank answered", "resolved_at": now, "updated_at": now})
+	if res.Error != nil {
+		return 0, fmt.Errorf("fail stale created payments: %w", res.Error)
+	}
+	return int(res.RowsAffected), nil
+}
