@@ -32,6 +32,7 @@ const (
 	codeVerified         = 101
 	codeValidation       = -9
 	codeTerminalInactive = -11
+	codeTooManyAttempts  = -12
 	codeMaxAmount        = -41
 	codeAmountMismatch   = -50
 	codeNotPaid          = -51
@@ -46,6 +47,8 @@ func codeMessage(code int) string {
 		return "The input params invalid, validation error."
 	case codeTerminalInactive:
 		return "Terminal is not active, please contact our support team."
+	case codeTooManyAttempts:
+		return "Too many attempts, please try again later."
 	case codeMaxAmount:
 		return "Maximum amount is 100,000,000 tomans."
 	case codeAmountMismatch:
@@ -83,16 +86,13 @@ const (
 	tehranDateLayout = "2006-01-02 15:04:05"
 )
 
-// serveAPI is the single entry point of every simulated-gateway operation:
-// the four Zarinpal JSON calls and the payer's StartPay page and buttons
-// (the control API under /_sandbank is deliberately not routed here: it is
-// the test's own reliable channel).
-//
-// Fault-injection extension point: a later layer wraps this method, keyed on
-// op, to add latency, answer 5xx, drop the connection, or run the operation
-// (committing its state change) and then hang or drop the answer. Nothing
-// here depends on being called exactly once per HTTP request.
-func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
+// serveOp performs one simulated-gateway operation: the four Zarinpal JSON
+// calls and the payer's StartPay page and buttons. Every route reaches it
+// through (*Bank).serveAPI (faults.go), the fault-injection layer keyed on
+// op; the control API under /_sandbank is deliberately not routed there: it
+// is the test's own reliable channel. Nothing here depends on being called
+// exactly once per HTTP request.
+func (b *Bank) serveOp(op string, w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case opRequest, opVerify, opInquiry, opUnverified:
 		if r.Method != http.MethodPost {
@@ -147,6 +147,7 @@ func (b *Bank) routes() http.Handler {
 	mux.HandleFunc("GET /_sandbank/payments", b.controlList)
 	mux.HandleFunc("POST /_sandbank/payments/{authority}/pay", b.controlFinish(StatePaid))
 	mux.HandleFunc("POST /_sandbank/payments/{authority}/cancel", b.controlFinish(StateFailed))
+	b.faultRoutes(mux)
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

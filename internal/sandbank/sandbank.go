@@ -21,6 +21,12 @@
 //	GET  /_sandbank/payments             control: every payment (JSON)
 //	POST /_sandbank/payments/{authority}/pay     control: pay
 //	POST /_sandbank/payments/{authority}/cancel  control: cancel
+//	GET|POST|DELETE /_sandbank/faults    control: fault injection (faults.go)
+//	GET|DELETE /_sandbank/stats          control: per-operation call counts
+//
+// The gateway routes (not the control API, not the stylesheet) pass through
+// a fault-injection layer that can make the bank slow, flaky or down: see
+// Faults.
 //
 // # HTTP statuses of the Zarinpal API
 //
@@ -103,6 +109,10 @@ type Options struct {
 	AuthorityTTL time.Duration
 	// Logger receives one line per state change; default: discard.
 	Logger *slog.Logger
+	// Faults, when set, is the initial fault-injection setting (see
+	// (*Bank).SetFaults). New panics if it is invalid; check it first with
+	// (Faults).Validate when it comes from user input.
+	Faults *Faults
 }
 
 // Payment is a snapshot of one payment as the bank holds it.
@@ -158,6 +168,8 @@ type Bank struct {
 	refIDs   map[int64]struct{}
 	seq      uint64
 
+	faults faultLayer // fault injection and call counts; has its own lock
+
 	handler http.Handler
 }
 
@@ -194,6 +206,12 @@ func New(opts Options) *Bank {
 	} else {
 		// No tz database: Iran has kept UTC+03:30 all year since 2022.
 		b.tehran = time.FixedZone("+0330", 3*3600+30*60)
+	}
+	b.faults.init(opts.Seed)
+	if opts.Faults != nil {
+		if err := b.SetFaults(*opts.Faults); err != nil {
+			panic(fmt.Sprintf("sandbank.New: Options.Faults: %v", err))
+		}
 	}
 	b.handler = b.routes()
 	return b

@@ -38,7 +38,8 @@ type Options struct {
 	Rand func() float64
 	// Recorder receives one Call per attempt (default NopRecorder).
 	Recorder Recorder
-	// Logger logs breaker transitions and give-ups (default slog.Default()).
+	// Logger logs breaker transitions and retries skipped for lack of
+	// budget (default slog.Default()). Attempts go to the Recorder.
 	Logger *slog.Logger
 }
 
