@@ -34,6 +34,8 @@ type Deps struct {
 	Bank http.Handler
 	Log  *slog.Logger
 	Now  func() time.Time
+	// Breakers report the gateways' circuit breakers (admin page, metrics).
+	Breakers []BreakerSource
 	// RateLimits turns on the per-IP/per-user limits on sign-in, sign-up
 	// and top-up (on in serve; tests that hammer one route turn it off).
 	RateLimits bool
@@ -82,6 +84,7 @@ func New(d Deps) *fiber.App {
 		app.All("/sandbank/*", bank)
 	}
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	app.Get("/metrics", s.metrics)
 
 	app.Use(s.language)
 	app.Use(s.session)
@@ -110,6 +113,8 @@ func New(d Deps) *fiber.App {
 	app.Get("/payments/:id/return", s.paymentReturn)
 	app.Post("/payments/:id/return", s.paymentReturn)
 	app.Get("/payments/:id", s.requireUser, s.receipt)
+
+	app.Get("/admin", s.requireUser, s.requireAdmin, s.adminPage)
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app

@@ -41,7 +41,7 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 			t.Fatal(err)
 		}
 		gw := &flakyVerify{Gateway: zp}
-		gw.failures.Store(1)
+		gw.failures.Store(3) // every attempt of the first verify (the caller retries 3 times)
 		app := apptest.Start(t, db, apptest.Options{
 			Env: map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL},
 			Server: server.Options{Gateway: gw, Payment: payment.Config{RecheckDelay: 200 * time.Millisecond}},
@@ -63,6 +63,11 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 		db.Gorm.Raw(`SELECT status FROM payments`).Scan(&status)
 		if status != "pending_verification" || c.Balance() != 0 {
 			t.Fatalf("db status %q balance %d", status, c.Balance())
+		}
+		// Every attempt is recorded against the payment.
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls g JOIN payments p ON p.id = g.payment_id
+			WHERE g.operation = 'verify' AND g.outcome IN ('transient', 'timeout')`); n != 3 {
+			t.Fatalf("%d transient verify attempts recorded, want 3", n)
 		}
 		// An immediate reload does not hammer the bank.
 		c.Get(back)

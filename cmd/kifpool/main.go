@@ -15,7 +15,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -25,8 +24,8 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/sandbank"
-	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
 )
 
 const usage = `usage: kifpool <command> [flags]
@@ -35,7 +34,10 @@ commands:
   serve                            run the web app (runs migrations first)
   migrate                          bring the database schema up to date
   user create --email E [--admin]  create a user; the password is read from stdin
-  sandbank --addr HOST:PORT        run the sandbox bank (Zarinpal v4 compatible) on its own
+  reconcile                        verify and credit paid-but-unverified payments, report the rest
+  sandbank --addr HOST:PORT [fault flags]
+                                   run the sandbox bank (Zarinpal v4 compatible) on its own;
+                                   kifpool sandbank -h lists the fault-injection flags
 
 configuration is read from the environment; see README.md.
 `
@@ -64,6 +66,8 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		return userCmd(ctx, args[1:], getenv, stdin, stdout, log)
 	case "sandbank":
 		return sandbankCmd(ctx, args[1:], stdout, log)
+	case "reconcile":
+		return reconcileCmd(ctx, getenv, stdout, log)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -129,6 +133,9 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 		return err
 	}
 	app := srv.App
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	waitBackground := srv.RunBackground(bgCtx, log)
+	defer func() { stopBackground(); waitBackground() }()
 
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
@@ -145,7 +152,10 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	if err := app.ShutdownWithTimeout(15 * time.Second); err != nil {
+	err = app.ShutdownWithTimeout(15 * time.Second)
+	stopBackground()
+	waitBackground() // the worker finishes what it started
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
@@ -193,24 +203,46 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 func sandbankCmd(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("sandbank", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9090", "HOST:PORT to listen on")
+	ttl := fs.Duration("authority-ttl", sandbank.DefaultAuthorityTTL, "how long an authority may wait for payment")
+	faults := sandbank.ParseFaultFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	bank := sandbank.New(sandbank.Options{Logger: log.With("component", "sandbank")})
+	f, err := faults()
+	if err != nil {
+		return err
+	}
+	bank := sandbank.New(sandbank.Options{Logger: log.With("component", "sandbank"), AuthorityTTL: *ttl, Faults: f})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
-	srv := &http.Server{Handler: bank.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "sandbox bank listening on http://%s\n", ln.Addr())
-	select {
-	case err := <-errc:
+	return bank.Serve(ctx, ln)
+}
+
+func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
 		return err
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	if cfg.Gateway == config.GatewaySandbox {
+		return errors.New("reconcile needs a reachable gateway: with GATEWAY=sandbox the bank lives inside serve; use GATEWAY=zarinpal with ZARINPAL_BASE_URL (a standalone kifpool sandbank works)")
+	}
+	db, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	srv, err := server.New(cfg, db, server.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	rep, err := srv.Payments.Reconcile(ctx)
+	fmt.Fprintf(stdout, "listed %d unverified at the gateway: %d ours, %d credited now (%d rials), %d foreign (%d rials), %d mismatches\n",
+		rep.Listed, rep.Ours, rep.Credited, rep.CreditedRials, rep.ForeignCount, rep.ForeignRials, rep.Mismatches)
+	for _, it := range rep.Items() {
+		fmt.Fprintf(stdout, "  %-16s %s %d rials %s %s\n", it.Kind, it.Authority, it.AmountRials, it.PublicID, it.Detail)
+	}
+	return err
 }

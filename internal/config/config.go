@@ -42,9 +42,25 @@ type Config struct {
 	ZarinpalURL   string // API base of the gateway
 	TopUpMinRials int64
 	TopUpMaxRials int64
-	// Time budgets for bank calls.
-	RequestTimeout time.Duration
-	VerifyTimeout  time.Duration
+	// Bank calls: each attempt and each whole operation (retries
+	// included) are bounded.
+	AttemptTimeout time.Duration
+	Budget         time.Duration
+	// Circuit breaker, one per gateway and instance.
+	BreakerMinRequests    uint32
+	BreakerFailurePercent uint32
+	BreakerWindow         time.Duration
+	BreakerOpenTimeout    time.Duration
+	// Background worker that resolves open payments (0 interval: off).
+	WorkerInterval          time.Duration
+	WorkerConcurrency       int
+	WorkerAbandonedAfter    time.Duration
+	WorkerAuthorityLifetime time.Duration
+	WorkerMaxUnknown        time.Duration
+	// MetricsToken, when set, opens GET /metrics to that bearer token.
+	MetricsToken string
+	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
+	ReconcileInterval time.Duration
 	DataDir        string
 	Dev            bool // no SESSION_SECRET given: a generated one is kept under DataDir
 }
@@ -82,7 +98,7 @@ func Load(getenv Getenv) (Config, error) {
 	if _, port, err := splitHostPort(c.ListenAddr); err != nil || port == "" {
 		bad("LISTEN_ADDR", "want HOST:PORT or :PORT, got %q", c.ListenAddr)
 	}
-	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || strings.ContainsAny(c.BaseURL, "?#") {
 		bad("BASE_URL", "want an absolute http(s) URL without a path, got %q", c.BaseURL)
 	}
 	c.TopUpMinRials = int64Var(getenv, "TOPUP_MIN_RIALS", 10_000, bad)
@@ -96,8 +112,25 @@ func Load(getenv Getenv) (Config, error) {
 	if c.TopUpMaxRials < c.TopUpMinRials {
 		bad("TOPUP_MAX_RIALS", "must not be below TOPUP_MIN_RIALS")
 	}
-	c.RequestTimeout = durationVar(getenv, "GATEWAY_REQUEST_TIMEOUT", 10*time.Second, bad)
-	c.VerifyTimeout = durationVar(getenv, "GATEWAY_VERIFY_TIMEOUT", 12*time.Second, bad)
+	c.AttemptTimeout = durationVar(getenv, "GATEWAY_ATTEMPT_TIMEOUT", 3*time.Second, bad)
+	c.Budget = durationVar(getenv, "GATEWAY_BUDGET", 12*time.Second, bad)
+	if c.Budget < c.AttemptTimeout {
+		bad("GATEWAY_BUDGET", "must not be shorter than GATEWAY_ATTEMPT_TIMEOUT")
+	}
+	c.BreakerMinRequests = uint32(int64Range(getenv, "BREAKER_MIN_REQUESTS", 10, 1, 1_000_000, bad))
+	c.BreakerFailurePercent = uint32(int64Range(getenv, "BREAKER_FAILURE_PERCENT", 50, 1, 100, bad))
+	c.BreakerWindow = durationVar(getenv, "BREAKER_WINDOW", 30*time.Second, bad)
+	c.BreakerOpenTimeout = durationVar(getenv, "BREAKER_OPEN_TIMEOUT", 20*time.Second, bad)
+	c.WorkerInterval = durationOrOff(getenv, "WORKER_INTERVAL", 2*time.Second, bad)
+	c.WorkerConcurrency = int(int64Range(getenv, "WORKER_CONCURRENCY", 4, 1, 256, bad))
+	c.WorkerAbandonedAfter = durationVar(getenv, "WORKER_ABANDONED_AFTER", 2*time.Minute, bad)
+	c.WorkerAuthorityLifetime = durationVar(getenv, "WORKER_AUTHORITY_LIFETIME", 20*time.Minute, bad)
+	c.WorkerMaxUnknown = durationVar(getenv, "WORKER_MAX_UNKNOWN", 2*time.Hour, bad)
+	if c.WorkerAbandonedAfter >= c.WorkerAuthorityLifetime {
+		bad("WORKER_ABANDONED_AFTER", "must be shorter than WORKER_AUTHORITY_LIFETIME")
+	}
+	c.MetricsToken = get("METRICS_TOKEN", "")
+	c.ReconcileInterval = durationOrOff(getenv, "RECONCILE_INTERVAL", 10*time.Minute, bad)
 
 	switch c.Gateway {
 	case GatewaySandbox:
@@ -192,6 +225,29 @@ func durationVar(getenv Getenv, name string, def time.Duration, bad func(string,
 		return def
 	}
 	return d
+}
+
+// int64Range reads a whole number within [lo, hi].
+func int64Range(getenv Getenv, name string, def, lo, hi int64, bad func(string, string, ...any)) int64 {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		bad(name, "want a whole number from %d to %d, got %q", lo, hi, v)
+		return def
+	}
+	return n
+}
+
+// durationOrOff reads a duration where "0" or "off" turns the thing off.
+func durationOrOff(getenv Getenv, name string, def time.Duration, bad func(string, string, ...any)) time.Duration {
+	v := strings.TrimSpace(getenv(name))
+	if v == "0" || strings.EqualFold(v, "off") {
+		return 0
+	}
+	return durationVar(getenv, name, def, bad)
 }
 
 func splitHostPort(addr string) (string, string, error) {

@@ -5,6 +5,7 @@ package i18n
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -43,7 +44,7 @@ func Parse(code string) (Lang, bool) {
 func FromAcceptLanguage(header string) Lang {
 	for _, part := range strings.Split(header, ",") {
 		tag, params, _ := strings.Cut(part, ";")
-		if strings.ReplaceAll(strings.TrimSpace(params), " ", "") == "q=0" {
+		if zeroQ(params) {
 			continue
 		}
 		if l, ok := Parse(tag); ok {
@@ -51,6 +52,19 @@ func FromAcceptLanguage(header string) Lang {
 		}
 	}
 	return Default
+}
+
+// zeroQ reports whether the parameters of a language range carry a q-value
+// of zero ("q=0", "q=0.0", "q=0.000": not acceptable, RFC 9110 §12.4.2).
+func zeroQ(params string) bool {
+	for _, p := range strings.Split(params, ";") {
+		name, val, ok := strings.Cut(p, "=")
+		if ok && strings.EqualFold(strings.TrimSpace(name), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			return err == nil && q == 0
+		}
+	}
+	return false
 }
 
 // Dir is the text direction of the language: "rtl" or "ltr".

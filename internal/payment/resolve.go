@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
@@ -95,6 +96,7 @@ func (s *Service) waitResolved(ctx context.Context, id int64) (Payment, error) {
 // the lease.
 func (s *Service) verifyAndApply(ctx context.Context, p Payment) (Payment, error) {
 	log := s.log.With("payment", p.PublicID)
+	ctx = resilient.WithPaymentRef(ctx, p.PublicID)
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	vr, err := s.gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
 	cancel()

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -171,7 +172,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	}
 	log := s.log.With("payment", p.PublicID)
 
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(resilient.WithPaymentRef(ctx, p.PublicID), s.cfg.RequestTimeout)
 	res, reqErr := s.gw.Request(rctx, gateway.RequestInput{
 		AmountRials: p.AmountRials, CallbackURL: s.CallbackURL(p.PublicID),
 		Description: s.cfg.Description, OrderID: p.PublicID, Email: in.Email,

@@ -5,10 +5,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -32,7 +35,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// Bank replaces the built-in sandbox bank (GATEWAY=sandbox).
 	Bank *sandbank.Bank
-	// Gateway replaces the gateway driver entirely (fault tests).
+	// Gateway replaces the gateway driver (it is still wrapped by the
+	// resilient caller).
 	Gateway    gateway.Gateway
 	RateLimits bool
 	// Payment overrides time budgets of the payment service.
@@ -49,6 +53,10 @@ type Server struct {
 	Auth     *auth.Service
 	Wallets  *wallet.Service
 	Gateway  gateway.Gateway
+	// Resilient is the caller around the driver (breaker state).
+	Resilient *resilient.Gateway
+	Worker    *payment.Worker
+	Config    config.Config
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -93,20 +101,72 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		}
 		s.Gateway = zp
 	}
+	s.Resilient = resilient.New(s.Gateway, resilient.Options{
+		AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget,
+		Breaker: resilient.BreakerOptions{
+			Window: cfg.BreakerWindow, MinRequests: cfg.BreakerMinRequests,
+			FailureRatio: float64(cfg.BreakerFailurePercent) / 100, OpenTimeout: cfg.BreakerOpenTimeout,
+		},
+		Recorder: payment.NewCallRecorder(db, o.Log.With("component", "gateway_calls")),
+		Logger:   o.Log.With("component", "resilient"),
+	})
+	s.Gateway = s.Resilient
 	pc := o.Payment
 	pc.BaseURL, pc.MinRials, pc.MaxRials = cfg.BaseURL, cfg.TopUpMinRials, cfg.TopUpMaxRials
+	// The resilient caller enforces the budget; the service's own bound
+	// is a safety net just above it.
 	if pc.RequestTimeout == 0 {
-		pc.RequestTimeout = cfg.RequestTimeout
+		pc.RequestTimeout = cfg.Budget + time.Second
 	}
 	if pc.VerifyTimeout == 0 {
-		pc.VerifyTimeout = cfg.VerifyTimeout
+		pc.VerifyTimeout = cfg.Budget + time.Second
 	}
 	s.Payments = payment.NewService(db, s.Gateway, o.Now, o.Log.With("component", "payment"), pc)
+	s.Worker = s.Payments.NewWorker(payment.WorkerConfig{
+		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
+		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
+		MaxUnknown: cfg.WorkerMaxUnknown,
+	})
+	s.Config = cfg
 	s.Auth = auth.NewService(db, auth.Options{Now: o.Now, BcryptCost: o.BcryptCost})
 	s.Wallets = wallet.NewService(db)
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
+		Breakers: []web.BreakerSource{s.Resilient},
 	})
 	return s, nil
+}
+
+// RunBackground starts the payment worker and the periodic reconciliation
+// (each when configured) until ctx ends. The returned function waits for
+// them to stop; in-flight work finishes first.
+func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func()) {
+	var wg sync.WaitGroup
+	if s.Config.WorkerInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Worker.Run(ctx)
+		}()
+	}
+	if s.Config.ReconcileInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(s.Config.ReconcileInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if _, err := s.Payments.Reconcile(ctx); err != nil && ctx.Err() == nil {
+						log.Error("periodic reconciliation", "err", err)
+					}
+				}
+			}
+		}()
+	}
+	return wg.Wait
 }

@@ -115,6 +115,12 @@ type BreakerState struct {
 	Since               time.Time // last state change (or creation)
 }
 
+// BreakerOpen reports whether calls are refused right now (open). The
+// payment worker postpones its checks then instead of spending them.
+func (g *Gateway) BreakerOpen() bool {
+	return g.cb.State() == gobreaker.StateOpen
+}
+
 // BreakerState reports the breaker. Safe to call at any time, from any
 // goroutine. Reading it may move an expired open breaker to half-open.
 func (g *Gateway) BreakerState() BreakerState {
