@@ -39,6 +39,9 @@ type Options struct {
 	Env map[string]string
 	// Server options (gateway, clock, payment budgets...).
 	Server server.Options
+	// Background starts the payment worker and periodic reconciliation
+	// as serve does (configured through Env: WORKER_INTERVAL, ...).
+	Background bool
 }
 
 // Start runs the app on 127.0.0.1 with a random port until the test ends.
@@ -71,6 +74,11 @@ func Start(t testing.TB, db *store.DB, o Options) *App {
 	}
 	go func() { _ = srv.App.Listener(ln) }()
 	t.Cleanup(func() { _ = srv.App.ShutdownWithTimeout(5 * time.Second) })
+	if o.Background {
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := srv.RunBackground(ctx, so.Log)
+		t.Cleanup(func() { cancel(); wait() })
+	}
 	return &App{URL: base, DB: db, Server: srv, Config: cfg}
 }
 

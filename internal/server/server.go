@@ -142,6 +142,9 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 // (each when configured) until ctx ends. The returned function waits for
 // them to stop; in-flight work finishes first.
 func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func()) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	var wg sync.WaitGroup
 	if s.Config.WorkerInterval > 0 {
 		wg.Add(1)
