@@ -57,6 +57,7 @@ type Config struct {
 	WorkerAbandonedAfter    time.Duration
 	WorkerAuthorityLifetime time.Duration
 	WorkerMaxUnknown        time.Duration
+	WorkerStaleCreated      time.Duration
 	// MetricsToken, when set, opens GET /metrics to that bearer token.
 	MetricsToken string
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
@@ -126,6 +127,10 @@ func Load(getenv Getenv) (Config, error) {
 	c.WorkerAbandonedAfter = durationVar(getenv, "WORKER_ABANDONED_AFTER", 2*time.Minute, bad)
 	c.WorkerAuthorityLifetime = durationVar(getenv, "WORKER_AUTHORITY_LIFETIME", 20*time.Minute, bad)
 	c.WorkerMaxUnknown = durationVar(getenv, "WORKER_MAX_UNKNOWN", 2*time.Hour, bad)
+	c.WorkerStaleCreated = durationVar(getenv, "WORKER_STALE_CREATED", time.Minute, bad)
+	if c.WorkerStaleCreated <= c.Budget {
+		bad("WORKER_STALE_CREATED", "must be longer than GATEWAY_BUDGET (a submit may still be talking to the bank)")
+	}
 	if c.WorkerAbandonedAfter >= c.WorkerAuthorityLifetime {
 		bad("WORKER_ABANDONED_AFTER", "must be shorter than WORKER_AUTHORITY_LIFETIME")
 	}

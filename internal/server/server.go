@@ -125,7 +125,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Worker = s.Payments.NewWorker(payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
-		MaxUnknown: cfg.WorkerMaxUnknown,
+		MaxUnknown: cfg.WorkerMaxUnknown, StaleCreated: cfg.WorkerStaleCreated,
 	})
 	s.Config = cfg
 	s.Auth = auth.NewService(db, auth.Options{Now: o.Now, BcryptCost: o.BcryptCost})
