@@ -111,8 +111,9 @@ var messagesFA = map[string]string{
 	"error.csrf":              "این فرم دیگر معتبر نیست. صفحه را دوباره باز کنید و دوباره بفرستید.",
 	"error.reload":            "بازکردن دوبارهٔ صفحه",
 
-	"unit.toman": "تومان",
-	"unit.rial":  "ریال",
+	"unit.toman":    "تومان",
+	"locale.number": "fa-IR",
+	"unit.rial":     "ریال",
 
 	"time.just_now":    "همین حالا",
 	"time.minutes_ago": "{n} دقیقه پیش",
@@ -251,8 +252,9 @@ var messagesEN = map[string]string{
 	"error.csrf":              "This form is no longer valid. Open the page again and resend it.",
 	"error.reload":            "Open the page again",
 
-	"unit.toman": "tomans",
-	"unit.rial":  "rials",
+	"unit.toman":    "tomans",
+	"locale.number": "en-US",
+	"unit.rial":     "rials",
 
 	"time.just_now":    "just now",
 	"time.minutes_ago": "{n} min ago",
