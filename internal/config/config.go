@@ -62,8 +62,8 @@ type Config struct {
 	MetricsToken string
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
 	ReconcileInterval time.Duration
-	DataDir        string
-	Dev            bool // no SESSION_SECRET given: a generated one is kept under DataDir
+	DataDir           string
+	Dev               bool // no SESSION_SECRET given: a generated one is kept under DataDir
 }
 
 // Secure reports whether the public URL is HTTPS (cookies get Secure).
@@ -96,7 +96,7 @@ func Load(getenv Getenv) (Config, error) {
 	if _, _, err := store.ParseURL(c.DatabaseURL); err != nil {
 		bad("DATABASE_URL", "%v", err)
 	}
-	if _, port, err := splitHostPort(c.ListenAddr); err != nil || port == "" {
+	if _, port, err := splitHostPort(c.ListenAddr); err != nil || port == "" || !validPort(port) {
 		bad("LISTEN_ADDR", "want HOST:PORT or :PORT, got %q", c.ListenAddr)
 	}
 	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || strings.ContainsAny(c.BaseURL, "?#") {
@@ -253,6 +253,11 @@ func durationOrOff(getenv Getenv, name string, def time.Duration, bad func(strin
 		return 0
 	}
 	return durationVar(getenv, name, def, bad)
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535
 }
 
 func splitHostPort(addr string) (string, string, error) {

@@ -245,7 +245,7 @@ func TestRelative(t *testing.T) {
 		{3 * time.Hour, "۳ ساعت پیش", "3 h ago"},
 		{2 * 24 * time.Hour, "۲ روز پیش", "2 days ago"},
 		{29 * 24 * time.Hour, "۲۹ روز پیش", "29 days ago"},
-		{40 * 24 * time.Hour, "۱۴۰۳/۰۵/۳۱", "2024-08-22"},
+		{40 * 24 * time.Hour, "۱۴۰۳/۰۶/۰۱", "2024-08-22"}, // 1 Shahrivar 1403
 	}
 	for _, tt := range tests {
 		at := now.Add(-tt.ago)

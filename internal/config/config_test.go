@@ -1,0 +1,251 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// env is a map-backed Getenv.
+func env(kv map[string]string) config.Getenv {
+	return func(k string) string { return kv[k] }
+}
+
+const strongSecret = "q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU" // 32 chars, many distinct
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := config.Load(env(nil))
+	if err != nil {
+		t.Fatalf("Load with empty environment: %v", err)
+	}
+	d, dsn, err := store.ParseURL(c.DatabaseURL)
+	if err != nil || d != store.SQLite || dsn != store.DefaultSQLitePath {
+		t.Errorf("database = %q → %q %q %v; want SQLite at %s", c.DatabaseURL, d, dsn, err, store.DefaultSQLitePath)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"ListenAddr", c.ListenAddr, ":8080"},
+		{"BaseURL", c.BaseURL, "http://localhost:8080"},
+		{"Gateway", c.Gateway, config.GatewaySandbox},
+		{"MerchantID", c.MerchantID, config.SandboxMerchantID},
+		{"ZarinpalURL", c.ZarinpalURL, "http://localhost:8080/sandbank"},
+		{"TopUpMinRials", c.TopUpMinRials, int64(10_000)},
+		{"TopUpMaxRials", c.TopUpMaxRials, int64(1_000_000_000)},
+		{"AttemptTimeout", c.AttemptTimeout, 3 * time.Second},
+		{"Budget", c.Budget, 12 * time.Second},
+		{"WorkerInterval", c.WorkerInterval, 2 * time.Second},
+		{"WorkerConcurrency", c.WorkerConcurrency, 4},
+		{"BreakerFailurePercent", c.BreakerFailurePercent, uint32(50)},
+		{"ReconcileInterval", c.ReconcileInterval, 10 * time.Minute},
+		{"MetricsToken", c.MetricsToken, ""},
+		{"DataDir", c.DataDir, "./data"},
+		{"Dev", c.Dev, true},
+		{"SessionSecret", len(c.SessionSecret), 0},
+		{"Secure", c.Secure(), false},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestLoadValues(t *testing.T) {
+	c, err := config.Load(env(map[string]string{
+		"DATABASE_URL":            "postgres://u@db:5432/kifpool",
+		"LISTEN_ADDR":             "127.0.0.1:9000",
+		"BASE_URL":                "https://pay.example.com/",
+		"TOPUP_MIN_RIALS":         "20_000",
+		"TOPUP_MAX_RIALS":         " 500000 ",
+		"GATEWAY_ATTEMPT_TIMEOUT": "1500ms",
+		"GATEWAY_BUDGET":          "20s",
+		"WORKER_INTERVAL":         "off",
+		"RECONCILE_INTERVAL":      "0",
+		"DATA_DIR":                "/var/lib/kifpool",
+		"SESSION_SECRET":          strongSecret,
+	}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"DatabaseURL", c.DatabaseURL, "postgres://u@db:5432/kifpool"},
+		{"ListenAddr", c.ListenAddr, "127.0.0.1:9000"},
+		{"BaseURL (trailing slash trimmed)", c.BaseURL, "https://pay.example.com"},
+		{"ZarinpalURL", c.ZarinpalURL, "https://pay.example.com/sandbank"},
+		{"TopUpMinRials", c.TopUpMinRials, int64(20_000)},
+		{"TopUpMaxRials", c.TopUpMaxRials, int64(500_000)},
+		{"AttemptTimeout", c.AttemptTimeout, 1500 * time.Millisecond},
+		{"Budget", c.Budget, 20 * time.Second},
+		{"WorkerInterval (off)", c.WorkerInterval, time.Duration(0)},
+		{"ReconcileInterval (off)", c.ReconcileInterval, time.Duration(0)},
+		{"DataDir", c.DataDir, "/var/lib/kifpool"},
+		{"Dev", c.Dev, false},
+		{"SessionSecret", string(c.SessionSecret), strongSecret},
+		{"Secure", c.Secure(), true},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestLoadZarinpal(t *testing.T) {
+	c, err := config.Load(env(map[string]string{
+		"GATEWAY":              "zarinpal",
+		"ZARINPAL_MERCHANT_ID": "1344B5D4-0048-11E8-94DB-005056A205BE",
+		"SESSION_SECRET":       strongSecret,
+	}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.Gateway != config.GatewayZarinpal || c.MerchantID != "1344b5d4-0048-11e8-94db-005056a205be" ||
+		c.ZarinpalURL != config.DefaultZarinpalBaseURL {
+		t.Errorf("got gateway %q merchant %q url %q", c.Gateway, c.MerchantID, c.ZarinpalURL)
+	}
+
+	c, err = config.Load(env(map[string]string{
+		"GATEWAY":              "zarinpal",
+		"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be",
+		"ZARINPAL_BASE_URL":    "https://sandbox.zarinpal.com/",
+	}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.ZarinpalURL != "https://sandbox.zarinpal.com" {
+		t.Errorf("ZarinpalURL = %q", c.ZarinpalURL)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantVar string
+	}{
+		{"database scheme", map[string]string{"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL"},
+		{"database sqlite without path", map[string]string{"DATABASE_URL": "sqlite:"}, "DATABASE_URL"},
+		{"listen addr without port", map[string]string{"LISTEN_ADDR": "nope"}, "LISTEN_ADDR"},
+		{"listen addr bad port", map[string]string{"LISTEN_ADDR": "localhost:http"}, "LISTEN_ADDR"},
+		{"listen addr empty port", map[string]string{"LISTEN_ADDR": "localhost:"}, "LISTEN_ADDR"},
+		{"base url ftp", map[string]string{"BASE_URL": "ftp://x"}, "BASE_URL"},
+		{"base url with path", map[string]string{"BASE_URL": "http://x/path"}, "BASE_URL"},
+		{"base url with query", map[string]string{"BASE_URL": "http://x?a=1"}, "BASE_URL"},
+		{"base url with empty query", map[string]string{"BASE_URL": "http://x?"}, "BASE_URL"},
+		{"base url with fragment", map[string]string{"BASE_URL": "http://x#top"}, "BASE_URL"},
+		{"base url with empty fragment", map[string]string{"BASE_URL": "http://x#"}, "BASE_URL"},
+		{"base url relative", map[string]string{"BASE_URL": "localhost:8080"}, "BASE_URL"},
+		{"base url without host", map[string]string{"BASE_URL": "http://"}, "BASE_URL"},
+		{"min not a number", map[string]string{"TOPUP_MIN_RIALS": "abc"}, "TOPUP_MIN_RIALS"},
+		{"min negative", map[string]string{"TOPUP_MIN_RIALS": "-10000"}, "TOPUP_MIN_RIALS"},
+		{"min below gateway minimum", map[string]string{"TOPUP_MIN_RIALS": "5000"}, "TOPUP_MIN_RIALS"},
+		{"min not whole tomans", map[string]string{"TOPUP_MIN_RIALS": "10005"}, "TOPUP_MIN_RIALS"},
+		{"max not whole tomans", map[string]string{"TOPUP_MAX_RIALS": "100005"}, "TOPUP_MAX_RIALS"},
+		{"max not a number", map[string]string{"TOPUP_MAX_RIALS": "1e9"}, "TOPUP_MAX_RIALS"},
+		{"max below min", map[string]string{"TOPUP_MIN_RIALS": "50000", "TOPUP_MAX_RIALS": "20000"}, "TOPUP_MAX_RIALS"},
+		{"unknown gateway", map[string]string{"GATEWAY": "paypal"}, "GATEWAY"},
+		{"zarinpal without merchant", map[string]string{"GATEWAY": "zarinpal"}, "ZARINPAL_MERCHANT_ID"},
+		{"zarinpal malformed merchant", map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "not-a-uuid"}, "ZARINPAL_MERCHANT_ID"},
+		{"zarinpal bad base url", map[string]string{"GATEWAY": "zarinpal",
+			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "payment.zarinpal.com"}, "ZARINPAL_BASE_URL"},
+		{"zarinpal ftp base url", map[string]string{"GATEWAY": "zarinpal",
+			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "ftp://zarinpal.com"}, "ZARINPAL_BASE_URL"},
+		{"short secret", map[string]string{"SESSION_SECRET": "short"}, "SESSION_SECRET"},
+		{"secret of one letter", map[string]string{"SESSION_SECRET": strings.Repeat("a", 40)}, "SESSION_SECRET"},
+		{"secret of few letters", map[string]string{"SESSION_SECRET": strings.Repeat("abc", 20)}, "SESSION_SECRET"},
+		{"budget not a duration", map[string]string{"GATEWAY_BUDGET": "soon"}, "GATEWAY_BUDGET"},
+		{"budget without unit", map[string]string{"GATEWAY_BUDGET": "12"}, "GATEWAY_BUDGET"},
+		{"budget negative", map[string]string{"GATEWAY_BUDGET": "-1s"}, "GATEWAY_BUDGET"},
+		{"budget zero", map[string]string{"GATEWAY_BUDGET": "0s"}, "GATEWAY_BUDGET"},
+		{"budget below attempt timeout", map[string]string{"GATEWAY_ATTEMPT_TIMEOUT": "5s", "GATEWAY_BUDGET": "4s"}, "GATEWAY_BUDGET"},
+		{"attempt timeout bad", map[string]string{"GATEWAY_ATTEMPT_TIMEOUT": "fast"}, "GATEWAY_ATTEMPT_TIMEOUT"},
+		{"breaker percent above 100", map[string]string{"BREAKER_FAILURE_PERCENT": "150"}, "BREAKER_FAILURE_PERCENT"},
+		{"worker concurrency zero", map[string]string{"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY"},
+		{"worker interval bad", map[string]string{"WORKER_INTERVAL": "sometimes"}, "WORKER_INTERVAL"},
+		{"worker abandoned after authority lifetime", map[string]string{"WORKER_ABANDONED_AFTER": "30m"}, "WORKER_ABANDONED_AFTER"},
+		{"worker stale-created within the budget", map[string]string{"WORKER_STALE_CREATED": "5s"}, "WORKER_STALE_CREATED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Load(env(tt.env))
+			if err == nil {
+				t.Fatalf("Load(%v): no error, want one naming %s", tt.env, tt.wantVar)
+			}
+			if !strings.Contains(err.Error(), tt.wantVar) {
+				t.Fatalf("Load(%v) error %q does not name %s", tt.env, err, tt.wantVar)
+			}
+		})
+	}
+}
+
+func TestLoadReportsAllErrors(t *testing.T) {
+	_, err := config.Load(env(map[string]string{
+		"DATABASE_URL":   "mysql://x",
+		"LISTEN_ADDR":    "nope",
+		"BASE_URL":       "ftp://x",
+		"GATEWAY":        "paypal",
+		"SESSION_SECRET": "short",
+		"GATEWAY_BUDGET": "soon",
+	}))
+	if err == nil {
+		t.Fatal("Load: no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{"DATABASE_URL", "LISTEN_ADDR", "BASE_URL", "GATEWAY:", "SESSION_SECRET", "GATEWAY_BUDGET"}
+	if len(lines) != len(want) {
+		t.Errorf("got %d errors, want %d:\n%v", len(lines), len(want), err)
+	}
+	for _, v := range want {
+		if !strings.Contains(err.Error(), v) {
+			t.Errorf("error does not name %s:\n%v", v, err)
+		}
+	}
+}
+
+func TestDevSessionSecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data", "nested")
+	s1, err := config.DevSessionSecret(dir)
+	if err != nil {
+		t.Fatalf("first DevSessionSecret: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "session_secret"))
+	if err != nil {
+		t.Fatalf("secret file: %v", err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("secret file mode = %o, want 600", perm)
+	}
+	// The generated secret passes the same strength check as SESSION_SECRET.
+	if _, err := config.Load(env(map[string]string{"SESSION_SECRET": string(s1)})); err != nil {
+		t.Errorf("generated secret %q refused by Load: %v", s1, err)
+	}
+	s2, err := config.DevSessionSecret(dir)
+	if err != nil {
+		t.Fatalf("second DevSessionSecret: %v", err)
+	}
+	if string(s1) != string(s2) {
+		t.Errorf("second call returned another secret: %q then %q", s1, s2)
+	}
+
+	// A weak secret left in the file is replaced by a fresh strong one.
+	if err := os.WriteFile(filepath.Join(dir, "session_secret"), []byte("weak\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := config.DevSessionSecret(dir)
+	if err != nil {
+		t.Fatalf("DevSessionSecret over a weak file: %v", err)
+	}
+	if string(s3) == "weak" || string(s3) == string(s1) || len(s3) < 32 {
+		t.Errorf("weak file: got %q", s3)
+	}
+}

@@ -1,0 +1,266 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// schema is a tiny raw-SQL fixture builder over a fresh database.
+type schema struct {
+	t   *testing.T
+	db  *store.DB
+	now time.Time
+	seq int
+}
+
+func (s *schema) id(sql string, args ...any) int64 {
+	s.t.Helper()
+	var id int64
+	if err := s.db.Gorm.Raw(sql+" RETURNING id", args...).Scan(&id).Error; err != nil {
+		s.t.Fatalf("%s: %v", sql, err)
+	}
+	if id == 0 {
+		s.t.Fatalf("%s: no id returned", sql)
+	}
+	return id
+}
+
+func (s *schema) user(email string) int64 {
+	s.t.Helper()
+	return s.id(`INSERT INTO users (email, password_hash, created_at) VALUES (?, 'x', ?)`, email, s.now)
+}
+
+func (s *schema) wallet(userID int64) int64 {
+	s.t.Helper()
+	return s.id(`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?)`, userID, s.now, s.now)
+}
+
+// payment inserts an awaiting_payment payment with a fresh public id and
+// form token.
+func (s *schema) payment(userID, walletID int64, authority *string) int64 {
+	s.t.Helper()
+	s.seq++
+	return s.id(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at)
+		VALUES (?, ?, ?, 10000, 'sandbox', ?, ?, 'awaiting_payment', ?, ?)`,
+		fmt.Sprintf("pub%021d", s.seq), userID, walletID, fmt.Sprintf("tok%019d", s.seq), authority, s.now, s.now)
+}
+
+// exec runs a statement that must fail.
+func (s *schema) exec(sql string, args ...any) error {
+	s.t.Helper()
+	return s.db.Gorm.Exec(sql, args...).Error
+}
+
+func (s *schema) count(sql string, args ...any) int64 {
+	s.t.Helper()
+	var n int64
+	if err := s.db.Gorm.Raw(sql, args...).Scan(&n).Error; err != nil {
+		s.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type violation int
+
+const (
+	unique violation = iota
+	check
+	foreignKey // any error
+	none       // must succeed
+)
+
+func (v violation) String() string {
+	return [...]string{"unique violation", "CHECK violation", "foreign-key error", "success"}[v]
+}
+
+func expect(t *testing.T, what string, err error, want violation) {
+	t.Helper()
+	switch want {
+	case unique:
+		if !store.IsUniqueViolation(err) {
+			t.Errorf("%s: got %v, want a unique violation", what, err)
+		}
+	case check:
+		if !store.IsCheckViolation(err) {
+			t.Errorf("%s: got %v, want a CHECK violation", what, err)
+		}
+	case foreignKey:
+		if err == nil {
+			t.Errorf("%s: no error, want a foreign-key error", what)
+		}
+	case none:
+		if err != nil {
+			t.Errorf("%s: %v, want success", what, err)
+		}
+	}
+}
+
+func TestSchemaConstraints(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := &schema{t: t, db: db, now: time.Now().UTC()}
+		alice := s.user("alice@example.com")
+		bob := s.user("bob@example.com")
+		aw := s.wallet(alice)
+		bw := s.wallet(bob)
+		p1 := s.payment(alice, aw, ptr("S0001"))
+		s.payment(alice, aw, nil) // a payment without authority yet
+		const insPayment = `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		const insLedger = `INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+		now := s.now
+
+		tests := []struct {
+			name string
+			sql  string
+			args []any
+			want violation
+		}{
+			// users
+			{"users: same email", `INSERT INTO users (email, password_hash, created_at) VALUES (?, 'x', ?)`,
+				[]any{"alice@example.com", now}, unique},
+			{"users: email differing only in case", `INSERT INTO users (email, password_hash, created_at) VALUES (?, 'x', ?)`,
+				[]any{"Alice@Example.COM", now}, unique},
+			{"users: unknown role", `INSERT INTO users (email, password_hash, role, created_at) VALUES (?, 'x', 'root', ?)`,
+				[]any{"carol@example.com", now}, check},
+			// wallets
+			{"wallets: second wallet of a user", `INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?)`,
+				[]any{alice, now, now}, unique},
+			{"wallets: negative balance", `UPDATE wallets SET balance_rials = -1 WHERE id = ?`, []any{aw}, check},
+			{"wallets: unknown user", `INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?)`,
+				[]any{999999, now, now}, foreignKey},
+			// payments
+			{"payments: same form token of a user", insPayment,
+				[]any{"pubX1", alice, aw, 10000, "sandbox", "tok0000000000000000001", nil, nil, nil, "created", now, now}, unique},
+			{"payments: same form token of another user", insPayment,
+				[]any{"pubX2", bob, bw, 10000, "sandbox", "tok0000000000000000001", nil, nil, nil, "created", now, now}, none},
+			{"payments: same public id", insPayment,
+				[]any{"pub000000000000000000001", bob, bw, 10000, "sandbox", "tokX3", nil, nil, nil, "created", now, now}, unique},
+			{"payments: same authority on the same gateway", insPayment,
+				[]any{"pubX4", bob, bw, 10000, "sandbox", "tokX4", "S0001", nil, nil, "awaiting_payment", now, now}, unique},
+			{"payments: same authority on another gateway", insPayment,
+				[]any{"pubX5", bob, bw, 10000, "zarinpal", "tokX5", "S0001", nil, nil, "awaiting_payment", now, now}, none},
+			{"payments: a second NULL authority", insPayment,
+				[]any{"pubX6", alice, aw, 10000, "sandbox", "tokX6", nil, nil, nil, "created", now, now}, none},
+			{"payments: first credited with ref_id 42", insPayment,
+				[]any{"pubX7", alice, aw, 10000, "sandbox", "tokX7", "S0007", 42, 10000, "credited", now, now}, none},
+			{"payments: same ref_id on the same gateway", insPayment,
+				[]any{"pubX8", bob, bw, 10000, "sandbox", "tokX8", "S0008", 42, 10000, "credited", now, now}, unique},
+			{"payments: same ref_id, not credited, same gateway", insPayment,
+				[]any{"pubX9", bob, bw, 10000, "sandbox", "tokX9", "S0009", 42, nil, "needs_review", now, now}, unique},
+			{"payments: same ref_id on another gateway", insPayment,
+				[]any{"pubX10", bob, bw, 10000, "zarinpal", "tokX10", "S0010", 42, 10000, "credited", now, now}, none},
+			{"payments: zero amount", insPayment,
+				[]any{"pubX11", alice, aw, 0, "sandbox", "tokX11", nil, nil, nil, "created", now, now}, check},
+			{"payments: negative amount", insPayment,
+				[]any{"pubX12", alice, aw, -10000, "sandbox", "tokX12", nil, nil, nil, "created", now, now}, check},
+			{"payments: unknown status", insPayment,
+				[]any{"pubX13", alice, aw, 10000, "sandbox", "tokX13", nil, nil, nil, "paid", now, now}, check},
+			{"payments: credited without ref_id", insPayment,
+				[]any{"pubX14", alice, aw, 10000, "sandbox", "tokX14", "S0014", nil, 10000, "credited", now, now}, check},
+			{"payments: credited without verified amount", insPayment,
+				[]any{"pubX15", alice, aw, 10000, "sandbox", "tokX15", "S0015", 4242, nil, "credited", now, now}, check},
+			{"payments: update to credited without ref_id", `UPDATE payments SET status = 'credited', verified_amount_rials = 10000 WHERE id = ?`,
+				[]any{p1}, check},
+			{"payments: unknown user", insPayment,
+				[]any{"pubX16", 999999, aw, 10000, "sandbox", "tokX16", nil, nil, nil, "created", now, now}, foreignKey},
+			{"payments: unknown wallet", insPayment,
+				[]any{"pubX17", alice, 999999, 10000, "sandbox", "tokX17", nil, nil, nil, "created", now, now}, foreignKey},
+			// ledger_entries
+			{"ledger: first entry of payment 1", insLedger, []any{aw, p1, 10000, 10000, "topup", now}, none},
+			{"ledger: second entry of payment 1", insLedger, []any{aw, p1, 10000, 20000, "topup", now}, unique},
+			{"ledger: negative balance_after", insLedger, []any{bw, s.payment(bob, bw, nil), 10000, -1, "topup", now}, check},
+			{"ledger: zero amount", insLedger, []any{bw, s.payment(bob, bw, nil), 0, 0, "topup", now}, check},
+			{"ledger: unknown kind", insLedger, []any{bw, s.payment(bob, bw, nil), 10000, 10000, "gift", now}, check},
+			{"ledger: top-up without payment", insLedger, []any{bw, nil, 10000, 10000, "topup", now}, check},
+			{"ledger: unknown payment", insLedger, []any{bw, 999999, 10000, 10000, "topup", now}, foreignKey},
+			{"ledger: unknown wallet", insLedger, []any{999999, s.payment(bob, bw, nil), 10000, 10000, "topup", now}, foreignKey},
+		}
+		for _, tt := range tests {
+			expect(t, tt.name, s.exec(tt.sql, tt.args...), tt.want)
+		}
+
+		// The refused statements left nothing behind.
+		for _, c := range []struct {
+			sql  string
+			want int64
+		}{
+			{`SELECT COUNT(*) FROM users`, 2},
+			{`SELECT COUNT(*) FROM wallets`, 2},
+			{`SELECT COUNT(*) FROM wallets WHERE balance_rials <> 0`, 0},
+			{`SELECT COUNT(*) FROM payments WHERE authority IS NULL`, 7}, // 1 + pubX2 + pubX6 + 4 fixtures for the ledger cases
+			{`SELECT COUNT(*) FROM payments WHERE ref_id = 42`, 2},
+			{`SELECT COUNT(*) FROM payments WHERE status = 'credited'`, 2},
+			{`SELECT COUNT(*) FROM ledger_entries`, 1},
+		} {
+			if got := s.count(c.sql); got != c.want {
+				t.Errorf("%s = %d, want %d", c.sql, got, c.want)
+			}
+		}
+	})
+}
+
+func TestParseURL(t *testing.T) {
+	tests := []struct {
+		url     string
+		dialect store.Dialect
+		dsn     string
+		wantErr bool
+	}{
+		{"", store.SQLite, store.DefaultSQLitePath, false},
+		{"sqlite:/tmp/x.db", store.SQLite, "/tmp/x.db", false},
+		{"sqlite:./data/k.db", store.SQLite, "./data/k.db", false},
+		{"sqlite://rel.db", store.SQLite, "rel.db", false},
+		{"sqlite:///abs/x.db", store.SQLite, "/abs/x.db", false},
+		{"postgres://u@h:5432/db?sslmode=disable", store.Postgres, "postgres://u@h:5432/db?sslmode=disable", false},
+		{"postgresql://u:p@h/db", store.Postgres, "postgresql://u:p@h/db", false},
+		{"mysql://u@h/db", "", "", true},
+		{"sqlite:", "", "", true},
+		{"sqlite://", "", "", true},
+		{"/tmp/x.db", "", "", true},
+		{"postgres:/h/db", "", "", true},
+	}
+	for _, tt := range tests {
+		d, dsn, err := store.ParseURL(tt.url)
+		if (err != nil) != tt.wantErr || d != tt.dialect || dsn != tt.dsn {
+			t.Errorf("ParseURL(%q) = %q, %q, %v; want %q, %q, error %v", tt.url, d, dsn, err, tt.dialect, tt.dsn, tt.wantErr)
+		}
+	}
+}
+
+func TestMigrateTwiceIsNoop(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := &schema{t: t, db: db, now: time.Now().UTC()}
+		uid := s.user("keep@example.com")
+		s.wallet(uid)
+		version := func() (v int64, rows int64) {
+			v = s.count(`SELECT MAX(version_id) FROM goose_db_version`)
+			rows = s.count(`SELECT COUNT(*) FROM goose_db_version`)
+			return
+		}
+		v1, n1 := version()
+		if v1 < 1 {
+			t.Fatalf("schema version %d after migrate", v1)
+		}
+		for i := range 2 {
+			if err := db.Migrate(context.Background(), nil); err != nil {
+				t.Fatalf("migrate again (%d): %v", i+1, err)
+			}
+		}
+		if v2, n2 := version(); v2 != v1 || n2 != n1 {
+			t.Errorf("version %d (%d rows) became %d (%d rows)", v1, n1, v2, n2)
+		}
+		if got := s.count(`SELECT COUNT(*) FROM users WHERE email = 'keep@example.com'`); got != 1 {
+			t.Errorf("data lost on re-migrate: %d users", got)
+		}
+		if got := s.count(`SELECT COUNT(*) FROM wallets`); got != 1 {
+			t.Errorf("data lost on re-migrate: %d wallets", got)
+		}
+	})
+}
