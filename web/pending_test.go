@@ -43,7 +43,7 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 		gw := &flakyVerify{Gateway: zp}
 		gw.failures.Store(3) // every attempt of the first verify (the caller retries 3 times)
 		app := apptest.Start(t, db, apptest.Options{
-			Env: map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL},
+			Env:    map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL},
 			Server: server.Options{Gateway: gw, Payment: payment.Config{RecheckDelay: 200 * time.Millisecond}},
 		})
 		c := app.NewClient(t)
