@@ -38,7 +38,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3s ./internal/payment/... ./web/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5s -timeout 10m ./web/ ./internal/money/
 
 clean:
 	rm -rf bin

@@ -34,7 +34,7 @@ func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 
 // URL returns a DATABASE_URL for a fresh empty database of the dialect that
 // lives as long as the test (for tests that start the app as a process).
-func URL(t *testing.T, d store.Dialect) string {
+func URL(t testing.TB, d store.Dialect) string {
 	t.Helper()
 	switch d {
 	case store.SQLite:
@@ -48,7 +48,7 @@ func URL(t *testing.T, d store.Dialect) string {
 
 // New opens and migrates a fresh database of dialect d, closed at the end
 // of the test.
-func New(t *testing.T, d store.Dialect) *store.DB {
+func New(t testing.TB, d store.Dialect) *store.DB {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, URL(t, d), nil)
@@ -62,7 +62,7 @@ func New(t *testing.T, d store.Dialect) *store.DB {
 	return db
 }
 
-func postgresURL(t *testing.T) string {
+func postgresURL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("TEST_DATABASE_URL")
 	required := os.Getenv("REQUIRE_POSTGRES") == "1"
