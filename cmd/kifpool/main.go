@@ -91,24 +91,25 @@ func loadConfig(getenv config.Getenv) (config.Config, error) {
 	return cfg, nil
 }
 
-func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
+// setup loads the configuration and opens the migrated database.
+func setup(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.Config, *store.DB, error) {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
 	db, err := store.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
-		return nil, err
+		return cfg, nil, err
 	}
 	if err := db.Migrate(ctx, log); err != nil {
 		db.Close()
-		return nil, err
+		return cfg, nil, err
 	}
-	return db, nil
+	return cfg, db, nil
 }
 
 func migrate(ctx context.Context, getenv config.Getenv, log *slog.Logger) error {
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
-	}
-	db, err := openDB(ctx, cfg, log)
+	_, db, err := setup(ctx, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -118,11 +119,7 @@ func migrate(ctx context.Context, getenv config.Getenv, log *slog.Logger) error 
 }
 
 func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, cfg, log)
+	cfg, db, err := setup(ctx, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -179,11 +176,7 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 		return fmt.Errorf("read password from stdin: %w", err)
 	}
 	password := strings.TrimRight(line, "\r\n")
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
-	}
-	db, err := openDB(ctx, cfg, log)
+	_, db, err := setup(ctx, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -222,14 +215,9 @@ func sandbankCmd(ctx context.Context, args []string, stdout io.Writer, log *slog
 }
 
 func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.Gateway == config.GatewaySandbox {
-		return errors.New("reconcile needs a reachable gateway: with GATEWAY=sandbox the bank lives inside serve; use GATEWAY=zarinpal with ZARINPAL_BASE_URL (a standalone kifpool sandbank works)")
-	}
-	db, err := openDB(ctx, cfg, log)
+	// With GATEWAY=sandbox the bank lives inside the running serve and is
+	// reached over HTTP at BASE_URL/sandbank, like any gateway.
+	cfg, db, err := setup(ctx, getenv, log)
 	if err != nil {
 		return err
 	}

@@ -130,8 +130,8 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 		Authority:      p.Authority,
 		Description:    p.Description,
 		OrderID:        p.OrderID,
-		AmountRials:    i18n.T(lang, "bank.amount_rials", "amount", formatInt(lang, p.Amount)),
-		AmountTomans:   i18n.T(lang, "bank.amount_tomans", "amount", formatTomans(lang, p.Amount)),
+		AmountRials:    i18n.T(lang, "bank.amount_rials", "amount", i18n.Group(lang, p.Amount)),
+		AmountTomans:   i18n.T(lang, "bank.amount_tomans", "amount", i18n.TomansNumber(lang, p.Amount)),
 		ExpiresIn:      i18n.T(lang, "bank.expires_in", "minutes", max(minutes, 1)),
 		Card:           groupCard(maskPAN(p.card)),
 		ExpiryMonth:    "12",
@@ -182,7 +182,7 @@ func (b *Bank) pageAction(w http.ResponseWriter, r *http.Request, to State, stay
 		Body:      i18n.T(lang, "bank.closed.body"),
 		Note:      i18n.T(lang, "bank.closed.note"),
 		Authority: p.Authority,
-		Amount:    i18n.T(lang, "bank.amount_rials", "amount", formatInt(lang, p.Amount)),
+		Amount:    i18n.T(lang, "bank.amount_rials", "amount", i18n.Group(lang, p.Amount)),
 	}))
 }
 
@@ -219,7 +219,7 @@ func statusPage(meta pageMeta, p pageSnapshot) templ.Component {
 		Title:     meta.Title,
 		Body:      i18n.T(meta.Lang, "bank."+kind+".body"),
 		Authority: p.Authority,
-		Amount:    i18n.T(meta.Lang, "bank.amount_rials", "amount", formatInt(meta.Lang, p.Amount)),
+		Amount:    i18n.T(meta.Lang, "bank.amount_rials", "amount", i18n.Group(meta.Lang, p.Amount)),
 		BackHref:  callbackURL(p.CallbackURL, p.Authority, p.State),
 	})
 }
@@ -276,45 +276,6 @@ func originOf(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
-}
-
-// formatInt writes n with thousands separators in the language's digits:
-// 1,234,567 in English, ۱٬۲۳۴٬۵۶۷ in Persian.
-func formatInt(l i18n.Lang, n int64) string {
-	sep := ","
-	if l == i18n.FA {
-		sep = "٬" // U+066C ARABIC THOUSANDS SEPARATOR
-	}
-	neg := n < 0
-	s := strconv.FormatInt(n, 10)
-	if neg {
-		s = s[1:]
-	}
-	var sb strings.Builder
-	if neg {
-		sb.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			sb.WriteString(sep)
-		}
-		sb.WriteRune(c)
-	}
-	return i18n.Digits(l, sb.String())
-}
-
-// formatTomans writes an amount of rials in tomans (one decimal when the
-// rials are not a multiple of ten).
-func formatTomans(l i18n.Lang, rials int64) string {
-	s := formatInt(l, rials/10)
-	if frac := rials % 10; frac != 0 {
-		dec := "."
-		if l == i18n.FA {
-			dec = "٫" // U+066B ARABIC DECIMAL SEPARATOR
-		}
-		s += dec + i18n.Digits(l, strconv.FormatInt(frac, 10))
-	}
-	return s
 }
 
 // groupCard writes a 16-character card number in groups of four.

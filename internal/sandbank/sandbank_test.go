@@ -1010,10 +1010,10 @@ func TestFormatting(t *testing.T) {
 		{i18n.FA, 1_234_560, "۱٬۲۳۴٬۵۶۰", "۱۲۳٬۴۵۶"},
 	}
 	for _, tc := range tests {
-		if got := formatInt(tc.lang, tc.n); got != tc.want {
+		if got := i18n.Group(tc.lang, tc.n); got != tc.want {
 			t.Errorf("formatInt(%s, %d) = %q, want %q", tc.lang, tc.n, got, tc.want)
 		}
-		if got := formatTomans(tc.lang, tc.n); got != tc.toman {
+		if got := i18n.TomansNumber(tc.lang, tc.n); got != tc.toman {
 			t.Errorf("formatTomans(%s, %d) = %q, want %q", tc.lang, tc.n, got, tc.toman)
 		}
 	}
