@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestCommands(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir}
+	log := slog.New(slog.DiscardHandler)
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		args    []string
+		stdin   string
+		env     map[string]string
+		wantErr string
+		wantOut string
+	}{
+		{"no command", nil, "", env, "no command", "usage"},
+		{"unknown", []string{"frobnicate"}, "", env, "unknown command", "usage"},
+		{"help", []string{"help"}, "", env, "", "usage"},
+		{"migrate", []string{"migrate"}, "", env, "", ""},
+		{"bad config", []string{"migrate"}, "", map[string]string{"DATABASE_URL": "mysql://x", "GATEWAY": "paypal"}, "DATABASE_URL", ""},
+		{"user create", []string{"user", "create", "--email", "Admin@Example.com", "--admin"}, "a long enough password\n", env, "", "created admin user admin@example.com"},
+		{"user exists", []string{"user", "create", "--email", "admin@example.com"}, "another password\n", env, "already registered", ""},
+		{"user short password", []string{"user", "create", "--email", "b@example.com"}, "short\n", env, "too short", ""},
+		{"user no email", []string{"user", "create"}, "x\n", env, "--email is required", ""},
+		{"user bad subcommand", []string{"user", "delete"}, "", env, "usage", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(ctx, tc.args, envOf(tc.env), strings.NewReader(tc.stdin), &out, log)
+			if tc.wantErr == "" && err != nil {
+				t.Fatalf("error: %v", err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Fatalf("output %q, want %q", out.String(), tc.wantOut)
+			}
+		})
+	}
+	// The admin exists with the right role, and exactly one wallet.
+	db, err := store.Open(ctx, env["DATABASE_URL"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var role string
+	var wallets int64
+	db.Gorm.Raw(`SELECT role FROM users WHERE email = 'admin@example.com'`).Scan(&role)
+	db.Gorm.Raw(`SELECT COUNT(*) FROM wallets`).Scan(&wallets)
+	if role != "admin" || wallets != 1 {
+		t.Fatalf("role %q, %d wallets", role, wallets)
+	}
+}
+
+func TestServeStartsAndStops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir,
+		"LISTEN_ADDR": addr, "BASE_URL": "http://" + addr}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), io.Discard, slog.New(slog.DiscardHandler)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The in-process sandbox bank answers under /sandbank.
+	resp, err := http.Post("http://"+addr+"/sandbank/pg/v4/payment/inquiry.json", "application/json", strings.NewReader(`{}`))
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("sandbank: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
