@@ -235,3 +235,12 @@ func (s *Service) EndSession(ctx context.Context, token string) error {
 func (s *Service) SetLocale(ctx context.Context, userID int64, locale string) error {
 	return s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ?", userID).Update("locale", locale).Error
 }
+
+// PurgeExpiredSessions deletes sessions past their expiry.
+func (s *Service) PurgeExpiredSessions(ctx context.Context) (int64, error) {
+	res := s.db.Gorm.WithContext(ctx).Where("expires_at <= ?", s.now().UTC()).Delete(&Session{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("purge sessions: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}

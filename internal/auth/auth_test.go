@@ -258,3 +258,29 @@ func TestSessions(t *testing.T) {
 		}
 	})
 }
+
+func TestPurgeExpiredSessions(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := func() time.Time { return now }
+		svc := auth.NewService(db, auth.Options{Now: clock, BcryptCost: bcrypt.MinCost, SessionTTL: time.Hour})
+		u, err := svc.SignUp(context.Background(), "purge@example.com", "long enough password", "", "fa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, _, _ := svc.NewSession(context.Background(), u.ID)
+		now = now.Add(30 * time.Minute)
+		fresh, _, _ := svc.NewSession(context.Background(), u.ID)
+		now = now.Add(45 * time.Minute) // the first expired, the second lives
+		n, err := svc.PurgeExpiredSessions(context.Background())
+		if err != nil || n != 1 {
+			t.Fatalf("purged %d, %v; want 1", n, err)
+		}
+		if _, err := svc.UserBySession(context.Background(), old); err != auth.ErrNoSession {
+			t.Fatalf("old session: %v", err)
+		}
+		if _, err := svc.UserBySession(context.Background(), fresh); err != nil {
+			t.Fatalf("fresh session: %v", err)
+		}
+	})
+}

@@ -139,7 +139,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 }
 
 // RunBackground starts the payment worker and the periodic reconciliation
-// (each when configured) until ctx ends. The returned function waits for
+// (each when configured) and the hourly purge of expired sessions, until ctx ends. The returned function waits for
 // them to stop; in-flight work finishes first.
 func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func()) {
 	if log == nil {
@@ -171,5 +171,21 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if _, err := s.Auth.PurgeExpiredSessions(ctx); err != nil && ctx.Err() == nil {
+				log.Error("purge expired sessions", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	return wg.Wait
 }
