@@ -72,6 +72,11 @@ func New(d Deps) *fiber.App {
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           90 * time.Second,
 		ErrorHandler:          s.errorHandler,
+		// Behind a reverse proxy, the client's address and scheme come
+		// from forwarded headers, believed only from the proxies named.
+		EnableTrustedProxyCheck: len(d.Config.TrustedProxies) > 0,
+		TrustedProxies:          d.Config.TrustedProxies,
+		ProxyHeader:             proxyHeader(d.Config.TrustedProxies),
 	})
 	app.Use(recover.New())
 	app.Use(requestid.New())
@@ -118,6 +123,13 @@ func New(d Deps) *fiber.App {
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app
+}
+
+func proxyHeader(trusted []string) string {
+	if len(trusted) > 0 {
+		return fiber.HeaderXForwardedFor
+	}
+	return ""
 }
 
 func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string) fiber.Handler {

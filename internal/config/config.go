@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -58,6 +59,9 @@ type Config struct {
 	WorkerAuthorityLifetime time.Duration
 	WorkerMaxUnknown        time.Duration
 	WorkerStaleCreated      time.Duration
+	// TrustedProxies are the addresses (IPs or CIDRs) of reverse proxies
+	// whose X-Forwarded-For and X-Forwarded-Proto are believed.
+	TrustedProxies []string
 	// MetricsToken, when set, opens GET /metrics to that bearer token.
 	MetricsToken string
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
@@ -135,6 +139,18 @@ func Load(getenv Getenv) (Config, error) {
 		bad("WORKER_ABANDONED_AFTER", "must be shorter than WORKER_AUTHORITY_LIFETIME")
 	}
 	c.MetricsToken = get("METRICS_TOKEN", "")
+	for _, p := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if net.ParseIP(p) == nil {
+			if _, _, err := net.ParseCIDR(p); err != nil {
+				bad("TRUSTED_PROXIES", "want IP addresses or CIDR ranges separated by commas, got %q", p)
+				continue
+			}
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p)
+	}
 	c.ReconcileInterval = durationOrOff(getenv, "RECONCILE_INTERVAL", 10*time.Minute, bad)
 
 	switch c.Gateway {

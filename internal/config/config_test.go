@@ -249,3 +249,24 @@ func TestDevSessionSecret(t *testing.T) {
 		t.Errorf("weak file: got %q", s3)
 	}
 }
+
+func TestTrustedProxies(t *testing.T) {
+	c, err := config.Load(func(k string) string {
+		if k == "TRUSTED_PROXIES" {
+			return "10.0.0.1, 192.168.0.0/16 ,::1"
+		}
+		return ""
+	})
+	if err != nil || len(c.TrustedProxies) != 3 || c.TrustedProxies[1] != "192.168.0.0/16" {
+		t.Fatalf("got %v, %v", c.TrustedProxies, err)
+	}
+	_, err = config.Load(func(k string) string {
+		if k == "TRUSTED_PROXIES" {
+			return "10.0.0.1,proxy.local"
+		}
+		return ""
+	})
+	if err == nil || !strings.Contains(err.Error(), "TRUSTED_PROXIES") {
+		t.Fatalf("bad proxy accepted: %v", err)
+	}
+}
