@@ -1,0 +1,378 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// browser is a user's browser without JavaScript: it keeps cookies (for
+// 127.0.0.1 they are shared by every port, as browsers do; sessions live in
+// the database, so every instance accepts them) and does not follow
+// redirects.
+type browser struct {
+	base string // the instance this user talks to
+	hc   *http.Client
+}
+
+func newBrowser(base string) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{base: base, hc: &http.Client{
+		Jar:       jar,
+		Timeout:   20 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
+}
+
+type response struct {
+	status     int
+	body       string
+	location   string
+	retryAfter string
+}
+
+func (b *browser) do(ctx context.Context, method, target string, form url.Values) (response, error) {
+	if !strings.HasPrefix(target, "http") {
+		target = b.base + target
+	}
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return response{}, err
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	res, err := b.hc.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: res.StatusCode, body: string(data), location: res.Header.Get("Location"),
+		retryAfter: res.Header.Get("Retry-After")}, nil
+}
+
+var (
+	csrfRE  = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+	tokenRE = regexp.MustCompile(`name="token" value="([^"]+)"`)
+)
+
+func field(re *regexp.Regexp, body string) string {
+	if m := re.FindStringSubmatch(body); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// signUp creates an account and signs the browser in.
+func (b *browser) signUp(ctx context.Context, email string) error {
+	r, err := b.do(ctx, http.MethodGet, "/signup", nil)
+	if err != nil {
+		return err
+	}
+	csrf := field(csrfRE, r.body)
+	if r.status != http.StatusOK || csrf == "" {
+		return fmt.Errorf("GET /signup: status %d, csrf %q", r.status, csrf)
+	}
+	r, err = b.do(ctx, http.MethodPost, "/signup", url.Values{"_csrf": {csrf}, "email": {email}, "password": {"correct horse battery staple"}})
+	if err != nil {
+		return err
+	}
+	if r.status != http.StatusSeeOther || r.location != "/wallet" {
+		return fmt.Errorf("POST /signup %s: status %d location %q", email, r.status, r.location)
+	}
+	return nil
+}
+
+// topUpForm opens the top-up form: its CSRF and per-form tokens.
+func (b *browser) topUpForm(ctx context.Context) (csrf, token string, err error) {
+	r, err := b.do(ctx, http.MethodGet, "/wallet/topup", nil)
+	if err != nil {
+		return "", "", err
+	}
+	csrf, token = field(csrfRE, r.body), field(tokenRE, r.body)
+	if r.status != http.StatusOK || csrf == "" || token == "" {
+		return "", "", fmt.Errorf("GET /wallet/topup: status %d: %w", r.status, errNotReady)
+	}
+	return csrf, token, nil
+}
+
+// submitTopUp posts the top-up form (amount in tomans).
+func (b *browser) submitTopUp(ctx context.Context, csrf, token string, tomans int64) (response, error) {
+	return b.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}})
+}
+
+// authorityOf returns the authority of a StartPay location, or "".
+func authorityOf(bankURL, location string) string {
+	prefix := bankURL + "/pg/StartPay/"
+	if !strings.HasPrefix(location, prefix) {
+		return ""
+	}
+	return strings.TrimPrefix(location, prefix)
+}
+
+// onHost returns rawURL with its scheme and host replaced by base's.
+func onHost(rawURL, base string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	b, _ := url.Parse(base)
+	u.Scheme, u.Host = b.Scheme, b.Host
+	return u.String()
+}
+
+// bankClient drives the standalone bank's control API (the payer's side,
+// faults, its own record of payments).
+type bankClient struct {
+	base string
+	hc   *http.Client
+}
+
+func newBankClient(base string) *bankClient {
+	return &bankClient{base: base, hc: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// finish pays or cancels an authority as the payer: the callback URL the
+// payer would be sent to, and the HTTP status (409: no longer IN_BANK).
+func (c *bankClient) finish(ctx context.Context, authority, action string) (string, int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/_sandbank/payments/"+authority+"/"+action, nil)
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer res.Body.Close()
+	var ans struct {
+		Redirect string `json:"redirect"`
+		Error    string `json:"error"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
+		return "", res.StatusCode, fmt.Errorf("%s %s: decode: %w", action, authority, err)
+	}
+	if res.StatusCode == http.StatusOK && ans.Redirect == "" {
+		return "", res.StatusCode, fmt.Errorf("%s %s: no redirect", action, authority)
+	}
+	return ans.Redirect, res.StatusCode, nil
+}
+
+// payments is the bank's record of every payment, by authority.
+func (c *bankClient) payments(t *testing.T) map[string]sandbank.Payment {
+	t.Helper()
+	res, err := c.hc.Get(c.base + "/_sandbank/payments")
+	if err != nil {
+		t.Fatalf("bank payments: %v", err)
+	}
+	defer res.Body.Close()
+	var list []sandbank.Payment
+	if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
+		t.Fatalf("bank payments: decode: %v", err)
+	}
+	out := make(map[string]sandbank.Payment, len(list))
+	for _, p := range list {
+		out[p.Authority] = p
+	}
+	return out
+}
+
+// clearFaults turns the bank's fault injection off.
+func (c *bankClient) clearFaults(t *testing.T) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, c.base+"/_sandbank/faults", nil)
+	res, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatalf("clear faults: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		t.Fatalf("clear faults: status %d", res.StatusCode)
+	}
+}
+
+// stats is the bank's per-operation call counts (logged for the record).
+func (c *bankClient) stats() string {
+	res, err := c.hc.Get(c.base + "/_sandbank/stats")
+	if err != nil {
+		return err.Error()
+	}
+	defer res.Body.Close()
+	var buf bytes.Buffer
+	_, _ = io.Copy(&buf, res.Body)
+	return strings.TrimSpace(buf.String())
+}
+
+// ---- the database, read directly ----
+
+// openDB opens the app's database from the test (closed at test end).
+func openDB(t *testing.T, dbURL string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbURL, nil)
+	if err != nil {
+		t.Fatalf("open %s: %v", dbURL, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+var openStatuses = []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification}
+
+// drain waits until no payment is open, or fails the test at the deadline
+// with what is still open.
+func drain(t *testing.T, db *store.DB, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		var open []payment.Payment
+		if err := db.Gorm.Where("status IN ?", openStatuses).Find(&open).Error; err != nil {
+			t.Fatalf("open payments: %v", err)
+		}
+		if len(open) == 0 {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			for i, p := range open {
+				if i == 20 {
+					t.Errorf("... and %d more", len(open)-20)
+					break
+				}
+				t.Errorf("still open after %s: %s %s authority=%s attempts=%d reason=%q created=%s next_check=%v lease=%v",
+					limit, p.PublicID, p.Status, p.AuthorityString(), p.Attempts, p.StatusReason,
+					p.CreatedAt.Format(time.RFC3339Nano), p.NextCheckAt, p.LeaseUntil)
+			}
+			t.FailNow()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// allPayments reads every payment.
+func allPayments(t *testing.T, db *store.DB) []payment.Payment {
+	t.Helper()
+	var ps []payment.Payment
+	if err := db.Gorm.Order("id").Find(&ps).Error; err != nil {
+		t.Fatalf("payments: %v", err)
+	}
+	return ps
+}
+
+// userBalances maps each user's email to the balance of their wallet.
+func userBalances(t *testing.T, db *store.DB) map[string]int64 {
+	t.Helper()
+	var rows []struct {
+		Email        string
+		BalanceRials int64
+	}
+	if err := db.Gorm.Raw(`SELECT u.email, w.balance_rials FROM users u JOIN wallets w ON w.user_id = u.id`).Scan(&rows).Error; err != nil {
+		t.Fatalf("balances: %v", err)
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.Email] = r.BalanceRials
+	}
+	return out
+}
+
+// checkAgainstBank compares our payments with the bank's own record:
+// the bank's VERIFIED set is exactly our credited set (same ref_id, same
+// amount), nothing the bank took is left PAID-but-unverified, every
+// authority we hold is the bank's, and nothing is still open.
+func checkAgainstBank(t *testing.T, ours []payment.Payment, bank map[string]sandbank.Payment) {
+	t.Helper()
+	credited := map[string]payment.Payment{}
+	byAuthority := map[string]payment.Payment{}
+	for _, p := range ours {
+		if p.Status == payment.StatusNeedsReview {
+			t.Errorf("payment %s needs review: %s", p.PublicID, p.StatusReason)
+		}
+		if !p.Status.Terminal() {
+			t.Errorf("payment %s still open: %s", p.PublicID, p.Status)
+		}
+		if p.Authority == nil {
+			if p.Status == payment.StatusCredited {
+				t.Errorf("payment %s credited without an authority", p.PublicID)
+			}
+			continue
+		}
+		byAuthority[*p.Authority] = p
+		bp, ok := bank[*p.Authority]
+		if !ok {
+			t.Errorf("payment %s: authority %s unknown to the bank", p.PublicID, *p.Authority)
+			continue
+		}
+		if bp.Amount != p.AmountRials {
+			t.Errorf("payment %s: our amount %d, bank's %d", p.PublicID, p.AmountRials, bp.Amount)
+		}
+		if p.Status == payment.StatusCredited {
+			credited[*p.Authority] = p
+			if p.RefIDValue() != bp.RefID {
+				t.Errorf("payment %s: our ref_id %d, bank's %d", p.PublicID, p.RefIDValue(), bp.RefID)
+			}
+		}
+	}
+	verified := 0
+	for a, bp := range bank {
+		switch bp.State {
+		case sandbank.StateVerified:
+			verified++
+			if _, ok := credited[a]; !ok {
+				t.Errorf("bank VERIFIED %s (%d rials) but we did not credit it (ours: %+v)", a, bp.Amount, statusOf(byAuthority, a))
+			}
+		case sandbank.StatePaid:
+			t.Errorf("bank PAID %s (%d rials) was never verified (ours: %s)", a, bp.Amount, statusOf(byAuthority, a))
+		}
+	}
+	for a, p := range credited {
+		if bank[a].State != sandbank.StateVerified {
+			t.Errorf("we credited %s (authority %s) but the bank says %s", p.PublicID, a, bank[a].State)
+		}
+	}
+	if verified != len(credited) {
+		t.Errorf("bank VERIFIED %d payments, we credited %d", verified, len(credited))
+	}
+}
+
+func statusOf(m map[string]payment.Payment, authority string) string {
+	p, ok := m[authority]
+	if !ok {
+		return "no payment of ours"
+	}
+	return p.PublicID + " " + string(p.Status) + " " + p.StatusReason
+}
+
+// checkLedger asserts the database invariants and that there is one
+// ledger row per credited payment and no other.
+func checkLedger(t *testing.T, db *store.DB) {
+	t.Helper()
+	apptest.CheckInvariants(t, db)
+	credited := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`)
+	entries := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`)
+	if credited != entries {
+		t.Errorf("%d credited payments but %d ledger entries", credited, entries)
+	}
+	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM (SELECT ref_id FROM payments WHERE ref_id IS NOT NULL GROUP BY ref_id HAVING COUNT(*) > 1) x`); n != 0 {
+		t.Errorf("%d bank references credited more than once", n)
+	}
+}
