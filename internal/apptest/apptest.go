@@ -93,9 +93,14 @@ type Client struct {
 // NewClient returns a fresh client (its own cookies).
 func (a *App) NewClient(t testing.TB) *Client {
 	jar, _ := cookiejar.New(nil)
+	// Its own connections, closed when the test ends, so that idle
+	// keep-alive connections never hold up the app's shutdown.
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	t.Cleanup(tr.CloseIdleConnections)
 	return &Client{t: t, app: a, HTTP: &http.Client{
-		Jar:     jar,
-		Timeout: 60 * time.Second,
+		Transport: tr,
+		Jar:       jar,
+		Timeout:   60 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},

@@ -59,6 +59,11 @@ type Config struct {
 	WorkerAuthorityLifetime time.Duration
 	WorkerMaxUnknown        time.Duration
 	WorkerStaleCreated      time.Duration
+	WorkerBackoffBase       time.Duration
+	WorkerBackoffMax        time.Duration
+	// PendingRecheckAfter: after an unknown verify outcome, the first new
+	// check (a reload of the pending page, or the worker) waits this long.
+	PendingRecheckAfter time.Duration
 	// TrustedProxies are the addresses (IPs or CIDRs) of reverse proxies
 	// whose X-Forwarded-For and X-Forwarded-Proto are believed.
 	TrustedProxies []string
@@ -131,6 +136,12 @@ func Load(getenv Getenv) (Config, error) {
 	c.WorkerAbandonedAfter = durationVar(getenv, "WORKER_ABANDONED_AFTER", 2*time.Minute, bad)
 	c.WorkerAuthorityLifetime = durationVar(getenv, "WORKER_AUTHORITY_LIFETIME", 20*time.Minute, bad)
 	c.WorkerMaxUnknown = durationVar(getenv, "WORKER_MAX_UNKNOWN", 2*time.Hour, bad)
+	c.WorkerBackoffBase = durationVar(getenv, "WORKER_BACKOFF_BASE", 10*time.Second, bad)
+	c.WorkerBackoffMax = durationVar(getenv, "WORKER_BACKOFF_MAX", 2*time.Minute, bad)
+	if c.WorkerBackoffMax < c.WorkerBackoffBase {
+		bad("WORKER_BACKOFF_MAX", "must not be shorter than WORKER_BACKOFF_BASE")
+	}
+	c.PendingRecheckAfter = durationVar(getenv, "PENDING_RECHECK_AFTER", 20*time.Second, bad)
 	c.WorkerStaleCreated = durationVar(getenv, "WORKER_STALE_CREATED", time.Minute, bad)
 	if c.WorkerStaleCreated <= c.Budget {
 		bad("WORKER_STALE_CREATED", "must be longer than GATEWAY_BUDGET (a submit may still be talking to the bank)")

@@ -49,7 +49,7 @@ type Config struct {
 	VerifyTimeout  time.Duration // budget for verify during a return (default 12s)
 	ReplayWait     time.Duration // how long a repeat submit waits for the first (default RequestTimeout+2s)
 	ReturnWait     time.Duration // how long a concurrent callback waits for the one verifying (default VerifyTimeout+2s)
-	LeaseDuration  time.Duration // how long a verifier holds a payment (default VerifyTimeout+10s)
+	LeaseDuration  time.Duration // how long a verifier holds a payment (default 2×VerifyTimeout+10s)
 	RecheckDelay   time.Duration // first background check after an unknown outcome (default 20s)
 	PollInterval   time.Duration // how often waiters re-read the row (default 50ms)
 }
@@ -68,7 +68,8 @@ func (c *Config) defaults() {
 		c.ReturnWait = c.VerifyTimeout + 2*time.Second
 	}
 	if c.LeaseDuration == 0 {
-		c.LeaseDuration = c.VerifyTimeout + 10*time.Second
+		// A resolve may verify and then inquire: two bank operations.
+		c.LeaseDuration = 2*c.VerifyTimeout + 10*time.Second
 	}
 	if c.RecheckDelay == 0 {
 		c.RecheckDelay = 20 * time.Second

@@ -121,11 +121,15 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.VerifyTimeout == 0 {
 		pc.VerifyTimeout = cfg.Budget + time.Second
 	}
+	if pc.RecheckDelay == 0 {
+		pc.RecheckDelay = cfg.PendingRecheckAfter
+	}
 	s.Payments = payment.NewService(db, s.Gateway, o.Now, o.Log.With("component", "payment"), pc)
 	s.Worker = s.Payments.NewWorker(payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
 		MaxUnknown: cfg.WorkerMaxUnknown, StaleCreated: cfg.WorkerStaleCreated,
+		BaseBackoff: cfg.WorkerBackoffBase, MaxBackoff: cfg.WorkerBackoffMax,
 	})
 	s.Config = cfg
 	s.Auth = auth.NewService(db, auth.Options{Now: o.Now, BcryptCost: o.BcryptCost})

@@ -144,7 +144,9 @@ func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
 	var opts []goose.ProviderOption
 	if db.Dialect == Postgres {
 		gd = goose.DialectPostgres
-		locker, err := lock.NewPostgresSessionLocker()
+		// Retry the advisory lock every second for up to two minutes (the
+		// default is every 5 s), so instances starting together wait briefly.
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 120))
 		if err != nil {
 			return fmt.Errorf("migration lock: %w", err)
 		}
