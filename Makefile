@@ -8,7 +8,7 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: run build test test-short generate lint fmt bench clean
+.PHONY: run build test test-short generate lint fmt bench screenshots clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kifpool
@@ -39,6 +39,12 @@ fmt:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5s -timeout 10m ./web/ ./internal/money/
+
+# PNGs of the main pages (fa/en, phone/desktop) into web/screenshots/,
+# through the browser tests' harness (chromium + the sandbox bank).
+screenshots:
+	SCREENSHOTS_DIR=$(CURDIR)/web/screenshots REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestScreenshots$$' ./web/browsertest/
+	@du -ch web/screenshots/*.png | tail -1
 
 clean:
 	rm -rf bin

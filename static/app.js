@@ -1,29 +1,58 @@
 // Progressive enhancement only: every page works without this file.
-// 1. A submit button marked data-once is disabled after the first submit
-//    (the server-side form token is the real guarantee against doubles).
+// 1. Submit buttons marked data-once are disabled after the first submit,
+//    in every form of the same top-up (same form token: the pay button and
+//    the quick picks); data-busy-label replaces the label meanwhile. The
+//    server-side form token is the real guarantee against doubles.
 (function () {
   "use strict";
+  function token(form) {
+    var t = form.elements.namedItem("token");
+    return t && t.value ? t.value : "";
+  }
+  // The forms a submit of form stands for: those with its token.
+  function group(form) {
+    var t = token(form);
+    if (!t) { return [form]; }
+    return Array.prototype.filter.call(document.forms, function (f) { return token(f) === t; });
+  }
+  function onceButtons(forms, fn) {
+    forms.forEach(function (f) {
+      Array.prototype.forEach.call(f.elements, function (b) {
+        if (b.tagName === "BUTTON" && b.hasAttribute("data-once")) { fn(b); }
+      });
+    });
+  }
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
     if (form.dataset.submitted === "1") {
       ev.preventDefault();
       return;
     }
-    form.dataset.submitted = "1";
-    var btns = form.querySelectorAll("button[data-once]");
+    var forms = group(form);
+    forms.forEach(function (f) { f.dataset.submitted = "1"; });
+    // Later: a button disabled now would be left out of the submission.
     setTimeout(function () {
-      btns.forEach(function (b) {
+      onceButtons(forms, function (b) {
         b.disabled = true;
-        if (b.dataset.busyLabel) { b.textContent = b.dataset.busyLabel; }
+        if (b.dataset.busyLabel) {
+          if (b.dataset.label === undefined) { b.dataset.label = b.textContent; }
+          b.textContent = b.dataset.busyLabel;
+        }
       });
     }, 0);
   });
-  // Forms restored from the back/forward cache must be usable again.
+  // Forms restored from the back/forward cache must be usable again, with
+  // their own labels.
   window.addEventListener("pageshow", function (ev) {
     if (!ev.persisted) { return; }
-    document.querySelectorAll("form[data-submitted]").forEach(function (f) {
-      delete f.dataset.submitted;
-      f.querySelectorAll("button[data-once]").forEach(function (b) { b.disabled = false; });
+    var forms = Array.prototype.slice.call(document.querySelectorAll("form[data-submitted]"));
+    forms.forEach(function (f) { delete f.dataset.submitted; });
+    onceButtons(forms, function (b) {
+      b.disabled = false;
+      if (b.dataset.label !== undefined) {
+        b.textContent = b.dataset.label;
+        delete b.dataset.label;
+      }
     });
   });
   // Move focus to the first error so screen readers announce it.
@@ -56,4 +85,37 @@
   }
   input.addEventListener("input", update);
   update();
+})();
+
+// 3. A page that waits for news (a payment being confirmed, the admin's
+//    list) names a URL to check and how often (data-refresh-url and
+//    data-refresh-seconds on <body>; without JavaScript a <noscript> meta
+//    refresh reloads it). The URL is fetched in the background and the page
+//    is reloaded only when what its [data-refresh-watch] elements say has
+//    changed: no reload under the reader every few seconds.
+(function () {
+  "use strict";
+  var url = document.body.dataset.refreshUrl;
+  var seconds = parseInt(document.body.dataset.refreshSeconds, 10);
+  if (!url || !(seconds > 0) || !window.fetch || !window.DOMParser) { return; }
+  function watched(doc) {
+    return Array.prototype.map.call(doc.querySelectorAll("[data-refresh-watch]"), function (el) {
+      return el.textContent.replace(/\s+/g, " ").trim();
+    }).join("\n");
+  }
+  var now = watched(document);
+  function check() {
+    fetch(url, { credentials: "same-origin", cache: "no-store", headers: { "Accept": "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        if (watched(doc) !== now) {
+          window.location.replace(url);
+          return;
+        }
+        setTimeout(check, seconds * 1000);
+      })
+      .catch(function () { setTimeout(check, seconds * 1000); });
+  }
+  setTimeout(check, seconds * 1000);
 })();

@@ -1,0 +1,219 @@
+package browsertest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// axeTags are the rule sets the audit runs.
+var axeTags = []string{"wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"}
+
+var axeScript struct {
+	once sync.Once
+	src  string
+	err  error
+}
+
+// moduleRoot is the folder of go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// axeSource reads axe-core ($AXE_CORE_JS or .ci/axe's npm install),
+// skipping (or failing, under REQUIRE_BROWSER=1) when it is missing.
+func axeSource(t *testing.T) string {
+	t.Helper()
+	axeScript.once.Do(func() {
+		path := os.Getenv("AXE_CORE_JS")
+		if path == "" {
+			root, err := moduleRoot()
+			if err != nil {
+				axeScript.err = err
+				return
+			}
+			path = filepath.Join(root, ".ci", "axe", "node_modules", "axe-core", "axe.min.js")
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			axeScript.err = fmt.Errorf("no axe-core at %s (cd .ci/axe && npm install, or set AXE_CORE_JS): %v", path, err)
+			return
+		}
+		axeScript.src = string(b)
+	})
+	if axeScript.err != nil {
+		unavailable(t, "%v", axeScript.err)
+	}
+	return axeScript.src
+}
+
+type axeResult struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target  string `json:"target"`
+		Summary string `json:"summary"`
+	} `json:"nodes"`
+}
+
+// Audit runs axe-core on the current page and fails the test on every
+// serious or critical violation (rule, impact, elements); lesser ones are
+// logged.
+func (b *Tab) Audit(page string) {
+	b.t.Helper()
+	src := axeSource(b.t)
+	var loaded bool
+	b.Eval(`typeof window.axe !== 'undefined'`, &loaded)
+	if !loaded {
+		b.Run(chromedp.Evaluate(src+"\n;true", nil))
+	}
+	tags := `['` + strings.Join(axeTags, `','`) + `']`
+	var violations []axeResult
+	b.Run(chromedp.Evaluate(`axe.run(document, {runOnly: {type: 'tag', values: `+tags+`}, resultTypes: ['violations']}).then(r =>
+		r.violations.map(v => ({id: v.id, impact: v.impact || '', help: v.help,
+			nodes: v.nodes.map(n => ({target: n.target.map(String).join(' '), summary: n.failureSummary || ''}))})))`,
+		&violations, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	for _, v := range violations {
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "%s: axe %s (%s): %s", page, v.ID, v.Impact, v.Help)
+		for _, n := range v.Nodes {
+			fmt.Fprintf(&sb, "\n\t%s\n\t\t%s", n.Target, strings.ReplaceAll(n.Summary, "\n", "\n\t\t"))
+		}
+		if v.Impact == "serious" || v.Impact == "critical" {
+			b.t.Error(sb.String())
+		} else {
+			b.t.Log(sb.String())
+		}
+	}
+}
+
+// focused is the id of the element that has the focus.
+func (b *Tab) focused() string {
+	b.t.Helper()
+	var id string
+	b.Eval(`document.activeElement ? document.activeElement.id : ''`, &id)
+	return id
+}
+
+// TestAccessibility audits every main page with axe-core in both
+// languages, and checks that a form with an error puts the focus on the
+// first invalid field.
+func TestAccessibility(t *testing.T) {
+	axeSource(t)
+	f := newFixture(t)
+	for _, lang := range []string{"fa", "en"} {
+		t.Run(lang, func(t *testing.T) {
+			bankLang := ""
+			if lang == "en" {
+				bankLang = "?lang=en"
+			}
+			check := func(b *Tab, name string) {
+				t.Helper()
+				if l, _ := b.LangDir(); l != lang && !strings.HasPrefix(name, "bank") {
+					t.Errorf("%s: page in %q", name, l)
+				}
+				b.Audit(name)
+			}
+
+			// Signed out.
+			b := f.Tab(t, lang, "")
+			b.Go("/signin")
+			check(b, "sign-in")
+			b.Type("#email", f.User)
+			b.Type("#password", "wrong password")
+			b.Click("auth-submit")
+			b.Wait("form-error")
+			check(b, "sign-in with an error")
+			if id := b.focused(); id != "email" {
+				t.Errorf("sign-in with an error: focus on %q, want the email field", id)
+			}
+			b.Go("/signup")
+			check(b, "sign-up")
+			b.Type("#email", "not-an-email")
+			b.Type("#password", password)
+			b.Click("auth-submit")
+			b.Wait("form-error")
+			check(b, "sign-up with an error")
+			if id := b.focused(); id != "email" {
+				t.Errorf("sign-up with an error: focus on %q, want the email field", id)
+			}
+			b.Go("/no-such-page")
+			b.Wait("message")
+			check(b, "not found")
+
+			// A new user: empty wallet.
+			b = f.Tab(t, lang, "")
+			b.SignUp("new-" + lang + "@example.com")
+			check(b, "wallet (empty)")
+
+			// The user with a history.
+			b = f.Tab(t, lang, f.User)
+			b.Go("/wallet")
+			b.Wait("history")
+			check(b, "wallet (history)")
+			b.Go("/wallet/topup")
+			check(b, "top-up")
+			b.Type(tid("amount"), "abc")
+			b.Click("topup-submit")
+			b.Wait("amount-error")
+			check(b, "top-up with an error")
+			if id := b.focused(); id != "amount" {
+				t.Errorf("top-up with an error: focus on %q, want the amount field", id)
+			}
+			b.Type(tid("amount"), "99000")
+			b.Click("topup-submit")
+			b.Wait("gateway-failed")
+			check(b, "gateway failed")
+			for _, p := range []struct{ name, url, hook string }{
+				{"result (credited)", f.CreditedReturn, "result-received"},
+				{"receipt (credited)", "/payments/" + f.Credited.PublicID, "result-received"},
+				{"result (failed)", f.FailedReturn, "result-failed"},
+				{"receipt (failed)", "/payments/" + f.Failed.PublicID, "result-failed"},
+				{"result (pending)", f.PendingReturn, "result-pending"},
+				{"receipt (pending)", "/payments/" + f.Pending.PublicID, "result-pending"},
+				{"bank page", f.OpenPayURL + bankLang, "bank-pay"},
+				{"bank (already paid)", f.PaidPayURL + bankLang, "bank-paid"},
+			} {
+				b.Go(p.url)
+				b.Wait(p.hook)
+				check(b, p.name)
+			}
+			// Pay and close: the bank's last page.
+			b.StartTopUp("40000")
+			if lang == "en" {
+				b.Go(b.location() + bankLang)
+				b.Wait("bank-pay")
+			}
+			b.Click("bank-pay-close")
+			b.Wait("bank-closed")
+			check(b, "bank (paid, window to close)")
+
+			// The admin.
+			b = f.Tab(t, lang, f.Admin)
+			b.Go("/admin")
+			b.Wait("admin-payments")
+			check(b, "admin")
+			b.CheckNoProblems()
+		})
+	}
+}

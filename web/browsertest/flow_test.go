@@ -1,0 +1,512 @@
+package browsertest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// startApp runs a fresh app (SQLite, built-in sandbox bank under
+// /sandbank) and opens a tab on it.
+func startApp(t *testing.T, o apptest.Options) (*apptest.App, *Tab) {
+	t.Helper()
+	browserContext(t) // skip before doing any work when there is no browser
+	app := apptest.Start(t, storetest.New(t, store.SQLite), o)
+	return app, NewTab(t, app.URL)
+}
+
+func count(t *testing.T, app *apptest.App, sql string, args ...any) int64 {
+	t.Helper()
+	return apptest.Count(t, app.DB, sql, args...)
+}
+
+// checkOnePayment checks the database and the bank after a single top-up.
+func checkOnePayment(t *testing.T, app *apptest.App, when, status string, rials int64, ledger int64) {
+	t.Helper()
+	if n := len(app.Server.Bank.Payments()); n != 1 {
+		t.Errorf("%s: %d payments at the bank, want 1", when, n)
+	}
+	if n := count(t, app, `SELECT COUNT(*) FROM payments`); n != 1 {
+		t.Errorf("%s: %d payments, want 1", when, n)
+	}
+	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE status = ? AND amount_rials = ?`, status, rials); n != 1 {
+		t.Errorf("%s: no %s payment of %d rials", when, status, rials)
+	}
+	if n := count(t, app, `SELECT COUNT(*) FROM ledger_entries`); n != ledger {
+		t.Errorf("%s: %d ledger entries, want %d", when, n, ledger)
+	}
+	apptest.CheckInvariants(t, app.DB)
+}
+
+// countPosts counts the form posts to path that the browser sends.
+func countPosts(b *Tab, path string) func() int {
+	var mu sync.Mutex
+	n := 0
+	chromedp.ListenTarget(b.ctx, func(ev any) {
+		if ev, ok := ev.(*network.EventRequestWillBeSent); ok && ev.Request.Method == "POST" && strings.HasSuffix(ev.Request.URL, path) {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
+// Scenarios a and b: a double-clicked "pay" makes one payment, paid once
+// at the bank and credited once; reloading the result page changes
+// nothing; Back to the form and submitting it again answers with the same
+// payment instead of charging twice.
+func TestDoubleClickPayReloadAndBack(t *testing.T) {
+	app, b := startApp(t, apptest.Options{})
+	posts := countPosts(b, "/wallet/topup")
+
+	b.SignUp("double@example.com")
+	b.FillTopUp("50,000")
+	label := b.Text(tid("topup-submit"))
+	b.Run(DoubleClick(tid("topup-submit")))
+	b.Wait("bank-pay")
+	if p := b.Path(); !strings.HasPrefix(p, "/sandbank/pg/StartPay/") {
+		t.Fatalf("after submit: %s, want the bank's page", p)
+	}
+	if n := posts(); n != 1 {
+		t.Errorf("the double click sent %d form posts, want 1 (app.js guard)", n)
+	}
+	if got := b.Text(tid("bank-amount")); !strings.Contains(got, "۵۰۰٬۰۰۰") {
+		t.Errorf("the bank asks for %q, want 500,000 rials", got)
+	}
+
+	b.Click("bank-pay")
+	b.Wait("result-received")
+	if s := b.Status(); s != "credited" {
+		t.Fatalf("result status %q", s)
+	}
+	resultURL := b.Path()
+	checkOnePayment(t, app, "after pay", "credited", 500_000, 1)
+
+	// Reload the return URL: the same page, nothing credited again.
+	b.Run(chromedp.Reload())
+	b.Wait("result-received")
+	if s := b.Status(); s != "credited" || b.Path() != resultURL {
+		t.Fatalf("after reload: status %q at %s", s, b.Path())
+	}
+	checkOnePayment(t, app, "after reload", "credited", 500_000, 1)
+
+	// Back to the form (through the bank's page), as it was left.
+	b.Back()
+	if p := b.Path(); !strings.HasPrefix(p, "/sandbank/pg/StartPay/") {
+		t.Fatalf("first Back led to %s, want the bank's page", p)
+	}
+	b.Back()
+	if p := b.Path(); p != "/wallet/topup" {
+		t.Fatalf("Back led to %s, not the form", p)
+	}
+	// The browser shows the form as it was left (back/forward cache), with
+	// its form token: a form loaded anew would be a new top-up.
+	var nav struct {
+		Type    string `json:"type"`
+		Reasons string `json:"reasons"`
+	}
+	b.Eval(`(() => { const n = performance.getEntriesByType('navigation')[0];
+		return {type: n.type, reasons: n.notRestoredReasons ? JSON.stringify(n.notRestoredReasons) : ''}; })()`, &nav)
+	if nav.Type == "back_forward" {
+		t.Fatalf("the form was loaded again instead of restored from the back/forward cache; reasons: %s", nav.Reasons)
+	}
+	var st struct {
+		Disabled bool   `json:"disabled"`
+		Text     string `json:"text"`
+		Amount   string `json:"amount"`
+	}
+	b.Eval(`(() => { const s = document.querySelector('[data-testid=topup-submit]');
+		return {disabled: s.disabled, text: s.textContent.trim(), amount: document.getElementById('amount').value}; })()`, &st)
+	if st.Disabled || st.Text != label {
+		t.Errorf("after Back the pay button is disabled=%v with label %q, want enabled %q", st.Disabled, st.Text, label)
+	}
+	// Submit it again (whatever the browser kept in the field).
+	if st.Amount == "" {
+		b.Type(tid("amount"), "50,000")
+	}
+	b.Click("topup-submit")
+	b.Wait("payment-status")
+	if s := b.Status(); s != "credited" {
+		t.Fatalf("resubmit: status %q at %s", s, b.Path())
+	}
+	if n := posts(); n != 2 {
+		t.Errorf("%d form posts in all, want 2", n)
+	}
+	checkOnePayment(t, app, "after resubmit", "credited", 500_000, 1)
+	if got := b.Balance(); got != 500_000 {
+		t.Fatalf("balance %d rials, want 500000", got)
+	}
+	b.CheckNoProblems()
+}
+
+// Scenario c: Cancel at the bank shows the failed page; nothing is taken.
+func TestCancelAtBank(t *testing.T) {
+	app, b := startApp(t, apptest.Options{})
+	b.SignUp("cancel@example.com")
+	b.StartTopUp("۵۰٬۰۰۰") // Persian digits and separator
+	b.Click("bank-cancel")
+	b.Wait("result-failed")
+	if s := b.Status(); s != "failed" {
+		t.Fatalf("status %q", s)
+	}
+	if txt := b.Text(tid("payment-status")); !strings.Contains(txt, i18n.T(i18n.FA, "result.failed_text")) {
+		t.Errorf("failed page says %q, want the no-money-taken text", txt)
+	}
+	checkOnePayment(t, app, "after cancel", "failed", 500_000, 0)
+	if got := b.Balance(); got != 0 {
+		t.Fatalf("balance %d rials, want 0", got)
+	}
+	b.Wait("history-empty")
+	b.CheckNoProblems()
+}
+
+// Scenario d: the payer pays and closes the window at the bank, never
+// coming back; the background worker finds the payment and credits it.
+func TestPayAndCloseCreditedByWorker(t *testing.T) {
+	app, b := startApp(t, apptest.Options{Background: true, Env: map[string]string{
+		"WORKER_INTERVAL": "100ms", "WORKER_ABANDONED_AFTER": "300ms",
+	}})
+	b.SignUp("closer@example.com")
+	b.StartTopUp("120000")
+	b.Click("bank-pay-close")
+	b.Wait("bank-closed")
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if got := b.Balance(); got == 1_200_000 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("balance still %d rials after 15s, want 1200000 credited by the worker", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.Wait("history-row")
+	if n := b.Attr(tid("history-row"), "data-rials"); n != "1200000" {
+		t.Errorf("history row of %s rials", n)
+	}
+	checkOnePayment(t, app, "after the worker", "credited", 1_200_000, 1)
+	b.CheckNoProblems()
+}
+
+// Scenario e: the language link shows the same page in the other language
+// and direction, and the choice sticks across pages.
+func TestLanguageSwitch(t *testing.T) {
+	_, b := startApp(t, apptest.Options{})
+	b.Go("/signin")
+	if l, d := b.LangDir(); l != "fa" || d != "rtl" {
+		t.Fatalf("first visit: lang=%q dir=%q, want fa rtl", l, d)
+	}
+	b.Click("lang-switch")
+	b.Run(chromedp.WaitVisible(`html[lang="en"]`, chromedp.ByQuery))
+	if l, d := b.LangDir(); l != "en" || d != "ltr" || b.Path() != "/signin" {
+		t.Fatalf("after switch: lang=%q dir=%q at %s, want en ltr on /signin", l, d, b.Path())
+	}
+	if got := b.Text(tid("auth-submit")); got != i18n.T(i18n.EN, "signin.submit") {
+		t.Errorf("English sign-in button says %q", got)
+	}
+	// Remembered (cookie) across pages, and kept at sign-up.
+	var cookies []*network.Cookie
+	b.Run(chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		cookies, err = network.GetCookies().Do(ctx)
+		return err
+	}))
+	found := false
+	for _, c := range cookies {
+		if c.Name == "lang" && c.Value == "en" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no lang=en cookie")
+	}
+	b.SignUp("lang@example.com")
+	if l, d := b.LangDir(); l != "en" || d != "ltr" {
+		t.Fatalf("wallet after sign-up: lang=%q dir=%q, want en ltr", l, d)
+	}
+	b.Go("/wallet/topup")
+	if l, _ := b.LangDir(); l != "en" {
+		t.Fatalf("top-up form in %q", l)
+	}
+	// And back to Persian, on the same page.
+	b.Click("lang-switch")
+	b.Run(chromedp.WaitVisible(`html[lang="fa"]`, chromedp.ByQuery))
+	if l, d := b.LangDir(); l != "fa" || d != "rtl" || b.Path() != "/wallet/topup" {
+		t.Fatalf("after switching back: lang=%q dir=%q at %s", l, d, b.Path())
+	}
+	b.Go("/wallet")
+	if l, d := b.LangDir(); l != "fa" || d != "rtl" {
+		t.Fatalf("wallet: lang=%q dir=%q, want fa rtl", l, d)
+	}
+	if got := b.Text(tid("topup-link")); got != i18n.T(i18n.FA, "wallet.topup") {
+		t.Errorf("Persian wallet link says %q", got)
+	}
+	b.CheckNoProblems()
+}
+
+// Scenario f: the whole top-up on a 360×740 phone, in both languages,
+// with no page wider than the screen.
+func TestPhoneTopUp(t *testing.T) {
+	app, b := startApp(t, apptest.Options{})
+	b.Run(chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2)))
+	b.Go("/signup")
+	b.noHorizontalScroll("sign-up")
+	b.SignUp("phone@example.com")
+	b.noHorizontalScroll("empty wallet")
+	b.FillTopUp("۵۰۰۰۰")
+	b.noHorizontalScroll("top-up form")
+	b.Click("topup-submit")
+	b.Wait("bank-pay")
+	b.noHorizontalScroll("bank page")
+	b.Click("bank-pay")
+	b.Wait("result-received")
+	b.noHorizontalScroll("result page")
+	if got := b.Balance(); got != 500_000 {
+		t.Fatalf("balance %d rials, want 500000", got)
+	}
+	b.Wait("history-row")
+	b.noHorizontalScroll("wallet with history")
+	checkOnePayment(t, app, "phone", "credited", 500_000, 1)
+
+	// The same pages in English.
+	b.Click("lang-switch")
+	b.Run(chromedp.WaitVisible(`html[lang="en"]`, chromedp.ByQuery))
+	b.noHorizontalScroll("wallet (en)")
+	b.Go("/wallet/topup")
+	b.noHorizontalScroll("top-up form (en)")
+	b.Type(tid("amount"), "abc")
+	b.Click("topup-submit")
+	b.Wait("amount-error")
+	b.noHorizontalScroll("top-up error (en)")
+	b.CheckNoProblems()
+}
+
+// Scenario g: after the first click the pay button is disabled and says
+// it is sending the person to the bank, and further clicks (pay, a quick
+// pick) send nothing; the same when the first click is on a quick pick.
+//
+// How the state is caught: the form's POST is held in the browser
+// (DevTools Fetch interception), so the form stays on screen as long as
+// the test wants. Chromium defers DevTools commands to a page whose
+// navigation is pending, so the test cannot read the page then; instead a
+// small script installed before the click reads the buttons 100 ms after
+// the submit, clicks again, and leaves what it saw in sessionStorage,
+// which the test reads on the bank's page (same origin: the built-in
+// sandbox bank). The held requests show whether a second post was sent.
+func TestPayButtonBusyWhileSubmitting(t *testing.T) {
+	for _, first := range []struct{ name, sel string }{{"pay", tid("topup-submit")}, {"quick-pick", ".chip"}} {
+		t.Run(first.name, func(t *testing.T) {
+			app, b := startApp(t, apptest.Options{})
+			b.SignUp("busy@example.com")
+			b.FillTopUp("50000")
+			if got := b.Text(tid("topup-submit")); got != i18n.T(i18n.FA, "topup.submit") {
+				t.Fatalf("pay button says %q", got)
+			}
+			b.Eval(`(() => {
+				const pay = document.querySelector('[data-testid=topup-submit]');
+				const chips = Array.from(document.querySelectorAll('.chip'));
+				document.addEventListener('submit', () => setTimeout(() => {
+					const seen = {disabled: pay.disabled, text: pay.textContent.trim(), chipsDisabled: chips.every(c => c.disabled)};
+					pay.click();
+					chips[1].click();
+					pay.form.requestSubmit();
+					sessionStorage.setItem('kp-busy', JSON.stringify(seen));
+				}, 100), {once: true});
+				return true;
+			})()`, nil)
+
+			type paused struct {
+				id     fetch.RequestID
+				method string
+			}
+			held := make(chan paused, 8)
+			chromedp.ListenTarget(b.ctx, func(ev any) {
+				if ev, ok := ev.(*fetch.EventRequestPaused); ok {
+					held <- paused{ev.RequestID, ev.Request.Method}
+				}
+			})
+			b.Run(fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/wallet/topup", RequestStage: fetch.RequestStageRequest}}))
+			b.Run(chromedp.Click(first.sel, chromedp.ByQuery))
+			var req paused
+			select {
+			case req = <-held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the form was not posted")
+			}
+			if req.method != "POST" {
+				t.Fatalf("held a %s request", req.method)
+			}
+			select {
+			case p := <-held:
+				t.Errorf("a second %s was sent while the first was on its way", p.method)
+				req = p // the browser dropped the first
+			case <-time.After(600 * time.Millisecond): // the script clicks after 100 ms
+			}
+			b.Run(fetch.ContinueRequest(req.id))
+			b.Wait("bank-pay")
+			b.Run(fetch.Disable())
+
+			var seen struct {
+				Disabled      bool   `json:"disabled"`
+				Text          string `json:"text"`
+				ChipsDisabled bool   `json:"chipsDisabled"`
+			}
+			var raw string
+			b.Eval(`sessionStorage.getItem('kp-busy') || ''`, &raw)
+			if raw == "" {
+				t.Fatal("the script saw no submit")
+			}
+			if err := json.Unmarshal([]byte(raw), &seen); err != nil {
+				t.Fatal(err)
+			}
+			if busy := i18n.T(i18n.FA, "topup.sending"); !seen.Disabled || seen.Text != busy || !seen.ChipsDisabled {
+				t.Errorf("while sending: pay disabled=%v label %q, quick picks disabled=%v; want disabled %q, disabled",
+					seen.Disabled, seen.Text, seen.ChipsDisabled, busy)
+			}
+			if n := len(app.Server.Bank.Payments()); n != 1 {
+				t.Errorf("%d payments at the bank, want 1", n)
+			}
+			if n := count(t, app, `SELECT COUNT(*) FROM payments`); n != 1 {
+				t.Errorf("%d payments, want 1", n)
+			}
+			b.CheckNoProblems()
+		})
+	}
+}
+
+// The quick-pick buttons start a payment of their amount, whatever the
+// amount field holds, and Enter in the field submits the typed amount.
+func TestQuickPickAndEnter(t *testing.T) {
+	app, b := startApp(t, apptest.Options{})
+	b.SignUp("quick@example.com")
+	b.Go("/wallet/topup")
+	b.Run(chromedp.Click(`[data-testid="quick-picks"] button:nth-of-type(2)`, chromedp.ByQuery))
+	b.Wait("bank-pay")
+	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE amount_rials = 1000000`); n != 1 {
+		t.Errorf("quick pick of 100,000 tomans: no payment of 1,000,000 rials")
+	}
+	b.FillTopUp("۷۵۰۰۰")
+	b.Run(chromedp.SendKeys(tid("amount"), "\r", chromedp.ByQuery))
+	b.Wait("bank-pay")
+	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE amount_rials = 750000`); n != 1 {
+		t.Errorf("Enter in the field with 75,000 tomans: no payment of 750,000 rials")
+	}
+	b.CheckNoProblems()
+}
+
+// flakyVerify answers every verify with a timeout while failing is set.
+type flakyVerify struct {
+	gateway.Gateway
+	failing atomic.Bool
+}
+
+func (g *flakyVerify) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	if g.failing.Load() {
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: "verify", Err: context.DeadlineExceeded}
+	}
+	return g.Gateway.Verify(ctx, in)
+}
+
+// A result page waiting for the bank's answer checks in the background
+// (no timed reload: the meta refresh is only for browsers without
+// JavaScript) and shows the answer by itself once there is one.
+func TestPendingPageUpdatesItself(t *testing.T) {
+	browserContext(t)
+	bank := sandbank.New(sandbank.Options{})
+	bankSrv := httptest.NewServer(bank.Handler())
+	t.Cleanup(bankSrv.Close)
+	const merchant = "11111111-2222-3333-4444-555555555555"
+	zp, err := zarinpal.New(zarinpal.Config{MerchantID: merchant, BaseURL: bankSrv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := &flakyVerify{Gateway: zp}
+	gw.failing.Store(true)
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
+		Env: map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankSrv.URL,
+			"BREAKER_MIN_REQUESTS": "1000"},
+		Server: server.Options{Gateway: gw, Payment: payment.Config{RecheckDelay: 100 * time.Millisecond}},
+	})
+	b := NewTab(t, app.URL)
+	b.SignUp("patient@example.com")
+	b.StartTopUp("60000")
+	b.Click("bank-pay") // the standalone bank sends the browser back to the app
+	b.Wait("result-pending")
+	if s := b.Status(); s != "pending_verification" {
+		t.Fatalf("status %q", s)
+	}
+	var metas int
+	b.Eval(`document.querySelectorAll('meta[http-equiv="refresh"]').length`, &metas)
+	if metas != 0 {
+		t.Errorf("%d meta refresh elements with JavaScript on", metas)
+	}
+
+	// Count the page loads and the background checks from now on.
+	var mu sync.Mutex
+	var loads, checks int
+	chromedp.ListenTarget(b.ctx, func(ev any) {
+		if ev, ok := ev.(*network.EventRequestWillBeSent); ok && strings.Contains(ev.Request.URL, "/return?") {
+			mu.Lock()
+			if ev.Type == network.ResourceTypeDocument {
+				loads++
+			} else {
+				checks++
+			}
+			mu.Unlock()
+		}
+	})
+	// One background check (after 5 s) finds nothing new: no reload.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		mu.Lock()
+		l, c := loads, checks
+		mu.Unlock()
+		if c >= 1 {
+			break
+		}
+		if l > 0 || time.Now().After(deadline) {
+			t.Fatalf("after %d checks, %d reloads", c, l)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	if loads != 0 {
+		t.Errorf("the page reloaded %d times while nothing changed", loads)
+	}
+	mu.Unlock()
+
+	// The bank answers again: the next check brings the answer on screen.
+	gw.failing.Store(false)
+	b.Wait("result-received")
+	if s := b.Status(); s != "credited" {
+		t.Fatalf("status %q", s)
+	}
+	if got := b.Balance(); got != 600_000 {
+		t.Fatalf("balance %d", got)
+	}
+	apptest.CheckInvariants(t, app.DB)
+	b.CheckNoProblems()
+}

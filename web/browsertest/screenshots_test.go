@@ -1,0 +1,87 @@
+package browsertest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestScreenshots writes PNGs of the main pages, in both languages, on a
+// phone (360 CSS pixels wide, at 2x) and a desktop (1280×800), into
+// $SCREENSHOTS_DIR (relative paths from the module root), named like
+// wallet-fa-phone.png. `make screenshots` runs it; without SCREENSHOTS_DIR
+// it is skipped.
+func TestScreenshots(t *testing.T) {
+	dir := os.Getenv("SCREENSHOTS_DIR")
+	if dir == "" {
+		t.Skip("screenshots not requested: set SCREENSHOTS_DIR (make screenshots)")
+	}
+	if !filepath.IsAbs(dir) {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	devices := []struct {
+		name string
+		view chromedp.Action
+	}{
+		{"phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2))},
+		{"desktop", chromedp.EmulateViewport(1280, 800)},
+	}
+	for _, lang := range []string{"fa", "en"} {
+		bankLang := ""
+		if lang == "en" {
+			bankLang = "?lang=en"
+		}
+		for _, d := range devices {
+			// Fresh tabs per device: switching the emulated viewport of a
+			// right-to-left page from phone to desktop leaves it scrolled.
+			user := f.Tab(t, lang, f.User, d.view)
+			admin := f.Tab(t, lang, f.Admin, d.view)
+			shot := func(b *Tab, name, url, hook string, prepare ...func()) {
+				t.Helper()
+				b.Go(url)
+				b.Wait(hook)
+				for _, p := range prepare {
+					p()
+				}
+				if d.name == "phone" {
+					b.noHorizontalScroll(name + "-" + lang)
+				}
+				// The whole page only when it is taller than the screen:
+				// smaller files, and chromium's capture beyond the
+				// viewport shifts short right-to-left pages sideways.
+				var png []byte
+				var tall bool
+				b.Eval(`document.documentElement.scrollHeight > innerHeight`, &tall)
+				if tall {
+					b.Run(chromedp.FullScreenshot(&png, 100))
+				} else {
+					b.Run(chromedp.CaptureScreenshot(&png))
+				}
+				path := filepath.Join(dir, name+"-"+lang+"-"+d.name+".png")
+				if err := os.WriteFile(path, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s (%d KB)", path, len(png)/1024)
+			}
+			shot(user, "wallet", "/wallet", "history")
+			shot(user, "topup", "/wallet/topup", "amount", func() { user.Type(tid("amount"), "50000") })
+			shot(user, "bank", f.OpenPayURL+bankLang, "bank-pay")
+			shot(user, "receipt", "/payments/"+f.Credited.PublicID, "result-received")
+			shot(user, "pending", f.PendingReturn, "result-pending")
+			shot(user, "failed", f.FailedReturn, "result-failed")
+			shot(admin, "admin", "/admin", "admin-payments")
+			user.CheckNoProblems()
+			admin.CheckNoProblems()
+		}
+	}
+}
