@@ -83,7 +83,9 @@ func TestServeStartsAndStops(t *testing.T) {
 		"LISTEN_ADDR": addr, "BASE_URL": "http://" + addr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), io.Discard, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), io.Discard, slog.New(slog.DiscardHandler))
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get("http://" + addr + "/healthz")
