@@ -78,7 +78,7 @@ func (c *Config) defaults() {
 		c.PollInterval = 50 * time.Millisecond
 	}
 	if c.Description == "" {
-		c.Description = "Kifpool wallet top-up"
+		c.Description = "افزایش موجودی کیف‌پول (Kifpool wallet top-up)"
 	}
 }
 
