@@ -50,10 +50,14 @@ func interpret(op string, status int, h http.Header, body []byte, now time.Time)
 	return reply{status: status, code: code, message: sanitize(msg), data: ans.data}, nil
 }
 
-// undecided classifies an answer without a usable gateway code: a plain
-// 4xx is a refusal (wrong path, method, ...); anything else is unknown.
+// undecided classifies an answer without a usable gateway code. For a
+// request, a plain 4xx is a refusal (wrong path, method, ...): no payment
+// was started, so failing it is safe. For verify, inquiry and the
+// unverified list a 4xx without a code says nothing about the payment (a
+// CDN or firewall in front of the bank can answer 403): the outcome stays
+// unknown, the call may be retried, and the breaker counts it.
 func undecided(op string, status int, err error) error {
-	if status >= 400 && status < 500 && err != errConflict {
+	if op == opRequest && status >= 400 && status < 500 && err != errConflict {
 		return &gateway.RejectedError{
 			Op:      op,
 			Message: fmt.Sprintf("HTTP %d %s without a gateway code", status, http.StatusText(status)),
