@@ -827,20 +827,24 @@ func TestResilienceDeadlines(t *testing.T) {
 			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateInBank || bp.VerifyCount < 2 {
 				t.Errorf("bank record %s verified %d times", bp.State, bp.VerifyCount)
 			}
-			// The payer pays after all: never credited here; reconciliation
-			// reports it (unverified, the bank returns it).
+			// The payer pays after all: the bank holds the money unverified.
+			// Reconciliation finds it, verifies it and credits it (the
+			// money is the payer's; a failed row must not keep it from them).
 			if _, err := bank.Pay(authority); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := app.Server.Payments.Reconcile(ctx)
-			if err != nil || rep.Ours != 1 || rep.Credited != 0 || rep.Mismatches != 1 {
+			if err != nil || rep.Ours != 1 || rep.Credited != 1 || rep.CreditedRials != 100_000 {
 				t.Fatalf("reconcile: %+v %v", rep, err)
 			}
-			if items := rep.Items(); len(items) != 1 || items[0].Kind != "failed_here" {
-				t.Errorf("reconcile items %+v, want failed_here", items)
+			if items := rep.Items(); len(items) != 1 || items[0].Kind != "credited" || items[0].Detail != "was failed here" {
+				t.Errorf("reconcile items %+v, want credited (was failed here)", items)
 			}
-			if p := rsRow(t, db, publicID); p.Status != payment.StatusFailed || rsLedgerRows(t, db, p.ID) != 0 || c.Balance() != 0 {
+			if p := rsRow(t, db, publicID); p.Status != payment.StatusCredited || rsLedgerRows(t, db, p.ID) != 1 || c.Balance() != 100_000 {
 				t.Errorf("after the late payment: %s, balance %d", p.Status, c.Balance())
+			}
+			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateVerified {
+				t.Errorf("bank record %s, want VERIFIED", bp.State)
 			}
 			apptest.CheckInvariants(t, db)
 		})

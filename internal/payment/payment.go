@@ -40,6 +40,10 @@ func (s Status) Terminal() bool {
 	return s == StatusCredited || s == StatusFailed || s == StatusNeedsReview
 }
 
+func (s Status) open() bool {
+	return s == StatusAwaitingPayment || s == StatusPendingVerification
+}
+
 // openForVerify lists the statuses a verify may resolve.
 func openForVerify() []Status {
 	return []Status{StatusAwaitingPayment, StatusPendingVerification}
@@ -63,6 +67,7 @@ type Payment struct {
 	Attempts            int
 	NextCheckAt         *time.Time
 	LeaseUntil          *time.Time
+	LeaseOwner          string
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	ResolvedAt          *time.Time

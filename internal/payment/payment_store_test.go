@@ -701,7 +701,7 @@ func TestVerifyOutcomes(t *testing.T) {
 		{"paid", paid(1001), nil, payment.StatusCredited, "paid", 1001, 0, false, true},
 		{"already verified", alreadyVerified(1002), nil, payment.StatusCredited, "already_verified", 1002, 0, false, true},
 		{"not paid, bank says failed", verifyAnswer(gateway.VerifyNotPaid, -51), inquiry(gateway.InquiryFailed),
-			payment.StatusFailed, "not paid (code -51)", 0, 1, false, true},
+			payment.StatusFailed, "not paid (code -51, bank state FAILED)", 0, 1, false, true},
 		{"not paid, bank says reversed", verifyAnswer(gateway.VerifyNotPaid, -51), inquiry(gateway.InquiryReversed),
 			payment.StatusFailed, "not paid", 0, 1, false, true},
 		{"not paid, payer still at the bank", verifyAnswer(gateway.VerifyNotPaid, -51), inquiry(gateway.InquiryInBank),
@@ -969,33 +969,42 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// Every transition is conditional: when another actor resolves the payment
-// while the bank is being asked, the late answer is not applied over it.
-func TestLateVerifyAnswerLosesToAnotherActor(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		e := newEnv(t, db)
-		p := e.start(30_000)
-		e.gw.set(func(f *fakeGW) {
-			f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-				// Meanwhile a person (or the worker's deadline) moved it to review.
-				if err := db.Gorm.Exec(`UPDATE payments SET status = 'needs_review', status_reason = 'by admin' WHERE id = ?`, p.ID).Error; err != nil {
-					t.Error(err)
+// A bank answer that the payment is paid is never dropped: when another
+// actor ended the payment on a stale view while the bank was being asked
+// (a deadline, a review), the verified payment is still credited, once.
+func TestLateVerifiedAnswerStillCredits(t *testing.T) {
+	for _, other := range []payment.Status{payment.StatusNeedsReview, payment.StatusFailed} {
+		t.Run(string(other), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e := newEnv(t, db)
+				p := e.start(30_000)
+				e.gw.set(func(f *fakeGW) {
+					f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+						// Meanwhile another actor ends it without a verify.
+						if err := db.Gorm.Exec(`UPDATE payments SET status = ?, status_reason = 'stale deadline' WHERE id = ?`, other, p.ID).Error; err != nil {
+							t.Error(err)
+						}
+						return paid(2024)(n, in)
+					}
+				})
+				got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				if err != nil || got.Status != payment.StatusCredited {
+					t.Fatalf("Return = %s, %v; want credited", dump(got), err)
 				}
-				return paid(2024)(n, in)
-			}
+				e.assertCredited(p, 2024)
+				if r := e.row(p.ID); !strings.Contains(r.StatusReason, "after it was "+string(other)) {
+					t.Errorf("reason %q does not say what happened", r.StatusReason)
+				}
+				if b := e.balance(); b != 30_000 {
+					t.Errorf("balance = %d, want 30000", b)
+				}
+				// A repeat callback changes nothing.
+				if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusCredited || e.balance() != 30_000 {
+					t.Errorf("repeat: %s balance %d", dump(got), e.balance())
+				}
+				checkInvariants(t, db)
+			})
 		})
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
-		if err != nil || got.Status != payment.StatusNeedsReview {
-			t.Fatalf("Return = %s, %v; want the other actor's needs_review", dump(got), err)
-		}
-		e.assertUncredited(p)
-		if r := e.row(p.ID); r.StatusReason != "by admin" || r.RefID != nil {
-			t.Errorf("row = %s", dump(r))
-		}
-		if b := e.balance(); b != 0 {
-			t.Errorf("balance = %d, want 0", b)
-		}
-		checkInvariants(t, db)
-	})
+	}
 }

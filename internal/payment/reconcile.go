@@ -15,10 +15,11 @@ type ReconcileItem struct {
 	Authority   string `json:"authority"`
 	AmountRials int64  `json:"amount_rials"`
 	PublicID    string `json:"payment,omitempty"`
-	// Kind: credited (ours, verified and credited now), already_resolved,
-	// foreign (not ours), failed_here (paid at the bank but failed here: the
-	// bank returns it unless a person acts), amount_mismatch, open (still
-	// not resolved), error.
+	// Kind: credited (ours, verified and credited now, even if it had
+	// failed or needed review here), already_resolved (credited here yet
+	// listed as unverified), foreign (not ours), amount_mismatch, open
+	// (outcome still unknown), unresolved (the bank's verify did not say
+	// paid; a person looks), error.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
 }
@@ -81,30 +82,39 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			it.Kind, it.Detail = "amount_mismatch", fmt.Sprintf("ours %d rials", p.AmountRials)
 			rep.Mismatches++
 		}
+		before := p.Status
 		switch p.Status {
-		case StatusFailed:
-			it.Kind, it.Detail = "failed_here", "paid at the bank after it failed here; unverified, so the bank returns it"
-			rep.Mismatches++
-		case StatusCredited, StatusNeedsReview:
+		case StatusCredited:
+			// Credited here but listed as unverified there: should not be.
 			if it.Kind == "" {
-				it.Kind = "already_resolved"
-				it.Detail = string(p.Status)
-				rep.Mismatches++
+				it.Kind, it.Detail = "already_resolved", string(p.Status)
 			}
+			rep.Mismatches++
+		case StatusFailed, StatusNeedsReview:
+			// The bank holds the payer's money for a payment that ended
+			// without it here: verify it, and a paid answer credits it.
+			p, err = s.recheck(ctx, p)
 		default:
-			before := p.Status
 			p, err = s.Resolve(ctx, p)
-			switch {
-			case err != nil:
-				it.Kind, it.Detail = "error", truncate(err.Error(), 200)
-			case p.Status == StatusCredited && before != StatusCredited:
-				if it.Kind == "" {
-					it.Kind = "credited"
-				}
-				rep.Credited++
-				rep.CreditedRials += p.AmountRials
-			case it.Kind == "":
-				it.Kind, it.Detail = "open", string(p.Status)
+		}
+		switch {
+		case before == StatusCredited:
+		case err != nil:
+			it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		case p.Status == StatusCredited:
+			if it.Kind == "" {
+				it.Kind = "credited"
+			}
+			if before != StatusPendingVerification && before != StatusAwaitingPayment {
+				it.Detail = "was " + string(before) + " here"
+			}
+			rep.Credited++
+			rep.CreditedRials += p.AmountRials
+		case it.Kind == "":
+			it.Kind, it.Detail = "open", string(p.Status)
+			if p.Status.Terminal() {
+				it.Kind = "unresolved"
+				rep.Mismatches++
 			}
 		}
 		items = append(items, it)

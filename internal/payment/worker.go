@@ -225,10 +225,10 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 	case p.Status == StatusAwaitingPayment && age > w.cfg.AuthorityLifetime:
 		// The bank just said "not paid" and the payer is still (or again)
 		// at its page long past the authority's lifetime.
-		return w.s.transition(ctx, p, StatusFailed, "never paid within the authority's lifetime", nil)
+		return w.s.expire(ctx, p, StatusFailed, "never paid within the authority's lifetime")
 	case p.Status == StatusPendingVerification && age > w.cfg.MaxUnknown:
 		w.s.log.Error("payment outcome unknown for too long", "payment", p.PublicID)
-		return w.s.transition(ctx, p, StatusNeedsReview, "outcome still unknown after "+w.cfg.MaxUnknown.String(), nil)
+		return w.s.expire(ctx, p, StatusNeedsReview, "outcome still unknown after "+w.cfg.MaxUnknown.String())
 	}
 	// Still open: schedule the next check with backoff and jitter.
 	next := w.s.clock().Add(w.backoff(p.Attempts))
