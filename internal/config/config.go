@@ -168,6 +168,11 @@ func Load(getenv Getenv) (Config, error) {
 	case GatewaySandbox:
 		c.MerchantID = SandboxMerchantID
 		c.ZarinpalURL = c.BaseURL + "/sandbank"
+		// The sandbox bank moves no money and lets anyone press "Pay": it
+		// must never be what a public deployment runs by accident.
+		if !loopbackURL(c.BaseURL) && get("ALLOW_SANDBOX", "") != "1" {
+			bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY=zarinpal (or ALLOW_SANDBOX=1 for a demo)")
+		}
 	case GatewayZarinpal:
 		c.MerchantID = strings.ToLower(get("ZARINPAL_MERCHANT_ID", ""))
 		if !uuidRE.MatchString(c.MerchantID) {
@@ -280,6 +285,20 @@ func durationOrOff(getenv Getenv, name string, def time.Duration, bad func(strin
 		return 0
 	}
 	return durationVar(getenv, name, def, bad)
+}
+
+// loopbackURL reports whether the URL's host is this machine.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func validPort(p string) bool {

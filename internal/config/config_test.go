@@ -70,6 +70,7 @@ func TestLoadValues(t *testing.T) {
 		"RECONCILE_INTERVAL":      "0",
 		"DATA_DIR":                "/var/lib/kifpool",
 		"SESSION_SECRET":          strongSecret,
+		"ALLOW_SANDBOX":           "1",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -268,5 +269,29 @@ func TestTrustedProxies(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "TRUSTED_PROXIES") {
 		t.Fatalf("bad proxy accepted: %v", err)
+	}
+}
+
+func TestSandboxOnlyOnLoopbackUnlessAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		base, allow string
+		ok          bool
+	}{
+		{"http://localhost:8080", "", true},
+		{"http://127.0.0.1:9000", "", true},
+		{"http://[::1]:8080", "", true},
+		{"http://app.localhost", "", true},
+		{"https://wallet.example.ir", "", false},
+		{"http://10.0.0.5:8080", "", false},
+		{"https://wallet.example.ir", "1", true},
+		{"https://wallet.example.ir", "yes", false},
+	} {
+		_, err := config.Load(env(map[string]string{"BASE_URL": tc.base, "ALLOW_SANDBOX": tc.allow}))
+		if (err == nil) != tc.ok {
+			t.Errorf("BASE_URL=%s ALLOW_SANDBOX=%q: err %v, want ok=%v", tc.base, tc.allow, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "GATEWAY") {
+			t.Errorf("error does not name GATEWAY: %v", err)
+		}
 	}
 }

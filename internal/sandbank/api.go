@@ -144,10 +144,12 @@ func (b *Bank) routes() http.Handler {
 	mux.Handle("POST /pg/StartPay/{authority}/pay-close", op(opPagePayClose))
 	mux.HandleFunc("GET /pg/assets/bank.css", serveCSS)
 
-	mux.HandleFunc("GET /_sandbank/payments", b.controlList)
-	mux.HandleFunc("POST /_sandbank/payments/{authority}/pay", b.controlFinish(StatePaid))
-	mux.HandleFunc("POST /_sandbank/payments/{authority}/cancel", b.controlFinish(StateFailed))
-	b.faultRoutes(mux)
+	if !b.noControl {
+		mux.HandleFunc("GET /_sandbank/payments", b.controlList)
+		mux.HandleFunc("POST /_sandbank/payments/{authority}/pay", b.controlFinish(StatePaid))
+		mux.HandleFunc("POST /_sandbank/payments/{authority}/cancel", b.controlFinish(StateFailed))
+		b.faultRoutes(mux)
+	}
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

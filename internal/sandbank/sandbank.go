@@ -113,6 +113,11 @@ type Options struct {
 	// (*Bank).SetFaults). New panics if it is invalid; check it first with
 	// (Faults).Validate when it comes from user input.
 	Faults *Faults
+	// NoControlAPI leaves out the /_sandbank control API (pay, cancel,
+	// list, faults, stats) from Handler: the bank inside a running app
+	// must not let anyone mark payments paid or list them over HTTP. The
+	// Go methods (Pay, Cancel, Payments, SetFaults...) stay available.
+	NoControlAPI bool
 }
 
 // Payment is a snapshot of one payment as the bank holds it.
@@ -170,18 +175,20 @@ type Bank struct {
 
 	faults faultLayer // fault injection and call counts; has its own lock
 
-	handler http.Handler
+	noControl bool
+	handler   http.Handler
 }
 
 // New returns an empty bank.
 func New(opts Options) *Bank {
 	b := &Bank{
-		clock:    opts.Clock,
-		ttl:      opts.AuthorityTTL,
-		log:      opts.Logger,
-		rand:     opts.Rand,
-		payments: make(map[string]*record),
-		refIDs:   make(map[int64]struct{}),
+		clock:     opts.Clock,
+		ttl:       opts.AuthorityTTL,
+		log:       opts.Logger,
+		rand:      opts.Rand,
+		noControl: opts.NoControlAPI,
+		payments:  make(map[string]*record),
+		refIDs:    make(map[int64]struct{}),
 	}
 	if b.clock == nil {
 		b.clock = time.Now

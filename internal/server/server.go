@@ -88,7 +88,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if cfg.Gateway == config.GatewaySandbox {
 		s.Bank = o.Bank
 		if s.Bank == nil {
-			s.Bank = sandbank.New(sandbank.Options{Logger: o.Log.With("component", "sandbank")})
+			s.Bank = sandbank.New(sandbank.Options{Logger: o.Log.With("component", "sandbank"), NoControlAPI: true})
 		}
 		bankHandler = s.Bank.Handler()
 	}
