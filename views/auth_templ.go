@@ -58,7 +58,7 @@ func SignIn(p Page, f AuthForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = authFields(p, f, "/signin", "current-password", "signin.submit").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = authFields(p, f, signInAction(f.Next), "current-password", "signin.submit").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

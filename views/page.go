@@ -3,6 +3,7 @@
 package views
 
 import (
+	"net/url"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -52,6 +53,7 @@ func (p Page) Relative(t time.Time) string { return i18n.Relative(p.Lang, t, p.N
 type AuthForm struct {
 	Email    string
 	ErrorKey string // message key of the error, if any
+	Next     string // where to go after signing in (a local path)
 }
 
 // TopUpForm is the top-up form.
@@ -119,4 +121,12 @@ func itoa(n int64) string {
 		b[i] = '-'
 	}
 	return string(b[i:])
+}
+
+// signInAction keeps the page to return to through the sign-in form.
+func signInAction(next string) string {
+	if next == "" {
+		return "/signin"
+	}
+	return "/signin?next=" + url.QueryEscape(next)
 }

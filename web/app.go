@@ -5,6 +5,7 @@ package web
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,6 +48,7 @@ type Server struct {
 	csrfKey      []byte
 	formAction   string
 	secureCookie bool
+	trusted      []*net.IPNet
 }
 
 // New builds the Fiber app with every route.
@@ -57,7 +59,7 @@ func New(d Deps) *fiber.App {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{Deps: d, csrfKey: d.Config.SessionSecret, secureCookie: d.Config.Secure()}
+	s := &Server{Deps: d, csrfKey: d.Config.SessionSecret, secureCookie: d.Config.Secure(), trusted: parseTrusted(d.Config.TrustedProxies)}
 	s.formAction = "'self'"
 	if u, err := url.Parse(d.Config.ZarinpalURL); err == nil && u.Host != "" && !strings.HasPrefix(d.Config.ZarinpalURL, d.Config.BaseURL) {
 		s.formAction += " " + u.Scheme + "://" + u.Host
@@ -72,11 +74,11 @@ func New(d Deps) *fiber.App {
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           90 * time.Second,
 		ErrorHandler:          s.errorHandler,
-		// Behind a reverse proxy, the client's address and scheme come
-		// from forwarded headers, believed only from the proxies named.
+		// Behind a reverse proxy, forwarded scheme and host are believed
+		// only from the proxies named; the client's address for rate
+		// limits comes from clientIP.
 		EnableTrustedProxyCheck: len(d.Config.TrustedProxies) > 0,
 		TrustedProxies:          d.Config.TrustedProxies,
-		ProxyHeader:             proxyHeader(d.Config.TrustedProxies),
 	})
 	app.Use(recover.New())
 	app.Use(requestid.New())
@@ -96,7 +98,7 @@ func New(d Deps) *fiber.App {
 	app.Use(s.csrf)
 
 	app.Get("/", s.home)
-	authLimit := s.limit(20, time.Minute, func(c *fiber.Ctx) string { return c.IP() })
+	authLimit := s.limit(20, time.Minute, s.clientIP)
 	app.Get("/signup", s.signUpForm)
 	app.Post("/signup", authLimit, s.signUp)
 	app.Get("/signin", s.signInForm)
@@ -109,7 +111,7 @@ func New(d Deps) *fiber.App {
 		if u := currentUser(c); u != nil {
 			return "u" + itoa(u.ID)
 		}
-		return c.IP()
+		return s.clientIP(c)
 	})
 	app.Post("/wallet/topup", s.requireUser, topUpLimit, s.topUp)
 
@@ -123,13 +125,6 @@ func New(d Deps) *fiber.App {
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app
-}
-
-func proxyHeader(trusted []string) string {
-	if len(trusted) > 0 {
-		return fiber.HeaderXForwardedFor
-	}
-	return ""
 }
 
 func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string) fiber.Handler {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -44,20 +43,20 @@ func (s *Server) signInForm(c *fiber.Ctx) error {
 	if currentUser(c) != nil {
 		return c.Redirect("/wallet", fiber.StatusSeeOther)
 	}
-	return render(c, fiber.StatusOK, views.SignIn(s.page(c, "signin.title"), views.AuthForm{}))
+	return render(c, fiber.StatusOK, views.SignIn(s.page(c, "signin.title"), views.AuthForm{Next: nextParam(c)}))
 }
 
 func (s *Server) signIn(c *fiber.Ctx) error {
 	email := c.FormValue("email")
 	u, err := s.Auth.Authenticate(c.UserContext(), email, c.FormValue("password"))
 	if errors.Is(err, auth.ErrBadCredentials) {
-		return render(c, fiber.StatusUnauthorized, views.SignIn(s.page(c, "signin.title"), views.AuthForm{Email: email, ErrorKey: "signin.error"}))
+		return render(c, fiber.StatusUnauthorized, views.SignIn(s.page(c, "signin.title"), views.AuthForm{Email: email, ErrorKey: "signin.error", Next: nextParam(c)}))
 	}
 	if err != nil {
 		return err
 	}
 	next := c.Query("next")
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+	if !safeNext(next) {
 		next = "/wallet"
 	}
 	return s.startSession(c, u, next)
@@ -83,4 +82,12 @@ func (s *Server) signOut(c *fiber.Ctx) error {
 	s.clearCookie(c, cookieSession)
 	s.rotateCSRF(c)
 	return c.Redirect("/signin", fiber.StatusSeeOther)
+}
+
+// nextParam is the page to return to after signing in, if it is safe.
+func nextParam(c *fiber.Ctx) string {
+	if n := c.Query("next"); safeNext(n) {
+		return n
+	}
+	return ""
 }

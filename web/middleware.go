@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"strings"
 	"time"
 
@@ -82,7 +83,9 @@ func (s *Server) language(c *fiber.Ctx) error {
 		}
 		args := c.Request().URI().QueryArgs()
 		args.Del("lang")
-		target := c.Path()
+		// Only ever back to a path on this site ("//evil.example/" is
+		// another site to a browser).
+		target := "/" + strings.TrimLeft(c.Path(), "/\\")
 		if qs := string(args.QueryString()); qs != "" {
 			target += "?" + qs
 		}
@@ -133,7 +136,7 @@ func currentUser(c *fiber.Ctx) *auth.User {
 
 func (s *Server) requireUser(c *fiber.Ctx) error {
 	if currentUser(c) == nil {
-		if c.Method() == fiber.MethodGet {
+		if c.Method() == fiber.MethodGet && safeNext(c.OriginalURL()) {
 			return c.Redirect("/signin?next="+urlQueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
 		}
 		return c.Redirect("/signin", fiber.StatusSeeOther)
@@ -198,4 +201,68 @@ func (s *Server) sameOrigin(c *fiber.Ctx) bool {
 		return o == ""
 	}
 	return o == s.Config.BaseURL || o == c.Protocol()+"://"+c.Hostname()
+}
+
+// safeNext reports whether next is a path on this site to go back to
+// after signing in: one leading slash, no backslash, no control or space
+// characters (browsers drop tabs and newlines, so "/\t/evil" is "//evil").
+func safeNext(next string) bool {
+	if len(next) < 1 || len(next) > 512 || next[0] != '/' || strings.HasPrefix(next, "//") {
+		return false
+	}
+	for _, r := range next {
+		if r <= ' ' || r == '\\' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// clientIP is the address rate limits key on. Behind trusted proxies it is
+// the right-most X-Forwarded-For address that is not one of them (the
+// left-most entries are whatever the client chose to send).
+func (s *Server) clientIP(c *fiber.Ctx) string {
+	remote := c.Context().RemoteIP()
+	if len(s.trusted) == 0 || !s.isTrusted(remote) {
+		return remote.String()
+	}
+	parts := strings.Split(c.Get(fiber.HeaderXForwardedFor), ",")
+	for i := len(parts) - 1; i >= 0; i-- {
+		ip := net.ParseIP(strings.TrimSpace(parts[i]))
+		if ip == nil {
+			break
+		}
+		if !s.isTrusted(ip) {
+			return ip.String()
+		}
+	}
+	return remote.String()
+}
+
+func (s *Server) isTrusted(ip net.IP) bool {
+	for _, n := range s.trusted {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseTrusted turns TRUSTED_PROXIES entries (IPs or CIDRs) into networks.
+func parseTrusted(list []string) []*net.IPNet {
+	var out []*net.IPNet
+	for _, p := range list {
+		if ip := net.ParseIP(p); ip != nil {
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		if _, n, err := net.ParseCIDR(p); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }

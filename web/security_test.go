@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func TestRedirectsStayOnSite(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	c := app.NewClient(t)
+	for _, path := range []string{"//evil.example/?lang=en", "/%5Cevil.example/?lang=en", "///evil.example?lang=fa"} {
+		r := c.Get(path)
+		if r.Status != http.StatusSeeOther || strings.HasPrefix(r.Location, "//") || strings.Contains(r.Location, "\\") {
+			t.Errorf("GET %s: %d Location %q", path, r.Status, r.Location)
+		}
+	}
+	// Signing in returns to the page that asked for it, never elsewhere.
+	c.SignUp("next@example.com")
+	c.Post("/signout", url.Values{"_csrf": {apptest.Field(c.Get("/wallet").Body, "_csrf")}})
+	r := c.Get("/wallet/topup")
+	if r.Status != http.StatusSeeOther || r.Location != "/signin?next=%2Fwallet%2Ftopup" {
+		t.Fatalf("anonymous top-up: %d %q", r.Status, r.Location)
+	}
+	form := c.Get(r.Location)
+	if !strings.Contains(form.Body, `action="/signin?next=%2Fwallet%2Ftopup"`) {
+		t.Fatalf("sign-in form does not keep next")
+	}
+	for next, want := range map[string]string{
+		"/wallet/topup":        "/wallet/topup",
+		"//evil.example":       "/wallet",
+		"/\t/evil.example":     "/wallet",
+		"/\\evil.example":      "/wallet",
+		"https://evil.example": "/wallet",
+	} {
+		cl := app.NewClient(t)
+		page := cl.Get("/signin")
+		r := cl.Post("/signin?next="+url.QueryEscape(next), url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")},
+			"email": {"next@example.com"}, "password": {"correct horse battery"}})
+		if r.Status != http.StatusSeeOther || r.Location != want {
+			t.Errorf("next=%q: %d %q, want %q", next, r.Status, r.Location, want)
+		}
+	}
+}
+
+func TestRateLimitKeysOnTheRealClient(t *testing.T) {
+	// Rate limits on, as in serve; the test client connects from
+	// 127.0.0.1, which is named as the reverse proxy.
+	limited := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
+		Env:    map[string]string{"TRUSTED_PROXIES": "127.0.0.1"},
+		Server: server.Options{RateLimits: true},
+	})
+	c := limited.NewClient(t)
+	csrf := apptest.Field(c.Get("/signin").Body, "_csrf")
+	signIn := func(xff string) int {
+		req, _ := http.NewRequest(http.MethodPost, limited.URL+"/signin", strings.NewReader(url.Values{
+			"_csrf": {csrf}, "email": {"x@example.com"}, "password": {"wrong password"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-For", xff)
+		return c.Do(req).Status
+	}
+	// 20 attempts a minute per client: one rotating a spoofed left-most
+	// X-Forwarded-For entry is still one client (the proxy appended the
+	// real address on the right).
+	var last int
+	for i := range 25 {
+		last = signIn("10.0.0." + itoa(int64(i)) + ", 203.0.113.7")
+	}
+	if last != http.StatusTooManyRequests {
+		t.Fatalf("after 25 attempts from one client: %d, want 429", last)
+	}
+	if st := signIn("203.0.113.8"); st != http.StatusUnauthorized {
+		t.Fatalf("another client: %d, want 401", st)
+	}
+}
