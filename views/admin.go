@@ -5,6 +5,7 @@ import "time"
 // AdminView is the admin overview: unresolved payments, the gateway's
 // circuit breaker and the latest reconciliations.
 type AdminView struct {
+	Notice    string // message key of the last action's result
 	Payments  []AdminPaymentRow
 	Counts    []StatusCount
 	Breakers  []BreakerView

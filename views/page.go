@@ -79,10 +79,20 @@ type HistoryRow struct {
 
 // WalletView is the wallet page.
 type WalletView struct {
+	// Open are the user's payments whose outcome is not known yet.
+	Open         []OpenPaymentRow
 	BalanceRials int64
 	Rows         []HistoryRow
 	NextCursor   int64
 	HasNewer     bool
+}
+
+// OpenPaymentRow is a payment still in progress, on the wallet page.
+type OpenPaymentRow struct {
+	PublicID    string
+	AmountRials int64
+	Status      string
+	CreatedAt   time.Time
 }
 
 // PaymentView is one payment as its owner (or the payer returning from

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -52,6 +53,10 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 		return err
 	}
 	v := views.AdminView{Breakers: s.breakerViews()}
+	switch n := c.Query("done"); n {
+	case "done_recheck_credited", "done_recheck_unchanged", "done_closed", "error_note", "error_not_review":
+		v.Notice = "admin." + n
+	}
 	for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
 		payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
 		v.Counts = append(v.Counts, views.StatusCount{Status: string(st), N: counts[st]})
@@ -111,4 +116,38 @@ func (s *Server) metrics(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, "text/plain; version=0.0.4")
 	return c.SendString(b.String())
+}
+
+// adminRecheck asks the bank again about a payment under review.
+func (s *Server) adminRecheck(c *fiber.Ctx) error {
+	p, err := s.Payments.AdminRecheck(c.UserContext(), c.Params("id"), currentUser(c).ID)
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, payment.ErrNotUnderReview):
+		return c.Redirect("/admin?done=error_not_review", fiber.StatusSeeOther)
+	case err != nil:
+		return err
+	}
+	s.Log.Warn("admin rechecked a payment", "payment", p.PublicID, "admin", currentUser(c).ID, "status", p.Status)
+	if p.Status == payment.StatusCredited {
+		return c.Redirect("/admin?done=done_recheck_credited", fiber.StatusSeeOther)
+	}
+	return c.Redirect("/admin?done=done_recheck_unchanged", fiber.StatusSeeOther)
+}
+
+// adminClose closes a payment under review as failed, with a note.
+func (s *Server) adminClose(c *fiber.Ctx) error {
+	_, err := s.Payments.AdminCloseFailed(c.UserContext(), c.Params("id"), currentUser(c).ID, c.FormValue("note"))
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, payment.ErrNoteRequired):
+		return c.Redirect("/admin?done=error_note", fiber.StatusSeeOther)
+	case errors.Is(err, payment.ErrNotUnderReview):
+		return c.Redirect("/admin?done=error_not_review", fiber.StatusSeeOther)
+	case err != nil:
+		return err
+	}
+	return c.Redirect("/admin?done=done_closed", fiber.StatusSeeOther)
 }

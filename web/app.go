@@ -122,6 +122,8 @@ func New(d Deps) *fiber.App {
 	app.Get("/payments/:id", s.requireUser, s.receipt)
 
 	app.Get("/admin", s.requireUser, s.requireAdmin, s.adminPage)
+	app.Post("/admin/payments/:id/recheck", s.requireUser, s.requireAdmin, s.adminRecheck)
+	app.Post("/admin/payments/:id/close", s.requireUser, s.requireAdmin, s.adminClose)
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app

@@ -33,6 +33,13 @@ func (s *Server) walletPage(c *fiber.Ctx) error {
 		return err
 	}
 	v := views.WalletView{BalanceRials: w.BalanceRials, NextCursor: next, HasNewer: before > 0}
+	open, err := s.Payments.OpenForUser(c.UserContext(), u.ID, 10)
+	if err != nil {
+		return err
+	}
+	for _, p := range open {
+		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status), CreatedAt: p.CreatedAt})
+	}
 	for _, it := range items {
 		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfter, Kind: it.Kind, CreatedAt: it.CreatedAt, PaymentPublicID: it.PaymentPublicID}
 		if it.RefID != nil {

@@ -177,7 +177,7 @@ func (w *Worker) claim(ctx context.Context) ([]int64, error) {
 			Where("(next_check_at IS NULL OR next_check_at <= ?)", now).
 			Where("(status = ? OR (status = ? AND created_at <= ?))",
 				StatusPendingVerification, StatusAwaitingPayment, now.Add(-w.cfg.AbandonedAfter)).
-			Order("next_check_at").Limit(w.cfg.Batch)
+			Order("CASE WHEN next_check_at IS NULL THEN 0 ELSE 1 END, next_check_at").Limit(w.cfg.Batch)
 		if err := w.s.db.SkipLocked(q).Find(&ids).Error; err != nil {
 			return err
 		}

@@ -1,0 +1,103 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		ctx := context.Background()
+		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		page := admin.Get("/signin")
+		if r := admin.Post("/signin", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "email": {"boss@example.com"},
+			"password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("admin sign-in: %d", r.Status)
+		}
+		// Two payments put under review (say, an unclear bank answer):
+		// one the payer did pay, one never paid.
+		user, paidURL := startTopUp(t, app, "review@example.com", "20000")
+		csrf, token := user.TopUpForm()
+		unpaid := user.PostTopUp(csrf, token, "30000")
+		if _, err := app.Server.Bank.Pay(apptest.Authority(paidURL)); err != nil {
+			t.Fatal(err)
+		}
+		db.Gorm.Exec(`UPDATE payments SET status = 'needs_review', status_reason = 'verify: invalid (code -9)'`)
+		var paidID, unpaidID string
+		db.Gorm.Raw(`SELECT public_id FROM payments WHERE amount_rials = 200000`).Scan(&paidID)
+		db.Gorm.Raw(`SELECT public_id FROM payments WHERE amount_rials = 300000`).Scan(&unpaidID)
+		_ = unpaid
+
+		list := admin.Get("/admin")
+		if strings.Count(list.Body, `data-testid="admin-recheck"`) != 2 {
+			t.Fatalf("admin page does not offer a recheck for both payments")
+		}
+		adminCSRF := apptest.Field(list.Body, "_csrf")
+		post := func(c *apptest.Client, path string, form url.Values) apptest.Response {
+			form.Set("_csrf", adminCSRF)
+			return c.Post(path, form)
+		}
+		// Someone else cannot act (the page does not exist for them).
+		if r := user.Post("/admin/payments/"+paidID+"/recheck", url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
+			t.Fatalf("non-admin recheck: %d", r.Status)
+		}
+		// Recheck the paid one: the bank confirms, it is credited.
+		if r := post(admin, "/admin/payments/"+paidID+"/recheck", url.Values{}); r.Location != "/admin?done=done_recheck_credited" {
+			t.Fatalf("recheck paid: %d %q", r.Status, r.Location)
+		}
+		if user.Balance() != 200_000 {
+			t.Fatalf("balance %d after the recheck", user.Balance())
+		}
+		// Recheck the unpaid one: the bank does not confirm; unchanged.
+		if r := post(admin, "/admin/payments/"+unpaidID+"/recheck", url.Values{}); r.Location != "/admin?done=done_recheck_unchanged" {
+			t.Fatalf("recheck unpaid: %q", r.Location)
+		}
+		// Closing needs a reason; then it is failed, with the reason kept.
+		if r := post(admin, "/admin/payments/"+unpaidID+"/close", url.Values{"note": {"  "}}); r.Location != "/admin?done=error_note" {
+			t.Fatalf("close without note: %q", r.Location)
+		}
+		if r := post(admin, "/admin/payments/"+unpaidID+"/close", url.Values{"note": {"bank statement shows no debit"}}); r.Location != "/admin?done=done_closed" {
+			t.Fatalf("close: %q", r.Location)
+		}
+		if r := post(admin, "/admin/payments/"+paidID+"/close", url.Values{"note": {"x"}}); r.Location != "/admin?done=error_not_review" {
+			t.Fatalf("close a credited payment: %q", r.Location)
+		}
+		var status, reason string
+		db.Gorm.Raw(`SELECT status FROM payments WHERE public_id = ?`, unpaidID).Scan(&status)
+		db.Gorm.Raw(`SELECT status_reason FROM payments WHERE public_id = ?`, unpaidID).Scan(&reason)
+		if status != "failed" || !strings.Contains(reason, "bank statement shows no debit") {
+			t.Fatalf("closed payment: %s %q", status, reason)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`); n != 3 {
+			t.Fatalf("%d admin actions recorded, want 3 (two rechecks, one close)", n)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'close_failed' AND note = 'bank statement shows no debit' AND from_status = 'needs_review' AND to_status = 'failed'`); n != 1 {
+			t.Fatalf("close action not recorded as it happened")
+		}
+		if done := admin.Get("/admin?done=done_closed"); !strings.Contains(done.Body, `data-testid="admin-notice"`) {
+			t.Fatalf("no notice after the action")
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+func TestWalletListsPaymentsInProgress(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	c, _ := startTopUp(t, app, "open@example.com", "15000")
+	w := c.Get("/wallet")
+	if !strings.Contains(w.Body, `data-testid="open-payment" data-status="awaiting_payment"`) {
+		t.Fatalf("the wallet does not show the payment in progress")
+	}
+}
