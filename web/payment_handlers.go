@@ -41,7 +41,11 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	if authority == "" || len(authority) > 64 {
 		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
 	}
-	p, err := s.Payments.Return(c.UserContext(), id, authority)
+	status := c.Query("Status")
+	if status == "" && c.Method() == fiber.MethodPost {
+		status = c.FormValue("Status")
+	}
+	p, err := s.Payments.ReturnWithHint(c.UserContext(), id, authority, status == "OK")
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
 		return fiber.ErrNotFound

@@ -80,3 +80,41 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 		t.Fatalf("another client: %d, want 401", st)
 	}
 }
+
+// A callback that does not claim payment, for a payment whose payer the
+// bank just saw on its page, costs the bank nothing on every reload; one
+// that claims payment (Status=OK) is always verified at once.
+func TestEarlyCallbackReloadsDoNotHammerTheBank(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	c, payURL := startTopUp(t, app, "early@example.com", "10000")
+	authority := apptest.Authority(payURL)
+	var publicID string
+	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	back := "/payments/" + publicID + "/return?Authority=" + authority
+	verifies := func() int64 {
+		return apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'verify'`)
+	}
+	c.Get(back + "&Status=NOK") // early: verify -51, inquiry IN_BANK
+	if verifies() != 1 {
+		t.Fatalf("%d verifies after the first callback", verifies())
+	}
+	for range 5 {
+		if r := c.Get(back + "&Status=NOK"); apptest.DataStatus(r.Body) != "pending_verification" {
+			t.Fatalf("reload: %q", apptest.DataStatus(r.Body))
+		}
+	}
+	if verifies() != 1 {
+		t.Fatalf("%d verifies after 5 reloads, want still 1", verifies())
+	}
+	// The payer pays; the bank's callback says so and is verified at once.
+	if _, err := app.Server.Bank.Pay(authority); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Get(back + "&Status=OK"); apptest.DataStatus(r.Body) != "credited" {
+		t.Fatalf("after paying: %q", apptest.DataStatus(r.Body))
+	}
+	if c.Balance() != 100_000 {
+		t.Fatalf("balance %d", c.Balance())
+	}
+}

@@ -705,7 +705,7 @@ func TestVerifyOutcomes(t *testing.T) {
 		{"not paid, bank says reversed", verifyAnswer(gateway.VerifyNotPaid, -51), inquiry(gateway.InquiryReversed),
 			payment.StatusFailed, "not paid", 0, 1, false, true},
 		{"not paid, payer still at the bank", verifyAnswer(gateway.VerifyNotPaid, -51), inquiry(gateway.InquiryInBank),
-			payment.StatusAwaitingPayment, "", 0, 1, false, false},
+			payment.StatusAwaitingPayment, "", 0, 1, true, false},
 		{"not paid, inquiry says paid", verifyAnswer(gateway.VerifyNotPaid, -51), inquiry(gateway.InquiryPaid),
 			payment.StatusPendingVerification, "inquiry says PAID", 0, 1, true, false},
 		{"not paid, inquiry unknown", verifyAnswer(gateway.VerifyNotPaid, -51),

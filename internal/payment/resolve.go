@@ -26,6 +26,15 @@ var errLostRace = errors.New("payment changed meanwhile")
 // already resolved, it is verified with the bank using the amount from our
 // own row. The returned payment carries the outcome to show.
 func (s *Service) Return(ctx context.Context, publicID, authority string) (Payment, error) {
+	return s.ReturnWithHint(ctx, publicID, authority, true)
+}
+
+// ReturnWithHint is Return with the callback's own claim (Zarinpal's
+// Status=OK) as a hint, never as a fact: a callback that claims payment
+// is always verified at once; one that does not, for a payment the bank
+// said moments ago its payer is still paying, is answered from our row
+// without asking the bank again (reloads of that page cost nothing).
+func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string, claimsPaid bool) (Payment, error) {
 	p, err := s.ByPublicID(ctx, publicID)
 	if err != nil {
 		return Payment{}, err
@@ -37,8 +46,12 @@ func (s *Service) Return(ctx context.Context, publicID, authority string) (Payme
 	if p.Status.Terminal() {
 		return p, nil // a repeat callback: the same result page
 	}
-	if p.Status == StatusPendingVerification && p.NextCheckAt != nil && p.NextCheckAt.After(s.clock()) {
+	recent := p.NextCheckAt != nil && p.NextCheckAt.After(s.clock())
+	if p.Status == StatusPendingVerification && recent {
 		return p, nil // the bank was asked moments ago; do not hammer it on every reload
+	}
+	if p.Status == StatusAwaitingPayment && recent && !claimsPaid {
+		return p, nil // the payer was still at the bank moments ago
 	}
 	return s.Resolve(ctx, p)
 }
@@ -192,6 +205,10 @@ func (s *Service) notPaid(ctx context.Context, p Payment, tok string, vr gateway
 			map[string]any{"next_check_at": s.clock().Add(s.cfg.RecheckDelay)})
 	case ir.Status == gateway.InquiryInBank:
 		s.log.Info("callback before payment; payer still at the bank", "payment", p.PublicID)
+		if err := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ? AND lease_owner = ?", p.ID, tok).
+			Update("next_check_at", s.clock().Add(s.cfg.RecheckDelay)).Error; err != nil {
+			return p, fmt.Errorf("schedule payment %s: %w", p.PublicID, err)
+		}
 		return s.release(ctx, p, tok)
 	case ir.Status == gateway.InquiryPaid || ir.Status == gateway.InquiryVerified:
 		// Contradicts the verify answer: keep asking.
