@@ -3,6 +3,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -35,6 +36,8 @@ type Deps struct {
 	Bank http.Handler
 	Log  *slog.Logger
 	Now  func() time.Time
+	// Health checks what the app needs to serve (the database); nil: none.
+	Health func(ctx context.Context) error
 	// Breakers report the gateways' circuit breakers (admin page, metrics).
 	Breakers []BreakerSource
 	// RateLimits turns on the per-IP/per-user limits on sign-in, sign-up
@@ -90,7 +93,7 @@ func New(d Deps) *fiber.App {
 		bank := adaptor.HTTPHandler(http.StripPrefix("/sandbank", d.Bank))
 		app.All("/sandbank/*", bank)
 	}
-	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	app.Get("/healthz", s.healthz)
 	app.Get("/metrics", s.metrics)
 
 	app.Use(s.language)
@@ -127,6 +130,21 @@ func New(d Deps) *fiber.App {
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app
+}
+
+// healthz answers 200 "ok" when the app can serve (its database answers),
+// 503 otherwise, for load balancers and orchestrators.
+func (s *Server) healthz(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if s.Health != nil {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		if err := s.Health(ctx); err != nil {
+			s.Log.Error("health check failed", "err", err)
+			return c.Status(fiber.StatusServiceUnavailable).SendString("unavailable")
+		}
+	}
+	return c.SendString("ok")
 }
 
 func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string) fiber.Handler {

@@ -118,3 +118,16 @@ func TestEarlyCallbackReloadsDoNotHammerTheBank(t *testing.T) {
 		t.Fatalf("balance %d", c.Balance())
 	}
 }
+
+func TestHealthzReportsTheDatabase(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	c := app.NewClient(t)
+	if r := c.Get("/healthz"); r.Status != http.StatusOK || r.Body != "ok" {
+		t.Fatalf("healthy: %d %q", r.Status, r.Body)
+	}
+	db.Close()
+	if r := c.Get("/healthz"); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("database closed: %d, want 503", r.Status)
+	}
+}

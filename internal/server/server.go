@@ -138,6 +138,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},
+		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
 	})
 	return s, nil
 }
