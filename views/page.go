@@ -37,6 +37,16 @@ func (p Page) T(key string, args ...any) string { return i18n.T(p.Lang, key, arg
 // Tomans formats rials as tomans in the page's language.
 func (p Page) Tomans(rials int64) string { return i18n.Tomans(p.Lang, rials) }
 
+// Plus is the sign before a credit. In Persian it is followed by a
+// right-to-left mark so that it stands before the number when read right
+// to left, instead of after it.
+func (p Page) Plus() string {
+	if p.Lang.Dir() == "rtl" {
+		return "+\u200f"
+	}
+	return "+"
+}
+
 // Rials formats rials with their unit.
 func (p Page) Rials(rials int64) string { return i18n.Rials(p.Lang, rials) }
 
