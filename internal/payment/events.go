@@ -1,0 +1,78 @@
+package payment
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Actor names who takes a transition.
+type Actor string
+
+const (
+	ActorSubmit    Actor = "submit"    // the top-up form's submit (web or API)
+	ActorCallback  Actor = "callback"  // the bank's return to our callback URL
+	ActorWorker    Actor = "worker"    // the background resolver
+	ActorReconcile Actor = "reconcile" // reconciliation with the gateway's unverified list
+	ActorAdmin     Actor = "admin"     // an admin's recorded action
+)
+
+// Reason is why a payment changed status: a code that pages and the admin
+// console translate. Raw errors go to logs only.
+type Reason string
+
+const (
+	ReasonRequestOK          Reason = "request_ok"              // the bank gave us an authority
+	ReasonRequestFailed      Reason = "request_failed"          // the bank could not start the payment (no money taken)
+	ReasonRequestRefused     Reason = "request_refused"         // the bank refused to start it (no money taken)
+	ReasonGatewayUnavailable Reason = "gateway_unavailable"     // breaker open: the bank was not asked (no money taken)
+	ReasonDuplicateAuthority Reason = "duplicate_authority"     // the bank handed out an authority we already hold
+	ReasonAbandonedSubmit    Reason = "abandoned_submit"        // the submit died before the bank answered (no authority)
+	ReasonVerifiedPaid       Reason = "verified_paid"           // verify answered paid (100)
+	ReasonAlreadyVerified    Reason = "already_verified"        // verify answered already verified (101)
+	ReasonVerifyUnknown      Reason = "verify_unknown"          // verify/inquiry timed out or failed: outcome unknown
+	ReasonBankCancelled      Reason = "bank_cancelled"          // the bank says the payment was not completed (FAILED)
+	ReasonBankReversed       Reason = "bank_reversed"           // the bank says the payment was reversed
+	ReasonNotPaidAfterLife   Reason = "not_paid_after_lifetime" // still unpaid at the bank after the authority's lifetime
+	ReasonAmountMismatch     Reason = "amount_mismatch"         // the bank reports another amount than ours
+	ReasonVerifyRejected     Reason = "verify_rejected"         // the gateway refused the verify itself
+	ReasonNoRefID            Reason = "no_ref_id"               // paid, but the bank gave no reference
+	ReasonRefIDReused        Reason = "ref_id_reused"           // the bank's reference belongs to another payment
+	ReasonUnknownTooLong     Reason = "unknown_too_long"        // outcome still unknown at the deadline
+	ReasonReopened           Reason = "reopened"                // a payment that ended here is asked about again
+	ReasonAuthorityRecovered Reason = "authority_recovered"     // reconciliation found our payment by its callback URL
+	ReasonClosedByAdmin      Reason = "closed_by_admin"         // an admin closed it with a written note
+)
+
+// Event is one status change of a payment (table payment_events,
+// append-only), written in the same transaction as the change.
+type Event struct {
+	ID          int64 `gorm:"primaryKey"`
+	PaymentID   int64
+	FromStatus  Status
+	ToStatus    Status
+	Actor       Actor
+	Reason      Reason
+	GatewayCode *int
+	AdminID     *int64
+	CreatedAt   time.Time
+}
+
+// TableName maps Event to payment_events.
+func (Event) TableName() string { return "payment_events" }
+
+// Observer learns of every committed status change and credit (metrics).
+// It must not block.
+type Observer interface {
+	Transitioned(from, to Status, actor Actor)
+	Credited(amountRials int64)
+}
+
+// EventsOf returns a payment's status changes, oldest first.
+func (s *Service) EventsOf(ctx context.Context, paymentID int64) ([]Event, error) {
+	var out []Event
+	if err := s.db.Gorm.WithContext(ctx).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("events of payment %d: %w", paymentID, err)
+	}
+	return out, nil
+}

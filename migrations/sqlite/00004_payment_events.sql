@@ -1,0 +1,47 @@
+-- +goose Up
+-- The state machine's log: one row per status change of a payment, written
+-- in the same transaction as the change (append-only; nothing updates or
+-- deletes it). actor is who took the edge; reason is a code the pages and
+-- the admin console translate (never a Go error string).
+CREATE TABLE payment_events (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    payment_id   BIGINT NOT NULL REFERENCES payments (id),
+    from_status  TEXT NOT NULL,
+    to_status    TEXT NOT NULL,
+    actor        TEXT NOT NULL CHECK (actor IN ('submit', 'callback', 'worker', 'reconcile', 'admin')),
+    reason       TEXT NOT NULL DEFAULT '',
+    gateway_code INTEGER,
+    admin_id     BIGINT REFERENCES users (id),
+    created_at   DATETIME NOT NULL
+);
+CREATE INDEX payment_events_payment_idx ON payment_events (payment_id, id);
+
+-- When the bank was last asked about the payment (verify or inquiry), by
+-- anyone: callbacks within PENDING_RECHECK_AFTER of it are answered from
+-- the row. opened_at is when the payment last became open (its creation,
+-- or a reopen to ask the bank again): the worker's deadlines count from it.
+ALTER TABLE payments ADD COLUMN last_checked_at DATETIME;
+ALTER TABLE payments ADD COLUMN opened_at DATETIME;
+UPDATE payments SET opened_at = created_at;
+
+-- Admin actions now also record a check that did not run (another actor
+-- held the payment). SQLite cannot alter a CHECK: rebuild the table.
+CREATE TABLE admin_actions_new (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    payment_id  BIGINT NOT NULL REFERENCES payments (id),
+    admin_id    BIGINT NOT NULL REFERENCES users (id),
+    action      TEXT NOT NULL CHECK (action IN ('recheck', 'recheck_skipped', 'close_failed')),
+    note        TEXT NOT NULL DEFAULT '',
+    from_status TEXT NOT NULL,
+    to_status   TEXT NOT NULL,
+    created_at  DATETIME NOT NULL
+);
+INSERT INTO admin_actions_new SELECT id, payment_id, admin_id, action, note, from_status, to_status, created_at FROM admin_actions;
+DROP TABLE admin_actions;
+ALTER TABLE admin_actions_new RENAME TO admin_actions;
+CREATE INDEX admin_actions_payment_idx ON admin_actions (payment_id, id);
+
+-- +goose Down
+DROP TABLE payment_events;
+ALTER TABLE payments DROP COLUMN opened_at;
+ALTER TABLE payments DROP COLUMN last_checked_at;
