@@ -124,9 +124,12 @@ func New(d Deps) *fiber.App {
 	app.Post("/payments/:id/return", s.paymentReturn)
 	app.Get("/payments/:id", s.requireUser, s.receipt)
 
-	app.Get("/admin", s.requireUser, s.requireAdmin, s.adminPage)
-	app.Post("/admin/payments/:id/recheck", s.requireUser, s.requireAdmin, s.adminRecheck)
-	app.Post("/admin/payments/:id/close", s.requireUser, s.requireAdmin, s.adminClose)
+	// Every admin route lives in this group: its middleware (sign-in,
+	// admin role, and whatever an admin must pass besides) covers them all.
+	admin := app.Group("/admin", s.requireUser, s.requireAdmin)
+	admin.Get("/", s.adminPage)
+	admin.Post("/payments/:id/recheck", s.adminRecheck)
+	admin.Post("/payments/:id/close", s.adminClose)
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/audit"
 )
 
 // UnresolvedRow is an open or needs-review payment with its owner.
@@ -47,18 +48,6 @@ func (s *Service) StatusCounts(ctx context.Context) (map[Status]int64, error) {
 	return out, nil
 }
 
-// AdminAction is one recorded change an admin made to a payment.
-type AdminAction struct {
-	ID         int64 `gorm:"primaryKey"`
-	PaymentID  int64
-	AdminID    int64
-	Action     string
-	Note       string
-	FromStatus Status
-	ToStatus   Status
-	CreatedAt  time.Time
-}
-
 // Admin action errors.
 var (
 	ErrNotUnderReview = errors.New("payment is not under review")
@@ -80,7 +69,7 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 	if err != nil {
 		return after, err
 	}
-	return after, s.recordAction(ctx, p, adminID, "recheck", "", after.Status)
+	return after, s.recordAction(ctx, p, adminID, audit.ActionRecheck, "", after.Status)
 }
 
 // AdminCloseFailed ends a payment under review as failed, with a note: for
@@ -107,8 +96,8 @@ func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID
 		if res.RowsAffected == 0 {
 			return ErrNotUnderReview
 		}
-		return tx.Create(&AdminAction{PaymentID: p.ID, AdminID: adminID, Action: "close_failed", Note: note,
-			FromStatus: p.Status, ToStatus: StatusFailed, CreatedAt: now}).Error
+		return audit.Record(tx, audit.Entry{PaymentID: &p.ID, AdminID: adminID, Action: audit.ActionCloseFailed, Note: note,
+			FromStatus: string(p.Status), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now})
 	})
 	if err != nil {
 		return p, err
@@ -117,20 +106,13 @@ func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID
 	return s.reload(ctx, p.ID)
 }
 
-func (s *Service) recordAction(ctx context.Context, p Payment, adminID int64, action, note string, to Status) error {
-	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Create(&AdminAction{PaymentID: p.ID, AdminID: adminID,
-		Action: action, Note: note, FromStatus: p.Status, ToStatus: to, CreatedAt: s.clock()}).Error
+func (s *Service) recordAction(ctx context.Context, p Payment, adminID int64, action audit.Action, note string, to Status) error {
+	err := audit.Record(s.db.Gorm.WithContext(context.WithoutCancel(ctx)), audit.Entry{PaymentID: &p.ID, AdminID: adminID,
+		Action: action, Note: note, FromStatus: string(p.Status), ToStatus: string(to), Result: audit.ResultDone, CreatedAt: s.clock()})
 	if err != nil {
 		return fmt.Errorf("record admin action on %s: %w", p.PublicID, err)
 	}
 	return nil
-}
-
-// ActionsOf lists the admin actions on a payment, oldest first.
-func (s *Service) ActionsOf(ctx context.Context, paymentID int64) ([]AdminAction, error) {
-	var out []AdminAction
-	err := s.db.Gorm.WithContext(ctx).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error
-	return out, err
 }
 
 // OpenForUser lists the user's payments whose outcome is not known yet,

@@ -52,6 +52,10 @@ type Config struct {
 	LeaseDuration  time.Duration // how long a verifier holds a payment (default 2×VerifyTimeout+10s)
 	RecheckDelay   time.Duration // first background check after an unknown outcome (default 20s)
 	PollInterval   time.Duration // how often waiters re-read the row (default 50ms)
+
+	// Observer, when set, learns of every status change and credit
+	// (metrics).
+	Observer Observer
 }
 
 func (c *Config) defaults() {

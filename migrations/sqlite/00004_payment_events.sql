@@ -24,22 +24,30 @@ ALTER TABLE payments ADD COLUMN last_checked_at DATETIME;
 ALTER TABLE payments ADD COLUMN opened_at DATETIME;
 UPDATE payments SET opened_at = created_at;
 
--- Admin actions now also record a check that did not run (another actor
--- held the payment). SQLite cannot alter a CHECK: rebuild the table.
+-- admin_actions becomes the audit log of every admin action, not only those
+-- on a payment: payment_id and target_user_id are optional, result says what
+-- the action did (e.g. a check that did not run because another actor held
+-- the payment). The set of actions is Go's (internal/audit); rows are only
+-- ever inserted.
 CREATE TABLE admin_actions_new (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    payment_id  BIGINT NOT NULL REFERENCES payments (id),
-    admin_id    BIGINT NOT NULL REFERENCES users (id),
-    action      TEXT NOT NULL CHECK (action IN ('recheck', 'recheck_skipped', 'close_failed')),
-    note        TEXT NOT NULL DEFAULT '',
-    from_status TEXT NOT NULL,
-    to_status   TEXT NOT NULL,
-    created_at  DATETIME NOT NULL
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    admin_id       BIGINT NOT NULL REFERENCES users (id),
+    action         TEXT NOT NULL CHECK (action <> ''),
+    payment_id     BIGINT REFERENCES payments (id),
+    target_user_id BIGINT REFERENCES users (id),
+    note           TEXT NOT NULL DEFAULT '',
+    from_status    TEXT NOT NULL DEFAULT '',
+    to_status      TEXT NOT NULL DEFAULT '',
+    result         TEXT NOT NULL DEFAULT '',
+    created_at     DATETIME NOT NULL
 );
-INSERT INTO admin_actions_new SELECT id, payment_id, admin_id, action, note, from_status, to_status, created_at FROM admin_actions;
+INSERT INTO admin_actions_new (id, admin_id, action, payment_id, note, from_status, to_status, result, created_at)
+    SELECT id, admin_id, action, payment_id, note, from_status, to_status, 'done', created_at FROM admin_actions;
 DROP TABLE admin_actions;
 ALTER TABLE admin_actions_new RENAME TO admin_actions;
 CREATE INDEX admin_actions_payment_idx ON admin_actions (payment_id, id);
+CREATE INDEX admin_actions_admin_idx ON admin_actions (admin_id, id);
+CREATE INDEX admin_actions_created_idx ON admin_actions (created_at, id);
 
 -- +goose Down
 DROP TABLE payment_events;

@@ -1,0 +1,76 @@
+// Package audit is the admins' audit log (table admin_actions): one row per
+// action an admin took, who, when, on what, and what it did. Rows are only
+// ever inserted; nothing in the app updates or deletes them.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Action names what an admin did.
+type Action string
+
+const (
+	ActionRecheck        Action = "recheck"         // asked the bank about a payment
+	ActionRecheckSkipped Action = "recheck_skipped" // asked, but another actor held the payment: not run
+	ActionCloseFailed    Action = "close_failed"    // closed a payment under review as failed, with a note
+)
+
+// Results of an action.
+const (
+	ResultDone    = "done"
+	ResultSkipped = "skipped"
+)
+
+// Entry is one row of the audit log.
+type Entry struct {
+	ID           int64 `gorm:"primaryKey"`
+	AdminID      int64
+	Action       Action
+	PaymentID    *int64
+	TargetUserID *int64
+	Note         string
+	FromStatus   string
+	ToStatus     string
+	Result       string
+	CreatedAt    time.Time
+}
+
+// TableName maps Entry to admin_actions.
+func (Entry) TableName() string { return "admin_actions" }
+
+// Record inserts e with tx (the caller's transaction, or a plain handle).
+func Record(tx *gorm.DB, e Entry) error {
+	if e.AdminID == 0 || e.Action == "" {
+		return errors.New("audit: an entry needs an admin and an action")
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = time.Now().UTC()
+	}
+	if err := tx.Create(&e).Error; err != nil {
+		return fmt.Errorf("audit %s by admin %d: %w", e.Action, e.AdminID, err)
+	}
+	return nil
+}
+
+// Log reads the audit log.
+type Log struct{ db *store.DB }
+
+// NewLog returns a reader over db.
+func NewLog(db *store.DB) *Log { return &Log{db: db} }
+
+// OfPayment lists the entries about a payment, oldest first.
+func (l *Log) OfPayment(ctx context.Context, paymentID int64) ([]Entry, error) {
+	var out []Entry
+	if err := l.db.Gorm.WithContext(ctx).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("audit of payment %d: %w", paymentID, err)
+	}
+	return out, nil
+}
