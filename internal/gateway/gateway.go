@@ -148,6 +148,33 @@ func (e *TransientError) Error() string {
 
 func (e *TransientError) Unwrap() error { return e.Err }
 
+// PerPaymentRefusal is the gateway refusing one call about one payment for
+// now, such as Zarinpal's -12 "too many attempts in a short period" for an
+// authority that was asked about too often. The bank is up and answering,
+// so a refusal never counts toward the circuit breaker (one person flooding
+// one payment's callback must not open the breaker for everyone); but it
+// says nothing about the payment itself, so the outcome stays unknown: the
+// payment stays open and is checked again later, never failed for it.
+//
+// Drivers return it as the Err of a *TransientError, so code that only
+// knows the error contract above treats it as "outcome unknown"; use
+// IsPerPaymentRefusal to tell it apart.
+type PerPaymentRefusal struct {
+	Code    int    // the gateway's code (-12)
+	Message string // the gateway's message, sanitized, for logs only
+}
+
+func (e *PerPaymentRefusal) Error() string {
+	return fmt.Sprintf("gateway code %d: %s (refused for this payment for now)", e.Code, e.Message)
+}
+
+// IsPerPaymentRefusal reports whether err is (or wraps) a refusal of one
+// call about one payment: the bank is healthy, the outcome is unknown.
+func IsPerPaymentRefusal(err error) bool {
+	var r *PerPaymentRefusal
+	return errors.As(err, &r)
+}
+
 // ErrUnavailable is returned without calling the bank when the gateway is
 // known to be down (an open circuit breaker).
 var ErrUnavailable = errors.New("gateway unavailable")

@@ -10,17 +10,18 @@ import (
 
 // Outcome values of a recorded Call.
 const (
-	OutcomeOK              = "ok"               // Request / Inquire / ListUnverified answered
-	OutcomePaid            = "paid"             // Verify: gateway.VerifyPaid
-	OutcomeAlreadyVerified = "already_verified" // Verify: gateway.VerifyAlreadyVerified
-	OutcomeNotPaid         = "not_paid"         // Verify: gateway.VerifyNotPaid
-	OutcomeAmountMismatch  = "amount_mismatch"  // Verify: gateway.VerifyAmountMismatch
-	OutcomeInvalid         = "invalid"          // Verify: gateway.VerifyInvalid
-	OutcomeRejected        = "rejected"         // *gateway.RejectedError
-	OutcomeTransient       = "transient"        // outcome unknown (network, 408/429/5xx, -12/-52, ...)
-	OutcomeTimeout         = "timeout"          // the attempt ran out of time
-	OutcomeBreakerOpen     = "breaker_open"     // refused by the breaker; the bank was not called
-	OutcomeCanceled        = "canceled"         // the caller's context was canceled
+	OutcomeOK                = "ok"                  // Request / Inquire / ListUnverified answered
+	OutcomePaid              = "paid"                // Verify: gateway.VerifyPaid
+	OutcomeAlreadyVerified   = "already_verified"    // Verify: gateway.VerifyAlreadyVerified
+	OutcomeNotPaid           = "not_paid"            // Verify: gateway.VerifyNotPaid
+	OutcomeAmountMismatch    = "amount_mismatch"     // Verify: gateway.VerifyAmountMismatch
+	OutcomeInvalid           = "invalid"             // Verify: gateway.VerifyInvalid
+	OutcomeRejected          = "rejected"            // *gateway.RejectedError
+	OutcomeTransient         = "transient"           // outcome unknown (network, 408/429/5xx, -52, ...)
+	OutcomeRefusedForPayment = "refused_for_payment" // outcome unknown: the bank refused this payment's call for now (-12); not a breaker failure
+	OutcomeTimeout           = "timeout"             // the attempt ran out of time
+	OutcomeBreakerOpen       = "breaker_open"        // refused by the breaker; the bank was not called
+	OutcomeCanceled          = "canceled"            // the caller's context was canceled
 )
 
 // Operation names used in Call.Operation and in the errors this package makes.

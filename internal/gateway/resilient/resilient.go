@@ -8,6 +8,9 @@
 //     *gateway.RejectedError) is returned as soon as it arrives, never
 //     retried and never replaced by an error;
 //   - every other error is a *gateway.TransientError (outcome unknown);
+//   - a refusal about one payment (gateway.IsPerPaymentRefusal, Zarinpal
+//     -12) is such an error too, but it counts as a success for the
+//     breaker (the bank answered) and is not retried within the operation;
 //   - when the breaker refuses, the error is a *gateway.TransientError whose
 //     Err wraps gateway.ErrUnavailable, so errors.Is(err,
 //     gateway.ErrUnavailable) holds and gateway.IsRejected(err) does not. The
@@ -348,6 +351,10 @@ func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attem
 	default:
 		var te *gateway.TransientError
 		switch {
+		case gateway.IsPerPaymentRefusal(err):
+			// Outcome unknown, but asking again at once is what the bank
+			// just refused: the payment's own pacing asks later.
+			how = final
 		case errors.As(err, &te):
 			how = unknown
 		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -377,6 +384,13 @@ func classify[T any](ctx, attemptCtx context.Context, err error, res T, describe
 	var te *gateway.TransientError
 	if errors.As(err, &te) {
 		status = te.HTTPStatus
+	}
+	var ppr *gateway.PerPaymentRefusal
+	if errors.As(err, &ppr) {
+		// A refusal about one payment (-12): the bank is up and answering.
+		// Counting it would let one payer's callback flood open the
+		// breaker for everyone.
+		return nil, OutcomeRefusedForPayment, ppr.Code, status
 	}
 	if status != 0 {
 		// An answer arrived (408/429/5xx, -12/-52, undecodable): it counts,

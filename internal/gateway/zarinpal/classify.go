@@ -96,24 +96,59 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return d
 }
 
-// codeFailure is the error for a code that is not a success of op:
-// transient for the gateway's own temporary failures and for unknown
-// positive codes, a refusal for other negative codes.
-func codeFailure(op string, r reply) error {
-	if r.code < 0 && !transientCode(r.code) {
-		return &gateway.RejectedError{Op: op, Code: r.code, Message: r.message}
-	}
-	return &gateway.TransientError{
-		Op:         op,
-		HTTPStatus: r.status,
-		Err:        fmt.Errorf("gateway code %d: %s", r.code, r.message),
+// codeClass is what a code that is not a success of the operation says.
+type codeClass int
+
+const (
+	// classRefused: a definite refusal of the call (-9 validation, -10
+	// wrong merchant, -54 invalid authority, ...): a *gateway.RejectedError,
+	// or for verify a VerifyResult. The bank is healthy; retrying is useless.
+	classRefused codeClass = iota
+	// classPerPayment: this call about this payment is refused for now
+	// (-12 too many attempts). The bank is healthy (the breaker counts it
+	// as a success) but nothing is known about the payment: a
+	// *gateway.TransientError wrapping a *gateway.PerPaymentRefusal, which
+	// the resilient caller does not retry either.
+	classPerPayment
+	// classBankTrouble: the gateway could not decide (-52 unexpected error,
+	// an unknown positive code): a *gateway.TransientError that counts
+	// against the bank's health and may be retried.
+	classBankTrouble
+)
+
+// classifyCode says what a code other than the operation's success means.
+// Codes about the payment itself (-50, -51 on verify) are handled by
+// verifyResult before it asks.
+func classifyCode(code int) codeClass {
+	switch {
+	case code == codeTooManyAttempts:
+		return classPerPayment
+	case code == codeUnexpected || code >= 0:
+		return classBankTrouble
+	default:
+		return classRefused
 	}
 }
 
-// transientCode reports negative codes that say the gateway could not
-// decide now: -12 (too many attempts) and -52 (unexpected error).
-func transientCode(code int) bool {
-	return code == codeTooManyAttempts || code == codeUnexpected
+// codeFailure is the error for a code that is not a success of op (see
+// codeClass).
+func codeFailure(op string, r reply) error {
+	switch classifyCode(r.code) {
+	case classRefused:
+		return &gateway.RejectedError{Op: op, Code: r.code, Message: r.message}
+	case classPerPayment:
+		return &gateway.TransientError{
+			Op:         op,
+			HTTPStatus: r.status,
+			Err:        &gateway.PerPaymentRefusal{Code: r.code, Message: r.message},
+		}
+	default:
+		return &gateway.TransientError{
+			Op:         op,
+			HTTPStatus: r.status,
+			Err:        fmt.Errorf("gateway code %d: %s", r.code, r.message),
+		}
+	}
 }
 
 // requestResult classifies a request.json reply.
@@ -150,7 +185,7 @@ func verifyResult(r reply) (gateway.VerifyResult, error) {
 		res.Outcome = gateway.VerifyNotPaid
 	case r.code == codeAmountMismatch:
 		res.Outcome = gateway.VerifyAmountMismatch
-	case r.code < 0 && !transientCode(r.code):
+	case classifyCode(r.code) == classRefused:
 		res.Outcome = gateway.VerifyInvalid
 	default:
 		return gateway.VerifyResult{}, codeFailure(opVerify, r)
