@@ -8,10 +8,35 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: run build test test-short generate lint fmt bench screenshots clean
+.PHONY: run build install test test-short generate lint fmt bench screenshots browser-deps clean
+
+# The browser tests' Chromium and axe-core (same defaults as web/browsertest).
+CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}
+AXE_JS       = $${AXE_CORE_JS:-.ci/axe/node_modules/axe-core/axe.min.js}
+
+# One line per suite that `go test` skips for want of PostgreSQL or a
+# browser, with the command that enables it (shown after the test run, so
+# that it is the last thing on screen).
+define SKIPPED
+if [ -z "$$TEST_DATABASE_URL" ]; then echo "make test: SKIPPED the PostgreSQL suites (TEST_DATABASE_URL is unset); to run them: createdb kifpool_test && TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/kifpool_test?sslmode=disable' make test"; \
+elif [ "$$REQUIRE_POSTGRES" != 1 ] && command -v pg_isready >/dev/null 2>&1 && ! pg_isready -q -d "$$TEST_DATABASE_URL"; then echo "make test: SKIPPED the PostgreSQL suites (no PostgreSQL answers at TEST_DATABASE_URL); start PostgreSQL, or run with REQUIRE_POSTGRES=1 to make this a failure"; fi; \
+if [ "$$REQUIRE_BROWSER" != 1 ]; then \
+  if [ ! -x "$(CHROMIUM_BIN)" ]; then echo "make test: SKIPPED the browser suite (web/browsertest: no Chromium at $(CHROMIUM_BIN)); to run it: apt-get install -y chromium && make browser-deps && make test"; \
+  elif [ ! -f "$(AXE_JS)" ]; then echo "make test: SKIPPED the browser suite (web/browsertest: no axe-core at $(AXE_JS)); to run it: make browser-deps && make test"; fi; \
+fi
+endef
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kifpool
+
+# kifpool into $$GOBIN (or $$(go env GOPATH)/bin).
+install:
+	$(GO) install ./cmd/kifpool
+
+# axe-core for the browser tests' accessibility audit (Chromium itself comes
+# from the system: apt-get install -y chromium).
+browser-deps:
+	cd .ci/axe && npm ci --no-audit --no-fund --loglevel=error
 
 
 run: build
@@ -19,7 +44,8 @@ run: build
 	./$(BIN) serve
 
 test:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@echo "$(GO) test -race -count=1 -timeout 20m $(PKGS)"
+	@$(GO) test -race -count=1 -timeout 20m $(PKGS); rc=$$?; $(SKIPPED); exit $$rc
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -3,7 +3,10 @@
 //	kifpool serve                       run the web app (migrates first)
 //	kifpool migrate                     bring the database schema up to date
 //	kifpool user create --email E [--admin]   password read from stdin
+//	kifpool reconcile                   verify and credit paid-but-unverified payments, report the rest
 //	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
+//
+// Configuration comes from the environment (see README.md).
 package main
 
 import (
@@ -74,6 +77,11 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 	}
 	fmt.Fprint(stdout, usage)
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// isHelp reports whether arg asks for usage.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
 }
 
 func loadConfig(getenv config.Getenv) (config.Config, error) {
@@ -158,14 +166,33 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	return nil
 }
 
+const userUsage = `usage: echo 'a-long-password' | kifpool user create --email E [--admin]
+
+Creates a user (with --admin, an admin of /admin). The password is read
+from the first line of stdin, so that it appears in no process list.
+`
+
 func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, userUsage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "create" {
+		fmt.Fprint(stdout, userUsage)
 		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin)")
 	}
 	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		fmt.Fprint(stdout, userUsage+"\nflags:\n")
+		fs.PrintDefaults()
+	}
 	email := fs.String("email", "", "email address of the new user")
 	admin := fs.Bool("admin", false, "make the user an admin")
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if *email == "" {
@@ -176,6 +203,9 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 		return fmt.Errorf("read password from stdin: %w", err)
 	}
 	password := strings.TrimRight(line, "\r\n")
+	if strings.TrimSpace(password) == "" {
+		return errors.New("no password given: pipe it on stdin, e.g. echo 'a-long-password' | kifpool user create --email " + *email)
+	}
 	_, db, err := setup(ctx, getenv, log)
 	if err != nil {
 		return err
@@ -195,10 +225,14 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 
 func sandbankCmd(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("sandbank", flag.ContinueOnError)
+	fs.SetOutput(stdout)
 	addr := fs.String("addr", "127.0.0.1:9090", "HOST:PORT to listen on")
 	ttl := fs.Duration("authority-ttl", sandbank.DefaultAuthorityTTL, "how long an authority may wait for payment")
 	faults := sandbank.ParseFaultFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	f, err := faults()

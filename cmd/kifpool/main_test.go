@@ -40,6 +40,13 @@ func TestCommands(t *testing.T) {
 		{"user short password", []string{"user", "create", "--email", "b@example.com"}, "short\n", env, "too short", ""},
 		{"user no email", []string{"user", "create"}, "x\n", env, "--email is required", ""},
 		{"user bad subcommand", []string{"user", "delete"}, "", env, "usage", ""},
+		{"user create -h", []string{"user", "create", "-h"}, "", env, "", "usage: echo"},
+		{"user create --help", []string{"user", "create", "--help"}, "", env, "", "-email"},
+		{"user -h", []string{"user", "-h"}, "", env, "", "usage: echo"},
+		{"user empty password", []string{"user", "create", "--email", "c@example.com"}, "\n", env, "no password given", ""},
+		{"user no stdin", []string{"user", "create", "--email", "c@example.com"}, "", env, "no password given", ""},
+		{"user blank password", []string{"user", "create", "--email", "c@example.com"}, "   \r\n", env, "no password given", ""},
+		{"sandbank -h", []string{"sandbank", "-h"}, "", env, "", "-addr"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
