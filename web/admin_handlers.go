@@ -129,7 +129,7 @@ func (s *Server) adminRecheck(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	s.Log.Warn("admin rechecked a payment", "payment", p.PublicID, "admin", currentUser(c).ID, "status", p.Status)
+	s.Log.WarnContext(c.UserContext(), "admin rechecked a payment", "payment", p.PublicID, "admin", currentUser(c).ID, "status", p.Status)
 	if p.Status == payment.StatusCredited {
 		return c.Redirect("/admin?done=done_recheck_credited", fiber.StatusSeeOther)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 	"github.com/gofiber/fiber/v2/middleware/limiter"
 	"github.com/gofiber/fiber/v2/middleware/recover"
-	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
@@ -38,6 +37,9 @@ type Deps struct {
 	Now  func() time.Time
 	// Health checks what the app needs to serve (the database); nil: none.
 	Health func(ctx context.Context) error
+	// Ready checks that the app may take traffic: the database answers
+	// and its schema is at this build's latest migration; nil: Health.
+	Ready func(ctx context.Context) error
 	// Breakers report the gateways' circuit breakers (admin page, metrics).
 	Breakers []BreakerSource
 	// RateLimits turns on the per-IP/per-user limits on sign-in, sign-up
@@ -84,7 +86,7 @@ func New(d Deps) *fiber.App {
 		TrustedProxies:          d.Config.TrustedProxies,
 	})
 	app.Use(recover.New())
-	app.Use(requestid.New())
+	app.Use(s.requestID)
 	app.Use(s.accessLog)
 	app.Use(s.securityHeaders)
 
@@ -94,6 +96,7 @@ func New(d Deps) *fiber.App {
 		app.All("/sandbank/*", bank)
 	}
 	app.Get("/healthz", s.healthz)
+	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metrics)
 
 	app.Use(s.language)
@@ -143,11 +146,30 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 		defer cancel()
 		if err := s.Health(ctx); err != nil {
-			s.Log.Error("health check failed", "err", err)
+			s.Log.ErrorContext(c.UserContext(), "health check failed", "err", err)
 			return c.Status(fiber.StatusServiceUnavailable).SendString("unavailable")
 		}
 	}
 	return c.SendString("ok")
+}
+
+// readyz answers 200 "ready" when the app may take traffic: the database
+// answers and no migration of this build is pending; 503 otherwise.
+func (s *Server) readyz(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	check := s.Ready
+	if check == nil {
+		check = s.Health
+	}
+	if check != nil {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		if err := check(ctx); err != nil {
+			s.Log.WarnContext(c.UserContext(), "not ready", "err", err)
+			return c.Status(fiber.StatusServiceUnavailable).SendString("not ready")
+		}
+	}
+	return c.SendString("ready")
 }
 
 func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string) fiber.Handler {
@@ -187,7 +209,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		key = "error.bad_request"
 	}
 	if code >= 500 {
-		s.Log.Error("request failed", "path", c.Path(), "request_id", c.Locals("requestid"), "err", err)
+		s.Log.ErrorContext(c.UserContext(), "request failed", "path", c.Path(), "err", err)
 	}
 	c.Response().ResetBody()
 	return s.message(c, code, key+"_title", key, "/", "nav.home")

@@ -35,7 +35,7 @@ func (s *Server) signUp(c *fiber.Ctx) error {
 		}
 		return render(c, fiber.StatusUnprocessableEntity, views.SignUp(s.page(c, "signup.title"), views.AuthForm{Email: email, ErrorKey: key}))
 	}
-	s.Log.Info("user signed up", "user", u.ID)
+	s.Log.InfoContext(c.UserContext(), "user signed up", "user", u.ID)
 	return s.startSession(c, u, "/wallet")
 }
 

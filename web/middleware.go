@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net"
+	"regexp"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/logging"
 )
 
 const (
@@ -44,9 +46,32 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 		}
 	}
 	// The path only: query strings can carry gateway parameters.
-	s.Log.Info("http", "method", c.Method(), "path", c.Path(), "status", status,
-		"duration_ms", time.Since(start).Milliseconds(), "request_id", c.Locals("requestid"))
+	s.Log.InfoContext(c.UserContext(), "http", "method", c.Method(), "path", c.Path(), "status", status,
+		"duration_ms", time.Since(start).Milliseconds())
 	return err
+}
+
+var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,64}$`)
+
+// requestID gives every request an id: the caller's X-Request-Id when it
+// is a plain token (a proxy's), a fresh one otherwise. It is sent back in
+// X-Request-Id and put in the request's context, so every line logged
+// with that context carries it.
+func (s *Server) requestID(c *fiber.Ctx) error {
+	id := c.Get(fiber.HeaderXRequestID)
+	if !requestIDRE.MatchString(id) {
+		id = randomToken(12)
+	}
+	c.Set(fiber.HeaderXRequestID, id)
+	c.Locals("requestid", id)
+	c.SetUserContext(logging.WithRequestID(c.UserContext(), id))
+	return c.Next()
+}
+
+// withPayment puts a payment's public id in the request's context: every
+// line logged with it names the payment.
+func withPayment(c *fiber.Ctx, publicID string) {
+	c.SetUserContext(logging.WithPayment(c.UserContext(), publicID))
 }
 
 // securityHeaders sets a strict CSP with a per-request nonce and the usual
@@ -174,7 +199,7 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 				sent = c.Get("X-CSRF-Token")
 			}
 			if ck == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(s.csrfToken(ck))) != 1 || !s.sameOrigin(c) {
-				s.Log.Warn("csrf check failed", "path", c.Path(), "request_id", c.Locals("requestid"))
+				s.Log.WarnContext(c.UserContext(), "csrf check failed", "path", c.Path())
 				return s.message(c, fiber.StatusForbidden, "error.csrf_title", "error.csrf", c.Path(), "error.reload")
 			}
 		}

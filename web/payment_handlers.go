@@ -34,6 +34,9 @@ func publicStatus(s payment.Status) string {
 // authority must match ours. The amount is never taken from the request.
 func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	id := c.Params("id")
+	if payment.ValidPublicID(id) {
+		withPayment(c, id)
+	}
 	authority := c.Query("Authority")
 	if authority == "" && c.Method() == fiber.MethodPost {
 		authority = c.FormValue("Authority")
@@ -56,7 +59,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	case err != nil:
 		// The outcome could not be recorded yet; it stays open and is
 		// shown as pending.
-		s.Log.Error("return: resolve failed", "payment", p.PublicID, "err", err)
+		s.Log.ErrorContext(c.UserContext(), "return: resolve failed", "payment", p.PublicID, "err", err)
 	}
 	returnURL := "/payments/" + p.PublicID + "/return?Authority=" + url.QueryEscape(authority)
 	if c.Method() == fiber.MethodPost {
@@ -77,6 +80,9 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 
 // receipt is the owner's status page of a payment; others get 404.
 func (s *Server) receipt(c *fiber.Ctx) error {
+	if payment.ValidPublicID(c.Params("id")) {
+		withPayment(c, c.Params("id"))
+	}
 	p, err := s.Payments.ForOwner(c.UserContext(), c.Params("id"), currentUser(c).ID)
 	if errors.Is(err, payment.ErrNotFound) {
 		return fiber.ErrNotFound

@@ -4,6 +4,7 @@
 //	kifpool migrate                     bring the database schema up to date
 //	kifpool user create --email E [--admin]   password read from stdin
 //	kifpool reconcile                   verify and credit paid-but-unverified payments, report the rest
+//	kifpool user promote|demote --email E      make a user an admin, or not
 //	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
 //
 // Configuration comes from the environment (see README.md).
@@ -26,6 +27,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -37,6 +39,8 @@ commands:
   serve                            run the web app (runs migrations first)
   migrate                          bring the database schema up to date
   user create --email E [--admin]  create a user; the password is read from stdin
+  user promote --email E           make an existing user an admin
+  user demote --email E            make an admin an ordinary user again
   reconcile                        verify and credit paid-but-unverified payments, report the rest
   sandbank --addr HOST:PORT [fault flags]
                                    run the sandbox bank (Zarinpal v4 compatible) on its own;
@@ -46,7 +50,12 @@ configuration is read from the environment; see README.md.
 `
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level, format, err := config.Logging(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kifpool: configuration:", err)
+		os.Exit(1)
+	}
+	log := logging.New(os.Stderr, level, format)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, log); err != nil {
@@ -167,9 +176,13 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 }
 
 const userUsage = `usage: echo 'a-long-password' | kifpool user create --email E [--admin]
+       kifpool user promote --email E
+       kifpool user demote --email E
 
-Creates a user (with --admin, an admin of /admin). The password is read
-from the first line of stdin, so that it appears in no process list.
+create makes a user (with --admin, an admin of /admin); the password is
+read from the first line of stdin, so that it appears in no process list.
+promote makes an existing user an admin; demote makes an admin an
+ordinary user again.
 `
 
 func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
@@ -177,9 +190,12 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 		fmt.Fprint(stdout, userUsage)
 		return nil
 	}
+	if len(args) > 0 && (args[0] == "promote" || args[0] == "demote") {
+		return roleCmd(ctx, args[0], args[1:], getenv, stdout, log)
+	}
 	if len(args) == 0 || args[0] != "create" {
 		fmt.Fprint(stdout, userUsage)
-		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin)")
+		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin) | user promote|demote --email E")
 	}
 	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
 	fs.SetOutput(stdout)
@@ -220,6 +236,39 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 		return fmt.Errorf("create user: %w", err)
 	}
 	fmt.Fprintf(stdout, "created %s user %s (id %d)\n", u.Role, u.Email, u.ID)
+	return nil
+}
+
+// roleCmd makes an existing user an admin (promote) or an ordinary user
+// (demote).
+func roleCmd(ctx context.Context, verb string, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("user "+verb, flag.ContinueOnError)
+	email := fs.String("email", "", "email address of the user")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *email == "" {
+		return errors.New("--email is required")
+	}
+	role := auth.RoleAdmin
+	if verb == "demote" {
+		role = auth.RoleUser
+	}
+	_, db, err := setup(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	u, err := auth.NewService(db, auth.Options{}).SetRole(ctx, *email, role)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, *email, err)
+	}
+	log.Warn("user role changed from the command line", "user_id", u.ID, "role", u.Role)
+	what := "a user"
+	if u.IsAdmin() {
+		what = "an admin"
+	}
+	fmt.Fprintf(stdout, "%s is now %s (id %d)\n", u.Email, what, u.ID)
 	return nil
 }
 

@@ -47,6 +47,12 @@ func TestCommands(t *testing.T) {
 		{"user no stdin", []string{"user", "create", "--email", "c@example.com"}, "", env, "no password given", ""},
 		{"user blank password", []string{"user", "create", "--email", "c@example.com"}, "   \r\n", env, "no password given", ""},
 		{"sandbank -h", []string{"sandbank", "-h"}, "", env, "", "-addr"},
+		{"user plain", []string{"user", "create", "--email", "sara@example.com"}, "a long enough password\n", env, "", "created user user sara@example.com"},
+		{"promote", []string{"user", "promote", "--email", "Sara@Example.com"}, "", env, "", "sara@example.com is now an admin"},
+		{"promote again", []string{"user", "promote", "--email", "sara@example.com"}, "", env, "", "is now an admin"},
+		{"demote", []string{"user", "demote", "--email", "admin@example.com"}, "", env, "", "admin@example.com is now a user"},
+		{"promote unknown", []string{"user", "promote", "--email", "nobody@example.com"}, "", env, "no user", ""},
+		{"promote no email", []string{"user", "promote"}, "", env, "--email is required", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,12 +75,13 @@ func TestCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var role string
+	var role, sara string
 	var wallets int64
 	db.Gorm.Raw(`SELECT role FROM users WHERE email = 'admin@example.com'`).Scan(&role)
+	db.Gorm.Raw(`SELECT role FROM users WHERE email = 'sara@example.com'`).Scan(&sara)
 	db.Gorm.Raw(`SELECT COUNT(*) FROM wallets`).Scan(&wallets)
-	if role != "admin" || wallets != 1 {
-		t.Fatalf("role %q, %d wallets", role, wallets)
+	if role != "user" || sara != "admin" || wallets != 2 {
+		t.Fatalf("roles %q (demoted) %q (promoted), %d wallets", role, sara, wallets)
 	}
 }
 

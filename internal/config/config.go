@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -73,6 +75,30 @@ type Config struct {
 	ReconcileInterval time.Duration
 	DataDir           string
 	Dev               bool // no SESSION_SECRET given: a generated one is kept under DataDir
+	// LogLevel and LogFormat (json or text) shape the log output.
+	LogLevel  slog.Level
+	LogFormat string
+}
+
+// Logging reads LOG_LEVEL and LOG_FORMAT alone (the logger exists before
+// the rest of the configuration is read). LOG_FORMAT defaults to text in
+// development (no SESSION_SECRET) and to json otherwise.
+func Logging(getenv Getenv) (slog.Level, string, error) {
+	var errs []error
+	level, err := logging.ParseLevel(getenv("LOG_LEVEL"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
+	}
+	def := logging.FormatJSON
+	if getenv("SESSION_SECRET") == "" {
+		def = logging.FormatText
+	}
+	format, err := logging.ParseFormat(getenv("LOG_FORMAT"), def)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("LOG_FORMAT: %w", err))
+		format = def
+	}
+	return level, format, errors.Join(errs...)
 }
 
 // Secure reports whether the public URL is HTTPS (cookies get Secure).
@@ -163,6 +189,11 @@ func Load(getenv Getenv) (Config, error) {
 		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
 	c.ReconcileInterval = durationOrOff(getenv, "RECONCILE_INTERVAL", 10*time.Minute, bad)
+	var logErr error
+	c.LogLevel, c.LogFormat, logErr = Logging(getenv)
+	if logErr != nil {
+		errs = append(errs, logErr)
+	}
 
 	switch c.Gateway {
 	case GatewaySandbox:

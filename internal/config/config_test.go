@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,8 @@ func TestLoadDefaults(t *testing.T) {
 		{"MetricsToken", c.MetricsToken, ""},
 		{"DataDir", c.DataDir, "./data"},
 		{"Dev", c.Dev, true},
+		{"LogLevel", c.LogLevel, slog.LevelInfo},
+		{"LogFormat (development)", c.LogFormat, "text"},
 		{"SessionSecret", len(c.SessionSecret), 0},
 		{"Secure", c.Secure(), false},
 	}
@@ -71,6 +74,7 @@ func TestLoadValues(t *testing.T) {
 		"DATA_DIR":                "/var/lib/kifpool",
 		"SESSION_SECRET":          strongSecret,
 		"ALLOW_SANDBOX":           "1",
+		"LOG_LEVEL":               "debug",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -91,6 +95,8 @@ func TestLoadValues(t *testing.T) {
 		{"ReconcileInterval (off)", c.ReconcileInterval, time.Duration(0)},
 		{"DataDir", c.DataDir, "/var/lib/kifpool"},
 		{"Dev", c.Dev, false},
+		{"LogLevel", c.LogLevel, slog.LevelDebug},
+		{"LogFormat (production)", c.LogFormat, "json"},
 		{"SessionSecret", string(c.SessionSecret), strongSecret},
 		{"Secure", c.Secure(), true},
 	}
@@ -174,6 +180,8 @@ func TestLoadErrors(t *testing.T) {
 		{"worker concurrency zero", map[string]string{"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY"},
 		{"worker interval bad", map[string]string{"WORKER_INTERVAL": "sometimes"}, "WORKER_INTERVAL"},
 		{"worker abandoned after authority lifetime", map[string]string{"WORKER_ABANDONED_AFTER": "30m"}, "WORKER_ABANDONED_AFTER"},
+		{"log level", map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
+		{"log format", map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
 		{"worker stale-created within the budget", map[string]string{"WORKER_STALE_CREATED": "5s"}, "WORKER_STALE_CREATED"},
 	}
 	for _, tt := range tests {

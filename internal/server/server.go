@@ -139,8 +139,25 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
+		Ready:    func(ctx context.Context) error { return ready(ctx, db) },
 	})
 	return s, nil
+}
+
+// ready checks that the database answers and its schema is at this
+// build's latest migration.
+func ready(ctx context.Context, db *store.DB) error {
+	if err := db.SQL().PingContext(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	st, err := db.Migrations(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Pending {
+		return fmt.Errorf("migrations pending: database at version %d, this build at %d", st.Current, st.Latest)
+	}
+	return nil
 }
 
 // RunBackground starts the payment worker and the periodic reconciliation

@@ -168,6 +168,41 @@ func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
+// MigrationState is where the schema stands against this build's
+// migrations.
+type MigrationState struct {
+	Current, Latest int64
+	// Pending: some migration of this build is not applied (also one
+	// older than Current, applied out of order).
+	Pending bool
+}
+
+// Migrations reports the schema's state (readiness: nothing pending). It
+// takes no lock.
+func (db *DB) Migrations(ctx context.Context) (MigrationState, error) {
+	var st MigrationState
+	fsys, err := migrations.FS(string(db.Dialect))
+	if err != nil {
+		return st, err
+	}
+	gd := goose.DialectSQLite3
+	if db.Dialect == Postgres {
+		gd = goose.DialectPostgres
+	}
+	p, err := goose.NewProvider(gd, db.SQL(), fsys)
+	if err != nil {
+		return st, fmt.Errorf("migrations: %w", err)
+	}
+	if st.Current, st.Latest, err = p.GetVersions(ctx); err != nil {
+		return st, fmt.Errorf("migration versions: %w", err)
+	}
+	if st.Pending, err = p.HasPending(ctx); err != nil {
+		return st, fmt.Errorf("pending migrations: %w", err)
+	}
+	st.Pending = st.Pending || st.Current < st.Latest
+	return st, nil
+}
+
 // IsUniqueViolation reports whether err is a unique-constraint violation.
 func IsUniqueViolation(err error) bool {
 	return errors.Is(err, gorm.ErrDuplicatedKey)

@@ -1,0 +1,125 @@
+package web_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c := app.NewClient(t)
+		if r := c.Get("/readyz"); r.Status != http.StatusOK || r.Body != "ready" {
+			t.Fatalf("ready: %d %q", r.Status, r.Body)
+		}
+		// A migration of this build is not applied: not ready, still alive.
+		var latest int64
+		db.Gorm.Raw(`SELECT MAX(version_id) FROM goose_db_version`).Scan(&latest)
+		if err := db.Gorm.Exec(`DELETE FROM goose_db_version WHERE version_id = ?`, latest).Error; err != nil {
+			t.Fatal(err)
+		}
+		if r := c.Get("/readyz"); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("pending migration: %d, want 503", r.Status)
+		}
+		if r := c.Get("/healthz"); r.Status != http.StatusOK {
+			t.Fatalf("liveness with a pending migration: %d", r.Status)
+		}
+		// Its row back: ready again.
+		if err := db.Gorm.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, latest).Error; err != nil {
+			t.Fatal(err)
+		}
+		if r := c.Get("/readyz"); r.Status != http.StatusOK {
+			t.Fatalf("ready again: %d", r.Status)
+		}
+		// The database is gone.
+		db.Close()
+		if r := c.Get("/readyz"); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("database closed: %d, want 503", r.Status)
+		}
+	})
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	var buf syncBuffer
+	log := logging.New(&buf, slog.LevelInfo, logging.FormatJSON)
+	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: log}})
+	c := app.NewClient(t)
+
+	r := c.Get("/signin")
+	id := r.Header.Get("X-Request-Id")
+	if len(id) < 8 {
+		t.Fatalf("no request id header: %q", id)
+	}
+	// A proxy's id is kept; a malformed one is replaced.
+	req, _ := http.NewRequest(http.MethodGet, app.URL+"/signin", nil)
+	req.Header.Set("X-Request-Id", "proxy-abc-123")
+	if got := c.Do(req).Header.Get("X-Request-Id"); got != "proxy-abc-123" {
+		t.Fatalf("proxy id not kept: %q", got)
+	}
+	req, _ = http.NewRequest(http.MethodGet, app.URL+"/signin", nil)
+	req.Header.Set("X-Request-Id", "bad id <script>")
+	if got := c.Do(req).Header.Get("X-Request-Id"); strings.ContainsAny(got, " <") || got == "" {
+		t.Fatalf("malformed id kept: %q", got)
+	}
+	// A payment page's lines name the request and the payment.
+	user, payURL := startTopUp(t, app, "log@example.com", "20000")
+	_ = user
+	var pub string
+	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&pub)
+	if _, err := app.Server.Bank.Pay(apptest.Authority(payURL)); err != nil {
+		t.Fatal(err)
+	}
+	user.Get("/payments/" + pub + "/return?Authority=" + apptest.Authority(payURL) + "&Status=OK")
+
+	var sawID, sawPayment bool
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		if m["msg"] == "http" {
+			if m["request_id"] == nil || m["request_id"] == "" {
+				t.Fatalf("access log line without request id: %s", line)
+			}
+			if m["request_id"] == id {
+				sawID = true
+			}
+			if strings.HasPrefix(m["path"].(string), "/payments/") && m["payment"] == pub {
+				sawPayment = true
+			}
+		}
+	}
+	if !sawID || !sawPayment {
+		t.Fatalf("request id %v, payment %v in the log:\n%s", sawID, sawPayment, buf.String())
+	}
+}
