@@ -225,7 +225,34 @@ func (s *Server) sameOrigin(c *fiber.Ctx) bool {
 	if o == "" || o == "null" {
 		return o == ""
 	}
-	return o == s.Config.BaseURL || o == c.Protocol()+"://"+c.Hostname()
+	return o == s.Config.BaseURL || o == s.requestOrigin(c)
+}
+
+// requestOrigin is the scheme://host the request was addressed to. The
+// X-Forwarded-Proto and -Host headers are believed only from a proxy named
+// in TRUSTED_PROXIES: from anyone else they are whatever the client chose
+// to send (Fiber's own Protocol and Hostname believe them from everyone
+// when no proxy is configured).
+func (s *Server) requestOrigin(c *fiber.Ctx) string {
+	scheme, host := "http", string(c.Request().Host())
+	if c.Context().IsTLS() {
+		scheme = "https"
+	}
+	if len(s.trusted) > 0 && s.isTrusted(c.Context().RemoteIP()) {
+		if p := strings.ToLower(strings.TrimSpace(firstOf(c.Get(fiber.HeaderXForwardedProto)))); p == "http" || p == "https" {
+			scheme = p
+		}
+		if h := strings.TrimSpace(firstOf(c.Get(fiber.HeaderXForwardedHost))); h != "" {
+			host = h
+		}
+	}
+	return scheme + "://" + host
+}
+
+// firstOf is the first entry of a comma-separated header value.
+func firstOf(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return first
 }
 
 // safeNext reports whether next is a path on this site to go back to

@@ -1,8 +1,10 @@
 package web_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -129,5 +131,73 @@ func TestHealthzReportsTheDatabase(t *testing.T) {
 	db.Close()
 	if r := c.Get("/healthz"); r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("database closed: %d, want 503", r.Status)
+	}
+}
+
+// Links built from the request path stay on this site: a path starting
+// with "//" must not become a protocol-relative link to another host in
+// the language switch of the 404 page or in the "reload" button of the
+// 403 "form no longer valid" page.
+func TestLinksFromTheRequestPathStayOnSite(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	c := app.NewClient(t)
+	hrefs := regexp.MustCompile(`(?:href|action)="([^"]*)"`)
+	check := func(what string, r apptest.Response, wantStatus int) {
+		t.Helper()
+		if r.Status != wantStatus {
+			t.Errorf("%s: status %d, want %d", what, r.Status, wantStatus)
+		}
+		for _, m := range hrefs.FindAllStringSubmatch(r.Body, -1) {
+			h := html.UnescapeString(m[1])
+			if h == "#main" {
+				continue
+			}
+			if !strings.HasPrefix(h, "/") || strings.HasPrefix(h, "//") || strings.HasPrefix(h, "/\\") || strings.ContainsAny(h, "\t\n\r") {
+				t.Errorf("%s: off-site link %q", what, h)
+			}
+		}
+	}
+	for _, path := range []string{"//evil.example/x", "///evil.example/x", "/\\evil.example/x", "/%2F%2Fevil.example/x", "//evil.example/x?a=1&lang="} {
+		check("GET "+path, c.Get(path), http.StatusNotFound)
+		check("POST "+path, c.Post(path, url.Values{"a": {"1"}}), http.StatusForbidden)
+	}
+}
+
+// The Origin check believes X-Forwarded-Host/-Proto only from a trusted
+// proxy: anyone else sending them to make another site look like us is
+// refused.
+func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		trusted string
+		want    int
+	}{
+		{"no proxy configured", "", http.StatusForbidden},
+		{"another proxy configured", "10.9.9.9", http.StatusForbidden},
+		{"sent by the trusted proxy", "127.0.0.1", http.StatusSeeOther},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{}
+			if tc.trusted != "" {
+				env["TRUSTED_PROXIES"] = tc.trusted
+			}
+			app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{Env: env})
+			c := app.NewClient(t)
+			c.SignUp("origin@example.com")
+			csrf := apptest.Field(c.Get("/wallet").Body, "_csrf")
+			req, _ := http.NewRequest(http.MethodPost, app.URL+"/signout", strings.NewReader(url.Values{"_csrf": {csrf}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", "https://evil.example")
+			req.Header.Set("X-Forwarded-Host", "evil.example")
+			req.Header.Set("X-Forwarded-Proto", "https")
+			if r := c.Do(req); r.Status != tc.want {
+				t.Fatalf("cross-site sign-out with forged forwarded headers: %d, want %d", r.Status, tc.want)
+			}
+			signedIn := c.Get("/wallet").Status == http.StatusOK
+			if signedIn != (tc.want == http.StatusForbidden) {
+				t.Fatalf("signed in after the request: %v", signedIn)
+			}
+		})
 	}
 }

@@ -212,6 +212,10 @@ func Load(getenv Getenv) (Config, error) {
 		c.ZarinpalURL = strings.TrimRight(get("ZARINPAL_BASE_URL", DefaultZarinpalBaseURL), "/")
 		if u, err := url.Parse(c.ZarinpalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("ZARINPAL_BASE_URL", "want an absolute http(s) URL, got %q", c.ZarinpalURL)
+		} else if u.Scheme != "https" && !loopbackURL(c.ZarinpalURL) {
+			// The merchant id travels in every call: only over TLS, except
+			// to a bank on this machine (a standalone sandbox bank).
+			bad("ZARINPAL_BASE_URL", "must be https:// (the merchant id travels in every call) unless it is a loopback address, got %q", c.ZarinpalURL)
 		}
 	default:
 		bad("GATEWAY", "want %q or %q, got %q", GatewaySandbox, GatewayZarinpal, c.Gateway)
@@ -263,7 +267,21 @@ func DevSessionSecret(dataDir string) ([]byte, error) {
 		return nil, err
 	}
 	s := base64.RawURLEncoding.EncodeToString(raw[:])
-	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
+	// Readable by the owner only; a file that existed with wider
+	// permissions (a weak secret being replaced) is narrowed first.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // #nosec G304 -- the path is DATA_DIR from the operator's configuration
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if _, err := f.WriteString(s + "\n"); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	return []byte(s), nil

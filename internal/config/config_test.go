@@ -167,6 +167,10 @@ func TestLoadErrors(t *testing.T) {
 			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "payment.zarinpal.com"}, "ZARINPAL_BASE_URL"},
 		{"zarinpal ftp base url", map[string]string{"GATEWAY": "zarinpal",
 			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "ftp://zarinpal.com"}, "ZARINPAL_BASE_URL"},
+		{"zarinpal over plain http", map[string]string{"GATEWAY": "zarinpal",
+			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "http://payment.zarinpal.com"}, "ZARINPAL_BASE_URL"},
+		{"zarinpal over plain http to a LAN address", map[string]string{"GATEWAY": "zarinpal",
+			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "http://10.0.0.7:9090"}, "ZARINPAL_BASE_URL"},
 		{"short secret", map[string]string{"SESSION_SECRET": "short"}, "SESSION_SECRET"},
 		{"secret of one letter", map[string]string{"SESSION_SECRET": strings.Repeat("a", 40)}, "SESSION_SECRET"},
 		{"secret of few letters", map[string]string{"SESSION_SECRET": strings.Repeat("abc", 20)}, "SESSION_SECRET"},
@@ -256,6 +260,37 @@ func TestDevSessionSecret(t *testing.T) {
 	}
 	if string(s3) == "weak" || string(s3) == string(s1) || len(s3) < 32 {
 		t.Errorf("weak file: got %q", s3)
+	}
+
+	// A weak secret in a file others could read is replaced, and the file
+	// is narrowed to its owner.
+	path := filepath.Join(dir, "session_secret")
+	if err := os.WriteFile(path, []byte("weak\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.DevSessionSecret(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("rewritten secret file mode = %v (%v), want 600", fi.Mode().Perm(), err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data folder mode = %v (%v), want 700", fi.Mode().Perm(), err)
+	}
+}
+
+// The merchant id travels in every call to the bank: plain http is only
+// accepted to a bank on this machine.
+func TestZarinpalBaseURLTransport(t *testing.T) {
+	for _, u := range []string{"https://payment.zarinpal.com", "http://127.0.0.1:9090", "http://localhost:9090", "http://[::1]:9090"} {
+		_, err := config.Load(env(map[string]string{"GATEWAY": "zarinpal",
+			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": u}))
+		if err != nil {
+			t.Errorf("ZARINPAL_BASE_URL=%s refused: %v", u, err)
+		}
 	}
 }
 

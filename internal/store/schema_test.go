@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -231,6 +233,34 @@ func TestParseURL(t *testing.T) {
 		if (err != nil) != tt.wantErr || d != tt.dialect || dsn != tt.dsn {
 			t.Errorf("ParseURL(%q) = %q, %q, %v; want %q, %q, error %v", tt.url, d, dsn, err, tt.dialect, tt.dsn, tt.wantErr)
 		}
+	}
+}
+
+// The SQLite database (and the -wal/-shm files SQLite adds beside it) are
+// readable by their owner only: they hold password hashes and sessions.
+func TestSQLiteFileIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "kifpool.db")
+	db, err := store.Open(context.Background(), "sqlite:"+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if perm := fi.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s mode = %o, want 600", filepath.Base(f), perm)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("database folder mode = %v (%v), want 700", fi.Mode().Perm(), err)
 	}
 }
 

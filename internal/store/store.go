@@ -76,9 +76,9 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 	var gdb *gorm.DB
 	switch dialect {
 	case SQLite:
-		if dir := filepath.Dir(dsn); dir != "" && dsn != ":memory:" {
-			if err := os.MkdirAll(dir, 0o750); err != nil {
-				return nil, fmt.Errorf("create database folder: %w", err)
+		if dsn != ":memory:" {
+			if err := createPrivateFile(dsn); err != nil {
+				return nil, err
 			}
 		}
 		// WAL lets readers run beside the writer; busy_timeout makes writers
@@ -117,6 +117,30 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return db, nil
+}
+
+// createPrivateFile creates the SQLite database file (and its folder)
+// readable by the owner only, before SQLite opens it: SQLite gives the
+// -wal and -shm files it creates later the database file's permissions.
+// An existing file is left as it is.
+func createPrivateFile(path string) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create database folder: %w", err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600) // #nosec G304 -- the path is DATABASE_URL from the operator's configuration
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("create database file: %w", err)
+	}
+	return f.Close()
 }
 
 // SQL returns the underlying database/sql handle.
