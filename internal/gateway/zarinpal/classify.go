@@ -1,6 +1,7 @@
 package zarinpal
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -57,7 +58,7 @@ func interpret(op string, status int, h http.Header, body []byte, now time.Time)
 // CDN or firewall in front of the bank can answer 403): the outcome stays
 // unknown, the call may be retried, and the breaker counts it.
 func undecided(op string, status int, err error) error {
-	if op == opRequest && status >= 400 && status < 500 && err != errConflict {
+	if op == opRequest && status >= 400 && status < 500 && !errors.Is(err, errConflict) {
 		return &gateway.RejectedError{
 			Op:      op,
 			Message: fmt.Sprintf("HTTP %d %s without a gateway code", status, http.StatusText(status)),
@@ -178,7 +179,7 @@ func verifyResult(r reply) (gateway.VerifyResult, error) {
 			res.Outcome = gateway.VerifyAlreadyVerified
 		}
 		res.RefID = r.data.RefID.nonNegative()
-		res.CardPANMasked = truncateRunes(maskDigitRuns(r.data.CardPAN.s), maxPANLen)
+		res.CardPANMasked = truncateRunes(maskPAN(r.data.CardPAN.s), maxPANLen)
 		res.CardHash = truncateRunes(r.data.CardHash.s, maxHashLen)
 		res.FeeRials = r.data.Fee.nonNegative()
 	case r.code == codeNotPaid:

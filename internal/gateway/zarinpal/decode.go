@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -24,8 +25,12 @@ const (
 var (
 	// errNoCode: the body is JSON but carries no usable gateway code.
 	errNoCode = errors.New("answer carries no gateway code")
-	// errConflict: data.code and errors.code disagree.
+	// errConflict: data.code and errors.code disagree, or a success code
+	// comes with a non-empty errors: the answer contradicts itself.
 	errConflict = errors.New("answer carries conflicting gateway codes")
+	// errSuccessWithErrors: a success code (100, 101) alongside a
+	// non-empty errors. It is an errConflict.
+	errSuccessWithErrors = fmt.Errorf("%w: a success code with a non-empty errors", errConflict)
 )
 
 // envelope is the outer shape of every v4 answer. data and errors flip
@@ -70,6 +75,9 @@ type answer struct {
 	data    dataFields
 	errs    errorFields
 	errText string // errors.message with validation texts appended
+	// errsPresent: errors carries something (not absent, null, [], {} or
+	// only empty values).
+	errsPresent bool
 }
 
 // decodeAnswer decodes a body leniently. It fails only when the body is not
@@ -80,6 +88,7 @@ func decodeAnswer(body []byte) (answer, error) {
 		return answer{}, err
 	}
 	var a answer
+	a.errsPresent = carriesSomething(env.Errors)
 	if raw := firstObject(env.Data); raw != nil {
 		_ = json.Unmarshal(raw, &a.data) // fields never fail; syntax was checked above
 	}
@@ -115,7 +124,9 @@ func firstObject(raw json.RawMessage) json.RawMessage {
 }
 
 // decide picks the gateway code the answer is to be judged on, with its
-// message. A code of 0 counts as absent.
+// message. A code of 0 counts as absent. A success code (100, 101) next to
+// a non-empty errors is a contradiction, never a success: a verify that
+// says 100 and reports errors is an unknown outcome.
 func (a answer) decide() (code int, msg string, err error) {
 	dc, dok := a.data.Code.asCode()
 	ec, eok := a.errs.Code.asCode()
@@ -123,12 +134,62 @@ func (a answer) decide() (code int, msg string, err error) {
 	case dok && eok && dc != ec:
 		return 0, "", errConflict
 	case eok:
-		return ec, a.errText, nil
+		code, msg = ec, a.errText
 	case dok:
-		return dc, a.data.Message.s, nil
+		code, msg = dc, a.data.Message.s
 	default:
 		return 0, "", errNoCode
 	}
+	if (code == codeOK || code == codeAlreadyVerified) && a.errsPresent {
+		return 0, "", errSuccessWithErrors
+	}
+	return code, msg, nil
+}
+
+// carriesSomething reports whether a raw JSON value holds any content: a
+// non-blank string, a non-zero number, true, or an array or object holding
+// one. Absent, null, [], {}, "" and the like are empty; so is invalid JSON
+// (the envelope was already checked).
+func carriesSomething(raw json.RawMessage) bool {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	return meaningful(v, 0)
+}
+
+func meaningful(v any, depth int) bool {
+	if depth > maxWalkDepth {
+		return true // deeply nested content is content
+	}
+	switch t := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return t
+	case float64:
+		return t != 0
+	case string:
+		return strings.TrimSpace(t) != ""
+	case []any:
+		for _, e := range t {
+			if meaningful(e, depth+1) {
+				return true
+			}
+		}
+		return false
+	case map[string]any:
+		for _, e := range t {
+			if meaningful(e, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // flexInt is an integer sent as a JSON number or as a string ("100").
@@ -320,30 +381,6 @@ func redactUUIDs(s string) string {
 		}
 		b.WriteByte(s[i])
 		i++
-	}
-	return b.String()
-}
-
-// maskDigitRuns masks each run of 13 to 19 ASCII digits (a card number)
-// to its first 6 and last 4 digits, as in 628023******8998.
-func maskDigitRuns(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		j := i
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		if j == i {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		run := s[i:j]
-		if len(run) >= 13 && len(run) <= 19 {
-			run = run[:6] + strings.Repeat("*", len(run)-10) + run[len(run)-4:]
-		}
-		b.WriteString(run)
-		i = j
 	}
 	return b.String()
 }

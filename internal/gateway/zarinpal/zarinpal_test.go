@@ -792,6 +792,8 @@ func FuzzDecode(f *testing.F) {
 		`{"data":[{"code":100}],"errors":[{"code":-9,"validations":{"a":[["deep",{"b":"c"}]]}}]}`,
 		`{"data":{"code":1e400,"ref_id":"-1","fee":-5},"errors":{"code":[]}}`,
 		`{"data":{"code":100,"status":"paid","card_pan":"12345678901234567890123"}}`,
+		`{"data":{"code":100,"ref_id":7,"card_pan":"6037–9912 3456-7890"},"errors":{"message":""}}`,
+		`{"data":{"code":101,"card_pan":"۶۰۳۷-۹۹۱۲-۳۴۵۶-۷۸۹۰"},"errors":[[[{"a":[0,false,null,""]}]]]}`,
 	} {
 		f.Add(uint16(200), []byte(s))
 		f.Add(uint16(400), []byte(s))
@@ -812,6 +814,8 @@ func FuzzDecode(f *testing.F) {
 			mustBeTyped(t, err)
 		} else if v.Outcome == "" || v.RefID < 0 || v.FeeRials < 0 {
 			t.Fatalf("bad verify result %+v", v)
+		} else if maskDigitRuns(v.CardPANMasked) != v.CardPANMasked {
+			t.Fatalf("card %q keeps a card number", v.CardPANMasked)
 		}
 		if _, err := inquiryResult(r); err != nil {
 			mustBeTyped(t, err)
