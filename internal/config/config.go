@@ -31,6 +31,10 @@ const (
 // DefaultZarinpalBaseURL is Zarinpal's production API host.
 const DefaultZarinpalBaseURL = "https://payment.zarinpal.com"
 
+// DefaultRequestTimeout is GATEWAY_REQUEST_TIMEOUT's default (cut to
+// GATEWAY_BUDGET when that is shorter).
+const DefaultRequestTimeout = 10 * time.Second
+
 // SandboxMerchantID is the merchant id the built-in sandbox bank is used with.
 const SandboxMerchantID = "00000000-0000-4000-8000-000000000000"
 
@@ -49,6 +53,9 @@ type Config struct {
 	// included) are bounded.
 	AttemptTimeout time.Duration
 	Budget         time.Duration
+	// RequestTimeout bounds the bank's request call (one attempt, never
+	// retried), within Budget.
+	RequestTimeout time.Duration
 	// Circuit breaker, one per gateway and instance.
 	BreakerMinRequests    uint32
 	BreakerFailurePercent uint32
@@ -152,6 +159,11 @@ func Load(getenv Getenv) (Config, error) {
 	c.Budget = durationVar(getenv, "GATEWAY_BUDGET", 12*time.Second, bad)
 	if c.Budget < c.AttemptTimeout {
 		bad("GATEWAY_BUDGET", "must not be shorter than GATEWAY_ATTEMPT_TIMEOUT")
+	}
+	// Unset, it is 10s cut to the budget; set, it must fit in the budget.
+	c.RequestTimeout = durationVar(getenv, "GATEWAY_REQUEST_TIMEOUT", min(DefaultRequestTimeout, c.Budget), bad)
+	if c.RequestTimeout > c.Budget {
+		bad("GATEWAY_REQUEST_TIMEOUT", "must not be longer than GATEWAY_BUDGET (%v), got %v", c.Budget, c.RequestTimeout)
 	}
 	c.BreakerMinRequests = uint32(int64Range(getenv, "BREAKER_MIN_REQUESTS", 10, 1, 1_000_000, bad))
 	c.BreakerFailurePercent = uint32(int64Range(getenv, "BREAKER_FAILURE_PERCENT", 50, 1, 100, bad))

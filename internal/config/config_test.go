@@ -41,6 +41,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"TopUpMaxRials", c.TopUpMaxRials, int64(1_000_000_000)},
 		{"AttemptTimeout", c.AttemptTimeout, 3 * time.Second},
 		{"Budget", c.Budget, 12 * time.Second},
+		{"RequestTimeout", c.RequestTimeout, 10 * time.Second},
 		{"WorkerInterval", c.WorkerInterval, 2 * time.Second},
 		{"WorkerConcurrency", c.WorkerConcurrency, 4},
 		{"BreakerFailurePercent", c.BreakerFailurePercent, uint32(50)},
@@ -180,6 +181,11 @@ func TestLoadErrors(t *testing.T) {
 		{"budget zero", map[string]string{"GATEWAY_BUDGET": "0s"}, "GATEWAY_BUDGET"},
 		{"budget below attempt timeout", map[string]string{"GATEWAY_ATTEMPT_TIMEOUT": "5s", "GATEWAY_BUDGET": "4s"}, "GATEWAY_BUDGET"},
 		{"attempt timeout bad", map[string]string{"GATEWAY_ATTEMPT_TIMEOUT": "fast"}, "GATEWAY_ATTEMPT_TIMEOUT"},
+		{"request timeout bad", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "slow"}, "GATEWAY_REQUEST_TIMEOUT"},
+		{"request timeout zero", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "0s"}, "GATEWAY_REQUEST_TIMEOUT"},
+		{"request timeout negative", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "-10s"}, "GATEWAY_REQUEST_TIMEOUT"},
+		{"request timeout beyond the budget", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "13s"}, "GATEWAY_REQUEST_TIMEOUT"},
+		{"request timeout beyond a shorter budget", map[string]string{"GATEWAY_BUDGET": "5s", "GATEWAY_REQUEST_TIMEOUT": "6s"}, "GATEWAY_REQUEST_TIMEOUT"},
 		{"breaker percent above 100", map[string]string{"BREAKER_FAILURE_PERCENT": "150"}, "BREAKER_FAILURE_PERCENT"},
 		{"worker concurrency zero", map[string]string{"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY"},
 		{"worker interval bad", map[string]string{"WORKER_INTERVAL": "sometimes"}, "WORKER_INTERVAL"},
@@ -336,5 +342,31 @@ func TestSandboxOnlyOnLoopbackUnlessAllowed(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "GATEWAY") {
 			t.Errorf("error does not name GATEWAY: %v", err)
 		}
+	}
+}
+
+func TestRequestTimeout(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want time.Duration
+	}{
+		{"default", nil, 10 * time.Second},
+		{"default cut to a shorter budget", map[string]string{"GATEWAY_BUDGET": "4s"}, 4 * time.Second},
+		{"default with a longer budget", map[string]string{"GATEWAY_BUDGET": "30s"}, 10 * time.Second},
+		{"set", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "7s"}, 7 * time.Second},
+		{"set to the budget", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "12s"}, 12 * time.Second},
+		{"set below the attempt time-out", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "1s"}, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(env(tt.env))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.RequestTimeout != tt.want {
+				t.Errorf("RequestTimeout = %v, want %v", c.RequestTimeout, tt.want)
+			}
+		})
 	}
 }

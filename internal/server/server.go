@@ -102,7 +102,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		s.Gateway = zp
 	}
 	s.Resilient = resilient.New(s.Gateway, resilient.Options{
-		AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget,
+		AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget, RequestTimeout: cfg.RequestTimeout,
 		Breaker: resilient.BreakerOptions{
 			Window: cfg.BreakerWindow, MinRequests: cfg.BreakerMinRequests,
 			FailureRatio: float64(cfg.BreakerFailurePercent) / 100, OpenTimeout: cfg.BreakerOpenTimeout,
@@ -116,7 +116,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	// The resilient caller enforces the budget; the service's own bound
 	// is a safety net just above it.
 	if pc.RequestTimeout == 0 {
-		pc.RequestTimeout = cfg.Budget + time.Second
+		pc.RequestTimeout = cfg.RequestTimeout + time.Second
 	}
 	if pc.VerifyTimeout == 0 {
 		pc.VerifyTimeout = cfg.Budget + time.Second

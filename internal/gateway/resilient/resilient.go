@@ -149,8 +149,9 @@ func (g *Gateway) Name() string { return g.name }
 // PayURL implements gateway.Gateway (no call is made).
 func (g *Gateway) PayURL(authority string) string { return g.inner.PayURL(authority) }
 
-// Request implements gateway.Gateway. It is never retried: a transient
-// error means an authority may or may not have been created.
+// Request implements gateway.Gateway. It is one attempt, never retried (a
+// transient error means an authority may or may not have been created),
+// bounded by Options.RequestTimeout instead of AttemptTimeout.
 func (g *Gateway) Request(ctx context.Context, in gateway.RequestInput) (gateway.RequestResult, error) {
 	return run(g, ctx, OpRequest, false,
 		func(ctx context.Context) (gateway.RequestResult, error) { return g.inner.Request(ctx, in) },
@@ -222,9 +223,13 @@ func run[T any](g *Gateway, ctx context.Context, op string, retryable bool,
 	if retryable {
 		maxAttempts = g.opts.MaxAttempts
 	}
-	minWindow := g.opts.AttemptTimeout / 10
+	attemptTimeout := g.opts.AttemptTimeout
+	if op == OpRequest {
+		attemptTimeout = g.opts.RequestTimeout
+	}
+	minWindow := attemptTimeout / 10
 	for attempt := 1; ; attempt++ {
-		timeout := g.opts.AttemptTimeout
+		timeout := attemptTimeout
 		if deadline.Sub(g.opts.Now()) <= timeout {
 			timeout = 0 // the budget's end comes first
 		}

@@ -1261,7 +1261,7 @@ func TestPaymentRefContext(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	o := Options{Breaker: BreakerOptions{FailureRatio: 3}}.withDefaults()
-	if o.AttemptTimeout != 3*time.Second || o.Budget != 12*time.Second || o.MaxAttempts != 3 ||
+	if o.AttemptTimeout != 3*time.Second || o.Budget != 12*time.Second || o.RequestTimeout != 10*time.Second || o.MaxAttempts != 3 ||
 		o.BaseBackoff != 200*time.Millisecond || o.MaxBackoff != 2*time.Second || o.MaxRetryAfter != 5*time.Second ||
 		o.Breaker.Window != 30*time.Second || o.Breaker.MinRequests != 10 || o.Breaker.FailureRatio != 0.5 ||
 		o.Breaker.OpenTimeout != 20*time.Second || o.Breaker.HalfOpenProbes != 1 ||
