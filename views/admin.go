@@ -1,6 +1,10 @@
 package views
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // AdminView is the admin overview: unresolved payments, the gateway's
 // circuit breaker and the latest reconciliations.
@@ -61,4 +65,18 @@ type ReconcileItemView struct {
 	PublicID    string
 	Kind        string
 	Detail      string
+}
+
+// EmailOddities lists, by code point, the characters of an address that
+// are not printable ASCII ("" when there are none), so that an admin sees
+// "U+0430" where a Cyrillic "а" poses as a Latin "a", and sees invisible
+// characters at all.
+func EmailOddities(email string) string {
+	var out []string
+	for _, r := range email {
+		if r < 0x21 || r > 0x7e {
+			out = append(out, fmt.Sprintf("U+%04X", r))
+		}
+	}
+	return strings.Join(out, " ")
 }

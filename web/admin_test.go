@@ -20,11 +20,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 			t.Fatal(err)
 		}
 		admin := app.NewClient(t)
-		page := admin.Get("/signin")
-		if r := admin.Post("/signin", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "email": {"boss@example.com"},
-			"password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
-			t.Fatalf("admin sign-in: %d", r.Status)
-		}
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
 		// Two payments put under review (say, an unclear bank answer):
 		// one the payer did pay, one never paid.
 		user, paidURL := startTopUp(t, app, "review@example.com", "20000")

@@ -30,6 +30,10 @@ func (s *Server) signUp(c *fiber.Ctx) error {
 			key = "signup.error_password_short"
 		case errors.Is(err, auth.ErrPasswordTooLong):
 			key = "signup.error_password_long"
+		case errors.Is(err, auth.ErrPasswordTooSimple):
+			key = "signup.error_password_simple"
+		case errors.Is(err, auth.ErrPasswordCommon):
+			key = "signup.error_password_common"
 		default:
 			return err
 		}

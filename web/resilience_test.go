@@ -1005,9 +1005,7 @@ func TestResilienceReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 		admin := app.NewClient(t)
-		if r := admin.Submit("/signin", "/signin", url.Values{"email": {"admin@example.com"}, "password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
-			t.Fatalf("admin sign-in: %d", r.Status)
-		}
+		admin.SignInAdmin("admin@example.com", "correct horse battery")
 		page := admin.Get("/admin")
 		if page.Status != http.StatusOK || strings.Count(page.Body, `data-testid="reconcile-report"`) != 2 ||
 			!strings.Contains(page.Body, `data-kind="foreign"`) || !strings.Contains(page.Body, `data-kind="credited"`) ||

