@@ -40,7 +40,7 @@ browser-deps:
 
 
 run: build
-	@echo "Starting Kifpool on $${BASE_URL:-http://localhost:8080} (SQLite ./data/kifpool.db, sandbox bank). Ctrl+C stops it."
+	@echo "Starting ./$(BIN) serve (configuration from the environment, see README.md): it prints its address and database."
 	./$(BIN) serve
 
 test:

@@ -54,6 +54,8 @@ type Server struct {
 	formAction   string
 	secureCookie bool
 	trusted      []*net.IPNet
+	baseHost     string // BASE_URL's host: requests for another are redirected there
+	baseScheme   string
 }
 
 // New builds the Fiber app with every route.
@@ -65,6 +67,10 @@ func New(d Deps) *fiber.App {
 		d.Now = time.Now
 	}
 	s := &Server{Deps: d, csrfKey: d.Config.SessionSecret, secureCookie: d.Config.Secure(), trusted: parseTrusted(d.Config.TrustedProxies)}
+	s.baseHost = hostOf(d.Config.BaseURL)
+	if u, err := url.Parse(d.Config.BaseURL); err == nil {
+		s.baseScheme = u.Scheme
+	}
 	s.formAction = "'self'"
 	if u, err := url.Parse(d.Config.ZarinpalURL); err == nil && u.Host != "" && !strings.HasPrefix(d.Config.ZarinpalURL, d.Config.BaseURL) {
 		s.formAction += " " + u.Scheme + "://" + u.Host
@@ -88,6 +94,8 @@ func New(d Deps) *fiber.App {
 	app.Use(recover.New())
 	app.Use(s.requestID)
 	app.Use(s.accessLog)
+	// Before anything else reads or sets a cookie: one host name only.
+	app.Use(s.canonicalHost)
 	app.Use(s.securityHeaders)
 
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))

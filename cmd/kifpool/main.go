@@ -151,14 +151,18 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	waitBackground := srv.RunBackground(bgCtx, log)
 	defer func() { stopBackground(); waitBackground() }()
 
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration", "warning", w)
+		fmt.Fprintln(stdout, "warning:", w)
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listener(ln) }()
-	log.Info("kifpool is serving", "addr", ln.Addr().String(), "url", cfg.BaseURL, "gateway", cfg.Gateway, "database", string(db.Dialect))
-	fmt.Fprintf(stdout, "Kifpool is running at %s (gateway: %s, database: %s). Press Ctrl+C to stop.\n", cfg.BaseURL, cfg.Gateway, db.Dialect)
+	log.Info("kifpool is serving", "addr", ln.Addr().String(), "url", cfg.BaseURL, "gateway", cfg.Gateway, "database", cfg.DatabaseDescription())
+	fmt.Fprint(stdout, banner(cfg, ln.Addr().String()))
 
 	select {
 	case err := <-errc:
@@ -184,6 +188,16 @@ read from the first line of stdin, so that it appears in no process list.
 promote makes an existing user an admin; demote makes an admin an
 ordinary user again.
 `
+
+// banner tells the person who started serve where it runs and on what.
+func banner(cfg config.Config, addr string) string {
+	gw := "Zarinpal at " + cfg.ZarinpalURL
+	if cfg.Gateway == config.GatewaySandbox {
+		gw = "built-in sandbox bank at " + cfg.BaseURL + "/sandbank (no real money)"
+	}
+	return fmt.Sprintf("Kifpool is running: open %s\n  listening on %s\n  database:   %s\n  gateway:    %s\nPress Ctrl+C to stop.\n",
+		cfg.BaseURL, addr, cfg.DatabaseDescription(), gw)
+}
 
 func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
 	if len(args) > 0 && isHelp(args[0]) {

@@ -3,15 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -97,8 +98,9 @@ func TestServeStartsAndStops(t *testing.T) {
 		"LISTEN_ADDR": addr, "BASE_URL": "http://" + addr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	out := &syncBuffer{}
 	go func() {
-		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), io.Discard, slog.New(slog.DiscardHandler))
+		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), out, slog.New(slog.DiscardHandler))
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -120,6 +122,12 @@ func TestServeStartsAndStops(t *testing.T) {
 		t.Fatalf("sandbank: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	// The banner says where it runs and on which database.
+	for _, want := range []string{"open http://" + addr, "listening on " + addr, "SQLite " + filepath.Join(dir, "k.db"), "sandbox bank at http://" + addr + "/sandbank"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("banner %q does not say %q", out.String(), want)
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -128,5 +136,86 @@ func TestServeStartsAndStops(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// With LISTEN_ADDR alone, serve runs where it listens and a top-up reaches
+// the built-in bank there (issue 10, point 7): BASE_URL is derived.
+func TestServeListenAddrAlone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir, "LISTEN_ADDR": addr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), out, slog.New(slog.DiscardHandler))
+	}()
+	base := "http://" + addr
+	waitHealthy(t, base)
+	if !strings.Contains(out.String(), "open "+base) {
+		t.Errorf("banner %q does not name %s", out.String(), base)
+	}
+	// A top-up reaches the built-in bank (called at the derived BASE_URL).
+	c := (&apptest.App{URL: base}).NewClient(t)
+	c.SignUp("derived@example.com")
+	csrf, token := c.TopUpForm()
+	r := c.PostTopUp(csrf, token, "50000")
+	if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, base+"/sandbank/pg/StartPay/") {
+		t.Fatalf("top-up: %d to %q, want 303 to the bank at %s", r.Status, r.Location, base)
+	}
+	if page := c.Get(r.Location); page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) {
+		t.Fatalf("bank page: %d", page.Status)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -85,6 +85,9 @@ type Config struct {
 	// LogLevel and LogFormat (json or text) shape the log output.
 	LogLevel  slog.Level
 	LogFormat string
+	// Warnings are settings that are valid but probably not what was
+	// meant; serve reports them at start.
+	Warnings []string
 }
 
 // Logging reads LOG_LEVEL and LOG_FORMAT alone (the logger exists before
@@ -106,6 +109,32 @@ func Logging(getenv Getenv) (slog.Level, string, error) {
 		format = def
 	}
 	return level, format, errors.Join(errs...)
+}
+
+// DefaultListenAddr is where serve listens without LISTEN_ADDR: this
+// machine only with the sandbox bank (it credits wallets for free), every
+// interface with a real gateway.
+func DefaultListenAddr(gateway string) string {
+	if gateway == GatewaySandbox {
+		return "127.0.0.1:8080"
+	}
+	return ":8080"
+}
+
+// DatabaseDescription names the database for people (banner, logs):
+// the SQLite file, or the PostgreSQL URL without its password.
+func (c Config) DatabaseDescription() string {
+	d, dsn, err := store.ParseURL(c.DatabaseURL)
+	if err != nil {
+		return "?"
+	}
+	if d == store.SQLite {
+		return "SQLite " + dsn
+	}
+	if u, err := url.Parse(c.DatabaseURL); err == nil {
+		return "PostgreSQL " + u.Redacted()
+	}
+	return "PostgreSQL"
 }
 
 // Secure reports whether the public URL is HTTPS (cookies get Secure).
@@ -130,19 +159,41 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	c := Config{
 		DatabaseURL: get("DATABASE_URL", ""),
-		ListenAddr:  get("LISTEN_ADDR", ":8080"),
-		BaseURL:     strings.TrimRight(get("BASE_URL", "http://localhost:8080"), "/"),
 		Gateway:     get("GATEWAY", GatewaySandbox),
 		DataDir:     get("DATA_DIR", "./data"),
 	}
+	c.ListenAddr = get("LISTEN_ADDR", DefaultListenAddr(c.Gateway))
 	if _, _, err := store.ParseURL(c.DatabaseURL); err != nil {
 		bad("DATABASE_URL", "%v", err)
 	}
-	if _, port, err := splitHostPort(c.ListenAddr); err != nil || port == "" || !validPort(port) {
+	listenHost, listenPort, err := splitHostPort(c.ListenAddr)
+	listenOK := err == nil && listenPort != "" && validPort(listenPort)
+	if !listenOK {
 		bad("LISTEN_ADDR", "want HOST:PORT or :PORT, got %q", c.ListenAddr)
 	}
-	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || strings.ContainsAny(c.BaseURL, "?#") {
+	// Without BASE_URL the app is where it listens (the built-in bank is
+	// called there, and callbacks come back there).
+	baseSet := get("BASE_URL", "") != ""
+	switch {
+	case baseSet:
+		c.BaseURL = strings.TrimRight(get("BASE_URL", ""), "/")
+	case listenOK && getenv("LISTEN_ADDR") != "":
+		c.BaseURL = baseURLFor(listenHost, listenPort)
+	default:
+		c.BaseURL = "http://localhost:8080"
+	}
+	baseU, err := url.Parse(c.BaseURL)
+	baseOK := err == nil && (baseU.Scheme == "http" || baseU.Scheme == "https") && baseU.Host != "" && (baseU.Path == "" || baseU.Path == "/") && !strings.ContainsAny(c.BaseURL, "?#")
+	if !baseOK {
 		bad("BASE_URL", "want an absolute http(s) URL without a path, got %q", c.BaseURL)
+	}
+	if baseSet && baseOK && listenOK && strings.TrimSpace(getenv("LISTEN_ADDR")) != "" && listenPort != "0" && urlPort(baseU) != listenPort {
+		w := fmt.Sprintf("LISTEN_ADDR %s listens on port %s but BASE_URL %s is on port %s: right only behind a reverse proxy that forwards %s to this address; otherwise leave BASE_URL unset (it is derived from LISTEN_ADDR) or make the ports agree",
+			c.ListenAddr, listenPort, c.BaseURL, urlPort(baseU), c.BaseURL)
+		if c.Gateway == GatewaySandbox {
+			w += " (the built-in sandbox bank is called at BASE_URL/sandbank: top-ups fail when nothing answers there)"
+		}
+		c.Warnings = append(c.Warnings, w)
 	}
 	c.TopUpMinRials = int64Var(getenv, "TOPUP_MIN_RIALS", 10_000, bad)
 	c.TopUpMaxRials = int64Var(getenv, "TOPUP_MAX_RIALS", 1_000_000_000, bad)
@@ -212,9 +263,15 @@ func Load(getenv Getenv) (Config, error) {
 		c.MerchantID = SandboxMerchantID
 		c.ZarinpalURL = c.BaseURL + "/sandbank"
 		// The sandbox bank moves no money and lets anyone press "Pay": it
-		// must never be what a public deployment runs by accident.
-		if !loopbackURL(c.BaseURL) && get("ALLOW_SANDBOX", "") != "1" {
-			bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY=zarinpal (or ALLOW_SANDBOX=1 for a demo)")
+		// must never be what a public deployment runs by accident, nor be
+		// reachable from the network.
+		if get("ALLOW_SANDBOX", "") != "1" {
+			if !loopbackURL(c.BaseURL) {
+				bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY=zarinpal (or ALLOW_SANDBOX=1 for a demo)")
+			}
+			if listenOK && !loopbackHost(listenHost) {
+				bad("GATEWAY", "the sandbox bank credits wallets without real money; it listens only on this machine (LISTEN_ADDR=127.0.0.1:PORT, localhost:PORT or [::1]:PORT), not on %q (or set ALLOW_SANDBOX=1 for a demo)", c.ListenAddr)
+			}
 		}
 	case GatewayZarinpal:
 		c.MerchantID = strings.ToLower(get("ZARINPAL_MERCHANT_ID", ""))
@@ -354,12 +411,41 @@ func loopbackURL(raw string) bool {
 	if err != nil {
 		return false
 	}
-	h := u.Hostname()
+	return loopbackHost(u.Hostname())
+}
+
+// loopbackHost reports whether a host name or address (IPv6 with or
+// without brackets) is this machine only. "" (every interface) is not.
+func loopbackHost(h string) bool {
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return true
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// baseURLFor is the URL of an app listening on host:port: every interface
+// ("", 0.0.0.0, ::) is reached as localhost from this machine.
+func baseURLFor(host, port string) string {
+	h := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if ip := net.ParseIP(h); h == "" || (ip != nil && ip.IsUnspecified()) {
+		h = "localhost"
+	} else if ip != nil && ip.To4() == nil {
+		h = "[" + h + "]"
+	}
+	return "http://" + h + ":" + port
+}
+
+// urlPort is the port of an http(s) URL, explicit or implied by its scheme.
+func urlPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
 }
 
 func validPort(p string) bool {

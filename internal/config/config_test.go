@@ -32,8 +32,9 @@ func TestLoadDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"ListenAddr", c.ListenAddr, ":8080"},
+		{"ListenAddr (sandbox: loopback)", c.ListenAddr, "127.0.0.1:8080"},
 		{"BaseURL", c.BaseURL, "http://localhost:8080"},
+		{"Warnings", len(c.Warnings), 0},
 		{"Gateway", c.Gateway, config.GatewaySandbox},
 		{"MerchantID", c.MerchantID, config.SandboxMerchantID},
 		{"ZarinpalURL", c.ZarinpalURL, "http://localhost:8080/sandbank"},
@@ -368,5 +369,105 @@ func TestRequestTimeout(t *testing.T) {
 				t.Errorf("RequestTimeout = %v, want %v", c.RequestTimeout, tt.want)
 			}
 		})
+	}
+}
+
+// Without BASE_URL the app is where LISTEN_ADDR says (the built-in bank
+// is called there); with both set, ports that disagree are warned about.
+func TestBaseURLFromListenAddr(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		env         map[string]string
+		wantListen  string
+		wantBase    string
+		wantWarning bool
+	}{
+		{"nothing set", nil, "127.0.0.1:8080", "http://localhost:8080", false},
+		{"listen on loopback", map[string]string{"LISTEN_ADDR": "127.0.0.1:18085"}, "127.0.0.1:18085", "http://127.0.0.1:18085", false},
+		{"listen on localhost", map[string]string{"LISTEN_ADDR": "localhost:9001"}, "localhost:9001", "http://localhost:9001", false},
+		{"listen on IPv6 loopback", map[string]string{"LISTEN_ADDR": "[::1]:9002"}, "[::1]:9002", "http://[::1]:9002", false},
+		{"listen everywhere (demo)", map[string]string{"LISTEN_ADDR": ":9003", "ALLOW_SANDBOX": "1"}, ":9003", "http://localhost:9003", false},
+		{"listen on 0.0.0.0 (demo)", map[string]string{"LISTEN_ADDR": "0.0.0.0:9004", "ALLOW_SANDBOX": "1"}, "0.0.0.0:9004", "http://localhost:9004", false},
+		{"both agree", map[string]string{"LISTEN_ADDR": "127.0.0.1:18085", "BASE_URL": "http://localhost:18085"}, "127.0.0.1:18085", "http://localhost:18085", false},
+		{"ports disagree", map[string]string{"LISTEN_ADDR": "127.0.0.1:18085", "BASE_URL": "http://localhost:8080"}, "127.0.0.1:18085", "http://localhost:8080", true},
+		{"default port of https disagrees", map[string]string{"LISTEN_ADDR": ":8443", "BASE_URL": "https://wallet.example.ir",
+			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"}, ":8443", "https://wallet.example.ir", true},
+		{"real gateway listens everywhere by default", map[string]string{"BASE_URL": "https://wallet.example.ir",
+			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"}, ":8080", "https://wallet.example.ir", false},
+		{"only BASE_URL set", map[string]string{"BASE_URL": "http://localhost:9999"}, "127.0.0.1:8080", "http://localhost:9999", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.env))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.ListenAddr != tc.wantListen || c.BaseURL != tc.wantBase {
+				t.Errorf("listen %q base %q, want %q %q", c.ListenAddr, c.BaseURL, tc.wantListen, tc.wantBase)
+			}
+			if c.ZarinpalURL != c.BaseURL+"/sandbank" && c.Gateway == config.GatewaySandbox {
+				t.Errorf("sandbox bank at %q, want under %q", c.ZarinpalURL, c.BaseURL)
+			}
+			if got := len(c.Warnings) > 0; got != tc.wantWarning {
+				t.Errorf("warnings %q, want some=%v", c.Warnings, tc.wantWarning)
+			}
+			for _, w := range c.Warnings {
+				if !strings.Contains(w, "LISTEN_ADDR") || !strings.Contains(w, "BASE_URL") {
+					t.Errorf("warning does not name both variables: %s", w)
+				}
+			}
+		})
+	}
+}
+
+// The sandbox bank (free money) never listens on the network unless
+// ALLOW_SANDBOX=1 (issue 9, gap 1).
+func TestSandboxListensOnLoopbackUnlessAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		listen, allow string
+		ok            bool
+	}{
+		{"", "", true},
+		{"127.0.0.1:8080", "", true},
+		{"127.0.0.2:8080", "", true},
+		{"localhost:8080", "", true},
+		{"[::1]:8080", "", true},
+		{":8080", "", false},
+		{"0.0.0.0:8080", "", false},
+		{"[::]:8080", "", false},
+		{"10.0.0.5:8080", "", false},
+		{"wallet.example.ir:8080", "", false},
+		{":8080", "1", true},
+		{"0.0.0.0:8080", "1", true},
+		{":8080", "true", false},
+	} {
+		e := map[string]string{"LISTEN_ADDR": tc.listen, "ALLOW_SANDBOX": tc.allow, "BASE_URL": "http://localhost:8080"}
+		_, err := config.Load(env(e))
+		if (err == nil) != tc.ok {
+			t.Errorf("LISTEN_ADDR=%q ALLOW_SANDBOX=%q: err %v, want ok=%v", tc.listen, tc.allow, err, tc.ok)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "GATEWAY") || !strings.Contains(err.Error(), "ALLOW_SANDBOX")) {
+			t.Errorf("error does not name GATEWAY and ALLOW_SANDBOX: %v", err)
+		}
+	}
+	// A real gateway may listen anywhere.
+	if _, err := config.Load(env(map[string]string{"LISTEN_ADDR": ":8080", "GATEWAY": "zarinpal",
+		"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"})); err != nil {
+		t.Errorf("zarinpal on :8080: %v", err)
+	}
+}
+
+func TestDatabaseDescription(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"", "SQLite " + store.DefaultSQLitePath},
+		{"sqlite:/tmp/x.db", "SQLite /tmp/x.db"},
+		{"postgres://u:secret@db:5432/kifpool?sslmode=disable", "PostgreSQL postgres://u:xxxxx@db:5432/kifpool?sslmode=disable"},
+	} {
+		c, err := config.Load(env(map[string]string{"DATABASE_URL": tc.url}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.DatabaseDescription(); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.url, got, tc.want)
+		}
 	}
 }
