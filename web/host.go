@@ -34,9 +34,8 @@ func canonicalHostName(host, scheme string) string {
 // X-Forwarded-Host a trusted reverse proxy passes on.
 func (s *Server) requestHost(c *fiber.Ctx) string {
 	if len(s.trusted) > 0 && s.isTrusted(c.Context().RemoteIP()) {
-		if fh := c.Get(fiber.HeaderXForwardedHost); fh != "" {
-			first, _, _ := strings.Cut(fh, ",")
-			return canonicalHostName(first, s.baseScheme)
+		if fh := firstOf(c.Get(fiber.HeaderXForwardedHost)); fh != "" {
+			return canonicalHostName(fh, s.baseScheme)
 		}
 	}
 	return canonicalHostName(string(c.Request().Header.Host()), s.baseScheme)
@@ -49,14 +48,14 @@ func (s *Server) requestHost(c *fiber.Ctx) string {
 // on one name is unknown on the other, and the bank brings the payer back
 // to BASE_URL. 307 keeps the method and body (a form post, the bank's
 // callback) and is not cached for good, so a changed BASE_URL takes effect
-// at once. Health checks and metrics scrapes, which address the instance
+// at once. Health and readiness checks and metrics scrapes, which address the instance
 // by its IP, are answered where they arrive.
 func (s *Server) canonicalHost(c *fiber.Ctx) error {
 	if s.baseHost == "" {
 		return c.Next()
 	}
 	switch c.Path() {
-	case "/healthz", "/metrics":
+	case "/healthz", "/readyz", "/metrics":
 		return c.Next()
 	}
 	if s.requestHost(c) == s.baseHost {

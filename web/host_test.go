@@ -33,6 +33,7 @@ func TestOtherHostRedirectsToBaseURL(t *testing.T) {
 		{"other name, the bank's callback", nil, "POST", "/payments/abc/return?Authority=A1&Status=OK", "localhost", nil, http.StatusTemporaryRedirect},
 		{"other name, a double-slash path", nil, "GET", "//evil.example/x", "localhost", nil, http.StatusTemporaryRedirect},
 		{"other name, health check", nil, "GET", "/healthz", "localhost", nil, http.StatusOK},
+		{"other name, readiness check", nil, "GET", "/readyz", "localhost", nil, http.StatusOK},
 		{"forwarded host believed from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", "/signin", "localhost",
 			map[string]string{"X-Forwarded-Host": "BASE"}, http.StatusOK},
 		{"forwarded other host from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", "/signin", "",

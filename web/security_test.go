@@ -166,16 +166,20 @@ func TestLinksFromTheRequestPathStayOnSite(t *testing.T) {
 
 // The Origin check believes X-Forwarded-Host/-Proto only from a trusted
 // proxy: anyone else sending them to make another site look like us is
-// refused.
+// refused. (A trusted proxy forwarding a host other than BASE_URL's is
+// redirected there before any check: see TestOtherHostRedirectsToBaseURL.)
 func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		trusted string
+		host    string // forwarded host and origin's host; "" for the app's own
 		want    int
 	}{
-		{"no proxy configured", "", http.StatusForbidden},
-		{"another proxy configured", "10.9.9.9", http.StatusForbidden},
-		{"sent by the trusted proxy", "127.0.0.1", http.StatusSeeOther},
+		{"no proxy configured", "", "evil.example", http.StatusForbidden},
+		{"another proxy configured", "10.9.9.9", "evil.example", http.StatusForbidden},
+		{"no proxy configured, our host over https", "", "", http.StatusForbidden},
+		{"sent by the trusted proxy", "127.0.0.1", "", http.StatusSeeOther},
+		{"another host sent by the trusted proxy", "127.0.0.1", "evil.example", http.StatusTemporaryRedirect},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{}
@@ -188,14 +192,18 @@ func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 			csrf := apptest.Field(c.Get("/wallet").Body, "_csrf")
 			req, _ := http.NewRequest(http.MethodPost, app.URL+"/signout", strings.NewReader(url.Values{"_csrf": {csrf}}.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("Origin", "https://evil.example")
-			req.Header.Set("X-Forwarded-Host", "evil.example")
+			host := tc.host
+			if host == "" {
+				host = strings.TrimPrefix(app.URL, "http://")
+			}
+			req.Header.Set("Origin", "https://"+host)
+			req.Header.Set("X-Forwarded-Host", host)
 			req.Header.Set("X-Forwarded-Proto", "https")
 			if r := c.Do(req); r.Status != tc.want {
 				t.Fatalf("cross-site sign-out with forged forwarded headers: %d, want %d", r.Status, tc.want)
 			}
 			signedIn := c.Get("/wallet").Status == http.StatusOK
-			if signedIn != (tc.want == http.StatusForbidden) {
+			if signedIn != (tc.want != http.StatusSeeOther) {
 				t.Fatalf("signed in after the request: %v", signedIn)
 			}
 		})
