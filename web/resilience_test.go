@@ -277,15 +277,19 @@ func rsStatusCount(t *testing.T, db *store.DB, status payment.Status) int64 {
 	return apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = ?`, string(status))
 }
 
-// ---- 1. the bank hangs on request ----
+// ---- 1. the bank hangs on request: request performed, answer lost ----
 
+// The bank creates the authority, then its answer never arrives (it hangs
+// past our time-out). Our side never learned the authority: the payment is
+// failed with none, the payer is never sent to that bank page, and the bank
+// holds an authority nobody will pay.
 func TestResilienceBankHangsOnRequest(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank, bankURL := rsBank(t)
 		app := rsApp(t, db, bankURL, nil, apptest.Options{})
 		c := app.NewClient(t)
 		c.SignUp("hang@example.com")
-		rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"request": {LatencyMS: 30_000}}})
+		rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"request": {AnswerLostRate: 1, HangMS: 30_000}}})
 
 		csrf, token := c.TopUpForm()
 		start := time.Now()
@@ -314,12 +318,24 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if !strings.HasPrefix(reason, "request:") {
 			t.Errorf("status reason %q", reason)
 		}
-		// The bank saw a client that gave up: it created no transaction.
-		rsWait(t, 2*time.Second, "the bank to notice the abandoned request", func() bool {
-			return bank.Stats()["request"].Abandoned == 1
-		})
-		if n := len(bank.Payments()); n != 0 {
-			t.Errorf("bank holds %d payments, want 0", n)
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE authority IS NOT NULL`); n != 0 {
+			t.Errorf("%d payments hold an authority, want none", n)
+		}
+		// The bank performed the request: it holds an authority that our
+		// side never learned, so nobody will ever be sent to pay it.
+		if st := bank.Stats()["request"]; st.Lost != 1 || st.OK != 0 || st.Abandoned != 0 {
+			t.Errorf("bank request stats %+v, want one performed with its answer lost", st)
+		}
+		bankPayments := bank.Payments()
+		if len(bankPayments) != 1 || bankPayments[0].State != sandbank.StateInBank || bankPayments[0].Authority == "" {
+			t.Fatalf("bank holds %+v, want one unpaid authority", bankPayments)
+		}
+		lost := bankPayments[0].Authority
+		if strings.Contains(r.Body, lost) || strings.Contains(r.Body, "/pg/StartPay/") || r.Location != "" {
+			t.Errorf("the payer was shown the lost authority's bank page: location %q body %.300s", r.Location, r.Body)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE authority = ?`, lost); n != 0 {
+			t.Errorf("the lost authority is on %d payments", n)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'timeout'`); n != 1 {
 			t.Errorf("%d request time-outs recorded, want 1", n)
@@ -334,8 +350,14 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if n := rsStatusCount(t, db, payment.StatusAwaitingPayment); n != 1 {
 			t.Errorf("%d awaiting payments, want 1", n)
 		}
+		if apptest.Authority(r.Location) == lost {
+			t.Errorf("the fresh payment was given the lost authority %s", lost)
+		}
 		if c.Balance() != 0 {
 			t.Errorf("balance %d, want 0", c.Balance())
+		}
+		if p, _ := bank.Payment(lost); p.State != sandbank.StateInBank {
+			t.Errorf("the lost authority is %s at the bank, want still IN_BANK (nobody pays it)", p.State)
 		}
 		apptest.CheckInvariants(t, db)
 	})

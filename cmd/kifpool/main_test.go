@@ -48,6 +48,7 @@ func TestCommands(t *testing.T) {
 		{"user no stdin", []string{"user", "create", "--email", "c@example.com"}, "", env, "no password given", ""},
 		{"user blank password", []string{"user", "create", "--email", "c@example.com"}, "   \r\n", env, "no password given", ""},
 		{"sandbank -h", []string{"sandbank", "-h"}, "", env, "", "-addr"},
+		{"sandbank -h lists request performed, answer lost", []string{"sandbank", "-h"}, "", env, "", "-answer-lost-rate"},
 		{"user plain", []string{"user", "create", "--email", "sara@example.com"}, "a long enough password\n", env, "", "created user user sara@example.com"},
 		{"promote", []string{"user", "promote", "--email", "Sara@Example.com"}, "", env, "", "sara@example.com is now an admin"},
 		{"promote again", []string{"user", "promote", "--email", "sara@example.com"}, "", env, "", "is now an admin"},

@@ -32,9 +32,10 @@ const faultFlagOpsHelp = "OP is request, verify, inquiry, unverified, startpay (
 //	-error-status OP=N,...   status of those answers (500-599, default 503)
 //	-drop-rate OP=R,...      share of dropped connections, e.g. verify=0.1
 //	-refuse-rate OP=R,...    share of 429 Retry-After: 1 answers, e.g. inquiry=0.1
+//	-answer-lost-rate OP=R,... share of calls performed whose answer is lost, e.g. request=0.1
 //	-commit-then-hang        verify commits, then its answer never arrives
 //	-commit-hang-rate R      share of verifies -commit-then-hang applies to (default 1)
-//	-hang DUR                how long a hung verify holds the answer (default 30s)
+//	-hang DUR                how long a withheld answer is held (default 30s)
 //
 // Example:
 //
@@ -57,15 +58,19 @@ func ParseFaultFlags(fs *flag.FlagSet) func() (*Faults, error) {
 		"fault injection: share of calls whose connection is closed without an answer (not performed), `OP=RATE[,...]`, e.g. verify=0.1; "+faultFlagOpsHelp)
 	refuseRate := newOpFlag(fs, "refuse-rate", parseFaultRate,
 		"fault injection: share of calls answered 429 with Retry-After: 1 (not performed), `OP=RATE[,...]`, e.g. inquiry=0.1; "+faultFlagOpsHelp)
+	lostRate := newOpFlag(fs, "answer-lost-rate", parseFaultRate,
+		"fault injection: share of calls that are performed but whose answer is lost (\"request performed, answer lost\": "+
+			"the bank creates the authority, then the answer is held until the client gives up or -hang elapses and the connection is dropped), "+
+			"`OP=RATE[,...]`, e.g. request=0.1; "+faultFlagOpsHelp)
 	commit := fs.Bool("commit-then-hang", false,
 		"fault injection: a verify that commits the payment (VERIFIED, ref_id assigned) never gets its answer: it is held until the client gives up or -hang elapses, then the connection is dropped; the retry answers 101")
 	commitRate := &valueFlag[float64]{parse: parseFaultRate}
 	fs.Var(commitRate, "commit-hang-rate", "fault injection: share `RATE` in [0,1] of verifies -commit-then-hang applies to (default 1)")
 	hang := &valueFlag[time.Duration]{parse: parseFaultDuration}
-	fs.Var(hang, "hang", "fault injection: how long a -commit-then-hang verify holds its answer at most, a `DURATION` such as 30s (default 30s)")
+	fs.Var(hang, "hang", "fault injection: how long a withheld answer (-commit-then-hang, -answer-lost-rate) is held at most before the connection is dropped, a `DURATION` such as 30s (default 30s)")
 
 	names := []string{"seed", "down", "down-status", "latency", "jitter", "error-rate", "error-status",
-		"drop-rate", "refuse-rate", "commit-then-hang", "commit-hang-rate", "hang"}
+		"drop-rate", "refuse-rate", "answer-lost-rate", "commit-then-hang", "commit-hang-rate", "hang"}
 	return func() (*Faults, error) {
 		given := false
 		fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(names, f.Name) })
@@ -97,6 +102,9 @@ func ParseFaultFlags(fs *flag.FlagSet) func() (*Faults, error) {
 		for name, r := range refuseRate.vals {
 			op(name).RefuseRate = r
 		}
+		for name, r := range lostRate.vals {
+			op(name).AnswerLostRate = r
+		}
 		if *commit {
 			op(opVerify).CommitThenHang = true
 		}
@@ -105,6 +113,11 @@ func ParseFaultFlags(fs *flag.FlagSet) func() (*Faults, error) {
 		}
 		if hang.set {
 			op(opVerify).HangMS = hang.v.Milliseconds()
+			for name, r := range lostRate.vals {
+				if r > 0 {
+					op(name).HangMS = hang.v.Milliseconds()
+				}
+			}
 		}
 		f := &Faults{Seed: *seed, Down: *down, DownStatus: downStatus.v}
 		if len(ops) > 0 {

@@ -19,8 +19,9 @@ import (
 // DefaultErrorStatus is the status of injected errors when none is set.
 const DefaultErrorStatus = http.StatusServiceUnavailable
 
-// DefaultHang is how long a commit-then-hang verify holds its answer when
-// OpFaults.HangMS is 0 (unless the client gives up first).
+// DefaultHang is how long a withheld answer (commit-then-hang, answer
+// lost) is held when OpFaults.HangMS is 0 (unless the client gives up
+// first).
 const DefaultHang = 30 * time.Second
 
 // maxFaultMS bounds every duration of a fault setting (one hour).
@@ -44,7 +45,7 @@ func FaultOps() []string { return slices.Clone(faultOps) }
 //	{"seed": 42, "down": false, "ops": {"verify": {"latency_ms": 200,
 //	 "jitter_ms": 100, "error_rate": 0.3, "error_status": 503,
 //	 "drop_rate": 0.1, "refuse_rate": 0.1, "commit_then_hang": true,
-//	 "hang_ms": 30000}}}
+//	 "hang_ms": 30000}, "request": {"answer_lost_rate": 0.1}}}
 //
 // Every gateway operation passes through (*Bank).serveAPI, which asks the
 // fault layer what to do with the call before (or instead of) performing
@@ -68,8 +69,13 @@ func FaultOps() []string { return slices.Clone(faultOps) }
 //     handler and the operation is not performed (counted "abandoned").
 //  3. One draw decides the outcome: with probability ErrorRate a proxy-style
 //     5xx page, DropRate a dropped connection, RefuseRate a 429 with
-//     Retry-After: 1; none of them performs the operation. The three rates
-//     are shares of the calls, so their sum must not exceed 1.
+//     Retry-After: 1 (none of them performs the operation), AnswerLostRate
+//     "performed, answer lost": the operation IS performed (a request
+//     creates its authority, a verify commits, a StartPay button pays), then
+//     its answer is withheld until the client gives up or HangMS elapses
+//     and the connection is dropped, so the client never learns what the
+//     bank did. The four rates are shares of the calls, so their sum must
+//     not exceed 1.
 //  4. Otherwise the operation is performed. For verify with CommitThenHang
 //     (and a draw below CommitHangRate), a verify that commits (answers 100:
 //     the payment becomes VERIFIED with its ref_id) has its answer withheld
@@ -124,6 +130,11 @@ type OpFaults struct {
 	// (and, for the JSON API, Zarinpal's code -12), without performing the
 	// operation.
 	RefuseRate float64 `json:"refuse_rate,omitempty"`
+	// AnswerLostRate is the share of calls that are performed but whose
+	// answer is lost: withheld until the client gives up or HangMS
+	// elapses, then the connection is dropped. On request, the bank holds
+	// an authority the client never learned.
+	AnswerLostRate float64 `json:"answer_lost_rate,omitempty"`
 	// CommitThenHang (verify only): a verify that commits the payment has
 	// its answer withheld until the client gives up or HangMS elapses, then
 	// the connection is dropped.
@@ -131,8 +142,9 @@ type OpFaults struct {
 	// CommitHangRate (verify only) is the share of calls CommitThenHang
 	// applies to; 0 means 1 (all).
 	CommitHangRate float64 `json:"commit_hang_rate,omitempty"`
-	// HangMS (verify only) is how long a commit-then-hang verify holds its
-	// answer at most; 0 means DefaultHang (30 s).
+	// HangMS is how long a withheld answer (a commit-then-hang verify, a
+	// lost answer) is held at most; 0 means DefaultHang (30 s). It applies
+	// to verify, and to any operation with an AnswerLostRate.
 	HangMS int64 `json:"hang_ms,omitempty"`
 }
 
@@ -152,6 +164,9 @@ type OpStats struct {
 	// Hung: performed (committed), then the answer was withheld and the
 	// connection dropped (commit_then_hang).
 	Hung int64 `json:"hung"`
+	// Lost: performed, then the answer was withheld and the connection
+	// dropped (answer_lost_rate).
+	Lost int64 `json:"lost"`
 	// Delayed: latency was added (whatever followed).
 	Delayed int64 `json:"delayed"`
 	// Abandoned: the client gave up during the added latency; the
@@ -160,8 +175,9 @@ type OpStats struct {
 }
 
 // Validate reports whether f is a valid setting: known operations, rates in
-// [0, 1] whose error+drop+refuse sum is at most 1, durations between 0 and
-// one hour, statuses 500-599, commit-then-hang fields on verify only. The
+// [0, 1] whose error+drop+refuse+answer-lost sum is at most 1, durations
+// between 0 and one hour, statuses 500-599, commit-then-hang fields on
+// verify only, hang_ms on verify or with an answer-lost rate. The
 // error wraps ErrInvalidFaults and lists every problem.
 func (f Faults) Validate() error {
 	var probs []string
@@ -202,20 +218,24 @@ func (o OpFaults) problems(op string) []string {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"error_rate", o.ErrorRate}, {"drop_rate", o.DropRate}, {"refuse_rate", o.RefuseRate}, {"commit_hang_rate", o.CommitHangRate}} {
+	}{{"error_rate", o.ErrorRate}, {"drop_rate", o.DropRate}, {"refuse_rate", o.RefuseRate},
+		{"answer_lost_rate", o.AnswerLostRate}, {"commit_hang_rate", o.CommitHangRate}} {
 		if !(r.v >= 0 && r.v <= 1) { // also rejects NaN
 			probs = append(probs, fmt.Sprintf("%s %v: must be between 0 and 1", field(r.name), r.v))
 			ratesOK = false
 		}
 	}
-	if sum := o.ErrorRate + o.DropRate + o.RefuseRate; ratesOK && sum > 1+1e-9 {
-		probs = append(probs, fmt.Sprintf("ops.%s: error_rate + drop_rate + refuse_rate = %v: must not exceed 1", op, sum))
+	if sum := o.ErrorRate + o.DropRate + o.RefuseRate + o.AnswerLostRate; ratesOK && sum > 1+1e-9 {
+		probs = append(probs, fmt.Sprintf("ops.%s: error_rate + drop_rate + refuse_rate + answer_lost_rate = %v: must not exceed 1", op, sum))
 	}
 	if o.ErrorStatus != 0 && !is5xx(o.ErrorStatus) {
 		probs = append(probs, fmt.Sprintf("%s %d: must be 500-599", field("error_status"), o.ErrorStatus))
 	}
-	if op != opVerify && (o.CommitThenHang || o.CommitHangRate != 0 || o.HangMS != 0) {
-		probs = append(probs, fmt.Sprintf("ops.%s: commit_then_hang, commit_hang_rate and hang_ms apply to verify only", op))
+	if op != opVerify && (o.CommitThenHang || o.CommitHangRate != 0) {
+		probs = append(probs, fmt.Sprintf("ops.%s: commit_then_hang and commit_hang_rate apply to verify only", op))
+	}
+	if op != opVerify && o.HangMS != 0 && o.AnswerLostRate == 0 {
+		probs = append(probs, fmt.Sprintf("ops.%s: hang_ms applies to verify, or with answer_lost_rate", op))
 	}
 	return probs
 }
@@ -326,7 +346,8 @@ type faultPlan struct {
 	kind   faultKind
 	status int           // of faultError
 	hang   bool          // commit then hang (verify)
-	hangD  time.Duration // how long at most
+	lost   bool          // perform, then withhold the answer and drop
+	hangD  time.Duration // how long at most (hang, lost)
 }
 
 // faultKey is the operation a route's op belongs to: the StartPay buttons
@@ -361,7 +382,7 @@ func (l *faultLayer) plan(op string) faultPlan {
 	if p.delay > 0 {
 		st.Delayed++
 	}
-	if e, d, r := rule.ErrorRate, rule.DropRate, rule.RefuseRate; e+d+r > 0 {
+	if e, d, r, lo := rule.ErrorRate, rule.DropRate, rule.RefuseRate, rule.AnswerLostRate; e+d+r+lo > 0 {
 		switch u := l.rng.Float64(); {
 		case u < e:
 			p.kind, p.status = faultError, rule.ErrorStatus
@@ -372,18 +393,20 @@ func (l *faultLayer) plan(op string) faultPlan {
 			p.kind = faultDrop
 		case u < e+d+r:
 			p.kind = faultRefuse
+		case u < e+d+r+lo:
+			p.lost = true
 		}
 	}
-	if p.kind == faultNone && rule.CommitThenHang && op == opVerify {
+	if p.kind == faultNone && !p.lost && rule.CommitThenHang && op == opVerify {
 		rate := rule.CommitHangRate
 		if rate == 0 {
 			rate = 1
 		}
 		p.hang = l.rng.Float64() < rate
-		p.hangD = time.Duration(rule.HangMS) * time.Millisecond
-		if p.hangD == 0 {
-			p.hangD = DefaultHang
-		}
+	}
+	p.hangD = time.Duration(rule.HangMS) * time.Millisecond
+	if p.hangD == 0 {
+		p.hangD = DefaultHang
 	}
 	return p
 }
@@ -446,6 +469,10 @@ func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
 		b.commitThenHang(op, w, r, p)
 		return
 	}
+	if p.lost {
+		b.answerLost(op, w, r, p)
+		return
+	}
 	b.serveOp(op, w, r)
 	b.faults.count(p.key, func(s *OpStats) { s.OK++ })
 }
@@ -464,6 +491,20 @@ func (b *Bank) commitThenHang(op string, w http.ResponseWriter, r *http.Request,
 	b.faults.count(p.key, func(s *OpStats) { s.Hung++ })
 	b.log.Info("sandbank: fault: verify committed, answer withheld", "op", op, "hang", p.hangD)
 	// Finish reading the body so a client that gives up is noticed.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
+	sleepCtx(r.Context(), p.hangD)
+	dropConnection(w)
+}
+
+// answerLost performs the operation and loses its answer: it is withheld
+// until the client gives up or p.hangD elapses, then the connection is
+// dropped. A request has created its authority, which the client never
+// learns.
+func (b *Bank) answerLost(op string, w http.ResponseWriter, r *http.Request, p faultPlan) {
+	rec := &recorder{header: make(http.Header)}
+	b.serveOp(op, rec, r)
+	b.faults.count(p.key, func(s *OpStats) { s.Lost++ })
+	b.log.Info("sandbank: fault: performed, answer lost", "op", op, "status", rec.status, "hang", p.hangD)
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
 	sleepCtx(r.Context(), p.hangD)
 	dropConnection(w)

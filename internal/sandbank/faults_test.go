@@ -197,6 +197,16 @@ func TestFaultKinds(t *testing.T) {
 				t.Errorf("stats %+v, want refused 1", st)
 			}
 		}},
+		// Performed, answer lost: the operation happened, the client
+		// never hears of it.
+		{"answer lost", OpFaults{AnswerLostRate: 1, HangMS: 1}, true, func(t *testing.T, res rawResult, st OpStats) {
+			if res.err == nil || !isDrop(res.err) {
+				t.Errorf("want a dropped connection (EOF or reset), got %d %v %.100s", res.status, res.err, res.body)
+			}
+			if st.Lost != 1 || st.OK != 0 || st.Dropped != 0 {
+				t.Errorf("stats %+v, want lost 1 and nothing else", st)
+			}
+		}},
 	}
 	for _, op := range opFixtures() {
 		for _, k := range kinds {
@@ -302,6 +312,47 @@ func TestCommitThenHangClientGivesUp(t *testing.T) {
 	}
 	if st := b.Stats()["verify"]; st.Hung != 1 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// "Request performed, answer lost": the bank creates the authority and
+// then hangs past the client's time-out; the client never learns the
+// authority, the bank holds it unpaid.
+func TestRequestAnswerLost(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		rule          OpFaults
+		clientTimeout time.Duration
+		wantLost      int64
+		wantPayments  int
+	}{
+		{"hangs past the client's time-out", OpFaults{AnswerLostRate: 1, HangMS: 60_000}, 100 * time.Millisecond, 1, 1},
+		{"drops the connection at once", OpFaults{AnswerLostRate: 1, HangMS: 1}, 5 * time.Second, 1, 1},
+		{"no such fault: answered", OpFaults{LatencyMS: 1}, 5 * time.Second, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, srv := newTestBank(t, Options{})
+			setFaults(t, b, Faults{Seed: 1, Ops: map[string]OpFaults{"request": tt.rule}})
+			res := send(t, faultClient(t, tt.clientTimeout), http.MethodPost, srv.URL+"/pg/v4/payment/request.json", newRequestBody(int64(20_000)))
+			if lost := tt.wantLost > 0; lost != (res.err != nil) {
+				t.Fatalf("answer: %d %v %.200s; want lost=%v", res.status, res.err, res.body, lost)
+			}
+			if tt.wantLost > 0 && res.elapsed > 3*time.Second {
+				t.Errorf("the client waited %v", res.elapsed)
+			}
+			ps := b.Payments()
+			if len(ps) != tt.wantPayments {
+				t.Fatalf("bank holds %d payments, want %d", len(ps), tt.wantPayments)
+			}
+			if p := ps[0]; p.State != StateInBank || p.Authority == "" || p.Amount != 20_000 {
+				t.Errorf("bank payment %+v, want an unpaid authority of 20000 rials", p)
+			}
+			if st := b.Stats()["request"]; st.Lost != tt.wantLost || st.Calls != 1 || st.OK != 1-tt.wantLost {
+				t.Errorf("stats %+v, want lost %d", st, tt.wantLost)
+			}
+		})
 	}
 }
 
@@ -614,6 +665,9 @@ func TestFaultsControlAPI(t *testing.T) {
 		{"error status not 5xx", `{"ops": {"verify": {"error_rate": 1, "error_status": 404}}}`, "error_status 404"},
 		{"down status not 5xx", `{"down": true, "down_status": 200}`, "down_status 200"},
 		{"commit then hang off verify", `{"ops": {"inquiry": {"commit_then_hang": true}}}`, "verify only"},
+		{"hang off verify without answer lost", `{"ops": {"request": {"hang_ms": 100}}}`, "hang_ms applies to verify, or with answer_lost_rate"},
+		{"answer lost rate above 1", `{"ops": {"request": {"answer_lost_rate": 1.5}}}`, "ops.request.answer_lost_rate 1.5"},
+		{"answer lost with drops above 1", `{"ops": {"request": {"answer_lost_rate": 0.5, "drop_rate": 0.6}}}`, "must not exceed 1"},
 		{"commit hang rate", `{"ops": {"verify": {"commit_then_hang": true, "commit_hang_rate": 2}}}`, "commit_hang_rate 2"},
 	}
 	for _, tc := range bad {
@@ -655,7 +709,7 @@ func TestFaultsControlAPI(t *testing.T) {
 	if len(stats) != len(FaultOps()) || stats["request"].Calls != 1 || stats["request"].OK != 1 {
 		t.Errorf("stats %s", res.body)
 	}
-	for _, key := range []string{`"calls"`, `"ok"`, `"injected_5xx"`, `"dropped"`, `"refused"`, `"hung"`, `"delayed"`} {
+	for _, key := range []string{`"calls"`, `"ok"`, `"injected_5xx"`, `"dropped"`, `"refused"`, `"hung"`, `"lost"`, `"delayed"`} {
 		if !strings.Contains(res.body, key) {
 			t.Errorf("stats lack %s: %s", key, res.body)
 		}
@@ -739,6 +793,11 @@ func TestParseFaultFlags(t *testing.T) {
 		{"seed alone", []string{"-seed", "7"}, &Faults{Seed: 7}},
 		{"commit hang rate", []string{"-commit-then-hang", "-commit-hang-rate", "0.5", "-hang", "250ms"},
 			&Faults{Ops: map[string]OpFaults{"verify": {CommitThenHang: true, CommitHangRate: 0.5, HangMS: 250}}}},
+		{"request performed, answer lost", []string{"-answer-lost-rate", "request=1,startpay=0.5", "-hang", "200ms"},
+			&Faults{Ops: map[string]OpFaults{"request": {AnswerLostRate: 1, HangMS: 200}, "startpay": {AnswerLostRate: 0.5, HangMS: 200},
+				"verify": {HangMS: 200}}}},
+		{"answer lost at rate 0 with a hang", []string{"-answer-lost-rate", "request=0", "-hang", "1s"},
+			&Faults{Ops: map[string]OpFaults{"request": {}, "verify": {HangMS: 1000}}}},
 		{"zero values", []string{"-latency", "verify=0s", "-error-rate", "verify=0"},
 			&Faults{Ops: map[string]OpFaults{"verify": {}}}},
 	}
@@ -780,6 +839,8 @@ func TestParseFaultFlags(t *testing.T) {
 		{"down status not 5xx", []string{"-down-status", "200"}, "500-599"},
 		{"bad hang", []string{"-hang", "-1s"}, "negative"},
 		{"bad commit hang rate", []string{"-commit-hang-rate", "2"}, "between 0 and 1"},
+		{"bad answer lost rate", []string{"-answer-lost-rate", "request=2"}, "between 0 and 1"},
+		{"answer lost and drops above 1", []string{"-answer-lost-rate", "request=0.5", "-drop-rate", "request=0.6"}, "must not exceed 1"},
 		{"bad seed", []string{"-seed", "-1"}, "invalid value"},
 	}
 	for _, tc := range bad {
@@ -797,7 +858,8 @@ func TestParseFaultFlags(t *testing.T) {
 	var help bytes.Buffer
 	fs.SetOutput(&help)
 	fs.PrintDefaults()
-	for _, s := range []string{"-latency OP=DURATION[,...]", "verify=200ms,request=50ms", "-error-rate OP=RATE[,...]", "-hang DURATION", "unverified"} {
+	for _, s := range []string{"-latency OP=DURATION[,...]", "verify=200ms,request=50ms", "-error-rate OP=RATE[,...]", "-hang DURATION", "unverified",
+		"-answer-lost-rate OP=RATE[,...]", "request performed, answer lost"} {
 		if !strings.Contains(help.String(), s) {
 			t.Errorf("help lacks %q:\n%s", s, help.String())
 		}
