@@ -327,7 +327,7 @@ func TestRequestAnswerLost(t *testing.T) {
 		wantLost      int64
 		wantPayments  int
 	}{
-		{"hangs past the client's time-out", OpFaults{AnswerLostRate: 1, HangMS: 60_000}, 100 * time.Millisecond, 1, 1},
+		{"hangs past the client's time-out", OpFaults{AnswerLostRate: 1, HangMS: 60_000}, time.Second, 1, 1},
 		{"drops the connection at once", OpFaults{AnswerLostRate: 1, HangMS: 1}, 5 * time.Second, 1, 1},
 		{"no such fault: answered", OpFaults{LatencyMS: 1}, 5 * time.Second, 0, 1},
 	}
