@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/views"
 )
@@ -54,7 +55,7 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 	}
 	v := views.AdminView{Breakers: s.breakerViews()}
 	switch n := c.Query("done"); n {
-	case "done_recheck_credited", "done_recheck_unchanged", "done_closed", "error_note", "error_not_review":
+	case "done_recheck_credited", "done_recheck_unchanged", "done_recheck_failed", "done_recheck_open", "done_closed", "error_note", "error_not_review", "error_busy", "error_nothing_to_ask":
 		v.Notice = "admin." + n
 	}
 	for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
@@ -63,7 +64,7 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 	}
 	for _, r := range rows {
 		v.Payments = append(v.Payments, views.AdminPaymentRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,
-			Status: string(r.Status), Reason: r.StatusReason, Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt})
+			Status: string(r.Status), Reason: reasonText(lang(c), r.StatusReason), Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt})
 	}
 	for _, r := range reports {
 		rv := views.ReconcileView{StartedAt: r.StartedAt, Listed: r.Listed, Ours: r.Ours, Credited: r.Credited,
@@ -126,14 +127,23 @@ func (s *Server) adminRecheck(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	case errors.Is(err, payment.ErrNotUnderReview):
 		return c.Redirect("/admin?done=error_not_review", fiber.StatusSeeOther)
+	case errors.Is(err, payment.ErrPaymentBusy):
+		return c.Redirect("/admin?done=error_busy", fiber.StatusSeeOther)
+	case errors.Is(err, payment.ErrNothingToAsk):
+		return c.Redirect("/admin?done=error_nothing_to_ask", fiber.StatusSeeOther)
 	case err != nil:
 		return err
 	}
 	s.Log.WarnContext(c.UserContext(), "admin rechecked a payment", "payment", p.PublicID, "admin", currentUser(c).ID, "status", p.Status)
-	if p.Status == payment.StatusCredited {
+	switch p.Status {
+	case payment.StatusCredited:
 		return c.Redirect("/admin?done=done_recheck_credited", fiber.StatusSeeOther)
+	case payment.StatusFailed:
+		return c.Redirect("/admin?done=done_recheck_failed", fiber.StatusSeeOther)
+	case payment.StatusNeedsReview:
+		return c.Redirect("/admin?done=done_recheck_unchanged", fiber.StatusSeeOther)
 	}
-	return c.Redirect("/admin?done=done_recheck_unchanged", fiber.StatusSeeOther)
+	return c.Redirect("/admin?done=done_recheck_open", fiber.StatusSeeOther)
 }
 
 // adminClose closes a payment under review as failed, with a note.
@@ -146,8 +156,19 @@ func (s *Server) adminClose(c *fiber.Ctx) error {
 		return c.Redirect("/admin?done=error_note", fiber.StatusSeeOther)
 	case errors.Is(err, payment.ErrNotUnderReview):
 		return c.Redirect("/admin?done=error_not_review", fiber.StatusSeeOther)
+	case errors.Is(err, payment.ErrPaymentBusy):
+		return c.Redirect("/admin?done=error_busy", fiber.StatusSeeOther)
 	case err != nil:
 		return err
 	}
 	return c.Redirect("/admin?done=done_closed", fiber.StatusSeeOther)
+}
+
+// reasonText says a payment's reason code in words; an older free-text
+// reason is shown as it is.
+func reasonText(l i18n.Lang, code string) string {
+	if code == "" || !i18n.Has(l, "reason."+code) {
+		return code
+	}
+	return i18n.T(l, "reason."+code)
 }

@@ -55,10 +55,18 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		if user.Balance() != 200_000 {
 			t.Fatalf("balance %d after the recheck", user.Balance())
 		}
-		// Recheck the unpaid one: the bank does not confirm; unchanged.
-		if r := post(admin, "/admin/payments/"+unpaidID+"/recheck", url.Values{}); r.Location != "/admin?done=done_recheck_unchanged" {
+		// Recheck the unpaid one: the bank says its payer is still at the
+		// bank page, so it is open again (the worker keeps asking).
+		if r := post(admin, "/admin/payments/"+unpaidID+"/recheck", url.Values{}); r.Location != "/admin?done=done_recheck_open" {
 			t.Fatalf("recheck unpaid: %q", r.Location)
 		}
+		var reopened string
+		db.Gorm.Raw(`SELECT status FROM payments WHERE public_id = ?`, unpaidID).Scan(&reopened)
+		if reopened != "pending_verification" {
+			t.Fatalf("rechecked unpaid payment is %q, want pending_verification", reopened)
+		}
+		// (Its deadline passes: back under review.)
+		db.Gorm.Exec(`UPDATE payments SET status = 'needs_review' WHERE public_id = ?`, unpaidID)
 		// Closing needs a reason; then it is failed, with the reason kept.
 		if r := post(admin, "/admin/payments/"+unpaidID+"/close", url.Values{"note": {"  "}}); r.Location != "/admin?done=error_note" {
 			t.Fatalf("close without note: %q", r.Location)
@@ -72,7 +80,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		var status, reason string
 		db.Gorm.Raw(`SELECT status FROM payments WHERE public_id = ?`, unpaidID).Scan(&status)
 		db.Gorm.Raw(`SELECT status_reason FROM payments WHERE public_id = ?`, unpaidID).Scan(&reason)
-		if status != "failed" || !strings.Contains(reason, "bank statement shows no debit") {
+		if status != "failed" || reason != "closed_by_admin" {
 			t.Fatalf("closed payment: %s %q", status, reason)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`); n != 3 {

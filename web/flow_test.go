@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -210,7 +211,8 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 
 func TestForgedCallbacksChangeNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		app := apptest.Start(t, db, apptest.Options{})
+		const recheck = 300 * time.Millisecond
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()}})
 		c, payURL := startTopUp(t, app, "forge@example.com", "10000")
 		authority := apptest.Authority(payURL)
 		var publicID string
@@ -252,7 +254,16 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Within the pacing window the callback is answered from the row
+		// (the forged one just made us ask the bank): nobody can make us
+		// call the bank without limit. The page refreshes itself; once the
+		// window ends, the callback asks the bank and credits.
 		r := attacker.Get(back + "&amount=999999999&Amount=999999999")
+		if st := apptest.DataStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
+			t.Fatalf("after payment, within the pacing window: %d %q; want answered from the row", r.Status, st)
+		}
+		time.Sleep(recheck)
+		r = attacker.Get(back + "&amount=999999999&Amount=999999999")
 		if apptest.DataStatus(r.Body) != "credited" {
 			t.Fatalf("after payment: %q", apptest.DataStatus(r.Body))
 		}

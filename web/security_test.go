@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/server"
@@ -83,42 +85,55 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 	}
 }
 
-// A callback that does not claim payment, for a payment whose payer the
-// bank just saw on its page, costs the bank nothing on every reload; one
-// that claims payment (Status=OK) is always verified at once.
-func TestEarlyCallbackReloadsDoNotHammerTheBank(t *testing.T) {
+// Callbacks need no session (the bank calls them), so anyone can send
+// them: whatever they claim (Status=OK or not), the bank is asked about a
+// payment at most once per PENDING_RECHECK_AFTER; the very first callback
+// at once. A flood costs the bank one verify.
+func TestCallbacksNeverHammerTheBank(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
-	app := apptest.Start(t, db, apptest.Options{})
+	const recheck = 400 * time.Millisecond
+	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()}})
 	c, payURL := startTopUp(t, app, "early@example.com", "10000")
 	authority := apptest.Authority(payURL)
 	var publicID string
 	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
 	back := "/payments/" + publicID + "/return?Authority=" + authority
-	verifies := func() int64 {
-		return apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'verify'`)
+	calls := func(op string) int64 {
+		return apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = ?`, op)
 	}
-	c.Get(back + "&Status=NOK") // early: verify -51, inquiry IN_BANK
-	if verifies() != 1 {
-		t.Fatalf("%d verifies after the first callback", verifies())
+	c.Get(back + "&Status=NOK") // the first: verify -51, inquiry IN_BANK
+	if calls("verify") != 1 || calls("inquire") != 1 {
+		t.Fatalf("%d verifies, %d inquiries after the first callback", calls("verify"), calls("inquire"))
 	}
-	for range 5 {
-		if r := c.Get(back + "&Status=NOK"); apptest.DataStatus(r.Body) != "pending_verification" {
-			t.Fatalf("reload: %q", apptest.DataStatus(r.Body))
-		}
+	attacker := app.NewClient(t)
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			st := "OK"
+			if i%2 == 0 {
+				st = "NOK"
+			}
+			if r := attacker.Get(back + "&Status=" + st); apptest.DataStatus(r.Body) != "pending_verification" {
+				t.Errorf("flooding callback: %d %q", r.Status, apptest.DataStatus(r.Body))
+			}
+		})
 	}
-	if verifies() != 1 {
-		t.Fatalf("%d verifies after 5 reloads, want still 1", verifies())
+	wg.Wait()
+	if calls("verify") != 1 || calls("inquire") != 1 {
+		t.Fatalf("%d verifies, %d inquiries after 40 callbacks within the window, want 1 and 1", calls("verify"), calls("inquire"))
 	}
-	// The payer pays; the bank's callback says so and is verified at once.
+	// The payer pays; the next callback after the window is checked and credits.
 	if _, err := app.Server.Bank.Pay(authority); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(recheck)
 	if r := c.Get(back + "&Status=OK"); apptest.DataStatus(r.Body) != "credited" {
 		t.Fatalf("after paying: %q", apptest.DataStatus(r.Body))
 	}
-	if c.Balance() != 100_000 {
-		t.Fatalf("balance %d", c.Balance())
+	if c.Balance() != 100_000 || calls("verify") != 2 {
+		t.Fatalf("balance %d, %d verifies", c.Balance(), calls("verify"))
 	}
+	apptest.CheckInvariants(t, db)
 }
 
 func TestHealthzReportsTheDatabase(t *testing.T) {

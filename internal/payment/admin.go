@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -52,12 +53,57 @@ func (s *Service) StatusCounts(ctx context.Context) (map[Status]int64, error) {
 var (
 	ErrNotUnderReview = errors.New("payment is not under review")
 	ErrNoteRequired   = errors.New("a note saying why is required")
+	// ErrNothingToAsk: the payment never got an authority, or is credited.
+	ErrNothingToAsk = errors.New("there is nothing to ask the bank about this payment")
+	// ErrPaymentBusy: another actor holds the payment right now.
+	ErrPaymentBusy = errors.New("the payment is being checked right now; try again in a moment")
 )
 
-// AdminRecheck asks the bank again about a payment under review. A paid
-// answer credits it (once); any other answer leaves it under review. The
-// action is recorded either way.
+// AdminRecheck asks the bank now about a payment that is not credited,
+// through the same path as the worker: an open payment is checked if no
+// other actor holds it; a failed or needs-review one is reopened first (so
+// a crash cannot lose the answer) and then checked. A paid answer credits
+// it, once, however often it is pressed. What happened is recorded in the
+// audit log: a check that ran, or one skipped because another actor held
+// the payment (then the error is ErrPaymentBusy).
 func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int64) (Payment, error) {
+	p, err := s.ByPublicID(ctx, publicID)
+	if err != nil {
+		return p, err
+	}
+	if p.Status == StatusCredited || p.Authority == nil {
+		return p, ErrNothingToAsk
+	}
+	var after Payment
+	var ran bool
+	switch p.Status {
+	case StatusFailed, StatusNeedsReview:
+		after, ran, err = s.reopen(ctx, p, ActorAdmin, &adminID, true)
+	default:
+		after, ran, err = s.resolveNow(ctx, p.ID, ActorAdmin)
+	}
+	if err != nil {
+		return after, err
+	}
+	if !ran {
+		if err := s.recordAction(ctx, p, adminID, audit.ActionRecheckSkipped, audit.ResultSkipped, after.Status); err != nil {
+			return after, err
+		}
+		return after, ErrPaymentBusy
+	}
+	return after, s.recordAction(ctx, p, adminID, audit.ActionRecheck, audit.ResultDone, after.Status)
+}
+
+// AdminCloseFailed ends a payment under review as failed, with a note: for
+// when the bank confirms (by phone, by statement) that no money of the
+// payer is held. It takes the payment's lease like every other actor, so
+// it cannot overrule a check in flight. Should the bank later verify it as
+// paid after all, it is still credited (a bank-verified payment always is).
+func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID int64, note string) (Payment, error) {
+	note = strings.TrimSpace(note)
+	if note == "" || utf8.RuneCountInString(note) > 1000 {
+		return Payment{}, ErrNoteRequired
+	}
 	p, err := s.ByPublicID(ctx, publicID)
 	if err != nil {
 		return p, err
@@ -65,50 +111,35 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 	if p.Status != StatusNeedsReview {
 		return p, ErrNotUnderReview
 	}
-	after, err := s.recheck(ctx, p)
-	if err != nil {
-		return after, err
-	}
-	return after, s.recordAction(ctx, p, adminID, audit.ActionRecheck, "", after.Status)
-}
-
-// AdminCloseFailed ends a payment under review as failed, with a note: for
-// when the bank confirms (by phone, by statement) that no money of the
-// payer is held. Should the bank later verify it as paid after all, it is
-// still credited (a bank-verified payment always is).
-func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID int64, note string) (Payment, error) {
-	note = strings.TrimSpace(note)
-	if note == "" || len(note) > 1000 {
-		return Payment{}, ErrNoteRequired
-	}
-	p, err := s.ByPublicID(ctx, publicID)
+	tok, cur, err := s.claim(ctx, p.ID, []Status{StatusNeedsReview})
 	if err != nil {
 		return p, err
+	}
+	if tok == "" {
+		if cur.Status != StatusNeedsReview {
+			return cur, ErrNotUnderReview
+		}
+		return cur, ErrPaymentBusy
 	}
 	now := s.clock()
-	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&Payment{}).Where("id = ? AND status = ? AND (lease_until IS NULL OR lease_until < ?)", p.ID, StatusNeedsReview, now).
-			Updates(map[string]any{"status": StatusFailed, "status_reason": truncate("closed by an admin: "+note, 500),
-				"resolved_at": now, "updated_at": now, "next_check_at": nil})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotUnderReview
-		}
-		return audit.Record(tx, audit.Entry{PaymentID: &p.ID, AdminID: adminID, Action: audit.ActionCloseFailed, Note: note,
-			FromStatus: string(p.Status), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now})
-	})
+	out, err := s.move(ctx, cur, StatusNeedsReview, change{to: StatusFailed, actor: ActorAdmin, reason: ReasonClosedByAdmin,
+		adminID: &adminID, lease: tok, also: func(tx *gorm.DB) error {
+			return audit.Record(tx, audit.Entry{PaymentID: &p.ID, AdminID: adminID, Action: audit.ActionCloseFailed, Note: note,
+				FromStatus: string(StatusNeedsReview), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now})
+		}})
 	if err != nil {
-		return p, err
+		if errors.Is(err, errNotMoved) {
+			return cur, ErrNotUnderReview
+		}
+		return cur, err
 	}
 	s.log.Warn("admin closed a payment under review as failed", "payment", p.PublicID, "admin", adminID)
-	return s.reload(ctx, p.ID)
+	return out, nil
 }
 
-func (s *Service) recordAction(ctx context.Context, p Payment, adminID int64, action audit.Action, note string, to Status) error {
+func (s *Service) recordAction(ctx context.Context, p Payment, adminID int64, action audit.Action, result string, to Status) error {
 	err := audit.Record(s.db.Gorm.WithContext(context.WithoutCancel(ctx)), audit.Entry{PaymentID: &p.ID, AdminID: adminID,
-		Action: action, Note: note, FromStatus: string(p.Status), ToStatus: string(to), Result: audit.ResultDone, CreatedAt: s.clock()})
+		Action: action, FromStatus: string(p.Status), ToStatus: string(to), Result: result, CreatedAt: s.clock()})
 	if err != nil {
 		return fmt.Errorf("record admin action on %s: %w", p.PublicID, err)
 	}

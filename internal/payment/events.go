@@ -76,3 +76,13 @@ func (s *Service) EventsOf(ctx context.Context, paymentID int64) ([]Event, error
 	}
 	return out, nil
 }
+
+// bankAnswer reports whether a payment ended with this reason on the
+// bank's own answer to a check (rather than on a deadline or a person).
+func (r Reason) bankAnswer() bool {
+	switch r {
+	case ReasonBankCancelled, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused:
+		return true
+	}
+	return false
+}

@@ -1,17 +1,24 @@
 // Package payment runs the top-up lifecycle: start a payment with the
 // gateway, handle the bank's return, verify and resolve, exactly once.
 //
-// State machine (ARCHITECTURE §3):
+// Every status change is an edge of the state machine in machine.go, taken
+// by its one writer (move), which records the change in payment_events in
+// the same transaction. The diagram (checked against the table by a test):
 //
-//	created ──request ok──▶ awaiting_payment ──verify paid──▶ credited
-//	   │                         │──verify not paid──▶ failed
-//	   │                         └──verify unknown──▶ pending_verification
-//	   └──request failed──▶ failed
-//	pending_verification ──paid──▶ credited | not paid ──▶ failed | too long ──▶ needs_review
-//
-// Every transition is a conditional UPDATE (… WHERE id = ? AND status IN
-// (…)); zero rows affected means another actor got there first, and the
-// caller re-reads and replays.
+//	created ──submit──▶ awaiting_payment ──paid──▶ credited
+//	created ──submit/worker──▶ failed
+//	created ──reconcile──▶ pending_verification
+//	awaiting_payment ──unknown──▶ pending_verification
+//	awaiting_payment ──not paid / lifetime──▶ failed
+//	awaiting_payment ──refused, mismatch, no ref──▶ needs_review
+//	pending_verification ──paid──▶ credited
+//	pending_verification ──not paid──▶ failed
+//	pending_verification ──refused, too long──▶ needs_review
+//	failed ──reopen──▶ pending_verification
+//	failed ──paid──▶ credited
+//	needs_review ──reopen──▶ pending_verification
+//	needs_review ──admin close──▶ failed
+//	needs_review ──paid──▶ credited
 package payment
 
 import (
@@ -68,6 +75,9 @@ type Payment struct {
 	NextCheckAt         *time.Time
 	LeaseUntil          *time.Time
 	LeaseOwner          string
+	LastCheckedAt       *time.Time // when the bank was last asked about it
+	ReturnedAt          *time.Time // the first callback
+	OpenedAt            *time.Time // when it last became open: the worker's deadlines count from here
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	ResolvedAt          *time.Time

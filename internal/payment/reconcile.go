@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/gateway"
 )
 
 // ReconcileItem is one line of a reconciliation report.
@@ -19,9 +24,13 @@ type ReconcileItem struct {
 	// failed or needed review here), already_resolved (credited here yet
 	// listed as unverified), foreign (not ours), amount_mismatch, open
 	// (outcome still unknown), unresolved (the bank's verify did not say
-	// paid; a person looks), error.
+	// paid; a person looks), authority_conflict (our payment by its
+	// callback URL, with another authority), not_reached (the run's budget
+	// ended first), error.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
+
+	creditedRials int64
 }
 
 // ReconcileReport is the stored result of one reconciliation.
@@ -37,6 +46,7 @@ type ReconcileReport struct {
 	ForeignCount  int
 	ForeignRials  int64
 	Mismatches    int
+	Unreached     int
 	Details       string // JSON array of ReconcileItem
 	Error         string
 }
@@ -48,90 +58,220 @@ func (r ReconcileReport) Items() []ReconcileItem {
 	return items
 }
 
+// ReconcileConfig bounds one reconciliation.
+type ReconcileConfig struct {
+	Concurrency int           // items worked at once (default 4)
+	Budget      time.Duration // the whole run; items not reached are reported (default 2m)
+}
+
 // Reconcile asks the gateway for payments it holds as paid but not
 // verified (callbacks lost, windows closed), verifies and credits those
-// that are ours through the one Resolve path, lists those that are not,
-// and stores a report. It never touches a wallet for a foreign authority.
+// that are ours, lists those that are not, and stores a report. An item is
+// ours when its authority is one of our payments', or, failing that, when
+// its callback URL names one of our payments (an authority lost before it
+// was stored: the payment gets it back). Items are worked with bounded
+// concurrency until the run's budget; those not reached are reported. It
+// never touches a wallet for a foreign item.
 func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	return s.ReconcileWith(ctx, ReconcileConfig{})
+}
+
+// ReconcileWith is Reconcile with explicit bounds.
+func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (ReconcileReport, error) {
+	if rc.Concurrency <= 0 {
+		rc.Concurrency = 4
+	}
+	if rc.Budget <= 0 {
+		rc.Budget = 2 * time.Minute
+	}
 	rep := ReconcileReport{Gateway: s.gw.Name(), StartedAt: s.clock(), Details: "[]"}
-	var items []ReconcileItem
+	ctx, cancel := context.WithTimeout(ctx, rc.Budget)
+	defer cancel()
 	list, err := s.gw.ListUnverified(ctx)
 	if err != nil {
 		rep.Error = truncate("list unverified: "+err.Error(), 500)
 	}
 	rep.Listed = len(list)
-	for _, u := range list {
-		it := ReconcileItem{Authority: u.Authority, AmountRials: u.AmountRials}
-		var p Payment
-		err := s.db.Gorm.WithContext(ctx).Where("gateway = ? AND authority = ?", s.gw.Name(), u.Authority).Take(&p).Error
-		switch {
-		case errors.Is(err, gorm.ErrRecordNotFound):
-			it.Kind = "foreign"
-			rep.ForeignCount++
-			rep.ForeignRials += u.AmountRials
-			items = append(items, it)
+	items := make([]ReconcileItem, len(list))
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, rc.Concurrency)
+	)
+	for i, u := range list {
+		items[i] = ReconcileItem{Authority: u.Authority, AmountRials: u.AmountRials}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			items[i].Kind, items[i].Detail = "not_reached", "reconciliation budget spent"
+			rep.Unreached++
 			continue
-		case err != nil:
-			it.Kind, it.Detail = "error", truncate(err.Error(), 200)
-			items = append(items, it)
-			continue
 		}
-		rep.Ours++
-		it.PublicID = p.PublicID
-		if u.AmountRials != p.AmountRials {
-			it.Kind, it.Detail = "amount_mismatch", fmt.Sprintf("ours %d rials", p.AmountRials)
-			rep.Mismatches++
-		}
-		before := p.Status
-		switch p.Status {
-		case StatusCredited:
-			// Credited here but listed as unverified there: should not be.
-			if it.Kind == "" {
-				it.Kind, it.Detail = "already_resolved", string(p.Status)
-			}
-			rep.Mismatches++
-		case StatusFailed, StatusNeedsReview:
-			// The bank holds the payer's money for a payment that ended
-			// without it here: verify it, and a paid answer credits it.
-			p, err = s.recheck(ctx, p)
-		default:
-			p, err = s.Resolve(ctx, p)
-		}
-		switch {
-		case before == StatusCredited:
-		case err != nil:
-			it.Kind, it.Detail = "error", truncate(err.Error(), 200)
-		case p.Status == StatusCredited:
-			if it.Kind == "" {
-				it.Kind = "credited"
-			}
-			if before != StatusPendingVerification && before != StatusAwaitingPayment {
-				it.Detail = "was " + string(before) + " here"
-			}
-			rep.Credited++
-			rep.CreditedRials += p.AmountRials
-		case it.Kind == "":
-			it.Kind, it.Detail = "open", string(p.Status)
-			if p.Status.Terminal() {
-				it.Kind = "unresolved"
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			it := s.reconcileItem(ctx, u)
+			mu.Lock()
+			defer mu.Unlock()
+			items[i] = it
+			switch it.Kind {
+			case "foreign":
+				rep.ForeignCount++
+				rep.ForeignRials += u.AmountRials
+			case "credited":
+				rep.Ours++
+				rep.Credited++
+				rep.CreditedRials += it.creditedRials
+			case "amount_mismatch", "already_resolved", "unresolved", "authority_conflict":
+				rep.Ours++
 				rep.Mismatches++
+			case "error":
+			default:
+				rep.Ours++
 			}
-		}
-		items = append(items, it)
+		}()
 	}
+	wg.Wait()
 	rep.FinishedAt = s.clock()
-	if b, err := json.Marshal(items); err == nil && items != nil {
+	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
 		rep.Details = string(b)
 	}
 	if err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Create(&rep).Error; err != nil {
 		return rep, fmt.Errorf("store reconcile report: %w", err)
 	}
 	s.log.Info("reconciliation done", "listed", rep.Listed, "ours", rep.Ours, "credited", rep.Credited,
-		"foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "error", rep.Error)
+		"foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "unreached", rep.Unreached, "error", rep.Error)
 	if rep.Error != "" {
 		return rep, errors.New(rep.Error)
 	}
 	return rep, nil
+}
+
+// reconcileItem works one listed item.
+func (s *Service) reconcileItem(ctx context.Context, u gateway.Unverified) ReconcileItem {
+	it := ReconcileItem{Authority: u.Authority, AmountRials: u.AmountRials}
+	p, found, err := s.matchUnverified(ctx, u)
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		return it
+	case !found:
+		it.Kind = "foreign"
+		return it
+	}
+	it.PublicID = p.PublicID
+	if p.Authority != nil && *p.Authority != u.Authority {
+		// Our payment, by its callback URL, but with another authority:
+		// never verify someone else's transaction against it.
+		it.Kind, it.Detail = "authority_conflict", "ours has another authority"
+		return it
+	}
+	if u.AmountRials != p.AmountRials {
+		it.Kind, it.Detail = "amount_mismatch", fmt.Sprintf("ours %d rials", p.AmountRials)
+	}
+	before := p.Status
+	switch {
+	case p.Status == StatusCredited:
+		// Credited here but listed as unverified there: should not be.
+		if it.Kind == "" {
+			it.Kind, it.Detail = "already_resolved", string(p.Status)
+		}
+		return it
+	case p.Authority == nil:
+		p, err = s.recoverAuthority(ctx, p, u.Authority)
+	case p.Status == StatusFailed || p.Status == StatusNeedsReview:
+		// The bank holds the payer's money for a payment that ended here
+		// without it: reopen (so a crash cannot lose the answer) and verify.
+		p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
+	default:
+		p, err = s.resolveWaiting(ctx, p, ActorReconcile, false)
+	}
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+	case p.Status == StatusCredited:
+		if it.Kind == "" {
+			it.Kind = "credited"
+		}
+		if before != StatusPendingVerification && before != StatusAwaitingPayment {
+			it.Detail = "was " + string(before) + " here"
+		}
+		it.creditedRials = p.AmountRials
+	case it.Kind == "":
+		it.Kind, it.Detail = "open", string(p.Status)
+		if p.Status.Terminal() {
+			it.Kind = "unresolved"
+		}
+	}
+	return it
+}
+
+// matchUnverified finds our payment for a listed item: by authority, else
+// by the public id in its callback URL.
+func (s *Service) matchUnverified(ctx context.Context, u gateway.Unverified) (Payment, bool, error) {
+	var p Payment
+	err := s.db.Gorm.WithContext(ctx).Where("gateway = ? AND authority = ?", s.gw.Name(), u.Authority).Take(&p).Error
+	if err == nil {
+		return p, true, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return p, false, err
+	}
+	id := PublicIDFromCallbackURL(u.CallbackURL)
+	if id == "" {
+		return p, false, nil
+	}
+	err = s.db.Gorm.WithContext(ctx).Where("gateway = ? AND public_id = ?", s.gw.Name(), id).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return p, false, nil
+	}
+	return p, err == nil, err
+}
+
+// PublicIDFromCallbackURL returns the payment public id in one of our
+// callback URLs (…/payments/{id}/return), or "".
+func PublicIDFromCallbackURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) < 3 || parts[len(parts)-1] != "return" || parts[len(parts)-3] != "payments" {
+		return ""
+	}
+	if id := parts[len(parts)-2]; ValidPublicID(id) {
+		return id
+	}
+	return ""
+}
+
+// recoverAuthority gives a payment whose authority was lost (the bank
+// answered, we never stored it) the authority the bank lists for its
+// callback URL, moves it to pending_verification and verifies it.
+func (s *Service) recoverAuthority(ctx context.Context, p Payment, authority string) (Payment, error) {
+	tok, cur, err := s.claim(ctx, p.ID, []Status{StatusCreated, StatusFailed})
+	if err != nil || tok == "" {
+		return cur, err
+	}
+	if cur.Authority != nil {
+		return s.release(ctx, cur, tok, nil)
+	}
+	now := s.clock()
+	moved, err := s.move(ctx, cur, cur.Status, change{to: StatusPendingVerification, actor: ActorReconcile,
+		reason: ReasonAuthorityRecovered, lease: tok, keepLease: true,
+		set: map[string]any{"authority": authority, "opened_at": now, "next_check_at": now}})
+	if err != nil {
+		if _, rerr := s.release(ctx, cur, tok, nil); rerr != nil {
+			s.log.Error("release after failed recovery", "payment", p.PublicID, "err", rerr)
+		}
+		return cur, fmt.Errorf("recover authority of %s: %w", p.PublicID, err)
+	}
+	s.log.Warn("authority recovered from the bank's list", "payment", p.PublicID)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
+	return s.verifyAndApply(vctx, moved, tok, ActorReconcile)
 }
 
 // LatestReconcileReports returns the newest reports first.

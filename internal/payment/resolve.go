@@ -2,8 +2,6 @@ package payment
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -16,24 +14,22 @@ import (
 	"github.com/kifpool/kifpool/internal/wallet"
 )
 
-// errLostRace: a conditional update found the payment no longer in the
-// expected state; another actor resolved it first.
-var errLostRace = errors.New("payment changed meanwhile")
-
 // Return handles the bank's callback for a payment. The callback proves
 // nothing: it only names the payment. The authority must match ours (else
 // ErrAuthorityMismatch and nothing changes); then, unless the payment is
-// already resolved, it is verified with the bank using the amount from our
-// own row. The returned payment carries the outcome to show.
+// credited, the bank is asked (at most once per RecheckDelay, the very
+// first callback at once) with the amount from our own row. The returned
+// payment carries the outcome to show; an open payment means the outcome
+// is not known yet (the page refreshes itself). Return never takes longer
+// than the gateway budget (VerifyTimeout).
 func (s *Service) Return(ctx context.Context, publicID, authority string) (Payment, error) {
 	return s.ReturnWithHint(ctx, publicID, authority, true)
 }
 
 // ReturnWithHint is Return with the callback's own claim (Zarinpal's
-// Status=OK) as a hint, never as a fact: a callback that claims payment
-// is always verified at once; one that does not, for a payment the bank
-// said moments ago its payer is still paying, is answered from our row
-// without asking the bank again (reloads of that page cost nothing).
+// Status=OK). The claim is logged and otherwise ignored: whatever a
+// callback says, the bank is asked at most once per RecheckDelay, so
+// nobody can make us call the bank without limit.
 func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string, claimsPaid bool) (Payment, error) {
 	p, err := s.ByPublicID(ctx, publicID)
 	if err != nil {
@@ -43,281 +39,314 @@ func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string
 		s.log.Warn("callback authority mismatch", "payment", p.PublicID)
 		return Payment{}, ErrAuthorityMismatch
 	}
-	if p.Status.Terminal() {
-		return p, nil // a repeat callback: the same result page
+	if p.Status == StatusCredited {
+		return p, nil // a repeat callback: the same receipt
 	}
-	recent := p.NextCheckAt != nil && p.NextCheckAt.After(s.clock())
-	if p.Status == StatusPendingVerification && recent {
-		return p, nil // the bank was asked moments ago; do not hammer it on every reload
-	}
-	if p.Status == StatusAwaitingPayment && recent && !claimsPaid {
-		return p, nil // the payer was still at the bank moments ago
-	}
-	return s.Resolve(ctx, p)
-}
-
-// Resolve verifies an open payment with the bank and records the outcome.
-// It is the one resolve path, used by the return handler, the worker and
-// reconciliation. Only one actor at a time verifies a payment (an owned
-// lease on the row); others wait, bounded, for its result, and take the
-// lease over if its holder died. It returns the payment as it now stands;
-// an open payment means the outcome is not known yet.
-func (s *Service) Resolve(ctx context.Context, p Payment) (Payment, error) {
-	tok, err := s.claim(ctx, p.ID, openForVerify())
+	first, err := s.markReturned(ctx, p)
 	if err != nil {
 		return p, err
 	}
-	if tok == "" {
-		return s.waitResolved(ctx, p.ID)
-	}
-	p, err = s.reload(ctx, p.ID)
-	if err != nil {
+	due := first || s.dueForCheck(p)
+	s.log.Info("callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
+	switch p.Status {
+	case StatusFailed, StatusNeedsReview:
+		if !due && Reason(p.StatusReason).bankAnswer() {
+			// The bank itself said so moments ago (a duplicate callback of
+			// a cancelled payment): its word is fresh, the row answers.
+			return p, nil
+		}
+		// The payer may have paid after we gave up (the bank page was still
+		// open): reopen and ask the bank — now, or when the pacing window
+		// ends, by the worker.
+		p, _, err = s.reopen(ctx, p, ActorCallback, nil, due)
 		return p, err
+	case StatusAwaitingPayment, StatusPendingVerification:
+		if !due {
+			return p, nil // asked moments ago: answered from the row
+		}
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+		defer cancel()
+		return s.resolveWaiting(ctx, p, ActorCallback, !first)
 	}
-	return s.verifyAndApply(ctx, p, tok)
+	return p, nil
 }
 
-// recheck verifies a payment that is failed or needs review here, because
-// the bank may hold it as paid (reconciliation, an admin's action). A
-// verify that says paid credits it; any other answer leaves it as it is.
-func (s *Service) recheck(ctx context.Context, p Payment) (Payment, error) {
-	tok, err := s.claim(ctx, p.ID, []Status{StatusFailed, StatusNeedsReview})
-	if err != nil || tok == "" {
-		return p, err
+// markReturned records the first callback of a payment; it reports
+// whether this is that first one.
+func (s *Service) markReturned(ctx context.Context, p Payment) (bool, error) {
+	if p.ReturnedAt != nil {
+		return false, nil
 	}
-	p, err = s.reload(ctx, p.ID)
-	if err != nil {
-		return p, err
-	}
-	return s.verifyAndApply(ctx, p, tok)
-}
-
-// claim takes the verification lease of a payment in one of the statuses
-// and returns its owner token ("" when another actor holds it).
-func (s *Service) claim(ctx context.Context, id int64, statuses []Status) (string, error) {
-	now := s.clock()
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	tok := hex.EncodeToString(b[:])
-	res := s.db.Gorm.WithContext(ctx).Model(&Payment{}).
-		Where("id = ? AND status IN ? AND (lease_until IS NULL OR lease_until < ?)", id, statuses, now).
-		Updates(map[string]any{"lease_until": now.Add(s.cfg.LeaseDuration), "lease_owner": tok, "updated_at": now})
+	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Payment{}).
+		Where("id = ? AND returned_at IS NULL", p.ID).Update("returned_at", s.clock())
 	if res.Error != nil {
-		return "", fmt.Errorf("claim payment %d: %w", id, res.Error)
+		return false, fmt.Errorf("mark return of %s: %w", p.PublicID, res.Error)
 	}
-	if res.RowsAffected != 1 {
-		return "", nil
-	}
-	return tok, nil
+	return res.RowsAffected == 1, nil
 }
 
-// waitResolved waits for the actor holding the lease, bounded by
-// ReturnWait; if the lease runs out (its holder died), it takes it over.
-func (s *Service) waitResolved(ctx context.Context, id int64) (Payment, error) {
-	deadline := time.Now().Add(s.cfg.ReturnWait)
+// dueForCheck reports whether the bank may be asked about p now: at most
+// once per RecheckDelay.
+func (s *Service) dueForCheck(p Payment) bool {
+	return p.LastCheckedAt == nil || !s.clock().Before(p.LastCheckedAt.Add(s.cfg.RecheckDelay))
+}
+
+// Resolve asks the bank about an open payment and records the outcome,
+// waiting (bounded by the budget) for another actor that holds the
+// payment's lease. Used by reconciliation and tests; callbacks use Return.
+func (s *Service) Resolve(ctx context.Context, p Payment) (Payment, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
+	return s.resolveWaiting(ctx, p, ActorReconcile, false)
+}
+
+// resolveWaiting takes the lease and asks the bank, or waits for the
+// actor holding it until ctx's deadline; if the holder died (its lease ran
+// out) and time is left, it takes over. When paced, the bank is not asked
+// if it was asked within RecheckDelay (the row is the answer).
+func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, paced bool) (Payment, error) {
 	for {
-		p, err := s.reload(ctx, id)
+		tok, cur, err := s.claimPaced(ctx, p.ID, openForVerify(), paced)
 		if err != nil {
 			return p, err
 		}
-		if p.Status.Terminal() || p.LeaseUntil == nil || time.Now().After(deadline) {
-			return p, nil
+		if tok != "" {
+			return s.verifyAndApply(ctx, cur, tok, actor)
 		}
-		if p.LeaseUntil.Before(s.clock()) {
-			tok, err := s.claim(ctx, id, openForVerify())
-			if err != nil {
-				return p, err
-			}
-			if tok != "" {
-				if p, err = s.reload(ctx, id); err != nil {
-					return p, err
-				}
-				return s.verifyAndApply(ctx, p, tok)
-			}
+		if !cur.Status.open() || cur.LeaseUntil == nil || !cur.LeaseUntil.After(s.clock()) && paced {
+			return cur, nil // resolved, or just checked by another actor
+		}
+		left, ok := ctx.Deadline()
+		if ok && time.Until(left) < s.cfg.PollInterval {
+			return cur, nil // the budget is spent: the page says we are still confirming
 		}
 		select {
 		case <-ctx.Done():
-			return p, nil
+			return cur, nil
 		case <-time.After(s.cfg.PollInterval):
 		}
 	}
 }
 
+// resolveNow asks the bank about an open payment if its lease is free; it
+// does not wait for another holder (worker, admin). ran is false when
+// another actor held the payment.
+func (s *Service) resolveNow(ctx context.Context, id int64, actor Actor) (p Payment, ran bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
+	tok, cur, err := s.claim(ctx, id, openForVerify())
+	if err != nil || tok == "" {
+		return cur, false, err
+	}
+	p, err = s.verifyAndApply(ctx, cur, tok, actor)
+	return p, true, err
+}
+
+// reopen moves a failed or needs-review payment back to
+// pending_verification so that asking the bank again survives a crash (the
+// worker finishes an open payment), then, if check, asks the bank at once
+// under the same lease; otherwise the worker asks when the pacing window
+// ends. ran is false when another actor held the payment.
+func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *int64, check bool) (Payment, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
+	tok, cur, err := s.claim(ctx, p.ID, []Status{StatusFailed, StatusNeedsReview})
+	if err != nil || tok == "" {
+		return cur, false, err
+	}
+	now := s.clock()
+	next := now
+	if !check && cur.LastCheckedAt != nil {
+		next = cur.LastCheckedAt.Add(s.cfg.RecheckDelay)
+	}
+	moved, err := s.move(ctx, cur, cur.Status, change{to: StatusPendingVerification, actor: actor, reason: ReasonReopened,
+		adminID: adminID, lease: tok, keepLease: check, set: map[string]any{"opened_at": now, "next_check_at": next}})
+	if err != nil {
+		if errors.Is(err, errNotMoved) {
+			p, err := s.reload(ctx, p.ID)
+			return p, false, err
+		}
+		return cur, false, err
+	}
+	s.log.Warn("payment reopened to ask the bank again", "payment", p.PublicID, "was", cur.Status, "actor", actor)
+	if !check {
+		return moved, true, nil
+	}
+	moved, err = s.verifyAndApply(ctx, moved, tok, actor)
+	return moved, true, err
+}
+
 // verifyAndApply asks the bank and records the answer. The caller holds
-// the lease tok.
-func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string) (Payment, error) {
-	log := s.log.With("payment", p.PublicID)
+// the lease tok; ctx bounds the whole check (verify and, after "not
+// paid", inquiry) to one budget.
+func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, actor Actor) (Payment, error) {
+	log := s.log.With("payment", p.PublicID, "actor", actor)
 	ctx = resilient.WithPaymentRef(ctx, p.PublicID)
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
-	vr, err := s.gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
-	cancel()
+	vr, err := s.gw.Verify(ctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
+	checked := s.checkedSet(err)
 	// Whatever the caller's context does now, the answer must be recorded.
 	ctx = context.WithoutCancel(ctx)
-	if !errors.Is(err, gateway.ErrUnavailable) {
-		// Count only checks that reached the bank: an open breaker
-		// postpones a check, it does not spend one.
-		if uerr := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ?", p.ID).
-			Update("attempts", gorm.Expr("attempts + 1")).Error; uerr != nil {
-			log.Error("count verify attempt", "err", uerr)
-		}
-		p.Attempts++
-	}
 	switch {
 	case err != nil && gateway.IsRejected(err):
 		log.Error("verify rejected by gateway", "err", err)
-		return s.transition(ctx, p, tok, StatusNeedsReview, "verify rejected: "+err.Error(), nil)
+		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonVerifyRejected, rejectedCode(err), checked)
 	case err != nil:
 		// A time-out is not a failure: the outcome is unknown.
 		log.Warn("verify outcome unknown", "err", err)
-		return s.transition(ctx, p, tok, StatusPendingVerification, "verify: "+err.Error(),
-			map[string]any{"next_check_at": s.clock().Add(s.cfg.RecheckDelay)})
+		return s.unknown(ctx, p, tok, actor, checked)
 	}
 	log = log.With("code", vr.Code, "outcome", vr.Outcome)
+	code := vr.Code
 	switch vr.Outcome {
 	case gateway.VerifyPaid, gateway.VerifyAlreadyVerified:
 		if vr.RefID <= 0 {
 			log.Error("bank confirmed payment without a reference")
-			return s.transition(ctx, p, tok, StatusNeedsReview, "bank confirmed without ref_id", nil)
+			return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonNoRefID, &code, checked)
 		}
-		return s.credit(ctx, p, tok, vr)
+		return s.credit(ctx, p, tok, actor, vr, checked)
 	case gateway.VerifyNotPaid:
-		return s.notPaid(ctx, p, tok, vr)
+		return s.notPaid(ctx, p, tok, actor, vr)
 	case gateway.VerifyAmountMismatch:
 		log.Error("bank reports another amount than ours")
-		return s.transition(ctx, p, tok, StatusNeedsReview, fmt.Sprintf("verify: amount mismatch (code %d)", vr.Code), nil)
+		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonAmountMismatch, &code, checked)
 	default:
 		log.Error("verify refused by gateway")
-		return s.transition(ctx, p, tok, StatusNeedsReview, fmt.Sprintf("verify: invalid (code %d)", vr.Code), nil)
+		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonVerifyRejected, &code, checked)
 	}
+}
+
+// checkedSet is what every outcome of a bank check writes: when the bank
+// was asked, and one more attempt if the call reached it (an open breaker
+// postpones a check, it does not spend one).
+func (s *Service) checkedSet(err error) map[string]any {
+	set := map[string]any{"last_checked_at": s.clock()}
+	if !errors.Is(err, gateway.ErrUnavailable) {
+		set["attempts"] = gorm.Expr("attempts + 1")
+	}
+	return set
+}
+
+func rejectedCode(err error) *int {
+	var r *gateway.RejectedError
+	if errors.As(err, &r) {
+		return &r.Code
+	}
+	return nil
+}
+
+// unknown records that the outcome is not known: the payment is (or
+// stays) pending_verification and is checked again after RecheckDelay.
+func (s *Service) unknown(ctx context.Context, p Payment, tok string, actor Actor, set map[string]any) (Payment, error) {
+	set["next_check_at"] = s.clock().Add(s.cfg.RecheckDelay)
+	return s.settle(ctx, p, tok, actor, StatusPendingVerification, ReasonVerifyUnknown, nil, set)
+}
+
+// settle records a bank answer under the lease tok: the status changes
+// through the state machine, or, if p already has it, only set is written.
+// Either way the lease is released. If the lease is no longer ours, nothing
+// but the release is attempted and the row is returned as it stands.
+func (s *Service) settle(ctx context.Context, p Payment, tok string, actor Actor, to Status, reason Reason, code *int, set map[string]any) (Payment, error) {
+	if p.Status == to {
+		return s.release(ctx, p, tok, set)
+	}
+	moved, err := s.move(ctx, p, p.Status, change{to: to, actor: actor, reason: reason, gatewayCode: code, lease: tok, set: set})
+	if errors.Is(err, errNotMoved) {
+		return s.release(ctx, p, tok, nil)
+	}
+	return moved, err
 }
 
 // notPaid handles a "not paid" verify. A payer still on the bank page also
 // gets "not paid", so before failing the payment the bank is asked for the
-// authority's state: an early or forged callback must not fail a payment
-// the payer can still complete. Any doubt keeps the payment open.
-func (s *Service) notPaid(ctx context.Context, p Payment, tok string, vr gateway.VerifyResult) (Payment, error) {
-	ictx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
-	ir, err := s.gw.Inquire(ictx, p.AuthorityString())
-	cancel()
+// authority's state: only its definite word (FAILED, REVERSED) fails the
+// payment. Any doubt keeps it open.
+func (s *Service) notPaid(ctx context.Context, p Payment, tok string, actor Actor, vr gateway.VerifyResult) (Payment, error) {
+	ir, err := s.gw.Inquire(resilient.WithPaymentRef(ctx, p.PublicID), p.AuthorityString())
+	code := vr.Code
+	set := s.checkedSet(nil)
 	switch {
 	case err != nil:
-		return s.transition(ctx, p, tok, StatusPendingVerification, "inquiry after not-paid: "+err.Error(),
-			map[string]any{"next_check_at": s.clock().Add(s.cfg.RecheckDelay)})
+		s.log.Warn("inquiry after not-paid failed; outcome unknown", "payment", p.PublicID, "err", err)
+		return s.unknown(ctx, p, tok, actor, set)
 	case ir.Status == gateway.InquiryInBank:
-		s.log.Info("callback before payment; payer still at the bank", "payment", p.PublicID)
-		if err := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ? AND lease_owner = ?", p.ID, tok).
-			Update("next_check_at", s.clock().Add(s.cfg.RecheckDelay)).Error; err != nil {
-			return p, fmt.Errorf("schedule payment %s: %w", p.PublicID, err)
-		}
-		return s.release(ctx, p, tok)
-	case ir.Status == gateway.InquiryPaid || ir.Status == gateway.InquiryVerified:
-		// Contradicts the verify answer: keep asking.
-		return s.transition(ctx, p, tok, StatusPendingVerification, "verify said not paid, inquiry says "+string(ir.Status),
-			map[string]any{"next_check_at": s.clock().Add(s.cfg.RecheckDelay)})
+		// The payer is still at the bank (an early or forged callback):
+		// nothing changes; look again later.
+		s.log.Info("payer still at the bank", "payment", p.PublicID)
+		set["next_check_at"] = s.clock().Add(s.cfg.RecheckDelay)
+		return s.release(ctx, p, tok, set)
+	case ir.Status == gateway.InquiryFailed:
+		return s.settle(ctx, p, tok, actor, StatusFailed, ReasonBankCancelled, &code, set)
+	case ir.Status == gateway.InquiryReversed:
+		return s.settle(ctx, p, tok, actor, StatusFailed, ReasonBankReversed, &code, set)
 	}
-	return s.transition(ctx, p, tok, StatusFailed, fmt.Sprintf("not paid (code %d, bank state %s)", vr.Code, ir.Status), nil)
+	// PAID/VERIFIED contradict the verify; a state we do not know is not
+	// the bank's definite word either: keep asking.
+	s.log.Warn("inquiry does not confirm not-paid; keep asking", "payment", p.PublicID, "inquiry", ir.Status)
+	return s.unknown(ctx, p, tok, actor, set)
 }
 
 // credit records a verified payment and credits the wallet, in one
-// transaction: conditional state update, ledger entry, balance.
+// transaction: the state machine's move to credited, the ledger entry and
+// the balance.
 //
 // The bank saying paid (100, or 101 "already verified") for our authority
 // and our amount means the money is ours to credit, whatever this row says
-// meanwhile: so the update only requires the payment not to be credited
-// yet (a payment another actor failed on a stale view is credited, not
-// lost). The unique ledger entry per payment and unique (gateway, ref_id)
-// keep it to one credit.
-func (s *Service) credit(ctx context.Context, p Payment, tok string, vr gateway.VerifyResult) (Payment, error) {
-	now := s.clock()
-	amount := p.AmountRials // the amount the bank just verified (verify carries our amount; -50 otherwise)
+// meanwhile: a payment another actor ended on a stale view is credited,
+// not lost. The unique ledger entry per payment and unique (gateway,
+// ref_id) keep it to one credit.
+func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor, vr gateway.VerifyResult, set map[string]any) (Payment, error) {
+	amount := p.AmountRials // verify carried our amount; the bank answers -50 otherwise
+	reason := ReasonVerifiedPaid
+	if vr.Outcome == gateway.VerifyAlreadyVerified {
+		reason = ReasonAlreadyVerified
+	}
+	code := vr.Code
+	vals := map[string]any{"ref_id": vr.RefID, "verified_amount_rials": amount, "card_pan_masked": vr.CardPANMasked}
+	for k, v := range set {
+		vals[k] = v
+	}
 	var was Status
+	var out Payment
+	c := change{to: StatusCredited, actor: actor, reason: reason, gatewayCode: &code, set: vals}
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var cur Payment
-		if err := tx.Select("status").Take(&cur, p.ID).Error; err != nil {
+		if err := s.db.ForUpdate(tx).Select("status").Take(&cur, p.ID).Error; err != nil {
 			return err
 		}
 		was = cur.Status
-		reason := string(vr.Outcome)
-		if !cur.Status.open() {
-			reason = fmt.Sprintf("%s: verified by the bank after it was %s here", vr.Outcome, cur.Status)
+		if was == StatusCredited {
+			return errNotMoved
 		}
-		res := tx.Model(&Payment{}).
-			Where("id = ? AND status <> ?", p.ID, StatusCredited).
-			Updates(map[string]any{
-				"status": StatusCredited, "status_reason": truncate(reason, 500),
-				"ref_id": vr.RefID, "verified_amount_rials": amount, "card_pan_masked": vr.CardPANMasked,
-				"resolved_at": now, "updated_at": now, "lease_until": nil, "lease_owner": "", "next_check_at": nil,
-			})
-		if res.Error != nil {
-			return res.Error
+		c.also = func(tx *gorm.DB) error {
+			_, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, s.clock())
+			return err
 		}
-		if res.RowsAffected == 0 {
-			return errLostRace
-		}
-		_, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, now)
+		var err error
+		out, err = s.moveTx(tx, p, was, c)
 		return err
 	})
 	switch {
 	case err == nil:
+		s.observe(was, c)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.Credited(amount)
+		}
 		if !was.open() {
 			s.log.Error("bank verified a payment that was not open here; credited", "payment", p.PublicID, "was", was, "ref_id", vr.RefID)
 		}
-		s.log.Info("payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", vr.RefID)
-		return s.reload(ctx, p.ID)
-	case errors.Is(err, errLostRace), errors.Is(err, wallet.ErrAlreadyCredited):
-		return s.release(ctx, p, tok) // someone else credited it: a replay
+		s.log.Info("payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", vr.RefID, "actor", actor)
+		return out, nil
+	case errors.Is(err, errNotMoved), errors.Is(err, wallet.ErrAlreadyCredited):
+		return s.release(ctx, p, tok, nil) // someone else credited it: a replay
 	case store.IsUniqueViolation(err):
 		// unique (gateway, ref_id): the bank's reference already belongs to
 		// another payment. Never credit twice for one bank payment.
 		s.log.Error("bank reference already used by another payment", "payment", p.PublicID, "ref_id", vr.RefID)
-		return s.transition(ctx, p, tok, StatusNeedsReview, fmt.Sprintf("ref_id %d already used by another payment", vr.RefID), nil)
+		cur, rerr := s.reload(ctx, p.ID)
+		if rerr != nil {
+			return p, rerr
+		}
+		return s.settle(ctx, cur, tok, actor, StatusNeedsReview, ReasonRefIDReused, &code, set)
 	}
 	return p, fmt.Errorf("credit payment %s: %w", p.PublicID, err)
-}
-
-// transition moves an open payment to another status under the lease
-// tok, releasing it. If the lease is no longer ours (it ran out and
-// another actor took over), nothing changes.
-func (s *Service) transition(ctx context.Context, p Payment, tok string, to Status, reason string, extra map[string]any) (Payment, error) {
-	now := s.clock()
-	vals := map[string]any{"status": to, "status_reason": truncate(reason, 500), "updated_at": now, "lease_until": nil, "lease_owner": ""}
-	if to.Terminal() {
-		vals["resolved_at"] = now
-		vals["next_check_at"] = nil
-	}
-	for k, v := range extra {
-		vals[k] = v
-	}
-	res := s.db.Gorm.WithContext(ctx).Model(&Payment{}).
-		Where("id = ? AND status IN ? AND lease_owner = ?", p.ID, openForVerify(), tok).Updates(vals)
-	if res.Error != nil {
-		return p, fmt.Errorf("payment %s to %s: %w", p.PublicID, to, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		// Not open any more (a recheck of a failed payment), or the lease
-		// was lost: leave the row as it is.
-		return s.release(ctx, p, tok)
-	}
-	return s.reload(ctx, p.ID)
-}
-
-// release gives up the lease tok, if still ours, without changing the
-// status.
-func (s *Service) release(ctx context.Context, p Payment, tok string) (Payment, error) {
-	err := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ? AND lease_owner = ?", p.ID, tok).
-		Updates(map[string]any{"lease_until": nil, "lease_owner": "", "updated_at": s.clock()}).Error
-	if err != nil {
-		return p, fmt.Errorf("release payment %s: %w", p.PublicID, err)
-	}
-	return s.reload(ctx, p.ID)
-}
-
-// expire ends an open payment past one of its deadlines (worker), under
-// the lease so that it cannot overrule an actor verifying it right now.
-func (s *Service) expire(ctx context.Context, p Payment, to Status, reason string) (Payment, error) {
-	tok, err := s.claim(ctx, p.ID, openForVerify())
-	if err != nil || tok == "" {
-		return p, err
-	}
-	return s.transition(ctx, p, tok, to, reason, nil)
 }

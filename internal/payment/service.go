@@ -46,11 +46,17 @@ type Config struct {
 	Description string // shown by the bank, e.g. "Kifpool wallet top-up"
 
 	RequestTimeout time.Duration // budget for the gateway's request call (default 10s)
-	VerifyTimeout  time.Duration // budget for verify during a return (default 12s)
-	ReplayWait     time.Duration // how long a repeat submit waits for the first (default RequestTimeout+2s)
-	ReturnWait     time.Duration // how long a concurrent callback waits for the one verifying (default VerifyTimeout+2s)
-	LeaseDuration  time.Duration // how long a verifier holds a payment (default 2×VerifyTimeout+10s)
-	RecheckDelay   time.Duration // first background check after an unknown outcome (default 20s)
+	// VerifyTimeout is the gateway budget: one whole check of a payment
+	// (verify and, after "not paid", inquiry), and the longest any caller
+	// waits, for its own check or for another actor's (default 12s).
+	VerifyTimeout time.Duration
+	ReplayWait    time.Duration // how long a repeat submit waits for the first (default VerifyTimeout)
+	// LeaseDuration: how long a check holds a payment (default
+	// VerifyTimeout+2s): a holder that died blocks it about one budget.
+	LeaseDuration time.Duration
+	// RecheckDelay: the bank is asked about a payment at most once per
+	// this (callbacks and worker; PENDING_RECHECK_AFTER, default 20s).
+	RecheckDelay time.Duration
 	PollInterval   time.Duration // how often waiters re-read the row (default 50ms)
 
 	// Observer, when set, learns of every status change and credit
@@ -66,14 +72,11 @@ func (c *Config) defaults() {
 		c.VerifyTimeout = 12 * time.Second
 	}
 	if c.ReplayWait == 0 {
-		c.ReplayWait = c.RequestTimeout + 2*time.Second
-	}
-	if c.ReturnWait == 0 {
-		c.ReturnWait = c.VerifyTimeout + 2*time.Second
+		c.ReplayWait = c.VerifyTimeout
 	}
 	if c.LeaseDuration == 0 {
-		// A resolve may verify and then inquire: two bank operations.
-		c.LeaseDuration = 2*c.VerifyTimeout + 10*time.Second
+		// One check (verify, then perhaps inquiry) is bounded by the budget.
+		c.LeaseDuration = c.VerifyTimeout + 2*time.Second
 	}
 	if c.RecheckDelay == 0 {
 		c.RecheckDelay = 20 * time.Second
@@ -164,7 +167,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	p := Payment{
 		PublicID: newPublicID(), UserID: in.UserID, WalletID: in.WalletID,
 		AmountRials: in.AmountRials, Gateway: s.gw.Name(), FormToken: in.FormToken,
-		Status: StatusCreated, CreatedAt: now, UpdatedAt: now,
+		Status: StatusCreated, CreatedAt: now, UpdatedAt: now, OpenedAt: &now,
 	}
 	err := s.db.Gorm.WithContext(ctx).Create(&p).Error
 	if store.IsUniqueViolation(err) {
@@ -186,41 +189,45 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	if reqErr != nil {
 		log.Warn("gateway request failed", "err", reqErr)
 		// No authority reached the payer, so no money can have been taken.
-		p, err := s.failCreated(context.WithoutCancel(ctx), p, "request: "+reqErr.Error())
+		reason := ReasonRequestFailed
+		switch {
+		case errors.Is(reqErr, gateway.ErrUnavailable):
+			reason = ReasonGatewayUnavailable
+		case gateway.IsRejected(reqErr):
+			reason = ReasonRequestRefused
+		}
+		p, err := s.failCreated(ctx, p, ActorSubmit, reason, rejectedCode(reqErr))
 		if err != nil {
 			return StartResult{}, err
 		}
 		return StartResult{Payment: p}, fmt.Errorf("start payment %s: %w: %w", p.PublicID, ErrGatewayFailed, reqErr)
 	}
 
-	now = s.clock()
-	upd := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Payment{}).
-		Where("id = ? AND status = ?", p.ID, StatusCreated).
-		Updates(map[string]any{"authority": res.Authority, "status": StatusAwaitingPayment, "updated_at": now})
-	if upd.Error != nil {
-		if store.IsUniqueViolation(upd.Error) {
-			// The gateway handed out an authority we already hold: never
-			// send a payer to a transaction that belongs to another payment.
-			log.Error("gateway returned a duplicate authority", "authority", res.Authority)
-			p, err := s.failCreated(context.WithoutCancel(ctx), p, "duplicate authority from gateway")
-			if err != nil {
-				return StartResult{}, err
-			}
-			return StartResult{Payment: p}, fmt.Errorf("start payment %s: %w: duplicate authority", p.PublicID, ErrGatewayFailed)
+	code := res.Code
+	moved, err := s.move(ctx, p, StatusCreated, change{to: StatusAwaitingPayment, actor: ActorSubmit,
+		reason: ReasonRequestOK, gatewayCode: &code, set: map[string]any{"authority": res.Authority}})
+	switch {
+	case store.IsUniqueViolation(err):
+		// The gateway handed out an authority we already hold: never
+		// send a payer to a transaction that belongs to another payment.
+		log.Error("gateway returned a duplicate authority", "authority", res.Authority)
+		p, err := s.failCreated(ctx, p, ActorSubmit, ReasonDuplicateAuthority, nil)
+		if err != nil {
+			return StartResult{}, err
 		}
-		return StartResult{}, fmt.Errorf("save authority of %s: %w", p.PublicID, upd.Error)
-	}
-	if upd.RowsAffected == 0 {
+		return StartResult{Payment: p}, fmt.Errorf("start payment %s: %w: duplicate authority", p.PublicID, ErrGatewayFailed)
+	case errors.Is(err, errNotMoved):
 		// A repeat submit gave up on us and failed the payment meanwhile.
 		p, err := s.reload(ctx, p.ID)
 		if err != nil {
 			return StartResult{}, err
 		}
 		return s.answerFor(p, false)
+	case err != nil:
+		return StartResult{}, fmt.Errorf("save authority of %s: %w", p.PublicID, err)
 	}
-	p.Authority, p.Status, p.UpdatedAt = &res.Authority, StatusAwaitingPayment, now
-	log.Info("payment started", "amount_rials", p.AmountRials, "authority", res.Authority)
-	return StartResult{Payment: p, PayURL: s.gw.PayURL(res.Authority)}, nil
+	log.Info("payment started", "amount_rials", moved.AmountRials, "authority", res.Authority)
+	return StartResult{Payment: moved, PayURL: s.gw.PayURL(res.Authority)}, nil
 }
 
 // replayStart answers a repeat submit of a form from the first submit's row.
@@ -243,7 +250,7 @@ func (s *Service) replayStart(ctx context.Context, in StartInput) (StartResult, 
 		// died, and this submit fails the payment on its behalf (no
 		// authority was saved, so no money can have been taken).
 		if s.clock().Sub(p.CreatedAt) > s.cfg.RequestTimeout+2*time.Second {
-			p, err := s.failCreated(ctx, p, "abandoned: the first submit did not finish")
+			p, err := s.failCreated(ctx, p, ActorSubmit, ReasonAbandonedSubmit, nil)
 			if err != nil {
 				return StartResult{}, err
 			}
@@ -274,12 +281,11 @@ func (s *Service) answerFor(p Payment, replayed bool) (StartResult, error) {
 	return r, nil
 }
 
-func (s *Service) failCreated(ctx context.Context, p Payment, reason string) (Payment, error) {
-	now := s.clock()
-	err := s.db.Gorm.WithContext(ctx).Model(&Payment{}).
-		Where("id = ? AND status = ?", p.ID, StatusCreated).
-		Updates(map[string]any{"status": StatusFailed, "status_reason": truncate(reason, 500), "resolved_at": now, "updated_at": now}).Error
-	if err != nil {
+// failCreated ends a payment that never got an authority: no payer
+// reached a bank page, so no money can have been taken.
+func (s *Service) failCreated(ctx context.Context, p Payment, actor Actor, reason Reason, code *int) (Payment, error) {
+	_, err := s.move(ctx, p, StatusCreated, change{to: StatusFailed, actor: actor, reason: reason, gatewayCode: code})
+	if err != nil && !errors.Is(err, errNotMoved) {
 		return p, fmt.Errorf("fail payment %s: %w", p.PublicID, err)
 	}
 	return s.reload(ctx, p.ID)

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -148,7 +149,7 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			// In-flight work finishes even when shutdown starts.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.s.cfg.VerifyTimeout+w.s.cfg.ReturnWait+5*time.Second)
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*w.s.cfg.VerifyTimeout+5*time.Second)
 			defer cancel()
 			p, err := w.resolveOne(wctx, id)
 			if err != nil {
@@ -175,7 +176,7 @@ func (w *Worker) claim(ctx context.Context) ([]int64, error) {
 		q := tx.Model(&Payment{}).Select("id").
 			Where("(lease_until IS NULL OR lease_until < ?)", now).
 			Where("(next_check_at IS NULL OR next_check_at <= ?)", now).
-			Where("(status = ? OR (status = ? AND created_at <= ?))",
+			Where("(status = ? OR (status = ? AND opened_at <= ?))",
 				StatusPendingVerification, StatusAwaitingPayment, now.Add(-w.cfg.AbandonedAfter)).
 			Order("CASE WHEN next_check_at IS NULL THEN 0 ELSE 1 END, next_check_at").Limit(w.cfg.Batch)
 		if err := w.s.db.SkipLocked(q).Find(&ids).Error; err != nil {
@@ -204,39 +205,56 @@ func (w *Worker) unclaim(ids []int64) {
 	}
 }
 
-// resolveOne resolves one claimed payment and applies the deadlines.
+// resolveOne checks one claimed payment with the bank (unless another
+// actor holds it), applies the deadlines and schedules the next check.
 func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 	p, err := w.s.reload(ctx, id)
-	if err != nil {
+	if err != nil || !p.Status.open() {
 		return p, err
 	}
-	if p.Status.Terminal() {
-		return p, nil
+	if w.s.dueForCheck(p) {
+		if p, _, err = w.s.resolveNow(ctx, id, ActorWorker); err != nil || !p.Status.open() {
+			return p, err
+		}
 	}
-	p, err = w.s.Resolve(ctx, p)
-	if err != nil {
-		return p, err
+	opened := p.CreatedAt
+	if p.OpenedAt != nil {
+		opened = *p.OpenedAt
 	}
-	if p.Status.Terminal() {
-		return p, nil
-	}
-	age := w.s.clock().Sub(p.CreatedAt)
+	age := w.s.clock().Sub(opened)
 	switch {
 	case p.Status == StatusAwaitingPayment && age > w.cfg.AuthorityLifetime:
-		// The bank just said "not paid" and the payer is still (or again)
-		// at its page long past the authority's lifetime.
-		return w.s.expire(ctx, p, StatusFailed, "never paid within the authority's lifetime")
+		// The bank just said "not paid, the payer is at its page" long past
+		// the authority's lifetime. Should the payer pay after all, the
+		// callback (or reconciliation) reopens and credits it.
+		return w.expire(ctx, p, StatusFailed, ReasonNotPaidAfterLife)
 	case p.Status == StatusPendingVerification && age > w.cfg.MaxUnknown:
 		w.s.log.Error("payment outcome unknown for too long", "payment", p.PublicID)
-		return w.s.expire(ctx, p, StatusNeedsReview, "outcome still unknown after "+w.cfg.MaxUnknown.String())
+		return w.expire(ctx, p, StatusNeedsReview, ReasonUnknownTooLong)
 	}
-	// Still open: schedule the next check with backoff and jitter.
+	// Still open: the next check with backoff and jitter, never sooner
+	// than the pacing window after the last one.
 	next := w.s.clock().Add(w.backoff(p.Attempts))
-	if err := w.s.db.Gorm.WithContext(ctx).Model(&Payment{}).Where("id = ? AND status IN ?", p.ID, openForVerify()).
-		Update("next_check_at", next).Error; err != nil {
-		return p, fmt.Errorf("schedule payment %s: %w", p.PublicID, err)
+	if p.LastCheckedAt != nil {
+		if paced := p.LastCheckedAt.Add(w.s.cfg.RecheckDelay); paced.After(next) {
+			next = paced
+		}
 	}
-	return p, nil
+	return p, w.s.schedule(ctx, p, next)
+}
+
+// expire ends an open payment past one of its deadlines, under the lease
+// like every other actor, so it cannot overrule a check in flight.
+func (w *Worker) expire(ctx context.Context, p Payment, to Status, reason Reason) (Payment, error) {
+	tok, cur, err := w.s.claim(ctx, p.ID, []Status{p.Status})
+	if err != nil || tok == "" {
+		return cur, err
+	}
+	out, err := w.s.move(ctx, cur, cur.Status, change{to: to, actor: ActorWorker, reason: reason, lease: tok})
+	if errors.Is(err, errNotMoved) {
+		return w.s.release(ctx, cur, tok, nil)
+	}
+	return out, err
 }
 
 // backoff is the delay before the next check after n attempts: exponential
@@ -254,11 +272,21 @@ func (w *Worker) backoff(n int) time.Duration {
 // answered. They have no authority: no payer reached a bank page.
 func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
 	now := w.s.clock()
-	res := w.s.db.Gorm.WithContext(ctx).Model(&Payment{}).
-		Where("status = ? AND authority IS NULL AND created_at <= ?", StatusCreated, now.Add(-w.cfg.StaleCreated)).
-		Updates(map[string]any{"status": StatusFailed, "status_reason": "abandoned before the bank answered", "resolved_at": now, "updated_at": now})
-	if res.Error != nil {
-		return 0, fmt.Errorf("fail stale created payments: %w", res.Error)
+	var stale []Payment
+	err := w.s.db.Gorm.WithContext(ctx).Where("status = ? AND authority IS NULL AND created_at <= ?",
+		StatusCreated, now.Add(-w.cfg.StaleCreated)).Limit(w.cfg.Batch).Find(&stale).Error
+	if err != nil {
+		return 0, fmt.Errorf("find stale created payments: %w", err)
 	}
-	return int(res.RowsAffected), nil
+	n := 0
+	for _, p := range stale {
+		_, err := w.s.move(ctx, p, StatusCreated, change{to: StatusFailed, actor: ActorWorker, reason: ReasonAbandonedSubmit})
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, errNotMoved):
+			return n, fmt.Errorf("fail stale payment %s: %w", p.PublicID, err)
+		}
+	}
+	return n, nil
 }

@@ -140,6 +140,8 @@ func wkPayer(t *testing.T, db *store.DB) payment.StartInput {
 func wkService(db *store.DB, gw gateway.Gateway, now func() time.Time) *payment.Service {
 	return payment.NewService(db, gw, now, nil, payment.Config{
 		BaseURL: "http://app.test", MinRials: 10_000, MaxRials: 1_000_000_000, PollInterval: 5 * time.Millisecond,
+		// Short pacing window: these tests are about the back-off.
+		RecheckDelay: 100 * time.Millisecond,
 	})
 }
 

@@ -113,13 +113,14 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Gateway = s.Resilient
 	pc := o.Payment
 	pc.BaseURL, pc.MinRials, pc.MaxRials = cfg.BaseURL, cfg.TopUpMinRials, cfg.TopUpMaxRials
-	// The resilient caller enforces the budget; the service's own bound
-	// is a safety net just above it.
+	// The resilient caller bounds each bank operation; the service bounds
+	// a whole check (verify, then perhaps inquiry) and every wait to the
+	// same budget, so no page waits longer.
 	if pc.RequestTimeout == 0 {
-		pc.RequestTimeout = cfg.RequestTimeout + time.Second
+		pc.RequestTimeout = cfg.RequestTimeout
 	}
 	if pc.VerifyTimeout == 0 {
-		pc.VerifyTimeout = cfg.Budget + time.Second
+		pc.VerifyTimeout = cfg.Budget
 	}
 	if pc.RecheckDelay == 0 {
 		pc.RecheckDelay = cfg.PendingRecheckAfter

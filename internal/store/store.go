@@ -255,3 +255,13 @@ func (db *DB) SkipLocked(tx *gorm.DB) *gorm.DB {
 	}
 	return tx
 }
+
+// ForUpdate locks the rows a query reads until the transaction ends (FOR
+// UPDATE on PostgreSQL). SQLite has no row locks: its immediate
+// transactions already serialise writers.
+func (db *DB) ForUpdate(tx *gorm.DB) *gorm.DB {
+	if db.Dialect == Postgres {
+		return tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	return tx
+}

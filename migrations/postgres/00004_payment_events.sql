@@ -18,10 +18,12 @@ CREATE INDEX payment_events_payment_idx ON payment_events (payment_id, id);
 
 -- When the bank was last asked about the payment (verify or inquiry), by
 -- anyone: callbacks within PENDING_RECHECK_AFTER of it are answered from
--- the row. opened_at is when the payment last became open (its creation,
+-- the row (returned_at marks the first callback, which is checked at once).
+-- opened_at is when the payment last became open (its creation,
 -- or a reopen to ask the bank again): the worker's deadlines count from it.
 ALTER TABLE payments ADD COLUMN last_checked_at TIMESTAMPTZ;
 ALTER TABLE payments ADD COLUMN opened_at TIMESTAMPTZ;
+ALTER TABLE payments ADD COLUMN returned_at TIMESTAMPTZ;
 UPDATE payments SET opened_at = created_at;
 
 -- admin_actions becomes the audit log of every admin action, not only those
@@ -50,7 +52,12 @@ CREATE INDEX admin_actions_payment_idx ON admin_actions (payment_id, id);
 CREATE INDEX admin_actions_admin_idx ON admin_actions (admin_id, id);
 CREATE INDEX admin_actions_created_idx ON admin_actions (created_at, id);
 
+-- Reconciliation reports say how many items its budget did not reach.
+ALTER TABLE reconcile_reports ADD COLUMN unreached INTEGER NOT NULL DEFAULT 0;
+
 -- +goose Down
+ALTER TABLE reconcile_reports DROP COLUMN unreached;
 DROP TABLE payment_events;
+ALTER TABLE payments DROP COLUMN returned_at;
 ALTER TABLE payments DROP COLUMN opened_at;
 ALTER TABLE payments DROP COLUMN last_checked_at;
