@@ -91,7 +91,7 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 // at once. A flood costs the bank one verify.
 func TestCallbacksNeverHammerTheBank(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
-	const recheck = 400 * time.Millisecond
+	const recheck = 3 * time.Second
 	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()}})
 	c, payURL := startTopUp(t, app, "early@example.com", "10000")
 	authority := apptest.Authority(payURL)
