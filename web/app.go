@@ -20,6 +20,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/static"
@@ -31,6 +32,11 @@ type Deps struct {
 	Auth     *auth.Service
 	Wallets  *wallet.Service
 	Payments *payment.Service
+	// Console answers the admin console's read-only questions.
+	Console *console.Console
+	// GatewayName is the gateway's name as payments store it (the
+	// driver's); the console labels it as configured.
+	GatewayName string
 	// Bank, when set, is the built-in sandbox bank, served under /sandbank.
 	Bank http.Handler
 	Log  *slog.Logger
@@ -139,6 +145,8 @@ func New(d Deps) *fiber.App {
 	// admin role, and whatever an admin must pass besides) covers them all.
 	admin := app.Group("/admin", s.requireUser, s.requireAdmin)
 	admin.Get("/", s.adminPage)
+	admin.Get("/payments", s.adminPayments)
+	admin.Get("/payments.csv", s.adminPaymentsCSV)
 	admin.Post("/payments/:id/recheck", s.adminRecheck)
 	admin.Post("/payments/:id/close", s.adminClose)
 

@@ -85,9 +85,9 @@ func (l Lang) Other() Lang {
 
 func table(l Lang) []map[string]string {
 	if l == EN {
-		return []map[string]string{messagesEN, bankEN}
+		return []map[string]string{messagesEN, bankEN, consoleEN}
 	}
-	return []map[string]string{messagesFA, bankFA}
+	return []map[string]string{messagesFA, bankFA, consoleFA}
 }
 
 // T returns the message for key in language l. args are name/value pairs

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
@@ -137,6 +138,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Wallets = wallet.NewService(db)
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
+		Console: console.New(db), GatewayName: s.Gateway.Name(),
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },

@@ -246,6 +246,16 @@ func (db *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return db.Gorm.WithContext(ctx).Transaction(fn)
 }
 
+// RightChars is the SQL expression of the last n characters of expr
+// (PostgreSQL's right(); SQLite's negative substr), spelled as the
+// dialect's expression indexes are.
+func (db *DB) RightChars(expr string, n int) string {
+	if db.Dialect == Postgres {
+		return fmt.Sprintf("right(%s, %d)", expr, n)
+	}
+	return fmt.Sprintf("substr(%s, -%d)", expr, n)
+}
+
 // SkipLocked returns the locking clause for claiming rows in a work queue:
 // FOR UPDATE SKIP LOCKED on PostgreSQL. SQLite has no row locks (the clause
 // is dropped); there the immediate transaction serialises claimers.

@@ -1,0 +1,116 @@
+// Package consoletest seeds payments for the admin console's tests: a
+// small table with every status, ties on created_at, two gateways and
+// three users.
+package consoletest
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Row is a payment as the tests insert it.
+type Row struct {
+	ID                  int64 `gorm:"primaryKey"`
+	PublicID            string
+	UserID              int64
+	WalletID            int64
+	AmountRials         int64
+	Gateway             string
+	FormToken           string
+	Authority           *string
+	RefID               *int64
+	VerifiedAmountRials *int64
+	CardPANMasked       string
+	Status              string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	Email               string `gorm:"-"`
+}
+
+func (Row) TableName() string { return "payments" }
+
+// Base is the first creation time of the seeded payments.
+var Base = time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC)
+
+// PublicID is the i-th seeded public id.
+func PublicID(i int) string {
+	// 24 characters of base32's alphabet, unique per i.
+	const alpha = "abcdefghijklmnopqrstuvwxyz234567"
+	b := []byte("aaaaaaaaaaaaaaaaaaaaaaaa")
+	for j := 0; i > 0; j++ {
+		b[23-j] = alpha[i%32]
+		i /= 32
+	}
+	return string(b)
+}
+
+// Seed inserts three users and 40 payments (SeedN with 40).
+func Seed(t testing.TB, db *store.DB) []Row { return SeedN(t, db, 40) }
+
+// SeedN inserts three users and n payments: statuses in turn, two
+// gateways, amounts from 10,000 to 49,000 tomans, and only 8 distinct
+// creation times, so that many rows tie on created_at.
+func SeedN(t testing.TB, db *store.DB, n int) []Row {
+	t.Helper()
+	emails := []string{"alice@example.com", "Bob.Smith@Example.com", "carol_x@test.org"}
+	var userIDs, walletIDs []int64
+	for _, e := range emails {
+		var uid, wid int64
+		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, e, Base).Scan(&uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?) RETURNING id`, uid, Base, Base).Scan(&wid).Error; err != nil {
+			t.Fatal(err)
+		}
+		userIDs, walletIDs = append(userIDs, uid), append(walletIDs, wid)
+	}
+	var rows []Row
+	for i := 1; i <= n; i++ {
+		u := i % 3
+		st := console.Statuses[i%len(console.Statuses)]
+		r := Row{PublicID: PublicID(i), UserID: userIDs[u], WalletID: walletIDs[u], AmountRials: int64(100_000 + (i%40)*10_000),
+			Gateway: "zarinpal", FormToken: fmt.Sprintf("form-token-%04d", i), Status: st,
+			CreatedAt: Base.Add(time.Duration(i%8) * time.Hour), UpdatedAt: Base, Email: emails[u]}
+		if i%5 == 0 {
+			r.Gateway = "otherbank"
+		}
+		if st != "created" {
+			a := fmt.Sprintf("A%035d", i)
+			r.Authority = &a
+		}
+		if st == "credited" {
+			ref := int64(50_000_000 + i)
+			r.RefID, r.VerifiedAmountRials = &ref, &r.AmountRials
+			r.CardPANMasked = fmt.Sprintf("603799******%04d", 1000+i%3)
+		}
+		if err := db.Gorm.Create(&r).Error; err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// Order returns the rows keep selects, in the list's order (newest first,
+// or oldest first; ties on created_at broken by id).
+func Order(rows []Row, oldest bool, keep func(Row) bool) []Row {
+	var sel []Row
+	for _, r := range rows {
+		if keep(r) {
+			sel = append(sel, r)
+		}
+	}
+	sort.SliceStable(sel, func(i, j int) bool {
+		a, b := sel[i], sel[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt) == oldest
+		}
+		return (a.ID < b.ID) == oldest
+	})
+	return sel
+}

@@ -1,0 +1,302 @@
+// Package console answers the admin console's read-only questions: the
+// payment list with its filters, search and keyset pagination, counts for
+// the current filter, one payment's whole story, users, and the
+// dashboard's aggregates. It never changes a row: actions go through
+// internal/payment.
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Console reads the database for the admin pages.
+type Console struct {
+	db *store.DB
+}
+
+// New returns a console over db.
+func New(db *store.DB) *Console { return &Console{db: db} }
+
+// Statuses are the payment statuses, in the order the console lists them.
+var Statuses = []string{"created", "awaiting_payment", "pending_verification", "needs_review", "credited", "failed"}
+
+// OpenStatuses are the statuses of payments whose outcome is not final
+// (and needs_review, which waits for an admin); a partial index covers
+// exactly these.
+var OpenStatuses = []string{"created", "awaiting_payment", "pending_verification", "needs_review"}
+
+// ValidStatus reports whether s is a payment status.
+func ValidStatus(s string) bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SearchKind is what a search text is taken for.
+type SearchKind string
+
+// Search kinds, told apart by the text's shape.
+const (
+	SearchNone      SearchKind = ""
+	SearchPublicID  SearchKind = "public_id" // 24 base32 characters
+	SearchAuthority SearchKind = "authority" // the gateway's long token
+	SearchRefID     SearchKind = "ref_id"    // the bank's reference: digits
+	SearchCard      SearchKind = "card"      // the last four digits of the card
+	SearchEmail     SearchKind = "email"     // any other text: part of an e-mail address
+)
+
+var (
+	publicIDRE  = regexp.MustCompile(`^[a-z2-7]{24}$`)
+	authorityRE = regexp.MustCompile(`^[A-Za-z0-9]{25,64}$`)
+	digitsRE    = regexp.MustCompile(`^[0-9]{1,19}$`)
+)
+
+// KindOf tells what the search text q is: a card suffix (4 digits), a bank
+// reference (other digits), a public id, an authority, or else part of an
+// e-mail address.
+func KindOf(q string) SearchKind {
+	switch {
+	case q == "":
+		return SearchNone
+	case strings.Contains(q, "@"):
+		return SearchEmail
+	case len(q) == 4 && digitsRE.MatchString(q):
+		return SearchCard
+	case digitsRE.MatchString(q):
+		return SearchRefID
+	case publicIDRE.MatchString(q):
+		return SearchPublicID
+	case authorityRE.MatchString(q):
+		return SearchAuthority
+	}
+	return SearchEmail
+}
+
+// Filter is the current view of the payment list.
+type Filter struct {
+	Query    string   // search text (see KindOf)
+	Statuses []string // any of these (none: all)
+	Gateway  string   // as stored (the driver's name)
+	// From and To bound created_at: From inclusive, To exclusive (zero:
+	// open).
+	From, To time.Time
+	// MinRials and MaxRials bound the amount, inclusive (0: open).
+	MinRials, MaxRials int64
+	Oldest             bool // oldest first (default newest first)
+}
+
+// Cursor is the position after the last row of a page: keyset pagination
+// on (created_at, id), stable when timestamps tie.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        int64
+}
+
+// String encodes the cursor for a URL.
+func (c Cursor) String() string {
+	return strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "-" + strconv.FormatInt(c.ID, 10)
+}
+
+// ErrBadCursor is returned for a cursor that was not made by String.
+var ErrBadCursor = errors.New("malformed cursor")
+
+// ParseCursor reads a cursor made by Cursor.String.
+func ParseCursor(s string) (Cursor, error) {
+	at, id, ok := strings.Cut(s, "-")
+	if !ok {
+		return Cursor{}, ErrBadCursor
+	}
+	us, err1 := strconv.ParseInt(at, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if err1 != nil || err2 != nil || n <= 0 || us < 0 {
+		return Cursor{}, ErrBadCursor
+	}
+	return Cursor{CreatedAt: time.UnixMicro(us).UTC(), ID: n}, nil
+}
+
+// Payment is one row of the list.
+type Payment struct {
+	ID            int64
+	PublicID      string
+	UserID        int64
+	Email         string
+	AmountRials   int64
+	Gateway       string
+	Authority     *string
+	RefID         *int64
+	CardPANMasked string
+	Status        string
+	StatusReason  string
+	CreatedAt     time.Time
+	ResolvedAt    *time.Time
+}
+
+// PageSize is how many payments a page of the list shows.
+const PageSize = 50
+
+const paymentColumns = "p.id, p.public_id, p.user_id, u.email, p.amount_rials, p.gateway, p.authority, p.ref_id, " +
+	"p.card_pan_masked, p.status, p.status_reason, p.created_at, p.resolved_at"
+
+// likeEscape escapes LIKE's wildcards in s (the pattern uses ESCAPE '\').
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// statusList writes statuses as SQL literals. They are checked against the
+// fixed set first, so no text of the request reaches the SQL; literals
+// (not parameters) let PostgreSQL match the partial index of open
+// statuses.
+func statusList(statuses []string) (string, error) {
+	quoted := make([]string, 0, len(statuses))
+	for _, s := range statuses {
+		if !ValidStatus(s) {
+			return "", fmt.Errorf("unknown status %q", s)
+		}
+		quoted = append(quoted, "'"+s+"'")
+	}
+	return strings.Join(quoted, ", "), nil
+}
+
+// where applies the filter to a query over "payments AS p" (the status
+// condition only when withStatus).
+func (c *Console) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error) {
+	if withStatus && len(f.Statuses) > 0 {
+		list, err := statusList(f.Statuses)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.Statuses) == 1 {
+			tx = tx.Where("p.status = " + list)
+		} else {
+			tx = tx.Where("p.status IN (" + list + ")")
+		}
+	}
+	if f.Gateway != "" {
+		tx = tx.Where("p.gateway = ?", f.Gateway)
+	}
+	if !f.From.IsZero() {
+		tx = tx.Where("p.created_at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		tx = tx.Where("p.created_at < ?", f.To.UTC())
+	}
+	if f.MinRials > 0 {
+		tx = tx.Where("p.amount_rials >= ?", f.MinRials)
+	}
+	if f.MaxRials > 0 {
+		tx = tx.Where("p.amount_rials <= ?", f.MaxRials)
+	}
+	q := strings.TrimSpace(f.Query)
+	switch KindOf(q) {
+	case SearchPublicID:
+		tx = tx.Where("p.public_id = ?", q)
+	case SearchAuthority:
+		tx = tx.Where("p.authority = ?", q)
+	case SearchRefID:
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil {
+			n = -1 // more digits than any reference: finds nothing
+		}
+		tx = tx.Where("p.ref_id = ?", n)
+	case SearchCard:
+		tx = tx.Where(c.db.RightChars("p.card_pan_masked", 4)+" = ? AND p.card_pan_masked <> ''", q)
+	case SearchEmail:
+		tx = tx.Where(`p.user_id IN (SELECT id FROM users WHERE lower(email) LIKE ? ESCAPE '\')`,
+			"%"+likeEscape(strings.ToLower(q))+"%")
+	}
+	return tx, nil
+}
+
+// Payments returns a page of the list under f, after the cursor (nil: the
+// first page), and the cursor of the next page (nil: this is the last).
+func (c *Console) Payments(ctx context.Context, f Filter, after *Cursor, limit int) ([]Payment, *Cursor, error) {
+	if limit <= 0 {
+		limit = PageSize
+	}
+	tx := c.db.Gorm.WithContext(ctx).Table("payments AS p").Select(paymentColumns).Joins("JOIN users u ON u.id = p.user_id")
+	tx, err := c.where(tx, f, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Oldest {
+		if after != nil {
+			tx = tx.Where("(p.created_at, p.id) > (?, ?)", after.CreatedAt.UTC(), after.ID)
+		}
+		tx = tx.Order("p.created_at ASC, p.id ASC")
+	} else {
+		if after != nil {
+			tx = tx.Where("(p.created_at, p.id) < (?, ?)", after.CreatedAt.UTC(), after.ID)
+		}
+		tx = tx.Order("p.created_at DESC, p.id DESC")
+	}
+	var rows []Payment
+	if err := tx.Limit(limit + 1).Scan(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("list payments: %w", err)
+	}
+	var next *Cursor
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = &Cursor{CreatedAt: last.CreatedAt.UTC(), ID: last.ID}
+	}
+	return rows, next, nil
+}
+
+// EachPayment calls fn for every payment under f, in the list's order,
+// reading a batch at a time (never the whole result in memory).
+func (c *Console) EachPayment(ctx context.Context, f Filter, fn func(Payment) error) error {
+	var after *Cursor
+	for {
+		rows, next, err := c.Payments(ctx, f, after, 500)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		after = next
+	}
+}
+
+// CountCap bounds each per-status count of the list: a filter matching
+// more shows "more than CountCap", so that counting never reads millions
+// of rows.
+const CountCap = 10_000
+
+// StatusCounts counts the payments of each status under f (its status
+// condition left out, so every status has its number), each up to limit+1:
+// a count above limit means "more than limit".
+func (c *Console) StatusCounts(ctx context.Context, f Filter, limit int) (map[string]int64, error) {
+	out := make(map[string]int64, len(Statuses))
+	for _, st := range Statuses {
+		sub := c.db.Gorm.WithContext(ctx).Table("payments AS p").Select("1").Where("p.status = '" + st + "'")
+		sub, err := c.where(sub, f, false)
+		if err != nil {
+			return nil, err
+		}
+		var n int64
+		if err := c.db.Gorm.WithContext(ctx).Table("(?) AS t", sub.Limit(limit+1)).Count(&n).Error; err != nil {
+			return nil, fmt.Errorf("count %s payments: %w", st, err)
+		}
+		out[st] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,183 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/console/consoletest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// expect lists the ids of the rows keep selects, in the list's order.
+func expect(rows []consoletest.Row, oldest bool, keep func(consoletest.Row) bool) []int64 {
+	var sel []consoletest.Row
+	for _, r := range rows {
+		if keep(r) {
+			sel = append(sel, r)
+		}
+	}
+	sort.Slice(sel, func(i, j int) bool {
+		a, b := sel[i], sel[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt) == oldest
+		}
+		return (a.ID < b.ID) == oldest
+	})
+	ids := make([]int64, len(sel))
+	for i, r := range sel {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// all pages through the list with a small page size.
+func all(t *testing.T, c *console.Console, f console.Filter, pageSize int) []int64 {
+	t.Helper()
+	var ids []int64
+	var after *console.Cursor
+	for pages := 0; ; pages++ {
+		if pages > 100 {
+			t.Fatal("pagination does not end")
+		}
+		if after != nil {
+			// The cursor goes through a URL.
+			parsed, err := console.ParseCursor(after.String())
+			if err != nil || !parsed.CreatedAt.Equal(after.CreatedAt) || parsed.ID != after.ID {
+				t.Fatalf("cursor %v → %q → %v %v", *after, after.String(), parsed, err)
+			}
+			after = &parsed
+		}
+		rows, next, err := c.Payments(context.Background(), f, after, pageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+		}
+		if next == nil {
+			return ids
+		}
+		after = next
+	}
+}
+
+func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rows := consoletest.Seed(t, db)
+		c := console.New(db)
+		authority := *rows[10].Authority // row 11: awaiting_payment... any with an authority
+		var credited consoletest.Row
+		for _, r := range rows {
+			if r.Status == "credited" {
+				credited = r
+				break
+			}
+		}
+		from, to := consoletest.Base.Add(2*time.Hour), consoletest.Base.Add(5*time.Hour)
+		cases := []struct {
+			name string
+			f    console.Filter
+			keep func(consoletest.Row) bool
+		}{
+			{"everything", console.Filter{}, func(consoletest.Row) bool { return true }},
+			{"one status", console.Filter{Statuses: []string{"failed"}}, func(r consoletest.Row) bool { return r.Status == "failed" }},
+			{"open statuses", console.Filter{Statuses: []string{"awaiting_payment", "pending_verification"}},
+				func(r consoletest.Row) bool {
+					return r.Status == "awaiting_payment" || r.Status == "pending_verification"
+				}},
+			{"gateway", console.Filter{Gateway: "otherbank"}, func(r consoletest.Row) bool { return r.Gateway == "otherbank" }},
+			{"created range", console.Filter{From: from, To: to}, func(r consoletest.Row) bool { return !r.CreatedAt.Before(from) && r.CreatedAt.Before(to) }},
+			{"amount range", console.Filter{MinRials: 200_000, MaxRials: 300_000},
+				func(r consoletest.Row) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
+			{"public id", console.Filter{Query: rows[6].PublicID}, func(r consoletest.Row) bool { return r.ID == rows[6].ID }},
+			{"authority", console.Filter{Query: authority}, func(r consoletest.Row) bool { return r.Authority != nil && *r.Authority == authority }},
+			{"bank reference", console.Filter{Query: fmt.Sprint(*credited.RefID)}, func(r consoletest.Row) bool { return r.ID == credited.ID }},
+			{"card suffix", console.Filter{Query: "1001"}, func(r consoletest.Row) bool { return strings.HasSuffix(r.CardPANMasked, "1001") }},
+			{"email part, any case", console.Filter{Query: "BOB.smith"}, func(r consoletest.Row) bool { return r.Email == "Bob.Smith@Example.com" }},
+			{"whole email", console.Filter{Query: "alice@example.com"}, func(r consoletest.Row) bool { return r.Email == "alice@example.com" }},
+			{"email wildcard is literal", console.Filter{Query: "carol_x"}, func(r consoletest.Row) bool { return r.Email == "carol_x@test.org" }},
+			{"underscore matches no other", console.Filter{Query: "carol%"}, func(consoletest.Row) bool { return false }},
+			{"nothing found", console.Filter{Query: "99999999999999999999999"}, func(consoletest.Row) bool { return false }},
+			{"combined", console.Filter{Statuses: []string{"credited", "failed"}, Query: "example.com", MinRials: 150_000},
+				func(r consoletest.Row) bool {
+					return (r.Status == "credited" || r.Status == "failed") && strings.HasSuffix(strings.ToLower(r.Email), "example.com") && r.AmountRials >= 150_000
+				}},
+		}
+		for _, tc := range cases {
+			for _, oldest := range []bool{false, true} {
+				f := tc.f
+				f.Oldest = oldest
+				want := expect(rows, oldest, tc.keep)
+				for _, size := range []int{3, 50} {
+					got := all(t, c, f, size)
+					if !slices.Equal(got, want) {
+						t.Errorf("%s (oldest %v, pages of %d): got %v, want %v", tc.name, oldest, size, got, want)
+					}
+				}
+				// Counts per status under the same filter (status left out).
+				counts, err := c.StatusCounts(context.Background(), f, console.CountCap)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, st := range console.Statuses {
+					f2 := f
+					f2.Statuses = nil
+					n := len(expect(rows, oldest, func(r consoletest.Row) bool { return r.Status == st && slices.Contains(all(t, c, f2, 50), r.ID) }))
+					if counts[st] != int64(n) {
+						t.Errorf("%s: count of %s = %d, want %d", tc.name, st, counts[st], n)
+					}
+				}
+			}
+		}
+		// A count is capped.
+		capped, err := c.StatusCounts(context.Background(), console.Filter{}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if capped["credited"] != 3 {
+			t.Errorf("capped count %d, want 3 (more than 2)", capped["credited"])
+		}
+		// Every row once, through EachPayment.
+		var each []int64
+		if err := c.EachPayment(context.Background(), console.Filter{}, func(p console.Payment) error { each = append(each, p.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(each, expect(rows, false, func(consoletest.Row) bool { return true })) {
+			t.Errorf("EachPayment: %v", each)
+		}
+		// An unknown status is refused, not ignored.
+		if _, _, err := c.Payments(context.Background(), console.Filter{Statuses: []string{"paid'; DROP TABLE payments; --"}}, nil, 10); err == nil {
+			t.Error("unknown status accepted")
+		}
+	})
+}
+
+func TestSearchKind(t *testing.T) {
+	for q, want := range map[string]console.SearchKind{
+		"":                                       console.SearchNone,
+		"1234":                                   console.SearchCard,
+		"12345678901":                            console.SearchRefID,
+		"abcdefghijklmnopqrstuvwx":               console.SearchPublicID,
+		"S00000000000000000000000000000000001":   console.SearchAuthority,
+		"A0000000000000000000000000000000000001": console.SearchAuthority,
+		"sara":                                   console.SearchEmail,
+		"sara@example.com":                       console.SearchEmail,
+		"abcdefghijklmnopq":                      console.SearchEmail,
+	} {
+		if got := console.KindOf(q); got != want {
+			t.Errorf("KindOf(%q) = %q, want %q", q, got, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "12", "-1-2", "1-0", "a-1"} {
+		if _, err := console.ParseCursor(bad); err == nil {
+			t.Errorf("ParseCursor(%q) accepted", bad)
+		}
+	}
+}
