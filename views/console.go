@@ -1,6 +1,10 @@
 package views
 
-import "time"
+import (
+	"time"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+)
 
 // ConsoleSection names the admin console's page, for its navigation.
 type ConsoleSection string
@@ -55,4 +59,120 @@ type ConsolePaymentRow struct {
 	RefID       int64
 	Card        string
 	CreatedAt   time.Time
+}
+
+// PaymentDetailView is GET /admin/payments/{public_id}: the whole story.
+type PaymentDetailView struct {
+	Notice, NoticeKind string // message key of the last action's result; "ok" or "error"
+	PublicID           string
+	Status             string
+	Reason             string // in words
+	AmountRials        int64
+	VerifiedRials      int64
+	Gateway            string
+	Authority          string
+	RefID              int64
+	Card               string
+	Attempts           int
+	CreatedAt          time.Time
+	ResolvedAt         *time.Time
+	NextCheckAt        *time.Time
+	LastCheckedAt      *time.Time
+	CanRecheck         bool // "ask the bank now"
+	CanClose           bool // "close as failed" (needs_review)
+	Events             []TimelineEvent
+	Calls              []GatewayCallView
+	Ledger             *LedgerRow
+	User               ConsoleUser
+	UserPayments       []ConsolePaymentRow
+	Actions            []AuditRow
+}
+
+// TimelineEvent is one status change of a payment.
+type TimelineEvent struct {
+	From, To    string
+	Actor       string
+	Reason      string // in words
+	GatewayCode *int
+	AdminEmail  string
+	At          time.Time
+}
+
+// GatewayCallView is one recorded attempt at a gateway operation.
+type GatewayCallView struct {
+	Operation   string
+	Attempt     int
+	StartedAt   time.Time
+	DurationMS  int64
+	HTTPStatus  int
+	GatewayCode int
+	Outcome     string
+}
+
+// LedgerRow is one movement of a wallet.
+type LedgerRow struct {
+	AmountRials     int64
+	BalanceAfter    int64
+	Kind            string
+	PaymentPublicID string
+	CreatedAt       time.Time
+}
+
+// ConsoleUser is a user with their wallet.
+type ConsoleUser struct {
+	ID           int64
+	Email        string
+	Role         string
+	CreatedAt    time.Time
+	BalanceRials int64
+}
+
+// UserListView is GET /admin/users.
+type UserListView struct {
+	Query string
+	Users []ConsoleUser
+}
+
+// UserDetailView is GET /admin/users/{id}.
+type UserDetailView struct {
+	User        ConsoleUser
+	Ledger      []LedgerRow
+	Payments    []ConsolePaymentRow
+	PaymentsURL string // the full list of their payments
+}
+
+// AuditRow is one entry of the audit log.
+type AuditRow struct {
+	At              time.Time
+	AdminEmail      string
+	Action          string
+	Result          string
+	PaymentPublicID string
+	TargetUserID    int64
+	From, To        string
+	Note            string
+}
+
+// AuditView is GET /admin/audit.
+type AuditView struct {
+	Admin, Payment string // the filter, as typed
+	Rows           []AuditRow
+	NextURL        string
+}
+
+// arrow points from one status to the next in the reading direction.
+func arrow(p Page) string {
+	if p.Lang.Dir() == "rtl" {
+		return " ← "
+	}
+	return " → "
+}
+
+// TOr translates key, or gives fallback when the catalog has no such key
+// (an action or actor this build does not know yet).
+func (p Page) TOr(key, fallback string) string {
+	if i18n.Has(p.Lang, key) {
+		return p.T(key)
+	}
+	return fallback
 }

@@ -54,10 +54,7 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 		return err
 	}
 	v := views.AdminView{Breakers: s.breakerViews()}
-	switch n := c.Query("done"); n {
-	case "done_recheck_credited", "done_recheck_unchanged", "done_recheck_failed", "done_recheck_open", "done_closed", "error_note", "error_not_review", "error_busy", "error_nothing_to_ask":
-		v.Notice = "admin." + n
-	}
+	v.Notice, _ = adminNotice(c.Query("done"))
 	for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
 		payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
 		v.Counts = append(v.Counts, views.StatusCount{Status: string(st), N: counts[st]})
@@ -119,49 +116,65 @@ func (s *Server) metrics(c *fiber.Ctx) error {
 	return c.SendString(b.String())
 }
 
-// adminRecheck asks the bank again about a payment under review.
+// adminDone sends the admin back after an action: to the payment's page
+// when the action came from it, else to the dashboard, with the result.
+func adminDone(c *fiber.Ctx, key string) error {
+	if c.FormValue("back") == "payment" && payment.ValidPublicID(c.Params("id")) {
+		return c.Redirect("/admin/payments/"+c.Params("id")+"?done="+key, fiber.StatusSeeOther)
+	}
+	return c.Redirect("/admin?done="+key, fiber.StatusSeeOther)
+}
+
+// adminRecheck asks the bank now about a payment ("ask the bank now"):
+// the worker's path, safe to press twice.
 func (s *Server) adminRecheck(c *fiber.Ctx) error {
+	if payment.ValidPublicID(c.Params("id")) {
+		withPayment(c, c.Params("id"))
+	}
 	p, err := s.Payments.AdminRecheck(c.UserContext(), c.Params("id"), currentUser(c).ID)
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, payment.ErrNotUnderReview):
-		return c.Redirect("/admin?done=error_not_review", fiber.StatusSeeOther)
+		return adminDone(c, "error_not_review")
 	case errors.Is(err, payment.ErrPaymentBusy):
-		return c.Redirect("/admin?done=error_busy", fiber.StatusSeeOther)
+		return adminDone(c, "error_busy")
 	case errors.Is(err, payment.ErrNothingToAsk):
-		return c.Redirect("/admin?done=error_nothing_to_ask", fiber.StatusSeeOther)
+		return adminDone(c, "error_nothing_to_ask")
 	case err != nil:
 		return err
 	}
 	s.Log.WarnContext(c.UserContext(), "admin rechecked a payment", "payment", p.PublicID, "admin", currentUser(c).ID, "status", p.Status)
 	switch p.Status {
 	case payment.StatusCredited:
-		return c.Redirect("/admin?done=done_recheck_credited", fiber.StatusSeeOther)
+		return adminDone(c, "done_recheck_credited")
 	case payment.StatusFailed:
-		return c.Redirect("/admin?done=done_recheck_failed", fiber.StatusSeeOther)
+		return adminDone(c, "done_recheck_failed")
 	case payment.StatusNeedsReview:
-		return c.Redirect("/admin?done=done_recheck_unchanged", fiber.StatusSeeOther)
+		return adminDone(c, "done_recheck_unchanged")
 	}
-	return c.Redirect("/admin?done=done_recheck_open", fiber.StatusSeeOther)
+	return adminDone(c, "done_recheck_open")
 }
 
 // adminClose closes a payment under review as failed, with a note.
 func (s *Server) adminClose(c *fiber.Ctx) error {
+	if payment.ValidPublicID(c.Params("id")) {
+		withPayment(c, c.Params("id"))
+	}
 	_, err := s.Payments.AdminCloseFailed(c.UserContext(), c.Params("id"), currentUser(c).ID, c.FormValue("note"))
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, payment.ErrNoteRequired):
-		return c.Redirect("/admin?done=error_note", fiber.StatusSeeOther)
+		return adminDone(c, "error_note")
 	case errors.Is(err, payment.ErrNotUnderReview):
-		return c.Redirect("/admin?done=error_not_review", fiber.StatusSeeOther)
+		return adminDone(c, "error_not_review")
 	case errors.Is(err, payment.ErrPaymentBusy):
-		return c.Redirect("/admin?done=error_busy", fiber.StatusSeeOther)
+		return adminDone(c, "error_busy")
 	case err != nil:
 		return err
 	}
-	return c.Redirect("/admin?done=done_closed", fiber.StatusSeeOther)
+	return adminDone(c, "done_closed")
 }
 
 // reasonText says a payment's reason code in words; an older free-text

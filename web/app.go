@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/limiter"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
+	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
@@ -34,6 +35,8 @@ type Deps struct {
 	Payments *payment.Service
 	// Console answers the admin console's read-only questions.
 	Console *console.Console
+	// Audit is the admins' audit log.
+	Audit *audit.Log
 	// GatewayName is the gateway's name as payments store it (the
 	// driver's); the console labels it as configured.
 	GatewayName string
@@ -147,6 +150,11 @@ func New(d Deps) *fiber.App {
 	admin.Get("/", s.adminPage)
 	admin.Get("/payments", s.adminPayments)
 	admin.Get("/payments.csv", s.adminPaymentsCSV)
+	admin.Get("/payments/:id", s.adminPayment)
+	admin.Get("/users", s.adminUsers)
+	admin.Get("/users/:id", s.adminUser)
+	admin.Get("/audit", s.adminAudit)
+	admin.Post("/reconcile", s.adminReconcile)
 	admin.Post("/payments/:id/recheck", s.adminRecheck)
 	admin.Post("/payments/:id/close", s.adminClose)
 

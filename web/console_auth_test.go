@@ -34,6 +34,8 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'someone@example.com'`).Scan(&userID)
 		pages := []string{
 			"/admin", "/admin/payments", "/admin/payments?status=failed", "/admin/payments.csv",
+			"/admin/payments/" + review.PublicID, "/admin/users", "/admin/users?q=alice",
+			"/admin/users/" + itoa(review.UserID), "/admin/audit", "/admin/audit?payment=" + review.PublicID,
 		}
 		actions := []struct {
 			path string
@@ -41,6 +43,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		}{
 			{"/admin/payments/" + review.PublicID + "/recheck", url.Values{}},
 			{"/admin/payments/" + review.PublicID + "/close", url.Values{"note": {"the bank says no"}}},
+			{"/admin/reconcile", url.Values{}},
 		}
 		csrfOf := func(c *apptest.Client, page string) string {
 			return apptest.Field(c.Get(page).Body, "_csrf")
@@ -104,6 +107,23 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'close_failed'`); n != 1 {
 			t.Fatalf("%d close actions recorded", n)
+		}
+		// The audit log has no way to change it.
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			req, _ := http.NewRequest(m, app.URL+"/admin/audit", strings.NewReader(url.Values{"_csrf": {adminCSRF}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if r := admin.Do(req); r.Status != http.StatusNotFound && r.Status != http.StatusMethodNotAllowed {
+				t.Errorf("%s /admin/audit: %d", m, r.Status)
+			}
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`); n != 1 {
+			t.Fatalf("%d audit entries after attempts to change the log", n)
+		}
+		// Unknown payments and users are 404 for admins too.
+		for _, p := range []string{"/admin/payments/aaaaaaaaaaaaaaaaaaaaaaa9", "/admin/payments/zzzzzzzzzzzzzzzzzzzzzzzz", "/admin/users/999999", "/admin/users/abc"} {
+			if r := admin.Get(p); r.Status != http.StatusNotFound {
+				t.Errorf("admin GET %s: %d, want 404", p, r.Status)
+			}
 		}
 		_ = userID
 	})

@@ -21,6 +21,7 @@ const (
 	ActionRecheck        Action = "recheck"         // asked the bank about a payment
 	ActionRecheckSkipped Action = "recheck_skipped" // asked, but another actor held the payment: not run
 	ActionCloseFailed    Action = "close_failed"    // closed a payment under review as failed, with a note
+	ActionReconcile      Action = "reconcile"       // ran reconciliation with the gateway now
 )
 
 // Results of an action.
@@ -73,4 +74,50 @@ func (l *Log) OfPayment(ctx context.Context, paymentID int64) ([]Entry, error) {
 		return nil, fmt.Errorf("audit of payment %d: %w", paymentID, err)
 	}
 	return out, nil
+}
+
+// Query selects entries of the audit log.
+type Query struct {
+	AdminEmail      string // only this admin's actions ("": every admin's)
+	PaymentPublicID string // only actions on this payment ("": all)
+	BeforeID        int64  // entries older than this one (0: the newest)
+	Limit           int
+}
+
+// Listed is an entry with the admin's e-mail and the payment's public id.
+type Listed struct {
+	Entry
+	AdminEmail      string
+	PaymentPublicID string
+}
+
+// List returns entries matching q, newest first. It only reads: the log
+// has no update or delete anywhere in the app.
+func (l *Log) List(ctx context.Context, q Query) ([]Listed, error) {
+	if q.Limit <= 0 || q.Limit > 500 {
+		q.Limit = 100
+	}
+	tx := l.db.Gorm.WithContext(ctx).Table("admin_actions AS a").
+		Select("a.*, u.email AS admin_email, COALESCE(p.public_id, '') AS payment_public_id").
+		Joins("JOIN users u ON u.id = a.admin_id").
+		Joins("LEFT JOIN payments p ON p.id = a.payment_id")
+	if q.AdminEmail != "" {
+		tx = tx.Where("lower(u.email) = lower(?)", q.AdminEmail)
+	}
+	if q.PaymentPublicID != "" {
+		tx = tx.Where("p.public_id = ?", q.PaymentPublicID)
+	}
+	if q.BeforeID > 0 {
+		tx = tx.Where("a.id < ?", q.BeforeID)
+	}
+	var out []Listed
+	if err := tx.Order("a.id DESC").Limit(q.Limit).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("list audit log: %w", err)
+	}
+	return out, nil
+}
+
+// Record inserts e (an action that is not part of another transaction).
+func (l *Log) Record(ctx context.Context, e Entry) error {
+	return Record(l.db.Gorm.WithContext(ctx), e)
 }

@@ -96,6 +96,8 @@ type Filter struct {
 	// MinRials and MaxRials bound the amount, inclusive (0: open).
 	MinRials, MaxRials int64
 	Oldest             bool // oldest first (default newest first)
+	// UserID keeps one user's payments (0: everyone's).
+	UserID int64
 }
 
 // Cursor is the position after the last row of a page: keyset pagination
@@ -186,6 +188,9 @@ func (c *Console) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error
 	}
 	if f.Gateway != "" {
 		tx = tx.Where("p.gateway = ?", f.Gateway)
+	}
+	if f.UserID != 0 {
+		tx = tx.Where("p.user_id = ?", f.UserID)
 	}
 	if !f.From.IsZero() {
 		tx = tx.Where("p.created_at >= ?", f.From.UTC())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
@@ -138,7 +139,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Wallets = wallet.NewService(db)
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
-		Console: console.New(db), GatewayName: s.Gateway.Name(),
+		Console: console.New(db), Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(),
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },

@@ -1,0 +1,158 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+var (
+	timelineEventRE = regexp.MustCompile(`data-testid="timeline-event" data-from="([a-z_]*)" data-to="([a-z_]+)" data-actor="([a-z]+)"`)
+	gatewayCallRE   = regexp.MustCompile(`data-testid="gateway-call" data-operation="([a-z_]+)" data-outcome="([a-z_]+)"`)
+)
+
+// TestPaymentStoryAfterFaultsAndAskTheBankNow: a payer pays, the bank's
+// verify fails (503) on their return, so the payment waits; then the bank
+// recovers and an admin presses "ask the bank now" twice at once. The
+// payment is credited once, and its page tells the whole story: the status
+// changes with their actors, every gateway call (the failed verifies
+// included), the ledger entry, the user's balance, the admin's actions.
+func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		bank, bankURL := rsBank(t)
+		app := rsApp(t, db, bankURL, map[string]string{"WORKER_INTERVAL": "off"}, apptest.Options{})
+		user := app.NewClient(t)
+		user.SignUp("payer@example.com")
+		authority, id := rsTopUp(t, db, user, bankURL, "50000")
+		back, err := bank.Pay(authority)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"verify": {ErrorRate: 1}}})
+		if r := user.Get(back); apptest.DataStatus(r.Body) != "pending_verification" {
+			t.Fatalf("return while the bank fails: %q", apptest.DataStatus(r.Body))
+		}
+		bank.ClearFaults()
+
+		admin := signInAdmin(t, app, "boss@example.com")
+		page := admin.Get("/admin/payments/" + id)
+		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="admin-recheck"`) {
+			t.Fatalf("payment page: %d, no 'ask the bank now'", page.Status)
+		}
+		if strings.Contains(page.Body, `data-testid="admin-close"`) {
+			t.Fatal("'close as failed' offered for a payment not under review")
+		}
+		csrf := apptest.Field(page.Body, "_csrf")
+		var wg sync.WaitGroup
+		results := make([]apptest.Response, 2)
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = admin.Post("/admin/payments/"+id+"/recheck", url.Values{"_csrf": {csrf}, "back": {"payment"}})
+			}()
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/admin/payments/"+id+"?done=") {
+				t.Errorf("press %d: %d %q", i, r.Status, r.Location)
+			}
+		}
+		// Credited once, whatever the two presses saw.
+		rsAssertCreditedOnce(t, db, bank, id)
+		if b := user.Balance(); b != 500_000 {
+			t.Fatalf("balance %d, want 500000", b)
+		}
+		// Pressed again after the credit: nothing to ask, nothing changes.
+		if r := admin.Post("/admin/payments/"+id+"/recheck", url.Values{"_csrf": {csrf}, "back": {"payment"}}); !strings.HasSuffix(r.Location, "done=error_nothing_to_ask") {
+			t.Errorf("press after the credit: %q", r.Location)
+		}
+		if b := user.Balance(); b != 500_000 {
+			t.Fatalf("balance %d after a third press", b)
+		}
+
+		for _, lang := range []string{"en", "fa"} {
+			admin.Get("/admin?lang=" + lang)
+			story := admin.Get("/admin/payments/" + id)
+			if !strings.Contains(story.Body, `data-testid="timeline"`) {
+				t.Fatalf("%s: no timeline", lang)
+			}
+			var changes []string
+			for _, m := range timelineEventRE.FindAllStringSubmatch(story.Body, -1) {
+				changes = append(changes, m[1]+">"+m[2]+"/"+m[3])
+			}
+			joined := strings.Join(changes, " ")
+			for _, want := range []string{">awaiting_payment/submit", "awaiting_payment>pending_verification/callback", "pending_verification>credited/admin"} {
+				if !strings.Contains(joined, want) {
+					t.Errorf("%s: timeline %v lacks %s", lang, changes, want)
+				}
+			}
+			if !strings.HasSuffix(joined, ">credited/admin") {
+				t.Errorf("%s: timeline does not end with the admin's credit: %v", lang, changes)
+			}
+			// Every recorded call is listed: the request, the failed verify
+			// attempts, the verify that paid.
+			calls := gatewayCallRE.FindAllStringSubmatch(story.Body, -1)
+			want := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id = (SELECT id FROM payments WHERE public_id = ?)`, id)
+			if int64(len(calls)) != want {
+				t.Errorf("%s: %d calls shown, %d recorded", lang, len(calls), want)
+			}
+			var failed, paid bool
+			for _, c := range calls {
+				failed = failed || (c[1] == "verify" && c[2] == "transient")
+				paid = paid || (c[1] == "verify" && c[2] == "paid")
+			}
+			if !failed || !paid || calls[0][1] != "request" {
+				t.Errorf("%s: calls %v", lang, calls)
+			}
+			for _, hook := range []string{`data-testid="ledger-entry" data-rials="500000"`, `data-testid="user-balance" data-rials="500000"`,
+				`data-testid="audit-row" data-action="recheck" data-result="done"`, `data-testid="user-payment" data-public-id="` + id + `"`} {
+				if !strings.Contains(story.Body, hook) {
+					t.Errorf("%s: page lacks %s", lang, hook)
+				}
+			}
+			// Reasons in words, not codes.
+			if strings.Contains(story.Body, "verify_unknown") || strings.Contains(story.Body, "verified_paid") {
+				t.Errorf("%s: a reason code shown as is", lang)
+			}
+		}
+		// The user's pages: found by part of the address; wallet, ledger, payments.
+		var userID int64
+		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'payer@example.com'`).Scan(&userID)
+		if r := admin.Get("/admin/users?q=PAYER@"); strings.Count(r.Body, `data-testid="user-row"`) != 1 || !strings.Contains(r.Body, `data-user-id="`+itoa(userID)+`"`) {
+			t.Errorf("user search: %d rows", strings.Count(r.Body, `data-testid="user-row"`))
+		}
+		if r := admin.Get("/admin/users?q=nobody"); !strings.Contains(r.Body, `data-testid="no-users"`) {
+			t.Error("user search finds someone for 'nobody'")
+		}
+		up := admin.Get("/admin/users/" + itoa(userID))
+		if !strings.Contains(up.Body, `data-testid="user-balance" data-rials="500000"`) || strings.Count(up.Body, `data-testid="ledger-row"`) != 1 ||
+			!strings.Contains(up.Body, `data-public-id="`+id+`"`) {
+			t.Errorf("user page lacks the wallet, ledger or payment")
+		}
+		// The audit log, filtered by payment and by admin.
+		byPayment := admin.Get("/admin/audit?payment=" + id)
+		if n := strings.Count(byPayment.Body, `data-testid="audit-row"`); int64(n) != apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`) || n < 1 {
+			t.Errorf("audit of the payment: %d rows", n)
+		}
+		if r := admin.Get("/admin/audit?admin=BOSS@example.com"); strings.Count(r.Body, `data-testid="audit-row"`) != strings.Count(byPayment.Body, `data-testid="audit-row"`) {
+			t.Error("audit by admin differs")
+		}
+		if r := admin.Get("/admin/audit?admin=other@example.com"); strings.Contains(r.Body, `data-testid="audit-row"`) {
+			t.Error("audit of another admin shows rows")
+		}
+		if p := rsRow(t, db, id); p.Status != payment.StatusCredited {
+			t.Fatalf("status %s", p.Status)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
