@@ -229,7 +229,10 @@ func absoluteHTTPURL(s string) bool {
 
 // Verify confirms a payment with the amount from our own records. Every
 // definite answer is a VerifyResult (see gateway.VerifyOutcome); -12 and
-// -52 are *gateway.TransientError.
+// -52 are *gateway.TransientError (outcome unknown), -12 wrapping a
+// *gateway.PerPaymentRefusal (gateway.IsPerPaymentRefusal): a refusal about
+// this payment, not a sign of the bank's health. A success code alongside
+// a non-empty errors is a *gateway.TransientError too.
 func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 	body := verifyBody{MerchantID: c.merchantID, Amount: in.AmountRials, Authority: in.Authority}
 	r, err := c.post(ctx, opVerify, pathVerify, body)
