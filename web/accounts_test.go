@@ -51,7 +51,7 @@ func TestAdminConsoleExposesLookalikeEmails(t *testing.T) {
 		startTopUp(t, app, "payer@example.com", "20000")
 		// A row written before the rules existed.
 		db.Gorm.Exec(`UPDATE users SET email = ? WHERE email = 'payer@example.com'`, "\u0430dmin@example.com")
-		db.Gorm.Exec(`UPDATE payments SET status = 'needs_review', status_reason = 'x'`)
+		forceAll(t, db, "needs_review", "verify_rejected")
 		if _, err := app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		if _, err := app.Server.Bank.Pay(apptest.Authority(paidURL)); err != nil {
 			t.Fatal(err)
 		}
-		db.Gorm.Exec(`UPDATE payments SET status = 'needs_review', status_reason = 'verify: invalid (code -9)'`)
+		forceAll(t, db, "needs_review", "verify_rejected")
 		var paidID, unpaidID string
 		db.Gorm.Raw(`SELECT public_id FROM payments WHERE amount_rials = 200000`).Scan(&paidID)
 		db.Gorm.Raw(`SELECT public_id FROM payments WHERE amount_rials = 300000`).Scan(&unpaidID)
@@ -66,7 +66,10 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 			t.Fatalf("rechecked unpaid payment is %q, want pending_verification", reopened)
 		}
 		// (Its deadline passes: back under review.)
-		db.Gorm.Exec(`UPDATE payments SET status = 'needs_review' WHERE public_id = ?`, unpaidID)
+		var unpaidRow int64
+		db.Gorm.Raw(`SELECT id FROM payments WHERE public_id = ?`, unpaidID).Scan(&unpaidRow)
+		db.Gorm.Exec(`UPDATE payments SET lease_until = NULL, lease_owner = '' WHERE id = ?`, unpaidRow)
+		storetest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
 		// Closing needs a reason; then it is failed, with the reason kept.
 		if r := post(admin, "/admin/payments/"+unpaidID+"/close", url.Values{"note": {"  "}}); r.Location != "/admin?done=error_note" {
 			t.Fatalf("close without note: %q", r.Location)
@@ -103,5 +106,15 @@ func TestWalletListsPaymentsInProgress(t *testing.T) {
 	w := c.Get("/wallet")
 	if !strings.Contains(w.Body, `data-testid="open-payment" data-status="awaiting_payment"`) {
 		t.Fatalf("the wallet does not show the payment in progress")
+	}
+}
+
+// forceAll puts every payment into status, as the state machine would have.
+func forceAll(t *testing.T, db *store.DB, status, reason string) {
+	t.Helper()
+	var ids []int64
+	db.Gorm.Raw(`SELECT id FROM payments ORDER BY id`).Scan(&ids)
+	for _, id := range ids {
+		storetest.ForceStatus(t, db, id, status, reason)
 	}
 }

@@ -5,9 +5,10 @@
 // by its one writer (move), which records the change in payment_events in
 // the same transaction. The diagram (checked against the table by a test):
 //
-//	created ──submit──▶ awaiting_payment ──paid──▶ credited
+//	created ──submit──▶ awaiting_payment
 //	created ──submit/worker──▶ failed
 //	created ──reconcile──▶ pending_verification
+//	awaiting_payment ──paid──▶ credited
 //	awaiting_payment ──unknown──▶ pending_verification
 //	awaiting_payment ──not paid / lifetime──▶ failed
 //	awaiting_payment ──refused, mismatch, no ref──▶ needs_review

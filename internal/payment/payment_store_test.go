@@ -34,6 +34,10 @@ type fakeGW struct {
 	requestErr   error
 	verifyFn     verifyFunc
 	inquireFn    inquireFunc
+	// answerLost: the bank creates the transaction, but its answer to
+	// request never reaches us (a time-out).
+	answerLost bool
+	unverified []gateway.Unverified
 
 	requests, verifies, inquiries int
 	requestInputs                 []gateway.RequestInput
@@ -83,7 +87,11 @@ func (f *fakeGW) Request(ctx context.Context, in gateway.RequestInput) (gateway.
 	a := newAuthority()
 	f.mu.Lock()
 	f.authorities = append(f.authorities, a)
+	lost := f.answerLost
 	f.mu.Unlock()
+	if lost {
+		return gateway.RequestResult{}, &gateway.TransientError{Op: "request", Err: context.DeadlineExceeded}
+	}
 	return gateway.RequestResult{Authority: a, Code: 100}, nil
 }
 
@@ -112,7 +120,17 @@ func (f *fakeGW) Inquire(ctx context.Context, authority string) (gateway.Inquiry
 	return fn(authority)
 }
 
-func (f *fakeGW) ListUnverified(ctx context.Context) ([]gateway.Unverified, error) { return nil, nil }
+func (f *fakeGW) ListUnverified(ctx context.Context) ([]gateway.Unverified, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]gateway.Unverified(nil), f.unverified...), nil
+}
+
+func (f *fakeGW) lastAuthority() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.authorities[len(f.authorities)-1]
+}
 
 // Scripted answers.
 
@@ -972,9 +990,7 @@ func TestLateVerifiedAnswerStillCredits(t *testing.T) {
 				e.gw.set(func(f *fakeGW) {
 					f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 						// Meanwhile another actor ends it without a verify.
-						if err := db.Gorm.Exec(`UPDATE payments SET status = ?, status_reason = 'stale deadline' WHERE id = ?`, other, p.ID).Error; err != nil {
-							t.Error(err)
-						}
+						storetest.ForceStatus(t, db, p.ID, string(other), "stale deadline")
 						return paid(2024)(n, in)
 					}
 				})

@@ -2,6 +2,9 @@ package storetest
 
 import (
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/store"
 )
@@ -11,7 +14,9 @@ import (
 // negative; at most one ledger entry per payment and one payment per bank
 // reference; every credited payment has a reference and a verified amount
 // equal to its own amount, and exactly one ledger entry of that amount in
-// its wallet; no other payment has a ledger entry.
+// its wallet; no other payment has a ledger entry; every status change
+// has its payment_events row (the events of a payment chain from created
+// to its current status).
 func CheckInvariants(t testing.TB, db *store.DB) {
 	t.Helper()
 	for _, c := range []struct{ what, sql string }{
@@ -28,6 +33,14 @@ func CheckInvariants(t testing.TB, db *store.DB) {
 			AND (SELECT COUNT(*) FROM ledger_entries l WHERE l.payment_id = p.id AND l.amount_rials = p.amount_rials AND l.wallet_id = p.wallet_id) <> 1`},
 		{"only credited payments have ledger entries", `SELECT COUNT(*) FROM ledger_entries l JOIN payments p
 			ON p.id = l.payment_id WHERE p.status <> 'credited'`},
+		{"every status change has its event (the last event ends in the status)", `SELECT COUNT(*) FROM payments p
+			WHERE p.status <> COALESCE((SELECT e.to_status FROM payment_events e WHERE e.payment_id = p.id
+				ORDER BY e.id DESC LIMIT 1), 'created')`},
+		{"events chain (each starts where the previous ended)", `SELECT COUNT(*) FROM payment_events e
+			WHERE e.from_status <> COALESCE((SELECT e2.to_status FROM payment_events e2 WHERE e2.payment_id = e.payment_id
+				AND e2.id < e.id ORDER BY e2.id DESC LIMIT 1), 'created')`},
+		{"every credited payment has one credit event", `SELECT COUNT(*) FROM payments p WHERE p.status = 'credited'
+			AND (SELECT COUNT(*) FROM payment_events e WHERE e.payment_id = p.id AND e.to_status = 'credited') <> 1`},
 	} {
 		var n int64
 		if err := db.Gorm.Raw(c.sql).Scan(&n).Error; err != nil {
@@ -36,5 +49,49 @@ func CheckInvariants(t testing.TB, db *store.DB) {
 		if n != 0 {
 			t.Errorf("invariant broken: %s (%d rows)", c.what, n)
 		}
+	}
+}
+
+// CheckNoneOpenPast asserts that no payment is still open (created,
+// awaiting_payment, pending_verification) more than maxOpen after it last
+// became open, by the clock now: a payment past its deadlines must have
+// ended (failed, or needs_review where a person looks).
+func CheckNoneOpenPast(t testing.TB, db *store.DB, now time.Time, maxOpen time.Duration) {
+	t.Helper()
+	var ids []string
+	err := db.Gorm.Raw(`SELECT public_id FROM payments WHERE status IN ('created', 'awaiting_payment', 'pending_verification')
+		AND COALESCE(opened_at, created_at) < ?`, now.Add(-maxOpen).UTC()).Scan(&ids).Error
+	if err != nil {
+		t.Fatalf("open payments: %v", err)
+	}
+	if len(ids) > 0 {
+		t.Errorf("invariant broken: %d payments open past their deadline (%v): %v", len(ids), maxOpen, ids)
+	}
+}
+
+// ForceStatus puts a payment into a status as the state machine would
+// have (the status and one payment_events row, actor worker), for tests
+// that need a payment in a state their scenario does not reach by itself.
+func ForceStatus(t testing.TB, db *store.DB, paymentID int64, status, reason string) {
+	t.Helper()
+	err := db.Gorm.Transaction(func(tx *gorm.DB) error {
+		var from string
+		if err := tx.Raw(`SELECT status FROM payments WHERE id = ?`, paymentID).Scan(&from).Error; err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		var resolved any
+		if status == "credited" || status == "failed" || status == "needs_review" {
+			resolved = now
+		}
+		if err := tx.Exec(`UPDATE payments SET status = ?, status_reason = ?, resolved_at = ?, updated_at = ? WHERE id = ?`,
+			status, reason, resolved, now, paymentID).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO payment_events (payment_id, from_status, to_status, actor, reason, created_at) VALUES (?, ?, ?, 'worker', ?, ?)`,
+			paymentID, from, status, reason, now).Error
+	})
+	if err != nil {
+		t.Fatalf("force payment %d to %s: %v", paymentID, status, err)
 	}
 }
