@@ -48,16 +48,15 @@ type Session struct {
 
 // Errors the web layer turns into messages.
 var (
-	ErrEmailInvalid     = errors.New("email address is not valid")
-	ErrEmailTaken       = errors.New("email address is already registered")
+	ErrEmailInvalid      = errors.New("email address is not valid")
+	ErrEmailTaken        = errors.New("email address is already registered")
 	ErrPasswordTooShort  = errors.New("password is too short")
 	ErrPasswordTooLong   = errors.New("password is too long")
 	ErrPasswordTooSimple = errors.New("password uses only one kind of character")
 	ErrPasswordCommon    = errors.New("password is on the list of common passwords")
-	ErrBadCredentials   = errors.New("email or password is wrong")
-	ErrNoSession        = errors.New("no valid session")
+	ErrBadCredentials    = errors.New("email or password is wrong")
+	ErrNoSession         = errors.New("no valid session")
 )
-
 
 // Service signs people up and in.
 type Service struct {

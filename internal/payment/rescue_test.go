@@ -254,7 +254,7 @@ func TestReconcileMatchesByCallbackURL(t *testing.T) {
 		other := e.start(20_000)
 		e.gw.set(func(f *fakeGW) {
 			f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-				return paid(int64(80_000 + n))(n, in)
+				return paid(int64(80_000+n))(n, in)
 			}
 			f.unverified = []gateway.Unverified{
 				{Authority: lostAuthority, AmountRials: 60_000, CallbackURL: e.svc.CallbackURL(lost.PublicID)},
@@ -314,7 +314,7 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 					}
 				}
 				time.Sleep(150 * time.Millisecond)
-				return paid(int64(60_000 + n))(n, in)
+				return paid(int64(60_000+n))(n, in)
 			}
 		})
 		rep, err := e.svc.ReconcileWith(ctx, payment.ReconcileConfig{Concurrency: 2, Budget: 400 * time.Millisecond})
@@ -379,7 +379,7 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 		e.gw.set(func(f *fakeGW) {
 			f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 				time.Sleep(30 * time.Millisecond)
-				return paid(int64(4000 + n))(n, in)
+				return paid(int64(4000+n))(n, in)
 			}
 		})
 		var wg sync.WaitGroup

@@ -57,7 +57,7 @@ type Config struct {
 	// RecheckDelay: the bank is asked about a payment at most once per
 	// this (callbacks and worker; PENDING_RECHECK_AFTER, default 20s).
 	RecheckDelay time.Duration
-	PollInterval   time.Duration // how often waiters re-read the row (default 50ms)
+	PollInterval time.Duration // how often waiters re-read the row (default 50ms)
 
 	// Observer, when set, learns of every status change and credit
 	// (metrics).
