@@ -116,6 +116,10 @@ func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, pa
 		if !cur.Status.open() || cur.LeaseUntil == nil || !cur.LeaseUntil.After(s.clock()) && paced {
 			return cur, nil // resolved, or just checked by another actor
 		}
+		// Another actor is asking the bank right now: its answer is ours
+		// too, so from here on this caller obeys the pacing window (an
+		// unpaced first callback must not ask again right after it).
+		paced = true
 		left, ok := ctx.Deadline()
 		if ok && time.Until(left) < s.cfg.PollInterval {
 			return cur, nil // the budget is spent: the page says we are still confirming
