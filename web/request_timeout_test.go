@@ -64,3 +64,60 @@ func TestSlowBankRequestStartsPaymentWithDefaults(t *testing.T) {
 		apptest.CheckInvariants(t, db)
 	})
 }
+
+// A bank that hangs on every request is a bank in trouble: each top-up's
+// request time-out counts toward the breaker (even though the payment
+// service's own deadline for the call is the same length), so after
+// BREAKER_MIN_REQUESTS of them the breaker opens and the next top-up is
+// refused at once instead of waiting on a dead bank.
+func TestBankHangingOnRequestOpensBreaker(t *testing.T) {
+	tests := []struct {
+		name string
+		rule sandbank.OpFaults
+	}{
+		{"never performed (latency)", sandbank.OpFaults{LatencyMS: 30_000}},
+		{"performed, answer lost", sandbank.OpFaults{AnswerLostRate: 1, HangMS: 30_000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				bank, bankURL := rsBank(t)
+				app := rsApp(t, db, bankURL, map[string]string{
+					"BREAKER_MIN_REQUESTS": "2", "BREAKER_OPEN_TIMEOUT": "1m",
+				}, apptest.Options{})
+				if cfg := app.Server.Config; cfg.RequestTimeout != rsBudget {
+					t.Fatalf("request time-out %v, want the budget %v", cfg.RequestTimeout, rsBudget)
+				}
+				c := app.NewClient(t)
+				c.SignUp("hang-breaker@example.com")
+				rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"request": tt.rule}})
+				for i := range 2 {
+					csrf, token := c.TopUpForm()
+					if r := c.PostTopUp(csrf, token, "10000"); r.Status != http.StatusServiceUnavailable {
+						t.Fatalf("top-up %d against a hanging bank: status %d", i, r.Status)
+					}
+				}
+				if st := app.Server.Resilient.BreakerState(); st.State != "open" || st.Failures+st.ConsecutiveFailures == 0 && st.OpenedAt.IsZero() {
+					t.Fatalf("breaker after 2 request time-outs: %+v, want open", st)
+				}
+				calls := bank.Stats()["request"].Calls
+				csrf, token := c.TopUpForm()
+				start := time.Now()
+				r := c.PostTopUp(csrf, token, "10000")
+				if took := time.Since(start); r.Status != http.StatusServiceUnavailable || took > rsBudget/2 {
+					t.Errorf("top-up with the breaker open: status %d after %v, want a fast refusal", r.Status, took)
+				}
+				if got := bank.Stats()["request"].Calls; got != calls {
+					t.Errorf("the open breaker let a request through (%d, then %d)", calls, got)
+				}
+				if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'timeout'`); n != 2 {
+					t.Errorf("%d request time-outs recorded, want 2", n)
+				}
+				if n := rsStatusCount(t, db, payment.StatusFailed); n != 3 {
+					t.Errorf("%d failed payments, want 3", n)
+				}
+				apptest.CheckInvariants(t, db)
+			})
+		})
+	}
+}

@@ -48,6 +48,10 @@ type stateSnap struct {
 	openedAt time.Time
 }
 
+// attributionSlackDiv: a caller's deadline within 1/20 of our own bound
+// for the operation counts as ours (see run).
+const attributionSlackDiv = 20
+
 // Verdicts reported to the breaker: nil is a success.
 var (
 	errCountFailure = errors.New("resilient: counted failure")
@@ -205,6 +209,20 @@ func run[T any](g *Gateway, ctx context.Context, op string, retryable bool,
 	if budget <= 0 {
 		return zero, &gateway.TransientError{Op: op, Err: context.DeadlineExceeded}
 	}
+	// Whose deadline is it? A caller's deadline earlier than what we would
+	// give the operation on our own binds: when it passes, the caller gave
+	// up, and the breaker does not blame the bank. A caller's deadline as
+	// long as our own bound (give or take the moments between the caller
+	// setting it and this line) is our bound in effect: when it passes,
+	// the bank was too slow, and that counts.
+	ownLimit := g.opts.Budget
+	if op == OpRequest {
+		ownLimit = min(g.opts.RequestTimeout, g.opts.Budget)
+	}
+	callerBinds := false
+	if dl, ok := ctx.Deadline(); ok {
+		callerBinds = time.Until(dl) < ownLimit-ownLimit/attributionSlackDiv
+	}
 	// The context deadline is relative (real timers); the budget arithmetic
 	// below uses the injected clock so tests can drive it.
 	deadline := g.opts.Now().Add(budget)
@@ -233,7 +251,7 @@ func run[T any](g *Gateway, ctx context.Context, op string, retryable bool,
 		if deadline.Sub(g.opts.Now()) <= timeout {
 			timeout = 0 // the budget's end comes first
 		}
-		res, err, how := attemptOnce(g, ctx, opCtx, op, attempt, timeout, call, describe)
+		res, err, how := attemptOnce(g, ctx, opCtx, op, attempt, timeout, callerBinds, call, describe)
 		if how == definite {
 			return res, err
 		}
@@ -307,7 +325,7 @@ func (g *Gateway) backoff(n int, retryAfter time.Duration) time.Duration {
 }
 
 // attemptOnce makes one attempt through the breaker and records it.
-func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attempt int, timeout time.Duration,
+func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attempt int, timeout time.Duration, callerBinds bool,
 	call func(context.Context) (T, error), describe func(T) (string, int)) (res T, err error, how attemptResult) {
 	rec := Call{
 		PaymentRef: PaymentRefFrom(ctx),
@@ -344,7 +362,7 @@ func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attem
 		}
 	}()
 	res, err = call(attemptCtx)
-	verdict, outcome, code, status := classify(ctx, attemptCtx, err, res, describe)
+	verdict, outcome, code, status := classify(ctx, attemptCtx, callerBinds, err, res, describe)
 	reported = true
 	done(verdict)
 
@@ -377,7 +395,7 @@ func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attem
 }
 
 // classify decides what an attempt means for the breaker and the record.
-func classify[T any](ctx, attemptCtx context.Context, err error, res T, describe func(T) (string, int)) (verdict error, outcome string, code, status int) {
+func classify[T any](ctx, attemptCtx context.Context, callerBinds bool, err error, res T, describe func(T) (string, int)) (verdict error, outcome string, code, status int) {
 	if err == nil {
 		outcome, code = describe(res)
 		return nil, outcome, code, 0
@@ -408,7 +426,12 @@ func classify[T any](ctx, attemptCtx context.Context, err error, res T, describe
 		if errors.Is(cerr, context.Canceled) {
 			return errCountExclude, OutcomeCanceled, 0, 0
 		}
-		return errCountExclude, OutcomeTimeout, 0, 0
+		if callerBinds {
+			return errCountExclude, OutcomeTimeout, 0, 0
+		}
+		// The caller's deadline was our own bound in effect: the bank
+		// took all the time we would have given it.
+		return errCountFailure, OutcomeTimeout, 0, 0
 	}
 	if errors.Is(attemptCtx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		// Our per-attempt time-out or our budget: the bank was too slow.

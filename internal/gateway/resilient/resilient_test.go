@@ -581,23 +581,44 @@ func TestBudgetWithSlowBank(t *testing.T) {
 func TestTimeoutAttribution(t *testing.T) {
 	tests := []struct {
 		name           string
+		op             string // default OpVerify
 		attemptTimeout time.Duration
 		budget         time.Duration
 		callerTimeout  time.Duration // 0: no caller deadline
 		wantFailures   uint32
 		wantExclusions uint32
+		requestTimeout time.Duration
 	}{
-		{"our attempt time-out is a failure", 20 * time.Millisecond, time.Second, 0, 1, 0},
-		{"our budget is a failure", time.Second, 20 * time.Millisecond, 0, 1, 0},
-		{"a caller deadline later than our budget: ours, a failure", time.Second, 20 * time.Millisecond, time.Second, 1, 0},
-		{"the caller's earlier deadline is excluded", time.Second, time.Second, 20 * time.Millisecond, 0, 1},
+		{name: "our attempt time-out is a failure", attemptTimeout: 20 * time.Millisecond, budget: time.Second, wantFailures: 1},
+		{name: "our budget is a failure", attemptTimeout: time.Second, budget: 20 * time.Millisecond, wantFailures: 1},
+		{name: "a caller deadline later than our budget: ours, a failure", attemptTimeout: time.Second, budget: 20 * time.Millisecond,
+			callerTimeout: time.Second, wantFailures: 1},
+		{name: "the caller's earlier deadline is excluded", attemptTimeout: time.Second, budget: time.Second,
+			callerTimeout: 20 * time.Millisecond, wantExclusions: 1},
+		// A caller that bounds the call by the very budget we would use
+		// (the payment service does) does not hide a slow bank.
+		{name: "a caller deadline as long as our budget: ours, a failure", attemptTimeout: time.Second, budget: 100 * time.Millisecond,
+			callerTimeout: 100 * time.Millisecond, wantFailures: 1},
+		{name: "request: a caller deadline as long as the request time-out: ours, a failure", op: OpRequest,
+			attemptTimeout: 20 * time.Millisecond, budget: time.Second, requestTimeout: 100 * time.Millisecond,
+			callerTimeout: 100 * time.Millisecond, wantFailures: 1},
+		{name: "request: our request time-out is a failure", op: OpRequest,
+			attemptTimeout: 20 * time.Millisecond, budget: time.Second, requestTimeout: 50 * time.Millisecond, wantFailures: 1},
+		{name: "request: the caller's earlier deadline is excluded", op: OpRequest,
+			attemptTimeout: 20 * time.Millisecond, budget: time.Second, requestTimeout: 500 * time.Millisecond,
+			callerTimeout: 50 * time.Millisecond, wantExclusions: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(map[string][]step{OpVerify: {{delay: 10 * time.Second}}})
+			op := tc.op
+			if op == "" {
+				op = OpVerify
+			}
+			f := newFake(map[string][]step{op: {{delay: 10 * time.Second}}})
 			rec := &MemoryRecorder{}
 			g := New(f, Options{
 				AttemptTimeout: tc.attemptTimeout,
+				RequestTimeout: tc.requestTimeout,
 				Budget:         tc.budget,
 				MaxAttempts:    1,
 				Recorder:       rec,
@@ -610,8 +631,8 @@ func TestTimeoutAttribution(t *testing.T) {
 				defer cancel()
 			}
 			start := time.Now()
-			err := call(g, ctx, OpVerify)
-			if elapsed := time.Since(start); elapsed > time.Second {
+			err := call(g, ctx, op)
+			if elapsed := time.Since(start); elapsed > 2*time.Second {
 				t.Fatalf("took %v", elapsed)
 			}
 			if !isTransient(err) || !errors.Is(err, context.DeadlineExceeded) {
