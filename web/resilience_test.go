@@ -19,12 +19,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -265,12 +265,6 @@ func rsRunWorker(t *testing.T, app *apptest.App, cfg payment.WorkerConfig) (stop
 	t.Cleanup(stop)
 	return stop
 }
-
-// rsClock is time.Now moved forward on demand (the app's clock).
-type rsClock struct{ off atomic.Int64 }
-
-func (c *rsClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *rsClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
 func rsStatusCount(t *testing.T, db *store.DB, status payment.Status) int64 {
 	t.Helper()
@@ -819,7 +813,7 @@ func TestResilienceDeadlines(t *testing.T) {
 	t.Run("never paid", func(t *testing.T) {
 		storetest.Each(t, func(t *testing.T, db *store.DB) {
 			bank, bankURL := rsBank(t)
-			clock := &rsClock{}
+			clock := paymenttest.NewClock()
 			app := rsApp(t, db, bankURL, map[string]string{
 				"WORKER_ABANDONED_AFTER": "200ms", "WORKER_AUTHORITY_LIFETIME": "2s",
 			}, apptest.Options{Server: server.Options{Now: clock.Now}})
@@ -877,7 +871,7 @@ func TestResilienceDeadlines(t *testing.T) {
 	t.Run("unknown too long", func(t *testing.T) {
 		storetest.Each(t, func(t *testing.T, db *store.DB) {
 			bank, bankURL := rsBank(t)
-			clock := &rsClock{}
+			clock := paymenttest.NewClock()
 			app := rsApp(t, db, bankURL, map[string]string{
 				"WORKER_ABANDONED_AFTER": "200ms", "WORKER_MAX_UNKNOWN": "1m", "BREAKER_MIN_REQUESTS": "1000",
 			}, apptest.Options{Server: server.Options{Now: clock.Now}})

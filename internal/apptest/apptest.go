@@ -7,6 +7,7 @@ package apptest
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -150,21 +151,24 @@ func (c *Client) Post(path string, form url.Values) Response {
 }
 
 var (
-	csrfRE  = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
-	tokenRE = regexp.MustCompile(`name="token" value="([^"]+)"`)
+	inputRE = regexp.MustCompile(`<input\b[^>]*>`)
+	nameRE  = regexp.MustCompile(`\bname="([^"]*)"`)
+	valueRE = regexp.MustCompile(`\bvalue="([^"]*)"`)
 )
 
-// Field returns the value of a hidden input on a page.
+// Field returns the value of the first input named name on a page (its
+// attributes in any order; HTML entities decoded), or "".
 func Field(body, name string) string {
-	re := csrfRE
-	if name == "token" {
-		re = tokenRE
-	}
-	m := re.FindStringSubmatch(body)
-	if m == nil {
+	for _, tag := range inputRE.FindAllString(body, -1) {
+		if m := nameRE.FindStringSubmatch(tag); m == nil || m[1] != name {
+			continue
+		}
+		if v := valueRE.FindStringSubmatch(tag); v != nil {
+			return html.UnescapeString(v[1])
+		}
 		return ""
 	}
-	return m[1]
+	return ""
 }
 
 // Submit loads page, then posts form to action with the page's CSRF token.

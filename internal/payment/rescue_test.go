@@ -13,6 +13,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -22,9 +23,9 @@ import (
 // gives up after the authority's lifetime.
 func (e *env) failByLifetime(p payment.Payment) {
 	e.t.Helper()
-	e.gw.set(func(f *fakeGW) {
-		f.verifyFn = verifyAnswer(gateway.VerifyNotPaid, -51)
-		f.inquireFn = inquiry(gateway.InquiryInBank)
+	e.gw.Set(func(f *paymenttest.Gateway) {
+		f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyNotPaid, -51)
+		f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
 	})
 	e.clock.Advance(21 * time.Minute)
 	w := e.svc.NewWorker(payment.WorkerConfig{AbandonedAfter: time.Minute, AuthorityLifetime: 20 * time.Minute})
@@ -67,11 +68,11 @@ func TestRescueSurvivesACrash(t *testing.T) {
 		dead := make(chan struct{})
 		defer close(dead)
 		atBank := make(chan struct{})
-		e.gw.set(func(f *fakeGW) {
-			f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 				close(atBank)
 				<-dead
-				return paid(5151)(n, in)
+				return paymenttest.Paid(5151)(n, in)
 			}
 		})
 		e.clock.Advance(time.Minute)
@@ -82,7 +83,7 @@ func TestRescueSurvivesACrash(t *testing.T) {
 		}
 
 		// Another instance: the bank now answers "already verified".
-		e.gw.set(func(f *fakeGW) { f.verifyFn = alreadyVerified(5151) })
+		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.AlreadyVerified(5151) })
 		other := payment.NewService(db, e.gw, e.clock.Now, nil, payment.Config{BaseURL: "http://app.test", MinRials: 10000, MaxRials: 1000000000})
 		e.clock.Advance(time.Minute) // the dead holder's lease runs out
 		rr, err := other.NewWorker(payment.WorkerConfig{}).RunOnce(ctx)
@@ -114,7 +115,7 @@ func TestRescuePaidWithoutReference(t *testing.T) {
 		e := newEnv(t, db)
 		p := e.start(40_000)
 		e.failByLifetime(p)
-		e.gw.set(func(f *fakeGW) { f.verifyFn = alreadyVerified(0) })
+		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.AlreadyVerified(0) })
 		e.clock.Advance(time.Minute)
 		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusNeedsReview || got.StatusReason != string(payment.ReasonNoRefID) {
@@ -147,23 +148,23 @@ func TestCallbackForAFailedPaymentAsksTheBank(t *testing.T) {
 				e := newEnv(t, db)
 				p := e.start(40_000)
 				if !tc.atOnce {
-					e.gw.set(func(f *fakeGW) {
-						f.verifyFn = verifyAnswer(gateway.VerifyNotPaid, -51)
-						f.inquireFn = inquiry(gateway.InquiryInBank)
+					e.gw.Set(func(f *paymenttest.Gateway) {
+						f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyNotPaid, -51)
+						f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
 					})
 					if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusAwaitingPayment {
 						t.Fatalf("early callback: %s", dump(got))
 					}
 				}
 				e.failByLifetime(p)
-				e.gw.set(func(f *fakeGW) { f.verifyFn = paid(7070) })
-				_, before, _ := e.gw.counts()
+				e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(7070) })
+				_, before, _ := e.gw.Counts()
 				e.clock.Advance(tc.wait)
 				got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
 				if err != nil || got.Status != tc.wantFirst {
 					t.Fatalf("Return = %s, %v; want %s", dump(got), err, tc.wantFirst)
 				}
-				if _, ver, _ := e.gw.counts(); (ver > before) != tc.atOnce {
+				if _, ver, _ := e.gw.Counts(); (ver > before) != tc.atOnce {
 					t.Errorf("verifies %d → %d; asked at once: %v", before, ver, tc.atOnce)
 				}
 				if !tc.atOnce {
@@ -198,9 +199,9 @@ func TestUnknownInquiryStateNeverFails(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, db)
 		p := e.start(40_000)
-		e.gw.set(func(f *fakeGW) {
-			f.verifyFn = verifyAnswer(gateway.VerifyNotPaid, -51)
-			f.inquireFn = inquiry(gateway.InquiryStatus("SETTLING"))
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyNotPaid, -51)
+			f.InquireFn = paymenttest.Inquiry(gateway.InquiryStatus("SETTLING"))
 		})
 		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusPendingVerification {
@@ -242,26 +243,26 @@ func TestReconcileMatchesByCallbackURL(t *testing.T) {
 		// no authority; the payer never saw the bank page — but the bank
 		// holds a paid transaction for it (say, paid through a retry of
 		// the bank's own page).
-		e.gw.set(func(f *fakeGW) { f.answerLost = true })
+		e.gw.Set(func(f *paymenttest.Gateway) { f.AnswerLost = true })
 		r, err := e.svc.StartTopUp(ctx, e.input(payment.NewFormToken(), 60_000))
 		if !errors.Is(err, payment.ErrGatewayFailed) || r.Payment.Authority != nil {
 			t.Fatalf("answer lost: %+v %v", r, err)
 		}
 		lost := r.Payment
-		lostAuthority := e.gw.lastAuthority()
-		e.gw.set(func(f *fakeGW) { f.answerLost = false })
+		lostAuthority := e.gw.LastAuthority()
+		e.gw.Set(func(f *paymenttest.Gateway) { f.AnswerLost = false })
 		ours := e.start(30_000) // an ordinary one, matched by authority
 		other := e.start(20_000)
-		e.gw.set(func(f *fakeGW) {
-			f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-				return paid(int64(80_000+n))(n, in)
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+				return paymenttest.Paid(int64(80_000+n))(n, in)
 			}
-			f.unverified = []gateway.Unverified{
+			f.Unverified = []gateway.Unverified{
 				{Authority: lostAuthority, AmountRials: 60_000, CallbackURL: e.svc.CallbackURL(lost.PublicID)},
 				{Authority: ours.AuthorityString(), AmountRials: 30_000, CallbackURL: e.svc.CallbackURL(ours.PublicID)},
-				{Authority: newAuthority(), AmountRials: 99_000, CallbackURL: "https://elsewhere.test/cb?id=1"},
+				{Authority: paymenttest.NewAuthority(), AmountRials: 99_000, CallbackURL: "https://elsewhere.test/cb?id=1"},
 				// Names our payment, but it holds another authority: never verified against it.
-				{Authority: newAuthority(), AmountRials: 20_000, CallbackURL: e.svc.CallbackURL(other.PublicID)},
+				{Authority: paymenttest.NewAuthority(), AmountRials: 20_000, CallbackURL: e.svc.CallbackURL(other.PublicID)},
 			}
 		})
 		rep, err := e.svc.Reconcile(ctx)
@@ -302,9 +303,9 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 			items = append(items, gateway.Unverified{Authority: p.AuthorityString(), AmountRials: 10_000})
 		}
 		var inFlight, peak atomic.Int64
-		e.gw.set(func(f *fakeGW) {
-			f.unverified = items
-			f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.Unverified = items
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 				cur := inFlight.Add(1)
 				defer inFlight.Add(-1)
 				for {
@@ -314,7 +315,7 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 					}
 				}
 				time.Sleep(150 * time.Millisecond)
-				return paid(int64(60_000+n))(n, in)
+				return paymenttest.Paid(int64(60_000+n))(n, in)
 			}
 		})
 		rep, err := e.svc.ReconcileWith(ctx, payment.ReconcileConfig{Concurrency: 2, Budget: 400 * time.Millisecond})
@@ -347,20 +348,20 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, db)
 		p := e.start(40_000)
-		e.gw.set(func(f *fakeGW) { f.verifyFn = verifyAnswer(gateway.VerifyAmountMismatch, -50) })
+		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyAmountMismatch, -50) })
 		if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusNeedsReview {
 			t.Fatalf("setup: %s", dump(got))
 		}
-		e.gw.set(func(f *fakeGW) { f.verifyFn = paid(3030) })
+		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(3030) })
 		if err := db.Gorm.Exec(`UPDATE payments SET lease_until = ?, lease_owner = 'someone' WHERE id = ?`,
 			e.clock.Now().Add(time.Minute).UTC(), p.ID).Error; err != nil {
 			t.Fatal(err)
 		}
-		_, ver0, _ := e.gw.counts()
+		_, ver0, _ := e.gw.Counts()
 		if _, err := e.svc.AdminRecheck(ctx, p.PublicID, e.user.ID); !errors.Is(err, payment.ErrPaymentBusy) {
 			t.Fatalf("recheck under another's lease: %v, want ErrPaymentBusy", err)
 		}
-		if _, ver, _ := e.gw.counts(); ver != ver0 {
+		if _, ver, _ := e.gw.Counts(); ver != ver0 {
 			t.Errorf("the bank was asked under another actor's lease")
 		}
 		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE payment_id = ? AND action = 'recheck_skipped' AND result = 'skipped'`, p.ID); n != 1 {
@@ -376,10 +377,10 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 		}
 		// Pressed twice at once on a paid payment: credited once.
 		q := e.start(50_000)
-		e.gw.set(func(f *fakeGW) {
-			f.verifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 				time.Sleep(30 * time.Millisecond)
-				return paid(int64(4000+n))(n, in)
+				return paymenttest.Paid(int64(4000+n))(n, in)
 			}
 		})
 		var wg sync.WaitGroup
@@ -405,12 +406,12 @@ func TestCallbackFloodOneCheckPerWindow(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, db)
 		p := e.start(40_000)
-		e.gw.set(func(f *fakeGW) {
-			f.verifyFn = func(int, gateway.VerifyInput) (gateway.VerifyResult, error) {
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = func(int, gateway.VerifyInput) (gateway.VerifyResult, error) {
 				time.Sleep(40 * time.Millisecond)
 				return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil
 			}
-			f.inquireFn = inquiry(gateway.InquiryInBank)
+			f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
 		})
 		flood := func() {
 			var wg sync.WaitGroup
@@ -424,12 +425,12 @@ func TestCallbackFloodOneCheckPerWindow(t *testing.T) {
 			wg.Wait()
 		}
 		flood()
-		if _, ver, inq := e.gw.counts(); ver != 1 || inq != 1 {
+		if _, ver, inq := e.gw.Counts(); ver != 1 || inq != 1 {
 			t.Errorf("first flood: %d verifies, %d inquiries; want 1, 1", ver, inq)
 		}
 		e.clock.Advance(21 * time.Second)
 		flood()
-		if _, ver, _ := e.gw.counts(); ver != 2 {
+		if _, ver, _ := e.gw.Counts(); ver != 2 {
 			t.Errorf("second flood after the window: %d verifies in all, want 2", ver)
 		}
 		checkInvariants(t, db)
@@ -446,7 +447,7 @@ func TestWaitersGiveUpAtTheBudget(t *testing.T) {
 		const budget = 400 * time.Millisecond
 		e := newEnvWith(t, db, func(c *payment.Config) { c.VerifyTimeout = budget })
 		p := e.start(40_000)
-		e.gw.set(func(f *fakeGW) { f.verifyFn = paid(6060) })
+		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(6060) })
 		// A holder took the lease for one check and was killed.
 		if err := db.Gorm.Exec(`UPDATE payments SET lease_until = ?, lease_owner = 'dead' WHERE id = ?`,
 			e.clock.Now().Add(budget+2*time.Second).UTC(), p.ID).Error; err != nil {
@@ -461,7 +462,7 @@ func TestWaitersGiveUpAtTheBudget(t *testing.T) {
 		if took > budget+300*time.Millisecond {
 			t.Errorf("waited %v, budget %v", took, budget)
 		}
-		if _, ver, _ := e.gw.counts(); ver != 0 {
+		if _, ver, _ := e.gw.Counts(); ver != 0 {
 			t.Errorf("asked the bank under another's lease")
 		}
 		e.clock.Advance(budget + 2*time.Second) // the dead lease runs out

@@ -7,7 +7,6 @@ package payment_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,109 +14,17 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
-
-// wkGateway is a fake gateway that counts verifies per authority. Verify
-// answers "paid" (after an optional delay) unless unknown is set; it
-// reports an open breaker when open is set.
-type wkGateway struct {
-	delay   time.Duration
-	unknown atomic.Bool
-	open    atomic.Bool
-
-	mu       sync.Mutex
-	seq      int64
-	refs     map[string]int64
-	verifies map[string]int
-}
-
-var (
-	_ gateway.Gateway         = (*wkGateway)(nil)
-	_ payment.BreakerReporter = (*wkGateway)(nil)
-)
-
-func newWKGateway(delay time.Duration) *wkGateway {
-	return &wkGateway{delay: delay, refs: map[string]int64{}, verifies: map[string]int{}}
-}
-
-func (g *wkGateway) Name() string { return "wk" }
-func (g *wkGateway) PayURL(authority string) string {
-	return "https://bank.test/pg/StartPay/" + authority
-}
-func (g *wkGateway) BreakerOpen() bool { return g.open.Load() }
-
-func (g *wkGateway) Request(_ context.Context, in gateway.RequestInput) (gateway.RequestResult, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.seq++
-	a := fmt.Sprintf("S%035d", g.seq)
-	g.refs[a] = 900_000 + g.seq
-	return gateway.RequestResult{Authority: a, Code: 100}, nil
-}
-
-func (g *wkGateway) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-	g.mu.Lock()
-	g.verifies[in.Authority]++
-	ref := g.refs[in.Authority]
-	g.mu.Unlock()
-	if g.delay > 0 {
-		select {
-		case <-time.After(g.delay):
-		case <-ctx.Done():
-			return gateway.VerifyResult{}, &gateway.TransientError{Op: "verify", Err: ctx.Err()}
-		}
-	}
-	if g.unknown.Load() {
-		return gateway.VerifyResult{}, &gateway.TransientError{Op: "verify", HTTPStatus: 504, Err: errors.New("gateway time-out")}
-	}
-	return gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: ref, CardPANMasked: "603799******1234"}, nil
-}
-
-func (g *wkGateway) Inquire(context.Context, string) (gateway.InquiryResult, error) {
-	return gateway.InquiryResult{Code: 100, Status: gateway.InquiryPaid}, nil
-}
-
-func (g *wkGateway) ListUnverified(context.Context) ([]gateway.Unverified, error) { return nil, nil }
-
-func (g *wkGateway) verifyCounts() (map[string]int, int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	total := 0
-	out := make(map[string]int, len(g.verifies))
-	for a, n := range g.verifies {
-		out[a] = n
-		total += n
-	}
-	return out, total
-}
-
-// wkClock is a clock that moves only when told.
-type wkClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newWKClock() *wkClock { return &wkClock{t: time.Now().UTC().Truncate(time.Millisecond)} }
-
-func (c *wkClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *wkClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var wkUserSeq atomic.Int64
 
@@ -170,8 +77,8 @@ func wkRow(t *testing.T, db *store.DB, id int64) payment.Payment {
 func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const n, instances = 30, 3
-		gw := newWKGateway(10 * time.Millisecond)
-		clock := &wkClock{t: time.Now().UTC()}
+		gw := newDelayedGateway(10 * time.Millisecond)
+		clock := paymenttest.NewFrozenClock()
 		in := wkPayer(t, db)
 		var workers []*payment.Worker
 		for range instances {
@@ -228,7 +135,7 @@ func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 		if sum != n {
 			t.Errorf("%d claims for %d due payments, want each claimed once", sum, n)
 		}
-		counts, verifies := gw.verifyCounts()
+		counts, verifies := gw.VerifyCounts()
 		if verifies != n || len(counts) != n {
 			t.Errorf("%d verifies of %d authorities, want %d of %d", verifies, len(counts), n, n)
 		}
@@ -249,7 +156,7 @@ func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 				t.Errorf("worker %d after the work: %+v %v", i, rr, err)
 			}
 		}
-		if _, v := gw.verifyCounts(); v != n {
+		if _, v := gw.VerifyCounts(); v != n {
 			t.Errorf("%d verifies after an idle round, want %d", v, n)
 		}
 		apptest.CheckInvariants(t, db)
@@ -260,9 +167,9 @@ func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 // from BaseBackoff up to MaxBackoff, with jitter in [50%, 100%] of it.
 func TestWorkerBackoffGrowsWithinBounds(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		gw := newWKGateway(0)
-		gw.unknown.Store(true)
-		clock := newWKClock()
+		gw := paymenttest.NewGateway()
+		gw.Unknown.Store(true)
+		clock := paymenttest.NewFrozenClock()
 		svc := wkService(db, gw, clock.Now)
 		const base, maxB = time.Second, 10 * time.Second
 		jitters := []float64{0, 0.999, 0.5, 0, 0.999, 0.25, 0.75, 0.999, 0}
@@ -307,7 +214,7 @@ func TestWorkerBackoffGrowsWithinBounds(t *testing.T) {
 			}
 			clock.Advance(time.Millisecond)
 		}
-		if _, v := gw.verifyCounts(); v != len(jitters) {
+		if _, v := gw.VerifyCounts(); v != len(jitters) {
 			t.Errorf("%d verifies, want %d (one per due check)", v, len(jitters))
 		}
 		if got := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); got != 0 {
@@ -321,26 +228,26 @@ func TestWorkerBackoffGrowsWithinBounds(t *testing.T) {
 // check; once it closes, the due payment is checked.
 func TestWorkerPostponesWhileBreakerOpen(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		gw := newWKGateway(0)
-		clock := newWKClock()
+		gw := paymenttest.NewGateway()
+		clock := paymenttest.NewFrozenClock()
 		svc := wkService(db, gw, clock.Now)
 		w := svc.NewWorker(payment.WorkerConfig{AbandonedAfter: time.Second})
 		p := wkStart(t, svc, wkPayer(t, db), 20_000)
 		clock.Advance(time.Minute)
 		ctx := context.Background()
 
-		gw.open.Store(true)
+		gw.Open.Store(true)
 		if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 0 {
 			t.Fatalf("round with the breaker open: %+v %v", rr, err)
 		}
 		if row := wkRow(t, db, p.ID); row.Status != payment.StatusAwaitingPayment || row.Attempts != 0 || row.NextCheckAt != nil {
 			t.Fatalf("after a postponed round: status %s attempts %d next %v", row.Status, row.Attempts, row.NextCheckAt)
 		}
-		if _, v := gw.verifyCounts(); v != 0 {
+		if _, v := gw.VerifyCounts(); v != 0 {
 			t.Fatalf("%d verifies with the breaker open", v)
 		}
 
-		gw.open.Store(false)
+		gw.Open.Store(false)
 		if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 1 || rr.Resolved != 1 {
 			t.Fatalf("round with the breaker closed: %+v %v", rr, err)
 		}
@@ -348,5 +255,68 @@ func TestWorkerPostponesWhileBreakerOpen(t *testing.T) {
 			t.Fatalf("after the check: status %s attempts %d", row.Status, row.Attempts)
 		}
 		apptest.CheckInvariants(t, db)
+	})
+}
+
+// newDelayedGateway is the fake gateway answering each verify after delay.
+func newDelayedGateway(delay time.Duration) *paymenttest.Gateway {
+	g := paymenttest.NewGateway()
+	g.VerifyDelay = delay
+	return g
+}
+
+// The worker's deadline (AuthorityLifetime) must never overrule a callback
+// that took the lease right after the worker released it and is hearing
+// "paid" from the bank: the payment ends credited, once.
+func TestDeadlineNeverOverrulesAVerifyInFlight(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(50_000)
+		e.clock.Advance(21 * time.Minute)
+		verifying := make(chan struct{})
+		release := make(chan struct{})
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+				if n == 1 {
+					return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil
+				}
+				close(verifying)
+				<-release
+				return paymenttest.Paid(777)(n, in)
+			}
+		})
+		var once sync.Once
+		var cbDone = make(chan payment.Payment, 1)
+		db.Gorm.Callback().Update().After("gorm:update").Register("test:callback-after-release", func(tx *gorm.DB) {
+			m, ok := tx.Statement.Dest.(map[string]any)
+			if !ok {
+				return
+			}
+			if v, has := m["lease_until"]; has && v == nil {
+				if _, st := m["status"]; !st {
+					once.Do(func() {
+						// the payer pays and the callback arrives right after the worker released
+						go func() { got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); cbDone <- got }()
+						<-verifying
+					})
+				}
+			}
+		})
+		w := e.svc.NewWorker(payment.WorkerConfig{})
+		rr, err := w.RunOnce(ctx)
+		t.Logf("worker round %+v err %v; row now %s", rr, err, dump(e.row(p.ID)))
+		close(release)
+		got := <-cbDone
+		t.Logf("callback result %s", dump(got))
+		t.Logf("bank verified 100 (ref 777); balance=%d", e.balance())
+		if got.Status != payment.StatusCredited {
+			t.Errorf("LOST: bank verified the payment but it ended %s", got.Status)
+		}
+		if b := e.balance(); b != 50_000 {
+			t.Errorf("balance %d, want 50000", b)
+		}
+		checkInvariants(t, db)
 	})
 }

@@ -1,0 +1,295 @@
+package payment_test
+
+// Tests of starting a top-up (service.go).
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func TestStartTopUp(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		tok := payment.NewFormToken()
+		r, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+		if err != nil {
+			t.Fatalf("StartTopUp: %v", err)
+		}
+		if len(e.gw.Authorities) != 1 {
+			t.Fatalf("%d authorities handed out", len(e.gw.Authorities))
+		}
+		authority := e.gw.Authorities[0]
+		p := e.row(r.Payment.ID)
+		if r.Replayed || r.PayURL != e.gw.PayURL(authority) || r.Payment.Status != payment.StatusAwaitingPayment {
+			t.Errorf("result = %+v", r)
+		}
+		if p.Status != payment.StatusAwaitingPayment || p.AuthorityString() != authority || p.AmountRials != 50_000 ||
+			p.Gateway != "fake" || p.UserID != e.user.ID || p.WalletID != e.wallet.ID || p.FormToken != tok ||
+			!payment.ValidPublicID(p.PublicID) || p.RefID != nil || p.ResolvedAt != nil || p.Attempts != 0 {
+			t.Errorf("row = %s", dump(p))
+		}
+		in := e.gw.RequestInputs[0]
+		if in.AmountRials != 50_000 || in.CallbackURL != "http://app.test/payments/"+p.PublicID+"/return" ||
+			in.OrderID != p.PublicID || in.Email != e.user.Email {
+			t.Errorf("request input = %+v", in)
+		}
+
+		// A repeat submit of the form: the same answer, no second request.
+		r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+		if err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		if !r2.Replayed || r2.Payment.ID != p.ID || r2.PayURL != r.PayURL {
+			t.Errorf("replay = %+v, want payment %d and %s", r2, p.ID, r.PayURL)
+		}
+		// The same form with another amount.
+		_, err = e.svc.StartTopUp(ctx, e.input(tok, 60_000))
+		var reused *payment.FormReusedError
+		if !errors.As(err, &reused) || reused.Existing.ID != p.ID {
+			t.Errorf("other amount: %v, want *FormReusedError for payment %d", err, p.ID)
+		}
+		if req, ver, _ := e.gw.Counts(); req != 1 || ver != 0 {
+			t.Errorf("gateway called: %d requests, %d verifies; want 1, 0", req, ver)
+		}
+		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Errorf("%d payments, want 1", n)
+		}
+		if r := e.row(p.ID); r.AmountRials != 50_000 || r.Status != payment.StatusAwaitingPayment {
+			t.Errorf("row after reuse = %s", dump(r))
+		}
+
+		// Lookups.
+		if got, err := e.svc.ByPublicID(ctx, p.PublicID); err != nil || got.ID != p.ID {
+			t.Errorf("ByPublicID = %+v, %v", got, err)
+		}
+		if got, err := e.svc.ForOwner(ctx, p.PublicID, e.user.ID); err != nil || got.ID != p.ID {
+			t.Errorf("ForOwner(owner) = %+v, %v", got, err)
+		}
+		if _, err := e.svc.ForOwner(ctx, p.PublicID, e.user.ID+1000); !errors.Is(err, payment.ErrNotFound) {
+			t.Errorf("ForOwner(stranger) = %v, want ErrNotFound", err)
+		}
+		checkInvariants(t, db)
+	})
+}
+
+func TestStartTopUpRefusals(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		tests := []struct {
+			name   string
+			token  string
+			amount int64
+			want   error
+		}{
+			{"empty token", "", 50_000, payment.ErrBadFormToken},
+			{"short token", "abc", 50_000, payment.ErrBadFormToken},
+			{"long token", strings.Repeat("a", 23), 50_000, payment.ErrBadFormToken},
+			{"token with a bad character", strings.Repeat("a", 21) + "!", 50_000, payment.ErrBadFormToken},
+			{"bad token and bad amount", "", 1, payment.ErrBadFormToken},
+			{"below minimum", payment.NewFormToken(), 9_990, payment.ErrAmountTooSmall},
+			{"zero", payment.NewFormToken(), 0, payment.ErrAmountTooSmall},
+			{"negative", payment.NewFormToken(), -50_000, payment.ErrAmountTooSmall},
+			{"above maximum", payment.NewFormToken(), 1_000_000_010, payment.ErrAmountTooLarge},
+		}
+		for _, tt := range tests {
+			r, err := e.svc.StartTopUp(ctx, e.input(tt.token, tt.amount))
+			if !errors.Is(err, tt.want) || r.Payment.ID != 0 {
+				t.Errorf("%s: StartTopUp = %+v, %v; want %v", tt.name, r, err, tt.want)
+			}
+		}
+		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 0 {
+			t.Errorf("%d payments written by refused submits", n)
+		}
+		if req, _, _ := e.gw.Counts(); req != 0 {
+			t.Errorf("%d gateway requests for refused submits", req)
+		}
+		// The limits themselves are allowed.
+		for _, amount := range []int64{10_000, 1_000_000_000} {
+			if p := e.start(amount); p.AmountRials != amount {
+				t.Errorf("start(%d) = %s", amount, dump(p))
+			}
+		}
+	})
+}
+
+func TestStartTopUpGatewayFails(t *testing.T) {
+	errs := []struct {
+		name   string
+		err    error
+		reason payment.Reason
+	}{
+		{"transient", &gateway.TransientError{Op: "request", HTTPStatus: 502, Err: errors.New("bad gateway")}, payment.ReasonRequestFailed},
+		{"rejected", &gateway.RejectedError{Op: "request", Code: -9, Message: "validation error"}, payment.ReasonRequestRefused},
+		{"breaker open", gateway.ErrUnavailable, payment.ReasonGatewayUnavailable},
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		for _, tc := range errs {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				e := newEnv(t, db)
+				e.gw.Set(func(f *paymenttest.Gateway) { f.RequestErr = tc.err })
+				tok := payment.NewFormToken()
+				r, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+				if !errors.Is(err, payment.ErrGatewayFailed) || !errors.Is(err, tc.err) {
+					t.Fatalf("StartTopUp error = %v, want ErrGatewayFailed wrapping %v", err, tc.err)
+				}
+				if r.PayURL != "" || r.Payment.Status != payment.StatusFailed {
+					t.Errorf("result = %+v", r)
+				}
+				p := e.row(r.Payment.ID)
+				if p.Status != payment.StatusFailed || p.Authority != nil || p.ResolvedAt == nil ||
+					p.StatusReason != string(tc.reason) {
+					t.Errorf("row = %s", dump(p))
+				}
+				// A repeat of the form says the same, without asking the bank again.
+				r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+				if !errors.Is(err, payment.ErrGatewayFailed) || !r2.Replayed || r2.Payment.ID != p.ID || r2.PayURL != "" {
+					t.Errorf("replay = %+v, %v", r2, err)
+				}
+				if req, _, _ := e.gw.Counts(); req != 1 {
+					t.Errorf("%d requests, want 1", req)
+				}
+				// A callback for it cannot match: it never had an authority.
+				if _, err := e.svc.Return(ctx, p.PublicID, ""); !errors.Is(err, payment.ErrAuthorityMismatch) {
+					t.Errorf("Return of a failed start = %v, want ErrAuthorityMismatch", err)
+				}
+				if _, ver, _ := e.gw.Counts(); ver != 0 {
+					t.Errorf("%d verifies, want 0", ver)
+				}
+				// A fresh form works once the gateway is back.
+				e.gw.Set(func(f *paymenttest.Gateway) { f.RequestErr = nil })
+				e.start(50_000)
+				checkInvariants(t, db)
+			})
+		}
+	})
+}
+
+func TestStartTopUpConcurrentSubmits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.gw.Set(func(f *paymenttest.Gateway) { f.RequestDelay = 100 * time.Millisecond })
+		tok := payment.NewFormToken()
+		const n = 20
+		results := make([]payment.StartResult, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				results[i], errs[i] = e.svc.StartTopUp(context.Background(), e.input(tok, 70_000))
+			})
+		}
+		close(start)
+		wg.Wait()
+		replayed := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Errorf("submit %d: %v", i, errs[i])
+				continue
+			}
+			if results[i].Replayed {
+				replayed++
+			}
+			if results[i].PayURL == "" || results[i].PayURL != results[0].PayURL || results[i].Payment.ID != results[0].Payment.ID {
+				t.Errorf("submit %d: %+v, want %s", i, results[i], results[0].PayURL)
+			}
+		}
+		if replayed != n-1 {
+			t.Errorf("%d replayed answers, want %d", replayed, n-1)
+		}
+		if req, _, _ := e.gw.Counts(); req != 1 {
+			t.Errorf("%d gateway requests, want 1", req)
+		}
+		if c := e.count(`SELECT COUNT(*) FROM payments`); c != 1 {
+			t.Errorf("%d payments, want 1", c)
+		}
+		if p := e.row(results[0].Payment.ID); p.Status != payment.StatusAwaitingPayment || e.gw.PayURL(p.AuthorityString()) != results[0].PayURL {
+			t.Errorf("row = %s", dump(p))
+		}
+	})
+}
+
+// A repeat submit that outwaits ReplayWait while the first submit is still
+// talking to the bank says so, and never starts a second payment.
+func TestStartTopUpReplayStillProcessing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnvWith(t, db, func(c *payment.Config) { c.ReplayWait = 30 * time.Millisecond })
+		e.gw.Set(func(f *paymenttest.Gateway) { f.RequestDelay = 300 * time.Millisecond })
+		tok := payment.NewFormToken()
+		first := make(chan error, 1)
+		var r1 payment.StartResult
+		go func() {
+			var err error
+			r1, err = e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+			first <- err
+		}()
+		waitFor(t, func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
+		r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+		if !errors.Is(err, payment.ErrStillProcessing) || !r2.Replayed || r2.PayURL != "" || r2.Payment.Status != payment.StatusCreated {
+			t.Errorf("repeat while the first is at the bank = %+v, %v; want ErrStillProcessing", r2, err)
+		}
+		if err := <-first; err != nil || r1.Payment.Status != payment.StatusAwaitingPayment {
+			t.Fatalf("first submit = %+v, %v", r1, err)
+		}
+		// Once the first is done, a repeat gets its answer.
+		r3, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+		if err != nil || !r3.Replayed || r3.PayURL != r1.PayURL {
+			t.Errorf("repeat after the first = %+v, %v", r3, err)
+		}
+		if req, _, _ := e.gw.Counts(); req != 1 {
+			t.Errorf("%d requests, want 1", req)
+		}
+	})
+}
+
+// A first submit that hangs past its budget is failed by a repeat submit; if
+// the bank then answers the first, its authority must not be handed out.
+func TestStartTopUpAbandonedFirstSubmit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		e.gw.Set(func(f *paymenttest.Gateway) { f.RequestDelay = 300 * time.Millisecond })
+		tok := payment.NewFormToken()
+		type result struct {
+			r   payment.StartResult
+			err error
+		}
+		first := make(chan result, 1)
+		go func() {
+			r, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+			first <- result{r, err}
+		}()
+		waitFor(t, func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
+		e.clock.Advance(time.Minute) // the first submit is now long past RequestTimeout
+		r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
+		if !errors.Is(err, payment.ErrGatewayFailed) || r2.Payment.Status != payment.StatusFailed || r2.PayURL != "" {
+			t.Errorf("repeat of an abandoned submit = %+v, %v; want a failed payment", r2, err)
+		}
+		r1 := <-first
+		if r1.r.PayURL != "" || r1.r.Payment.Status != payment.StatusFailed || !errors.Is(r1.err, payment.ErrGatewayFailed) {
+			t.Errorf("late first submit = %+v, %v; want the failed payment and no bank URL", r1.r, r1.err)
+		}
+		p := e.row(r2.Payment.ID)
+		if p.Status != payment.StatusFailed || p.Authority != nil || !strings.Contains(p.StatusReason, "abandoned") {
+			t.Errorf("row = %s", dump(p))
+		}
+		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Errorf("%d payments, want 1", n)
+		}
+	})
+}
