@@ -83,7 +83,34 @@
     var d = digits(input.value.trim()).replace(/^0+/, "");
     out.textContent = d && d.length <= 15 ? fmt.format(Number(d)) + " " + out.dataset.unit : "";
   }
-  input.addEventListener("input", update);
+  // In the Persian page, digits typed in Latin or Arabic-Indic show as
+  // Persian digits (one character for one: the caret stays where it was).
+  function persianDigits() {
+    if (input.dataset.digits !== "fa") { return; }
+    var v = input.value;
+    var p = v.replace(/[0-9\u0660-\u0669]/g, function (c) {
+      var n = c.charCodeAt(0);
+      return String.fromCharCode(0x06F0 + (n >= 0x0660 ? n - 0x0660 : n - 48));
+    });
+    if (p !== v) {
+      var a = input.selectionStart, b = input.selectionEnd;
+      input.value = p;
+      try { input.setSelectionRange(a, b); } catch (e) { /* not focused */ }
+    }
+  }
+  input.addEventListener("input", function () { persianDigits(); update(); });
+  // Quick picks fill the field (their link is for browsers without
+  // JavaScript) and leave the person on the form, ready to pay.
+  Array.prototype.forEach.call(document.querySelectorAll("a.chip[data-amount]"), function (chip) {
+    chip.addEventListener("click", function (ev) {
+      ev.preventDefault();
+      input.value = chip.dataset.amount;
+      input.removeAttribute("aria-invalid");
+      update();
+      input.focus();
+    });
+  });
+  persianDigits();
   update();
 })();
 

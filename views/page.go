@@ -47,6 +47,10 @@ func (p Page) Plus() string {
 	return "+"
 }
 
+// TomansDigits is an amount in tomans as a person types it: grouped, in
+// the page's digits, without the unit.
+func (p Page) TomansDigits(rials int64) string { return i18n.TomansNumber(p.Lang, rials) }
+
 // Rials formats rials with their unit.
 func (p Page) Rials(rials int64) string { return i18n.Rials(p.Lang, rials) }
 

@@ -93,7 +93,8 @@ func (s *Server) securityHeaders(c *fiber.Ctx) error {
 }
 
 // language picks the page language: ?lang= (remembered in a cookie, then
-// redirected away), the cookie, the user's saved locale, Accept-Language.
+// redirected away), the cookie, the user's saved locale (session), else
+// Persian. Accept-Language is not consulted.
 func (s *Server) language(c *fiber.Ctx) error {
 	if q := c.Query("lang"); q != "" && c.Method() == fiber.MethodGet {
 		l, ok := i18n.Parse(q)
@@ -116,9 +117,11 @@ func (s *Server) language(c *fiber.Ctx) error {
 		}
 		return c.Redirect(target, fiber.StatusSeeOther)
 	}
+	// Persian is the product's language: the browser's Accept-Language
+	// does not switch it, only the person's own choice does.
 	l, ok := i18n.Parse(c.Cookies(cookieLang))
 	if !ok {
-		l = i18n.FromAcceptLanguage(c.Get(fiber.HeaderAcceptLanguage))
+		l = i18n.Default
 	}
 	c.Locals(localLang, l)
 	return c.Next()

@@ -66,9 +66,18 @@ func (s *Server) newTopUpForm() views.TopUpForm {
 	return views.TopUpForm{Token: payment.NewFormToken(), MinRials: minR, MaxRials: maxR, QuickTomans: quickTomans(minR, maxR)}
 }
 
+// topUpForm shows the form; ?amount=N (whole tomans, any digits) fills it
+// in (the quick picks without JavaScript, "try again" after a failure). An
+// amount that is not a valid top-up is ignored: the empty form, no error.
 func (s *Server) topUpForm(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return render(c, fiber.StatusOK, views.TopUp(s.page(c, "topup.title"), s.newTopUpForm()))
+	form := s.newTopUpForm()
+	if q := c.Query("amount"); q != "" {
+		if rials, err := money.ParseTomans(q); err == nil && s.Payments.ValidateAmount(rials) == nil {
+			form.Amount = i18n.TomansNumber(lang(c), rials)
+		}
+	}
+	return render(c, fiber.StatusOK, views.TopUp(s.page(c, "topup.title"), form))
 }
 
 // topUp starts a payment and sends the browser to the bank (303), or

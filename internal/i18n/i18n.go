@@ -5,7 +5,6 @@ package i18n
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -17,7 +16,8 @@ const (
 	EN Lang = "en"
 )
 
-// Default is the language of a first visit without a usable Accept-Language.
+// Default is the product's language: every page is in it until the person
+// chooses another (the browser's Accept-Language does not choose).
 const Default = FA
 
 // Langs lists the supported languages, default first.
@@ -37,34 +37,6 @@ func Parse(code string) (Lang, bool) {
 		return EN, true
 	}
 	return "", false
-}
-
-// FromAcceptLanguage picks the first supported language of an
-// Accept-Language header (in the order given, ignoring q-values of 0).
-func FromAcceptLanguage(header string) Lang {
-	for _, part := range strings.Split(header, ",") {
-		tag, params, _ := strings.Cut(part, ";")
-		if zeroQ(params) {
-			continue
-		}
-		if l, ok := Parse(tag); ok {
-			return l
-		}
-	}
-	return Default
-}
-
-// zeroQ reports whether the parameters of a language range carry a q-value
-// of zero ("q=0", "q=0.0", "q=0.000": not acceptable, RFC 9110 §12.4.2).
-func zeroQ(params string) bool {
-	for _, p := range strings.Split(params, ";") {
-		name, val, ok := strings.Cut(p, "=")
-		if ok && strings.EqualFold(strings.TrimSpace(name), "q") {
-			q, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-			return err == nil && q == 0
-		}
-	}
-	return false
 }
 
 // Dir is the text direction of the language: "rtl" or "ltr".

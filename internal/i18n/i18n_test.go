@@ -258,34 +258,6 @@ func TestRelative(t *testing.T) {
 	}
 }
 
-func TestFromAcceptLanguage(t *testing.T) {
-	tests := []struct {
-		header string
-		want   i18n.Lang
-	}{
-		{"en-US,en;q=0.9", i18n.EN},
-		{"fa-IR", i18n.FA},
-		{"fa-IR,fa;q=0.9,en;q=0.8", i18n.FA},
-		{"de", i18n.FA},
-		{"", i18n.FA},
-		{"fr;q=1, en;q=0.5", i18n.EN},
-		{"en;q=0", i18n.FA},
-		{"en; q=0", i18n.FA},
-		{"en;q=0.0", i18n.FA},
-		{"en;q=0.000", i18n.FA},
-		{"en;q=0, fa;q=0.1", i18n.FA},
-		{"de-DE, EN-gb;q=0.7", i18n.EN},
-		{"*", i18n.FA},
-		{" , ;; ,", i18n.FA},
-		{"en_US", i18n.EN},
-	}
-	for _, tt := range tests {
-		if got := i18n.FromAcceptLanguage(tt.header); got != tt.want {
-			t.Errorf("FromAcceptLanguage(%q) = %q, want %q", tt.header, got, tt.want)
-		}
-	}
-}
-
 func TestParse(t *testing.T) {
 	tests := []struct {
 		in   string

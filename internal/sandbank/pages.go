@@ -62,10 +62,21 @@ type messageView struct {
 	BackHref  string // the merchant's callback with Authority and Status; "" for none
 }
 
-// pageLang is the page language: ?lang=en for English, Persian otherwise.
+// appLangCookie is the cookie in which Kifpool keeps the language its user
+// chose. The built-in bank is served on the app's host, and browsers send a
+// host's cookies to every port, so the bank sees the choice.
+const appLangCookie = "lang"
+
+// pageLang is the page language: ?lang= (the bank's own switch), else the
+// language chosen in the app (its cookie), else Persian.
 func pageLang(r *http.Request) i18n.Lang {
 	if l, ok := i18n.Parse(r.URL.Query().Get("lang")); ok {
 		return l
+	}
+	if ck, err := r.Cookie(appLangCookie); err == nil {
+		if l, ok := i18n.Parse(ck.Value); ok {
+			return l
+		}
 	}
 	return i18n.Default
 }

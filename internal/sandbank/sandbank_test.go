@@ -1082,3 +1082,42 @@ func TestServeStandalone(t *testing.T) {
 		t.Fatal("Serve did not stop")
 	}
 }
+
+// The bank's page follows the language chosen in the app (its lang cookie,
+// sent by the browser to the bank on the app's host); the bank's own
+// switch (?lang=) wins over it, and the browser's Accept-Language never
+// chooses.
+func TestStartPayPageFollowsTheAppsLanguage(t *testing.T) {
+	_, srv := newTestBank(t, Options{})
+	a := newPayment(t, srv, 500_000)
+	for _, tc := range []struct {
+		name, cookie, query, acceptLanguage, want string
+	}{
+		{"nothing chosen", "", "", "en-US,en;q=0.9", "fa"},
+		{"english chosen in the app", "en", "", "", "en"},
+		{"persian chosen in the app", "fa", "", "en", "fa"},
+		{"the bank's switch wins", "en", "?lang=fa", "", "fa"},
+		{"a bad cookie", "xx", "", "", "fa"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/pg/StartPay/"+a+tc.query, nil)
+			if tc.cookie != "" {
+				req.AddCookie(&http.Cookie{Name: "lang", Value: tc.cookie})
+			}
+			if tc.acceptLanguage != "" {
+				req.Header.Set("Accept-Language", tc.acceptLanguage)
+			}
+			resp, err := noRedirect().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := readPage(t, resp)
+			if !strings.Contains(p.body, `<html lang="`+tc.want+`"`) {
+				t.Errorf("page not in %s", tc.want)
+			}
+			if !strings.Contains(p.body, `action="`+a+`/pay?lang=`+tc.want+`"`) {
+				t.Errorf("the Pay button does not keep %s", tc.want)
+			}
+		})
+	}
+}

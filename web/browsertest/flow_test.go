@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -252,6 +253,15 @@ func TestLanguageSwitch(t *testing.T) {
 	if l, _ := b.LangDir(); l != "en" {
 		t.Fatalf("top-up form in %q", l)
 	}
+	// The sandbox bank's page follows the choice.
+	b.StartTopUp("50000")
+	if l, d := b.LangDir(); l != "en" || d != "ltr" {
+		t.Errorf("bank page: lang=%q dir=%q, want en ltr", l, d)
+	}
+	if got := b.Text(tid("bank-pay")); got != i18n.T(i18n.EN, "bank.button.pay") {
+		t.Errorf("bank's Pay button says %q", got)
+	}
+	b.Go("/wallet/topup")
 	// And back to Persian, on the same page.
 	b.Click("lang-switch")
 	b.Run(chromedp.WaitVisible(`html[lang="fa"]`, chromedp.ByQuery))
@@ -306,8 +316,8 @@ func TestPhoneTopUp(t *testing.T) {
 }
 
 // Scenario g: after the first click the pay button is disabled and says
-// it is sending the person to the bank, and further clicks (pay, a quick
-// pick) send nothing; the same when the first click is on a quick pick.
+// it is sending the person to the bank, and further clicks send nothing.
+// (Quick picks only fill the field: they send nothing at all.)
 //
 // How the state is caught: the form's POST is held in the browser
 // (DevTools Fetch interception), so the form stays on screen as long as
@@ -318,7 +328,7 @@ func TestPhoneTopUp(t *testing.T) {
 // which the test reads on the bank's page (same origin: the built-in
 // sandbox bank). The held requests show whether a second post was sent.
 func TestPayButtonBusyWhileSubmitting(t *testing.T) {
-	for _, first := range []struct{ name, sel string }{{"pay", tid("topup-submit")}, {"quick-pick", ".chip"}} {
+	for _, first := range []struct{ name, sel string }{{"pay", tid("topup-submit")}} {
 		t.Run(first.name, func(t *testing.T) {
 			app, b := startApp(t, apptest.Options{})
 			b.SignUp("busy@example.com")
@@ -328,11 +338,9 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 			}
 			b.Eval(`(() => {
 				const pay = document.querySelector('[data-testid=topup-submit]');
-				const chips = Array.from(document.querySelectorAll('.chip'));
 				document.addEventListener('submit', () => setTimeout(() => {
-					const seen = {disabled: pay.disabled, text: pay.textContent.trim(), chipsDisabled: chips.every(c => c.disabled)};
+					const seen = {disabled: pay.disabled, text: pay.textContent.trim()};
 					pay.click();
-					chips[1].click();
 					pay.form.requestSubmit();
 					sessionStorage.setItem('kp-busy', JSON.stringify(seen));
 				}, 100), {once: true});
@@ -371,9 +379,8 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 			b.Run(fetch.Disable())
 
 			var seen struct {
-				Disabled      bool   `json:"disabled"`
-				Text          string `json:"text"`
-				ChipsDisabled bool   `json:"chipsDisabled"`
+				Disabled bool   `json:"disabled"`
+				Text     string `json:"text"`
 			}
 			var raw string
 			b.Eval(`sessionStorage.getItem('kp-busy') || ''`, &raw)
@@ -383,9 +390,8 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 			if err := json.Unmarshal([]byte(raw), &seen); err != nil {
 				t.Fatal(err)
 			}
-			if busy := i18n.T(i18n.FA, "topup.sending"); !seen.Disabled || seen.Text != busy || !seen.ChipsDisabled {
-				t.Errorf("while sending: pay disabled=%v label %q, quick picks disabled=%v; want disabled %q, disabled",
-					seen.Disabled, seen.Text, seen.ChipsDisabled, busy)
+			if busy := i18n.T(i18n.FA, "topup.sending"); !seen.Disabled || seen.Text != busy {
+				t.Errorf("while sending: pay disabled=%v label %q; want disabled %q", seen.Disabled, seen.Text, busy)
 			}
 			if n := len(app.Server.Bank.Payments()); n != 1 {
 				t.Errorf("%d payments at the bank, want 1", n)
@@ -398,23 +404,65 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 	}
 }
 
-// The quick-pick buttons start a payment of their amount, whatever the
-// amount field holds, and Enter in the field submits the typed amount.
-func TestQuickPickAndEnter(t *testing.T) {
+// Quick picks fill the amount field and its preview and send nothing;
+// the person then pays the amount in the field (Enter works too). Digits
+// typed in the Persian form show in Persian. Without JavaScript a quick
+// pick is a link to the form with its amount filled in.
+func TestQuickPickFillsTheField(t *testing.T) {
 	app, b := startApp(t, apptest.Options{})
+	posts := countPosts(b, "/wallet/topup")
 	b.SignUp("quick@example.com")
 	b.Go("/wallet/topup")
-	b.Run(chromedp.Click(`[data-testid="quick-picks"] button:nth-of-type(2)`, chromedp.ByQuery))
+	b.Run(chromedp.Click(`[data-testid="quick-pick"]:nth-of-type(2)`, chromedp.ByQuery))
+	var st struct {
+		Value   string `json:"value"`
+		Preview string `json:"preview"`
+		Path    string `json:"path"`
+		Focus   string `json:"focus"`
+	}
+	read := func() {
+		b.Eval(`({value: document.getElementById('amount').value, preview: document.getElementById('amount-preview').textContent,
+			path: location.pathname + location.search, focus: document.activeElement ? document.activeElement.id : ''})`, &st)
+	}
+	read()
+	if st.Value != "۱۰۰٬۰۰۰" || !strings.Contains(st.Preview, "۱۰۰٬۰۰۰") || st.Path != "/wallet/topup" || st.Focus != "amount" {
+		t.Fatalf("after the quick pick: %+v, want the field and preview at ۱۰۰٬۰۰۰ on the form, focused", st)
+	}
+	if n := posts(); n != 0 {
+		t.Fatalf("the quick pick sent %d posts", n)
+	}
+	if n := count(t, app, `SELECT COUNT(*) FROM payments`); n != 0 {
+		t.Fatalf("the quick pick made %d payments", n)
+	}
+	b.Click("topup-submit")
 	b.Wait("bank-pay")
 	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE amount_rials = 1000000`); n != 1 {
-		t.Errorf("quick pick of 100,000 tomans: no payment of 1,000,000 rials")
+		t.Errorf("paying after the quick pick of 100,000 tomans: no payment of 1,000,000 rials")
 	}
-	b.FillTopUp("۷۵۰۰۰")
+
+	// Typed Latin digits show as Persian digits; Enter pays them.
+	b.FillTopUp("75000")
+	read()
+	if st.Value != "۷۵۰۰۰" || !strings.Contains(st.Preview, "۷۵٬۰۰۰") {
+		t.Errorf("typed 75000: field %q preview %q, want Persian digits", st.Value, st.Preview)
+	}
 	b.Run(chromedp.SendKeys(tid("amount"), "\r", chromedp.ByQuery))
 	b.Wait("bank-pay")
 	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE amount_rials = 750000`); n != 1 {
 		t.Errorf("Enter in the field with 75,000 tomans: no payment of 750,000 rials")
 	}
+
+	// Without JavaScript: the link opens the form with the amount in it.
+	b.Run(emulation.SetScriptExecutionDisabled(true))
+	b.Go("/wallet/topup")
+	b.Run(chromedp.Click(`[data-testid="quick-pick"]:nth-of-type(1)`, chromedp.ByQuery))
+	b.Run(chromedp.WaitVisible(tid("amount"), chromedp.ByQuery))
+	var href string
+	b.Eval(`location.pathname + location.search`, &href)
+	if href != "/wallet/topup?amount=50000" || b.Attr(tid("amount"), "value") != "۵۰٬۰۰۰" {
+		t.Errorf("without JavaScript the quick pick led to %s with %q", href, b.Attr(tid("amount"), "value"))
+	}
+	b.Run(emulation.SetScriptExecutionDisabled(false))
 	b.CheckNoProblems()
 }
 

@@ -175,8 +175,9 @@ func NewTab(t *testing.T, base string) *Tab {
 		}
 	})
 	// Create the tab before the deadline applies (see chromedp.Run), and
-	// make the browser ask for Persian like a first visit from Iran.
-	if err := chromedp.Run(tabCtx, network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "fa-IR,fa;q=0.9"})); err != nil {
+	// make the browser ask for English, as many phones in Iran do: the app
+	// is Persian all the same until the person chooses English.
+	if err := chromedp.Run(tabCtx, network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "en-US,en;q=0.9"})); err != nil {
 		cancelTab()
 		t.Fatalf("open tab: %v", err)
 	}

@@ -1,0 +1,49 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// Persian is the product's language: a browser asking for English gets
+// Persian until the person chooses English (issue 10, point 6); the
+// choice sticks, and the switch is on every page.
+func TestAcceptLanguageDoesNotChoose(t *testing.T) {
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	c := app.NewClient(t)
+	get := func(path, acceptLanguage string) apptest.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, app.URL+path, nil)
+		req.Header.Set("Accept-Language", acceptLanguage)
+		return c.Do(req)
+	}
+	for _, al := range []string{"en", "en-US,en;q=0.9", "de, en;q=0.5"} {
+		r := get("/signin", al)
+		if r.Status != http.StatusOK || !strings.Contains(r.Body, `<html lang="fa" dir="rtl">`) {
+			t.Errorf("Accept-Language %q: %d, page not in Persian", al, r.Status)
+		}
+		if !strings.Contains(r.Body, `data-testid="lang-switch"`) {
+			t.Errorf("Accept-Language %q: no language switch", al)
+		}
+	}
+	// The person chooses English: it sticks, whatever the browser asks.
+	if r := get("/signin?lang=en", "fa"); r.Status != http.StatusSeeOther {
+		t.Fatalf("choose English: %d", r.Status)
+	}
+	if r := get("/signin", "fa-IR"); !strings.Contains(r.Body, `<html lang="en" dir="ltr">`) {
+		t.Errorf("after choosing English: page not in English")
+	}
+	c.SignUp("persian-first@example.com")
+	for _, path := range []string{"/wallet", "/wallet/topup"} {
+		r := get(path, "fa")
+		if !strings.Contains(r.Body, `<html lang="en" dir="ltr">`) || !strings.Contains(r.Body, `data-testid="lang-switch"`) {
+			t.Errorf("%s: not in English or no switch", path)
+		}
+	}
+}
