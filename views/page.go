@@ -119,6 +119,10 @@ type PaymentView struct {
 	CardPANMasked string
 	CreatedAt     time.Time
 	ResolvedAt    *time.Time
+	// FailureCause says why a failed payment failed ("result.failed." +
+	// cause is its sentence); TryAgainURL is the form with its amount.
+	FailureCause string
+	TryAgainURL  string
 	// ReturnURL re-checks the payment (pending pages refresh to it).
 	ReturnURL string
 	// RefreshSeconds > 0 makes the page reload itself.

@@ -14,10 +14,15 @@ import (
 const pendingRefreshSeconds = 5
 
 func paymentView(p payment.Payment) views.PaymentView {
-	return views.PaymentView{
+	v := views.PaymentView{
 		PublicID: p.PublicID, AmountRials: p.AmountRials, Status: publicStatus(p.Status),
 		RefID: p.RefIDValue(), CardPANMasked: p.CardPANMasked, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt,
 	}
+	if p.Status == payment.StatusFailed {
+		v.FailureCause = failureCause(string(p.StatusReason))
+		v.TryAgainURL = "/wallet/topup?amount=" + itoa(p.AmountRials/10)
+	}
+	return v
 }
 
 // publicStatus is the status as pages and their hooks show it: a payment

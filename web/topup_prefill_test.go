@@ -30,8 +30,8 @@ func TestTopUpFormPrefill(t *testing.T) {
 		{"0", ""},
 		{"-5000", ""},
 		{"1.5", ""},
-		{"999", ""},                  // below the minimum (1,000 tomans)
-		{"999999999999", ""},         // above the maximum
+		{"999", ""},                   // below the minimum (1,000 tomans)
+		{"999999999999", ""},          // above the maximum
 		{strings.Repeat("9", 40), ""}, // too long
 		{"<script>", ""},
 	} {

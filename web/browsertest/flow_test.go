@@ -174,10 +174,18 @@ func TestCancelAtBank(t *testing.T) {
 	if s := b.Status(); s != "failed" {
 		t.Fatalf("status %q", s)
 	}
-	if txt := b.Text(tid("payment-status")); !strings.Contains(txt, i18n.T(i18n.FA, "result.failed_text")) {
-		t.Errorf("failed page says %q, want the no-money-taken text", txt)
+	// One sentence for the cause (cancelled at the bank; the generic one
+	// while reasons are free text), and "try again" with the same amount.
+	cause := b.Attr(tid("failure-cause"), "data-cause")
+	if txt := b.Text(tid("failure-cause")); (cause != "cancelled" && cause != "generic") || txt != i18n.T(i18n.FA, "result.failed."+cause) {
+		t.Errorf("failed page says %q (cause %q), want the cancelled-at-the-bank sentence", txt, cause)
 	}
 	checkOnePayment(t, app, "after cancel", "failed", 500_000, 0)
+	b.Click("try-again")
+	b.Wait("topup-form")
+	if p, v := b.Path(), b.Attr(tid("amount"), "value"); p != "/wallet/topup?amount=50000" || v != "۵۰٬۰۰۰" {
+		t.Errorf("try again: %s with %q, want the form with ۵۰٬۰۰۰", p, v)
+	}
 	if got := b.Balance(); got != 0 {
 		t.Fatalf("balance %d rials, want 0", got)
 	}

@@ -1,0 +1,91 @@
+package web_test
+
+import (
+	"html"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// A failed payment's page says one true sentence for its cause, never two
+// that contradict each other, and offers to try again with the same amount
+// (issue 10, point 4). An unknown or older reason gets the generic one.
+func TestFailurePageSaysWhy(t *testing.T) {
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	c := app.NewClient(t)
+	c.SignUp("why@example.com")
+	csrf, token := c.TopUpForm()
+	r := c.PostTopUp(csrf, token, "75000")
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d", r.Status)
+	}
+	var p payment.Payment
+	if err := app.DB.Gorm.Where("authority = ?", apptest.Authority(r.Location)).First(&p).Error; err != nil {
+		t.Fatal(err)
+	}
+	causeRE := regexp.MustCompile(`data-testid="failure-cause" data-cause="([a-z]+)"`)
+	for _, tc := range []struct {
+		reason string
+		cause  string
+	}{
+		{string(payment.ReasonBankCancelled), "cancelled"},
+		{string(payment.ReasonRequestRefused), "refused"},
+		{string(payment.ReasonRequestFailed), "unavailable"},
+		{string(payment.ReasonGatewayUnavailable), "unavailable"},
+		{string(payment.ReasonNotPaidAfterLife), "expired"},
+		{string(payment.ReasonBankReversed), "reversed"},
+		{string(payment.ReasonClosedByAdmin), "closed"},
+		{string(payment.ReasonAmountMismatch), "generic"},
+		{"not paid (code -51, bank state FAILED)", "generic"}, // an older free-text reason
+		{"", "generic"},
+	} {
+		t.Run(tc.cause+"/"+tc.reason, func(t *testing.T) {
+			// Page set-up only: the status is written directly.
+			if err := app.DB.Gorm.Exec(`UPDATE payments SET status = 'failed', status_reason = ? WHERE id = ?`, tc.reason, p.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
+				c.Get("/wallet?lang=" + string(lang))
+				page := c.Get("/payments/" + p.PublicID)
+				if page.Status != http.StatusOK {
+					t.Fatalf("receipt: %d", page.Status)
+				}
+				m := causeRE.FindStringSubmatch(page.Body)
+				if m == nil || m[1] != tc.cause {
+					t.Fatalf("%s: cause %v, want %s", lang, m, tc.cause)
+				}
+				if want := html.EscapeString(i18n.T(lang, "result.failed."+tc.cause)); !strings.Contains(page.Body, want) {
+					t.Errorf("%s: page lacks %q", lang, want)
+				}
+				for _, other := range []string{"cancelled", "refused", "unavailable", "expired", "reversed", "closed", "generic"} {
+					if other != tc.cause && strings.Contains(page.Body, html.EscapeString(i18n.T(lang, "result.failed."+other))) {
+						t.Errorf("%s: page also says the %s sentence", lang, other)
+					}
+				}
+				if !strings.Contains(page.Body, `href="/wallet/topup?amount=75000" data-testid="try-again"`) {
+					t.Errorf("%s: no try-again link with the same amount", lang)
+				}
+			}
+		})
+	}
+	// "Try again" opens the form with the amount filled in.
+	c.Get("/wallet?lang=fa")
+	form := c.Get("/wallet/topup?amount=75000")
+	if !strings.Contains(form.Body, `value="۷۵٬۰۰۰"`) {
+		t.Errorf("try again: the form is not filled in")
+	}
+	// A credited payment offers no "try again".
+	if err := app.DB.Gorm.Exec(`UPDATE payments SET status = 'needs_review' WHERE id = ?`, p.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if page := c.Get("/payments/" + p.PublicID); strings.Contains(page.Body, `data-testid="try-again"`) || strings.Contains(page.Body, `data-testid="failure-cause"`) {
+		t.Errorf("a payment under review offers to try again")
+	}
+}
