@@ -146,3 +146,42 @@
   }
   setTimeout(check, seconds * 1000);
 })();
+
+// 4. Copy buttons (receipt: the payment reference, the bank's reference)
+//    copy their target's text; "print" prints the receipt. Both are hidden
+//    without JavaScript.
+(function () {
+  "use strict";
+  Array.prototype.forEach.call(document.querySelectorAll("[data-copy]"), function (btn) {
+    var target = document.getElementById(btn.dataset.copy);
+    if (!target) { return; }
+    btn.hidden = false;
+    btn.addEventListener("click", function () {
+      var text = target.textContent.trim();
+      var label = btn.dataset.label || btn.textContent;
+      btn.dataset.label = label;
+      function done() {
+        btn.textContent = btn.dataset.copiedLabel || label;
+        setTimeout(function () { btn.textContent = label; }, 2000);
+      }
+      function fallback() {
+        var range = document.createRange();
+        range.selectNodeContents(target);
+        var sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        try { document.execCommand("copy"); } catch (e) { /* the text stays selected */ }
+        done();
+      }
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(text).then(done, fallback);
+      } else {
+        fallback();
+      }
+    });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("[data-print]"), function (btn) {
+    btn.hidden = false;
+    btn.addEventListener("click", function () { window.print(); });
+  });
+})();

@@ -4,6 +4,7 @@ package views
 
 import (
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -149,6 +150,24 @@ func itoa(n int64) string {
 		b[i] = '-'
 	}
 	return string(b[i:])
+}
+
+// ShortRef is a payment's reference as people read, say and type it: the
+// first 12 characters of its public id (60 random bits), upper case, in
+// groups of four ("JIWF-NQZH-KKEU"). The full id stays in the page's URL.
+func ShortRef(publicID string) string {
+	id := strings.ToUpper(publicID)
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); i += 4 {
+		if i > 0 {
+			b.WriteByte('-')
+		}
+		b.WriteString(id[i:min(i+4, len(id))])
+	}
+	return b.String()
 }
 
 // signInAction keeps the page to return to through the sign-in form.

@@ -18,7 +18,8 @@ var bankFA = map[string]string{
 	"bank.amount":        "مبلغ قابل پرداخت",
 	"bank.amount_rials":  "{amount} ریال",
 	"bank.amount_tomans": "معادل {amount} تومان",
-	"bank.expires_in":    "زمان باقی‌مانده برای پرداخت: {minutes} دقیقه",
+	"bank.expires_in":    "زمان باقی‌مانده برای پرداخت:",
+	"bank.expires_note":  "وقتی زمان تمام شود، این پرداخت دیگر انجام نمی‌شود و مبلغی از کارت شما برداشت نمی‌شود؛ از سایت پذیرنده دوباره شروع کنید.",
 
 	"bank.card.title":     "اطلاعات کارت",
 	"bank.card.number":    "شماره کارت",
@@ -29,11 +30,12 @@ var bankFA = map[string]string{
 	"bank.card.captcha":   "کد امنیتی",
 	"bank.card.pin2":      "رمز دوم (رمز پویا)",
 	"bank.card.email":     "ایمیل (اختیاری)",
-	"bank.card.test_note": "یک کارت آزمایشی از پیش وارد شده است؛ کافی است یکی از دکمه‌های زیر را بزنید.",
+	"bank.card.test_note": "یک کارت آزمایشی از پیش وارد شده است؛ کافی است دکمهٔ پرداخت را بزنید.",
 
-	"bank.button.pay":       "پرداخت",
-	"bank.button.cancel":    "انصراف",
-	"bank.button.pay_close": "پرداخت و بستن پنجره",
+	"bank.button.pay":            "پرداخت",
+	"bank.button.cancel":         "انصراف",
+	"bank.button.pay_close":      "پرداخت و بستن پنجره",
+	"bank.button.pay_close_note": "(آزمایشی: پرداخت بدون بازگشت به سایت پذیرنده)",
 
 	"bank.closed.title": "پرداخت با موفقیت انجام شد",
 	"bank.closed.body":  "اکنون می‌توانید این پنجره را ببندید.",
@@ -68,7 +70,8 @@ var bankEN = map[string]string{
 	"bank.amount":        "Amount payable",
 	"bank.amount_rials":  "{amount} rials",
 	"bank.amount_tomans": "({amount} tomans)",
-	"bank.expires_in":    "Time left to pay: {minutes} min",
+	"bank.expires_in":    "Time left to pay:",
+	"bank.expires_note":  "When the time runs out, this payment can no longer be made and no money is taken; start again from the shop's site.",
 
 	"bank.card.title":     "Card details",
 	"bank.card.number":    "Card number",
@@ -79,11 +82,12 @@ var bankEN = map[string]string{
 	"bank.card.captcha":   "Security code",
 	"bank.card.pin2":      "Second PIN (dynamic password)",
 	"bank.card.email":     "Email (optional)",
-	"bank.card.test_note": "A test card is already filled in; just press one of the buttons below.",
+	"bank.card.test_note": "A test card is already filled in; just press Pay.",
 
-	"bank.button.pay":       "Pay",
-	"bank.button.cancel":    "Cancel",
-	"bank.button.pay_close": "Pay and close the window",
+	"bank.button.pay":            "Pay",
+	"bank.button.cancel":         "Cancel",
+	"bank.button.pay_close":      "Pay and close the window",
+	"bank.button.pay_close_note": "(test: pays without going back to the shop)",
 
 	"bank.closed.title": "Payment successful",
 	"bank.closed.body":  "You may close this window now.",

@@ -77,6 +77,9 @@ var messagesFA = map[string]string{
 	"receipt.created":  "زمان ثبت",
 	"receipt.resolved": "زمان نتیجه",
 	"receipt.id":       "شناسهٔ پرداخت",
+	"receipt.copy":     "کپی",
+	"receipt.copied":   "کپی شد",
+	"receipt.print":    "چاپ رسید",
 
 	"result.title":              "نتیجهٔ پرداخت",
 	"result.received_title":     "پرداخت دریافت شد",
@@ -264,7 +267,10 @@ var messagesEN = map[string]string{
 	"receipt.card":     "Card",
 	"receipt.created":  "Created",
 	"receipt.resolved": "Completed",
-	"receipt.id":       "Payment id",
+	"receipt.id":       "Payment reference",
+	"receipt.copy":     "Copy",
+	"receipt.copied":   "Copied",
+	"receipt.print":    "Print receipt",
 
 	"result.title":              "Payment result",
 	"result.received_title":     "Payment received",

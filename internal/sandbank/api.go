@@ -143,6 +143,8 @@ func (b *Bank) routes() http.Handler {
 	mux.Handle("POST /pg/StartPay/{authority}/cancel", op(opPageCancel))
 	mux.Handle("POST /pg/StartPay/{authority}/pay-close", op(opPagePayClose))
 	mux.HandleFunc("GET /pg/assets/bank.css", serveCSS)
+	mux.HandleFunc("GET /pg/assets/bank.js", serveJS)
+	mux.HandleFunc("GET /pg/assets/vazirmatn.woff2", serveFont)
 
 	if !b.noControl {
 		mux.HandleFunc("GET /_sandbank/payments", b.controlList)

@@ -4,16 +4,19 @@ import (
 	"bytes"
 	_ "embed"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/a-h/templ"
 
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/static"
 )
 
 // bankCSS is the stylesheet of the bank's pages.
@@ -21,12 +24,18 @@ import (
 //go:embed bank.css
 var bankCSS string
 
+// bankJS counts the payment page's time down (the page works without it).
+//
+//go:embed bank.js
+var bankJS string
+
 // pageMeta is what the layout needs. Links are relative to the page's URL,
 // so the bank works under any mount prefix.
 type pageMeta struct {
 	Lang       i18n.Lang
 	Title      string
 	CSS        string // stylesheet link
+	JS         string // script link; "" for none
 	SwitchHref string // link to the same page in the other language; "" for none
 }
 
@@ -38,7 +47,8 @@ type startPayView struct {
 	OrderID      string
 	AmountRials  string // formatted, with the unit
 	AmountTomans string // formatted, with the unit
-	ExpiresIn    string
+	SecondsLeft  int64  // until the payment expires
+	TimeLeft     string // the same as m:ss in the page's digits
 	Card         string // masked test card, grouped by four
 	ExpiryMonth  string
 	ExpiryYear   string
@@ -134,8 +144,9 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 	action := func(name string) string {
 		return url.PathEscape(authority) + "/" + name + "?lang=" + string(lang)
 	}
-	minutes := int64((p.expiresAt.Sub(b.clock()) + time.Minute - 1) / time.Minute)
+	left := max(int64((p.expiresAt.Sub(b.clock())+time.Second-1)/time.Second), 0)
 	meta.Title = i18n.T(lang, "bank.pay.title")
+	meta.JS = "../assets/bank.js"
 	v := startPayView{
 		pageMeta:       meta,
 		Authority:      p.Authority,
@@ -143,7 +154,8 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 		OrderID:        p.OrderID,
 		AmountRials:    i18n.T(lang, "bank.amount_rials", "amount", i18n.Group(lang, p.Amount)),
 		AmountTomans:   i18n.T(lang, "bank.amount_tomans", "amount", i18n.TomansNumber(lang, p.Amount)),
-		ExpiresIn:      i18n.T(lang, "bank.expires_in", "minutes", max(minutes, 1)),
+		SecondsLeft:    left,
+		TimeLeft:       i18n.Digits(lang, fmt.Sprintf("%d:%02d", left/60, left%60)),
 		Card:           groupCard(maskPAN(p.card)),
 		ExpiryMonth:    "12",
 		ExpiryYear:     "09",
@@ -253,12 +265,66 @@ func (b *Bank) render(w http.ResponseWriter, r *http.Request, status int, formTo
 		if formTo != "" {
 			formAction += " " + formTo
 		}
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; "+
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; font-src 'self'; "+
 			"form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
 	}
 	h.Set("X-Frame-Options", "DENY")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// serveFont serves the pages' typeface (the app's Vazirmatn file).
+func serveFont(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	http.ServeFileFS(w, r, static.FS, "vazirmatn.woff2")
+}
+
+// serveJS serves the bank's script.
+func serveJS(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	_, _ = io.WriteString(w, bankJS)
+}
+
+// bidiRun is a stretch of text in one direction.
+type bidiRun struct {
+	Text string
+	LTR  bool
+}
+
+// bidiRuns cuts text given by a merchant into Latin stretches (from a Latin
+// letter or digit to the last one, with the spaces and punctuation between)
+// and the rest, so that each Latin stretch can be isolated: in a Persian
+// sentence, "(Kifpool wallet top-up)" otherwise comes out with its brackets
+// turned around.
+func bidiRuns(s string) []bidiRun {
+	latin := func(r rune) bool { return r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)) }
+	inner := func(r rune) bool { return r < 0x80 && !strings.ContainsRune("()[]{}<>", r) }
+	rs := []rune(s)
+	var out []bidiRun
+	start := 0
+	for i := 0; i < len(rs); {
+		if !latin(rs[i]) {
+			i++
+			continue
+		}
+		end, j := i+1, i+1
+		for j < len(rs) && inner(rs[j]) {
+			if latin(rs[j]) {
+				end = j + 1
+			}
+			j++
+		}
+		if i > start {
+			out = append(out, bidiRun{Text: string(rs[start:i])})
+		}
+		out = append(out, bidiRun{Text: string(rs[i:end]), LTR: true})
+		start, i = end, end
+	}
+	if start < len(rs) {
+		out = append(out, bidiRun{Text: string(rs[start:])})
+	}
+	return out
 }
 
 // serveCSS serves the bank's stylesheet.

@@ -18,6 +18,7 @@
 //	POST /pg/StartPay/{authority}/cancel     Cancel button
 //	POST /pg/StartPay/{authority}/pay-close  "Pay and close the window" button
 //	GET  /pg/assets/bank.css             the page's stylesheet
+//	GET  /pg/assets/bank.js              the page's countdown
 //	GET  /_sandbank/payments             control: every payment (JSON)
 //	POST /_sandbank/payments/{authority}/pay     control: pay
 //	POST /_sandbank/payments/{authority}/cancel  control: cancel

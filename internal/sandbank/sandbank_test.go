@@ -740,10 +740,14 @@ func checkPage(t *testing.T, p page) {
 	if strings.Contains(p.body, "[bank.") {
 		t.Errorf("page has a missing catalog key: %s", regexp.MustCompile(`\[bank\.[^\]]*\]`).FindString(p.body))
 	}
-	for _, bad := range []string{"<script", "style=", "<style", "http://cdn", "https://"} {
+	for _, bad := range []string{"style=", "<style", "http://cdn", "https://"} {
 		if strings.Contains(p.body, bad) {
 			t.Errorf("page contains %q", bad)
 		}
+	}
+	// Scripts only from the bank's own assets, never inline.
+	if n, m := strings.Count(p.body, "<script"), strings.Count(p.body, `<script src="../assets/bank.js" defer></script>`); n != m {
+		t.Errorf("page has %d scripts, %d of them the bank's own file", n, m)
 	}
 	if !strings.Contains(p.header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Errorf("no strict CSP: %q", p.header.Get("Content-Security-Policy"))
@@ -1119,5 +1123,56 @@ func TestStartPayPageFollowsTheAppsLanguage(t *testing.T) {
 				t.Errorf("the Pay button does not keep %s", tc.want)
 			}
 		})
+	}
+}
+
+// Latin stretches of a merchant's description are isolated from the
+// Persian around them, brackets outside (issue 10, point 2).
+func TestBidiRuns(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []bidiRun
+	}{
+		{"افزایش موجودی کیف‌پول (Kifpool wallet top-up)", []bidiRun{{"افزایش موجودی کیف‌پول (", false}, {"Kifpool wallet top-up", true}, {")", false}}},
+		{"Kifpool", []bidiRun{{"Kifpool", true}}},
+		{"شارژ", []bidiRun{{"شارژ", false}}},
+		{"سفارش 123 تایید", []bidiRun{{"سفارش ", false}, {"123", true}, {" تایید", false}}},
+		{"", nil},
+	} {
+		got := bidiRuns(tc.in)
+		if len(got) != len(tc.want) {
+			t.Errorf("bidiRuns(%q) = %+v, want %+v", tc.in, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("bidiRuns(%q) = %+v, want %+v", tc.in, got, tc.want)
+				break
+			}
+		}
+	}
+}
+
+// The page counts down: the time left (m:ss, the page's digits) and the
+// bank's script, which the CSP allows; the font and script are served.
+func TestStartPayCountdown(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	_, srv := newTestBank(t, Options{Clock: clock, AuthorityTTL: 15 * time.Minute})
+	a := newPayment(t, srv, 500_000)
+	now = now.Add(61 * time.Second)
+	p := get(t, srv, "/pg/StartPay/"+a)
+	for _, want := range []string{`data-seconds-left="839"`, `>۱۳:۵۹</strong>`, i18n.T(i18n.FA, "bank.expires_note")} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "font-src 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+	for _, asset := range []string{"/pg/assets/bank.js", "/pg/assets/vazirmatn.woff2"} {
+		if r := get(t, srv, asset); r.status != http.StatusOK || len(r.body) < 100 {
+			t.Errorf("%s: %d, %d bytes", asset, r.status, len(r.body))
+		}
 	}
 }

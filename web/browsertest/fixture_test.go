@@ -2,14 +2,18 @@ package browsertest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base32"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
@@ -64,8 +68,24 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureAt(t, time.Time{})
+}
+
+// newFixtureAt is newFixture with every visible value fixed when at is not
+// zero (the screenshots): the app's and the bank's clock stand still at
+// at, the bank draws authorities, cards and references from a fixed seed,
+// and the payments' public ids and times are rewritten to fixed values, so
+// that the same pages give the same pixels on every run.
+func newFixtureAt(t *testing.T, at time.Time) *fixture {
+	t.Helper()
 	browserContext(t)
-	bank := sandbank.New(sandbank.Options{})
+	bankOpts := sandbank.Options{}
+	var now func() time.Time
+	if !at.IsZero() {
+		now = func() time.Time { return at }
+		bankOpts.Clock, bankOpts.Seed = now, 1405
+	}
+	bank := sandbank.New(bankOpts)
 	bankSrv := httptest.NewServer(bank.Handler())
 	t.Cleanup(bankSrv.Close)
 	const merchant = "11111111-2222-3333-4444-555555555555"
@@ -80,7 +100,7 @@ func newFixture(t *testing.T) *fixture {
 			"BREAKER_MIN_REQUESTS": "1000",
 		},
 		// No re-check of the pending payment while the pages are shown.
-		Server: server.Options{Gateway: fixtureGateway{zp}, Payment: payment.Config{RecheckDelay: time.Hour}},
+		Server: server.Options{Gateway: fixtureGateway{zp}, Payment: payment.Config{RecheckDelay: time.Hour}, Now: now},
 	})
 	f := &fixture{App: app, Bank: bank, User: "sara@example.com", Admin: "admin@example.com"}
 	if _, err := app.Server.Auth.SignUp(context.Background(), f.Admin, password, auth.RoleAdmin, "fa"); err != nil {
@@ -140,7 +160,53 @@ func newFixture(t *testing.T) *fixture {
 		f.Pending.Status != payment.StatusPendingVerification {
 		t.Fatalf("fixture payments: %s %s %s", f.Credited.Status, f.Failed.Status, f.Pending.Status)
 	}
+	if !at.IsZero() {
+		f.freeze(t, at)
+	}
 	return f
+}
+
+// freeze gives every payment a fixed public id (derived from its row id)
+// and fixed times before at (ledger entries follow their payment), and
+// updates the fixture's URLs to match.
+func (f *fixture) freeze(t *testing.T, at time.Time) {
+	t.Helper()
+	db := f.App.DB.Gorm
+	var ps []payment.Payment
+	if err := db.Order("id").Find(&ps).Error; err != nil {
+		t.Fatal(err)
+	}
+	renamed := map[string]string{}
+	for i, p := range ps {
+		sum := sha256.Sum256([]byte("kifpool screenshots " + strconv.FormatInt(p.ID, 10)))
+		id := strings.ToLower(base32.StdEncoding.EncodeToString(sum[:]))[:len(p.PublicID)]
+		created := at.Add(-time.Duration(len(ps)-i) * 47 * time.Minute)
+		vals := map[string]any{"public_id": id, "created_at": created, "updated_at": created.Add(time.Minute)}
+		if p.ResolvedAt != nil {
+			vals["resolved_at"] = created.Add(time.Minute)
+		}
+		if p.NextCheckAt != nil {
+			vals["next_check_at"] = at.Add(time.Hour)
+		}
+		for _, col := range []string{"last_checked_at", "opened_at"} {
+			vals[col] = gorm.Expr("CASE WHEN "+col+" IS NULL THEN NULL ELSE ? END", created.Add(time.Minute))
+		}
+		if err := db.Model(&payment.Payment{}).Where("id = ?", p.ID).Updates(vals).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Exec(`UPDATE ledger_entries SET created_at = ? WHERE payment_id = ?`, created.Add(time.Minute), p.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		renamed[p.PublicID] = id
+	}
+	for _, p := range []*payment.Payment{&f.Credited, &f.Failed, &f.Pending} {
+		p.PublicID = renamed[p.PublicID]
+	}
+	for _, u := range []*string{&f.CreditedReturn, &f.FailedReturn, &f.PendingReturn} {
+		for old, id := range renamed {
+			*u = strings.Replace(*u, "/payments/"+old+"/", "/payments/"+id+"/", 1)
+		}
+	}
 }
 
 // Tab opens a tab on the fixture's app in lang, signed in as email ("" for

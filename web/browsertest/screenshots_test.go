@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -28,7 +31,9 @@ func TestScreenshots(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t)
+	// A fixed clock, seeded bank and fixed ids: an unchanged UI gives
+	// unchanged files.
+	f := newFixtureAt(t, time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC))
 	devices := []struct {
 		name string
 		view chromedp.Action
@@ -49,6 +54,10 @@ func TestScreenshots(t *testing.T) {
 				for _, p := range prepare {
 					p()
 				}
+				// Same pixels every time: the typeface loaded, no caret or
+				// focus ring, nothing scrolled.
+				b.Run(chromedp.Evaluate(`document.fonts.ready.then(() => { if (document.activeElement) document.activeElement.blur(); scrollTo(0, 0); return true; })`, nil,
+					func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
 				if d.name == "phone" {
 					b.noHorizontalScroll(name + "-" + lang)
 				}
@@ -71,7 +80,11 @@ func TestScreenshots(t *testing.T) {
 			}
 			shot(user, "wallet", "/wallet", "history")
 			shot(user, "topup", "/wallet/topup", "amount", func() { user.Type(tid("amount"), "50000") })
+			// The bank's countdown runs in JavaScript: without it the page
+			// shows the (fixed) time left when it was served.
+			user.Run(emulation.SetScriptExecutionDisabled(true))
 			shot(user, "bank", f.OpenPayURL, "bank-pay")
+			user.Run(emulation.SetScriptExecutionDisabled(false))
 			shot(user, "receipt", "/payments/"+f.Credited.PublicID, "result-received")
 			shot(user, "pending", f.PendingReturn, "result-pending")
 			shot(user, "failed", f.FailedReturn, "result-failed")
