@@ -296,7 +296,7 @@ type bidiRun struct {
 // letter or digit to the last one, with the spaces and punctuation between)
 // and the rest, so that each Latin stretch can be isolated: in a Persian
 // sentence, "(Kifpool wallet top-up)" otherwise comes out with its brackets
-// turned around.
+// turned around. Brackets that enclose a whole stretch are part of it.
 func bidiRuns(s string) []bidiRun {
 	latin := func(r rune) bool { return r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)) }
 	inner := func(r rune) bool { return r < 0x80 && !strings.ContainsRune("()[]{}<>", r) }
@@ -315,10 +315,16 @@ func bidiRuns(s string) []bidiRun {
 			}
 			j++
 		}
-		if i > start {
-			out = append(out, bidiRun{Text: string(rs[start:i])})
+		// Brackets around the whole stretch go with it: "(Kifpool ...)"
+		// then reads and wraps as one piece in a Persian line.
+		from := i
+		if i > start && end < len(rs) && rs[i-1] == '(' && rs[end] == ')' {
+			from, end = i-1, end+1
 		}
-		out = append(out, bidiRun{Text: string(rs[i:end]), LTR: true})
+		if from > start {
+			out = append(out, bidiRun{Text: string(rs[start:from])})
+		}
+		out = append(out, bidiRun{Text: string(rs[from:end]), LTR: true})
 		start, i = end, end
 	}
 	if start < len(rs) {

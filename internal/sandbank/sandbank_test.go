@@ -1133,7 +1133,9 @@ func TestBidiRuns(t *testing.T) {
 		in   string
 		want []bidiRun
 	}{
-		{"افزایش موجودی کیف‌پول (Kifpool wallet top-up)", []bidiRun{{"افزایش موجودی کیف‌پول (", false}, {"Kifpool wallet top-up", true}, {")", false}}},
+		{"افزایش موجودی کیف‌پول (Kifpool wallet top-up)", []bidiRun{{"افزایش موجودی کیف‌پول ", false}, {"(Kifpool wallet top-up)", true}}},
+		{"خرید (Kifpool) تمام", []bidiRun{{"خرید ", false}, {"(Kifpool)", true}, {" تمام", false}}},
+		{"خرید (Kifpool تمام", []bidiRun{{"خرید (", false}, {"Kifpool", true}, {" تمام", false}}},
 		{"Kifpool", []bidiRun{{"Kifpool", true}}},
 		{"شارژ", []bidiRun{{"شارژ", false}}},
 		{"سفارش 123 تایید", []bidiRun{{"سفارش ", false}, {"123", true}, {" تایید", false}}},
