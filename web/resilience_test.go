@@ -353,7 +353,7 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if p, _ := bank.Payment(lost); p.State != sandbank.StateInBank {
 			t.Errorf("the lost authority is %s at the bank, want still IN_BANK (nobody pays it)", p.State)
 		}
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
 }
 
@@ -448,7 +448,7 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 		if n := rsStatusCount(t, db, payment.StatusCreated); n != 0 {
 			t.Errorf("%d payments left created", n)
 		}
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
 }
 
@@ -538,7 +538,7 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 		if !regexp.MustCompile(`^\d{6}\*+\d{4}$`).MatchString(p.CardPANMasked) {
 			t.Errorf("card on the payment %q is not masked", p.CardPANMasked)
 		}
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
 }
 
@@ -576,7 +576,7 @@ func TestResilienceVerifyCommitsThenHangsRetried(t *testing.T) {
 			t.Errorf("verify attempts %v, want [timeout already_verified]", outcomes)
 		}
 		checkNoCardNumbers(t, db)
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
 }
 
@@ -628,7 +628,7 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 		if c.Balance() != 400_000 {
 			t.Errorf("balance %d, want 400000", c.Balance())
 		}
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
 }
 
@@ -687,7 +687,7 @@ func TestResiliencePaidWindowClosedCreditedByWorker(t *testing.T) {
 		if r := c2.Get("/payments/" + id2); r.Status != http.StatusOK || apptest.DataStatus(r.Body) != "credited" {
 			t.Errorf("receipt: %d %q", r.Status, apptest.DataStatus(r.Body))
 		}
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
 }
 
@@ -712,11 +712,19 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		}
 		stop := rsRunWorker(t, app, fastWorker)
 		for i, r := range rsBurst(back1, 20) {
-			if r.err != nil || r.status != http.StatusOK || r.pageStatus != "credited" {
-				t.Errorf("callback %d: %d %q %v, want credited", i, r.status, r.pageStatus, r.err)
+			// Each callback shows the outcome, or — when the actor holding
+			// the payment (the worker, another callback) has not finished
+			// within the budget, as on a loaded machine — "confirming",
+			// whose page refreshes itself. None fails, none waits longer.
+			if r.err != nil || r.status != http.StatusOK || (r.pageStatus != "credited" && r.pageStatus != "pending_verification") {
+				t.Errorf("callback %d: %d %q %v, want credited or confirming", i, r.status, r.pageStatus, r.err)
 			}
 		}
 		stop()
+		rsWaitStatus(t, db, id1, payment.StatusCredited, 5*time.Second)
+		if _, ps, err := rsCallback(rsNoRedirectClient(), back1, false); err != nil || ps != "credited" {
+			t.Errorf("the page's refresh after the credit: %q %v", ps, err)
+		}
 		// One actor at a time: one settled verify (rsAssertVerifies).
 		rsAssertCreditedOnce(t, db, bank, id1)
 
@@ -776,7 +784,7 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 2 {
 			t.Errorf("%d ledger rows, want 2", n)
 		}
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
 }
 
@@ -804,7 +812,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			if c.Balance() != 0 {
 				t.Errorf("balance %d", c.Balance())
 			}
-			apptest.CheckInvariants(t, db)
+			rsCheckAll(t, db, bank)
 		})
 	})
 
@@ -862,7 +870,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateVerified {
 				t.Errorf("bank record %s, want VERIFIED", bp.State)
 			}
-			apptest.CheckInvariants(t, db)
+			rsCheckAll(t, db, bank)
 		})
 	})
 
@@ -930,7 +938,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			if st := bank.Stats()["verify"]; st.Injected5xx < 2 || st.OK != 1 {
 				t.Errorf("bank verify stats %+v", st)
 			}
-			apptest.CheckInvariants(t, db)
+			rsCheckAll(t, db, bank)
 		})
 	})
 }
@@ -1033,6 +1041,14 @@ func TestResilienceReconcile(t *testing.T) {
 		if r := c.Get("/admin"); r.Status != http.StatusNotFound {
 			t.Errorf("a user opened /admin: %d", r.Status)
 		}
-		apptest.CheckInvariants(t, db)
+		rsCheckAll(t, db, bank)
 	})
+}
+
+// rsCheckAll asserts the invariants of ARCHITECTURE §2 and that the
+// bank's paid set equals our credited set.
+func rsCheckAll(t *testing.T, db *store.DB, bank *sandbank.Bank) {
+	t.Helper()
+	apptest.CheckInvariants(t, db)
+	apptest.CheckBankAgrees(t, db, bank)
 }
