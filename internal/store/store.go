@@ -165,7 +165,10 @@ func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	gd := goose.DialectSQLite3
-	var opts []goose.ProviderOption
+	// Migrations written on parallel branches may land out of order (00007
+	// before 00005): a database that already has the later one still gets
+	// the earlier one, instead of refusing to start.
+	opts := []goose.ProviderOption{goose.WithAllowOutofOrder(true)}
 	if db.Dialect == Postgres {
 		gd = goose.DialectPostgres
 		// Retry the advisory lock every second for up to two minutes (the
