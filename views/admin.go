@@ -14,6 +14,11 @@ type AdminView struct {
 	Counts    []StatusCount
 	Breakers  []BreakerView
 	Reconcile []ReconcileView
+	// TopUps are the last 24 hours of top-ups, oldest first.
+	TopUps []HourView
+	// Latency is the bank's latency per operation over the last 24 hours.
+	Latency []LatencyView
+	Backlog BacklogView
 }
 
 // StatusCount is how many payments have a status.
@@ -32,6 +37,9 @@ type AdminPaymentRow struct {
 	Attempts    int
 	CreatedAt   time.Time
 	NextCheckAt *time.Time
+	// Late: open, and its check is overdue (the worker is behind, or the
+	// payment is stuck).
+	Late bool
 }
 
 // BreakerView is a gateway's circuit breaker.

@@ -3,11 +3,11 @@ package web
 import (
 	"crypto/subtle"
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -37,6 +37,9 @@ func (s *Server) breakerViews() []views.BreakerView {
 	return out
 }
 
+// lateAfter is how long past its check an open payment is shown as late.
+const lateAfter = time.Minute
+
 // adminPage shows the payments that are still unresolved, the gateway's
 // breaker and the latest reconciliations.
 func (s *Server) adminPage(c *fiber.Ctx) error {
@@ -53,7 +56,31 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	now := s.Now()
 	v := views.AdminView{Breakers: s.breakerViews()}
+	hours, err := s.Console.TopUpsByHour(ctx, now)
+	if err != nil {
+		return err
+	}
+	for _, h := range hours {
+		hv := views.HourView{Start: h.Start, Total: h.Total, Credited: h.Credited, Failed: h.Failed, Ratio: -1}
+		if r := h.SuccessRatio(); r >= 0 {
+			hv.Ratio = int(r*100 + 0.5)
+		}
+		v.TopUps = append(v.TopUps, hv)
+	}
+	lat, err := s.Console.BankLatency(ctx, now)
+	if err != nil {
+		return err
+	}
+	for _, l := range lat {
+		v.Latency = append(v.Latency, views.LatencyView{Operation: l.Operation, Calls: l.Calls, P50: l.P50, P90: l.P90, P99: l.P99})
+	}
+	backlog, err := s.Console.WorkerBacklog(ctx, now, s.Config.WorkerAbandonedAfter)
+	if err != nil {
+		return err
+	}
+	v.Backlog = views.BacklogView{Due: backlog.Due, Lag: backlog.Lag}
 	v.Notice, _ = adminNotice(c.Query("done"))
 	for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
 		payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
@@ -61,7 +88,9 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 	}
 	for _, r := range rows {
 		v.Payments = append(v.Payments, views.AdminPaymentRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,
-			Status: string(r.Status), Reason: reasonText(lang(c), r.StatusReason), Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt})
+			Status: string(r.Status), Reason: reasonText(lang(c), r.StatusReason), Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt,
+			Late: (r.Status == payment.StatusAwaitingPayment || r.Status == payment.StatusPendingVerification) &&
+				r.NextCheckAt != nil && r.NextCheckAt.Before(now.Add(-lateAfter))})
 	}
 	for _, r := range reports {
 		rv := views.ReconcileView{StartedAt: r.StartedAt, Listed: r.Listed, Ours: r.Ours, Credited: r.Credited,
@@ -77,43 +106,46 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 	return render(c, fiber.StatusOK, views.Admin(pg, v))
 }
 
-// metrics serves Prometheus text: payments by status and the breakers'
-// state. It answers only with METRICS_TOKEN as a bearer token.
+// metrics serves the Prometheus metrics (internal/metrics). It answers
+// only to METRICS_TOKEN given as "Authorization: Bearer <token>"; anything
+// else (no header, another scheme, a token in the URL) is a 404.
 func (s *Server) metrics(c *fiber.Ctx) error {
 	want := s.Config.MetricsToken
-	got := strings.TrimPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+	h := c.Get(fiber.HeaderAuthorization)
+	if want == "" || s.Metrics == nil || !strings.HasPrefix(h, "Bearer ") ||
+		subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(h, "Bearer ")), []byte(want)) != 1 {
 		return fiber.ErrNotFound
 	}
-	counts, err := s.Payments.StatusCounts(c.UserContext())
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return adaptor.HTTPHandler(s.Metrics.Handler())(c)
+}
+
+// observe times every request by its route pattern (not its path: ids stay
+// out of the labels).
+func (s *Server) observe(c *fiber.Ctx) error {
+	if s.Metrics == nil {
+		return c.Next()
+	}
+	start := time.Now()
+	err := c.Next()
+	status := c.Response().StatusCode()
 	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("# HELP kifpool_payments Payments by status.\n# TYPE kifpool_payments gauge\n")
-	keys := make([]string, 0, len(counts))
-	for st := range counts {
-		keys = append(keys, string(st))
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "kifpool_payments{status=%q} %d\n", k, counts[payment.Status(k)])
-	}
-	b.WriteString("# HELP kifpool_gateway_breaker_open 1 when the gateway's circuit breaker refuses calls (0 closed, 0.5 half-open).\n# TYPE kifpool_gateway_breaker_open gauge\n")
-	for _, br := range s.breakerViews() {
-		v := "0"
-		switch br.State {
-		case "open":
-			v = "1"
-		case "half-open":
-			v = "0.5"
+		var fe *fiber.Error
+		if errors.As(err, &fe) {
+			status = fe.Code
+		} else {
+			status = fiber.StatusInternalServerError
 		}
-		fmt.Fprintf(&b, "kifpool_gateway_breaker_open{gateway=%q} %s\n", br.Name, v)
-		fmt.Fprintf(&b, "kifpool_gateway_breaker_window_requests{gateway=%q} %d\n", br.Name, br.Requests)
-		fmt.Fprintf(&b, "kifpool_gateway_breaker_window_failures{gateway=%q} %d\n", br.Name, br.Failures)
 	}
-	c.Set(fiber.HeaderContentType, "text/plain; version=0.0.4")
-	return c.SendString(b.String())
+	// The pattern of the handler that answered: a route ("/payments/:id"),
+	// or the prefix of the middleware that stopped the request ("/admin");
+	// the final catch-all answers everything else.
+	route := "unmatched"
+	if r := c.Route(); r != nil && (r.Path != "/" || c.Path() == "/") {
+		route = r.Path
+	}
+	s.Metrics.ObserveHTTP(route, c.Method(), status, time.Since(start))
+	return err
 }
 
 // adminDone sends the admin back after an action: to the payment's page

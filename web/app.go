@@ -22,6 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/static"
@@ -37,6 +38,8 @@ type Deps struct {
 	Console *console.Console
 	// Audit is the admins' audit log.
 	Audit *audit.Log
+	// Metrics, when set, observes every request and serves GET /metrics.
+	Metrics *metrics.Metrics
 	// GatewayName is the gateway's name as payments store it (the
 	// driver's); the console labels it as configured.
 	GatewayName string
@@ -102,6 +105,7 @@ func New(d Deps) *fiber.App {
 	})
 	app.Use(recover.New())
 	app.Use(s.requestID)
+	app.Use(s.observe)
 	app.Use(s.accessLog)
 	// Before anything else reads or sets a cookie: one host name only.
 	app.Use(s.canonicalHost)

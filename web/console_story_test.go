@@ -156,3 +156,53 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 		apptest.CheckInvariants(t, db)
 	})
 }
+
+var topupsHourRE = regexp.MustCompile(`data-testid="topups-hour" data-total="(\d+)" data-credited="(\d+)"`)
+
+// TestDashboardCharts: after one credited top-up and one left at the bank,
+// the dashboard's charts and tables count them, list the bank's latency
+// per operation and the worker's backlog.
+func TestDashboardCharts(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		user, payURL := startTopUp(t, app, "chart@example.com", "20000")
+		back, err := app.Server.Bank.Pay(apptest.Authority(payURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := user.Get(back + "&Status=OK"); apptest.DataStatus(r.Body) != "credited" {
+			t.Fatalf("flow: %q", apptest.DataStatus(r.Body))
+		}
+		csrf, token := user.TopUpForm()
+		user.PostTopUp(csrf, token, "30000") // left at the bank
+		admin := signInAdmin(t, app, "boss@example.com")
+		for _, lang := range []string{"fa", "en"} {
+			admin.Get("/admin?lang=" + lang)
+			page := admin.Get("/admin")
+			for _, hook := range []string{`data-testid="chart-topups"`, `data-testid="chart-latency"`, `<svg`, `role="img"`,
+				`data-testid="latency-row" data-operation="request"`, `data-testid="latency-row" data-operation="verify"`, `data-testid="worker-backlog"`,
+				`data-testid="admin-reconcile"`} {
+				if !strings.Contains(page.Body, hook) {
+					t.Errorf("%s: dashboard lacks %s", lang, hook)
+				}
+			}
+			hours := topupsHourRE.FindAllStringSubmatch(page.Body, -1)
+			var total, credited int
+			for _, h := range hours {
+				total += atoi(h[1])
+				credited += atoi(h[2])
+			}
+			if len(hours) != 24 || total != 2 || credited != 1 {
+				t.Errorf("%s: %d hours, %d top-ups, %d credited", lang, len(hours), total, credited)
+			}
+		}
+	})
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, r := range s {
+		n = n*10 + int(r-'0')
+	}
+	return n
+}

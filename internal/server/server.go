@@ -22,6 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -58,6 +59,8 @@ type Server struct {
 	// Resilient is the caller around the driver (breaker state).
 	Resilient *resilient.Gateway
 	Worker    *payment.Worker
+	// Metrics are the app's Prometheus metrics (GET /metrics).
+	Metrics *metrics.Metrics
 	Config    config.Config
 }
 
@@ -103,17 +106,40 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		}
 		s.Gateway = zp
 	}
+	// The metrics read their gauges at scrape time through these closures
+	// (s.Payments and s.Resilient exist by then).
+	cons := console.New(db)
+	m := metrics.New(metrics.Sources{
+		StatusCounts: func(ctx context.Context) (map[string]int64, error) {
+			counts, err := s.Payments.StatusCounts(ctx)
+			out := make(map[string]int64, len(counts))
+			for st, n := range counts {
+				out[string(st)] = n
+			}
+			return out, err
+		},
+		Breakers: func() []resilient.BreakerState { return []resilient.BreakerState{s.Resilient.BreakerState()} },
+		Backlog: func(ctx context.Context) (int64, time.Duration, error) {
+			b, err := cons.WorkerBacklog(ctx, o.Now(), cfg.WorkerAbandonedAfter)
+			return b.Due, b.Lag, err
+		},
+		Log: o.Log.With("component", "metrics"),
+	})
+	s.Metrics = m
 	s.Resilient = resilient.New(s.Gateway, resilient.Options{
 		AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget, RequestTimeout: cfg.RequestTimeout,
 		Breaker: resilient.BreakerOptions{
 			Window: cfg.BreakerWindow, MinRequests: cfg.BreakerMinRequests,
 			FailureRatio: float64(cfg.BreakerFailurePercent) / 100, OpenTimeout: cfg.BreakerOpenTimeout,
 		},
-		Recorder: payment.NewCallRecorder(db, o.Log.With("component", "gateway_calls")),
+		Recorder: m.Recorder(payment.NewCallRecorder(db, o.Log.With("component", "gateway_calls"))),
 		Logger:   o.Log.With("component", "resilient"),
 	})
 	s.Gateway = s.Resilient
 	pc := o.Payment
+	if pc.Observer == nil {
+		pc.Observer = m
+	}
 	pc.BaseURL, pc.MinRials, pc.MaxRials = cfg.BaseURL, cfg.TopUpMinRials, cfg.TopUpMaxRials
 	// The resilient caller bounds each bank operation; the service bounds
 	// a whole check (verify, then perhaps inquiry) and every wait to the
@@ -139,7 +165,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Wallets = wallet.NewService(db)
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
-		Console: console.New(db), Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(),
+		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },

@@ -259,6 +259,15 @@ func (db *DB) RightChars(expr string, n int) string {
 	return fmt.Sprintf("substr(%s, -%d)", expr, n)
 }
 
+// HourNumber is the SQL expression of the whole hours since the Unix epoch
+// of a timestamp column (to group by hour).
+func (db *DB) HourNumber(col string) string {
+	if db.Dialect == Postgres {
+		return fmt.Sprintf("CAST(floor(extract(epoch FROM %s) / 3600) AS BIGINT)", col)
+	}
+	return fmt.Sprintf("CAST(strftime('%%s', %s) AS INTEGER) / 3600", col)
+}
+
 // SkipLocked returns the locking clause for claiming rows in a work queue:
 // FOR UPDATE SKIP LOCKED on PostgreSQL. SQLite has no row locks (the clause
 // is dropped); there the immediate transaction serialises claimers.

@@ -36,7 +36,7 @@ func TestAdminConsoleAccessibility(t *testing.T) {
 			var b *Tab
 			for i, p := range consolePages(f) {
 				// A fresh tab every few pages: each tab has one test's time.
-				if i%4 == 0 {
+				if i%2 == 0 {
 					if b != nil {
 						b.CheckNoProblems()
 					}

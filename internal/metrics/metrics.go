@@ -1,0 +1,193 @@
+// Package metrics exposes Kifpool's Prometheus metrics (client_golang):
+// HTTP request durations by route pattern, gateway call durations, payment
+// transitions and credited rials (counted as they happen, through
+// payment.Observer and the gateway call recorder), and, read when scraped,
+// payments by status, each gateway's breaker state and the worker's
+// backlog and lag.
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/payment"
+)
+
+// Sources are read at every scrape. Any may be nil.
+type Sources struct {
+	// StatusCounts counts payments by status.
+	StatusCounts func(ctx context.Context) (map[string]int64, error)
+	// Breakers report each gateway's circuit breaker.
+	Breakers func() []resilient.BreakerState
+	// Backlog is the worker's queue: payments due, and how long the oldest
+	// has waited past its time.
+	Backlog func(ctx context.Context) (due int64, lag time.Duration, err error)
+	Log     *slog.Logger
+}
+
+// Metrics holds the app's metrics in its own registry (no global state).
+type Metrics struct {
+	reg         *prometheus.Registry
+	http        *prometheus.HistogramVec
+	gateway     *prometheus.HistogramVec
+	transitions *prometheus.CounterVec
+	credited    prometheus.Counter
+}
+
+// BreakerStates are the states a breaker reports.
+var BreakerStates = []string{"closed", "half-open", "open"}
+
+// New registers every metric; src feeds the gauges read at scrape time.
+func New(src Sources) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.http = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "kifpool_http_request_duration_seconds", Help: "HTTP requests by route pattern, method and status.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15},
+	}, []string{"route", "method", "status"})
+	m.gateway = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "kifpool_gateway_call_duration_seconds", Help: "Attempts at gateway operations by gateway, operation and outcome.",
+		Buckets: []float64{.025, .05, .1, .25, .5, 1, 2, 3, 5, 10, 15},
+	}, []string{"gateway", "operation", "outcome"})
+	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kifpool_payment_transitions_total", Help: "Payment status changes by from, to and actor.",
+	}, []string{"from", "to", "actor"})
+	m.credited = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kifpool_credited_rials_total", Help: "Rials credited to wallets.",
+	})
+	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, &scraped{src: src},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ObserveHTTP records one answered request.
+func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration) {
+	m.http.WithLabelValues(route, method, itoa(status)).Observe(d.Seconds())
+}
+
+// Transitioned implements payment.Observer.
+func (m *Metrics) Transitioned(from, to payment.Status, actor payment.Actor) {
+	m.transitions.WithLabelValues(string(from), string(to), string(actor)).Inc()
+}
+
+// Credited implements payment.Observer.
+func (m *Metrics) Credited(amountRials int64) {
+	if amountRials > 0 {
+		m.credited.Add(float64(amountRials))
+	}
+}
+
+// Recorder wraps a gateway call recorder: every attempt is also observed.
+func (m *Metrics) Recorder(next resilient.Recorder) resilient.Recorder {
+	return recorder{m: m, next: next}
+}
+
+type recorder struct {
+	m    *Metrics
+	next resilient.Recorder
+}
+
+func (r recorder) Record(ctx context.Context, c resilient.Call) {
+	r.m.gateway.WithLabelValues(c.Gateway, c.Operation, c.Outcome).Observe(c.Duration.Seconds())
+	if r.next != nil {
+		r.next.Record(ctx, c)
+	}
+}
+
+var (
+	paymentsDesc = prometheus.NewDesc("kifpool_payments", "Payments by status.", []string{"status"}, nil)
+	breakerDesc  = prometheus.NewDesc("kifpool_gateway_breaker_state", "1 for the state each gateway's circuit breaker is in, 0 for the others.",
+		[]string{"gateway", "state"}, nil)
+	breakerRatio = prometheus.NewDesc("kifpool_gateway_breaker_window_failure_ratio", "Failed share of the calls in the breaker's current window.",
+		[]string{"gateway"}, nil)
+	breakerOpen = prometheus.NewDesc("kifpool_gateway_breaker_open", "1 when the gateway's circuit breaker refuses calls, 0.5 half-open, 0 closed.",
+		[]string{"gateway"}, nil)
+	backlogDesc = prometheus.NewDesc("kifpool_worker_backlog", "Open payments due for a check by the worker.", nil, nil)
+	lagDesc     = prometheus.NewDesc("kifpool_worker_lag_seconds", "How long the oldest due payment has waited past its check time.", nil, nil)
+)
+
+// scraped reads the gauges from their sources at scrape time.
+type scraped struct{ src Sources }
+
+func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
+	ch <- paymentsDesc
+	ch <- breakerDesc
+	ch <- breakerRatio
+	ch <- breakerOpen
+	ch <- backlogDesc
+	ch <- lagDesc
+}
+
+func (s *scraped) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if s.src.StatusCounts != nil {
+		counts, err := s.src.StatusCounts(ctx)
+		if err != nil {
+			s.logErr("payments by status", err)
+		}
+		for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
+			payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
+			if err == nil {
+				ch <- prometheus.MustNewConstMetric(paymentsDesc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
+			}
+		}
+	}
+	if s.src.Breakers != nil {
+		for _, b := range s.src.Breakers() {
+			for _, st := range BreakerStates {
+				v := 0.0
+				if b.State == st {
+					v = 1
+				}
+				ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, v, b.Name, st)
+			}
+			open := 0.0
+			switch b.State {
+			case "open":
+				open = 1
+			case "half-open":
+				open = 0.5
+			}
+			ch <- prometheus.MustNewConstMetric(breakerOpen, prometheus.GaugeValue, open, b.Name)
+			ratio := 0.0
+			if b.Requests > 0 {
+				ratio = float64(b.Failures) / float64(b.Requests)
+			}
+			ch <- prometheus.MustNewConstMetric(breakerRatio, prometheus.GaugeValue, ratio, b.Name)
+		}
+	}
+	if s.src.Backlog != nil {
+		due, lag, err := s.src.Backlog(ctx)
+		if err != nil {
+			s.logErr("worker backlog", err)
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(due))
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, lag.Seconds())
+	}
+}
+
+func (s *scraped) logErr(what string, err error) {
+	if s.src.Log != nil {
+		s.src.Log.Error("metrics: "+what, "err", err)
+	}
+}
+
+func itoa(n int) string {
+	if n >= 100 && n <= 599 {
+		return string([]byte{byte('0' + n/100), byte('0' + n/10%10), byte('0' + n%10)})
+	}
+	return "other"
+}

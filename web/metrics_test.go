@@ -1,0 +1,114 @@
+package web_test
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+const metricsToken = "metrics-token-0123456789"
+
+// metricValue returns the value of the series named exactly by series
+// (name and labels as Prometheus prints them), or -1.
+func metricValue(t *testing.T, body, series string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
+	if m == nil {
+		return -1
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatalf("%s: %v", series, err)
+	}
+	return v
+}
+
+// TestMetricsAfterAScriptedFlow: one top-up credited, one cancelled at the
+// bank, one left there; /metrics then reports each series with the right
+// value, and answers only to the bearer token in the Authorization header.
+func TestMetricsAfterAScriptedFlow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": metricsToken}})
+		user, payURL := startTopUp(t, app, "metrics@example.com", "20000")
+		back, err := app.Server.Bank.Pay(apptest.Authority(payURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := user.Get(back + "&Status=OK"); apptest.DataStatus(r.Body) != "credited" {
+			t.Fatalf("pay: %q", apptest.DataStatus(r.Body))
+		}
+		csrf, token := user.TopUpForm()
+		r := user.PostTopUp(csrf, token, "30000")
+		back2, err := app.Server.Bank.Cancel(apptest.Authority(r.Location))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := user.Get(back2); apptest.DataStatus(r.Body) != "failed" {
+			t.Fatalf("cancel: %q", apptest.DataStatus(r.Body))
+		}
+		csrf, token = user.TopUpForm()
+		user.PostTopUp(csrf, token, "40000") // left at the bank
+		user.Get("/no-such-page")
+
+		// Only "Authorization: Bearer <token>".
+		get := func(header string) apptest.Response {
+			req, _ := http.NewRequest(http.MethodGet, app.URL+"/metrics", nil)
+			if header != "" {
+				req.Header.Set("Authorization", header)
+			}
+			return user.Do(req)
+		}
+		for _, h := range []string{"", metricsToken, "Basic " + metricsToken, "Bearer wrong", "bearer " + metricsToken} {
+			if r := get(h); r.Status != http.StatusNotFound {
+				t.Errorf("Authorization %q: %d, want 404", h, r.Status)
+			}
+		}
+		if r := user.Get("/metrics?token=" + metricsToken); r.Status != http.StatusNotFound {
+			t.Errorf("token in the URL: %d", r.Status)
+		}
+		m := get("Bearer " + metricsToken)
+		if m.Status != http.StatusOK {
+			t.Fatalf("metrics: %d", m.Status)
+		}
+		body := m.Body
+		want := map[string]float64{
+			`kifpool_payments{status="credited"}`:                                                                             1,
+			`kifpool_payments{status="failed"}`:                                                                               1,
+			`kifpool_payments{status="awaiting_payment"}`:                                                                     1,
+			`kifpool_payments{status="needs_review"}`:                                                                         0,
+			`kifpool_credited_rials_total`:                                                                                    200_000,
+			`kifpool_payment_transitions_total{actor="submit",from="created",to="awaiting_payment"}`:                          3,
+			`kifpool_payment_transitions_total{actor="callback",from="awaiting_payment",to="credited"}`:                       1,
+			`kifpool_payment_transitions_total{actor="callback",from="awaiting_payment",to="failed"}`:                         1,
+			`kifpool_gateway_breaker_state{gateway="zarinpal",state="closed"}`:                                                1,
+			`kifpool_gateway_breaker_state{gateway="zarinpal",state="open"}`:                                                  0,
+			`kifpool_gateway_breaker_open{gateway="zarinpal"}`:                                                                0,
+			`kifpool_worker_backlog`:                                                                                          0,
+			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="request",outcome="ok"}`:                3,
+			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="verify",outcome="paid"}`:               1,
+			`kifpool_http_request_duration_seconds_count{method="POST",route="/wallet/topup",status="303"}`:                   3,
+			`kifpool_http_request_duration_seconds_count{method="GET",route="/payments/:id/return",status="200"}`:             2,
+			`kifpool_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"}`:                        1,
+		}
+		for series, v := range want {
+			if got := metricValue(t, body, series); got != v {
+				t.Errorf("%s = %v, want %v", series, got, v)
+			}
+		}
+		for _, name := range []string{"kifpool_worker_lag_seconds", "kifpool_gateway_breaker_window_failure_ratio", "kifpool_http_request_duration_seconds_bucket", "go_goroutines"} {
+			if !strings.Contains(body, name) {
+				t.Errorf("no %s", name)
+			}
+		}
+		// Route patterns, not paths: no payment id in any label.
+		if strings.Contains(body, `route="/payments/`+"") && regexp.MustCompile(`route="/payments/[a-z2-7]{24}`).MatchString(body) {
+			t.Error("a payment id in a route label")
+		}
+	})
+}
