@@ -61,7 +61,7 @@ type Server struct {
 	Worker    *payment.Worker
 	// Metrics are the app's Prometheus metrics (GET /metrics).
 	Metrics *metrics.Metrics
-	Config    config.Config
+	Config  config.Config
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
