@@ -62,6 +62,9 @@ type fixture struct {
 	CreditedReturn, FailedReturn, PendingReturn string
 	// OpenPayURL is the bank's page of a payment waiting there.
 	OpenPayURL string
+	// ShotPayURL is the bank's page the screenshots show (OpenPayURL,
+	// or with fixed values the same payment asked for with its fixed id).
+	ShotPayURL string
 	// PaidPayURL is the bank's page of a payment already paid.
 	PaidPayURL string
 }
@@ -94,11 +97,17 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		t.Fatal(err)
 	}
 	db := storetest.New(t, store.SQLite)
+	env := map[string]string{
+		"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankSrv.URL,
+		"BREAKER_MIN_REQUESTS": "1000",
+	}
+	if !at.IsZero() {
+		// The admin page counts the breaker's calls of the last window
+		// (real time): a window too short to hold any keeps it at zero.
+		env["BREAKER_WINDOW"] = "1ms"
+	}
 	app := apptest.Start(t, db, apptest.Options{
-		Env: map[string]string{
-			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankSrv.URL,
-			"BREAKER_MIN_REQUESTS": "1000",
-		},
+		Env: env,
 		// No re-check of the pending payment while the pages are shown.
 		Server: server.Options{Gateway: fixtureGateway{zp}, Payment: payment.Config{RecheckDelay: time.Hour}, Now: now},
 	})
@@ -160,8 +169,25 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		f.Pending.Status != payment.StatusPendingVerification {
 		t.Fatalf("fixture payments: %s %s %s", f.Credited.Status, f.Failed.Status, f.Pending.Status)
 	}
+	f.ShotPayURL = f.OpenPayURL
 	if !at.IsZero() {
 		f.freeze(t, at)
+		// The bank keeps the order id (our public id) it was given when
+		// the payment started: ask it for one more payment, with the
+		// open payment's fixed id, for the bank's screenshot.
+		var open payment.Payment
+		if err := db.Gorm.Where("authority = ?", apptest.Authority(f.OpenPayURL)).First(&open).Error; err != nil {
+			t.Fatal(err)
+		}
+		res, err := zp.Request(context.Background(), gateway.RequestInput{
+			AmountRials: open.AmountRials, OrderID: open.PublicID, Email: f.User,
+			CallbackURL: app.URL + "/payments/" + open.PublicID + "/return",
+			Description: "افزایش موجودی کیف‌پول (Kifpool wallet top-up)",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ShotPayURL = zp.PayURL(res.Authority)
 	}
 	return f
 }

@@ -32,8 +32,9 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A fixed clock, seeded bank and fixed ids: an unchanged UI gives
-	// unchanged files.
-	f := newFixtureAt(t, time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC))
+	// unchanged files. The clock is in the future so that the session
+	// cookies it dates stay valid for the browser, which lives in real time.
+	f := newFixtureAt(t, time.Date(2030, 3, 25, 9, 30, 0, 0, time.UTC))
 	devices := []struct {
 		name string
 		view chromedp.Action
@@ -83,7 +84,7 @@ func TestScreenshots(t *testing.T) {
 			// The bank's countdown runs in JavaScript: without it the page
 			// shows the (fixed) time left when it was served.
 			user.Run(emulation.SetScriptExecutionDisabled(true))
-			shot(user, "bank", f.OpenPayURL, "bank-pay")
+			shot(user, "bank", f.ShotPayURL, "bank-pay")
 			user.Run(emulation.SetScriptExecutionDisabled(false))
 			shot(user, "receipt", "/payments/"+f.Credited.PublicID, "result-received")
 			shot(user, "pending", f.PendingReturn, "result-pending")
