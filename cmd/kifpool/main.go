@@ -142,12 +142,13 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	}
 	defer db.Close()
 
-	srv, err := server.New(cfg, db, server.Options{Log: log, RateLimits: true})
+	srv, err := newServer(ctx, cfg, db, server.Options{Log: log, RateLimits: true})
 	if err != nil {
 		return err
 	}
 	app := srv.App
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	go srv.Clock.Run(bgCtx) // keeps the app's clock on the database's
 	waitBackground := srv.RunBackground(bgCtx, log)
 	defer func() { stopBackground(); waitBackground() }()
 
@@ -177,6 +178,19 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// newServer builds the app and syncs its clock with the database's
+// before anything takes a lease.
+func newServer(ctx context.Context, cfg config.Config, db *store.DB, o server.Options) (*server.Server, error) {
+	srv, err := server.New(cfg, db, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Clock.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("database clock: %w", err)
+	}
+	return srv, nil
 }
 
 const userUsage = `usage: echo 'a-long-password' | kifpool user create --email E [--admin]
@@ -319,7 +333,7 @@ func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, l
 		return err
 	}
 	defer db.Close()
-	srv, err := server.New(cfg, db, server.Options{Log: log})
+	srv, err := newServer(ctx, cfg, db, server.Options{Log: log})
 	if err != nil {
 		return err
 	}

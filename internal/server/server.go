@@ -33,7 +33,10 @@ import (
 // Options are what New needs besides the configuration. Zero values take
 // production defaults; tests override them.
 type Options struct {
-	Log        *slog.Logger
+	Log *slog.Logger
+	// Now is the instance's own clock (default time.Now), the base of the
+	// database-synced Server.Clock. Tests pass a clock they move; they
+	// never sync it, so the app runs on exactly their clock.
 	Now        func() time.Time
 	HTTPClient *http.Client
 	// Bank replaces the built-in sandbox bank (GATEWAY=sandbox).
@@ -61,7 +64,12 @@ type Server struct {
 	Worker    *payment.Worker
 	// Metrics are the app's Prometheus metrics (GET /metrics).
 	Metrics *metrics.Metrics
-	Config  config.Config
+	// Clock is the app's clock: Options.Now corrected to the database's
+	// time once synced (serve syncs it at start and keeps it synced), so
+	// that leases and deadlines written by several instances compare on
+	// one clock.
+	Clock  *store.Clock
+	Config config.Config
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -88,7 +96,8 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = NewHTTPClient()
 	}
-	s := &Server{}
+	s := &Server{Clock: store.NewClock(db, o.Now, 0, o.Log.With("component", "clock"))}
+	now := s.Clock.Now
 	var bankHandler http.Handler
 	if cfg.Gateway == config.GatewaySandbox {
 		s.Bank = o.Bank
@@ -120,7 +129,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		},
 		Breakers: func() []resilient.BreakerState { return []resilient.BreakerState{s.Resilient.BreakerState()} },
 		Backlog: func(ctx context.Context) (int64, time.Duration, error) {
-			b, err := cons.WorkerBacklog(ctx, o.Now(), cfg.WorkerAbandonedAfter)
+			b, err := cons.WorkerBacklog(ctx, now(), cfg.WorkerAbandonedAfter)
 			return b.Due, b.Lag, err
 		},
 		Log: o.Log.With("component", "metrics"),
@@ -134,6 +143,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		},
 		Recorder: m.Recorder(payment.NewCallRecorder(db, o.Log.With("component", "gateway_calls"))),
 		Logger:   o.Log.With("component", "resilient"),
+		Now:      now, // gateway_calls of every instance on one clock
 	})
 	s.Gateway = s.Resilient
 	pc := o.Payment
@@ -153,7 +163,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.RecheckDelay == 0 {
 		pc.RecheckDelay = cfg.PendingRecheckAfter
 	}
-	s.Payments = payment.NewService(db, s.Gateway, o.Now, o.Log.With("component", "payment"), pc)
+	s.Payments = payment.NewService(db, s.Gateway, now, o.Log.With("component", "payment"), pc)
 	s.Worker = s.Payments.NewWorker(payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
@@ -161,12 +171,12 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		BaseBackoff: cfg.WorkerBackoffBase, MaxBackoff: cfg.WorkerBackoffMax,
 	})
 	s.Config = cfg
-	s.Auth = auth.NewService(db, auth.Options{Now: o.Now, BcryptCost: o.BcryptCost})
+	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})
 	s.Wallets = wallet.NewService(db)
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
 		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
-		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: o.Now, RateLimits: o.RateLimits,
+		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
 		Ready:    func(ctx context.Context) error { return ready(ctx, db) },

@@ -1,0 +1,80 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// An instance whose own clock is ten minutes off reads the database's time
+// once synced: leases written by one instance are read by another on one
+// clock.
+func TestClockFollowsTheDatabase(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name string
+			skew time.Duration
+		}{
+			{"ahead", 10 * time.Minute},
+			{"behind", -10 * time.Minute},
+			{"on time", 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				base := func() time.Time { return time.Now().Add(tc.skew) }
+				c := store.NewClock(db, base, 0, nil)
+				// Never synced: the base clock as it is (tests that drive a
+				// fake clock never sync).
+				if d := c.Now().Sub(base()); d < -time.Second || d > time.Second {
+					t.Fatalf("unsynced clock differs from its base by %s", d)
+				}
+				if err := c.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// The database's reading lies between two readings of the
+				// clock, give or take the sampling error (half a round trip,
+				// SQLite's millisecond) and a loaded machine's scheduling.
+				const tolerance = time.Second
+				before := c.Now()
+				dbNow, err := db.Now(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := c.Now()
+				if dbNow.Before(before.Add(-tolerance)) || dbNow.After(after.Add(tolerance)) {
+					t.Errorf("database time %s not within [%s, %s] ± %s (offset %s)", dbNow.Format(time.RFC3339Nano),
+						before.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), tolerance, c.Offset())
+				}
+				if off := c.Offset(); off < -tc.skew-tolerance || off > -tc.skew+tolerance {
+					t.Errorf("offset %s, want about %s", off, -tc.skew)
+				}
+			})
+		}
+	})
+}
+
+// Run keeps syncing; it stops with its context.
+func TestClockRunStops(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		c := store.NewClock(db, func() time.Time { return time.Now().Add(time.Hour) }, 10*time.Millisecond, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { c.Run(ctx); close(done) }()
+		deadline := time.Now().Add(30 * time.Second)
+		for c.Offset() > -59*time.Minute {
+			if time.Now().After(deadline) {
+				t.Fatalf("Run did not sync within 30s (offset %s)", c.Offset())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not stop")
+		}
+	})
+}
