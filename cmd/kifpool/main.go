@@ -31,6 +31,7 @@ import (
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testhook"
 )
 
 const usage = `usage: kifpool <command> [flags]
@@ -180,9 +181,19 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	return nil
 }
 
-// newServer builds the app and syncs its clock with the database's
-// before anything takes a lease.
+// newServer builds the app on the instance's clock (skewed in a test-hook
+// build when KIFPOOL_TEST_CLOCK_SKEW says so) and syncs the app's clock
+// with the database's before anything takes a lease.
 func newServer(ctx context.Context, cfg config.Config, db *store.DB, o server.Options) (*server.Server, error) {
+	now, err := testhook.Clock(time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("test hooks: %w", err)
+	}
+	if testhook.Enabled {
+		o.Log.Warn("this build has test hooks (crash points, clock skew): never run it in production",
+			"crash_at", os.Getenv(testhook.EnvCrashAt), "clock_skew", os.Getenv(testhook.EnvClockSkew))
+	}
+	o.Now = now
 	srv, err := server.New(cfg, db, o)
 	if err != nil {
 		return nil, err

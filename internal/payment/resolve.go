@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
 
@@ -173,6 +174,7 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 		return cur, false, err
 	}
 	s.log.Warn("payment reopened to ask the bank again", "payment", p.PublicID, "was", cur.Status, "actor", actor)
+	testhook.At(testhook.AfterReopen) // e2e: reopened, the bank not asked yet
 	if !check {
 		return moved, true, nil
 	}
@@ -207,6 +209,7 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 			log.Error("bank confirmed payment without a reference")
 			return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonNoRefID, &code, checked)
 		}
+		testhook.At(testhook.AfterVerify) // e2e: the bank counts it verified, we have not credited
 		return s.credit(ctx, p, tok, actor, vr, checked)
 	case gateway.VerifyNotPaid:
 		return s.notPaid(ctx, p, tok, actor, vr)

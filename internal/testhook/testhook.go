@@ -1,0 +1,28 @@
+// Package testhook holds the crash points and the clock skew that the
+// end-to-end tests (internal/e2e) drive in the real binary. They exist only
+// in a binary built with the build tag kifpool_testhooks
+// (`go build -tags kifpool_testhooks ./cmd/kifpool`); in every normal build
+// At does nothing and Clock returns its base clock unchanged, whatever the
+// environment says.
+//
+// In a test-hook build:
+//
+//	KIFPOOL_TEST_CRASH_AT=POINT[,POINT...]  the process SIGKILLs itself when it reaches POINT
+//	KIFPOOL_TEST_CLOCK_SKEW=DURATION         the instance's own clock runs DURATION ahead (-10m: behind)
+//
+// The points are named where At is called: after_verify (the bank answered
+// paid, the credit is not committed), after_reopen (a failed or
+// needs-review payment was reopened, the bank not asked yet).
+package testhook
+
+// Environment variables read by a test-hook build.
+const (
+	EnvCrashAt   = "KIFPOOL_TEST_CRASH_AT"
+	EnvClockSkew = "KIFPOOL_TEST_CLOCK_SKEW"
+)
+
+// Crash points.
+const (
+	AfterVerify = "after_verify"
+	AfterReopen = "after_reopen"
+)
