@@ -3,6 +3,7 @@ package browsertest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -90,8 +91,15 @@ func TestScreenshots(t *testing.T) {
 			shot(user, "pending", f.PendingReturn, "result-pending")
 			shot(user, "failed", f.FailedReturn, "result-failed")
 			shot(admin, "admin", "/admin", "admin-payments")
-			user.CheckNoProblems()
 			admin.CheckNoProblems()
+			// The admin console's pages, in a tab of their own (each tab has
+			// one test's time).
+			console := f.Tab(t, lang, f.Admin, d.view)
+			shot(console, "admin-payments", "/admin/payments", "payment-row")
+			shot(console, "admin-payment", "/admin/payments/"+f.Credited.PublicID, "timeline")
+			shot(console, "admin-user", "/admin/users/"+strconv.FormatInt(f.Credited.UserID, 10), "user-detail")
+			console.CheckNoProblems()
+			user.CheckNoProblems()
 		}
 	}
 }

@@ -1,0 +1,274 @@
+package console_test
+
+// The payment list at scale, on PostgreSQL: TestListQueriesUseIndexes
+// checks on a seeded table that every query kind of the list is answered
+// from an index (never a sequential scan of payments);
+// BenchmarkAdminList seeds 1,000,000 payments (BENCH_PAYMENTS to change
+// it) and measures each query kind's p95, printing its EXPLAIN ANALYZE.
+// Run it with `make bench-admin`.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// seedScale inserts n payments with generate_series (one statement per
+// table, no row-by-row inserts): n/10 users with wallets; 1% open
+// (awaiting_payment and pending_verification), 0.1% needs_review, a quarter
+// failed, the rest credited; creation times 30 s apart over the past,
+// three payments per timestamp (ties); amounts from 1,000 to 100,900
+// tomans; one gateway; cards and bank references on credited payments.
+func seedScale(t testing.TB, db *store.DB, n int) {
+	t.Helper()
+	users := n / 10
+	if users < 100 {
+		users = 100
+	}
+	stmts := []string{
+		`INSERT INTO users (email, password_hash, role, locale, created_at)
+		 SELECT 'user' || g || '@' || (ARRAY['gmail.com','yahoo.com','example.ir','chmail.ir'])[1 + g % 4], 'x', 'user', 'fa', now() - interval '400 days'
+		 FROM generate_series(1, ` + strconv.Itoa(users) + `) g`,
+		`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) SELECT id, 0, created_at, created_at FROM users ORDER BY id`,
+		`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id,
+		   verified_amount_rials, card_pan_masked, status, status_reason, created_at, updated_at, opened_at, resolved_at)
+		 SELECT substr(translate(md5(g::text), '0189', 'wxyz'), 1, 24),
+		        u.id, w.id, a.amount, 'zarinpal', 'ft' || g,
+		        'A' || lpad(g::text, 35, '0'),
+		        CASE WHEN s.st = 'credited' THEN 50000000000 + g END,
+		        CASE WHEN s.st = 'credited' THEN a.amount END,
+		        CASE WHEN s.st = 'credited' THEN '603799******' || lpad(((g * 37) % 10000)::text, 4, '0') ELSE '' END,
+		        s.st, '', c.at, c.at, c.at, CASE WHEN s.st IN ('credited', 'failed') THEN c.at END
+		 FROM generate_series(1::bigint, ` + strconv.Itoa(n) + `) g
+		 CROSS JOIN LATERAL (SELECT 1 + (g * 7919) % ` + strconv.Itoa(users) + ` AS uid) x
+		 JOIN users u ON u.id = (SELECT MIN(id) FROM users) - 1 + x.uid
+		 JOIN wallets w ON w.user_id = u.id
+		 CROSS JOIN LATERAL (SELECT CASE
+		     WHEN g % 100 = 0 THEN 'awaiting_payment'
+		     WHEN g % 100 = 50 THEN 'pending_verification'
+		     WHEN g % 1000 = 7 THEN 'needs_review'
+		     WHEN g % 4 = 1 THEN 'failed'
+		     ELSE 'credited' END AS st) s
+		 CROSS JOIN LATERAL (SELECT (10000 + (g * 13 % 1000) * 1000)::bigint AS amount) a
+		 CROSS JOIN LATERAL (SELECT date_trunc('second', now()) - ((g / 3) * interval '30 seconds') AS at) c`,
+		// As autovacuum leaves a table in steady state (visibility map set,
+		// so index-only scans skip the heap).
+		`VACUUM ANALYZE users`, `VACUUM ANALYZE wallets`, `VACUUM ANALYZE payments`,
+	}
+	// Loading is faster with the payments' secondary indexes built after
+	// the rows: they are dropped and made again from their definitions.
+	var defs []struct{ Indexname, Indexdef string }
+	if err := db.Gorm.Raw(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'payments' AND indexname NOT IN ('payments_pkey', 'payments_public_id_key')`).Scan(&defs).Error; err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i, s := range stmts {
+		if i == 2 {
+			for _, d := range defs {
+				if err := db.Gorm.Exec(`DROP INDEX ` + d.Indexname).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := db.Gorm.Exec(s).Error; err != nil {
+			t.Fatalf("seed: %v\n%s", err, s)
+		}
+		if i == 2 {
+			for _, d := range defs {
+				if err := db.Gorm.Exec(d.Indexdef).Error; err != nil {
+					t.Fatalf("%s: %v", d.Indexdef, err)
+				}
+			}
+		}
+	}
+	t.Logf("seeded %d payments and %d users in %v", n, users, time.Since(start).Round(time.Millisecond))
+}
+
+// sqlCapture is a GORM logger that keeps the statements run, with their
+// arguments in place, to EXPLAIN them.
+type sqlCapture struct {
+	logger.Interface
+	mu   sync.Mutex
+	stmt []string
+}
+
+func (c *sqlCapture) LogMode(logger.LogLevel) logger.Interface { return c }
+
+func (c *sqlCapture) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	sql, _ := fc()
+	c.mu.Lock()
+	c.stmt = append(c.stmt, sql)
+	c.mu.Unlock()
+}
+
+func (c *sqlCapture) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.stmt
+	c.stmt = nil
+	return out
+}
+
+// capturing returns a console over db whose statements land in the capture.
+func capturing(db *store.DB) (*console.Console, *sqlCapture) {
+	cp := &sqlCapture{Interface: logger.Discard}
+	sess := *db
+	sess.Gorm = db.Gorm.Session(&gorm.Session{Logger: cp})
+	return console.New(&sess), cp
+}
+
+type queryKind struct {
+	name   string
+	f      console.Filter
+	after  *console.Cursor
+	counts bool // the per-status counts of f instead of a page
+}
+
+// queryKinds are the list's queries: the default view, each filter, each
+// search kind, a deep page, and the counts of the default view.
+func queryKinds(t testing.TB, db *store.DB, n int) []queryKind {
+	t.Helper()
+	var sample struct {
+		PublicID      string
+		Authority     string
+		RefID         int64
+		CardPANMasked string
+		Email         string
+	}
+	db.Gorm.Raw(`SELECT p.public_id, p.authority, p.ref_id, p.card_pan_masked, u.email FROM payments p JOIN users u ON u.id = p.user_id
+		WHERE p.status = 'credited' ORDER BY p.id LIMIT 1 OFFSET ?`, n/3).Scan(&sample)
+	var deep struct {
+		CreatedAt time.Time
+		ID        int64
+	}
+	db.Gorm.Raw(`SELECT created_at, id FROM payments ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?`, n/2).Scan(&deep)
+	now := time.Now().UTC()
+	return []queryKind{
+		{name: "default view (newest first)", f: console.Filter{}},
+		{name: "oldest first", f: console.Filter{Oldest: true}},
+		{name: "status: credited", f: console.Filter{Statuses: []string{"credited"}}},
+		{name: "status: open (awaiting, pending)", f: console.Filter{Statuses: []string{"awaiting_payment", "pending_verification"}}},
+		{name: "status: needs_review", f: console.Filter{Statuses: []string{"needs_review"}}},
+		{name: "gateway", f: console.Filter{Gateway: "zarinpal"}},
+		{name: "created range (one week, a month ago)", f: console.Filter{From: now.Add(-37 * 24 * time.Hour), To: now.Add(-30 * 24 * time.Hour)}},
+		{name: "amount range", f: console.Filter{MinRials: 500_000, MaxRials: 510_000}},
+		{name: "search: public id", f: console.Filter{Query: sample.PublicID}},
+		{name: "search: authority", f: console.Filter{Query: sample.Authority}},
+		{name: "search: bank reference", f: console.Filter{Query: strconv.FormatInt(sample.RefID, 10)}},
+		{name: "search: card suffix", f: console.Filter{Query: sample.CardPANMasked[len(sample.CardPANMasked)-4:]}},
+		{name: "search: e-mail", f: console.Filter{Query: sample.Email}},
+		{name: "search: part of an e-mail", f: console.Filter{Query: strings.SplitN(sample.Email, "@", 2)[0]}},
+		{name: "deep page (half-way)", f: console.Filter{}, after: &console.Cursor{CreatedAt: deep.CreatedAt.UTC(), ID: deep.ID}},
+		{name: "open statuses, deep page", f: console.Filter{Statuses: []string{"awaiting_payment", "pending_verification", "needs_review"}},
+			after: &console.Cursor{CreatedAt: deep.CreatedAt.UTC(), ID: deep.ID}},
+		{name: "counts per status (default view)", f: console.Filter{}, counts: true},
+		{name: "counts per status (e-mail search)", f: console.Filter{Query: sample.Email}, counts: true},
+	}
+}
+
+func run(ctx context.Context, c *console.Console, q queryKind) error {
+	if q.counts {
+		_, err := c.StatusCounts(ctx, q.f, console.CountCap)
+		return err
+	}
+	_, _, err := c.Payments(ctx, q.f, q.after, console.PageSize)
+	return err
+}
+
+func explain(t testing.TB, db *store.DB, sql string, analyze bool) string {
+	t.Helper()
+	opts := "(COSTS OFF)"
+	if analyze {
+		opts = "(ANALYZE, BUFFERS, COSTS OFF)"
+	}
+	var lines []string
+	if err := db.Gorm.Raw("EXPLAIN " + opts + " " + sql).Scan(&lines).Error; err != nil {
+		t.Fatalf("explain: %v\n%s", err, sql)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestListQueriesUseIndexes(t *testing.T) {
+	db := storetest.New(t, store.Postgres)
+	const n = 30_000
+	seedScale(t, db, n)
+	c, cp := capturing(db)
+	ctx := context.Background()
+	for _, q := range queryKinds(t, db, n) {
+		cp.take()
+		if err := run(ctx, c, q); err != nil {
+			t.Fatalf("%s: %v", q.name, err)
+		}
+		for _, sql := range cp.take() {
+			plan := explain(t, db, sql, false)
+			if strings.Contains(plan, "Seq Scan on payments") || !strings.Contains(plan, "Index") {
+				t.Errorf("%s: not answered from an index:\n%s\n%s", q.name, sql, plan)
+			}
+		}
+	}
+}
+
+// BenchmarkAdminList measures every query kind of the list on a seeded
+// PostgreSQL table (BENCH_PAYMENTS, default 1,000,000) and prints each
+// one's p95 and EXPLAIN ANALYZE. Use -benchtime Nx: each of the N
+// iterations runs every query kind once.
+func BenchmarkAdminList(b *testing.B) {
+	n := 1_000_000
+	if v := os.Getenv("BENCH_PAYMENTS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
+			b.Fatalf("BENCH_PAYMENTS=%q", v)
+		}
+	}
+	db := storetest.New(b, store.Postgres)
+	seedScale(b, db, n)
+	c, cp := capturing(db)
+	ctx := context.Background()
+	kinds := queryKinds(b, db, n)
+	times := make([][]time.Duration, len(kinds))
+	for i, q := range kinds { // warm the cache once, and print the plans
+		cp.take()
+		if err := run(ctx, c, q); err != nil {
+			b.Fatal(err)
+		}
+		for _, sql := range cp.take() {
+			fmt.Printf("\n=== %s\n%s\n%s\n", q.name, sql, explain(b, db, sql, true))
+		}
+		_ = i
+	}
+	b.ResetTimer()
+	for range b.N {
+		for i, q := range kinds {
+			start := time.Now()
+			if err := run(ctx, c, q); err != nil {
+				b.Fatal(err)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	fmt.Printf("\n%d payments, %d runs of each query kind:\n%-40s %10s %10s\n", n, b.N, "query", "p50", "p95")
+	worst := time.Duration(0)
+	for i, q := range kinds {
+		ts := times[i]
+		sort.Slice(ts, func(a, z int) bool { return ts[a] < ts[z] })
+		p50, p95 := ts[len(ts)/2], ts[(len(ts)*95+99)/100-1]
+		worst = max(worst, p95)
+		fmt.Printf("%-40s %10s %10s\n", q.name, p50.Round(10*time.Microsecond), p95.Round(10*time.Microsecond))
+		b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms/"+strings.NewReplacer(" ", "_", ":", "", "(", "", ")", "", ",", "").Replace(q.name))
+	}
+	fmt.Printf("worst p95: %v\n", worst)
+}
