@@ -376,3 +376,36 @@ func checkLedger(t *testing.T, db *store.DB) {
 		t.Errorf("%d bank references credited more than once", n)
 	}
 }
+
+// checkEvents asserts that every status change left its payment_events
+// row: each payment's events, in order, chain from created to its status
+// (from = the previous event's to), even across SIGKILLs.
+func checkEvents(t *testing.T, db *store.DB) {
+	t.Helper()
+	var events []payment.Event
+	if err := db.Gorm.Order("payment_id, id").Find(&events).Error; err != nil {
+		t.Fatalf("payment_events: %v", err)
+	}
+	byPayment := map[int64][]payment.Event{}
+	for _, e := range events {
+		byPayment[e.PaymentID] = append(byPayment[e.PaymentID], e)
+	}
+	broken := 0
+	for _, p := range allPayments(t, db) {
+		at := payment.StatusCreated
+		for _, e := range byPayment[p.ID] {
+			if e.FromStatus != at {
+				broken++
+				t.Errorf("payment %s: event %d %s → %s follows status %s", p.PublicID, e.ID, e.FromStatus, e.ToStatus, at)
+			}
+			at = e.ToStatus
+		}
+		if at != p.Status {
+			broken++
+			t.Errorf("payment %s is %s, its events end at %s", p.PublicID, p.Status, at)
+		}
+		if broken > 20 {
+			t.Fatal("too many broken event chains")
+		}
+	}
+}

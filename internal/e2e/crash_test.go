@@ -17,18 +17,27 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testhook"
 )
 
 // TestCrashRestart drives concurrent top-ups through one serve process
-// (SQLite file, and PostgreSQL) against a faulty standalone bank, and
-// kills serve with SIGKILL at random moments, restarting it each time.
-// Clients retry a step or move on. After the chaos the faults are cleared
-// and the worker drains: the bank's VERIFIED set equals our credited set,
-// everything the bank took ended credited exactly once, balances equal
-// ledgers and what each user paid, and no payment is left open.
+// (SQLite file, and PostgreSQL) against a faulty standalone bank whose
+// authorities outlive our authority lifetime, with reconciliation on, and
+// kills serve with SIGKILL — at random moments and, through the test
+// hooks, at chosen points: after the bank's verify answered paid and
+// before the credit commits (after_verify), and after a failed payment was
+// reopened and before the bank is asked (after_reopen). Some payers pay
+// after our worker failed their payment (their bank page was still open);
+// some of them come back, some never do. Clients retry a step or move on.
+// After the chaos the faults are cleared and the worker drains. Then each
+// chosen point is hit once more on purpose, in a known flow. In the end:
+// the bank's paid set equals our credited set (every authority the bank
+// took money for credited exactly once, nothing else credited), balances
+// equal ledgers and what each user paid, every status change has its
+// payment_events row, and no payment is left open.
 //
-// E2E_SEED=N replays a run's random decisions (kill moments, client
-// choices, the bank's faults); timing still differs between runs.
+// E2E_SEED=N replays a run's random decisions (kill moments and points,
+// client choices, the bank's faults); timing still differs between runs.
 func TestCrashRestart(t *testing.T) {
 	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
@@ -43,7 +52,29 @@ type crashTopUp struct {
 	email     string
 	authority string // "" when the client never reached the bank page
 	rials     int64
-	action    string // paid, cancelled, expired (too late to pay), left (at the bank page), none
+	// paid, late-paid (after our worker failed it), cancelled, expired
+	// (too late to pay), left (at the bank page), none
+	action string
+}
+
+// paid reports whether the payer paid at the bank.
+func (r crashTopUp) paid() bool { return r.action == "paid" || r.action == "late-paid" }
+
+// The serve settings of the crash test: short budgets and deadlines, so a
+// run fits in minutes. An authority lives 3s for us and 60s at the bank,
+// so a payer can pay after our worker failed the payment.
+var crashServeEnv = map[string]string{
+	"GATEWAY_ATTEMPT_TIMEOUT":   "300ms",
+	"GATEWAY_BUDGET":            "1s",
+	"WORKER_INTERVAL":           "100ms",
+	"WORKER_ABANDONED_AFTER":    "1s",
+	"WORKER_AUTHORITY_LIFETIME": "3s",
+	"WORKER_STALE_CREATED":      "2s",
+	"WORKER_BACKOFF_BASE":       "300ms",
+	"WORKER_BACKOFF_MAX":        "1s",
+	"PENDING_RECHECK_AFTER":     "1s",
+	"BREAKER_OPEN_TIMEOUT":      "1s",
+	"RECONCILE_INTERVAL":        "1s",
 }
 
 func crashSeed(t *testing.T) uint64 {
@@ -69,27 +100,24 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		"--error-rate", "verify=0.1",
 		"--drop-rate", "verify=0.05",
 		"--commit-then-hang", "--commit-hang-rate", "0.1", "--hang", "500ms",
-		// An authority left at the bank page expires soon, so the worker
-		// can fail it within the test (a real bank's live for minutes).
-		"--authority-ttl", "5s")
+		// Authorities outlive WORKER_AUTHORITY_LIFETIME (3s): failed, then
+		// paid, happens.
+		"--authority-ttl", "60s")
 	bank := newBankClient(bankURL)
-	srv, appURL := newServe(t, "serve", dbURL, bankURL, map[string]string{
-		"GATEWAY_ATTEMPT_TIMEOUT": "300ms",
-		"GATEWAY_BUDGET":          "1s",
-		"WORKER_INTERVAL":         "100ms",
-		"WORKER_ABANDONED_AFTER":  "1s",
-		"WORKER_STALE_CREATED":    "2s",
-		"BREAKER_OPEN_TIMEOUT":    "1s",
-	})
+	srv, appURL := newServe(t, "serve", dbURL, bankURL, crashServeEnv)
 	if err := srv.start(); err != nil {
 		t.Fatal(err)
 	}
+	db := openDB(t, dbURL)
 
-	users, total, clients := 16, 200, 4
+	// Clients begin top-ups until total or the driving time is reached,
+	// whichever comes first, so that a loaded machine (where every restart
+	// takes seconds) makes a smaller test, not a failed one.
+	users, total, clients, driving := 16, 150, 4, 100*time.Second
 	if testing.Short() {
-		users, total = 8, 60
+		users, total, driving = 8, 60, 40*time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
 	browsers := make([]*browser, users)
@@ -112,8 +140,10 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		t.FailNow()
 	}
 
-	// The chaos: SIGKILL serve every 0.5–2 s and restart it, until the
-	// clients are done and it was killed at least three times.
+	// The chaos: serve dies every 0.5–2 s and is restarted, until the
+	// clients are done and it died at least three times. Each run is
+	// either killed at a random moment or armed to kill itself at a
+	// chosen point (killed at the random moment if it never gets there).
 	var (
 		kills       atomic.Int64
 		clientsDone = make(chan struct{})
@@ -130,11 +160,15 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 				}
 			default:
 			}
-			if !sleepCtx(ctx, time.Duration(500+rng.IntN(1500))*time.Millisecond) {
+			select {
+			case <-ctx.Done():
 				return
+			case <-srv.exited(): // a crash point
+			case <-time.After(time.Duration(500+rng.IntN(1500)) * time.Millisecond):
 			}
 			srv.kill()
 			kills.Add(1)
+			srv.setEnv(testhook.EnvCrashAt, []string{"", "", testhook.AfterVerify, testhook.AfterReopen}[rng.IntN(4)])
 			if err := srv.start(); err != nil {
 				t.Errorf("restart after kill %d: %v", kills.Load(), err)
 				return
@@ -142,6 +176,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		}
 	}()
 
+	drivingFrom := time.Now()
 	var (
 		mu         sync.Mutex
 		results    []crashTopUp
@@ -153,12 +188,12 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 			rng := rand.New(rand.NewPCG(seed, uint64(g)+1))
 			for i := 0; ; i++ {
 				k := next.Add(1)
-				if k > int64(total) || ctx.Err() != nil {
+				if k > int64(total) || ctx.Err() != nil || time.Since(drivingFrom) > driving {
 					return
 				}
 				u := g + (i*clients)%users
 				u %= users
-				r := crashClient{t: t, br: browsers[u], bank: bank, bankURL: bankURL, rng: rng, connErrors: &connErrors}
+				r := crashClient{t: t, br: browsers[u], bank: bank, bankURL: bankURL, db: db, rng: rng, connErrors: &connErrors}
 				res := r.topUp(ctx, emails[u], int64(1000+rng.IntN(20000)))
 				mu.Lock()
 				results = append(results, res)
@@ -172,16 +207,44 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	if ctx.Err() != nil {
 		t.Fatalf("clients did not finish in time")
 	}
+	reached := 0
+	for _, r := range results {
+		if r.authority != "" {
+			reached++
+		}
+	}
+	if reached < 10 {
+		t.Fatalf("only %d top-ups reached the bank in %s", reached, driving)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
 	driven := time.Since(started)
+	pointKills := map[string]int{}
+	for _, pt := range []string{testhook.AfterVerify, testhook.AfterReopen} {
+		pointKills[pt] = srv.logCount("testhook: SIGKILL at " + pt)
+	}
 
-	// Calm: no faults, one running serve; the worker must resolve the rest.
+	// Calm: no faults, one running serve without crash points; the worker
+	// and reconciliation must resolve the rest.
 	faultStats := bank.stats()
 	bank.clearFaults(t)
-	db := openDB(t, dbURL)
-	waited := drain(t, db, 90*time.Second)
+	srv.kill()
+	srv.setEnv(testhook.EnvCrashAt, "")
+	if err := srv.start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := drainWithBank(t, db, bank, 90*time.Second)
+
+	// Each chosen point once more, in a known flow.
+	pctx, pcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer pcancel()
+	points := crashPoints{t: t, ctx: pctx, srv: srv, db: db, bank: bank, bankURL: bankURL, br: newBrowser(appURL), email: "points@e2e.example"}
+	if err := points.br.signUp(pctx, points.email); err != nil {
+		t.Fatalf("sign up: %v", err)
+	}
+	results = append(results, points.run()...)
+	drainWithBank(t, db, bank, 60*time.Second)
 
 	if n := kills.Load(); n < 3 {
 		t.Errorf("serve was killed %d times, want at least 3", n)
@@ -206,7 +269,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 			continue
 		}
 		switch r.action {
-		case "paid":
+		case "paid", "late-paid":
 			want[r.email] += r.rials
 			if p.Status != payment.StatusCredited {
 				t.Errorf("paid at the bank, but payment %s ended %s: %s", p.PublicID, p.Status, p.StatusReason)
@@ -227,16 +290,17 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	}
 	checkAgainstBank(t, ours, bank.payments(t))
 	checkLedger(t, db)
-	checkNoOverlappingVerifies(t, db)
+	checkEvents(t, db)
+	checkNoOverlappingVerifies(t, db, 0)
 
 	statuses := map[string]int{}
 	for _, p := range ours {
 		reason, _, _ := strings.Cut(p.StatusReason, ":")
 		statuses[string(p.Status)+" ("+reason+")"]++
 	}
-	t.Logf("%s: %d top-ups by %d clients for %d users in %s with %d kills; client outcomes %v; %d client requests failed (connection); payments %v; drained in %s; %d restarts logged",
-		dialect, len(results), clients, users, driven.Round(time.Millisecond), kills.Load(), actions, connErrors.Load(), statuses,
-		waited.Round(time.Millisecond), srv.logCount("==== serve run")-1)
+	t.Logf("%s: %d top-ups by %d clients for %d users in %s with %d kills (%v of them at crash points); client outcomes %v; %d client requests failed (connection); payments %v; drained in %s; %d restarts logged; whole test %s",
+		dialect, len(results), clients, users, driven.Round(time.Millisecond), kills.Load(), pointKills, actions, connErrors.Load(), statuses,
+		waited.Round(time.Millisecond), srv.logCount("==== serve run")-1, time.Since(started).Round(time.Second))
 	t.Logf("bank fault stats during the chaos: %s", faultStats)
 }
 
@@ -246,6 +310,7 @@ type crashClient struct {
 	br      *browser
 	bank    *bankClient
 	bankURL string
+	db      *store.DB
 	rng     *rand.Rand
 	// connErrors counts requests that died with the server.
 	connErrors *atomic.Int64
@@ -310,20 +375,29 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 		return res
 	}
 
-	// At the bank: pay (mostly), cancel, or leave the page.
+	// At the bank: pay (mostly), cancel, leave the page, or keep it open
+	// until our worker has failed the payment and pay then.
 	roll := c.rng.IntN(100)
 	if roll >= 90 {
 		res.action = "left"
 		return res
 	}
 	action := "pay"
-	if roll >= 80 {
+	switch {
+	case roll >= 80:
 		action = "cancel"
+	case roll >= 70:
+		// Paid late; the payment is credited whether or not our side had
+		// failed it by then (under chaos it may take long to fail).
+		waitStatus(ctx, c.db, res.authority, payment.StatusFailed, 20*time.Second)
+		action = "late-pay"
 	}
-	redirect, status, err := c.bank.finish(ctx, res.authority, action)
+	redirect, status, err := c.bank.finish(ctx, res.authority, strings.TrimPrefix(action, "late-"))
 	switch {
 	case err == nil && status == http.StatusOK && action == "pay":
 		res.action = "paid"
+	case err == nil && status == http.StatusOK && action == "late-pay":
+		res.action = "late-paid"
 	case err == nil && status == http.StatusOK:
 		res.action = "cancelled"
 	case err == nil && status == http.StatusConflict:
@@ -334,8 +408,9 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 		return res
 	}
 
-	// Back from the bank, unless the payer closes the window.
-	if c.rng.IntN(100) < 15 {
+	// Back from the bank, unless the payer closes the window (half of the
+	// late payers: reconciliation must find those).
+	if closes := c.rng.IntN(100); closes < 15 || res.action == "late-paid" && closes < 50 {
 		return res
 	}
 	retry(ctx, 10*time.Second, func() bool {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,8 +37,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// kifpoolBinary builds ./cmd/kifpool once per test binary (a normal build,
-// without -race) and returns its path.
+// kifpoolBinary builds ./cmd/kifpool once per test binary (without -race,
+// with the test hooks: crash points and clock skew, see internal/testhook)
+// and returns its path.
 func kifpoolBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -60,10 +62,10 @@ func kifpoolBinary(t *testing.T) string {
 			goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 		}
 		out := filepath.Join(buildDir, "kifpool")
-		cmd := exec.Command(goTool, "build", "-o", out, "./cmd/kifpool")
+		cmd := exec.Command(goTool, "build", "-tags", "kifpool_testhooks", "-o", out, "./cmd/kifpool")
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/kifpool: %v\n%s", err, b)
+			buildErr = fmt.Errorf("go build -tags kifpool_testhooks ./cmd/kifpool: %v\n%s", err, b)
 			return
 		}
 		binPath = out
@@ -127,6 +129,30 @@ func newProc(t *testing.T, name, addr, health string, env map[string]string, arg
 	return p
 }
 
+// setEnv changes one variable of the environment for the next start
+// ("" removes it).
+func (p *proc) setEnv(key, value string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	env := p.env[:0:0]
+	for _, kv := range p.env {
+		if !strings.HasPrefix(kv, key+"=") {
+			env = append(env, kv)
+		}
+	}
+	if value != "" {
+		env = append(env, key+"="+value)
+	}
+	p.env = env
+}
+
+// exited is closed when the current run ends (nil before the first start).
+func (p *proc) exited() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
+}
+
 // start runs the process and waits until it is ready.
 func (p *proc) start() error {
 	p.mu.Lock()
@@ -138,7 +164,7 @@ func (p *proc) start() error {
 	p.runs++
 	fmt.Fprintf(f, "==== %s run %d at %s ====\n", p.name, p.runs, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
-	cmd.Env = p.env
+	cmd.Env = slices.Clone(p.env)
 	cmd.Stdout, cmd.Stderr = f, f
 	setChildAttrs(cmd)
 	if err := cmd.Start(); err != nil {

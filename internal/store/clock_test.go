@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,25 +32,36 @@ func TestClockFollowsTheDatabase(t *testing.T) {
 				if d := c.Now().Sub(base()); d < -time.Second || d > time.Second {
 					t.Fatalf("unsynced clock differs from its base by %s", d)
 				}
-				if err := c.Sync(ctx); err != nil {
-					t.Fatal(err)
-				}
 				// The database's reading lies between two readings of the
 				// clock, give or take the sampling error (half a round trip,
-				// SQLite's millisecond) and a loaded machine's scheduling.
+				// SQLite's millisecond). A loaded machine can stall one
+				// sample for seconds: a few tries, one must be close.
 				const tolerance = time.Second
-				before := c.Now()
-				dbNow, err := db.Now(ctx)
-				if err != nil {
-					t.Fatal(err)
+				var miss string
+				for range 5 {
+					if err := c.Sync(ctx); err != nil {
+						t.Fatal(err)
+					}
+					before := c.Now()
+					dbNow, err := db.Now(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					after := c.Now()
+					off := c.Offset()
+					miss = ""
+					if dbNow.Before(before.Add(-tolerance)) || dbNow.After(after.Add(tolerance)) {
+						miss = fmt.Sprintf("database time %s not within [%s, %s] ± %s (offset %s)", dbNow.Format(time.RFC3339Nano),
+							before.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), tolerance, off)
+					} else if off < -tc.skew-tolerance || off > -tc.skew+tolerance {
+						miss = fmt.Sprintf("offset %s, want about %s", off, -tc.skew)
+					}
+					if miss == "" {
+						break
+					}
 				}
-				after := c.Now()
-				if dbNow.Before(before.Add(-tolerance)) || dbNow.After(after.Add(tolerance)) {
-					t.Errorf("database time %s not within [%s, %s] ± %s (offset %s)", dbNow.Format(time.RFC3339Nano),
-						before.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), tolerance, c.Offset())
-				}
-				if off := c.Offset(); off < -tc.skew-tolerance || off > -tc.skew+tolerance {
-					t.Errorf("offset %s, want about %s", off, -tc.skew)
+				if miss != "" {
+					t.Error(miss)
 				}
 			})
 		}
