@@ -60,6 +60,15 @@ lint:
 	@git diff --exit-code -- '*_templ.go' || { echo "templ generate changed files: run make generate and commit"; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- '*_templ.go'); if [ -n "$$untracked" ]; then echo "untracked generated files: $$untracked"; exit 1; fi
 
+# Fuzz targets (package:target); each runs FUZZTIME beyond its seeds.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/callback/:FuzzParseCallback \
+	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
+
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')
 

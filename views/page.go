@@ -66,9 +66,16 @@ func (p Page) Relative(t time.Time) string { return i18n.Relative(p.Lang, t, p.N
 
 // AuthForm is the sign-in or sign-up form.
 type AuthForm struct {
+	Email     string
+	ErrorKey  string // message key of the error, if any
+	ErrorArgs []any  // its arguments
+	Next      string // where to go after signing in (a local path)
+}
+
+// AccountView is the account page.
+type AccountView struct {
 	Email    string
-	ErrorKey string // message key of the error, if any
-	Next     string // where to go after signing in (a local path)
+	Sessions int64 // live sessions (signed-in browsers)
 }
 
 // TopUpForm is the top-up form.
@@ -128,6 +135,8 @@ type PaymentView struct {
 	ReturnURL string
 	// RefreshSeconds > 0 makes the page reload itself.
 	RefreshSeconds int
+	// Neutral: the viewer is not the payer; only the status is shown.
+	Neutral bool
 }
 
 func itoa(n int64) string {

@@ -68,6 +68,8 @@ type Server struct {
 	trusted      []*net.IPNet
 	baseHost     string // BASE_URL's host: requests for another are redirected there
 	baseScheme   string
+	// Cookie names: with the __Host- prefix under https.
+	sessionCookie, csrfCookie string
 }
 
 // New builds the Fiber app with every route.
@@ -82,6 +84,10 @@ func New(d Deps) *fiber.App {
 	s.baseHost = hostOf(d.Config.BaseURL)
 	if u, err := url.Parse(d.Config.BaseURL); err == nil {
 		s.baseScheme = u.Scheme
+	}
+	s.sessionCookie, s.csrfCookie = cookieSession, cookieCSRF
+	if s.secureCookie {
+		s.sessionCookie, s.csrfCookie = hostPrefix+cookieSession, hostPrefix+cookieCSRF
 	}
 	s.formAction = "'self'"
 	if u, err := url.Parse(d.Config.ZarinpalURL); err == nil && u.Host != "" && !strings.HasPrefix(d.Config.ZarinpalURL, d.Config.BaseURL) {
@@ -131,6 +137,8 @@ func New(d Deps) *fiber.App {
 	app.Get("/signin", s.signInForm)
 	app.Post("/signin", authLimit, s.signIn)
 	app.Post("/signout", s.signOut)
+	app.Get("/account", s.requireUser, s.accountPage)
+	app.Post("/account/signout-everywhere", s.requireUser, s.signOutEverywhere)
 
 	app.Get("/wallet", s.requireUser, s.walletPage)
 	app.Get("/wallet/topup", s.requireUser, s.topUpForm)
@@ -149,8 +157,9 @@ func New(d Deps) *fiber.App {
 	app.Get("/payments/:id", s.requireUser, s.receipt)
 
 	// Every admin route lives in this group: its middleware (sign-in,
-	// admin role, and whatever an admin must pass besides) covers them all.
-	admin := app.Group("/admin", s.requireUser, s.requireAdmin)
+	// admin role, and the second factor once per session, which also
+	// serves /admin/2fa) covers them all.
+	admin := app.Group("/admin", s.requireUser, s.requireAdmin, s.requireSecondFactor)
 	admin.Get("/", s.adminPage)
 	admin.Get("/payments", s.adminPayments)
 	admin.Get("/payments.csv", s.adminPaymentsCSV)

@@ -53,6 +53,14 @@ func (s *Server) signInForm(c *fiber.Ctx) error {
 func (s *Server) signIn(c *fiber.Ctx) error {
 	email := c.FormValue("email")
 	u, err := s.Auth.Authenticate(c.UserContext(), email, c.FormValue("password"))
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		secs := int64(throttled.RetryAfter.Seconds() + 0.999)
+		c.Set(fiber.HeaderRetryAfter, itoa(secs))
+		s.Log.Warn("sign-in throttled", "retry_after_s", secs)
+		return render(c, fiber.StatusTooManyRequests, views.SignIn(s.page(c, "signin.title"),
+			views.AuthForm{Email: email, ErrorKey: "signin.throttled", ErrorArgs: []any{"seconds", secs}, Next: nextParam(c)}))
+	}
 	if errors.Is(err, auth.ErrBadCredentials) {
 		return render(c, fiber.StatusUnauthorized, views.SignIn(s.page(c, "signin.title"), views.AuthForm{Email: email, ErrorKey: "signin.error", Next: nextParam(c)}))
 	}
@@ -69,22 +77,47 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 // startSession signs the browser in with a brand-new session (the old one,
 // if any, is ended: no session fixation) and a new CSRF cookie.
 func (s *Server) startSession(c *fiber.Ctx, u auth.User, next string) error {
-	_ = s.Auth.EndSession(c.UserContext(), c.Cookies(cookieSession))
+	_ = s.Auth.EndSession(c.UserContext(), c.Cookies(s.sessionCookie))
 	tok, exp, err := s.Auth.NewSession(c.UserContext(), u.ID)
 	if err != nil {
 		return err
 	}
-	s.setCookie(c, cookieSession, tok, exp, true)
-	s.rotateCSRF(c)
+	s.setCookie(c, s.sessionCookie, tok, exp, true)
+	s.rotateCSRF(c, tok)
 	return c.Redirect(next, fiber.StatusSeeOther)
 }
 
 func (s *Server) signOut(c *fiber.Ctx) error {
-	if err := s.Auth.EndSession(c.UserContext(), c.Cookies(cookieSession)); err != nil {
+	if err := s.Auth.EndSession(c.UserContext(), c.Cookies(s.sessionCookie)); err != nil {
 		return err
 	}
-	s.clearCookie(c, cookieSession)
-	s.rotateCSRF(c)
+	s.clearCookie(c, s.sessionCookie)
+	s.rotateCSRF(c, "")
+	return c.Redirect("/signin", fiber.StatusSeeOther)
+}
+
+// accountPage shows the signed-in account and offers to sign out
+// everywhere.
+func (s *Server) accountPage(c *fiber.Ctx) error {
+	u := currentUser(c)
+	n, err := s.Auth.CountSessions(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	return render(c, fiber.StatusOK, views.Account(s.page(c, "account.title"), views.AccountView{Email: u.Email, Sessions: n}))
+}
+
+// signOutEverywhere ends every session of the user, on every device and
+// instance, this one included.
+func (s *Server) signOutEverywhere(c *fiber.Ctx) error {
+	u := currentUser(c)
+	n, err := s.Auth.EndAllSessions(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	s.Log.Info("user signed out everywhere", "user", u.ID, "sessions", n)
+	s.clearCookie(c, s.sessionCookie)
+	s.rotateCSRF(c, "")
 	return c.Redirect("/signin", fiber.StatusSeeOther)
 }
 

@@ -21,11 +21,17 @@ import (
 const (
 	cookieSession = "kp_session"
 	cookieCSRF    = "kp_csrf"
-	cookieLang    = "lang"
-	localUser     = "user"
-	localLang     = "lang"
-	localNonce    = "nonce"
-	localCSRF     = "csrf"
+	// hostPrefix is put before the session and CSRF cookies' names under
+	// https: a browser accepts a __Host- cookie only from this very host
+	// (Secure, Path=/, no Domain), so a sibling subdomain cannot plant or
+	// overwrite them.
+	hostPrefix   = "__Host-"
+	cookieLang   = "lang"
+	localUser    = "user"
+	localSession = "session"
+	localLang    = "lang"
+	localNonce   = "nonce"
+	localCSRF    = "csrf"
 )
 
 func randomToken(n int) string {
@@ -102,7 +108,7 @@ func (s *Server) language(c *fiber.Ctx) error {
 			l = i18n.Default
 		}
 		s.setCookie(c, cookieLang, string(l), time.Now().Add(365*24*time.Hour), false)
-		if tok := c.Cookies(cookieSession); tok != "" {
+		if tok := c.Cookies(s.sessionCookie); tok != "" {
 			if u, err := s.Auth.UserBySession(c.UserContext(), tok); err == nil {
 				_ = s.Auth.SetLocale(c.UserContext(), u.ID, string(l))
 			}
@@ -139,12 +145,14 @@ func (s *Server) clearCookie(c *fiber.Ctx, name string) {
 	c.Cookie(&fiber.Cookie{Name: name, Value: "", Path: "/", Expires: time.Unix(1, 0), HTTPOnly: true, Secure: s.secureCookie, SameSite: fiber.CookieSameSiteLaxMode})
 }
 
-// session loads the signed-in user from the session cookie.
+// session loads the signed-in user (and their session) from the session
+// cookie.
 func (s *Server) session(c *fiber.Ctx) error {
-	if tok := c.Cookies(cookieSession); tok != "" {
-		u, err := s.Auth.UserBySession(c.UserContext(), tok)
+	if tok := c.Cookies(s.sessionCookie); tok != "" {
+		u, sess, err := s.Auth.Lookup(c.UserContext(), tok)
 		if err == nil {
 			c.Locals(localUser, &u)
+			c.Locals(localSession, &sess)
 			if _, set := i18n.Parse(c.Cookies(cookieLang)); !set {
 				if l, ok := i18n.Parse(u.Locale); ok {
 					c.Locals(localLang, l)
@@ -162,6 +170,11 @@ func currentUser(c *fiber.Ctx) *auth.User {
 	return u
 }
 
+func currentSession(c *fiber.Ctx) *auth.Session {
+	sess, _ := c.Locals(localSession).(*auth.Session)
+	return sess
+}
+
 func (s *Server) requireUser(c *fiber.Ctx) error {
 	if currentUser(c) == nil {
 		if c.Method() == fiber.MethodGet && safeNext(c.OriginalURL()) {
@@ -175,11 +188,26 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 // csrfToken derives the form token from the browser's random CSRF cookie
 // with the server secret: a page from another site can neither read the
 // cookie nor compute the token, and no server-side state is needed, so
-// every instance accepts every other instance's forms.
-func (s *Server) csrfToken(cookie string) string {
+// every instance accepts every other instance's forms. Once signed in, the
+// token is also bound to the session: a token made for another session
+// (say, an attacker's, with a CSRF cookie planted in the victim's
+// browser) is refused, and a token dies with its session.
+func (s *Server) csrfToken(cookie, session string) string {
 	m := hmac.New(sha256.New, s.csrfKey)
 	m.Write([]byte("csrf:" + cookie))
+	if session != "" {
+		m.Write([]byte("\x00session:" + session))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// boundSession is the session token a CSRF token is bound to: the
+// signed-in session's, "" for a visitor.
+func (s *Server) boundSession(c *fiber.Ctx) string {
+	if currentUser(c) == nil {
+		return ""
+	}
+	return c.Cookies(s.sessionCookie)
 }
 
 func csrfExempt(path string) bool {
@@ -189,7 +217,7 @@ func csrfExempt(path string) bool {
 // csrf checks the token of every state-changing request (except the bank
 // callback) and makes a token available to forms.
 func (s *Server) csrf(c *fiber.Ctx) error {
-	ck := c.Cookies(cookieCSRF)
+	ck := c.Cookies(s.csrfCookie)
 	if len(ck) < 20 {
 		ck = ""
 	}
@@ -201,7 +229,7 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 			if sent == "" {
 				sent = c.Get("X-CSRF-Token")
 			}
-			if ck == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(s.csrfToken(ck))) != 1 || !s.sameOrigin(c) {
+			if ck == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(s.csrfToken(ck, s.boundSession(c)))) != 1 || !s.sameOrigin(c) {
 				s.Log.WarnContext(c.UserContext(), "csrf check failed", "path", c.Path())
 				return s.message(c, fiber.StatusForbidden, "error.csrf_title", "error.csrf", c.Path(), "error.reload")
 			}
@@ -209,17 +237,18 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 	}
 	if ck == "" {
 		ck = randomToken(24)
-		s.setCookie(c, cookieCSRF, ck, time.Time{}, true)
+		s.setCookie(c, s.csrfCookie, ck, time.Time{}, true)
 	}
-	c.Locals(localCSRF, s.csrfToken(ck))
+	c.Locals(localCSRF, s.csrfToken(ck, s.boundSession(c)))
 	return c.Next()
 }
 
-// rotateCSRF gives the browser a new CSRF cookie (at sign-in and -out).
-func (s *Server) rotateCSRF(c *fiber.Ctx) {
+// rotateCSRF gives the browser a new CSRF cookie (at sign-in and -out),
+// bound to the new session token ("" when signed out).
+func (s *Server) rotateCSRF(c *fiber.Ctx, session string) {
 	ck := randomToken(24)
-	s.setCookie(c, cookieCSRF, ck, time.Time{}, true)
-	c.Locals(localCSRF, s.csrfToken(ck))
+	s.setCookie(c, s.csrfCookie, ck, time.Time{}, true)
+	c.Locals(localCSRF, s.csrfToken(ck, session))
 }
 
 // sameOrigin refuses a request whose Origin header names another site.

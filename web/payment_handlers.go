@@ -42,18 +42,12 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	if payment.ValidPublicID(id) {
 		withPayment(c, id)
 	}
-	authority := c.Query("Authority")
-	if authority == "" && c.Method() == fiber.MethodPost {
-		authority = c.FormValue("Authority")
-	}
-	if authority == "" || len(authority) > 64 {
+	cb, ok := callbackOf(c)
+	if !ok {
 		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
 	}
-	status := c.Query("Status")
-	if status == "" && c.Method() == fiber.MethodPost {
-		status = c.FormValue("Status")
-	}
-	p, err := s.Payments.ReturnWithHint(c.UserContext(), id, authority, status == "OK")
+	authority := cb.Authority
+	p, err := s.Payments.ReturnWithHint(c.UserContext(), id, authority, cb.ClaimsPaid)
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
 		return fiber.ErrNotFound
@@ -72,6 +66,12 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		return c.Redirect(returnURL, fiber.StatusSeeOther)
 	}
 	v := paymentView(p)
+	if u := currentUser(c); u == nil || u.ID != p.UserID {
+		// Anyone holding the link (a forwarded URL, a shared screen, a
+		// browser history) is not the payer: a neutral status only, no
+		// amount, card or bank reference.
+		v = views.PaymentView{PublicID: p.PublicID, Status: v.Status, FailureCause: v.FailureCause, Neutral: true}
+	}
 	pg := s.page(c, "result.title")
 	if !p.Status.Terminal() {
 		v.ReturnURL, v.RefreshSeconds = returnURL, pendingRefreshSeconds

@@ -5,6 +5,7 @@
 //	kifpool user create --email E [--admin]   password read from stdin
 //	kifpool reconcile                   verify and credit paid-but-unverified payments, report the rest
 //	kifpool user promote|demote --email E      make a user an admin, or not
+//	kifpool user reset-2fa --email E           remove a locked-out admin's authenticator
 //	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
 //
 // Configuration comes from the environment (see README.md).
@@ -42,6 +43,7 @@ commands:
   user create --email E [--admin]  create a user; the password is read from stdin
   user promote --email E           make an existing user an admin
   user demote --email E            make an admin an ordinary user again
+  user reset-2fa --email E         remove an admin's authenticator and recovery codes (locked out)
   reconcile                        verify and credit paid-but-unverified payments, report the rest
   sandbank --addr HOST:PORT [fault flags]
                                    run the sandbox bank (Zarinpal v4 compatible) on its own;
@@ -207,11 +209,14 @@ func newServer(ctx context.Context, cfg config.Config, db *store.DB, o server.Op
 const userUsage = `usage: echo 'a-long-password' | kifpool user create --email E [--admin]
        kifpool user promote --email E
        kifpool user demote --email E
+       kifpool user reset-2fa --email E
 
 create makes a user (with --admin, an admin of /admin); the password is
 read from the first line of stdin, so that it appears in no process list.
 promote makes an existing user an admin; demote makes an admin an
-ordinary user again.
+ordinary user again. reset-2fa removes the authenticator and recovery codes
+of an admin who lost them: their next visit to /admin enrols a new one, and
+none of their sessions counts as having passed the second factor.
 `
 
 // banner tells the person who started serve where it runs and on what.
@@ -232,9 +237,12 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 	if len(args) > 0 && (args[0] == "promote" || args[0] == "demote") {
 		return roleCmd(ctx, args[0], args[1:], getenv, stdout, log)
 	}
+	if len(args) > 0 && args[0] == "reset-2fa" {
+		return reset2FACmd(ctx, args[1:], getenv, stdout, log)
+	}
 	if len(args) == 0 || args[0] != "create" {
 		fmt.Fprint(stdout, userUsage)
-		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin) | user promote|demote --email E")
+		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin) | user promote|demote|reset-2fa --email E")
 	}
 	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
 	fs.SetOutput(stdout)
@@ -308,6 +316,34 @@ func roleCmd(ctx context.Context, verb string, args []string, getenv config.Gete
 		what = "an admin"
 	}
 	fmt.Fprintf(stdout, "%s is now %s (id %d)\n", u.Email, what, u.ID)
+	return nil
+}
+
+// reset2FACmd removes a locked-out admin's authenticator.
+func reset2FACmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("user reset-2fa", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	email := fs.String("email", "", "email address of the admin")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *email == "" {
+		return errors.New("--email is required")
+	}
+	_, db, err := setup(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	u, err := auth.NewService(db, auth.Options{}).ResetTOTP(ctx, *email)
+	if err != nil {
+		return fmt.Errorf("reset-2fa %s: %w", *email, err)
+	}
+	log.Warn("two-factor sign-in reset from the command line", "user_id", u.ID)
+	fmt.Fprintf(stdout, "two-factor sign-in of %s reset: the next visit to /admin enrols a new authenticator (id %d)\n", u.Email, u.ID)
 	return nil
 }
 

@@ -55,6 +55,10 @@ func TestCommands(t *testing.T) {
 		{"demote", []string{"user", "demote", "--email", "admin@example.com"}, "", env, "", "admin@example.com is now a user"},
 		{"promote unknown", []string{"user", "promote", "--email", "nobody@example.com"}, "", env, "no user", ""},
 		{"promote no email", []string{"user", "promote"}, "", env, "--email is required", ""},
+		{"user common password", []string{"user", "create", "--email", "d@example.com"}, "password1234\n", env, "common passwords", ""},
+		{"user one kind of character", []string{"user", "create", "--email", "d@example.com"}, "abcdefghijklm\n", env, "one kind", ""},
+		{"reset-2fa unknown", []string{"user", "reset-2fa", "--email", "nobody@example.com"}, "", env, "no user", ""},
+		{"reset-2fa no email", []string{"user", "reset-2fa"}, "", env, "--email is required", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +88,41 @@ func TestCommands(t *testing.T) {
 	db.Gorm.Raw(`SELECT COUNT(*) FROM wallets`).Scan(&wallets)
 	if role != "user" || sara != "admin" || wallets != 2 {
 		t.Fatalf("roles %q (demoted) %q (promoted), %d wallets", role, sara, wallets)
+	}
+}
+
+// reset-2fa removes a locked-out admin's authenticator and recovery codes
+// and un-passes their sessions.
+func TestReset2FA(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir}
+	log := slog.New(slog.DiscardHandler)
+	ctx := context.Background()
+	var out bytes.Buffer
+	if err := run(ctx, []string{"user", "create", "--email", "boss@example.com", "--admin"}, envOf(env), strings.NewReader("a long enough password\n"), &out, log); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, env["DATABASE_URL"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now().UTC()
+	db.Gorm.Exec(`UPDATE users SET totp_secret = 'JBSWY3DPEHPK3PXP', totp_confirmed_at = ?, totp_last_step = 5`, now)
+	db.Gorm.Exec(`INSERT INTO recovery_codes (user_id, code_hash, created_at) SELECT id, 'h', ? FROM users`, now)
+	db.Gorm.Exec(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at, second_factor_at) SELECT 't', id, ?, ?, ? FROM users`, now, now.Add(time.Hour), now)
+	out.Reset()
+	if err := run(ctx, []string{"user", "reset-2fa", "--email", "Boss@Example.com"}, envOf(env), strings.NewReader(""), &out, log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "two-factor sign-in of boss@example.com reset") {
+		t.Fatalf("output %q", out.String())
+	}
+	var left int64
+	db.Gorm.Raw(`SELECT (SELECT COUNT(*) FROM users WHERE totp_secret <> '' OR totp_confirmed_at IS NOT NULL OR totp_last_step <> 0)
+		+ (SELECT COUNT(*) FROM recovery_codes) + (SELECT COUNT(*) FROM sessions WHERE second_factor_at IS NOT NULL)`).Scan(&left)
+	if left != 0 {
+		t.Fatalf("%d traces of the old second factor left", left)
 	}
 }
 

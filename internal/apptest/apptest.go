@@ -89,6 +89,9 @@ type Client struct {
 	t    testing.TB
 	app  *App
 	HTTP *http.Client
+	// LastRecoveryCodes are the recovery codes shown when this client
+	// enrolled an admin's authenticator.
+	LastRecoveryCodes []string
 }
 
 // NewClient returns a fresh client (its own cookies).
@@ -151,10 +154,19 @@ func (c *Client) Post(path string, form url.Values) Response {
 }
 
 var (
-	inputRE = regexp.MustCompile(`<input\b[^>]*>`)
-	nameRE  = regexp.MustCompile(`\bname="([^"]*)"`)
-	valueRE = regexp.MustCompile(`\bvalue="([^"]*)"`)
+	inputRE    = regexp.MustCompile(`<input\b[^>]*>`)
+	nameRE     = regexp.MustCompile(`\bname="([^"]*)"`)
+	valueRE    = regexp.MustCompile(`\bvalue="([^"]*)"`)
+	recoveryRE = regexp.MustCompile(`data-testid="recovery-code">([A-Z0-9-]+)<`)
 )
+
+func recoveryCodes(body string) []string {
+	var out []string
+	for _, m := range recoveryRE.FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
 
 // Field returns the value of the first input named name on a page (its
 // attributes in any order; HTML entities decoded), or "".
@@ -210,12 +222,6 @@ func (c *Client) SignInAdmin(email, password string) {
 	c.t.Helper()
 	c.SignIn(email, password)
 	c.PassAdminChecks(email)
-}
-
-// PassAdminChecks is where the admin console's second factor is passed
-// for a signed-in admin.
-func (c *Client) PassAdminChecks(email string) {
-	c.t.Helper()
 }
 
 // TopUpForm opens the top-up form and returns its CSRF and form tokens.

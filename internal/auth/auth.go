@@ -32,6 +32,10 @@ type User struct {
 	Role         string
 	Locale       string
 	CreatedAt    time.Time
+	// Admin two-factor sign-in (see totp.go).
+	TOTPSecret      string     `gorm:"column:totp_secret"`
+	TOTPConfirmedAt *time.Time `gorm:"column:totp_confirmed_at"`
+	TOTPLastStep    int64      `gorm:"column:totp_last_step"`
 }
 
 // IsAdmin reports whether the user may see the admin pages.
@@ -44,6 +48,9 @@ type Session struct {
 	UserID    int64
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// SecondFactorAt is when this session passed the admin's second
+	// factor (nil: not yet).
+	SecondFactorAt *time.Time
 }
 
 // Errors the web layer turns into messages.
@@ -128,12 +135,19 @@ func (s *Service) SignUp(ctx context.Context, email, password, role, locale stri
 	return u, nil
 }
 
-// Authenticate checks an email and password.
+// Authenticate checks an email and password. Attempts are throttled per
+// address (known or not, so the throttle tells nothing about which
+// accounts exist): see takeAttempt; a throttled attempt returns a
+// *ThrottledError without the password being looked at.
 func (s *Service) Authenticate(ctx context.Context, email, password string) (User, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil || len(password) > MaxPasswordLen {
 		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(password))
 		return User{}, ErrBadCredentials
+	}
+	key := "signin:" + email
+	if err := s.takeAttempt(ctx, key); err != nil {
+		return User{}, err
 	}
 	var u User
 	err = s.db.Gorm.WithContext(ctx).Where("lower(email) = ?", email).Take(&u).Error
@@ -146,6 +160,9 @@ func (s *Service) Authenticate(ctx context.Context, email, password string) (Use
 	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
 		return User{}, ErrBadCredentials
+	}
+	if err := s.clearAttempts(ctx, key); err != nil {
+		return User{}, err
 	}
 	return u, nil
 }
@@ -173,21 +190,54 @@ func (s *Service) NewSession(ctx context.Context, userID int64) (string, time.Ti
 
 // UserBySession returns the user of a live session token.
 func (s *Service) UserBySession(ctx context.Context, token string) (User, error) {
+	u, _, err := s.Lookup(ctx, token)
+	return u, err
+}
+
+// Lookup returns the user and the session of a live session token.
+func (s *Service) Lookup(ctx context.Context, token string) (User, Session, error) {
 	if token == "" || len(token) > 100 {
-		return User{}, ErrNoSession
+		return User{}, Session{}, ErrNoSession
 	}
-	var u User
+	var sess Session
 	err := s.db.Gorm.WithContext(ctx).
-		Joins("JOIN sessions ON sessions.user_id = users.id").
-		Where("sessions.token_hash = ? AND sessions.expires_at > ?", hashToken(token), s.now().UTC()).
-		Take(&u).Error
+		Where("token_hash = ? AND expires_at > ?", hashToken(token), s.now().UTC()).
+		Take(&sess).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return User{}, ErrNoSession
+		return User{}, Session{}, ErrNoSession
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("session lookup: %w", err)
+		return User{}, Session{}, fmt.Errorf("session lookup: %w", err)
 	}
-	return u, nil
+	var u User
+	err = s.db.Gorm.WithContext(ctx).Where("id = ?", sess.UserID).Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return User{}, Session{}, ErrNoSession
+	}
+	if err != nil {
+		return User{}, Session{}, fmt.Errorf("session user: %w", err)
+	}
+	return u, sess, nil
+}
+
+// EndAllSessions signs the user out everywhere: every session of theirs
+// is deleted, on every instance at once.
+func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, error) {
+	res := s.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Delete(&Session{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("end sessions: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// CountSessions is how many live sessions the user has.
+func (s *Service) CountSessions(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	err := s.db.Gorm.WithContext(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, s.now().UTC()).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count sessions: %w", err)
+	}
+	return n, nil
 }
 
 // EndSession deletes a session (sign-out).

@@ -2,6 +2,7 @@ package money_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,8 +93,25 @@ func TestParseTomansRejected(t *testing.T) {
 	}
 }
 
+// referenceTomans reads the digits of s in any of the three scripts,
+// ignoring everything else, the slow way.
+func referenceTomans(s string) (int64, bool) {
+	var b strings.Builder
+	for _, r := range s {
+		for _, zero := range []rune{'0', '۰', '٠'} {
+			if r >= zero && r <= zero+9 {
+				b.WriteRune('0' + (r - zero))
+			}
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimLeft(b.String(), "0"), 10, 64)
+	return n, err == nil
+}
+
 func FuzzParseTomans(f *testing.F) {
 	for _, s := range []string{
+		"۱۲۳٬۴۵۶", "١٢٣،٤٥٦", "1'000'000", "1 000 000", "10 000", "۱۰‌۰۰۰", "999999999999999", "000000000000000001",
+		"9223372036854775807", "92233720368547758070", "+", "++1", "1+1", "١٢٣abc", "٫", "１２３",
 		"10000", "10,000", "۱۰۰۰۰", "١٠٠٠٠", "۱۰٬۰۰۰", "10 000", "+5000", "  2500 ",
 		"", "-5", "1e6", "5000.5", "۵۰۰۰٫۵", "0", strings.Repeat("9", 15), strings.Repeat("9", 16),
 		"\u200c۱۲", "0x10", "\xff\xfe",
@@ -120,6 +138,10 @@ func FuzzParseTomans(f *testing.F) {
 		}
 		if rials > 10_000_000_000_000_000 {
 			t.Fatalf("ParseTomans(%q) = %d, above 10^16", s, rials)
+		}
+		// The same number as the digits typed, whatever their script.
+		if want, ok := referenceTomans(s); !ok || want*money.RialsPerToman != rials {
+			t.Fatalf("ParseTomans(%q) = %d, the digits say %d (%v)", s, rials, want*money.RialsPerToman, ok)
 		}
 	})
 }

@@ -242,6 +242,9 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			if _, err := s.Auth.PurgeExpiredSessions(ctx); err != nil && ctx.Err() == nil {
 				log.Error("purge expired sessions", "err", err)
 			}
+			if _, err := s.Auth.PurgeThrottles(ctx); err != nil && ctx.Err() == nil {
+				log.Error("purge sign-in throttles", "err", err)
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/kifpool/kifpool/internal/apptest"
 )
 
 // axeTags are the rule sets the audit runs.
@@ -211,8 +213,20 @@ func TestAccessibility(t *testing.T) {
 			b.Wait("bank-closed")
 			check(b, "bank (paid, window to close)")
 
-			// The admin.
-			b = f.Tab(t, lang, f.Admin)
+			// The admin: the second factor (enrolment the first time, then
+			// the check), the recovery codes, the console.
+			b = f.Tab(t, lang, "")
+			b.SignIn(f.Admin, password)
+			b.Go("/admin")
+			b.Wait("two-factor")
+			check(b, "admin second factor")
+			b.Type("#code", apptest.AdminTOTPCode(t, f.App.DB, f.Admin))
+			b.Click("two-factor-submit")
+			b.Run(chromedp.WaitNotPresent(tid("two-factor"), chromedp.ByQuery))
+			if strings.Contains(b.Path(), "/admin/2fa") {
+				b.Wait("recovery-codes")
+				check(b, "admin recovery codes")
+			}
 			b.Go("/admin")
 			b.Wait("admin-payments")
 			check(b, "admin")

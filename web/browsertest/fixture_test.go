@@ -244,6 +244,9 @@ func (f *fixture) Tab(t *testing.T, lang, email string, setup ...chromedp.Action
 	b.Go("/signin?lang=" + lang)
 	if email != "" {
 		b.SignIn(email, password)
+		if email == f.Admin {
+			b.PassAdminChecks(f.App.DB, email)
+		}
 	}
 	return b
 }

@@ -22,6 +22,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/store"
 )
 
 // testTimeout bounds every browser test (queries otherwise wait forever).
@@ -438,6 +441,18 @@ func (b *Tab) SignIn(email, pw string) {
 	b.Type("#password", pw)
 	b.Click("auth-submit")
 	b.Run(chromedp.WaitNotPresent(tid("auth-form"), chromedp.ByQuery))
+}
+
+// PassAdminChecks passes the admin console's second factor through its
+// form, with a code the admin's authenticator would show (enrolling on
+// the first visit, which then shows the recovery codes).
+func (b *Tab) PassAdminChecks(db *store.DB, email string) {
+	b.t.Helper()
+	b.Go("/admin/2fa")
+	b.Wait("two-factor")
+	b.Type("#code", apptest.AdminTOTPCode(b.t, db, email))
+	b.Click("two-factor-submit")
+	b.Run(chromedp.WaitNotPresent(tid("two-factor"), chromedp.ByQuery))
 }
 
 // Balance opens the wallet and reads the exact balance in rials.

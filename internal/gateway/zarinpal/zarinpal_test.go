@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -812,6 +813,10 @@ func FuzzDecode(f *testing.F) {
 		}
 		if v, err := verifyResult(r); err != nil {
 			mustBeTyped(t, err)
+		} else if (v.Outcome == gateway.VerifyPaid || v.Outcome == gateway.VerifyAlreadyVerified) && !saysPaid(status, body) {
+			// Never a success from a malformed answer: only a well-formed
+			// JSON answer, not an HTTP error, carrying 100 or 101.
+			t.Fatalf("verify reported %s for HTTP %d %q", v.Outcome, status, body)
 		} else if v.Outcome == "" || v.RefID < 0 || v.FeeRials < 0 {
 			t.Fatalf("bad verify result %+v", v)
 		} else if maskDigitRuns(v.CardPANMasked) != v.CardPANMasked {
@@ -833,6 +838,38 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("message not capped: %d runes", utf8.RuneCountInString(r.message))
 		}
 	})
+}
+
+// saysPaid: the body is valid JSON whose data (object, or first object of
+// an array) has code 100 or 101, and the HTTP status is not an error the
+// driver treats as transient.
+func saysPaid(status int, body []byte) bool {
+	if status >= 500 || status == 408 || status == 429 || !json.Valid(body) {
+		return false
+	}
+	var env struct{ Data json.RawMessage }
+	if json.Unmarshal(body, &env) != nil {
+		return false
+	}
+	raw := bytes.TrimSpace(env.Data)
+	if len(raw) > 0 && raw[0] == '[' {
+		var items []json.RawMessage
+		_ = json.Unmarshal(raw, &items)
+		raw = nil
+		for _, it := range items {
+			if it = bytes.TrimSpace(it); len(it) > 0 && it[0] == '{' {
+				raw = it
+				break
+			}
+		}
+	}
+	var d struct{ Code json.RawMessage }
+	if json.Unmarshal(raw, &d) != nil {
+		return false
+	}
+	c := strings.Trim(string(bytes.TrimSpace(d.Code)), `"`)
+	f, err := strconv.ParseFloat(strings.TrimSpace(c), 64)
+	return err == nil && (f == 100 || f == 101)
 }
 
 func mustBeTyped(t *testing.T, err error) {

@@ -1,0 +1,306 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+	"gorm.io/gorm"
+)
+
+// Admin two-factor sign-in: a TOTP authenticator (RFC 6238: 6 digits,
+// 30-second steps, SHA-1, as every authenticator app does), plus ten
+// single-use recovery codes.
+const (
+	totpIssuer        = "Kifpool"
+	totpPeriod        = 30
+	RecoveryCodeCount = 10
+)
+
+var totpOpts = totp.ValidateOpts{Period: totpPeriod, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
+
+// Second-factor errors.
+var (
+	ErrCodeInvalid     = errors.New("the code is wrong or was already used")
+	ErrTOTPEnrolled    = errors.New("an authenticator is already enrolled")
+	ErrTOTPNotEnrolled = errors.New("no authenticator is enrolled")
+)
+
+// Enrolment is what an admin needs to add Kifpool to an authenticator.
+type Enrolment struct {
+	Secret string // base32
+	URL    string // otpauth:// URL (what the QR code holds)
+	key    *otp.Key
+}
+
+// QR returns the enrolment as a QR code image of size×size pixels.
+func (e Enrolment) QR(size int) (image.Image, error) { return e.key.Image(size, size) }
+
+// BeginTOTP returns the admin's pending authenticator secret, creating
+// it on the first call; the same secret is returned until it is
+// confirmed (two tabs show the same QR code).
+func (s *Service) BeginTOTP(ctx context.Context, userID int64) (Enrolment, error) {
+	var u User
+	if err := s.db.Gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
+		return Enrolment{}, fmt.Errorf("load user: %w", err)
+	}
+	if u.TOTPConfirmedAt != nil {
+		return Enrolment{}, ErrTOTPEnrolled
+	}
+	if u.TOTPSecret == "" {
+		key, err := totp.Generate(totp.GenerateOpts{Issuer: totpIssuer, AccountName: u.Email, Period: totpPeriod,
+			SecretSize: 20, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1, Rand: rand.Reader})
+		if err != nil {
+			return Enrolment{}, fmt.Errorf("totp secret: %w", err)
+		}
+		// Only if still unset: a concurrent first visit keeps its secret.
+		if err := s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ? AND totp_secret = ''", userID).
+			Update("totp_secret", key.Secret()).Error; err != nil {
+			return Enrolment{}, fmt.Errorf("store totp secret: %w", err)
+		}
+		if err := s.db.Gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
+			return Enrolment{}, fmt.Errorf("load user: %w", err)
+		}
+	}
+	key, err := otp.NewKeyFromURL(totpURL(u.Email, u.TOTPSecret))
+	if err != nil {
+		return Enrolment{}, fmt.Errorf("totp key: %w", err)
+	}
+	return Enrolment{Secret: u.TOTPSecret, URL: key.URL(), key: key}, nil
+}
+
+func totpURL(account, secret string) string {
+	v := "otpauth://totp/" + totpIssuer + ":" + strings.ReplaceAll(account, "?", "") +
+		"?secret=" + secret + "&issuer=" + totpIssuer + "&algorithm=SHA1&digits=6&period=" + strconv.Itoa(totpPeriod)
+	return v
+}
+
+// matchStep returns the time step (within one step of now, for clocks
+// that drift) whose code is code, or 0.
+func matchStep(secret, code string, now time.Time) int64 {
+	if len(code) != 6 {
+		return 0
+	}
+	step := now.Unix() / totpPeriod
+	for st := step - 1; st <= step+1; st++ {
+		want, err := totp.GenerateCodeCustom(secret, time.Unix(st*totpPeriod, 0), totpOpts)
+		if err == nil && subtle.ConstantTimeCompare([]byte(want), []byte(code)) == 1 {
+			return st
+		}
+	}
+	return 0
+}
+
+// useTOTP accepts code for the user if it is right and its time step is
+// after the last one accepted, moving totp_last_step forward in the same
+// conditional update: a code is accepted once, even by two instances at
+// once.
+func useTOTP(tx *gorm.DB, u User, code string, now time.Time, confirm bool) (bool, error) {
+	st := matchStep(u.TOTPSecret, code, now)
+	if st == 0 || u.TOTPSecret == "" {
+		return false, nil
+	}
+	q := tx.Model(&User{}).Where("id = ? AND totp_secret = ? AND totp_last_step < ?", u.ID, u.TOTPSecret, st)
+	set := map[string]any{"totp_last_step": st}
+	if confirm {
+		q = q.Where("totp_confirmed_at IS NULL")
+		set["totp_confirmed_at"] = now
+	} else {
+		q = q.Where("totp_confirmed_at IS NOT NULL")
+	}
+	res := q.Updates(set)
+	if res.Error != nil {
+		return false, fmt.Errorf("use totp code: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// normaliseCode keeps the characters of a typed code that matter.
+func normaliseCode(code string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(code) {
+		switch {
+		case r >= '0' && r <= '9', r >= 'A' && r <= 'Z':
+			b.WriteRune(r)
+		case r >= '۰' && r <= '۹': // Persian digits, as a Persian keyboard types them
+			b.WriteRune('0' + (r - '۰'))
+		case r >= '٠' && r <= '٩':
+			b.WriteRune('0' + (r - '٠'))
+		}
+	}
+	return b.String()
+}
+
+func hashRecoveryCode(code string) string {
+	h := sha256.Sum256([]byte("recovery:" + code))
+	return hex.EncodeToString(h[:])
+}
+
+// newRecoveryCodes makes RecoveryCodeCount random codes of 16 base32
+// characters (80 bits), written in groups of four.
+func newRecoveryCodes() ([]string, error) {
+	codes := make([]string, RecoveryCodeCount)
+	for i := range codes {
+		var b [10]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		c := base32.StdEncoding.EncodeToString(b[:])
+		codes[i] = c[0:4] + "-" + c[4:8] + "-" + c[8:12] + "-" + c[12:16]
+	}
+	return codes, nil
+}
+
+// ConfirmTOTP finishes enrolment with a first code from the
+// authenticator: the session passes the second factor, and ten recovery
+// codes are made and returned (the only time they are shown; only their
+// hashes are kept).
+func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code string) ([]string, error) {
+	key := "2fa:" + strconv.FormatInt(userID, 10)
+	if err := s.takeAttempt(ctx, key); err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	codes, err := newRecoveryCodes()
+	if err != nil {
+		return nil, fmt.Errorf("recovery codes: %w", err)
+	}
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var u User
+		if err := tx.Where("id = ?", userID).Take(&u).Error; err != nil {
+			return err
+		}
+		if u.TOTPConfirmedAt != nil {
+			return ErrTOTPEnrolled
+		}
+		ok, err := useTOTP(tx, u, normaliseCode(code), now, true)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrCodeInvalid
+		}
+		if err := tx.Exec(`DELETE FROM recovery_codes WHERE user_id = ?`, userID).Error; err != nil {
+			return err
+		}
+		for _, c := range codes {
+			if err := tx.Exec(`INSERT INTO recovery_codes (user_id, code_hash, created_at) VALUES (?, ?, ?)`,
+				userID, hashRecoveryCode(normaliseCode(c)), now).Error; err != nil {
+				return err
+			}
+		}
+		return passSession(tx, userID, sessionID, now)
+	})
+	if err != nil {
+		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPEnrolled) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("confirm totp: %w", err)
+	}
+	return codes, s.clearAttempts(ctx, key)
+}
+
+// VerifySecondFactor checks a code from the admin's authenticator, or
+// one of their recovery codes (each works once), and marks the session
+// as having passed. Failures are throttled like sign-ins.
+func (s *Service) VerifySecondFactor(ctx context.Context, userID, sessionID int64, code string) error {
+	key := "2fa:" + strconv.FormatInt(userID, 10)
+	if err := s.takeAttempt(ctx, key); err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	code = normaliseCode(code)
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var u User
+		if err := tx.Where("id = ?", userID).Take(&u).Error; err != nil {
+			return err
+		}
+		if u.TOTPConfirmedAt == nil {
+			return ErrTOTPNotEnrolled
+		}
+		var ok bool
+		if len(code) == 6 {
+			var err error
+			if ok, err = useTOTP(tx, u, code, now, false); err != nil {
+				return err
+			}
+		} else if len(code) == 16 {
+			res := tx.Exec(`UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
+				now, userID, hashRecoveryCode(code))
+			if res.Error != nil {
+				return res.Error
+			}
+			ok = res.RowsAffected == 1
+		}
+		if !ok {
+			return ErrCodeInvalid
+		}
+		return passSession(tx, userID, sessionID, now)
+	})
+	if err != nil {
+		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPNotEnrolled) {
+			return err
+		}
+		return fmt.Errorf("verify second factor: %w", err)
+	}
+	return s.clearAttempts(ctx, key)
+}
+
+func passSession(tx *gorm.DB, userID, sessionID int64, now time.Time) error {
+	return tx.Model(&Session{}).Where("id = ? AND user_id = ?", sessionID, userID).Update("second_factor_at", now).Error
+}
+
+// RecoveryCodesLeft is how many unused recovery codes the user has.
+func (s *Service) RecoveryCodesLeft(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM recovery_codes WHERE user_id = ? AND used_at IS NULL`, userID).Scan(&n).Error
+	return n, err
+}
+
+// ResetTOTP removes a locked-out admin's authenticator and recovery
+// codes (`kifpool user reset-2fa`): their next visit to /admin enrols a
+// new one, and none of their sessions counts as having passed any more.
+func (s *Service) ResetTOTP(ctx context.Context, email string) (User, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return User{}, err
+	}
+	var u User
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("lower(email) = ?", email).Take(&u).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNoUser
+			}
+			return err
+		}
+		if err := tx.Model(&User{}).Where("id = ?", u.ID).
+			Updates(map[string]any{"totp_secret": "", "totp_confirmed_at": nil, "totp_last_step": 0}).Error; err != nil {
+			return err
+		}
+		if err := tx.Exec(`DELETE FROM recovery_codes WHERE user_id = ?`, u.ID).Error; err != nil {
+			return err
+		}
+		if err := tx.Exec(`DELETE FROM auth_throttles WHERE key = ?`, "2fa:"+strconv.FormatInt(u.ID, 10)).Error; err != nil {
+			return err
+		}
+		return tx.Model(&Session{}).Where("user_id = ?", u.ID).Update("second_factor_at", nil).Error
+	})
+	if err != nil {
+		if errors.Is(err, ErrNoUser) {
+			return User{}, err
+		}
+		return User{}, fmt.Errorf("reset two-factor: %w", err)
+	}
+	return u, nil
+}

@@ -1,0 +1,119 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"image/png"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/views"
+)
+
+// twoFactorPath is where an admin enrols an authenticator and passes the
+// second factor; it is inside the /admin group (sign-in and admin role
+// checked first).
+const twoFactorPath = "/admin/2fa"
+
+// requireSecondFactor is the /admin group's last middleware: an admin
+// whose session has not passed the second factor reaches no admin page
+// and no admin action, whatever its route (routes added to the group later
+// are covered too); they are sent to /admin/2fa to enrol (first visit) or
+// to type a code (once per session).
+func (s *Server) requireSecondFactor(c *fiber.Ctx) error {
+	if strings.TrimRight(c.Path(), "/") == twoFactorPath {
+		if c.Method() == fiber.MethodPost {
+			return s.twoFactorSubmit(c)
+		}
+		if s.passedSecondFactor(c) {
+			return c.Redirect("/admin", fiber.StatusSeeOther)
+		}
+		return s.twoFactorPage(c, fiber.StatusOK, adminNext(c.Query("next")), "", nil)
+	}
+	if s.passedSecondFactor(c) {
+		return c.Next()
+	}
+	target := twoFactorPath
+	if c.Method() == fiber.MethodGet && safeNext(c.OriginalURL()) {
+		target += "?next=" + urlQueryEscape(c.OriginalURL())
+	} else if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+		s.Log.Warn("admin action without the second factor refused", "path", c.Path(), "user", currentUser(c).ID)
+	}
+	return c.Redirect(target, fiber.StatusSeeOther)
+}
+
+func (s *Server) passedSecondFactor(c *fiber.Ctx) bool {
+	u, sess := currentUser(c), currentSession(c)
+	return u != nil && sess != nil && u.TOTPConfirmedAt != nil && sess.SecondFactorAt != nil
+}
+
+// adminNext is the admin page to go on to after the second factor.
+func adminNext(next string) string {
+	if safeNext(next) && (next == "/admin" || strings.HasPrefix(next, "/admin/") || strings.HasPrefix(next, "/admin?")) &&
+		!strings.HasPrefix(next, twoFactorPath) {
+		return next
+	}
+	return "/admin"
+}
+
+func (s *Server) twoFactorPage(c *fiber.Ctx, status int, next, errKey string, errArgs []any) error {
+	u := currentUser(c)
+	v := views.TwoFactorView{Next: next, ErrorKey: errKey, ErrorArgs: errArgs}
+	title := "twofa.check_title"
+	if u.TOTPConfirmedAt == nil {
+		en, err := s.Auth.BeginTOTP(c.UserContext(), u.ID)
+		if err != nil {
+			return err
+		}
+		img, err := en.QR(200)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			return err
+		}
+		v.Enrol, v.Secret, title = true, en.Secret, "twofa.enrol_title"
+		v.QR = templ.SafeURL("data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())) // #nosec G203 -- an image we just encoded
+	}
+	return render(c, status, views.TwoFactor(s.page(c, title), v))
+}
+
+func (s *Server) twoFactorSubmit(c *fiber.Ctx) error {
+	u, sess := currentUser(c), currentSession(c)
+	next := adminNext(c.FormValue("next"))
+	code := c.FormValue("code")
+	var err error
+	var codes []string
+	enrolling := u.TOTPConfirmedAt == nil
+	if enrolling {
+		codes, err = s.Auth.ConfirmTOTP(c.UserContext(), u.ID, sess.ID, code)
+	} else {
+		err = s.Auth.VerifySecondFactor(c.UserContext(), u.ID, sess.ID, code)
+	}
+	var throttled *auth.ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		secs := int64(throttled.RetryAfter.Seconds() + 0.999)
+		c.Set(fiber.HeaderRetryAfter, itoa(secs))
+		s.Log.Warn("admin second factor throttled", "user", u.ID)
+		return s.twoFactorPage(c, fiber.StatusTooManyRequests, next, "twofa.throttled", []any{"seconds", secs})
+	case errors.Is(err, auth.ErrCodeInvalid):
+		s.Log.Warn("admin second factor refused", "user", u.ID)
+		return s.twoFactorPage(c, fiber.StatusUnprocessableEntity, next, "twofa.error_code", nil)
+	case errors.Is(err, auth.ErrTOTPEnrolled), errors.Is(err, auth.ErrTOTPNotEnrolled):
+		// Enrolled (or reset) meanwhile in another tab: start over.
+		return c.Redirect(twoFactorPath, fiber.StatusSeeOther)
+	case err != nil:
+		return err
+	}
+	s.Log.Info("admin passed the second factor", "user", u.ID, "enrolled", enrolling)
+	if enrolling {
+		return render(c, fiber.StatusOK, views.RecoveryCodes(s.page(c, "twofa.recovery_title"), views.TwoFactorView{Next: next, RecoveryCodes: codes}))
+	}
+	return c.Redirect(next, fiber.StatusSeeOther)
+}
