@@ -24,11 +24,7 @@ func signInAdmin(t *testing.T, app *apptest.App, email string) *apptest.Client {
 		t.Fatal(err)
 	}
 	c := app.NewClient(t)
-	page := c.Get("/signin")
-	if r := c.Post("/signin", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "email": {email},
-		"password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
-		t.Fatalf("admin sign-in: %d", r.Status)
-	}
+	c.SignInAdmin(email, "correct horse battery")
 	return c
 }
 
