@@ -8,7 +8,7 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: run build install test test-short generate lint fmt bench screenshots browser-deps clean
+.PHONY: run build install test test-short generate lint fmt bench bench-short bench-go screenshots browser-deps clean
 
 # The browser tests' Chromium and axe-core (same defaults as web/browsertest).
 CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}
@@ -72,7 +72,23 @@ fuzz:
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')
 
-bench:
+# The load run: serve on PostgreSQL (BENCH_DATABASE_URL, default the local
+# kifpool_bench, dropped and created afresh) and a standalone sandbox bank
+# as separate processes, driven by cmd/kifpool-load; a table on screen and
+# a JSON report under data/bench/. bench-short proves the harness works
+# (small counts, judges no speed; run by CI).
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kifpool_bench?sslmode=disable
+bench: build
+	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
+	./bin/kifpool-load -bin $(BIN) -db '$(BENCH_DATABASE_URL)'
+
+bench-short: build
+	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
+	./bin/kifpool-load -short -bin $(BIN) -db '$(BENCH_DATABASE_URL)'
+
+# In-process Go benchmarks (client, app and bank in one process; SQLite,
+# and PostgreSQL with TEST_DATABASE_URL).
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5s -timeout 10m ./web/ ./internal/money/
 
 # The admin console's payment list at scale: seeds BENCH_PAYMENTS (default

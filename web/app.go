@@ -131,7 +131,7 @@ func New(d Deps) *fiber.App {
 	app.Use(s.csrf)
 
 	app.Get("/", s.home)
-	authLimit := s.limit(20, time.Minute, s.clientIP)
+	authLimit := s.limit(d.Config.RateLimitSignIn, time.Minute, s.clientIP, nil)
 	app.Get("/signup", s.signUpForm)
 	app.Post("/signup", authLimit, s.signUp)
 	app.Get("/signin", s.signInForm)
@@ -142,12 +142,12 @@ func New(d Deps) *fiber.App {
 
 	app.Get("/wallet", s.requireUser, s.walletPage)
 	app.Get("/wallet/topup", s.requireUser, s.topUpForm)
-	topUpLimit := s.limit(30, time.Minute, func(c *fiber.Ctx) string {
+	topUpLimit := s.limit(d.Config.RateLimitTopUp, time.Minute, func(c *fiber.Ctx) string {
 		if u := currentUser(c); u != nil {
 			return "u" + itoa(u.ID)
 		}
 		return s.clientIP(c)
-	})
+	}, s.formReplay)
 	app.Post("/wallet/topup", s.requireUser, topUpLimit, s.topUp)
 
 	// The bank's callback works without the user's session (a POST from
@@ -209,12 +209,14 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	return c.SendString("ready")
 }
 
-func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string) fiber.Handler {
-	if !s.RateLimits {
+// limit allows max requests per window and key (0: no limit); skip, when
+// set, names requests that do not count (a replay of a submitted form).
+func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string, skip func(*fiber.Ctx) bool) fiber.Handler {
+	if !s.RateLimits || max <= 0 {
 		return func(c *fiber.Ctx) error { return c.Next() }
 	}
 	return limiter.New(limiter.Config{
-		Max: max, Expiration: window, KeyGenerator: key,
+		Max: max, Expiration: window, KeyGenerator: key, Next: skip,
 		LimiterMiddleware: limiter.SlidingWindow{},
 		LimitReached: func(c *fiber.Ctx) error {
 			return fiber.NewError(fiber.StatusTooManyRequests, "too many requests")

@@ -226,3 +226,44 @@ func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 		})
 	}
 }
+
+// RATE_LIMIT_TOPUP counts submits per user; replays of one form (double
+// clicks: the same form token) are answered from the first submit and do
+// not count. RATE_LIMIT_SIGNIN=0 turns the sign-in limit off.
+func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
+		Env:    map[string]string{"RATE_LIMIT_TOPUP": "2", "RATE_LIMIT_SIGNIN": "0"},
+		Server: server.Options{RateLimits: true},
+	})
+	c := app.NewClient(t)
+	c.SignUp("limits@example.com")
+	csrf, token := c.TopUpForm()
+	for i := range 5 {
+		if r := c.PostTopUp(csrf, token, "10000"); r.Status != http.StatusSeeOther {
+			t.Fatalf("submit %d of one form: status %d, want 303 (a replay)", i+1, r.Status)
+		}
+	}
+	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 1 {
+		t.Fatalf("%d payments after replays of one form, want 1", n)
+	}
+	_, second := c.TopUpForm()
+	if r := c.PostTopUp(csrf, second, "10000"); r.Status != http.StatusSeeOther {
+		t.Fatalf("second form: status %d, want 303", r.Status)
+	}
+	_, third := c.TopUpForm()
+	if r := c.PostTopUp(csrf, third, "10000"); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("third form within the minute: status %d, want 429", r.Status)
+	}
+	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 2 {
+		t.Fatalf("%d payments, want 2 (the refused submit writes nothing)", n)
+	}
+	// Sign-in limit off: 25 wrong passwords are all answered as such.
+	other := app.NewClient(t)
+	csrf = apptest.Field(other.Get("/signin").Body, "_csrf")
+	for i := range 25 {
+		r := other.Post("/signin", url.Values{"_csrf": {csrf}, "email": {"x@example.com"}, "password": {"wrong password"}})
+		if r.Status != http.StatusUnauthorized {
+			t.Fatalf("sign-in %d with RATE_LIMIT_SIGNIN=0: status %d, want 401", i+1, r.Status)
+		}
+	}
+}

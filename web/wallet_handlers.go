@@ -141,3 +141,19 @@ func amountErrorKey(err error, minRials, maxRials int64) (string, []any) {
 	}
 	return "topup.error_invalid", nil
 }
+
+// formReplay reports whether a top-up POST repeats a form this user has
+// already submitted (a double click): such a replay is answered from the
+// first submit and does not count against the top-up rate limit.
+func (s *Server) formReplay(c *fiber.Ctx) bool {
+	u := currentUser(c)
+	if u == nil {
+		return false
+	}
+	seen, err := s.Payments.FormSubmitted(c.UserContext(), u.ID, c.FormValue("token"))
+	if err != nil {
+		s.Log.WarnContext(c.UserContext(), "top-up rate limit: replay check", "err", err)
+		return false
+	}
+	return seen
+}

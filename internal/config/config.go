@@ -78,6 +78,11 @@ type Config struct {
 	TrustedProxies []string
 	// MetricsToken, when set, opens GET /metrics to that bearer token.
 	MetricsToken string
+	// RateLimitSignIn and RateLimitTopUp are requests per minute (per
+	// client address for sign-in and sign-up, per user for top-ups);
+	// 0 turns the limit off (load runs).
+	RateLimitSignIn int
+	RateLimitTopUp  int
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
 	ReconcileInterval time.Duration
 	DataDir           string
@@ -239,6 +244,8 @@ func Load(getenv Getenv) (Config, error) {
 		bad("WORKER_ABANDONED_AFTER", "must be shorter than WORKER_AUTHORITY_LIFETIME")
 	}
 	c.MetricsToken = get("METRICS_TOKEN", "")
+	c.RateLimitSignIn = perMinuteVar(getenv, "RATE_LIMIT_SIGNIN", 20, bad)
+	c.RateLimitTopUp = perMinuteVar(getenv, "RATE_LIMIT_TOPUP", 30, bad)
 	for _, p := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
@@ -364,6 +371,20 @@ func int64Var(getenv Getenv, name string, def int64, bad func(string, string, ..
 	n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
 	if err != nil || n <= 0 {
 		bad(name, "want a positive whole number of rials, got %q", v)
+		return def
+	}
+	return n
+}
+
+// perMinuteVar reads a rate limit in requests per minute; 0 turns it off.
+func perMinuteVar(getenv Getenv, name string, def int, bad func(string, string, ...any)) int {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 1_000_000 {
+		bad(name, "want requests per minute (0 turns the limit off), got %q", v)
 		return def
 	}
 	return n

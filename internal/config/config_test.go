@@ -471,3 +471,35 @@ func TestDatabaseDescription(t *testing.T) {
 		}
 	}
 }
+
+func TestRateLimits(t *testing.T) {
+	cases := []struct {
+		name          string
+		vars          map[string]string
+		signIn, topUp int
+		wantErr       string
+	}{
+		{name: "defaults", vars: map[string]string{}, signIn: 20, topUp: 30},
+		{name: "off", vars: map[string]string{"RATE_LIMIT_SIGNIN": "0", "RATE_LIMIT_TOPUP": "0"}, signIn: 0, topUp: 0},
+		{name: "set", vars: map[string]string{"RATE_LIMIT_SIGNIN": "5", "RATE_LIMIT_TOPUP": "600"}, signIn: 5, topUp: 600},
+		{name: "negative", vars: map[string]string{"RATE_LIMIT_TOPUP": "-1"}, wantErr: "RATE_LIMIT_TOPUP"},
+		{name: "words", vars: map[string]string{"RATE_LIMIT_SIGNIN": "lots"}, wantErr: "RATE_LIMIT_SIGNIN"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.vars))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.RateLimitSignIn != tc.signIn || c.RateLimitTopUp != tc.topUp {
+				t.Fatalf("limits %d/%d, want %d/%d", c.RateLimitSignIn, c.RateLimitTopUp, tc.signIn, tc.topUp)
+			}
+		})
+	}
+}

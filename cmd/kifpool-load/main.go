@@ -1,0 +1,301 @@
+// Command kifpool-load is the load harness behind `make bench`: it starts
+// `kifpool serve` on PostgreSQL and a standalone sandbox bank as separate
+// processes, seeds users directly in the database, drives the scenarios
+// over HTTP (keep-alive, one cookie jar per virtual user), measures the
+// database's own limit for one credit with pgx (no HTTP, no bank), checks
+// the invariants, and prints a table plus a JSON file under data/bench/.
+//
+//	go run ./cmd/kifpool-load -bin bin/kifpool [-short] [-db URL] [-out data/bench]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// sizes are the counts of one run (full or short).
+type sizes struct {
+	fullTopUps    int64
+	credits       int64
+	replayDur     time.Duration
+	walletEntries int
+	adminPayments int
+	pageDur       time.Duration
+	slowUsers     int
+	downRefusals  int64
+	twoInstances  int64
+}
+
+var full = sizes{fullTopUps: 600, credits: 1500, replayDur: 6 * time.Second, walletEntries: 10_000,
+	adminPayments: 1_000_000, pageDur: 6 * time.Second, slowUsers: 500, downRefusals: 400, twoInstances: 600}
+
+var short = sizes{fullTopUps: 20, credits: 40, replayDur: 500 * time.Millisecond, walletEntries: 300,
+	adminPayments: 2_000, pageDur: 500 * time.Millisecond, slowUsers: 20, downRefusals: 20, twoInstances: 20}
+
+const (
+	metricsToken = "bench-metrics-token"
+	secret       = "q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU-bench"
+	merchant     = "00000000-0000-4000-8000-000000000000"
+	topUpTomans  = 1000 // 10,000 rials, the smallest top-up
+)
+
+func main() {
+	bin := flag.String("bin", "bin/kifpool", "the kifpool binary")
+	dbURL := flag.String("db", envOr("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/kifpool_bench?sslmode=disable"), "PostgreSQL database (dropped and created afresh)")
+	out := flag.String("out", "data/bench", "folder of the JSON report")
+	isShort := flag.Bool("short", false, "small counts: proves the harness works, judges no speed")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sz := full
+	if *isShort {
+		sz = short
+	}
+	if err := run(ctx, *bin, *dbURL, *out, *isShort, sz); err != nil {
+		fmt.Fprintln(os.Stderr, "kifpool-load:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// bench holds one run's processes, database and users.
+type bench struct {
+	sz      sizes
+	short   bool
+	bin     string
+	dbURL   string
+	logDir  string
+	pool    *pgxpool.Pool
+	bank    *bank
+	bankURL string
+	a, b    *proc
+	baseA   string
+	baseB   string
+	tr      *http.Transport
+	users   []*user
+	rows    []Row
+	notes   []string
+}
+
+func run(ctx context.Context, bin, dbURL, out string, isShort bool, sz sizes) error {
+	started := time.Now()
+	if err := recreateDB(ctx, dbURL); err != nil {
+		return err
+	}
+	logDir, err := os.MkdirTemp("", "kifpool-load-")
+	if err != nil {
+		return err
+	}
+	bn := &bench{sz: sz, short: isShort, bin: bin, dbURL: dbURL, logDir: logDir, tr: newTransport(600)}
+	defer bn.stopAll()
+
+	bankAddr := freeAddr()
+	bn.bankURL = "http://" + bankAddr
+	bp, err := startProc(ctx, "sandbank", bin, bankAddr, "", filepath.Join(logDir, "sandbank.log"), map[string]string{"LOG_LEVEL": "error"}, "sandbank", "--addr", bankAddr)
+	if err != nil {
+		return err
+	}
+	defer bp.stop()
+	bn.bank = &bank{base: bn.bankURL, hc: &http.Client{Timeout: 30 * time.Second, Transport: bn.tr}}
+
+	if bn.a, bn.baseA, err = bn.startServe(ctx, "serve-a"); err != nil {
+		return err
+	}
+	bn.pool, err = pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer bn.pool.Close()
+	nUsers := max(sz.slowUsers, 64) + 2
+	if err := bn.seedUsers(ctx, nUsers); err != nil {
+		return fmt.Errorf("seed users: %w", err)
+	}
+	fmt.Printf("kifpool-load: serve pid %d at %s, bank at %s, %d users seeded, logs in %s\n", bn.a.pid(), bn.baseA, bn.bankURL, nUsers, logDir)
+
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"full top-up", bn.scenarioFullTopUp},
+		{"credit path", bn.scenarioCreditPath},
+		{"pages", bn.scenarioPages},
+		{"slow bank", bn.scenarioSlowBank},
+		{"two instances", bn.scenarioTwoInstances},
+		{"bank down", bn.scenarioBankDown},
+	}
+	for _, s := range steps {
+		if err := s.fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	inv, err := bn.checkInvariants(ctx)
+	if err != nil {
+		return fmt.Errorf("invariants: %w", err)
+	}
+	report := map[string]any{
+		"date": time.Now().UTC().Format(time.RFC3339), "short": isShort, "cores": runtime.NumCPU(),
+		"go": runtime.Version(), "rows": bn.rows, "notes": bn.notes, "invariants": inv,
+		"seconds": time.Since(started).Seconds(),
+	}
+	bn.print(inv)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	name := filepath.Join(out, "bench-"+time.Now().UTC().Format("20060102T150405Z")+map[bool]string{true: "-short", false: ""}[isShort]+".json")
+	b, _ := json.MarshalIndent(report, "", "  ")
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("report: %s (%.0f s)\n", name, time.Since(started).Seconds())
+	if len(inv.Violations) > 0 {
+		return errors.New("invariants violated: " + strings.Join(inv.Violations, "; "))
+	}
+	for _, r := range bn.rows {
+		if r.Errors > 0 && !strings.Contains(r.Note, "errors expected") {
+			return fmt.Errorf("scenario %q: %d errors (first: %s)", r.Scenario, r.Errors, r.FirstError)
+		}
+	}
+	return nil
+}
+
+func (bn *bench) stopAll() {
+	bn.b.stop()
+	bn.a.stop()
+}
+
+// startServe starts one instance of serve on the bench database.
+func (bn *bench) startServe(ctx context.Context, name string) (*proc, string, error) {
+	addr := freeAddr()
+	base := "http://" + addr
+	env := map[string]string{
+		"DATABASE_URL": bn.dbURL, "LISTEN_ADDR": addr, "BASE_URL": base, "SESSION_SECRET": secret,
+		"DATA_DIR": bn.logDir, "GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bn.bankURL,
+		"RECONCILE_INTERVAL": "off", "RATE_LIMIT_SIGNIN": "0", "RATE_LIMIT_TOPUP": "0", "LOG_LEVEL": "warn",
+		"METRICS_TOKEN": metricsToken, "BREAKER_OPEN_TIMEOUT": "10m", "GOMAXPROCS": os.Getenv("GOMAXPROCS"),
+	}
+	p, err := startProc(ctx, name, bn.bin, addr, base+"/readyz", filepath.Join(bn.logDir, name+".log"), env, "serve")
+	return p, base, err
+}
+
+// measure runs a scenario step while reading serve's CPU time, peak RSS
+// and goroutines.
+func (bn *bench) measure(p *proc, base string, note string, f func() Row) Row {
+	cpu0 := cpuSeconds(p.pid())
+	reset := resetPeakRSS(p.pid())
+	stopSampling := make(chan struct{})
+	peak := make(chan int, 1)
+	go func() {
+		best := 0
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				peak <- best
+				return
+			case <-t.C:
+				if v, ok := metric(base, metricsToken, "go_goroutines"); ok && int(v) > best {
+					best = int(v)
+				}
+			}
+		}
+	}()
+	r := f()
+	close(stopSampling)
+	r.PeakGor = <-peak
+	r.CPUSeconds = cpuSeconds(p.pid()) - cpu0
+	r.PeakRSSMB = peakRSSMB(p.pid())
+	if !reset {
+		note = strings.TrimSpace(note + " (peak RSS since start)")
+	}
+	// Goroutines back to baseline: our idle keep-alive connections (one
+	// server goroutine each) are closed first.
+	bn.tr.CloseIdleConnections()
+	time.Sleep(300 * time.Millisecond)
+	if v, ok := metric(base, metricsToken, "go_goroutines"); ok {
+		r.Goroutines = int(v)
+	}
+	r.Note = note
+	bn.rows = append(bn.rows, r)
+	fmt.Printf("  %-40s %6d req %4d err %9.1f/s p99 %8.1f ms\n", r.Scenario, r.Requests, r.Errors, r.Throughput, r.P99MS)
+	return r
+}
+
+func (bn *bench) print(inv invariants) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "scenario\tconc\trequests\terrors\treq/s\tp50 ms\tp95 ms\tp99 ms\tmax ms\tCPU s\tpeak RSS MB\tgoroutines (peak/after)\t")
+	for _, r := range bn.rows {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.0f\t%d/%d\t\n", r.Scenario, r.Concurrency, r.Requests, r.Errors,
+			r.Throughput, r.P50MS, r.P95MS, r.P99MS, r.MaxMS, r.CPUSeconds, r.PeakRSSMB, r.PeakGor, r.Goroutines)
+	}
+	w.Flush()
+	for _, r := range bn.rows {
+		if r.Note != "" {
+			fmt.Printf("- %s: %s\n", r.Scenario, r.Note)
+		}
+	}
+	for _, n := range bn.notes {
+		fmt.Println("-", n)
+	}
+	fmt.Printf("invariants: %d wallets, %d credited payments, bank paid %d; violations: %d\n", inv.Wallets, inv.Credited, inv.BankPaid, len(inv.Violations))
+	for _, v := range inv.Violations {
+		fmt.Println("  VIOLATION:", v)
+	}
+}
+
+// recreateDB drops and creates the bench database (its name from the URL).
+func recreateDB(ctx context.Context, dbURL string) error {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if name == "" || strings.ContainsAny(name, `"';`) {
+		return fmt.Errorf("database name %q", name)
+	}
+	admin := *u
+	admin.Path = "/postgres"
+	pool, err := pgxpool.New(ctx, admin.String())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`); err != nil {
+		return fmt.Errorf("drop %s: %w", name, err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	return nil
+}

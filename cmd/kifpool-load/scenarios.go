@@ -1,0 +1,492 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kifpool/kifpool/internal/payment"
+)
+
+// seedUsers inserts n users with wallets and live sessions directly (one
+// bcrypt hash for all: no password hashing in the hot loop); the last one
+// is an admin.
+func (bn *bench) seedUsers(ctx context.Context, n int) error {
+	hash, err := bcrypt.GenerateFromPassword([]byte("correct horse battery staple"), bcrypt.MinCost)
+	if err != nil {
+		return err
+	}
+	tx, err := bn.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for i := range n {
+		role := "user"
+		if i == n-1 {
+			role = "admin"
+		}
+		var id, walletID int64
+		if err := tx.QueryRow(ctx, `INSERT INTO users (email, password_hash, role, locale, created_at) VALUES ($1, $2, $3, 'en', now()) RETURNING id`,
+			fmt.Sprintf("bench%d@example.com", i), string(hash), role).Scan(&id); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES ($1, 0, now(), now()) RETURNING id`, id).Scan(&walletID); err != nil {
+			return err
+		}
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		tok := base64.RawURLEncoding.EncodeToString(b[:])
+		sum := sha256.Sum256([]byte(tok))
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, now(), now() + interval '1 day')`,
+			hex.EncodeToString(sum[:]), id); err != nil {
+			return err
+		}
+		bn.users = append(bn.users, newUser(bn.tr, id, walletID, tok, bn.baseA))
+	}
+	return tx.Commit(ctx)
+}
+
+// paidPayment starts a top-up as u on base and pays it at the bank: the
+// callback URL the bank sends the payer to.
+func (bn *bench) paidPayment(ctx context.Context, u *user, base string) (string, error) {
+	r, err := u.submitTopUp(ctx, base, topUpTomans)
+	if err != nil {
+		return "", err
+	}
+	prefix := bn.bankURL + "/pg/StartPay/"
+	if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, prefix) {
+		return "", fmt.Errorf("submit: status %d location %q", r.status, r.location)
+	}
+	return bn.bank.pay(ctx, strings.TrimPrefix(r.location, prefix))
+}
+
+// callback follows the bank's redirect as the payer's browser.
+func callback(ctx context.Context, u *user, target string, want string) error {
+	r, err := u.do(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return err
+	}
+	if r.status != http.StatusOK || !strings.Contains(r.body, `data-status="`+want+`"`) {
+		return fmt.Errorf("callback: status %d, want 200 and %s", r.status, want)
+	}
+	return nil
+}
+
+// 1. Full top-up: form → submit → pay at the bank → callback → credited.
+func (bn *bench) scenarioFullTopUp(ctx context.Context) error {
+	const conc = 16
+	bn.measure(bn.a, bn.baseA, "one request = the whole flow: GET form, POST submit (bank request), bank pay (control API), GET callback (verify + credit)", func() Row {
+		return runLoad(ctx, "1 full top-up", conc, bn.sz.fullTopUps, 0, func(ctx context.Context, vu int, _ int64) error {
+			u := bn.users[vu]
+			cb, err := bn.paidPayment(ctx, u, bn.baseA)
+			if err != nil {
+				return err
+			}
+			return callback(ctx, u, cb, "credited")
+		})
+	})
+	return nil
+}
+
+// paidSet prepares n paid payments of users[0:conc] (not measured).
+func (bn *bench) paidSet(ctx context.Context, conc int, n int64, base string) ([]string, []int, error) {
+	urls := make([]string, n)
+	owners := make([]int, n)
+	r := runLoad(ctx, "prepare", conc, n, 0, func(ctx context.Context, vu int, i int64) error {
+		cb, err := bn.paidPayment(ctx, bn.users[vu], base)
+		urls[i], owners[i] = cb, vu
+		return err
+	})
+	if r.Errors > 0 {
+		return nil, nil, fmt.Errorf("preparing paid payments: %d errors (%s)", r.Errors, r.FirstError)
+	}
+	return urls, owners, nil
+}
+
+// 2. Credit path (callbacks that verify and credit, 16 at a time), the
+// database's limit for the same SQL, and 3. replays of the results.
+func (bn *bench) scenarioCreditPath(ctx context.Context) error {
+	const conc = 16
+	urls, owners, err := bn.paidSet(ctx, conc, bn.sz.credits, bn.baseA)
+	if err != nil {
+		return err
+	}
+	credit := bn.measure(bn.a, bn.baseA, "", func() Row {
+		return runLoad(ctx, "2 credit path (callback: verify + credit)", conc, int64(len(urls)), 0, func(ctx context.Context, vu int, i int64) error {
+			return callback(ctx, bn.users[owners[i]], urls[i], "credited")
+		})
+	})
+	limit, err := bn.dbLimit(ctx, conc, bn.sz.credits)
+	if err != nil {
+		return fmt.Errorf("database limit: %w", err)
+	}
+	bn.rows = append(bn.rows, limit)
+	ratio := 0.0
+	if limit.Throughput > 0 {
+		ratio = credit.Throughput / limit.Throughput
+	}
+	bn.notes = append(bn.notes, fmt.Sprintf("credit path = %.2f × the database's limit for the same SQL (%.0f vs %.0f credits/s; target ≥ 0.6)", ratio, credit.Throughput, limit.Throughput))
+	bn.rows[len(bn.rows)-2].Note = fmt.Sprintf("%.2f × the database limit", ratio)
+
+	for _, conns := range []int{50, 200} {
+		bn.measure(bn.a, bn.baseA, "", func() Row {
+			return runLoad(ctx, fmt.Sprintf("3 replay: repeat callback (%d conns)", conns), conns, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
+				k := int(i) % len(urls)
+				return callback(ctx, bn.users[owners[k]], urls[k], "credited")
+			})
+		})
+	}
+	for _, conns := range []int{50, 200} {
+		bn.measure(bn.a, bn.baseA, "", func() Row {
+			return runLoad(ctx, fmt.Sprintf("3 replay: receipt reload (%d conns)", conns), conns, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
+				k := int(i) % len(urls)
+				u, _ := url.Parse(urls[k])
+				id := strings.TrimSuffix(strings.TrimPrefix(u.Path, "/payments/"), "/return")
+				return callback(ctx, bn.users[owners[k]], bn.baseA+"/payments/"+id, "credited")
+			})
+		})
+	}
+	return nil
+}
+
+// dbLimit runs the exact SQL of one credit — the conditional payment
+// update, the payment_events row, the wallet update, the ledger entry — in
+// one transaction per credit with pgx at conc, no HTTP, no bank.
+func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
+	ids := make([]int64, 0, n)
+	wallets := make([]int64, 0, n)
+	amounts := make([]int64, 0, n)
+	for i := range n {
+		u := bn.users[int(i)%conc]
+		var id int64
+		err := bn.pool.QueryRow(ctx, `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at, opened_at)
+			VALUES ($1, $2, $3, 10000, 'dblimit', $1, $1, 'awaiting_payment', now(), now(), now()) RETURNING id`,
+			fmt.Sprintf("dblimit%019d", i), u.id, u.walletID).Scan(&id)
+		if err != nil {
+			return Row{}, err
+		}
+		ids, wallets, amounts = append(ids, id), append(wallets, u.walletID), append(amounts, 10000)
+	}
+	var ref atomic.Int64
+	ref.Store(time.Now().UnixNano() / 1000)
+	return runLoad(ctx, "2 database limit (credit SQL, pgx, no HTTP)", conc, n, 0, func(ctx context.Context, vu int, i int64) error {
+		return pgx.BeginFunc(ctx, bn.pool, func(tx pgx.Tx) error {
+			now := time.Now().UTC()
+			tag, err := tx.Exec(ctx, `UPDATE payments SET status = 'credited', status_reason = 'verified_paid', ref_id = $2, verified_amount_rials = $3,
+				card_pan_masked = '', last_checked_at = $4, attempts = attempts + 1, lease_until = NULL, lease_owner = '', resolved_at = $4,
+				next_check_at = NULL, updated_at = $4 WHERE id = $1 AND status = 'awaiting_payment'`, ids[i], ref.Add(1), amounts[i], now)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() != 1 {
+				return errors.New("not moved")
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO payment_events (payment_id, from_status, to_status, actor, reason, gateway_code, created_at)
+				VALUES ($1, 'awaiting_payment', 'credited', 'callback', 'verified_paid', 100, $2)`, ids[i], now); err != nil {
+				return err
+			}
+			var bal int64
+			if err := tx.QueryRow(ctx, `UPDATE wallets SET balance_rials = balance_rials + $2, updated_at = $3 WHERE id = $1 RETURNING balance_rials`,
+				wallets[i], amounts[i], now).Scan(&bal); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES ($1, $2, $3, $4, 'topup', $5)`,
+				wallets[i], ids[i], amounts[i], bal, now)
+			return err
+		})
+	}), nil
+}
+
+// 4. Pages: the wallet page of a user with many ledger entries; the admin
+// list over many payments.
+func (bn *bench) scenarioPages(ctx context.Context) error {
+	wu := bn.users[len(bn.users)-2]
+	n := bn.sz.walletEntries
+	t0 := time.Now()
+	if _, err := bn.pool.Exec(ctx, `WITH p AS (
+		INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
+			status, status_reason, created_at, updated_at, resolved_at, opened_at)
+		SELECT 'seedw' || g, $1, $2, 10000, 'seed', 'seedw' || g, 'SEEDW' || g, 900000000 + g, 10000, 'credited', 'verified_paid',
+			now() - make_interval(secs => $3 - g), now(), now(), now() FROM generate_series(1, $3) g RETURNING id, created_at)
+		INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at)
+		SELECT $2, id, 10000, 10000 * row_number() OVER (ORDER BY id), 'topup', created_at FROM p`, wu.id, wu.walletID, n); err != nil {
+		return fmt.Errorf("seed ledger: %w", err)
+	}
+	if _, err := bn.pool.Exec(ctx, `UPDATE wallets SET balance_rials = 10000 * $2::bigint WHERE id = $1`, wu.walletID, n); err != nil {
+		return err
+	}
+	admin := bn.users[len(bn.users)-1]
+	owner := bn.users[len(bn.users)-3]
+	m := bn.sz.adminPayments
+	if _, err := bn.pool.Exec(ctx, `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority,
+			status, status_reason, created_at, updated_at, resolved_at, opened_at)
+		SELECT lpad(g::text, 24, 'a'), $1, $2, 10000 + (g % 1000) * 10, 'seed', 'seeda' || g, 'SEEDA' || g,
+			CASE WHEN g % 10 = 0 THEN 'needs_review' ELSE 'failed' END, 'bank_cancelled',
+			now() - make_interval(secs => g), now(), now(), now() FROM generate_series(1, $3) g`, owner.id, owner.walletID, m); err != nil {
+		return fmt.Errorf("seed admin list: %w", err)
+	}
+	if _, err := bn.pool.Exec(ctx, `ANALYZE`); err != nil {
+		return err
+	}
+	bn.notes = append(bn.notes, fmt.Sprintf("pages: seeded %d ledger entries and %d payments in %.0f s", n, m, time.Since(t0).Seconds()))
+	const conc = 8
+	bn.measure(bn.a, bn.baseA, "", func() Row {
+		return runLoad(ctx, fmt.Sprintf("4 wallet page (%d ledger entries)", n), conc, 0, bn.sz.pageDur, func(ctx context.Context, vu int, i int64) error {
+			r, err := wu.do(ctx, http.MethodGet, bn.baseA+"/wallet", nil)
+			if err == nil && r.status != http.StatusOK {
+				err = fmt.Errorf("wallet: status %d", r.status)
+			}
+			return err
+		})
+	})
+	bn.measure(bn.a, bn.baseA, "", func() Row {
+		return runLoad(ctx, fmt.Sprintf("4 admin list (%d payments)", m), conc, 0, bn.sz.pageDur, func(ctx context.Context, vu int, i int64) error {
+			r, err := admin.do(ctx, http.MethodGet, bn.baseA+"/admin/payments", nil)
+			if err == nil && r.status != http.StatusOK {
+				err = fmt.Errorf("admin list: status %d", r.status)
+			}
+			return err
+		})
+	})
+	return nil
+}
+
+// 5. Slow bank: verify takes 2 s; every user's callback at once.
+func (bn *bench) scenarioSlowBank(ctx context.Context) error {
+	n := bn.sz.slowUsers
+	urls := make([]string, n)
+	prep := runLoad(ctx, "prepare", 16, int64(n), 0, func(ctx context.Context, _ int, i int64) error {
+		cb, err := bn.paidPayment(ctx, bn.users[i], bn.baseA)
+		urls[i] = cb
+		return err
+	})
+	if prep.Errors > 0 {
+		return fmt.Errorf("prepare: %s", prep.FirstError)
+	}
+	if err := bn.bank.faults(ctx, `{"ops":{"verify":{"latency_ms":2000}}}`); err != nil {
+		return err
+	}
+	defer func() { _ = bn.bank.faults(context.Background(), "") }()
+	// A probe: another user's wallet page every 250 ms while the callbacks
+	// wait for the bank (the pool must not be held by waiting requests).
+	probe := bn.users[len(bn.users)-3]
+	var probeMax time.Duration
+	var probeErrs int
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			t0 := time.Now()
+			r, err := probe.do(ctx, http.MethodGet, bn.baseA+"/wallet", nil)
+			if err != nil || r.status != http.StatusOK {
+				probeErrs++
+			}
+			probeMax = max(probeMax, time.Since(t0))
+		}
+	}()
+	row := bn.measure(bn.a, bn.baseA, "", func() Row {
+		return runLoad(ctx, fmt.Sprintf("5 slow bank (verify +2 s, %d users)", n), n, int64(n), 0, func(ctx context.Context, _ int, i int64) error {
+			return callback(ctx, bn.users[i], urls[i], "credited")
+		})
+	})
+	close(stop)
+	wg.Wait()
+	bn.rows[len(bn.rows)-1].Note = fmt.Sprintf("max %.0f ms vs GATEWAY_BUDGET 12 s; another user's wallet page meanwhile: max %.0f ms, %d errors",
+		row.MaxMS, ms(probeMax), probeErrs)
+	return nil
+}
+
+// 7. Two instances of serve on one PostgreSQL: full top-ups alternating.
+func (bn *bench) scenarioTwoInstances(ctx context.Context) error {
+	var err error
+	if bn.b, bn.baseB, err = bn.startServe(ctx, "serve-b"); err != nil {
+		return err
+	}
+	defer func() { bn.b.stop(); bn.b = nil }()
+	const conc = 16
+	base := func(vu int) string {
+		if vu%2 == 1 {
+			return bn.baseB
+		}
+		return bn.baseA
+	}
+	users := make([]*user, conc)
+	for vu := range conc {
+		src := bn.users[16+vu]
+		tok := ""
+		for _, c := range src.hc.Jar.Cookies(mustURL(bn.baseA)) {
+			if c.Name == "kp_session" {
+				tok = c.Value
+			}
+		}
+		users[vu] = newUser(bn.tr, src.id, src.walletID, tok, bn.baseA, bn.baseB)
+	}
+	bn.measure(bn.a, bn.baseA, "CPU and RSS of instance A only; requests split over A and B", func() Row {
+		return runLoad(ctx, "7 two instances: full top-up", conc, bn.sz.twoInstances, 0, func(ctx context.Context, vu int, _ int64) error {
+			cb, err := bn.paidPayment(ctx, users[vu], base(vu))
+			if err != nil {
+				return err
+			}
+			return callback(ctx, users[vu], cb, "credited")
+		})
+	})
+	return nil
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// 6. Bank down: once the breaker is open, a top-up is refused with "no
+// money was taken" and a fresh form.
+func (bn *bench) scenarioBankDown(ctx context.Context) error {
+	if err := bn.bank.faults(ctx, `{"down":true}`); err != nil {
+		return err
+	}
+	defer func() { _ = bn.bank.faults(context.Background(), "") }()
+	const conc = 8
+	csrfs := make([]string, conc)
+	for vu := range conc {
+		f, err := bn.users[vu].do(ctx, http.MethodGet, bn.baseA+"/wallet/topup", nil)
+		if err != nil {
+			return err
+		}
+		csrfs[vu] = field(csrfRE, f.body)
+	}
+	submit := func(ctx context.Context, vu int) error {
+		r, err := bn.users[vu].do(ctx, http.MethodPost, bn.baseA+"/wallet/topup",
+			url.Values{"_csrf": {csrfs[vu]}, "token": {payment.NewFormToken()}, "amount": {fmt.Sprint(topUpTomans)}})
+		if err != nil {
+			return err
+		}
+		if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `data-testid="gateway-failed"`) || !strings.Contains(r.body, `name="token"`) {
+			return fmt.Errorf("refusal: status %d", r.status)
+		}
+		return nil
+	}
+	for range 200 {
+		if v, ok := metric(bn.baseA, metricsToken, "kifpool_gateway_breaker_open"); ok && v == 1 {
+			break
+		}
+		_ = submit(ctx, 0)
+	}
+	if v, _ := metric(bn.baseA, metricsToken, "kifpool_gateway_breaker_open"); v != 1 {
+		return errors.New("the breaker did not open")
+	}
+	bn.measure(bn.a, bn.baseA, "breaker open; each answer: 503, no money was taken, a fresh form", func() Row {
+		return runLoad(ctx, "6 bank down: top-up refused", conc, bn.sz.downRefusals, 0, func(ctx context.Context, vu int, _ int64) error {
+			return submit(ctx, vu)
+		})
+	})
+	return nil
+}
+
+// invariants is what the end-of-run check found.
+type invariants struct {
+	Wallets    int64    `json:"wallets"`
+	Credited   int64    `json:"credited"`
+	BankPaid   int      `json:"bank_paid"`
+	Violations []string `json:"violations"`
+}
+
+// checkInvariants: balances = sum(ledger); one ledger entry per credited
+// payment and none for others; the bank's paid set equals our credited set
+// (after the worker had up to 30 s to finish open payments).
+func (bn *bench) checkInvariants(ctx context.Context) (invariants, error) {
+	var inv invariants
+	q := func(sql string) (int64, error) {
+		var n int64
+		err := bn.pool.QueryRow(ctx, sql).Scan(&n)
+		return n, err
+	}
+	bad := func(name, sql string) error {
+		n, err := q(sql)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if n != 0 {
+			inv.Violations = append(inv.Violations, fmt.Sprintf("%s: %d", name, n))
+		}
+		return nil
+	}
+	var bankPaid map[string]bool
+	ours := map[string]bool{}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var err error
+		bankPaid, err = bn.bank.paid(ctx)
+		if err != nil {
+			return inv, err
+		}
+		rows, err := bn.pool.Query(ctx, `SELECT authority FROM payments WHERE status = 'credited' AND gateway NOT IN ('seed', 'dblimit')`)
+		if err != nil {
+			return inv, err
+		}
+		ours = map[string]bool{}
+		for rows.Next() {
+			var a string
+			if err := rows.Scan(&a); err != nil {
+				return inv, err
+			}
+			ours[a] = true
+		}
+		rows.Close()
+		if len(ours) == len(bankPaid) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	inv.BankPaid = len(bankPaid)
+	for a := range bankPaid {
+		if !ours[a] {
+			inv.Violations = append(inv.Violations, "paid at the bank, not credited: "+a)
+		}
+	}
+	for a := range ours {
+		if !bankPaid[a] {
+			inv.Violations = append(inv.Violations, "credited, not paid at the bank: "+a)
+		}
+	}
+	var err error
+	if inv.Wallets, err = q(`SELECT COUNT(*) FROM wallets`); err != nil {
+		return inv, err
+	}
+	if inv.Credited, err = q(`SELECT COUNT(*) FROM payments WHERE status = 'credited'`); err != nil {
+		return inv, err
+	}
+	for _, c := range []struct{ name, sql string }{
+		{"wallets whose balance is not the sum of their ledger", `SELECT COUNT(*) FROM wallets w WHERE balance_rials <> COALESCE((SELECT SUM(amount_rials) FROM ledger_entries l WHERE l.wallet_id = w.id), 0)`},
+		{"credited payments without exactly one ledger entry", `SELECT COUNT(*) FROM payments p WHERE status = 'credited' AND (SELECT COUNT(*) FROM ledger_entries l WHERE l.payment_id = p.id) <> 1`},
+		{"ledger entries of payments not credited", `SELECT COUNT(*) FROM ledger_entries l JOIN payments p ON p.id = l.payment_id WHERE p.status <> 'credited'`},
+		{"credited payments of the app without their credit event", `SELECT COUNT(*) FROM payments p WHERE status = 'credited' AND gateway <> 'seed' AND NOT EXISTS (SELECT 1 FROM payment_events e WHERE e.payment_id = p.id AND e.to_status = 'credited')`},
+	} {
+		if err := bad(c.name, c.sql); err != nil {
+			return inv, err
+		}
+	}
+	return inv, nil
+}
