@@ -143,6 +143,7 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, sz sizes) er
 	}
 	fmt.Printf("kifpool-load: serve pid %d at %s, bank at %s, %d users seeded, logs in %s\n", bn.a.pid(), bn.baseA, bn.bankURL, nUsers, logDir)
 
+	baseline, _ := metric(bn.baseA, metricsToken, "go_goroutines")
 	steps := []struct {
 		name string
 		fn   func(context.Context) error
@@ -159,6 +160,12 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, sz sizes) er
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
+	// Goroutines back to baseline: fasthttp keeps idle workers for 10 s
+	// after their connection ends.
+	bn.tr.CloseIdleConnections()
+	time.Sleep(11 * time.Second)
+	final, _ := metric(bn.baseA, metricsToken, "go_goroutines")
+	bn.notes = append(bn.notes, fmt.Sprintf("serve's goroutines: %.0f after start, %.0f at the end (11 s after the last request)", baseline, final))
 	inv, err := bn.checkInvariants(ctx)
 	if err != nil {
 		return fmt.Errorf("invariants: %w", err)
