@@ -257,11 +257,13 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 2 {
 		t.Fatalf("%d payments, want 2 (the refused submit writes nothing)", n)
 	}
-	// Sign-in limit off: 25 wrong passwords are all answered as such.
+	// Sign-in limit per client address off: 25 wrong passwords (for as
+	// many accounts: the per-account throttle is another rule) are all
+	// answered as such.
 	other := app.NewClient(t)
 	csrf = apptest.Field(other.Get("/signin").Body, "_csrf")
 	for i := range 25 {
-		r := other.Post("/signin", url.Values{"_csrf": {csrf}, "email": {"x@example.com"}, "password": {"wrong password"}})
+		r := other.Post("/signin", url.Values{"_csrf": {csrf}, "email": {"x" + itoa(int64(i)) + "@example.com"}, "password": {"wrong password"}})
 		if r.Status != http.StatusUnauthorized {
 			t.Fatalf("sign-in %d with RATE_LIMIT_SIGNIN=0: status %d, want 401", i+1, r.Status)
 		}
