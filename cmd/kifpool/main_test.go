@@ -142,20 +142,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), out, slog.New(slog.DiscardHandler))
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitHealthy(t, "http://"+addr, done)
 	// The in-process sandbox bank answers under /sandbank.
 	resp, err := http.Post("http://"+addr+"/sandbank/pg/v4/payment/inquiry.json", "application/json", strings.NewReader(`{}`))
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
@@ -216,7 +203,7 @@ func TestServeListenAddrAlone(t *testing.T) {
 		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), out, slog.New(slog.DiscardHandler))
 	}()
 	base := "http://" + addr
-	waitHealthy(t, base)
+	waitHealthy(t, base, done)
 	if !strings.Contains(out.String(), "open "+base) {
 		t.Errorf("banner %q does not name %s", out.String(), base)
 	}
@@ -242,10 +229,17 @@ func TestServeListenAddrAlone(t *testing.T) {
 	}
 }
 
-func waitHealthy(t *testing.T, base string) {
+// waitHealthy waits for serve to answer /healthz (a minute: migrations
+// under -race on a loaded machine are slow), failing at once if it ended.
+func waitHealthy(t *testing.T, base string, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended before answering: %v", err)
+		default:
+		}
 		resp, err := http.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
