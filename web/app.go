@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/limiter"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
@@ -43,6 +44,7 @@ type Deps struct {
 	// GatewayName is the gateway's name as payments store it (the
 	// driver's); the console labels it as configured.
 	GatewayName string
+	Tokens      *apitoken.Service
 	// Bank, when set, is the built-in sandbox bank, served under /sandbank.
 	Bank http.Handler
 	Log  *slog.Logger
@@ -156,6 +158,10 @@ func New(d Deps) *fiber.App {
 	app.Post("/payments/:id/return", s.paymentReturn)
 	app.Get("/payments/:id", s.requireUser, s.receipt)
 
+	app.Get("/account/tokens", s.requireUser, s.tokensPage)
+	app.Post("/account/tokens", s.requireUser, s.createToken)
+	app.Post("/account/tokens/:id/revoke", s.requireUser, s.revokeToken)
+
 	// Every admin route lives in this group: its middleware (sign-in,
 	// admin role, and the second factor once per session, which also
 	// serves /admin/2fa) covers them all.
@@ -170,6 +176,8 @@ func New(d Deps) *fiber.App {
 	admin.Post("/reconcile", s.adminReconcile)
 	admin.Post("/payments/:id/recheck", s.adminRecheck)
 	admin.Post("/payments/:id/close", s.adminClose)
+	admin.Get("/tokens", s.adminTokensPage)
+	admin.Post("/tokens/:id/revoke", s.adminRevokeToken)
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app

@@ -22,6 +22,7 @@ const (
 	ActionRecheckSkipped Action = "recheck_skipped" // asked, but another actor held the payment: not run
 	ActionCloseFailed    Action = "close_failed"    // closed a payment under review as failed, with a note
 	ActionReconcile      Action = "reconcile"       // ran reconciliation with the gateway now
+	ActionTokenRevoke    Action = "token_revoke"    // revoked a user's API token (TargetUserID: its owner)
 )
 
 // Results of an action.

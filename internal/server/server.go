@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
@@ -58,6 +59,7 @@ type Server struct {
 	Payments *payment.Service
 	Auth     *auth.Service
 	Wallets  *wallet.Service
+	Tokens   *apitoken.Service
 	Gateway  gateway.Gateway
 	// Resilient is the caller around the driver (breaker state).
 	Resilient *resilient.Gateway
@@ -173,8 +175,9 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Config = cfg
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})
 	s.Wallets = wallet.NewService(db)
+	s.Tokens = apitoken.NewService(db, o.Now)
 	s.App = web.New(web.Deps{
-		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments,
+		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
 		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},

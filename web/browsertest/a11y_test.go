@@ -205,6 +205,17 @@ func TestAccessibility(t *testing.T) {
 				b.Wait(p.hook)
 				check(b, p.name)
 			}
+			// API access: empty, with an error, with a new token and a list.
+			b.Go("/account/tokens")
+			b.Wait("token-form")
+			check(b, "api tokens")
+			b.Click("token-submit")
+			b.Wait("token-error")
+			check(b, "api tokens with an error")
+			b.Type(tid("token-name"), "phone")
+			b.Click("token-submit")
+			b.Wait("new-token")
+			check(b, "api tokens (new token)")
 			// Pay and close: the bank's last page.
 			b.CheckNoProblems()
 			b = f.Tab(t, lang, f.User)
@@ -230,6 +241,9 @@ func TestAccessibility(t *testing.T) {
 			b.Go("/admin")
 			b.Wait("admin-payments")
 			check(b, "admin")
+			b.Go("/admin/tokens")
+			b.Wait("tokens")
+			check(b, "admin api tokens")
 			b.CheckNoProblems()
 		})
 	}

@@ -1,0 +1,138 @@
+package web
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/views"
+)
+
+func tokenRow(t apitoken.Token, owner string, s *Server) views.TokenRow {
+	state := "active"
+	switch {
+	case t.RevokedAt != nil:
+		state = "revoked"
+	case !t.Active(s.Now()):
+		state = "expired"
+	}
+	return views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Scope: string(t.Scope), State: state, Owner: owner,
+		CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
+}
+
+func (s *Server) tokensView(c *fiber.Ctx, v views.TokensView) (views.TokensView, error) {
+	list, err := s.Tokens.ForUser(c.UserContext(), currentUser(c).ID)
+	if err != nil {
+		return v, err
+	}
+	for _, t := range list {
+		v.Tokens = append(v.Tokens, tokenRow(t, "", s))
+	}
+	return v, nil
+}
+
+// tokensPage is "API access": create, list and revoke personal tokens.
+func (s *Server) tokensPage(c *fiber.Ctx) error {
+	v := views.TokensView{}
+	if c.Query("done") == "revoked" {
+		v.Notice = "tokens.revoked"
+	}
+	v, err := s.tokensView(c, v)
+	if err != nil {
+		return err
+	}
+	return render(c, fiber.StatusOK, views.Tokens(s.page(c, "tokens.title"), v))
+}
+
+// createToken makes a token and shows it once (the answer is not cached
+// and not redirected: the secret never appears in a URL or a later page).
+func (s *Server) createToken(c *fiber.Ctx) error {
+	form := views.TokenForm{Name: c.FormValue("name"), Scope: c.FormValue("scope"), ExpiresDays: c.FormValue("expires_days")}
+	secret, _, err := s.Tokens.Create(c.UserContext(), apitoken.CreateInput{
+		UserID: currentUser(c).ID, Name: form.Name, Scope: form.Scope, ExpiresDays: form.ExpiresDays,
+	})
+	status := fiber.StatusOK
+	switch {
+	case errors.Is(err, apitoken.ErrNameRequired):
+		form.ErrorKey = "tokens.error_name"
+	case errors.Is(err, apitoken.ErrNameTooLong):
+		form.ErrorKey = "tokens.error_name_long"
+	case errors.Is(err, apitoken.ErrBadScope):
+		form.ErrorKey = "tokens.error_scope"
+	case errors.Is(err, apitoken.ErrBadExpiry):
+		form.ErrorKey = "tokens.error_expiry"
+	case err != nil:
+		return err
+	}
+	v := views.TokensView{}
+	if form.ErrorKey != "" {
+		status, v.Form = fiber.StatusUnprocessableEntity, form
+	} else {
+		v.NewToken = secret
+		s.Log.Info("api token created", "user", currentUser(c).ID)
+	}
+	v, err = s.tokensView(c, v)
+	if err != nil {
+		return err
+	}
+	return render(c, status, views.Tokens(s.page(c, "tokens.title"), v))
+}
+
+func tokenIDParam(c *fiber.Ctx) (int64, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fiber.ErrNotFound
+	}
+	return id, nil
+}
+
+// revokeToken revokes one of the signed-in user's tokens.
+func (s *Server) revokeToken(c *fiber.Ctx) error {
+	id, err := tokenIDParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := s.Tokens.Revoke(c.UserContext(), currentUser(c).ID, id); {
+	case errors.Is(err, apitoken.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return c.Redirect("/account/tokens?done=revoked", fiber.StatusSeeOther)
+}
+
+// adminTokensPage lists every user's tokens (optionally by email).
+func (s *Server) adminTokensPage(c *fiber.Ctx) error {
+	filter := c.Query("email")
+	rows, err := s.Tokens.All(c.UserContext(), filter, 200)
+	if err != nil {
+		return err
+	}
+	v := views.AdminTokensView{Filter: filter}
+	if c.Query("done") == "revoked" {
+		v.Notice = "tokens.admin_revoked"
+	}
+	for _, r := range rows {
+		v.Tokens = append(v.Tokens, tokenRow(r.Token, r.Email, s))
+	}
+	return render(c, fiber.StatusOK, views.AdminTokens(s.page(c, "tokens.admin_title"), v))
+}
+
+// adminRevokeToken revokes any user's token; the audit log records it.
+func (s *Server) adminRevokeToken(c *fiber.Ctx) error {
+	id, err := tokenIDParam(c)
+	if err != nil {
+		return err
+	}
+	t, err := s.Tokens.AdminRevoke(c.UserContext(), currentUser(c).ID, id)
+	switch {
+	case errors.Is(err, apitoken.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	s.Log.Warn("admin revoked an api token", "token", t.ID, "owner", t.UserID, "admin", currentUser(c).ID)
+	return c.Redirect("/admin/tokens?done=revoked", fiber.StatusSeeOther)
+}

@@ -1,0 +1,122 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+var newTokenRE = regexp.MustCompile(`data-testid="new-token">(kp_[A-Za-z0-9_-]+)<`)
+
+func TestTokenPages(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		ctx := context.Background()
+		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		user := app.NewClient(t)
+		user.SignUp("owner@example.com")
+
+		// Signed out: the page asks to sign in.
+		if r := app.NewClient(t).Get("/account/tokens"); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+			t.Fatalf("signed-out tokens page: %d %q", r.Status, r.Location)
+		}
+		page := user.Get("/account/tokens")
+		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="tokens-none"`) {
+			t.Fatalf("empty tokens page: %d", page.Status)
+		}
+		csrf := apptest.Field(page.Body, "_csrf")
+
+		// Bad forms: 422, nothing written.
+		for _, f := range []url.Values{
+			{"name": {""}, "scope": {"read"}},
+			{"name": {"x"}, "scope": {"admin"}},
+			{"name": {"x"}, "scope": {"read"}, "expires_days": {"400"}},
+		} {
+			f.Set("_csrf", csrf)
+			if r := user.Post("/account/tokens", f); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="token-error"`) {
+				t.Fatalf("bad form %v: %d", f, r.Status)
+			}
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 0 {
+			t.Fatalf("%d tokens after refused forms", n)
+		}
+		// Without the CSRF token nothing is created.
+		if r := user.Post("/account/tokens", url.Values{"name": {"x"}, "scope": {"read"}}); r.Status != http.StatusForbidden {
+			t.Fatalf("create without csrf: %d", r.Status)
+		}
+
+		r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"phone"}, "scope": {"topup"}, "expires_days": {"30"}})
+		m := newTokenRE.FindStringSubmatch(r.Body)
+		if r.Status != http.StatusOK || m == nil {
+			t.Fatalf("create: %d, token shown: %v", r.Status, m != nil)
+		}
+		secret := m[1]
+		if r.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("the page with the secret may be cached: %q", r.Header.Get("Cache-Control"))
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE token_hash = ? AND scope = 'topup' AND expires_at IS NOT NULL`,
+			sha256hex(secret)); n != 1 {
+			t.Fatalf("token not stored by its hash")
+		}
+		// Shown once: the list afterwards has the token, never its secret.
+		list := user.Get("/account/tokens")
+		if strings.Contains(list.Body, secret) || strings.Contains(list.Body, `data-testid="new-token"`) || !strings.Contains(list.Body, `data-state="active" data-scope="topup"`) {
+			t.Fatalf("token list shows the secret or misses the token")
+		}
+		var id string
+		db.Gorm.Raw(`SELECT CAST(id AS TEXT) FROM api_tokens`).Scan(&id)
+
+		// Someone else cannot revoke it.
+		other := app.NewClient(t)
+		other.SignUp("other@example.com")
+		otherCSRF := apptest.Field(other.Get("/account/tokens").Body, "_csrf")
+		if r := other.Post("/account/tokens/"+id+"/revoke", url.Values{"_csrf": {otherCSRF}}); r.Status != http.StatusNotFound {
+			t.Fatalf("foreign revoke: %d", r.Status)
+		}
+		// Nor see the admin list.
+		if r := other.Get("/admin/tokens"); r.Status != http.StatusNotFound {
+			t.Fatalf("admin tokens page for a user: %d", r.Status)
+		}
+
+		// The admin lists and revokes it; the audit log has it.
+		admin := app.NewClient(t)
+		signin := admin.Get("/signin")
+		admin.Post("/signin", url.Values{"_csrf": {apptest.Field(signin.Body, "_csrf")}, "email": {"boss@example.com"}, "password": {"correct horse battery"}})
+		al := admin.Get("/admin/tokens?email=owner")
+		if al.Status != http.StatusOK || !strings.Contains(al.Body, "owner@example.com") || strings.Contains(al.Body, secret) {
+			t.Fatalf("admin list: %d", al.Status)
+		}
+		if r := admin.Post("/admin/tokens/"+id+"/revoke", url.Values{"_csrf": {apptest.Field(al.Body, "_csrf")}}); r.Status != http.StatusSeeOther || r.Location != "/admin/tokens?done=revoked" {
+			t.Fatalf("admin revoke: %d %q", r.Status, r.Location)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'token_revoke' AND target_user_id =
+			(SELECT id FROM users WHERE email = 'owner@example.com') AND payment_id IS NULL`); n != 1 {
+			t.Fatalf("%d audit entries", n)
+		}
+		if l := user.Get("/account/tokens"); !strings.Contains(l.Body, `data-state="revoked"`) || strings.Contains(l.Body, `data-testid="token-revoke"`) {
+			t.Fatalf("revoked token still offered for revocation")
+		}
+
+		// The owner revokes a token of their own.
+		r = user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"ci"}, "scope": {"read"}})
+		if newTokenRE.FindStringSubmatch(r.Body) == nil {
+			t.Fatalf("second token not shown")
+		}
+		db.Gorm.Raw(`SELECT CAST(MAX(id) AS TEXT) FROM api_tokens`).Scan(&id)
+		if r := user.Post("/account/tokens/"+id+"/revoke", url.Values{"_csrf": {csrf}}); r.Location != "/account/tokens?done=revoked" {
+			t.Fatalf("owner revoke: %d %q", r.Status, r.Location)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NOT NULL`); n != 2 {
+			t.Fatalf("%d revoked tokens, want 2", n)
+		}
+	})
+}
