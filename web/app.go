@@ -23,10 +23,13 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/static"
+	"github.com/kifpool/kifpool/web/api"
 )
 
 // Deps are the web layer's explicit dependencies.
@@ -45,6 +48,9 @@ type Deps struct {
 	// driver's); the console labels it as configured.
 	GatewayName string
 	Tokens      *apitoken.Service
+	// Keys and TopUps serve the JSON API (idempotency keys, top-up reads).
+	Keys   *idempotency.Store
+	TopUps *topups.Reader
 	// Bank, when set, is the built-in sandbox bank, served under /sandbank.
 	Bank http.Handler
 	Log  *slog.Logger
@@ -127,6 +133,14 @@ func New(d Deps) *fiber.App {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metrics)
+
+	// The JSON API: bearer tokens only. It is registered before the cookie
+	// session and CSRF middleware, and answers everything under /api
+	// itself, so neither ever runs for it.
+	api.Register(app.Group("/api"), api.Deps{
+		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUps: d.TopUps,
+		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
+	})
 
 	app.Use(s.language)
 	app.Use(s.session)

@@ -85,8 +85,13 @@ type Config struct {
 	RateLimitTopUp  int
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
 	ReconcileInterval time.Duration
-	DataDir           string
-	Dev               bool // no SESSION_SECRET given: a generated one is kept under DataDir
+	// IdempotencyKeyTTL: API idempotency keys are kept at least this long,
+	// then deleted by a periodic cleanup.
+	IdempotencyKeyTTL time.Duration
+	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
+	APITopUpsPerMinute int
+	DataDir            string
+	Dev                bool // no SESSION_SECRET given: a generated one is kept under DataDir
 	// LogLevel and LogFormat (json or text) shape the log output.
 	LogLevel  slog.Level
 	LogFormat string
@@ -264,6 +269,11 @@ func Load(getenv Getenv) (Config, error) {
 	if logErr != nil {
 		errs = append(errs, logErr)
 	}
+	c.IdempotencyKeyTTL = durationVar(getenv, "IDEMPOTENCY_KEY_TTL", 24*time.Hour, bad)
+	if c.IdempotencyKeyTTL < time.Minute {
+		bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
+	}
+	c.APITopUpsPerMinute = int(int64Range(getenv, "API_TOPUPS_PER_MINUTE", 30, 1, 1_000_000, bad))
 
 	switch c.Gateway {
 	case GatewaySandbox:

@@ -23,10 +23,12 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/web"
 )
@@ -60,6 +62,7 @@ type Server struct {
 	Auth     *auth.Service
 	Wallets  *wallet.Service
 	Tokens   *apitoken.Service
+	Keys     *idempotency.Store
 	Gateway  gateway.Gateway
 	// Resilient is the caller around the driver (breaker state).
 	Resilient *resilient.Gateway
@@ -175,10 +178,16 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Config = cfg
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})
 	s.Wallets = wallet.NewService(db)
-	s.Tokens = apitoken.NewService(db, o.Now)
+	s.Tokens = apitoken.NewService(db, now)
+	// A key is leased to its request for longer than the slowest top-up
+	// (the gateway budget, and a repeat's wait for the first submit).
+	s.Keys = idempotency.NewStore(db, idempotency.Options{
+		TTL: cfg.IdempotencyKeyTTL, Lease: 2*pc.RequestTimeout + 10*time.Second, Secret: cfg.SessionSecret, Now: now,
+	})
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
 		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
+		Keys: s.Keys, TopUps: topups.NewReader(db),
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		Breakers: []web.BreakerSource{s.Resilient},
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
@@ -204,7 +213,8 @@ func ready(ctx context.Context, db *store.DB) error {
 }
 
 // RunBackground starts the payment worker and the periodic reconciliation
-// (each when configured) and the hourly purge of expired sessions, until ctx ends. The returned function waits for
+// (each when configured), the hourly purge of expired sessions and the
+// cleanup of expired idempotency keys, until ctx ends. The returned function waits for
 // them to stop; in-flight work finishes first.
 func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func()) {
 	if log == nil {
@@ -236,6 +246,27 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			}
 		}()
 	}
+	// Expired idempotency keys: its own small loop (the payment worker
+	// knows nothing of the API).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		every := min(s.Keys.TTL()/4, 10*time.Minute)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if n, err := s.Keys.Cleanup(ctx); err != nil && ctx.Err() == nil {
+				log.Error("delete expired idempotency keys", "err", err)
+			} else if n > 0 {
+				log.Info("deleted expired idempotency keys", "count", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -1,0 +1,319 @@
+// Package idempotency holds the API's idempotency keys (table
+// idempotency_keys): a client sends an Idempotency-Key with a POST, the
+// first request does the work and stores its response, and every later
+// request with that key gets the stored response back instead of a second
+// side effect.
+//
+// The guarantee is the unique (user_id, idempotency_key) index: of two
+// concurrent first requests one inserts the key and the other's insert
+// violates the index, which is handled as a replay (the stored response,
+// "in use" while the first still runs, or "reused" when the request is a
+// different one). A request in flight holds the key by a lease
+// (locked_until); a request that died without finishing leaves the key
+// unlocked once its lease ends, and the next request with the same key and
+// the same request takes it over. Keys live at least TTL and are then
+// deleted by Cleanup; a key used again after that starts a new request.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// MaxKeyLen is the longest key accepted (as Stripe's).
+const MaxKeyLen = 255
+
+// Errors of a key's shape.
+var (
+	ErrKeyMissing = errors.New("the Idempotency-Key header is required")
+	ErrKeyInvalid = errors.New("the Idempotency-Key must be 1 to 255 visible ASCII characters")
+	// ErrBodyNotJSON: the request body is not one JSON value.
+	ErrBodyNotJSON = errors.New("the request body is not valid JSON")
+)
+
+// CheckKey validates a key: 1 to 255 visible ASCII characters.
+func CheckKey(k string) error {
+	if k == "" {
+		return ErrKeyMissing
+	}
+	if len(k) > MaxKeyLen {
+		return ErrKeyInvalid
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return ErrKeyInvalid
+		}
+	}
+	return nil
+}
+
+// Canonical returns body as canonical JSON: object keys sorted, no
+// insignificant white space, numbers as written. Two bodies that mean the
+// same to a JSON reader (other key order or spacing) have the same
+// canonical form.
+func Canonical(body []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBodyNotJSON, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, ErrBodyNotJSON
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// Fingerprint identifies a request: SHA-256 of its method, path and
+// canonical JSON body.
+func Fingerprint(method, path string, body []byte) (string, error) {
+	c, err := Canonical(body)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", method, path)
+	h.Write(c)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Record is one stored key.
+type Record struct {
+	ID             int64 `gorm:"primaryKey"`
+	UserID         int64
+	IdempotencyKey string
+	RequestMethod  string
+	RequestPath    string
+	Fingerprint    string
+	LockedUntil    *time.Time
+	ResponseStatus *int
+	ResponseType   string
+	ResponseBody   *string
+	PaymentID      *int64
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+}
+
+// TableName maps Record to idempotency_keys.
+func (Record) TableName() string { return "idempotency_keys" }
+
+// Finished reports whether the record holds a response.
+func (r Record) Finished() bool { return r.ResponseStatus != nil && r.ResponseBody != nil }
+
+// Outcome is what Begin decided.
+type Outcome int
+
+const (
+	// Acquired: the caller runs the request and then calls Finish (a
+	// response to store), Release (no response, keep the key for a retry
+	// of the same request) or Discard (nothing happened: forget the key).
+	Acquired Outcome = iota
+	// Replay: the key holds a finished request's response.
+	Replay
+	// InUse: another request with this key is still running.
+	InUse
+	// Mismatch: the key was used for another request (method, path or
+	// body differ).
+	Mismatch
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Acquired:
+		return "acquired"
+	case Replay:
+		return "replay"
+	case InUse:
+		return "in_use"
+	case Mismatch:
+		return "mismatch"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Options tune the store. Zero values take defaults.
+type Options struct {
+	// TTL: keys are kept at least this long (default 24h).
+	TTL time.Duration
+	// Lease: how long a request in flight holds its key; past it a retry
+	// takes the key over (default 1 minute). It must be longer than the
+	// slowest request.
+	Lease time.Duration
+	// Secret keys the tokens derived from records (FormToken).
+	Secret []byte
+	Now    func() time.Time
+}
+
+// Store runs idempotency keys over the database.
+type Store struct {
+	db     *store.DB
+	ttl    time.Duration
+	lease  time.Duration
+	secret []byte
+	now    func() time.Time
+}
+
+// NewStore returns a key store over db.
+func NewStore(db *store.DB, o Options) *Store {
+	if o.TTL <= 0 {
+		o.TTL = 24 * time.Hour
+	}
+	if o.Lease <= 0 {
+		o.Lease = time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Store{db: db, ttl: o.TTL, lease: o.Lease, secret: o.Secret, now: o.Now}
+}
+
+// TTL is how long keys are kept at least.
+func (s *Store) TTL() time.Duration { return s.ttl }
+
+func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Request identifies the request a key is used for.
+type Request struct {
+	UserID      int64
+	Key         string
+	Method      string
+	Path        string
+	Fingerprint string
+}
+
+// Begin looks the key up for the user and decides: run the request
+// (Acquired, the key is now leased to the caller), replay the stored
+// response, refuse it as in use, or refuse it as a mismatch.
+func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
+	if err := CheckKey(r.Key); err != nil {
+		return 0, Record{}, err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		now := s.clock()
+		until := now.Add(s.lease)
+		rec := Record{UserID: r.UserID, IdempotencyKey: r.Key, RequestMethod: r.Method, RequestPath: r.Path,
+			Fingerprint: r.Fingerprint, LockedUntil: &until, CreatedAt: now}
+		err := s.db.Gorm.WithContext(ctx).Create(&rec).Error
+		if err == nil {
+			return Acquired, rec, nil
+		}
+		if !store.IsUniqueViolation(err) {
+			return 0, Record{}, fmt.Errorf("store idempotency key: %w", err)
+		}
+		// The unique (user_id, key) index refused a second row: answer
+		// from the first one.
+		var old Record
+		err = s.db.Gorm.WithContext(ctx).Where("user_id = ? AND idempotency_key = ?", r.UserID, r.Key).Take(&old).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			continue // deleted meanwhile (cleanup): insert again
+		}
+		if err != nil {
+			return 0, Record{}, fmt.Errorf("load idempotency key: %w", err)
+		}
+		switch {
+		case old.RequestMethod != r.Method || old.RequestPath != r.Path || old.Fingerprint != r.Fingerprint:
+			return Mismatch, old, nil
+		case old.Finished():
+			return Replay, old, nil
+		case old.LockedUntil != nil && old.LockedUntil.After(now):
+			return InUse, old, nil
+		}
+		// Released, or its request died: take it over, if no one else
+		// just did.
+		res := s.db.Gorm.WithContext(ctx).Model(&Record{}).
+			Where("id = ? AND response_status IS NULL AND (locked_until IS NULL OR locked_until <= ?)", old.ID, now).
+			Update("locked_until", until)
+		if res.Error != nil {
+			return 0, Record{}, fmt.Errorf("take over idempotency key %d: %w", old.ID, res.Error)
+		}
+		if res.RowsAffected == 1 {
+			old.LockedUntil = &until
+			return Acquired, old, nil
+		}
+	}
+	return InUse, Record{}, nil
+}
+
+// Finish stores the response of an acquired request and unlocks the key.
+func (s *Store) Finish(ctx context.Context, rec Record, status int, contentType string, body []byte, paymentID *int64) (Record, error) {
+	now := s.clock()
+	b := string(body)
+	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}).
+		Where("id = ? AND response_status IS NULL", rec.ID).
+		Updates(map[string]any{"response_status": status, "response_type": contentType, "response_body": b,
+			"payment_id": paymentID, "locked_until": nil, "finished_at": now})
+	if res.Error != nil {
+		return rec, fmt.Errorf("store response of idempotency key %d: %w", rec.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return rec, fmt.Errorf("store response of idempotency key %d: already finished or deleted", rec.ID)
+	}
+	rec.ResponseStatus, rec.ResponseType, rec.ResponseBody, rec.PaymentID, rec.LockedUntil, rec.FinishedAt = &status, contentType, &b, paymentID, nil, &now
+	return rec, nil
+}
+
+// Release unlocks an acquired key without a response: the request may
+// have had an effect (a payment row), so the key stays, and a retry of the
+// same request takes it over at once and finds that effect.
+func (s *Store) Release(ctx context.Context, rec Record) error {
+	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}).
+		Where("id = ? AND response_status IS NULL", rec.ID).Update("locked_until", nil).Error
+	if err != nil {
+		return fmt.Errorf("release idempotency key %d: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// Discard forgets an acquired key whose request failed before any side
+// effect: the client may fix the request and retry with the same key.
+func (s *Store) Discard(ctx context.Context, rec Record) error {
+	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).
+		Where("id = ? AND response_status IS NULL", rec.ID).Delete(&Record{}).Error
+	if err != nil {
+		return fmt.Errorf("discard idempotency key %d: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// FormToken derives from a record the token its payment is created with
+// (22 base64url characters, the shape of a form token): the payments'
+// unique (user_id, form_token) index then also guards the API, and a
+// retry that takes a key over finds the payment its first request made.
+func (s *Store) FormToken(rec Record) string {
+	m := hmac.New(sha256.New, s.secret)
+	fmt.Fprintf(m, "idempotency-key:%d:%d", rec.UserID, rec.ID)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// Cleanup deletes the keys older than the TTL (except one whose request is
+// somehow still running) and returns how many.
+func (s *Store) Cleanup(ctx context.Context) (int64, error) {
+	now := s.clock()
+	res := s.db.Gorm.WithContext(ctx).
+		Where("created_at < ? AND (locked_until IS NULL OR locked_until <= ?)", now.Add(-s.ttl), now).
+		Delete(&Record{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete expired idempotency keys: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}

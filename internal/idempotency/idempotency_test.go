@@ -1,0 +1,198 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func TestCheckKey(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want error
+	}{
+		{"", idempotency.ErrKeyMissing},
+		{"a", nil},
+		{"8e03978e-40d5-43e8-bc93-6894a57f9324", nil},
+		{strings.Repeat("k", 255), nil},
+		{strings.Repeat("k", 256), idempotency.ErrKeyInvalid},
+		{"has space", idempotency.ErrKeyInvalid},
+		{"tab\tkey", idempotency.ErrKeyInvalid},
+		{"کلید", idempotency.ErrKeyInvalid},
+		{"del\x7f", idempotency.ErrKeyInvalid},
+		{`"quoted"`, nil},
+	} {
+		if err := idempotency.CheckKey(tc.key); !errors.Is(err, tc.want) {
+			t.Errorf("CheckKey(%q) = %v, want %v", tc.key, err, tc.want)
+		}
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	fp := func(method, path, body string) string {
+		t.Helper()
+		s, err := idempotency.Fingerprint(method, path, []byte(body))
+		if err != nil {
+			t.Fatalf("fingerprint %q: %v", body, err)
+		}
+		return s
+	}
+	a := fp("POST", "/api/v1/topups", `{"amount_rials": 500000, "description": "x"}`)
+	for _, same := range []string{
+		`{"description":"x","amount_rials":500000}`,
+		"\n{ \"amount_rials\" :500000 ,\"description\":\"x\" }\n",
+	} {
+		if fp("POST", "/api/v1/topups", same) != a {
+			t.Errorf("%q has another fingerprint than the same request", same)
+		}
+	}
+	for _, other := range []struct{ m, p, b string }{
+		{"POST", "/api/v1/topups", `{"amount_rials": 500010, "description": "x"}`},
+		{"POST", "/api/v1/topups", `{"amount_rials": 500000}`},
+		{"POST", "/api/v1/other", `{"amount_rials": 500000, "description": "x"}`},
+		{"PUT", "/api/v1/topups", `{"amount_rials": 500000, "description": "x"}`},
+	} {
+		if fp(other.m, other.p, other.b) == a {
+			t.Errorf("%v has the same fingerprint as another request", other)
+		}
+	}
+	for _, bad := range []string{"", "{", `{"a":1} {"b":2}`, "amount=1"} {
+		if _, err := idempotency.Fingerprint("POST", "/", []byte(bad)); !errors.Is(err, idempotency.ErrBodyNotJSON) {
+			t.Errorf("Fingerprint(%q): %v", bad, err)
+		}
+	}
+}
+
+func TestKeyLifecycle(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+		var mu sync.Mutex
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+		users := auth.NewService(db, auth.Options{BcryptCost: 4})
+		alice, _ := users.SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
+		bob, _ := users.SignUp(ctx, "bob@example.com", "correct horse battery", "", "en")
+		s := idempotency.NewStore(db, idempotency.Options{TTL: 24 * time.Hour, Lease: 30 * time.Second, Secret: []byte("s3cret"), Now: clock})
+		req := idempotency.Request{UserID: alice.ID, Key: "key-1", Method: "POST", Path: "/api/v1/topups", Fingerprint: "fp-a"}
+
+		out, rec, err := s.Begin(ctx, req)
+		if err != nil || out != idempotency.Acquired {
+			t.Fatalf("first: %v %v", out, err)
+		}
+		if tok := s.FormToken(rec); !payment.ValidFormToken(tok) || tok != s.FormToken(rec) {
+			t.Fatalf("form token %q", tok)
+		}
+		// While it runs: in use; another body: mismatch; bob's same key: his own.
+		if out, _, _ := s.Begin(ctx, req); out != idempotency.InUse {
+			t.Fatalf("second while in flight: %v", out)
+		}
+		other := req
+		other.Fingerprint = "fp-b"
+		if out, _, _ := s.Begin(ctx, other); out != idempotency.Mismatch {
+			t.Fatalf("other body: %v", out)
+		}
+		bobs := req
+		bobs.UserID = bob.ID
+		if out, brec, _ := s.Begin(ctx, bobs); out != idempotency.Acquired || s.FormToken(brec) == s.FormToken(rec) {
+			t.Fatalf("bob's key: %v", out)
+		}
+		// Finished: replayed byte for byte.
+		body := []byte(`{"id":"x","status":"awaiting_payment"}`)
+		if _, err := s.Finish(ctx, rec, 201, "application/json", body, nil); err != nil {
+			t.Fatal(err)
+		}
+		out, got, _ := s.Begin(ctx, req)
+		if out != idempotency.Replay || *got.ResponseStatus != 201 || *got.ResponseBody != string(body) || got.ResponseType != "application/json" {
+			t.Fatalf("replay: %v %+v", out, got)
+		}
+		if _, err := s.Finish(ctx, rec, 500, "application/json", []byte("{}"), nil); err == nil {
+			t.Fatalf("a finished key was finished again")
+		}
+		if out, _, _ := s.Begin(ctx, other); out != idempotency.Mismatch {
+			t.Fatalf("other body after finish: %v", out)
+		}
+
+		// A request that died: in use until its lease ends, then taken over
+		// by one retry (the same record, so the same derived token).
+		req2 := req
+		req2.Key = "key-2"
+		_, died, _ := s.Begin(ctx, req2)
+		advance(29 * time.Second)
+		if out, _, _ := s.Begin(ctx, req2); out != idempotency.InUse {
+			t.Fatalf("inside the lease: %v", out)
+		}
+		advance(2 * time.Second)
+		var wg sync.WaitGroup
+		outs := make(chan idempotency.Outcome, 10)
+		for range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, r, err := s.Begin(ctx, req2)
+				if err != nil {
+					t.Error(err)
+				}
+				if out == idempotency.Acquired && r.ID != died.ID {
+					t.Errorf("takeover made a new record")
+				}
+				outs <- out
+			}()
+		}
+		wg.Wait()
+		close(outs)
+		acquired := 0
+		for o := range outs {
+			if o == idempotency.Acquired {
+				acquired++
+			} else if o != idempotency.InUse {
+				t.Errorf("concurrent takeover: %v", o)
+			}
+		}
+		if acquired != 1 {
+			t.Fatalf("%d takeovers, want 1", acquired)
+		}
+		// Released: the next retry takes it at once.
+		if err := s.Release(ctx, died); err != nil {
+			t.Fatal(err)
+		}
+		if out, r, _ := s.Begin(ctx, req2); out != idempotency.Acquired || r.ID != died.ID {
+			t.Fatalf("after release: %v", out)
+		}
+		// Discarded: a new request (another body even) starts afresh.
+		req3 := req
+		req3.Key = "key-3"
+		_, r3, _ := s.Begin(ctx, req3)
+		if err := s.Discard(ctx, r3); err != nil {
+			t.Fatal(err)
+		}
+		req3.Fingerprint = "fp-c"
+		if out, r, _ := s.Begin(ctx, req3); out != idempotency.Acquired || r.ID == r3.ID {
+			t.Fatalf("after discard: %v", out)
+		}
+
+		// TTL: nothing is deleted before it; after it, every key (the
+		// finished one too) goes and the key starts a new request.
+		if n, err := s.Cleanup(ctx); err != nil || n != 0 {
+			t.Fatalf("cleanup before the TTL: %d %v", n, err)
+		}
+		advance(24 * time.Hour)
+		n, err := s.Cleanup(ctx)
+		if err != nil || n != 3 { // the key-3 made 31 s later stays
+			t.Fatalf("cleanup after the TTL: %d %v", n, err)
+		}
+		out, again, _ := s.Begin(ctx, req)
+		if out != idempotency.Acquired || again.ID == rec.ID || s.FormToken(again) == s.FormToken(rec) {
+			t.Fatalf("key after cleanup: %v", out)
+		}
+	})
+}

@@ -1,0 +1,105 @@
+// Package topups reads a user's top-ups the way the JSON API shows them:
+// the payment rows, newest first with keyset pagination, and when each
+// credited one was credited (its ledger entry). It only reads; every
+// change of a payment goes through internal/payment.
+package topups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// ErrNotFound: no such payment for this user.
+var ErrNotFound = errors.New("top-up not found")
+
+// Item is a payment with the time its credit was booked.
+type Item struct {
+	payment.Payment
+	CreditedAt *time.Time
+}
+
+// Reader reads top-ups.
+type Reader struct{ db *store.DB }
+
+// NewReader returns a reader over db.
+func NewReader(db *store.DB) *Reader { return &Reader{db: db} }
+
+// ForUser returns up to limit of the user's payments, newest first, older
+// than the payment with internal id before (0: from the newest). next is
+// the cursor of the following page, 0 when there is none.
+func (r *Reader) ForUser(ctx context.Context, userID, before int64, limit int) (items []Item, next int64, err error) {
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	q := r.db.Gorm.WithContext(ctx).Where("user_id = ?", userID)
+	if before > 0 {
+		q = q.Where("id < ?", before)
+	}
+	var rows []payment.Payment
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("top-ups of user %d: %w", userID, err)
+	}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = rows[limit-1].ID
+	}
+	items, err = r.withCredits(ctx, rows)
+	return items, next, err
+}
+
+// Get returns one of the user's payments by its public id; another user's
+// payment is ErrNotFound.
+func (r *Reader) Get(ctx context.Context, userID int64, publicID string) (Item, error) {
+	if !payment.ValidPublicID(publicID) {
+		return Item{}, ErrNotFound
+	}
+	var rows []payment.Payment
+	if err := r.db.Gorm.WithContext(ctx).Where("public_id = ? AND user_id = ?", publicID, userID).Limit(1).Find(&rows).Error; err != nil {
+		return Item{}, fmt.Errorf("top-up %s: %w", publicID, err)
+	}
+	if len(rows) == 0 {
+		return Item{}, ErrNotFound
+	}
+	items, err := r.withCredits(ctx, rows)
+	if err != nil {
+		return Item{}, err
+	}
+	return items[0], nil
+}
+
+func (r *Reader) withCredits(ctx context.Context, rows []payment.Payment) ([]Item, error) {
+	items := make([]Item, len(rows))
+	var ids []int64
+	for i, p := range rows {
+		items[i].Payment = p
+		if p.Status == payment.StatusCredited {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return items, nil
+	}
+	var credits []struct {
+		PaymentID int64
+		CreatedAt time.Time
+	}
+	if err := r.db.Gorm.WithContext(ctx).Table("ledger_entries").Select("payment_id, created_at").
+		Where("payment_id IN ?", ids).Scan(&credits).Error; err != nil {
+		return nil, fmt.Errorf("credits of top-ups: %w", err)
+	}
+	at := make(map[int64]time.Time, len(credits))
+	for _, c := range credits {
+		at[c.PaymentID] = c.CreatedAt
+	}
+	for i := range items {
+		if t, ok := at[items[i].ID]; ok {
+			items[i].CreditedAt = &t
+		}
+	}
+	return items, nil
+}

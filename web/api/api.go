@@ -1,0 +1,170 @@
+// Package api is Kifpool's JSON API under /api (for the mobile app and
+// partner services): personal API tokens as bearer tokens, no cookies and
+// no CSRF, RFC 9457 problem+json errors with stable codes, the
+// Idempotency-Key header on POST, and the OpenAPI 3.1 document at
+// /api/openapi.json. Handlers are thin: they parse, call the domain
+// packages and write JSON.
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/limiter"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topups"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+// Deps are the API's dependencies.
+type Deps struct {
+	Tokens   *apitoken.Service
+	Keys     *idempotency.Store
+	Payments *payment.Service
+	Wallets  *wallet.Service
+	TopUps   *topups.Reader
+	Log      *slog.Logger
+	// TopUpsPerMinute limits POST /api/v1/topups per token (default 30).
+	TopUpsPerMinute int
+}
+
+type handler struct{ Deps }
+
+const localPrincipal = "api_principal"
+
+// Register adds the API's routes to r, a router for the /api prefix. It
+// must come before the cookie session and CSRF middleware: nothing under
+// /api falls through to them.
+func Register(r fiber.Router, d Deps) {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.TopUpsPerMinute <= 0 {
+		d.TopUpsPerMinute = 30
+	}
+	h := &handler{d}
+	r.Use(h.problems)
+	r.Get("/openapi.json", serveOpenAPI)
+
+	v1 := r.Group("/v1", h.authenticate)
+	v1.Post("/topups", h.need(apitoken.ScopeTopUp), h.topUpLimit(), h.createTopUp)
+	v1.Get("/topups", h.need(apitoken.ScopeRead), h.listTopUps)
+	v1.Get("/topups/:id", h.need(apitoken.ScopeRead), h.getTopUp)
+	v1.Get("/wallet", h.need(apitoken.ScopeRead), h.getWallet)
+	v1.Get("/wallet/ledger", h.need(apitoken.ScopeRead), h.listLedger)
+
+	// Whatever else is asked under /api is a problem+json 404, never a
+	// page (and never reaches the cookie session).
+	r.Use(func(c *fiber.Ctx) error {
+		return problem(c, CodeNotFound, "No such API endpoint: "+c.Method()+" "+c.Path())
+	})
+}
+
+// problems turns an error a handler returned into a problem (no Go error
+// text reaches the client; it goes to the log).
+func (h *handler) problems(c *fiber.Ctx) error {
+	err := c.Next()
+	if err == nil {
+		return nil
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fiber.StatusNotFound:
+			return problem(c, CodeNotFound, "")
+		case fiber.StatusBadRequest:
+			return problem(c, CodeInvalidBody, "")
+		}
+	}
+	h.Log.Error("api request failed", "method", c.Method(), "path", c.Path(), "request_id", c.Locals("requestid"), "err", err)
+	c.Response().ResetBody()
+	return problem(c, CodeInternal, "Something went wrong on our side; retry later (with the same Idempotency-Key for a POST).")
+}
+
+// authenticate accepts "Authorization: Bearer kp_…" only. Cookies are
+// never looked at.
+func (h *handler) authenticate(c *fiber.Ctx) error {
+	authz := c.Get(fiber.HeaderAuthorization)
+	scheme, secret, ok := strings.Cut(authz, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="kifpool"`)
+		return problem(c, CodeUnauthorized, "Send a personal API token: Authorization: Bearer kp_… (create one at /account/tokens).")
+	}
+	p, err := h.Tokens.Authenticate(c.UserContext(), strings.TrimSpace(secret))
+	if errors.Is(err, apitoken.ErrUnauthorized) {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="kifpool", error="invalid_token"`)
+		return problem(c, CodeUnauthorized, "The token is unknown, revoked or expired.")
+	}
+	if err != nil {
+		return err
+	}
+	c.Locals(localPrincipal, p)
+	return c.Next()
+}
+
+func principal(c *fiber.Ctx) apitoken.Principal {
+	p, _ := c.Locals(localPrincipal).(apitoken.Principal)
+	return p
+}
+
+func (h *handler) need(scope apitoken.Scope) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if !principal(c).Scope.Allows(scope) {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="kifpool", error="insufficient_scope", scope="`+string(scope)+`"`)
+			return problem(c, CodeInsufficientScope, "This needs a token with scope "+string(scope)+".")
+		}
+		return c.Next()
+	}
+}
+
+// topUpLimit limits top-ups per token (per instance, like the site's
+// limits). It runs before the idempotency layer, so a 429 is never stored
+// and a retry after Retry-After with the same key goes through.
+func (h *handler) topUpLimit() fiber.Handler {
+	return limiter.New(limiter.Config{
+		Max: h.TopUpsPerMinute, Expiration: time.Minute,
+		KeyGenerator: func(c *fiber.Ctx) string { return "t" + strconv.FormatInt(principal(c).TokenID, 10) },
+		LimitReached: func(c *fiber.Ctx) error {
+			if n, err := strconv.Atoi(string(c.Response().Header.Peek(fiber.HeaderRetryAfter))); err != nil || n < 1 {
+				c.Set(fiber.HeaderRetryAfter, "1")
+			}
+			return problem(c, CodeRateLimited, "At most "+strconv.Itoa(h.TopUpsPerMinute)+" top-ups a minute per token; retry after the Retry-After seconds.")
+		},
+	})
+}
+
+// cursorParams reads ?cursor= (a positive integer, from next_cursor) and
+// ?limit= (1 to 100, default 20).
+func cursorParams(c *fiber.Ctx) (before int64, limit int, detail string) {
+	limit = 20
+	if s := c.Query("cursor"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, 0, "cursor must be a next_cursor value from an earlier page"
+		}
+		before = n
+	}
+	if s := c.Query("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			return 0, 0, "limit must be an integer from 1 to 100"
+		}
+		limit = n
+	}
+	return before, limit, ""
+}
+
+func cursorString(next int64) *string {
+	if next == 0 {
+		return nil
+	}
+	s := strconv.FormatInt(next, 10)
+	return &s
+}

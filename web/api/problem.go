@@ -1,0 +1,105 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Code is a stable, machine-readable cause of an error (the "code" member
+// of every problem). Clients branch on it; titles and details may change.
+type Code string
+
+// The API's error codes. The OpenAPI document lists the same set.
+const (
+	CodeUnauthorized       Code = "unauthorized"
+	CodeInsufficientScope  Code = "insufficient_scope"
+	CodeNotFound           Code = "not_found"
+	CodeRateLimited        Code = "rate_limited"
+	CodeKeyMissing         Code = "idempotency_key_missing"
+	CodeKeyInvalid         Code = "idempotency_key_invalid"
+	CodeKeyReused          Code = "idempotency_key_reused"
+	CodeKeyInUse           Code = "idempotency_key_in_use"
+	CodeInvalidBody        Code = "invalid_body"
+	CodeInvalidParameter   Code = "invalid_parameter"
+	CodeAmountInvalid      Code = "amount_invalid"
+	CodeAmountTooSmall     Code = "amount_too_small"
+	CodeAmountTooLarge     Code = "amount_too_large"
+	CodeDescriptionTooLong Code = "description_too_long"
+	CodeGatewayFailed      Code = "gateway_failed"
+	CodeInternal           Code = "internal_error"
+)
+
+var codeInfo = map[Code]struct {
+	status int
+	title  string
+}{
+	CodeUnauthorized:       {fiber.StatusUnauthorized, "Authentication required"},
+	CodeInsufficientScope:  {fiber.StatusForbidden, "The token's scope does not allow this"},
+	CodeNotFound:           {fiber.StatusNotFound, "Not found"},
+	CodeRateLimited:        {fiber.StatusTooManyRequests, "Too many requests"},
+	CodeKeyMissing:         {fiber.StatusBadRequest, "Idempotency-Key header required"},
+	CodeKeyInvalid:         {fiber.StatusBadRequest, "Idempotency-Key header invalid"},
+	CodeKeyReused:          {fiber.StatusConflict, "Idempotency-Key reused for another request"},
+	CodeKeyInUse:           {fiber.StatusConflict, "A request with this Idempotency-Key is in progress"},
+	CodeInvalidBody:        {fiber.StatusBadRequest, "Request body invalid"},
+	CodeInvalidParameter:   {fiber.StatusBadRequest, "Query parameter invalid"},
+	CodeAmountInvalid:      {fiber.StatusUnprocessableEntity, "Amount invalid"},
+	CodeAmountTooSmall:     {fiber.StatusUnprocessableEntity, "Amount below the minimum"},
+	CodeAmountTooLarge:     {fiber.StatusUnprocessableEntity, "Amount above the maximum"},
+	CodeDescriptionTooLong: {fiber.StatusUnprocessableEntity, "Description too long"},
+	CodeGatewayFailed:      {fiber.StatusBadGateway, "The bank did not start the payment"},
+	CodeInternal:           {fiber.StatusInternalServerError, "Internal error"},
+}
+
+// Problem is an RFC 9457 problem details object with our code.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Code   Code   `json:"code"`
+	// TopUpID names the payment a gateway_failed problem is about.
+	TopUpID string `json:"topup_id,omitempty"`
+}
+
+// MIMEProblem is the media type of every error answer.
+const MIMEProblem = "application/problem+json"
+
+func newProblem(code Code, detail string) Problem {
+	info, ok := codeInfo[code]
+	if !ok {
+		code, info = CodeInternal, codeInfo[CodeInternal]
+	}
+	return Problem{Type: "urn:kifpool:problem:" + string(code), Title: info.title, Status: info.status, Detail: detail, Code: code}
+}
+
+func (p Problem) bytes() []byte {
+	b, _ := json.Marshal(p) // a struct of strings and an int: cannot fail
+	return b
+}
+
+// problem answers with a problem+json.
+func problem(c *fiber.Ctx, code Code, detail string) error {
+	return sendProblem(c, newProblem(code, detail))
+}
+
+func sendProblem(c *fiber.Ctx, p Problem) error {
+	return send(c, p.Status, MIMEProblem, p.bytes())
+}
+
+// send writes an API answer: never cached.
+func send(c *fiber.Ctx, status int, contentType string, body []byte) error {
+	c.Status(status)
+	c.Set(fiber.HeaderContentType, contentType)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(body)
+}
+
+func sendJSON(c *fiber.Ctx, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return send(c, status, fiber.MIMEApplicationJSON, b)
+}

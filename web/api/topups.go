@@ -1,0 +1,214 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topups"
+)
+
+// HeaderIdempotencyKey and HeaderReplayed are the idempotency headers.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderReplayed       = "Idempotent-Replayed"
+	maxDescriptionLen    = 255
+)
+
+// TopUp is a top-up as the API shows it.
+type TopUp struct {
+	ID          string     `json:"id"`
+	Status      string     `json:"status"`
+	AmountRials int64      `json:"amount_rials"`
+	PaymentURL  *string    `json:"payment_url"`
+	RefID       *int64     `json:"ref_id"`
+	CreatedAt   time.Time  `json:"created_at"`
+	CreditedAt  *time.Time `json:"credited_at"`
+}
+
+func (h *handler) topUpView(it topups.Item) TopUp {
+	v := TopUp{ID: it.PublicID, Status: string(it.Status), AmountRials: it.AmountRials, CreatedAt: it.CreatedAt.UTC()}
+	if it.Status == payment.StatusAwaitingPayment && it.Authority != nil {
+		u := h.Payments.Gateway().PayURL(*it.Authority)
+		v.PaymentURL = &u
+	}
+	if it.Status == payment.StatusCredited {
+		v.RefID = it.RefID
+		if it.CreditedAt != nil {
+			t := it.CreditedAt.UTC()
+			v.CreditedAt = &t
+		}
+	}
+	return v
+}
+
+type topUpRequest struct {
+	AmountRials *int64  `json:"amount_rials"`
+	Description *string `json:"description"`
+}
+
+// createTopUp is POST /api/v1/topups. Order: authentication, scope and
+// the rate limit (middleware), the key's shape, the body, the amount —
+// none of which stores anything — then the key decides between running
+// the request, replaying the stored answer, or refusing (in use,
+// reused). Only answers given after the payment row may exist are stored.
+func (h *handler) createTopUp(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	key := c.Get(HeaderIdempotencyKey)
+	switch err := idempotency.CheckKey(key); {
+	case errors.Is(err, idempotency.ErrKeyMissing):
+		return problem(c, CodeKeyMissing, "POST needs an Idempotency-Key header (e.g. a UUID); send the same key when you retry.")
+	case err != nil:
+		return problem(c, CodeKeyInvalid, "An Idempotency-Key is 1 to 255 visible ASCII characters.")
+	}
+	body := c.Body()
+	// The route's path, not the request's: "/api/v1/topups/" is the same
+	// endpoint.
+	path := c.Route().Path
+	fp, err := idempotency.Fingerprint(c.Method(), path, body)
+	if err != nil {
+		return problem(c, CodeInvalidBody, "The body must be one JSON object, e.g. {\"amount_rials\": 500000}.")
+	}
+	var in topUpRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return problem(c, CodeInvalidBody, "The body must be a JSON object with amount_rials (an integer) and optionally description (a string).")
+	}
+	minR, maxR := h.Payments.Limits()
+	switch {
+	case in.AmountRials == nil || *in.AmountRials <= 0:
+		return problem(c, CodeAmountInvalid, "amount_rials must be a positive integer number of rials.")
+	case *in.AmountRials%10 != 0:
+		return problem(c, CodeAmountInvalid, "amount_rials must be whole tomans (a multiple of 10 rials).")
+	case *in.AmountRials < minR:
+		return problem(c, CodeAmountTooSmall, "amount_rials must be at least "+itoa(minR)+".")
+	case *in.AmountRials > maxR:
+		return problem(c, CodeAmountTooLarge, "amount_rials must be at most "+itoa(maxR)+".")
+	case in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionLen:
+		return problem(c, CodeDescriptionTooLong, "description is at most 255 characters.")
+	}
+
+	p := principal(c)
+	out, rec, err := h.Keys.Begin(ctx, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
+	if err != nil {
+		return err
+	}
+	switch out {
+	case idempotency.Replay:
+		c.Set(HeaderReplayed, "true")
+		return send(c, *rec.ResponseStatus, rec.ResponseType, []byte(*rec.ResponseBody))
+	case idempotency.InUse:
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
+	case idempotency.Mismatch:
+		return problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
+	}
+	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials)
+}
+
+// runTopUp creates the payment under an acquired key, through the same
+// service, limits and breaker as the form; the payment's form token is
+// derived from the key's record, so the payments' unique (user_id,
+// form_token) index guards the API too, and a retry that takes over a
+// key whose request died finds the payment that request made.
+func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64) error {
+	ctx := c.UserContext()
+	w, err := h.Wallets.ForUser(ctx, userID)
+	if err != nil {
+		// Nothing happened: forget the key, the client may retry.
+		if derr := h.Keys.Discard(ctx, rec); derr != nil {
+			h.Log.Error("discard idempotency key", "err", derr)
+		}
+		return err
+	}
+	res, err := h.Payments.StartTopUp(ctx, payment.StartInput{
+		UserID: userID, WalletID: w.ID, Email: email, FormToken: h.Keys.FormToken(rec), AmountRials: amount,
+	})
+	switch {
+	case errors.Is(err, payment.ErrGatewayFailed) && res.Payment.ID != 0:
+		// The payment row exists and failed: that is this key's answer,
+		// stored and replayed (a new attempt needs a new key).
+		pr := newProblem(CodeGatewayFailed, "The bank did not start the payment and no money was taken. Try again later with a new Idempotency-Key.")
+		pr.TopUpID = res.Payment.PublicID
+		return h.finish(c, rec, pr.Status, MIMEProblem, pr.bytes(), &res.Payment.ID)
+	case errors.Is(err, payment.ErrStillProcessing):
+		h.release(ctx, rec)
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
+	case err != nil:
+		// The payment may exist: keep the key (without an answer) so that
+		// a retry with it finds that payment instead of making another.
+		h.release(ctx, rec)
+		return err
+	}
+	it, err := h.TopUps.Get(ctx, userID, res.Payment.PublicID)
+	if err != nil {
+		h.release(ctx, rec)
+		return err
+	}
+	body, err := json.Marshal(h.topUpView(it))
+	if err != nil {
+		h.release(ctx, rec)
+		return err
+	}
+	return h.finish(c, rec, fiber.StatusCreated, fiber.MIMEApplicationJSON, body, &res.Payment.ID)
+}
+
+// finish stores the answer under the key, then sends it. If storing
+// fails, the answer is still sent; the key stays leased and unanswered,
+// and a retry after the lease finds the payment through its form token.
+func (h *handler) finish(c *fiber.Ctx, rec idempotency.Record, status int, contentType string, body []byte, paymentID *int64) error {
+	if _, err := h.Keys.Finish(c.UserContext(), rec, status, contentType, body, paymentID); err != nil {
+		h.Log.Error("store idempotent response", "err", err)
+	}
+	return send(c, status, contentType, body)
+}
+
+func (h *handler) release(ctx context.Context, rec idempotency.Record) {
+	if err := h.Keys.Release(ctx, rec); err != nil {
+		h.Log.Error("release idempotency key", "err", err)
+	}
+}
+
+// getTopUp is GET /api/v1/topups/{id}: the owner's payment, else 404.
+func (h *handler) getTopUp(c *fiber.Ctx) error {
+	it, err := h.TopUps.Get(c.UserContext(), principal(c).UserID, c.Params("id"))
+	if errors.Is(err, topups.ErrNotFound) {
+		return problem(c, CodeNotFound, "No top-up with this id.")
+	}
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, fiber.StatusOK, h.topUpView(it))
+}
+
+// TopUpPage is a page of top-ups.
+type TopUpPage struct {
+	Items      []TopUp `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// listTopUps is GET /api/v1/topups: newest first, keyset paginated.
+func (h *handler) listTopUps(c *fiber.Ctx) error {
+	before, limit, detail := cursorParams(c)
+	if detail != "" {
+		return problem(c, CodeInvalidParameter, detail)
+	}
+	items, next, err := h.TopUps.ForUser(c.UserContext(), principal(c).UserID, before, limit)
+	if err != nil {
+		return err
+	}
+	page := TopUpPage{Items: []TopUp{}, NextCursor: cursorString(next)}
+	for _, it := range items {
+		page.Items = append(page.Items, h.topUpView(it))
+	}
+	return sendJSON(c, fiber.StatusOK, page)
+}
