@@ -205,7 +205,9 @@ func TestAccessibility(t *testing.T) {
 				b.Wait(p.hook)
 				check(b, p.name)
 			}
-			// API access: empty, with an error, with a new token and a list.
+			// API access: empty, with an error, with a new token and a list
+			// (a tab of its own: each tab has one test time-out).
+			b = f.Tab(t, lang, f.User)
 			b.Go("/account/tokens")
 			b.Wait("token-form")
 			check(b, "api tokens")
