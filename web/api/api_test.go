@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -310,24 +312,36 @@ func TestAuthenticationAndScopes(t *testing.T) {
 		}
 
 		// A signed-in browser's cookies mean nothing on /api: no token is
-		// 401, and a token needs no CSRF token.
+		// 401, and a token needs no CSRF token (nor a same-site Origin).
 		browser := f.app.NewClient(t)
 		browser.SignUp("browser@example.com")
-		req, _ := http.NewRequest(http.MethodGet, f.app.URL+"/api/v1/wallet", nil)
-		if r := browser.Do(req); r.Status != http.StatusUnauthorized {
-			t.Fatalf("cookie session on the API: %d", r.Status)
+		base, _ := url.Parse(f.app.URL)
+		var jar []string
+		for _, ck := range browser.HTTP.Jar.Cookies(base) {
+			jar = append(jar, ck.Name+"="+ck.Value)
 		}
-		req, _ = http.NewRequest(http.MethodPost, f.app.URL+"/api/v1/topups", strings.NewReader(`{"amount_rials": 100000}`))
-		req.Header.Set("Authorization", "Bearer "+writer.token)
-		req.Header.Set("Idempotency-Key", "with-cookies")
-		req.Header.Set("Origin", "https://evil.example")
-		if r := browser.Do(req); r.Status != http.StatusCreated {
-			t.Fatalf("token with a foreign origin and cookies: %d %s", r.Status, r.Body)
+		if len(jar) < 2 {
+			t.Fatalf("the browser has no session: %v", jar)
 		}
-		// Unknown API paths are problems, not pages.
-		req, _ = http.NewRequest(http.MethodGet, f.app.URL+"/api/v2/wallet", nil)
-		if r := browser.Do(req); r.Status != http.StatusNotFound || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") {
-			t.Fatalf("unknown api path: %d %q", r.Status, r.Header.Get("Content-Type"))
+		cookies := strings.Join(jar, "; ")
+		if a := anon.do(http.MethodGet, "/api/v1/wallet", map[string]string{"Cookie": cookies}, "", true); a.Status != http.StatusUnauthorized || a.Code() != "unauthorized" {
+			t.Fatalf("cookie session on the API: %d %s", a.Status, a.Body)
+		}
+		if a := writer.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "with-cookies", "Cookie": cookies,
+			"Origin": "https://evil.example"}, `{"amount_rials": 100000}`, false); a.Status != http.StatusCreated {
+			t.Fatalf("token with a foreign origin and cookies: %d %s", a.Status, a.Body)
+		}
+		// Unknown API paths (not in the document) are problems, not pages.
+		req, _ := http.NewRequest(http.MethodGet, f.app.URL+"/api/v2/wallet", nil)
+		r := browser.Do(req)
+		var body any
+		if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
+			t.Fatalf("unknown api path: %d %q", r.Status, r.Body)
+		}
+		problemSchema := f.spec.doc.Components.Schemas["Problem"].Value
+		if err := problemSchema.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil || r.Status != http.StatusNotFound ||
+			!strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") {
+			t.Fatalf("unknown api path: %d %q %v", r.Status, r.Header.Get("Content-Type"), err)
 		}
 		// The token's last use shows on its page.
 		if n := count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE token_hash = ? AND last_used_at IS NOT NULL`, apitoken.Hash(reader.token)); n != 1 {
@@ -477,4 +491,34 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// A request that died after creating its payment but before storing its
+// answer (a crash): once its lease ends, a retry with the key takes it
+// over and finds that payment (the form token derived from the key's
+// record), instead of making a second one.
+func TestRetryAfterACrashFindsThePayment(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		c, _ := f.user(t, "crash@example.com", apitoken.ScopeTopUp)
+		first := decode[api.TopUp](t, c.post("/api/v1/topups", "crash-key", `{"amount_rials": 120000}`))
+		calls := f.app.Server.Bank.Stats()["request"].Calls
+		db.Gorm.Exec(`UPDATE idempotency_keys SET response_status = NULL, response_body = NULL, finished_at = NULL, locked_until = ?
+			WHERE idempotency_key = 'crash-key'`, time.Now().Add(-time.Second).UTC())
+		a := c.post("/api/v1/topups", "crash-key", `{"amount_rials": 120000}`)
+		got := decode[api.TopUp](t, a)
+		if a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" || got.ID != first.ID || got.PaymentURL == nil || *got.PaymentURL != *first.PaymentURL {
+			t.Fatalf("retry after the crash: %d %s", a.Status, a.Body)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Fatalf("%d payments, want 1", n)
+		}
+		if f.app.Server.Bank.Stats()["request"].Calls != calls {
+			t.Fatalf("the retry asked the bank for a second transaction")
+		}
+		// Its answer is stored now.
+		if a := c.post("/api/v1/topups", "crash-key", `{"amount_rials": 120000}`); a.Header.Get("Idempotent-Replayed") != "true" || a.Body != mustJSON(got) {
+			t.Fatalf("replay after the takeover: %s", a.Body)
+		}
+	})
 }
