@@ -89,8 +89,7 @@ func TestTokenPages(t *testing.T) {
 
 		// The admin lists and revokes it; the audit log has it.
 		admin := app.NewClient(t)
-		signin := admin.Get("/signin")
-		admin.Post("/signin", url.Values{"_csrf": {apptest.Field(signin.Body, "_csrf")}, "email": {"boss@example.com"}, "password": {"correct horse battery"}})
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
 		al := admin.Get("/admin/tokens?email=owner")
 		if al.Status != http.StatusOK || !strings.Contains(al.Body, "owner@example.com") || strings.Contains(al.Body, secret) {
 			t.Fatalf("admin list: %d", al.Status)
