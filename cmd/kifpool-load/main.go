@@ -60,6 +60,7 @@ func main() {
 	dbURL := flag.String("db", envOr("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/kifpool_bench?sslmode=disable"), "PostgreSQL database (dropped and created afresh)")
 	out := flag.String("out", "data/bench", "folder of the JSON report")
 	isShort := flag.Bool("short", false, "small counts: proves the harness works, judges no speed")
+	only := flag.String("only", "", "run only the scenarios whose step name contains this (e.g. \"credit path\"): before/after measurements")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -67,7 +68,7 @@ func main() {
 	if *isShort {
 		sz = short
 	}
-	if err := run(ctx, *bin, *dbURL, *out, *isShort, sz); err != nil {
+	if err := run(ctx, *bin, *dbURL, *out, *isShort, *only, sz); err != nil {
 		fmt.Fprintln(os.Stderr, "kifpool-load:", err)
 		os.Exit(1)
 	}
@@ -108,7 +109,7 @@ type bench struct {
 	notes   []string
 }
 
-func run(ctx context.Context, bin, dbURL, out string, isShort bool, sz sizes) error {
+func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string, sz sizes) error {
 	started := time.Now()
 	if err := recreateDB(ctx, dbURL); err != nil {
 		return err
@@ -156,6 +157,9 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, sz sizes) er
 		{"bank down", bn.scenarioBankDown},
 	}
 	for _, s := range steps {
+		if only != "" && !strings.Contains(s.name, only) {
+			continue
+		}
 		if err := s.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}

@@ -40,18 +40,15 @@ func NewCallRecorder(db *store.DB, log *slog.Logger) *CallRecorder {
 	return &CallRecorder{db: db, log: log}
 }
 
-// Record implements resilient.Recorder.
+// Record implements resilient.Recorder: one INSERT, the payment's id
+// found by its public id in the same statement (NULL when none).
 func (r *CallRecorder) Record(ctx context.Context, c resilient.Call) {
-	row := GatewayCall{Gateway: c.Gateway, Operation: c.Operation, Attempt: c.Attempt,
-		StartedAt: c.StartedAt.UTC(), DurationMS: c.Duration.Milliseconds(), HTTPStatus: c.HTTPStatus,
-		GatewayCode: c.GatewayCode, Outcome: c.Outcome, Error: truncate(c.Error, 500)}
-	if c.PaymentRef != "" {
-		var id int64
-		if err := r.db.Gorm.WithContext(ctx).Model(&Payment{}).Select("id").Where("public_id = ?", c.PaymentRef).Scan(&id).Error; err == nil && id > 0 {
-			row.PaymentID = &id
-		}
-	}
-	if err := r.db.Gorm.WithContext(ctx).Create(&row).Error; err != nil {
+	err := r.db.Gorm.WithContext(ctx).Exec(`INSERT INTO gateway_calls
+		(payment_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error)
+		VALUES ((SELECT id FROM payments WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.PaymentRef, c.Gateway, c.Operation, c.Attempt, c.StartedAt.UTC(), c.Duration.Milliseconds(), c.HTTPStatus,
+		c.GatewayCode, c.Outcome, truncate(c.Error, 500)).Error
+	if err != nil {
 		r.log.Error("record gateway call", "op", c.Operation, "err", err)
 	}
 }

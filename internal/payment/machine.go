@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // The state machine. Every status change of a payment is one edge of this
@@ -159,7 +160,9 @@ func (s *Service) moveTx(tx *gorm.DB, p Payment, from Status, c change) (Payment
 	for k, v := range c.set {
 		vals[k] = v
 	}
-	q := tx.Model(&Payment{}).Where("id = ? AND status = ?", p.ID, from)
+	// RETURNING hands back the row as changed: no reload afterwards.
+	var out Payment
+	q := tx.Model(&out).Clauses(clause.Returning{}).Where("id = ? AND status = ?", p.ID, from)
 	if r.lease {
 		if c.lease == "" {
 			return p, fmt.Errorf("%w: %s → %s needs the lease", ErrIllegalTransition, from, c.to)
@@ -182,10 +185,6 @@ func (s *Service) moveTx(tx *gorm.DB, p Payment, from Status, c change) (Payment
 		if err := c.also(tx); err != nil {
 			return p, err
 		}
-	}
-	var out Payment
-	if err := tx.Take(&out, p.ID).Error; err != nil {
-		return p, fmt.Errorf("reload payment %s: %w", p.PublicID, err)
 	}
 	return out, nil
 }
@@ -225,7 +224,8 @@ func (s *Service) claim(ctx context.Context, id int64, statuses []Status) (strin
 func (s *Service) claimPaced(ctx context.Context, id int64, statuses []Status, paced bool) (string, Payment, error) {
 	now := s.clock()
 	tok := newLeaseToken()
-	q := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Payment{}).
+	var cur Payment
+	q := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&cur).Clauses(clause.Returning{}).
 		Where("id = ? AND status IN ? AND (lease_until IS NULL OR lease_until < ?)", id, statuses, now)
 	if paced {
 		q = q.Where("(last_checked_at IS NULL OR last_checked_at <= ?)", now.Add(-s.cfg.RecheckDelay))
@@ -234,11 +234,11 @@ func (s *Service) claimPaced(ctx context.Context, id int64, statuses []Status, p
 	if res.Error != nil {
 		return "", Payment{}, fmt.Errorf("claim payment %d: %w", id, res.Error)
 	}
-	p, err := s.reload(ctx, id)
-	if err != nil || res.RowsAffected != 1 {
-		return "", p, err
+	if res.RowsAffected == 1 {
+		return tok, cur, nil // the row as claimed (RETURNING)
 	}
-	return tok, p, nil
+	p, err := s.reload(ctx, id)
+	return "", p, err
 }
 
 // release gives up the lease tok, if still ours, writing set with it
@@ -248,12 +248,16 @@ func (s *Service) release(ctx context.Context, p Payment, tok string, set map[st
 	for k, v := range set {
 		vals[k] = v
 	}
-	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Payment{}).
-		Where("id = ? AND lease_owner = ?", p.ID, tok).Updates(vals).Error
-	if err != nil {
-		return p, fmt.Errorf("release payment %s: %w", p.PublicID, err)
+	var out Payment
+	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&out).Clauses(clause.Returning{}).
+		Where("id = ? AND lease_owner = ?", p.ID, tok).Updates(vals)
+	if res.Error != nil {
+		return p, fmt.Errorf("release payment %s: %w", p.PublicID, res.Error)
 	}
-	return s.reload(ctx, p.ID)
+	if res.RowsAffected == 1 {
+		return out, nil
+	}
+	return s.reload(ctx, p.ID) // the lease was no longer ours
 }
 
 // schedule sets when the worker checks an open payment next.

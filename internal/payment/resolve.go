@@ -315,7 +315,22 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 	var was Status
 	var out Payment
 	c := change{to: StatusCredited, actor: actor, reason: reason, gatewayCode: &code, set: vals}
+	c.also = func(tx *gorm.DB) error {
+		_, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, s.clock())
+		return err
+	}
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// Usually the row is as the lease found it: move from that status
+		// at once (no SELECT first). The move is conditional on it, so a
+		// row changed meanwhile is not touched; then lock the row and
+		// move from the status it has.
+		if p.Status.open() {
+			was = p.Status
+			var err error
+			if out, err = s.moveTx(tx, p, was, c); !errors.Is(err, errNotMoved) {
+				return err
+			}
+		}
 		var cur Payment
 		if err := s.db.ForUpdate(tx).Select("status").Take(&cur, p.ID).Error; err != nil {
 			return err
@@ -323,10 +338,6 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 		was = cur.Status
 		if was == StatusCredited {
 			return errNotMoved
-		}
-		c.also = func(tx *gorm.DB) error {
-			_, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, s.clock())
-			return err
 		}
 		var err error
 		out, err = s.moveTx(tx, p, was, c)
