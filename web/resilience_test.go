@@ -414,11 +414,15 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 		if got := bank.Stats()["request"].Calls; got != calls {
 			t.Errorf("the open breaker let a call through: bank saw %d requests, want %d", got, calls)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'breaker_open'`); n != 1 {
-			t.Errorf("%d breaker refusals recorded, want 1", n)
+		// Known before anything is written: no payment, no gateway call.
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'breaker_open'`); n != 0 {
+			t.Errorf("%d breaker refusals recorded, want none (refused before the call)", n)
 		}
-		if n := rsStatusCount(t, db, payment.StatusFailed); n != 5 {
-			t.Errorf("%d failed payments, want 5", n)
+		if n := rsStatusCount(t, db, payment.StatusFailed); n != 4 {
+			t.Errorf("%d failed payments, want 4 (the refused top-up writes no payment)", n)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 4 {
+			t.Errorf("%d payments, want 4", n)
 		}
 
 		// The bank comes back; after the open time-out one probe closes it.

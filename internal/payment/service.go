@@ -155,13 +155,20 @@ func (s *Service) ValidateAmount(rials int64) error {
 // StartTopUp creates the payment for a submitted form and asks the gateway
 // for a transaction. A repeat (or concurrent) submit of the same form gets
 // the first submit's answer; the same token with another amount gets a
-// *FormReusedError. On ErrGatewayFailed the result holds the failed payment.
+// *FormReusedError. On ErrGatewayFailed the result holds the failed payment, or
+// none when the gateway's breaker was open (nothing is written then).
 func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, error) {
 	if !ValidFormToken(in.FormToken) {
 		return StartResult{}, ErrBadFormToken
 	}
 	if err := s.ValidateAmount(in.AmountRials); err != nil {
 		return StartResult{}, err
+	}
+	if br, ok := s.gw.(BreakerReporter); ok && br.BreakerOpen() {
+		// The bank is known to be down before anything is written: no
+		// payment, no authority, so no money can have been taken.
+		s.log.Warn("top-up refused: the gateway's circuit breaker is open")
+		return StartResult{}, fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
 	}
 	now := s.clock()
 	p := Payment{
