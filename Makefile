@@ -56,6 +56,7 @@ generate:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 	$(GO) tool templ generate
 	@git diff --exit-code -- '*_templ.go' || { echo "templ generate changed files: run make generate and commit"; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- '*_templ.go'); if [ -n "$$untracked" ]; then echo "untracked generated files: $$untracked"; exit 1; fi

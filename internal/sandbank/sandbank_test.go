@@ -1133,6 +1133,7 @@ func TestBidiRuns(t *testing.T) {
 		in   string
 		want []bidiRun
 	}{
+		//lint:ignore ST1018 Persian is written with the zero-width non-joiner (U+200C) inside words; escaped it would be unreadable
 		{"افزایش موجودی کیف‌پول (Kifpool wallet top-up)", []bidiRun{{"افزایش موجودی کیف‌پول ", false}, {"(Kifpool wallet top-up)", true}}},
 		{"خرید (Kifpool) تمام", []bidiRun{{"خرید ", false}, {"(Kifpool)", true}, {" تمام", false}}},
 		{"خرید (Kifpool تمام", []bidiRun{{"خرید (", false}, {"Kifpool", true}, {" تمام", false}}},
