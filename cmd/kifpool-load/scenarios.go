@@ -442,7 +442,7 @@ func (bn *bench) checkInvariants(ctx context.Context) (invariants, error) {
 		return nil
 	}
 	var bankPaid map[string]bool
-	ours := map[string]bool{}
+	var ours map[string]bool
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var err error
 		bankPaid, err = bn.bank.paid(ctx)
