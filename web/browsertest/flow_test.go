@@ -197,7 +197,10 @@ func TestCancelAtBank(t *testing.T) {
 // coming back; the background worker finds the payment and credits it.
 func TestPayAndCloseCreditedByWorker(t *testing.T) {
 	app, b := startApp(t, apptest.Options{Background: true, Env: map[string]string{
-		"WORKER_INTERVAL": "100ms", "WORKER_ABANDONED_AFTER": "300ms",
+		// Time compressed for the test: the worker also asks the bank about
+		// a payment at most once per PENDING_RECHECK_AFTER (a check just
+		// before the payer paid would otherwise wait its 20 s default).
+		"WORKER_INTERVAL": "100ms", "WORKER_ABANDONED_AFTER": "300ms", "PENDING_RECHECK_AFTER": "300ms",
 	}})
 	b.SignUp("closer@example.com")
 	b.StartTopUp("120000")
