@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// `make test` names each suite it skipped, with the command that enables
+// it: one visible line per suite, not only under -v.
+func TestMakeTestSaysWhatItSkipped(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	tests := []struct {
+		name string
+		env  []string
+		want []string
+		not  []string
+	}{
+		{"nothing set up", []string{"TEST_DATABASE_URL=", "REQUIRE_BROWSER=", "CHROMIUM=/nonexistent/chromium"},
+			[]string{"SKIPPED the PostgreSQL suites (TEST_DATABASE_URL is unset); to run them: createdb kifpool_test && TEST_DATABASE_URL=",
+				"SKIPPED the browser suite (web/browsertest: no Chromium at /nonexistent/chromium); to run it: apt-get install -y chromium"}, nil},
+		{"all required (CI)", []string{"TEST_DATABASE_URL=postgres://x@127.0.0.1:1/x", "REQUIRE_POSTGRES=1", "REQUIRE_BROWSER=1", "CHROMIUM=/nonexistent/chromium"},
+			nil, []string{"SKIPPED"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command("make", "-s", "--no-print-directory", "-C", "../..", "test-skips")
+			cmd.Env = append(os.Environ(), tt.env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("make test-skips: %v\n%s", err, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), "make test: "+w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(string(out), n) {
+					t.Errorf("output has %q:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
