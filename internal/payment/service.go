@@ -132,6 +132,9 @@ type StartInput struct {
 	Email       string
 	FormToken   string
 	AmountRials int64
+	// Description, when set, is shown by the bank after ours (the API's
+	// optional description).
+	Description string
 }
 
 // StartResult says where to send the browser.
@@ -190,7 +193,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	rctx, cancel := context.WithTimeout(resilient.WithPaymentRef(ctx, p.PublicID), s.cfg.RequestTimeout)
 	res, reqErr := s.gw.Request(rctx, gateway.RequestInput{
 		AmountRials: p.AmountRials, CallbackURL: s.CallbackURL(p.PublicID),
-		Description: s.cfg.Description, OrderID: p.PublicID, Email: in.Email,
+		Description: s.describe(in.Description), OrderID: p.PublicID, Email: in.Email,
 	})
 	cancel()
 	if reqErr != nil {
@@ -339,4 +342,12 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// describe is what the bank shows the payer: ours, then the caller's.
+func (s *Service) describe(extra string) string {
+	if extra = strings.TrimSpace(extra); extra != "" {
+		return s.cfg.Description + " — " + extra
+	}
+	return s.cfg.Description
 }

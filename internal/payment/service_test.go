@@ -293,3 +293,23 @@ func TestStartTopUpAbandonedFirstSubmit(t *testing.T) {
 		}
 	})
 }
+
+// The API's optional description reaches the bank after ours.
+func TestStartTopUpDescription(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		in := e.input(payment.NewFormToken(), 20_000)
+		in.Description = "  order 42  "
+		if _, err := e.svc.StartTopUp(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+		plain := e.input(payment.NewFormToken(), 20_000)
+		if _, err := e.svc.StartTopUp(context.Background(), plain); err != nil {
+			t.Fatal(err)
+		}
+		got := []string{e.gw.RequestInputs[0].Description, e.gw.RequestInputs[1].Description}
+		if !strings.HasSuffix(got[0], " — order 42") || strings.Contains(got[1], "—") || got[1] == "" {
+			t.Errorf("descriptions at the bank %q", got)
+		}
+	})
+}

@@ -111,7 +111,11 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	case idempotency.Mismatch:
 		return problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
 	}
-	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials)
+	desc := ""
+	if in.Description != nil {
+		desc = *in.Description
+	}
+	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials, desc)
 }
 
 // runTopUp creates the payment under an acquired key, through the same
@@ -119,7 +123,7 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 // derived from the key's record, so the payments' unique (user_id,
 // form_token) index guards the API too, and a retry that takes over a
 // key whose request died finds the payment that request made.
-func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64) error {
+func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64, description string) error {
 	ctx := c.UserContext()
 	w, err := h.Wallets.ForUser(ctx, userID)
 	if err != nil {
@@ -130,7 +134,7 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 		return err
 	}
 	res, err := h.Payments.StartTopUp(ctx, payment.StartInput{
-		UserID: userID, WalletID: w.ID, Email: email, FormToken: h.Keys.FormToken(rec), AmountRials: amount,
+		UserID: userID, WalletID: w.ID, Email: email, FormToken: h.Keys.FormToken(rec), AmountRials: amount, Description: description,
 	})
 	switch {
 	case errors.Is(err, payment.ErrGatewayFailed) && res.Payment.ID != 0:
