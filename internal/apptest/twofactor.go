@@ -20,6 +20,16 @@ import (
 // /admin put it (the same secret the enrolment page shows).
 func AdminTOTPCode(t testing.TB, db *store.DB, email string) string {
 	t.Helper()
+	return AdminTOTPCodeAt(t, db, email, nil)
+}
+
+// AdminTOTPCodeAt is AdminTOTPCode for an app whose clock is now (nil:
+// real time), such as the screenshot fixture's fixed clock.
+func AdminTOTPCodeAt(t testing.TB, db *store.DB, email string, now func() time.Time) string {
+	t.Helper()
+	if now == nil {
+		now = time.Now
+	}
 	var row struct {
 		TOTPSecret   string `gorm:"column:totp_secret"`
 		TOTPLastStep int64  `gorm:"column:totp_last_step"`
@@ -31,9 +41,9 @@ func AdminTOTPCode(t testing.TB, db *store.DB, email string) string {
 		t.Fatalf("admin %s has no authenticator secret yet (open /admin first)", email)
 	}
 	for {
-		now := time.Now().Unix() / 30
-		st := max(now, row.TOTPLastStep+1)
-		if st <= now+1 {
+		step := now().Unix() / 30
+		st := max(step, row.TOTPLastStep+1)
+		if st <= step+1 {
 			code, err := totp.GenerateCodeCustom(row.TOTPSecret, time.Unix(st*30, 0),
 				totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
 			if err != nil {
@@ -42,7 +52,7 @@ func AdminTOTPCode(t testing.TB, db *store.DB, email string) string {
 			return code
 		}
 		// Every code the app would take now was used: wait for the next step.
-		time.Sleep(time.Until(time.Unix((st-1)*30, 0)) + 50*time.Millisecond)
+		time.Sleep(time.Unix((st-1)*30, 0).Sub(now()) + 50*time.Millisecond)
 	}
 }
 
