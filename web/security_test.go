@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"html"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -267,5 +269,34 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 		if r.Status != http.StatusUnauthorized {
 			t.Fatalf("sign-in %d with RATE_LIMIT_SIGNIN=0: status %d, want 401", i+1, r.Status)
 		}
+	}
+}
+
+// The payment service's own log lines carry the request id and the
+// payment's public id of the request that caused them.
+func TestPaymentLogLinesCarryRequestID(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	var buf syncBuffer
+	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: logging.New(&buf, slog.LevelInfo, "json")}})
+	c, payURL := startTopUp(t, app, "logs@example.com", "10000")
+	authority := apptest.Authority(payURL)
+	var publicID string
+	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	r := c.Get("/payments/" + publicID + "/return?Authority=" + authority + "&Status=NOK")
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatal("no X-Request-Id")
+	}
+	found := false
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, `"msg":"callback"`) {
+			found = true
+			if !strings.Contains(line, `"request_id":"`+id+`"`) || !strings.Contains(line, `"payment":"`+publicID+`"`) {
+				t.Errorf("payment log line without the request's id or the payment: %s", line)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no callback log line in:\n%s", buf.String())
 	}
 }

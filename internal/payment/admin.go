@@ -133,7 +133,7 @@ func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID
 		}
 		return cur, err
 	}
-	s.log.Warn("admin closed a payment under review as failed", "payment", p.PublicID, "admin", adminID)
+	s.log.WarnContext(ctx, "admin closed a payment under review as failed", "payment", p.PublicID, "admin", adminID)
 	return out, nil
 }
 

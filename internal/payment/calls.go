@@ -49,7 +49,7 @@ func (r *CallRecorder) Record(ctx context.Context, c resilient.Call) {
 		c.PaymentRef, c.Gateway, c.Operation, c.Attempt, c.StartedAt.UTC(), c.Duration.Milliseconds(), c.HTTPStatus,
 		c.GatewayCode, c.Outcome, truncate(c.Error, 500)).Error
 	if err != nil {
-		r.log.Error("record gateway call", "op", c.Operation, "err", err)
+		r.log.ErrorContext(ctx, "record gateway call", "op", c.Operation, "err", err)
 	}
 }
 

@@ -141,7 +141,7 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	if err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Create(&rep).Error; err != nil {
 		return rep, fmt.Errorf("store reconcile report: %w", err)
 	}
-	s.log.Info("reconciliation done", "listed", rep.Listed, "ours", rep.Ours, "credited", rep.Credited,
+	s.log.InfoContext(ctx, "reconciliation done", "listed", rep.Listed, "ours", rep.Ours, "credited", rep.Credited,
 		"foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "unreached", rep.Unreached, "error", rep.Error)
 	if rep.Error != "" {
 		return rep, errors.New(rep.Error)
@@ -264,11 +264,11 @@ func (s *Service) recoverAuthority(ctx context.Context, p Payment, authority str
 		set: map[string]any{"authority": authority, "opened_at": now, "next_check_at": now}})
 	if err != nil {
 		if _, rerr := s.release(ctx, cur, tok, nil); rerr != nil {
-			s.log.Error("release after failed recovery", "payment", p.PublicID, "err", rerr)
+			s.log.ErrorContext(ctx, "release after failed recovery", "payment", p.PublicID, "err", rerr)
 		}
 		return cur, fmt.Errorf("recover authority of %s: %w", p.PublicID, err)
 	}
-	s.log.Warn("authority recovered from the bank's list", "payment", p.PublicID)
+	s.log.WarnContext(ctx, "authority recovered from the bank's list", "payment", p.PublicID)
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
 	return s.verifyAndApply(vctx, moved, tok, ActorReconcile)

@@ -37,7 +37,7 @@ func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string
 		return Payment{}, err
 	}
 	if p.Authority == nil || authority != *p.Authority {
-		s.log.Warn("callback authority mismatch", "payment", p.PublicID)
+		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
 		return Payment{}, ErrAuthorityMismatch
 	}
 	if p.Status == StatusCredited {
@@ -48,7 +48,7 @@ func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string
 		return p, err
 	}
 	due := first || s.dueForCheck(p)
-	s.log.Info("callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
+	s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
 	switch p.Status {
 	case StatusFailed, StatusNeedsReview:
 		if !due && Reason(p.StatusReason).bankAnswer() {
@@ -173,7 +173,7 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 		}
 		return cur, false, err
 	}
-	s.log.Warn("payment reopened to ask the bank again", "payment", p.PublicID, "was", cur.Status, "actor", actor)
+	s.log.WarnContext(ctx, "payment reopened to ask the bank again", "payment", p.PublicID, "was", cur.Status, "actor", actor)
 	testhook.At(testhook.AfterReopen) // e2e: reopened, the bank not asked yet
 	if !check {
 		return moved, true, nil
@@ -194,11 +194,11 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	ctx = context.WithoutCancel(ctx)
 	switch {
 	case err != nil && gateway.IsRejected(err):
-		log.Error("verify rejected by gateway", "err", err)
+		log.ErrorContext(ctx, "verify rejected by gateway", "err", err)
 		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonVerifyRejected, rejectedCode(err), checked)
 	case err != nil:
 		// A time-out is not a failure: the outcome is unknown.
-		log.Warn("verify outcome unknown", "err", err)
+		log.WarnContext(ctx, "verify outcome unknown", "err", err)
 		return s.unknown(ctx, p, tok, actor, checked)
 	}
 	log = log.With("code", vr.Code, "outcome", vr.Outcome)
@@ -206,7 +206,7 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	switch vr.Outcome {
 	case gateway.VerifyPaid, gateway.VerifyAlreadyVerified:
 		if vr.RefID <= 0 {
-			log.Error("bank confirmed payment without a reference")
+			log.ErrorContext(ctx, "bank confirmed payment without a reference")
 			return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonNoRefID, &code, checked)
 		}
 		testhook.At(testhook.AfterVerify) // e2e: the bank counts it verified, we have not credited
@@ -214,10 +214,10 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	case gateway.VerifyNotPaid:
 		return s.notPaid(ctx, p, tok, actor, vr)
 	case gateway.VerifyAmountMismatch:
-		log.Error("bank reports another amount than ours")
+		log.ErrorContext(ctx, "bank reports another amount than ours")
 		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonAmountMismatch, &code, checked)
 	default:
-		log.Error("verify refused by gateway")
+		log.ErrorContext(ctx, "verify refused by gateway")
 		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonVerifyRejected, &code, checked)
 	}
 }
@@ -273,12 +273,12 @@ func (s *Service) notPaid(ctx context.Context, p Payment, tok string, actor Acto
 	set := s.checkedSet(nil)
 	switch {
 	case err != nil:
-		s.log.Warn("inquiry after not-paid failed; outcome unknown", "payment", p.PublicID, "err", err)
+		s.log.WarnContext(ctx, "inquiry after not-paid failed; outcome unknown", "payment", p.PublicID, "err", err)
 		return s.unknown(ctx, p, tok, actor, set)
 	case ir.Status == gateway.InquiryInBank:
 		// The payer is still at the bank (an early or forged callback):
 		// nothing changes; look again later.
-		s.log.Info("payer still at the bank", "payment", p.PublicID)
+		s.log.InfoContext(ctx, "payer still at the bank", "payment", p.PublicID)
 		set["next_check_at"] = s.clock().Add(s.cfg.RecheckDelay)
 		return s.release(ctx, p, tok, set)
 	case ir.Status == gateway.InquiryFailed:
@@ -288,7 +288,7 @@ func (s *Service) notPaid(ctx context.Context, p Payment, tok string, actor Acto
 	}
 	// PAID/VERIFIED contradict the verify; a state we do not know is not
 	// the bank's definite word either: keep asking.
-	s.log.Warn("inquiry does not confirm not-paid; keep asking", "payment", p.PublicID, "inquiry", ir.Status)
+	s.log.WarnContext(ctx, "inquiry does not confirm not-paid; keep asking", "payment", p.PublicID, "inquiry", ir.Status)
 	return s.unknown(ctx, p, tok, actor, set)
 }
 
@@ -350,16 +350,16 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 			s.cfg.Observer.Credited(amount)
 		}
 		if !was.open() {
-			s.log.Error("bank verified a payment that was not open here; credited", "payment", p.PublicID, "was", was, "ref_id", vr.RefID)
+			s.log.ErrorContext(ctx, "bank verified a payment that was not open here; credited", "payment", p.PublicID, "was", was, "ref_id", vr.RefID)
 		}
-		s.log.Info("payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", vr.RefID, "actor", actor)
+		s.log.InfoContext(ctx, "payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", vr.RefID, "actor", actor)
 		return out, nil
 	case errors.Is(err, errNotMoved), errors.Is(err, wallet.ErrAlreadyCredited):
 		return s.release(ctx, p, tok, nil) // someone else credited it: a replay
 	case store.IsUniqueViolation(err):
 		// unique (gateway, ref_id): the bank's reference already belongs to
 		// another payment. Never credit twice for one bank payment.
-		s.log.Error("bank reference already used by another payment", "payment", p.PublicID, "ref_id", vr.RefID)
+		s.log.ErrorContext(ctx, "bank reference already used by another payment", "payment", p.PublicID, "ref_id", vr.RefID)
 		cur, rerr := s.reload(ctx, p.ID)
 		if rerr != nil {
 			return p, rerr

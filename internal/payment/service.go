@@ -170,7 +170,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	if br, ok := s.gw.(BreakerReporter); ok && br.BreakerOpen() {
 		// The bank is known to be down before anything is written: no
 		// payment, no authority, so no money can have been taken.
-		s.log.Warn("top-up refused: the gateway's circuit breaker is open")
+		s.log.WarnContext(ctx, "top-up refused: the gateway's circuit breaker is open")
 		return StartResult{}, fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
 	}
 	now := s.clock()
@@ -197,7 +197,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	})
 	cancel()
 	if reqErr != nil {
-		log.Warn("gateway request failed", "err", reqErr)
+		log.WarnContext(ctx, "gateway request failed", "err", reqErr)
 		// No authority reached the payer, so no money can have been taken.
 		reason := ReasonRequestFailed
 		switch {
@@ -220,7 +220,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	case store.IsUniqueViolation(err):
 		// The gateway handed out an authority we already hold: never
 		// send a payer to a transaction that belongs to another payment.
-		log.Error("gateway returned a duplicate authority", "authority", res.Authority)
+		log.ErrorContext(ctx, "gateway returned a duplicate authority", "authority", res.Authority)
 		p, err := s.failCreated(ctx, p, ActorSubmit, ReasonDuplicateAuthority, nil)
 		if err != nil {
 			return StartResult{}, err
@@ -236,7 +236,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	case err != nil:
 		return StartResult{}, fmt.Errorf("save authority of %s: %w", p.PublicID, err)
 	}
-	log.Info("payment started", "amount_rials", moved.AmountRials, "authority", res.Authority)
+	log.InfoContext(ctx, "payment started", "amount_rials", moved.AmountRials, "authority", res.Authority)
 	return StartResult{Payment: moved, PayURL: s.gw.PayURL(res.Authority)}, nil
 }
 

@@ -101,7 +101,7 @@ func (w *Worker) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			w.s.log.Error("worker round failed", "err", err)
+			w.s.log.ErrorContext(ctx, "worker round failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -153,7 +153,7 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 			defer cancel()
 			p, err := w.resolveOne(wctx, id)
 			if err != nil {
-				w.s.log.Error("worker: resolve failed", "payment_id", id, "err", err)
+				w.s.log.ErrorContext(ctx, "worker: resolve failed", "payment_id", id, "err", err)
 				return
 			}
 			if p.Status.Terminal() {
@@ -229,7 +229,7 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 		// callback (or reconciliation) reopens and credits it.
 		return w.expire(ctx, p, StatusFailed, ReasonNotPaidAfterLife)
 	case p.Status == StatusPendingVerification && age > w.cfg.MaxUnknown:
-		w.s.log.Error("payment outcome unknown for too long", "payment", p.PublicID)
+		w.s.log.ErrorContext(ctx, "payment outcome unknown for too long", "payment", p.PublicID)
 		return w.expire(ctx, p, StatusNeedsReview, ReasonUnknownTooLong)
 	}
 	// Still open: the next check with backoff and jitter, never sooner
