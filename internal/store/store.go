@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -157,9 +158,32 @@ func (db *DB) Close() error {
 	return nil
 }
 
+// MigrateOption changes how Migrate runs.
+type MigrateOption func(*migrateOptions)
+
+type migrateOptions struct{ perSchemaLock bool }
+
+// PerSchemaLock makes Migrate on PostgreSQL take an advisory lock of its
+// own schema (an id derived from the database's and the schema's names)
+// instead of goose's one id for the whole database, so that migrations of
+// different schemas do not wait for each other. It is for the tests, which
+// give every test a schema of its own. Production (migrate, serve) keeps
+// goose's id: every version of kifpool locks the same id, so instances
+// starting together — old and new binaries during an upgrade included —
+// never migrate at once.
+func PerSchemaLock() MigrateOption {
+	return func(o *migrateOptions) { o.perSchemaLock = true }
+}
+
 // Migrate brings the schema up to date. On PostgreSQL an advisory lock
-// keeps several instances from migrating at once.
-func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
+// keeps several instances from migrating at once (goose's one id, or the
+// schema's own with PerSchemaLock); each waits for the lock up to two
+// minutes, then fails.
+func (db *DB) Migrate(ctx context.Context, log *slog.Logger, options ...MigrateOption) error {
+	var mo migrateOptions
+	for _, o := range options {
+		o(&mo)
+	}
 	fsys, err := migrations.FS(string(db.Dialect))
 	if err != nil {
 		return err
@@ -173,7 +197,15 @@ func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
 		gd = goose.DialectPostgres
 		// Retry the advisory lock every second for up to two minutes (the
 		// default is every 5 s), so instances starting together wait briefly.
-		locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 120))
+		lockOpts := []lock.SessionLockerOption{lock.WithLockTimeout(1, 120)}
+		if mo.perSchemaLock {
+			id, err := db.schemaLockID(ctx)
+			if err != nil {
+				return fmt.Errorf("migration lock: %w", err)
+			}
+			lockOpts = append(lockOpts, lock.WithLockID(id))
+		}
+		locker, err := lock.NewPostgresSessionLocker(lockOpts...)
 		if err != nil {
 			return fmt.Errorf("migration lock: %w", err)
 		}
@@ -193,6 +225,23 @@ func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
 		}
 	}
 	return nil
+}
+
+// schemaLockID is the advisory lock id of PerSchemaLock: a hash of the
+// database's and the current schema's names (never goose's own id).
+func (db *DB) schemaLockID(ctx context.Context) (int64, error) {
+	var names struct{ DB, Schema string }
+	err := db.SQL().QueryRowContext(ctx, `SELECT current_database(), COALESCE(current_schema(), '')`).Scan(&names.DB, &names.Schema)
+	if err != nil {
+		return 0, fmt.Errorf("schema name: %w", err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("kifpool migrations\x00" + names.DB + "\x00" + names.Schema))
+	id := int64(h.Sum64()) // #nosec G115 -- a hash: any 64 bits make an advisory lock id
+	if id == lock.DefaultLockID {
+		id++
+	}
+	return id, nil
 }
 
 // MigrationState is where the schema stands against this build's

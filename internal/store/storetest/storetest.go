@@ -47,7 +47,9 @@ func URL(t testing.TB, d store.Dialect) string {
 }
 
 // New opens and migrates a fresh database of dialect d, closed at the end
-// of the test.
+// of the test. On PostgreSQL every test has a schema of its own, so its
+// migration locks that schema only (store.PerSchemaLock): tests migrating
+// at once do not queue on goose's one lock.
 func New(t testing.TB, d store.Dialect) *store.DB {
 	t.Helper()
 	ctx := context.Background()
@@ -56,7 +58,7 @@ func New(t testing.TB, d store.Dialect) *store.DB {
 		t.Fatalf("open %s: %v", d, err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx, nil); err != nil {
+	if err := db.Migrate(ctx, nil, store.PerSchemaLock()); err != nil {
 		t.Fatalf("migrate %s: %v", d, err)
 	}
 	return db
