@@ -47,10 +47,9 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		{"", "generic"},
 	} {
 		t.Run(tc.cause+"/"+tc.reason, func(t *testing.T) {
-			// Page set-up only: the status is written directly.
-			if err := app.DB.Gorm.Exec(`UPDATE payments SET status = 'failed', status_reason = ? WHERE id = ?`, tc.reason, p.ID).Error; err != nil {
-				t.Fatal(err)
-			}
+			// Page set-up only: the payment fails with this reason, as the
+			// state machine would have (a failed one is reopened first).
+			failWith(t, app.DB, p.ID, tc.reason)
 			for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
 				c.Get("/wallet?lang=" + string(lang))
 				page := c.Get("/payments/" + p.PublicID)
@@ -81,11 +80,26 @@ func TestFailurePageSaysWhy(t *testing.T) {
 	if !strings.Contains(form.Body, `value="۷۵٬۰۰۰"`) {
 		t.Errorf("try again: the form is not filled in")
 	}
-	// A credited payment offers no "try again".
-	if err := app.DB.Gorm.Exec(`UPDATE payments SET status = 'needs_review' WHERE id = ?`, p.ID).Error; err != nil {
-		t.Fatal(err)
-	}
+	// A payment under review offers no "try again".
+	storetest.ForceStatus(t, app.DB, p.ID, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
+	storetest.ForceStatus(t, app.DB, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
 	if page := c.Get("/payments/" + p.PublicID); strings.Contains(page.Body, `data-testid="try-again"`) || strings.Contains(page.Body, `data-testid="failure-cause"`) {
 		t.Errorf("a payment under review offers to try again")
 	}
+	apptest.CheckInvariants(t, app.DB)
+}
+
+// failWith moves a payment to failed with reason through edges of the
+// state machine (storetest.ForceStatus writes each event): a payment
+// already failed is reopened first.
+func failWith(t *testing.T, db *store.DB, id int64, reason string) {
+	t.Helper()
+	var status string
+	if err := db.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, id).Scan(&status).Error; err != nil {
+		t.Fatal(err)
+	}
+	if status == string(payment.StatusFailed) {
+		storetest.ForceStatus(t, db, id, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
+	}
+	storetest.ForceStatus(t, db, id, string(payment.StatusFailed), reason)
 }

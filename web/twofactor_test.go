@@ -45,7 +45,7 @@ func TestAdminTwoFactor(t *testing.T) {
 		if _, err := app.Server.Bank.Pay(apptest.Authority(payURL)); err != nil {
 			t.Fatal(err)
 		}
-		db.Gorm.Exec(`UPDATE payments SET status = 'needs_review', status_reason = 'x'`)
+		forceAll(t, db, "needs_review", "verify_rejected")
 		var paymentID string
 		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&paymentID)
 
@@ -173,5 +173,6 @@ func TestAdminTwoFactor(t *testing.T) {
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM recovery_codes`); n != 0 {
 			t.Fatalf("%d recovery codes left after reset", n)
 		}
+		apptest.CheckInvariants(t, db)
 	})
 }
