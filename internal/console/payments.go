@@ -296,23 +296,35 @@ const CountCap = 1_000
 
 // StatusCounts counts the payments of each status under f (its status
 // condition left out, so every status has its number), each up to limit+1:
-// a count above limit means "more than limit".
+// a count above limit means "more than limit". The six capped counts are
+// scalar subqueries of one statement: one round trip and one plan instead
+// of six.
 func (c *Console) StatusCounts(ctx context.Context, f Filter, limit int) (map[string]int64, error) {
-	out := make(map[string]int64, len(Statuses))
-	for _, st := range Statuses {
+	cols := make([]string, len(Statuses))
+	subs := make([]any, len(Statuses))
+	for i, st := range Statuses {
 		sub := c.db.Gorm.WithContext(ctx).Table("payments AS p").Select("1").Where("p.status = '" + st + "'")
 		sub, err := c.where(sub, f, false)
 		if err != nil {
 			return nil, err
 		}
-		var n int64
-		// In the list's order, so that the count walks the same index as
+		// In the list's order, so that each count walks the same index as
 		// the list and stops at the cap (never a scan of the whole table).
-		sub = sub.Order("p.created_at DESC, p.id DESC").Limit(limit + 1)
-		if err := c.db.Gorm.WithContext(ctx).Table("(?) AS t", sub).Count(&n).Error; err != nil {
-			return nil, fmt.Errorf("count %s payments: %w", st, err)
-		}
-		out[st] = n
+		subs[i] = sub.Order("p.created_at DESC, p.id DESC").Limit(limit + 1)
+		cols[i] = "(SELECT COUNT(*) FROM (?) AS t" + strconv.Itoa(i) + ") AS n" + strconv.Itoa(i)
+	}
+	row := c.db.Gorm.WithContext(ctx).Raw("SELECT "+strings.Join(cols, ", "), subs...).Row()
+	ns := make([]int64, len(Statuses))
+	dest := make([]any, len(Statuses))
+	for i := range ns {
+		dest[i] = &ns[i]
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, fmt.Errorf("count payments by status: %w", err)
+	}
+	out := make(map[string]int64, len(Statuses))
+	for i, st := range Statuses {
+		out[st] = ns[i]
 	}
 	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -218,6 +219,95 @@ func TestListQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s: not answered from an index:\n%s\n%s", q.name, sql, plan)
 			}
 		}
+	}
+}
+
+// TestOpenForUserUsesItsPartialIndex: the wallet page's payments in
+// progress (payment.Service.OpenForUser) are read through the partial
+// index payments_user_open_idx, for a user with thousands of ended
+// payments, also in the generic plan PostgreSQL caches for a prepared
+// statement (the status condition is written as literals for this: as
+// parameters, the generic plan walks the user's every payment).
+func TestOpenForUserUsesItsPartialIndex(t *testing.T) {
+	db := storetest.New(t, store.Postgres)
+	seedScale(t, db, 30_000)
+	ctx := context.Background()
+	var heavy struct{ UserID, WalletID int64 }
+	if err := db.Gorm.Raw(`SELECT u.id AS user_id, w.id AS wallet_id FROM users u JOIN wallets w ON w.user_id = u.id ORDER BY u.id LIMIT 1`).Scan(&heavy).Error; err != nil {
+		t.Fatal(err)
+	}
+	// 5,000 ended payments of one user (the bench's wallet user has
+	// 10,000), on top of its share of the seeded ones.
+	for _, sql := range []string{
+		`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, status_reason, created_at, updated_at, opened_at, resolved_at)
+		 SELECT 'heavy' || lpad(g::text, 19, '0'), ?, ?, 10000, 'zarinpal', 'heavy' || g, 'failed', 'bank_cancelled', now(), now(), now(), now()
+		 FROM generate_series(1, 5000) g`,
+		`VACUUM ANALYZE payments`,
+	} {
+		args := []any{heavy.UserID, heavy.WalletID}
+		if !strings.Contains(sql, "?") {
+			args = nil
+		}
+		if err := db.Gorm.Exec(sql, args...).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wantOpen int64
+	db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ? AND status IN ('awaiting_payment', 'pending_verification', 'needs_review')`, heavy.UserID).Scan(&wantOpen)
+	if wantOpen == 0 {
+		t.Fatal("the seeded user has no open payment")
+	}
+
+	// The statement as sent (placeholders and arguments), for the generic
+	// plan.
+	type sent struct {
+		sql  string
+		vars []any
+	}
+	var stmts []sent
+	if err := db.Gorm.Callback().Query().After("gorm:query").Register("scale_test:capture", func(tx *gorm.DB) {
+		stmts = append(stmts, sent{tx.Statement.SQL.String(), append([]any(nil), tx.Statement.Vars...)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	svc := payment.NewService(db, nil, nil, nil, payment.Config{})
+	got, err := svc.OpenForUser(ctx, heavy.UserID, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(got)) != min(wantOpen, 100) {
+		t.Fatalf("%d open payments, want %d", len(got), min(wantOpen, 100))
+	}
+	if len(stmts) != 1 {
+		t.Fatalf("%d statements, want 1", len(stmts))
+	}
+	st := stmts[0]
+	args := make([]string, len(st.vars))
+	for i, v := range st.vars {
+		args[i] = db.Gorm.Dialector.Explain("$1", v) // v as an SQL literal
+	}
+	const index = "payments_user_open_idx"
+	// The custom plan (the arguments known).
+	if plan := explain(t, db, db.Gorm.Dialector.Explain(st.sql, st.vars...), false); !strings.Contains(plan, index) {
+		t.Errorf("custom plan does not use %s:\n%s\n%s", index, st.sql, plan)
+	}
+	// The generic plan (the arguments unknown), on one connection.
+	var lines []string
+	err = db.Gorm.Connection(func(tx *gorm.DB) error {
+		for _, s := range []string{"SET plan_cache_mode = force_generic_plan", "PREPARE open_for_user AS " + st.sql} {
+			if err := tx.Exec(s).Error; err != nil {
+				return err
+			}
+		}
+		defer tx.Exec("DEALLOCATE open_for_user")
+		defer tx.Exec("RESET plan_cache_mode")
+		return tx.Raw("EXPLAIN (COSTS OFF) EXECUTE open_for_user(" + strings.Join(args, ", ") + ")").Scan(&lines).Error
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, index) {
+		t.Errorf("generic plan does not use %s:\n%s\n%s", index, st.sql, plan)
 	}
 }
 

@@ -1,0 +1,58 @@
+package payment_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/console/consoletest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// TestOpenForUser: the wallet page's payments in progress are the user's
+// awaiting_payment, pending_verification and needs_review payments (not
+// created, credited or failed ones, not another user's), newest first,
+// up to the limit. Its index use on PostgreSQL is checked by
+// TestOpenForUserUsesItsPartialIndex (internal/console).
+func TestOpenForUser(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rows := consoletest.SeedN(t, db, 120) // every status, three users
+		svc := payment.NewService(db, nil, nil, nil, payment.Config{})
+		users := map[int64]bool{}
+		for _, r := range rows {
+			users[r.UserID] = true
+		}
+		open := map[string]bool{"awaiting_payment": true, "pending_verification": true, "needs_review": true}
+		for _, limit := range []int{1, 7, 10, 100} {
+			for uid := range users {
+				var want []int64
+				for _, r := range rows {
+					if r.UserID == uid && open[r.Status] {
+						want = append(want, r.ID)
+					}
+				}
+				sort.Slice(want, func(i, j int) bool { return want[i] > want[j] })
+				if len(want) > limit {
+					want = want[:limit]
+				}
+				got, err := svc.OpenForUser(context.Background(), uid, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids := make([]int64, len(got))
+				for i, p := range got {
+					ids[i] = p.ID
+					if !open[string(p.Status)] || p.UserID != uid {
+						t.Errorf("user %d: payment %d of user %d in status %s listed as open", uid, p.ID, p.UserID, p.Status)
+					}
+				}
+				if !slices.Equal(ids, want) {
+					t.Errorf("user %d, limit %d: got %v, want %v", uid, limit, ids, want)
+				}
+			}
+		}
+	})
+}
