@@ -108,7 +108,11 @@ func newUser(tr *http.Transport, id, walletID int64, sessionToken string, bases 
 	jar, _ := cookiejar.New(nil)
 	for _, b := range bases {
 		u, _ := url.Parse(b)
-		jar.SetCookies(u, []*http.Cookie{{Name: "kp_session", Value: sessionToken, Path: "/"}, {Name: "lang", Value: "en", Path: "/"}})
+		// Cookies put into the virtual user's own jar (client side): the
+		// Secure/HttpOnly/SameSite attributes are for a server's
+		// Set-Cookie and mean nothing here (Secure would even stop the jar
+		// sending them to the bench's plain-http loopback servers).
+		jar.SetCookies(u, []*http.Cookie{{Name: "kp_session", Value: sessionToken, Path: "/"}, {Name: "lang", Value: "en", Path: "/"}}) // #nosec G124 -- client-side jar, see above
 	}
 	return &user{id: id, walletID: walletID, hc: &http.Client{Jar: jar, Transport: tr, Timeout: 60 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
@@ -203,7 +207,7 @@ func (b *bank) faults(ctx context.Context, body string) error {
 	if err != nil {
 		return err
 	}
-	res.Body.Close()
+	_ = res.Body.Close() // only the status matters
 	if res.StatusCode/100 != 2 {
 		return fmt.Errorf("bank faults: status %d", res.StatusCode)
 	}

@@ -50,7 +50,7 @@ var short = sizes{fullTopUps: 20, credits: 40, replayDur: 500 * time.Millisecond
 
 const (
 	metricsToken = "bench-metrics-token"
-	secret       = "q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU-bench"
+	secret       = "q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU-bench" // #nosec G101 -- SESSION_SECRET of the bench's throwaway loopback instances, never of a deployment
 	merchant     = "00000000-0000-4000-8000-000000000000"
 	topUpTomans  = 1000 // 10,000 rials, the smallest top-up
 )
@@ -180,12 +180,12 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 		"seconds": time.Since(started).Seconds(),
 	}
 	bn.print(inv)
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o750); err != nil {
 		return err
 	}
 	name := filepath.Join(out, "bench-"+time.Now().UTC().Format("20060102T150405Z")+map[bool]string{true: "-short", false: ""}[isShort]+".json")
 	b, _ := json.MarshalIndent(report, "", "  ")
-	if err := os.WriteFile(name, b, 0o644); err != nil {
+	if err := os.WriteFile(name, b, 0o600); err != nil {
 		return err
 	}
 	fmt.Printf("report: %s (%.0f s)\n", name, time.Since(started).Seconds())
@@ -270,7 +270,9 @@ func (bn *bench) print(inv invariants) {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.0f\t%d/%d\t\n", r.Scenario, r.Concurrency, r.Requests, r.Errors,
 			r.Throughput, r.P50MS, r.P95MS, r.P99MS, r.MaxMS, r.CPUSeconds, r.PeakRSSMB, r.PeakGor, r.Goroutines)
 	}
-	w.Flush()
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "print table:", err)
+	}
 	for _, r := range bn.rows {
 		if r.Note != "" {
 			fmt.Printf("- %s: %s\n", r.Scenario, r.Note)

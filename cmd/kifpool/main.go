@@ -122,7 +122,7 @@ func setup(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.
 		return cfg, nil, err
 	}
 	if err := db.Migrate(ctx, log); err != nil {
-		db.Close()
+		_ = db.Close() // the migration's error is the one to report
 		return cfg, nil, err
 	}
 	return cfg, db, nil

@@ -6,7 +6,6 @@ package apptest
 
 import (
 	"context"
-	"fmt"
 	"html"
 	"io"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,8 +248,10 @@ func (c *Client) Balance() int64 {
 	if m == nil {
 		c.t.Fatalf("no balance on wallet page (status %d)", r.Status)
 	}
-	var n int64
-	fmt.Sscan(m[1], &n)
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		c.t.Fatalf("balance %q on wallet page: %v", m[1], err)
+	}
 	return n
 }
 

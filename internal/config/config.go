@@ -226,8 +226,8 @@ func Load(getenv Getenv) (Config, error) {
 	if c.RequestTimeout > c.Budget {
 		bad("GATEWAY_REQUEST_TIMEOUT", "must not be longer than GATEWAY_BUDGET (%v), got %v", c.Budget, c.RequestTimeout)
 	}
-	c.BreakerMinRequests = uint32(int64Range(getenv, "BREAKER_MIN_REQUESTS", 10, 1, 1_000_000, bad))
-	c.BreakerFailurePercent = uint32(int64Range(getenv, "BREAKER_FAILURE_PERCENT", 50, 1, 100, bad))
+	c.BreakerMinRequests = uint32Range(getenv, "BREAKER_MIN_REQUESTS", 10, 1, 1_000_000, bad)
+	c.BreakerFailurePercent = uint32Range(getenv, "BREAKER_FAILURE_PERCENT", 50, 1, 100, bad)
 	c.BreakerWindow = durationVar(getenv, "BREAKER_WINDOW", 30*time.Second, bad)
 	c.BreakerOpenTimeout = durationVar(getenv, "BREAKER_OPEN_TIMEOUT", 20*time.Second, bad)
 	c.WorkerInterval = durationOrOff(getenv, "WORKER_INTERVAL", 2*time.Second, bad)
@@ -338,8 +338,8 @@ func checkSecret(s string) error {
 // DevSessionSecret returns the development secret kept in DataDir,
 // generating it on first use.
 func DevSessionSecret(dataDir string) ([]byte, error) {
-	path := filepath.Join(dataDir, "session_secret")
-	if b, err := os.ReadFile(path); err == nil {
+	path := filepath.Join(dataDir, "session_secret") // Join cleans the path
+	if b, err := os.ReadFile(path); err == nil {     // #nosec G304 -- the path is DATA_DIR from the operator's configuration
 		s := strings.TrimSpace(string(b))
 		if checkSecret(s) == nil {
 			return []byte(s), nil
@@ -425,6 +425,21 @@ func int64Range(getenv Getenv, name string, def, lo, hi int64, bad func(string, 
 		return def
 	}
 	return n
+}
+
+// uint32Range is int64Range for a uint32 setting: parsed as 32 bits, so
+// the conversion below cannot wrap.
+func uint32Range(getenv Getenv, name string, def, lo, hi uint32, bad func(string, string, ...any)) uint32 {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n < uint64(lo) || n > uint64(hi) {
+		bad(name, "want a whole number from %d to %d, got %q", lo, hi, v)
+		return def
+	}
+	return uint32(n)
 }
 
 // durationOrOff reads a duration where "0" or "off" turns the thing off.

@@ -2,7 +2,7 @@ package i18n
 
 // Text of the admin console (/admin/...). Kept apart from the wallet's
 // text; every key exists in both languages.
-var consoleFA = map[string]string{
+var consoleFA = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
 	"console.nav_label":              "بخش‌های مدیریت",
 	"console.nav.dashboard":          "پیشخوان",
 	"console.nav.payments":           "پرداخت‌ها",

@@ -11,12 +11,13 @@ import (
 // Group writes n with thousands separators in the language's digits
 // ("۱٬۲۳۴٬۵۶۷" in Persian, "1,234,567" in English).
 func Group(l Lang, n int64) string {
-	neg := n < 0
-	u := uint64(n)
+	// The decimal digits without the sign (no conversion to uint64, which
+	// would need care at math.MinInt64).
+	s := strconv.FormatInt(n, 10)
+	neg := s[0] == '-'
 	if neg {
-		u = uint64(-n)
+		s = s[1:]
 	}
-	s := strconv.FormatUint(u, 10)
 	sep := ","
 	if l == FA {
 		sep = "٬" // U+066C ARABIC THOUSANDS SEPARATOR

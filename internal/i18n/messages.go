@@ -2,7 +2,7 @@ package i18n
 
 // Text of the wallet app. Every key must exist in both languages (a test
 // checks it, and that every key is used).
-var messagesFA = map[string]string{
+var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
 	"app.name":        "کیف‌پول",
 	"nav.skip":        "رفتن به محتوای اصلی",
 	"nav.label":       "پیمایش اصلی",

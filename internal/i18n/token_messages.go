@@ -2,7 +2,7 @@ package i18n
 
 // Text of the API access pages (keys start with "tokens."). Every key must
 // exist in both languages.
-var tokensFA = map[string]string{
+var tokensFA = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
 	"nav.tokens":             "دسترسی API",
 	"tokens.title":           "دسترسی API",
 	"tokens.intro":           "با توکن شخصی، برنامهٔ موبایل یا سرویس دیگری می‌تواند از طریق API کیف پول شما را ببیند یا آن را شارژ کند. توکن را مانند رمز عبور نگه دارید.",
@@ -43,7 +43,7 @@ var tokensFA = map[string]string{
 	"tokens.admin_link":      "توکن‌های API کاربران",
 }
 
-var tokensEN = map[string]string{
+var tokensEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
 	"nav.tokens":             "API access",
 	"tokens.title":           "API access",
 	"tokens.intro":           "With a personal token, a mobile app or another service can read your wallet or top it up through the API. Keep a token like a password.",

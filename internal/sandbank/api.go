@@ -377,6 +377,11 @@ func (b *Bank) apiRequest(w http.ResponseWriter, r *http.Request) {
 	default:
 		if u, err := url.Parse(callback); err != nil || u.Host == "" {
 			v.add("callback_url", "The callback url format is invalid.")
+		} else if o := b.callbackOrigin; o != "" && (strings.ToLower(u.Scheme+"://"+u.Host) != o ||
+			!strings.HasPrefix(strings.ToLower(callback), o+"/")) {
+			// Both as parsed and as written (the redirect uses the text as
+			// written, and a browser must read the same host in it).
+			v.add("callback_url", "The callback url must be on the merchant's registered site.")
 		}
 	}
 

@@ -275,9 +275,9 @@ func (l *faultLayer) newRand(seed uint64) *rand.Rand {
 		seed = l.baseSeed
 	}
 	if seed == 0 {
-		seed = rand.Uint64()
+		seed = rand.Uint64() // #nosec G404 -- seeds the fault injection's coin flips (which call to slow down or fail): test behaviour, no secret
 	}
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) // #nosec G404 -- as above; reproducible by seed on purpose
 }
 
 // SetFaults replaces the whole fault setting with f (after Validate) and

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -98,10 +99,10 @@ func (b *Bank) newCardLocked() (string, error) {
 	var sb strings.Builder
 	sb.WriteString(bins[idx[0]])
 	for _, d := range digits {
-		sb.WriteByte(byte('0' + d))
+		sb.WriteByte("0123456789"[d]) // d < 10 (randomIndexesLocked's limit); indexing, not a conversion
 	}
 	body := sb.String()
-	return body + string(rune('0'+luhnCheckDigit(body))), nil
+	return body + strconv.Itoa(luhnCheckDigit(body)), nil
 }
 
 // luhnCheckDigit is the digit that makes body+digit pass the Luhn check.

@@ -119,6 +119,13 @@ type Options struct {
 	// must not let anyone mark payments paid or list them over HTTP. The
 	// Go methods (Pay, Cancel, Payments, SetFaults...) stay available.
 	NoControlAPI bool
+	// CallbackOrigin, when set (scheme://host[:port]), is the only origin
+	// a payment request may name as its callback_url, as a real terminal
+	// is bound to its merchant's registered site. The bank inside a
+	// running app sets it to the app's own origin: otherwise anyone could
+	// register a payment whose "pay" button on the app's origin sends
+	// the payer to a site of their choosing (an open redirect).
+	CallbackOrigin string
 }
 
 // Payment is a snapshot of one payment as the bank holds it.
@@ -176,20 +183,22 @@ type Bank struct {
 
 	faults faultLayer // fault injection and call counts; has its own lock
 
-	noControl bool
-	handler   http.Handler
+	noControl      bool
+	callbackOrigin string // lower case; "" accepts any http(s) callback
+	handler        http.Handler
 }
 
 // New returns an empty bank.
 func New(opts Options) *Bank {
 	b := &Bank{
-		clock:     opts.Clock,
-		ttl:       opts.AuthorityTTL,
-		log:       opts.Logger,
-		rand:      opts.Rand,
-		noControl: opts.NoControlAPI,
-		payments:  make(map[string]*record),
-		refIDs:    make(map[int64]struct{}),
+		clock:          opts.Clock,
+		ttl:            opts.AuthorityTTL,
+		log:            opts.Logger,
+		rand:           opts.Rand,
+		noControl:      opts.NoControlAPI,
+		callbackOrigin: strings.ToLower(strings.TrimSuffix(opts.CallbackOrigin, "/")),
+		payments:       make(map[string]*record),
+		refIDs:         make(map[int64]struct{}),
 	}
 	if b.clock == nil {
 		b.clock = time.Now

@@ -312,6 +312,59 @@ func TestRequestValidation(t *testing.T) {
 	}
 }
 
+// TestCallbackOriginStopsOpenRedirects: a bank bound to a merchant's
+// origin (as inside the app) refuses payments calling back anywhere else,
+// so its pay button, served on the app's origin, cannot send the payer to
+// a site of an attacker's choosing; callbacks on the origin still work.
+func TestCallbackOriginStopsOpenRedirects(t *testing.T) {
+	_, srv := newTestBank(t, Options{CallbackOrigin: "http://shop.example"})
+	tests := []struct {
+		name     string
+		callback string
+		ok       bool
+	}{
+		{"same origin", callback, true},
+		{"same origin, upper case host", "http://SHOP.example/pay/callback", true},
+		{"another host", "http://evil.example/pay/callback", false},
+		{"another scheme", "https://shop.example/pay/callback", false},
+		{"another port", "http://shop.example:8443/pay/callback", false},
+		{"origin as a subdomain of another", "http://shop.example.evil.example/cb", false},
+		{"origin as user info", "http://shop.example@evil.example/cb", false},
+		{"origin as user info with a path", "http://shop.example/@evil.example/cb", true}, // a path on shop.example
+		{"bare origin, no path", "http://shop.example", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := newRequestBody(int64(10_000))
+			body["callback_url"] = tc.callback
+			res := post(t, srv, "/pg/v4/payment/request.json", body)
+			if tc.ok {
+				if res.Status != http.StatusOK || res.Code(t) != 100 {
+					t.Fatalf("refused: %d %s", res.Status, res.Raw)
+				}
+				a := res.str("authority")
+				p := submit(t, srv, "/pg/StartPay/"+a+"/pay")
+				if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, tc.callback+"?Authority="+a) {
+					t.Fatalf("pay: %d Location %q", p.status, p.location)
+				}
+				return
+			}
+			if res.Status != http.StatusBadRequest || res.Code(t) != -9 {
+				t.Fatalf("accepted: %d %s", res.Status, res.Raw)
+			}
+			found := false
+			for _, v := range res.Err.Validations {
+				if _, ok := v["callback_url"]; ok {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("validations do not name callback_url: %s", res.Raw)
+			}
+		})
+	}
+}
+
 func TestRequestRecordsPayment(t *testing.T) {
 	b, srv := newTestBank(t, Options{})
 	body := newRequestBody(int64(1_500))

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -107,7 +108,10 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if cfg.Gateway == config.GatewaySandbox {
 		s.Bank = o.Bank
 		if s.Bank == nil {
-			s.Bank = sandbank.New(sandbank.Options{Logger: o.Log.With("component", "sandbank"), NoControlAPI: true})
+			// Payments of this bank may call back only to this app: its
+			// "pay" button must not become a redirect to anywhere.
+			s.Bank = sandbank.New(sandbank.Options{Logger: o.Log.With("component", "sandbank"), NoControlAPI: true,
+				CallbackOrigin: originOf(cfg.BaseURL)})
 		}
 		bankHandler = s.Bank.Handler()
 	}
@@ -287,4 +291,13 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 		}
 	}()
 	return wg.Wait
+}
+
+// originOf is scheme://host[:port] of an absolute URL ("" if it has none).
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -114,7 +114,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.SQL().PingContext(pctx); err != nil {
-		db.Close()
+		_ = db.Close() // the ping's error is the one to report
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return db, nil

@@ -23,7 +23,7 @@ func maskPAN(s string) string {
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
 		if d, ok := digitValue(r); ok {
-			out = append(out, byte('0'+d))
+			out = append(out, asciiDigits[d])
 			continue
 		}
 		switch {
@@ -96,7 +96,7 @@ func maskedDigits(run []rune, n int) string {
 	out := make([]byte, 0, n)
 	for _, r := range run {
 		if d, ok := digitValue(r); ok {
-			out = append(out, byte('0'+d))
+			out = append(out, asciiDigits[d])
 		}
 	}
 	for i := 6; i < len(out)-4; i++ {
@@ -104,6 +104,10 @@ func maskedDigits(run []rune, n int) string {
 	}
 	return string(out)
 }
+
+// asciiDigits[d] is the ASCII digit of d (0-9): indexing instead of a
+// conversion, so an out-of-range value panics instead of wrapping.
+const asciiDigits = "0123456789"
 
 // digitValue reads an ASCII, Persian or Arabic-Indic digit.
 func digitValue(r rune) (int, bool) {
