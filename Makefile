@@ -92,9 +92,11 @@ fmt:
 # a JSON report under data/bench/. bench-short proves the harness works
 # (small counts, judges no speed; run by CI).
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kifpool_bench?sslmode=disable
+# ONLY=<part of a step's name> runs only those steps; PROFILE=8s takes a CPU
+# profile of each step's first 8 s (serve's PPROF_ADDR) into data/bench/.
 bench: build
 	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
-	./bin/kifpool-load -bin $(BIN) -db '$(BENCH_DATABASE_URL)'
+	./bin/kifpool-load -bin $(BIN) -db '$(BENCH_DATABASE_URL)' $(if $(ONLY),-only '$(ONLY)') $(if $(PROFILE),-profile $(PROFILE))
 
 bench-short: build
 	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load

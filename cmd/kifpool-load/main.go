@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -61,6 +62,7 @@ func main() {
 	out := flag.String("out", "data/bench", "folder of the JSON report")
 	isShort := flag.Bool("short", false, "small counts: proves the harness works, judges no speed")
 	only := flag.String("only", "", "run only the scenarios whose step name contains this (e.g. \"credit path\"): before/after measurements")
+	profile := flag.Duration("profile", 0, "with serve's PPROF_ADDR, take a CPU profile of the first this-long of each step (e.g. 8s) into -out, one .pprof per step")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -68,7 +70,7 @@ func main() {
 	if *isShort {
 		sz = short
 	}
-	if err := run(ctx, *bin, *dbURL, *out, *isShort, *only, sz); err != nil {
+	if err := run(ctx, *bin, *dbURL, *out, *isShort, *only, *profile, sz); err != nil {
 		fmt.Fprintln(os.Stderr, "kifpool-load:", err)
 		os.Exit(1)
 	}
@@ -107,9 +109,14 @@ type bench struct {
 	users   []*user
 	rows    []Row
 	notes   []string
+	// profile > 0: a CPU profile of each step's first profile, into out.
+	profile  time.Duration
+	out      string
+	stamp    string
+	profiles int
 }
 
-func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string, sz sizes) error {
+func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string, profile time.Duration, sz sizes) error {
 	started := time.Now()
 	if err := recreateDB(ctx, dbURL); err != nil {
 		return err
@@ -118,7 +125,8 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 	if err != nil {
 		return err
 	}
-	bn := &bench{sz: sz, short: isShort, bin: bin, dbURL: dbURL, logDir: logDir, tr: newTransport(600)}
+	bn := &bench{sz: sz, short: isShort, bin: bin, dbURL: dbURL, logDir: logDir, tr: newTransport(600),
+		profile: profile, out: out, stamp: started.UTC().Format("20060102T150405Z")}
 	defer bn.stopAll()
 
 	bankAddr := freeAddr()
@@ -215,7 +223,15 @@ func (bn *bench) startServe(ctx context.Context, name string) (*proc, string, er
 		"RECONCILE_INTERVAL": "off", "RATE_LIMIT_SIGNIN": "0", "RATE_LIMIT_TOPUP": "0", "LOG_LEVEL": "warn",
 		"METRICS_TOKEN": metricsToken, "BREAKER_OPEN_TIMEOUT": "10m", "GOMAXPROCS": os.Getenv("GOMAXPROCS"),
 	}
+	pprofAddr := ""
+	if bn.profile > 0 {
+		pprofAddr = freeAddr()
+		env["PPROF_ADDR"] = pprofAddr
+	}
 	p, err := startProc(ctx, name, bn.bin, addr, base+"/readyz", filepath.Join(bn.logDir, name+".log"), env, "serve")
+	if p != nil {
+		p.pprof = pprofAddr
+	}
 	return p, base, err
 }
 
@@ -226,6 +242,11 @@ func (bn *bench) measure(p *proc, base string, note string, f func() Row) Row {
 	reset := resetPeakRSS(p.pid())
 	stopSampling := make(chan struct{})
 	peak := make(chan int, 1)
+	var profiled chan string
+	if p.pprof != "" {
+		profiled = make(chan string, 1)
+		go func() { profiled <- bn.cpuProfile(p.pprof) }()
+	}
 	go func() {
 		best := 0
 		t := time.NewTicker(200 * time.Millisecond)
@@ -243,6 +264,11 @@ func (bn *bench) measure(p *proc, base string, note string, f func() Row) Row {
 		}
 	}()
 	r := f()
+	if profiled != nil {
+		if path := <-profiled; path != "" {
+			note = strings.TrimSpace(note + " (CPU profile of the first " + bn.profile.String() + ": " + path + ")")
+		}
+	}
 	close(stopSampling)
 	r.PeakGor = <-peak
 	r.CPUSeconds = cpuSeconds(p.pid()) - cpu0
@@ -261,6 +287,35 @@ func (bn *bench) measure(p *proc, base string, note string, f func() Row) Row {
 	bn.rows = append(bn.rows, r)
 	fmt.Printf("  %-40s %6d req %4d err %9.1f/s p99 %8.1f ms\n", r.Scenario, r.Requests, r.Errors, r.Throughput, r.P99MS)
 	return r
+}
+
+// cpuProfile takes a CPU profile of serve's next bn.profile through its
+// PPROF_ADDR, writes it under bn.out and returns its path ("" on failure,
+// said on stderr: a missing profile does not spoil the run).
+func (bn *bench) cpuProfile(addr string) string {
+	cl := &http.Client{Timeout: bn.profile + 30*time.Second}
+	resp, err := cl.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(bn.profile.Seconds()+0.5)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kifpool-load: cpu profile:", err)
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(os.Stderr, "kifpool-load: cpu profile:", resp.Status, err)
+		return ""
+	}
+	bn.profiles++
+	path := filepath.Join(bn.out, fmt.Sprintf("cpu-%s-%02d.pprof", bn.stamp, bn.profiles))
+	if err := os.MkdirAll(bn.out, 0o750); err != nil {
+		fmt.Fprintln(os.Stderr, "kifpool-load: cpu profile:", err)
+		return ""
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "kifpool-load: cpu profile:", err)
+		return ""
+	}
+	return path
 }
 
 func (bn *bench) print(inv invariants) {

@@ -18,10 +18,11 @@ import (
 
 // proc is a child process of the load run (serve or the sandbox bank).
 type proc struct {
-	name string
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	name  string
+	addr  string
+	pprof string // serve's PPROF_ADDR, when profiling
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 // startProc runs bin with args and env (nothing else from our own

@@ -157,6 +157,15 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 			})
 		})
 	}
+	// The same repeat callback from a browser without our session (the
+	// payer's other browser, a forwarded link): no session to read, so a
+	// credited payment's page needs no database round trip at all.
+	anon := newUser(bn.tr, 0, 0, "")
+	bn.measure(bn.a, bn.baseA, "no session cookie: the neutral page, no database read", func() Row {
+		return runLoad(ctx, "3 replay: repeat callback, no session (50 conns)", 50, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
+			return callback(ctx, anon, urls[int(i)%len(urls)], "credited")
+		})
+	})
 	for _, conns := range []int{50, 200} {
 		bn.measure(bn.a, bn.baseA, "", func() Row {
 			return runLoad(ctx, fmt.Sprintf("3 replay: receipt reload (%d conns)", conns), conns, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {

@@ -159,6 +159,13 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 		log.Warn("configuration", "warning", w)
 		fmt.Fprintln(stdout, "warning:", w)
 	}
+	if cfg.PprofAddr != "" {
+		stopProfiler, err := startProfiler(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopProfiler()
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)

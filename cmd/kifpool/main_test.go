@@ -134,8 +134,14 @@ func TestServeStartsAndStops(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	dir := t.TempDir()
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pprofAddr := pln.Addr().String()
+	pln.Close()
 	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir,
-		"LISTEN_ADDR": addr, "BASE_URL": "http://" + addr}
+		"LISTEN_ADDR": addr, "BASE_URL": "http://" + addr, "PPROF_ADDR": pprofAddr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	out := &syncBuffer{}
@@ -147,6 +153,17 @@ func TestServeStartsAndStops(t *testing.T) {
 	resp, err := http.Post("http://"+addr+"/sandbank/pg/v4/payment/inquiry.json", "application/json", strings.NewReader(`{}`))
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("sandbank: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	// PPROF_ADDR: the profiler on its own loopback listener, not on the app's.
+	resp, err = http.Get("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("profiler at %s: %v %v", pprofAddr, resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the app's own port serves the profiler: %v %v", resp, err)
 	}
 	resp.Body.Close()
 	// The banner says where it runs and on which database.

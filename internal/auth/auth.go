@@ -199,24 +199,25 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 	if token == "" || len(token) > 100 {
 		return User{}, Session{}, ErrNoSession
 	}
-	var sess Session
-	err := s.db.Gorm.WithContext(ctx).
-		Where("token_hash = ? AND expires_at > ?", hashToken(token), s.now().UTC()).
-		Take(&sess).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	// One round trip: every request of a signed-in browser makes it.
+	var row struct {
+		S Session `gorm:"embedded;embeddedPrefix:s_"`
+		U User    `gorm:"embedded;embeddedPrefix:u_"`
+	}
+	res := s.db.Gorm.WithContext(ctx).Raw(`SELECT s.id AS s_id, s.token_hash AS s_token_hash, s.user_id AS s_user_id,
+		s.created_at AS s_created_at, s.expires_at AS s_expires_at, s.second_factor_at AS s_second_factor_at,
+		u.id AS u_id, u.email AS u_email, u.password_hash AS u_password_hash, u.role AS u_role, u.locale AS u_locale,
+		u.created_at AS u_created_at, u.totp_secret AS u_totp_secret, u.totp_confirmed_at AS u_totp_confirmed_at,
+		u.totp_last_step AS u_totp_last_step
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.token_hash = ? AND s.expires_at > ?`, hashToken(token), s.now().UTC()).Scan(&row)
+	if res.Error != nil {
+		return User{}, Session{}, fmt.Errorf("session lookup: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
 		return User{}, Session{}, ErrNoSession
 	}
-	if err != nil {
-		return User{}, Session{}, fmt.Errorf("session lookup: %w", err)
-	}
-	var u User
-	err = s.db.Gorm.WithContext(ctx).Where("id = ?", sess.UserID).Take(&u).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return User{}, Session{}, ErrNoSession
-	}
-	if err != nil {
-		return User{}, Session{}, fmt.Errorf("session user: %w", err)
-	}
+	u, sess := row.U, row.S
 	return u, sess, nil
 }
 

@@ -290,3 +290,52 @@ func TestPurgeExpiredSessions(t *testing.T) {
 		}
 	})
 }
+
+// Lookup reads the session and its user in one query: every field comes
+// back as stored (the second factor's time, the TOTP state, the role).
+func TestLookupReturnsTheWholeSessionAndUser(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c := &clock{t: time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC)}
+		s := newService(db, c)
+		u, err := s.SignUp(ctx, "whole@example.com", "correct horse", auth.RoleAdmin, "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := s.NewSession(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		passed := c.Now().Add(-time.Minute)
+		if err := db.Gorm.Exec(`UPDATE sessions SET second_factor_at = ? WHERE user_id = ?`, passed, u.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Exec(`UPDATE users SET totp_secret = 'JBSWY3DPEHPK3PXP', totp_confirmed_at = ?, totp_last_step = 42 WHERE id = ?`, passed, u.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		var wantU auth.User
+		var wantS auth.Session
+		if err := db.Gorm.Take(&wantU, u.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Where("user_id = ?", u.ID).Take(&wantS).Error; err != nil {
+			t.Fatal(err)
+		}
+		gotU, gotS, err := s.Lookup(ctx, tok)
+		if err != nil {
+			t.Fatalf("Lookup: %v", err)
+		}
+		if gotU.ID != wantU.ID || gotU.Email != wantU.Email || gotU.PasswordHash != wantU.PasswordHash || gotU.Role != auth.RoleAdmin ||
+			gotU.Locale != "en" || !gotU.CreatedAt.Equal(wantU.CreatedAt) || gotU.TOTPSecret != "JBSWY3DPEHPK3PXP" ||
+			gotU.TOTPConfirmedAt == nil || !gotU.TOTPConfirmedAt.Equal(passed) || gotU.TOTPLastStep != 42 {
+			t.Errorf("user = %+v, want %+v", gotU, wantU)
+		}
+		if gotS.ID != wantS.ID || gotS.TokenHash != wantS.TokenHash || gotS.UserID != u.ID || !gotS.CreatedAt.Equal(wantS.CreatedAt) ||
+			!gotS.ExpiresAt.Equal(wantS.ExpiresAt) || gotS.SecondFactorAt == nil || !gotS.SecondFactorAt.Equal(passed) {
+			t.Errorf("session = %+v, want %+v", gotS, wantS)
+		}
+		if _, _, err := s.Lookup(ctx, tok+"x"); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("unknown token: %v", err)
+		}
+	})
+}

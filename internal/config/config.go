@@ -90,8 +90,14 @@ type Config struct {
 	IdempotencyKeyTTL time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
 	APITopUpsPerMinute int
-	DataDir            string
-	Dev                bool // no SESSION_SECRET given: a generated one is kept under DataDir
+	// CreditedCacheSize: credited payments kept in memory per instance for
+	// repeat callbacks and receipt reloads (0: none).
+	CreditedCacheSize int
+	// PprofAddr, when set, is a loopback address where serve exposes Go's
+	// profiler (net/http/pprof) on a listener of its own; off by default.
+	PprofAddr string
+	DataDir   string
+	Dev       bool // no SESSION_SECRET given: a generated one is kept under DataDir
 	// LogLevel and LogFormat (json or text) shape the log output.
 	LogLevel  slog.Level
 	LogFormat string
@@ -274,6 +280,13 @@ func Load(getenv Getenv) (Config, error) {
 		bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
 	}
 	c.APITopUpsPerMinute = int(int64Range(getenv, "API_TOPUPS_PER_MINUTE", 30, 1, 1_000_000, bad))
+	c.CreditedCacheSize = int(int64Range(getenv, "CREDITED_CACHE_SIZE", 10_000, 0, 10_000_000, bad))
+	if c.PprofAddr = strings.TrimSpace(getenv("PPROF_ADDR")); c.PprofAddr != "" {
+		// The profiler shows memory and goroutine stacks: never to the network.
+		if h, _, err := splitHostPort(c.PprofAddr); err != nil || !loopbackHost(h) {
+			bad("PPROF_ADDR", "want a loopback HOST:PORT (127.0.0.1:6060, localhost:6060 or [::1]:6060): the profiler is never exposed to the network, got %q", c.PprofAddr)
+		}
+	}
 
 	switch c.Gateway {
 	case GatewaySandbox:

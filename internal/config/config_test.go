@@ -515,3 +515,36 @@ func TestRateLimits(t *testing.T) {
 		})
 	}
 }
+
+// The profiler shows memory and stacks: it listens on loopback only.
+func TestPprofAddr(t *testing.T) {
+	cases := []struct {
+		name, addr, want, wantErr string
+	}{
+		{name: "off by default", addr: "", want: ""},
+		{name: "ipv4 loopback", addr: "127.0.0.1:6060", want: "127.0.0.1:6060"},
+		{name: "localhost", addr: "localhost:6060", want: "localhost:6060"},
+		{name: "ipv6 loopback", addr: "[::1]:6060", want: "[::1]:6060"},
+		{name: "every interface", addr: ":6060", wantErr: "PPROF_ADDR"},
+		{name: "all ipv4", addr: "0.0.0.0:6060", wantErr: "PPROF_ADDR"},
+		{name: "public address", addr: "10.1.2.3:6060", wantErr: "PPROF_ADDR"},
+		{name: "no port", addr: "127.0.0.1", wantErr: "PPROF_ADDR"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(map[string]string{"PPROF_ADDR": tc.addr}))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.PprofAddr != tc.want {
+				t.Fatalf("PprofAddr = %q, want %q", c.PprofAddr, tc.want)
+			}
+		})
+	}
+}

@@ -345,6 +345,7 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 	})
 	switch {
 	case err == nil:
+		s.credited.put(out)
 		s.observe(was, c)
 		if s.cfg.Observer != nil {
 			s.cfg.Observer.Credited(amount)

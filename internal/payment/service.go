@@ -58,6 +58,10 @@ type Config struct {
 	// this (callbacks and worker; PENDING_RECHECK_AFTER, default 20s).
 	RecheckDelay time.Duration
 	PollInterval time.Duration // how often waiters re-read the row (default 50ms)
+	// CreditedCacheSize: how many credited payments are kept in memory for
+	// repeat callbacks and receipt reloads (0: DefaultCreditedCacheSize;
+	// negative: none).
+	CreditedCacheSize int
 
 	// Observer, when set, learns of every status change and credit
 	// (metrics).
@@ -84,6 +88,9 @@ func (c *Config) defaults() {
 	if c.PollInterval == 0 {
 		c.PollInterval = 50 * time.Millisecond
 	}
+	if c.CreditedCacheSize == 0 {
+		c.CreditedCacheSize = DefaultCreditedCacheSize
+	}
 	if c.Description == "" {
 		c.Description = "افزایش موجودی کیف‌پول (Kifpool wallet top-up)"
 	}
@@ -97,6 +104,9 @@ type Service struct {
 	now func() time.Time
 	log *slog.Logger
 	cfg Config
+	// credited answers repeat callbacks and receipt reloads of credited
+	// payments from memory.
+	credited *creditedCache
 }
 
 // NewService wires the payment service.
@@ -109,7 +119,7 @@ func NewService(db *store.DB, gw gateway.Gateway, now func() time.Time, log *slo
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	return &Service{db: db, gw: gw, now: now, log: log, cfg: cfg}
+	return &Service{db: db, gw: gw, now: now, log: log, cfg: cfg, credited: newCreditedCache(cfg.CreditedCacheSize)}
 }
 
 // Limits returns the allowed top-up range in rials.
@@ -309,10 +319,14 @@ func (s *Service) reload(ctx context.Context, id int64) (Payment, error) {
 	return p, nil
 }
 
-// ByPublicID returns a payment by its public id.
+// ByPublicID returns a payment by its public id; a credited one from
+// memory when this instance has seen it credited (it never changes again).
 func (s *Service) ByPublicID(ctx context.Context, publicID string) (Payment, error) {
 	if !ValidPublicID(publicID) {
 		return Payment{}, ErrNotFound
+	}
+	if p, ok := s.credited.get(publicID); ok {
+		return p, nil
 	}
 	var p Payment
 	err := s.db.Gorm.WithContext(ctx).Where("public_id = ?", publicID).Take(&p).Error
@@ -322,6 +336,7 @@ func (s *Service) ByPublicID(ctx context.Context, publicID string) (Payment, err
 	if err != nil {
 		return Payment{}, fmt.Errorf("payment %s: %w", publicID, err)
 	}
+	s.credited.put(p)
 	return p, nil
 }
 

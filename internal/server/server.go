@@ -172,6 +172,12 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.RecheckDelay == 0 {
 		pc.RecheckDelay = cfg.PendingRecheckAfter
 	}
+	if pc.CreditedCacheSize == 0 {
+		pc.CreditedCacheSize = cfg.CreditedCacheSize
+		if pc.CreditedCacheSize == 0 {
+			pc.CreditedCacheSize = -1 // CREDITED_CACHE_SIZE=0: keep none
+		}
+	}
 	s.Payments = payment.NewService(db, s.Gateway, now, o.Log.With("component", "payment"), pc)
 	s.Worker = s.Payments.NewWorker(payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
