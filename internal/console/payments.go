@@ -254,8 +254,8 @@ func (c *Console) Payments(ctx context.Context, f Filter, after *Cursor, limit i
 		}
 		tx = tx.Order("p.created_at DESC, p.id DESC")
 	}
-	var rows []Payment
-	if err := tx.Limit(limit + 1).Scan(&rows).Error; err != nil {
+	rows, err := scanPayments(tx.Limit(limit + 1))
+	if err != nil {
 		return nil, nil, fmt.Errorf("list payments: %w", err)
 	}
 	var next *Cursor
@@ -265,6 +265,27 @@ func (c *Console) Payments(ctx context.Context, f Filter, after *Cursor, limit i
 		next = &Cursor{CreatedAt: last.CreatedAt.UTC(), ID: last.ID}
 	}
 	return rows, next, nil
+}
+
+// scanPayments runs a query selecting paymentColumns and reads its rows
+// with database/sql's Scan, in the columns' order: GORM's reflective Scan
+// into structs cost more than the query on a page of 50.
+func scanPayments(tx *gorm.DB) ([]Payment, error) {
+	rs, err := tx.Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []Payment
+	for rs.Next() {
+		var p Payment
+		if err := rs.Scan(&p.ID, &p.PublicID, &p.UserID, &p.Email, &p.AmountRials, &p.Gateway, &p.Authority, &p.RefID,
+			&p.CardPANMasked, &p.Status, &p.StatusReason, &p.CreatedAt, &p.ResolvedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rs.Err()
 }
 
 // EachPayment calls fn for every payment under f, in the list's order,

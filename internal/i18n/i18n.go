@@ -97,7 +97,42 @@ func T(l Lang, key string, args ...any) string {
 		}
 		pairs = append(pairs, "{"+name+"}", val)
 	}
-	return strings.NewReplacer(pairs...).Replace(msg)
+	return substitute(msg, pairs)
+}
+
+// substitute is strings.NewReplacer(pairs...).Replace(msg) for pairs whose
+// old strings all begin with '{' (placeholders): one pass, the first pair
+// in argument order that matches at a position wins, replaced text is not
+// scanned again. It skips building a replacer, which cost more than the
+// replacing on pages with a relative time per row.
+func substitute(msg string, pairs []string) string {
+	if strings.IndexByte(msg, '{') < 0 {
+		return msg
+	}
+	var b strings.Builder
+	b.Grow(len(msg) + 16)
+	for {
+		i := strings.IndexByte(msg, '{')
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		b.WriteString(msg[:i])
+		msg = msg[i:]
+		matched := false
+		for j := 0; j+1 < len(pairs); j += 2 {
+			if strings.HasPrefix(msg, pairs[j]) {
+				b.WriteString(pairs[j+1])
+				msg = msg[len(pairs[j]):]
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			b.WriteByte('{')
+			msg = msg[1:]
+		}
+	}
 }
 
 // Money is an amount of rials given to T: it is written as tomans with the

@@ -327,6 +327,13 @@ func TestHistoryPagination(t *testing.T) {
 			if it.RefID != nil {
 				t.Errorf("item %d: ref id %v, want none", i, *it.RefID)
 			}
+			var e wallet.LedgerEntry
+			if err := db.Gorm.Where("id = ?", it.ID).Take(&e).Error; err != nil {
+				t.Fatal(err)
+			}
+			if !it.CreatedAt.Equal(e.CreatedAt) || it.BalanceAfter != e.BalanceAfter {
+				t.Errorf("item %d: created %v, balance after %d; the entry's %v, %d", i, it.CreatedAt, it.BalanceAfter, e.CreatedAt, e.BalanceAfter)
+			}
 		}
 		if all[0].BalanceAfter != f.balance(w.ID) {
 			t.Errorf("newest balance_after %d, balance %d", all[0].BalanceAfter, f.balance(w.ID))
