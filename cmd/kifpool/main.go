@@ -121,6 +121,10 @@ func setup(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.
 	if err != nil {
 		return cfg, nil, err
 	}
+	if err := db.SetPoolSize(cfg.DatabaseMaxConns); err != nil {
+		_ = db.Close() // the pool's error is the one to report
+		return cfg, nil, err
+	}
 	if err := db.Migrate(ctx, log); err != nil {
 		_ = db.Close() // the migration's error is the one to report
 		return cfg, nil, err

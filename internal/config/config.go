@@ -90,6 +90,9 @@ type Config struct {
 	IdempotencyKeyTTL time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
 	APITopUpsPerMinute int
+	// DatabaseMaxConns: the PostgreSQL pool of one instance (0: the
+	// default, store.DefaultPoolSize).
+	DatabaseMaxConns int
 	// CreditedCacheSize: credited payments kept in memory per instance for
 	// repeat callbacks and receipt reloads (0: none).
 	CreditedCacheSize int
@@ -280,6 +283,7 @@ func Load(getenv Getenv) (Config, error) {
 		bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
 	}
 	c.APITopUpsPerMinute = int(int64Range(getenv, "API_TOPUPS_PER_MINUTE", 30, 1, 1_000_000, bad))
+	c.DatabaseMaxConns = int(int64Range(getenv, "DATABASE_MAX_CONNS", 0, 0, 1000, bad))
 	c.CreditedCacheSize = int(int64Range(getenv, "CREDITED_CACHE_SIZE", 10_000, 0, 10_000_000, bad))
 	if c.PprofAddr = strings.TrimSpace(getenv("PPROF_ADDR")); c.PprofAddr != "" {
 		// The profiler shows memory and goroutine stacks: never to the network.

@@ -548,3 +548,31 @@ func TestPprofAddr(t *testing.T) {
 		})
 	}
 }
+
+func TestDatabaseMaxConns(t *testing.T) {
+	cases := []struct {
+		name, v string
+		want    int
+		wantErr bool
+	}{
+		{"default (store's)", "", 0, false},
+		{"set", "12", 12, false},
+		{"negative", "-1", 0, true},
+		{"words", "many", 0, true},
+		{"absurd", "100000", 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(map[string]string{"DATABASE_MAX_CONNS": tc.v}))
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "DATABASE_MAX_CONNS") {
+					t.Fatalf("err = %v, want one naming DATABASE_MAX_CONNS", err)
+				}
+				return
+			}
+			if err != nil || c.DatabaseMaxConns != tc.want {
+				t.Fatalf("DatabaseMaxConns = %d, %v; want %d", c.DatabaseMaxConns, err, tc.want)
+			}
+		})
+	}
+}

@@ -281,6 +281,27 @@ func (s *Service) claimPaced(ctx context.Context, id int64, statuses []Status, p
 	return "", p, err
 }
 
+// claimFirstReturn is the first callback's fast path: in one statement it
+// records the callback (returned_at) and takes the lease of an open
+// payment that nobody holds and that no callback has reached before. It
+// reports false, changing nothing, when any of that is not so; the caller
+// then takes the general path (markReturned, then claim or wait).
+func (s *Service) claimFirstReturn(ctx context.Context, id int64) (string, Payment, bool, error) {
+	now := s.clock()
+	tok := newLeaseToken()
+	var cur Payment
+	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&cur).Clauses(clause.Returning{}).
+		Where("id = ? AND status IN ? AND returned_at IS NULL AND (lease_until IS NULL OR lease_until < ?)", id, openForVerify(), now).
+		Updates(map[string]any{"lease_until": now.Add(s.cfg.LeaseDuration), "lease_owner": tok, "returned_at": now})
+	if res.Error != nil {
+		return "", Payment{}, false, fmt.Errorf("claim payment %d on its first callback: %w", id, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return "", Payment{}, false, nil
+	}
+	return tok, cur, true, nil
+}
+
 // release gives up the lease tok, if still ours, writing set with it
 // (a next check, the time the bank was asked). The status is unchanged.
 func (s *Service) release(ctx context.Context, p Payment, tok string, set map[string]any) (Payment, error) {

@@ -43,6 +43,20 @@ func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string
 	if p.Status == StatusCredited {
 		return p, nil // a repeat callback: the same receipt
 	}
+	if p.ReturnedAt == nil && p.Status.open() {
+		// The usual first callback: record it and take the lease at once
+		// (one statement), then ask the bank.
+		tok, cur, ok, err := s.claimFirstReturn(ctx, p.ID)
+		if err != nil {
+			return p, err
+		}
+		if ok {
+			s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", true)
+			ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+			defer cancel()
+			return s.verifyAndApply(ctx, cur, tok, ActorCallback)
+		}
+	}
 	first, err := s.markReturned(ctx, p)
 	if err != nil {
 		return p, err

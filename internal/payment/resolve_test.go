@@ -438,3 +438,56 @@ func TestLateVerifiedAnswerStillCredits(t *testing.T) {
 		})
 	}
 }
+
+// The first callback is recorded (returned_at) whichever way it goes: on
+// the fast path it is recorded in the statement that takes the lease and
+// the bank is asked at once; when another actor holds the payment it is
+// recorded alone and the callback waits for that actor (bounded by the
+// budget) without asking the bank itself.
+func TestFirstCallbackIsRecorded(t *testing.T) {
+	cases := []struct {
+		name         string
+		heldByOther  bool
+		wantStatus   payment.Status
+		wantVerifies int
+	}{
+		{"nobody holds it: recorded and checked at once", false, payment.StatusCredited, 1},
+		{"another actor holds it: recorded, waits for that actor", true, payment.StatusAwaitingPayment, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e := newEnvWith(t, db, func(c *payment.Config) { c.VerifyTimeout = 200 * time.Millisecond })
+				p := e.start(30_000)
+				e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(4242) })
+				if tc.heldByOther {
+					if err := db.Gorm.Exec(`UPDATE payments SET lease_owner = 'someone-else', lease_until = ? WHERE id = ?`,
+						e.clock.Now().Add(time.Hour), p.ID).Error; err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Return: %v", err)
+				}
+				if got.Status != tc.wantStatus {
+					t.Errorf("status %s, want %s", got.Status, tc.wantStatus)
+				}
+				r := e.row(p.ID)
+				if r.ReturnedAt == nil {
+					t.Errorf("the first callback was not recorded: %s", dump(r))
+				}
+				if _, v, _ := e.gw.Counts(); v != tc.wantVerifies {
+					t.Errorf("%d verifies, want %d", v, tc.wantVerifies)
+				}
+				if tc.heldByOther && (r.LeaseOwner != "someone-else" || r.Status != payment.StatusAwaitingPayment) {
+					t.Errorf("the other actor's lease was taken: %s", dump(r))
+				}
+				if !tc.heldByOther {
+					e.assertCredited(p, 4242)
+				}
+			})
+		})
+	}
+}

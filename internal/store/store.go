@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -106,8 +107,12 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(10)
+		n := DefaultPoolSize()
+		sqlDB.SetMaxOpenConns(n)
+		// As many idle as open: under load a connection released beyond
+		// the idle limit is closed and another one opened at once (a new
+		// PostgreSQL backend per request at worst).
+		sqlDB.SetMaxIdleConns(n)
 		sqlDB.SetConnMaxLifetime(30 * time.Minute)
 	}
 	db := &DB{Gorm: gdb, Dialect: dialect}
@@ -118,6 +123,30 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return db, nil
+}
+
+// DefaultPoolSize is the PostgreSQL pool of one instance without
+// DATABASE_MAX_CONNS: four connections per CPU the process may use, at
+// least 8. No transaction is open while the bank is asked (§4 of
+// ARCHITECTURE.md), so a connection is held for database work only and a
+// few per core keep the database busy without queueing in it.
+func DefaultPoolSize() int {
+	return max(8, 4*runtime.GOMAXPROCS(0))
+}
+
+// SetPoolSize sets how many connections to PostgreSQL the instance opens
+// at most (and keeps idle); SQLite keeps its own small pool.
+func (db *DB) SetPoolSize(n int) error {
+	if db.Dialect != Postgres || n <= 0 {
+		return nil
+	}
+	sqlDB, err := db.Gorm.DB()
+	if err != nil {
+		return fmt.Errorf("pool size: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(n)
+	sqlDB.SetMaxIdleConns(n)
+	return nil
 }
 
 // createPrivateFile creates the SQLite database file (and its folder)
