@@ -100,6 +100,9 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
 		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
 	}
+	if err := s.Payments.CheckGateway(c.UserContext()); err != nil {
+		return s.gatewayFailed(c, form.Amount)
+	}
 	w, err := s.Wallets.ForUser(c.UserContext(), u.ID)
 	if err != nil {
 		return err
@@ -112,9 +115,7 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 	case errors.As(err, &reused):
 		return s.message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", "/wallet/topup", "topup.new_form")
 	case errors.Is(err, payment.ErrGatewayFailed):
-		fresh := s.newTopUpForm()
-		fresh.Amount = form.Amount
-		return render(c, fiber.StatusServiceUnavailable, views.GatewayFailed(s.page(c, "topup.gateway_failed_title"), fresh))
+		return s.gatewayFailed(c, form.Amount)
 	case errors.Is(err, payment.ErrStillProcessing):
 		c.Set(fiber.HeaderRetryAfter, "3")
 		return s.message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", "/wallet", "nav.back_wallet")
@@ -126,6 +127,14 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 	}
 	// A repeat submit after the payment moved on: show where it stands.
 	return c.Redirect("/payments/"+res.Payment.PublicID, fiber.StatusSeeOther)
+}
+
+// gatewayFailed says that the bank could not start the payment and no
+// money was taken, with a fresh form holding the same amount.
+func (s *Server) gatewayFailed(c *fiber.Ctx, amount string) error {
+	fresh := s.newTopUpForm()
+	fresh.Amount = amount
+	return render(c, fiber.StatusServiceUnavailable, views.GatewayFailed(s.page(c, "topup.gateway_failed_title"), fresh))
 }
 
 func amountErrorKey(err error, minRials, maxRials int64) (string, []any) {

@@ -165,6 +165,19 @@ func (s *Service) ValidateAmount(rials int64) error {
 	return nil
 }
 
+// CheckGateway refuses a top-up while the gateway's circuit breaker is
+// open (ErrGatewayFailed): the bank is known to be down before anything is
+// written, so there is no payment and no authority, and no money can have
+// been taken. Callers may ask before their own reads (the web form does,
+// so that a refusal costs no database round trip); StartTopUp asks too.
+func (s *Service) CheckGateway(ctx context.Context) error {
+	if br, ok := s.gw.(BreakerReporter); ok && br.BreakerOpen() {
+		s.log.WarnContext(ctx, "top-up refused: the gateway's circuit breaker is open")
+		return fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
+	}
+	return nil
+}
+
 // StartTopUp creates the payment for a submitted form and asks the gateway
 // for a transaction. A repeat (or concurrent) submit of the same form gets
 // the first submit's answer; the same token with another amount gets a
@@ -177,11 +190,8 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	if err := s.ValidateAmount(in.AmountRials); err != nil {
 		return StartResult{}, err
 	}
-	if br, ok := s.gw.(BreakerReporter); ok && br.BreakerOpen() {
-		// The bank is known to be down before anything is written: no
-		// payment, no authority, so no money can have been taken.
-		s.log.WarnContext(ctx, "top-up refused: the gateway's circuit breaker is open")
-		return StartResult{}, fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
+	if err := s.CheckGateway(ctx); err != nil {
+		return StartResult{}, err
 	}
 	now := s.clock()
 	p := Payment{
