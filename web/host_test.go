@@ -34,6 +34,11 @@ func TestOtherHostRedirectsToBaseURL(t *testing.T) {
 		{"other name, a double-slash path", nil, "GET", "//evil.example/x", "localhost", nil, http.StatusTemporaryRedirect},
 		{"other name, health check", nil, "GET", "/healthz", "localhost", nil, http.StatusOK},
 		{"other name, readiness check", nil, "GET", "/readyz", "localhost", nil, http.StatusOK},
+		// The API's bearer token would be dropped by a client following a
+		// redirect to another host: it is answered where it arrives.
+		{"other name, the API without a token", nil, "GET", "/api/v1/wallet", "localhost", nil, http.StatusUnauthorized},
+		{"other name, the API's document", nil, "GET", "/api/openapi.json", "localhost", nil, http.StatusOK},
+		{"other name, a path that only starts like the API", nil, "GET", "/apix", "localhost", nil, http.StatusTemporaryRedirect},
 		{"forwarded host believed from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", "/signin", "localhost",
 			map[string]string{"X-Forwarded-Host": "BASE"}, http.StatusOK},
 		{"forwarded other host from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", "/signin", "",
