@@ -80,6 +80,10 @@ type Server struct {
 	sessionCookie, csrfCookie string
 }
 
+// MaxBodyBytes is the largest request body accepted (413 beyond it, read
+// no further): every form and API body is far smaller.
+const MaxBodyBytes = 64 * 1024
+
 // New builds the Fiber app with every route.
 func New(d Deps) *fiber.App {
 	if d.Log == nil {
@@ -102,12 +106,18 @@ func New(d Deps) *fiber.App {
 		s.formAction += " " + u.Scheme + "://" + u.Host
 	}
 
+	// Reading one request (headers and body) is bounded from its start,
+	// not per byte: a client trickling bytes is cut off all the same.
+	readTimeout := d.Config.HTTPReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = config.DefaultHTTPReadTimeout
+	}
 	app := fiber.New(fiber.Config{
 		AppName:               "kifpool",
 		Immutable:             true, // values from the context outlive the handler safely
 		DisableStartupMessage: true,
-		BodyLimit:             64 * 1024,
-		ReadTimeout:           30 * time.Second,
+		BodyLimit:             MaxBodyBytes,
+		ReadTimeout:           readTimeout,
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           90 * time.Second,
 		ErrorHandler:          s.errorHandler,

@@ -73,6 +73,10 @@ type Config struct {
 	// PendingRecheckAfter: after an unknown verify outcome, the first new
 	// check (a reload of the pending page, or the worker) waits this long.
 	PendingRecheckAfter time.Duration
+	// HTTPReadTimeout bounds the reading of one whole request (headers
+	// and body) from the moment it starts: a client that sends slower
+	// (a slowloris, a stalled upload) is answered 408 and cut off.
+	HTTPReadTimeout time.Duration
 	// TrustedProxies are the addresses (IPs or CIDRs) of reverse proxies
 	// whose X-Forwarded-For and X-Forwarded-Proto are believed.
 	TrustedProxies []string
@@ -129,6 +133,9 @@ func Logging(getenv Getenv) (slog.Level, string, error) {
 	}
 	return level, format, errors.Join(errs...)
 }
+
+// DefaultHTTPReadTimeout is HTTP_READ_TIMEOUT when unset.
+const DefaultHTTPReadTimeout = 30 * time.Second
 
 // DefaultListenAddr is where serve listens without LISTEN_ADDR: this
 // machine only with the sandbox bank (it credits wallets for free), every
@@ -250,6 +257,10 @@ func Load(getenv Getenv) (Config, error) {
 		bad("WORKER_BACKOFF_MAX", "must not be shorter than WORKER_BACKOFF_BASE")
 	}
 	c.PendingRecheckAfter = durationVar(getenv, "PENDING_RECHECK_AFTER", 20*time.Second, bad)
+	c.HTTPReadTimeout = durationVar(getenv, "HTTP_READ_TIMEOUT", DefaultHTTPReadTimeout, bad)
+	if c.HTTPReadTimeout > 10*time.Minute {
+		bad("HTTP_READ_TIMEOUT", "must not be longer than 10m (slow clients would hold connections), got %v", c.HTTPReadTimeout)
+	}
 	c.WorkerStaleCreated = durationVar(getenv, "WORKER_STALE_CREATED", time.Minute, bad)
 	if c.WorkerStaleCreated <= c.Budget {
 		bad("WORKER_STALE_CREATED", "must be longer than GATEWAY_BUDGET (a submit may still be talking to the bank)")
