@@ -25,6 +25,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/wallet"
 )
 
 // seedScale inserts n payments with generate_series (one statement per
@@ -308,6 +309,68 @@ func TestOpenForUserUsesItsPartialIndex(t *testing.T) {
 	}
 	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, index) {
 		t.Errorf("generic plan does not use %s:\n%s\n%s", index, st.sql, plan)
+	}
+}
+
+// TestPageStatementsArePlannedOnce: the statements of the admin list's
+// default view and of the wallet page, run again and again on one
+// connection (prepared and cached, as the app runs them), are not planned
+// again on every execution: PostgreSQL settles on the cached generic plan
+// after its five trial custom plans, at once for the statements without
+// parameters. A LIMIT sent as a parameter made it re-plan them every time
+// (store.literalLimits).
+func TestPageStatementsArePlannedOnce(t *testing.T) {
+	db := storetest.New(t, store.Postgres)
+	seedScale(t, db, 3_000)
+	ctx := context.Background()
+	var owner struct{ UserID, WalletID int64 }
+	if err := db.Gorm.Raw(`SELECT user_id, wallet_id FROM payments ORDER BY id LIMIT 1`).Scan(&owner).Error; err != nil {
+		t.Fatal(err)
+	}
+	const runs = 12
+	type prepared struct {
+		Statement                 string
+		GenericPlans, CustomPlans int64
+	}
+	var stmts []prepared
+	err := db.Gorm.Connection(func(tx *gorm.DB) error {
+		one := *db
+		one.Gorm = tx
+		c := console.New(&one)
+		payments := payment.NewService(&one, nil, nil, nil, payment.Config{})
+		wallets := wallet.NewService(&one)
+		for range runs {
+			if _, _, err := c.Payments(ctx, console.Filter{}, nil, console.PageSize); err != nil {
+				return err
+			}
+			if _, err := c.StatusCounts(ctx, console.Filter{}, console.CountCap); err != nil {
+				return err
+			}
+			if _, err := payments.OpenForUser(ctx, owner.UserID, 10); err != nil {
+				return err
+			}
+			if _, _, err := wallets.History(ctx, owner.WalletID, 0, 20); err != nil {
+				return err
+			}
+		}
+		return tx.Raw(`SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+			WHERE statement LIKE '%payments%' AND generic_plans + custom_plans > 1 AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&stmts).Error
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stmts) != 4 {
+		t.Fatalf("%d prepared statements over payments, want 4: %+v", len(stmts), stmts)
+	}
+	for _, st := range stmts {
+		maxCustom := int64(5) // PostgreSQL's trial custom plans
+		if !strings.Contains(st.Statement, "$1") {
+			maxCustom = 0 // nothing to bind: the generic plan from the start
+		}
+		if st.CustomPlans > maxCustom || st.GenericPlans+st.CustomPlans != runs {
+			t.Errorf("%d custom plans (want at most %d) and %d generic ones in %d runs of\n%s",
+				st.CustomPlans, maxCustom, st.GenericPlans, runs, st.Statement)
+		}
 	}
 }
 

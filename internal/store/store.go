@@ -103,6 +103,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
+		literalLimits(gdb)
 		sqlDB, err := gdb.DB()
 		if err != nil {
 			return nil, err
