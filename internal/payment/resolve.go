@@ -202,10 +202,16 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, actor Actor) (Payment, error) {
 	log := s.log.With("payment", p.PublicID, "actor", actor)
 	ctx = resilient.WithPaymentRef(ctx, p.PublicID)
-	vr, err := s.gw.Verify(ctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
+	// The verify's attempts are written with a credit, in its transaction;
+	// with any other outcome, on their own before it is recorded.
+	vctx, held := withHeldCalls(ctx)
+	vr, err := s.gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
 	checked := s.checkedSet(err)
 	// Whatever the caller's context does now, the answer must be recorded.
 	ctx = context.WithoutCancel(ctx)
+	if err != nil || vr.RefID <= 0 || (vr.Outcome != gateway.VerifyPaid && vr.Outcome != gateway.VerifyAlreadyVerified) {
+		s.writeHeld(ctx, held)
+	}
 	switch {
 	case err != nil && gateway.IsRejected(err):
 		log.ErrorContext(ctx, "verify rejected by gateway", "err", err)
@@ -224,7 +230,7 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 			return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonNoRefID, &code, checked)
 		}
 		testhook.At(testhook.AfterVerify) // e2e: the bank counts it verified, we have not credited
-		return s.credit(ctx, p, tok, actor, vr, checked)
+		return s.credit(ctx, p, tok, actor, vr, checked, held)
 	case gateway.VerifyNotPaid:
 		return s.notPaid(ctx, p, tok, actor, vr)
 	case gateway.VerifyAmountMismatch:
@@ -315,7 +321,7 @@ func (s *Service) notPaid(ctx context.Context, p Payment, tok string, actor Acto
 // meanwhile: a payment another actor ended on a stale view is credited,
 // not lost. The unique ledger entry per payment and unique (gateway,
 // ref_id) keep it to one credit.
-func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor, vr gateway.VerifyResult, set map[string]any) (Payment, error) {
+func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor, vr gateway.VerifyResult, set map[string]any, held *heldCalls) (Payment, error) {
 	amount := p.AmountRials // verify carried our amount; the bank answers -50 otherwise
 	reason := ReasonVerifiedPaid
 	if vr.Outcome == gateway.VerifyAlreadyVerified {
@@ -329,9 +335,12 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 	var was Status
 	var out Payment
 	c := change{to: StatusCredited, actor: actor, reason: reason, gatewayCode: &code, set: vals}
+	calls := held.take()
 	c.also = func(tx *gorm.DB) error {
-		_, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, s.clock())
-		return err
+		if _, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, s.clock()); err != nil {
+			return err
+		}
+		return insertCalls(tx, calls)
 	}
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		// Usually the row is as the lease found it: move from that status
@@ -357,6 +366,13 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 		out, err = s.moveTx(tx, p, was, c)
 		return err
 	})
+	if err != nil {
+		// Rolled back: the attempts are written on their own.
+		for _, c := range calls {
+			held.add(c)
+		}
+		s.writeHeld(ctx, held)
+	}
 	switch {
 	case err == nil:
 		s.credited.put(out)
