@@ -100,8 +100,10 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
 		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
 	}
-	if err := s.Payments.CheckGateway(c.UserContext()); err != nil {
+	if err := s.Payments.CheckGateway(c.UserContext(), u.ID, token); errors.Is(err, payment.ErrGatewayFailed) {
 		return s.gatewayFailed(c, form.Amount)
+	} else if err != nil {
+		return err
 	}
 	w, err := s.Wallets.ForUser(c.UserContext(), u.ID)
 	if err != nil {

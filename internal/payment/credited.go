@@ -26,7 +26,8 @@ func newCreditedCache(size int) *creditedCache {
 	if size <= 0 {
 		return nil
 	}
-	return &creditedCache{max: size, byID: make(map[string]Payment, size)}
+	// The map grows with use: a large bound costs nothing until it is used.
+	return &creditedCache{max: size, byID: make(map[string]Payment, min(size, 1024))}
 }
 
 func (c *creditedCache) get(publicID string) (Payment, bool) {

@@ -165,17 +165,28 @@ func (s *Service) ValidateAmount(rials int64) error {
 	return nil
 }
 
-// CheckGateway refuses a top-up while the gateway's circuit breaker is
+// CheckGateway refuses a new top-up while the gateway's circuit breaker is
 // open (ErrGatewayFailed): the bank is known to be down before anything is
 // written, so there is no payment and no authority, and no money can have
-// been taken. Callers may ask before their own reads (the web form does,
-// so that a refusal costs no database round trip); StartTopUp asks too.
-func (s *Service) CheckGateway(ctx context.Context) error {
-	if br, ok := s.gw.(BreakerReporter); ok && br.BreakerOpen() {
-		s.log.WarnContext(ctx, "top-up refused: the gateway's circuit breaker is open")
-		return fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
+// been taken. A form already submitted is not refused (nil): its repeat is
+// answered as the first submit was, whatever the bank's state now. Callers
+// may ask before their own reads (the web form does, so that a refusal
+// costs one indexed read only while the breaker is open); StartTopUp asks
+// too.
+func (s *Service) CheckGateway(ctx context.Context, userID int64, formToken string) error {
+	br, ok := s.gw.(BreakerReporter)
+	if !ok || !br.BreakerOpen() {
+		return nil
 	}
-	return nil
+	seen, err := s.FormSubmitted(ctx, userID, formToken)
+	if err != nil {
+		return err
+	}
+	if seen {
+		return nil // a repeat: answered from the first submit
+	}
+	s.log.WarnContext(ctx, "top-up refused: the gateway's circuit breaker is open")
+	return fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
 }
 
 // StartTopUp creates the payment for a submitted form and asks the gateway
@@ -190,7 +201,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	if err := s.ValidateAmount(in.AmountRials); err != nil {
 		return StartResult{}, err
 	}
-	if err := s.CheckGateway(ctx); err != nil {
+	if err := s.CheckGateway(ctx, in.UserID, in.FormToken); err != nil {
 		return StartResult{}, err
 	}
 	now := s.clock()

@@ -313,3 +313,48 @@ func TestStartTopUpDescription(t *testing.T) {
 		}
 	})
 }
+
+// An open breaker refuses new top-ups before anything is written, but a
+// form that was already submitted is answered as its first submit was:
+// "no money was taken" would be false for a payment that exists (it may
+// be paid at the bank), and a fresh form would invite a second payment.
+func TestOpenBreakerAnswersRepeatsOfSubmittedForms(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		token := payment.NewFormToken()
+		first, err := e.svc.StartTopUp(ctx, e.input(token, 40_000))
+		if err != nil || first.PayURL == "" {
+			t.Fatalf("first submit: %+v, %v", first, err)
+		}
+		e.gw.Open.Store(true)
+		cases := []struct {
+			name    string
+			token   string
+			wantErr error
+		}{
+			{"the same form again", token, nil},
+			{"a new form", payment.NewFormToken(), payment.ErrGatewayFailed},
+		}
+		for _, tc := range cases {
+			if err := e.svc.CheckGateway(ctx, e.user.ID, tc.token); !errors.Is(err, tc.wantErr) {
+				t.Errorf("%s: CheckGateway = %v, want %v", tc.name, err, tc.wantErr)
+			}
+			r, err := e.svc.StartTopUp(ctx, e.input(tc.token, 40_000))
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("%s: StartTopUp = %+v, %v; want %v", tc.name, r, err, tc.wantErr)
+				continue
+			}
+			if tc.wantErr == nil && (!r.Replayed || r.Payment.ID != first.Payment.ID || r.PayURL != first.PayURL) {
+				t.Errorf("%s: %+v, want the first submit's answer %+v", tc.name, r, first)
+			}
+		}
+		// Another user's token is not this user's form.
+		if err := e.svc.CheckGateway(ctx, e.user.ID+1000, token); !errors.Is(err, payment.ErrGatewayFailed) {
+			t.Errorf("another user's form: %v, want ErrGatewayFailed", err)
+		}
+		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Errorf("%d payments, want the first only", n)
+		}
+	})
+}

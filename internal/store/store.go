@@ -114,6 +114,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 		// the idle limit is closed and another one opened at once (a new
 		// PostgreSQL backend per request at worst).
 		sqlDB.SetMaxIdleConns(n)
+		// Connections left idle after a burst are closed after a while.
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(30 * time.Minute)
 	}
 	db := &DB{Gorm: gdb, Dialect: dialect}
@@ -128,11 +130,13 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 
 // DefaultPoolSize is the PostgreSQL pool of one instance without
 // DATABASE_MAX_CONNS: four connections per CPU the process may use, at
-// least 8. No transaction is open while the bank is asked (§4 of
-// ARCHITECTURE.md), so a connection is held for database work only and a
-// few per core keep the database busy without queueing in it.
+// least 8 and at most 20. No transaction is open while the bank is asked
+// (§4 of ARCHITECTURE.md), so a connection is held for database work only
+// and a few per core keep the database busy without queueing in it; the
+// cap keeps several instances, a reconcile run and a migration within
+// PostgreSQL's default max_connections (100).
 func DefaultPoolSize() int {
-	return max(8, 4*runtime.GOMAXPROCS(0))
+	return min(20, max(8, 4*runtime.GOMAXPROCS(0)))
 }
 
 // SetPoolSize sets how many connections to PostgreSQL the instance opens
