@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -90,6 +92,18 @@ func postgresURL(t testing.TB) string {
 		t.Skipf("PostgreSQL tests skipped: %v", err)
 	}
 	defer admin.Close()
+	// The migrations' database-wide objects, made once under a lock: each
+	// schema migrates on a lock of its own, and two CREATE EXTENSIONs at
+	// once collide (a duplicate key in pg_extension) on a fresh database.
+	err = admin.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtext('kifpool storetest extensions'))`).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public`).Error
+	})
+	if err != nil {
+		t.Fatalf("database-wide extensions: %v", err)
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "t_" + hex.EncodeToString(b[:])
