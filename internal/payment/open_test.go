@@ -4,7 +4,10 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/console/consoletest"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -55,4 +58,39 @@ func TestOpenForUser(t *testing.T) {
 			}
 		}
 	})
+}
+
+// On SQLite too the wallet page's open payments come from the partial
+// index: SQLite uses one only when the query names its condition as the
+// index does (migration 00008 and OpenForUser must agree).
+func TestOpenForUserUsesItsPartialIndexOnSQLite(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	consoletest.SeedN(t, db, 50)
+	var sql string
+	if err := db.Gorm.Callback().Query().After("gorm:query").Register("open_test:capture", func(tx *gorm.DB) {
+		sql = tx.Dialector.Explain(tx.Statement.SQL.String(), tx.Statement.Vars...)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	svc := payment.NewService(db, nil, nil, nil, payment.Config{})
+	if _, err := svc.OpenForUser(context.Background(), 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	if sql == "" {
+		t.Fatal("no statement captured")
+	}
+	var plan []struct {
+		ID, Parent, Notused int
+		Detail              string
+	}
+	if err := db.Gorm.Raw("EXPLAIN QUERY PLAN " + sql).Scan(&plan).Error; err != nil {
+		t.Fatal(err)
+	}
+	var details []string
+	for _, p := range plan {
+		details = append(details, p.Detail)
+	}
+	if d := strings.Join(details, "; "); !strings.Contains(d, "payments_user_open_idx") {
+		t.Errorf("OpenForUser on SQLite does not use payments_user_open_idx: %s\n%s", d, sql)
+	}
 }
