@@ -411,7 +411,10 @@ func (bn *bench) scenarioBankDown(ctx context.Context) error {
 		}
 		return nil
 	}
-	for range 200 {
+	// The breaker opens on a failure ratio over its window (BREAKER_WINDOW,
+	// 30 s): after a fast scenario the window still holds many successful
+	// calls, so failures are sent until it opens, for up to two windows.
+	for deadline := time.Now().Add(75 * time.Second); time.Now().Before(deadline); {
 		if v, ok := metric(bn.baseA, metricsToken, "kifpool_gateway_breaker_open"); ok && v == 1 {
 			break
 		}
