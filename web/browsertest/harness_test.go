@@ -375,10 +375,16 @@ func (b *Tab) Click(testid string) {
 	b.Run(chromedp.Click(tid(testid), chromedp.ByQuery))
 }
 
-// Type focuses a field and types text into it, key by key.
+// Type focuses a field and types text into it, key by key. It focuses
+// and then sends key events rather than using chromedp.SendKeys, which
+// reads the node's attributes without their lock while chromedp's event
+// loop updates them (a data race in chromedp v0.16.0, query.go: it
+// failed the -race browser suite once, right after Clear had changed
+// the field's value attribute).
 func (b *Tab) Type(sel, text string) {
 	b.t.Helper()
-	b.Run(chromedp.Clear(sel, chromedp.ByQuery), chromedp.SendKeys(sel, text, chromedp.ByQuery))
+	b.Run(chromedp.Clear(sel, chromedp.ByQuery), chromedp.WaitVisible(sel, chromedp.ByQuery),
+		chromedp.Focus(sel, chromedp.ByQuery), chromedp.KeyEvent(text))
 }
 
 // Attr reads an attribute of the first element matching sel.

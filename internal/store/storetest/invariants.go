@@ -1,11 +1,13 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -70,14 +72,20 @@ func CheckNoneOpenPast(t testing.TB, db *store.DB, now time.Time, maxOpen time.D
 }
 
 // ForceStatus puts a payment into a status as the state machine would
-// have (the status and one payment_events row, actor worker), for tests
-// that need a payment in a state their scenario does not reach by itself.
+// have (the status and one payment_events row), for tests that need a
+// payment in a state their scenario does not reach by itself. Only an edge
+// of the transition table may be taken, by one of the actors the table
+// allows on it (the worker when it may); anything else fails the test.
 func ForceStatus(t testing.TB, db *store.DB, paymentID int64, status, reason string) {
 	t.Helper()
 	err := db.Gorm.Transaction(func(tx *gorm.DB) error {
 		var from string
 		if err := tx.Raw(`SELECT status FROM payments WHERE id = ?`, paymentID).Scan(&from).Error; err != nil {
 			return err
+		}
+		actor, ok := edgeActor(payment.Status(from), payment.Status(status))
+		if !ok {
+			return fmt.Errorf("%s → %s is not an edge of the state machine", from, status)
 		}
 		now := time.Now().UTC()
 		var resolved any
@@ -88,10 +96,27 @@ func ForceStatus(t testing.TB, db *store.DB, paymentID int64, status, reason str
 			status, reason, resolved, now, paymentID).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO payment_events (payment_id, from_status, to_status, actor, reason, created_at) VALUES (?, ?, ?, 'worker', ?, ?)`,
-			paymentID, from, status, reason, now).Error
+		return tx.Exec(`INSERT INTO payment_events (payment_id, from_status, to_status, actor, reason, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			paymentID, from, status, string(actor), reason, now).Error
 	})
 	if err != nil {
 		t.Fatalf("force payment %d to %s: %v", paymentID, status, err)
 	}
+}
+
+// edgeActor is who may move a payment from → to by the transition table:
+// the worker when it may, else the first actor the table names.
+func edgeActor(from, to payment.Status) (payment.Actor, bool) {
+	for _, e := range payment.Transitions() {
+		if e.From != from || e.To != to || len(e.Actors) == 0 {
+			continue
+		}
+		for _, a := range e.Actors {
+			if a == payment.ActorWorker {
+				return a, true
+			}
+		}
+		return e.Actors[0], true
+	}
+	return "", false
 }
