@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -65,13 +67,28 @@ func insertCalls(db *gorm.DB, calls []resilient.Call) error {
 		err := db.Exec(`INSERT INTO gateway_calls
 		(payment_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error)
 		VALUES ((SELECT id FROM payments WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.PaymentRef, c.Gateway, c.Operation, c.Attempt, c.StartedAt.UTC(), c.Duration.Milliseconds(), c.HTTPStatus,
-			c.GatewayCode, c.Outcome, truncate(c.Error, 500)).Error
+			c.PaymentRef, storableText(c.Gateway, 100), storableText(c.Operation, 100), c.Attempt, c.StartedAt.UTC(),
+			c.Duration.Milliseconds(), c.HTTPStatus, c.GatewayCode, storableText(c.Outcome, 100), storableText(c.Error, 500)).Error
 		if err != nil {
 			return fmt.Errorf("record gateway call %s: %w", c.Operation, err)
 		}
 	}
 	return nil
+}
+
+// storableText is s as a text column always takes it: at most n bytes,
+// cut at a character boundary, valid UTF-8, no NUL (which PostgreSQL's
+// text refuses). A bank's garbled answer quoted in an error must not make
+// the row, and so the credit it is written with, fail.
+func storableText(s string, n int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // heldCalls keeps the attempts of one bank check, so that they are written

@@ -7,8 +7,11 @@ package payment_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
@@ -77,4 +80,64 @@ func TestEveryVerifyAttemptIsRecorded(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A bank's garbled answer quoted in an attempt's error (invalid UTF-8, a
+// NUL, Persian text cut mid-character) is stored cleaned: the row, and the
+// credit it is written with, never fail for it.
+func TestGarbledCallErrorsDoNotBlockTheCredit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(20_000)
+		garbled := "bank said \x00\xff\xfe " + strings.Repeat("پرداخت ناموفق ", 60)
+		rec := payment.NewCallRecorder(db, nil)
+		// Recorded alone (a breaker refusal, say) …
+		rec.Record(ctx, resilient.Call{PaymentRef: p.PublicID, Gateway: "zarinpal", Operation: "verify", Attempt: 1,
+			StartedAt: e.clock.Now(), Outcome: resilient.OutcomeTransient, Error: garbled})
+		// … and with a credit, in its transaction.
+		rg := resilient.New(garbledGateway{e.gw, garbled}, resilient.Options{
+			AttemptTimeout: time.Second, Budget: 5 * time.Second, MaxAttempts: 3,
+			BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+			Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
+			Recorder: rec, Now: e.clock.Now,
+		})
+		e.svc = payment.NewService(db, rg, e.clock.Now, nil, payment.Config{BaseURL: "http://app.test", MinRials: 10000, MaxRials: 1000000000, PollInterval: 5 * time.Millisecond})
+		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(777) })
+		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+			t.Fatalf("Return = %s, %v; want credited", dump(got), err)
+		}
+		e.assertCredited(p, 777)
+		calls, err := e.svc.CallsOf(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var garbledRows int
+		for _, c := range calls {
+			if !utf8.ValidString(c.Error) || strings.ContainsRune(c.Error, 0) || len(c.Error) > 500 {
+				t.Errorf("stored error %q is not clean text of at most 500 bytes", c.Error)
+			}
+			if strings.Contains(c.Error, "bank said") {
+				garbledRows++
+			}
+		}
+		if garbledRows != 2 {
+			t.Errorf("%d rows with the garbled error, want 2 (alone, and the failed attempt before the credit): %+v", garbledRows, calls)
+		}
+	})
+}
+
+// garbledGateway fails the first verify with a garbled error, then answers
+// as the wrapped gateway does.
+type garbledGateway struct {
+	*paymenttest.Gateway
+	msg string
+}
+
+func (g garbledGateway) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	if _, n, _ := g.Gateway.Counts(); n == 0 {
+		_, _ = g.Gateway.Verify(ctx, in) // counted, answer dropped
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: "verify", Err: errors.New(g.msg)}
+	}
+	return g.Gateway.Verify(ctx, in)
 }
