@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/formtoken"
 )
 
 // seedUsers inserts n users with wallets and live sessions directly (one
@@ -402,7 +402,7 @@ func (bn *bench) scenarioBankDown(ctx context.Context) error {
 	}
 	submit := func(ctx context.Context, vu int) error {
 		r, err := bn.users[vu].do(ctx, http.MethodPost, bn.baseA+"/wallet/topup",
-			url.Values{"_csrf": {csrfs[vu]}, "token": {payment.NewFormToken()}, "amount": {fmt.Sprint(topUpTomans)}})
+			url.Values{"_csrf": {csrfs[vu]}, "token": {formtoken.New()}, "amount": {fmt.Sprint(topUpTomans)}})
 		if err != nil {
 			return err
 		}

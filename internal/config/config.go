@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/dburl"
 	"github.com/kifpool/kifpool/internal/logging"
-	"github.com/kifpool/kifpool/internal/store"
 )
 
 // Gateways.
@@ -150,11 +150,11 @@ func DefaultListenAddr(gateway string) string {
 // DatabaseDescription names the database for people (banner, logs):
 // the SQLite file, or the PostgreSQL URL without its password.
 func (c Config) DatabaseDescription() string {
-	d, dsn, err := store.ParseURL(c.DatabaseURL)
+	d, dsn, err := dburl.Parse(c.DatabaseURL)
 	if err != nil {
 		return "?"
 	}
-	if d == store.SQLite {
+	if d == dburl.SQLite {
 		return "SQLite " + dsn
 	}
 	if u, err := url.Parse(c.DatabaseURL); err == nil {
@@ -189,7 +189,7 @@ func Load(getenv Getenv) (Config, error) {
 		DataDir:     get("DATA_DIR", "./data"),
 	}
 	c.ListenAddr = get("LISTEN_ADDR", DefaultListenAddr(c.Gateway))
-	if _, _, err := store.ParseURL(c.DatabaseURL); err != nil {
+	if _, _, err := dburl.Parse(c.DatabaseURL); err != nil {
 		bad("DATABASE_URL", "%v", err)
 	}
 	listenHost, listenPort, err := splitHostPort(c.ListenAddr)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/config"
-	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/dburl"
 )
 
 // env is a map-backed Getenv.
@@ -24,9 +24,9 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load with empty environment: %v", err)
 	}
-	d, dsn, err := store.ParseURL(c.DatabaseURL)
-	if err != nil || d != store.SQLite || dsn != store.DefaultSQLitePath {
-		t.Errorf("database = %q → %q %q %v; want SQLite at %s", c.DatabaseURL, d, dsn, err, store.DefaultSQLitePath)
+	d, dsn, err := dburl.Parse(c.DatabaseURL)
+	if err != nil || d != dburl.SQLite || dsn != dburl.DefaultSQLitePath {
+		t.Errorf("database = %q → %q %q %v; want SQLite at %s", c.DatabaseURL, d, dsn, err, dburl.DefaultSQLitePath)
 	}
 	checks := []struct {
 		name      string
@@ -476,7 +476,7 @@ func TestSandboxListensOnLoopbackUnlessAllowed(t *testing.T) {
 
 func TestDatabaseDescription(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
-		{"", "SQLite " + store.DefaultSQLitePath},
+		{"", "SQLite " + dburl.DefaultSQLitePath},
 		{"sqlite:/tmp/x.db", "SQLite /tmp/x.db"},
 		{"postgres://u:secret@db:5432/kifpool?sslmode=disable", "PostgreSQL postgres://u:xxxxx@db:5432/kifpool?sslmode=disable"},
 	} {

@@ -25,10 +25,11 @@ package payment
 import (
 	"crypto/rand"
 	"encoding/base32"
-	"encoding/base64"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/formtoken"
 )
 
 // Status is the state of a payment.
@@ -100,18 +101,11 @@ func (p Payment) RefIDValue() int64 {
 	return *p.RefID
 }
 
-// NewFormToken returns a fresh per-form idempotency token (128 random
-// bits, URL-safe).
-func NewFormToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-var formTokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+// NewFormToken returns a fresh per-form idempotency token (formtoken.New).
+func NewFormToken() string { return formtoken.New() }
 
 // ValidFormToken reports whether s has the shape of a form token.
-func ValidFormToken(s string) bool { return formTokenRE.MatchString(s) }
+func ValidFormToken(s string) bool { return formtoken.Valid(s) }
 
 func newPublicID() string {
 	var b [15]byte

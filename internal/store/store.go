@@ -24,15 +24,16 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
+	"github.com/kifpool/kifpool/internal/dburl"
 	"github.com/kifpool/kifpool/migrations"
 )
 
-// Dialect names the database engine.
-type Dialect string
+// Dialect names the database engine (see package dburl).
+type Dialect = dburl.Dialect
 
 const (
-	Postgres Dialect = "postgres"
-	SQLite   Dialect = "sqlite"
+	Postgres = dburl.Postgres
+	SQLite   = dburl.SQLite
 )
 
 // DB is an open database with its dialect.
@@ -42,27 +43,10 @@ type DB struct {
 }
 
 // DefaultSQLitePath is the zero-setup database file.
-const DefaultSQLitePath = "./data/kifpool.db"
+const DefaultSQLitePath = dburl.DefaultSQLitePath
 
-// ParseURL splits DATABASE_URL into a dialect and a driver DSN:
-// "" → the default SQLite file; "sqlite:PATH" → that file;
-// "postgres://…" or "postgresql://…" → PostgreSQL.
-func ParseURL(url string) (Dialect, string, error) {
-	switch {
-	case url == "":
-		return SQLite, DefaultSQLitePath, nil
-	case strings.HasPrefix(url, "sqlite:"):
-		path := strings.TrimPrefix(url, "sqlite:")
-		path = strings.TrimPrefix(path, "//")
-		if path == "" {
-			return "", "", errors.New("sqlite: URL needs a file path, e.g. sqlite:./data/kifpool.db")
-		}
-		return SQLite, path, nil
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return Postgres, url, nil
-	}
-	return "", "", fmt.Errorf("unsupported DATABASE_URL scheme (want postgres://… or sqlite:PATH)")
-}
+// ParseURL splits DATABASE_URL into a dialect and a driver DSN (dburl.Parse).
+func ParseURL(url string) (Dialect, string, error) { return dburl.Parse(url) }
 
 // Open connects to the database named by url (see ParseURL).
 func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {

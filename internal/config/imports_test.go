@@ -1,0 +1,44 @@
+package config_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// importsOf lists the Kifpool packages pkg links, its tests included.
+func importsOf(t *testing.T, pkg string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go tool on this machine")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	var own []string
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "github.com/kifpool/kifpool/") {
+			own = append(own, strings.TrimPrefix(p, "github.com/kifpool/kifpool/"))
+		}
+	}
+	return own
+}
+
+// TestNoDomainOrStoreImports: reading the environment needs no database
+// code and no payment code, tests included (one helper is no reason to
+// link the layers above).
+func TestNoDomainOrStoreImports(t *testing.T) {
+	forbidden := []string{"internal/store", "internal/payment", "internal/wallet", "internal/auth", "internal/audit",
+		"internal/apitoken", "internal/idempotency", "internal/console", "internal/topups", "internal/email",
+		"internal/server", "internal/apptest", "web", "views"}
+	for _, pkg := range []string{".", "../../cmd/kifpool-load"} {
+		for _, imp := range importsOf(t, pkg) {
+			for _, f := range forbidden {
+				if imp == f || strings.HasPrefix(imp, f+"/") {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
+		}
+	}
+}
