@@ -128,6 +128,7 @@ func New(d Deps) *fiber.App {
 		TrustedProxies:          d.Config.TrustedProxies,
 	})
 	app.Use(recover.New())
+	app.Use(strictFraming)
 	app.Use(s.requestID)
 	app.Use(s.observe)
 	app.Use(s.accessLog)
