@@ -122,7 +122,12 @@ func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID
 		return cur, ErrPaymentBusy
 	}
 	now := s.clock()
-	out, err := s.move(ctx, cur, StatusNeedsReview, change{to: StatusFailed, actor: ActorAdmin, reason: ReasonClosedByAdmin,
+	d := Decide(Input{Step: StepClose, Actor: ActorAdmin, Payment: cur, Now: now})
+	if d.Action != ActionMove {
+		_, err := s.release(ctx, cur, tok, nil)
+		return cur, errors.Join(ErrNotUnderReview, err)
+	}
+	out, err := s.move(ctx, cur, StatusNeedsReview, change{to: d.To, actor: ActorAdmin, reason: d.Reason,
 		adminID: &adminID, lease: tok, also: func(tx *gorm.DB) error {
 			return audit.Record(tx, audit.Entry{PaymentID: &p.ID, AdminID: adminID, Action: audit.ActionCloseFailed, Note: note,
 				FromStatus: string(StatusNeedsReview), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now})

@@ -193,23 +193,11 @@ func (s *Service) moveTx(tx *gorm.DB, p Payment, from Status, c change) (Payment
 	return out, nil
 }
 
-// resolvedAt is the resolved_at of a move of p from → to (a terminal
-// status) at now: when the payment reached the outcome it will show.
-// A reopen only asks the bank again about an outcome: when a reopened
-// payment ends in the very status it was reopened from (failed again,
-// under review again), the check confirmed that outcome, and the payment
-// keeps the time it first reached it — across any number of such
-// reopens — so a failed page says when the payment failed, not when a
-// late callback last made us ask. Any other end (credited, or failed
-// after review, or review after failed) is a new outcome at now: a payment
-// credited after a reopen shows when it was credited.
-//
-// The reopens are read from payment_events (a reopen is the only edge
-// from failed or needs_review to pending_verification, and no event is
-// written while the payment stays pending_verification), so only moves
-// from pending_verification to failed or needs_review read them.
+// resolvedAt is the resolved_at of a move of p from → to (an ended
+// status) at now (ResolvedAt decides; the events are read only when it
+// needs them).
 func (s *Service) resolvedAt(tx *gorm.DB, p Payment, from, to Status, now time.Time) (time.Time, error) {
-	if from != StatusPendingVerification || to == StatusCredited {
+	if !ResolvedAtNeedsEvents(from, to) {
 		return now, nil
 	}
 	var evs []Event
@@ -217,16 +205,7 @@ func (s *Service) resolvedAt(tx *gorm.DB, p Payment, from, to Status, now time.T
 		Order("id DESC").Find(&evs).Error; err != nil {
 		return now, fmt.Errorf("events of payment %s: %w", p.PublicID, err)
 	}
-	at := now
-	// Newest first: (reopen from to, the move into to), repeated.
-	for i := 0; i+1 < len(evs); i += 2 {
-		reopen, into := evs[i], evs[i+1]
-		if reopen.FromStatus != to || reopen.ToStatus != StatusPendingVerification || into.ToStatus != to {
-			break
-		}
-		at = into.CreatedAt
-	}
-	return at, nil
+	return ResolvedAt(from, to, now, evs), nil
 }
 
 // observe tells the observer of a committed change.

@@ -255,13 +255,13 @@ func (s *Service) recoverAuthority(ctx context.Context, p Payment, authority str
 	if err != nil || tok == "" {
 		return cur, err
 	}
-	if cur.Authority != nil {
+	d := Decide(Input{Step: StepRecover, Actor: ActorReconcile, Payment: cur, Now: s.clock(), Rules: s.rules(), Authority: authority})
+	if d.Action != ActionMove {
 		return s.release(ctx, cur, tok, nil)
 	}
-	now := s.clock()
-	moved, err := s.move(ctx, cur, cur.Status, change{to: StatusPendingVerification, actor: ActorReconcile,
-		reason: ReasonAuthorityRecovered, lease: tok, keepLease: true,
-		set: map[string]any{"authority": authority, "opened_at": now, "next_check_at": now}})
+	moved, err := s.move(ctx, cur, cur.Status, change{to: d.To, actor: ActorReconcile,
+		reason: d.Reason, lease: tok, keepLease: d.KeepLease,
+		set: map[string]any{"authority": d.Authority, "opened_at": *d.OpenedAt, "next_check_at": *d.NextCheckAt}})
 	if err != nil {
 		if _, rerr := s.release(ctx, cur, tok, nil); rerr != nil {
 			s.log.ErrorContext(ctx, "release after failed recovery", "payment", p.PublicID, "err", rerr)

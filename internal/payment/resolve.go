@@ -103,7 +103,7 @@ func (s *Service) markReturned(ctx context.Context, p Payment) (bool, error) {
 // dueForCheck reports whether the bank may be asked about p now: at most
 // once per RecheckDelay.
 func (s *Service) dueForCheck(p Payment) bool {
-	return p.LastCheckedAt == nil || !s.clock().Before(p.LastCheckedAt.Add(s.cfg.RecheckDelay))
+	return DueForCheck(p, s.clock(), s.cfg.RecheckDelay)
 }
 
 // Resolve asks the bank about an open payment and records the outcome,
@@ -173,13 +173,13 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 	if err != nil || tok == "" {
 		return cur, false, err
 	}
-	now := s.clock()
-	next := now
-	if !check && cur.LastCheckedAt != nil {
-		next = cur.LastCheckedAt.Add(s.cfg.RecheckDelay)
+	d := Decide(Input{Step: StepReopen, Actor: actor, Payment: cur, Now: s.clock(), Rules: s.rules(), CheckNow: check})
+	if d.Action != ActionMove {
+		cur, err = s.release(ctx, cur, tok, nil)
+		return cur, false, err
 	}
-	moved, err := s.move(ctx, cur, cur.Status, change{to: StatusPendingVerification, actor: actor, reason: ReasonReopened,
-		adminID: adminID, lease: tok, keepLease: check, set: map[string]any{"opened_at": now, "next_check_at": next}})
+	moved, err := s.move(ctx, cur, cur.Status, change{to: d.To, actor: actor, reason: d.Reason,
+		adminID: adminID, lease: tok, keepLease: d.KeepLease, set: map[string]any{"opened_at": *d.OpenedAt, "next_check_at": *d.NextCheckAt}})
 	if err != nil {
 		if errors.Is(err, errNotMoved) {
 			p, err := s.reload(ctx, p.ID)
@@ -198,57 +198,71 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 
 // verifyAndApply asks the bank and records the answer. The caller holds
 // the lease tok; ctx bounds the whole check (verify and, after "not
-// paid", inquiry) to one budget.
+// paid", inquiry) to one budget. What the answers mean is Decide's.
 func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, actor Actor) (Payment, error) {
 	log := s.log.With("payment", p.PublicID, "actor", actor)
-	ctx = resilient.WithPaymentRef(ctx, p.PublicID)
+	bctx := resilient.WithPaymentRef(ctx, p.PublicID)
 	// The verify's attempts are written with a credit, in its transaction;
 	// with any other outcome, on their own before it is recorded.
-	vctx, held := withHeldCalls(ctx)
+	vctx, held := withHeldCalls(bctx)
 	vr, err := s.gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
-	checked := s.checkedSet(err)
+	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err}
+	d := Decide(in)
 	// Whatever the caller's context does now, the answer must be recorded.
 	ctx = context.WithoutCancel(ctx)
-	if err != nil || vr.RefID <= 0 || (vr.Outcome != gateway.VerifyPaid && vr.Outcome != gateway.VerifyAlreadyVerified) {
+	if d.Action != ActionCredit {
 		s.writeHeld(ctx, held)
+	}
+	if d.Action == ActionInquire {
+		// The inquiry runs in what is left of the check's one budget.
+		ir, ierr := s.gw.Inquire(bctx, p.AuthorityString())
+		in.Inquired, in.Inquiry, in.InquiryErr, in.Now = true, ir, ierr, s.clock()
+		d = Decide(in)
+		switch {
+		case ierr != nil:
+			log.WarnContext(ctx, "inquiry after not-paid failed; outcome unknown", "err", ierr)
+		case ir.Status == gateway.InquiryInBank:
+			log.InfoContext(ctx, "payer still at the bank")
+		case d.To != StatusFailed:
+			log.WarnContext(ctx, "inquiry does not confirm not-paid; keep asking", "inquiry", ir.Status)
+		}
 	}
 	switch {
 	case err != nil && gateway.IsRejected(err):
 		log.ErrorContext(ctx, "verify rejected by gateway", "err", err)
-		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonVerifyRejected, rejectedCode(err), checked)
 	case err != nil:
 		// A time-out is not a failure: the outcome is unknown.
 		log.WarnContext(ctx, "verify outcome unknown", "err", err)
-		return s.unknown(ctx, p, tok, actor, checked)
+	case d.Reason == ReasonNoRefID:
+		log.ErrorContext(ctx, "bank confirmed payment without a reference", "code", vr.Code)
+	case d.Reason == ReasonAmountMismatch:
+		log.ErrorContext(ctx, "bank reports another amount than ours", "code", vr.Code)
+	case d.Reason == ReasonVerifyRejected:
+		log.ErrorContext(ctx, "verify refused by gateway", "code", vr.Code, "outcome", vr.Outcome)
 	}
-	log = log.With("code", vr.Code, "outcome", vr.Outcome)
-	code := vr.Code
-	switch vr.Outcome {
-	case gateway.VerifyPaid, gateway.VerifyAlreadyVerified:
-		if vr.RefID <= 0 {
-			log.ErrorContext(ctx, "bank confirmed payment without a reference")
-			return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonNoRefID, &code, checked)
-		}
+	if d.Action == ActionCredit {
 		testhook.At(testhook.AfterVerify) // e2e: the bank counts it verified, we have not credited
-		return s.credit(ctx, p, tok, actor, vr, checked, held)
-	case gateway.VerifyNotPaid:
-		return s.notPaid(ctx, p, tok, actor, vr)
-	case gateway.VerifyAmountMismatch:
-		log.ErrorContext(ctx, "bank reports another amount than ours")
-		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonAmountMismatch, &code, checked)
-	default:
-		log.ErrorContext(ctx, "verify refused by gateway")
-		return s.settle(ctx, p, tok, actor, StatusNeedsReview, ReasonVerifyRejected, &code, checked)
+		return s.credit(ctx, p, tok, actor, d, held)
 	}
+	return s.apply(ctx, p, tok, actor, d)
 }
 
-// checkedSet is what every outcome of a bank check writes: when the bank
-// was asked, and one more attempt if the call reached it (an open breaker
-// postpones a check, it does not spend one).
-func (s *Service) checkedSet(err error) map[string]any {
-	set := map[string]any{"last_checked_at": s.clock()}
-	if !errors.Is(err, gateway.ErrUnavailable) {
+// rules are the decision core's time rules of this service.
+func (s *Service) rules() Rules { return Rules{RecheckDelay: s.cfg.RecheckDelay} }
+
+// checkedSet is what a decision's record of a check writes: when the bank
+// was asked, one more attempt if the call reached it (an open breaker
+// postpones a check, it does not spend one), and the next check.
+func checkedSet(d Decision, now time.Time) map[string]any {
+	set := map[string]any{}
+	if d.Checked {
+		set["last_checked_at"] = now
+	}
+	if d.CountAttempt {
 		set["attempts"] = gorm.Expr("attempts + 1")
+	}
+	if d.NextCheckAt != nil {
+		set["next_check_at"] = *d.NextCheckAt
 	}
 	return set
 }
@@ -261,55 +275,24 @@ func rejectedCode(err error) *int {
 	return nil
 }
 
-// unknown records that the outcome is not known: the payment is (or
-// stays) pending_verification and is checked again after RecheckDelay.
-func (s *Service) unknown(ctx context.Context, p Payment, tok string, actor Actor, set map[string]any) (Payment, error) {
-	set["next_check_at"] = s.clock().Add(s.cfg.RecheckDelay)
-	return s.settle(ctx, p, tok, actor, StatusPendingVerification, ReasonVerifyUnknown, nil, set)
-}
-
-// settle records a bank answer under the lease tok: the status changes
-// through the state machine, or, if p already has it, only set is written.
-// Either way the lease is released. If the lease is no longer ours, nothing
-// but the release is attempted and the row is returned as it stands.
-func (s *Service) settle(ctx context.Context, p Payment, tok string, actor Actor, to Status, reason Reason, code *int, set map[string]any) (Payment, error) {
-	if p.Status == to {
+// apply records a decision (not a credit) under the lease tok: the status
+// changes through the state machine, or, when it stays, only the
+// decision's record is written. Either way the lease is released. If the
+// lease is no longer ours, nothing but the release is attempted and the
+// row is returned as it stands.
+func (s *Service) apply(ctx context.Context, p Payment, tok string, actor Actor, d Decision) (Payment, error) {
+	set := checkedSet(d, s.clock())
+	switch d.Action {
+	case ActionMove:
+		moved, err := s.move(ctx, p, p.Status, change{to: d.To, actor: actor, reason: d.Reason, gatewayCode: d.GatewayCode, lease: tok, set: set})
+		if errors.Is(err, errNotMoved) {
+			return s.release(ctx, p, tok, nil)
+		}
+		return moved, err
+	case ActionKeep:
 		return s.release(ctx, p, tok, set)
 	}
-	moved, err := s.move(ctx, p, p.Status, change{to: to, actor: actor, reason: reason, gatewayCode: code, lease: tok, set: set})
-	if errors.Is(err, errNotMoved) {
-		return s.release(ctx, p, tok, nil)
-	}
-	return moved, err
-}
-
-// notPaid handles a "not paid" verify. A payer still on the bank page also
-// gets "not paid", so before failing the payment the bank is asked for the
-// authority's state: only its definite word (FAILED, REVERSED) fails the
-// payment. Any doubt keeps it open.
-func (s *Service) notPaid(ctx context.Context, p Payment, tok string, actor Actor, vr gateway.VerifyResult) (Payment, error) {
-	ir, err := s.gw.Inquire(resilient.WithPaymentRef(ctx, p.PublicID), p.AuthorityString())
-	code := vr.Code
-	set := s.checkedSet(nil)
-	switch {
-	case err != nil:
-		s.log.WarnContext(ctx, "inquiry after not-paid failed; outcome unknown", "payment", p.PublicID, "err", err)
-		return s.unknown(ctx, p, tok, actor, set)
-	case ir.Status == gateway.InquiryInBank:
-		// The payer is still at the bank (an early or forged callback):
-		// nothing changes; look again later.
-		s.log.InfoContext(ctx, "payer still at the bank", "payment", p.PublicID)
-		set["next_check_at"] = s.clock().Add(s.cfg.RecheckDelay)
-		return s.release(ctx, p, tok, set)
-	case ir.Status == gateway.InquiryFailed:
-		return s.settle(ctx, p, tok, actor, StatusFailed, ReasonBankCancelled, &code, set)
-	case ir.Status == gateway.InquiryReversed:
-		return s.settle(ctx, p, tok, actor, StatusFailed, ReasonBankReversed, &code, set)
-	}
-	// PAID/VERIFIED contradict the verify; a state we do not know is not
-	// the bank's definite word either: keep asking.
-	s.log.WarnContext(ctx, "inquiry does not confirm not-paid; keep asking", "payment", p.PublicID, "inquiry", ir.Status)
-	return s.unknown(ctx, p, tok, actor, set)
+	return s.release(ctx, p, tok, nil)
 }
 
 // credit records a verified payment and credits the wallet, in one
@@ -321,20 +304,16 @@ func (s *Service) notPaid(ctx context.Context, p Payment, tok string, actor Acto
 // meanwhile: a payment another actor ended on a stale view is credited,
 // not lost. The unique ledger entry per payment and unique (gateway,
 // ref_id) keep it to one credit.
-func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor, vr gateway.VerifyResult, set map[string]any, held *heldCalls) (Payment, error) {
-	amount := p.AmountRials // verify carried our amount; the bank answers -50 otherwise
-	reason := ReasonVerifiedPaid
-	if vr.Outcome == gateway.VerifyAlreadyVerified {
-		reason = ReasonAlreadyVerified
-	}
-	code := vr.Code
-	vals := map[string]any{"ref_id": vr.RefID, "verified_amount_rials": amount, "card_pan_masked": vr.CardPANMasked}
+func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor, d Decision, held *heldCalls) (Payment, error) {
+	amount := d.CreditedRials
+	set := checkedSet(d, s.clock())
+	vals := map[string]any{"ref_id": d.RefID, "verified_amount_rials": amount, "card_pan_masked": d.CardPANMasked}
 	for k, v := range set {
 		vals[k] = v
 	}
 	var was Status
 	var out Payment
-	c := change{to: StatusCredited, actor: actor, reason: reason, gatewayCode: &code, set: vals}
+	c := change{to: StatusCredited, actor: actor, reason: d.Reason, gatewayCode: d.GatewayCode, set: vals}
 	calls := held.take()
 	c.also = func(tx *gorm.DB) error {
 		if _, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, s.clock()); err != nil {
@@ -381,21 +360,25 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 			s.cfg.Observer.Credited(amount)
 		}
 		if !was.open() {
-			s.log.ErrorContext(ctx, "bank verified a payment that was not open here; credited", "payment", p.PublicID, "was", was, "ref_id", vr.RefID)
+			s.log.ErrorContext(ctx, "bank verified a payment that was not open here; credited", "payment", p.PublicID, "was", was, "ref_id", d.RefID)
 		}
-		s.log.InfoContext(ctx, "payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", vr.RefID, "actor", actor)
+		s.log.InfoContext(ctx, "payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", d.RefID, "actor", actor)
 		return out, nil
 	case errors.Is(err, errNotMoved), errors.Is(err, wallet.ErrAlreadyCredited):
 		return s.release(ctx, p, tok, nil) // someone else credited it: a replay
 	case store.IsUniqueViolation(err):
 		// unique (gateway, ref_id): the bank's reference already belongs to
 		// another payment. Never credit twice for one bank payment.
-		s.log.ErrorContext(ctx, "bank reference already used by another payment", "payment", p.PublicID, "ref_id", vr.RefID)
+		s.log.ErrorContext(ctx, "bank reference already used by another payment", "payment", p.PublicID, "ref_id", d.RefID)
 		cur, rerr := s.reload(ctx, p.ID)
 		if rerr != nil {
 			return p, rerr
 		}
-		return s.settle(ctx, cur, tok, actor, StatusNeedsReview, ReasonRefIDReused, &code, set)
+		d.Action, d.To, d.Reason = ActionMove, StatusNeedsReview, ReasonRefIDReused
+		if cur.Status == StatusNeedsReview {
+			d.Action = ActionKeep
+		}
+		return s.apply(ctx, cur, tok, actor, d)
 	}
 	return p, fmt.Errorf("credit payment %s: %w", p.PublicID, err)
 }

@@ -227,26 +227,19 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 		Description: s.describe(in.Description), OrderID: p.PublicID, Email: in.Email,
 	})
 	cancel()
-	if reqErr != nil {
+	d := Decide(Input{Step: StepRequest, Actor: ActorSubmit, Payment: p, Now: s.clock(), Request: res, RequestErr: reqErr})
+	if d.To == StatusFailed {
 		log.WarnContext(ctx, "gateway request failed", "err", reqErr)
 		// No authority reached the payer, so no money can have been taken.
-		reason := ReasonRequestFailed
-		switch {
-		case errors.Is(reqErr, gateway.ErrUnavailable):
-			reason = ReasonGatewayUnavailable
-		case gateway.IsRejected(reqErr):
-			reason = ReasonRequestRefused
-		}
-		p, err := s.failCreated(ctx, p, ActorSubmit, reason, rejectedCode(reqErr))
+		p, err := s.failCreated(ctx, p, ActorSubmit, d.Reason, d.GatewayCode)
 		if err != nil {
 			return StartResult{}, err
 		}
 		return StartResult{Payment: p}, fmt.Errorf("start payment %s: %w: %w", p.PublicID, ErrGatewayFailed, reqErr)
 	}
 
-	code := res.Code
-	moved, err := s.move(ctx, p, StatusCreated, change{to: StatusAwaitingPayment, actor: ActorSubmit,
-		reason: ReasonRequestOK, gatewayCode: &code, set: map[string]any{"authority": res.Authority}})
+	moved, err := s.move(ctx, p, StatusCreated, change{to: d.To, actor: ActorSubmit,
+		reason: d.Reason, gatewayCode: d.GatewayCode, set: map[string]any{"authority": d.Authority}})
 	switch {
 	case store.IsUniqueViolation(err):
 		// The gateway handed out an authority we already hold: never

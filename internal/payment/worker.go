@@ -217,30 +217,25 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 			return p, err
 		}
 	}
-	opened := p.CreatedAt
-	if p.OpenedAt != nil {
-		opened = *p.OpenedAt
-	}
-	age := w.s.clock().Sub(opened)
-	switch {
-	case p.Status == StatusAwaitingPayment && age > w.cfg.AuthorityLifetime:
-		// The bank just said "not paid, the payer is at its page" long past
-		// the authority's lifetime. Should the payer pay after all, the
-		// callback (or reconciliation) reopens and credits it.
-		return w.expire(ctx, p, StatusFailed, ReasonNotPaidAfterLife)
-	case p.Status == StatusPendingVerification && age > w.cfg.MaxUnknown:
-		w.s.log.ErrorContext(ctx, "payment outcome unknown for too long", "payment", p.PublicID)
-		return w.expire(ctx, p, StatusNeedsReview, ReasonUnknownTooLong)
+	d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, Payment: p, Now: w.s.clock(), Rules: w.rules()})
+	if d.Action == ActionMove {
+		if d.To == StatusNeedsReview {
+			w.s.log.ErrorContext(ctx, "payment outcome unknown for too long", "payment", p.PublicID)
+		}
+		// Failed past the authority's lifetime: should the payer pay after
+		// all, the callback (or reconciliation) reopens and credits it.
+		return w.expire(ctx, p, d.To, d.Reason)
 	}
 	// Still open: the next check with backoff and jitter, never sooner
 	// than the pacing window after the last one.
-	next := w.s.clock().Add(w.backoff(p.Attempts))
-	if p.LastCheckedAt != nil {
-		if paced := p.LastCheckedAt.Add(w.s.cfg.RecheckDelay); paced.After(next) {
-			next = paced
-		}
-	}
-	return p, w.s.schedule(ctx, p, next)
+	return p, w.s.schedule(ctx, p, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
+}
+
+// rules are the decision core's time rules with the worker's deadlines.
+func (w *Worker) rules() Rules {
+	r := w.s.rules()
+	r.AuthorityLifetime, r.MaxUnknown, r.StaleCreated = w.cfg.AuthorityLifetime, w.cfg.MaxUnknown, w.cfg.StaleCreated
+	return r
 }
 
 // expire ends an open payment past one of its deadlines, under the lease
@@ -260,12 +255,7 @@ func (w *Worker) expire(ctx context.Context, p Payment, to Status, reason Reason
 // backoff is the delay before the next check after n attempts: exponential
 // from BaseBackoff, capped, with jitter in [50%, 100%].
 func (w *Worker) backoff(n int) time.Duration {
-	d := w.cfg.BaseBackoff
-	for i := 1; i < n && d < w.cfg.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, w.cfg.MaxBackoff)
-	return d/2 + time.Duration(w.cfg.Jitter()*float64(d/2))
+	return Backoff(n, w.cfg.BaseBackoff, w.cfg.MaxBackoff, w.cfg.Jitter())
 }
 
 // failStaleCreated fails payments whose submit died before the bank
@@ -280,7 +270,11 @@ func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, p := range stale {
-		_, err := w.s.move(ctx, p, StatusCreated, change{to: StatusFailed, actor: ActorWorker, reason: ReasonAbandonedSubmit})
+		d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, Payment: p, Now: now, Rules: w.rules()})
+		if d.Action != ActionMove {
+			continue
+		}
+		_, err := w.s.move(ctx, p, StatusCreated, change{to: d.To, actor: ActorWorker, reason: d.Reason})
 		switch {
 		case err == nil:
 			n++

@@ -1,0 +1,373 @@
+package payment
+
+import (
+	"errors"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+)
+
+// The decision core. Every choice the payment lifecycle makes about a
+// status — what the bank's answers mean, when the worker's deadlines have
+// passed, when a payment is checked next, what resolved_at a payment
+// shows — is a pure function of what was read and what the bank said:
+// no database, no clock, no gateway here. The use cases (resolve.go,
+// worker.go, reconcile.go, admin.go) read, ask the bank, call Decide and
+// hand its Decision to the store, whose conditional statements guarantee
+// that it is applied only to the row as it was read (the status, the
+// lease).
+
+// Step is what happened to a payment that needs a decision.
+type Step string
+
+const (
+	// StepRequest: the gateway answered (or failed) our request for a
+	// transaction (submit).
+	StepRequest Step = "request"
+	// StepCheck: the bank was asked: verify, and after "not paid" the
+	// inquiry. A decision may ask for the inquiry first (ActionInquire).
+	StepCheck Step = "check"
+	// StepReopen: a failed or needs-review payment is to be asked about
+	// again (callback, reconciliation, admin).
+	StepReopen Step = "reopen"
+	// StepRecover: reconciliation found the authority of a payment that
+	// never stored it.
+	StepRecover Step = "recover"
+	// StepClose: an admin closes a payment under review as failed.
+	StepClose Step = "close"
+	// StepDeadline: the worker looks at a payment it did not (or could
+	// not) ask the bank about: its deadlines, or a submit that died.
+	StepDeadline Step = "deadline"
+)
+
+// Action is what a decision asks the caller to do.
+type Action string
+
+const (
+	// ActionNone: nothing to write; the row is the answer.
+	ActionNone Action = "none"
+	// ActionInquire: ask the bank for the authority's state, then decide
+	// again with the answer.
+	ActionInquire Action = "inquire"
+	// ActionKeep: the status stays; write the decision's fields and give
+	// the lease back.
+	ActionKeep Action = "keep"
+	// ActionMove: take the edge from the payment's status to To.
+	ActionMove Action = "move"
+	// ActionCredit: take the edge to credited and credit the wallet.
+	ActionCredit Action = "credit"
+)
+
+// Rules are the time rules a decision applies.
+type Rules struct {
+	// RecheckDelay: the bank is asked about a payment at most once per
+	// this (PENDING_RECHECK_AFTER).
+	RecheckDelay time.Duration
+	// The worker's deadlines (zero: not applied): a payment the bank has
+	// not seen paid AuthorityLifetime after it opened fails; one whose
+	// outcome is still unknown MaxUnknown after it opened goes to review;
+	// a "created" payment older than StaleCreated (its submit died) fails.
+	AuthorityLifetime time.Duration
+	MaxUnknown        time.Duration
+	StaleCreated      time.Duration
+}
+
+// Input is everything a decision depends on.
+type Input struct {
+	Step    Step
+	Actor   Actor
+	Payment Payment // as read (or as the lease was taken)
+	Now     time.Time
+	Rules   Rules
+	// LeaseLost: the actor does not (or no longer) hold the payment's
+	// lease. Only the bank's verify still counts then (a bank-verified
+	// payment is always credited); everything else is the row's to say.
+	LeaseLost bool
+
+	// StepRequest: the gateway's answer.
+	Request    gateway.RequestResult
+	RequestErr error
+
+	// StepCheck: the verify's answer and, once asked, the inquiry's.
+	Verify     gateway.VerifyResult
+	VerifyErr  error
+	Inquired   bool
+	Inquiry    gateway.InquiryResult
+	InquiryErr error
+
+	// StepReopen: ask the bank at once (else the worker asks when the
+	// pacing window ends).
+	CheckNow bool
+	// StepRecover: the authority the bank lists.
+	Authority string
+}
+
+// Decision is what to do, as the store applies it.
+type Decision struct {
+	Action      Action
+	To          Status // ActionMove, ActionCredit
+	Reason      Reason
+	GatewayCode *int
+	// Checked: the bank was asked now (last_checked_at); CountAttempt: the
+	// call reached it (attempts+1; an open breaker spends no attempt).
+	Checked      bool
+	CountAttempt bool
+	// NextCheckAt: when the worker checks next (nil: unchanged; a move to
+	// an ended status clears it).
+	NextCheckAt *time.Time
+	// OpenedAt: the payment becomes open again now (the worker's
+	// deadlines count from here).
+	OpenedAt *time.Time
+	// KeepLease: the mover goes on working under the lease (a reopen that
+	// asks the bank at once).
+	KeepLease bool
+	// Authority to store with the move (request, recovery).
+	Authority string
+	// Credit: the bank's verified facts (ActionCredit).
+	RefID         int64
+	CreditedRials int64
+	CardPANMasked string
+	// Deadline: the move is a deadline's (not the bank's answer).
+	Deadline bool
+}
+
+// Decide is the decision core: one pure function from what was read and
+// what the bank said to what happens next.
+func Decide(in Input) Decision {
+	switch in.Step {
+	case StepRequest:
+		return decideRequest(in)
+	case StepCheck:
+		d := decideCheck(in)
+		if in.LeaseLost && d.Action != ActionCredit && d.Action != ActionInquire {
+			// Only a credit is taken without the lease; the row as another
+			// actor left it is the answer.
+			return Decision{Action: ActionNone}
+		}
+		return d
+	case StepReopen:
+		return decideReopen(in)
+	case StepRecover:
+		if in.LeaseLost || in.Payment.Authority != nil || (in.Payment.Status != StatusCreated && in.Payment.Status != StatusFailed) {
+			return Decision{Action: ActionNone}
+		}
+		now := in.Now
+		return Decision{Action: ActionMove, To: StatusPendingVerification, Reason: ReasonAuthorityRecovered,
+			Authority: in.Authority, OpenedAt: &now, NextCheckAt: &now, KeepLease: true}
+	case StepClose:
+		if in.LeaseLost || in.Payment.Status != StatusNeedsReview {
+			return Decision{Action: ActionNone}
+		}
+		return Decision{Action: ActionMove, To: StatusFailed, Reason: ReasonClosedByAdmin}
+	case StepDeadline:
+		if in.Payment.Status == StatusCreated {
+			if in.Payment.Authority == nil && in.Rules.StaleCreated > 0 && !in.Payment.CreatedAt.After(in.Now.Add(-in.Rules.StaleCreated)) {
+				return Decision{Action: ActionMove, To: StatusFailed, Reason: ReasonAbandonedSubmit, Deadline: true}
+			}
+			return Decision{Action: ActionNone}
+		}
+		if in.LeaseLost || in.Actor != ActorWorker {
+			return Decision{Action: ActionNone}
+		}
+		if to, reason, ok := Expiry(in.Payment, in.Now, in.Rules); ok {
+			return Decision{Action: ActionMove, To: to, Reason: reason, Deadline: true}
+		}
+		return Decision{Action: ActionNone}
+	}
+	return Decision{Action: ActionNone}
+}
+
+// decideRequest: the gateway's answer to our request. No authority reached
+// the payer on an error, so no money can have been taken.
+func decideRequest(in Input) Decision {
+	if in.Payment.Status != StatusCreated {
+		return Decision{Action: ActionNone}
+	}
+	if err := in.RequestErr; err != nil {
+		reason := ReasonRequestFailed
+		switch {
+		case errors.Is(err, gateway.ErrUnavailable):
+			reason = ReasonGatewayUnavailable
+		case gateway.IsRejected(err):
+			reason = ReasonRequestRefused
+		}
+		return Decision{Action: ActionMove, To: StatusFailed, Reason: reason, GatewayCode: rejectedCode(err)}
+	}
+	code := in.Request.Code
+	return Decision{Action: ActionMove, To: StatusAwaitingPayment, Reason: ReasonRequestOK, GatewayCode: &code,
+		Authority: in.Request.Authority}
+}
+
+// decideCheck: what the bank's answers to one check mean. "Failed" needs
+// the bank's definite word (verify "not paid" confirmed by the inquiry's
+// FAILED/REVERSED); a time-out, an error or a state we do not know keeps
+// the payment open; only verify 100/101 with a reference credits.
+func decideCheck(in Input) Decision {
+	now := in.Now
+	next := now.Add(in.Rules.RecheckDelay)
+	d := Decision{Checked: true, CountAttempt: !errors.Is(in.VerifyErr, gateway.ErrUnavailable)}
+	stay := func(to Status, reason Reason, code *int) Decision {
+		d.To, d.Reason, d.GatewayCode = to, reason, code
+		d.Action = ActionMove
+		if in.Payment.Status == to {
+			d.Action = ActionKeep
+		}
+		return d
+	}
+	unknown := func() Decision {
+		d.NextCheckAt = &next
+		return stay(StatusPendingVerification, ReasonVerifyUnknown, nil)
+	}
+	if err := in.VerifyErr; err != nil {
+		if gateway.IsRejected(err) {
+			return stay(StatusNeedsReview, ReasonVerifyRejected, rejectedCode(err))
+		}
+		return unknown() // a time-out is not a failure
+	}
+	vr := in.Verify
+	code := vr.Code
+	switch vr.Outcome {
+	case gateway.VerifyPaid, gateway.VerifyAlreadyVerified:
+		if vr.RefID <= 0 {
+			return stay(StatusNeedsReview, ReasonNoRefID, &code)
+		}
+		d.Action, d.To, d.GatewayCode = ActionCredit, StatusCredited, &code
+		d.Reason = ReasonVerifiedPaid
+		if vr.Outcome == gateway.VerifyAlreadyVerified {
+			d.Reason = ReasonAlreadyVerified
+		}
+		// Verify carried our amount (the bank answers -50 otherwise).
+		d.RefID, d.CreditedRials, d.CardPANMasked = vr.RefID, in.Payment.AmountRials, vr.CardPANMasked
+		return d
+	case gateway.VerifyNotPaid:
+		if !in.Inquired {
+			// A payer still on the bank page also gets "not paid": ask the
+			// bank for the authority's state before failing anything.
+			return Decision{Action: ActionInquire}
+		}
+		switch {
+		case in.InquiryErr != nil:
+			return unknown()
+		case in.Inquiry.Status == gateway.InquiryInBank:
+			// The payer is still at the bank: nothing changes; look again later.
+			d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
+			return d
+		case in.Inquiry.Status == gateway.InquiryFailed:
+			return stay(StatusFailed, ReasonBankCancelled, &code)
+		case in.Inquiry.Status == gateway.InquiryReversed:
+			return stay(StatusFailed, ReasonBankReversed, &code)
+		}
+		// PAID/VERIFIED contradict the verify; a state we do not know is
+		// not the bank's definite word either: keep asking.
+		return unknown()
+	case gateway.VerifyAmountMismatch:
+		return stay(StatusNeedsReview, ReasonAmountMismatch, &code)
+	}
+	return stay(StatusNeedsReview, ReasonVerifyRejected, &code)
+}
+
+// decideReopen: a failed or needs-review payment moves back to
+// pending_verification before the bank is asked again, so that a crash
+// after the bank verified it cannot leave it ended (the worker finishes an
+// open payment). Without CheckNow the worker asks when the pacing window
+// ends.
+func decideReopen(in Input) Decision {
+	p := in.Payment
+	if in.LeaseLost || (p.Status != StatusFailed && p.Status != StatusNeedsReview) {
+		return Decision{Action: ActionNone}
+	}
+	now := in.Now
+	next := now
+	if !in.CheckNow && p.LastCheckedAt != nil {
+		next = p.LastCheckedAt.Add(in.Rules.RecheckDelay)
+	}
+	return Decision{Action: ActionMove, To: StatusPendingVerification, Reason: ReasonReopened,
+		OpenedAt: &now, NextCheckAt: &next, KeepLease: in.CheckNow}
+}
+
+// Expiry reports the worker's deadline that a payment has passed: failed
+// (never seen paid within the authority's lifetime) for awaiting_payment, needs_review (unknown too long) for
+// pending_verification. Deadlines count from opened_at (creation or the
+// last reopen).
+func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
+	status := p.Status
+	opened := p.CreatedAt
+	if p.OpenedAt != nil {
+		opened = *p.OpenedAt
+	}
+	age := now.Sub(opened)
+	switch {
+	case status == StatusAwaitingPayment && r.AuthorityLifetime > 0 && age > r.AuthorityLifetime:
+		return StatusFailed, ReasonNotPaidAfterLife, true
+	case status == StatusPendingVerification && r.MaxUnknown > 0 && age > r.MaxUnknown:
+		return StatusNeedsReview, ReasonUnknownTooLong, true
+	}
+	return "", "", false
+}
+
+// DueForCheck reports whether the bank may be asked about p at now: at
+// most once per RecheckDelay.
+func DueForCheck(p Payment, now time.Time, recheck time.Duration) bool {
+	return p.LastCheckedAt == nil || !now.Before(p.LastCheckedAt.Add(recheck))
+}
+
+// Backoff is the delay before the worker's next check after n attempts:
+// exponential from base, capped at maxDelay, with jitter (a number in
+// [0,1)) placing it in [50%, 100%].
+func Backoff(n int, base, maxDelay time.Duration, jitter float64) time.Duration {
+	d := base
+	for i := 1; i < n && d < maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxDelay)
+	return d/2 + time.Duration(jitter*float64(d/2))
+}
+
+// NextCheck is when the worker checks a still-open payment next: after
+// the back-off, never sooner than the pacing window after the last check.
+func NextCheck(p Payment, now time.Time, backoff, recheck time.Duration) time.Time {
+	next := now.Add(backoff)
+	if p.LastCheckedAt != nil {
+		if paced := p.LastCheckedAt.Add(recheck); paced.After(next) {
+			next = paced
+		}
+	}
+	return next
+}
+
+// ResolvedAt is the resolved_at of a move from → to (an ended status) at
+// now, given the payment's events newest first: when the payment reached
+// the outcome it will show. A reopen only asks the bank again about an
+// outcome: when a reopened payment ends in the very status it was
+// reopened from (failed again, under review again), the check confirmed
+// that outcome, and the payment keeps the time it first reached it —
+// across any number of such reopens — so a failed page says when the
+// payment failed, not when a late callback last made us ask. Any other end
+// (credited, or failed after review, or review after failed) is a new
+// outcome at now.
+//
+// A reopen is the only edge from failed or needs_review to
+// pending_verification, and no event is written while the payment stays
+// pending_verification, so only moves from pending_verification to failed
+// or needs_review need the events (NeedsEvents).
+func ResolvedAt(from, to Status, now time.Time, newestFirst []Event) time.Time {
+	if !ResolvedAtNeedsEvents(from, to) {
+		return now
+	}
+	at := now
+	// Newest first: (reopen from to, the move into to), repeated.
+	for i := 0; i+1 < len(newestFirst); i += 2 {
+		reopen, into := newestFirst[i], newestFirst[i+1]
+		if reopen.FromStatus != to || reopen.ToStatus != StatusPendingVerification || into.ToStatus != to {
+			break
+		}
+		at = into.CreatedAt
+	}
+	return at
+}
+
+// ResolvedAtNeedsEvents reports whether ResolvedAt of a move from → to
+// depends on the payment's events.
+func ResolvedAtNeedsEvents(from, to Status) bool {
+	return from == StatusPendingVerification && to.Terminal() && to != StatusCredited
+}

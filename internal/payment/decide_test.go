@@ -1,0 +1,390 @@
+package payment_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/payment"
+)
+
+// The decision core is a pure function: these tests need no database, no
+// gateway and no clock, and run in milliseconds.
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+const recheck = 20 * time.Second
+
+var rules = payment.Rules{RecheckDelay: recheck, AuthorityLifetime: 20 * time.Minute, MaxUnknown: 2 * time.Hour, StaleCreated: time.Minute}
+
+func ptr[T any](v T) *T { return &v }
+
+// edgeLog collects the edges the table tests reach, and checks each one
+// is an edge of the transition table that the actor may take.
+type edgeLog struct {
+	table   map[string]payment.Edge
+	reached map[string]bool
+}
+
+func newEdgeLog() *edgeLog {
+	l := &edgeLog{table: map[string]payment.Edge{}, reached: map[string]bool{}}
+	for _, e := range payment.Transitions() {
+		l.table[string(e.From)+" → "+string(e.To)] = e
+	}
+	return l
+}
+
+func (l *edgeLog) took(t *testing.T, from payment.Status, d payment.Decision, actor payment.Actor) {
+	t.Helper()
+	if d.Action != payment.ActionMove && d.Action != payment.ActionCredit {
+		return
+	}
+	key := string(from) + " → " + string(d.To)
+	e, ok := l.table[key]
+	if !ok {
+		t.Errorf("decision %s is not an edge of the transition table", key)
+		return
+	}
+	for _, a := range e.Actors {
+		if a == actor {
+			l.reached[key] = true
+			return
+		}
+	}
+	t.Errorf("decision %s taken by %s, whom the table does not allow", key, actor)
+}
+
+// decideLog is shared by the table tests below; TestDecideReachesEveryEdge
+// runs them and then checks that every edge was reached.
+func TestDecideReachesEveryEdge(t *testing.T) {
+	l := newEdgeLog()
+	t.Run("check", func(t *testing.T) { testDecideCheck(t, l) })
+	t.Run("other steps", func(t *testing.T) { testDecideSteps(t, l) })
+	for key := range l.table {
+		if !l.reached[key] {
+			t.Errorf("no row of the decision tables takes the edge %s", key)
+		}
+	}
+}
+
+// The answers of one bank check: every verify outcome × every inquiry
+// state, from every status a check starts in, with the lease held or lost.
+func testDecideCheck(t *testing.T, l *edgeLog) {
+	rejected := &gateway.RejectedError{Op: "verify", Code: -11, Message: "merchant not found"}
+	transient := &gateway.TransientError{Op: "verify", HTTPStatus: 504, Err: errors.New("time-out")}
+	refusal := &gateway.TransientError{Op: "verify", Err: &gateway.PerPaymentRefusal{Code: -12}}
+	type answer struct {
+		name      string
+		verify    gateway.VerifyResult
+		verifyErr error
+	}
+	answers := []answer{
+		{"paid", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: 7001, CardPANMasked: "603799******1234"}, nil},
+		{"already verified", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, RefID: 7002}, nil},
+		{"paid without reference", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100}, nil},
+		{"not paid", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil},
+		{"amount mismatch", gateway.VerifyResult{Outcome: gateway.VerifyAmountMismatch, Code: -50}, nil},
+		{"invalid", gateway.VerifyResult{Outcome: gateway.VerifyInvalid, Code: -54}, nil},
+		{"rejected", gateway.VerifyResult{}, rejected},
+		{"time-out", gateway.VerifyResult{}, transient},
+		{"refused for this payment (-12)", gateway.VerifyResult{}, refusal},
+		{"breaker open", gateway.VerifyResult{}, fmt.Errorf("verify: %w", gateway.ErrUnavailable)},
+	}
+	type inquiry struct {
+		name  string
+		asked bool
+		res   gateway.InquiryResult
+		err   error
+	}
+	inquiries := []inquiry{
+		{name: "not asked"},
+		{"time-out", true, gateway.InquiryResult{}, transient},
+		{"IN_BANK", true, gateway.InquiryResult{Code: 100, Status: gateway.InquiryInBank}, nil},
+		{"PAID", true, gateway.InquiryResult{Code: 100, Status: gateway.InquiryPaid}, nil},
+		{"VERIFIED", true, gateway.InquiryResult{Code: 100, Status: gateway.InquiryVerified}, nil},
+		{"FAILED", true, gateway.InquiryResult{Code: 100, Status: gateway.InquiryFailed}, nil},
+		{"REVERSED", true, gateway.InquiryResult{Code: 100, Status: gateway.InquiryReversed}, nil},
+		{"a state we do not know", true, gateway.InquiryResult{Code: 100, Status: "SETTLING"}, nil},
+	}
+	// want is the outcome of an answer pair for an open payment whose
+	// lease is held: the status it goes to, the reason, the gateway code.
+	type outcome struct {
+		action  payment.Action // inquire, credit, or "" for a status outcome
+		to      payment.Status // "" = stays (the payer is at the bank)
+		reason  payment.Reason
+		code    *int
+		next    bool // schedules the next check after the pacing window
+		attempt bool // counts an attempt
+	}
+	want := func(a answer, q inquiry) outcome {
+		switch a.name {
+		case "paid":
+			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonVerifiedPaid, code: ptr(100), attempt: true}
+		case "already verified":
+			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonAlreadyVerified, code: ptr(101), attempt: true}
+		case "paid without reference":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonNoRefID, code: ptr(100), attempt: true}
+		case "amount mismatch":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonAmountMismatch, code: ptr(-50), attempt: true}
+		case "invalid":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonVerifyRejected, code: ptr(-54), attempt: true}
+		case "rejected":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonVerifyRejected, code: ptr(-11), attempt: true}
+		case "time-out", "refused for this payment (-12)":
+			return outcome{to: payment.StatusPendingVerification, reason: payment.ReasonVerifyUnknown, next: true, attempt: true}
+		case "breaker open":
+			return outcome{to: payment.StatusPendingVerification, reason: payment.ReasonVerifyUnknown, next: true}
+		}
+		// not paid: only the inquiry's definite word fails it.
+		switch q.name {
+		case "not asked":
+			return outcome{action: payment.ActionInquire}
+		case "IN_BANK":
+			return outcome{next: true, attempt: true}
+		case "FAILED":
+			return outcome{to: payment.StatusFailed, reason: payment.ReasonBankCancelled, code: ptr(-51), attempt: true}
+		case "REVERSED":
+			return outcome{to: payment.StatusFailed, reason: payment.ReasonBankReversed, code: ptr(-51), attempt: true}
+		}
+		return outcome{to: payment.StatusPendingVerification, reason: payment.ReasonVerifyUnknown, next: true, attempt: true}
+	}
+	statuses := []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusFailed, payment.StatusNeedsReview}
+	rows := 0
+	for _, a := range answers {
+		for _, q := range inquiries {
+			for _, st := range statuses {
+				for _, lost := range []bool{false, true} {
+					// A check starts on an open payment under its lease; the
+					// row may have been ended meanwhile by an actor that took
+					// the lease after ours ran out (failed, needs_review).
+					if st.Terminal() && !lost {
+						continue
+					}
+					rows++
+					name := fmt.Sprintf("%s/inquiry %s/%s/lease lost %v", a.name, q.name, st, lost)
+					p := payment.Payment{ID: 1, AmountRials: 50_000, Status: st, CreatedAt: t0.Add(-time.Hour), OpenedAt: ptr(t0.Add(-time.Minute))}
+					in := payment.Input{Step: payment.StepCheck, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules, LeaseLost: lost,
+						Verify: a.verify, VerifyErr: a.verifyErr, Inquired: q.asked, Inquiry: q.res, InquiryErr: q.err}
+					d := payment.Decide(in)
+					w := want(a, q)
+					switch {
+					case w.action == payment.ActionInquire:
+						if d.Action != payment.ActionInquire {
+							t.Errorf("%s: %+v, want the inquiry asked first", name, d)
+						}
+						continue
+					case w.action == payment.ActionCredit:
+						// A bank-verified payment is always credited, lease or not.
+						if d.Action != payment.ActionCredit || d.To != payment.StatusCredited || d.Reason != w.reason ||
+							d.RefID != a.verify.RefID || d.CreditedRials != p.AmountRials || d.CardPANMasked != a.verify.CardPANMasked {
+							t.Errorf("%s: %+v, want credit of %d with ref %d", name, d, p.AmountRials, a.verify.RefID)
+						}
+					case lost:
+						if d.Action != payment.ActionNone {
+							t.Errorf("%s: %+v, want nothing (only a credit is taken without the lease)", name, d)
+						}
+						continue
+					case w.to == "" || w.to == st:
+						if d.Action != payment.ActionKeep {
+							t.Errorf("%s: %+v, want the status kept", name, d)
+						}
+					default:
+						if d.Action != payment.ActionMove || d.To != w.to || d.Reason != w.reason {
+							t.Errorf("%s: %+v, want %s (%s)", name, d, w.to, w.reason)
+						}
+					}
+					if d.Action == payment.ActionMove && fmt.Sprint(deref(d.GatewayCode)) != fmt.Sprint(deref(w.code)) {
+						t.Errorf("%s: gateway code %v, want %v", name, deref(d.GatewayCode), deref(w.code))
+					}
+					if !d.Checked || d.CountAttempt != w.attempt {
+						t.Errorf("%s: checked %v attempt %v, want checked, attempt %v", name, d.Checked, d.CountAttempt, w.attempt)
+					}
+					if w.next != (d.NextCheckAt != nil) || d.NextCheckAt != nil && !d.NextCheckAt.Equal(t0.Add(recheck)) {
+						t.Errorf("%s: next check %v, want one at +%v: %v", name, d.NextCheckAt, recheck, w.next)
+					}
+					l.took(t, st, d, payment.ActorWorker)
+				}
+			}
+		}
+	}
+	if rows < 400 {
+		t.Errorf("only %d rows", rows)
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// The decisions outside a bank check: the request's answer, reopen,
+// recovery, an admin's close, the worker's deadlines × lease state.
+func testDecideSteps(t *testing.T, l *edgeLog) {
+	created := payment.Payment{ID: 1, Status: payment.StatusCreated, CreatedAt: t0.Add(-2 * time.Minute)}
+	auth := "S0000000000000000000000000000000001"
+	withAuth := created
+	withAuth.Authority = &auth
+	lastCheck := t0.Add(-5 * time.Second)
+	failed := payment.Payment{ID: 1, Status: payment.StatusFailed, Authority: &auth, LastCheckedAt: &lastCheck, CreatedAt: t0.Add(-time.Hour)}
+	review := failed
+	review.Status = payment.StatusNeedsReview
+	credited := failed
+	credited.Status = payment.StatusCredited
+	open := func(st payment.Status, age time.Duration) payment.Payment {
+		return payment.Payment{ID: 1, Status: st, Authority: &auth, CreatedAt: t0.Add(-3 * time.Hour), OpenedAt: ptr(t0.Add(-age))}
+	}
+	type row struct {
+		name string
+		in   payment.Input
+		want payment.Decision // compared: Action, To, Reason, gateway code, NextCheckAt, OpenedAt, KeepLease, Authority
+	}
+	now := t0
+	rows := []row{
+		{"request ok", payment.Input{Step: payment.StepRequest, Actor: payment.ActorSubmit, Payment: created,
+			Request: gateway.RequestResult{Authority: auth, Code: 100}},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusAwaitingPayment, Reason: payment.ReasonRequestOK, GatewayCode: ptr(100), Authority: auth}},
+		{"request refused", payment.Input{Step: payment.StepRequest, Actor: payment.ActorSubmit, Payment: created,
+			RequestErr: &gateway.RejectedError{Op: "request", Code: -9}},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusFailed, Reason: payment.ReasonRequestRefused, GatewayCode: ptr(-9)}},
+		{"request time-out", payment.Input{Step: payment.StepRequest, Actor: payment.ActorSubmit, Payment: created,
+			RequestErr: &gateway.TransientError{Op: "request", Err: errors.New("time-out")}},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusFailed, Reason: payment.ReasonRequestFailed}},
+		{"request with the breaker open", payment.Input{Step: payment.StepRequest, Actor: payment.ActorSubmit, Payment: created,
+			RequestErr: gateway.ErrUnavailable},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusFailed, Reason: payment.ReasonGatewayUnavailable}},
+		{"request answered after another submit ended it", payment.Input{Step: payment.StepRequest, Actor: payment.ActorSubmit, Payment: failed,
+			Request: gateway.RequestResult{Authority: auth, Code: 100}}, payment.Decision{Action: payment.ActionNone}},
+
+		{"reopen failed, ask now", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: failed, CheckNow: true},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		{"reopen failed, paced: the worker asks when the window ends", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: failed},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: ptr(lastCheck.Add(recheck)), OpenedAt: &now}},
+		{"reopen needs_review (admin)", payment.Input{Step: payment.StepReopen, Actor: payment.ActorAdmin, Payment: review, CheckNow: true},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		{"reopen needs_review (reconcile)", payment.Input{Step: payment.StepReopen, Actor: payment.ActorReconcile, Payment: review, CheckNow: true},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		{"reopen credited: nothing", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: credited, CheckNow: true},
+			payment.Decision{Action: payment.ActionNone}},
+		{"reopen without the lease: nothing", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: failed, LeaseLost: true},
+			payment.Decision{Action: payment.ActionNone}},
+
+		{"recover the authority of a created payment", payment.Input{Step: payment.StepRecover, Actor: payment.ActorReconcile, Payment: created, Authority: auth},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonAuthorityRecovered, Authority: auth, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		{"recover the authority of a failed payment", payment.Input{Step: payment.StepRecover, Actor: payment.ActorReconcile,
+			Payment: payment.Payment{ID: 1, Status: payment.StatusFailed}, Authority: auth},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonAuthorityRecovered, Authority: auth, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		{"recover: it has an authority already", payment.Input{Step: payment.StepRecover, Actor: payment.ActorReconcile, Payment: withAuth, Authority: auth},
+			payment.Decision{Action: payment.ActionNone}},
+
+		{"admin closes a payment under review", payment.Input{Step: payment.StepClose, Actor: payment.ActorAdmin, Payment: review},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusFailed, Reason: payment.ReasonClosedByAdmin}},
+		{"admin close of a failed payment: nothing", payment.Input{Step: payment.StepClose, Actor: payment.ActorAdmin, Payment: failed},
+			payment.Decision{Action: payment.ActionNone}},
+		{"admin close without the lease: nothing", payment.Input{Step: payment.StepClose, Actor: payment.ActorAdmin, Payment: review, LeaseLost: true},
+			payment.Decision{Action: payment.ActionNone}},
+
+		{"stale created (the submit died)", payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker, Payment: created},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusFailed, Reason: payment.ReasonAbandonedSubmit}},
+		{"created, not stale yet", payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker,
+			Payment: payment.Payment{ID: 1, Status: payment.StatusCreated, CreatedAt: t0.Add(-59 * time.Second)}},
+			payment.Decision{Action: payment.ActionNone}},
+		{"created with an authority is not stale", payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker, Payment: withAuth},
+			payment.Decision{Action: payment.ActionNone}},
+	}
+	// The worker's deadlines: status × age since opened × lease.
+	for _, st := range []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification} {
+		for _, age := range []time.Duration{time.Minute, 20 * time.Minute, 20*time.Minute + time.Second, 2 * time.Hour, 2*time.Hour + time.Second} {
+			for _, lost := range []bool{false, true} {
+				want := payment.Decision{Action: payment.ActionNone}
+				switch {
+				case lost:
+				case st == payment.StatusAwaitingPayment && age > 20*time.Minute:
+					want = payment.Decision{Action: payment.ActionMove, To: payment.StatusFailed, Reason: payment.ReasonNotPaidAfterLife}
+				case st == payment.StatusPendingVerification && age > 2*time.Hour:
+					want = payment.Decision{Action: payment.ActionMove, To: payment.StatusNeedsReview, Reason: payment.ReasonUnknownTooLong}
+				}
+				rows = append(rows, row{fmt.Sprintf("deadline %s opened %v ago, lease lost %v", st, age, lost),
+					payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker, Payment: open(st, age), LeaseLost: lost}, want})
+			}
+		}
+	}
+	for _, r := range rows {
+		r.in.Now, r.in.Rules = t0, rules
+		d := payment.Decide(r.in)
+		if d.Action != r.want.Action || d.To != r.want.To || d.Reason != r.want.Reason || d.Authority != r.want.Authority ||
+			d.KeepLease != r.want.KeepLease || fmt.Sprint(deref(d.GatewayCode)) != fmt.Sprint(deref(r.want.GatewayCode)) ||
+			fmt.Sprint(d.NextCheckAt) != fmt.Sprint(r.want.NextCheckAt) || fmt.Sprint(d.OpenedAt) != fmt.Sprint(r.want.OpenedAt) {
+			t.Errorf("%s:\n got %+v\nwant %+v", r.name, d, r.want)
+		}
+		l.took(t, r.in.Payment.Status, d, r.in.Actor)
+	}
+}
+
+// The worker's schedule: back-off doubles from the base up to the cap,
+// with jitter in [50%, 100%], and never comes sooner than the pacing
+// window after the last check.
+func TestBackoffAndNextCheck(t *testing.T) {
+	base, maxD := 10*time.Second, 2*time.Minute
+	for _, c := range []struct {
+		n      int
+		jitter float64
+		want   time.Duration
+	}{
+		{0, 0, 5 * time.Second}, {1, 0, 5 * time.Second}, {1, 0.999999, 10*time.Second - 10*time.Microsecond},
+		{2, 0, 10 * time.Second}, {3, 0.5, 30 * time.Second}, {5, 0, time.Minute}, {50, 0, time.Minute}, {50, 1, 2 * time.Minute},
+	} {
+		got := payment.Backoff(c.n, base, maxD, c.jitter)
+		if got.Round(time.Millisecond) != c.want.Round(time.Millisecond) {
+			t.Errorf("Backoff(%d, jitter %v) = %v, want %v", c.n, c.jitter, got, c.want)
+		}
+	}
+	p := payment.Payment{}
+	if got := payment.NextCheck(p, t0, 5*time.Second, recheck); !got.Equal(t0.Add(5 * time.Second)) {
+		t.Errorf("never checked: next %v", got)
+	}
+	p.LastCheckedAt = ptr(t0.Add(-time.Second))
+	if got := payment.NextCheck(p, t0, 5*time.Second, recheck); !got.Equal(t0.Add(19 * time.Second)) {
+		t.Errorf("checked a second ago: next %v, want the pacing window's end", got)
+	}
+	if payment.DueForCheck(p, t0, recheck) || !payment.DueForCheck(p, t0.Add(19*time.Second), recheck) || !payment.DueForCheck(payment.Payment{}, t0, recheck) {
+		t.Error("DueForCheck does not follow the pacing window")
+	}
+}
+
+// resolved_at, decided from the events newest first.
+func TestResolvedAtDecision(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	ev := func(from, to payment.Status, m int) payment.Event {
+		return payment.Event{FromStatus: from, ToStatus: to, CreatedAt: at(m)}
+	}
+	const (
+		aw = payment.StatusAwaitingPayment
+		pv = payment.StatusPendingVerification
+		fa = payment.StatusFailed
+		nr = payment.StatusNeedsReview
+		cr = payment.StatusCredited
+	)
+	for _, c := range []struct {
+		name     string
+		from, to payment.Status
+		events   []payment.Event // newest first
+		want     time.Time
+	}{
+		{"first failure", aw, fa, nil, at(100)},
+		{"credited after a reopen: now", pv, cr, []payment.Event{ev(fa, pv, 5), ev(aw, fa, 1)}, at(100)},
+		{"failed again after a reopen: the first failure", pv, fa, []payment.Event{ev(fa, pv, 5), ev(aw, fa, 1)}, at(1)},
+		{"failed again after two reopens", pv, fa, []payment.Event{ev(fa, pv, 9), ev(pv, fa, 7), ev(fa, pv, 5), ev(aw, fa, 1)}, at(1)},
+		{"review after failed: a new outcome", pv, nr, []payment.Event{ev(fa, pv, 5), ev(aw, fa, 1)}, at(100)},
+		{"failed after review: a new outcome", pv, fa, []payment.Event{ev(nr, pv, 5), ev(aw, nr, 1)}, at(100)},
+		{"review again", pv, nr, []payment.Event{ev(nr, pv, 5), ev(pv, nr, 2), ev(aw, pv, 1)}, at(2)},
+		{"no reopen: now", pv, fa, []payment.Event{ev(aw, pv, 5)}, at(100)},
+	} {
+		if got := payment.ResolvedAt(c.from, c.to, at(100), c.events); !got.Equal(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
