@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -69,7 +70,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		var unpaidRow int64
 		db.Gorm.Raw(`SELECT id FROM payments WHERE public_id = ?`, unpaidID).Scan(&unpaidRow)
 		db.Gorm.Exec(`UPDATE payments SET lease_until = NULL, lease_owner = '' WHERE id = ?`, unpaidRow)
-		storetest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
+		paymenttest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
 		// Closing needs a reason; then it is failed, with the reason kept.
 		if r := post(admin, "/admin/payments/"+unpaidID+"/close", url.Values{"note": {"  "}}); r.Location != "/admin?done=error_note" {
 			t.Fatalf("close without note: %q", r.Location)
@@ -115,6 +116,6 @@ func forceAll(t *testing.T, db *store.DB, status, reason string) {
 	var ids []int64
 	db.Gorm.Raw(`SELECT id FROM payments ORDER BY id`).Scan(&ids)
 	for _, id := range ids {
-		storetest.ForceStatus(t, db, id, status, reason)
+		paymenttest.ForceStatus(t, db, id, status, reason)
 	}
 }

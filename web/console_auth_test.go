@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/console/consoletest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -20,7 +20,7 @@ import (
 func TestAdminAuthorizationMatrix(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
-		rows := consoletest.SeedN(t, db, 6)
+		rows := paymenttest.SeedN(t, db, 6)
 		review := rows[2] // i = 3: needs_review
 		if review.Status != "needs_review" {
 			t.Fatalf("seed: %s", review.Status)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/console/consoletest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -33,7 +33,7 @@ var (
 	nextLink     = regexp.MustCompile(`href="(/admin/payments\?[^"]*cursor=[^"]*)" rel="next"`)
 )
 
-func publicIDs(rows []consoletest.Row) []string {
+func publicIDs(rows []paymenttest.SeedRow) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = r.PublicID
@@ -68,30 +68,30 @@ func listAll(t *testing.T, c *apptest.Client, path string) []string {
 func TestConsolePaymentListAndCSV(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
-		rows := consoletest.SeedN(t, db, 120)
+		rows := paymenttest.SeedN(t, db, 120)
 		admin := signInAdmin(t, app, "boss@example.com")
-		all := func(consoletest.Row) bool { return true }
+		all := func(paymenttest.SeedRow) bool { return true }
 		cases := []struct {
 			name   string
 			query  string
 			oldest bool
-			keep   func(consoletest.Row) bool
+			keep   func(paymenttest.SeedRow) bool
 		}{
 			{"default view", "", false, all},
 			{"oldest first", "sort=oldest", true, all},
-			{"two statuses", "status=credited&status=failed", false, func(r consoletest.Row) bool { return r.Status == "credited" || r.Status == "failed" }},
-			{"gateway", "gateway=otherbank", false, func(r consoletest.Row) bool { return r.Gateway == "otherbank" }},
+			{"two statuses", "status=credited&status=failed", false, func(r paymenttest.SeedRow) bool { return r.Status == "credited" || r.Status == "failed" }},
+			{"gateway", "gateway=otherbank", false, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" }},
 			// The seeded payments were all made on 1 Farvardin 1403, Tehran time.
 			{"Jalali day, Persian digits", "from=" + url.QueryEscape("۱۴۰۳/۰۱/۰۱") + "&to=1403/01/01", false, all},
-			{"a later day", "from=1403/01/02", false, func(consoletest.Row) bool { return false }},
+			{"a later day", "from=1403/01/02", false, func(paymenttest.SeedRow) bool { return false }},
 			{"amount in tomans", "min=20000&max=" + url.QueryEscape("۳۰٬۰۰۰"), false,
-				func(r consoletest.Row) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
-			{"card suffix", "q=1002", false, func(r consoletest.Row) bool { return strings.HasSuffix(r.CardPANMasked, "1002") }},
-			{"email, oldest first", "q=carol&sort=oldest", true, func(r consoletest.Row) bool { return r.Email == "carol_x@test.org" }},
-			{"public id", "q=" + rows[7].PublicID, false, func(r consoletest.Row) bool { return r.ID == rows[7].ID }},
+				func(r paymenttest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
+			{"card suffix", "q=1002", false, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1002") }},
+			{"email, oldest first", "q=carol&sort=oldest", true, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
+			{"public id", "q=" + rows[7].PublicID, false, func(r paymenttest.SeedRow) bool { return r.ID == rows[7].ID }},
 		}
 		for _, tc := range cases {
-			want := publicIDs(consoletest.Order(rows, tc.oldest, tc.keep))
+			want := publicIDs(paymenttest.InListOrder(rows, tc.oldest, tc.keep))
 			got := listAll(t, admin, "/admin/payments?"+tc.query)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: got %d rows %v, want %d %v", tc.name, len(got), got, len(want), want)
@@ -122,14 +122,14 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 		// A credited payment's CSV line carries its details.
 		r := admin.Get("/admin/payments.csv?status=credited&sort=oldest")
 		recs, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(r.Body, "\ufeff"))).ReadAll()
-		first := consoletest.Order(rows, true, func(r consoletest.Row) bool { return r.Status == "credited" })[0]
+		first := paymenttest.InListOrder(rows, true, func(r paymenttest.SeedRow) bool { return r.Status == "credited" })[0]
 		if got := recs[1]; got[2] != "credited" || got[3] != fmt.Sprint(first.AmountRials) || got[9] != fmt.Sprint(*first.RefID) || got[6] != first.Email {
 			t.Errorf("csv line %v for %+v", got, first)
 		}
 		// Counts per status for the current filter.
 		page := admin.Get("/admin/payments?gateway=otherbank")
 		for _, st := range []string{"credited", "failed"} {
-			n := len(consoletest.Order(rows, false, func(r consoletest.Row) bool { return r.Gateway == "otherbank" && r.Status == st }))
+			n := len(paymenttest.InListOrder(rows, false, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" && r.Status == st }))
 			if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d"`, st, n)) {
 				t.Errorf("count of %s under the filter: want %d", st, n)
 			}

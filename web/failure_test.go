@@ -10,6 +10,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -81,8 +82,8 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		t.Errorf("try again: the form is not filled in")
 	}
 	// A payment under review offers no "try again".
-	storetest.ForceStatus(t, app.DB, p.ID, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
-	storetest.ForceStatus(t, app.DB, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
+	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
+	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
 	if page := c.Get("/payments/" + p.PublicID); strings.Contains(page.Body, `data-testid="try-again"`) || strings.Contains(page.Body, `data-testid="failure-cause"`) {
 		t.Errorf("a payment under review offers to try again")
 	}
@@ -90,7 +91,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 }
 
 // failWith moves a payment to failed with reason through edges of the
-// state machine (storetest.ForceStatus writes each event): a payment
+// state machine (paymenttest.ForceStatus writes each event): a payment
 // already failed is reopened first.
 func failWith(t *testing.T, db *store.DB, id int64, reason string) {
 	t.Helper()
@@ -99,7 +100,7 @@ func failWith(t *testing.T, db *store.DB, id int64, reason string) {
 		t.Fatal(err)
 	}
 	if status == string(payment.StatusFailed) {
-		storetest.ForceStatus(t, db, id, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
+		paymenttest.ForceStatus(t, db, id, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
 	}
-	storetest.ForceStatus(t, db, id, string(payment.StatusFailed), reason)
+	paymenttest.ForceStatus(t, db, id, string(payment.StatusFailed), reason)
 }

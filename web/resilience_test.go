@@ -895,7 +895,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			if p.Status != payment.StatusFailed || !strings.Contains(p.StatusReason, "lifetime") {
 				t.Fatalf("past the lifetime: %s %q, want failed", p.Status, p.StatusReason)
 			}
-			storetest.CheckNoneOpenPast(t, db, clock.Now(), 20*time.Minute)
+			paymenttest.CheckNoneOpenPast(t, db, clock.Now(), 20*time.Minute)
 			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateInBank || bp.VerifyCount < 2 {
 				t.Errorf("bank record %s verified %d times", bp.State, bp.VerifyCount)
 			}
@@ -961,7 +961,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			if p.Status != payment.StatusNeedsReview || !strings.Contains(p.StatusReason, "unknown") || p.RefID != nil {
 				t.Fatalf("past MAX_UNKNOWN: %s %q", p.Status, p.StatusReason)
 			}
-			storetest.CheckNoneOpenPast(t, db, clock.Now(), time.Minute)
+			paymenttest.CheckNoneOpenPast(t, db, clock.Now(), time.Minute)
 			// A person sees it.
 			rows, err := app.Server.Payments.Unresolved(ctx, 10)
 			if err != nil || len(rows) != 1 || rows[0].PublicID != publicID || rows[0].Status != payment.StatusNeedsReview {

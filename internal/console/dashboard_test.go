@@ -6,22 +6,22 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/console"
-	"github.com/kifpool/kifpool/internal/console/consoletest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 func TestDashboardAggregates(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		rows := consoletest.SeedN(t, db, 48) // created at Base + 0..7 hours
+		rows := paymenttest.SeedN(t, db, 48) // created at Base + 0..7 hours
 		c := console.New(db)
 		ctx := context.Background()
-		now := consoletest.Base.Add(7*time.Hour + 30*time.Minute)
+		now := paymenttest.SeedBase.Add(7*time.Hour + 30*time.Minute)
 		hours, err := c.TopUpsByHour(ctx, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hours) != 24 || !hours[23].Start.Equal(consoletest.Base.Add(7*time.Hour)) {
+		if len(hours) != 24 || !hours[23].Start.Equal(paymenttest.SeedBase.Add(7*time.Hour)) {
 			t.Fatalf("%d hours, last at %v", len(hours), hours[len(hours)-1].Start)
 		}
 		want := map[time.Time]*console.HourBucket{}

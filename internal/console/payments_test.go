@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/console"
-	"github.com/kifpool/kifpool/internal/console/consoletest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 // expect lists the ids of the rows keep selects, in the list's order.
-func expect(rows []consoletest.Row, oldest bool, keep func(consoletest.Row) bool) []int64 {
-	var sel []consoletest.Row
+func expect(rows []paymenttest.SeedRow, oldest bool, keep func(paymenttest.SeedRow) bool) []int64 {
+	var sel []paymenttest.SeedRow
 	for _, r := range rows {
 		if keep(r) {
 			sel = append(sel, r)
@@ -70,43 +70,43 @@ func all(t *testing.T, c *console.Console, f console.Filter, pageSize int) []int
 
 func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		rows := consoletest.Seed(t, db)
+		rows := paymenttest.Seed(t, db)
 		c := console.New(db)
 		authority := *rows[10].Authority // row 11: awaiting_payment... any with an authority
-		var credited consoletest.Row
+		var credited paymenttest.SeedRow
 		for _, r := range rows {
 			if r.Status == "credited" {
 				credited = r
 				break
 			}
 		}
-		from, to := consoletest.Base.Add(2*time.Hour), consoletest.Base.Add(5*time.Hour)
+		from, to := paymenttest.SeedBase.Add(2*time.Hour), paymenttest.SeedBase.Add(5*time.Hour)
 		cases := []struct {
 			name string
 			f    console.Filter
-			keep func(consoletest.Row) bool
+			keep func(paymenttest.SeedRow) bool
 		}{
-			{"everything", console.Filter{}, func(consoletest.Row) bool { return true }},
-			{"one status", console.Filter{Statuses: []string{"failed"}}, func(r consoletest.Row) bool { return r.Status == "failed" }},
+			{"everything", console.Filter{}, func(paymenttest.SeedRow) bool { return true }},
+			{"one status", console.Filter{Statuses: []string{"failed"}}, func(r paymenttest.SeedRow) bool { return r.Status == "failed" }},
 			{"open statuses", console.Filter{Statuses: []string{"awaiting_payment", "pending_verification"}},
-				func(r consoletest.Row) bool {
+				func(r paymenttest.SeedRow) bool {
 					return r.Status == "awaiting_payment" || r.Status == "pending_verification"
 				}},
-			{"gateway", console.Filter{Gateway: "otherbank"}, func(r consoletest.Row) bool { return r.Gateway == "otherbank" }},
-			{"created range", console.Filter{From: from, To: to}, func(r consoletest.Row) bool { return !r.CreatedAt.Before(from) && r.CreatedAt.Before(to) }},
+			{"gateway", console.Filter{Gateway: "otherbank"}, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" }},
+			{"created range", console.Filter{From: from, To: to}, func(r paymenttest.SeedRow) bool { return !r.CreatedAt.Before(from) && r.CreatedAt.Before(to) }},
 			{"amount range", console.Filter{MinRials: 200_000, MaxRials: 300_000},
-				func(r consoletest.Row) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
-			{"public id", console.Filter{Query: rows[6].PublicID}, func(r consoletest.Row) bool { return r.ID == rows[6].ID }},
-			{"authority", console.Filter{Query: authority}, func(r consoletest.Row) bool { return r.Authority != nil && *r.Authority == authority }},
-			{"bank reference", console.Filter{Query: fmt.Sprint(*credited.RefID)}, func(r consoletest.Row) bool { return r.ID == credited.ID }},
-			{"card suffix", console.Filter{Query: "1001"}, func(r consoletest.Row) bool { return strings.HasSuffix(r.CardPANMasked, "1001") }},
-			{"email part, any case", console.Filter{Query: "BOB.smith"}, func(r consoletest.Row) bool { return r.Email == "Bob.Smith@Example.com" }},
-			{"whole email", console.Filter{Query: "alice@example.com"}, func(r consoletest.Row) bool { return r.Email == "alice@example.com" }},
-			{"email wildcard is literal", console.Filter{Query: "carol_x"}, func(r consoletest.Row) bool { return r.Email == "carol_x@test.org" }},
-			{"underscore matches no other", console.Filter{Query: "carol%"}, func(consoletest.Row) bool { return false }},
-			{"nothing found", console.Filter{Query: "99999999999999999999999"}, func(consoletest.Row) bool { return false }},
+				func(r paymenttest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
+			{"public id", console.Filter{Query: rows[6].PublicID}, func(r paymenttest.SeedRow) bool { return r.ID == rows[6].ID }},
+			{"authority", console.Filter{Query: authority}, func(r paymenttest.SeedRow) bool { return r.Authority != nil && *r.Authority == authority }},
+			{"bank reference", console.Filter{Query: fmt.Sprint(*credited.RefID)}, func(r paymenttest.SeedRow) bool { return r.ID == credited.ID }},
+			{"card suffix", console.Filter{Query: "1001"}, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1001") }},
+			{"email part, any case", console.Filter{Query: "BOB.smith"}, func(r paymenttest.SeedRow) bool { return r.Email == "Bob.Smith@Example.com" }},
+			{"whole email", console.Filter{Query: "alice@example.com"}, func(r paymenttest.SeedRow) bool { return r.Email == "alice@example.com" }},
+			{"email wildcard is literal", console.Filter{Query: "carol_x"}, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
+			{"underscore matches no other", console.Filter{Query: "carol%"}, func(paymenttest.SeedRow) bool { return false }},
+			{"nothing found", console.Filter{Query: "99999999999999999999999"}, func(paymenttest.SeedRow) bool { return false }},
 			{"combined", console.Filter{Statuses: []string{"credited", "failed"}, Query: "example.com", MinRials: 150_000},
-				func(r consoletest.Row) bool {
+				func(r paymenttest.SeedRow) bool {
 					return (r.Status == "credited" || r.Status == "failed") && strings.HasSuffix(strings.ToLower(r.Email), "example.com") && r.AmountRials >= 150_000
 				}},
 		}
@@ -129,7 +129,7 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 				for _, st := range console.Statuses {
 					f2 := f
 					f2.Statuses = nil
-					n := len(expect(rows, oldest, func(r consoletest.Row) bool { return r.Status == st && slices.Contains(all(t, c, f2, 50), r.ID) }))
+					n := len(expect(rows, oldest, func(r paymenttest.SeedRow) bool { return r.Status == st && slices.Contains(all(t, c, f2, 50), r.ID) }))
 					if counts[st] != int64(n) {
 						t.Errorf("%s: count of %s = %d, want %d", tc.name, st, counts[st], n)
 					}
@@ -149,7 +149,7 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 		if err := c.EachPayment(context.Background(), console.Filter{}, func(p console.Payment) error { each = append(each, p.ID); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(each, expect(rows, false, func(consoletest.Row) bool { return true })) {
+		if !slices.Equal(each, expect(rows, false, func(paymenttest.SeedRow) bool { return true })) {
 			t.Errorf("EachPayment: %v", each)
 		}
 		// An unknown status is refused, not ignored.

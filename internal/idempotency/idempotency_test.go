@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/idempotency"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -89,7 +89,7 @@ func TestKeyLifecycle(t *testing.T) {
 		if err != nil || out != idempotency.Acquired {
 			t.Fatalf("first: %v %v", out, err)
 		}
-		if tok := s.FormToken(rec); !payment.ValidFormToken(tok) || tok != s.FormToken(rec) {
+		if tok := s.FormToken(rec); !formtoken.Valid(tok) || tok != s.FormToken(rec) {
 			t.Fatalf("form token %q", tok)
 		}
 		// While it runs: in use; another body: mismatch; bob's same key: his own.

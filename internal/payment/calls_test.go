@@ -76,7 +76,7 @@ func TestEveryVerifyAttemptIsRecorded(t *testing.T) {
 				if tc.wantStatus == payment.StatusCredited {
 					e.assertCredited(p, 31337)
 				}
-				storetest.CheckInvariants(t, db)
+				paymenttest.CheckInvariants(t, db)
 			})
 		})
 	}

@@ -91,7 +91,7 @@ func TestCreditedPaymentsAreAnsweredFromMemory(t *testing.T) {
 		if b := e.balance(); b != 50_000 {
 			t.Errorf("balance = %d, want 50000 (credited once)", b)
 		}
-		storetest.CheckInvariants(t, db)
+		paymenttest.CheckInvariants(t, db)
 	})
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
-	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
 
@@ -152,7 +151,7 @@ func dump(p payment.Payment) string {
 // checkInvariants asserts ARCHITECTURE §2 over the whole database.
 func checkInvariants(t *testing.T, db *store.DB) {
 	t.Helper()
-	storetest.CheckInvariants(t, db)
+	paymenttest.CheckInvariants(t, db)
 }
 
 // ---- StartTopUp ----

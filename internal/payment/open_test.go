@@ -9,8 +9,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/kifpool/kifpool/internal/console/consoletest"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -22,7 +22,7 @@ import (
 // TestOpenForUserUsesItsPartialIndex (internal/console).
 func TestOpenForUser(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		rows := consoletest.SeedN(t, db, 120) // every status, three users
+		rows := paymenttest.SeedN(t, db, 120) // every status, three users
 		svc := payment.NewService(db, nil, nil, nil, payment.Config{})
 		users := map[int64]bool{}
 		for _, r := range rows {
@@ -65,7 +65,7 @@ func TestOpenForUser(t *testing.T) {
 // index does (migration 00008 and OpenForUser must agree).
 func TestOpenForUserUsesItsPartialIndexOnSQLite(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
-	consoletest.SeedN(t, db, 50)
+	paymenttest.SeedN(t, db, 50)
 	var sql string
 	if err := db.Gorm.Callback().Query().After("gorm:query").Register("open_test:capture", func(tx *gorm.DB) {
 		sql = tx.Dialector.Explain(tx.Statement.SQL.String(), tx.Statement.Vars...)

@@ -227,7 +227,7 @@ func TestUnknownInquiryStateNeverFails(t *testing.T) {
 		if n := e.count(`SELECT COUNT(*) FROM payment_events WHERE payment_id = ? AND to_status = 'failed'`, p.ID); n != 0 {
 			t.Errorf("%d moves to failed", n)
 		}
-		storetest.CheckNoneOpenPast(t, db, e.clock.Now(), time.Hour)
+		paymenttest.CheckNoneOpenPast(t, db, e.clock.Now(), time.Hour)
 		checkInvariants(t, db)
 	})
 }

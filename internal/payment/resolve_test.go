@@ -412,7 +412,7 @@ func TestLateVerifiedAnswerStillCredits(t *testing.T) {
 				e.gw.Set(func(f *paymenttest.Gateway) {
 					f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 						// Meanwhile another actor ends it without a verify.
-						storetest.ForceStatus(t, db, p.ID, string(other), "stale deadline")
+						paymenttest.ForceStatus(t, db, p.ID, string(other), "stale deadline")
 						return paymenttest.Paid(2024)(n, in)
 					}
 				})

@@ -12,16 +12,13 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
-	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
 // Errors the web layer turns into pages.
 var (
-	// ErrAmountTooSmall and ErrAmountTooLarge are money's refusals: the
-	// amount rules live in money.Limits alone.
-	ErrAmountTooSmall = money.ErrTooSmall
-	ErrAmountTooLarge = money.ErrTooLarge
+	ErrAmountTooSmall = errors.New("amount is below the minimum")
+	ErrAmountTooLarge = errors.New("amount is above the maximum")
 	ErrBadFormToken   = errors.New("form token is missing or malformed")
 	// ErrGatewayFailed: the gateway could not start the payment; the
 	// payment is failed and no money can have been taken.
@@ -157,9 +154,15 @@ type StartResult struct {
 	Replayed bool   // this answer repeats an earlier submit of the form
 }
 
-// ValidateAmount applies the top-up amount rules (money.Limits).
+// ValidateAmount checks the top-up limits.
 func (s *Service) ValidateAmount(rials int64) error {
-	return money.Limits{MinRials: s.cfg.MinRials, MaxRials: s.cfg.MaxRials}.Check(rials)
+	switch {
+	case rials < s.cfg.MinRials:
+		return ErrAmountTooSmall
+	case rials > s.cfg.MaxRials:
+		return ErrAmountTooLarge
+	}
+	return nil
 }
 
 // CheckGateway refuses a new top-up while the gateway's circuit breaker is

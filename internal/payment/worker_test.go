@@ -16,7 +16,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
 
-	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -144,10 +143,10 @@ func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 				t.Errorf("authority %s verified %d times", a, c)
 			}
 		}
-		if got := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`); got != n {
+		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`); got != n {
 			t.Errorf("%d credited, want %d", got, n)
 		}
-		if got := apptest.Count(t, db, `SELECT balance_rials FROM wallets WHERE id = ?`, in.WalletID); got != total {
+		if got := storetest.Count(t, db, `SELECT balance_rials FROM wallets WHERE id = ?`, in.WalletID); got != total {
 			t.Errorf("balance %d, want %d", got, total)
 		}
 		// Nothing is left to claim.
@@ -159,7 +158,7 @@ func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 		if _, v := gw.VerifyCounts(); v != n {
 			t.Errorf("%d verifies after an idle round, want %d", v, n)
 		}
-		apptest.CheckInvariants(t, db)
+		paymenttest.CheckInvariants(t, db)
 	})
 }
 
@@ -217,10 +216,10 @@ func TestWorkerBackoffGrowsWithinBounds(t *testing.T) {
 		if _, v := gw.VerifyCounts(); v != len(jitters) {
 			t.Errorf("%d verifies, want %d (one per due check)", v, len(jitters))
 		}
-		if got := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); got != 0 {
+		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); got != 0 {
 			t.Errorf("%d ledger entries for an unknown outcome", got)
 		}
-		apptest.CheckInvariants(t, db)
+		paymenttest.CheckInvariants(t, db)
 	})
 }
 
@@ -254,7 +253,7 @@ func TestWorkerPostponesWhileBreakerOpen(t *testing.T) {
 		if row := wkRow(t, db, p.ID); row.Status != payment.StatusCredited || row.Attempts != 1 {
 			t.Fatalf("after the check: status %s attempts %d", row.Status, row.Attempts)
 		}
-		apptest.CheckInvariants(t, db)
+		paymenttest.CheckInvariants(t, db)
 	})
 }
 

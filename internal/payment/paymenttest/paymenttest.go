@@ -1,5 +1,11 @@
-// Package paymenttest holds the test doubles the payment tests share: one
-// scriptable fake gateway and one controllable clock.
+// Package paymenttest is the payment layer's test support, shared by the
+// tests of payment and of every layer above it: one scriptable fake
+// gateway and one controllable clock; the invariants of ARCHITECTURE §2
+// checked over a whole database (CheckInvariants, CheckNoneOpenPast);
+// ForceStatus, which takes an edge of the transition table as the state
+// machine would; and Seed, payments of every status written straight into
+// the table for the reads' tests. It imports the payment layer and what
+// lies below it, never the web app (ARCHITECTURE §1).
 package paymenttest
 
 import (

@@ -129,3 +129,13 @@ func postgresURL(t testing.TB) string {
 	u.RawQuery = q.Encode()
 	return fmt.Sprint(u)
 }
+
+// Count runs a query that answers one number (a COUNT, a balance).
+func Count(t testing.TB, db *store.DB, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Gorm.Raw(sql, args...).Scan(&n).Error; err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}

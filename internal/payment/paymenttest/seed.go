@@ -1,7 +1,4 @@
-// Package consoletest seeds payments for the admin console's tests: a
-// small table with every status, ties on created_at, two gateways and
-// three users.
-package consoletest
+package paymenttest
 
 import (
 	"fmt"
@@ -9,12 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
-// Row is a payment as the tests insert it.
-type Row struct {
+// SeedRow is a payment as Seed inserts it, straight into the table: the
+// reads' tests (admin console, wallet, API) need every status without
+// walking each payment through the state machine.
+type SeedRow struct {
 	ID                  int64 `gorm:"primaryKey"`
 	PublicID            string
 	UserID              int64
@@ -32,13 +31,13 @@ type Row struct {
 	Email               string `gorm:"-"`
 }
 
-func (Row) TableName() string { return "payments" }
+func (SeedRow) TableName() string { return "payments" }
 
-// Base is the first creation time of the seeded payments.
-var Base = time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC)
+// SeedBase is the first creation time of the seeded payments.
+var SeedBase = time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC)
 
-// PublicID is the i-th seeded public id.
-func PublicID(i int) string {
+// SeedPublicID is the i-th seeded public id.
+func SeedPublicID(i int) string {
 	// 24 characters of base32's alphabet, unique per i.
 	const alpha = "abcdefghijklmnopqrstuvwxyz234567"
 	b := []byte("aaaaaaaaaaaaaaaaaaaaaaaa")
@@ -49,33 +48,39 @@ func PublicID(i int) string {
 	return string(b)
 }
 
+// seedStatuses are the statuses Seed gives its rows in turn (the order
+// of the admin console's status filter).
+var seedStatuses = []string{string(payment.StatusCreated), string(payment.StatusAwaitingPayment),
+	string(payment.StatusPendingVerification), string(payment.StatusNeedsReview), string(payment.StatusCredited),
+	string(payment.StatusFailed)}
+
 // Seed inserts three users and 40 payments (SeedN with 40).
-func Seed(t testing.TB, db *store.DB) []Row { return SeedN(t, db, 40) }
+func Seed(t testing.TB, db *store.DB) []SeedRow { return SeedN(t, db, 40) }
 
 // SeedN inserts three users and n payments: statuses in turn, two
 // gateways, amounts from 10,000 to 49,000 tomans, and only 8 distinct
 // creation times, so that many rows tie on created_at.
-func SeedN(t testing.TB, db *store.DB, n int) []Row {
+func SeedN(t testing.TB, db *store.DB, n int) []SeedRow {
 	t.Helper()
 	emails := []string{"alice@example.com", "Bob.Smith@Example.com", "carol_x@test.org"}
 	var userIDs, walletIDs []int64
 	for _, e := range emails {
 		var uid, wid int64
-		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, e, Base).Scan(&uid).Error; err != nil {
+		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, e, SeedBase).Scan(&uid).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?) RETURNING id`, uid, Base, Base).Scan(&wid).Error; err != nil {
+		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?) RETURNING id`, uid, SeedBase, SeedBase).Scan(&wid).Error; err != nil {
 			t.Fatal(err)
 		}
 		userIDs, walletIDs = append(userIDs, uid), append(walletIDs, wid)
 	}
-	var rows []Row
+	var rows []SeedRow
 	for i := 1; i <= n; i++ {
 		u := i % 3
-		st := console.Statuses[i%len(console.Statuses)]
-		r := Row{PublicID: PublicID(i), UserID: userIDs[u], WalletID: walletIDs[u], AmountRials: int64(100_000 + (i%40)*10_000),
+		st := seedStatuses[i%len(seedStatuses)]
+		r := SeedRow{PublicID: SeedPublicID(i), UserID: userIDs[u], WalletID: walletIDs[u], AmountRials: int64(100_000 + (i%40)*10_000),
 			Gateway: "zarinpal", FormToken: fmt.Sprintf("form-token-%04d", i), Status: st,
-			CreatedAt: Base.Add(time.Duration(i%8) * time.Hour), UpdatedAt: Base, Email: emails[u]}
+			CreatedAt: SeedBase.Add(time.Duration(i%8) * time.Hour), UpdatedAt: SeedBase, Email: emails[u]}
 		if i%5 == 0 {
 			r.Gateway = "otherbank"
 		}
@@ -96,10 +101,10 @@ func SeedN(t testing.TB, db *store.DB, n int) []Row {
 	return rows
 }
 
-// Order returns the rows keep selects, in the list's order (newest first,
+// InListOrder returns the rows keep selects, in the list's order (newest first,
 // or oldest first; ties on created_at broken by id).
-func Order(rows []Row, oldest bool, keep func(Row) bool) []Row {
-	var sel []Row
+func InListOrder(rows []SeedRow, oldest bool, keep func(SeedRow) bool) []SeedRow {
+	var sel []SeedRow
 	for _, r := range rows {
 		if keep(r) {
 			sel = append(sel, r)
