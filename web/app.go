@@ -26,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/static"
@@ -38,6 +39,8 @@ type Deps struct {
 	Auth     *auth.Service
 	Wallets  *wallet.Service
 	Payments *payment.Service
+	// TopUp is the top-up start use case: the form and the API call it.
+	TopUp topup.Starter
 	// Console answers the admin console's read-only questions.
 	Console *console.Console
 	// Audit is the admins' audit log.
@@ -149,7 +152,7 @@ func New(d Deps) *fiber.App {
 	// session and CSRF middleware, and answers everything under /api
 	// itself, so neither ever runs for it.
 	api.Register(app.Group("/api"), api.Deps{
-		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUps: d.TopUps,
+		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, TopUps: d.TopUps,
 		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
 	})
 

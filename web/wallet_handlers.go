@@ -6,9 +6,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -62,8 +64,8 @@ func quickTomans(minRials, maxRials int64) []int64 {
 }
 
 func (s *Server) newTopUpForm() views.TopUpForm {
-	minR, maxR := s.Payments.Limits()
-	return views.TopUpForm{Token: payment.NewFormToken(), MinRials: minR, MaxRials: maxR, QuickTomans: quickTomans(minR, maxR)}
+	l := s.TopUp.Limits()
+	return views.TopUpForm{Token: formtoken.New(), MinRials: l.MinRials, MaxRials: l.MaxRials, QuickTomans: quickTomans(l.MinRials, l.MaxRials)}
 }
 
 // topUpForm shows the form; ?amount=N (whole tomans, any digits) fills it
@@ -73,7 +75,7 @@ func (s *Server) topUpForm(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	form := s.newTopUpForm()
 	if q := c.Query("amount"); q != "" {
-		if rials, err := money.ParseTomans(q); err == nil && s.Payments.ValidateAmount(rials) == nil {
+		if rials, err := s.TopUp.Amount(topup.Typed(q)); err == nil {
 			form.Amount = i18n.TomansNumber(lang(c), rials)
 		}
 	}
@@ -87,33 +89,18 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 	form := s.newTopUpForm()
 	form.Amount = c.FormValue("amount")
 	token := c.FormValue("token")
-	if !payment.ValidFormToken(token) {
-		form.ErrorKey = "topup.error_form_expired"
-		return render(c, fiber.StatusBadRequest, views.TopUp(s.page(c, "topup.title"), form))
-	}
-	form.Token = token
-	rials, err := money.ParseTomans(form.Amount)
-	if err == nil {
-		err = s.Payments.ValidateAmount(rials)
-	}
-	if err != nil {
-		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
-		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
-	}
-	if err := s.Payments.CheckGateway(c.UserContext(), u.ID, token); errors.Is(err, payment.ErrGatewayFailed) {
-		return s.gatewayFailed(c, form.Amount)
-	} else if err != nil {
-		return err
-	}
-	w, err := s.Wallets.ForUser(c.UserContext(), u.ID)
-	if err != nil {
-		return err
-	}
-	res, err := s.Payments.StartTopUp(c.UserContext(), payment.StartInput{
-		UserID: u.ID, WalletID: w.ID, Email: u.Email, FormToken: token, AmountRials: rials,
+	res, err := s.TopUp.Start(c.UserContext(), topup.Request{
+		UserID: u.ID, Email: u.Email, FormToken: token, Amount: topup.Typed(form.Amount),
 	})
 	var reused *payment.FormReusedError
 	switch {
+	case errors.Is(err, payment.ErrBadFormToken):
+		form.ErrorKey = "topup.error_form_expired"
+		return render(c, fiber.StatusBadRequest, views.TopUp(s.page(c, "topup.title"), form))
+	case isAmountError(err):
+		form.Token = token
+		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
+		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
 	case errors.As(err, &reused):
 		return s.message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", "/wallet/topup", "topup.new_form")
 	case errors.Is(err, payment.ErrGatewayFailed):
@@ -139,15 +126,26 @@ func (s *Server) gatewayFailed(c *fiber.Ctx, amount string) error {
 	return render(c, fiber.StatusServiceUnavailable, views.GatewayFailed(s.page(c, "topup.gateway_failed_title"), fresh))
 }
 
+// isAmountError reports whether err is a refusal by the amount rules.
+func isAmountError(err error) bool {
+	for _, e := range []error{money.ErrEmpty, money.ErrInvalid, money.ErrTooLong, money.ErrNotPositive,
+		money.ErrNotWholeTomans, money.ErrTooSmall, money.ErrTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 func amountErrorKey(err error, minRials, maxRials int64) (string, []any) {
 	switch {
 	case errors.Is(err, money.ErrEmpty):
 		return "topup.error_empty", nil
-	case errors.Is(err, money.ErrTooLong), errors.Is(err, payment.ErrAmountTooLarge):
+	case errors.Is(err, money.ErrTooLong), errors.Is(err, money.ErrTooLarge):
 		return "topup.error_max", []any{"max", i18n.Money(maxRials)}
 	case errors.Is(err, money.ErrNotPositive):
 		return "topup.error_positive", nil
-	case errors.Is(err, payment.ErrAmountTooSmall):
+	case errors.Is(err, money.ErrTooSmall):
 		return "topup.error_min", []any{"min", i18n.Money(minRials)}
 	}
 	return "topup.error_invalid", nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/dburl"
 	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/money"
 )
 
 // Gateways.
@@ -163,6 +164,14 @@ func (c Config) DatabaseDescription() string {
 	return "PostgreSQL"
 }
 
+// MinTopUpRials is the smallest TOPUP_MIN_RIALS: the gateway's minimum.
+const MinTopUpRials = 10_000
+
+// TopUpLimits are the top-up amount rules (TOPUP_MIN_RIALS, TOPUP_MAX_RIALS).
+func (c Config) TopUpLimits() money.Limits {
+	return money.Limits{MinRials: c.TopUpMinRials, MaxRials: c.TopUpMaxRials}
+}
+
 // Secure reports whether the public URL is HTTPS (cookies get Secure).
 func (c Config) Secure() bool { return strings.HasPrefix(c.BaseURL, "https://") }
 
@@ -223,14 +232,12 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	c.TopUpMinRials = int64Var(getenv, "TOPUP_MIN_RIALS", 10_000, bad)
 	c.TopUpMaxRials = int64Var(getenv, "TOPUP_MAX_RIALS", 1_000_000_000, bad)
-	if c.TopUpMinRials < 10_000 {
-		bad("TOPUP_MIN_RIALS", "must be at least 10000 (the gateway's minimum), got %d", c.TopUpMinRials)
-	}
-	if c.TopUpMinRials%10 != 0 || c.TopUpMaxRials%10 != 0 {
-		bad("TOPUP_MIN_RIALS/TOPUP_MAX_RIALS", "must be whole tomans (multiples of 10 rials)")
-	}
-	if c.TopUpMaxRials < c.TopUpMinRials {
-		bad("TOPUP_MAX_RIALS", "must not be below TOPUP_MIN_RIALS")
+	for _, e := range c.TopUpLimits().Validate(MinTopUpRials) {
+		if e.Max {
+			bad("TOPUP_MAX_RIALS", "%s", e.Msg)
+		} else {
+			bad("TOPUP_MIN_RIALS", "%s", e.Msg)
+		}
 	}
 	c.AttemptTimeout = durationVar(getenv, "GATEWAY_ATTEMPT_TIMEOUT", 3*time.Second, bad)
 	c.Budget = durationVar(getenv, "GATEWAY_BUDGET", 12*time.Second, bad)

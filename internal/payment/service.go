@@ -12,13 +12,16 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
 // Errors the web layer turns into pages.
 var (
-	ErrAmountTooSmall = errors.New("amount is below the minimum")
-	ErrAmountTooLarge = errors.New("amount is above the maximum")
+	// ErrAmountTooSmall and ErrAmountTooLarge are money's refusals: the
+	// amount rules live in money.Limits alone.
+	ErrAmountTooSmall = money.ErrTooSmall
+	ErrAmountTooLarge = money.ErrTooLarge
 	ErrBadFormToken   = errors.New("form token is missing or malformed")
 	// ErrGatewayFailed: the gateway could not start the payment; the
 	// payment is failed and no money can have been taken.
@@ -154,15 +157,9 @@ type StartResult struct {
 	Replayed bool   // this answer repeats an earlier submit of the form
 }
 
-// ValidateAmount checks the top-up limits.
+// ValidateAmount applies the top-up amount rules (money.Limits).
 func (s *Service) ValidateAmount(rials int64) error {
-	switch {
-	case rials < s.cfg.MinRials:
-		return ErrAmountTooSmall
-	case rials > s.cfg.MaxRials:
-		return ErrAmountTooLarge
-	}
-	return nil
+	return money.Limits{MinRials: s.cfg.MinRials, MaxRials: s.cfg.MaxRials}.Check(rials)
 }
 
 // CheckGateway refuses a new top-up while the gateway's circuit breaker is

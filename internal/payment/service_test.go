@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
@@ -99,8 +100,9 @@ func TestStartTopUpRefusals(t *testing.T) {
 			{"token with a bad character", strings.Repeat("a", 21) + "!", 50_000, payment.ErrBadFormToken},
 			{"bad token and bad amount", "", 1, payment.ErrBadFormToken},
 			{"below minimum", payment.NewFormToken(), 9_990, payment.ErrAmountTooSmall},
-			{"zero", payment.NewFormToken(), 0, payment.ErrAmountTooSmall},
-			{"negative", payment.NewFormToken(), -50_000, payment.ErrAmountTooSmall},
+			{"zero", payment.NewFormToken(), 0, money.ErrNotPositive},
+			{"negative", payment.NewFormToken(), -50_000, money.ErrNotPositive},
+			{"not whole tomans", payment.NewFormToken(), 50_005, money.ErrNotWholeTomans},
 			{"above maximum", payment.NewFormToken(), 1_000_000_010, payment.ErrAmountTooLarge},
 		}
 		for _, tt := range tests {

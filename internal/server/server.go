@@ -29,6 +29,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/web"
@@ -49,6 +50,9 @@ type Options struct {
 	// resilient caller).
 	Gateway    gateway.Gateway
 	RateLimits bool
+	// WrapTopUp, when set, wraps the top-up start use case (tests
+	// observe what the form and the API ask of it).
+	WrapTopUp func(topup.Starter) topup.Starter
 	// Payment overrides time budgets of the payment service.
 	Payment payment.Config
 	// BcryptCost lowers password hashing cost in tests.
@@ -60,11 +64,13 @@ type Server struct {
 	App      *fiber.App
 	Bank     *sandbank.Bank // nil unless GATEWAY=sandbox
 	Payments *payment.Service
-	Auth     *auth.Service
-	Wallets  *wallet.Service
-	Tokens   *apitoken.Service
-	Keys     *idempotency.Store
-	Gateway  gateway.Gateway
+	// TopUp is the top-up start use case (web form and API).
+	TopUp   topup.Starter
+	Auth    *auth.Service
+	Wallets *wallet.Service
+	Tokens  *apitoken.Service
+	Keys    *idempotency.Store
+	Gateway gateway.Gateway
 	// Resilient is the caller around the driver (breaker state).
 	Resilient *resilient.Gateway
 	Worker    *payment.Worker
@@ -189,6 +195,10 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})
 	s.Wallets = wallet.NewService(db)
 	s.Tokens = apitoken.NewService(db, now)
+	s.TopUp = topup.New(s.Payments, s.Wallets, cfg.TopUpLimits())
+	if o.WrapTopUp != nil {
+		s.TopUp = o.WrapTopUp(s.TopUp)
+	}
 	// A key is leased to its request for longer than the slowest top-up
 	// (the gateway budget, and a repeat's wait for the first submit).
 	s.Keys = idempotency.NewStore(db, idempotency.Options{
@@ -196,6 +206,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	})
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
+		TopUp:   s.TopUp,
 		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
 		Keys: s.Keys, TopUps: topups.NewReader(db),
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,

@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
@@ -29,8 +30,10 @@ type Deps struct {
 	Keys     *idempotency.Store
 	Payments *payment.Service
 	Wallets  *wallet.Service
-	TopUps   *topups.Reader
-	Log      *slog.Logger
+	// TopUp is the top-up start use case (the form's too).
+	TopUp  topup.Starter
+	TopUps *topups.Reader
+	Log    *slog.Logger
 	// TopUpsPerMinute limits POST /api/v1/topups per token (default 30).
 	TopUpsPerMinute int
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topups"
 )
 
@@ -82,17 +84,15 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	if err := dec.Decode(&in); err != nil {
 		return problem(c, CodeInvalidBody, "The body must be a JSON object with amount_rials (an integer) and optionally description (a string).")
 	}
-	minR, maxR := h.Payments.Limits()
-	switch {
-	case in.AmountRials == nil || *in.AmountRials <= 0:
+	if in.AmountRials == nil {
 		return problem(c, CodeAmountInvalid, "amount_rials must be a positive integer number of rials.")
-	case *in.AmountRials%10 != 0:
-		return problem(c, CodeAmountInvalid, "amount_rials must be whole tomans (a multiple of 10 rials).")
-	case *in.AmountRials < minR:
-		return problem(c, CodeAmountTooSmall, "amount_rials must be at least "+itoa(minR)+".")
-	case *in.AmountRials > maxR:
-		return problem(c, CodeAmountTooLarge, "amount_rials must be at most "+itoa(maxR)+".")
-	case in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionLen:
+	}
+	// The same rules as the form's, checked before the key is taken (a
+	// refusal stores nothing); Start applies them again.
+	if _, err := h.TopUp.Amount(topup.Rials(*in.AmountRials)); err != nil {
+		return amountProblem(c, err, h.TopUp.Limits())
+	}
+	if in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionLen {
 		return problem(c, CodeDescriptionTooLong, "description is at most 255 characters.")
 	}
 
@@ -118,25 +118,36 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials, desc)
 }
 
+// amountProblem answers a refusal by the amount rules.
+func amountProblem(c *fiber.Ctx, err error, l money.Limits) error {
+	switch {
+	case errors.Is(err, money.ErrNotWholeTomans):
+		return problem(c, CodeAmountInvalid, "amount_rials must be whole tomans (a multiple of 10 rials).")
+	case errors.Is(err, money.ErrTooSmall):
+		return problem(c, CodeAmountTooSmall, "amount_rials must be at least "+itoa(l.MinRials)+".")
+	case errors.Is(err, money.ErrTooLarge):
+		return problem(c, CodeAmountTooLarge, "amount_rials must be at most "+itoa(l.MaxRials)+".")
+	}
+	return problem(c, CodeAmountInvalid, "amount_rials must be a positive integer number of rials.")
+}
+
 // runTopUp creates the payment under an acquired key, through the same
-// service, limits and breaker as the form; the payment's form token is
+// use case, limits and breaker as the form; the payment's form token is
 // derived from the key's record, so the payments' unique (user_id,
 // form_token) index guards the API too, and a retry that takes over a
 // key whose request died finds the payment that request made.
 func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64, description string) error {
 	ctx := c.UserContext()
-	w, err := h.Wallets.ForUser(ctx, userID)
-	if err != nil {
+	res, err := h.TopUp.Start(ctx, topup.Request{
+		UserID: userID, Email: email, FormToken: h.Keys.FormToken(rec), Amount: topup.Rials(amount), Description: description,
+	})
+	switch {
+	case errors.Is(err, topup.ErrNoWallet):
 		// Nothing happened: forget the key, the client may retry.
 		if derr := h.Keys.Discard(ctx, rec); derr != nil {
 			h.Log.Error("discard idempotency key", "err", derr)
 		}
 		return err
-	}
-	res, err := h.Payments.StartTopUp(ctx, payment.StartInput{
-		UserID: userID, WalletID: w.ID, Email: email, FormToken: h.Keys.FormToken(rec), AmountRials: amount, Description: description,
-	})
-	switch {
 	case errors.Is(err, payment.ErrGatewayFailed) && res.Payment.ID != 0:
 		// The payment row exists and failed: that is this key's answer,
 		// stored and replayed (a new attempt needs a new key).

@@ -1,0 +1,114 @@
+// Package topup holds the top-up use cases: the one entry point through
+// which the web form and the JSON API start a top-up. Handlers parse their
+// request, call Start and render its answer; the amount rules
+// (money.Limits), the order of the checks and the breaker refusal live
+// here once.
+package topup
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+// Starter is the top-up start use case as its callers (the web form, the
+// API) see it. *Service implements it; tests may wrap it.
+type Starter interface {
+	// Limits are the amount rules (for the form's hints and the API's
+	// messages).
+	Limits() money.Limits
+	// Amount applies the rules to an amount as its caller received it:
+	// the rials it stands for, or the rule it breaks (money's errors).
+	Amount(a Amount) (int64, error)
+	// Start starts a top-up, or answers a repeat of the same form or key
+	// as its first submit was.
+	Start(ctx context.Context, r Request) (payment.StartResult, error)
+}
+
+// Amount is an amount as a caller received it: typed by a person in
+// tomans (any digits and separators), or given by a program in rials.
+type Amount struct {
+	typed   string
+	rials   int64
+	isTyped bool
+}
+
+// Typed is an amount a person typed, in tomans.
+func Typed(tomans string) Amount { return Amount{typed: tomans, isTyped: true} }
+
+// Rials is an amount a program sent, in rials.
+func Rials(n int64) Amount { return Amount{rials: n} }
+
+// Request is one submit of a top-up.
+type Request struct {
+	UserID int64
+	Email  string
+	// FormToken makes the submit idempotent: the form's hidden token, or
+	// the API's, derived from its Idempotency-Key.
+	FormToken string
+	Amount    Amount
+	// Description, when set, is shown by the bank after ours (the API's
+	// optional description).
+	Description string
+}
+
+// Service is the top-up start use case over the payment and wallet
+// services.
+type Service struct {
+	payments *payment.Service
+	wallets  *wallet.Service
+	limits   money.Limits
+}
+
+var _ Starter = (*Service)(nil)
+
+// New returns the use case with its amount rules.
+func New(payments *payment.Service, wallets *wallet.Service, limits money.Limits) *Service {
+	return &Service{payments: payments, wallets: wallets, limits: limits}
+}
+
+// Limits returns the amount rules.
+func (s *Service) Limits() money.Limits { return s.limits }
+
+// Amount applies the amount rules.
+func (s *Service) Amount(a Amount) (int64, error) {
+	if a.isTyped {
+		return s.limits.ParseTomans(a.typed)
+	}
+	return a.rials, s.limits.Check(a.rials)
+}
+
+// Start checks, in this order and before writing anything: the form
+// token's shape (payment.ErrBadFormToken), the amount (money's errors),
+// the gateway's breaker (payment.ErrGatewayFailed with no payment: a new
+// top-up is refused before any other read; a repeat of a submitted form is
+// not refused); then it finds the user's wallet and starts the payment. A
+// repeat of the token gets the first submit's answer, another amount on it
+// a *payment.FormReusedError.
+func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, error) {
+	if !payment.ValidFormToken(r.FormToken) {
+		return payment.StartResult{}, payment.ErrBadFormToken
+	}
+	rials, err := s.Amount(r.Amount)
+	if err != nil {
+		return payment.StartResult{}, err
+	}
+	if err := s.payments.CheckGateway(ctx, r.UserID, r.FormToken); err != nil {
+		return payment.StartResult{}, err
+	}
+	w, err := s.wallets.ForUser(ctx, r.UserID)
+	if err != nil {
+		return payment.StartResult{}, errors.Join(ErrNoWallet, err)
+	}
+	return s.payments.StartTopUp(ctx, payment.StartInput{
+		UserID: r.UserID, WalletID: w.ID, Email: r.Email, FormToken: r.FormToken,
+		AmountRials: rials, Description: r.Description,
+	})
+}
+
+// ErrNoWallet: the user's wallet could not be read; nothing was written,
+// the caller may retry (the API forgets the key).
+var ErrNoWallet = errors.New("top-up: the wallet could not be read")
