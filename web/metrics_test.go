@@ -1,11 +1,13 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/store"
@@ -90,6 +92,7 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			`kifpool_gateway_breaker_state{gateway="zarinpal",state="open"}`:                                      0,
 			`kifpool_gateway_breaker_open{gateway="zarinpal"}`:                                                    0,
 			`kifpool_worker_backlog`:                                                                              0,
+			`kifpool_reconcile_last_finished_timestamp_seconds`:                                                   0,
 			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="request",outcome="ok"}`:    3,
 			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="verify",outcome="paid"}`:   1,
 			`kifpool_http_request_duration_seconds_count{method="POST",route="/wallet/topup",status="303"}`:       3,
@@ -105,6 +108,18 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			if !strings.Contains(body, name) {
 				t.Errorf("no %s", name)
 			}
+		}
+		// A reconciliation (by any instance) sets the time of the last one.
+		before := time.Now().Unix()
+		if _, err := app.Server.Payments.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		body = get("Bearer " + metricsToken).Body
+		if got := metricValue(t, body, "kifpool_reconcile_last_finished_timestamp_seconds"); got < float64(before) || got > float64(time.Now().Unix()+1) {
+			t.Errorf("last reconciliation at %v, want about %d", got, before)
+		}
+		if got := metricValue(t, body, "kifpool_reconcile_last_failed"); got != 0 {
+			t.Errorf("kifpool_reconcile_last_failed = %v", got)
 		}
 		// Route patterns, not paths: no payment id in any label.
 		if strings.Contains(body, `route="/payments/`+"") && regexp.MustCompile(`route="/payments/[a-z2-7]{24}`).MatchString(body) {

@@ -7,6 +7,8 @@
 //	kifpool user promote|demote --email E      make a user an admin, or not
 //	kifpool user reset-2fa --email E           remove a locked-out admin's authenticator
 //	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
+//	kifpool check                       read-only audit of the database's money rules
+//	kifpool backup --to FILE            online backup of the SQLite database
 //
 // Configuration comes from the environment (see README.md).
 package main
@@ -45,6 +47,8 @@ commands:
   user demote --email E            make an admin an ordinary user again
   user reset-2fa --email E         remove an admin's authenticator and recovery codes (locked out)
   reconcile                        verify and credit paid-but-unverified payments, report the rest
+  check                            read-only audit of the database: exits non-zero naming each broken row
+  backup --to FILE                 online backup of the SQLite database (PostgreSQL: pg_dump)
   sandbank --addr HOST:PORT [fault flags]
                                    run the sandbox bank (Zarinpal v4 compatible) on its own;
                                    kifpool sandbank -h lists the fault-injection flags
@@ -83,6 +87,10 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		return sandbankCmd(ctx, args[1:], stdout, log)
 	case "reconcile":
 		return reconcileCmd(ctx, getenv, stdout, log)
+	case "check":
+		return checkCmd(ctx, args[1:], getenv, stdout, log)
+	case "backup":
+		return backupCmd(ctx, args[1:], getenv, stdout, log)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -93,6 +93,10 @@ type Config struct {
 	// IdempotencyKeyTTL: API idempotency keys are kept at least this long,
 	// then deleted by a periodic cleanup.
 	IdempotencyKeyTTL time.Duration
+	// Retention (internal/retention): how long expired sessions, quiet
+	// sign-in throttles and the bank calls of failed payments are kept;
+	// 0 keeps them for ever (RETENTION_*=off).
+	RetentionSessions, RetentionThrottles, RetentionGatewayCalls time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
 	APITopUpsPerMinute int
 	// DatabaseMaxConns: the PostgreSQL pool of one instance (0: the
@@ -297,6 +301,15 @@ func Load(getenv Getenv) (Config, error) {
 		errs = append(errs, logErr)
 	}
 	c.IdempotencyKeyTTL = durationVar(getenv, "IDEMPOTENCY_KEY_TTL", 24*time.Hour, bad)
+	c.RetentionSessions = durationOrOff(getenv, "RETENTION_SESSIONS", 24*time.Hour, bad)
+	c.RetentionThrottles = durationOrOff(getenv, "RETENTION_THROTTLES", 24*time.Hour, bad)
+	if c.RetentionThrottles > 0 && c.RetentionThrottles < 24*time.Hour {
+		bad("RETENTION_THROTTLES", "must be at least 24h (a throttle remembers a key that long; deleting it sooner would lift a lock-out), or off")
+	}
+	c.RetentionGatewayCalls = durationOrOff(getenv, "RETENTION_GATEWAY_CALLS", 90*24*time.Hour, bad)
+	if c.RetentionGatewayCalls > 0 && c.RetentionGatewayCalls < 24*time.Hour {
+		bad("RETENTION_GATEWAY_CALLS", "must be at least 24h, or off")
+	}
 	if c.IdempotencyKeyTTL < time.Minute {
 		bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
 	}

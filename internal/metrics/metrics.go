@@ -29,7 +29,10 @@ type Sources struct {
 	// Backlog is the worker's queue: payments due, and how long the oldest
 	// has waited past its time.
 	Backlog func(ctx context.Context) (due int64, lag time.Duration, err error)
-	Log     *slog.Logger
+	// LastReconcile is when the newest stored reconciliation finished
+	// (zero: never), and whether it ended in an error.
+	LastReconcile func(ctx context.Context) (finished time.Time, failed bool, err error)
+	Log           *slog.Logger
 }
 
 // Metrics holds the app's metrics in its own registry (no global state).
@@ -115,6 +118,9 @@ var (
 		[]string{"gateway"}, nil)
 	backlogDesc = prometheus.NewDesc("kifpool_worker_backlog", "Open payments due for a check by the worker.", nil, nil)
 	lagDesc     = prometheus.NewDesc("kifpool_worker_lag_seconds", "How long the oldest due payment has waited past its check time.", nil, nil)
+	reconDesc   = prometheus.NewDesc("kifpool_reconcile_last_finished_timestamp_seconds",
+		"Unix time the newest stored reconciliation finished (by any instance or kifpool reconcile); 0 if none ever ran.", nil, nil)
+	reconErrDesc = prometheus.NewDesc("kifpool_reconcile_last_failed", "1 if the newest stored reconciliation ended in an error.", nil, nil)
 )
 
 // scraped reads the gauges from their sources at scrape time.
@@ -127,6 +133,8 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- breakerOpen
 	ch <- backlogDesc
 	ch <- lagDesc
+	ch <- reconDesc
+	ch <- reconErrDesc
 }
 
 func (s *scraped) Collect(ch chan<- prometheus.Metric) {
@@ -166,6 +174,21 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 				ratio = float64(b.Failures) / float64(b.Requests)
 			}
 			ch <- prometheus.MustNewConstMetric(breakerRatio, prometheus.GaugeValue, ratio, b.Name)
+		}
+	}
+	if s.src.LastReconcile != nil {
+		if at, failed, err := s.src.LastReconcile(ctx); err != nil {
+			s.logErr("last reconciliation", err)
+		} else {
+			v, f := 0.0, 0.0
+			if !at.IsZero() {
+				v = float64(at.Unix())
+			}
+			if failed {
+				f = 1
+			}
+			ch <- prometheus.MustNewConstMetric(reconDesc, prometheus.GaugeValue, v)
+			ch <- prometheus.MustNewConstMetric(reconErrDesc, prometheus.GaugeValue, f)
 		}
 	}
 	if s.src.Backlog != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
@@ -82,6 +83,7 @@ type Server struct {
 	// one clock.
 	Clock  *store.Clock
 	Config config.Config
+	db     *store.DB
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -147,6 +149,13 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			b, err := cons.WorkerBacklog(ctx, now(), cfg.WorkerAbandonedAfter)
 			return b.Due, b.Lag, err
 		},
+		LastReconcile: func(ctx context.Context) (time.Time, bool, error) {
+			reps, err := s.Payments.LatestReconcileReports(ctx, 1)
+			if err != nil || len(reps) == 0 {
+				return time.Time{}, false, err
+			}
+			return reps[0].FinishedAt, reps[0].Error != "", nil
+		},
 		Log: o.Log.With("component", "metrics"),
 	})
 	s.Metrics = m
@@ -192,6 +201,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		BaseBackoff: cfg.WorkerBackoffBase, MaxBackoff: cfg.WorkerBackoffMax,
 	})
 	s.Config = cfg
+	s.db = db
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})
 	s.Wallets = wallet.NewService(db)
 	s.Tokens = apitoken.NewService(db, now)
@@ -234,8 +244,9 @@ func ready(ctx context.Context, db *store.DB) error {
 }
 
 // RunBackground starts the payment worker and the periodic reconciliation
-// (each when configured), the hourly purge of expired sessions and the
-// cleanup of expired idempotency keys, until ctx ends. The returned function waits for
+// (each when configured), the hourly retention purge (expired sessions,
+// quiet throttles, old calls of failed payments) and the cleanup of
+// expired idempotency keys, until ctx ends. The returned function waits for
 // them to stop; in-flight work finishes first.
 func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func()) {
 	if log == nil {
@@ -288,17 +299,22 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			}
 		}
 	}()
+	// Retention (RETENTION_*): hourly, in every instance (the deletes are
+	// idempotent and batched; instances racing delete each row once).
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		t := time.NewTicker(time.Hour)
 		defer t.Stop()
+		policy := retention.Policy{ExpiredSessions: s.Config.RetentionSessions, Throttles: s.Config.RetentionThrottles,
+			GatewayCalls: s.Config.RetentionGatewayCalls}
 		for {
-			if _, err := s.Auth.PurgeExpiredSessions(ctx); err != nil && ctx.Err() == nil {
-				log.Error("purge expired sessions", "err", err)
+			res, err := retention.Purge(ctx, s.db, s.Clock.Now(), policy)
+			if err != nil && ctx.Err() == nil {
+				log.Error("retention", "err", err)
 			}
-			if _, err := s.Auth.PurgeThrottles(ctx); err != nil && ctx.Err() == nil {
-				log.Error("purge sign-in throttles", "err", err)
+			if res != (retention.Result{}) {
+				log.Info("retention: deleted", "sessions", res.Sessions, "throttles", res.Throttles, "gateway_calls", res.GatewayCalls)
 			}
 			select {
 			case <-ctx.Done():

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/integrity"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+const checkUsage = `usage: kifpool check [--max-rows N]
+
+A read-only audit of the database named by DATABASE_URL: each balance
+equals its ledger, one credit per payment, every status change chained in
+payment_events, every credited payment has the bank's verify on record, no
+payment open past the worker's deadlines. It exits non-zero and names each
+row that breaks a rule. Safe against production at any time: it runs plain
+SELECTs in one read-only transaction (PostgreSQL: a REPEATABLE READ READ
+ONLY snapshot), takes no locks that stop writers, and never migrates.
+`
+
+// openExisting opens the database of DATABASE_URL without creating or
+// migrating anything (check, backup): an SQLite file must exist.
+func openExisting(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.Config, *store.DB, error) {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	dialect, dsn, err := store.ParseURL(cfg.DatabaseURL)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if dialect == store.SQLite {
+		if _, err := os.Stat(dsn); err != nil {
+			return cfg, nil, fmt.Errorf("database file %s: %w", dsn, err)
+		}
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return cfg, nil, err
+	}
+	return cfg, db, nil
+}
+
+// checkDeadlines are how long a payment may stay open by the
+// configuration's worker deadlines, plus the worker's own slack (its
+// interval, the longest back-off, two bank budgets and a minute), so that a
+// payment the worker is about to end is not reported.
+func checkDeadlines(cfg config.Config) (created, open time.Duration) {
+	slack := cfg.WorkerInterval + cfg.WorkerBackoffMax + 2*cfg.Budget + time.Minute
+	return cfg.WorkerStaleCreated + slack, max(cfg.WorkerAuthorityLifetime, cfg.WorkerMaxUnknown) + slack
+}
+
+func checkCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() { fmt.Fprint(stdout, checkUsage+"\nflags:\n"); fs.PrintDefaults() }
+	maxRows := fs.Int("max-rows", 100, "rows named per broken rule at most")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	cfg, db, err := openExisting(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := db.Migrations(ctx)
+	if err != nil {
+		return fmt.Errorf("schema version: %w", err)
+	}
+	if st.Current < st.Latest {
+		return fmt.Errorf("the database is at migration %d, this build at %d: run kifpool migrate (or check with the build that runs on it)", st.Current, st.Latest)
+	}
+	created, open := checkDeadlines(cfg)
+	started := time.Now()
+	rep, err := integrity.Check(ctx, db, integrity.Options{Now: time.Now(), CreatedDeadline: created, OpenDeadline: open, MaxRows: *maxRows})
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	fmt.Fprintf(stdout, "kifpool check: %s at migration %d\n", cfg.DatabaseDescription(), st.Current)
+	broken := 0
+	for _, res := range rep.Results {
+		switch {
+		case res.Skipped:
+			fmt.Fprintf(stdout, "  skip  %-32s %s\n", res.Rule.Name, res.Rule.What)
+		case len(res.Violations) == 0:
+			fmt.Fprintf(stdout, "  ok    %-32s %s\n", res.Rule.Name, res.Rule.What)
+		default:
+			broken++
+			more := ""
+			if res.Truncated {
+				more = fmt.Sprintf(" (first %d shown)", len(res.Violations))
+			}
+			fmt.Fprintf(stdout, "  FAIL  %-32s %s: %d rows%s\n", res.Rule.Name, res.Rule.What, len(res.Violations), more)
+			for _, v := range res.Violations {
+				fmt.Fprintf(stdout, "        %s: %s\n", v.Subject, v.Detail)
+			}
+		}
+	}
+	log.Info("check finished", "broken_rules", broken, "took", time.Since(started).Round(time.Millisecond))
+	if broken > 0 {
+		return fmt.Errorf("check: %d rules broken (rows named above)", broken)
+	}
+	fmt.Fprintln(stdout, "all rules hold")
+	return nil
+}
+
+const backupUsage = `usage: kifpool backup --to FILE
+
+An online backup of the SQLite database of DATABASE_URL into FILE (which
+must not exist yet), safe while serve runs: SQLite's VACUUM INTO copies one
+consistent snapshot and writers go on. FILE is written next to itself
+first and renamed when complete, readable by its owner only. To restore,
+stop serve and put FILE in the place of the database file (removing the
+old file's -wal and -shm); see docs/operations.md.
+
+PostgreSQL is backed up with its own tools (pg_dump -Fc, pg_restore); this
+command refuses it.
+`
+
+func backupCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() { fmt.Fprint(stdout, backupUsage+"\nflags:\n"); fs.PrintDefaults() }
+	to := fs.String("to", "", "the backup file to write (must not exist)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *to == "" {
+		return errors.New("--to FILE is required")
+	}
+	dest, err := filepath.Abs(*to)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dest); err == nil {
+		return fmt.Errorf("%s exists: a backup never overwrites a file", dest)
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	if d, _, err := store.ParseURL(cfg.DatabaseURL); err != nil {
+		return err
+	} else if d == store.Postgres {
+		return errors.New("kifpool backup is for SQLite; back up PostgreSQL with pg_dump -Fc (see docs/operations.md)")
+	}
+	_, db, err := openExisting(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tmp := dest + ".partial"
+	_ = os.Remove(tmp) // a leftover of an interrupted backup
+	started := time.Now()
+	// VACUUM INTO reads one snapshot (a read transaction: WAL writers go
+	// on) and writes a compact copy; its argument is an SQL string literal.
+	if err := db.Gorm.WithContext(ctx).Exec("VACUUM INTO '" + strings.ReplaceAll(tmp, "'", "''") + "'").Error; err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("backup into %s: %w", tmp, err)
+	}
+	if err := finishBackup(tmp, dest); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	fi, err := os.Stat(dest)
+	if err != nil {
+		return err
+	}
+	log.Info("backup written", "file", dest, "bytes", fi.Size(), "took", time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes)\n", cfg.DatabaseDescription(), dest, fi.Size())
+	return nil
+}
+
+// finishBackup makes the written copy private and durable, then gives it
+// its name (a crash leaves a .partial file, never a truncated backup).
+func finishBackup(tmp, dest string) error {
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0) // #nosec G304 -- the operator's --to path
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Link(tmp, dest); err != nil { // fails if dest appeared meanwhile
+		return fmt.Errorf("backup: %w", err)
+	}
+	return os.Remove(tmp)
+}

@@ -1,0 +1,236 @@
+// Package integrity holds the rules the money's data must always obey
+// (ARCHITECTURE §2) as read-only queries, and runs them over a whole
+// database: `kifpool check` against a live database, and the integration
+// tests after every scenario (paymenttest/storetest CheckInvariants), so
+// that the rules are written once.
+//
+// Every rule is a plain SELECT naming each row that breaks it. Check runs
+// them in one read-only transaction: on PostgreSQL a REPEATABLE READ READ
+// ONLY snapshot (consistent across rules, no locks that stop writers), on
+// SQLite a deferred read transaction (a WAL snapshot: writers go on).
+package integrity
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Rule is one promise and the query that finds the rows breaking it: each
+// row the query returns is (subject, detail), e.g. ("payment p_abc", "2
+// ledger entries").
+type Rule struct {
+	Name string // short, stable: balance_equals_ledger, …
+	What string // one sentence for people
+	// CallLog marks a rule that needs the bank calls recorded with each
+	// credit (gateway_calls): the production wiring always records them,
+	// tests with a bare fake gateway do not.
+	CallLog bool
+	// Open marks the rule that needs Options.Now and the deadlines.
+	Open  bool
+	query string
+}
+
+// Rules are the rules Check runs, in order.
+var rules = []Rule{
+	{Name: "balance_equals_ledger", What: "each wallet's balance equals the sum of its ledger",
+		query: `SELECT 'wallet ' || w.id, 'balance ' || w.balance_rials || ' rials, ledger sums to ' || COALESCE(s.total, 0) || ' rials'
+			FROM wallets w LEFT JOIN (SELECT wallet_id, SUM(amount_rials) AS total FROM ledger_entries GROUP BY wallet_id) s
+			ON s.wallet_id = w.id WHERE w.balance_rials <> COALESCE(s.total, 0) ORDER BY w.id`},
+	{Name: "balance_not_negative", What: "no balance is negative",
+		query: `SELECT 'wallet ' || id, 'balance ' || balance_rials || ' rials' FROM wallets WHERE balance_rials < 0 ORDER BY id`},
+	{Name: "ledger_running_balance", What: "each ledger entry's balance_after is the sum of its wallet's entries up to it",
+		query: `SELECT 'ledger entry ' || id, 'balance_after ' || balance_after || ' rials, running sum ' || running || ' rials'
+			FROM (SELECT id, balance_after, SUM(amount_rials) OVER (PARTITION BY wallet_id ORDER BY id) AS running FROM ledger_entries) r
+			WHERE balance_after <> running ORDER BY id`},
+	{Name: "one_credit_per_payment", What: "a payment has at most one ledger entry",
+		query: `SELECT 'payment ' || p.public_id, COUNT(*) || ' ledger entries' FROM ledger_entries l JOIN payments p ON p.id = l.payment_id
+			GROUP BY p.public_id HAVING COUNT(*) > 1 ORDER BY p.public_id`},
+	{Name: "one_payment_per_bank_reference", What: "a bank reference belongs to one payment",
+		query: `SELECT 'bank reference ' || gateway || ' ' || ref_id, COUNT(*) || ' payments' FROM payments WHERE ref_id IS NOT NULL
+			GROUP BY gateway, ref_id HAVING COUNT(*) > 1 ORDER BY gateway, ref_id`},
+	{Name: "credited_has_bank_reference", What: "a credited payment has the bank's reference and a verified amount equal to its own",
+		query: `SELECT 'payment ' || public_id, 'ref_id ' || COALESCE(CAST(ref_id AS TEXT), 'missing') || ', verified '
+			|| COALESCE(CAST(verified_amount_rials AS TEXT), 'missing') || ' of ' || amount_rials || ' rials'
+			FROM payments WHERE status = 'credited'
+			AND (ref_id IS NULL OR verified_amount_rials IS NULL OR verified_amount_rials <> amount_rials) ORDER BY id`},
+	{Name: "credited_has_its_ledger_entry", What: "a credited payment has exactly one ledger entry, of its amount, in its wallet",
+		query: `SELECT 'payment ' || p.public_id, 'credited with ' || (SELECT COUNT(*) FROM ledger_entries l WHERE l.payment_id = p.id
+				AND l.amount_rials = p.amount_rials AND l.wallet_id = p.wallet_id) || ' matching ledger entries'
+			FROM payments p WHERE p.status = 'credited'
+			AND (SELECT COUNT(*) FROM ledger_entries l WHERE l.payment_id = p.id AND l.amount_rials = p.amount_rials AND l.wallet_id = p.wallet_id) <> 1
+			ORDER BY p.id`},
+	{Name: "ledger_only_for_credited", What: "only credited payments have ledger entries",
+		query: `SELECT 'payment ' || p.public_id, 'status ' || p.status || ' with ledger entry ' || l.id
+			FROM ledger_entries l JOIN payments p ON p.id = l.payment_id WHERE p.status <> 'credited' ORDER BY l.id`},
+	{Name: "events_end_in_status", What: "a payment's last event ends in its status",
+		query: `SELECT 'payment ' || p.public_id, 'status ' || p.status || ', last event to ' || COALESCE((SELECT e.to_status
+				FROM payment_events e WHERE e.payment_id = p.id ORDER BY e.id DESC LIMIT 1), 'none (created)')
+			FROM payments p WHERE p.status <> COALESCE((SELECT e.to_status FROM payment_events e WHERE e.payment_id = p.id
+				ORDER BY e.id DESC LIMIT 1), 'created') ORDER BY p.id`},
+	{Name: "events_chain", What: "each event starts where the payment's previous one ended",
+		query: `SELECT 'payment ' || p.public_id, 'event ' || e.id || ' from ' || e.from_status || ', previous ended in '
+				|| COALESCE((SELECT e2.to_status FROM payment_events e2 WHERE e2.payment_id = e.payment_id AND e2.id < e.id
+					ORDER BY e2.id DESC LIMIT 1), 'created')
+			FROM payment_events e JOIN payments p ON p.id = e.payment_id
+			WHERE e.from_status <> COALESCE((SELECT e2.to_status FROM payment_events e2 WHERE e2.payment_id = e.payment_id
+				AND e2.id < e.id ORDER BY e2.id DESC LIMIT 1), 'created') ORDER BY e.id`},
+	{Name: "one_credit_event", What: "a credited payment was credited by exactly one event",
+		query: `SELECT 'payment ' || p.public_id, (SELECT COUNT(*) FROM payment_events e WHERE e.payment_id = p.id AND e.to_status = 'credited')
+				|| ' credit events'
+			FROM payments p WHERE p.status = 'credited'
+			AND (SELECT COUNT(*) FROM payment_events e WHERE e.payment_id = p.id AND e.to_status = 'credited') <> 1 ORDER BY p.id`},
+	{Name: "credited_verify_on_record", CallLog: true,
+		What: "a credited payment has the bank's verify that said paid on record (gateway_calls)",
+		query: `SELECT 'payment ' || p.public_id, 'credited, no verify answering paid or already verified in gateway_calls'
+			FROM payments p WHERE p.status = 'credited' AND NOT EXISTS (SELECT 1 FROM gateway_calls c WHERE c.payment_id = p.id
+				AND c.operation = 'verify' AND c.outcome IN ('paid', 'already_verified')) ORDER BY p.id`},
+	{Name: "none_open_past_deadline", Open: true,
+		What: "no payment is still open past the worker's deadlines",
+		// Parameters: the cut-off for created, then for the other open statuses.
+		query: `SELECT 'payment ' || public_id, 'status ' || status || ' since ' || CAST(COALESCE(opened_at, created_at) AS TEXT)
+			FROM payments WHERE (status = 'created' AND COALESCE(opened_at, created_at) < ?)
+				OR (status IN ('awaiting_payment', 'pending_verification') AND COALESCE(opened_at, created_at) < ?) ORDER BY id`},
+}
+
+// Rules lists the rules Check runs, in order.
+func Rules() []Rule { return append([]Rule(nil), rules...) }
+
+// Options say which rules run and the deadlines of open payments.
+type Options struct {
+	// Now is the time open payments are judged at; zero skips the
+	// open-past-deadline rule.
+	Now time.Time
+	// CreatedDeadline is how long a payment may stay created (the worker
+	// fails it after WORKER_STALE_CREATED); OpenDeadline how long it may
+	// stay awaiting_payment or pending_verification after it opened (the
+	// worker ends it after the authority lifetime or WORKER_MAX_UNKNOWN).
+	// Each includes the worker's slack (its interval and back-off).
+	CreatedDeadline, OpenDeadline time.Duration
+	// NoCallLog skips the rules that need gateway_calls (tests whose
+	// fake gateway records no calls).
+	NoCallLog bool
+	// MaxRows caps the rows reported per rule (0: 100).
+	MaxRows int
+}
+
+// Violation is one row that breaks a rule.
+type Violation struct {
+	Rule    string
+	Subject string // e.g. "payment p_abc", "wallet 12"
+	Detail  string
+}
+
+func (v Violation) String() string { return v.Rule + ": " + v.Subject + ": " + v.Detail }
+
+// Result is one rule's outcome.
+type Result struct {
+	Rule       Rule
+	Violations []Violation
+	Truncated  bool // more rows broke the rule than MaxRows
+	Skipped    bool
+}
+
+// Report is a whole check.
+type Report struct {
+	Results []Result
+}
+
+// OK reports whether no rule was broken.
+func (r Report) OK() bool { return len(r.Violations()) == 0 }
+
+// Violations are all rows that broke a rule, rule by rule.
+func (r Report) Violations() []Violation {
+	var out []Violation
+	for _, res := range r.Results {
+		out = append(out, res.Violations...)
+	}
+	return out
+}
+
+// Check runs every rule over db in one read-only transaction.
+func Check(ctx context.Context, db *store.DB, o Options) (Report, error) {
+	var rep Report
+	if o.MaxRows <= 0 {
+		o.MaxRows = 100
+	}
+	opts := &sql.TxOptions{ReadOnly: true}
+	if db.Dialect == store.Postgres {
+		// One snapshot for every rule; READ ONLY takes no row locks and
+		// cannot write. SQLite: a deferred transaction (ReadOnly makes
+		// the driver BEGIN without IMMEDIATE), a WAL read snapshot.
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := db.SQL().BeginTx(ctx, opts)
+	if err != nil {
+		return rep, fmt.Errorf("begin read-only transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // read only: nothing to commit
+	for _, r := range rules {
+		res := Result{Rule: r}
+		var args []any
+		switch {
+		case r.CallLog && o.NoCallLog, r.Open && o.Now.IsZero():
+			res.Skipped = true
+			rep.Results = append(rep.Results, res)
+			continue
+		case r.Open:
+			args = []any{o.Now.Add(-o.CreatedDeadline).UTC(), o.Now.Add(-o.OpenDeadline).UTC()}
+		}
+		q := r.query
+		if db.Dialect == store.Postgres {
+			q = numbered(q)
+		}
+		vs, truncated, err := run(ctx, tx, q, r.Name, args, o.MaxRows)
+		if err != nil {
+			return rep, fmt.Errorf("rule %s: %w", r.Name, err)
+		}
+		res.Violations, res.Truncated = vs, truncated
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+// numbered writes PostgreSQL's $1, $2, … for the rules' ? placeholders
+// (database/sql passes the query as it is; the rules hold no ? in text).
+func numbered(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func run(ctx context.Context, tx *sql.Tx, query, rule string, args []any, maxRows int) ([]Violation, bool, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var out []Violation
+	for rows.Next() {
+		if len(out) == maxRows {
+			return out, true, nil
+		}
+		var subject, detail sql.NullString
+		if err := rows.Scan(&subject, &detail); err != nil {
+			return nil, false, err
+		}
+		out = append(out, Violation{Rule: rule, Subject: subject.String, Detail: detail.String})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, errors.Join(err, rows.Close())
+	}
+	return out, false, nil
+}

@@ -1,0 +1,240 @@
+package integrity_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/integrity"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// seed writes a healthy history as the app writes it: a user whose wallet
+// holds two credited top-ups (events, ledger, verify calls), a failed
+// payment, a payment waiting at the bank since a minute ago and one
+// created just now.
+func seed(t *testing.T, db *store.DB, now time.Time) {
+	t.Helper()
+	ago := func(d time.Duration) time.Time { return now.Add(-d).UTC() }
+	stmts := []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO users (id, email, password_hash, role, locale, created_at) VALUES (1, 'sara@example.com', 'x', 'user', 'fa', ?)`, []any{ago(time.Hour)}},
+		{`INSERT INTO wallets (id, user_id, balance_rials, created_at, updated_at) VALUES (1, 1, 150000, ?, ?)`, []any{ago(time.Hour), ago(time.Hour)}},
+	}
+	type pay struct {
+		id     int64
+		public string
+		amount int64
+		status string
+		ref    any
+		chain  []string
+		opened time.Time
+	}
+	pays := []pay{
+		{1, "p_credited1", 100000, "credited", int64(501), []string{"created", "awaiting_payment", "credited"}, ago(50 * time.Minute)},
+		{2, "p_credited2", 50000, "credited", int64(502), []string{"created", "awaiting_payment", "pending_verification", "credited"}, ago(40 * time.Minute)},
+		{3, "p_failed", 70000, "failed", nil, []string{"created", "awaiting_payment", "failed"}, ago(30 * time.Minute)},
+		{4, "p_waiting", 80000, "awaiting_payment", nil, []string{"created", "awaiting_payment"}, ago(time.Minute)},
+		{5, "p_created", 90000, "created", nil, []string{"created"}, ago(time.Second)},
+	}
+	for _, p := range pays {
+		var verified any
+		if p.status == "credited" {
+			verified = p.amount
+		}
+		stmts = append(stmts, struct {
+			sql  string
+			args []any
+		}{`INSERT INTO payments (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
+			status, created_at, updated_at, opened_at) VALUES (?, ?, 1, 1, ?, 'zarinpal', ?, ?, ?, ?, ?, ?, ?, ?)`,
+			[]any{p.id, p.public, p.amount, "form-" + p.public, "A" + p.public, p.ref, verified, p.status, p.opened, p.opened, p.opened}})
+		for i := 1; i < len(p.chain); i++ {
+			stmts = append(stmts, struct {
+				sql  string
+				args []any
+			}{`INSERT INTO payment_events (payment_id, from_status, to_status, actor, created_at) VALUES (?, ?, ?, 'callback', ?)`,
+				[]any{p.id, p.chain[i-1], p.chain[i], p.opened}})
+		}
+	}
+	stmts = append(stmts, []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 100000, 100000, 'topup', ?)`, []any{ago(49 * time.Minute)}},
+		{`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 2, 50000, 150000, 'topup', ?)`, []any{ago(39 * time.Minute)}},
+		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (1, 'zarinpal', 'verify', 1, ?, 20, 'paid')`, []any{ago(49 * time.Minute)}},
+		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 1, ?, 20, 'timeout')`, []any{ago(40 * time.Minute)}},
+		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 2, ?, 20, 'already_verified')`, []any{ago(39 * time.Minute)}},
+	}...)
+	for _, s := range stmts {
+		if err := db.Gorm.Exec(s.sql, s.args...).Error; err != nil {
+			t.Fatalf("seed %s: %v", s.sql, err)
+		}
+	}
+	if db.Dialect == store.Postgres { // explicit ids: move the sequences past them
+		for _, tbl := range []string{"users", "wallets", "payments"} {
+			if err := db.Gorm.Exec(`SELECT setval(pg_get_serial_sequence('` + tbl + `', 'id'), 100)`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func options(now time.Time) integrity.Options {
+	return integrity.Options{Now: now, CreatedDeadline: 5 * time.Minute, OpenDeadline: 3 * time.Hour}
+}
+
+func TestHealthyDatabasePasses(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Now()
+		seed(t, db, now)
+		rep, err := integrity.Check(context.Background(), db, options(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() {
+			t.Fatalf("a healthy database breaks rules: %v", rep.Violations())
+		}
+		if len(rep.Results) != len(integrity.Rules()) {
+			t.Fatalf("%d results for %d rules", len(rep.Results), len(integrity.Rules()))
+		}
+		for _, r := range rep.Results {
+			if r.Skipped {
+				t.Errorf("rule %s skipped with every option given", r.Rule.Name)
+			}
+		}
+		// An empty database passes too.
+		rep, err = integrity.Check(context.Background(), storetest.New(t, db.Dialect), options(now))
+		if err != nil || !rep.OK() {
+			t.Fatalf("empty database: %v %v", err, rep.Violations())
+		}
+	})
+}
+
+// Each deliberate breakage is found by its rule, naming the row.
+func TestBrokenDataIsNamed(t *testing.T) {
+	cases := []struct {
+		name    string
+		breakIt []string // statements run after the healthy seed
+		rule    string
+		subject string
+		later   time.Duration // judge open payments this much later
+	}{
+		{"balance off its ledger", []string{`UPDATE wallets SET balance_rials = 160000 WHERE id = 1`},
+			"balance_equals_ledger", "wallet 1", 0},
+		{"running balance wrong", []string{`UPDATE ledger_entries SET balance_after = 50000 WHERE payment_id = 2`},
+			"ledger_running_balance", "ledger entry", 0},
+		{"second credit of a payment", []string{`DROP INDEX ledger_entries_payment_key`,
+			`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 100000, 250000, 'topup', '2026-01-01 00:00:00+00')`,
+			`UPDATE wallets SET balance_rials = 250000 WHERE id = 1`},
+			"one_credit_per_payment", "payment p_credited1", 0},
+		{"a bank reference used twice", []string{`DROP INDEX payments_gateway_ref_id_key`, `UPDATE payments SET ref_id = 501 WHERE id = 2`},
+			"one_payment_per_bank_reference", "bank reference zarinpal 501", 0},
+		{"credited for another amount", []string{`UPDATE payments SET verified_amount_rials = 40000 WHERE id = 2`},
+			"credited_has_bank_reference", "payment p_credited2", 0},
+		{"credited without its ledger entry", []string{`DELETE FROM ledger_entries WHERE payment_id = 2`, `UPDATE wallets SET balance_rials = 100000`},
+			"credited_has_its_ledger_entry", "payment p_credited2", 0},
+		{"a failed payment credited", []string{`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 3, 70000, 220000, 'topup', '2026-01-01 00:00:00+00')`,
+			`UPDATE wallets SET balance_rials = 220000`},
+			"ledger_only_for_credited", "payment p_failed", 0},
+		{"status changed without its event", []string{`UPDATE payments SET status = 'needs_review' WHERE id = 3`},
+			"events_end_in_status", "payment p_failed", 0},
+		{"an event missing in the chain", []string{`DELETE FROM payment_events WHERE payment_id = 2 AND to_status = 'pending_verification'`},
+			"events_chain", "payment p_credited2", 0},
+		{"credited twice by events", []string{`INSERT INTO payment_events (payment_id, from_status, to_status, actor, created_at) VALUES (1, 'credited', 'credited', 'worker', '2026-01-01 00:00:00+00')`},
+			"one_credit_event", "payment p_credited1", 0},
+		{"credited without the bank's verify on record", []string{`DELETE FROM gateway_calls WHERE payment_id = 1`},
+			"credited_verify_on_record", "payment p_credited1", 0},
+		{"credited on a verify that did not say paid", []string{`DELETE FROM gateway_calls WHERE payment_id = 2 AND outcome = 'already_verified'`},
+			"credited_verify_on_record", "payment p_credited2", 0},
+		{"open past its deadline", nil, "none_open_past_deadline", "payment p_waiting", 4 * time.Hour},
+		{"created past its deadline", nil, "none_open_past_deadline", "payment p_created", 10 * time.Minute},
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				db := storetest.New(t, db.Dialect)
+				now := time.Now()
+				seed(t, db, now)
+				for _, s := range tc.breakIt {
+					if err := db.Gorm.Exec(s).Error; err != nil {
+						t.Fatalf("%s: %v", s, err)
+					}
+				}
+				rep, err := integrity.Check(context.Background(), db, options(now.Add(tc.later)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, v := range rep.Violations() {
+					if v.Rule == tc.rule && strings.HasPrefix(v.Subject, tc.subject) {
+						found = true
+					}
+				}
+				if !found {
+					t.Fatalf("rule %s did not name %q; violations: %v", tc.rule, tc.subject, rep.Violations())
+				}
+			})
+		}
+	})
+}
+
+// The rules that need the call log or a clock can be left out (tests with
+// a fake gateway, and CheckInvariants without a clock).
+func TestSkippedRules(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	now := time.Now()
+	seed(t, db, now)
+	if err := db.Gorm.Exec(`DELETE FROM gateway_calls`).Error; err != nil {
+		t.Fatal(err)
+	}
+	rep, err := integrity.Check(context.Background(), db, integrity.Options{NoCallLog: true})
+	if err != nil || !rep.OK() {
+		t.Fatalf("%v %v", err, rep.Violations())
+	}
+	skipped := 0
+	for _, r := range rep.Results {
+		if r.Skipped {
+			skipped++
+		}
+	}
+	if skipped != 2 {
+		t.Fatalf("%d rules skipped, want 2", skipped)
+	}
+}
+
+// Check holds no lock that stops writers: a write commits while a check's
+// snapshot is open (PostgreSQL REPEATABLE READ READ ONLY; SQLite deferred).
+func TestCheckDoesNotBlockWriters(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Now()
+		seed(t, db, now)
+		ctx := context.Background()
+		// MaxRows 1 with two broken rows: the check stops reading early
+		// without error; then a write goes through while another check runs.
+		done := make(chan error, 1)
+		go func() {
+			for i := 0; i < 5; i++ {
+				if _, err := integrity.Check(ctx, db, options(now)); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		for i := 0; i < 20; i++ {
+			if err := db.Gorm.WithContext(wctx).Exec(`UPDATE payments SET updated_at = ? WHERE id = 4`, time.Now().UTC()).Error; err != nil {
+				t.Fatalf("a write while checks run: %v", err)
+			}
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

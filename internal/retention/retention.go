@@ -1,0 +1,109 @@
+// Package retention deletes what the app no longer needs, after stated
+// times (RETENTION_* variables): sessions some time after they expired,
+// sign-in throttles quiet for long enough, and the bank calls of payments
+// that ended without money (and calls that belong to no payment, such as
+// reconciliation's list of unverified payments).
+//
+// Nothing the money proof needs is ever deleted: payments, payment_events,
+// ledger_entries, wallets, admin_actions, reconcile_reports, and the
+// gateway_calls of every payment that is credited or still open (a failed
+// payment's calls go only once it has been failed for the whole retention
+// time; should it be reopened and credited later, that credit's own verify
+// is written with it). `kifpool check` after a purge still passes.
+//
+// Deletes run in small batches (each its own statement), so that a large
+// backlog never holds locks for long; serve's background loop runs Purge
+// every hour.
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// MinThrottles: a throttle forgets a key quiet this long anyway (auth's
+// memory); deleting it sooner would lift a lock-out.
+const MinThrottles = 24 * time.Hour
+
+// Policy says how long each kind of row is kept; zero keeps it for ever.
+type Policy struct {
+	// ExpiredSessions: a session is deleted this long after it expired.
+	ExpiredSessions time.Duration
+	// Throttles: a sign-in throttle is deleted when it has been quiet this
+	// long and holds no lock-out (at least MinThrottles).
+	Throttles time.Duration
+	// GatewayCalls: the calls of a payment failed this long ago, and calls
+	// of no payment this old, are deleted.
+	GatewayCalls time.Duration
+	// Batch is the rows per delete statement (0: 1000).
+	Batch int
+}
+
+// Result counts the rows deleted.
+type Result struct {
+	Sessions, Throttles, GatewayCalls int64
+}
+
+// Purge deletes, as of now, what the policy no longer keeps.
+func Purge(ctx context.Context, db *store.DB, now time.Time, p Policy) (Result, error) {
+	var res Result
+	if p.Batch <= 0 {
+		p.Batch = 1000
+	}
+	now = now.UTC()
+	var errs []error
+	if p.ExpiredSessions > 0 {
+		n, err := batches(ctx, db, p.Batch, `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at < ? LIMIT ?)`,
+			now.Add(-p.ExpiredSessions))
+		res.Sessions, errs = n, append(errs, wrap("sessions", err))
+	}
+	if p.Throttles > 0 {
+		keep := max(p.Throttles, MinThrottles)
+		n, err := batches(ctx, db, p.Batch, `DELETE FROM auth_throttles WHERE key IN (SELECT key FROM auth_throttles
+			WHERE updated_at < ? AND locked_until < ? LIMIT ?)`, now.Add(-keep), now)
+		res.Throttles, errs = n, append(errs, wrap("throttles", err))
+	}
+	if p.GatewayCalls > 0 {
+		cut := now.Add(-p.GatewayCalls)
+		// Only calls of payments failed (and resolved) before the cut-off,
+		// and calls of no payment started before it. Credited and open
+		// payments keep every call.
+		n, err := batches(ctx, db, p.Batch, `DELETE FROM gateway_calls WHERE id IN (SELECT c.id FROM gateway_calls c
+			LEFT JOIN payments p ON p.id = c.payment_id
+			WHERE (c.payment_id IS NULL AND c.started_at < ?)
+			   OR (p.status = 'failed' AND p.resolved_at IS NOT NULL AND p.resolved_at < ?)
+			LIMIT ?)`, cut, cut)
+		res.GatewayCalls, errs = n, append(errs, wrap("gateway calls", err))
+	}
+	return res, errors.Join(errs...)
+}
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("retention: delete %s: %w", what, err)
+}
+
+// batches runs a DELETE … LIMIT ? (the batch size as its last argument)
+// until it deletes fewer rows than a batch.
+func batches(ctx context.Context, db *store.DB, batch int, sql string, args ...any) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		res := db.Gorm.WithContext(ctx).Exec(sql, append(args, batch)...)
+		if res.Error != nil {
+			return total, res.Error
+		}
+		total += res.RowsAffected
+		if res.RowsAffected < int64(batch) {
+			return total, nil
+		}
+	}
+}
