@@ -156,6 +156,11 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 		return err
 	}
 	defer db.Close()
+	release, err := instanceLock(ctx, cfg, db)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	srv, err := newServer(ctx, cfg, db, server.Options{Log: log, RateLimits: true})
 	if err != nil {

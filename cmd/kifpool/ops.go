@@ -210,3 +210,26 @@ func finishBackup(tmp, dest string) error {
 	}
 	return os.Remove(tmp)
 }
+
+// instanceLock refuses a serve that cannot work beside the others on its
+// database: the built-in sandbox bank keeps its payments in its process's
+// memory, so behind a load balancer a payment started on one instance is
+// unknown to the next ("transaction not found"). A sandbox serve must
+// therefore be alone on the database, and no instance starts beside one.
+// Refused rather than warned: the combination never works, and a warning
+// in a log is read after the payers met it. (PostgreSQL only: SQLite is a
+// single-process database.)
+func instanceLock(ctx context.Context, cfg config.Config, db *store.DB) (func(), error) {
+	sandbox := cfg.Gateway == config.GatewaySandbox
+	release, err := db.InstanceLock(ctx, sandbox)
+	if errors.Is(err, store.ErrInstanceConflict) {
+		if sandbox {
+			return nil, errors.New("another kifpool serve runs on this database: the built-in sandbox bank (GATEWAY=sandbox) lives in one process's memory, " +
+				"so payments started on one instance are unknown to the others. Run one instance, or start `kifpool sandbank` and set GATEWAY=zarinpal " +
+				"and ZARINPAL_BASE_URL to it on every instance (docs/operations.md)")
+		}
+		return nil, errors.New("a kifpool serve with the built-in sandbox bank (GATEWAY=sandbox) runs on this database and must be alone there: " +
+			"stop it, or move every instance to a standalone `kifpool sandbank` (docs/operations.md)")
+	}
+	return release, err
+}

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+)
+
+// ErrInstanceConflict: the instance lock could not be taken (see
+// InstanceLock).
+var ErrInstanceConflict = errors.New("instance lock held by another instance")
+
+// InstanceLock marks this process as a serve instance of the database
+// until release is called (or the process ends): on PostgreSQL a
+// session-level advisory lock of the database and schema, held on a
+// connection of its own. Every instance takes it shared; an instance that
+// must be alone on the database (exclusive: the built-in sandbox bank,
+// whose payments live in its memory) takes it exclusively. A conflict
+// either way returns ErrInstanceConflict at once. The connection is one
+// more than the pool's size (set the pool first). SQLite serves one process
+// and has no such lock: nothing is taken.
+func (db *DB) InstanceLock(ctx context.Context, exclusive bool) (release func(), err error) {
+	if db.Dialect != Postgres {
+		return func() {}, nil
+	}
+	// The lock's connection is one more than the pool's size, so that a
+	// small DATABASE_MAX_CONNS is not one short for the app's own work.
+	if n := db.SQL().Stats().MaxOpenConnections; n > 0 {
+		db.SQL().SetMaxOpenConns(n + 1)
+	}
+	conn, err := db.SQL().Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("instance lock: %w", err)
+	}
+	var names struct{ DB, Schema string }
+	if err := conn.QueryRowContext(ctx, `SELECT current_database(), COALESCE(current_schema(), '')`).Scan(&names.DB, &names.Schema); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("instance lock: %w", err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("kifpool instance\x00" + names.DB + "\x00" + names.Schema))
+	id := int64(h.Sum64()) // #nosec G115 -- a hash: any 64 bits make an advisory lock id
+	fn := "pg_try_advisory_lock_shared"
+	if exclusive {
+		fn = "pg_try_advisory_lock"
+	}
+	var ok bool
+	if err := conn.QueryRowContext(ctx, `SELECT `+fn+`($1)`, id).Scan(&ok); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("instance lock: %w", err)
+	}
+	if !ok {
+		_ = conn.Close()
+		return nil, ErrInstanceConflict
+	}
+	// The connection goes back to the pool on Close, its session alive:
+	// unlock first. (Should the process die, the session and the lock end
+	// with it.)
+	unlock := "pg_advisory_unlock_shared"
+	if exclusive {
+		unlock = "pg_advisory_unlock"
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.ExecContext(ctx, `SELECT `+unlock+`($1)`, id)
+		_ = conn.Close()
+	}, nil
+}
