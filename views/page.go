@@ -75,7 +75,8 @@ type AuthForm struct {
 // AccountView is the account page.
 type AccountView struct {
 	Email    string
-	Sessions int64 // live sessions (signed-in browsers)
+	Sessions int64  // live sessions (signed-in browsers)
+	Notice   string // message key of the last action's result
 }
 
 // TopUpForm is the top-up form.

@@ -9,6 +9,8 @@ type TokensView struct {
 	NewToken string // the secret of the token just created; "" otherwise
 	Notice   string // message key of the last action's result
 	Tokens   []TokenRow
+	// DefaultDays is a new token's validity when none is typed.
+	DefaultDays int
 }
 
 // TokenForm is the creation form as submitted.
@@ -17,6 +19,7 @@ type TokenForm struct {
 	Scope       string
 	ExpiresDays string
 	ErrorKey    string
+	ErrorArgs   []any
 }
 
 // TokenRow is one token in a list.

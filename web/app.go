@@ -26,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -68,6 +69,10 @@ type Deps struct {
 	// RateLimits turns on the per-IP/per-user limits on sign-in, sign-up
 	// and top-up (on in serve; tests that hammer one route turn it off).
 	RateLimits bool
+	// UserTopUps, when set, is each user's top-up allowance
+	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
+	// tokens or more browsers give no more top-ups.
+	UserTopUps *ratelimit.Window
 }
 
 // Server holds the handlers' dependencies.
@@ -154,6 +159,7 @@ func New(d Deps) *fiber.App {
 	api.Register(app.Group("/api"), api.Deps{
 		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, TopUps: d.TopUps,
 		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
+		UserTopUps: d.UserTopUps,
 	})
 
 	app.Use(s.language)
@@ -169,16 +175,12 @@ func New(d Deps) *fiber.App {
 	app.Post("/signout", s.signOut)
 	app.Get("/account", s.requireUser, s.accountPage)
 	app.Post("/account/signout-everywhere", s.requireUser, s.signOutEverywhere)
+	app.Get("/account/password", s.requireUser, s.passwordForm)
+	app.Post("/account/password", s.requireUser, s.changePassword)
 
 	app.Get("/wallet", s.requireUser, s.walletPage)
 	app.Get("/wallet/topup", s.requireUser, s.topUpForm)
-	topUpLimit := s.limit(d.Config.RateLimitTopUp, time.Minute, func(c *fiber.Ctx) string {
-		if u := currentUser(c); u != nil {
-			return "u" + itoa(u.ID)
-		}
-		return s.clientIP(c)
-	}, s.formReplay)
-	app.Post("/wallet/topup", s.requireUser, topUpLimit, s.topUp)
+	app.Post("/wallet/topup", s.requireUser, s.topUpLimit, s.topUp)
 
 	// The bank's callback works without the user's session (a POST from
 	// the bank carries no SameSite=Lax cookie) and without a CSRF token.
@@ -258,6 +260,20 @@ func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) strin
 			return fiber.NewError(fiber.StatusTooManyRequests, "too many requests")
 		},
 	})
+}
+
+// topUpLimit takes one of the user's top-ups from the allowance they
+// share with the API; a replay of a form already submitted (a double
+// click) takes none.
+func (s *Server) topUpLimit(c *fiber.Ctx) error {
+	if s.UserTopUps == nil || s.formReplay(c) {
+		return c.Next()
+	}
+	if ok, wait := s.UserTopUps.Take("u" + itoa(currentUser(c).ID)); !ok {
+		retryAfter(c, wait)
+		return fiber.NewError(fiber.StatusTooManyRequests, "too many top-ups")
+	}
+	return c.Next()
 }
 
 // errorHandler renders every error as a page: no stack traces, no raw Go

@@ -104,7 +104,11 @@ func (s *Server) accountPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return render(c, fiber.StatusOK, views.Account(s.page(c, "account.title"), views.AccountView{Email: u.Email, Sessions: n}))
+	v := views.AccountView{Email: u.Email, Sessions: n}
+	if c.Query("done") == "password" {
+		v.Notice = "password.changed"
+	}
+	return render(c, fiber.StatusOK, views.Account(s.page(c, "account.title"), v))
 }
 
 // signOutEverywhere ends every session of the user, on every device and

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -23,6 +24,7 @@ func tokenRow(t apitoken.Token, owner string, s *Server) views.TokenRow {
 }
 
 func (s *Server) tokensView(c *fiber.Ctx, v views.TokensView) (views.TokensView, error) {
+	v.DefaultDays, _ = s.Tokens.Rules()
 	list, err := s.Tokens.ForUser(c.UserContext(), currentUser(c).ID)
 	if err != nil {
 		return v, err
@@ -48,13 +50,36 @@ func (s *Server) tokensPage(c *fiber.Ctx) error {
 
 // createToken makes a token and shows it once (the answer is not cached
 // and not redirected: the secret never appears in a URL or a later page).
+// It asks for the password first: a borrowed or stolen session alone
+// cannot mint a long-lived credential.
 func (s *Server) createToken(c *fiber.Ctx) error {
 	form := views.TokenForm{Name: c.FormValue("name"), Scope: c.FormValue("scope"), ExpiresDays: c.FormValue("expires_days")}
-	secret, _, err := s.Tokens.Create(c.UserContext(), apitoken.CreateInput{
-		UserID: currentUser(c).ID, Name: form.Name, Scope: form.Scope, ExpiresDays: form.ExpiresDays,
-	})
 	status := fiber.StatusOK
+	err := s.Auth.VerifyPassword(c.UserContext(), currentUser(c).ID, c.FormValue("password"))
+	var throttled *auth.ThrottledError
+	var secret string
 	switch {
+	case errors.As(err, &throttled):
+		secs := retryAfter(c, throttled.RetryAfter)
+		form.ErrorKey, form.ErrorArgs = "tokens.error_throttled", []any{"seconds", secs}
+		v, err := s.tokensView(c, views.TokensView{Form: form})
+		if err != nil {
+			return err
+		}
+		return render(c, fiber.StatusTooManyRequests, views.Tokens(s.page(c, "tokens.title"), v))
+	case errors.Is(err, auth.ErrBadCredentials):
+		err = errWrongPassword
+	case err == nil:
+		secret, _, err = s.Tokens.Create(c.UserContext(), apitoken.CreateInput{
+			UserID: currentUser(c).ID, Name: form.Name, Scope: form.Scope, ExpiresDays: form.ExpiresDays,
+		})
+	}
+	switch {
+	case errors.Is(err, errWrongPassword):
+		form.ErrorKey = "tokens.error_password"
+	case errors.Is(err, apitoken.ErrTooMany):
+		_, maxLive := s.Tokens.Rules()
+		form.ErrorKey, form.ErrorArgs = "tokens.error_too_many", []any{"max", maxLive}
 	case errors.Is(err, apitoken.ErrNameRequired):
 		form.ErrorKey = "tokens.error_name"
 	case errors.Is(err, apitoken.ErrNameTooLong):

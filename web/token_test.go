@@ -42,6 +42,7 @@ func TestTokenPages(t *testing.T) {
 			{"name": {"x"}, "scope": {"read"}, "expires_days": {"400"}},
 		} {
 			f.Set("_csrf", csrf)
+			f.Set("password", "correct horse battery")
 			if r := user.Post("/account/tokens", f); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="token-error"`) {
 				t.Fatalf("bad form %v: %d", f, r.Status)
 			}
@@ -54,7 +55,7 @@ func TestTokenPages(t *testing.T) {
 			t.Fatalf("create without csrf: %d", r.Status)
 		}
 
-		r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"phone"}, "scope": {"topup"}, "expires_days": {"30"}})
+		r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"phone"}, "scope": {"topup"}, "expires_days": {"۳۰"}, "password": {"correct horse battery"}})
 		m := newTokenRE.FindStringSubmatch(r.Body)
 		if r.Status != http.StatusOK || m == nil {
 			t.Fatalf("create: %d, token shown: %v", r.Status, m != nil)
@@ -106,7 +107,7 @@ func TestTokenPages(t *testing.T) {
 		}
 
 		// The owner revokes a token of their own.
-		r = user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"ci"}, "scope": {"read"}})
+		r = user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"ci"}, "scope": {"read"}, "password": {"correct horse battery"}})
 		if newTokenRE.FindStringSubmatch(r.Body) == nil {
 			t.Fatalf("second token not shown")
 		}
@@ -116,6 +117,78 @@ func TestTokenPages(t *testing.T) {
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NOT NULL`); n != 2 {
 			t.Fatalf("%d revoked tokens, want 2", n)
+		}
+	})
+}
+
+// A token needs the account's password; it expires after
+// API_TOKEN_DEFAULT_DAYS unless told otherwise (typed in any digits); a
+// user holds at most API_TOKENS_PER_USER live ones; and every token dies
+// with "sign out everywhere".
+func TestTokenRules(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"API_TOKEN_DEFAULT_DAYS": "7", "API_TOKENS_PER_USER": "2"}})
+		user := app.NewClient(t)
+		user.SignUp("rules@example.com")
+		csrf := apptest.Field(user.GetIn("en", "/account/tokens").Body, "_csrf")
+		create := func(name, days, password string) apptest.Response {
+			return user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"topup"}, "expires_days": {days}, "password": {password}})
+		}
+		// Wrong or missing password: refused, nothing written.
+		for _, pw := range []string{"", "wrong password!"} {
+			r := create("app", "", pw)
+			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "The password is wrong") {
+				t.Fatalf("password %q: %d", pw, r.Status)
+			}
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 0 {
+			t.Fatalf("%d tokens created without the password", n)
+		}
+		page := user.Get("/account/tokens")
+		if !strings.Contains(page.Body, "Empty: 7 days") || !strings.Contains(page.Body, `name="password"`) {
+			t.Fatal("the form does not say the default validity or ask for the password")
+		}
+		r := create("default", "", "correct horse battery")
+		secret := newTokenRE.FindStringSubmatch(r.Body)
+		if r.Status != http.StatusOK || secret == nil {
+			t.Fatalf("create: %d", r.Status)
+		}
+		var days float64
+		q := `SELECT CAST(julianday(expires_at) - julianday(created_at) AS REAL) FROM api_tokens WHERE name = 'default'`
+		if db.Dialect == store.Postgres {
+			q = `SELECT EXTRACT(EPOCH FROM expires_at - created_at) / 86400 FROM api_tokens WHERE name = 'default'`
+		}
+		db.Gorm.Raw(q).Scan(&days)
+		if days < 6.99 || days > 7.01 {
+			t.Fatalf("default validity %.2f days, want 7", days)
+		}
+		if r := create("persian", "۱۲", "correct horse battery"); r.Status != http.StatusOK {
+			t.Fatalf("Persian digits: %d", r.Status)
+		}
+		// The third live token is refused; revoking one frees a place.
+		if r := create("third", "", "correct horse battery"); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "at most 2 live tokens") {
+			t.Fatalf("third token: %d", r.Status)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 2 {
+			t.Fatalf("%d tokens, want 2", n)
+		}
+		bearer := func(tok string) int {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, app.URL+"/api/v1/wallet", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			return app.NewClient(t).Do(req).Status
+		}
+		if st := bearer(secret[1]); st != http.StatusOK {
+			t.Fatalf("token before sign-out-everywhere: %d", st)
+		}
+		acc := user.Get("/account")
+		if r := user.Post("/account/signout-everywhere", url.Values{"_csrf": {apptest.Field(acc.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("sign out everywhere: %d", r.Status)
+		}
+		if st := bearer(secret[1]); st != http.StatusUnauthorized {
+			t.Fatalf("token after sign-out-everywhere: %d", st)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL`); n != 0 {
+			t.Fatalf("%d live tokens after sign-out-everywhere", n)
 		}
 	})
 }

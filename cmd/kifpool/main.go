@@ -6,6 +6,7 @@
 //	kifpool reconcile                   verify and credit paid-but-unverified payments, report the rest
 //	kifpool user promote|demote --email E      make a user an admin, or not
 //	kifpool user reset-2fa --email E           remove a locked-out admin's authenticator
+//	kifpool user set-password --email E        new password from stdin; ends sessions, revokes tokens
 //	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
 //	kifpool check                       read-only audit of the database's money rules
 //	kifpool backup --to FILE            online backup of the SQLite database
@@ -46,6 +47,8 @@ commands:
   user promote --email E           make an existing user an admin
   user demote --email E            make an admin an ordinary user again
   user reset-2fa --email E         remove an admin's authenticator and recovery codes (locked out)
+  user set-password --email E      set a user's password (read from stdin); signs them out everywhere
+                                   and revokes their API tokens
   reconcile                        verify and credit paid-but-unverified payments, report the rest
   check                            read-only audit of the database: exits non-zero naming each broken row
   backup --to FILE                 online backup of the SQLite database (PostgreSQL: pg_dump)
@@ -234,6 +237,7 @@ const userUsage = `usage: echo 'a-long-password' | kifpool user create --email E
        kifpool user promote --email E
        kifpool user demote --email E
        kifpool user reset-2fa --email E
+       echo 'a-new-long-password' | kifpool user set-password --email E
 
 create makes a user (with --admin, an admin of /admin); the password is
 read from the first line of stdin, so that it appears in no process list.
@@ -241,6 +245,8 @@ promote makes an existing user an admin; demote makes an admin an
 ordinary user again. reset-2fa removes the authenticator and recovery codes
 of an admin who lost them: their next visit to /admin enrols a new one, and
 none of their sessions counts as having passed the second factor.
+set-password gives a user a new password (first line of stdin), signs
+them out of every browser and revokes every API token of theirs.
 `
 
 // banner tells the person who started serve where it runs and on what.
@@ -264,9 +270,12 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 	if len(args) > 0 && args[0] == "reset-2fa" {
 		return reset2FACmd(ctx, args[1:], getenv, stdout, log)
 	}
+	if len(args) > 0 && args[0] == "set-password" {
+		return setPasswordCmd(ctx, args[1:], getenv, stdin, stdout, log)
+	}
 	if len(args) == 0 || args[0] != "create" {
 		fmt.Fprint(stdout, userUsage)
-		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin) | user promote|demote|reset-2fa --email E")
+		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin) | user set-password --email E (password on stdin) | user promote|demote|reset-2fa --email E")
 	}
 	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
 	fs.SetOutput(stdout)
@@ -285,13 +294,9 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 	if *email == "" {
 		return errors.New("--email is required")
 	}
-	line, err := bufio.NewReader(stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read password from stdin: %w", err)
-	}
-	password := strings.TrimRight(line, "\r\n")
-	if strings.TrimSpace(password) == "" {
-		return errors.New("no password given: pipe it on stdin, e.g. echo 'a-long-password' | kifpool user create --email " + *email)
+	password, err := readPassword(stdin, "create --email "+*email)
+	if err != nil {
+		return err
 	}
 	_, db, err := setup(ctx, getenv, log)
 	if err != nil {
@@ -307,6 +312,53 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 		return fmt.Errorf("create user: %w", err)
 	}
 	fmt.Fprintf(stdout, "created %s user %s (id %d)\n", u.Role, u.Email, u.ID)
+	return nil
+}
+
+// readPassword reads the first line of stdin (so that a password appears
+// in no process list); cmd is the subcommand, for the hint.
+func readPassword(stdin io.Reader, cmd string) (string, error) {
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read password from stdin: %w", err)
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if strings.TrimSpace(password) == "" {
+		return "", errors.New("no password given: pipe it on stdin, e.g. echo 'a-long-password' | kifpool user " + cmd)
+	}
+	return password, nil
+}
+
+// setPasswordCmd gives a user a new password from stdin, ends their
+// sessions and revokes their API tokens.
+func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("user set-password", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	email := fs.String("email", "", "email address of the user")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *email == "" {
+		return errors.New("--email is required")
+	}
+	password, err := readPassword(stdin, "set-password --email "+*email)
+	if err != nil {
+		return err
+	}
+	_, db, err := setup(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	u, ended, err := auth.NewService(db, auth.Options{}).SetPassword(ctx, *email, password)
+	if err != nil {
+		return fmt.Errorf("set-password %s: %w", *email, err)
+	}
+	log.Warn("password set from the command line", "user_id", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+	fmt.Fprintf(stdout, "password of %s set (id %d): %d sessions signed out, %d API tokens revoked\n", u.Email, u.ID, ended.Sessions, ended.Tokens)
 	return nil
 }
 

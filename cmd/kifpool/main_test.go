@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -59,6 +61,11 @@ func TestCommands(t *testing.T) {
 		{"user one kind of character", []string{"user", "create", "--email", "d@example.com"}, "abcdefghijklm\n", env, "one kind", ""},
 		{"reset-2fa unknown", []string{"user", "reset-2fa", "--email", "nobody@example.com"}, "", env, "no user", ""},
 		{"reset-2fa no email", []string{"user", "reset-2fa"}, "", env, "--email is required", ""},
+		{"set-password unknown", []string{"user", "set-password", "--email", "nobody@example.com"}, "a long enough password\n", env, "no user", ""},
+		{"set-password no email", []string{"user", "set-password"}, "x\n", env, "--email is required", ""},
+		{"set-password no stdin", []string{"user", "set-password", "--email", "sara@example.com"}, "", env, "no password given", ""},
+		{"set-password short", []string{"user", "set-password", "--email", "sara@example.com"}, "short\n", env, "too short", ""},
+		{"set-password -h", []string{"user", "set-password", "-h"}, "", env, "", "-email"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +95,46 @@ func TestCommands(t *testing.T) {
 	db.Gorm.Raw(`SELECT COUNT(*) FROM wallets`).Scan(&wallets)
 	if role != "user" || sara != "admin" || wallets != 2 {
 		t.Fatalf("roles %q (demoted) %q (promoted), %d wallets", role, sara, wallets)
+	}
+}
+
+// set-password gives a user a new password from stdin: the old one stops
+// working, the new one works, every session ends and every token dies.
+func TestSetPassword(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir}
+	log := slog.New(slog.DiscardHandler)
+	ctx := context.Background()
+	var out bytes.Buffer
+	if err := run(ctx, []string{"user", "create", "--email", "sara@example.com"}, envOf(env), strings.NewReader("the old long password\n"), &out, log); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, env["DATABASE_URL"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now().UTC()
+	db.Gorm.Exec(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at) SELECT 't', id, ?, ? FROM users`, now, now.Add(time.Hour))
+	db.Gorm.Exec(`INSERT INTO api_tokens (user_id, name, token_hash, prefix, scope, created_at) SELECT id, 'app', 'h', 'kp_abcdef', 'topup', ? FROM users`, now)
+	out.Reset()
+	if err := run(ctx, []string{"user", "set-password", "--email", "Sara@Example.com"}, envOf(env), strings.NewReader("a brand new password\n"), &out, log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "password of sara@example.com set") || !strings.Contains(out.String(), "1 sessions signed out, 1 API tokens revoked") {
+		t.Fatalf("output %q", out.String())
+	}
+	users := auth.NewService(db, auth.Options{})
+	if _, err := users.Authenticate(ctx, "sara@example.com", "the old long password"); !errors.Is(err, auth.ErrBadCredentials) {
+		t.Fatalf("old password: %v", err)
+	}
+	if _, err := users.Authenticate(ctx, "sara@example.com", "a brand new password"); err != nil {
+		t.Fatalf("new password: %v", err)
+	}
+	var left int64
+	db.Gorm.Raw(`SELECT (SELECT COUNT(*) FROM sessions) + (SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL)`).Scan(&left)
+	if left != 0 {
+		t.Fatalf("%d sessions or live tokens left", left)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -56,6 +57,8 @@ var (
 	ErrBadScope     = errors.New("scope must be read or topup")
 	ErrBadExpiry    = errors.New("expiry must be a whole number of days from 1 to 365")
 	ErrNotFound     = errors.New("token not found")
+	// ErrTooMany: the user already has as many live tokens as allowed.
+	ErrTooMany = errors.New("too many live tokens")
 	// ErrUnauthorized: the bearer token is unknown, revoked or expired.
 	ErrUnauthorized = errors.New("token is unknown, revoked or expired")
 )
@@ -91,22 +94,51 @@ type Principal struct {
 	Scope   Scope
 }
 
+// Defaults of Options (API_TOKEN_DEFAULT_DAYS, API_TOKENS_PER_USER).
+const (
+	DefaultExpiresDays = 90
+	DefaultMaxLive     = 10
+)
+
+// Options are the token rules; zero values take the defaults.
+type Options struct {
+	// DefaultDays is the validity of a token created without one.
+	DefaultDays int
+	// MaxLive is how many unrevoked, unexpired tokens a user may hold.
+	MaxLive int
+}
+
 // Service creates, checks and revokes tokens.
 type Service struct {
-	db  *store.DB
-	now func() time.Time
+	db   *store.DB
+	now  func() time.Time
+	opts Options
 	// lastUsedEvery: last_used_at is written at most this often per token
 	// (a busy token does not write on every request).
 	lastUsedEvery time.Duration
 }
 
-// NewService returns the token service over db.
+// NewService returns the token service over db with the default rules.
 func NewService(db *store.DB, now func() time.Time) *Service {
+	return New(db, now, Options{})
+}
+
+// New returns the token service over db with the rules o.
+func New(db *store.DB, now func() time.Time, o Options) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{db: db, now: now, lastUsedEvery: time.Minute}
+	if o.DefaultDays <= 0 {
+		o.DefaultDays = DefaultExpiresDays
+	}
+	if o.MaxLive <= 0 {
+		o.MaxLive = DefaultMaxLive
+	}
+	return &Service{db: db, now: now, opts: o, lastUsedEvery: time.Minute}
 }
+
+// Rules returns the default validity in days and the live-token cap.
+func (s *Service) Rules() (defaultDays, maxLive int) { return s.opts.DefaultDays, s.opts.MaxLive }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
@@ -121,7 +153,7 @@ type CreateInput struct {
 	UserID      int64
 	Name        string
 	Scope       string
-	ExpiresDays string // "" for a token that does not expire
+	ExpiresDays string // "" for the default validity (Options.DefaultDays)
 }
 
 // ParseScope checks a scope's spelling.
@@ -147,15 +179,16 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 		return "", Token{}, err
 	}
 	now := s.clock()
-	var expires *time.Time
-	if d := strings.TrimSpace(in.ExpiresDays); d != "" {
+	days := s.opts.DefaultDays
+	if d := strings.TrimSpace(money.LatinDigits(in.ExpiresDays)); d != "" {
 		n, ok := parseDays(d)
 		if !ok {
 			return "", Token{}, ErrBadExpiry
 		}
-		e := now.Add(time.Duration(n) * 24 * time.Hour)
-		expires = &e
+		days = n
 	}
+	e := now.Add(time.Duration(days) * 24 * time.Hour)
+	expires := &e
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", Token{}, fmt.Errorf("token secret: %w", err)
@@ -163,10 +196,44 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 	secret = Prefix + base64.RawURLEncoding.EncodeToString(b[:])
 	t = Token{UserID: in.UserID, Name: name, TokenHash: Hash(secret), Prefix: secret[:prefixLen],
 		Scope: scope, CreatedAt: now, ExpiresAt: expires}
-	if err := s.db.Gorm.WithContext(ctx).Create(&t).Error; err != nil {
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// The user's row is locked first (SQLite's immediate transaction
+		// serialises writers already), so two creates at once cannot both
+		// count MaxLive-1 live tokens and both insert.
+		if s.db.Dialect == store.Postgres {
+			if err := tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, in.UserID).Error; err != nil {
+				return err
+			}
+		}
+		var live int64
+		if err := tx.Model(&Token{}).Where("user_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", in.UserID, now).
+			Count(&live).Error; err != nil {
+			return err
+		}
+		if live >= int64(s.opts.MaxLive) {
+			return ErrTooMany
+		}
+		return tx.Create(&t).Error
+	})
+	if errors.Is(err, ErrTooMany) {
+		return "", Token{}, err
+	}
+	if err != nil {
 		return "", Token{}, fmt.Errorf("create token for user %d: %w", in.UserID, err)
 	}
 	return secret, t, nil
+}
+
+// RevokeAllForUser revokes every live token of the user inside tx (sign
+// out everywhere, a password change or reset): a stolen token dies with
+// the stolen password. It returns how many it revoked.
+func RevokeAllForUser(tx *gorm.DB, userID int64, now time.Time) (int64, error) {
+	res := tx.Model(&Token{}).Where("user_id = ? AND revoked_at IS NULL", userID).
+		Updates(map[string]any{"revoked_at": now.UTC().Truncate(time.Microsecond), "revoked_by": userID})
+	if res.Error != nil {
+		return 0, fmt.Errorf("revoke tokens of user %d: %w", userID, res.Error)
+	}
+	return res.RowsAffected, nil
 }
 
 func parseDays(s string) (int, bool) {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
@@ -222,13 +223,35 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 }
 
 // EndAllSessions signs the user out everywhere: every session of theirs
-// is deleted, on every instance at once.
+// is deleted, on every instance at once, and every API token of theirs is
+// revoked in the same transaction (a thief who kept a token is locked out
+// too).
 func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, error) {
-	res := s.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Delete(&Session{})
-	if res.Error != nil {
-		return 0, fmt.Errorf("end sessions: %w", res.Error)
+	var n int64
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		n, _, err = endEverything(tx, userID, "", s.now())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("end sessions: %w", err)
 	}
-	return res.RowsAffected, nil
+	return n, nil
+}
+
+// endEverything deletes the user's sessions (all but the one whose token
+// is keep, when keep is not empty) and revokes all their API tokens.
+func endEverything(tx *gorm.DB, userID int64, keep string, now time.Time) (sessions, tokens int64, err error) {
+	q := tx.Where("user_id = ?", userID)
+	if keep != "" {
+		q = q.Where("token_hash <> ?", hashToken(keep))
+	}
+	res := q.Delete(&Session{})
+	if res.Error != nil {
+		return 0, 0, res.Error
+	}
+	tokens, err = apitoken.RevokeAllForUser(tx, userID, now)
+	return res.RowsAffected, tokens, err
 }
 
 // CountSessions is how many live sessions the user has.

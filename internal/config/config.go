@@ -99,6 +99,10 @@ type Config struct {
 	RetentionSessions, RetentionThrottles, RetentionGatewayCalls time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
 	APITopUpsPerMinute int
+	// APITokenDefaultDays is a new API token's validity when its creator
+	// gives none; APITokensPerUser caps a user's live tokens.
+	APITokenDefaultDays int
+	APITokensPerUser    int
 	// DatabaseMaxConns: the PostgreSQL pool of one instance (0: the
 	// default, store.DefaultPoolSize).
 	DatabaseMaxConns int
@@ -314,6 +318,8 @@ func Load(getenv Getenv) (Config, error) {
 		bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
 	}
 	c.APITopUpsPerMinute = int(int64Range(getenv, "API_TOPUPS_PER_MINUTE", 30, 1, 1_000_000, bad))
+	c.APITokenDefaultDays = int(int64Range(getenv, "API_TOKEN_DEFAULT_DAYS", 90, 1, 365, bad))
+	c.APITokensPerUser = int(int64Range(getenv, "API_TOKENS_PER_USER", 10, 1, 1000, bad))
 	c.DatabaseMaxConns = int(int64Range(getenv, "DATABASE_MAX_CONNS", 0, 0, 1000, bad))
 	c.CreditedCacheSize = int(int64Range(getenv, "CREDITED_CACHE_SIZE", 10_000, 0, 10_000_000, bad))
 	if c.PprofAddr = strings.TrimSpace(getenv("PPROF_ADDR")); c.PprofAddr != "" {

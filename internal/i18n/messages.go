@@ -42,7 +42,7 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"account.title":                   "حساب من",
 	"account.sessions":                "مرورگرهای واردشده",
 	"account.signout_everywhere":      "خروج از همه‌جا",
-	"account.signout_everywhere_text": "از همهٔ مرورگرها و دستگاه‌هایی که با این حساب وارد شده‌اند، از جمله همین‌جا، خارج می‌شوید.",
+	"account.signout_everywhere_text": "از همهٔ مرورگرها و دستگاه‌هایی که با این حساب وارد شده‌اند، از جمله همین‌جا، خارج می‌شوید و همهٔ توکن‌های API شما باطل می‌شوند.",
 
 	"signup.title":                 "ساخت حساب",
 	"signup.have_account":          "حساب دارید؟",
@@ -255,7 +255,7 @@ var messagesEN = map[string]string{
 	"account.title":                   "Your account",
 	"account.sessions":                "Signed-in browsers",
 	"account.signout_everywhere":      "Sign out everywhere",
-	"account.signout_everywhere_text": "Signs this account out of every browser and device, this one included.",
+	"account.signout_everywhere_text": "Signs this account out of every browser and device, this one included, and revokes every API token of yours.",
 
 	"signup.title":                 "Create an account",
 	"signup.have_account":          "Already have an account?",

@@ -83,3 +83,15 @@ func isSeparator(r rune) bool {
 	}
 	return unicode.IsSpace(r) || r == '\u200c' || r == '\u200f' || r == '\u200e'
 }
+
+// LatinDigits rewrites Persian (۰-۹) and Arabic-Indic (٠-٩) digits of s
+// as Latin ones and leaves everything else as it is: whole numbers typed
+// on a Persian keyboard (days, codes) read like any other.
+func LatinDigits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if d, ok := digitValue(r); ok {
+			return '0' + rune(d)
+		}
+		return r
+	}, s)
+}

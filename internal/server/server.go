@@ -27,6 +27,7 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -204,7 +205,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.db = db
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})
 	s.Wallets = wallet.NewService(db)
-	s.Tokens = apitoken.NewService(db, now)
+	s.Tokens = apitoken.New(db, now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
 	s.TopUp = topup.New(s.Payments, s.Wallets, cfg.TopUpLimits())
 	if o.WrapTopUp != nil {
 		s.TopUp = o.WrapTopUp(s.TopUp)
@@ -214,15 +215,20 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Keys = idempotency.NewStore(db, idempotency.Options{
 		TTL: cfg.IdempotencyKeyTTL, Lease: 2*pc.RequestTimeout + 10*time.Second, Secret: cfg.SessionSecret, Now: now,
 	})
+	var userTopUps *ratelimit.Window
+	if o.RateLimits && cfg.RateLimitTopUp > 0 {
+		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, now)
+	}
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
 		TopUp:   s.TopUp,
 		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
 		Keys: s.Keys, TopUps: topups.NewReader(db),
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
-		Breakers: []web.BreakerSource{s.Resilient},
-		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
-		Ready:    func(ctx context.Context) error { return ready(ctx, db) },
+		UserTopUps: userTopUps,
+		Breakers:   []web.BreakerSource{s.Resilient},
+		Health:     func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
+		Ready:      func(ctx context.Context) error { return ready(ctx, db) },
 	})
 	return s, nil
 }

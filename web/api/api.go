@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -36,6 +37,9 @@ type Deps struct {
 	Log    *slog.Logger
 	// TopUpsPerMinute limits POST /api/v1/topups per token (default 30).
 	TopUpsPerMinute int
+	// UserTopUps, when set, is each user's top-up allowance, shared with
+	// the web form (and between all of the user's tokens).
+	UserTopUps *ratelimit.Window
 }
 
 type handler struct{ Deps }
@@ -57,7 +61,7 @@ func Register(r fiber.Router, d Deps) {
 	r.Get("/openapi.json", serveOpenAPI)
 
 	v1 := r.Group("/v1", h.authenticate)
-	v1.Post("/topups", h.need(apitoken.ScopeTopUp), h.topUpLimit(), h.createTopUp)
+	v1.Post("/topups", h.need(apitoken.ScopeTopUp), h.topUpLimit(), h.userTopUpLimit, h.createTopUp)
 	v1.Get("/topups", h.need(apitoken.ScopeRead), h.listTopUps)
 	v1.Get("/topups/:id", h.need(apitoken.ScopeRead), h.getTopUp)
 	v1.Get("/wallet", h.need(apitoken.ScopeRead), h.getWallet)
@@ -141,6 +145,21 @@ func (h *handler) topUpLimit() fiber.Handler {
 			return problem(c, CodeRateLimited, "At most "+strconv.Itoa(h.TopUpsPerMinute)+" top-ups a minute per token; retry after the Retry-After seconds.")
 		},
 	})
+}
+
+// userTopUpLimit takes one top-up from the user's allowance, shared with
+// the web form and every other token of theirs.
+func (h *handler) userTopUpLimit(c *fiber.Ctx) error {
+	if h.UserTopUps == nil {
+		return c.Next()
+	}
+	ok, wait := h.UserTopUps.Take("u" + strconv.FormatInt(principal(c).UserID, 10))
+	if !ok {
+		secs := max(int64((wait+time.Second-1)/time.Second), 1)
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
+		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(h.UserTopUps.Max())+" top-ups a minute per user, through the site and every token together; retry after the Retry-After seconds.")
+	}
+	return c.Next()
 }
 
 // cursorParams reads ?cursor= (a positive integer, from next_cursor) and

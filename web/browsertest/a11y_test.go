@@ -215,9 +215,27 @@ func TestAccessibility(t *testing.T) {
 			b.Wait("token-error")
 			check(b, "api tokens with an error")
 			b.Type(tid("token-name"), "phone")
+			b.Type(tid("token-password"), password)
 			b.Click("token-submit")
 			b.Wait("new-token")
 			check(b, "api tokens (new token)")
+			// The account and its password change (with an error).
+			b.CheckNoProblems()
+			b = f.Tab(t, lang, f.User)
+			b.Go("/account")
+			b.Wait("change-password-link")
+			check(b, "account")
+			b.Go("/account/password")
+			b.Wait("password-form")
+			check(b, "password change")
+			b.Type("#current_password", "not the password")
+			b.Type("#new_password", "another long password")
+			b.Click("password-submit")
+			b.Wait("form-error")
+			check(b, "password change with an error")
+			if id := b.focused(); id != "current_password" {
+				t.Errorf("password change with an error: focus on %q, want the current password", id)
+			}
 			// Pay and close: the bank's last page.
 			b.CheckNoProblems()
 			b = f.Tab(t, lang, f.User)

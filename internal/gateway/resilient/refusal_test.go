@@ -122,3 +122,36 @@ func TestZarinpalTooManyAttemptsKeepsBreakerClosed(t *testing.T) {
 		}
 	}
 }
+
+// The bank's 429 ("slow down") is retried as its Retry-After says but
+// never counts toward the breaker: a flood that the bank throttles (one
+// user's top-ups) must not refuse every other payer once it stops.
+func TestBankRateLimitKeepsBreakerClosed(t *testing.T) {
+	const calls = 40
+	f := newFake(map[string][]step{OpRequest: {{err: http429(0)}}})
+	o := breakerOpts(&MemoryRecorder{}, nil, 10, time.Minute)
+	g := New(f, o)
+	var last error
+	for range calls {
+		last = call(g, context.Background(), OpRequest)
+	}
+	st := g.BreakerState()
+	if st.State != "closed" || st.Failures != 0 {
+		t.Fatalf("breaker %+v after %d throttled calls, want closed with no failures", st, calls)
+	}
+	if !isTransient(last) || errors.Is(last, gateway.ErrUnavailable) {
+		t.Fatalf("err = %v, want the bank's transient 429", last)
+	}
+	if n := f.count(OpRequest); n != calls {
+		t.Fatalf("inner called %d times, want %d (each call reached the bank)", n, calls)
+	}
+	// A 5xx still counts: the breaker opens on the bank's own trouble.
+	f5 := newFake(map[string][]step{OpRequest: {{err: &gateway.TransientError{Op: "x", HTTPStatus: 502, Err: errors.New("bad gateway")}}}})
+	g5 := New(f5, breakerOpts(&MemoryRecorder{}, nil, 10, time.Minute))
+	for range calls {
+		_ = call(g5, context.Background(), OpRequest)
+	}
+	if st := g5.BreakerState(); st.State != "open" {
+		t.Fatalf("breaker %+v after %d 502s, want open", st, calls)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -415,8 +416,16 @@ func classify[T any](ctx, attemptCtx context.Context, callerBinds bool, err erro
 		// breaker for everyone.
 		return nil, OutcomeRefusedForPayment, ppr.Code, status
 	}
+	if status == http.StatusTooManyRequests {
+		// The bank answered "slow down" (429): it is up, and retries honour
+		// its Retry-After. Neither success nor failure: a flood of one
+		// user's top-ups that the bank throttles must not open the breaker
+		// and refuse everyone for the open time-out after the bank has
+		// stopped throttling.
+		return errCountExclude, OutcomeTransient, 0, status
+	}
 	if status != 0 {
-		// An answer arrived (408/429/5xx, -12/-52, undecodable): it counts,
+		// An answer arrived (408/5xx, -52, undecodable): it counts,
 		// whatever happened to the contexts meanwhile.
 		return errCountFailure, OutcomeTransient, 0, status
 	}

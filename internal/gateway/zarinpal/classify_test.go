@@ -81,7 +81,9 @@ func kindOf(err error) string {
 }
 
 // An HTTP 429 is the bank (or a proxy in front of it) limiting the whole
-// terminal, whatever its body says: it counts against the bank's health.
+// terminal, whatever its body says: a transient error, not a refusal about
+// one payment (the resilient caller retries it and keeps it out of the
+// breaker's counts).
 func TestHTTP429IsNotAPerPaymentRefusal(t *testing.T) {
 	bank := newBank(t, answerSpec{status: 429, body: `{"data":[],"errors":{"code":-12,"message":"Too many attempts"}}`})
 	_, err := bank.client(t).Verify(ctxT(t), gateway.VerifyInput{Authority: prodAuth, AmountRials: 150000})

@@ -1,0 +1,107 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+)
+
+// ErrPasswordSame: the new password is the current one.
+var ErrPasswordSame = errors.New("the new password is the current password")
+
+// Ended says what a password change ended besides the password itself.
+type Ended struct {
+	Sessions int64 // sessions signed out
+	Tokens   int64 // API tokens revoked
+}
+
+// VerifyPassword checks the signed-in user's password again (before a
+// sensitive act: a new API token, a password change). Attempts are
+// throttled per account like sign-in (*ThrottledError); a wrong password
+// is ErrBadCredentials.
+func (s *Service) VerifyPassword(ctx context.Context, userID int64, password string) error {
+	key := "reauth:" + strconv.FormatInt(userID, 10)
+	if len(password) > MaxPasswordLen {
+		return ErrBadCredentials
+	}
+	if err := s.takeAttempt(ctx, key); err != nil {
+		return err
+	}
+	var u User
+	if err := s.db.Gorm.WithContext(ctx).Take(&u, userID).Error; err != nil {
+		return fmt.Errorf("find user %d: %w", userID, err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return ErrBadCredentials
+	}
+	return s.clearAttempts(ctx, key)
+}
+
+// ChangePassword replaces the signed-in user's password after checking
+// the current one (throttled as VerifyPassword). In one transaction it
+// ends every other session (the one whose token is keepSession stays
+// signed in) and revokes every API token.
+func (s *Service) ChangePassword(ctx context.Context, userID int64, keepSession, current, next string) (Ended, error) {
+	if err := s.VerifyPassword(ctx, userID, current); err != nil {
+		return Ended{}, err
+	}
+	if current == next {
+		return Ended{}, ErrPasswordSame
+	}
+	return s.replacePassword(ctx, userID, keepSession, next)
+}
+
+// SetPassword gives the user with this email a new password (the
+// operator's `kifpool user set-password`), ends every session of theirs
+// and revokes every API token.
+func (s *Service) SetPassword(ctx context.Context, email, password string) (User, Ended, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return User{}, Ended{}, err
+	}
+	var u User
+	err = s.db.Gorm.WithContext(ctx).Where("lower(email) = ?", email).Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return User{}, Ended{}, ErrNoUser
+	}
+	if err != nil {
+		return User{}, Ended{}, fmt.Errorf("find user %s: %w", email, err)
+	}
+	ended, err := s.replacePassword(ctx, u.ID, "", password)
+	return u, ended, err
+}
+
+// replacePassword checks the password rules, stores the new hash, ends the
+// user's sessions (but keep's) and revokes their tokens, in one transaction.
+func (s *Service) replacePassword(ctx context.Context, userID int64, keep, password string) (Ended, error) {
+	if err := CheckPassword(password); err != nil {
+		return Ended{}, err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.bcryptCost)
+	if err != nil {
+		return Ended{}, fmt.Errorf("hash password: %w", err)
+	}
+	var ended Ended
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&User{}).Where("id = ?", userID).Update("password_hash", string(hash))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNoUser
+		}
+		ended.Sessions, ended.Tokens, err = endEverything(tx, userID, keep, s.now())
+		return err
+	})
+	if errors.Is(err, ErrNoUser) {
+		return Ended{}, err
+	}
+	if err != nil {
+		return Ended{}, fmt.Errorf("set password of user %d: %w", userID, err)
+	}
+	return ended, nil
+}
