@@ -76,7 +76,7 @@ lint:
 
 # Fuzz targets (package:target); each runs FUZZTIME beyond its seeds.
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/callback/:FuzzParseCallback \
+FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/zarinpal/:FuzzParseCallback \
 	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -23,6 +23,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -49,9 +50,14 @@ type Deps struct {
 	// Metrics, when set, observes every request and serves GET /metrics.
 	Metrics *metrics.Metrics
 	// GatewayName is the gateway's name as payments store it (the
-	// driver's); the console labels it as configured.
-	GatewayName string
-	Tokens      *apitoken.Service
+	// driver's); GatewayLabel names a stored gateway for people (the
+	// registry's labels; "sandbox" for the built-in bank's payments).
+	GatewayName  string
+	GatewayLabel func(stored string) string
+	// ParseCallback reads the bank callback's parameters: the driver's
+	// own parser (gateway.Driver.ParseCallback).
+	ParseCallback func(query, form func(key string) string, isPost bool) (callback.Params, bool)
+	Tokens        *apitoken.Service
 	// Keys and TopUps serve the JSON API (idempotency keys, top-up reads).
 	Keys   *idempotency.Store
 	TopUps *topups.Reader
@@ -100,6 +106,9 @@ func New(d Deps) *fiber.App {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.ParseCallback == nil {
+		panic("web: Deps.ParseCallback is required (the gateway driver's callback parser)")
+	}
 	s := &Server{Deps: d, csrfKey: d.Config.SessionSecret, secureCookie: d.Config.Secure(), trusted: parseTrusted(d.Config.TrustedProxies)}
 	s.baseHost = hostOf(d.Config.BaseURL)
 	if u, err := url.Parse(d.Config.BaseURL); err == nil {
@@ -110,8 +119,10 @@ func New(d Deps) *fiber.App {
 		s.sessionCookie, s.csrfCookie = hostPrefix+cookieSession, hostPrefix+cookieCSRF
 	}
 	s.formAction = "'self'"
-	if u, err := url.Parse(d.Config.ZarinpalURL); err == nil && u.Host != "" && !strings.HasPrefix(d.Config.ZarinpalURL, d.Config.BaseURL) {
-		s.formAction += " " + u.Scheme + "://" + u.Host
+	if gw := d.Config.GatewayURL(); gw != "" && !strings.HasPrefix(gw, d.Config.BaseURL) {
+		if u, err := url.Parse(gw); err == nil && u.Host != "" {
+			s.formAction += " " + u.Scheme + "://" + u.Host
+		}
 	}
 
 	// Reading one request (headers and body) is bounded from its start,

@@ -10,20 +10,20 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/views"
 )
 
-// gatewayLabel names a stored gateway as configured: the built-in sandbox
-// bank speaks Zarinpal's protocol but is called "sandbox".
+// gatewayLabel names a stored gateway for people, through the driver
+// registry (Deps.GatewayLabel): the built-in sandbox bank speaks a
+// driver's protocol but is called "sandbox".
 func (s *Server) gatewayLabel(stored string) string {
-	if s.Config.Gateway == config.GatewaySandbox && stored == s.GatewayName {
-		return config.GatewaySandbox
+	if s.GatewayLabel == nil {
+		return stored
 	}
-	return stored
+	return s.GatewayLabel(stored)
 }
 
 // listQuery reads the payment list's query parameters (q, status

@@ -42,7 +42,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	if payment.ValidPublicID(id) {
 		withPayment(c, id)
 	}
-	cb, ok := callbackOf(c)
+	cb, ok := s.callbackOf(c)
 	if !ok {
 		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
 	}

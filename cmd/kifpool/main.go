@@ -31,6 +31,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
@@ -251,7 +252,10 @@ them out of every browser and revokes every API token of theirs.
 
 // banner tells the person who started serve where it runs and on what.
 func banner(cfg config.Config, addr string) string {
-	gw := "Zarinpal at " + cfg.ZarinpalURL
+	gw := cfg.Driver
+	if d, ok := drivers.Lookup(cfg.Driver); ok {
+		gw = d.Label + " at " + cfg.GatewayURL()
+	}
 	if cfg.Gateway == config.GatewaySandbox {
 		gw = "built-in sandbox bank at " + cfg.BaseURL + "/sandbank (no real money)"
 	}

@@ -13,31 +13,25 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/dburl"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/money"
 )
 
-// Gateways.
-const (
-	GatewaySandbox  = "sandbox"
-	GatewayZarinpal = "zarinpal"
-)
-
-// DefaultZarinpalBaseURL is Zarinpal's production API host.
-const DefaultZarinpalBaseURL = "https://payment.zarinpal.com"
+// GatewaySandbox is the GATEWAY value of the built-in sandbox bank (the
+// default); every other value names a driver of the registry
+// (internal/gateway/drivers).
+const GatewaySandbox = drivers.Sandbox
 
 // DefaultRequestTimeout is GATEWAY_REQUEST_TIMEOUT's default (cut to
 // GATEWAY_BUDGET when that is shorter).
 const DefaultRequestTimeout = 10 * time.Second
-
-// SandboxMerchantID is the merchant id the built-in sandbox bank is used with.
-const SandboxMerchantID = "00000000-0000-4000-8000-000000000000"
 
 // Config is the whole of Kifpool's configuration.
 type Config struct {
@@ -45,11 +39,17 @@ type Config struct {
 	ListenAddr    string
 	BaseURL       string
 	SessionSecret []byte
-	Gateway       string
-	MerchantID    string
-	ZarinpalURL   string // API base of the gateway
-	TopUpMinRials int64
-	TopUpMaxRials int64
+	// Gateway is GATEWAY as set: "sandbox" or a driver's name.
+	Gateway string
+	// Driver is the gateway driver's name (with GATEWAY=sandbox, the
+	// driver the sandbox bank imitates).
+	Driver string
+	// GatewaySettings are the driver's checked settings (its own
+	// environment variables; against the sandbox bank, the driver's
+	// sandbox settings).
+	GatewaySettings gateway.Settings
+	TopUpMinRials   int64
+	TopUpMaxRials   int64
 	// Bank calls: each attempt and each whole operation (retries
 	// included) are bounded.
 	AttemptTimeout time.Duration
@@ -172,12 +172,17 @@ func (c Config) DatabaseDescription() string {
 	return "PostgreSQL"
 }
 
-// MinTopUpRials is the smallest TOPUP_MIN_RIALS: the gateway's minimum.
-const MinTopUpRials = 10_000
-
 // TopUpLimits are the top-up amount rules (TOPUP_MIN_RIALS, TOPUP_MAX_RIALS).
 func (c Config) TopUpLimits() money.Limits {
 	return money.Limits{MinRials: c.TopUpMinRials, MaxRials: c.TopUpMaxRials}
+}
+
+// GatewayURL is the gateway's API base (the driver's URLSetting), or "".
+func (c Config) GatewayURL() string {
+	if d, ok := drivers.Lookup(c.Driver); ok && d.URLSetting != "" {
+		return c.GatewaySettings[d.URLSetting]
+	}
+	return ""
 }
 
 // Secure reports whether the public URL is HTTPS (cookies get Secure).
@@ -240,13 +245,6 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	c.TopUpMinRials = int64Var(getenv, "TOPUP_MIN_RIALS", 10_000, bad)
 	c.TopUpMaxRials = int64Var(getenv, "TOPUP_MAX_RIALS", 1_000_000_000, bad)
-	for _, e := range c.TopUpLimits().Validate(MinTopUpRials) {
-		if e.Max {
-			bad("TOPUP_MAX_RIALS", "%s", e.Msg)
-		} else {
-			bad("TOPUP_MIN_RIALS", "%s", e.Msg)
-		}
-	}
 	c.AttemptTimeout = durationVar(getenv, "GATEWAY_ATTEMPT_TIMEOUT", 3*time.Second, bad)
 	c.Budget = durationVar(getenv, "GATEWAY_BUDGET", 12*time.Second, bad)
 	if c.Budget < c.AttemptTimeout {
@@ -329,36 +327,44 @@ func Load(getenv Getenv) (Config, error) {
 		}
 	}
 
-	switch c.Gateway {
-	case GatewaySandbox:
-		c.MerchantID = SandboxMerchantID
-		c.ZarinpalURL = c.BaseURL + "/sandbank"
+	// The gateway: the built-in sandbox bank, or a driver of the
+	// registry, which declares and checks its own settings.
+	drv, known := drivers.Lookup(c.Gateway)
+	switch {
+	case c.Gateway == GatewaySandbox:
+		drv, known = drivers.Lookup(drivers.SandboxDriver)
+		c.Driver = drv.Name
+		c.GatewaySettings = drv.Sandbox.Settings(c.BaseURL + "/sandbank")
 		// The sandbox bank moves no money and lets anyone press "Pay": it
 		// must never be what a public deployment runs by accident, nor be
 		// reachable from the network.
 		if get("ALLOW_SANDBOX", "") != "1" {
 			if !loopbackURL(c.BaseURL) {
-				bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY=zarinpal (or ALLOW_SANDBOX=1 for a demo)")
+				bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY to a real gateway (%s), or ALLOW_SANDBOX=1 for a demo", strings.Join(drivers.Names(), ", "))
 			}
 			if listenOK && !loopbackHost(listenHost) {
 				bad("GATEWAY", "the sandbox bank credits wallets without real money; it listens only on this machine (LISTEN_ADDR=127.0.0.1:PORT, localhost:PORT or [::1]:PORT), not on %q (or set ALLOW_SANDBOX=1 for a demo)", c.ListenAddr)
 			}
 		}
-	case GatewayZarinpal:
-		c.MerchantID = strings.ToLower(get("ZARINPAL_MERCHANT_ID", ""))
-		if !uuidRE.MatchString(c.MerchantID) {
-			bad("ZARINPAL_MERCHANT_ID", "required with GATEWAY=zarinpal: a 36-character UUID")
-		}
-		c.ZarinpalURL = strings.TrimRight(get("ZARINPAL_BASE_URL", DefaultZarinpalBaseURL), "/")
-		if u, err := url.Parse(c.ZarinpalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("ZARINPAL_BASE_URL", "want an absolute http(s) URL, got %q", c.ZarinpalURL)
-		} else if u.Scheme != "https" && !loopbackURL(c.ZarinpalURL) {
-			// The merchant id travels in every call: only over TLS, except
-			// to a bank on this machine (a standalone sandbox bank).
-			bad("ZARINPAL_BASE_URL", "must be https:// (the merchant id travels in every call) unless it is a loopback address, got %q", c.ZarinpalURL)
-		}
+	case known:
+		c.Driver = drv.Name
+		var problems []error
+		c.GatewaySettings, problems = drv.Read(getenv)
+		errs = append(errs, problems...)
 	default:
-		bad("GATEWAY", "want %q or %q, got %q", GatewaySandbox, GatewayZarinpal, c.Gateway)
+		bad("GATEWAY", "want one of %s, got %q", strings.Join(drivers.GatewayValues(), ", "), c.Gateway)
+	}
+	// The amount rules, with the gateway's own minimum as the floor.
+	floor := int64(10_000)
+	if known {
+		floor = drv.Capabilities.MinAmountRials
+	}
+	for _, e := range c.TopUpLimits().Validate(floor) {
+		if e.Max {
+			bad("TOPUP_MAX_RIALS", "%s", e.Msg)
+		} else {
+			bad("TOPUP_MIN_RIALS", "%s", e.Msg)
+		}
 	}
 
 	if s := getenv("SESSION_SECRET"); s != "" {
@@ -371,8 +377,6 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	return c, errors.Join(errs...)
 }
-
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // checkSecret refuses secrets that are short or have little variety.
 func checkSecret(s string) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/dburl"
+	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 )
 
 // env is a map-backed Getenv.
@@ -36,8 +37,9 @@ func TestLoadDefaults(t *testing.T) {
 		{"BaseURL", c.BaseURL, "http://localhost:8080"},
 		{"Warnings", len(c.Warnings), 0},
 		{"Gateway", c.Gateway, config.GatewaySandbox},
-		{"MerchantID", c.MerchantID, config.SandboxMerchantID},
-		{"ZarinpalURL", c.ZarinpalURL, "http://localhost:8080/sandbank"},
+		{"Driver", c.Driver, "zarinpal"},
+		{"MerchantID", c.GatewaySettings[zarinpal.SettingMerchantID], zarinpal.SandboxMerchantID},
+		{"GatewayURL", c.GatewayURL(), "http://localhost:8080/sandbank"},
 		{"TopUpMinRials", c.TopUpMinRials, int64(10_000)},
 		{"TopUpMaxRials", c.TopUpMaxRials, int64(1_000_000_000)},
 		{"AttemptTimeout", c.AttemptTimeout, 3 * time.Second},
@@ -96,7 +98,7 @@ func TestLoadValues(t *testing.T) {
 		{"DatabaseURL", c.DatabaseURL, "postgres://u@db:5432/kifpool"},
 		{"ListenAddr", c.ListenAddr, "127.0.0.1:9000"},
 		{"BaseURL (trailing slash trimmed)", c.BaseURL, "https://pay.example.com"},
-		{"ZarinpalURL", c.ZarinpalURL, "https://pay.example.com/sandbank"},
+		{"GatewayURL", c.GatewayURL(), "https://pay.example.com/sandbank"},
 		{"TopUpMinRials", c.TopUpMinRials, int64(20_000)},
 		{"TopUpMaxRials", c.TopUpMaxRials, int64(500_000)},
 		{"AttemptTimeout", c.AttemptTimeout, 1500 * time.Millisecond},
@@ -132,9 +134,9 @@ func TestLoadZarinpal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if c.Gateway != config.GatewayZarinpal || c.MerchantID != "1344b5d4-0048-11e8-94db-005056a205be" ||
-		c.ZarinpalURL != config.DefaultZarinpalBaseURL {
-		t.Errorf("got gateway %q merchant %q url %q", c.Gateway, c.MerchantID, c.ZarinpalURL)
+	if c.Gateway != "zarinpal" || c.Driver != "zarinpal" || c.GatewaySettings[zarinpal.SettingMerchantID] != "1344b5d4-0048-11e8-94db-005056a205be" ||
+		c.GatewayURL() != zarinpal.ProductionBaseURL {
+		t.Errorf("got gateway %q driver %q settings %q url %q", c.Gateway, c.Driver, c.GatewaySettings, c.GatewayURL())
 	}
 
 	c, err = config.Load(env(map[string]string{
@@ -145,8 +147,8 @@ func TestLoadZarinpal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if c.ZarinpalURL != "https://sandbox.zarinpal.com" {
-		t.Errorf("ZarinpalURL = %q", c.ZarinpalURL)
+	if c.GatewayURL() != "https://sandbox.zarinpal.com" {
+		t.Errorf("GatewayURL() = %q", c.GatewayURL())
 	}
 }
 
@@ -429,8 +431,8 @@ func TestBaseURLFromListenAddr(t *testing.T) {
 			if c.ListenAddr != tc.wantListen || c.BaseURL != tc.wantBase {
 				t.Errorf("listen %q base %q, want %q %q", c.ListenAddr, c.BaseURL, tc.wantListen, tc.wantBase)
 			}
-			if c.ZarinpalURL != c.BaseURL+"/sandbank" && c.Gateway == config.GatewaySandbox {
-				t.Errorf("sandbox bank at %q, want under %q", c.ZarinpalURL, c.BaseURL)
+			if c.GatewayURL() != c.BaseURL+"/sandbank" && c.Gateway == config.GatewaySandbox {
+				t.Errorf("sandbox bank at %q, want under %q", c.GatewayURL(), c.BaseURL)
 			}
 			if got := len(c.Warnings) > 0; got != tc.wantWarning {
 				t.Errorf("warnings %q, want some=%v", c.Warnings, tc.wantWarning)

@@ -22,8 +22,8 @@ import (
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
-	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -113,8 +113,17 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	s := &Server{Clock: store.NewClock(db, o.Now, 0, o.Log.With("component", "clock"))}
 	now := s.Clock.Now
+	// The gateway driver comes from the registry; so do its callback
+	// parser and the console's labels.
+	drv, ok := drivers.Lookup(cfg.Driver)
+	if !ok {
+		return nil, fmt.Errorf("gateway: no driver %q (want one of %v)", cfg.Driver, drivers.Names())
+	}
 	var bankHandler http.Handler
 	if cfg.Gateway == config.GatewaySandbox {
+		if !sandbank.Speaks(drv.Sandbox.Protocol) {
+			return nil, fmt.Errorf("gateway: the sandbox bank does not speak %q (driver %s)", drv.Sandbox.Protocol, drv.Name)
+		}
 		s.Bank = o.Bank
 		if s.Bank == nil {
 			// Payments of this bank may call back only to this app: its
@@ -126,12 +135,11 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	s.Gateway = o.Gateway
 	if s.Gateway == nil {
-		zp, err := zarinpal.New(zarinpal.Config{MerchantID: cfg.MerchantID, BaseURL: cfg.ZarinpalURL,
-			HTTPClient: o.HTTPClient, Logger: o.Log.With("component", "zarinpal")})
+		gw, err := drv.New(cfg.GatewaySettings, gateway.Deps{HTTPClient: o.HTTPClient, Logger: o.Log.With("component", drv.Name)})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
-		s.Gateway = zp
+		s.Gateway = gw
 	}
 	// The metrics read their gauges at scrape time through these closures
 	// (s.Payments and s.Resilient exist by then).
@@ -223,6 +231,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
 		TopUp:   s.TopUp,
 		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
+		GatewayLabel: drivers.Labeler(cfg.Gateway == config.GatewaySandbox), ParseCallback: drv.ParseCallback,
 		Keys: s.Keys, TopUps: topups.NewReader(db),
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		UserTopUps: userTopUps,

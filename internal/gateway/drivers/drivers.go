@@ -1,0 +1,68 @@
+// Package drivers is the registry of gateway drivers: the one list the
+// configuration (GATEWAY), the wiring (internal/server), the admin
+// console's labels and the built-in sandbox bank consult.
+//
+// Adding a gateway is its own package under internal/gateway (its client,
+// its callback parser, its capability record: a gateway.Driver), one line
+// in All, and its protocol in the sandbox bank (internal/sandbank).
+package drivers
+
+import (
+	"slices"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+)
+
+// All lists every driver, in the order people see them.
+func All() []gateway.Driver {
+	return []gateway.Driver{
+		zarinpal.Driver(),
+	}
+}
+
+// Sandbox is the GATEWAY value that runs the built-in sandbox bank,
+// imitating SandboxDriver's protocol.
+const Sandbox = "sandbox"
+
+// SandboxDriver is the driver GATEWAY=sandbox uses against the built-in
+// sandbox bank.
+const SandboxDriver = "zarinpal"
+
+// Lookup finds a driver by its name.
+func Lookup(name string) (gateway.Driver, bool) {
+	for _, d := range All() {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return gateway.Driver{}, false
+}
+
+// Names are the drivers' names (the GATEWAY values besides Sandbox).
+func Names() []string {
+	var out []string
+	for _, d := range All() {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// Labeler names a stored gateway for people: "sandbox" for payments of
+// the built-in sandbox bank (they store the driver's name: the bank
+// speaks its protocol), the driver's label for a registered driver, the
+// stored name itself for anything else (a gateway since removed).
+func Labeler(sandbox bool) func(stored string) string {
+	return func(stored string) string {
+		if sandbox && stored == SandboxDriver {
+			return Sandbox
+		}
+		if d, ok := Lookup(stored); ok {
+			return d.Label
+		}
+		return stored
+	}
+}
+
+// GatewayValues are the accepted GATEWAY values.
+func GatewayValues() []string { return slices.Concat([]string{Sandbox}, Names()) }

@@ -1,0 +1,125 @@
+package drivers_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
+)
+
+// TestEveryDriverIsComplete: every registry entry has every capability
+// set, a callback parser, a constructor that builds the driver from its
+// sandbox settings, and unique names.
+func TestEveryDriverIsComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range drivers.All() {
+		if err := d.Check(); err != nil {
+			t.Errorf("%v", err)
+		}
+		if seen[d.Name] || d.Name == drivers.Sandbox {
+			t.Errorf("driver name %q is taken", d.Name)
+		}
+		seen[d.Name] = true
+		if d.Name != strings.ToLower(d.Name) || strings.ContainsAny(d.Name, " _") {
+			t.Errorf("driver name %q: want lower-case letters (it is stored with every payment)", d.Name)
+		}
+		// Its parser refuses a callback without a token.
+		none := func(string) string { return "" }
+		if p, ok := d.ParseCallback(none, none, true); ok || p.Authority != "" {
+			t.Errorf("%s: an empty callback parsed as %+v", d.Name, p)
+		}
+		if d.Sandbox.Settings != nil {
+			gw, err := d.New(d.Sandbox.Settings("http://127.0.0.1:1/sandbank"), gateway.Deps{})
+			if err != nil {
+				t.Errorf("%s against the sandbox bank: %v", d.Name, err)
+			} else if gw.Name() != d.Name {
+				t.Errorf("driver %q builds a gateway named %q", d.Name, gw.Name())
+			}
+		}
+	}
+	if d, ok := drivers.Lookup(drivers.SandboxDriver); !ok || d.Sandbox.Settings == nil {
+		t.Errorf("the sandbox driver %q is not registered with sandbox settings", drivers.SandboxDriver)
+	}
+}
+
+// TestCheckFindsWhatIsMissing: Check is what makes a half-declared driver
+// fail the test above.
+func TestCheckFindsWhatIsMissing(t *testing.T) {
+	full, _ := drivers.Lookup("zarinpal")
+	if err := full.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, spoil := range map[string]func(d *gateway.Driver){
+		"parser":           func(d *gateway.Driver) { d.ParseCallback = nil },
+		"Redirect":         func(d *gateway.Driver) { d.Capabilities.Redirect = 0 },
+		"Callback":         func(d *gateway.Driver) { d.Capabilities.Callback = 0 },
+		"AlreadyVerified":  func(d *gateway.Driver) { d.Capabilities.AlreadyVerified = nil },
+		"VerifyDeadline":   func(d *gateway.Driver) { d.Capabilities.VerifyDeadline = gateway.Window{} },
+		"ReverseWindow":    func(d *gateway.Driver) { d.Capabilities.ReverseWindow = gateway.Window{Kind: gateway.WindowWithin} },
+		"VerifyData":       func(d *gateway.Driver) { d.Capabilities.VerifyData = 0 },
+		"Reconcile":        func(d *gateway.Driver) { d.Capabilities.Reconcile = 0 },
+		"Unit":             func(d *gateway.Driver) { d.Capabilities.Unit = 0 },
+		"MinAmountRials":   func(d *gateway.Driver) { d.Capabilities.MinAmountRials = 0 },
+		"constructor":      func(d *gateway.Driver) { d.New = nil },
+		"label":            func(d *gateway.Driver) { d.Label = "" },
+		"setting":          func(d *gateway.Driver) { d.Settings = append(d.Settings, gateway.Setting{Env: "X"}) },
+		"sandbox protocol": func(d *gateway.Driver) { d.Sandbox.Protocol = "" },
+	} {
+		d := full
+		d.Capabilities.AlreadyVerified = append([]gateway.Signal(nil), full.Capabilities.AlreadyVerified...)
+		spoil(&d)
+		if err := d.Check(); err == nil {
+			t.Errorf("a driver without its %s passes Check", name)
+		}
+	}
+}
+
+// TestCapabilitiesDescribeTheNextGateways: the record can state what the
+// gateways to come need (facts from the gateways' documentation and
+// field notes), so adding them needs no new field.
+func TestCapabilitiesDescribeTheNextGateways(t *testing.T) {
+	full, _ := drivers.Lookup("zarinpal")
+	for name, c := range map[string]gateway.Capabilities{
+		"zibal": {Redirect: gateway.RedirectGET, Callback: gateway.CallbackGET,
+			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 201}},
+			VerifyDeadline:  gateway.Window{Kind: gateway.WindowUnknown}, ReverseWindow: gateway.Window{Kind: gateway.WindowNone},
+			VerifyData: gateway.VerifyWithoutCallback, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 1_010},
+		"sep": {Redirect: gateway.RedirectPOSTForm, Callback: gateway.CallbackPOST | gateway.CallbackGET,
+			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 2}},
+			VerifyDeadline:  gateway.Within(30 * 60e9), ReverseWindow: gateway.Within(50 * 60e9),
+			VerifyData: gateway.VerifyNeedsCallback, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
+		"mellat": {Redirect: gateway.RedirectPOSTForm, Callback: gateway.CallbackPOST,
+			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 43}, {Op: "settle", Code: 45}},
+			VerifyDeadline:  gateway.Within(20 * 60e9), ReverseWindow: gateway.Within(3 * 3600e9),
+			VerifyData: gateway.VerifyNeedsCallback, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
+	} {
+		d := full
+		d.Name, d.Capabilities = name, c
+		if err := d.Check(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestLabeler: the console names payments of the built-in sandbox bank
+// "sandbox" (they store the driver's name), others by the driver's label,
+// and a gateway the registry no longer has by its stored name.
+func TestLabeler(t *testing.T) {
+	for _, tt := range []struct {
+		sandbox       bool
+		stored, label string
+	}{
+		{true, drivers.SandboxDriver, drivers.Sandbox},
+		{false, "zarinpal", "Zarinpal"},
+		{true, "otherbank", "otherbank"},
+		{false, "otherbank", "otherbank"},
+	} {
+		if got := drivers.Labeler(tt.sandbox)(tt.stored); got != tt.label {
+			t.Errorf("Labeler(%v)(%q) = %q, want %q", tt.sandbox, tt.stored, got, tt.label)
+		}
+	}
+	if d, ok := drivers.Lookup("nobank"); ok {
+		t.Errorf("Lookup(nobank) = %+v", d)
+	}
+}

@@ -1,0 +1,98 @@
+package zarinpal
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+)
+
+// Its settings (environment variables).
+const (
+	SettingMerchantID = "ZARINPAL_MERCHANT_ID"
+	SettingBaseURL    = "ZARINPAL_BASE_URL"
+)
+
+// SandboxMerchantID is the merchant id used with the built-in sandbox bank.
+const SandboxMerchantID = "00000000-0000-4000-8000-000000000000"
+
+// SandboxProtocol is the sandbox bank's imitation of Zarinpal v4.
+const SandboxProtocol = "zarinpal-v4"
+
+// Driver is Zarinpal REST v4 as a plug-in (see gateway.Driver). The
+// capabilities are from Zarinpal's documentation and the field notes:
+// GET redirect to StartPay, GET callback (Authority, Status), 101 on a
+// repeated verify, reversal within 30 minutes, no documented verify
+// deadline (the worker's WORKER_AUTHORITY_LIFETIME stands in), a list of
+// unverified payments and a per-payment inquiry, rials on the wire.
+func Driver() gateway.Driver {
+	return gateway.Driver{
+		Name:  "zarinpal",
+		Label: "Zarinpal",
+		Capabilities: gateway.Capabilities{
+			Redirect:        gateway.RedirectGET,
+			Callback:        gateway.CallbackGET,
+			AlreadyVerified: []gateway.Signal{{Op: opVerify, Code: codeAlreadyVerified}},
+			VerifyDeadline:  gateway.Window{Kind: gateway.WindowUnknown},
+			ReverseWindow:   gateway.Within(30 * time.Minute),
+			VerifyData:      gateway.VerifyWithoutCallback,
+			Reconcile:       gateway.ReconcileList | gateway.ReconcileInquiry,
+			Unit:            gateway.UnitRial,
+			MinAmountRials:  10_000, // 1,000 tomans
+		},
+		ParseCallback: ParseCallback,
+		Settings: []gateway.Setting{
+			{Env: SettingMerchantID, Required: true, Secret: true,
+				Doc:   "the terminal's merchant id from Zarinpal's panel, a 36-character UUID",
+				Check: checkMerchantID},
+			{Env: SettingBaseURL, Default: ProductionBaseURL,
+				Doc:   "Zarinpal's API base: " + ProductionBaseURL + ", " + SandboxBaseURL + ", or a standalone sandbox bank on this machine (http allowed on loopback only)",
+				Check: checkBaseURL},
+		},
+		URLSetting: SettingBaseURL,
+		New: func(s gateway.Settings, d gateway.Deps) (gateway.Gateway, error) {
+			return New(Config{MerchantID: s[SettingMerchantID], BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger})
+		},
+		Sandbox: gateway.Sandbox{
+			Protocol: SandboxProtocol,
+			Settings: func(bankURL string) gateway.Settings {
+				return gateway.Settings{SettingMerchantID: SandboxMerchantID, SettingBaseURL: bankURL}
+			},
+		},
+	}
+}
+
+func checkMerchantID(v string) (string, error) {
+	v = strings.ToLower(v)
+	if !isUUID(v) {
+		return "", errors.New("want a 36-character UUID (8-4-4-4-12 hex digits)")
+	}
+	return v, nil
+}
+
+func checkBaseURL(v string) (string, error) {
+	v = strings.TrimRight(v, "/")
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("want an absolute http(s) URL, got %q", v)
+	}
+	if u.Scheme != "https" && !loopback(u.Hostname()) {
+		// The merchant id travels in every call: only over TLS, except
+		// to a bank on this machine (a standalone sandbox bank).
+		return "", fmt.Errorf("must be https:// (the merchant id travels in every call) unless it is a loopback address, got %q", v)
+	}
+	return v, nil
+}
+
+// loopback reports whether a host name or address is this machine only.
+func loopback(h string) bool {
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
