@@ -107,13 +107,14 @@ bench-short: build
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5s -timeout 10m ./web/ ./internal/money/
 
-# The admin console's payment list at scale: seeds BENCH_PAYMENTS (default
-# 1,000,000) payments into a fresh PostgreSQL schema of TEST_DATABASE_URL
-# with generate_series, prints each query kind's EXPLAIN ANALYZE, then its
-# p50/p95 over 40 runs. A few minutes on a 2-core machine.
+# The admin console at scale: seeds BENCH_PAYMENTS (default 1,000,000)
+# payments, and the bank calls of the last week's, into a fresh PostgreSQL
+# schema of TEST_DATABASE_URL with generate_series, then for the payment
+# list's query kinds and the dashboard's reads prints each one's EXPLAIN
+# ANALYZE and its p50/p95 over 40 runs. A few minutes on a 2-core machine.
 bench-admin:
 	@test -n "$(TEST_DATABASE_URL)" || { echo "bench-admin needs TEST_DATABASE_URL (PostgreSQL)"; exit 1; }
-	REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkAdminList$$' -benchtime 40x -timeout 30m ./internal/console/
+	REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkAdmin$$' -benchtime 40x -timeout 30m ./internal/paymentread/
 
 # PNGs of the main pages (fa/en, phone/desktop) into web/screenshots/,
 # through the browser tests' harness (chromium + the sandbox bank).

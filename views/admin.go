@@ -9,11 +9,15 @@ import (
 // AdminView is the admin overview: unresolved payments, the gateway's
 // circuit breaker and the latest reconciliations.
 type AdminView struct {
-	Notice    string // message key of the last action's result
-	Payments  []AdminPaymentRow
-	Counts    []StatusCount
-	Breakers  []BreakerView
-	Reconcile []ReconcileView
+	Notice   string // message key of the last action's result
+	Payments []AdminPaymentRow
+	Counts   []StatusCount
+	// CountsEstimated: some count is an estimate; each status is counted
+	// exactly up to ExactUpTo payments.
+	CountsEstimated bool
+	ExactUpTo       int64
+	Breakers        []BreakerView
+	Reconcile       []ReconcileView
 	// TopUps are the last 24 hours of top-ups, oldest first.
 	TopUps []HourView
 	// Latency is the bank's latency per operation over the last 24 hours.
@@ -25,6 +29,9 @@ type AdminView struct {
 type StatusCount struct {
 	Status string
 	N      int64
+	// Estimate: N is an estimate from the database's statistics (shown
+	// with "≈"), not a count.
+	Estimate bool
 }
 
 // AdminPaymentRow is one unresolved payment.

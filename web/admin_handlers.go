@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -44,47 +45,28 @@ const lateAfter = time.Minute
 // breaker and the latest reconciliations.
 func (s *Server) adminPage(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	rows, err := s.Payments.Unresolved(ctx, 200)
-	if err != nil {
-		return err
-	}
-	counts, err := s.Payments.StatusCounts(ctx)
-	if err != nil {
-		return err
-	}
-	reports, err := s.Payments.LatestReconcileReports(ctx, 5)
-	if err != nil {
-		return err
-	}
 	now := s.Now()
-	v := views.AdminView{Breakers: s.breakerViews()}
-	hours, err := s.Console.TopUpsByHour(ctx, now)
+	d, err := s.Reads.Dashboard(ctx, now, s.Config.WorkerAbandonedAfter)
 	if err != nil {
 		return err
 	}
-	for _, h := range hours {
+	rows, reports, backlog := d.Unresolved, d.Reconciles, d.Backlog
+	v := views.AdminView{Breakers: s.breakerViews(), ExactUpTo: paymentread.TotalCap}
+	for _, h := range d.Hours {
 		hv := views.HourView{Start: h.Start, Total: h.Total, Credited: h.Credited, Failed: h.Failed, Ratio: -1}
 		if r := h.SuccessRatio(); r >= 0 {
 			hv.Ratio = int(r*100 + 0.5)
 		}
 		v.TopUps = append(v.TopUps, hv)
 	}
-	lat, err := s.Console.BankLatency(ctx, now)
-	if err != nil {
-		return err
-	}
-	for _, l := range lat {
+	for _, l := range d.Latency {
 		v.Latency = append(v.Latency, views.LatencyView{Operation: l.Operation, Calls: l.Calls, P50: l.P50, P90: l.P90, P99: l.P99})
-	}
-	backlog, err := s.Console.WorkerBacklog(ctx, now, s.Config.WorkerAbandonedAfter)
-	if err != nil {
-		return err
 	}
 	v.Backlog = views.BacklogView{Due: backlog.Due, Lag: backlog.Lag}
 	v.Notice, _ = adminNotice(c.Query("done"))
-	for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
-		payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
-		v.Counts = append(v.Counts, views.StatusCount{Status: string(st), N: counts[st]})
+	for _, t := range d.Totals {
+		v.Counts = append(v.Counts, views.StatusCount{Status: t.Status, N: t.N, Estimate: t.Estimate})
+		v.CountsEstimated = v.CountsEstimated || t.Estimate
 	}
 	for _, r := range rows {
 		v.Payments = append(v.Payments, views.AdminPaymentRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,

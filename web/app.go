@@ -27,9 +27,9 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/topup"
-	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/static"
 	"github.com/kifpool/kifpool/web/api"
@@ -43,8 +43,12 @@ type Deps struct {
 	Payments *payment.Service
 	// TopUp is the top-up start use case: the form and the API call it.
 	TopUp topup.Starter
-	// Console answers the admin console's read-only questions.
+	// Console answers the admin console's questions about people (users,
+	// wallets' ledgers).
 	Console *console.Console
+	// Reads is the one home of payment reads: the admin list, detail and
+	// dashboard, the wallet page's payments in progress, the API's top-ups.
+	Reads *paymentread.Reader
 	// Audit is the admins' audit log.
 	Audit *audit.Log
 	// Metrics, when set, observes every request and serves GET /metrics.
@@ -58,9 +62,8 @@ type Deps struct {
 	// own parser (gateway.Driver.ParseCallback).
 	ParseCallback func(query, form func(key string) string, isPost bool) (callback.Params, bool)
 	Tokens        *apitoken.Service
-	// Keys and TopUps serve the JSON API (idempotency keys, top-up reads).
-	Keys   *idempotency.Store
-	TopUps *topups.Reader
+	// Keys serves the JSON API's idempotency keys.
+	Keys *idempotency.Store
 	// Bank, when set, is the built-in sandbox bank, served under /sandbank.
 	Bank http.Handler
 	Log  *slog.Logger
@@ -168,7 +171,7 @@ func New(d Deps) *fiber.App {
 	// session and CSRF middleware, and answers everything under /api
 	// itself, so neither ever runs for it.
 	api.Register(app.Group("/api"), api.Deps{
-		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, TopUps: d.TopUps,
+		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, Reads: d.Reads,
 		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
 		UserTopUps: d.UserTopUps,
 	})

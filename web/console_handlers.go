@@ -10,9 +10,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -29,7 +29,7 @@ func (s *Server) gatewayLabel(stored string) string {
 // listQuery reads the payment list's query parameters (q, status
 // repeatable, gateway, from, to, min, max, sort, cursor) into a filter and
 // the form's values. errKey names the first bad parameter's message.
-func (s *Server) listQuery(c *fiber.Ctx) (f console.Filter, after *console.Cursor, form views.PaymentListView, errKey string) {
+func (s *Server) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *paymentread.Cursor, form views.PaymentListView, errKey string) {
 	args := c.Request().URI().QueryArgs()
 	form.Query = strings.TrimSpace(c.Query("q"))
 	if len([]rune(form.Query)) > 200 {
@@ -43,7 +43,7 @@ func (s *Server) listQuery(c *fiber.Ctx) (f console.Filter, after *console.Curso
 	}
 	for _, v := range args.PeekMulti("status") {
 		st := string(v)
-		if !console.ValidStatus(st) {
+		if !paymentread.ValidStatus(st) {
 			bad("console.error.filter")
 			continue
 		}
@@ -102,7 +102,7 @@ func (s *Server) listQuery(c *fiber.Ctx) (f console.Filter, after *console.Curso
 		form.Sort = "newest"
 	}
 	if cur := c.Query("cursor"); cur != "" {
-		cc, err := console.ParseCursor(cur)
+		cc, err := paymentread.ParseCursor(cur)
 		if err != nil {
 			bad("console.error.filter")
 		} else {
@@ -139,23 +139,23 @@ func (s *Server) adminPayments(c *fiber.Ctx) error {
 	v.Gateways = []views.Option{{Value: s.GatewayName, Label: s.gatewayLabel(s.GatewayName)}}
 	if errKey != "" {
 		status, v.ErrorKey = fiber.StatusBadRequest, errKey
-		for _, st := range console.Statuses {
+		for _, st := range paymentread.Statuses {
 			v.Counts = append(v.Counts, views.FilterCount{Status: st, Checked: checked[st]})
 		}
 	} else {
-		rows, next, err := s.Console.Payments(ctx, f, after, console.PageSize)
+		rows, next, err := s.Reads.Payments(ctx, f, after, paymentread.PageSize)
 		if err != nil {
 			return err
 		}
-		counts, err := s.Console.StatusCounts(ctx, f, console.CountCap)
+		counts, err := s.Reads.StatusCounts(ctx, f, paymentread.CountCap)
 		if err != nil {
 			return err
 		}
-		for _, st := range console.Statuses {
+		for _, st := range paymentread.Statuses {
 			n := counts[st]
 			fc := views.FilterCount{Status: st, N: n, Checked: checked[st]}
-			if n > console.CountCap {
-				fc.N, fc.More = console.CountCap, true
+			if n > paymentread.CountCap {
+				fc.N, fc.More = paymentread.CountCap, true
 			}
 			v.Counts = append(v.Counts, fc)
 		}
@@ -173,7 +173,7 @@ func (s *Server) adminPayments(c *fiber.Ctx) error {
 	return render(c, status, views.PaymentList(s.page(c, "console.payments.title"), v))
 }
 
-func consoleRow(s *Server, r console.Payment) views.ConsolePaymentRow {
+func consoleRow(s *Server, r paymentread.Payment) views.ConsolePaymentRow {
 	row := views.ConsolePaymentRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
 		Gateway: s.gatewayLabel(r.Gateway), Status: r.Status, Card: r.CardPANMasked, CreatedAt: r.CreatedAt}
 	if r.RefID != nil {
@@ -209,7 +209,7 @@ func (s *Server) adminPaymentsCSV(c *fiber.Ctx) error {
 		_ = cw.Write([]string{"public_id", "created_at_utc", "status", "amount_rials", "amount_tomans", "gateway",
 			"email", "user_id", "authority", "ref_id", "card_pan_masked", "resolved_at_utc"})
 		n := 0
-		err := s.Console.EachPayment(ctx, f, func(p console.Payment) error {
+		err := s.Reads.EachPayment(ctx, f, func(p paymentread.Payment) error {
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
 				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), s.gatewayLabel(p.Gateway),
 				csvCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", csvCell(p.CardPANMasked), ""}

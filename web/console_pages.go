@@ -10,6 +10,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -51,19 +52,15 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 	}
 	withPayment(c, id)
 	ctx := c.UserContext()
-	d, err := s.Console.PaymentByPublicID(ctx, id)
-	if errors.Is(err, console.ErrNotFound) {
+	d, err := s.Reads.Detail(ctx, id)
+	if errors.Is(err, paymentread.ErrNotFound) {
 		return fiber.ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	p := d.Payment
-	events, err := s.Payments.EventsOf(ctx, p.ID)
-	if err != nil {
-		return err
-	}
-	calls, err := s.Payments.CallsOf(ctx, p.ID)
+	p, events, calls := d.Payment, d.Events, d.Calls
+	owner, err := s.Console.User(ctx, p.UserID)
 	if err != nil {
 		return err
 	}
@@ -71,7 +68,7 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	recent, _, err := s.Console.Payments(ctx, console.Filter{UserID: p.UserID}, nil, 10)
+	recent, _, err := s.Reads.Payments(ctx, paymentread.Filter{UserID: p.UserID}, nil, 10)
 	if err != nil {
 		return err
 	}
@@ -94,7 +91,7 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 		// credits only on the bank's verify.
 		CanRecheck: p.Status != payment.StatusCredited && p.Authority != nil,
 		CanClose:   p.Status == payment.StatusNeedsReview,
-		User:       consoleUser(d.User), Actions: auditRows(actions)}
+		User:       consoleUser(owner), Actions: auditRows(actions)}
 	v.Notice, v.NoticeKind = adminNotice(c.Query("done"))
 	if p.VerifiedAmountRials != nil {
 		v.VerifiedRials = *p.VerifiedAmountRials
@@ -111,9 +108,9 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 		v.Calls = append(v.Calls, views.GatewayCallView{Operation: gc.Operation, Attempt: gc.Attempt, StartedAt: gc.StartedAt,
 			DurationMS: gc.DurationMS, HTTPStatus: gc.HTTPStatus, GatewayCode: gc.GatewayCode, Outcome: gc.Outcome})
 	}
-	if d.Ledger != nil {
-		v.Ledger = &views.LedgerRow{AmountRials: d.Ledger.AmountRials, BalanceAfter: d.Ledger.BalanceAfter, Kind: d.Ledger.Kind,
-			PaymentPublicID: p.PublicID, CreatedAt: d.Ledger.CreatedAt}
+	if d.Credit != nil {
+		v.Ledger = &views.LedgerRow{AmountRials: d.Credit.AmountRials, BalanceAfter: d.Credit.BalanceAfter, Kind: d.Credit.Kind,
+			PaymentPublicID: p.PublicID, CreatedAt: d.Credit.CreatedAt}
 	}
 	for _, r := range recent {
 		v.UserPayments = append(v.UserPayments, consoleRow(s, r))
@@ -163,7 +160,7 @@ func (s *Server) adminUser(c *fiber.Ctx) error {
 				PaymentPublicID: e.PaymentPublicID, CreatedAt: e.CreatedAt})
 		}
 	}
-	rows, _, err := s.Console.Payments(ctx, console.Filter{UserID: u.ID}, nil, 50)
+	rows, _, err := s.Reads.Payments(ctx, paymentread.Filter{UserID: u.ID}, nil, 50)
 	if err != nil {
 		return err
 	}

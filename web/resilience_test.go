@@ -25,6 +25,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -963,7 +964,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			}
 			paymenttest.CheckNoneOpenPast(t, db, clock.Now(), time.Minute)
 			// A person sees it.
-			rows, err := app.Server.Payments.Unresolved(ctx, 10)
+			rows, err := paymentread.New(db).Unresolved(ctx, 10)
 			if err != nil || len(rows) != 1 || rows[0].PublicID != publicID || rows[0].Status != payment.StatusNeedsReview {
 				t.Errorf("unresolved list %+v %v", rows, err)
 			}

@@ -35,7 +35,7 @@ func (s *Server) walletPage(c *fiber.Ctx) error {
 		return err
 	}
 	v := views.WalletView{BalanceRials: w.BalanceRials, NextCursor: next, HasNewer: before > 0}
-	open, err := s.Payments.OpenForUser(c.UserContext(), u.ID, 10)
+	open, err := s.Reads.OpenForUser(c.UserContext(), u.ID, 10)
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,8 @@ var consoleFA = map[string]string{ // #nosec G101 -- UI text, not credentials: t
 	"dash.success":                   "نسبت موفق",
 	"dash.percent":                   "{n}٪",
 	"dash.calls":                     "تعداد تماس",
+	"dash.approx":                    "≈ {n}",
+	"dash.approx_note":               "≈ تخمینی از آمار پایگاه داده است، نه شمارش دقیق: شمردن یکایک این همه پرداخت صفحه را کند می‌کند. تا {n} پرداخت در هر وضعیت دقیق شمرده می‌شود.",
 }
 
 var consoleEN = map[string]string{
@@ -218,4 +220,6 @@ var consoleEN = map[string]string{
 	"dash.success":                   "Success ratio",
 	"dash.percent":                   "{n}%",
 	"dash.calls":                     "Calls",
+	"dash.approx":                    "≈ {n}",
+	"dash.approx_note":               "≈ is an estimate from the database's statistics, not an exact count: counting so many payments one by one would slow this page down. Up to {n} payments per status are counted exactly.",
 }

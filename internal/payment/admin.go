@@ -12,43 +12,6 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 )
 
-// UnresolvedRow is an open or needs-review payment with its owner.
-type UnresolvedRow struct {
-	Payment
-	Email string
-}
-
-// Unresolved lists payments that are not credited or failed, oldest
-// first: what admins watch.
-func (s *Service) Unresolved(ctx context.Context, limit int) ([]UnresolvedRow, error) {
-	var rows []UnresolvedRow
-	err := s.db.Gorm.WithContext(ctx).Table("payments").
-		Select("payments.*, users.email AS email").
-		Joins("JOIN users ON users.id = payments.user_id").
-		Where("payments.status IN ?", []Status{StatusCreated, StatusAwaitingPayment, StatusPendingVerification, StatusNeedsReview}).
-		Order("payments.created_at").Limit(limit).Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("unresolved payments: %w", err)
-	}
-	return rows, nil
-}
-
-// StatusCounts counts payments by status.
-func (s *Service) StatusCounts(ctx context.Context) (map[Status]int64, error) {
-	var rows []struct {
-		Status Status
-		N      int64
-	}
-	if err := s.db.Gorm.WithContext(ctx).Model(&Payment{}).Select("status, COUNT(*) AS n").Group("status").Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("count payments: %w", err)
-	}
-	out := map[Status]int64{}
-	for _, r := range rows {
-		out[r.Status] = r.N
-	}
-	return out, nil
-}
-
 // Admin action errors.
 var (
 	ErrNotUnderReview = errors.New("payment is not under review")
@@ -149,26 +112,4 @@ func (s *Service) recordAction(ctx context.Context, p Payment, adminID int64, ac
 		return fmt.Errorf("record admin action on %s: %w", p.PublicID, err)
 	}
 	return nil
-}
-
-// openForUserStatuses is the status condition of OpenForUser, written as
-// literals (fixed values, no request text): with parameters PostgreSQL
-// could not prove, in a cached generic plan, that the condition implies
-// the partial index payments_user_open_idx (migration 00008), and would
-// walk all of the user's payments (or the whole table) instead.
-var openForUserStatuses = "status IN ('" + string(StatusAwaitingPayment) + "', '" +
-	string(StatusPendingVerification) + "', '" + string(StatusNeedsReview) + "')"
-
-// OpenForUser lists the user's payments whose outcome is not known yet,
-// newest first (the wallet page shows them as in progress). It reads the
-// partial index of open payments per user, so its cost does not grow with
-// the user's credited and failed payments.
-func (s *Service) OpenForUser(ctx context.Context, userID int64, limit int) ([]Payment, error) {
-	var out []Payment
-	err := s.db.Gorm.WithContext(ctx).Where("user_id = ? AND "+openForUserStatuses, userID).
-		Order("id DESC").Limit(limit).Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("open payments of user %d: %w", userID, err)
-	}
-	return out, nil
 }

@@ -131,10 +131,3 @@ func (s *Service) writeHeld(ctx context.Context, h *heldCalls) {
 		s.log.ErrorContext(ctx, "record gateway calls", "err", err)
 	}
 }
-
-// CallsOf returns the recorded attempts of a payment, oldest first.
-func (s *Service) CallsOf(ctx context.Context, paymentID int64) ([]GatewayCall, error) {
-	var out []GatewayCall
-	err := s.db.Gorm.WithContext(ctx).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error
-	return out, err
-}

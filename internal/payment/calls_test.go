@@ -55,7 +55,7 @@ func TestEveryVerifyAttemptIsRecorded(t *testing.T) {
 				if got.Status != tc.wantStatus {
 					t.Fatalf("status %s, want %s (%s)", got.Status, tc.wantStatus, dump(got))
 				}
-				calls, err := e.svc.CallsOf(ctx, p.ID)
+				calls, err := paymenttest.Calls(ctx, e.db, p.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,7 +108,7 @@ func TestGarbledCallErrorsDoNotBlockTheCredit(t *testing.T) {
 			t.Fatalf("Return = %s, %v; want credited", dump(got), err)
 		}
 		e.assertCredited(p, 777)
-		calls, err := e.svc.CallsOf(ctx, p.ID)
+		calls, err := paymenttest.Calls(ctx, e.db, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,6 @@
 package payment
 
-import (
-	"context"
-	"fmt"
-	"time"
-)
+import "time"
 
 // Actor names who takes a transition.
 type Actor string
@@ -66,15 +62,6 @@ func (Event) TableName() string { return "payment_events" }
 type Observer interface {
 	Transitioned(from, to Status, actor Actor)
 	Credited(amountRials int64)
-}
-
-// EventsOf returns a payment's status changes, oldest first.
-func (s *Service) EventsOf(ctx context.Context, paymentID int64) ([]Event, error) {
-	var out []Event
-	if err := s.db.Gorm.WithContext(ctx).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("events of payment %d: %w", paymentID, err)
-	}
-	return out, nil
 }
 
 // bankAnswer reports whether a payment ended with this reason on the

@@ -273,10 +273,3 @@ func (s *Service) recoverAuthority(ctx context.Context, p Payment, authority str
 	defer cancel()
 	return s.verifyAndApply(vctx, moved, tok, ActorReconcile)
 }
-
-// LatestReconcileReports returns the newest reports first.
-func (s *Service) LatestReconcileReports(ctx context.Context, limit int) ([]ReconcileReport, error) {
-	var out []ReconcileReport
-	err := s.db.Gorm.WithContext(ctx).Order("id DESC").Limit(limit).Find(&out).Error
-	return out, err
-}

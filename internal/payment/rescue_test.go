@@ -39,7 +39,7 @@ func (e *env) failByLifetime(p payment.Payment) {
 
 func (e *env) events(p payment.Payment) []string {
 	e.t.Helper()
-	evs, err := e.svc.EventsOf(context.Background(), p.ID)
+	evs, err := paymenttest.Events(context.Background(), e.db, p.ID)
 	if err != nil {
 		e.t.Fatal(err)
 	}

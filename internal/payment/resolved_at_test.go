@@ -90,7 +90,7 @@ func TestResolvedAtIsWhenTheOutcomeWasReached(t *testing.T) {
 					if st.shows == i {
 						// A new outcome: the time of its own event, after
 						// everything before it.
-						evs, err := e.svc.EventsOf(ctx, p.ID)
+						evs, err := paymenttest.Events(ctx, e.db, p.ID)
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -27,12 +27,12 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
-	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/web"
 )
@@ -143,23 +143,16 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	// The metrics read their gauges at scrape time through these closures
 	// (s.Payments and s.Resilient exist by then).
-	cons := console.New(db)
+	reads := paymentread.New(db)
 	m := metrics.New(metrics.Sources{
-		StatusCounts: func(ctx context.Context) (map[string]int64, error) {
-			counts, err := s.Payments.StatusCounts(ctx)
-			out := make(map[string]int64, len(counts))
-			for st, n := range counts {
-				out[string(st)] = n
-			}
-			return out, err
-		},
-		Breakers: func() []resilient.BreakerState { return []resilient.BreakerState{s.Resilient.BreakerState()} },
+		StatusCounts: reads.CountByStatus,
+		Breakers:     func() []resilient.BreakerState { return []resilient.BreakerState{s.Resilient.BreakerState()} },
 		Backlog: func(ctx context.Context) (int64, time.Duration, error) {
-			b, err := cons.WorkerBacklog(ctx, now(), cfg.WorkerAbandonedAfter)
+			b, err := reads.WorkerBacklog(ctx, now(), cfg.WorkerAbandonedAfter)
 			return b.Due, b.Lag, err
 		},
 		LastReconcile: func(ctx context.Context) (time.Time, bool, error) {
-			reps, err := s.Payments.LatestReconcileReports(ctx, 1)
+			reps, err := reads.Reconciles(ctx, 1)
 			if err != nil || len(reps) == 0 {
 				return time.Time{}, false, err
 			}
@@ -230,9 +223,9 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
 		TopUp:   s.TopUp,
-		Console: cons, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
+		Console: console.New(db), Reads: reads, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
 		GatewayLabel: drivers.Labeler(cfg.Gateway == config.GatewaySandbox), ParseCallback: drv.ParseCallback,
-		Keys: s.Keys, TopUps: topups.NewReader(db),
+		Keys: s.Keys,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		UserTopUps: userTopUps,
 		Breakers:   []web.BreakerSource{s.Resilient},

@@ -19,9 +19,9 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/topup"
-	"github.com/kifpool/kifpool/internal/topups"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
 
@@ -32,9 +32,10 @@ type Deps struct {
 	Payments *payment.Service
 	Wallets  *wallet.Service
 	// TopUp is the top-up start use case (the form's too).
-	TopUp  topup.Starter
-	TopUps *topups.Reader
-	Log    *slog.Logger
+	TopUp topup.Starter
+	// Reads reads the caller's top-ups.
+	Reads *paymentread.Reader
+	Log   *slog.Logger
 	// TopUpsPerMinute limits POST /api/v1/topups per token (default 30).
 	TopUpsPerMinute int
 	// UserTopUps, when set, is each user's top-up allowance, shared with

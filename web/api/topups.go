@@ -13,8 +13,8 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/topup"
-	"github.com/kifpool/kifpool/internal/topups"
 )
 
 // HeaderIdempotencyKey and HeaderReplayed are the idempotency headers.
@@ -35,7 +35,7 @@ type TopUp struct {
 	CreditedAt  *time.Time `json:"credited_at"`
 }
 
-func (h *handler) topUpView(it topups.Item) TopUp {
+func (h *handler) topUpView(it paymentread.Item) TopUp {
 	v := TopUp{ID: it.PublicID, Status: string(it.Status), AmountRials: it.AmountRials, CreatedAt: it.CreatedAt.UTC()}
 	if it.Status == payment.StatusAwaitingPayment && it.Authority != nil {
 		u := h.Payments.Gateway().PayURL(*it.Authority)
@@ -164,7 +164,7 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 		h.release(ctx, rec)
 		return err
 	}
-	it, err := h.TopUps.Get(ctx, userID, res.Payment.PublicID)
+	it, err := h.Reads.TopUp(ctx, userID, res.Payment.PublicID)
 	if err != nil {
 		h.release(ctx, rec)
 		return err
@@ -195,8 +195,8 @@ func (h *handler) release(ctx context.Context, rec idempotency.Record) {
 
 // getTopUp is GET /api/v1/topups/{id}: the owner's payment, else 404.
 func (h *handler) getTopUp(c *fiber.Ctx) error {
-	it, err := h.TopUps.Get(c.UserContext(), principal(c).UserID, c.Params("id"))
-	if errors.Is(err, topups.ErrNotFound) {
+	it, err := h.Reads.TopUp(c.UserContext(), principal(c).UserID, c.Params("id"))
+	if errors.Is(err, paymentread.ErrNotFound) {
 		return problem(c, CodeNotFound, "No top-up with this id.")
 	}
 	if err != nil {
@@ -217,7 +217,7 @@ func (h *handler) listTopUps(c *fiber.Ctx) error {
 	if detail != "" {
 		return problem(c, CodeInvalidParameter, detail)
 	}
-	items, next, err := h.TopUps.ForUser(c.UserContext(), principal(c).UserID, before, limit)
+	items, next, err := h.Reads.TopUps(c.UserContext(), principal(c).UserID, before, limit)
 	if err != nil {
 		return err
 	}

@@ -101,3 +101,18 @@ func edgeActor(from, to payment.Status) (payment.Actor, bool) {
 	}
 	return "", false
 }
+
+// Events reads a payment's status changes (payment_events), oldest first.
+func Events(ctx context.Context, db *store.DB, paymentID int64) ([]payment.Event, error) {
+	var out []payment.Event
+	err := db.Gorm.WithContext(ctx).Table("payment_events").Where("payment_id = ?", paymentID).Order("id").Find(&out).Error
+	return out, err
+}
+
+// Calls reads a payment's recorded bank attempts (gateway_calls), oldest
+// first.
+func Calls(ctx context.Context, db *store.DB, paymentID int64) ([]payment.GatewayCall, error) {
+	var out []payment.GatewayCall
+	err := db.Gorm.WithContext(ctx).Table("gateway_calls").Where("payment_id = ?", paymentID).Order("id").Find(&out).Error
+	return out, err
+}

@@ -1,21 +1,39 @@
-// Package topups reads a user's top-ups the way the JSON API shows them:
-// the payment rows, newest first with keyset pagination, and when each
-// credited one was credited (its ledger entry). It only reads; every
-// change of a payment goes through internal/payment.
-package topups
+package paymentread
+
+// The payer's own payments: the wallet page's payments in progress, and
+// the JSON API's top-ups (the payment rows, newest first with keyset
+// pagination, and when each credited one was credited).
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/store"
 )
 
-// ErrNotFound: no such payment for this user.
-var ErrNotFound = errors.New("top-up not found")
+// openForUserStatuses is the status condition of OpenForUser, written as
+// literals: with parameters PostgreSQL could not prove, in a cached
+// generic plan, that the condition implies the partial index
+// payments_user_open_idx (migration 00008), and would walk all of the
+// user's payments (or the whole table) instead. SQLite uses the index only
+// when the condition is written as the index's is.
+var openForUserStatuses = "status IN (" + literals([]string{string(payment.StatusAwaitingPayment),
+	string(payment.StatusPendingVerification), string(payment.StatusNeedsReview)}) + ")"
+
+// OpenForUser lists the user's payments whose outcome is not known yet,
+// newest first (the wallet page shows them as in progress). It reads the
+// partial index of open payments per user, so its cost does not grow with
+// the user's credited and failed payments.
+func (r *Reader) OpenForUser(ctx context.Context, userID int64, limit int) ([]payment.Payment, error) {
+	var out []payment.Payment
+	err := r.db.Gorm.WithContext(ctx).Table("payments").Where("user_id = ? AND "+openForUserStatuses, userID).
+		Order("id DESC").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("open payments of user %d: %w", userID, err)
+	}
+	return out, nil
+}
 
 // Item is a payment with the time its credit was booked.
 type Item struct {
@@ -23,16 +41,10 @@ type Item struct {
 	CreditedAt *time.Time
 }
 
-// Reader reads top-ups.
-type Reader struct{ db *store.DB }
-
-// NewReader returns a reader over db.
-func NewReader(db *store.DB) *Reader { return &Reader{db: db} }
-
-// ForUser returns up to limit of the user's payments, newest first, older
+// TopUps returns up to limit of the user's payments, newest first, older
 // than the payment with internal id before (0: from the newest). next is
 // the cursor of the following page, 0 when there is none.
-func (r *Reader) ForUser(ctx context.Context, userID, before int64, limit int) (items []Item, next int64, err error) {
+func (r *Reader) TopUps(ctx context.Context, userID, before int64, limit int) (items []Item, next int64, err error) {
 	if limit <= 0 || limit > 100 {
 		limit = 20
 	}
@@ -52,9 +64,9 @@ func (r *Reader) ForUser(ctx context.Context, userID, before int64, limit int) (
 	return items, next, err
 }
 
-// Get returns one of the user's payments by its public id; another user's
+// TopUp returns one of the user's payments by its public id; another user's
 // payment is ErrNotFound.
-func (r *Reader) Get(ctx context.Context, userID int64, publicID string) (Item, error) {
+func (r *Reader) TopUp(ctx context.Context, userID int64, publicID string) (Item, error) {
 	if !payment.ValidPublicID(publicID) {
 		return Item{}, ErrNotFound
 	}

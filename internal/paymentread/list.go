@@ -1,9 +1,4 @@
-// Package console answers the admin console's read-only questions: the
-// payment list with its filters, search and keyset pagination, counts for
-// the current filter, one payment's whole story, users, and the
-// dashboard's aggregates. It never changes a row: actions go through
-// internal/payment.
-package console
+package paymentread
 
 import (
 	"context"
@@ -15,35 +10,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/kifpool/kifpool/internal/store"
 )
-
-// Console reads the database for the admin pages.
-type Console struct {
-	db *store.DB
-}
-
-// New returns a console over db.
-func New(db *store.DB) *Console { return &Console{db: db} }
-
-// Statuses are the payment statuses, in the order the console lists them.
-var Statuses = []string{"created", "awaiting_payment", "pending_verification", "needs_review", "credited", "failed"}
-
-// OpenStatuses are the statuses of payments whose outcome is not final
-// (and needs_review, which waits for an admin); a partial index covers
-// exactly these.
-var OpenStatuses = []string{"created", "awaiting_payment", "pending_verification", "needs_review"}
-
-// ValidStatus reports whether s is a payment status.
-func ValidStatus(s string) bool {
-	for _, v := range Statuses {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
 
 // SearchKind is what a search text is taken for.
 type SearchKind string
@@ -176,7 +143,7 @@ func statusList(statuses []string) (string, error) {
 
 // where applies the filter to a query over "payments AS p" (the status
 // condition only when withStatus).
-func (c *Console) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error) {
+func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error) {
 	if withStatus && len(f.Statuses) > 0 {
 		list, err := statusList(f.Statuses)
 		if err != nil {
@@ -219,7 +186,7 @@ func (c *Console) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error
 		}
 		tx = tx.Where("p.ref_id = ?", n)
 	case SearchCard:
-		tx = tx.Where(c.db.RightChars("p.card_pan_masked", 4)+" = ? AND p.card_pan_masked <> ''", q)
+		tx = tx.Where(r.db.RightChars("p.card_pan_masked", 4)+" = ? AND p.card_pan_masked <> ''", q)
 	case SearchEmail:
 		if wholeEmailRE.MatchString(q) {
 			// A whole address is that user (the unique index on lower(email)).
@@ -234,12 +201,12 @@ func (c *Console) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error
 
 // Payments returns a page of the list under f, after the cursor (nil: the
 // first page), and the cursor of the next page (nil: this is the last).
-func (c *Console) Payments(ctx context.Context, f Filter, after *Cursor, limit int) ([]Payment, *Cursor, error) {
+func (r *Reader) Payments(ctx context.Context, f Filter, after *Cursor, limit int) ([]Payment, *Cursor, error) {
 	if limit <= 0 {
 		limit = PageSize
 	}
-	tx := c.db.Gorm.WithContext(ctx).Table("payments AS p").Select(paymentColumns).Joins("JOIN users u ON u.id = p.user_id")
-	tx, err := c.where(tx, f, true)
+	tx := r.db.Gorm.WithContext(ctx).Table("payments AS p").Select(paymentColumns).Joins("JOIN users u ON u.id = p.user_id")
+	tx, err := r.where(tx, f, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,15 +257,15 @@ func scanPayments(tx *gorm.DB) ([]Payment, error) {
 
 // EachPayment calls fn for every payment under f, in the list's order,
 // reading a batch at a time (never the whole result in memory).
-func (c *Console) EachPayment(ctx context.Context, f Filter, fn func(Payment) error) error {
+func (r *Reader) EachPayment(ctx context.Context, f Filter, fn func(Payment) error) error {
 	var after *Cursor
 	for {
-		rows, next, err := c.Payments(ctx, f, after, 500)
+		rows, next, err := r.Payments(ctx, f, after, 500)
 		if err != nil {
 			return err
 		}
-		for _, r := range rows {
-			if err := fn(r); err != nil {
+		for _, p := range rows {
+			if err := fn(p); err != nil {
 				return err
 			}
 		}
@@ -312,7 +279,8 @@ func (c *Console) EachPayment(ctx context.Context, f Filter, fn func(Payment) er
 // CountCap bounds each per-status count of the list: a filter matching
 // more shows "more than CountCap", so that counting never reads millions
 // of rows (six capped counts stay within the list's time budget on a
-// table of millions; exact totals by status are on the dashboard).
+// table of millions; the dashboard's totals by status go further, see
+// Totals).
 const CountCap = 1_000
 
 // StatusCounts counts the payments of each status under f (its status
@@ -320,12 +288,12 @@ const CountCap = 1_000
 // a count above limit means "more than limit". The six capped counts are
 // scalar subqueries of one statement: one round trip and one plan instead
 // of six.
-func (c *Console) StatusCounts(ctx context.Context, f Filter, limit int) (map[string]int64, error) {
+func (r *Reader) StatusCounts(ctx context.Context, f Filter, limit int) (map[string]int64, error) {
 	cols := make([]string, len(Statuses))
 	subs := make([]any, len(Statuses))
 	for i, st := range Statuses {
-		sub := c.db.Gorm.WithContext(ctx).Table("payments AS p").Select("1").Where("p.status = '" + st + "'")
-		sub, err := c.where(sub, f, false)
+		sub := r.db.Gorm.WithContext(ctx).Table("payments AS p").Select("1").Where("p.status = '" + st + "'")
+		sub, err := r.where(sub, f, false)
 		if err != nil {
 			return nil, err
 		}
@@ -334,7 +302,7 @@ func (c *Console) StatusCounts(ctx context.Context, f Filter, limit int) (map[st
 		subs[i] = sub.Order("p.created_at DESC, p.id DESC").Limit(limit + 1)
 		cols[i] = "(SELECT COUNT(*) FROM (?) AS t" + strconv.Itoa(i) + ") AS n" + strconv.Itoa(i)
 	}
-	row := c.db.Gorm.WithContext(ctx).Raw("SELECT "+strings.Join(cols, ", "), subs...).Row()
+	row := r.db.Gorm.WithContext(ctx).Raw("SELECT "+strings.Join(cols, ", "), subs...).Row()
 	ns := make([]int64, len(Statuses))
 	dest := make([]any, len(Statuses))
 	for i := range ns {

@@ -1,4 +1,4 @@
-package console_test
+package paymentread_test
 
 // The payment list at scale, on PostgreSQL: TestListQueriesUseIndexes
 // checks on a seeded table that every query kind of the list is answered
@@ -21,8 +21,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/kifpool/kifpool/internal/console"
-	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -125,17 +124,17 @@ func (c *sqlCapture) take() []string {
 }
 
 // capturing returns a console over db whose statements land in the capture.
-func capturing(db *store.DB) (*console.Console, *sqlCapture) {
+func capturing(db *store.DB) (*paymentread.Reader, *sqlCapture) {
 	cp := &sqlCapture{Interface: logger.Discard}
 	sess := *db
 	sess.Gorm = db.Gorm.Session(&gorm.Session{Logger: cp})
-	return console.New(&sess), cp
+	return paymentread.New(&sess), cp
 }
 
 type queryKind struct {
 	name   string
-	f      console.Filter
-	after  *console.Cursor
+	f      paymentread.Filter
+	after  *paymentread.Cursor
 	counts bool // the per-status counts of f instead of a page
 }
 
@@ -159,34 +158,34 @@ func queryKinds(t testing.TB, db *store.DB, n int) []queryKind {
 	db.Gorm.Raw(`SELECT created_at, id FROM payments ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?`, n/2).Scan(&deep)
 	now := time.Now().UTC()
 	return []queryKind{
-		{name: "default view (newest first)", f: console.Filter{}},
-		{name: "oldest first", f: console.Filter{Oldest: true}},
-		{name: "status: credited", f: console.Filter{Statuses: []string{"credited"}}},
-		{name: "status: open (awaiting, pending)", f: console.Filter{Statuses: []string{"awaiting_payment", "pending_verification"}}},
-		{name: "status: needs_review", f: console.Filter{Statuses: []string{"needs_review"}}},
-		{name: "gateway", f: console.Filter{Gateway: "zarinpal"}},
-		{name: "created range (one week, a month ago)", f: console.Filter{From: now.Add(-37 * 24 * time.Hour), To: now.Add(-30 * 24 * time.Hour)}},
-		{name: "amount range", f: console.Filter{MinRials: 500_000, MaxRials: 510_000}},
-		{name: "search: public id", f: console.Filter{Query: sample.PublicID}},
-		{name: "search: authority", f: console.Filter{Query: sample.Authority}},
-		{name: "search: bank reference", f: console.Filter{Query: strconv.FormatInt(sample.RefID, 10)}},
-		{name: "search: card suffix", f: console.Filter{Query: sample.CardPANMasked[len(sample.CardPANMasked)-4:]}},
-		{name: "search: e-mail", f: console.Filter{Query: sample.Email}},
-		{name: "search: part of an e-mail", f: console.Filter{Query: strings.SplitN(sample.Email, "@", 2)[0]}},
-		{name: "deep page (half-way)", f: console.Filter{}, after: &console.Cursor{CreatedAt: deep.CreatedAt.UTC(), ID: deep.ID}},
-		{name: "open statuses, deep page", f: console.Filter{Statuses: []string{"awaiting_payment", "pending_verification", "needs_review"}},
-			after: &console.Cursor{CreatedAt: deep.CreatedAt.UTC(), ID: deep.ID}},
-		{name: "counts per status (default view)", f: console.Filter{}, counts: true},
-		{name: "counts per status (e-mail search)", f: console.Filter{Query: sample.Email}, counts: true},
+		{name: "default view (newest first)", f: paymentread.Filter{}},
+		{name: "oldest first", f: paymentread.Filter{Oldest: true}},
+		{name: "status: credited", f: paymentread.Filter{Statuses: []string{"credited"}}},
+		{name: "status: open (awaiting, pending)", f: paymentread.Filter{Statuses: []string{"awaiting_payment", "pending_verification"}}},
+		{name: "status: needs_review", f: paymentread.Filter{Statuses: []string{"needs_review"}}},
+		{name: "gateway", f: paymentread.Filter{Gateway: "zarinpal"}},
+		{name: "created range (one week, a month ago)", f: paymentread.Filter{From: now.Add(-37 * 24 * time.Hour), To: now.Add(-30 * 24 * time.Hour)}},
+		{name: "amount range", f: paymentread.Filter{MinRials: 500_000, MaxRials: 510_000}},
+		{name: "search: public id", f: paymentread.Filter{Query: sample.PublicID}},
+		{name: "search: authority", f: paymentread.Filter{Query: sample.Authority}},
+		{name: "search: bank reference", f: paymentread.Filter{Query: strconv.FormatInt(sample.RefID, 10)}},
+		{name: "search: card suffix", f: paymentread.Filter{Query: sample.CardPANMasked[len(sample.CardPANMasked)-4:]}},
+		{name: "search: e-mail", f: paymentread.Filter{Query: sample.Email}},
+		{name: "search: part of an e-mail", f: paymentread.Filter{Query: strings.SplitN(sample.Email, "@", 2)[0]}},
+		{name: "deep page (half-way)", f: paymentread.Filter{}, after: &paymentread.Cursor{CreatedAt: deep.CreatedAt.UTC(), ID: deep.ID}},
+		{name: "open statuses, deep page", f: paymentread.Filter{Statuses: []string{"awaiting_payment", "pending_verification", "needs_review"}},
+			after: &paymentread.Cursor{CreatedAt: deep.CreatedAt.UTC(), ID: deep.ID}},
+		{name: "counts per status (default view)", f: paymentread.Filter{}, counts: true},
+		{name: "counts per status (e-mail search)", f: paymentread.Filter{Query: sample.Email}, counts: true},
 	}
 }
 
-func run(ctx context.Context, c *console.Console, q queryKind) error {
+func run(ctx context.Context, c *paymentread.Reader, q queryKind) error {
 	if q.counts {
-		_, err := c.StatusCounts(ctx, q.f, console.CountCap)
+		_, err := c.StatusCounts(ctx, q.f, paymentread.CountCap)
 		return err
 	}
-	_, _, err := c.Payments(ctx, q.f, q.after, console.PageSize)
+	_, _, err := c.Payments(ctx, q.f, q.after, paymentread.PageSize)
 	return err
 }
 
@@ -224,7 +223,7 @@ func TestListQueriesUseIndexes(t *testing.T) {
 }
 
 // TestOpenForUserUsesItsPartialIndex: the wallet page's payments in
-// progress (payment.Service.OpenForUser) are read through the partial
+// progress (Reader.OpenForUser) are read through the partial
 // index payments_user_open_idx, for a user with thousands of ended
 // payments, also in the generic plan PostgreSQL caches for a prepared
 // statement (the status condition is written as literals for this: as
@@ -271,8 +270,7 @@ func TestOpenForUserUsesItsPartialIndex(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	svc := payment.NewService(db, nil, nil, nil, payment.Config{})
-	got, err := svc.OpenForUser(ctx, heavy.UserID, 100)
+	got, err := paymentread.New(db).OpenForUser(ctx, heavy.UserID, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,17 +334,16 @@ func TestPageStatementsArePlannedOnce(t *testing.T) {
 	err := db.Gorm.Connection(func(tx *gorm.DB) error {
 		one := *db
 		one.Gorm = tx
-		c := console.New(&one)
-		payments := payment.NewService(&one, nil, nil, nil, payment.Config{})
+		c := paymentread.New(&one)
 		wallets := wallet.NewService(&one)
 		for range runs {
-			if _, _, err := c.Payments(ctx, console.Filter{}, nil, console.PageSize); err != nil {
+			if _, _, err := c.Payments(ctx, paymentread.Filter{}, nil, paymentread.PageSize); err != nil {
 				return err
 			}
-			if _, err := c.StatusCounts(ctx, console.Filter{}, console.CountCap); err != nil {
+			if _, err := c.StatusCounts(ctx, paymentread.Filter{}, paymentread.CountCap); err != nil {
 				return err
 			}
-			if _, err := payments.OpenForUser(ctx, owner.UserID, 10); err != nil {
+			if _, err := c.OpenForUser(ctx, owner.UserID, 10); err != nil {
 				return err
 			}
 			if _, _, err := wallets.History(ctx, owner.WalletID, 0, 20); err != nil {
@@ -374,11 +371,13 @@ func TestPageStatementsArePlannedOnce(t *testing.T) {
 	}
 }
 
-// BenchmarkAdminList measures every query kind of the list on a seeded
-// PostgreSQL table (BENCH_PAYMENTS, default 1,000,000) and prints each
-// one's p95 and EXPLAIN ANALYZE. Use -benchtime Nx: each of the N
-// iterations runs every query kind once.
-func BenchmarkAdminList(b *testing.B) {
+// BenchmarkAdmin seeds a PostgreSQL table (BENCH_PAYMENTS, default
+// 1,000,000 payments, and the bank calls of the last week's payments) once,
+// then measures the admin console on it: "list" times every query kind of
+// the payment list, "dashboard" every read of GET /admin; each prints its
+// p50 and p95 and its statements' EXPLAIN ANALYZE. Use -benchtime Nx: each
+// of the N iterations runs every query kind once.
+func BenchmarkAdmin(b *testing.B) {
 	n := 1_000_000
 	if v := os.Getenv("BENCH_PAYMENTS"); v != "" {
 		var err error
@@ -388,25 +387,71 @@ func BenchmarkAdminList(b *testing.B) {
 	}
 	db := storetest.New(b, store.Postgres)
 	seedScale(b, db, n)
-	c, cp := capturing(db)
+	seedCalls(b, db)
+	b.Run("list", func(b *testing.B) {
+		c, cp := capturing(db)
+		var kinds []timedKind
+		for _, q := range queryKinds(b, db, n) {
+			kinds = append(kinds, timedKind{name: q.name, run: func(ctx context.Context) error { return run(ctx, c, q) }})
+		}
+		timeKinds(b, db, cp, n, kinds)
+	})
+	b.Run("dashboard", func(b *testing.B) {
+		kinds, cp := dashboardKinds(db)
+		timeKinds(b, db, cp, n, kinds)
+	})
+}
+
+// seedCalls records a request and a verify at the bank for each payment of
+// the last week (the dashboard's latency reads the last day's), as the
+// resilient caller writes them.
+func seedCalls(t testing.TB, db *store.DB) {
+	t.Helper()
+	start := time.Now()
+	for _, sql := range []string{
+		`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome)
+		 SELECT p.id, 'zarinpal', op.name, 1, p.created_at + op.after, 40 + (p.id * 7 + op.n * 13) % 400, 200, 100, 'ok'
+		 FROM payments p CROSS JOIN (VALUES ('request', interval '0', 1), ('verify', interval '90 seconds', 2)) AS op(name, after, n)
+		 WHERE p.created_at >= now() - interval '7 days'`,
+		`VACUUM ANALYZE gateway_calls`,
+	} {
+		if err := db.Gorm.Exec(sql).Error; err != nil {
+			t.Fatalf("seed calls: %v\n%s", err, sql)
+		}
+	}
+	var calls int64
+	db.Gorm.Raw(`SELECT COUNT(*) FROM gateway_calls`).Scan(&calls)
+	t.Logf("seeded %d bank calls in %v", calls, time.Since(start).Round(time.Millisecond))
+}
+
+// timedKind is one query kind of a page, timed as a whole.
+type timedKind struct {
+	name  string
+	run   func(ctx context.Context) error
+	quiet bool // its plans are printed by the other kinds
+}
+
+// timeKinds runs every kind once to warm the cache and print its plans,
+// then b.N times, and prints and reports each one's p50 and p95.
+func timeKinds(b *testing.B, db *store.DB, cp *sqlCapture, n int, kinds []timedKind) {
 	ctx := context.Background()
-	kinds := queryKinds(b, db, n)
 	times := make([][]time.Duration, len(kinds))
-	for i, q := range kinds { // warm the cache once, and print the plans
+	for _, k := range kinds { // warm the cache once, and print the plans
 		cp.take()
-		if err := run(ctx, c, q); err != nil {
+		if err := k.run(ctx); err != nil {
 			b.Fatal(err)
 		}
 		for _, sql := range cp.take() {
-			fmt.Printf("\n=== %s\n%s\n%s\n", q.name, sql, explain(b, db, sql, true))
+			if !k.quiet {
+				fmt.Printf("\n=== %s\n%s\n%s\n", k.name, sql, explain(b, db, sql, true))
+			}
 		}
-		_ = i
 	}
 	b.ResetTimer()
 	for range b.N {
-		for i, q := range kinds {
+		for i, k := range kinds {
 			start := time.Now()
-			if err := run(ctx, c, q); err != nil {
+			if err := k.run(ctx); err != nil {
 				b.Fatal(err)
 			}
 			times[i] = append(times[i], time.Since(start))
@@ -415,13 +460,31 @@ func BenchmarkAdminList(b *testing.B) {
 	b.StopTimer()
 	fmt.Printf("\n%d payments, %d runs of each query kind:\n%-40s %10s %10s\n", n, b.N, "query", "p50", "p95")
 	worst := time.Duration(0)
-	for i, q := range kinds {
+	for i, k := range kinds {
 		ts := times[i]
 		sort.Slice(ts, func(a, z int) bool { return ts[a] < ts[z] })
 		p50, p95 := ts[len(ts)/2], ts[(len(ts)*95+99)/100-1]
 		worst = max(worst, p95)
-		fmt.Printf("%-40s %10s %10s\n", q.name, p50.Round(10*time.Microsecond), p95.Round(10*time.Microsecond))
-		b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms/"+strings.NewReplacer(" ", "_", ":", "", "(", "", ")", "", ",", "").Replace(q.name))
+		fmt.Printf("%-40s %10s %10s\n", k.name, p50.Round(10*time.Microsecond), p95.Round(10*time.Microsecond))
+		b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms/"+strings.NewReplacer(" ", "_", ":", "", "(", "", ")", "", ",", "").Replace(k.name))
 	}
 	fmt.Printf("worst p95: %v\n", worst)
+}
+
+// dashboardKinds are the reads of GET /admin (web.adminPage: Reader.
+// Dashboard), each alone and all of them together, on a reader whose
+// statements land in the capture.
+func dashboardKinds(db *store.DB) ([]timedKind, *sqlCapture) {
+	c, cp := capturing(db)
+	const grace = 10 * time.Minute
+	kinds := []timedKind{
+		{name: "totals by status", run: func(ctx context.Context) error { _, err := c.Totals(ctx); return err }},
+		{name: "unresolved payments", run: func(ctx context.Context) error { _, err := c.Unresolved(ctx, 200); return err }},
+		{name: "top-ups by hour", run: func(ctx context.Context) error { _, err := c.TopUpsByHour(ctx, time.Now()); return err }},
+		{name: "bank latency", run: func(ctx context.Context) error { _, err := c.BankLatency(ctx, time.Now()); return err }},
+		{name: "worker backlog", run: func(ctx context.Context) error { _, err := c.WorkerBacklog(ctx, time.Now(), grace); return err }},
+		{name: "latest reconciliations", run: func(ctx context.Context) error { _, err := c.Reconciles(ctx, 5); return err }},
+		{name: "the whole dashboard", run: func(ctx context.Context) error { _, err := c.Dashboard(ctx, time.Now(), grace); return err }, quiet: true},
+	}
+	return kinds, cp
 }

@@ -1,4 +1,4 @@
-package console_test
+package paymentread_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -38,17 +38,17 @@ func expect(rows []paymenttest.SeedRow, oldest bool, keep func(paymenttest.SeedR
 }
 
 // all pages through the list with a small page size.
-func all(t *testing.T, c *console.Console, f console.Filter, pageSize int) []int64 {
+func all(t *testing.T, c *paymentread.Reader, f paymentread.Filter, pageSize int) []int64 {
 	t.Helper()
 	var ids []int64
-	var after *console.Cursor
+	var after *paymentread.Cursor
 	for pages := 0; ; pages++ {
 		if pages > 100 {
 			t.Fatal("pagination does not end")
 		}
 		if after != nil {
 			// The cursor goes through a URL.
-			parsed, err := console.ParseCursor(after.String())
+			parsed, err := paymentread.ParseCursor(after.String())
 			if err != nil || !parsed.CreatedAt.Equal(after.CreatedAt) || parsed.ID != after.ID {
 				t.Fatalf("cursor %v → %q → %v %v", *after, after.String(), parsed, err)
 			}
@@ -71,7 +71,7 @@ func all(t *testing.T, c *console.Console, f console.Filter, pageSize int) []int
 func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		rows := paymenttest.Seed(t, db)
-		c := console.New(db)
+		c := paymentread.New(db)
 		authority := *rows[10].Authority // row 11: awaiting_payment... any with an authority
 		var credited paymenttest.SeedRow
 		for _, r := range rows {
@@ -83,29 +83,29 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 		from, to := paymenttest.SeedBase.Add(2*time.Hour), paymenttest.SeedBase.Add(5*time.Hour)
 		cases := []struct {
 			name string
-			f    console.Filter
+			f    paymentread.Filter
 			keep func(paymenttest.SeedRow) bool
 		}{
-			{"everything", console.Filter{}, func(paymenttest.SeedRow) bool { return true }},
-			{"one status", console.Filter{Statuses: []string{"failed"}}, func(r paymenttest.SeedRow) bool { return r.Status == "failed" }},
-			{"open statuses", console.Filter{Statuses: []string{"awaiting_payment", "pending_verification"}},
+			{"everything", paymentread.Filter{}, func(paymenttest.SeedRow) bool { return true }},
+			{"one status", paymentread.Filter{Statuses: []string{"failed"}}, func(r paymenttest.SeedRow) bool { return r.Status == "failed" }},
+			{"open statuses", paymentread.Filter{Statuses: []string{"awaiting_payment", "pending_verification"}},
 				func(r paymenttest.SeedRow) bool {
 					return r.Status == "awaiting_payment" || r.Status == "pending_verification"
 				}},
-			{"gateway", console.Filter{Gateway: "otherbank"}, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" }},
-			{"created range", console.Filter{From: from, To: to}, func(r paymenttest.SeedRow) bool { return !r.CreatedAt.Before(from) && r.CreatedAt.Before(to) }},
-			{"amount range", console.Filter{MinRials: 200_000, MaxRials: 300_000},
+			{"gateway", paymentread.Filter{Gateway: "otherbank"}, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" }},
+			{"created range", paymentread.Filter{From: from, To: to}, func(r paymenttest.SeedRow) bool { return !r.CreatedAt.Before(from) && r.CreatedAt.Before(to) }},
+			{"amount range", paymentread.Filter{MinRials: 200_000, MaxRials: 300_000},
 				func(r paymenttest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
-			{"public id", console.Filter{Query: rows[6].PublicID}, func(r paymenttest.SeedRow) bool { return r.ID == rows[6].ID }},
-			{"authority", console.Filter{Query: authority}, func(r paymenttest.SeedRow) bool { return r.Authority != nil && *r.Authority == authority }},
-			{"bank reference", console.Filter{Query: fmt.Sprint(*credited.RefID)}, func(r paymenttest.SeedRow) bool { return r.ID == credited.ID }},
-			{"card suffix", console.Filter{Query: "1001"}, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1001") }},
-			{"email part, any case", console.Filter{Query: "BOB.smith"}, func(r paymenttest.SeedRow) bool { return r.Email == "Bob.Smith@Example.com" }},
-			{"whole email", console.Filter{Query: "alice@example.com"}, func(r paymenttest.SeedRow) bool { return r.Email == "alice@example.com" }},
-			{"email wildcard is literal", console.Filter{Query: "carol_x"}, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
-			{"underscore matches no other", console.Filter{Query: "carol%"}, func(paymenttest.SeedRow) bool { return false }},
-			{"nothing found", console.Filter{Query: "99999999999999999999999"}, func(paymenttest.SeedRow) bool { return false }},
-			{"combined", console.Filter{Statuses: []string{"credited", "failed"}, Query: "example.com", MinRials: 150_000},
+			{"public id", paymentread.Filter{Query: rows[6].PublicID}, func(r paymenttest.SeedRow) bool { return r.ID == rows[6].ID }},
+			{"authority", paymentread.Filter{Query: authority}, func(r paymenttest.SeedRow) bool { return r.Authority != nil && *r.Authority == authority }},
+			{"bank reference", paymentread.Filter{Query: fmt.Sprint(*credited.RefID)}, func(r paymenttest.SeedRow) bool { return r.ID == credited.ID }},
+			{"card suffix", paymentread.Filter{Query: "1001"}, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1001") }},
+			{"email part, any case", paymentread.Filter{Query: "BOB.smith"}, func(r paymenttest.SeedRow) bool { return r.Email == "Bob.Smith@Example.com" }},
+			{"whole email", paymentread.Filter{Query: "alice@example.com"}, func(r paymenttest.SeedRow) bool { return r.Email == "alice@example.com" }},
+			{"email wildcard is literal", paymentread.Filter{Query: "carol_x"}, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
+			{"underscore matches no other", paymentread.Filter{Query: "carol%"}, func(paymenttest.SeedRow) bool { return false }},
+			{"nothing found", paymentread.Filter{Query: "99999999999999999999999"}, func(paymenttest.SeedRow) bool { return false }},
+			{"combined", paymentread.Filter{Statuses: []string{"credited", "failed"}, Query: "example.com", MinRials: 150_000},
 				func(r paymenttest.SeedRow) bool {
 					return (r.Status == "credited" || r.Status == "failed") && strings.HasSuffix(strings.ToLower(r.Email), "example.com") && r.AmountRials >= 150_000
 				}},
@@ -122,11 +122,11 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 					}
 				}
 				// Counts per status under the same filter (status left out).
-				counts, err := c.StatusCounts(context.Background(), f, console.CountCap)
+				counts, err := c.StatusCounts(context.Background(), f, paymentread.CountCap)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, st := range console.Statuses {
+				for _, st := range paymentread.Statuses {
 					f2 := f
 					f2.Statuses = nil
 					n := len(expect(rows, oldest, func(r paymenttest.SeedRow) bool { return r.Status == st && slices.Contains(all(t, c, f2, 50), r.ID) }))
@@ -137,7 +137,7 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 			}
 		}
 		// A count is capped.
-		capped, err := c.StatusCounts(context.Background(), console.Filter{}, 2)
+		capped, err := c.StatusCounts(context.Background(), paymentread.Filter{}, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,37 +146,37 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 		}
 		// Every row once, through EachPayment.
 		var each []int64
-		if err := c.EachPayment(context.Background(), console.Filter{}, func(p console.Payment) error { each = append(each, p.ID); return nil }); err != nil {
+		if err := c.EachPayment(context.Background(), paymentread.Filter{}, func(p paymentread.Payment) error { each = append(each, p.ID); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(each, expect(rows, false, func(paymenttest.SeedRow) bool { return true })) {
 			t.Errorf("EachPayment: %v", each)
 		}
 		// An unknown status is refused, not ignored.
-		if _, _, err := c.Payments(context.Background(), console.Filter{Statuses: []string{"paid'; DROP TABLE payments; --"}}, nil, 10); err == nil {
+		if _, _, err := c.Payments(context.Background(), paymentread.Filter{Statuses: []string{"paid'; DROP TABLE payments; --"}}, nil, 10); err == nil {
 			t.Error("unknown status accepted")
 		}
 	})
 }
 
 func TestSearchKind(t *testing.T) {
-	for q, want := range map[string]console.SearchKind{
-		"":                                       console.SearchNone,
-		"1234":                                   console.SearchCard,
-		"12345678901":                            console.SearchRefID,
-		"abcdefghijklmnopqrstuvwx":               console.SearchPublicID,
-		"S00000000000000000000000000000000001":   console.SearchAuthority,
-		"A0000000000000000000000000000000000001": console.SearchAuthority,
-		"sara":                                   console.SearchEmail,
-		"sara@example.com":                       console.SearchEmail,
-		"abcdefghijklmnopq":                      console.SearchEmail,
+	for q, want := range map[string]paymentread.SearchKind{
+		"":                                       paymentread.SearchNone,
+		"1234":                                   paymentread.SearchCard,
+		"12345678901":                            paymentread.SearchRefID,
+		"abcdefghijklmnopqrstuvwx":               paymentread.SearchPublicID,
+		"S00000000000000000000000000000000001":   paymentread.SearchAuthority,
+		"A0000000000000000000000000000000000001": paymentread.SearchAuthority,
+		"sara":                                   paymentread.SearchEmail,
+		"sara@example.com":                       paymentread.SearchEmail,
+		"abcdefghijklmnopq":                      paymentread.SearchEmail,
 	} {
-		if got := console.KindOf(q); got != want {
+		if got := paymentread.KindOf(q); got != want {
 			t.Errorf("KindOf(%q) = %q, want %q", q, got, want)
 		}
 	}
 	for _, bad := range []string{"", "x", "12", "-1-2", "1-0", "a-1"} {
-		if _, err := console.ParseCursor(bad); err == nil {
+		if _, err := paymentread.ParseCursor(bad); err == nil {
 			t.Errorf("ParseCursor(%q) accepted", bad)
 		}
 	}

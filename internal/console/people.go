@@ -1,3 +1,7 @@
+// Package console answers the admin console's questions about people:
+// users found by e-mail, a user with their wallet, a wallet's ledger, and
+// admins' e-mail addresses. It only reads. Payments are read by
+// internal/paymentread.
 package console
 
 import (
@@ -7,12 +11,18 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
-	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
 )
 
-// ErrNotFound is returned for a payment or user that does not exist.
+// Console reads the database for the admin console's people pages.
+type Console struct {
+	db *store.DB
+}
+
+// New returns a console over db.
+func New(db *store.DB) *Console { return &Console{db: db} }
+
+// ErrNotFound is returned for a user that does not exist.
 var ErrNotFound = errors.New("not found")
 
 // User is a person as the console shows them, with their wallet.
@@ -37,39 +47,7 @@ type LedgerEntry struct {
 	CreatedAt       time.Time
 }
 
-// PaymentDetail is one payment with its owner, their wallet and its
-// ledger entry (if it was credited).
-type PaymentDetail struct {
-	Payment payment.Payment
-	User    User
-	Ledger  *LedgerEntry
-}
-
 const userColumns = "u.id, u.email, u.role, u.locale, u.created_at, w.id AS wallet_id, w.balance_rials"
-
-// PaymentByPublicID returns the payment with its owner and ledger entry.
-func (c *Console) PaymentByPublicID(ctx context.Context, publicID string) (PaymentDetail, error) {
-	var d PaymentDetail
-	err := c.db.Gorm.WithContext(ctx).Where("public_id = ?", publicID).Take(&d.Payment).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return d, ErrNotFound
-	}
-	if err != nil {
-		return d, fmt.Errorf("payment %s: %w", publicID, err)
-	}
-	if d.User, err = c.User(ctx, d.Payment.UserID); err != nil {
-		return d, err
-	}
-	var entries []LedgerEntry
-	if err := c.db.Gorm.WithContext(ctx).Table("ledger_entries").Where("payment_id = ?", d.Payment.ID).Limit(1).Scan(&entries).Error; err != nil {
-		return d, fmt.Errorf("ledger entry of payment %s: %w", publicID, err)
-	}
-	if len(entries) == 1 {
-		entries[0].PaymentPublicID = publicID
-		d.Ledger = &entries[0]
-	}
-	return d, nil
-}
 
 // User returns a user with their wallet.
 func (c *Console) User(ctx context.Context, id int64) (User, error) {
@@ -130,4 +108,9 @@ func (c *Console) Emails(ctx context.Context, ids []int64) (map[int64]string, er
 		out[r.ID] = r.Email
 	}
 	return out, nil
+}
+
+// likeEscape escapes LIKE's wildcards in s (the pattern uses ESCAPE '\').
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

@@ -1,4 +1,4 @@
-package payment_test
+package paymentread_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -19,11 +19,11 @@ import (
 // awaiting_payment, pending_verification and needs_review payments (not
 // created, credited or failed ones, not another user's), newest first,
 // up to the limit. Its index use on PostgreSQL is checked by
-// TestOpenForUserUsesItsPartialIndex (internal/console).
+// TestOpenForUserUsesItsPartialIndex.
 func TestOpenForUser(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		rows := paymenttest.SeedN(t, db, 120) // every status, three users
-		svc := payment.NewService(db, nil, nil, nil, payment.Config{})
+		svc := paymentread.New(db)
 		users := map[int64]bool{}
 		for _, r := range rows {
 			users[r.UserID] = true
@@ -72,7 +72,7 @@ func TestOpenForUserUsesItsPartialIndexOnSQLite(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	svc := payment.NewService(db, nil, nil, nil, payment.Config{})
+	svc := paymentread.New(db)
 	if _, err := svc.OpenForUser(context.Background(), 1, 10); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,345 @@
+package paymentread
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Dashboard is everything the admin dashboard (GET /admin) shows of
+// payments.
+type Dashboard struct {
+	Totals     []Total         // by status, in Statuses' order
+	Unresolved []UnresolvedRow // open and under review, oldest first
+	Hours      []HourBucket    // the last 24 hours, oldest first
+	Latency    []Latency       // per bank operation, the last 24 hours
+	Backlog    Backlog
+	Reconciles []payment.ReconcileReport // newest first
+}
+
+// Dashboard limits.
+const (
+	dashboardUnresolved = 200
+	dashboardReconciles = 5
+)
+
+// Dashboard reads the dashboard at now; grace is the worker's
+// WORKER_ABANDONED_AFTER (what counts as due in its backlog).
+func (r *Reader) Dashboard(ctx context.Context, now time.Time, grace time.Duration) (Dashboard, error) {
+	var d Dashboard
+	var err error
+	if d.Totals, err = r.Totals(ctx); err != nil {
+		return d, err
+	}
+	if d.Unresolved, err = r.Unresolved(ctx, dashboardUnresolved); err != nil {
+		return d, err
+	}
+	if d.Hours, err = r.TopUpsByHour(ctx, now); err != nil {
+		return d, err
+	}
+	if d.Latency, err = r.BankLatency(ctx, now); err != nil {
+		return d, err
+	}
+	if d.Backlog, err = r.WorkerBacklog(ctx, now, grace); err != nil {
+		return d, err
+	}
+	if d.Reconciles, err = r.Reconciles(ctx, dashboardReconciles); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// TotalCap is how far the totals by status count exactly: a status with
+// more payments than this is counted from PostgreSQL's statistics instead
+// (an estimate, shown as such). Counting a million rows exactly took
+// ~370 ms; reading at most TotalCap+1 entries of the status index per
+// status takes a few.
+const TotalCap = 10_000
+
+// Total is how many payments are in one status.
+type Total struct {
+	Status string
+	N      int64
+	// Estimate: N is PostgreSQL's planner estimate for the status (the
+	// table's size times the status's share in its statistics, which
+	// autovacuum's ANALYZE keeps fresh), rounded to three significant
+	// digits; pages show it with "≈". Never less than TotalCap+1.
+	Estimate bool
+}
+
+// Totals counts the payments of each status: exactly up to TotalCap (one
+// statement of capped counts, each an index-only walk of the status
+// index), and above it an estimate on PostgreSQL, an exact count on SQLite
+// (the embedded single-process default, which keeps no such statistics).
+// No counter row is kept: a row that every credit updated would make
+// credits wait on each other.
+func (r *Reader) Totals(ctx context.Context) ([]Total, error) {
+	capped, err := r.StatusCounts(ctx, Filter{}, TotalCap)
+	if err != nil {
+		return nil, fmt.Errorf("totals by status: %w", err)
+	}
+	out := make([]Total, 0, len(Statuses))
+	for _, st := range Statuses {
+		t := Total{Status: st, N: capped[st]}
+		if t.N > TotalCap {
+			switch r.db.Dialect {
+			case store.Postgres:
+				est, err := r.plannedRows(ctx, "SELECT 1 FROM payments WHERE status = "+literals([]string{st}))
+				if err != nil {
+					return nil, fmt.Errorf("estimate payments %s: %w", st, err)
+				}
+				t.N, t.Estimate = roughly(max(est, TotalCap+1)), true
+			default:
+				if err := r.db.Gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM payments WHERE status = " + literals([]string{st})).
+					Scan(&t.N).Error; err != nil {
+					return nil, fmt.Errorf("count payments %s: %w", st, err)
+				}
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// plannedRows is PostgreSQL's estimate of the rows a query returns (its
+// plan's top "Plan Rows"): statistics only, the query is not run.
+func (r *Reader) plannedRows(ctx context.Context, query string) (int64, error) {
+	var plan string
+	if err := r.db.Gorm.WithContext(ctx).Raw("EXPLAIN (FORMAT JSON) " + query).Row().Scan(&plan); err != nil {
+		return 0, err
+	}
+	var parsed []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	if err := json.Unmarshal([]byte(plan), &parsed); err != nil || len(parsed) != 1 {
+		return 0, fmt.Errorf("read plan %q: %v", plan, err)
+	}
+	return int64(parsed[0].Plan.Rows), nil
+}
+
+// roughly rounds an estimate to three significant digits (812,345 →
+// 812,000), so that it does not look more precise than it is.
+func roughly(n int64) int64 {
+	p := int64(1)
+	for n/p >= 1000 {
+		p *= 10
+	}
+	return (n + p/2) / p * p
+}
+
+// UnresolvedRow is an open or needs-review payment with its owner.
+type UnresolvedRow struct {
+	payment.Payment
+	Email string
+}
+
+// Unresolved lists payments that are not credited or failed, oldest
+// first: what admins watch. The status condition is written as literals,
+// so that it reads the partial index of open payments by creation time
+// (payments_open_created_idx) in a cached plan too.
+func (r *Reader) Unresolved(ctx context.Context, limit int) ([]UnresolvedRow, error) {
+	var rows []UnresolvedRow
+	err := r.db.Gorm.WithContext(ctx).Table("payments").
+		Select("payments.*, users.email AS email").
+		Joins("JOIN users ON users.id = payments.user_id").
+		Where("payments.status IN (" + literals(OpenStatuses) + ")").
+		Order("payments.created_at, payments.id").Limit(limit).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("unresolved payments: %w", err)
+	}
+	return rows, nil
+}
+
+// Reconciles returns the latest reconciliation reports, newest first.
+func (r *Reader) Reconciles(ctx context.Context, limit int) ([]payment.ReconcileReport, error) {
+	var out []payment.ReconcileReport
+	if err := r.db.Gorm.WithContext(ctx).Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("reconciliation reports: %w", err)
+	}
+	return out, nil
+}
+
+// CountByStatus counts every payment of each status exactly (the metrics'
+// gauge; a scan of the table, which the dashboard avoids: see Totals).
+func (r *Reader) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		Status string
+		N      int64
+	}
+	if err := r.db.Gorm.WithContext(ctx).Table("payments").Select("status, COUNT(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count payments: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, row := range rows {
+		out[row.Status] = row.N
+	}
+	return out, nil
+}
+
+// HourBucket is one hour of top-ups.
+type HourBucket struct {
+	Start    time.Time // the hour's beginning, UTC
+	Total    int64     // payments created in the hour
+	Credited int64     // of which credited
+	Failed   int64     // of which failed
+}
+
+// SuccessRatio is credited / (credited + failed): the share of finished
+// top-ups that succeeded; -1 when none finished.
+func (h HourBucket) SuccessRatio() float64 {
+	if h.Credited+h.Failed == 0 {
+		return -1
+	}
+	return float64(h.Credited) / float64(h.Credited+h.Failed)
+}
+
+// TopUpsByHour counts the payments created in each of the 24 hours before
+// now (oldest first, every hour present).
+func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket, error) {
+	now = now.UTC()
+	first := now.Truncate(time.Hour).Add(-23 * time.Hour)
+	var rows []struct {
+		Hour   int64
+		Status string
+		N      int64
+	}
+	hour := r.db.HourNumber("created_at")
+	err := r.db.Gorm.WithContext(ctx).Table("payments").
+		Select(hour+" AS hour, status, COUNT(*) AS n").
+		Where("created_at >= ? AND created_at <= ?", first, now).
+		Group(hour + ", status").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("top-ups by hour: %w", err)
+	}
+	out := make([]HourBucket, 24)
+	for i := range out {
+		out[i].Start = first.Add(time.Duration(i) * time.Hour)
+	}
+	base := first.Unix() / 3600
+	for _, row := range rows {
+		i := row.Hour - base
+		if i < 0 || i >= 24 {
+			continue
+		}
+		out[i].Total += row.N
+		switch row.Status {
+		case "credited":
+			out[i].Credited += row.N
+		case "failed":
+			out[i].Failed += row.N
+		}
+	}
+	return out, nil
+}
+
+// Latency is the bank's latency percentiles of one operation.
+type Latency struct {
+	Operation     string
+	Calls         int
+	P50, P90, P99 int64 // milliseconds
+}
+
+// maxLatencySample bounds how many recent calls the percentiles read.
+const maxLatencySample = 20_000
+
+// BankLatency computes the latency percentiles of each gateway operation
+// over the calls of the 24 hours before now (the latest calls, at most
+// maxLatencySample).
+func (r *Reader) BankLatency(ctx context.Context, now time.Time) ([]Latency, error) {
+	var rows []struct {
+		Operation  string
+		DurationMS int64
+	}
+	err := r.db.Gorm.WithContext(ctx).Table("gateway_calls").Select("operation, duration_ms").
+		Where("started_at >= ?", now.UTC().Add(-24*time.Hour)).
+		Order("started_at DESC").Limit(maxLatencySample).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("bank latency: %w", err)
+	}
+	by := map[string][]int64{}
+	for _, row := range rows {
+		by[row.Operation] = append(by[row.Operation], row.DurationMS)
+	}
+	var out []Latency
+	for op, ds := range by {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		out = append(out, Latency{Operation: op, Calls: len(ds), P50: percentile(ds, 50), P90: percentile(ds, 90), P99: percentile(ds, 99)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Operation < out[j].Operation })
+	return out, nil
+}
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []int64, p int) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}
+
+// Backlog is the worker's queue: open payments due for a check.
+type Backlog struct {
+	Due int64
+	// Lag is how long the oldest due payment has waited past its time (0
+	// when none is due).
+	Lag time.Duration
+}
+
+// WorkerBacklog measures the worker's queue at now, with the worker's own
+// rule of what is due: pending_verification whose next check has come, and
+// awaiting_payment opened at least grace ago (WORKER_ABANDONED_AFTER) whose
+// next check has come.
+func (r *Reader) WorkerBacklog(ctx context.Context, now time.Time, grace time.Duration) (Backlog, error) {
+	now = now.UTC()
+	due := func() *gorm.DB {
+		return r.db.Gorm.WithContext(ctx).Table("payments").
+			Where("(next_check_at IS NULL OR next_check_at <= ?)", now).
+			Where("(status = 'pending_verification' OR (status = 'awaiting_payment' AND opened_at <= ?))", now.Add(-grace))
+	}
+	var b Backlog
+	if err := due().Count(&b.Due).Error; err != nil {
+		return Backlog{}, fmt.Errorf("worker backlog: %w", err)
+	}
+	if b.Due == 0 {
+		return b, nil
+	}
+	// The longest wait: a scheduled check overdue, or an unscheduled
+	// payment due since it was opened (plus the grace, when awaiting).
+	var scheduled []struct{ NextCheckAt time.Time }
+	if err := due().Select("next_check_at").Where("next_check_at IS NOT NULL").Order("next_check_at").Limit(1).Scan(&scheduled).Error; err != nil {
+		return Backlog{}, fmt.Errorf("worker lag: %w", err)
+	}
+	var unscheduled []struct {
+		Status   string
+		OpenedAt *time.Time
+	}
+	if err := due().Select("status, opened_at").Where("next_check_at IS NULL").Order("opened_at").Limit(1).Scan(&unscheduled).Error; err != nil {
+		return Backlog{}, fmt.Errorf("worker lag: %w", err)
+	}
+	if len(scheduled) == 1 && now.Sub(scheduled[0].NextCheckAt) > b.Lag {
+		b.Lag = now.Sub(scheduled[0].NextCheckAt)
+	}
+	if len(unscheduled) == 1 && unscheduled[0].OpenedAt != nil {
+		since := *unscheduled[0].OpenedAt
+		if unscheduled[0].Status == "awaiting_payment" {
+			since = since.Add(grace)
+		}
+		if now.Sub(since) > b.Lag {
+			b.Lag = now.Sub(since)
+		}
+	}
+	return b, nil
+}

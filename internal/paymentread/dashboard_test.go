@@ -1,0 +1,177 @@
+package paymentread_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func TestDashboardAggregates(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rows := paymenttest.SeedN(t, db, 48) // created at Base + 0..7 hours
+		c := paymentread.New(db)
+		ctx := context.Background()
+		now := paymenttest.SeedBase.Add(7*time.Hour + 30*time.Minute)
+		hours, err := c.TopUpsByHour(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hours) != 24 || !hours[23].Start.Equal(paymenttest.SeedBase.Add(7*time.Hour)) {
+			t.Fatalf("%d hours, last at %v", len(hours), hours[len(hours)-1].Start)
+		}
+		want := map[time.Time]*paymentread.HourBucket{}
+		for _, r := range rows {
+			h := r.CreatedAt.Truncate(time.Hour)
+			if want[h] == nil {
+				want[h] = &paymentread.HourBucket{}
+			}
+			want[h].Total++
+			if r.Status == "credited" {
+				want[h].Credited++
+			}
+			if r.Status == "failed" {
+				want[h].Failed++
+			}
+		}
+		var total int64
+		for _, h := range hours {
+			w := want[h.Start]
+			if w == nil {
+				w = &paymentread.HourBucket{}
+			}
+			if h.Total != w.Total || h.Credited != w.Credited || h.Failed != w.Failed {
+				t.Errorf("hour %v: %+v, want %+v", h.Start, h, *w)
+			}
+			total += h.Total
+		}
+		if total != int64(len(rows)) {
+			t.Errorf("%d payments in the day, want %d", total, len(rows))
+		}
+
+		// Latency: 100 verify calls of 1..100 ms, 10 request calls of 50 ms.
+		for i := 1; i <= 100; i++ {
+			db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'verify', 1, ?, ?, 'paid')`, now.Add(-time.Duration(i)*time.Minute), i)
+		}
+		for i := 0; i < 10; i++ {
+			db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'request', 1, ?, 50, 'ok')`, now.Add(-time.Minute))
+		}
+		db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'request', 1, ?, 9999, 'ok')`, now.Add(-25*time.Hour))
+		lat, err := c.BankLatency(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lat) != 2 || lat[0].Operation != "request" || lat[0].P99 != 50 || lat[0].Calls != 10 ||
+			lat[1].Operation != "verify" || lat[1].P50 != 50 || lat[1].P90 != 90 || lat[1].P99 != 99 {
+			t.Errorf("latency %+v", lat)
+		}
+
+		// Backlog, the worker's rule: pending_verification due now, and
+		// awaiting_payment opened an hour or more ago (the grace).
+		db.Gorm.Exec(`UPDATE payments SET opened_at = created_at`)
+		b, err := c.WorkerBacklog(ctx, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var due int64
+		oldest := now
+		for _, r := range rows {
+			since := r.CreatedAt
+			if r.Status == "awaiting_payment" {
+				since = since.Add(time.Hour)
+			}
+			if (r.Status == "awaiting_payment" || r.Status == "pending_verification") && !since.After(now) {
+				due++
+				if since.Before(oldest) {
+					oldest = since
+				}
+			}
+		}
+		if b.Due != due || b.Lag != now.Sub(oldest) {
+			t.Errorf("backlog %+v, want %d due, lag %v", b, due, now.Sub(oldest))
+		}
+	})
+}
+
+// TestTotals: the dashboard's totals by status are exact up to TotalCap
+// per status. Above it, PostgreSQL's estimate is used, marked as one,
+// never below TotalCap+1, close to the truth after ANALYZE and rounded to
+// three significant digits; SQLite counts exactly. The unresolved
+// payments are the open and under-review ones, oldest first.
+func TestTotals(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rows := paymenttest.SeedN(t, db, 120)
+		r := paymentread.New(db)
+		ctx := context.Background()
+		want := map[string]int64{}
+		for _, row := range rows {
+			want[row.Status]++
+		}
+		d, err := r.Dashboard(ctx, paymenttest.SeedBase.Add(8*time.Hour), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Totals) != len(paymentread.Statuses) {
+			t.Fatalf("%d totals, want %d", len(d.Totals), len(paymentread.Statuses))
+		}
+		for i, tot := range d.Totals {
+			if tot.Status != paymentread.Statuses[i] || tot.N != want[tot.Status] || tot.Estimate {
+				t.Errorf("total %+v, want %s: %d exactly", tot, paymentread.Statuses[i], want[tot.Status])
+			}
+		}
+		open := paymenttest.InListOrder(rows, true, func(row paymenttest.SeedRow) bool {
+			return row.Status != "credited" && row.Status != "failed"
+		})
+		if len(d.Unresolved) != len(open) {
+			t.Fatalf("%d unresolved, want %d", len(d.Unresolved), len(open))
+		}
+		for i, u := range d.Unresolved {
+			if u.PublicID != open[i].PublicID || u.Email != open[i].Email {
+				t.Errorf("unresolved #%d: %s (%s), want %s (%s)", i, u.PublicID, u.Email, open[i].PublicID, open[i].Email)
+			}
+		}
+
+		// Many failed payments: more than the cap.
+		const many = paymentread.TotalCap + 2_500
+		err = db.Gorm.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+			INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+			SELECT 'many' || n, ?, ?, 10000, 'zarinpal', 'many' || n, 'failed', ?, ? FROM g`,
+			many, rows[0].UserID, rows[0].WalletID, paymenttest.SeedBase, paymenttest.SeedBase).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := want["failed"] + many
+		if db.Dialect == store.Postgres {
+			if err := db.Gorm.Exec(`ANALYZE payments`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		tots, err := r.Totals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tot := range tots {
+			switch {
+			case tot.Status != "failed":
+				if tot.N != want[tot.Status] || tot.Estimate {
+					t.Errorf("total %+v, want %d exactly", tot, want[tot.Status])
+				}
+			case db.Dialect == store.SQLite:
+				if tot.N != failed || tot.Estimate {
+					t.Errorf("SQLite: failed %+v, want %d exactly", tot, failed)
+				}
+			default:
+				if !tot.Estimate || tot.N <= paymentread.TotalCap || tot.N < failed*9/10 || tot.N > failed*11/10 {
+					t.Errorf("PostgreSQL: failed %+v, want an estimate near %d above %d", tot, failed, paymentread.TotalCap)
+				}
+				if p := tot.N / 100; tot.N != p*100 { // 12,620 → 12,600
+					t.Errorf("estimate %d not rounded to three digits", tot.N)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,102 @@
+package paymentread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/payment"
+)
+
+// Credit is the ledger entry a credited payment booked in its wallet.
+type Credit struct {
+	ID           int64
+	AmountRials  int64
+	BalanceAfter int64
+	Kind         string
+	CreatedAt    time.Time
+}
+
+// Event is one status change of a payment, as its timeline shows it.
+type Event struct {
+	ID          int64
+	FromStatus  payment.Status
+	ToStatus    payment.Status
+	Actor       payment.Actor
+	Reason      payment.Reason
+	GatewayCode *int
+	AdminID     *int64
+	CreatedAt   time.Time
+}
+
+// Call is one recorded attempt at a bank operation for a payment.
+type Call struct {
+	ID          int64
+	Operation   string
+	Attempt     int
+	StartedAt   time.Time
+	DurationMS  int64 `gorm:"column:duration_ms"`
+	HTTPStatus  int
+	GatewayCode int
+	Outcome     string
+}
+
+// Detail is one payment's whole story: the row, its credit (when
+// credited), every status change and every bank call, oldest first.
+type Detail struct {
+	Payment payment.Payment
+	Credit  *Credit
+	Events  []Event
+	Calls   []Call
+}
+
+// Detail reads the payment with public id publicID and its story
+// (ErrNotFound when there is none).
+func (r *Reader) Detail(ctx context.Context, publicID string) (Detail, error) {
+	var d Detail
+	if !payment.ValidPublicID(publicID) {
+		return d, ErrNotFound
+	}
+	db := r.db.Gorm.WithContext(ctx)
+	err := db.Table("payments").Where("public_id = ?", publicID).Take(&d.Payment).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return d, ErrNotFound
+	}
+	if err != nil {
+		return d, fmt.Errorf("payment %s: %w", publicID, err)
+	}
+	id := d.Payment.ID
+	var credits []Credit
+	if err := db.Table("ledger_entries").Select("id, amount_rials, balance_after, kind, created_at").
+		Where("payment_id = ?", id).Limit(1).Scan(&credits).Error; err != nil {
+		return d, fmt.Errorf("ledger entry of payment %s: %w", publicID, err)
+	}
+	if len(credits) == 1 {
+		d.Credit = &credits[0]
+	}
+	if d.Events, err = r.Events(ctx, id); err != nil {
+		return d, err
+	}
+	if err := db.Table("gateway_calls").
+		Select("id, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome").
+		Where("payment_id = ?", id).Order("id").Scan(&d.Calls).Error; err != nil {
+		return d, fmt.Errorf("bank calls of payment %s: %w", publicID, err)
+	}
+	return d, nil
+}
+
+// Events returns a payment's status changes (by its internal id), oldest
+// first.
+func (r *Reader) Events(ctx context.Context, paymentID int64) ([]Event, error) {
+	var out []Event
+	err := r.db.Gorm.WithContext(ctx).Table("payment_events").
+		Select("id, from_status, to_status, actor, reason, gateway_code, admin_id, created_at").
+		Where("payment_id = ?", paymentID).Order("id").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("events of payment %d: %w", paymentID, err)
+	}
+	return out, nil
+}
