@@ -82,7 +82,7 @@ type Sandbox struct {
 type RedirectMethod int
 
 const (
-	redirectUnset RedirectMethod = iota
+	_ RedirectMethod = iota // 0: unset (Driver.Check refuses it)
 	// RedirectGET: a plain redirect (303) to the pay URL.
 	RedirectGET
 	// RedirectPOSTForm: an auto-submitted HTML form posting the token.
@@ -134,7 +134,7 @@ type Signal struct {
 type CallbackData int
 
 const (
-	callbackDataUnset CallbackData = iota
+	_ CallbackData = iota // 0: unset (Driver.Check refuses it)
 	// VerifyWithoutCallback: our own row suffices (Zarinpal, Zibal): a
 	// payer who never came back can be verified by the worker.
 	VerifyWithoutCallback
@@ -160,7 +160,7 @@ const (
 type Unit int
 
 const (
-	unitUnset Unit = iota
+	_ Unit = iota // 0: unset (Driver.Check refuses it)
 	UnitRial
 	UnitToman
 )
