@@ -77,7 +77,8 @@ lint:
 # Fuzz targets (package:target); each runs FUZZTIME beyond its seeds.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/zarinpal/:FuzzParseCallback \
-	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize
+	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize \
+	./internal/idempotency/:FuzzFingerprint ./web/api/:FuzzTopUpFingerprint
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \

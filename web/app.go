@@ -157,6 +157,7 @@ func New(d Deps) *fiber.App {
 	// Before anything else reads or sets a cookie: one host name only.
 	app.Use(s.canonicalHost)
 	app.Use(s.securityHeaders)
+	app.Use(cleanInput)
 
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 	if d.Bank != nil {

@@ -225,7 +225,9 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 	default:
 		if !csrfExempt(c.Path()) {
-			sent := c.FormValue("_csrf")
+			// From the form body or the header, never the query string: a
+			// token in a URL leaks through logs, Referer and history.
+			sent := formValue(c, "_csrf")
 			if sent == "" {
 				sent = c.Get("X-CSRF-Token")
 			}

@@ -84,6 +84,8 @@ func (s *Server) createToken(c *fiber.Ctx) error {
 		form.ErrorKey = "tokens.error_name"
 	case errors.Is(err, apitoken.ErrNameTooLong):
 		form.ErrorKey = "tokens.error_name_long"
+	case errors.Is(err, apitoken.ErrNameInvalid):
+		form.ErrorKey = "tokens.error_name_chars"
 	case errors.Is(err, apitoken.ErrBadScope):
 		form.ErrorKey = "tokens.error_scope"
 	case errors.Is(err, apitoken.ErrBadExpiry):

@@ -22,6 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Scope is what a token may do.
@@ -54,9 +55,12 @@ const (
 var (
 	ErrNameRequired = errors.New("a token needs a name")
 	ErrNameTooLong  = errors.New("token name is too long")
-	ErrBadScope     = errors.New("scope must be read or topup")
-	ErrBadExpiry    = errors.New("expiry must be a whole number of days from 1 to 365")
-	ErrNotFound     = errors.New("token not found")
+	// ErrNameInvalid: the name holds control or invisible characters
+	// (bidi overrides that make "\u202Egnp.exe" show as "exe.png").
+	ErrNameInvalid = errors.New("token name holds control or invisible characters")
+	ErrBadScope    = errors.New("scope must be read or topup")
+	ErrBadExpiry   = errors.New("expiry must be a whole number of days from 1 to 365")
+	ErrNotFound    = errors.New("token not found")
 	// ErrTooMany: the user already has as many live tokens as allowed.
 	ErrTooMany = errors.New("too many live tokens")
 	// ErrUnauthorized: the bearer token is unknown, revoked or expired.
@@ -173,6 +177,8 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 		return "", Token{}, ErrNameRequired
 	case utf8.RuneCountInString(name) > MaxNameLen || !utf8.ValidString(name):
 		return "", Token{}, ErrNameTooLong
+	case usertext.CheckName(name) != nil:
+		return "", Token{}, ErrNameInvalid
 	}
 	scope, err := ParseScope(in.Scope)
 	if err != nil {

@@ -16,16 +16,14 @@
 package idempotency
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -41,8 +39,6 @@ const MaxKeyLen = 255
 var (
 	ErrKeyMissing = errors.New("the Idempotency-Key header is required")
 	ErrKeyInvalid = errors.New("the Idempotency-Key must be 1 to 255 visible ASCII characters")
-	// ErrBodyNotJSON: the request body is not one JSON value.
-	ErrBodyNotJSON = errors.New("the request body is not valid JSON")
 )
 
 // CheckKey validates a key: 1 to 255 visible ASCII characters.
@@ -61,40 +57,54 @@ func CheckKey(k string) error {
 	return nil
 }
 
-// Canonical returns body as canonical JSON: object keys sorted, no
-// insignificant white space, numbers as written. Two bodies that mean the
-// same to a JSON reader (other key order or spacing) have the same
-// canonical form.
-func Canonical(body []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBodyNotJSON, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, ErrBodyNotJSON
-	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("canonical json: %w", err)
-	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+// Field is one parsed field of a request, as the handler uses it. A
+// request's fingerprint is over its fields, never over the bytes it came
+// in: two bodies that mean the same request (other key order, spacing,
+// escapes, number spelling) have one fingerprint, and two that mean
+// different requests have different ones, whatever a JSON reader's
+// leniencies (case-insensitive or repeated keys) would make of them.
+type Field struct {
+	name  string
+	kind  byte // 'i' an integer, 's' a string, '-' absent
+	value string
 }
 
-// Fingerprint identifies a request: SHA-256 of its method, path and
-// canonical JSON body.
-func Fingerprint(method, path string, body []byte) (string, error) {
-	c, err := Canonical(body)
-	if err != nil {
-		return "", err
+// Int is an integer field; nil: absent.
+func Int(name string, v *int64) Field {
+	if v == nil {
+		return Field{name: name, kind: '-'}
 	}
+	return Field{name: name, kind: 'i', value: strconv.FormatInt(*v, 10)}
+}
+
+// String is a text field; nil: absent (an empty string is present).
+func String(name string, v *string) Field {
+	if v == nil {
+		return Field{name: name, kind: '-'}
+	}
+	return Field{name: name, kind: 's', value: *v}
+}
+
+// Fingerprint identifies a request: SHA-256 of its method, its route and
+// its parsed fields, in the handler's fixed order. Every part is written
+// with its length first, so no two different requests encode alike.
+func Fingerprint(method, path string, fields ...Field) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n", method, path)
-	h.Write(c)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	part := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	part("kifpool-request-v2")
+	part(method)
+	part(path)
+	for _, f := range fields {
+		part(f.name)
+		part(string(f.kind))
+		part(f.value)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Record is one stored key.

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,38 +39,65 @@ func TestCheckKey(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
-	fp := func(method, path, body string) string {
-		t.Helper()
-		s, err := idempotency.Fingerprint(method, path, []byte(body))
-		if err != nil {
-			t.Fatalf("fingerprint %q: %v", body, err)
-		}
-		return s
+	i := func(v int64) *int64 { return &v }
+	str := func(v string) *string { return &v }
+	fp := func(method, path string, amount *int64, desc *string) string {
+		return idempotency.Fingerprint(method, path, idempotency.Int("amount_rials", amount), idempotency.String("description", desc))
 	}
-	a := fp("POST", "/api/v1/topups", `{"amount_rials": 500000, "description": "x"}`)
-	for _, same := range []string{
-		`{"description":"x","amount_rials":500000}`,
-		"\n{ \"amount_rials\" :500000 ,\"description\":\"x\" }\n",
+	a := fp("POST", "/api/v1/topups", i(500000), str("x"))
+	if again := fp("POST", "/api/v1/topups", i(500000), str("x")); again != a {
+		t.Fatalf("the same request has two fingerprints")
+	}
+	seen := map[string]string{a: "500000 x"}
+	for name, other := range map[string]string{
+		"another amount":             fp("POST", "/api/v1/topups", i(500010), str("x")),
+		"no description":             fp("POST", "/api/v1/topups", i(500000), nil),
+		"an empty description":       fp("POST", "/api/v1/topups", i(500000), str("")),
+		"no amount":                  fp("POST", "/api/v1/topups", nil, str("x")),
+		"another path":               fp("POST", "/api/v1/other", i(500000), str("x")),
+		"another method":             fp("PUT", "/api/v1/topups", i(500000), str("x")),
+		"amount digits in the text":  fp("POST", "/api/v1/topups", i(50000), str("0x")),
+		"a field name in the value":  idempotency.Fingerprint("POST", "/api/v1/topups", idempotency.String("a", str("b")), idempotency.String("c", str(""))),
+		"the name moved to the next": idempotency.Fingerprint("POST", "/api/v1/topups", idempotency.String("a", str("")), idempotency.String("bc", str(""))),
 	} {
-		if fp("POST", "/api/v1/topups", same) != a {
-			t.Errorf("%q has another fingerprint than the same request", same)
+		if prev, dup := seen[other]; dup {
+			t.Errorf("%s has the fingerprint of %s", name, prev)
 		}
+		seen[other] = name
 	}
-	for _, other := range []struct{ m, p, b string }{
-		{"POST", "/api/v1/topups", `{"amount_rials": 500010, "description": "x"}`},
-		{"POST", "/api/v1/topups", `{"amount_rials": 500000}`},
-		{"POST", "/api/v1/other", `{"amount_rials": 500000, "description": "x"}`},
-		{"PUT", "/api/v1/topups", `{"amount_rials": 500000, "description": "x"}`},
-	} {
-		if fp(other.m, other.p, other.b) == a {
-			t.Errorf("%v has the same fingerprint as another request", other)
+}
+
+// FuzzFingerprint: two requests have the same fingerprint exactly when
+// they are the same request (method, path, each field present or not and
+// its value), whatever bytes the values hold.
+func FuzzFingerprint(f *testing.F) {
+	f.Add("POST", "/api/v1/topups", true, int64(500000), true, "x", "POST", "/api/v1/topups", true, int64(500000), false, "")
+	f.Add("POST", "/a", true, int64(1), true, "", "POST", "/a", true, int64(1), false, "")
+	f.Add("POST", "/a", false, int64(0), true, "1", "POST", "/a1", false, int64(0), true, "")
+	f.Fuzz(func(t *testing.T, m1, p1 string, hasA1 bool, a1 int64, hasD1 bool, d1 string,
+		m2, p2 string, hasA2 bool, a2 int64, hasD2 bool, d2 string) {
+		req := func(m, p string, hasA bool, a int64, hasD bool, d string) (string, string) {
+			var amount *int64
+			var desc *string
+			key := m + "\x00" + p + "\x00"
+			if hasA {
+				amount = &a
+				key += "a" + strconv.FormatInt(a, 10)
+			}
+			key += "\x00"
+			if hasD {
+				desc = &d
+				key += "d" + d
+			}
+			return idempotency.Fingerprint(m, p, idempotency.Int("amount_rials", amount), idempotency.String("description", desc)), key
 		}
-	}
-	for _, bad := range []string{"", "{", `{"a":1} {"b":2}`, "amount=1"} {
-		if _, err := idempotency.Fingerprint("POST", "/", []byte(bad)); !errors.Is(err, idempotency.ErrBodyNotJSON) {
-			t.Errorf("Fingerprint(%q): %v", bad, err)
+		fp1, k1 := req(m1, p1, hasA1, a1, hasD1, d1)
+		fp2, k2 := req(m2, p2, hasA2, a2, hasD2, d2)
+		same := m1 == m2 && p1 == p2 && hasA1 == hasA2 && (!hasA1 || a1 == a2) && hasD1 == hasD2 && (!hasD1 || d1 == d2)
+		if (fp1 == fp2) != same {
+			t.Fatalf("requests %q and %q: fingerprints equal=%v, requests equal=%v", k1, k2, fp1 == fp2, same)
 		}
-	}
+	})
 }
 
 func TestKeyLifecycle(t *testing.T) {

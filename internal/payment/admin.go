@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Admin action errors.
@@ -64,7 +65,7 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 // paid after all, it is still credited (a bank-verified payment always is).
 func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID int64, note string) (Payment, error) {
 	note = strings.TrimSpace(note)
-	if note == "" || utf8.RuneCountInString(note) > 1000 {
+	if note == "" || utf8.RuneCountInString(note) > 1000 || usertext.CheckNote(note) != nil {
 		return Payment{}, ErrNoteRequired
 	}
 	p, err := s.ByPublicID(ctx, publicID)

@@ -26,6 +26,8 @@ const (
 	CodeAmountTooSmall     Code = "amount_too_small"
 	CodeAmountTooLarge     Code = "amount_too_large"
 	CodeDescriptionTooLong Code = "description_too_long"
+	CodeDescriptionInvalid Code = "description_invalid"
+	CodeGatewayUnavailable Code = "gateway_unavailable"
 	CodeGatewayFailed      Code = "gateway_failed"
 	CodeInternal           Code = "internal_error"
 )
@@ -48,6 +50,8 @@ var codeInfo = map[Code]struct {
 	CodeAmountTooSmall:     {fiber.StatusUnprocessableEntity, "Amount below the minimum"},
 	CodeAmountTooLarge:     {fiber.StatusUnprocessableEntity, "Amount above the maximum"},
 	CodeDescriptionTooLong: {fiber.StatusUnprocessableEntity, "Description too long"},
+	CodeDescriptionInvalid: {fiber.StatusUnprocessableEntity, "Description holds control or invisible characters"},
+	CodeGatewayUnavailable: {fiber.StatusServiceUnavailable, "The bank is unavailable right now"},
 	CodeGatewayFailed:      {fiber.StatusBadGateway, "The bank did not start the payment"},
 	CodeInternal:           {fiber.StatusInternalServerError, "Internal error"},
 }

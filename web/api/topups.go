@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // HeaderIdempotencyKey and HeaderReplayed are the idempotency headers.
@@ -22,6 +25,10 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderReplayed       = "Idempotent-Replayed"
 	maxDescriptionLen    = 255
+	// gatewayRetryAfterSeconds is Retry-After on a gateway_unavailable
+	// problem: the breaker lets a trial call through after its open
+	// time-out (BREAKER_OPEN_TIMEOUT, 20 s by default).
+	gatewayRetryAfterSeconds = 10
 )
 
 // TopUp is a top-up as the API shows it.
@@ -56,6 +63,72 @@ type topUpRequest struct {
 	Description *string `json:"description"`
 }
 
+// errBody is a body that is not one well-formed top-up request.
+var errBody = errors.New("invalid top-up body")
+
+// parseTopUpRequest reads a top-up body strictly: one JSON object, its
+// names exactly amount_rials and description (Go's JSON reader would match
+// "AMOUNT_RIALS" too, and keep the last of repeated names), each at most
+// once, amount_rials an integer, description a string; nothing after the
+// object. What it returns is the whole meaning of the body: the
+// idempotency fingerprint is taken over it.
+func parseTopUpRequest(body []byte) (topUpRequest, error) {
+	var in topUpRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return in, errBody
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return in, errBody
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return in, errBody
+		}
+		seen[name] = true
+		switch name {
+		case "amount_rials":
+			// A JSON number written as a whole number, not a string
+			// holding one (as json.Number would take); null: absent.
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return in, errBody
+			}
+			if string(raw) != "null" {
+				v, err := strconv.ParseInt(string(raw), 10, 64)
+				if err != nil {
+					return in, errBody
+				}
+				in.AmountRials = &v
+			}
+		case "description":
+			var d *string // null: absent
+			if err := dec.Decode(&d); err != nil {
+				return in, errBody
+			}
+			in.Description = d
+		default:
+			return in, errBody
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return in, errBody
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return in, errBody
+	}
+	return in, nil
+}
+
+// fingerprint identifies the request for its Idempotency-Key.
+func (in topUpRequest) fingerprint(method, path string) string {
+	return idempotency.Fingerprint(method, path,
+		idempotency.Int("amount_rials", in.AmountRials), idempotency.String("description", in.Description))
+}
+
 // createTopUp is POST /api/v1/topups. Order: authentication, scope and
 // the rate limit (middleware), the key's shape, the body, the amount —
 // none of which stores anything — then the key decides between running
@@ -70,20 +143,18 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	case err != nil:
 		return problem(c, CodeKeyInvalid, "An Idempotency-Key is 1 to 255 visible ASCII characters.")
 	}
-	body := c.Body()
-	// The route's path, not the request's: "/api/v1/topups/" is the same
-	// endpoint.
-	path := c.Route().Path
-	fp, err := idempotency.Fingerprint(c.Method(), path, body)
+	if len(c.Request().Header.PeekAll(HeaderIdempotencyKey)) > 1 {
+		// Which one would a proxy, a retry library, or we keep? Refuse.
+		return problem(c, CodeKeyInvalid, "Send one Idempotency-Key header, not several.")
+	}
+	in, err := parseTopUpRequest(c.Body())
 	if err != nil {
-		return problem(c, CodeInvalidBody, "The body must be one JSON object, e.g. {\"amount_rials\": 500000}.")
+		return problem(c, CodeInvalidBody, "The body must be one JSON object with amount_rials (an integer) and optionally description (a string), each once, names in lower case.")
 	}
-	var in topUpRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return problem(c, CodeInvalidBody, "The body must be a JSON object with amount_rials (an integer) and optionally description (a string).")
-	}
+	// The route's path, not the request's: "/api/v1/topups/" is the same
+	// endpoint. The fingerprint is over the parsed request, not its bytes.
+	path := c.Route().Path
+	fp := in.fingerprint(c.Method(), path)
 	if in.AmountRials == nil {
 		return problem(c, CodeAmountInvalid, "amount_rials must be a positive integer number of rials.")
 	}
@@ -94,6 +165,9 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	}
 	if in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionLen {
 		return problem(c, CodeDescriptionTooLong, "description is at most 255 characters.")
+	}
+	if in.Description != nil && usertext.CheckName(*in.Description) != nil {
+		return problem(c, CodeDescriptionInvalid, "description must not hold control characters or invisible formatting characters (bidi overrides and isolates, zero-width characters).")
 	}
 
 	p := principal(c)
@@ -154,6 +228,15 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 		pr := newProblem(CodeGatewayFailed, "The bank did not start the payment and no money was taken. Try again later with a new Idempotency-Key.")
 		pr.TopUpID = res.Payment.PublicID
 		return h.finish(c, rec, pr.Status, MIMEProblem, pr.bytes(), &res.Payment.ID)
+	case errors.Is(err, payment.ErrGatewayFailed):
+		// Refused before anything was written (the gateway's breaker is
+		// open): nothing happened under this key, so it is forgotten and
+		// a retry with it after Retry-After starts the top-up.
+		if derr := h.Keys.Discard(ctx, rec); derr != nil {
+			h.Log.Error("discard idempotency key", "err", derr)
+		}
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(gatewayRetryAfterSeconds))
+		return problem(c, CodeGatewayUnavailable, "The bank is unavailable right now and no payment was started; retry after the Retry-After seconds with the same Idempotency-Key.")
 	case errors.Is(err, payment.ErrStillProcessing):
 		h.release(ctx, rec)
 		c.Set(fiber.HeaderRetryAfter, "1")

@@ -1,0 +1,45 @@
+// Package usertext checks the text people type into names and notes
+// (API token names, top-up descriptions, admins' notes, search filters)
+// before anything stores or shows it: no invalid UTF-8, no control
+// characters (Unicode category Cc: NUL, escape, line breaks in a name) and
+// no format characters (Cf: the bidi overrides and isolates U+202A–202E and
+// U+2066–2069 that make "\u202Egnp.exe" show as "exe.png", zero-width
+// spaces and joiners, the BOM). E-mail addresses are checked the same way,
+// and more, by internal/email.
+package usertext
+
+import (
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrInvalid is text with a character a person cannot see or that
+// reorders what they see.
+var ErrInvalid = errors.New("text holds invisible or control characters")
+
+// CheckName refuses a one-line name holding invalid UTF-8 or a Cc or Cf
+// character.
+func CheckName(s string) error { return check(s, false) }
+
+// CheckNote is CheckName for text of several lines: line feeds, carriage
+// returns and tabs are allowed, every other Cc or Cf character is not.
+func CheckNote(s string) error { return check(s, true) }
+
+func check(s string, lines bool) error {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				return fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrInvalid, i)
+			}
+		}
+		if lines && (r == '\n' || r == '\r' || r == '\t') {
+			continue
+		}
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("%w: U+%04X at byte %d", ErrInvalid, r, i)
+		}
+	}
+	return nil
+}

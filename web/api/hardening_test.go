@@ -1,0 +1,172 @@
+package api_test
+
+// The red team's findings on the API (issue 20): the idempotency
+// fingerprint is over the parsed request (2), an open breaker is a 503
+// problem (5), descriptions are refused with control or invisible
+// characters (8), and two Idempotency-Key headers are refused (12).
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/web/api"
+)
+
+// Finding 2: bodies whose names differ only in case, or repeat, mean
+// different amounts to a lenient JSON reader; none of them may share a
+// fingerprint with another request, nor get its stored answer.
+func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		c, _ := f.user(t, "fp@example.com", apitoken.ScopeTopUp)
+		first := c.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "case-1"},
+			`{"amount_rials": 100000, "AMOUNT_RIALS": 200000}`, true)
+		second := c.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "case-1"},
+			`{"AMOUNT_RIALS": 200000, "amount_rials": 100000}`, true)
+		for i, a := range []answer{first, second} {
+			if a.Status != http.StatusBadRequest || a.Code() != "invalid_body" || a.Header.Get("Idempotent-Replayed") != "" {
+				t.Errorf("body %d with names in another case: %d %s, want 400 invalid_body", i+1, a.Status, a.Body)
+			}
+		}
+		for _, body := range []string{
+			`{"amount_rials": 100000, "amount_rials": 200000}`,
+			`{"description": "a", "amount_rials": 100000, "description": "b"}`,
+			`{"Amount_Rials": 100000}`,
+		} {
+			if a := c.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "dup-1"}, body, strings.Contains(body, "Amount_")); a.Status != http.StatusBadRequest || a.Code() != "invalid_body" {
+				t.Errorf("%s: %d %s, want 400 invalid_body", body, a.Status, a.Body)
+			}
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 0 {
+			t.Fatalf("%d payments after refused bodies", n)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
+			t.Fatalf("%d keys stored after refused bodies", n)
+		}
+		// The same request written differently is one request (a replay);
+		// another amount or description under the key is a 409.
+		a := c.post("/api/v1/topups", "k-1", `{"amount_rials": 100000, "description": "a\u00e9"}`)
+		b := c.post("/api/v1/topups", "k-1", "{ \"description\" : \"a\\u00e9\",\n\"amount_rials\":100000 }")
+		if a.Status != http.StatusCreated || b.Status != http.StatusCreated || b.Body != a.Body || b.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the same request twice: %d, %d %q", a.Status, b.Status, b.Header.Get("Idempotent-Replayed"))
+		}
+		for _, body := range []string{`{"amount_rials": 200000, "description": "aé"}`, `{"amount_rials": 100000, "description": "ae"}`,
+			`{"amount_rials": 100000}`, `{"amount_rials": 100000, "description": ""}`} {
+			if r := c.post("/api/v1/topups", "k-1", body); r.Status != http.StatusConflict || r.Code() != "idempotency_key_reused" {
+				t.Errorf("%s under the key of another request: %d %s, want 409", body, r.Status, r.Body)
+			}
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Fatalf("%d payments, want 1", n)
+		}
+	})
+}
+
+// rawPost sends a hand-written POST (to repeat a header, which Go's
+// client would fold) and returns its status and body.
+func rawPost(t *testing.T, app *apptest.App, path string, headers []string, body string) (int, string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(app.URL, "http://"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req := "POST " + path + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(app.URL, "http://") + "\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n" + strings.Join(headers, "\r\n") + "\r\n\r\n" + body
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&sb)
+	return resp.StatusCode, sb.String()
+}
+
+// Finding 12: which of two keys would a proxy or a retry keep? Refused.
+func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		c, _ := f.user(t, "twokeys@example.com", apitoken.ScopeTopUp)
+		auth := "Authorization: Bearer " + c.token
+		status, body := rawPost(t, f.app, "/api/v1/topups", []string{auth, "Idempotency-Key: one", "Idempotency-Key: two"}, `{"amount_rials": 100000}`)
+		if status != http.StatusBadRequest || !strings.Contains(body, `"code":"idempotency_key_invalid"`) {
+			t.Fatalf("two keys: %d %s, want 400 idempotency_key_invalid", status, body)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM payments`) + count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
+			t.Fatalf("two keys wrote %d rows", n)
+		}
+		if status, body := rawPost(t, f.app, "/api/v1/topups", []string{auth, "Idempotency-Key: one"}, `{"amount_rials": 100000}`); status != http.StatusCreated {
+			t.Fatalf("one key: %d %s", status, body)
+		}
+	})
+}
+
+// Finding 5: with the bank's breaker open, a top-up is a 503 problem with
+// Retry-After; nothing is written, and the key is free for the retry.
+func TestOpenBreakerIsA503Problem(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{Env: map[string]string{"BREAKER_MIN_REQUESTS": "2", "BREAKER_OPEN_TIMEOUT": "10m"}})
+		c, _ := f.user(t, "breaker@example.com", apitoken.ScopeTopUp)
+		if err := f.app.Server.Bank.SetFaults(sandbank.Faults{Down: true, DownStatus: 503}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if a := c.post("/api/v1/topups", "fail-"+strconv.Itoa(i), `{"amount_rials": 100000}`); a.Status != http.StatusBadGateway {
+				t.Fatalf("top-up %d against a down bank: %d %s", i, a.Status, a.Body)
+			}
+		}
+		if st := f.app.Server.Resilient.BreakerState().State; st != "open" {
+			t.Fatalf("breaker %s, want open", st)
+		}
+		payments, keys := count(t, db, `SELECT COUNT(*) FROM payments`), count(t, db, `SELECT COUNT(*) FROM idempotency_keys`)
+		a := c.post("/api/v1/topups", "while-open", `{"amount_rials": 100000}`)
+		if a.Status != http.StatusServiceUnavailable || a.Code() != "gateway_unavailable" || a.Header.Get("Retry-After") == "" {
+			t.Fatalf("top-up with the breaker open: %d %q %s, want 503 gateway_unavailable with Retry-After", a.Status, a.Header.Get("Retry-After"), a.Body)
+		}
+		if p := decode[api.Problem](t, a); p.TopUpID != "" {
+			t.Errorf("the refusal names a top-up %q: none was made", p.TopUpID)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != payments {
+			t.Errorf("the refusal wrote a payment")
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != keys {
+			t.Errorf("the refusal kept its key (a retry with it would not run)")
+		}
+	})
+}
+
+// Finding 8: descriptions reach the bank's page; control characters and
+// bidi overrides or isolates are refused (422), nothing is written.
+func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		c, _ := f.user(t, "desc@example.com", apitoken.ScopeTopUp)
+		for i, desc := range []string{`\u202Egnp.exe`, `a\u2066b\u2069`, `zero\u200Bwidth`, `nul\u0000`, `line\nbreak`, `esc\u001b[31m`} {
+			a := c.post("/api/v1/topups", "desc-"+strconv.Itoa(i), `{"amount_rials": 100000, "description": "`+desc+`"}`)
+			if a.Status != http.StatusUnprocessableEntity || a.Code() != "description_invalid" {
+				t.Errorf("description %s: %d %s, want 422 description_invalid", desc, a.Status, a.Body)
+			}
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM payments`) + count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
+			t.Fatalf("refused descriptions wrote %d rows", n)
+		}
+		if a := c.post("/api/v1/topups", "desc-ok", `{"amount_rials": 100000, "description": "خرید کتاب (book) ۲"}`); a.Status != http.StatusCreated {
+			t.Fatalf("a plain Persian description: %d %s", a.Status, a.Body)
+		}
+	})
+}
