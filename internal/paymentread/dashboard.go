@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -136,10 +137,17 @@ func roughly(n int64) int64 {
 	return (n + p/2) / p * p
 }
 
-// UnresolvedRow is an open or needs-review payment with its owner.
+// UnresolvedRow is an open or needs-review payment with its owner, as
+// the dashboard lists it.
 type UnresolvedRow struct {
-	payment.Payment
-	Email string
+	PublicID     string
+	Email        string
+	AmountRials  int64
+	Status       payment.Status
+	StatusReason string
+	Attempts     int
+	CreatedAt    time.Time
+	NextCheckAt  *time.Time
 }
 
 // Unresolved lists payments that are not credited or failed, oldest
@@ -147,13 +155,24 @@ type UnresolvedRow struct {
 // so that it reads the partial index of open payments by creation time
 // (payments_open_created_idx) in a cached plan too.
 func (r *Reader) Unresolved(ctx context.Context, limit int) ([]UnresolvedRow, error) {
-	var rows []UnresolvedRow
-	err := r.db.Gorm.WithContext(ctx).Table("payments").
-		Select("payments.*, users.email AS email").
-		Joins("JOIN users ON users.id = payments.user_id").
-		Where("payments.status IN (" + literals(OpenStatuses) + ")").
-		Order("payments.created_at, payments.id").Limit(limit).Scan(&rows).Error
+	rs, err := r.db.Gorm.WithContext(ctx).Table("payments AS p").
+		Select("p.public_id, u.email, p.amount_rials, p.status, p.status_reason, p.attempts, p.created_at, p.next_check_at").
+		Joins("JOIN users u ON u.id = p.user_id").
+		Where("p.status IN (" + literals(OpenStatuses) + ")").
+		Order("p.created_at, p.id").Limit(limit).Rows()
 	if err != nil {
+		return nil, fmt.Errorf("unresolved payments: %w", err)
+	}
+	defer rs.Close()
+	var rows []UnresolvedRow
+	for rs.Next() {
+		var u UnresolvedRow
+		if err := rs.Scan(&u.PublicID, &u.Email, &u.AmountRials, &u.Status, &u.StatusReason, &u.Attempts, &u.CreatedAt, &u.NextCheckAt); err != nil {
+			return nil, fmt.Errorf("unresolved payments: %w", err)
+		}
+		rows = append(rows, u)
+	}
+	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("unresolved payments: %w", err)
 	}
 	return rows, nil
@@ -212,11 +231,18 @@ func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket,
 		Status string
 		N      int64
 	}
+	// One range of the (status, created_at, id) index per status, joined
+	// with UNION ALL: each is an index-only scan. A single range on
+	// created_at visited every payment's row for its status.
 	hour := r.db.HourNumber("created_at")
-	err := r.db.Gorm.WithContext(ctx).Table("payments").
-		Select(hour+" AS hour, status, COUNT(*) AS n").
-		Where("created_at >= ? AND created_at <= ?", first, now).
-		Group(hour + ", status").Scan(&rows).Error
+	parts := make([]string, len(Statuses))
+	args := make([]any, 0, 2*len(Statuses))
+	for i, st := range Statuses {
+		parts[i] = "SELECT " + hour + " AS hour, " + literals([]string{st}) + " AS status, COUNT(*) AS n FROM payments" +
+			" WHERE status = " + literals([]string{st}) + " AND created_at >= ? AND created_at <= ? GROUP BY " + hour
+		args = append(args, first, now)
+	}
+	err := r.db.Gorm.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("top-ups by hour: %w", err)
 	}
@@ -253,41 +279,25 @@ const maxLatencySample = 20_000
 
 // BankLatency computes the latency percentiles of each gateway operation
 // over the calls of the 24 hours before now (the latest calls, at most
-// maxLatencySample).
+// maxLatencySample): nearest-rank percentiles, ranked in the database (the
+// calls' rows no longer travel to Go), read from an index that carries
+// each call's operation and duration (migration 00010).
 func (r *Reader) BankLatency(ctx context.Context, now time.Time) ([]Latency, error) {
-	var rows []struct {
-		Operation  string
-		DurationMS int64
+	var out []Latency
+	rank := func(p int) string { // the nearest rank ceil(p/100 * n), as percentile's
+		return "MIN(CASE WHEN rn = (" + strconv.Itoa(p) + " * n + 99) / 100 THEN duration_ms END)"
 	}
-	err := r.db.Gorm.WithContext(ctx).Table("gateway_calls").Select("operation, duration_ms").
-		Where("started_at >= ?", now.UTC().Add(-24*time.Hour)).
-		Order("started_at DESC").Limit(maxLatencySample).Scan(&rows).Error
+	err := r.db.Gorm.WithContext(ctx).Raw(`SELECT operation, n AS calls, `+rank(50)+` AS p50, `+rank(90)+` AS p90, `+rank(99)+` AS p99
+		FROM (SELECT operation, duration_ms,
+		             ROW_NUMBER() OVER (PARTITION BY operation ORDER BY duration_ms) AS rn,
+		             COUNT(*) OVER (PARTITION BY operation) AS n
+		      FROM (SELECT operation, duration_ms FROM gateway_calls WHERE started_at >= ?
+		            ORDER BY started_at DESC LIMIT `+strconv.Itoa(maxLatencySample)+`) recent) ranked
+		GROUP BY operation, n ORDER BY operation`, now.UTC().Add(-24*time.Hour)).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("bank latency: %w", err)
 	}
-	by := map[string][]int64{}
-	for _, row := range rows {
-		by[row.Operation] = append(by[row.Operation], row.DurationMS)
-	}
-	var out []Latency
-	for op, ds := range by {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		out = append(out, Latency{Operation: op, Calls: len(ds), P50: percentile(ds, 50), P90: percentile(ds, 90), P99: percentile(ds, 99)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Operation < out[j].Operation })
 	return out, nil
-}
-
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []int64, p int) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
-	if rank < 1 {
-		rank = 1
-	}
-	return sorted[rank-1]
 }
 
 // Backlog is the worker's queue: open payments due for a check.
@@ -301,44 +311,55 @@ type Backlog struct {
 // WorkerBacklog measures the worker's queue at now, with the worker's own
 // rule of what is due: pending_verification whose next check has come, and
 // awaiting_payment opened at least grace ago (WORKER_ABANDONED_AFTER) whose
-// next check has come.
+// next check has come. Every read is a range of the index on (status,
+// next_check_at, opened_at) (migration 00010), one status at a time, so
+// that no payment's row is visited.
 func (r *Reader) WorkerBacklog(ctx context.Context, now time.Time, grace time.Duration) (Backlog, error) {
 	now = now.UTC()
-	due := func() *gorm.DB {
-		return r.db.Gorm.WithContext(ctx).Table("payments").
-			Where("(next_check_at IS NULL OR next_check_at <= ?)", now).
-			Where("(status = 'pending_verification' OR (status = 'awaiting_payment' AND opened_at <= ?))", now.Add(-grace))
+	cut := now.Add(-grace)
+	db := r.db.Gorm.WithContext(ctx)
+	pending := func() *gorm.DB {
+		return db.Table("payments").Where("status = 'pending_verification' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
+	}
+	awaiting := func() *gorm.DB {
+		return db.Table("payments").Where("status = 'awaiting_payment' AND (next_check_at IS NULL OR next_check_at <= ?) AND opened_at <= ?", now, cut)
 	}
 	var b Backlog
-	if err := due().Count(&b.Due).Error; err != nil {
-		return Backlog{}, fmt.Errorf("worker backlog: %w", err)
+	for _, due := range []func() *gorm.DB{pending, awaiting} {
+		var n int64
+		if err := due().Count(&n).Error; err != nil {
+			return Backlog{}, fmt.Errorf("worker backlog: %w", err)
+		}
+		b.Due += n
 	}
 	if b.Due == 0 {
 		return b, nil
 	}
-	// The longest wait: a scheduled check overdue, or an unscheduled
-	// payment due since it was opened (plus the grace, when awaiting).
-	var scheduled []struct{ NextCheckAt time.Time }
-	if err := due().Select("next_check_at").Where("next_check_at IS NOT NULL").Order("next_check_at").Limit(1).Scan(&scheduled).Error; err != nil {
-		return Backlog{}, fmt.Errorf("worker lag: %w", err)
-	}
-	var unscheduled []struct {
-		Status   string
-		OpenedAt *time.Time
-	}
-	if err := due().Select("status, opened_at").Where("next_check_at IS NULL").Order("opened_at").Limit(1).Scan(&unscheduled).Error; err != nil {
-		return Backlog{}, fmt.Errorf("worker lag: %w", err)
-	}
-	if len(scheduled) == 1 && now.Sub(scheduled[0].NextCheckAt) > b.Lag {
-		b.Lag = now.Sub(scheduled[0].NextCheckAt)
-	}
-	if len(unscheduled) == 1 && unscheduled[0].OpenedAt != nil {
-		since := *unscheduled[0].OpenedAt
-		if unscheduled[0].Status == "awaiting_payment" {
-			since = since.Add(grace)
+	// The longest wait: a scheduled check overdue since its time, or an
+	// unscheduled payment due since it was opened (plus the grace, when
+	// awaiting). Each candidate is the first entry of its index range.
+	wait := func(q *gorm.DB, col string, extra time.Duration) error {
+		var at []struct{ T time.Time }
+		if err := q.Select(col + " AS t").Order(col).Limit(1).Scan(&at).Error; err != nil {
+			return fmt.Errorf("worker lag: %w", err)
 		}
-		if now.Sub(since) > b.Lag {
-			b.Lag = now.Sub(since)
+		if len(at) == 1 && now.Sub(at[0].T.Add(extra)) > b.Lag {
+			b.Lag = now.Sub(at[0].T.Add(extra))
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		q     *gorm.DB
+		col   string
+		extra time.Duration
+	}{
+		{pending().Where("next_check_at IS NOT NULL"), "next_check_at", 0},
+		{awaiting().Where("next_check_at IS NOT NULL"), "next_check_at", 0},
+		{pending().Where("next_check_at IS NULL AND opened_at IS NOT NULL"), "opened_at", 0},
+		{awaiting().Where("next_check_at IS NULL"), "opened_at", grace},
+	} {
+		if err := wait(c.q, c.col, c.extra); err != nil {
+			return Backlog{}, err
 		}
 	}
 	return b, nil
