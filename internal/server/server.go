@@ -119,6 +119,9 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if !ok {
 		return nil, fmt.Errorf("gateway: no driver %q (want one of %v)", cfg.Driver, drivers.Names())
 	}
+	if err := drivers.Supported(drv); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	var bankHandler http.Handler
 	if cfg.Gateway == config.GatewaySandbox {
 		if !sandbank.Speaks(drv.Sandbox.Protocol) {

@@ -8,6 +8,8 @@
 package drivers
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/kifpool/kifpool/internal/gateway"
@@ -66,3 +68,20 @@ func Labeler(sandbox bool) func(stored string) string {
 
 // GatewayValues are the accepted GATEWAY values.
 func GatewayValues() []string { return slices.Concat([]string{Sandbox}, Names()) }
+
+// Supported reports what of a driver's capabilities the payment flow
+// cannot serve yet, so that such a gateway fails at start instead of
+// failing payers: the top-up sends the payer with a GET redirect to
+// PayURL (no auto-posted form yet), and verify is called with our own
+// row only (no callback data is kept for it yet). A gateway that needs
+// either brings that flow with it.
+func Supported(d gateway.Driver) error {
+	var errs []error
+	if d.Capabilities.Redirect != gateway.RedirectGET {
+		errs = append(errs, fmt.Errorf("gateway %s sends the payer with a POST form: the top-up flow only redirects (GET) so far", d.Name))
+	}
+	if d.Capabilities.VerifyData != gateway.VerifyWithoutCallback {
+		errs = append(errs, fmt.Errorf("gateway %s verifies with data from the callback: the payment flow does not keep callback data so far", d.Name))
+	}
+	return errors.Join(errs...)
+}

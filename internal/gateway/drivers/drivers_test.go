@@ -123,3 +123,24 @@ func TestLabeler(t *testing.T) {
 		t.Errorf("Lookup(nobank) = %+v", d)
 	}
 }
+
+// TestSupported: every registered driver fits the flow as it is; a
+// driver needing a POST form or callback data is refused at start until
+// the flow serves it.
+func TestSupported(t *testing.T) {
+	for _, d := range drivers.All() {
+		if err := drivers.Supported(d); err != nil {
+			t.Errorf("registered driver %s: %v", d.Name, err)
+		}
+	}
+	d, _ := drivers.Lookup("zarinpal")
+	d.Capabilities.Redirect = gateway.RedirectPOSTForm
+	if drivers.Supported(d) == nil {
+		t.Error("a POST-form driver is supported")
+	}
+	d, _ = drivers.Lookup("zarinpal")
+	d.Capabilities.VerifyData = gateway.VerifyNeedsCallback
+	if drivers.Supported(d) == nil {
+		t.Error("a driver verifying with callback data is supported")
+	}
+}
