@@ -180,6 +180,7 @@ func New(d Deps) *fiber.App {
 	app.Use(s.language)
 	app.Use(s.session)
 	app.Use(s.csrf)
+	app.Use(s.rememberLocale)
 
 	app.Get("/", s.home)
 	authLimit := s.limit(d.Config.RateLimitSignIn, time.Minute, s.clientIP, nil)

@@ -135,3 +135,116 @@ func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
 		}
 	})
 }
+
+// sessionCookie is the client's session token ("" when it has none).
+func sessionCookie(app *apptest.App, c *apptest.Client) string {
+	u, _ := url.Parse(app.URL)
+	for _, ck := range c.HTTP.Jar.Cookies(u) {
+		if ck.Name == "kp_session" {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// Finding 3: passing the second factor starts a new session. An attacker
+// who knows the admin's password and planted a session cookie (theirs,
+// signed in with the password) in the admin's browser is left with a
+// dead token once the admin types a code, not with an elevated session.
+func TestSecondFactorStartsANewSession(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		if _, err := app.Server.Auth.SignUp(context.Background(), "victim@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignIn("victim@example.com", "correct horse battery")
+		planted := sessionCookie(app, admin) // what the attacker knows
+		if r := admin.Get("/admin"); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/admin/2fa") {
+			t.Fatalf("before the second factor: %d %q", r.Status, r.Location)
+		}
+		admin.PassAdminChecks("victim@example.com")
+		if now := sessionCookie(app, admin); now == "" || now == planted {
+			t.Fatalf("the session token did not change at the second factor")
+		}
+		if r := admin.Get("/admin"); r.Status != http.StatusOK {
+			t.Fatalf("the admin after the second factor: %d", r.Status)
+		}
+		attacker := app.NewClient(t)
+		u, _ := url.Parse(app.URL)
+		attacker.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "kp_session", Value: planted, Path: "/"}})
+		if r := attacker.Get("/admin"); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+			t.Fatalf("the planted token after the admin's second factor: %d %q, want a redirect to sign in", r.Status, r.Location)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions WHERE second_factor_at IS NOT NULL`); n != 1 {
+			t.Fatalf("%d elevated sessions, want 1", n)
+		}
+		// A second sign-in passes again, with a new token again.
+		again := app.NewClient(t)
+		again.SignIn("victim@example.com", "correct horse battery")
+		before := sessionCookie(app, again)
+		again.PassAdminChecks("victim@example.com")
+		if sessionCookie(app, again) == before {
+			t.Fatalf("the token did not change when a code was typed (not enrolling)")
+		}
+		if r := again.Get("/admin"); r.Status != http.StatusOK {
+			t.Fatalf("second admin session: %d", r.Status)
+		}
+	})
+}
+
+// Finding 7: a "%" (or "?", "#") in an admin's address made /admin/2fa
+// answer 500 (the authenticator URL did not parse): that admin could
+// never enrol.
+func TestAdminWithPercentInAddressEnrols(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		for _, email := range []string{"pct%25@example.com", "a%b@example.com", "q?x@example.com", "h#x@example.com"} {
+			if _, err := app.Server.Auth.SignUp(context.Background(), email, "correct horse battery", "admin", "en"); err != nil {
+				t.Fatalf("%s: %v", email, err)
+			}
+			c := app.NewClient(t)
+			c.SignIn(email, "correct horse battery")
+			c.PassAdminChecks(email)
+			if r := c.Get("/admin"); r.Status != http.StatusOK {
+				t.Fatalf("%s after enrolling: %d", email, r.Status)
+			}
+		}
+	})
+}
+
+// Finding 13: GET ?lang= sets the language cookie only; the user's saved
+// locale follows on their next state-changing request.
+func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		user := app.NewClient(t)
+		user.SignUp("lang@example.com")
+		locale := func() string {
+			var l string
+			if err := db.Gorm.Raw(`SELECT locale FROM users WHERE email = 'lang@example.com'`).Row().Scan(&l); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		before := locale()
+		other := "en"
+		if before == "en" {
+			other = "fa"
+		}
+		r := user.Get("/wallet?lang=" + other)
+		if r.Status != http.StatusSeeOther || !strings.Contains(r.Header.Get("Set-Cookie"), "lang="+other) {
+			t.Fatalf("GET ?lang=%s: %d %q", other, r.Status, r.Header.Get("Set-Cookie"))
+		}
+		if got := locale(); got != before {
+			t.Fatalf("GET ?lang= wrote users.locale: %q → %q", before, got)
+		}
+		// The next state-changing request saves the choice.
+		if r := user.Submit("/account/tokens", "/account/tokens", url.Values{"name": {"x"}, "scope": {"read"}, "password": {"correct horse battery"}}); r.Status != http.StatusOK {
+			t.Fatalf("create token: %d", r.Status)
+		}
+		if got := locale(); got != other {
+			t.Fatalf("locale %q after a POST with the lang cookie, want %q", got, other)
+		}
+	})
+}

@@ -100,7 +100,9 @@ func (s *Server) securityHeaders(c *fiber.Ctx) error {
 
 // language picks the page language: ?lang= (remembered in a cookie, then
 // redirected away), the cookie, the user's saved locale (session), else
-// Persian. Accept-Language is not consulted.
+// Persian. Accept-Language is not consulted. A GET changes no server
+// state: the signed-in user's saved locale follows the cookie on their
+// next state-changing request (rememberLocale), not here.
 func (s *Server) language(c *fiber.Ctx) error {
 	if q := c.Query("lang"); q != "" && c.Method() == fiber.MethodGet {
 		l, ok := i18n.Parse(q)
@@ -108,11 +110,6 @@ func (s *Server) language(c *fiber.Ctx) error {
 			l = i18n.Default
 		}
 		s.setCookie(c, cookieLang, string(l), time.Now().Add(365*24*time.Hour), false)
-		if tok := c.Cookies(s.sessionCookie); tok != "" {
-			if u, err := s.Auth.UserBySession(c.UserContext(), tok); err == nil {
-				_ = s.Auth.SetLocale(c.UserContext(), u.ID, string(l))
-			}
-		}
 		args := c.Request().URI().QueryArgs()
 		args.Del("lang")
 		// Only ever back to a path on this site ("//evil.example/" is
@@ -242,6 +239,24 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 		s.setCookie(c, s.csrfCookie, ck, time.Time{}, true)
 	}
 	c.Locals(localCSRF, s.csrfToken(ck, s.boundSession(c)))
+	return c.Next()
+}
+
+// rememberLocale saves the signed-in user's language choice (the lang
+// cookie) as their locale (e-mails, a new browser) on a state-changing
+// request that passed the CSRF check, never on a GET.
+func (s *Server) rememberLocale(c *fiber.Ctx) error {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return c.Next()
+	}
+	if u := currentUser(c); u != nil {
+		if l, ok := i18n.Parse(c.Cookies(cookieLang)); ok && string(l) != u.Locale {
+			if err := s.Auth.SetLocale(c.UserContext(), u.ID, string(l)); err != nil {
+				s.Log.WarnContext(c.UserContext(), "save locale", "err", err)
+			}
+		}
+	}
 	return c.Next()
 }
 

@@ -89,11 +89,12 @@ func (s *Server) twoFactorSubmit(c *fiber.Ctx) error {
 	code := c.FormValue("code")
 	var err error
 	var codes []string
+	var tok string
 	enrolling := u.TOTPConfirmedAt == nil
 	if enrolling {
-		codes, err = s.Auth.ConfirmTOTP(c.UserContext(), u.ID, sess.ID, code)
+		codes, tok, err = s.Auth.ConfirmTOTP(c.UserContext(), u.ID, sess.ID, code)
 	} else {
-		err = s.Auth.VerifySecondFactor(c.UserContext(), u.ID, sess.ID, code)
+		tok, err = s.Auth.VerifySecondFactor(c.UserContext(), u.ID, sess.ID, code)
 	}
 	var throttled *auth.ThrottledError
 	switch {
@@ -105,12 +106,19 @@ func (s *Server) twoFactorSubmit(c *fiber.Ctx) error {
 	case errors.Is(err, auth.ErrCodeInvalid):
 		s.Log.Warn("admin second factor refused", "user", u.ID)
 		return s.twoFactorPage(c, fiber.StatusUnprocessableEntity, next, "twofa.error_code", nil)
+	case errors.Is(err, auth.ErrNoSession):
+		// Signed out (or elevated) meanwhile in another tab.
+		return c.Redirect("/signin", fiber.StatusSeeOther)
 	case errors.Is(err, auth.ErrTOTPEnrolled), errors.Is(err, auth.ErrTOTPNotEnrolled):
 		// Enrolled (or reset) meanwhile in another tab: start over.
 		return c.Redirect(twoFactorPath, fiber.StatusSeeOther)
 	case err != nil:
 		return err
 	}
+	// The session that passed is a new one (auth.passSession): the
+	// browser gets its token, and CSRF tokens bound to the old one die.
+	s.setCookie(c, s.sessionCookie, tok, sess.ExpiresAt, true)
+	s.rotateCSRF(c, tok)
 	s.Log.Info("admin passed the second factor", "user", u.ID, "enrolled", enrolling)
 	if enrolling {
 		return render(c, fiber.StatusOK, views.RecoveryCodes(s.page(c, "twofa.recovery_title"), views.TwoFactorView{Next: next, RecoveryCodes: codes}))

@@ -173,14 +173,22 @@ func hashToken(tok string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// newSessionToken is a session's secret: 256 random bits.
+func newSessionToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("session token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
 // NewSession starts a session for the user and returns its secret token
 // (for the cookie) and expiry.
 func (s *Service) NewSession(ctx context.Context, userID int64) (string, time.Time, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", time.Time{}, fmt.Errorf("session token: %w", err)
+	tok, err := newSessionToken()
+	if err != nil {
+		return "", time.Time{}, err
 	}
-	tok := base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.now().UTC()
 	sess := Session{TokenHash: hashToken(tok), UserID: userID, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
 	if err := s.db.Gorm.WithContext(ctx).Create(&sess).Error; err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -80,10 +81,14 @@ func (s *Service) BeginTOTP(ctx context.Context, userID int64) (Enrolment, error
 	return Enrolment{Secret: u.TOTPSecret, URL: key.URL(), key: key}, nil
 }
 
+// totpURL is the otpauth:// URL of an authenticator entry. The label
+// (issuer:account) is path-escaped: an address may hold "%", "?" or "#",
+// which written raw make the URL unparsable (a 500 on /admin/2fa) or cut it.
 func totpURL(account, secret string) string {
-	v := "otpauth://totp/" + totpIssuer + ":" + strings.ReplaceAll(account, "?", "") +
-		"?secret=" + secret + "&issuer=" + totpIssuer + "&algorithm=SHA1&digits=6&period=" + strconv.Itoa(totpPeriod)
-	return v
+	u := url.URL{Scheme: "otpauth", Host: "totp", Path: "/" + totpIssuer + ":" + account}
+	q := url.Values{"secret": {secret}, "issuer": {totpIssuer}, "algorithm": {"SHA1"}, "digits": {"6"}, "period": {strconv.Itoa(totpPeriod)}}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // matchStep returns the time step (within one step of now, for clocks
@@ -163,19 +168,20 @@ func newRecoveryCodes() ([]string, error) {
 }
 
 // ConfirmTOTP finishes enrolment with a first code from the
-// authenticator: the session passes the second factor, and ten recovery
-// codes are made and returned (the only time they are shown; only their
-// hashes are kept).
-func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code string) ([]string, error) {
+// authenticator: the session is replaced by a new one that has passed the
+// second factor (its token is returned), and ten recovery codes are made
+// and returned (the only time they are shown; only their hashes are kept).
+func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code string) ([]string, string, error) {
 	key := "2fa:" + strconv.FormatInt(userID, 10)
 	if err := s.takeAttempt(ctx, key); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	now := s.now().UTC()
 	codes, err := newRecoveryCodes()
 	if err != nil {
-		return nil, fmt.Errorf("recovery codes: %w", err)
+		return nil, "", fmt.Errorf("recovery codes: %w", err)
 	}
+	var tok string
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var u User
 		if err := tx.Where("id = ?", userID).Take(&u).Error; err != nil {
@@ -200,27 +206,30 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code
 				return err
 			}
 		}
-		return passSession(tx, userID, sessionID, now)
+		tok, err = passSession(tx, userID, sessionID, now)
+		return err
 	})
 	if err != nil {
-		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPEnrolled) {
-			return nil, err
+		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPEnrolled) || errors.Is(err, ErrNoSession) {
+			return nil, "", err
 		}
-		return nil, fmt.Errorf("confirm totp: %w", err)
+		return nil, "", fmt.Errorf("confirm totp: %w", err)
 	}
-	return codes, s.clearAttempts(ctx, key)
+	return codes, tok, s.clearAttempts(ctx, key)
 }
 
 // VerifySecondFactor checks a code from the admin's authenticator, or
 // one of their recovery codes (each works once), and marks the session
-// as having passed. Failures are throttled like sign-ins.
-func (s *Service) VerifySecondFactor(ctx context.Context, userID, sessionID int64, code string) error {
+// as having passed by replacing it with a new one, whose token is
+// returned. Failures are throttled like sign-ins.
+func (s *Service) VerifySecondFactor(ctx context.Context, userID, sessionID int64, code string) (string, error) {
 	key := "2fa:" + strconv.FormatInt(userID, 10)
 	if err := s.takeAttempt(ctx, key); err != nil {
-		return err
+		return "", err
 	}
 	now := s.now().UTC()
 	code = normaliseCode(code)
+	var tok string
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var u User
 		if err := tx.Where("id = ?", userID).Take(&u).Error; err != nil {
@@ -246,19 +255,44 @@ func (s *Service) VerifySecondFactor(ctx context.Context, userID, sessionID int6
 		if !ok {
 			return ErrCodeInvalid
 		}
-		return passSession(tx, userID, sessionID, now)
+		var err error
+		tok, err = passSession(tx, userID, sessionID, now)
+		return err
 	})
 	if err != nil {
-		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPNotEnrolled) {
-			return err
+		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPNotEnrolled) || errors.Is(err, ErrNoSession) {
+			return "", err
 		}
-		return fmt.Errorf("verify second factor: %w", err)
+		return "", fmt.Errorf("verify second factor: %w", err)
 	}
-	return s.clearAttempts(ctx, key)
+	return tok, s.clearAttempts(ctx, key)
 }
 
-func passSession(tx *gorm.DB, userID, sessionID int64, now time.Time) error {
-	return tx.Model(&Session{}).Where("id = ? AND user_id = ?", sessionID, userID).Update("second_factor_at", now).Error
+// passSession replaces the session that passed the second factor with a
+// new one (a new token, marked as passed, the same expiry) and returns the
+// new token: whoever planted or knew the old token (an attacker who knows
+// the admin's password and fixed the cookie before) is left with a dead
+// session instead of an elevated one.
+func passSession(tx *gorm.DB, userID, sessionID int64, now time.Time) (string, error) {
+	var old Session
+	if err := tx.Where("id = ? AND user_id = ?", sessionID, userID).Take(&old).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return "", ErrNoSession
+		}
+		return "", err
+	}
+	tok, err := newSessionToken()
+	if err != nil {
+		return "", err
+	}
+	if err := tx.Where("id = ?", old.ID).Delete(&Session{}).Error; err != nil {
+		return "", err
+	}
+	sess := Session{TokenHash: hashToken(tok), UserID: userID, CreatedAt: now, ExpiresAt: old.ExpiresAt, SecondFactorAt: &now}
+	if err := tx.Create(&sess).Error; err != nil {
+		return "", err
+	}
+	return tok, nil
 }
 
 // RecoveryCodesLeft is how many unused recovery codes the user has.
