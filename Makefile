@@ -8,7 +8,7 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: test-skips run build install test test-short generate lint fmt bench bench-short bench-go screenshots browser-deps clean
+.PHONY: test-skips run build install test test-short generate docs lint fmt bench bench-short bench-go screenshots browser-deps clean
 
 # The browser tests' Chromium and axe-core (same defaults as web/browsertest).
 CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}
@@ -57,6 +57,11 @@ test-short:
 
 generate:
 	$(GO) tool templ generate
+
+# docs/configuration.md from the table of options in internal/config
+# (a test fails when they differ).
+docs:
+	$(GO) run ./cmd/kifpool config --reference > docs/configuration.md.tmp && mv docs/configuration.md.tmp docs/configuration.md
 
 # gosec (pinned in go.mod) fails on any finding; no rule is excluded
 # globally: each exception is a `// #nosec Gxxx -- reason` where it is made,

@@ -131,9 +131,6 @@ func New(d Deps) *fiber.App {
 	// Reading one request (headers and body) is bounded from its start,
 	// not per byte: a client trickling bytes is cut off all the same.
 	readTimeout := d.Config.HTTPReadTimeout
-	if readTimeout <= 0 {
-		readTimeout = config.DefaultHTTPReadTimeout
-	}
 	app := fiber.New(fiber.Config{
 		AppName:               "kifpool",
 		Immutable:             true, // values from the context outlive the handler safely

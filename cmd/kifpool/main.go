@@ -10,8 +10,9 @@
 //	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
 //	kifpool check                       read-only audit of the database's money rules
 //	kifpool backup --to FILE            online backup of the SQLite database
+//	kifpool config [--reference]        the configuration in effect (secrets masked)
 //
-// Configuration comes from the environment (see README.md).
+// Configuration comes from the environment (see docs/configuration.md).
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -56,8 +58,10 @@ commands:
   sandbank --addr HOST:PORT [fault flags]
                                    run the sandbox bank (Zarinpal v4 compatible) on its own;
                                    kifpool sandbank -h lists the fault-injection flags
+  config                           print the configuration in effect (secrets masked) and check it
+  config --reference               print the configuration reference (docs/configuration.md)
 
-configuration is read from the environment; see README.md.
+configuration is read from the environment; see docs/configuration.md.
 `
 
 func main() {
@@ -95,6 +99,8 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		return checkCmd(ctx, args[1:], getenv, stdout, log)
 	case "backup":
 		return backupCmd(ctx, args[1:], getenv, stdout, log)
+	case "config":
+		return configCmd(args[1:], getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -471,4 +477,46 @@ func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, l
 		fmt.Fprintf(stdout, "  %-16s %s %d rials %s %s\n", it.Kind, it.Authority, it.AmountRials, it.PublicID, it.Detail)
 	}
 	return err
+}
+
+// configCmd prints the configuration in effect, each value with where it
+// came from, secrets masked; a bad configuration is reported as serve
+// would report it (and the command fails), after the values.
+func configCmd(args []string, getenv config.Getenv, stdout io.Writer) error {
+	fs := flag.NewFlagSet("config", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	reference := fs.Bool("reference", false, "print the configuration reference (Markdown) instead")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("config: unexpected argument %q", fs.Arg(0))
+	}
+	if *reference {
+		_, err := io.WriteString(stdout, config.Reference())
+		return err
+	}
+	cfg, loadErr := config.Load(getenv)
+	settings := config.Effective(cfg, getenv)
+	width := 0
+	for _, s := range settings {
+		width = max(width, len(s.Name)+1+len(s.Value))
+	}
+	fmt.Fprintln(stdout, "# Kifpool configuration in effect (secrets masked); see docs/configuration.md")
+	for _, s := range settings {
+		fmt.Fprintf(stdout, "%-*s  # %s\n", width, s.Name+"="+s.Value, s.Source)
+	}
+	if cfg.Dev && loadErr == nil {
+		fmt.Fprintf(stdout, "# no SESSION_SECRET: a development secret is kept in %s\n", filepath.Join(cfg.DataDir, "session_secret"))
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stdout, "# warning:", w)
+	}
+	if loadErr != nil {
+		return fmt.Errorf("configuration:\n%w", loadErr)
+	}
+	return nil
 }

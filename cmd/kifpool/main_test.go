@@ -317,3 +317,39 @@ func waitHealthy(t *testing.T, base string, done <-chan error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// kifpool config prints every value in effect with its source, never a
+// secret, and fails on a bad configuration naming the variable.
+func TestConfigCommand(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	secret := "q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU"
+	var out bytes.Buffer
+	err := run(ctx, []string{"config"}, envOf(map[string]string{"SESSION_SECRET": secret, "WORKER_CONCURRENCY": "8",
+		"DATABASE_URL": "postgres://k:hunter2hunter2@db/k"}), nil, &out, log)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"WORKER_CONCURRENCY=8 ", "# environment", "GATEWAY_BUDGET=12s ", "# default",
+		"SESSION_SECRET=******** (32 characters)", "DATABASE_URL=postgres://k:xxxxx@db/k"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, leak := range []string{secret, "hunter2"} {
+		if strings.Contains(out.String(), leak) {
+			t.Errorf("output shows a secret %q:\n%s", leak, out.String())
+		}
+	}
+
+	out.Reset()
+	err = run(ctx, []string{"config"}, envOf(map[string]string{"GATEWAY_BUDGET": "soon", "WORKER_CONCURRENCY": "0"}), nil, &out, log)
+	if err == nil || !strings.Contains(err.Error(), "GATEWAY_BUDGET") || !strings.Contains(err.Error(), "WORKER_CONCURRENCY") {
+		t.Fatalf("bad configuration: err %v, want both variables named", err)
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"config", "--reference"}, envOf(nil), nil, &out, log); err != nil || !strings.HasPrefix(out.String(), "# Configuration reference") {
+		t.Fatalf("config --reference: %v\n%.200s", err, out.String())
+	}
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/kifpool/kifpool/internal/dburl"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
-	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/money"
 )
 
@@ -28,10 +27,6 @@ import (
 // default); every other value names a driver of the registry
 // (internal/gateway/drivers).
 const GatewaySandbox = drivers.Sandbox
-
-// DefaultRequestTimeout is GATEWAY_REQUEST_TIMEOUT's default (cut to
-// GATEWAY_BUDGET when that is shorter).
-const DefaultRequestTimeout = 10 * time.Second
 
 // Config is the whole of Kifpool's configuration.
 type Config struct {
@@ -114,6 +109,9 @@ type Config struct {
 	PprofAddr string
 	DataDir   string
 	Dev       bool // no SESSION_SECRET given: a generated one is kept under DataDir
+	// AllowSandbox (ALLOW_SANDBOX=1) lets the sandbox bank serve a public
+	// address (a demo).
+	AllowSandbox bool
 	// LogLevel and LogFormat (json or text) shape the log output.
 	LogLevel  slog.Level
 	LogFormat string
@@ -126,34 +124,14 @@ type Config struct {
 // the rest of the configuration is read). LOG_FORMAT defaults to text in
 // development (no SESSION_SECRET) and to json otherwise.
 func Logging(getenv Getenv) (slog.Level, string, error) {
-	var errs []error
-	level, err := logging.ParseLevel(getenv("LOG_LEVEL"))
-	if err != nil {
-		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
+	var c Config
+	l := newLoader(getenv)
+	for _, o := range Options() {
+		if o.Name == "LOG_LEVEL" || o.Name == "LOG_FORMAT" {
+			l.read(&c, o)
+		}
 	}
-	def := logging.FormatJSON
-	if getenv("SESSION_SECRET") == "" {
-		def = logging.FormatText
-	}
-	format, err := logging.ParseFormat(getenv("LOG_FORMAT"), def)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("LOG_FORMAT: %w", err))
-		format = def
-	}
-	return level, format, errors.Join(errs...)
-}
-
-// DefaultHTTPReadTimeout is HTTP_READ_TIMEOUT when unset.
-const DefaultHTTPReadTimeout = 30 * time.Second
-
-// DefaultListenAddr is where serve listens without LISTEN_ADDR: this
-// machine only with the sandbox bank (it credits wallets for free), every
-// interface with a real gateway.
-func DefaultListenAddr(gateway string) string {
-	if gateway == GatewaySandbox {
-		return "127.0.0.1:8080"
-	}
-	return ":8080"
+	return c.LogLevel, c.LogFormat, errors.Join(l.errs...)
 }
 
 // DatabaseDescription names the database for people (banner, logs):
@@ -192,190 +170,138 @@ func (c Config) Secure() bool { return strings.HasPrefix(c.BaseURL, "https://") 
 // production, a map in tests).
 type Getenv func(string) string
 
-// Load reads and validates the configuration. All problems are reported
-// together.
-func Load(getenv Getenv) (Config, error) {
-	var errs []error
-	bad := func(name, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{name}, a...)...))
-	}
-	get := func(name, def string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return def
-	}
-	c := Config{
-		DatabaseURL: get("DATABASE_URL", ""),
-		Gateway:     get("GATEWAY", GatewaySandbox),
-		DataDir:     get("DATA_DIR", "./data"),
-	}
-	c.ListenAddr = get("LISTEN_ADDR", DefaultListenAddr(c.Gateway))
-	if _, _, err := dburl.Parse(c.DatabaseURL); err != nil {
-		bad("DATABASE_URL", "%v", err)
-	}
-	listenHost, listenPort, err := splitHostPort(c.ListenAddr)
-	listenOK := err == nil && listenPort != "" && validPort(listenPort)
-	if !listenOK {
-		bad("LISTEN_ADDR", "want HOST:PORT or :PORT, got %q", c.ListenAddr)
-	}
-	// Without BASE_URL the app is where it listens (the built-in bank is
-	// called there, and callbacks come back there).
-	baseSet := get("BASE_URL", "") != ""
-	switch {
-	case baseSet:
-		c.BaseURL = strings.TrimRight(get("BASE_URL", ""), "/")
-	case listenOK && getenv("LISTEN_ADDR") != "":
-		c.BaseURL = baseURLFor(listenHost, listenPort)
-	default:
-		c.BaseURL = "http://localhost:8080"
-	}
-	baseU, err := url.Parse(c.BaseURL)
-	baseOK := err == nil && (baseU.Scheme == "http" || baseU.Scheme == "https") && baseU.Host != "" && (baseU.Path == "" || baseU.Path == "/") && !strings.ContainsAny(c.BaseURL, "?#")
-	if !baseOK {
-		bad("BASE_URL", "want an absolute http(s) URL without a path, got %q", c.BaseURL)
-	}
-	if baseSet && baseOK && listenOK && strings.TrimSpace(getenv("LISTEN_ADDR")) != "" && listenPort != "0" && urlPort(baseU) != listenPort {
-		w := fmt.Sprintf("LISTEN_ADDR %s listens on port %s but BASE_URL %s is on port %s: right only behind a reverse proxy that forwards %s to this address; otherwise leave BASE_URL unset (it is derived from LISTEN_ADDR) or make the ports agree",
-			c.ListenAddr, listenPort, c.BaseURL, urlPort(baseU), c.BaseURL)
-		if c.Gateway == GatewaySandbox {
-			w += " (the built-in sandbox bank is called at BASE_URL/sandbank: top-ups fail when nothing answers there)"
-		}
-		c.Warnings = append(c.Warnings, w)
-	}
-	c.TopUpMinRials = int64Var(getenv, "TOPUP_MIN_RIALS", 10_000, bad)
-	c.TopUpMaxRials = int64Var(getenv, "TOPUP_MAX_RIALS", 1_000_000_000, bad)
-	c.AttemptTimeout = durationVar(getenv, "GATEWAY_ATTEMPT_TIMEOUT", 3*time.Second, bad)
-	c.Budget = durationVar(getenv, "GATEWAY_BUDGET", 12*time.Second, bad)
-	if c.Budget < c.AttemptTimeout {
-		bad("GATEWAY_BUDGET", "must not be shorter than GATEWAY_ATTEMPT_TIMEOUT")
-	}
-	// Unset, it is 10s cut to the budget; set, it must fit in the budget.
-	c.RequestTimeout = durationVar(getenv, "GATEWAY_REQUEST_TIMEOUT", min(DefaultRequestTimeout, c.Budget), bad)
-	if c.RequestTimeout > c.Budget {
-		bad("GATEWAY_REQUEST_TIMEOUT", "must not be longer than GATEWAY_BUDGET (%v), got %v", c.Budget, c.RequestTimeout)
-	}
-	c.BreakerMinRequests = uint32Range(getenv, "BREAKER_MIN_REQUESTS", 10, 1, 1_000_000, bad)
-	c.BreakerFailurePercent = uint32Range(getenv, "BREAKER_FAILURE_PERCENT", 50, 1, 100, bad)
-	c.BreakerWindow = durationVar(getenv, "BREAKER_WINDOW", 30*time.Second, bad)
-	c.BreakerOpenTimeout = durationVar(getenv, "BREAKER_OPEN_TIMEOUT", 20*time.Second, bad)
-	c.WorkerInterval = durationOrOff(getenv, "WORKER_INTERVAL", 2*time.Second, bad)
-	c.WorkerConcurrency = int(int64Range(getenv, "WORKER_CONCURRENCY", 4, 1, 256, bad))
-	c.WorkerAbandonedAfter = durationVar(getenv, "WORKER_ABANDONED_AFTER", 2*time.Minute, bad)
-	c.WorkerAuthorityLifetime = durationVar(getenv, "WORKER_AUTHORITY_LIFETIME", 20*time.Minute, bad)
-	c.WorkerMaxUnknown = durationVar(getenv, "WORKER_MAX_UNKNOWN", 2*time.Hour, bad)
-	c.WorkerBackoffBase = durationVar(getenv, "WORKER_BACKOFF_BASE", 10*time.Second, bad)
-	c.WorkerBackoffMax = durationVar(getenv, "WORKER_BACKOFF_MAX", 2*time.Minute, bad)
-	if c.WorkerBackoffMax < c.WorkerBackoffBase {
-		bad("WORKER_BACKOFF_MAX", "must not be shorter than WORKER_BACKOFF_BASE")
-	}
-	c.PendingRecheckAfter = durationVar(getenv, "PENDING_RECHECK_AFTER", 20*time.Second, bad)
-	c.HTTPReadTimeout = durationVar(getenv, "HTTP_READ_TIMEOUT", DefaultHTTPReadTimeout, bad)
-	if c.HTTPReadTimeout > 10*time.Minute {
-		bad("HTTP_READ_TIMEOUT", "must not be longer than 10m (slow clients would hold connections), got %v", c.HTTPReadTimeout)
-	}
-	c.WorkerStaleCreated = durationVar(getenv, "WORKER_STALE_CREATED", time.Minute, bad)
-	if c.WorkerStaleCreated <= c.Budget {
-		bad("WORKER_STALE_CREATED", "must be longer than GATEWAY_BUDGET (a submit may still be talking to the bank)")
-	}
-	if c.WorkerAbandonedAfter >= c.WorkerAuthorityLifetime {
-		bad("WORKER_ABANDONED_AFTER", "must be shorter than WORKER_AUTHORITY_LIFETIME")
-	}
-	c.MetricsToken = get("METRICS_TOKEN", "")
-	c.RateLimitSignIn = perMinuteVar(getenv, "RATE_LIMIT_SIGNIN", 20, bad)
-	c.RateLimitTopUp = perMinuteVar(getenv, "RATE_LIMIT_TOPUP", 30, bad)
-	for _, p := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		if net.ParseIP(p) == nil {
-			if _, _, err := net.ParseCIDR(p); err != nil {
-				bad("TRUSTED_PROXIES", "want IP addresses or CIDR ranges separated by commas, got %q", p)
-				continue
-			}
-		}
-		c.TrustedProxies = append(c.TrustedProxies, p)
-	}
-	c.ReconcileInterval = durationOrOff(getenv, "RECONCILE_INTERVAL", 10*time.Minute, bad)
-	var logErr error
-	c.LogLevel, c.LogFormat, logErr = Logging(getenv)
-	if logErr != nil {
-		errs = append(errs, logErr)
-	}
-	c.IdempotencyKeyTTL = durationVar(getenv, "IDEMPOTENCY_KEY_TTL", 24*time.Hour, bad)
-	c.RetentionSessions = durationOrOff(getenv, "RETENTION_SESSIONS", 24*time.Hour, bad)
-	c.RetentionThrottles = durationOrOff(getenv, "RETENTION_THROTTLES", 24*time.Hour, bad)
-	if c.RetentionThrottles > 0 && c.RetentionThrottles < 24*time.Hour {
-		bad("RETENTION_THROTTLES", "must be at least 24h (a throttle remembers a key that long; deleting it sooner would lift a lock-out), or off")
-	}
-	c.RetentionGatewayCalls = durationOrOff(getenv, "RETENTION_GATEWAY_CALLS", 90*24*time.Hour, bad)
-	if c.RetentionGatewayCalls > 0 && c.RetentionGatewayCalls < 24*time.Hour {
-		bad("RETENTION_GATEWAY_CALLS", "must be at least 24h, or off")
-	}
-	if c.IdempotencyKeyTTL < time.Minute {
-		bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
-	}
-	c.APITopUpsPerMinute = int(int64Range(getenv, "API_TOPUPS_PER_MINUTE", 30, 1, 1_000_000, bad))
-	c.APITokenDefaultDays = int(int64Range(getenv, "API_TOKEN_DEFAULT_DAYS", 90, 1, 365, bad))
-	c.APITokensPerUser = int(int64Range(getenv, "API_TOKENS_PER_USER", 10, 1, 1000, bad))
-	c.DatabaseMaxConns = int(int64Range(getenv, "DATABASE_MAX_CONNS", 0, 0, 1000, bad))
-	c.CreditedCacheSize = int(int64Range(getenv, "CREDITED_CACHE_SIZE", 10_000, 0, 10_000_000, bad))
-	if c.PprofAddr = strings.TrimSpace(getenv("PPROF_ADDR")); c.PprofAddr != "" {
-		// The profiler shows memory and goroutine stacks: never to the network.
-		if h, _, err := splitHostPort(c.PprofAddr); err != nil || !loopbackHost(h) {
-			bad("PPROF_ADDR", "want a loopback HOST:PORT (127.0.0.1:6060, localhost:6060 or [::1]:6060): the profiler is never exposed to the network, got %q", c.PprofAddr)
-		}
-	}
+// loader reads options one by one and collects every bad value.
+type loader struct {
+	getenv Getenv
+	errs   []error
+	failed map[string]bool // options whose value was refused (their default applies)
+	set    map[string]bool // options given in the environment
+}
 
-	// The gateway: the built-in sandbox bank, or a driver of the
-	// registry, which declares and checks its own settings.
-	drv, known := drivers.Lookup(c.Gateway)
-	switch {
-	case c.Gateway == GatewaySandbox:
-		drv, known = drivers.Lookup(drivers.SandboxDriver)
-		c.Driver = drv.Name
-		c.GatewaySettings = drv.Sandbox.Settings(c.BaseURL + "/sandbank")
-		// The sandbox bank moves no money and lets anyone press "Pay": it
-		// must never be what a public deployment runs by accident, nor be
-		// reachable from the network.
-		if get("ALLOW_SANDBOX", "") != "1" {
-			if !loopbackURL(c.BaseURL) {
-				bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY to a real gateway (%s), or ALLOW_SANDBOX=1 for a demo", strings.Join(drivers.Names(), ", "))
-			}
-			if listenOK && !loopbackHost(listenHost) {
-				bad("GATEWAY", "the sandbox bank credits wallets without real money; it listens only on this machine (LISTEN_ADDR=127.0.0.1:PORT, localhost:PORT or [::1]:PORT), not on %q (or set ALLOW_SANDBOX=1 for a demo)", c.ListenAddr)
-			}
+func newLoader(getenv Getenv) *loader {
+	return &loader{getenv: getenv, failed: map[string]bool{}, set: map[string]bool{}}
+}
+
+func (l *loader) bad(name, format string, a ...any) {
+	l.errs = append(l.errs, fmt.Errorf("%s: "+format, append([]any{name}, a...)...))
+}
+
+// defaultOf is the value an option takes when it is not set.
+func (l *loader) defaultOf(c *Config, o Option) string {
+	if o.dynamic != nil {
+		return o.dynamic(c, l.getenv)
+	}
+	return o.Default
+}
+
+// read parses one option into c; a bad value is reported with the
+// option's name, and its default applies, so that checks that depend on
+// it do not report it again.
+func (l *loader) read(c *Config, o Option) {
+	raw := strings.TrimSpace(l.getenv(o.Name))
+	l.set[o.Name] = raw != ""
+	if raw == "" {
+		raw = l.defaultOf(c, o)
+	}
+	if err := o.p.set(c, raw); err != nil {
+		l.bad(o.Name, "%v", err)
+		l.failed[o.Name] = true
+		_ = o.p.set(c, l.defaultOf(c, o)) // the defaults are valid (tested)
+	}
+}
+
+// ok reports whether every named option was read without error.
+func (l *loader) ok(names ...string) bool {
+	for _, n := range names {
+		if l.failed[n] {
+			return false
 		}
-	case known:
-		c.Driver = drv.Name
-		var problems []error
-		c.GatewaySettings, problems = drv.Read(getenv)
-		errs = append(errs, problems...)
-	default:
-		bad("GATEWAY", "want one of %s, got %q", strings.Join(drivers.GatewayValues(), ", "), c.Gateway)
+	}
+	return true
+}
+
+// Load reads and validates the configuration. All problems are reported
+// together, each with the name of its variable.
+func Load(getenv Getenv) (Config, error) {
+	var c Config
+	l := newLoader(getenv)
+	for _, o := range Options() {
+		l.read(&c, o)
+	}
+	c.check(l)
+	return c, errors.Join(l.errs...)
+}
+
+// check applies the rules that tie several options together, and derives
+// the settings that follow from others.
+func (c *Config) check(l *loader) {
+	if l.ok("LISTEN_ADDR", "BASE_URL") && l.set["LISTEN_ADDR"] && l.set["BASE_URL"] {
+		_, listenPort, _ := splitHostPort(c.ListenAddr)
+		baseU, _ := url.Parse(c.BaseURL)
+		if listenPort != "0" && urlPort(baseU) != listenPort {
+			w := fmt.Sprintf("LISTEN_ADDR %s listens on port %s but BASE_URL %s is on port %s: right only behind a reverse proxy that forwards %s to this address; otherwise leave BASE_URL unset (it is derived from LISTEN_ADDR) or make the ports agree",
+				c.ListenAddr, listenPort, c.BaseURL, urlPort(baseU), c.BaseURL)
+			if c.Gateway == GatewaySandbox {
+				w += " (the built-in sandbox bank is called at BASE_URL/sandbank: top-ups fail when nothing answers there)"
+			}
+			c.Warnings = append(c.Warnings, w)
+		}
 	}
 	// The amount rules, with the gateway's own minimum as the floor.
 	floor := int64(10_000)
-	if known {
+	if drv, ok := drivers.Lookup(c.Driver); ok {
 		floor = drv.Capabilities.MinAmountRials
 	}
-	for _, e := range c.TopUpLimits().Validate(floor) {
-		if e.Max {
-			bad("TOPUP_MAX_RIALS", "%s", e.Msg)
-		} else {
-			bad("TOPUP_MIN_RIALS", "%s", e.Msg)
+	if l.ok("TOPUP_MIN_RIALS", "TOPUP_MAX_RIALS") {
+		for _, e := range c.TopUpLimits().Validate(floor) {
+			if e.Max {
+				l.bad("TOPUP_MAX_RIALS", "%s", e.Msg)
+			} else {
+				l.bad("TOPUP_MIN_RIALS", "%s", e.Msg)
+			}
 		}
+	}
+	if l.ok("GATEWAY_BUDGET", "GATEWAY_ATTEMPT_TIMEOUT") && c.Budget < c.AttemptTimeout {
+		l.bad("GATEWAY_BUDGET", "must not be shorter than GATEWAY_ATTEMPT_TIMEOUT")
+	}
+	if l.ok("GATEWAY_BUDGET", "GATEWAY_REQUEST_TIMEOUT") && c.RequestTimeout > c.Budget {
+		l.bad("GATEWAY_REQUEST_TIMEOUT", "must not be longer than GATEWAY_BUDGET (%v), got %v", c.Budget, c.RequestTimeout)
+	}
+	if l.ok("WORKER_BACKOFF_BASE", "WORKER_BACKOFF_MAX") && c.WorkerBackoffMax < c.WorkerBackoffBase {
+		l.bad("WORKER_BACKOFF_MAX", "must not be shorter than WORKER_BACKOFF_BASE")
+	}
+	if l.ok("WORKER_STALE_CREATED", "GATEWAY_BUDGET") && c.WorkerStaleCreated <= c.Budget {
+		l.bad("WORKER_STALE_CREATED", "must be longer than GATEWAY_BUDGET (a submit may still be talking to the bank)")
+	}
+	if l.ok("WORKER_ABANDONED_AFTER", "WORKER_AUTHORITY_LIFETIME") && c.WorkerAbandonedAfter >= c.WorkerAuthorityLifetime {
+		l.bad("WORKER_ABANDONED_AFTER", "must be shorter than WORKER_AUTHORITY_LIFETIME")
+	}
+	if c.RetentionThrottles > 0 && c.RetentionThrottles < 24*time.Hour {
+		l.bad("RETENTION_THROTTLES", "must be at least 24h (a throttle remembers a key that long; deleting it sooner would lift a lock-out), or off")
+	}
+	if c.RetentionGatewayCalls > 0 && c.RetentionGatewayCalls < 24*time.Hour {
+		l.bad("RETENTION_GATEWAY_CALLS", "must be at least 24h, or off")
+	}
+	if l.ok("IDEMPOTENCY_KEY_TTL") && c.IdempotencyKeyTTL < time.Minute {
+		l.bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
 	}
 
-	if s := getenv("SESSION_SECRET"); s != "" {
-		if err := checkSecret(s); err != nil {
-			bad("SESSION_SECRET", "%v", err)
+	if c.Gateway == GatewaySandbox {
+		if drv, ok := drivers.Lookup(c.Driver); ok && drv.Sandbox.Settings != nil {
+			c.GatewaySettings = drv.Sandbox.Settings(c.BaseURL + "/sandbank")
 		}
-		c.SessionSecret = []byte(s)
-	} else {
-		c.Dev = true
+		// The sandbox bank moves no money and lets anyone press "Pay": it
+		// must never be what a public deployment runs by accident, nor be
+		// reachable from the network.
+		if !c.AllowSandbox && l.ok("GATEWAY") {
+			if l.ok("BASE_URL") && !loopbackURL(c.BaseURL) {
+				l.bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY to a real gateway (%s), or ALLOW_SANDBOX=1 for a demo", strings.Join(drivers.Names(), ", "))
+			}
+			if listenHost, _, err := splitHostPort(c.ListenAddr); l.ok("LISTEN_ADDR") && err == nil && !loopbackHost(listenHost) {
+				l.bad("GATEWAY", "the sandbox bank credits wallets without real money; it listens only on this machine (LISTEN_ADDR=127.0.0.1:PORT, localhost:PORT or [::1]:PORT), not on %q (or set ALLOW_SANDBOX=1 for a demo)", c.ListenAddr)
+			}
+		}
 	}
-	return c, errors.Join(errs...)
 }
 
 // checkSecret refuses secrets that are short or have little variety.
@@ -429,84 +355,6 @@ func DevSessionSecret(dataDir string) ([]byte, error) {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	return []byte(s), nil
-}
-
-func int64Var(getenv Getenv, name string, def int64, bad func(string, string, ...any)) int64 {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
-	if err != nil || n <= 0 {
-		bad(name, "want a positive whole number of rials, got %q", v)
-		return def
-	}
-	return n
-}
-
-// perMinuteVar reads a rate limit in requests per minute; 0 turns it off.
-func perMinuteVar(getenv Getenv, name string, def int, bad func(string, string, ...any)) int {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > 1_000_000 {
-		bad(name, "want requests per minute (0 turns the limit off), got %q", v)
-		return def
-	}
-	return n
-}
-
-func durationVar(getenv Getenv, name string, def time.Duration, bad func(string, string, ...any)) time.Duration {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		bad(name, "want a positive duration such as 3s or 500ms, got %q", v)
-		return def
-	}
-	return d
-}
-
-// int64Range reads a whole number within [lo, hi].
-func int64Range(getenv Getenv, name string, def, lo, hi int64, bad func(string, string, ...any)) int64 {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < lo || n > hi {
-		bad(name, "want a whole number from %d to %d, got %q", lo, hi, v)
-		return def
-	}
-	return n
-}
-
-// uint32Range is int64Range for a uint32 setting: parsed as 32 bits, so
-// the conversion below cannot wrap.
-func uint32Range(getenv Getenv, name string, def, lo, hi uint32, bad func(string, string, ...any)) uint32 {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil || n < uint64(lo) || n > uint64(hi) {
-		bad(name, "want a whole number from %d to %d, got %q", lo, hi, v)
-		return def
-	}
-	return uint32(n)
-}
-
-// durationOrOff reads a duration where "0" or "off" turns the thing off.
-func durationOrOff(getenv Getenv, name string, def time.Duration, bad func(string, string, ...any)) time.Duration {
-	v := strings.TrimSpace(getenv(name))
-	if v == "0" || strings.EqualFold(v, "off") {
-		return 0
-	}
-	return durationVar(getenv, name, def, bad)
 }
 
 // loopbackURL reports whether the URL's host is this machine.

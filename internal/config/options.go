@@ -1,0 +1,525 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/dburl"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/logging"
+)
+
+// Option is one environment variable: its name, default, parser, doc and
+// whether it is a secret. Loading, the messages about bad values, the
+// configuration reference (docs/configuration.md) and `kifpool config`
+// all come from the table of options (Options).
+type Option struct {
+	Name  string
+	Group string
+	// Default is the value used when the variable is unset or blank, as
+	// it would be written in the environment ("" when there is none).
+	Default string
+	// DefaultDoc describes a default that depends on other variables
+	// (then Default is what applies when they are unset too).
+	DefaultDoc string
+	Doc        string
+	// Secret values are never printed (`kifpool config` masks them).
+	Secret bool
+	p      parser
+	// dynamic computes the default from the options read before this one.
+	dynamic func(c *Config, getenv Getenv) string
+	// driver names the gateway driver that declared the option ("" for
+	// Kifpool's own).
+	driver string
+}
+
+// Accepts says what values the option takes, for people.
+func (o Option) Accepts() string { return o.p.accepts }
+
+// parser turns a variable's text into a field of Config, and the field
+// back into text (for `kifpool config`).
+type parser struct {
+	accepts string
+	// set parses raw (trimmed, the default applied) into c; an error is
+	// reported with the variable's name.
+	set  func(c *Config, raw string) error
+	show func(c Config) string
+}
+
+// Groups of the reference, in order.
+const (
+	groupServer    = "Server and database"
+	groupGateway   = "Gateway"
+	groupBank      = "Bank calls and the circuit breaker"
+	groupWorker    = "Worker and reconciliation"
+	groupLimits    = "Amounts and limits"
+	groupRetention = "Retention"
+	groupSecurity  = "Security and observability"
+)
+
+// Options is the table of every variable Kifpool reads, in the order
+// they are read (a default may depend on variables above it): Kifpool's
+// own, with each gateway driver's settings (declared by the driver,
+// internal/gateway/drivers) after GATEWAY.
+func Options() []Option {
+	own := ownOptions()
+	for i, o := range own {
+		if o.Name == "GATEWAY" {
+			return slices.Concat(own[:i+1], driverOptions(), own[i+1:])
+		}
+	}
+	panic("config: no GATEWAY option")
+}
+
+// driverGroup is the reference's section of a driver's settings.
+func driverGroup(d gateway.Driver) string {
+	return fmt.Sprintf("Gateway: %s (`GATEWAY=%s`)", d.Label, d.Name)
+}
+
+// driverOptions are the registered drivers' settings as options: read
+// only when GATEWAY names their driver (with GATEWAY=sandbox the driver
+// gets the sandbox bank's settings instead).
+func driverOptions() []Option {
+	var out []Option
+	for _, d := range drivers.All() {
+		for _, st := range d.Settings {
+			o := Option{Name: st.Env, Group: driverGroup(d), Default: st.Default, Secret: st.Secret, driver: d.Name,
+				Doc: st.Doc + "; read only with `GATEWAY=" + d.Name + "`"}
+			if st.Required {
+				o.DefaultDoc = "*(unset)*: required with `GATEWAY=" + d.Name + "`"
+			}
+			o.p = parser{accepts: "see its meaning",
+				set: func(c *Config, v string) error {
+					if c.Gateway != d.Name {
+						return nil
+					}
+					if c.GatewaySettings == nil {
+						c.GatewaySettings = gateway.Settings{}
+					}
+					delete(c.GatewaySettings, st.Env)
+					if v == "" {
+						if st.Required {
+							return fmt.Errorf("required with GATEWAY=%s: %s", d.Name, st.Doc)
+						}
+						return nil
+					}
+					norm, err := st.Check(v)
+					if err != nil {
+						return err
+					}
+					c.GatewaySettings[st.Env] = norm
+					return nil
+				},
+				show: func(c Config) string {
+					if c.Driver != d.Name {
+						return ""
+					}
+					return c.GatewaySettings[st.Env]
+				}}
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// ownOptions are Kifpool's own variables.
+func ownOptions() []Option {
+	return []Option{
+		{Name: "DATABASE_URL", Group: groupServer, Default: "sqlite:" + dburl.DefaultSQLitePath,
+			Doc: "`sqlite:PATH` for an SQLite file, `postgres://user@host:5432/db?sslmode=…` for PostgreSQL (production, several instances); a new SQLite file is created mode 0600; `kifpool config` shows it without its password",
+			p: parser{accepts: "`sqlite:PATH` or `postgres://…`",
+				set: func(c *Config, v string) error {
+					if _, _, err := dburl.Parse(v); err != nil {
+						return err
+					}
+					c.DatabaseURL = v
+					return nil
+				},
+				show: func(c Config) string {
+					if u, err := url.Parse(c.DatabaseURL); err == nil && u.User != nil {
+						return u.Redacted()
+					}
+					return c.DatabaseURL
+				}}},
+		{Name: "DATABASE_MAX_CONNS", Group: groupServer, Default: "0",
+			DefaultDoc: "`0`: 4 per CPU, at least 8, at most 20",
+			Doc:        "PostgreSQL connections one instance opens at most (and keeps idle); N instances open up to N × this, which must stay under the server's `max_connections` (100 by default); idle ones are closed after 5 minutes",
+			p:          intField(0, 1000, func(c *Config) *int { return &c.DatabaseMaxConns })},
+		{Name: "DATA_DIR", Group: groupServer, Default: "./data",
+			Doc: "where the development session secret lives (`DATA_DIR/session_secret`, only without `SESSION_SECRET`); the folder is created mode 0700, the secret 0600. The default SQLite file is `./data/kifpool.db` whatever this says",
+			p:   stringField("a folder", func(c *Config) *string { return &c.DataDir })},
+		{Name: "GATEWAY", Group: groupGateway, Default: GatewaySandbox,
+			Doc: "`sandbox`: the built-in sandbox bank under `BASE_URL/sandbank` (no real money), imitating " + drivers.SandboxDriver + "; any other value names a gateway driver, whose own variables follow",
+			p: parser{accepts: "`" + strings.Join(drivers.GatewayValues(), "`, `") + "`",
+				set: func(c *Config, v string) error {
+					c.Gateway = v
+					if v == GatewaySandbox {
+						c.Driver = drivers.SandboxDriver
+						return nil
+					}
+					if _, ok := drivers.Lookup(v); !ok {
+						return fmt.Errorf("want one of %s, got %q", strings.Join(drivers.GatewayValues(), ", "), v)
+					}
+					c.Driver = v
+					return nil
+				},
+				show: func(c Config) string { return c.Gateway }}},
+		{Name: "LISTEN_ADDR", Group: groupServer, Default: "127.0.0.1:8080",
+			DefaultDoc: "`127.0.0.1:8080` with the sandbox bank (this machine only), `:8080` with a real gateway",
+			Doc:        "where the HTTP server listens",
+			dynamic: func(c *Config, _ Getenv) string {
+				if c.Gateway == GatewaySandbox {
+					return "127.0.0.1:8080"
+				}
+				return ":8080"
+			},
+			p: parser{accepts: "`HOST:PORT` or `:PORT`",
+				set: func(c *Config, v string) error {
+					c.ListenAddr = v
+					if _, port, err := splitHostPort(v); err != nil || port == "" || !validPort(port) {
+						return fmt.Errorf("want HOST:PORT or :PORT, got %q", v)
+					}
+					return nil
+				},
+				show: func(c Config) string { return c.ListenAddr }}},
+		{Name: "BASE_URL", Group: groupServer, Default: "http://localhost:8080",
+			DefaultDoc: "derived from `LISTEN_ADDR` when that is set (`http://127.0.0.1:18085` for `127.0.0.1:18085`; every interface is `localhost`), else `http://localhost:8080`",
+			Doc:        "public URL of the app: callback URLs, the built-in bank's address; `https://` turns on Secure cookies and HSTS. Requests for another host are redirected to it (see docs/operations.md). When both this and `LISTEN_ADDR` are set and their ports differ, `serve` warns at start (right only behind a reverse proxy)",
+			dynamic: func(c *Config, getenv Getenv) string {
+				if strings.TrimSpace(getenv("LISTEN_ADDR")) != "" {
+					if host, port, err := splitHostPort(c.ListenAddr); err == nil && port != "" && validPort(port) {
+						return baseURLFor(host, port)
+					}
+				}
+				return "http://localhost:8080"
+			},
+			p: parser{accepts: "an absolute `http(s)://` URL without a path",
+				set: func(c *Config, v string) error {
+					v = strings.TrimRight(v, "/")
+					c.BaseURL = v
+					u, err := url.Parse(v)
+					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || strings.ContainsAny(v, "?#") {
+						return fmt.Errorf("want an absolute http(s) URL without a path, got %q", v)
+					}
+					return nil
+				},
+				show: func(c Config) string { return c.BaseURL }}},
+		{Name: "SESSION_SECRET", Group: groupSecurity, Secret: true,
+			DefaultDoc: "unset: in development, a secret generated once into `DATA_DIR/session_secret`; `serve` refuses to start without it when a real gateway is configured",
+			Doc:        "key of the CSRF tokens and of the idempotency keys' fingerprints, the same on every instance; at least 32 random characters (`openssl rand -base64 32`); weak values are refused",
+			p: parser{accepts: "at least 32 random characters",
+				set: func(c *Config, v string) error {
+					if v == "" {
+						c.Dev, c.SessionSecret = true, nil
+						return nil
+					}
+					c.Dev, c.SessionSecret = false, []byte(v)
+					return checkSecret(v)
+				},
+				show: func(c Config) string { return string(c.SessionSecret) }}},
+		{Name: "ALLOW_SANDBOX", Group: groupGateway,
+			Doc: "the sandbox bank credits wallets without real money, so it is refused unless both `BASE_URL` and `LISTEN_ADDR` are loopback addresses (`localhost`, `127.0.0.1`, `[::1]`; `:8080` or `0.0.0.0:8080` listen on the network and are refused); `1` allows it for a public demo",
+			p: parser{accepts: "`1` or unset",
+				set: func(c *Config, v string) error {
+					c.AllowSandbox = v == "1"
+					return nil
+				},
+				show: func(c Config) string {
+					if c.AllowSandbox {
+						return "1"
+					}
+					return ""
+				}}},
+		{Name: "TOPUP_MIN_RIALS", Group: groupLimits, Default: "10000",
+			Doc: "smallest top-up (Zarinpal's minimum is 10,000 rials); whole tomans",
+			p:   rialsField(func(c *Config) *int64 { return &c.TopUpMinRials })},
+		{Name: "TOPUP_MAX_RIALS", Group: groupLimits, Default: "1000000000",
+			Doc: "largest top-up; whole tomans",
+			p:   rialsField(func(c *Config) *int64 { return &c.TopUpMaxRials })},
+		{Name: "GATEWAY_ATTEMPT_TIMEOUT", Group: groupBank, Default: "3s",
+			Doc: "time-out of one attempt of a retried call to the bank (verify, inquiry, unverified list)",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.AttemptTimeout })},
+		{Name: "GATEWAY_BUDGET", Group: groupBank, Default: "12s",
+			Doc: "total time of one bank operation, retries included: no page waits longer; not shorter than `GATEWAY_ATTEMPT_TIMEOUT`",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.Budget })},
+		{Name: "GATEWAY_REQUEST_TIMEOUT", Group: groupBank, Default: "10s",
+			DefaultDoc: "`10s`, cut to `GATEWAY_BUDGET` when that is shorter",
+			Doc:        "time-out of the call that starts a payment at the bank (one attempt, never retried); must not exceed `GATEWAY_BUDGET`",
+			dynamic: func(c *Config, _ Getenv) string {
+				return formatDuration(min(10*time.Second, c.Budget))
+			},
+			p: durationField(0, func(c *Config) *time.Duration { return &c.RequestTimeout })},
+		{Name: "BREAKER_MIN_REQUESTS", Group: groupBank, Default: "10",
+			Doc: "calls in the window before the circuit breaker may open",
+			p:   uint32Field(1, 1_000_000, func(c *Config) *uint32 { return &c.BreakerMinRequests })},
+		{Name: "BREAKER_FAILURE_PERCENT", Group: groupBank, Default: "50",
+			Doc: "share of failed calls (time-outs, network errors, 408/429/5xx) that opens it",
+			p:   uint32Field(1, 100, func(c *Config) *uint32 { return &c.BreakerFailurePercent })},
+		{Name: "BREAKER_WINDOW", Group: groupBank, Default: "30s",
+			Doc: "rolling window the breaker counts over",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.BreakerWindow })},
+		{Name: "BREAKER_OPEN_TIMEOUT", Group: groupBank, Default: "20s",
+			Doc: "how long it stays open before one probe call is let through",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.BreakerOpenTimeout })},
+		{Name: "WORKER_INTERVAL", Group: groupWorker, Default: "2s",
+			Doc: "how often the worker looks for payments to resolve",
+			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.WorkerInterval })},
+		{Name: "WORKER_CONCURRENCY", Group: groupWorker, Default: "4",
+			Doc: "payments a worker resolves at once",
+			p:   intField(1, 256, func(c *Config) *int { return &c.WorkerConcurrency })},
+		{Name: "WORKER_ABANDONED_AFTER", Group: groupWorker, Default: "2m",
+			Doc: "an unreturned payment (window closed, callback lost) is checked after this; shorter than `WORKER_AUTHORITY_LIFETIME`",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WorkerAbandonedAfter })},
+		{Name: "WORKER_AUTHORITY_LIFETIME", Group: groupWorker, Default: "20m",
+			Doc: "a payment the bank still calls unpaid after this is `failed`",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WorkerAuthorityLifetime })},
+		{Name: "WORKER_MAX_UNKNOWN", Group: groupWorker, Default: "2h",
+			Doc: "a payment whose outcome is still unknown after this goes to `needs_review`",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WorkerMaxUnknown })},
+		{Name: "WORKER_BACKOFF_BASE", Group: groupWorker, Default: "10s",
+			Doc: "first delay between two checks of the same payment (doubles, with jitter)",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WorkerBackoffBase })},
+		{Name: "WORKER_BACKOFF_MAX", Group: groupWorker, Default: "2m",
+			Doc: "longest delay between two checks of the same payment; not shorter than `WORKER_BACKOFF_BASE`",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WorkerBackoffMax })},
+		{Name: "PENDING_RECHECK_AFTER", Group: groupWorker, Default: "20s",
+			Doc: "after an unknown outcome, the bank is asked again no sooner than this (page reloads included)",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.PendingRecheckAfter })},
+		{Name: "HTTP_READ_TIMEOUT", Group: groupServer, Default: "30s",
+			Doc: "longest time to read one request, headers and body, counted from its start: a slower client (a slowloris, a stalled upload) is answered `408` and disconnected. Request bodies are limited to 64 KiB (`413`, refused from the declared length before the body is read); writing an answer is bounded to 60 s and an idle keep-alive connection to 90 s",
+			p:   durationField(10*time.Minute, func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
+		{Name: "WORKER_STALE_CREATED", Group: groupWorker, Default: "1m",
+			Doc: "a payment whose submit died before the bank answered (no authority) is `failed`; longer than `GATEWAY_BUDGET`",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WorkerStaleCreated })},
+		{Name: "METRICS_TOKEN", Group: groupSecurity, Secret: true,
+			DefaultDoc: "unset: `/metrics` is off",
+			Doc:        "bearer token for `GET /metrics` (Prometheus), accepted only as `Authorization: Bearer <token>`",
+			p:          stringField("any text", func(c *Config) *string { return &c.MetricsToken })},
+		{Name: "RATE_LIMIT_SIGNIN", Group: groupLimits, Default: "20",
+			Doc: "sign-in and sign-up attempts per minute per client address; `0` turns the limit off (load runs only)",
+			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitSignIn })},
+		{Name: "RATE_LIMIT_TOPUP", Group: groupLimits, Default: "30",
+			Doc: "top-ups per minute per user, through the form and the API together (every token of the user shares it); replays of one form (a double click: the same form token) do not count; `0` turns the limit off (load runs only)",
+			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitTopUp })},
+		{Name: "TRUSTED_PROXIES", Group: groupSecurity,
+			Doc: "reverse proxies whose `X-Forwarded-For`/`-Proto`/`-Host` are believed (rate limits, the Origin check); from anyone else they are ignored",
+			p: parser{accepts: "IPs or CIDRs, comma-separated",
+				set: func(c *Config, v string) error {
+					c.TrustedProxies = nil
+					var bad []string
+					for _, p := range strings.Split(v, ",") {
+						if p = strings.TrimSpace(p); p == "" {
+							continue
+						}
+						if net.ParseIP(p) == nil {
+							if _, _, err := net.ParseCIDR(p); err != nil {
+								bad = append(bad, p)
+								continue
+							}
+						}
+						c.TrustedProxies = append(c.TrustedProxies, p)
+					}
+					if len(bad) > 0 {
+						return fmt.Errorf("want IP addresses or CIDR ranges separated by commas, got %q", strings.Join(bad, ","))
+					}
+					return nil
+				},
+				show: func(c Config) string { return strings.Join(c.TrustedProxies, ",") }}},
+		{Name: "RECONCILE_INTERVAL", Group: groupWorker, Default: "10m",
+			Doc: "periodic reconciliation with the gateway's unverified list",
+			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
+		{Name: "LOG_LEVEL", Group: groupSecurity, Default: "info",
+			Doc: "the least important lines logged",
+			p: parser{accepts: "`debug`, `info`, `warn` or `error`",
+				set: func(c *Config, v string) error {
+					l, err := logging.ParseLevel(v)
+					if err == nil {
+						c.LogLevel = l
+					}
+					return err
+				},
+				show: func(c Config) string { return strings.ToLower(c.LogLevel.String()) }}},
+		{Name: "LOG_FORMAT", Group: groupSecurity, Default: logging.FormatText,
+			DefaultDoc: "`text` in development (no `SESSION_SECRET`), `json` otherwise",
+			Doc:        "every line logged for a request carries its `request_id` (also sent as the `X-Request-Id` response header; a proxy's `X-Request-Id` is kept), and lines about a payment its public id (`payment`)",
+			dynamic: func(_ *Config, getenv Getenv) string {
+				if getenv("SESSION_SECRET") == "" {
+					return logging.FormatText
+				}
+				return logging.FormatJSON
+			},
+			p: parser{accepts: "`json` or `text`",
+				set: func(c *Config, v string) error {
+					f, err := logging.ParseFormat(v, "")
+					if err == nil {
+						c.LogFormat = f
+					}
+					return err
+				},
+				show: func(c Config) string { return c.LogFormat }}},
+		{Name: "IDEMPOTENCY_KEY_TTL", Group: groupLimits, Default: "24h",
+			Doc: "API idempotency keys are kept at least this long, then deleted by a periodic cleanup inside `serve`; at least `1m`",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.IdempotencyKeyTTL })},
+		{Name: "API_TOPUPS_PER_MINUTE", Group: groupLimits, Default: "30",
+			Doc: "`POST /api/v1/topups` per API token and minute (then `429` with `Retry-After`)",
+			p:   intField(1, 1_000_000, func(c *Config) *int { return &c.APITopUpsPerMinute })},
+		{Name: "API_TOKEN_DEFAULT_DAYS", Group: groupLimits, Default: "90",
+			Doc: "validity of a new API token when its creator types none; every token expires",
+			p:   intField(1, 365, func(c *Config) *int { return &c.APITokenDefaultDays })},
+		{Name: "API_TOKENS_PER_USER", Group: groupLimits, Default: "10",
+			Doc: "live (unrevoked, unexpired) API tokens a user may hold",
+			p:   intField(1, 1000, func(c *Config) *int { return &c.APITokensPerUser })},
+		{Name: "RETENTION_SESSIONS", Group: groupRetention, Default: "24h",
+			Doc: "expired sessions are deleted this long after they expired (`off` keeps them); see docs/operations.md",
+			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.RetentionSessions })},
+		{Name: "RETENTION_THROTTLES", Group: groupRetention, Default: "24h",
+			Doc: "sign-in throttles quiet this long (and holding no lock-out) are deleted; at least `24h`, or `off`",
+			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.RetentionThrottles })},
+		{Name: "RETENTION_GATEWAY_CALLS", Group: groupRetention, Default: "2160h",
+			DefaultDoc: "`2160h` (90 days)",
+			Doc:        "the bank calls of payments failed this long ago, and calls of no payment this old, are deleted; calls of credited and open payments never; at least `24h`, or `off`",
+			p:          durationOrOffField(func(c *Config) *time.Duration { return &c.RetentionGatewayCalls })},
+		{Name: "CREDITED_CACHE_SIZE", Group: groupServer, Default: "10000",
+			Doc: "credited payments each instance keeps in memory, so that repeat callbacks and receipt reloads of them need no database read (a credited payment never changes again); oldest out first; `0` keeps none",
+			p:   intField(0, 10_000_000, func(c *Config) *int { return &c.CreditedCacheSize })},
+		{Name: "PPROF_ADDR", Group: groupSecurity,
+			DefaultDoc: "unset: off",
+			Doc:        "a loopback `HOST:PORT` (e.g. `127.0.0.1:6060`) where `serve` exposes Go's profiler (`/debug/pprof/`) on a listener of its own; any other address is refused (profiles show memory and stacks)",
+			p: parser{accepts: "a loopback `HOST:PORT`",
+				set: func(c *Config, v string) error {
+					c.PprofAddr = v
+					if v == "" {
+						return nil
+					}
+					// The profiler shows memory and goroutine stacks: never to the network.
+					if h, _, err := splitHostPort(v); err != nil || !loopbackHost(h) {
+						c.PprofAddr = ""
+						return fmt.Errorf("want a loopback HOST:PORT (127.0.0.1:6060, localhost:6060 or [::1]:6060): the profiler is never exposed to the network, got %q", v)
+					}
+					return nil
+				},
+				show: func(c Config) string { return c.PprofAddr }}},
+	}
+}
+
+// The parsers. Each reports a bad value in words that say what is wanted.
+
+func stringField(accepts string, field func(*Config) *string) parser {
+	return parser{accepts: accepts,
+		set:  func(c *Config, v string) error { *field(c) = v; return nil },
+		show: func(c Config) string { return *field(&c) }}
+}
+
+func durationField(max time.Duration, field func(*Config) *time.Duration) parser {
+	accepts := "a duration (`500ms`, `3s`, `2m`, `1h`)"
+	if max > 0 {
+		accepts = "a duration up to `" + formatDuration(max) + "`"
+	}
+	return parser{accepts: accepts,
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("want a positive duration such as 3s or 500ms, got %q", v)
+			}
+			if max > 0 && d > max {
+				return fmt.Errorf("must not be longer than %s (slow clients would hold connections), got %v", formatDuration(max), d)
+			}
+			*field(c) = d
+			return nil
+		},
+		show: func(c Config) string { return formatDuration(*field(&c)) }}
+}
+
+// durationOrOffField is a duration where `0` or `off` turns the thing off.
+func durationOrOffField(field func(*Config) *time.Duration) parser {
+	p := durationField(0, field)
+	set := p.set
+	p.accepts = "a duration, or `off` (`0`)"
+	p.set = func(c *Config, v string) error {
+		if v == "0" || strings.EqualFold(v, "off") {
+			*field(c) = 0
+			return nil
+		}
+		return set(c, v)
+	}
+	show := p.show
+	p.show = func(c Config) string {
+		if *field(&c) == 0 {
+			return "off"
+		}
+		return show(c)
+	}
+	return p
+}
+
+func rialsField(field func(*Config) *int64) parser {
+	return parser{accepts: "rials, a positive whole number (`_` separators allowed)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want a positive whole number of rials, got %q", v)
+			}
+			*field(c) = n
+			return nil
+		},
+		show: func(c Config) string { return strconv.FormatInt(*field(&c), 10) }}
+}
+
+func intField(lo, hi int, field func(*Config) *int) parser {
+	return parser{accepts: fmt.Sprintf("a whole number from %d to %d", lo, hi),
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < lo || n > hi {
+				return fmt.Errorf("want a whole number from %d to %d, got %q", lo, hi, v)
+			}
+			*field(c) = n
+			return nil
+		},
+		show: func(c Config) string { return strconv.Itoa(*field(&c)) }}
+}
+
+// uint32Field is parsed as 32 bits, so the conversion cannot wrap.
+func uint32Field(lo, hi uint32, field func(*Config) *uint32) parser {
+	return parser{accepts: fmt.Sprintf("a whole number from %d to %d", lo, hi),
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil || n < uint64(lo) || n > uint64(hi) {
+				return fmt.Errorf("want a whole number from %d to %d, got %q", lo, hi, v)
+			}
+			*field(c) = uint32(n)
+			return nil
+		},
+		show: func(c Config) string { return strconv.FormatUint(uint64(*field(&c)), 10) }}
+}
+
+// perMinuteField is a rate limit in requests per minute; 0 turns it off.
+func perMinuteField(field func(*Config) *int) parser {
+	return parser{accepts: "requests per minute, `0` for no limit",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 1_000_000 {
+				return fmt.Errorf("want requests per minute (0 turns the limit off), got %q", v)
+			}
+			*field(c) = n
+			return nil
+		},
+		show: func(c Config) string { return strconv.Itoa(*field(&c)) }}
+}
+
+// formatDuration writes a duration as people write it: 2m, not 2m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
