@@ -741,8 +741,9 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		const recheck = time.Second
 		app := rsApp(t, db, bankURL, map[string]string{"BREAKER_MIN_REQUESTS": "1000"},
 			apptest.Options{Server: server.Options{Payment: payment.Config{RecheckDelay: recheck}}})
-		fastWorker := payment.WorkerConfig{Interval: 5 * time.Millisecond, AbandonedAfter: time.Millisecond,
-			BaseBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+		fastWorker := app.Server.WorkerConfig // the app's tuning, then faster
+		fastWorker.Interval, fastWorker.AbandonedAfter = 5*time.Millisecond, time.Millisecond
+		fastWorker.BaseBackoff, fastWorker.MaxBackoff = 20*time.Millisecond, 100*time.Millisecond
 
 		// a) Paid; 20 callbacks and a worker with a tiny interval at once.
 		c := app.NewClient(t)

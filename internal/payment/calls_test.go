@@ -43,12 +43,12 @@ func TestEveryVerifyAttemptIsRecorded(t *testing.T) {
 				ctx := context.Background()
 				e := newEnv(t, db)
 				rg := resilient.New(e.gw, resilient.Options{
-					AttemptTimeout: time.Second, Budget: 5 * time.Second, MaxAttempts: 3,
+					AttemptTimeout: time.Second, Budget: 5 * time.Second, RequestTimeout: 5 * time.Second, MaxAttempts: 3,
 					BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
 					Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
 					Recorder: payment.NewCallRecorder(db, nil), Now: e.clock.Now,
 				})
-				e.svc = payment.NewService(db, rg, e.clock.Now, nil, payment.Config{BaseURL: "http://app.test", MinRials: 10000, MaxRials: 1000000000, PollInterval: 5 * time.Millisecond})
+				e.svc = payment.NewService(db, rg, e.clock.Now, nil, paymenttest.Config())
 				p := e.start(20_000)
 				e.gw.Set(tc.script)
 				got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
@@ -97,12 +97,12 @@ func TestGarbledCallErrorsDoNotBlockTheCredit(t *testing.T) {
 			StartedAt: e.clock.Now(), Outcome: resilient.OutcomeTransient, Error: garbled})
 		// … and with a credit, in its transaction.
 		rg := resilient.New(garbledGateway{e.gw, garbled}, resilient.Options{
-			AttemptTimeout: time.Second, Budget: 5 * time.Second, MaxAttempts: 3,
+			AttemptTimeout: time.Second, Budget: 5 * time.Second, RequestTimeout: 5 * time.Second, MaxAttempts: 3,
 			BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
 			Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
 			Recorder: rec, Now: e.clock.Now,
 		})
-		e.svc = payment.NewService(db, rg, e.clock.Now, nil, payment.Config{BaseURL: "http://app.test", MinRials: 10000, MaxRials: 1000000000, PollInterval: 5 * time.Millisecond})
+		e.svc = payment.NewService(db, rg, e.clock.Now, nil, paymenttest.Config())
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(777) })
 		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("Return = %s, %v; want credited", dump(got), err)

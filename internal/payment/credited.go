@@ -2,10 +2,6 @@ package payment
 
 import "sync"
 
-// DefaultCreditedCacheSize is how many credited payments an instance keeps
-// in memory by default (CREDITED_CACHE_SIZE): a few MB.
-const DefaultCreditedCacheSize = 10_000
-
 // creditedCache keeps credited payments of this instance in memory, so
 // that a repeat callback or a receipt reload of one is answered without a
 // database round trip. Only credited payments are kept: no transition

@@ -111,7 +111,7 @@ func TestCreditedCacheIsBounded(t *testing.T) {
 			ps = append(ps, p)
 		}
 		// A second instance over the same database has kept nothing yet.
-		other := payment.NewService(db, e.gw, e.clock.Now, nil, payment.Config{BaseURL: "http://app.test", MinRials: 10000, MaxRials: 1000000000})
+		other := payment.NewService(db, e.gw, e.clock.Now, nil, paymenttest.Config())
 		if _, err := other.ByPublicID(ctx, ps[0].PublicID); err != nil {
 			t.Fatal(err)
 		}

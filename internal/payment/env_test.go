@@ -52,7 +52,7 @@ func newEnvWith(t *testing.T, db *store.DB, tweak func(*payment.Config)) *env {
 		t.Fatalf("wallet: %v", err)
 	}
 	e := &env{t: t, db: db, gw: paymenttest.NewGateway(), clock: paymenttest.NewClock(), user: u, wallet: w}
-	cfg := payment.Config{BaseURL: "http://app.test", MinRials: 10000, MaxRials: 1000000000, PollInterval: 5 * time.Millisecond}
+	cfg := paymenttest.Config()
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -28,7 +28,9 @@ func (e *env) failByLifetime(p payment.Payment) {
 		f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
 	})
 	e.clock.Advance(21 * time.Minute)
-	w := e.svc.NewWorker(payment.WorkerConfig{AbandonedAfter: time.Minute, AuthorityLifetime: 20 * time.Minute})
+	wc := paymenttest.WorkerConfig()
+	wc.AbandonedAfter, wc.AuthorityLifetime = time.Minute, 20*time.Minute
+	w := e.svc.NewWorker(wc)
 	if _, err := w.RunOnce(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
@@ -84,9 +86,9 @@ func TestRescueSurvivesACrash(t *testing.T) {
 
 		// Another instance: the bank now answers "already verified".
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.AlreadyVerified(5151) })
-		other := payment.NewService(db, e.gw, e.clock.Now, nil, payment.Config{BaseURL: "http://app.test", MinRials: 10000, MaxRials: 1000000000})
+		other := payment.NewService(db, e.gw, e.clock.Now, nil, paymenttest.Config())
 		e.clock.Advance(time.Minute) // the dead holder's lease runs out
-		rr, err := other.NewWorker(payment.WorkerConfig{}).RunOnce(ctx)
+		rr, err := other.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx)
 		if err != nil || rr.Claimed != 1 || rr.Resolved != 1 {
 			t.Fatalf("worker after the crash: %+v %v", rr, err)
 		}
@@ -172,7 +174,7 @@ func TestCallbackForAFailedPaymentAsksTheBank(t *testing.T) {
 					if again, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); again.Status != payment.StatusPendingVerification {
 						t.Errorf("reload: %s", dump(again))
 					}
-					w := e.svc.NewWorker(payment.WorkerConfig{})
+					w := e.svc.NewWorker(paymenttest.WorkerConfig())
 					if rr, _ := w.RunOnce(ctx); rr.Resolved != 0 {
 						t.Errorf("worker within the window resolved %d", rr.Resolved)
 					}
@@ -207,7 +209,9 @@ func TestUnknownInquiryStateNeverFails(t *testing.T) {
 		if err != nil || got.Status != payment.StatusPendingVerification {
 			t.Fatalf("Return = %s, %v", dump(got), err)
 		}
-		w := e.svc.NewWorker(payment.WorkerConfig{MaxUnknown: time.Hour})
+		wc := paymenttest.WorkerConfig()
+		wc.MaxUnknown = time.Hour
+		w := e.svc.NewWorker(wc)
 		for range 3 {
 			e.clock.Advance(3 * time.Minute)
 			if _, err := w.RunOnce(ctx); err != nil {

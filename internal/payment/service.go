@@ -41,28 +41,32 @@ func (e *FormReusedError) Error() string {
 	return fmt.Sprintf("form token already used by payment %s for another amount", e.Existing.PublicID)
 }
 
-// Config holds the payment rules and time budgets.
+// Config holds the payment rules and time budgets. RequestTimeout,
+// VerifyTimeout and RecheckDelay are the operator's settings
+// (GATEWAY_REQUEST_TIMEOUT, GATEWAY_BUDGET, PENDING_RECHECK_AFTER: their
+// defaults are written once, in internal/config): NewService refuses to
+// run without them. The other zero values take the defaults below.
 type Config struct {
 	BaseURL     string // public URL of the app, for the callback URL
 	MinRials    int64
 	MaxRials    int64
 	Description string // shown by the bank, e.g. "Kifpool wallet top-up"
 
-	RequestTimeout time.Duration // budget for the gateway's request call (default 10s)
+	RequestTimeout time.Duration // budget for the gateway's request call (required)
 	// VerifyTimeout is the gateway budget: one whole check of a payment
 	// (verify and, after "not paid", inquiry), and the longest any caller
-	// waits, for its own check or for another actor's (default 12s).
+	// waits, for its own check or for another actor's (required).
 	VerifyTimeout time.Duration
 	ReplayWait    time.Duration // how long a repeat submit waits for the first (default VerifyTimeout)
 	// LeaseDuration: how long a check holds a payment (default
 	// VerifyTimeout+2s): a holder that died blocks it about one budget.
 	LeaseDuration time.Duration
 	// RecheckDelay: the bank is asked about a payment at most once per
-	// this (callbacks and worker; PENDING_RECHECK_AFTER, default 20s).
+	// this (callbacks and worker; PENDING_RECHECK_AFTER; required).
 	RecheckDelay time.Duration
 	PollInterval time.Duration // how often waiters re-read the row (default 50ms)
 	// CreditedCacheSize: how many credited payments are kept in memory for
-	// repeat callbacks and receipt reloads (0: DefaultCreditedCacheSize;
+	// repeat callbacks and receipt reloads (CREDITED_CACHE_SIZE; 0 or
 	// negative: none).
 	CreditedCacheSize int
 
@@ -72,11 +76,18 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = 10 * time.Second
+	var missing []string
+	for _, r := range []struct {
+		name string
+		d    time.Duration
+	}{{"RequestTimeout", c.RequestTimeout}, {"VerifyTimeout", c.VerifyTimeout}, {"RecheckDelay", c.RecheckDelay}} {
+		if r.d <= 0 {
+			missing = append(missing, r.name)
+		}
 	}
-	if c.VerifyTimeout == 0 {
-		c.VerifyTimeout = 12 * time.Second
+	if len(missing) > 0 {
+		// A wiring mistake: the configuration always sets them.
+		panic("payment.NewService: required Config fields not set: " + strings.Join(missing, ", "))
 	}
 	if c.ReplayWait == 0 {
 		c.ReplayWait = c.VerifyTimeout
@@ -85,14 +96,8 @@ func (c *Config) defaults() {
 		// One check (verify, then perhaps inquiry) is bounded by the budget.
 		c.LeaseDuration = c.VerifyTimeout + 2*time.Second
 	}
-	if c.RecheckDelay == 0 {
-		c.RecheckDelay = 20 * time.Second
-	}
 	if c.PollInterval == 0 {
 		c.PollInterval = 50 * time.Millisecond
-	}
-	if c.CreditedCacheSize == 0 {
-		c.CreditedCacheSize = DefaultCreditedCacheSize
 	}
 	if c.Description == "" {
 		c.Description = "افزایش موجودی کیف‌پول (Kifpool wallet top-up)"

@@ -5,66 +5,64 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
 	"gorm.io/gorm"
 )
 
-// WorkerConfig tunes the background resolver of open payments.
+// WorkerConfig tunes the background resolver of open payments. Every
+// field but Batch and Jitter is an operator's setting (WORKER_*, whose
+// defaults are written once, in internal/config): NewWorker refuses to
+// run without them.
 type WorkerConfig struct {
-	Interval    time.Duration // how often to look for due payments (default 2s)
+	Interval    time.Duration // how often to look for due payments
 	Batch       int           // payments claimed per round (default 20)
-	Concurrency int           // payments resolved at once (default 4)
+	Concurrency int           // payments resolved at once
 	// AbandonedAfter: an awaiting_payment payment older than this is
 	// checked without waiting for its callback (the payer paid and closed
 	// the window, or never came back). Banks reverse an unverified payment
-	// after 20–30 minutes, so this must be well inside that (default 2m).
+	// after 20–30 minutes, so this must be well inside that.
 	AbandonedAfter time.Duration
 	// AuthorityLifetime: a payment the bank still has not seen paid this
-	// long after it started is failed (default 20m; Zarinpal's authorities
+	// long after it started is failed (Zarinpal's authorities
 	// live for minutes, the sandbox bank's for 15).
 	AuthorityLifetime time.Duration
 	// MaxUnknown: a payment whose outcome is still unknown this long after
-	// it started goes to needs_review for a person (default 2h).
+	// it started goes to needs_review for a person.
 	MaxUnknown time.Duration
 	// StaleCreated: a payment still "created" this long (its submit died
 	// before the bank answered) is failed; it has no authority, so no money
-	// can have been taken (default 1m).
+	// can have been taken.
 	StaleCreated time.Duration
-	BaseBackoff  time.Duration // first re-check delay (default 10s)
-	MaxBackoff   time.Duration // longest re-check delay (default 2m)
+	BaseBackoff  time.Duration // first re-check delay
+	MaxBackoff   time.Duration // longest re-check delay
 	// Jitter returns a number in [0,1) (default math/rand/v2).
 	Jitter func() float64
 }
 
 func (c *WorkerConfig) defaults() {
-	if c.Interval <= 0 {
-		c.Interval = 2 * time.Second
+	var missing []string
+	for _, r := range []struct {
+		name string
+		ok   bool
+	}{
+		{"Interval", c.Interval > 0}, {"Concurrency", c.Concurrency > 0},
+		{"AbandonedAfter", c.AbandonedAfter > 0}, {"AuthorityLifetime", c.AuthorityLifetime > 0},
+		{"MaxUnknown", c.MaxUnknown > 0}, {"StaleCreated", c.StaleCreated > 0},
+		{"BaseBackoff", c.BaseBackoff > 0}, {"MaxBackoff", c.MaxBackoff > 0},
+	} {
+		if !r.ok {
+			missing = append(missing, r.name)
+		}
+	}
+	if len(missing) > 0 {
+		// A wiring mistake: the configuration always sets them.
+		panic("payment.NewWorker: required WorkerConfig fields not set: " + strings.Join(missing, ", "))
 	}
 	if c.Batch <= 0 {
 		c.Batch = 20
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = 4
-	}
-	if c.AbandonedAfter <= 0 {
-		c.AbandonedAfter = 2 * time.Minute
-	}
-	if c.AuthorityLifetime <= 0 {
-		c.AuthorityLifetime = 20 * time.Minute
-	}
-	if c.MaxUnknown <= 0 {
-		c.MaxUnknown = 2 * time.Hour
-	}
-	if c.StaleCreated <= 0 {
-		c.StaleCreated = time.Minute
-	}
-	if c.BaseBackoff <= 0 {
-		c.BaseBackoff = 10 * time.Second
-	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = 2 * time.Minute
 	}
 	if c.Jitter == nil {
 		c.Jitter = rand.Float64

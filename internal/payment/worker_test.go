@@ -44,11 +44,9 @@ func wkPayer(t *testing.T, db *store.DB) payment.StartInput {
 }
 
 func wkService(db *store.DB, gw gateway.Gateway, now func() time.Time) *payment.Service {
-	return payment.NewService(db, gw, now, nil, payment.Config{
-		BaseURL: "http://app.test", MinRials: 10_000, MaxRials: 1_000_000_000, PollInterval: 5 * time.Millisecond,
-		// Short pacing window: these tests are about the back-off.
-		RecheckDelay: 100 * time.Millisecond,
-	})
+	cfg := paymenttest.Config()
+	cfg.RecheckDelay = 100 * time.Millisecond // short pacing window: these tests are about the back-off
+	return payment.NewService(db, gw, now, nil, cfg)
 }
 
 func wkStart(t *testing.T, svc *payment.Service, in payment.StartInput, amount int64) payment.Payment {
@@ -83,9 +81,9 @@ func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 		for range instances {
 			// Each instance has its own service over the shared database.
 			svc := wkService(db, gw, clock.Now)
-			workers = append(workers, svc.NewWorker(payment.WorkerConfig{
-				AbandonedAfter: time.Minute, Batch: 7, Concurrency: 3,
-			}))
+			wc := paymenttest.WorkerConfig()
+			wc.AbandonedAfter, wc.Batch, wc.Concurrency = time.Minute, 7, 3
+			workers = append(workers, svc.NewWorker(wc))
 		}
 		starter := wkService(db, gw, clock.Now)
 		var total int64
@@ -173,11 +171,11 @@ func TestWorkerBackoffGrowsWithinBounds(t *testing.T) {
 		const base, maxB = time.Second, 10 * time.Second
 		jitters := []float64{0, 0.999, 0.5, 0, 0.999, 0.25, 0.75, 0.999, 0}
 		var round atomic.Int64
-		w := svc.NewWorker(payment.WorkerConfig{
-			BaseBackoff: base, MaxBackoff: maxB, AbandonedAfter: time.Second,
-			AuthorityLifetime: 48 * time.Hour, MaxUnknown: 24 * time.Hour,
-			Jitter: func() float64 { return jitters[round.Load()] },
-		})
+		wc := paymenttest.WorkerConfig()
+		wc.BaseBackoff, wc.MaxBackoff, wc.AbandonedAfter = base, maxB, time.Second
+		wc.AuthorityLifetime, wc.MaxUnknown = 48*time.Hour, 24*time.Hour
+		wc.Jitter = func() float64 { return jitters[round.Load()] }
+		w := svc.NewWorker(wc)
 		p := wkStart(t, svc, wkPayer(t, db), 50_000)
 		clock.Advance(2 * time.Second)
 		ctx := context.Background()
@@ -230,7 +228,9 @@ func TestWorkerPostponesWhileBreakerOpen(t *testing.T) {
 		gw := paymenttest.NewGateway()
 		clock := paymenttest.NewFrozenClock()
 		svc := wkService(db, gw, clock.Now)
-		w := svc.NewWorker(payment.WorkerConfig{AbandonedAfter: time.Second})
+		wc := paymenttest.WorkerConfig()
+		wc.AbandonedAfter = time.Second
+		w := svc.NewWorker(wc)
 		p := wkStart(t, svc, wkPayer(t, db), 20_000)
 		clock.Advance(time.Minute)
 		ctx := context.Background()
@@ -303,7 +303,7 @@ func TestDeadlineNeverOverrulesAVerifyInFlight(t *testing.T) {
 				}
 			}
 		})
-		w := e.svc.NewWorker(payment.WorkerConfig{})
+		w := e.svc.NewWorker(paymenttest.WorkerConfig())
 		rr, err := w.RunOnce(ctx)
 		t.Logf("worker round %+v err %v; row now %s", rr, err, dump(e.row(p.ID)))
 		close(release)

@@ -76,6 +76,9 @@ type Server struct {
 	// Resilient is the caller around the driver (breaker state).
 	Resilient *resilient.Gateway
 	Worker    *payment.Worker
+	// WorkerConfig is the worker's tuning from the configuration (a test
+	// starting a second worker starts from it).
+	WorkerConfig payment.WorkerConfig
 	// Metrics are the app's Prometheus metrics (GET /metrics).
 	Metrics *metrics.Metrics
 	// Clock is the app's clock: Options.Now corrected to the database's
@@ -193,18 +196,21 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		pc.RecheckDelay = cfg.PendingRecheckAfter
 	}
 	if pc.CreditedCacheSize == 0 {
-		pc.CreditedCacheSize = cfg.CreditedCacheSize
-		if pc.CreditedCacheSize == 0 {
-			pc.CreditedCacheSize = -1 // CREDITED_CACHE_SIZE=0: keep none
-		}
+		pc.CreditedCacheSize = cfg.CreditedCacheSize // 0: keep none
 	}
 	s.Payments = payment.NewService(db, s.Gateway, now, o.Log.With("component", "payment"), pc)
-	s.Worker = s.Payments.NewWorker(payment.WorkerConfig{
+	s.WorkerConfig = payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
 		MaxUnknown: cfg.WorkerMaxUnknown, StaleCreated: cfg.WorkerStaleCreated,
 		BaseBackoff: cfg.WorkerBackoffBase, MaxBackoff: cfg.WorkerBackoffMax,
-	})
+	}
+	if s.WorkerConfig.Interval == 0 {
+		// WORKER_INTERVAL=off: RunBackground starts no worker; one built
+		// here still needs an interval.
+		s.WorkerConfig.Interval = time.Second
+	}
+	s.Worker = s.Payments.NewWorker(s.WorkerConfig)
 	s.Config = cfg
 	s.db = db
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})

@@ -7,15 +7,19 @@ import (
 	"time"
 )
 
-// Options configure a resilient Gateway. Zero values take the defaults.
+// Options configure a resilient Gateway. The time-outs and the breaker's
+// thresholds have no defaults here: they are the operator's settings
+// (GATEWAY_* and BREAKER_* in internal/config, the one place their
+// defaults are written) and New refuses to run without them. The other
+// zero values take the defaults below.
 type Options struct {
-	// AttemptTimeout bounds one call to the bank (default 3s).
+	// AttemptTimeout bounds one call to the bank (required).
 	AttemptTimeout time.Duration
 	// Budget bounds a whole operation, retries and back-off included
-	// (default 12s). The caller's deadline wins when it is earlier.
+	// (required). The caller's deadline wins when it is earlier.
 	Budget time.Duration
 	// RequestTimeout bounds the request call, which is one attempt, never
-	// retried, in place of AttemptTimeout (default 10s, cut to Budget): a
+	// retried, in place of AttemptTimeout (required; cut to Budget): a
 	// bank that takes 4 s to hand out an authority must not fail every
 	// top-up at the 3 s meant for one of several verify attempts.
 	RequestTimeout time.Duration
@@ -51,16 +55,16 @@ type Options struct {
 // BreakerOptions configure the circuit breaker (one per wrapped gateway).
 type BreakerOptions struct {
 	// Window is the rolling window the failure ratio is computed over
-	// (default 30s, in 10 buckets so old results expire gradually).
+	// (required; in 10 buckets so old results expire gradually).
 	Window time.Duration
 	// MinRequests is the number of completed, counted attempts in the window
-	// below which the breaker never trips (default 10).
+	// below which the breaker never trips (required).
 	MinRequests uint32
 	// FailureRatio trips the breaker when failures/completed >= it
-	// (default 0.5, must be in (0, 1]).
+	// (required, in (0, 1]).
 	FailureRatio float64
 	// OpenTimeout is how long the breaker stays open before letting a probe
-	// through (default 20s).
+	// through (required).
 	OpenTimeout time.Duration
 	// HalfOpenProbes is how many probes may run at once when half-open; that
 	// many consecutive successes close it (default 1).
@@ -69,30 +73,36 @@ type BreakerOptions struct {
 
 // Defaults.
 const (
-	DefaultAttemptTimeout = 3 * time.Second
-	DefaultBudget         = 12 * time.Second
-	DefaultRequestTimeout = 10 * time.Second
-	DefaultMaxAttempts    = 3
-	DefaultBaseBackoff    = 200 * time.Millisecond
-	DefaultMaxBackoff     = 2 * time.Second
-	DefaultMaxRetryAfter  = 5 * time.Second
-	DefaultWindow         = 30 * time.Second
-	DefaultMinRequests    = 10
-	DefaultFailureRatio   = 0.5
-	DefaultOpenTimeout    = 20 * time.Second
-	windowBuckets         = 10
+	DefaultMaxAttempts   = 3
+	DefaultBaseBackoff   = 200 * time.Millisecond
+	DefaultMaxBackoff    = 2 * time.Second
+	DefaultMaxRetryAfter = 5 * time.Second
+	windowBuckets        = 10
 )
 
+// missing names the required options that are not set.
+func (o Options) missing() []string {
+	var m []string
+	for _, r := range []struct {
+		name string
+		ok   bool
+	}{
+		{"AttemptTimeout", o.AttemptTimeout > 0},
+		{"Budget", o.Budget > 0},
+		{"RequestTimeout", o.RequestTimeout > 0},
+		{"Breaker.Window", o.Breaker.Window > 0},
+		{"Breaker.MinRequests", o.Breaker.MinRequests > 0},
+		{"Breaker.FailureRatio", o.Breaker.FailureRatio > 0 && o.Breaker.FailureRatio <= 1},
+		{"Breaker.OpenTimeout", o.Breaker.OpenTimeout > 0},
+	} {
+		if !r.ok {
+			m = append(m, r.name)
+		}
+	}
+	return m
+}
+
 func (o Options) withDefaults() Options {
-	if o.AttemptTimeout <= 0 {
-		o.AttemptTimeout = DefaultAttemptTimeout
-	}
-	if o.Budget <= 0 {
-		o.Budget = DefaultBudget
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
 	o.RequestTimeout = min(o.RequestTimeout, o.Budget)
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
@@ -110,18 +120,6 @@ func (o Options) withDefaults() Options {
 		o.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	b := &o.Breaker
-	if b.Window <= 0 {
-		b.Window = DefaultWindow
-	}
-	if b.MinRequests == 0 {
-		b.MinRequests = DefaultMinRequests
-	}
-	if !(b.FailureRatio > 0 && b.FailureRatio <= 1) {
-		b.FailureRatio = DefaultFailureRatio
-	}
-	if b.OpenTimeout <= 0 {
-		b.OpenTimeout = DefaultOpenTimeout
-	}
 	if b.HalfOpenProbes == 0 {
 		b.HalfOpenProbes = 1
 	}

@@ -50,7 +50,7 @@ func TestRequestTimeout(t *testing.T) {
 			if tt.opts != nil {
 				tt.opts(&o)
 			}
-			g := New(f, o)
+			g := New(f, timed(o))
 			start := time.Now()
 			err := call(g, context.Background(), tt.op)
 			elapsed := time.Since(start)

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -59,8 +60,13 @@ var (
 	errCountExclude = errors.New("resilient: excluded")
 )
 
-// New wraps inner. The breaker is named inner.Name().
+// New wraps inner. The breaker is named inner.Name(). It panics when a
+// required option is not set (a wiring mistake: the configuration always
+// sets them).
 func New(inner gateway.Gateway, opts Options) *Gateway {
+	if m := opts.missing(); len(m) > 0 {
+		panic("resilient.New: required options not set: " + strings.Join(m, ", "))
+	}
 	o := opts.withDefaults()
 	g := &Gateway{inner: inner, name: inner.Name(), opts: o}
 	g.snap.Store(&stateSnap{state: gobreaker.StateClosed, since: o.Now()})

@@ -191,14 +191,14 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // fastOpts: fake clock and sleep, fixed jitter, a breaker that won't trip.
 func fastOpts(clk *fakeClock, rec Recorder) Options {
-	return Options{
+	return timed(Options{
 		Now:      clk.Now,
 		Sleep:    clk.Sleep,
 		Rand:     func() float64 { return 0.5 },
 		Recorder: rec,
 		Logger:   discard(),
 		Breaker:  BreakerOptions{MinRequests: 1000},
-	}
+	})
 }
 
 // call runs op on g and returns the error only.
@@ -531,7 +531,7 @@ func TestBudgetWithSlowBank(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var sleeps []sleepRec
-	g := New(f, Options{
+	g := New(f, timed(Options{
 		AttemptTimeout: attemptTimeout,
 		Budget:         budget,
 		MaxAttempts:    10,
@@ -549,7 +549,7 @@ func TestBudgetWithSlowBank(t *testing.T) {
 		Recorder: rec,
 		Logger:   discard(),
 		Breaker:  BreakerOptions{MinRequests: 1000},
-	})
+	}))
 	start := time.Now()
 	err := call(g, context.Background(), OpVerify)
 	elapsed := time.Since(start)
@@ -632,14 +632,14 @@ func TestTimeoutAttribution(t *testing.T) {
 			}
 			f := newFake(map[string][]step{op: {{delay: 10 * time.Second}}})
 			rec := &MemoryRecorder{}
-			g := New(f, Options{
+			g := New(f, timed(Options{
 				AttemptTimeout: tc.attemptTimeout,
 				RequestTimeout: tc.requestTimeout,
 				Budget:         tc.budget,
 				MaxAttempts:    1,
 				Recorder:       rec,
 				Logger:         discard(),
-			})
+			}))
 			ctx := context.Background()
 			if tc.callerTimeout > 0 {
 				var cancel context.CancelFunc
@@ -669,11 +669,11 @@ func TestCallerCanceled(t *testing.T) {
 	t.Run("mid back-off: returns promptly, no further attempt", func(t *testing.T) {
 		f := newFake(map[string][]step{OpVerify: {{err: http503()}}})
 		rec := &MemoryRecorder{}
-		g := New(f, Options{
+		g := New(f, timed(Options{
 			BaseBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second, Budget: time.Minute,
 			Rand: func() float64 { return 1 }, Recorder: rec, Logger: discard(),
 			Breaker: BreakerOptions{MinRequests: 1000},
-		})
+		}))
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(20*time.Millisecond, cancel)
 		start := time.Now()
@@ -695,7 +695,7 @@ func TestCallerCanceled(t *testing.T) {
 	t.Run("mid attempt: excluded from the breaker, recorded canceled", func(t *testing.T) {
 		f := newFake(map[string][]step{OpVerify: {{delay: time.Second}}})
 		rec := &MemoryRecorder{}
-		g := New(f, Options{Recorder: rec, Logger: discard()})
+		g := New(f, timed(Options{Recorder: rec, Logger: discard()}))
 		ctx, cancel := context.WithCancel(WithPaymentRef(context.Background(), "pay_1"))
 		time.AfterFunc(20*time.Millisecond, cancel)
 		start := time.Now()
@@ -716,7 +716,7 @@ func TestCallerCanceled(t *testing.T) {
 	})
 	t.Run("already canceled: the bank is not called", func(t *testing.T) {
 		f := newFake(nil)
-		g := New(f, Options{Logger: discard()})
+		g := New(f, timed(Options{Logger: discard()}))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		for _, op := range []string{OpRequest, OpVerify, OpInquire, OpListUnverified} {
@@ -769,13 +769,41 @@ func breakerOpts(rec Recorder, log slog.Handler, minReq uint32, openTimeout time
 	if log == nil {
 		log = slog.DiscardHandler
 	}
-	return Options{
+	return timed(Options{
 		MaxAttempts: 1,
 		Sleep:       func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 		Recorder:    rec,
 		Logger:      slog.New(log),
 		Breaker:     BreakerOptions{MinRequests: minReq, FailureRatio: 0.5, OpenTimeout: openTimeout},
+	})
+}
+
+// timed sets the options the package requires and a test leaves unset,
+// to the values a deployment gets by default (GATEWAY_*, BREAKER_*).
+func timed(o Options) Options {
+	if o.AttemptTimeout == 0 {
+		o.AttemptTimeout = 3 * time.Second
 	}
+	if o.Budget == 0 {
+		o.Budget = 12 * time.Second
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	b := &o.Breaker
+	if b.Window == 0 {
+		b.Window = 30 * time.Second
+	}
+	if b.MinRequests == 0 {
+		b.MinRequests = 10
+	}
+	if b.FailureRatio == 0 {
+		b.FailureRatio = 0.5
+	}
+	if b.OpenTimeout == 0 {
+		b.OpenTimeout = 20 * time.Second
+	}
+	return o
 }
 
 func TestBreakerTripRule(t *testing.T) {
@@ -1130,11 +1158,11 @@ func TestConcurrentUse(t *testing.T) {
 		OpInquire: {{res: okResult(OpInquire)}, {err: http503()}},
 	})
 	rec := &MemoryRecorder{}
-	g := New(f, Options{
+	g := New(f, timed(Options{
 		Sleep:    func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 		Recorder: rec, Logger: discard(),
 		Breaker: BreakerOptions{MinRequests: 5, OpenTimeout: 5 * time.Millisecond},
-	})
+	}))
 	var wg sync.WaitGroup
 	for i := 0; i < 16; i++ {
 		wg.Add(1)
@@ -1296,14 +1324,33 @@ func TestPaymentRefContext(t *testing.T) {
 	NopRecorder{}.Record(ctx, Call{})
 }
 
+// The package's own knobs have defaults; the operator's settings (time-outs,
+// breaker thresholds) have none here: New refuses to run without them.
 func TestDefaults(t *testing.T) {
-	o := Options{Breaker: BreakerOptions{FailureRatio: 3}}.withDefaults()
-	if o.AttemptTimeout != 3*time.Second || o.Budget != 12*time.Second || o.RequestTimeout != 10*time.Second || o.MaxAttempts != 3 ||
+	o := timed(Options{Budget: 4 * time.Second}).withDefaults()
+	if o.RequestTimeout != 4*time.Second || o.MaxAttempts != 3 ||
 		o.BaseBackoff != 200*time.Millisecond || o.MaxBackoff != 2*time.Second || o.MaxRetryAfter != 5*time.Second ||
-		o.Breaker.Window != 30*time.Second || o.Breaker.MinRequests != 10 || o.Breaker.FailureRatio != 0.5 ||
-		o.Breaker.OpenTimeout != 20*time.Second || o.Breaker.HalfOpenProbes != 1 ||
+		o.Breaker.HalfOpenProbes != 1 ||
 		o.Now == nil || o.Sleep == nil || o.Rand == nil || o.Recorder == nil || o.Logger == nil {
 		t.Fatalf("defaults = %+v", o)
+	}
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		wants string
+	}{
+		{"nothing set", Options{}, "AttemptTimeout, Budget, RequestTimeout, Breaker.Window, Breaker.MinRequests, Breaker.FailureRatio, Breaker.OpenTimeout"},
+		{"ratio above 1", func() Options { o := timed(Options{}); o.Breaker.FailureRatio = 3; return o }(), "Breaker.FailureRatio"},
+		{"no budget", func() Options { o := timed(Options{}); o.Budget = 0; return o }(), "not set: Budget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.wants) {
+					t.Fatalf("New panicked with %v, want %q", r, tc.wants)
+				}
+			}()
+			New(newFake(nil), tc.o)
+		})
 	}
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
