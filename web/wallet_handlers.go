@@ -159,7 +159,7 @@ func (s *Server) formReplay(c *fiber.Ctx) bool {
 	if u == nil {
 		return false
 	}
-	seen, err := s.Payments.FormSubmitted(c.UserContext(), u.ID, c.FormValue("token"))
+	seen, err := s.TopUp.Submitted(c.UserContext(), u.ID, c.FormValue("token"))
 	if err != nil {
 		s.Log.WarnContext(c.UserContext(), "top-up rate limit: replay check", "err", err)
 		return false

@@ -26,6 +26,10 @@ type Starter interface {
 	// Start starts a top-up, or answers a repeat of the same form or key
 	// as its first submit was.
 	Start(ctx context.Context, r Request) (payment.StartResult, error)
+	// Submitted reports whether the user already submitted the form with
+	// this token (a repeat is answered from the first submit; the form's
+	// rate limit does not count it).
+	Submitted(ctx context.Context, userID int64, formToken string) (bool, error)
 }
 
 // Amount is an amount as a caller received it: typed by a person in
@@ -107,6 +111,12 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 		UserID: r.UserID, WalletID: w.ID, Email: r.Email, FormToken: r.FormToken,
 		AmountRials: rials, Description: r.Description,
 	})
+}
+
+// Submitted reports whether the form with this token was submitted
+// before (one indexed read; false for a malformed token).
+func (s *Service) Submitted(ctx context.Context, userID int64, formToken string) (bool, error) {
+	return s.payments.FormSubmitted(ctx, userID, formToken)
 }
 
 // ErrNoWallet: the user's wallet could not be read; nothing was written,
