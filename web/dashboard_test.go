@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -17,9 +18,10 @@ import (
 // while a status has at most paymentread.TotalCap payments. Beyond that,
 // on PostgreSQL, the total is the database's estimate and the page says so
 // in both languages ("≈" and a sentence); SQLite still counts exactly.
+// The metrics gauge of payments by status reads the same totals.
 func TestDashboardTotals(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		app := apptest.Start(t, db, apptest.Options{})
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": metricsToken}})
 		ctx := context.Background()
 		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)
@@ -53,6 +55,18 @@ func TestDashboardTotals(t *testing.T) {
 			db.Gorm.Exec(`ANALYZE payments`)
 		}
 		failed := want["failed"] + many
+		req, _ := http.NewRequest(http.MethodGet, app.URL+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+metricsToken)
+		metrics := admin.Do(req).Body
+		tots, err := paymentread.New(db).Totals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tot := range tots {
+			if got := metricValue(t, metrics, `kifpool_payments{status="`+tot.Status+`"}`); got != float64(tot.N) {
+				t.Errorf("metric of %s payments: %v, want the dashboard's %d", tot.Status, got, tot.N)
+			}
+		}
 		for _, lang := range []struct{ code, phrase string }{{"fa", "تخمینی از آمار پایگاه داده"}, {"en", "is an estimate from the database"}} {
 			admin.Get("/admin?lang=" + lang.code)
 			page := admin.Get("/admin")
@@ -64,10 +78,6 @@ func TestDashboardTotals(t *testing.T) {
 					t.Errorf("%s: SQLite does not show the %d failed payments exactly", lang.code, failed)
 				}
 				continue
-			}
-			tots, err := paymentread.New(db).Totals(ctx)
-			if err != nil {
-				t.Fatal(err)
 			}
 			est := tots[len(tots)-1]
 			if est.Status != "failed" || !est.Estimate || est.N < failed*9/10 || est.N > failed*11/10 {

@@ -187,23 +187,6 @@ func (r *Reader) Reconciles(ctx context.Context, limit int) ([]payment.Reconcile
 	return out, nil
 }
 
-// CountByStatus counts every payment of each status exactly (the metrics'
-// gauge; a scan of the table, which the dashboard avoids: see Totals).
-func (r *Reader) CountByStatus(ctx context.Context) (map[string]int64, error) {
-	var rows []struct {
-		Status string
-		N      int64
-	}
-	if err := r.db.Gorm.WithContext(ctx).Table("payments").Select("status, COUNT(*) AS n").Group("status").Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("count payments: %w", err)
-	}
-	out := make(map[string]int64, len(rows))
-	for _, row := range rows {
-		out[row.Status] = row.N
-	}
-	return out, nil
-}
-
 // HourBucket is one hour of top-ups.
 type HourBucket struct {
 	Start    time.Time // the hour's beginning, UTC
