@@ -26,12 +26,23 @@ if [ "$$REQUIRE_BROWSER" != 1 ]; then \
 fi
 endef
 
+# The binary records the VCS revision it is built from (Go's build info;
+# -buildvcs=auto wins over a GOFLAGS=-buildvcs=false) and the build time:
+# kifpool version prints them, serve logs them at start. Go finds no VCS
+# data in a git worktree (.git is a file there), so the revision and its
+# commit time are also passed from git when it answers.
+BUILD_TIME  = $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+GIT_REV     = $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TIME    = $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+GIT_DIRTY   = $(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo true)
+BUILD_FLAGS = -buildvcs=auto -ldflags '-X main.buildTime=$(BUILD_TIME) -X main.gitRevision=$(GIT_REV) -X main.gitTime=$(GIT_TIME) -X main.gitModified=$(GIT_DIRTY)'
+
 build:
-	$(GO) build -o $(BIN) ./cmd/kifpool
+	$(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/kifpool
 
 # kifpool into $$GOBIN (or $$(go env GOPATH)/bin).
 install:
-	$(GO) install ./cmd/kifpool
+	$(GO) install $(BUILD_FLAGS) ./cmd/kifpool
 
 # axe-core for the browser tests' accessibility audit (Chromium itself comes
 # from the system: apt-get install -y chromium).

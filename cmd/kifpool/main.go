@@ -11,6 +11,7 @@
 //	kifpool check                       read-only audit of the database's money rules
 //	kifpool backup --to FILE            online backup of the SQLite database
 //	kifpool config [--reference]        the configuration in effect (secrets masked)
+//	kifpool version                     module version, VCS revision, build time
 //
 // Configuration comes from the environment (see docs/configuration.md).
 package main
@@ -60,6 +61,7 @@ commands:
                                    kifpool sandbank -h lists the fault-injection flags
   config                           print the configuration in effect (secrets masked) and check it
   config --reference               print the configuration reference (docs/configuration.md)
+  version                          print the module version, the VCS revision and the build time
 
 configuration is read from the environment; see docs/configuration.md.
 `
@@ -101,6 +103,8 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		return backupCmd(ctx, args[1:], getenv, stdout, log)
 	case "config":
 		return configCmd(args[1:], getenv, stdout)
+	case "version", "--version":
+		return current().write(stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -161,11 +165,25 @@ func migrate(ctx context.Context, getenv config.Getenv, log *slog.Logger) error 
 }
 
 func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	log.Info("kifpool starting", current().LogArgs()...)
+	// A real gateway never runs on the development secret (checked before
+	// anything is written: no secret file, no migration).
+	if cfg, err := config.Load(getenv); err == nil {
+		if err := cfg.ServeRefusal(); err != nil {
+			return fmt.Errorf("configuration:\n%w", err)
+		}
+	}
 	cfg, db, err := setup(ctx, getenv, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if cfg.Dev {
+		w := fmt.Sprintf("no SESSION_SECRET: using a development session secret kept in %s (fine with the sandbox bank; set SESSION_SECRET, the same on every instance, before going live)",
+			filepath.Join(cfg.DataDir, "session_secret"))
+		log.Warn("configuration", "warning", w)
+		fmt.Fprintln(stdout, "warning:", w)
+	}
 	release, err := instanceLock(ctx, cfg, db)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -191,11 +192,21 @@ func TestServeStartsAndStops(t *testing.T) {
 		"LISTEN_ADDR": addr, "BASE_URL": "http://" + addr, "PPROF_ADDR": pprofAddr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	out := &syncBuffer{}
+	out, logs := &syncBuffer{}, &syncBuffer{}
 	go func() {
-		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), out, slog.New(slog.DiscardHandler))
+		done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), out, slog.New(slog.NewTextHandler(logs, nil)))
 	}()
 	waitHealthy(t, "http://"+addr, done)
+	// serve says which binary it is, and that it runs on a development
+	// secret (no SESSION_SECRET, sandbox bank).
+	for _, want := range []string{`msg="kifpool starting" version=`, " revision=", " build_time=", " go=go1."} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("serve's log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if !strings.Contains(out.String(), "warning: no SESSION_SECRET: using a development session secret kept in "+filepath.Join(dir, "session_secret")) {
+		t.Errorf("serve does not say it runs on a development secret:\n%s", out.String())
+	}
 	// The in-process sandbox bank answers under /sandbank.
 	resp, err := http.Post("http://"+addr+"/sandbank/pg/v4/payment/inquiry.json", "application/json", strings.NewReader(`{}`))
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
@@ -351,5 +362,31 @@ func TestConfigCommand(t *testing.T) {
 	out.Reset()
 	if err := run(ctx, []string{"config", "--reference"}, envOf(nil), nil, &out, log); err != nil || !strings.HasPrefix(out.String(), "# Configuration reference") {
 		t.Fatalf("config --reference: %v\n%.200s", err, out.String())
+	}
+}
+
+// With a real gateway, serve refuses to start without SESSION_SECRET,
+// before it writes anything; a secret file in DATA_DIR does not count.
+func TestServeRefusesARealGatewayWithoutSessionSecret(t *testing.T) {
+	for _, withFile := range []bool{false, true} {
+		dir := t.TempDir()
+		if withFile {
+			if err := os.WriteFile(filepath.Join(dir, "session_secret"), []byte("q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir, "LISTEN_ADDR": "127.0.0.1:0",
+			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "http://127.0.0.1:1"}
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"serve"}, envOf(env), strings.NewReader(""), &out, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), "SESSION_SECRET: required to serve with GATEWAY=zarinpal") {
+			t.Fatalf("secret file %v: serve returned %v, want a refusal naming SESSION_SECRET", withFile, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "k.db")); !os.IsNotExist(err) {
+			t.Errorf("secret file %v: the refused start created the database (%v)", withFile, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "session_secret")); withFile == os.IsNotExist(err) {
+			t.Errorf("secret file %v: the refused start changed DATA_DIR (%v)", withFile, err)
+		}
 	}
 }

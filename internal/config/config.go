@@ -304,6 +304,21 @@ func (c *Config) check(l *loader) {
 	}
 }
 
+// ServeRefusal says why serve must not start with this configuration: a
+// real gateway without SESSION_SECRET. The development secret that
+// Kifpool keeps in DATA_DIR/session_secret does not count, even one an
+// operator wrote there: any development start creates that file by
+// itself, so it cannot be told from one made on purpose, and each host
+// would keep its own, while every instance behind a load balancer needs
+// the same secret (CSRF tokens, idempotency fingerprints). With the
+// sandbox bank (no real money) the development secret is allowed.
+func (c Config) ServeRefusal() error {
+	if c.Dev && c.Gateway != GatewaySandbox {
+		return fmt.Errorf("SESSION_SECRET: required to serve with GATEWAY=%s (real money): set at least 32 random characters, the same on every instance (openssl rand -base64 48); the development secret in DATA_DIR/session_secret is used only with GATEWAY=%s", c.Gateway, GatewaySandbox)
+	}
+	return nil
+}
+
 // checkSecret refuses secrets that are short or have little variety.
 func checkSecret(s string) error {
 	if len(s) < 32 {

@@ -591,3 +591,33 @@ func TestDatabaseMaxConns(t *testing.T) {
 		})
 	}
 }
+
+// A real gateway never serves on the development secret; the sandbox
+// bank may.
+func TestServeRefusal(t *testing.T) {
+	zp := map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"}
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		refused bool
+	}{
+		{"sandbox, development secret", nil, false},
+		{"sandbox, SESSION_SECRET", map[string]string{"SESSION_SECRET": strongSecret}, false},
+		{"zarinpal, no SESSION_SECRET", zp, true},
+		{"zarinpal, SESSION_SECRET", map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": zp["ZARINPAL_MERCHANT_ID"], "SESSION_SECRET": strongSecret}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.ServeRefusal()
+			if (err != nil) != tc.refused {
+				t.Fatalf("ServeRefusal = %v, want refused=%v", err, tc.refused)
+			}
+			if err != nil && !strings.Contains(err.Error(), "SESSION_SECRET") {
+				t.Fatalf("the refusal does not name SESSION_SECRET: %v", err)
+			}
+		})
+	}
+}

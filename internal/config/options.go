@@ -211,7 +211,7 @@ func ownOptions() []Option {
 				},
 				show: func(c Config) string { return c.BaseURL }}},
 		{Name: "SESSION_SECRET", Group: groupSecurity, Secret: true,
-			DefaultDoc: "unset: a development secret, generated once into `DATA_DIR/session_secret`",
+			DefaultDoc: "unset: a development secret, generated once into `DATA_DIR/session_secret`, and `serve` says so at start; with a real gateway `serve` refuses to start without it (a file in `DATA_DIR` does not count: see SECURITY.md)",
 			Doc:        "key of the CSRF tokens and of the idempotency keys' fingerprints, the same on every instance; at least 32 random characters (`openssl rand -base64 32`); weak values are refused",
 			p: parser{accepts: "at least 32 random characters",
 				set: func(c *Config, v string) error {
