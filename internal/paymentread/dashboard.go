@@ -262,22 +262,38 @@ const maxLatencySample = 20_000
 
 // BankLatency computes the latency percentiles of each gateway operation
 // over the calls of the 24 hours before now (the latest calls, at most
-// maxLatencySample): nearest-rank percentiles, ranked in the database (the
-// calls' rows no longer travel to Go), read from an index that carries
-// each call's operation and duration (migration 00010).
+// maxLatencySample): nearest-rank percentiles (the value at rank
+// ceil(p/100 × n) of the sorted durations), computed in the database (the
+// calls' rows do not travel to Go) from an index that carries each call's
+// operation and duration (migration 00010).
 func (r *Reader) BankLatency(ctx context.Context, now time.Time) ([]Latency, error) {
-	var out []Latency
-	rank := func(p int) string { // the nearest rank ceil(p/100 * n), as percentile's
-		return "MIN(CASE WHEN rn = (" + strconv.Itoa(p) + " * n + 99) / 100 THEN duration_ms END)"
+	recent := `(SELECT operation, duration_ms FROM gateway_calls WHERE started_at >= ?
+		ORDER BY started_at DESC LIMIT ` + strconv.Itoa(maxLatencySample) + `) recent`
+	var q string
+	switch r.db.Dialect {
+	case store.Postgres:
+		// percentile_disc(f) is the value at rank ceil(f × n): the same
+		// nearest rank (for 0.5, 0.9 and 0.99 and up to maxLatencySample
+		// calls the float product never lands off an integer), sorting
+		// each operation's durations as integers.
+		disc := func(p int) string {
+			return "percentile_disc(" + strconv.Itoa(p) + " / 100.0) WITHIN GROUP (ORDER BY duration_ms)"
+		}
+		q = `SELECT operation, COUNT(*) AS calls, ` + disc(50) + ` AS p50, ` + disc(90) + ` AS p90, ` + disc(99) + ` AS p99
+			FROM ` + recent + ` GROUP BY operation ORDER BY operation`
+	default:
+		rank := func(p int) string {
+			return "MIN(CASE WHEN rn = (" + strconv.Itoa(p) + " * n + 99) / 100 THEN duration_ms END)"
+		}
+		q = `SELECT operation, n AS calls, ` + rank(50) + ` AS p50, ` + rank(90) + ` AS p90, ` + rank(99) + ` AS p99
+			FROM (SELECT operation, duration_ms,
+			             ROW_NUMBER() OVER (PARTITION BY operation ORDER BY duration_ms) AS rn,
+			             COUNT(*) OVER (PARTITION BY operation) AS n
+			      FROM ` + recent + `) ranked
+			GROUP BY operation, n ORDER BY operation`
 	}
-	err := r.db.Gorm.WithContext(ctx).Raw(`SELECT operation, n AS calls, `+rank(50)+` AS p50, `+rank(90)+` AS p90, `+rank(99)+` AS p99
-		FROM (SELECT operation, duration_ms,
-		             ROW_NUMBER() OVER (PARTITION BY operation ORDER BY duration_ms) AS rn,
-		             COUNT(*) OVER (PARTITION BY operation) AS n
-		      FROM (SELECT operation, duration_ms FROM gateway_calls WHERE started_at >= ?
-		            ORDER BY started_at DESC LIMIT `+strconv.Itoa(maxLatencySample)+`) recent) ranked
-		GROUP BY operation, n ORDER BY operation`, now.UTC().Add(-24*time.Hour)).Scan(&out).Error
-	if err != nil {
+	var out []Latency
+	if err := r.db.Gorm.WithContext(ctx).Raw(q, now.UTC().Add(-24*time.Hour)).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("bank latency: %w", err)
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package paymentread_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -171,6 +172,46 @@ func TestTotals(t *testing.T) {
 				if p := tot.N / 100; tot.N != p*100 { // 12,620 → 12,600
 					t.Errorf("estimate %d not rounded to three digits", tot.N)
 				}
+			}
+		}
+	})
+}
+
+// TestBankLatencyNearestRank: each percentile is the duration at rank
+// ceil(p/100 × n) of the operation's sorted durations, on both databases
+// (PostgreSQL ranks with percentile_disc, SQLite with ROW_NUMBER), for
+// sizes around the steps of p × n and for a single call; calls older than
+// a day do not count.
+func TestBankLatencyNearestRank(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		sizes := []int{1, 7, 10, 99, 110, 1000, 1010}
+		for _, n := range sizes {
+			// Durations 1..n in a scrambled order (n and 7919 share no factor).
+			err := db.Gorm.Exec(`WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i < ?)
+				INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome)
+				SELECT 'zarinpal', ?, 1, ?, (i * 7919) % ? + 1, 'ok' FROM g`,
+				n-1, fmt.Sprintf("op%05d", n), now.Add(-time.Hour), n).Error
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome)
+			VALUES ('zarinpal', 'op00001', 1, ?, 99999, 'ok')`, now.Add(-25*time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		lat, err := paymentread.New(db).BankLatency(context.Background(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lat) != len(sizes) {
+			t.Fatalf("%d operations, want %d: %+v", len(lat), len(sizes), lat)
+		}
+		rank := func(p, n int) int64 { return int64((p*n + 99) / 100) } // durations are their own ranks
+		for i, n := range sizes {
+			l := lat[i]
+			if l.Operation != fmt.Sprintf("op%05d", n) || l.Calls != n || l.P50 != rank(50, n) || l.P90 != rank(90, n) || l.P99 != rank(99, n) {
+				t.Errorf("n=%d: %+v, want p50 %d p90 %d p99 %d", n, l, rank(50, n), rank(90, n), rank(99, n))
 			}
 		}
 	})
