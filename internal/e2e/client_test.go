@@ -383,7 +383,7 @@ func checkLedger(t *testing.T, db *store.DB) {
 func checkEvents(t *testing.T, db *store.DB) {
 	t.Helper()
 	var events []payment.Event
-	if err := db.Gorm.Order("payment_id, id").Find(&events).Error; err != nil {
+	if err := db.Gorm.Table("payment_events").Order("payment_id, id").Find(&events).Error; err != nil {
 		t.Fatalf("payment_events: %v", err)
 	}
 	byPayment := map[int64][]payment.Event{}

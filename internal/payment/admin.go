@@ -7,8 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"gorm.io/gorm"
-
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -88,14 +86,12 @@ func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID
 	now := s.clock()
 	d := Decide(Input{Step: StepClose, Actor: ActorAdmin, Payment: cur, Now: now})
 	if d.Action != ActionMove {
-		_, err := s.release(ctx, cur, tok, nil)
+		_, err := s.release(ctx, cur, tok, Fields{})
 		return cur, errors.Join(ErrNotUnderReview, err)
 	}
 	out, err := s.move(ctx, cur, StatusNeedsReview, change{to: d.To, actor: ActorAdmin, reason: d.Reason,
-		adminID: &adminID, lease: tok, also: func(tx *gorm.DB) error {
-			return audit.Record(tx, audit.Entry{PaymentID: &p.ID, AdminID: adminID, Action: audit.ActionCloseFailed, Note: note,
-				FromStatus: string(StatusNeedsReview), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now})
-		}})
+		adminID: &adminID, lease: tok, audit: &audit.Entry{PaymentID: &p.ID, AdminID: adminID, Action: audit.ActionCloseFailed, Note: note,
+			FromStatus: string(StatusNeedsReview), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now}})
 	if err != nil {
 		if errors.Is(err, errNotMoved) {
 			return cur, ErrNotUnderReview
@@ -107,7 +103,7 @@ func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID
 }
 
 func (s *Service) recordAction(ctx context.Context, p Payment, adminID int64, action audit.Action, result string, to Status) error {
-	err := audit.Record(s.db.Gorm.WithContext(context.WithoutCancel(ctx)), audit.Entry{PaymentID: &p.ID, AdminID: adminID,
+	err := s.st.RecordAdminAction(ctx, audit.Entry{PaymentID: &p.ID, AdminID: adminID,
 		Action: action, FromStatus: string(p.Status), ToStatus: string(to), Result: result, CreatedAt: s.clock()})
 	if err != nil {
 		return fmt.Errorf("record admin action on %s: %w", p.PublicID, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -46,9 +47,9 @@ func TestEveryVerifyAttemptIsRecorded(t *testing.T) {
 					AttemptTimeout: time.Second, Budget: 5 * time.Second, RequestTimeout: 5 * time.Second, MaxAttempts: 3,
 					BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
 					Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
-					Recorder: payment.NewCallRecorder(db, nil), Now: e.clock.Now,
+					Recorder: payment.NewCallRecorder(sqlstore.New(db), nil), Now: e.clock.Now,
 				})
-				e.svc = payment.NewService(db, rg, e.clock.Now, nil, paymenttest.Config())
+				e.svc = payment.NewService(sqlstore.New(db), rg, e.clock.Now, nil, paymenttest.Config())
 				p := e.start(20_000)
 				e.gw.Set(tc.script)
 				got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
@@ -91,7 +92,7 @@ func TestGarbledCallErrorsDoNotBlockTheCredit(t *testing.T) {
 		e := newEnv(t, db)
 		p := e.start(20_000)
 		garbled := "bank said \x00\xff\xfe " + strings.Repeat("پرداخت ناموفق ", 60)
-		rec := payment.NewCallRecorder(db, nil)
+		rec := payment.NewCallRecorder(sqlstore.New(db), nil)
 		// Recorded alone (a breaker refusal, say) …
 		rec.Record(ctx, resilient.Call{PaymentRef: p.PublicID, Gateway: "zarinpal", Operation: "verify", Attempt: 1,
 			StartedAt: e.clock.Now(), Outcome: resilient.OutcomeTransient, Error: garbled})
@@ -102,7 +103,7 @@ func TestGarbledCallErrorsDoNotBlockTheCredit(t *testing.T) {
 			Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
 			Recorder: rec, Now: e.clock.Now,
 		})
-		e.svc = payment.NewService(db, rg, e.clock.Now, nil, paymenttest.Config())
+		e.svc = payment.NewService(sqlstore.New(db), rg, e.clock.Now, nil, paymenttest.Config())
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(777) })
 		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("Return = %s, %v; want credited", dump(got), err)

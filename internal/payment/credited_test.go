@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -111,7 +112,7 @@ func TestCreditedCacheIsBounded(t *testing.T) {
 			ps = append(ps, p)
 		}
 		// A second instance over the same database has kept nothing yet.
-		other := payment.NewService(db, e.gw, e.clock.Now, nil, paymenttest.Config())
+		other := payment.NewService(sqlstore.New(db), e.gw, e.clock.Now, nil, paymenttest.Config())
 		if _, err := other.ByPublicID(ctx, ps[0].PublicID); err != nil {
 			t.Fatal(err)
 		}

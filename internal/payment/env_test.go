@@ -15,6 +15,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
@@ -56,7 +57,7 @@ func newEnvWith(t *testing.T, db *store.DB, tweak func(*payment.Config)) *env {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	e.svc = payment.NewService(db, e.gw, e.clock.Now, nil, cfg)
+	e.svc = payment.NewService(sqlstore.New(db), e.gw, e.clock.Now, nil, cfg)
 	return e
 }
 

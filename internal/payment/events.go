@@ -43,7 +43,7 @@ const (
 // Event is one status change of a payment (table payment_events,
 // append-only), written in the same transaction as the change.
 type Event struct {
-	ID          int64 `gorm:"primaryKey"`
+	ID          int64
 	PaymentID   int64
 	FromStatus  Status
 	ToStatus    Status
@@ -53,9 +53,6 @@ type Event struct {
 	AdminID     *int64
 	CreatedAt   time.Time
 }
-
-// TableName maps Event to payment_events.
-func (Event) TableName() string { return "payment_events" }
 
 // Observer learns of every committed status change and credit (metrics).
 // It must not block.

@@ -8,8 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
+	"github.com/kifpool/kifpool/internal/audit"
 )
 
 // The state machine. Every status change of a payment is one edge of this
@@ -112,100 +111,36 @@ type change struct {
 	reason      Reason
 	gatewayCode *int
 	adminID     *int64
-	lease       string         // the mover's lease token (edges that need it)
-	keepLease   bool           // the mover goes on working under the lease (a reopen)
-	set         map[string]any // other columns written with the change
-	// also runs in the same transaction after the change (a ledger
-	// entry, an audit row); its error rolls everything back.
-	also func(tx *gorm.DB) error
+	lease       string // the mover's lease token (edges that need it)
+	keepLease   bool   // the mover goes on working under the lease (a reopen)
+	set         Fields // other fields written with the change
+	// audit, when set, is written in the same transaction (an admin's
+	// action).
+	audit *audit.Entry
 }
 
-// errNotMoved: the payment was no longer in the expected status (or the
-// lease no longer the mover's); nothing changed.
-var errNotMoved = errors.New("payment changed meanwhile")
+// moveOf is the store's Move of p from → c.to at now.
+func moveOf(p Payment, from Status, c change, now time.Time) Move {
+	return Move{PaymentID: p.ID, PublicID: p.PublicID, From: from, To: c.to, Actor: c.actor, Reason: c.reason,
+		GatewayCode: c.gatewayCode, AdminID: c.adminID, Lease: c.lease, KeepLease: c.keepLease, Now: now,
+		Fields: c.set, Audit: c.audit}
+}
 
 // move takes one edge of the state machine for p, whose status the caller
-// read as from. It returns errNotMoved when another actor changed the row
-// first; then nothing was written.
+// read as from, through the store's one writer (a conditional UPDATE on
+// the status, and on the lease owner where the edge needs it, plus the
+// event, in one transaction). It returns errNotMoved when another actor
+// changed the row first; then nothing was written.
 func (s *Service) move(ctx context.Context, p Payment, from Status, c change) (Payment, error) {
-	var moved Payment
-	err := s.db.Tx(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
-		var err error
-		moved, err = s.moveTx(tx, p, from, c)
-		return err
-	})
+	if _, err := allowed(from, c.to, c.actor); err != nil {
+		return p, err
+	}
+	moved, err := s.st.Move(ctx, moveOf(p, from, c, s.clock()))
 	if err != nil {
 		return p, err
 	}
 	s.observe(from, c)
 	return moved, nil
-}
-
-// moveTx is move inside the caller's transaction.
-func (s *Service) moveTx(tx *gorm.DB, p Payment, from Status, c change) (Payment, error) {
-	r, err := allowed(from, c.to, c.actor)
-	if err != nil {
-		return p, err
-	}
-	now := s.clock()
-	vals := map[string]any{"status": c.to, "status_reason": string(c.reason), "updated_at": now}
-	if !c.keepLease {
-		vals["lease_until"], vals["lease_owner"] = nil, ""
-	}
-	if c.to.Terminal() {
-		resolved, err := s.resolvedAt(tx, p, from, c.to, now)
-		if err != nil {
-			return p, err
-		}
-		vals["resolved_at"], vals["next_check_at"] = resolved, nil
-	} else {
-		vals["resolved_at"] = nil // open again: no outcome to show
-	}
-	for k, v := range c.set {
-		vals[k] = v
-	}
-	// RETURNING hands back the row as changed: no reload afterwards.
-	var out Payment
-	q := tx.Model(&out).Clauses(clause.Returning{}).Where("id = ? AND status = ?", p.ID, from)
-	if r.lease {
-		if c.lease == "" {
-			return p, fmt.Errorf("%w: %s → %s needs the lease", ErrIllegalTransition, from, c.to)
-		}
-		q = q.Where("lease_owner = ?", c.lease)
-	}
-	res := q.Updates(vals)
-	if res.Error != nil {
-		return p, fmt.Errorf("payment %s %s → %s: %w", p.PublicID, from, c.to, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return p, errNotMoved
-	}
-	ev := Event{PaymentID: p.ID, FromStatus: from, ToStatus: c.to, Actor: c.actor, Reason: c.reason,
-		GatewayCode: c.gatewayCode, AdminID: c.adminID, CreatedAt: now}
-	if err := tx.Create(&ev).Error; err != nil {
-		return p, fmt.Errorf("event of payment %s: %w", p.PublicID, err)
-	}
-	if c.also != nil {
-		if err := c.also(tx); err != nil {
-			return p, err
-		}
-	}
-	return out, nil
-}
-
-// resolvedAt is the resolved_at of a move of p from → to (an ended
-// status) at now (ResolvedAt decides; the events are read only when it
-// needs them).
-func (s *Service) resolvedAt(tx *gorm.DB, p Payment, from, to Status, now time.Time) (time.Time, error) {
-	if !ResolvedAtNeedsEvents(from, to) {
-		return now, nil
-	}
-	var evs []Event
-	if err := tx.Select("from_status", "to_status", "created_at").Where("payment_id = ?", p.ID).
-		Order("id DESC").Find(&evs).Error; err != nil {
-		return now, fmt.Errorf("events of payment %s: %w", p.PublicID, err)
-	}
-	return ResolvedAt(from, to, now, evs), nil
 }
 
 // observe tells the observer of a committed change.
@@ -242,22 +177,16 @@ func (s *Service) claim(ctx context.Context, id int64, statuses []Status) (strin
 // on a stale view cannot ask the bank twice.
 func (s *Service) claimPaced(ctx context.Context, id int64, statuses []Status, paced bool) (string, Payment, error) {
 	now := s.clock()
-	tok := newLeaseToken()
-	var cur Payment
-	q := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&cur).Clauses(clause.Returning{}).
-		Where("id = ? AND status IN ? AND (lease_until IS NULL OR lease_until < ?)", id, statuses, now)
+	c := Claim{ID: id, Statuses: statuses, Token: newLeaseToken(), Now: now, Until: now.Add(s.cfg.LeaseDuration)}
 	if paced {
-		q = q.Where("(last_checked_at IS NULL OR last_checked_at <= ?)", now.Add(-s.cfg.RecheckDelay))
+		since := now.Add(-s.cfg.RecheckDelay)
+		c.NotCheckedSince = &since
 	}
-	res := q.Updates(map[string]any{"lease_until": now.Add(s.cfg.LeaseDuration), "lease_owner": tok})
-	if res.Error != nil {
-		return "", Payment{}, fmt.Errorf("claim payment %d: %w", id, res.Error)
+	p, ok, err := s.st.Claim(ctx, c)
+	if err != nil || !ok {
+		return "", p, err
 	}
-	if res.RowsAffected == 1 {
-		return tok, cur, nil // the row as claimed (RETURNING)
-	}
-	p, err := s.reload(ctx, id)
-	return "", p, err
+	return c.Token, p, nil
 }
 
 // claimFirstReturn is the first callback's fast path: in one statement it
@@ -267,45 +196,21 @@ func (s *Service) claimPaced(ctx context.Context, id int64, statuses []Status, p
 // then takes the general path (markReturned, then claim or wait).
 func (s *Service) claimFirstReturn(ctx context.Context, id int64) (string, Payment, bool, error) {
 	now := s.clock()
-	tok := newLeaseToken()
-	var cur Payment
-	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&cur).Clauses(clause.Returning{}).
-		Where("id = ? AND status IN ? AND returned_at IS NULL AND (lease_until IS NULL OR lease_until < ?)", id, openForVerify(), now).
-		Updates(map[string]any{"lease_until": now.Add(s.cfg.LeaseDuration), "lease_owner": tok, "returned_at": now})
-	if res.Error != nil {
-		return "", Payment{}, false, fmt.Errorf("claim payment %d on its first callback: %w", id, res.Error)
+	c := Claim{ID: id, Statuses: openForVerify(), Token: newLeaseToken(), Now: now, Until: now.Add(s.cfg.LeaseDuration), FirstReturn: true}
+	p, ok, err := s.st.Claim(ctx, c)
+	if err != nil || !ok {
+		return "", Payment{}, false, err
 	}
-	if res.RowsAffected != 1 {
-		return "", Payment{}, false, nil
-	}
-	return tok, cur, true, nil
+	return c.Token, p, true, nil
 }
 
 // release gives up the lease tok, if still ours, writing set with it
 // (a next check, the time the bank was asked). The status is unchanged.
-func (s *Service) release(ctx context.Context, p Payment, tok string, set map[string]any) (Payment, error) {
-	vals := map[string]any{"lease_until": nil, "lease_owner": ""}
-	for k, v := range set {
-		vals[k] = v
-	}
-	var out Payment
-	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&out).Clauses(clause.Returning{}).
-		Where("id = ? AND lease_owner = ?", p.ID, tok).Updates(vals)
-	if res.Error != nil {
-		return p, fmt.Errorf("release payment %s: %w", p.PublicID, res.Error)
-	}
-	if res.RowsAffected == 1 {
-		return out, nil
-	}
-	return s.reload(ctx, p.ID) // the lease was no longer ours
+func (s *Service) release(ctx context.Context, p Payment, tok string, set Fields) (Payment, error) {
+	return s.st.Release(ctx, p.ID, tok, set)
 }
 
 // schedule sets when the worker checks an open payment next.
 func (s *Service) schedule(ctx context.Context, p Payment, at time.Time) error {
-	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Payment{}).
-		Where("id = ? AND status IN ?", p.ID, openForVerify()).Update("next_check_at", at).Error
-	if err != nil {
-		return fmt.Errorf("schedule payment %s: %w", p.PublicID, err)
-	}
-	return nil
+	return s.st.Schedule(ctx, p.ID, at)
 }

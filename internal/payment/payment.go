@@ -60,7 +60,7 @@ func openForVerify() []Status {
 
 // Payment is one top-up attempt.
 type Payment struct {
-	ID                  int64 `gorm:"primaryKey"`
+	ID                  int64
 	PublicID            string
 	UserID              int64
 	WalletID            int64

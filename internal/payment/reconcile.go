@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/kifpool/kifpool/internal/gateway"
 )
 
@@ -35,7 +33,7 @@ type ReconcileItem struct {
 
 // ReconcileReport is the stored result of one reconciliation.
 type ReconcileReport struct {
-	ID            int64 `gorm:"primaryKey"`
+	ID            int64
 	Gateway       string
 	StartedAt     time.Time
 	FinishedAt    time.Time
@@ -89,7 +87,7 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	defer cancel()
 	list, err := s.gw.ListUnverified(ctx)
 	if err != nil {
-		rep.Error = truncate("list unverified: "+err.Error(), 500)
+		rep.Error = "list unverified: " + err.Error()
 	}
 	rep.Listed = len(list)
 	items := make([]ReconcileItem, len(list))
@@ -138,8 +136,8 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
 		rep.Details = string(b)
 	}
-	if err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Create(&rep).Error; err != nil {
-		return rep, fmt.Errorf("store reconcile report: %w", err)
+	if err := s.st.SaveReconcileReport(ctx, &rep); err != nil {
+		return rep, err
 	}
 	s.log.InfoContext(ctx, "reconciliation done", "listed", rep.Listed, "ours", rep.Ours, "credited", rep.Credited,
 		"foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "unreached", rep.Unreached, "error", rep.Error)
@@ -211,23 +209,15 @@ func (s *Service) reconcileItem(ctx context.Context, u gateway.Unverified) Recon
 // matchUnverified finds our payment for a listed item: by authority, else
 // by the public id in its callback URL.
 func (s *Service) matchUnverified(ctx context.Context, u gateway.Unverified) (Payment, bool, error) {
-	var p Payment
-	err := s.db.Gorm.WithContext(ctx).Where("gateway = ? AND authority = ?", s.gw.Name(), u.Authority).Take(&p).Error
-	if err == nil {
-		return p, true, nil
-	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return p, false, err
+	p, found, err := s.st.ByAuthority(ctx, s.gw.Name(), u.Authority)
+	if found || err != nil {
+		return p, found, err
 	}
 	id := PublicIDFromCallbackURL(u.CallbackURL)
 	if id == "" {
 		return p, false, nil
 	}
-	err = s.db.Gorm.WithContext(ctx).Where("gateway = ? AND public_id = ?", s.gw.Name(), id).Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return p, false, nil
-	}
-	return p, err == nil, err
+	return s.st.ByGatewayPublicID(ctx, s.gw.Name(), id)
 }
 
 // PublicIDFromCallbackURL returns the payment public id in one of our
@@ -257,13 +247,13 @@ func (s *Service) recoverAuthority(ctx context.Context, p Payment, authority str
 	}
 	d := Decide(Input{Step: StepRecover, Actor: ActorReconcile, Payment: cur, Now: s.clock(), Rules: s.rules(), Authority: authority})
 	if d.Action != ActionMove {
-		return s.release(ctx, cur, tok, nil)
+		return s.release(ctx, cur, tok, Fields{})
 	}
 	moved, err := s.move(ctx, cur, cur.Status, change{to: d.To, actor: ActorReconcile,
 		reason: d.Reason, lease: tok, keepLease: d.KeepLease,
-		set: map[string]any{"authority": d.Authority, "opened_at": *d.OpenedAt, "next_check_at": *d.NextCheckAt}})
+		set: Fields{Authority: &d.Authority, OpenedAt: d.OpenedAt, NextCheckAt: d.NextCheckAt}})
 	if err != nil {
-		if _, rerr := s.release(ctx, cur, tok, nil); rerr != nil {
+		if _, rerr := s.release(ctx, cur, tok, Fields{}); rerr != nil {
 			s.log.ErrorContext(ctx, "release after failed recovery", "payment", p.PublicID, "err", rerr)
 		}
 		return cur, fmt.Errorf("recover authority of %s: %w", p.PublicID, err)

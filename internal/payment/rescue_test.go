@@ -14,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -86,7 +87,7 @@ func TestRescueSurvivesACrash(t *testing.T) {
 
 		// Another instance: the bank now answers "already verified".
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.AlreadyVerified(5151) })
-		other := payment.NewService(db, e.gw, e.clock.Now, nil, paymenttest.Config())
+		other := payment.NewService(sqlstore.New(db), e.gw, e.clock.Now, nil, paymenttest.Config())
 		e.clock.Advance(time.Minute) // the dead holder's lease runs out
 		rr, err := other.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx)
 		if err != nil || rr.Claimed != 1 || rr.Resolved != 1 {

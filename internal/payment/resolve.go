@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
-	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
@@ -92,12 +89,7 @@ func (s *Service) markReturned(ctx context.Context, p Payment) (bool, error) {
 	if p.ReturnedAt != nil {
 		return false, nil
 	}
-	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Payment{}).
-		Where("id = ? AND returned_at IS NULL", p.ID).Update("returned_at", s.clock())
-	if res.Error != nil {
-		return false, fmt.Errorf("mark return of %s: %w", p.PublicID, res.Error)
-	}
-	return res.RowsAffected == 1, nil
+	return s.st.MarkReturned(ctx, p.ID, s.clock())
 }
 
 // dueForCheck reports whether the bank may be asked about p now: at most
@@ -175,11 +167,11 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 	}
 	d := Decide(Input{Step: StepReopen, Actor: actor, Payment: cur, Now: s.clock(), Rules: s.rules(), CheckNow: check})
 	if d.Action != ActionMove {
-		cur, err = s.release(ctx, cur, tok, nil)
+		cur, err = s.release(ctx, cur, tok, Fields{})
 		return cur, false, err
 	}
 	moved, err := s.move(ctx, cur, cur.Status, change{to: d.To, actor: actor, reason: d.Reason,
-		adminID: adminID, lease: tok, keepLease: d.KeepLease, set: map[string]any{"opened_at": *d.OpenedAt, "next_check_at": *d.NextCheckAt}})
+		adminID: adminID, lease: tok, keepLease: d.KeepLease, set: Fields{OpenedAt: d.OpenedAt, NextCheckAt: d.NextCheckAt}})
 	if err != nil {
 		if errors.Is(err, errNotMoved) {
 			p, err := s.reload(ctx, p.ID)
@@ -253,18 +245,12 @@ func (s *Service) rules() Rules { return Rules{RecheckDelay: s.cfg.RecheckDelay}
 // checkedSet is what a decision's record of a check writes: when the bank
 // was asked, one more attempt if the call reached it (an open breaker
 // postpones a check, it does not spend one), and the next check.
-func checkedSet(d Decision, now time.Time) map[string]any {
-	set := map[string]any{}
+func checkedSet(d Decision, now time.Time) Fields {
+	f := Fields{CountAttempt: d.CountAttempt, NextCheckAt: d.NextCheckAt}
 	if d.Checked {
-		set["last_checked_at"] = now
+		f.LastCheckedAt = &now
 	}
-	if d.CountAttempt {
-		set["attempts"] = gorm.Expr("attempts + 1")
-	}
-	if d.NextCheckAt != nil {
-		set["next_check_at"] = *d.NextCheckAt
-	}
-	return set
+	return f
 }
 
 func rejectedCode(err error) *int {
@@ -286,13 +272,13 @@ func (s *Service) apply(ctx context.Context, p Payment, tok string, actor Actor,
 	case ActionMove:
 		moved, err := s.move(ctx, p, p.Status, change{to: d.To, actor: actor, reason: d.Reason, gatewayCode: d.GatewayCode, lease: tok, set: set})
 		if errors.Is(err, errNotMoved) {
-			return s.release(ctx, p, tok, nil)
+			return s.release(ctx, p, tok, Fields{})
 		}
 		return moved, err
 	case ActionKeep:
 		return s.release(ctx, p, tok, set)
 	}
-	return s.release(ctx, p, tok, nil)
+	return s.release(ctx, p, tok, Fields{})
 }
 
 // credit records a verified payment and credits the wallet, in one
@@ -307,44 +293,10 @@ func (s *Service) apply(ctx context.Context, p Payment, tok string, actor Actor,
 func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor, d Decision, held *heldCalls) (Payment, error) {
 	amount := d.CreditedRials
 	set := checkedSet(d, s.clock())
-	vals := map[string]any{"ref_id": d.RefID, "verified_amount_rials": amount, "card_pan_masked": d.CardPANMasked}
-	for k, v := range set {
-		vals[k] = v
-	}
-	var was Status
-	var out Payment
-	c := change{to: StatusCredited, actor: actor, reason: d.Reason, gatewayCode: d.GatewayCode, set: vals}
+	set.RefID, set.VerifiedAmountRials, set.CardPANMasked = &d.RefID, &amount, &d.CardPANMasked
+	c := change{to: StatusCredited, actor: actor, reason: d.Reason, gatewayCode: d.GatewayCode, set: set}
 	calls := held.take()
-	c.also = func(tx *gorm.DB) error {
-		if _, err := wallet.CreditTopUp(tx, p.WalletID, p.ID, amount, s.clock()); err != nil {
-			return err
-		}
-		return insertCalls(tx, calls)
-	}
-	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
-		// Usually the row is as the lease found it: move from that status
-		// at once (no SELECT first). The move is conditional on it, so a
-		// row changed meanwhile is not touched; then lock the row and
-		// move from the status it has.
-		if p.Status.open() {
-			was = p.Status
-			var err error
-			if out, err = s.moveTx(tx, p, was, c); !errors.Is(err, errNotMoved) {
-				return err
-			}
-		}
-		var cur Payment
-		if err := s.db.ForUpdate(tx).Select("status").Take(&cur, p.ID).Error; err != nil {
-			return err
-		}
-		was = cur.Status
-		if was == StatusCredited {
-			return errNotMoved
-		}
-		var err error
-		out, err = s.moveTx(tx, p, was, c)
-		return err
-	})
+	out, was, err := s.st.Credit(ctx, moveOf(p, p.Status, c, s.clock()), p.WalletID, calls)
 	if err != nil {
 		// Rolled back: the attempts are written on their own.
 		for _, c := range calls {
@@ -365,8 +317,8 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 		s.log.InfoContext(ctx, "payment credited", "payment", p.PublicID, "amount_rials", amount, "ref_id", d.RefID, "actor", actor)
 		return out, nil
 	case errors.Is(err, errNotMoved), errors.Is(err, wallet.ErrAlreadyCredited):
-		return s.release(ctx, p, tok, nil) // someone else credited it: a replay
-	case store.IsUniqueViolation(err):
+		return s.release(ctx, p, tok, Fields{}) // someone else credited it: a replay
+	case errors.Is(err, ErrDuplicate):
 		// unique (gateway, ref_id): the bank's reference already belongs to
 		// another payment. Never credit twice for one bank payment.
 		s.log.ErrorContext(ctx, "bank reference already used by another payment", "payment", p.PublicID, "ref_id", d.RefID)
@@ -375,6 +327,7 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 			return p, rerr
 		}
 		d.Action, d.To, d.Reason = ActionMove, StatusNeedsReview, ReasonRefIDReused
+		d.RefID, d.CreditedRials, d.CardPANMasked = 0, 0, ""
 		if cur.Status == StatusNeedsReview {
 			d.Action = ActionKeep
 		}

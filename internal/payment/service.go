@@ -8,12 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/money"
-	"github.com/kifpool/kifpool/internal/store"
 )
 
 // Errors the web layer turns into pages.
@@ -107,7 +104,7 @@ func (c *Config) defaults() {
 // Service runs payments. It is safe for concurrent use and across
 // several instances sharing one database.
 type Service struct {
-	db  *store.DB
+	st  Store
 	gw  gateway.Gateway
 	now func() time.Time
 	log *slog.Logger
@@ -118,7 +115,7 @@ type Service struct {
 }
 
 // NewService wires the payment service.
-func NewService(db *store.DB, gw gateway.Gateway, now func() time.Time, log *slog.Logger, cfg Config) *Service {
+func NewService(st Store, gw gateway.Gateway, now func() time.Time, log *slog.Logger, cfg Config) *Service {
 	cfg.defaults()
 	if now == nil {
 		now = time.Now
@@ -127,7 +124,7 @@ func NewService(db *store.DB, gw gateway.Gateway, now func() time.Time, log *slo
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	return &Service{db: db, gw: gw, now: now, log: log, cfg: cfg, credited: newCreditedCache(cfg.CreditedCacheSize)}
+	return &Service{st: st, gw: gw, now: now, log: log, cfg: cfg, credited: newCreditedCache(cfg.CreditedCacheSize)}
 }
 
 // Limits returns the allowed top-up range in rials.
@@ -212,8 +209,8 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 		AmountRials: in.AmountRials, Gateway: s.gw.Name(), FormToken: in.FormToken,
 		Status: StatusCreated, CreatedAt: now, UpdatedAt: now, OpenedAt: &now,
 	}
-	err := s.db.Gorm.WithContext(ctx).Create(&p).Error
-	if store.IsUniqueViolation(err) {
+	err := s.st.Create(ctx, &p)
+	if errors.Is(err, ErrDuplicate) {
 		// The unique (user_id, form_token) index is the guarantee: this
 		// form was submitted before. Answer as the first submit did.
 		return s.replayStart(ctx, in)
@@ -241,9 +238,9 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	}
 
 	moved, err := s.move(ctx, p, StatusCreated, change{to: d.To, actor: ActorSubmit,
-		reason: d.Reason, gatewayCode: d.GatewayCode, set: map[string]any{"authority": d.Authority}})
+		reason: d.Reason, gatewayCode: d.GatewayCode, set: Fields{Authority: &d.Authority}})
 	switch {
-	case store.IsUniqueViolation(err):
+	case errors.Is(err, ErrDuplicate):
 		// The gateway handed out an authority we already hold: never
 		// send a payer to a transaction that belongs to another payment.
 		log.ErrorContext(ctx, "gateway returned a duplicate authority", "authority", res.Authority)
@@ -270,10 +267,9 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 func (s *Service) replayStart(ctx context.Context, in StartInput) (StartResult, error) {
 	deadline := time.Now().Add(s.cfg.ReplayWait)
 	for {
-		var p Payment
-		err := s.db.Gorm.WithContext(ctx).Where("user_id = ? AND form_token = ?", in.UserID, in.FormToken).Take(&p).Error
+		p, err := s.st.ByFormToken(ctx, in.UserID, in.FormToken)
 		if err != nil {
-			return StartResult{}, fmt.Errorf("load payment of form: %w", err)
+			return StartResult{}, err
 		}
 		if p.AmountRials != in.AmountRials {
 			return StartResult{}, &FormReusedError{Existing: p}
@@ -328,11 +324,7 @@ func (s *Service) failCreated(ctx context.Context, p Payment, actor Actor, reaso
 }
 
 func (s *Service) reload(ctx context.Context, id int64) (Payment, error) {
-	var p Payment
-	if err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Take(&p, id).Error; err != nil {
-		return Payment{}, fmt.Errorf("reload payment %d: %w", id, err)
-	}
-	return p, nil
+	return s.st.Get(ctx, id)
 }
 
 // ByPublicID returns a payment by its public id; a credited one from
@@ -344,13 +336,9 @@ func (s *Service) ByPublicID(ctx context.Context, publicID string) (Payment, err
 	if p, ok := s.credited.get(publicID); ok {
 		return p, nil
 	}
-	var p Payment
-	err := s.db.Gorm.WithContext(ctx).Where("public_id = ?", publicID).Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Payment{}, ErrNotFound
-	}
+	p, err := s.st.ByPublicID(ctx, publicID)
 	if err != nil {
-		return Payment{}, fmt.Errorf("payment %s: %w", publicID, err)
+		return Payment{}, err
 	}
 	s.credited.put(p)
 	return p, nil

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"gorm.io/gorm"
 )
 
 // WorkerConfig tunes the background resolver of open payments. Every
@@ -169,36 +167,13 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 // transaction, so no other worker takes them meanwhile.
 func (w *Worker) claim(ctx context.Context) ([]int64, error) {
 	now := w.s.clock()
-	var ids []int64
-	err := w.s.db.Tx(ctx, func(tx *gorm.DB) error {
-		q := tx.Model(&Payment{}).Select("id").
-			Where("(lease_until IS NULL OR lease_until < ?)", now).
-			Where("(next_check_at IS NULL OR next_check_at <= ?)", now).
-			Where("(status = ? OR (status = ? AND opened_at <= ?))",
-				StatusPendingVerification, StatusAwaitingPayment, now.Add(-w.cfg.AbandonedAfter)).
-			Order("CASE WHEN next_check_at IS NULL THEN 0 ELSE 1 END, next_check_at").Limit(w.cfg.Batch)
-		if err := w.s.db.SkipLocked(q).Find(&ids).Error; err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		// The claim: nobody else finds these until the resolve is over.
-		return tx.Model(&Payment{}).Where("id IN ?", ids).
-			Update("next_check_at", now.Add(w.s.cfg.LeaseDuration+w.s.cfg.VerifyTimeout)).Error
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim due payments: %w", err)
-	}
-	return ids, nil
+	// The claim: nobody else finds these until the resolve is over.
+	return w.s.st.ClaimDue(ctx, DueClaim{Now: now, AbandonedBefore: now.Add(-w.cfg.AbandonedAfter),
+		Until: now.Add(w.s.cfg.LeaseDuration + w.s.cfg.VerifyTimeout), Batch: w.cfg.Batch})
 }
 
 func (w *Worker) unclaim(ids []int64) {
-	if len(ids) == 0 {
-		return
-	}
-	err := w.s.db.Gorm.Model(&Payment{}).Where("id IN ?", ids).Update("next_check_at", w.s.clock()).Error
-	if err != nil {
+	if err := w.s.st.Unclaim(context.Background(), ids, w.s.clock()); err != nil {
 		w.s.log.Error("worker: release claims", "err", err)
 	}
 }
@@ -245,7 +220,7 @@ func (w *Worker) expire(ctx context.Context, p Payment, to Status, reason Reason
 	}
 	out, err := w.s.move(ctx, cur, cur.Status, change{to: to, actor: ActorWorker, reason: reason, lease: tok})
 	if errors.Is(err, errNotMoved) {
-		return w.s.release(ctx, cur, tok, nil)
+		return w.s.release(ctx, cur, tok, Fields{})
 	}
 	return out, err
 }
@@ -260,11 +235,9 @@ func (w *Worker) backoff(n int) time.Duration {
 // answered. They have no authority: no payer reached a bank page.
 func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
 	now := w.s.clock()
-	var stale []Payment
-	err := w.s.db.Gorm.WithContext(ctx).Where("status = ? AND authority IS NULL AND created_at <= ?",
-		StatusCreated, now.Add(-w.cfg.StaleCreated)).Limit(w.cfg.Batch).Find(&stale).Error
+	stale, err := w.s.st.StaleCreated(ctx, now.Add(-w.cfg.StaleCreated), w.cfg.Batch)
 	if err != nil {
-		return 0, fmt.Errorf("find stale created payments: %w", err)
+		return 0, err
 	}
 	n := 0
 	for _, p := range stale {

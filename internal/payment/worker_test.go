@@ -20,6 +20,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -46,7 +47,7 @@ func wkPayer(t *testing.T, db *store.DB) payment.StartInput {
 func wkService(db *store.DB, gw gateway.Gateway, now func() time.Time) *payment.Service {
 	cfg := paymenttest.Config()
 	cfg.RecheckDelay = 100 * time.Millisecond // short pacing window: these tests are about the back-off
-	return payment.NewService(db, gw, now, nil, cfg)
+	return payment.NewService(sqlstore.New(db), gw, now, nil, cfg)
 }
 
 func wkStart(t *testing.T, svc *payment.Service, in payment.StartInput, amount int64) payment.Payment {

@@ -27,6 +27,7 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/retention"
@@ -183,7 +184,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			Window: cfg.BreakerWindow, MinRequests: cfg.BreakerMinRequests,
 			FailureRatio: float64(cfg.BreakerFailurePercent) / 100, OpenTimeout: cfg.BreakerOpenTimeout,
 		},
-		Recorder: m.Recorder(payment.NewCallRecorder(db, o.Log.With("component", "gateway_calls"))),
+		Recorder: m.Recorder(payment.NewCallRecorder(sqlstore.New(db), o.Log.With("component", "gateway_calls"))),
 		Logger:   o.Log.With("component", "resilient"),
 		Now:      now, // gateway_calls of every instance on one clock
 	})
@@ -208,7 +209,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.CreditedCacheSize == 0 {
 		pc.CreditedCacheSize = cfg.CreditedCacheSize // 0: keep none
 	}
-	s.Payments = payment.NewService(db, s.Gateway, now, o.Log.With("component", "payment"), pc)
+	s.Payments = payment.NewService(sqlstore.New(db), s.Gateway, now, o.Log.With("component", "payment"), pc)
 	s.WorkerConfig = payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,

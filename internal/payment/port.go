@@ -1,0 +1,146 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+)
+
+// Store is the payment lifecycle's one port to its rows, declared here
+// and implemented once (internal/payment/sqlstore). It is no generic
+// repository: each method is one thing the lifecycle does. Each writing
+// method is one transaction guarded by one conditional statement — the
+// claim of a lease, the move of a status with its event, the credit with
+// its ledger entry — and the guarantees of ARCHITECTURE §2 and §4 live in
+// those guards: a write whose guard no longer holds changes nothing and
+// says so (ErrNotMoved, or a claim that was not taken). No SQL, column
+// name or dialect is known above this interface.
+type Store interface {
+	// Get reads a payment by id.
+	Get(ctx context.Context, id int64) (Payment, error)
+	// ByPublicID reads a payment by its public id (ErrNotFound).
+	ByPublicID(ctx context.Context, publicID string) (Payment, error)
+	// ByFormToken reads the payment of a user's form.
+	ByFormToken(ctx context.Context, userID int64, token string) (Payment, error)
+	// FormSubmitted reports whether the user's form already made a payment.
+	FormSubmitted(ctx context.Context, userID int64, token string) (bool, error)
+	// ByAuthority and ByGatewayPublicID find a gateway's payment
+	// (reconciliation's matching); found is false when there is none.
+	ByAuthority(ctx context.Context, gateway, authority string) (p Payment, found bool, err error)
+	ByGatewayPublicID(ctx context.Context, gateway, publicID string) (p Payment, found bool, err error)
+	// StaleCreated lists "created" payments without an authority created
+	// at or before before.
+	StaleCreated(ctx context.Context, before time.Time, limit int) ([]Payment, error)
+
+	// Create inserts a new payment (ErrDuplicate: its form made one before).
+	Create(ctx context.Context, p *Payment) error
+	// Claim takes a payment's lease (see Claim); claimed is false when its
+	// guard did not hold, and then p is the row as it stands (zero for a
+	// FirstReturn claim).
+	Claim(ctx context.Context, c Claim) (p Payment, claimed bool, err error)
+	// MarkReturned records the first callback; first is false when one
+	// came before.
+	MarkReturned(ctx context.Context, id int64, now time.Time) (first bool, err error)
+	// Release gives the lease tok back if still held, writing f with it,
+	// and returns the row as it now stands.
+	Release(ctx context.Context, id int64, tok string, f Fields) (Payment, error)
+	// Schedule sets when the worker checks an open payment next.
+	Schedule(ctx context.Context, id int64, at time.Time) error
+	// Move takes one edge of the state machine (see Move): ErrNotMoved
+	// when the row is no longer in m.From (or the lease not m.Lease);
+	// ErrDuplicate when a unique constraint refuses its fields.
+	Move(ctx context.Context, m Move) (Payment, error)
+	// Credit takes the edge to credited with the wallet's ledger entry and
+	// the verify's attempts, in one transaction; from the status as read,
+	// else from the status the row has (a bank-verified payment is always
+	// credited). was is the status it was credited from. ErrNotMoved (or
+	// wallet.ErrAlreadyCredited): already credited; ErrDuplicate: the
+	// bank's reference belongs to another payment.
+	Credit(ctx context.Context, m Move, walletID int64, calls []resilient.Call) (p Payment, was Status, err error)
+	// ClaimDue claims the worker's due payments (see DueClaim).
+	ClaimDue(ctx context.Context, c DueClaim) ([]int64, error)
+	// Unclaim makes claimed payments due at at.
+	Unclaim(ctx context.Context, ids []int64, at time.Time) error
+	// RecordCalls appends gateway attempts.
+	RecordCalls(ctx context.Context, calls []resilient.Call) error
+	// SaveReconcileReport stores a report (its ID is set).
+	SaveReconcileReport(ctx context.Context, r *ReconcileReport) error
+	// RecordAdminAction appends to the admins' audit log.
+	RecordAdminAction(ctx context.Context, e audit.Entry) error
+}
+
+// Errors of the store's guards.
+var (
+	// ErrNotMoved: the payment was no longer in the expected status (or
+	// the lease no longer the mover's); nothing changed.
+	ErrNotMoved = errors.New("payment changed meanwhile")
+	// ErrDuplicate: a unique constraint refused the write (a form
+	// submitted twice, an authority or bank reference held by another
+	// payment): the guarantee, handled as a replay or a conflict.
+	ErrDuplicate = errors.New("unique constraint")
+)
+
+// errNotMoved is ErrNotMoved (the package's own spelling).
+var errNotMoved = ErrNotMoved
+
+// Claim is one conditional take of a payment's lease: the payment is in
+// one of Statuses, nobody holds its lease (free or expired at Now) and,
+// when NotCheckedSince is set, the bank was not asked about it after that
+// time (pacing). FirstReturn also requires that no callback came before
+// and records this one.
+type Claim struct {
+	ID              int64
+	Statuses        []Status
+	Token           string
+	Now, Until      time.Time
+	NotCheckedSince *time.Time
+	FirstReturn     bool
+}
+
+// DueClaim is the worker's claim of due payments: open, unheld at Now,
+// next check due; awaiting_payment only when opened at or before
+// AbandonedBefore. Their next check moves to Until; at most Batch.
+type DueClaim struct {
+	Now, AbandonedBefore, Until time.Time
+	Batch                       int
+}
+
+// Move is one edge of the state machine as the store takes it.
+type Move struct {
+	PaymentID   int64
+	PublicID    string // for messages
+	From, To    Status
+	Actor       Actor
+	Reason      Reason
+	GatewayCode *int
+	AdminID     *int64
+	Lease       string // the mover's lease token (edges that need it)
+	KeepLease   bool   // the mover goes on working under the lease (a reopen)
+	Now         time.Time
+	Fields      Fields       // written with the change
+	Audit       *audit.Entry // written in the same transaction (an admin's action)
+}
+
+// Fields are what a decision writes besides the status: nil leaves a
+// field as it is.
+type Fields struct {
+	Authority           *string
+	OpenedAt            *time.Time
+	NextCheckAt         *time.Time
+	LastCheckedAt       *time.Time
+	CountAttempt        bool
+	RefID               *int64
+	VerifiedAmountRials *int64
+	CardPANMasked       *string
+}
+
+// EdgeNeedsLease checks that actor may take from → to and reports whether
+// the edge needs the mover's lease (ErrIllegalTransition otherwise). The
+// store asks it before every move.
+func EdgeNeedsLease(from, to Status, actor Actor) (bool, error) {
+	r, err := allowed(from, to, actor)
+	return r.lease, err
+}

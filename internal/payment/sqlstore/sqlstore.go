@@ -1,0 +1,466 @@
+// Package sqlstore is the one implementation of payment.Store: the
+// payment lifecycle's rows in PostgreSQL or SQLite, through GORM. Every
+// SQL string, column name, dialect quirk, literal limit and text cleaning
+// of the payment code lives here. Each writing method is one transaction
+// guarded by one conditional statement (the claim of a lease, the move of
+// a status with its event, the credit with its ledger entry): the
+// guarantees of ARCHITECTURE §2 and §4 live in those guards, and the
+// contract suite (sqlstore_test.go) runs them on both databases.
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+// Store implements payment.Store over a database.
+type Store struct {
+	db *store.DB
+}
+
+var _ payment.Store = (*Store)(nil)
+
+// New returns the payment store over db.
+func New(db *store.DB) *Store { return &Store{db: db} }
+
+const (
+	paymentsTable = "payments"
+	eventsTable   = "payment_events"
+	callsTable    = "gateway_calls"
+	reportsTable  = "reconcile_reports"
+)
+
+// bg detaches ctx from cancellation: a write that decides a payment's
+// fate must finish once started, whatever the caller's request does.
+func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// dup turns a unique-constraint violation into payment.ErrDuplicate.
+func dup(err error) error {
+	if err != nil && store.IsUniqueViolation(err) {
+		return fmt.Errorf("%w: %w", payment.ErrDuplicate, err)
+	}
+	return err
+}
+
+// ---- reads ----
+
+// Get implements payment.Store.
+func (s *Store) Get(ctx context.Context, id int64) (payment.Payment, error) {
+	var p payment.Payment
+	if err := s.db.Gorm.WithContext(bg(ctx)).Take(&p, id).Error; err != nil {
+		return payment.Payment{}, fmt.Errorf("reload payment %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// ByPublicID implements payment.Store.
+func (s *Store) ByPublicID(ctx context.Context, publicID string) (payment.Payment, error) {
+	var p payment.Payment
+	err := s.db.Gorm.WithContext(ctx).Where("public_id = ?", publicID).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return payment.Payment{}, payment.ErrNotFound
+	}
+	if err != nil {
+		return payment.Payment{}, fmt.Errorf("payment %s: %w", publicID, err)
+	}
+	return p, nil
+}
+
+// ByFormToken implements payment.Store.
+func (s *Store) ByFormToken(ctx context.Context, userID int64, token string) (payment.Payment, error) {
+	var p payment.Payment
+	if err := s.db.Gorm.WithContext(ctx).Where("user_id = ? AND form_token = ?", userID, token).Take(&p).Error; err != nil {
+		return p, fmt.Errorf("load payment of form: %w", err)
+	}
+	return p, nil
+}
+
+// FormSubmitted implements payment.Store: one lookup on
+// unique(user_id, form_token).
+func (s *Store) FormSubmitted(ctx context.Context, userID int64, token string) (bool, error) {
+	var n int64
+	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ? AND form_token = ?`, userID, token).Scan(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("form %s of user %d: %w", token, userID, err)
+	}
+	return n > 0, nil
+}
+
+// ByAuthority implements payment.Store.
+func (s *Store) ByAuthority(ctx context.Context, gw, authority string) (payment.Payment, bool, error) {
+	return s.find(ctx, "gateway = ? AND authority = ?", gw, authority)
+}
+
+// ByGatewayPublicID implements payment.Store.
+func (s *Store) ByGatewayPublicID(ctx context.Context, gw, publicID string) (payment.Payment, bool, error) {
+	return s.find(ctx, "gateway = ? AND public_id = ?", gw, publicID)
+}
+
+func (s *Store) find(ctx context.Context, where string, args ...any) (payment.Payment, bool, error) {
+	var p payment.Payment
+	err := s.db.Gorm.WithContext(ctx).Where(where, args...).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return p, false, nil
+	}
+	return p, err == nil, err
+}
+
+// StaleCreated implements payment.Store.
+func (s *Store) StaleCreated(ctx context.Context, before time.Time, limit int) ([]payment.Payment, error) {
+	var out []payment.Payment
+	err := s.db.Gorm.WithContext(ctx).Where("status = ? AND authority IS NULL AND created_at <= ?",
+		payment.StatusCreated, before).Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("find stale created payments: %w", err)
+	}
+	return out, nil
+}
+
+// EventsOf lists a payment's status changes, oldest first (the contract
+// tests' view; pages read them through internal/paymentread).
+func (s *Store) EventsOf(ctx context.Context, paymentID int64) ([]payment.Event, error) {
+	var out []payment.Event
+	if err := s.db.Gorm.WithContext(ctx).Table(eventsTable).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("events of payment %d: %w", paymentID, err)
+	}
+	return out, nil
+}
+
+// CallsOf lists a payment's gateway attempts, oldest first (as EventsOf).
+func (s *Store) CallsOf(ctx context.Context, paymentID int64) ([]payment.GatewayCall, error) {
+	var out []payment.GatewayCall
+	err := s.db.Gorm.WithContext(ctx).Table(callsTable).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error
+	return out, err
+}
+
+// ---- writes ----
+
+// Create implements payment.Store: unique(user_id, form_token) refuses a
+// second payment of one form (payment.ErrDuplicate).
+func (s *Store) Create(ctx context.Context, p *payment.Payment) error {
+	return dup(s.db.Gorm.WithContext(ctx).Create(p).Error)
+}
+
+// Claim implements payment.Store: one conditional UPDATE takes the lease
+// when the payment is in one of the statuses, nobody holds it, and (when
+// paced) the bank was not asked since NotCheckedSince; with FirstReturn it
+// also records the first callback and requires that none came before.
+func (s *Store) Claim(ctx context.Context, c payment.Claim) (payment.Payment, bool, error) {
+	var cur payment.Payment
+	q := s.db.Gorm.WithContext(bg(ctx)).Model(&cur).Clauses(clause.Returning{}).
+		Where("id = ? AND status IN ? AND (lease_until IS NULL OR lease_until < ?)", c.ID, c.Statuses, c.Now)
+	vals := map[string]any{"lease_until": c.Until, "lease_owner": c.Token}
+	if c.NotCheckedSince != nil {
+		q = q.Where("(last_checked_at IS NULL OR last_checked_at <= ?)", *c.NotCheckedSince)
+	}
+	if c.FirstReturn {
+		q = q.Where("returned_at IS NULL")
+		vals["returned_at"] = c.Now
+	}
+	res := q.Updates(vals)
+	if res.Error != nil {
+		return payment.Payment{}, false, fmt.Errorf("claim payment %d: %w", c.ID, res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return cur, true, nil // the row as claimed (RETURNING)
+	}
+	if c.FirstReturn {
+		return payment.Payment{}, false, nil
+	}
+	p, err := s.Get(ctx, c.ID)
+	return p, false, err
+}
+
+// MarkReturned implements payment.Store.
+func (s *Store) MarkReturned(ctx context.Context, id int64, now time.Time) (bool, error) {
+	res := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
+		Where("id = ? AND returned_at IS NULL", id).Update("returned_at", now)
+	if res.Error != nil {
+		return false, fmt.Errorf("mark return of payment %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// fieldValues is the column map of a decision's fields.
+func fieldValues(f payment.Fields, vals map[string]any) map[string]any {
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	if f.Authority != nil {
+		vals["authority"] = *f.Authority
+	}
+	if f.OpenedAt != nil {
+		vals["opened_at"] = *f.OpenedAt
+	}
+	if f.LastCheckedAt != nil {
+		vals["last_checked_at"] = *f.LastCheckedAt
+	}
+	if f.CountAttempt {
+		vals["attempts"] = gorm.Expr("attempts + 1")
+	}
+	if f.NextCheckAt != nil {
+		vals["next_check_at"] = *f.NextCheckAt
+	}
+	if f.RefID != nil {
+		vals["ref_id"] = *f.RefID
+	}
+	if f.VerifiedAmountRials != nil {
+		vals["verified_amount_rials"] = *f.VerifiedAmountRials
+	}
+	if f.CardPANMasked != nil {
+		vals["card_pan_masked"] = *f.CardPANMasked
+	}
+	return vals
+}
+
+// Release implements payment.Store: gives up the lease tok if still
+// ours, writing f with it; otherwise returns the row as it stands.
+func (s *Store) Release(ctx context.Context, id int64, tok string, f payment.Fields) (payment.Payment, error) {
+	vals := fieldValues(f, map[string]any{"lease_until": nil, "lease_owner": ""})
+	var out payment.Payment
+	res := s.db.Gorm.WithContext(bg(ctx)).Model(&out).Clauses(clause.Returning{}).
+		Where("id = ? AND lease_owner = ?", id, tok).Updates(vals)
+	if res.Error != nil {
+		return payment.Payment{}, fmt.Errorf("release payment %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return out, nil
+	}
+	return s.Get(ctx, id) // the lease was no longer ours
+}
+
+// Schedule implements payment.Store: only an open payment is scheduled.
+func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
+	err := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
+		Where("id = ? AND status IN ?", id, []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification}).
+		Update("next_check_at", at).Error
+	if err != nil {
+		return fmt.Errorf("schedule payment %d: %w", id, err)
+	}
+	return nil
+}
+
+// Move implements payment.Store: the state machine's one writer.
+func (s *Store) Move(ctx context.Context, m payment.Move) (payment.Payment, error) {
+	var moved payment.Payment
+	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
+		var err error
+		moved, err = s.moveTx(tx, m)
+		return err
+	})
+	if err != nil {
+		return payment.Payment{}, dup(err)
+	}
+	return moved, nil
+}
+
+// moveTx takes the edge m.From → m.To with a conditional UPDATE on the
+// expected status (and the lease owner where the edge needs the lease)
+// and appends its event, in the caller's transaction.
+func (s *Store) moveTx(tx *gorm.DB, m payment.Move) (payment.Payment, error) {
+	needLease, err := payment.EdgeNeedsLease(m.From, m.To, m.Actor)
+	if err != nil {
+		return payment.Payment{}, err
+	}
+	vals := map[string]any{"status": m.To, "status_reason": string(m.Reason), "updated_at": m.Now}
+	if !m.KeepLease {
+		vals["lease_until"], vals["lease_owner"] = nil, ""
+	}
+	if m.To.Terminal() {
+		resolved := m.Now
+		if payment.ResolvedAtNeedsEvents(m.From, m.To) {
+			var evs []payment.Event
+			if err := tx.Table(eventsTable).Select("from_status", "to_status", "created_at").Where("payment_id = ?", m.PaymentID).
+				Order("id DESC").Find(&evs).Error; err != nil {
+				return payment.Payment{}, fmt.Errorf("events of payment %s: %w", m.PublicID, err)
+			}
+			resolved = payment.ResolvedAt(m.From, m.To, m.Now, evs)
+		}
+		vals["resolved_at"], vals["next_check_at"] = resolved, nil
+	} else {
+		vals["resolved_at"] = nil // open again: no outcome to show
+	}
+	fieldValues(m.Fields, vals)
+	// RETURNING hands back the row as changed: no reload afterwards.
+	var out payment.Payment
+	q := tx.Model(&out).Clauses(clause.Returning{}).Where("id = ? AND status = ?", m.PaymentID, m.From)
+	if needLease {
+		if m.Lease == "" {
+			return payment.Payment{}, fmt.Errorf("%w: %s → %s needs the lease", payment.ErrIllegalTransition, m.From, m.To)
+		}
+		q = q.Where("lease_owner = ?", m.Lease)
+	}
+	res := q.Updates(vals)
+	if res.Error != nil {
+		return payment.Payment{}, fmt.Errorf("payment %s %s → %s: %w", m.PublicID, m.From, m.To, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return payment.Payment{}, payment.ErrNotMoved
+	}
+	ev := payment.Event{PaymentID: m.PaymentID, FromStatus: m.From, ToStatus: m.To, Actor: m.Actor, Reason: m.Reason,
+		GatewayCode: m.GatewayCode, AdminID: m.AdminID, CreatedAt: m.Now}
+	if err := tx.Table(eventsTable).Create(&ev).Error; err != nil {
+		return payment.Payment{}, fmt.Errorf("event of payment %s: %w", m.PublicID, err)
+	}
+	if m.Audit != nil {
+		if err := audit.Record(tx, *m.Audit); err != nil {
+			return payment.Payment{}, err
+		}
+	}
+	return out, nil
+}
+
+// Credit implements payment.Store: in one transaction, the move to
+// credited (from the status as read, else from the status the locked row
+// has), the ledger entry with the balance, and the verify's attempts.
+func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, calls []resilient.Call) (payment.Payment, payment.Status, error) {
+	var out payment.Payment
+	was := m.From
+	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
+		// Usually the row is as the lease found it: move from that status
+		// at once (no SELECT first). The move is conditional on it, so a
+		// row changed meanwhile is not touched; then lock the row and move
+		// from the status it has.
+		if m.From == payment.StatusAwaitingPayment || m.From == payment.StatusPendingVerification {
+			var err error
+			if out, err = s.moveTx(tx, m); !errors.Is(err, payment.ErrNotMoved) {
+				if err != nil {
+					return err
+				}
+				return s.creditTx(tx, m, walletID, calls)
+			}
+		}
+		var cur payment.Payment
+		if err := s.db.ForUpdate(tx).Select("status").Take(&cur, m.PaymentID).Error; err != nil {
+			return err
+		}
+		was = cur.Status
+		if was == payment.StatusCredited {
+			return payment.ErrNotMoved
+		}
+		mm := m
+		mm.From = was
+		var err error
+		if out, err = s.moveTx(tx, mm); err != nil {
+			return err
+		}
+		return s.creditTx(tx, m, walletID, calls)
+	})
+	if err != nil {
+		return payment.Payment{}, was, dup(err)
+	}
+	return out, was, nil
+}
+
+func (s *Store) creditTx(tx *gorm.DB, m payment.Move, walletID int64, calls []resilient.Call) error {
+	if m.Fields.VerifiedAmountRials == nil {
+		return fmt.Errorf("credit payment %s: no verified amount", m.PublicID)
+	}
+	if _, err := wallet.CreditTopUp(tx, walletID, m.PaymentID, *m.Fields.VerifiedAmountRials, m.Now); err != nil {
+		return err
+	}
+	return insertCalls(tx, calls)
+}
+
+// ClaimDue implements payment.Store: picks due open payments and pushes
+// their next check forward in one transaction (FOR UPDATE SKIP LOCKED on
+// PostgreSQL), so no other worker takes them meanwhile.
+func (s *Store) ClaimDue(ctx context.Context, c payment.DueClaim) ([]int64, error) {
+	var ids []int64
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		q := tx.Model(&payment.Payment{}).Select("id").
+			Where("(lease_until IS NULL OR lease_until < ?)", c.Now).
+			Where("(next_check_at IS NULL OR next_check_at <= ?)", c.Now).
+			Where("(status = ? OR (status = ? AND opened_at <= ?))",
+				payment.StatusPendingVerification, payment.StatusAwaitingPayment, c.AbandonedBefore).
+			Order("CASE WHEN next_check_at IS NULL THEN 0 ELSE 1 END, next_check_at").Limit(c.Batch)
+		if err := s.db.SkipLocked(q).Find(&ids).Error; err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		return tx.Model(&payment.Payment{}).Where("id IN ?", ids).Update("next_check_at", c.Until).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due payments: %w", err)
+	}
+	return ids, nil
+}
+
+// Unclaim implements payment.Store.
+func (s *Store) Unclaim(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).Where("id IN ?", ids).Update("next_check_at", at).Error; err != nil {
+		return fmt.Errorf("release claims: %w", err)
+	}
+	return nil
+}
+
+// RecordCalls implements payment.Store.
+func (s *Store) RecordCalls(ctx context.Context, calls []resilient.Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	return insertCalls(s.db.Gorm.WithContext(bg(ctx)), calls)
+}
+
+// insertCalls writes attempts to gateway_calls, each with its payment's id
+// found by its public id in the same statement.
+func insertCalls(db *gorm.DB, calls []resilient.Call) error {
+	for _, c := range calls {
+		err := db.Exec(`INSERT INTO gateway_calls
+		(payment_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error)
+		VALUES ((SELECT id FROM payments WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.PaymentRef, storableText(c.Gateway, 100), storableText(c.Operation, 100), c.Attempt, c.StartedAt.UTC(),
+			c.Duration.Milliseconds(), c.HTTPStatus, c.GatewayCode, storableText(c.Outcome, 100), storableText(c.Error, 500)).Error
+		if err != nil {
+			return fmt.Errorf("record gateway call %s: %w", c.Operation, err)
+		}
+	}
+	return nil
+}
+
+// storableText is s as a text column always takes it: at most n bytes,
+// cut at a character boundary, valid UTF-8, no NUL (which PostgreSQL's
+// text refuses). A bank's garbled answer quoted in an error must not make
+// the row, and so the credit it is written with, fail.
+func storableText(s string, n int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// SaveReconcileReport implements payment.Store.
+func (s *Store) SaveReconcileReport(ctx context.Context, r *payment.ReconcileReport) error {
+	r.Error = storableText(r.Error, 500)
+	if err := s.db.Gorm.WithContext(bg(ctx)).Table(reportsTable).Create(r).Error; err != nil {
+		return fmt.Errorf("store reconcile report: %w", err)
+	}
+	return nil
+}
+
+// RecordAdminAction implements payment.Store.
+func (s *Store) RecordAdminAction(ctx context.Context, e audit.Entry) error {
+	return audit.Record(s.db.Gorm.WithContext(bg(ctx)), e)
+}

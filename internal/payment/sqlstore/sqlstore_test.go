@@ -1,0 +1,388 @@
+package sqlstore_test
+
+// The store's contract, on SQLite and PostgreSQL: each writing method is
+// one transaction guarded by one conditional statement, and the guard
+// holds under races (many goroutines at once, as many instances would).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+var seq atomic.Int64
+
+type fixture struct {
+	t      *testing.T
+	db     *store.DB
+	st     *sqlstore.Store
+	wallet wallet.Wallet
+	user   int64
+	now    time.Time
+}
+
+func newFixture(t *testing.T, db *store.DB) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	u, err := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost}).SignUp(ctx, fmt.Sprintf("store%d@example.com", seq.Add(1)), "correct horse", "", "fa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wallet.NewService(db).ForUser(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, db: db, st: sqlstore.New(db), wallet: w, user: u.ID, now: time.Now().UTC().Truncate(time.Millisecond)}
+}
+
+// payment creates a payment and takes it through the state machine to st
+// (awaiting_payment, pending_verification, failed or needs_review).
+func (f *fixture) payment(st payment.Status) payment.Payment {
+	f.t.Helper()
+	ctx := context.Background()
+	n := seq.Add(1)
+	p := payment.Payment{PublicID: fmt.Sprintf("p%023d", n), UserID: f.user, WalletID: f.wallet.ID, AmountRials: 50_000, Gateway: "fake",
+		FormToken: formtoken.New(), Status: payment.StatusCreated, CreatedAt: f.now, UpdatedAt: f.now, OpenedAt: &f.now}
+	if err := f.st.Create(ctx, &p); err != nil {
+		f.t.Fatal(err)
+	}
+	auth := fmt.Sprintf("S%035d", n)
+	p = f.move(p, payment.StatusAwaitingPayment, payment.ActorSubmit, "", payment.Fields{Authority: &auth})
+	if st == payment.StatusAwaitingPayment {
+		return p
+	}
+	tok := f.claim(p.ID, []payment.Status{p.Status})
+	switch st {
+	case payment.StatusPendingVerification:
+		return f.move(p, st, payment.ActorWorker, tok, payment.Fields{})
+	case payment.StatusFailed, payment.StatusNeedsReview:
+		return f.move(p, st, payment.ActorWorker, tok, payment.Fields{})
+	}
+	f.t.Fatalf("cannot make a %s payment", st)
+	return p
+}
+
+func (f *fixture) move(p payment.Payment, to payment.Status, actor payment.Actor, tok string, fields payment.Fields) payment.Payment {
+	f.t.Helper()
+	out, err := f.st.Move(context.Background(), payment.Move{PaymentID: p.ID, PublicID: p.PublicID, From: p.Status, To: to,
+		Actor: actor, Reason: "test", Lease: tok, Now: f.now, Fields: fields})
+	if err != nil {
+		f.t.Fatalf("move %s → %s: %v", p.Status, to, err)
+	}
+	return out
+}
+
+func (f *fixture) claim(id int64, statuses []payment.Status) string {
+	f.t.Helper()
+	tok := fmt.Sprintf("tok%d", seq.Add(1))
+	_, ok, err := f.st.Claim(context.Background(), payment.Claim{ID: id, Statuses: statuses, Token: tok, Now: f.now, Until: f.now.Add(time.Minute)})
+	if err != nil || !ok {
+		f.t.Fatalf("claim: %v, %v", ok, err)
+	}
+	return tok
+}
+
+func (f *fixture) events(id int64) []payment.Event {
+	f.t.Helper()
+	evs, err := f.st.EventsOf(context.Background(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return evs
+}
+
+// race runs fn n times at once and counts the calls that reported true.
+func race(n int, fn func(i int) bool) int {
+	var wg sync.WaitGroup
+	var won atomic.Int64
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if fn(i) {
+				won.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return int(won.Load())
+}
+
+func TestClaim(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		p := f.payment(payment.StatusAwaitingPayment)
+		open := []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification}
+
+		// Many claimers at once: exactly one lease.
+		if won := race(8, func(i int) bool {
+			_, ok, err := f.st.Claim(ctx, payment.Claim{ID: p.ID, Statuses: open, Token: fmt.Sprint("t", i), Now: f.now, Until: f.now.Add(time.Minute)})
+			if err != nil {
+				t.Error(err)
+			}
+			return ok
+		}); won != 1 {
+			t.Fatalf("%d claimers took the lease, want 1", won)
+		}
+		// Held and live: refused, the row is returned as it stands.
+		cur, ok, err := f.st.Claim(ctx, payment.Claim{ID: p.ID, Statuses: open, Token: "late", Now: f.now.Add(59 * time.Second), Until: f.now.Add(2 * time.Minute)})
+		if err != nil || ok || cur.ID != p.ID || cur.LeaseOwner == "late" || cur.LeaseOwner == "" {
+			t.Fatalf("claim of a held lease = %v, %v, owner %q", ok, err, cur.LeaseOwner)
+		}
+		// Expired: taken over.
+		if _, ok, err := f.st.Claim(ctx, payment.Claim{ID: p.ID, Statuses: open, Token: "next", Now: f.now.Add(61 * time.Second), Until: f.now.Add(2 * time.Minute)}); err != nil || !ok {
+			t.Fatalf("claim of an expired lease = %v, %v", ok, err)
+		}
+		// A status not asked for: refused.
+		q := f.payment(payment.StatusAwaitingPayment)
+		if _, ok, _ := f.st.Claim(ctx, payment.Claim{ID: q.ID, Statuses: []payment.Status{payment.StatusFailed}, Token: "x", Now: f.now, Until: f.now.Add(time.Minute)}); ok {
+			t.Fatal("claimed a payment in another status")
+		}
+		// Pacing in the claiming statement: checked 5 s ago, window 20 s.
+		checked := f.now.Add(-5 * time.Second)
+		if _, err := f.st.Release(ctx, q.ID, "", payment.Fields{LastCheckedAt: &checked}); err != nil {
+			t.Fatal(err)
+		}
+		since := f.now.Add(-20 * time.Second)
+		if won := race(8, func(i int) bool {
+			_, ok, _ := f.st.Claim(ctx, payment.Claim{ID: q.ID, Statuses: open, Token: fmt.Sprint("p", i), Now: f.now, Until: f.now.Add(time.Minute), NotCheckedSince: &since})
+			return ok
+		}); won != 0 {
+			t.Fatalf("%d paced claims inside the window, want 0", won)
+		}
+		since = f.now.Add(-time.Second)
+		if _, ok, _ := f.st.Claim(ctx, payment.Claim{ID: q.ID, Statuses: open, Token: "after", Now: f.now, Until: f.now.Add(time.Minute), NotCheckedSince: &since}); !ok {
+			t.Fatal("a paced claim after the window was refused")
+		}
+		// The first callback's claim: once only, and it records the return.
+		r := f.payment(payment.StatusAwaitingPayment)
+		if won := race(8, func(i int) bool {
+			_, ok, _ := f.st.Claim(ctx, payment.Claim{ID: r.ID, Statuses: open, Token: fmt.Sprint("f", i), Now: f.now.Add(-2 * time.Minute), Until: f.now.Add(-time.Minute), FirstReturn: true})
+			return ok
+		}); won != 1 {
+			t.Fatalf("%d first-return claims, want 1", won)
+		}
+		got, _ := f.st.Get(ctx, r.ID)
+		if got.ReturnedAt == nil {
+			t.Fatal("the first return was not recorded")
+		}
+		if _, ok, _ := f.st.Claim(ctx, payment.Claim{ID: r.ID, Statuses: open, Token: "again", Now: f.now, Until: f.now.Add(time.Minute), FirstReturn: true}); ok {
+			t.Fatal("a second first-return claim (lease expired) was taken")
+		}
+		if first, err := f.st.MarkReturned(ctx, r.ID, f.now); err != nil || first {
+			t.Fatalf("MarkReturned after the first = %v, %v", first, err)
+		}
+		paymenttest.CheckInvariants(t, db)
+	})
+}
+
+func TestMove(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		p := f.payment(payment.StatusAwaitingPayment)
+		tok := f.claim(p.ID, []payment.Status{p.Status})
+		m := payment.Move{PaymentID: p.ID, From: p.Status, To: payment.StatusFailed, Actor: payment.ActorWorker, Reason: payment.ReasonBankCancelled, Now: f.now}
+		// An edge that needs the lease: refused without it, and with another.
+		if _, err := f.st.Move(ctx, m); !errors.Is(err, payment.ErrIllegalTransition) {
+			t.Fatalf("move without a lease = %v", err)
+		}
+		m.Lease = "not-ours"
+		if _, err := f.st.Move(ctx, m); !errors.Is(err, payment.ErrNotMoved) {
+			t.Fatalf("move with another lease = %v", err)
+		}
+		// An edge the table lacks, or an actor it does not allow.
+		bad := m
+		bad.To, bad.Lease = payment.StatusCreated, tok
+		if _, err := f.st.Move(ctx, bad); !errors.Is(err, payment.ErrIllegalTransition) {
+			t.Fatalf("illegal move = %v", err)
+		}
+		// Many movers from the same status at once: one moves, one event.
+		m.Lease = tok
+		if won := race(8, func(int) bool {
+			_, err := f.st.Move(ctx, m)
+			if err != nil && !errors.Is(err, payment.ErrNotMoved) {
+				t.Error(err)
+			}
+			return err == nil
+		}); won != 1 {
+			t.Fatalf("%d movers moved, want 1", won)
+		}
+		got, _ := f.st.Get(ctx, p.ID)
+		if got.Status != payment.StatusFailed || got.LeaseOwner != "" || got.ResolvedAt == nil || got.NextCheckAt != nil {
+			t.Fatalf("row after the move: %+v", got)
+		}
+		if evs := f.events(p.ID); len(evs) != 2 || evs[1].ToStatus != payment.StatusFailed || evs[1].Reason != payment.ReasonBankCancelled {
+			t.Fatalf("events = %+v", evs)
+		}
+		// A duplicate authority is ErrDuplicate and changes nothing.
+		q := f.payment(payment.StatusAwaitingPayment)
+		dup := q.Authority
+		r := payment.Payment{PublicID: "zzzzzzzzzzzzzzzzzzzzzzzz", UserID: f.user, WalletID: f.wallet.ID, AmountRials: 1000, Gateway: "fake",
+			FormToken: formtoken.New(), Status: payment.StatusCreated, CreatedAt: f.now, UpdatedAt: f.now}
+		if err := f.st.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.Move(ctx, payment.Move{PaymentID: r.ID, From: payment.StatusCreated, To: payment.StatusAwaitingPayment, Actor: payment.ActorSubmit,
+			Now: f.now, Fields: payment.Fields{Authority: dup}}); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("duplicate authority = %v", err)
+		}
+		if evs := f.events(r.ID); len(evs) != 0 {
+			t.Fatalf("events of the refused move = %+v", evs)
+		}
+		// A second payment of one form: ErrDuplicate.
+		again := r
+		again.ID, again.PublicID = 0, "yyyyyyyyyyyyyyyyyyyyyyyy"
+		if err := f.st.Create(ctx, &again); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("second payment of a form = %v", err)
+		}
+		// An admin's close writes its audit row in the move's transaction.
+		n := f.payment(payment.StatusNeedsReview)
+		ntok := f.claim(n.ID, []payment.Status{n.Status})
+		admin := f.user
+		if _, err := f.st.Move(ctx, payment.Move{PaymentID: n.ID, From: n.Status, To: payment.StatusFailed, Actor: payment.ActorAdmin, AdminID: &admin,
+			Reason: payment.ReasonClosedByAdmin, Lease: ntok, Now: f.now, Audit: &audit.Entry{PaymentID: &n.ID, AdminID: admin, Action: audit.ActionCloseFailed,
+				Note: "the bank confirmed by phone", FromStatus: "needs_review", ToStatus: "failed", Result: audit.ResultDone, CreatedAt: f.now}}); err != nil {
+			t.Fatal(err)
+		}
+		var audited int64
+		db.Gorm.Raw(`SELECT COUNT(*) FROM admin_actions WHERE payment_id = ? AND admin_id = ?`, n.ID, admin).Scan(&audited)
+		if got, _ := f.st.Get(ctx, n.ID); got.Status != payment.StatusFailed || audited != 1 {
+			t.Fatalf("closed: status %s, audit rows %d", got.Status, audited)
+		}
+		paymenttest.CheckInvariants(t, db)
+	})
+}
+
+func TestCredit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		credit := func(p payment.Payment, ref int64) payment.Move {
+			amount := p.AmountRials
+			return payment.Move{PaymentID: p.ID, PublicID: p.PublicID, From: p.Status, To: payment.StatusCredited, Actor: payment.ActorCallback,
+				Reason: payment.ReasonVerifiedPaid, Now: f.now, Fields: payment.Fields{RefID: &ref, VerifiedAmountRials: &amount}}
+		}
+		// Many verifiers hear "paid" at once: one credit, one ledger entry.
+		p := f.payment(payment.StatusPendingVerification)
+		call := resilient.Call{PaymentRef: p.PublicID, Gateway: "fake", Operation: "verify", Attempt: 1, StartedAt: f.now,
+			Duration: 1234 * time.Millisecond, Outcome: "ok", Error: "bad \x00 byte \xff" + strings.Repeat("ش", 400)}
+		if won := race(8, func(int) bool {
+			_, _, err := f.st.Credit(ctx, credit(p, 7001), f.wallet.ID, []resilient.Call{call})
+			if err != nil && !errors.Is(err, payment.ErrNotMoved) && !errors.Is(err, wallet.ErrAlreadyCredited) {
+				t.Error(err)
+			}
+			return err == nil
+		}); won != 1 {
+			t.Fatalf("%d credits, want 1", won)
+		}
+		w, _ := wallet.NewService(db).ForUser(ctx, f.user)
+		if w.BalanceRials != p.AmountRials {
+			t.Fatalf("balance %d, want %d", w.BalanceRials, p.AmountRials)
+		}
+		// The verify's attempt was written with the credit, cleaned.
+		calls, err := f.st.CallsOf(ctx, p.ID)
+		if err != nil || len(calls) != 1 || calls[0].DurationMS != 1234 || strings.Contains(calls[0].Error, "\x00") || len(calls[0].Error) > 500 {
+			t.Fatalf("calls = %+v, %v", calls, err)
+		}
+		// The lease ran out and another actor failed it: the bank's verify
+		// still credits, from the status the row has.
+		q := f.payment(payment.StatusPendingVerification)
+		stale := q
+		tok := f.claim(q.ID, []payment.Status{q.Status})
+		f.move(q, payment.StatusFailed, payment.ActorWorker, tok, payment.Fields{})
+		out, was, err := f.st.Credit(ctx, credit(stale, 7002), f.wallet.ID, nil)
+		if err != nil || was != payment.StatusFailed || out.Status != payment.StatusCredited {
+			t.Fatalf("credit of a payment failed meanwhile = %v, %s, %v", out.Status, was, err)
+		}
+		// Credited already: ErrNotMoved, nothing written.
+		if _, _, err := f.st.Credit(ctx, credit(stale, 7002), f.wallet.ID, nil); !errors.Is(err, payment.ErrNotMoved) {
+			t.Fatalf("second credit = %v", err)
+		}
+		// The bank's reference belongs to another payment: ErrDuplicate,
+		// rolled back whole.
+		r := f.payment(payment.StatusAwaitingPayment)
+		if _, _, err := f.st.Credit(ctx, credit(r, 7001), f.wallet.ID, []resilient.Call{call}); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("credit with a reused reference = %v", err)
+		}
+		if got, _ := f.st.Get(ctx, r.ID); got.Status != payment.StatusAwaitingPayment {
+			t.Fatalf("status after the refused credit: %s", got.Status)
+		}
+		if calls, _ := f.st.CallsOf(ctx, r.ID); len(calls) != 0 {
+			t.Fatalf("calls of the refused credit: %+v", calls)
+		}
+		paymenttest.CheckInvariants(t, db)
+	})
+}
+
+func TestClaimDue(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		want := map[int64]bool{}
+		for range 6 {
+			want[f.payment(payment.StatusPendingVerification).ID] = true
+		}
+		young := f.payment(payment.StatusAwaitingPayment) // not abandoned yet
+		var mu sync.Mutex
+		got := map[int64]int{}
+		race(4, func(int) bool {
+			ids, err := f.st.ClaimDue(ctx, payment.DueClaim{Now: f.now.Add(time.Second), AbandonedBefore: f.now.Add(-time.Minute), Until: f.now.Add(time.Hour), Batch: 3})
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				got[id]++
+			}
+			return true
+		})
+		for id, n := range got {
+			if n != 1 || !want[id] {
+				t.Errorf("payment %d claimed %d times (due: %v)", id, n, want[id])
+			}
+		}
+		if len(got) != len(want) || got[young.ID] != 0 {
+			t.Errorf("claimed %v, want each of %v once", got, want)
+		}
+		// Claimed: not due again until Until; unclaimed: due at once.
+		ids, _ := f.st.ClaimDue(ctx, payment.DueClaim{Now: f.now.Add(2 * time.Second), AbandonedBefore: f.now.Add(-time.Minute), Until: f.now.Add(time.Hour), Batch: 10})
+		if len(ids) != 0 {
+			t.Fatalf("claimed again: %v", ids)
+		}
+		var all []int64
+		for id := range want {
+			all = append(all, id)
+		}
+		if err := f.st.Unclaim(ctx, all, f.now); err != nil {
+			t.Fatal(err)
+		}
+		ids, _ = f.st.ClaimDue(ctx, payment.DueClaim{Now: f.now.Add(2 * time.Second), AbandonedBefore: f.now.Add(-time.Minute), Until: f.now.Add(time.Hour), Batch: 10})
+		if len(ids) != len(want) {
+			t.Fatalf("after unclaim: %v", ids)
+		}
+	})
+}
