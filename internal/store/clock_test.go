@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,6 +88,46 @@ func TestClockRunStops(t *testing.T) {
 		case <-done:
 		case <-time.After(30 * time.Second):
 			t.Fatal("Run did not stop")
+		}
+	})
+}
+
+// L1: the clock is the last sync's database reading plus the monotonic
+// time elapsed since, so a step of the machine's wall clock between two
+// syncs (NTP, an operator) does not move it. With wall time plus an
+// offset, a step of a minute made another instance's live lease look
+// expired here, and a second verifier could take it.
+func TestClockIgnoresWallClockSteps(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var mu sync.Mutex
+		wall := time.Now()
+		var mono time.Duration
+		base := func() time.Time { mu.Lock(); defer mu.Unlock(); return wall }
+		elapsed := func() time.Duration { mu.Lock(); defer mu.Unlock(); return mono }
+		step := func(w, m time.Duration) { mu.Lock(); wall = wall.Add(w); mono += m; mu.Unlock() }
+		c := store.NewClockMono(db, base, elapsed, 0, nil)
+		if err := c.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		before := c.Now()
+		step(time.Hour, time.Second) // the wall clock jumps an hour while one second passes
+		if d := c.Now().Sub(before); d != time.Second {
+			t.Fatalf("the clock moved %s over one second with a wall-clock step of an hour", d)
+		}
+		step(-2*time.Hour, 2*time.Second) // and back, past where it was
+		if d := c.Now().Sub(before); d != 3*time.Second {
+			t.Fatalf("the clock moved %s over three seconds with the wall clock stepped back", d)
+		}
+		// The next sync anchors on the database again.
+		if err := c.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		dbNow, err := db.Now(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := c.Now().Sub(dbNow); d < -time.Second || d > time.Second {
+			t.Fatalf("after a sync the clock is %s from the database's", d)
 		}
 	})
 }
