@@ -166,7 +166,8 @@ func (s *Service) reconcileItem(ctx context.Context, u gateway.Unverified) Recon
 		it.Kind, it.Detail = "authority_conflict", "ours has another authority"
 		return it
 	}
-	if u.AmountRials != p.AmountRials {
+	mismatch := u.AmountRials != p.AmountRials
+	if mismatch {
 		it.Kind, it.Detail = "amount_mismatch", fmt.Sprintf("ours %d rials", p.AmountRials)
 	}
 	before := p.Status
@@ -190,11 +191,16 @@ func (s *Service) reconcileItem(ctx context.Context, u gateway.Unverified) Recon
 	case err != nil:
 		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
 	case p.Status == StatusCredited:
-		if it.Kind == "" {
-			it.Kind = "credited"
-		}
+		// Credited now: the bank verified it with our amount (its verify
+		// answers -50 otherwise), so the listed amount was the list's to
+		// explain; the item is a credit, counted as one (C1: it was
+		// counted as a mismatch, and its rials were left out).
+		it.Kind, it.Detail = "credited", ""
 		if before != StatusPendingVerification && before != StatusAwaitingPayment {
 			it.Detail = "was " + string(before) + " here"
+		}
+		if mismatch {
+			it.Detail = strings.TrimPrefix(it.Detail+fmt.Sprintf("; listed %d rials, verified with ours %d", u.AmountRials, p.AmountRials), "; ")
 		}
 		it.creditedRials = p.AmountRials
 	case it.Kind == "":

@@ -6,6 +6,7 @@ package payment_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -477,6 +478,38 @@ func TestWaitersGiveUpAtTheBudget(t *testing.T) {
 			t.Fatalf("Return after the dead lease ran out = %s, %v", dump(got), err)
 		}
 		e.assertCredited(p, 6060)
+		checkInvariants(t, db)
+	})
+}
+
+// C1: an item the bank lists with another amount than ours, which the
+// bank's verify (carrying our amount) then confirms, is credited, and the
+// report counts it as a credit with its rials, not as a mismatch.
+func TestReconcileCountsACreditedItemAsCredited(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(30_000)
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = paymenttest.Paid(81_001)
+			f.Unverified = []gateway.Unverified{{Authority: p.AuthorityString(), AmountRials: 40_000, CallbackURL: e.svc.CallbackURL(p.PublicID)}}
+		})
+		rep, err := e.svc.Reconcile(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Credited != 1 || rep.CreditedRials != 30_000 || rep.Mismatches != 0 || rep.Ours != 1 {
+			t.Errorf("report %+v", rep)
+		}
+		items := rep.Items()
+		if len(items) != 1 || items[0].Kind != "credited" || !strings.Contains(items[0].Detail, "listed 40000") {
+			t.Errorf("items %+v", items)
+		}
+		e.assertCredited(p, 81_001)
+		// Stored as reported.
+		if n := e.count(`SELECT COUNT(*) FROM reconcile_reports WHERE id = ? AND credited = 1 AND mismatches = 0 AND credited_rials = 30000`, rep.ID); n != 1 {
+			t.Errorf("the stored report differs from %+v", rep)
+		}
 		checkInvariants(t, db)
 	})
 }
