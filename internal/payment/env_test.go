@@ -6,6 +6,7 @@ package payment_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/payment/sqlstore"
@@ -28,6 +30,7 @@ type env struct {
 	gw     *paymenttest.Gateway
 	clock  *paymenttest.Clock
 	svc    *payment.Service
+	store  *hookStore // the service's store, with hooks for races
 	user   auth.User
 	wallet wallet.Wallet
 }
@@ -57,7 +60,8 @@ func newEnvWith(t *testing.T, db *store.DB, tweak func(*payment.Config)) *env {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	e.svc = payment.NewService(sqlstore.New(db), e.gw, e.clock.Now, nil, cfg)
+	e.store = &hookStore{Store: sqlstore.New(db)}
+	e.svc = payment.NewService(e.store, e.gw, e.clock.Now, nil, cfg)
 	return e
 }
 
@@ -168,4 +172,71 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// hookStore is the service's store with hooks that reproduce races
+// deterministically: a read that returns a stale view (as one made just
+// before another actor's write), a write that fails.
+type hookStore struct {
+	payment.Store
+	mu sync.Mutex
+	// read rewrites what ByPublicID and Get return (nil: as stored).
+	read func(p payment.Payment) payment.Payment
+	// move and credit, when they return an error, fail the write before
+	// it is made.
+	move   func(m payment.Move) error
+	credit func(m payment.Move) error
+	// claimDue rewrites the worker's claim.
+	claimDue func(ids []int64) []int64
+}
+
+func (h *hookStore) hooks() (func(payment.Payment) payment.Payment, func(payment.Move) error, func(payment.Move) error, func([]int64) []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.read, h.move, h.credit, h.claimDue
+}
+
+// set changes the hooks under the lock.
+func (h *hookStore) set(fn func(h *hookStore)) { h.mu.Lock(); defer h.mu.Unlock(); fn(h) }
+
+func (h *hookStore) ByPublicID(ctx context.Context, id string) (payment.Payment, error) {
+	p, err := h.Store.ByPublicID(ctx, id)
+	if read, _, _, _ := h.hooks(); read != nil && err == nil {
+		p = read(p)
+	}
+	return p, err
+}
+
+func (h *hookStore) Get(ctx context.Context, id int64) (payment.Payment, error) {
+	p, err := h.Store.Get(ctx, id)
+	if read, _, _, _ := h.hooks(); read != nil && err == nil {
+		p = read(p)
+	}
+	return p, err
+}
+
+func (h *hookStore) Move(ctx context.Context, m payment.Move) (payment.Payment, error) {
+	if _, move, _, _ := h.hooks(); move != nil {
+		if err := move(m); err != nil {
+			return payment.Payment{}, err
+		}
+	}
+	return h.Store.Move(ctx, m)
+}
+
+func (h *hookStore) Credit(ctx context.Context, m payment.Move, walletID int64, calls []resilient.Call) (payment.Payment, payment.Status, error) {
+	if _, _, credit, _ := h.hooks(); credit != nil {
+		if err := credit(m); err != nil {
+			return payment.Payment{}, m.From, err
+		}
+	}
+	return h.Store.Credit(ctx, m, walletID, calls)
+}
+
+func (h *hookStore) ClaimDue(ctx context.Context, c payment.DueClaim) ([]int64, error) {
+	ids, err := h.Store.ClaimDue(ctx, c)
+	if _, _, _, claimDue := h.hooks(); claimDue != nil && err == nil {
+		ids = claimDue(ids)
+	}
+	return ids, err
 }

@@ -192,6 +192,13 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 // the lease tok; ctx bounds the whole check (verify and, after "not
 // paid", inquiry) to one budget. What the answers mean is Decide's.
 func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, actor Actor) (Payment, error) {
+	// Every bank check, whoever makes it, is bounded by one gateway
+	// budget from the moment its lease was taken, so the lease (the
+	// budget and a margin) never runs out while the check is in flight and
+	// no second check can start (N4: reconciliation's ran on the run's
+	// whole budget).
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
 	log := s.log.With("payment", p.PublicID, "actor", actor)
 	bctx := resilient.WithPaymentRef(ctx, p.PublicID)
 	// The verify's attempts are written with a credit, in its transaction;
