@@ -29,6 +29,9 @@ const (
 const (
 	ResultDone    = "done"
 	ResultSkipped = "skipped"
+	// ResultError: the action ran (a recheck reached the bank) and then
+	// failed; what the bank said may not be recorded.
+	ResultError = "error"
 )
 
 // Entry is one row of the audit log.

@@ -45,6 +45,13 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 		after, ran, err = s.resolveNow(ctx, p.ID, ActorAdmin)
 	}
 	if err != nil {
+		if ran {
+			// The bank was asked; what it said may not be recorded. The
+			// audit log says so (N5: it said nothing).
+			if aerr := s.recordAction(ctx, p, adminID, audit.ActionRecheck, audit.ResultError, after.Status); aerr != nil {
+				s.log.ErrorContext(ctx, "record a failed recheck", "payment", p.PublicID, "err", aerr)
+			}
+		}
 		return after, err
 	}
 	if !ran {
