@@ -42,7 +42,7 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 	case StatusFailed, StatusNeedsReview:
 		after, ran, err = s.reopen(ctx, p, ActorAdmin, &adminID, true)
 	default:
-		after, ran, err = s.resolveNow(ctx, p.ID, ActorAdmin)
+		after, ran, err = s.resolveNow(ctx, p.ID, ActorAdmin, false)
 	}
 	if err != nil {
 		if ran {

@@ -26,7 +26,7 @@ import (
 //	awaiting_payment ─────▶ needs_review       verify refused, amount mismatch, paid without reference, reference reused [lease]
 //	pending_verification ─▶ failed             the bank's definite not-paid [lease]
 //	pending_verification ─▶ needs_review       as above; outcome still unknown at the deadline [lease]
-//	failed ───────────────▶ pending_verification reopen: a callback, reconciliation or an admin asks the bank again [lease]
+//	failed ───────────────▶ pending_verification reopen: a callback, reconciliation, an admin or the worker asks the bank again [lease]
 //	needs_review ─────────▶ pending_verification reopen, as above [lease]
 //	needs_review ─────────▶ failed             an admin closes it with a written note [lease]
 //	awaiting_payment ─────▶ credited           the bank verified it (100/101 with a reference)
@@ -51,6 +51,9 @@ type rule struct {
 var (
 	verifiers = []Actor{ActorCallback, ActorWorker, ActorReconcile, ActorAdmin}
 	reopeners = []Actor{ActorCallback, ActorReconcile, ActorAdmin}
+	// The worker also reopens a payment it failed at the authority's
+	// lifetime when its payer came back from the bank (N1).
+	failedReopeners = []Actor{ActorCallback, ActorReconcile, ActorAdmin, ActorWorker}
 )
 
 // transitions is the table of every allowed edge (read-only).
@@ -63,7 +66,7 @@ var transitions = map[edge]rule{
 	{StatusAwaitingPayment, StatusNeedsReview}:         {actors: verifiers, lease: true},
 	{StatusPendingVerification, StatusFailed}:          {actors: verifiers, lease: true},
 	{StatusPendingVerification, StatusNeedsReview}:     {actors: verifiers, lease: true},
-	{StatusFailed, StatusPendingVerification}:          {actors: reopeners, lease: true},
+	{StatusFailed, StatusPendingVerification}:          {actors: failedReopeners, lease: true},
 	{StatusNeedsReview, StatusPendingVerification}:     {actors: reopeners, lease: true},
 	{StatusNeedsReview, StatusFailed}:                  {actors: []Actor{ActorAdmin}, lease: true},
 	{StatusAwaitingPayment, StatusCredited}:            {actors: verifiers},

@@ -102,10 +102,13 @@ type Claim struct {
 
 // DueClaim is the worker's claim of due payments: open, unheld at Now,
 // next check due; awaiting_payment only when opened at or before
-// AbandonedBefore. Their next check moves to Until; at most Batch.
+// AbandonedBefore. Their next check moves to Until; at most Batch. Also
+// claimed, as many again at most: failed payments, unheld, ended at their
+// authority's lifetime (not_paid_after_lifetime) whose payer came back
+// from the bank at or after ReturnedSince (zero: none).
 type DueClaim struct {
-	Now, AbandonedBefore, Until time.Time
-	Batch                       int
+	Now, AbandonedBefore, ReturnedSince, Until time.Time
+	Batch                                      int
 }
 
 // Move is one edge of the state machine as the store takes it.

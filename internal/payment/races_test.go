@@ -89,3 +89,149 @@ func TestAdminRecheckThatFailsAfterTheBankIsAudited(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// N2: pacing lives in the claim that reopens an ended payment. A callback
+// that read a failed payment before another callback's check (so it
+// thinks the bank is due) does not ask the bank again within the window:
+// it reopens the payment and the worker asks when the window ends.
+func TestStaleCallbackOnAFailedPaymentIsPaced(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(30_000)
+		e.failByLifetime(p)
+		e.clock.Advance(time.Minute)
+		stale := e.row(p.ID) // read by callback B, before callback A's check
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyNotPaid, -51)
+			f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
+		})
+		_, ver0, _ := e.gw.Counts()
+		// Callback A: reopened and asked (the payer is still at the bank).
+		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusPendingVerification {
+			t.Fatalf("callback A: %s %v", dump(got), err)
+		}
+		// The worker (or an admin) ends it again, as the bank still says.
+		e.store.set(func(h *hookStore) {
+			h.read = func(cur payment.Payment) payment.Payment {
+				if cur.ID == p.ID {
+					return stale
+				}
+				return cur
+			}
+		})
+		paymenttest.ForceStatus(t, db, p.ID, "failed", "not_paid_after_lifetime")
+		// Callback B, on its stale read, within the window of A's check.
+		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		e.store.set(func(h *hookStore) { h.read = nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ver, _ := e.gw.Counts(); ver != ver0+1 {
+			t.Errorf("%d verifies within one pacing window, want 1", ver-ver0)
+		}
+		r := e.row(p.ID)
+		if r.Status != payment.StatusPendingVerification || r.NextCheckAt == nil || r.LastCheckedAt == nil ||
+			!r.NextCheckAt.Equal(r.LastCheckedAt.Add(20*time.Second)) || got.Status == payment.StatusFailed {
+			t.Errorf("callback B: answered %s; row %s: want reopened, checked by the worker when the window ends", got.Status, dump(r))
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// N3: the worker's claim is paced. A worker that claimed and read a
+// payment before a callback checked it does not ask the bank again within
+// the window.
+func TestStaleWorkerIsPaced(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(30_000)
+		e.gw.Set(func(f *paymenttest.Gateway) { f.Unknown.Store(true) })
+		if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusPendingVerification {
+			t.Fatalf("setup: %s", dump(got))
+		}
+		e.clock.Advance(time.Minute)
+		stale := e.row(p.ID) // the worker's claim and read, due
+		// A callback checks it now (still unknown).
+		if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.LastCheckedAt == nil || !got.LastCheckedAt.After(*stale.LastCheckedAt) {
+			t.Fatalf("the callback did not check: %s", dump(got))
+		}
+		_, ver0, _ := e.gw.Counts()
+		e.store.set(func(h *hookStore) {
+			h.read = func(cur payment.Payment) payment.Payment {
+				if cur.ID == p.ID {
+					return stale
+				}
+				return cur
+			}
+			h.claimDue = func([]int64) []int64 { return []int64{p.ID} }
+		})
+		w := e.svc.NewWorker(paymenttest.WorkerConfig())
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.store.set(func(h *hookStore) { h.read, h.claimDue = nil, nil })
+		if _, ver, _ := e.gw.Counts(); ver != ver0 {
+			t.Errorf("the worker asked the bank %d times within the callback's window, want 0", ver-ver0)
+		}
+		if r := e.row(p.ID); r.Status != payment.StatusPendingVerification || r.LeaseOwner != "" {
+			t.Errorf("row %s", dump(r))
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// N1: a payer who comes back while the worker's last lifetime check is in
+// flight is not answered "failed" on the worker's stale "not paid", and
+// the payment is not left to reconciliation: it is reopened, and asked
+// again (paced) — by the callback, or by the worker, which asks again
+// about failed payments whose payer came back within the verify window.
+func TestPayerBackDuringTheLastLifetimeCheck(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(30_000)
+		e.clock.Advance(21 * time.Minute)
+		inCheck, callbackIn := make(chan struct{}), make(chan struct{})
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+				if n == 1 { // the worker's last check: the payer is still at the bank
+					close(inCheck)
+					<-callbackIn
+					time.Sleep(50 * time.Millisecond) // the callback is waiting for the lease
+					return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil
+				}
+				return paymenttest.Paid(5151)(n, in) // meanwhile the payer paid
+			}
+			f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
+		})
+		wc := paymenttest.WorkerConfig()
+		wc.AbandonedAfter, wc.Jitter = time.Minute, func() float64 { return 0 }
+		w := e.svc.NewWorker(wc)
+		done := make(chan error, 1)
+		go func() { _, err := w.RunOnce(ctx); done <- err }()
+		<-inCheck
+		close(callbackIn)
+		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == payment.StatusFailed {
+			t.Errorf("the returning payer was answered failed on the worker's stale check: %s", dump(got))
+		}
+		// The worker goes on: past the pacing window it asks the bank,
+		// which verifies the payment.
+		for range 3 {
+			e.clock.Advance(time.Minute)
+			if _, err := w.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.assertCredited(p, 5151)
+		checkInvariants(t, db)
+	})
+}

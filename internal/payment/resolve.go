@@ -69,9 +69,10 @@ func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string
 		}
 		// The payer may have paid after we gave up (the bank page was still
 		// open): reopen and ask the bank — now, or when the pacing window
-		// ends, by the worker.
-		p, _, err = s.reopen(ctx, p, ActorCallback, nil, due)
-		return p, err
+		// ends, by the worker. The pacing is checked in the claim itself:
+		// due was read from a row another callback may have checked since
+		// (N2).
+		return s.reopenWaiting(ctx, p, ActorCallback, due, !first)
 	case StatusAwaitingPayment, StatusPendingVerification:
 		if !due {
 			return p, nil // asked moments ago: answered from the row
@@ -112,6 +113,7 @@ func (s *Service) Resolve(ctx context.Context, p Payment) (Payment, error) {
 // out) and time is left, it takes over. When paced, the bank is not asked
 // if it was asked within RecheckDelay (the row is the answer).
 func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, paced bool) (Payment, error) {
+	start := s.clock()
 	for {
 		tok, cur, err := s.claimPaced(ctx, p.ID, openForVerify(), paced)
 		if err != nil {
@@ -119,6 +121,13 @@ func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, pa
 		}
 		if tok != "" {
 			return s.verifyAndApply(ctx, cur, tok, actor)
+		}
+		if actor == ActorCallback && cur.Status.Terminal() && cur.Status != StatusCredited && !freshBankWord(cur, start) && ctx.Err() == nil {
+			// Ended by another actor on what it read before this payer came
+			// back (the worker's last lifetime check, an expiry that
+			// committed after our read): that is no answer for a payer who
+			// just returned from the bank (N1). Reopen, and ask — paced.
+			return s.reopenWaiting(ctx, cur, actor, true, true)
 		}
 		if !cur.Status.open() || cur.LeaseUntil == nil || !cur.LeaseUntil.After(s.clock()) && paced {
 			return cur, nil // resolved, or just checked by another actor
@@ -139,13 +148,21 @@ func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, pa
 	}
 }
 
+// freshBankWord reports whether p ended on the bank's own answer to a
+// check made since start: an answer made for this caller too.
+func freshBankWord(p Payment, start time.Time) bool {
+	return Reason(p.StatusReason).bankAnswer() && p.LastCheckedAt != nil && !p.LastCheckedAt.Before(start.Add(-time.Second))
+}
+
 // resolveNow asks the bank about an open payment if its lease is free; it
-// does not wait for another holder (worker, admin). ran is false when
-// another actor held the payment.
-func (s *Service) resolveNow(ctx context.Context, id int64, actor Actor) (p Payment, ran bool, err error) {
+// does not wait for another holder (worker, admin). When paced, the claim
+// also requires the pacing window since the last check to have passed
+// (the worker's: a callback may have asked since it read the row, N3).
+// ran is false when the payment was not checked.
+func (s *Service) resolveNow(ctx context.Context, id int64, actor Actor, paced bool) (p Payment, ran bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
-	tok, cur, err := s.claim(ctx, id, openForVerify())
+	tok, cur, err := s.claimPaced(ctx, id, openForVerify(), paced)
 	if err != nil || tok == "" {
 		return cur, false, err
 	}
@@ -159,11 +176,27 @@ func (s *Service) resolveNow(ctx context.Context, id int64, actor Actor) (p Paym
 // under the same lease; otherwise the worker asks when the pacing window
 // ends. ran is false when another actor held the payment.
 func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *int64, check bool) (Payment, bool, error) {
+	return s.reopenPaced(ctx, p, actor, adminID, check, false)
+}
+
+// reopenPaced is reopen whose check, when paced, is taken only if the
+// bank was not asked within the pacing window — in the claiming
+// statement. A payment asked within the window is reopened all the same,
+// and the worker asks when the window ends.
+func (s *Service) reopenPaced(ctx context.Context, p Payment, actor Actor, adminID *int64, check, paced bool) (Payment, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
-	tok, cur, err := s.claim(ctx, p.ID, []Status{StatusFailed, StatusNeedsReview})
-	if err != nil || tok == "" {
+	tok, cur, err := s.claimPaced(ctx, p.ID, []Status{StatusFailed, StatusNeedsReview}, check && paced)
+	if err != nil {
 		return cur, false, err
+	}
+	if tok == "" {
+		if check && paced && (cur.Status == StatusFailed || cur.Status == StatusNeedsReview) &&
+			(cur.LeaseUntil == nil || !cur.LeaseUntil.After(s.clock())) {
+			// Free, but asked within the window: reopen without asking.
+			return s.reopenPaced(ctx, cur, actor, adminID, false, false)
+		}
+		return cur, false, nil
 	}
 	d := Decide(Input{Step: StepReopen, Actor: actor, Payment: cur, Now: s.clock(), Rules: s.rules(), CheckNow: check})
 	if d.Action != ActionMove {
@@ -186,6 +219,41 @@ func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *i
 	}
 	moved, err = s.verifyAndApply(ctx, moved, tok, actor)
 	return moved, true, err
+}
+
+// reopenWaiting is a callback's reopen of a failed or needs-review
+// payment (see reopenPaced), which never answers from the row read before
+// it: when another actor holds the payment (reconciliation rescuing it, a
+// check in flight), it waits for that actor's result, bounded by the
+// budget, and goes on from there.
+func (s *Service) reopenWaiting(ctx context.Context, p Payment, actor Actor, check, paced bool) (Payment, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
+	start := s.clock()
+	for {
+		cur, ran, err := s.reopenPaced(ctx, p, actor, nil, check, paced)
+		if err != nil || ran {
+			return cur, err
+		}
+		switch {
+		case cur.Status == StatusCredited, freshBankWord(cur, start):
+			return cur, nil
+		case cur.Status.open():
+			// Reopened or checked by another actor: its check is ours too.
+			return s.resolveWaiting(ctx, cur, actor, true)
+		}
+		// Another actor holds the ended payment: wait for its result.
+		p, check, paced = cur, true, true
+		left, ok := ctx.Deadline()
+		if ok && time.Until(left) < s.cfg.PollInterval {
+			return cur, nil
+		}
+		select {
+		case <-ctx.Done():
+			return cur, nil
+		case <-time.After(s.cfg.PollInterval):
+		}
+	}
 }
 
 // verifyAndApply asks the bank and records the answer. The caller holds

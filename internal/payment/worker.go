@@ -34,6 +34,11 @@ type WorkerConfig struct {
 	// before the bank answered) is failed; it has no authority, so no money
 	// can have been taken.
 	StaleCreated time.Duration
+	// VerifyWindow: a payment failed at its authority's lifetime whose
+	// payer came back from the bank within this long is asked about again
+	// (the bank keeps an unverified payment verifiable for 20–30 minutes;
+	// default 30m).
+	VerifyWindow time.Duration
 	BaseBackoff  time.Duration // first re-check delay
 	MaxBackoff   time.Duration // longest re-check delay
 	// Jitter returns a number in [0,1) (default math/rand/v2).
@@ -61,6 +66,9 @@ func (c *WorkerConfig) defaults() {
 	}
 	if c.Batch <= 0 {
 		c.Batch = 20
+	}
+	if c.VerifyWindow <= 0 {
+		c.VerifyWindow = 30 * time.Minute
 	}
 	if c.Jitter == nil {
 		c.Jitter = rand.Float64
@@ -169,7 +177,7 @@ func (w *Worker) claim(ctx context.Context) ([]int64, error) {
 	now := w.s.clock()
 	// The claim: nobody else finds these until the resolve is over.
 	return w.s.st.ClaimDue(ctx, DueClaim{Now: now, AbandonedBefore: now.Add(-w.cfg.AbandonedAfter),
-		Until: now.Add(w.s.cfg.LeaseDuration + w.s.cfg.VerifyTimeout), Batch: w.cfg.Batch})
+		ReturnedSince: now.Add(-w.cfg.VerifyWindow), Until: now.Add(w.s.cfg.LeaseDuration + w.s.cfg.VerifyTimeout), Batch: w.cfg.Batch})
 }
 
 func (w *Worker) unclaim(ids []int64) {
@@ -182,11 +190,23 @@ func (w *Worker) unclaim(ids []int64) {
 // actor holds it), applies the deadlines and schedules the next check.
 func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 	p, err := w.s.reload(ctx, id)
-	if err != nil || !p.Status.open() {
+	if err != nil {
 		return p, err
 	}
+	if p.Status == StatusFailed {
+		// Failed at its lifetime, but its payer came back from the bank
+		// (N1): ask again, paced — reopened at once, checked when the
+		// pacing window since the last check has passed.
+		p, _, err = w.s.reopenPaced(ctx, p, ActorWorker, nil, true, true)
+		return p, err
+	}
+	if !p.Status.open() {
+		return p, nil
+	}
 	if w.s.dueForCheck(p) {
-		if p, _, err = w.s.resolveNow(ctx, id, ActorWorker); err != nil || !p.Status.open() {
+		// Paced in the claim: a callback may have asked since the row was
+		// read (N3).
+		if p, _, err = w.s.resolveNow(ctx, id, ActorWorker, true); err != nil || !p.Status.open() {
 			return p, err
 		}
 	}

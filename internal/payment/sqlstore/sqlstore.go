@@ -390,6 +390,21 @@ func (s *Store) ClaimDue(ctx context.Context, c payment.DueClaim) ([]int64, erro
 		if err := s.db.SkipLocked(q).Find(&ids).Error; err != nil {
 			return err
 		}
+		if !c.ReturnedSince.IsZero() {
+			// Failed at the lifetime, the payer back from the bank since:
+			// the literal condition is the partial index's
+			// (payments_failed_returned_idx, migration 00011).
+			var more []int64
+			q := tx.Model(&payment.Payment{}).Select("id").
+				Where("status = 'failed' AND status_reason = 'not_paid_after_lifetime' AND returned_at >= ?", c.ReturnedSince).
+				Where("(lease_until IS NULL OR lease_until < ?)", c.Now).
+				Where("(next_check_at IS NULL OR next_check_at <= ?)", c.Now).
+				Order("returned_at").Limit(c.Batch)
+			if err := s.db.SkipLocked(q).Find(&more).Error; err != nil {
+				return err
+			}
+			ids = append(ids, more...)
+		}
 		if len(ids) == 0 {
 			return nil
 		}
