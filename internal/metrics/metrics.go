@@ -42,6 +42,7 @@ type Metrics struct {
 	gateway     *prometheus.HistogramVec
 	transitions *prometheus.CounterVec
 	credited    prometheus.Counter
+	creditFails *prometheus.CounterVec
 }
 
 // BreakerStates are the states a breaker reports.
@@ -64,7 +65,11 @@ func New(src Sources) *Metrics {
 	m.credited = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kifpool_credited_rials_total", Help: "Rials credited to wallets.",
 	})
-	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, &scraped{src: src},
+	m.creditFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kifpool_credit_failures_total",
+		Help: "Credits of bank-verified payments that failed (rolled back), by what followed: retry, or needs_review after repeated failures.",
+	}, []string{"then"})
+	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, &scraped{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -89,6 +94,15 @@ func (m *Metrics) Credited(amountRials int64) {
 	if amountRials > 0 {
 		m.credited.Add(float64(amountRials))
 	}
+}
+
+// CreditFailed implements payment.Observer.
+func (m *Metrics) CreditFailed(escalated bool) {
+	then := "retry"
+	if escalated {
+		then = "needs_review"
+	}
+	m.creditFails.WithLabelValues(then).Inc()
 }
 
 // Recorder wraps a gateway call recorder: every attempt is also observed.

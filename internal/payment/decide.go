@@ -38,6 +38,9 @@ const (
 	// StepDeadline: the worker looks at a payment it did not (or could
 	// not) ask the bank about: its deadlines, or a submit that died.
 	StepDeadline Step = "deadline"
+	// StepCreditFailed: the bank verified the payment, but its credit (the
+	// move, the ledger entry, the balance) failed and was rolled back.
+	StepCreditFailed Step = "credit_failed"
 )
 
 // Action is what a decision asks the caller to do.
@@ -70,6 +73,9 @@ type Rules struct {
 	AuthorityLifetime time.Duration
 	MaxUnknown        time.Duration
 	StaleCreated      time.Duration
+	// MaxCreditFailures: a bank-verified payment whose credit failed this
+	// many times goes to review instead of being retried (0: never).
+	MaxCreditFailures int
 }
 
 // Input is everything a decision depends on.
@@ -129,6 +135,8 @@ type Decision struct {
 	CardPANMasked string
 	// Deadline: the move is a deadline's (not the bank's answer).
 	Deadline bool
+	// CountCreditFailure: one more failed credit (credit_failures).
+	CountCreditFailure bool
 }
 
 // Decide is the decision core: one pure function from what was read and
@@ -159,6 +167,8 @@ func Decide(in Input) Decision {
 			return Decision{Action: ActionNone}
 		}
 		return Decision{Action: ActionMove, To: StatusFailed, Reason: ReasonClosedByAdmin}
+	case StepCreditFailed:
+		return decideCreditFailed(in)
 	case StepDeadline:
 		if in.Payment.Status == StatusCreated {
 			if in.Payment.Authority == nil && in.Rules.StaleCreated > 0 && !in.Payment.CreatedAt.After(in.Now.Add(-in.Rules.StaleCreated)) {
@@ -283,6 +293,24 @@ func decideReopen(in Input) Decision {
 	}
 	return Decision{Action: ActionMove, To: StatusPendingVerification, Reason: ReasonReopened,
 		OpenedAt: &now, NextCheckAt: &next, KeepLease: in.CheckNow}
+}
+
+// decideCreditFailed: a credit that failed is counted and tried again
+// after the pacing window (the bank keeps answering 101 "already
+// verified"); one that keeps failing goes to review with its own reason,
+// so that it is not retried, and the bank asked, forever (N6).
+func decideCreditFailed(in Input) Decision {
+	p := in.Payment
+	next := in.Now.Add(in.Rules.RecheckDelay)
+	d := Decision{Action: ActionKeep, To: p.Status, CountCreditFailure: true}
+	if !p.Status.open() || in.LeaseLost {
+		return d // ended meanwhile: counted, nothing to retry here
+	}
+	d.NextCheckAt = &next
+	if in.Rules.MaxCreditFailures > 0 && p.CreditFailures+1 >= in.Rules.MaxCreditFailures {
+		d.Action, d.To, d.Reason, d.NextCheckAt = ActionMove, StatusNeedsReview, ReasonCreditFailed, nil
+	}
+	return d
 }
 
 // Expiry reports the worker's deadline that a payment has passed: failed

@@ -17,7 +17,7 @@ var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 const recheck = 20 * time.Second
 
-var rules = payment.Rules{RecheckDelay: recheck, AuthorityLifetime: 20 * time.Minute, MaxUnknown: 2 * time.Hour, StaleCreated: time.Minute}
+var rules = payment.Rules{RecheckDelay: recheck, AuthorityLifetime: 20 * time.Minute, MaxUnknown: 2 * time.Hour, StaleCreated: time.Minute, MaxCreditFailures: 3}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -267,6 +267,8 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
 		{"reopen needs_review (reconcile)", payment.Input{Step: payment.StepReopen, Actor: payment.ActorReconcile, Payment: review, CheckNow: true},
 			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		{"the worker reopens a failed payment whose payer came back", payment.Input{Step: payment.StepReopen, Actor: payment.ActorWorker, Payment: failed, CheckNow: true},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
 		{"reopen credited: nothing", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: credited, CheckNow: true},
 			payment.Decision{Action: payment.ActionNone}},
 		{"reopen without the lease: nothing", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: failed, LeaseLost: true},
@@ -295,6 +297,24 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 		{"created with an authority is not stale", payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker, Payment: withAuth},
 			payment.Decision{Action: payment.ActionNone}},
 	}
+	// A credit of a bank-verified payment that failed: counted and retried
+	// after the window; at the third failure, to review (N6).
+	for _, st := range []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusFailed} {
+		for failures := range 3 {
+			p := open(st, time.Minute)
+			p.CreditFailures = failures
+			want := payment.Decision{Action: payment.ActionKeep, To: st}
+			switch {
+			case st == payment.StatusFailed:
+			case failures == 2:
+				want = payment.Decision{Action: payment.ActionMove, To: payment.StatusNeedsReview, Reason: payment.ReasonCreditFailed}
+			default:
+				want.NextCheckAt = ptr(t0.Add(recheck))
+			}
+			rows = append(rows, row{fmt.Sprintf("credit failed %s after %d failures", st, failures),
+				payment.Input{Step: payment.StepCreditFailed, Actor: payment.ActorCallback, Payment: p}, want})
+		}
+	}
 	// The worker's deadlines: status × age since opened × lease.
 	for _, st := range []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification} {
 		for _, age := range []time.Duration{time.Minute, 20 * time.Minute, 20*time.Minute + time.Second, 2 * time.Hour, 2*time.Hour + time.Second} {
@@ -319,6 +339,9 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 			d.KeepLease != r.want.KeepLease || fmt.Sprint(deref(d.GatewayCode)) != fmt.Sprint(deref(r.want.GatewayCode)) ||
 			fmt.Sprint(d.NextCheckAt) != fmt.Sprint(r.want.NextCheckAt) || fmt.Sprint(d.OpenedAt) != fmt.Sprint(r.want.OpenedAt) {
 			t.Errorf("%s:\n got %+v\nwant %+v", r.name, d, r.want)
+		}
+		if r.in.Step == payment.StepCreditFailed && !d.CountCreditFailure {
+			t.Errorf("%s: the failure is not counted", r.name)
 		}
 		l.took(t, r.in.Payment.Status, d, r.in.Actor)
 	}

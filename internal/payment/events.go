@@ -38,6 +38,7 @@ const (
 	ReasonReopened           Reason = "reopened"                // a payment that ended here is asked about again
 	ReasonAuthorityRecovered Reason = "authority_recovered"     // reconciliation found our payment by its callback URL
 	ReasonClosedByAdmin      Reason = "closed_by_admin"         // an admin closed it with a written note
+	ReasonCreditFailed       Reason = "credit_failed"           // verified by the bank, but crediting it kept failing
 )
 
 // Event is one status change of a payment (table payment_events,
@@ -59,6 +60,9 @@ type Event struct {
 type Observer interface {
 	Transitioned(from, to Status, actor Actor)
 	Credited(amountRials int64)
+	// CreditFailed: a bank-verified payment's credit failed (rolled
+	// back); escalated when it went to review for it.
+	CreditFailed(escalated bool)
 }
 
 // bankAnswer reports whether a payment ended with this reason on the

@@ -74,6 +74,7 @@ type Payment struct {
 	Status              Status
 	StatusReason        string
 	Attempts            int
+	CreditFailures      int // credits of a bank-verified payment that failed (rolled back)
 	NextCheckAt         *time.Time
 	LeaseUntil          *time.Time
 	LeaseOwner          string

@@ -135,6 +135,7 @@ type Fields struct {
 	NextCheckAt         *time.Time
 	LastCheckedAt       *time.Time
 	CountAttempt        bool
+	CountCreditFailure  bool
 	RefID               *int64
 	VerifiedAmountRials *int64
 	CardPANMasked       *string

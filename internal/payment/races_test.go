@@ -7,6 +7,7 @@ package payment_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,6 +233,72 @@ func TestPayerBackDuringTheLastLifetimeCheck(t *testing.T) {
 			}
 		}
 		e.assertCredited(p, 5151)
+		checkInvariants(t, db)
+	})
+}
+
+// creditObserver counts failed credits (the metrics' view).
+type creditObserver struct {
+	mu                 sync.Mutex
+	retried, escalated int
+}
+
+func (o *creditObserver) Transitioned(payment.Status, payment.Status, payment.Actor) {}
+func (o *creditObserver) Credited(int64)                                             {}
+func (o *creditObserver) CreditFailed(escalated bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if escalated {
+		o.escalated++
+	} else {
+		o.retried++
+	}
+}
+
+// N6: a bank-verified payment whose credit keeps failing is not retried
+// (and the bank asked) forever: after MaxCreditFailures it goes to
+// needs_review with its own reason, and the observer (metrics) counts it.
+func TestCreditThatKeepsFailingGoesToReview(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		obs := &creditObserver{}
+		e := newEnvWith(t, db, func(c *payment.Config) { c.Observer = obs })
+		p := e.start(30_000)
+		broken := errors.New("the ledger refused the entry")
+		e.store.set(func(h *hookStore) { h.credit = func(payment.Move) error { return broken } })
+		if _, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); !errors.Is(err, broken) {
+			t.Fatalf("first credit = %v", err)
+		}
+		if r := e.row(p.ID); r.Status != payment.StatusAwaitingPayment || r.CreditFailures != 1 || r.NextCheckAt == nil || r.LeaseOwner != "" {
+			t.Fatalf("after one failed credit: %s (failures %d)", dump(r), r.CreditFailures)
+		}
+		wc := paymenttest.WorkerConfig()
+		wc.Jitter = func() float64 { return 0 }
+		w := e.svc.NewWorker(wc)
+		for range 4 {
+			e.clock.Advance(3 * time.Minute)
+			if _, err := w.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := e.row(p.ID)
+		if r.Status != payment.StatusNeedsReview || r.StatusReason != string(payment.ReasonCreditFailed) || r.CreditFailures != 3 {
+			t.Fatalf("after repeated failed credits: %s (failures %d)", dump(r), r.CreditFailures)
+		}
+		if _, ver, _ := e.gw.Counts(); ver != 3 {
+			t.Errorf("the bank was asked %d times, want 3 (no more once under review)", ver)
+		}
+		obs.mu.Lock()
+		if obs.retried != 2 || obs.escalated != 1 {
+			t.Errorf("observed %d retried and %d escalated failed credits, want 2 and 1", obs.retried, obs.escalated)
+		}
+		obs.mu.Unlock()
+		e.assertUncredited(p)
+		// Under review, an admin's recheck credits it once the ledger works.
+		e.store.set(func(h *hookStore) { h.credit = nil })
+		if got, err := e.svc.AdminRecheck(ctx, p.PublicID, e.user.ID); err != nil || got.Status != payment.StatusCredited {
+			t.Fatalf("recheck after the repair: %s %v", dump(got), err)
+		}
 		checkInvariants(t, db)
 	})
 }

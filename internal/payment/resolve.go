@@ -315,13 +315,15 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 }
 
 // rules are the decision core's time rules of this service.
-func (s *Service) rules() Rules { return Rules{RecheckDelay: s.cfg.RecheckDelay} }
+func (s *Service) rules() Rules {
+	return Rules{RecheckDelay: s.cfg.RecheckDelay, MaxCreditFailures: s.cfg.MaxCreditFailures}
+}
 
 // checkedSet is what a decision's record of a check writes: when the bank
 // was asked, one more attempt if the call reached it (an open breaker
 // postpones a check, it does not spend one), and the next check.
 func checkedSet(d Decision, now time.Time) Fields {
-	f := Fields{CountAttempt: d.CountAttempt, NextCheckAt: d.NextCheckAt}
+	f := Fields{CountAttempt: d.CountAttempt, NextCheckAt: d.NextCheckAt, CountCreditFailure: d.CountCreditFailure}
 	if d.Checked {
 		f.LastCheckedAt = &now
 	}
@@ -408,5 +410,25 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 		}
 		return s.apply(ctx, cur, tok, actor, d)
 	}
-	return p, fmt.Errorf("credit payment %s: %w", p.PublicID, err)
+	err = fmt.Errorf("credit payment %s: %w", p.PublicID, err)
+	s.log.ErrorContext(ctx, "credit of a bank-verified payment failed", "payment", p.PublicID, "ref_id", d.RefID, "failures_before", p.CreditFailures, "err", err)
+	cur, rerr := s.reload(ctx, p.ID)
+	if rerr != nil {
+		return p, err
+	}
+	fd := Decide(Input{Step: StepCreditFailed, Actor: actor, Payment: cur, Now: s.clock(), Rules: s.rules(), LeaseLost: cur.LeaseOwner != tok})
+	if cur.LeaseOwner != tok {
+		fd.NextCheckAt = nil
+	}
+	if _, aerr := s.apply(ctx, cur, tok, actor, fd); aerr != nil {
+		s.log.ErrorContext(ctx, "record a failed credit", "payment", p.PublicID, "err", aerr)
+	}
+	escalated := fd.Action == ActionMove
+	if escalated {
+		s.log.ErrorContext(ctx, "credit failed repeatedly: the payment goes to review", "payment", p.PublicID, "failures", cur.CreditFailures+1)
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.CreditFailed(escalated)
+	}
+	return p, err
 }

@@ -62,6 +62,10 @@ type Config struct {
 	// this (callbacks and worker; PENDING_RECHECK_AFTER; required).
 	RecheckDelay time.Duration
 	PollInterval time.Duration // how often waiters re-read the row (default 50ms)
+	// MaxCreditFailures: a bank-verified payment whose credit failed this
+	// many times goes to needs_review (credit_failed) instead of being
+	// retried, and the bank asked, forever (default 3).
+	MaxCreditFailures int
 	// CreditedCacheSize: how many credited payments are kept in memory for
 	// repeat callbacks and receipt reloads (CREDITED_CACHE_SIZE; 0 or
 	// negative: none).
@@ -95,6 +99,9 @@ func (c *Config) defaults() {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = 50 * time.Millisecond
+	}
+	if c.MaxCreditFailures == 0 {
+		c.MaxCreditFailures = 3
 	}
 	if c.Description == "" {
 		c.Description = "افزایش موجودی کیف‌پول (Kifpool wallet top-up)"

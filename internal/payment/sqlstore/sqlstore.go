@@ -211,6 +211,9 @@ func fieldValues(f payment.Fields, vals map[string]any) map[string]any {
 	if f.CountAttempt {
 		vals["attempts"] = gorm.Expr("attempts + 1")
 	}
+	if f.CountCreditFailure {
+		vals["credit_failures"] = gorm.Expr("credit_failures + 1")
+	}
 	if f.NextCheckAt != nil {
 		vals["next_check_at"] = *f.NextCheckAt
 	}

@@ -384,5 +384,51 @@ func TestClaimDue(t *testing.T) {
 		if len(ids) != len(want) {
 			t.Fatalf("after unclaim: %v", ids)
 		}
+
+		// Failed at the lifetime with the payer back within the window:
+		// claimed (once); back before the window, or failed on the bank's
+		// word: not.
+		failed := func(reason payment.Reason, returned time.Time) payment.Payment {
+			p := f.payment(payment.StatusAwaitingPayment)
+			tok := f.claim(p.ID, []payment.Status{p.Status})
+			p, err := f.st.Move(ctx, payment.Move{PaymentID: p.ID, From: p.Status, To: payment.StatusFailed, Actor: payment.ActorWorker,
+				Reason: reason, Lease: tok, Now: f.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.st.MarkReturned(ctx, p.ID, returned); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		back := failed(payment.ReasonNotPaidAfterLife, f.now.Add(-10*time.Minute))
+		failed(payment.ReasonNotPaidAfterLife, f.now.Add(-40*time.Minute))
+		failed(payment.ReasonBankCancelled, f.now.Add(-10*time.Minute))
+		claim := payment.DueClaim{Now: f.now.Add(3 * time.Second), AbandonedBefore: f.now.Add(-time.Hour), ReturnedSince: f.now.Add(-30 * time.Minute),
+			Until: f.now.Add(time.Hour), Batch: 10}
+		ids, err := f.st.ClaimDue(ctx, claim)
+		if err != nil || len(ids) != 1 || ids[0] != back.ID {
+			t.Fatalf("failed payments claimed: %v, %v; want only %d", ids, err, back.ID)
+		}
+		if ids, _ := f.st.ClaimDue(ctx, claim); len(ids) != 0 {
+			t.Fatalf("claimed twice: %v", ids)
+		}
+	})
+}
+
+// A failed credit is counted in the release that records it.
+func TestCountCreditFailure(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		p := f.payment(payment.StatusPendingVerification)
+		for i := 1; i <= 2; i++ {
+			tok := f.claim(p.ID, []payment.Status{p.Status})
+			got, err := f.st.Release(ctx, p.ID, tok, payment.Fields{CountCreditFailure: true})
+			if err != nil || got.CreditFailures != i || got.LeaseOwner != "" {
+				t.Fatalf("release %d: failures %d, owner %q, %v", i, got.CreditFailures, got.LeaseOwner, err)
+			}
+			f.now = f.now.Add(2 * time.Minute)
+		}
 	})
 }
