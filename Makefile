@@ -51,7 +51,7 @@ browser-deps:
 
 
 run: build
-	@echo "Starting ./$(BIN) serve (configuration from the environment, see README.md): it prints its address and database."
+	@echo "Starting ./$(BIN) serve (configuration from the environment, see docs/configuration.md): it prints its address and database."
 	./$(BIN) serve
 
 test:

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// mdLink is a Markdown link or image target: ](target) or src="target".
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)|src="([^"]+)"`)
+
+// The documents a clone ships stand alone: every link is relative and
+// leads to a file of the repository (nothing links outside it), and
+// README stays short and says what it promises.
+func TestDocsLinksStayInTheRepository(t *testing.T) {
+	root := filepath.Join("..", "..")
+	files := []string{"README.md", "ARCHITECTURE.md", "SECURITY.md"}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	for _, d := range docs {
+		rel, _ := filepath.Rel(root, d)
+		files = append(files, rel)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f)) // #nosec G304 -- files of the repository
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		for _, bad := range []string{"/work/", "../shared"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s mentions %q: a clone must stand alone", f, bad)
+			}
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			target := m[1] + m[2]
+			if strings.HasPrefix(target, "#") {
+				continue
+			}
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.HasPrefix(target, "/") {
+				t.Errorf("%s links outside the repository: %s", f, target)
+				continue
+			}
+			path := strings.SplitN(target, "#", 2)[0]
+			if _, err := os.Stat(filepath.Join(root, filepath.Dir(f), filepath.FromSlash(path))); err != nil {
+				t.Errorf("%s links to %s, which is not in the repository", f, target)
+			}
+		}
+	}
+}
+
+func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 150 {
+		t.Errorf("README.md has %d lines; keep it under 150 and move the rest into docs/", n)
+	}
+	for _, want := range []string{"make run", "make test", "make test-short", ".ci/run", "docs/configuration.md",
+		"docs/operations.md", "docs/api.md", "docs/admin.md", "docs/benchmarks.md", "ARCHITECTURE.md"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not mention %s", want)
+		}
+	}
+	// One layout list, in ARCHITECTURE.md.
+	if strings.Contains(readme, "Layout:") {
+		t.Errorf("README.md has a layout list; the one list is ARCHITECTURE.md §1")
+	}
+}
