@@ -89,13 +89,15 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 }
 
 // metrics serves the Prometheus metrics (internal/metrics). It answers
-// only to METRICS_TOKEN given as "Authorization: Bearer <token>"; anything
-// else (no header, another scheme, a token in the URL) is a 404.
+// only to METRICS_TOKEN given as "Authorization: Bearer <token>" (the
+// scheme in any case, as RFC 9110 §11.1 says); anything else (no header,
+// another scheme, a token in the URL) is a 404.
 func (s *Server) metrics(c *fiber.Ctx) error {
 	want := s.Config.MetricsToken
-	h := c.Get(fiber.HeaderAuthorization)
-	if want == "" || s.Metrics == nil || !strings.HasPrefix(h, "Bearer ") ||
-		subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(h, "Bearer ")), []byte(want)) != 1 {
+	scheme, token, _ := strings.Cut(c.Get(fiber.HeaderAuthorization), " ")
+	token = strings.TrimLeft(token, " ")
+	if want == "" || s.Metrics == nil || !strings.EqualFold(scheme, "Bearer") ||
+		subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
 		return fiber.ErrNotFound
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")

@@ -248,3 +248,28 @@ func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
 		}
 	})
 }
+
+// Finding 16: the built-in sandbox bank's pages carry one
+// Content-Security-Policy (the bank's), not the app's and the bank's.
+func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	_, payURL := startTopUp(t, app, "csp@example.com", "10000")
+	resp, err := http.Get(payURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if csp := resp.Header.Values("Content-Security-Policy"); resp.StatusCode != http.StatusOK || len(csp) != 1 || !strings.Contains(csp[0], "default-src 'none'") {
+		t.Fatalf("bank page: %d, CSP %q, want exactly the bank's one", resp.StatusCode, csp)
+	}
+	// The app's own pages keep theirs, once.
+	resp, err = http.Get(app.URL + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if csp := resp.Header.Values("Content-Security-Policy"); len(csp) != 1 || !strings.Contains(csp[0], "nonce-") {
+		t.Fatalf("app page CSP %q", csp)
+	}
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-const metricsToken = "metrics-token-0123456789"
+const metricsToken = "metrics-token-0123456789-abcdefghij"
 
 // metricValue returns the value of the series named exactly by series
 // (name and labels as Prometheus prints them), or -1.
@@ -66,13 +66,20 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			}
 			return user.Do(req)
 		}
-		for _, h := range []string{"", metricsToken, "Basic " + metricsToken, "Bearer wrong", "bearer " + metricsToken} {
+		for _, h := range []string{"", metricsToken, "Basic " + metricsToken, "Bearer wrong", "Bearer" + metricsToken, "bearer wrong"} {
 			if r := get(h); r.Status != http.StatusNotFound {
 				t.Errorf("Authorization %q: %d, want 404", h, r.Status)
 			}
 		}
 		if r := user.Get("/metrics?token=" + metricsToken); r.Status != http.StatusNotFound {
 			t.Errorf("token in the URL: %d", r.Status)
+		}
+		// The scheme is case-insensitive (RFC 9110 §11.1; issue 20,
+		// finding 16).
+		for _, scheme := range []string{"bearer", "BEARER", "beArer"} {
+			if r := get(scheme + " " + metricsToken); r.Status != http.StatusOK {
+				t.Errorf("Authorization scheme %q: %d, want 200", scheme, r.Status)
+			}
 		}
 		m := get("Bearer " + metricsToken)
 		if m.Status != http.StatusOK {

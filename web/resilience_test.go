@@ -375,6 +375,9 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 
 // ---- 2. the bank is down: the breaker opens, refuses fast, recovers ----
 
+// rsMetricsToken opens /metrics (as strong as config requires).
+const rsMetricsToken = "metrics-secret-0123456789-abcdefghij"
+
 func TestResilienceBankDownOpensBreaker(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank, bankURL := rsBank(t)
@@ -383,7 +386,7 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 		// the wait for half-open below is a poll.
 		const openTimeout = 5 * time.Second
 		app := rsApp(t, db, bankURL, map[string]string{
-			"BREAKER_MIN_REQUESTS": "4", "BREAKER_OPEN_TIMEOUT": openTimeout.String(), "METRICS_TOKEN": "metrics-secret",
+			"BREAKER_MIN_REQUESTS": "4", "BREAKER_OPEN_TIMEOUT": openTimeout.String(), "METRICS_TOKEN": rsMetricsToken,
 		}, apptest.Options{})
 		c := app.NewClient(t)
 		c.SignUp("down@example.com")
@@ -407,7 +410,7 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 		}
 		metrics := func() string {
 			req, _ := http.NewRequest(http.MethodGet, app.URL+"/metrics", nil)
-			req.Header.Set("Authorization", "Bearer metrics-secret")
+			req.Header.Set("Authorization", "Bearer "+rsMetricsToken)
 			return c.Do(req).Body
 		}
 		if m := metrics(); !strings.Contains(m, `kifpool_gateway_breaker_open{gateway="zarinpal"} 1`) {

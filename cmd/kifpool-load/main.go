@@ -50,7 +50,7 @@ var short = sizes{fullTopUps: 20, credits: 40, replayDur: 500 * time.Millisecond
 	adminPayments: 2_000, pageDur: 500 * time.Millisecond, slowUsers: 20, downRefusals: 20, twoInstances: 20}
 
 const (
-	metricsToken = "bench-metrics-token"
+	metricsToken = "bench-metrics-token-5Xq9Lw2Rk7Vt3Nz8"
 	secret       = "q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU-bench" // #nosec G101 -- SESSION_SECRET of the bench's throwaway loopback instances, never of a deployment
 	merchant     = "00000000-0000-4000-8000-000000000000"
 	topUpTomans  = 1000 // 10,000 rials, the smallest top-up

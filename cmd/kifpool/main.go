@@ -123,6 +123,13 @@ func loadConfig(getenv config.Getenv) (config.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("configuration:\n%w", err)
 	}
+	warning, err := config.PrepareDataDir(cfg.DataDir)
+	if err != nil {
+		return cfg, err
+	}
+	if warning != "" {
+		cfg.Warnings = append(cfg.Warnings, warning)
+	}
 	if cfg.Dev {
 		secret, err := config.DevSessionSecret(cfg.DataDir)
 		if err != nil {

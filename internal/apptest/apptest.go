@@ -57,6 +57,10 @@ func Start(t testing.TB, db *store.DB, o Options) *App {
 		"BASE_URL":       base,
 		"LISTEN_ADDR":    ln.Addr().String(),
 		"SESSION_SECRET": "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz",
+		// The tests' app has a production-like secret and the built-in
+		// sandbox bank on loopback: a deliberate demo (config refuses the
+		// sandbox with SESSION_SECRET otherwise).
+		"ALLOW_SANDBOX": "1",
 	}
 	for k, v := range o.Env {
 		env[k] = v

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
@@ -291,14 +292,15 @@ func (c *Config) check(l *loader) {
 			c.GatewaySettings = drv.Sandbox.Settings(c.BaseURL + "/sandbank")
 		}
 		// The sandbox bank moves no money and lets anyone press "Pay": it
-		// must never be what a public deployment runs by accident, nor be
-		// reachable from the network.
+		// never runs where a real payer could reach it. That is decided
+		// from everything serve knows, whatever else is set: a public
+		// BASE_URL, a listener on the network, a reverse proxy in front
+		// (TRUSTED_PROXIES: even on loopback, the proxy brings the
+		// network), or a production secret (SESSION_SECRET: a deployment,
+		// not a developer's `make run`). Any one of them refuses it.
 		if !c.AllowSandbox && l.ok("GATEWAY") {
-			if l.ok("BASE_URL") && !loopbackURL(c.BaseURL) {
-				l.bad("GATEWAY", "the sandbox bank credits wallets without real money; with a public BASE_URL set GATEWAY to a real gateway (%s), or ALLOW_SANDBOX=1 for a demo", strings.Join(drivers.Names(), ", "))
-			}
-			if listenHost, _, err := splitHostPort(c.ListenAddr); l.ok("LISTEN_ADDR") && err == nil && !loopbackHost(listenHost) {
-				l.bad("GATEWAY", "the sandbox bank credits wallets without real money; it listens only on this machine (LISTEN_ADDR=127.0.0.1:PORT, localhost:PORT or [::1]:PORT), not on %q (or set ALLOW_SANDBOX=1 for a demo)", c.ListenAddr)
+			for _, why := range sandboxReachable(c, l) {
+				l.bad("GATEWAY", "the sandbox bank credits wallets without real money and never runs where a real payer could reach it: %s; set GATEWAY to a real gateway (%s), or ALLOW_SANDBOX=1 for a demo", why, strings.Join(drivers.Names(), ", "))
 			}
 		}
 	}
@@ -372,6 +374,67 @@ func DevSessionSecret(dataDir string) ([]byte, error) {
 	return []byte(s), nil
 }
 
+// sandboxReachable lists why a payer could reach the built-in sandbox
+// bank (none: only this machine's developer can).
+func sandboxReachable(c *Config, l *loader) []string {
+	var why []string
+	if l.ok("BASE_URL") && !loopbackURL(c.BaseURL) {
+		why = append(why, fmt.Sprintf("BASE_URL %s is not this machine", c.BaseURL))
+	}
+	if listenHost, _, err := splitHostPort(c.ListenAddr); l.ok("LISTEN_ADDR") && err == nil && !loopbackHost(listenHost) {
+		why = append(why, fmt.Sprintf("LISTEN_ADDR %q listens beyond this machine (use 127.0.0.1:PORT, localhost:PORT or [::1]:PORT)", c.ListenAddr))
+	}
+	if l.set["TRUSTED_PROXIES"] {
+		why = append(why, "TRUSTED_PROXIES is set: a reverse proxy brings the network to it")
+	}
+	if l.set["SESSION_SECRET"] {
+		why = append(why, "SESSION_SECRET is set: this is a deployment, not a developer's machine")
+	}
+	return why
+}
+
+// dnsLocalhost reports a name under .localhost other than localhost
+// itself ("app.localhost"): RFC 6761 asks resolvers to answer loopback for
+// them, but Go's resolver and many systems send them to DNS, which may
+// answer with any address.
+func dnsLocalhost(h string) bool {
+	h = strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")), ".")
+	return strings.HasSuffix(h, ".localhost")
+}
+
+func dnsLocalhostError(h string) error {
+	return fmt.Errorf("%q is resolved through DNS here and may be any address: use localhost, 127.0.0.1 or [::1] for this machine, or the real host name", h)
+}
+
+// DefaultSQLiteFile is the zero-setup database's file name in DATA_DIR.
+const DefaultSQLiteFile = "kifpool.db"
+
+// PrepareDataDir narrows an existing DATA_DIR that other users may read or
+// enter (it holds the development secret and the SQLite file) to 0700, and
+// says so; when it cannot (another owner, a read-only mount), it returns a
+// warning instead. A missing folder is left for its first user to create
+// (mode 0700).
+func PrepareDataDir(dir string) (warning string, err error) {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("DATA_DIR %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("DATA_DIR %s is not a folder", dir)
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o077 == 0 {
+		return "", nil
+	}
+	if err := os.Chmod(dir, 0o700); err != nil { // #nosec G302 -- a folder: 0700 is owner-only
+		return fmt.Sprintf("DATA_DIR %s can be read by other users (mode %04o) and could not be narrowed to 0700 (%v): the development secret and the SQLite file in it are exposed; chmod 700 it", dir, mode, err), nil
+	}
+	return fmt.Sprintf("DATA_DIR %s could be read by other users (mode %04o): narrowed to 0700", dir, mode), nil
+}
+
 // loopbackURL reports whether the URL's host is this machine.
 func loopbackURL(raw string) bool {
 	u, err := url.Parse(raw)
@@ -385,7 +448,7 @@ func loopbackURL(raw string) bool {
 // without brackets) is this machine only. "" (every interface) is not.
 func loopbackHost(h string) bool {
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+	if strings.EqualFold(h, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(h)

@@ -273,7 +273,7 @@ func TestDevSessionSecret(t *testing.T) {
 		t.Errorf("secret file mode = %o, want 600", perm)
 	}
 	// The generated secret passes the same strength check as SESSION_SECRET.
-	if _, err := config.Load(env(map[string]string{"SESSION_SECRET": string(s1)})); err != nil {
+	if _, err := config.Load(env(map[string]string{"SESSION_SECRET": string(s1), "GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"})); err != nil {
 		t.Errorf("generated secret %q refused by Load: %v", s1, err)
 	}
 	s2, err := config.DevSessionSecret(dir)
@@ -330,8 +330,11 @@ func TestZarinpalBaseURLTransport(t *testing.T) {
 
 func TestTrustedProxies(t *testing.T) {
 	c, err := config.Load(func(k string) string {
-		if k == "TRUSTED_PROXIES" {
+		switch k {
+		case "TRUSTED_PROXIES":
 			return "10.0.0.1, 192.168.0.0/16 ,::1"
+		case "ALLOW_SANDBOX":
+			return "1"
 		}
 		return ""
 	})
@@ -357,7 +360,7 @@ func TestSandboxOnlyOnLoopbackUnlessAllowed(t *testing.T) {
 		{"http://localhost:8080", "", true},
 		{"http://127.0.0.1:9000", "", true},
 		{"http://[::1]:8080", "", true},
-		{"http://app.localhost", "", true},
+		{"http://app.localhost", "", false}, // resolved through DNS (issue 20, finding 14)
 		{"https://wallet.example.ir", "", false},
 		{"http://10.0.0.5:8080", "", false},
 		{"https://wallet.example.ir", "1", true},
@@ -367,7 +370,7 @@ func TestSandboxOnlyOnLoopbackUnlessAllowed(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("BASE_URL=%s ALLOW_SANDBOX=%q: err %v, want ok=%v", tc.base, tc.allow, err, tc.ok)
 		}
-		if err != nil && !strings.Contains(err.Error(), "GATEWAY") {
+		if err != nil && !strings.Contains(err.Error(), "GATEWAY") && !strings.Contains(tc.base, ".localhost") {
 			t.Errorf("error does not name GATEWAY: %v", err)
 		}
 	}
@@ -602,7 +605,7 @@ func TestServeRefusal(t *testing.T) {
 		refused bool
 	}{
 		{"sandbox, development secret", nil, false},
-		{"sandbox, SESSION_SECRET", map[string]string{"SESSION_SECRET": strongSecret}, false},
+		{"sandbox, SESSION_SECRET (a demo)", map[string]string{"SESSION_SECRET": strongSecret, "ALLOW_SANDBOX": "1"}, false},
 		{"zarinpal, no SESSION_SECRET", zp, true},
 		{"zarinpal, SESSION_SECRET", map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": zp["ZARINPAL_MERCHANT_ID"], "SESSION_SECRET": strongSecret}, false},
 	} {
@@ -619,5 +622,137 @@ func TestServeRefusal(t *testing.T) {
 				t.Fatalf("the refusal does not name SESSION_SECRET: %v", err)
 			}
 		})
+	}
+}
+
+// The sandbox bank never runs where a real payer could reach it, whatever
+// combination of variables is set, unless ALLOW_SANDBOX=1 (issue 20,
+// finding 1: a production secret behind a proxy on loopback, with GATEWAY
+// and BASE_URL unset, credited 5,000,000 rials without paying). Every
+// subset of the four signs of reach is tried: only the empty one runs.
+func TestSandboxNeverReachableWithoutAllow(t *testing.T) {
+	signs := []struct{ name, value string }{
+		{"SESSION_SECRET", strongSecret},
+		{"TRUSTED_PROXIES", "127.0.0.1"},
+		{"BASE_URL", "https://wallet.example.ir"},
+		{"LISTEN_ADDR", "0.0.0.0:8080"},
+	}
+	for mask := 0; mask < 1<<len(signs); mask++ {
+		for _, allow := range []string{"", "1"} {
+			e := map[string]string{"LISTEN_ADDR": "127.0.0.1:8080", "ALLOW_SANDBOX": allow}
+			var set []string
+			for i, s := range signs {
+				if mask&(1<<i) != 0 {
+					e[s.name] = s.value
+					set = append(set, s.name)
+				}
+			}
+			for _, gateway := range []string{"", "sandbox"} { // unset is the sandbox
+				e["GATEWAY"] = gateway
+				_, err := config.Load(env(e))
+				want := mask == 0 || allow == "1"
+				if (err == nil) != want {
+					t.Errorf("set %v, GATEWAY=%q, ALLOW_SANDBOX=%q: err %v, want runs=%v", set, gateway, allow, err, want)
+				}
+				if err != nil && (!strings.Contains(err.Error(), "ALLOW_SANDBOX") || !strings.Contains(err.Error(), set[0])) {
+					t.Errorf("set %v: the refusal does not say why: %v", set, err)
+				}
+			}
+		}
+	}
+}
+
+// Names under .localhost are resolved through DNS: refused for every
+// address serve listens on or is reached at (issue 20, finding 14).
+func TestDotLocalhostNamesAreRefused(t *testing.T) {
+	for _, tc := range []struct{ name, value string }{
+		{"PPROF_ADDR", "evil.localhost:6060"},
+		{"PPROF_ADDR", "a.b.localhost.:6060"},
+		{"LISTEN_ADDR", "app.localhost:8080"},
+		{"BASE_URL", "http://app.localhost:8080"},
+		{"BASE_URL", "https://WALLET.LOCALHOST"},
+	} {
+		e := map[string]string{tc.name: tc.value, "ALLOW_SANDBOX": "1"}
+		_, err := config.Load(env(e))
+		if err == nil || !strings.Contains(err.Error(), tc.name+": ") || !strings.Contains(err.Error(), "DNS") {
+			t.Errorf("%s=%s: %v, want refused for DNS", tc.name, tc.value, err)
+		}
+	}
+	for _, tc := range []struct{ name, value string }{
+		{"PPROF_ADDR", "localhost:6060"}, {"PPROF_ADDR", "127.0.0.1:6060"}, {"LISTEN_ADDR", "localhost:8080"}, {"BASE_URL", "http://localhost:8080"},
+	} {
+		if _, err := config.Load(env(map[string]string{tc.name: tc.value})); err != nil {
+			t.Errorf("%s=%s refused: %v", tc.name, tc.value, err)
+		}
+	}
+}
+
+// METRICS_TOKEN opens /metrics: it must be as strong as a secret
+// (issue 20, finding 16).
+func TestMetricsTokenStrength(t *testing.T) {
+	for _, weak := range []string{"metrics", "metrics-secret", strings.Repeat("ab", 20), "bench-metrics-token"} {
+		if _, err := config.Load(env(map[string]string{"METRICS_TOKEN": weak})); err == nil || !strings.Contains(err.Error(), "METRICS_TOKEN") {
+			t.Errorf("METRICS_TOKEN=%q: %v, want refused", weak, err)
+		}
+	}
+	if c, err := config.Load(env(map[string]string{"METRICS_TOKEN": strongSecret})); err != nil || c.MetricsToken != strongSecret {
+		t.Errorf("a strong METRICS_TOKEN: %v", err)
+	}
+}
+
+// DATA_DIR moves the zero-setup SQLite file (issue 20, finding 15);
+// DATABASE_URL, when set, wins.
+func TestDataDirHoldsTheDefaultDatabase(t *testing.T) {
+	for _, tc := range []struct{ dataDir, dbURL, want string }{
+		{"", "", "sqlite:./data/kifpool.db"},
+		{"/srv/kifpool", "", "sqlite:/srv/kifpool/kifpool.db"},
+		{"state", "", "sqlite:state/kifpool.db"},
+		{"/srv/kifpool", "sqlite:/elsewhere.db", "sqlite:/elsewhere.db"},
+	} {
+		c, err := config.Load(env(map[string]string{"DATA_DIR": tc.dataDir, "DATABASE_URL": tc.dbURL}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.DatabaseURL != tc.want {
+			t.Errorf("DATA_DIR=%q DATABASE_URL=%q: database %q, want %q", tc.dataDir, tc.dbURL, c.DatabaseURL, tc.want)
+		}
+	}
+	c, err := config.Load(env(map[string]string{"DATA_DIR": "/srv/kifpool"}))
+	if err != nil || c.DatabaseDescription() != "SQLite /srv/kifpool/kifpool.db" {
+		t.Errorf("description %q (%v)", c.DatabaseDescription(), err)
+	}
+}
+
+// An existing DATA_DIR that other users can read is narrowed to 0700, and
+// serve says so (issue 20, finding 15).
+func TestPrepareDataDirNarrowsAWideFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if w, err := config.PrepareDataDir(dir); w != "" || err != nil {
+		t.Fatalf("missing folder: %q %v", w, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o755, 0o750, 0o701, 0o777} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		w, err := config.PrepareDataDir(dir)
+		if err != nil || !strings.Contains(w, "narrowed to 0700") {
+			t.Errorf("mode %o: %q %v, want a warning that it was narrowed", mode, w, err)
+		}
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("mode %o: now %v, want 0700", mode, fi.Mode().Perm())
+		}
+	}
+	if w, err := config.PrepareDataDir(dir); w != "" || err != nil {
+		t.Errorf("a private folder: %q %v, want nothing to say", w, err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.PrepareDataDir(file); err == nil {
+		t.Errorf("a file as DATA_DIR accepted")
 	}
 }

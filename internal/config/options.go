@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,6 +133,13 @@ func driverOptions() []Option {
 func ownOptions() []Option {
 	return []Option{
 		{Name: "DATABASE_URL", Group: groupServer, Default: "sqlite:" + dburl.DefaultSQLitePath,
+			DefaultDoc: "`sqlite:DATA_DIR/kifpool.db` when `DATA_DIR` is set, else `sqlite:" + dburl.DefaultSQLitePath + "`",
+			dynamic: func(_ *Config, getenv Getenv) string {
+				if dir := strings.TrimSpace(getenv("DATA_DIR")); dir != "" {
+					return "sqlite:" + filepath.Join(dir, DefaultSQLiteFile)
+				}
+				return "sqlite:" + dburl.DefaultSQLitePath
+			},
 			Doc: "`sqlite:PATH` for an SQLite file, `postgres://user@host:5432/db?sslmode=…` for PostgreSQL (production, several instances); a new SQLite file is created mode 0600; `kifpool config` shows it without its password",
 			p: parser{accepts: "`sqlite:PATH` or `postgres://…`",
 				set: func(c *Config, v string) error {
@@ -152,7 +160,7 @@ func ownOptions() []Option {
 			Doc:        "PostgreSQL connections one instance opens at most (and keeps idle); N instances open up to N × this, which must stay under the server's `max_connections` (100 by default); idle ones are closed after 5 minutes",
 			p:          intField(0, 1000, func(c *Config) *int { return &c.DatabaseMaxConns })},
 		{Name: "DATA_DIR", Group: groupServer, Default: "./data",
-			Doc: "where the development session secret lives (`DATA_DIR/session_secret`, only without `SESSION_SECRET`); the folder is created mode 0700, the secret 0600. The default SQLite file is `./data/kifpool.db` whatever this says",
+			Doc: "where the development session secret (`DATA_DIR/session_secret`, only without `SESSION_SECRET`) and the default SQLite file (`DATA_DIR/kifpool.db`, when `DATABASE_URL` is unset) live; the folder is created mode 0700, the secret and a new SQLite file 0600; an existing folder that other users can read is narrowed to 0700 at start (a warning says so, or that it could not be)",
 			p:   stringField("a folder", func(c *Config) *string { return &c.DataDir })},
 		{Name: "GATEWAY", Group: groupGateway, Default: GatewaySandbox,
 			Doc: "`sandbox`: the built-in sandbox bank under `BASE_URL/sandbank` (no real money), imitating " + drivers.SandboxDriver + "; any other value names a gateway driver, whose own variables follow",
@@ -182,8 +190,12 @@ func ownOptions() []Option {
 			p: parser{accepts: "`HOST:PORT` or `:PORT`",
 				set: func(c *Config, v string) error {
 					c.ListenAddr = v
-					if _, port, err := splitHostPort(v); err != nil || port == "" || !validPort(port) {
+					host, port, err := splitHostPort(v)
+					if err != nil || port == "" || !validPort(port) {
 						return fmt.Errorf("want HOST:PORT or :PORT, got %q", v)
+					}
+					if dnsLocalhost(host) {
+						return dnsLocalhostError(host)
 					}
 					return nil
 				},
@@ -207,6 +219,9 @@ func ownOptions() []Option {
 					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || strings.ContainsAny(v, "?#") {
 						return fmt.Errorf("want an absolute http(s) URL without a path, got %q", v)
 					}
+					if dnsLocalhost(u.Hostname()) {
+						return dnsLocalhostError(u.Hostname())
+					}
 					return nil
 				},
 				show: func(c Config) string { return c.BaseURL }}},
@@ -224,7 +239,7 @@ func ownOptions() []Option {
 				},
 				show: func(c Config) string { return string(c.SessionSecret) }}},
 		{Name: "ALLOW_SANDBOX", Group: groupGateway,
-			Doc: "the sandbox bank credits wallets without real money, so it is refused unless both `BASE_URL` and `LISTEN_ADDR` are loopback addresses (`localhost`, `127.0.0.1`, `[::1]`; `:8080` or `0.0.0.0:8080` listen on the network and are refused); `1` allows it for a public demo",
+			Doc: "the sandbox bank credits wallets without real money, so it never runs where a real payer could reach it: it is refused when any of these holds — `BASE_URL` is not a loopback address (`localhost`, `127.0.0.1`, `[::1]`), `LISTEN_ADDR` listens beyond this machine (`:8080`, `0.0.0.0:8080`), `TRUSTED_PROXIES` is set (a reverse proxy brings the network), `SESSION_SECRET` is set (a deployment, not a developer's machine); `1` allows it anyway, for a public demo",
 			p: parser{accepts: "`1` or unset",
 				set: func(c *Config, v string) error {
 					c.AllowSandbox = v == "1"
@@ -299,8 +314,21 @@ func ownOptions() []Option {
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.WorkerStaleCreated })},
 		{Name: "METRICS_TOKEN", Group: groupSecurity, Secret: true,
 			DefaultDoc: "unset: `/metrics` is off",
-			Doc:        "bearer token for `GET /metrics` (Prometheus), accepted only as `Authorization: Bearer <token>`",
-			p:          stringField("any text", func(c *Config) *string { return &c.MetricsToken })},
+			Doc:        "bearer token for `GET /metrics` (Prometheus), accepted only as `Authorization: Bearer <token>` (the scheme in any case); as strong as `SESSION_SECRET`: at least 32 characters, 10 distinct",
+			p: parser{accepts: "at least 32 random characters",
+				set: func(c *Config, v string) error {
+					c.MetricsToken = v
+					if v == "" {
+						return nil
+					}
+					// It opens /metrics to whoever holds it: as strong as a secret.
+					if err := checkSecret(v); err != nil {
+						c.MetricsToken = ""
+						return err
+					}
+					return nil
+				},
+				show: func(c Config) string { return c.MetricsToken }}},
 		{Name: "RATE_LIMIT_SIGNIN", Group: groupLimits, Default: "20",
 			Doc: "sign-in and sign-up attempts per minute per client address; `0` turns the limit off (load runs only)",
 			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitSignIn })},
@@ -390,7 +418,7 @@ func ownOptions() []Option {
 			p:   intField(0, 10_000_000, func(c *Config) *int { return &c.CreditedCacheSize })},
 		{Name: "PPROF_ADDR", Group: groupSecurity,
 			DefaultDoc: "unset: off",
-			Doc:        "a loopback `HOST:PORT` (e.g. `127.0.0.1:6060`) where `serve` exposes Go's profiler (`/debug/pprof/`) on a listener of its own; any other address is refused (profiles show memory and stacks)",
+			Doc:        "a loopback `HOST:PORT` (e.g. `127.0.0.1:6060`) where `serve` exposes Go's profiler (`/debug/pprof/`) on a listener of its own; any other address is refused (profiles show memory and stacks); here, in `LISTEN_ADDR` and in `BASE_URL`, names under `.localhost` (`app.localhost`) are refused: they are resolved through DNS, which may answer any address",
 			p: parser{accepts: "a loopback `HOST:PORT`",
 				set: func(c *Config, v string) error {
 					c.PprofAddr = v
@@ -398,7 +426,10 @@ func ownOptions() []Option {
 						return nil
 					}
 					// The profiler shows memory and goroutine stacks: never to the network.
-					if h, _, err := splitHostPort(v); err != nil || !loopbackHost(h) {
+					if h, _, err := splitHostPort(v); err == nil && dnsLocalhost(h) {
+						c.PprofAddr = ""
+						return dnsLocalhostError(h)
+					} else if err != nil || !loopbackHost(h) {
 						c.PprofAddr = ""
 						return fmt.Errorf("want a loopback HOST:PORT (127.0.0.1:6060, localhost:6060 or [::1]:6060): the profiler is never exposed to the network, got %q", v)
 					}

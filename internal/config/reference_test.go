@@ -73,7 +73,7 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 	const merchant = "1344b5d4-0048-11e8-94db-005056a205be"
 	vars := map[string]string{
 		"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "SESSION_SECRET": strongSecret,
-		"METRICS_TOKEN": "scrape-token-1234", "DATABASE_URL": "postgres://kifpool:db-password@db:5432/kifpool",
+		"METRICS_TOKEN": "scrape-token-1234-abcdefghijklmnopqrs", "DATABASE_URL": "postgres://kifpool:db-password@db:5432/kifpool",
 		"WORKER_INTERVAL": "off", "WORKER_MAX_UNKNOWN": "90m",
 	}
 	c, err := config.Load(env(vars))
@@ -89,7 +89,7 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 	if len(got) != len(config.Options()) {
 		t.Errorf("%d settings, want one per option (%d)", len(got), len(config.Options()))
 	}
-	for _, secret := range []string{merchant, strongSecret, "scrape-token-1234", "db-password"} {
+	for _, secret := range []string{merchant, strongSecret, "scrape-token-1234-abcdefghijklmnopqrs", "db-password"} {
 		if strings.Contains(all.String(), secret) {
 			t.Errorf("a secret is printed: %q in\n%s", secret, all.String())
 		}
@@ -97,7 +97,7 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 	for _, tc := range []struct{ name, value, source string }{
 		{"GATEWAY", "zarinpal", "environment"},
 		{"SESSION_SECRET", "******** (32 characters)", "environment"},
-		{"METRICS_TOKEN", "******** (17 characters)", "environment"},
+		{"METRICS_TOKEN", "******** (37 characters)", "environment"},
 		{"DATABASE_URL", "postgres://kifpool:xxxxx@db:5432/kifpool", "environment"},
 		{"WORKER_INTERVAL", "off", "environment"},
 		{"WORKER_MAX_UNKNOWN", "1h30m", "environment"},
