@@ -221,6 +221,8 @@ func New(d Deps) *fiber.App {
 	// admin role, and the second factor once per session, which also
 	// serves /admin/2fa) covers them all.
 	admin := app.Group("/admin", s.requireUser, s.requireAdmin, s.requireSecondFactor)
+	admin.Get("/2fa", s.twoFactorForm)
+	admin.Post("/2fa", s.twoFactorSubmit)
 	admin.Get("/", s.adminPage)
 	admin.Get("/payments", s.adminPayments)
 	admin.Get("/payments.csv", s.adminPaymentsCSV)

@@ -26,13 +26,7 @@ const twoFactorPath = "/admin/2fa"
 // to type a code (once per session).
 func (s *Server) requireSecondFactor(c *fiber.Ctx) error {
 	if strings.TrimRight(c.Path(), "/") == twoFactorPath {
-		if c.Method() == fiber.MethodPost {
-			return s.twoFactorSubmit(c)
-		}
-		if s.passedSecondFactor(c) {
-			return c.Redirect("/admin", fiber.StatusSeeOther)
-		}
-		return s.twoFactorPage(c, fiber.StatusOK, adminNext(c.Query("next")), "", nil)
+		return c.Next() // its own routes: twoFactorForm, twoFactorSubmit
 	}
 	if s.passedSecondFactor(c) {
 		return c.Next()
@@ -44,6 +38,15 @@ func (s *Server) requireSecondFactor(c *fiber.Ctx) error {
 		s.Log.Warn("admin action without the second factor refused", "path", c.Path(), "user", currentUser(c).ID)
 	}
 	return c.Redirect(target, fiber.StatusSeeOther)
+}
+
+// twoFactorForm is GET /admin/2fa: the enrolment or code page, or back to
+// the console for a session that has passed.
+func (s *Server) twoFactorForm(c *fiber.Ctx) error {
+	if s.passedSecondFactor(c) {
+		return c.Redirect("/admin", fiber.StatusSeeOther)
+	}
+	return s.twoFactorPage(c, fiber.StatusOK, adminNext(c.Query("next")), "", nil)
 }
 
 func (s *Server) passedSecondFactor(c *fiber.Ctx) bool {

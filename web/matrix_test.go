@@ -1,0 +1,462 @@
+package web_test
+
+// One route × role × method matrix for the whole app (issue 20), in the
+// manner of a handler table: every route the router registers has a row
+// (a new route without one fails the test), every role tries every
+// method on it, and every state-changing request is sent with and without
+// the CSRF token, from another origin, and as a form and as JSON. Each
+// answer's status is checked against the row.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// The roles: no session, a user, an admin before the second factor, an
+// admin, and an API token of each scope (sent as a bearer token, with no
+// cookies).
+const (
+	roleAnon   = "anon"
+	roleUser   = "user"
+	rolePre    = "admin-before-2fa"
+	roleAdmin  = "admin"
+	roleRead   = "token-read"
+	roleTopUp  = "token-topup"
+	otherOrig  = "https://evil.example"
+	statusNone = 0
+)
+
+var matrixRoles = []string{roleAnon, roleUser, rolePre, roleAdmin, roleRead, roleTopUp}
+
+var matrixMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// who is an expected status per cookie role; bearer-token roles on the
+// site are visitors without cookies (the site never reads a bearer token).
+type who struct{ anon, user, pre, admin int }
+
+func all(s int) who { return who{s, s, s, s} }
+
+// signedIn: visitors are sent to sign in (303), everyone signed in gets s.
+func signedIn(s int) who { return who{http.StatusSeeOther, s, s, s} }
+
+// adminOnly: visitors to sign in, users find nothing, an admin before the
+// second factor is sent to /admin/2fa (all 303 but users' 404), admins get s.
+func adminOnly(s int) who {
+	return who{http.StatusSeeOther, http.StatusNotFound, http.StatusSeeOther, s}
+}
+
+func (w who) of(role string) int {
+	switch role {
+	case roleUser:
+		return w.user
+	case rolePre:
+		return w.pre
+	case roleAdmin:
+		return w.admin
+	}
+	return w.anon
+}
+
+// apiWho is an expected status per bearer-token scope; cookie roles get
+// 401 on the API (it never reads cookies).
+type apiWho struct{ none, read, topup int }
+
+// matrixRow is one route of the router, as registered, with a concrete
+// URL and what every role gets.
+type matrixRow struct {
+	path string // the route's pattern as registered
+	url  string // a concrete request path ("" = path)
+	// Site routes: the status per role of a GET, and of a POST that
+	// carries the CSRF token from the same origin (as a form; as JSON
+	// with the token in X-CSRF-Token, json when it differs).
+	get, post, json *who
+	// API routes (under /api): per scope; cookie roles get 401.
+	apiGet, apiPost *apiWho
+	// anyMethod: the route takes every method (the sandbox bank).
+	anyMethod bool
+	// csrfExempt: the bank's callback, answered without the token.
+	csrfExempt bool
+	// destructive: a successful request ends the session that sent it,
+	// so each of its requests is sent by a fresh session of the role.
+	destructive bool
+}
+
+func (r matrixRow) methods() []string {
+	var m []string
+	if r.anyMethod {
+		return []string{"ALL"}
+	}
+	if r.get != nil || r.apiGet != nil {
+		m = append(m, http.MethodGet, http.MethodHead)
+	}
+	if r.post != nil || r.apiPost != nil {
+		m = append(m, http.MethodPost)
+	}
+	return m
+}
+
+func p(w who) *who       { return &w }
+func a(w apiWho) *apiWho { return &w }
+
+func TestRouteRoleMethodMatrix(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": "metrics-token-0123456789-abcdefghij"}})
+		ctx := context.Background()
+		seeded := paymenttest.SeedN(t, db, 3)
+		review := seeded[2] // needs_review (SeedN's third)
+		if review.Status != "needs_review" {
+			t.Fatalf("seed: %s", review.Status)
+		}
+
+		// The cookie roles' browsers.
+		anon := app.NewClient(t)
+		anon.Get("/signin") // a CSRF cookie, as any visitor has
+		user, _ := startTopUp(t, app, "matrix-user@example.com", "10000")
+		var userID int64
+		var ownPayment string
+		if err := db.Gorm.Raw(`SELECT u.id, p.public_id FROM users u JOIN payments p ON p.user_id = u.id WHERE u.email = 'matrix-user@example.com'`).Row().Scan(&userID, &ownPayment); err != nil {
+			t.Fatal(err)
+		}
+		adminSeq := 0
+		newAdmin := func(pass bool) *apptest.Client {
+			adminSeq++
+			email := fmt.Sprintf("matrix-admin-%d@example.com", adminSeq)
+			if _, err := app.Server.Auth.SignUp(ctx, email, "correct horse battery", "admin", "en"); err != nil {
+				t.Fatal(err)
+			}
+			c := app.NewClient(t)
+			c.SignIn(email, "correct horse battery")
+			if pass {
+				c.PassAdminChecks(email)
+			}
+			return c
+		}
+		pre, admin := newAdmin(false), newAdmin(true)
+		userSeq := 0
+		newUser := func() *apptest.Client {
+			userSeq++
+			c := app.NewClient(t)
+			c.SignUp(fmt.Sprintf("matrix-user-%d@example.com", userSeq))
+			return c
+		}
+		// Bearer tokens of each scope, and a spare token (of the user) for
+		// the revoke routes to act on.
+		token := func(scope apitoken.Scope, name string) (string, int64) {
+			secret, tk, err := app.Server.Tokens.Create(ctx, apitoken.CreateInput{UserID: userID, Name: name, Scope: string(scope)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return secret, tk.ID
+		}
+		readSecret, _ := token(apitoken.ScopeRead, "matrix read")
+		topupSecret, _ := token(apitoken.ScopeTopUp, "matrix topup")
+		_, spareID := token(apitoken.ScopeRead, "matrix spare")
+		clients := map[string]*apptest.Client{roleAnon: anon, roleUser: user, rolePre: pre, roleAdmin: admin,
+			roleRead: app.NewClient(t), roleTopUp: app.NewClient(t)}
+		bearer := map[string]string{roleRead: readSecret, roleTopUp: topupSecret}
+		fresh := func(role string) *apptest.Client {
+			switch role {
+			case roleUser:
+				return newUser()
+			case rolePre:
+				return newAdmin(false)
+			case roleAdmin:
+				return newAdmin(true)
+			case roleAnon: // signing out rotates the visitor's CSRF cookie
+				c := app.NewClient(t)
+				c.Get("/signin")
+				return c
+			}
+			return clients[role]
+		}
+
+		ok, see, nf, unp := http.StatusOK, http.StatusSeeOther, http.StatusNotFound, http.StatusUnprocessableEntity
+		spare := fmt.Sprint(spareID)
+		rows := []matrixRow{
+			{path: "/sandbank/*", url: "/sandbank/pg/v4/payment/request.json", anyMethod: true},
+			{path: "/healthz", get: p(all(ok))},
+			{path: "/readyz", get: p(all(ok))},
+			// /metrics answers only to METRICS_TOKEN: 404 to everyone else.
+			{path: "/metrics", get: p(all(nf))},
+			{path: "/api/openapi.json", apiGet: a(apiWho{ok, ok, ok})},
+			{path: "/api/v1/topups", apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusBadRequest})},
+			{path: "/api/v1/topups/:id", url: "/api/v1/topups/" + ownPayment, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
+			{path: "/api/v1/wallet", apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
+			{path: "/api/v1/wallet/ledger", apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
+			{path: "/", get: p(all(see))}, // to /signin or /wallet
+			{path: "/signup", get: p(who{ok, see, see, see}), post: p(all(unp))},
+			{path: "/signin", get: p(who{ok, see, see, see}), post: p(all(http.StatusUnauthorized))}, // no such account
+			{path: "/signout", post: p(all(see)), destructive: true},
+			{path: "/account", get: p(signedIn(ok))},
+			{path: "/account/signout-everywhere", post: p(signedIn(see)), destructive: true},
+			{path: "/account/password", get: p(signedIn(ok)), post: p(signedIn(unp))},
+			{path: "/wallet", get: p(signedIn(ok))},
+			{path: "/wallet/topup", get: p(signedIn(ok)), post: p(signedIn(http.StatusBadRequest))}, // no form token
+			{path: "/payments/:id/return", url: "/payments/" + ownPayment + "/return", csrfExempt: true,
+				get: p(all(http.StatusBadRequest)), post: p(all(http.StatusBadRequest))},
+			{path: "/payments/:id", url: "/payments/" + ownPayment, get: p(who{see, ok, nf, nf})},
+			{path: "/account/tokens", get: p(signedIn(ok)), post: p(signedIn(unp))},
+			{path: "/account/tokens/:id/revoke", url: "/account/tokens/" + spare + "/revoke", post: p(who{see, see, nf, nf})},
+			{path: "/admin/2fa", get: p(who{see, nf, ok, see}), post: p(who{see, nf, unp, unp})}, // no code typed
+			{path: "/admin/", url: "/admin", get: p(adminOnly(ok))},
+			{path: "/admin/payments", get: p(adminOnly(ok))},
+			{path: "/admin/payments.csv", get: p(adminOnly(ok))},
+			{path: "/admin/payments/:id", url: "/admin/payments/" + review.PublicID, get: p(adminOnly(ok))},
+			{path: "/admin/users", get: p(adminOnly(ok))},
+			{path: "/admin/users/:id", url: "/admin/users/" + fmt.Sprint(userID), get: p(adminOnly(ok))},
+			{path: "/admin/audit", get: p(adminOnly(ok))},
+			{path: "/admin/reconcile", post: p(adminOnly(see))},
+			{path: "/admin/payments/:id/recheck", url: "/admin/payments/" + review.PublicID + "/recheck", post: p(adminOnly(see))},
+			{path: "/admin/payments/:id/close", url: "/admin/payments/" + review.PublicID + "/close", post: p(adminOnly(see))}, // back to the payment: a note is required
+			{path: "/admin/tokens", get: p(adminOnly(ok))},
+			{path: "/admin/tokens/:id/revoke", url: "/admin/tokens/" + spare + "/revoke", post: p(adminOnly(see))},
+		}
+
+		// Every route the router registers has its row, and every row is a
+		// route: a route added without a row fails here.
+		registered := map[string][]string{}
+		for _, rt := range app.Server.App.GetRoutes(true) {
+			if !slices.Contains(registered[rt.Path], rt.Method) {
+				registered[rt.Path] = append(registered[rt.Path], rt.Method)
+			}
+		}
+		byPath := map[string]matrixRow{}
+		for _, r := range rows {
+			byPath[r.path] = r
+			if _, ok := registered[r.path]; !ok {
+				t.Errorf("row %s: no such route in the router", r.path)
+			}
+		}
+		var paths []string
+		for path := range registered {
+			paths = append(paths, path)
+		}
+		sort.Strings(paths)
+		for _, path := range paths {
+			r, ok := byPath[path]
+			if !ok {
+				t.Errorf("route %s %v has no row in the matrix: add one with the status every role gets", path, registered[path])
+				continue
+			}
+			got := registered[path]
+			sort.Strings(got)
+			if r.anyMethod {
+				if len(got) < len(matrixMethods) {
+					t.Errorf("route %s: methods %v, the row says every method", path, got)
+				}
+				continue
+			}
+			want := r.methods()
+			sort.Strings(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("route %s: registered methods %v, the row has %v", path, got, want)
+			}
+		}
+
+		csrfOf := func(c *apptest.Client) string {
+			u, _ := url.Parse(app.URL)
+			for _, ck := range c.HTTP.Jar.Cookies(u) {
+				if ck.Name == "kp_csrf" {
+					// The token of this browser's cookie and session, as a
+					// page of the app would show it.
+					return apptest.Field(c.Get("/signin").Body, "_csrf")
+				}
+			}
+			return ""
+		}
+		csrfCache := map[*apptest.Client]string{}
+		tokenOf := func(c *apptest.Client) string {
+			if tok, ok := csrfCache[c]; ok {
+				return tok
+			}
+			tok := csrfOf(c)
+			if tok == "" { // a page shows it: the account page for the signed in
+				tok = apptest.Field(c.Get("/account").Body, "_csrf")
+			}
+			csrfCache[c] = tok
+			return tok
+		}
+		for _, role := range []string{roleUser, rolePre, roleAdmin} {
+			if tokenOf(clients[role]) == "" {
+				t.Fatalf("no CSRF token for %s", role)
+			}
+		}
+
+		type variant struct {
+			name       string
+			csrf, json bool
+			origin     string
+		}
+		variants := []variant{
+			{name: "form", csrf: true, origin: "self"},
+			{name: "form without the CSRF token", origin: "self"},
+			{name: "form from another origin", csrf: true, origin: otherOrig},
+			{name: "JSON with the token in X-CSRF-Token", csrf: true, json: true, origin: "self"},
+			{name: "JSON without the token", json: true, origin: "self"},
+		}
+		send := func(c *apptest.Client, role, method, target string, v variant) int {
+			t.Helper()
+			var body string
+			if method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions {
+				if v.json {
+					body = `{}`
+				} else if v.csrf {
+					body = url.Values{"_csrf": {tokenOf(c)}}.Encode()
+				}
+			}
+			req, err := http.NewRequestWithContext(ctx, method, app.URL+target, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body != "" || (method != http.MethodGet && method != http.MethodHead) {
+				if v.json {
+					req.Header.Set("Content-Type", "application/json")
+				} else {
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				}
+			}
+			if v.json && v.csrf {
+				req.Header.Set("X-CSRF-Token", tokenOf(c))
+			}
+			switch v.origin {
+			case "self":
+				req.Header.Set("Origin", app.URL)
+			case "":
+			default:
+				req.Header.Set("Origin", v.origin)
+			}
+			if b := bearer[role]; b != "" {
+				req.Header.Set("Authorization", "Bearer "+b)
+			}
+			if strings.HasPrefix(target, "/api/v1/topups") && method == http.MethodPost {
+				req.Header.Set("Idempotency-Key", strings.ReplaceAll(fmt.Sprintf("matrix-%s-%s", role, v.name), " ", "-"))
+			}
+			return c.Do(req).Status
+		}
+
+		// expect is the status a role gets for a method on a row.
+		expect := func(r matrixRow, role, method string, v variant) int {
+			target := r.url
+			if target == "" {
+				target = r.path
+			}
+			api := strings.HasPrefix(target, "/api/")
+			safe := method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+			switch {
+			case r.anyMethod:
+				return statusNone // the sandbox bank answers for itself
+			case api:
+				var w *apiWho
+				switch method {
+				case http.MethodGet, http.MethodHead:
+					w = r.apiGet
+				case http.MethodPost:
+					w = r.apiPost
+				}
+				if w == nil {
+					// No such endpoint (problem+json 404), but under /api/v1
+					// the bearer token is asked for first.
+					if strings.HasPrefix(target, "/api/v1/") && bearer[role] == "" {
+						return http.StatusUnauthorized
+					}
+					return nf
+				}
+				switch role {
+				case roleRead:
+					return w.read
+				case roleTopUp:
+					if method == http.MethodPost && v.json {
+						// A JSON body "{}": the body is read, the amount missing.
+						return unp
+					}
+					return w.topup
+				}
+				return w.none
+			case !safe && !r.csrfExempt && (!v.csrf || v.origin == otherOrig || bearer[role] != ""):
+				// Every state-changing request on the site needs the token
+				// of this browser's cookie from this origin (bearer-token
+				// clients have no cookie): 403 before any handler.
+				return http.StatusForbidden
+			}
+			var w *who
+			switch method {
+			case http.MethodGet, http.MethodHead:
+				w = r.get
+			case http.MethodPost:
+				w = r.post
+				if v.json && r.json != nil {
+					w = r.json
+				}
+			}
+			if w == nil {
+				// No such route for this method: the site's 404 page; under
+				// /admin the group's checks come first.
+				if target == "/admin/2fa" { // past the sign-in and role checks, its own routes
+					return who{see, nf, nf, nf}.of(role)
+				}
+				if target == "/admin" || strings.HasPrefix(target, "/admin/") {
+					return adminOnly(nf).of(role)
+				}
+				return nf
+			}
+			return w.of(role)
+		}
+
+		check := func(r matrixRow, destructive bool) {
+			target := r.url
+			if target == "" {
+				target = r.path
+			}
+			for _, method := range matrixMethods {
+				vs := variants[:1]
+				if method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions {
+					vs = variants
+				}
+				for _, v := range vs {
+					for _, role := range matrixRoles {
+						c := clients[role]
+						if destructive {
+							c = fresh(role)
+						}
+						want := expect(r, role, method, v)
+						got := send(c, role, method, target, v)
+						if want == statusNone {
+							if got == http.StatusInternalServerError || got == 0 {
+								t.Errorf("%s %s as %s (%s): %d", method, target, role, v.name, got)
+							}
+							continue
+						}
+						if got != want {
+							t.Errorf("%s %s as %s (%s): %d, want %d", method, target, role, v.name, got, want)
+						}
+					}
+				}
+			}
+		}
+		for _, r := range rows {
+			if !r.destructive {
+				check(r, false)
+			}
+		}
+		// Last, the rows that end the session that sends them: each
+		// request by a fresh session of its role.
+		for _, r := range rows {
+			if r.destructive {
+				check(r, true)
+			}
+		}
+	})
+}
