@@ -336,7 +336,7 @@ func TestConfigCommand(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	secret := "q7Zp2LmX9vKc4RtY8wNb3HsJ6dFg1AeU"
 	var out bytes.Buffer
-	err := run(ctx, []string{"config"}, envOf(map[string]string{"SESSION_SECRET": secret, "WORKER_CONCURRENCY": "8",
+	err := run(ctx, []string{"config"}, envOf(map[string]string{"SESSION_SECRET": secret, "WORKER_CONCURRENCY": "8", "ALLOW_SANDBOX": "1",
 		"DATABASE_URL": "postgres://k:hunter2hunter2@db/k"}), nil, &out, log)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, out.String())
