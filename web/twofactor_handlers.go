@@ -63,12 +63,25 @@ func adminNext(next string) string {
 	return "/admin"
 }
 
+// twoFactorPage renders the second-factor page. For an admin not yet
+// enrolled it asks for the one-time enrolment code first (enrolCode ""):
+// nothing is written and no secret is shown until that code is right
+// (enrolCode is then the accepted code, and the secret is shown).
 func (s *Server) twoFactorPage(c *fiber.Ctx, status int, next, errKey string, errArgs []any) error {
+	return s.twoFactorPageWith(c, status, next, "", errKey, errArgs)
+}
+
+func (s *Server) twoFactorPageWith(c *fiber.Ctx, status int, next, enrolCode, errKey string, errArgs []any) error {
 	u := currentUser(c)
 	v := views.TwoFactorView{Next: next, ErrorKey: errKey, ErrorArgs: errArgs}
 	title := "twofa.check_title"
 	if u.TOTPConfirmedAt == nil {
-		en, err := s.Auth.BeginTOTP(c.UserContext(), u.ID)
+		title = "twofa.enrol_title"
+		if enrolCode == "" {
+			v.EnrolCodeStep = true
+			return render(c, status, views.TwoFactor(s.page(c, title), v))
+		}
+		en, err := s.Auth.BeginTOTP(c.UserContext(), u.ID, enrolCode)
 		if err != nil {
 			return err
 		}
@@ -80,7 +93,7 @@ func (s *Server) twoFactorPage(c *fiber.Ctx, status int, next, errKey string, er
 		if err := png.Encode(&buf, img); err != nil {
 			return err
 		}
-		v.Enrol, v.Secret, title = true, en.Secret, "twofa.enrol_title"
+		v.Enrol, v.Secret, v.EnrolCode = true, en.Secret, enrolCode
 		v.QR = templ.SafeURL("data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())) // #nosec G203 -- an image we just encoded
 	}
 	return render(c, status, views.TwoFactor(s.page(c, title), v))
@@ -88,35 +101,29 @@ func (s *Server) twoFactorPage(c *fiber.Ctx, status int, next, errKey string, er
 
 func (s *Server) twoFactorSubmit(c *fiber.Ctx) error {
 	u, sess := currentUser(c), currentSession(c)
-	next := adminNext(c.FormValue("next"))
-	code := c.FormValue("code")
+	next := adminNext(formValue(c, "next"))
+	code := formValue(c, "code")
+	enrolCode := formValue(c, "enrol_code")
 	var err error
 	var codes []string
 	var tok string
 	enrolling := u.TOTPConfirmedAt == nil
+	if enrolling && code == "" && enrolCode == "" {
+		return s.twoFactorError(c, auth.ErrEnrolmentCode, next)
+	}
+	if enrolling && code == "" {
+		// The enrolment code alone: checked (throttled), then the secret
+		// is made and shown with the form for the first code.
+		err := s.twoFactorPageWith(c, fiber.StatusOK, next, enrolCode, "", nil)
+		return s.twoFactorError(c, err, next)
+	}
 	if enrolling {
-		codes, tok, err = s.Auth.ConfirmTOTP(c.UserContext(), u.ID, sess.ID, code)
+		codes, tok, err = s.Auth.ConfirmTOTP(c.UserContext(), u.ID, sess.ID, enrolCode, code)
 	} else {
 		tok, err = s.Auth.VerifySecondFactor(c.UserContext(), u.ID, sess.ID, code)
 	}
-	var throttled *auth.ThrottledError
-	switch {
-	case errors.As(err, &throttled):
-		secs := int64(throttled.RetryAfter.Seconds() + 0.999)
-		c.Set(fiber.HeaderRetryAfter, itoa(secs))
-		s.Log.Warn("admin second factor throttled", "user", u.ID)
-		return s.twoFactorPage(c, fiber.StatusTooManyRequests, next, "twofa.throttled", []any{"seconds", secs})
-	case errors.Is(err, auth.ErrCodeInvalid):
-		s.Log.Warn("admin second factor refused", "user", u.ID)
-		return s.twoFactorPage(c, fiber.StatusUnprocessableEntity, next, "twofa.error_code", nil)
-	case errors.Is(err, auth.ErrNoSession):
-		// Signed out (or elevated) meanwhile in another tab.
-		return c.Redirect("/signin", fiber.StatusSeeOther)
-	case errors.Is(err, auth.ErrTOTPEnrolled), errors.Is(err, auth.ErrTOTPNotEnrolled):
-		// Enrolled (or reset) meanwhile in another tab: start over.
-		return c.Redirect(twoFactorPath, fiber.StatusSeeOther)
-	case err != nil:
-		return err
+	if err != nil {
+		return s.twoFactorErrorWith(c, err, next, enrolCode)
 	}
 	// The session that passed is a new one (auth.passSession): the
 	// browser gets its token, and CSRF tokens bound to the old one die.
@@ -127,4 +134,38 @@ func (s *Server) twoFactorSubmit(c *fiber.Ctx) error {
 		return render(c, fiber.StatusOK, views.RecoveryCodes(s.page(c, "twofa.recovery_title"), views.TwoFactorView{Next: next, RecoveryCodes: codes}))
 	}
 	return c.Redirect(next, fiber.StatusSeeOther)
+}
+
+// twoFactorError answers a refused enrolment code or second-factor code
+// (nil: nothing to answer).
+func (s *Server) twoFactorError(c *fiber.Ctx, err error, next string) error {
+	if err == nil {
+		return nil
+	}
+	return s.twoFactorErrorWith(c, err, next, "")
+}
+
+func (s *Server) twoFactorErrorWith(c *fiber.Ctx, err error, next, enrolCode string) error {
+	u := currentUser(c)
+	var throttled *auth.ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		secs := int64(throttled.RetryAfter.Seconds() + 0.999)
+		c.Set(fiber.HeaderRetryAfter, itoa(secs))
+		s.Log.Warn("admin second factor throttled", "user", u.ID)
+		return s.twoFactorPage(c, fiber.StatusTooManyRequests, next, "twofa.throttled", []any{"seconds", secs})
+	case errors.Is(err, auth.ErrEnrolmentCode):
+		s.Log.Warn("admin enrolment code refused", "user", u.ID)
+		return s.twoFactorPage(c, fiber.StatusUnprocessableEntity, next, "twofa.error_enrol_code", nil)
+	case errors.Is(err, auth.ErrCodeInvalid):
+		s.Log.Warn("admin second factor refused", "user", u.ID)
+		return s.twoFactorPageWith(c, fiber.StatusUnprocessableEntity, next, enrolCode, "twofa.error_code", nil)
+	case errors.Is(err, auth.ErrNoSession):
+		// Signed out (or elevated) meanwhile in another tab.
+		return c.Redirect("/signin", fiber.StatusSeeOther)
+	case errors.Is(err, auth.ErrTOTPEnrolled), errors.Is(err, auth.ErrTOTPNotEnrolled):
+		// Enrolled (or reset) meanwhile in another tab: start over.
+		return c.Redirect(twoFactorPath, fiber.StatusSeeOther)
+	}
+	return err
 }

@@ -68,19 +68,36 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatal("the payment moved before the second factor")
 		}
 
-		// Enrolment: a QR code and the secret as text.
-		enrol := admin.Get("/admin/2fa?next=%2Fadmin")
+		// Enrolment needs the one-time code the operator was given: the
+		// page asks for it and writes nothing (no secret exists yet).
+		ask := admin.Get("/admin/2fa?next=%2Fadmin")
+		if ask.Status != http.StatusOK || !strings.Contains(ask.Body, `name="enrol_code"`) || strings.Contains(ask.Body, "totp-secret") {
+			t.Fatalf("enrolment code page: %d", ask.Status)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_secret <> ''`); n != 0 {
+			t.Fatalf("GET /admin/2fa wrote a pending secret")
+		}
+		enrolCode, err := app.Server.Auth.IssueEnrolmentCode(ctx, "boss@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(ask.Body, "_csrf")}, "enrol_code": {"AAAA-BBBB-CCCC-DDDD"}}); r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
+			t.Fatalf("a wrong enrolment code: %d", r.Status)
+		}
+		// The right one: a QR code and the secret as text.
+		enrol := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(ask.Body, "_csrf")}, "enrol_code": {enrolCode}, "next": {"/admin"}})
 		m := secretRE.FindStringSubmatch(enrol.Body)
 		if enrol.Status != http.StatusOK || m == nil || !strings.Contains(enrol.Body, `src="data:image/png;base64,`) || !strings.Contains(enrol.Body, `name="code"`) {
 			t.Fatalf("enrolment page: %d", enrol.Status)
 		}
 		secret := m[1]
-		if again := secretRE.FindStringSubmatch(admin.Get("/admin/2fa").Body); again == nil || again[1] != secret {
+		if again := secretRE.FindStringSubmatch(admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(ask.Body, "_csrf")}, "enrol_code": {enrolCode}}).Body); again == nil || again[1] != secret {
 			t.Fatal("a second visit shows another secret")
 		}
 		post := func(c *apptest.Client, page apptest.Response, code string) apptest.Response {
 			t.Helper()
-			return c.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "code": {code}, "next": {"/admin"}})
+			return c.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "code": {code}, "next": {"/admin"},
+				"enrol_code": {apptest.Field(page.Body, "enrol_code")}})
 		}
 		if r := post(admin, enrol, "000000x"); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("wrong code at enrolment: %d", r.Status)
@@ -160,13 +177,18 @@ func TestAdminTwoFactor(t *testing.T) {
 		}
 
 		// reset-2fa: the admin enrols anew; no session counts as passed.
-		if _, err := app.Server.Auth.ResetTOTP(ctx, "boss@example.com"); err != nil {
-			t.Fatal(err)
+		_, newCode, err := app.Server.Auth.ResetTOTP(ctx, "boss@example.com")
+		if err != nil || newCode == "" || newCode == enrolCode {
+			t.Fatalf("reset: code %q, %v", newCode, err)
 		}
 		if r := admin.Get("/admin"); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin page after reset: %d", r.Status)
 		}
-		re := admin.Get("/admin/2fa")
+		askAgain := admin.Get("/admin/2fa")
+		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(askAgain.Body, "_csrf")}, "enrol_code": {enrolCode}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("the used enrolment code after reset: %d, want 422", r.Status)
+		}
+		re := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(askAgain.Body, "_csrf")}, "enrol_code": {newCode}})
 		if m := secretRE.FindStringSubmatch(re.Body); m == nil || m[1] == secret {
 			t.Fatalf("after reset: no new enrolment (%s)", html.EscapeString(re.Body[:min(len(re.Body), 200)]))
 		}

@@ -342,11 +342,22 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 	if *admin {
 		role = auth.RoleAdmin
 	}
-	u, err := auth.NewService(db, auth.Options{}).SignUp(ctx, *email, password, role, "fa")
+	svc := auth.NewService(db, auth.Options{})
+	u, err := svc.SignUp(ctx, *email, password, role, "fa")
 	if err != nil {
 		return fmt.Errorf("create user: %w", err)
 	}
 	fmt.Fprintf(stdout, "created %s user %s (id %d)\n", u.Role, u.Email, u.ID)
+	if u.IsAdmin() {
+		code, err := svc.IssueEnrolmentCode(ctx, u.Email)
+		if err != nil {
+			return fmt.Errorf("enrolment code: %w", err)
+		}
+		if err := svc.RecordAdminCreated(ctx, u.ID); err != nil {
+			return err
+		}
+		printEnrolmentCode(stdout, u.Email, code)
+	}
 	return nil
 }
 
@@ -397,6 +408,12 @@ func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, st
 	return nil
 }
 
+// printEnrolmentCode shows an admin's one-time enrolment code: /admin/2fa
+// asks for it before it shows a new authenticator's secret.
+func printEnrolmentCode(stdout io.Writer, email, code string) {
+	fmt.Fprintf(stdout, "enrolment code for %s: %s\n  give it to them privately: /admin/2fa asks for it once, before it shows their new authenticator\n", email, code)
+}
+
 // roleCmd makes an existing user an admin (promote) or an ordinary user
 // (demote).
 func roleCmd(ctx context.Context, verb string, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
@@ -417,16 +434,20 @@ func roleCmd(ctx context.Context, verb string, args []string, getenv config.Gete
 		return err
 	}
 	defer db.Close()
-	u, err := auth.NewService(db, auth.Options{}).SetRole(ctx, *email, role)
+	ch, err := auth.NewService(db, auth.Options{}).SetRole(ctx, *email, role)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, *email, err)
 	}
+	u := ch.User
 	log.Warn("user role changed from the command line", "user_id", u.ID, "role", u.Role)
 	what := "a user"
 	if u.IsAdmin() {
 		what = "an admin"
 	}
-	fmt.Fprintf(stdout, "%s is now %s (id %d)\n", u.Email, what, u.ID)
+	fmt.Fprintf(stdout, "%s is now %s (id %d); every session of theirs types a new second-factor code\n", u.Email, what, u.ID)
+	if ch.EnrolmentCode != "" {
+		printEnrolmentCode(stdout, u.Email, ch.EnrolmentCode)
+	}
 	return nil
 }
 
@@ -449,12 +470,13 @@ func reset2FACmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 		return err
 	}
 	defer db.Close()
-	u, err := auth.NewService(db, auth.Options{}).ResetTOTP(ctx, *email)
+	u, code, err := auth.NewService(db, auth.Options{}).ResetTOTP(ctx, *email)
 	if err != nil {
 		return fmt.Errorf("reset-2fa %s: %w", *email, err)
 	}
 	log.Warn("two-factor sign-in reset from the command line", "user_id", u.ID)
 	fmt.Fprintf(stdout, "two-factor sign-in of %s reset: the next visit to /admin enrols a new authenticator (id %d)\n", u.Email, u.ID)
+	printEnrolmentCode(stdout, u.Email, code)
 	return nil
 }
 

@@ -1,8 +1,10 @@
 package apptest
 
 import (
+	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +71,21 @@ func (c *Client) PassAdminChecks(email string) {
 	if page.Status != http.StatusOK {
 		c.t.Fatalf("GET /admin/2fa: %d", page.Status)
 	}
-	code := AdminTOTPCode(c.t, c.app.DB, email)
-	r := c.Post("/admin/2fa", url.Values{"_csrf": {Field(page.Body, "_csrf")}, "code": {code}})
+	form := url.Values{"_csrf": {Field(page.Body, "_csrf")}}
+	if strings.Contains(page.Body, `name="enrol_code"`) {
+		// Not enrolled: the operator's one-time enrolment code first (as
+		// `kifpool user create --admin` or `user reset-2fa` prints it).
+		enrolCode, err := c.app.Server.Auth.IssueEnrolmentCode(context.Background(), email)
+		if err != nil {
+			c.t.Fatalf("enrolment code for %s: %v", email, err)
+		}
+		form.Set("enrol_code", enrolCode)
+		if r := c.Post("/admin/2fa", form); r.Status != http.StatusOK {
+			c.t.Fatalf("enrolment code for %s: %d", email, r.Status)
+		}
+	}
+	form.Set("code", AdminTOTPCode(c.t, c.app.DB, email))
+	r := c.Post("/admin/2fa", form)
 	switch r.Status {
 	case http.StatusOK: // enrolled: the recovery codes are shown once
 		c.LastRecoveryCodes = recoveryCodes(r.Body)

@@ -23,7 +23,22 @@ const (
 	ActionCloseFailed    Action = "close_failed"    // closed a payment under review as failed, with a note
 	ActionReconcile      Action = "reconcile"       // ran reconciliation with the gateway now
 	ActionTokenRevoke    Action = "token_revoke"    // revoked a user's API token (TargetUserID: its owner)
+	// Actions of the operator on the command line (no AdminID).
+	ActionCLIPromote  Action = "cli_promote"   // `kifpool user promote` (TargetUserID: who)
+	ActionCLIDemote   Action = "cli_demote"    // `kifpool user demote`
+	ActionCLIAdmin    Action = "cli_create"    // `kifpool user create --admin`
+	ActionCLIReset2FA Action = "cli_reset_2fa" // `kifpool user reset-2fa`
 )
+
+// FromCLI reports whether the action is the operator's on the command
+// line, which has no admin behind it.
+func (a Action) FromCLI() bool {
+	switch a {
+	case ActionCLIPromote, ActionCLIDemote, ActionCLIAdmin, ActionCLIReset2FA:
+		return true
+	}
+	return false
+}
 
 // Results of an action.
 const (
@@ -37,7 +52,7 @@ const (
 // Entry is one row of the audit log.
 type Entry struct {
 	ID           int64 `gorm:"primaryKey"`
-	AdminID      int64
+	AdminID      int64 `gorm:"default:null"` // 0 (NULL): the command line
 	Action       Action
 	PaymentID    *int64
 	TargetUserID *int64
@@ -53,8 +68,8 @@ func (Entry) TableName() string { return "admin_actions" }
 
 // Record inserts e with tx (the caller's transaction, or a plain handle).
 func Record(tx *gorm.DB, e Entry) error {
-	if e.AdminID == 0 || e.Action == "" {
-		return errors.New("audit: an entry needs an admin and an action")
+	if e.Action == "" || (e.AdminID == 0) != e.Action.FromCLI() {
+		return errors.New("audit: an entry needs an action, and an admin unless it is the command line's")
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = time.Now().UTC()
@@ -102,8 +117,9 @@ func (l *Log) List(ctx context.Context, q Query) ([]Listed, error) {
 		q.Limit = 100
 	}
 	tx := l.db.Gorm.WithContext(ctx).Table("admin_actions AS a").
-		Select("a.*, u.email AS admin_email, COALESCE(p.public_id, '') AS payment_public_id").
-		Joins("JOIN users u ON u.id = a.admin_id").
+		Select("a.id, COALESCE(a.admin_id, 0) AS admin_id, a.action, a.payment_id, a.target_user_id, a.note, a.from_status, a.to_status, a.result, a.created_at, " +
+			"COALESCE(u.email, '') AS admin_email, COALESCE(p.public_id, '') AS payment_public_id").
+		Joins("LEFT JOIN users u ON u.id = a.admin_id").
 		Joins("LEFT JOIN payments p ON p.id = a.payment_id")
 	if q.AdminEmail != "" {
 		tx = tx.Where("lower(u.email) = lower(?)", q.AdminEmail)

@@ -37,6 +37,8 @@ type User struct {
 	TOTPSecret      string     `gorm:"column:totp_secret"`
 	TOTPConfirmedAt *time.Time `gorm:"column:totp_confirmed_at"`
 	TOTPLastStep    int64      `gorm:"column:totp_last_step"`
+	// TOTPEnrolHash is the hash of the one-time enrolment code ('': none).
+	TOTPEnrolHash string `gorm:"column:totp_enrol_hash"`
 }
 
 // IsAdmin reports whether the user may see the admin pages.
@@ -217,7 +219,7 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 		s.created_at AS s_created_at, s.expires_at AS s_expires_at, s.second_factor_at AS s_second_factor_at,
 		u.id AS u_id, u.email AS u_email, u.password_hash AS u_password_hash, u.role AS u_role, u.locale AS u_locale,
 		u.created_at AS u_created_at, u.totp_secret AS u_totp_secret, u.totp_confirmed_at AS u_totp_confirmed_at,
-		u.totp_last_step AS u_totp_last_step
+		u.totp_last_step AS u_totp_last_step, u.totp_enrol_hash AS u_totp_enrol_hash
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = ? AND s.expires_at > ?`, hashToken(token), s.now().UTC()).Scan(&row)
 	if res.Error != nil {

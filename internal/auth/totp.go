@@ -18,6 +18,8 @@ import (
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/audit"
 )
 
 // Admin two-factor sign-in: a TOTP authenticator (RFC 6238: 6 digits,
@@ -36,7 +38,81 @@ var (
 	ErrCodeInvalid     = errors.New("the code is wrong or was already used")
 	ErrTOTPEnrolled    = errors.New("an authenticator is already enrolled")
 	ErrTOTPNotEnrolled = errors.New("no authenticator is enrolled")
+	// ErrEnrolmentCode: the one-time enrolment code is wrong, or none was
+	// issued (an operator runs `kifpool user reset-2fa` for a new one).
+	ErrEnrolmentCode = errors.New("the enrolment code is wrong or was not issued")
 )
+
+// Enrolment is not trust-on-first-use: before an admin's authenticator
+// secret is made or shown, /admin/2fa asks for a one-time enrolment code
+// that only the operator has (printed by `kifpool user create --admin`,
+// `user promote` and `user reset-2fa`). Someone who only knows the
+// admin's password never sees the secret.
+
+func hashEnrolmentCode(code string) string {
+	h := sha256.Sum256([]byte("enrol:" + normaliseCode(code)))
+	return hex.EncodeToString(h[:])
+}
+
+// issueEnrolmentCode gives the (not yet enrolled) admin a new one-time
+// enrolment code and forgets any pending secret (one made for an earlier
+// code is never shown again).
+func issueEnrolmentCode(tx *gorm.DB, userID int64) (string, error) {
+	codes, err := newRecoveryCodes() // the same shape: 80 random bits in base32
+	if err != nil {
+		return "", fmt.Errorf("enrolment code: %w", err)
+	}
+	code := codes[0]
+	res := tx.Model(&User{}).Where("id = ? AND totp_confirmed_at IS NULL", userID).
+		Updates(map[string]any{"totp_enrol_hash": hashEnrolmentCode(code), "totp_secret": "", "totp_last_step": 0})
+	if res.Error != nil {
+		return "", fmt.Errorf("store enrolment code: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return "", ErrTOTPEnrolled
+	}
+	return code, nil
+}
+
+// IssueEnrolmentCode gives the admin with this address (not enrolled) a
+// new one-time enrolment code, for `kifpool user create --admin` (which
+// records itself with RecordAdminCreated).
+func (s *Service) IssueEnrolmentCode(ctx context.Context, email string) (string, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return "", err
+	}
+	var code string
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var u User
+		if err := tx.Where("lower(email) = ?", email).Take(&u).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNoUser
+			}
+			return err
+		}
+		if !u.IsAdmin() {
+			return fmt.Errorf("%s is not an admin", email)
+		}
+		var err error
+		code, err = issueEnrolmentCode(tx, u.ID)
+		return err
+	})
+	return code, err
+}
+
+// RecordAdminCreated writes `kifpool user create --admin` to the audit
+// log.
+func (s *Service) RecordAdminCreated(ctx context.Context, userID int64) error {
+	return audit.Record(s.db.Gorm.WithContext(ctx), audit.Entry{Action: audit.ActionCLIAdmin, TargetUserID: &userID,
+		ToStatus: RoleAdmin, Note: "from the command line", Result: audit.ResultDone, CreatedAt: s.now().UTC()})
+}
+
+// enrolmentCodeOK reports whether code is the user's current enrolment
+// code.
+func enrolmentCodeOK(u User, code string) bool {
+	return u.TOTPEnrolHash != "" && subtle.ConstantTimeCompare([]byte(u.TOTPEnrolHash), []byte(hashEnrolmentCode(code))) == 1
+}
 
 // Enrolment is what an admin needs to add Kifpool to an authenticator.
 type Enrolment struct {
@@ -48,16 +124,27 @@ type Enrolment struct {
 // QR returns the enrolment as a QR code image of size×size pixels.
 func (e Enrolment) QR(size int) (image.Image, error) { return e.key.Image(size, size) }
 
-// BeginTOTP returns the admin's pending authenticator secret, creating
-// it on the first call; the same secret is returned until it is
-// confirmed (two tabs show the same QR code).
-func (s *Service) BeginTOTP(ctx context.Context, userID int64) (Enrolment, error) {
+// BeginTOTP checks the admin's one-time enrolment code (throttled like a
+// second-factor code) and returns their pending authenticator secret,
+// creating it on the first call; the same secret is returned until it is
+// confirmed (two tabs show the same QR code). It is called on a POST: a
+// GET writes nothing.
+func (s *Service) BeginTOTP(ctx context.Context, userID int64, enrolCode string) (Enrolment, error) {
 	var u User
 	if err := s.db.Gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
 		return Enrolment{}, fmt.Errorf("load user: %w", err)
 	}
 	if u.TOTPConfirmedAt != nil {
 		return Enrolment{}, ErrTOTPEnrolled
+	}
+	// A wrong code counts as a failed second-factor attempt (throttled
+	// like one); a right one takes none, so that showing the page again
+	// after a wrong first code does not use up attempts.
+	if !enrolmentCodeOK(u, enrolCode) {
+		if err := s.takeAttempt(ctx, "2fa:"+strconv.FormatInt(userID, 10)); err != nil {
+			return Enrolment{}, err
+		}
+		return Enrolment{}, ErrEnrolmentCode
 	}
 	if u.TOTPSecret == "" {
 		key, err := totp.Generate(totp.GenerateOpts{Issuer: totpIssuer, AccountName: u.Email, Period: totpPeriod,
@@ -171,7 +258,7 @@ func newRecoveryCodes() ([]string, error) {
 // authenticator: the session is replaced by a new one that has passed the
 // second factor (its token is returned), and ten recovery codes are made
 // and returned (the only time they are shown; only their hashes are kept).
-func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code string) ([]string, string, error) {
+func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, enrolCode, code string) ([]string, string, error) {
 	key := "2fa:" + strconv.FormatInt(userID, 10)
 	if err := s.takeAttempt(ctx, key); err != nil {
 		return nil, "", err
@@ -190,12 +277,18 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code
 		if u.TOTPConfirmedAt != nil {
 			return ErrTOTPEnrolled
 		}
+		if !enrolmentCodeOK(u, enrolCode) {
+			return ErrEnrolmentCode
+		}
 		ok, err := useTOTP(tx, u, normaliseCode(code), now, true)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return ErrCodeInvalid
+		}
+		if err := tx.Model(&User{}).Where("id = ?", userID).Update("totp_enrol_hash", "").Error; err != nil {
+			return err // the enrolment code is used up
 		}
 		if err := tx.Exec(`DELETE FROM recovery_codes WHERE user_id = ?`, userID).Error; err != nil {
 			return err
@@ -210,7 +303,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPEnrolled) || errors.Is(err, ErrNoSession) {
+		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPEnrolled) || errors.Is(err, ErrNoSession) || errors.Is(err, ErrEnrolmentCode) {
 			return nil, "", err
 		}
 		return nil, "", fmt.Errorf("confirm totp: %w", err)
@@ -303,14 +396,16 @@ func (s *Service) RecoveryCodesLeft(ctx context.Context, userID int64) (int64, e
 }
 
 // ResetTOTP removes a locked-out admin's authenticator and recovery
-// codes (`kifpool user reset-2fa`): their next visit to /admin enrols a
-// new one, and none of their sessions counts as having passed any more.
-func (s *Service) ResetTOTP(ctx context.Context, email string) (User, error) {
+// codes (`kifpool user reset-2fa`) and returns a new one-time enrolment
+// code for their next visit to /admin/2fa; none of their sessions counts
+// as having passed any more. The reset is written to the audit log.
+func (s *Service) ResetTOTP(ctx context.Context, email string) (User, string, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
-		return User{}, err
+		return User{}, "", err
 	}
 	var u User
+	var code string
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("lower(email) = ?", email).Take(&u).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -320,6 +415,14 @@ func (s *Service) ResetTOTP(ctx context.Context, email string) (User, error) {
 		}
 		if err := tx.Model(&User{}).Where("id = ?", u.ID).
 			Updates(map[string]any{"totp_secret": "", "totp_confirmed_at": nil, "totp_last_step": 0}).Error; err != nil {
+			return err
+		}
+		var err error
+		if code, err = issueEnrolmentCode(tx, u.ID); err != nil {
+			return err
+		}
+		if err := audit.Record(tx, audit.Entry{Action: audit.ActionCLIReset2FA, TargetUserID: &u.ID, Note: "from the command line",
+			Result: audit.ResultDone, CreatedAt: s.now().UTC()}); err != nil {
 			return err
 		}
 		if err := tx.Exec(`DELETE FROM recovery_codes WHERE user_id = ?`, u.ID).Error; err != nil {
@@ -332,9 +435,9 @@ func (s *Service) ResetTOTP(ctx context.Context, email string) (User, error) {
 	})
 	if err != nil {
 		if errors.Is(err, ErrNoUser) {
-			return User{}, err
+			return User{}, "", err
 		}
-		return User{}, fmt.Errorf("reset two-factor: %w", err)
+		return User{}, "", fmt.Errorf("reset two-factor: %w", err)
 	}
-	return u, nil
+	return u, code, nil
 }

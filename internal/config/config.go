@@ -394,7 +394,7 @@ func sandboxReachable(c *Config, l *loader) []string {
 }
 
 // dnsLocalhost reports a name under .localhost other than localhost
-// itself ("app.localhost"): RFC 6761 asks resolvers to answer loopback for
+// itself (app.localhost): RFC 6761 asks resolvers to answer loopback for
 // them, but Go's resolver and many systems send them to DNS, which may
 // answer with any address.
 func dnsLocalhost(h string) bool {
