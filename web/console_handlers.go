@@ -116,11 +116,11 @@ func (s *Server) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *paymentre
 // it).
 func queryWith(c *fiber.Ctx, key, value string) string {
 	q := url.Values{}
-	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) {
+	for k, v := range c.Request().URI().QueryArgs().All() {
 		if string(k) != key {
 			q.Add(string(k), string(v))
 		}
-	})
+	}
 	if value != "" {
 		q.Set(key, value)
 	}

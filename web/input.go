@@ -22,9 +22,13 @@ func cleanInput(c *fiber.Ctx) error {
 			bad = true
 		}
 	}
-	c.Request().URI().QueryArgs().VisitAll(check)
+	for k, v := range c.Request().URI().QueryArgs().All() {
+		check(k, v)
+	}
 	if strings.HasPrefix(strings.ToLower(c.Get(fiber.HeaderContentType)), fiber.MIMEApplicationForm) {
-		c.Request().PostArgs().VisitAll(check)
+		for k, v := range c.Request().PostArgs().All() {
+			check(k, v)
+		}
 	}
 	if bad {
 		return fiber.NewError(fiber.StatusBadRequest, "NUL or invalid UTF-8 in the request's parameters")

@@ -33,7 +33,9 @@ func (s *Server) page(c *fiber.Ctx, titleKey string) views.Page {
 	}
 	args := c.Request().URI().QueryArgs()
 	q := url.Values{}
-	args.VisitAll(func(k, v []byte) { q.Add(string(k), string(v)) })
+	for k, v := range args.All() {
+		q.Add(string(k), string(v))
+	}
 	q.Set("lang", string(l.Other()))
 	p.SwitchLangURL = c.Path() + "?" + q.Encode()
 	return p
