@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -71,5 +72,33 @@ func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
 	// One layout list, in ARCHITECTURE.md.
 	if strings.Contains(readme, "Layout:") {
 		t.Errorf("README.md has a layout list; the one list is ARCHITECTURE.md §1")
+	}
+}
+
+// ARCHITECTURE §1 is the repository's one layout list: every package of
+// the module has its row in the package table.
+func TestArchitectureListsEveryPackage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	b, err := os.ReadFile(filepath.Join(root, "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch := string(b)
+	start, end := strings.Index(arch, "| package | holds |"), strings.Index(arch, "\n## 2.")
+	if start < 0 || end < start {
+		t.Fatal("ARCHITECTURE.md has no package table in §1")
+	}
+	table := arch[start:end]
+	cmd := exec.Command("go", "list", "-tags", "kifpool_testhooks", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(pkg, "github.com/kifpool/kifpool/")
+		if !strings.Contains(table, "`"+rel+"`") {
+			t.Errorf("ARCHITECTURE.md §1 has no row for %s", rel)
+		}
 	}
 }
