@@ -276,3 +276,53 @@ func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
 		t.Fatalf("app page CSP %q", csp)
 	}
 }
+
+// Findings 10 and 13: enrolment is not trust-on-first-use. An admin not
+// yet enrolled is asked for the one-time code the operator was given
+// before any authenticator secret is made or shown; someone who knows
+// only the password sees no secret, and GET /admin/2fa writes nothing.
+func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		ctx := context.Background()
+		if _, err := app.Server.Auth.SignUp(ctx, "new-admin@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		pending := func() int64 { return apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_secret <> ''`) }
+		intruder := app.NewClient(t) // knows the password, not the code
+		intruder.SignIn("new-admin@example.com", "correct horse battery")
+		page := intruder.Get("/admin/2fa")
+		if page.Status != http.StatusOK || strings.Contains(page.Body, "totp-secret") || strings.Contains(page.Body, "data:image/png") {
+			t.Fatalf("GET /admin/2fa before the enrolment code: %d, shows a secret: %v", page.Status, strings.Contains(page.Body, "totp-secret"))
+		}
+		if pending() != 0 {
+			t.Fatal("GET /admin/2fa wrote a pending secret")
+		}
+		for _, guess := range []string{"", "AAAA-BBBB-CCCC-DDDD"} {
+			r := intruder.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "enrol_code": {guess}})
+			if r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
+				t.Errorf("enrolment code %q: %d", guess, r.Status)
+			}
+		}
+		if pending() != 0 {
+			t.Fatal("a wrong enrolment code made a secret")
+		}
+		// The admin, with the code the operator was given, enrols.
+		admin := app.NewClient(t)
+		admin.SignIn("new-admin@example.com", "correct horse battery")
+		admin.PassAdminChecks("new-admin@example.com")
+		if r := admin.Get("/admin"); r.Status != http.StatusOK {
+			t.Fatalf("the admin after enrolling: %d", r.Status)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_enrol_hash <> ''`); n != 0 {
+			t.Fatal("the enrolment code outlived the enrolment")
+		}
+		// The intruder's session: no console, and the check page shows no secret.
+		if r := intruder.Get("/admin/2fa"); strings.Contains(r.Body, "totp-secret") {
+			t.Fatal("the secret is shown to a session that only knows the password")
+		}
+		if r := intruder.Get("/admin"); r.Status != http.StatusSeeOther {
+			t.Fatalf("the intruder's /admin: %d", r.Status)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -388,5 +389,82 @@ func TestServeRefusesARealGatewayWithoutSessionSecret(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "session_secret")); withFile == os.IsNotExist(err) {
 			t.Errorf("secret file %v: the refused start changed DATA_DIR (%v)", withFile, err)
 		}
+	}
+}
+
+// Role changes and second-factor resets from the command line are in the
+// audit log; every change of role un-passes the user's sessions (demote
+// then promote needs a new code); an admin not enrolled gets a one-time
+// enrolment code, printed once (issue 20, findings 9 and 10).
+func TestCLIRoleChangesAreAuditedAndPrintEnrolmentCodes(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir}
+	log := slog.New(slog.DiscardHandler)
+	ctx := context.Background()
+	cmd := func(stdin string, args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(ctx, args, envOf(env), strings.NewReader(stdin), &out, log); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	codeRE := regexp.MustCompile(`enrolment code for \S+: ([A-Z2-7]{4}-[A-Z2-7]{4}-[A-Z2-7]{4}-[A-Z2-7]{4})`)
+	out := cmd("a long enough password\n", "user", "create", "--email", "boss@example.com", "--admin")
+	first := codeRE.FindStringSubmatch(out)
+	if first == nil {
+		t.Fatalf("create --admin printed no enrolment code: %q", out)
+	}
+	db, err := store.Open(ctx, env["DATABASE_URL"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	audited := func() []string {
+		var rows []string
+		if err := db.Gorm.Raw(`SELECT action || ':' || COALESCE(from_status, '') || '>' || COALESCE(to_status, '') FROM admin_actions WHERE admin_id IS NULL ORDER BY id`).Scan(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	if got := strings.Join(audited(), " "); got != "cli_create:>admin" {
+		t.Fatalf("audit after create --admin: %q", got)
+	}
+	var hash string
+	db.Gorm.Raw(`SELECT totp_enrol_hash FROM users`).Scan(&hash)
+	if hash == "" || strings.Contains(hash, first[1]) {
+		t.Fatalf("enrolment code stored as %q", hash)
+	}
+	// An enrolled admin with a session that passed the second factor.
+	now := time.Now().UTC()
+	db.Gorm.Exec(`UPDATE users SET totp_secret = 'JBSWY3DPEHPK3PXP', totp_confirmed_at = ?, totp_enrol_hash = ''`, now)
+	passed := func() int64 {
+		var n int64
+		db.Gorm.Raw(`SELECT COUNT(*) FROM sessions WHERE second_factor_at IS NOT NULL`).Scan(&n)
+		return n
+	}
+	db.Gorm.Exec(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at, second_factor_at) SELECT 't', id, ?, ?, ? FROM users`, now, now.Add(time.Hour), now)
+	cmd("", "user", "demote", "--email", "boss@example.com")
+	db.Gorm.Exec(`UPDATE sessions SET second_factor_at = ?`, now) // even if it had kept it
+	out = cmd("", "user", "promote", "--email", "boss@example.com")
+	if passed() != 0 {
+		t.Fatalf("a session kept its second factor across demote and promote")
+	}
+	if codeRE.MatchString(out) {
+		t.Fatalf("promote printed an enrolment code for an enrolled admin: %q", out)
+	}
+	out = cmd("", "user", "reset-2fa", "--email", "boss@example.com")
+	second := codeRE.FindStringSubmatch(out)
+	if second == nil || second[1] == first[1] {
+		t.Fatalf("reset-2fa printed no new enrolment code: %q", out)
+	}
+	// A promoted user who never enrolled gets a code.
+	cmd("a long enough password\n", "user", "create", "--email", "sara@example.com")
+	if out := cmd("", "user", "promote", "--email", "sara@example.com"); !codeRE.MatchString(out) {
+		t.Fatalf("promote of a new admin printed no enrolment code: %q", out)
+	}
+	want := "cli_create:>admin cli_demote:admin>user cli_promote:user>admin cli_reset_2fa:> cli_promote:user>admin"
+	if got := strings.Join(audited(), " "); got != want {
+		t.Fatalf("audit log:\n got %s\nwant %s", got, want)
 	}
 }

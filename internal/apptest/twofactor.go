@@ -11,6 +11,7 @@ import (
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 
+	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -58,6 +59,18 @@ func AdminTOTPCodeAt(t testing.TB, db *store.DB, email string, now func() time.T
 	}
 }
 
+// EnrolmentCode issues a new one-time enrolment code for the admin (not
+// yet enrolled), as `kifpool user create --admin` or `user reset-2fa`
+// prints it for the operator.
+func EnrolmentCode(t testing.TB, db *store.DB, email string) string {
+	t.Helper()
+	code, err := auth.NewService(db, auth.Options{}).IssueEnrolmentCode(context.Background(), email)
+	if err != nil {
+		t.Fatalf("enrolment code for %s: %v", email, err)
+	}
+	return code
+}
+
 // PassAdminChecks passes the admin console's second factor for this
 // signed-in admin: it enrols the authenticator on the first visit (and
 // keeps the recovery codes shown in LastRecoveryCodes) or types a fresh
@@ -75,11 +88,7 @@ func (c *Client) PassAdminChecks(email string) {
 	if strings.Contains(page.Body, `name="enrol_code"`) {
 		// Not enrolled: the operator's one-time enrolment code first (as
 		// `kifpool user create --admin` or `user reset-2fa` prints it).
-		enrolCode, err := c.app.Server.Auth.IssueEnrolmentCode(context.Background(), email)
-		if err != nil {
-			c.t.Fatalf("enrolment code for %s: %v", email, err)
-		}
-		form.Set("enrol_code", enrolCode)
+		form.Set("enrol_code", EnrolmentCode(c.t, c.app.DB, email))
 		if r := c.Post("/admin/2fa", form); r.Status != http.StatusOK {
 			c.t.Fatalf("enrolment code for %s: %d", email, r.Status)
 		}
