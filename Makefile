@@ -98,7 +98,8 @@ lint:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/zarinpal/:FuzzParseCallback \
 	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize \
-	./internal/idempotency/:FuzzFingerprint ./web/api/:FuzzTopUpFingerprint
+	./internal/idempotency/:FuzzFingerprint ./web/api/:FuzzTopUpFingerprint \
+	./internal/gateway/drivers/:FuzzEveryDriverCallback
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
