@@ -8,7 +8,7 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: test-skips run build install test test-short generate docs lint fmt bench bench-short bench-go screenshots browser-deps clean
+.PHONY: image test-skips run build install test test-short generate docs lint fmt bench bench-short bench-go screenshots browser-deps clean
 
 # The browser tests' Chromium and axe-core (same defaults as web/browsertest).
 CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}
@@ -143,6 +143,16 @@ bench-admin:
 screenshots:
 	SCREENSHOTS_DIR=$(CURDIR)/web/screenshots REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestScreenshots$$' ./web/browsertest/
 	@du -ch web/screenshots/*.png | tail -1
+
+# A FROM scratch container image (deploy/container/Containerfile) with
+# Debian's buildah, no daemon: the static binary, CA certificates, tzdata.
+IMAGE ?= kifpool:latest
+image:
+	rm -rf bin/image && mkdir -p bin/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/image/kifpool ./cmd/kifpool
+	cp /etc/ssl/certs/ca-certificates.crt bin/image/
+	cp -r /usr/share/zoneinfo bin/image/zoneinfo
+	buildah bud --layers=false -f deploy/container/Containerfile -t $(IMAGE) bin/image
 
 clean:
 	rm -rf bin
