@@ -42,12 +42,12 @@ func (db *DB) InstanceLock(ctx context.Context, exclusive bool) (release func(),
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("kifpool instance\x00" + names.DB + "\x00" + names.Schema))
 	id := int64(h.Sum64()) // #nosec G115 -- a hash: any 64 bits make an advisory lock id
-	fn := "pg_try_advisory_lock_shared"
+	lockSQL, unlockSQL := `SELECT pg_try_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`
 	if exclusive {
-		fn = "pg_try_advisory_lock"
+		lockSQL, unlockSQL = `SELECT pg_try_advisory_lock($1)`, `SELECT pg_advisory_unlock($1)`
 	}
 	var ok bool
-	if err := conn.QueryRowContext(ctx, `SELECT `+fn+`($1)`, id).Scan(&ok); err != nil {
+	if err := conn.QueryRowContext(ctx, lockSQL, id).Scan(&ok); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("instance lock: %w", err)
 	}
@@ -58,14 +58,10 @@ func (db *DB) InstanceLock(ctx context.Context, exclusive bool) (release func(),
 	// The connection goes back to the pool on Close, its session alive:
 	// unlock first. (Should the process die, the session and the lock end
 	// with it.)
-	unlock := "pg_advisory_unlock_shared"
-	if exclusive {
-		unlock = "pg_advisory_unlock"
-	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_, _ = conn.ExecContext(ctx, `SELECT `+unlock+`($1)`, id)
+		_, _ = conn.ExecContext(ctx, unlockSQL, id)
 		_ = conn.Close()
 	}, nil
 }
