@@ -159,16 +159,9 @@ func Check(ctx context.Context, db *store.DB, o Options) (Report, error) {
 	if o.MaxRows <= 0 {
 		o.MaxRows = 100
 	}
-	opts := &sql.TxOptions{ReadOnly: true}
-	if db.Dialect == store.Postgres {
-		// One snapshot for every rule; READ ONLY takes no row locks and
-		// cannot write. SQLite: a deferred transaction (ReadOnly makes
-		// the driver BEGIN without IMMEDIATE), a WAL read snapshot.
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	tx, err := db.SQL().BeginTx(ctx, opts)
+	tx, err := ReadOnlyTx(ctx, db)
 	if err != nil {
-		return rep, fmt.Errorf("begin read-only transaction: %w", err)
+		return rep, err
 	}
 	defer func() { _ = tx.Rollback() }() // read only: nothing to commit
 	for _, r := range rules {
@@ -194,6 +187,23 @@ func Check(ctx context.Context, db *store.DB, o Options) (Report, error) {
 		rep.Results = append(rep.Results, res)
 	}
 	return rep, nil
+}
+
+// ReadOnlyTx begins the transaction Check reads in: on PostgreSQL
+// REPEATABLE READ READ ONLY (one snapshot for every rule, no row locks,
+// cannot write); on SQLite a deferred transaction (ReadOnly makes the
+// driver BEGIN without IMMEDIATE), a WAL read snapshot beside which
+// writers go on. The caller rolls it back.
+func ReadOnlyTx(ctx context.Context, db *store.DB) (*sql.Tx, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if db.Dialect == store.Postgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := db.SQL().BeginTx(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("begin read-only transaction: %w", err)
+	}
+	return tx, nil
 }
 
 // numbered writes PostgreSQL's $1, $2, … for the rules' ? placeholders

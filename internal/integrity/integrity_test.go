@@ -207,34 +207,44 @@ func TestSkippedRules(t *testing.T) {
 	}
 }
 
-// Check holds no lock that stops writers: a write commits while a check's
-// snapshot is open (PostgreSQL REPEATABLE READ READ ONLY; SQLite deferred).
+// Check holds no lock that stops writers: while its read transaction is
+// open, with a snapshot taken, a writer commits at once (SQLite: the app's
+// connections BEGIN IMMEDIATE, the check's does not); on PostgreSQL the
+// transaction cannot write at all (READ ONLY).
 func TestCheckDoesNotBlockWriters(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		now := time.Now()
 		seed(t, db, now)
 		ctx := context.Background()
-		// MaxRows 1 with two broken rows: the check stops reading early
-		// without error; then a write goes through while another check runs.
-		done := make(chan error, 1)
-		go func() {
-			for i := 0; i < 5; i++ {
-				if _, err := integrity.Check(ctx, db, options(now)); err != nil {
-					done <- err
-					return
-				}
-			}
-			done <- nil
-		}()
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		tx, err := integrity.ReadOnlyTx(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		var before int64
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM payments`).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		for i := 0; i < 20; i++ {
-			if err := db.Gorm.WithContext(wctx).Exec(`UPDATE payments SET updated_at = ? WHERE id = 4`, time.Now().UTC()).Error; err != nil {
-				t.Fatalf("a write while checks run: %v", err)
+		// A write transaction as the app makes them, while the snapshot is open.
+		if err := db.Gorm.WithContext(wctx).Exec(`UPDATE payments SET updated_at = ? WHERE id = 4`, time.Now().UTC()).Error; err != nil {
+			t.Fatalf("a write while a check's snapshot is open: %v", err)
+		}
+		if err := db.Gorm.WithContext(wctx).Exec(`DELETE FROM payment_events WHERE payment_id = 5`).Error; err != nil {
+			t.Fatalf("a second write: %v", err)
+		}
+		if db.Dialect == store.Postgres {
+			if _, err := tx.ExecContext(ctx, `UPDATE wallets SET balance_rials = 0`); err == nil {
+				t.Fatal("the check's transaction could write")
 			}
 		}
-		if err := <-done; err != nil {
+		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
+		}
+		rep, err := integrity.Check(ctx, db, options(now))
+		if err != nil || !rep.OK() {
+			t.Fatalf("%v %v", err, rep.Violations())
 		}
 	})
 }
