@@ -123,7 +123,7 @@ func (r recorder) Record(ctx context.Context, c resilient.Call) {
 }
 
 var (
-	paymentsDesc = prometheus.NewDesc("kifpool_payments", "Payments by status: exact up to 10,000 per status, PostgreSQL's planner estimate above that (as the admin dashboard's totals).", []string{"status"}, nil)
+	paymentsDesc = prometheus.NewDesc("kifpool_payments", "Payments by status: exact up to 1,000 per status, PostgreSQL's planner estimate above that (as the admin dashboard's totals).", []string{"status"}, nil)
 	breakerDesc  = prometheus.NewDesc("kifpool_gateway_breaker_state", "1 for the state each gateway's circuit breaker is in, 0 for the others.",
 		[]string{"gateway", "state"}, nil)
 	breakerRatio = prometheus.NewDesc("kifpool_gateway_breaker_window_failure_ratio", "Failed share of the calls in the breaker's current window.",
