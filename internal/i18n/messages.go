@@ -219,7 +219,7 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"admin.recon_kind.error":            "خطا",
 }
 
-var messagesEN = map[string]string{
+var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
 	"app.name":        "Kifpool",
 	"nav.skip":        "Skip to main content",
 	"nav.label":       "Main navigation",

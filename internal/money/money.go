@@ -90,7 +90,7 @@ func isSeparator(r rune) bool {
 func LatinDigits(s string) string {
 	return strings.Map(func(r rune) rune {
 		if d, ok := digitValue(r); ok {
-			return '0' + rune(d)
+			return rune("0123456789"[d]) // a byte: no integer conversion to narrow
 		}
 		return r
 	}, s)
