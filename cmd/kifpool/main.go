@@ -32,6 +32,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
@@ -265,19 +267,22 @@ func newServer(ctx context.Context, cfg config.Config, db *store.DB, o server.Op
 	return srv, nil
 }
 
-const userUsage = `usage: echo 'a-long-password' | kifpool user create --email E [--admin]
+const userUsage = `usage: kifpool user create --email E [--admin]
        kifpool user promote --email E
        kifpool user demote --email E
        kifpool user reset-2fa --email E
-       echo 'a-new-long-password' | kifpool user set-password --email E
+       kifpool user set-password --email E
 
-create makes a user (with --admin, an admin of /admin); the password is
-read from the first line of stdin, so that it appears in no process list.
+create makes a user (with --admin, an admin of /admin). On a terminal it
+asks for the password twice, without showing it; otherwise the password is
+the first line of stdin (kifpool user create --email E < file), so that
+it appears in no process list or shell history. Passwords shown as
+examples anywhere are refused, as common ones are.
 promote makes an existing user an admin; demote makes an admin an
 ordinary user again. reset-2fa removes the authenticator and recovery codes
 of an admin who lost them: their next visit to /admin enrols a new one, and
 none of their sessions counts as having passed the second factor.
-set-password gives a user a new password (first line of stdin), signs
+set-password gives a user a new password (asked for, or read, as for create), signs
 them out of every browser and revokes every API token of theirs.
 `
 
@@ -329,7 +334,7 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 	if *email == "" {
 		return errors.New("--email is required")
 	}
-	password, err := readPassword(stdin, "create --email "+*email)
+	password, err := readPassword(stdin, stdout, "create --email "+*email)
 	if err != nil {
 		return err
 	}
@@ -361,21 +366,45 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 	return nil
 }
 
-// readPassword reads the first line of stdin (so that a password appears
-// in no process list); cmd is the subcommand, for the hint.
-func readPassword(stdin io.Reader, cmd string) (string, error) {
+// readPassword asks for a password on a terminal (twice, not echoed), or
+// reads the first line of stdin when it is a pipe or a file (so that it
+// appears in no process list or shell history); cmd is the subcommand,
+// for the hint.
+func readPassword(stdin io.Reader, stdout io.Writer, cmd string) (string, error) {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) { // #nosec G115 -- a file descriptor fits in an int
+		fd := int(f.Fd()) // #nosec G115 -- a file descriptor fits in an int
+		fmt.Fprintf(stdout, "Password (at least %d characters; not shown): ", auth.MinPasswordLen)
+		first, err := term.ReadPassword(fd)
+		fmt.Fprintln(stdout)
+		if err != nil {
+			return "", fmt.Errorf("read password: %w", err)
+		}
+		fmt.Fprint(stdout, "The same password again: ")
+		again, err := term.ReadPassword(fd)
+		fmt.Fprintln(stdout)
+		if err != nil {
+			return "", fmt.Errorf("read password: %w", err)
+		}
+		if string(first) != string(again) {
+			return "", errors.New("the two passwords differ: nothing was changed")
+		}
+		if strings.TrimSpace(string(first)) == "" {
+			return "", errors.New("no password given: nothing was changed")
+		}
+		return string(first), nil
+	}
 	line, err := bufio.NewReader(stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read password from stdin: %w", err)
 	}
 	password := strings.TrimRight(line, "\r\n")
 	if strings.TrimSpace(password) == "" {
-		return "", errors.New("no password given: pipe it on stdin, e.g. echo 'a-long-password' | kifpool user " + cmd)
+		return "", errors.New("no password given: run kifpool user " + cmd + " on a terminal to be asked for it, or give it as the first line of stdin (< file)")
 	}
 	return password, nil
 }
 
-// setPasswordCmd gives a user a new password from stdin, ends their
+// setPasswordCmd gives a user a new password (see readPassword), ends their
 // sessions and revokes their API tokens.
 func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("user set-password", flag.ContinueOnError)
@@ -390,7 +419,7 @@ func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, st
 	if *email == "" {
 		return errors.New("--email is required")
 	}
-	password, err := readPassword(stdin, "set-password --email "+*email)
+	password, err := readPassword(stdin, stdout, "set-password --email "+*email)
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,25 @@ var commonPasswords = sync.OnceValue(func() map[string]struct{} {
 	return set
 })
 
+// examplePasswords are the passwords Kifpool's own documentation and
+// usage texts have shown as examples: copied as they are, they would make
+// a weak account (an admin's, as a rule), so they are refused like the
+// common ones.
+var examplePasswords = map[string]struct{}{
+	"a-long-password":              {},
+	"a long password":              {},
+	"correct horse battery staple": {},
+}
+
 // IsCommonPassword reports whether pw (ignoring case and spaces at either
-// end) is on the embedded list of common passwords.
+// end) is on the embedded list of common passwords, or is one that has
+// been shown as an example.
 func IsCommonPassword(pw string) bool {
-	_, ok := commonPasswords()[strings.ToLower(strings.TrimSpace(pw))]
+	pw = strings.ToLower(strings.TrimSpace(pw))
+	if _, ok := examplePasswords[pw]; ok {
+		return true
+	}
+	_, ok := commonPasswords()[pw]
 	return ok
 }
 

@@ -211,6 +211,21 @@ func writeError(w http.ResponseWriter, status, code int, v validations) {
 	})
 }
 
+// zeroMerchantWhy says why the all-zeros merchant id is refused: an
+// operator who copied it as a placeholder learns from the log what to use.
+const zeroMerchantWhy = "this sandbox bank refuses the all-zeros merchant_id on purpose (it is how tests reach -11, terminal not active); " +
+	"give ZARINPAL_MERCHANT_ID any other well-formed id, e.g. 11111111-2222-3333-4444-555555555555"
+
+// refuseZeroMerchant answers -11 for the all-zeros merchant id, with the
+// reason in the message and as a validation of merchant_id.
+func refuseZeroMerchant(w http.ResponseWriter) {
+	writeJSON(w, http.StatusBadRequest, envelope{
+		Data: []any{},
+		Errors: apiError{Code: codeTerminalInactive, Message: codeMessage(codeTerminalInactive) + " (" + zeroMerchantWhy + ")",
+			Validations: validations{{"merchant_id": zeroMerchantWhy}}},
+	})
+}
+
 // writeRefusal answers a refused call: validation errors, an inactive
 // terminal, an amount above the maximum (HTTP 400).
 func writeRefusal(w http.ResponseWriter, code int, v validations) {
@@ -396,7 +411,7 @@ func (b *Bank) apiRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if merchant == zeroMerchant {
-		writeRefusal(w, codeTerminalInactive, nil)
+		refuseZeroMerchant(w)
 		return
 	}
 	if amount > maxAmountRials/factor {
@@ -488,7 +503,7 @@ func (b *Bank) apiVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if merchant == zeroMerchant {
-		writeRefusal(w, codeTerminalInactive, nil)
+		refuseZeroMerchant(w)
 		return
 	}
 
@@ -573,7 +588,7 @@ func (b *Bank) apiInquiry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if merchant == zeroMerchant {
-		writeRefusal(w, codeTerminalInactive, nil)
+		refuseZeroMerchant(w)
 		return
 	}
 
@@ -633,7 +648,7 @@ func (b *Bank) apiUnverified(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if merchant == zeroMerchant {
-		writeRefusal(w, codeTerminalInactive, nil)
+		refuseZeroMerchant(w)
 		return
 	}
 

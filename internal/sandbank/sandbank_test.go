@@ -264,7 +264,7 @@ func TestRequestValidation(t *testing.T) {
 		{"missing merchant", with(func(m map[string]any) { delete(m, "merchant_id") }), 400, -9, "merchant_id"},
 		{"malformed merchant", with(func(m map[string]any) { m["merchant_id"] = "1344b5d4-0048-11e8-94db" }), 400, -9, "merchant_id"},
 		{"non-hex merchant", with(func(m map[string]any) { m["merchant_id"] = "zzzzzzzz-0048-11e8-94db-005056a205be" }), 400, -9, "merchant_id"},
-		{"zero merchant: terminal not active", with(func(m map[string]any) { m["merchant_id"] = zeroMerchant }), 400, -11, ""},
+		{"zero merchant: terminal not active, and why", with(func(m map[string]any) { m["merchant_id"] = zeroMerchant }), 400, -11, "merchant_id"},
 		{"missing amount", with(func(m map[string]any) { delete(m, "amount") }), 400, -9, "amount"},
 		{"amount below minimum", with(func(m map[string]any) { m["amount"] = 9_999 }), 400, -9, "amount"},
 		{"fractional amount", with(func(m map[string]any) { m["amount"] = 10_000.5 }), 400, -9, "amount"},
