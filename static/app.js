@@ -157,7 +157,7 @@
     if (!target) { return; }
     btn.hidden = false;
     btn.addEventListener("click", function () {
-      var text = target.textContent.trim();
+      var text = btn.dataset.copyText || target.textContent.trim();
       var label = btn.dataset.label || btn.textContent;
       btn.dataset.label = label;
       function done() {
@@ -183,5 +183,27 @@
   Array.prototype.forEach.call(document.querySelectorAll("[data-print]"), function (btn) {
     btn.hidden = false;
     btn.addEventListener("click", function () { window.print(); });
+  });
+})();
+
+// 5. On a phone the header's links fold behind a menu button (CSS shows
+//    the button only on narrow screens of a scripted page; without
+//    JavaScript the links stay in view).
+(function () {
+  "use strict";
+  var btn = document.querySelector("[data-menu-toggle]");
+  if (!btn) { return; }
+  var nav = document.getElementById(btn.getAttribute("aria-controls"));
+  if (!nav) { return; }
+  btn.addEventListener("click", function () {
+    var open = nav.classList.toggle("open");
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && nav.classList.contains("open")) {
+      nav.classList.remove("open");
+      btn.setAttribute("aria-expanded", "false");
+      btn.focus();
+    }
   });
 })();

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -175,4 +177,21 @@ func (p Page) TOr(key, fallback string) string {
 		return p.T(key)
 	}
 	return fallback
+}
+
+// reconcileNote is the note an admin's reconciliation run leaves in the
+// audit log (web's adminReconcile writes it; stored rows keep it).
+var reconcileNote = regexp.MustCompile(`^listed (\d+), credited (\d+), mismatches (\d+)$`)
+
+// auditNote is an audit row's note in the page's language: the note of a
+// reconciliation run is counts, said in words; an admin's own note is
+// shown as written.
+func auditNote(p Page, r AuditRow) string {
+	if r.Action == "reconcile" {
+		if m := reconcileNote.FindStringSubmatch(r.Note); m != nil {
+			n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+			return p.T("console.audit.reconcile_note", "listed", n(m[1]), "credited", n(m[2]), "mismatches", n(m[3]))
+		}
+	}
+	return r.Note
 }

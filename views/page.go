@@ -58,6 +58,14 @@ func (p Page) Rials(rials int64) string { return i18n.Rials(p.Lang, rials) }
 // Num writes an integer in the page's digits without grouping.
 func (p Page) Num(n int64) string { return i18n.Digits(p.Lang, itoa(n)) }
 
+// Digits writes the ASCII digits of s in the page's digits (a masked card
+// number, a code).
+func (p Page) Digits(s string) string { return i18n.Digits(p.Lang, s) }
+
+// JalaliToday is today's Jalali date in the page's digits, the example
+// the console's date fields show.
+func (p Page) JalaliToday() string { return i18n.JalaliDate(p.Lang, p.Now) }
+
 // DateTime formats a time in the page's calendar.
 func (p Page) DateTime(t time.Time) string { return i18n.DateTime(p.Lang, t) }
 

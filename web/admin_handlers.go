@@ -32,7 +32,7 @@ func (s *Server) breakerViews() []views.BreakerView {
 	var out []views.BreakerView
 	for _, b := range s.Breakers {
 		st := b.BreakerState()
-		out = append(out, views.BreakerView{Name: st.Name, State: st.State, Requests: st.Requests,
+		out = append(out, views.BreakerView{Name: s.gatewayLabel(st.Name), State: st.State, Requests: st.Requests,
 			Failures: st.Failures, ConsecutiveFailures: st.ConsecutiveFailures, Since: st.Since})
 	}
 	return out

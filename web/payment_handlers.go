@@ -72,7 +72,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		// amount, card or bank reference.
 		v = views.PaymentView{PublicID: p.PublicID, Status: v.Status, FailureCause: v.FailureCause, Neutral: true}
 	}
-	pg := s.page(c, "result.title")
+	pg := s.page(c, views.ResultTitleKey(v.Status))
 	if !p.Status.Terminal() {
 		v.ReturnURL, v.RefreshSeconds = returnURL, pendingRefreshSeconds
 		pg.RefreshURL, pg.RefreshSeconds = returnURL, pendingRefreshSeconds
@@ -96,7 +96,7 @@ func (s *Server) receipt(c *fiber.Ctx) error {
 		return err
 	}
 	v := paymentView(p)
-	pg := s.page(c, "receipt.title")
+	pg := s.page(c, views.ReceiptTitleKey(v.Status))
 	if p.Status == payment.StatusPendingVerification {
 		pg.RefreshURL, pg.RefreshSeconds = "/payments/"+p.PublicID, pendingRefreshSeconds
 	}

@@ -16,9 +16,10 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/views"
 )
 
-var secretRE = regexp.MustCompile(`data-testid="totp-secret">([A-Z2-7]+)<`)
+var secretRE = regexp.MustCompile(`data-testid="totp-secret" data-secret="([A-Z2-7]+)">`)
 
 func totpAt(t *testing.T, secret string, at time.Time) string {
 	t.Helper()
@@ -91,6 +92,12 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatalf("enrolment page: %d", enrol.Status)
 		}
 		secret := m[1]
+		// Shown in groups of four (as typed into an app), with the number
+		// pad for the six digits.
+		if !strings.Contains(enrol.Body, views.GroupKey(secret)+"</code>") || !strings.Contains(views.GroupKey(secret), " ") ||
+			!strings.Contains(enrol.Body, `inputmode="numeric"`) {
+			t.Errorf("enrolment page: key not grouped or no number pad")
+		}
 		if again := secretRE.FindStringSubmatch(admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(ask.Body, "_csrf")}, "enrol_code": {enrolCode}}).Body); again == nil || again[1] != secret {
 			t.Fatal("a second visit shows another secret")
 		}

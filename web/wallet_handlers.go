@@ -91,6 +91,7 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 	token := c.FormValue("token")
 	res, err := s.TopUp.Start(c.UserContext(), topup.Request{
 		UserID: u.ID, Email: u.Email, FormToken: token, Amount: topup.Typed(form.Amount),
+		English: lang(c) == i18n.EN,
 	})
 	var reused *payment.FormReusedError
 	switch {
@@ -145,6 +146,10 @@ func amountErrorKey(err error, minRials, maxRials int64) (string, []any) {
 		return "topup.error_max", []any{"max", i18n.Money(maxRials)}
 	case errors.Is(err, money.ErrNotPositive):
 		return "topup.error_positive", nil
+	case errors.Is(err, money.ErrNegative):
+		return "topup.error_negative", nil
+	case errors.Is(err, money.ErrDecimal):
+		return "topup.error_decimal", nil
 	case errors.Is(err, money.ErrTooSmall):
 		return "topup.error_min", []any{"min", i18n.Money(minRials)}
 	}

@@ -111,3 +111,15 @@ func Relative(l Lang, t, now time.Time) string {
 	}
 	return Date(l, t)
 }
+
+// JalaliDate formats the calendar day of t in Tehran time in the Jalali
+// (Solar Hijri) calendar in both languages, with the language's digits
+// ("۱۴۰۵/۰۹/۱۰", "1405/09/10"): the form the admin console's date
+// filters take.
+func JalaliDate(l Lang, t time.Time) string {
+	return Digits(l, ptime.New(t.In(tehran())).Format("yyyy/MM/dd"))
+}
+
+// Tehran is Iran's time zone (Asia/Tehran, or a fixed +03:30 where the
+// system has no zoneinfo).
+func Tehran() *time.Location { return tehran() }

@@ -87,7 +87,7 @@ func TestT(t *testing.T) {
 		{"money args fa", i18n.FA, "topup.limits", []any{"min", i18n.Money(100_000), "max", i18n.Money(1_000_000_000)},
 			"از ۱۰٬۰۰۰ تومان تا ۱۰۰٬۰۰۰٬۰۰۰ تومان"},
 		{"money with odd rials en", i18n.EN, "result.received_text", []any{"amount", i18n.Money(125_005)},
-			"12,500.5 tomans was added to your wallet."},
+			"We added 12,500.5 tomans to your wallet."},
 		{"int arg fa", i18n.FA, "time.minutes_ago", []any{"n", 5}, "۵ دقیقه پیش"},
 		{"int64 arg fa", i18n.FA, "time.days_ago", []any{"n", int64(12)}, "۱۲ روز پیش"},
 		{"int arg en", i18n.EN, "time.minutes_ago", []any{"n", 5}, "5 min ago"},

@@ -4,6 +4,7 @@ package money
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 )
@@ -21,6 +22,11 @@ var (
 	ErrInvalid     = errors.New("amount is not a whole number")
 	ErrTooLong     = errors.New("amount has too many digits")
 	ErrNotPositive = errors.New("amount must be more than zero")
+	// ErrNegative and ErrDecimal are kinds of ErrInvalid (errors.Is
+	// matches both) with a message of their own: a minus sign, and a
+	// decimal part.
+	ErrNegative = fmt.Errorf("%w: it is negative", ErrInvalid)
+	ErrDecimal  = fmt.Errorf("%w: it has a decimal part", ErrInvalid)
 )
 
 // ParseTomans reads a whole number of tomans as typed by a person and
@@ -52,7 +58,7 @@ func ParseTomans(s string) (int64, error) {
 		case isSeparator(r):
 			continue
 		default:
-			return 0, ErrInvalid
+			return 0, invalidKind(s)
 		}
 	}
 	if !strings.ContainsFunc(s, func(r rune) bool { _, ok := digitValue(r); return ok }) {
@@ -94,4 +100,28 @@ func LatinDigits(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// invalidKind says why s, which has a character that is neither a digit
+// nor a separator, is not an amount: a leading minus sign, a decimal
+// mark after a digit, or anything else (letters, a unit, other signs).
+func invalidKind(s string) error {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "−") { // hyphen-minus, MINUS SIGN
+		return ErrNegative
+	}
+	seenDigit := false
+	for _, r := range s {
+		if _, ok := digitValue(r); ok {
+			seenDigit = true
+			continue
+		}
+		switch r {
+		case '.', '٫', '/': // full stop, ARABIC DECIMAL SEPARATOR, the slash Persian handwriting uses
+			if seenDigit {
+				return ErrDecimal
+			}
+		}
+	}
+	return ErrInvalid
 }

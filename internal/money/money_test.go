@@ -49,6 +49,37 @@ func TestParseTomansAccepted(t *testing.T) {
 	}
 }
 
+// TestParseTomansRejectedKind: each mistake gets the message that fits it
+// (a minus sign is not "no decimals"), and every kind is still ErrInvalid.
+func TestParseTomansRejectedKind(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		want    error
+		notWant []error
+	}{
+		{"-50000", money.ErrNegative, []error{money.ErrDecimal}},
+		{" −۵۰۰۰۰", money.ErrNegative, []error{money.ErrDecimal}},
+		{"-5.5", money.ErrNegative, []error{money.ErrDecimal}},
+		{"5000.5", money.ErrDecimal, []error{money.ErrNegative}},
+		{"۵۰۰۰٫۵", money.ErrDecimal, []error{money.ErrNegative}},
+		{"۵۰۰۰/۵", money.ErrDecimal, nil},
+		{"۵۰۰۰۰ تومان", money.ErrInvalid, []error{money.ErrNegative, money.ErrDecimal}},
+		{"50000 tomans", money.ErrInvalid, []error{money.ErrNegative, money.ErrDecimal}},
+		{".5", money.ErrInvalid, []error{money.ErrDecimal}},
+		{"1e6", money.ErrInvalid, []error{money.ErrNegative, money.ErrDecimal}},
+	} {
+		_, err := money.ParseTomans(tt.in)
+		if !errors.Is(err, tt.want) || !errors.Is(err, money.ErrInvalid) {
+			t.Errorf("ParseTomans(%q): %v, want %v (and ErrInvalid)", tt.in, err, tt.want)
+		}
+		for _, e := range tt.notWant {
+			if errors.Is(err, e) {
+				t.Errorf("ParseTomans(%q): %v, must not be %v", tt.in, err, e)
+			}
+		}
+	}
+}
+
 func TestParseTomansRejected(t *testing.T) {
 	tests := []struct {
 		name string

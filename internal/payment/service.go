@@ -44,10 +44,13 @@ func (e *FormReusedError) Error() string {
 // defaults are written once, in internal/config): NewService refuses to
 // run without them. The other zero values take the defaults below.
 type Config struct {
-	BaseURL     string // public URL of the app, for the callback URL
-	MinRials    int64
-	MaxRials    int64
-	Description string // shown by the bank, e.g. "Kifpool wallet top-up"
+	BaseURL  string // public URL of the app, for the callback URL
+	MinRials int64
+	MaxRials int64
+	// Description is what the bank shows the payer, in Persian;
+	// DescriptionEN the same for a payer who reads English.
+	Description   string
+	DescriptionEN string
 
 	RequestTimeout time.Duration // budget for the gateway's request call (required)
 	// VerifyTimeout is the gateway budget: one whole check of a payment
@@ -104,7 +107,10 @@ func (c *Config) defaults() {
 		c.MaxCreditFailures = 3
 	}
 	if c.Description == "" {
-		c.Description = "افزایش موجودی کیف‌پول (Kifpool wallet top-up)"
+		c.Description = "افزایش موجودی کیف‌پول"
+	}
+	if c.DescriptionEN == "" {
+		c.DescriptionEN = "Kifpool wallet top-up"
 	}
 }
 
@@ -157,6 +163,9 @@ type StartInput struct {
 	// Description, when set, is shown by the bank after ours (the API's
 	// optional description).
 	Description string
+	// English: the payer reads English (the web form in English), so the
+	// bank shows our description in English; Persian otherwise.
+	English bool
 }
 
 // StartResult says where to send the browser.
@@ -230,7 +239,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	rctx, cancel := context.WithTimeout(resilient.WithPaymentRef(ctx, p.PublicID), s.cfg.RequestTimeout)
 	res, reqErr := s.gw.Request(rctx, gateway.RequestInput{
 		AmountRials: p.AmountRials, CallbackURL: s.CallbackURL(p.PublicID),
-		Description: s.describe(in.Description), OrderID: p.PublicID, Email: in.Email,
+		Description: s.describe(in.Description, in.English), OrderID: p.PublicID, Email: in.Email,
 	})
 	cancel()
 	d := Decide(Input{Step: StepRequest, Actor: ActorSubmit, Payment: p, Now: s.clock(), Request: res, RequestErr: reqErr})
@@ -370,10 +379,15 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// describe is what the bank shows the payer: ours, then the caller's.
-func (s *Service) describe(extra string) string {
-	if extra = strings.TrimSpace(extra); extra != "" {
-		return s.cfg.Description + " — " + extra
+// describe is what the bank shows the payer: ours, in the payer's
+// language, then the caller's.
+func (s *Service) describe(extra string, english bool) string {
+	ours := s.cfg.Description
+	if english {
+		ours = s.cfg.DescriptionEN
 	}
-	return s.cfg.Description
+	if extra = strings.TrimSpace(extra); extra != "" {
+		return ours + " — " + extra
+	}
+	return ours
 }

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 )
@@ -217,10 +218,15 @@ func (h HourBucket) SuccessRatio() float64 {
 }
 
 // TopUpsByHour counts the payments created in each of the 24 hours before
-// now (oldest first, every hour present).
+// now (oldest first, every hour present). The hours are Tehran's (whole
+// hours of +03:30, i.e. from :30 UTC), so that the chart's "14:00" is the
+// hour from 14:00 to 15:00 as its readers live it.
 func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket, error) {
 	now = now.UTC()
-	first := now.Truncate(time.Hour).Add(-23 * time.Hour)
+	_, offset := now.In(i18n.Tehran()).Zone()
+	off := int64(offset)
+	base := (now.Unix()+off)/3600 - 23 // the first hour, on Tehran's clock
+	first := time.Unix(base*3600-off, 0).UTC()
 	var rows []struct {
 		Hour   int64
 		Status string
@@ -229,14 +235,15 @@ func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket,
 	// One range of the (status, created_at, id) index per status, joined
 	// with UNION ALL: each is an index-only scan. A single range on
 	// created_at visited every payment's row for its status.
-	// Grouped by the hour itself (on PostgreSQL date_trunc, in UTC, then
-	// the number of the hour once per group: numeric arithmetic per row
-	// cost more than the scan).
+	// Grouped by the hour itself (on PostgreSQL date_trunc of the time on
+	// Tehran's clock, then the number of the hour once per group: numeric
+	// arithmetic per row cost more than the scan).
 	group := "created_at"
+	hour := r.db.LocalHourNumber("created_at", offset)
 	if r.db.Dialect == store.Postgres {
-		group = "date_trunc('hour', created_at AT TIME ZONE 'UTC')"
+		group = fmt.Sprintf("date_trunc('hour', (created_at AT TIME ZONE 'UTC') + interval '%d seconds')", offset)
+		hour = r.db.HourNumber(group)
 	}
-	hour := r.db.HourNumber(group)
 	parts := make([]string, len(Statuses))
 	args := make([]any, 0, 2*len(Statuses))
 	for i, st := range Statuses {
@@ -252,7 +259,6 @@ func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket,
 	for i := range out {
 		out[i].Start = first.Add(time.Duration(i) * time.Hour)
 	}
-	base := first.Unix() / 3600
 	for _, row := range rows {
 		i := row.Hour - base
 		if i < 0 || i >= 24 {

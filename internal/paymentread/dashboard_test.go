@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/store"
@@ -22,12 +23,22 @@ func TestDashboardAggregates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hours) != 24 || !hours[23].Start.Equal(paymenttest.SeedBase.Add(7*time.Hour)) {
-			t.Fatalf("%d hours, last at %v", len(hours), hours[len(hours)-1].Start)
+		// Tehran's hours (+03:30): the last begins at the whole Tehran hour
+		// before now, 07:00 UTC is 10:30 in Tehran, in the hour from 10:00.
+		tehran := i18n.Tehran()
+		last := hours[len(hours)-1].Start
+		if len(hours) != 24 || last.After(now) || now.Sub(last) >= time.Hour || last.In(tehran).Minute() != 0 {
+			t.Fatalf("%d hours, last at %v (Tehran %v), now %v", len(hours), last, last.In(tehran), now)
+		}
+		for i, h := range hours {
+			if h.Start.In(tehran).Minute() != 0 || h.Start.In(tehran).Second() != 0 || (i > 0 && h.Start.Sub(hours[i-1].Start) != time.Hour) {
+				t.Fatalf("hour %d starts at %v in Tehran: not a whole hour after the one before", i, h.Start.In(tehran))
+			}
 		}
 		want := map[time.Time]*paymentread.HourBucket{}
 		for _, r := range rows {
-			h := r.CreatedAt.Truncate(time.Hour)
+			local := r.CreatedAt.In(tehran)
+			h := time.Date(local.Year(), local.Month(), local.Day(), local.Hour(), 0, 0, 0, tehran).UTC()
 			if want[h] == nil {
 				want[h] = &paymentread.HourBucket{}
 			}

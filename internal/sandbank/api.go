@@ -144,6 +144,7 @@ func (b *Bank) routes() http.Handler {
 	mux.Handle("POST /pg/StartPay/{authority}/pay-close", op(opPagePayClose))
 	mux.HandleFunc("GET /pg/assets/bank.css", serveCSS)
 	mux.HandleFunc("GET /pg/assets/bank.js", serveJS)
+	mux.HandleFunc("GET /pg/assets/favicon.svg", serveIcon)
 	mux.HandleFunc("GET /pg/assets/vazirmatn.woff2", serveFont)
 
 	if !b.noControl {

@@ -44,7 +44,8 @@ type startPayView struct {
 	pageMeta
 	Authority    string
 	Description  string
-	OrderID      string
+	OrderID      string // as the payer reads it (shortOrderID)
+	FullOrderID  string // as the merchant sent it
 	AmountRials  string // formatted, with the unit
 	AmountTomans string // formatted, with the unit
 	SecondsLeft  int64  // until the payment expires
@@ -129,7 +130,7 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 	}
 	p, ok := b.snapshot(authority, referer)
 	if !ok {
-		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta))
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
 		return
 	}
 	if p.State != StateInBank {
@@ -151,15 +152,16 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 		pageMeta:       meta,
 		Authority:      p.Authority,
 		Description:    p.Description,
-		OrderID:        p.OrderID,
+		OrderID:        shortOrderID(p.OrderID),
+		FullOrderID:    p.OrderID,
 		AmountRials:    i18n.T(lang, "bank.amount_rials", "amount", i18n.Group(lang, p.Amount)),
 		AmountTomans:   i18n.T(lang, "bank.amount_tomans", "amount", i18n.TomansNumber(lang, p.Amount)),
 		SecondsLeft:    left,
 		TimeLeft:       i18n.Digits(lang, fmt.Sprintf("%d:%02d", left/60, left%60)),
-		Card:           groupCard(maskPAN(p.card)),
-		ExpiryMonth:    "12",
-		ExpiryYear:     "09",
-		Captcha:        captchaOf(p.Authority),
+		Card:           i18n.Digits(lang, groupCard(maskPAN(p.card))),
+		ExpiryMonth:    i18n.Digits(lang, "12"),
+		ExpiryYear:     i18n.Digits(lang, "09"),
+		Captcha:        i18n.Digits(lang, captchaOf(p.Authority)),
 		PayAction:      action("pay"),
 		CancelAction:   action("cancel"),
 		PayCloseAction: action("pay-close"),
@@ -176,12 +178,12 @@ func (b *Bank) pageAction(w http.ResponseWriter, r *http.Request, to State, stay
 
 	redirect, err := b.finish(authority, to)
 	if errors.Is(err, ErrUnknownAuthority) {
-		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta))
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
 		return
 	}
 	p, ok := b.snapshot(authority, "")
 	if !ok { // cannot happen: payments are never deleted
-		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta))
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
 		return
 	}
 	if err != nil {
@@ -213,8 +215,9 @@ func (b *Bank) pageAction(w http.ResponseWriter, r *http.Request, to State, stay
 	}))
 }
 
-// notFoundPage is the page of an unknown authority.
-func notFoundPage(meta pageMeta) templ.Component {
+// notFoundPage is the page of an unknown authority, with a way back to
+// the shop when it is known (back: see shopHref).
+func notFoundPage(meta pageMeta, back string) templ.Component {
 	meta.Title = i18n.T(meta.Lang, "bank.not_found.title")
 	meta.SwitchHref = ""
 	return messagePage(messageView{
@@ -223,7 +226,34 @@ func notFoundPage(meta pageMeta) templ.Component {
 		TestID:   "bank-not-found",
 		Title:    meta.Title,
 		Body:     i18n.T(meta.Lang, "bank.not_found.body"),
+		BackHref: back,
 	})
+}
+
+// shopHref is the shop's home page for a payer whose payment the bank
+// does not know: the app's origin for the bank inside it
+// (Options.CallbackOrigin), else the page the payer came from when it is
+// another site's; "" when neither is known.
+func (b *Bank) shopHref(r *http.Request) string {
+	if b.callbackOrigin != "" {
+		return b.callbackOrigin + "/"
+	}
+	if ref := formOrigin(r.Referer()); ref != "" && !strings.EqualFold(ref, originOf(r)) {
+		return ref + "/"
+	}
+	return ""
+}
+
+// shortOrderID is a long order id as a payer reads it beside the shop's
+// own receipt: its first 12 characters, upper case, in groups of four
+// ("JIWF-NQZH-KKEU", as Kifpool's receipt writes a payment's reference).
+// Short ids are shown as they are.
+func shortOrderID(id string) string {
+	if len(id) <= 12 {
+		return id
+	}
+	id = strings.ToUpper(id[:12])
+	return id[:4] + "-" + id[4:8] + "-" + id[8:12]
 }
 
 // statusPage is the page of a payment that is no longer IN_BANK, with a
@@ -338,6 +368,16 @@ func bidiRuns(s string) []bidiRun {
 }
 
 // serveCSS serves the bank's stylesheet.
+// bankIcon is the pages' icon: linked from every page, so that the
+// browser does not ask for a /favicon.ico that is not there.
+const bankIcon = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1d4ed8"/><rect x="5" y="10" width="22" height="13" rx="2" fill="#fff"/><rect x="5" y="13" width="22" height="3" fill="#1d4ed8"/></svg>`
+
+func serveIcon(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "image/svg+xml")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	_, _ = io.WriteString(w, bankIcon)
+}
+
 func serveCSS(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	w.Header().Set("Cache-Control", "public, max-age=3600")

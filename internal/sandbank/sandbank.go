@@ -19,6 +19,7 @@
 //	POST /pg/StartPay/{authority}/pay-close  "Pay and close the window" button
 //	GET  /pg/assets/bank.css             the page's stylesheet
 //	GET  /pg/assets/bank.js              the page's countdown
+//	GET  /pg/assets/favicon.svg          the pages' icon (no 404 in the payer's console)
 //	GET  /_sandbank/payments             control: every payment (JSON)
 //	POST /_sandbank/payments/{authority}/pay     control: pay
 //	POST /_sandbank/payments/{authority}/cancel  control: cancel

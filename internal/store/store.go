@@ -326,6 +326,17 @@ func (db *DB) RightChars(expr string, n int) string {
 	return fmt.Sprintf("substr(%s, -%d)", expr, n)
 }
 
+// LocalHourNumber is HourNumber on a clock offsetSeconds ahead of UTC
+// (Tehran's +03:30 is 12600): the hours of that clock since the epoch, so
+// that groups begin on its whole hours. Timestamps are after 1970, so
+// integer division is the floor.
+func (db *DB) LocalHourNumber(col string, offsetSeconds int) string {
+	if db.Dialect == Postgres {
+		return fmt.Sprintf("CAST(floor((extract(epoch FROM %s) + %d) / 3600) AS BIGINT)", col, offsetSeconds)
+	}
+	return fmt.Sprintf("(CAST(strftime('%%s', %s) AS INTEGER) + %d) / 3600", col, offsetSeconds)
+}
+
 // HourNumber is the SQL expression of the whole hours since the Unix epoch
 // of a timestamp column (to group by hour).
 func (db *DB) HourNumber(col string) string {

@@ -57,6 +57,9 @@ type Request struct {
 	// Description, when set, is shown by the bank after ours (the API's
 	// optional description).
 	Description string
+	// English: the payer reads English (the web form in English); the
+	// bank shows our description in their language.
+	English bool
 }
 
 // Service is the top-up start use case over the payment and wallet
@@ -109,7 +112,7 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 	}
 	return s.payments.StartTopUp(ctx, payment.StartInput{
 		UserID: r.UserID, WalletID: w.ID, Email: r.Email, FormToken: r.FormToken,
-		AmountRials: rials, Description: r.Description,
+		AmountRials: rials, Description: r.Description, English: r.English,
 	})
 }
 

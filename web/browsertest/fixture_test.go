@@ -186,7 +186,7 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 			AmountRials: open.AmountRials, OrderID: open.PublicID, Email: f.User,
 			CallbackURL: app.URL + "/payments/" + open.PublicID + "/return",
 			//lint:ignore ST1018 Persian is written with the zero-width non-joiner (U+200C) inside words; escaped it would be unreadable
-			Description: "افزایش موجودی کیف‌پول (Kifpool wallet top-up)",
+			Description: "افزایش موجودی کیف‌پول",
 		})
 		if err != nil {
 			t.Fatal(err)

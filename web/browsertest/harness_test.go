@@ -555,8 +555,16 @@ func (b *Tab) noHorizontalScroll(what string) {
 	b.Eval(`[document.documentElement.scrollWidth, document.documentElement.clientWidth]`, &w)
 	if w[0] > w[1] {
 		var wide []string
+		// Elements past the edge, leaving out those inside a box that
+		// scrolls or clips them (a wide table in its scroll box) and the
+		// skip link parked off screen.
 		b.Eval(`Array.from(document.querySelectorAll('body *')).filter(e => {
-			const r = e.getBoundingClientRect(); return r.right > innerWidth + 0.5 || r.left < -0.5;
+			const r = e.getBoundingClientRect();
+			if (!(r.right > innerWidth + 0.5 || r.left < -0.5) || e.classList.contains('skip')) return false;
+			for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+				if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return false;
+			}
+			return true;
 		}).slice(0, 8).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).replace(/ +/g, '.') : '') + ' ' + Math.round(e.getBoundingClientRect().left) + '..' + Math.round(e.getBoundingClientRect().right))`, &wide)
 		b.t.Errorf("%s: horizontal scroll (scrollWidth %d > clientWidth %d); elements outside: %v", what, w[0], w[1], wide)
 	}

@@ -90,6 +90,8 @@ func TestScreenshots(t *testing.T) {
 			shot(user, "receipt", "/payments/"+f.Credited.PublicID, "result-received")
 			shot(user, "pending", f.PendingReturn, "result-pending")
 			shot(user, "failed", f.FailedReturn, "result-failed")
+			shot(user, "account", "/account", "account-email")
+			shot(user, "tokens", "/account/tokens", "token-form")
 			shot(admin, "admin", "/admin", "admin-payments")
 			admin.CheckNoProblems()
 			// The admin console's pages, in a tab of their own (each tab has
@@ -98,6 +100,7 @@ func TestScreenshots(t *testing.T) {
 			shot(console, "admin-payments", "/admin/payments", "payment-row")
 			shot(console, "admin-payment", "/admin/payments/"+f.Credited.PublicID, "timeline")
 			shot(console, "admin-user", "/admin/users/"+strconv.FormatInt(f.Credited.UserID, 10), "user-detail")
+			shot(console, "admin-audit", "/admin/audit", "audit-filter")
 			console.CheckNoProblems()
 			user.CheckNoProblems()
 		}
