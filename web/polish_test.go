@@ -1,0 +1,62 @@
+package web_test
+
+import (
+	"context"
+	"html"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// TestAdminPagesPolish: with the built-in sandbox bank the breaker is
+// named "sandbox", as the payments are; an open payment has an action
+// (its page); a reconciliation's audit note is in the page's language;
+// /admin/tokens with no token does not say "you have not made one"; the
+// bank's description follows the payer's language (issue 23).
+func TestAdminPagesPolish(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		if _, err := app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "fa"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
+		user, _ := startTopUp(t, app, "payer@example.com", "20000")
+		user.Get("/wallet?lang=en")
+		csrf, token := user.TopUpForm()
+		user.PostTopUp(csrf, token, "30000")
+		descs := map[string]bool{}
+		for _, p := range app.Server.Bank.Payments() {
+			descs[p.Description] = true
+		}
+		if !descs["افزایش موجودی کیف‌پول"] || !descs["Kifpool wallet top-up"] || len(descs) != 2 {
+			t.Errorf("the bank's descriptions: %v, want one in Persian and one in English", descs)
+		}
+
+		admin.Get("/admin?lang=fa")
+		page := admin.Get("/admin")
+		if !strings.Contains(page.Body, `data-gateway="sandbox"`) || strings.Contains(page.Body, `data-gateway="zarinpal"`) {
+			t.Errorf("the breaker is not named sandbox, as the payments are")
+		}
+		if n := strings.Count(page.Body, `data-testid="admin-details"`); n != 2 {
+			t.Errorf("%d open payments with a link to their page, want 2", n)
+		}
+		r := admin.Post("/admin/reconcile", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}})
+		if r.Status >= 400 {
+			t.Fatalf("reconcile: %d", r.Status)
+		}
+		audit := html.UnescapeString(admin.Get("/admin/audit").Body)
+		if strings.Contains(audit, "listed ") || !strings.Contains(audit, i18n.T(i18n.FA, "console.audit.reconcile_note", "listed", int64(0), "credited", int64(0), "mismatches", int64(0))[:20]) {
+			t.Errorf("the reconciliation's audit note is not in Persian")
+		}
+		tokens := html.UnescapeString(admin.Get("/admin/tokens").Body)
+		if !strings.Contains(tokens, i18n.T(i18n.FA, "tokens.admin_none")) || strings.Contains(tokens, i18n.T(i18n.FA, "tokens.none")) {
+			t.Errorf("/admin/tokens with no token does not say no user made one")
+		}
+	})
+}
