@@ -37,6 +37,7 @@ var commonPasswords = sync.OnceValue(func() map[string]struct{} {
 var examplePasswords = map[string]struct{}{
 	"a-long-password":              {},
 	"a long password":              {},
+	"a-new-long-password":          {},
 	"correct horse battery staple": {},
 }
 
