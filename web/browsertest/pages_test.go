@@ -67,11 +67,12 @@ func TestBankPageAndReceipt(t *testing.T) {
 			shotForReview(t, b, "bank-"+lang+"-"+vp.name)
 		}
 	}
-	// The description's English part is isolated (brackets stay outside).
-	var iso int
-	b.Eval(`document.querySelectorAll('[data-testid=bank-description] bdi[dir=ltr]').length`, &iso)
-	if iso != 1 {
-		t.Errorf("%d isolated Latin runs in the description, want 1", iso)
+	// The description is in the language the payer started in (Persian),
+	// with no English in it (issue 23); a merchant's mixed description is
+	// isolated run by run (sandbank's bidi tests).
+	//lint:ignore ST1018 Persian is written with the zero-width non-joiner (U+200C) inside words; escaped it would be unreadable
+	if d := b.Text(tid("bank-description")); d != "افزایش موجودی کیف‌پول" {
+		t.Errorf("the Persian payer's bank description is %q", d)
 	}
 	// The countdown counts down.
 	first := b.Text("[data-countdown]")

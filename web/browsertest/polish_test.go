@@ -282,6 +282,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 		t.Errorf("tokens %s %s: radio button %+v: want it small, on its label's line", lang, vp, radio)
 	}
 	b.Type(tid("token-name"), "phone "+lang+" "+vp)
+	b.Type(tid("token-password"), password)
 	b.Click("token-submit")
 	b.Wait("new-token")
 	b.Wait("copy-token")
