@@ -560,7 +560,8 @@ func (b *Tab) noHorizontalScroll(what string) {
 		// skip link parked off screen.
 		b.Eval(`Array.from(document.querySelectorAll('body *')).filter(e => {
 			const r = e.getBoundingClientRect();
-			if (!(r.right > innerWidth + 0.5 || r.left < -0.5) || e.classList.contains('skip')) return false;
+			const w = document.documentElement.clientWidth; // innerWidth grows with the overflow on a phone
+			if (!(r.right > w + 0.5 || r.left < -0.5) || e.classList.contains('skip')) return false;
 			for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
 				if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return false;
 			}
