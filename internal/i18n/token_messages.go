@@ -33,7 +33,7 @@ var tokensFA = map[string]string{ // #nosec G101 -- UI text, not credentials: tr
 	"tokens.revoked":           "توکن باطل شد.",
 	"tokens.error_name":        "برای توکن یک نام بنویسید.",
 	"tokens.error_name_long":   "نام توکن بیش از حد بلند است (حداکثر ۱۰۰ کاراکتر).",
-	"tokens.error_name_chars":  "نام توکن نویسه‌های نامرئی یا کنترلی دارد (مانند نویسه‌های تغییر جهت متن)؛ آن را دوباره تایپ کنید.",
+	"tokens.error_name_chars":  "نام توکن کاراکترهای نامرئی یا کنترلی دارد (مانند کاراکترهای تغییر جهت متن)؛ آن را دوباره تایپ کنید.",
 	"tokens.error_scope":       "نوع دسترسی را انتخاب کنید.",
 	"tokens.error_expiry":      "اعتبار باید عددی صحیح از ۱ تا ۳۶۵ روز باشد.",
 	"tokens.admin_title":       "توکن‌های API کاربران",
