@@ -226,10 +226,14 @@ func TestListQueriesUseIndexes(t *testing.T) {
 }
 
 // TestDashboardQueriesUseIndexes: every read of the dashboard is answered
-// from an index, on a seeded table with the bank calls of its payments:
-// no sequential scan of payments or gateway_calls, and the totals, the
-// top-ups by hour, the bank's latency and the worker's backlog read their
-// index alone (index-only scans: no payment's or call's row is visited).
+// from an index, on a seeded table with the bank calls of its payments (no
+// sequential scan of payments or gateway_calls), and the totals, the
+// top-ups by hour, the bank's latency and the worker's backlog can be
+// answered from their index alone: with every other kind of scan disabled
+// their plans hold index-only scans and nothing else. (Whether PostgreSQL
+// then prefers them depends on the visibility map, which VACUUM cannot
+// set while another session on the server holds an old snapshot: a plan
+// choice on a shared server, not a property of the query.)
 func TestDashboardQueriesUseIndexes(t *testing.T) {
 	db := storetest.New(t, store.Postgres)
 	seedScale(t, db, 30_000)
@@ -252,9 +256,26 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 			if strings.Contains(plan, "Seq Scan on payments") || strings.Contains(plan, "Seq Scan on gateway_calls") || !strings.Contains(plan, "Index") {
 				t.Errorf("%s: not answered from an index:\n%s\n%s", k.name, sql, plan)
 			}
-			indexOnly := k.name != "unresolved payments" && k.name != "latest reconciliations"
-			if indexOnly && strings.Contains(plan, "Index Scan") {
-				t.Errorf("%s: visits rows (an Index Scan, not Index Only):\n%s\n%s", k.name, sql, plan)
+			if k.name == "unresolved payments" || k.name == "latest reconciliations" {
+				continue // they show the rows themselves
+			}
+			var lines []string
+			err := db.Gorm.Connection(func(tx *gorm.DB) error {
+				for _, set := range []string{"SET enable_seqscan = off", "SET enable_indexscan = off", "SET enable_bitmapscan = off"} {
+					if err := tx.Exec(set).Error; err != nil {
+						return err
+					}
+				}
+				defer tx.Exec("RESET ALL")
+				return tx.Raw("EXPLAIN (COSTS OFF) " + sql).Scan(&lines).Error
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			only := strings.Join(lines, "\n")
+			if strings.Contains(only, "Seq Scan") || strings.Contains(only, "Index Scan") || strings.Contains(only, "Bitmap") ||
+				!strings.Contains(only, "Index Only Scan") {
+				t.Errorf("%s: cannot be answered from an index alone:\n%s\n%s", k.name, sql, only)
 			}
 		}
 	}
