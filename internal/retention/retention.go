@@ -8,8 +8,10 @@
 // ledger_entries, wallets, admin_actions, reconcile_reports, and the
 // gateway_calls of every payment that is credited or still open (a failed
 // payment's calls go only once it has been failed for the whole retention
-// time; should it be reopened and credited later, that credit's own verify
-// is written with it). `kifpool check` after a purge still passes.
+// time and none of its calls is younger: a reopened payment that failed
+// again keeps its first failure's resolved_at, and the fresh answer behind
+// that failure must stay; should it be reopened and credited later, that
+// credit's own verify is written with it). `kifpool check` after a purge still passes.
 //
 // Deletes run in small batches (each its own statement), so that a large
 // backlog never holds locks for long; serve's background loop runs Purge
@@ -69,14 +71,17 @@ func Purge(ctx context.Context, db *store.DB, now time.Time, p Policy) (Result, 
 	}
 	if p.GatewayCalls > 0 {
 		cut := now.Add(-p.GatewayCalls)
-		// Only calls of payments failed (and resolved) before the cut-off,
-		// and calls of no payment started before it. Credited and open
-		// payments keep every call.
+		// Only calls of payments failed (and resolved) before the cut-off
+		// with no call since (a reopen that failed again keeps the first
+		// failure's resolved_at: its fresh calls, and the old ones with
+		// them, stay until they too are old), and calls of no payment
+		// started before it. Credited and open payments keep every call.
 		n, err := batches(ctx, db, p.Batch, `DELETE FROM gateway_calls WHERE id IN (SELECT c.id FROM gateway_calls c
 			LEFT JOIN payments p ON p.id = c.payment_id
 			WHERE (c.payment_id IS NULL AND c.started_at < ?)
-			   OR (p.status = 'failed' AND p.resolved_at IS NOT NULL AND p.resolved_at < ?)
-			LIMIT ?)`, cut, cut)
+			   OR (p.status = 'failed' AND p.resolved_at IS NOT NULL AND p.resolved_at < ?
+			       AND NOT EXISTS (SELECT 1 FROM gateway_calls n WHERE n.payment_id = p.id AND n.started_at >= ?))
+			LIMIT ?)`, cut, cut, cut)
 		res.GatewayCalls, errs = n, append(errs, wrap("gateway calls", err))
 	}
 	return res, errors.Join(errs...)

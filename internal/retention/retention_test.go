@@ -61,6 +61,10 @@ func TestPurge(t *testing.T) {
 			{3, "needs_review", ago(year), []string{"created", "awaiting_payment", "needs_review"}},
 			{4, "pending_verification", nil, []string{"created", "awaiting_payment", "pending_verification"}},
 			{5, "failed", ago(24 * time.Hour), []string{"created", "awaiting_payment", "failed"}},
+			// Failed a year ago, reopened by a late callback an hour ago and
+			// failed again on the bank's word: resolved_at keeps the first
+			// failure, but today's calls are the evidence of today's answer.
+			{6, "failed", ago(year), []string{"created", "awaiting_payment", "failed", "pending_verification", "failed"}},
 		} {
 			var ref, verified any
 			if p.status == "credited" {
@@ -77,6 +81,7 @@ func TestPurge(t *testing.T) {
 			exec(t, db, `INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'verify', 1, ?, 5, ?)`,
 				p.id, ago(year), map[bool]string{true: "paid", false: "not_paid"}[p.status == "credited"])
 		}
+		exec(t, db, `INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (6, 'zarinpal', 'verify', 1, ?, 5, 'not_paid')`, ago(time.Hour))
 		exec(t, db, `INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 10000, 10000, 'topup', ?)`, ago(year))
 		// Calls of no payment (reconciliation's list): a year old, and today.
 		exec(t, db, `INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'list_unverified', 1, ?, 5, 'ok')`, ago(year))
@@ -100,7 +105,7 @@ func TestPurge(t *testing.T) {
 		if n := count(t, db, `SELECT COUNT(*) FROM auth_throttles WHERE key IN ('locked', 'busy')`); n != 2 || count(t, db, `SELECT COUNT(*) FROM auth_throttles`) != 2 {
 			t.Errorf("throttles left: %d of locked/busy", n)
 		}
-		for id, want := range map[int64]int64{1: 2, 2: 0, 3: 2, 4: 2, 5: 2} {
+		for id, want := range map[int64]int64{1: 2, 2: 0, 3: 2, 4: 2, 5: 2, 6: 3} {
 			if n := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id = ?`, id); n != want {
 				t.Errorf("payment %d keeps %d calls, want %d", id, n, want)
 			}
