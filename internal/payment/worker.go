@@ -265,11 +265,25 @@ func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
 		if d.Action != ActionMove {
 			continue
 		}
-		_, err := w.s.move(ctx, p, StatusCreated, change{to: d.To, actor: ActorWorker, reason: d.Reason})
+		// Under the lease, like every other actor: reconciliation may be
+		// recovering this payment's authority right now (the bank lists it
+		// paid), and failing it under its feet would strand the money.
+		tok, cur, err := w.s.claim(ctx, p.ID, []Status{StatusCreated})
+		if err != nil {
+			return n, fmt.Errorf("claim stale payment %s: %w", p.PublicID, err)
+		}
+		if tok == "" {
+			continue
+		}
+		_, err = w.s.move(ctx, cur, StatusCreated, change{to: d.To, actor: ActorWorker, reason: d.Reason, lease: tok})
 		switch {
 		case err == nil:
 			n++
-		case !errors.Is(err, errNotMoved):
+		case errors.Is(err, errNotMoved):
+			if _, err := w.s.release(ctx, cur, tok, Fields{}); err != nil {
+				return n, fmt.Errorf("release stale payment %s: %w", p.PublicID, err)
+			}
+		default:
 			return n, fmt.Errorf("fail stale payment %s: %w", p.PublicID, err)
 		}
 	}

@@ -320,3 +320,42 @@ func TestDeadlineNeverOverrulesAVerifyInFlight(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// The worker's "submit died" deadline takes the lease like every other
+// actor: a created payment that reconciliation is recovering (it holds the
+// lease, the bank lists the authority paid) is not failed under its feet;
+// once the lease is free, the deadline applies.
+func TestStaleCreatedWaitsForTheLeaseHolder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		now := e.clock.Now()
+		if err := db.Gorm.Exec(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
+			VALUES ('stalecreated00000000001', ?, ?, 20000, 'zarinpal', 'stale-form', 'created', ?, ?, ?)`,
+			e.user.ID, e.wallet.ID, now, now, now).Error; err != nil {
+			t.Fatal(err)
+		}
+		id := e.count(`SELECT id FROM payments WHERE form_token = 'stale-form'`)
+		e.clock.Advance(5 * time.Minute) // well past StaleCreated (1 min)
+		at := e.clock.Now()
+		if _, ok, err := e.store.Claim(ctx, payment.Claim{ID: id, Statuses: []payment.Status{payment.StatusCreated},
+			Token: "reconciliation", Now: at, Until: at.Add(30 * time.Second)}); err != nil || !ok {
+			t.Fatalf("reconciliation's claim: %v %v", ok, err)
+		}
+		w := e.svc.NewWorker(paymenttest.WorkerConfig())
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if row := e.row(id); row.Status != payment.StatusCreated || row.LeaseOwner != "reconciliation" {
+			t.Fatalf("under reconciliation's lease the worker moved it: %s", dump(row))
+		}
+		e.clock.Advance(time.Minute) // the holder died: its lease ran out
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if row := e.row(id); row.Status != payment.StatusFailed || row.LeaseOwner != "" {
+			t.Fatalf("after the lease ran out: %s, want failed and unheld", dump(row))
+		}
+		checkInvariants(t, db)
+	})
+}
