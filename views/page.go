@@ -4,7 +4,6 @@ package views
 
 import (
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -78,6 +77,7 @@ type AuthForm struct {
 	ErrorKey  string // message key of the error, if any
 	ErrorArgs []any  // its arguments
 	Next      string // where to go after signing in (a local path)
+	Notice    string // message key of a notice above the form
 }
 
 // AccountView is the account page.
@@ -85,6 +85,8 @@ type AccountView struct {
 	Email    string
 	Sessions int64  // live sessions (signed-in browsers)
 	Notice   string // message key of the last action's result
+	// Receipts: receipts by e-mail are on.
+	Receipts bool
 }
 
 // TopUpForm is the top-up form.
@@ -173,20 +175,7 @@ func itoa(n int64) string {
 // ShortRef is a payment's reference as people read, say and type it: the
 // first 12 characters of its public id (60 random bits), upper case, in
 // groups of four ("JIWF-NQZH-KKEU"). The full id stays in the page's URL.
-func ShortRef(publicID string) string {
-	id := strings.ToUpper(publicID)
-	if len(id) > 12 {
-		id = id[:12]
-	}
-	var b strings.Builder
-	for i := 0; i < len(id); i += 4 {
-		if i > 0 {
-			b.WriteByte('-')
-		}
-		b.WriteString(id[i:min(i+4, len(id))])
-	}
-	return b.String()
-}
+func ShortRef(publicID string) string { return i18n.ShortRef(publicID) }
 
 // signInAction keeps the page to return to through the sign-in form.
 func signInAction(next string) string {

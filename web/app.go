@@ -25,6 +25,7 @@ import (
 	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
@@ -82,6 +83,9 @@ type Deps struct {
 	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
 	// tokens or more browsers give no more top-ups.
 	UserTopUps *ratelimit.Window
+	// Outbox, when set, is kicked after a mail is queued that the person
+	// is waiting for (a reset link).
+	Outbox *mail.Outbox
 }
 
 // Server holds the handlers' dependencies.
@@ -195,6 +199,11 @@ func New(d Deps) *fiber.App {
 	authLimit := s.limit(d.Config.RateLimitSignIn, time.Minute, s.clientIP, nil)
 	app.Get("/signup", s.signUpForm)
 	app.Post("/signup", authLimit, s.signUp)
+	app.Get("/password/forgot", s.forgotForm)
+	app.Post("/password/forgot", s.forgot)
+	app.Get("/password/reset/:token", s.resetForm)
+	app.Post("/password/reset/:token", authLimit, s.reset)
+	app.Post("/account/receipts", s.requireUser, s.setReceipts)
 	app.Get("/signin", s.signInForm)
 	app.Post("/signin", authLimit, s.signIn)
 	app.Post("/signout", s.signOut)

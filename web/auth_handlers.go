@@ -47,7 +47,11 @@ func (s *Server) signInForm(c *fiber.Ctx) error {
 	if currentUser(c) != nil {
 		return c.Redirect("/wallet", fiber.StatusSeeOther)
 	}
-	return render(c, fiber.StatusOK, views.SignIn(s.page(c, "signin.title"), views.AuthForm{Next: nextParam(c)}))
+	f := views.AuthForm{Next: nextParam(c)}
+	if c.Query("done") == "reset" {
+		f.Notice = "reset.done"
+	}
+	return render(c, fiber.StatusOK, views.SignIn(s.page(c, "signin.title"), f))
 }
 
 func (s *Server) signIn(c *fiber.Ctx) error {
@@ -104,9 +108,16 @@ func (s *Server) accountPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := views.AccountView{Email: u.Email, Sessions: n}
-	if c.Query("done") == "password" {
+	on, err := s.Auth.ReceiptsEnabled(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	v := views.AccountView{Email: u.Email, Sessions: n, Receipts: on}
+	switch c.Query("done") {
+	case "password":
 		v.Notice = "password.changed"
+	case "receipts":
+		v.Notice = "account.receipts_saved"
 	}
 	return render(c, fiber.StatusOK, views.Account(s.page(c, "account.title"), v))
 }

@@ -68,3 +68,76 @@ func (s *Server) changePassword(c *fiber.Ctx) error {
 	}
 	return render(c, status, views.PasswordChange(s.page(c, "password.change_title"), v))
 }
+
+func (s *Server) forgotForm(c *fiber.Ctx) error {
+	return render(c, fiber.StatusOK, views.Forgot(s.page(c, "forgot.title"), views.ForgotView{}))
+}
+
+// forgot queues a reset link if an account has the address, and answers
+// the same either way (the answer never says whether it exists).
+func (s *Server) forgot(c *fiber.Ctx) error {
+	email := c.FormValue("email")
+	err := s.Auth.RequestReset(c.UserContext(), email, s.clientIP(c))
+	var throttled *auth.ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		secs := retryAfter(c, throttled.RetryAfter)
+		return render(c, fiber.StatusTooManyRequests, views.Forgot(s.page(c, "forgot.title"),
+			views.ForgotView{Email: email, ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
+	case err != nil:
+		return err
+	}
+	if s.Outbox != nil {
+		s.Outbox.Kick()
+	}
+	return render(c, fiber.StatusOK, views.Forgot(s.page(c, "forgot.title"), views.ForgotView{Sent: true}))
+}
+
+// resetForm shows the new-password form of a live reset link. The page is
+// never cached and sends no Referer (the link is a secret).
+func (s *Server) resetForm(c *fiber.Ctx) error {
+	c.Set("Referrer-Policy", "no-referrer")
+	tok := c.Params("token")
+	u, err := s.Auth.CheckReset(c.UserContext(), tok)
+	if errors.Is(err, auth.ErrResetInvalid) {
+		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+	}
+	if err != nil {
+		return err
+	}
+	return render(c, fiber.StatusOK, views.Reset(s.page(c, "reset.title"), views.ResetView{Token: tok, Email: u.Email}))
+}
+
+// reset uses the link once: new password, every session ended, every API
+// token revoked; then the sign-in page says so.
+func (s *Server) reset(c *fiber.Ctx) error {
+	c.Set("Referrer-Policy", "no-referrer")
+	tok := c.Params("token")
+	u, ended, err := s.Auth.ResetPassword(c.UserContext(), tok, c.FormValue("password"))
+	switch {
+	case errors.Is(err, auth.ErrResetInvalid):
+		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+	case passwordKey(err) != "":
+		v := views.ResetView{Token: tok, ErrorKey: passwordKey(err)}
+		if cu, err := s.Auth.CheckReset(c.UserContext(), tok); err == nil {
+			v.Email = cu.Email
+		}
+		return render(c, fiber.StatusUnprocessableEntity, views.Reset(s.page(c, "reset.title"), v))
+	case err != nil:
+		return err
+	}
+	s.Log.InfoContext(c.UserContext(), "password reset by e-mail link", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+	// This browser's session (if any) ended with the others.
+	s.clearCookie(c, s.sessionCookie)
+	s.rotateCSRF(c, "")
+	return c.Redirect("/signin?done=reset", fiber.StatusSeeOther)
+}
+
+// setReceipts turns receipts by e-mail on or off.
+func (s *Server) setReceipts(c *fiber.Ctx) error {
+	on := c.FormValue("receipts") == "on"
+	if err := s.Auth.SetReceipts(c.UserContext(), currentUser(c).ID, on); err != nil {
+		return err
+	}
+	return c.Redirect("/account?done=receipts", fiber.StatusSeeOther)
+}

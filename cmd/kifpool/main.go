@@ -227,7 +227,8 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listener(ln) }()
 	log.Info("kifpool is serving", "addr", ln.Addr().String(), "url", cfg.BaseURL, "gateway", cfg.Gateway, "database", cfg.DatabaseDescription())
-	fmt.Fprint(stdout, banner(cfg, ln.Addr().String()))
+	fmt.Fprint(stdout, banner(cfg, ln.Addr().String(), srv.Outbox.Sender().Describe()))
+	log.Info("mail", "to", srv.Outbox.Sender().Describe(), "from", cfg.MailFrom)
 
 	select {
 	case err := <-errc:
@@ -287,7 +288,7 @@ them out of every browser and revokes every API token of theirs.
 `
 
 // banner tells the person who started serve where it runs and on what.
-func banner(cfg config.Config, addr string) string {
+func banner(cfg config.Config, addr, mail string) string {
 	gw := cfg.Driver
 	if d, ok := drivers.Lookup(cfg.Driver); ok {
 		gw = d.Label + " at " + cfg.GatewayURL()
@@ -295,8 +296,8 @@ func banner(cfg config.Config, addr string) string {
 	if cfg.Gateway == config.GatewaySandbox {
 		gw = "built-in sandbox bank at " + cfg.BaseURL + "/sandbank (no real money)"
 	}
-	return fmt.Sprintf("Kifpool is running: open %s\n  listening on %s\n  database:   %s\n  gateway:    %s\nPress Ctrl+C to stop.\n",
-		cfg.BaseURL, addr, cfg.DatabaseDescription(), gw)
+	return fmt.Sprintf("Kifpool is running: open %s\n  listening on %s\n  database:   %s\n  gateway:    %s\n  mail:       %s\nPress Ctrl+C to stop.\n",
+		cfg.BaseURL, addr, cfg.DatabaseDescription(), gw, mail)
 }
 
 func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {

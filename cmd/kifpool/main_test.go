@@ -228,7 +228,8 @@ func TestServeStartsAndStops(t *testing.T) {
 	}
 	resp.Body.Close()
 	// The banner says where it runs and on which database.
-	for _, want := range []string{"open http://" + addr, "listening on " + addr, "SQLite " + filepath.Join(dir, "k.db"), "sandbox bank at http://" + addr + "/sandbank"} {
+	for _, want := range []string{"open http://" + addr, "listening on " + addr, "SQLite " + filepath.Join(dir, "k.db"), "sandbox bank at http://" + addr + "/sandbank",
+		"mail:       written to " + filepath.Join(dir, "mail") + " (no SMTP_URL)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner %q does not say %q", out.String(), want)
 		}

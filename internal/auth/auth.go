@@ -76,7 +76,8 @@ type Service struct {
 	sessionTTL time.Duration
 	// dummyHash is compared against when the email is unknown, so that
 	// sign-in takes the same time whether or not the account exists.
-	dummyHash []byte
+	dummyHash   []byte
+	resetMailer ResetMailer
 }
 
 // Options tune the service; zero values take defaults.
@@ -84,6 +85,8 @@ type Options struct {
 	Now        func() time.Time
 	BcryptCost int           // default bcrypt.DefaultCost; tests may lower it
 	SessionTTL time.Duration // default 7 days
+	// ResetMailer queues password reset mail (nil: resets are refused).
+	ResetMailer ResetMailer
 }
 
 // NewService returns the auth service over db.
@@ -98,7 +101,7 @@ func NewService(db *store.DB, o Options) *Service {
 		o.SessionTTL = 7 * 24 * time.Hour
 	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("kifpool-timing-equaliser"), o.BcryptCost)
-	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy}
+	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy, resetMailer: o.ResetMailer}
 }
 
 // SignUp creates a user and their wallet in one transaction.

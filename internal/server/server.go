@@ -6,11 +6,13 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -25,7 +27,9 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
+	"github.com/kifpool/kifpool/internal/notify"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/paymentread"
@@ -60,6 +64,11 @@ type Options struct {
 	Payment payment.Config
 	// BcryptCost lowers password hashing cost in tests.
 	BcryptCost int
+	// MailRootCAs, when set, is trusted for the SMTP server's certificate
+	// (tests with their own server); nil: the system's roots.
+	MailRootCAs *x509.CertPool
+	// MailInterval is how often queued mail is looked at (default 10s).
+	MailInterval time.Duration
 }
 
 // Server is an assembled Kifpool.
@@ -89,6 +98,10 @@ type Server struct {
 	Clock  *store.Clock
 	Config config.Config
 	db     *store.DB
+	// Outbox delivers queued mail; Notifier queues receipts and notices.
+	Outbox       *mail.Outbox
+	Notifier     *notify.Notifier
+	mailInterval time.Duration
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -224,7 +237,24 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Worker = s.Payments.NewWorker(s.WorkerConfig)
 	s.Config = cfg
 	s.db = db
-	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost})
+	var sender mail.Sender
+	if cfg.SMTPURL != "" {
+		smtp, err := mail.ParseSMTPURL(cfg.SMTPURL)
+		if err != nil {
+			return nil, fmt.Errorf("SMTP_URL: %w", err)
+		}
+		smtp.RootCAs = o.MailRootCAs
+		sender = smtp
+	} else {
+		sender = &mail.Dir{Path: filepath.Join(cfg.DataDir, "mail"), Log: o.Log.With("component", "mail"), PrintText: cfg.Dev}
+	}
+	s.Outbox = mail.NewOutbox(db, sender, cfg.MailFrom, now, o.Log.With("component", "mail"))
+	s.Notifier = notify.New(db, cfg.BaseURL, now, o.Log.With("component", "notify"))
+	s.mailInterval = o.MailInterval
+	if s.mailInterval <= 0 {
+		s.mailInterval = 10 * time.Second
+	}
+	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost, ResetMailer: s.Notifier.ResetMailer()})
 	s.Wallets = wallet.NewService(db)
 	s.Tokens = apitoken.New(db, now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
 	s.TopUp = topup.New(s.Payments, s.Wallets, cfg.TopUpLimits())
@@ -247,10 +277,10 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		GatewayLabel: drivers.Labeler(cfg.Gateway == config.GatewaySandbox), ParseCallback: drv.ParseCallback,
 		Keys: s.Keys,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
-		UserTopUps: userTopUps,
-		Breakers:   []web.BreakerSource{s.Resilient},
-		Health:     func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
-		Ready:      func(ctx context.Context) error { return ready(ctx, db) },
+		UserTopUps: userTopUps, Outbox: s.Outbox,
+		Breakers: []web.BreakerSource{s.Resilient},
+		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
+		Ready:    func(ctx context.Context) error { return ready(ctx, db) },
 	})
 	return s, nil
 }
@@ -306,6 +336,17 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			}
 		}()
 	}
+	// Mail: receipts and notices queued from payment events, then every
+	// due mail delivered (and retried), never on a request's path.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.Outbox.Run(ctx, s.mailInterval, func(ctx context.Context) {
+			if _, err := s.Notifier.Scan(ctx); err != nil && ctx.Err() == nil {
+				log.Error("queue receipts and notices", "err", err)
+			}
+		})
+	}()
 	// Expired idempotency keys: its own small loop (the payment worker
 	// knows nothing of the API).
 	wg.Add(1)
@@ -343,6 +384,9 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			}
 			if res != (retention.Result{}) {
 				log.Info("retention: deleted", "sessions", res.Sessions, "throttles", res.Throttles, "gateway_calls", res.GatewayCalls)
+			}
+			if _, err := s.Auth.PurgeResets(ctx); err != nil && ctx.Err() == nil {
+				log.Error("purge password reset links", "err", err)
 			}
 			select {
 			case <-ctx.Done():

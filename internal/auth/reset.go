@@ -1,0 +1,182 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+)
+
+// ResetLifetime is how long a password reset link works.
+const ResetLifetime = 30 * time.Minute
+
+// ErrResetInvalid: the reset link is unknown, used or expired.
+var ErrResetInvalid = errors.New("reset link is unknown, used or expired")
+
+// ResetMailer queues the mail with the reset link inside tx (so the link
+// exists if and only if its mail is queued). token is the secret of the
+// link; it is never stored, only its hash.
+type ResetMailer func(tx *gorm.DB, u User, token string, expires time.Time) error
+
+type passwordReset struct {
+	ID        int64 `gorm:"primaryKey"`
+	UserID    int64
+	TokenHash string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+func (passwordReset) TableName() string { return "password_resets" }
+
+// RequestReset sends a reset link to the address if an account has it.
+// The caller answers the same either way. Requests are throttled per
+// address (known or not) and per client (the requester's IP), as sign-in
+// guesses are: a *ThrottledError says how long to wait.
+func (s *Service) RequestReset(ctx context.Context, email, client string) error {
+	if err := s.takeAttempt(ctx, "reset-client:"+client); err != nil {
+		return err
+	}
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(email)) // same time either way
+		return nil
+	}
+	if err := s.takeAttempt(ctx, "reset:"+email); err != nil {
+		return err
+	}
+	var u User
+	err = s.db.Gorm.WithContext(ctx).Where("lower(email) = ?", email).Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(email))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find user: %w", err)
+	}
+	if s.resetMailer == nil {
+		return errors.New("password reset: no mailer configured")
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("reset token: %w", err)
+	}
+	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	now := s.now().UTC().Truncate(time.Microsecond)
+	r := passwordReset{UserID: u.ID, TokenHash: hashToken(tok), CreatedAt: now, ExpiresAt: now.Add(ResetLifetime)}
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(&r).Error; err != nil {
+			return err
+		}
+		return s.resetMailer(tx, u, tok, r.ExpiresAt)
+	})
+	if err != nil {
+		return fmt.Errorf("password reset for user %d: %w", u.ID, err)
+	}
+	return nil
+}
+
+// CheckReset reports whether a reset link still works, and for whom.
+func (s *Service) CheckReset(ctx context.Context, token string) (User, error) {
+	if token == "" || len(token) > 100 {
+		return User{}, ErrResetInvalid
+	}
+	var r passwordReset
+	err := s.db.Gorm.WithContext(ctx).Where("token_hash = ? AND used_at IS NULL AND expires_at > ?", hashToken(token), s.now().UTC()).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return User{}, ErrResetInvalid
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("reset lookup: %w", err)
+	}
+	var u User
+	if err := s.db.Gorm.WithContext(ctx).Take(&u, r.UserID).Error; err != nil {
+		return User{}, fmt.Errorf("reset user: %w", err)
+	}
+	return u, nil
+}
+
+// ResetPassword uses a reset link once: in one transaction the link is
+// spent (a conditional update: two uses at once cannot both succeed),
+// every other link of the user dies, the password is replaced, every
+// session ends and every API token is revoked.
+func (s *Service) ResetPassword(ctx context.Context, token, password string) (User, Ended, error) {
+	if token == "" || len(token) > 100 {
+		return User{}, Ended{}, ErrResetInvalid
+	}
+	if err := CheckPassword(password); err != nil {
+		return User{}, Ended{}, err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.bcryptCost)
+	if err != nil {
+		return User{}, Ended{}, fmt.Errorf("hash password: %w", err)
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	var u User
+	var ended Ended
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&passwordReset{}).Where("token_hash = ? AND used_at IS NULL AND expires_at > ?", hashToken(token), now).Update("used_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrResetInvalid
+		}
+		var r passwordReset
+		if err := tx.Where("token_hash = ?", hashToken(token)).Take(&r).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&passwordReset{}).Where("user_id = ? AND used_at IS NULL", r.UserID).Update("used_at", now).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&User{}).Where("id = ?", r.UserID).Update("password_hash", string(hash)).Error; err != nil {
+			return err
+		}
+		if err := tx.Take(&u, r.UserID).Error; err != nil {
+			return err
+		}
+		ended.Sessions, ended.Tokens, err = endEverything(tx, r.UserID, "", now)
+		return err
+	})
+	if errors.Is(err, ErrResetInvalid) {
+		return User{}, Ended{}, err
+	}
+	if err != nil {
+		return User{}, Ended{}, fmt.Errorf("reset password: %w", err)
+	}
+	// The address may ask for links again, and sign in, at once.
+	_ = s.clearAttempts(ctx, "reset:"+u.Email)
+	_ = s.clearAttempts(ctx, "signin:"+u.Email)
+	return u, ended, nil
+}
+
+// ReceiptsEnabled reports whether the user wants receipts by e-mail.
+func (s *Service) ReceiptsEnabled(ctx context.Context, userID int64) (bool, error) {
+	var on bool
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT receipts_enabled FROM users WHERE id = ?`, userID).Scan(&on).Error; err != nil {
+		return false, fmt.Errorf("receipts setting of user %d: %w", userID, err)
+	}
+	return on, nil
+}
+
+// SetReceipts turns receipts by e-mail on or off for the user.
+func (s *Service) SetReceipts(ctx context.Context, userID int64, on bool) error {
+	if err := s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ?", userID).Update("receipts_enabled", on).Error; err != nil {
+		return fmt.Errorf("set receipts of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// PurgeResets deletes reset links a day past their expiry.
+func (s *Service) PurgeResets(ctx context.Context) (int64, error) {
+	res := s.db.Gorm.WithContext(ctx).Where("expires_at < ?", s.now().UTC().Add(-24*time.Hour)).Delete(&passwordReset{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("purge resets: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}

@@ -1,0 +1,105 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// A reset link is sent only for a known address, works once even when two
+// uses race, dies after 30 minutes, and ends sessions and tokens.
+func TestPasswordResetLink(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		var mu sync.Mutex
+		var tokens []string
+		s := auth.NewService(db, auth.Options{Now: clk.Now, BcryptCost: bcrypt.MinCost,
+			ResetMailer: func(_ *gorm.DB, u auth.User, token string, expires time.Time) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if !expires.Equal(clk.Now().Add(30 * time.Minute)) {
+					t.Errorf("link expires %s", expires)
+				}
+				tokens = append(tokens, token)
+				return nil
+			}})
+		u, err := s.SignUp(ctx, "reset@example.com", "correct horse battery", "", "fa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.NewSession(ctx, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RequestReset(ctx, "nobody@example.com", "10.0.0.1"); err != nil || len(tokens) != 0 {
+			t.Fatalf("unknown address: %v, %d links", err, len(tokens))
+		}
+		if err := s.RequestReset(ctx, "not an address", "10.0.0.1"); err != nil {
+			t.Fatalf("invalid address: %v", err)
+		}
+		if err := s.RequestReset(ctx, "RESET@example.com", "10.0.0.1"); err != nil || len(tokens) != 1 {
+			t.Fatalf("known address: %v, %d links", err, len(tokens))
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM password_resets WHERE token_hash = ?`, tokens[0]); n != 0 {
+			t.Fatal("the token is stored in clear")
+		}
+		if got, err := s.CheckReset(ctx, tokens[0]); err != nil || got.ID != u.ID {
+			t.Fatalf("check: %v", err)
+		}
+		if _, _, err := s.ResetPassword(ctx, tokens[0], "short"); !errors.Is(err, auth.ErrPasswordTooShort) {
+			t.Fatalf("weak password: %v", err)
+		}
+		// Two uses at once: exactly one wins.
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = s.ResetPassword(ctx, tokens[0], "a new long password")
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, auth.ErrResetInvalid):
+				t.Fatalf("race: %v", err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d uses of one link succeeded", won)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM sessions`); n != 0 {
+			t.Fatalf("%d sessions after the reset", n)
+		}
+		if _, err := s.Authenticate(ctx, "reset@example.com", "a new long password"); err != nil {
+			t.Fatalf("new password: %v", err)
+		}
+		// A second link expires unused.
+		if err := s.RequestReset(ctx, "reset@example.com", "10.0.0.1"); err != nil || len(tokens) != 2 {
+			t.Fatalf("second link: %v", err)
+		}
+		clk.Add(30*time.Minute + time.Second)
+		if _, err := s.CheckReset(ctx, tokens[1]); !errors.Is(err, auth.ErrResetInvalid) {
+			t.Fatalf("expired link: %v", err)
+		}
+		if _, _, err := s.ResetPassword(ctx, tokens[1], "another long password"); !errors.Is(err, auth.ErrResetInvalid) {
+			t.Fatalf("expired link used: %v", err)
+		}
+		if _, _, err := s.ResetPassword(ctx, "made-up", "another long password"); !errors.Is(err, auth.ErrResetInvalid) {
+			t.Fatalf("made-up link: %v", err)
+		}
+	})
+}

@@ -1,0 +1,287 @@
+// Package notify writes the mail people get about their account and
+// their money: the password reset link, a receipt when a top-up is
+// credited, and a notice when a payment failed after the bank may have
+// charged the card ("returns within 72 hours"). Each is rendered in the
+// recipient's language, as text and HTML, and queued as a row (package
+// mail) that the background sender delivers. Receipts and notices are
+// found by reading payment_events after the fact, so nothing is added to
+// the credit's transaction: a mail can never delay or fail a credit.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/mail"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Mail kinds (mails.kind).
+const (
+	KindReset   = "password_reset"
+	KindReceipt = "receipt"
+	KindNotice  = "failure_notice"
+)
+
+// Notifier renders and queues mail.
+type Notifier struct {
+	db      *store.DB
+	baseURL string
+	now     func() time.Time
+	log     *slog.Logger
+	// Settle: events younger than this are left for the next scan, so
+	// that a transaction still committing a lower event id is never
+	// skipped by the cursor.
+	Settle time.Duration
+}
+
+// New returns a notifier whose links point at baseURL.
+func New(db *store.DB, baseURL string, now func() time.Time, log *slog.Logger) *Notifier {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Notifier{db: db, baseURL: strings.TrimRight(baseURL, "/"), now: now, log: log, Settle: 30 * time.Second}
+}
+
+// content is what one mail says, before it is written as text and HTML.
+type content struct {
+	Lang     i18n.Lang
+	Subject  string
+	Intro    []string
+	Rows     [][2]string
+	Link     string
+	LinkText string
+	Footer   []string
+}
+
+var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
+<html lang="{{.Lang}}" dir="{{.Dir}}">
+<head><meta charset="utf-8"><title>{{.Subject}}</title></head>
+<body style="font-family: Vazirmatn, Tahoma, Arial, sans-serif; line-height: 1.7; color: #1a1a1a;">
+{{range .Intro}}<p>{{.}}</p>
+{{end}}{{if .Rows}}<table style="border-collapse: collapse;">
+{{range .Rows}}<tr><th scope="row" style="text-align: start; padding: 4px 12px 4px 0; font-weight: normal; color: #555;">{{index . 0}}</th><td style="padding: 4px 0;"><bdi>{{index . 1}}</bdi></td></tr>
+{{end}}</table>
+{{end}}{{if .Link}}<p><a href="{{.Link}}">{{.LinkText}}</a></p>
+{{end}}{{range .Footer}}<p style="color: #666; font-size: small;">{{.}}</p>
+{{end}}</body>
+</html>
+`))
+
+// render writes c as a queued mail row to to.
+func (c content) render(to string) (mail.Row, error) {
+	var text strings.Builder
+	for _, p := range c.Intro {
+		text.WriteString(p + "\n\n")
+	}
+	for _, r := range c.Rows {
+		text.WriteString(r[0] + ": " + r[1] + "\n")
+	}
+	if len(c.Rows) > 0 {
+		text.WriteString("\n")
+	}
+	if c.Link != "" {
+		text.WriteString(c.LinkText + ":\n" + c.Link + "\n\n")
+	}
+	for _, p := range c.Footer {
+		text.WriteString("-- \n" + p + "\n")
+	}
+	var html bytes.Buffer
+	err := htmlTmpl.Execute(&html, struct {
+		content
+		Dir string
+	}{c, c.Lang.Dir()})
+	if err != nil {
+		return mail.Row{}, fmt.Errorf("render mail: %w", err)
+	}
+	return mail.Row{ToAddr: to, Subject: c.Subject, TextBody: text.String(), HTMLBody: html.String()}, nil
+}
+
+func langOf(locale string) i18n.Lang {
+	l, ok := i18n.Parse(locale)
+	if !ok {
+		return i18n.Default
+	}
+	return l
+}
+
+// ResetMailer queues the reset link for auth.Service (inside its
+// transaction). The mail is secret (its body is blanked once sent) and
+// expires with the link.
+func (n *Notifier) ResetMailer() auth.ResetMailer {
+	return func(tx *gorm.DB, u auth.User, token string, expires time.Time) error {
+		l := langOf(u.Locale)
+		c := content{Lang: l, Subject: i18n.T(l, "mail.reset.subject"),
+			Intro:    []string{i18n.T(l, "mail.reset.intro", "email", u.Email), i18n.T(l, "mail.reset.valid", "minutes", int(auth.ResetLifetime/time.Minute))},
+			Link:     n.baseURL + "/password/reset/" + token,
+			LinkText: i18n.T(l, "mail.reset.link"),
+			Footer:   []string{i18n.T(l, "mail.reset.ignore")},
+		}
+		r, err := c.render(u.Email)
+		if err != nil {
+			return err
+		}
+		now := n.now().UTC().Truncate(time.Microsecond)
+		uid := u.ID
+		r.UserID, r.Kind, r.Secret, r.CreatedAt, r.ExpiresAt = &uid, KindReset, true, now, &expires
+		return mail.Enqueue(tx, r)
+	}
+}
+
+// MayHaveCharged reports whether a payment that failed for this reason
+// may have taken money from the card (the bank reversed it, or answered
+// about it in a way we could not credit): its payer gets the "returns
+// within 72 hours" notice. A payment that never reached the bank, or that
+// the bank says was not completed, took nothing.
+func MayHaveCharged(reason string) bool {
+	switch reason {
+	case "bank_reversed", "amount_mismatch", "verify_rejected", "no_ref_id", "ref_id_reused", "closed_by_admin":
+		return true
+	}
+	return false
+}
+
+// event is a payment status change with what its mail needs.
+type event struct {
+	ID              int64
+	PaymentID       int64
+	ToStatus        string
+	Reason          string
+	CreatedAt       time.Time
+	PublicID        string
+	AmountRials     int64
+	VerifiedRials   *int64
+	RefID           *int64
+	CardPanMasked   string
+	UserID          int64
+	Email           string
+	Locale          string
+	ReceiptsEnabled bool
+}
+
+const cursorName = "payments"
+
+// Scan queues the receipts and notices of the payment events since the
+// last scan (at most 200 per call) and returns how many mails it queued.
+// The cursor and the mails are written in one transaction, and each mail
+// has a dedupe key (one receipt, one notice per payment), so a scan that
+// dies half-way or runs on two instances at once queues each mail once.
+func (n *Notifier) Scan(ctx context.Context) (int, error) {
+	now := n.now().UTC().Truncate(time.Microsecond)
+	queued := 0
+	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, cursorName).Error; err != nil {
+			return err
+		}
+		lock := ""
+		if n.db.Dialect == store.Postgres {
+			lock = " FOR UPDATE"
+		}
+		var cursor int64
+		if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, cursorName).Scan(&cursor).Error; err != nil {
+			return err
+		}
+		var evs []event
+		err := tx.Raw(`SELECT e.id, e.payment_id, e.to_status, e.reason, e.created_at, p.public_id, p.amount_rials,
+				p.verified_amount_rials AS verified_rials, p.ref_id, p.card_pan_masked, u.id AS user_id, u.email, u.locale, u.receipts_enabled
+			FROM payment_events e JOIN payments p ON p.id = e.payment_id JOIN users u ON u.id = p.user_id
+			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cursor).Scan(&evs).Error
+		if err != nil {
+			return err
+		}
+		last := cursor
+		for _, e := range evs {
+			if e.CreatedAt.After(now.Add(-n.Settle)) {
+				break // younger events: next scan (a lower id may still commit)
+			}
+			last = e.ID
+			r, ok, err := n.mailFor(e, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if err := mail.Enqueue(tx, r); err != nil {
+				return err
+			}
+			queued++
+		}
+		if last == cursor {
+			return nil
+		}
+		return tx.Exec(`UPDATE notice_cursors SET last_event_id = ? WHERE name = ?`, last, cursorName).Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("scan payment events for mail: %w", err)
+	}
+	return queued, nil
+}
+
+// mailFor is the receipt or notice an event calls for, if any.
+func (n *Notifier) mailFor(e event, now time.Time) (mail.Row, bool, error) {
+	l := langOf(e.Locale)
+	ref := i18n.ShortRef(e.PublicID)
+	link := n.baseURL + "/payments/" + e.PublicID
+	var c content
+	var kind string
+	switch {
+	case e.ToStatus == "credited" && e.ReceiptsEnabled:
+		amount := e.AmountRials
+		if e.VerifiedRials != nil {
+			amount = *e.VerifiedRials
+		}
+		kind = KindReceipt
+		c = content{Lang: l, Subject: i18n.T(l, "mail.receipt.subject", "amount", i18n.Money(amount)),
+			Intro: []string{i18n.T(l, "mail.receipt.intro", "amount", i18n.Money(amount))},
+			Rows: [][2]string{
+				{i18n.T(l, "receipt.amount"), i18n.Tomans(l, amount) + " (" + i18n.Rials(l, amount) + ")"},
+				{i18n.T(l, "receipt.id"), ref},
+				{i18n.T(l, "receipt.resolved"), i18n.DateTime(l, e.CreatedAt)},
+			},
+			Link: link, LinkText: i18n.T(l, "mail.receipt.link"),
+			Footer: []string{i18n.T(l, "mail.receipt.off")},
+		}
+		if e.RefID != nil {
+			c.Rows = append(c.Rows, [2]string{i18n.T(l, "receipt.ref_id"), i18n.Digits(l, strconv.FormatInt(*e.RefID, 10))})
+		}
+		if e.CardPanMasked != "" {
+			c.Rows = append(c.Rows, [2]string{i18n.T(l, "receipt.card"), e.CardPanMasked})
+		}
+	case e.ToStatus == "failed" && MayHaveCharged(e.Reason):
+		kind = KindNotice
+		c = content{Lang: l, Subject: i18n.T(l, "mail.notice.subject", "ref", ref),
+			Intro: []string{i18n.T(l, "mail.notice.intro", "amount", i18n.Money(e.AmountRials)), i18n.T(l, "mail.notice.72h")},
+			Rows: [][2]string{
+				{i18n.T(l, "receipt.amount"), i18n.Tomans(l, e.AmountRials)},
+				{i18n.T(l, "receipt.id"), ref},
+				{i18n.T(l, "receipt.resolved"), i18n.DateTime(l, e.CreatedAt)},
+			},
+			Link: link, LinkText: i18n.T(l, "mail.notice.link"),
+			Footer: []string{i18n.T(l, "mail.notice.support")},
+		}
+	default:
+		return mail.Row{}, false, nil
+	}
+	r, err := c.render(e.Email)
+	if err != nil {
+		return mail.Row{}, false, err
+	}
+	key := kind + ":" + strconv.FormatInt(e.PaymentID, 10)
+	uid := e.UserID
+	r.UserID, r.Kind, r.DedupeKey, r.CreatedAt = &uid, kind, &key, now
+	return r, true, nil
+}
