@@ -213,6 +213,8 @@ func New(d Deps) *fiber.App {
 	app.Post("/account/password", s.requireUser, s.changePassword)
 
 	app.Get("/wallet", s.requireUser, s.walletPage)
+	app.Get("/wallet/payments", s.requireUser, s.walletPayments)
+	app.Get("/wallet/payments.csv", s.requireUser, s.walletPaymentsCSV)
 	app.Get("/wallet/topup", s.requireUser, s.topUpForm)
 	app.Post("/wallet/topup", s.requireUser, s.topUpLimit, s.topUp)
 

@@ -61,6 +61,8 @@ func Start(t testing.TB, db *store.DB, o Options) *App {
 		// sandbox bank on loopback: a deliberate demo (config refuses the
 		// sandbox with SESSION_SECRET otherwise).
 		"ALLOW_SANDBOX": "1",
+		// Mail without SMTP_URL is written here, not into the package.
+		"DATA_DIR": t.TempDir(),
 	}
 	for k, v := range o.Env {
 		env[k] = v

@@ -115,3 +115,60 @@ func (r *Reader) withCredits(ctx context.Context, rows []payment.Payment) ([]Ite
 	}
 	return items, nil
 }
+
+// Filter narrows a user's payments list: by status group and by the time
+// they were started ([From, To), either zero for no bound).
+type Filter struct {
+	Statuses []payment.Status // none: every status
+	From, To time.Time
+}
+
+// StatusGroup is a payer-facing status filter: "credited", "open" (still
+// with the bank), "failed", "needs_review" (under review); "" for all.
+// ok is false for anything else.
+func StatusGroup(name string) (statuses []payment.Status, ok bool) {
+	switch name {
+	case "":
+		return nil, true
+	case "credited":
+		return []payment.Status{payment.StatusCredited}, true
+	case "open":
+		return []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification}, true
+	case "failed":
+		return []payment.Status{payment.StatusFailed}, true
+	case "needs_review":
+		return []payment.Status{payment.StatusNeedsReview}, true
+	}
+	return nil, false
+}
+
+// List returns up to limit of the user's payments that match f, newest
+// first, older than the payment with internal id before (0: from the
+// newest); next is the following page's cursor, 0 when there is none.
+// Every attempt is listed: credited, open, failed and under review.
+func (r *Reader) List(ctx context.Context, userID int64, f Filter, before int64, limit int) (items []payment.Payment, next int64, err error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 20
+	}
+	q := r.db.Gorm.WithContext(ctx).Where("user_id = ?", userID)
+	if len(f.Statuses) > 0 {
+		q = q.Where("status IN ?", f.Statuses)
+	}
+	if !f.From.IsZero() {
+		q = q.Where("created_at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		q = q.Where("created_at < ?", f.To.UTC())
+	}
+	if before > 0 {
+		q = q.Where("id < ?", before)
+	}
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&items).Error; err != nil {
+		return nil, 0, fmt.Errorf("payments of user %d: %w", userID, err)
+	}
+	if len(items) > limit {
+		items = items[:limit]
+		next = items[limit-1].ID
+	}
+	return items, next, nil
+}

@@ -1,6 +1,8 @@
 package browsertest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,7 +37,16 @@ func TestScreenshots(t *testing.T) {
 	// A fixed clock, seeded bank and fixed ids: an unchanged UI gives
 	// unchanged files. The clock is in the future so that the session
 	// cookies it dates stay valid for the browser, which lives in real time.
-	f := newFixtureAt(t, time.Date(2030, 3, 25, 9, 30, 0, 0, time.UTC))
+	at := time.Date(2030, 3, 25, 9, 30, 0, 0, time.UTC)
+	f := newFixtureAt(t, at)
+	// A live reset link for the "choose a new password" page (only its
+	// hash is stored, as the app stores it).
+	const resetToken = "screenshot-reset-link-0123456789abcdefghijkl"
+	sum := sha256.Sum256([]byte(resetToken))
+	if err := f.App.DB.Gorm.Exec(`INSERT INTO password_resets (user_id, token_hash, created_at, expires_at)
+		SELECT id, ?, ?, ? FROM users WHERE email = ?`, hex.EncodeToString(sum[:]), at, at.Add(30*time.Minute), f.User).Error; err != nil {
+		t.Fatal(err)
+	}
 	devices := []struct {
 		name string
 		view chromedp.Action
@@ -102,6 +113,16 @@ func TestScreenshots(t *testing.T) {
 			shot(console, "admin-user", "/admin/users/"+strconv.FormatInt(f.Credited.UserID, 10), "user-detail")
 			shot(console, "admin-audit", "/admin/audit", "audit-filter")
 			console.CheckNoProblems()
+			// The account's pages (issue 18), in a tab of their own.
+			account := f.Tab(t, lang, f.User, d.view)
+			shot(account, "payments", "/wallet/payments", "payment-row")
+			shot(account, "account", "/account", "receipts-form")
+			shot(account, "password", "/account/password", "password-form")
+			account.CheckNoProblems()
+			anon := f.Tab(t, lang, "", d.view)
+			shot(anon, "forgot", "/password/forgot", "forgot-form")
+			shot(anon, "reset", "/password/reset/"+resetToken, "reset-form")
+			anon.CheckNoProblems()
 			user.CheckNoProblems()
 		}
 	}

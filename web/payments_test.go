@@ -1,0 +1,144 @@
+package web_test
+
+import (
+	"encoding/csv"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	ptime "github.com/yaa110/go-persian-calendar"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+var paymentRowRE = regexp.MustCompile(`data-testid="payment-row" data-public-id="([a-z0-9]+)" data-status="([a-z_]+)"`)
+
+func paymentRows(body string) (ids, statuses []string) {
+	for _, m := range paymentRowRE.FindAllStringSubmatch(body, -1) {
+		ids, statuses = append(ids, m[1]), append(statuses, m[2])
+	}
+	return ids, statuses
+}
+
+// /wallet/payments lists every attempt of the payer (credited, open,
+// failed), newest first, filtered by status and a Jalali date range typed
+// in any digits, keyset-paged, each row linking to its page; the CSV has
+// the same rows with a BOM, Jalali date, Tehran time, ISO UTC and the
+// status in the payer's language. Nobody sees another payer's rows.
+func TestWalletPaymentsListAndCSV(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c, payURL := startTopUp(t, app, "history@example.com", "50000")
+		c.Get(payAtBank(t, c, payURL, "pay")) // credited
+		csrf, tok := c.TopUpForm()
+		r := c.PostTopUp(csrf, tok, "20000")
+		c.Get(payAtBank(t, c, r.Location, "cancel")) // failed
+		csrf, tok = c.TopUpForm()
+		c.PostTopUp(csrf, tok, "30000") // open
+		other, _ := startTopUp(t, app, "other@example.com", "70000")
+		_ = other
+
+		wallet := c.Get("/wallet")
+		if !strings.Contains(wallet.Body, `href="/wallet/payments"`) {
+			t.Fatal("the wallet page does not link to the payments list")
+		}
+		page := c.Get("/wallet/payments")
+		ids, statuses := paymentRows(page.Body)
+		if page.Status != http.StatusOK || strings.Join(statuses, ",") != "awaiting_payment,failed,credited" {
+			t.Fatalf("list: %d %v", page.Status, statuses)
+		}
+		for _, id := range ids {
+			if !strings.Contains(page.Body, `href="/payments/`+id+`"`) {
+				t.Fatalf("row %s does not link to its page", id)
+			}
+		}
+		for filter, want := range map[string]string{"failed": "failed", "credited": "credited", "open": "awaiting_payment"} {
+			_, st := paymentRows(c.Get("/wallet/payments?status=" + filter).Body)
+			if strings.Join(st, ",") != want {
+				t.Errorf("status=%s: %v", filter, st)
+			}
+		}
+		// Today in Persian digits (Jalali) includes all; yesterday's range none.
+		now := time.Now()
+		tehran := time.FixedZone("IRST", 3*3600+1800)
+		today := i18n.Digits(i18n.FA, ptime.New(now.In(tehran)).Format("yyyy/MM/dd"))
+		yesterday := ptime.New(now.Add(-24 * time.Hour).In(tehran)).Format("yyyy/MM/dd")
+		if _, st := paymentRows(c.Get("/wallet/payments?from=" + today + "&to=" + today).Body); len(st) != 3 {
+			t.Fatalf("today (%s): %v", today, st)
+		}
+		if _, st := paymentRows(c.Get("/wallet/payments?to=" + yesterday).Body); len(st) != 0 {
+			t.Fatalf("until yesterday (%s): %v", yesterday, st)
+		}
+		if r := c.Get("/wallet/payments?from=1404/13/40"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
+			t.Fatalf("bad date: %d", r.Status)
+		}
+		if r := c.Get("/wallet/payments?status=stolen"); r.Status != http.StatusBadRequest {
+			t.Fatalf("bad status: %d", r.Status)
+		}
+		// Keyset paging: 30 more attempts, 25 a page, no row twice or lost.
+		for range 30 {
+			csrf, tok := c.TopUpForm()
+			c.PostTopUp(csrf, tok, "10000")
+		}
+		seen := map[string]bool{}
+		next := "/wallet/payments"
+		for pages := 0; next != ""; pages++ {
+			body := c.Get(next).Body
+			ids, _ := paymentRows(body)
+			for _, id := range ids {
+				if seen[id] {
+					t.Fatalf("row %s twice", id)
+				}
+				seen[id] = true
+			}
+			m := regexp.MustCompile(`href="(/wallet/payments\?before=\d+)" data-testid="payments-older"`).FindStringSubmatch(body)
+			next = ""
+			if m != nil {
+				next = m[1]
+			}
+			if pages > 3 {
+				t.Fatal("paging does not end")
+			}
+		}
+		if len(seen) != 33 {
+			t.Fatalf("%d rows over the pages, want 33", len(seen))
+		}
+
+		// CSV in Persian (the payer's language), filtered.
+		resp := c.Get("/wallet/payments.csv?status=failed")
+		if resp.Status != http.StatusOK || !strings.HasPrefix(resp.Body, "\uFEFF") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
+			t.Fatalf("csv: %d %q", resp.Status, resp.Header.Get("Content-Type"))
+		}
+		recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(resp.Body, "\uFEFF"))).ReadAll()
+		if err != nil || len(recs) != 2 {
+			t.Fatalf("csv rows: %d %v", len(recs), err)
+		}
+		row := recs[1]
+		if !regexp.MustCompile(`^14\d\d/\d\d/\d\d$`).MatchString(row[0]) || !regexp.MustCompile(`^\d\d:\d\d:\d\d$`).MatchString(row[1]) {
+			t.Fatalf("Jalali date / Tehran time: %q %q", row[0], row[1])
+		}
+		if _, err := time.Parse(time.RFC3339, row[2]); err != nil || row[3] != "200000" || row[5] != "ناموفق" || row[6] != "failed" {
+			t.Fatalf("csv row %q", row)
+		}
+		c.GetIn("en", "/wallet")
+		recs, _ = csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get("/wallet/payments.csv?status=failed").Body, "\uFEFF"))).ReadAll()
+		if recs[0][0] != "Date (Jalali)" || recs[1][5] != "Failed" {
+			t.Fatalf("English csv: %q", recs)
+		}
+		all, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get("/wallet/payments.csv").Body, "\uFEFF"))).ReadAll()
+		if len(all) != 34 {
+			t.Fatalf("csv of everything: %d rows, want 33 and the header", len(all))
+		}
+		if strings.Contains(c.Get("/wallet/payments.csv").Body, "700000") {
+			t.Fatal("another payer's payment is in the export")
+		}
+		if r := app.NewClient(t).Get("/wallet/payments"); r.Status != http.StatusSeeOther {
+			t.Fatalf("signed out: %d", r.Status)
+		}
+	})
+}
