@@ -66,6 +66,10 @@ type ConsolePaymentRow struct {
 // PaymentDetailView is GET /admin/payments/{public_id}: the whole story.
 type PaymentDetailView struct {
 	Notice, NoticeKind string // message key of the last action's result; "ok" or "error"
+	// OverBalanceLimit, when not 0, is the balance cap this payment's
+	// credit took the wallet over (credited all the same: the bank had
+	// the money).
+	OverBalanceLimit int64
 	PublicID           string
 	Status             string
 	Reason             string // in words

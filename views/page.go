@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/limits"
 )
 
 // Page is what every page needs besides its own data.
@@ -98,6 +99,8 @@ type TopUpForm struct {
 	MinRials    int64
 	MaxRials    int64
 	QuickTomans []int64
+	// Left is what the daily and balance limits still allow today.
+	Left limits.Left
 }
 
 // HistoryRow is one ledger entry on the wallet page.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -33,6 +35,7 @@ import (
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/static"
+	"github.com/kifpool/kifpool/views"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -83,6 +86,9 @@ type Deps struct {
 	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
 	// tokens or more browsers give no more top-ups.
 	UserTopUps *ratelimit.Window
+	// Limits, when set, are the payers' daily and balance limits (the
+	// form shows what is left; the top-up start enforces them).
+	Limits *limits.Policy
 	// Outbox, when set, is kicked after a mail is queued that the person
 	// is waiting for (a reset link).
 	Outbox *mail.Outbox
@@ -196,9 +202,18 @@ func New(d Deps) *fiber.App {
 	app.Use(s.rememberLocale)
 
 	app.Get("/", s.home)
-	authLimit := s.limit(d.Config.RateLimitSignIn, time.Minute, s.clientIP, nil)
+	// Sign-in and sign-up count apart, per client address; each page says
+	// how long to wait (and Retry-After).
+	authLimit := s.limitPage(d.Config.RateLimitSignIn, s.clientIP, func(c *fiber.Ctx, secs int64) error {
+		return render(c, fiber.StatusTooManyRequests, views.SignIn(s.page(c, "signin.title"),
+			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signin.too_many", ErrorArgs: []any{"seconds", secs}, Next: nextParam(c)}))
+	})
+	signUpLimit := s.limitPage(d.Config.RateLimitSignUp, s.clientIP, func(c *fiber.Ctx, secs int64) error {
+		return render(c, fiber.StatusTooManyRequests, views.SignUp(s.page(c, "signup.title"),
+			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signup.too_many", ErrorArgs: []any{"seconds", secs}}))
+	})
 	app.Get("/signup", s.signUpForm)
-	app.Post("/signup", authLimit, s.signUp)
+	app.Post("/signup", signUpLimit, s.signUp)
 	app.Get("/password/forgot", s.forgotForm)
 	app.Post("/password/forgot", s.forgot)
 	app.Get("/password/reset/:token", s.resetForm)
@@ -296,6 +311,26 @@ func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) strin
 		LimiterMiddleware: limiter.SlidingWindow{},
 		LimitReached: func(c *fiber.Ctx) error {
 			return fiber.NewError(fiber.StatusTooManyRequests, "too many requests")
+		},
+	})
+}
+
+// limitPage allows max requests a minute per key (0: no limit); above it,
+// page answers with the seconds to wait (Retry-After is set).
+func (s *Server) limitPage(max int, key func(*fiber.Ctx) string, page func(c *fiber.Ctx, secs int64) error) fiber.Handler {
+	if !s.RateLimits || max <= 0 {
+		return func(c *fiber.Ctx) error { return c.Next() }
+	}
+	return limiter.New(limiter.Config{
+		Max: max, Expiration: time.Minute, KeyGenerator: key,
+		LimiterMiddleware: limiter.SlidingWindow{},
+		LimitReached: func(c *fiber.Ctx) error {
+			secs, err := strconv.ParseInt(string(c.Response().Header.Peek(fiber.HeaderRetryAfter)), 10, 64)
+			if err != nil || secs < 1 {
+				secs = 1
+				c.Set(fiber.HeaderRetryAfter, "1")
+			}
+			return page(c, secs)
 		},
 	})
 }

@@ -203,16 +203,19 @@ func (s *Server) adminPaymentsCSV(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="payments-`+s.Now().UTC().Format("20060102-150405")+`.csv"`)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	log := s.Log
+	l := lang(c)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		_, _ = w.WriteString("\ufeff")
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"public_id", "created_at_utc", "status", "amount_rials", "amount_tomans", "gateway",
-			"email", "user_id", "authority", "ref_id", "card_pan_masked", "resolved_at_utc"})
+			"email", "user_id", "authority", "ref_id", "card_pan_masked", "resolved_at_utc",
+			"created_date_jalali", "created_time_tehran", "status_" + string(l)})
 		n := 0
 		err := s.Reads.EachPayment(ctx, f, func(p paymentread.Payment) error {
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
 				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), s.gatewayLabel(p.Gateway),
-				csvCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", csvCell(p.CardPANMasked), ""}
+				csvCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", csvCell(p.CardPANMasked), "",
+				i18n.JalaliDate(p.CreatedAt), i18n.TehranClock(p.CreatedAt), i18n.T(l, "status."+p.Status)}
 			if p.Authority != nil {
 				rec[8] = csvCell(*p.Authority)
 			}

@@ -108,6 +108,11 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 		v.Calls = append(v.Calls, views.GatewayCallView{Operation: gc.Operation, Attempt: gc.Attempt, StartedAt: gc.StartedAt,
 			DurationMS: gc.DurationMS, HTTPStatus: gc.HTTPStatus, GatewayCode: gc.GatewayCode, Outcome: gc.Outcome})
 	}
+	if d.Credit != nil && s.Limits != nil {
+		if capRials := s.Limits.Rules().BalanceMaxRials; capRials > 0 && d.Credit.BalanceAfter > capRials {
+			v.OverBalanceLimit = capRials
+		}
+	}
 	if d.Credit != nil {
 		v.Ledger = &views.LedgerRow{AmountRials: d.Credit.AmountRials, BalanceAfter: d.Credit.BalanceAfter, Kind: d.Credit.Kind,
 			PaymentPublicID: p.PublicID, CreatedAt: d.Credit.CreatedAt}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -125,6 +126,12 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 		first := paymenttest.InListOrder(rows, true, func(r paymenttest.SeedRow) bool { return r.Status == "credited" })[0]
 		if got := recs[1]; got[2] != "credited" || got[3] != fmt.Sprint(first.AmountRials) || got[9] != fmt.Sprint(*first.RefID) || got[6] != first.Email {
 			t.Errorf("csv line %v for %+v", got, first)
+		}
+		// Beside the ISO instant: the Jalali date, the Tehran time and the
+		// status in the admin's language (this admin chose English).
+		if h, got := recs[0], recs[1]; len(got) != 15 || h[12] != "created_date_jalali" || h[14] != "status_en" ||
+			got[12] != i18n.JalaliDate(first.CreatedAt) || got[13] != i18n.TehranClock(first.CreatedAt) || got[14] != "Credited" {
+			t.Errorf("csv localized columns %v / %v", h, got)
 		}
 		// Counts per status for the current filter.
 		page := admin.Get("/admin/payments?gateway=otherbank")

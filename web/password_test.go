@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -96,4 +97,39 @@ func TestPasswordChange(t *testing.T) {
 		}
 		fresh.SignIn("change@example.com", "a brand new password")
 	})
+}
+
+// Sign-in and sign-up have limits of their own per client address; each
+// page says how long to wait, with Retry-After.
+func TestSignInAndSignUpLimitsAreSeparate(t *testing.T) {
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
+		Env:    map[string]string{"RATE_LIMIT_SIGNIN": "3", "RATE_LIMIT_SIGNUP": "2"},
+		Server: server.Options{RateLimits: true},
+	})
+	c := app.NewClient(t)
+	page := c.GetIn("en", "/signin")
+	csrf := apptest.Field(page.Body, "_csrf")
+	post := func(path, email string) apptest.Response {
+		return c.Post(path, url.Values{"_csrf": {csrf}, "email": {email}, "password": {"wrong password"}})
+	}
+	for i := range 3 {
+		if r := post("/signin", "who"+string(rune('a'+i))+"@example.com"); r.Status != http.StatusUnauthorized {
+			t.Fatalf("sign-in %d: %d", i+1, r.Status)
+		}
+	}
+	r := post("/signin", "whod@example.com")
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" ||
+		!strings.Contains(r.Body, "Too many sign-in attempts from your network. Try again in") || !strings.Contains(r.Body, `data-testid="auth-form"`) {
+		t.Fatalf("fourth sign-in: %d %q", r.Status, r.Header.Get("Retry-After"))
+	}
+	// Sign-ups still have their own allowance.
+	for i := range 2 {
+		if r := c.Post("/signup", url.Values{"_csrf": {csrf}, "email": {"new" + string(rune('a'+i)) + "@example.com"}, "password": {"short"}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("sign-up %d: %d", i+1, r.Status)
+		}
+	}
+	r = c.Post("/signup", url.Values{"_csrf": {csrf}, "email": {"newc@example.com"}, "password": {"short"}})
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "Too many sign-ups from your network") {
+		t.Fatalf("third sign-up: %d", r.Status)
+	}
 }

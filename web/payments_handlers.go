@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	ptime "github.com/yaa110/go-persian-calendar"
 
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/topups"
+	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -20,9 +19,9 @@ const paymentsPageSize = 25
 // paymentsFilter reads ?status=&from=&to= (Jalali or Gregorian days in
 // any digits; to is inclusive). A filter that cannot be read is reported
 // on the page, never guessed.
-func paymentsFilter(c *fiber.Ctx) (f topups.Filter, v views.PaymentsView, ok bool) {
+func paymentsFilter(c *fiber.Ctx) (f paymentread.PayerFilter, v views.PaymentsView, ok bool) {
 	v.Status, v.From, v.To = c.Query("status"), c.Query("from"), c.Query("to")
-	statuses, valid := topups.StatusGroup(v.Status)
+	statuses, valid := paymentread.StatusGroup(v.Status)
 	if !valid {
 		v.Status, v.ErrorKey, v.ErrorFor = "", "paylist.bad_status", "status"
 		return f, v, false
@@ -73,7 +72,7 @@ func (s *Server) walletPayments(c *fiber.Ctx) error {
 		}
 		before = n
 	}
-	rows, next, err := s.TopUps.List(c.UserContext(), currentUser(c).ID, f, before, paymentsPageSize)
+	rows, next, err := s.Reads.ForPayer(c.UserContext(), currentUser(c).ID, f, before, paymentsPageSize)
 	if err != nil {
 		return err
 	}
@@ -106,21 +105,19 @@ func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
 	t := func(k string) string { return i18n.T(l, k) }
 	_ = w.Write([]string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
 		t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card")})
-	tehran := time.FixedZone("IRST", 3*3600+1800)
 	var before int64
 	n := 0
 	for n < csvMaxRows {
-		rows, next, err := s.TopUps.List(c.UserContext(), currentUser(c).ID, f, before, 1000)
+		rows, next, err := s.Reads.ForPayer(c.UserContext(), currentUser(c).ID, f, before, 1000)
 		if err != nil {
 			return err
 		}
 		for _, p := range rows {
-			at := p.CreatedAt.In(tehran)
 			ref := ""
 			if p.RefID != nil {
 				ref = strconv.FormatInt(*p.RefID, 10)
 			}
-			_ = w.Write([]string{ptime.New(at).Format("yyyy/MM/dd"), at.Format("15:04:05"), p.CreatedAt.UTC().Format(time.RFC3339),
+			_ = w.Write([]string{i18n.JalaliDate(p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
 				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
 				i18n.T(l, "status."+string(p.Status)), string(p.Status), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked})
 			n++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/topup"
@@ -68,12 +69,39 @@ func (s *Server) newTopUpForm() views.TopUpForm {
 	return views.TopUpForm{Token: formtoken.New(), MinRials: l.MinRials, MaxRials: l.MaxRials, QuickTomans: quickTomans(l.MinRials, l.MaxRials)}
 }
 
+// withLeft fills in what the user's limits still allow today.
+func (s *Server) withLeft(c *fiber.Ctx, f views.TopUpForm) (views.TopUpForm, error) {
+	if s.Limits == nil || !s.Limits.Rules().Any() {
+		return f, nil
+	}
+	u, err := s.Limits.Usage(c.UserContext(), currentUser(c).ID)
+	if err != nil {
+		return f, err
+	}
+	f.Left = s.Limits.Rules().Left(u)
+	return f, nil
+}
+
+// limitErrorKey is the one sentence of a refusal by a limit.
+func limitErrorKey(ex *limits.Exceeded) (string, []any) {
+	switch ex.Kind {
+	case limits.KindDailyCount:
+		return "limits.error_daily_count", []any{"limit", ex.Limit}
+	case limits.KindDailyAmount:
+		return "limits.error_daily_amount", []any{"limit", i18n.Money(ex.Limit), "left", i18n.Money(ex.Left)}
+	}
+	return "limits.error_balance", []any{"limit", i18n.Money(ex.Limit), "left", i18n.Money(ex.Left)}
+}
+
 // topUpForm shows the form; ?amount=N (whole tomans, any digits) fills it
 // in (the quick picks without JavaScript, "try again" after a failure). An
 // amount that is not a valid top-up is ignored: the empty form, no error.
 func (s *Server) topUpForm(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	form := s.newTopUpForm()
+	form, err := s.withLeft(c, s.newTopUpForm())
+	if err != nil {
+		return err
+	}
 	if q := c.Query("amount"); q != "" {
 		if rials, err := s.TopUp.Amount(topup.Typed(q)); err == nil {
 			form.Amount = i18n.TomansNumber(lang(c), rials)
@@ -94,7 +122,15 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		English: lang(c) == i18n.EN,
 	})
 	var reused *payment.FormReusedError
+	var exceeded *limits.Exceeded
 	switch {
+	case errors.As(err, &exceeded):
+		form.Token = token
+		form.ErrorKey, form.ErrorArgs = limitErrorKey(exceeded)
+		if form, err = s.withLeft(c, form); err != nil {
+			return err
+		}
+		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
 	case errors.Is(err, payment.ErrBadFormToken):
 		form.ErrorKey = "topup.error_form_expired"
 		return render(c, fiber.StatusBadRequest, views.TopUp(s.page(c, "topup.title"), form))

@@ -82,6 +82,15 @@ var accountFA = map[string]string{ // #nosec G101 -- UI text, not credentials
 	"csv.status":                  "وضعیت",
 	"csv.status_code":             "کد وضعیت",
 	"csv.public_id":               "شناسهٔ کامل",
+	"limits.admin_over_balance":   "این واریز موجودی را از سقف {limit} بالاتر برد. بانک پول را گرفته بود، پس واریز شد؛ بررسی کنید.",
+	"limits.left_today":           "تا پایان امروز تا {left} دیگر می‌توانید شارژ کنید (سقف روزانه {limit}).",
+	"limits.left_count":           "امروز {left} بار دیگر می‌توانید شارژ کنید (سقف {limit} بار در روز).",
+	"limits.left_balance":         "موجودی کیف پول حداکثر {limit} می‌تواند باشد؛ تا {left} دیگر جا دارد.",
+	"limits.error_daily_amount":   "سقف شارژ روزانه {limit} است و امروز فقط {left} دیگر می‌توانید شارژ کنید. مبلغ کمتری وارد کنید یا فردا دوباره تلاش کنید.",
+	"limits.error_daily_count":    "امروز به سقف {limit} بار شارژ در روز رسیده‌اید. فردا دوباره تلاش کنید.",
+	"limits.error_balance":        "موجودی کیف پول حداکثر {limit} می‌تواند باشد (با پرداخت‌های در جریان)؛ فقط {left} دیگر جا دارد.",
+	"signin.too_many":             "تلاش‌های زیادی برای ورود از شبکهٔ شما شده است. {seconds} ثانیه دیگر دوباره تلاش کنید.",
+	"signup.too_many":             "حساب‌های زیادی از شبکهٔ شما ساخته شده است. {seconds} ثانیه دیگر دوباره تلاش کنید.",
 }
 
 var accountEN = map[string]string{ // #nosec G101 -- UI text, not credentials
@@ -163,4 +172,13 @@ var accountEN = map[string]string{ // #nosec G101 -- UI text, not credentials
 	"csv.status":                  "Status",
 	"csv.status_code":             "Status code",
 	"csv.public_id":               "Full id",
+	"limits.admin_over_balance":   "This credit took the balance over the {limit} cap. The bank had taken the money, so it was credited; look into it.",
+	"limits.left_today":           "You can top up {left} more today (daily limit {limit}).",
+	"limits.left_count":           "You can top up {left} more times today (limit {limit} a day).",
+	"limits.left_balance":         "A wallet holds at most {limit}; there is room for {left} more.",
+	"limits.error_daily_amount":   "The daily top-up limit is {limit} and only {left} is left today. Enter a smaller amount or try again tomorrow.",
+	"limits.error_daily_count":    "You reached today's limit of {limit} top-ups. Try again tomorrow.",
+	"limits.error_balance":        "A wallet holds at most {limit} (payments in progress included); there is room for only {left} more.",
+	"signin.too_many":             "Too many sign-in attempts from your network. Try again in {seconds} seconds.",
+	"signup.too_many":             "Too many sign-ups from your network. Try again in {seconds} seconds.",
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/money"
 )
 
 // SearchKind is what a search text is taken for.
@@ -22,6 +24,7 @@ const (
 	SearchAuthority SearchKind = "authority" // the gateway's long token
 	SearchRefID     SearchKind = "ref_id"    // the bank's reference: digits
 	SearchCard      SearchKind = "card"      // the last four digits of the card
+	SearchShortRef  SearchKind = "short_ref" // the receipt's reference: the public id's first 12 characters
 	SearchEmail     SearchKind = "email"     // any other text: part of an e-mail address
 )
 
@@ -33,10 +36,36 @@ var (
 	wholeEmailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
 )
 
+// shortRefRE is the receipt's short reference as people read it out:
+// 12 base32 characters, in groups of four with dashes ("Q6SX-INDU-UGAZ"),
+// or without them.
+var shortRefRE = regexp.MustCompile(`^[A-Za-z2-7]{4}-?[A-Za-z2-7]{4}-?[A-Za-z2-7]{4}$`)
+
+// shortRef returns the public id prefix a short reference stands for, or
+// "" when q is not one. Without dashes, a run of 12 lower-case letters is
+// more likely part of an e-mail address: it is a reference only when it
+// is upper case or holds a digit, as receipts print it.
+func shortRef(q string) string {
+	if !shortRefRE.MatchString(q) {
+		return ""
+	}
+	bare := strings.ReplaceAll(q, "-", "")
+	if bare == q && strings.ToLower(q) == q && !strings.ContainsAny(q, "234567") {
+		return ""
+	}
+	return strings.ToLower(bare)
+}
+
+// NormalizeQuery is the search text as it is looked up: trimmed, with
+// Persian and Arabic-Indic digits read as Latin ones (a bank reference or
+// card digits copied from a Persian receipt).
+func NormalizeQuery(q string) string { return strings.TrimSpace(money.LatinDigits(q)) }
+
 // KindOf tells what the search text q is: a card suffix (4 digits), a bank
-// reference (other digits), a public id, an authority, or else part of an
-// e-mail address.
+// reference (other digits), a receipt's short reference, a public id, an
+// authority, or else part of an e-mail address.
 func KindOf(q string) SearchKind {
+	q = NormalizeQuery(q)
 	switch {
 	case q == "":
 		return SearchNone
@@ -48,6 +77,8 @@ func KindOf(q string) SearchKind {
 		return SearchRefID
 	case publicIDRE.MatchString(q):
 		return SearchPublicID
+	case shortRef(q) != "":
+		return SearchShortRef
 	case authorityRE.MatchString(q):
 		return SearchAuthority
 	}
@@ -173,10 +204,15 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 	if f.MaxRials > 0 {
 		tx = tx.Where("p.amount_rials <= ?", f.MaxRials)
 	}
-	q := strings.TrimSpace(f.Query)
+	q := NormalizeQuery(f.Query)
 	switch KindOf(q) {
 	case SearchPublicID:
 		tx = tx.Where("p.public_id = ?", q)
+	case SearchShortRef:
+		// A prefix of the unique public id, as a range the index serves
+		// on both databases ('~' sorts after every base32 character).
+		pre := shortRef(q)
+		tx = tx.Where("p.public_id >= ? AND p.public_id < ?", pre, pre+"~")
 	case SearchAuthority:
 		tx = tx.Where("p.authority = ?", q)
 	case SearchRefID:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/store"
@@ -81,6 +82,13 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 			}
 		}
 		from, to := paymenttest.SeedBase.Add(2*time.Hour), paymenttest.SeedBase.Add(5*time.Hour)
+		// A real-looking public id for the receipt's short reference (the
+		// seeded ones share their first characters).
+		const realID = "q6sxinduugazbcdefghijklm"
+		if err := db.Gorm.Exec(`UPDATE payments SET public_id = ? WHERE id = ?`, realID, rows[20].ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		rows[20].PublicID = realID
 		cases := []struct {
 			name string
 			f    paymentread.Filter
@@ -100,6 +108,10 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 			{"authority", paymentread.Filter{Query: authority}, func(r paymenttest.SeedRow) bool { return r.Authority != nil && *r.Authority == authority }},
 			{"bank reference", paymentread.Filter{Query: fmt.Sprint(*credited.RefID)}, func(r paymenttest.SeedRow) bool { return r.ID == credited.ID }},
 			{"card suffix", paymentread.Filter{Query: "1001"}, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1001") }},
+			{"card suffix in Persian digits", paymentread.Filter{Query: "۱۰۰۱"}, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1001") }},
+			{"bank reference in Persian digits", paymentread.Filter{Query: i18n.Digits(i18n.FA, fmt.Sprint(*credited.RefID))}, func(r paymenttest.SeedRow) bool { return r.ID == credited.ID }},
+			{"receipt's short reference", paymentread.Filter{Query: i18n.ShortRef(realID)}, func(r paymenttest.SeedRow) bool { return r.ID == rows[20].ID }},
+			{"short reference without dashes, lower case", paymentread.Filter{Query: " q6sxinduugaz "}, func(r paymenttest.SeedRow) bool { return r.ID == rows[20].ID }},
 			{"email part, any case", paymentread.Filter{Query: "BOB.smith"}, func(r paymenttest.SeedRow) bool { return r.Email == "Bob.Smith@Example.com" }},
 			{"whole email", paymentread.Filter{Query: "alice@example.com"}, func(r paymenttest.SeedRow) bool { return r.Email == "alice@example.com" }},
 			{"email wildcard is literal", paymentread.Filter{Query: "carol_x"}, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
@@ -170,6 +182,13 @@ func TestSearchKind(t *testing.T) {
 		"sara":                                   paymentread.SearchEmail,
 		"sara@example.com":                       paymentread.SearchEmail,
 		"abcdefghijklmnopq":                      paymentread.SearchEmail,
+		"Q6SX-INDU-UGAZ":                         paymentread.SearchShortRef,
+		"q6sx-indu-ugaz":                         paymentread.SearchShortRef,
+		"Q6SXINDUUGAZ":                           paymentread.SearchShortRef,
+		"q6sxinduugaz":                           paymentread.SearchShortRef,
+		"mohammadreza":                           paymentread.SearchEmail,
+		"۶۰۳۷":                                   paymentread.SearchCard,
+		"۵۰۰۰۰۰۱۶":                               paymentread.SearchRefID,
 	} {
 		if got := paymentread.KindOf(q); got != want {
 			t.Errorf("KindOf(%q) = %q, want %q", q, got, want)

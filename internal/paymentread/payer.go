@@ -116,9 +116,10 @@ func (r *Reader) withCredits(ctx context.Context, rows []payment.Payment) ([]Ite
 	return items, nil
 }
 
-// Filter narrows a user's payments list: by status group and by the time
-// they were started ([From, To), either zero for no bound).
-type Filter struct {
+// PayerFilter narrows a payer's own payments list (/wallet/payments): by
+// status group and by the time they were started ([From, To), either
+// zero for no bound).
+type PayerFilter struct {
 	Statuses []payment.Status // none: every status
 	From, To time.Time
 }
@@ -142,11 +143,11 @@ func StatusGroup(name string) (statuses []payment.Status, ok bool) {
 	return nil, false
 }
 
-// List returns up to limit of the user's payments that match f, newest
+// ForPayer returns up to limit of the user's payments that match f, newest
 // first, older than the payment with internal id before (0: from the
 // newest); next is the following page's cursor, 0 when there is none.
 // Every attempt is listed: credited, open, failed and under review.
-func (r *Reader) List(ctx context.Context, userID int64, f Filter, before int64, limit int) (items []payment.Payment, next int64, err error) {
+func (r *Reader) ForPayer(ctx context.Context, userID int64, f PayerFilter, before int64, limit int) (items []payment.Payment, next int64, err error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 20
 	}
@@ -171,4 +172,26 @@ func (r *Reader) List(ctx context.Context, userID int64, f Filter, before int64,
 		next = items[limit-1].ID
 	}
 	return items, next, nil
+}
+
+// Usage sums what counts against a user's limits: the amount and number
+// of their top-ups started since since that did not fail (credited, open
+// or under review), and the amount of all their payments still open (they
+// may yet be credited).
+func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (sinceRials, sinceCount, openRials int64, err error) {
+	var row struct {
+		SinceRials int64
+		SinceCount int64
+		OpenRials  int64
+	}
+	err = r.db.Gorm.WithContext(ctx).Raw(`SELECT
+		COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
+		COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
+		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review') THEN amount_rials END), 0) AS open_rials
+		FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review'))`,
+		since.UTC(), since.UTC(), userID, since.UTC()).Scan(&row).Error
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("limit usage of user %d: %w", userID, err)
+	}
+	return row.SinceRials, row.SinceCount, row.OpenRials, nil
 }

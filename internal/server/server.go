@@ -27,6 +27,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/notify"
@@ -98,6 +99,8 @@ type Server struct {
 	Clock  *store.Clock
 	Config config.Config
 	db     *store.DB
+	// Limits are the payers' daily and balance limits.
+	Limits *limits.Policy
 	// Outbox delivers queued mail; Notifier queues receipts and notices.
 	Outbox       *mail.Outbox
 	Notifier     *notify.Notifier
@@ -257,7 +260,9 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost, ResetMailer: s.Notifier.ResetMailer()})
 	s.Wallets = wallet.NewService(db)
 	s.Tokens = apitoken.New(db, now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
-	s.TopUp = topup.New(s.Payments, s.Wallets, cfg.TopUpLimits())
+	s.Limits = limits.NewPolicy(limits.Rules{DailyMaxRials: cfg.TopUpDailyMaxRials, DailyMaxCount: cfg.TopUpDailyMaxCount,
+		BalanceMaxRials: cfg.BalanceMaxRials}, reads, s.Wallets, now)
+	s.TopUp = topup.New(s.Payments, s.Wallets, cfg.TopUpLimits()).WithPolicy(s.Limits)
 	if o.WrapTopUp != nil {
 		s.TopUp = o.WrapTopUp(s.TopUp)
 	}
@@ -275,7 +280,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		TopUp:   s.TopUp,
 		Console: console.New(db), Reads: reads, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
 		GatewayLabel: drivers.Labeler(cfg.Gateway == config.GatewaySandbox), ParseCallback: drv.ParseCallback,
-		Keys: s.Keys,
+		Keys: s.Keys, Limits: s.Limits,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		UserTopUps: userTopUps, Outbox: s.Outbox,
 		Breakers: []web.BreakerSource{s.Resilient},

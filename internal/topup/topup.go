@@ -62,12 +62,25 @@ type Request struct {
 	English bool
 }
 
+// Policy is a payer's limits beyond the amount rules (daily caps, the
+// balance cap): Allow refuses a new top-up of rials that would break one.
+type Policy interface {
+	Allow(ctx context.Context, userID, rials int64) error
+}
+
 // Service is the top-up start use case over the payment and wallet
 // services.
 type Service struct {
 	payments *payment.Service
 	wallets  *wallet.Service
 	limits   money.Limits
+	policy   Policy
+}
+
+// WithPolicy makes Start ask p before it writes anything (nil: no policy).
+func (s *Service) WithPolicy(p Policy) *Service {
+	s.policy = p
+	return s
 }
 
 var _ Starter = (*Service)(nil)
@@ -92,7 +105,8 @@ func (s *Service) Amount(a Amount) (int64, error) {
 // token's shape (payment.ErrBadFormToken), the amount (money's errors),
 // the gateway's breaker (payment.ErrGatewayFailed with no payment: a new
 // top-up is refused before any other read; a repeat of a submitted form is
-// not refused); then it finds the user's wallet and starts the payment. A
+// not refused), the policy's limits for a new form (its error, e.g. a
+// *limits.Exceeded); then it finds the user's wallet and starts the payment. A
 // repeat of the token gets the first submit's answer, another amount on it
 // a *payment.FormReusedError.
 func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, error) {
@@ -105,6 +119,19 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 	}
 	if err := s.payments.CheckGateway(ctx, r.UserID, r.FormToken); err != nil {
 		return payment.StartResult{}, err
+	}
+	if s.policy != nil {
+		// A repeat of a submitted form is answered as its first submit
+		// was: it is already counted, so it is never refused by a limit.
+		seen, err := s.payments.FormSubmitted(ctx, r.UserID, r.FormToken)
+		if err != nil {
+			return payment.StartResult{}, err
+		}
+		if !seen {
+			if err := s.policy.Allow(ctx, r.UserID, rials); err != nil {
+				return payment.StartResult{}, err
+			}
+		}
 	}
 	w, err := s.wallets.ForUser(ctx, r.UserID)
 	if err != nil {

@@ -29,6 +29,8 @@ const (
 	CodeDescriptionInvalid Code = "description_invalid"
 	CodeGatewayUnavailable Code = "gateway_unavailable"
 	CodeGatewayFailed      Code = "gateway_failed"
+	CodeDailyLimit         Code = "daily_limit_exceeded"
+	CodeBalanceLimit       Code = "balance_limit_exceeded"
 	CodeInternal           Code = "internal_error"
 )
 
@@ -53,6 +55,8 @@ var codeInfo = map[Code]struct {
 	CodeDescriptionInvalid: {fiber.StatusUnprocessableEntity, "Description holds control or invisible characters"},
 	CodeGatewayUnavailable: {fiber.StatusServiceUnavailable, "The bank is unavailable right now"},
 	CodeGatewayFailed:      {fiber.StatusBadGateway, "The bank did not start the payment"},
+	CodeDailyLimit:         {fiber.StatusUnprocessableEntity, "Daily top-up limit reached"},
+	CodeBalanceLimit:       {fiber.StatusUnprocessableEntity, "Wallet balance limit reached"},
 	CodeInternal:           {fiber.StatusInternalServerError, "Internal error"},
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
@@ -215,7 +216,21 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 	res, err := h.TopUp.Start(ctx, topup.Request{
 		UserID: userID, Email: email, FormToken: h.Keys.FormToken(rec), Amount: topup.Rials(amount), Description: description,
 	})
+	var exceeded *limits.Exceeded
 	switch {
+	case errors.As(err, &exceeded):
+		// Refused before anything was written: forget the key (the same
+		// key works once the limit allows it).
+		if derr := h.Keys.Discard(ctx, rec); derr != nil {
+			h.Log.Error("discard idempotency key", "err", derr)
+		}
+		switch exceeded.Kind {
+		case limits.KindDailyCount:
+			return problem(c, CodeDailyLimit, "At most "+itoa(exceeded.Limit)+" top-ups a day (Tehran time); try again tomorrow.")
+		case limits.KindDailyAmount:
+			return problem(c, CodeDailyLimit, "At most "+itoa(exceeded.Limit)+" rials of top-ups a day (Tehran time); "+itoa(exceeded.Left)+" rials are left today.")
+		}
+		return problem(c, CodeBalanceLimit, "A wallet may hold at most "+itoa(exceeded.Limit)+" rials (open payments included); at most "+itoa(exceeded.Left)+" rials more.")
 	case errors.Is(err, topup.ErrNoWallet):
 		// Nothing happened: forget the key, the client may retry.
 		if derr := h.Keys.Discard(ctx, rec); derr != nil {

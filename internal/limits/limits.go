@@ -1,0 +1,156 @@
+// Package limits holds a payer's top-up limits: how much and how many
+// top-ups a day (a Tehran calendar day), and the most a wallet may hold
+// (TOPUP_DAILY_MAX_RIALS, TOPUP_DAILY_MAX_COUNT, BALANCE_MAX_RIALS; 0
+// turns each off). The rules are pure functions of a Usage; Policy reads
+// the usage and is what the one top-up start asks before it writes
+// anything. A limit never touches a credit: a payment the bank already
+// took is credited whatever the limits say (the admin console flags one
+// that took the balance over its cap).
+package limits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+// Rules are the limits; a zero field is off.
+type Rules struct {
+	DailyMaxRials   int64
+	DailyMaxCount   int64
+	BalanceMaxRials int64
+}
+
+// Any reports whether any limit is on.
+func (r Rules) Any() bool { return r.DailyMaxRials > 0 || r.DailyMaxCount > 0 || r.BalanceMaxRials > 0 }
+
+// Usage is what counts against the limits now.
+type Usage struct {
+	TodayRials   int64 // top-ups started today that did not fail
+	TodayCount   int64
+	BalanceRials int64 // the wallet's balance
+	OpenRials    int64 // payments still open: they may yet be credited
+}
+
+// Kinds of limit.
+const (
+	KindDailyAmount = "daily_amount"
+	KindDailyCount  = "daily_count"
+	KindBalance     = "balance"
+)
+
+// Sentinels matched by errors.Is on an *Exceeded.
+var (
+	ErrDaily   = errors.New("daily top-up limit reached")
+	ErrBalance = errors.New("wallet balance limit reached")
+)
+
+// Exceeded is a refused top-up: which limit, and what is left under it
+// (rials, or top-ups for KindDailyCount).
+type Exceeded struct {
+	Kind  string
+	Limit int64
+	Left  int64
+}
+
+func (e *Exceeded) Error() string {
+	return fmt.Sprintf("top-up limit %s (%d) reached: %d left", e.Kind, e.Limit, e.Left)
+}
+
+// Is makes errors.Is(err, ErrDaily/ErrBalance) true for the right kinds.
+func (e *Exceeded) Is(target error) bool {
+	if e.Kind == KindBalance {
+		return target == ErrBalance
+	}
+	return target == ErrDaily
+}
+
+// Left is what the limits still allow (each only when its limit is on).
+type Left struct {
+	Rules
+	TodayRials, TodayCount, BalanceRials int64
+}
+
+// Left says what may still be topped up.
+func (r Rules) Left(u Usage) Left {
+	return Left{Rules: r,
+		TodayRials:   max(r.DailyMaxRials-u.TodayRials, 0),
+		TodayCount:   max(r.DailyMaxCount-u.TodayCount, 0),
+		BalanceRials: max(r.BalanceMaxRials-u.BalanceRials-u.OpenRials, 0),
+	}
+}
+
+// Check refuses a new top-up of rials that would break a limit.
+func (r Rules) Check(u Usage, rials int64) error {
+	left := r.Left(u)
+	switch {
+	case r.DailyMaxCount > 0 && left.TodayCount < 1:
+		return &Exceeded{Kind: KindDailyCount, Limit: r.DailyMaxCount, Left: 0}
+	case r.DailyMaxRials > 0 && rials > left.TodayRials:
+		return &Exceeded{Kind: KindDailyAmount, Limit: r.DailyMaxRials, Left: left.TodayRials}
+	case r.BalanceMaxRials > 0 && rials > left.BalanceRials:
+		return &Exceeded{Kind: KindBalance, Limit: r.BalanceMaxRials, Left: left.BalanceRials}
+	}
+	return nil
+}
+
+// tehran is Iran Standard Time (no daylight saving since 2022).
+var tehran = time.FixedZone("IRST", 3*3600+1800)
+
+// DayStart is the start of t's calendar day in Tehran.
+func DayStart(t time.Time) time.Time {
+	t = t.In(tehran)
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, tehran).UTC()
+}
+
+// Policy reads a user's usage and applies the rules.
+type Policy struct {
+	rules   Rules
+	reader  *paymentread.Reader
+	wallets *wallet.Service
+	now     func() time.Time
+}
+
+// NewPolicy returns the policy of rules over the user's payments and wallet.
+func NewPolicy(rules Rules, reader *paymentread.Reader, wallets *wallet.Service, now func() time.Time) *Policy {
+	if now == nil {
+		now = time.Now
+	}
+	return &Policy{rules: rules, reader: reader, wallets: wallets, now: now}
+}
+
+// Rules are the policy's limits.
+func (p *Policy) Rules() Rules { return p.rules }
+
+// Usage reads what counts against the user's limits now.
+func (p *Policy) Usage(ctx context.Context, userID int64) (Usage, error) {
+	var u Usage
+	var err error
+	u.TodayRials, u.TodayCount, u.OpenRials, err = p.reader.Usage(ctx, userID, DayStart(p.now()))
+	if err != nil {
+		return Usage{}, err
+	}
+	w, err := p.wallets.ForUser(ctx, userID)
+	if err != nil {
+		return Usage{}, fmt.Errorf("limits: wallet of user %d: %w", userID, err)
+	}
+	u.BalanceRials = w.BalanceRials
+	return u, nil
+}
+
+// Allow refuses a new top-up of rials that would break a limit (an
+// *Exceeded), reading nothing when every limit is off.
+func (p *Policy) Allow(ctx context.Context, userID, rials int64) error {
+	if !p.rules.Any() {
+		return nil
+	}
+	u, err := p.Usage(ctx, userID)
+	if err != nil {
+		return err
+	}
+	return p.rules.Check(u, rials)
+}

@@ -1,0 +1,105 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/web/api"
+)
+
+// The daily and balance limits: shown on the form with what is left
+// today, checked before anything is written, refused with one sentence on
+// the form and daily_limit_exceeded / balance_limit_exceeded in the API;
+// a repeat of a submitted form is never refused; and a payment the bank
+// already took is credited even over the cap, flagged for admins.
+func TestTopUpLimits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		bank := sandbank.New(sandbank.Options{NoControlAPI: true})
+		f := start(t, db, apptest.Options{
+			Env:    map[string]string{"TOPUP_DAILY_MAX_RIALS": "1000000", "TOPUP_DAILY_MAX_COUNT": "3"},
+			Server: server.Options{Bank: bank},
+		})
+		web := f.app.NewClient(t)
+		web.SignUp("limits@example.com")
+		var uid int64
+		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'limits@example.com'`).Scan(&uid)
+		c := f.token(t, uid, apitoken.ScopeTopUp)
+
+		form := web.Get("/wallet/topup")
+		if !strings.Contains(form.Body, `data-testid="left-today" data-rials="1000000"`) || !strings.Contains(form.Body, `data-testid="left-count" data-count="3"`) {
+			t.Fatal("the form does not show what is left today")
+		}
+		csrf, tok := web.TopUpForm()
+		if r := web.PostTopUp(csrf, tok, "60000"); r.Status != http.StatusSeeOther {
+			t.Fatalf("first top-up: %d", r.Status)
+		}
+		if r := web.PostTopUp(csrf, tok, "60000"); r.Status != http.StatusSeeOther {
+			t.Fatalf("a repeat of the submitted form was refused: %d", r.Status)
+		}
+		csrf, tok = web.TopUpForm()
+		r := web.PostTopUp(csrf, tok, "50000")
+		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "سقف شارژ روزانه") || !strings.Contains(r.Body, `data-rials="400000"`) {
+			t.Fatalf("over the daily amount: %d", r.Status)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+			t.Fatalf("%d payments after a refusal, want 1", n)
+		}
+		a := c.post("/api/v1/topups", "day-1", `{"amount_rials": 500000}`)
+		if a.Status != http.StatusUnprocessableEntity || a.Code() != "daily_limit_exceeded" {
+			t.Fatalf("API over the daily amount: %d %s", a.Status, a.Body)
+		}
+		// Nothing was stored under the key: it works for an amount that fits.
+		if a := c.post("/api/v1/topups", "day-1", `{"amount_rials": 400000}`); a.Status != http.StatusCreated {
+			t.Fatalf("API within the limit: %d %s", a.Status, a.Body)
+		}
+		if a := c.post("/api/v1/topups", "day-2", `{"amount_rials": 10000}`); a.Code() != "daily_limit_exceeded" {
+			t.Fatalf("API past the daily amount: %d %s", a.Status, a.Body)
+		}
+
+		// The balance cap counts open payments; a second instance with
+		// only that limit, on the same bank.
+		capped := apptest.Start(t, db, apptest.Options{Env: map[string]string{"BALANCE_MAX_RIALS": "1500000"}, Server: server.Options{Bank: bank}})
+		cf := &fixture{app: capped, db: db, spec: f.spec}
+		c2, _ := cf.user(t, "rich@example.com", apitoken.ScopeTopUp)
+		first := decode[api.TopUp](t, c2.post("/api/v1/topups", "b-1", `{"amount_rials": 1000000}`))
+		if a := c2.post("/api/v1/topups", "b-2", `{"amount_rials": 600000}`); a.Status != http.StatusUnprocessableEntity || a.Code() != "balance_limit_exceeded" {
+			t.Fatalf("over the balance cap: %d %s", a.Status, a.Body)
+		}
+		second := decode[api.TopUp](t, c2.post("/api/v1/topups", "b-3", `{"amount_rials": 500000}`))
+
+		// The cap is lowered while both are at the bank: both are paid and
+		// both credited all the same; the admin sees the one over the cap.
+		lowered := apptest.Start(t, db, apptest.Options{Env: map[string]string{"BALANCE_MAX_RIALS": "1000000"}, Server: server.Options{Bank: bank}})
+		browser := lowered.NewClient(t)
+		for _, tu := range []api.TopUp{first, second} {
+			back := browser.Post(*tu.PaymentURL+"/pay", url.Values{})
+			ret := strings.Replace(back.Location, capped.URL, lowered.URL, 1)
+			if got := browser.Get(ret); apptest.DataStatus(got.Body) != "credited" {
+				t.Fatalf("payment %s not credited over the lowered cap: %q", tu.ID, apptest.DataStatus(got.Body))
+			}
+		}
+		if w := decode[api.Wallet](t, c2.get("/api/v1/wallet")); w.BalanceRials != 1_500_000 {
+			t.Fatalf("balance %d, want both credits", w.BalanceRials)
+		}
+		if _, err := lowered.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := lowered.NewClient(t)
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
+		if p := admin.Get("/admin/payments/" + second.ID); !strings.Contains(p.Body, `data-testid="over-limit"`) {
+			t.Fatalf("the credit over the cap is not flagged: %d", p.Status)
+		}
+		if p := admin.Get("/admin/payments/" + first.ID); strings.Contains(p.Body, `data-testid="over-limit"`) {
+			t.Fatal("a credit within the cap is flagged")
+		}
+	})
+}
