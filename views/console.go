@@ -70,28 +70,28 @@ type PaymentDetailView struct {
 	// credit took the wallet over (credited all the same: the bank had
 	// the money).
 	OverBalanceLimit int64
-	PublicID           string
-	Status             string
-	Reason             string // in words
-	AmountRials        int64
-	VerifiedRials      int64
-	Gateway            string
-	Authority          string
-	RefID              int64
-	Card               string
-	Attempts           int
-	CreatedAt          time.Time
-	ResolvedAt         *time.Time
-	NextCheckAt        *time.Time
-	LastCheckedAt      *time.Time
-	CanRecheck         bool // "ask the bank now"
-	CanClose           bool // "close as failed" (needs_review)
-	Events             []TimelineEvent
-	Calls              []GatewayCallView
-	Ledger             *LedgerRow
-	User               ConsoleUser
-	UserPayments       []ConsolePaymentRow
-	Actions            []AuditRow
+	PublicID         string
+	Status           string
+	Reason           string // in words
+	AmountRials      int64
+	VerifiedRials    int64
+	Gateway          string
+	Authority        string
+	RefID            int64
+	Card             string
+	Attempts         int
+	CreatedAt        time.Time
+	ResolvedAt       *time.Time
+	NextCheckAt      *time.Time
+	LastCheckedAt    *time.Time
+	CanRecheck       bool // "ask the bank now"
+	CanClose         bool // "close as failed" (needs_review)
+	Events           []TimelineEvent
+	Calls            []GatewayCallView
+	Ledger           *LedgerRow
+	User             ConsoleUser
+	UserPayments     []ConsolePaymentRow
+	Actions          []AuditRow
 }
 
 // TimelineEvent is one status change of a payment.
