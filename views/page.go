@@ -151,6 +151,13 @@ type PaymentView struct {
 	RefreshSeconds int
 	// Neutral: the viewer is not the payer; only the status is shown.
 	Neutral bool
+	// BankURL, when set, is the bank's page of a payment the payer has not
+	// paid yet (it is still open there): "back to the bank's page", and
+	// "I won't pay this one" (Abandon).
+	BankURL string
+	// Dismissed: the payer said they will not pay it; the bank has not
+	// said it failed yet.
+	Dismissed bool
 }
 
 func itoa(n int64) string {

@@ -238,6 +238,7 @@ func New(d Deps) *fiber.App {
 	app.Get("/payments/:id/return", s.paymentReturn)
 	app.Post("/payments/:id/return", s.paymentReturn)
 	app.Get("/payments/:id", s.requireUser, s.receipt)
+	app.Post("/payments/:id/abandon", s.requireUser, s.abandon)
 
 	app.Get("/account/tokens", s.requireUser, s.tokensPage)
 	app.Post("/account/tokens", s.requireUser, s.createToken)

@@ -96,9 +96,60 @@ func (s *Server) receipt(c *fiber.Ctx) error {
 		return err
 	}
 	v := paymentView(p)
+	if err := s.unpaidView(c, p, &v); err != nil {
+		return err
+	}
 	pg := s.page(c, views.ReceiptTitleKey(v.Status))
 	if p.Status == payment.StatusPendingVerification {
 		pg.RefreshURL, pg.RefreshSeconds = "/payments/"+p.PublicID, pendingRefreshSeconds
 	}
 	return render(c, fiber.StatusOK, views.Receipt(pg, v))
+}
+
+// unpaidView offers the payer of a payment the bank still holds open, and
+// that never came back from the bank, the way back to the bank's page and
+// "I won't pay this one".
+func (s *Server) unpaidView(c *fiber.Ctx, p payment.Payment, v *views.PaymentView) error {
+	if p.Status != payment.StatusAwaitingPayment && p.Status != payment.StatusPendingVerification {
+		return nil
+	}
+	if p.Status == payment.StatusAwaitingPayment && p.ReturnedAt == nil && p.Authority != nil {
+		v.BankURL = s.Payments.Gateway().PayURL(*p.Authority)
+	}
+	d, err := s.Reads.Dismissed(c.UserContext(), p.UserID, []int64{p.ID})
+	if err != nil {
+		return err
+	}
+	v.Dismissed = d[p.ID]
+	return nil
+}
+
+// abandon is "I won't pay this one": the bank is asked first (a payment it
+// was paid for is credited, one it says was not paid fails: never failed
+// on our word alone); if the bank cannot say yet, the payment leaves the
+// payer's "in progress" list and the worker keeps asking.
+func (s *Server) abandon(c *fiber.Ctx) error {
+	p, err := s.Payments.ForOwner(c.UserContext(), c.Params("id"), currentUser(c).ID)
+	if errors.Is(err, payment.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	withPayment(c, p.PublicID)
+	if p.Status == payment.StatusAwaitingPayment || p.Status == payment.StatusCreated {
+		resolved, err := s.Payments.Resolve(c.UserContext(), p)
+		if err != nil {
+			s.Log.WarnContext(c.UserContext(), "abandon: the bank could not be asked", "err", err)
+		} else {
+			p = resolved
+		}
+		if p.Status == payment.StatusAwaitingPayment || p.Status == payment.StatusCreated || p.Status == payment.StatusPendingVerification {
+			if err := s.Reads.Dismiss(c.UserContext(), p.UserID, p.ID, s.Now()); err != nil {
+				return err
+			}
+		}
+		s.Log.InfoContext(c.UserContext(), "payer abandoned a payment", "status", p.Status)
+	}
+	return c.Redirect("/payments/"+p.PublicID, fiber.StatusSeeOther)
 }

@@ -40,7 +40,18 @@ func (s *Server) walletPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	ids := make([]int64, len(open))
+	for i, p := range open {
+		ids[i] = p.ID
+	}
+	dismissed, err := s.Reads.Dismissed(c.UserContext(), u.ID, ids)
+	if err != nil {
+		return err
+	}
 	for _, p := range open {
+		if dismissed[p.ID] {
+			continue // the payer will not pay it: not "in progress" for them
+		}
 		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status), CreatedAt: p.CreatedAt})
 	}
 	for _, it := range items {

@@ -91,6 +91,12 @@ var accountFA = map[string]string{ // #nosec G101 -- UI text, not credentials
 	"limits.error_balance":        "موجودی کیف پول حداکثر {limit} می‌تواند باشد (با پرداخت‌های در جریان)؛ فقط {left} دیگر جا دارد.",
 	"signin.too_many":             "تلاش‌های زیادی برای ورود از شبکهٔ شما شده است. {seconds} ثانیه دیگر دوباره تلاش کنید.",
 	"signup.too_many":             "حساب‌های زیادی از شبکهٔ شما ساخته شده است. {seconds} ثانیه دیگر دوباره تلاش کنید.",
+	"unpaid.title":                "این پرداخت هنوز در بانک انجام نشده است",
+	"unpaid.text":                 "صفحهٔ پرداخت بانک هنوز باز است. اگر می‌خواهید پرداخت کنید، به صفحهٔ بانک برگردید؛ اگر نه، بگویید تا آن را از فهرست «در جریان» برداریم.",
+	"unpaid.back_to_bank":         "بازگشت به صفحهٔ بانک",
+	"unpaid.abandon":              "این را پرداخت نمی‌کنم",
+	"unpaid.abandon_hint":         "پیش از هر کاری از بانک می‌پرسیم؛ اگر پرداخت انجام شده باشد، به کیف پول شما واریز می‌شود.",
+	"unpaid.dismissed":            "این پرداخت از فهرست «در جریان» برداشته شد. بانک هنوز نتیجه را اعلام نکرده است و ما همچنان از آن می‌پرسیم؛ اگر پولی گرفته شده باشد، واریز می‌شود.",
 }
 
 var accountEN = map[string]string{ // #nosec G101 -- UI text, not credentials
@@ -181,4 +187,10 @@ var accountEN = map[string]string{ // #nosec G101 -- UI text, not credentials
 	"limits.error_balance":        "A wallet holds at most {limit} (payments in progress included); there is room for only {left} more.",
 	"signin.too_many":             "Too many sign-in attempts from your network. Try again in {seconds} seconds.",
 	"signup.too_many":             "Too many sign-ups from your network. Try again in {seconds} seconds.",
+	"unpaid.title":                "You have not paid this at the bank yet",
+	"unpaid.text":                 "The bank's payment page is still open. To pay, go back to it; if you will not, say so and it leaves your \"in progress\" list.",
+	"unpaid.back_to_bank":         "Back to the bank's page",
+	"unpaid.abandon":              "I won't pay this one",
+	"unpaid.abandon_hint":         "We ask the bank first: if it was paid after all, it is credited to your wallet.",
+	"unpaid.dismissed":            "This payment left your \"in progress\" list. The bank has not given its outcome yet and we keep asking; if money was taken, it is credited.",
 }

@@ -47,7 +47,17 @@ CREATE TABLE notice_cursors (
     last_event_id BIGINT NOT NULL
 );
 
+-- Open payments the payer said they will not pay ("I won't pay this
+-- one"): they leave the wallet's "in progress" list while the bank, asked
+-- first, has not yet said they failed (the worker keeps asking).
+CREATE TABLE dismissed_payments (
+    payment_id   BIGINT PRIMARY KEY REFERENCES payments (id),
+    user_id      BIGINT NOT NULL REFERENCES users (id),
+    dismissed_at DATETIME NOT NULL
+);
+
 -- +goose Down
+DROP TABLE dismissed_payments;
 DROP TABLE notice_cursors;
 ALTER TABLE users DROP COLUMN receipts_enabled;
 DROP TABLE password_resets;

@@ -1,0 +1,105 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// A payment the payer never paid says so, offers the bank's page again
+// and "I won't pay this one". That asks the bank first: paid after all is
+// credited, not paid fails, and while the bank cannot say, the payment
+// only leaves the wallet's "in progress" list.
+func TestUnpaidPageIsHonest(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c, payURL := startTopUp(t, app, "unpaid@example.com", "50000")
+		var publicID string
+		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+		page := c.GetIn("en", "/payments/"+publicID)
+		if !strings.Contains(page.Body, `data-testid="result-unpaid"`) || !strings.Contains(page.Body, `href="`+payURL+`"`) ||
+			!strings.Contains(page.Body, `data-testid="abandon"`) || strings.Contains(page.Body, "no need to pay again") {
+			t.Fatalf("unpaid page: %d", page.Status)
+		}
+		if r := c.Post("/payments/"+publicID+"/abandon", url.Values{}); r.Status != http.StatusForbidden {
+			t.Fatalf("abandon without csrf: %d", r.Status)
+		}
+		stranger := app.NewClient(t)
+		stranger.SignUp("stranger@example.com")
+		if r := stranger.Submit("/wallet", "/payments/"+publicID+"/abandon", nil); r.Status != http.StatusNotFound {
+			t.Fatalf("someone else's abandon: %d", r.Status)
+		}
+		// Not paid, and the bank still holds its page open: nothing is
+		// failed on our word; the payment leaves "in progress".
+		if !strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+			t.Fatal("the open payment is not in progress on the wallet page")
+		}
+		r := c.Submit("/payments/"+publicID, "/payments/"+publicID+"/abandon", nil)
+		if r.Status != http.StatusSeeOther {
+			t.Fatalf("abandon: %d", r.Status)
+		}
+		after := c.Get("/payments/" + publicID)
+		if got := apptest.DataStatus(after.Body); got != "awaiting_payment" || !strings.Contains(after.Body, `data-testid="unpaid-dismissed"`) ||
+			strings.Contains(after.Body, `data-testid="abandon"`) || !strings.Contains(after.Body, `data-testid="back-to-bank"`) {
+			t.Fatalf("after abandon: %q", got)
+		}
+		if strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+			t.Fatal("a dismissed payment is still in progress on the wallet page")
+		}
+
+		// Paid at the bank, but the browser never came back: "I won't pay"
+		// finds the money and credits it.
+		csrf, tok := c.TopUpForm()
+		r = c.PostTopUp(csrf, tok, "30000")
+		payAtBank(t, c, r.Location, "pay") // the redirect back is not followed
+		var paidID string
+		db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id DESC LIMIT 1`).Scan(&paidID)
+		c.Submit("/payments/"+paidID, "/payments/"+paidID+"/abandon", nil)
+		if got := apptest.DataStatus(c.Get("/payments/" + paidID).Body); got != "credited" || c.Balance() != 300_000 {
+			t.Fatalf("a paid payment abandoned: %q, balance %d", got, c.Balance())
+		}
+	})
+}
+
+// While the bank cannot say, "I won't pay this one" fails nothing: the
+// payment stays open (the worker keeps asking) and leaves the list of
+// payments in progress.
+func TestAbandonWhileTheBankCannotSay(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	gw := paymenttest.NewGateway()
+	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Gateway: gw}})
+	c := app.NewClient(t)
+	c.SignUp("unsure@example.com")
+	csrf, tok := c.TopUpForm()
+	if r := c.PostTopUp(csrf, tok, "50000"); r.Status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d", r.Status)
+	}
+	var publicID string
+	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	if !strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+		t.Fatal("the open payment is not in progress on the wallet page")
+	}
+	gw.Set(func(g *paymenttest.Gateway) {
+		g.VerifyFn = paymenttest.VerifyErr(paymenttest.Transient("verify"))
+		g.InquireFn = nil
+	})
+	gw.Unknown.Store(true)
+	c.Submit("/payments/"+publicID, "/payments/"+publicID+"/abandon", nil)
+	page := c.Get("/payments/" + publicID)
+	if got := apptest.DataStatus(page.Body); (got != "awaiting_payment" && got != "pending_verification") || !strings.Contains(page.Body, `data-testid="unpaid-dismissed"`) {
+		t.Fatalf("after abandon with the bank unsure: %q", got)
+	}
+	if strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+		t.Fatal("a dismissed payment is still in progress on the wallet page")
+	}
+	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status IN ('awaiting_payment', 'pending_verification')`); n != 1 {
+		t.Fatal("the payment was closed without the bank's word")
+	}
+}
