@@ -202,6 +202,7 @@ func TestAccessibility(t *testing.T) {
 				{"receipt (pending)", "/payments/" + f.Pending.PublicID, "result-pending"},
 				{"bank page", f.OpenPayURL, "bank-pay"},
 				{"bank (already paid)", f.PaidPayURL, "bank-paid"},
+				{"receipt (not paid yet)", "/payments/" + f.openPublicID(t), "result-unpaid"},
 			} {
 				if i == 4 {
 					b.CheckNoProblems()

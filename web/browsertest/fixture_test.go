@@ -277,3 +277,14 @@ func (f *fixture) passAdminChecks(t *testing.T, b *Tab, email string) {
 		t.Fatal(err)
 	}
 }
+
+// openPublicID is the public id of the payment still waiting at the bank
+// (OpenPayURL): its receipt is the "not paid yet" page.
+func (f *fixture) openPublicID(t *testing.T) string {
+	t.Helper()
+	var id string
+	if err := f.App.DB.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, apptest.Authority(f.OpenPayURL)).Scan(&id).Error; err != nil || id == "" {
+		t.Fatalf("open payment: %v", err)
+	}
+	return id
+}

@@ -116,6 +116,7 @@ func TestScreenshots(t *testing.T) {
 			// The account's pages (issue 18), in a tab of their own.
 			account := f.Tab(t, lang, f.User, d.view)
 			shot(account, "payments", "/wallet/payments", "payment-row")
+			shot(account, "unpaid", "/payments/"+f.openPublicID(t), "result-unpaid")
 			shot(account, "account", "/account", "receipts-form")
 			shot(account, "password", "/account/password", "password-form")
 			account.CheckNoProblems()
