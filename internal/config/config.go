@@ -83,6 +83,9 @@ type Config struct {
 	// client address for sign-in and sign-up, per user for top-ups);
 	// 0 turns the limit off (load runs).
 	RateLimitSignIn int
+	// RateLimitSignUp is sign-ups per minute per client address, counted
+	// apart from sign-ins.
+	RateLimitSignUp int
 	RateLimitTopUp  int
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
 	ReconcileInterval time.Duration
@@ -99,6 +102,17 @@ type Config struct {
 	// gives none; APITokensPerUser caps a user's live tokens.
 	APITokenDefaultDays int
 	APITokensPerUser    int
+	// SMTPURL is the mail server (smtp:// with STARTTLS when offered,
+	// smtps:// with implicit TLS); empty: mail is written into
+	// DataDir/mail (development).
+	SMTPURL string
+	// MailFrom is the sender of every mail ("Name <address>").
+	MailFrom string
+	// Per-user limits (0: off): rials and top-ups started per Tehran day,
+	// and the most a wallet may hold (open payments counted).
+	TopUpDailyMaxRials int64
+	TopUpDailyMaxCount int64
+	BalanceMaxRials    int64
 	// DatabaseMaxConns: the PostgreSQL pool of one instance (0: the
 	// default, store.DefaultPoolSize).
 	DatabaseMaxConns int
@@ -282,6 +296,10 @@ func (c *Config) check(l *loader) {
 	}
 	if c.RetentionGatewayCalls > 0 && c.RetentionGatewayCalls < 24*time.Hour {
 		l.bad("RETENTION_GATEWAY_CALLS", "must be at least 24h, or off")
+	}
+	if c.SMTPURL == "" && !c.Dev {
+		c.Warnings = append(c.Warnings, "SMTP_URL is not set: mail (password reset links, receipts) is only written into "+
+			filepath.Join(c.DataDir, "mail")+" and nobody receives it")
 	}
 	if l.ok("IDEMPOTENCY_KEY_TTL") && c.IdempotencyKeyTTL < time.Minute {
 		l.bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")

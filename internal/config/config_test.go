@@ -221,6 +221,13 @@ func TestLoadErrors(t *testing.T) {
 		{"log level", map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
 		{"log format", map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
 		{"worker stale-created within the budget", map[string]string{"WORKER_STALE_CREATED": "5s"}, "WORKER_STALE_CREATED"},
+		{"smtp url scheme", map[string]string{"SMTP_URL": "http://mail.example.com"}, "SMTP_URL"},
+		{"smtp url without host", map[string]string{"SMTP_URL": "smtp://"}, "SMTP_URL"},
+		{"mail from", map[string]string{"MAIL_FROM": "not an address"}, "MAIL_FROM"},
+		{"daily max negative", map[string]string{"TOPUP_DAILY_MAX_RIALS": "-1"}, "TOPUP_DAILY_MAX_RIALS"},
+		{"daily count words", map[string]string{"TOPUP_DAILY_MAX_COUNT": "ten"}, "TOPUP_DAILY_MAX_COUNT"},
+		{"balance max", map[string]string{"BALANCE_MAX_RIALS": "1.5"}, "BALANCE_MAX_RIALS"},
+		{"signup rate", map[string]string{"RATE_LIMIT_SIGNUP": "-3"}, "RATE_LIMIT_SIGNUP"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -754,5 +761,31 @@ func TestPrepareDataDirNarrowsAWideFolder(t *testing.T) {
 	}
 	if _, err := config.PrepareDataDir(file); err == nil {
 		t.Errorf("a file as DATA_DIR accepted")
+	}
+}
+
+// Mail settings: the default sender is on BASE_URL's host; without
+// SMTP_URL outside development, serve warns that nobody receives mail.
+func TestMailSettings(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"BASE_URL": "https://wallet.example.com", "GATEWAY": "zarinpal",
+		"ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555", "SESSION_SECRET": strongSecret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MailFrom != "Kifpool <noreply@wallet.example.com>" || c.SMTPURL != "" {
+		t.Fatalf("mail: from %q, smtp %q", c.MailFrom, c.SMTPURL)
+	}
+	warned := false
+	for _, w := range c.Warnings {
+		warned = warned || strings.Contains(w, "SMTP_URL is not set")
+	}
+	if !warned {
+		t.Fatalf("no warning about mail going nowhere: %q", c.Warnings)
+	}
+	c, err = config.Load(env(map[string]string{"SMTP_URL": "smtps://u:p@mail.example.com", "MAIL_FROM": "Wallet <w@example.com>",
+		"TOPUP_DAILY_MAX_RIALS": "5_000_000", "BALANCE_MAX_RIALS": "20000000"}))
+	if err != nil || c.SMTPURL != "smtps://u:p@mail.example.com" || c.MailFrom != "Wallet <w@example.com>" ||
+		c.TopUpDailyMaxRials != 5_000_000 || c.BalanceMaxRials != 20_000_000 || c.TopUpDailyMaxCount != 0 {
+		t.Fatalf("%v %+v", err, c)
 	}
 }

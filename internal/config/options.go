@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/mail"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -330,11 +331,23 @@ func ownOptions() []Option {
 				},
 				show: func(c Config) string { return c.MetricsToken }}},
 		{Name: "RATE_LIMIT_SIGNIN", Group: groupLimits, Default: "20",
-			Doc: "sign-in and sign-up attempts per minute per client address; `0` turns the limit off (load runs only)",
+			Doc: "sign-in attempts (and password reset submits) per minute per client address; above it the page says how many seconds to wait, with `Retry-After`; `0` turns the limit off (load runs only)",
 			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitSignIn })},
 		{Name: "RATE_LIMIT_TOPUP", Group: groupLimits, Default: "30",
 			Doc: "top-ups per minute per user, through the form and the API together (every token of the user shares it); replays of one form (a double click: the same form token) do not count; `0` turns the limit off (load runs only)",
 			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitTopUp })},
+		{Name: "RATE_LIMIT_SIGNUP", Group: groupLimits, Default: "10",
+			Doc: "sign-ups per minute per client address, counted apart from sign-ins; above it the page says how many seconds to wait, with `Retry-After`; `0` turns it off",
+			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitSignUp })},
+		{Name: "TOPUP_DAILY_MAX_RIALS", Group: groupLimits, Default: "0",
+			Doc: "rials a user may top up per Tehran calendar day (top-ups started that did not fail); the form shows what is left, the API answers `422` `daily_limit_exceeded`; `0` turns it off",
+			p:   limitField(func(c *Config) *int64 { return &c.TopUpDailyMaxRials })},
+		{Name: "TOPUP_DAILY_MAX_COUNT", Group: groupLimits, Default: "0",
+			Doc: "top-ups a user may start per Tehran day (failed ones do not count); `daily_limit_exceeded`; `0` turns it off",
+			p:   limitField(func(c *Config) *int64 { return &c.TopUpDailyMaxCount })},
+		{Name: "BALANCE_MAX_RIALS", Group: groupLimits, Default: "0",
+			Doc: "the most a wallet may hold, payments still open included; `balance_limit_exceeded`; `0` turns it off. Limits are checked before a top-up writes anything and never refuse a credit: a payment the bank already took is credited, and the admin's payment page flags a credit that took the balance over the cap",
+			p:   limitField(func(c *Config) *int64 { return &c.BalanceMaxRials })},
 		{Name: "TRUSTED_PROXIES", Group: groupSecurity,
 			Doc: "reverse proxies whose `X-Forwarded-For`/`-Proto`/`-Host` are believed (rate limits, the Origin check); from anyone else they are ignored",
 			p: parser{accepts: "IPs or CIDRs, comma-separated",
@@ -403,6 +416,36 @@ func ownOptions() []Option {
 		{Name: "API_TOKENS_PER_USER", Group: groupLimits, Default: "10",
 			Doc: "live (unrevoked, unexpired) API tokens a user may hold",
 			p:   intField(1, 1000, func(c *Config) *int { return &c.APITokensPerUser })},
+		{Name: "SMTP_URL", Group: groupServer, Secret: true,
+			DefaultDoc: "unset: each mail is written as an `.eml` file into `DATA_DIR/mail` and logged; outside development `serve` warns that nobody receives mail",
+			Doc:        "mail server: `smtp://user:pass@host:port` (port 587 by default; STARTTLS when the server offers it; the password is sent only over TLS or to this machine) or `smtps://…` (implicit TLS, port 465)",
+			p: parser{accepts: "`smtp://[user:pass@]host[:port]` or `smtps://…`",
+				set: func(c *Config, v string) error {
+					if v == "" {
+						return nil
+					}
+					u, err := url.Parse(v)
+					if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" {
+						return fmt.Errorf("want smtp://[user:pass@]host[:port] (STARTTLS when offered) or smtps://… (implicit TLS)")
+					}
+					c.SMTPURL = v
+					return nil
+				},
+				show: func(c Config) string { return c.SMTPURL }}},
+		{Name: "MAIL_FROM", Group: groupServer, Default: "Kifpool <noreply@localhost>",
+			DefaultDoc: "`Kifpool <noreply@HOST>`, HOST being `BASE_URL`'s host name (`localhost` for an IP address)",
+			Doc:        "sender of every mail",
+			dynamic:    func(c *Config, _ Getenv) string { return "Kifpool <noreply@" + mailDomain(c.BaseURL) + ">" },
+			p: parser{accepts: "an address, optionally with a name: `Kifpool <noreply@example.com>`",
+				set: func(c *Config, v string) error {
+					a, err := mail.ParseAddress(v)
+					if err != nil || !strings.Contains(a.Address, "@") {
+						return fmt.Errorf("want an address such as \"Kifpool <noreply@example.com>\", got %q", v)
+					}
+					c.MailFrom = v
+					return nil
+				},
+				show: func(c Config) string { return c.MailFrom }}},
 		{Name: "RETENTION_SESSIONS", Group: groupRetention, Default: "24h",
 			Doc: "expired sessions are deleted this long after they expired (`off` keeps them); see docs/operations.md",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.RetentionSessions })},
@@ -541,6 +584,30 @@ func perMinuteField(field func(*Config) *int) parser {
 			return nil
 		},
 		show: func(c Config) string { return strconv.Itoa(*field(&c)) }}
+}
+
+// limitField is a whole number where `0` turns the limit off.
+func limitField(field func(*Config) *int64) parser {
+	return parser{accepts: "a whole number, `0` for no limit (`_` separators allowed)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+			if err != nil || n < 0 || n > 1_000_000_000_000_000 {
+				return fmt.Errorf("want a whole number (0 turns the limit off), got %q", v)
+			}
+			*field(c) = n
+			return nil
+		},
+		show: func(c Config) string { return strconv.FormatInt(*field(&c), 10) }}
+}
+
+// mailDomain is the host of BASE_URL for the default sender ("localhost"
+// for an IP address, which is no mail domain).
+func mailDomain(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" || net.ParseIP(u.Hostname()) != nil {
+		return "localhost"
+	}
+	return u.Hostname()
 }
 
 // formatDuration writes a duration as people write it: 2m, not 2m0s.
