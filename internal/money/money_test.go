@@ -176,3 +176,11 @@ func FuzzParseTomans(f *testing.F) {
 		}
 	})
 }
+
+func TestLatinDigits(t *testing.T) {
+	for in, want := range map[string]string{"۱۴۰۴/۰۹/۱۰": "1404/09/10", "٣٠": "30", "abc 12": "abc 12", "": ""} {
+		if got := money.LatinDigits(in); got != want {
+			t.Errorf("LatinDigits(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

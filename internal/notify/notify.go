@@ -125,7 +125,7 @@ func (n *Notifier) ResetMailer() auth.ResetMailer {
 	return func(tx *gorm.DB, u auth.User, token string, expires time.Time) error {
 		l := langOf(u.Locale)
 		c := content{Lang: l, Subject: i18n.T(l, "mail.reset.subject"),
-			Intro:    []string{i18n.T(l, "mail.reset.intro", "email", u.Email), i18n.T(l, "mail.reset.valid", "minutes", int(auth.ResetLifetime/time.Minute))},
+			Intro:    []string{i18n.T(l, "mail.reset.intro", "email", u.Email), i18n.T(l, "mail.reset.valid", "minutes", int64(auth.ResetLifetime/time.Minute))},
 			Link:     n.baseURL + "/password/reset/" + token,
 			LinkText: i18n.T(l, "mail.reset.link"),
 			Footer:   []string{i18n.T(l, "mail.reset.ignore")},
