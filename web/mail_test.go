@@ -107,7 +107,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		}
 
 		page := anon.Get(link[0])
-		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="reset-form"`) || page.Header.Get("Referrer-Policy") != "no-referrer" {
+		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="reset-form"`) || page.Header.Get("Referrer-Policy") != "same-origin" {
 			t.Fatalf("reset page: %d %q", page.Status, page.Header.Get("Referrer-Policy"))
 		}
 		csrf := apptest.Field(page.Body, "_csrf")

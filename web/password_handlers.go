@@ -94,9 +94,9 @@ func (s *Server) forgot(c *fiber.Ctx) error {
 }
 
 // resetForm shows the new-password form of a live reset link. The page is
-// never cached and sends no Referer (the link is a secret).
+// never cached, and like every page (Referrer-Policy: same-origin) sends
+// no Referer to another site (the link is a secret).
 func (s *Server) resetForm(c *fiber.Ctx) error {
-	c.Set("Referrer-Policy", "no-referrer")
 	tok := c.Params("token")
 	u, err := s.Auth.CheckReset(c.UserContext(), tok)
 	if errors.Is(err, auth.ErrResetInvalid) {
@@ -111,7 +111,6 @@ func (s *Server) resetForm(c *fiber.Ctx) error {
 // reset uses the link once: new password, every session ended, every API
 // token revoked; then the sign-in page says so.
 func (s *Server) reset(c *fiber.Ctx) error {
-	c.Set("Referrer-Policy", "no-referrer")
 	tok := c.Params("token")
 	u, ended, err := s.Auth.ResetPassword(c.UserContext(), tok, c.FormValue("password"))
 	switch {
