@@ -301,21 +301,6 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	return c.SendString("ready")
 }
 
-// limit allows max requests per window and key (0: no limit); skip, when
-// set, names requests that do not count (a replay of a submitted form).
-func (s *Server) limit(max int, window time.Duration, key func(*fiber.Ctx) string, skip func(*fiber.Ctx) bool) fiber.Handler {
-	if !s.RateLimits || max <= 0 {
-		return func(c *fiber.Ctx) error { return c.Next() }
-	}
-	return limiter.New(limiter.Config{
-		Max: max, Expiration: window, KeyGenerator: key, Next: skip,
-		LimiterMiddleware: limiter.SlidingWindow{},
-		LimitReached: func(c *fiber.Ctx) error {
-			return fiber.NewError(fiber.StatusTooManyRequests, "too many requests")
-		},
-	})
-}
-
 // limitPage allows max requests a minute per key (0: no limit); above it,
 // page answers with the seconds to wait (Retry-After is set).
 func (s *Server) limitPage(max int, key func(*fiber.Ctx) string, page func(c *fiber.Ctx, secs int64) error) fiber.Handler {
