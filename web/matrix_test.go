@@ -209,6 +209,12 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				get: p(all(http.StatusBadRequest)), post: p(all(http.StatusBadRequest))},
 			{path: "/payments/:id", url: "/payments/" + ownPayment, get: p(who{see, ok, nf, nf})},
 			{path: "/account/tokens", get: p(signedIn(ok)), post: p(signedIn(unp))},
+			{path: "/account/receipts", post: p(signedIn(see))},
+			{path: "/password/forgot", get: p(all(ok)), post: p(all(ok))}, // the same answer for any address
+			{path: "/password/reset/:token", url: "/password/reset/no-such-link", get: p(all(http.StatusGone)), post: p(all(http.StatusGone))},
+			{path: "/payments/:id/abandon", url: "/payments/" + ownPayment + "/abandon", post: p(who{see, see, nf, nf})},
+			{path: "/wallet/payments", get: p(signedIn(ok))},
+			{path: "/wallet/payments.csv", get: p(signedIn(ok))},
 			{path: "/account/tokens/:id/revoke", url: "/account/tokens/" + spare + "/revoke", post: p(who{see, see, nf, nf})},
 			{path: "/admin/2fa", get: p(who{see, nf, ok, see}), post: p(who{see, nf, unp, unp})}, // no code typed
 			{path: "/admin/", url: "/admin", get: p(adminOnly(ok))},

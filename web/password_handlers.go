@@ -112,6 +112,11 @@ func (s *Server) resetForm(c *fiber.Ctx) error {
 // token revoked; then the sign-in page says so.
 func (s *Server) reset(c *fiber.Ctx) error {
 	tok := c.Params("token")
+	if _, err := s.Auth.CheckReset(c.UserContext(), tok); errors.Is(err, auth.ErrResetInvalid) {
+		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+	} else if err != nil {
+		return err
+	}
 	u, ended, err := s.Auth.ResetPassword(c.UserContext(), tok, c.FormValue("password"))
 	switch {
 	case errors.Is(err, auth.ErrResetInvalid):

@@ -39,7 +39,9 @@ func (passwordReset) TableName() string { return "password_resets" }
 // address (known or not) and per client (the requester's IP), as sign-in
 // guesses are: a *ThrottledError says how long to wait.
 func (s *Service) RequestReset(ctx context.Context, email, client string) error {
-	if err := s.takeAttempt(ctx, "reset-client:"+client); err != nil {
+	// Per client: 20 free (an office behind one address), then waits
+	// that double; per address: 5, as sign-in.
+	if err := s.takeAttemptFree(ctx, "reset-client:"+client, 20); err != nil {
 		return err
 	}
 	email, err := NormalizeEmail(email)

@@ -63,6 +63,12 @@ func (authThrottle) TableName() string { return "auth_throttles" }
 // takeAttempt counts an attempt on key, or refuses it with a
 // *ThrottledError while the key is locked.
 func (s *Service) takeAttempt(ctx context.Context, key string) error {
+	return s.takeAttemptFree(ctx, key, FreeAttempts)
+}
+
+// takeAttemptFree is takeAttempt with free attempts before the waits
+// start (a client address shared by an office gets more than an account).
+func (s *Service) takeAttemptFree(ctx context.Context, key string, free int) error {
 	now := s.now().UTC()
 	var wait time.Duration
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -87,7 +93,7 @@ func (s *Service) takeAttempt(ctx context.Context, key string) error {
 		}
 		n := row.Failures + 1
 		return tx.Model(&authThrottle{}).Where("key = ?", key).
-			Updates(map[string]any{"failures": n, "locked_until": now.Add(throttleDelay(n)), "updated_at": now}).Error
+			Updates(map[string]any{"failures": n, "locked_until": now.Add(throttleDelay(n - free + FreeAttempts)), "updated_at": now}).Error
 	})
 	if err != nil {
 		return fmt.Errorf("throttle %s: %w", key, err)
