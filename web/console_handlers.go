@@ -215,7 +215,7 @@ func (s *Server) adminPaymentsCSV(c *fiber.Ctx) error {
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
 				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), s.gatewayLabel(p.Gateway),
 				csvCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", csvCell(p.CardPANMasked), "",
-				i18n.JalaliDate(p.CreatedAt), i18n.TehranClock(p.CreatedAt), i18n.T(l, "status."+p.Status)}
+				i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), i18n.T(l, "status."+p.Status)}
 			if p.Authority != nil {
 				rec[8] = csvCell(*p.Authority)
 			}

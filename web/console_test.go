@@ -130,7 +130,7 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 		// Beside the ISO instant: the Jalali date, the Tehran time and the
 		// status in the admin's language (this admin chose English).
 		if h, got := recs[0], recs[1]; len(got) != 15 || h[12] != "created_date_jalali" || h[14] != "status_en" ||
-			got[12] != i18n.JalaliDate(first.CreatedAt) || got[13] != i18n.TehranClock(first.CreatedAt) || got[14] != "Credited" {
+			got[12] != i18n.JalaliDate(i18n.EN, first.CreatedAt) || got[13] != i18n.TehranClock(first.CreatedAt) || got[14] != "Credited" {
 			t.Errorf("csv localized columns %v / %v", h, got)
 		}
 		// Counts per status for the current filter.

@@ -117,7 +117,7 @@ func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
 			if p.RefID != nil {
 				ref = strconv.FormatInt(*p.RefID, 10)
 			}
-			_ = w.Write([]string{i18n.JalaliDate(p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
+			_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
 				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
 				i18n.T(l, "status."+string(p.Status)), string(p.Status), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked})
 			n++

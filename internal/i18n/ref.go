@@ -3,8 +3,6 @@ package i18n
 import (
 	"strings"
 	"time"
-
-	ptime "github.com/yaa110/go-persian-calendar"
 )
 
 // ShortRef is a payment's reference as people read, say and type it: the
@@ -24,10 +22,6 @@ func ShortRef(publicID string) string {
 	}
 	return b.String()
 }
-
-// JalaliDate is t's Tehran calendar day in the Jalali calendar with Latin
-// digits ("1404/09/10"), for exports that spreadsheets and scripts read.
-func JalaliDate(t time.Time) string { return ptime.New(t.In(tehran())).Format("yyyy/MM/dd") }
 
 // TehranClock is t's wall-clock time in Tehran ("14:05:09").
 func TehranClock(t time.Time) string { return t.In(tehran()).Format("15:04:05") }
