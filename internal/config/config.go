@@ -95,7 +95,7 @@ type Config struct {
 	// Retention (internal/retention): how long expired sessions, quiet
 	// sign-in throttles and the bank calls of failed payments are kept;
 	// 0 keeps them for ever (RETENTION_*=off).
-	RetentionSessions, RetentionThrottles, RetentionGatewayCalls time.Duration
+	RetentionSessions, RetentionThrottles, RetentionGatewayCalls, RetentionMail time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
 	APITopUpsPerMinute int
 	// APITokenDefaultDays is a new API token's validity when its creator
@@ -296,6 +296,9 @@ func (c *Config) check(l *loader) {
 	}
 	if c.RetentionGatewayCalls > 0 && c.RetentionGatewayCalls < 24*time.Hour {
 		l.bad("RETENTION_GATEWAY_CALLS", "must be at least 24h, or off")
+	}
+	if c.RetentionMail > 0 && c.RetentionMail < 24*time.Hour {
+		l.bad("RETENTION_MAIL", "must be at least 24h, or off")
 	}
 	if c.SMTPURL == "" && !c.Dev {
 		c.Warnings = append(c.Warnings, "SMTP_URL is not set: mail (password reset links, receipts) is only written into "+

@@ -214,6 +214,7 @@ func TestLoadErrors(t *testing.T) {
 		{"idempotency ttl too short", map[string]string{"IDEMPOTENCY_KEY_TTL": "10s"}, "IDEMPOTENCY_KEY_TTL"},
 		{"throttle retention below their memory", map[string]string{"RETENTION_THROTTLES": "1h"}, "RETENTION_THROTTLES"},
 		{"gateway call retention too short", map[string]string{"RETENTION_GATEWAY_CALLS": "5m"}, "RETENTION_GATEWAY_CALLS"},
+		{"mail retention too short", map[string]string{"RETENTION_MAIL": "1h"}, "RETENTION_MAIL"},
 		{"idempotency ttl not a duration", map[string]string{"IDEMPOTENCY_KEY_TTL": "1 day"}, "IDEMPOTENCY_KEY_TTL"},
 		{"api rate zero", map[string]string{"API_TOPUPS_PER_MINUTE": "0"}, "API_TOPUPS_PER_MINUTE"},
 		{"worker interval bad", map[string]string{"WORKER_INTERVAL": "sometimes"}, "WORKER_INTERVAL"},

@@ -1,6 +1,7 @@
 // Package retention deletes what the app no longer needs, after stated
 // times (RETENTION_* variables): sessions some time after they expired,
-// sign-in throttles quiet for long enough, and the bank calls of payments
+// sign-in throttles quiet for long enough, e-mails long sent or given up,
+// and the bank calls of payments
 // that ended without money (and calls that belong to no payment, such as
 // reconciliation's list of unverified payments).
 //
@@ -41,13 +42,16 @@ type Policy struct {
 	// GatewayCalls: the calls of a payment failed this long ago, and calls
 	// of no payment this old, are deleted.
 	GatewayCalls time.Duration
+	// Mail: an e-mail sent, failed or expired this long ago is deleted
+	// (one still queued never is).
+	Mail time.Duration
 	// Batch is the rows per delete statement (0: 1000).
 	Batch int
 }
 
 // Result counts the rows deleted.
 type Result struct {
-	Sessions, Throttles, GatewayCalls int64
+	Sessions, Throttles, GatewayCalls, Mails int64
 }
 
 // Purge deletes, as of now, what the policy no longer keeps.
@@ -83,6 +87,15 @@ func Purge(ctx context.Context, db *store.DB, now time.Time, p Policy) (Result, 
 			       AND NOT EXISTS (SELECT 1 FROM gateway_calls n WHERE n.payment_id = p.id AND n.started_at >= ?))
 			LIMIT ?)`, cut, cut, cut)
 		res.GatewayCalls, errs = n, append(errs, wrap("gateway calls", err))
+	}
+	if p.Mail > 0 {
+		// A mail's last word is sent_at when it was sent, else (failed,
+		// expired) its next_attempt_at, which the sender moves on every
+		// attempt; never a queued one.
+		n, err := batches(ctx, db, p.Batch, `DELETE FROM mails WHERE id IN (SELECT id FROM mails
+			WHERE status IN ('sent', 'failed', 'expired') AND COALESCE(sent_at, next_attempt_at) < ? AND created_at < ? LIMIT ?)`,
+			now.Add(-p.Mail), now.Add(-p.Mail))
+		res.Mails, errs = n, append(errs, wrap("mails", err))
 	}
 	return res, errors.Join(errs...)
 }

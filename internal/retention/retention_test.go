@@ -136,3 +136,40 @@ func TestPurge(t *testing.T) {
 		}
 	})
 }
+
+// Mail goes RETENTION_MAIL after it was sent or given up; a mail still
+// queued stays however old (the sender still owes it), and so does a
+// recent one.
+func TestPurgeMail(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Now().UTC()
+		ago := func(d time.Duration) time.Time { return now.Add(-d) }
+		day := 24 * time.Hour
+		for _, m := range []struct {
+			subject, status string
+			created         time.Time
+			sent            any
+		}{
+			{"old sent", "sent", ago(40 * day), ago(40 * day)},
+			{"old failed", "failed", ago(40 * day), nil},
+			{"old expired", "expired", ago(40 * day), nil},
+			{"old queued", "queued", ago(40 * day), nil},
+			{"recent sent", "sent", ago(day), ago(day)},
+			{"old, sent recently", "sent", ago(40 * day), ago(day)},
+		} {
+			exec(t, db, `INSERT INTO mails (kind, to_addr, subject, text_body, status, next_attempt_at, created_at, sent_at)
+				VALUES ('receipt', 'a@example.com', ?, 'body', ?, ?, ?, ?)`, m.subject, m.status, m.created, m.created, m.sent)
+		}
+		res, err := retention.Purge(context.Background(), db, now, retention.Policy{Mail: 30 * day, Batch: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != (retention.Result{Mails: 3}) {
+			t.Fatalf("deleted %+v, want 3 mails", res)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM mails WHERE subject IN ('old queued', 'recent sent', 'old, sent recently')`); n != 3 ||
+			count(t, db, `SELECT COUNT(*) FROM mails`) != 3 {
+			t.Errorf("mails left: %d of the three to keep", n)
+		}
+	})
+}
