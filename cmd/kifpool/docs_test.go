@@ -69,6 +69,9 @@ func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
 			t.Errorf("README.md does not mention %s", want)
 		}
 	}
+	if !regexp.MustCompile(`It takes about\s+\d+\s+minutes`).MatchString(readme) {
+		t.Errorf("README.md does not say how long .ci/run takes")
+	}
 	// One layout list, in ARCHITECTURE.md.
 	if strings.Contains(readme, "Layout:") {
 		t.Errorf("README.md has a layout list; the one list is ARCHITECTURE.md §1")
