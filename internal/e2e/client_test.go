@@ -98,7 +98,7 @@ func (b *browser) signUp(ctx context.Context, email string) error {
 	if r.status != http.StatusOK || csrf == "" {
 		return fmt.Errorf("GET /signup: status %d, csrf %q", r.status, csrf)
 	}
-	r, err = b.do(ctx, http.MethodPost, "/signup", url.Values{"_csrf": {csrf}, "email": {email}, "password": {"correct horse battery staple"}})
+	r, err = b.do(ctx, http.MethodPost, "/signup", url.Values{"_csrf": {csrf}, "email": {email}, "password": {"e2e payer: a long passphrase 7"}})
 	if err != nil {
 		return err
 	}

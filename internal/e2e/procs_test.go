@@ -180,15 +180,24 @@ func (p *proc) start() error {
 	}()
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
-	return p.waitReady(done, 60*time.Second)
+	return p.waitReady(cmd, done, 60*time.Second)
 }
 
-func (p *proc) waitReady(done chan struct{}, limit time.Duration) error {
+// errKilledBeforeReady: the run was ended by a signal (a crash point's
+// SIGKILL of itself) before it answered as ready.
+var errKilledBeforeReady = errors.New("killed by a signal before it was ready")
+
+func (p *proc) waitReady(cmd *exec.Cmd, done chan struct{}, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	client := &http.Client{Timeout: time.Second}
 	for {
 		select {
 		case <-done:
+			// cmd.Wait has returned (done is closed after it): a run
+			// ended by a signal reports exit code -1.
+			if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == -1 {
+				return fmt.Errorf("%s %w (see its log)", p.name, errKilledBeforeReady)
+			}
 			return fmt.Errorf("%s exited before it was ready (see its log)", p.name)
 		default:
 		}
@@ -305,6 +314,10 @@ func serveEnv(t *testing.T, addr, dbURL, bankURL string, extra map[string]string
 		"ZARINPAL_MERCHANT_ID": testMerchant,
 		"ZARINPAL_BASE_URL":    bankURL,
 		"RECONCILE_INTERVAL":   "off",
+		// Every test payer signs up from 127.0.0.1, more than the
+		// per-address sign-up limit allows in a minute; tests of the
+		// limit itself set it back (extra).
+		"RATE_LIMIT_SIGNUP": "0",
 	}
 	for k, v := range extra {
 		env[k] = v
