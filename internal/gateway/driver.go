@@ -180,6 +180,10 @@ type Capabilities struct {
 	VerifyDeadline Window
 	// ReverseWindow: how long a verified payment can still be reversed.
 	ReverseWindow Window
+	// Settle: whether a verified payment must also be settled (Mellat's
+	// bpSettleRequest) and within how long after verify; WindowNone: the
+	// gateway has no settle (verify alone makes the money ours).
+	Settle Window
 	// VerifyData: whether verify needs data from the callback.
 	VerifyData CallbackData
 	// Reconcile: the sources reconciliation can use.
@@ -222,7 +226,7 @@ func (d Driver) Check() error {
 			bad("AlreadyVerified signal %+v names no operation or code", s)
 		}
 	}
-	for name, w := range map[string]Window{"VerifyDeadline": c.VerifyDeadline, "ReverseWindow": c.ReverseWindow} {
+	for name, w := range map[string]Window{"VerifyDeadline": c.VerifyDeadline, "ReverseWindow": c.ReverseWindow, "Settle": c.Settle} {
 		switch {
 		case w.Kind == windowUnset || w.Kind > WindowNone:
 			bad("capability %s unset", name)

@@ -56,6 +56,11 @@ type RequestResult struct {
 type VerifyInput struct {
 	Authority   string
 	AmountRials int64
+	// Callback holds the callback's fields that verify needs, for the
+	// gateways whose verify cannot work from our row alone
+	// (Capabilities.VerifyData == VerifyNeedsCallback: SEP's RefNum,
+	// Mellat's SaleReferenceId); nil for the others.
+	Callback map[string]string
 }
 
 // VerifyOutcome classifies a definite verify answer.
@@ -78,10 +83,17 @@ const (
 
 // VerifyResult is a definite verify answer.
 type VerifyResult struct {
-	Outcome       VerifyOutcome
-	Code          int    // the gateway's own code (100, 101, -51, ...)
-	Message       string // the gateway's message, for logs only
-	RefID         int64  // bank reference, set for paid / already verified
+	Outcome VerifyOutcome
+	Code    int    // the gateway's own code (100, 101, -51, ...)
+	Message string // the gateway's message, for logs only
+	RefID   int64  // bank reference, set for paid / already verified
+	// AmountRials is the amount the bank verified, in rials, set for paid
+	// and already verified: as the bank reports it (Zibal), or the amount
+	// verify was called with when the bank's verify itself checks it and
+	// answers a mismatch otherwise (Zarinpal -50). A payment is credited
+	// only when it equals the payment's own amount (0, "not said",
+	// never does): anything else goes to review.
+	AmountRials   int64
 	CardPANMasked string // e.g. 628023******8998; never a full card number
 	CardHash      string
 	FeeRials      int64

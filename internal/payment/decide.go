@@ -241,12 +241,17 @@ func decideCheck(in Input) Decision {
 		if vr.RefID <= 0 {
 			return stay(StatusNeedsReview, ReasonNoRefID, &code)
 		}
+		if vr.AmountRials != in.Payment.AmountRials {
+			// The bank verified another amount (or did not say which):
+			// never credit a different amount, a person looks.
+			return stay(StatusNeedsReview, ReasonAmountMismatch, &code)
+		}
 		d.Action, d.To, d.GatewayCode = ActionCredit, StatusCredited, &code
 		d.Reason = ReasonVerifiedPaid
 		if vr.Outcome == gateway.VerifyAlreadyVerified {
 			d.Reason = ReasonAlreadyVerified
 		}
-		// Verify carried our amount (the bank answers -50 otherwise).
+		// The bank verified exactly our amount.
 		d.RefID, d.CreditedRials, d.CardPANMasked = vr.RefID, in.Payment.AmountRials, vr.CardPANMasked
 		return d
 	case gateway.VerifyNotPaid:

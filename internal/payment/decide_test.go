@@ -81,9 +81,11 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 		verifyErr error
 	}
 	answers := []answer{
-		{"paid", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: 7001, CardPANMasked: "603799******1234"}, nil},
-		{"already verified", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, RefID: 7002}, nil},
-		{"paid without reference", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100}, nil},
+		{"paid", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: 7001, CardPANMasked: "603799******1234", AmountRials: 50_000}, nil},
+		{"already verified", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, RefID: 7002, AmountRials: 50_000}, nil},
+		{"paid without reference", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, AmountRials: 50_000}, nil},
+		{"paid another amount", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: 7003, AmountRials: 40_000}, nil},
+		{"already verified, amount not said", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 201, RefID: 7004}, nil},
 		{"not paid", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil},
 		{"amount mismatch", gateway.VerifyResult{Outcome: gateway.VerifyAmountMismatch, Code: -50}, nil},
 		{"invalid", gateway.VerifyResult{Outcome: gateway.VerifyInvalid, Code: -54}, nil},
@@ -128,6 +130,11 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonNoRefID, code: ptr(100), attempt: true}
 		case "amount mismatch":
 			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonAmountMismatch, code: ptr(-50), attempt: true}
+		case "paid another amount":
+			// Never credit an amount the bank did not verify as ours.
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonAmountMismatch, code: ptr(100), attempt: true}
+		case "already verified, amount not said":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonAmountMismatch, code: ptr(201), attempt: true}
 		case "invalid":
 			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonVerifyRejected, code: ptr(-54), attempt: true}
 		case "rejected":

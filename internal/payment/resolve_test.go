@@ -491,3 +491,28 @@ func TestFirstCallbackIsRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifiedAnotherAmount: the bank verified a payment, but for another
+// amount than ours (or did not say which): nothing is credited, a person
+// looks (needs_review, amount_mismatch), and the wallet is unchanged.
+func TestVerifiedAnotherAmount(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		for _, verified := range []int64{40_000, 0, 500_000} {
+			e := newEnv(t, db)
+			p := e.start(50_000)
+			e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.PaidAmount(987, verified) })
+			got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+			if err != nil {
+				t.Fatalf("Return: %v", err)
+			}
+			r := e.row(p.ID)
+			if got.Status != payment.StatusNeedsReview || r.Status != payment.StatusNeedsReview ||
+				r.StatusReason != string(payment.ReasonAmountMismatch) || r.RefID != nil {
+				t.Errorf("verified %d of 50,000: %s", verified, dump(r))
+			}
+			e.assertUncredited(p)
+		}
+		checkInvariants(t, db)
+	})
+}

@@ -39,6 +39,7 @@ func Driver() gateway.Driver {
 			AlreadyVerified: []gateway.Signal{{Op: opVerify, Code: codeAlreadyVerified}},
 			VerifyDeadline:  gateway.Window{Kind: gateway.WindowUnknown},
 			ReverseWindow:   gateway.Within(30 * time.Minute),
+			Settle:          gateway.Window{Kind: gateway.WindowNone},
 			VerifyData:      gateway.VerifyWithoutCallback,
 			Reconcile:       gateway.ReconcileList | gateway.ReconcileInquiry,
 			Unit:            gateway.UnitRial,

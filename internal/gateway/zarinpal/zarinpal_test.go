@@ -358,7 +358,7 @@ func TestRequestLocalRefusal(t *testing.T) {
 
 func TestVerify(t *testing.T) {
 	paid := gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, Message: "Paid", RefID: 59421827101,
-		CardPANMasked: "628023******8998", CardHash: cardHash, FeeRials: 3500}
+		CardPANMasked: "628023******8998", CardHash: cardHash, FeeRials: 3500, AmountRials: 150000}
 	tests := []struct {
 		name       string
 		ans        answerSpec
@@ -374,21 +374,21 @@ func TestVerify(t *testing.T) {
 			want: paid},
 		{name: "100 ref_id in exponent form",
 			ans:  answerSpec{body: `{"data":{"code":100.0,"message":"Paid","ref_id":5.9421827101e10},"errors":{}}`},
-			want: gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, Message: "Paid", RefID: 59421827101}},
+			want: gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, Message: "Paid", RefID: 59421827101, AmountRials: 150000}},
 		{name: "100 without ref_id",
 			ans:  answerSpec{body: `{"data":{"code":100,"message":"Paid","ref_id":null,"card_pan":""},"errors":[]}`},
-			want: gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, Message: "Paid"}},
+			want: gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, Message: "Paid", AmountRials: 150000}},
 		{name: "100 with an unmasked card number",
 			ans:  answerSpec{body: `{"data":{"code":100,"message":"Paid","ref_id":7,"card_pan":"6280231234568998"},"errors":[]}`},
-			want: gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, Message: "Paid", RefID: 7, CardPANMasked: "628023******8998"}},
+			want: gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, Message: "Paid", RefID: 7, CardPANMasked: "628023******8998", AmountRials: 150000}},
 		{name: "101 already verified",
 			ans: answerSpec{body: `{"data":{"code":101,"message":"Verified","card_hash":"` + cardHash +
 				`","card_pan":"628023******8998","ref_id":59421827101,"fee_type":"Merchant","fee":0},"errors":[]}`},
 			want: gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, Message: "Verified", RefID: 59421827101,
-				CardPANMasked: "628023******8998", CardHash: cardHash}},
+				CardPANMasked: "628023******8998", CardHash: cardHash, AmountRials: 150000}},
 		{name: "101 without ref_id",
 			ans:  answerSpec{body: `{"data":{"code":101,"message":"Verified"},"errors":[]}`},
-			want: gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, Message: "Verified"}},
+			want: gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, Message: "Verified", AmountRials: 150000}},
 		{name: "-50 amount mismatch",
 			ans:  answerSpec{body: `{"data":[],"errors":{"code":-50,"message":"Session is not valid, amounts values is not the same.","validations":[]}}`},
 			want: gateway.VerifyResult{Outcome: gateway.VerifyAmountMismatch, Code: -50, Message: "Session is not valid, amounts values is not the same."}},

@@ -187,17 +187,26 @@ func NewAuthority() string {
 // Card is the masked card the scripted paid answers carry.
 const Card = "603799******1234"
 
-// Paid answers 100 with the reference.
+// Paid answers 100 with the reference, the amount verify was asked with
+// verified.
 func Paid(ref int64) VerifyFunc {
+	return func(_ int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+		return gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: ref, CardPANMasked: Card, AmountRials: in.AmountRials}, nil
+	}
+}
+
+// PaidAmount answers 100 with the reference and the bank having verified
+// another amount than asked (a gateway reporting what was paid).
+func PaidAmount(ref, verifiedRials int64) VerifyFunc {
 	return func(int, gateway.VerifyInput) (gateway.VerifyResult, error) {
-		return gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: ref, CardPANMasked: Card}, nil
+		return gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: ref, CardPANMasked: Card, AmountRials: verifiedRials}, nil
 	}
 }
 
 // AlreadyVerified answers 101 with the reference.
 func AlreadyVerified(ref int64) VerifyFunc {
-	return func(int, gateway.VerifyInput) (gateway.VerifyResult, error) {
-		return gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, RefID: ref, CardPANMasked: Card}, nil
+	return func(_ int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+		return gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 101, RefID: ref, CardPANMasked: Card, AmountRials: in.AmountRials}, nil
 	}
 }
 
