@@ -34,10 +34,3 @@ type TokenRow struct {
 	LastUsedAt *time.Time
 	ExpiresAt  *time.Time
 }
-
-// AdminTokensView is the admins' list of every user's tokens.
-type AdminTokensView struct {
-	Filter string
-	Notice string
-	Tokens []TokenRow
-}

@@ -3,7 +3,6 @@ package web
 import (
 	"bufio"
 	"encoding/csv"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -15,16 +14,6 @@ import (
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/views"
 )
-
-// gatewayLabel names a stored gateway for people, through the driver
-// registry (Deps.GatewayLabel): the built-in sandbox bank speaks a
-// driver's protocol but is called "sandbox".
-func (s *Server) gatewayLabel(stored string) string {
-	if s.GatewayLabel == nil {
-		return stored
-	}
-	return s.GatewayLabel(stored)
-}
 
 // listQuery reads the payment list's query parameters (q, status
 // repeatable, gateway, from, to, min, max, sort, cursor) into a filter and
@@ -112,21 +101,6 @@ func (s *Server) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *paymentre
 	return f, after, form, errKey
 }
 
-// queryWith is the current query string with key set to value ("" drops
-// it).
-func queryWith(c *fiber.Ctx, key, value string) string {
-	q := url.Values{}
-	for k, v := range c.Request().URI().QueryArgs().All() {
-		if string(k) != key {
-			q.Add(string(k), string(v))
-		}
-	}
-	if value != "" {
-		q.Set(key, value)
-	}
-	return q.Encode()
-}
-
 // adminPayments is the console's payment list.
 func (s *Server) adminPayments(c *fiber.Ctx) error {
 	ctx := c.UserContext()
@@ -171,15 +145,6 @@ func (s *Server) adminPayments(c *fiber.Ctx) error {
 	}
 	v.CSVURL = "/admin/payments.csv?" + queryWith(c, "cursor", "")
 	return render(c, status, views.PaymentList(s.page(c, "console.payments.title"), v))
-}
-
-func consoleRow(s *Server, r paymentread.Payment) views.ConsolePaymentRow {
-	row := views.ConsolePaymentRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
-		Gateway: s.gatewayLabel(r.Gateway), Status: r.Status, Card: r.CardPANMasked, CreatedAt: r.CreatedAt}
-	if r.RefID != nil {
-		row.RefID = *r.RefID
-	}
-	return row
 }
 
 // csvCell keeps a spreadsheet from reading a cell as a formula.

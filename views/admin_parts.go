@@ -1,0 +1,121 @@
+package views
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+)
+
+// The admin console's view models and helpers shared by its pages; each
+// page's own view model is in its admin_<page>.go.
+
+// ConsoleSection names the admin console's page, for its navigation.
+type ConsoleSection string
+
+// Sections of the admin console.
+const (
+	SectionDashboard ConsoleSection = "dashboard"
+	SectionPayments  ConsoleSection = "payments"
+	SectionUsers     ConsoleSection = "users"
+	SectionAudit     ConsoleSection = "audit"
+)
+
+// Option is one choice of a select.
+type Option struct {
+	Value, Label string
+}
+
+// ConsolePaymentRow is one payment in the console's list.
+type ConsolePaymentRow struct {
+	PublicID    string
+	Email       string
+	UserID      int64
+	AmountRials int64
+	Gateway     string // as configured ("sandbox" for the sandbox bank)
+	Status      string
+	RefID       int64
+	Card        string
+	CreatedAt   time.Time
+}
+
+// LedgerRow is one movement of a wallet.
+type LedgerRow struct {
+	AmountRials     int64
+	BalanceAfter    int64
+	Kind            string
+	PaymentPublicID string
+	CreatedAt       time.Time
+}
+
+// ConsoleUser is a user with their wallet.
+type ConsoleUser struct {
+	ID           int64
+	Email        string
+	Role         string
+	CreatedAt    time.Time
+	BalanceRials int64
+}
+
+// AuditRow is one entry of the audit log.
+type AuditRow struct {
+	At              time.Time
+	AdminEmail      string
+	Action          string
+	Result          string
+	PaymentPublicID string
+	TargetUserID    int64
+	From, To        string
+	Note            string
+}
+
+// arrow points from one status to the next in the reading direction.
+func arrow(p Page) string {
+	if p.Lang.Dir() == "rtl" {
+		return " ← "
+	}
+	return " → "
+}
+
+// TOr translates key, or gives fallback when the catalog has no such key
+// (an action or actor this build does not know yet).
+func (p Page) TOr(key, fallback string) string {
+	if i18n.Has(p.Lang, key) {
+		return p.T(key)
+	}
+	return fallback
+}
+
+// reconcileNote is the note an admin's reconciliation run leaves in the
+// audit log (web's adminReconcile writes it; stored rows keep it).
+var reconcileNote = regexp.MustCompile(`^listed (\d+), credited (\d+), mismatches (\d+)$`)
+
+// auditNote is an audit row's note in the page's language: the note of a
+// reconciliation run is counts, said in words; an admin's own note is
+// shown as written.
+func auditNote(p Page, r AuditRow) string {
+	if r.Action == "reconcile" {
+		if m := reconcileNote.FindStringSubmatch(r.Note); m != nil {
+			n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+			return p.T("console.audit.reconcile_note", "listed", n(m[1]), "credited", n(m[2]), "mismatches", n(m[3]))
+		}
+	}
+	return r.Note
+}
+
+// EmailOddities lists, by code point, the characters of an address that
+// are not printable ASCII ("" when there are none), so that an admin sees
+// "U+0430" where a Cyrillic "а" poses as a Latin "a", and sees invisible
+// characters at all.
+func EmailOddities(email string) string {
+	var out []string
+	for _, r := range email {
+		if r < 0x21 || r > 0x7e {
+			out = append(out, fmt.Sprintf("U+%04X", r))
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,7 @@
+package views
+
+// UserListView is GET /admin/users.
+type UserListView struct {
+	Query string
+	Users []ConsoleUser
+}

@@ -1,0 +1,36 @@
+package web
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/views"
+)
+
+// adminAudit is the audit log, filterable by admin (e-mail) and payment
+// (public id), newest first. Read-only: no route changes it.
+func (s *Server) adminAudit(c *fiber.Ctx) error {
+	q := audit.Query{AdminEmail: strings.TrimSpace(c.Query("admin")), PaymentPublicID: strings.TrimSpace(c.Query("payment")), Limit: 100}
+	if len(q.AdminEmail) > 254 || len(q.PaymentPublicID) > 24 {
+		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
+	}
+	if b := c.Query("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n <= 0 {
+			return fiber.NewError(fiber.StatusBadRequest, "bad cursor")
+		}
+		q.BeforeID = n
+	}
+	rows, err := s.Audit.List(c.UserContext(), q)
+	if err != nil {
+		return err
+	}
+	v := views.AuditView{Admin: q.AdminEmail, Payment: q.PaymentPublicID, Rows: auditRows(rows)}
+	if len(rows) == q.Limit {
+		v.NextURL = "/admin/audit?" + queryWith(c, "before", strconv.FormatInt(rows[len(rows)-1].ID, 10))
+	}
+	return render(c, fiber.StatusOK, views.Audit(s.page(c, "console.audit.title"), v))
+}
