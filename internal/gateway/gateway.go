@@ -61,6 +61,12 @@ type VerifyInput struct {
 	// (Capabilities.VerifyData == VerifyNeedsCallback: SEP's RefNum,
 	// Mellat's SaleReferenceId); nil for the others.
 	Callback map[string]string
+	// PageTime is how long the payer had the bank's page when the outcome
+	// was settled: from the authority's issue to the payer's return, or
+	// to now when they never came back (0: unknown). A gateway whose "not
+	// paid" does not say why (Zarinpal answers an expired page and a
+	// cancel alike) tells the two apart by it (VerifyResult.NotPaid).
+	PageTime time.Duration
 }
 
 // VerifyOutcome classifies a definite verify answer.
@@ -81,6 +87,20 @@ const (
 	VerifyInvalid VerifyOutcome = "invalid"
 )
 
+// NotPaidCause is why a payment was not paid, as far as the driver can
+// tell (VerifyResult.NotPaid, with VerifyNotPaid).
+type NotPaidCause string
+
+const (
+	// NotPaidUnknown: the driver cannot tell (no PageTime given).
+	NotPaidUnknown NotPaidCause = ""
+	// NotPaidCancelled: the payer left the bank's page (cancel, a refused
+	// card) while it was still open.
+	NotPaidCancelled NotPaidCause = "cancelled"
+	// NotPaidExpired: the bank's page expired before the payer paid.
+	NotPaidExpired NotPaidCause = "expired"
+)
+
 // VerifyResult is a definite verify answer.
 type VerifyResult struct {
 	Outcome VerifyOutcome
@@ -97,6 +117,9 @@ type VerifyResult struct {
 	CardPANMasked string // e.g. 628023******8998; never a full card number
 	CardHash      string
 	FeeRials      int64
+	// NotPaid: with VerifyNotPaid, why (the page expired, or the payer
+	// left it); NotPaidUnknown when the driver cannot tell.
+	NotPaid NotPaidCause
 }
 
 // Settled reports whether the bank says the money is ours.

@@ -151,6 +151,7 @@ func (b *Bank) routes() http.Handler {
 		mux.HandleFunc("GET /_sandbank/payments", b.controlList)
 		mux.HandleFunc("POST /_sandbank/payments/{authority}/pay", b.controlFinish(StatePaid))
 		mux.HandleFunc("POST /_sandbank/payments/{authority}/cancel", b.controlFinish(StateFailed))
+		mux.HandleFunc("POST /_sandbank/payments/{authority}/expire", b.controlEnd(b.Expire))
 		b.faultRoutes(mux)
 	}
 

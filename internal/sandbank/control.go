@@ -5,7 +5,7 @@ import (
 	"net/http"
 )
 
-// controlAnswer is the control API's answer to pay and cancel.
+// controlAnswer is the control API's answer to pay, cancel and expire.
 type controlAnswer struct {
 	Redirect string `json:"redirect,omitempty"`
 	Error    string `json:"error,omitempty"`
@@ -17,14 +17,21 @@ func (b *Bank) controlList(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, b.Payments())
 }
 
-// controlFinish serves POST /_sandbank/payments/{authority}/pay|cancel: the
+// controlFinish serves POST /_sandbank/payments/{authority}/pay|cancel (and
+// controlEnd .../expire): the
 // same state change as the page's buttons, answered with the callback URL
 // the payer would be sent to. 404 for an unknown authority, 409 when the
 // payment is not IN_BANK (paid, cancelled or expired).
 func (b *Bank) controlFinish(to State) http.HandlerFunc {
+	return b.controlEnd(func(authority string) (string, error) { return b.finish(authority, to) })
+}
+
+// controlEnd serves a control API call that ends an IN_BANK payment (pay,
+// cancel, expire) with end, answered as controlFinish says.
+func (b *Bank) controlEnd(end func(authority string) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		authority := r.PathValue("authority")
-		redirect, err := b.finish(authority, to)
+		redirect, err := end(authority)
 		switch {
 		case err == nil:
 			writeJSON(w, http.StatusOK, controlAnswer{Redirect: redirect})

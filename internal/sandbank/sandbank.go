@@ -23,6 +23,7 @@
 //	GET  /_sandbank/payments             control: every payment (JSON)
 //	POST /_sandbank/payments/{authority}/pay     control: pay
 //	POST /_sandbank/payments/{authority}/cancel  control: cancel
+//	POST /_sandbank/payments/{authority}/expire  control: the page's time runs out now
 //	GET|POST|DELETE /_sandbank/faults    control: fault injection (faults.go)
 //	GET|DELETE /_sandbank/stats          control: per-operation call counts
 //
@@ -276,8 +277,23 @@ func (b *Bank) Cancel(authority string) (redirect string, err error) {
 	return b.finish(authority, StateFailed)
 }
 
-// finish moves an IN_BANK payment to PAID or FAILED.
+// Expire acts as the payer's page running out of time now, as it does
+// Options.AuthorityTTL after the request: an IN_BANK payment becomes
+// FAILED with FailReason "expired". As Zarinpal does, the bank then
+// answers as for a cancel: the page sends the payer back with Status=NOK
+// (the returned callback URL), verify answers -51 and inquiry FAILED; only
+// the bank's own record (Payment.FailReason) and its page say "expired".
+func (b *Bank) Expire(authority string) (redirect string, err error) {
+	return b.end(authority, StateFailed, FailExpired)
+}
+
+// finish moves an IN_BANK payment to PAID or FAILED (cancelled).
 func (b *Bank) finish(authority string, to State) (string, error) {
+	return b.end(authority, to, FailCancelled)
+}
+
+// end moves an IN_BANK payment to PAID, or to FAILED for the reason why.
+func (b *Bank) end(authority string, to State, why string) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rec, ok := b.payments[authority]
@@ -306,9 +322,9 @@ func (b *Bank) finish(authority string, to State) (string, error) {
 		b.log.Info("sandbank: payment paid", "authority", authority, "amount", rec.Amount, "ref_id", refID)
 	default:
 		rec.State = StateFailed
-		rec.FailReason = FailCancelled
+		rec.FailReason = why
 		rec.FailedAt = now
-		b.log.Info("sandbank: payment cancelled", "authority", authority, "amount", rec.Amount)
+		b.log.Info("sandbank: payment ended unpaid", "authority", authority, "amount", rec.Amount, "reason", why)
 	}
 	return callbackURL(rec.CallbackURL, authority, rec.State), nil
 }
