@@ -24,6 +24,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // Store implements payment.Store over a database.
@@ -323,7 +324,27 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move) (payment.Payment, error) {
 			return payment.Payment{}, err
 		}
 	}
+	if err := enqueueWebhook(tx, m, out); err != nil {
+		return payment.Payment{}, err
+	}
 	return out, nil
+}
+
+// enqueueWebhook writes the partners' outbox rows of a move to an
+// event-worthy status (payment.EventType) in the move's transaction: no
+// credit commits without its event, and no event without its credit. It is
+// called from moveTx only, the one writer every edge goes through.
+func enqueueWebhook(tx *gorm.DB, m payment.Move, p payment.Payment) error {
+	typ := payment.EventType(m.To)
+	if typ == "" {
+		return nil
+	}
+	var creditedAt *time.Time
+	if m.To == payment.StatusCredited {
+		creditedAt = &m.Now // the ledger entry's time (creditTx)
+	}
+	return webhook.Enqueue(tx, webhook.Event{UserID: p.UserID, PaymentID: m.PaymentID, Type: typ,
+		TopUp: payment.ViewOf(p, creditedAt, nil), CreatedAt: m.Now})
 }
 
 // Credit implements payment.Store: in one transaction, the move to
