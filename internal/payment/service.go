@@ -166,6 +166,25 @@ type StartInput struct {
 	// English: the payer reads English (the web form in English), so the
 	// bank shows our description in English; Persian otherwise.
 	English bool
+	// Quota, when set, admits the payment in the transaction that inserts
+	// it (the payer's limits, atomic under concurrent starts).
+	Quota *Quota
+}
+
+// Usage is what counts against a payer's limits, as read in the
+// transaction that inserts a new payment: the payments created since
+// Quota.Since that did not fail (amount and number), the amount of the
+// payer's open payments (they may yet be credited) and the wallet's
+// balance.
+type Usage struct {
+	SinceRials, SinceCount, OpenRials, BalanceRials int64
+}
+
+// Quota admits a new payment of a payer, or refuses it with Admit's
+// error (nothing is written then).
+type Quota struct {
+	Since time.Time
+	Admit func(Usage) error
 }
 
 // StartResult says where to send the browser.
@@ -225,7 +244,12 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 		AmountRials: in.AmountRials, Gateway: s.gw.Name(), FormToken: in.FormToken,
 		Status: StatusCreated, CreatedAt: now, UpdatedAt: now, OpenedAt: &now,
 	}
-	err := s.st.Create(ctx, &p)
+	var err error
+	if in.Quota != nil && in.Quota.Admit != nil {
+		err = s.st.CreateAdmitted(ctx, &p, *in.Quota)
+	} else {
+		err = s.st.Create(ctx, &p)
+	}
 	if errors.Is(err, ErrDuplicate) {
 		// The unique (user_id, form_token) index is the guarantee: this
 		// form was submitted before. Answer as the first submit did.

@@ -155,6 +155,50 @@ func (s *Store) Create(ctx context.Context, p *payment.Payment) error {
 	return dup(s.db.Gorm.WithContext(ctx).Create(p).Error)
 }
 
+// CreateAdmitted implements payment.Store. The payer's wallet row is
+// locked first (FOR UPDATE on PostgreSQL; SQLite's immediate transaction
+// holds the database's one write lock), so that two starts of one payer
+// cannot both read the usage before either inserts: the second waits for
+// the first's commit and counts its payment. Other payers' starts take
+// other rows and do not wait.
+func (s *Store) CreateAdmitted(ctx context.Context, p *payment.Payment, q payment.Quota) error {
+	err := s.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var w struct{ BalanceRials int64 }
+		res := s.db.ForUpdate(tx.Table("wallets").Select("balance_rials").Where("id = ? AND user_id = ?", p.WalletID, p.UserID)).Scan(&w)
+		if res.Error != nil {
+			return fmt.Errorf("lock wallet %d: %w", p.WalletID, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("lock wallet %d of user %d: no such wallet", p.WalletID, p.UserID)
+		}
+		var n int64
+		if err := tx.Model(&payment.Payment{}).Where("user_id = ? AND form_token = ?", p.UserID, p.FormToken).Count(&n).Error; err != nil {
+			return fmt.Errorf("form of user %d: %w", p.UserID, err)
+		}
+		if n > 0 {
+			// A repeat of a submitted form is answered as its first
+			// submit was, never refused by a limit.
+			return fmt.Errorf("%w: form already submitted", payment.ErrDuplicate)
+		}
+		var u payment.Usage
+		since := q.Since.UTC()
+		if err := tx.Raw(`SELECT
+			COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
+			COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
+			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review') THEN amount_rials END), 0) AS open_rials
+			FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review'))`,
+			since, since, p.UserID, since).Scan(&u).Error; err != nil {
+			return fmt.Errorf("limit usage of user %d: %w", p.UserID, err)
+		}
+		u.BalanceRials = w.BalanceRials
+		if err := q.Admit(u); err != nil {
+			return err
+		}
+		return tx.Create(p).Error
+	})
+	return dup(err)
+}
+
 // Claim implements payment.Store: one conditional UPDATE takes the lease
 // when the payment is in one of the statuses, nobody holds it, and (when
 // paced) the bank was not asked since NotCheckedSince; with FirstReturn it

@@ -510,3 +510,61 @@ func TestOutboxWrittenWithMove(t *testing.T) {
 		paymenttest.CheckInvariants(t, db)
 	})
 }
+
+// CreateAdmitted: many inserts of one payer at once are admitted one at a
+// time (each reads the usage of those committed before it), a refusal
+// writes nothing, and a form submitted before is a duplicate whatever the
+// quota says.
+func TestCreateAdmitted(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		refused := errors.New("over the limit")
+		atMost := func(n int64) payment.Quota {
+			return payment.Quota{Since: f.now.Add(-time.Hour), Admit: func(u payment.Usage) error {
+				if u.SinceCount >= n || u.OpenRials != u.SinceRials {
+					return refused
+				}
+				return nil
+			}}
+		}
+		newPayment := func(token string) payment.Payment {
+			n := seq.Add(1)
+			return payment.Payment{PublicID: fmt.Sprintf("q%023d", n), UserID: f.user, WalletID: f.wallet.ID, AmountRials: 50_000, Gateway: "fake",
+				FormToken: token, Status: payment.StatusCreated, CreatedAt: f.now, UpdatedAt: f.now, OpenedAt: &f.now}
+		}
+		var errs sync.Map
+		won := race(16, func(i int) bool {
+			p := newPayment(formtoken.New())
+			err := f.st.CreateAdmitted(ctx, &p, atMost(5))
+			if err != nil && !errors.Is(err, refused) {
+				errs.Store(i, err)
+			}
+			return err == nil
+		})
+		errs.Range(func(k, v any) bool { t.Errorf("insert %v: %v", k, v); return true })
+		var n int64
+		db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ?`, f.user).Scan(&n)
+		if won != 5 || n != 5 {
+			t.Fatalf("%d admitted, %d rows; want exactly 5", won, n)
+		}
+		// A repeat of an admitted form is a duplicate, not a refusal.
+		var token string
+		db.Gorm.Raw(`SELECT form_token FROM payments WHERE user_id = ? LIMIT 1`, f.user).Scan(&token)
+		p := newPayment(token)
+		if err := f.st.CreateAdmitted(ctx, &p, atMost(5)); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("repeat of a form: %v, want ErrDuplicate", err)
+		}
+		// The balance is read from the locked wallet row.
+		p = newPayment(formtoken.New())
+		err := f.st.CreateAdmitted(ctx, &p, payment.Quota{Since: f.now, Admit: func(u payment.Usage) error {
+			if u.BalanceRials != f.wallet.BalanceRials || u.OpenRials != 5*50_000 {
+				return fmt.Errorf("usage %+v", u)
+			}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
