@@ -110,7 +110,10 @@ func (s *Server) adminPayments(c *fiber.Ctx) error {
 	for _, st := range f.Statuses {
 		checked[st] = true
 	}
-	v.Gateways = []views.Option{{Value: s.GatewayName, Label: s.gatewayLabel(s.GatewayName)}}
+	v.Gateways = nil
+	for _, name := range s.GatewayNames {
+		v.Gateways = append(v.Gateways, views.Option{Value: name, Label: s.gatewayLabel(name)})
+	}
 	if errKey != "" {
 		status, v.ErrorKey = fiber.StatusBadRequest, errKey
 		for _, st := range paymentread.Statuses {

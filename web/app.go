@@ -57,14 +57,16 @@ type Deps struct {
 	Audit *audit.Log
 	// Metrics, when set, observes every request and serves GET /metrics.
 	Metrics *metrics.Metrics
-	// GatewayName is the gateway's name as payments store it (the
-	// driver's); GatewayLabel names a stored gateway for people (the
-	// registry's labels; "sandbox" for the built-in bank's payments).
-	GatewayName  string
+	// GatewayNames are the gateways' names as payments store them (the
+	// drivers'), in the order they are offered; GatewayLabel names a
+	// stored gateway for people (the registry's labels, marked "sandbox"
+	// for the built-in bank's payments).
+	GatewayNames []string
 	GatewayLabel func(stored string) string
-	// ParseCallback reads the bank callback's parameters: the driver's
-	// own parser (gateway.Driver.ParseCallback).
-	ParseCallback func(query, form func(key string) string, isPost bool) (callback.Params, bool)
+	// ParseCallback reads a bank callback's parameters with the parser of
+	// the named gateway (gateway.Driver.ParseCallback); ok is false for a
+	// gateway it does not know or a callback without a usable token.
+	ParseCallback func(gateway string, query, form func(key string) string, isPost bool) (callback.Params, bool)
 	Tokens        *apitoken.Service
 	// Keys serves the JSON API's idempotency keys.
 	Keys *idempotency.Store
@@ -132,9 +134,11 @@ func New(d Deps) *fiber.App {
 		s.sessionCookie, s.csrfCookie = hostPrefix+cookieSession, hostPrefix+cookieCSRF
 	}
 	s.formAction = "'self'"
-	if gw := d.Config.GatewayURL(); gw != "" && !strings.HasPrefix(gw, d.Config.BaseURL) {
-		if u, err := url.Parse(gw); err == nil && u.Host != "" {
-			s.formAction += " " + u.Scheme + "://" + u.Host
+	for _, name := range d.Config.Gateways {
+		if gw := d.Config.GatewayURLOf(name); gw != "" && !strings.HasPrefix(gw, d.Config.BaseURL) {
+			if u, err := url.Parse(gw); err == nil && u.Host != "" && !strings.Contains(s.formAction, " "+u.Scheme+"://"+u.Host) {
+				s.formAction += " " + u.Scheme + "://" + u.Host
+			}
 		}
 	}
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/views"
 )
@@ -42,16 +43,12 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	if payment.ValidPublicID(id) {
 		withPayment(c, id)
 	}
-	cb, ok := s.callbackOf(c)
-	if !ok {
-		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
-	}
+	p, cb, err := s.Payments.ReturnCallback(c.UserContext(), id, s.callbackParser(c))
 	authority := cb.Authority
-	p, err := s.Payments.ReturnWithHint(c.UserContext(), id, authority, cb.ClaimsPaid)
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
 		return fiber.ErrNotFound
-	case errors.Is(err, payment.ErrAuthorityMismatch):
+	case errors.Is(err, payment.ErrAuthorityMismatch), errors.Is(err, payment.ErrBadCallback):
 		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
 	case err != nil && p.ID == 0:
 		return err
@@ -60,7 +57,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		// shown as pending.
 		s.Log.ErrorContext(c.UserContext(), "return: resolve failed", "payment", p.PublicID, "err", err)
 	}
-	returnURL := "/payments/" + p.PublicID + "/return?Authority=" + url.QueryEscape(authority)
+	returnURL := "/payments/" + p.PublicID + "/return?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
 	if c.Method() == fiber.MethodPost {
 		// Post/Redirect/Get: a reload must not re-post to us.
 		return c.Redirect(returnURL, fiber.StatusSeeOther)
@@ -114,7 +111,7 @@ func (s *Server) unpaidView(c *fiber.Ctx, p payment.Payment, v *views.PaymentVie
 		return nil
 	}
 	if p.Status == payment.StatusAwaitingPayment && p.ReturnedAt == nil && p.Authority != nil {
-		v.BankURL = s.Payments.Gateway().PayURL(*p.Authority)
+		v.BankURL = s.Payments.PayURL(p)
 	}
 	d, err := s.Reads.Dismissed(c.UserContext(), p.UserID, []int64{p.ID})
 	if err != nil {

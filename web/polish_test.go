@@ -13,8 +13,8 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-// TestAdminPagesPolish: with the built-in sandbox bank the breaker is
-// named "sandbox", as the payments are; an open payment has an action
+// TestAdminPagesPolish: with the built-in sandbox bank each breaker is
+// named as its payments are (the gateway's label, marked sandbox); an open payment has an action
 // (its page); a reconciliation's audit note is in the page's language;
 // /admin/tokens with no token does not say "you have not made one"; the
 // bank's description follows the payer's language (issue 23).
@@ -41,8 +41,8 @@ func TestAdminPagesPolish(t *testing.T) {
 
 		admin.Get("/admin?lang=fa")
 		page := admin.Get("/admin")
-		if !strings.Contains(page.Body, `data-gateway="sandbox"`) || strings.Contains(page.Body, `data-gateway="zarinpal"`) {
-			t.Errorf("the breaker is not named sandbox, as the payments are")
+		if !strings.Contains(page.Body, `data-gateway="Zarinpal (sandbox)"`) || strings.Contains(page.Body, `data-gateway="zarinpal"`) {
+			t.Errorf("the breaker is not named as the payments are (Zarinpal (sandbox))")
 		}
 		if n := strings.Count(page.Body, `data-testid="admin-details"`); n != 2 {
 			t.Errorf("%d open payments with a link to their page, want 2", n)

@@ -289,10 +289,13 @@ them out of every browser and revokes every API token of theirs.
 
 // banner tells the person who started serve where it runs and on what.
 func banner(cfg config.Config, addr, mail string) string {
-	gw := cfg.Driver
-	if d, ok := drivers.Lookup(cfg.Driver); ok {
-		gw = d.Label + " at " + cfg.GatewayURL()
+	var gws []string
+	for _, name := range cfg.Gateways {
+		if d, ok := drivers.Lookup(name); ok {
+			gws = append(gws, d.Label+" at "+cfg.GatewayURLOf(name))
+		}
 	}
+	gw := strings.Join(gws, ", ")
 	if cfg.Gateway == config.GatewaySandbox {
 		gw = "built-in sandbox bank at " + cfg.BaseURL + "/sandbank (no real money)"
 	}

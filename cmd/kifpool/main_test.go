@@ -383,7 +383,7 @@ func TestServeRefusesARealGatewayWithoutSessionSecret(t *testing.T) {
 			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "http://127.0.0.1:1"}
 		var out bytes.Buffer
 		err := run(context.Background(), []string{"serve"}, envOf(env), strings.NewReader(""), &out, slog.New(slog.DiscardHandler))
-		if err == nil || !strings.Contains(err.Error(), "SESSION_SECRET: required to serve with GATEWAY=zarinpal") {
+		if err == nil || !strings.Contains(err.Error(), "SESSION_SECRET: required to serve with GATEWAYS=zarinpal") {
 			t.Fatalf("secret file %v: serve returned %v, want a refusal naming SESSION_SECRET", withFile, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "k.db")); !os.IsNotExist(err) {

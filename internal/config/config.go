@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,14 +37,19 @@ type Config struct {
 	ListenAddr    string
 	BaseURL       string
 	SessionSecret []byte
-	// Gateway is GATEWAY as set: "sandbox" or a driver's name.
+	// Gateway is GATEWAYS as set: "sandbox", or the drivers' names
+	// joined by commas.
 	Gateway string
-	// Driver is the gateway driver's name (with GATEWAY=sandbox, the
-	// driver the sandbox bank imitates).
+	// Gateways are the drivers' names in the order they are offered
+	// (with GATEWAYS=sandbox, every driver the sandbox bank may imitate).
+	Gateways []string
+	// Driver is the first of Gateways (offered first).
 	Driver string
-	// GatewaySettings are the driver's checked settings (its own
-	// environment variables; against the sandbox bank, the driver's
-	// sandbox settings).
+	// gatewayAlias is GATEWAY as set (GATEWAYS' older name).
+	gatewayAlias string
+	// GatewaySettings are the drivers' checked settings by variable (each
+	// driver's own environment variables; against the sandbox bank, the
+	// drivers' sandbox settings).
 	GatewaySettings gateway.Settings
 	TopUpMinRials   int64
 	TopUpMaxRials   int64
@@ -119,12 +126,6 @@ type Config struct {
 	// CreditedCacheSize: credited payments kept in memory per instance for
 	// repeat callbacks and receipt reloads (0: none).
 	CreditedCacheSize int
-	// Webhooks to partners (internal/webhook): loopback targets allowed
-	// (development and tests only), how long an event is retried, how
-	// often each instance looks for due deliveries (0: off).
-	WebhookAllowLoopback bool
-	WebhookRetryFor      time.Duration
-	WebhookInterval      time.Duration
 	// PprofAddr, when set, is a loopback address where serve exposes Go's
 	// profiler (net/http/pprof) on a listener of its own; off by default.
 	PprofAddr string
@@ -176,12 +177,41 @@ func (c Config) TopUpLimits() money.Limits {
 	return money.Limits{MinRials: c.TopUpMinRials, MaxRials: c.TopUpMaxRials}
 }
 
-// GatewayURL is the gateway's API base (the driver's URLSetting), or "".
-func (c Config) GatewayURL() string {
-	if d, ok := drivers.Lookup(c.Driver); ok && d.URLSetting != "" {
+// GatewayURL is the first gateway's API base (the driver's URLSetting),
+// or "".
+func (c Config) GatewayURL() string { return c.GatewayURLOf(c.Driver) }
+
+// GatewayURLOf is a gateway's API base (the driver's URLSetting), or "".
+func (c Config) GatewayURLOf(name string) string {
+	if d, ok := drivers.Lookup(name); ok && d.URLSetting != "" {
 		return c.GatewaySettings[d.URLSetting]
 	}
 	return ""
+}
+
+// parseGateways reads a GATEWAYS (or GATEWAY) value: `sandbox` alone, or
+// registered drivers' names separated by commas, each once.
+func parseGateways(v string) ([]string, error) {
+	if v == GatewaySandbox {
+		return nil, nil
+	}
+	var out []string
+	for _, n := range strings.Split(v, ",") {
+		n = strings.ToLower(strings.TrimSpace(n))
+		switch {
+		case n == GatewaySandbox:
+			return nil, fmt.Errorf("`sandbox` stands alone (it imitates every gateway), got %q", v)
+		case n == "":
+			return nil, fmt.Errorf("an empty name in %q", v)
+		case slices.Contains(out, n):
+			return nil, fmt.Errorf("%s named twice in %q", n, v)
+		}
+		if _, ok := drivers.Lookup(n); !ok {
+			return nil, fmt.Errorf("want `sandbox` or names among %s, got %q", strings.Join(drivers.Names(), ", "), n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // Secure reports whether the public URL is HTTPS (cookies get Secure).
@@ -268,10 +298,18 @@ func (c *Config) check(l *loader) {
 			c.Warnings = append(c.Warnings, w)
 		}
 	}
-	// The amount rules, with the gateway's own minimum as the floor.
+	if g := strings.TrimSpace(l.getenv("GATEWAY")); g != "" && l.set["GATEWAYS"] && l.ok("GATEWAY", "GATEWAYS") {
+		if old, _ := parseGateways(g); strings.Join(old, ",") != c.Gateway && !(g == GatewaySandbox && c.Gateway == GatewaySandbox) {
+			l.bad("GATEWAYS", "GATEWAY=%s (its older name) says otherwise: unset GATEWAY", g)
+		}
+	}
+	// The amount rules, with the gateways' own minimums as the floor (a
+	// top-up may go to any of them).
 	floor := int64(10_000)
-	if drv, ok := drivers.Lookup(c.Driver); ok {
-		floor = drv.Capabilities.MinAmountRials
+	for i, name := range c.Gateways {
+		if drv, ok := drivers.Lookup(name); ok && (i == 0 || drv.Capabilities.MinAmountRials > floor) {
+			floor = drv.Capabilities.MinAmountRials
+		}
 	}
 	if l.ok("TOPUP_MIN_RIALS", "TOPUP_MAX_RIALS") {
 		for _, e := range c.TopUpLimits().Validate(floor) {
@@ -315,8 +353,11 @@ func (c *Config) check(l *loader) {
 	}
 
 	if c.Gateway == GatewaySandbox {
-		if drv, ok := drivers.Lookup(c.Driver); ok && drv.Sandbox.Settings != nil {
-			c.GatewaySettings = drv.Sandbox.Settings(c.BaseURL + "/sandbank")
+		c.GatewaySettings = gateway.Settings{}
+		for _, name := range c.Gateways {
+			if drv, ok := drivers.Lookup(name); ok && drv.Sandbox.Settings != nil {
+				maps.Copy(c.GatewaySettings, drv.Sandbox.Settings(c.BaseURL+"/sandbank"))
+			}
 		}
 		// The sandbox bank moves no money and lets anyone press "Pay": it
 		// never runs where a real payer could reach it. That is decided
@@ -325,9 +366,9 @@ func (c *Config) check(l *loader) {
 		// (TRUSTED_PROXIES: even on loopback, the proxy brings the
 		// network), or a production secret (SESSION_SECRET: a deployment,
 		// not a developer's `make run`). Any one of them refuses it.
-		if !c.AllowSandbox && l.ok("GATEWAY") {
+		if !c.AllowSandbox && l.ok("GATEWAYS", "GATEWAY") {
 			for _, why := range sandboxReachable(c, l) {
-				l.bad("GATEWAY", "the sandbox bank credits wallets without real money and never runs where a real payer could reach it: %s; set GATEWAY to a real gateway (%s), or ALLOW_SANDBOX=1 for a demo", why, strings.Join(drivers.Names(), ", "))
+				l.bad("GATEWAYS", "the sandbox bank credits wallets without real money and never runs where a real payer could reach it: %s; set GATEWAYS to real gateways (%s), or ALLOW_SANDBOX=1 for a demo", why, strings.Join(drivers.Names(), ", "))
 			}
 		}
 	}
@@ -343,7 +384,7 @@ func (c *Config) check(l *loader) {
 // sandbox bank (no real money) the development secret is allowed.
 func (c Config) ServeRefusal() error {
 	if c.Dev && c.Gateway != GatewaySandbox {
-		return fmt.Errorf("SESSION_SECRET: required to serve with GATEWAY=%s (real money): set at least 32 random characters, the same on every instance (openssl rand -base64 48); the development secret in DATA_DIR/session_secret is used only with GATEWAY=%s", c.Gateway, GatewaySandbox)
+		return fmt.Errorf("SESSION_SECRET: required to serve with GATEWAYS=%s (real money): set at least 32 random characters, the same on every instance (openssl rand -base64 48); the development secret in DATA_DIR/session_secret is used only with GATEWAYS=%s", c.Gateway, GatewaySandbox)
 	}
 	return nil
 }

@@ -68,37 +68,43 @@ const (
 // Options is the table of every variable Kifpool reads, in the order
 // they are read (a default may depend on variables above it): Kifpool's
 // own, with each gateway driver's settings (declared by the driver,
-// internal/gateway/drivers) after GATEWAY.
+// internal/gateway/drivers) after GATEWAYS.
 func Options() []Option {
 	own := ownOptions()
 	for i, o := range own {
-		if o.Name == "GATEWAY" {
+		if o.Name == "GATEWAYS" {
 			return slices.Concat(own[:i+1], driverOptions(), own[i+1:])
 		}
 	}
-	panic("config: no GATEWAY option")
+	panic("config: no GATEWAYS option")
 }
 
 // driverGroup is the reference's section of a driver's settings.
 func driverGroup(d gateway.Driver) string {
-	return fmt.Sprintf("Gateway: %s (`GATEWAY=%s`)", d.Label, d.Name)
+	return fmt.Sprintf("Gateway: %s (`%s` in `GATEWAYS`)", d.Label, d.Name)
+}
+
+// enabled reports whether GATEWAYS names the driver (a real gateway, not
+// the sandbox bank).
+func (c *Config) enabled(name string) bool {
+	return c.Gateway != GatewaySandbox && slices.Contains(c.Gateways, name)
 }
 
 // driverOptions are the registered drivers' settings as options: read
-// only when GATEWAY names their driver (with GATEWAY=sandbox the driver
+// only when GATEWAYS names their driver (with GATEWAYS=sandbox the driver
 // gets the sandbox bank's settings instead).
 func driverOptions() []Option {
 	var out []Option
 	for _, d := range drivers.All() {
 		for _, st := range d.Settings {
 			o := Option{Name: st.Env, Group: driverGroup(d), Default: st.Default, Secret: st.Secret, driver: d.Name,
-				Doc: st.Doc + "; read only with `GATEWAY=" + d.Name + "`"}
+				Doc: st.Doc + "; read only when `GATEWAYS` names `" + d.Name + "`"}
 			if st.Required {
-				o.DefaultDoc = "*(unset)*: required with `GATEWAY=" + d.Name + "`"
+				o.DefaultDoc = "*(unset)*: required when `GATEWAYS` names `" + d.Name + "`"
 			}
 			o.p = parser{accepts: "see its meaning",
 				set: func(c *Config, v string) error {
-					if c.Gateway != d.Name {
+					if !c.enabled(d.Name) {
 						return nil
 					}
 					if c.GatewaySettings == nil {
@@ -107,7 +113,7 @@ func driverOptions() []Option {
 					delete(c.GatewaySettings, st.Env)
 					if v == "" {
 						if st.Required {
-							return fmt.Errorf("required with GATEWAY=%s: %s", d.Name, st.Doc)
+							return fmt.Errorf("required when GATEWAYS names %s: %s", d.Name, st.Doc)
 						}
 						return nil
 					}
@@ -119,7 +125,7 @@ func driverOptions() []Option {
 					return nil
 				},
 				show: func(c Config) string {
-					if c.Driver != d.Name {
+					if !slices.Contains(c.Gateways, d.Name) {
 						return ""
 					}
 					return c.GatewaySettings[st.Env]
@@ -163,19 +169,43 @@ func ownOptions() []Option {
 		{Name: "DATA_DIR", Group: groupServer, Default: "./data",
 			Doc: "where the development session secret (`DATA_DIR/session_secret`, only without `SESSION_SECRET`) and the default SQLite file (`DATA_DIR/kifpool.db`, when `DATABASE_URL` is unset) live; the folder is created mode 0700, the secret and a new SQLite file 0600; an existing folder that other users can read is narrowed to 0700 at start (a warning says so, or that it could not be)",
 			p:   stringField("a folder", func(c *Config) *string { return &c.DataDir })},
-		{Name: "GATEWAY", Group: groupGateway, Default: GatewaySandbox,
-			Doc: "`sandbox`: the built-in sandbox bank under `BASE_URL/sandbank` (no real money), imitating " + drivers.SandboxDriver + "; any other value names a gateway driver, whose own variables follow",
+		{Name: "GATEWAY", Group: groupGateway,
+			Doc: "the older name of `GATEWAYS`, for one gateway: still read, and used when `GATEWAYS` is unset; both set to different values is refused",
 			p: parser{accepts: "`" + strings.Join(drivers.GatewayValues(), "`, `") + "`",
 				set: func(c *Config, v string) error {
-					c.Gateway = v
-					if v == GatewaySandbox {
-						c.Driver = drivers.SandboxDriver
+					c.gatewayAlias = v
+					if v == "" {
 						return nil
 					}
-					if _, ok := drivers.Lookup(v); !ok {
-						return fmt.Errorf("want one of %s, got %q", strings.Join(drivers.GatewayValues(), ", "), v)
+					_, err := parseGateways(v)
+					return err
+				},
+				show: func(c Config) string { return c.gatewayAlias }}},
+		{Name: "GATEWAYS", Group: groupGateway, Default: GatewaySandbox,
+			DefaultDoc: "`GATEWAY` when that is set, else `sandbox`",
+			dynamic: func(_ *Config, getenv Getenv) string {
+				if v := strings.TrimSpace(getenv("GATEWAY")); v != "" {
+					if _, err := parseGateways(v); err == nil {
+						return v
 					}
-					c.Driver = v
+				}
+				return GatewaySandbox
+			},
+			Doc: "the gateways payers may pay through, in the order they are offered (the first healthy one is preselected, and a top-up whose gateway is down goes to the next healthy one): driver names separated by commas (`zarinpal,zibal`), each with its own variables below; `sandbox`: every gateway the built-in sandbox bank under `BASE_URL/sandbank` imitates (no real money)",
+			p: parser{accepts: "`sandbox`, or a comma-separated list of `" + strings.Join(drivers.Names(), "`, `") + "`",
+				set: func(c *Config, v string) error {
+					names, err := parseGateways(v)
+					if err != nil {
+						return err
+					}
+					c.Gateway, c.Gateways = strings.Join(names, ","), names
+					if v == GatewaySandbox {
+						c.Gateway, c.Gateways = GatewaySandbox, drivers.SandboxNames()
+					}
+					c.Driver = ""
+					if len(c.Gateways) > 0 {
+						c.Driver = c.Gateways[0]
+					}
 					return nil
 				},
 				show: func(c Config) string { return c.Gateway }}},
@@ -463,26 +493,6 @@ func ownOptions() []Option {
 		{Name: "CREDITED_CACHE_SIZE", Group: groupServer, Default: "10000",
 			Doc: "credited payments each instance keeps in memory, so that repeat callbacks and receipt reloads of them need no database read (a credited payment never changes again); oldest out first; `0` keeps none",
 			p:   intField(0, 10_000_000, func(c *Config) *int { return &c.CreditedCacheSize })},
-		{Name: "WEBHOOK_ALLOW_LOOPBACK", Group: groupSecurity,
-			Doc: "webhook endpoints and `return_url` origins may be `http://` on a loopback address (`localhost`, `127.0.0.1`, `[::1]`), and deliveries may reach loopback addresses: for development and tests only; unset, every webhook URL must be `https://` and resolve to a public address (private, loopback, link-local and reserved networks are refused when registered and again when dialled)",
-			p: parser{accepts: "`1` or unset",
-				set: func(c *Config, v string) error {
-					c.WebhookAllowLoopback = v == "1"
-					return nil
-				},
-				show: func(c Config) string {
-					if c.WebhookAllowLoopback {
-						return "1"
-					}
-					return ""
-				}}},
-		{Name: "WEBHOOK_RETRY_FOR", Group: groupServer, Default: "72h",
-			DefaultDoc: "`72h` (3 days)",
-			Doc:        "a webhook event not acknowledged (2xx within 10 s) is retried with exponential backoff and jitter for this long from its event; then it gives up, its endpoint is marked failing and admins see it (they may send it again)",
-			p:          durationField(0, func(c *Config) *time.Duration { return &c.WebhookRetryFor })},
-		{Name: "WEBHOOK_INTERVAL", Group: groupServer, Default: "2s",
-			Doc: "how often each `serve` looks for due webhook deliveries (a status change on the instance also wakes it at once); `off` sends none from this instance",
-			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.WebhookInterval })},
 		{Name: "PPROF_ADDR", Group: groupSecurity,
 			DefaultDoc: "unset: off",
 			Doc:        "a loopback `HOST:PORT` (e.g. `127.0.0.1:6060`) where `serve` exposes Go's profiler (`/debug/pprof/`) on a listener of its own; any other address is refused (profiles show memory and stacks); here, in `LISTEN_ADDR` and in `BASE_URL`, names under `.localhost` (`app.localhost`) are refused: they are resolved through DNS, which may answer any address",

@@ -49,7 +49,7 @@ func TestEveryVerifyAttemptIsRecorded(t *testing.T) {
 					Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
 					Recorder: payment.NewCallRecorder(sqlstore.New(db), nil), Now: e.clock.Now,
 				})
-				e.svc = payment.NewService(sqlstore.New(db), rg, e.clock.Now, nil, paymenttest.Config())
+				e.svc = payment.NewService(sqlstore.New(db), gateway.Set{rg}, e.clock.Now, nil, paymenttest.Config())
 				p := e.start(20_000)
 				e.gw.Set(tc.script)
 				got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
@@ -103,7 +103,7 @@ func TestGarbledCallErrorsDoNotBlockTheCredit(t *testing.T) {
 			Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
 			Recorder: rec, Now: e.clock.Now,
 		})
-		e.svc = payment.NewService(sqlstore.New(db), rg, e.clock.Now, nil, paymenttest.Config())
+		e.svc = payment.NewService(sqlstore.New(db), gateway.Set{rg}, e.clock.Now, nil, paymenttest.Config())
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(777) })
 		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("Return = %s, %v; want credited", dump(got), err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/payment/sqlstore"
@@ -112,7 +113,7 @@ func TestCreditedCacheIsBounded(t *testing.T) {
 			ps = append(ps, p)
 		}
 		// A second instance over the same database has kept nothing yet.
-		other := payment.NewService(sqlstore.New(db), e.gw, e.clock.Now, nil, paymenttest.Config())
+		other := payment.NewService(sqlstore.New(db), gateway.Set{e.gw}, e.clock.Now, nil, paymenttest.Config())
 		if _, err := other.ByPublicID(ctx, ps[0].PublicID); err != nil {
 			t.Fatal(err)
 		}

@@ -73,6 +73,12 @@ type Rules struct {
 	AuthorityLifetime time.Duration
 	MaxUnknown        time.Duration
 	StaleCreated      time.Duration
+	// VerifyDeadline is the payment's gateway's verify window (0: not
+	// documented): a payment whose outcome is still unknown this long
+	// after it was created has been returned to the payer by the bank, so
+	// it goes to review (returned_to_payer) without waiting for
+	// MaxUnknown.
+	VerifyDeadline time.Duration
 	// MaxCreditFailures: a bank-verified payment whose credit failed this
 	// many times goes to review instead of being retried (0: never).
 	MaxCreditFailures int
@@ -268,11 +274,6 @@ func decideCheck(in Input) Decision {
 			d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
 			return d
 		case in.Inquiry.Status == gateway.InquiryFailed:
-			if vr.NotPaid == gateway.NotPaidExpired {
-				// The bank's page expired before the payer paid: the
-				// driver tells it from a cancel (VerifyResult.NotPaid).
-				return stay(StatusFailed, ReasonBankExpired, &code)
-			}
 			return stay(StatusFailed, ReasonBankCancelled, &code)
 		case in.Inquiry.Status == gateway.InquiryReversed:
 			return stay(StatusFailed, ReasonBankReversed, &code)
@@ -337,25 +338,14 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	switch {
 	case status == StatusAwaitingPayment && r.AuthorityLifetime > 0 && age > r.AuthorityLifetime:
 		return StatusFailed, ReasonNotPaidAfterLife, true
+	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(p.CreatedAt) > r.VerifyDeadline:
+		// The bank's window counts from the payment at the bank, which a
+		// reopen here does not move.
+		return StatusNeedsReview, ReasonReturnedToPayer, true
 	case status == StatusPendingVerification && r.MaxUnknown > 0 && age > r.MaxUnknown:
 		return StatusNeedsReview, ReasonUnknownTooLong, true
 	}
 	return "", "", false
-}
-
-// PageTime is how long the payer had the bank's page when a check is
-// made at now: from the payment's creation (the authority is asked for
-// at once) to the payer's first return, or to now when they never came
-// back (gateway.VerifyInput.PageTime). Zero when unknown.
-func PageTime(p Payment, now time.Time) time.Duration {
-	end := now
-	if p.ReturnedAt != nil {
-		end = *p.ReturnedAt
-	}
-	if p.CreatedAt.IsZero() || !end.After(p.CreatedAt) {
-		return 0
-	}
-	return end.Sub(p.CreatedAt)
 }
 
 // DueForCheck reports whether the bank may be asked about p at now: at

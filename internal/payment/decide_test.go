@@ -87,8 +87,6 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 		{"paid another amount", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: 7003, AmountRials: 40_000}, nil},
 		{"already verified, amount not said", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 201, RefID: 7004}, nil},
 		{"not paid", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil},
-		{"not paid (cancelled)", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51, NotPaid: gateway.NotPaidCancelled}, nil},
-		{"not paid (page expired)", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51, NotPaid: gateway.NotPaidExpired}, nil},
 		{"amount mismatch", gateway.VerifyResult{Outcome: gateway.VerifyAmountMismatch, Code: -50}, nil},
 		{"invalid", gateway.VerifyResult{Outcome: gateway.VerifyInvalid, Code: -54}, nil},
 		{"rejected", gateway.VerifyResult{}, rejected},
@@ -153,12 +151,6 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 		case "IN_BANK":
 			return outcome{next: true, attempt: true}
 		case "FAILED":
-			// The bank's page expired (the driver tells it from a cancel):
-			// the time ran out; otherwise the payer cancelled, or the driver
-			// cannot tell.
-			if a.verify.NotPaid == gateway.NotPaidExpired {
-				return outcome{to: payment.StatusFailed, reason: payment.ReasonBankExpired, code: ptr(-51), attempt: true}
-			}
 			return outcome{to: payment.StatusFailed, reason: payment.ReasonBankCancelled, code: ptr(-51), attempt: true}
 		case "REVERSED":
 			return outcome{to: payment.StatusFailed, reason: payment.ReasonBankReversed, code: ptr(-51), attempt: true}
@@ -427,22 +419,76 @@ func TestResolvedAtDecision(t *testing.T) {
 	}
 }
 
-// PageTime: how long the payer had the bank's page, from the payment's
-// creation to their first return, or to now when they never came back.
-func TestPageTime(t *testing.T) {
-	created := t0.Add(-20 * time.Minute)
+// TestGatewayVerifyDeadline: a payment still unknown when its gateway's
+// verify window (from its creation, which a reopen does not move) has
+// closed was returned to the payer by the bank: review, with that reason,
+// before WORKER_MAX_UNKNOWN; a payment awaiting payment keeps its own
+// rule, and without a documented window nothing changes.
+func TestGatewayVerifyDeadline(t *testing.T) {
+	r := payment.Rules{AuthorityLifetime: 40 * time.Minute, MaxUnknown: 2 * time.Hour}
 	for _, tt := range []struct {
-		name string
-		p    payment.Payment
-		want time.Duration
+		name     string
+		status   payment.Status
+		deadline time.Duration
+		created  time.Duration // ago
+		opened   time.Duration // ago (a reopen)
+		to       payment.Status
+		reason   payment.Reason
 	}{
-		{"never came back", payment.Payment{CreatedAt: created}, 20 * time.Minute},
-		{"came back", payment.Payment{CreatedAt: created, ReturnedAt: ptr(created.Add(90 * time.Second))}, 90 * time.Second},
-		{"unknown creation", payment.Payment{}, 0},
-		{"a clock behind the row", payment.Payment{CreatedAt: t0.Add(time.Second)}, 0},
+		{"unknown past the window", payment.StatusPendingVerification, 20 * time.Minute, 21 * time.Minute, 21 * time.Minute, payment.StatusNeedsReview, payment.ReasonReturnedToPayer},
+		{"unknown within the window", payment.StatusPendingVerification, 20 * time.Minute, 19 * time.Minute, 19 * time.Minute, "", ""},
+		{"reopened lately, created long ago", payment.StatusPendingVerification, 20 * time.Minute, 50 * time.Minute, time.Minute, payment.StatusNeedsReview, payment.ReasonReturnedToPayer},
+		{"no documented window", payment.StatusPendingVerification, 0, 50 * time.Minute, 50 * time.Minute, "", ""},
+		{"no documented window, past max unknown", payment.StatusPendingVerification, 0, 3 * time.Hour, 3 * time.Hour, payment.StatusNeedsReview, payment.ReasonUnknownTooLong},
+		{"awaiting payment keeps its lifetime rule", payment.StatusAwaitingPayment, 20 * time.Minute, 30 * time.Minute, 30 * time.Minute, "", ""},
 	} {
-		if got := payment.PageTime(tt.p, t0); got != tt.want {
-			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		rules := r
+		rules.VerifyDeadline = tt.deadline
+		p := payment.Payment{ID: 1, Status: tt.status, CreatedAt: t0.Add(-tt.created), OpenedAt: ptr(t0.Add(-tt.opened))}
+		d := payment.Decide(payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules})
+		if tt.to == "" {
+			if d.Action != payment.ActionNone {
+				t.Errorf("%s: %+v, want nothing", tt.name, d)
+			}
+			continue
 		}
+		if d.Action != payment.ActionMove || d.To != tt.to || d.Reason != tt.reason {
+			t.Errorf("%s: %+v, want %s (%s)", tt.name, d, tt.to, tt.reason)
+		}
+	}
+}
+
+// TestPickGateway: the preferred gateway when healthy, else the next
+// healthy one after it in order (wrapping); an unknown one is refused;
+// none healthy is the gateway failure.
+func TestPickGateway(t *testing.T) {
+	offers := []payment.GatewayOffer{{Name: "zarinpal", Healthy: true}, {Name: "zibal", Healthy: false}, {Name: "sep", Healthy: true}}
+	for _, tt := range []struct {
+		preferred, want string
+		err             error
+	}{
+		{"", "zarinpal", nil},
+		{"zarinpal", "zarinpal", nil},
+		{"zibal", "sep", nil},
+		{"sep", "sep", nil},
+		{"paypal", "", payment.ErrUnknownGateway},
+	} {
+		got, err := payment.PickGateway(offers, tt.preferred)
+		if got != tt.want || !errors.Is(err, tt.err) {
+			t.Errorf("PickGateway(%q) = %q, %v; want %q, %v", tt.preferred, got, err, tt.want, tt.err)
+		}
+	}
+	down := []payment.GatewayOffer{{Name: "zarinpal"}, {Name: "zibal", Healthy: true}}
+	if got, _ := payment.PickGateway(down, ""); got != "zibal" {
+		t.Errorf("first down: %q, want zibal", got)
+	}
+	if got, _ := payment.PickGateway(down, "zibal"); got != "zibal" {
+		t.Errorf("zibal preferred: %q", got)
+	}
+	if _, err := payment.PickGateway([]payment.GatewayOffer{{Name: "zarinpal"}}, ""); !errors.Is(err, payment.ErrGatewayFailed) || !errors.Is(err, gateway.ErrUnavailable) {
+		t.Errorf("all down: %v, want ErrGatewayFailed", err)
+	}
+	if _, err := payment.PickGateway(nil, ""); !errors.Is(err, payment.ErrGatewayFailed) {
+		t.Errorf("none offered: %v, want ErrGatewayFailed", err)
 	}
 }

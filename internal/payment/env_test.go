@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
@@ -61,7 +62,7 @@ func newEnvWith(t *testing.T, db *store.DB, tweak func(*payment.Config)) *env {
 		tweak(&cfg)
 	}
 	e.store = &hookStore{Store: sqlstore.New(db)}
-	e.svc = payment.NewService(e.store, e.gw, e.clock.Now, nil, cfg)
+	e.svc = payment.NewService(e.store, gateway.Set{e.gw}, e.clock.Now, nil, cfg)
 	return e
 }
 

@@ -28,7 +28,6 @@ const (
 	ReasonAlreadyVerified    Reason = "already_verified"        // verify answered already verified (101)
 	ReasonVerifyUnknown      Reason = "verify_unknown"          // verify/inquiry timed out or failed: outcome unknown
 	ReasonBankCancelled      Reason = "bank_cancelled"          // the bank says the payment was not completed (FAILED)
-	ReasonBankExpired        Reason = "bank_expired"            // FAILED after the bank's page expired (the payer ran out of time)
 	ReasonBankReversed       Reason = "bank_reversed"           // the bank says the payment was reversed
 	ReasonNotPaidAfterLife   Reason = "not_paid_after_lifetime" // still unpaid at the bank after the authority's lifetime
 	ReasonAmountMismatch     Reason = "amount_mismatch"         // the bank reports another amount than ours
@@ -36,6 +35,7 @@ const (
 	ReasonNoRefID            Reason = "no_ref_id"               // paid, but the bank gave no reference
 	ReasonRefIDReused        Reason = "ref_id_reused"           // the bank's reference belongs to another payment
 	ReasonUnknownTooLong     Reason = "unknown_too_long"        // outcome still unknown at the deadline
+	ReasonReturnedToPayer    Reason = "returned_to_payer"       // still unknown when the gateway's verify window closed: the bank returned it to the payer
 	ReasonReopened           Reason = "reopened"                // a payment that ended here is asked about again
 	ReasonAuthorityRecovered Reason = "authority_recovered"     // reconciliation found our payment by its callback URL
 	ReasonClosedByAdmin      Reason = "closed_by_admin"         // an admin closed it with a written note
@@ -70,7 +70,7 @@ type Observer interface {
 // bank's own answer to a check (rather than on a deadline or a person).
 func (r Reason) bankAnswer() bool {
 	switch r {
-	case ReasonBankCancelled, ReasonBankExpired, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused:
+	case ReasonBankCancelled, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused:
 		return true
 	}
 	return false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 )
 
 // ReconcileItem is one line of a reconciliation report.
@@ -74,7 +75,12 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	return s.ReconcileWith(ctx, ReconcileConfig{})
 }
 
-// ReconcileWith is Reconcile with explicit bounds.
+// ReconcileWith is Reconcile with explicit bounds. Each gateway is
+// reconciled from its own source, one after the other within the one
+// budget, and gets its own stored report: a gateway's list of paid but
+// unverified payments (Zarinpal), or for a gateway without one (Zibal:
+// GatewayRules.NoList) an inquiry of each of our recent payments there
+// that is not credited. The answer sums them (Gateway names them all).
 func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (ReconcileReport, error) {
 	if rc.Concurrency <= 0 {
 		rc.Concurrency = 4
@@ -82,10 +88,57 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	if rc.Budget <= 0 {
 		rc.Budget = 2 * time.Minute
 	}
-	rep := ReconcileReport{Gateway: s.gw.Name(), StartedAt: s.clock(), Details: "[]"}
 	ctx, cancel := context.WithTimeout(ctx, rc.Budget)
 	defer cancel()
-	list, err := s.gw.ListUnverified(ctx)
+	sum := ReconcileReport{StartedAt: s.clock(), Details: "[]"}
+	var names, errs []string
+	var items []ReconcileItem
+	var saveErr error
+	for _, gw := range s.gws {
+		var rep ReconcileReport
+		var err error
+		if s.cfg.Gateways[gw.Name()].NoList {
+			rep, err = s.reconcileByInquiry(ctx, gw, rc)
+		} else {
+			rep, err = s.reconcileList(ctx, gw, rc)
+		}
+		if err != nil {
+			saveErr = errors.Join(saveErr, err)
+		}
+		names = append(names, gw.Name())
+		if rep.Error != "" {
+			errs = append(errs, gw.Name()+": "+rep.Error)
+		}
+		sum.ID = rep.ID
+		sum.Listed += rep.Listed
+		sum.Ours += rep.Ours
+		sum.Credited += rep.Credited
+		sum.CreditedRials += rep.CreditedRials
+		sum.ForeignCount += rep.ForeignCount
+		sum.ForeignRials += rep.ForeignRials
+		sum.Mismatches += rep.Mismatches
+		sum.Unreached += rep.Unreached
+		items = append(items, rep.Items()...)
+	}
+	sum.Gateway, sum.Error, sum.FinishedAt = strings.Join(names, ","), strings.Join(errs, "; "), s.clock()
+	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
+		sum.Details = string(b)
+	}
+	if saveErr != nil {
+		return sum, saveErr
+	}
+	if sum.Error != "" {
+		return sum, errors.New(sum.Error)
+	}
+	return sum, nil
+}
+
+// reconcileList reconciles one gateway from its list of paid but
+// unverified payments, and stores its report (an error: the report could
+// not be stored).
+func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc ReconcileConfig) (ReconcileReport, error) {
+	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
+	list, err := gw.ListUnverified(ctx)
 	if err != nil {
 		rep.Error = "list unverified: " + err.Error()
 	}
@@ -110,7 +163,7 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			it := s.reconcileItem(ctx, u)
+			it := s.reconcileItem(ctx, gw.Name(), u)
 			mu.Lock()
 			defer mu.Unlock()
 			items[i] = it
@@ -136,21 +189,18 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
 		rep.Details = string(b)
 	}
-	if err := s.st.SaveReconcileReport(ctx, &rep); err != nil {
+	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), &rep); err != nil {
 		return rep, err
 	}
-	s.log.InfoContext(ctx, "reconciliation done", "listed", rep.Listed, "ours", rep.Ours, "credited", rep.Credited,
+	s.log.InfoContext(ctx, "reconciliation done", "gateway", rep.Gateway, "listed", rep.Listed, "ours", rep.Ours, "credited", rep.Credited,
 		"foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "unreached", rep.Unreached, "error", rep.Error)
-	if rep.Error != "" {
-		return rep, errors.New(rep.Error)
-	}
 	return rep, nil
 }
 
 // reconcileItem works one listed item.
-func (s *Service) reconcileItem(ctx context.Context, u gateway.Unverified) ReconcileItem {
+func (s *Service) reconcileItem(ctx context.Context, gwName string, u gateway.Unverified) ReconcileItem {
 	it := ReconcileItem{Authority: u.Authority, AmountRials: u.AmountRials}
-	p, found, err := s.matchUnverified(ctx, u)
+	p, found, err := s.matchUnverified(ctx, gwName, u)
 	switch {
 	case err != nil:
 		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
@@ -214,8 +264,8 @@ func (s *Service) reconcileItem(ctx context.Context, u gateway.Unverified) Recon
 
 // matchUnverified finds our payment for a listed item: by authority, else
 // by the public id in its callback URL.
-func (s *Service) matchUnverified(ctx context.Context, u gateway.Unverified) (Payment, bool, error) {
-	p, found, err := s.st.ByAuthority(ctx, s.gw.Name(), u.Authority)
+func (s *Service) matchUnverified(ctx context.Context, gwName string, u gateway.Unverified) (Payment, bool, error) {
+	p, found, err := s.st.ByAuthority(ctx, gwName, u.Authority)
 	if found || err != nil {
 		return p, found, err
 	}
@@ -223,7 +273,7 @@ func (s *Service) matchUnverified(ctx context.Context, u gateway.Unverified) (Pa
 	if id == "" {
 		return p, false, nil
 	}
-	return s.st.ByGatewayPublicID(ctx, s.gw.Name(), id)
+	return s.st.ByGatewayPublicID(ctx, gwName, id)
 }
 
 // PublicIDFromCallbackURL returns the payment public id in one of our
@@ -268,4 +318,106 @@ func (s *Service) recoverAuthority(ctx context.Context, p Payment, authority str
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
 	return s.verifyAndApply(vctx, moved, tok, ActorReconcile)
+}
+
+// ReconcileLookback is how far back reconciliation by inquiry looks for a
+// gateway's ended payments (a bank that lists nothing still answers an
+// inquiry about a payment for at least a day).
+const ReconcileLookback = 24 * time.Hour
+
+// reconcileByInquiry reconciles a gateway that lists no unverified
+// payments (Zibal): each of our payments there created within
+// ReconcileLookback that ended failed or under review is inquired; one
+// the bank holds as paid or verified is reopened and verified (so a crash
+// cannot lose the answer), which credits it. Open payments are the
+// worker's. Items are the payments the bank holds paid; the others are
+// counted as listed only.
+func (s *Service) reconcileByInquiry(ctx context.Context, gw gateway.Gateway, rc ReconcileConfig) (ReconcileReport, error) {
+	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
+	ended, err := s.st.RecentEnded(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
+	if err != nil {
+		rep.Error = "list our ended payments: " + err.Error()
+	}
+	rep.Listed = len(ended)
+	var (
+		items []ReconcileItem
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, rc.Concurrency)
+	)
+	for _, p := range ended {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			mu.Lock()
+			items = append(items, ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID,
+				Kind: "not_reached", Detail: "reconciliation budget spent"})
+			rep.Unreached++
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			it, ok := s.inquireEnded(ctx, gw, p)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			items = append(items, it)
+			rep.Ours++
+			switch it.Kind {
+			case "credited":
+				rep.Credited++
+				rep.CreditedRials += p.AmountRials
+			case "amount_mismatch", "unresolved":
+				rep.Mismatches++
+			}
+		}()
+	}
+	wg.Wait()
+	rep.FinishedAt = s.clock()
+	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
+		rep.Details = string(b)
+	}
+	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), &rep); err != nil {
+		return rep, err
+	}
+	s.log.InfoContext(ctx, "reconciliation by inquiry done", "gateway", rep.Gateway, "asked", rep.Listed,
+		"paid there", rep.Ours, "credited", rep.Credited, "unreached", rep.Unreached, "error", rep.Error)
+	return rep, nil
+}
+
+// inquireEnded asks the bank about one ended payment; ok is false when
+// the bank does not hold it as paid (nothing to report).
+func (s *Service) inquireEnded(ctx context.Context, gw gateway.Gateway, p Payment) (ReconcileItem, bool) {
+	it := ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID}
+	ictx, cancel := context.WithTimeout(resilient.WithPaymentRef(ctx, p.PublicID), s.cfg.VerifyTimeout)
+	ir, err := gw.Inquire(ictx, p.AuthorityString())
+	cancel()
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		return it, true
+	case ir.Status != gateway.InquiryPaid && ir.Status != gateway.InquiryVerified:
+		return it, false
+	}
+	before := p.Status
+	p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+	case p.Status == StatusCredited:
+		it.Kind, it.Detail = "credited", "was "+string(before)+" here"
+	case p.Status == StatusNeedsReview && p.StatusReason == string(ReasonAmountMismatch):
+		it.Kind, it.Detail = "amount_mismatch", string(ir.Status)+" at the bank"
+	case p.Status.Terminal():
+		it.Kind, it.Detail = "unresolved", string(ir.Status)+" at the bank; "+string(p.Status)+" here"
+	default:
+		it.Kind, it.Detail = "open", string(p.Status)
+	}
+	return it, true
 }

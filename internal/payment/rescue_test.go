@@ -88,7 +88,7 @@ func TestRescueSurvivesACrash(t *testing.T) {
 
 		// Another instance: the bank now answers "already verified".
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.AlreadyVerified(5151) })
-		other := payment.NewService(sqlstore.New(db), e.gw, e.clock.Now, nil, paymenttest.Config())
+		other := payment.NewService(sqlstore.New(db), gateway.Set{e.gw}, e.clock.Now, nil, paymenttest.Config())
 		e.clock.Advance(time.Minute) // the dead holder's lease runs out
 		rr, err := other.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx)
 		if err != nil || rr.Claimed != 1 || rr.Resolved != 1 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -33,6 +34,33 @@ func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string
 	if err != nil {
 		return Payment{}, err
 	}
+	return s.returnOf(ctx, p, authority, claimsPaid)
+}
+
+// ErrBadCallback: the callback carries no usable token in its gateway's
+// own field names.
+var ErrBadCallback = errors.New("callback carries no usable token")
+
+// ReturnCallback is Return for a callback as the bank sent it: the
+// payment is found by our unguessable id from the callback URL, and the
+// callback's fields are read with the parser of the gateway that payment
+// was started at (parse, given its stored name: each gateway names its
+// token differently). Never from a session.
+func (s *Service) ReturnCallback(ctx context.Context, publicID string, parse func(gateway string) (callback.Params, bool)) (Payment, callback.Params, error) {
+	p, err := s.ByPublicID(ctx, publicID)
+	if err != nil {
+		return Payment{}, callback.Params{}, err
+	}
+	cb, ok := parse(p.Gateway)
+	if !ok {
+		return Payment{}, cb, ErrBadCallback
+	}
+	p, err = s.returnOf(ctx, p, cb.Authority, cb.ClaimsPaid)
+	return p, cb, err
+}
+
+// returnOf is Return for a payment as read.
+func (s *Service) returnOf(ctx context.Context, p Payment, authority string, claimsPaid bool) (Payment, error) {
 	if p.Authority == nil || authority != *p.Authority {
 		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
 		return Payment{}, ErrAuthorityMismatch
@@ -272,8 +300,8 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	// The verify's attempts are written with a credit, in its transaction;
 	// with any other outcome, on their own before it is recorded.
 	vctx, held := withHeldCalls(bctx)
-	vr, err := s.gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
-		PageTime: PageTime(p, s.clock())})
+	gw := s.gw(p)
+	vr, err := gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
 	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err}
 	d := Decide(in)
 	// Whatever the caller's context does now, the answer must be recorded.
@@ -283,7 +311,7 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	}
 	if d.Action == ActionInquire {
 		// The inquiry runs in what is left of the check's one budget.
-		ir, ierr := s.gw.Inquire(bctx, p.AuthorityString())
+		ir, ierr := gw.Inquire(bctx, p.AuthorityString())
 		in.Inquired, in.Inquiry, in.InquiryErr, in.Now = true, ir, ierr, s.clock()
 		d = Decide(in)
 		switch {

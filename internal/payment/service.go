@@ -29,7 +29,22 @@ var (
 	ErrNotFound        = errors.New("payment not found")
 	// ErrAuthorityMismatch: the callback's authority is not this payment's.
 	ErrAuthorityMismatch = errors.New("callback authority does not match the payment")
+	// ErrUnknownGateway: a top-up asked for a gateway this instance does
+	// not offer (not in GATEWAYS, or switched off by an operator).
+	ErrUnknownGateway = errors.New("no such gateway is offered")
 )
+
+// GatewayRules are what the payment code applies per gateway, from the
+// gateway's capability record.
+type GatewayRules struct {
+	// VerifyDeadline: the bank returns a payment still unverified this
+	// long after it started to the payer (0: the gateway does not document
+	// it; WORKER_MAX_UNKNOWN applies alone).
+	VerifyDeadline time.Duration
+	// NoList: the gateway lists no unverified payments; reconciliation
+	// asks it about our recent payments one by one (Zibal's inquiry).
+	NoList bool
+}
 
 // FormReusedError: the form's token was already used for another amount.
 type FormReusedError struct{ Existing Payment }
@@ -77,6 +92,14 @@ type Config struct {
 	// Observer, when set, learns of every status change and credit
 	// (metrics).
 	Observer Observer
+	// Gateways are the rules of each gateway by name (a gateway without
+	// an entry has no documented deadline and a list of unverified
+	// payments).
+	Gateways map[string]GatewayRules
+	// Disabled, when set, names the gateways an operator switched off for
+	// new top-ups (read at each start; payments already at such a
+	// gateway are still verified there).
+	Disabled func(ctx context.Context) (map[string]bool, error)
 }
 
 func (c *Config) defaults() {
@@ -118,7 +141,7 @@ func (c *Config) defaults() {
 // several instances sharing one database.
 type Service struct {
 	st  Store
-	gw  gateway.Gateway
+	gws gateway.Set
 	now func() time.Time
 	log *slog.Logger
 	cfg Config
@@ -127,8 +150,9 @@ type Service struct {
 	credited *creditedCache
 }
 
-// NewService wires the payment service.
-func NewService(st Store, gw gateway.Gateway, now func() time.Time, log *slog.Logger, cfg Config) *Service {
+// NewService wires the payment service over the gateways it offers, in
+// their order (the first is offered first).
+func NewService(st Store, gws gateway.Set, now func() time.Time, log *slog.Logger, cfg Config) *Service {
 	cfg.defaults()
 	if now == nil {
 		now = time.Now
@@ -137,14 +161,78 @@ func NewService(st Store, gw gateway.Gateway, now func() time.Time, log *slog.Lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	return &Service{st: st, gw: gw, now: now, log: log, cfg: cfg, credited: newCreditedCache(cfg.CreditedCacheSize)}
+	return &Service{st: st, gws: gws, now: now, log: log, cfg: cfg, credited: newCreditedCache(cfg.CreditedCacheSize)}
 }
 
 // Limits returns the allowed top-up range in rials.
 func (s *Service) Limits() (minRials, maxRials int64) { return s.cfg.MinRials, s.cfg.MaxRials }
 
-// Gateway returns the gateway the service talks to.
-func (s *Service) Gateway() gateway.Gateway { return s.gw }
+// Gateways returns the gateways the service talks to, in order.
+func (s *Service) Gateways() gateway.Set { return s.gws }
+
+// gw is the gateway a payment was started at (its stored name).
+func (s *Service) gw(p Payment) gateway.Gateway { return s.gws.For(p.Gateway) }
+
+// PayURL is the bank page of a payment awaiting payment ("" without an
+// authority).
+func (s *Service) PayURL(p Payment) string {
+	if p.Authority == nil {
+		return ""
+	}
+	return s.gw(p).PayURL(*p.Authority)
+}
+
+// Offered are the gateways a new top-up may go to now, in order: those
+// an operator has not switched off. Healthy reports, for each, whether
+// its breaker is closed.
+func (s *Service) Offered(ctx context.Context) ([]GatewayOffer, error) {
+	off := map[string]bool{}
+	if s.cfg.Disabled != nil {
+		var err error
+		if off, err = s.cfg.Disabled(ctx); err != nil {
+			return nil, fmt.Errorf("read the gateways switched off: %w", err)
+		}
+	}
+	var out []GatewayOffer
+	for _, g := range s.gws {
+		if !off[g.Name()] {
+			out = append(out, GatewayOffer{Name: g.Name(), Healthy: !gateway.Down(g)})
+		}
+	}
+	return out, nil
+}
+
+// GatewayOffer is one gateway a top-up may go to.
+type GatewayOffer struct {
+	Name    string
+	Healthy bool
+}
+
+// PickGateway chooses the gateway of a new top-up: the preferred one
+// ("" for the first in order) when its breaker is closed, else the next
+// healthy one after it in order (failover by health, never by probing
+// the bank). ErrUnknownGateway when the preferred one is not offered;
+// ErrGatewayFailed (wrapping gateway.ErrUnavailable) when none is healthy.
+func PickGateway(offers []GatewayOffer, preferred string) (string, error) {
+	start := 0
+	if preferred != "" {
+		start = -1
+		for i, o := range offers {
+			if o.Name == preferred {
+				start = i
+			}
+		}
+		if start < 0 {
+			return "", fmt.Errorf("gateway %q: %w", preferred, ErrUnknownGateway)
+		}
+	}
+	for i := range offers {
+		if o := offers[(start+i)%len(offers)]; o.Healthy {
+			return o.Name, nil
+		}
+	}
+	return "", fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
+}
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
@@ -166,25 +254,10 @@ type StartInput struct {
 	// English: the payer reads English (the web form in English), so the
 	// bank shows our description in English; Persian otherwise.
 	English bool
-	// Quota, when set, admits the payment in the transaction that inserts
-	// it (the payer's limits, atomic under concurrent starts).
-	Quota *Quota
-}
-
-// Usage is what counts against a payer's limits, as read in the
-// transaction that inserts a new payment: the payments created since
-// Quota.Since that did not fail (amount and number), the amount of the
-// payer's open payments (they may yet be credited) and the wallet's
-// balance.
-type Usage struct {
-	SinceRials, SinceCount, OpenRials, BalanceRials int64
-}
-
-// Quota admits a new payment of a payer, or refuses it with Admit's
-// error (nothing is written then).
-type Quota struct {
-	Since time.Time
-	Admit func(Usage) error
+	// Gateway is the payer's choice ("": the first offered); when its
+	// breaker is open, the next healthy one is used (StartResult's
+	// payment says which).
+	Gateway string
 }
 
 // StartResult says where to send the browser.
@@ -199,28 +272,39 @@ func (s *Service) ValidateAmount(rials int64) error {
 	return money.Limits{MinRials: s.cfg.MinRials, MaxRials: s.cfg.MaxRials}.Check(rials)
 }
 
-// CheckGateway refuses a new top-up while the gateway's circuit breaker is
-// open (ErrGatewayFailed): the bank is known to be down before anything is
-// written, so there is no payment and no authority, and no money can have
-// been taken. A form already submitted is not refused (nil): its repeat is
-// answered as the first submit was, whatever the bank's state now. Callers
-// may ask before their own reads (the web form does, so that a refusal
-// costs one indexed read only while the breaker is open); StartTopUp asks
-// too.
-func (s *Service) CheckGateway(ctx context.Context, userID int64, formToken string) error {
-	br, ok := s.gw.(BreakerReporter)
-	if !ok || !br.BreakerOpen() {
-		return nil
+// CheckGateway refuses a new top-up when no gateway it may go to is
+// healthy (every offered one's circuit breaker is open: ErrGatewayFailed),
+// or the preferred one is not offered (ErrUnknownGateway): before anything
+// is written, so there is no payment and no authority, and no money can
+// have been taken. It returns the gateway the top-up goes to (the
+// preferred one, or the next healthy one). A form already submitted is not
+// refused ("" and nil): its repeat is answered as the first submit was,
+// whatever the banks' state now. Callers may ask before their own reads;
+// StartTopUp asks too.
+func (s *Service) CheckGateway(ctx context.Context, userID int64, formToken, preferred string) (string, error) {
+	offers, err := s.Offered(ctx)
+	if err != nil {
+		return "", err
+	}
+	name, pickErr := PickGateway(offers, preferred)
+	if pickErr == nil {
+		if preferred != "" && name != preferred {
+			s.log.WarnContext(ctx, "top-up goes to the next healthy gateway", "preferred", preferred, "gateway", name)
+		}
+		return name, nil
+	}
+	if errors.Is(pickErr, ErrUnknownGateway) {
+		return "", pickErr
 	}
 	seen, err := s.FormSubmitted(ctx, userID, formToken)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if seen {
-		return nil // a repeat: answered from the first submit
+		return "", nil // a repeat: answered from the first submit
 	}
-	s.log.WarnContext(ctx, "top-up refused: the gateway's circuit breaker is open")
-	return fmt.Errorf("start payment: %w: %w", ErrGatewayFailed, gateway.ErrUnavailable)
+	s.log.WarnContext(ctx, "top-up refused: every gateway's circuit breaker is open")
+	return "", pickErr
 }
 
 // StartTopUp creates the payment for a submitted form and asks the gateway
@@ -235,21 +319,21 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	if err := s.ValidateAmount(in.AmountRials); err != nil {
 		return StartResult{}, err
 	}
-	if err := s.CheckGateway(ctx, in.UserID, in.FormToken); err != nil {
+	gwName, err := s.CheckGateway(ctx, in.UserID, in.FormToken, in.Gateway)
+	if err != nil {
 		return StartResult{}, err
 	}
+	if gwName == "" {
+		return s.replayStart(ctx, in) // a repeat while every gateway is down
+	}
+	gw := s.gws.For(gwName)
 	now := s.clock()
 	p := Payment{
 		PublicID: newPublicID(), UserID: in.UserID, WalletID: in.WalletID,
-		AmountRials: in.AmountRials, Gateway: s.gw.Name(), FormToken: in.FormToken,
+		AmountRials: in.AmountRials, Gateway: gwName, FormToken: in.FormToken,
 		Status: StatusCreated, CreatedAt: now, UpdatedAt: now, OpenedAt: &now,
 	}
-	var err error
-	if in.Quota != nil && in.Quota.Admit != nil {
-		err = s.st.CreateAdmitted(ctx, &p, *in.Quota)
-	} else {
-		err = s.st.Create(ctx, &p)
-	}
+	err = s.st.Create(ctx, &p)
 	if errors.Is(err, ErrDuplicate) {
 		// The unique (user_id, form_token) index is the guarantee: this
 		// form was submitted before. Answer as the first submit did.
@@ -261,7 +345,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 	log := s.log.With("payment", p.PublicID)
 
 	rctx, cancel := context.WithTimeout(resilient.WithPaymentRef(ctx, p.PublicID), s.cfg.RequestTimeout)
-	res, reqErr := s.gw.Request(rctx, gateway.RequestInput{
+	res, reqErr := gw.Request(rctx, gateway.RequestInput{
 		AmountRials: p.AmountRials, CallbackURL: s.CallbackURL(p.PublicID),
 		Description: s.describe(in.Description, in.English), OrderID: p.PublicID, Email: in.Email,
 	})
@@ -300,7 +384,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 		return StartResult{}, fmt.Errorf("save authority of %s: %w", p.PublicID, err)
 	}
 	log.InfoContext(ctx, "payment started", "amount_rials", moved.AmountRials, "authority", res.Authority)
-	return StartResult{Payment: moved, PayURL: s.gw.PayURL(res.Authority)}, nil
+	return StartResult{Payment: moved, PayURL: gw.PayURL(res.Authority)}, nil
 }
 
 // replayStart answers a repeat submit of a form from the first submit's row.
@@ -344,7 +428,7 @@ func (s *Service) answerFor(p Payment, replayed bool) (StartResult, error) {
 	r := StartResult{Payment: p, Replayed: replayed}
 	switch p.Status {
 	case StatusAwaitingPayment:
-		r.PayURL = s.gw.PayURL(p.AuthorityString())
+		r.PayURL = s.PayURL(p)
 	case StatusFailed:
 		if p.Authority == nil {
 			return r, fmt.Errorf("payment %s: %w", p.PublicID, ErrGatewayFailed)

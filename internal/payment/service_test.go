@@ -339,7 +339,7 @@ func TestOpenBreakerAnswersRepeatsOfSubmittedForms(t *testing.T) {
 			{"a new form", payment.NewFormToken(), payment.ErrGatewayFailed},
 		}
 		for _, tc := range cases {
-			if err := e.svc.CheckGateway(ctx, e.user.ID, tc.token); !errors.Is(err, tc.wantErr) {
+			if _, err := e.svc.CheckGateway(ctx, e.user.ID, tc.token, ""); !errors.Is(err, tc.wantErr) {
 				t.Errorf("%s: CheckGateway = %v, want %v", tc.name, err, tc.wantErr)
 			}
 			r, err := e.svc.StartTopUp(ctx, e.input(tc.token, 40_000))
@@ -352,7 +352,7 @@ func TestOpenBreakerAnswersRepeatsOfSubmittedForms(t *testing.T) {
 			}
 		}
 		// Another user's token is not this user's form.
-		if err := e.svc.CheckGateway(ctx, e.user.ID+1000, token); !errors.Is(err, payment.ErrGatewayFailed) {
+		if _, err := e.svc.CheckGateway(ctx, e.user.ID+1000, token, ""); !errors.Is(err, payment.ErrGatewayFailed) {
 			t.Errorf("another user's form: %v, want ErrGatewayFailed", err)
 		}
 		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 1 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
 )
 
 // WorkerConfig tunes the background resolver of open payments. Every
@@ -76,11 +78,9 @@ func (c *WorkerConfig) defaults() {
 }
 
 // BreakerReporter is implemented by a gateway that knows the bank is down
-// (an open circuit breaker): the worker then postpones its checks instead
-// of spending them.
-type BreakerReporter interface {
-	BreakerOpen() bool
-}
+// (an open circuit breaker): the worker then postpones its checks of that
+// gateway's payments instead of spending them.
+type BreakerReporter = gateway.Health
 
 // Worker resolves payments whose callback never came or whose outcome was
 // unknown. One runs in each instance; several are safe together: a payment
@@ -131,8 +131,8 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 	if err != nil {
 		return rr, err
 	}
-	if br, ok := w.s.gw.(BreakerReporter); ok && br.BreakerOpen() {
-		return rr, nil // the bank is down: postpone, do not spend checks
+	if w.allDown() {
+		return rr, nil // every bank is down: postpone, do not spend checks
 	}
 	ids, err := w.claim(ctx)
 	if err != nil || len(ids) == 0 {
@@ -203,6 +203,11 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 	if !p.Status.open() {
 		return p, nil
 	}
+	if gateway.Down(w.s.gw(p)) {
+		// This payment's bank is down (its breaker is open): postpone the
+		// check and the deadlines, do not spend them.
+		return p, w.s.schedule(ctx, p, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
+	}
 	if w.s.dueForCheck(p) {
 		// Paced in the claim: a callback may have asked since the row was
 		// read (N3).
@@ -210,7 +215,7 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 			return p, err
 		}
 	}
-	d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, Payment: p, Now: w.s.clock(), Rules: w.rules()})
+	d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, Payment: p, Now: w.s.clock(), Rules: w.rulesFor(p)})
 	if d.Action == ActionMove {
 		if d.To == StatusNeedsReview {
 			w.s.log.ErrorContext(ctx, "payment outcome unknown for too long", "payment", p.PublicID)
@@ -229,6 +234,25 @@ func (w *Worker) rules() Rules {
 	r := w.s.rules()
 	r.AuthorityLifetime, r.MaxUnknown, r.StaleCreated = w.cfg.AuthorityLifetime, w.cfg.MaxUnknown, w.cfg.StaleCreated
 	return r
+}
+
+// rulesFor are the worker's rules for one payment: with its gateway's
+// verify deadline (the bank returns an unverified payment to the payer
+// then).
+func (w *Worker) rulesFor(p Payment) Rules {
+	r := w.rules()
+	r.VerifyDeadline = w.s.cfg.Gateways[p.Gateway].VerifyDeadline
+	return r
+}
+
+// allDown reports whether every gateway's breaker is open.
+func (w *Worker) allDown() bool {
+	for _, g := range w.s.gws {
+		if !gateway.Down(g) {
+			return false
+		}
+	}
+	return len(w.s.gws) > 0
 }
 
 // expire ends an open payment past one of its deadlines, under the lease

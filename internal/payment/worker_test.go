@@ -47,7 +47,7 @@ func wkPayer(t *testing.T, db *store.DB) payment.StartInput {
 func wkService(db *store.DB, gw gateway.Gateway, now func() time.Time) *payment.Service {
 	cfg := paymenttest.Config()
 	cfg.RecheckDelay = 100 * time.Millisecond // short pacing window: these tests are about the back-off
-	return payment.NewService(sqlstore.New(db), gw, now, nil, cfg)
+	return payment.NewService(sqlstore.New(db), gateway.Set{gw}, now, nil, cfg)
 }
 
 func wkStart(t *testing.T, svc *payment.Service, in payment.StartInput, amount int64) payment.Payment {

@@ -24,6 +24,7 @@ import (
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/idempotency"
@@ -40,7 +41,6 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
-	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web"
 )
 
@@ -55,9 +55,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// Bank replaces the built-in sandbox bank (GATEWAY=sandbox).
 	Bank *sandbank.Bank
-	// Gateway replaces the gateway driver (it is still wrapped by the
-	// resilient caller).
+	// Gateway replaces the first gateway's driver, and Gateways any
+	// gateway's by its name (each is still wrapped by its own resilient
+	// caller).
 	Gateway    gateway.Gateway
+	Gateways   map[string]gateway.Gateway
 	RateLimits bool
 	// WrapTopUp, when set, wraps the top-up start use case (tests
 	// observe what the form and the API ask of it).
@@ -84,10 +86,15 @@ type Server struct {
 	Wallets *wallet.Service
 	Tokens  *apitoken.Service
 	Keys    *idempotency.Store
-	Gateway gateway.Gateway
-	// Resilient is the caller around the driver (breaker state).
-	Resilient *resilient.Gateway
-	Worker    *payment.Worker
+	// Gateway is the first gateway's resilient caller, Gateways every
+	// gateway's (each its own breaker), in the order they are offered.
+	Gateway  gateway.Gateway
+	Gateways gateway.Set
+	// Resilient is the caller around the first driver (breaker state),
+	// Resilients around each.
+	Resilient  *resilient.Gateway
+	Resilients []*resilient.Gateway
+	Worker     *payment.Worker
 	// WorkerConfig is the worker's tuning from the configuration (a test
 	// starting a second worker starts from it).
 	WorkerConfig payment.WorkerConfig
@@ -106,10 +113,6 @@ type Server struct {
 	Outbox       *mail.Outbox
 	Notifier     *notify.Notifier
 	mailInterval time.Duration
-	// Webhooks are the partners' endpoints and return origins; Hooks
-	// delivers the outbox.
-	Webhooks *webhook.Service
-	Hooks    *webhook.Sender
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -138,25 +141,31 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	s := &Server{Clock: store.NewClock(db, o.Now, 0, o.Log.With("component", "clock"))}
 	now := s.Clock.Now
-	hooks, err := webhook.New(db, now, webhook.Options{SessionSecret: cfg.SessionSecret, AllowLoopback: cfg.WebhookAllowLoopback})
-	if err != nil {
-		return nil, err
+	// The gateway drivers come from the registry, in the configuration's
+	// order; so do their callback parsers and the console's labels.
+	var drvs []gateway.Driver
+	sandbox := cfg.Gateway == config.GatewaySandbox
+	for _, name := range cfg.Gateways {
+		drv, ok := drivers.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("gateway: no driver %q (want one of %v)", name, drivers.Names())
+		}
+		if sandbox && (!sandbank.Speaks(drv.Sandbox.Protocol) || drivers.Supported(drv) != nil) {
+			// GATEWAYS=sandbox offers what the built-in bank imitates and
+			// the flow serves.
+			o.Log.Debug("sandbox: gateway not offered yet", "gateway", name)
+			continue
+		}
+		if err := drivers.Supported(drv); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		drvs = append(drvs, drv)
 	}
-	s.Webhooks = hooks
-	// The gateway driver comes from the registry; so do its callback
-	// parser and the console's labels.
-	drv, ok := drivers.Lookup(cfg.Driver)
-	if !ok {
-		return nil, fmt.Errorf("gateway: no driver %q (want one of %v)", cfg.Driver, drivers.Names())
-	}
-	if err := drivers.Supported(drv); err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+	if len(drvs) == 0 {
+		return nil, fmt.Errorf("gateway: none of %v can be offered", cfg.Gateways)
 	}
 	var bankHandler http.Handler
-	if cfg.Gateway == config.GatewaySandbox {
-		if !sandbank.Speaks(drv.Sandbox.Protocol) {
-			return nil, fmt.Errorf("gateway: the sandbox bank does not speak %q (driver %s)", drv.Sandbox.Protocol, drv.Name)
-		}
+	if sandbox {
 		s.Bank = o.Bank
 		if s.Bank == nil {
 			// Payments of this bank may call back only to this app: its
@@ -166,13 +175,20 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		}
 		bankHandler = s.Bank.Handler()
 	}
-	s.Gateway = o.Gateway
-	if s.Gateway == nil {
-		gw, err := drv.New(cfg.GatewaySettings, gateway.Deps{HTTPClient: o.HTTPClient, Logger: o.Log.With("component", drv.Name)})
-		if err != nil {
-			return nil, fmt.Errorf("gateway: %w", err)
+	inners := make([]gateway.Gateway, len(drvs))
+	for i, drv := range drvs {
+		inner := o.Gateways[drv.Name]
+		if i == 0 && o.Gateway != nil {
+			inner = o.Gateway
 		}
-		s.Gateway = gw
+		if inner == nil {
+			gw, err := drv.New(cfg.GatewaySettings, gateway.Deps{HTTPClient: o.HTTPClient, Logger: o.Log.With("component", drv.Name)})
+			if err != nil {
+				return nil, fmt.Errorf("gateway %s: %w", drv.Name, err)
+			}
+			inner = gw
+		}
+		inners[i] = inner
 	}
 	// The metrics read their gauges at scrape time through these closures
 	// (s.Payments and s.Resilient exist by then).
@@ -189,7 +205,13 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			}
 			return out, err
 		},
-		Breakers: func() []resilient.BreakerState { return []resilient.BreakerState{s.Resilient.BreakerState()} },
+		Breakers: func() []resilient.BreakerState {
+			out := make([]resilient.BreakerState, len(s.Resilients))
+			for i, r := range s.Resilients {
+				out[i] = r.BreakerState()
+			}
+			return out
+		},
 		Backlog: func(ctx context.Context) (int64, time.Duration, error) {
 			b, err := reads.WorkerBacklog(ctx, now(), cfg.WorkerAbandonedAfter)
 			return b.Due, b.Lag, err
@@ -201,32 +223,31 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			}
 			return reps[0].FinishedAt, reps[0].Error != "", nil
 		},
-		Webhooks: func(ctx context.Context) (int64, time.Duration, int64, int64, error) {
-			st, err := hooks.Stats(ctx)
-			return st.Pending, st.OldestAge, st.Failed, st.FailingEndpoints, err
-		},
 		Log: o.Log.With("component", "metrics"),
 	})
 	s.Metrics = m
-	s.Resilient = resilient.New(s.Gateway, resilient.Options{
-		AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget, RequestTimeout: cfg.RequestTimeout,
-		Breaker: resilient.BreakerOptions{
-			Window: cfg.BreakerWindow, MinRequests: cfg.BreakerMinRequests,
-			FailureRatio: float64(cfg.BreakerFailurePercent) / 100, OpenTimeout: cfg.BreakerOpenTimeout,
-		},
-		Recorder: m.Recorder(payment.NewCallRecorder(sqlstore.New(db), o.Log.With("component", "gateway_calls"))),
-		Logger:   o.Log.With("component", "resilient"),
-		Now:      now, // gateway_calls of every instance on one clock
-	})
-	s.Gateway = s.Resilient
-	s.Hooks = webhook.NewSender(hooks, webhook.SenderOptions{RetryFor: cfg.WebhookRetryFor, Observer: m,
-		Log: o.Log.With("component", "webhook")})
+	// Each gateway its own resilient caller: its own breaker, so that one
+	// bank down leaves the others taking top-ups.
+	recorder := m.Recorder(payment.NewCallRecorder(sqlstore.New(db), o.Log.With("component", "gateway_calls")))
+	for _, inner := range inners {
+		r := resilient.New(inner, resilient.Options{
+			AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget, RequestTimeout: cfg.RequestTimeout,
+			Breaker: resilient.BreakerOptions{
+				Window: cfg.BreakerWindow, MinRequests: cfg.BreakerMinRequests,
+				FailureRatio: float64(cfg.BreakerFailurePercent) / 100, OpenTimeout: cfg.BreakerOpenTimeout,
+			},
+			Recorder: recorder,
+			Logger:   o.Log.With("component", "resilient", "gateway", inner.Name()),
+			Now:      now, // gateway_calls of every instance on one clock
+		})
+		s.Resilients = append(s.Resilients, r)
+		s.Gateways = append(s.Gateways, r)
+	}
+	s.Resilient, s.Gateway = s.Resilients[0], s.Gateways[0]
 	pc := o.Payment
 	if pc.Observer == nil {
 		pc.Observer = m
 	}
-	// A move that queued a webhook event wakes this instance's sender.
-	pc.Observer = kickOnEvent{Observer: pc.Observer, kick: s.Hooks.Kick}
 	pc.BaseURL, pc.MinRials, pc.MaxRials = cfg.BaseURL, cfg.TopUpMinRials, cfg.TopUpMaxRials
 	// The resilient caller bounds each bank operation; the service bounds
 	// a whole check (verify, then perhaps inquiry) and every wait to the
@@ -243,7 +264,13 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.CreditedCacheSize == 0 {
 		pc.CreditedCacheSize = cfg.CreditedCacheSize // 0: keep none
 	}
-	s.Payments = payment.NewService(sqlstore.New(db), s.Gateway, now, o.Log.With("component", "payment"), pc)
+	if pc.Gateways == nil {
+		pc.Gateways = map[string]payment.GatewayRules{}
+		for _, drv := range drvs {
+			pc.Gateways[drv.Name] = GatewayRules(drv.Capabilities)
+		}
+	}
+	s.Payments = payment.NewService(sqlstore.New(db), s.Gateways, now, o.Log.With("component", "payment"), pc)
 	s.WorkerConfig = payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
@@ -296,16 +323,45 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
 		TopUp:   s.TopUp,
-		Console: console.New(db), Reads: reads, Audit: audit.NewLog(db), GatewayName: s.Gateway.Name(), Metrics: m,
-		GatewayLabel: drivers.Labeler(cfg.Gateway == config.GatewaySandbox), ParseCallback: drv.ParseCallback,
+		Console: console.New(db), Reads: reads, Audit: audit.NewLog(db), GatewayNames: s.Gateways.Names(), Metrics: m,
+		GatewayLabel: drivers.Labeler(sandbox), ParseCallback: ParseCallback,
 		Keys: s.Keys, Limits: s.Limits,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		UserTopUps: userTopUps, Outbox: s.Outbox,
-		Breakers: []web.BreakerSource{s.Resilient},
+		Breakers: breakerSources(s.Resilients),
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
 		Ready:    func(ctx context.Context) error { return ready(ctx, db) },
 	})
 	return s, nil
+}
+
+// GatewayRules are the payment code's rules of a gateway, from its
+// capability record: its verify deadline when documented, and whether it
+// lists unverified payments (else reconciliation asks it one by one).
+func GatewayRules(c gateway.Capabilities) payment.GatewayRules {
+	r := payment.GatewayRules{NoList: c.Reconcile&gateway.ReconcileList == 0}
+	if c.VerifyDeadline.Kind == gateway.WindowWithin {
+		r.VerifyDeadline = c.VerifyDeadline.Within
+	}
+	return r
+}
+
+// ParseCallback reads a callback with the named gateway's own parser
+// (false for a gateway the registry does not know).
+func ParseCallback(name string, query, form func(string) string, isPost bool) (callback.Params, bool) {
+	d, ok := drivers.Lookup(name)
+	if !ok {
+		return callback.Params{}, false
+	}
+	return d.ParseCallback(query, form, isPost)
+}
+
+func breakerSources(rs []*resilient.Gateway) []web.BreakerSource {
+	out := make([]web.BreakerSource, len(rs))
+	for i, r := range rs {
+		out[i] = r
+	}
+	return out
 }
 
 // ready checks that the database answers and its schema is at this
@@ -370,15 +426,6 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			}
 		})
 	}()
-	// Webhooks: the outbox, delivered by every instance (claims skip what
-	// another holds).
-	if s.Config.WebhookInterval > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.Hooks.Run(ctx, s.Config.WebhookInterval)
-		}()
-	}
 	// Expired idempotency keys: its own small loop (the payment worker
 	// knows nothing of the API).
 	wg.Add(1)
@@ -428,20 +475,6 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 		}
 	}()
 	return wg.Wait
-}
-
-// kickOnEvent is the payment observer that also wakes the webhook sender
-// after a move to a status that sends an event (payment.EventType).
-type kickOnEvent struct {
-	payment.Observer
-	kick func()
-}
-
-func (k kickOnEvent) Transitioned(from, to payment.Status, actor payment.Actor) {
-	k.Observer.Transitioned(from, to, actor)
-	if payment.EventType(to) != "" {
-		k.kick()
-	}
 }
 
 // originOf is scheme://host[:port] of an absolute URL ("" if it has none).

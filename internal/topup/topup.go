@@ -60,17 +60,16 @@ type Request struct {
 	// English: the payer reads English (the web form in English); the
 	// bank shows our description in their language.
 	English bool
+	// Gateway is the payer's choice of gateway (a driver's name; "": the
+	// first offered). When its breaker is open the next healthy one is
+	// used; the answer's payment names the one used.
+	Gateway string
 }
 
 // Policy is a payer's limits beyond the amount rules (daily caps, the
-// balance cap): Allow refuses a new top-up of rials that would break one
-// (an early read, before the wallet and the payment are touched); Quota
-// is the same check made again in the transaction that inserts the
-// payment, under a lock of the payer's wallet row, so that it holds under
-// concurrent starts (nil: no limit is on).
+// balance cap): Allow refuses a new top-up of rials that would break one.
 type Policy interface {
 	Allow(ctx context.Context, userID, rials int64) error
-	Quota(rials int64) *payment.Quota
 }
 
 // Service is the top-up start use case over the payment and wallet
@@ -108,9 +107,11 @@ func (s *Service) Amount(a Amount) (int64, error) {
 
 // Start checks, in this order and before writing anything: the form
 // token's shape (payment.ErrBadFormToken), the amount (money's errors),
-// the gateway's breaker (payment.ErrGatewayFailed with no payment: a new
-// top-up is refused before any other read; a repeat of a submitted form is
-// not refused), the policy's limits for a new form (its error, e.g. a
+// the gateway (payment.ErrUnknownGateway for one not offered;
+// payment.ErrGatewayFailed with no payment when every offered gateway's
+// breaker is open: a new top-up is refused before any other read; a
+// repeat of a submitted form is not refused; the preferred gateway down,
+// the next healthy one is used), the policy's limits for a new form (its error, e.g. a
 // *limits.Exceeded); then it finds the user's wallet and starts the payment. A
 // repeat of the token gets the first submit's answer, another amount on it
 // a *payment.FormReusedError.
@@ -122,10 +123,10 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 	if err != nil {
 		return payment.StartResult{}, err
 	}
-	if err := s.payments.CheckGateway(ctx, r.UserID, r.FormToken); err != nil {
+	gw, err := s.payments.CheckGateway(ctx, r.UserID, r.FormToken, r.Gateway)
+	if err != nil {
 		return payment.StartResult{}, err
 	}
-	var quota *payment.Quota
 	if s.policy != nil {
 		// A repeat of a submitted form is answered as its first submit
 		// was: it is already counted, so it is never refused by a limit.
@@ -137,7 +138,6 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 			if err := s.policy.Allow(ctx, r.UserID, rials); err != nil {
 				return payment.StartResult{}, err
 			}
-			quota = s.policy.Quota(rials)
 		}
 	}
 	w, err := s.wallets.ForUser(ctx, r.UserID)
@@ -146,7 +146,7 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 	}
 	return s.payments.StartTopUp(ctx, payment.StartInput{
 		UserID: r.UserID, WalletID: w.ID, Email: r.Email, FormToken: r.FormToken,
-		AmountRials: rials, Description: r.Description, English: r.English, Quota: quota,
+		AmountRials: rials, Description: r.Description, English: r.English, Gateway: gw,
 	})
 }
 

@@ -23,13 +23,24 @@ func All() []gateway.Driver {
 	}
 }
 
-// Sandbox is the GATEWAY value that runs the built-in sandbox bank,
-// imitating SandboxDriver's protocol.
+// Sandbox is the GATEWAYS value that runs the built-in sandbox bank,
+// imitating every driver that has sandbox settings (SandboxNames).
 const Sandbox = "sandbox"
 
-// SandboxDriver is the driver GATEWAY=sandbox uses against the built-in
-// sandbox bank.
+// SandboxDriver is the first driver GATEWAYS=sandbox offers.
 const SandboxDriver = "zarinpal"
+
+// SandboxNames are the drivers GATEWAYS=sandbox offers, in order: those
+// the built-in sandbox bank can stand in for (Driver.Sandbox.Settings).
+func SandboxNames() []string {
+	var out []string
+	for _, d := range All() {
+		if d.Sandbox.Settings != nil {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
 
 // Lookup finds a driver by its name.
 func Lookup(name string) (gateway.Driver, bool) {
@@ -56,10 +67,10 @@ func Names() []string {
 // stored name itself for anything else (a gateway since removed).
 func Labeler(sandbox bool) func(stored string) string {
 	return func(stored string) string {
-		if sandbox && stored == SandboxDriver {
-			return Sandbox
-		}
 		if d, ok := Lookup(stored); ok {
+			if sandbox && d.Sandbox.Settings != nil {
+				return d.Label + " (" + Sandbox + ")"
+			}
 			return d.Label
 		}
 		return stored

@@ -114,7 +114,7 @@ func TestLabeler(t *testing.T) {
 		sandbox       bool
 		stored, label string
 	}{
-		{true, drivers.SandboxDriver, drivers.Sandbox},
+		{true, drivers.SandboxDriver, "Zarinpal (sandbox)"},
 		{false, "zarinpal", "Zarinpal"},
 		{true, "otherbank", "otherbank"},
 		{false, "otherbank", "otherbank"},

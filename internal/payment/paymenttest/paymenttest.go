@@ -43,6 +43,9 @@ type Gateway struct {
 	InquireFn   InquireFunc   // nil: PAID
 	Unverified  []gateway.Unverified
 
+	// GatewayName is its name ("" : "fake"); set it before use.
+	GatewayName string
+
 	// Unknown makes the default verify answer a transient error; Open
 	// reports an open breaker.
 	Unknown atomic.Bool
@@ -90,7 +93,12 @@ func (g *Gateway) LastAuthority() string {
 }
 
 // Name implements gateway.Gateway.
-func (g *Gateway) Name() string { return "fake" }
+func (g *Gateway) Name() string {
+	if g.GatewayName != "" {
+		return g.GatewayName
+	}
+	return "fake"
+}
 
 // BreakerOpen implements payment.BreakerReporter.
 func (g *Gateway) BreakerOpen() bool { return g.Open.Load() }

@@ -1,0 +1,118 @@
+package payment_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// TestFailoverByHealth: with two gateways, a top-up goes to the payer's
+// choice, or to the next healthy one when the chosen one's breaker is
+// open (never by asking the bank); a payment already at the down gateway
+// is never restarted elsewhere: it is verified at its own gateway, and
+// the worker postpones it while that gateway is down, checking the other
+// gateway's payments meanwhile. A gateway switched off by an operator is
+// not offered, but its payments are still verified there.
+func TestFailoverByHealth(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		other := paymenttest.NewGateway()
+		other.GatewayName = "other"
+		off := map[string]bool{}
+		cfg := paymenttest.Config()
+		cfg.Disabled = func(context.Context) (map[string]bool, error) { return off, nil }
+		e.svc = payment.NewService(sqlstore.New(db), gateway.Set{e.gw, other}, e.clock.Now, nil, cfg)
+
+		// Healthy: the first by default, the chosen one when chosen.
+		first := e.start(40_000)
+		in := e.input(payment.NewFormToken(), 50_000)
+		in.Gateway = "other"
+		chosen, err := e.svc.StartTopUp(ctx, in)
+		if err != nil || chosen.Payment.Gateway != "other" || first.Gateway != "fake" || chosen.PayURL == "" {
+			t.Fatalf("first %s, chosen %+v, %v", first.Gateway, chosen, err)
+		}
+		in = e.input(payment.NewFormToken(), 50_000)
+		in.Gateway = "paypal"
+		if _, err := e.svc.StartTopUp(ctx, in); !errors.Is(err, payment.ErrUnknownGateway) {
+			t.Errorf("an unknown gateway: %v", err)
+		}
+
+		// The first gateway down: a new top-up preferring it goes to the other.
+		e.gw.Open.Store(true)
+		in = e.input(payment.NewFormToken(), 60_000)
+		in.Gateway = "fake"
+		moved, err := e.svc.StartTopUp(ctx, in)
+		if err != nil || moved.Payment.Gateway != "other" || moved.Payment.Status != payment.StatusAwaitingPayment {
+			t.Fatalf("failover: %+v, %v", moved, err)
+		}
+		if req, _, _ := e.gw.Counts(); req != 1 {
+			t.Errorf("%d requests at the down gateway, want the first payment's only", req)
+		}
+
+		// The payment at the down gateway is never asked of the other:
+		// the worker postpones it, and checks the other's payments.
+		w := e.svc.NewWorker(paymenttest.WorkerConfig())
+		e.clock.Advance(paymenttest.WorkerConfig().AbandonedAfter + 1)
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, ver, _ := e.gw.Counts(); ver != 0 {
+			t.Errorf("%d verifies at the down gateway", ver)
+		}
+		if got := e.row(chosen.Payment.ID); got.Status != payment.StatusCredited {
+			t.Errorf("the other gateway's payment: %s, want credited by the worker", dump(got))
+		}
+		if got := e.row(first.ID); got.Status != payment.StatusAwaitingPayment || got.Gateway != "fake" {
+			t.Errorf("the down gateway's payment: %s", dump(got))
+		}
+		for _, a := range other.VerifyInputs {
+			if a.Authority == first.AuthorityString() {
+				t.Errorf("the down gateway's payment was asked of the other gateway")
+			}
+		}
+
+		// Back up: its payer returns and it is verified at its own gateway.
+		e.gw.Open.Store(false)
+		got, err := e.svc.Return(ctx, first.PublicID, first.AuthorityString())
+		if err != nil || got.Status != payment.StatusCredited {
+			t.Errorf("return at its own gateway: %s, %v", dump(got), err)
+		}
+		if _, ver, _ := e.gw.Counts(); ver != 1 {
+			t.Errorf("%d verifies at its own gateway, want 1", ver)
+		}
+
+		// Every gateway down: refused before anything is written.
+		e.gw.Open.Store(true)
+		other.Open.Store(true)
+		var before int64 = e.count(`SELECT COUNT(*) FROM payments`)
+		if _, err := e.svc.StartTopUp(ctx, e.input(payment.NewFormToken(), 60_000)); !errors.Is(err, payment.ErrGatewayFailed) {
+			t.Errorf("all down: %v, want ErrGatewayFailed", err)
+		}
+		if n := e.count(`SELECT COUNT(*) FROM payments`); n != before {
+			t.Errorf("%d payments after a refusal, want %d", n, before)
+		}
+
+		// Switched off by an operator: not offered, even when healthy.
+		e.gw.Open.Store(false)
+		other.Open.Store(false)
+		off["fake"] = true
+		r, err := e.svc.StartTopUp(ctx, e.input(payment.NewFormToken(), 70_000))
+		if err != nil || r.Payment.Gateway != "other" {
+			t.Errorf("fake switched off: %+v, %v", r, err)
+		}
+		in = e.input(payment.NewFormToken(), 70_000)
+		in.Gateway = "fake"
+		if _, err := e.svc.StartTopUp(ctx, in); !errors.Is(err, payment.ErrUnknownGateway) {
+			t.Errorf("choosing a switched-off gateway: %v, want ErrUnknownGateway", err)
+		}
+		checkInvariants(t, db)
+	})
+}
