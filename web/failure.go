@@ -10,7 +10,7 @@ const (
 	causeCancelled   = "cancelled"   // the payer cancelled at the bank, or the bank did not complete it
 	causeRefused     = "refused"     // the bank refused to start the payment
 	causeUnavailable = "unavailable" // the bank could not be reached: the payment never started
-	causeExpired     = "expired"     // the time to pay at the bank ran out
+	causeExpired     = "expired"     // the time to pay at the bank ran out (the bank's page expired, or the worker's deadline)
 	causeReversed    = "reversed"    // the bank reversed the payment
 	causeClosed      = "closed"      // an admin closed it after checking with the bank
 	causeGeneric     = "generic"     // any other or an older reason: claims nothing it cannot know
@@ -27,7 +27,7 @@ func failureCause(reason string) string {
 		return causeRefused
 	case payment.ReasonRequestFailed, payment.ReasonGatewayUnavailable, payment.ReasonAbandonedSubmit, payment.ReasonDuplicateAuthority:
 		return causeUnavailable
-	case payment.ReasonNotPaidAfterLife:
+	case payment.ReasonNotPaidAfterLife, payment.ReasonBankExpired:
 		return causeExpired
 	case payment.ReasonBankReversed:
 		return causeReversed

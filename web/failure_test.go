@@ -41,6 +41,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		{string(payment.ReasonRequestFailed), "unavailable"},
 		{string(payment.ReasonGatewayUnavailable), "unavailable"},
 		{string(payment.ReasonNotPaidAfterLife), "expired"},
+		{string(payment.ReasonBankExpired), "expired"},
 		{string(payment.ReasonBankReversed), "reversed"},
 		{string(payment.ReasonClosedByAdmin), "closed"},
 		{string(payment.ReasonAmountMismatch), "generic"},

@@ -23,6 +23,8 @@ const (
 	ActionCloseFailed    Action = "close_failed"    // closed a payment under review as failed, with a note
 	ActionReconcile      Action = "reconcile"       // ran reconciliation with the gateway now
 	ActionTokenRevoke    Action = "token_revoke"    // revoked a user's API token (TargetUserID: its owner)
+	ActionWebhookDisable Action = "webhook_disable" // disabled a user's webhook endpoint (TargetUserID: its owner)
+	ActionWebhookResend  Action = "webhook_resend"  // queued a webhook delivery again (PaymentID: its top-up)
 	// Actions of the operator on the command line (no AdminID).
 	ActionCLIPromote  Action = "cli_promote"   // `kifpool user promote` (TargetUserID: who)
 	ActionCLIDemote   Action = "cli_demote"    // `kifpool user demote`

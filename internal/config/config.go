@@ -126,6 +126,12 @@ type Config struct {
 	// CreditedCacheSize: credited payments kept in memory per instance for
 	// repeat callbacks and receipt reloads (0: none).
 	CreditedCacheSize int
+	// Webhooks to partners (internal/webhook): loopback targets allowed
+	// (development and tests only), how long an event is retried, how
+	// often each instance looks for due deliveries (0: off).
+	WebhookAllowLoopback bool
+	WebhookRetryFor      time.Duration
+	WebhookInterval      time.Duration
 	// PprofAddr, when set, is a loopback address where serve exposes Go's
 	// profiler (net/http/pprof) on a listener of its own; off by default.
 	PprofAddr string

@@ -493,6 +493,26 @@ func ownOptions() []Option {
 		{Name: "CREDITED_CACHE_SIZE", Group: groupServer, Default: "10000",
 			Doc: "credited payments each instance keeps in memory, so that repeat callbacks and receipt reloads of them need no database read (a credited payment never changes again); oldest out first; `0` keeps none",
 			p:   intField(0, 10_000_000, func(c *Config) *int { return &c.CreditedCacheSize })},
+		{Name: "WEBHOOK_ALLOW_LOOPBACK", Group: groupSecurity,
+			Doc: "webhook endpoints and `return_url` origins may be `http://` on a loopback address (`localhost`, `127.0.0.1`, `[::1]`), and deliveries may reach loopback addresses: for development and tests only; unset, every webhook URL must be `https://` and resolve to a public address (private, loopback, link-local and reserved networks are refused when registered and again when dialled)",
+			p: parser{accepts: "`1` or unset",
+				set: func(c *Config, v string) error {
+					c.WebhookAllowLoopback = v == "1"
+					return nil
+				},
+				show: func(c Config) string {
+					if c.WebhookAllowLoopback {
+						return "1"
+					}
+					return ""
+				}}},
+		{Name: "WEBHOOK_RETRY_FOR", Group: groupServer, Default: "72h",
+			DefaultDoc: "`72h` (3 days)",
+			Doc:        "a webhook event not acknowledged (2xx within 10 s) is retried with exponential backoff and jitter for this long from its event; then it gives up, its endpoint is marked failing and admins see it (they may send it again)",
+			p:          durationField(0, func(c *Config) *time.Duration { return &c.WebhookRetryFor })},
+		{Name: "WEBHOOK_INTERVAL", Group: groupServer, Default: "2s",
+			Doc: "how often each `serve` looks for due webhook deliveries (a status change on the instance also wakes it at once); `off` sends none from this instance",
+			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.WebhookInterval })},
 		{Name: "PPROF_ADDR", Group: groupSecurity,
 			DefaultDoc: "unset: off",
 			Doc:        "a loopback `HOST:PORT` (e.g. `127.0.0.1:6060`) where `serve` exposes Go's profiler (`/debug/pprof/`) on a listener of its own; any other address is refused (profiles show memory and stacks); here, in `LISTEN_ADDR` and in `BASE_URL`, names under `.localhost` (`app.localhost`) are refused: they are resolved through DNS, which may answer any address",

@@ -61,6 +61,18 @@ type VerifyInput struct {
 	// (Capabilities.VerifyData == VerifyNeedsCallback: SEP's RefNum,
 	// Mellat's SaleReferenceId); nil for the others.
 	Callback map[string]string
+	// PageTime is how long the payer had the bank's page when the outcome
+	// was settled: from the authority's issue to the payer's return, or
+	// to now when they never came back (0: unknown). A gateway whose "not
+	// paid" does not say why (Zarinpal answers an expired page and a
+	// cancel alike) tells the two apart by it (VerifyResult.NotPaid).
+	PageTime time.Duration
+	// OrderID is our payment's public id (as RequestInput.OrderID sent it).
+	OrderID string
+	// Receipt is what the payer's callback carried that verify needs
+	// (SEP's RefNum, Mellat's SaleReferenceId), as the payment keeps it;
+	// "" when none came (or the gateway needs none).
+	Receipt string
 }
 
 // VerifyOutcome classifies a definite verify answer.
@@ -79,6 +91,27 @@ const (
 	// VerifyInvalid: the gateway refused the verify itself (invalid
 	// authority, wrong merchant, validation error): -9, -10, -11, -53, -54 ...
 	VerifyInvalid VerifyOutcome = "invalid"
+	// VerifyNoSale: the bank holds no paid sale it could verify for this
+	// payment, and no inquiry can say more (Mellat: no SaleReferenceId
+	// came back, or the bank answered cancelled, not found, reversed). A
+	// payer who came back without one did not pay (any money the bank
+	// took it returns itself, unverified); before the payer came back,
+	// the payer may still be on the bank's page.
+	VerifyNoSale VerifyOutcome = "no_sale"
+)
+
+// NotPaidCause is why a payment was not paid, as far as the driver can
+// tell (VerifyResult.NotPaid, with VerifyNotPaid).
+type NotPaidCause string
+
+const (
+	// NotPaidUnknown: the driver cannot tell (no PageTime given).
+	NotPaidUnknown NotPaidCause = ""
+	// NotPaidCancelled: the payer left the bank's page (cancel, a refused
+	// card) while it was still open.
+	NotPaidCancelled NotPaidCause = "cancelled"
+	// NotPaidExpired: the bank's page expired before the payer paid.
+	NotPaidExpired NotPaidCause = "expired"
 )
 
 // VerifyResult is a definite verify answer.
@@ -97,6 +130,9 @@ type VerifyResult struct {
 	CardPANMasked string // e.g. 628023******8998; never a full card number
 	CardHash      string
 	FeeRials      int64
+	// NotPaid: with VerifyNotPaid, why (the page expired, or the payer
+	// left it); NotPaidUnknown when the driver cannot tell.
+	NotPaid NotPaidCause
 }
 
 // Settled reports whether the bank says the money is ours.
@@ -195,4 +231,53 @@ var ErrUnavailable = errors.New("gateway unavailable")
 func IsRejected(err error) bool {
 	var r *RejectedError
 	return errors.As(err, &r)
+}
+
+// Settler is a gateway whose verified payments must also be settled before
+// the money is the merchant's (Mellat's bpSettleRequest). Settle is
+// idempotent at the bank (a second settle answers "already settled"), so
+// it is a safe operation.
+type Settler interface {
+	Settle(ctx context.Context, in VerifyInput) (SettleResult, error)
+}
+
+// SettleOutcome classifies a definite settle answer.
+type SettleOutcome string
+
+const (
+	// SettleDone: the bank settled the payment just now (Mellat 0).
+	SettleDone SettleOutcome = "settled"
+	// SettleAlready: settled before (Mellat 45): the money is ours.
+	SettleAlready SettleOutcome = "already_settled"
+	// SettleReversed: the payment was reversed (Mellat 48): not ours.
+	SettleReversed SettleOutcome = "reversed"
+	// SettleRefused: any other definite refusal of the settle.
+	SettleRefused SettleOutcome = "refused"
+)
+
+// SettleResult is a definite settle answer. Errors follow Gateway's
+// contract (a *TransientError: outcome unknown).
+type SettleResult struct {
+	Outcome SettleOutcome
+	Code    int
+	Message string // the gateway's message, for logs only
+}
+
+// Done reports whether the bank says the payment is settled.
+func (r SettleResult) Done() bool { return r.Outcome == SettleDone || r.Outcome == SettleAlready }
+
+// FormField is one field of a form.
+type FormField struct{ Name, Value string }
+
+// PayForm is the form that sends the payer to the bank by POST
+// (RedirectPOSTForm gateways): its action and hidden fields, in order.
+type PayForm struct {
+	Action string
+	Fields []FormField
+}
+
+// FormPayer is a gateway whose payer is sent to the bank by an
+// auto-submitted POST form (SEP's Token, Mellat's RefId).
+type FormPayer interface {
+	PayForm(authority string) PayForm
 }

@@ -53,6 +53,8 @@ var bankFA = map[string]string{
 	"bank.not_found.title": "تراکنش یافت نشد",
 	"bank.not_found.body":  "شناسهٔ تراکنش نامعتبر است یا چنین تراکنشی وجود ندارد. برای پرداخت، از سایت پذیرنده دوباره شروع کنید.",
 	"bank.back":            "بازگشت به سایت پذیرنده",
+	"bank.return.title":    "بازگشت به سایت پذیرنده",
+	"bank.return.body":     "در حال بازگشت به سایت پذیرنده… اگر مرورگر شما خودبه‌خود ادامه نداد، دکمهٔ زیر را بزنید.",
 }
 
 var bankEN = map[string]string{
@@ -106,4 +108,6 @@ var bankEN = map[string]string{
 	"bank.not_found.title": "Transaction not found",
 	"bank.not_found.body":  "The transaction ID is invalid or no such transaction exists. To pay, start again from the merchant's site.",
 	"bank.back":            "Return to the merchant's site",
+	"bank.return.title":    "Returning to the merchant",
+	"bank.return.body":     "Taking you back to the merchant's site… If your browser does not go on by itself, press the button below.",
 }

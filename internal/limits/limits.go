@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
@@ -153,4 +154,19 @@ func (p *Policy) Allow(ctx context.Context, userID, rials int64) error {
 		return err
 	}
 	return p.rules.Check(u, rials)
+}
+
+// Quota is the check of a new top-up of rials as the transaction that
+// inserts it runs it (payment.Quota), under a lock of the payer's wallet
+// row: two starts of one payer at once cannot both pass a limit that only
+// one of them fits. Allow's earlier read refuses most starts without that
+// lock; this is the one that holds under concurrency. Nil when every
+// limit is off (nothing is locked then).
+func (p *Policy) Quota(rials int64) *payment.Quota {
+	if !p.rules.Any() {
+		return nil
+	}
+	return &payment.Quota{Since: DayStart(p.now()), Admit: func(u payment.Usage) error {
+		return p.rules.Check(Usage{TodayRials: u.SinceRials, TodayCount: u.SinceCount, BalanceRials: u.BalanceRials, OpenRials: u.OpenRials}, rials)
+	}}
 }

@@ -32,7 +32,10 @@ type Sources struct {
 	// LastReconcile is when the newest stored reconciliation finished
 	// (zero: never), and whether it ended in an error.
 	LastReconcile func(ctx context.Context) (finished time.Time, failed bool, err error)
-	Log           *slog.Logger
+	// Webhooks is the partners' outbox: deliveries pending, the age of the
+	// oldest, deliveries that gave up, endpoints marked failing.
+	Webhooks func(ctx context.Context) (pending int64, oldest time.Duration, failed, failingEndpoints int64, err error)
+	Log      *slog.Logger
 }
 
 // Metrics holds the app's metrics in its own registry (no global state).
@@ -43,6 +46,9 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	credited    prometheus.Counter
 	creditFails *prometheus.CounterVec
+	hookTries   *prometheus.CounterVec
+	hookTime    prometheus.Histogram
+	hookGaveUp  prometheus.Counter
 }
 
 // BreakerStates are the states a breaker reports.
@@ -69,7 +75,17 @@ func New(src Sources) *Metrics {
 		Name: "kifpool_credit_failures_total",
 		Help: "Credits of bank-verified payments that failed (rolled back), by what followed: retry, or needs_review after repeated failures.",
 	}, []string{"then"})
-	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, &scraped{src: src},
+	m.hookTries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kifpool_webhook_attempts_total", Help: "Webhook delivery attempts by result: delivered (2xx within the timeout) or failed.",
+	}, []string{"result"})
+	m.hookTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "kifpool_webhook_attempt_duration_seconds", Help: "Webhook delivery attempts, request to answer.",
+		Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10},
+	})
+	m.hookGaveUp = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kifpool_webhook_gave_up_total", Help: "Webhook deliveries that gave up after the retry window (WEBHOOK_RETRY_FOR); their endpoint is marked failing.",
+	})
+	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, m.hookTries, m.hookTime, m.hookGaveUp, &scraped{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -105,6 +121,19 @@ func (m *Metrics) CreditFailed(escalated bool) {
 	m.creditFails.WithLabelValues(then).Inc()
 }
 
+// WebhookAttempt implements webhook.Observer.
+func (m *Metrics) WebhookAttempt(ok bool, d time.Duration) {
+	result := "failed"
+	if ok {
+		result = "delivered"
+	}
+	m.hookTries.WithLabelValues(result).Inc()
+	m.hookTime.Observe(d.Seconds())
+}
+
+// WebhookGaveUp implements webhook.Observer.
+func (m *Metrics) WebhookGaveUp() { m.hookGaveUp.Inc() }
+
 // Recorder wraps a gateway call recorder: every attempt is also observed.
 func (m *Metrics) Recorder(next resilient.Recorder) resilient.Recorder {
 	return recorder{m: m, next: next}
@@ -135,6 +164,10 @@ var (
 	reconDesc   = prometheus.NewDesc("kifpool_reconcile_last_finished_timestamp_seconds",
 		"Unix time the newest stored reconciliation finished (by any instance or kifpool reconcile); 0 if none ever ran.", nil, nil)
 	reconErrDesc = prometheus.NewDesc("kifpool_reconcile_last_failed", "1 if the newest stored reconciliation ended in an error.", nil, nil)
+	hookQueue    = prometheus.NewDesc("kifpool_webhook_queue_depth", "Webhook deliveries not yet delivered (pending, retrying included).", nil, nil)
+	hookOldest   = prometheus.NewDesc("kifpool_webhook_oldest_pending_age_seconds", "Age of the oldest undelivered webhook event; 0 when none waits.", nil, nil)
+	hookFailed   = prometheus.NewDesc("kifpool_webhook_failed_deliveries", "Webhook deliveries that gave up (or whose endpoint was disabled), still stored.", nil, nil)
+	hookFailing  = prometheus.NewDesc("kifpool_webhook_failing_endpoints", "Enabled webhook endpoints marked failing (a delivery gave up since their last success).", nil, nil)
 )
 
 // scraped reads the gauges from their sources at scrape time.
@@ -149,6 +182,10 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lagDesc
 	ch <- reconDesc
 	ch <- reconErrDesc
+	ch <- hookQueue
+	ch <- hookOldest
+	ch <- hookFailed
+	ch <- hookFailing
 }
 
 func (s *scraped) Collect(ch chan<- prometheus.Metric) {
@@ -213,6 +250,17 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(due))
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, lag.Seconds())
+	}
+	if s.src.Webhooks != nil {
+		pending, oldest, failed, failing, err := s.src.Webhooks(ctx)
+		if err != nil {
+			s.logErr("webhook queue", err)
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(hookQueue, prometheus.GaugeValue, float64(pending))
+		ch <- prometheus.MustNewConstMetric(hookOldest, prometheus.GaugeValue, oldest.Seconds())
+		ch <- prometheus.MustNewConstMetric(hookFailed, prometheus.GaugeValue, float64(failed))
+		ch <- prometheus.MustNewConstMetric(hookFailing, prometheus.GaugeValue, float64(failing))
 	}
 }
 

@@ -274,6 +274,11 @@ func decideCheck(in Input) Decision {
 			d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
 			return d
 		case in.Inquiry.Status == gateway.InquiryFailed:
+			if vr.NotPaid == gateway.NotPaidExpired {
+				// The bank's page expired before the payer paid: the
+				// driver tells it from a cancel (VerifyResult.NotPaid).
+				return stay(StatusFailed, ReasonBankExpired, &code)
+			}
 			return stay(StatusFailed, ReasonBankCancelled, &code)
 		case in.Inquiry.Status == gateway.InquiryReversed:
 			return stay(StatusFailed, ReasonBankReversed, &code)
@@ -346,6 +351,21 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 		return StatusNeedsReview, ReasonUnknownTooLong, true
 	}
 	return "", "", false
+}
+
+// PageTime is how long the payer had the bank's page when a check is
+// made at now: from the payment's creation (the authority is asked for
+// at once) to the payer's first return, or to now when they never came
+// back (gateway.VerifyInput.PageTime). Zero when unknown.
+func PageTime(p Payment, now time.Time) time.Duration {
+	end := now
+	if p.ReturnedAt != nil {
+		end = *p.ReturnedAt
+	}
+	if p.CreatedAt.IsZero() || !end.After(p.CreatedAt) {
+		return 0
+	}
+	return end.Sub(p.CreatedAt)
 }
 
 // DueForCheck reports whether the bank may be asked about p at now: at

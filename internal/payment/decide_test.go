@@ -87,6 +87,8 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 		{"paid another amount", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 100, RefID: 7003, AmountRials: 40_000}, nil},
 		{"already verified, amount not said", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 201, RefID: 7004}, nil},
 		{"not paid", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil},
+		{"not paid (cancelled)", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51, NotPaid: gateway.NotPaidCancelled}, nil},
+		{"not paid (page expired)", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51, NotPaid: gateway.NotPaidExpired}, nil},
 		{"amount mismatch", gateway.VerifyResult{Outcome: gateway.VerifyAmountMismatch, Code: -50}, nil},
 		{"invalid", gateway.VerifyResult{Outcome: gateway.VerifyInvalid, Code: -54}, nil},
 		{"rejected", gateway.VerifyResult{}, rejected},
@@ -151,6 +153,12 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 		case "IN_BANK":
 			return outcome{next: true, attempt: true}
 		case "FAILED":
+			// The bank's page expired (the driver tells it from a cancel):
+			// the time ran out; otherwise the payer cancelled, or the driver
+			// cannot tell.
+			if a.verify.NotPaid == gateway.NotPaidExpired {
+				return outcome{to: payment.StatusFailed, reason: payment.ReasonBankExpired, code: ptr(-51), attempt: true}
+			}
 			return outcome{to: payment.StatusFailed, reason: payment.ReasonBankCancelled, code: ptr(-51), attempt: true}
 		case "REVERSED":
 			return outcome{to: payment.StatusFailed, reason: payment.ReasonBankReversed, code: ptr(-51), attempt: true}
@@ -415,6 +423,26 @@ func TestResolvedAtDecision(t *testing.T) {
 	} {
 		if got := payment.ResolvedAt(c.from, c.to, at(100), c.events); !got.Equal(c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// PageTime: how long the payer had the bank's page, from the payment's
+// creation to their first return, or to now when they never came back.
+func TestPageTime(t *testing.T) {
+	created := t0.Add(-20 * time.Minute)
+	for _, tt := range []struct {
+		name string
+		p    payment.Payment
+		want time.Duration
+	}{
+		{"never came back", payment.Payment{CreatedAt: created}, 20 * time.Minute},
+		{"came back", payment.Payment{CreatedAt: created, ReturnedAt: ptr(created.Add(90 * time.Second))}, 90 * time.Second},
+		{"unknown creation", payment.Payment{}, 0},
+		{"a clock behind the row", payment.Payment{CreatedAt: t0.Add(time.Second)}, 0},
+	} {
+		if got := payment.PageTime(tt.p, t0); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}
 }

@@ -28,6 +28,7 @@ const (
 	ReasonAlreadyVerified    Reason = "already_verified"        // verify answered already verified (101)
 	ReasonVerifyUnknown      Reason = "verify_unknown"          // verify/inquiry timed out or failed: outcome unknown
 	ReasonBankCancelled      Reason = "bank_cancelled"          // the bank says the payment was not completed (FAILED)
+	ReasonBankExpired        Reason = "bank_expired"            // FAILED after the bank's page expired (the payer ran out of time)
 	ReasonBankReversed       Reason = "bank_reversed"           // the bank says the payment was reversed
 	ReasonNotPaidAfterLife   Reason = "not_paid_after_lifetime" // still unpaid at the bank after the authority's lifetime
 	ReasonAmountMismatch     Reason = "amount_mismatch"         // the bank reports another amount than ours
@@ -70,7 +71,7 @@ type Observer interface {
 // bank's own answer to a check (rather than on a deadline or a person).
 func (r Reason) bankAnswer() bool {
 	switch r {
-	case ReasonBankCancelled, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused:
+	case ReasonBankCancelled, ReasonBankExpired, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused:
 		return true
 	}
 	return false

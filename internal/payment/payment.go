@@ -84,6 +84,9 @@ type Payment struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	ResolvedAt          *time.Time
+	// ReturnURL is where the payer's browser goes after the bank (an API
+	// top-up's return_url; nil: Kifpool's own result page).
+	ReturnURL *string
 }
 
 // AuthorityString returns the authority or "".

@@ -41,6 +41,13 @@ type Store interface {
 
 	// Create inserts a new payment (ErrDuplicate: its form made one before).
 	Create(ctx context.Context, p *Payment) error
+	// CreateAdmitted inserts a new payment as Create does, in one
+	// transaction that first locks the payer's wallet row (so that starts
+	// of one payer are admitted one at a time, and nobody else's wait),
+	// answers ErrDuplicate when the form made a payment before, reads the
+	// payer's Usage and asks q.Admit: its error refuses the payment and
+	// nothing is written.
+	CreateAdmitted(ctx context.Context, p *Payment, q Quota) error
 	// Claim takes a payment's lease (see Claim); claimed is false when its
 	// guard did not hold, and then p is the row as it stands (zero for a
 	// FirstReturn claim).

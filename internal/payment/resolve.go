@@ -301,7 +301,8 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	// with any other outcome, on their own before it is recorded.
 	vctx, held := withHeldCalls(bctx)
 	gw := s.gw(p)
-	vr, err := gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials})
+	vr, err := gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
+		PageTime: PageTime(p, s.clock())})
 	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err}
 	d := Decide(in)
 	// Whatever the caller's context does now, the answer must be recorded.

@@ -258,6 +258,25 @@ type StartInput struct {
 	// breaker is open, the next healthy one is used (StartResult's
 	// payment says which).
 	Gateway string
+	// Quota, when set, admits the payment in the transaction that inserts
+	// it (the payer's limits, atomic under concurrent starts).
+	Quota *Quota
+}
+
+// Usage is what counts against a payer's limits, as read in the
+// transaction that inserts a new payment: the payments created since
+// Quota.Since that did not fail (amount and number), the amount of the
+// payer's open payments (they may yet be credited) and the wallet's
+// balance.
+type Usage struct {
+	SinceRials, SinceCount, OpenRials, BalanceRials int64
+}
+
+// Quota admits a new payment of a payer, or refuses it with Admit's
+// error (nothing is written then).
+type Quota struct {
+	Since time.Time
+	Admit func(Usage) error
 }
 
 // StartResult says where to send the browser.
@@ -333,7 +352,11 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 		AmountRials: in.AmountRials, Gateway: gwName, FormToken: in.FormToken,
 		Status: StatusCreated, CreatedAt: now, UpdatedAt: now, OpenedAt: &now,
 	}
-	err = s.st.Create(ctx, &p)
+	if in.Quota != nil && in.Quota.Admit != nil {
+		err = s.st.CreateAdmitted(ctx, &p, *in.Quota)
+	} else {
+		err = s.st.Create(ctx, &p)
+	}
 	if errors.Is(err, ErrDuplicate) {
 		// The unique (user_id, form_token) index is the guarantee: this
 		// form was submitted before. Answer as the first submit did.

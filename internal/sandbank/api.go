@@ -120,7 +120,9 @@ func (b *Bank) serveOp(op string, w http.ResponseWriter, r *http.Request) {
 	case opPagePayClose:
 		b.pageAction(w, r, StatePaid, true)
 	default:
-		http.NotFound(w, r)
+		if !b.serveSEP(op, w, r) && !b.serveMellat(op, w, r) {
+			http.NotFound(w, r)
+		}
 	}
 }
 
@@ -147,10 +149,16 @@ func (b *Bank) routes() http.Handler {
 	mux.HandleFunc("GET /pg/assets/favicon.svg", serveIcon)
 	mux.HandleFunc("GET /pg/assets/vazirmatn.woff2", serveFont)
 
+	b.sepRoutes(mux, op)
+	b.mellatRoutes(mux, op)
+
 	if !b.noControl {
+		mux.HandleFunc("POST /_sandbank/{gateway}/payments/{token}/pay", b.controlGatewayFinish(StatePaid))
+		mux.HandleFunc("POST /_sandbank/{gateway}/payments/{token}/cancel", b.controlGatewayFinish(StateFailed))
 		mux.HandleFunc("GET /_sandbank/payments", b.controlList)
 		mux.HandleFunc("POST /_sandbank/payments/{authority}/pay", b.controlFinish(StatePaid))
 		mux.HandleFunc("POST /_sandbank/payments/{authority}/cancel", b.controlFinish(StateFailed))
+		mux.HandleFunc("POST /_sandbank/payments/{authority}/expire", b.controlEnd(b.Expire))
 		b.faultRoutes(mux)
 	}
 
@@ -437,6 +445,7 @@ func (b *Bank) apiRequest(w http.ResponseWriter, r *http.Request) {
 	b.seq++
 	b.payments[authority] = &record{
 		Payment: Payment{
+			Gateway:     gatewayZarinpal,
 			Authority:   authority,
 			MerchantID:  merchant,
 			Amount:      rials,

@@ -2,6 +2,14 @@
 // page's digits; at zero the page is loaded again and the bank says the
 // payment has expired. Without this script the page shows the time left
 // when it was loaded.
+// The page that returns the payer to the merchant by POST (SEP, Mellat)
+// submits its one form at once; without script its button does.
+(function () {
+  "use strict";
+  var back = document.querySelector("form[data-autosubmit]");
+  if (back) { back.submit(); }
+})();
+
 (function () {
   "use strict";
   var box = document.querySelector("[data-seconds-left]");

@@ -32,7 +32,13 @@ const maxFaultMS = int64(time.Hour / time.Millisecond)
 var ErrInvalidFaults = errors.New("sandbank: invalid faults")
 
 // faultOps are the operations faults can be set on, in display order.
-var faultOps = []string{opRequest, opVerify, opInquiry, opUnverified, opStartPay}
+var faultOps = []string{opRequest, opVerify, opInquiry, opUnverified, opStartPay,
+	opSEPRequest, opSEPVerify, opSEPReceipt, opSEPReverse, opSEPStart,
+	opMellatRequest, opMellatVerify, opMellatSettle, opMellatInquiry, opMellatReversal, opMellatStart}
+
+// commitOps are the operations that commit a payment at the bank (a
+// verify, Mellat's settle): commit-then-hang applies to them.
+var commitOps = []string{opVerify, opSEPVerify, opMellatVerify, opMellatSettle}
 
 // FaultOps returns the names of the operations faults can be set on:
 // request, verify, inquiry, unverified, startpay.
@@ -231,10 +237,10 @@ func (o OpFaults) problems(op string) []string {
 	if o.ErrorStatus != 0 && !is5xx(o.ErrorStatus) {
 		probs = append(probs, fmt.Sprintf("%s %d: must be 500-599", field("error_status"), o.ErrorStatus))
 	}
-	if op != opVerify && (o.CommitThenHang || o.CommitHangRate != 0) {
-		probs = append(probs, fmt.Sprintf("ops.%s: commit_then_hang and commit_hang_rate apply to verify only", op))
+	if !slices.Contains(commitOps, op) && (o.CommitThenHang || o.CommitHangRate != 0) {
+		probs = append(probs, fmt.Sprintf("ops.%s: commit_then_hang and commit_hang_rate apply to verify only (and Mellat's settle)", op))
 	}
-	if op != opVerify && o.HangMS != 0 && o.AnswerLostRate == 0 {
+	if !slices.Contains(commitOps, op) && o.HangMS != 0 && o.AnswerLostRate == 0 {
 		probs = append(probs, fmt.Sprintf("ops.%s: hang_ms applies to verify, or with answer_lost_rate", op))
 	}
 	return probs
@@ -397,7 +403,7 @@ func (l *faultLayer) plan(op string) faultPlan {
 			p.lost = true
 		}
 	}
-	if p.kind == faultNone && !p.lost && rule.CommitThenHang && op == opVerify {
+	if p.kind == faultNone && !p.lost && rule.CommitThenHang && slices.Contains(commitOps, op) {
 		rate := rule.CommitHangRate
 		if rate == 0 {
 			rate = 1
@@ -458,7 +464,7 @@ func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
 		b.faults.count(p.key, func(s *OpStats) { s.Refused++ })
 		b.log.Debug("sandbank: fault: refused", "op", op)
 		w.Header().Set("Retry-After", "1")
-		if p.key == opStartPay {
+		if p.key == opStartPay || strings.HasPrefix(p.key, gatewaySEP+"-") || strings.HasPrefix(p.key, gatewayMellat+"-") {
 			writeFaultPage(w, http.StatusTooManyRequests)
 		} else {
 			writeError(w, http.StatusTooManyRequests, codeTooManyAttempts, nil)
@@ -483,7 +489,7 @@ func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
 func (b *Bank) commitThenHang(op string, w http.ResponseWriter, r *http.Request, p faultPlan) {
 	rec := &recorder{header: w.Header()}
 	b.serveOp(op, rec, r)
-	if !rec.committed() {
+	if !rec.committed(op) {
 		rec.sendTo(w)
 		b.faults.count(p.key, func(s *OpStats) { s.OK++ })
 		return
@@ -581,10 +587,20 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.body.Write(p)
 }
 
-// committed reports whether the buffered answer is a verify's code 100.
-func (r *recorder) committed() bool {
+// committed reports whether the buffered answer commits the payment: a
+// Zarinpal verify's code 100, a SEP verify's ResultCode 0, a Mellat
+// verify's or settle's return 0.
+func (r *recorder) committed(op string) bool {
 	if r.status != http.StatusOK {
 		return false
+	}
+	switch op {
+	case opSEPVerify:
+		var a struct{ ResultCode *int }
+		return json.Unmarshal(r.body.Bytes(), &a) == nil && a.ResultCode != nil && *a.ResultCode == sepOK
+	case opMellatVerify, opMellatSettle:
+		_, f, err := readSOAPReturn(r.body.Bytes())
+		return err == nil && f == mlOK
 	}
 	var env struct {
 		Data json.RawMessage `json:"data"`

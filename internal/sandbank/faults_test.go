@@ -808,11 +808,17 @@ func TestParseFaultFlags(t *testing.T) {
 		}}},
 		{"repeated flags, later wins", []string{"-latency", "verify=1s", "-latency", "verify=1.5s, startpay=5ms"},
 			&Faults{Ops: map[string]OpFaults{"verify": {LatencyMS: 1500}, "startpay": {LatencyMS: 5}}}},
-		{"all operations", []string{"-error-rate", "all=0.1", "-error-status", "all=502"}, &Faults{Ops: map[string]OpFaults{
-			"request": {ErrorRate: 0.1, ErrorStatus: 502}, "verify": {ErrorRate: 0.1, ErrorStatus: 502},
-			"inquiry": {ErrorRate: 0.1, ErrorStatus: 502}, "unverified": {ErrorRate: 0.1, ErrorStatus: 502},
-			"startpay": {ErrorRate: 0.1, ErrorStatus: 502},
-		}}},
+		{"all operations", []string{"-error-rate", "all=0.1", "-error-status", "all=502"}, &Faults{Ops: func() map[string]OpFaults {
+			// every operation of every protocol
+			m := map[string]OpFaults{}
+			for _, op := range FaultOps() {
+				m[op] = OpFaults{ErrorRate: 0.1, ErrorStatus: 502}
+			}
+			if len(m) < 16 || m["verify"] != m["mellat-settle"] {
+				panic("FaultOps lacks an operation")
+			}
+			return m
+		}()}},
 		{"down", []string{"-down"}, &Faults{Down: true}},
 		{"down with a status", []string{"-down", "-down-status", "502"}, &Faults{Down: true, DownStatus: 502}},
 		{"seed alone", []string{"-seed", "7"}, &Faults{Seed: 7}},

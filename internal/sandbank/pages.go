@@ -58,7 +58,22 @@ type startPayView struct {
 	PayAction      string
 	CancelAction   string
 	PayCloseAction string
+	// TokenField names the hidden field carrying the token in each form
+	// (SEP's Token, Mellat's RefId); "" when the token is in the URL.
+	TokenField string
 }
+
+// postBackView is the page that posts the payer back to the merchant.
+type postBackView struct {
+	pageMeta
+	Title, Body string
+	Action      string
+	Fields      []formField
+	NoAuto      bool // a page the payer came back to: no automatic post
+}
+
+// formField is one hidden field of a form.
+type formField struct{ Name, Value string }
 
 // messageView is a page about a finished, expired or unknown payment.
 type messageView struct {
@@ -176,7 +191,7 @@ func (b *Bank) pageAction(w http.ResponseWriter, r *http.Request, to State, stay
 	lang := pageLang(r)
 	meta := pageMeta{Lang: lang, CSS: "../../assets/bank.css"}
 
-	redirect, err := b.finish(authority, to)
+	cb, err := b.finish(authority, to)
 	if errors.Is(err, ErrUnknownAuthority) {
 		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
 		return
@@ -199,7 +214,7 @@ func (b *Bank) pageAction(w http.ResponseWriter, r *http.Request, to State, stay
 		// server at request time (the authority in the path only selects
 		// it), as a real bank does; the bank inside the app accepts only
 		// the app's own origin there (Options.CallbackOrigin).
-		http.Redirect(w, r, redirect, http.StatusSeeOther) // #nosec G710 -- merchant-registered callback, origin-bound inside the app (see above)
+		http.Redirect(w, r, cb.URL, http.StatusSeeOther) // #nosec G710 -- merchant-registered callback, origin-bound inside the app (see above)
 		return
 	}
 	meta.Title = i18n.T(lang, "bank.closed.title")
@@ -420,4 +435,116 @@ func captchaOf(authority string) string {
 		h = (h ^ uint32(authority[i])) * 16777619
 	}
 	return strconv.FormatUint(uint64(10000+h%90000), 10)
+}
+
+// pageFormStart serves the payer's page of a gateway whose payer arrives
+// by POST with the token in a form field (SEP's Token, Mellat's RefId).
+// Its buttons post the token the same way to prefix+"pay" and
+// prefix+"cancel" (relative to the page).
+func (b *Bank) pageFormStart(w http.ResponseWriter, r *http.Request, gateway, token, field, prefix string) {
+	lang := pageLang(r)
+	meta := pageMeta{Lang: lang, CSS: "../pg/assets/bank.css"}
+	referer := r.Referer()
+	if referer == "" {
+		referer = originOf(r)
+	}
+	p, ok := b.snapshot(token, referer)
+	if !ok || p.Gateway != gateway {
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
+		return
+	}
+	if p.State != StateInBank {
+		status := http.StatusOK
+		if p.FailReason == FailExpired {
+			status = http.StatusNotFound
+		}
+		meta.SwitchHref = ""
+		b.render(w, r, status, formOrigin(p.CallbackURL), b.formStatusPage(meta, p))
+		return
+	}
+	left := max(int64((p.expiresAt.Sub(b.clock())+time.Second-1)/time.Second), 0)
+	meta.Title = i18n.T(lang, "bank.pay.title")
+	meta.JS = "../pg/assets/bank.js"
+	action := func(name string) string { return prefix + name + "?lang=" + string(lang) }
+	v := startPayView{
+		pageMeta:     meta,
+		Authority:    p.Authority,
+		Description:  p.Description,
+		OrderID:      shortOrderID(p.OrderID),
+		FullOrderID:  p.OrderID,
+		AmountRials:  i18n.T(lang, "bank.amount_rials", "amount", i18n.Group(lang, p.Amount)),
+		AmountTomans: i18n.T(lang, "bank.amount_tomans", "amount", i18n.TomansNumber(lang, p.Amount)),
+		SecondsLeft:  left,
+		TimeLeft:     i18n.Digits(lang, fmt.Sprintf("%d:%02d", left/60, left%60)),
+		Card:         i18n.Digits(lang, groupCard(maskPAN(p.card))),
+		ExpiryMonth:  i18n.Digits(lang, "12"),
+		ExpiryYear:   i18n.Digits(lang, "09"),
+		Captcha:      i18n.Digits(lang, captchaOf(p.Authority)),
+		PayAction:    action("pay"),
+		CancelAction: action("cancel"),
+		// "Pay and close" is the Zarinpal page's test aid; here it pays
+		// and posts back like Pay.
+		PayCloseAction: action("pay"),
+		TokenField:     field,
+	}
+	b.render(w, r, http.StatusOK, formOrigin(p.CallbackURL), startPayPage(v))
+}
+
+// formStatusPage is the page of a finished payment reached by POST: for
+// one the payer paid, the way back posts the payment's callback again.
+func (b *Bank) formStatusPage(meta pageMeta, p pageSnapshot) templ.Component {
+	b.mu.Lock()
+	rec, ok := b.payments[p.Authority]
+	var cb CallbackRequest
+	if ok {
+		cb = callbackRequest(rec)
+	}
+	b.mu.Unlock()
+	if ok && (p.State == StatePaid || p.State == StateVerified || p.FailReason == FailCancelled) {
+		kind := "cancelled"
+		if p.State != StateFailed {
+			kind = "paid"
+		}
+		meta.Title = i18n.T(meta.Lang, "bank."+kind+".title")
+		return postBackPage(postBackView{pageMeta: meta, Title: meta.Title, Body: i18n.T(meta.Lang, "bank."+kind+".body"),
+			Action: cb.URL, Fields: cb.fields(), NoAuto: true})
+	}
+	return statusPage(meta, p)
+}
+
+// pageFormAction serves a POST page's Pay or Cancel: the token comes in
+// the form field; the payer is posted back to the merchant by an
+// auto-submitted form (bank.js), with a button for a browser without
+// script.
+func (b *Bank) pageFormAction(w http.ResponseWriter, r *http.Request, field string, to State) {
+	lang := pageLang(r)
+	meta := pageMeta{Lang: lang, CSS: "../../pg/assets/bank.css"}
+	token := r.PostFormValue(field)
+	cb, err := b.finish(token, to)
+	if errors.Is(err, ErrUnknownAuthority) || token == "" {
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
+		return
+	}
+	p, _ := b.snapshot(token, "")
+	if err != nil {
+		status := http.StatusConflict
+		if p.FailReason == FailExpired {
+			status = http.StatusNotFound
+		}
+		b.render(w, r, status, formOrigin(p.CallbackURL), b.formStatusPage(meta, p))
+		return
+	}
+	meta.Title = i18n.T(lang, "bank.return.title")
+	meta.JS = "../../pg/assets/bank.js"
+	b.render(w, r, http.StatusOK, formOrigin(cb.URL), postBackPage(postBackView{pageMeta: meta, Title: meta.Title,
+		Body: i18n.T(lang, "bank.return.body"), Action: cb.URL, Fields: cb.fields()}))
+}
+
+// fields are the callback's form fields in their order.
+func (cb CallbackRequest) fields() []formField {
+	out := make([]formField, 0, len(cb.order))
+	for _, k := range cb.order {
+		out = append(out, formField{Name: k, Value: cb.Form[k]})
+	}
+	return out
 }

@@ -23,8 +23,15 @@
 //	GET  /_sandbank/payments             control: every payment (JSON)
 //	POST /_sandbank/payments/{authority}/pay     control: pay
 //	POST /_sandbank/payments/{authority}/cancel  control: cancel
+//	POST /_sandbank/payments/{authority}/expire  control: the page's time runs out now
 //	GET|POST|DELETE /_sandbank/faults    control: fault injection (faults.go)
 //	GET|DELETE /_sandbank/stats          control: per-operation call counts
+//	POST /_sandbank/{gateway}/payments/{token}/pay|cancel  control: pay or cancel a payment
+//	                                     of that gateway; answers the browser's next request
+//	                                     {"redirect", "method", "form"}
+//
+// SEP's token flow (sep.go) and Mellat's SOAP service (mellat.go) are
+// served at those gateways' own paths beside Zarinpal's.
 //
 // The gateway routes (not the control API, not the stylesheet) pass through
 // a fault-injection layer that can make the bank slow, flaky or down: see
@@ -57,6 +64,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +166,20 @@ type Payment struct {
 	// VerifyCount counts every verify call that named this authority with
 	// this payment's merchant, whatever its answer (100, 101, -50, -51).
 	VerifyCount int `json:"verify_count"`
+
+	// Gateway is the protocol's gateway: "zarinpal", "sep", "mellat".
+	// MerchantID holds SEP's and Mellat's terminal id.
+	Gateway string `json:"gateway"`
+	// Receipt is what the payer's callback carries for verify: SEP's
+	// RefNum, Mellat's SaleReferenceId (set when paid).
+	Receipt string `json:"receipt,omitempty"`
+	// OrderNumber is Mellat's orderId (SaleOrderId in the callback).
+	OrderNumber int64 `json:"order_number,omitempty"`
+	// SettledAt is when Mellat's settle succeeded; SettleCount counts
+	// settle calls, whatever their answer.
+	SettledAt   time.Time `json:"settled_at,omitzero"`
+	SettleCount int       `json:"settle_count,omitempty"`
+	ReversedAt  time.Time `json:"reversed_at,omitzero"`
 }
 
 // record is a payment plus what only the bank knows.
@@ -167,6 +189,8 @@ type record struct {
 	reqAmount    int64  // amount as requested, in Currency units
 	cardNumber   string // the fake card that pays; never shown in full
 	startReferer string
+	traceNo      string // SEP's TraceNo, set when paid
+	user, pass   string // Mellat's credentials, as the pay request gave them
 }
 
 // Bank is the simulated gateway. It is safe for concurrent use.
@@ -180,6 +204,8 @@ type Bank struct {
 	rand     io.Reader // guarded by mu: readers need not be concurrency-safe
 	payments map[string]*record
 	refIDs   map[int64]struct{}
+	receipts map[string]*record // SEP RefNum / Mellat SaleReferenceId → payment
+	orders   map[string]*record // Mellat terminal + orderId → payment
 	seq      uint64
 
 	faults faultLayer // fault injection and call counts; has its own lock
@@ -200,6 +226,8 @@ func New(opts Options) *Bank {
 		callbackOrigin: strings.ToLower(strings.TrimSuffix(opts.CallbackOrigin, "/")),
 		payments:       make(map[string]*record),
 		refIDs:         make(map[int64]struct{}),
+		receipts:       make(map[string]*record),
+		orders:         make(map[string]*record),
 	}
 	if b.clock == nil {
 		b.clock = time.Now
@@ -265,35 +293,91 @@ func (b *Bank) Payment(authority string) (Payment, bool) {
 }
 
 // Pay acts as the payer pressing "Pay": the payment becomes PAID. It
-// returns the callback URL the payer is sent back to (with Status=OK).
+// returns the callback URL the payer is sent back to (with Status=OK; for
+// the POST-callback gateways the URL only: see Finish).
 func (b *Bank) Pay(authority string) (redirect string, err error) {
-	return b.finish(authority, StatePaid)
+	cb, err := b.Finish(authority, true)
+	return cb.URL, err
 }
 
 // Cancel acts as the payer pressing "Cancel": the payment becomes FAILED.
 // It returns the callback URL the payer is sent back to (with Status=NOK).
 func (b *Bank) Cancel(authority string) (redirect string, err error) {
-	return b.finish(authority, StateFailed)
+	cb, err := b.Finish(authority, false)
+	return cb.URL, err
 }
 
-// finish moves an IN_BANK payment to PAID or FAILED.
-func (b *Bank) finish(authority string, to State) (string, error) {
+// CallbackRequest is the request the payer's browser makes to the
+// merchant after the bank's page: a GET of URL (Zarinpal: the fields are
+// in its query) or a POST of Form to URL (SEP, Mellat).
+type CallbackRequest struct {
+	URL    string            `json:"redirect"`
+	Method string            `json:"method"`
+	Form   map[string]string `json:"form"`
+	// order is Form's field order (the page posts them in this order).
+	order []string
+}
+
+// Finish acts as the payer pressing Pay (paid) or Cancel on the bank's
+// page of any protocol, and returns the request the browser then makes to
+// the merchant's callback.
+func (b *Bank) Finish(authority string, paid bool) (CallbackRequest, error) {
+	to := StateFailed
+	if paid {
+		to = StatePaid
+	}
+	return b.finish(authority, to)
+}
+
+// Expire acts as the payer's page running out of time now, as it does
+// Options.AuthorityTTL after the request: an IN_BANK payment becomes
+// FAILED with FailReason "expired". As Zarinpal does, the bank then
+// answers as for a cancel: the page sends the payer back with Status=NOK
+// (the returned callback URL), verify answers -51 and inquiry FAILED; only
+// the bank's own record (Payment.FailReason) and its page say "expired".
+func (b *Bank) Expire(authority string) (redirect string, err error) {
+	cb, err := b.end(authority, StateFailed, FailExpired)
+	return cb.URL, err
+}
+
+// finish moves an IN_BANK payment to PAID or FAILED (cancelled).
+func (b *Bank) finish(authority string, to State) (CallbackRequest, error) {
+	return b.end(authority, to, FailCancelled)
+}
+
+// end moves an IN_BANK payment to PAID, or to FAILED for the reason why,
+// and returns the request the payer's browser then makes to the merchant.
+func (b *Bank) end(authority string, to State, why string) (CallbackRequest, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rec, ok := b.payments[authority]
 	if !ok {
-		return "", fmt.Errorf("finish payment %q: %w", authority, ErrUnknownAuthority)
+		return CallbackRequest{}, fmt.Errorf("finish payment %q: %w", authority, ErrUnknownAuthority)
 	}
 	now := b.clock()
 	b.expireLocked(rec, now)
 	if rec.State != StateInBank {
-		return "", fmt.Errorf("finish payment %q (state %s): %w", authority, rec.State, ErrNotInBank)
+		return CallbackRequest{}, fmt.Errorf("finish payment %q (state %s): %w", authority, rec.State, ErrNotInBank)
 	}
 	switch to {
 	case StatePaid:
 		refID, err := b.newRefIDLocked()
 		if err != nil {
-			return "", fmt.Errorf("pay %q: %w", authority, err)
+			return CallbackRequest{}, fmt.Errorf("pay %q: %w", authority, err)
+		}
+		switch rec.Gateway {
+		case gatewaySEP:
+			refNum, err := b.newRefNumLocked()
+			if err != nil {
+				return CallbackRequest{}, fmt.Errorf("pay %q: %w", authority, err)
+			}
+			rec.Receipt = refNum
+			rec.traceNo = strconv.FormatInt(100000+refID%900000, 10)
+		case gatewayMellat:
+			rec.Receipt = strconv.FormatInt(refID, 10)
+		}
+		if rec.Receipt != "" {
+			b.receipts[rec.Receipt] = rec
 		}
 		rec.State = StatePaid
 		rec.PaidAt = now
@@ -303,18 +387,50 @@ func (b *Bank) finish(authority string, to State) (string, error) {
 		if rec.Referer == "" {
 			rec.Referer = rec.startReferer
 		}
-		b.log.Info("sandbank: payment paid", "authority", authority, "amount", rec.Amount, "ref_id", refID)
+		b.log.Info("sandbank: payment paid", "gateway", rec.Gateway, "authority", authority, "amount", rec.Amount, "ref_id", refID)
 	default:
 		rec.State = StateFailed
-		rec.FailReason = FailCancelled
+		rec.FailReason = why
 		rec.FailedAt = now
-		b.log.Info("sandbank: payment cancelled", "authority", authority, "amount", rec.Amount)
+		b.log.Info("sandbank: payment ended unpaid", "gateway", rec.Gateway, "authority", authority, "amount", rec.Amount, "reason", why)
 	}
-	return callbackURL(rec.CallbackURL, authority, rec.State), nil
+	return callbackRequest(rec), nil
 }
 
-// expireLocked fails an IN_BANK payment whose authority has outlived the TTL.
+// callbackRequest is the browser's request to the merchant after the
+// bank's page, in the payment's protocol.
+func callbackRequest(rec *record) CallbackRequest {
+	switch rec.Gateway {
+	case gatewaySEP:
+		return sepCallback(rec)
+	case gatewayMellat:
+		return mellatCallback(rec)
+	}
+	return CallbackRequest{URL: callbackURL(rec.CallbackURL, rec.Authority, rec.State), Method: http.MethodGet, Form: map[string]string{}}
+}
+
+// postCallback is a POST callback with fields in order.
+func postCallback(url string, fields ...string) CallbackRequest {
+	cb := CallbackRequest{URL: url, Method: http.MethodPost, Form: map[string]string{}}
+	for i := 0; i+1 < len(fields); i += 2 {
+		cb.Form[fields[i]] = fields[i+1]
+		cb.order = append(cb.order, fields[i])
+	}
+	return cb
+}
+
+// expireLocked fails an IN_BANK payment whose authority has outlived the
+// TTL, and reverses a SEP or Mellat payment paid but not verified within
+// the gateway's verify deadline (the bank returns the payer's money).
 func (b *Bank) expireLocked(rec *record, now time.Time) {
+	if rec.State == StatePaid {
+		if d := verifyDeadline(rec.Gateway); d > 0 && now.Sub(rec.PaidAt) >= d {
+			rec.State = StateReversed
+			rec.ReversedAt = rec.PaidAt.Add(d)
+			b.log.Info("sandbank: not verified in time, returned to the payer", "gateway", rec.Gateway, "authority", rec.Authority)
+		}
+		return
+	}
 	if rec.State != StateInBank || now.Sub(rec.CreatedAt) < b.ttl {
 		return
 	}

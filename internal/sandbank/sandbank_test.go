@@ -5,6 +5,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -1230,5 +1231,53 @@ func TestStartPayCountdown(t *testing.T) {
 		if r := get(t, srv, asset); r.status != http.StatusOK || len(r.body) < 100 {
 			t.Errorf("%s: %d, %d bytes", asset, r.status, len(r.body))
 		}
+	}
+}
+
+// The control API's expire ends the payer's page now as its TTL would:
+// the bank then answers as Zarinpal does for an expired authority (the
+// payer is sent back with Status=NOK, verify -51, inquiry FAILED), and
+// only its own record and page say "expired".
+func TestControlExpire(t *testing.T) {
+	b, srv := newTestBank(t, Options{})
+	if status, ans := control(t, srv, "S"+strings.Repeat("x", 35), "expire"); status != http.StatusNotFound || ans.Error == "" {
+		t.Errorf("expire unknown: %d %+v", status, ans)
+	}
+	a := newPayment(t, srv, 10_000)
+	status, ans := control(t, srv, a, "expire")
+	if status != http.StatusOK || ans.Redirect != callback+"?Authority="+a+"&Status=NOK" {
+		t.Fatalf("expire: %d %+v", status, ans)
+	}
+	if res := verify(t, srv, merchant, a, 10_000); res.Code(t) != -51 {
+		t.Errorf("verify of an expired authority: %s", res.Raw)
+	}
+	if res := inquiry(t, srv, a); res.str("status") != "FAILED" {
+		t.Errorf("inquiry of an expired authority: %s", res.Raw)
+	}
+	if p, _ := b.Payment(a); p.State != StateFailed || p.FailReason != FailExpired || p.FailedAt.IsZero() {
+		t.Errorf("bank record: %+v", p)
+	}
+	resp := get(t, srv, "/pg/StartPay/"+a)
+	if resp.status != http.StatusNotFound || !strings.Contains(resp.body, `data-testid="bank-expired"`) ||
+		!strings.Contains(resp.body, "Authority="+a+"&amp;Status=NOK") {
+		t.Errorf("StartPay of an expired authority: %d", resp.status)
+	}
+	for _, action := range []string{"expire", "pay", "cancel"} {
+		if status, ans := control(t, srv, a, action); status != http.StatusConflict || ans.State != StateFailed {
+			t.Errorf("%s after expire: %d %+v", action, status, ans)
+		}
+	}
+	if _, err := b.Expire(a); !errors.Is(err, ErrNotInBank) {
+		t.Errorf("Expire twice: err = %v", err)
+	}
+	paid := newPayment(t, srv, 10_000)
+	if _, err := b.Pay(paid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Expire(paid); !errors.Is(err, ErrNotInBank) {
+		t.Errorf("Expire of a paid payment: err = %v", err)
+	}
+	if p, _ := b.Payment(paid); p.State != StatePaid {
+		t.Errorf("a paid payment expired: %+v", p)
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web"
 )
 
@@ -113,6 +114,10 @@ type Server struct {
 	Outbox       *mail.Outbox
 	Notifier     *notify.Notifier
 	mailInterval time.Duration
+	// Webhooks are the partners' endpoints and return origins; Hooks
+	// delivers the outbox.
+	Webhooks *webhook.Service
+	Hooks    *webhook.Sender
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -141,6 +146,11 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	s := &Server{Clock: store.NewClock(db, o.Now, 0, o.Log.With("component", "clock"))}
 	now := s.Clock.Now
+	hooks, err := webhook.New(db, now, webhook.Options{SessionSecret: cfg.SessionSecret, AllowLoopback: cfg.WebhookAllowLoopback})
+	if err != nil {
+		return nil, err
+	}
+	s.Webhooks = hooks
 	// The gateway drivers come from the registry, in the configuration's
 	// order; so do their callback parsers and the console's labels.
 	var drvs []gateway.Driver
@@ -223,6 +233,10 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			}
 			return reps[0].FinishedAt, reps[0].Error != "", nil
 		},
+		Webhooks: func(ctx context.Context) (int64, time.Duration, int64, int64, error) {
+			st, err := hooks.Stats(ctx)
+			return st.Pending, st.OldestAge, st.Failed, st.FailingEndpoints, err
+		},
 		Log: o.Log.With("component", "metrics"),
 	})
 	s.Metrics = m
@@ -244,10 +258,14 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		s.Gateways = append(s.Gateways, r)
 	}
 	s.Resilient, s.Gateway = s.Resilients[0], s.Gateways[0]
+	s.Hooks = webhook.NewSender(hooks, webhook.SenderOptions{RetryFor: cfg.WebhookRetryFor, Observer: m,
+		Log: o.Log.With("component", "webhook")})
 	pc := o.Payment
 	if pc.Observer == nil {
 		pc.Observer = m
 	}
+	// A move that queued a webhook event wakes this instance's sender.
+	pc.Observer = kickOnEvent{Observer: pc.Observer, kick: s.Hooks.Kick}
 	pc.BaseURL, pc.MinRials, pc.MaxRials = cfg.BaseURL, cfg.TopUpMinRials, cfg.TopUpMaxRials
 	// The resilient caller bounds each bank operation; the service bounds
 	// a whole check (verify, then perhaps inquiry) and every wait to the
@@ -426,6 +444,15 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			}
 		})
 	}()
+	// Webhooks: the outbox, delivered by every instance (claims skip what
+	// another holds).
+	if s.Config.WebhookInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Hooks.Run(ctx, s.Config.WebhookInterval)
+		}()
+	}
 	// Expired idempotency keys: its own small loop (the payment worker
 	// knows nothing of the API).
 	wg.Add(1)
@@ -475,6 +502,20 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 		}
 	}()
 	return wg.Wait
+}
+
+// kickOnEvent is the payment observer that also wakes the webhook sender
+// after a move to a status that sends an event (payment.EventType).
+type kickOnEvent struct {
+	payment.Observer
+	kick func()
+}
+
+func (k kickOnEvent) Transitioned(from, to payment.Status, actor payment.Actor) {
+	k.Observer.Transitioned(from, to, actor)
+	if payment.EventType(to) != "" {
+		k.kick()
+	}
 }
 
 // originOf is scheme://host[:port] of an absolute URL ("" if it has none).

@@ -67,9 +67,14 @@ type Request struct {
 }
 
 // Policy is a payer's limits beyond the amount rules (daily caps, the
-// balance cap): Allow refuses a new top-up of rials that would break one.
+// balance cap): Allow refuses a new top-up of rials that would break one
+// (an early read, before the wallet and the payment are touched); Quota
+// is the same check made again in the transaction that inserts the
+// payment, under a lock of the payer's wallet row, so that it holds under
+// concurrent starts (nil: no limit is on).
 type Policy interface {
 	Allow(ctx context.Context, userID, rials int64) error
+	Quota(rials int64) *payment.Quota
 }
 
 // Service is the top-up start use case over the payment and wallet
@@ -127,6 +132,7 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 	if err != nil {
 		return payment.StartResult{}, err
 	}
+	var quota *payment.Quota
 	if s.policy != nil {
 		// A repeat of a submitted form is answered as its first submit
 		// was: it is already counted, so it is never refused by a limit.
@@ -138,6 +144,7 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 			if err := s.policy.Allow(ctx, r.UserID, rials); err != nil {
 				return payment.StartResult{}, err
 			}
+			quota = s.policy.Quota(rials)
 		}
 	}
 	w, err := s.wallets.ForUser(ctx, r.UserID)
@@ -146,7 +153,7 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 	}
 	return s.payments.StartTopUp(ctx, payment.StartInput{
 		UserID: r.UserID, WalletID: w.ID, Email: r.Email, FormToken: r.FormToken,
-		AmountRials: rials, Description: r.Description, English: r.English, Gateway: gw,
+		AmountRials: rials, Description: r.Description, English: r.English, Quota: quota, Gateway: gw,
 	})
 }
 

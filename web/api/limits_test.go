@@ -2,9 +2,13 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
@@ -102,4 +106,82 @@ func TestTopUpLimits(t *testing.T) {
 			t.Fatal("a credit within the cap is flagged")
 		}
 	})
+}
+
+// The limits hold under concurrency: many top-ups of one payer started at
+// once, through the form and the API, cannot together pass a limit that
+// only some of them fit (the check runs again in the transaction that
+// inserts the payment, under a lock of the payer's wallet row). Exactly
+// the allowed number start; every other one is refused and writes nothing.
+func TestTopUpLimitsHoldUnderConcurrentStarts(t *testing.T) {
+	const n = 12
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		amount  int64 // rials
+		allowed int
+		problem string
+	}{
+		{"daily count", map[string]string{"TOPUP_DAILY_MAX_COUNT": "3"}, 100_000, 3, "daily_limit_exceeded"},
+		{"daily amount", map[string]string{"TOPUP_DAILY_MAX_RIALS": "450000"}, 100_000, 4, "daily_limit_exceeded"},
+		{"balance", map[string]string{"BALANCE_MAX_RIALS": "250000"}, 100_000, 2, "balance_limit_exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				tc.env["RATE_LIMIT_TOPUP"] = "0"
+				f := start(t, db, apptest.Options{Env: tc.env})
+				web := f.app.NewClient(t)
+				web.SignUp("rush@example.com")
+				var uid int64
+				db.Gorm.Raw(`SELECT id FROM users WHERE email = 'rush@example.com'`).Scan(&uid)
+				c := f.token(t, uid, apitoken.ScopeTopUp)
+				c.fail = t.Errorf
+				// Half through the API, half through the form, all at once.
+				forms := make([][2]string, n/2)
+				for i := range forms {
+					forms[i][0], forms[i][1] = web.TopUpForm()
+				}
+				var wg sync.WaitGroup
+				var started, refused atomic.Int64
+				release := make(chan struct{})
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-release
+						if i%2 == 0 {
+							a := c.post("/api/v1/topups", fmt.Sprintf("rush-%d", i), fmt.Sprintf(`{"amount_rials": %d}`, tc.amount))
+							switch {
+							case a.Status == http.StatusCreated:
+								started.Add(1)
+							case a.Status == http.StatusUnprocessableEntity && a.Code() == tc.problem:
+								refused.Add(1)
+							default:
+								t.Errorf("API start %d: %d %s", i, a.Status, a.Body)
+							}
+							return
+						}
+						fm := forms[i/2]
+						r := web.PostTopUp(fm[0], fm[1], strconv.FormatInt(tc.amount/10, 10))
+						switch r.Status {
+						case http.StatusSeeOther:
+							started.Add(1)
+						case http.StatusUnprocessableEntity:
+							refused.Add(1)
+						default:
+							t.Errorf("form start %d: %d", i, r.Status)
+						}
+					}()
+				}
+				close(release)
+				wg.Wait()
+				if started.Load() != int64(tc.allowed) || refused.Load() != int64(n-tc.allowed) {
+					t.Fatalf("%d started, %d refused; want exactly %d started", started.Load(), refused.Load(), tc.allowed)
+				}
+				if got := count(t, db, `SELECT COUNT(*) FROM payments WHERE user_id = ?`, uid); got != int64(tc.allowed) {
+					t.Fatalf("%d payments written, want %d (a refused start writes nothing)", got, tc.allowed)
+				}
+			})
+		})
+	}
 }

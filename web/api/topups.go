@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,31 +31,12 @@ const (
 	gatewayRetryAfterSeconds = 10
 )
 
-// TopUp is a top-up as the API shows it.
-type TopUp struct {
-	ID          string     `json:"id"`
-	Status      string     `json:"status"`
-	AmountRials int64      `json:"amount_rials"`
-	PaymentURL  *string    `json:"payment_url"`
-	RefID       *int64     `json:"ref_id"`
-	CreatedAt   time.Time  `json:"created_at"`
-	CreditedAt  *time.Time `json:"credited_at"`
-}
+// TopUp is a top-up as the API shows it; webhook events carry the same
+// view (payment.TopUpView, one type for both).
+type TopUp = payment.TopUpView
 
 func (h *handler) topUpView(it paymentread.Item) TopUp {
-	v := TopUp{ID: it.PublicID, Status: string(it.Status), AmountRials: it.AmountRials, CreatedAt: it.CreatedAt.UTC()}
-	if it.Status == payment.StatusAwaitingPayment && it.Authority != nil {
-		u := h.Payments.PayURL(it.Payment)
-		v.PaymentURL = &u
-	}
-	if it.Status == payment.StatusCredited {
-		v.RefID = it.RefID
-		if it.CreditedAt != nil {
-			t := it.CreditedAt.UTC()
-			v.CreditedAt = &t
-		}
-	}
-	return v
+	return payment.ViewOf(it.Payment, it.CreditedAt, func(string) string { return h.Payments.PayURL(it.Payment) })
 }
 
 type topUpRequest struct {

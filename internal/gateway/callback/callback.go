@@ -16,10 +16,15 @@ const MaxAuthorityLen = 64
 // route with it is read like the gateway's own callback).
 const OwnTokenParam = "Authority"
 
-// Params are the two things read from a callback.
+// Params are what is read from a callback.
 type Params struct {
 	Authority  string // the gateway's token for the payment
 	ClaimsPaid bool   // the callback says the payer paid (Zarinpal: Status=OK)
+	// Receipt is what verify needs from the callback (SEP's RefNum,
+	// Mellat's SaleReferenceId); "" when the gateway needs none or the
+	// payer did not pay. The payment keeps the first one (unique per
+	// gateway: a receipt another payment holds is a replay, refused).
+	Receipt string
 }
 
 // Token checks a token taken from a callback: present, at most
@@ -35,4 +40,14 @@ func Token(s string) (string, bool) {
 		}
 	}
 	return s, true
+}
+
+// Receipt checks a receipt taken from a callback, as Token does; "" when
+// absent or malformed (a malformed receipt is no receipt).
+func Receipt(s string) string {
+	r, ok := Token(s)
+	if !ok {
+		return ""
+	}
+	return r
 }

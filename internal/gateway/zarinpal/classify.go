@@ -194,6 +194,22 @@ func verifyResult(r reply) (gateway.VerifyResult, error) {
 	return res, nil
 }
 
+// notPaidCause tells why a -51 "not paid" answer was given: Zarinpal
+// says the same for a page that expired and for a payer who cancelled
+// (the callback's Status=NOK, verify -51, inquiry FAILED), so the time the
+// payer had the page decides. A payer back before the page's lifetime
+// left it (cancel, a refused card); one who had it for the whole lifetime,
+// or never came back, ran out of time.
+func notPaidCause(lifetime, pageTime time.Duration) gateway.NotPaidCause {
+	switch {
+	case lifetime <= 0 || pageTime <= 0:
+		return gateway.NotPaidUnknown
+	case pageTime >= lifetime:
+		return gateway.NotPaidExpired
+	}
+	return gateway.NotPaidCancelled
+}
+
 // inquiryResult classifies an inquiry.json reply.
 func inquiryResult(r reply) (gateway.InquiryResult, error) {
 	if r.code != codeOK {

@@ -15,7 +15,13 @@ import (
 const (
 	SettingMerchantID = "ZARINPAL_MERCHANT_ID"
 	SettingBaseURL    = "ZARINPAL_BASE_URL"
+	SettingPageLife   = "ZARINPAL_PAGE_LIFETIME"
 )
+
+// DefaultPageLifetime is how long Zarinpal's payment page is taken to
+// wait for the payer (not documented by Zarinpal; the sandbox bank's
+// sandbank.DefaultAuthorityTTL is the same).
+const DefaultPageLifetime = 15 * time.Minute
 
 // SandboxMerchantID is the merchant id used with the built-in sandbox bank.
 const SandboxMerchantID = "00000000-0000-4000-8000-000000000000"
@@ -53,15 +59,25 @@ func Driver() gateway.Driver {
 			{Env: SettingBaseURL, Default: ProductionBaseURL,
 				Doc:   "Zarinpal's API base: " + ProductionBaseURL + ", " + SandboxBaseURL + ", or a standalone sandbox bank on this machine (http allowed on loopback only)",
 				Check: checkBaseURL},
+			{Env: SettingPageLife, Default: "15m",
+				Doc:   "how long Zarinpal's payment page waits for the payer (Zarinpal does not document it); a payment it calls not paid after the payer had the page this long is shown as \"the time ran out\", sooner as cancelled; 0 does not tell them apart",
+				Check: checkPageLifetime},
 		},
 		URLSetting: SettingBaseURL,
 		New: func(s gateway.Settings, d gateway.Deps) (gateway.Gateway, error) {
-			return New(Config{MerchantID: s[SettingMerchantID], BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger})
+			life, err := checkPageLifetime(s[SettingPageLife])
+			if err != nil {
+				return nil, fmt.Errorf("zarinpal: %s: %w", SettingPageLife, err)
+			}
+			d0, _ := time.ParseDuration(life)
+			return New(Config{MerchantID: s[SettingMerchantID], BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger,
+				PageLifetime: d0})
 		},
 		Sandbox: gateway.Sandbox{
 			Protocol: SandboxProtocol,
 			Settings: func(bankURL string) gateway.Settings {
-				return gateway.Settings{SettingMerchantID: SandboxMerchantID, SettingBaseURL: bankURL}
+				return gateway.Settings{SettingMerchantID: SandboxMerchantID, SettingBaseURL: bankURL,
+					SettingPageLife: "15m"}
 			},
 		},
 	}
@@ -73,6 +89,19 @@ func checkMerchantID(v string) (string, error) {
 		return "", errors.New("want a 36-character UUID (8-4-4-4-12 hex digits)")
 	}
 	return v, nil
+}
+
+// checkPageLifetime accepts a Go duration from 0 to 24h ("" is the
+// default); it returns the duration's canonical text.
+func checkPageLifetime(v string) (string, error) {
+	if v == "" {
+		return DefaultPageLifetime.String(), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > 24*time.Hour {
+		return "", fmt.Errorf("want a duration from 0 to 24h, such as 15m, got %q", v)
+	}
+	return d.String(), nil
 }
 
 func checkBaseURL(v string) (string, error) {

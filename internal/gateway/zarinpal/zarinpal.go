@@ -72,6 +72,14 @@ type Config struct {
 	// Logger receives one debug record per call and warnings for answers
 	// that cannot be classified. Nil discards.
 	Logger *slog.Logger
+	// PageLifetime is how long Zarinpal's StartPay page waits for the
+	// payer. Zarinpal answers an expired page exactly as a cancel
+	// (callback Status=NOK, verify -51, inquiry FAILED), so a "not paid"
+	// about a payer who had the page at least this long
+	// (gateway.VerifyInput.PageTime) is classified as expired
+	// (gateway.NotPaidExpired), a shorter one as cancelled. Zero: the
+	// driver does not tell them apart (gateway.NotPaidUnknown).
+	PageLifetime time.Duration
 }
 
 // Client is a Zarinpal v4 driver. It is safe for concurrent use.
@@ -81,6 +89,7 @@ type Client struct {
 	hc         *http.Client
 	log        *slog.Logger
 	tehran     *time.Location
+	pageLife   time.Duration
 }
 
 var _ gateway.Gateway = (*Client)(nil)
@@ -95,7 +104,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zarinpal: base URL: %w", err)
 	}
-	c := &Client{merchantID: mid, baseURL: base, hc: cfg.HTTPClient, log: cfg.Logger, tehran: tehranLocation()}
+	if cfg.PageLifetime < 0 {
+		return nil, errors.New("zarinpal: page lifetime must not be negative")
+	}
+	c := &Client{merchantID: mid, baseURL: base, hc: cfg.HTTPClient, log: cfg.Logger, tehran: tehranLocation(), pageLife: cfg.PageLifetime}
 	if c.hc == nil {
 		c.hc = &http.Client{}
 	}
@@ -243,6 +255,9 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 				// Zarinpal's verify checks the amount it is sent and
 				// answers -50 on a mismatch: 100/101 verified this one.
 				res.AmountRials = in.AmountRials
+			}
+			if res.Outcome == gateway.VerifyNotPaid {
+				res.NotPaid = notPaidCause(c.pageLife, in.PageTime)
 			}
 			return res, nil
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // Store implements payment.Store over a database.
@@ -166,6 +167,50 @@ func (s *Store) CallsOf(ctx context.Context, paymentID int64) ([]payment.Gateway
 // second payment of one form (payment.ErrDuplicate).
 func (s *Store) Create(ctx context.Context, p *payment.Payment) error {
 	return dup(s.db.Gorm.WithContext(ctx).Create(p).Error)
+}
+
+// CreateAdmitted implements payment.Store. The payer's wallet row is
+// locked first (FOR UPDATE on PostgreSQL; SQLite's immediate transaction
+// holds the database's one write lock), so that two starts of one payer
+// cannot both read the usage before either inserts: the second waits for
+// the first's commit and counts its payment. Other payers' starts take
+// other rows and do not wait.
+func (s *Store) CreateAdmitted(ctx context.Context, p *payment.Payment, q payment.Quota) error {
+	err := s.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var w struct{ BalanceRials int64 }
+		res := s.db.ForUpdate(tx.Table("wallets").Select("balance_rials").Where("id = ? AND user_id = ?", p.WalletID, p.UserID)).Scan(&w)
+		if res.Error != nil {
+			return fmt.Errorf("lock wallet %d: %w", p.WalletID, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("lock wallet %d of user %d: no such wallet", p.WalletID, p.UserID)
+		}
+		var n int64
+		if err := tx.Model(&payment.Payment{}).Where("user_id = ? AND form_token = ?", p.UserID, p.FormToken).Count(&n).Error; err != nil {
+			return fmt.Errorf("form of user %d: %w", p.UserID, err)
+		}
+		if n > 0 {
+			// A repeat of a submitted form is answered as its first
+			// submit was, never refused by a limit.
+			return fmt.Errorf("%w: form already submitted", payment.ErrDuplicate)
+		}
+		var u payment.Usage
+		since := q.Since.UTC()
+		if err := tx.Raw(`SELECT
+			COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
+			COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
+			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review') THEN amount_rials END), 0) AS open_rials
+			FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review'))`,
+			since, since, p.UserID, since).Scan(&u).Error; err != nil {
+			return fmt.Errorf("limit usage of user %d: %w", p.UserID, err)
+		}
+		u.BalanceRials = w.BalanceRials
+		if err := q.Admit(u); err != nil {
+			return err
+		}
+		return tx.Create(p).Error
+	})
+	return dup(err)
 }
 
 // Claim implements payment.Store: one conditional UPDATE takes the lease
@@ -337,7 +382,27 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move) (payment.Payment, error) {
 			return payment.Payment{}, err
 		}
 	}
+	if err := enqueueWebhook(tx, m, out); err != nil {
+		return payment.Payment{}, err
+	}
 	return out, nil
+}
+
+// enqueueWebhook writes the partners' outbox rows of a move to an
+// event-worthy status (payment.EventType) in the move's transaction: no
+// credit commits without its event, and no event without its credit. It is
+// called from moveTx only, the one writer every edge goes through.
+func enqueueWebhook(tx *gorm.DB, m payment.Move, p payment.Payment) error {
+	typ := payment.EventType(m.To)
+	if typ == "" {
+		return nil
+	}
+	var creditedAt *time.Time
+	if m.To == payment.StatusCredited {
+		creditedAt = &m.Now // the ledger entry's time (creditTx)
+	}
+	return webhook.Enqueue(tx, webhook.Event{UserID: p.UserID, PaymentID: m.PaymentID, Type: typ,
+		TopUp: payment.ViewOf(p, creditedAt, nil), CreatedAt: m.Now})
 }
 
 // Credit implements payment.Store: in one transaction, the move to

@@ -6,6 +6,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 var seq atomic.Int64
@@ -429,6 +431,140 @@ func TestCountCreditFailure(t *testing.T) {
 				t.Fatalf("release %d: failures %d, owner %q, %v", i, got.CreditFailures, got.LeaseOwner, err)
 			}
 			f.now = f.now.Add(2 * time.Minute)
+		}
+	})
+}
+
+// The partners' outbox is written by the one writer in the move's own
+// transaction: one row per event-worthy move (credited, failed,
+// needs_review) per subscribed endpoint, none for other moves, none when
+// the move rolls back, one when many verifiers race to credit; its body
+// holds the top-up as the API shows it.
+func TestOutboxWrittenWithMove(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		hooks, err := webhook.New(db, nil, webhook.Options{SessionSecret: []byte("0123456789abcdef0123456789abcdef"), AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/all", webhook.Types()); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/credits", []string{webhook.TypeCredited}); err != nil {
+			t.Fatal(err)
+		}
+		rows := func(pid int64, typ string) []webhook.Delivery {
+			var out []webhook.Delivery
+			if err := db.Gorm.Where("payment_id = ? AND type = ?", pid, typ).Order("id").Find(&out).Error; err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		credit := func(p payment.Payment, ref int64) payment.Move {
+			amount := p.AmountRials
+			return payment.Move{PaymentID: p.ID, PublicID: p.PublicID, From: p.Status, To: payment.StatusCredited, Actor: payment.ActorCallback,
+				Reason: payment.ReasonVerifiedPaid, Now: f.now, Fields: payment.Fields{RefID: &ref, VerifiedAmountRials: &amount}}
+		}
+		p := f.payment(payment.StatusPendingVerification)
+		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE payment_id = ?`, p.ID); n != 0 {
+			t.Fatalf("%d rows for moves to open statuses", n)
+		}
+		race(8, func(int) bool {
+			_, _, err := f.st.Credit(ctx, credit(p, 9001), f.wallet.ID, nil)
+			return err == nil
+		})
+		got := rows(p.ID, webhook.TypeCredited)
+		if len(got) != 2 || got[0].EventID != got[1].EventID || got[0].EndpointID == got[1].EndpointID {
+			t.Fatalf("credit rows %+v: want one event for each of the two endpoints", got)
+		}
+		var body struct {
+			EventID string            `json:"event_id"`
+			Type    string            `json:"type"`
+			TopUp   payment.TopUpView `json:"topup"`
+		}
+		if err := json.Unmarshal([]byte(got[0].Body), &body); err != nil {
+			t.Fatal(err)
+		}
+		cp, _ := f.st.Get(ctx, p.ID)
+		want := payment.ViewOf(cp, &f.now, nil)
+		if body.EventID != got[0].EventID || body.Type != webhook.TypeCredited || body.TopUp.ID != want.ID || body.TopUp.Status != "credited" ||
+			body.TopUp.RefID == nil || *body.TopUp.RefID != 9001 || body.TopUp.CreditedAt == nil || !body.TopUp.CreditedAt.Equal(f.now) {
+			t.Fatalf("body %+v, want top-up %+v", body, want)
+		}
+		// A refused credit (reference of another payment) rolls back with
+		// its event.
+		r := f.payment(payment.StatusAwaitingPayment)
+		if _, _, err := f.st.Credit(ctx, credit(r, 9001), f.wallet.ID, nil); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("credit with a reused reference = %v", err)
+		}
+		if n := len(rows(r.ID, webhook.TypeCredited)); n != 0 {
+			t.Fatalf("%d event rows of a rolled-back credit", n)
+		}
+		// Failed and needs_review: only the endpoint subscribed to them.
+		fl := f.payment(payment.StatusFailed)
+		nr := f.payment(payment.StatusNeedsReview)
+		if a, b := len(rows(fl.ID, webhook.TypeFailed)), len(rows(nr.ID, webhook.TypeNeedsReview)); a != 1 || b != 1 {
+			t.Fatalf("failed rows %d, needs_review rows %d; want 1 and 1", a, b)
+		}
+		paymenttest.CheckInvariants(t, db)
+	})
+}
+
+// CreateAdmitted: many inserts of one payer at once are admitted one at a
+// time (each reads the usage of those committed before it), a refusal
+// writes nothing, and a form submitted before is a duplicate whatever the
+// quota says.
+func TestCreateAdmitted(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		refused := errors.New("over the limit")
+		atMost := func(n int64) payment.Quota {
+			return payment.Quota{Since: f.now.Add(-time.Hour), Admit: func(u payment.Usage) error {
+				if u.SinceCount >= n || u.OpenRials != u.SinceRials {
+					return refused
+				}
+				return nil
+			}}
+		}
+		newPayment := func(token string) payment.Payment {
+			n := seq.Add(1)
+			return payment.Payment{PublicID: fmt.Sprintf("q%023d", n), UserID: f.user, WalletID: f.wallet.ID, AmountRials: 50_000, Gateway: "fake",
+				FormToken: token, Status: payment.StatusCreated, CreatedAt: f.now, UpdatedAt: f.now, OpenedAt: &f.now}
+		}
+		var errs sync.Map
+		won := race(16, func(i int) bool {
+			p := newPayment(formtoken.New())
+			err := f.st.CreateAdmitted(ctx, &p, atMost(5))
+			if err != nil && !errors.Is(err, refused) {
+				errs.Store(i, err)
+			}
+			return err == nil
+		})
+		errs.Range(func(k, v any) bool { t.Errorf("insert %v: %v", k, v); return true })
+		var n int64
+		db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ?`, f.user).Scan(&n)
+		if won != 5 || n != 5 {
+			t.Fatalf("%d admitted, %d rows; want exactly 5", won, n)
+		}
+		// A repeat of an admitted form is a duplicate, not a refusal.
+		var token string
+		db.Gorm.Raw(`SELECT form_token FROM payments WHERE user_id = ? LIMIT 1`, f.user).Scan(&token)
+		p := newPayment(token)
+		if err := f.st.CreateAdmitted(ctx, &p, atMost(5)); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("repeat of a form: %v, want ErrDuplicate", err)
+		}
+		// The balance is read from the locked wallet row.
+		p = newPayment(formtoken.New())
+		err := f.st.CreateAdmitted(ctx, &p, payment.Quota{Since: f.now, Admit: func(u payment.Usage) error {
+			if u.BalanceRials != f.wallet.BalanceRials || u.OpenRials != 5*50_000 {
+				return fmt.Errorf("usage %+v", u)
+			}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
 		}
 	})
 }

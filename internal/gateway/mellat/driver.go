@@ -1,0 +1,122 @@
+package mellat
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
+	"github.com/kifpool/kifpool/internal/gateway/wire"
+)
+
+// Its settings (environment variables).
+const (
+	SettingTerminalID = "MELLAT_TERMINAL_ID"
+	SettingUsername   = "MELLAT_USERNAME"
+	SettingPassword   = "MELLAT_PASSWORD"
+	SettingBaseURL    = "MELLAT_BASE_URL"
+)
+
+// SandboxProtocol is the sandbox bank's imitation of Mellat's SOAP service.
+const SandboxProtocol = "mellat-soap"
+
+// The credentials used with the built-in sandbox bank.
+const (
+	SandboxTerminalID = "5000001"
+	SandboxUsername   = "kifpool"
+	SandboxPassword   = "sandbox-password"
+)
+
+// Driver is Mellat as a plug-in (see gateway.Driver). From Mellat's IPG
+// document 1.29 (gateways.md §5, gateways-more.md §2.3): the payer is sent
+// by an auto-posted form (field RefId) and comes back by POST; verify and
+// settle need the callback's SaleReferenceId; 43 means verified before and
+// settle's 45 settled before; verify within 20 minutes (then the bank
+// returns the money), reversal within 3 hours and before settle; a
+// per-sale inquiry; rials; settle is required.
+func Driver() gateway.Driver {
+	return gateway.Driver{
+		Name:  Name,
+		Label: "Mellat (Behpardakht)",
+		Capabilities: gateway.Capabilities{
+			Redirect: gateway.RedirectPOSTForm,
+			Callback: gateway.CallbackPOST,
+			AlreadyVerified: []gateway.Signal{
+				{Op: opVerify, Code: codeAlreadyVerified},
+				{Op: opSettle, Code: codeAlreadySettled},
+			},
+			VerifyDeadline: gateway.Within(20 * time.Minute),
+			ReverseWindow:  gateway.Within(3 * time.Hour),
+			VerifyData:     gateway.VerifyNeedsCallback,
+			Reconcile:      gateway.ReconcileInquiry,
+			Unit:           gateway.UnitRial,
+			MinAmountRials: 10_000,
+			// Settle right after verify; the bank documents no limit but
+			// reversal ends 3 hours after verify, and only before settle.
+			Settle: gateway.Within(3 * time.Hour),
+		},
+		ParseCallback: ParseCallback,
+		Settings: []gateway.Setting{
+			{Env: SettingTerminalID, Required: true,
+				Doc:   "the Mellat terminal's number (terminalId), digits",
+				Check: checkTerminal},
+			{Env: SettingUsername, Required: true,
+				Doc:   "the terminal's user name (userName) from Behpardakht",
+				Check: checkText},
+			{Env: SettingPassword, Required: true, Secret: true,
+				Doc:   "the terminal's password (userPassword) from Behpardakht",
+				Check: checkText},
+			{Env: SettingBaseURL, Default: ProductionBaseURL,
+				Doc:   "Behpardakht's host: " + ProductionBaseURL + ", or a standalone sandbox bank on this machine (http allowed on loopback only)",
+				Check: func(v string) (string, error) { return wire.BaseURL(v, "the password") }},
+		},
+		URLSetting: SettingBaseURL,
+		New: func(s gateway.Settings, d gateway.Deps) (gateway.Gateway, error) {
+			return New(Config{TerminalID: s[SettingTerminalID], Username: s[SettingUsername], Password: s[SettingPassword],
+				BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger})
+		},
+		Sandbox: gateway.Sandbox{
+			Protocol: SandboxProtocol,
+			Settings: func(bankURL string) gateway.Settings {
+				return gateway.Settings{SettingTerminalID: SandboxTerminalID, SettingUsername: SandboxUsername,
+					SettingPassword: SandboxPassword, SettingBaseURL: bankURL}
+			},
+		},
+	}
+}
+
+// ParseCallback reads Mellat's callback: POST form fields (the query too)
+// RefId, ResCode, SaleOrderId, SaleReferenceId (and CardHolderPan,
+// FinalAmount, which nothing here trusts). The RefId is required; the
+// SaleReferenceId, a positive number, is the receipt verify and settle
+// need. Only ResCode 0 with a SaleReferenceId claims a payment. The
+// callback's SaleOrderId is never used: verify and settle send the order
+// number derived from the payment's own id (OrderNumber).
+func ParseCallback(query, form func(key string) string, isPost bool) (callback.Params, bool) {
+	get := func(k string) string {
+		if isPost {
+			if v := form(k); v != "" {
+				return v
+			}
+		}
+		return query(k)
+	}
+	refID, ok := callback.Token(get("RefId"))
+	if !ok {
+		return callback.Params{}, false
+	}
+	receipt := strings.TrimSpace(get("SaleReferenceId"))
+	if _, ok := saleReference(receipt); !ok {
+		receipt = ""
+	}
+	paid := receipt != "" && strings.TrimSpace(get("ResCode")) == "0"
+	return callback.Params{Authority: refID, Receipt: receipt, ClaimsPaid: paid}, true
+}
+
+func checkText(v string) (string, error) {
+	if strings.ContainsAny(v, "\x00\r\n") || len(v) > 200 {
+		return "", errors.New("want one line of at most 200 characters")
+	}
+	return v, nil
+}

@@ -1,0 +1,247 @@
+package mellat_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/mellat"
+	"github.com/kifpool/kifpool/internal/sandbank"
+)
+
+const (
+	publicID    = "abcdefghijklmnopqrstuvwx"
+	callbackURL = "https://wallet.example.ir/payments/" + publicID + "/return"
+)
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newBank(t *testing.T) (*sandbank.Bank, *mellat.Client, *clock, string) {
+	t.Helper()
+	clk := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	bank := sandbank.New(sandbank.Options{Clock: clk.Now})
+	srv := httptest.NewServer(bank.Handler())
+	t.Cleanup(srv.Close)
+	d := mellat.Driver()
+	g, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bank, g.(*mellat.Client), clk, srv.URL
+}
+
+func request(t *testing.T, c *mellat.Client, id string, amount int64) string {
+	t.Helper()
+	res, err := c.Request(ctxT(t), gateway.RequestInput{AmountRials: amount, CallbackURL: callbackURL, OrderID: id, Description: "top-up"})
+	if err != nil {
+		t.Fatalf("bpPayRequest: %v", err)
+	}
+	return res.Authority
+}
+
+func parse(t *testing.T, cb sandbank.CallbackRequest) (string, string, bool) {
+	t.Helper()
+	if cb.Method != http.MethodPost || cb.URL != callbackURL {
+		t.Fatalf("callback %s %s", cb.Method, cb.URL)
+	}
+	p, ok := mellat.ParseCallback(func(string) string { return "" }, func(k string) string { return cb.Form[k] }, true)
+	if !ok {
+		t.Fatalf("callback %v not parsed", cb.Form)
+	}
+	return p.Authority, p.Receipt, p.ClaimsPaid
+}
+
+// The whole Mellat flow against the sandbox bank's SOAP service: pay
+// request, the POST form, pay, the POST callback (SaleOrderId is our order
+// number), verify 0, verify 43, settle 0, settle 45: all successes.
+func TestFlowAgainstSandbank(t *testing.T) {
+	bank, c, _, _ := newBank(t)
+	ref := request(t, c, publicID, 150_000)
+	form := c.PayForm(ref)
+	if !strings.HasSuffix(form.Action, mellat.PathStartPay) || len(form.Fields) != 1 || form.Fields[0] != (gateway.FormField{Name: "RefId", Value: ref}) {
+		t.Fatalf("pay form %+v", form)
+	}
+	cb, err := bank.Finish(ref, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotRef, receipt, claims := parse(t, cb)
+	if gotRef != ref || receipt == "" || !claims || cb.Form["SaleOrderId"] != strconv.FormatInt(mellat.OrderNumber(publicID), 10) {
+		t.Fatalf("callback %v", cb.Form)
+	}
+	in := gateway.VerifyInput{Authority: ref, AmountRials: 150_000, OrderID: publicID, Receipt: receipt}
+	// Settle before verify is refused by the bank.
+	if sr, err := c.Settle(ctxT(t), in); err != nil || sr.Done() {
+		t.Fatalf("settle before verify: %+v %v", sr, err)
+	}
+	vr, err := c.Verify(ctxT(t), in)
+	if err != nil || vr.Outcome != gateway.VerifyPaid || strconv.FormatInt(vr.RefID, 10) != receipt || vr.AmountRials != 150_000 {
+		t.Fatalf("verify: %+v %v", vr, err)
+	}
+	if vr, err := c.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyAlreadyVerified || vr.Code != 43 {
+		t.Fatalf("verify again: %+v %v", vr, err)
+	}
+	if sr, err := c.Settle(ctxT(t), in); err != nil || sr.Outcome != gateway.SettleDone {
+		t.Fatalf("settle: %+v %v", sr, err)
+	}
+	if sr, err := c.Settle(ctxT(t), in); err != nil || sr.Outcome != gateway.SettleAlready || sr.Code != 45 || !sr.Done() {
+		t.Fatalf("settle again: %+v %v", sr, err)
+	}
+	if ir, err := c.InquireSale(ctxT(t), in); err != nil || ir.Status != gateway.InquiryVerified {
+		t.Fatalf("inquiry: %+v %v", ir, err)
+	}
+	p, _ := bank.Payment(ref)
+	if p.State != sandbank.StateVerified || p.SettledAt.IsZero() || p.SettleCount != 3 {
+		t.Fatalf("bank: %+v", p)
+	}
+	// Another payment's order number with this sale: not found.
+	other := in
+	other.OrderID = "zzzzzzzzzzzzzzzzzzzzzzzz"
+	if vr, err := c.Verify(ctxT(t), other); err != nil || vr.Outcome != gateway.VerifyNoSale {
+		t.Fatalf("verify with another order: %+v %v", vr, err)
+	}
+}
+
+// A cancelled payment brings no SaleReferenceId: no sale to verify
+// (VerifyNoSale, no call). A forged reference is no sale either; a sale
+// not verified within 20 minutes is reversed by the bank (48: no sale).
+func TestCancelForgedTooLate(t *testing.T) {
+	bank, c, clk, _ := newBank(t)
+	ref := request(t, c, "cancelledcancelledcancell", 20_000)
+	cb, err := bank.Finish(ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, receipt, claims := parse(t, cb)
+	if receipt != "" || claims || cb.Form["ResCode"] != "17" {
+		t.Fatalf("cancel callback %v", cb.Form)
+	}
+	if vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: ref, AmountRials: 20_000, OrderID: "cancelledcancelledcancell"}); err != nil || vr.Outcome != gateway.VerifyNoSale {
+		t.Fatalf("verify without reference: %+v %v", vr, err)
+	}
+	if bank.Stats()["mellat-verify"].Calls != 0 {
+		t.Fatal("verify without a reference called the bank")
+	}
+	ref2 := request(t, c, "laterlaterlaterlaterlate", 20_000)
+	if vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: ref2, AmountRials: 20_000, OrderID: "laterlaterlaterlaterlate", Receipt: "999"}); err != nil || vr.Outcome != gateway.VerifyNoSale {
+		t.Fatalf("forged reference: %+v %v", vr, err)
+	}
+	cb, _ = bank.Finish(ref2, true)
+	_, receipt, _ = parse(t, cb)
+	clk.Add(21 * time.Minute)
+	if vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: ref2, AmountRials: 20_000, OrderID: "laterlaterlaterlaterlate", Receipt: receipt}); err != nil || vr.Outcome != gateway.VerifyNoSale || vr.Code != 48 {
+		t.Fatalf("verify after 21 minutes: %+v %v", vr, err)
+	}
+}
+
+// Duplicate order ids and bad credentials are refusals; 5xx, SOAP faults
+// on verify and a hung settle are outcome unknown.
+func TestRefusalsAndFaults(t *testing.T) {
+	bank, c, _, base := newBank(t)
+	ref := request(t, c, publicID, 30_000)
+	_, err := c.Request(ctxT(t), gateway.RequestInput{AmountRials: 30_000, CallbackURL: callbackURL, OrderID: publicID})
+	var re *gateway.RejectedError
+	if !errors.As(err, &re) || re.Code != 41 {
+		t.Fatalf("duplicate order: %v", err)
+	}
+	cb, _ := bank.Finish(ref, true)
+	_, receipt, _ := parse(t, cb)
+	in := gateway.VerifyInput{Authority: ref, AmountRials: 30_000, OrderID: publicID, Receipt: receipt}
+
+	wrong, err := mellat.New(mellat.Config{TerminalID: mellat.SandboxTerminalID, Username: mellat.SandboxUsername, Password: "wrong", BaseURL: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vr, err := wrong.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyInvalid || vr.Code != 24 {
+		t.Fatalf("verify with a wrong password: %+v %v", vr, err)
+	}
+
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": {ErrorRate: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var te *gateway.TransientError
+	if _, err := c.Verify(ctxT(t), in); !errors.As(err, &te) || te.HTTPStatus != 503 {
+		t.Fatalf("5xx verify: %v", err)
+	}
+	bank.ClearFaults()
+	if vr, err := c.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyPaid {
+		t.Fatalf("verify: %+v %v", vr, err)
+	}
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-settle": {CommitThenHang: true, HangMS: 2000}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Settle(ctx, in); !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hung settle: %v", err)
+	}
+	bank.ClearFaults()
+	if sr, err := c.Settle(ctxT(t), in); err != nil || sr.Outcome != gateway.SettleAlready {
+		t.Fatalf("settle after a hang: %+v %v", sr, err)
+	}
+}
+
+// SOAP answers are read leniently: any prefix, spaces, a fault.
+func TestReadReturn(t *testing.T) {
+	for _, tt := range []struct{ body, ret, fault string }{
+		{`<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body><ns2:bpPayRequestResponse xmlns:ns2="x"><return> 0,AF82041a2Bf6989c7fF9 </return></ns2:bpPayRequestResponse></S:Body></S:Envelope>`, "0,AF82041a2Bf6989c7fF9", ""},
+		{`<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><soap:Fault><faultcode>soap:Server</faultcode><faultstring>For input string: "x"</faultstring></soap:Fault></soap:Body></soap:Envelope>`, "", `For input string: "x"`},
+		{`<Envelope><Body><bpVerifyRequestResponse><return>43</return></bpVerifyRequestResponse></Body></Envelope>`, "43", ""},
+	} {
+		ret, fault, err := mellat.ReadReturn([]byte(tt.body))
+		if err != nil || ret != tt.ret || strings.TrimSpace(fault) != tt.fault {
+			t.Errorf("ReadReturn(%.40q) = %q %q %v", tt.body, ret, fault, err)
+		}
+	}
+	if _, _, err := mellat.ReadReturn([]byte("<html>502</html>")); err == nil {
+		t.Error("an HTML page read as an answer")
+	}
+}
+
+// The order number is stable, positive and differs between payments.
+func TestOrderNumber(t *testing.T) {
+	a, b := mellat.OrderNumber(publicID), mellat.OrderNumber("bbcdefghijklmnopqrstuvwx")
+	if a <= 0 || b <= 0 || a == b || a != mellat.OrderNumber(publicID) {
+		t.Fatalf("%d %d", a, b)
+	}
+}
+
+func TestDriverEntry(t *testing.T) {
+	d := mellat.Driver()
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := d.Read(func(string) string { return "" })
+	if len(errs) != 3 {
+		t.Fatalf("missing settings: %v", errs)
+	}
+	for _, s := range d.Settings {
+		if s.Env == mellat.SettingPassword && !s.Secret {
+			t.Fatal("the password is not secret")
+		}
+	}
+}

@@ -1,0 +1,494 @@
+// Package sep is the Saman (SEP, sep.shaparak.ir) driver of
+// gateway.Gateway: the token flow of SEP's IPG documents 3.x/4.1.
+//
+//	POST {base}/onlinepg/onlinepg                                   token (JSON, action "token")
+//	POST {base}/OnlinePG/OnlinePG                                   the payer's page (form field Token)
+//	POST {base}/verifyTxnRandomSessionkey/ipg/VerifyTransaction     verify (RefNum, TerminalNumber)
+//	POST {base}/verifyTxnRandomSessionkey/ipg/ReverseTransaction    reverse (within 50 minutes)
+//	POST {base}/verifyTxnRandomSessionkey/api/v2/ipg/payment/receipt the receipt of a token (inquiry, ≤ 1 h, before verify)
+//
+// The payer comes back by POST with State, Status, RefNum, ResNum,
+// TraceNo, RRN, Token (ParseCallback). RefNum, SEP's "digital receipt", is
+// what verify needs; SEP verifies a RefNum again and again, so refusing a
+// RefNum used before is the merchant's job (Kifpool: unique (gateway,
+// receipt)). Answers are decoded leniently (numbers as strings, either
+// letter case) and mapped onto package gateway's error contract.
+package sep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/wire"
+)
+
+// Name is the driver's stable name.
+const Name = "sep"
+
+// ProductionBaseURL is SEP's host.
+const ProductionBaseURL = "https://sep.shaparak.ir"
+
+// Paths under the base URL.
+const (
+	PathToken   = "/onlinepg/onlinepg"
+	PathPay     = "/OnlinePG/OnlinePG"
+	PathSend    = "/OnlinePG/SendToken" // GET ?token=: the same page, for links
+	PathVerify  = "/verifyTxnRandomSessionkey/ipg/VerifyTransaction"
+	PathReverse = "/verifyTxnRandomSessionkey/ipg/ReverseTransaction"
+	PathReceipt = "/verifyTxnRandomSessionkey/api/v2/ipg/payment/receipt"
+)
+
+// Operation names (TransientError.Op, RejectedError.Op).
+const (
+	opRequest = "request"
+	opVerify  = "verify"
+	opInquiry = "inquiry"
+	opReverse = "reverse"
+)
+
+// Verify's ResultCode values the driver branches on (SEP IPG 4.1 §8).
+const (
+	resultOK            = 0
+	resultDuplicate     = 2  // already verified ("درخواست تکراری")
+	resultReversed      = 5  // the transaction was reversed
+	resultNotFound      = -2 // no such transaction
+	resultTooLate       = -6 // more than 30 minutes: the bank returned the money
+	resultNoTransaction = -14
+	resultTimeout       = -9998 // SEP's own 65-second time-out
+	resultException     = -9999
+	resultEmptyReceipt  = -7
+	resultReceiptNotB64 = -10
+	receiptInProgress   = 0
+	receiptCanceled     = 1
+	receiptOK           = 2
+	receiptFailed       = 3
+	maxMessage          = 200
+	maxReceiptLen       = 64 // RefNum is at most 50 characters
+	maxTokenLen         = 64
+)
+
+// Config configures a Client.
+type Config struct {
+	// TerminalID is the terminal's number (digits). Required.
+	TerminalID string
+	// BaseURL is SEP's host (ProductionBaseURL) or a sandbox bank's base.
+	BaseURL string
+	// HTTPClient sends the calls; each call's context carries its deadline.
+	HTTPClient *http.Client
+	// Logger receives one record per call. Nil discards.
+	Logger *slog.Logger
+}
+
+// Client is the SEP driver. It is safe for concurrent use.
+type Client struct {
+	terminal    string
+	terminalNum int64
+	base        string
+	hc          *http.Client
+	log         *slog.Logger
+}
+
+var (
+	_ gateway.Gateway   = (*Client)(nil)
+	_ gateway.FormPayer = (*Client)(nil)
+)
+
+// New validates cfg and returns a Client.
+func New(cfg Config) (*Client, error) {
+	tid, err := checkTerminal(cfg.TerminalID)
+	if err != nil {
+		return nil, fmt.Errorf("sep: terminal id: %w", err)
+	}
+	base, err := wire.BaseURL(cfg.BaseURL, "the terminal id")
+	if err != nil {
+		return nil, fmt.Errorf("sep: base URL: %w", err)
+	}
+	n, _ := strconv.ParseInt(tid, 10, 64)
+	c := &Client{terminal: tid, terminalNum: n, base: base, hc: cfg.HTTPClient, log: cfg.Logger}
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// Name returns "sep".
+func (c *Client) Name() string { return Name }
+
+// PayURL is the payer's page as a link (GET SendToken?token=): what a
+// payer who left the bank's page follows to go back. The top-up sends the
+// payer by PayForm.
+func (c *Client) PayURL(token string) string {
+	return c.base + PathSend + "?token=" + url.QueryEscape(token)
+}
+
+// PayForm is the POST form to the payer's page: its one field Token.
+func (c *Client) PayForm(token string) gateway.PayForm {
+	return gateway.PayForm{Action: c.base + PathPay, Fields: []gateway.FormField{{Name: "Token", Value: token}}}
+}
+
+type tokenBody struct {
+	Action      string `json:"action"`
+	TerminalID  string `json:"TerminalId"`
+	Amount      int64  `json:"Amount"`
+	ResNum      string `json:"ResNum"`
+	RedirectURL string `json:"RedirectUrl"`
+	CellNumber  string `json:"CellNumber,omitempty"`
+}
+
+// tokenAnswer is the token call's answer: {"status":1,"token":"…"} or
+// {"status":-1,"errorCode":"5","errorDesc":"…"}.
+type tokenAnswer struct {
+	Status    json.RawMessage `json:"status"`
+	Token     json.RawMessage `json:"token"`
+	ErrorCode json.RawMessage `json:"errorCode"`
+	ErrorDesc json.RawMessage `json:"errorDesc"`
+}
+
+// Request asks SEP for a token. Input SEP would refuse anyway is refused
+// here (a *gateway.RejectedError of code 0, nothing sent).
+func (c *Client) Request(ctx context.Context, in gateway.RequestInput) (gateway.RequestResult, error) {
+	switch {
+	case in.AmountRials <= 0:
+		return gateway.RequestResult{}, localRefusal("amount must be positive")
+	case !absoluteHTTPURL(in.CallbackURL):
+		return gateway.RequestResult{}, localRefusal("callback URL must be an absolute http(s) URL")
+	case in.OrderID == "" || len(in.OrderID) > 50:
+		return gateway.RequestResult{}, localRefusal("ResNum (the order id) must be 1 to 50 characters")
+	}
+	body := tokenBody{Action: "token", TerminalID: c.terminal, Amount: in.AmountRials, ResNum: in.OrderID,
+		RedirectURL: in.CallbackURL, CellNumber: mobileDigits(in.Mobile)}
+	status, raw, err := c.post(ctx, opRequest, PathToken, body)
+	if err != nil {
+		return gateway.RequestResult{}, fmt.Errorf("sep token: %w", err)
+	}
+	var a tokenAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return gateway.RequestResult{}, fmt.Errorf("sep token: %w", undecided(opRequest, status, err))
+	}
+	st, ok := wire.FlexInt(a.Status)
+	if !ok {
+		return gateway.RequestResult{}, fmt.Errorf("sep token: %w", undecided(opRequest, status, errors.New("no status")))
+	}
+	if st != 1 {
+		code, _ := wire.FlexInt(a.ErrorCode)
+		return gateway.RequestResult{}, fmt.Errorf("sep token: %w", &gateway.RejectedError{Op: opRequest, Code: int(code),
+			Message: wire.Clean(wire.FlexString(a.ErrorDesc), maxMessage)})
+	}
+	tok := wire.FlexString(a.Token)
+	if !validToken(tok) {
+		return gateway.RequestResult{}, fmt.Errorf("sep token: %w", &gateway.TransientError{Op: opRequest, HTTPStatus: status,
+			Err: fmt.Errorf("status 1 with a missing or malformed token %q", wire.Truncate(tok, 40))})
+	}
+	return gateway.RequestResult{Authority: tok, Code: int(st)}, nil
+}
+
+type refNumBody struct {
+	RefNum         string `json:"RefNum"`
+	TerminalNumber int64  `json:"TerminalNumber"`
+}
+
+// verifyAnswer is VerifyTransaction's (and ReverseTransaction's) answer.
+type verifyAnswer struct {
+	TransactionDetail *struct {
+		RRN             json.RawMessage `json:"RRN"`
+		RefNum          json.RawMessage `json:"RefNum"`
+		MaskedPan       json.RawMessage `json:"MaskedPan"`
+		HashedPan       json.RawMessage `json:"HashedPan"`
+		TerminalNumber  json.RawMessage `json:"TerminalNumber"`
+		OrginalAmount   json.RawMessage `json:"OrginalAmount"` // sic, as SEP spells it
+		OriginalAmount  json.RawMessage `json:"OriginalAmount"`
+		AffectiveAmount json.RawMessage `json:"AffectiveAmount"`
+		StraceNo        json.RawMessage `json:"StraceNo"`
+	} `json:"TransactionDetail"`
+	ResultCode        json.RawMessage `json:"ResultCode"`
+	ResultDescription json.RawMessage `json:"ResultDescription"`
+	Success           json.RawMessage `json:"Success"`
+}
+
+// Verify confirms the payment of in.Receipt (the callback's RefNum). A
+// payment whose payer brought no RefNum has nothing SEP could verify: it
+// is "not paid" without a call (the inquiry, SEP's receipt of the token,
+// then says what the payer did). The amount SEP reports is compared with
+// ours: another amount is VerifyAmountMismatch.
+func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	if in.Receipt == "" {
+		return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: resultNotFound,
+			Message: "no RefNum: the payer's callback carried no receipt"}, nil
+	}
+	status, raw, err := c.post(ctx, opVerify, PathVerify, refNumBody{RefNum: in.Receipt, TerminalNumber: c.terminalNum})
+	if err == nil {
+		var res gateway.VerifyResult
+		if res, err = verifyResult(status, raw, in); err == nil {
+			return res, nil
+		}
+	}
+	return gateway.VerifyResult{}, fmt.Errorf("sep verify %s: %w", quote(in.Receipt), err)
+}
+
+// verifyResult classifies a VerifyTransaction answer (pure, fuzzable).
+func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	var a verifyAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return gateway.VerifyResult{}, undecided(opVerify, status, err)
+	}
+	code64, ok := wire.FlexInt(a.ResultCode)
+	if !ok {
+		return gateway.VerifyResult{}, undecided(opVerify, status, errors.New("no ResultCode"))
+	}
+	code := int(code64)
+	res := gateway.VerifyResult{Code: code, Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
+	switch code {
+	case resultOK, resultDuplicate:
+		if code == resultOK && strings.EqualFold(strings.Trim(strings.TrimSpace(string(a.Success)), `"`), "false") {
+			return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
+				Err: errors.New("ResultCode 0 with Success false")}
+		}
+		res.Outcome = gateway.VerifyPaid
+		if code == resultDuplicate {
+			res.Outcome = gateway.VerifyAlreadyVerified
+		}
+		if d := a.TransactionDetail; d != nil {
+			if ref := wire.FlexString(d.RefNum); ref != "" && ref != in.Receipt {
+				// The bank answered about another receipt: nothing is known
+				// of ours.
+				return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
+					Err: errors.New("the answer names another RefNum")}
+			}
+			res.RefID = reference(d.RRN, d.StraceNo)
+			res.CardPANMasked = wire.MaskPAN(wire.FlexString(d.MaskedPan))
+			res.CardHash = wire.Truncate(wire.FlexString(d.HashedPan), 128)
+			amount, ok := wire.FlexInt(d.OrginalAmount)
+			if !ok {
+				amount, ok = wire.FlexInt(d.OriginalAmount)
+			}
+			if ok {
+				res.AmountRials = amount
+			}
+			if ok && amount != in.AmountRials {
+				// SEP verified another amount than ours: never credited;
+				// an operator reverses it within the window.
+				res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAmountMismatch, 0, 0
+			}
+		}
+	case resultNotFound, resultNoTransaction, resultEmptyReceipt, resultReceiptNotB64:
+		// No transaction behind this receipt: the inquiry (the token's
+		// receipt) says what the payer did.
+		res.Outcome = gateway.VerifyNotPaid
+	case resultTimeout, resultException:
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
+			Err: fmt.Errorf("SEP ResultCode %d: %s", code, res.Message)}
+	case resultReversed, resultTooLate:
+		// Reversed, or too late (SEP returned the money): definite, and
+		// not a payment of ours to credit; an operator reads the code.
+		res.Outcome = gateway.VerifyInvalid
+	default:
+		// Terminal or address refused (-104, -105, -106, -18) and codes
+		// we do not know: definite refusals, never a credit.
+		res.Outcome = gateway.VerifyInvalid
+	}
+	return res, nil
+}
+
+// reference is the bank reference shown with a payment: the RRN, else the
+// trace number; 0 when neither is a positive number.
+func reference(rrn, strace json.RawMessage) int64 {
+	for _, raw := range []json.RawMessage{rrn, strace} {
+		if n, ok := wire.FlexInt(raw); ok && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// receiptAnswer is the receipt API's answer about a token.
+type receiptAnswer struct {
+	State  json.RawMessage `json:"State"`
+	Status json.RawMessage `json:"Status"`
+	RefNum json.RawMessage `json:"RefNum"`
+}
+
+// Inquire asks SEP's receipt of a token: InProgress → IN_BANK,
+// CanceledByUser and Failed → FAILED, OK → PAID. SEP keeps the receipt one
+// hour and only until the payment is verified or reversed; after that
+// (HTTP 404) the state is unknown to it ("GONE", which the payment code
+// reads as no definite word).
+func (c *Client) Inquire(ctx context.Context, token string) (gateway.InquiryResult, error) {
+	body := struct {
+		Token          string `json:"Token"`
+		TerminalNumber int64  `json:"TerminalNumber"`
+	}{token, c.terminalNum}
+	status, raw, err := c.post(ctx, opInquiry, PathReceipt, body)
+	if err != nil {
+		if status == http.StatusNotFound {
+			return gateway.InquiryResult{Code: status, Status: "GONE"}, nil
+		}
+		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), err)
+	}
+	var a receiptAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), undecided(opInquiry, status, err))
+	}
+	st, ok := wire.FlexInt(a.State)
+	if !ok {
+		st, ok = wire.FlexInt(a.Status)
+	}
+	if !ok {
+		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), undecided(opInquiry, status, errors.New("no State")))
+	}
+	out := gateway.InquiryResult{Code: int(st)}
+	switch st {
+	case receiptInProgress:
+		out.Status = gateway.InquiryInBank
+	case receiptCanceled, receiptFailed:
+		out.Status = gateway.InquiryFailed
+	case receiptOK:
+		out.Status = gateway.InquiryPaid
+	default:
+		out.Status = gateway.InquiryStatus("STATE_" + strconv.FormatInt(st, 10))
+	}
+	return out, nil
+}
+
+// ListUnverified: SEP has no list of unverified payments (its receipt is
+// asked per token); the list is always empty.
+func (c *Client) ListUnverified(context.Context) ([]gateway.Unverified, error) { return nil, nil }
+
+// Reverse returns a verified payment's money to the payer (within 50
+// minutes of the payment). Not called by the payment flow; for operators.
+func (c *Client) Reverse(ctx context.Context, refNum string) (int, error) {
+	status, raw, err := c.post(ctx, opReverse, PathReverse, refNumBody{RefNum: refNum, TerminalNumber: c.terminalNum})
+	if err != nil {
+		return 0, fmt.Errorf("sep reverse %s: %w", quote(refNum), err)
+	}
+	var a verifyAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return 0, fmt.Errorf("sep reverse %s: %w", quote(refNum), undecided(opReverse, status, err))
+	}
+	code, ok := wire.FlexInt(a.ResultCode)
+	if !ok {
+		return 0, fmt.Errorf("sep reverse %s: %w", quote(refNum), undecided(opReverse, status, errors.New("no ResultCode")))
+	}
+	if code != resultOK {
+		return int(code), &gateway.RejectedError{Op: opReverse, Code: int(code), Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
+	}
+	return 0, nil
+}
+
+// post sends one JSON call: the answer's body when it arrived with a
+// status that is about the call (not 408/429/5xx), else a
+// *gateway.TransientError (a 404 is returned as an error with its status
+// so Inquire can tell it).
+func (c *Client) post(ctx context.Context, op, path string, body any) (int, []byte, error) {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode body: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	start := time.Now()
+	status, h, raw, err := wire.Do(c.hc, req)
+	switch {
+	case err != nil:
+		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: err}
+	case wire.Retryable(status):
+		err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), time.Now()),
+			Err: fmt.Errorf("HTTP %d %s", status, http.StatusText(status))}
+	case status == http.StatusNotFound && op == opInquiry:
+		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: errors.New("HTTP 404: no receipt")}
+	case status >= 300 && !json.Valid(raw):
+		err = undecided(op, status, fmt.Errorf("HTTP %d without a JSON answer", status))
+	}
+	c.logCall(ctx, op, status, start, err)
+	return status, raw, err
+}
+
+// undecided classifies an answer without a usable code: a token request
+// refused by a plain 4xx started nothing (a refusal); anything else says
+// nothing about the payment (outcome unknown).
+func undecided(op string, status int, err error) error {
+	if op == opRequest && status >= 400 && status < 500 {
+		return &gateway.RejectedError{Op: op, Message: fmt.Sprintf("HTTP %d %s without a SEP answer", status, http.StatusText(status))}
+	}
+	return &gateway.TransientError{Op: op, HTTPStatus: status, Err: fmt.Errorf("undecodable answer: %w", err)}
+}
+
+func (c *Client) logCall(ctx context.Context, op string, status int, start time.Time, err error) {
+	attrs := []slog.Attr{slog.String("gateway", Name), slog.String("op", op), slog.Int("http_status", status),
+		slog.Duration("elapsed", time.Since(start))}
+	if err != nil {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "sep call failed", append(attrs, slog.String("error", err.Error()))...)
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelDebug, "sep call", attrs...)
+}
+
+func localRefusal(msg string) error {
+	return &gateway.RejectedError{Op: opRequest, Message: "invalid input, not sent: " + msg}
+}
+
+func absoluteHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// mobileDigits is a mobile number as SEP's CellNumber takes it (digits
+// only, 09…), or "" when it is not one.
+func mobileDigits(s string) string {
+	s = strings.TrimSpace(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return ""
+		}
+	}
+	if len(s) != 11 {
+		return ""
+	}
+	return s
+}
+
+// validToken reports whether s can be a SEP token: printable ASCII
+// without spaces, at most 64 characters.
+func validToken(s string) bool {
+	if s == "" || len(s) > maxTokenLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func quote(s string) string { return strconv.Quote(wire.Truncate(s, 40)) }
+
+// checkTerminal checks a terminal id: 1 to 18 digits.
+func checkTerminal(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 18 {
+		return "", errors.New("want the terminal's number, 1 to 18 digits")
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return "", errors.New("want the terminal's number, 1 to 18 digits")
+		}
+	}
+	return v, nil
+}

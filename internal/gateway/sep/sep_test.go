@@ -1,0 +1,285 @@
+package sep_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/sep"
+	"github.com/kifpool/kifpool/internal/sandbank"
+)
+
+const callbackURL = "https://wallet.example.ir/payments/abcdefghijklmnopqrstuvwx/return"
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// clock is a fake clock for the sandbox bank.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newBank(t *testing.T) (*sandbank.Bank, *sep.Client, *clock) {
+	t.Helper()
+	clk := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	bank := sandbank.New(sandbank.Options{Clock: clk.Now})
+	srv := httptest.NewServer(bank.Handler())
+	t.Cleanup(srv.Close)
+	d := sep.Driver()
+	g, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bank, g.(*sep.Client), clk
+}
+
+func request(t *testing.T, c *sep.Client, amount int64) string {
+	t.Helper()
+	res, err := c.Request(ctxT(t), gateway.RequestInput{AmountRials: amount, CallbackURL: callbackURL, OrderID: "abcdefghijklmnopqrstuvwx", Description: "top-up"})
+	if err != nil {
+		t.Fatalf("token: %v", err)
+	}
+	return res.Authority
+}
+
+// parse runs the driver's callback parser on the bank's callback request.
+func parse(t *testing.T, cb sandbank.CallbackRequest) (string, string, bool) {
+	t.Helper()
+	if cb.Method != http.MethodPost || cb.URL != callbackURL {
+		t.Fatalf("callback %s %s, want POST %s", cb.Method, cb.URL, callbackURL)
+	}
+	p, ok := sep.ParseCallback(func(string) string { return "" }, func(k string) string { return cb.Form[k] }, true)
+	if !ok {
+		t.Fatalf("callback %v not parsed", cb.Form)
+	}
+	return p.Authority, p.Receipt, p.ClaimsPaid
+}
+
+// The whole SEP flow against the sandbox bank over HTTP: token, the POST
+// form, pay, the POST callback, verify (0), verify again (2: already
+// verified, never a failure), the amount and reference as the bank holds
+// them.
+func TestFlowAgainstSandbank(t *testing.T) {
+	bank, c, _ := newBank(t)
+	tok := request(t, c, 150_000)
+	form := c.PayForm(tok)
+	if !strings.HasSuffix(form.Action, sep.PathPay) || len(form.Fields) != 1 || form.Fields[0] != (gateway.FormField{Name: "Token", Value: tok}) {
+		t.Fatalf("pay form %+v", form)
+	}
+	cb, err := bank.Finish(tok, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotTok, receipt, claims := parse(t, cb)
+	if gotTok != tok || receipt == "" || !claims {
+		t.Fatalf("callback parsed as %q %q %v", gotTok, receipt, claims)
+	}
+	in := gateway.VerifyInput{Authority: tok, AmountRials: 150_000, OrderID: "abcdefghijklmnopqrstuvwx", Receipt: receipt}
+	vr, err := c.Verify(ctxT(t), in)
+	if err != nil || vr.Outcome != gateway.VerifyPaid || vr.Code != 0 {
+		t.Fatalf("verify: %+v %v", vr, err)
+	}
+	p, _ := bank.Payment(tok)
+	if vr.RefID != p.RefID || vr.RefID <= 0 || vr.AmountRials != 150_000 || vr.CardPANMasked != p.CardPAN || p.State != sandbank.StateVerified {
+		t.Fatalf("verify %+v, bank %+v", vr, p)
+	}
+	again, err := c.Verify(ctxT(t), in)
+	if err != nil || again.Outcome != gateway.VerifyAlreadyVerified || again.Code != 2 || again.RefID != vr.RefID {
+		t.Fatalf("second verify: %+v %v", again, err)
+	}
+	// Another amount than the bank's: never paid to us.
+	in.AmountRials = 100_000
+	if mm, err := c.Verify(ctxT(t), in); err != nil || mm.Outcome != gateway.VerifyAmountMismatch || mm.RefID != 0 {
+		t.Fatalf("verify with another amount: %+v %v", mm, err)
+	}
+	// After verify the receipt is gone (SEP keeps it only until verify).
+	if ir, err := c.Inquire(ctxT(t), tok); err != nil || ir.Status == gateway.InquiryPaid {
+		t.Fatalf("receipt after verify: %+v %v", ir, err)
+	}
+}
+
+// A cancelled payment: the callback carries no RefNum, so there is
+// nothing to verify ("not paid" without a call) and the receipt of the
+// token says cancelled (FAILED). A payer still on the page: IN_BANK.
+func TestCancelAndInBank(t *testing.T) {
+	bank, c, _ := newBank(t)
+	open := request(t, c, 20_000)
+	if ir, err := c.Inquire(ctxT(t), open); err != nil || ir.Status != gateway.InquiryInBank {
+		t.Fatalf("receipt of an open token: %+v %v", ir, err)
+	}
+	tok := request(t, c, 20_000)
+	cb, err := bank.Finish(tok, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, receipt, claims := parse(t, cb)
+	if receipt != "" || claims || cb.Form["State"] != "CanceledByUser" {
+		t.Fatalf("cancel callback %v", cb.Form)
+	}
+	calls := bank.Stats()["sep-verify"].Calls
+	vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: tok, AmountRials: 20_000})
+	if err != nil || vr.Outcome != gateway.VerifyNotPaid {
+		t.Fatalf("verify without RefNum: %+v %v", vr, err)
+	}
+	if bank.Stats()["sep-verify"].Calls != calls {
+		t.Fatal("verify without a RefNum called the bank")
+	}
+	if ir, err := c.Inquire(ctxT(t), tok); err != nil || ir.Status != gateway.InquiryFailed {
+		t.Fatalf("receipt of a cancelled token: %+v %v", ir, err)
+	}
+}
+
+// A forged RefNum (not the bank's) is "not paid"; SEP's reversal of a
+// payment not verified within 30 minutes is a definite refusal (never a
+// credit, never "failed" on our side without review).
+func TestForgedReceiptAndTooLate(t *testing.T) {
+	bank, c, clk := newBank(t)
+	tok := request(t, c, 50_000)
+	if vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: "forged-refnum"}); err != nil || vr.Outcome != gateway.VerifyNotPaid {
+		t.Fatalf("forged receipt: %+v %v", vr, err)
+	}
+	cb, err := bank.Finish(tok, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, receipt, _ := parse(t, cb)
+	clk.Add(31 * time.Minute)
+	vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: receipt})
+	if err != nil || vr.Outcome != gateway.VerifyInvalid || vr.Code != -6 {
+		t.Fatalf("verify after 31 minutes: %+v %v", vr, err)
+	}
+	if p, _ := bank.Payment(tok); p.State != sandbank.StateReversed {
+		t.Fatalf("bank state %s, want REVERSED", p.State)
+	}
+}
+
+// Time-outs and 5xx are outcome unknown (TransientError), never a failure;
+// a refused token is a RejectedError.
+func TestFaults(t *testing.T) {
+	bank, c, _ := newBank(t)
+	tok := request(t, c, 50_000)
+	cb, _ := bank.Finish(tok, true)
+	_, receipt, _ := parse(t, cb)
+	in := gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: receipt}
+
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sep-verify": {ErrorRate: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Verify(ctxT(t), in)
+	var te *gateway.TransientError
+	if !errors.As(err, &te) || te.HTTPStatus != 503 {
+		t.Fatalf("5xx verify: %v", err)
+	}
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sep-verify": {CommitThenHang: true, HangMS: 2000}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Verify(ctx, in); !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hung verify: %v", err)
+	}
+	bank.ClearFaults()
+	// The hung verify committed: the retry hears "already verified".
+	if vr, err := c.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyAlreadyVerified {
+		t.Fatalf("verify after a hang: %+v %v", vr, err)
+	}
+	_, err = c.Request(ctxT(t), gateway.RequestInput{AmountRials: 5, CallbackURL: callbackURL, OrderID: "x"})
+	if !gateway.IsRejected(err) {
+		t.Fatalf("token for 5 rials: %v", err)
+	}
+}
+
+// Answers are read leniently: numbers as strings, missing detail, a
+// ResultCode 0 that says Success false is no success.
+func TestVerifyDecoding(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		status     int
+		outcome    gateway.VerifyOutcome
+		ref        int64
+		transient  bool
+	}{
+		{"strings", `{"ResultCode":"0","Success":"true","TransactionDetail":{"RRN":"14411779380","RefNum":"R1","OrginalAmount":"10000","MaskedPan":"621986****1234"}}`, 200, gateway.VerifyPaid, 14411779380, false},
+		{"duplicate without detail", `{"ResultCode":2,"ResultDescription":"تکراری"}`, 200, gateway.VerifyAlreadyVerified, 0, false},
+		{"success false", `{"ResultCode":0,"Success":false}`, 200, "", 0, true},
+		{"other receipt", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R2","RRN":"5","OrginalAmount":10000}}`, 200, "", 0, true},
+		{"not found", `{"ResultCode":-2}`, 200, gateway.VerifyNotPaid, 0, false},
+		{"terminal", `{"ResultCode":-105}`, 200, gateway.VerifyInvalid, 0, false},
+		{"sep timeout", `{"ResultCode":-9998}`, 200, "", 0, true},
+		{"html", `<html>bad gateway</html>`, 502, "", 0, true},
+		{"no code", `{"Success":true}`, 200, "", 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			c, err := sep.New(sep.Config{TerminalID: "123", BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vr, err := c.Verify(ctxT(t), gateway.VerifyInput{AmountRials: 10000, Receipt: "R1"})
+			var te *gateway.TransientError
+			if tt.transient != errors.As(err, &te) || (!tt.transient && err != nil) {
+				t.Fatalf("err %v, want transient=%v", err, tt.transient)
+			}
+			if vr.Outcome != tt.outcome || vr.RefID != tt.ref {
+				t.Fatalf("%+v, want %s ref %d", vr, tt.outcome, tt.ref)
+			}
+		})
+	}
+}
+
+// The callback parser: the token is required; a RefNum claims a payment
+// only with State OK; GET (SEP's GetMethod) works too.
+func TestParseCallback(t *testing.T) {
+	form := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	none := func(string) string { return "" }
+	if _, ok := sep.ParseCallback(none, form(map[string]string{"RefNum": "R"}), true); ok {
+		t.Fatal("a callback without Token parsed")
+	}
+	p, ok := sep.ParseCallback(none, form(map[string]string{"Token": "T1", "RefNum": "R", "State": "OK", "Status": "2"}), true)
+	if !ok || p.Authority != "T1" || p.Receipt != "R" || !p.ClaimsPaid {
+		t.Fatalf("%+v %v", p, ok)
+	}
+	p, ok = sep.ParseCallback(form(map[string]string{"Token": "T1", "RefNum": "bad refnum", "State": "OK"}), none, false)
+	if !ok || p.Receipt != "" || p.ClaimsPaid {
+		t.Fatalf("malformed receipt: %+v %v", p, ok)
+	}
+}
+
+// The driver's entry is complete and its settings are checked.
+func TestDriverEntry(t *testing.T) {
+	d := sep.Driver()
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs := d.Read(func(k string) string { return map[string]string{sep.SettingTerminalID: "12ab"}[k] }); len(errs) == 0 {
+		t.Fatal("a terminal id with letters was accepted")
+	}
+	s, errs := d.Read(func(k string) string {
+		return map[string]string{sep.SettingTerminalID: "12345", sep.SettingBaseURL: "http://sep.example.ir"}[k]
+	})
+	if len(errs) == 0 {
+		t.Fatalf("http to a remote host accepted: %v", s)
+	}
+}

@@ -1,0 +1,406 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Errors the pages translate.
+var (
+	ErrNoEvents      = errors.New("webhook: choose at least one event")
+	ErrBadEvent      = errors.New("webhook: unknown event type")
+	ErrTooMany       = errors.New("webhook: too many endpoints or origins")
+	ErrNotFound      = errors.New("webhook: not found")
+	ErrDuplicate     = errors.New("webhook: already registered")
+	ErrNotResendable = errors.New("webhook: only a delivery that gave up or was delivered can be sent again")
+)
+
+// Limits per user.
+const (
+	MaxEndpoints = 10
+	MaxOrigins   = 20
+)
+
+// Endpoint is one webhook endpoint (without its secret).
+type Endpoint struct {
+	ID            int64 `gorm:"primaryKey"`
+	UserID        int64
+	URL           string `gorm:"column:url"`
+	Events        string
+	SecretEnc     string `json:"-"`
+	CreatedAt     time.Time
+	DisabledAt    *time.Time
+	DisabledBy    *int64
+	FailingSince  *time.Time
+	LastSuccessAt *time.Time
+}
+
+// TableName maps Endpoint to webhook_endpoints.
+func (Endpoint) TableName() string { return "webhook_endpoints" }
+
+// EventTypes are the endpoint's subscribed types.
+func (e Endpoint) EventTypes() []string { return eventsOf(e.Events) }
+
+// Origin is one registered return origin.
+type Origin struct {
+	ID        int64 `gorm:"primaryKey"`
+	UserID    int64
+	Origin    string
+	CreatedAt time.Time
+}
+
+// TableName maps Origin to webhook_return_origins.
+func (Origin) TableName() string { return "webhook_return_origins" }
+
+// Delivery is one outbox row: an event for one endpoint.
+type Delivery struct {
+	ID             int64 `gorm:"primaryKey"`
+	EventID        string
+	EndpointID     int64
+	PaymentID      int64
+	Type           string
+	Body           string
+	Status         string
+	Attempts       int
+	NextAttemptAt  time.Time
+	LastAttemptAt  *time.Time
+	LastHTTPStatus *int   `gorm:"column:last_http_status"`
+	LastLatencyMS  *int64 `gorm:"column:last_latency_ms"`
+	LastError      string
+	CreatedAt      time.Time
+	RetryFrom      time.Time
+	DeliveredAt    *time.Time
+}
+
+// TableName maps Delivery to webhook_deliveries.
+func (Delivery) TableName() string { return "webhook_deliveries" }
+
+// Service manages endpoints and return origins, and reads the delivery
+// log and the queue's figures.
+type Service struct {
+	db            *store.DB
+	now           func() time.Time
+	seal          sealer
+	allowLoopback bool
+}
+
+// Options configure a Service.
+type Options struct {
+	// SessionSecret keys the encryption of signing secrets.
+	SessionSecret []byte
+	// AllowLoopback accepts http://localhost-style URLs and origins and
+	// delivers to loopback addresses (WEBHOOK_ALLOW_LOOPBACK, development
+	// and tests only).
+	AllowLoopback bool
+}
+
+// New returns the service over db.
+func New(db *store.DB, now func() time.Time, o Options) (*Service, error) {
+	s, err := newSealer(o.SessionSecret)
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{db: db, now: now, seal: s, allowLoopback: o.AllowLoopback}, nil
+}
+
+// AllowLoopback reports whether loopback targets are accepted.
+func (s *Service) AllowLoopback() bool { return s.allowLoopback }
+
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Create registers an endpoint for userID and returns it with its signing
+// secret, which is never shown again.
+func (s *Service) Create(ctx context.Context, userID int64, rawURL string, events []string) (Endpoint, string, error) {
+	u, err := CheckEndpointURL(rawURL, s.allowLoopback)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	var types []string
+	for _, t := range Types() { // the stored order is the table's
+		for _, e := range events {
+			if e == t {
+				types = append(types, t)
+				break
+			}
+		}
+	}
+	for _, e := range events {
+		if !ValidType(e) {
+			return Endpoint{}, "", ErrBadEvent
+		}
+	}
+	if len(types) == 0 {
+		return Endpoint{}, "", ErrNoEvents
+	}
+	secret := newSigningSecret()
+	enc, err := s.seal.seal(userID, secret)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	ep := Endpoint{UserID: userID, URL: u, Events: eventsColumn(types), SecretEnc: enc, CreatedAt: s.clock()}
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", userID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n >= MaxEndpoints {
+			return ErrTooMany
+		}
+		return tx.Create(&ep).Error
+	})
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("create webhook endpoint: %w", err)
+	}
+	return ep, secret, nil
+}
+
+// ForUser lists a user's endpoints, newest first.
+func (s *Service) ForUser(ctx context.Context, userID int64) ([]Endpoint, error) {
+	var out []Endpoint
+	if err := s.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Order("id DESC").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("webhook endpoints of user %d: %w", userID, err)
+	}
+	return out, nil
+}
+
+// Get reads one endpoint.
+func (s *Service) Get(ctx context.Context, id int64) (Endpoint, error) {
+	var ep Endpoint
+	err := s.db.Gorm.WithContext(ctx).Take(&ep, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ep, ErrNotFound
+	}
+	return ep, err
+}
+
+// disable stops an endpoint: it receives nothing more, and what was
+// queued for it ends as failed ("endpoint disabled").
+func (s *Service) disable(tx *gorm.DB, where string, args []any, by *int64) error {
+	now := s.clock()
+	var ep Endpoint
+	if err := tx.Where(where, args...).Take(&ep).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrNotFound
+		}
+		return err
+	}
+	if ep.DisabledAt != nil {
+		return nil
+	}
+	if err := tx.Model(&Endpoint{}).Where("id = ?", ep.ID).Updates(map[string]any{"disabled_at": now, "disabled_by": by}).Error; err != nil {
+		return err
+	}
+	return tx.Model(&Delivery{}).Where("endpoint_id = ? AND status = ?", ep.ID, StatusPending).
+		Updates(map[string]any{"status": StatusFailed, "last_error": "endpoint disabled"}).Error
+}
+
+// Disable stops one of the user's endpoints.
+func (s *Service) Disable(ctx context.Context, userID, id int64) error {
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		return s.disable(tx, "id = ? AND user_id = ?", []any{id, userID}, nil)
+	})
+}
+
+// Delete removes one of the user's endpoints and its delivery log.
+func (s *Service) Delete(ctx context.Context, userID, id int64) error {
+	res := s.db.Gorm.WithContext(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&Endpoint{})
+	if res.Error != nil {
+		return fmt.Errorf("delete webhook endpoint %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// AdminEndpoint is an endpoint with its owner and queue figures.
+type AdminEndpoint struct {
+	Endpoint
+	Email   string
+	Pending int64
+	Failed  int64
+}
+
+// All lists every endpoint (failing first, then newest), at most limit.
+func (s *Service) All(ctx context.Context, limit int) ([]AdminEndpoint, error) {
+	var out []AdminEndpoint
+	err := s.db.Gorm.WithContext(ctx).Table("webhook_endpoints AS e").
+		Select(`e.*, u.email AS email,
+			(SELECT COUNT(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
+			(SELECT COUNT(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed`).
+		Joins("JOIN users u ON u.id = e.user_id").
+		Order("CASE WHEN e.failing_since IS NULL THEN 1 ELSE 0 END, e.id DESC").Limit(limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("webhook endpoints: %w", err)
+	}
+	return out, nil
+}
+
+// AdminDisable stops any endpoint; the audit log records it.
+func (s *Service) AdminDisable(ctx context.Context, adminID, id int64) (Endpoint, error) {
+	var ep Endpoint
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := s.disable(tx, "id = ?", []any{id}, &adminID); err != nil {
+			return err
+		}
+		if err := tx.Take(&ep, id).Error; err != nil {
+			return err
+		}
+		owner := ep.UserID
+		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookDisable, TargetUserID: &owner,
+			Note: ep.URL, Result: audit.ResultDone, CreatedAt: s.clock()})
+	})
+	return ep, err
+}
+
+// Deliveries is an endpoint's delivery log, newest first, at most limit.
+func (s *Service) Deliveries(ctx context.Context, endpointID int64, limit int) ([]Delivery, error) {
+	var out []Delivery
+	if err := s.db.Gorm.WithContext(ctx).Where("endpoint_id = ?", endpointID).Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("deliveries of webhook endpoint %d: %w", endpointID, err)
+	}
+	return out, nil
+}
+
+// Resend queues a delivery again now, with a fresh retry window (an
+// admin's "send again"; audited). A delivery still pending is already
+// going to be sent: ErrNotResendable. So is one of a disabled endpoint.
+func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delivery, error) {
+	var d Delivery
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		now := s.clock()
+		res := tx.Model(&Delivery{}).
+			Where("id = ? AND status IN ? AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL)",
+				deliveryID, []string{StatusFailed, StatusDelivered}).
+			Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "retry_from": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			if err := tx.Take(&d, deliveryID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound
+			}
+			return ErrNotResendable
+		}
+		if err := tx.Take(&d, deliveryID).Error; err != nil {
+			return err
+		}
+		var ep Endpoint
+		if err := tx.Take(&ep, d.EndpointID).Error; err != nil {
+			return err
+		}
+		owner, pid := ep.UserID, d.PaymentID
+		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookResend, TargetUserID: &owner, PaymentID: &pid,
+			Note: d.EventID + " → " + ep.URL, Result: audit.ResultDone, CreatedAt: now})
+	})
+	return d, err
+}
+
+// ---- return origins ----
+
+// AddOrigin registers a return origin for userID (canonical form).
+func (s *Service) AddOrigin(ctx context.Context, userID int64, raw string) (Origin, error) {
+	origin, err := CanonicalOrigin(raw, s.allowLoopback)
+	if err != nil {
+		return Origin{}, err
+	}
+	o := Origin{UserID: userID, Origin: origin, CreatedAt: s.clock()}
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&Origin{}).Where("user_id = ?", userID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n >= MaxOrigins {
+			return ErrTooMany
+		}
+		return tx.Create(&o).Error
+	})
+	if store.IsUniqueViolation(err) {
+		return Origin{}, ErrDuplicate
+	}
+	return o, err
+}
+
+// Origins lists a user's return origins.
+func (s *Service) Origins(ctx context.Context, userID int64) ([]Origin, error) {
+	var out []Origin
+	if err := s.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Order("origin").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("return origins of user %d: %w", userID, err)
+	}
+	return out, nil
+}
+
+// DeleteOrigin removes one of the user's return origins.
+func (s *Service) DeleteOrigin(ctx context.Context, userID, id int64) error {
+	res := s.db.Gorm.WithContext(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&Origin{})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// CheckReturnURL accepts raw as a return_url of userID's top-up when it
+// is a clean absolute URL whose origin (scheme, host and port, exactly)
+// the user registered; else ErrReturnURLNotAllowed. It returns the URL as
+// stored.
+func (s *Service) CheckReturnURL(ctx context.Context, userID int64, raw string) (string, error) {
+	u, origin, err := parseAbsolute(raw)
+	if err != nil {
+		return "", ErrReturnURLNotAllowed
+	}
+	var n int64
+	if err := s.db.Gorm.WithContext(ctx).Model(&Origin{}).Where("user_id = ? AND origin = ?", userID, origin).Count(&n).Error; err != nil {
+		return "", fmt.Errorf("return origins of user %d: %w", userID, err)
+	}
+	if n == 0 {
+		return "", ErrReturnURLNotAllowed
+	}
+	return u.String(), nil
+}
+
+// ---- figures ----
+
+// Stats are the queue's figures (metrics, admin page).
+type Stats struct {
+	// Pending deliveries, and the age of the oldest (zero when none).
+	Pending          int64
+	OldestAge        time.Duration
+	Failed           int64 // deliveries that gave up (or whose endpoint was disabled)
+	FailingEndpoints int64
+}
+
+// Stats reads the queue's figures at now.
+func (s *Service) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	g := s.db.Gorm.WithContext(ctx)
+	var oldest []time.Time
+	if err := g.Model(&Delivery{}).Where("status = ?", StatusPending).Count(&st.Pending).Error; err != nil {
+		return st, err
+	}
+	if err := g.Model(&Delivery{}).Where("status = ?", StatusPending).Order("created_at").Limit(1).Pluck("created_at", &oldest).Error; err != nil {
+		return st, err
+	}
+	if len(oldest) == 1 {
+		st.OldestAge = max(s.clock().Sub(oldest[0]), 0)
+	}
+	if err := g.Model(&Delivery{}).Where("status = ?", StatusFailed).Count(&st.Failed).Error; err != nil {
+		return st, err
+	}
+	if err := g.Model(&Endpoint{}).Where("failing_since IS NOT NULL AND disabled_at IS NULL").Count(&st.FailingEndpoints).Error; err != nil {
+		return st, err
+	}
+	return st, nil
+}

@@ -1,0 +1,118 @@
+// Package webhook is Kifpool's signed webhooks to partners and the return
+// origins of their API top-ups: a user's endpoints (URL, events, a signing
+// secret kept encrypted), the outbox rows written in a payment move's own
+// transaction (Enqueue, called only by the payment store's one writer),
+// and the sender that claims due rows and delivers them at least once, in
+// order per top-up, signed, over a client that refuses private networks.
+// It knows payments only as ids and JSON bodies (it sits below the payment
+// layer).
+package webhook
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Event types.
+const (
+	TypeCredited    = "topup.credited"
+	TypeFailed      = "topup.failed"
+	TypeNeedsReview = "topup.needs_review"
+)
+
+// Types lists every event type, in the order pages show them.
+func Types() []string { return []string{TypeCredited, TypeFailed, TypeNeedsReview} }
+
+// ValidType reports whether t is an event type.
+func ValidType(t string) bool {
+	for _, x := range Types() {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Delivery statuses.
+const (
+	StatusPending   = "pending"
+	StatusDelivered = "delivered"
+	// StatusFailed: not delivered within the retry window; the endpoint is
+	// marked failing. An admin may send it again.
+	StatusFailed = "failed"
+)
+
+// Event is one event as the payment store writes it.
+type Event struct {
+	UserID    int64
+	PaymentID int64
+	Type      string
+	// TopUp is the top-up as the API shows it (GET /api/v1/topups/{id})
+	// at the moment of the move.
+	TopUp     any
+	CreatedAt time.Time
+}
+
+// Body is what a delivery's body holds: the event and the top-up.
+type Body struct {
+	EventID   string          `json:"event_id"`
+	Type      string          `json:"type"`
+	CreatedAt time.Time       `json:"created_at"`
+	TopUp     json.RawMessage `json:"topup"`
+}
+
+// NewEventID returns a fresh event id ("evt_" and 26 base32 characters).
+func NewEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "evt_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// Enqueue writes the event's outbox rows with tx, the transaction of the
+// move that caused it: one row per enabled endpoint of the user subscribed
+// to its type, all with one event id, in one INSERT … SELECT (a user
+// without endpoints costs one statement that inserts nothing). The body
+// is fixed here, so every attempt sends the same bytes.
+func Enqueue(tx *gorm.DB, e Event) error {
+	if !ValidType(e.Type) {
+		return fmt.Errorf("webhook: unknown event type %q", e.Type)
+	}
+	topup, err := json.Marshal(e.TopUp)
+	if err != nil {
+		return fmt.Errorf("webhook: top-up of payment %d: %w", e.PaymentID, err)
+	}
+	at := e.CreatedAt.UTC()
+	id := NewEventID()
+	body, err := json.Marshal(Body{EventID: id, Type: e.Type, CreatedAt: at, TopUp: topup})
+	if err != nil {
+		return fmt.Errorf("webhook: event of payment %d: %w", e.PaymentID, err)
+	}
+	err = tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, created_at, retry_from)
+		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
+		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
+		id, e.PaymentID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%").Error
+	if err != nil {
+		return fmt.Errorf("webhook: queue %s of payment %d: %w", e.Type, e.PaymentID, err)
+	}
+	return nil
+}
+
+// eventsColumn is the stored form of a set of types.
+func eventsColumn(types []string) string { return "," + strings.Join(types, ",") + "," }
+
+// eventsOf is the inverse of eventsColumn.
+func eventsOf(col string) []string {
+	var out []string
+	for _, t := range strings.Split(strings.Trim(col, ","), ",") {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
