@@ -112,15 +112,15 @@ func (b *Bank) serveOp(op string, w http.ResponseWriter, r *http.Request) {
 	case opUnverified:
 		b.apiUnverified(w, r)
 	case opStartPay:
-		b.pageStartPay(w, r)
+		b.pageStart(w, r, gatewayZarinpal, "../assets/")
 	case opPagePay:
-		b.pageAction(w, r, StatePaid, false)
+		b.pageButton(w, r, StatePaid, false, gatewayZarinpal, "../../assets/")
 	case opPageCancel:
-		b.pageAction(w, r, StateFailed, false)
+		b.pageButton(w, r, StateFailed, false, gatewayZarinpal, "../../assets/")
 	case opPagePayClose:
-		b.pageAction(w, r, StatePaid, true)
+		b.pageButton(w, r, StatePaid, true, gatewayZarinpal, "../../assets/")
 	default:
-		if !b.serveSEP(op, w, r) && !b.serveMellat(op, w, r) {
+		if !b.serveSEP(op, w, r) && !b.serveMellat(op, w, r) && !b.serveZibal(op, w, r) {
 			http.NotFound(w, r)
 		}
 	}
@@ -151,6 +151,7 @@ func (b *Bank) routes() http.Handler {
 
 	b.sepRoutes(mux, op)
 	b.mellatRoutes(mux, op)
+	b.zibalRoutes(mux, op)
 
 	if !b.noControl {
 		mux.HandleFunc("POST /_sandbank/{gateway}/payments/{token}/pay", b.controlGatewayFinish(StatePaid))

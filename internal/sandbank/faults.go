@@ -34,11 +34,12 @@ var ErrInvalidFaults = errors.New("sandbank: invalid faults")
 // faultOps are the operations faults can be set on, in display order.
 var faultOps = []string{opRequest, opVerify, opInquiry, opUnverified, opStartPay,
 	opSEPRequest, opSEPVerify, opSEPReceipt, opSEPReverse, opSEPStart,
-	opMellatRequest, opMellatVerify, opMellatSettle, opMellatInquiry, opMellatReversal, opMellatStart}
+	opMellatRequest, opMellatVerify, opMellatSettle, opMellatInquiry, opMellatReversal, opMellatStart,
+	opZibalRequest, opZibalVerify, opZibalInquiry, opZibalStart}
 
 // commitOps are the operations that commit a payment at the bank (a
 // verify, Mellat's settle): commit-then-hang applies to them.
-var commitOps = []string{opVerify, opSEPVerify, opMellatVerify, opMellatSettle}
+var commitOps = []string{opVerify, opSEPVerify, opMellatVerify, opMellatSettle, opZibalVerify}
 
 // FaultOps returns the names of the operations faults can be set on:
 // request, verify, inquiry, unverified, startpay.
@@ -464,7 +465,8 @@ func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
 		b.faults.count(p.key, func(s *OpStats) { s.Refused++ })
 		b.log.Debug("sandbank: fault: refused", "op", op)
 		w.Header().Set("Retry-After", "1")
-		if p.key == opStartPay || strings.HasPrefix(p.key, gatewaySEP+"-") || strings.HasPrefix(p.key, gatewayMellat+"-") {
+		if p.key == opStartPay || strings.HasPrefix(p.key, gatewaySEP+"-") || strings.HasPrefix(p.key, gatewayMellat+"-") ||
+			strings.HasPrefix(p.key, gatewayZibal+"-") {
 			writeFaultPage(w, http.StatusTooManyRequests)
 		} else {
 			writeError(w, http.StatusTooManyRequests, codeTooManyAttempts, nil)
@@ -601,6 +603,9 @@ func (r *recorder) committed(op string) bool {
 	case opMellatVerify, opMellatSettle:
 		_, f, err := readSOAPReturn(r.body.Bytes())
 		return err == nil && f == mlOK
+	case opZibalVerify:
+		var a struct{ Result *int }
+		return json.Unmarshal(r.body.Bytes(), &a) == nil && a.Result != nil && *a.Result == zbSuccess
 	}
 	var env struct {
 		Data json.RawMessage `json:"data"`

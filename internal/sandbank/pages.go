@@ -130,13 +130,15 @@ func (b *Bank) snapshot(authority, referer string) (pageSnapshot, bool) {
 	return pageSnapshot{Payment: rec.Payment, card: rec.cardNumber, expiresAt: rec.CreatedAt.Add(b.ttl)}, true
 }
 
-// pageStartPay serves GET /pg/StartPay/{authority}.
-func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
+// pageStart serves the payer's page of a GET-redirect gateway: Zarinpal's
+// GET /pg/StartPay/{authority}, Zibal's GET /start/{trackId}; assets is
+// the relative path of the page's assets from there.
+func (b *Bank) pageStart(w http.ResponseWriter, r *http.Request, gateway, assets string) {
 	authority := r.PathValue("authority")
 	lang := pageLang(r)
 	meta := pageMeta{
 		Lang:       lang,
-		CSS:        "../assets/bank.css",
+		CSS:        assets + "bank.css",
 		SwitchHref: url.PathEscape(authority) + "?lang=" + string(lang.Other()),
 	}
 	referer := r.Referer()
@@ -144,7 +146,7 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 		referer = originOf(r)
 	}
 	p, ok := b.snapshot(authority, referer)
-	if !ok {
+	if !ok || p.Gateway != gateway {
 		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
 		return
 	}
@@ -162,7 +164,7 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 	}
 	left := max(int64((p.expiresAt.Sub(b.clock())+time.Second-1)/time.Second), 0)
 	meta.Title = i18n.T(lang, "bank.pay.title")
-	meta.JS = "../assets/bank.js"
+	meta.JS = assets + "bank.js"
 	v := startPayView{
 		pageMeta:       meta,
 		Authority:      p.Authority,
@@ -184,12 +186,16 @@ func (b *Bank) pageStartPay(w http.ResponseWriter, r *http.Request) {
 	b.render(w, r, http.StatusOK, formOrigin(p.CallbackURL), startPayPage(v))
 }
 
-// pageAction serves the three buttons: to is PAID (Pay, Pay and close) or
+// pageButton serves the three buttons of pageStart's page: to is PAID (Pay, Pay and close) or
 // FAILED (Cancel); stay keeps the payer on the bank (Pay and close).
-func (b *Bank) pageAction(w http.ResponseWriter, r *http.Request, to State, stay bool) {
+func (b *Bank) pageButton(w http.ResponseWriter, r *http.Request, to State, stay bool, gateway, assets string) {
 	authority := r.PathValue("authority")
 	lang := pageLang(r)
-	meta := pageMeta{Lang: lang, CSS: "../../assets/bank.css"}
+	meta := pageMeta{Lang: lang, CSS: assets + "bank.css"}
+	if p, ok := b.snapshot(authority, ""); !ok || p.Gateway != gateway {
+		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
+		return
+	}
 
 	cb, err := b.finish(authority, to)
 	if errors.Is(err, ErrUnknownAuthority) {

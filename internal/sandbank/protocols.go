@@ -10,7 +10,9 @@ const ProtocolZarinpalV4 = "zarinpal-v4"
 // gateway driver names its imitation in gateway.Driver.Sandbox.Protocol;
 // adding a gateway adds its protocol here (its routes, codes and states
 // beside Zarinpal's).
-func Protocols() []string { return []string{ProtocolZarinpalV4, ProtocolSEP, ProtocolMellat} }
+func Protocols() []string {
+	return []string{ProtocolZarinpalV4, ProtocolZibal, ProtocolSEP, ProtocolMellat}
+}
 
 // Speaks reports whether the bank imitates protocol.
 func Speaks(protocol string) bool { return slices.Contains(Protocols(), protocol) }

@@ -30,8 +30,10 @@
 //	                                     of that gateway; answers the browser's next request
 //	                                     {"redirect", "method", "form"}
 //
-// SEP's token flow (sep.go) and Mellat's SOAP service (mellat.go) are
-// served at those gateways' own paths beside Zarinpal's.
+// SEP's token flow (sep.go), Mellat's SOAP service (mellat.go) and
+// Zibal's IPG v1 (zibal.go: /v1/request, /v1/verify, /v1/inquiry,
+// /start/{trackId}) are served at those gateways' own paths beside
+// Zarinpal's.
 //
 // The gateway routes (not the control API, not the stylesheet) pass through
 // a fault-injection layer that can make the bank slow, flaky or down: see
@@ -405,6 +407,8 @@ func callbackRequest(rec *record) CallbackRequest {
 		return sepCallback(rec)
 	case gatewayMellat:
 		return mellatCallback(rec)
+	case gatewayZibal:
+		return zibalCallback(rec)
 	}
 	return CallbackRequest{URL: callbackURL(rec.CallbackURL, rec.Authority, rec.State), Method: http.MethodGet, Form: map[string]string{}}
 }

@@ -14,12 +14,14 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/gateway/zibal"
 )
 
 // All lists every driver, in the order people see them.
 func All() []gateway.Driver {
 	return []gateway.Driver{
 		zarinpal.Driver(),
+		zibal.Driver(),
 	}
 }
 

@@ -1,0 +1,134 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/zibal"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// TestZibalFlow: Kifpool against the sandbox bank's Zibal at its own
+// paths, configured as a real Zibal would be (GATEWAYS=zibal and a base
+// URL), through the form, the bank's page and Zibal's GET callback:
+// paid → verified → credited exactly once, repeat callbacks answered
+// "payment received"; cancelled → balance unchanged; verified before
+// (201, as after a crash between verify and credit) → credited from the
+// inquiry's details, never failed; a forged callback refused.
+func TestZibalFlow(t *testing.T) {
+	bank := sandbank.New(sandbank.Options{})
+	srv := newHTTPServer(t, bank.Handler())
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{
+			"GATEWAYS": "zibal", "ZIBAL_MERCHANT": "zibal", "ZIBAL_BASE_URL": srv,
+		}})
+		c := app.NewClient(t)
+		c.SignUp("zibal-" + string(db.Dialect) + "@example.com")
+		start := func(tomans string) string {
+			t.Helper()
+			csrf, token := c.TopUpForm()
+			r := c.PostTopUp(csrf, token, tomans)
+			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, srv+"/start/") {
+				t.Fatalf("top-up: %d %q", r.Status, r.Location)
+			}
+			return r.Location
+		}
+		press := func(payURL, button string) string {
+			t.Helper()
+			page := c.Get(payURL)
+			if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) || !strings.Contains(page.Body, `data-testid="bank-cancel"`) {
+				t.Fatalf("bank page: %d", page.Status)
+			}
+			r := c.Post(payURL+"/"+button, url.Values{})
+			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, app.URL+"/payments/") || !strings.Contains(r.Location, "trackId=") {
+				t.Fatalf("bank %s: %d %q", button, r.Status, r.Location)
+			}
+			return r.Location
+		}
+
+		// Paid: credited once; every repeat callback says received.
+		back := press(start("25000"), "pay")
+		res := c.Get(back)
+		if apptest.DataStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+			t.Fatalf("return: %d %q", res.Status, apptest.DataStatus(res.Body))
+		}
+		for range 3 {
+			if again := c.Get(back); apptest.DataStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
+				t.Fatalf("repeat callback: %q", apptest.DataStatus(again.Body))
+			}
+		}
+		if b := c.Balance(); b != 250_000 {
+			t.Fatalf("balance %d, want 250,000", b)
+		}
+		var gw string
+		db.Gorm.Raw(`SELECT gateway FROM payments ORDER BY id LIMIT 1`).Scan(&gw)
+		if gw != "zibal" {
+			t.Errorf("payment's gateway %q", gw)
+		}
+
+		// Cancelled: failed, nothing credited.
+		back = press(start("30000"), "cancel")
+		if res := c.Get(back); apptest.DataStatus(res.Body) != "failed" {
+			t.Fatalf("cancel: %q", apptest.DataStatus(res.Body))
+		}
+		if b := c.Balance(); b != 250_000 {
+			t.Fatalf("balance after a cancel %d", b)
+		}
+
+		// Verified at Zibal before our callback (a verify whose answer was
+		// lost): Zibal answers 201, and the payment is credited.
+		payURL := start("40000")
+		back = press(payURL, "pay")
+		track := payURL[strings.LastIndex(payURL, "/")+1:]
+		other, err := zibal.New(zibal.Config{Merchant: "zibal", BaseURL: srv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if vr, err := other.Verify(ctx, gateway.VerifyInput{Authority: track, AmountRials: 400_000}); err != nil || vr.Outcome != gateway.VerifyPaid {
+			t.Fatalf("verify at the bank first: %+v %v", vr, err)
+		}
+		if res := c.Get(back); apptest.DataStatus(res.Body) != "credited" {
+			t.Fatalf("after 201: %q", apptest.DataStatus(res.Body))
+		}
+		if b := c.Balance(); b != 650_000 {
+			t.Fatalf("balance after 201 %d, want 650,000", b)
+		}
+
+		// Forged callbacks: another payment's trackId, a made-up one, the
+		// right trackId of an unpaid payment claiming success.
+		unpaid := start("50000")
+		unpaidTrack := unpaid[strings.LastIndex(unpaid, "/")+1:]
+		var unpaidID string
+		db.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, unpaidTrack).Scan(&unpaidID)
+		for _, q := range []string{"trackId=" + track + "&success=1&status=2", "trackId=999999999&success=1&status=2", "trackId=abc", ""} {
+			if r := c.Get("/payments/" + unpaidID + "/return?" + q); r.Status != http.StatusBadRequest {
+				t.Errorf("forged %q: %d, want 400", q, r.Status)
+			}
+		}
+		if r := c.Get("/payments/pay_01HXAAAAAAAAAAAAAAAAAAAAAA/return?trackId=" + unpaidTrack + "&success=1&status=2"); r.Status != http.StatusNotFound {
+			t.Errorf("unknown payment: %d, want 404", r.Status)
+		}
+		anon := app.NewClient(t)
+		r := anon.Get("/payments/" + unpaidID + "/return?trackId=" + unpaidTrack + "&success=1&status=2")
+		if st := apptest.DataStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
+			t.Errorf("an unpaid payment's callback claiming success: %d %q", r.Status, st)
+		}
+		if b := c.Balance(); b != 650_000 {
+			t.Fatalf("balance after forged callbacks %d", b)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 2 {
+			t.Errorf("%d ledger entries, want 2", n)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
