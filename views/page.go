@@ -101,6 +101,20 @@ type TopUpForm struct {
 	QuickTomans []int64
 	// Left is what the daily and balance limits still allow today.
 	Left limits.Left
+	// Gateways are the gateways the payer may choose from (the radio
+	// group `gateway` is shown when there is more than one), in the
+	// operator's order; Gateway is the one selected.
+	Gateways []GatewayChoice
+	Gateway  string
+}
+
+// GatewayChoice is one gateway on the top-up form.
+type GatewayChoice struct {
+	Name  string // the driver's name: the radio's value
+	Label string // for people
+	// Healthy: its breaker is closed (one that is not is offered with a
+	// note, and a top-up chosen there goes to the next healthy one).
+	Healthy bool
 }
 
 // HistoryRow is one ledger entry on the wallet page.
@@ -145,6 +159,9 @@ type PaymentView struct {
 	// cause is its sentence); TryAgainURL is the form with its amount.
 	FailureCause string
 	TryAgainURL  string
+	// OtherGatewayURL, with several gateways, is a new attempt with the
+	// same amount at another gateway than the failed payment's.
+	OtherGatewayURL string
 	// ReturnURL re-checks the payment (pending pages refresh to it).
 	ReturnURL string
 	// RefreshSeconds > 0 makes the page reload itself.

@@ -26,6 +26,23 @@ func paymentView(p payment.Payment) views.PaymentView {
 	return v
 }
 
+// withOtherGateway offers, on a failed payment's page and when several
+// gateways are offered, a new attempt with the same amount through
+// another gateway than the failed payment's.
+func (s *Server) withOtherGateway(c *fiber.Ctx, p payment.Payment, v *views.PaymentView) error {
+	if v.TryAgainURL == "" {
+		return nil
+	}
+	offers, err := s.Payments.Offered(c.UserContext())
+	if err != nil {
+		return err
+	}
+	if len(offers) > 1 {
+		v.OtherGatewayURL = v.TryAgainURL + "&after=" + url.QueryEscape(p.Gateway)
+	}
+	return nil
+}
+
 // publicStatus is the status as pages and their hooks show it: a payment
 // whose outcome is not yet known is pending verification to the payer.
 func publicStatus(s payment.Status) string {
@@ -68,6 +85,8 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		// browser history) is not the payer: a neutral status only, no
 		// amount, card or bank reference.
 		v = views.PaymentView{PublicID: p.PublicID, Status: v.Status, FailureCause: v.FailureCause, Neutral: true}
+	} else if err := s.withOtherGateway(c, p, &v); err != nil {
+		return err
 	}
 	pg := s.page(c, views.ResultTitleKey(v.Status))
 	if !p.Status.Terminal() {
@@ -94,6 +113,9 @@ func (s *Server) receipt(c *fiber.Ctx) error {
 	}
 	v := paymentView(p)
 	if err := s.unpaidView(c, p, &v); err != nil {
+		return err
+	}
+	if err := s.withOtherGateway(c, p, &v); err != nil {
 		return err
 	}
 	pg := s.page(c, views.ReceiptTitleKey(v.Status))

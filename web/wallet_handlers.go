@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -80,6 +81,53 @@ func (s *Server) newTopUpForm() views.TopUpForm {
 	return views.TopUpForm{Token: formtoken.New(), MinRials: l.MinRials, MaxRials: l.MaxRials, QuickTomans: quickTomans(l.MinRials, l.MaxRials)}
 }
 
+// withGateways fills in the gateways the payer may choose from, in the
+// operator's order, and selects want when it is one of them, else the
+// first healthy one after avoid (a gateway that just failed), else the
+// first healthy one.
+func (s *Server) withGateways(c *fiber.Ctx, f views.TopUpForm, want, avoid string) (views.TopUpForm, error) {
+	offers, err := s.Payments.Offered(c.UserContext())
+	if err != nil {
+		return f, err
+	}
+	f.Gateways, f.Gateway = nil, ""
+	for _, o := range offers {
+		f.Gateways = append(f.Gateways, views.GatewayChoice{Name: o.Name, Label: s.gatewayName(c, o.Name), Healthy: o.Healthy})
+		if o.Name == want {
+			f.Gateway = want
+		}
+	}
+	if f.Gateway == "" && avoid != "" {
+		for i, o := range offers {
+			if o.Name == avoid {
+				for j := 1; j < len(offers); j++ {
+					if n := offers[(i+j)%len(offers)]; n.Healthy {
+						f.Gateway = n.Name
+						break
+					}
+				}
+			}
+		}
+	}
+	if f.Gateway == "" {
+		if name, err := payment.PickGateway(offers, ""); err == nil {
+			f.Gateway = name
+		} else if len(offers) > 0 {
+			f.Gateway = offers[0].Name
+		}
+	}
+	return f, nil
+}
+
+// gatewayName names a gateway for the payer, in their language (the
+// registry's label for one the catalogue does not name).
+func (s *Server) gatewayName(c *fiber.Ctx, name string) string {
+	if key := "gateway.name." + name; i18n.Has(lang(c), key) {
+		return i18n.T(lang(c), key)
+	}
+	return s.gatewayLabel(name)
+}
+
 // withLeft fills in what the user's limits still allow today.
 func (s *Server) withLeft(c *fiber.Ctx, f views.TopUpForm) (views.TopUpForm, error) {
 	if s.Limits == nil || !s.Limits.Rules().Any() {
@@ -113,6 +161,9 @@ func (s *Server) topUpForm(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if form, err = s.withGateways(c, form, c.Query("gateway"), c.Query("after")); err != nil {
+		return err
+	}
 	if q := c.Query("amount"); q != "" {
 		if rials, err := s.TopUp.Amount(topup.Typed(q)); err == nil {
 			form.Amount = i18n.TomansNumber(lang(c), rials)
@@ -128,10 +179,18 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 	form := s.newTopUpForm()
 	form.Amount = c.FormValue("amount")
 	token := c.FormValue("token")
+	chosen := strings.TrimSpace(c.FormValue("gateway"))
 	res, err := s.TopUp.Start(c.UserContext(), topup.Request{
 		UserID: u.ID, Email: u.Email, FormToken: token, Amount: topup.Typed(form.Amount),
-		English: lang(c) == i18n.EN,
+		English: lang(c) == i18n.EN, Gateway: chosen,
 	})
+	if err != nil && !errors.Is(err, payment.ErrGatewayFailed) {
+		// A form shown again keeps the payer's choice.
+		var gerr error
+		if form, gerr = s.withGateways(c, form, chosen, ""); gerr != nil {
+			return gerr
+		}
+	}
 	var reused *payment.FormReusedError
 	var exceeded *limits.Exceeded
 	switch {
@@ -149,10 +208,18 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		form.Token = token
 		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
 		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
+	case errors.Is(err, payment.ErrUnknownGateway):
+		form.Token = token
+		form.ErrorKey = "topup.error_gateway"
+		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
 	case errors.As(err, &reused):
 		return s.message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", "/wallet/topup", "topup.new_form")
 	case errors.Is(err, payment.ErrGatewayFailed):
-		return s.gatewayFailed(c, form.Amount)
+		failed := res.Payment.Gateway
+		if failed == "" {
+			failed = chosen
+		}
+		return s.gatewayFailed(c, form.Amount, failed)
 	case errors.Is(err, payment.ErrStillProcessing):
 		c.Set(fiber.HeaderRetryAfter, "3")
 		return s.message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", "/wallet", "nav.back_wallet")
@@ -167,10 +234,16 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 }
 
 // gatewayFailed says that the bank could not start the payment and no
-// money was taken, with a fresh form holding the same amount.
-func (s *Server) gatewayFailed(c *fiber.Ctx, amount string) error {
+// money was taken, with a fresh form holding the same amount: a new
+// attempt, with another gateway than the one that failed preselected
+// when there are several ("try with another gateway").
+func (s *Server) gatewayFailed(c *fiber.Ctx, amount, failed string) error {
 	fresh := s.newTopUpForm()
 	fresh.Amount = amount
+	fresh, err := s.withGateways(c, fresh, "", failed)
+	if err != nil {
+		return err
+	}
 	return render(c, fiber.StatusServiceUnavailable, views.GatewayFailed(s.page(c, "topup.gateway_failed_title"), fresh))
 }
 

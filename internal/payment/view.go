@@ -7,20 +7,23 @@ import "time"
 // by the payment store in the move's transaction). One type, so the two
 // cannot drift apart.
 type TopUpView struct {
-	ID          string     `json:"id"`
-	Status      string     `json:"status"`
-	AmountRials int64      `json:"amount_rials"`
-	PaymentURL  *string    `json:"payment_url"`
-	RefID       *int64     `json:"ref_id"`
-	CreatedAt   time.Time  `json:"created_at"`
-	CreditedAt  *time.Time `json:"credited_at"`
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	AmountRials int64  `json:"amount_rials"`
+	// Gateway is the gateway the payment went to (a driver's name): the
+	// one asked for, or the next healthy one when it was down.
+	Gateway    string     `json:"gateway"`
+	PaymentURL *string    `json:"payment_url"`
+	RefID      *int64     `json:"ref_id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	CreditedAt *time.Time `json:"credited_at"`
 }
 
 // ViewOf is p as partners see it. creditedAt is when its credit was
 // booked (nil unless credited); payURL, when set, makes the bank's page
 // URL of an authority (shown while the payment awaits the payer).
 func ViewOf(p Payment, creditedAt *time.Time, payURL func(authority string) string) TopUpView {
-	v := TopUpView{ID: p.PublicID, Status: string(p.Status), AmountRials: p.AmountRials, CreatedAt: p.CreatedAt.UTC()}
+	v := TopUpView{ID: p.PublicID, Status: string(p.Status), AmountRials: p.AmountRials, Gateway: p.Gateway, CreatedAt: p.CreatedAt.UTC()}
 	if p.Status == StatusAwaitingPayment && p.Authority != nil && payURL != nil {
 		u := payURL(*p.Authority)
 		v.PaymentURL = &u

@@ -112,13 +112,13 @@ func (b *Bank) serveOp(op string, w http.ResponseWriter, r *http.Request) {
 	case opUnverified:
 		b.apiUnverified(w, r)
 	case opStartPay:
-		b.pageStart(w, r, gatewayZarinpal, "../assets/")
+		b.pageStart(w, r, gatewayZarinpal, "../assets/bank")
 	case opPagePay:
-		b.pageButton(w, r, StatePaid, false, gatewayZarinpal, "../../assets/")
+		b.pageButton(w, r, StatePaid, false, gatewayZarinpal, "../../assets/bank")
 	case opPageCancel:
-		b.pageButton(w, r, StateFailed, false, gatewayZarinpal, "../../assets/")
+		b.pageButton(w, r, StateFailed, false, gatewayZarinpal, "../../assets/bank")
 	case opPagePayClose:
-		b.pageButton(w, r, StatePaid, true, gatewayZarinpal, "../../assets/")
+		b.pageButton(w, r, StatePaid, true, gatewayZarinpal, "../../assets/bank")
 	default:
 		if !b.serveSEP(op, w, r) && !b.serveMellat(op, w, r) && !b.serveZibal(op, w, r) {
 			http.NotFound(w, r)

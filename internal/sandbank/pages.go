@@ -132,13 +132,13 @@ func (b *Bank) snapshot(authority, referer string) (pageSnapshot, bool) {
 
 // pageStart serves the payer's page of a GET-redirect gateway: Zarinpal's
 // GET /pg/StartPay/{authority}, Zibal's GET /start/{trackId}; assets is
-// the relative path of the page's assets from there.
+// the relative path of the page's assets from there, up to their name ("../assets/bank": bank.css, bank.js).
 func (b *Bank) pageStart(w http.ResponseWriter, r *http.Request, gateway, assets string) {
 	authority := r.PathValue("authority")
 	lang := pageLang(r)
 	meta := pageMeta{
 		Lang:       lang,
-		CSS:        assets + "bank.css",
+		CSS:        assets + ".css",
 		SwitchHref: url.PathEscape(authority) + "?lang=" + string(lang.Other()),
 	}
 	referer := r.Referer()
@@ -164,7 +164,7 @@ func (b *Bank) pageStart(w http.ResponseWriter, r *http.Request, gateway, assets
 	}
 	left := max(int64((p.expiresAt.Sub(b.clock())+time.Second-1)/time.Second), 0)
 	meta.Title = i18n.T(lang, "bank.pay.title")
-	meta.JS = assets + "bank.js"
+	meta.JS = assets + ".js"
 	v := startPayView{
 		pageMeta:       meta,
 		Authority:      p.Authority,
@@ -191,7 +191,7 @@ func (b *Bank) pageStart(w http.ResponseWriter, r *http.Request, gateway, assets
 func (b *Bank) pageButton(w http.ResponseWriter, r *http.Request, to State, stay bool, gateway, assets string) {
 	authority := r.PathValue("authority")
 	lang := pageLang(r)
-	meta := pageMeta{Lang: lang, CSS: assets + "bank.css"}
+	meta := pageMeta{Lang: lang, CSS: assets + ".css"}
 	if p, ok := b.snapshot(authority, ""); !ok || p.Gateway != gateway {
 		b.render(w, r, http.StatusNotFound, "", notFoundPage(meta, b.shopHref(r)))
 		return

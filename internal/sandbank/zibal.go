@@ -120,13 +120,13 @@ func (b *Bank) serveZibal(op string, w http.ResponseWriter, r *http.Request) boo
 	case opZibalInquiry:
 		b.zibalInquiry(w, r)
 	case opZibalStart:
-		b.pageStart(w, r, gatewayZibal, "../pg/assets/")
+		b.pageStart(w, r, gatewayZibal, "../pg/assets/bank")
 	case opZibalPagePay:
-		b.pageButton(w, r, StatePaid, false, gatewayZibal, "../../pg/assets/")
+		b.pageButton(w, r, StatePaid, false, gatewayZibal, "../../pg/assets/bank")
 	case opZibalPageCancel:
-		b.pageButton(w, r, StateFailed, false, gatewayZibal, "../../pg/assets/")
+		b.pageButton(w, r, StateFailed, false, gatewayZibal, "../../pg/assets/bank")
 	case opZibalPayClose:
-		b.pageButton(w, r, StatePaid, true, gatewayZibal, "../../pg/assets/")
+		b.pageButton(w, r, StatePaid, true, gatewayZibal, "../../pg/assets/bank")
 	default:
 		return false
 	}

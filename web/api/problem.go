@@ -29,6 +29,7 @@ const (
 	CodeDescriptionInvalid Code = "description_invalid"
 	CodeGatewayUnavailable Code = "gateway_unavailable"
 	CodeGatewayFailed      Code = "gateway_failed"
+	CodeGatewayUnknown     Code = "gateway_unknown"
 	CodeDailyLimit         Code = "daily_limit_exceeded"
 	CodeBalanceLimit       Code = "balance_limit_exceeded"
 	CodeInternal           Code = "internal_error"
@@ -55,6 +56,7 @@ var codeInfo = map[Code]struct {
 	CodeDescriptionInvalid: {fiber.StatusUnprocessableEntity, "Description holds control or invisible characters"},
 	CodeGatewayUnavailable: {fiber.StatusServiceUnavailable, "The bank is unavailable right now"},
 	CodeGatewayFailed:      {fiber.StatusBadGateway, "The bank did not start the payment"},
+	CodeGatewayUnknown:     {fiber.StatusUnprocessableEntity, "No such gateway is offered"},
 	CodeDailyLimit:         {fiber.StatusUnprocessableEntity, "Daily top-up limit reached"},
 	CodeBalanceLimit:       {fiber.StatusUnprocessableEntity, "Wallet balance limit reached"},
 	CodeInternal:           {fiber.StatusInternalServerError, "Internal error"},

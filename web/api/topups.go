@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -42,13 +43,16 @@ func (h *handler) topUpView(it paymentread.Item) TopUp {
 type topUpRequest struct {
 	AmountRials *int64  `json:"amount_rials"`
 	Description *string `json:"description"`
+	// Gateway is the caller's choice of gateway (a driver's name); nil:
+	// the first offered.
+	Gateway *string `json:"gateway"`
 }
 
 // errBody is a body that is not one well-formed top-up request.
 var errBody = errors.New("invalid top-up body")
 
 // parseTopUpRequest reads a top-up body strictly: one JSON object, its
-// names exactly amount_rials and description (Go's JSON reader would match
+// names exactly amount_rials, description and gateway (Go's JSON reader would match
 // "AMOUNT_RIALS" too, and keep the last of repeated names), each at most
 // once, amount_rials an integer, description a string; nothing after the
 // object. What it returns is the whole meaning of the body: the
@@ -91,6 +95,12 @@ func parseTopUpRequest(body []byte) (topUpRequest, error) {
 				return in, errBody
 			}
 			in.Description = d
+		case "gateway":
+			var g *string // null: absent
+			if err := dec.Decode(&g); err != nil {
+				return in, errBody
+			}
+			in.Gateway = g
 		default:
 			return in, errBody
 		}
@@ -106,8 +116,13 @@ func parseTopUpRequest(body []byte) (topUpRequest, error) {
 
 // fingerprint identifies the request for its Idempotency-Key.
 func (in topUpRequest) fingerprint(method, path string) string {
-	return idempotency.Fingerprint(method, path,
-		idempotency.Int("amount_rials", in.AmountRials), idempotency.String("description", in.Description))
+	parts := []idempotency.Field{idempotency.Int("amount_rials", in.AmountRials), idempotency.String("description", in.Description)}
+	if in.Gateway != nil {
+		// Only when given: a request without it keeps the fingerprint it
+		// always had.
+		parts = append(parts, idempotency.String("gateway", in.Gateway))
+	}
+	return idempotency.Fingerprint(method, path, parts...)
 }
 
 // createTopUp is POST /api/v1/topups. Order: authentication, scope and
@@ -130,7 +145,7 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	}
 	in, err := parseTopUpRequest(c.Body())
 	if err != nil {
-		return problem(c, CodeInvalidBody, "The body must be one JSON object with amount_rials (an integer) and optionally description (a string), each once, names in lower case.")
+		return problem(c, CodeInvalidBody, "The body must be one JSON object with amount_rials (an integer) and optionally description and gateway (strings), each once, names in lower case.")
 	}
 	// The route's path, not the request's: "/api/v1/topups/" is the same
 	// endpoint. The fingerprint is over the parsed request, not its bytes.
@@ -149,6 +164,17 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	}
 	if in.Description != nil && usertext.CheckName(*in.Description) != nil {
 		return problem(c, CodeDescriptionInvalid, "description must not hold control characters or invisible formatting characters (bidi overrides and isolates, zero-width characters).")
+	}
+	gw := ""
+	if in.Gateway != nil {
+		gw = *in.Gateway
+		offers, err := h.Payments.Offered(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := payment.PickGateway(offers, gw); gw == "" || errors.Is(err, payment.ErrUnknownGateway) {
+			return problem(c, CodeGatewayUnknown, "gateway must be one of the gateways offered: "+offeredNames(offers)+".")
+		}
 	}
 
 	p := principal(c)
@@ -170,7 +196,15 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	if in.Description != nil {
 		desc = *in.Description
 	}
-	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials, desc)
+	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials, desc, gw)
+}
+
+func offeredNames(offers []payment.GatewayOffer) string {
+	names := make([]string, len(offers))
+	for i, o := range offers {
+		names[i] = o.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // amountProblem answers a refusal by the amount rules.
@@ -191,10 +225,11 @@ func amountProblem(c *fiber.Ctx, err error, l money.Limits) error {
 // derived from the key's record, so the payments' unique (user_id,
 // form_token) index guards the API too, and a retry that takes over a
 // key whose request died finds the payment that request made.
-func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64, description string) error {
+func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64, description, gw string) error {
 	ctx := c.UserContext()
 	res, err := h.TopUp.Start(ctx, topup.Request{
 		UserID: userID, Email: email, FormToken: h.Keys.FormToken(rec), Amount: topup.Rials(amount), Description: description,
+		Gateway: gw,
 	})
 	var exceeded *limits.Exceeded
 	switch {
@@ -223,6 +258,12 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 		pr := newProblem(CodeGatewayFailed, "The bank did not start the payment and no money was taken. Try again later with a new Idempotency-Key.")
 		pr.TopUpID = res.Payment.PublicID
 		return h.finish(c, rec, pr.Status, MIMEProblem, pr.bytes(), &res.Payment.ID)
+	case errors.Is(err, payment.ErrUnknownGateway):
+		// Switched off between the check and the start: nothing written.
+		if derr := h.Keys.Discard(ctx, rec); derr != nil {
+			h.Log.Error("discard idempotency key", "err", derr)
+		}
+		return problem(c, CodeGatewayUnknown, "gateway is not offered right now; choose another or leave it out.")
 	case errors.Is(err, payment.ErrGatewayFailed):
 		// Refused before anything was written (the gateway's breaker is
 		// open): nothing happened under this key, so it is forgotten and
