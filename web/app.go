@@ -262,6 +262,8 @@ func New(d Deps) *fiber.App {
 	admin.Get("/users/:id", s.adminUser)
 	admin.Get("/audit", s.adminAudit)
 	admin.Post("/reconcile", s.adminReconcile)
+	admin.Get("/gateways", s.adminGateways)
+	admin.Post("/gateways/:name/switch", s.adminSwitchGateway)
 	admin.Post("/payments/:id/recheck", s.adminRecheck)
 	admin.Post("/payments/:id/close", s.adminClose)
 	admin.Get("/tokens", s.adminTokensPage)

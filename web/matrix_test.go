@@ -225,6 +225,8 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: "/admin/users/:id", url: "/admin/users/" + fmt.Sprint(userID), get: p(adminOnly(ok))},
 			{path: "/admin/audit", get: p(adminOnly(ok))},
 			{path: "/admin/reconcile", post: p(adminOnly(see))},
+			{path: "/admin/gateways", get: p(adminOnly(ok))},
+			{path: "/admin/gateways/:name/switch", url: "/admin/gateways/zarinpal/switch", post: p(adminOnly(http.StatusBadRequest))}, // which way is required
 			{path: "/admin/payments/:id/recheck", url: "/admin/payments/" + review.PublicID + "/recheck", post: p(adminOnly(see))},
 			{path: "/admin/payments/:id/close", url: "/admin/payments/" + review.PublicID + "/close", post: p(adminOnly(see))}, // back to the payment: a note is required
 			{path: "/admin/tokens", get: p(adminOnly(ok))},

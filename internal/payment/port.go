@@ -38,6 +38,11 @@ type Store interface {
 	// failed or under review and were created at or after since, newest
 	// first (reconciliation by inquiry, for gateways without a list).
 	RecentEnded(ctx context.Context, gateway string, since time.Time, limit int) ([]Payment, error)
+	// DisabledGateways names the gateways an operator switched off.
+	DisabledGateways(ctx context.Context) (map[string]bool, error)
+	// SwitchGateway records an operator's switch of a gateway and its
+	// audit row, in one transaction.
+	SwitchGateway(ctx context.Context, gateway string, disabled bool, e audit.Entry) error
 
 	// Create inserts a new payment (ErrDuplicate: its form made one before).
 	Create(ctx context.Context, p *Payment) error

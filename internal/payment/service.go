@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/money"
@@ -200,6 +201,32 @@ func (s *Service) Offered(ctx context.Context) ([]GatewayOffer, error) {
 		}
 	}
 	return out, nil
+}
+
+// SwitchGateway switches a gateway off (disabled) or back on for new
+// top-ups, as an admin did, with their note: every instance stops (or
+// starts) offering it at its next top-up, without a restart. Payments
+// already at it are still verified there. Recorded in the audit log in
+// the switch's own transaction. ErrUnknownGateway for a gateway this
+// instance does not talk to.
+func (s *Service) SwitchGateway(ctx context.Context, adminID int64, name string, disabled bool, note string) error {
+	if _, ok := s.gws.Get(name); !ok {
+		return fmt.Errorf("switch %q: %w", name, ErrUnknownGateway)
+	}
+	how := "on"
+	if disabled {
+		how = "off"
+	}
+	text := name + " " + how
+	if note = strings.TrimSpace(note); note != "" {
+		text += ": " + note
+	}
+	e := audit.Entry{AdminID: adminID, Action: audit.ActionGatewaySwitch, Note: text, Result: audit.ResultDone, CreatedAt: s.clock()}
+	if err := s.st.SwitchGateway(ctx, name, disabled, e); err != nil {
+		return err
+	}
+	s.log.WarnContext(ctx, "gateway switched by an admin", "gateway", name, "disabled", disabled, "admin", adminID)
+	return nil
 }
 
 // GatewayOffer is one gateway a top-up may go to.

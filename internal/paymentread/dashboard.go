@@ -391,3 +391,52 @@ func (r *Reader) WorkerBacklog(ctx context.Context, now time.Time, grace time.Du
 	}
 	return b, nil
 }
+
+// GatewayLatency is one gateway operation's latency percentiles.
+type GatewayLatency struct {
+	Gateway string
+	Latency
+}
+
+// GatewayLatencies computes each gateway's latency percentiles per
+// operation over the calls of the hour before now (the latest calls, at
+// most maxLatencySample), as BankLatency does for the dashboard: for the
+// admin's gateways page, where one bank slow and another fine must be
+// told apart. The gateway is read from the calls' rows (the dashboard's
+// index carries the operation and duration only): an hour's calls, bounded.
+func (r *Reader) GatewayLatencies(ctx context.Context, now time.Time) ([]GatewayLatency, error) {
+	recent := `(SELECT gateway, operation, duration_ms FROM gateway_calls WHERE started_at >= ?
+		ORDER BY started_at DESC LIMIT ` + strconv.Itoa(maxLatencySample) + `) recent`
+	var q string
+	switch r.db.Dialect {
+	case store.Postgres:
+		disc := func(p int) string {
+			return "percentile_disc(" + strconv.Itoa(p) + " / 100.0) WITHIN GROUP (ORDER BY duration_ms)"
+		}
+		q = `SELECT gateway COLLATE "C" AS gateway, operation COLLATE "C" AS operation, COUNT(*) AS calls, ` + disc(50) + ` AS p50, ` + disc(90) + ` AS p90, ` + disc(99) + ` AS p99
+			FROM ` + recent + ` GROUP BY gateway COLLATE "C", operation COLLATE "C" ORDER BY 1, 2`
+	default:
+		rank := func(p int) string {
+			return "MIN(CASE WHEN rn = (" + strconv.Itoa(p) + " * n + 99) / 100 THEN duration_ms END)"
+		}
+		q = `SELECT gateway, operation, n AS calls, ` + rank(50) + ` AS p50, ` + rank(90) + ` AS p90, ` + rank(99) + ` AS p99
+			FROM (SELECT gateway, operation, duration_ms,
+			             ROW_NUMBER() OVER (PARTITION BY gateway, operation ORDER BY duration_ms) AS rn,
+			             COUNT(*) OVER (PARTITION BY gateway, operation) AS n
+			      FROM ` + recent + `) ranked
+			GROUP BY gateway, operation, n ORDER BY gateway, operation`
+	}
+	var rows []struct {
+		Gateway, Operation string
+		Calls              int
+		P50, P90, P99      int64
+	}
+	if err := r.db.Gorm.WithContext(ctx).Raw(q, now.UTC().Add(-time.Hour)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("gateway latency: %w", err)
+	}
+	out := make([]GatewayLatency, len(rows))
+	for i, x := range rows {
+		out[i] = GatewayLatency{Gateway: x.Gateway, Latency: Latency{Operation: x.Operation, Calls: x.Calls, P50: x.P50, P90: x.P90, P99: x.P99}}
+	}
+	return out, nil
+}

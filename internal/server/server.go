@@ -282,6 +282,9 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.CreditedCacheSize == 0 {
 		pc.CreditedCacheSize = cfg.CreditedCacheSize // 0: keep none
 	}
+	if pc.Disabled == nil {
+		pc.Disabled = sqlstore.New(db).DisabledGateways
+	}
 	if pc.Gateways == nil {
 		pc.Gateways = map[string]payment.GatewayRules{}
 		for _, drv := range drvs {

@@ -558,6 +558,34 @@ func (s *Store) SaveReconcileReport(ctx context.Context, r *payment.ReconcileRep
 }
 
 // RecordAdminAction implements payment.Store.
+// DisabledGateways names the gateways switched off (gateway_switches).
+func (s *Store) DisabledGateways(ctx context.Context) (map[string]bool, error) {
+	var names []string
+	if err := s.db.Gorm.WithContext(ctx).Table("gateway_switches").Where("disabled").Pluck("gateway", &names).Error; err != nil {
+		return nil, fmt.Errorf("gateways switched off: %w", err)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// SwitchGateway writes a gateway's switch (insert or update of its one
+// row) and the audit entry in one transaction.
+func (s *Store) SwitchGateway(ctx context.Context, gateway string, disabled bool, e audit.Entry) error {
+	return s.db.Gorm.WithContext(bg(ctx)).Transaction(func(tx *gorm.DB) error {
+		row := map[string]any{"gateway": gateway, "disabled": disabled, "note": storableText(e.Note, 500), "admin_id": e.AdminID, "updated_at": e.CreatedAt}
+		if err := tx.Table("gateway_switches").Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "gateway"}},
+			DoUpdates: clause.AssignmentColumns([]string{"disabled", "note", "admin_id", "updated_at"}),
+		}).Create(row).Error; err != nil {
+			return fmt.Errorf("switch gateway %s: %w", gateway, err)
+		}
+		return audit.Record(tx, e)
+	})
+}
+
 func (s *Store) RecordAdminAction(ctx context.Context, e audit.Entry) error {
 	return audit.Record(s.db.Gorm.WithContext(bg(ctx)), e)
 }
