@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zibal"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -128,6 +129,64 @@ func TestZibalFlow(t *testing.T) {
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 2 {
 			t.Errorf("%d ledger entries, want 2", n)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// TestZibalReconcileByInquiry: Zibal lists no unverified payments, so
+// reconciliation asks it about each of our Zibal payments that ended here
+// without money (a payer who paid but whose payment we had failed): the
+// one the bank holds paid is reopened, verified and credited; one it says
+// was not paid is left alone. One report per gateway is stored.
+func TestZibalReconcileByInquiry(t *testing.T) {
+	bank := sandbank.New(sandbank.Options{})
+	srv := newHTTPServer(t, bank.Handler())
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{
+			"GATEWAYS": "zibal", "ZIBAL_MERCHANT": "zibal", "ZIBAL_BASE_URL": srv,
+		}})
+		c := app.NewClient(t)
+		c.SignUp("zibal-recon-" + string(db.Dialect) + "@example.com")
+		start := func(tomans string) (int64, string) {
+			t.Helper()
+			csrf, token := c.TopUpForm()
+			r := c.PostTopUp(csrf, token, tomans)
+			track := r.Location[strings.LastIndex(r.Location, "/")+1:]
+			var id int64
+			db.Gorm.Raw(`SELECT id FROM payments WHERE authority = ?`, track).Scan(&id)
+			if id == 0 {
+				t.Fatalf("top-up: %d %q", r.Status, r.Location)
+			}
+			return id, track
+		}
+		paidID, paidTrack := start("25000")
+		unpaidID, unpaidTrack := start("30000")
+		if _, err := bank.Finish(paidTrack, true); err != nil { // paid, the payer never came back
+			t.Fatal(err)
+		}
+		if _, err := bank.Finish(unpaidTrack, false); err != nil {
+			t.Fatal(err)
+		}
+		paymenttest.ForceStatus(t, db, paidID, "failed", "not_paid_after_lifetime")
+		paymenttest.ForceStatus(t, db, unpaidID, "failed", "not_paid_after_lifetime")
+
+		rep, err := app.Server.Payments.Reconcile(context.Background())
+		if err != nil || rep.Gateway != "zibal" || rep.Listed != 2 || rep.Credited != 1 || rep.CreditedRials != 250_000 {
+			t.Fatalf("reconcile = %+v, %v", rep, err)
+		}
+		var paid, unpaid string
+		db.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, paidID).Scan(&paid)
+		db.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, unpaidID).Scan(&unpaid)
+		if paid != "credited" || unpaid != "failed" || c.Balance() != 250_000 {
+			t.Errorf("after reconciliation: paid %s, unpaid %s, balance %d", paid, unpaid, c.Balance())
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM reconcile_reports WHERE gateway = 'zibal'`); n != 1 {
+			t.Errorf("%d zibal reports", n)
+		}
+		// Again: nothing more to do.
+		if rep, err := app.Server.Payments.Reconcile(context.Background()); err != nil || rep.Credited != 0 {
+			t.Errorf("again: %+v, %v", rep, err)
 		}
 		apptest.CheckInvariants(t, db)
 	})

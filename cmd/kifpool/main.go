@@ -534,7 +534,7 @@ func sandbankCmd(ctx context.Context, args []string, stdout io.Writer, log *slog
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
-	fmt.Fprintf(stdout, "sandbox bank listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "sandbox bank listening on http://%s (speaks %s)\n", ln.Addr(), strings.Join(sandbank.Protocols(), ", "))
 	return bank.Serve(ctx, ln)
 }
 
