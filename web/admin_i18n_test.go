@@ -1,0 +1,275 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// Latin words a Persian console may show: names that are not words of a
+// language (the product, the gateways, standard acronyms). IDs, e-mail
+// addresses, references and codes are recognised by their shape
+// (untranslatedWords), and text marked as data (<code>, <kbd>, <samp>,
+// translate="no", an e-mail or URL link) is not read at all.
+var consoleLatinAllowed = map[string]bool{
+	"Kifpool": true, "API": true, "CSV": true, "QR": true, "TOTP": true, "URL": true,
+	"IRR": true, "UTC": true, "ISO": true, "HTTP": true,
+}
+
+// Names of more than one word (authenticator apps) and command lines the
+// operator types (codes): removed before the words are read.
+var consoleLatinPhrases = regexp.MustCompile(`Google Authenticator|FreeOTP|\bkifpool(?: [a-z0-9-]+)+(?: --[a-z-]+)*`)
+
+var (
+	latinWordRE = regexp.MustCompile(`[A-Za-z][A-Za-z0-9_'’.-]*`)
+	emailRE     = regexp.MustCompile(`[^\s<>"]+@[^\s<>"]+`)
+	urlRE       = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"]+`)
+	// A short reference (JIWF-NQZH-KKEU), a public id, an authority, a
+	// base32 secret, a token prefix: has a digit, or is a run of 12 or
+	// more letters and digits without a vowel-like word shape.
+	idLikeRE = regexp.MustCompile(`^(?:[A-Z0-9]{4}(?:-[A-Z0-9]{4})+|[A-Za-z0-9_]*[0-9][A-Za-z0-9_.-]*|[a-z2-7]{16,}|[A-Z2-7]{16,}|[a-z]+_[a-z_]+)$`)
+)
+
+// untranslatedWords returns the Latin words a reader sees on a page (its
+// text and the attributes people read: title, aria-label, placeholder,
+// alt, a button's value) that are not allowed above.
+func untranslatedWords(t *testing.T, body string) []string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse page: %v", err)
+	}
+	allowed := map[string]bool{}
+	for w := range consoleLatinAllowed {
+		allowed[w] = true
+	}
+	for _, d := range drivers.All() {
+		allowed[d.Name], allowed[d.Label] = true, true
+	}
+	allowed["sandbox"] = true // payments of the built-in bank (drivers.Labeler)
+	found := map[string]bool{}
+	scan := func(s string) {
+		s = consoleLatinPhrases.ReplaceAllString(urlRE.ReplaceAllString(emailRE.ReplaceAllString(s, " "), " "), " ")
+		for _, w := range latinWordRE.FindAllString(s, -1) {
+			w = strings.TrimRight(w, ".-'’")
+			if len(w) < 2 || allowed[w] || idLikeRE.MatchString(w) {
+				continue
+			}
+			found[w] = true
+		}
+	}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "script", "style", "code", "kbd", "samp", "head":
+				return
+			}
+			for _, a := range n.Attr {
+				switch {
+				case a.Key == "translate" && a.Val == "no":
+					return
+				case a.Key == "lang" && !strings.HasPrefix(a.Val, "fa") && n.Data != "html":
+					// Marked as another language on purpose (the
+					// language switch names English in English).
+					return
+				case a.Key == "href" && (strings.HasPrefix(a.Val, "mailto:") || strings.HasPrefix(a.Val, "http")):
+					// A link to an address or a site reads as its target.
+					return
+				}
+			}
+			for _, a := range n.Attr {
+				switch a.Key {
+				case "title", "aria-label", "placeholder", "alt":
+					scan(a.Val)
+				case "value":
+					if typ := attr(n, "type"); n.Data == "button" || typ == "submit" || typ == "button" {
+						scan(a.Val)
+					}
+				}
+			}
+		}
+		if n.Type == html.TextNode {
+			scan(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	// The page's title is read too (the tab's name).
+	walk(doc)
+	var titles func(n *html.Node)
+	titles = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "title" && n.FirstChild != nil {
+			scan(n.FirstChild.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			titles(c)
+		}
+	}
+	titles(doc)
+	out := make([]string, 0, len(found))
+	for w := range found {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// Every label of the console is translated: every admin page, rendered
+// for an admin who reads Persian, holds no Latin word outside names, IDs,
+// e-mail addresses, references and codes. The pages are the app's own
+// GET routes under /admin (a new console page is walked without being
+// listed here; one whose path parameter this test cannot fill fails it),
+// with payments in every state, a token, an audit trail and a
+// reconciliation report behind them, plus the second factor's pages.
+func TestConsoleInPersianHasNoEnglishLabels(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"BALANCE_MAX_RIALS": "100000000"}})
+	ctx := context.Background()
+	if _, err := app.Server.Auth.SignUp(ctx, "negar@example.com", "correct horse battery", "admin", "fa"); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the console shows: a payer with a credited, a failed, an
+	// open, a pending and a reviewed payment, and an API token.
+	payer, paidURL := startTopUp(t, app, "payer@example.com", "20000")
+	payAtBank(t, payer, paidURL, "pay")
+	if r := payer.Get(strings.Replace(payAtBankBack(t, app, paidURL), app.URL, "", 1)); r.Status != http.StatusOK {
+		t.Fatalf("return: %d", r.Status)
+	}
+	for _, amount := range []string{"30000", "40000", "50000", "60000"} {
+		csrf, tok := payer.TopUpForm()
+		payer.PostTopUp(csrf, tok, amount)
+	}
+	var ids []int64
+	db.Gorm.Raw(`SELECT id FROM payments WHERE status = 'awaiting_payment' ORDER BY id`).Scan(&ids)
+	paymenttest.ForceStatus(t, db, ids[0], "failed", "bank_expired")
+	paymenttest.ForceStatus(t, db, ids[1], "needs_review", "amount_mismatch")
+	paymenttest.ForceStatus(t, db, ids[2], "pending_verification", "verify_unknown")
+	var uid int64
+	db.Gorm.Raw(`SELECT id FROM users WHERE email = 'payer@example.com'`).Scan(&uid)
+	if _, _, err := app.Server.Tokens.Create(ctx, apitoken.CreateInput{UserID: uid, Name: "phone", Scope: string(apitoken.ScopeTopUp)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The second factor's pages, as an admin meets them.
+	admin := app.NewClient(t)
+	admin.SignIn("negar@example.com", "correct horse battery")
+	check := func(name string, r apptest.Response) {
+		t.Helper()
+		if r.Status != http.StatusOK && r.Status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d", name, r.Status)
+			return
+		}
+		if !strings.Contains(r.Body, `lang="fa"`) {
+			t.Errorf("%s: not rendered in Persian", name)
+		}
+		if words := untranslatedWords(t, r.Body); len(words) > 0 {
+			t.Errorf("%s: English shown to a Persian admin: %q", name, words)
+		}
+	}
+	enrol := admin.GetIn("fa", "/admin/2fa")
+	check("second factor (enrolment code)", enrol)
+	form := url.Values{"_csrf": {apptest.Field(enrol.Body, "_csrf")}, "enrol_code": {apptest.EnrolmentCode(t, db, "negar@example.com")}}
+	secret := admin.Post("/admin/2fa", form)
+	check("second factor (authenticator)", secret)
+	form.Set("code", apptest.AdminTOTPCode(t, db, "negar@example.com"))
+	if r := admin.Post("/admin/2fa", form); r.Status == http.StatusOK {
+		check("second factor (recovery codes)", r)
+	} else if r.Status != http.StatusSeeOther {
+		t.Fatalf("second factor: %d", r.Status)
+	}
+	// Another session of the enrolled admin: the code, and a wrong one.
+	second := app.NewClient(t)
+	second.SignIn("negar@example.com", "correct horse battery")
+	codePage := second.GetIn("fa", "/admin/2fa")
+	check("second factor (code)", codePage)
+	check("second factor (wrong code)", second.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(codePage.Body, "_csrf")}, "code": {"000000"}}))
+	// An action leaves a notice and an audit row; a reconciliation a report.
+	list := admin.Get("/admin")
+	adminCSRF := apptest.Field(list.Body, "_csrf")
+	var reviewed string
+	db.Gorm.Raw(`SELECT public_id FROM payments WHERE id = ?`, ids[1]).Scan(&reviewed)
+	if r := admin.Post("/admin/payments/"+reviewed+"/recheck", url.Values{"_csrf": {adminCSRF}}); r.Status != http.StatusSeeOther {
+		t.Fatalf("recheck: %d", r.Status)
+	}
+	if r := admin.Post("/admin/reconcile", url.Values{"_csrf": {adminCSRF}}); r.Status != http.StatusSeeOther {
+		t.Fatalf("reconcile: %d", r.Status)
+	}
+
+	// Every console page, from the app's routes.
+	var publicIDs []string
+	db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id`).Scan(&publicIDs)
+	params := map[string][]string{
+		"/admin/payments/:id": publicIDs,
+		"/admin/users/:id":    {strconv.FormatInt(uid, 10)},
+	}
+	extra := map[string][]string{
+		"/admin/payments": {"?status=failed", "?status=needs_review", "?q=payer%40example.com", "?q=no-such-thing"},
+		"/admin":          {"?done=done_recheck_credited"},
+		"/admin/users":    {"?q=payer"},
+	}
+	seen := map[string]bool{}
+	for _, r := range app.Server.App.GetRoutes(true) {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.Path, "/admin") || strings.HasSuffix(r.Path, ".csv") || r.Path == "/admin/2fa" || seen[r.Path] {
+			continue
+		}
+		seen[r.Path] = true
+		paths := []string{r.Path}
+		if strings.Contains(r.Path, ":") {
+			vals, ok := params[r.Path]
+			if !ok {
+				t.Errorf("console page %s: this test has no value for its parameter; add one", r.Path)
+				continue
+			}
+			paths = paths[:0]
+			for _, v := range vals {
+				paths = append(paths, regexp.MustCompile(`:[a-z]+`).ReplaceAllString(r.Path, v))
+			}
+		}
+		for _, q := range extra[r.Path] {
+			paths = append(paths, r.Path+q)
+		}
+		for _, p := range paths {
+			check(p, admin.Get(p))
+		}
+	}
+	if len(seen) < 6 {
+		t.Fatalf("only %d console pages found in the routes: %v", len(seen), seen)
+	}
+}
+
+// payAtBankBack is where the bank sends the payer of payURL back to
+// (the payment was paid with payAtBank; the bank remembers).
+func payAtBankBack(t *testing.T, app *apptest.App, payURL string) string {
+	t.Helper()
+	p, ok := app.Server.Bank.Payment(apptest.Authority(payURL))
+	if !ok {
+		t.Fatal("no such payment at the bank")
+	}
+	return p.CallbackURL + "?Authority=" + p.Authority + "&Status=OK"
+}
