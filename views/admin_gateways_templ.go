@@ -341,9 +341,9 @@ func AdminGateways(p Page, v AdminGatewaysView) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var21 string
-						templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(l.Operation)
+						templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(p.TOr("console.op."+l.Operation, l.Operation))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin_gateways.templ`, Line: 47, Col: 26}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin_gateways.templ`, Line: 47, Col: 60}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 						if templ_7745c5c3_Err != nil {
