@@ -44,7 +44,7 @@ func (s *Server) adminGateways(c *fiber.Ctx) error {
 	for _, name := range s.GatewayNames {
 		off[name] = !offered[name]
 		b := breakers[name]
-		row := views.AdminGatewayRow{Name: name, Label: s.gatewayLabel(name), Off: off[name], BreakerState: b.State,
+		row := views.AdminGatewayRow{Name: name, Label: s.gatewayName(c, name), Off: off[name], BreakerState: b.State,
 			Requests: b.Requests, Failures: b.Failures, ConsecutiveFailures: b.ConsecutiveFailures, Since: b.Since}
 		if row.BreakerState == "" {
 			row.BreakerState = "closed"
