@@ -79,7 +79,7 @@ func zibalMessage(result int) string {
 	case zbAmountTooSmall:
 		return "amount بایستی بزرگتر از 1,000 ریال باشد."
 	case zbBadCallback:
-		return "callbackUrl نامعتبر می‌باشد. (شروع با http و یا https)"
+		return "callbackUrl نامعتبر می\u200cباشد. (شروع با http و یا https)"
 	case zbOverLimit:
 		return "amount مبلغ تراکنش از سقف میزان تراکنش بیشتر است."
 	case zbAlreadyVerified:
@@ -87,7 +87,7 @@ func zibalMessage(result int) string {
 	case zbNotPaid:
 		return "سفارش پرداخت نشده یا ناموفق بوده است."
 	case zbBadTrackID:
-		return "trackId نامعتبر می‌باشد."
+		return "trackId نامعتبر می\u200cباشد."
 	}
 	return "error"
 }
@@ -216,9 +216,9 @@ func (b *Bank) newZibalRecord(in zibalRequestBody, amount int64) (*record, error
 			return nil, fmt.Errorf("new trackId: %w", err)
 		}
 		var sb strings.Builder
-		sb.WriteByte('1' + byte(idx[0]%9))
+		sb.WriteByte("123456789"[idx[0]%9]) // no leading zero
 		for _, i := range idx {
-			sb.WriteByte('0' + byte(i))
+			sb.WriteByte("0123456789"[i])
 		}
 		token = sb.String()
 		if _, taken := b.payments[token]; !taken {
