@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -113,6 +114,56 @@ func TestFailoverByHealth(t *testing.T) {
 		if _, err := e.svc.StartTopUp(ctx, in); !errors.Is(err, payment.ErrUnknownGateway) {
 			t.Errorf("choosing a switched-off gateway: %v, want ErrUnknownGateway", err)
 		}
+		checkInvariants(t, db)
+	})
+}
+
+// TestGatewayVerifyWindowInTheWorker: the worker applies each payment's
+// own gateway's verify window: a payment whose outcome is still unknown
+// when its gateway's window has closed goes to review with reason
+// returned_to_payer (the bank has given the money back), while a payment
+// of a gateway without a documented window stays open until
+// WORKER_MAX_UNKNOWN. Nothing is credited.
+func TestGatewayVerifyWindowInTheWorker(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		windowed := paymenttest.NewGateway()
+		windowed.GatewayName = "windowed"
+		cfg := paymenttest.Config()
+		cfg.Gateways = map[string]payment.GatewayRules{"windowed": {VerifyDeadline: 20 * time.Minute}}
+		e.svc = payment.NewService(sqlstore.New(db), gateway.Set{e.gw, windowed}, e.clock.Now, nil, cfg)
+		plain := e.start(40_000)
+		in := e.input(payment.NewFormToken(), 50_000)
+		in.Gateway = "windowed"
+		r, err := e.svc.StartTopUp(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inWindow := r.Payment
+		// Both banks time out: the payers came back, the outcome unknown.
+		for _, g := range []*paymenttest.Gateway{e.gw, windowed} {
+			g.Unknown.Store(true)
+		}
+		for _, p := range []payment.Payment{plain, inWindow} {
+			if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusPendingVerification {
+				t.Fatalf("return: %s, %v", dump(got), err)
+			}
+		}
+		w := e.svc.NewWorker(paymenttest.WorkerConfig())
+		for range 25 {
+			e.clock.Advance(time.Minute)
+			if _, err := w.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := e.row(inWindow.ID); got.Status != payment.StatusNeedsReview || got.StatusReason != string(payment.ReasonReturnedToPayer) {
+			t.Errorf("past its gateway's window: %s", dump(got))
+		}
+		if got := e.row(plain.ID); got.Status != payment.StatusPendingVerification {
+			t.Errorf("a gateway without a window, 25 minutes on: %s", dump(got))
+		}
+		e.assertUncredited(inWindow)
 		checkInvariants(t, db)
 	})
 }
