@@ -8,7 +8,7 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: image test-skips run build install test test-short generate docs lint fmt bench bench-short bench-go screenshots browser-deps clean
+.PHONY: image test-skips run build install test test-quick generate docs lint fmt bench bench-short bench-go screenshots browser-deps clean
 
 # The browser tests' Chromium and axe-core (same defaults as web/browsertest).
 CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}
@@ -54,17 +54,31 @@ run: build
 	@echo "Starting ./$(BIN) serve (configuration from the environment, see docs/configuration.md): it prints its address and database."
 	./$(BIN) serve
 
+# Both test targets record which code of ./views the suite ran
+# (-coverpkg) and then check that every templ component was rendered by
+# some test (views: TestEveryComponentIsRendered).
+VIEWS_COVER   = bin/views.cover
+VIEWS_COVERED = mkdir -p bin && VIEWS_COVERPROFILE=$(CURDIR)/$(VIEWS_COVER) $(GO) test -count=1 -run '^TestEveryComponentIsRendered$$' ./views
+
 test:
-	@echo "$(GO) test -race -count=1 -timeout 20m $(PKGS)"
-	@$(GO) test -race -count=1 -timeout 20m $(PKGS); rc=$$?; $(SKIPPED); exit $$rc
+	@mkdir -p bin
+	@echo "$(GO) test -race -count=1 -timeout 20m -coverpkg=./views -coverprofile=$(VIEWS_COVER) $(PKGS)"
+	@$(GO) test -race -count=1 -timeout 20m -coverpkg=./views -coverprofile=$(VIEWS_COVER) $(PKGS) && $(VIEWS_COVERED); rc=$$?; $(SKIPPED); exit $$rc
 
 # The lines `make test` prints for skipped suites, alone (tested in
 # cmd/kifpool, so that they cannot go stale).
 test-skips:
 	@$(SKIPPED)
 
-test-short:
-	$(GO) test -short -count=1 $(PKGS)
+# The inner loop: unit, SQLite and HTTP tests, no race detector. -short
+# skips what is slow or needs more than Go: the browser suite
+# (web/browsertest), the real processes (internal/e2e) and the PostgreSQL
+# suites (internal/store/storetest), whatever the environment says.
+test-quick:
+	@mkdir -p bin
+	$(GO) test -short -count=1 -coverpkg=./views -coverprofile=$(VIEWS_COVER) $(PKGS)
+	@$(VIEWS_COVERED)
+	@echo "make test-quick: left out the PostgreSQL, browser and end-to-end suites and the race detector; make test runs everything"
 
 generate:
 	$(GO) tool templ generate
@@ -138,11 +152,11 @@ bench-admin:
 	@test -n "$(TEST_DATABASE_URL)" || { echo "bench-admin needs TEST_DATABASE_URL (PostgreSQL)"; exit 1; }
 	REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkAdmin$$' -benchtime 40x -timeout 30m ./internal/paymentread/
 
-# PNGs of the main pages (fa/en, phone/desktop) into web/screenshots/,
+# PNGs of the main pages (fa/en, phone/desktop) into docs/screenshots/,
 # through the browser tests' harness (chromium + the sandbox bank).
 screenshots:
-	SCREENSHOTS_DIR=$(CURDIR)/web/screenshots REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestScreenshots$$' ./web/browsertest/
-	@du -ch web/screenshots/*.png | tail -1
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestScreenshots$$' ./web/browsertest/
+	@du -ch docs/screenshots/*.png | tail -1
 
 # A FROM scratch container image (deploy/container/Containerfile) with
 # Debian's buildah, no daemon: the static binary, CA certificates, tzdata.

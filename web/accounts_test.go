@@ -31,7 +31,7 @@ func TestSignUpRefusesWeakPasswordsAndLookalikes(t *testing.T) {
 			fresh := app.NewClient(t)
 			fresh.Get("/signup?lang=en")
 			page := fresh.Get("/signup")
-			r := fresh.Post("/signup", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "email": {tc.email}, "password": {tc.password}})
+			r := fresh.Post("/signup", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "email": {tc.email}, "password": {tc.password}})
 			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, tc.key) {
 				t.Errorf("%s: %d, want 422 saying %q", tc.name, r.Status, tc.key)
 			}

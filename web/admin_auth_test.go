@@ -46,7 +46,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 			{"/admin/reconcile", url.Values{}},
 		}
 		csrfOf := func(c *apptest.Client, page string) string {
-			return apptest.Field(c.Get(page).Body, "_csrf")
+			return apptest.Input(c.Get(page).Body, "_csrf")
 		}
 		snapshot := func() string {
 			var st string

@@ -38,8 +38,8 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			t.Fatal(err)
 		}
 		rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"verify": {ErrorRate: 1}}})
-		if r := user.Get(back); apptest.DataStatus(r.Body) != "pending_verification" {
-			t.Fatalf("return while the bank fails: %q", apptest.DataStatus(r.Body))
+		if r := user.Get(back); apptest.PaymentStatus(r.Body) != "pending_verification" {
+			t.Fatalf("return while the bank fails: %q", apptest.PaymentStatus(r.Body))
 		}
 		bank.ClearFaults()
 
@@ -51,7 +51,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 		if strings.Contains(page.Body, `data-testid="admin-close"`) {
 			t.Fatal("'close as failed' offered for a payment not under review")
 		}
-		csrf := apptest.Field(page.Body, "_csrf")
+		csrf := apptest.Input(page.Body, "_csrf")
 		var wg sync.WaitGroup
 		results := make([]apptest.Response, 2)
 		for i := range results {
@@ -170,8 +170,8 @@ func TestDashboardCharts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := user.Get(back + "&Status=OK"); apptest.DataStatus(r.Body) != "credited" {
-			t.Fatalf("flow: %q", apptest.DataStatus(r.Body))
+		if r := user.Get(back + "&Status=OK"); apptest.PaymentStatus(r.Body) != "credited" {
+			t.Fatalf("flow: %q", apptest.PaymentStatus(r.Body))
 		}
 		csrf, token := user.TopUpForm()
 		user.PostTopUp(csrf, token, "30000") // left at the bank

@@ -40,7 +40,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		if strings.Count(list.Body, `data-testid="admin-recheck"`) != 2 {
 			t.Fatalf("admin page does not offer a recheck for both payments")
 		}
-		adminCSRF := apptest.Field(list.Body, "_csrf")
+		adminCSRF := apptest.Input(list.Body, "_csrf")
 		post := func(c *apptest.Client, path string, form url.Values) apptest.Response {
 			form.Set("_csrf", adminCSRF)
 			return c.Post(path, form)

@@ -56,7 +56,7 @@ func TestAdminTwoFactor(t *testing.T) {
 		if r := admin.Get("/admin"); r.Status != http.StatusSeeOther || r.Location != "/admin/2fa?next=%2Fadmin" {
 			t.Fatalf("GET /admin before the second factor: %d %q", r.Status, r.Location)
 		}
-		csrf := apptest.Field(admin.Get("/wallet").Body, "_csrf")
+		csrf := apptest.Input(admin.Get("/wallet").Body, "_csrf")
 		for _, path := range []string{"/admin/payments/" + paymentID + "/recheck", "/admin/payments/" + paymentID + "/close", "/admin/anything-added-later"} {
 			if r := admin.Post(path, url.Values{"_csrf": {csrf}, "note": {"x"}}); r.Status != http.StatusSeeOther || r.Location != "/admin/2fa" {
 				t.Errorf("POST %s before the second factor: %d %q", path, r.Status, r.Location)
@@ -82,11 +82,11 @@ func TestAdminTwoFactor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(ask.Body, "_csrf")}, "enrol_code": {"AAAA-BBBB-CCCC-DDDD"}}); r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
+		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {"AAAA-BBBB-CCCC-DDDD"}}); r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
 			t.Fatalf("a wrong enrolment code: %d", r.Status)
 		}
 		// The right one: a QR code and the secret as text.
-		enrol := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(ask.Body, "_csrf")}, "enrol_code": {enrolCode}, "next": {"/admin"}})
+		enrol := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {enrolCode}, "next": {"/admin"}})
 		m := secretRE.FindStringSubmatch(enrol.Body)
 		if enrol.Status != http.StatusOK || m == nil || !strings.Contains(enrol.Body, `src="data:image/png;base64,`) || !strings.Contains(enrol.Body, `name="code"`) {
 			t.Fatalf("enrolment page: %d", enrol.Status)
@@ -98,13 +98,13 @@ func TestAdminTwoFactor(t *testing.T) {
 			!strings.Contains(enrol.Body, `inputmode="numeric"`) {
 			t.Errorf("enrolment page: key not grouped or no number pad")
 		}
-		if again := secretRE.FindStringSubmatch(admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(ask.Body, "_csrf")}, "enrol_code": {enrolCode}}).Body); again == nil || again[1] != secret {
+		if again := secretRE.FindStringSubmatch(admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {enrolCode}}).Body); again == nil || again[1] != secret {
 			t.Fatal("a second visit shows another secret")
 		}
 		post := func(c *apptest.Client, page apptest.Response, code string) apptest.Response {
 			t.Helper()
-			return c.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "code": {code}, "next": {"/admin"},
-				"enrol_code": {apptest.Field(page.Body, "enrol_code")}})
+			return c.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "code": {code}, "next": {"/admin"},
+				"enrol_code": {apptest.Input(page.Body, "enrol_code")}})
 		}
 		if r := post(admin, enrol, "000000x"); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("wrong code at enrolment: %d", r.Status)
@@ -160,7 +160,7 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatalf("fresh code: %d", r.Status)
 		}
 		// Passing the second factor is then enough for actions too.
-		if r := third.Post("/admin/payments/"+paymentID+"/recheck", url.Values{"_csrf": {apptest.Field(third.Get("/admin").Body, "_csrf")}}); r.Location != "/admin?done=done_recheck_credited" {
+		if r := third.Post("/admin/payments/"+paymentID+"/recheck", url.Values{"_csrf": {apptest.Input(third.Get("/admin").Body, "_csrf")}}); r.Location != "/admin?done=done_recheck_credited" {
 			t.Fatalf("recheck after the second factor: %d %q", r.Status, r.Location)
 		}
 
@@ -192,10 +192,10 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatalf("admin page after reset: %d", r.Status)
 		}
 		askAgain := admin.Get("/admin/2fa")
-		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(askAgain.Body, "_csrf")}, "enrol_code": {enrolCode}}); r.Status != http.StatusUnprocessableEntity {
+		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(askAgain.Body, "_csrf")}, "enrol_code": {enrolCode}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("the used enrolment code after reset: %d, want 422", r.Status)
 		}
-		re := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(askAgain.Body, "_csrf")}, "enrol_code": {newCode}})
+		re := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(askAgain.Body, "_csrf")}, "enrol_code": {newCode}})
 		if m := secretRE.FindStringSubmatch(re.Body); m == nil || m[1] == secret {
 			t.Fatalf("after reset: no new enrolment (%s)", html.EscapeString(re.Body[:min(len(re.Body), 200)]))
 		}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -55,24 +57,24 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 			t.Fatalf("bank redirect %q", back)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.DataStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
-			t.Fatalf("return page: %d status=%q", res.Status, apptest.DataStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+			t.Fatalf("return page: %d status=%q", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		if got := c.Balance(); got != 500_000 {
 			t.Fatalf("balance %d rials, want 500000", got)
 		}
 		// Reloading the return URL is the same "payment received" page.
 		again := c.Get(back)
-		if apptest.DataStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
-			t.Fatalf("reload: %q", apptest.DataStatus(again.Body))
+		if apptest.PaymentStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
+			t.Fatalf("reload: %q", apptest.PaymentStatus(again.Body))
 		}
 		if got := c.Balance(); got != 500_000 {
 			t.Fatalf("balance after reload %d", got)
 		}
 		publicID := strings.Split(strings.TrimPrefix(back, app.URL+"/payments/"), "/")[0]
 		receipt := c.Get("/payments/" + publicID)
-		if receipt.Status != http.StatusOK || apptest.DataStatus(receipt.Body) != "credited" || !strings.Contains(receipt.Body, `data-testid="ref-id"`) {
-			t.Fatalf("receipt: %d %q", receipt.Status, apptest.DataStatus(receipt.Body))
+		if receipt.Status != http.StatusOK || apptest.PaymentStatus(receipt.Body) != "credited" || !strings.Contains(receipt.Body, `data-testid="ref-id"`) {
+			t.Fatalf("receipt: %d %q", receipt.Status, apptest.PaymentStatus(receipt.Body))
 		}
 		wallet := c.Get("/wallet")
 		if strings.Count(wallet.Body, `data-testid="history-row"`) != 1 || !strings.Contains(wallet.Body, "/payments/"+publicID) {
@@ -95,8 +97,8 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 			t.Fatalf("cancel redirect %q", back2)
 		}
 		res2 := c2.Get(back2)
-		if apptest.DataStatus(res2.Body) != "failed" || !strings.Contains(res2.Body, `data-testid="result-failed"`) {
-			t.Fatalf("cancel page status %q", apptest.DataStatus(res2.Body))
+		if apptest.PaymentStatus(res2.Body) != "failed" || !strings.Contains(res2.Body, `data-testid="result-failed"`) {
+			t.Fatalf("cancel page status %q", apptest.PaymentStatus(res2.Body))
 		}
 		if got := c2.Balance(); got != 0 {
 			t.Fatalf("balance after cancel %d", got)
@@ -142,7 +144,7 @@ func TestConcurrentCallbacksCreditOnce(t *testing.T) {
 		wg.Wait()
 		for i, r := range results {
 			if r.Status != http.StatusOK || !strings.Contains(r.Body, `data-testid="result-received"`) {
-				t.Errorf("callback %d: status %d page status %q", i, r.Status, apptest.DataStatus(r.Body))
+				t.Errorf("callback %d: status %d page status %q", i, r.Status, apptest.PaymentStatus(r.Body))
 			}
 		}
 		if got := c.Balance(); got != 1_000_000 {
@@ -211,8 +213,10 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 
 func TestForgedCallbacksChangeNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		const recheck = 300 * time.Millisecond
-		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()}})
+		const recheck = 20 * time.Second
+		clk := paymenttest.NewClock()
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()},
+			Server: server.Options{Now: clk.Now}})
 		c, payURL := startTopUp(t, app, "forge@example.com", "10000")
 		authority := apptest.Authority(payURL)
 		var publicID string
@@ -259,13 +263,13 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 		// call the bank without limit. The page refreshes itself; once the
 		// window ends, the callback asks the bank and credits.
 		r := attacker.Get(back + "&amount=999999999&Amount=999999999")
-		if st := apptest.DataStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
+		if st := apptest.PaymentStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
 			t.Fatalf("after payment, within the pacing window: %d %q; want answered from the row", r.Status, st)
 		}
-		time.Sleep(recheck)
+		clk.Advance(recheck)
 		r = attacker.Get(back + "&amount=999999999&Amount=999999999")
-		if apptest.DataStatus(r.Body) != "credited" {
-			t.Fatalf("after payment: %q", apptest.DataStatus(r.Body))
+		if apptest.PaymentStatus(r.Body) != "credited" {
+			t.Fatalf("after payment: %q", apptest.PaymentStatus(r.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
 			t.Fatalf("balance %d, want 100000", got)
@@ -348,7 +352,7 @@ func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
 		if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, `data-testid="gateway-failed"`) || !strings.Contains(r.Body, `data-testid="topup-form"`) {
 			t.Fatalf("status %d", r.Status)
 		}
-		if Field := apptest.Field(r.Body, "token"); Field == token || Field == "" {
+		if Field := apptest.Input(r.Body, "token"); Field == token || Field == "" {
 			t.Fatalf("the page must offer a fresh form")
 		}
 		var status string
@@ -392,8 +396,8 @@ func TestStandaloneSandbankControlAPI(t *testing.T) {
 			t.Fatalf("control pay: %+v", body)
 		}
 		res := c.Get(body.Redirect)
-		if apptest.DataStatus(res.Body) != "credited" || c.Balance() != 250_000 {
-			t.Fatalf("status %q balance %d", apptest.DataStatus(res.Body), c.Balance())
+		if apptest.PaymentStatus(res.Body) != "credited" || c.Balance() != 250_000 {
+			t.Fatalf("status %q balance %d", apptest.PaymentStatus(res.Body), c.Balance())
 		}
 		apptest.CheckInvariants(t, db)
 	})

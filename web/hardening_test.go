@@ -36,7 +36,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("nul@example.com")
-		csrf := apptest.Field(user.Get("/account/tokens").Body, "_csrf")
+		csrf := apptest.Input(user.Get("/account/tokens").Body, "_csrf")
 		before := dbState(t, db)
 		for _, name := range []string{"a\x00b", "\x00", "bad \xff utf8"} {
 			r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"read"}, "password": {"correct horse battery"}})
@@ -79,7 +79,7 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("bidi@example.com")
-		csrf := apptest.Field(user.Get("/account/tokens").Body, "_csrf")
+		csrf := apptest.Input(user.Get("/account/tokens").Body, "_csrf")
 		for _, name := range []string{"\u202Egnp.exe", "a\u2066b\u2069", "a\u2067b", "a\u2068b", "zero\u200Bwidth", "tab\tname", "esc\x1b[31m", "line\nbreak"} {
 			r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"read"}, "password": {"correct horse battery"}})
 			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="token-error"`) ||
@@ -121,7 +121,7 @@ func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("query@example.com")
-		csrf := apptest.Field(user.Get("/account").Body, "_csrf")
+		csrf := apptest.Input(user.Get("/account").Body, "_csrf")
 		sessions := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`)
 		r := user.Post("/account/signout-everywhere?_csrf="+url.QueryEscape(csrf), url.Values{})
 		if r.Status != http.StatusForbidden {
@@ -299,7 +299,7 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 			t.Fatal("GET /admin/2fa wrote a pending secret")
 		}
 		for _, guess := range []string{"", "AAAA-BBBB-CCCC-DDDD"} {
-			r := intruder.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "enrol_code": {guess}})
+			r := intruder.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "enrol_code": {guess}})
 			if r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
 				t.Errorf("enrolment code %q: %d", guess, r.Status)
 			}

@@ -136,7 +136,7 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		signer := app.NewClient(t) // an anonymous visitor at the sign-in form
-		signInCSRF := apptest.Field(signer.Get("/signin").Body, "_csrf")
+		signInCSRF := apptest.Input(signer.Get("/signin").Body, "_csrf")
 
 		// Each target: its request head without Content-Length or
 		// Transfer-Encoding, and a body of n bytes that it would accept.
@@ -299,7 +299,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		t.Fatalf("the app's body limit is %d, want %d", got, web.MaxBodyBytes)
 	}
 	anon := app.NewClient(t)
-	csrf := apptest.Field(anon.Get("/signin").Body, "_csrf")
+	csrf := apptest.Input(anon.Get("/signin").Body, "_csrf")
 	signIn := url.Values{"_csrf": {csrf}, "email": {"slow@example.com"}, "password": {"correct horse battery"}}.Encode()
 	bodyHead := func(length int) string {
 		return requestHead(app, "POST", "/signin", cookieHeader(app, anon), "Content-Type: application/x-www-form-urlencoded",

@@ -110,7 +110,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="reset-form"`) || page.Header.Get("Referrer-Policy") != "same-origin" {
 			t.Fatalf("reset page: %d %q", page.Status, page.Header.Get("Referrer-Policy"))
 		}
-		csrf := apptest.Field(page.Body, "_csrf")
+		csrf := apptest.Input(page.Body, "_csrf")
 		if r := anon.Post(link[0], url.Values{"_csrf": {csrf}, "password": {"short"}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("weak password: %d", r.Status)
 		}
@@ -139,7 +139,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		if r := anon.Get(link[0]); r.Status != http.StatusGone || !strings.Contains(r.Body, `data-testid="reset-invalid"`) {
 			t.Fatalf("used link: %d", r.Status)
 		}
-		if r := anon.Post(link[0], url.Values{"_csrf": {apptest.Field(anon.Get("/password/forgot").Body, "_csrf")}, "password": {"yet another password"}}); r.Status != http.StatusGone {
+		if r := anon.Post(link[0], url.Values{"_csrf": {apptest.Input(anon.Get("/password/forgot").Body, "_csrf")}, "password": {"yet another password"}}); r.Status != http.StatusGone {
 			t.Fatalf("used link posted: %d", r.Status)
 		}
 
@@ -196,8 +196,8 @@ func TestReceiptsAndNotices(t *testing.T) {
 		ctx := context.Background()
 		c, payURL := startTopUp(t, app, "payer@example.com", "50000")
 		back := payAtBank(t, c, payURL, "pay")
-		if r := c.Get(back); apptest.DataStatus(r.Body) != "credited" {
-			t.Fatalf("not credited: %q", apptest.DataStatus(r.Body))
+		if r := c.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
+			t.Fatalf("not credited: %q", apptest.PaymentStatus(r.Body))
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM mails`); n != 0 {
 			t.Fatalf("%d mails written with the credit", n)
@@ -229,7 +229,7 @@ func TestReceiptsAndNotices(t *testing.T) {
 		if !strings.Contains(acc.Body, `data-testid="receipts-state" data-on="true"`) {
 			t.Fatal("receipts are not shown as on")
 		}
-		if r := c.Post("/account/receipts", url.Values{"_csrf": {apptest.Field(acc.Body, "_csrf")}, "receipts": {"off"}}); r.Status != http.StatusSeeOther {
+		if r := c.Post("/account/receipts", url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}, "receipts": {"off"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("turn receipts off: %d", r.Status)
 		}
 		if acc := c.Get("/account"); !strings.Contains(acc.Body, `data-on="false"`) {

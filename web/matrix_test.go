@@ -280,7 +280,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				if ck.Name == "kp_csrf" {
 					// The token of this browser's cookie and session, as a
 					// page of the app would show it.
-					return apptest.Field(c.Get("/signin").Body, "_csrf")
+					return apptest.Input(c.Get("/signin").Body, "_csrf")
 				}
 			}
 			return ""
@@ -292,7 +292,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			}
 			tok := csrfOf(c)
 			if tok == "" { // a page shows it: the account page for the signed in
-				tok = apptest.Field(c.Get("/account").Body, "_csrf")
+				tok = apptest.Input(c.Get("/account").Body, "_csrf")
 			}
 			csrfCache[c] = tok
 			return tok

@@ -42,8 +42,8 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := user.Get(back + "&Status=OK"); apptest.DataStatus(r.Body) != "credited" {
-			t.Fatalf("pay: %q", apptest.DataStatus(r.Body))
+		if r := user.Get(back + "&Status=OK"); apptest.PaymentStatus(r.Body) != "credited" {
+			t.Fatalf("pay: %q", apptest.PaymentStatus(r.Body))
 		}
 		csrf, token := user.TopUpForm()
 		r := user.PostTopUp(csrf, token, "30000")
@@ -51,8 +51,8 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := user.Get(back2); apptest.DataStatus(r.Body) != "failed" {
-			t.Fatalf("cancel: %q", apptest.DataStatus(r.Body))
+		if r := user.Get(back2); apptest.PaymentStatus(r.Body) != "failed" {
+			t.Fatalf("cancel: %q", apptest.PaymentStatus(r.Body))
 		}
 		csrf, token = user.TopUpForm()
 		user.PostTopUp(csrf, token, "40000") // left at the bank

@@ -46,14 +46,14 @@ func TestPasswordChange(t *testing.T) {
 				!strings.Contains(page.Body, `name="current_password"`) || !strings.Contains(page.Body, `name="new_password"`) {
 				t.Fatalf("%s form: %d", l.lang, page.Status)
 			}
-			r := laptop.Post("/account/password", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")},
+			r := laptop.Post("/account/password", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")},
 				"current_password": {"not my password"}, "new_password": {"a brand new password"}})
 			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, l.wrong) {
 				t.Fatalf("%s wrong current password: %d", l.lang, r.Status)
 			}
 		}
 		page := laptop.GetIn("en", "/account/password")
-		csrf := apptest.Field(page.Body, "_csrf")
+		csrf := apptest.Input(page.Body, "_csrf")
 		for _, tc := range []struct{ next, want string }{
 			{"short", "at least 10 characters"},
 			{"correct horse battery", "The new password is the current one"},
@@ -108,7 +108,7 @@ func TestSignInAndSignUpLimitsAreSeparate(t *testing.T) {
 	})
 	c := app.NewClient(t)
 	page := c.GetIn("en", "/signin")
-	csrf := apptest.Field(page.Body, "_csrf")
+	csrf := apptest.Input(page.Body, "_csrf")
 	post := func(path, email string) apptest.Response {
 		return c.Post(path, url.Values{"_csrf": {csrf}, "email": {email}, "password": {"wrong password"}})
 	}

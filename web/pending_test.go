@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -42,9 +43,11 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 		}
 		gw := &flakyVerify{Gateway: zp}
 		gw.failures.Store(3) // every attempt of the first verify (the caller retries 3 times)
+		const recheck = 20 * time.Second
+		clk := paymenttest.NewClock()
 		app := apptest.Start(t, db, apptest.Options{
 			Env:    map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL},
-			Server: server.Options{Gateway: gw, Payment: payment.Config{RecheckDelay: 200 * time.Millisecond}},
+			Server: server.Options{Gateway: gw, Now: clk.Now, Payment: payment.Config{RecheckDelay: recheck}},
 		})
 		c := app.NewClient(t)
 		c.SignUp("pending@example.com")
@@ -55,9 +58,9 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.DataStatus(res.Body) != "pending_verification" ||
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "pending_verification" ||
 			!strings.Contains(res.Body, `http-equiv="refresh"`) || !strings.Contains(res.Body, `aria-live="polite"`) {
-			t.Fatalf("first return: %d %q", res.Status, apptest.DataStatus(res.Body))
+			t.Fatalf("first return: %d %q", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		var status string
 		db.Gorm.Raw(`SELECT status FROM payments`).Scan(&status)
@@ -69,16 +72,17 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 			WHERE g.operation = 'verify' AND g.outcome IN ('transient', 'timeout')`); n != 3 {
 			t.Fatalf("%d transient verify attempts recorded, want 3", n)
 		}
-		// An immediate reload does not hammer the bank.
-		c.Get(back)
+		// A reload within the re-check window does not ask the bank again.
+		if res = c.Get(back); apptest.PaymentStatus(res.Body) != "pending_verification" {
+			t.Fatalf("reload within the window: %q", apptest.PaymentStatus(res.Body))
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'verify'`); n != 3 {
+			t.Fatalf("%d verify calls after a reload within the window, want still 3", n)
+		}
 		// Once the re-check is due, the refreshing page gets the answer.
-		deadline := time.Now().Add(5 * time.Second)
-		for apptest.DataStatus(res.Body) != "credited" {
-			if time.Now().After(deadline) {
-				t.Fatalf("still %q", apptest.DataStatus(res.Body))
-			}
-			time.Sleep(50 * time.Millisecond)
-			res = c.Get(back)
+		clk.Advance(recheck)
+		if res = c.Get(back); apptest.PaymentStatus(res.Body) != "credited" {
+			t.Fatalf("after the window: %q", apptest.PaymentStatus(res.Body))
 		}
 		if c.Balance() != 100_000 {
 			t.Fatalf("balance %d", c.Balance())

@@ -47,7 +47,7 @@ func TestAdminPagesPolish(t *testing.T) {
 		if n := strings.Count(page.Body, `data-testid="admin-details"`); n != 2 {
 			t.Errorf("%d open payments with a link to their page, want 2", n)
 		}
-		r := admin.Post("/admin/reconcile", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}})
+		r := admin.Post("/admin/reconcile", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
 		if r.Status >= 400 {
 			t.Fatalf("reconcile: %d", r.Status)
 		}

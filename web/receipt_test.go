@@ -34,8 +34,8 @@ func TestReceiptReferences(t *testing.T) {
 	c.Get(back)
 	publicID := strings.Split(strings.TrimPrefix(back, app.URL+"/payments/"), "/")[0]
 	r := c.Get("/payments/" + publicID)
-	if r.Status != http.StatusOK || apptest.DataStatus(r.Body) != "credited" {
-		t.Fatalf("receipt: %d %q", r.Status, apptest.DataStatus(r.Body))
+	if r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" {
+		t.Fatalf("receipt: %d %q", r.Status, apptest.PaymentStatus(r.Body))
 	}
 	for _, want := range []string{
 		`data-payment-id="` + publicID + `"`,

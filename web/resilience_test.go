@@ -30,6 +30,7 @@ import (
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 const rsMerchant = "0f0e0d0c-0b0a-4908-8706-050403020100"
@@ -123,23 +124,11 @@ func rsBankPayment(t *testing.T, bank *sandbank.Bank, authority string) sandbank
 	return p
 }
 
-// rsWait polls cond until it holds or the timeout passes.
-func rsWait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // rsWaitStatus waits for a payment to reach a status.
 func rsWaitStatus(t *testing.T, db *store.DB, publicID string, want payment.Status, timeout time.Duration) payment.Payment {
 	t.Helper()
 	var p payment.Payment
-	rsWait(t, timeout, fmt.Sprintf("payment %s to be %s", publicID, want), func() bool {
+	testwait.Eventually(t, timeout, fmt.Sprintf("payment %s to be %s", publicID, want), func() bool {
 		p = rsRow(t, db, publicID)
 		return p.Status == want
 	})
@@ -226,7 +215,7 @@ func rsCallback(hc *http.Client, back string, post bool) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	return resp.StatusCode, apptest.DataStatus(body), nil
+	return resp.StatusCode, apptest.PaymentStatus(body), nil
 }
 
 type rsCallbackResult struct {
@@ -313,7 +302,7 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 			!strings.Contains(r.Body, `data-testid="topup-form"`) {
 			t.Fatalf("status %d, want 503 with the gateway-failed page and a form; body %.300s", r.Status, r.Body)
 		}
-		fresh := apptest.Field(r.Body, "token")
+		fresh := apptest.Input(r.Body, "token")
 		if fresh == "" || fresh == token {
 			t.Fatalf("the page must offer a fresh form (token %q)", fresh)
 		}
@@ -353,7 +342,7 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 
 		// The bank recovers: the fresh form works.
 		bank.ClearFaults()
-		r = c.PostTopUp(apptest.Field(r.Body, "_csrf"), fresh, "10000")
+		r = c.PostTopUp(apptest.Input(r.Body, "_csrf"), fresh, "10000")
 		if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, bankURL+"/pg/StartPay/S") {
 			t.Fatalf("fresh form after recovery: %d %q", r.Status, r.Location)
 		}
@@ -454,7 +443,7 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 
 		// The bank comes back; after the open time-out one probe closes it.
 		bank.ClearFaults()
-		rsWait(t, openTimeout+rsOutcome, "the breaker to half-open", func() bool {
+		testwait.Eventually(t, openTimeout+rsOutcome, "the breaker to half-open", func() bool {
 			return app.Server.Resilient.BreakerState().State == "half-open"
 		})
 		authority, publicID := rsTopUp(t, db, c, bankURL, "10000")
@@ -469,8 +458,8 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.DataStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
-			t.Fatalf("return after recovery: %d %q", res.Status, apptest.DataStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+			t.Fatalf("return after recovery: %d %q", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
 			t.Errorf("balance %d, want 100000", got)
@@ -519,8 +508,8 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 		res := c.Get(back)
 		took := time.Since(start)
 		t.Logf("return page with a hung verify answered in %v (budget %v)", took, budget)
-		if res.Status != http.StatusOK || apptest.DataStatus(res.Body) != "pending_verification" || !strings.Contains(res.Body, `http-equiv="refresh"`) {
-			t.Fatalf("return: %d %q, want the pending page", res.Status, apptest.DataStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "pending_verification" || !strings.Contains(res.Body, `http-equiv="refresh"`) {
+			t.Fatalf("return: %d %q, want the pending page", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		if took > budget+rsMargin {
 			t.Errorf("return took %v, want within the budget %v plus a small margin", took, budget)
@@ -539,8 +528,8 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 			t.Errorf("credited with reason %q ref %d, want already_verified ref %d", p.StatusReason, p.RefIDValue(), bp.RefID)
 		}
 		res = c.Get(back)
-		if apptest.DataStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
-			t.Fatalf("reload: %q", apptest.DataStatus(res.Body))
+		if apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+			t.Fatalf("reload: %q", apptest.PaymentStatus(res.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
 			t.Errorf("balance %d, want 100000", got)
@@ -605,8 +594,8 @@ func TestResilienceVerifyCommitsThenHangsRetried(t *testing.T) {
 		res := c.Get(back)
 		took := time.Since(start)
 		t.Logf("return page with a hung then retried verify answered in %v", took)
-		if res.Status != http.StatusOK || apptest.DataStatus(res.Body) != "credited" {
-			t.Fatalf("return: %d %q, want credited", res.Status, apptest.DataStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" {
+			t.Fatalf("return: %d %q, want credited", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		if took > budget+rsMargin {
 			t.Errorf("return took %v, want within the budget %v plus a small margin", took, budget)
@@ -646,8 +635,8 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 		res := c.Get(back)
 		took := time.Since(start)
 		t.Logf("return page with a hanging verify answered in %v (budget %v)", took, rsBudget)
-		if res.Status != http.StatusOK || apptest.DataStatus(res.Body) != "pending_verification" {
-			t.Fatalf("return: %d %q, want pending_verification", res.Status, apptest.DataStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "pending_verification" {
+			t.Fatalf("return: %d %q, want pending_verification", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		if took > rsBudget+rsMargin {
 			t.Errorf("return took %v, want within the budget %v plus a small margin", took, rsBudget)
@@ -656,7 +645,7 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 		if p.Status != payment.StatusPendingVerification || p.Attempts != 1 || rsLedgerRows(t, db, p.ID) != 0 {
 			t.Fatalf("after the hung verify: %s attempts %d", p.Status, p.Attempts)
 		}
-		rsWait(t, 2*time.Second, "the bank to notice the abandoned verifies", func() bool {
+		testwait.Eventually(t, 2*time.Second, "the bank to notice the abandoned verifies", func() bool {
 			st := bank.Stats()["verify"]
 			return st.Abandoned == st.Calls && st.Calls >= 2
 		})
@@ -665,9 +654,8 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 		}
 
 		bank.ClearFaults()
-		rsWait(t, 5*time.Second, "the return page to show the credit", func() bool {
-			time.Sleep(50 * time.Millisecond)
-			return apptest.DataStatus(c.Get(back).Body) == "credited"
+		testwait.Eventually(t, 5*time.Second, "the return page to show the credit", func() bool {
+			return apptest.PaymentStatus(c.Get(back).Body) == "credited"
 		})
 		rsAssertCreditedOnce(t, db, bank, publicID)
 		if c.Balance() != 400_000 {
@@ -729,8 +717,8 @@ func TestResiliencePaidWindowClosedCreditedByWorker(t *testing.T) {
 			t.Errorf("balances %d and %d, want 100000 and 300000", c1.Balance(), c2.Balance())
 		}
 		// The owner's receipt shows it, though no callback ever came.
-		if r := c2.Get("/payments/" + id2); r.Status != http.StatusOK || apptest.DataStatus(r.Body) != "credited" {
-			t.Errorf("receipt: %d %q", r.Status, apptest.DataStatus(r.Body))
+		if r := c2.Get("/payments/" + id2); r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" {
+			t.Errorf("receipt: %d %q", r.Status, apptest.PaymentStatus(r.Body))
 		}
 		rsCheckAll(t, db, bank)
 	})
@@ -807,7 +795,7 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		// The bank recovers; more duplicates race a worker once the re-check
 		// is due.
 		bank.ClearFaults()
-		rsWait(t, 5*time.Second, "the re-check to be due", func() bool {
+		testwait.Eventually(t, 5*time.Second, "the re-check to be due", func() bool {
 			p := rsRow(t, db, id2)
 			return p.NextCheckAt != nil && time.Now().After(*p.NextCheckAt)
 		})
@@ -945,8 +933,8 @@ func TestResilienceDeadlines(t *testing.T) {
 				t.Fatal(err)
 			}
 			rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"verify": {ErrorRate: 1}}})
-			if r := c.Get(back); apptest.DataStatus(r.Body) != "pending_verification" {
-				t.Fatalf("return: %q", apptest.DataStatus(r.Body))
+			if r := c.Get(back); apptest.PaymentStatus(r.Body) != "pending_verification" {
+				t.Fatalf("return: %q", apptest.PaymentStatus(r.Body))
 			}
 			p := rsRow(t, db, publicID)
 			// Still within MAX_UNKNOWN: pending, rescheduled.
@@ -980,8 +968,8 @@ func TestResilienceDeadlines(t *testing.T) {
 			if rr, err := app.Server.Worker.RunOnce(ctx); err != nil || rr.Claimed != 0 {
 				t.Errorf("round after review: %+v %v", rr, err)
 			}
-			if r := c.Get(back); apptest.DataStatus(r.Body) != "credited" {
-				t.Errorf("return after review: %q", apptest.DataStatus(r.Body))
+			if r := c.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
+				t.Errorf("return after review: %q", apptest.PaymentStatus(r.Body))
 			}
 			if p = rsRow(t, db, publicID); p.Status != payment.StatusCredited || rsLedgerRows(t, db, p.ID) != 1 || c.Balance() != 100_000 {
 				t.Errorf("after review: %s balance %d", p.Status, c.Balance())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -30,7 +31,7 @@ func TestRedirectsStayOnSite(t *testing.T) {
 	}
 	// Signing in returns to the page that asked for it, never elsewhere.
 	c.SignUp("next@example.com")
-	c.Post("/signout", url.Values{"_csrf": {apptest.Field(c.Get("/wallet").Body, "_csrf")}})
+	c.Post("/signout", url.Values{"_csrf": {apptest.Input(c.Get("/wallet").Body, "_csrf")}})
 	r := c.Get("/wallet/topup")
 	if r.Status != http.StatusSeeOther || r.Location != "/signin?next=%2Fwallet%2Ftopup" {
 		t.Fatalf("anonymous top-up: %d %q", r.Status, r.Location)
@@ -48,7 +49,7 @@ func TestRedirectsStayOnSite(t *testing.T) {
 	} {
 		cl := app.NewClient(t)
 		page := cl.Get("/signin")
-		r := cl.Post("/signin?next="+url.QueryEscape(next), url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")},
+		r := cl.Post("/signin?next="+url.QueryEscape(next), url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")},
 			"email": {"next@example.com"}, "password": {"correct horse battery"}})
 		if r.Status != http.StatusSeeOther || r.Location != want {
 			t.Errorf("next=%q: %d %q, want %q", next, r.Status, r.Location, want)
@@ -64,7 +65,7 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 		Server: server.Options{RateLimits: true},
 	})
 	c := limited.NewClient(t)
-	csrf := apptest.Field(c.Get("/signin").Body, "_csrf")
+	csrf := apptest.Input(c.Get("/signin").Body, "_csrf")
 	signIn := func(xff string) int {
 		// Each attempt on another account: the per-account throttle is
 		// not what this test is about.
@@ -96,7 +97,9 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 func TestCallbacksNeverHammerTheBank(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
 	const recheck = 3 * time.Second
-	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()}})
+	clk := paymenttest.NewClock()
+	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()},
+		Server: server.Options{Now: clk.Now}})
 	c, payURL := startTopUp(t, app, "early@example.com", "10000")
 	authority := apptest.Authority(payURL)
 	var publicID string
@@ -117,8 +120,8 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 			if i%2 == 0 {
 				st = "NOK"
 			}
-			if r := attacker.Get(back + "&Status=" + st); apptest.DataStatus(r.Body) != "pending_verification" {
-				t.Errorf("flooding callback: %d %q", r.Status, apptest.DataStatus(r.Body))
+			if r := attacker.Get(back + "&Status=" + st); apptest.PaymentStatus(r.Body) != "pending_verification" {
+				t.Errorf("flooding callback: %d %q", r.Status, apptest.PaymentStatus(r.Body))
 			}
 		})
 	}
@@ -130,9 +133,9 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 	if _, err := app.Server.Bank.Pay(authority); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(recheck)
-	if r := c.Get(back + "&Status=OK"); apptest.DataStatus(r.Body) != "credited" {
-		t.Fatalf("after paying: %q", apptest.DataStatus(r.Body))
+	clk.Advance(recheck)
+	if r := c.Get(back + "&Status=OK"); apptest.PaymentStatus(r.Body) != "credited" {
+		t.Fatalf("after paying: %q", apptest.PaymentStatus(r.Body))
 	}
 	if c.Balance() != 100_000 || calls("verify") != 2 {
 		t.Fatalf("balance %d, %d verifies", c.Balance(), calls("verify"))
@@ -208,7 +211,7 @@ func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 			app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{Env: env})
 			c := app.NewClient(t)
 			c.SignUp("origin@example.com")
-			csrf := apptest.Field(c.Get("/wallet").Body, "_csrf")
+			csrf := apptest.Input(c.Get("/wallet").Body, "_csrf")
 			req, _ := http.NewRequest(http.MethodPost, app.URL+"/signout", strings.NewReader(url.Values{"_csrf": {csrf}}.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			host := tc.host
@@ -263,7 +266,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	// many accounts: the per-account throttle is another rule) are all
 	// answered as such.
 	other := app.NewClient(t)
-	csrf = apptest.Field(other.Get("/signin").Body, "_csrf")
+	csrf = apptest.Input(other.Get("/signin").Body, "_csrf")
 	for i := range 25 {
 		r := other.Post("/signin", url.Values{"_csrf": {csrf}, "email": {"x" + itoa(int64(i)) + "@example.com"}, "password": {"wrong password"}})
 		if r.Status != http.StatusUnauthorized {

@@ -54,7 +54,7 @@ func TestSignOutEverywhere(t *testing.T) {
 		if r := phone.Post("/account/signout-everywhere", url.Values{}); r.Status != http.StatusForbidden {
 			t.Fatalf("without a CSRF token: %d", r.Status)
 		}
-		r := phone.Post("/account/signout-everywhere", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}})
+		r := phone.Post("/account/signout-everywhere", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
 		if r.Status != http.StatusSeeOther || r.Location != "/signin" {
 			t.Fatalf("sign out everywhere: %d %q", r.Status, r.Location)
 		}
@@ -82,7 +82,7 @@ func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
 	u, _ := url.Parse(app.URL)
 	attacker := app.NewClient(t)
 	attacker.SignUp("attacker@example.com")
-	attackerToken := apptest.Field(attacker.Get("/wallet").Body, "_csrf")
+	attackerToken := apptest.Input(attacker.Get("/wallet").Body, "_csrf")
 	var attackerCookie string
 	for _, ck := range attacker.HTTP.Jar.Cookies(u) {
 		if ck.Name == "kp_csrf" {
@@ -139,7 +139,7 @@ func TestHostPrefixedCookiesUnderHTTPS(t *testing.T) {
 		req.AddCookie(&http.Cookie{Name: csrfCookies[0].Name, Value: csrfCookies[0].Value})
 		return req
 	}())
-	signup := send(http.MethodPost, "/signup", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")},
+	signup := send(http.MethodPost, "/signup", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")},
 		"email": {"https@example.com"}, "password": {"correct horse battery"}}, csrfCookies)
 	if signup.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-up under https: %d", signup.StatusCode)
@@ -248,15 +248,15 @@ func TestReturnPageShowsDetailsOnlyToThePayer(t *testing.T) {
 			t.Fatal(err)
 		}
 		own := payer.Get(back)
-		if apptest.DataStatus(own.Body) != "credited" || !strings.Contains(own.Body, `data-testid="card-pan"`) || !strings.Contains(own.Body, `data-testid="ref-id"`) {
-			t.Fatalf("the payer does not see the details: %d %q", own.Status, apptest.DataStatus(own.Body))
+		if apptest.PaymentStatus(own.Body) != "credited" || !strings.Contains(own.Body, `data-testid="card-pan"`) || !strings.Contains(own.Body, `data-testid="ref-id"`) {
+			t.Fatalf("the payer does not see the details: %d %q", own.Status, apptest.PaymentStatus(own.Body))
 		}
 		stranger := app.NewClient(t)
 		stranger.SignUp("stranger@example.com")
 		for name, c := range map[string]*apptest.Client{"another user": stranger, "anonymous": app.NewClient(t)} {
 			r := c.Get(back)
-			if r.Status != http.StatusOK || apptest.DataStatus(r.Body) != "credited" || !strings.Contains(r.Body, `data-testid="result-neutral"`) {
-				t.Errorf("%s: %d %q, want the neutral status", name, r.Status, apptest.DataStatus(r.Body))
+			if r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" || !strings.Contains(r.Body, `data-testid="result-neutral"`) {
+				t.Errorf("%s: %d %q, want the neutral status", name, r.Status, apptest.PaymentStatus(r.Body))
 			}
 			for _, hook := range []string{`data-testid="card-pan"`, `data-testid="ref-id"`, `data-testid="amount-rials"`, "250,000", "۲۵٬۰۰۰"} {
 				if strings.Contains(r.Body, hook) {

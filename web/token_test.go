@@ -33,7 +33,7 @@ func TestTokenPages(t *testing.T) {
 		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="tokens-none"`) {
 			t.Fatalf("empty tokens page: %d", page.Status)
 		}
-		csrf := apptest.Field(page.Body, "_csrf")
+		csrf := apptest.Input(page.Body, "_csrf")
 
 		// Bad forms: 422, nothing written.
 		for _, f := range []url.Values{
@@ -79,7 +79,7 @@ func TestTokenPages(t *testing.T) {
 		// Someone else cannot revoke it.
 		other := app.NewClient(t)
 		other.SignUp("other@example.com")
-		otherCSRF := apptest.Field(other.Get("/account/tokens").Body, "_csrf")
+		otherCSRF := apptest.Input(other.Get("/account/tokens").Body, "_csrf")
 		if r := other.Post("/account/tokens/"+id+"/revoke", url.Values{"_csrf": {otherCSRF}}); r.Status != http.StatusNotFound {
 			t.Fatalf("foreign revoke: %d", r.Status)
 		}
@@ -95,7 +95,7 @@ func TestTokenPages(t *testing.T) {
 		if al.Status != http.StatusOK || !strings.Contains(al.Body, "owner@example.com") || strings.Contains(al.Body, secret) {
 			t.Fatalf("admin list: %d", al.Status)
 		}
-		if r := admin.Post("/admin/tokens/"+id+"/revoke", url.Values{"_csrf": {apptest.Field(al.Body, "_csrf")}}); r.Status != http.StatusSeeOther || r.Location != "/admin/tokens?done=revoked" {
+		if r := admin.Post("/admin/tokens/"+id+"/revoke", url.Values{"_csrf": {apptest.Input(al.Body, "_csrf")}}); r.Status != http.StatusSeeOther || r.Location != "/admin/tokens?done=revoked" {
 			t.Fatalf("admin revoke: %d %q", r.Status, r.Location)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'token_revoke' AND target_user_id =
@@ -130,7 +130,7 @@ func TestTokenRules(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"API_TOKEN_DEFAULT_DAYS": "7", "API_TOKENS_PER_USER": "2"}})
 		user := app.NewClient(t)
 		user.SignUp("rules@example.com")
-		csrf := apptest.Field(user.GetIn("en", "/account/tokens").Body, "_csrf")
+		csrf := apptest.Input(user.GetIn("en", "/account/tokens").Body, "_csrf")
 		create := func(name, days, password string) apptest.Response {
 			return user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"topup"}, "expires_days": {days}, "password": {password}})
 		}
@@ -181,7 +181,7 @@ func TestTokenRules(t *testing.T) {
 			t.Fatalf("token before sign-out-everywhere: %d", st)
 		}
 		acc := user.Get("/account")
-		if r := user.Post("/account/signout-everywhere", url.Values{"_csrf": {apptest.Field(acc.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
+		if r := user.Post("/account/signout-everywhere", url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("sign out everywhere: %d", r.Status)
 		}
 		if st := bearer(secret[1]); st != http.StatusUnauthorized {

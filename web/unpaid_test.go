@@ -33,7 +33,7 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 		}
 		stranger := app.NewClient(t)
 		stranger.SignUp("stranger@example.com")
-		if r := stranger.Submit("/wallet", "/payments/"+publicID+"/abandon", nil); r.Status != http.StatusNotFound {
+		if r := stranger.Forge("/wallet", "/payments/"+publicID+"/abandon", nil); r.Status != http.StatusNotFound {
 			t.Fatalf("someone else's abandon: %d", r.Status)
 		}
 		// Not paid, and the bank still holds its page open: nothing is
@@ -46,7 +46,7 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 			t.Fatalf("abandon: %d", r.Status)
 		}
 		after := c.Get("/payments/" + publicID)
-		if got := apptest.DataStatus(after.Body); got != "awaiting_payment" || !strings.Contains(after.Body, `data-testid="unpaid-dismissed"`) ||
+		if got := apptest.PaymentStatus(after.Body); got != "awaiting_payment" || !strings.Contains(after.Body, `data-testid="unpaid-dismissed"`) ||
 			strings.Contains(after.Body, `data-testid="abandon"`) || !strings.Contains(after.Body, `data-testid="back-to-bank"`) {
 			t.Fatalf("after abandon: %q", got)
 		}
@@ -62,7 +62,7 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 		var paidID string
 		db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id DESC LIMIT 1`).Scan(&paidID)
 		c.Submit("/payments/"+paidID, "/payments/"+paidID+"/abandon", nil)
-		if got := apptest.DataStatus(c.Get("/payments/" + paidID).Body); got != "credited" || c.Balance() != 300_000 {
+		if got := apptest.PaymentStatus(c.Get("/payments/" + paidID).Body); got != "credited" || c.Balance() != 300_000 {
 			t.Fatalf("a paid payment abandoned: %q, balance %d", got, c.Balance())
 		}
 	})
@@ -93,7 +93,7 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 	gw.Unknown.Store(true)
 	c.Submit("/payments/"+publicID, "/payments/"+publicID+"/abandon", nil)
 	page := c.Get("/payments/" + publicID)
-	if got := apptest.DataStatus(page.Body); (got != "awaiting_payment" && got != "pending_verification") || !strings.Contains(page.Body, `data-testid="unpaid-dismissed"`) {
+	if got := apptest.PaymentStatus(page.Body); (got != "awaiting_payment" && got != "pending_verification") || !strings.Contains(page.Body, `data-testid="unpaid-dismissed"`) {
 		t.Fatalf("after abandon with the bank unsure: %q", got)
 	}
 	if strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {

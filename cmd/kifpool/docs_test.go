@@ -63,7 +63,7 @@ func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
 	if n := strings.Count(readme, "\n"); n > 150 {
 		t.Errorf("README.md has %d lines; keep it under 150 and move the rest into docs/", n)
 	}
-	for _, want := range []string{"make run", "make test", "make test-short", ".ci/run", "docs/configuration.md",
+	for _, want := range []string{"make run", "make test", "make test-quick", "KEEPDB=1", ".ci/run", "docs/configuration.md",
 		"docs/operations.md", "docs/api.md", "docs/admin.md", "docs/benchmarks.md", "ARCHITECTURE.md"} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("README.md does not mention %s", want)
@@ -71,6 +71,9 @@ func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
 	}
 	if !regexp.MustCompile(`It takes about\s+\d+\s+minutes`).MatchString(readme) {
 		t.Errorf("README.md does not say how long .ci/run takes")
+	}
+	if !regexp.MustCompile(`make test-quick[^\n]*(\n[^\n]+)*?\s+took\s+\d+\s+(minutes|seconds|s\b)`).MatchString(readme) {
+		t.Errorf("README.md does not say how long make test-quick takes")
 	}
 	// One layout list, in ARCHITECTURE.md.
 	if strings.Contains(readme, "Layout:") {

@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -312,25 +313,19 @@ func TestServeListenAddrAlone(t *testing.T) {
 // under -race on a loaded machine are slow), failing at once if it ended.
 func waitHealthy(t *testing.T, base string, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testwait.Eventually(t, time.Minute, "serve to answer /healthz", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("serve ended before answering: %v", err)
 		default:
 		}
 		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // kifpool config prints every value in effect with its source, never a

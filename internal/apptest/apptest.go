@@ -6,13 +6,11 @@ package apptest
 
 import (
 	"context"
-	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,38 +157,40 @@ func (c *Client) Post(path string, form url.Values) Response {
 	return c.Do(req)
 }
 
-var (
-	inputRE    = regexp.MustCompile(`<input\b[^>]*>`)
-	nameRE     = regexp.MustCompile(`\bname="([^"]*)"`)
-	valueRE    = regexp.MustCompile(`\bvalue="([^"]*)"`)
-	recoveryRE = regexp.MustCompile(`data-testid="recovery-code">([A-Z0-9-]+)<`)
-)
-
+// recoveryCodes lists the recovery codes a page shows.
 func recoveryCodes(body string) []string {
 	var out []string
-	for _, m := range recoveryRE.FindAllStringSubmatch(body, -1) {
-		out = append(out, m[1])
+	for _, e := range Parse(body).TestIDs("recovery-code") {
+		out = append(out, e.Text())
 	}
 	return out
 }
 
-// Field returns the value of the first input named name on a page (its
-// attributes in any order; HTML entities decoded), or "".
-func Field(body, name string) string {
-	for _, tag := range inputRE.FindAllString(body, -1) {
-		if m := nameRE.FindStringSubmatch(tag); m == nil || m[1] != name {
-			continue
-		}
-		if v := valueRE.FindStringSubmatch(tag); v != nil {
-			return html.UnescapeString(v[1])
-		}
-		return ""
+// Submit loads page, finds its form whose action is action, and posts
+// the form's hidden fields (the CSRF token among them) with form's values
+// over them, as a browser does. A page without that form fails the test.
+func (c *Client) Submit(page, action string, form url.Values) Response {
+	c.t.Helper()
+	r := c.Get(page)
+	if r.Status != http.StatusOK {
+		c.t.Fatalf("GET %s: status %d", page, r.Status)
 	}
-	return ""
+	doc := Parse(r.Body)
+	f := doc.Form(action)
+	if f == nil {
+		c.t.Fatalf("GET %s: no form with action %q (the page's forms: %q)", page, action, doc.Actions())
+	}
+	values := f.Hidden()
+	for k, v := range form {
+		values[k] = v
+	}
+	return c.Post(action, values)
 }
 
-// Submit loads page, then posts form to action with the page's CSRF token.
-func (c *Client) Submit(page, action string, form url.Values) Response {
+// Forge posts form to action with the CSRF token of page, a page that
+// has no such form: what an attacker's browser sends with its own valid
+// session to an action that is not theirs.
+func (c *Client) Forge(page, action string, form url.Values) Response {
 	c.t.Helper()
 	r := c.Get(page)
 	if r.Status != http.StatusOK {
@@ -199,7 +199,7 @@ func (c *Client) Submit(page, action string, form url.Values) Response {
 	if form == nil {
 		form = url.Values{}
 	}
-	form.Set("_csrf", Field(r.Body, "_csrf"))
+	form.Set("_csrf", Input(r.Body, "_csrf"))
 	return c.Post(action, form)
 }
 
@@ -237,7 +237,12 @@ func (c *Client) TopUpForm() (csrf, token string) {
 	if r.Status != http.StatusOK {
 		c.t.Fatalf("GET /wallet/topup: %d", r.Status)
 	}
-	return Field(r.Body, "_csrf"), Field(r.Body, "token")
+	f := Parse(r.Body).Form("/wallet/topup")
+	if f == nil {
+		c.t.Fatalf("GET /wallet/topup: no form posting to /wallet/topup")
+	}
+	h := f.Hidden()
+	return h.Get("_csrf"), h.Get("token")
 }
 
 // PostTopUp submits the top-up form.
@@ -246,17 +251,18 @@ func (c *Client) PostTopUp(csrf, token, amount string) Response {
 	return c.Post("/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {amount}})
 }
 
-// Balance reads the wallet page's exact balance in rials.
+// Balance reads the wallet page's exact balance in rials (the data-rials
+// of its balance element).
 func (c *Client) Balance() int64 {
 	c.t.Helper()
 	r := c.Get("/wallet")
-	m := regexp.MustCompile(`data-testid="balance" data-rials="(-?\d+)"`).FindStringSubmatch(r.Body)
-	if m == nil {
+	e := Parse(r.Body).TestID("balance")
+	if e == nil || !e.Has("data-rials") {
 		c.t.Fatalf("no balance on wallet page (status %d)", r.Status)
 	}
-	n, err := strconv.ParseInt(m[1], 10, 64)
+	n, err := strconv.ParseInt(e.Attr("data-rials"), 10, 64)
 	if err != nil {
-		c.t.Fatalf("balance %q on wallet page: %v", m[1], err)
+		c.t.Fatalf("balance %q on wallet page: %v", e.Attr("data-rials"), err)
 	}
 	return n
 }
@@ -265,13 +271,4 @@ func (c *Client) Balance() int64 {
 func Authority(payURL string) string {
 	i := strings.LastIndex(payURL, "/")
 	return payURL[i+1:]
-}
-
-// DataStatus returns the data-status of the payment-status element.
-func DataStatus(body string) string {
-	m := regexp.MustCompile(`data-testid="payment-status" data-status="([a-z_]+)"`).FindStringSubmatch(body)
-	if m == nil {
-		return ""
-	}
-	return m[1]
 }

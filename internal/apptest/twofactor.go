@@ -55,6 +55,7 @@ func AdminTOTPCodeAt(t testing.TB, db *store.DB, email string, now func() time.T
 			return code
 		}
 		// Every code the app would take now was used: wait for the next step.
+		// real time: an app on real time (now == time.Now) takes the next code only then
 		time.Sleep(time.Unix((st-1)*30, 0).Sub(now()) + 50*time.Millisecond)
 	}
 }
@@ -84,7 +85,7 @@ func (c *Client) PassAdminChecks(email string) {
 	if page.Status != http.StatusOK {
 		c.t.Fatalf("GET /admin/2fa: %d", page.Status)
 	}
-	form := url.Values{"_csrf": {Field(page.Body, "_csrf")}}
+	form := url.Values{"_csrf": {Input(page.Body, "_csrf")}}
 	if strings.Contains(page.Body, `name="enrol_code"`) {
 		// Not enrolled: the operator's one-time enrolment code first (as
 		// `kifpool user create --admin` or `user reset-2fa` prints it).

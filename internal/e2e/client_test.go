@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // browser is a user's browser without JavaScript: it keeps cookies (for
@@ -244,28 +245,28 @@ var openStatuses = []payment.Status{payment.StatusCreated, payment.StatusAwaitin
 func drain(t *testing.T, db *store.DB, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		var open []payment.Payment
+	var open []payment.Payment
+	err := testwait.Until(limit, "no open payment", func() bool {
+		open = nil
 		if err := db.Gorm.Where("status IN ?", openStatuses).Find(&open).Error; err != nil {
 			t.Fatalf("open payments: %v", err)
 		}
-		if len(open) == 0 {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			for i, p := range open {
-				if i == 20 {
-					t.Errorf("... and %d more", len(open)-20)
-					break
-				}
-				t.Errorf("still open after %s: %s %s authority=%s attempts=%d reason=%q created=%s next_check=%v lease=%v",
-					limit, p.PublicID, p.Status, p.AuthorityString(), p.Attempts, p.StatusReason,
-					p.CreatedAt.Format(time.RFC3339Nano), p.NextCheckAt, p.LeaseUntil)
-			}
-			t.FailNow()
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(open) == 0
+	})
+	if err == nil {
+		return time.Since(start)
 	}
+	for i, p := range open {
+		if i == 20 {
+			t.Errorf("... and %d more", len(open)-20)
+			break
+		}
+		t.Errorf("still open after %s: %s %s authority=%s attempts=%d reason=%q created=%s next_check=%v lease=%v",
+			limit, p.PublicID, p.Status, p.AuthorityString(), p.Attempts, p.StatusReason,
+			p.CreatedAt.Format(time.RFC3339Nano), p.NextCheckAt, p.LeaseUntil)
+	}
+	t.FailNow()
+	return 0
 }
 
 // allPayments reads every payment.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // TestContainerImage builds the FROM scratch image with `make image`
@@ -117,8 +119,8 @@ func TestContainerImage(t *testing.T) {
 			<-exited
 		}
 	})
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var lastErr error
+	if err := testwait.Until(time.Minute, "the image's binary to serve /signin", func() bool {
 		select {
 		case <-exited:
 			b, _ := os.ReadFile(logPath) // #nosec G304 -- the test's own file
@@ -126,17 +128,14 @@ func TestContainerImage(t *testing.T) {
 		default:
 		}
 		res, err := http.Get("http://" + addr + "/signin")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
+		if lastErr = err; err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath) // #nosec G304 -- the test's own file
-			t.Fatalf("the image's binary did not serve: %v\n%s", err, b)
-		}
-		time.Sleep(50 * time.Millisecond) // real time: waiting for a real process
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}); err != nil {
+		b, _ := os.ReadFile(logPath) // #nosec G304 -- the test's own file
+		t.Fatalf("%v (last: %v)\n%s", err, lastErr, b)
 	}
 	if _, err := os.Stat(filepath.Join(fsRoot, "data", "kifpool.db")); err != nil {
 		t.Errorf("no database under the image's /data: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // TestCrashRestart drives concurrent top-ups through one serve process
@@ -115,10 +116,9 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	// Clients begin top-ups until total or the driving time is reached,
 	// whichever comes first, so that a loaded machine (where every restart
 	// takes seconds) makes a smaller test, not a failed one.
-	users, total, clients, driving := 16, 150, 4, 100*time.Second
-	if testing.Short() {
-		users, total, driving = 8, 60, 40*time.Second
-	}
+	// 50 s of driving, with serve killed every 0.5–2 s, is some 40 kills
+	// per dialect; it was 100 s, a minute and a half of .ci/run's 15.
+	users, total, clients, driving := 16, 150, 4, 50*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -328,15 +328,7 @@ type crashClient struct {
 // retry runs step until it reports done, pausing between attempts, for at
 // most limit.
 func retry(ctx context.Context, limit time.Duration, step func() (done bool)) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if step() {
-			return true
-		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
-			return false
-		}
-	}
+	return testwait.UntilContext(ctx, limit, "a step against a restarting server", step) == nil
 }
 
 func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) crashTopUp {

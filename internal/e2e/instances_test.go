@@ -155,7 +155,7 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 					// The bank's faults may leave the outcome unknown for
 					// now: the page then says we are confirming (the worker
 					// finishes it; checked after the drain).
-					got := apptest.DataStatus(r.body)
+					got := apptest.PaymentStatus(r.body)
 					if r.status != http.StatusOK || got != want && got != "pending_verification" {
 						t.Errorf("%s: callback on %s: status %d, page says %q, want %q", email, base, r.status, got, want)
 					}

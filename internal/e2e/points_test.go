@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // crashPoints hits each test-hook crash point once in a known flow, on a
@@ -160,16 +161,13 @@ func paymentByAuthority(t *testing.T, db *store.DB, authority string) (payment.P
 // waitStatus polls our payment of authority until it has status, for at
 // most limit; it returns the payment as last read.
 func waitStatus(ctx context.Context, db *store.DB, authority string, status payment.Status, limit time.Duration) (payment.Payment, bool) {
-	deadline := time.Now().Add(limit)
-	for {
-		p, found := paymentByAuthority(nil, db, authority)
-		if found && p.Status == status {
-			return p, true
-		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
-			return p, false
-		}
-	}
+	var p payment.Payment
+	err := testwait.UntilContext(ctx, limit, "payment of "+authority+" to be "+string(status), func() bool {
+		var found bool
+		p, found = paymentByAuthority(nil, db, authority)
+		return found && p.Status == status
+	})
+	return p, err == nil
 }
 
 // drainWithBank waits until no payment of ours is open and the bank holds
@@ -178,28 +176,24 @@ func waitStatus(ctx context.Context, db *store.DB, authority string, status paym
 func drainWithBank(t *testing.T, db *store.DB, bank *bankClient, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		left := limit - time.Since(start)
-		if left < time.Second {
-			left = time.Second
-		}
-		drain(t, db, left)
-		var unverified []string
+	var unverified []string
+	err := testwait.Until(limit, "no open payment and nothing paid at the bank unverified", func() bool {
+		drain(t, db, max(limit-time.Since(start), time.Second))
+		unverified = nil
 		for a, bp := range bank.payments(t) {
 			if bp.State == sandbank.StatePaid {
 				unverified = append(unverified, a)
 			}
 		}
-		if len(unverified) == 0 {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			for _, a := range unverified {
-				p, _ := paymentByAuthority(t, db, a)
-				t.Errorf("bank PAID %s still unverified after %s (ours: %s %s)", a, limit, p.Status, p.StatusReason)
-			}
-			t.FailNow()
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(unverified) == 0
+	})
+	if err == nil {
+		return time.Since(start)
 	}
+	for _, a := range unverified {
+		p, _ := paymentByAuthority(t, db, a)
+		t.Errorf("bank PAID %s still unverified after %s (ours: %s %s)", a, limit, p.Status, p.StatusReason)
+	}
+	t.FailNow()
+	return 0
 }

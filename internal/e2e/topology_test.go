@@ -27,6 +27,7 @@ import (
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // TestTopologyBehindNginx runs the deployment of docs/operations.md for
@@ -151,9 +152,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 	stopAfter := int64(users) // stop b once the first round is through
 	stopped := make(chan struct{})
 	go func() {
-		for done.Load() < stopAfter && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond) // real time: watching real processes
-		}
+		_ = testwait.UntilContext(ctx, time.Hour, "the first round of top-ups", func() bool { return done.Load() >= stopAfter })
 		b.stop()
 		close(stopped)
 	}()
@@ -350,11 +349,10 @@ http {
 			}
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.Eventually(t, 20*time.Second, "nginx to listen", func() bool {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			return
+			return true
 		}
 		select {
 		case <-exited:
@@ -362,11 +360,8 @@ http {
 			t.Fatalf("nginx exited:\n%s", b)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("nginx did not listen")
-		}
-		time.Sleep(20 * time.Millisecond) // real time: waiting for a real process
-	}
+		return false
+	})
 }
 
 func tail(s string, n int) string {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -163,17 +162,6 @@ func checkInvariants(t *testing.T, db *store.DB) {
 // ---- StartTopUp ----
 
 // ---- Return and Resolve ----
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // hookStore is the service's store with hooks that reproduce races
 // deterministically: a read that returns a stale view (as one made just

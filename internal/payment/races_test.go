@@ -200,7 +200,7 @@ func TestPayerBackDuringTheLastLifetimeCheck(t *testing.T) {
 				if n == 1 { // the worker's last check: the payer is still at the bank
 					close(inCheck)
 					<-callbackIn
-					time.Sleep(50 * time.Millisecond) // the callback is waiting for the lease
+					time.Sleep(50 * time.Millisecond) // real time: the callback is waiting for the lease (nothing to poll for)
 					return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil
 				}
 				return paymenttest.Paid(5151)(n, in) // meanwhile the payer paid

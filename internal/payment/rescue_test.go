@@ -321,7 +321,7 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(150 * time.Millisecond)
+				time.Sleep(150 * time.Millisecond) // real time: a slow bank against reconciliation's real-time budget
 				return paymenttest.Paid(int64(60_000+n))(n, in)
 			}
 		})
@@ -386,7 +386,7 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 		q := e.start(50_000)
 		e.gw.Set(func(f *paymenttest.Gateway) {
 			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-				time.Sleep(30 * time.Millisecond)
+				time.Sleep(30 * time.Millisecond) // real time: a slow verify, so that the two presses overlap
 				return paymenttest.Paid(int64(4000+n))(n, in)
 			}
 		})
@@ -415,7 +415,7 @@ func TestCallbackFloodOneCheckPerWindow(t *testing.T) {
 		p := e.start(40_000)
 		e.gw.Set(func(f *paymenttest.Gateway) {
 			f.VerifyFn = func(int, gateway.VerifyInput) (gateway.VerifyResult, error) {
-				time.Sleep(40 * time.Millisecond)
+				time.Sleep(40 * time.Millisecond) // real time: a slow verify, so that the flood overlaps it
 				return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil
 			}
 			f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)

@@ -82,7 +82,7 @@ func TestReturnConcurrentCreditsOnce(t *testing.T) {
 		p := e.start(80_000)
 		e.gw.Set(func(f *paymenttest.Gateway) {
 			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // real time: a slow verify, so that the returns overlap
 				if n == 1 {
 					return paymenttest.Paid(777)(n, in)
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 func TestStartTopUp(t *testing.T) {
@@ -240,7 +241,7 @@ func TestStartTopUpReplayStillProcessing(t *testing.T) {
 			r1, err = e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 			first <- err
 		}()
-		waitFor(t, func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
+		testwait.Eventually(t, 5*time.Second, "the payment row", func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
 		r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 		if !errors.Is(err, payment.ErrStillProcessing) || !r2.Replayed || r2.PayURL != "" || r2.Payment.Status != payment.StatusCreated {
 			t.Errorf("repeat while the first is at the bank = %+v, %v; want ErrStillProcessing", r2, err)
@@ -276,7 +277,7 @@ func TestStartTopUpAbandonedFirstSubmit(t *testing.T) {
 			r, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 			first <- result{r, err}
 		}()
-		waitFor(t, func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
+		testwait.Eventually(t, 5*time.Second, "the payment row", func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
 		e.clock.Advance(time.Minute) // the first submit is now long past RequestTimeout
 		r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 		if !errors.Is(err, payment.ErrGatewayFailed) || r2.Payment.Status != payment.StatusFailed || r2.PayURL != "" {

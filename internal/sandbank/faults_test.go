@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // rawResult is an HTTP exchange that may have failed at the transport.
@@ -309,15 +311,10 @@ func TestCommitThenHangClientGivesUp(t *testing.T) {
 	defer leave()
 	go func() {
 		defer leave()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if p, _ := b.Payment(a); p.State == StateVerified {
-				committed <- true
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		committed <- false
+		committed <- testwait.Until(30*time.Second, "the bank to commit the verify", func() bool {
+			p, _ := b.Payment(a)
+			return p.State == StateVerified
+		}) == nil
 	}()
 	res := sendCtx(t, ctx, faultClient(t, 0), http.MethodPost, srv.URL+"/pg/v4/payment/verify.json",
 		map[string]any{"merchant_id": merchant, "amount": 80_000, "authority": a})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // An instance whose own clock is ten minutes off reads the database's time
@@ -76,13 +77,9 @@ func TestClockRunStops(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { c.Run(ctx); close(done) }()
-		deadline := time.Now().Add(30 * time.Second)
-		for c.Offset() > -59*time.Minute {
-			if time.Now().After(deadline) {
-				t.Fatalf("Run did not sync within 30s (offset %s)", c.Offset())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testwait.Eventually(t, 30*time.Second, "Run to sync the clock with the database", func() bool {
+			return c.Offset() <= -59*time.Minute
+		})
 		cancel()
 		select {
 		case <-done:

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/migrations"
 )
 
@@ -36,20 +38,13 @@ func TestMigrationLocks(t *testing.T) {
 		// pg_try_advisory_lock, polled: a blocking pg_advisory_lock would
 		// queue, and other tests' migrations holding goose's lock briefly
 		// could make the queue a deadlock.
-		deadline := time.Now().Add(time.Minute)
-		for {
+		testwait.Eventually(t, time.Minute, fmt.Sprintf("advisory lock %d, held by someone else", id), func() bool {
 			var got bool
 			if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
-			if got {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("advisory lock %d still held by someone else after a minute", id)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return got
+		})
 		var once sync.Once
 		release := func() {
 			once.Do(func() {

@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -386,13 +387,9 @@ func TestExpiredKeysAreDeleted(t *testing.T) {
 		// serve's background loops: the cleanup runs at once.
 		ctx, cancel := context.WithCancel(context.Background())
 		wait := f.app.Server.RunBackground(ctx, nil)
-		deadline := time.Now().Add(10 * time.Second)
-		for count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'ttl-key'`) != 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the expired key was not deleted")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testwait.Eventually(t, 10*time.Second, "the cleanup to delete the expired key", func() bool {
+			return count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'ttl-key'`) == 0
+		})
 		cancel()
 		wait()
 		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'fresh-key'`); n != 1 {
@@ -430,8 +427,8 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 			t.Fatalf("bank redirect: %d %q", back.Status, back.Location)
 		}
 		receipt := browser.Get(back.Location)
-		if apptest.DataStatus(receipt.Body) != "credited" {
-			t.Fatalf("receipt: %d %q", receipt.Status, apptest.DataStatus(receipt.Body))
+		if apptest.PaymentStatus(receipt.Body) != "credited" {
+			t.Fatalf("receipt: %d %q", receipt.Status, apptest.PaymentStatus(receipt.Body))
 		}
 		browser.Get(back.Location) // a reload changes nothing
 

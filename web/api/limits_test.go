@@ -87,8 +87,8 @@ func TestTopUpLimits(t *testing.T) {
 		for _, tu := range []api.TopUp{first, second} {
 			back := browser.Post(*tu.PaymentURL+"/pay", url.Values{})
 			ret := strings.Replace(back.Location, capped.URL, lowered.URL, 1)
-			if got := browser.Get(ret); apptest.DataStatus(got.Body) != "credited" {
-				t.Fatalf("payment %s not credited over the lowered cap: %q", tu.ID, apptest.DataStatus(got.Body))
+			if got := browser.Get(ret); apptest.PaymentStatus(got.Body) != "credited" {
+				t.Fatalf("payment %s not credited over the lowered cap: %q", tu.ID, apptest.PaymentStatus(got.Body))
 			}
 		}
 		if w := decode[api.Wallet](t, c2.get("/api/v1/wallet")); w.BalanceRials != 1_500_000 {

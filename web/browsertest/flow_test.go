@@ -24,6 +24,7 @@ import (
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // startApp runs a fresh app (SQLite, built-in sandbox bank under
@@ -207,14 +208,12 @@ func TestPayAndCloseCreditedByWorker(t *testing.T) {
 	b.Click("bank-pay-close")
 	b.Wait("bank-closed")
 
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if got := b.Balance(); got == 1_200_000 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("balance still %d rials after 15s, want 1200000 credited by the worker", got)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var got int64
+	if err := testwait.Until(15*time.Second, "the worker to credit 1200000 rials", func() bool {
+		got = b.Balance()
+		return got == 1_200_000
+	}); err != nil {
+		t.Fatalf("%v: balance still %d rials", err, got)
 	}
 	b.Wait("history-row")
 	if n := b.Attr(tid("history-row"), "data-rials"); n != "1200000" {
@@ -539,17 +538,16 @@ func TestPendingPageUpdatesItself(t *testing.T) {
 		}
 	})
 	// One background check (after 5 s) finds nothing new: no reload.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testwait.Eventually(t, 10*time.Second, "a background check (and no reload)", func() bool {
 		mu.Lock()
 		l, c := loads, checks
 		mu.Unlock()
-		if c >= 1 {
-			break
-		}
-		if l > 0 || time.Now().After(deadline) {
+		if l > 0 {
 			t.Fatalf("after %d checks, %d reloads", c, l)
 		}
-	}
+		return c >= 1
+	})
+	// real time: a reload would follow the check at once; none may come
 	time.Sleep(300 * time.Millisecond)
 	mu.Lock()
 	if loads != 0 {

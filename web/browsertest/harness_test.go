@@ -3,6 +3,7 @@ package browsertest
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // testTimeout bounds every browser test (queries otherwise wait forever).
@@ -42,6 +44,12 @@ var browser struct {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// make test-quick: no Chromium (make test runs these).
+		fmt.Println("web/browsertest: skipped under -short (make test-quick); make test runs it")
+		os.Exit(0)
+	}
 	code := m.Run()
 	if browser.cancel != nil {
 		browser.cancel()
@@ -311,20 +319,16 @@ func (b *Tab) Back() {
 	}
 	want := entries[cur-1]
 	b.Run(page.NavigateToHistoryEntry(want.ID))
-	for {
+	var state, href string
+	if err := testwait.UntilContext(b.ctx, testTimeout, "Back to "+want.URL, func() bool {
 		var now int64
-		var state, href string
 		err := chromedp.Run(b.ctx, chromedp.NavigationEntries(&now, &entries),
 			chromedp.Evaluate(`document.readyState`, &state), chromedp.Location(&href))
-		if err == nil && now == cur-1 && state == "complete" && href == want.URL {
-			b.reattach()
-			return
-		}
-		if b.ctx.Err() != nil {
-			b.t.Fatalf("Back to %s: still at %s (%s)", want.URL, href, state)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && now == cur-1 && state == "complete" && href == want.URL
+	}); err != nil {
+		b.t.Fatalf("%v: still at %s (%s)", err, href, state)
 	}
+	b.reattach()
 }
 
 // reattach opens a new DevTools session on the tab. A page restored from

@@ -939,7 +939,7 @@ func TestBreakerWindowForgetsOldFailures(t *testing.T) {
 	o.Breaker.Window = 200 * time.Millisecond
 	g := New(f, o)
 	_ = call(g, context.Background(), OpInquire)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // real time: gobreaker's window runs on the wall clock (it takes no clock)
 	_ = call(g, context.Background(), OpInquire)
 	if st := g.BreakerState(); st.State != "closed" || st.Failures != 1 {
 		t.Fatalf("state = %+v, the first failure should have expired", st)
@@ -970,7 +970,7 @@ func TestHalfOpenProbe(t *testing.T) {
 		rec := &MemoryRecorder{}
 		g := New(f, breakerOpts(rec, logs, 2, openTimeout))
 		trip(t, g, f, 2)
-		time.Sleep(openTimeout + 20*time.Millisecond)
+		time.Sleep(openTimeout + 20*time.Millisecond) // real time: gobreaker's open timeout runs on the wall clock
 		if st := g.BreakerState(); st.State != "half-open" || !st.OpenedAt.IsZero() {
 			t.Fatalf("state = %+v, want half-open", st)
 		}
@@ -990,7 +990,7 @@ func TestHalfOpenProbe(t *testing.T) {
 		g := New(f, breakerOpts(nil, nil, 2, openTimeout))
 		trip(t, g, f, 2)
 		first := g.BreakerState().OpenedAt
-		time.Sleep(openTimeout + 20*time.Millisecond)
+		time.Sleep(openTimeout + 20*time.Millisecond) // real time: gobreaker's open timeout runs on the wall clock
 		if err := call(g, context.Background(), OpInquire); !isTransient(err) || errors.Is(err, gateway.ErrUnavailable) {
 			t.Fatalf("probe err = %v, want the 503", err)
 		}
@@ -1011,7 +1011,7 @@ func TestHalfOpenProbe(t *testing.T) {
 		for len(f.started) > 0 {
 			<-f.started
 		}
-		time.Sleep(openTimeout + 20*time.Millisecond)
+		time.Sleep(openTimeout + 20*time.Millisecond) // real time: gobreaker's open timeout runs on the wall clock
 
 		release := make(chan struct{})
 		f.setScript(OpVerify, step{res: paid, block: release})
@@ -1044,7 +1044,7 @@ func TestHalfOpenProbe(t *testing.T) {
 		f := newFake(nil)
 		g := New(f, breakerOpts(nil, nil, 2, openTimeout))
 		trip(t, g, f, 2)
-		time.Sleep(openTimeout + 20*time.Millisecond)
+		time.Sleep(openTimeout + 20*time.Millisecond) // real time: gobreaker's open timeout runs on the wall clock
 		f.setScript(OpVerify, step{delay: time.Second})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		defer cancel()
@@ -1064,7 +1064,7 @@ func TestHalfOpenProbe(t *testing.T) {
 		f := newFake(nil)
 		g := New(f, breakerOpts(nil, nil, 2, openTimeout))
 		trip(t, g, f, 2)
-		time.Sleep(openTimeout + 20*time.Millisecond)
+		time.Sleep(openTimeout + 20*time.Millisecond) // real time: gobreaker's open timeout runs on the wall clock
 		f.setScript(OpVerify, step{panic: true})
 		func() {
 			defer func() {
@@ -1119,11 +1119,11 @@ func TestStateChangeDoesNotDeadlock(t *testing.T) {
 			for g.BreakerState().State == "closed" { // may already be half-open under load
 				_ = call(g, context.Background(), OpInquire)
 			}
-			time.Sleep(openTimeout + 5*time.Millisecond)
+			time.Sleep(openTimeout + 5*time.Millisecond) // real time: gobreaker's open timeout runs on the wall clock
 			f.setScript(OpInquire, step{res: okResult(OpInquire)})
 			for g.BreakerState().State != "closed" {
 				_ = call(g, context.Background(), OpInquire)
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // real time: let the readers see this state of the wall-clock breaker
 			}
 		}
 	}()

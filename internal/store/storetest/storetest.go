@@ -4,7 +4,12 @@
 // PostgreSQL tests use TEST_DATABASE_URL (a database the tests may create
 // schemas in). Without it they are skipped with a message, unless
 // REQUIRE_POSTGRES=1, which turns a missing or unreachable PostgreSQL into a
-// failure (CI sets it).
+// failure (CI sets it). Under -short (make test-quick) they are skipped
+// whatever the environment says: the quick loop is SQLite only.
+//
+// KEEPDB=1 keeps the database of a test that failed (the SQLite file, or
+// the PostgreSQL schema) and logs where it is, for inspection; databases
+// of passing tests are removed as always.
 package storetest
 
 import (
@@ -40,7 +45,7 @@ func URL(t testing.TB, d store.Dialect) string {
 	t.Helper()
 	switch d {
 	case store.SQLite:
-		return "sqlite:" + filepath.Join(t.TempDir(), "kifpool.db")
+		return "sqlite:" + filepath.Join(sqliteDir(t), "kifpool.db")
 	case store.Postgres:
 		return postgresURL(t)
 	}
@@ -72,8 +77,40 @@ func New(t testing.TB, d store.Dialect) *store.DB {
 	return db
 }
 
+// KeepDB reports whether KEEPDB=1 asks to keep failing tests' databases.
+func KeepDB() bool { return os.Getenv("KEEPDB") == "1" }
+
+// keep reports whether the test's database stays after it: KEEPDB=1 and
+// the test (or one of its subtests) failed.
+func keep(t testing.TB) bool { return KeepDB() && t.Failed() }
+
+// sqliteDir is a folder for the test's SQLite file: t.TempDir(), or with
+// KEEPDB=1 a folder that outlives a failing test.
+func sqliteDir(t testing.TB) string {
+	t.Helper()
+	if !KeepDB() {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("", "kifpool-test-db-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before the database's own Close, so it runs after it.
+	t.Cleanup(func() {
+		if keep(t) {
+			t.Logf("KEEPDB=1: kept the SQLite database of %s: %s", t.Name(), filepath.Join(dir, "kifpool.db"))
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
 func postgresURL(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("PostgreSQL tests skipped under -short (make test-quick); make test runs them")
+	}
 	base := os.Getenv("TEST_DATABASE_URL")
 	required := os.Getenv("REQUIRE_POSTGRES") == "1"
 	if base == "" {
@@ -111,6 +148,11 @@ func postgresURL(t testing.TB) string {
 		t.Fatalf("create schema: %v", err)
 	}
 	t.Cleanup(func() {
+		if keep(t) {
+			t.Logf("KEEPDB=1: kept the PostgreSQL schema of %s: schema %s in %s (psql \"%s\" -c 'SET search_path = %s')",
+				t.Name(), schema, redact(base), redact(base), schema)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		a, err := store.Open(ctx, base, nil)
@@ -128,6 +170,15 @@ func postgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return fmt.Sprint(u)
+}
+
+// redact drops a password from a database URL before it is logged.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "TEST_DATABASE_URL"
+	}
+	return u.Redacted()
 }
 
 // Count runs a query that answers one number (a COUNT, a balance).
