@@ -39,8 +39,8 @@ func expiryApp(t *testing.T, db *store.DB, bankTTL time.Duration) (*apptest.App,
 // cause, and not the sentence of the other cause, in lang.
 func failedPageSays(t *testing.T, page apptest.Response, lang i18n.Lang, cause, notCause string) {
 	t.Helper()
-	if page.Status != http.StatusOK || apptest.DataStatus(page.Body) != "failed" {
-		t.Fatalf("%s: page %d %q, want a failed payment", lang, page.Status, apptest.DataStatus(page.Body))
+	if page.Status != http.StatusOK || apptest.PaymentStatus(page.Body) != "failed" {
+		t.Fatalf("%s: page %d %q, want a failed payment", lang, page.Status, apptest.PaymentStatus(page.Body))
 	}
 	if m := causeAttrRE.FindStringSubmatch(page.Body); m == nil || m[1] != cause {
 		t.Errorf("%s: cause %v, want %s", lang, m, cause)
