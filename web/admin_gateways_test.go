@@ -35,7 +35,7 @@ func TestAdminGatewaySwitch(t *testing.T) {
 			!strings.Contains(page.Body, `data-operation="request"`) {
 			t.Fatalf("gateways page: %d %.3000s", page.Status, page.Body)
 		}
-		csrf := apptest.Field(page.Body, "_csrf")
+		csrf := apptest.Input(page.Body, "_csrf")
 		if r := admin.Post("/admin/gateways/zarinpal/switch", url.Values{"_csrf": {csrf}, "off": {"1"}, "note": {"bank maintenance"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("switch off: %d", r.Status)
 		}
@@ -52,11 +52,11 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		if strings.Contains(form.Body, `value="zarinpal"`) {
 			t.Errorf("the form still offers zarinpal")
 		}
-		tok := apptest.Field(form.Body, "token")
-		if r := payer.Post("/wallet/topup", url.Values{"_csrf": {apptest.Field(form.Body, "_csrf")}, "token": {tok}, "amount": {"30000"}, "gateway": {"zarinpal"}}); r.Status != http.StatusUnprocessableEntity {
+		tok := apptest.Input(form.Body, "token")
+		if r := payer.Post("/wallet/topup", url.Values{"_csrf": {apptest.Input(form.Body, "_csrf")}, "token": {tok}, "amount": {"30000"}, "gateway": {"zarinpal"}}); r.Status != http.StatusUnprocessableEntity {
 			t.Errorf("asking for a gateway switched off: %d", r.Status)
 		}
-		if r := payer.PostTopUp(apptest.Field(form.Body, "_csrf"), apptest.Field(payer.Get("/wallet/topup").Body, "token"), "30000"); r.Status != http.StatusSeeOther || !strings.Contains(r.Location, "/sandbank/start/") {
+		if r := payer.PostTopUp(apptest.Input(form.Body, "_csrf"), apptest.Input(payer.Get("/wallet/topup").Body, "token"), "30000"); r.Status != http.StatusSeeOther || !strings.Contains(r.Location, "/sandbank/start/") {
 			t.Errorf("a top-up while zarinpal is off: %d %q", r.Status, r.Location)
 		}
 		// Another instance on the same database sees it at once.
@@ -69,8 +69,8 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		}
 		// The payment already at Zarinpal is still verified there.
 		back := payAtBank(t, payer, payURL, "pay")
-		if r := payer.Get(back); apptest.DataStatus(r.Body) != "credited" {
-			t.Errorf("the zarinpal payment after the switch: %q", apptest.DataStatus(r.Body))
+		if r := payer.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
+			t.Errorf("the zarinpal payment after the switch: %q", apptest.PaymentStatus(r.Body))
 		}
 		// The audit log says who and why.
 		audit := admin.Get("/admin/audit")

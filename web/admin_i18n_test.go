@@ -194,7 +194,7 @@ func TestConsoleInPersianHasNoEnglishLabels(t *testing.T) {
 	}
 	enrol := admin.GetIn("fa", "/admin/2fa")
 	check("second factor (enrolment code)", enrol)
-	form := url.Values{"_csrf": {apptest.Field(enrol.Body, "_csrf")}, "enrol_code": {apptest.EnrolmentCode(t, db, "negar@example.com")}}
+	form := url.Values{"_csrf": {apptest.Input(enrol.Body, "_csrf")}, "enrol_code": {apptest.EnrolmentCode(t, db, "negar@example.com")}}
 	secret := admin.Post("/admin/2fa", form)
 	check("second factor (authenticator)", secret)
 	form.Set("code", apptest.AdminTOTPCode(t, db, "negar@example.com"))
@@ -208,10 +208,10 @@ func TestConsoleInPersianHasNoEnglishLabels(t *testing.T) {
 	second.SignIn("negar@example.com", "correct horse battery")
 	codePage := second.GetIn("fa", "/admin/2fa")
 	check("second factor (code)", codePage)
-	check("second factor (wrong code)", second.Post("/admin/2fa", url.Values{"_csrf": {apptest.Field(codePage.Body, "_csrf")}, "code": {"000000"}}))
+	check("second factor (wrong code)", second.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(codePage.Body, "_csrf")}, "code": {"000000"}}))
 	// An action leaves a notice and an audit row; a reconciliation a report.
 	list := admin.Get("/admin")
-	adminCSRF := apptest.Field(list.Body, "_csrf")
+	adminCSRF := apptest.Input(list.Body, "_csrf")
 	var reviewed string
 	db.Gorm.Raw(`SELECT public_id FROM payments WHERE id = ?`, ids[1]).Scan(&reviewed)
 	if r := admin.Post("/admin/payments/"+reviewed+"/recheck", url.Values{"_csrf": {adminCSRF}}); r.Status != http.StatusSeeOther {

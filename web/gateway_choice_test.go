@@ -37,7 +37,7 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		post := func(tomans, gw string) apptest.Response {
 			t.Helper()
 			page := c.Get("/wallet/topup")
-			return c.Post("/wallet/topup", url.Values{"_csrf": {apptest.Field(page.Body, "_csrf")}, "token": {apptest.Field(page.Body, "token")},
+			return c.Post("/wallet/topup", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "token": {apptest.Input(page.Body, "token")},
 				"amount": {tomans}, "gateway": {gw}})
 		}
 		// The payer's choice.
@@ -58,7 +58,7 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		}
 		failed := post("40000", "zarinpal")
 		if failed.Status != http.StatusServiceUnavailable || !strings.Contains(failed.Body, `data-testid="try-other-gateway-note"`) ||
-			!regexpChecked(failed.Body, "zibal") || apptest.Field(failed.Body, "amount") != "40000" {
+			!regexpChecked(failed.Body, "zibal") || apptest.Input(failed.Body, "amount") != "40000" {
 			t.Fatalf("gateway failed page: %d", failed.Status)
 		}
 		form = c.Get("/wallet/topup")
@@ -82,8 +82,8 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := c.Get(back); apptest.DataStatus(r.Body) == "credited" || apptest.DataStatus(r.Body) == "failed" {
-			t.Errorf("callback while its gateway is down: %q, want pending", apptest.DataStatus(r.Body))
+		if r := c.Get(back); apptest.PaymentStatus(r.Body) == "credited" || apptest.PaymentStatus(r.Body) == "failed" {
+			t.Errorf("callback while its gateway is down: %q, want pending", apptest.PaymentStatus(r.Body))
 		}
 		var gw string
 		db.Gorm.Raw(`SELECT gateway FROM payments WHERE amount_rials = 300000`).Scan(&gw)

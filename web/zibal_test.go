@@ -58,12 +58,12 @@ func TestZibalFlow(t *testing.T) {
 		// Paid: credited once; every repeat callback says received.
 		back := press(start("25000"), "pay")
 		res := c.Get(back)
-		if apptest.DataStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
-			t.Fatalf("return: %d %q", res.Status, apptest.DataStatus(res.Body))
+		if apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+			t.Fatalf("return: %d %q", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		for range 3 {
-			if again := c.Get(back); apptest.DataStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
-				t.Fatalf("repeat callback: %q", apptest.DataStatus(again.Body))
+			if again := c.Get(back); apptest.PaymentStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
+				t.Fatalf("repeat callback: %q", apptest.PaymentStatus(again.Body))
 			}
 		}
 		if b := c.Balance(); b != 250_000 {
@@ -77,8 +77,8 @@ func TestZibalFlow(t *testing.T) {
 
 		// Cancelled: failed, nothing credited.
 		back = press(start("30000"), "cancel")
-		if res := c.Get(back); apptest.DataStatus(res.Body) != "failed" {
-			t.Fatalf("cancel: %q", apptest.DataStatus(res.Body))
+		if res := c.Get(back); apptest.PaymentStatus(res.Body) != "failed" {
+			t.Fatalf("cancel: %q", apptest.PaymentStatus(res.Body))
 		}
 		if b := c.Balance(); b != 250_000 {
 			t.Fatalf("balance after a cancel %d", b)
@@ -98,8 +98,8 @@ func TestZibalFlow(t *testing.T) {
 		if vr, err := other.Verify(ctx, gateway.VerifyInput{Authority: track, AmountRials: 400_000}); err != nil || vr.Outcome != gateway.VerifyPaid {
 			t.Fatalf("verify at the bank first: %+v %v", vr, err)
 		}
-		if res := c.Get(back); apptest.DataStatus(res.Body) != "credited" {
-			t.Fatalf("after 201: %q", apptest.DataStatus(res.Body))
+		if res := c.Get(back); apptest.PaymentStatus(res.Body) != "credited" {
+			t.Fatalf("after 201: %q", apptest.PaymentStatus(res.Body))
 		}
 		if b := c.Balance(); b != 650_000 {
 			t.Fatalf("balance after 201 %d, want 650,000", b)
@@ -121,7 +121,7 @@ func TestZibalFlow(t *testing.T) {
 		}
 		anon := app.NewClient(t)
 		r := anon.Get("/payments/" + unpaidID + "/return?trackId=" + unpaidTrack + "&success=1&status=2")
-		if st := apptest.DataStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
+		if st := apptest.PaymentStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
 			t.Errorf("an unpaid payment's callback claiming success: %d %q", r.Status, st)
 		}
 		if b := c.Balance(); b != 650_000 {
