@@ -14,9 +14,14 @@ import (
 	"testing"
 )
 
-// coverEnv names the cover profile of the suite's run over ./views
-// (make test and make test-quick write it with -coverpkg=./views).
+// coverEnv names the cover profile of the suite's run over the packages
+// with templ components (make test and make test-quick write it with
+// -coverpkg=./views,./internal/sandbank).
 const coverEnv = "VIEWS_COVERPROFILE"
+
+// templPackages are the module's folders of templ components: the app's
+// pages, and the sandbox bank's.
+var templPackages = []string{"views", "internal/sandbank"}
 
 // TestEveryComponentIsRendered: every templ component (exported or not)
 // was rendered by at least one test of the run, as goatcounter checks that
@@ -29,9 +34,16 @@ func TestEveryComponentIsRendered(t *testing.T) {
 	if profile == "" {
 		t.Skipf("needs %s, the cover profile of a test run over ./views (make test and make test-quick set it)", coverEnv)
 	}
-	comps := components(t, ".")
+	var comps []component
+	for _, dir := range templPackages {
+		found := components(t, dir)
+		if len(found) == 0 {
+			t.Fatalf("found no components in %s: the parser does not see them", dir)
+		}
+		comps = append(comps, found...)
+	}
 	if len(comps) < 20 {
-		t.Fatalf("found %d components in views/: the parser does not see them", len(comps))
+		t.Fatalf("found %d components: the parser does not see them", len(comps))
 	}
 	counts := readProfile(t, profile)
 	for _, p := range unrendered(comps, counts) {
@@ -40,19 +52,21 @@ func TestEveryComponentIsRendered(t *testing.T) {
 }
 
 // component is a templ component: its name and where the body of the
-// function it renders with starts (file base name, line, column).
+// function it renders with starts (file path from the module root, line,
+// column).
 type component struct {
 	name      string
 	file      string
 	line, col int
 }
 
-// components lists every templ component of the *_templ.go files in dir:
+// components lists every templ component of the *_templ.go files in dir
+// (a folder of the module):
 // a function returning templ.Component whose body returns
 // templruntime.GeneratedTemplate(func(...) {...}).
 func components(t *testing.T, dir string) []component {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*_templ.go"))
+	files, err := filepath.Glob(filepath.Join("..", filepath.FromSlash(dir), "*_templ.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no *_templ.go in %s: %v", dir, err)
 	}
@@ -73,11 +87,11 @@ func components(t *testing.T, dir string) []component {
 			}
 			lit := generatedBody(fn)
 			if lit == nil {
-				t.Errorf("%s: %s returns a templ.Component that templ did not generate", filepath.Base(f), fn.Name.Name)
+				t.Errorf("%s/%s: %s returns a templ.Component that templ did not generate", dir, filepath.Base(f), fn.Name.Name)
 				continue
 			}
 			pos := fset.Position(lit.Body.Lbrace)
-			out = append(out, component{name: fn.Name.Name, file: filepath.Base(f), line: pos.Line, col: pos.Column})
+			out = append(out, component{name: fn.Name.Name, file: dir + "/" + filepath.Base(f), line: pos.Line, col: pos.Column})
 		}
 	}
 	return out
@@ -106,7 +120,7 @@ func generatedBody(fn *ast.FuncDecl) *ast.FuncLit {
 
 // blockStart is where a cover profile's block starts.
 type blockStart struct {
-	file      string // base name of a views file
+	file      string // path from the module root
 	line, col int
 }
 
@@ -133,16 +147,16 @@ func readProfile(t *testing.T, path string) map[blockStart]int64 {
 	return counts
 }
 
-// parseBlock reads one line of a cover profile of the views package:
+// parseBlock reads one line of a cover profile of the module:
 // "github.com/kifpool/kifpool/views/x_templ.go:12.150,14.3 1 5".
 func parseBlock(line string) (blockStart, int64, bool) {
-	const pkg = "github.com/kifpool/kifpool/views/"
-	rest, ok := strings.CutPrefix(line, pkg)
+	const module = "github.com/kifpool/kifpool/"
+	rest, ok := strings.CutPrefix(line, module)
 	if !ok {
 		return blockStart{}, 0, false
 	}
 	file, rng, ok := strings.Cut(rest, ":")
-	if !ok || strings.Contains(file, "/") {
+	if !ok {
 		return blockStart{}, 0, false
 	}
 	fields := strings.Fields(rng)
@@ -168,7 +182,7 @@ func unrendered(comps []component, counts map[blockStart]int64) []string {
 		n, ok := counts[blockStart{c.file, c.line, c.col}]
 		switch {
 		case !ok:
-			out = append(out, fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views after templ generate", c.name, c.file, c.line))
+			out = append(out, fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views,./internal/sandbank after templ generate", c.name, c.file, c.line))
 		case n == 0:
 			out = append(out, fmt.Sprintf("%s (%s:%d): no test renders this component", c.name, c.file, c.line))
 		}
@@ -180,16 +194,16 @@ func unrendered(comps []component, counts map[blockStart]int64) []string {
 // The check on a made-up profile, so that it cannot pass by seeing
 // nothing.
 func TestUnrenderedFindsThem(t *testing.T) {
-	comps := components(t, ".")
-	if len(comps) < 2 {
+	comps := components(t, "views")
+	if len(comps) < 3 {
 		t.Fatalf("%d components", len(comps))
 	}
 	a, b := comps[0], comps[1]
 	profile := strings.Join([]string{
 		"mode: atomic",
-		fmt.Sprintf("github.com/kifpool/kifpool/views/%s:%d.%d,%d.3 4 0", a.file, a.line, a.col, a.line+3),
-		fmt.Sprintf("github.com/kifpool/kifpool/views/%s:%d.%d,%d.3 4 0", b.file, b.line, b.col, b.line+3),
-		fmt.Sprintf("github.com/kifpool/kifpool/views/%s:%d.%d,%d.3 4 2", b.file, b.line, b.col, b.line+3),
+		fmt.Sprintf("github.com/kifpool/kifpool/%s:%d.%d,%d.3 4 0", a.file, a.line, a.col, a.line+3),
+		fmt.Sprintf("github.com/kifpool/kifpool/%s:%d.%d,%d.3 4 0", b.file, b.line, b.col, b.line+3),
+		fmt.Sprintf("github.com/kifpool/kifpool/%s:%d.%d,%d.3 4 2", b.file, b.line, b.col, b.line+3),
 	}, "\n")
 	path := filepath.Join(t.TempDir(), "cover.out")
 	if err := os.WriteFile(path, []byte(profile), 0o600); err != nil {
@@ -198,7 +212,7 @@ func TestUnrenderedFindsThem(t *testing.T) {
 	got := unrendered(comps[:3], readProfile(t, path))
 	want := []string{
 		fmt.Sprintf("%s (%s:%d): no test renders this component", a.name, a.file, a.line),
-		fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views after templ generate", comps[2].name, comps[2].file, comps[2].line),
+		fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views,./internal/sandbank after templ generate", comps[2].name, comps[2].file, comps[2].line),
 	}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
