@@ -1,4 +1,13 @@
 // Progressive enhancement only: every page works without this file.
+// 0. A form marked data-autosubmit (the page that sends the payer to a
+//    bank reached by POST) is submitted at once; its button does it
+//    without script.
+(function () {
+  "use strict";
+  var f = document.querySelector("form[data-autosubmit]");
+  if (f) { f.submit(); }
+})();
+
 // 1. Submit buttons marked data-once are disabled after the first submit,
 //    in every form of the same top-up (same form token: the pay button and
 //    the quick picks); data-busy-label replaces the label meanwhile. The

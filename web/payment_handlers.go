@@ -65,7 +65,8 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
 		return fiber.ErrNotFound
-	case errors.Is(err, payment.ErrAuthorityMismatch), errors.Is(err, payment.ErrBadCallback):
+	case errors.Is(err, payment.ErrAuthorityMismatch), errors.Is(err, payment.ErrBadCallback),
+		errors.Is(err, payment.ErrReceiptReused), errors.Is(err, payment.ErrReceiptMismatch):
 		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
 	case err != nil && p.ID == 0:
 		return err
@@ -133,6 +134,7 @@ func (s *Server) unpaidView(c *fiber.Ctx, p payment.Payment, v *views.PaymentVie
 		return nil
 	}
 	if p.Status == payment.StatusAwaitingPayment && p.ReturnedAt == nil && p.Authority != nil {
+		// "" for a gateway reached only by POST (Mellat): no link back.
 		v.BankURL = s.Payments.PayURL(p)
 	}
 	d, err := s.Reads.Dismissed(c.UserContext(), p.UserID, []int64{p.ID})

@@ -226,6 +226,17 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
+	if res.PayForm != nil {
+		// The bank takes its token only by POST (SEP, Mellat): a page
+		// whose one form posts to the bank, submitted by our script, with
+		// a button for a browser without it.
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		v := views.ToBankView{Action: res.PayForm.Action, AmountRials: res.Payment.AmountRials}
+		for _, f := range res.PayForm.Fields {
+			v.Fields = append(v.Fields, views.FormField{Name: f.Name, Value: f.Value})
+		}
+		return render(c, fiber.StatusOK, views.ToBank(s.page(c, "tobank.title"), v))
+	}
 	if res.PayURL != "" {
 		return c.Redirect(res.PayURL, fiber.StatusSeeOther)
 	}

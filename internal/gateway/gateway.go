@@ -281,3 +281,18 @@ type PayForm struct {
 type FormPayer interface {
 	PayForm(authority string) PayForm
 }
+
+// FormOf is the POST form that sends the payer to the bank, for a gateway
+// (or a wrapper of one, such as the resilient caller) whose payer is sent
+// by POST; ok is false for a gateway that redirects with GET (PayURL).
+func FormOf(g Gateway, authority string) (PayForm, bool) {
+	switch f := g.(type) {
+	case interface {
+		PayForm(string) (PayForm, bool)
+	}:
+		return f.PayForm(authority)
+	case FormPayer:
+		return f.PayForm(authority), true
+	}
+	return PayForm{}, false
+}

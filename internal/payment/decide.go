@@ -59,6 +59,10 @@ const (
 	ActionMove Action = "move"
 	// ActionCredit: take the edge to credited and credit the wallet.
 	ActionCredit Action = "credit"
+	// ActionSettle: the bank verified the payment and its gateway settles
+	// (Mellat): ask the bank to settle it, then decide again with the
+	// answer. Only a settled payment is credited.
+	ActionSettle Action = "settle"
 )
 
 // Rules are the time rules a decision applies.
@@ -106,6 +110,13 @@ type Input struct {
 	Inquired   bool
 	Inquiry    gateway.InquiryResult
 	InquiryErr error
+	// NeedsSettle: the payment's gateway settles verified payments
+	// (Mellat): the money is ours only once settled. Settled: the settle
+	// was asked (after verify said paid), with its answer.
+	NeedsSettle bool
+	Settled     bool
+	Settle      gateway.SettleResult
+	SettleErr   error
 
 	// StepReopen: ask the bank at once (else the worker asks when the
 	// pacing window ends).
@@ -153,7 +164,7 @@ func Decide(in Input) Decision {
 		return decideRequest(in)
 	case StepCheck:
 		d := decideCheck(in)
-		if in.LeaseLost && d.Action != ActionCredit && d.Action != ActionInquire {
+		if in.LeaseLost && d.Action != ActionCredit && d.Action != ActionInquire && d.Action != ActionSettle {
 			// Only a credit is taken without the lease; the row as another
 			// actor left it is the answer.
 			return Decision{Action: ActionNone}
@@ -252,6 +263,24 @@ func decideCheck(in Input) Decision {
 			// never credit a different amount, a person looks.
 			return stay(StatusNeedsReview, ReasonAmountMismatch, &code)
 		}
+		if in.NeedsSettle {
+			// Settle is a state of ours: verified is not yet ours.
+			if !in.Settled {
+				return Decision{Action: ActionSettle}
+			}
+			scode := in.Settle.Code
+			switch {
+			case in.SettleErr != nil:
+				// Verified, settle outcome unknown: the payment stays open
+				// and the next check verifies (43) and settles again.
+				d.NextCheckAt = &next
+				return stay(StatusPendingVerification, ReasonSettleUnknown, nil)
+			case in.Settle.Outcome == gateway.SettleReversed:
+				return stay(StatusFailed, ReasonBankReversed, &scode)
+			case !in.Settle.Done():
+				return stay(StatusNeedsReview, ReasonSettleRefused, &scode)
+			}
+		}
 		d.Action, d.To, d.GatewayCode = ActionCredit, StatusCredited, &code
 		d.Reason = ReasonVerifiedPaid
 		if vr.Outcome == gateway.VerifyAlreadyVerified {
@@ -288,6 +317,19 @@ func decideCheck(in Input) Decision {
 		return unknown()
 	case gateway.VerifyAmountMismatch:
 		return stay(StatusNeedsReview, ReasonAmountMismatch, &code)
+	case gateway.VerifyNoSale:
+		// No sale the bank could verify, and no inquiry can say more
+		// (Mellat without a SaleReferenceId). A payer who came back from
+		// the bank without one did not pay: the callback is the bank's one
+		// channel for the sale, and money it took unverified it returns by
+		// itself. A late callback with a sale reopens the payment. Before
+		// the payer came back, the payer may still be on the bank's page:
+		// look again later (the worker's authority lifetime ends it).
+		if in.Payment.ReturnedAt != nil {
+			return stay(StatusFailed, ReasonBankCancelled, &code)
+		}
+		d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
+		return d
 	}
 	return stay(StatusNeedsReview, ReasonVerifyRejected, &code)
 }

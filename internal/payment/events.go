@@ -41,6 +41,8 @@ const (
 	ReasonAuthorityRecovered Reason = "authority_recovered"     // reconciliation found our payment by its callback URL
 	ReasonClosedByAdmin      Reason = "closed_by_admin"         // an admin closed it with a written note
 	ReasonCreditFailed       Reason = "credit_failed"           // verified by the bank, but crediting it kept failing
+	ReasonSettleUnknown      Reason = "settle_unknown"          // verified, settle outcome unknown: open, the worker settles (Mellat)
+	ReasonSettleRefused      Reason = "settle_refused"          // verified, but the bank refused to settle it (Mellat)
 )
 
 // Event is one status change of a payment (table payment_events,
@@ -71,7 +73,8 @@ type Observer interface {
 // bank's own answer to a check (rather than on a deadline or a person).
 func (r Reason) bankAnswer() bool {
 	switch r {
-	case ReasonBankCancelled, ReasonBankExpired, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused:
+	case ReasonBankCancelled, ReasonBankExpired, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused,
+		ReasonSettleRefused:
 		return true
 	}
 	return false

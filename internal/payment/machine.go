@@ -22,6 +22,7 @@ import (
 //	                                            worker: submit died before the bank answered
 //	created ──────────────▶ pending_verification reconcile: the bank lists it (authority recovered) [lease]
 //	awaiting_payment ─────▶ pending_verification verify/inquiry outcome unknown [lease]
+//	awaiting_payment ─────▶ pending_verification settle: verified, settle outcome unknown (Mellat) [lease]
 //	awaiting_payment ─────▶ failed             the bank's definite not-paid; unpaid past the authority's lifetime [lease]
 //	awaiting_payment ─────▶ needs_review       verify refused, amount mismatch, paid without reference, reference reused [lease]
 //	pending_verification ─▶ failed             the bank's definite not-paid [lease]
@@ -31,6 +32,7 @@ import (
 //	needs_review ─────────▶ failed             an admin closes it with a written note [lease]
 //	awaiting_payment ─────▶ credited           the bank verified it (100/101 with a reference)
 //	pending_verification ─▶ credited           the bank verified it
+//	pending_verification ─▶ credited           settle: verified 0/43, then settled 0/45 (Mellat)
 //	failed ───────────────▶ credited           the bank verified it (a verifier whose lease ran out)
 //	needs_review ─────────▶ credited           the bank verified it (a verifier whose lease ran out)
 //

@@ -13,6 +13,8 @@
 //	awaiting_payment ──not paid / lifetime──▶ failed
 //	awaiting_payment ──refused, mismatch, no ref──▶ needs_review
 //	pending_verification ──paid──▶ credited
+//	pending_verification ──settled (Mellat: verify 0/43, settle 0/45)──▶ credited
+//	awaiting_payment ──verified, settle unknown (Mellat)──▶ pending_verification
 //	pending_verification ──not paid──▶ failed
 //	pending_verification ──refused, too long──▶ needs_review
 //	failed ──reopen──▶ pending_verification
@@ -60,15 +62,18 @@ func openForVerify() []Status {
 
 // Payment is one top-up attempt.
 type Payment struct {
-	ID                  int64
-	PublicID            string
-	UserID              int64
-	WalletID            int64
-	AmountRials         int64
-	Gateway             string
-	FormToken           string
-	Authority           *string
-	RefID               *int64
+	ID          int64
+	PublicID    string
+	UserID      int64
+	WalletID    int64
+	AmountRials int64
+	Gateway     string
+	FormToken   string
+	Authority   *string
+	RefID       *int64
+	// Receipt is the callback data verify needs (SEP's RefNum, Mellat's
+	// SaleReferenceId), kept from the first callback that carried it.
+	Receipt             *string
 	VerifiedAmountRials *int64
 	CardPANMasked       string
 	Status              Status
@@ -95,6 +100,14 @@ func (p Payment) AuthorityString() string {
 		return ""
 	}
 	return *p.Authority
+}
+
+// ReceiptString returns the kept callback receipt or "".
+func (p Payment) ReceiptString() string {
+	if p.Receipt == nil {
+		return ""
+	}
+	return *p.Receipt
 }
 
 // RefIDValue returns the bank reference or 0.

@@ -60,6 +60,11 @@ type Store interface {
 	// MarkReturned records the first callback; first is false when one
 	// came before.
 	MarkReturned(ctx context.Context, id int64, now time.Time) (first bool, err error)
+	// KeepReceipt stores the callback data verify needs on a payment that
+	// has none yet, and returns the row as it now stands (its receipt may
+	// be another one, kept by an earlier callback). ErrDuplicate: another
+	// payment of the gateway holds this receipt (a replayed callback).
+	KeepReceipt(ctx context.Context, id int64, receipt string) (Payment, error)
 	// Release gives the lease tok back if still held, writing f with it,
 	// and returns the row as it now stands.
 	Release(ctx context.Context, id int64, tok string, f Fields) (Payment, error)

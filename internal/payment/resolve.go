@@ -30,11 +30,22 @@ func (s *Service) Return(ctx context.Context, publicID, authority string) (Payme
 // callback says, the bank is asked at most once per RecheckDelay, so
 // nobody can make us call the bank without limit.
 func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string, claimsPaid bool) (Payment, error) {
+	return s.ReturnWithReceipt(ctx, publicID, authority, "", claimsPaid)
+}
+
+// ReturnWithReceipt is ReturnWithHint for a callback that also carries the
+// data verify needs (SEP's RefNum, Mellat's SaleReferenceId): once the
+// token matches, the payment keeps the first receipt it is given, so that
+// verify (and settle) can run later without the payer's browser. A
+// receipt another payment of the gateway holds (a replayed callback) is
+// ErrReceiptReused, and one other than the payment's own is
+// ErrReceiptMismatch: nothing changes, nothing is asked.
+func (s *Service) ReturnWithReceipt(ctx context.Context, publicID, authority, receipt string, claimsPaid bool) (Payment, error) {
 	p, err := s.ByPublicID(ctx, publicID)
 	if err != nil {
 		return Payment{}, err
 	}
-	return s.returnOf(ctx, p, authority, claimsPaid)
+	return s.returnOf(ctx, p, authority, receipt, claimsPaid)
 }
 
 // ErrBadCallback: the callback carries no usable token in its gateway's
@@ -55,15 +66,21 @@ func (s *Service) ReturnCallback(ctx context.Context, publicID string, parse fun
 	if !ok {
 		return Payment{}, cb, ErrBadCallback
 	}
-	p, err = s.returnOf(ctx, p, cb.Authority, cb.ClaimsPaid)
+	p, err = s.returnOf(ctx, p, cb.Authority, cb.Receipt, cb.ClaimsPaid)
 	return p, cb, err
 }
 
 // returnOf is Return for a payment as read.
-func (s *Service) returnOf(ctx context.Context, p Payment, authority string, claimsPaid bool) (Payment, error) {
+func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt string, claimsPaid bool) (Payment, error) {
 	if p.Authority == nil || authority != *p.Authority {
 		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
 		return Payment{}, ErrAuthorityMismatch
+	}
+	if receipt != "" {
+		var err error
+		if p, err = s.keepReceipt(ctx, p, receipt); err != nil {
+			return Payment{}, err
+		}
 	}
 	if p.Status == StatusCredited {
 		return p, nil // a repeat callback: the same receipt
@@ -108,6 +125,35 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority string, cla
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 		defer cancel()
 		return s.resolveWaiting(ctx, p, ActorCallback, !first)
+	}
+	return p, nil
+}
+
+// Errors of a callback's receipt.
+var (
+	// ErrReceiptReused: another payment holds the callback's receipt.
+	ErrReceiptReused = errors.New("the callback's receipt belongs to another payment")
+	// ErrReceiptMismatch: the payment keeps another receipt.
+	ErrReceiptMismatch = errors.New("the callback's receipt is not the payment's")
+)
+
+// keepReceipt stores a callback's receipt on p unless it has one: the
+// first receipt is kept, a second one must equal it.
+func (s *Service) keepReceipt(ctx context.Context, p Payment, receipt string) (Payment, error) {
+	if p.Receipt == nil {
+		kept, err := s.st.KeepReceipt(ctx, p.ID, receipt)
+		if errors.Is(err, ErrDuplicate) {
+			s.log.ErrorContext(ctx, "callback receipt already used by another payment (replay)", "payment", p.PublicID)
+			return Payment{}, ErrReceiptReused
+		}
+		if err != nil {
+			return Payment{}, err
+		}
+		p = kept
+	}
+	if p.ReceiptString() != receipt {
+		s.log.WarnContext(ctx, "callback receipt differs from the payment's", "payment", p.PublicID)
+		return Payment{}, ErrReceiptMismatch
 	}
 	return p, nil
 }
@@ -301,10 +347,29 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	// with any other outcome, on their own before it is recorded.
 	vctx, held := withHeldCalls(bctx)
 	gw := s.gw(p)
-	vr, err := gw.Verify(vctx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
-		PageTime: PageTime(p, s.clock())})
-	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err}
+	vin := gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
+		PageTime: PageTime(p, s.clock()), OrderID: p.PublicID, Receipt: p.ReceiptString()}
+	vr, err := gw.Verify(vctx, vin)
+	settler, needsSettle := settlerOf(gw)
+	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err,
+		NeedsSettle: needsSettle}
 	d := Decide(in)
+	if d.Action == ActionSettle {
+		// Verified; the money is ours only once settled. The settle's
+		// attempts are held with the verify's (written with the credit).
+		testhook.At(testhook.AfterVerifyBeforeSettle) // e2e: verified at the bank, not settled
+		sr, serr := settler.Settle(vctx, vin)
+		in.Settled, in.Settle, in.SettleErr, in.Now = true, sr, serr, s.clock()
+		d = Decide(in)
+		switch {
+		case serr != nil:
+			log.WarnContext(ctx, "settle outcome unknown; the payment stays open", "err", serr)
+		case d.Action == ActionCredit:
+			testhook.At(testhook.AfterSettle) // e2e: settled at the bank, the credit not committed
+		default:
+			log.ErrorContext(ctx, "settle refused by the bank", "code", sr.Code, "outcome", sr.Outcome)
+		}
+	}
 	// Whatever the caller's context does now, the answer must be recorded.
 	ctx = context.WithoutCancel(ctx)
 	if d.Action != ActionCredit {
@@ -342,6 +407,20 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 		return s.credit(ctx, p, tok, actor, d, held)
 	}
 	return s.apply(ctx, p, tok, actor, d)
+}
+
+// settlerOf reports whether gw settles verified payments (Mellat) and
+// returns its Settler. A wrapper (the resilient caller) says whether the
+// gateway it wraps does (NeedsSettle).
+func settlerOf(gw gateway.Gateway) (gateway.Settler, bool) {
+	st, ok := gw.(gateway.Settler)
+	if !ok {
+		return nil, false
+	}
+	if n, ok := gw.(interface{ NeedsSettle() bool }); ok && !n.NeedsSettle() {
+		return nil, false
+	}
+	return st, true
 }
 
 // rules are the decision core's time rules of this service.

@@ -308,9 +308,12 @@ type Quota struct {
 
 // StartResult says where to send the browser.
 type StartResult struct {
-	Payment  Payment
-	PayURL   string // the bank page, when the payment awaits payment
-	Replayed bool   // this answer repeats an earlier submit of the form
+	Payment Payment
+	PayURL  string // the bank page, when the payment awaits payment
+	// PayForm, when set, is how the browser must reach the bank page: a
+	// POST of this form (SEP, Mellat) instead of a GET of PayURL.
+	PayForm  *gateway.PayForm
+	Replayed bool // this answer repeats an earlier submit of the form
 }
 
 // ValidateAmount applies the top-up amount rules (money.Limits).
@@ -434,7 +437,7 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 		return StartResult{}, fmt.Errorf("save authority of %s: %w", p.PublicID, err)
 	}
 	log.InfoContext(ctx, "payment started", "amount_rials", moved.AmountRials, "authority", res.Authority)
-	return StartResult{Payment: moved, PayURL: gw.PayURL(res.Authority)}, nil
+	return StartResult{Payment: moved, PayURL: gw.PayURL(res.Authority), PayForm: payForm(gw, res.Authority)}, nil
 }
 
 // replayStart answers a repeat submit of a form from the first submit's row.
@@ -473,12 +476,21 @@ func (s *Service) replayStart(ctx context.Context, in StartInput) (StartResult, 
 	}
 }
 
+// payForm is the POST form to gw's bank page for an authority, when the
+// gateway sends its payer by POST; nil for a GET redirect.
+func payForm(gw gateway.Gateway, authority string) *gateway.PayForm {
+	if f, ok := gateway.FormOf(gw, authority); ok {
+		return &f
+	}
+	return nil
+}
+
 // answerFor turns a started payment into the answer for its form.
 func (s *Service) answerFor(p Payment, replayed bool) (StartResult, error) {
 	r := StartResult{Payment: p, Replayed: replayed}
 	switch p.Status {
 	case StatusAwaitingPayment:
-		r.PayURL = s.PayURL(p)
+		r.PayURL, r.PayForm = s.PayURL(p), payForm(s.gw(p), p.AuthorityString())
 	case StatusFailed:
 		if p.Authority == nil {
 			return r, fmt.Errorf("payment %s: %w", p.PublicID, ErrGatewayFailed)

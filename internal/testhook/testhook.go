@@ -12,7 +12,10 @@
 //
 // The points are named where At is called: after_verify (the bank answered
 // paid, the credit is not committed), after_reopen (a failed or
-// needs-review payment was reopened, the bank not asked yet).
+// needs-review payment was reopened, the bank not asked yet),
+// after_verify_before_settle (a settling gateway, Mellat, verified the
+// payment; settle not asked yet), after_settle (the bank settled it, the
+// credit is not committed).
 package testhook
 
 // Environment variables read by a test-hook build.
@@ -23,6 +26,8 @@ const (
 
 // Crash points.
 const (
-	AfterVerify = "after_verify"
-	AfterReopen = "after_reopen"
+	AfterVerify             = "after_verify"
+	AfterReopen             = "after_reopen"
+	AfterVerifyBeforeSettle = "after_verify_before_settle"
+	AfterSettle             = "after_settle"
 )

@@ -13,6 +13,8 @@ import (
 	"slices"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/mellat"
+	"github.com/kifpool/kifpool/internal/gateway/sep"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/gateway/zibal"
 )
@@ -22,6 +24,8 @@ func All() []gateway.Driver {
 	return []gateway.Driver{
 		zarinpal.Driver(),
 		zibal.Driver(),
+		sep.Driver(),
+		mellat.Driver(),
 	}
 }
 
@@ -83,18 +87,16 @@ func Labeler(sandbox bool) func(stored string) string {
 func GatewayValues() []string { return slices.Concat([]string{Sandbox}, Names()) }
 
 // Supported reports what of a driver's capabilities the payment flow
-// cannot serve yet, so that such a gateway fails at start instead of
-// failing payers: the top-up sends the payer with a GET redirect to
-// PayURL (no auto-posted form yet), and verify is called with our own
-// row only (no callback data is kept for it yet). A gateway that needs
-// either brings that flow with it.
+// cannot serve, so that such a gateway fails at start instead of failing
+// payers. The flow serves both redirects (a GET redirect to PayURL, or a
+// page auto-posting gateway.FormOf's form) and verify with the callback's
+// receipt (kept on the payment); a POST-form driver must build a
+// gateway.FormPayer and a settling one a gateway.Settler (checked by the
+// registry's tests).
 func Supported(d gateway.Driver) error {
 	var errs []error
-	if d.Capabilities.Redirect != gateway.RedirectGET {
-		errs = append(errs, fmt.Errorf("gateway %s sends the payer with a POST form: the top-up flow only redirects (GET) so far", d.Name))
-	}
-	if d.Capabilities.VerifyData != gateway.VerifyWithoutCallback {
-		errs = append(errs, fmt.Errorf("gateway %s verifies with data from the callback: the payment flow does not keep callback data so far", d.Name))
+	if d.Capabilities.Redirect != gateway.RedirectGET && d.Capabilities.Redirect != gateway.RedirectPOSTForm {
+		errs = append(errs, fmt.Errorf("gateway %s: unknown redirect", d.Name))
 	}
 	return errors.Join(errs...)
 }

@@ -128,23 +128,36 @@ func TestLabeler(t *testing.T) {
 	}
 }
 
-// TestSupported: every registered driver fits the flow as it is; a
-// driver needing a POST form or callback data is refused at start until
-// the flow serves it.
+// TestSupported: every registered driver fits the flow: a POST-form
+// driver builds a gateway.FormPayer whose form carries the token, and a
+// settling one (Capabilities.Settle) a gateway.Settler.
 func TestSupported(t *testing.T) {
 	for _, d := range drivers.All() {
 		if err := drivers.Supported(d); err != nil {
 			t.Errorf("registered driver %s: %v", d.Name, err)
 		}
+		if d.Sandbox.Settings == nil {
+			continue
+		}
+		gw, err := d.New(d.Sandbox.Settings("http://127.0.0.1:1/sandbank"), gateway.Deps{})
+		if err != nil {
+			t.Fatalf("%s: %v", d.Name, err)
+		}
+		form, isForm := gateway.FormOf(gw, "TOKEN1")
+		if isForm != (d.Capabilities.Redirect == gateway.RedirectPOSTForm) {
+			t.Errorf("%s: builds a form payer %v, redirect capability %v", d.Name, isForm, d.Capabilities.Redirect)
+		}
+		if isForm && (len(form.Fields) != 1 || form.Fields[0].Value != "TOKEN1" || !strings.HasPrefix(form.Action, "http://127.0.0.1:1/sandbank/")) {
+			t.Errorf("%s: pay form %+v", d.Name, form)
+		}
+		_, settles := gw.(gateway.Settler)
+		if settles != (d.Capabilities.Settle.Kind != gateway.WindowNone) {
+			t.Errorf("%s: settler %v, settle capability %+v", d.Name, settles, d.Capabilities.Settle)
+		}
 	}
 	d, _ := drivers.Lookup("zarinpal")
-	d.Capabilities.Redirect = gateway.RedirectPOSTForm
+	d.Capabilities.Redirect = 0
 	if drivers.Supported(d) == nil {
-		t.Error("a POST-form driver is supported")
-	}
-	d, _ = drivers.Lookup("zarinpal")
-	d.Capabilities.VerifyData = gateway.VerifyNeedsCallback
-	if drivers.Supported(d) == nil {
-		t.Error("a driver verifying with callback data is supported")
+		t.Error("a driver without a redirect is supported")
 	}
 }

@@ -102,7 +102,13 @@ func ParseCallback(query, form func(key string) string, isPost bool) (callback.P
 		}
 		return query(k)
 	}
-	refID, ok := callback.Token(get("RefId"))
+	raw := get("RefId")
+	if raw == "" && !isPost {
+		// Our own result page after the POST (Post/Redirect/Get) names the
+		// token as Authority.
+		raw = query("Authority")
+	}
+	refID, ok := callback.Token(raw)
 	if !ok {
 		return callback.Params{}, false
 	}

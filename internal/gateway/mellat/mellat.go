@@ -126,9 +126,9 @@ func New(cfg Config) (*Client, error) {
 // Name returns "mellat".
 func (c *Client) Name() string { return Name }
 
-// PayURL is the payer's page. Mellat takes the RefId only by POST
-// (PayForm); the URL alone opens nothing a payer can use.
-func (c *Client) PayURL(string) string { return c.base + PathStartPay }
+// PayURL is "": Mellat takes the RefId only by POST (PayForm), so there
+// is no link to the payer's page.
+func (c *Client) PayURL(string) string { return "" }
 
 // PayForm is the POST form to the payer's page: its one field RefId.
 func (c *Client) PayForm(refID string) gateway.PayForm {

@@ -30,6 +30,7 @@ const (
 	OpVerify         = "verify"
 	OpInquire        = "inquire"
 	OpListUnverified = "list_unverified"
+	OpSettle         = "settle"
 )
 
 // Call is one attempt at a gateway operation (or one refusal by the breaker).

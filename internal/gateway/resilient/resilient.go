@@ -192,6 +192,37 @@ func (g *Gateway) ListUnverified(ctx context.Context) ([]gateway.Unverified, err
 		func([]gateway.Unverified) (string, int) { return OutcomeOK, 0 })
 }
 
+// Settle implements gateway.Settler for a gateway that settles (Mellat),
+// retrying transient failures: settle is idempotent at the bank (a second
+// settle answers "already settled"). A gateway without settle refuses it
+// (NeedsSettle says which).
+func (g *Gateway) Settle(ctx context.Context, in gateway.VerifyInput) (gateway.SettleResult, error) {
+	st, ok := g.inner.(gateway.Settler)
+	if !ok {
+		return gateway.SettleResult{}, &gateway.RejectedError{Op: OpSettle, Message: g.name + " has no settle"}
+	}
+	return run(g, ctx, OpSettle, true,
+		func(ctx context.Context) (gateway.SettleResult, error) { return st.Settle(ctx, in) },
+		func(r gateway.SettleResult) (string, int) { return string(r.Outcome), r.Code })
+}
+
+// NeedsSettle reports whether the wrapped gateway settles verified
+// payments (implements gateway.Settler).
+func (g *Gateway) NeedsSettle() bool {
+	_, ok := g.inner.(gateway.Settler)
+	return ok
+}
+
+// PayForm implements gateway.FormPayer for a gateway whose payer is sent
+// by POST (no call is made); ok is false for the others.
+func (g *Gateway) PayForm(authority string) (gateway.PayForm, bool) {
+	fp, ok := g.inner.(gateway.FormPayer)
+	if !ok {
+		return gateway.PayForm{}, false
+	}
+	return fp.PayForm(authority), true
+}
+
 // attemptResult is how one attempt ended.
 type attemptResult int
 

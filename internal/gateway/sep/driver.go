@@ -78,7 +78,13 @@ func ParseCallback(query, form func(key string) string, isPost bool) (callback.P
 		}
 		return query(k)
 	}
-	token, ok := callback.Token(get("Token"))
+	raw := get("Token")
+	if raw == "" && !isPost {
+		// Our own result page after the POST (Post/Redirect/Get) names the
+		// token as Authority.
+		raw = query("Authority")
+	}
+	token, ok := callback.Token(raw)
 	if !ok {
 		return callback.Params{}, false
 	}

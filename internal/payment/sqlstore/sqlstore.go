@@ -253,6 +253,18 @@ func (s *Store) MarkReturned(ctx context.Context, id int64, now time.Time) (bool
 	return res.RowsAffected == 1, nil
 }
 
+// KeepReceipt stores a callback's receipt on a payment without one (one
+// conditional UPDATE; unique (gateway, receipt) refuses another payment's:
+// payment.ErrDuplicate) and returns the row.
+func (s *Store) KeepReceipt(ctx context.Context, id int64, receipt string) (payment.Payment, error) {
+	res := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
+		Where("id = ? AND receipt IS NULL", id).Update("receipt", receipt)
+	if res.Error != nil {
+		return payment.Payment{}, fmt.Errorf("keep the receipt of payment %d: %w", id, dup(res.Error))
+	}
+	return s.Get(ctx, id)
+}
+
 // fieldValues is the column map of a decision's fields.
 func fieldValues(f payment.Fields, vals map[string]any) map[string]any {
 	if vals == nil {

@@ -1,0 +1,282 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/gateway/mellat"
+	"github.com/kifpool/kifpool/internal/gateway/sep"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// postGateway is a gateway whose payer goes to the bank and comes back by
+// POST, as the tests drive it.
+type postGateway struct {
+	name       string
+	startPath  string // the bank's page, reached by POST
+	tokenField string // the form field carrying the token
+	receipt    string // the callback field verify needs
+}
+
+var postGateways = []postGateway{
+	{"sep", sep.PathPay, "Token", "RefNum"},
+	{"mellat", mellat.PathStartPay, "RefId", "SaleReferenceId"},
+}
+
+// postGatewayApp runs the app with gw against a standalone sandbox bank.
+func postGatewayApp(t *testing.T, db *store.DB, gw postGateway, env map[string]string) (*apptest.App, *sandbank.Bank, string) {
+	t.Helper()
+	bank := sandbank.New(sandbank.Options{})
+	srv := newHTTPServer(t, bank.Handler())
+	d, ok := drivers.Lookup(gw.name)
+	if !ok {
+		t.Fatalf("driver %s not registered", gw.name)
+	}
+	all := map[string]string{"GATEWAY": gw.name}
+	for k, v := range d.Sandbox.Settings(srv) {
+		all[k] = v
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	return apptest.Start(t, db, apptest.Options{Env: all}), bank, srv
+}
+
+var formActionRE = regexp.MustCompile(`<form method="post" action="([^"]+)" data-autosubmit data-testid="to-bank-form">`)
+
+// startPOST submits the top-up form and returns the bank token from the
+// page that posts the payer to the bank.
+func startPOST(t *testing.T, c *apptest.Client, gw postGateway, bankURL, amount string) string {
+	t.Helper()
+	csrf, token := c.TopUpForm()
+	r := c.PostTopUp(csrf, token, amount)
+	m := formActionRE.FindStringSubmatch(r.Body)
+	if r.Status != http.StatusOK || m == nil || m[1] != bankURL+gw.startPath {
+		t.Fatalf("top-up: %d, want the page posting to %s:\n%s", r.Status, bankURL+gw.startPath, r.Body)
+	}
+	if !strings.Contains(r.Body, `src="/static/app.js"`) || strings.Contains(r.Body, `data-testid="to-bank"`) == false {
+		t.Fatalf("the page has no script or no button for a browser without it:\n%s", r.Body)
+	}
+	if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self' 'nonce-") {
+		t.Fatalf("CSP %q", csp)
+	}
+	tok := apptest.Field(r.Body, gw.tokenField)
+	if tok == "" {
+		t.Fatalf("no %s field on the page", gw.tokenField)
+	}
+	// The bank's page takes it the same way, with its two buttons.
+	page := c.Post(bankURL+gw.startPath, url.Values{gw.tokenField: {tok}})
+	if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) || !strings.Contains(page.Body, `data-testid="bank-cancel"`) {
+		t.Fatalf("bank page %d", page.Status)
+	}
+	return tok
+}
+
+// finish presses pay or cancel through the bank's control API and returns
+// the callback the browser then posts.
+func finish(t *testing.T, bankURL, gw, tok, action string) sandbank.CallbackRequest {
+	t.Helper()
+	resp, err := http.Post(bankURL+"/_sandbank/"+gw+"/payments/"+tok+"/"+action, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var cb sandbank.CallbackRequest
+	if err := json.NewDecoder(resp.Body).Decode(&cb); err != nil || resp.StatusCode != 200 || cb.Method != http.MethodPost {
+		t.Fatalf("control %s: %d %+v %v", action, resp.StatusCode, cb, err)
+	}
+	return cb
+}
+
+// postBack is the bank's cross-site POST of the callback, from a browser
+// that sends no cookie (SameSite=Lax), no session and no CSRF token.
+func postBack(t *testing.T, app *apptest.App, cb sandbank.CallbackRequest, change map[string]string) apptest.Response {
+	t.Helper()
+	form := url.Values{}
+	for k, v := range cb.Form {
+		form.Set(k, v)
+	}
+	for k, v := range change {
+		form.Set(k, v)
+	}
+	return app.NewClient(t).Post(cb.URL, form)
+}
+
+// The POST gateways end to end, on SQLite and PostgreSQL: the form, the
+// page that posts to the bank, pay, the bank's cross-site POST callback
+// (303 to a GET page), verify (and settle for Mellat), credited exactly
+// once; repeats say "received"; a cancel leaves the balance; forged
+// callbacks (another token, another payment's receipt) are refused.
+func TestPOSTGatewayFlow(t *testing.T) {
+	for _, gw := range postGateways {
+		t.Run(gw.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				app, bank, srv := postGatewayApp(t, db, gw, nil)
+				c := app.NewClient(t)
+				c.SignUp(gw.name + "-flow@example.com")
+				tok := startPOST(t, c, gw, srv, "25000")
+				cb := finish(t, srv, gw.name, tok, "pay")
+				r := postBack(t, app, cb, nil)
+				if r.Status != http.StatusSeeOther || !strings.HasSuffix(r.Location, "/return?Authority="+url.QueryEscape(tok)) {
+					t.Fatalf("callback: %d %q\n%s", r.Status, r.Location, r.Body)
+				}
+				res := c.Get(r.Location)
+				if apptest.DataStatus(res.Body) != "credited" || c.Balance() != 250_000 {
+					t.Fatalf("status %q balance %d", apptest.DataStatus(res.Body), c.Balance())
+				}
+				p, _ := bank.Payment(tok)
+				if p.State != sandbank.StateVerified || (gw.name == "mellat" && p.SettledAt.IsZero()) {
+					t.Fatalf("bank: %+v", p)
+				}
+				var receipt string
+				db.Gorm.Raw(`SELECT receipt FROM payments WHERE authority = ?`, tok).Scan(&receipt)
+				if receipt != cb.Form[gw.receipt] {
+					t.Fatalf("kept receipt %q, want %q", receipt, cb.Form[gw.receipt])
+				}
+				// A repeat of the callback: the same receipt page, no second credit.
+				for range 2 {
+					again := postBack(t, app, cb, nil)
+					if again.Status != http.StatusSeeOther || apptest.DataStatus(c.Get(again.Location).Body) != "credited" {
+						t.Fatalf("repeat: %d", again.Status)
+					}
+				}
+				if c.Balance() != 250_000 || apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`) != 1 {
+					t.Fatalf("balance %d after repeats", c.Balance())
+				}
+
+				// Forged: another token, or another payment's receipt.
+				tok2 := startPOST(t, c, gw, srv, "30000")
+				cb2 := finish(t, srv, gw.name, tok2, "pay")
+				if r := postBack(t, app, cb2, map[string]string{gw.tokenField: tok}); r.Status != http.StatusBadRequest {
+					t.Fatalf("callback with another payment's token: %d", r.Status)
+				}
+				if r := postBack(t, app, cb2, map[string]string{gw.receipt: cb.Form[gw.receipt]}); r.Status != http.StatusBadRequest {
+					t.Fatalf("callback with another payment's receipt: %d", r.Status)
+				}
+				if c.Balance() != 250_000 {
+					t.Fatalf("balance %d after forged callbacks", c.Balance())
+				}
+				// The real one still credits it.
+				if r := postBack(t, app, cb2, nil); r.Status != http.StatusSeeOther || apptest.DataStatus(c.Get(r.Location).Body) != "credited" {
+					t.Fatalf("real callback after forged ones: %d", r.Status)
+				}
+
+				// Cancel: the balance stays, the payment fails on the bank's word.
+				tok3 := startPOST(t, c, gw, srv, "40000")
+				cb3 := finish(t, srv, gw.name, tok3, "cancel")
+				r = postBack(t, app, cb3, nil)
+				if r.Status != http.StatusSeeOther {
+					t.Fatalf("cancel callback: %d", r.Status)
+				}
+				if st := apptest.DataStatus(c.Get(r.Location).Body); st != "failed" || c.Balance() != 550_000 {
+					t.Fatalf("after cancel: status %q balance %d", st, c.Balance())
+				}
+				apptest.CheckInvariants(t, db)
+				apptest.CheckBankAgrees(t, db, bank)
+			})
+		})
+	}
+}
+
+// "Already verified" (SEP ResultCode 2, Mellat 43) and "already settled"
+// (Mellat 45) credit, never fail: the bank verified (and settled) the
+// payment before our callback came (a crash, another instance).
+func TestPOSTGatewayAlreadyVerified(t *testing.T) {
+	for _, gw := range postGateways {
+		t.Run(gw.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				app, _, srv := postGatewayApp(t, db, gw, nil)
+				c := app.NewClient(t)
+				c.SignUp(gw.name + "-again@example.com")
+				tok := startPOST(t, c, gw, srv, "12000")
+				cb := finish(t, srv, gw.name, tok, "pay")
+				var publicID string
+				db.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, tok).Scan(&publicID)
+				d, _ := drivers.Lookup(gw.name)
+				g, err := d.New(d.Sandbox.Settings(srv), gateway.Deps{HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := gateway.VerifyInput{Authority: tok, AmountRials: 120_000, OrderID: publicID, Receipt: cb.Form[gw.receipt]}
+				if vr, err := g.Verify(t.Context(), in); err != nil || vr.Outcome != gateway.VerifyPaid {
+					t.Fatalf("verify beforehand: %+v %v", vr, err)
+				}
+				if st, ok := g.(gateway.Settler); ok {
+					if sr, err := st.Settle(t.Context(), in); err != nil || sr.Outcome != gateway.SettleDone {
+						t.Fatalf("settle beforehand: %+v %v", sr, err)
+					}
+				}
+				r := postBack(t, app, cb, nil)
+				if st := apptest.DataStatus(c.Get(r.Location).Body); st != "credited" || c.Balance() != 120_000 {
+					t.Fatalf("status %q balance %d", st, c.Balance())
+				}
+				apptest.CheckInvariants(t, db)
+			})
+		})
+	}
+}
+
+// A verify (SEP) or a settle (Mellat) whose outcome is unknown leaves the
+// payment open, the balance untouched; asked again once the bank answers,
+// it is credited once. For Mellat the bank has verified it meanwhile: the
+// next check hears 43, settles, and credits.
+func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
+	for _, tc := range []struct {
+		gw postGateway
+		op string
+	}{{postGateways[0], "sep-verify"}, {postGateways[1], "mellat-settle"}, {postGateways[1], "mellat-verify"}} {
+		t.Run(tc.op, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				app, bank, srv := postGatewayApp(t, db, tc.gw, map[string]string{
+					"GATEWAY_BUDGET": "600ms", "GATEWAY_ATTEMPT_TIMEOUT": "200ms", "PENDING_RECHECK_AFTER": "100ms",
+				})
+				c := app.NewClient(t)
+				c.SignUp(tc.gw.name + "-slow@example.com")
+				tok := startPOST(t, c, tc.gw, srv, "15000")
+				cb := finish(t, srv, tc.gw.name, tok, "pay")
+				if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{tc.op: {LatencyMS: 3000}}}); err != nil {
+					t.Fatal(err)
+				}
+				r := postBack(t, app, cb, nil)
+				if st := apptest.DataStatus(c.Get(r.Location).Body); st != "pending_verification" || c.Balance() != 0 {
+					t.Fatalf("after a time-out: status %q balance %d", st, c.Balance())
+				}
+				var status, reason string
+				db.Gorm.Raw(`SELECT status, status_reason FROM payments WHERE authority = ?`, tok).Row().Scan(&status, &reason)
+				if status != "pending_verification" {
+					t.Fatalf("row %s %s", status, reason)
+				}
+				if tc.op == "mellat-settle" && reason != "settle_unknown" {
+					t.Fatalf("reason %q, want settle_unknown", reason)
+				}
+				bank.ClearFaults()
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					st := apptest.DataStatus(c.Get(r.Location).Body)
+					if st == "credited" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("still %q after the bank came back", st)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				if c.Balance() != 150_000 {
+					t.Fatalf("balance %d", c.Balance())
+				}
+				apptest.CheckInvariants(t, db)
+				apptest.CheckBankAgrees(t, db, bank)
+			})
+		})
+	}
+}
