@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // postGateway is a gateway whose payer goes to the bank and comes back by
@@ -52,31 +52,31 @@ func postGatewayApp(t *testing.T, db *store.DB, gw postGateway, env map[string]s
 	return apptest.Start(t, db, apptest.Options{Env: all}), bank, srv
 }
 
-var formActionRE = regexp.MustCompile(`<form method="post" action="([^"]+)" data-autosubmit data-testid="to-bank-form">`)
-
 // startPOST submits the top-up form and returns the bank token from the
 // page that posts the payer to the bank.
 func startPOST(t *testing.T, c *apptest.Client, gw postGateway, bankURL, amount string) string {
 	t.Helper()
 	csrf, token := c.TopUpForm()
 	r := c.PostTopUp(csrf, token, amount)
-	m := formActionRE.FindStringSubmatch(r.Body)
-	if r.Status != http.StatusOK || m == nil || m[1] != bankURL+gw.startPath {
+	doc := apptest.Parse(r.Body)
+	form := doc.TestID("to-bank-form")
+	if r.Status != http.StatusOK || form == nil || form.Attr("action") != bankURL+gw.startPath || form.Attr("method") != "post" || !form.Has("data-autosubmit") {
 		t.Fatalf("top-up: %d, want the page posting to %s:\n%s", r.Status, bankURL+gw.startPath, r.Body)
 	}
-	if !strings.Contains(r.Body, `src="/static/app.js"`) || strings.Contains(r.Body, `data-testid="to-bank"`) == false {
+	if doc.TestID("to-bank") == nil || !strings.Contains(r.Body, `src="/static/app.js"`) {
 		t.Fatalf("the page has no script or no button for a browser without it:\n%s", r.Body)
 	}
 	if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self' 'nonce-") {
 		t.Fatalf("CSP %q", csp)
 	}
-	tok := apptest.Field(r.Body, gw.tokenField)
+	tok := doc.Input(gw.tokenField)
 	if tok == "" {
 		t.Fatalf("no %s field on the page", gw.tokenField)
 	}
 	// The bank's page takes it the same way, with its two buttons.
 	page := c.Post(bankURL+gw.startPath, url.Values{gw.tokenField: {tok}})
-	if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) || !strings.Contains(page.Body, `data-testid="bank-cancel"`) {
+	bankDoc := apptest.Parse(page.Body)
+	if page.Status != http.StatusOK || bankDoc.TestID("bank-pay") == nil || bankDoc.TestID("bank-cancel") == nil {
 		t.Fatalf("bank page %d", page.Status)
 	}
 	return tok
@@ -131,8 +131,8 @@ func TestPOSTGatewayFlow(t *testing.T) {
 					t.Fatalf("callback: %d %q\n%s", r.Status, r.Location, r.Body)
 				}
 				res := c.Get(r.Location)
-				if apptest.DataStatus(res.Body) != "credited" || c.Balance() != 250_000 {
-					t.Fatalf("status %q balance %d", apptest.DataStatus(res.Body), c.Balance())
+				if apptest.PaymentStatus(res.Body) != "credited" || c.Balance() != 250_000 {
+					t.Fatalf("status %q balance %d", apptest.PaymentStatus(res.Body), c.Balance())
 				}
 				p, _ := bank.Payment(tok)
 				if p.State != sandbank.StateVerified || (gw.name == "mellat" && p.SettledAt.IsZero()) {
@@ -146,7 +146,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				// A repeat of the callback: the same receipt page, no second credit.
 				for range 2 {
 					again := postBack(t, app, cb, nil)
-					if again.Status != http.StatusSeeOther || apptest.DataStatus(c.Get(again.Location).Body) != "credited" {
+					if again.Status != http.StatusSeeOther || apptest.PaymentStatus(c.Get(again.Location).Body) != "credited" {
 						t.Fatalf("repeat: %d", again.Status)
 					}
 				}
@@ -167,7 +167,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 					t.Fatalf("balance %d after forged callbacks", c.Balance())
 				}
 				// The real one still credits it.
-				if r := postBack(t, app, cb2, nil); r.Status != http.StatusSeeOther || apptest.DataStatus(c.Get(r.Location).Body) != "credited" {
+				if r := postBack(t, app, cb2, nil); r.Status != http.StatusSeeOther || apptest.PaymentStatus(c.Get(r.Location).Body) != "credited" {
 					t.Fatalf("real callback after forged ones: %d", r.Status)
 				}
 
@@ -178,7 +178,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				if r.Status != http.StatusSeeOther {
 					t.Fatalf("cancel callback: %d", r.Status)
 				}
-				if st := apptest.DataStatus(c.Get(r.Location).Body); st != "failed" || c.Balance() != 550_000 {
+				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != "failed" || c.Balance() != 550_000 {
 					t.Fatalf("after cancel: status %q balance %d", st, c.Balance())
 				}
 				apptest.CheckInvariants(t, db)
@@ -217,7 +217,7 @@ func TestPOSTGatewayAlreadyVerified(t *testing.T) {
 					}
 				}
 				r := postBack(t, app, cb, nil)
-				if st := apptest.DataStatus(c.Get(r.Location).Body); st != "credited" || c.Balance() != 120_000 {
+				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != "credited" || c.Balance() != 120_000 {
 					t.Fatalf("status %q balance %d", st, c.Balance())
 				}
 				apptest.CheckInvariants(t, db)
@@ -248,7 +248,7 @@ func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
 					t.Fatal(err)
 				}
 				r := postBack(t, app, cb, nil)
-				if st := apptest.DataStatus(c.Get(r.Location).Body); st != "pending_verification" || c.Balance() != 0 {
+				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != "pending_verification" || c.Balance() != 0 {
 					t.Fatalf("after a time-out: status %q balance %d", st, c.Balance())
 				}
 				var status, reason string
@@ -260,17 +260,9 @@ func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
 					t.Fatalf("reason %q, want settle_unknown", reason)
 				}
 				bank.ClearFaults()
-				deadline := time.Now().Add(5 * time.Second)
-				for {
-					st := apptest.DataStatus(c.Get(r.Location).Body)
-					if st == "credited" {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("still %q after the bank came back", st)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
+				testwait.Eventually(t, 5*time.Second, "credited once the bank answers", func() bool {
+					return apptest.PaymentStatus(c.Get(r.Location).Body) == "credited"
+				})
 				if c.Balance() != 150_000 {
 					t.Fatalf("balance %d", c.Balance())
 				}
