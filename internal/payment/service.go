@@ -45,6 +45,12 @@ type GatewayRules struct {
 	// NoList: the gateway lists no unverified payments; reconciliation
 	// asks it about our recent payments one by one (Zibal's inquiry).
 	NoList bool
+	// NeedsCallback: its verify needs what only the callback carries
+	// (SEP's RefNum, Mellat's SaleReferenceId), so an ended payment that
+	// the bank holds paid cannot be verified from our row alone:
+	// reconciliation by inquiry leaves such gateways' payments to the
+	// callback and the worker.
+	NeedsCallback bool
 }
 
 // FormReusedError: the form's token was already used for another amount.

@@ -360,7 +360,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 // capability record: its verify deadline when documented, and whether it
 // lists unverified payments (else reconciliation asks it one by one).
 func GatewayRules(c gateway.Capabilities) payment.GatewayRules {
-	r := payment.GatewayRules{NoList: c.Reconcile&gateway.ReconcileList == 0}
+	r := payment.GatewayRules{NoList: c.Reconcile&gateway.ReconcileList == 0, NeedsCallback: c.VerifyData == gateway.VerifyNeedsCallback}
 	if c.VerifyDeadline.Kind == gateway.WindowWithin {
 		r.VerifyDeadline = c.VerifyDeadline.Within
 	}
