@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -273,4 +274,30 @@ func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A SEP payer who paid and never came back (no callback, no RefNum kept):
+// the worker asks SEP's receipt of the token, verifies the RefNum it names
+// and credits the payment, without the browser.
+func TestSEPPaidWithoutCallbackCreditedByWorker(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app, bank, srv := postGatewayApp(t, db, postGateways[0], map[string]string{
+			"WORKER_INTERVAL": "100ms", "WORKER_ABANDONED_AFTER": "1s", "PENDING_RECHECK_AFTER": "100ms",
+		})
+		c := app.NewClient(t)
+		c.SignUp("sep-gone@example.com")
+		tok := startPOST(t, c, postGateways[0], srv, "18000")
+		finish(t, srv, "sep", tok, "pay") // the browser never posts it back
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := app.Server.RunBackground(ctx, nil)
+		defer func() { cancel(); wait() }()
+		testwait.Eventually(t, 15*time.Second, "the worker credits the paid payment", func() bool {
+			return apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`) == 1
+		})
+		if c.Balance() != 180_000 {
+			t.Fatalf("balance %d", c.Balance())
+		}
+		apptest.CheckInvariants(t, db)
+		apptest.CheckBankAgrees(t, db, bank)
+	})
 }

@@ -218,15 +218,28 @@ type verifyAnswer struct {
 	Success           json.RawMessage `json:"Success"`
 }
 
-// Verify confirms the payment of in.Receipt (the callback's RefNum). A
-// payment whose payer brought no RefNum has nothing SEP could verify: it
-// is "not paid" without a call (the inquiry, SEP's receipt of the token,
-// then says what the payer did). The amount SEP reports is compared with
-// ours: another amount is VerifyAmountMismatch.
+// Verify confirms the payment of in.Receipt (the callback's RefNum). For
+// a payment whose payer brought no RefNum (the browser never came back,
+// or came back without one) it first asks SEP's receipt of the token:
+// paid (OK) with a RefNum, that RefNum is verified (the bank's own word
+// for our token, so the worker can verify without the browser); in
+// progress, cancelled or failed, it is "not paid" (the inquiry then says
+// which); a receipt SEP no longer has (after an hour, or after verify) is
+// outcome unknown. The amount SEP reports is compared with ours: another
+// amount is VerifyAmountMismatch.
 func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 	if in.Receipt == "" {
-		return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: resultNotFound,
-			Message: "no RefNum: the payer's callback carried no receipt"}, nil
+		a, _, err := c.receipt(ctx, in.Authority)
+		if err != nil {
+			return gateway.VerifyResult{}, fmt.Errorf("sep verify %s without RefNum: %w", quote(in.Authority), err)
+		}
+		st, _ := wire.FlexInt(a.State)
+		ref := callbackReceipt(wire.FlexString(a.RefNum))
+		if st != receiptOK || ref == "" {
+			return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: int(st),
+				Message: "no RefNum: the token's receipt says it was not paid"}, nil
+		}
+		in.Receipt = ref
 	}
 	status, raw, err := c.post(ctx, opVerify, PathVerify, refNumBody{RefNum: in.Receipt, TerminalNumber: c.terminalNum})
 	if err == nil {
@@ -320,34 +333,54 @@ type receiptAnswer struct {
 	RefNum json.RawMessage `json:"RefNum"`
 }
 
-// Inquire asks SEP's receipt of a token: InProgress → IN_BANK,
-// CanceledByUser and Failed → FAILED, OK → PAID. SEP keeps the receipt one
-// hour and only until the payment is verified or reversed; after that
-// (HTTP 404) the state is unknown to it ("GONE", which the payment code
-// reads as no definite word).
-func (c *Client) Inquire(ctx context.Context, token string) (gateway.InquiryResult, error) {
+// receipt asks SEP's receipt API about a token. A 404 (SEP no longer
+// keeps it: an hour passed, or it was verified or reversed) is a
+// *gateway.TransientError with HTTPStatus 404.
+func (c *Client) receipt(ctx context.Context, token string) (receiptAnswer, int, error) {
 	body := struct {
 		Token          string `json:"Token"`
 		TerminalNumber int64  `json:"TerminalNumber"`
 	}{token, c.terminalNum}
 	status, raw, err := c.post(ctx, opInquiry, PathReceipt, body)
 	if err != nil {
+		return receiptAnswer{}, status, err
+	}
+	var a receiptAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return receiptAnswer{}, status, undecided(opInquiry, status, err)
+	}
+	if _, ok := wire.FlexInt(a.State); !ok {
+		if _, ok := wire.FlexInt(a.Status); !ok {
+			return receiptAnswer{}, status, undecided(opInquiry, status, errors.New("no State"))
+		}
+		a.State = a.Status
+	}
+	return a, status, nil
+}
+
+// callbackReceipt is a RefNum as a callback would carry it ("" if it is
+// not one).
+func callbackReceipt(s string) string {
+	if !validToken(s) {
+		return ""
+	}
+	return s
+}
+
+// Inquire asks SEP's receipt of a token: InProgress → IN_BANK,
+// CanceledByUser and Failed → FAILED, OK → PAID. SEP keeps the receipt one
+// hour and only until the payment is verified or reversed; after that
+// (HTTP 404) the state is unknown to it ("GONE", which the payment code
+// reads as no definite word).
+func (c *Client) Inquire(ctx context.Context, token string) (gateway.InquiryResult, error) {
+	a, status, err := c.receipt(ctx, token)
+	if err != nil {
 		if status == http.StatusNotFound {
 			return gateway.InquiryResult{Code: status, Status: "GONE"}, nil
 		}
 		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), err)
 	}
-	var a receiptAnswer
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), undecided(opInquiry, status, err))
-	}
-	st, ok := wire.FlexInt(a.State)
-	if !ok {
-		st, ok = wire.FlexInt(a.Status)
-	}
-	if !ok {
-		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), undecided(opInquiry, status, errors.New("no State")))
-	}
+	st, _ := wire.FlexInt(a.State)
 	out := gateway.InquiryResult{Code: int(st)}
 	switch st {
 	case receiptInProgress:

@@ -283,3 +283,25 @@ func TestDriverEntry(t *testing.T) {
 		t.Fatalf("http to a remote host accepted: %v", s)
 	}
 }
+
+// A payer who paid but whose browser never came back (no RefNum kept):
+// verify asks the token's receipt, which names the RefNum, and verifies
+// it; after verify SEP no longer keeps the receipt (outcome unknown, not
+// "not paid").
+func TestVerifyWithoutCallback(t *testing.T) {
+	bank, c, _ := newBank(t)
+	tok := request(t, c, 70_000)
+	if _, err := bank.Finish(tok, true); err != nil {
+		t.Fatal(err)
+	}
+	in := gateway.VerifyInput{Authority: tok, AmountRials: 70_000}
+	vr, err := c.Verify(ctxT(t), in)
+	p, _ := bank.Payment(tok)
+	if err != nil || vr.Outcome != gateway.VerifyPaid || vr.RefID != p.RefID || vr.AmountRials != 70_000 || p.State != sandbank.StateVerified {
+		t.Fatalf("verify without the callback: %+v %v; bank %+v", vr, err, p)
+	}
+	var te *gateway.TransientError
+	if _, err := c.Verify(ctxT(t), in); !errors.As(err, &te) || te.HTTPStatus != 404 {
+		t.Fatalf("second verify without a RefNum: %v, want outcome unknown (404)", err)
+	}
+}
