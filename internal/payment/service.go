@@ -189,6 +189,15 @@ func (s *Service) PayURL(p Payment) string {
 	return s.gw(p).PayURL(*p.Authority)
 }
 
+// PayForm is the POST form to the bank page of a payment awaiting payment
+// at a gateway reached only by POST (SEP, Mellat); nil otherwise.
+func (s *Service) PayForm(p Payment) *gateway.PayForm {
+	if p.Authority == nil {
+		return nil
+	}
+	return payForm(s.gw(p), *p.Authority)
+}
+
 // Offered are the gateways a new top-up may go to now, in order: those
 // an operator has not switched off. Healthy reports, for each, whether
 // its breaker is closed.

@@ -12,11 +12,20 @@ type TopUpView struct {
 	AmountRials int64  `json:"amount_rials"`
 	// Gateway is the gateway the payment went to (a driver's name): the
 	// one asked for, or the next healthy one when it was down.
-	Gateway    string     `json:"gateway"`
-	PaymentURL *string    `json:"payment_url"`
-	RefID      *int64     `json:"ref_id"`
-	CreatedAt  time.Time  `json:"created_at"`
-	CreditedAt *time.Time `json:"credited_at"`
+	Gateway    string  `json:"gateway"`
+	PaymentURL *string `json:"payment_url"`
+	// PaymentForm, for a gateway whose bank page opens only by POST (SEP,
+	// Mellat), is the form a browser posts to open it; absent otherwise.
+	PaymentForm *PaymentForm `json:"payment_form,omitempty"`
+	RefID       *int64       `json:"ref_id"`
+	CreatedAt   time.Time    `json:"created_at"`
+	CreditedAt  *time.Time   `json:"credited_at"`
+}
+
+// PaymentForm is a POST form to a bank page: its action and hidden fields.
+type PaymentForm struct {
+	Action string            `json:"action"`
+	Fields map[string]string `json:"fields"`
 }
 
 // ViewOf is p as partners see it. creditedAt is when its credit was

@@ -37,7 +37,22 @@ const (
 type TopUp = payment.TopUpView
 
 func (h *handler) topUpView(it paymentread.Item) TopUp {
-	return payment.ViewOf(it.Payment, it.CreditedAt, func(string) string { return h.Payments.PayURL(it.Payment) })
+	v := payment.ViewOf(it.Payment, it.CreditedAt, func(string) string { return h.Payments.PayURL(it.Payment) })
+	if v.PaymentURL == nil {
+		return v
+	}
+	if f := h.Payments.PayForm(it.Payment); f != nil {
+		// The bank page opens by POST only: the form to post; the URL
+		// only where the gateway also has a link (SEP).
+		v.PaymentForm = &payment.PaymentForm{Action: f.Action, Fields: map[string]string{}}
+		for _, fl := range f.Fields {
+			v.PaymentForm.Fields[fl.Name] = fl.Value
+		}
+		if *v.PaymentURL == "" {
+			v.PaymentURL = nil
+		}
+	}
+	return v
 }
 
 type topUpRequest struct {
