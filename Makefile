@@ -114,7 +114,8 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/zarinpal/:FuzzParseCallback \
 	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize \
 	./internal/idempotency/:FuzzFingerprint ./web/api/:FuzzTopUpFingerprint \
-	./internal/gateway/drivers/:FuzzEveryDriverCallback
+	./internal/gateway/drivers/:FuzzEveryDriverCallback ./internal/gateway/mellat/:FuzzReadReturn \
+	./internal/gateway/sep/:FuzzVerifyAnswer
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
