@@ -87,9 +87,12 @@ func TestEveryUsedKeyExists(t *testing.T) {
 			prefixes[k[:i]] = true
 		}
 	}
+	// Names that share a message's namespace but are not messages: the
+	// webhook event types (a contract with partners, never translated).
+	notMessages := map[string]bool{"topup.credited": true, "topup.failed": true, "topup.needs_review": true}
 	for lit := range sourceLiterals(t) {
 		i := strings.Index(lit, ".")
-		if i <= 0 || strings.HasSuffix(lit, ".") || !prefixes[lit[:i]] {
+		if i <= 0 || strings.HasSuffix(lit, ".") || !prefixes[lit[:i]] || notMessages[lit] {
 			continue // not a message key
 		}
 		for _, l := range Langs {
