@@ -385,9 +385,13 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	switch {
 	case status == StatusAwaitingPayment && r.AuthorityLifetime > 0 && age > r.AuthorityLifetime:
 		return StatusFailed, ReasonNotPaidAfterLife, true
-	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(p.CreatedAt) > r.VerifyDeadline:
+	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(p.CreatedAt) > r.VerifyDeadline &&
+		Reason(p.StatusReason) != ReasonSettleUnknown:
 		// The bank's window counts from the payment at the bank, which a
-		// reopen here does not move.
+		// reopen here does not move. A payment the bank verified and whose
+		// settle is unknown (Mellat) is past that window's reach: the bank
+		// does not return a verified payment; it waits for settle (and
+		// MaxUnknown below).
 		return StatusNeedsReview, ReasonReturnedToPayer, true
 	case status == StatusPendingVerification && r.MaxUnknown > 0 && age > r.MaxUnknown:
 		return StatusNeedsReview, ReasonUnknownTooLong, true

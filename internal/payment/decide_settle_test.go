@@ -89,3 +89,23 @@ func TestDecideNoSale(t *testing.T) {
 		}
 	}
 }
+
+// A verified payment whose settle is unknown is not "returned to the
+// payer" when the gateway's verify window closes (the bank does not
+// return a verified payment): only MaxUnknown sends it to review.
+func TestSettleUnknownOutlivesTheVerifyWindow(t *testing.T) {
+	r := rules
+	r.VerifyDeadline = 20 * time.Minute
+	p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusPendingVerification, CreatedAt: t0.Add(-time.Hour),
+		OpenedAt: ptr(t0.Add(-time.Hour)), StatusReason: string(payment.ReasonSettleUnknown)}
+	if to, reason, ok := payment.Expiry(p, t0, r); ok {
+		t.Fatalf("settle unknown after an hour: %s %s", to, reason)
+	}
+	if to, reason, ok := payment.Expiry(p, t0.Add(2*time.Hour), r); !ok || to != payment.StatusNeedsReview || reason != payment.ReasonUnknownTooLong {
+		t.Fatalf("settle unknown after three hours: %s %s %v", to, reason, ok)
+	}
+	p.StatusReason = string(payment.ReasonVerifyUnknown)
+	if _, reason, ok := payment.Expiry(p, t0, r); !ok || reason != payment.ReasonReturnedToPayer {
+		t.Fatalf("verify unknown after an hour: %s %v", reason, ok)
+	}
+}
