@@ -34,6 +34,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/static"
 	"github.com/kifpool/kifpool/views"
 	"github.com/kifpool/kifpool/web/api"
@@ -94,6 +95,10 @@ type Deps struct {
 	// Outbox, when set, is kicked after a mail is queued that the person
 	// is waiting for (a reset link).
 	Outbox *mail.Outbox
+	// Webhooks are the partners' endpoints and return origins; Hooks, when
+	// set, is kicked after an admin's "send again".
+	Webhooks *webhook.Service
+	Hooks    *webhook.Sender
 }
 
 // Server holds the handlers' dependencies.
@@ -197,7 +202,7 @@ func New(d Deps) *fiber.App {
 	api.Register(app.Group("/api"), api.Deps{
 		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, Reads: d.Reads,
 		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
-		UserTopUps: d.UserTopUps,
+		UserTopUps: d.UserTopUps, Webhooks: d.Webhooks,
 	})
 
 	app.Use(s.language)
@@ -247,6 +252,12 @@ func New(d Deps) *fiber.App {
 	app.Get("/account/tokens", s.requireUser, s.tokensPage)
 	app.Post("/account/tokens", s.requireUser, s.createToken)
 	app.Post("/account/tokens/:id/revoke", s.requireUser, s.revokeToken)
+	app.Get("/account/webhooks", s.requireUser, s.webhooksPage)
+	app.Post("/account/webhooks", s.requireUser, s.createWebhook)
+	app.Post("/account/webhooks/:id/disable", s.requireUser, s.disableWebhook)
+	app.Post("/account/webhooks/:id/delete", s.requireUser, s.deleteWebhook)
+	app.Post("/account/webhooks/origins", s.requireUser, s.addReturnOrigin)
+	app.Post("/account/webhooks/origins/:id/delete", s.requireUser, s.deleteReturnOrigin)
 
 	// Every admin route lives in this group: its middleware (sign-in,
 	// admin role, and the second factor once per session, which also
@@ -268,6 +279,10 @@ func New(d Deps) *fiber.App {
 	admin.Post("/payments/:id/close", s.adminClose)
 	admin.Get("/tokens", s.adminTokensPage)
 	admin.Post("/tokens/:id/revoke", s.adminRevokeToken)
+	admin.Get("/webhooks", s.adminWebhooksPage)
+	admin.Get("/webhooks/:id", s.adminWebhookPage)
+	admin.Post("/webhooks/:id/disable", s.adminDisableWebhook)
+	admin.Post("/webhooks/deliveries/:id/resend", s.adminResendDelivery)
 
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app

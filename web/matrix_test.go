@@ -231,6 +231,15 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: "/admin/payments/:id/close", url: "/admin/payments/" + review.PublicID + "/close", post: p(adminOnly(see))}, // back to the payment: a note is required
 			{path: "/admin/tokens", get: p(adminOnly(ok))},
 			{path: "/admin/tokens/:id/revoke", url: "/admin/tokens/" + spare + "/revoke", post: p(adminOnly(see))},
+			{path: "/account/webhooks", get: p(signedIn(ok)), post: p(signedIn(unp))}, // no URL typed
+			{path: "/account/webhooks/:id/disable", url: "/account/webhooks/999999/disable", post: p(who{see, nf, nf, nf})},
+			{path: "/account/webhooks/:id/delete", url: "/account/webhooks/999999/delete", post: p(who{see, nf, nf, nf})},
+			{path: "/account/webhooks/origins", post: p(signedIn(unp))}, // no origin typed
+			{path: "/account/webhooks/origins/:id/delete", url: "/account/webhooks/origins/999999/delete", post: p(who{see, nf, nf, nf})},
+			{path: "/admin/webhooks", get: p(adminOnly(ok))},
+			{path: "/admin/webhooks/:id", url: "/admin/webhooks/999999", get: p(adminOnly(nf))},
+			{path: "/admin/webhooks/:id/disable", url: "/admin/webhooks/999999/disable", post: p(adminOnly(nf))},
+			{path: "/admin/webhooks/deliveries/:id/resend", url: "/admin/webhooks/deliveries/999999/resend", post: p(adminOnly(nf))},
 		}
 
 		// Every route the router registers has its row, and every row is a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -79,6 +80,17 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	if c.Method() == fiber.MethodPost {
 		// Post/Redirect/Get: a reload must not re-post to us.
 		return c.Redirect(returnURL, fiber.StatusSeeOther)
+	}
+	if p.ReturnURL != nil {
+		// An API top-up with a return_url (its origin registered by the
+		// owner when it was created): the partner's page takes over, told
+		// the top-up and its status as it stands now (the API's values).
+		target, err := webhook.ReturnTarget(*p.ReturnURL, p.PublicID, string(p.Status))
+		if err == nil {
+			c.Set(fiber.HeaderCacheControl, "no-store")
+			return c.Redirect(target, fiber.StatusSeeOther)
+		}
+		s.Log.ErrorContext(c.UserContext(), "return: stored return_url unusable", "payment", p.PublicID, "err", err)
 	}
 	v := paymentView(p)
 	if u := currentUser(c); u == nil || u.ID != p.UserID {

@@ -303,6 +303,9 @@ type StartInput struct {
 	// Quota, when set, admits the payment in the transaction that inserts
 	// it (the payer's limits, atomic under concurrent starts).
 	Quota *Quota
+	// ReturnURL, when set, is where the payer's browser goes after the
+	// bank (an API top-up's return_url, checked by the caller).
+	ReturnURL string
 }
 
 // Usage is what counts against a payer's limits, as read in the
@@ -396,6 +399,9 @@ func (s *Service) StartTopUp(ctx context.Context, in StartInput) (StartResult, e
 		PublicID: newPublicID(), UserID: in.UserID, WalletID: in.WalletID,
 		AmountRials: in.AmountRials, Gateway: gwName, FormToken: in.FormToken,
 		Status: StatusCreated, CreatedAt: now, UpdatedAt: now, OpenedAt: &now,
+	}
+	if in.ReturnURL != "" {
+		p.ReturnURL = &in.ReturnURL
 	}
 	if in.Quota != nil && in.Quota.Admit != nil {
 		err = s.st.CreateAdmitted(ctx, &p, *in.Quota)

@@ -348,7 +348,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		GatewayLabel: drivers.Labeler(sandbox), ParseCallback: ParseCallback,
 		Keys: s.Keys, Limits: s.Limits,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
-		UserTopUps: userTopUps, Outbox: s.Outbox,
+		UserTopUps: userTopUps, Outbox: s.Outbox, Webhooks: s.Webhooks, Hooks: s.Hooks,
 		Breakers: breakerSources(s.Resilients),
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
 		Ready:    func(ctx context.Context) error { return ready(ctx, db) },

@@ -64,6 +64,9 @@ type Request struct {
 	// first offered). When its breaker is open the next healthy one is
 	// used; the answer's payment names the one used.
 	Gateway string
+	// ReturnURL: where the payer goes after the bank (the API's
+	// return_url, its origin already checked); "" for Kifpool's page.
+	ReturnURL string
 }
 
 // Policy is a payer's limits beyond the amount rules (daily caps, the
@@ -153,7 +156,7 @@ func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, er
 	}
 	return s.payments.StartTopUp(ctx, payment.StartInput{
 		UserID: r.UserID, WalletID: w.ID, Email: r.Email, FormToken: r.FormToken,
-		AmountRials: rials, Description: r.Description, English: r.English, Quota: quota, Gateway: gw,
+		AmountRials: rials, Description: r.Description, English: r.English, Quota: quota, Gateway: gw, ReturnURL: r.ReturnURL,
 	})
 }
 

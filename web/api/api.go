@@ -23,6 +23,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // Deps are the API's dependencies.
@@ -41,6 +42,8 @@ type Deps struct {
 	// UserTopUps, when set, is each user's top-up allowance, shared with
 	// the web form (and between all of the user's tokens).
 	UserTopUps *ratelimit.Window
+	// Webhooks checks return_url against the user's registered origins.
+	Webhooks *webhook.Service
 }
 
 type handler struct{ Deps }

@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/usertext"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // HeaderIdempotencyKey and HeaderReplayed are the idempotency headers.
@@ -60,14 +61,15 @@ type topUpRequest struct {
 	Description *string `json:"description"`
 	// Gateway is the caller's choice of gateway (a driver's name); nil:
 	// the first offered.
-	Gateway *string `json:"gateway"`
+	Gateway   *string `json:"gateway"`
+	ReturnURL *string `json:"return_url"`
 }
 
 // errBody is a body that is not one well-formed top-up request.
 var errBody = errors.New("invalid top-up body")
 
 // parseTopUpRequest reads a top-up body strictly: one JSON object, its
-// names exactly amount_rials, description and gateway (Go's JSON reader would match
+// names exactly amount_rials, description, gateway and return_url (Go's JSON reader would match
 // "AMOUNT_RIALS" too, and keep the last of repeated names), each at most
 // once, amount_rials an integer, description a string; nothing after the
 // object. What it returns is the whole meaning of the body: the
@@ -116,6 +118,12 @@ func parseTopUpRequest(body []byte) (topUpRequest, error) {
 				return in, errBody
 			}
 			in.Gateway = g
+		case "return_url":
+			var u *string // null: absent
+			if err := dec.Decode(&u); err != nil {
+				return in, errBody
+			}
+			in.ReturnURL = u
 		default:
 			return in, errBody
 		}
@@ -136,6 +144,9 @@ func (in topUpRequest) fingerprint(method, path string) string {
 		// Only when given: a request without it keeps the fingerprint it
 		// always had.
 		parts = append(parts, idempotency.String("gateway", in.Gateway))
+	}
+	if in.ReturnURL != nil {
+		parts = append(parts, idempotency.String("return_url", in.ReturnURL))
 	}
 	return idempotency.Fingerprint(method, path, parts...)
 }
@@ -160,7 +171,7 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	}
 	in, err := parseTopUpRequest(c.Body())
 	if err != nil {
-		return problem(c, CodeInvalidBody, "The body must be one JSON object with amount_rials (an integer) and optionally description and gateway (strings), each once, names in lower case.")
+		return problem(c, CodeInvalidBody, "The body must be one JSON object with amount_rials (an integer) and optionally description, gateway and return_url (strings), each once, names in lower case.")
 	}
 	// The route's path, not the request's: "/api/v1/topups/" is the same
 	// endpoint. The fingerprint is over the parsed request, not its bytes.
@@ -193,6 +204,22 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	}
 
 	p := principal(c)
+	returnURL := ""
+	if in.ReturnURL != nil {
+		// Only an origin the token's owner registered at /account/webhooks:
+		// never an open redirect. Checked before the key is taken.
+		u, err := "", webhook.ErrReturnURLNotAllowed
+		if h.Webhooks != nil {
+			u, err = h.Webhooks.CheckReturnURL(ctx, p.UserID, *in.ReturnURL)
+		}
+		if errors.Is(err, webhook.ErrReturnURLNotAllowed) {
+			return problem(c, CodeReturnURL, "return_url must be an absolute URL on an origin (scheme, host and port) registered at /account/webhooks.")
+		}
+		if err != nil {
+			return err
+		}
+		returnURL = u
+	}
 	out, rec, err := h.Keys.Begin(ctx, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
 	if err != nil {
 		return err
@@ -211,7 +238,7 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	if in.Description != nil {
 		desc = *in.Description
 	}
-	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials, desc, gw)
+	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials, desc, gw, returnURL)
 }
 
 func offeredNames(offers []payment.GatewayOffer) string {
@@ -240,11 +267,11 @@ func amountProblem(c *fiber.Ctx, err error, l money.Limits) error {
 // derived from the key's record, so the payments' unique (user_id,
 // form_token) index guards the API too, and a retry that takes over a
 // key whose request died finds the payment that request made.
-func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64, description, gw string) error {
+func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, email string, amount int64, description, gw, returnURL string) error {
 	ctx := c.UserContext()
 	res, err := h.TopUp.Start(ctx, topup.Request{
 		UserID: userID, Email: email, FormToken: h.Keys.FormToken(rec), Amount: topup.Rials(amount), Description: description,
-		Gateway: gw,
+		Gateway: gw, ReturnURL: returnURL,
 	})
 	var exceeded *limits.Exceeded
 	switch {

@@ -1,0 +1,128 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/webhook"
+)
+
+// The receiver docs/webhooks.md shows, exactly (TestDocsVerifier compares).
+// docs:verifier-begin
+func kifpoolHook(secret string, store func(eventID string, body []byte) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var ts, sig string
+		for _, kv := range strings.Split(r.Header.Get("Kifpool-Signature"), ",") {
+			if k, v, _ := strings.Cut(kv, "="); k == "t" {
+				ts = v
+			} else if k == "v1" {
+				sig = v
+			}
+		}
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(ts + "." + string(body)))
+		sec, _ := strconv.ParseInt(ts, 10, 64)
+		if !hmac.Equal([]byte(sig), []byte(hex.EncodeToString(mac.Sum(nil)))) || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+			http.Error(w, "bad signature", http.StatusBadRequest)
+			return
+		}
+		// Store first (a unique event id makes a repeat a no-op), answer,
+		// then process stored events elsewhere.
+		if err := store(r.Header.Get("Kifpool-Event-Id"), body); err != nil {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// docs:verifier-end
+
+// The guide's receiver is the code above, byte for byte; it accepts the
+// sender's real deliveries, refuses a forged one, and keeps one row per
+// event however often it arrives.
+func TestDocsVerifier(t *testing.T) {
+	src, err := os.ReadFile("verifier_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := string(src)
+	code = code[strings.Index(code, "// docs:verifier-begin\n")+len("// docs:verifier-begin\n") : strings.Index(code, "\n// docs:verifier-end")]
+	doc, err := os.ReadFile("../../docs/webhooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```go\n"+code+"```\n") {
+		t.Fatalf("docs/webhooks.md does not show the tested receiver; it should hold:\n%s", code)
+	}
+
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc, err := webhook.New(db, nil, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var secret string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			kifpoolHook(secret, func(id string, _ []byte) error {
+				mu.Lock()
+				defer mu.Unlock()
+				seen[id]++
+				return nil
+			})(w, r)
+		}))
+		defer srv.Close()
+		uid, pays := seedPayment(t, db, "a@example.com", 1)
+		if _, secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types()); err != nil {
+			t.Fatal(err)
+		}
+		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p"}, CreatedAt: time.Now()})
+		if n, err := webhook.NewSender(svc, webhook.SenderOptions{}).DeliverDue(ctx); n != 1 || err != nil {
+			t.Fatalf("deliver: %d %v", n, err)
+		}
+		var d webhook.Delivery
+		db.Gorm.Take(&d)
+		if d.Status != webhook.StatusDelivered {
+			t.Fatalf("the guide's receiver refused a real delivery: %+v", d)
+		}
+		// The same delivery again (a lost answer): stored once.
+		again, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader([]byte(d.Body)))
+		again.Header.Set("Kifpool-Event-Id", d.EventID)
+		again.Header.Set("Kifpool-Signature", webhook.Sign(secret, time.Now(), []byte(d.Body)))
+		if resp, err := http.DefaultClient.Do(again); err != nil || resp.StatusCode != 204 {
+			t.Fatalf("repeat: %v %v", resp, err)
+		}
+		forged, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader([]byte(d.Body)))
+		forged.Header.Set("Kifpool-Signature", webhook.Sign("whsec_guess", time.Now(), []byte(d.Body)))
+		if resp, err := http.DefaultClient.Do(forged); err != nil || resp.StatusCode != 400 {
+			t.Fatalf("forged: %v %v", resp, err)
+		}
+		stale, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader([]byte(d.Body)))
+		stale.Header.Set("Kifpool-Signature", webhook.Sign(secret, time.Now().Add(-time.Hour), []byte(d.Body)))
+		if resp, err := http.DefaultClient.Do(stale); err != nil || resp.StatusCode != 400 {
+			t.Fatalf("replayed an hour later: %v %v", resp, err)
+		}
+		// The receiver's own store dedupes: the map counts calls per id; a
+		// database's unique key would keep one row.
+		if len(seen) != 1 || seen[d.EventID] != 2 {
+			t.Fatalf("stored %v", seen)
+		}
+	})
+}

@@ -1,0 +1,96 @@
+package views
+
+import "time"
+
+// WebhooksView is the partner page /account/webhooks: endpoints (the
+// secret of one just created, shown once) and return origins.
+type WebhooksView struct {
+	Form      WebhookForm
+	NewSecret string // the signing secret of the endpoint just created
+	NewURL    string
+	Notice    string // message key of the last action's result
+	Endpoints []WebhookRow
+	// Origin form and list.
+	OriginValue    string
+	OriginErrorKey string
+	Origins        []OriginRow
+	// EventTypes are the types offered (checkboxes "events").
+	EventTypes []string
+	// Loopback: http on loopback is accepted (development).
+	Loopback bool
+}
+
+// WebhookForm is the endpoint form as submitted.
+type WebhookForm struct {
+	URL      string
+	Events   []string
+	ErrorKey string
+}
+
+// Has reports whether the form checked event type t (a fresh form checks
+// topup.credited).
+func (f WebhookForm) Has(t string) bool {
+	if f.URL == "" && f.ErrorKey == "" && len(f.Events) == 0 {
+		return t == "topup.credited"
+	}
+	for _, e := range f.Events {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// WebhookRow is one endpoint in a list.
+type WebhookRow struct {
+	ID            int64
+	URL           string
+	Events        []string
+	Owner         string // admin list: the owner's email
+	State         string // active, disabled, failing
+	CreatedAt     time.Time
+	FailingSince  *time.Time
+	LastSuccessAt *time.Time
+	Pending       int64
+	Failed        int64
+}
+
+// OriginRow is one registered return origin.
+type OriginRow struct {
+	ID     int64
+	Origin string
+}
+
+// AdminWebhooksView lists every endpoint for admins, with the queue.
+type AdminWebhooksView struct {
+	Notice           string
+	Endpoints        []WebhookRow
+	Pending          int64
+	OldestAge        string
+	Failed           int64
+	FailingEndpoints int64
+}
+
+// AdminWebhookView is one endpoint's delivery log.
+type AdminWebhookView struct {
+	Notice     string
+	Endpoint   WebhookRow
+	Deliveries []DeliveryRow
+}
+
+// DeliveryRow is one delivery in the log.
+type DeliveryRow struct {
+	ID            int64
+	EventID       string
+	Type          string
+	TopUpID       string
+	Status        string
+	Attempts      int
+	LastHTTP      string
+	LatencyMS     string
+	LastError     string
+	CreatedAt     time.Time
+	LastAttemptAt *time.Time
+	NextAttemptAt *time.Time // pending only
+	Resendable    bool
+}

@@ -1,0 +1,173 @@
+package web
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/views"
+)
+
+// webhookRow is an endpoint as the pages list it.
+func webhookRow(e webhook.Endpoint, owner string, pending, failed int64) views.WebhookRow {
+	state := "active"
+	switch {
+	case e.DisabledAt != nil:
+		state = "disabled"
+	case e.FailingSince != nil:
+		state = "failing"
+	}
+	return views.WebhookRow{ID: e.ID, URL: e.URL, Events: e.EventTypes(), Owner: owner, State: state, CreatedAt: e.CreatedAt,
+		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, Pending: pending, Failed: failed}
+}
+
+// webhooksView fills the page's lists for the signed-in user.
+func (s *Server) webhooksView(c *fiber.Ctx, v views.WebhooksView) (views.WebhooksView, error) {
+	uid := currentUser(c).ID
+	v.EventTypes, v.Loopback = webhook.Types(), s.Webhooks.AllowLoopback()
+	eps, err := s.Webhooks.ForUser(c.UserContext(), uid)
+	if err != nil {
+		return v, err
+	}
+	for _, e := range eps {
+		v.Endpoints = append(v.Endpoints, webhookRow(e, "", 0, 0))
+	}
+	origins, err := s.Webhooks.Origins(c.UserContext(), uid)
+	if err != nil {
+		return v, err
+	}
+	for _, o := range origins {
+		v.Origins = append(v.Origins, views.OriginRow{ID: o.ID, Origin: o.Origin})
+	}
+	return v, nil
+}
+
+func (s *Server) renderWebhooks(c *fiber.Ctx, status int, v views.WebhooksView) error {
+	v, err := s.webhooksView(c, v)
+	if err != nil {
+		return err
+	}
+	return render(c, status, views.Webhooks(s.page(c, "webhooks.title"), v))
+}
+
+var webhookNotices = map[string]string{
+	"created": "webhooks.created", "disabled": "webhooks.disabled", "deleted": "webhooks.deleted", "origin": "webhooks.origin_added",
+}
+
+// webhooksPage is /account/webhooks: the user's endpoints and return
+// origins.
+func (s *Server) webhooksPage(c *fiber.Ctx) error {
+	return s.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Notice: webhookNotices[c.Query("done")]})
+}
+
+// webhookErrorKey is the sentence of a refused URL or origin.
+func webhookErrorKey(err error) string {
+	switch {
+	case errors.Is(err, webhook.ErrURLScheme):
+		return "webhooks.error_scheme"
+	case errors.Is(err, webhook.ErrURLPrivate):
+		return "webhooks.error_private"
+	case errors.Is(err, webhook.ErrNoEvents), errors.Is(err, webhook.ErrBadEvent):
+		return "webhooks.error_events"
+	case errors.Is(err, webhook.ErrTooMany):
+		return "webhooks.error_too_many"
+	case errors.Is(err, webhook.ErrOriginFormat):
+		return "webhooks.error_origin"
+	case errors.Is(err, webhook.ErrDuplicate):
+		return "webhooks.error_duplicate"
+	case errors.Is(err, webhook.ErrURLInvalid):
+		return "webhooks.error_url"
+	}
+	return ""
+}
+
+// createWebhook registers an endpoint and shows its signing secret once
+// (rendered, never redirected: the secret is in no URL and no later page).
+func (s *Server) createWebhook(c *fiber.Ctx) error {
+	form := views.WebhookForm{URL: c.FormValue("url")}
+	for _, e := range c.Request().PostArgs().PeekMulti("events") {
+		form.Events = append(form.Events, string(e))
+	}
+	ep, secret, err := s.Webhooks.Create(c.UserContext(), currentUser(c).ID, form.URL, form.Events)
+	if err != nil {
+		if form.ErrorKey = webhookErrorKey(err); form.ErrorKey == "" {
+			return err
+		}
+		return s.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{Form: form})
+	}
+	s.Log.Info("webhook endpoint created", "user", currentUser(c).ID, "endpoint", ep.ID)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return s.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{NewSecret: secret, NewURL: ep.URL})
+}
+
+func idParam(c *fiber.Ctx) (int64, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fiber.ErrNotFound
+	}
+	return id, nil
+}
+
+// disableWebhook stops one of the user's endpoints.
+func (s *Server) disableWebhook(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := s.Webhooks.Disable(c.UserContext(), currentUser(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return c.Redirect("/account/webhooks?done=disabled", fiber.StatusSeeOther)
+}
+
+// deleteWebhook removes one of the user's endpoints with its log.
+func (s *Server) deleteWebhook(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := s.Webhooks.Delete(c.UserContext(), currentUser(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return c.Redirect("/account/webhooks?done=deleted", fiber.StatusSeeOther)
+}
+
+// addReturnOrigin registers an origin for return_url (field
+// return_origin).
+func (s *Server) addReturnOrigin(c *fiber.Ctx) error {
+	raw := c.FormValue("return_origin")
+	if _, err := s.Webhooks.AddOrigin(c.UserContext(), currentUser(c).ID, raw); err != nil {
+		key := webhookErrorKey(err)
+		if key == "" {
+			return err
+		}
+		if key == "webhooks.error_url" {
+			key = "webhooks.error_origin"
+		}
+		return s.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{OriginValue: raw, OriginErrorKey: key})
+	}
+	return c.Redirect("/account/webhooks?done=origin", fiber.StatusSeeOther)
+}
+
+// deleteReturnOrigin removes one of the user's return origins.
+func (s *Server) deleteReturnOrigin(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := s.Webhooks.DeleteOrigin(c.UserContext(), currentUser(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return c.Redirect("/account/webhooks?done=deleted", fiber.StatusSeeOther)
+}
