@@ -132,6 +132,8 @@ type Config struct {
 	WebhookAllowLoopback bool
 	WebhookRetryFor      time.Duration
 	WebhookInterval      time.Duration
+	// WebhookBackoffBase and WebhookBackoffMax shape the retries' waits.
+	WebhookBackoffBase, WebhookBackoffMax time.Duration
 	// PprofAddr, when set, is a loopback address where serve exposes Go's
 	// profiler (net/http/pprof) on a listener of its own; off by default.
 	PprofAddr string
@@ -334,6 +336,9 @@ func (c *Config) check(l *loader) {
 	}
 	if l.ok("WORKER_BACKOFF_BASE", "WORKER_BACKOFF_MAX") && c.WorkerBackoffMax < c.WorkerBackoffBase {
 		l.bad("WORKER_BACKOFF_MAX", "must not be shorter than WORKER_BACKOFF_BASE")
+	}
+	if l.ok("WEBHOOK_BACKOFF_BASE", "WEBHOOK_BACKOFF_MAX") && c.WebhookBackoffMax < c.WebhookBackoffBase {
+		l.bad("WEBHOOK_BACKOFF_MAX", "must not be shorter than WEBHOOK_BACKOFF_BASE")
 	}
 	if l.ok("WORKER_STALE_CREATED", "GATEWAY_BUDGET") && c.WorkerStaleCreated <= c.Budget {
 		l.bad("WORKER_STALE_CREATED", "must be longer than GATEWAY_BUDGET (a submit may still be talking to the bank)")

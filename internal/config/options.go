@@ -258,7 +258,7 @@ func ownOptions() []Option {
 				show: func(c Config) string { return c.BaseURL }}},
 		{Name: "SESSION_SECRET", Group: groupSecurity, Secret: true,
 			DefaultDoc: "unset: a development secret, generated once into `DATA_DIR/session_secret`, and `serve` says so at start; with a real gateway `serve` refuses to start without it (a file in `DATA_DIR` does not count: see SECURITY.md)",
-			Doc:        "key of the CSRF tokens and of the idempotency keys' fingerprints, the same on every instance; at least 32 random characters (`openssl rand -base64 32`); weak values are refused",
+			Doc:        "key of the CSRF tokens, of the idempotency keys' fingerprints and of the encryption of webhook signing secrets (changing it makes stored signing secrets unreadable), the same on every instance; at least 32 random characters (`openssl rand -base64 32`); weak values are refused",
 			p: parser{accepts: "at least 32 random characters",
 				set: func(c *Config, v string) error {
 					if v == "" {
@@ -510,6 +510,12 @@ func ownOptions() []Option {
 			DefaultDoc: "`72h` (3 days)",
 			Doc:        "a webhook event not acknowledged (2xx within 10 s) is retried with exponential backoff and jitter for this long from its event; then it gives up, its endpoint is marked failing and admins see it (they may send it again)",
 			p:          durationField(0, func(c *Config) *time.Duration { return &c.WebhookRetryFor })},
+		{Name: "WEBHOOK_BACKOFF_BASE", Group: groupServer, Default: "15s",
+			Doc: "the wait after a webhook delivery's first failed attempt; it doubles after each further failure up to `WEBHOOK_BACKOFF_MAX`, and a random part of up to half is taken off (jitter)",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WebhookBackoffBase })},
+		{Name: "WEBHOOK_BACKOFF_MAX", Group: groupServer, Default: "6h",
+			Doc: "the longest wait between two attempts at a webhook delivery",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.WebhookBackoffMax })},
 		{Name: "WEBHOOK_INTERVAL", Group: groupServer, Default: "2s",
 			Doc: "how often each `serve` looks for due webhook deliveries (a status change on the instance also wakes it at once); `off` sends none from this instance",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.WebhookInterval })},

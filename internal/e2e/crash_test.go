@@ -37,6 +37,14 @@ import (
 // equal ledgers and what each user paid, every status change has its
 // payment_events row, and no payment is left open.
 //
+// Every user has a webhook endpoint on a receiver in the test's process
+// that answers 500 to each event's first attempt and is down now and
+// then; serve is also killed after a credit committed before its webhook
+// went out (after_credit) and after a receiver answered 2xx before the
+// delivery was recorded (after_webhook_sent). In the end the credited set
+// equals the set of topup.credited events the deduplicating receiver
+// kept, one per credit, every signature valid.
+//
 // E2E_SEED=N replays a run's random decisions (kill moments and points,
 // client choices, the bank's faults); timing still differs between runs.
 func TestCrashRestart(t *testing.T) {
@@ -107,7 +115,14 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		// paid, happens.
 		"--authority-ttl", "60s")
 	bank := newBankClient(bankURL)
-	srv, appURL := newServe(t, "serve", dbURL, bankURL, crashServeEnv)
+	env := map[string]string{}
+	for k, v := range crashServeEnv {
+		env[k] = v
+	}
+	for k, v := range hookServeEnv {
+		env[k] = v
+	}
+	srv, appURL := newServe(t, "serve", dbURL, bankURL, env)
 	if err := srv.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +157,10 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	hooks := newHookSink(t)
+	hooks.register(t, db, emails)
+	flapCtx, stopFlap := context.WithCancel(ctx)
+	go hooks.flap(flapCtx, seed)
 
 	// The chaos: serve dies every 0.5–2 s and is restarted, until the
 	// clients are done and it died at least three times. Each run is
@@ -171,7 +190,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 			}
 			srv.kill()
 			kills.Add(1)
-			crashAt := []string{"", "", testhook.AfterVerify, testhook.AfterReopen}[rng.IntN(4)]
+			crashAt := []string{"", "", testhook.AfterVerify, testhook.AfterReopen, testhook.AfterCredit, testhook.AfterWebhookSent}[rng.IntN(6)]
 			srv.setEnv(testhook.EnvCrashAt, crashAt)
 			if err := srv.start(); err != nil {
 				if crashAt != "" && errors.Is(err, errKilledBeforeReady) {
@@ -231,7 +250,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	}
 	driven := time.Since(started)
 	pointKills := map[string]int{}
-	for _, pt := range []string{testhook.AfterVerify, testhook.AfterReopen} {
+	for _, pt := range []string{testhook.AfterVerify, testhook.AfterReopen, testhook.AfterCredit, testhook.AfterWebhookSent} {
 		pointKills[pt] = srv.logCount("testhook: SIGKILL at " + pt)
 	}
 
@@ -253,6 +272,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	if err := points.br.signUp(pctx, points.email); err != nil {
 		t.Fatalf("sign up: %v", err)
 	}
+	hooks.register(t, db, []string{points.email})
 	results = append(results, points.run()...)
 	drainWithBank(t, db, bank, 60*time.Second)
 
@@ -302,6 +322,10 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	checkLedger(t, db)
 	checkEvents(t, db)
 	checkNoOverlappingVerifies(t, db, 0)
+	stopFlap()
+	hooks.down.Store(false)
+	waitDelivered(t, db, 60*time.Second)
+	hooks.check(t, db)
 
 	statuses := map[string]int{}
 	for _, p := range ours {

@@ -492,6 +492,7 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 	}
 	switch {
 	case err == nil:
+		testhook.At(testhook.AfterCredit) // e2e: credited with its webhook rows, nothing delivered
 		s.credited.put(out)
 		s.observe(was, c)
 		if s.cfg.Observer != nil {

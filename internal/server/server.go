@@ -259,6 +259,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	s.Resilient, s.Gateway = s.Resilients[0], s.Gateways[0]
 	s.Hooks = webhook.NewSender(hooks, webhook.SenderOptions{RetryFor: cfg.WebhookRetryFor, Observer: m,
+		BaseBackoff: cfg.WebhookBackoffBase, MaxBackoff: cfg.WebhookBackoffMax,
 		Log: o.Log.With("component", "webhook")})
 	pc := o.Payment
 	if pc.Observer == nil {

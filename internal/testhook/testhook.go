@@ -15,7 +15,9 @@
 // needs-review payment was reopened, the bank not asked yet),
 // after_verify_before_settle (a settling gateway, Mellat, verified the
 // payment; settle not asked yet), after_settle (the bank settled it, the
-// credit is not committed).
+// credit is not committed), after_credit (the credit and its webhook
+// rows committed, nothing delivered), after_webhook_sent (a webhook
+// answered 2xx, not recorded as delivered).
 package testhook
 
 // Environment variables read by a test-hook build.
@@ -30,4 +32,10 @@ const (
 	AfterReopen             = "after_reopen"
 	AfterVerifyBeforeSettle = "after_verify_before_settle"
 	AfterSettle             = "after_settle"
+	// AfterCredit: the credit (and its webhook outbox rows) committed,
+	// nothing delivered yet.
+	AfterCredit = "after_credit"
+	// AfterWebhookSent: a partner answered 2xx to a webhook, the delivery
+	// is not recorded yet (it will be sent again).
+	AfterWebhookSent = "after_webhook_sent"
 )

@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/testhook"
 )
 
 // Defaults of the sender (ARCHITECTURE §5 Webhooks).
@@ -311,6 +313,7 @@ func (s *Sender) deliver(ctx context.Context, r claimed) {
 	}
 	log := s.o.Log.With("delivery", r.ID, "event", r.EventID, "type", r.Type, "endpoint", r.EndpointID, "attempt", r.Attempts)
 	if a.ok() {
+		testhook.At(testhook.AfterWebhookSent) // e2e: the partner has it, we have not recorded it
 		upd["status"], upd["delivered_at"] = StatusDelivered, now
 		err := s.svc.db.Tx(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
 			// Delivered is true whoever holds the claim now.
