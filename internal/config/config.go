@@ -102,7 +102,7 @@ type Config struct {
 	// Retention (internal/retention): how long expired sessions, quiet
 	// sign-in throttles and the bank calls of failed payments are kept;
 	// 0 keeps them for ever (RETENTION_*=off).
-	RetentionSessions, RetentionThrottles, RetentionGatewayCalls, RetentionMail time.Duration
+	RetentionSessions, RetentionThrottles, RetentionGatewayCalls, RetentionMail, RetentionWebhooks time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
 	APITopUpsPerMinute int
 	// APITokenDefaultDays is a new API token's validity when its creator

@@ -45,13 +45,16 @@ type Policy struct {
 	// Mail: an e-mail sent, failed or expired this long ago is deleted
 	// (one still queued never is).
 	Mail time.Duration
+	// Webhooks: a webhook delivery delivered, or given up, this long ago
+	// is deleted (a pending one never is).
+	Webhooks time.Duration
 	// Batch is the rows per delete statement (0: 1000).
 	Batch int
 }
 
 // Result counts the rows deleted.
 type Result struct {
-	Sessions, Throttles, GatewayCalls, Mails int64
+	Sessions, Throttles, GatewayCalls, Mails, Webhooks int64
 }
 
 // Purge deletes, as of now, what the policy no longer keeps.
@@ -96,6 +99,14 @@ func Purge(ctx context.Context, db *store.DB, now time.Time, p Policy) (Result, 
 			WHERE status IN ('sent', 'failed', 'expired') AND COALESCE(sent_at, next_attempt_at) < ? AND created_at < ? LIMIT ?)`,
 			now.Add(-p.Mail), now.Add(-p.Mail))
 		res.Mails, errs = n, append(errs, wrap("mails", err))
+	}
+	if p.Webhooks > 0 {
+		// A delivery's last word is delivered_at, else (failed) its last
+		// attempt (or, never attempted, its creation); never a pending one.
+		cut := now.Add(-p.Webhooks)
+		n, err := batches(ctx, db, p.Batch, `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
+			WHERE status IN ('delivered', 'failed') AND COALESCE(delivered_at, last_attempt_at, created_at) < ? LIMIT ?)`, cut)
+		res.Webhooks, errs = n, append(errs, wrap("webhook deliveries", err))
 	}
 	return res, errors.Join(errs...)
 }

@@ -173,3 +173,46 @@ func TestPurgeMail(t *testing.T) {
 		}
 	})
 }
+
+// Webhook deliveries delivered or given up long ago go; pending ones and
+// recent ones stay.
+func TestPurgeWebhooks(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Now().UTC()
+		ago := func(d time.Duration) time.Time { return now.Add(-d) }
+		day := 24 * time.Hour
+		exec(t, db, `INSERT INTO users (id, email, password_hash, created_at) VALUES (900, 'hook@example.com', 'x', ?)`, now)
+		exec(t, db, `INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (900, 900, ?, ?)`, now, now)
+		exec(t, db, `INSERT INTO payments (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+			VALUES (900, 'hookpayment', 900, 900, 10000, 'sandbox', 'f', 'failed', ?, ?)`, now, now)
+		exec(t, db, `INSERT INTO webhook_endpoints (id, user_id, url, events, secret_enc, created_at) VALUES (900, 900, 'https://x.example', ',topup.failed,', 'v1:x', ?)`, now)
+		for i, d := range []struct {
+			status             string
+			created, delivered time.Time
+			last               any
+		}{
+			{"delivered", ago(40 * day), ago(40 * day), ago(40 * day)},
+			{"failed", ago(40 * day), time.Time{}, ago(37 * day)},
+			{"pending", ago(40 * day), time.Time{}, ago(39 * day)},
+			{"delivered", ago(40 * day), ago(day), ago(day)},
+			{"failed", ago(40 * day), time.Time{}, ago(day)},
+		} {
+			var delivered any
+			if !d.delivered.IsZero() {
+				delivered = d.delivered
+			}
+			exec(t, db, `INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, last_attempt_at, created_at, retry_from, delivered_at)
+				VALUES (?, 900, 900, 'topup.failed', '{}', ?, ?, ?, ?, ?, ?)`, "evt_"+string(rune('a'+i)), d.status, d.created, d.last, d.created, d.created, delivered)
+		}
+		res, err := retention.Purge(context.Background(), db, now, retention.Policy{Webhooks: 30 * day, Batch: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != (retention.Result{Webhooks: 2}) {
+			t.Fatalf("deleted %+v, want 2 webhook deliveries", res)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE event_id IN ('evt_c', 'evt_d', 'evt_e')`); n != 3 {
+			t.Errorf("%d of the three deliveries to keep are left", n)
+		}
+	})
+}

@@ -486,14 +486,14 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 		t := time.NewTicker(time.Hour)
 		defer t.Stop()
 		policy := retention.Policy{ExpiredSessions: s.Config.RetentionSessions, Throttles: s.Config.RetentionThrottles,
-			GatewayCalls: s.Config.RetentionGatewayCalls, Mail: s.Config.RetentionMail}
+			GatewayCalls: s.Config.RetentionGatewayCalls, Mail: s.Config.RetentionMail, Webhooks: s.Config.RetentionWebhooks}
 		for {
 			res, err := retention.Purge(ctx, s.db, s.Clock.Now(), policy)
 			if err != nil && ctx.Err() == nil {
 				log.Error("retention", "err", err)
 			}
 			if res != (retention.Result{}) {
-				log.Info("retention: deleted", "sessions", res.Sessions, "throttles", res.Throttles, "gateway_calls", res.GatewayCalls, "mails", res.Mails)
+				log.Info("retention: deleted", "sessions", res.Sessions, "throttles", res.Throttles, "gateway_calls", res.GatewayCalls, "mails", res.Mails, "webhook_deliveries", res.Webhooks)
 			}
 			if _, err := s.Auth.PurgeResets(ctx); err != nil && ctx.Err() == nil {
 				log.Error("purge password reset links", "err", err)
