@@ -101,8 +101,8 @@ func TestWebhooksPages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := owner.Get(back); apptest.DataStatus(r.Body) != "credited" {
-			t.Fatalf("return: %d %s", r.Status, apptest.DataStatus(r.Body))
+		if r := owner.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
+			t.Fatalf("return: %d %s", r.Status, apptest.PaymentStatus(r.Body))
 		}
 		var payID string
 		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&payID)
@@ -116,7 +116,8 @@ func TestWebhooksPages(t *testing.T) {
 		other.SignUp("other@example.com")
 		id := eps[0].ID
 		for _, action := range []string{"disable", "delete"} {
-			if r := other.Submit("/account/webhooks", "/account/webhooks/"+itoa64(id)+"/"+action, nil); r.Status != http.StatusNotFound {
+			csrf := apptest.Input(other.Get("/account/webhooks").Body, "_csrf")
+			if r := other.Post("/account/webhooks/"+itoa64(id)+"/"+action, url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
 				t.Fatalf("foreign %s: %d", action, r.Status)
 			}
 		}
@@ -138,7 +139,7 @@ func TestWebhooksPages(t *testing.T) {
 		var did int64
 		db.Gorm.Raw(`SELECT id FROM webhook_deliveries`).Scan(&did)
 		answer.Store(200)
-		if r := admin.Post("/admin/webhooks/deliveries/"+itoa64(did)+"/resend", url.Values{"_csrf": {apptest.Field(log.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
+		if r := admin.Post("/admin/webhooks/deliveries/"+itoa64(did)+"/resend", url.Values{"_csrf": {apptest.Input(log.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("resend: %d", r.Status)
 		}
 		s = webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{})
@@ -148,7 +149,7 @@ func TestWebhooksPages(t *testing.T) {
 		if !strings.Contains(admin.Get("/admin/webhooks/"+itoa64(id)).Body, `data-status="delivered"`) {
 			t.Fatal("log does not show the delivery")
 		}
-		if r := admin.Post("/admin/webhooks/"+itoa64(id)+"/disable", url.Values{"_csrf": {apptest.Field(log.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
+		if r := admin.Post("/admin/webhooks/"+itoa64(id)+"/disable", url.Values{"_csrf": {apptest.Input(log.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin disable: %d", r.Status)
 		}
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action IN ('webhook_disable', 'webhook_resend')`); n != 2 {

@@ -17,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -135,20 +136,13 @@ func (s *hookSink) flap(ctx context.Context, seed uint64) {
 // waitDelivered waits until no webhook delivery is pending.
 func waitDelivered(t *testing.T, db *store.DB, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	testwait.Eventually(t, limit, "no webhook delivery pending", func() bool {
 		var n int64
 		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&n).Error; err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d webhook deliveries still pending after %s", n, limit)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return n == 0
+	})
 }
 
 // check compares the credited set with the topup.credited events the
@@ -283,18 +277,11 @@ func TestWebhookAcrossCrashes(t *testing.T) {
 				t.Fatalf("after the crash at after_credit: %+v", p)
 			}
 			// The restarted serve keeps trying the down receiver.
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			testwait.Eventually(t, 30*time.Second, "a retry into the down receiver", func() bool {
 				var attempts int64
 				db.Gorm.Raw(`SELECT COALESCE(MAX(attempts), 0) FROM webhook_deliveries`).Scan(&attempts)
-				if attempts >= 2 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no retries into the down receiver (%d attempts)", attempts)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return attempts >= 2
+			})
 			sink.down.Store(false) // back: 500 to the first attempt, then 200
 			waitDelivered(t, db, 60*time.Second)
 

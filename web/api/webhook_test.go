@@ -17,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web/api"
 )
@@ -169,13 +170,12 @@ func TestReturnURLAndWebhook(t *testing.T) {
 
 		// Deliveries: the test drives a sender (short backoff, real time).
 		s := webhook.NewSender(hooks, webhook.SenderOptions{BaseBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
-		deadline := time.Now().Add(20 * time.Second)
-		for len(rec.byType(webhook.TypeCredited)) < 2 && time.Now().Before(deadline) {
+		testwait.Eventually(t, 20*time.Second, "two topup.credited events at the receiver", func() bool {
 			if _, err := s.DeliverDue(ctx); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return len(rec.byType(webhook.TypeCredited)) >= 2
+		})
 		got := rec.byType(webhook.TypeCredited)
 		if len(got) != 2 {
 			t.Fatalf("received %d topup.credited events, want 2 (one per credit)", len(got))
