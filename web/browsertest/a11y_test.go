@@ -198,13 +198,15 @@ func TestAccessibility(t *testing.T) {
 				{"receipt (credited)", "/payments/" + f.Credited.PublicID, "result-received"},
 				{"result (failed)", f.FailedReturn, "result-failed"},
 				{"receipt (failed)", "/payments/" + f.Failed.PublicID, "result-failed"},
+				{"result (the time ran out)", f.ExpiredReturn, "result-failed"},
+				{"receipt (the time ran out)", "/payments/" + f.Expired.PublicID, "result-failed"},
 				{"result (pending)", f.PendingReturn, "result-pending"},
 				{"receipt (pending)", "/payments/" + f.Pending.PublicID, "result-pending"},
 				{"bank page", f.OpenPayURL, "bank-pay"},
 				{"bank (already paid)", f.PaidPayURL, "bank-paid"},
 				{"receipt (not paid yet)", "/payments/" + f.openPublicID(t), "result-unpaid"},
 			} {
-				if i == 4 {
+				if i == 4 || i == 8 {
 					b.CheckNoProblems()
 					b = f.Tab(t, lang, f.User)
 				}

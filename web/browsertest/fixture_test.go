@@ -30,9 +30,10 @@ import (
 const (
 	pendingRials       = 1_230_000 // verify never answers: pending verification
 	gatewayFailedRials = 990_000   // the bank refuses to start the payment
+	expiredRials       = 650_000   // the payer stays on the bank's page until it expires
 )
 
-// fixtureGateway is the zarinpal driver with two scripted troubles.
+// fixtureGateway is the zarinpal driver with three scripted troubles.
 type fixtureGateway struct{ gateway.Gateway }
 
 func (g fixtureGateway) Request(ctx context.Context, in gateway.RequestInput) (gateway.RequestResult, error) {
@@ -45,6 +46,11 @@ func (g fixtureGateway) Request(ctx context.Context, in gateway.RequestInput) (g
 func (g fixtureGateway) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 	if in.AmountRials == pendingRials {
 		return gateway.VerifyResult{}, &gateway.TransientError{Op: "verify", Err: context.DeadlineExceeded}
+	}
+	if in.AmountRials == expiredRials {
+		// The fixture's clock may stand still: the payer had the page
+		// for its whole lifetime (the bank expired it), as time would say.
+		in.PageTime = max(in.PageTime, zarinpal.DefaultPageLifetime)
 	}
 	return g.Gateway.Verify(ctx, in)
 }
@@ -60,9 +66,10 @@ type fixture struct {
 	now         func() time.Time // the app's clock (nil: real time)
 	adminPassed bool             // the admin has enrolled and passed the second factor once
 
-	Credited, Failed, Pending payment.Payment
-	// Result pages (the bank's return URLs, absolute).
-	CreditedReturn, FailedReturn, PendingReturn string
+	Credited, Failed, Pending, Expired payment.Payment
+	// Result pages (the bank's return URLs, absolute). ExpiredReturn is
+	// where the bank's expired page sends the payer: "the time ran out".
+	CreditedReturn, FailedReturn, PendingReturn, ExpiredReturn string
 	// OpenPayURL is the bank's page of a payment waiting there.
 	OpenPayURL string
 	// ShotPayURL is the bank's page the screenshots show (OpenPayURL,
@@ -95,7 +102,7 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 	bankSrv := httptest.NewServer(bank.Handler())
 	t.Cleanup(bankSrv.Close)
 	const merchant = "11111111-2222-3333-4444-555555555555"
-	zp, err := zarinpal.New(zarinpal.Config{MerchantID: merchant, BaseURL: bankSrv.URL})
+	zp, err := zarinpal.New(zarinpal.Config{MerchantID: merchant, BaseURL: bankSrv.URL, PageLifetime: zarinpal.DefaultPageLifetime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,12 +137,8 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		}
 		return r.Location
 	}
-	finish := func(payURL string, pay bool) string {
+	finishWith := func(payURL string, fn func(string) (string, error)) string {
 		t.Helper()
-		fn := bank.Cancel
-		if pay {
-			fn = bank.Pay
-		}
 		back, err := fn(apptest.Authority(payURL))
 		if err != nil {
 			t.Fatal(err)
@@ -155,22 +158,26 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 	}
 
 	first := start("200000")
-	finish(first, true)
+	finishWith(first, bank.Pay)
 	f.PaidPayURL = first
 	paid := start("50000")
-	f.CreditedReturn = finish(paid, true)
+	f.CreditedReturn = finishWith(paid, bank.Pay)
 	f.Credited = byAuthority(paid)
 	cancelled := start("75000")
-	f.FailedReturn = finish(cancelled, false)
+	f.FailedReturn = finishWith(cancelled, bank.Cancel)
 	f.Failed = byAuthority(cancelled)
+	expired := start(strconv.FormatInt(expiredRials/10, 10))
+	f.ExpiredReturn = finishWith(expired, bank.Expire)
+	f.Expired = byAuthority(expired)
 	pending := start("123000")
-	f.PendingReturn = finish(pending, true)
+	f.PendingReturn = finishWith(pending, bank.Pay)
 	f.Pending = byAuthority(pending)
 	f.OpenPayURL = start("30000")
 
 	if f.Credited.Status != payment.StatusCredited || f.Failed.Status != payment.StatusFailed ||
-		f.Pending.Status != payment.StatusPendingVerification {
-		t.Fatalf("fixture payments: %s %s %s", f.Credited.Status, f.Failed.Status, f.Pending.Status)
+		f.Pending.Status != payment.StatusPendingVerification || f.Expired.Status != payment.StatusFailed ||
+		f.Expired.StatusReason != string(payment.ReasonBankExpired) || f.Failed.StatusReason != string(payment.ReasonBankCancelled) {
+		t.Fatalf("fixture payments: %s %s %s %s (%s)", f.Credited.Status, f.Failed.Status, f.Pending.Status, f.Expired.Status, f.Expired.StatusReason)
 	}
 	f.ShotPayURL = f.OpenPayURL
 	if !at.IsZero() {
@@ -229,10 +236,10 @@ func (f *fixture) freeze(t *testing.T, at time.Time) {
 		}
 		renamed[p.PublicID] = id
 	}
-	for _, p := range []*payment.Payment{&f.Credited, &f.Failed, &f.Pending} {
+	for _, p := range []*payment.Payment{&f.Credited, &f.Failed, &f.Pending, &f.Expired} {
 		p.PublicID = renamed[p.PublicID]
 	}
-	for _, u := range []*string{&f.CreditedReturn, &f.FailedReturn, &f.PendingReturn} {
+	for _, u := range []*string{&f.CreditedReturn, &f.FailedReturn, &f.PendingReturn, &f.ExpiredReturn} {
 		for old, id := range renamed {
 			*u = strings.Replace(*u, "/payments/"+old+"/", "/payments/"+id+"/", 1)
 		}

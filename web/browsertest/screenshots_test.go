@@ -101,6 +101,7 @@ func TestScreenshots(t *testing.T) {
 			shot(user, "receipt", "/payments/"+f.Credited.PublicID, "result-received")
 			shot(user, "pending", f.PendingReturn, "result-pending")
 			shot(user, "failed", f.FailedReturn, "result-failed")
+			shot(user, "expired", f.ExpiredReturn, "failure-cause")
 			shot(user, "account", "/account", "account-email")
 			shot(user, "tokens", "/account/tokens", "token-form")
 			shot(admin, "admin", "/admin", "admin-payments")
