@@ -30,12 +30,20 @@ import (
 // Store implements payment.Store over a database.
 type Store struct {
 	db *store.DB
+	// one runs a write that is a single statement as its own transaction
+	// (the database's autocommit), without GORM's default BEGIN/COMMIT
+	// around it: a conditional UPDATE is atomic alone, and the two round
+	// trips saved are a fifth of a credit's (the claim of every first
+	// callback). A write of more than one statement uses db.Tx.
+	one *gorm.DB
 }
 
 var _ payment.Store = (*Store)(nil)
 
 // New returns the payment store over db.
-func New(db *store.DB) *Store { return &Store{db: db} }
+func New(db *store.DB) *Store {
+	return &Store{db: db, one: db.Gorm.Session(&gorm.Session{SkipDefaultTransaction: true, NewDB: true})}
+}
 
 const (
 	paymentsTable = "payments"
@@ -166,7 +174,7 @@ func (s *Store) CallsOf(ctx context.Context, paymentID int64) ([]payment.Gateway
 // Create implements payment.Store: unique(user_id, form_token) refuses a
 // second payment of one form (payment.ErrDuplicate).
 func (s *Store) Create(ctx context.Context, p *payment.Payment) error {
-	return dup(s.db.Gorm.WithContext(ctx).Create(p).Error)
+	return dup(s.one.WithContext(ctx).Create(p).Error)
 }
 
 // CreateAdmitted implements payment.Store. The payer's wallet row is
@@ -219,7 +227,7 @@ func (s *Store) CreateAdmitted(ctx context.Context, p *payment.Payment, q paymen
 // also records the first callback and requires that none came before.
 func (s *Store) Claim(ctx context.Context, c payment.Claim) (payment.Payment, bool, error) {
 	var cur payment.Payment
-	q := s.db.Gorm.WithContext(bg(ctx)).Model(&cur).Clauses(clause.Returning{}).
+	q := s.one.WithContext(bg(ctx)).Model(&cur).Clauses(clause.Returning{}).
 		Where("id = ? AND status IN ? AND (lease_until IS NULL OR lease_until < ?)", c.ID, c.Statuses, c.Now)
 	vals := map[string]any{"lease_until": c.Until, "lease_owner": c.Token}
 	if c.NotCheckedSince != nil {
@@ -245,7 +253,7 @@ func (s *Store) Claim(ctx context.Context, c payment.Claim) (payment.Payment, bo
 
 // MarkReturned implements payment.Store.
 func (s *Store) MarkReturned(ctx context.Context, id int64, now time.Time) (bool, error) {
-	res := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
+	res := s.one.WithContext(bg(ctx)).Model(&payment.Payment{}).
 		Where("id = ? AND returned_at IS NULL", id).Update("returned_at", now)
 	if res.Error != nil {
 		return false, fmt.Errorf("mark return of payment %d: %w", id, res.Error)
@@ -305,7 +313,7 @@ func fieldValues(f payment.Fields, vals map[string]any) map[string]any {
 func (s *Store) Release(ctx context.Context, id int64, tok string, f payment.Fields) (payment.Payment, error) {
 	vals := fieldValues(f, map[string]any{"lease_until": nil, "lease_owner": ""})
 	var out payment.Payment
-	res := s.db.Gorm.WithContext(bg(ctx)).Model(&out).Clauses(clause.Returning{}).
+	res := s.one.WithContext(bg(ctx)).Model(&out).Clauses(clause.Returning{}).
 		Where("id = ? AND lease_owner = ?", id, tok).Updates(vals)
 	if res.Error != nil {
 		return payment.Payment{}, fmt.Errorf("release payment %d: %w", id, res.Error)
@@ -318,7 +326,7 @@ func (s *Store) Release(ctx context.Context, id int64, tok string, f payment.Fie
 
 // Schedule implements payment.Store: only an open payment is scheduled.
 func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
-	err := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
+	err := s.one.WithContext(bg(ctx)).Model(&payment.Payment{}).
 		Where("id = ? AND status IN ?", id, []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification}).
 		Update("next_check_at", at).Error
 	if err != nil {
@@ -515,7 +523,7 @@ func (s *Store) Unclaim(ctx context.Context, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).Where("id IN ?", ids).Update("next_check_at", at).Error; err != nil {
+	if err := s.one.WithContext(bg(ctx)).Model(&payment.Payment{}).Where("id IN ?", ids).Update("next_check_at", at).Error; err != nil {
 		return fmt.Errorf("release claims: %w", err)
 	}
 	return nil
