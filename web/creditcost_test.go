@@ -45,12 +45,15 @@ func TestCreditPathStatements(t *testing.T) {
 			}
 			// session; payment by public id; claim (first callback and
 			// lease, one statement, no transaction of its own); then one
-			// transaction: the move, its event, the balance, the ledger
-			// entry, the verify's gateway_calls row.
+			// transaction: the move, its event, the partners' webhook
+			// outbox (none here: one INSERT … SELECT of the user's
+			// endpoints), the balance, the ledger entry, the verify's
+			// gateway_calls row.
 			want := []string{
 				"SELECT FROM sessions", "SELECT FROM payments",
 				"UPDATE payments",
-				"UPDATE payments", "INSERT payment_events", "UPDATE wallets", "INSERT ledger_entries", "INSERT gateway_calls",
+				"UPDATE payments", "INSERT payment_events", "INSERT webhook_deliveries",
+				"UPDATE wallets", "INSERT ledger_entries", "INSERT gateway_calls",
 			}
 			if strings.Join(stmts, "; ") != strings.Join(want, "; ") || txs != 1 {
 				t.Fatalf("credit %d ran %d statements in %d transactions:\n  %s\nwant %d in 1:\n  %s", i, len(stmts), txs,
