@@ -178,7 +178,7 @@ func (s *Server) abandon(c *fiber.Ctx) error {
 			p = resolved
 		}
 		if p.Status == payment.StatusAwaitingPayment || p.Status == payment.StatusCreated || p.Status == payment.StatusPendingVerification {
-			if err := s.Reads.Dismiss(c.UserContext(), p.UserID, p.ID, s.Now()); err != nil {
+			if err := s.Payments.Dismiss(c.UserContext(), p); err != nil {
 				return err
 			}
 		}

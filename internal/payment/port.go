@@ -70,6 +70,11 @@ type Store interface {
 	Release(ctx context.Context, id int64, tok string, f Fields) (Payment, error)
 	// Schedule sets when the worker checks an open payment next.
 	Schedule(ctx context.Context, id int64, at time.Time) error
+	// Dismiss notes that the payer will not pay their payment paymentID:
+	// it leaves their "in progress" list. It changes no payment (its
+	// status stays the bank's business) and is idempotent; a payment of
+	// another user is not noted.
+	Dismiss(ctx context.Context, userID, paymentID int64, now time.Time) error
 	// Move takes one edge of the state machine (see Move): ErrNotMoved
 	// when the row is no longer in m.From (or the lease not m.Lease);
 	// ErrDuplicate when a unique constraint refuses its fields.

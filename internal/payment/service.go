@@ -551,6 +551,13 @@ func (s *Service) ByPublicID(ctx context.Context, publicID string) (Payment, err
 	return p, nil
 }
 
+// Dismiss notes that the payer will not pay p ("I won't pay this one"):
+// it leaves their list of payments in progress. Nothing else changes: the
+// worker keeps asking the bank, which alone may end the payment.
+func (s *Service) Dismiss(ctx context.Context, p Payment) error {
+	return s.st.Dismiss(ctx, p.UserID, p.ID, s.clock())
+}
+
 // ForOwner returns the payment if it belongs to the user, else ErrNotFound.
 func (s *Service) ForOwner(ctx context.Context, publicID string, userID int64) (Payment, error) {
 	p, err := s.ByPublicID(ctx, publicID)

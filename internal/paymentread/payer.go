@@ -2,9 +2,8 @@ package paymentread
 
 // The payer's own payments: the wallet page's payments in progress, and
 // the JSON API's top-ups (the payment rows, newest first with keyset
-// pagination, and when each credited one was credited). Dismiss, the one
-// write here, only notes that the payer will not pay an open payment (a
-// row of dismissed_payments): it changes no payment.
+// pagination, and when each credited one was credited), and which of them
+// the payer dismissed (dismissed_payments, written by payment.Dismiss).
 
 import (
 	"context"
@@ -196,19 +195,6 @@ func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (sinc
 		return 0, 0, 0, fmt.Errorf("limit usage of user %d: %w", userID, err)
 	}
 	return row.SinceRials, row.SinceCount, row.OpenRials, nil
-}
-
-// Dismiss records that the payer will not pay an open payment of theirs:
-// it leaves their "in progress" list (its status is the bank's business:
-// the worker keeps asking). Dismissing twice is not an error.
-func (r *Reader) Dismiss(ctx context.Context, userID, paymentID int64, now time.Time) error {
-	err := r.db.Gorm.WithContext(ctx).Exec(`INSERT INTO dismissed_payments (payment_id, user_id, dismissed_at)
-		SELECT id, user_id, ? FROM payments WHERE id = ? AND user_id = ? ON CONFLICT (payment_id) DO NOTHING`,
-		now.UTC(), paymentID, userID).Error
-	if err != nil {
-		return fmt.Errorf("dismiss payment %d: %w", paymentID, err)
-	}
-	return nil
 }
 
 // Dismissed returns which of the user's payments ids were dismissed.

@@ -335,6 +335,18 @@ func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
 	return nil
 }
 
+// Dismiss implements payment.Store: one INSERT … SELECT of the payment
+// only if it is the user's; a second dismissal changes nothing.
+func (s *Store) Dismiss(ctx context.Context, userID, paymentID int64, now time.Time) error {
+	err := s.one.WithContext(bg(ctx)).Exec(`INSERT INTO dismissed_payments (payment_id, user_id, dismissed_at)
+		SELECT id, user_id, ? FROM payments WHERE id = ? AND user_id = ? ON CONFLICT (payment_id) DO NOTHING`,
+		now.UTC(), paymentID, userID).Error
+	if err != nil {
+		return fmt.Errorf("dismiss payment %d: %w", paymentID, err)
+	}
+	return nil
+}
+
 // Move implements payment.Store: the state machine's one writer.
 func (s *Store) Move(ctx context.Context, m payment.Move) (payment.Payment, error) {
 	var moved payment.Payment

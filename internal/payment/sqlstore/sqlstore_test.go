@@ -568,3 +568,43 @@ func TestCreateAdmitted(t *testing.T) {
 		}
 	})
 }
+
+// Dismiss notes the payer's "I won't pay this one" once, only for the
+// payer's own payment, and changes no payment.
+func TestDismiss(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		mine := f.payment(payment.StatusAwaitingPayment)
+		other := f.payment(payment.StatusAwaitingPayment)
+		noted := func(id int64) (n int64) {
+			t.Helper()
+			if err := db.Gorm.Raw(`SELECT COUNT(*) FROM dismissed_payments WHERE payment_id = ?`, id).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for range 2 { // twice: the second changes nothing and is no error
+			if err := f.st.Dismiss(ctx, f.user, mine.ID, f.now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := noted(mine.ID); n != 1 {
+			t.Fatalf("own payment dismissed %d times, want 1", n)
+		}
+		// Someone else's user id names no payment of theirs: nothing noted.
+		if err := f.st.Dismiss(ctx, f.user+1_000_000, other.ID, f.now); err != nil {
+			t.Fatal(err)
+		}
+		if n := noted(other.ID); n != 0 {
+			t.Fatalf("another user's dismissal noted %d rows, want 0", n)
+		}
+		got, err := f.st.Get(ctx, mine.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != payment.StatusAwaitingPayment || !got.UpdatedAt.Equal(mine.UpdatedAt) || len(f.events(mine.ID)) != len(f.events(other.ID)) {
+			t.Fatalf("dismissal changed the payment: %+v", got)
+		}
+	})
+}
