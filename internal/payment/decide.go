@@ -41,6 +41,10 @@ const (
 	// StepCreditFailed: the bank verified the payment, but its credit (the
 	// move, the ledger entry, the balance) failed and was rolled back.
 	StepCreditFailed Step = "credit_failed"
+	// StepRefReused: the bank verified the payment with a reference that
+	// already belongs to another payment (unique(gateway, ref_id) refused
+	// the credit); Payment is the row as it stands after that refusal.
+	StepRefReused Step = "ref_reused"
 )
 
 // Action is what a decision asks the caller to do.
@@ -186,6 +190,8 @@ func Decide(in Input) Decision {
 		return Decision{Action: ActionMove, To: StatusFailed, Reason: ReasonClosedByAdmin}
 	case StepCreditFailed:
 		return decideCreditFailed(in)
+	case StepRefReused:
+		return decideRefReused(in)
 	case StepDeadline:
 		if in.Payment.Status == StatusCreated {
 			if in.Payment.Authority == nil && in.Rules.StaleCreated > 0 && !in.Payment.CreatedAt.After(in.Now.Add(-in.Rules.StaleCreated)) {
@@ -369,6 +375,27 @@ func decideCreditFailed(in Input) Decision {
 		d.Action, d.To, d.Reason, d.NextCheckAt = ActionMove, StatusNeedsReview, ReasonCreditFailed, nil
 	}
 	return d
+}
+
+// decideRefReused: a payment the bank verified with another payment's
+// reference is never credited (one credit per bank payment); it is a case
+// for a person. Like a credit, it is taken from failed without the lease
+// (the verifier's ran out and another actor ended the payment on a stale
+// view): the bank holds money for it, so it must not stay failed. An open
+// payment moves under the lease only; without it, its holder hears the
+// same from the bank. Under review already, only the check is recorded.
+func decideRefReused(in Input) Decision {
+	p := in.Payment
+	d := Decision{Action: ActionMove, To: StatusNeedsReview, Reason: ReasonRefIDReused, Checked: true, CountAttempt: true}
+	switch {
+	case p.Status == StatusFailed:
+		return d
+	case p.Status.open() && !in.LeaseLost:
+		return d
+	case p.Status == StatusNeedsReview && !in.LeaseLost:
+		return Decision{Action: ActionKeep, To: p.Status, Checked: true, CountAttempt: true}
+	}
+	return Decision{Action: ActionNone}
 }
 
 // Expiry reports the worker's deadline that a payment has passed: failed

@@ -330,6 +330,25 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 				payment.Input{Step: payment.StepCreditFailed, Actor: payment.ActorCallback, Payment: p}, want})
 		}
 	}
+	// The bank verified a payment with another payment's reference: never
+	// credited, never left failed; to review, from failed without the
+	// lease too; from an open status only under the lease.
+	for _, st := range []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusFailed,
+		payment.StatusNeedsReview, payment.StatusCredited} {
+		for _, lost := range []bool{false, true} {
+			want := payment.Decision{Action: payment.ActionNone}
+			switch {
+			case st == payment.StatusFailed, !st.Terminal() && !lost:
+				want = payment.Decision{Action: payment.ActionMove, To: payment.StatusNeedsReview, Reason: payment.ReasonRefIDReused}
+			case st == payment.StatusNeedsReview && !lost:
+				want = payment.Decision{Action: payment.ActionKeep, To: st}
+			}
+			for _, actor := range []payment.Actor{payment.ActorCallback, payment.ActorWorker, payment.ActorReconcile, payment.ActorAdmin} {
+				rows = append(rows, row{fmt.Sprintf("reference reused, %s, lease lost %v, by %s", st, lost, actor),
+					payment.Input{Step: payment.StepRefReused, Actor: actor, Payment: open(st, time.Minute), LeaseLost: lost}, want})
+			}
+		}
+	}
 	// The worker's deadlines: status × age since opened × lease.
 	for _, st := range []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification} {
 		for _, age := range []time.Duration{time.Minute, 20 * time.Minute, 20*time.Minute + time.Second, 2 * time.Hour, 2*time.Hour + time.Second} {

@@ -30,6 +30,7 @@ import (
 //	failed ───────────────▶ pending_verification reopen: a callback, reconciliation, an admin or the worker asks the bank again [lease]
 //	needs_review ─────────▶ pending_verification reopen, as above [lease]
 //	needs_review ─────────▶ failed             an admin closes it with a written note [lease]
+//	failed ───────────────▶ needs_review       the bank verified it with a reference another payment holds (a verifier whose lease ran out)
 //	awaiting_payment ─────▶ credited           the bank verified it (100/101 with a reference)
 //	pending_verification ─▶ credited           the bank verified it
 //	pending_verification ─▶ credited           settle: verified 0/43, then settled 0/45 (Mellat)
@@ -38,7 +39,9 @@ import (
 //
 // A bank-verified payment is always credited, lease or not: the bank holds
 // the payer's money as ours, and the unique ledger entry per payment keeps
-// it to one credit. Every other edge out of an open status needs the lease,
+// it to one credit. One whose reference already belongs to another payment
+// is never credited and never left failed either: it goes to review, lease
+// or not (failed → needs_review). Every other edge out of an open status needs the lease,
 // so a deadline or an admin can never overrule a verify in flight.
 
 // edge is one allowed status change.
@@ -71,6 +74,7 @@ var transitions = map[edge]rule{
 	{StatusFailed, StatusPendingVerification}:          {actors: failedReopeners, lease: true},
 	{StatusNeedsReview, StatusPendingVerification}:     {actors: reopeners, lease: true},
 	{StatusNeedsReview, StatusFailed}:                  {actors: []Actor{ActorAdmin}, lease: true},
+	{StatusFailed, StatusNeedsReview}:                  {actors: verifiers},
 	{StatusAwaitingPayment, StatusCredited}:            {actors: verifiers},
 	{StatusPendingVerification, StatusCredited}:        {actors: verifiers},
 	{StatusFailed, StatusCredited}:                     {actors: verifiers},

@@ -19,6 +19,7 @@
 //	pending_verification ──refused, too long──▶ needs_review
 //	failed ──reopen──▶ pending_verification
 //	failed ──paid──▶ credited
+//	failed ──paid, reference reused──▶ needs_review
 //	needs_review ──reopen──▶ pending_verification
 //	needs_review ──admin close──▶ failed
 //	needs_review ──paid──▶ credited

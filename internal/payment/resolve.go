@@ -513,12 +513,10 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 		if rerr != nil {
 			return p, rerr
 		}
-		d.Action, d.To, d.Reason = ActionMove, StatusNeedsReview, ReasonRefIDReused
-		d.RefID, d.CreditedRials, d.CardPANMasked = 0, 0, ""
-		if cur.Status == StatusNeedsReview {
-			d.Action = ActionKeep
-		}
-		return s.apply(ctx, cur, tok, actor, d)
+		rd := Decide(Input{Step: StepRefReused, Actor: actor, Payment: cur, Now: s.clock(), Rules: s.rules(),
+			LeaseLost: cur.LeaseOwner != tok})
+		rd.GatewayCode = d.GatewayCode // the verify's code, on the move's event
+		return s.apply(ctx, cur, tok, actor, rd)
 	}
 	err = fmt.Errorf("credit payment %s: %w", p.PublicID, err)
 	s.log.ErrorContext(ctx, "credit of a bank-verified payment failed", "payment", p.PublicID, "ref_id", d.RefID, "failures_before", p.CreditFailures, "err", err)

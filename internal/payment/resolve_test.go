@@ -516,3 +516,45 @@ func TestVerifiedAnotherAmount(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// A bank reference already credited to another payment, verified for a
+// payment that went to failed meanwhile (its verifier's lease ran out and
+// another actor ended it): the bank holds money for it, so it must not
+// stay failed; it goes to review (ref_id_reused) and the lease is given
+// back, crediting nothing.
+func TestSameRefIDAfterFailedMeanwhile(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p1 := e.start(30_000)
+		p2 := e.start(45_000)
+		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(999) })
+		if got, err := e.svc.Return(ctx, p1.PublicID, p1.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+			t.Fatalf("first Return = %s, %v", dump(got), err)
+		}
+		// While the bank is asked about p2, the row is failed by another
+		// actor (as the worker's deadline after the lease ran out).
+		e.gw.Set(func(f *paymenttest.Gateway) {
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+				paymenttest.ForceStatus(t, db, p2.ID, string(payment.StatusFailed), string(payment.ReasonNotPaidAfterLife))
+				return paymenttest.Paid(999)(n, in)
+			}
+		})
+		got, err := e.svc.Return(ctx, p2.PublicID, p2.AuthorityString())
+		if err != nil || got.Status != payment.StatusNeedsReview {
+			t.Fatalf("second Return = %s, %v; want needs_review", dump(got), err)
+		}
+		r2 := e.row(p2.ID)
+		if r2.Status != payment.StatusNeedsReview || r2.StatusReason != string(payment.ReasonRefIDReused) || r2.RefID != nil ||
+			r2.LeaseUntil != nil || r2.LeaseOwner != "" {
+			t.Errorf("second payment = %s (lease %q until %v), want needs_review, ref_id_reused, no reference, no lease",
+				dump(r2), r2.LeaseOwner, r2.LeaseUntil)
+		}
+		e.assertCredited(p1, 999)
+		e.assertUncredited(p2)
+		if b := e.balance(); b != 30_000 {
+			t.Errorf("balance = %d, want 30000 (credited once)", b)
+		}
+		checkInvariants(t, db)
+	})
+}
