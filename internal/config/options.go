@@ -521,7 +521,7 @@ func ownOptions() []Option {
 			Doc: "the longest wait between two attempts at a webhook delivery",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.WebhookBackoffMax })},
 		{Name: "WEBHOOK_INTERVAL", Group: groupServer, Default: "2s",
-			Doc: "how often each `serve` looks for due webhook deliveries (a status change on the instance also wakes it at once); `off` sends none from this instance",
+			Doc: "how often each `serve` looks for due webhook deliveries (a status change on the instance that queued deliveries also wakes it at once); `off` sends none from this instance",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.WebhookInterval })},
 		{Name: "PPROF_ADDR", Group: groupSecurity,
 			DefaultDoc: "unset: off",

@@ -265,8 +265,6 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.Observer == nil {
 		pc.Observer = m
 	}
-	// A move that queued a webhook event wakes this instance's sender.
-	pc.Observer = kickOnEvent{Observer: pc.Observer, kick: s.Hooks.Kick}
 	pc.BaseURL, pc.MinRials, pc.MaxRials = cfg.BaseURL, cfg.TopUpMinRials, cfg.TopUpMaxRials
 	// The resilient caller bounds each bank operation; the service bounds
 	// a whole check (verify, then perhaps inquiry) and every wait to the
@@ -292,7 +290,10 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			pc.Gateways[drv.Name] = GatewayRules(drv.Capabilities)
 		}
 	}
-	s.Payments = payment.NewService(sqlstore.New(db), s.Gateways, now, o.Log.With("component", "payment"), pc)
+	// A move that queued webhook deliveries wakes this instance's sender
+	// once it has committed; a move that queued none (a payer without
+	// endpoints, most credits) wakes nothing.
+	s.Payments = payment.NewService(sqlstore.New(db).OnWebhookQueued(s.Hooks.Kick), s.Gateways, now, o.Log.With("component", "payment"), pc)
 	s.WorkerConfig = payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
@@ -506,20 +507,6 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 		}
 	}()
 	return wg.Wait
-}
-
-// kickOnEvent is the payment observer that also wakes the webhook sender
-// after a move to a status that sends an event (payment.EventType).
-type kickOnEvent struct {
-	payment.Observer
-	kick func()
-}
-
-func (k kickOnEvent) Transitioned(from, to payment.Status, actor payment.Actor) {
-	k.Observer.Transitioned(from, to, actor)
-	if payment.EventType(to) != "" {
-		k.kick()
-	}
 }
 
 // originOf is scheme://host[:port] of an absolute URL ("" if it has none).

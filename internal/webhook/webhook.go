@@ -78,29 +78,31 @@ func NewEventID() string {
 // move that caused it: one row per enabled endpoint of the user subscribed
 // to its type, all with one event id, in one INSERT … SELECT (a user
 // without endpoints costs one statement that inserts nothing). The body
-// is fixed here, so every attempt sends the same bytes.
-func Enqueue(tx *gorm.DB, e Event) error {
+// is fixed here, so every attempt sends the same bytes. queued is how
+// many deliveries it wrote (0 for a user without a subscribed endpoint:
+// nothing for a sender to look for).
+func Enqueue(tx *gorm.DB, e Event) (queued int64, err error) {
 	if !ValidType(e.Type) {
-		return fmt.Errorf("webhook: unknown event type %q", e.Type)
+		return 0, fmt.Errorf("webhook: unknown event type %q", e.Type)
 	}
 	topup, err := json.Marshal(e.TopUp)
 	if err != nil {
-		return fmt.Errorf("webhook: top-up of payment %d: %w", e.PaymentID, err)
+		return 0, fmt.Errorf("webhook: top-up of payment %d: %w", e.PaymentID, err)
 	}
 	at := e.CreatedAt.UTC()
 	id := NewEventID()
 	body, err := json.Marshal(Body{EventID: id, Type: e.Type, CreatedAt: at, TopUp: topup})
 	if err != nil {
-		return fmt.Errorf("webhook: event of payment %d: %w", e.PaymentID, err)
+		return 0, fmt.Errorf("webhook: event of payment %d: %w", e.PaymentID, err)
 	}
-	err = tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, created_at, retry_from)
+	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, created_at, retry_from)
 		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
 		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
-		id, e.PaymentID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%").Error
-	if err != nil {
-		return fmt.Errorf("webhook: queue %s of payment %d: %w", e.Type, e.PaymentID, err)
+		id, e.PaymentID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
+	if res.Error != nil {
+		return 0, fmt.Errorf("webhook: queue %s of payment %d: %w", e.Type, e.PaymentID, res.Error)
 	}
-	return nil
+	return res.RowsAffected, nil
 }
 
 // eventsColumn is the stored form of a set of types.

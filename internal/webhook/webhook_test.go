@@ -61,7 +61,7 @@ func seedPayment(t *testing.T, db *store.DB, email string, n int) (int64, []int6
 
 func enqueue(t *testing.T, db *store.DB, e webhook.Event) {
 	t.Helper()
-	if err := db.Tx(context.Background(), func(tx *gorm.DB) error { return webhook.Enqueue(tx, e) }); err != nil {
+	if err := db.Tx(context.Background(), func(tx *gorm.DB) error { _, err := webhook.Enqueue(tx, e); return err }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,6 +36,9 @@ type Store struct {
 	// trips saved are a fifth of a credit's (the claim of every first
 	// callback). A write of more than one statement uses db.Tx.
 	one *gorm.DB
+	// queued, when set, is called after a move that queued webhook
+	// deliveries has committed (OnWebhookQueued).
+	queued func()
 }
 
 var _ payment.Store = (*Store)(nil)
@@ -51,6 +54,23 @@ const (
 	callsTable    = "gateway_calls"
 	reportsTable  = "reconcile_reports"
 )
+
+// OnWebhookQueued sets f to be called after a move that queued partners'
+// webhook deliveries has committed: the instance's sender is woken for
+// them, and for nothing else (a move of a payer without endpoints queues
+// none, and a credit then costs the sender no look at its table). It is
+// wiring, set before the store is used; it returns s.
+func (s *Store) OnWebhookQueued(f func()) *Store {
+	s.queued = f
+	return s
+}
+
+// kick tells OnWebhookQueued's f of n committed deliveries.
+func (s *Store) kick(n int64) {
+	if n > 0 && s.queued != nil {
+		s.queued()
+	}
+}
 
 // bg detaches ctx from cancellation: a write that decides a payment's
 // fate must finish once started, whatever the caller's request does.
@@ -350,21 +370,23 @@ func (s *Store) Dismiss(ctx context.Context, userID, paymentID int64, now time.T
 // Move implements payment.Store: the state machine's one writer.
 func (s *Store) Move(ctx context.Context, m payment.Move) (payment.Payment, error) {
 	var moved payment.Payment
+	var queued int64
 	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
 		var err error
-		moved, err = s.moveTx(tx, m)
+		moved, err = s.moveTx(tx, m, &queued)
 		return err
 	})
 	if err != nil {
 		return payment.Payment{}, dup(err)
 	}
+	s.kick(queued)
 	return moved, nil
 }
 
 // moveTx takes the edge m.From → m.To with a conditional UPDATE on the
 // expected status (and the lease owner where the edge needs the lease)
 // and appends its event, in the caller's transaction.
-func (s *Store) moveTx(tx *gorm.DB, m payment.Move) (payment.Payment, error) {
+func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Payment, error) {
 	needLease, err := payment.EdgeNeedsLease(m.From, m.To, m.Actor)
 	if err != nil {
 		return payment.Payment{}, err
@@ -414,9 +436,11 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move) (payment.Payment, error) {
 			return payment.Payment{}, err
 		}
 	}
-	if err := enqueueWebhook(tx, m, out); err != nil {
+	n, err := enqueueWebhook(tx, m, out)
+	if err != nil {
 		return payment.Payment{}, err
 	}
+	*queued = n
 	return out, nil
 }
 
@@ -424,10 +448,10 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move) (payment.Payment, error) {
 // event-worthy status (payment.EventType) in the move's transaction: no
 // credit commits without its event, and no event without its credit. It is
 // called from moveTx only, the one writer every edge goes through.
-func enqueueWebhook(tx *gorm.DB, m payment.Move, p payment.Payment) error {
+func enqueueWebhook(tx *gorm.DB, m payment.Move, p payment.Payment) (int64, error) {
 	typ := payment.EventType(m.To)
 	if typ == "" {
-		return nil
+		return 0, nil
 	}
 	var creditedAt *time.Time
 	if m.To == payment.StatusCredited {
@@ -442,6 +466,7 @@ func enqueueWebhook(tx *gorm.DB, m payment.Move, p payment.Payment) error {
 // has), the ledger entry with the balance, and the verify's attempts.
 func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, calls []resilient.Call) (payment.Payment, payment.Status, error) {
 	var out payment.Payment
+	var queued int64
 	was := m.From
 	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
 		// Usually the row is as the lease found it: move from that status
@@ -450,7 +475,7 @@ func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, call
 		// from the status it has.
 		if m.From == payment.StatusAwaitingPayment || m.From == payment.StatusPendingVerification {
 			var err error
-			if out, err = s.moveTx(tx, m); !errors.Is(err, payment.ErrNotMoved) {
+			if out, err = s.moveTx(tx, m, &queued); !errors.Is(err, payment.ErrNotMoved) {
 				if err != nil {
 					return err
 				}
@@ -468,7 +493,7 @@ func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, call
 		mm := m
 		mm.From = was
 		var err error
-		if out, err = s.moveTx(tx, mm); err != nil {
+		if out, err = s.moveTx(tx, mm, &queued); err != nil {
 			return err
 		}
 		return s.creditTx(tx, m, walletID, calls)
@@ -476,6 +501,7 @@ func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, call
 	if err != nil {
 		return payment.Payment{}, was, dup(err)
 	}
+	s.kick(queued)
 	return out, was, nil
 }
 

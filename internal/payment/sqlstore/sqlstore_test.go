@@ -608,3 +608,50 @@ func TestDismiss(t *testing.T) {
 		}
 	})
 }
+
+// OnWebhookQueued's callback (the sender's kick) runs after a committed
+// move that queued deliveries, and only then: a payer without endpoints
+// (most credits) wakes no sender, nor does a credit rolled back.
+func TestWebhookKickOnlyWhenQueued(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		var kicks atomic.Int64
+		f.st = sqlstore.New(db).OnWebhookQueued(func() { kicks.Add(1) })
+		credit := func(p payment.Payment, ref int64) error {
+			amount := p.AmountRials
+			_, _, err := f.st.Credit(ctx, payment.Move{PaymentID: p.ID, PublicID: p.PublicID, From: p.Status, To: payment.StatusCredited,
+				Actor: payment.ActorCallback, Reason: payment.ReasonVerifiedPaid, Now: f.now,
+				Fields: payment.Fields{RefID: &ref, VerifiedAmountRials: &amount}}, f.wallet.ID, nil)
+			return err
+		}
+		f.payment(payment.StatusFailed) // a move to failed: an event type, no endpoint
+		if err := credit(f.payment(payment.StatusAwaitingPayment), 7001); err != nil {
+			t.Fatal(err)
+		}
+		if n := kicks.Load(); n != 0 {
+			t.Fatalf("%d kicks for moves that queued nothing", n)
+		}
+		hooks, err := webhook.New(db, nil, webhook.Options{SessionSecret: []byte("0123456789abcdef0123456789abcdef"), AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/credits", []string{webhook.TypeCredited}); err != nil {
+			t.Fatal(err)
+		}
+		if err := credit(f.payment(payment.StatusAwaitingPayment), 7002); err != nil {
+			t.Fatal(err)
+		}
+		if n := kicks.Load(); n != 1 {
+			t.Fatalf("%d kicks after a credit that queued a delivery, want 1", n)
+		}
+		// Refused (the reference is another payment's): rolled back, its
+		// delivery with it; no kick.
+		if err := credit(f.payment(payment.StatusAwaitingPayment), 7002); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("credit with a reused reference = %v", err)
+		}
+		if n := kicks.Load(); n != 1 {
+			t.Fatalf("%d kicks after a rolled-back credit, want still 1", n)
+		}
+	})
+}
