@@ -122,18 +122,26 @@ func (b *browser) topUpForm(ctx context.Context) (csrf, token string, err error)
 	return csrf, token, nil
 }
 
-// submitTopUp posts the top-up form (amount in tomans).
+// submitTopUp posts the top-up form (amount in tomans), choosing Zarinpal
+// or Zibal by the form token's last character (each about half the
+// time; the same form always the same gateway, as a repeat submit is).
 func (b *browser) submitTopUp(ctx context.Context, csrf, token string, tomans int64) (response, error) {
-	return b.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}})
+	gw := "zarinpal"
+	if token != "" && token[len(token)-1]%2 == 1 {
+		gw = "zibal"
+	}
+	return b.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}, "gateway": {gw}})
 }
 
-// authorityOf returns the authority of a StartPay location, or "".
+// authorityOf returns the authority (Zarinpal's, or Zibal's trackId) of a
+// bank page's location, or "".
 func authorityOf(bankURL, location string) string {
-	prefix := bankURL + "/pg/StartPay/"
-	if !strings.HasPrefix(location, prefix) {
-		return ""
+	for _, prefix := range []string{bankURL + "/pg/StartPay/", bankURL + "/start/"} {
+		if strings.HasPrefix(location, prefix) {
+			return strings.TrimPrefix(location, prefix)
+		}
 	}
-	return strings.TrimPrefix(location, prefix)
+	return ""
 }
 
 // onHost returns rawURL with its scheme and host replaced by base's.

@@ -107,9 +107,9 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 
 	_, bankURL := startBank(t,
 		"--seed", fmt.Sprint(seed%1_000_000+1),
-		"--latency", "verify=20ms,request=10ms",
-		"--error-rate", "verify=0.1",
-		"--drop-rate", "verify=0.05",
+		"--latency", "verify=20ms,request=10ms,zibal-verify=20ms,zibal-request=10ms",
+		"--error-rate", "verify=0.1,zibal-verify=0.1",
+		"--drop-rate", "verify=0.05,zibal-verify=0.05",
 		"--commit-then-hang", "--commit-hang-rate", "0.1", "--hang", "500ms",
 		// Authorities outlive WORKER_AUTHORITY_LIFETIME (3s): failed, then
 		// paid, happens.

@@ -324,9 +324,13 @@ func serveEnv(t *testing.T, addr, dbURL, bankURL string, extra map[string]string
 		"BASE_URL":             "http://" + addr,
 		"SESSION_SECRET":       testSecret,
 		"DATA_DIR":             t.TempDir(),
-		"GATEWAY":              "zarinpal",
+		// Two gateways of the standalone bank: payers choose either
+		// (submitTopUp), so every run drives both protocols.
+		"GATEWAYS":             "zarinpal,zibal",
 		"ZARINPAL_MERCHANT_ID": testMerchant,
 		"ZARINPAL_BASE_URL":    bankURL,
+		"ZIBAL_MERCHANT":       "zibal",
+		"ZIBAL_BASE_URL":       bankURL,
 		"RECONCILE_INTERVAL":   "off",
 		// Every test payer signs up from 127.0.0.1, more than the
 		// per-address sign-up limit allows in a minute; tests of the
