@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // Latin words a Persian console may show: names that are not words of a
@@ -181,6 +182,12 @@ func TestConsoleInPersianHasNoEnglishLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A partner's webhook endpoint (its console page and delivery log).
+	hook, _, err := app.Server.Webhooks.Create(ctx, uid, "https://partner.example.com/kifpool/hooks", webhook.Types())
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// The second factor's pages, as an admin meets them.
 	admin := app.NewClient(t)
 	admin.SignIn("negar@example.com", "correct horse battery")
@@ -232,6 +239,7 @@ func TestConsoleInPersianHasNoEnglishLabels(t *testing.T) {
 	params := map[string][]string{
 		"/admin/payments/:id": publicIDs,
 		"/admin/users/:id":    {strconv.FormatInt(uid, 10)},
+		"/admin/webhooks/:id": {strconv.FormatInt(hook.ID, 10)},
 	}
 	extra := map[string][]string{
 		"/admin/payments": {"?status=failed", "?status=needs_review", "?q=payer%40example.com", "?q=no-such-thing"},
