@@ -58,7 +58,7 @@ func postGatewayCrash(t *testing.T, d store.Dialect, gw, point string) {
 	for k, v := range crashServeEnv {
 		env[k] = v
 	}
-	env["GATEWAY"] = gw
+	env["GATEWAYS"] = gw
 	switch gw {
 	case "mellat":
 		for k, v := range mellat.Driver().Sandbox.Settings(bankURL) {
@@ -87,7 +87,7 @@ func postGatewayCrash(t *testing.T, d store.Dialect, gw, point string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := br.submitTopUp(ctx, csrf, token, 2_345)
+	r, err := br.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {"2345"}, "gateway": {gw}})
 	m := tokenFieldRE[gw].FindStringSubmatch(r.body)
 	if err != nil || r.status != http.StatusOK || m == nil {
 		t.Fatalf("submit: %d %v\n%s", r.status, err, r.body)
