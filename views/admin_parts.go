@@ -73,11 +73,15 @@ type AuditRow struct {
 }
 
 // arrow points from one status to the next in the reading direction.
+// "‹" and "›" are glyphs of the shipped font (static/; "←" and "→" are
+// not, and came from whatever font the machine had). Marked left-to-right
+// (U+200E on each side) so that the bidi algorithm never mirrors them:
+// the arrow is the one chosen here whatever surrounds it.
 func arrow(p Page) string {
 	if p.Lang.Dir() == "rtl" {
-		return " ← "
+		return " \u200e‹\u200e "
 	}
-	return " → "
+	return " \u200e›\u200e "
 }
 
 // TOr translates key, or gives fallback when the catalog has no such key

@@ -147,7 +147,8 @@ func (b *Bank) routes() http.Handler {
 	mux.HandleFunc("GET /pg/assets/bank.css", serveCSS)
 	mux.HandleFunc("GET /pg/assets/bank.js", serveJS)
 	mux.HandleFunc("GET /pg/assets/favicon.svg", serveIcon)
-	mux.HandleFunc("GET /pg/assets/vazirmatn.woff2", serveFont)
+	mux.HandleFunc("GET /pg/assets/vazirmatn.woff2", serveFont("vazirmatn.woff2"))
+	mux.HandleFunc("GET /pg/assets/dejavu-sans-mono.woff2", serveFont("dejavu-sans-mono.woff2"))
 
 	b.sepRoutes(mux, op)
 	b.mellatRoutes(mux, op)

@@ -328,10 +328,12 @@ func (b *Bank) render(w http.ResponseWriter, r *http.Request, status int, formTo
 	_, _ = w.Write(buf.Bytes())
 }
 
-// serveFont serves the pages' typeface (the app's Vazirmatn file).
-func serveFont(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "public, max-age=86400")
-	http.ServeFileFS(w, r, static.FS, "vazirmatn.woff2")
+// serveFont serves one of the pages' typefaces (the app's files).
+func serveFont(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		http.ServeFileFS(w, r, static.FS, name)
+	}
 }
 
 // serveJS serves the bank's script.

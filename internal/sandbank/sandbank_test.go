@@ -1227,7 +1227,7 @@ func TestStartPayCountdown(t *testing.T) {
 	if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "font-src 'self'") {
 		t.Errorf("CSP %q", csp)
 	}
-	for _, asset := range []string{"/pg/assets/bank.js", "/pg/assets/vazirmatn.woff2"} {
+	for _, asset := range []string{"/pg/assets/bank.js", "/pg/assets/vazirmatn.woff2", "/pg/assets/dejavu-sans-mono.woff2"} {
 		if r := get(t, srv, asset); r.status != http.StatusOK || len(r.body) < 100 {
 			t.Errorf("%s: %d, %d bytes", asset, r.status, len(r.body))
 		}

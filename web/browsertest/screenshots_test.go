@@ -1,14 +1,20 @@
 package browsertest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -34,6 +40,134 @@ func TestScreenshots(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	eachMainPage(t, allDevices, func(b *Tab, name, lang, device string) {
+		if device == "phone" {
+			b.noHorizontalScroll(name + "-" + lang)
+		}
+		// The whole page only when it is taller than the screen:
+		// smaller files, and chromium's capture beyond the
+		// viewport shifts short right-to-left pages sideways.
+		var png []byte
+		var tall bool
+		b.Eval(`document.documentElement.scrollHeight > innerHeight`, &tall)
+		if tall {
+			b.Run(chromedp.FullScreenshot(&png, 100))
+		} else {
+			b.Run(chromedp.CaptureScreenshot(&png))
+		}
+		path := filepath.Join(dir, name+"-"+lang+"-"+device+".png")
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s (%d KB)", path, len(png)/1024)
+	})
+}
+
+// TestPagesUseOnlyShippedFonts: every text of every page of the
+// screenshots, in both languages, is drawn with a typeface the app ships
+// (static/: Vazirmatn, DejaVu Sans Mono), never with one of the machine's
+// fonts, as Chromium's platform-font report for each element says. A
+// character the shipped fonts lack falls back to a system font, which
+// differs between machines: the screenshots would too.
+func TestPagesUseOnlyShippedFonts(t *testing.T) {
+	eachMainPage(t, allDevices[1:], func(b *Tab, name, lang, _ string) {
+		used := b.platformFonts()
+		if len(used) == 0 {
+			t.Errorf("%s (%s): no font reported for any text", name, lang)
+		}
+		// One line per machine font, with some of the texts it drew.
+		type foreign struct {
+			glyphs float64
+			texts  []string
+		}
+		byFont := map[string]*foreign{}
+		var fonts []string
+		for _, u := range used {
+			if u.IsCustomFont {
+				continue
+			}
+			key := fmt.Sprintf("%q (%s)", u.FamilyName, u.PostScriptName)
+			f := byFont[key]
+			if f == nil {
+				f = &foreign{}
+				byFont[key] = f
+				fonts = append(fonts, key)
+			}
+			f.glyphs += u.GlyphCount
+			if u.text != "" && len(f.texts) < 3 && !slices.Contains(f.texts, u.text) {
+				f.texts = append(f.texts, u.text)
+			}
+		}
+		for _, key := range fonts {
+			t.Errorf("%s (%s): %.0f glyphs drawn with the machine's font %s, not a shipped one: %q",
+				name, lang, byFont[key].glyphs, key, byFont[key].texts)
+		}
+	})
+}
+
+// fontUse is one font an element's text was drawn with.
+type fontUse struct {
+	css.PlatformFontUsage
+	text string // the element's text, for the message
+}
+
+// platformFonts reports, for every element of the page, the fonts
+// Chromium drew its text with (CSS.getPlatformFontsForNode), once the
+// page's web fonts are loaded.
+func (b *Tab) platformFonts() []fontUse {
+	b.t.Helper()
+	b.Run(chromedp.Evaluate(`document.fonts.ready.then(() => true)`, nil,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	var nodes []*cdp.Node
+	b.Run(css.Enable(), chromedp.Nodes("body, body *", &nodes, chromedp.ByQueryAll))
+	var out []fontUse
+	seen := map[string]bool{}
+	b.Run(chromedp.ActionFunc(func(ctx context.Context) error {
+		for _, n := range nodes {
+			fonts, err := css.GetPlatformFontsForNode(n.NodeID).Do(ctx)
+			if err != nil {
+				return fmt.Errorf("platform fonts of <%s>: %w", n.LocalName, err)
+			}
+			for _, f := range fonts {
+				key := f.PostScriptName + fmt.Sprint(f.IsCustomFont)
+				if f.IsCustomFont && seen[key] {
+					continue
+				}
+				seen[key] = true
+				out = append(out, fontUse{PlatformFontUsage: *f, text: nodeText(n)})
+			}
+		}
+		return nil
+	}))
+	return out
+}
+
+// nodeText is an element's own text (its text children), for messages.
+func nodeText(n *cdp.Node) string {
+	var sb strings.Builder
+	for _, c := range n.Children {
+		if c.NodeType == cdp.NodeTypeText {
+			sb.WriteString(c.NodeValue)
+		}
+	}
+	return strings.Join(strings.Fields(sb.String()), " ")
+}
+
+type device struct {
+	name string
+	view chromedp.Action
+}
+
+var allDevices = []device{
+	{"phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2))},
+	{"desktop", chromedp.EmulateViewport(1280, 800)},
+}
+
+// eachMainPage opens each main page of the app (and the sandbox bank's
+// page) on each device in both languages, on the fixed fixture of the
+// screenshots, and calls visit once the page is still: the typeface
+// loaded, no caret or focus ring, nothing scrolled.
+func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang, device string)) {
 	// A fixed clock, seeded bank and fixed ids: an unchanged UI gives
 	// unchanged files. The clock is in the future so that the session
 	// cookies it dates stay valid for the browser, which lives in real time.
@@ -46,13 +180,6 @@ func TestScreenshots(t *testing.T) {
 	if err := f.App.DB.Gorm.Exec(`INSERT INTO password_resets (user_id, token_hash, created_at, expires_at)
 		SELECT id, ?, ?, ? FROM users WHERE email = ?`, hex.EncodeToString(sum[:]), at, at.Add(30*time.Minute), f.User).Error; err != nil {
 		t.Fatal(err)
-	}
-	devices := []struct {
-		name string
-		view chromedp.Action
-	}{
-		{"phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2))},
-		{"desktop", chromedp.EmulateViewport(1280, 800)},
 	}
 	for _, lang := range []string{"fa", "en"} {
 		for _, d := range devices {
@@ -67,29 +194,9 @@ func TestScreenshots(t *testing.T) {
 				for _, p := range prepare {
 					p()
 				}
-				// Same pixels every time: the typeface loaded, no caret or
-				// focus ring, nothing scrolled.
 				b.Run(chromedp.Evaluate(`document.fonts.ready.then(() => { if (document.activeElement) document.activeElement.blur(); scrollTo(0, 0); return true; })`, nil,
 					func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
-				if d.name == "phone" {
-					b.noHorizontalScroll(name + "-" + lang)
-				}
-				// The whole page only when it is taller than the screen:
-				// smaller files, and chromium's capture beyond the
-				// viewport shifts short right-to-left pages sideways.
-				var png []byte
-				var tall bool
-				b.Eval(`document.documentElement.scrollHeight > innerHeight`, &tall)
-				if tall {
-					b.Run(chromedp.FullScreenshot(&png, 100))
-				} else {
-					b.Run(chromedp.CaptureScreenshot(&png))
-				}
-				path := filepath.Join(dir, name+"-"+lang+"-"+d.name+".png")
-				if err := os.WriteFile(path, png, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("%s (%d KB)", path, len(png)/1024)
+				visit(b, name, lang, d.name)
 			}
 			shot(user, "wallet", "/wallet", "history")
 			shot(user, "topup", "/wallet/topup", "amount", func() { user.Type(tid("amount"), "50000") })
