@@ -319,11 +319,11 @@ func startBank(t *testing.T, flags ...string) (*proc, string) {
 // serveEnv is the environment of a serve process on addr.
 func serveEnv(t *testing.T, addr, dbURL, bankURL string, extra map[string]string) map[string]string {
 	env := map[string]string{
-		"DATABASE_URL":         dbURL,
-		"LISTEN_ADDR":          addr,
-		"BASE_URL":             "http://" + addr,
-		"SESSION_SECRET":       testSecret,
-		"DATA_DIR":             t.TempDir(),
+		"DATABASE_URL":   dbURL,
+		"LISTEN_ADDR":    addr,
+		"BASE_URL":       "http://" + addr,
+		"SESSION_SECRET": testSecret,
+		"DATA_DIR":       t.TempDir(),
 		// Two gateways of the standalone bank: payers choose either
 		// (submitTopUp), so every run drives both protocols.
 		"GATEWAYS":             "zarinpal,zibal",
