@@ -51,3 +51,30 @@ func Receipt(s string) string {
 	}
 	return r
 }
+
+// QueryFirst reads a callback field from the query string, or for a POST
+// from the form body when the query has none (gateways that call back by
+// GET and may also POST: Zarinpal, Zibal).
+func QueryFirst(query, form func(key string) string, isPost bool) func(key string) string {
+	return func(k string) string {
+		if v := query(k); v != "" || !isPost {
+			return v
+		}
+		return form(k)
+	}
+}
+
+// FormFirst reads a callback field from a POST's form body, or from the
+// query string when the body has none or the request is a GET (gateways
+// that call back by POST: SEP, Mellat; our own Post/Redirect/Get page
+// names its fields in the query).
+func FormFirst(query, form func(key string) string, isPost bool) func(key string) string {
+	return func(k string) string {
+		if isPost {
+			if v := form(k); v != "" {
+				return v
+			}
+		}
+		return query(k)
+	}
+}

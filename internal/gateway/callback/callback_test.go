@@ -19,3 +19,30 @@ func TestToken(t *testing.T) {
 		}
 	}
 }
+
+func TestFieldPrecedence(t *testing.T) {
+	query := map[string]string{"both": "q", "onlyQuery": "q"}
+	form := map[string]string{"both": "f", "onlyForm": "f"}
+	q := func(k string) string { return query[k] }
+	f := func(k string) string { return form[k] }
+	tests := []struct {
+		name   string
+		read   func(query, form func(string) string, isPost bool) func(string) string
+		isPost bool
+		key    string
+		want   string
+	}{
+		{"query first, POST, both", QueryFirst, true, "both", "q"},
+		{"query first, POST, form only", QueryFirst, true, "onlyForm", "f"},
+		{"query first, GET ignores the form", QueryFirst, false, "onlyForm", ""},
+		{"form first, POST, both", FormFirst, true, "both", "f"},
+		{"form first, POST, query only", FormFirst, true, "onlyQuery", "q"},
+		{"form first, GET ignores the form", FormFirst, false, "both", "q"},
+		{"form first, GET, form only", FormFirst, false, "onlyForm", ""},
+	}
+	for _, tt := range tests {
+		if got := tt.read(q, f, tt.isPost)(tt.key); got != tt.want {
+			t.Errorf("%s: %q = %q, want %q", tt.name, tt.key, got, tt.want)
+		}
+	}
+}

@@ -94,14 +94,7 @@ func Driver() gateway.Driver {
 // callback's SaleOrderId is never used: verify and settle send the order
 // number derived from the payment's own id (OrderNumber).
 func ParseCallback(query, form func(key string) string, isPost bool) (callback.Params, bool) {
-	get := func(k string) string {
-		if isPost {
-			if v := form(k); v != "" {
-				return v
-			}
-		}
-		return query(k)
-	}
+	get := callback.FormFirst(query, form, isPost)
 	raw := get("RefId")
 	if raw == "" && !isPost {
 		// Our own result page after the POST (Post/Redirect/Get) names the

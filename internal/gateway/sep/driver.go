@@ -70,14 +70,7 @@ func Driver() gateway.Driver {
 // is the receipt verify needs, present only when the payer paid. Only
 // State=OK or Status=2 with a RefNum claims a payment.
 func ParseCallback(query, form func(key string) string, isPost bool) (callback.Params, bool) {
-	get := func(k string) string {
-		if isPost {
-			if v := form(k); v != "" {
-				return v
-			}
-		}
-		return query(k)
-	}
+	get := callback.FormFirst(query, form, isPost)
 	raw := get("Token")
 	if raw == "" && !isPost {
 		// Our own result page after the POST (Post/Redirect/Get) names the

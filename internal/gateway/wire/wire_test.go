@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClean(t *testing.T) {
@@ -53,5 +55,27 @@ func TestBaseURLAndNumbers(t *testing.T) {
 	}
 	if FlexString([]byte(`"a\"b"`)) != `a"b` || FlexString([]byte(`42`)) != "42" || FlexString([]byte(`true`)) != "" {
 		t.Error("FlexString")
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"3", 3 * time.Second},
+		{" 120 ", 2 * time.Minute},
+		{now.Add(10 * time.Second).Format(http.TimeFormat), 10 * time.Second},
+		{now.Add(-10 * time.Second).Format(http.TimeFormat), 0},
+		{"-5", 0},
+		{"999999999999", 0},
+		{"soon", 0},
+		{"", 0},
+	}
+	for _, tt := range tests {
+		if got := RetryAfter(tt.in, now); got != tt.want {
+			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
+		}
 	}
 }

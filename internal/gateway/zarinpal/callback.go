@@ -7,15 +7,8 @@ import "github.com/kifpool/kifpool/internal/gateway/callback"
 // ok is false when the authority is missing or malformed (callback.Token).
 // Only Status=OK (exactly) claims a payment.
 func ParseCallback(query, form func(key string) string, isPost bool) (callback.Params, bool) {
-	authority, status := query("Authority"), query("Status")
-	if isPost {
-		if authority == "" {
-			authority = form("Authority")
-		}
-		if status == "" {
-			status = form("Status")
-		}
-	}
+	get := callback.QueryFirst(query, form, isPost)
+	authority, status := get("Authority"), get("Status")
 	authority, ok := callback.Token(authority)
 	if !ok {
 		return callback.Params{}, false

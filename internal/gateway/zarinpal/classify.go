@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/wire"
 )
 
 // Gateway codes the driver branches on (see the reference, §1.8).
@@ -32,11 +32,11 @@ type reply struct {
 // interpret turns an HTTP answer into a reply, or into a typed error when
 // the answer says nothing definite. It is pure, so it can be fuzzed.
 func interpret(op string, status int, h http.Header, body []byte, now time.Time) (reply, error) {
-	if retryableStatus(status) {
+	if wire.Retryable(status) {
 		return reply{}, &gateway.TransientError{
 			Op:         op,
 			HTTPStatus: status,
-			RetryAfter: retryAfter(h.Get("Retry-After"), now),
+			RetryAfter: wire.RetryAfter(h.Get("Retry-After"), now),
 			Err:        fmt.Errorf("HTTP %d %s", status, http.StatusText(status)),
 		}
 	}
@@ -65,36 +65,6 @@ func undecided(op string, status int, err error) error {
 		}
 	}
 	return &gateway.TransientError{Op: op, HTTPStatus: status, Err: fmt.Errorf("undecodable answer: %w", err)}
-}
-
-// retryableStatus reports HTTP statuses that say nothing about the call.
-func retryableStatus(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
-}
-
-// maxRetryAfter bounds a believable Retry-After; larger values are ignored.
-const maxRetryAfter = 24 * time.Hour
-
-// retryAfter parses a Retry-After header (seconds or HTTP-date); 0 if none
-// or unbelievable.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if s > int64(maxRetryAfter/time.Second) {
-			return 0
-		}
-		d = time.Duration(s) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	if d <= 0 || d > maxRetryAfter {
-		return 0
-	}
-	return d
 }
 
 // codeClass is what a code that is not a success of the operation says.

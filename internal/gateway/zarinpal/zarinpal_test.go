@@ -646,28 +646,6 @@ func TestHTTPFailures(t *testing.T) {
 	}
 }
 
-func TestRetryAfterDate(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"3", 3 * time.Second},
-		{" 120 ", 2 * time.Minute},
-		{now.Add(10 * time.Second).Format(http.TimeFormat), 10 * time.Second},
-		{now.Add(-10 * time.Second).Format(http.TimeFormat), 0},
-		{"-5", 0},
-		{"999999999999", 0},
-		{"soon", 0},
-		{"", 0},
-	}
-	for _, tt := range tests {
-		if got := retryAfter(tt.in, now); got != tt.want {
-			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestConnectionRefused(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL

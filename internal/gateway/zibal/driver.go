@@ -84,12 +84,7 @@ func checkMerchant(v string) (string, error) {
 // is the claim of payment. Hints only: the trackId must equal the
 // payment's own, and only verify decides.
 func ParseCallback(query, form func(string) string, isPost bool) (callback.Params, bool) {
-	get := func(k string) string {
-		if v := query(k); v != "" || !isPost {
-			return v
-		}
-		return form(k)
-	}
+	get := callback.QueryFirst(query, form, isPost)
 	tok, ok := callback.Token(strings.TrimSpace(get("trackId")))
 	if !ok {
 		return callback.Params{}, false
