@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/limits"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // Page is what every page needs besides its own data.
@@ -207,7 +208,7 @@ func ShortRef(publicID string) string { return i18n.ShortRef(publicID) }
 // signInAction keeps the page to return to through the sign-in form.
 func signInAction(next string) string {
 	if next == "" {
-		return "/signin"
+		return routes.SignIn
 	}
-	return "/signin?next=" + url.QueryEscape(next)
+	return routes.SignIn + "?next=" + url.QueryEscape(next)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) adminAudit(c *fiber.Ctx) error {
 	}
 	v := views.AuditView{Admin: q.AdminEmail, Payment: q.PaymentPublicID, Rows: auditRows(rows)}
 	if len(rows) == q.Limit {
-		v.NextURL = "/admin/audit?" + queryWith(c, "before", strconv.FormatInt(rows[len(rows)-1].ID, 10))
+		v.NextURL = routes.AdminAudit + "?" + queryWith(c, "before", strconv.FormatInt(rows[len(rows)-1].ID, 10))
 	}
 	return render(c, fiber.StatusOK, views.Audit(s.page(c, "console.audit.title"), v))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -58,7 +59,7 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 		v.Reconcile = append(v.Reconcile, rv)
 	}
 	pg := s.page(c, "admin.title")
-	pg.RefreshURL, pg.RefreshSeconds = "/admin", 30
+	pg.RefreshURL, pg.RefreshSeconds = routes.Admin, 30
 	return render(c, fiber.StatusOK, views.Admin(pg, v))
 }
 
@@ -76,5 +77,5 @@ func (s *Server) adminReconcile(c *fiber.Ctx) error {
 	if rerr := s.Audit.Record(ctx, audit.Entry{AdminID: currentUser(c).ID, Action: audit.ActionReconcile, Note: note, Result: result, CreatedAt: s.Now().UTC()}); rerr != nil {
 		return rerr
 	}
-	return c.Redirect("/admin?done="+done, fiber.StatusSeeOther)
+	return c.Redirect(routes.Admin+"?done="+done, fiber.StatusSeeOther)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/usertext"
 	"github.com/kifpool/kifpool/views"
 )
@@ -86,5 +87,5 @@ func (s *Server) adminSwitchGateway(c *fiber.Ctx) error {
 	if disabled {
 		done = "off"
 	}
-	return c.Redirect("/admin/gateways?done="+done, fiber.StatusSeeOther)
+	return c.Redirect(routes.AdminGateways+"?done="+done, fiber.StatusSeeOther)
 }

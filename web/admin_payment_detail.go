@@ -8,6 +8,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -95,9 +96,9 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 // when the action came from it, else to the dashboard, with the result.
 func adminDone(c *fiber.Ctx, key string) error {
 	if c.FormValue("back") == "payment" && payment.ValidPublicID(c.Params("id")) {
-		return c.Redirect("/admin/payments/"+c.Params("id")+"?done="+key, fiber.StatusSeeOther)
+		return c.Redirect(routes.AdminPayment(c.Params("id"))+"?done="+key, fiber.StatusSeeOther)
 	}
-	return c.Redirect("/admin?done="+key, fiber.StatusSeeOther)
+	return c.Redirect(routes.Admin+"?done="+key, fiber.StatusSeeOther)
 }
 
 // adminRecheck asks the bank now about a payment ("ask the bank now"):

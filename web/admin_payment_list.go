@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -140,13 +141,13 @@ func (s *Server) adminPayments(c *fiber.Ctx) error {
 			v.Rows = append(v.Rows, consoleRow(s, r))
 		}
 		if next != nil {
-			v.NextURL = "/admin/payments?" + queryWith(c, "cursor", next.String())
+			v.NextURL = routes.AdminPayments + "?" + queryWith(c, "cursor", next.String())
 		}
 		if after != nil {
-			v.FirstURL = "/admin/payments?" + queryWith(c, "cursor", "")
+			v.FirstURL = routes.AdminPayments + "?" + queryWith(c, "cursor", "")
 		}
 	}
-	v.CSVURL = "/admin/payments.csv?" + queryWith(c, "cursor", "")
+	v.CSVURL = routes.AdminPaymentsCSV + "?" + queryWith(c, "cursor", "")
 	return render(c, status, views.PaymentList(s.page(c, "console.payments.title"), v))
 }
 

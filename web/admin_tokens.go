@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -40,5 +41,5 @@ func (s *Server) adminRevokeToken(c *fiber.Ctx) error {
 		return err
 	}
 	s.Log.Warn("admin revoked an api token", "token", t.ID, "owner", t.UserID, "admin", currentUser(c).ID)
-	return c.Redirect("/admin/tokens?done=revoked", fiber.StatusSeeOther)
+	return c.Redirect(routes.AdminTokens+"?done=revoked", fiber.StatusSeeOther)
 }

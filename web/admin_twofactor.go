@@ -11,27 +11,21 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
-// twoFactorPath is where an admin enrols an authenticator and passes the
-// second factor; it is inside the /admin group (sign-in and admin role
-// checked first).
-const twoFactorPath = "/admin/2fa"
-
-// requireSecondFactor is the /admin group's last middleware: an admin
+// requireSecondFactor is the admin group's last middleware: an admin
 // whose session has not passed the second factor reaches no admin page
 // and no admin action, whatever its route (routes added to the group later
-// are covered too); they are sent to /admin/2fa to enrol (first visit) or
-// to type a code (once per session).
+// are covered too); they are sent to routes.AdminTwoFactor (registered
+// before the group, so not behind this) to enrol (first visit) or to type
+// a code (once per session).
 func (s *Server) requireSecondFactor(c *fiber.Ctx) error {
-	if strings.TrimRight(c.Path(), "/") == twoFactorPath {
-		return c.Next() // its own routes: twoFactorForm, twoFactorSubmit
-	}
 	if s.passedSecondFactor(c) {
 		return c.Next()
 	}
-	target := twoFactorPath
+	target := routes.AdminTwoFactor
 	if c.Method() == fiber.MethodGet && safeNext(c.OriginalURL()) {
 		target += "?next=" + urlQueryEscape(c.OriginalURL())
 	} else if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
@@ -44,7 +38,7 @@ func (s *Server) requireSecondFactor(c *fiber.Ctx) error {
 // the console for a session that has passed.
 func (s *Server) twoFactorForm(c *fiber.Ctx) error {
 	if s.passedSecondFactor(c) {
-		return c.Redirect("/admin", fiber.StatusSeeOther)
+		return c.Redirect(routes.Admin, fiber.StatusSeeOther)
 	}
 	return s.twoFactorPage(c, fiber.StatusOK, adminNext(c.Query("next")), "", nil)
 }
@@ -56,11 +50,10 @@ func (s *Server) passedSecondFactor(c *fiber.Ctx) bool {
 
 // adminNext is the admin page to go on to after the second factor.
 func adminNext(next string) string {
-	if safeNext(next) && (next == "/admin" || strings.HasPrefix(next, "/admin/") || strings.HasPrefix(next, "/admin?")) &&
-		!strings.HasPrefix(next, twoFactorPath) {
+	if safeNext(next) && routes.Within(routes.Admin, next) && !strings.HasPrefix(next, routes.AdminTwoFactor) {
 		return next
 	}
-	return "/admin"
+	return routes.Admin
 }
 
 // twoFactorPage renders the second-factor page. For an admin not yet
@@ -162,10 +155,10 @@ func (s *Server) twoFactorErrorWith(c *fiber.Ctx, err error, next, enrolCode str
 		return s.twoFactorPageWith(c, fiber.StatusUnprocessableEntity, next, enrolCode, "twofa.error_code", nil)
 	case errors.Is(err, auth.ErrNoSession):
 		// Signed out (or elevated) meanwhile in another tab.
-		return c.Redirect("/signin", fiber.StatusSeeOther)
+		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 	case errors.Is(err, auth.ErrTOTPEnrolled), errors.Is(err, auth.ErrTOTPNotEnrolled):
 		// Enrolled (or reset) meanwhile in another tab: start over.
-		return c.Redirect(twoFactorPath, fiber.StatusSeeOther)
+		return c.Redirect(routes.AdminTwoFactor, fiber.StatusSeeOther)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) adminUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := views.UserDetailView{User: consoleUser(u), PaymentsURL: "/admin/payments?q=" + urlQueryEscape(u.Email)}
+	v := views.UserDetailView{User: consoleUser(u), PaymentsURL: routes.AdminPayments + "?q=" + urlQueryEscape(u.Email)}
 	if u.WalletID != 0 {
 		entries, err := s.Console.Ledger(ctx, u.WalletID, 50)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
 )
@@ -108,7 +109,7 @@ func (s *Server) adminDisableWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	s.Log.Warn("admin disabled a webhook endpoint", "endpoint", ep.ID, "owner", ep.UserID, "admin", currentUser(c).ID)
-	return c.Redirect("/admin/webhooks?done=disabled", fiber.StatusSeeOther)
+	return c.Redirect(routes.AdminWebhooks+"?done=disabled", fiber.StatusSeeOther)
 }
 
 // adminResendDelivery queues a delivery again (audited).
@@ -122,12 +123,12 @@ func (s *Server) adminResendDelivery(c *fiber.Ctx) error {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, webhook.ErrNotResendable):
-		return c.Redirect("/admin/webhooks/"+strconv.FormatInt(d.EndpointID, 10)+"?done=pending", fiber.StatusSeeOther)
+		return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=pending", fiber.StatusSeeOther)
 	case err != nil:
 		return err
 	}
 	if s.Hooks != nil {
 		s.Hooks.Kick()
 	}
-	return c.Redirect("/admin/webhooks/"+strconv.FormatInt(d.EndpointID, 10)+"?done=resent", fiber.StatusSeeOther)
+	return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=resent", fiber.StatusSeeOther)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
@@ -170,15 +171,38 @@ func New(d Deps) *fiber.App {
 	app.Use(s.requestID)
 	app.Use(s.observe)
 	app.Use(s.accessLog)
+
+	// Answered under any name of the app, so registered before
+	// canonicalHost (which redirects everything after it to BASE_URL's
+	// host): health and readiness checks and metrics scrapes address an
+	// instance by its IP, and the API authenticates with a bearer token,
+	// not a cookie (a redirect to another host would make clients drop the
+	// Authorization header: a confusing 401).
+	anyHost := func(h ...fiber.Handler) []fiber.Handler {
+		return append([]fiber.Handler{s.securityHeaders, cleanInput}, h...)
+	}
+	app.Get(routes.Healthz, anyHost(s.healthz)...)
+	app.Get(routes.Readyz, anyHost(s.readyz)...)
+	app.Get(routes.Metrics, anyHost(s.metrics)...)
+	// The JSON API: bearer tokens only. It is registered before the cookie
+	// session and CSRF middleware, and answers everything under its prefix
+	// itself, so neither ever runs for it.
+	app.Use(routes.APIAll, s.securityHeaders, cleanInput)
+	api.Register(app, api.Deps{
+		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, Reads: d.Reads,
+		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
+		UserTopUps: d.UserTopUps, Webhooks: d.Webhooks,
+	})
+
 	// Before anything else reads or sets a cookie: one host name only.
 	app.Use(s.canonicalHost)
 	app.Use(s.securityHeaders)
 	app.Use(cleanInput)
 
-	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
+	app.Use(routes.Static, filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 	if d.Bank != nil {
-		bank := adaptor.HTTPHandler(http.StripPrefix("/sandbank", d.Bank))
-		app.All("/sandbank/*", func(c *fiber.Ctx) error {
+		bank := adaptor.HTTPHandler(http.StripPrefix(routes.Sandbank, d.Bank))
+		app.All(routes.SandbankAll, func(c *fiber.Ctx) error {
 			// The bank's pages send a policy of their own (its form posts
 			// to the merchant): one policy per answer, never two (a
 			// browser would enforce both). The app's stays on the bank's
@@ -192,25 +216,22 @@ func New(d Deps) *fiber.App {
 			return err
 		})
 	}
-	app.Get("/healthz", s.healthz)
-	app.Get("/readyz", s.readyz)
-	app.Get("/metrics", s.metrics)
-
-	// The JSON API: bearer tokens only. It is registered before the cookie
-	// session and CSRF middleware, and answers everything under /api
-	// itself, so neither ever runs for it.
-	api.Register(app.Group("/api"), api.Deps{
-		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, Reads: d.Reads,
-		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
-		UserTopUps: d.UserTopUps, Webhooks: d.Webhooks,
-	})
 
 	app.Use(s.language)
 	app.Use(s.session)
+	// The bank's callback works without the user's session (a POST from
+	// the bank carries no SameSite=Lax cookie) and without a CSRF token:
+	// it is registered before the CSRF check, its one exemption. Its page
+	// still gets the CSRF cookie and token for the forms it shows.
+	callback := []fiber.Handler{s.issueCSRF, s.rememberLocale, s.paymentReturn}
+	app.Get(routes.PaymentReturnPattern, callback...)
+	app.Post(routes.PaymentReturnPattern, callback...)
+	// Its other methods: the site's 404, as anywhere, unchecked too.
+	app.Use(routes.PaymentReturnPattern, s.issueCSRF, s.rememberLocale, notFound)
 	app.Use(s.csrf)
 	app.Use(s.rememberLocale)
 
-	app.Get("/", s.home)
+	app.Get(routes.Home, s.home)
 	// Sign-in and sign-up count apart, per client address; each page says
 	// how long to wait (and Retry-After).
 	authLimit := s.limitPage(d.Config.RateLimitSignIn, s.clientIP, func(c *fiber.Ctx, secs int64) error {
@@ -221,72 +242,74 @@ func New(d Deps) *fiber.App {
 		return render(c, fiber.StatusTooManyRequests, views.SignUp(s.page(c, "signup.title"),
 			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signup.too_many", ErrorArgs: []any{"seconds", secs}}))
 	})
-	app.Get("/signup", s.signUpForm)
-	app.Post("/signup", signUpLimit, s.signUp)
-	app.Get("/password/forgot", s.forgotForm)
-	app.Post("/password/forgot", s.forgot)
-	app.Get("/password/reset/:token", s.resetForm)
-	app.Post("/password/reset/:token", authLimit, s.reset)
-	app.Post("/account/receipts", s.requireUser, s.setReceipts)
-	app.Get("/signin", s.signInForm)
-	app.Post("/signin", authLimit, s.signIn)
-	app.Post("/signout", s.signOut)
-	app.Get("/account", s.requireUser, s.accountPage)
-	app.Post("/account/signout-everywhere", s.requireUser, s.signOutEverywhere)
-	app.Get("/account/password", s.requireUser, s.passwordForm)
-	app.Post("/account/password", s.requireUser, s.changePassword)
+	app.Get(routes.SignUp, s.signUpForm)
+	app.Post(routes.SignUp, signUpLimit, s.signUp)
+	app.Get(routes.PasswordForgot, s.forgotForm)
+	app.Post(routes.PasswordForgot, s.forgot)
+	app.Get(routes.PasswordResetPattern, s.resetForm)
+	app.Post(routes.PasswordResetPattern, authLimit, s.reset)
+	app.Post(routes.AccountReceipts, s.requireUser, s.setReceipts)
+	app.Get(routes.SignIn, s.signInForm)
+	app.Post(routes.SignIn, authLimit, s.signIn)
+	app.Post(routes.SignOut, s.signOut)
+	app.Get(routes.Account, s.requireUser, s.accountPage)
+	app.Post(routes.AccountSignOutEverywhere, s.requireUser, s.signOutEverywhere)
+	app.Get(routes.AccountPassword, s.requireUser, s.passwordForm)
+	app.Post(routes.AccountPassword, s.requireUser, s.changePassword)
 
-	app.Get("/wallet", s.requireUser, s.walletPage)
-	app.Get("/wallet/payments", s.requireUser, s.walletPayments)
-	app.Get("/wallet/payments.csv", s.requireUser, s.walletPaymentsCSV)
-	app.Get("/wallet/topup", s.requireUser, s.topUpForm)
-	app.Post("/wallet/topup", s.requireUser, s.topUpLimit, s.topUp)
+	app.Get(routes.Wallet, s.requireUser, s.walletPage)
+	app.Get(routes.WalletPayments, s.requireUser, s.walletPayments)
+	app.Get(routes.WalletPaymentsCSV, s.requireUser, s.walletPaymentsCSV)
+	app.Get(routes.TopUp, s.requireUser, s.topUpForm)
+	app.Post(routes.TopUp, s.requireUser, s.topUpLimit, s.topUp)
 
-	// The bank's callback works without the user's session (a POST from
-	// the bank carries no SameSite=Lax cookie) and without a CSRF token.
-	app.Get("/payments/:id/return", s.paymentReturn)
-	app.Post("/payments/:id/return", s.paymentReturn)
-	app.Get("/payments/:id", s.requireUser, s.receipt)
-	app.Post("/payments/:id/abandon", s.requireUser, s.abandon)
+	app.Get(routes.PaymentPattern, s.requireUser, s.receipt)
+	app.Post(routes.PaymentAbandonPattern, s.requireUser, s.abandon)
 
-	app.Get("/account/tokens", s.requireUser, s.tokensPage)
-	app.Post("/account/tokens", s.requireUser, s.createToken)
-	app.Post("/account/tokens/:id/revoke", s.requireUser, s.revokeToken)
-	app.Get("/account/webhooks", s.requireUser, s.webhooksPage)
-	app.Post("/account/webhooks", s.requireUser, s.createWebhook)
-	app.Post("/account/webhooks/:id/disable", s.requireUser, s.disableWebhook)
-	app.Post("/account/webhooks/:id/delete", s.requireUser, s.deleteWebhook)
-	app.Post("/account/webhooks/origins", s.requireUser, s.addReturnOrigin)
-	app.Post("/account/webhooks/origins/:id/delete", s.requireUser, s.deleteReturnOrigin)
+	app.Get(routes.Tokens, s.requireUser, s.tokensPage)
+	app.Post(routes.Tokens, s.requireUser, s.createToken)
+	app.Post(routes.TokenRevokePattern, s.requireUser, s.revokeToken)
+	app.Get(routes.Webhooks, s.requireUser, s.webhooksPage)
+	app.Post(routes.Webhooks, s.requireUser, s.createWebhook)
+	app.Post(routes.WebhookDisablePattern, s.requireUser, s.disableWebhook)
+	app.Post(routes.WebhookDeletePattern, s.requireUser, s.deleteWebhook)
+	app.Post(routes.WebhookOrigins, s.requireUser, s.addReturnOrigin)
+	app.Post(routes.WebhookOriginDeletePattern, s.requireUser, s.deleteReturnOrigin)
 
-	// Every admin route lives in this group: its middleware (sign-in,
-	// admin role, and the second factor once per session, which also
-	// serves /admin/2fa) covers them all.
-	admin := app.Group("/admin", s.requireUser, s.requireAdmin, s.requireSecondFactor)
-	admin.Get("/2fa", s.twoFactorForm)
-	admin.Post("/2fa", s.twoFactorSubmit)
-	admin.Get("/", s.adminPage)
-	admin.Get("/payments", s.adminPayments)
-	admin.Get("/payments.csv", s.adminPaymentsCSV)
-	admin.Get("/payments/:id", s.adminPayment)
-	admin.Get("/users", s.adminUsers)
-	admin.Get("/users/:id", s.adminUser)
-	admin.Get("/audit", s.adminAudit)
-	admin.Post("/reconcile", s.adminReconcile)
-	admin.Get("/gateways", s.adminGateways)
-	admin.Post("/gateways/:name/switch", s.adminSwitchGateway)
-	admin.Post("/payments/:id/recheck", s.adminRecheck)
-	admin.Post("/payments/:id/close", s.adminClose)
-	admin.Get("/tokens", s.adminTokensPage)
-	admin.Post("/tokens/:id/revoke", s.adminRevokeToken)
-	admin.Get("/webhooks", s.adminWebhooksPage)
-	admin.Get("/webhooks/:id", s.adminWebhookPage)
-	admin.Post("/webhooks/:id/disable", s.adminDisableWebhook)
-	admin.Post("/webhooks/deliveries/:id/resend", s.adminResendDelivery)
-
-	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
+	// The admin's second factor: sign-in and the admin role, but
+	// registered before the admin group's middleware, so that it is the
+	// one admin page an admin reaches before passing the second factor.
+	app.Get(routes.AdminTwoFactor, s.requireUser, s.requireAdmin, s.twoFactorForm)
+	app.Post(routes.AdminTwoFactor, s.requireUser, s.requireAdmin, s.twoFactorSubmit)
+	app.Use(routes.AdminTwoFactor, s.requireUser, s.requireAdmin, notFound) // its other methods
+	// Every other admin route lives under this prefix: its middleware
+	// (sign-in, admin role, and the second factor once per session)
+	// covers them all, routes added later included.
+	app.Use(routes.Admin, s.requireUser, s.requireAdmin, s.requireSecondFactor)
+	app.Get(routes.AdminDashboardPattern, s.adminPage)
+	app.Get(routes.AdminPayments, s.adminPayments)
+	app.Get(routes.AdminPaymentsCSV, s.adminPaymentsCSV)
+	app.Get(routes.AdminPaymentPattern, s.adminPayment)
+	app.Get(routes.AdminUsers, s.adminUsers)
+	app.Get(routes.AdminUserPattern, s.adminUser)
+	app.Get(routes.AdminAudit, s.adminAudit)
+	app.Post(routes.AdminReconcile, s.adminReconcile)
+	app.Get(routes.AdminGateways, s.adminGateways)
+	app.Post(routes.AdminGatewaySwitchPattern, s.adminSwitchGateway)
+	app.Post(routes.AdminPaymentRecheckPattern, s.adminRecheck)
+	app.Post(routes.AdminPaymentClosePattern, s.adminClose)
+	app.Get(routes.AdminTokens, s.adminTokensPage)
+	app.Post(routes.AdminTokenRevokePattern, s.adminRevokeToken)
+	app.Get(routes.AdminWebhooks, s.adminWebhooksPage)
+	app.Get(routes.AdminWebhookPattern, s.adminWebhookPage)
+	app.Post(routes.AdminWebhookDisablePattern, s.adminDisableWebhook)
+	app.Post(routes.AdminDeliveryResendPattern, s.adminResendDelivery)
+	app.Use(notFound)
 	return app
 }
+
+// notFound answers what no route takes: the site's 404 page.
+func notFound(*fiber.Ctx) error { return fiber.ErrNotFound }
 
 // healthz answers 200 "ok" when the app can serve (its database answers),
 // 503 otherwise, for load balancers and orchestrators.
@@ -383,5 +406,5 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		s.Log.ErrorContext(c.UserContext(), "request failed", "path", c.Path(), "err", err)
 	}
 	c.Response().ResetBody()
-	return s.message(c, code, key+"_title", key, "/", "nav.home")
+	return s.message(c, code, key+"_title", key, routes.Home, "nav.home")
 }

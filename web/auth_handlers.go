@@ -6,12 +6,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
 func (s *Server) signUpForm(c *fiber.Ctx) error {
 	if currentUser(c) != nil {
-		return c.Redirect("/wallet", fiber.StatusSeeOther)
+		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
 	}
 	return render(c, fiber.StatusOK, views.SignUp(s.page(c, "signup.title"), views.AuthForm{}))
 }
@@ -40,12 +41,12 @@ func (s *Server) signUp(c *fiber.Ctx) error {
 		return render(c, fiber.StatusUnprocessableEntity, views.SignUp(s.page(c, "signup.title"), views.AuthForm{Email: email, ErrorKey: key}))
 	}
 	s.Log.InfoContext(c.UserContext(), "user signed up", "user", u.ID)
-	return s.startSession(c, u, "/wallet")
+	return s.startSession(c, u, routes.Wallet)
 }
 
 func (s *Server) signInForm(c *fiber.Ctx) error {
 	if currentUser(c) != nil {
-		return c.Redirect("/wallet", fiber.StatusSeeOther)
+		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
 	}
 	f := views.AuthForm{Next: nextParam(c)}
 	if c.Query("done") == "reset" {
@@ -73,7 +74,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	}
 	next := c.Query("next")
 	if !safeNext(next) {
-		next = "/wallet"
+		next = routes.Wallet
 	}
 	return s.startSession(c, u, next)
 }
@@ -97,7 +98,7 @@ func (s *Server) signOut(c *fiber.Ctx) error {
 	}
 	s.clearCookie(c, s.sessionCookie)
 	s.rotateCSRF(c, "")
-	return c.Redirect("/signin", fiber.StatusSeeOther)
+	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 }
 
 // accountPage shows the signed-in account and offers to sign out
@@ -133,7 +134,7 @@ func (s *Server) signOutEverywhere(c *fiber.Ctx) error {
 	s.Log.Info("user signed out everywhere", "user", u.ID, "sessions", n)
 	s.clearCookie(c, s.sessionCookie)
 	s.rotateCSRF(c, "")
-	return c.Redirect("/signin", fiber.StatusSeeOther)
+	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 }
 
 // nextParam is the page to return to after signing in, if it is safe.

@@ -48,20 +48,10 @@ func (s *Server) requestHost(c *fiber.Ctx) string {
 // on one name is unknown on the other, and the bank brings the payer back
 // to BASE_URL. 307 keeps the method and body (a form post, the bank's
 // callback) and is not cached for good, so a changed BASE_URL takes effect
-// at once. Health and readiness checks and metrics scrapes, which address the instance
-// by its IP, and the API (bearer tokens, no cookies) are answered where
-// they arrive.
+// at once. What is answered under any name (health and readiness checks,
+// metrics scrapes, the API) is registered before this middleware (web.New).
 func (s *Server) canonicalHost(c *fiber.Ctx) error {
 	if s.baseHost == "" {
-		return c.Next()
-	}
-	switch path := c.Path(); {
-	case path == "/healthz", path == "/readyz", path == "/metrics":
-		return c.Next()
-	case path == "/api" || strings.HasPrefix(path, "/api/"):
-		// The API authenticates with a bearer token, not a cookie, so any
-		// name of the app serves it; a redirect to another host would
-		// make clients drop the Authorization header (a confusing 401).
 		return c.Next()
 	}
 	if s.requestHost(c) == s.baseHost {

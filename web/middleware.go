@@ -16,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 const (
@@ -175,9 +176,9 @@ func currentSession(c *fiber.Ctx) *auth.Session {
 func (s *Server) requireUser(c *fiber.Ctx) error {
 	if currentUser(c) == nil {
 		if c.Method() == fiber.MethodGet && safeNext(c.OriginalURL()) {
-			return c.Redirect("/signin?next="+urlQueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
+			return c.Redirect(routes.SignIn+"?next="+urlQueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
 		}
-		return c.Redirect("/signin", fiber.StatusSeeOther)
+		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 	}
 	return c.Next()
 }
@@ -207,33 +208,42 @@ func (s *Server) boundSession(c *fiber.Ctx) string {
 	return c.Cookies(s.sessionCookie)
 }
 
-func csrfExempt(path string) bool {
-	return strings.HasPrefix(path, "/payments/") && strings.HasSuffix(path, "/return")
+// csrf checks the token of every state-changing request and makes a
+// token available to forms (issueCSRF). The bank's callback is registered
+// before it (web.New): its one exemption.
+func (s *Server) csrf(c *fiber.Ctx) error {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+	default:
+		ck := s.csrfCookieValue(c)
+		// From the form body or the header, never the query string: a
+		// token in a URL leaks through logs, Referer and history.
+		sent := formValue(c, "_csrf")
+		if sent == "" {
+			sent = c.Get("X-CSRF-Token")
+		}
+		if ck == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(s.csrfToken(ck, s.boundSession(c)))) != 1 || !s.sameOrigin(c) {
+			s.Log.WarnContext(c.UserContext(), "csrf check failed", "path", c.Path())
+			return s.message(c, fiber.StatusForbidden, "error.csrf_title", "error.csrf", c.Path(), "error.reload")
+		}
+	}
+	return s.issueCSRF(c)
 }
 
-// csrf checks the token of every state-changing request (except the bank
-// callback) and makes a token available to forms.
-func (s *Server) csrf(c *fiber.Ctx) error {
+// csrfCookieValue is the browser's CSRF cookie ("" when missing or too
+// short to be ours).
+func (s *Server) csrfCookieValue(c *fiber.Ctx) string {
 	ck := c.Cookies(s.csrfCookie)
 	if len(ck) < 20 {
 		ck = ""
 	}
-	switch c.Method() {
-	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
-	default:
-		if !csrfExempt(c.Path()) {
-			// From the form body or the header, never the query string: a
-			// token in a URL leaks through logs, Referer and history.
-			sent := formValue(c, "_csrf")
-			if sent == "" {
-				sent = c.Get("X-CSRF-Token")
-			}
-			if ck == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(s.csrfToken(ck, s.boundSession(c)))) != 1 || !s.sameOrigin(c) {
-				s.Log.WarnContext(c.UserContext(), "csrf check failed", "path", c.Path())
-				return s.message(c, fiber.StatusForbidden, "error.csrf_title", "error.csrf", c.Path(), "error.reload")
-			}
-		}
-	}
+	return ck
+}
+
+// issueCSRF gives a browser without one a CSRF cookie and makes the form
+// token available to the page's forms; it checks nothing.
+func (s *Server) issueCSRF(c *fiber.Ctx) error {
+	ck := s.csrfCookieValue(c)
 	if ck == "" {
 		ck = randomToken(24)
 		s.setCookie(c, s.csrfCookie, ck, time.Time{}, true)

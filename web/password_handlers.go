@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) changePassword(c *fiber.Ctx) error {
 	switch {
 	case err == nil:
 		s.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
-		return c.Redirect("/account?done=password", fiber.StatusSeeOther)
+		return c.Redirect(routes.Account+"?done=password", fiber.StatusSeeOther)
 	case errors.As(err, &throttled):
 		status = fiber.StatusTooManyRequests
 		v.ErrorKey, v.ErrorArgs, v.ErrorField = "password.throttled", []any{"seconds", retryAfter(c, throttled.RetryAfter)}, "current_password"
@@ -134,7 +135,7 @@ func (s *Server) reset(c *fiber.Ctx) error {
 	// This browser's session (if any) ended with the others.
 	s.clearCookie(c, s.sessionCookie)
 	s.rotateCSRF(c, "")
-	return c.Redirect("/signin?done=reset", fiber.StatusSeeOther)
+	return c.Redirect(routes.SignIn+"?done=reset", fiber.StatusSeeOther)
 }
 
 // setReceipts turns receipts by e-mail on or off.
@@ -143,5 +144,5 @@ func (s *Server) setReceipts(c *fiber.Ctx) error {
 	if err := s.Auth.SetReceipts(c.UserContext(), currentUser(c).ID, on); err != nil {
 		return err
 	}
-	return c.Redirect("/account?done=receipts", fiber.StatusSeeOther)
+	return c.Redirect(routes.Account+"?done=receipts", fiber.StatusSeeOther)
 }

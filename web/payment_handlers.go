@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
 )
@@ -22,7 +23,7 @@ func paymentView(p payment.Payment) views.PaymentView {
 	}
 	if p.Status == payment.StatusFailed {
 		v.FailureCause = failureCause(string(p.StatusReason))
-		v.TryAgainURL = "/wallet/topup?amount=" + itoa(p.AmountRials/10)
+		v.TryAgainURL = routes.TopUp + "?amount=" + itoa(p.AmountRials/10)
 	}
 	return v
 }
@@ -68,7 +69,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	case errors.Is(err, payment.ErrAuthorityMismatch), errors.Is(err, payment.ErrBadCallback),
 		errors.Is(err, payment.ErrReceiptReused), errors.Is(err, payment.ErrReceiptMismatch):
-		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", "/wallet", "nav.back_wallet")
+		return s.message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", routes.Wallet, "nav.back_wallet")
 	case err != nil && p.ID == 0:
 		return err
 	case err != nil:
@@ -76,7 +77,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		// shown as pending.
 		s.Log.ErrorContext(c.UserContext(), "return: resolve failed", "payment", p.PublicID, "err", err)
 	}
-	returnURL := "/payments/" + p.PublicID + "/return?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
+	returnURL := routes.PaymentReturn(p.PublicID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
 	if c.Method() == fiber.MethodPost {
 		// Post/Redirect/Get: a reload must not re-post to us.
 		return c.Redirect(returnURL, fiber.StatusSeeOther)
@@ -133,7 +134,7 @@ func (s *Server) receipt(c *fiber.Ctx) error {
 	}
 	pg := s.page(c, views.ReceiptTitleKey(v.Status))
 	if p.Status == payment.StatusPendingVerification {
-		pg.RefreshURL, pg.RefreshSeconds = "/payments/"+p.PublicID, pendingRefreshSeconds
+		pg.RefreshURL, pg.RefreshSeconds = routes.Payment(p.PublicID), pendingRefreshSeconds
 	}
 	return render(c, fiber.StatusOK, views.Receipt(pg, v))
 }
@@ -184,5 +185,5 @@ func (s *Server) abandon(c *fiber.Ctx) error {
 		}
 		s.Log.InfoContext(c.UserContext(), "payer abandoned a payment", "status", p.Status)
 	}
-	return c.Redirect("/payments/"+p.PublicID, fiber.StatusSeeOther)
+	return c.Redirect(routes.Payment(p.PublicID), fiber.StatusSeeOther)
 }

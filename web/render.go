@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) message(c *fiber.Ctx, status int, titleKey, msgKey, linkURL, li
 
 func (s *Server) home(c *fiber.Ctx) error {
 	if currentUser(c) != nil {
-		return c.Redirect("/wallet", fiber.StatusSeeOther)
+		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
 	}
-	return c.Redirect("/signin", fiber.StatusSeeOther)
+	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -127,5 +128,5 @@ func (s *Server) revokeToken(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	return c.Redirect("/account/tokens?done=revoked", fiber.StatusSeeOther)
+	return c.Redirect(routes.Tokens+"?done=revoked", fiber.StatusSeeOther)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/views"
 )
@@ -213,7 +214,7 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		form.ErrorKey = "topup.error_gateway"
 		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
 	case errors.As(err, &reused):
-		return s.message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", "/wallet/topup", "topup.new_form")
+		return s.message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", routes.TopUp, "topup.new_form")
 	case errors.Is(err, payment.ErrGatewayFailed):
 		failed := res.Payment.Gateway
 		if failed == "" {
@@ -222,7 +223,7 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		return s.gatewayFailed(c, form.Amount, failed)
 	case errors.Is(err, payment.ErrStillProcessing):
 		c.Set(fiber.HeaderRetryAfter, "3")
-		return s.message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", "/wallet", "nav.back_wallet")
+		return s.message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", routes.Wallet, "nav.back_wallet")
 	case err != nil:
 		return err
 	}
@@ -241,7 +242,7 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		return c.Redirect(res.PayURL, fiber.StatusSeeOther)
 	}
 	// A repeat submit after the payment moved on: show where it stands.
-	return c.Redirect("/payments/"+res.Payment.PublicID, fiber.StatusSeeOther)
+	return c.Redirect(routes.Payment(res.Payment.PublicID), fiber.StatusSeeOther)
 }
 
 // gatewayFailed says that the bank could not start the payment and no

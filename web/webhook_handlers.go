@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
 )
@@ -122,7 +123,7 @@ func (s *Server) disableWebhook(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	return c.Redirect("/account/webhooks?done=disabled", fiber.StatusSeeOther)
+	return c.Redirect(routes.Webhooks+"?done=disabled", fiber.StatusSeeOther)
 }
 
 // deleteWebhook removes one of the user's endpoints with its log.
@@ -137,7 +138,7 @@ func (s *Server) deleteWebhook(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	return c.Redirect("/account/webhooks?done=deleted", fiber.StatusSeeOther)
+	return c.Redirect(routes.Webhooks+"?done=deleted", fiber.StatusSeeOther)
 }
 
 // addReturnOrigin registers an origin for return_url (field
@@ -154,7 +155,7 @@ func (s *Server) addReturnOrigin(c *fiber.Ctx) error {
 		}
 		return s.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{OriginValue: raw, OriginErrorKey: key})
 	}
-	return c.Redirect("/account/webhooks?done=origin", fiber.StatusSeeOther)
+	return c.Redirect(routes.Webhooks+"?done=origin", fiber.StatusSeeOther)
 }
 
 // deleteReturnOrigin removes one of the user's return origins.
@@ -169,5 +170,5 @@ func (s *Server) deleteReturnOrigin(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	return c.Redirect("/account/webhooks?done=deleted", fiber.StatusSeeOther)
+	return c.Redirect(routes.Webhooks+"?done=deleted", fiber.StatusSeeOther)
 }

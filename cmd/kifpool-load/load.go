@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // Row is one line of the report.
@@ -159,7 +161,7 @@ func field(re *regexp.Regexp, s string) string {
 
 // submitTopUp opens the form on base and submits it: the bank's page URL.
 func (u *user) submitTopUp(ctx context.Context, base string, tomans int64) (answer, error) {
-	f, err := u.do(ctx, http.MethodGet, base+"/wallet/topup", nil)
+	f, err := u.do(ctx, http.MethodGet, base+routes.TopUp, nil)
 	if err != nil {
 		return f, err
 	}
@@ -167,7 +169,7 @@ func (u *user) submitTopUp(ctx context.Context, base string, tomans int64) (answ
 	if f.status != http.StatusOK || csrf == "" || tok == "" {
 		return f, fmt.Errorf("GET /wallet/topup: status %d", f.status)
 	}
-	return u.do(ctx, http.MethodPost, base+"/wallet/topup", url.Values{"_csrf": {csrf}, "token": {tok}, "amount": {strconv.FormatInt(tomans, 10)}})
+	return u.do(ctx, http.MethodPost, base+routes.TopUp, url.Values{"_csrf": {csrf}, "token": {tok}, "amount": {strconv.FormatInt(tomans, 10)}})
 }
 
 // bank drives the standalone sandbox bank's control API.
@@ -240,7 +242,7 @@ func (b *bank) paid(ctx context.Context) (map[string]bool, error) {
 
 // metric reads one gauge from serve's /metrics.
 func metric(base, token, name string) (float64, bool) {
-	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	req, _ := http.NewRequest(http.MethodGet, base+routes.Metrics, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // sizes are the counts of one run (full or short).
@@ -228,7 +230,7 @@ func (bn *bench) startServe(ctx context.Context, name string) (*proc, string, er
 		pprofAddr = freeAddr()
 		env["PPROF_ADDR"] = pprofAddr
 	}
-	p, err := startProc(ctx, name, bn.bin, addr, base+"/readyz", filepath.Join(bn.logDir, name+".log"), env, "serve")
+	p, err := startProc(ctx, name, bn.bin, addr, base+routes.Readyz, filepath.Join(bn.logDir, name+".log"), env, "serve")
 	if p != nil {
 		p.pprof = pprofAddr
 	}

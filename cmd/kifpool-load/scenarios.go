@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // seedUsers inserts n users with wallets and live sessions directly (one
@@ -171,8 +172,8 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 			return runLoad(ctx, fmt.Sprintf("3 replay: receipt reload (%d conns)", conns), conns, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
 				k := int(i) % len(urls)
 				u, _ := url.Parse(urls[k])
-				id := strings.TrimSuffix(strings.TrimPrefix(u.Path, "/payments/"), "/return")
-				return callback(ctx, bn.users[owners[k]], bn.baseA+"/payments/"+id, "credited")
+				args, _ := routes.MatchEnd(routes.PaymentReturnPattern, u.Path)
+				return callback(ctx, bn.users[owners[k]], bn.baseA+routes.Payment(args[0]), "credited")
 			})
 		})
 	}
@@ -268,7 +269,7 @@ func (bn *bench) scenarioPages(ctx context.Context) error {
 	const conc = 8
 	bn.measure(bn.a, bn.baseA, "", func() Row {
 		return runLoad(ctx, fmt.Sprintf("4 wallet page (%d ledger entries)", n), conc, 0, bn.sz.pageDur, func(ctx context.Context, vu int, i int64) error {
-			r, err := wu.do(ctx, http.MethodGet, bn.baseA+"/wallet", nil)
+			r, err := wu.do(ctx, http.MethodGet, bn.baseA+routes.Wallet, nil)
 			if err == nil && r.status != http.StatusOK {
 				err = fmt.Errorf("wallet: status %d", r.status)
 			}
@@ -277,7 +278,7 @@ func (bn *bench) scenarioPages(ctx context.Context) error {
 	})
 	bn.measure(bn.a, bn.baseA, "", func() Row {
 		return runLoad(ctx, fmt.Sprintf("4 admin list (%d payments)", m), conc, 0, bn.sz.pageDur, func(ctx context.Context, vu int, i int64) error {
-			r, err := admin.do(ctx, http.MethodGet, bn.baseA+"/admin/payments", nil)
+			r, err := admin.do(ctx, http.MethodGet, bn.baseA+routes.AdminPayments, nil)
 			if err == nil && r.status != http.StatusOK {
 				err = fmt.Errorf("admin list: status %d", r.status)
 			}
@@ -320,7 +321,7 @@ func (bn *bench) scenarioSlowBank(ctx context.Context) error {
 			case <-time.After(250 * time.Millisecond):
 			}
 			t0 := time.Now()
-			r, err := probe.do(ctx, http.MethodGet, bn.baseA+"/wallet", nil)
+			r, err := probe.do(ctx, http.MethodGet, bn.baseA+routes.Wallet, nil)
 			if err != nil || r.status != http.StatusOK {
 				probeErrs++
 			}
@@ -394,14 +395,14 @@ func (bn *bench) scenarioBankDown(ctx context.Context) error {
 	const conc = 8
 	csrfs := make([]string, conc)
 	for vu := range conc {
-		f, err := bn.users[vu].do(ctx, http.MethodGet, bn.baseA+"/wallet/topup", nil)
+		f, err := bn.users[vu].do(ctx, http.MethodGet, bn.baseA+routes.TopUp, nil)
 		if err != nil {
 			return err
 		}
 		csrfs[vu] = field(csrfRE, f.body)
 	}
 	submit := func(ctx context.Context, vu int) error {
-		r, err := bn.users[vu].do(ctx, http.MethodPost, bn.baseA+"/wallet/topup",
+		r, err := bn.users[vu].do(ctx, http.MethodPost, bn.baseA+routes.TopUp,
 			url.Values{"_csrf": {csrfs[vu]}, "token": {formtoken.New()}, "amount": {fmt.Sprint(topUpTomans)}})
 		if err != nil {
 			return err

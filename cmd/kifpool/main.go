@@ -38,6 +38,7 @@ import (
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -297,7 +298,7 @@ func banner(cfg config.Config, addr, mail string) string {
 	}
 	gw := strings.Join(gws, ", ")
 	if cfg.Gateway == config.GatewaySandbox {
-		gw = "built-in sandbox bank at " + cfg.BaseURL + "/sandbank (no real money)"
+		gw = "built-in sandbox bank at " + cfg.BaseURL + routes.Sandbank + " (no real money)"
 	}
 	return fmt.Sprintf("Kifpool is running: open %s\n  listening on %s\n  database:   %s\n  gateway:    %s\n  mail:       %s\nPress Ctrl+C to stop.\n",
 		cfg.BaseURL, addr, cfg.DatabaseDescription(), gw, mail)

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 )
@@ -206,8 +207,8 @@ func (c *Client) Forge(page, action string, form url.Values) Response {
 // SignUp creates an account and signs this client in.
 func (c *Client) SignUp(email string) {
 	c.t.Helper()
-	r := c.Submit("/signup", "/signup", url.Values{"email": {email}, "password": {"correct horse battery"}})
-	if r.Status != http.StatusSeeOther || r.Location != "/wallet" {
+	r := c.Submit(routes.SignUp, routes.SignUp, url.Values{"email": {email}, "password": {"correct horse battery"}})
+	if r.Status != http.StatusSeeOther || r.Location != routes.Wallet {
 		c.t.Fatalf("sign up %s: status %d location %q", email, r.Status, r.Location)
 	}
 }
@@ -215,7 +216,7 @@ func (c *Client) SignUp(email string) {
 // SignIn signs this client in through the form.
 func (c *Client) SignIn(email, password string) {
 	c.t.Helper()
-	r := c.Submit("/signin", "/signin", url.Values{"email": {email}, "password": {password}})
+	r := c.Submit(routes.SignIn, routes.SignIn, url.Values{"email": {email}, "password": {password}})
 	if r.Status != http.StatusSeeOther {
 		c.t.Fatalf("sign in %s: status %d", email, r.Status)
 	}
@@ -233,11 +234,11 @@ func (c *Client) SignInAdmin(email, password string) {
 // TopUpForm opens the top-up form and returns its CSRF and form tokens.
 func (c *Client) TopUpForm() (csrf, token string) {
 	c.t.Helper()
-	r := c.Get("/wallet/topup")
+	r := c.Get(routes.TopUp)
 	if r.Status != http.StatusOK {
 		c.t.Fatalf("GET /wallet/topup: %d", r.Status)
 	}
-	f := Parse(r.Body).Form("/wallet/topup")
+	f := Parse(r.Body).Form(routes.TopUp)
 	if f == nil {
 		c.t.Fatalf("GET /wallet/topup: no form posting to /wallet/topup")
 	}
@@ -248,14 +249,14 @@ func (c *Client) TopUpForm() (csrf, token string) {
 // PostTopUp submits the top-up form.
 func (c *Client) PostTopUp(csrf, token, amount string) Response {
 	c.t.Helper()
-	return c.Post("/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {amount}})
+	return c.Post(routes.TopUp, url.Values{"_csrf": {csrf}, "token": {token}, "amount": {amount}})
 }
 
 // Balance reads the wallet page's exact balance in rials (the data-rials
 // of its balance element).
 func (c *Client) Balance() int64 {
 	c.t.Helper()
-	r := c.Get("/wallet")
+	r := c.Get(routes.Wallet)
 	e := Parse(r.Body).TestID("balance")
 	if e == nil || !e.Has("data-rials") {
 		c.t.Fatalf("no balance on wallet page (status %d)", r.Status)

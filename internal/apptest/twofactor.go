@@ -12,6 +12,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -78,7 +79,7 @@ func EnrolmentCode(t testing.TB, db *store.DB, email string) string {
 // code, exactly as a person would through /admin/2fa.
 func (c *Client) PassAdminChecks(email string) {
 	c.t.Helper()
-	page := c.Get("/admin/2fa")
+	page := c.Get(routes.AdminTwoFactor)
 	if page.Status == http.StatusSeeOther {
 		return // this session has passed already
 	}
@@ -90,12 +91,12 @@ func (c *Client) PassAdminChecks(email string) {
 		// Not enrolled: the operator's one-time enrolment code first (as
 		// `kifpool user create --admin` or `user reset-2fa` prints it).
 		form.Set("enrol_code", EnrolmentCode(c.t, c.app.DB, email))
-		if r := c.Post("/admin/2fa", form); r.Status != http.StatusOK {
+		if r := c.Post(routes.AdminTwoFactor, form); r.Status != http.StatusOK {
 			c.t.Fatalf("enrolment code for %s: %d", email, r.Status)
 		}
 	}
 	form.Set("code", AdminTOTPCode(c.t, c.app.DB, email))
-	r := c.Post("/admin/2fa", form)
+	r := c.Post(routes.AdminTwoFactor, form)
 	switch r.Status {
 	case http.StatusOK: // enrolled: the recovery codes are shown once
 		c.LastRecoveryCodes = recoveryCodes(r.Body)

@@ -24,6 +24,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // GatewaySandbox is the GATEWAY value of the built-in sandbox bank (the
@@ -367,7 +368,7 @@ func (c *Config) check(l *loader) {
 		c.GatewaySettings = gateway.Settings{}
 		for _, name := range c.Gateways {
 			if drv, ok := drivers.Lookup(name); ok && drv.Sandbox.Settings != nil {
-				maps.Copy(c.GatewaySettings, drv.Sandbox.Settings(c.BaseURL+"/sandbank"))
+				maps.Copy(c.GatewaySettings, drv.Sandbox.Settings(c.BaseURL+routes.Sandbank))
 			}
 		}
 		// The sandbox bank moves no money and lets anyone press "Pay": it

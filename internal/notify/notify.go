@@ -23,6 +23,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/mail"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -126,7 +127,7 @@ func (n *Notifier) ResetMailer() auth.ResetMailer {
 		l := langOf(u.Locale)
 		c := content{Lang: l, Subject: i18n.T(l, "mail.reset.subject"),
 			Intro:    []string{i18n.T(l, "mail.reset.intro", "email", u.Email), i18n.T(l, "mail.reset.valid", "minutes", int64(auth.ResetLifetime/time.Minute))},
-			Link:     n.baseURL + "/password/reset/" + token,
+			Link:     n.baseURL + routes.PasswordReset(token),
 			LinkText: i18n.T(l, "mail.reset.link"),
 			Footer:   []string{i18n.T(l, "mail.reset.ignore")},
 		}
@@ -235,7 +236,7 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 func (n *Notifier) mailFor(e event, now time.Time) (mail.Row, bool, error) {
 	l := langOf(e.Locale)
 	ref := i18n.ShortRef(e.PublicID)
-	link := n.baseURL + "/payments/" + e.PublicID
+	link := n.baseURL + routes.Payment(e.PublicID)
 	var c content
 	var kind string
 	switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // ReconcileItem is one line of a reconciliation report.
@@ -283,14 +284,11 @@ func PublicIDFromCallbackURL(raw string) string {
 	if err != nil {
 		return ""
 	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) < 3 || parts[len(parts)-1] != "return" || parts[len(parts)-3] != "payments" {
+	args, ok := routes.MatchEnd(routes.PaymentReturnPattern, u.Path)
+	if !ok || !ValidPublicID(args[0]) {
 		return ""
 	}
-	if id := parts[len(parts)-2]; ValidPublicID(id) {
-		return id
-	}
-	return ""
+	return args[0]
 }
 
 // recoverAuthority gives a payment whose authority was lost (the bank

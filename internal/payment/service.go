@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // Errors the web layer turns into pages.
@@ -280,7 +281,7 @@ func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microse
 
 // CallbackURL is where the bank sends the payer back for a payment.
 func (s *Service) CallbackURL(publicID string) string {
-	return s.cfg.BaseURL + "/payments/" + publicID + "/return"
+	return s.cfg.BaseURL + routes.PaymentReturn(publicID)
 }
 
 // StartInput is a submitted top-up form.

@@ -21,6 +21,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
@@ -50,9 +51,10 @@ type handler struct{ Deps }
 
 const localPrincipal = "api_principal"
 
-// Register adds the API's routes to r, a router for the /api prefix. It
-// must come before the cookie session and CSRF middleware: nothing under
-// /api falls through to them.
+// Register adds the API's routes (internal/routes: everything under
+// routes.APIAll) to r, the app's root router. It must come before the cookie
+// session and CSRF middleware: nothing under routes.API falls through to
+// them.
 func Register(r fiber.Router, d Deps) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -61,19 +63,19 @@ func Register(r fiber.Router, d Deps) {
 		d.TopUpsPerMinute = 30
 	}
 	h := &handler{d}
-	r.Use(h.problems)
-	r.Get("/openapi.json", serveOpenAPI)
+	r.Use(routes.APIAll, h.problems)
+	r.Get(routes.APIOpenAPI, serveOpenAPI)
 
-	v1 := r.Group("/v1", h.authenticate)
-	v1.Post("/topups", h.need(apitoken.ScopeTopUp), h.topUpLimit(), h.userTopUpLimit, h.createTopUp)
-	v1.Get("/topups", h.need(apitoken.ScopeRead), h.listTopUps)
-	v1.Get("/topups/:id", h.need(apitoken.ScopeRead), h.getTopUp)
-	v1.Get("/wallet", h.need(apitoken.ScopeRead), h.getWallet)
-	v1.Get("/wallet/ledger", h.need(apitoken.ScopeRead), h.listLedger)
+	r.Use(routes.APIv1, h.authenticate)
+	r.Post(routes.APITopUps, h.need(apitoken.ScopeTopUp), h.topUpLimit(), h.userTopUpLimit, h.createTopUp)
+	r.Get(routes.APITopUps, h.need(apitoken.ScopeRead), h.listTopUps)
+	r.Get(routes.APITopUpPattern, h.need(apitoken.ScopeRead), h.getTopUp)
+	r.Get(routes.APIWallet, h.need(apitoken.ScopeRead), h.getWallet)
+	r.Get(routes.APIWalletLedger, h.need(apitoken.ScopeRead), h.listLedger)
 
-	// Whatever else is asked under /api is a problem+json 404, never a
-	// page (and never reaches the cookie session).
-	r.Use(func(c *fiber.Ctx) error {
+	// Whatever else is asked under routes.API is a problem+json 404, never
+	// a page (and never reaches the cookie session).
+	r.Use(routes.APIAll, func(c *fiber.Ctx) error {
 		return problem(c, CodeNotFound, "No such API endpoint: "+c.Method()+" "+c.Path())
 	})
 }

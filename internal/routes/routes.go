@@ -1,0 +1,261 @@
+// Package routes is the one place that names the app's paths: every route
+// pattern the web app registers, the prefixes of its route groups, and
+// the builders of URLs with parameters (Payment(id), AdminUser(id), …).
+// Handlers, views, the API, mails, the callback URL given to the bank and
+// the tests build paths from here, never from a string of their own (a
+// test of this package fails on a path literal anywhere else).
+//
+// A constant without parameters is both the pattern the app registers and
+// the URL a page links to. A pattern with parameters is named …Pattern;
+// its builder, of the same name without the suffix, fills the parameters
+// in order (path-escaped), so the two cannot drift apart.
+//
+// The paths are a contract (links in mails, the bank's callback URL,
+// bookmarks, the API's clients): changing one breaks them.
+package routes
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Static files, the sandbox bank, probes and metrics.
+const (
+	Home = "/"
+	// Static is the prefix of the embedded static files (static.FS).
+	Static = "/static"
+	// Sandbank is the prefix of the built-in sandbox bank's pages and
+	// endpoints; SandbankAll is its route.
+	Sandbank    = "/sandbank"
+	SandbankAll = Sandbank + "/*"
+	Healthz     = "/healthz"
+	Readyz      = "/readyz"
+	Metrics     = "/metrics"
+)
+
+// The JSON API (web/api): bearer tokens, no cookies.
+const (
+	API = "/api"
+	// APIAll is the API's whole tree, for its middleware: API and below,
+	// not "/apix".
+	APIAll          = API + "/*"
+	APIOpenAPI      = API + "/openapi.json"
+	APIv1           = API + "/v1"
+	APITopUps       = APIv1 + "/topups"
+	APITopUpPattern = APITopUps + "/:id"
+	APIWallet       = APIv1 + "/wallet"
+	APIWalletLedger = APIWallet + "/ledger"
+)
+
+// Signing up, in and out; passwords.
+const (
+	SignUp               = "/signup"
+	SignIn               = "/signin"
+	SignOut              = "/signout"
+	PasswordForgot       = "/password/forgot"
+	PasswordResetPattern = "/password/reset/:token"
+)
+
+// The signed-in person's account and API tokens.
+const (
+	Account                  = "/account"
+	AccountReceipts          = Account + "/receipts"
+	AccountSignOutEverywhere = Account + "/signout-everywhere"
+	AccountPassword          = Account + "/password"
+	Tokens                   = Account + "/tokens"
+	TokenRevokePattern       = Tokens + "/:id/revoke"
+	// Webhook endpoints and the return_url origins.
+	Webhooks                   = Account + "/webhooks"
+	WebhookDisablePattern      = Webhooks + "/:id/disable"
+	WebhookDeletePattern       = Webhooks + "/:id/delete"
+	WebhookOrigins             = Webhooks + "/origins"
+	WebhookOriginDeletePattern = WebhookOrigins + "/:id/delete"
+)
+
+// The wallet and its top-ups.
+const (
+	Wallet            = "/wallet"
+	WalletPayments    = Wallet + "/payments"
+	WalletPaymentsCSV = Wallet + "/payments.csv"
+	TopUp             = Wallet + "/topup"
+)
+
+// One payment: the payer's page, the bank's callback (the return URL
+// given to the bank), giving up on an unpaid one.
+const (
+	Payments              = "/payments"
+	PaymentPattern        = Payments + "/:id"
+	PaymentReturnPattern  = PaymentPattern + "/return"
+	PaymentAbandonPattern = PaymentPattern + "/abandon"
+)
+
+// The admin console: every route under Admin, behind its group's
+// middleware (sign-in, admin role, second factor).
+const (
+	Admin = "/admin"
+	// AdminDashboardPattern is how the dashboard is registered (its
+	// group's "/"); pages link to Admin.
+	AdminDashboardPattern      = Admin + "/"
+	AdminTwoFactor             = Admin + "/2fa"
+	AdminPayments              = Admin + "/payments"
+	AdminPaymentsCSV           = Admin + "/payments.csv"
+	AdminPaymentPattern        = AdminPayments + "/:id"
+	AdminPaymentRecheckPattern = AdminPaymentPattern + "/recheck"
+	AdminPaymentClosePattern   = AdminPaymentPattern + "/close"
+	AdminUsers                 = Admin + "/users"
+	AdminUserPattern           = AdminUsers + "/:id"
+	AdminAudit                 = Admin + "/audit"
+	AdminReconcile             = Admin + "/reconcile"
+	AdminGateways              = Admin + "/gateways"
+	AdminGatewaySwitchPattern  = AdminGateways + "/:name/switch"
+	AdminTokens                = Admin + "/tokens"
+	AdminTokenRevokePattern    = AdminTokens + "/:id/revoke"
+	AdminWebhooks              = Admin + "/webhooks"
+	AdminWebhookPattern        = AdminWebhooks + "/:id"
+	AdminWebhookDisablePattern = AdminWebhookPattern + "/disable"
+	AdminDeliveryResendPattern = AdminWebhooks + "/deliveries/:id/resend"
+)
+
+// Patterns are every route pattern the web app registers with a method
+// (not the prefixes of its groups' middleware), in no particular order:
+// the web app's test checks that it registers exactly these.
+func Patterns() []string {
+	return []string{
+		Home, SandbankAll, Healthz, Readyz, Metrics,
+		APIOpenAPI, APITopUps, APITopUpPattern, APIWallet, APIWalletLedger,
+		SignUp, SignIn, SignOut, PasswordForgot, PasswordResetPattern,
+		Account, AccountReceipts, AccountSignOutEverywhere, AccountPassword, Tokens, TokenRevokePattern,
+		Webhooks, WebhookDisablePattern, WebhookDeletePattern, WebhookOrigins, WebhookOriginDeletePattern,
+		Wallet, WalletPayments, WalletPaymentsCSV, TopUp,
+		PaymentPattern, PaymentReturnPattern, PaymentAbandonPattern,
+		AdminDashboardPattern, AdminTwoFactor, AdminPayments, AdminPaymentsCSV, AdminPaymentPattern,
+		AdminPaymentRecheckPattern, AdminPaymentClosePattern, AdminUsers, AdminUserPattern, AdminAudit,
+		AdminReconcile, AdminGateways, AdminGatewaySwitchPattern, AdminTokens, AdminTokenRevokePattern,
+		AdminWebhooks, AdminWebhookPattern, AdminWebhookDisablePattern, AdminDeliveryResendPattern,
+	}
+}
+
+// Prefixes are the prefixes under which the app serves a whole tree
+// (static files, the sandbox bank, the API, the admin console).
+func Prefixes() []string {
+	return []string{Static, Sandbank, API, APIv1, Admin}
+}
+
+// Fill puts args, path-escaped, in place of pattern's parameters
+// (":name" segments), in order. It panics when the counts differ: that
+// is a mistake in this file, and its tests catch it.
+func Fill(pattern string, args ...string) string {
+	segs := strings.Split(pattern, "/")
+	n := 0
+	for i, s := range segs {
+		if strings.HasPrefix(s, ":") {
+			if n == len(args) {
+				panic("routes: too few arguments for " + pattern)
+			}
+			segs[i] = url.PathEscape(args[n])
+			n++
+		}
+	}
+	if n != len(args) {
+		panic("routes: too many arguments for " + pattern)
+	}
+	return strings.Join(segs, "/")
+}
+
+func id(n int64) string { return strconv.FormatInt(n, 10) }
+
+// PasswordReset is the page a reset link opens.
+func PasswordReset(token string) string { return Fill(PasswordResetPattern, token) }
+
+// TokenRevoke revokes one of the signed-in person's API tokens.
+func TokenRevoke(tokenID int64) string { return Fill(TokenRevokePattern, id(tokenID)) }
+
+// WebhookDisable stops deliveries to one of the person's endpoints.
+func WebhookDisable(endpointID int64) string { return Fill(WebhookDisablePattern, id(endpointID)) }
+
+// WebhookDelete deletes one of the person's endpoints.
+func WebhookDelete(endpointID int64) string { return Fill(WebhookDeletePattern, id(endpointID)) }
+
+// WebhookOriginDelete deletes one of the person's return_url origins.
+func WebhookOriginDelete(originID int64) string {
+	return Fill(WebhookOriginDeletePattern, id(originID))
+}
+
+// AdminWebhook is an endpoint's delivery log in the admin console.
+func AdminWebhook(endpointID int64) string { return Fill(AdminWebhookPattern, id(endpointID)) }
+
+// AdminWebhookDisable stops deliveries to any endpoint.
+func AdminWebhookDisable(endpointID int64) string {
+	return Fill(AdminWebhookDisablePattern, id(endpointID))
+}
+
+// AdminDeliveryResend sends one delivery again.
+func AdminDeliveryResend(deliveryID int64) string {
+	return Fill(AdminDeliveryResendPattern, id(deliveryID))
+}
+
+// Payment is a payment's page for its payer (the receipt, or where it
+// stands).
+func Payment(publicID string) string { return Fill(PaymentPattern, publicID) }
+
+// PaymentReturn is where the bank sends the payer back (the callback).
+func PaymentReturn(publicID string) string { return Fill(PaymentReturnPattern, publicID) }
+
+// PaymentAbandon gives up on an unpaid payment.
+func PaymentAbandon(publicID string) string { return Fill(PaymentAbandonPattern, publicID) }
+
+// APITopUp is one top-up in the API.
+func APITopUp(publicID string) string { return Fill(APITopUpPattern, publicID) }
+
+// AdminPayment is a payment's whole story in the admin console.
+func AdminPayment(publicID string) string { return Fill(AdminPaymentPattern, publicID) }
+
+// AdminPaymentRecheck asks the bank now about a payment.
+func AdminPaymentRecheck(publicID string) string { return Fill(AdminPaymentRecheckPattern, publicID) }
+
+// AdminPaymentClose closes a payment under review as failed.
+func AdminPaymentClose(publicID string) string { return Fill(AdminPaymentClosePattern, publicID) }
+
+// AdminUser is one user in the admin console.
+func AdminUser(userID int64) string { return Fill(AdminUserPattern, id(userID)) }
+
+// AdminGatewaySwitch turns a gateway on or off for new payments.
+func AdminGatewaySwitch(name string) string { return Fill(AdminGatewaySwitchPattern, name) }
+
+// AdminTokenRevoke revokes any user's API token.
+func AdminTokenRevoke(tokenID int64) string { return Fill(AdminTokenRevokePattern, id(tokenID)) }
+
+// Asset is a static file by its name under static/ ("app.css").
+func Asset(name string) string { return Static + "/" + strings.TrimLeft(name, "/") }
+
+// Within reports whether path (with its query) is prefix itself or under
+// it: Within(Admin, "/admin?done=x") and Within(Admin, "/admin/users")
+// hold, Within(Admin, "/administrator") does not.
+func Within(prefix, path string) bool {
+	rest, ok := strings.CutPrefix(path, prefix)
+	return ok && (rest == "" || rest[0] == '/' || rest[0] == '?')
+}
+
+// MatchEnd matches pattern against the last segments of path (a callback
+// URL's path, which BASE_URL may put under a prefix of its own) and gives
+// the parameters' values in order. Slashes at either end of path do not
+// count.
+func MatchEnd(pattern, path string) ([]string, bool) {
+	want := strings.Split(strings.Trim(pattern, "/"), "/")
+	got := strings.Split(strings.Trim(path, "/"), "/")
+	if len(got) < len(want) {
+		return nil, false
+	}
+	got = got[len(got)-len(want):]
+	var args []string
+	for i, w := range want {
+		switch {
+		case strings.HasPrefix(w, ":"):
+			args = append(args, got[i])
+		case w != got[i]:
+			return nil, false
+		}
+	}
+	return args, true
+}

@@ -1,0 +1,255 @@
+package routes
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The URLs are a contract (mails, the bank's callback, bookmarks, API
+// clients): each is written out here once, byte for byte.
+func TestURLs(t *testing.T) {
+	const id = "abcdefghijklmnopqrstuvwx"
+	for _, tc := range []struct{ got, want string }{
+		{Home, "/"},
+		{Asset("app.css"), "/static/app.css"},
+		{SandbankAll, "/sandbank/*"}, {APIAll, "/api/*"},
+		{Healthz, "/healthz"}, {Readyz, "/readyz"}, {Metrics, "/metrics"},
+		{APIOpenAPI, "/api/openapi.json"},
+		{APITopUps, "/api/v1/topups"}, {APITopUpPattern, "/api/v1/topups/:id"}, {APITopUp(id), "/api/v1/topups/" + id},
+		{APIWallet, "/api/v1/wallet"}, {APIWalletLedger, "/api/v1/wallet/ledger"},
+		{SignUp, "/signup"}, {SignIn, "/signin"}, {SignOut, "/signout"},
+		{PasswordForgot, "/password/forgot"}, {PasswordResetPattern, "/password/reset/:token"},
+		{PasswordReset("tok-_EN"), "/password/reset/tok-_EN"},
+		{Account, "/account"}, {AccountReceipts, "/account/receipts"}, {AccountSignOutEverywhere, "/account/signout-everywhere"},
+		{AccountPassword, "/account/password"}, {Tokens, "/account/tokens"}, {TokenRevokePattern, "/account/tokens/:id/revoke"},
+		{TokenRevoke(42), "/account/tokens/42/revoke"},
+		{Webhooks, "/account/webhooks"}, {WebhookDisablePattern, "/account/webhooks/:id/disable"}, {WebhookDisable(3), "/account/webhooks/3/disable"},
+		{WebhookDeletePattern, "/account/webhooks/:id/delete"}, {WebhookDelete(3), "/account/webhooks/3/delete"},
+		{WebhookOrigins, "/account/webhooks/origins"}, {WebhookOriginDeletePattern, "/account/webhooks/origins/:id/delete"},
+		{WebhookOriginDelete(4), "/account/webhooks/origins/4/delete"},
+		{Wallet, "/wallet"}, {WalletPayments, "/wallet/payments"}, {WalletPaymentsCSV, "/wallet/payments.csv"}, {TopUp, "/wallet/topup"},
+		{PaymentPattern, "/payments/:id"}, {Payment(id), "/payments/" + id},
+		{PaymentReturnPattern, "/payments/:id/return"}, {PaymentReturn(id), "/payments/" + id + "/return"},
+		{PaymentAbandonPattern, "/payments/:id/abandon"}, {PaymentAbandon(id), "/payments/" + id + "/abandon"},
+		{Admin, "/admin"}, {AdminDashboardPattern, "/admin/"}, {AdminTwoFactor, "/admin/2fa"},
+		{AdminPayments, "/admin/payments"}, {AdminPaymentsCSV, "/admin/payments.csv"},
+		{AdminPaymentPattern, "/admin/payments/:id"}, {AdminPayment(id), "/admin/payments/" + id},
+		{AdminPaymentRecheckPattern, "/admin/payments/:id/recheck"}, {AdminPaymentRecheck(id), "/admin/payments/" + id + "/recheck"},
+		{AdminPaymentClosePattern, "/admin/payments/:id/close"}, {AdminPaymentClose(id), "/admin/payments/" + id + "/close"},
+		{AdminUsers, "/admin/users"}, {AdminUserPattern, "/admin/users/:id"}, {AdminUser(7), "/admin/users/7"},
+		{AdminAudit, "/admin/audit"}, {AdminReconcile, "/admin/reconcile"},
+		{AdminGateways, "/admin/gateways"}, {AdminGatewaySwitchPattern, "/admin/gateways/:name/switch"},
+		{AdminGatewaySwitch("zibal"), "/admin/gateways/zibal/switch"},
+		{AdminWebhooks, "/admin/webhooks"}, {AdminWebhookPattern, "/admin/webhooks/:id"}, {AdminWebhook(3), "/admin/webhooks/3"},
+		{AdminWebhookDisablePattern, "/admin/webhooks/:id/disable"}, {AdminWebhookDisable(3), "/admin/webhooks/3/disable"},
+		{AdminDeliveryResendPattern, "/admin/webhooks/deliveries/:id/resend"}, {AdminDeliveryResend(5), "/admin/webhooks/deliveries/5/resend"},
+		{AdminTokens, "/admin/tokens"}, {AdminTokenRevokePattern, "/admin/tokens/:id/revoke"}, {AdminTokenRevoke(9), "/admin/tokens/9/revoke"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// A parameter cannot break out of its segment.
+func TestFillEscapes(t *testing.T) {
+	if got, want := Payment("a/../b?c#d"), "/payments/a%2F..%2Fb%3Fc%23d"; got != want {
+		t.Errorf("Payment: got %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		pattern string
+		args    []string
+	}{{PaymentPattern, nil}, {PaymentPattern, []string{"a", "b"}}, {Wallet, []string{"a"}}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Fill(%q, %q) did not panic", tc.pattern, tc.args)
+				}
+			}()
+			Fill(tc.pattern, tc.args...)
+		}()
+	}
+}
+
+func TestMatchEnd(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want []string
+		ok   bool
+	}{
+		{"/payments/abc/return", []string{"abc"}, true},
+		{"/payments/abc/return/", []string{"abc"}, true},
+		{"/shop/kifpool/payments/abc/return", []string{"abc"}, true},
+		{"/payments/abc", nil, false},
+		{"/payment/abc/return", nil, false},
+		{"/payments/abc/returns", nil, false},
+		{"abc/return", nil, false},
+		{"", nil, false},
+	} {
+		got, ok := MatchEnd(PaymentReturnPattern, tc.path)
+		if ok != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("MatchEnd(%q) = %q, %v; want %q, %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/admin", true}, {"/admin/", true}, {"/admin/users/3", true}, {"/admin?done=x", true},
+		{"/administrator", false}, {"/wallet", false}, {"", false}, {"/Admin", false},
+	} {
+		if got := Within(Admin, tc.path); got != tc.want {
+			t.Errorf("Within(Admin, %q) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+}
+
+// Every pattern is listed once, and none hides another's parameter.
+func TestPatternsUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range Patterns() {
+		if seen[p] {
+			t.Errorf("%q listed twice", p)
+		}
+		seen[p] = true
+		if !strings.HasPrefix(p, "/") {
+			t.Errorf("%q does not start with /", p)
+		}
+	}
+}
+
+// pathLiteral matches a string that is one of the app's paths: a slash,
+// the first segment of a pattern or prefix, then the end, a slash, a
+// query, a fragment or an extension. (A piece of a path as a route group
+// would register it, "/v1", is not looked for: a bank's own paths look
+// the same. web's test that the app registers exactly Patterns() covers
+// registration.)
+func pathLiteral(t *testing.T) *regexp.Regexp {
+	t.Helper()
+	var segs []string
+	seen := map[string]bool{}
+	for _, p := range slices.Concat(Patterns(), Prefixes()) {
+		s := strings.Split(p, "/")[1]
+		s, _, _ = strings.Cut(s, ".")
+		if s == "" || s == "*" || strings.HasPrefix(s, ":") || seen[s] {
+			continue
+		}
+		seen[s] = true
+		segs = append(segs, regexp.QuoteMeta(s))
+	}
+	slices.Sort(segs)
+	return regexp.MustCompile(`^/(?:` + strings.Join(segs, "|") + `)(?:[/?#.]|$)`)
+}
+
+// No path of the app is written anywhere but in this package: handlers,
+// views (templ files and the Go they generate), the API, mails, the
+// callback URL, the load generator and the test helpers build them from
+// here. Tests (_test.go) may write URLs out: a test that states the
+// contract byte for byte is the point.
+func TestNoPathLiteralsOutsideRoutes(t *testing.T) {
+	re := pathLiteral(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root: %v", err)
+	}
+	self, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	templString := regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"|` + "`[^`]*`")
+	var found []string
+	checked := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			if path != root {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // another module (tools/)
+				}
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		switch {
+		case strings.HasSuffix(path, "_test.go"), filepath.Dir(path) == self:
+			return nil
+		case strings.HasSuffix(path, ".go"):
+			checked++
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				if s, err := strconv.Unquote(lit.Value); err == nil && re.MatchString(s) {
+					found = append(found, rel+":"+strconv.Itoa(fset.Position(lit.Pos()).Line)+": "+lit.Value)
+				}
+				return true
+			})
+		case strings.HasSuffix(path, ".templ"):
+			checked++
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				for _, q := range templString.FindAllString(line, -1) {
+					if re.MatchString(q[1 : len(q)-1]) {
+						found = append(found, rel+":"+strconv.Itoa(i+1)+": "+q)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("only %d files checked: wrong root %s?", checked, root)
+	}
+	for _, f := range found {
+		t.Errorf("path literal outside internal/routes (use a routes constant or builder): %s", f)
+	}
+}
+
+// The check finds what it is meant to find.
+func TestPathLiteralPattern(t *testing.T) {
+	re := pathLiteral(t)
+	for _, s := range []string{"/wallet", "/wallet/topup?amount=", "/admin", "/admin/payments/", "/payments/", "/payments.csv",
+		"/static/app.css", "/api", "/api/v1/topups", "/signin?next=", "/healthz", "/sandbank/x", "/account#x"} {
+		if !re.MatchString(s) {
+			t.Errorf("%q not caught", s)
+		}
+	}
+	for _, s := range []string{"/", "/\\", "/proc/1/stat", "/pg/v4/payment/request.json", "/_sandbank/faults", "/walletx", "wallet", "/postgres", "/v1/verify"} {
+		if re.MatchString(s) {
+			t.Errorf("%q caught", s)
+		}
+	}
+}
