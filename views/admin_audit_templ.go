@@ -44,7 +44,7 @@ func Audit(p Page, v AuditView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = consoleNav(p, SectionAudit).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = adminNav(p, SectionAudit).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

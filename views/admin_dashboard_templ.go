@@ -43,7 +43,7 @@ func Admin(p Page, v AdminView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = consoleNav(p, SectionDashboard).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = adminNav(p, SectionDashboard).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

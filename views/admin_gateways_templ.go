@@ -45,7 +45,7 @@ func AdminGateways(p Page, v AdminGatewaysView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = consoleNav(p, SectionDashboard).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = adminNav(p, SectionDashboard).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -13,15 +13,15 @@ import (
 // The admin console's view models and helpers shared by its pages; each
 // page's own view model is in its admin_<page>.go.
 
-// ConsoleSection names the admin console's page, for its navigation.
-type ConsoleSection string
+// AdminSection names the admin console's page, for its navigation.
+type AdminSection string
 
 // Sections of the admin console.
 const (
-	SectionDashboard ConsoleSection = "dashboard"
-	SectionPayments  ConsoleSection = "payments"
-	SectionUsers     ConsoleSection = "users"
-	SectionAudit     ConsoleSection = "audit"
+	SectionDashboard AdminSection = "dashboard"
+	SectionPayments  AdminSection = "payments"
+	SectionUsers     AdminSection = "users"
+	SectionAudit     AdminSection = "audit"
 )
 
 // Option is one choice of a select.
@@ -29,8 +29,8 @@ type Option struct {
 	Value, Label string
 }
 
-// ConsolePaymentRow is one payment in the console's list.
-type ConsolePaymentRow struct {
+// AdminPaymentListRow is one payment in the console's list.
+type AdminPaymentListRow struct {
 	PublicID    string
 	Email       string
 	UserID      int64
@@ -51,8 +51,8 @@ type LedgerRow struct {
 	CreatedAt       time.Time
 }
 
-// ConsoleUser is a user with their wallet.
-type ConsoleUser struct {
+// AdminUserRow is a user with their wallet.
+type AdminUserRow struct {
 	ID           int64
 	Email        string
 	Role         string

@@ -14,8 +14,8 @@ import "github.com/kifpool/kifpool/internal/routes"
 // badges, lists of payments and of admins' actions, e-mail cells. Each
 // page is its own admin_<page>.templ.
 
-// consoleNav links the admin console's pages; the current one is marked.
-func consoleNav(p Page, current ConsoleSection) templ.Component {
+// adminNav links the admin console's pages; the current one is marked.
+func adminNav(p Page, current AdminSection) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -53,19 +53,19 @@ func consoleNav(p Page, current ConsoleSection) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = consoleLink(p, routes.Admin, "console.nav.dashboard", current == SectionDashboard).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = adminNavLink(p, routes.Admin, "console.nav.dashboard", current == SectionDashboard).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = consoleLink(p, routes.AdminPayments, "console.nav.payments", current == SectionPayments).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = adminNavLink(p, routes.AdminPayments, "console.nav.payments", current == SectionPayments).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = consoleLink(p, routes.AdminUsers, "console.nav.users", current == SectionUsers).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = adminNavLink(p, routes.AdminUsers, "console.nav.users", current == SectionUsers).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = consoleLink(p, routes.AdminAudit, "console.nav.audit", current == SectionAudit).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = adminNavLink(p, routes.AdminAudit, "console.nav.audit", current == SectionAudit).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -77,7 +77,7 @@ func consoleNav(p Page, current ConsoleSection) templ.Component {
 	})
 }
 
-func consoleLink(p Page, href string, key string, current bool) templ.Component {
+func adminNavLink(p Page, href string, key string, current bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -294,7 +294,7 @@ func statusChange(p Page, from string, to string) templ.Component {
 	})
 }
 
-func paymentMiniList(p Page, rows []ConsolePaymentRow) templ.Component {
+func paymentMiniList(p Page, rows []AdminPaymentListRow) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

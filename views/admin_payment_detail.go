@@ -28,8 +28,8 @@ type PaymentDetailView struct {
 	Events           []TimelineEvent
 	Calls            []GatewayCallView
 	Ledger           *LedgerRow
-	User             ConsoleUser
-	UserPayments     []ConsolePaymentRow
+	User             AdminUserRow
+	UserPayments     []AdminPaymentListRow
 	Actions          []AuditRow
 }
 

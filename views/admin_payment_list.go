@@ -19,7 +19,7 @@ type PaymentListView struct {
 	ErrorKey string // message key of a bad filter
 	Counts   []FilterCount
 	Gateways []Option
-	Rows     []ConsolePaymentRow
+	Rows     []AdminPaymentListRow
 	// NextURL is the next page (""): the last); FirstURL the first page
 	// when this is not it.
 	NextURL, FirstURL string

@@ -45,7 +45,7 @@ func PaymentList(p Page, v PaymentListView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = consoleNav(p, SectionPayments).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = adminNav(p, SectionPayments).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -2,8 +2,8 @@ package views
 
 // UserDetailView is GET /admin/users/{id}.
 type UserDetailView struct {
-	User        ConsoleUser
+	User        AdminUserRow
 	Ledger      []LedgerRow
-	Payments    []ConsolePaymentRow
+	Payments    []AdminPaymentListRow
 	PaymentsURL string // the full list of their payments
 }

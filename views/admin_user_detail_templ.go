@@ -44,7 +44,7 @@ func UserDetail(p Page, v UserDetailView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = consoleNav(p, SectionUsers).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = adminNav(p, SectionUsers).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

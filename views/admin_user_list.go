@@ -3,5 +3,5 @@ package views
 // UserListView is GET /admin/users.
 type UserListView struct {
 	Query string
-	Users []ConsoleUser
+	Users []AdminUserRow
 }

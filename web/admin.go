@@ -50,8 +50,8 @@ func adminNotice(done string) (key, kind string) {
 	return "", ""
 }
 
-func consoleUser(u console.User) views.ConsoleUser {
-	return views.ConsoleUser{ID: u.ID, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt, BalanceRials: u.BalanceRials}
+func adminUserRow(u console.User) views.AdminUserRow {
+	return views.AdminUserRow{ID: u.ID, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt, BalanceRials: u.BalanceRials}
 }
 
 func auditRows(rows []audit.Listed) []views.AuditRow {
@@ -92,8 +92,8 @@ func queryWith(c *fiber.Ctx, key, value string) string {
 	return q.Encode()
 }
 
-func consoleRow(s *Server, r paymentread.Payment) views.ConsolePaymentRow {
-	row := views.ConsolePaymentRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
+func adminListRow(s *Server, r paymentread.Payment) views.AdminPaymentListRow {
+	row := views.AdminPaymentListRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
 		Gateway: s.gatewayLabel(r.Gateway), Status: r.Status, Card: r.CardPANMasked, CreatedAt: r.CreatedAt}
 	if r.RefID != nil {
 		row.RefID = *r.RefID

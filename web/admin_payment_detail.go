@@ -60,7 +60,7 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 		// credits only on the bank's verify.
 		CanRecheck: p.Status != payment.StatusCredited && p.Authority != nil,
 		CanClose:   p.Status == payment.StatusNeedsReview,
-		User:       consoleUser(owner), Actions: auditRows(actions)}
+		User:       adminUserRow(owner), Actions: auditRows(actions)}
 	v.Notice, v.NoticeKind = adminNotice(c.Query("done"))
 	if p.VerifiedAmountRials != nil {
 		v.VerifiedRials = *p.VerifiedAmountRials
@@ -87,7 +87,7 @@ func (s *Server) adminPayment(c *fiber.Ctx) error {
 			PaymentPublicID: p.PublicID, CreatedAt: d.Credit.CreatedAt}
 	}
 	for _, r := range recent {
-		v.UserPayments = append(v.UserPayments, consoleRow(s, r))
+		v.UserPayments = append(v.UserPayments, adminListRow(s, r))
 	}
 	return render(c, fiber.StatusOK, views.PaymentDetail(s.page(c, "console.payment.title"), v))
 }

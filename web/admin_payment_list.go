@@ -138,7 +138,7 @@ func (s *Server) adminPayments(c *fiber.Ctx) error {
 			v.Counts = append(v.Counts, fc)
 		}
 		for _, r := range rows {
-			v.Rows = append(v.Rows, consoleRow(s, r))
+			v.Rows = append(v.Rows, adminListRow(s, r))
 		}
 		if next != nil {
 			v.NextURL = routes.AdminPayments + "?" + queryWith(c, "cursor", next.String())

@@ -26,7 +26,7 @@ func (s *Server) adminUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := views.UserDetailView{User: consoleUser(u), PaymentsURL: routes.AdminPayments + "?q=" + urlQueryEscape(u.Email)}
+	v := views.UserDetailView{User: adminUserRow(u), PaymentsURL: routes.AdminPayments + "?q=" + urlQueryEscape(u.Email)}
 	if u.WalletID != 0 {
 		entries, err := s.Console.Ledger(ctx, u.WalletID, 50)
 		if err != nil {
@@ -42,7 +42,7 @@ func (s *Server) adminUser(c *fiber.Ctx) error {
 		return err
 	}
 	for _, r := range rows {
-		v.Payments = append(v.Payments, consoleRow(s, r))
+		v.Payments = append(v.Payments, adminListRow(s, r))
 	}
 	return render(c, fiber.StatusOK, views.UserDetail(s.page(c, "console.users.title"), v))
 }

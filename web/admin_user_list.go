@@ -20,7 +20,7 @@ func (s *Server) adminUsers(c *fiber.Ctx) error {
 	}
 	v := views.UserListView{Query: q}
 	for _, u := range users {
-		v.Users = append(v.Users, consoleUser(u))
+		v.Users = append(v.Users, adminUserRow(u))
 	}
 	return render(c, fiber.StatusOK, views.UserList(s.page(c, "console.users.title"), v))
 }
