@@ -48,6 +48,10 @@ func TestPOSTGatewaysInABrowser(t *testing.T) {
 			if s := b.Status(); s != "failed" {
 				t.Fatalf("status %q after cancelling", s)
 			}
+			// The failed page offers the same amount through another
+			// gateway (a new attempt): its form is audited too.
+			b.Wait("try-other-gateway")
+			b.Audit(gw + ": failed payment, another gateway offered")
 			if got := b.Balance(); got != 250_000 {
 				t.Fatalf("balance %d after a cancel", got)
 			}
