@@ -228,6 +228,17 @@ func TestAccessibility(t *testing.T) {
 			b.Click("token-submit")
 			b.Wait("new-token")
 			check(b, "api tokens (new token)")
+			// Webhooks: empty, with an error, with a new signing secret.
+			b.Go("/account/webhooks")
+			b.Wait("webhook-form")
+			check(b, "webhooks")
+			b.Click("webhook-submit")
+			b.Wait("webhook-error")
+			check(b, "webhooks with an error")
+			b.Type(tid("webhook-url"), "https://partner.example/kifpool")
+			b.Click("webhook-submit")
+			b.Wait("webhook-secret")
+			check(b, "webhooks (new secret)")
 			// The account and its password change (with an error).
 			b.CheckNoProblems()
 			b = f.Tab(t, lang, f.User)
@@ -282,6 +293,9 @@ func TestAccessibility(t *testing.T) {
 			b.Go("/admin/tokens")
 			b.Wait("tokens")
 			check(b, "admin api tokens")
+			b.Go("/admin/webhooks")
+			b.Wait("webhook-queue")
+			check(b, "admin webhooks")
 			b.CheckNoProblems()
 		})
 	}
