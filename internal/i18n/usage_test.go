@@ -3,6 +3,7 @@ package i18n
 import (
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -92,7 +93,7 @@ func TestEveryUsedKeyExists(t *testing.T) {
 	notMessages := map[string]bool{"topup.credited": true, "topup.failed": true, "topup.needs_review": true}
 	for lit := range sourceLiterals(t) {
 		i := strings.Index(lit, ".")
-		if i <= 0 || strings.HasSuffix(lit, ".") || !prefixes[lit[:i]] || notMessages[lit] {
+		if i <= 0 || strings.HasSuffix(lit, ".") || !prefixes[lit[:i]] || notMessages[lit] || isFileName(lit) {
 			continue // not a message key
 		}
 		for _, l := range Langs {
@@ -101,4 +102,14 @@ func TestEveryUsedKeyExists(t *testing.T) {
 			}
 		}
 	}
+}
+
+// isFileName reports a literal naming a file (an asset such as "app.css"),
+// which may share a message's namespace but is not a message.
+func isFileName(lit string) bool {
+	switch path.Ext(lit) {
+	case ".css", ".js", ".go", ".json", ".png", ".svg", ".woff2", ".ico", ".txt":
+		return true
+	}
+	return false
 }
