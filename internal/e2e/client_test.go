@@ -130,6 +130,11 @@ func (b *browser) submitTopUp(ctx context.Context, csrf, token string, tomans in
 	if token != "" && token[len(token)-1]%2 == 1 {
 		gw = "zibal"
 	}
+	return b.submitTopUpAt(ctx, csrf, token, tomans, gw)
+}
+
+// submitTopUpAt posts the top-up form for the gateway gw.
+func (b *browser) submitTopUpAt(ctx context.Context, csrf, token string, tomans int64, gw string) (response, error) {
 	return b.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}, "gateway": {gw}})
 }
 
