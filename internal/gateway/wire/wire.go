@@ -199,9 +199,13 @@ func FlexInt(raw []byte) (int64, bool) {
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return i, true
 	}
-	// 1000.0 from a float-minded encoder.
-	if f, err := strconv.ParseFloat(s, 64); err == nil && f == float64(int64(f)) {
-		return int64(f), true
+	// 1000.0 from a float-minded encoder: a whole number with a zero
+	// fraction, read as the digits it is (never through a float, which
+	// would round a large amount).
+	if whole, frac, ok := strings.Cut(s, "."); ok && frac != "" && strings.Trim(frac, "0") == "" {
+		if i, err := strconv.ParseInt(whole, 10, 64); err == nil {
+			return i, true
+		}
 	}
 	return 0, false
 }

@@ -43,12 +43,13 @@ func TestBaseURLAndNumbers(t *testing.T) {
 			t.Errorf("BaseURL(%q): %v", in, err)
 		}
 	}
-	for in, want := range map[string]int64{`12`: 12, `"12"`: 12, ` "-6" `: -6, `1000.0`: 1000} {
+	for in, want := range map[string]int64{`12`: 12, `"12"`: 12, ` "-6" `: -6, `1000.0`: 1000, `"25000.00"`: 25000,
+		`9007199254740993.0`: 9007199254740993} {
 		if got, ok := FlexInt([]byte(in)); !ok || got != want {
 			t.Errorf("FlexInt(%s) = %d %v", in, got, ok)
 		}
 	}
-	for _, in := range []string{`null`, `""`, `"x"`, `1.5`, `{}`} {
+	for _, in := range []string{`null`, `""`, `"x"`, `1.5`, `{}`, `1000.`, `1e3`, `.0`, `99999999999999999999.0`} {
 		if _, ok := FlexInt([]byte(in)); ok {
 			t.Errorf("FlexInt(%s) accepted", in)
 		}
