@@ -44,7 +44,7 @@ type Metrics struct {
 	http        *prometheus.HistogramVec
 	gateway     *prometheus.HistogramVec
 	transitions *prometheus.CounterVec
-	credited    prometheus.Counter
+	credited    *prometheus.CounterVec
 	creditFails *prometheus.CounterVec
 	hookTries   *prometheus.CounterVec
 	hookTime    prometheus.Histogram
@@ -66,15 +66,15 @@ func New(src Sources) *Metrics {
 		Buckets: []float64{.025, .05, .1, .25, .5, 1, 2, 3, 5, 10, 15},
 	}, []string{"gateway", "operation", "outcome"})
 	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kifpool_payment_transitions_total", Help: "Payment status changes by from, to and actor.",
-	}, []string{"from", "to", "actor"})
-	m.credited = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kifpool_credited_rials_total", Help: "Rials credited to wallets.",
-	})
+		Name: "kifpool_payment_transitions_total", Help: "Payment status changes by gateway, from, to and actor.",
+	}, []string{"gateway", "from", "to", "actor"})
+	m.credited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kifpool_credited_rials_total", Help: "Rials credited to wallets, by the gateway that took them.",
+	}, []string{"gateway"})
 	m.creditFails = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kifpool_credit_failures_total",
-		Help: "Credits of bank-verified payments that failed (rolled back), by what followed: retry, or needs_review after repeated failures.",
-	}, []string{"then"})
+		Help: "Credits of bank-verified payments that failed (rolled back), by gateway and what followed: retry, or needs_review after repeated failures.",
+	}, []string{"gateway", "then"})
 	m.hookTries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kifpool_webhook_attempts_total", Help: "Webhook delivery attempts by result: delivered (2xx within the timeout) or failed.",
 	}, []string{"result"})
@@ -101,24 +101,24 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration)
 }
 
 // Transitioned implements payment.Observer.
-func (m *Metrics) Transitioned(from, to payment.Status, actor payment.Actor) {
-	m.transitions.WithLabelValues(string(from), string(to), string(actor)).Inc()
+func (m *Metrics) Transitioned(gateway string, from, to payment.Status, actor payment.Actor) {
+	m.transitions.WithLabelValues(gateway, string(from), string(to), string(actor)).Inc()
 }
 
 // Credited implements payment.Observer.
-func (m *Metrics) Credited(amountRials int64) {
+func (m *Metrics) Credited(gateway string, amountRials int64) {
 	if amountRials > 0 {
-		m.credited.Add(float64(amountRials))
+		m.credited.WithLabelValues(gateway).Add(float64(amountRials))
 	}
 }
 
 // CreditFailed implements payment.Observer.
-func (m *Metrics) CreditFailed(escalated bool) {
+func (m *Metrics) CreditFailed(gateway string, escalated bool) {
 	then := "retry"
 	if escalated {
 		then = "needs_review"
 	}
-	m.creditFails.WithLabelValues(then).Inc()
+	m.creditFails.WithLabelValues(gateway, then).Inc()
 }
 
 // WebhookAttempt implements webhook.Observer.

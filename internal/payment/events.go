@@ -59,14 +59,14 @@ type Event struct {
 	CreatedAt   time.Time
 }
 
-// Observer learns of every committed status change and credit (metrics).
-// It must not block.
+// Observer learns of every committed status change and credit (metrics),
+// each with the payment's gateway. It must not block.
 type Observer interface {
-	Transitioned(from, to Status, actor Actor)
-	Credited(amountRials int64)
+	Transitioned(gateway string, from, to Status, actor Actor)
+	Credited(gateway string, amountRials int64)
 	// CreditFailed: a bank-verified payment's credit failed (rolled
 	// back); escalated when it went to review for it.
-	CreditFailed(escalated bool)
+	CreditFailed(gateway string, escalated bool)
 }
 
 // bankAnswer reports whether a payment ended with this reason on the

@@ -148,14 +148,14 @@ func (s *Service) move(ctx context.Context, p Payment, from Status, c change) (P
 	if err != nil {
 		return p, err
 	}
-	s.observe(from, c)
+	s.observe(p.Gateway, from, c)
 	return moved, nil
 }
 
 // observe tells the observer of a committed change.
-func (s *Service) observe(from Status, c change) {
+func (s *Service) observe(gw string, from Status, c change) {
 	if s.cfg.Observer != nil {
-		s.cfg.Observer.Transitioned(from, c.to, c.actor)
+		s.cfg.Observer.Transitioned(gw, from, c.to, c.actor)
 	}
 }
 

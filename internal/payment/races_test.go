@@ -243,9 +243,9 @@ type creditObserver struct {
 	retried, escalated int
 }
 
-func (o *creditObserver) Transitioned(payment.Status, payment.Status, payment.Actor) {}
-func (o *creditObserver) Credited(int64)                                             {}
-func (o *creditObserver) CreditFailed(escalated bool) {
+func (o *creditObserver) Transitioned(string, payment.Status, payment.Status, payment.Actor) {}
+func (o *creditObserver) Credited(string, int64)                                             {}
+func (o *creditObserver) CreditFailed(_ string, escalated bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if escalated {

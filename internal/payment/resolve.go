@@ -494,9 +494,9 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 	case err == nil:
 		testhook.At(testhook.AfterCredit) // e2e: credited with its webhook rows, nothing delivered
 		s.credited.put(out)
-		s.observe(was, c)
+		s.observe(p.Gateway, was, c)
 		if s.cfg.Observer != nil {
-			s.cfg.Observer.Credited(amount)
+			s.cfg.Observer.Credited(p.Gateway, amount)
 		}
 		if !was.open() {
 			s.log.ErrorContext(ctx, "bank verified a payment that was not open here; credited", "payment", p.PublicID, "was", was, "ref_id", d.RefID)
@@ -536,7 +536,7 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 		s.log.ErrorContext(ctx, "credit failed repeatedly: the payment goes to review", "payment", p.PublicID, "failures", cur.CreditFailures+1)
 	}
 	if s.cfg.Observer != nil {
-		s.cfg.Observer.CreditFailed(escalated)
+		s.cfg.Observer.CreditFailed(p.Gateway, escalated)
 	}
 	return p, err
 }
