@@ -8,14 +8,16 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: image test-skips run build install test test-quick generate docs lint fmt bench bench-short bench-go screenshots browser-deps clean
+.PHONY: image test-skips run build install test test-quick generate docs lint fmt bench bench-short bench-go screenshots browser-deps compat-deps clean
 
 # The browser tests' Chromium and axe-core (same defaults as web/browsertest).
 CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}
 AXE_JS       = $${AXE_CORE_JS:-.ci/axe/node_modules/axe-core/axe.min.js}
+# The client-library suite's node_modules (same default as internal/sandbank's compat tests).
+COMPAT_MODULES = $${COMPAT_NODE_MODULES:-.ci/compat/node_modules}
 
-# One line per suite that `go test` skips for want of PostgreSQL or a
-# browser, with the command that enables it (shown after the test run, so
+# One line per suite that `go test` skips for want of PostgreSQL, a
+# browser or the gateway client libraries, with the command that enables it (shown after the test run, so
 # that it is the last thing on screen).
 define SKIPPED
 if [ -z "$$TEST_DATABASE_URL" ]; then echo "make test: SKIPPED the PostgreSQL suites (TEST_DATABASE_URL is unset); to run them: createdb kifpool_test && TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/kifpool_test?sslmode=disable' make test"; \
@@ -23,6 +25,10 @@ elif [ "$$REQUIRE_POSTGRES" != 1 ] && command -v pg_isready >/dev/null 2>&1 && !
 if [ "$$REQUIRE_BROWSER" != 1 ]; then \
   if [ ! -x "$(CHROMIUM_BIN)" ]; then echo "make test: SKIPPED the browser suite (web/browsertest: no Chromium at $(CHROMIUM_BIN)); to run it: apt-get install -y chromium && make browser-deps && make test"; \
   elif [ ! -f "$(AXE_JS)" ]; then echo "make test: SKIPPED the browser suite (web/browsertest: no axe-core at $(AXE_JS)); to run it: make browser-deps && make test"; fi; \
+fi; \
+if [ "$$REQUIRE_COMPAT" != 1 ]; then \
+  if ! command -v node >/dev/null 2>&1; then echo "make test: SKIPPED the client-library suite (internal/sandbank: no node on PATH); to run it: apt-get install -y nodejs npm && make compat-deps && make test"; \
+  elif [ ! -f "$(COMPAT_MODULES)/zarinpal-checkout/package.json" ] || [ ! -f "$(COMPAT_MODULES)/zibal/package.json" ] || [ ! -f "$(COMPAT_MODULES)/mellat-checkout/package.json" ]; then echo "make test: SKIPPED the client-library suite (internal/sandbank: no gateway client libraries in $(COMPAT_MODULES)); to run it: make compat-deps && make test"; fi; \
 fi
 endef
 
@@ -48,6 +54,11 @@ install:
 # from the system: apt-get install -y chromium).
 browser-deps:
 	cd .ci/axe && npm ci --no-audit --no-fund --loglevel=error
+
+# The third-party gateway client libraries (npm) that internal/sandbank's
+# compatibility tests run against the sandbox bank; they need node.
+compat-deps:
+	cd .ci/compat && npm ci --no-audit --no-fund --loglevel=error
 
 
 run: build

@@ -19,10 +19,13 @@ func TestMakeTestSaysWhatItSkipped(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"nothing set up", []string{"TEST_DATABASE_URL=", "REQUIRE_BROWSER=", "CHROMIUM=/nonexistent/chromium"},
+		{"nothing set up", []string{"TEST_DATABASE_URL=", "REQUIRE_BROWSER=", "CHROMIUM=/nonexistent/chromium",
+			"REQUIRE_COMPAT=", "COMPAT_NODE_MODULES=/nonexistent/node_modules"},
 			[]string{"SKIPPED the PostgreSQL suites (TEST_DATABASE_URL is unset); to run them: createdb kifpool_test && TEST_DATABASE_URL=",
-				"SKIPPED the browser suite (web/browsertest: no Chromium at /nonexistent/chromium); to run it: apt-get install -y chromium"}, nil},
-		{"all required (CI)", []string{"TEST_DATABASE_URL=postgres://x@127.0.0.1:1/x", "REQUIRE_POSTGRES=1", "REQUIRE_BROWSER=1", "CHROMIUM=/nonexistent/chromium"},
+				"SKIPPED the browser suite (web/browsertest: no Chromium at /nonexistent/chromium); to run it: apt-get install -y chromium",
+				"SKIPPED the client-library suite (internal/sandbank: no"}, nil},
+		{"all required (CI)", []string{"TEST_DATABASE_URL=postgres://x@127.0.0.1:1/x", "REQUIRE_POSTGRES=1", "REQUIRE_BROWSER=1", "CHROMIUM=/nonexistent/chromium",
+			"REQUIRE_COMPAT=1", "COMPAT_NODE_MODULES=/nonexistent/node_modules"},
 			nil, []string{"SKIPPED"}},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 //	POST /pgwchannel/services/pgw                 SOAP 1.1 (namespace http://interfaces.core.sw.bps.com/):
 //	                                              bpPayRequest, bpVerifyRequest, bpSettleRequest,
 //	                                              bpInquiryRequest, bpReversalRequest
-//	GET  /pgwchannel/services/pgw?wsdl            the service's WSDL
+//	GET  /pgwchannel/services/pgw?wsdl            the service's WSDL (its address: the URL it was fetched at)
 //	POST /pgwchannel/startpay.mellat              payer's page (form field RefId)
 //	POST /pgwchannel/startpay.mellat/pay|cancel   its buttons (form field RefId)
 //
@@ -68,7 +69,7 @@ func (b *Bank) mellatRoutes(mux *http.ServeMux, op func(string) http.HandlerFunc
 	mux.HandleFunc("/pgwchannel/services/pgw", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Query().Has("wsdl") {
 			w.Header().Set("Content-Type", "text/xml; charset=utf-8")
-			_, _ = io.WriteString(w, mellatWSDL)
+			_, _ = io.WriteString(w, mellatWSDLAt(serviceURL(r)))
 			return
 		}
 		if r.Method != http.MethodPost {
@@ -136,7 +137,7 @@ func (b *Bank) mellatPay(f map[string]string) string {
 		return mlBadAmount
 	case errO != nil || order <= 0:
 		return "31" // invalid answer / field
-	case len(f["localDate"]) != 8 || len(f["localTime"]) != 6:
+	case len(f["localDate"]) != 8 || !digits(f["localDate"]) || !mellatLocalTime(f["localTime"]):
 		return "31"
 	}
 	if msg := b.checkCallback(f["callBackUrl"]); msg != "" {
@@ -160,6 +161,15 @@ func (b *Bank) mellatPay(f map[string]string) string {
 	b.mu.Unlock()
 	b.log.Info("sandbank: mellat pay request", "ref_id", rec.Authority, "amount", amount, "order", order)
 	return "0," + rec.Authority
+}
+
+// mellatLocalTime reports whether t can be the payer's local time of a
+// pay request: HHMMSS, or its digits unpadded. The document asks for
+// HHMMSS, but mellat-checkout (0.4.0, in use against the real bank for
+// years) sends `${h}${m}${s}` without zero-padding, "953" at 09:05:03;
+// nothing says the bank refuses that, so neither does the sandbox.
+func mellatLocalTime(t string) bool {
+	return len(t) >= 1 && len(t) <= 6 && digits(t)
 }
 
 // mellatSale is verify, settle, inquiry or reversal of a sale.
@@ -304,8 +314,34 @@ func soapFault(w http.ResponseWriter, status int, msg string) {
 	_, _ = w.Write(b.Bytes())
 }
 
+// serviceURL is the absolute URL the request was sent to, without its
+// query: the bank's own address as the client reached it, mount prefix
+// (the app's /sandbank) included.
+func serviceURL(r *http.Request) string {
+	path := r.URL.EscapedPath()
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && u.Path != "" {
+		path = u.EscapedPath() // before http.StripPrefix took the prefix off
+	}
+	return originOf(r) + path
+}
+
+// mellatWSDLAt is the WSDL with the service at location. Like Mellat's own
+// (whose soap:address is https://bpm.shaparak.ir:443/pgwchannel/services/pgw)
+// it names an absolute address: SOAP clients built from a WSDL, such as
+// node-soap under mellat-checkout, send their calls there and cannot
+// resolve a relative one.
+func mellatWSDLAt(location string) string {
+	var esc strings.Builder
+	_ = xml.EscapeText(&esc, []byte(location))
+	return strings.Replace(mellatWSDL, mellatLocation, esc.String(), 1)
+}
+
+// mellatLocation stands in mellatWSDL for the service's address.
+const mellatLocation = "{{location}}"
+
 // mellatWSDL describes the five operations (RPC/literal, unqualified
-// parts), enough for a SOAP client generated from it.
+// parts), enough for a SOAP client generated from it; mellatWSDLAt puts
+// in the service's address.
 var mellatWSDL = func() string {
 	type part struct{ name, typ string }
 	sale := []part{{"terminalId", "long"}, {"userName", "string"}, {"userPassword", "string"},
@@ -339,7 +375,7 @@ var mellatWSDL = func() string {
 		b.WriteString(`<operation name="` + o.name + `"><soap:operation soapAction=""/><input><soap:body use="literal" namespace="` + mellatNS +
 			`"/></input><output><soap:body use="literal" namespace="` + mellatNS + `"/></output></operation>`)
 	}
-	b.WriteString("</binding>\n" + `<service name="PaymentGatewayImplService"><port name="PaymentGatewayImplPort" binding="tns:PaymentGatewayImplServiceSoapBinding"><soap:address location="/pgwchannel/services/pgw"/></port></service>
+	b.WriteString("</binding>\n" + `<service name="PaymentGatewayImplService"><port name="PaymentGatewayImplPort" binding="tns:PaymentGatewayImplServiceSoapBinding"><soap:address location="` + mellatLocation + `"/></port></service>
 </definitions>
 `)
 	return b.String()
