@@ -244,15 +244,29 @@ func TestCompatZarinpalCheckout(t *testing.T) {
 		return r
 	}
 	type verifyOut struct {
-		First      outcome[zpcVerification, zpcError] `json:"first"`
-		Second     outcome[zpcVerification, zpcError] `json:"second"`
-		Unverified outcome[zpcUnverified, zpcError]   `json:"unverified"`
+		Wrong      *outcome[zpcVerification, zpcError] `json:"wrong"`
+		First      outcome[zpcVerification, zpcError]  `json:"first"`
+		Second     outcome[zpcVerification, zpcError]  `json:"second"`
+		Unverified outcome[zpcUnverified, zpcError]    `json:"unverified"`
 	}
-	verify := func(t *testing.T, authority string) verifyOut {
+	verify := func(t *testing.T, authority string, wrongAmount int) verifyOut {
 		t.Helper()
 		var out verifyOut
-		cb.run(t, "zarinpal.js", map[string]any{"op": "verify", "amount": compatAmount, "authority": authority}, &out)
+		cb.run(t, "zarinpal.js", map[string]any{"op": "verify", "amount": compatAmount, "authority": authority, "wrongAmount": wrongAmount}, &out)
 		return out
+	}
+	// notPaid checks a verify that must not succeed: the sandbox answers
+	// the per-payment refusals with HTTP 200, which this library reads as
+	// a status-less verification (see zarinpal.js); thrown, the answer
+	// would carry errors.code.
+	notPaid := func(t *testing.T, what string, o outcome[zpcVerification, zpcError], code int) {
+		t.Helper()
+		switch {
+		case o.Returned != nil && o.Returned.Status != nil:
+			t.Errorf("%s = status %d, want no success", what, *o.Returned.Status)
+		case o.Threw != nil && o.Threw.Errors.Code != code:
+			t.Errorf("%s threw %+v, want %d", what, *o.Threw, code)
+		}
 	}
 
 	t.Run("paid", func(t *testing.T) {
@@ -262,7 +276,11 @@ func TestCompatZarinpalCheckout(t *testing.T) {
 		if q.Get("Authority") != r.Authority || q.Get("Status") != "OK" {
 			t.Errorf("callback query %v, want Authority=%s&Status=OK", q, r.Authority)
 		}
-		out := verify(t, r.Authority)
+		out := verify(t, r.Authority, compatAmount-1000)
+		if out.Wrong == nil {
+			t.Fatal("no verify with the wrong amount")
+		}
+		notPaid(t, "verify with another amount", *out.Wrong, codeAmountMismatch)
 		p := cb.payment(t, r.Authority)
 		first, second := out.First.returned(t, "first verify"), out.Second.returned(t, "second verify")
 		if first.Status == nil || *first.Status != codeSuccess || first.RefID != p.RefID || first.RefID == 0 || first.CardPan != p.CardPAN {
@@ -271,8 +289,8 @@ func TestCompatZarinpalCheckout(t *testing.T) {
 		if second.Status == nil || *second.Status != codeVerified || second.RefID != p.RefID {
 			t.Errorf("second verify = %+v, want status 101 (already verified), ref_id %d", second, p.RefID)
 		}
-		if p.State != StateVerified || p.Amount != compatAmount || p.VerifyCount != 2 {
-			t.Errorf("bank: state %s, amount %d, verify calls %d; want VERIFIED, %d, 2", p.State, p.Amount, p.VerifyCount, compatAmount)
+		if p.State != StateVerified || p.Amount != compatAmount || p.VerifyCount != 3 {
+			t.Errorf("bank: state %s, amount %d, verify calls %d; want VERIFIED, %d, 3", p.State, p.Amount, p.VerifyCount, compatAmount)
 		}
 		uv := out.Unverified.returned(t, "UnverifiedTransactions")
 		if uv.Code.String() != "100" {
@@ -292,18 +310,9 @@ func TestCompatZarinpalCheckout(t *testing.T) {
 		if q.Get("Authority") != r.Authority || q.Get("Status") != "NOK" {
 			t.Errorf("callback query %v, want Authority=%s&Status=NOK", q, r.Authority)
 		}
-		out := verify(t, r.Authority)
-		for i, o := range []outcome[zpcVerification, zpcError]{out.First, out.Second} {
-			// The sandbox answers -51 with HTTP 200, which this library
-			// reads as a status-less verification (see zarinpal.js);
-			// thrown, it would carry errors.code.
-			switch {
-			case o.Returned != nil && o.Returned.Status != nil:
-				t.Errorf("verify %d of a cancelled payment = status %d, want no success", i+1, *o.Returned.Status)
-			case o.Threw != nil && o.Threw.Errors.Code != codeNotPaid:
-				t.Errorf("verify %d of a cancelled payment threw %+v, want -51", i+1, *o.Threw)
-			}
-		}
+		out := verify(t, r.Authority, 0)
+		notPaid(t, "verify of a cancelled payment", out.First, codeNotPaid)
+		notPaid(t, "second verify of a cancelled payment", out.Second, codeNotPaid)
 		if p := cb.payment(t, r.Authority); p.State != StateFailed || !p.VerifiedAt.IsZero() || p.RefID != 0 {
 			t.Errorf("bank: state %s, ref %d; want FAILED, no ref", p.State, p.RefID)
 		}

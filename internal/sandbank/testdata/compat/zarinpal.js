@@ -2,7 +2,7 @@
 // sandbox bank. Run by compat_test.go:
 //
 //	node zarinpal.js '{"base": URL, "op": "request", "amount": N, "callback": URL}'
-//	node zarinpal.js '{"base": URL, "op": "verify", "amount": N, "authority": A}'
+//	node zarinpal.js '{"base": URL, "op": "verify", "amount": N, "authority": A[, "wrongAmount": M]}'
 //
 // It prints one JSON line: what the library returned, or what it threw.
 //
@@ -62,6 +62,8 @@ async function outcome(call) {
       break;
     case 'verify': // twice: the second is Zarinpal's "already verified" (101)
       out = {
+        // First, when asked, with another amount than the payment's (-50).
+        wrong: args.wrongAmount ? await outcome(() => zp.PaymentVerification({ Amount: args.wrongAmount, Authority: args.authority })) : null,
         first: await outcome(() => zp.PaymentVerification({ Amount: args.amount, Authority: args.authority })),
         second: await outcome(() => zp.PaymentVerification({ Amount: args.amount, Authority: args.authority })),
         unverified: await outcome(() => zp.UnverifiedTransactions()),
