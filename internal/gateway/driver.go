@@ -64,6 +64,10 @@ type Deps struct {
 	// context carries the deadline).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
+	// Now is the clock the driver reads the time from (a Retry-After
+	// date, Tehran's local date of a request); nil: time.Now. Elapsed
+	// times of calls are measured by the monotonic clock, not by Now.
+	Now func() time.Time
 }
 
 // Sandbox is how the built-in sandbox bank (internal/sandbank) serves a

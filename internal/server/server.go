@@ -192,7 +192,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			inner = o.Gateway
 		}
 		if inner == nil {
-			gw, err := drv.New(cfg.GatewaySettings, gateway.Deps{HTTPClient: o.HTTPClient, Logger: o.Log.With("component", drv.Name)})
+			gw, err := drv.New(cfg.GatewaySettings, gateway.Deps{HTTPClient: o.HTTPClient, Logger: o.Log.With("component", drv.Name), Now: now})
 			if err != nil {
 				return nil, fmt.Errorf("gateway %s: %w", drv.Name, err)
 			}

@@ -1,8 +1,13 @@
 package drivers_test
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
@@ -159,5 +164,41 @@ func TestSupported(t *testing.T) {
 	d.Capabilities.Redirect = 0
 	if drivers.Supported(d) == nil {
 		t.Error("a driver without a redirect is supported")
+	}
+}
+
+// TestDriversReadTheirInjectedClock: every driver reads the time from the
+// clock it is built with (gateway.Deps.Now), never from the machine's: a
+// bank's "Retry-After: <date>" is turned into a wait against that clock,
+// so tests control it.
+func TestDriversReadTheirInjectedClock(t *testing.T) {
+	now := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", now.Add(90*time.Second).Format(http.TimeFormat))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("busy"))
+	}))
+	t.Cleanup(srv.Close)
+	for _, d := range drivers.All() {
+		t.Run(d.Name, func(t *testing.T) {
+			if d.Sandbox.Settings == nil {
+				t.Skip("no sandbox settings")
+			}
+			gw, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: srv.Client(), Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err = gw.Request(ctx, gateway.RequestInput{AmountRials: 100_000, CallbackURL: "http://127.0.0.1/payments/x/return",
+				OrderID: "p0123456789", Description: "top-up"})
+			var te *gateway.TransientError
+			if !errors.As(err, &te) {
+				t.Fatalf("a 503: %v, want a transient error", err)
+			}
+			if te.RetryAfter != 90*time.Second {
+				t.Errorf("Retry-After 90 s after the injected clock's now read as %v", te.RetryAfter)
+			}
+		})
 	}
 }

@@ -74,7 +74,7 @@ func Driver() gateway.Driver {
 		URLSetting: SettingBaseURL,
 		New: func(s gateway.Settings, d gateway.Deps) (gateway.Gateway, error) {
 			return New(Config{TerminalID: s[SettingTerminalID], Username: s[SettingUsername], Password: s[SettingPassword],
-				BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger})
+				BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger, Now: d.Now})
 		},
 		Sandbox: gateway.Sandbox{
 			Protocol: SandboxProtocol,

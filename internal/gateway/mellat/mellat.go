@@ -76,6 +76,9 @@ type Config struct {
 	// HTTPClient sends the calls; each call's context carries its deadline.
 	HTTPClient *http.Client
 	Logger     *slog.Logger // nil discards
+	// Now is the clock (the request's Tehran date and time, a Retry-After
+	// date); nil: time.Now.
+	Now func() time.Time
 }
 
 // Client is the Mellat driver. It is safe for concurrent use.
@@ -108,7 +111,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("mellat: base URL: %w", err)
 	}
 	c := &Client{terminal: tid, user: strings.TrimSpace(cfg.Username), pass: cfg.Password, base: base,
-		hc: cfg.HTTPClient, log: cfg.Logger, now: time.Now}
+		hc: cfg.HTTPClient, log: cfg.Logger, now: cfg.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
 	if c.hc == nil {
 		c.hc = &http.Client{}
 	}
@@ -338,7 +344,7 @@ func (c *Client) call(ctx context.Context, op, method string, fields [][2]string
 		ret, fault, err = ReadReturn(raw)
 		switch {
 		case wire.Retryable(status) && fault == "" && err != nil:
-			err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), time.Now()),
+			err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), c.now()),
 				Err: fmt.Errorf("HTTP %d %s", status, http.StatusText(status))}
 		case fault != "" && op == opRequest:
 			// A fault on bpPayRequest started nothing the payer can pay.

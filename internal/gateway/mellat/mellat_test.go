@@ -47,7 +47,7 @@ func newBank(t *testing.T) (*sandbank.Bank, *mellat.Client, *clock, string) {
 	srv := httptest.NewServer(bank.Handler())
 	t.Cleanup(srv.Close)
 	d := mellat.Driver()
-	g, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: &http.Client{}})
+	g, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: &http.Client{}, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

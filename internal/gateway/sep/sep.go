@@ -87,6 +87,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives one record per call. Nil discards.
 	Logger *slog.Logger
+	// Now is the clock (a Retry-After date is read against it); nil:
+	// time.Now.
+	Now func() time.Time
 }
 
 // Client is the SEP driver. It is safe for concurrent use.
@@ -96,6 +99,7 @@ type Client struct {
 	base        string
 	hc          *http.Client
 	log         *slog.Logger
+	now         func() time.Time
 }
 
 var (
@@ -114,7 +118,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("sep: base URL: %w", err)
 	}
 	n, _ := strconv.ParseInt(tid, 10, 64)
-	c := &Client{terminal: tid, terminalNum: n, base: base, hc: cfg.HTTPClient, log: cfg.Logger}
+	c := &Client{terminal: tid, terminalNum: n, base: base, hc: cfg.HTTPClient, log: cfg.Logger, now: cfg.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
 	if c.hc == nil {
 		c.hc = &http.Client{}
 	}
@@ -441,7 +448,7 @@ func (c *Client) post(ctx context.Context, op, path string, body any) (int, []by
 	case err != nil:
 		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: err}
 	case wire.Retryable(status):
-		err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), time.Now()),
+		err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), c.now()),
 			Err: fmt.Errorf("HTTP %d %s", status, http.StatusText(status))}
 	case status == http.StatusNotFound && op == opInquiry:
 		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: errors.New("HTTP 404: no receipt")}

@@ -71,7 +71,7 @@ func Driver() gateway.Driver {
 			}
 			d0, _ := time.ParseDuration(life)
 			return New(Config{MerchantID: s[SettingMerchantID], BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger,
-				PageLifetime: d0})
+				PageLifetime: d0, Now: d.Now})
 		},
 		Sandbox: gateway.Sandbox{
 			Protocol: SandboxProtocol,

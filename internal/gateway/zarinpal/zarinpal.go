@@ -80,6 +80,9 @@ type Config struct {
 	// (gateway.NotPaidExpired), a shorter one as cancelled. Zero: the
 	// driver does not tell them apart (gateway.NotPaidUnknown).
 	PageLifetime time.Duration
+	// Now is the clock (a Retry-After date is read against it); nil:
+	// time.Now.
+	Now func() time.Time
 }
 
 // Client is a Zarinpal v4 driver. It is safe for concurrent use.
@@ -90,6 +93,7 @@ type Client struct {
 	log        *slog.Logger
 	tehran     *time.Location
 	pageLife   time.Duration
+	now        func() time.Time
 }
 
 var _ gateway.Gateway = (*Client)(nil)
@@ -107,7 +111,10 @@ func New(cfg Config) (*Client, error) {
 	if cfg.PageLifetime < 0 {
 		return nil, errors.New("zarinpal: page lifetime must not be negative")
 	}
-	c := &Client{merchantID: mid, baseURL: base, hc: cfg.HTTPClient, log: cfg.Logger, tehran: tehranLocation(), pageLife: cfg.PageLifetime}
+	c := &Client{merchantID: mid, baseURL: base, hc: cfg.HTTPClient, log: cfg.Logger, tehran: tehranLocation(), pageLife: cfg.PageLifetime, now: cfg.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
 	if c.hc == nil {
 		c.hc = &http.Client{}
 	}
@@ -318,7 +325,7 @@ func (c *Client) post(ctx context.Context, op, path string, body any) (reply, er
 		c.logCall(ctx, op, status, 0, start, err)
 		return reply{}, err
 	}
-	r, err := interpret(op, status, header, raw, time.Now())
+	r, err := interpret(op, status, header, raw, c.now())
 	c.logCall(ctx, op, status, r.code, start, err)
 	return r, err
 }

@@ -52,7 +52,7 @@ func Driver() gateway.Driver {
 		},
 		URLSetting: SettingBaseURL,
 		New: func(s gateway.Settings, d gateway.Deps) (gateway.Gateway, error) {
-			return New(Config{Merchant: s[SettingMerchant], BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger})
+			return New(Config{Merchant: s[SettingMerchant], BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger, Now: d.Now})
 		},
 		Sandbox: gateway.Sandbox{
 			Protocol: SandboxProtocol,

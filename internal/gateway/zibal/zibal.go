@@ -60,6 +60,9 @@ type Config struct {
 	BaseURL    string
 	HTTPClient *http.Client
 	Logger     *slog.Logger
+	// Now is the clock (a Retry-After date is read against it); nil:
+	// time.Now.
+	Now func() time.Time
 }
 
 // Client talks to Zibal.
@@ -68,6 +71,7 @@ type Client struct {
 	baseURL  string
 	hc       *http.Client
 	log      *slog.Logger
+	now      func() time.Time
 }
 
 var _ gateway.Gateway = (*Client)(nil)
@@ -82,7 +86,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zibal: base URL: %w", err)
 	}
-	c := &Client{merchant: m, baseURL: base, hc: cfg.HTTPClient, log: cfg.Logger}
+	c := &Client{merchant: m, baseURL: base, hc: cfg.HTTPClient, log: cfg.Logger, now: cfg.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -294,7 +301,7 @@ func (c *Client) post(ctx context.Context, op, path string, body any) (reply, er
 	code, known := wire.FlexInt(r.Result)
 	switch {
 	case wire.Retryable(status):
-		err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(header.Get("Retry-After"), time.Now()),
+		err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(header.Get("Retry-After"), c.now()),
 			Err: fmt.Errorf("HTTP %d", status)}
 	case derr != nil || !known:
 		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: fmt.Errorf("undecodable answer: %s", wire.Clean(string(raw), 120))}
