@@ -190,6 +190,13 @@ type Capabilities struct {
 	Settle Window
 	// VerifyData: whether verify needs data from the callback.
 	VerifyData CallbackData
+	// Receipt: for a gateway whose verify needs the callback's data, how
+	// long after the token the bank's receipt of the token still names
+	// that data (SEP's receipt API: one hour, and only before verify or
+	// reverse), so that a payment whose callback was lost can still be
+	// verified and reconciled; WindowNone: only the callback carries it
+	// (Mellat). Left unset by gateways that verify without the callback.
+	Receipt Window
 	// Reconcile: the sources reconciliation can use.
 	Reconcile ReconcileSources
 	// Unit of amounts on the wire.
@@ -242,6 +249,14 @@ func (d Driver) Check() error {
 	}
 	if c.VerifyData != VerifyWithoutCallback && c.VerifyData != VerifyNeedsCallback {
 		bad("capability VerifyData unset")
+	}
+	switch r := c.Receipt; {
+	case c.VerifyData == VerifyNeedsCallback && r.Kind != WindowWithin && r.Kind != WindowNone:
+		bad("capability Receipt unset: verify needs the callback; say whether a receipt of the token stands in for it")
+	case r.Kind == WindowWithin && (r.Within <= 0 || c.VerifyData != VerifyNeedsCallback):
+		bad("capability Receipt: a limit needs a duration, and a gateway whose verify needs the callback")
+	case r.Kind != WindowWithin && r.Within != 0:
+		bad("capability Receipt: a duration without WindowWithin")
 	}
 	if c.Reconcile == 0 || c.Reconcile&^(ReconcileList|ReconcileInquiry) != 0 {
 		bad("capability Reconcile unset")

@@ -149,6 +149,10 @@ const (
 	InquiryVerified InquiryStatus = "VERIFIED"
 	InquiryFailed   InquiryStatus = "FAILED"
 	InquiryReversed InquiryStatus = "REVERSED"
+	// InquiryGone: the bank no longer keeps the authority's state (SEP's
+	// receipt, an hour after the token or once verified or reversed): no
+	// word either way.
+	InquiryGone InquiryStatus = "GONE"
 )
 
 // InquiryResult is the answer to an inquiry.
@@ -239,6 +243,15 @@ func IsRejected(err error) bool {
 // it is a safe operation.
 type Settler interface {
 	Settle(ctx context.Context, in VerifyInput) (SettleResult, error)
+}
+
+// SaleInquirer is a gateway whose inquiry is asked about a sale with the
+// callback's data rather than by the token alone (Mellat's
+// bpInquiryRequest needs the SaleReferenceId): VERIFIED (0, 43),
+// REVERSED (48), FAILED (no paid sale), or another code as "CODE_n".
+// Errors follow Gateway's contract. A safe operation.
+type SaleInquirer interface {
+	InquireSale(ctx context.Context, in VerifyInput) (InquiryResult, error)
 }
 
 // SettleOutcome classifies a definite settle answer.

@@ -244,6 +244,11 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"admin.recon_kind.amount_mismatch":  "مبلغ متفاوت",
 	"admin.recon_kind.open":             "هنوز باز",
 	"admin.recon_kind.error":            "خطا",
+	// Items the run could not settle by itself.
+	"admin.recon_kind.authority_conflict": "پرداخت ما با شناسهٔ بانکی دیگری؛ بررسی شود",
+	"admin.recon_kind.not_reached":        "به آن نرسید (زمان تطبیق تمام شد)",
+	"admin.recon_kind.receipt_expired":    "بانک دیگر رسید آن را نگه نمی‌دارد؛ از رابط بانک نمی‌شود پرسید، در پنل پذیرنده بررسی شود",
+	"admin.recon_kind.no_callback":        "پرداخت‌کننده از بانک برنگشت؛ بانک فقط با دادهٔ بازگشت پاسخ می‌دهد، در پنل پذیرنده بررسی شود",
 }
 
 var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
@@ -488,4 +493,9 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"admin.recon_kind.amount_mismatch":  "amount differs",
 	"admin.recon_kind.open":             "still open",
 	"admin.recon_kind.error":            "error",
+	// Items the run could not settle by itself.
+	"admin.recon_kind.authority_conflict": "ours, but with another bank id; needs a look",
+	"admin.recon_kind.not_reached":        "not reached (the run's time ran out)",
+	"admin.recon_kind.receipt_expired":    "the bank no longer keeps its receipt: its API cannot be asked; check the merchant portal",
+	"admin.recon_kind.no_callback":        "the payer never came back: the bank answers only with the callback's data; check the merchant portal",
 }

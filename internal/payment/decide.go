@@ -87,6 +87,14 @@ type Rules struct {
 	// it goes to review (returned_to_payer) without waiting for
 	// MaxUnknown.
 	VerifyDeadline time.Duration
+	// CallbackOnly: the gateway's verify needs the callback's data and
+	// nothing else gives it (Mellat's SaleReferenceId): a payment whose
+	// payer never came back has no outcome the bank can be asked for. It
+	// waits for its callback until VerifyDeadline, then goes to review
+	// (returned_to_payer: money the bank took unverified it returns by
+	// itself), not failed at AuthorityLifetime (failed needs the bank's
+	// word).
+	CallbackOnly bool
 	// MaxCreditFailures: a bank-verified payment whose credit failed this
 	// many times goes to review instead of being retried (0: never).
 	MaxCreditFailures int
@@ -400,7 +408,8 @@ func decideRefReused(in Input) Decision {
 
 // Expiry reports the worker's deadline that a payment has passed: failed
 // (never seen paid within the authority's lifetime) for awaiting_payment, needs_review (unknown too long) for
-// pending_verification. Deadlines count from opened_at (creation or the
+// pending_verification, and for awaiting_payment of a CallbackOnly
+// gateway without a callback, needs_review at the gateway's window. Deadlines count from opened_at (creation or the
 // last reopen).
 func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	status := p.Status
@@ -410,6 +419,13 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	}
 	age := now.Sub(opened)
 	switch {
+	case status == StatusAwaitingPayment && r.CallbackOnly && r.VerifyDeadline > 0 && p.ReturnedAt == nil && p.Receipt == nil:
+		// No callback, no word from the bank: only its window ends it,
+		// counted from the payment at the bank.
+		if now.Sub(p.CreatedAt) > r.VerifyDeadline {
+			return StatusNeedsReview, ReasonReturnedToPayer, true
+		}
+		return "", "", false
 	case status == StatusAwaitingPayment && r.AuthorityLifetime > 0 && age > r.AuthorityLifetime:
 		return StatusFailed, ReasonNotPaidAfterLife, true
 	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(p.CreatedAt) > r.VerifyDeadline &&

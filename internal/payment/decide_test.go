@@ -505,6 +505,56 @@ func TestGatewayVerifyDeadline(t *testing.T) {
 	}
 }
 
+// TestCallbackOnlyWindow: a payment of a gateway whose verify needs the
+// callback's data and nothing else gives it (Mellat), whose payer never
+// came back, has no outcome the bank can be asked for: it waits for its
+// callback until the gateway's window closes (from its creation), not
+// the authority's lifetime, shorter or longer, and then goes to review as
+// returned to the payer. With a callback (came back, or a receipt kept),
+// or at a gateway whose receipt of the token stands in for the callback
+// (SEP), the lifetime rule stays.
+func TestCallbackOnlyWindow(t *testing.T) {
+	window := 20 * time.Minute
+	for _, tt := range []struct {
+		name         string
+		lifetime     time.Duration
+		callbackOnly bool
+		created      time.Duration // ago
+		returned     bool
+		receipt      bool
+		to           payment.Status
+		reason       payment.Reason
+	}{
+		{"no callback, window open, lifetime passed", 10 * time.Minute, true, 15 * time.Minute, false, false, "", ""},
+		{"no callback, window closed", 10 * time.Minute, true, 21 * time.Minute, false, false, payment.StatusNeedsReview, payment.ReasonReturnedToPayer},
+		{"no callback, window closed, lifetime longer", time.Hour, true, 21 * time.Minute, false, false, payment.StatusNeedsReview, payment.ReasonReturnedToPayer},
+		{"no callback, at the window's end exactly", time.Hour, true, 20 * time.Minute, false, false, "", ""},
+		{"came back without a sale: the lifetime rule", 10 * time.Minute, true, 15 * time.Minute, true, false, payment.StatusFailed, payment.ReasonNotPaidAfterLife},
+		{"a kept receipt: the lifetime rule", 10 * time.Minute, true, 15 * time.Minute, false, true, payment.StatusFailed, payment.ReasonNotPaidAfterLife},
+		{"a receipt of the token stands in (SEP)", 10 * time.Minute, false, 15 * time.Minute, false, false, payment.StatusFailed, payment.ReasonNotPaidAfterLife},
+		{"a receipt of the token, past the window", time.Hour, false, 25 * time.Minute, false, false, "", ""},
+	} {
+		rules := payment.Rules{AuthorityLifetime: tt.lifetime, MaxUnknown: 2 * time.Hour, VerifyDeadline: window, CallbackOnly: tt.callbackOnly}
+		p := payment.Payment{ID: 1, Status: payment.StatusAwaitingPayment, CreatedAt: t0.Add(-tt.created)}
+		if tt.returned {
+			p.ReturnedAt = ptr(t0.Add(-time.Minute))
+		}
+		if tt.receipt {
+			p.Receipt = ptr("123456789")
+		}
+		d := payment.Decide(payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules})
+		if tt.to == "" {
+			if d.Action != payment.ActionNone {
+				t.Errorf("%s: %+v, want nothing", tt.name, d)
+			}
+			continue
+		}
+		if d.Action != payment.ActionMove || d.To != tt.to || d.Reason != tt.reason || !d.Deadline {
+			t.Errorf("%s: %+v, want %s (%s)", tt.name, d, tt.to, tt.reason)
+		}
+	}
+}
+
 // TestPickGateway: the preferred gateway when healthy, else the next
 // healthy one after it in order (wrapping); an unknown one is refused;
 // none healthy is the gateway failure.

@@ -38,6 +38,11 @@ type Store interface {
 	// failed or under review and were created at or after since, newest
 	// first (reconciliation by inquiry, for gateways without a list).
 	RecentEnded(ctx context.Context, gateway string, since time.Time, limit int) ([]Payment, error)
+	// RecentUncredited lists a gateway's payments with an authority that
+	// are open or ended without a credit and were created at or after
+	// since, newest first (reconciliation of gateways whose verify needs
+	// the callback's data: SEP, Mellat).
+	RecentUncredited(ctx context.Context, gateway string, since time.Time, limit int) ([]Payment, error)
 	// DisabledGateways names the gateways an operator switched off.
 	DisabledGateways(ctx context.Context) (map[string]bool, error)
 	// SwitchGateway records an operator's switch of a gateway and its

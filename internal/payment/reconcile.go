@@ -26,11 +26,31 @@ type ReconcileItem struct {
 	// (outcome still unknown), unresolved (the bank's verify did not say
 	// paid; a person looks), authority_conflict (our payment by its
 	// callback URL, with another authority), not_reached (the run's budget
-	// ended first), error.
+	// ended first), receipt_expired and no_callback (not credited, and the
+	// bank's API cannot be asked about it: past the gateway's receipt
+	// window, or without the callback's data; a person looks elsewhere),
+	// error. ReconcileKinds lists them.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
 
 	creditedRials int64
+}
+
+// Kinds of a reconciliation item that the bank's API could not be asked
+// about (ReconcileItem.Kind).
+const (
+	// KindReceiptExpired: past the gateway's receipt window (SEP keeps a
+	// token's receipt one hour), the payment cannot be asked about.
+	KindReceiptExpired = "receipt_expired"
+	// KindNoCallback: the gateway is asked about a sale only with the
+	// callback's data (Mellat's SaleReferenceId), and none came.
+	KindNoCallback = "no_callback"
+)
+
+// ReconcileKinds lists every ReconcileItem.Kind (pages translate each).
+func ReconcileKinds() []string {
+	return []string{"credited", "already_resolved", "foreign", "amount_mismatch", "open", "unresolved",
+		"authority_conflict", "not_reached", KindReceiptExpired, KindNoCallback, "error"}
 }
 
 // ReconcileReport is the stored result of one reconciliation.
@@ -81,7 +101,11 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 // budget, and gets its own stored report: a gateway's list of paid but
 // unverified payments (Zarinpal), or for a gateway without one (Zibal:
 // GatewayRules.NoList) an inquiry of each of our recent payments there
-// that is not credited. The answer sums them (Gateway names them all).
+// that is not credited, or for a gateway whose verify needs the
+// callback's data (GatewayRules.NeedsCallback) the source that data
+// allows (reconcileByCallbackData: SEP's receipt within its hour,
+// Mellat's inquiry of a sale). The answer sums them (Gateway names them
+// all).
 func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (ReconcileReport, error) {
 	if rc.Concurrency <= 0 {
 		rc.Concurrency = 4
@@ -98,9 +122,12 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	for _, gw := range s.gws {
 		var rep ReconcileReport
 		var err error
-		if s.cfg.Gateways[gw.Name()].NoList {
+		switch rules := s.cfg.Gateways[gw.Name()]; {
+		case rules.NeedsCallback:
+			rep, err = s.reconcileByCallbackData(ctx, gw, rules, rc)
+		case rules.NoList:
 			rep, err = s.reconcileByInquiry(ctx, gw, rc)
-		} else {
+		default:
 			rep, err = s.reconcileList(ctx, gw, rc)
 		}
 		if err != nil {
@@ -332,16 +359,6 @@ const ReconcileLookback = 24 * time.Hour
 // counted as listed only.
 func (s *Service) reconcileByInquiry(ctx context.Context, gw gateway.Gateway, rc ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
-	if s.cfg.Gateways[gw.Name()].NeedsCallback {
-		// Verify needs the callback's data (Mellat's inquiry needs it
-		// too): nothing to ask from our row alone. An empty report says
-		// the gateway was considered.
-		rep.FinishedAt = s.clock()
-		if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), &rep); err != nil {
-			return rep, err
-		}
-		return rep, nil
-	}
 	ended, err := s.st.RecentEnded(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
 	if err != nil {
 		rep.Error = "list our ended payments: " + err.Error()
@@ -428,4 +445,221 @@ func (s *Service) inquireEnded(ctx context.Context, gw gateway.Gateway, p Paymen
 		it.Kind, it.Detail = "open", string(p.Status)
 	}
 	return it, true
+}
+
+// CallbackDataAsk is what reconciliation asks the bank about one payment
+// of a gateway whose verify needs the callback's data.
+type CallbackDataAsk int
+
+const (
+	AskNothing CallbackDataAsk = iota // nothing can or need be asked
+	AskReceipt                        // the token's receipt (SEP, within its window)
+	AskSale                           // the sale's inquiry with the callback's data (Mellat)
+)
+
+// CallbackDataPlan is what reconciliation does about one payment of a
+// gateway whose verify needs the callback's data: ask its receipt or its
+// sale, or nothing — then Kind (and Detail), when not "", is the
+// report's line for it.
+type CallbackDataPlan struct {
+	Ask          CallbackDataAsk
+	Kind, Detail string
+}
+
+// PlanCallbackData decides what reconciliation asks about p, one of our
+// payments not credited at a gateway whose verify needs the callback's
+// data, at now. Pure.
+//
+// A gateway whose receipt of the token stands in for the callback (SEP:
+// GatewayRules.ReceiptLife) is asked its receipt while the bank keeps it;
+// past that, a payment whose outcome we do not know (open, under review)
+// is reported as beyond the bank's API, never guessed at (a failed one
+// ended on the bank's word or its page's lifetime). Otherwise (Mellat)
+// a payment with the callback's data (its kept receipt) is asked about
+// its sale; one whose payer never came back cannot be asked about and,
+// once ended, is reported so; one that came back without a sale ended on
+// the bank's word, and an open one is still within its window (the
+// worker's).
+func PlanCallbackData(p Payment, now time.Time, r GatewayRules) CallbackDataPlan {
+	switch {
+	case r.ReceiptLife > 0 && now.Sub(p.CreatedAt) <= r.ReceiptLife:
+		return CallbackDataPlan{Ask: AskReceipt}
+	case r.ReceiptLife > 0 && p.Status == StatusFailed:
+		return CallbackDataPlan{}
+	case r.ReceiptLife > 0:
+		return CallbackDataPlan{Kind: KindReceiptExpired, Detail: fmt.Sprintf("%s here; the bank keeps a token's receipt %s after it is made: ask its merchant portal",
+			p.Status, r.ReceiptLife)}
+	case p.Receipt != nil:
+		return CallbackDataPlan{Ask: AskSale}
+	case p.ReturnedAt != nil || p.Status.open():
+		return CallbackDataPlan{}
+	}
+	return CallbackDataPlan{Kind: KindNoCallback, Detail: string(p.Status) + " here; the bank is asked about a sale only with its callback's reference, and none came"}
+}
+
+// CallbackDataVerdict says what the bank's answer about p means: act
+// (verify, and settle where the gateway settles, through the payment's
+// check as the worker does: the bank holds it paid or verified, or SEP
+// no longer keeps the receipt of a payment whose RefNum we hold, which
+// its verify answers), or report a line (Kind, Detail), or neither
+// (the bank does not hold it paid). Pure.
+func CallbackDataVerdict(p Payment, ir gateway.InquiryResult) (act bool, kind, detail string) {
+	switch ir.Status {
+	case gateway.InquiryPaid, gateway.InquiryVerified:
+		return true, "", ""
+	case gateway.InquiryInBank, gateway.InquiryFailed, gateway.InquiryReversed:
+		return false, "", ""
+	case gateway.InquiryGone:
+		if p.Receipt != nil {
+			return true, "", ""
+		}
+		return false, "unresolved", string(p.Status) + " here; the bank keeps no receipt of it any more (verified or reversed there) and no callback brought its receipt"
+	}
+	return false, "unresolved", fmt.Sprintf("%s here; the bank answers %s (code %d)", p.Status, ir.Status, ir.Code)
+}
+
+// reconcileByCallbackData reconciles a gateway whose verify needs the
+// callback's data (SEP, Mellat), which lists nothing: each of our
+// payments there created within ReconcileLookback and not credited is
+// planned (PlanCallbackData), asked about through the source its data
+// allows — SEP's receipt of the token within its hour, Mellat's
+// bpInquiryRequest with the kept SaleReferenceId — and, when the bank
+// holds it paid or verified, checked exactly as the worker checks it
+// (verify, settle, credit), an ended one reopened first so that a crash
+// cannot lose the answer. Payments the bank cannot be asked about are
+// reported, never guessed at. Items are the payments the bank holds paid,
+// those it could not be asked about and errors; Listed counts those
+// asked.
+func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gateway, rules GatewayRules, rc ReconcileConfig) (ReconcileReport, error) {
+	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
+	ps, err := s.st.RecentUncredited(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
+	if err != nil {
+		rep.Error = "list our uncredited payments: " + err.Error()
+	}
+	var (
+		items []ReconcileItem
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, rc.Concurrency)
+	)
+	add := func(it ReconcileItem) {
+		mu.Lock()
+		defer mu.Unlock()
+		items = append(items, it)
+		rep.Ours++
+		switch it.Kind {
+		case "credited":
+			rep.Credited++
+			rep.CreditedRials += it.creditedRials
+		case "amount_mismatch", "unresolved":
+			rep.Mismatches++
+		case "not_reached":
+			rep.Unreached++
+		}
+	}
+	for _, p := range ps {
+		it := ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID}
+		plan := PlanCallbackData(p, s.clock(), rules)
+		if plan.Ask == AskNothing {
+			if plan.Kind != "" {
+				it.Kind, it.Detail = plan.Kind, plan.Detail
+				add(it)
+			}
+			continue
+		}
+		rep.Listed++
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
+			add(it)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if it, ok := s.askByCallbackData(ctx, gw, p, plan.Ask, it); ok {
+				add(it)
+			}
+		}()
+	}
+	wg.Wait()
+	rep.FinishedAt = s.clock()
+	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
+		rep.Details = string(b)
+	}
+	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), &rep); err != nil {
+		return rep, err
+	}
+	s.log.InfoContext(ctx, "reconciliation by the callback's data done", "gateway", rep.Gateway, "asked", rep.Listed,
+		"reported", rep.Ours, "credited", rep.Credited, "unreached", rep.Unreached, "error", rep.Error)
+	return rep, nil
+}
+
+// askByCallbackData asks the bank about p (its token's receipt, or its
+// sale) and, when the bank holds it paid, checks it as the worker does;
+// ok is false when there is nothing to report.
+func (s *Service) askByCallbackData(ctx context.Context, gw gateway.Gateway, p Payment, ask CallbackDataAsk, it ReconcileItem) (ReconcileItem, bool) {
+	ictx, cancel := context.WithTimeout(resilient.WithPaymentRef(ctx, p.PublicID), s.cfg.VerifyTimeout)
+	var ir gateway.InquiryResult
+	var err error
+	if ask == AskSale {
+		si, ok := saleInquirerOf(gw)
+		if !ok {
+			cancel()
+			it.Kind, it.Detail = KindNoCallback, "the driver has no inquiry of a sale"
+			return it, true
+		}
+		ir, err = si.InquireSale(ictx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
+			OrderID: p.PublicID, Receipt: p.ReceiptString()})
+	} else {
+		ir, err = gw.Inquire(ictx, p.AuthorityString())
+	}
+	cancel()
+	if err != nil {
+		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		return it, true
+	}
+	act, kind, detail := CallbackDataVerdict(p, ir)
+	if !act {
+		it.Kind, it.Detail = kind, detail
+		return it, kind != ""
+	}
+	before := p.Status
+	if p.Status == StatusFailed || p.Status == StatusNeedsReview {
+		// The bank holds the payer's money for a payment that ended here
+		// without it: reopen (so a crash cannot lose the answer) and check.
+		p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
+	} else {
+		p, err = s.Resolve(ctx, p)
+	}
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+	case p.Status == StatusCredited:
+		it.Kind, it.Detail, it.creditedRials = "credited", "was "+string(before)+" here", p.AmountRials
+	case p.Status == StatusNeedsReview && p.StatusReason == string(ReasonAmountMismatch):
+		it.Kind, it.Detail = "amount_mismatch", string(ir.Status)+" at the bank"
+	case p.Status.Terminal():
+		it.Kind, it.Detail = "unresolved", string(ir.Status)+" at the bank; "+string(p.Status)+" ("+p.StatusReason+") here"
+	default:
+		it.Kind, it.Detail = "open", string(ir.Status)+" at the bank; "+string(p.Status)+" here"
+	}
+	return it, true
+}
+
+// saleInquirerOf returns gw's inquiry of a sale (Mellat), if it has one.
+// A wrapper (the resilient caller) says whether the gateway it wraps does
+// (SaleInquiry).
+func saleInquirerOf(gw gateway.Gateway) (gateway.SaleInquirer, bool) {
+	si, ok := gw.(gateway.SaleInquirer)
+	if !ok {
+		return nil, false
+	}
+	if n, ok := gw.(interface{ SaleInquiry() bool }); ok && !n.SaleInquiry() {
+		return nil, false
+	}
+	return si, true
 }

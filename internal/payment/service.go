@@ -52,7 +52,34 @@ type GatewayRules struct {
 	// reconciliation by inquiry leaves such gateways' payments to the
 	// callback and the worker.
 	NeedsCallback bool
+	// ReceiptLife: for a NeedsCallback gateway, how long after a payment
+	// was created the bank's receipt of its token still names what the
+	// callback carries (SEP's receipt API: one hour, and only before
+	// verify or reverse), so that the worker and reconciliation can verify
+	// a payment whose callback was lost. 0: only the callback carries it
+	// (Mellat): such a payment without a callback cannot be asked about.
+	ReceiptLife time.Duration
 }
+
+// RulesOf are the payment code's rules of a gateway, from its capability
+// record: its verify deadline when documented, whether it lists
+// unverified payments (else reconciliation asks it one by one), whether
+// verify needs the callback's data and how long a receipt of the token
+// stands in for it.
+func RulesOf(c gateway.Capabilities) GatewayRules {
+	r := GatewayRules{NoList: c.Reconcile&gateway.ReconcileList == 0, NeedsCallback: c.VerifyData == gateway.VerifyNeedsCallback}
+	if c.VerifyDeadline.Kind == gateway.WindowWithin {
+		r.VerifyDeadline = c.VerifyDeadline.Within
+	}
+	if c.Receipt.Kind == gateway.WindowWithin {
+		r.ReceiptLife = c.Receipt.Within
+	}
+	return r
+}
+
+// callbackOnly reports whether only the callback carries what verify
+// needs (Rules.CallbackOnly).
+func (r GatewayRules) callbackOnly() bool { return r.NeedsCallback && r.ReceiptLife <= 0 }
 
 // FormReusedError: the form's token was already used for another amount.
 type FormReusedError struct{ Existing Payment }

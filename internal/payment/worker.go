@@ -241,7 +241,8 @@ func (w *Worker) rules() Rules {
 // then).
 func (w *Worker) rulesFor(p Payment) Rules {
 	r := w.rules()
-	r.VerifyDeadline = w.s.cfg.Gateways[p.Gateway].VerifyDeadline
+	g := w.s.cfg.Gateways[p.Gateway]
+	r.VerifyDeadline, r.CallbackOnly = g.VerifyDeadline, g.callbackOnly()
 	return r
 }
 

@@ -287,7 +287,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if pc.Gateways == nil {
 		pc.Gateways = map[string]payment.GatewayRules{}
 		for _, drv := range drvs {
-			pc.Gateways[drv.Name] = GatewayRules(drv.Capabilities)
+			pc.Gateways[drv.Name] = payment.RulesOf(drv.Capabilities)
 		}
 	}
 	// A move that queued webhook deliveries wakes this instance's sender
@@ -356,17 +356,6 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Ready:    func(ctx context.Context) error { return ready(ctx, db) },
 	})
 	return s, nil
-}
-
-// GatewayRules are the payment code's rules of a gateway, from its
-// capability record: its verify deadline when documented, and whether it
-// lists unverified payments (else reconciliation asks it one by one).
-func GatewayRules(c gateway.Capabilities) payment.GatewayRules {
-	r := payment.GatewayRules{NoList: c.Reconcile&gateway.ReconcileList == 0, NeedsCallback: c.VerifyData == gateway.VerifyNeedsCallback}
-	if c.VerifyDeadline.Kind == gateway.WindowWithin {
-		r.VerifyDeadline = c.VerifyDeadline.Within
-	}
-	return r
 }
 
 // ParseCallback reads a callback with the named gateway's own parser

@@ -56,21 +56,25 @@ func TestCheckFindsWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, spoil := range map[string]func(d *gateway.Driver){
-		"parser":           func(d *gateway.Driver) { d.ParseCallback = nil },
-		"Redirect":         func(d *gateway.Driver) { d.Capabilities.Redirect = 0 },
-		"Callback":         func(d *gateway.Driver) { d.Capabilities.Callback = 0 },
-		"AlreadyVerified":  func(d *gateway.Driver) { d.Capabilities.AlreadyVerified = nil },
-		"VerifyDeadline":   func(d *gateway.Driver) { d.Capabilities.VerifyDeadline = gateway.Window{} },
-		"ReverseWindow":    func(d *gateway.Driver) { d.Capabilities.ReverseWindow = gateway.Window{Kind: gateway.WindowWithin} },
-		"Settle":           func(d *gateway.Driver) { d.Capabilities.Settle = gateway.Window{} },
-		"VerifyData":       func(d *gateway.Driver) { d.Capabilities.VerifyData = 0 },
-		"Reconcile":        func(d *gateway.Driver) { d.Capabilities.Reconcile = 0 },
-		"Unit":             func(d *gateway.Driver) { d.Capabilities.Unit = 0 },
-		"MinAmountRials":   func(d *gateway.Driver) { d.Capabilities.MinAmountRials = 0 },
-		"constructor":      func(d *gateway.Driver) { d.New = nil },
-		"label":            func(d *gateway.Driver) { d.Label = "" },
-		"setting":          func(d *gateway.Driver) { d.Settings = append(d.Settings, gateway.Setting{Env: "X"}) },
-		"sandbox protocol": func(d *gateway.Driver) { d.Sandbox.Protocol = "" },
+		"parser":          func(d *gateway.Driver) { d.ParseCallback = nil },
+		"Redirect":        func(d *gateway.Driver) { d.Capabilities.Redirect = 0 },
+		"Callback":        func(d *gateway.Driver) { d.Capabilities.Callback = 0 },
+		"AlreadyVerified": func(d *gateway.Driver) { d.Capabilities.AlreadyVerified = nil },
+		"VerifyDeadline":  func(d *gateway.Driver) { d.Capabilities.VerifyDeadline = gateway.Window{} },
+		"ReverseWindow":   func(d *gateway.Driver) { d.Capabilities.ReverseWindow = gateway.Window{Kind: gateway.WindowWithin} },
+		"Settle":          func(d *gateway.Driver) { d.Capabilities.Settle = gateway.Window{} },
+		"VerifyData":      func(d *gateway.Driver) { d.Capabilities.VerifyData = 0 },
+		"Reconcile":       func(d *gateway.Driver) { d.Capabilities.Reconcile = 0 },
+		"Receipt": func(d *gateway.Driver) {
+			d.Capabilities.VerifyData = gateway.VerifyNeedsCallback // and no word on a receipt of the token
+		},
+		"Receipt without a callback": func(d *gateway.Driver) { d.Capabilities.Receipt = gateway.Within(3600e9) },
+		"Unit":                       func(d *gateway.Driver) { d.Capabilities.Unit = 0 },
+		"MinAmountRials":             func(d *gateway.Driver) { d.Capabilities.MinAmountRials = 0 },
+		"constructor":                func(d *gateway.Driver) { d.New = nil },
+		"label":                      func(d *gateway.Driver) { d.Label = "" },
+		"setting":                    func(d *gateway.Driver) { d.Settings = append(d.Settings, gateway.Setting{Env: "X"}) },
+		"sandbox protocol":           func(d *gateway.Driver) { d.Sandbox.Protocol = "" },
 	} {
 		d := full
 		d.Capabilities.AlreadyVerified = append([]gateway.Signal(nil), full.Capabilities.AlreadyVerified...)
@@ -96,12 +100,13 @@ func TestCapabilitiesDescribeTheNextGateways(t *testing.T) {
 			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 2}},
 			VerifyDeadline:  gateway.Within(30 * 60e9), ReverseWindow: gateway.Within(50 * 60e9),
 			Settle:     gateway.Window{Kind: gateway.WindowNone},
-			VerifyData: gateway.VerifyNeedsCallback, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
+			VerifyData: gateway.VerifyNeedsCallback, Receipt: gateway.Within(3600e9),
+			Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
 		"mellat": {Redirect: gateway.RedirectPOSTForm, Callback: gateway.CallbackPOST,
 			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 43}, {Op: "settle", Code: 45}},
 			VerifyDeadline:  gateway.Within(20 * 60e9), ReverseWindow: gateway.Within(3 * 3600e9),
 			Settle:     gateway.Within(20 * 60e9),
-			VerifyData: gateway.VerifyNeedsCallback, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
+			VerifyData: gateway.VerifyNeedsCallback, Receipt: gateway.Window{Kind: gateway.WindowNone}, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
 	} {
 		d := full
 		d.Name, d.Capabilities = name, c

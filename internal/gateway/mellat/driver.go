@@ -49,6 +49,8 @@ func Driver() gateway.Driver {
 			VerifyDeadline: gateway.Within(20 * time.Minute),
 			ReverseWindow:  gateway.Within(3 * time.Hour),
 			VerifyData:     gateway.VerifyNeedsCallback,
+			// The SaleReferenceId comes with the callback only.
+			Receipt:        gateway.Window{Kind: gateway.WindowNone},
 			Reconcile:      gateway.ReconcileInquiry,
 			Unit:           gateway.UnitRial,
 			MinAmountRials: 10_000,

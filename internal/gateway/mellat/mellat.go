@@ -92,9 +92,10 @@ type Client struct {
 }
 
 var (
-	_ gateway.Gateway   = (*Client)(nil)
-	_ gateway.Settler   = (*Client)(nil)
-	_ gateway.FormPayer = (*Client)(nil)
+	_ gateway.Gateway      = (*Client)(nil)
+	_ gateway.Settler      = (*Client)(nil)
+	_ gateway.SaleInquirer = (*Client)(nil)
+	_ gateway.FormPayer    = (*Client)(nil)
 )
 
 // New validates cfg and returns a Client.

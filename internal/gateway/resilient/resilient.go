@@ -213,6 +213,26 @@ func (g *Gateway) NeedsSettle() bool {
 	return ok
 }
 
+// InquireSale implements gateway.SaleInquirer for a gateway asked about
+// a sale with the callback's data (Mellat), retrying transient failures.
+// A gateway without it refuses (SaleInquiry says which).
+func (g *Gateway) InquireSale(ctx context.Context, in gateway.VerifyInput) (gateway.InquiryResult, error) {
+	si, ok := g.inner.(gateway.SaleInquirer)
+	if !ok {
+		return gateway.InquiryResult{}, &gateway.RejectedError{Op: OpInquire, Message: g.name + " has no inquiry of a sale"}
+	}
+	return run(g, ctx, OpInquire, true,
+		func(ctx context.Context) (gateway.InquiryResult, error) { return si.InquireSale(ctx, in) },
+		func(r gateway.InquiryResult) (string, int) { return OutcomeOK, r.Code })
+}
+
+// SaleInquiry reports whether the wrapped gateway is asked about a sale
+// with the callback's data (implements gateway.SaleInquirer).
+func (g *Gateway) SaleInquiry() bool {
+	_, ok := g.inner.(gateway.SaleInquirer)
+	return ok
+}
+
 // PayForm implements gateway.FormPayer for a gateway whose payer is sent
 // by POST (no call is made); ok is false for the others.
 func (g *Gateway) PayForm(authority string) (gateway.PayForm, bool) {

@@ -37,10 +37,13 @@ func Driver() gateway.Driver {
 			VerifyDeadline:  gateway.Within(30 * time.Minute),
 			ReverseWindow:   gateway.Within(50 * time.Minute),
 			VerifyData:      gateway.VerifyNeedsCallback,
-			Reconcile:       gateway.ReconcileInquiry,
-			Unit:            gateway.UnitRial,
-			MinAmountRials:  10_000,
-			Settle:          gateway.Window{Kind: gateway.WindowNone},
+			// The receipt API names a token's RefNum for an hour after
+			// the token, and only before verify or reverse.
+			Receipt:        gateway.Within(time.Hour),
+			Reconcile:      gateway.ReconcileInquiry,
+			Unit:           gateway.UnitRial,
+			MinAmountRials: 10_000,
+			Settle:         gateway.Window{Kind: gateway.WindowNone},
 		},
 		ParseCallback: ParseCallback,
 		Settings: []gateway.Setting{

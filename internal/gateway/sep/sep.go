@@ -377,13 +377,13 @@ func callbackReceipt(s string) string {
 // Inquire asks SEP's receipt of a token: InProgress → IN_BANK,
 // CanceledByUser and Failed → FAILED, OK → PAID. SEP keeps the receipt one
 // hour and only until the payment is verified or reversed; after that
-// (HTTP 404) the state is unknown to it ("GONE", which the payment code
+// (HTTP 404) the state is unknown to it (InquiryGone, which the payment code
 // reads as no definite word).
 func (c *Client) Inquire(ctx context.Context, token string) (gateway.InquiryResult, error) {
 	a, status, err := c.receipt(ctx, token)
 	if err != nil {
 		if status == http.StatusNotFound {
-			return gateway.InquiryResult{Code: status, Status: "GONE"}, nil
+			return gateway.InquiryResult{Code: status, Status: gateway.InquiryGone}, nil
 		}
 		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), err)
 	}

@@ -172,6 +172,21 @@ func (s *Store) RecentEnded(ctx context.Context, gateway string, since time.Time
 	return out, nil
 }
 
+// RecentUncredited lists a gateway's payments with an authority, open or
+// ended without a credit, created at or after since, newest first. The
+// statuses are literals (the (status, created_at) index).
+func (s *Store) RecentUncredited(ctx context.Context, gateway string, since time.Time, limit int) ([]payment.Payment, error) {
+	var out []payment.Payment
+	err := s.db.Gorm.WithContext(ctx).
+		Where("status IN ('awaiting_payment', 'pending_verification', 'failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?",
+			gateway, since).
+		Order("created_at DESC").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("find recent uncredited payments of %s: %w", gateway, err)
+	}
+	return out, nil
+}
+
 // EventsOf lists a payment's status changes, oldest first (the contract
 // tests' view; pages read them through internal/paymentread).
 func (s *Store) EventsOf(ctx context.Context, paymentID int64) ([]payment.Event, error) {

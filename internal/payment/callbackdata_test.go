@@ -1,0 +1,262 @@
+package payment_test
+
+// Reconciliation and the worker at the gateways whose verify needs the
+// callback's data (SEP's RefNum, Mellat's SaleReferenceId), against the
+// real drivers and the sandbox bank speaking their protocols at their
+// own paths, on one fake clock (the bank's, the drivers' and ours).
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// newBankEnv is newEnv whose one gateway is the named driver against a
+// sandbox bank on the env's clock, with the gateway's rules from its
+// capability record.
+func newBankEnv(t *testing.T, db *store.DB, name string) (*env, *sandbank.Bank) {
+	t.Helper()
+	e := newEnv(t, db)
+	bank := sandbank.New(sandbank.Options{Clock: e.clock.Now})
+	srv := httptest.NewServer(bank.Handler())
+	t.Cleanup(srv.Close)
+	d, ok := drivers.Lookup(name)
+	if !ok {
+		t.Fatalf("no driver %s", name)
+	}
+	g, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: srv.Client(), Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := paymenttest.Config()
+	cfg.Gateways = map[string]payment.GatewayRules{name: payment.RulesOf(d.Capabilities)}
+	e.store = &hookStore{Store: sqlstore.New(db)}
+	e.svc = payment.NewService(e.store, gateway.Set{g}, e.clock.Now, nil, cfg)
+	return e, bank
+}
+
+// reconcile runs reconciliation and returns its items by payment.
+func (e *env) reconcile() (payment.ReconcileReport, map[string]payment.ReconcileItem) {
+	e.t.Helper()
+	rep, err := e.svc.ReconcileWith(context.Background(), payment.ReconcileConfig{Budget: time.Minute})
+	if err != nil {
+		e.t.Fatalf("reconcile: %v (%+v)", err, rep)
+	}
+	items := map[string]payment.ReconcileItem{}
+	for _, it := range rep.Items() {
+		items[it.PublicID] = it
+	}
+	return rep, items
+}
+
+// eventCount counts all payment events (a run that changes nothing adds
+// none).
+func (e *env) eventCount() int64 { return e.count(`SELECT COUNT(*) FROM payment_events`) }
+
+// TestReconcileSEPByReceipt: SEP lists nothing, and its verify needs the
+// callback's RefNum; within an hour of the token its receipt names it.
+// Payers paid and their callbacks were lost: one payment failed here
+// meanwhile, one is still open. Reconciliation asks each receipt, and the
+// bank holding them paid, verifies and credits them through the state
+// machine (the failed one reopened first), exactly once; a payer who
+// cancelled is asked about and left alone. A second run changes nothing.
+// A payment past the hour is reported as beyond SEP's API, not credited,
+// and SEP is not asked about it.
+func TestReconcileSEPByReceipt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e, bank := newBankEnv(t, db, "sep")
+		failed, open, cancelled := e.start(100_000), e.start(200_000), e.start(300_000)
+		for _, p := range []payment.Payment{failed, open} {
+			if _, err := bank.Pay(p.AuthorityString()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := bank.Cancel(cancelled.AuthorityString()); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(5 * time.Minute)
+		paymenttest.ForceStatus(t, db, failed.ID, string(payment.StatusFailed), string(payment.ReasonNotPaidAfterLife))
+		paymenttest.ForceStatus(t, db, cancelled.ID, string(payment.StatusFailed), string(payment.ReasonBankCancelled))
+
+		rep, items := e.reconcile()
+		if rep.Gateway != "sep" || rep.Listed != 3 || rep.Credited != 2 || rep.CreditedRials != 300_000 || len(items) != 2 {
+			t.Fatalf("report %+v, items %+v", rep, items)
+		}
+		for _, p := range []payment.Payment{failed, open} {
+			if it := items[p.PublicID]; it.Kind != "credited" {
+				t.Errorf("item of %s: %+v", p.PublicID, it)
+			}
+			r := e.row(p.ID)
+			if r.Status != payment.StatusCredited || r.RefID == nil {
+				t.Errorf("after reconciliation: %s", dump(r))
+			}
+			if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified || bp.VerifyCount != 1 {
+				t.Errorf("at the bank: %+v", bp)
+			}
+		}
+		if got := e.events(failed); !slices.Contains(got, "failed>pending_verification:reconcile:reopened") ||
+			got[len(got)-1] != "pending_verification>credited:reconcile:verified_paid" {
+			t.Errorf("events of the failed one: %v", got)
+		}
+		if r := e.row(cancelled.ID); r.Status != payment.StatusFailed || r.StatusReason != string(payment.ReasonBankCancelled) {
+			t.Errorf("the cancelled one: %s", dump(r))
+		}
+		if e.balance() != 300_000 {
+			t.Errorf("balance %d, want 300,000", e.balance())
+		}
+
+		events := e.eventCount()
+		rep, items = e.reconcile()
+		if rep.Credited != 0 || len(items) != 0 || e.balance() != 300_000 || e.eventCount() != events {
+			t.Errorf("second run: %+v %+v, balance %d, events %d → %d", rep, items, e.balance(), events, e.eventCount())
+		}
+
+		// Past the hour: paid at the bank, the callback lost, under review
+		// here; SEP keeps no receipt any more.
+		late := e.start(400_000)
+		if _, err := bank.Pay(late.AuthorityString()); err != nil {
+			t.Fatal(err)
+		}
+		paymenttest.ForceStatus(t, db, late.ID, string(payment.StatusNeedsReview), string(payment.ReasonReturnedToPayer))
+		e.clock.Advance(61 * time.Minute)
+		before := bank.Stats()["sep-inquiry"].Calls
+		rep, items = e.reconcile()
+		if it := items[late.PublicID]; it.Kind != payment.KindReceiptExpired || it.Detail == "" || rep.Credited != 0 || len(items) != 1 {
+			t.Errorf("past the hour: %+v, items %+v", rep, items)
+		}
+		if got := bank.Stats()["sep-inquiry"].Calls; got != before {
+			t.Errorf("SEP's receipt was asked %d times past its hour", got-before)
+		}
+		e.assertUncredited(late)
+		if r := e.row(late.ID); r.Status != payment.StatusNeedsReview || e.balance() != 300_000 {
+			t.Errorf("past the hour: %s, balance %d", dump(r), e.balance())
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// TestReconcileMellatBySale: Mellat lists nothing, and its inquiry needs
+// the callback's SaleReferenceId. A payer paid and came back; the bank
+// verified the sale but its answer was lost, and the payment went to
+// review here. Reconciliation asks bpInquiryRequest with the kept
+// reference (0: verified), then verifies (43), settles and credits
+// through the state machine, exactly once; a second run changes nothing.
+// A payment whose payer never came back cannot be asked about: once
+// ended, it is reported as such, never credited.
+func TestReconcileMellatBySale(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "mellat")
+		p := e.start(150_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": {CommitThenHang: true, HangMS: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.svc.ReturnWithReceipt(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+		if err != nil || got.Status != payment.StatusPendingVerification || got.ReceiptString() != cb.Form["SaleReferenceId"] {
+			t.Fatalf("callback with the verify's answer lost: %s, %v", dump(got), err)
+		}
+		bank.ClearFaults()
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified {
+			t.Fatalf("at the bank: %+v", bp)
+		}
+		paymenttest.ForceStatus(t, db, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
+
+		// A payer who never came back, ended here at the bank's window.
+		gone := e.start(250_000)
+		if _, err := bank.Pay(gone.AuthorityString()); err != nil {
+			t.Fatal(err)
+		}
+		paymenttest.ForceStatus(t, db, gone.ID, string(payment.StatusNeedsReview), string(payment.ReasonReturnedToPayer))
+
+		rep, items := e.reconcile()
+		if rep.Gateway != "mellat" || rep.Listed != 1 || rep.Credited != 1 || rep.CreditedRials != 150_000 || len(items) != 2 {
+			t.Fatalf("report %+v, items %+v", rep, items)
+		}
+		if it := items[p.PublicID]; it.Kind != "credited" {
+			t.Errorf("item: %+v", it)
+		}
+		if it := items[gone.PublicID]; it.Kind != payment.KindNoCallback || it.Detail == "" {
+			t.Errorf("the payment without a callback: %+v", it)
+		}
+		if r := e.row(p.ID); r.Status != payment.StatusCredited || r.StatusReason != string(payment.ReasonAlreadyVerified) {
+			t.Errorf("after reconciliation: %s", dump(r))
+		}
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.SettledAt.IsZero() {
+			t.Errorf("not settled at the bank: %+v", bp)
+		}
+		e.assertUncredited(gone)
+		if e.balance() != 150_000 {
+			t.Errorf("balance %d, want 150,000", e.balance())
+		}
+
+		events, inquiries := e.eventCount(), bank.Stats()["mellat-inquiry"].Calls
+		rep, items = e.reconcile()
+		if rep.Credited != 0 || rep.Listed != 0 || len(items) != 1 || items[gone.PublicID].Kind != payment.KindNoCallback ||
+			e.balance() != 150_000 || e.eventCount() != events || bank.Stats()["mellat-inquiry"].Calls != inquiries {
+			t.Errorf("second run: %+v %+v, balance %d, events %d → %d", rep, items, e.balance(), events, e.eventCount())
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// TestMellatWithoutCallbackEndsAtTheWindow: a Mellat payment whose payer
+// paid and never came back cannot be verified (the sale's reference comes
+// only with the callback) nor asked about. The worker keeps it open until
+// Mellat's verify window (20 minutes from its creation) closes — not at
+// the authority's lifetime, shorter or longer — and then sends it to
+// review as returned to the payer by the bank (which it was: the bank
+// reverses an unverified sale at 20 minutes). Never failed, never
+// credited.
+func TestMellatWithoutCallbackEndsAtTheWindow(t *testing.T) {
+	for _, lifetime := range []time.Duration{10 * time.Minute, time.Hour} {
+		t.Run(lifetime.String(), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e, bank := newBankEnv(t, db, "mellat")
+				p := e.start(150_000)
+				if _, err := bank.Pay(p.AuthorityString()); err != nil {
+					t.Fatal(err)
+				}
+				wc := paymenttest.WorkerConfig()
+				wc.AuthorityLifetime = lifetime
+				w := e.svc.NewWorker(wc)
+				for minute := 1; minute <= 25; minute++ {
+					e.clock.Advance(time.Minute)
+					if _, err := w.RunOnce(ctx); err != nil {
+						t.Fatal(err)
+					}
+					r := e.row(p.ID)
+					switch {
+					case minute < 20 && r.Status != payment.StatusAwaitingPayment:
+						t.Fatalf("minute %d, within the window: %s", minute, dump(r))
+					case minute > 20 && (r.Status != payment.StatusNeedsReview || r.StatusReason != string(payment.ReasonReturnedToPayer)):
+						t.Fatalf("minute %d, past the window: %s", minute, dump(r))
+					}
+				}
+				if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateReversed {
+					t.Errorf("at the bank: %+v", bp)
+				}
+				e.assertUncredited(p)
+				if e.balance() != 0 {
+					t.Errorf("balance %d", e.balance())
+				}
+				checkInvariants(t, db)
+			})
+		})
+	}
+}
