@@ -1362,3 +1362,40 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// saleFake is a fake gateway asked about a sale with the callback's data
+// (as Mellat's bpInquiryRequest is).
+type saleFake struct{ *fakeGW }
+
+func (f saleFake) InquireSale(ctx context.Context, _ gateway.VerifyInput) (gateway.InquiryResult, error) {
+	r, err := f.run(ctx, "inquire_sale")
+	if err != nil {
+		return gateway.InquiryResult{}, err
+	}
+	v, _ := r.(gateway.InquiryResult)
+	return v, nil
+}
+
+// TestInquireSale: the caller passes a sale's inquiry through to a
+// gateway that has one, as a safe operation (a transient failure is
+// retried, every attempt recorded as an inquiry), and says which
+// gateways have one; one without it is refused without a call.
+func TestInquireSale(t *testing.T) {
+	verified := gateway.InquiryResult{Code: 0, Status: gateway.InquiryVerified}
+	f := saleFake{newFake(map[string][]step{"inquire_sale": {{err: http503()}, {res: verified}}})}
+	rec := &MemoryRecorder{}
+	g := New(f, fastOpts(newClock(), rec))
+	res, err := g.InquireSale(context.Background(), gateway.VerifyInput{Authority: "R1", Receipt: "123456789", OrderID: "p1"})
+	if err != nil || res != verified || !g.SaleInquiry() {
+		t.Fatalf("InquireSale = %+v, %v (has it: %v)", res, err, g.SaleInquiry())
+	}
+	calls := rec.Calls()
+	if f.count("inquire_sale") != 2 || len(calls) != 2 || calls[0].Operation != OpInquire || calls[1].Operation != OpInquire {
+		t.Fatalf("%d inner calls, recorded %+v", f.count("inquire_sale"), calls)
+	}
+	plain := newFake(nil)
+	g = New(plain, fastOpts(newClock(), nil))
+	if _, err := g.InquireSale(context.Background(), gateway.VerifyInput{}); !gateway.IsRejected(err) || g.SaleInquiry() || plain.total() != 0 {
+		t.Fatalf("a gateway without a sale's inquiry: %v, has it %v, %d calls", err, g.SaleInquiry(), plain.total())
+	}
+}

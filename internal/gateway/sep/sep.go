@@ -73,8 +73,13 @@ const (
 	receiptOK           = 2
 	receiptFailed       = 3
 	maxMessage          = 200
-	maxReceiptLen       = 64 // RefNum is at most 50 characters
-	maxTokenLen         = 64
+	// tokenLifetime is how long SEP's page takes a token: 20 minutes
+	// unless the token request's TokenExpiryInMin says otherwise (SEP IPG
+	// 4.1; Kifpool sends none). After it the page times out (the callback's
+	// Status 4, "session timeout").
+	tokenLifetime = 20 * time.Minute
+	maxReceiptLen = 64 // RefNum is at most 50 characters
+	maxTokenLen   = 64
 )
 
 // Config configures a Client.
@@ -231,7 +236,8 @@ type verifyAnswer struct {
 // paid (OK) with a RefNum, that RefNum is verified (the bank's own word
 // for our token, so the worker can verify without the browser); in
 // progress, cancelled or failed, it is "not paid" (the inquiry then says
-// which); a receipt SEP no longer has (after an hour, or after verify) is
+// which; a failed token whose payer had the page for its 20 minutes is
+// NotPaidExpired, a cancelled one NotPaidCancelled); a receipt SEP no longer has (after an hour, or after verify) is
 // outcome unknown. The amount SEP reports is compared with ours: another
 // amount is VerifyAmountMismatch.
 func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
@@ -243,7 +249,7 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		st, _ := wire.FlexInt(a.State)
 		ref := callbackReceipt(wire.FlexString(a.RefNum))
 		if st != receiptOK || ref == "" {
-			return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: int(st),
+			return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: int(st), NotPaid: notPaidCause(st, in.PageTime),
 				Message: "no RefNum: the token's receipt says it was not paid"}, nil
 		}
 		in.Receipt = ref
@@ -256,6 +262,20 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		}
 	}
 	return gateway.VerifyResult{}, fmt.Errorf("sep verify %s: %w", quote(in.Receipt), err)
+}
+
+// notPaidCause tells why the token's receipt says not paid: the payer
+// cancelled (CanceledByUser), or, for a failed token whose payer had the
+// page for its whole lifetime (gateway.VerifyInput.PageTime), the page
+// timed out; otherwise the receipt does not say.
+func notPaidCause(state int64, page time.Duration) gateway.NotPaidCause {
+	switch {
+	case state == receiptCanceled:
+		return gateway.NotPaidCancelled
+	case state == receiptFailed && page >= tokenLifetime:
+		return gateway.NotPaidExpired
+	}
+	return gateway.NotPaidUnknown
 }
 
 // verifyResult classifies a VerifyTransaction answer (pure, fuzzable).

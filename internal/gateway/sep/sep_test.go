@@ -305,3 +305,39 @@ func TestVerifyWithoutCallback(t *testing.T) {
 		t.Fatalf("second verify without a RefNum: %v, want outcome unknown (404)", err)
 	}
 }
+
+// TestNotPaidCause: a token's receipt that says not paid tells a cancel
+// (CanceledByUser) from a page that timed out: a failed token whose
+// payer had the page for SEP's 20-minute token lifetime (the sandbox
+// bank's page expired); a failed one sooner is not said to be either.
+// Decide turns the expired one, once the inquiry confirms it failed,
+// into "the time ran out" (bank_expired).
+func TestNotPaidCause(t *testing.T) {
+	bank, c, _ := newBank(t)
+	cancelled, expired := request(t, c, 20_000), request(t, c, 20_000)
+	if _, err := bank.Cancel(cancelled); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bank.Expire(expired); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		token string
+		page  time.Duration
+		want  gateway.NotPaidCause
+	}{
+		{"cancelled", cancelled, 2 * time.Minute, gateway.NotPaidCancelled},
+		{"cancelled after a long page", cancelled, 25 * time.Minute, gateway.NotPaidCancelled},
+		{"timed out", expired, 20 * time.Minute, gateway.NotPaidExpired},
+		{"failed sooner", expired, 19 * time.Minute, gateway.NotPaidUnknown},
+	} {
+		vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: tt.token, AmountRials: 20_000, PageTime: tt.page})
+		if err != nil || vr.Outcome != gateway.VerifyNotPaid || vr.NotPaid != tt.want {
+			t.Errorf("%s: %+v %v, want not paid (%q)", tt.name, vr, err, tt.want)
+		}
+		if ir, err := c.Inquire(ctxT(t), tt.token); err != nil || ir.Status != gateway.InquiryFailed {
+			t.Errorf("%s: inquiry %+v %v", tt.name, ir, err)
+		}
+	}
+}
