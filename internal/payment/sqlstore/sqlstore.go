@@ -174,11 +174,13 @@ func (s *Store) RecentEnded(ctx context.Context, gateway string, since time.Time
 
 // RecentUncredited lists a gateway's payments with an authority, open or
 // ended without a credit, created at or after since, newest first. The
-// statuses are literals (the (status, created_at) index).
+// statuses are literals (the (status, created_at) index); 'settling'
+// (Mellat's verified, unsettled payments) is listed ahead of the status
+// itself: a value no row has yet matches nothing.
 func (s *Store) RecentUncredited(ctx context.Context, gateway string, since time.Time, limit int) ([]payment.Payment, error) {
 	var out []payment.Payment
 	err := s.db.Gorm.WithContext(ctx).
-		Where("status IN ('awaiting_payment', 'pending_verification', 'failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?",
+		Where("status IN ('awaiting_payment', 'pending_verification', 'settling', 'failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?",
 			gateway, since).
 		Order("created_at DESC").Limit(limit).Find(&out).Error
 	if err != nil {

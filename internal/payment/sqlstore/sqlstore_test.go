@@ -655,3 +655,32 @@ func TestWebhookKickOnlyWhenQueued(t *testing.T) {
 		}
 	})
 }
+
+// TestRecentUncredited: reconciliation's list of a gateway's payments
+// not credited — open, failed or under review — created since a time;
+// another gateway's and older ones are not listed.
+func TestRecentUncredited(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		want := map[int64]bool{}
+		for _, st := range []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusFailed, payment.StatusNeedsReview} {
+			want[f.payment(st).ID] = true
+		}
+		got, err := f.st.RecentUncredited(ctx, "fake", f.now.Add(-time.Minute), 100)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("listed %d, %v; want %d", len(got), err, len(want))
+		}
+		for _, p := range got {
+			if !want[p.ID] || p.Authority == nil {
+				t.Errorf("listed %d (%s)", p.ID, p.Status)
+			}
+		}
+		if got, err := f.st.RecentUncredited(ctx, "other", f.now.Add(-time.Minute), 100); err != nil || len(got) != 0 {
+			t.Errorf("another gateway: %d, %v", len(got), err)
+		}
+		if got, err := f.st.RecentUncredited(ctx, "fake", f.now.Add(time.Second), 100); err != nil || len(got) != 0 {
+			t.Errorf("created before since: %d, %v", len(got), err)
+		}
+	})
+}
