@@ -230,27 +230,36 @@ type verifyAnswer struct {
 	Success           json.RawMessage `json:"Success"`
 }
 
-// Verify confirms the payment of in.Receipt (the callback's RefNum). For
-// a payment whose payer brought no RefNum (the browser never came back,
-// or came back without one) it first asks SEP's receipt of the token:
-// paid (OK) with a RefNum, that RefNum is verified (the bank's own word
-// for our token, so the worker can verify without the browser); in
-// progress, cancelled or failed, it is "not paid" (the inquiry then says
-// which; a failed token whose payer had the page for its 20 minutes is
-// NotPaidExpired, a cancelled one NotPaidCancelled); a receipt SEP no longer has (after an hour, or after verify) is
-// outcome unknown. The amount SEP reports is compared with ours: another
-// amount is VerifyAmountMismatch.
+// Verify confirms the payment of our token. VerifyTransaction takes a
+// RefNum alone and names no token, so a RefNum is verified only when SEP's
+// receipt of our token names it: the callback's RefNum (in.Receipt) is
+// the payer's word, and another payment's RefNum would otherwise verify
+// that payment's sale for this one. So verify first asks the receipt of
+// the token: paid (OK) with a RefNum, that RefNum is verified (the bank's
+// own word for our token, whatever the callback said, so the worker can
+// also verify without the browser); in progress, cancelled or failed, it
+// is "not paid" without a verify (the inquiry then says which; a failed
+// token whose payer had the page for its 20 minutes is NotPaidExpired, a
+// cancelled one NotPaidCancelled). A receipt SEP no longer has (after an
+// hour, or after verify or reversal: HTTP 404) leaves the kept RefNum,
+// whose verify says "already verified", "too late" or "reversed"; without
+// one it is outcome unknown. The amount SEP reports is compared with ours:
+// another amount is VerifyAmountMismatch.
 func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-	if in.Receipt == "" {
-		a, _, err := c.receipt(ctx, in.Authority)
-		if err != nil {
-			return gateway.VerifyResult{}, fmt.Errorf("sep verify %s without RefNum: %w", quote(in.Authority), err)
-		}
+	a, status, err := c.receipt(ctx, in.Authority)
+	switch {
+	case err != nil && (status != http.StatusNotFound || in.Receipt == ""):
+		return gateway.VerifyResult{}, fmt.Errorf("sep verify %s: the token's receipt: %w", quote(in.Authority), err)
+	case err == nil:
 		st, _ := wire.FlexInt(a.State)
 		ref := callbackReceipt(wire.FlexString(a.RefNum))
 		if st != receiptOK || ref == "" {
 			return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: int(st), NotPaid: notPaidCause(st, in.PageTime),
-				Message: "no RefNum: the token's receipt says it was not paid"}, nil
+				Message: "the token's receipt says it was not paid"}, nil
+		}
+		if in.Receipt != "" && in.Receipt != ref {
+			c.log.WarnContext(ctx, "sep: the callback's RefNum is not the token's; verifying the token's",
+				"token", quote(in.Authority))
 		}
 		in.Receipt = ref
 	}

@@ -229,6 +229,11 @@ func TestVerifyDecoding(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == sep.PathReceipt {
+					// The token's receipt names R1: the verify is asked.
+					_, _ = w.Write([]byte(`{"State":2,"RefNum":"R1"}`))
+					return
+				}
 				w.WriteHeader(tt.status)
 				_, _ = w.Write([]byte(tt.body))
 			}))
@@ -237,7 +242,7 @@ func TestVerifyDecoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vr, err := c.Verify(ctxT(t), gateway.VerifyInput{AmountRials: 10000, Receipt: "R1"})
+			vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: "T1", AmountRials: 10000, Receipt: "R1"})
 			var te *gateway.TransientError
 			if tt.transient != errors.As(err, &te) || (!tt.transient && err != nil) {
 				t.Fatalf("err %v, want transient=%v", err, tt.transient)
@@ -339,5 +344,87 @@ func TestNotPaidCause(t *testing.T) {
 		if ir, err := c.Inquire(ctxT(t), tt.token); err != nil || ir.Status != gateway.InquiryFailed {
 			t.Errorf("%s: inquiry %+v %v", tt.name, ir, err)
 		}
+	}
+}
+
+// Verify takes a RefNum only when SEP's receipt of our token names it:
+// VerifyTransaction names no token, so a callback carrying another
+// payment's RefNum (paid, not yet verified, the same amount) must not
+// verify that sale for ours, and a RefNum the callback made up must not
+// hide our token's own. Each row: which token is verified with which
+// RefNum, the outcome, and which sales the bank then holds verified.
+func TestVerifyTakesOnlyTheTokensRefNum(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// verify the token ours with the RefNum of receipt ("ours",
+		// "other", or a literal); payOurs pays our token first.
+		payOurs      bool
+		receipt      string
+		outcome      gateway.VerifyOutcome
+		oursVerified bool
+	}{
+		{"our own RefNum", true, "ours", gateway.VerifyPaid, true},
+		{"another payment's RefNum, ours unpaid", false, "other", gateway.VerifyNotPaid, false},
+		{"another payment's RefNum, ours paid", true, "other", gateway.VerifyPaid, true},
+		{"a made-up RefNum, ours paid", true, "made-up-refnum-0123456789", gateway.VerifyPaid, true},
+		{"a made-up RefNum, ours unpaid", false, "made-up-refnum-0123456789", gateway.VerifyNotPaid, false},
+		{"no RefNum, ours paid", true, "", gateway.VerifyPaid, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bank, c, _ := newBank(t)
+			ours, other := request(t, c, 60_000), request(t, c, 60_000)
+			cbOther, err := bank.Finish(other, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, otherRef, _ := parse(t, cbOther)
+			var oursRef string
+			if tt.payOurs {
+				cb, err := bank.Finish(ours, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, oursRef, _ = parse(t, cb)
+			}
+			receipt := map[string]string{"ours": oursRef, "other": otherRef}[tt.receipt]
+			if _, named := map[string]bool{"ours": true, "other": true}[tt.receipt]; !named {
+				receipt = tt.receipt
+			}
+			vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: ours, AmountRials: 60_000, Receipt: receipt})
+			if err != nil || vr.Outcome != tt.outcome {
+				t.Fatalf("verify: %+v %v, want %s", vr, err, tt.outcome)
+			}
+			po, _ := bank.Payment(ours)
+			if got := po.State == sandbank.StateVerified; got != tt.oursVerified {
+				t.Fatalf("our sale %s, want verified=%v", po.State, tt.oursVerified)
+			}
+			if tt.oursVerified && (vr.RefID != po.RefID || vr.RefID <= 0) {
+				t.Fatalf("verified reference %d, our sale's %d", vr.RefID, po.RefID)
+			}
+			if p, _ := bank.Payment(other); p.State != sandbank.StatePaid {
+				t.Fatalf("the other payment's sale is %s, want still PAID (never verified for ours)", p.State)
+			}
+		})
+	}
+}
+
+// The token's receipt unreachable: outcome unknown, and the kept RefNum
+// is not verified blind.
+func TestVerifyReceiptUnavailable(t *testing.T) {
+	bank, c, _ := newBank(t)
+	tok := request(t, c, 50_000)
+	cb, _ := bank.Finish(tok, true)
+	_, receipt, _ := parse(t, cb)
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sep-inquiry": {ErrorRate: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	calls := bank.Stats()["sep-verify"].Calls
+	_, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: receipt})
+	var te *gateway.TransientError
+	if !errors.As(err, &te) {
+		t.Fatalf("verify with the receipt API down: %v, want outcome unknown", err)
+	}
+	if p, _ := bank.Payment(tok); p.State != sandbank.StatePaid || bank.Stats()["sep-verify"].Calls != calls {
+		t.Fatalf("bank %s after %d verify calls, want PAID and none", p.State, bank.Stats()["sep-verify"].Calls-calls)
 	}
 }
