@@ -393,7 +393,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		key = "error.not_found"
 	case fiber.StatusMethodNotAllowed:
 		key = "error.method"
-	case fiber.StatusRequestEntityTooLarge:
+	case fiber.StatusRequestEntityTooLarge, fiber.StatusRequestURITooLong, fiber.StatusRequestHeaderFieldsTooLarge:
 		key = "error.too_large"
 	case fiber.StatusTooManyRequests:
 		key = "error.too_many"
@@ -401,6 +401,12 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		key = "error.forbidden"
 	case fiber.StatusBadRequest:
 		key = "error.bad_request"
+	default:
+		if code >= 400 && code < 500 {
+			// The request's fault, whatever it was: never "something
+			// went wrong on our side".
+			key = "error.bad_request"
+		}
 	}
 	if code >= 500 {
 		s.Log.ErrorContext(c.UserContext(), "request failed", "path", c.Path(), "err", err)
