@@ -260,3 +260,49 @@ func TestMellatWithoutCallbackEndsAtTheWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestPaidCallbackAfterABankCancelIsAskedAgain: a Mellat payment ended
+// failed (bank_cancelled) by a callback without a sale (the bank's
+// cancel, or a forged one), then the payer pays on the page still open
+// and comes back with a sale within the pacing window. That callback is
+// not a duplicate of the bank's word: the payment is reopened at once
+// (the payer's page says "confirming", not "failed") and the worker asks
+// when the window ends and credits it once. A duplicate of the cancel
+// itself is still answered from the row.
+func TestPaidCallbackAfterABankCancelIsAskedAgain(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "mellat")
+		p := e.start(120_000)
+		got, err := e.svc.ReturnWithReceipt(ctx, p.PublicID, p.AuthorityString(), "", false)
+		if err != nil || got.Status != payment.StatusFailed || got.StatusReason != string(payment.ReasonBankCancelled) {
+			t.Fatalf("callback without a sale: %s, %v", dump(got), err)
+		}
+		events := e.eventCount()
+		if got, err := e.svc.ReturnWithReceipt(ctx, p.PublicID, p.AuthorityString(), "", false); err != nil ||
+			got.Status != payment.StatusFailed || e.eventCount() != events {
+			t.Fatalf("a duplicate of the cancel: %s, %v, events %d → %d", dump(got), err, events, e.eventCount())
+		}
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(2 * time.Second) // within the pacing window
+		got, err = e.svc.ReturnWithReceipt(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+		if err != nil || got.Status != payment.StatusPendingVerification {
+			t.Fatalf("callback with a sale within the window: %s, %v; want reopened", dump(got), err)
+		}
+		e.assertUncredited(p)
+		e.clock.Advance(30 * time.Second)
+		if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.row(p.ID); r.Status != payment.StatusCredited || e.balance() != 120_000 {
+			t.Fatalf("after the worker: %s, balance %d", dump(r), e.balance())
+		}
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified || bp.SettledAt.IsZero() {
+			t.Errorf("at the bank: %+v", bp)
+		}
+		checkInvariants(t, db)
+	})
+}

@@ -76,6 +76,7 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
 		return Payment{}, ErrAuthorityMismatch
 	}
+	newReceipt := receipt != "" && p.Receipt == nil
 	if receipt != "" {
 		var err error
 		if p, err = s.keepReceipt(ctx, p, receipt); err != nil {
@@ -107,9 +108,12 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 	s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
 	switch p.Status {
 	case StatusFailed, StatusNeedsReview:
-		if !due && Reason(p.StatusReason).bankAnswer() {
+		if !due && !newReceipt && Reason(p.StatusReason).bankAnswer() {
 			// The bank itself said so moments ago (a duplicate callback of
-			// a cancelled payment): its word is fresh, the row answers.
+			// a cancelled payment): its word is fresh, the row answers. A
+			// callback bringing the first receipt is no duplicate (a
+			// Mellat payer back with a sale after a callback without
+			// one): reopened, and asked when the window ends.
 			return p, nil
 		}
 		// The payer may have paid after we gave up (the bank page was still
