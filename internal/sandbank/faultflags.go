@@ -9,18 +9,30 @@ import (
 	"time"
 )
 
-// faultFlagOpsHelp is the OP part of the per-operation flags' help.
-const faultFlagOpsHelp = "OP is request, verify, inquiry, unverified, startpay (the payer's page and its buttons) or all; " +
-	"repeat the flag or separate items with commas"
+// faultFlagOpsHelp is the OP part of the per-operation flags' help: every
+// protocol's operations, since the bare names are Zarinpal's alone.
+func faultFlagOpsHelp() string {
+	var others []string
+	for _, op := range faultOps {
+		if strings.Contains(op, "-") {
+			others = append(others, op)
+		}
+	}
+	return "OP is Zarinpal's request, verify, inquiry, unverified or startpay (the payer's page and its buttons), " +
+		"another gateway's operation (" + strings.Join(others, ", ") + ") or all (every gateway's); " +
+		"repeat the flag or separate items with commas"
+}
 
 // ParseFaultFlags registers the fault-injection flags on fs and returns a
 // function to call after fs.Parse: it builds and validates the setting, and
 // returns nil (no faults) when none of these flags was given.
 //
 // Per-operation flags take OP=VALUE items separated by commas, and may be
-// repeated (a later item wins for the same OP); OP is request, verify,
-// inquiry, unverified, startpay, or all for every one. Durations use Go's
-// syntax (200ms, 1.5s, 30s) in whole milliseconds, up to 1h; rates are
+// repeated (a later item wins for the same OP); OP is one of FaultOps
+// (Zarinpal's request, verify, inquiry, unverified, startpay; the other
+// gateways' prefixed sep-, mellat-, zibal-), or all for every one.
+// Durations use Go's syntax (200ms, 1.5s, 30s) in whole milliseconds, up
+// to 1h; rates are
 // probabilities in [0, 1].
 //
 //	-seed N                  seed of the fault decisions (0: random)
@@ -47,21 +59,21 @@ func ParseFaultFlags(fs *flag.FlagSet) func() (*Faults, error) {
 	downStatus := &valueFlag[int]{parse: parseFaultStatus}
 	fs.Var(downStatus, "down-status", "fault injection: with -down, answer this status `N` (500-599) with a proxy error page instead of dropping the connection")
 	latency := newOpFlag(fs, "latency", parseFaultDuration,
-		"fault injection: added latency per operation, `OP=DURATION[,...]`, e.g. verify=200ms,request=50ms; "+faultFlagOpsHelp)
+		"fault injection: added latency per operation, `OP=DURATION[,...]`, e.g. verify=200ms,request=50ms; "+faultFlagOpsHelp())
 	jitter := newOpFlag(fs, "jitter", parseFaultDuration,
-		"fault injection: uniformly random extra latency in [0, DURATION], `OP=DURATION[,...]`, e.g. verify=100ms; "+faultFlagOpsHelp)
+		"fault injection: uniformly random extra latency in [0, DURATION], `OP=DURATION[,...]`, e.g. verify=100ms; "+faultFlagOpsHelp())
 	errorRate := newOpFlag(fs, "error-rate", parseFaultRate,
-		"fault injection: share of calls answered 5xx (not performed), `OP=RATE[,...]` with RATE in [0,1], e.g. verify=0.2; "+faultFlagOpsHelp)
+		"fault injection: share of calls answered 5xx (not performed), `OP=RATE[,...]` with RATE in [0,1], e.g. verify=0.2; "+faultFlagOpsHelp())
 	errorStatus := newOpFlag(fs, "error-status", parseFaultStatus,
-		"fault injection: status of the injected errors, `OP=STATUS[,...]` with STATUS 500-599 (default 503), e.g. verify=502; "+faultFlagOpsHelp)
+		"fault injection: status of the injected errors, `OP=STATUS[,...]` with STATUS 500-599 (default 503), e.g. verify=502; "+faultFlagOpsHelp())
 	dropRate := newOpFlag(fs, "drop-rate", parseFaultRate,
-		"fault injection: share of calls whose connection is closed without an answer (not performed), `OP=RATE[,...]`, e.g. verify=0.1; "+faultFlagOpsHelp)
+		"fault injection: share of calls whose connection is closed without an answer (not performed), `OP=RATE[,...]`, e.g. verify=0.1; "+faultFlagOpsHelp())
 	refuseRate := newOpFlag(fs, "refuse-rate", parseFaultRate,
-		"fault injection: share of calls answered 429 with Retry-After: 1 (not performed), `OP=RATE[,...]`, e.g. inquiry=0.1; "+faultFlagOpsHelp)
+		"fault injection: share of calls answered 429 with Retry-After: 1 (not performed), `OP=RATE[,...]`, e.g. inquiry=0.1; "+faultFlagOpsHelp())
 	lostRate := newOpFlag(fs, "answer-lost-rate", parseFaultRate,
 		"fault injection: share of calls that are performed but whose answer is lost (\"request performed, answer lost\": "+
 			"the bank creates the authority, then the answer is held until the client gives up or -hang elapses and the connection is dropped), "+
-			"`OP=RATE[,...]`, e.g. request=0.1; "+faultFlagOpsHelp)
+			"`OP=RATE[,...]`, e.g. request=0.1; "+faultFlagOpsHelp())
 	commit := fs.Bool("commit-then-hang", false,
 		"fault injection: a verify that commits the payment (VERIFIED, ref_id assigned) never gets its answer: it is held until the client gives up or -hang elapses, then the connection is dropped; the retry answers 101")
 	commitRate := &valueFlag[float64]{parse: parseFaultRate}

@@ -42,7 +42,8 @@ var faultOps = []string{opRequest, opVerify, opInquiry, opUnverified, opStartPay
 var commitOps = []string{opVerify, opSEPVerify, opMellatVerify, opMellatSettle, opZibalVerify}
 
 // FaultOps returns the names of the operations faults can be set on:
-// request, verify, inquiry, unverified, startpay.
+// Zarinpal's request, verify, inquiry, unverified, startpay, then the
+// other gateways' (sep-verify, mellat-settle, zibal-request, …).
 func FaultOps() []string { return slices.Clone(faultOps) }
 
 // Faults is a fault-injection setting. The zero value injects nothing. It

@@ -887,7 +887,9 @@ func TestParseFaultFlags(t *testing.T) {
 	fs.SetOutput(&help)
 	fs.PrintDefaults()
 	for _, s := range []string{"-latency OP=DURATION[,...]", "verify=200ms,request=50ms", "-error-rate OP=RATE[,...]", "-hang DURATION", "unverified",
-		"-answer-lost-rate OP=RATE[,...]", "request performed, answer lost"} {
+		"-answer-lost-rate OP=RATE[,...]", "request performed, answer lost",
+		// Every gateway's operations, not Zarinpal's alone.
+		"sep-verify", "sep-inquiry", "mellat-settle", "mellat-verify", "zibal-request", "zibal-verify"} {
 		if !strings.Contains(help.String(), s) {
 			t.Errorf("help lacks %q:\n%s", s, help.String())
 		}
