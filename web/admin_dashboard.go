@@ -46,7 +46,7 @@ func (s *Server) adminPage(c *fiber.Ctx) error {
 	for _, r := range rows {
 		v.Payments = append(v.Payments, views.AdminPaymentRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,
 			Status: string(r.Status), Reason: reasonText(lang(c), r.StatusReason), Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt,
-			Late: (r.Status == payment.StatusAwaitingPayment || r.Status == payment.StatusPendingVerification) &&
+			Late: (r.Status == payment.StatusAwaitingPayment || r.Status == payment.StatusPendingVerification || r.Status == payment.StatusSettling) &&
 				r.NextCheckAt != nil && r.NextCheckAt.Before(now.Add(-lateAfter))})
 	}
 	for _, r := range reports {

@@ -46,12 +46,13 @@ func (s *Server) withOtherGateway(c *fiber.Ctx, p payment.Payment, v *views.Paym
 }
 
 // publicStatus is the status as pages and their hooks show it: a payment
-// whose outcome is not yet known is pending verification to the payer.
+// whose outcome is not yet known is pending verification to the payer
+// (settling too: payment.Status.Public).
 func publicStatus(s payment.Status) string {
 	if s == payment.StatusCreated {
 		return string(payment.StatusAwaitingPayment)
 	}
-	return string(s)
+	return string(s.Public())
 }
 
 // paymentReturn is the bank's callback (GET or POST). Its parameters are
@@ -86,7 +87,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		// An API top-up with a return_url (its origin registered by the
 		// owner when it was created): the partner's page takes over, told
 		// the top-up and its status as it stands now (the API's values).
-		target, err := webhook.ReturnTarget(*p.ReturnURL, p.PublicID, string(p.Status))
+		target, err := webhook.ReturnTarget(*p.ReturnURL, p.PublicID, string(p.Status.Public()))
 		if err == nil {
 			c.Set(fiber.HeaderCacheControl, "no-store")
 			return c.Redirect(target, fiber.StatusSeeOther)
@@ -133,7 +134,7 @@ func (s *Server) receipt(c *fiber.Ctx) error {
 		return err
 	}
 	pg := s.page(c, views.ReceiptTitleKey(v.Status))
-	if p.Status == payment.StatusPendingVerification {
+	if p.Status == payment.StatusPendingVerification || p.Status == payment.StatusSettling {
 		pg.RefreshURL, pg.RefreshSeconds = routes.Payment(p.PublicID), pendingRefreshSeconds
 	}
 	return render(c, fiber.StatusOK, views.Receipt(pg, v))

@@ -78,7 +78,7 @@ func (s *Server) walletPayments(c *fiber.Ctx) error {
 	}
 	v.NextCursor, v.HasNewer = next, before > 0
 	for _, p := range rows {
-		r := views.PaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status), CreatedAt: p.CreatedAt}
+		r := views.PaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt}
 		if p.RefID != nil {
 			r.RefID = *p.RefID
 		}
@@ -119,7 +119,7 @@ func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
 			}
 			_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
 				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
-				i18n.T(l, "status."+string(p.Status)), string(p.Status), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked})
+				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked})
 			n++
 		}
 		if next == 0 {

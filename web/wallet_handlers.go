@@ -54,7 +54,7 @@ func (s *Server) walletPage(c *fiber.Ctx) error {
 		if dismissed[p.ID] {
 			continue // the payer will not pay it: not "in progress" for them
 		}
-		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status), CreatedAt: p.CreatedAt})
+		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt})
 	}
 	for _, it := range items {
 		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfter, Kind: it.Kind, CreatedAt: it.CreatedAt, PaymentPublicID: it.PaymentPublicID}

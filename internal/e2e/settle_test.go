@@ -26,9 +26,11 @@ import (
 // (after_settle), SEP after verify and before the credit (after_verify).
 // Each payer pays and the bank posts them back; serve dies on the
 // callback; the crash leaves the payment open with its receipt kept, the
-// bank holding it verified (and settled); restarted unarmed, the worker
-// verifies again (43 / ResultCode 2), settles again (45) and credits it
-// exactly once. Nothing is lost, nothing is credited twice.
+// bank holding it verified (and settled). A Mellat payment is settling
+// then, its verified facts on the row: restarted unarmed, the worker asks
+// settle alone (0, or 45 when it was settled; verify is not asked again)
+// and credits it exactly once. SEP's is verified again (ResultCode 2) and
+// credited. Nothing is lost, nothing is credited twice.
 func TestPOSTGatewayCrashPoints(t *testing.T) {
 	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
@@ -122,6 +124,11 @@ func postGatewayCrash(t *testing.T, d store.Dialect, gw, point string) {
 	if !ok || p.Status.Terminal() || p.Receipt == nil {
 		t.Fatalf("after the crash: %+v", p)
 	}
+	if settles := gw == "mellat"; settles != (p.Status == payment.StatusSettling) ||
+		settles && (p.RefID == nil || p.VerifiedAmountRials == nil || *p.VerifiedAmountRials != p.AmountRials) {
+		t.Fatalf("after the crash at %s: %s, ref %v, verified %v (a verified Mellat payment is settling with its facts)",
+			point, p.Status, p.RefID, p.VerifiedAmountRials)
+	}
 	bp := bankPayment(t, bankURL, tok)
 	settled := !bp.SettledAt.IsZero()
 	if bp.State != sandbank.StateVerified || settled != (point == testhook.AfterSettle) {
@@ -138,6 +145,9 @@ func postGatewayCrash(t *testing.T, d store.Dialect, gw, point string) {
 	bp = bankPayment(t, bankURL, tok)
 	if gw == "mellat" && bp.SettledAt.IsZero() {
 		t.Fatal("credited, but the bank never settled it")
+	}
+	if gw == "mellat" && bp.VerifyCount != 1 {
+		t.Fatalf("verify asked %d times, want once (a settling payment is settled, not verified again)", bp.VerifyCount)
 	}
 	if bal := userBalances(t, db)[email]; bal != 23_450 {
 		t.Fatalf("balance %d, want 23450 (credited once)", bal)

@@ -95,7 +95,7 @@ var rules = []Rule{
 		// Parameters: the cut-off for created, then for the other open statuses.
 		query: `SELECT 'payment ' || public_id, 'status ' || status || ' since ' || CAST(COALESCE(opened_at, created_at) AS TEXT)
 			FROM payments WHERE (status = 'created' AND COALESCE(opened_at, created_at) < ?)
-				OR (status IN ('awaiting_payment', 'pending_verification') AND COALESCE(opened_at, created_at) < ?) ORDER BY id`},
+				OR (status IN ('awaiting_payment', 'pending_verification', 'settling') AND COALESCE(opened_at, created_at) < ?) ORDER BY id`},
 }
 
 // Rules lists the rules Check runs, in order.
@@ -108,7 +108,7 @@ type Options struct {
 	Now time.Time
 	// CreatedDeadline is how long a payment may stay created (the worker
 	// fails it after WORKER_STALE_CREATED); OpenDeadline how long it may
-	// stay awaiting_payment or pending_verification after it opened (the
+	// stay awaiting_payment, pending_verification or settling after it opened (the
 	// worker ends it after the authority lifetime or WORKER_MAX_UNKNOWN).
 	// Each includes the worker's slack (its interval and back-off).
 	CreatedDeadline, OpenDeadline time.Duration

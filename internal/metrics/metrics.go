@@ -197,7 +197,7 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 			s.logErr("payments by status", err)
 		}
 		for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
-			payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
+			payment.StatusSettling, payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
 			if err == nil {
 				ch <- prometheus.MustNewConstMetric(paymentsDesc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
 			}

@@ -45,6 +45,10 @@ const (
 	// already belongs to another payment (unique(gateway, ref_id) refused
 	// the credit); Payment is the row as it stands after that refusal.
 	StepRefReused Step = "ref_reused"
+	// StepSettle: the bank was asked to settle a payment it verified
+	// (Mellat); Payment carries the verified facts (Verified), as its
+	// settling row or as the verify just gave them.
+	StepSettle Step = "settle"
 )
 
 // Action is what a decision asks the caller to do.
@@ -64,8 +68,10 @@ const (
 	// ActionCredit: take the edge to credited and credit the wallet.
 	ActionCredit Action = "credit"
 	// ActionSettle: the bank verified the payment and its gateway settles
-	// (Mellat): ask the bank to settle it, then decide again with the
-	// answer. Only a settled payment is credited.
+	// (Mellat): move it to settling (To, with the verified facts and the
+	// verify's record) unless it is settling already, ask the bank to
+	// settle it and decide with the answer (StepSettle). Only a settled
+	// payment is credited.
 	ActionSettle Action = "settle"
 )
 
@@ -95,6 +101,11 @@ type Rules struct {
 	// itself), not failed at AuthorityLifetime (failed needs the bank's
 	// word).
 	CallbackOnly bool
+	// SettleWindow is the payment's gateway's settle window (0: none
+	// documented): a settling payment whose settle is still unknown this
+	// long after it began settling (opened_at) goes to review
+	// (settle_window_closed); MaxUnknown, when shorter, ends it first.
+	SettleWindow time.Duration
 	// MaxCreditFailures: a bank-verified payment whose credit failed this
 	// many times goes to review instead of being retried (0: never).
 	MaxCreditFailures int
@@ -123,12 +134,11 @@ type Input struct {
 	Inquiry    gateway.InquiryResult
 	InquiryErr error
 	// NeedsSettle: the payment's gateway settles verified payments
-	// (Mellat): the money is ours only once settled. Settled: the settle
-	// was asked (after verify said paid), with its answer.
+	// (Mellat): the money is ours only once settled.
 	NeedsSettle bool
-	Settled     bool
-	Settle      gateway.SettleResult
-	SettleErr   error
+	// StepSettle: the settle's answer.
+	Settle    gateway.SettleResult
+	SettleErr error
 
 	// StepReopen: ask the bank at once (else the worker asks when the
 	// pacing window ends).
@@ -200,6 +210,14 @@ func Decide(in Input) Decision {
 		return decideCreditFailed(in)
 	case StepRefReused:
 		return decideRefReused(in)
+	case StepSettle:
+		d := decideSettle(in)
+		if in.LeaseLost && d.Action != ActionCredit {
+			// A settled payment is credited, lease or not; anything else
+			// is the lease holder's to write.
+			return Decision{Action: ActionNone}
+		}
+		return d
 	case StepDeadline:
 		if in.Payment.Status == StatusCreated {
 			if in.Payment.Authority == nil && in.Rules.StaleCreated > 0 && !in.Payment.CreatedAt.After(in.Now.Add(-in.Rules.StaleCreated)) {
@@ -247,7 +265,14 @@ func decideCheck(in Input) Decision {
 	now := in.Now
 	next := now.Add(in.Rules.RecheckDelay)
 	d := Decision{Checked: true, CountAttempt: !errors.Is(in.VerifyErr, gateway.ErrUnavailable)}
+	settling := in.Payment.Status == StatusSettling
 	stay := func(to Status, reason Reason, code *int) Decision {
+		if settling && to == StatusFailed && reason != ReasonBankReversed {
+			// The bank verified a settling payment: only its word that
+			// the payment was reversed fails it; any other "not paid"
+			// contradicts the verify, and a person looks.
+			to = StatusNeedsReview
+		}
 		d.To, d.Reason, d.GatewayCode = to, reason, code
 		d.Action = ActionMove
 		if in.Payment.Status == to {
@@ -257,6 +282,9 @@ func decideCheck(in Input) Decision {
 	}
 	unknown := func() Decision {
 		d.NextCheckAt = &next
+		if settling {
+			return stay(StatusSettling, ReasonVerifyUnknown, nil)
+		}
 		return stay(StatusPendingVerification, ReasonVerifyUnknown, nil)
 	}
 	if err := in.VerifyErr; err != nil {
@@ -277,24 +305,6 @@ func decideCheck(in Input) Decision {
 			// never credit a different amount, a person looks.
 			return stay(StatusNeedsReview, ReasonAmountMismatch, &code)
 		}
-		if in.NeedsSettle {
-			// Settle is a state of ours: verified is not yet ours.
-			if !in.Settled {
-				return Decision{Action: ActionSettle}
-			}
-			scode := in.Settle.Code
-			switch {
-			case in.SettleErr != nil:
-				// Verified, settle outcome unknown: the payment stays open
-				// and the next check verifies (43) and settles again.
-				d.NextCheckAt = &next
-				return stay(StatusPendingVerification, ReasonSettleUnknown, nil)
-			case in.Settle.Outcome == gateway.SettleReversed:
-				return stay(StatusFailed, ReasonBankReversed, &scode)
-			case !in.Settle.Done():
-				return stay(StatusNeedsReview, ReasonSettleRefused, &scode)
-			}
-		}
 		d.Action, d.To, d.GatewayCode = ActionCredit, StatusCredited, &code
 		d.Reason = ReasonVerifiedPaid
 		if vr.Outcome == gateway.VerifyAlreadyVerified {
@@ -302,6 +312,16 @@ func decideCheck(in Input) Decision {
 		}
 		// The bank verified exactly our amount.
 		d.RefID, d.CreditedRials, d.CardPANMasked = vr.RefID, in.Payment.AmountRials, vr.CardPANMasked
+		if in.NeedsSettle {
+			// Settle is a state of ours: verified is not yet ours. The
+			// payment becomes settling with the verified facts (and the
+			// settle window counts from now); the settle's answer is
+			// StepSettle's.
+			d.Action, d.To = ActionSettle, StatusSettling
+			if !settling {
+				d.OpenedAt = &now
+			}
+		}
 		return d
 	case gateway.VerifyNotPaid:
 		if !in.Inquired {
@@ -346,6 +366,50 @@ func decideCheck(in Input) Decision {
 		return d
 	}
 	return stay(StatusNeedsReview, ReasonVerifyRejected, &code)
+}
+
+// decideSettle: the bank's answer to the settle of a verified payment
+// (Mellat). Settle 0 or 45 (settled before) credits the facts the verify
+// gave; a time-out, an error or an open breaker keeps the payment
+// settling, asked again after the pacing window (settle is idempotent at
+// the bank: 45); 48 (reversed) fails it; any other definite refusal goes
+// to review.
+func decideSettle(in Input) Decision {
+	p := in.Payment
+	if !Verified(p) {
+		return Decision{Action: ActionNone} // nothing verified to settle
+	}
+	now := in.Now
+	next := now.Add(in.Rules.RecheckDelay)
+	d := Decision{Checked: true, CountAttempt: !errors.Is(in.SettleErr, gateway.ErrUnavailable)}
+	code := in.Settle.Code
+	switch {
+	case in.SettleErr != nil:
+		if p.Status != StatusSettling {
+			return Decision{Action: ActionNone}
+		}
+		d.Action, d.To, d.NextCheckAt = ActionKeep, StatusSettling, &next
+		return d
+	case in.Settle.Done():
+		d.Action, d.To, d.Reason, d.GatewayCode = ActionCredit, StatusCredited, ReasonSettled, &code
+		d.RefID, d.CreditedRials, d.CardPANMasked = *p.RefID, p.AmountRials, p.CardPANMasked
+		return d
+	case p.Status != StatusSettling:
+		return Decision{Action: ActionNone} // only a settling payment ends on a settle's word
+	case in.Settle.Outcome == gateway.SettleReversed:
+		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusFailed, ReasonBankReversed, &code
+	default:
+		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusNeedsReview, ReasonSettleRefused, &code
+	}
+	return d
+}
+
+// Verified reports whether p carries the bank's verified facts for its own
+// amount (a reference, the verified amount): a settling payment that does
+// is settled without asking verify again; one that does not (kept before
+// migration 00018) is verified again first (43) for them.
+func Verified(p Payment) bool {
+	return p.RefID != nil && *p.RefID > 0 && p.VerifiedAmountRials != nil && *p.VerifiedAmountRials == p.AmountRials
 }
 
 // decideReopen: a failed or needs-review payment moves back to
@@ -409,8 +473,10 @@ func decideRefReused(in Input) Decision {
 // Expiry reports the worker's deadline that a payment has passed: failed
 // (never seen paid within the authority's lifetime) for awaiting_payment, needs_review (unknown too long) for
 // pending_verification, and for awaiting_payment of a CallbackOnly
-// gateway without a callback, needs_review at the gateway's window. Deadlines count from opened_at (creation or the
-// last reopen).
+// gateway without a callback, needs_review at the gateway's window;
+// needs_review (settle window closed, or unknown too long) for settling.
+// Deadlines count from opened_at (creation, the last reopen, or for
+// settling the verify that began it).
 func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	status := p.Status
 	opened := p.CreatedAt
@@ -437,6 +503,12 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 		// MaxUnknown below).
 		return StatusNeedsReview, ReasonReturnedToPayer, true
 	case status == StatusPendingVerification && r.MaxUnknown > 0 && age > r.MaxUnknown:
+		return StatusNeedsReview, ReasonUnknownTooLong, true
+	case status == StatusSettling && r.SettleWindow > 0 && age > r.SettleWindow && (r.MaxUnknown <= 0 || r.SettleWindow <= r.MaxUnknown):
+		// Settling counts from the verify that began it (opened_at): the
+		// gateway's settle window closed with the settle still unknown.
+		return StatusNeedsReview, ReasonSettleWindowClosed, true
+	case status == StatusSettling && r.MaxUnknown > 0 && age > r.MaxUnknown:
 		return StatusNeedsReview, ReasonUnknownTooLong, true
 	}
 	return "", "", false

@@ -2,6 +2,7 @@ package payment_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,58 +10,222 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 )
 
-// Settle is a state of ours (Mellat): a verified payment of a settling
-// gateway is settled before it is credited; only settle 0 or 45 credits;
-// an unknown settle keeps it open (pending_verification, settle_unknown,
-// asked again after the pacing window: verify answers 43, settle again);
-// reversed fails it; any other refusal goes to review. Lease lost: the
-// settle is still asked and a settled payment still credited, nothing
-// else is written.
-func TestDecideSettle(t *testing.T) {
-	paid := gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 0, RefID: 9001, AmountRials: 50_000}
+// Settle is a state of ours (Mellat): verify 0 or 43 (with a reference
+// and our amount) moves the payment to settling with the verified facts,
+// the settle window counting from then; only settle 0 or 45 credits it;
+// an unknown settle keeps it settling (asked again after the pacing
+// window: settle alone, 45); 48 (reversed) fails it; any other refusal
+// goes to review; the settle window (or WORKER_MAX_UNKNOWN, whichever is
+// shorter) sends a still unknown one to review. Lease lost: the settle is
+// still asked and a settled payment still credited, nothing else is
+// written. Every row's edge counts for TestDecideReachesEveryEdge.
+func testDecideSettle(t *testing.T, l *edgeLog) {
+	paid := gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 0, RefID: 9001, AmountRials: 50_000, CardPANMasked: "610433******0003"}
 	again := gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 43, RefID: 9001, AmountRials: 50_000}
 	timeout := &gateway.TransientError{Op: "settle", Err: errors.New("time-out")}
-	for _, tt := range []struct {
-		name    string
-		verify  gateway.VerifyResult
-		settled bool
-		settle  gateway.SettleResult
-		err     error
-		action  payment.Action
-		to      payment.Status
-		reason  payment.Reason
-	}{
-		{"verified, settle not asked", paid, false, gateway.SettleResult{}, nil, payment.ActionSettle, "", ""},
-		{"verified before, settle not asked", again, false, gateway.SettleResult{}, nil, payment.ActionSettle, "", ""},
-		{"settled", paid, true, gateway.SettleResult{Outcome: gateway.SettleDone}, nil, payment.ActionCredit, payment.StatusCredited, payment.ReasonVerifiedPaid},
-		{"43 then 45", again, true, gateway.SettleResult{Outcome: gateway.SettleAlready, Code: 45}, nil, payment.ActionCredit, payment.StatusCredited, payment.ReasonAlreadyVerified},
-		{"settle unknown", paid, true, gateway.SettleResult{}, timeout, payment.ActionMove, payment.StatusPendingVerification, payment.ReasonSettleUnknown},
-		{"settle reversed", paid, true, gateway.SettleResult{Outcome: gateway.SettleReversed, Code: 48}, nil, payment.ActionMove, payment.StatusFailed, payment.ReasonBankReversed},
-		{"settle refused", paid, true, gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 47}, nil, payment.ActionMove, payment.StatusNeedsReview, payment.ReasonSettleRefused},
-	} {
-		for _, lost := range []bool{false, true} {
-			p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment, CreatedAt: t0.Add(-time.Minute)}
-			d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorCallback, Payment: p, Now: t0, Rules: rules,
-				LeaseLost: lost, Verify: tt.verify, NeedsSettle: true, Settled: tt.settled, Settle: tt.settle, SettleErr: tt.err})
-			want := tt.action
-			if lost && want == payment.ActionMove {
-				want = payment.ActionNone
-			}
-			if d.Action != want || (want != payment.ActionNone && want != payment.ActionSettle && (d.To != tt.to || d.Reason != tt.reason)) {
-				t.Errorf("%s (lease lost %v): %+v, want %s %s %s", tt.name, lost, d, want, tt.to, tt.reason)
-			}
-			if d.Action == payment.ActionCredit && (d.RefID != 9001 || d.CreditedRials != 50_000) {
-				t.Errorf("%s: credit %+v", tt.name, d)
-			}
-			if tt.err != nil && !lost && (d.NextCheckAt == nil || !d.NextCheckAt.Equal(t0.Add(recheck))) {
-				t.Errorf("%s: next check %v, want after the pacing window", tt.name, d.NextCheckAt)
+	ref, amount := int64(9001), int64(50_000)
+	settling := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusSettling, CreatedAt: t0.Add(-time.Hour),
+		OpenedAt: ptr(t0.Add(-time.Minute)), RefID: &ref, VerifiedAmountRials: &amount, CardPANMasked: "610433******0003"}
+	legacy := settling // settling before migration 00018: no facts on the row
+	legacy.RefID, legacy.VerifiedAmountRials, legacy.CardPANMasked = nil, nil, ""
+
+	t.Run("verify", func(t *testing.T) {
+		for _, tt := range []struct {
+			name   string
+			from   payment.Payment
+			verify gateway.VerifyResult
+			reason payment.Reason
+		}{
+			{"awaiting, verified", payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment, CreatedAt: t0.Add(-time.Minute)}, paid, payment.ReasonVerifiedPaid},
+			{"awaiting, verified before (43)", payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment, CreatedAt: t0.Add(-time.Minute)}, again, payment.ReasonAlreadyVerified},
+			{"pending, verified before (43)", payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusPendingVerification, CreatedAt: t0.Add(-time.Minute)}, again, payment.ReasonAlreadyVerified},
+			{"pending, settle unknown before 00018", payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusPendingVerification, CreatedAt: t0.Add(-time.Minute),
+				StatusReason: string(payment.ReasonSettleUnknown)}, again, payment.ReasonAlreadyVerified},
+			{"settling without facts (before 00018), 43", legacy, again, payment.ReasonAlreadyVerified},
+		} {
+			for _, lost := range []bool{false, true} {
+				d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorCallback, Payment: tt.from, Now: t0, Rules: rules,
+					LeaseLost: lost, Verify: tt.verify, NeedsSettle: true})
+				if d.Action != payment.ActionSettle || d.To != payment.StatusSettling || d.Reason != tt.reason || deref(d.GatewayCode) != tt.verify.Code ||
+					d.RefID != 9001 || d.CreditedRials != 50_000 || d.CardPANMasked != tt.verify.CardPANMasked || !d.Checked || !d.CountAttempt {
+					t.Errorf("%s (lease lost %v): %+v, want settle: to settling with the verified facts", tt.name, lost, d)
+				}
+				if fresh := tt.from.Status != payment.StatusSettling; fresh != (d.OpenedAt != nil && d.OpenedAt.Equal(t0)) {
+					t.Errorf("%s: opened at %v, want now only when it starts settling", tt.name, d.OpenedAt)
+				}
+				if !lost && tt.from.Status != payment.StatusSettling {
+					l.took(t, tt.from.Status, payment.Decision{Action: payment.ActionMove, To: payment.StatusSettling}, payment.ActorCallback)
+				}
 			}
 		}
+		// The gateway without settle credits on verify alone; a verify
+		// the credit would refuse is never settled.
+		p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment}
+		if d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules, Verify: paid}); d.Action != payment.ActionCredit {
+			t.Errorf("no settle: %+v", d)
+		}
+		other := paid
+		other.AmountRials = 40_000
+		if d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules, Verify: other, NeedsSettle: true}); d.Action != payment.ActionMove || d.To != payment.StatusNeedsReview || d.Reason != payment.ReasonAmountMismatch {
+			t.Errorf("another amount verified: %+v, want review, never settled", d)
+		}
+	})
+
+	t.Run("settle", func(t *testing.T) {
+		for _, tt := range []struct {
+			name   string
+			settle gateway.SettleResult
+			err    error
+			action payment.Action
+			to     payment.Status
+			reason payment.Reason
+			code   any
+		}{
+			{"settled (0)", gateway.SettleResult{Outcome: gateway.SettleDone}, nil, payment.ActionCredit, payment.StatusCredited, payment.ReasonSettled, 0},
+			{"settled before (45)", gateway.SettleResult{Outcome: gateway.SettleAlready, Code: 45}, nil, payment.ActionCredit, payment.StatusCredited, payment.ReasonSettled, 45},
+			{"time-out", gateway.SettleResult{}, timeout, payment.ActionKeep, payment.StatusSettling, "", nil},
+			{"breaker open", gateway.SettleResult{}, fmt.Errorf("settle: %w", gateway.ErrUnavailable), payment.ActionKeep, payment.StatusSettling, "", nil},
+			{"reversed (48)", gateway.SettleResult{Outcome: gateway.SettleReversed, Code: 48}, nil, payment.ActionMove, payment.StatusFailed, payment.ReasonBankReversed, 48},
+			{"settle not found (47)", gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 47}, nil, payment.ActionMove, payment.StatusNeedsReview, payment.ReasonSettleRefused, 47},
+		} {
+			for _, lost := range []bool{false, true} {
+				d := payment.Decide(payment.Input{Step: payment.StepSettle, Actor: payment.ActorWorker, Payment: settling, Now: t0, Rules: rules,
+					LeaseLost: lost, NeedsSettle: true, Settle: tt.settle, SettleErr: tt.err})
+				want := tt.action
+				if lost && want != payment.ActionCredit {
+					want = payment.ActionNone
+				}
+				if d.Action != want || (want != payment.ActionNone && (d.To != tt.to || d.Reason != tt.reason)) {
+					t.Errorf("%s (lease lost %v): %+v, want %s %s %s", tt.name, lost, d, want, tt.to, tt.reason)
+					continue
+				}
+				if want == payment.ActionNone {
+					continue
+				}
+				if (want == payment.ActionMove || want == payment.ActionCredit) && deref(d.GatewayCode) != tt.code {
+					t.Errorf("%s: gateway code %v, want %v", tt.name, deref(d.GatewayCode), tt.code)
+				}
+				if want == payment.ActionCredit && (d.RefID != 9001 || d.CreditedRials != 50_000 || d.CardPANMasked != settling.CardPANMasked) {
+					t.Errorf("%s: credit %+v, want the row's verified facts", tt.name, d)
+				}
+				if want == payment.ActionKeep && (d.NextCheckAt == nil || !d.NextCheckAt.Equal(t0.Add(recheck))) {
+					t.Errorf("%s: next check %v, want after the pacing window", tt.name, d.NextCheckAt)
+				}
+				if !d.Checked || d.CountAttempt != !errors.Is(tt.err, gateway.ErrUnavailable) {
+					t.Errorf("%s: checked %v, attempt %v", tt.name, d.Checked, d.CountAttempt)
+				}
+				if !lost {
+					l.took(t, payment.StatusSettling, d, payment.ActorWorker)
+				}
+			}
+		}
+		// Settled, but another actor moved the row meanwhile (the move to
+		// settling was not taken): still credited, with the verify's facts.
+		moved := settling
+		moved.Status = payment.StatusNeedsReview
+		if d := payment.Decide(payment.Input{Step: payment.StepSettle, Actor: payment.ActorWorker, Payment: moved, Now: t0, Rules: rules,
+			LeaseLost: true, NeedsSettle: true, Settle: gateway.SettleResult{Outcome: gateway.SettleAlready, Code: 45}}); d.Action != payment.ActionCredit || d.RefID != 9001 {
+			t.Errorf("settled after the lease was lost: %+v, want credit", d)
+		}
+		if d := payment.Decide(payment.Input{Step: payment.StepSettle, Actor: payment.ActorWorker, Payment: moved, Now: t0, Rules: rules,
+			LeaseLost: true, NeedsSettle: true, Settle: gateway.SettleResult{Outcome: gateway.SettleReversed, Code: 48}}); d.Action != payment.ActionNone {
+			t.Errorf("reversed after the lease was lost: %+v, want nothing written", d)
+		}
+		// Nothing verified on the row: nothing to settle.
+		if d := payment.Decide(payment.Input{Step: payment.StepSettle, Actor: payment.ActorWorker, Payment: legacy, Now: t0, Rules: rules,
+			NeedsSettle: true, Settle: gateway.SettleResult{Outcome: gateway.SettleDone}}); d.Action != payment.ActionNone {
+			t.Errorf("settle without verified facts: %+v, want none", d)
+		}
+	})
+
+	t.Run("verify again while settling", func(t *testing.T) {
+		// A settling payment kept before 00018 is verified again (43) for
+		// its facts. The bank's answers other than "verified" never fail
+		// it except a reversal: it was verified, a person looks.
+		notPaid := gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: 17}
+		returned := t0.Add(-time.Minute)
+		back := legacy
+		back.ReturnedAt = &returned
+		for _, tt := range []struct {
+			name     string
+			p        payment.Payment
+			verify   gateway.VerifyResult
+			err      error
+			inquired bool
+			inquiry  gateway.InquiryStatus
+			action   payment.Action
+			to       payment.Status
+			reason   payment.Reason
+		}{
+			{"verify time-out", legacy, gateway.VerifyResult{}, timeout, false, "", payment.ActionKeep, payment.StatusSettling, payment.ReasonVerifyUnknown},
+			{"not paid, inquiry FAILED", legacy, notPaid, nil, true, gateway.InquiryFailed, payment.ActionMove, payment.StatusNeedsReview, payment.ReasonBankCancelled},
+			{"not paid, inquiry REVERSED", legacy, notPaid, nil, true, gateway.InquiryReversed, payment.ActionMove, payment.StatusFailed, payment.ReasonBankReversed},
+			{"no sale after the payer came back", back, gateway.VerifyResult{Outcome: gateway.VerifyNoSale, Code: 42}, nil, false, "", payment.ActionMove, payment.StatusNeedsReview, payment.ReasonBankCancelled},
+			{"another amount", legacy, gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 43, RefID: 9001, AmountRials: 1}, nil, false, "", payment.ActionMove, payment.StatusNeedsReview, payment.ReasonAmountMismatch},
+		} {
+			d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorReconcile, Payment: tt.p, Now: t0, Rules: rules,
+				Verify: tt.verify, VerifyErr: tt.err, NeedsSettle: true, Inquired: tt.inquired, Inquiry: gateway.InquiryResult{Status: tt.inquiry}})
+			if d.Action != tt.action || d.To != tt.to || d.Reason != tt.reason {
+				t.Errorf("%s: %+v, want %s %s %s", tt.name, d, tt.action, tt.to, tt.reason)
+			}
+			l.took(t, payment.StatusSettling, d, payment.ActorReconcile)
+		}
+	})
+
+	t.Run("deadlines", func(t *testing.T) {
+		at := func(age time.Duration) payment.Payment {
+			p := settling
+			p.CreatedAt, p.OpenedAt = t0.Add(-age-10*time.Minute), ptr(t0.Add(-age))
+			return p
+		}
+		short := rules // WORKER_MAX_UNKNOWN 2h
+		short.SettleWindow, short.VerifyDeadline = 3*time.Hour, 20*time.Minute
+		long := short
+		long.MaxUnknown = 4 * time.Hour
+		none := short
+		none.SettleWindow = 0
+		for _, tt := range []struct {
+			name   string
+			r      payment.Rules
+			age    time.Duration
+			reason payment.Reason // "" : stays settling
+		}{
+			{"within both (the verify window closed long ago)", short, time.Hour, ""},
+			{"max unknown shorter than the window", short, 2*time.Hour + time.Second, payment.ReasonUnknownTooLong},
+			{"within the window", long, 3 * time.Hour, ""},
+			{"the settle window closed", long, 3*time.Hour + time.Second, payment.ReasonSettleWindowClosed},
+			{"no settle window", none, 2*time.Hour + time.Second, payment.ReasonUnknownTooLong},
+		} {
+			for _, lost := range []bool{false, true} {
+				d := payment.Decide(payment.Input{Step: payment.StepDeadline, Actor: payment.ActorWorker, Payment: at(tt.age), Now: t0, Rules: tt.r, LeaseLost: lost})
+				switch {
+				case tt.reason == "" || lost:
+					if d.Action != payment.ActionNone {
+						t.Errorf("%s (lease lost %v): %+v, want it to stay settling", tt.name, lost, d)
+					}
+				case d.Action != payment.ActionMove || d.To != payment.StatusNeedsReview || d.Reason != tt.reason || !d.Deadline:
+					t.Errorf("%s: %+v, want review (%s)", tt.name, d, tt.reason)
+				default:
+					l.took(t, payment.StatusSettling, d, payment.ActorWorker)
+				}
+			}
+		}
+	})
+}
+
+// A credit of a settled payment that fails is retried (it stays
+// settling, the next check settles again: 45) and goes to review at the
+// limit, as any bank-verified payment's.
+func TestDecideSettlingCreditFailed(t *testing.T) {
+	p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusSettling}
+	d := payment.Decide(payment.Input{Step: payment.StepCreditFailed, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules})
+	if d.Action != payment.ActionKeep || d.To != payment.StatusSettling || d.NextCheckAt == nil || !d.CountCreditFailure {
+		t.Errorf("first failed credit: %+v", d)
 	}
-	// A gateway without settle credits on verify alone.
-	p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment}
-	if d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules, Verify: paid}); d.Action != payment.ActionCredit {
-		t.Errorf("no settle: %+v", d)
+	p.CreditFailures = 2
+	d = payment.Decide(payment.Input{Step: payment.StepCreditFailed, Actor: payment.ActorWorker, Payment: p, Now: t0, Rules: rules})
+	if d.Action != payment.ActionMove || d.To != payment.StatusNeedsReview || d.Reason != payment.ReasonCreditFailed {
+		t.Errorf("third failed credit: %+v", d)
 	}
 }
 

@@ -62,6 +62,7 @@ func TestDecideReachesEveryEdge(t *testing.T) {
 	l := newEdgeLog()
 	t.Run("check", func(t *testing.T) { testDecideCheck(t, l) })
 	t.Run("other steps", func(t *testing.T) { testDecideSteps(t, l) })
+	t.Run("settle", func(t *testing.T) { testDecideSettle(t, l) })
 	for key := range l.table {
 		if !l.reached[key] {
 			t.Errorf("no row of the decision tables takes the edge %s", key)

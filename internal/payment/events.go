@@ -41,8 +41,10 @@ const (
 	ReasonAuthorityRecovered Reason = "authority_recovered"     // reconciliation found our payment by its callback URL
 	ReasonClosedByAdmin      Reason = "closed_by_admin"         // an admin closed it with a written note
 	ReasonCreditFailed       Reason = "credit_failed"           // verified by the bank, but crediting it kept failing
-	ReasonSettleUnknown      Reason = "settle_unknown"          // verified, settle outcome unknown: open, the worker settles (Mellat)
+	ReasonSettleUnknown      Reason = "settle_unknown"          // before settling was a status (migration 00018): verified, settle unknown, kept pending_verification
 	ReasonSettleRefused      Reason = "settle_refused"          // verified, but the bank refused to settle it (Mellat)
+	ReasonSettled            Reason = "settled"                 // the bank settled it (Mellat 0, or 45: settled before): credited
+	ReasonSettleWindowClosed Reason = "settle_window_closed"    // verified, settle still unknown when the gateway's settle window closed
 )
 
 // Event is one status change of a payment (table payment_events,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 )
 
 // The state machine. Every status change of a payment is one edge of this
@@ -22,7 +23,12 @@ import (
 //	                                            worker: submit died before the bank answered
 //	created ──────────────▶ pending_verification reconcile: the bank lists it (authority recovered) [lease]
 //	awaiting_payment ─────▶ pending_verification verify/inquiry outcome unknown [lease]
-//	awaiting_payment ─────▶ pending_verification settle: verified, settle outcome unknown (Mellat) [lease]
+//	awaiting_payment ─────▶ settling           verify 0/43 with a reference and our amount, to be settled (Mellat) [lease]
+//	pending_verification ─▶ settling           as above [lease]
+//	settling ─────────────▶ credited           settle 0/45: the money is ours (lease or not)
+//	settling ─────────────▶ failed             settle 48: the bank reversed it [lease]
+//	settling ─────────────▶ needs_review       settle refused; still unknown when the settle window closed (or
+//	                                            WORKER_MAX_UNKNOWN); reference reused; credit kept failing [lease]
 //	awaiting_payment ─────▶ failed             the bank's definite not-paid; unpaid past the authority's lifetime [lease]
 //	awaiting_payment ─────▶ needs_review       verify refused, amount mismatch, paid without reference, reference reused [lease]
 //	pending_verification ─▶ failed             the bank's definite not-paid [lease]
@@ -33,7 +39,6 @@ import (
 //	failed ───────────────▶ needs_review       the bank verified it with a reference another payment holds (a verifier whose lease ran out)
 //	awaiting_payment ─────▶ credited           the bank verified it (100/101 with a reference)
 //	pending_verification ─▶ credited           the bank verified it
-//	pending_verification ─▶ credited           settle: verified 0/43, then settled 0/45 (Mellat)
 //	failed ───────────────▶ credited           the bank verified it (a verifier whose lease ran out)
 //	needs_review ─────────▶ credited           the bank verified it (a verifier whose lease ran out)
 //
@@ -79,6 +84,11 @@ var transitions = map[edge]rule{
 	{StatusPendingVerification, StatusCredited}:        {actors: verifiers},
 	{StatusFailed, StatusCredited}:                     {actors: verifiers},
 	{StatusNeedsReview, StatusCredited}:                {actors: verifiers},
+	{StatusAwaitingPayment, StatusSettling}:            {actors: verifiers, lease: true},
+	{StatusPendingVerification, StatusSettling}:        {actors: verifiers, lease: true},
+	{StatusSettling, StatusCredited}:                   {actors: verifiers},
+	{StatusSettling, StatusFailed}:                     {actors: verifiers, lease: true},
+	{StatusSettling, StatusNeedsReview}:                {actors: verifiers, lease: true},
 }
 
 // Edge is one allowed status change, as documentation and tests see it.
@@ -123,6 +133,9 @@ type change struct {
 	lease       string // the mover's lease token (edges that need it)
 	keepLease   bool   // the mover goes on working under the lease (a reopen)
 	set         Fields // other fields written with the change
+	// calls: gateway attempts written in the change's transaction (the
+	// verify of a payment that becomes settling).
+	calls []resilient.Call
 	// audit, when set, is written in the same transaction (an admin's
 	// action).
 	audit *audit.Entry
@@ -132,7 +145,7 @@ type change struct {
 func moveOf(p Payment, from Status, c change, now time.Time) Move {
 	return Move{PaymentID: p.ID, PublicID: p.PublicID, From: from, To: c.to, Actor: c.actor, Reason: c.reason,
 		GatewayCode: c.gatewayCode, AdminID: c.adminID, Lease: c.lease, KeepLease: c.keepLease, Now: now,
-		Fields: c.set, Audit: c.audit}
+		Fields: c.set, Audit: c.audit, Calls: c.calls}
 }
 
 // move takes one edge of the state machine for p, whose status the caller

@@ -78,7 +78,7 @@ func TestTransitionTableRules(t *testing.T) {
 		if len(e.Actors) == 0 {
 			t.Errorf("%s → %s: nobody may take it", e.From, e.To)
 		}
-		open := e.From == payment.StatusAwaitingPayment || e.From == payment.StatusPendingVerification
+		open := e.From == payment.StatusAwaitingPayment || e.From == payment.StatusPendingVerification || e.From == payment.StatusSettling
 		if open && e.To != payment.StatusCredited && !e.Lease {
 			t.Errorf("%s → %s leaves an open payment without the lease", e.From, e.To)
 		}

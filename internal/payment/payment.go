@@ -13,8 +13,11 @@
 //	awaiting_payment ──not paid / lifetime──▶ failed
 //	awaiting_payment ──refused, mismatch, no ref──▶ needs_review
 //	pending_verification ──paid──▶ credited
-//	pending_verification ──settled (Mellat: verify 0/43, settle 0/45)──▶ credited
-//	awaiting_payment ──verified, settle unknown (Mellat)──▶ pending_verification
+//	awaiting_payment ──verified, to be settled (Mellat: verify 0/43)──▶ settling
+//	pending_verification ──verified, to be settled (Mellat)──▶ settling
+//	settling ──settled (0/45)──▶ credited
+//	settling ──reversed (48)──▶ failed
+//	settling ──settle refused, window closed──▶ needs_review
 //	pending_verification ──not paid──▶ failed
 //	pending_verification ──refused, too long──▶ needs_review
 //	failed ──reopen──▶ pending_verification
@@ -42,10 +45,26 @@ const (
 	StatusCreated             Status = "created"
 	StatusAwaitingPayment     Status = "awaiting_payment"
 	StatusPendingVerification Status = "pending_verification"
-	StatusCredited            Status = "credited"
-	StatusFailed              Status = "failed"
-	StatusNeedsReview         Status = "needs_review"
+	// StatusSettling: the bank verified the payment and we are settling
+	// it (Mellat's bpSettleRequest); not credited yet. The verified facts
+	// (reference, amount, card) are on the row, so the next check asks
+	// only for the settle.
+	StatusSettling    Status = "settling"
+	StatusCredited    Status = "credited"
+	StatusFailed      Status = "failed"
+	StatusNeedsReview Status = "needs_review"
 )
+
+// Public is the status as payers and partners see it (pages, the API,
+// webhooks, a return_url): settling is pending_verification to them — the
+// bank is still being asked, nothing is credited yet — so the API's six
+// statuses stay its contract. The admin console shows settling itself.
+func (s Status) Public() Status {
+	if s == StatusSettling {
+		return StatusPendingVerification
+	}
+	return s
+}
 
 // Terminal reports whether no automatic transition leaves the status.
 func (s Status) Terminal() bool {
@@ -53,12 +72,13 @@ func (s Status) Terminal() bool {
 }
 
 func (s Status) open() bool {
-	return s == StatusAwaitingPayment || s == StatusPendingVerification
+	return s == StatusAwaitingPayment || s == StatusPendingVerification || s == StatusSettling
 }
 
-// openForVerify lists the statuses a verify may resolve.
+// openForVerify lists the statuses a check (verify, or settle alone) may
+// resolve.
 func openForVerify() []Status {
-	return []Status{StatusAwaitingPayment, StatusPendingVerification}
+	return []Status{StatusAwaitingPayment, StatusPendingVerification, StatusSettling}
 }
 
 // Payment is one top-up attempt.

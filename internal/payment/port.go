@@ -156,6 +156,10 @@ type Move struct {
 	Now         time.Time
 	Fields      Fields       // written with the change
 	Audit       *audit.Entry // written in the same transaction (an admin's action)
+	// Calls are gateway attempts written in the same transaction (the
+	// verify of a payment that becomes settling, so that its credit,
+	// later, has the verify on record).
+	Calls []resilient.Call
 }
 
 // Fields are what a decision writes besides the status: nil leaves a

@@ -122,7 +122,7 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 		// due was read from a row another callback may have checked since
 		// (N2).
 		return s.reopenWaiting(ctx, p, ActorCallback, due, !first)
-	case StatusAwaitingPayment, StatusPendingVerification:
+	case StatusAwaitingPayment, StatusPendingVerification, StatusSettling:
 		if !due {
 			return p, nil // asked moments ago: answered from the row
 		}
@@ -353,26 +353,18 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	gw := s.gw(p)
 	vin := gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
 		PageTime: PageTime(p, s.clock()), OrderID: p.PublicID, Receipt: p.ReceiptString()}
-	vr, err := gw.Verify(vctx, vin)
 	settler, needsSettle := settlerOf(gw)
+	if p.Status == StatusSettling && needsSettle && Verified(p) {
+		// Verified before, its facts and its verify on record: only the
+		// settle is asked (the bank answers 45 when it was settled).
+		return s.settleAndApply(vctx, p, tok, actor, settler, vin, held, false)
+	}
+	vr, err := gw.Verify(vctx, vin)
 	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err,
 		NeedsSettle: needsSettle}
 	d := Decide(in)
 	if d.Action == ActionSettle {
-		// Verified; the money is ours only once settled. The settle's
-		// attempts are held with the verify's (written with the credit).
-		testhook.At(testhook.AfterVerifyBeforeSettle) // e2e: verified at the bank, not settled
-		sr, serr := settler.Settle(vctx, vin)
-		in.Settled, in.Settle, in.SettleErr, in.Now = true, sr, serr, s.clock()
-		d = Decide(in)
-		switch {
-		case serr != nil:
-			log.WarnContext(ctx, "settle outcome unknown; the payment stays open", "err", serr)
-		case d.Action == ActionCredit:
-			testhook.At(testhook.AfterSettle) // e2e: settled at the bank, the credit not committed
-		default:
-			log.ErrorContext(ctx, "settle refused by the bank", "code", sr.Code, "outcome", sr.Outcome)
-		}
+		return s.beginSettling(vctx, p, tok, actor, d, settler, vin, held)
 	}
 	// Whatever the caller's context does now, the answer must be recorded.
 	ctx = context.WithoutCancel(ctx)
@@ -410,6 +402,83 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 		testhook.At(testhook.AfterVerify) // e2e: the bank counts it verified, we have not credited
 		return s.credit(ctx, p, tok, actor, d, held)
 	}
+	return s.apply(ctx, p, tok, actor, d)
+}
+
+// beginSettling takes a payment the bank just verified (d: ActionSettle)
+// to settling — with the verified facts, opened_at (the settle window
+// counts from it) and the verify's attempts, in the move's transaction,
+// keeping the lease — and settles it. A crash after this move leaves it
+// settling, and the next check only settles; a crash before it leaves it
+// open as it was, and the next check verifies (43) again. When the move
+// is not taken (another actor changed the row, the lease ran out) the
+// settle is still asked: a settled payment is credited, lease or not. A
+// reference another payment holds sends it to review, never settled.
+func (s *Service) beginSettling(ctx context.Context, p Payment, tok string, actor Actor, d Decision,
+	settler gateway.Settler, vin gateway.VerifyInput, held *heldCalls) (Payment, error) {
+	sp := p
+	sp.RefID, sp.VerifiedAmountRials, sp.CardPANMasked = &d.RefID, &d.CreditedRials, d.CardPANMasked
+	lost := false
+	if p.Status != StatusSettling {
+		set := checkedSet(d, s.clock())
+		set.OpenedAt, set.RefID, set.VerifiedAmountRials, set.CardPANMasked = d.OpenedAt, &d.RefID, &d.CreditedRials, &d.CardPANMasked
+		calls := held.take()
+		c := change{to: StatusSettling, actor: actor, reason: d.Reason, gatewayCode: d.GatewayCode, lease: tok, keepLease: true, set: set, calls: calls}
+		moved, err := s.move(context.WithoutCancel(ctx), p, p.Status, c)
+		switch {
+		case err == nil:
+			sp = moved
+		case errors.Is(err, errNotMoved):
+			lost = true
+			for _, c := range calls {
+				held.add(c)
+			}
+		case errors.Is(err, ErrDuplicate):
+			// unique (gateway, ref_id): the bank's reference belongs to
+			// another payment. Never settle or credit it; a person looks.
+			for _, c := range calls {
+				held.add(c)
+			}
+			wctx := context.WithoutCancel(ctx)
+			s.writeHeld(wctx, held)
+			s.log.ErrorContext(ctx, "bank reference already used by another payment", "payment", p.PublicID, "ref_id", d.RefID)
+			rd := Decide(Input{Step: StepRefReused, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules()})
+			rd.GatewayCode = d.GatewayCode
+			return s.apply(wctx, p, tok, actor, rd)
+		default:
+			for _, c := range calls {
+				held.add(c)
+			}
+			s.writeHeld(context.WithoutCancel(ctx), held)
+			_, _ = s.release(context.WithoutCancel(ctx), p, tok, Fields{})
+			return p, fmt.Errorf("payment %s to settling: %w", p.PublicID, err)
+		}
+	}
+	testhook.At(testhook.AfterVerifyBeforeSettle) // e2e: verified at the bank (settling), not settled
+	return s.settleAndApply(ctx, sp, tok, actor, settler, vin, held, lost)
+}
+
+// settleAndApply asks the bank to settle a verified payment p (its facts
+// on p) and records the answer under the lease tok; lost: the lease (or
+// the row) is no longer the caller's, and only a credit is written. The
+// settle's attempts are held with the check's (written with a credit).
+func (s *Service) settleAndApply(ctx context.Context, p Payment, tok string, actor Actor,
+	settler gateway.Settler, vin gateway.VerifyInput, held *heldCalls, lost bool) (Payment, error) {
+	log := s.log.With("payment", p.PublicID, "actor", actor)
+	sr, serr := settler.Settle(ctx, vin)
+	d := Decide(Input{Step: StepSettle, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), LeaseLost: lost,
+		NeedsSettle: true, Settle: sr, SettleErr: serr})
+	ctx = context.WithoutCancel(ctx)
+	switch {
+	case serr != nil:
+		log.WarnContext(ctx, "settle outcome unknown; the payment stays settling", "err", serr)
+	case d.Action == ActionCredit:
+		testhook.At(testhook.AfterSettle) // e2e: settled at the bank, the credit not committed
+		return s.credit(ctx, p, tok, actor, d, held)
+	default:
+		log.ErrorContext(ctx, "settle refused by the bank", "code", sr.Code, "outcome", sr.Outcome)
+	}
+	s.writeHeld(ctx, held)
 	return s.apply(ctx, p, tok, actor, d)
 }
 

@@ -43,6 +43,10 @@ type GatewayRules struct {
 	// long after it started to the payer (0: the gateway does not document
 	// it; WORKER_MAX_UNKNOWN applies alone).
 	VerifyDeadline time.Duration
+	// SettleWindow: how long after verify a verified payment can be
+	// settled (Mellat; 0: the gateway does not settle, or documents no
+	// limit): a settling payment still unknown then goes to review.
+	SettleWindow time.Duration
 	// NoList: the gateway lists no unverified payments; reconciliation
 	// asks it about our recent payments one by one (Zibal's inquiry).
 	NoList bool
@@ -62,7 +66,7 @@ type GatewayRules struct {
 }
 
 // RulesOf are the payment code's rules of a gateway, from its capability
-// record: its verify deadline when documented, whether it lists
+// record: its verify deadline and settle window when documented, whether it lists
 // unverified payments (else reconciliation asks it one by one), whether
 // verify needs the callback's data and how long a receipt of the token
 // stands in for it.
@@ -73,6 +77,9 @@ func RulesOf(c gateway.Capabilities) GatewayRules {
 	}
 	if c.Receipt.Kind == gateway.WindowWithin {
 		r.ReceiptLife = c.Receipt.Within
+	}
+	if c.Settle.Kind == gateway.WindowWithin {
+		r.SettleWindow = c.Settle.Within
 	}
 	return r
 }

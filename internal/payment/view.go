@@ -28,11 +28,11 @@ type PaymentForm struct {
 	Fields map[string]string `json:"fields"`
 }
 
-// ViewOf is p as partners see it. creditedAt is when its credit was
+// ViewOf is p as partners see it (its Public status). creditedAt is when its credit was
 // booked (nil unless credited); payURL, when set, makes the bank's page
 // URL of an authority (shown while the payment awaits the payer).
 func ViewOf(p Payment, creditedAt *time.Time, payURL func(authority string) string) TopUpView {
-	v := TopUpView{ID: p.PublicID, Status: string(p.Status), AmountRials: p.AmountRials, Gateway: p.Gateway, CreatedAt: p.CreatedAt.UTC()}
+	v := TopUpView{ID: p.PublicID, Status: string(p.Status.Public()), AmountRials: p.AmountRials, Gateway: p.Gateway, CreatedAt: p.CreatedAt.UTC()}
 	if p.Status == StatusAwaitingPayment && p.Authority != nil && payURL != nil {
 		u := payURL(*p.Authority)
 		v.PaymentURL = &u

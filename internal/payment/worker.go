@@ -238,11 +238,12 @@ func (w *Worker) rules() Rules {
 
 // rulesFor are the worker's rules for one payment: with its gateway's
 // verify deadline (the bank returns an unverified payment to the payer
-// then).
+// then) and settle window (a settling payment still unknown then goes to
+// review).
 func (w *Worker) rulesFor(p Payment) Rules {
 	r := w.rules()
 	g := w.s.cfg.Gateways[p.Gateway]
-	r.VerifyDeadline, r.CallbackOnly = g.VerifyDeadline, g.callbackOnly()
+	r.VerifyDeadline, r.CallbackOnly, r.SettleWindow = g.VerifyDeadline, g.callbackOnly(), g.SettleWindow
 	return r
 }
 

@@ -20,7 +20,7 @@ import (
 // user's payments (or the whole table) instead. SQLite uses the index only
 // when the condition is written as the index's is.
 var openForUserStatuses = "status IN (" + literals([]string{string(payment.StatusAwaitingPayment),
-	string(payment.StatusPendingVerification), string(payment.StatusNeedsReview)}) + ")"
+	string(payment.StatusPendingVerification), string(payment.StatusSettling), string(payment.StatusNeedsReview)}) + ")"
 
 // OpenForUser lists the user's payments whose outcome is not known yet,
 // newest first (the wallet page shows them as in progress). It reads the
@@ -135,7 +135,7 @@ func StatusGroup(name string) (statuses []payment.Status, ok bool) {
 	case "credited":
 		return []payment.Status{payment.StatusCredited}, true
 	case "open":
-		return []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification}, true
+		return []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusSettling}, true
 	case "failed":
 		return []payment.Status{payment.StatusFailed}, true
 	case "needs_review":
@@ -188,8 +188,8 @@ func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (sinc
 	err = r.db.Gorm.WithContext(ctx).Raw(`SELECT
 		COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 		COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
-		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review') THEN amount_rials END), 0) AS open_rials
-		FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review'))`,
+		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials
+		FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
 		since.UTC(), since.UTC(), userID, since.UTC()).Scan(&row).Error
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("limit usage of user %d: %w", userID, err)

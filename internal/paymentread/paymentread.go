@@ -39,14 +39,14 @@ var ErrNotFound = errors.New("payment not found")
 
 // Statuses are the payment statuses, in the order the console lists them.
 var Statuses = []string{string(payment.StatusCreated), string(payment.StatusAwaitingPayment),
-	string(payment.StatusPendingVerification), string(payment.StatusNeedsReview), string(payment.StatusCredited),
+	string(payment.StatusPendingVerification), string(payment.StatusSettling), string(payment.StatusNeedsReview), string(payment.StatusCredited),
 	string(payment.StatusFailed)}
 
 // OpenStatuses are the statuses of payments whose outcome is not final
 // (and needs_review, which waits for an admin); a partial index covers
 // exactly these (payments_open_created_idx, migration 00007).
 var OpenStatuses = []string{string(payment.StatusCreated), string(payment.StatusAwaitingPayment),
-	string(payment.StatusPendingVerification), string(payment.StatusNeedsReview)}
+	string(payment.StatusPendingVerification), string(payment.StatusSettling), string(payment.StatusNeedsReview)}
 
 // ValidStatus reports whether s is a payment status.
 func ValidStatus(s string) bool {

@@ -312,7 +312,7 @@ func TestOpenForUserUsesItsPartialIndex(t *testing.T) {
 		}
 	}
 	var wantOpen int64
-	db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ? AND status IN ('awaiting_payment', 'pending_verification', 'needs_review')`, heavy.UserID).Scan(&wantOpen)
+	db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ? AND status IN ('awaiting_payment', 'pending_verification', 'settling', 'needs_review')`, heavy.UserID).Scan(&wantOpen)
 	if wantOpen == 0 {
 		t.Fatal("the seeded user has no open payment")
 	}

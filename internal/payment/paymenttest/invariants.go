@@ -36,13 +36,13 @@ func CheckInvariants(t testing.TB, db *store.DB) {
 }
 
 // CheckNoneOpenPast asserts that no payment is still open (created,
-// awaiting_payment, pending_verification) more than maxOpen after it last
+// awaiting_payment, pending_verification, settling) more than maxOpen after it last
 // became open, by the clock now: a payment past its deadlines must have
 // ended (failed, or needs_review where a person looks).
 func CheckNoneOpenPast(t testing.TB, db *store.DB, now time.Time, maxOpen time.Duration) {
 	t.Helper()
 	var ids []string
-	err := db.Gorm.Raw(`SELECT public_id FROM payments WHERE status IN ('created', 'awaiting_payment', 'pending_verification')
+	err := db.Gorm.Raw(`SELECT public_id FROM payments WHERE status IN ('created', 'awaiting_payment', 'pending_verification', 'settling')
 		AND COALESCE(opened_at, created_at) < ?`, now.Add(-maxOpen).UTC()).Scan(&ids).Error
 	if err != nil {
 		t.Fatalf("open payments: %v", err)

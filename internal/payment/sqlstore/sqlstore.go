@@ -244,8 +244,8 @@ func (s *Store) CreateAdmitted(ctx context.Context, p *payment.Payment, q paymen
 		if err := tx.Raw(`SELECT
 			COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 			COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
-			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review') THEN amount_rials END), 0) AS open_rials
-			FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'needs_review'))`,
+			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials
+			FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
 			since, since, p.UserID, since).Scan(&u).Error; err != nil {
 			return fmt.Errorf("limit usage of user %d: %w", p.UserID, err)
 		}
@@ -364,7 +364,7 @@ func (s *Store) Release(ctx context.Context, id int64, tok string, f payment.Fie
 // Schedule implements payment.Store: only an open payment is scheduled.
 func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
 	err := s.one.WithContext(bg(ctx)).Model(&payment.Payment{}).
-		Where("id = ? AND status IN ?", id, []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification}).
+		Where("id = ? AND status IN ?", id, []payment.Status{payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusSettling}).
 		Update("next_check_at", at).Error
 	if err != nil {
 		return fmt.Errorf("schedule payment %d: %w", id, err)
@@ -453,6 +453,9 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Paym
 			return payment.Payment{}, err
 		}
 	}
+	if err := insertCalls(tx, m.Calls); err != nil {
+		return payment.Payment{}, err
+	}
 	n, err := enqueueWebhook(tx, m, out)
 	if err != nil {
 		return payment.Payment{}, err
@@ -490,7 +493,7 @@ func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, call
 		// at once (no SELECT first). The move is conditional on it, so a
 		// row changed meanwhile is not touched; then lock the row and move
 		// from the status it has.
-		if m.From == payment.StatusAwaitingPayment || m.From == payment.StatusPendingVerification {
+		if m.From == payment.StatusAwaitingPayment || m.From == payment.StatusPendingVerification || m.From == payment.StatusSettling {
 			var err error
 			if out, err = s.moveTx(tx, m, &queued); !errors.Is(err, payment.ErrNotMoved) {
 				if err != nil {
@@ -541,8 +544,8 @@ func (s *Store) ClaimDue(ctx context.Context, c payment.DueClaim) ([]int64, erro
 		q := tx.Model(&payment.Payment{}).Select("id").
 			Where("(lease_until IS NULL OR lease_until < ?)", c.Now).
 			Where("(next_check_at IS NULL OR next_check_at <= ?)", c.Now).
-			Where("(status = ? OR (status = ? AND opened_at <= ?))",
-				payment.StatusPendingVerification, payment.StatusAwaitingPayment, c.AbandonedBefore).
+			Where("(status IN (?, ?) OR (status = ? AND opened_at <= ?))",
+				payment.StatusPendingVerification, payment.StatusSettling, payment.StatusAwaitingPayment, c.AbandonedBefore).
 			Order("CASE WHEN next_check_at IS NULL THEN 0 ELSE 1 END, next_check_at").Limit(c.Batch)
 		if err := s.db.SkipLocked(q).Find(&ids).Error; err != nil {
 			return err
