@@ -150,7 +150,7 @@ func TestReconcileSEPByReceipt(t *testing.T) {
 // the callback's SaleReferenceId. A payer paid and came back; the bank
 // verified the sale but its answer was lost, and the payment went to
 // review here. Reconciliation asks bpInquiryRequest with the kept
-// reference (0: verified), then verifies (43), settles and credits
+// reference (0: verified), then verifies (43), settles (settling) and credits
 // through the state machine, exactly once; a second run changes nothing.
 // A payment whose payer never came back cannot be asked about: once
 // ended, it is reported as such, never credited.
@@ -193,7 +193,7 @@ func TestReconcileMellatBySale(t *testing.T) {
 		if it := items[gone.PublicID]; it.Kind != payment.KindNoCallback || it.Detail == "" {
 			t.Errorf("the payment without a callback: %+v", it)
 		}
-		if r := e.row(p.ID); r.Status != payment.StatusCredited || r.StatusReason != string(payment.ReasonAlreadyVerified) {
+		if r := e.row(p.ID); r.Status != payment.StatusCredited || r.StatusReason != string(payment.ReasonSettled) {
 			t.Errorf("after reconciliation: %s", dump(r))
 		}
 		if bp, _ := bank.Payment(p.AuthorityString()); bp.SettledAt.IsZero() {
