@@ -118,8 +118,10 @@ func postBack(t *testing.T, app *apptest.App, cb sandbank.CallbackRequest, chang
 // The POST gateways end to end, on SQLite and PostgreSQL: the form, the
 // page that posts to the bank, pay, the bank's cross-site POST callback
 // (303 to a GET page), verify (and settle for Mellat), credited exactly
-// once; repeats say "received"; a cancel leaves the balance; forged
-// callbacks (another token, another payment's receipt) are refused.
+// once; repeats show "payment received"; a cancel leaves the balance;
+// forged callbacks (another token, another payment's receipt) are
+// refused (400) and change nothing: the balance, the payment's status
+// and its kept receipt (none) stay.
 func TestPOSTGatewayFlow(t *testing.T) {
 	for _, gw := range postGateways {
 		t.Run(gw.name, func(t *testing.T) {
@@ -134,7 +136,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 					t.Fatalf("callback: %d %q\n%s", r.Status, r.Location, r.Body)
 				}
 				res := c.Get(r.Location)
-				if apptest.PaymentStatus(res.Body) != "credited" || c.Balance() != 250_000 {
+				if !received(res) || c.Balance() != 250_000 {
 					t.Fatalf("status %q balance %d", apptest.PaymentStatus(res.Body), c.Balance())
 				}
 				p, _ := bank.Payment(tok)
@@ -146,10 +148,10 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				if receipt != cb.Form[gw.receipt] {
 					t.Fatalf("kept receipt %q, want %q", receipt, cb.Form[gw.receipt])
 				}
-				// A repeat of the callback: the same receipt page, no second credit.
+				// A repeat of the callback: the same "payment received" page, no second credit.
 				for range 2 {
 					again := postBack(t, app, cb, nil)
-					if again.Status != http.StatusSeeOther || apptest.PaymentStatus(c.Get(again.Location).Body) != "credited" {
+					if again.Status != http.StatusSeeOther || !received(c.Get(again.Location)) {
 						t.Fatalf("repeat: %d", again.Status)
 					}
 				}
@@ -166,8 +168,13 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				if r := postBack(t, app, cb2, map[string]string{gw.receipt: cb.Form[gw.receipt]}); r.Status != http.StatusBadRequest {
 					t.Fatalf("callback with another payment's receipt: %d", r.Status)
 				}
-				if c.Balance() != 250_000 {
-					t.Fatalf("balance %d after forged callbacks", c.Balance())
+				var forged struct {
+					Status  string
+					Receipt *string
+				}
+				db.Gorm.Raw(`SELECT status, receipt FROM payments WHERE authority = ?`, tok2).Scan(&forged)
+				if c.Balance() != 250_000 || forged.Status != "awaiting_payment" || forged.Receipt != nil {
+					t.Fatalf("after forged callbacks: balance %d, the payment %s with receipt %v", c.Balance(), forged.Status, forged.Receipt)
 				}
 				// The real one still credits it.
 				if r := postBack(t, app, cb2, nil); r.Status != http.StatusSeeOther || apptest.PaymentStatus(c.Get(r.Location).Body) != "credited" {
@@ -189,6 +196,13 @@ func TestPOSTGatewayFlow(t *testing.T) {
 			})
 		})
 	}
+}
+
+// received reports whether a page is the payer's "payment received" page
+// of a credited payment.
+func received(r apptest.Response) bool {
+	doc := apptest.Parse(r.Body)
+	return r.Status == http.StatusOK && apptest.PaymentStatus(r.Body) == "credited" && doc.TestID("result-received") != nil
 }
 
 // "Already verified" (SEP ResultCode 2, Mellat 43) and "already settled"
