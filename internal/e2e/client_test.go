@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/gateway/mellat"
+	"github.com/kifpool/kifpool/internal/gateway/sep"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -28,6 +31,8 @@ import (
 type browser struct {
 	base string // the instance this user talks to
 	hc   *http.Client
+	// gateways submitTopUp chooses from (nil: Zarinpal and Zibal)
+	gateways []string
 }
 
 func newBrowser(base string) *browser {
@@ -122,15 +127,19 @@ func (b *browser) topUpForm(ctx context.Context) (csrf, token string, err error)
 	return csrf, token, nil
 }
 
-// submitTopUp posts the top-up form (amount in tomans), choosing Zarinpal
-// or Zibal by the form token's last character (each about half the
-// time; the same form always the same gateway, as a repeat submit is).
+// submitTopUp posts the top-up form (amount in tomans), choosing one of
+// the browser's gateways (Zarinpal and Zibal unless it was given others)
+// by a hash of the form token: each about as often, the same form always
+// the same gateway, as a repeat submit is. (Not by the token's last
+// character: 128 bits in base64 leave it one of A, Q, g and w, all odd.)
 func (b *browser) submitTopUp(ctx context.Context, csrf, token string, tomans int64) (response, error) {
-	gw := "zarinpal"
-	if token != "" && token[len(token)-1]%2 == 1 {
-		gw = "zibal"
+	gws := b.gateways
+	if len(gws) == 0 {
+		gws = []string{"zarinpal", "zibal"}
 	}
-	return b.submitTopUpAt(ctx, csrf, token, tomans, gw)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(token))
+	return b.submitTopUpAt(ctx, csrf, token, tomans, gws[h.Sum32()%uint32(len(gws))])
 }
 
 // submitTopUpAt posts the top-up form for the gateway gw.
@@ -138,15 +147,97 @@ func (b *browser) submitTopUpAt(ctx context.Context, csrf, token string, tomans 
 	return b.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}, "gateway": {gw}})
 }
 
+// bankGateway is how the payer reaches a gateway's page at the standalone
+// bank, and what their way back must do.
+type bankGateway struct {
+	name string
+	// page is the path of the payer's page: reached by a 303 with the
+	// token last in the path (Zarinpal, Zibal), or by our page's form
+	// posting the token in field (SEP, Mellat).
+	page, field string
+	// quiet: a payer who paid and never came back is found, even after
+	// our worker failed the payment for want of pay (reconciliation:
+	// Zarinpal's list, Zibal's inquiry). Not SEP's or Mellat's: no list,
+	// and Mellat's verify needs the sale reference only the callback
+	// carries; the bank returns such money after its verify deadline (30
+	// and 20 minutes), longer than a test. (SEP's worker finds a payer who
+	// paid in time through the token's receipt, unless it failed the
+	// payment a moment before the pay: web's
+	// TestSEPPaidWithoutCallbackCreditedByWorker.)
+	quiet bool
+}
+
+// bankGateways are the four gateways of the standalone bank.
+var bankGateways = []bankGateway{
+	{name: "zarinpal", page: "/pg/StartPay/", quiet: true},
+	{name: "zibal", page: "/start/", quiet: true},
+	{name: "sep", page: sep.PathPay, field: "Token"},
+	{name: "mellat", page: mellat.PathStartPay, field: "RefId"},
+}
+
+// gatewayNames are the names of the bank's four gateways, in GATEWAYS order.
+func gatewayNames() []string {
+	var out []string
+	for _, g := range bankGateways {
+		out = append(out, g.name)
+	}
+	return out
+}
+
+// toBank reads where a top-up's answer r sends the payer: a 303 to a GET
+// gateway's page, or our page whose form posts the token to a POST
+// gateway's page. It returns the gateway and the token (our authority);
+// ok is false for any other answer.
+func toBank(bankURL string, r response) (gw bankGateway, token string, ok bool) {
+	var doc *apptest.Doc
+	if r.status == http.StatusOK {
+		doc = apptest.Parse(r.body)
+	}
+	for _, g := range bankGateways {
+		switch {
+		case g.field == "" && r.status == http.StatusSeeOther && strings.HasPrefix(r.location, bankURL+g.page):
+			token = strings.TrimPrefix(r.location, bankURL+g.page)
+		case g.field != "" && doc != nil && doc.TestID("to-bank-form").Attr("action") == bankURL+g.page:
+			token = doc.Input(g.field)
+		}
+		if token != "" {
+			return g, token, true
+		}
+	}
+	return bankGateway{}, "", false
+}
+
 // authorityOf returns the authority (Zarinpal's, or Zibal's trackId) of a
 // bank page's location, or "".
 func authorityOf(bankURL, location string) string {
-	for _, prefix := range []string{bankURL + "/pg/StartPay/", bankURL + "/start/"} {
-		if strings.HasPrefix(location, prefix) {
-			return strings.TrimPrefix(location, prefix)
-		}
+	_, token, _ := toBank(bankURL, response{status: http.StatusSeeOther, location: location})
+	return token
+}
+
+// back makes the request the bank sends the payer back to us with: the
+// GET of our callback, or the POST of its form (SEP, Mellat), answered
+// 303 to our page, which it then loads.
+func (b *browser) back(ctx context.Context, cb sandbank.CallbackRequest) (response, error) {
+	if cb.Method != http.MethodPost {
+		return b.do(ctx, http.MethodGet, cb.URL, nil)
 	}
-	return ""
+	form := url.Values{}
+	for k, v := range cb.Form {
+		form.Set(k, v)
+	}
+	r, err := b.do(ctx, http.MethodPost, cb.URL, form)
+	if err != nil || r.status != http.StatusSeeOther {
+		return r, err
+	}
+	base, err := url.Parse(cb.URL)
+	if err != nil {
+		return r, err
+	}
+	next, err := base.Parse(r.location)
+	if err != nil {
+		return r, err
+	}
+	return b.do(ctx, http.MethodGet, next.String(), nil)
 }
 
 // onHost returns rawURL with its scheme and host replaced by base's.
@@ -174,55 +265,93 @@ func newBankClient(base string) *bankClient {
 // finish pays or cancels an authority as the payer: the callback URL the
 // payer would be sent to, and the HTTP status (409: no longer IN_BANK).
 func (c *bankClient) finish(ctx context.Context, authority, action string) (string, int, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/_sandbank/payments/"+authority+"/"+action, nil)
+	cb, status, err := c.control(ctx, "/_sandbank/payments/"+authority+"/"+action)
+	return cb.URL, status, err
+}
+
+// finishAt pays or cancels gw's payment token as the payer: the request
+// the browser then makes to our callback (GET, or the POST of a form),
+// and the HTTP status (409: no longer IN_BANK).
+func (c *bankClient) finishAt(ctx context.Context, gw, token, action string) (sandbank.CallbackRequest, int, error) {
+	return c.control(ctx, "/_sandbank/"+gw+"/payments/"+token+"/"+action)
+}
+
+// control posts to the control API's path that ends a payment and reads
+// its answer.
+func (c *bankClient) control(ctx context.Context, path string) (sandbank.CallbackRequest, int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, nil)
 	res, err := c.hc.Do(req)
 	if err != nil {
-		return "", 0, err
+		return sandbank.CallbackRequest{}, 0, err
 	}
 	defer res.Body.Close()
 	var ans struct {
-		Redirect string `json:"redirect"`
-		Error    string `json:"error"`
+		sandbank.CallbackRequest
+		Error string `json:"error"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
-		return "", res.StatusCode, fmt.Errorf("%s %s: decode: %w", action, authority, err)
+		return sandbank.CallbackRequest{}, res.StatusCode, fmt.Errorf("%s: decode: %w", path, err)
 	}
-	if res.StatusCode == http.StatusOK && ans.Redirect == "" {
-		return "", res.StatusCode, fmt.Errorf("%s %s: no redirect", action, authority)
+	if res.StatusCode == http.StatusOK && ans.URL == "" {
+		return sandbank.CallbackRequest{}, res.StatusCode, fmt.Errorf("%s: no redirect", path)
 	}
-	return ans.Redirect, res.StatusCode, nil
+	return ans.CallbackRequest, res.StatusCode, nil
 }
 
 // payments is the bank's record of every payment, by authority.
 func (c *bankClient) payments(t *testing.T) map[string]sandbank.Payment {
 	t.Helper()
-	res, err := c.hc.Get(c.base + "/_sandbank/payments")
+	out, err := c.list()
 	if err != nil {
 		t.Fatalf("bank payments: %v", err)
+	}
+	return out
+}
+
+// list is the bank's record of every payment, by authority.
+func (c *bankClient) list() (map[string]sandbank.Payment, error) {
+	res, err := c.hc.Get(c.base + "/_sandbank/payments")
+	if err != nil {
+		return nil, err
 	}
 	defer res.Body.Close()
 	var list []sandbank.Payment
 	if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
-		t.Fatalf("bank payments: decode: %v", err)
+		return nil, fmt.Errorf("decode: %w", err)
 	}
 	out := make(map[string]sandbank.Payment, len(list))
 	for _, p := range list {
 		out[p.Authority] = p
 	}
-	return out
+	return out, nil
 }
 
 // clearFaults turns the bank's fault injection off.
 func (c *bankClient) clearFaults(t *testing.T) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodDelete, c.base+"/_sandbank/faults", nil)
+	c.faults(t, http.MethodDelete, nil)
+}
+
+// setFaults sets the bank's fault injection.
+func (c *bankClient) setFaults(t *testing.T, f sandbank.Faults) {
+	t.Helper()
+	body, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.faults(t, http.MethodPost, body)
+}
+
+func (c *bankClient) faults(t *testing.T, method string, body []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, c.base+"/_sandbank/faults", bytes.NewReader(body))
 	res, err := c.hc.Do(req)
 	if err != nil {
-		t.Fatalf("clear faults: %v", err)
+		t.Fatalf("%s faults: %v", method, err)
 	}
 	res.Body.Close()
 	if res.StatusCode/100 != 2 {
-		t.Fatalf("clear faults: status %d", res.StatusCode)
+		t.Fatalf("%s faults: status %d", method, res.StatusCode)
 	}
 }
 
@@ -311,7 +440,7 @@ func userBalances(t *testing.T, db *store.DB) map[string]int64 {
 
 // checkAgainstBank compares our payments with the bank's own record:
 // the bank's VERIFIED set is exactly our credited set (same ref_id, same
-// amount), nothing the bank took is left PAID-but-unverified, every
+// amount; Mellat's settled), nothing the bank took is left PAID-but-unverified, every
 // authority we hold is the bank's, and nothing is still open.
 func checkAgainstBank(t *testing.T, ours []payment.Payment, bank map[string]sandbank.Payment) {
 	t.Helper()
@@ -343,6 +472,9 @@ func checkAgainstBank(t *testing.T, ours []payment.Payment, bank map[string]sand
 			credited[*p.Authority] = p
 			if p.RefIDValue() != bp.RefID {
 				t.Errorf("payment %s: our ref_id %d, bank's %d", p.PublicID, p.RefIDValue(), bp.RefID)
+			}
+			if bp.Gateway == "mellat" && bp.SettledAt.IsZero() {
+				t.Errorf("payment %s credited, but Mellat never settled it", p.PublicID)
 			}
 		}
 	}

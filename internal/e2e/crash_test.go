@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -26,15 +28,22 @@ import (
 // authorities outlive our authority lifetime, with reconciliation on, and
 // kills serve with SIGKILL — at random moments and, through the test
 // hooks, at chosen points: after the bank's verify answered paid and
-// before the credit commits (after_verify), and after a failed payment was
-// reopened and before the bank is asked (after_reopen). Some payers pay
-// after our worker failed their payment (their bank page was still open);
-// some of them come back, some never do. Clients retry a step or move on.
-// After the chaos the faults are cleared and the worker drains. Then each
-// chosen point is hit once more on purpose, in a known flow. In the end:
-// the bank's paid set equals our credited set (every authority the bank
-// took money for credited exactly once, nothing else credited), balances
-// equal ledgers and what each user paid, every status change has its
+// before the credit commits (after_verify), after a failed payment was
+// reopened and before the bank is asked (after_reopen), and Mellat's
+// after verify before settle (after_verify_before_settle) and after
+// settle before the credit (after_settle). Payers use all four gateways:
+// Zarinpal and Zibal (a 303 to the bank, a GET callback), SEP and Mellat
+// (our page posts a form to the bank, which posts the payer back). Some
+// payers pay after our worker failed their payment (their bank page was
+// still open); some of them come back, some never do (Zarinpal and Zibal
+// only: reconciliation finds those; SEP's and Mellat's always come back).
+// Clients retry a step or move on. After the chaos the faults are cleared
+// and the worker drains. Then each chosen point is hit once more on
+// purpose, in a known flow, at every gateway whose flow passes it. In the
+// end: the bank's paid set equals our credited set (every authority the
+// bank took money for credited exactly once, Mellat's settled, nothing
+// else credited), balances equal ledgers and what each user paid, one
+// ledger entry per credited payment, every status change has its
 // payment_events row, and no payment is left open.
 //
 // Every user has a webhook endpoint on a receiver in the test's process
@@ -51,14 +60,116 @@ func TestCrashRestart(t *testing.T) {
 	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			crashTest(t, d)
+			// The chaos and the chosen points at the same time, each with
+			// its own database, bank and serve: the points mostly wait
+			// (a dead holder's lease, our authority lifetime).
+			t.Run("chaos", func(t *testing.T) {
+				t.Parallel()
+				crashTest(t, d)
+			})
+			t.Run("points", func(t *testing.T) {
+				t.Parallel()
+				pointsTest(t, d)
+			})
 		})
 	}
+}
+
+// crashRig is a serve of the crash test (armed with no crash point yet)
+// with its database and its standalone bank.
+type crashRig struct {
+	srv     *proc
+	appURL  string
+	bankURL string
+	bank    *bankClient
+	db      *store.DB
+	// hooks, when set, is the partners' webhook receiver (the chaos's):
+	// every credit's event must reach it.
+	hooks *hookSink
+}
+
+// newCrashRig starts a bank with bankFlags, whose authorities outlive
+// WORKER_AUTHORITY_LIFETIME (3s: failed, then paid, happens), and a serve
+// with the crash test's settings offering its four gateways.
+func newCrashRig(t *testing.T, d store.Dialect, bankFlags ...string) *crashRig {
+	t.Helper()
+	dbURL := storetest.URL(t, d)
+	_, bankURL := startBank(t, append(bankFlags, "--authority-ttl", "60s")...)
+	env := maps.Clone(crashServeEnv)
+	maps.Copy(env, hookServeEnv)
+	withAllGateways(t, env, bankURL)
+	srv, appURL := newServe(t, "serve", dbURL, bankURL, env)
+	if err := srv.start(); err != nil {
+		t.Fatal(err)
+	}
+	return &crashRig{srv: srv, appURL: appURL, bankURL: bankURL, bank: newBankClient(bankURL), db: openDB(t, dbURL)}
+}
+
+// check asserts the outcome once everything is resolved: every top-up
+// that reached the bank ended as its payer left it (paid: credited;
+// cancelled, expired, left: failed) for the amount asked, balances equal
+// what each user paid, the bank's paid set is our credited set, one
+// ledger entry per credit, every status change has its event, no two
+// verifies of a payment overlapped, and (with hooks) every credit's
+// webhook reached the receiver once. It returns our payments and the count of each
+// gateway's outcomes.
+func (r *crashRig) check(t *testing.T, results []crashTopUp) ([]payment.Payment, map[string]int) {
+	t.Helper()
+	ours := allPayments(t, r.db)
+	byAuthority := map[string]payment.Payment{}
+	for _, p := range ours {
+		if p.Authority != nil {
+			byAuthority[*p.Authority] = p
+		}
+	}
+	want := map[string]int64{}
+	actions := map[string]int{}
+	for _, res := range results {
+		actions[cmp.Or(res.gateway, "-")+" "+res.action]++
+		if res.authority == "" {
+			continue
+		}
+		p, ok := byAuthority[res.authority]
+		if !ok {
+			t.Errorf("%s: the client was sent to the bank with authority %s, which no payment of ours holds", res.email, res.authority)
+			continue
+		}
+		switch res.action {
+		case "paid", "late-paid":
+			want[res.email] += res.rials
+			if p.Status != payment.StatusCredited {
+				t.Errorf("paid at the bank, but payment %s ended %s: %s", p.PublicID, p.Status, p.StatusReason)
+			}
+		case "cancelled", "expired", "left":
+			if p.Status != payment.StatusFailed {
+				t.Errorf("%s at the bank, but payment %s ended %s: %s", res.action, p.PublicID, p.Status, p.StatusReason)
+			}
+		}
+		if p.AmountRials != res.rials {
+			t.Errorf("payment %s: amount %d, the client asked for %d", p.PublicID, p.AmountRials, res.rials)
+		}
+	}
+	for email, bal := range userBalances(t, r.db) {
+		if bal != want[email] {
+			t.Errorf("%s: balance %d rials, paid %d at the bank", email, bal, want[email])
+		}
+	}
+	checkAgainstBank(t, ours, r.bank.payments(t))
+	checkLedger(t, r.db)
+	checkEvents(t, r.db)
+	checkNoOverlappingVerifies(t, r.db, 0)
+	if r.hooks != nil {
+		r.hooks.down.Store(false)
+		waitDelivered(t, r.db, 60*time.Second)
+		r.hooks.check(t, r.db)
+	}
+	return ours, actions
 }
 
 // What a client did with one top-up.
 type crashTopUp struct {
 	email     string
+	gateway   string // where it was sent ("" when it never reached the bank page)
 	authority string // "" when the client never reached the bank page
 	rials     int64
 	// paid, late-paid (after our worker failed it), cancelled, expired
@@ -88,6 +199,11 @@ var crashServeEnv = map[string]string{
 	"RECONCILE_INTERVAL":        "1s",
 }
 
+// chaosPoints are the crash points a restarted serve is armed with during
+// the chaos, "" (twice) for a run killed only at a random moment.
+var chaosPoints = []string{"", "", testhook.AfterVerify, testhook.AfterReopen, testhook.AfterVerifyBeforeSettle,
+	testhook.AfterSettle, testhook.AfterCredit, testhook.AfterWebhookSent}
+
 func crashSeed(t *testing.T) uint64 {
 	if s := os.Getenv("E2E_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -103,30 +219,15 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	seed := crashSeed(t)
 	t.Logf("seed %d (E2E_SEED=%d replays it)", seed, seed)
 	started := time.Now()
-	dbURL := storetest.URL(t, dialect)
-
-	_, bankURL := startBank(t,
+	rig := newCrashRig(t, dialect,
 		"--seed", fmt.Sprint(seed%1_000_000+1),
-		"--latency", "verify=20ms,request=10ms,zibal-verify=20ms,zibal-request=10ms",
-		"--error-rate", "verify=0.1,zibal-verify=0.1",
-		"--drop-rate", "verify=0.05,zibal-verify=0.05",
-		"--commit-then-hang", "--commit-hang-rate", "0.1", "--hang", "500ms",
-		// Authorities outlive WORKER_AUTHORITY_LIFETIME (3s): failed, then
-		// paid, happens.
-		"--authority-ttl", "60s")
-	bank := newBankClient(bankURL)
-	env := map[string]string{}
-	for k, v := range crashServeEnv {
-		env[k] = v
-	}
-	for k, v := range hookServeEnv {
-		env[k] = v
-	}
-	srv, appURL := newServe(t, "serve", dbURL, bankURL, env)
-	if err := srv.start(); err != nil {
-		t.Fatal(err)
-	}
-	db := openDB(t, dbURL)
+		"--latency", "verify=20ms,request=10ms,zibal-verify=20ms,zibal-request=10ms,sep-verify=20ms,sep-request=10ms,"+
+			"mellat-verify=20ms,mellat-settle=20ms,mellat-request=10ms",
+		"--error-rate", "verify=0.1,zibal-verify=0.1,sep-verify=0.1,mellat-verify=0.1,mellat-settle=0.1",
+		"--drop-rate", "verify=0.05,zibal-verify=0.05,sep-verify=0.05,mellat-verify=0.05,mellat-settle=0.05",
+		"--commit-then-hang", "--commit-hang-rate", "0.1", "--hang", "500ms")
+	rig.hooks = newHookSink(t)
+	srv, appURL, bankURL, bank, db, hooks := rig.srv, rig.appURL, rig.bankURL, rig.bank, rig.db, rig.hooks
 
 	// Clients begin top-ups until total or the driving time is reached,
 	// whichever comes first, so that a loaded machine (where every restart
@@ -147,6 +248,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			browsers[u] = newBrowser(appURL)
+			browsers[u].gateways = gatewayNames()
 			emails[u] = fmt.Sprintf("crash%02d@e2e.example", u)
 			if err := browsers[u].signUp(ctx, emails[u]); err != nil {
 				t.Errorf("sign up: %v", err)
@@ -157,7 +259,6 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	hooks := newHookSink(t)
 	hooks.register(t, db, emails)
 	flapCtx, stopFlap := context.WithCancel(ctx)
 	go hooks.flap(flapCtx, seed)
@@ -190,7 +291,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 			}
 			srv.kill()
 			kills.Add(1)
-			crashAt := []string{"", "", testhook.AfterVerify, testhook.AfterReopen, testhook.AfterCredit, testhook.AfterWebhookSent}[rng.IntN(6)]
+			crashAt := chaosPoints[rng.IntN(len(chaosPoints))]
 			srv.setEnv(testhook.EnvCrashAt, crashAt)
 			if err := srv.start(); err != nil {
 				if crashAt != "" && errors.Is(err, errKilledBeforeReady) {
@@ -250,7 +351,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	}
 	driven := time.Since(started)
 	pointKills := map[string]int{}
-	for _, pt := range []string{testhook.AfterVerify, testhook.AfterReopen, testhook.AfterCredit, testhook.AfterWebhookSent} {
+	for _, pt := range chaosPoints[2:] {
 		pointKills[pt] = srv.logCount("testhook: SIGKILL at " + pt)
 	}
 
@@ -265,67 +366,11 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	}
 	waited := drainWithBank(t, db, bank, 90*time.Second)
 
-	// Each chosen point once more, in a known flow.
-	pctx, pcancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer pcancel()
-	points := crashPoints{t: t, ctx: pctx, srv: srv, db: db, bank: bank, bankURL: bankURL, br: newBrowser(appURL), email: "points@e2e.example"}
-	if err := points.br.signUp(pctx, points.email); err != nil {
-		t.Fatalf("sign up: %v", err)
-	}
-	hooks.register(t, db, []string{points.email})
-	results = append(results, points.run()...)
-	drainWithBank(t, db, bank, 60*time.Second)
-
 	if n := kills.Load(); n < 3 {
 		t.Errorf("serve was killed %d times, want at least 3", n)
 	}
-	ours := allPayments(t, db)
-	byAuthority := map[string]payment.Payment{}
-	for _, p := range ours {
-		if p.Authority != nil {
-			byAuthority[*p.Authority] = p
-		}
-	}
-	want := map[string]int64{}
-	actions := map[string]int{}
-	for _, r := range results {
-		actions[r.action]++
-		if r.authority == "" {
-			continue
-		}
-		p, ok := byAuthority[r.authority]
-		if !ok {
-			t.Errorf("%s: the client was sent to the bank with authority %s, which no payment of ours holds", r.email, r.authority)
-			continue
-		}
-		switch r.action {
-		case "paid", "late-paid":
-			want[r.email] += r.rials
-			if p.Status != payment.StatusCredited {
-				t.Errorf("paid at the bank, but payment %s ended %s: %s", p.PublicID, p.Status, p.StatusReason)
-			}
-		case "cancelled", "expired", "left":
-			if p.Status != payment.StatusFailed {
-				t.Errorf("%s at the bank, but payment %s ended %s: %s", r.action, p.PublicID, p.Status, p.StatusReason)
-			}
-		}
-		if p.AmountRials != r.rials {
-			t.Errorf("payment %s: amount %d, the client asked for %d", p.PublicID, p.AmountRials, r.rials)
-		}
-	}
-	for email, bal := range userBalances(t, db) {
-		if bal != want[email] {
-			t.Errorf("%s: balance %d rials, paid %d at the bank", email, bal, want[email])
-		}
-	}
-	checkAgainstBank(t, ours, bank.payments(t))
-	checkLedger(t, db)
-	checkEvents(t, db)
-	checkNoOverlappingVerifies(t, db, 0)
 	stopFlap()
-	hooks.down.Store(false)
-	waitDelivered(t, db, 60*time.Second)
-	hooks.check(t, db)
+	ours, actions := rig.check(t, results)
 
 	statuses := map[string]int{}
 	for _, p := range ours {
@@ -371,16 +416,22 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 	}
 
 	// Submit; after a connection error, usually submit the same form again
-	// (the per-form token makes that safe), sometimes give up.
-	var location string
+	// (the per-form token makes that safe), sometimes give up. The answer
+	// sends the payer to the bank: a 303 (Zarinpal, Zibal) or our page
+	// posting a form to it (SEP, Mellat).
+	var (
+		sent   response
+		gw     bankGateway
+		atBank bool
+	)
 	retry(ctx, 20*time.Second, func() bool {
 		r, err := c.br.submitTopUp(ctx, csrf, token, tomans)
 		switch {
 		case err != nil:
 			c.connErrors.Add(1)
 			return c.rng.IntN(10) == 0 // give up: a payment may be left behind
-		case r.status == http.StatusSeeOther:
-			location = r.location
+		case r.status == http.StatusSeeOther || r.status == http.StatusOK:
+			sent = r
 			return true
 		case r.status == http.StatusServiceUnavailable && r.retryAfter != "":
 			return false // the first submit is still in progress
@@ -393,10 +444,11 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 		c.t.Errorf("%s: submit top-up: unexpected status %d", email, r.status)
 		return true
 	})
-	res.authority = authorityOf(c.bankURL, location)
-	if res.authority == "" {
-		if location != "" && !strings.HasPrefix(location, "/payments/") {
-			c.t.Errorf("%s: submit top-up redirected to %q", email, location)
+	gw, res.authority, atBank = toBank(c.bankURL, sent)
+	res.gateway = gw.name
+	if !atBank {
+		if sent.status == http.StatusOK || sent.location != "" && !strings.HasPrefix(sent.location, "/payments/") {
+			c.t.Errorf("%s: submit top-up answered %d %q", email, sent.status, sent.location)
 		}
 		return res
 	}
@@ -418,7 +470,7 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 		waitStatus(ctx, c.db, res.authority, payment.StatusFailed, 20*time.Second)
 		action = "late-pay"
 	}
-	redirect, status, err := c.bank.finish(ctx, res.authority, strings.TrimPrefix(action, "late-"))
+	cb, status, err := c.bank.finishAt(ctx, gw.name, res.authority, strings.TrimPrefix(action, "late-"))
 	switch {
 	case err == nil && status == http.StatusOK && action == "pay":
 		res.action = "paid"
@@ -435,20 +487,28 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 	}
 
 	// Back from the bank, unless the payer closes the window (half of the
-	// late payers: reconciliation must find those).
-	if closes := c.rng.IntN(100); closes < 15 || res.action == "late-paid" && closes < 50 {
+	// late payers: reconciliation must find those) where a paid payment is
+	// found without them; one who must come back tries until answered.
+	mustReturn := !gw.quiet && res.action != "cancelled"
+	if closes := c.rng.IntN(100); !mustReturn && (closes < 15 || res.action == "late-paid" && closes < 50) {
 		return res
 	}
-	retry(ctx, 10*time.Second, func() bool {
-		r, err := c.br.do(ctx, http.MethodGet, redirect, nil)
+	limit := 10 * time.Second
+	if mustReturn {
+		limit = 60 * time.Second
+	}
+	if !retry(ctx, limit, func() bool {
+		r, err := c.br.back(ctx, cb)
 		switch {
 		case err != nil:
 			c.connErrors.Add(1)
-			return c.rng.IntN(4) == 0 // the worker will find it
+			return !mustReturn && c.rng.IntN(4) == 0 // the worker will find it
 		case r.status != http.StatusOK:
 			c.t.Errorf("%s: callback: status %d", email, r.status)
 		}
 		return true
-	})
+	}) && mustReturn {
+		c.t.Errorf("%s: the callback of %s payment %s never got an answer in %s", email, gw.name, res.authority, limit)
+	}
 	return res
 }

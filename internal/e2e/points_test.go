@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,49 +16,123 @@ import (
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
-// crashPoints hits each test-hook crash point once in a known flow, on a
-// calm bank, with one serve: arm the point, drive the flow until serve
-// kills itself there, check what the crash left, restart serve unarmed
-// and let it finish.
+// pointsTest hits each test-hook crash point once in a known flow at
+// each gateway whose flow passes it (crashPoints), then checks the
+// outcome as the chaos does. Each gateway has its own database, bank and
+// serve, all driven at once: a scenario mostly waits for the lease of
+// the killed holder (one budget and 2s) to run out. No webhooks here (the
+// chaos has them): a sender killed mid-delivery holds its row for 60s.
+func pointsTest(t *testing.T, d store.Dialect) {
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var all []*crashPoints
+	for _, g := range bankGateways {
+		rig := newCrashRig(t, d)
+		c := &crashPoints{crashRig: rig, t: t, ctx: ctx, gw: g, br: newBrowser(rig.appURL), email: g.name + "-points@e2e.example"}
+		if err := c.br.signUp(ctx, c.email); err != nil {
+			t.Fatalf("sign up: %v", err)
+		}
+		all = append(all, c)
+	}
+	ready := time.Now()
+	results := make([][]crashTopUp, len(all))
+	var wg sync.WaitGroup
+	for i, c := range all {
+		wg.Go(func() { results[i] = c.run() })
+	}
+	wg.Wait()
+	ran := time.Now()
+	hit := 0
+	for i, c := range all {
+		drainWithBank(t, c.db, c.bank, 60*time.Second)
+		_, actions := c.check(t, results[i])
+		hit += len(results[i])
+		t.Logf("%s at %s: outcomes %v", d, c.gw.name, actions)
+	}
+	t.Logf("%s: %d crash points hit; set up in %s, ran in %s, checked in %s", d, hit, ready.Sub(started).Round(time.Millisecond),
+		ran.Sub(ready).Round(time.Millisecond), time.Since(ran).Round(time.Millisecond))
+}
+
+// crashPoints hits each test-hook crash point once in a known flow at
+// its gateway, if the gateway's flow passes it, on a calm bank, with one
+// serve: arm the point, drive the flow until serve kills itself there,
+// check what the crash left, restart serve unarmed and let it finish. It
+// runs beside the other gateways' (it fails the test with Errorf only).
 type crashPoints struct {
-	t       *testing.T
-	ctx     context.Context
-	srv     *proc
-	db      *store.DB
-	bank    *bankClient
-	bankURL string
-	br      *browser
-	email   string
+	*crashRig
+	t     *testing.T
+	ctx   context.Context
+	gw    bankGateway
+	br    *browser
+	email string
+}
+
+// pointScenario is one crash point in one flow.
+type pointScenario struct {
+	name  string
+	point string
+	// gateways: those whose flow passes the point
+	gateways []string
+	late     bool // paid after our worker failed the payment
+	// callback: the payer comes back (else reconciliation finds it)
+	callback bool
+	// the status the crash leaves ("": any open one)
+	left payment.Status
+}
+
+var pointScenarios = []pointScenario{
+	// The bank verified it, the credit never committed: the worker finds
+	// it open, verify answers "already verified", it is credited. (A first
+	// attempt may have timed out on a loaded machine: the payment is then
+	// pending_verification when it dies.)
+	{"first verify", testhook.AfterVerify, []string{"zarinpal", "zibal", "sep"}, false, true, ""},
+	// Mellat verified it (0) and was never asked to settle; the worker
+	// verifies again (43), settles and credits. The status it is left in
+	// is open, whatever its name.
+	{"verified, not settled", testhook.AfterVerifyBeforeSettle, []string{"mellat"}, false, true, ""},
+	// Mellat settled it, the credit never committed: verify 43, settle 45,
+	// credited.
+	{"settled, not credited", testhook.AfterSettle, []string{"mellat"}, false, true, ""},
+	// A callback reopened a failed payment and died before asking the
+	// bank: the worker finishes the reopened payment.
+	{"rescue by callback", testhook.AfterReopen, gatewayNames(), true, true, payment.StatusPendingVerification},
+	// Reconciliation (Zarinpal's list, Zibal's inquiry) reopened a failed
+	// payment, the bank verified it, the credit never committed: the
+	// worker finishes it.
+	{"rescue by reconciliation", testhook.AfterVerify, []string{"zarinpal", "zibal"}, true, false, payment.StatusPendingVerification},
+}
+
+// pointRun is one scenario and its top-up.
+type pointRun struct {
+	sc  pointScenario
+	res crashTopUp
 }
 
 func (c *crashPoints) run() []crashTopUp {
-	var out []crashTopUp
-	for _, sc := range []struct {
-		name  string
-		point string
-		late  bool // paid after our worker failed the payment
-		// callback: the payer comes back (else reconciliation finds it)
-		callback bool
-		// the status the crash leaves ("": any open one)
-		left payment.Status
-	}{
-		// The bank verified it (100), the credit never committed: the
-		// worker finds it open, verify answers 101, it is credited. (A
-		// first attempt may have timed out on a loaded machine: the
-		// payment is then pending_verification when it dies.)
-		{"first verify", testhook.AfterVerify, false, true, ""},
-		// A callback reopened a failed payment and died before asking the
-		// bank: the worker finishes the reopened payment.
-		{"rescue by callback", testhook.AfterReopen, true, true, payment.StatusPendingVerification},
-		// Reconciliation reopened a failed payment, the bank verified it,
-		// the credit never committed: the worker finishes it.
-		{"rescue by reconciliation", testhook.AfterVerify, true, false, payment.StatusPendingVerification},
-	} {
-		r, ok := c.one(sc.name, sc.point, sc.late, sc.callback, sc.left)
-		if r.authority != "" {
-			out = append(out, r) // checked with the rest, whatever happened
+	var runs []*pointRun
+	for _, sc := range pointScenarios {
+		if slices.Contains(sc.gateways, c.gw.name) {
+			runs = append(runs, &pointRun{sc: sc, res: crashTopUp{email: c.email, gateway: c.gw.name, rials: 12_340, action: "none"}})
 		}
-		if !ok {
+	}
+	// The late payers' top-ups first, all at once: the worker fails them
+	// together, at our authority lifetime.
+	for _, r := range runs {
+		if r.sc.late && !c.start(r) {
+			return c.done(runs)
+		}
+	}
+	for _, r := range runs {
+		if r.sc.late {
+			if _, ok := waitStatus(c.ctx, c.db, r.res.authority, payment.StatusFailed, 60*time.Second); !ok {
+				c.fail(r, "the worker did not fail the unpaid payment")
+				return c.done(runs)
+			}
+		}
+	}
+	for _, r := range runs {
+		if !r.sc.late && !c.start(r) || !c.one(r) {
 			// Leave serve running unarmed, so the test can still drain.
 			c.srv.kill()
 			c.srv.setEnv(testhook.EnvCrashAt, "")
@@ -66,86 +142,116 @@ func (c *crashPoints) run() []crashTopUp {
 			break
 		}
 	}
+	return c.done(runs)
+}
+
+// done lists the top-ups that reached the bank, checked with the rest
+// whatever happened.
+func (c *crashPoints) done(runs []*pointRun) []crashTopUp {
+	var out []crashTopUp
+	for _, r := range runs {
+		if r.res.authority != "" {
+			out = append(out, r.res)
+		}
+	}
 	return out
 }
 
-func (c *crashPoints) one(name, point string, late, callback bool, left payment.Status) (crashTopUp, bool) {
-	t, ctx := c.t, c.ctx
-	t.Helper()
-	res := crashTopUp{email: c.email, rials: 12_340, action: "none"}
-	fail := func(format string, args ...any) (crashTopUp, bool) {
-		t.Errorf("crash point %s (%s): "+format, append([]any{point, name}, args...)...)
-		return res, false
-	}
-	csrf, token, err := c.br.topUpForm(ctx)
+func (c *crashPoints) fail(r *pointRun, format string, args ...any) bool {
+	c.t.Helper()
+	c.t.Errorf("crash point %s (%s at %s): "+format, append([]any{r.sc.point, r.sc.name, c.gw.name}, args...)...)
+	return false
+}
+
+// start submits r's top-up at its gateway.
+func (c *crashPoints) start(r *pointRun) bool {
+	csrf, token, err := c.br.topUpForm(c.ctx)
 	if err != nil {
-		return fail("top-up form: %v", err)
+		return c.fail(r, "top-up form: %v", err)
 	}
-	r, err := c.br.submitTopUp(ctx, csrf, token, res.rials/10)
-	if err != nil || r.status != http.StatusSeeOther {
-		return fail("submit: status %d: %v", r.status, err)
+	sent, err := c.br.submitTopUpAt(c.ctx, csrf, token, r.res.rials/10, c.gw.name)
+	if err != nil {
+		return c.fail(r, "submit: %v", err)
 	}
-	if res.authority = authorityOf(c.bankURL, r.location); res.authority == "" {
-		return fail("submit went to %q", r.location)
+	gw, authority, ok := toBank(c.bankURL, sent)
+	if !ok || gw.name != c.gw.name {
+		return c.fail(r, "submit answered %d %q, went to %q", sent.status, sent.location, gw.name)
 	}
-	if late {
-		// The payer keeps the bank page open past our authority lifetime.
-		if _, ok := waitStatus(ctx, c.db, res.authority, payment.StatusFailed, 60*time.Second); !ok {
-			return fail("the worker did not fail the unpaid payment")
-		}
-	}
+	r.res.authority = authority
+	return true
+}
+
+// one arms the point, pays r's top-up and waits for serve to die there;
+// then checks what the crash left, restarts serve unarmed and waits for
+// the credit.
+func (c *crashPoints) one(r *pointRun) bool {
+	t, ctx, point := c.t, c.ctx, r.sc.point
+	t.Helper()
+	began := time.Now()
 	before := c.srv.logCount("testhook: SIGKILL at " + point)
 	// Arm the point, then pay.
 	c.srv.kill()
 	c.srv.setEnv(testhook.EnvCrashAt, point)
 	if err := c.srv.start(); err != nil {
-		return fail("restart armed: %v", err)
+		return c.fail(r, "restart armed: %v", err)
 	}
-	redirect, status, err := c.bank.finish(ctx, res.authority, "pay")
+	cb, status, err := c.bank.finishAt(ctx, c.gw.name, r.res.authority, "pay")
 	if err != nil || status != http.StatusOK {
-		return fail("pay: status %d: %v", status, err)
+		return c.fail(r, "pay: status %d: %v", status, err)
 	}
-	res.action = "paid"
-	if late {
-		res.action = "late-paid"
+	r.res.action = "paid"
+	if r.sc.late {
+		r.res.action = "late-paid"
 	}
-	if callback {
+	if r.sc.callback {
 		// The callback dies with serve (or, if the worker got there first,
 		// serve dies under the worker).
-		_, _ = c.br.do(ctx, http.MethodGet, redirect, nil)
+		_, _ = c.br.back(ctx, cb)
 	}
 	select {
 	case <-c.srv.exited():
 	case <-time.After(60 * time.Second):
-		return fail("serve never reached the point")
+		return c.fail(r, "serve never reached the point")
 	case <-ctx.Done():
-		return fail("out of time")
+		return c.fail(r, "out of time")
 	}
 	if n := c.srv.logCount("testhook: SIGKILL at " + point); n != before+1 {
-		return fail("serve exited, but not at the point (%d kills there, %d before)", n, before)
+		return c.fail(r, "serve exited, but not at the point (%d kills there, %d before)", n, before)
 	}
 	// What the crash left: the bank took the money (and, after verify,
-	// counts it verified); we have not credited it.
-	p, ok := paymentByAuthority(t, c.db, res.authority)
-	if !ok || left != "" && p.Status != left || left == "" && p.Status.Terminal() {
-		return fail("after the crash the payment is %s (%s), want %s", p.Status, p.StatusReason, cmp.Or(string(left), "open"))
+	// counts it verified; Mellat's settled after settle); we have not
+	// credited it.
+	p, ok := paymentByAuthority(t, c.db, r.res.authority)
+	if !ok || r.sc.left != "" && p.Status != r.sc.left || r.sc.left == "" && p.Status.Terminal() {
+		return c.fail(r, "after the crash the payment is %s (%s), want %s", p.Status, p.StatusReason, cmp.Or(string(r.sc.left), "open"))
 	}
-	wantBank := sandbank.StatePaid
-	if point == testhook.AfterVerify {
-		wantBank = sandbank.StateVerified
+	wantBank, wantSettled := sandbank.StateVerified, c.gw.name == "mellat"
+	switch point {
+	case testhook.AfterReopen:
+		wantBank, wantSettled = sandbank.StatePaid, false
+	case testhook.AfterVerifyBeforeSettle:
+		wantSettled = false
 	}
-	if bp := c.bank.payments(t)[res.authority]; bp.State != wantBank {
-		return fail("after the crash the bank says %s, want %s", bp.State, wantBank)
+	held, err := c.bank.list()
+	if err != nil {
+		return c.fail(r, "the bank's payments: %v", err)
+	}
+	if bp := held[r.res.authority]; bp.State != wantBank || !bp.SettledAt.IsZero() != wantSettled {
+		return c.fail(r, "after the crash the bank says %s (settled %v), want %s (settled %v)", bp.State, !bp.SettledAt.IsZero(), wantBank, wantSettled)
 	}
 	// Restart unarmed: the payment is finished and credited.
+	crashed := time.Now()
 	c.srv.setEnv(testhook.EnvCrashAt, "")
 	if err := c.srv.start(); err != nil {
-		return fail("restart: %v", err)
+		return c.fail(r, "restart: %v", err)
 	}
-	if p, ok := waitStatus(ctx, c.db, res.authority, payment.StatusCredited, 60*time.Second); !ok {
-		return fail("not credited after the restart: %s (%s)", p.Status, p.StatusReason)
+	restarted := time.Now()
+	if p, ok := waitStatus(ctx, c.db, r.res.authority, payment.StatusCredited, 60*time.Second); !ok {
+		return c.fail(r, "not credited after the restart: %s (%s)", p.Status, p.StatusReason)
 	}
-	return res, true
+	t.Logf("%s at %s (%s): crashed %s after arming, restarted in %s, credited %s later", point, c.gw.name, r.sc.name,
+		crashed.Sub(began).Round(time.Millisecond), restarted.Sub(crashed).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
+	return true
 }
 
 // paymentByAuthority reads our payment holding authority.

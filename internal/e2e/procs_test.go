@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -341,6 +343,21 @@ func serveEnv(t *testing.T, addr, dbURL, bankURL string, extra map[string]string
 		env[k] = v
 	}
 	return env
+}
+
+// withAllGateways makes env offer the standalone bank's four gateways
+// (GATEWAYS in bankGateways' order), each with its sandbox settings for
+// bankURL.
+func withAllGateways(t *testing.T, env map[string]string, bankURL string) {
+	t.Helper()
+	for _, name := range gatewayNames() {
+		d, ok := drivers.Lookup(name)
+		if !ok || d.Sandbox.Settings == nil {
+			t.Fatalf("driver %s: not registered or without sandbox settings", name)
+		}
+		maps.Copy(env, d.Sandbox.Settings(bankURL))
+	}
+	env["GATEWAYS"] = strings.Join(gatewayNames(), ",")
 }
 
 // newServe prepares (does not start) a serve process.
