@@ -155,24 +155,30 @@ type bankGateway struct {
 	// token last in the path (Zarinpal, Zibal), or by our page's form
 	// posting the token in field (SEP, Mellat).
 	page, field string
-	// quiet: a payer who paid and never came back is found, even after
-	// our worker failed the payment for want of pay (reconciliation:
-	// Zarinpal's list, Zibal's inquiry). Not SEP's or Mellat's: no list,
-	// and Mellat's verify needs the sale reference only the callback
-	// carries; the bank returns such money after its verify deadline (30
-	// and 20 minutes), longer than a test. (SEP's worker finds a payer who
-	// paid in time through the token's receipt, unless it failed the
-	// payment a moment before the pay: web's
-	// TestSEPPaidWithoutCallbackCreditedByWorker.)
-	quiet bool
+	// callbackOnly (Mellat): only the callback carries what verify and
+	// inquiry need, so nothing is learnt of a payment whose payer never
+	// comes back: it stays open until the bank's verify window (20
+	// minutes) closes, longer than a test, and is not failed at our
+	// authority lifetime. Its payers pay or cancel, never late.
+	callbackOnly bool
+	// returns: its payers always come back from the bank. Mellat's (see
+	// callbackOnly); and SEP's, for now: a SEP payment whose payer never
+	// came back is verified with the RefNum SEP's receipt of the token
+	// names (the worker, reconciliation), which is not kept before that
+	// verify, and SEP keeps the receipt only until verify: a crash after
+	// such a verify leaves the payment open with nothing to verify again,
+	// though the bank took the money. Zarinpal's and Zibal's payers who
+	// paid and never came back are found, even after our worker failed
+	// the payment (reconciliation: Zarinpal's list, Zibal's inquiry).
+	returns bool
 }
 
 // bankGateways are the four gateways of the standalone bank.
 var bankGateways = []bankGateway{
-	{name: "zarinpal", page: "/pg/StartPay/", quiet: true},
-	{name: "zibal", page: "/start/", quiet: true},
-	{name: "sep", page: sep.PathPay, field: "Token"},
-	{name: "mellat", page: mellat.PathStartPay, field: "RefId"},
+	{name: "zarinpal", page: "/pg/StartPay/"},
+	{name: "zibal", page: "/start/"},
+	{name: "sep", page: sep.PathPay, field: "Token", returns: true},
+	{name: "mellat", page: mellat.PathStartPay, field: "RefId", callbackOnly: true, returns: true},
 }
 
 // gatewayNames are the names of the bank's four gateways, in GATEWAYS order.

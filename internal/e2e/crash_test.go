@@ -35,8 +35,9 @@ import (
 // Zarinpal and Zibal (a 303 to the bank, a GET callback), SEP and Mellat
 // (our page posts a form to the bank, which posts the payer back). Some
 // payers pay after our worker failed their payment (their bank page was
-// still open); some of them come back, some never do (Zarinpal and Zibal
-// only: reconciliation finds those; SEP's and Mellat's always come back).
+// still open); some of them come back, some never do (reconciliation
+// finds those; SEP's and Mellat's payers always come back, and Mellat's
+// never leave the bank's page nor pay late: bankGateway).
 // Clients retry a step or move on. After the chaos the faults are cleared
 // and the worker drains. Then each chosen point is hit once more on
 // purpose, in a known flow, at every gateway whose flow passes it. In the
@@ -454,8 +455,16 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 	}
 
 	// At the bank: pay (mostly), cancel, leave the page, or keep it open
-	// until our worker has failed the payment and pay then.
-	roll := c.rng.IntN(100)
+	// until our worker has failed the payment and pay then (not at Mellat,
+	// whose unpaid payment our worker does not fail: bankGateway).
+	n := 100
+	if gw.callbackOnly {
+		n = 70
+	}
+	roll := c.rng.IntN(n)
+	if gw.callbackOnly && roll >= 60 {
+		roll = 80 // cancel
+	}
 	if roll >= 90 {
 		res.action = "left"
 		return res
@@ -487,9 +496,9 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 	}
 
 	// Back from the bank, unless the payer closes the window (half of the
-	// late payers: reconciliation must find those) where a paid payment is
-	// found without them; one who must come back tries until answered.
-	mustReturn := !gw.quiet && res.action != "cancelled"
+	// late payers: reconciliation must find those); SEP's and Mellat's
+	// always come back, trying until answered (bankGateway.returns).
+	mustReturn := gw.returns
 	if closes := c.rng.IntN(100); !mustReturn && (closes < 15 || res.action == "late-paid" && closes < 50) {
 		return res
 	}
