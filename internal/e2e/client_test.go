@@ -142,6 +142,25 @@ func (b *browser) submitTopUp(ctx context.Context, csrf, token string, tomans in
 	return b.submitTopUpAt(ctx, csrf, token, tomans, gws[h.Sum32()%uint32(len(gws))])
 }
 
+// topUpAt opens a top-up form and submits it for the gateway gw.
+func (b *browser) topUpAt(ctx context.Context, tomans int64, gw string) (response, error) {
+	csrf, token, err := b.topUpForm(ctx)
+	if err != nil {
+		return response{}, err
+	}
+	return b.submitTopUpAt(ctx, csrf, token, tomans, gw)
+}
+
+// signedUp is a new user's browser on base, signed up as email.
+func signedUp(ctx context.Context, t *testing.T, base, email string) *browser {
+	t.Helper()
+	br := newBrowser(base)
+	if err := br.signUp(ctx, email); err != nil {
+		t.Fatalf("sign up %s: %v", email, err)
+	}
+	return br
+}
+
 // submitTopUpAt posts the top-up form for the gateway gw.
 func (b *browser) submitTopUpAt(ctx context.Context, csrf, token string, tomans int64, gw string) (response, error) {
 	return b.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}, "gateway": {gw}})

@@ -58,22 +58,18 @@ import (
 // E2E_SEED=N replays a run's random decisions (kill moments and points,
 // client choices, the bank's faults); timing still differs between runs.
 func TestCrashRestart(t *testing.T) {
-	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
-		t.Run(string(d), func(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d store.Dialect) {
+		// The chaos and the chosen points in parallel, each with its own
+		// database, bank and serve.
+		t.Run("chaos", func(t *testing.T) {
 			t.Parallel()
-			// The chaos and the chosen points at the same time, each with
-			// its own database, bank and serve: the points mostly wait
-			// (a dead holder's lease, our authority lifetime).
-			t.Run("chaos", func(t *testing.T) {
-				t.Parallel()
-				crashTest(t, d)
-			})
-			t.Run("points", func(t *testing.T) {
-				t.Parallel()
-				pointsTest(t, d)
-			})
+			crashTest(t, d)
 		})
-	}
+		t.Run("points", func(t *testing.T) {
+			t.Parallel()
+			pointsTest(t, d)
+		})
+	})
 }
 
 // crashRig is a serve of the crash test (armed with no crash point yet)

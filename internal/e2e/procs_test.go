@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -343,6 +344,16 @@ func serveEnv(t *testing.T, addr, dbURL, bankURL string, extra map[string]string
 		env[k] = v
 	}
 	return env
+}
+
+// eachDialect runs test on SQLite and on PostgreSQL, in parallel.
+func eachDialect(t *testing.T, test func(*testing.T, store.Dialect)) {
+	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			test(t, d)
+		})
+	}
 }
 
 // withAllGateways makes env offer the standalone bank's four gateways
