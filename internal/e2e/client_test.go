@@ -405,7 +405,7 @@ func openDB(t *testing.T, dbURL string) *store.DB {
 	return db
 }
 
-var openStatuses = []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification}
+var openStatuses = []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusSettling}
 
 // drain waits until no payment is open, or fails the test at the deadline
 // with what is still open.

@@ -84,13 +84,13 @@ var pointScenarios = []pointScenario{
 	// attempt may have timed out on a loaded machine: the payment is then
 	// pending_verification when it dies.)
 	{"first verify", testhook.AfterVerify, []string{"zarinpal", "zibal", "sep"}, false, true, ""},
-	// Mellat verified it (0) and was never asked to settle; the worker
-	// verifies again (43), settles and credits. The status it is left in
-	// is open, whatever its name.
-	{"verified, not settled", testhook.AfterVerifyBeforeSettle, []string{"mellat"}, false, true, ""},
-	// Mellat settled it, the credit never committed: verify 43, settle 45,
+	// Mellat verified it (0) and was never asked to settle: the payment
+	// is settling with the verified facts on its row; the worker asks
+	// settle alone (not verify again) and credits it.
+	{"verified, not settled", testhook.AfterVerifyBeforeSettle, []string{"mellat"}, false, true, payment.StatusSettling},
+	// Mellat settled it, the credit never committed: settle again (45),
 	// credited.
-	{"settled, not credited", testhook.AfterSettle, []string{"mellat"}, false, true, ""},
+	{"settled, not credited", testhook.AfterSettle, []string{"mellat"}, false, true, payment.StatusSettling},
 	// A callback reopened a failed payment and died before asking the
 	// bank: the worker finishes the reopened payment. (Not Mellat: our
 	// worker does not fail its unpaid payment, bankGateway.callbackOnly.)
@@ -221,6 +221,9 @@ func (c *crashPoints) one(r *pointRun) bool {
 	if !ok || r.sc.left != "" && p.Status != r.sc.left || r.sc.left == "" && p.Status.Terminal() {
 		return c.fail(r, "after the crash the payment is %s (%s), want %s", p.Status, p.StatusReason, cmp.Or(string(r.sc.left), "open"))
 	}
+	if p.Status == payment.StatusSettling && (p.RefID == nil || p.VerifiedAmountRials == nil || *p.VerifiedAmountRials != p.AmountRials) {
+		return c.fail(r, "settling without the verified facts: ref %v, verified %v", p.RefID, p.VerifiedAmountRials)
+	}
 	wantBank, wantSettled := sandbank.StateVerified, c.gw.name == "mellat"
 	switch point {
 	case testhook.AfterReopen:
@@ -244,6 +247,10 @@ func (c *crashPoints) one(r *pointRun) bool {
 	restarted := time.Now()
 	if p, ok := waitStatus(ctx, c.db, r.res.authority, payment.StatusCredited, 60*time.Second); !ok {
 		return c.fail(r, "not credited after the restart: %s (%s)", p.Status, p.StatusReason)
+	}
+	if held, err = c.bank.list(); err != nil || r.sc.left == payment.StatusSettling && held[r.res.authority].VerifyCount != 1 {
+		return c.fail(r, "verify asked %d times, want once (a settling payment is settled, not verified again): %v",
+			held[r.res.authority].VerifyCount, err)
 	}
 	t.Logf("%s at %s (%s): crashed %s after arming, restarted in %s, credited %s later", point, c.gw.name, r.sc.name,
 		crashed.Sub(began).Round(time.Millisecond), restarted.Sub(crashed).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
