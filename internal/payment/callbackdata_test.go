@@ -306,3 +306,58 @@ func TestPaidCallbackAfterABankCancelIsAskedAgain(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// A callback's receipt is the payer's claim until the bank confirms it.
+// A forged one (another payment's sale, or one made up) that the bank
+// knows no sale of ours by fails the payment as unpaid and is dropped
+// with that move, so it blocks neither the other payment's real callback
+// (unique (gateway, receipt)) nor this payment's own: both payers, who
+// paid, are credited once each.
+func TestAForgedReceiptBlocksNoRealCallback(t *testing.T) {
+	for _, forged := range []string{"another payment's sale", "a made-up sale"} {
+		t.Run(forged, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e, bank := newBankEnv(t, db, "mellat")
+				a, b := e.start(110_000), e.start(130_000)
+				cbA, err := bank.Finish(a.AuthorityString(), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cbB, err := bank.Finish(b.AuthorityString(), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				receipt := cbB.Form["SaleReferenceId"]
+				if forged == "a made-up sale" {
+					receipt = "987654321012"
+				}
+				got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], receipt, true)
+				if err != nil || got.Status != payment.StatusFailed || got.Receipt != nil {
+					t.Fatalf("A's forged callback: %s, %v; want failed with no receipt kept", dump(got), err)
+				}
+				if got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, cbB.Form["RefId"], cbB.Form["SaleReferenceId"], true); err != nil ||
+					got.Status != payment.StatusCredited {
+					t.Fatalf("B's real callback: %s, %v", dump(got), err)
+				}
+				e.clock.Advance(2 * time.Second) // within A's pacing window
+				if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); err != nil ||
+					got.Status != payment.StatusPendingVerification {
+					t.Fatalf("A's real callback: %s, %v; want reopened", dump(got), err)
+				}
+				e.clock.Advance(30 * time.Second)
+				if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
+					t.Fatal(err)
+				}
+				ra, rb := e.row(a.ID), e.row(b.ID)
+				if ra.Status != payment.StatusCredited || rb.Status != payment.StatusCredited || e.balance() != 240_000 {
+					t.Fatalf("A %s, B %s, balance %d; want both credited, 240000", dump(ra), dump(rb), e.balance())
+				}
+				if ra.ReceiptString() != cbA.Form["SaleReferenceId"] || rb.ReceiptString() != cbB.Form["SaleReferenceId"] {
+					t.Errorf("receipts: A %q, B %q", ra.ReceiptString(), rb.ReceiptString())
+				}
+				checkInvariants(t, db)
+			})
+		})
+	}
+}

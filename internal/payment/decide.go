@@ -176,6 +176,9 @@ type Decision struct {
 	Deadline bool
 	// CountCreditFailure: one more failed credit (credit_failures).
 	CountCreditFailure bool
+	// ClearReceipt: the bank found no sale for the kept callback receipt;
+	// the move drops it (Fields.ClearReceipt).
+	ClearReceipt bool
 }
 
 // Decide is the decision core: one pure function from what was read and
@@ -359,8 +362,17 @@ func decideCheck(in Input) Decision {
 		// itself. A late callback with a sale reopens the payment. Before
 		// the payer came back, the payer may still be on the bank's page:
 		// look again later (the worker's authority lifetime ends it).
+		//
+		// A kept receipt the bank found no sale for is dropped with the
+		// move: a callback's receipt is the payer's claim until the bank
+		// confirms it, and one that names no sale of ours (forged, or
+		// another payment's) must not hold the unique (gateway, receipt)
+		// against the real callback of this payment or of the other one.
+		// The real one then reopens the payment (a first receipt).
 		if in.Payment.ReturnedAt != nil {
-			return stay(StatusFailed, ReasonBankCancelled, &code)
+			d := stay(StatusFailed, ReasonBankCancelled, &code)
+			d.ClearReceipt = !settling && in.Payment.Receipt != nil
+			return d
 		}
 		d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
 		return d

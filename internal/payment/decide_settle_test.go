@@ -229,24 +229,30 @@ func TestDecideSettlingCreditFailed(t *testing.T) {
 	}
 }
 
-// VerifyNoSale (Mellat without a SaleReferenceId): a payer who came back
-// without one did not pay (failed, bank_cancelled); before the payer came
-// back the payment waits (the payer may be on the bank's page).
+// VerifyNoSale (Mellat without a SaleReferenceId, or with one the bank
+// knows no sale of ours by): a payer who came back did not pay (failed,
+// bank_cancelled), and a kept receipt the bank found no sale for is
+// dropped with the move; before the payer came back the payment waits
+// (the payer may be on the bank's page).
 func TestDecideNoSale(t *testing.T) {
 	vr := gateway.VerifyResult{Outcome: gateway.VerifyNoSale, Code: 42}
 	returned := t0.Add(-time.Second)
+	sale := "184467440737"
 	for _, tt := range []struct {
 		name     string
 		returned *time.Time
+		receipt  *string
 		action   payment.Action
 		to       payment.Status
+		clear    bool
 	}{
-		{"came back", &returned, payment.ActionMove, payment.StatusFailed},
-		{"not back yet", nil, payment.ActionKeep, payment.StatusAwaitingPayment},
+		{"came back without a sale", &returned, nil, payment.ActionMove, payment.StatusFailed, false},
+		{"came back with a sale the bank does not know", &returned, &sale, payment.ActionMove, payment.StatusFailed, true},
+		{"not back yet", nil, nil, payment.ActionKeep, payment.StatusAwaitingPayment, false},
 	} {
-		p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment, ReturnedAt: tt.returned}
+		p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment, ReturnedAt: tt.returned, Receipt: tt.receipt}
 		d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorCallback, Payment: p, Now: t0, Rules: rules, Verify: vr})
-		if d.Action != tt.action || d.To != tt.to || d.Action == payment.ActionInquire {
+		if d.Action != tt.action || d.To != tt.to || d.Action == payment.ActionInquire || d.ClearReceipt != tt.clear {
 			t.Errorf("%s: %+v", tt.name, d)
 		}
 		if tt.to == payment.StatusFailed && d.Reason != payment.ReasonBankCancelled {

@@ -174,6 +174,10 @@ type Fields struct {
 	RefID               *int64
 	VerifiedAmountRials *int64
 	CardPANMasked       *string
+	// ClearReceipt drops the kept callback receipt (the bank found no
+	// sale for it): a receipt the bank did not confirm blocks neither the
+	// payer's real one nor another payment's.
+	ClearReceipt bool
 }
 
 // EdgeNeedsLease checks that actor may take from → to and reports whether

@@ -505,7 +505,7 @@ func (s *Service) rules() Rules {
 // was asked, one more attempt if the call reached it (an open breaker
 // postpones a check, it does not spend one), and the next check.
 func checkedSet(d Decision, now time.Time) Fields {
-	f := Fields{CountAttempt: d.CountAttempt, NextCheckAt: d.NextCheckAt, CountCreditFailure: d.CountCreditFailure}
+	f := Fields{CountAttempt: d.CountAttempt, NextCheckAt: d.NextCheckAt, CountCreditFailure: d.CountCreditFailure, ClearReceipt: d.ClearReceipt}
 	if d.Checked {
 		f.LastCheckedAt = &now
 	}

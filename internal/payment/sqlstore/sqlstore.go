@@ -342,6 +342,9 @@ func fieldValues(f payment.Fields, vals map[string]any) map[string]any {
 	if f.CardPANMasked != nil {
 		vals["card_pan_masked"] = *f.CardPANMasked
 	}
+	if f.ClearReceipt {
+		vals["receipt"] = nil
+	}
 	return vals
 }
 
