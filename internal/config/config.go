@@ -360,6 +360,7 @@ func (c *Config) check(l *loader) {
 		c.Warnings = append(c.Warnings, "SMTP_URL is not set: mail (password reset links, receipts) is only written into "+
 			filepath.Join(c.DataDir, "mail")+" and nobody receives it")
 	}
+	c.Warnings = append(c.Warnings, unusedGatewaySettings(c, l)...)
 	if l.ok("IDEMPOTENCY_KEY_TTL") && c.IdempotencyKeyTTL < time.Minute {
 		l.bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
 	}
@@ -384,6 +385,34 @@ func (c *Config) check(l *loader) {
 			}
 		}
 	}
+}
+
+// unusedGatewaySettings warns of a gateway's variables set while GATEWAYS
+// does not name that gateway (or is the sandbox bank): they are not read,
+// which is a typo in GATEWAYS or a leftover. Names only, never values
+// (some are secrets).
+func unusedGatewaySettings(c *Config, l *loader) []string {
+	var out []string
+	for _, d := range drivers.All() {
+		if c.enabled(d.Name) {
+			continue
+		}
+		var set []string
+		for _, st := range d.Settings {
+			if l.set[st.Env] {
+				set = append(set, st.Env)
+			}
+		}
+		if len(set) == 0 {
+			continue
+		}
+		why := "GATEWAYS does not name " + d.Name
+		if c.Gateway == GatewaySandbox {
+			why = "GATEWAYS=" + GatewaySandbox + " uses the built-in sandbox bank"
+		}
+		out = append(out, fmt.Sprintf("%s set, but %s: not used", strings.Join(set, ", "), why))
+	}
+	return out
 }
 
 // ServeRefusal says why serve must not start with this configuration: a

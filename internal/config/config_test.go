@@ -790,3 +790,43 @@ func TestMailSettings(t *testing.T) {
 		t.Fatalf("%v %+v", err, c)
 	}
 }
+
+// A gateway's variables set while GATEWAYS does not name it are not read:
+// start warns, by name and never with the value (a password).
+func TestUnusedGatewaySettingsWarn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string // "" for no such warning
+	}{
+		{"Mellat's variables with GATEWAYS=zarinpal", map[string]string{"GATEWAYS": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555",
+			"MELLAT_TERMINAL_ID": "123", "MELLAT_PASSWORD": "hunter2-secret"}, "MELLAT_TERMINAL_ID, MELLAT_PASSWORD set, but GATEWAYS does not name mellat: not used"},
+		{"a real gateway's variable with the sandbox bank", map[string]string{"ZIBAL_MERCHANT": "abc"}, "ZIBAL_MERCHANT set, but GATEWAYS=sandbox uses the built-in sandbox bank: not used"},
+		{"the named gateway's own variables", map[string]string{"GATEWAYS": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env["GATEWAYS"] != "" {
+				tc.env["SESSION_SECRET"] = strongSecret
+			}
+			c, err := config.Load(env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range c.Warnings {
+				if strings.Contains(w, "not used") {
+					got = append(got, w)
+				}
+				if strings.Contains(w, "hunter2") {
+					t.Errorf("a warning shows a secret: %q", w)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || got[0] != tc.want):
+				t.Errorf("warnings %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
