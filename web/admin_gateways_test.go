@@ -87,6 +87,27 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'gateway_switch'`); n != 2 {
 			t.Errorf("%d audit rows, want 2", n)
 		}
+		// Every gateway off: the form says top-ups are paused before the
+		// payer types an amount, and a submit starts nothing.
+		if form := payer.Get("/wallet/topup"); strings.Contains(form.Body, `data-testid="no-gateway"`) {
+			t.Errorf("the notice shows while gateways are on")
+		}
+		for _, name := range []string{"zarinpal", "zibal", "sep", "mellat"} {
+			if r := admin.Post("/admin/gateways/"+name+"/switch", url.Values{"_csrf": {csrf}, "off": {"1"}, "note": {"all off"}}); r.Status != http.StatusSeeOther {
+				t.Fatalf("switch %s off: %d", name, r.Status)
+			}
+		}
+		before := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`)
+		form = payer.Get("/wallet/topup")
+		if !strings.Contains(form.Body, `data-testid="no-gateway"`) || strings.Contains(form.Body, `name="gateway"`) {
+			t.Errorf("every gateway off: the form has no notice, or offers a gateway")
+		}
+		if r := payer.PostTopUp(apptest.Input(form.Body, "_csrf"), apptest.Input(form.Body, "token"), "30000"); r.Status < 400 {
+			t.Errorf("a top-up with every gateway off: %d", r.Status)
+		}
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != before {
+			t.Errorf("a top-up with every gateway off made %d payments", n-before)
+		}
 		apptest.CheckInvariants(t, db)
 	})
 }
