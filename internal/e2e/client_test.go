@@ -180,15 +180,11 @@ type bankGateway struct {
 	// minutes) closes, longer than a test, and is not failed at our
 	// authority lifetime. Its payers pay or cancel, never late.
 	callbackOnly bool
-	// returns: its payers always come back from the bank. Mellat's (see
-	// callbackOnly); and SEP's, for now: a SEP payment whose payer never
-	// came back is verified with the RefNum SEP's receipt of the token
-	// names (the worker, reconciliation), which is not kept before that
-	// verify, and SEP keeps the receipt only until verify: a crash after
-	// such a verify leaves the payment open with nothing to verify again,
-	// though the bank took the money. Zarinpal's and Zibal's payers who
-	// paid and never came back are found, even after our worker failed
-	// the payment (reconciliation: Zarinpal's list, Zibal's inquiry).
+	// returns: its payers always come back from the bank: Mellat's (see
+	// callbackOnly). Zarinpal's, Zibal's and SEP's payers who paid and
+	// never came back are found, even after our worker failed the payment
+	// (reconciliation: Zarinpal's list, Zibal's inquiry, SEP's receipt of
+	// the token, whose RefNum is kept before the verify it names).
 	returns bool
 }
 
@@ -196,7 +192,7 @@ type bankGateway struct {
 var bankGateways = []bankGateway{
 	{name: "zarinpal", page: "/pg/StartPay/"},
 	{name: "zibal", page: "/start/"},
-	{name: "sep", page: sep.PathPay, field: "Token", returns: true},
+	{name: "sep", page: sep.PathPay, field: "Token"},
 	{name: "mellat", page: mellat.PathStartPay, field: "RefId", callbackOnly: true, returns: true},
 }
 

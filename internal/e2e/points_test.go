@@ -95,12 +95,11 @@ var pointScenarios = []pointScenario{
 	// bank: the worker finishes the reopened payment. (Not Mellat: our
 	// worker does not fail its unpaid payment, bankGateway.callbackOnly.)
 	{"rescue by callback", testhook.AfterReopen, []string{"zarinpal", "zibal", "sep"}, true, true, payment.StatusPendingVerification},
-	// Reconciliation (Zarinpal's list, Zibal's inquiry) reopened a failed
-	// payment, the bank verified it, the credit never committed: the
-	// worker finishes it. (Not yet SEP, whose reconciliation verifies
-	// with the RefNum of the token's receipt without keeping it:
-	// bankGateway.returns.)
-	{"rescue by reconciliation", testhook.AfterVerify, []string{"zarinpal", "zibal"}, true, false, payment.StatusPendingVerification},
+	// Reconciliation (Zarinpal's list, Zibal's inquiry, SEP's receipt)
+	// reopened a failed payment, the bank verified it, the credit never
+	// committed: the worker finishes it (SEP: with the RefNum kept from
+	// the token's receipt before that verify, as SEP forgets it after).
+	{"rescue by reconciliation", testhook.AfterVerify, []string{"zarinpal", "zibal", "sep"}, true, false, payment.StatusPendingVerification},
 }
 
 // pointRun is one scenario and its top-up.

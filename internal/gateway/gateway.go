@@ -159,6 +159,9 @@ const (
 type InquiryResult struct {
 	Code   int
 	Status InquiryStatus
+	// Receipt: for a paid token, the callback data its verify takes, as
+	// the bank's inquiry names it (SEP's RefNum); "" when it names none.
+	Receipt string
 }
 
 // Unverified is one paid-but-unverified payment as the gateway lists it.

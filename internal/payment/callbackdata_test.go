@@ -7,6 +7,7 @@ package payment_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -360,4 +361,45 @@ func TestAForgedReceiptBlocksNoRealCallback(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A SEP payment whose payer never came back is verified with the RefNum
+// its token's receipt names, and SEP forgets that receipt once verified.
+// The RefNum is kept on the row before the verify, so that a crash after
+// the verify (here: its answer recorded nowhere, the credit failing)
+// leaves what the next check verifies again with ("already verified"):
+// credited once, never left to wait for a receipt nobody can give.
+func TestSEPReceiptKeptBeforeVerify(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "sep")
+		p := e.start(150_000)
+		paid, err := bank.Finish(p.AuthorityString(), true) // the callback it would make is lost
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.store.set(func(h *hookStore) {
+			h.credit = func(payment.Move) error { return errors.New("killed after the verify") }
+		})
+		e.clock.Advance(2 * time.Minute)
+		if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := e.row(p.ID)
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified || r.Status == payment.StatusCredited {
+			t.Fatalf("after the first check: bank %+v, row %s", bp, dump(r))
+		}
+		if r.ReceiptString() == "" || r.ReceiptString() != paid.Form["RefNum"] {
+			t.Fatalf("receipt kept %q, want the token's RefNum %q", r.ReceiptString(), paid.Form["RefNum"])
+		}
+		e.store.set(func(h *hookStore) { h.credit = nil })
+		e.clock.Advance(2 * time.Minute)
+		if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.row(p.ID); r.Status != payment.StatusCredited || e.balance() != 150_000 {
+			t.Fatalf("after the second check: %s, balance %d", dump(r), e.balance())
+		}
+		checkInvariants(t, db)
+	})
 }

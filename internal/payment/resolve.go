@@ -353,6 +353,9 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	gw := s.gw(p)
 	vin := gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
 		PageTime: PageTime(p, s.clock()), OrderID: p.PublicID, Receipt: p.ReceiptString()}
+	if vin.Receipt == "" && s.cfg.Gateways[p.Gateway].ReceiptLife > 0 {
+		p, vin.Receipt = s.keepBankReceipt(bctx, p, gw)
+	}
 	settler, needsSettle := settlerOf(gw)
 	if p.Status == StatusSettling && needsSettle && Verified(p) {
 		// Verified before, its facts and its verify on record: only the
@@ -403,6 +406,29 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 		return s.credit(ctx, p, tok, actor, d, held)
 	}
 	return s.apply(ctx, p, tok, actor, d)
+}
+
+// keepBankReceipt: a payment without a callback's receipt, at a gateway
+// whose receipt of the token names what verify takes (SEP's RefNum, for
+// ReceiptLife and only before verify), has that receipt kept on the row
+// BEFORE the verify: the bank forgets it once verified, so a crash after
+// the verify would leave nothing to verify again (43) with, and a payment
+// the bank took the money for would wait for a receipt nobody can give.
+// Any failure leaves p as it was (verify asks the receipt itself).
+func (s *Service) keepBankReceipt(ctx context.Context, p Payment, gw gateway.Gateway) (Payment, string) {
+	if life := s.cfg.Gateways[p.Gateway].ReceiptLife; s.clock().Sub(p.CreatedAt) > life {
+		return p, ""
+	}
+	ir, err := gw.Inquire(ctx, p.AuthorityString())
+	if err != nil || ir.Status != gateway.InquiryPaid || ir.Receipt == "" {
+		return p, ""
+	}
+	kept, err := s.keepReceipt(ctx, p, ir.Receipt)
+	if err != nil {
+		s.log.WarnContext(ctx, "keep the bank's receipt before verify", "payment", p.PublicID, "err", err)
+		return p, ""
+	}
+	return kept, ir.Receipt
 }
 
 // beginSettling takes a payment the bank just verified (d: ActionSettle)

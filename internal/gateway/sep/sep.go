@@ -424,7 +424,7 @@ func (c *Client) Inquire(ctx context.Context, token string) (gateway.InquiryResu
 	case receiptCanceled, receiptFailed:
 		out.Status = gateway.InquiryFailed
 	case receiptOK:
-		out.Status = gateway.InquiryPaid
+		out.Status, out.Receipt = gateway.InquiryPaid, callbackReceipt(wire.FlexString(a.RefNum))
 	default:
 		out.Status = gateway.InquiryStatus("STATE_" + strconv.FormatInt(st, 10))
 	}
