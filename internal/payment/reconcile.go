@@ -213,16 +213,25 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 		}()
 	}
 	wg.Wait()
+	err = s.saveReport(ctx, &rep, items, "by its list")
+	return rep, err
+}
+
+// saveReport ends one gateway's report: its end time and lines, stored
+// (whatever ctx does now), and logged; how names the gateway's source.
+// Listed is what the source listed or what was asked; Ours, what of it
+// is ours to report.
+func (s *Service) saveReport(ctx context.Context, rep *ReconcileReport, items []ReconcileItem, how string) error {
 	rep.FinishedAt = s.clock()
 	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
 		rep.Details = string(b)
 	}
-	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), &rep); err != nil {
-		return rep, err
+	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), rep); err != nil {
+		return err
 	}
-	s.log.InfoContext(ctx, "reconciliation done", "gateway", rep.Gateway, "listed", rep.Listed, "ours", rep.Ours, "credited", rep.Credited,
-		"foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "unreached", rep.Unreached, "error", rep.Error)
-	return rep, nil
+	s.log.InfoContext(ctx, "reconciliation done", "gateway", rep.Gateway, "source", how, "listed", rep.Listed, "ours", rep.Ours,
+		"credited", rep.Credited, "foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "unreached", rep.Unreached, "error", rep.Error)
+	return nil
 }
 
 // reconcileItem works one listed item.
@@ -404,16 +413,8 @@ func (s *Service) reconcileByInquiry(ctx context.Context, gw gateway.Gateway, rc
 		}()
 	}
 	wg.Wait()
-	rep.FinishedAt = s.clock()
-	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
-		rep.Details = string(b)
-	}
-	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), &rep); err != nil {
-		return rep, err
-	}
-	s.log.InfoContext(ctx, "reconciliation by inquiry done", "gateway", rep.Gateway, "asked", rep.Listed,
-		"paid there", rep.Ours, "credited", rep.Credited, "unreached", rep.Unreached, "error", rep.Error)
-	return rep, nil
+	err = s.saveReport(ctx, &rep, items, "by inquiry")
+	return rep, err
 }
 
 // inquireEnded asks the bank about one ended payment; ok is false when
@@ -586,16 +587,8 @@ func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gatewa
 		}()
 	}
 	wg.Wait()
-	rep.FinishedAt = s.clock()
-	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
-		rep.Details = string(b)
-	}
-	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), &rep); err != nil {
-		return rep, err
-	}
-	s.log.InfoContext(ctx, "reconciliation by the callback's data done", "gateway", rep.Gateway, "asked", rep.Listed,
-		"reported", rep.Ours, "credited", rep.Credited, "unreached", rep.Unreached, "error", rep.Error)
-	return rep, nil
+	err = s.saveReport(ctx, &rep, items, "by the callback's data")
+	return rep, err
 }
 
 // askByCallbackData asks the bank about p (its token's receipt, or its
