@@ -73,6 +73,11 @@ type VerifyInput struct {
 	// (SEP's RefNum, Mellat's SaleReferenceId), as the payment keeps it;
 	// "" when none came (or the gateway needs none).
 	Receipt string
+	// ReceiptFromBank: Receipt is what the bank's own inquiry of our
+	// token named just now (InquiryResult.Receipt), not a callback's
+	// claim: a driver that would otherwise ask the bank which receipt is
+	// ours (SEP) need not ask again.
+	ReceiptFromBank bool
 }
 
 // VerifyOutcome classifies a definite verify answer.

@@ -403,3 +403,50 @@ func TestSEPReceiptKeptBeforeVerify(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// SEP: a callback for payment A carrying B's RefNum holds that RefNum on
+// A only until A's check asks SEP's receipt of A's own token: paid, the
+// RefNum the bank names replaces it (and A is credited with A's sale);
+// cancelled, A fails and the RefNum is dropped. Either way B's real
+// callback, right after, keeps its RefNum and is credited at once,
+// never refused for a RefNum another payment held.
+func TestSEPForgedRefNumGivesWay(t *testing.T) {
+	for _, aPaid := range []bool{true, false} {
+		name := map[bool]string{true: "A paid", false: "A cancelled"}[aPaid]
+		t.Run(name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e, bank := newBankEnv(t, db, "sep")
+				a, b := e.start(110_000), e.start(130_000)
+				cbA, err := bank.Finish(a.AuthorityString(), aPaid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cbB, err := bank.Finish(b.AuthorityString(), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), cbB.Form["RefNum"], true)
+				wantA, wantReceipt := payment.StatusFailed, ""
+				if aPaid {
+					wantA, wantReceipt = payment.StatusCredited, cbA.Form["RefNum"]
+				}
+				if err != nil || got.Status != wantA || got.ReceiptString() != wantReceipt {
+					t.Fatalf("A's callback with B's RefNum: %s receipt %q, %v; want %s with receipt %q", dump(got), got.ReceiptString(), err, wantA, wantReceipt)
+				}
+				got, err = e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), cbB.Form["RefNum"], true)
+				if err != nil || got.Status != payment.StatusCredited || got.ReceiptString() != cbB.Form["RefNum"] {
+					t.Fatalf("B's real callback: %s, %v", dump(got), err)
+				}
+				want := int64(130_000)
+				if aPaid {
+					want += 110_000
+				}
+				if e.balance() != want {
+					t.Fatalf("balance %d, want %d", e.balance(), want)
+				}
+				checkInvariants(t, db)
+			})
+		})
+	}
+}

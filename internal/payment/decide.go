@@ -277,6 +277,9 @@ func decideCheck(in Input) Decision {
 			to = StatusNeedsReview
 		}
 		d.To, d.Reason, d.GatewayCode = to, reason, code
+		// Failed on the bank's word: a kept callback receipt named no
+		// paid sale of ours, and is dropped with the move (see NoSale).
+		d.ClearReceipt = to == StatusFailed && in.Payment.Receipt != nil
 		d.Action = ActionMove
 		if in.Payment.Status == to {
 			d.Action = ActionKeep
@@ -370,9 +373,7 @@ func decideCheck(in Input) Decision {
 		// against the real callback of this payment or of the other one.
 		// The real one then reopens the payment (a first receipt).
 		if in.Payment.ReturnedAt != nil {
-			d := stay(StatusFailed, ReasonBankCancelled, &code)
-			d.ClearReceipt = !settling && in.Payment.Receipt != nil
-			return d
+			return stay(StatusFailed, ReasonBankCancelled, &code)
 		}
 		d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
 		return d

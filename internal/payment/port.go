@@ -70,6 +70,11 @@ type Store interface {
 	// be another one, kept by an earlier callback). ErrDuplicate: another
 	// payment of the gateway holds this receipt (a replayed callback).
 	KeepReceipt(ctx context.Context, id int64, receipt string) (Payment, error)
+	// ReplaceReceipt puts the receipt the bank names (receipt) in place of
+	// a kept one it does not (old), on a payment the bank has not yet
+	// verified (no ref id), and returns the row as it now stands.
+	// ErrDuplicate: another payment of the gateway holds receipt.
+	ReplaceReceipt(ctx context.Context, id int64, old, receipt string) (Payment, error)
 	// Release gives the lease tok back if still held, writing f with it,
 	// and returns the row as it now stands.
 	Release(ctx context.Context, id int64, tok string, f Fields) (Payment, error)

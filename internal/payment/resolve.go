@@ -353,8 +353,10 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	gw := s.gw(p)
 	vin := gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
 		PageTime: PageTime(p, s.clock()), OrderID: p.PublicID, Receipt: p.ReceiptString()}
-	if vin.Receipt == "" && s.cfg.Gateways[p.Gateway].ReceiptLife > 0 {
-		p, vin.Receipt = s.keepBankReceipt(bctx, p, gw)
+	if s.cfg.Gateways[p.Gateway].ReceiptLife > 0 {
+		if kept, ref := s.keepBankReceipt(bctx, p, gw); ref != "" {
+			p, vin.Receipt, vin.ReceiptFromBank = kept, ref, true
+		}
 	}
 	settler, needsSettle := settlerOf(gw)
 	if p.Status == StatusSettling && needsSettle && Verified(p) {
@@ -408,22 +410,38 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	return s.apply(ctx, p, tok, actor, d)
 }
 
-// keepBankReceipt: a payment without a callback's receipt, at a gateway
-// whose receipt of the token names what verify takes (SEP's RefNum, for
-// ReceiptLife and only before verify), has that receipt kept on the row
-// BEFORE the verify: the bank forgets it once verified, so a crash after
-// the verify would leave nothing to verify again (43) with, and a payment
-// the bank took the money for would wait for a receipt nobody can give.
-// Any failure leaves p as it was (verify asks the receipt itself).
+// keepBankReceipt: at a gateway whose receipt of the token names what
+// verify takes (SEP's RefNum, for ReceiptLife and only before verify),
+// the receipt the bank names is kept on the row BEFORE the verify: the
+// bank forgets it once verified, so a crash after the verify would leave
+// nothing to verify again (43) with, and a payment the bank took the
+// money for would wait for a receipt nobody can give. A kept callback
+// receipt the bank does not name (forged, or another payment's) gives way
+// to the bank's, so it holds no other payment's receipt against that
+// payment's real callback. It returns the row and the bank's receipt, ""
+// when the bank named none or it could not be kept (verify then asks the
+// receipt itself, as before).
 func (s *Service) keepBankReceipt(ctx context.Context, p Payment, gw gateway.Gateway) (Payment, string) {
-	if life := s.cfg.Gateways[p.Gateway].ReceiptLife; s.clock().Sub(p.CreatedAt) > life {
+	if life := s.cfg.Gateways[p.Gateway].ReceiptLife; s.clock().Sub(p.CreatedAt) > life || p.RefID != nil {
 		return p, ""
 	}
 	ir, err := gw.Inquire(ctx, p.AuthorityString())
 	if err != nil || ir.Status != gateway.InquiryPaid || ir.Receipt == "" {
 		return p, ""
 	}
-	kept, err := s.keepReceipt(ctx, p, ir.Receipt)
+	var kept Payment
+	switch {
+	case p.Receipt == nil:
+		kept, err = s.keepReceipt(ctx, p, ir.Receipt)
+	case *p.Receipt == ir.Receipt:
+		return p, ir.Receipt
+	default:
+		s.log.WarnContext(ctx, "the kept receipt is not the one the bank names for the token: the bank's is kept", "payment", p.PublicID)
+		kept, err = s.st.ReplaceReceipt(ctx, p.ID, *p.Receipt, ir.Receipt)
+		if err == nil && kept.ReceiptString() != ir.Receipt {
+			err = ErrReceiptMismatch
+		}
+	}
 	if err != nil {
 		s.log.WarnContext(ctx, "keep the bank's receipt before verify", "payment", p.PublicID, "err", err)
 		return p, ""

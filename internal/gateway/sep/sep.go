@@ -244,8 +244,13 @@ type verifyAnswer struct {
 // hour, or after verify or reversal: HTTP 404) leaves the kept RefNum,
 // whose verify says "already verified", "too late" or "reversed"; without
 // one it is outcome unknown. The amount SEP reports is compared with ours:
-// another amount is VerifyAmountMismatch.
+// another amount is VerifyAmountMismatch. A RefNum the receipt of the
+// token named just now (in.ReceiptFromBank: the payment code asked it
+// first, to keep it before the verify) is verified without asking again.
 func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	if in.ReceiptFromBank && in.Receipt != "" {
+		return c.verifyRefNum(ctx, in)
+	}
 	a, status, err := c.receipt(ctx, in.Authority)
 	switch {
 	case err != nil && (status != http.StatusNotFound || in.Receipt == ""):
@@ -263,6 +268,11 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		}
 		in.Receipt = ref
 	}
+	return c.verifyRefNum(ctx, in)
+}
+
+// verifyRefNum is VerifyTransaction of in.Receipt.
+func (c *Client) verifyRefNum(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 	status, raw, err := c.post(ctx, opVerify, PathVerify, refNumBody{RefNum: in.Receipt, TerminalNumber: c.terminalNum})
 	if err == nil {
 		var res gateway.VerifyResult

@@ -310,6 +310,18 @@ func (s *Store) KeepReceipt(ctx context.Context, id int64, receipt string) (paym
 	return s.Get(ctx, id)
 }
 
+// ReplaceReceipt implements payment.Store: one conditional UPDATE (the
+// kept receipt still old, no ref id yet); unique (gateway, receipt)
+// refuses another payment's (payment.ErrDuplicate).
+func (s *Store) ReplaceReceipt(ctx context.Context, id int64, old, receipt string) (payment.Payment, error) {
+	res := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
+		Where("id = ? AND receipt = ? AND ref_id IS NULL", id, old).Update("receipt", receipt)
+	if res.Error != nil {
+		return payment.Payment{}, fmt.Errorf("replace the receipt of payment %d: %w", id, dup(res.Error))
+	}
+	return s.Get(ctx, id)
+}
+
 // fieldValues is the column map of a decision's fields.
 func fieldValues(f payment.Fields, vals map[string]any) map[string]any {
 	if vals == nil {
