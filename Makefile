@@ -28,7 +28,7 @@ if [ "$$REQUIRE_BROWSER" != 1 ]; then \
 fi; \
 if [ "$$REQUIRE_COMPAT" != 1 ]; then \
   if ! command -v node >/dev/null 2>&1; then echo "make test: SKIPPED the client-library suite (internal/sandbank: no node on PATH); to run it: apt-get install -y nodejs npm && make compat-deps && make test"; \
-  elif [ ! -f "$(COMPAT_MODULES)/zarinpal-checkout/package.json" ] || [ ! -f "$(COMPAT_MODULES)/zibal/package.json" ] || [ ! -f "$(COMPAT_MODULES)/mellat-checkout/package.json" ]; then echo "make test: SKIPPED the client-library suite (internal/sandbank: no gateway client libraries in $(COMPAT_MODULES)); to run it: make compat-deps && make test"; fi; \
+  elif [ ! -f "$(COMPAT_MODULES)/zarinpal-node-sdk/package.json" ] || [ ! -f "$(COMPAT_MODULES)/zarinpal-checkout/package.json" ] || [ ! -f "$(COMPAT_MODULES)/zibal/package.json" ] || [ ! -f "$(COMPAT_MODULES)/mellat-checkout/package.json" ]; then echo "make test: SKIPPED the client-library suite (internal/sandbank: no gateway client libraries in $(COMPAT_MODULES)); to run it: make compat-deps && make test"; fi; \
 fi
 endef
 

@@ -26,9 +26,9 @@ import (
 // library, twice; the test checks what the library reported against the
 // bank's own record.
 //
-// One library per gateway where one could be used: zarinpal-checkout,
-// zibal, mellat-checkout (pinned in .ci/compat, installed by
-// `make compat-deps`). SEP has none: no maintained SEP client on the
+// One library per gateway where one could be used, and for Zarinpal also
+// ZarinPal's own Node.js SDK: zarinpal-node-sdk, zarinpal-checkout, zibal,
+// mellat-checkout (pinned in .ci/compat, installed by `make compat-deps`). SEP has none: no maintained SEP client on the
 // registries reachable here speaks the token flow end to end (monopay's
 // saman driver, the only one found, sends no ResNum and verifies through
 // the legacy SOAP referencepayment.asmx).
@@ -38,7 +38,7 @@ import (
 // node_modules folder (default .ci/compat/node_modules).
 
 // compatPackages are the libraries the scripts require.
-var compatPackages = []string{"zarinpal-checkout", "zibal", "mellat-checkout"}
+var compatPackages = []string{"zarinpal-node-sdk", "zarinpal-checkout", "zibal", "mellat-checkout"}
 
 // compatAmount is every test payment's amount, in rials.
 const compatAmount = 123_000
@@ -314,6 +314,168 @@ func TestCompatZarinpalCheckout(t *testing.T) {
 		notPaid(t, "verify of a cancelled payment", out.First, codeNotPaid)
 		notPaid(t, "second verify of a cancelled payment", out.Second, codeNotPaid)
 		if p := cb.payment(t, r.Authority); p.State != StateFailed || !p.VerifiedAt.IsZero() || p.RefID != 0 {
+			t.Errorf("bank: state %s, ref %d; want FAILED, no ref", p.State, p.RefID)
+		}
+	})
+}
+
+// ---- Zarinpal: zarinpal-node-sdk, ZarinPal's own SDK ----
+
+// zpsData is the data envelope of Zarinpal's answers as the SDK returns
+// them (request, verify, inquiry).
+type zpsData struct {
+	Code      int    `json:"code"`
+	Message   string `json:"message"`
+	Authority string `json:"authority"`
+	RefID     int64  `json:"ref_id"`
+	CardPan   string `json:"card_pan"`
+	Status    string `json:"status"`
+}
+
+// zpsAnswer is an answer as the SDK returned it: Zarinpal's envelope, its
+// data an object on success and an empty list on a refusal, whose code is
+// then in errors.
+type zpsAnswer struct {
+	Data   json.RawMessage `json:"data"`
+	Errors json.RawMessage `json:"errors"`
+}
+
+// answer is the data object, or the refusal's code as Code.
+func (a zpsAnswer) answer(t *testing.T) zpsData {
+	t.Helper()
+	var d zpsData
+	if len(a.Data) > 0 && a.Data[0] == '{' {
+		if err := json.Unmarshal(a.Data, &d); err != nil {
+			t.Fatalf("data %s: %v", a.Data, err)
+		}
+		return d
+	}
+	var e struct {
+		Code int `json:"code"`
+	}
+	if len(a.Errors) > 0 && a.Errors[0] == '{' {
+		if err := json.Unmarshal(a.Errors, &e); err != nil {
+			t.Fatalf("errors %s: %v", a.Errors, err)
+		}
+	}
+	d.Code = e.Code
+	return d
+}
+
+type zpsUnverified struct {
+	Data struct {
+		Code        json.Number `json:"code"`
+		Authorities []struct {
+			Authority string `json:"authority"`
+		} `json:"authorities"`
+	} `json:"data"`
+}
+
+// zpsError is what the SDK threw: axios's error with the bank's answer.
+type zpsError struct {
+	Message string    `json:"message"`
+	Status  int       `json:"status"`
+	Data    zpsAnswer `json:"data"`
+}
+
+func TestCompatZarinpalOfficialSDK(t *testing.T) {
+	cb := newCompatBank(t)
+	request := func(t *testing.T) string {
+		t.Helper()
+		var out struct {
+			Created  outcome[zpsAnswer, zpsError] `json:"created"`
+			Redirect string                       `json:"redirect"`
+		}
+		cb.run(t, "zarinpal-sdk.js", map[string]any{"op": "request", "amount": compatAmount, "callback": compatCallback}, &out)
+		r := out.Created.returned(t, "payments.create").answer(t)
+		if r.Code != codeSuccess || r.Authority == "" {
+			t.Fatalf("payments.create = %+v, want code 100 and an authority", r)
+		}
+		cb.payerPage(t, out.Redirect, r.Authority)
+		return r.Authority
+	}
+	type verifyOut struct {
+		Wrong      *outcome[zpsAnswer, zpsError]    `json:"wrong"`
+		First      outcome[zpsAnswer, zpsError]     `json:"first"`
+		Second     outcome[zpsAnswer, zpsError]     `json:"second"`
+		Inquiry    outcome[zpsAnswer, zpsError]     `json:"inquiry"`
+		Unverified outcome[zpsUnverified, zpsError] `json:"unverified"`
+	}
+	verify := func(t *testing.T, authority string, wrongAmount int) verifyOut {
+		t.Helper()
+		var out verifyOut
+		cb.run(t, "zarinpal-sdk.js", map[string]any{"op": "verify", "amount": compatAmount, "authority": authority, "wrongAmount": wrongAmount}, &out)
+		return out
+	}
+	// refused checks a verify that must not succeed: the SDK returns a 2xx
+	// body as it is and throws on any other status; either way the bank's
+	// code must be the refusal's, never 100 or 101.
+	refused := func(t *testing.T, what string, o outcome[zpsAnswer, zpsError], code int) {
+		t.Helper()
+		switch {
+		case o.Returned != nil:
+			if got := o.Returned.answer(t); got.Code != code {
+				t.Errorf("%s returned %+v, want code %d", what, got, code)
+			}
+		case o.Threw != nil:
+			if got := o.Threw.Data.answer(t); got.Code != code {
+				t.Errorf("%s threw %s (%+v), want code %d", what, o.Threw.Message, got, code)
+			}
+		}
+	}
+
+	t.Run("paid", func(t *testing.T) {
+		t.Parallel()
+		authority := request(t)
+		q := callbackQuery(t, cb.finish(t, gatewayZarinpal, authority, "pay"))
+		if q.Get("Authority") != authority || q.Get("Status") != "OK" {
+			t.Errorf("callback query %v, want Authority=%s&Status=OK", q, authority)
+		}
+		out := verify(t, authority, compatAmount-1000)
+		if out.Wrong == nil {
+			t.Fatal("no verify with the wrong amount")
+		}
+		refused(t, "verify with another amount", *out.Wrong, codeAmountMismatch)
+		p := cb.payment(t, authority)
+		first := out.First.returned(t, "first verify").answer(t)
+		second := out.Second.returned(t, "second verify").answer(t)
+		if first.Code != codeSuccess || first.RefID != p.RefID || first.RefID == 0 || first.CardPan != p.CardPAN {
+			t.Errorf("first verify = %+v, want code 100, ref_id %d, card %s", first, p.RefID, p.CardPAN)
+		}
+		if second.Code != codeVerified || second.RefID != p.RefID {
+			t.Errorf("second verify = %+v, want code 101 (already verified), ref_id %d", second, p.RefID)
+		}
+		if in := out.Inquiry.returned(t, "inquiries.inquire").answer(t); in.Code != codeSuccess || in.Status != string(StateVerified) {
+			t.Errorf("inquiry = %+v, want code 100, status %s", in, StateVerified)
+		}
+		if p.State != StateVerified || p.Amount != compatAmount || p.VerifyCount != 3 {
+			t.Errorf("bank: state %s, amount %d, verify calls %d; want VERIFIED, %d, 3", p.State, p.Amount, p.VerifyCount, compatAmount)
+		}
+		uv := out.Unverified.returned(t, "unverified.list").Data
+		if uv.Code.String() != "100" {
+			t.Errorf("unverified.list code %s, want 100", uv.Code)
+		}
+		for _, a := range uv.Authorities {
+			if a.Authority == authority {
+				t.Errorf("unverified.list lists the verified %s", authority)
+			}
+		}
+	})
+
+	t.Run("cancelled", func(t *testing.T) {
+		t.Parallel()
+		authority := request(t)
+		q := callbackQuery(t, cb.finish(t, gatewayZarinpal, authority, "cancel"))
+		if q.Get("Authority") != authority || q.Get("Status") != "NOK" {
+			t.Errorf("callback query %v, want Authority=%s&Status=NOK", q, authority)
+		}
+		out := verify(t, authority, 0)
+		refused(t, "verify of a cancelled payment", out.First, codeNotPaid)
+		refused(t, "second verify of a cancelled payment", out.Second, codeNotPaid)
+		if in := out.Inquiry.returned(t, "inquiries.inquire").answer(t); in.Status != string(StateFailed) {
+			t.Errorf("inquiry = %+v, want status %s", in, StateFailed)
+		}
+		if p := cb.payment(t, authority); p.State != StateFailed || !p.VerifiedAt.IsZero() || p.RefID != 0 {
 			t.Errorf("bank: state %s, ref %d; want FAILED, no ref", p.State, p.RefID)
 		}
 	})
