@@ -18,6 +18,9 @@ type WebhooksView struct {
 	EventTypes []string
 	// Loopback: http on loopback is accepted (development).
 	Loopback bool
+	// ListErrorKey is the message key of an action refused on a listed
+	// endpoint (enabling one an administrator disabled).
+	ListErrorKey string
 }
 
 // WebhookForm is the endpoint form as submitted.
@@ -48,6 +51,7 @@ type WebhookRow struct {
 	Events        []string
 	Owner         string // admin list: the owner's email
 	State         string // active, disabled, failing
+	ByAdmin       bool   // disabled by an administrator (who alone enables it again)
 	CreatedAt     time.Time
 	FailingSince  *time.Time
 	LastSuccessAt *time.Time

@@ -272,6 +272,7 @@ func New(d Deps) *fiber.App {
 	app.Get(routes.Webhooks, s.requireUser, s.webhooksPage)
 	app.Post(routes.Webhooks, s.requireUser, s.createWebhook)
 	app.Post(routes.WebhookDisablePattern, s.requireUser, s.disableWebhook)
+	app.Post(routes.WebhookEnablePattern, s.requireUser, s.enableWebhook)
 	app.Post(routes.WebhookDeletePattern, s.requireUser, s.deleteWebhook)
 	app.Post(routes.WebhookOrigins, s.requireUser, s.addReturnOrigin)
 	app.Post(routes.WebhookOriginDeletePattern, s.requireUser, s.deleteReturnOrigin)

@@ -233,6 +233,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: "/admin/tokens/:id/revoke", url: "/admin/tokens/" + spare + "/revoke", post: p(adminOnly(see))},
 			{path: "/account/webhooks", get: p(signedIn(ok)), post: p(signedIn(unp))}, // no URL typed
 			{path: "/account/webhooks/:id/disable", url: "/account/webhooks/999999/disable", post: p(who{see, nf, nf, nf})},
+			{path: "/account/webhooks/:id/enable", url: "/account/webhooks/999999/enable", post: p(who{see, nf, nf, nf})},
 			{path: "/account/webhooks/:id/delete", url: "/account/webhooks/999999/delete", post: p(who{see, nf, nf, nf})},
 			{path: "/account/webhooks/origins", post: p(signedIn(unp))}, // no origin typed
 			{path: "/account/webhooks/origins/:id/delete", url: "/account/webhooks/origins/999999/delete", post: p(who{see, nf, nf, nf})},

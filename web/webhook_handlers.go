@@ -20,8 +20,8 @@ func webhookRow(e webhook.Endpoint, owner string, pending, failed int64) views.W
 	case e.FailingSince != nil:
 		state = "failing"
 	}
-	return views.WebhookRow{ID: e.ID, URL: e.URL, Events: e.EventTypes(), Owner: owner, State: state, CreatedAt: e.CreatedAt,
-		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, Pending: pending, Failed: failed}
+	return views.WebhookRow{ID: e.ID, URL: e.URL, Events: e.EventTypes(), Owner: owner, State: state, ByAdmin: e.DisabledByAdmin(),
+		CreatedAt: e.CreatedAt, FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, Pending: pending, Failed: failed}
 }
 
 // webhooksView fills the page's lists for the signed-in user.
@@ -54,7 +54,8 @@ func (s *Server) renderWebhooks(c *fiber.Ctx, status int, v views.WebhooksView) 
 }
 
 var webhookNotices = map[string]string{
-	"created": "webhooks.created", "disabled": "webhooks.disabled", "deleted": "webhooks.deleted", "origin": "webhooks.origin_added",
+	"created": "webhooks.created", "disabled": "webhooks.disabled", "enabled": "webhooks.enabled", "deleted": "webhooks.deleted",
+	"origin": "webhooks.origin_added",
 }
 
 // webhooksPage is /account/webhooks: the user's endpoints and return
@@ -124,6 +125,29 @@ func (s *Server) disableWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	return c.Redirect(routes.Webhooks+"?done=disabled", fiber.StatusSeeOther)
+}
+
+// enableWebhook brings back one of the user's endpoints that they
+// disabled or that is marked failing. One an administrator disabled stays
+// disabled (409, the page says so); re-enabling past the limit of enabled
+// endpoints is refused (422).
+func (s *Server) enableWebhook(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := s.Webhooks.Enable(c.UserContext(), currentUser(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrDisabledByAdmin):
+		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_by_admin"})
+	case errors.Is(err, webhook.ErrTooMany):
+		return s.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{ListErrorKey: "webhooks.error_too_many"})
+	case err != nil:
+		return err
+	}
+	s.Log.Info("webhook endpoint enabled", "user", currentUser(c).ID, "endpoint", id)
+	return c.Redirect(routes.Webhooks+"?done=enabled", fiber.StatusSeeOther)
 }
 
 // deleteWebhook removes one of the user's endpoints with its log.

@@ -14,6 +14,10 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/webhook"
@@ -24,14 +28,16 @@ var hookSecretRE = regexp.MustCompile(`data-testid="webhook-secret">(whsec_[A-Za
 // /account/webhooks: an endpoint is added through the form (field url,
 // checkboxes events) and its signing secret shown once; a private or
 // plain-http URL is refused with a sentence; return origins are
-// registered (field return_origin), canonical, once; the owner disables
-// and deletes; another user cannot. Admins list every endpoint, read its
-// delivery log (attempts, status, latency, next try), send a delivery
-// again and disable the endpoint, audited.
+// registered (field return_origin), canonical, once; the owner disables,
+// enables again and deletes; another user cannot. Admins list every
+// endpoint, read its delivery log (attempts, status, answer, latency,
+// next try), send a delivery again and disable the endpoint, audited; an
+// endpoint an admin disabled stays disabled for its owner.
 func TestWebhooksPages(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}})
+		clk := paymenttest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}, Server: server.Options{Now: clk.Now}})
 		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)
 		}
@@ -45,29 +51,33 @@ func TestWebhooksPages(t *testing.T) {
 		}))
 		defer srv.Close()
 
+		// The admin signs in first: the second factor's code is of real
+		// time, which the app's clock leaves behind later.
+		admin := app.NewClient(t)
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
 		owner := app.NewClient(t)
 		owner.SignUp("partner@example.com")
-		page := owner.Get("/account/webhooks")
+		page := owner.Get(routes.Webhooks)
 		if page.Status != http.StatusOK || !strings.Contains(page.Body, `name="url"`) || !strings.Contains(page.Body, `name="return_origin"`) ||
 			strings.Count(page.Body, `name="events"`) != 3 {
 			t.Fatalf("page: %d", page.Status)
 		}
 		for _, bad := range []string{"https://10.1.2.3/hook", "http://partner.example/hook", "https://user:pw@partner.example/"} {
-			r := owner.Submit("/account/webhooks", "/account/webhooks", url.Values{"url": {bad}, "events": {"topup.credited"}})
+			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {bad}, "events": {"topup.credited"}})
 			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="webhook-error"`) || hookSecretRE.MatchString(r.Body) {
 				t.Fatalf("%s: %d", bad, r.Status)
 			}
 		}
-		if r := owner.Submit("/account/webhooks", "/account/webhooks", url.Values{"url": {srv.URL}}); r.Status != http.StatusUnprocessableEntity {
+		if r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {srv.URL}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("no events: %d", r.Status)
 		}
-		r := owner.Submit("/account/webhooks", "/account/webhooks", url.Values{"url": {srv.URL + "/hook"}, "events": {"topup.credited", "topup.needs_review"}})
+		r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {srv.URL + "/hook"}, "events": {"topup.credited", "topup.needs_review"}})
 		m := hookSecretRE.FindStringSubmatch(r.Body)
 		if r.Status != http.StatusOK || m == nil || r.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("create: %d, secret shown: %v", r.Status, m != nil)
 		}
 		secret := m[1]
-		list := owner.Get("/account/webhooks")
+		list := owner.Get(routes.Webhooks)
 		if strings.Contains(list.Body, secret) || !strings.Contains(list.Body, srv.URL+"/hook") || strings.Count(list.Body, `data-testid="webhook-row"`) != 1 {
 			t.Fatalf("the list shows the secret again, or not the endpoint")
 		}
@@ -78,92 +88,248 @@ func TestWebhooksPages(t *testing.T) {
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints WHERE secret_enc LIKE ?`, "%"+secret+"%"); n != 0 {
 			t.Fatal("the signing secret is stored in the clear")
 		}
+		id := eps[0].ID
 
 		// Return origins.
-		if r := owner.Submit("/account/webhooks", "/account/webhooks/origins", url.Values{"return_origin": {"https://Shop.Example:443/"}}); r.Status != http.StatusSeeOther {
+		if r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {"https://Shop.Example:443/"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("origin: %d", r.Status)
 		}
 		for _, bad := range []string{"https://shop.example", "https://shop.example/path", "ftp://x.example"} {
-			if r := owner.Submit("/account/webhooks", "/account/webhooks/origins", url.Values{"return_origin": {bad}}); r.Status != http.StatusUnprocessableEntity ||
+			if r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {bad}}); r.Status != http.StatusUnprocessableEntity ||
 				!strings.Contains(r.Body, `data-testid="origin-error"`) {
 				t.Fatalf("origin %s: %d", bad, r.Status)
 			}
 		}
-		if !strings.Contains(owner.Get("/account/webhooks").Body, ">https://shop.example<") {
+		if !strings.Contains(owner.Get(routes.Webhooks).Body, ">https://shop.example<") {
 			t.Fatal("origin not listed in canonical form")
 		}
 
-		// A credit through the site queues its event; its delivery fails and
-		// gives up at once (a retry window of 1 ms), to see in the admin's log.
-		csrf, token := owner.TopUpForm()
-		start := owner.PostTopUp(csrf, token, "50000")
-		back, err := app.Server.Bank.Pay(apptest.Authority(start.Location))
-		if err != nil {
-			t.Fatal(err)
+		// The owner disables it (no "enable again" while active) and enables
+		// it again from the page.
+		state := func(c *apptest.Client) *apptest.Element {
+			t.Helper()
+			return apptest.Parse(c.Get(routes.Webhooks).Body).TestID("webhook-row")
 		}
-		if r := owner.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
-			t.Fatalf("return: %d %s", r.Status, apptest.PaymentStatus(r.Body))
+		if apptest.Parse(owner.Get(routes.Webhooks).Body).Form(routes.WebhookEnable(id)) != nil {
+			t.Fatal("an active endpoint offers to be enabled")
 		}
-		var payID string
-		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&payID)
-		s := webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{RetryFor: time.Millisecond})
-		if n, err := s.DeliverDue(ctx); n != 1 || err != nil {
-			t.Fatalf("deliver: %d %v", n, err)
+		if r := owner.Submit(routes.Webhooks, routes.WebhookDisable(id), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("disable: %d", r.Status)
+		}
+		if row := state(owner); row.Attr("data-state") != "disabled" || row.Has("data-by-admin") {
+			t.Fatalf("after the owner's disable: %q", row.Text())
+		}
+		if r := owner.Submit(routes.Webhooks, routes.WebhookEnable(id), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("enable: %d", r.Status)
+		}
+		if row := state(owner); row.Attr("data-state") != "active" {
+			t.Fatalf("after enable: %q", row.Text())
 		}
 
-		// Another user can neither disable nor delete it.
+		// Two credits through the site queue their events. The first
+		// delivery fails and gives up at once (a retry window of 1 ms), to
+		// see in the admin's log; the second fails once and waits for its
+		// next try.
+		pay := func() string {
+			t.Helper()
+			csrf, token := owner.TopUpForm()
+			start := owner.PostTopUp(csrf, token, "50000")
+			back, err := app.Server.Bank.Pay(apptest.Authority(start.Location))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := owner.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
+				t.Fatalf("return: %d %s", r.Status, apptest.PaymentStatus(r.Body))
+			}
+			var payID string
+			db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id DESC LIMIT 1`).Scan(&payID)
+			return payID
+		}
+		payID := pay()
+		clk.Advance(time.Second) // past the window of 1 ms
+		if n, err := webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{RetryFor: time.Millisecond}).DeliverDue(ctx); n != 1 || err != nil {
+			t.Fatalf("deliver: %d %v", n, err)
+		}
+		if row := state(owner); row.Attr("data-state") != "failing" || apptest.Parse(owner.Get(routes.Webhooks).Body).Form(routes.WebhookEnable(id)) == nil {
+			t.Fatalf("the owner's failing endpoint: %q, enable offered: false", row.Text())
+		}
+		clk.Advance(time.Minute)
+		pendingID := pay()
+		if n, err := webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{Jitter: func() float64 { return 0 }}).DeliverDue(ctx); n != 1 || err != nil {
+			t.Fatalf("deliver the second: %d %v", n, err)
+		}
+
+		// Another user can neither disable, enable nor delete it.
 		other := app.NewClient(t)
 		other.SignUp("other@example.com")
-		id := eps[0].ID
-		for _, action := range []string{"disable", "delete"} {
-			csrf := apptest.Input(other.Get("/account/webhooks").Body, "_csrf")
-			if r := other.Post("/account/webhooks/"+itoa64(id)+"/"+action, url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
+		for _, action := range []string{routes.WebhookDisable(id), routes.WebhookEnable(id), routes.WebhookDelete(id)} {
+			if r := other.Forge(routes.Webhooks, action, nil); r.Status != http.StatusNotFound {
 				t.Fatalf("foreign %s: %d", action, r.Status)
 			}
 		}
-		if r := other.Get("/admin/webhooks"); r.Status != http.StatusNotFound {
+		if r := other.Get(routes.AdminWebhooks); r.Status != http.StatusNotFound {
 			t.Fatalf("admin page for a user: %d", r.Status)
 		}
 
-		admin := app.NewClient(t)
-		admin.SignInAdmin("boss@example.com", "correct horse battery")
-		al := admin.Get("/admin/webhooks")
+		al := admin.Get(routes.AdminWebhooks)
 		if al.Status != http.StatusOK || !strings.Contains(al.Body, "partner@example.com") || !strings.Contains(al.Body, `data-state="failing"`) || strings.Contains(al.Body, secret) {
 			t.Fatalf("admin list: %d", al.Status)
 		}
-		log := admin.Get("/admin/webhooks/" + itoa64(id))
-		if log.Status != http.StatusOK || !strings.Contains(log.Body, `data-status="failed"`) || !strings.Contains(log.Body, ">500 ") ||
-			!strings.Contains(log.Body, payID) || !strings.Contains(log.Body, `data-testid="delivery-resend"`) {
-			t.Fatalf("delivery log: %d\n%s", log.Status, log.Body)
+		// The log: one row per delivery, newest first, with its status,
+		// attempts, last answer, latency and (while pending) next try.
+		log := admin.GetIn("en", routes.AdminWebhook(id))
+		var rows []webhook.Delivery
+		db.Gorm.Order("id DESC").Find(&rows)
+		doc := apptest.Parse(log.Body)
+		shown := doc.TestIDs("delivery-row")
+		if log.Status != http.StatusOK || len(rows) != 2 || len(shown) != 2 {
+			t.Fatalf("delivery log: %d, %d rows shown of %d", log.Status, len(shown), len(rows))
 		}
-		var did int64
-		db.Gorm.Raw(`SELECT id FROM webhook_deliveries`).Scan(&did)
+		for i, d := range rows {
+			row := shown[i]
+			text := row.Text()
+			want := []string{d.EventID, "500", strconv.FormatInt(*d.LastLatencyMS, 10)}
+			if i == 0 {
+				want = append(want, pendingID, i18n.Relative("en", d.NextAttemptAt, clk.Now()))
+			} else {
+				want = append(want, payID)
+			}
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					t.Errorf("log row %d does not show %q: %q", i, w, text)
+				}
+			}
+			if row.Attr("data-status") != d.Status || row.Attr("data-delivery-id") != itoa64(d.ID) || d.Attempts != 1 {
+				t.Errorf("log row %d: %q %q, stored %+v", i, row.Attr("data-status"), row.Attr("data-delivery-id"), d)
+			}
+		}
+		if rows[0].Status != webhook.StatusPending || rows[1].Status != webhook.StatusFailed {
+			t.Fatalf("statuses %s, %s", rows[0].Status, rows[1].Status)
+		}
+		if a := doc.TestIDs("delivery-attempts"); len(a) != 2 || a[0].Text() != "1" || a[1].Text() != "1" {
+			t.Fatalf("attempts shown: %d", len(a))
+		}
+		// Send again: only the one that gave up is offered it.
+		if f := doc.Form(routes.AdminDeliveryResend(rows[0].ID)); f != nil {
+			t.Fatal("a pending delivery offers to be sent again")
+		}
 		answer.Store(200)
-		if r := admin.Post("/admin/webhooks/deliveries/"+itoa64(did)+"/resend", url.Values{"_csrf": {apptest.Input(log.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
+		if r := admin.Submit(routes.AdminWebhook(id), routes.AdminDeliveryResend(rows[1].ID), nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("resend: %d", r.Status)
 		}
-		s = webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{})
-		if n, _ := s.DeliverDue(ctx); n != 1 || got.Load() != 2 {
+		if n, _ := webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{}).DeliverDue(ctx); n != 1 || got.Load() != 3 {
 			t.Fatalf("resent delivery: claimed %d, receiver saw %d", n, got.Load())
 		}
-		if !strings.Contains(admin.Get("/admin/webhooks/"+itoa64(id)).Body, `data-status="delivered"`) {
+		if row := apptest.Parse(admin.Get(routes.AdminWebhook(id)).Body).TestIDs("delivery-row"); len(row) != 2 || row[1].Attr("data-status") != "delivered" {
 			t.Fatal("log does not show the delivery")
 		}
-		if r := admin.Post("/admin/webhooks/"+itoa64(id)+"/disable", url.Values{"_csrf": {apptest.Input(log.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
+
+		// An admin's disable: the owner sees who, is not offered to enable
+		// it and cannot (409, nothing changed).
+		if r := admin.Submit(routes.AdminWebhook(id), routes.AdminWebhookDisable(id), nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin disable: %d", r.Status)
 		}
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action IN ('webhook_disable', 'webhook_resend')`); n != 2 {
 			t.Fatalf("%d audit rows", n)
 		}
-		if !strings.Contains(owner.Get("/account/webhooks").Body, `data-state="disabled"`) {
-			t.Fatal("the owner does not see it disabled")
+		ownPage := owner.GetIn("en", routes.Webhooks)
+		odoc := apptest.Parse(ownPage.Body)
+		if row := odoc.TestID("webhook-row"); row.Attr("data-state") != "disabled" || !row.Has("data-by-admin") ||
+			!strings.Contains(odoc.TestID("webhook-state").Text(), "administrator") || odoc.Form(routes.WebhookEnable(id)) != nil {
+			t.Fatalf("the owner's view of an admin's disable: %q", row.Text())
 		}
-		if r := owner.Submit("/account/webhooks", "/account/webhooks/"+itoa64(id)+"/delete", nil); r.Status != http.StatusSeeOther {
+		if r := owner.Forge(routes.Webhooks, routes.WebhookEnable(id), nil); r.Status != http.StatusConflict ||
+			apptest.Parse(r.Body).TestID("webhooks-list-error") == nil {
+			t.Fatalf("the owner's enable of an admin's disable: %d", r.Status)
+		}
+		if e, _ := app.Server.Webhooks.Get(ctx, id); e.DisabledAt == nil {
+			t.Fatal("enabled by its owner after an admin's disable")
+		}
+		if r := owner.Submit(routes.Webhooks, routes.WebhookDelete(id), nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("delete: %d", r.Status)
 		}
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints`); n != 0 {
 			t.Fatalf("%d endpoints after delete", n)
 		}
+	})
+}
+
+// /metrics shows the outbox: queue depth and the age of the oldest
+// undelivered event while a credit's event waits, attempts by result and
+// their durations, then the give-up, the failed deliveries and the
+// failing endpoint once the retry window has passed.
+func TestWebhookMetrics(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := paymenttest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1", "METRICS_TOKEN": metricsToken},
+			Server: server.Options{Now: clk.Now}})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusInternalServerError)
+		}))
+		defer srv.Close()
+		user, payURL := startTopUp(t, app, "metrics-hooks@example.com", "20000")
+		if _, _, err := app.Server.Webhooks.Create(ctx, userID(t, db, "metrics-hooks@example.com"), srv.URL, webhook.Types()); err != nil {
+			t.Fatal(err)
+		}
+		back, err := app.Server.Bank.Pay(apptest.Authority(payURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := user.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
+			t.Fatalf("pay: %q", apptest.PaymentStatus(r.Body))
+		}
+		scrape := func(want map[string]float64) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
+			req.Header.Set("Authorization", "Bearer "+metricsToken)
+			m := user.Do(req)
+			if m.Status != http.StatusOK {
+				t.Fatalf("metrics: %d", m.Status)
+			}
+			for series, v := range want {
+				if got := metricValue(t, m.Body, series); got != v {
+					t.Errorf("%s = %v, want %v", series, got, v)
+				}
+			}
+		}
+		clk.Advance(90 * time.Second)
+		scrape(map[string]float64{
+			"kifpool_webhook_queue_depth":                     1,
+			"kifpool_webhook_oldest_pending_age_seconds":      90,
+			"kifpool_webhook_failed_deliveries":               0,
+			"kifpool_webhook_failing_endpoints":               0,
+			`kifpool_webhook_attempts_total{result="failed"}`: -1,
+			"kifpool_webhook_attempt_duration_seconds_count":  0,
+			"kifpool_webhook_gave_up_total":                   0,
+		})
+		// The instance's own sender (its observer is the metrics).
+		if n, err := app.Server.Hooks.DeliverDue(ctx); n != 1 || err != nil {
+			t.Fatalf("deliver: %d %v", n, err)
+		}
+		clk.Advance(30 * time.Second)
+		scrape(map[string]float64{
+			"kifpool_webhook_queue_depth":                     1,
+			"kifpool_webhook_oldest_pending_age_seconds":      120,
+			`kifpool_webhook_attempts_total{result="failed"}`: 1,
+			"kifpool_webhook_attempt_duration_seconds_count":  1,
+			"kifpool_webhook_gave_up_total":                   0,
+		})
+		// Past the retry window (72 h): the next attempt gives up.
+		clk.Advance(webhook.DefaultRetryFor)
+		if n, err := app.Server.Hooks.DeliverDue(ctx); n != 1 || err != nil {
+			t.Fatalf("deliver after the window: %d %v", n, err)
+		}
+		scrape(map[string]float64{
+			"kifpool_webhook_queue_depth":                     0,
+			"kifpool_webhook_oldest_pending_age_seconds":      0,
+			"kifpool_webhook_failed_deliveries":               1,
+			"kifpool_webhook_failing_endpoints":               1,
+			`kifpool_webhook_attempts_total{result="failed"}`: 2,
+			"kifpool_webhook_attempt_duration_seconds_count":  2,
+			"kifpool_webhook_gave_up_total":                   1,
+		})
 	})
 }
 

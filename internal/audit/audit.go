@@ -25,6 +25,7 @@ const (
 	ActionTokenRevoke    Action = "token_revoke"    // revoked a user's API token (TargetUserID: its owner)
 	ActionWebhookDisable Action = "webhook_disable" // disabled a user's webhook endpoint (TargetUserID: its owner)
 	ActionWebhookResend  Action = "webhook_resend"  // queued a webhook delivery again (PaymentID: its top-up)
+	ActionWebhookEnable  Action = "webhook_enable"  // enabled again a webhook endpoint an admin disabled, or cleared its failing mark (TargetUserID: its owner)
 	ActionGatewaySwitch  Action = "gateway_switch"  // switched a gateway off or on for new top-ups (Note: which, how, why)
 	// Actions of the operator on the command line (no AdminID).
 	ActionCLIPromote  Action = "cli_promote"   // `kifpool user promote` (TargetUserID: who)

@@ -68,6 +68,7 @@ const (
 	// Webhook endpoints and the return_url origins.
 	Webhooks                   = Account + "/webhooks"
 	WebhookDisablePattern      = Webhooks + "/:id/disable"
+	WebhookEnablePattern       = Webhooks + "/:id/enable"
 	WebhookDeletePattern       = Webhooks + "/:id/delete"
 	WebhookOrigins             = Webhooks + "/origins"
 	WebhookOriginDeletePattern = WebhookOrigins + "/:id/delete"
@@ -126,7 +127,7 @@ func Patterns() []string {
 		APIOpenAPI, APITopUps, APITopUpPattern, APIWallet, APIWalletLedger,
 		SignUp, SignIn, SignOut, PasswordForgot, PasswordResetPattern,
 		Account, AccountReceipts, AccountSignOutEverywhere, AccountPassword, Tokens, TokenRevokePattern,
-		Webhooks, WebhookDisablePattern, WebhookDeletePattern, WebhookOrigins, WebhookOriginDeletePattern,
+		Webhooks, WebhookDisablePattern, WebhookEnablePattern, WebhookDeletePattern, WebhookOrigins, WebhookOriginDeletePattern,
 		Wallet, WalletPayments, WalletPaymentsCSV, TopUp,
 		PaymentPattern, PaymentReturnPattern, PaymentAbandonPattern,
 		AdminDashboardPattern, AdminTwoFactor, AdminPayments, AdminPaymentsCSV, AdminPaymentPattern,
@@ -173,6 +174,10 @@ func TokenRevoke(tokenID int64) string { return Fill(TokenRevokePattern, id(toke
 
 // WebhookDisable stops deliveries to one of the person's endpoints.
 func WebhookDisable(endpointID int64) string { return Fill(WebhookDisablePattern, id(endpointID)) }
+
+// WebhookEnable brings back one of the person's endpoints (disabled by
+// them, or marked failing).
+func WebhookEnable(endpointID int64) string { return Fill(WebhookEnablePattern, id(endpointID)) }
 
 // WebhookDelete deletes one of the person's endpoints.
 func WebhookDelete(endpointID int64) string { return Fill(WebhookDeletePattern, id(endpointID)) }

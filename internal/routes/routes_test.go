@@ -33,6 +33,7 @@ func TestURLs(t *testing.T) {
 		{AccountPassword, "/account/password"}, {Tokens, "/account/tokens"}, {TokenRevokePattern, "/account/tokens/:id/revoke"},
 		{TokenRevoke(42), "/account/tokens/42/revoke"},
 		{Webhooks, "/account/webhooks"}, {WebhookDisablePattern, "/account/webhooks/:id/disable"}, {WebhookDisable(3), "/account/webhooks/3/disable"},
+		{WebhookEnablePattern, "/account/webhooks/:id/enable"}, {WebhookEnable(3), "/account/webhooks/3/enable"},
 		{WebhookDeletePattern, "/account/webhooks/:id/delete"}, {WebhookDelete(3), "/account/webhooks/3/delete"},
 		{WebhookOrigins, "/account/webhooks/origins"}, {WebhookOriginDeletePattern, "/account/webhooks/origins/:id/delete"},
 		{WebhookOriginDelete(4), "/account/webhooks/origins/4/delete"},

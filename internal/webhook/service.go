@@ -20,6 +20,12 @@ var (
 	ErrNotFound      = errors.New("webhook: not found")
 	ErrDuplicate     = errors.New("webhook: already registered")
 	ErrNotResendable = errors.New("webhook: only a delivery that gave up or was delivered can be sent again")
+	// ErrDisabledByAdmin: an administrator disabled the endpoint; only an
+	// administrator enables it again.
+	ErrDisabledByAdmin = errors.New("webhook: endpoint disabled by an administrator")
+	// ErrDisabledByOwner: its owner disabled the endpoint; an
+	// administrator does not enable it over the owner's choice.
+	ErrDisabledByOwner = errors.New("webhook: endpoint disabled by its owner")
 )
 
 // Limits per user.
@@ -28,7 +34,9 @@ const (
 	MaxOrigins   = 20
 )
 
-// Endpoint is one webhook endpoint (without its secret).
+// Endpoint is one webhook endpoint (without its secret). DisabledBy is
+// who disabled it: the owner's own id, or an admin's (NULL on a disabled
+// endpoint, its admin's account deleted, counts as an admin's).
 type Endpoint struct {
 	ID            int64 `gorm:"primaryKey"`
 	UserID        int64
@@ -44,6 +52,13 @@ type Endpoint struct {
 
 // TableName maps Endpoint to webhook_endpoints.
 func (Endpoint) TableName() string { return "webhook_endpoints" }
+
+// DisabledByAdmin reports whether the endpoint is disabled by someone
+// other than its owner (an administrator): only an administrator enables
+// it again.
+func (e Endpoint) DisabledByAdmin() bool {
+	return e.DisabledAt != nil && (e.DisabledBy == nil || *e.DisabledBy != e.UserID)
+}
 
 // EventTypes are the endpoint's subscribed types.
 func (e Endpoint) EventTypes() []string { return eventsOf(e.Events) }
@@ -184,8 +199,10 @@ func (s *Service) Get(ctx context.Context, id int64) (Endpoint, error) {
 }
 
 // disable stops an endpoint: it receives nothing more, and what was
-// queued for it ends as failed ("endpoint disabled").
-func (s *Service) disable(tx *gorm.DB, where string, args []any, by *int64) error {
+// queued for it ends as failed ("endpoint disabled"). by is who: the
+// owner, or an admin. An admin's disable of an endpoint its owner had
+// disabled takes it over (only an admin enables it again then).
+func (s *Service) disable(tx *gorm.DB, where string, args []any, by int64) error {
 	now := s.clock()
 	var ep Endpoint
 	if err := tx.Where(where, args...).Take(&ep).Error; err != nil {
@@ -195,7 +212,10 @@ func (s *Service) disable(tx *gorm.DB, where string, args []any, by *int64) erro
 		return err
 	}
 	if ep.DisabledAt != nil {
-		return nil
+		if ep.DisabledByAdmin() || by == ep.UserID {
+			return nil
+		}
+		return tx.Model(&Endpoint{}).Where("id = ?", ep.ID).Update("disabled_by", by).Error
 	}
 	if err := tx.Model(&Endpoint{}).Where("id = ?", ep.ID).Updates(map[string]any{"disabled_at": now, "disabled_by": by}).Error; err != nil {
 		return err
@@ -207,8 +227,69 @@ func (s *Service) disable(tx *gorm.DB, where string, args []any, by *int64) erro
 // Disable stops one of the user's endpoints.
 func (s *Service) Disable(ctx context.Context, userID, id int64) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
-		return s.disable(tx, "id = ? AND user_id = ?", []any{id, userID}, nil)
+		return s.disable(tx, "id = ? AND user_id = ?", []any{id, userID}, userID)
 	})
+}
+
+// enable brings ep back: not disabled, not marked failing. New events
+// are queued for it again from now on; deliveries that gave up (or ended
+// when it was disabled) stay as they are, and events of the time it was
+// disabled were never queued for it. A disabled endpoint counts again
+// towards the owner's MaxEndpoints.
+func (s *Service) enable(tx *gorm.DB, ep Endpoint) error {
+	if ep.DisabledAt == nil && ep.FailingSince == nil {
+		return nil
+	}
+	if ep.DisabledAt != nil {
+		var n int64
+		if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", ep.UserID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n >= MaxEndpoints {
+			return ErrTooMany
+		}
+	}
+	// Conditional on the row as read: a disable meanwhile is not undone.
+	q := tx.Model(&Endpoint{}).Where("id = ?", ep.ID)
+	switch {
+	case ep.DisabledAt == nil:
+		q = q.Where("disabled_at IS NULL")
+	case ep.DisabledBy == nil:
+		q = q.Where("disabled_at IS NOT NULL AND disabled_by IS NULL")
+	default:
+		q = q.Where("disabled_at IS NOT NULL AND disabled_by = ?", *ep.DisabledBy)
+	}
+	res := q.Updates(map[string]any{"disabled_at": nil, "disabled_by": nil, "failing_since": nil})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Enable brings back one of the user's endpoints that its owner disabled
+// or that is marked failing (enable). One an administrator disabled stays
+// disabled: ErrDisabledByAdmin.
+func (s *Service) Enable(ctx context.Context, userID, id int64) error {
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var ep Endpoint
+		if err := tx.Where("id = ? AND user_id = ?", id, userID).Take(&ep).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound
+			}
+			return err
+		}
+		if ep.DisabledByAdmin() {
+			return ErrDisabledByAdmin
+		}
+		return s.enable(tx, ep)
+	})
+	if err != nil {
+		return fmt.Errorf("enable webhook endpoint %d: %w", id, err)
+	}
+	return nil
 }
 
 // Delete removes one of the user's endpoints and its delivery log.
@@ -250,7 +331,7 @@ func (s *Service) All(ctx context.Context, limit int) ([]AdminEndpoint, error) {
 func (s *Service) AdminDisable(ctx context.Context, adminID, id int64) (Endpoint, error) {
 	var ep Endpoint
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
-		if err := s.disable(tx, "id = ?", []any{id}, &adminID); err != nil {
+		if err := s.disable(tx, "id = ?", []any{id}, adminID); err != nil {
 			return err
 		}
 		if err := tx.Take(&ep, id).Error; err != nil {
@@ -258,6 +339,34 @@ func (s *Service) AdminDisable(ctx context.Context, adminID, id int64) (Endpoint
 		}
 		owner := ep.UserID
 		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookDisable, TargetUserID: &owner,
+			Note: ep.URL, Result: audit.ResultDone, CreatedAt: s.clock()})
+	})
+	return ep, err
+}
+
+// AdminEnable brings back an endpoint an administrator disabled, or one
+// marked failing (enable); the audit log records it. One its owner
+// disabled is the owner's to enable: ErrDisabledByOwner.
+func (s *Service) AdminEnable(ctx context.Context, adminID, id int64) (Endpoint, error) {
+	var ep Endpoint
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Take(&ep, id).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound
+			}
+			return err
+		}
+		if ep.DisabledAt != nil && !ep.DisabledByAdmin() {
+			return ErrDisabledByOwner
+		}
+		if ep.DisabledAt == nil && ep.FailingSince == nil {
+			return nil // nothing to do, nothing to record
+		}
+		if err := s.enable(tx, ep); err != nil {
+			return err
+		}
+		owner := ep.UserID
+		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookEnable, TargetUserID: &owner,
 			Note: ep.URL, Result: audit.ResultDone, CreatedAt: s.clock()})
 	})
 	return ep, err

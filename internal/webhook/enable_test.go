@@ -1,0 +1,297 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/webhook"
+)
+
+// Enabling again: the owner brings back an endpoint they disabled, or
+// one marked failing; new events reach it from then on, while what ended
+// when it was disabled (or gave up) stays ended and what happened while
+// it was disabled was never queued. An endpoint an admin disabled stays
+// disabled for its owner (also when the owner had disabled it first) until
+// an admin enables it, audited; an admin does not enable one its owner
+// disabled. Another user's endpoint is not found, and enabling past the
+// limit of enabled endpoints is refused.
+func TestEnable(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, pays := seedPayment(t, db, "owner@example.com", 4)
+		stranger, _ := seedPayment(t, db, "stranger@example.com", 0)
+		admin, _ := seedPayment(t, db, "admin@example.com", 0)
+		ep, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/hook", webhook.Types())
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func() webhook.Endpoint {
+			t.Helper()
+			e, err := svc.Get(ctx, ep.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		queued := func(pid int64) int64 {
+			t.Helper()
+			return storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE payment_id = ?`, pid)
+		}
+		audits := func() int64 {
+			t.Helper()
+			return storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'webhook_enable' AND target_user_id = ?`, uid)
+		}
+		ev := func(pid int64) webhook.Event {
+			return webhook.Event{UserID: uid, PaymentID: pid, Type: webhook.TypeCredited, TopUp: map[string]any{"p": pid}, CreatedAt: clk.Now()}
+		}
+
+		// Disabled by its owner: the pending row ends, a new event is not
+		// queued; enabled again, the next event is, the ended row stays.
+		enqueue(t, db, ev(pays[0]))
+		if err := svc.Disable(ctx, uid, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if e := get(); e.DisabledAt == nil || e.DisabledByAdmin() {
+			t.Fatalf("after the owner's disable: %+v", e)
+		}
+		enqueue(t, db, ev(pays[1]))
+		if err := svc.Enable(ctx, stranger, ep.ID); !errors.Is(err, webhook.ErrNotFound) {
+			t.Fatalf("another user's enable: %v", err)
+		}
+		if err := svc.Enable(ctx, uid, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if e := get(); e.DisabledAt != nil || e.DisabledBy != nil || e.FailingSince != nil {
+			t.Fatalf("after enable: %+v", e)
+		}
+		enqueue(t, db, ev(pays[2]))
+		if a, b, c := queued(pays[0]), queued(pays[1]), queued(pays[2]); a != 1 || b != 0 || c != 1 {
+			t.Fatalf("rows per event (before, while disabled, after): %d %d %d", a, b, c)
+		}
+		if d := deliveryRowOf(t, db, pays[0]); d.Status != webhook.StatusFailed || d.LastError != "endpoint disabled" {
+			t.Fatalf("the row ended by the disable: %+v", d)
+		}
+		if d := deliveryRowOf(t, db, pays[2]); d.Status != webhook.StatusPending {
+			t.Fatalf("the event after enable: %+v", d)
+		}
+		if err := svc.Enable(ctx, uid, ep.ID); err != nil {
+			t.Fatalf("enabling an enabled endpoint: %v", err)
+		}
+
+		// An admin's disable binds the owner, also over the owner's own.
+		for _, ownerFirst := range []bool{false, true} {
+			if ownerFirst {
+				if err := svc.Disable(ctx, uid, ep.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := svc.AdminDisable(ctx, admin, ep.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Disable(ctx, uid, ep.ID); err != nil {
+				t.Fatal(err)
+			}
+			if e := get(); e.DisabledAt == nil || !e.DisabledByAdmin() {
+				t.Fatalf("owner first %v: after the admin's disable: %+v", ownerFirst, e)
+			}
+			if err := svc.Enable(ctx, uid, ep.ID); !errors.Is(err, webhook.ErrDisabledByAdmin) {
+				t.Fatalf("owner first %v: the owner enabled an admin's disable: %v", ownerFirst, err)
+			}
+			if e := get(); e.DisabledAt == nil {
+				t.Fatalf("owner first %v: enabled after a refusal", ownerFirst)
+			}
+			before := audits()
+			if _, err := svc.AdminEnable(ctx, admin, ep.ID); err != nil {
+				t.Fatal(err)
+			}
+			if e := get(); e.DisabledAt != nil || audits() != before+1 {
+				t.Fatalf("owner first %v: after the admin's enable %+v, %d audit rows", ownerFirst, e, audits()-before)
+			}
+		}
+		// An admin leaves the owner's disable alone.
+		if err := svc.Disable(ctx, uid, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.AdminEnable(ctx, admin, ep.ID); !errors.Is(err, webhook.ErrDisabledByOwner) {
+			t.Fatalf("an admin enabled the owner's disable: %v", err)
+		}
+		// Disabled by an admin whose account is gone (NULL): the owner's
+		// enable is refused all the same.
+		db.Gorm.Exec(`UPDATE webhook_endpoints SET disabled_by = NULL WHERE id = ?`, ep.ID)
+		if err := svc.Enable(ctx, uid, ep.ID); !errors.Is(err, webhook.ErrDisabledByAdmin) {
+			t.Fatalf("the owner enabled a disable of unknown origin: %v", err)
+		}
+		if _, err := svc.AdminEnable(ctx, admin, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+
+		// Failing: enabling clears the mark (audited for an admin); the
+		// delivery that gave up stays failed (an admin may send it again).
+		db.Gorm.Exec(`UPDATE webhook_deliveries SET status = 'failed', last_error = 'HTTP 500' WHERE payment_id = ?`, pays[2])
+		db.Gorm.Exec(`UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?`, clk.Now(), ep.ID)
+		if err := svc.Enable(ctx, uid, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if e := get(); e.FailingSince != nil || e.DisabledAt != nil {
+			t.Fatalf("after enabling a failing endpoint: %+v", e)
+		}
+		if d := deliveryRowOf(t, db, pays[2]); d.Status != webhook.StatusFailed {
+			t.Fatalf("the given-up delivery after enable: %+v", d)
+		}
+		db.Gorm.Exec(`UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?`, clk.Now(), ep.ID)
+		before := audits()
+		if _, err := svc.AdminEnable(ctx, admin, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if e := get(); e.FailingSince != nil || audits() != before+1 {
+			t.Fatalf("after an admin's enable of a failing endpoint: %+v, %d audit rows", e, audits()-before)
+		}
+
+		// The limit counts enabled endpoints: the 11th cannot come back.
+		if err := svc.Disable(ctx, uid, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		for i := range webhook.MaxEndpoints {
+			if _, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/more/"+strconv.Itoa(i), webhook.Types()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.Enable(ctx, uid, ep.ID); !errors.Is(err, webhook.ErrTooMany) {
+			t.Fatalf("enabled past the limit: %v", err)
+		}
+		if e := get(); e.DisabledAt == nil {
+			t.Fatal("enabled after the refusal")
+		}
+	})
+}
+
+// An endpoint marked failing still gets new events, and they are tried
+// at once: its first 2xx clears the mark. A disabled endpoint gets none.
+// One event's rows (one per endpoint) share its id and one body, encoded
+// once.
+func TestFailingEndpointGetsNewEvents(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := true
+		rec := &receiver{t: t, now: clk.Now, answer: func(int) int {
+			if down {
+				return 500
+			}
+			return 204
+		}}
+		srv := httptest.NewServer(rec)
+		defer srv.Close()
+		uid, pays := seedPayment(t, db, "a@example.com", 2)
+		failing, secret, err := svc.Create(ctx, uid, srv.URL+"/failing", webhook.Types())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.secret = secret
+		s := webhook.NewSender(svc, webhook.SenderOptions{Jitter: func() float64 { return 0 }, RetryFor: time.Minute})
+		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeFailed, TopUp: map[string]any{"id": "p0"}, CreatedAt: clk.Now()})
+		for range 10 {
+			if _, err := s.DeliverDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			clk.Add(20 * time.Second)
+		}
+		if e, _ := svc.Get(ctx, failing.ID); e.FailingSince == nil {
+			t.Fatalf("not failing after the window: %+v", e)
+		}
+		other, _, err := svc.Create(ctx, uid, srv.URL+"/other", webhook.Types())
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, _, err := svc.Create(ctx, uid, srv.URL+"/off", webhook.Types())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Disable(ctx, uid, off.ID); err != nil {
+			t.Fatal(err)
+		}
+
+		at := clk.Now()
+		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[1], Type: webhook.TypeCredited,
+			TopUp: map[string]any{"id": "p1", "status": "credited", "note": "<&>"}, CreatedAt: at})
+		var rows []webhook.Delivery
+		if err := db.Gorm.Where("payment_id = ?", pays[1]).Order("endpoint_id").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0].EndpointID != failing.ID || rows[1].EndpointID != other.ID {
+			t.Fatalf("rows of the new event: %+v", rows)
+		}
+		want, _ := json.Marshal(map[string]any{"event_id": rows[0].EventID, "type": webhook.TypeCredited, "created_at": at,
+			"topup": map[string]any{"id": "p1", "status": "credited", "note": "<&>"}})
+		if rows[0].EventID != rows[1].EventID || rows[0].Body != rows[1].Body || !sameJSON(t, rows[0].Body, string(want)) {
+			t.Fatalf("one event, two rows:\n%s\n%s\nwant %s", rows[0].Body, rows[1].Body, want)
+		}
+
+		// Tried at once, and again after the backoff; the first 2xx clears
+		// the mark.
+		calls := rec.n
+		if _, err := s.DeliverDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := deliveryRowOf(t, db, pays[1], failing.ID); d.Attempts != 1 || d.Status != webhook.StatusPending || rec.n != calls+2 {
+			t.Fatalf("the failing endpoint's new row after one pass: %+v (%d calls)", d, rec.n-calls)
+		}
+		down = false
+		clk.Add(20 * time.Second)
+		if _, err := s.DeliverDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := deliveryRowOf(t, db, pays[1], failing.ID); d.Status != webhook.StatusDelivered {
+			t.Fatalf("the failing endpoint's new row: %+v", d)
+		}
+		if e, _ := svc.Get(ctx, failing.ID); e.FailingSince != nil {
+			t.Fatalf("still failing after a delivery: %+v", e)
+		}
+		if d := deliveryRowOf(t, db, pays[0], failing.ID); d.Status != webhook.StatusFailed {
+			t.Fatalf("the row that gave up: %+v", d)
+		}
+	})
+}
+
+// deliveryRowOf is the newest delivery of payment pid (to endpoint
+// endpoint[0] when given).
+func deliveryRowOf(t *testing.T, db *store.DB, pid int64, endpoint ...int64) webhook.Delivery {
+	t.Helper()
+	q := db.Gorm.Where("payment_id = ?", pid)
+	if len(endpoint) > 0 {
+		q = q.Where("endpoint_id = ?", endpoint[0])
+	}
+	var d webhook.Delivery
+	if err := q.Order("id DESC").Take(&d).Error; err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// sameJSON reports whether a and b hold equal JSON values.
+func sameJSON(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	xs, _ := json.Marshal(x)
+	ys, _ := json.Marshal(y)
+	return string(xs) == string(ys)
+}
