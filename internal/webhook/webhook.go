@@ -76,24 +76,27 @@ func NewEventID() string {
 
 // Enqueue writes the event's outbox rows with tx, the transaction of the
 // move that caused it: one row per enabled endpoint of the user subscribed
-// to its type, all with one event id, in one INSERT … SELECT (a user
+// to its type (one marked failing included: it keeps getting new events),
+// all with one event id and one body, in one INSERT … SELECT (a user
 // without endpoints costs one statement that inserts nothing). The body
-// is fixed here, so every attempt sends the same bytes. queued is how
-// many deliveries it wrote (0 for a user without a subscribed endpoint:
-// nothing for a sender to look for).
+// is encoded once here, so every endpoint and every attempt gets the same
+// bytes. queued is how many deliveries it wrote (0 for a user without a
+// subscribed endpoint: nothing for a sender to look for).
 func Enqueue(tx *gorm.DB, e Event) (queued int64, err error) {
 	if !ValidType(e.Type) {
 		return 0, fmt.Errorf("webhook: unknown event type %q", e.Type)
 	}
-	topup, err := json.Marshal(e.TopUp)
-	if err != nil {
-		return 0, fmt.Errorf("webhook: top-up of payment %d: %w", e.PaymentID, err)
-	}
 	at := e.CreatedAt.UTC()
 	id := NewEventID()
-	body, err := json.Marshal(Body{EventID: id, Type: e.Type, CreatedAt: at, TopUp: topup})
+	// Body's fields and order, the top-up encoded in the same pass.
+	body, err := json.Marshal(struct {
+		EventID   string    `json:"event_id"`
+		Type      string    `json:"type"`
+		CreatedAt time.Time `json:"created_at"`
+		TopUp     any       `json:"topup"`
+	}{id, e.Type, at, e.TopUp})
 	if err != nil {
-		return 0, fmt.Errorf("webhook: event of payment %d: %w", e.PaymentID, err)
+		return 0, fmt.Errorf("webhook: event %s of payment %d: %w", e.Type, e.PaymentID, err)
 	}
 	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, created_at, retry_from)
 		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
