@@ -8,13 +8,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
@@ -123,7 +123,7 @@ func TestReturnURLAndWebhook(t *testing.T) {
 
 		for i, bad := range []string{"https://evil.example/done", "https://shop.example.evil.example/", "https://shop.example@evil.example/",
 			"http://shop.example/done", "https://shop.example:8443/done", "javascript:alert(1)"} {
-			a := c.post("/api/v1/topups", "bad-"+string(rune('a'+i)), `{"amount_rials": 500000, "return_url": "`+bad+`"}`)
+			a := c.post(routes.APITopUps, "bad-"+string(rune('a'+i)), `{"amount_rials": 500000, "return_url": "`+bad+`"}`)
 			if a.Status != http.StatusUnprocessableEntity || a.Code() != string(api.CodeReturnURL) {
 				t.Fatalf("return_url %s: %d %s", bad, a.Status, a.Body)
 			}
@@ -132,7 +132,7 @@ func TestReturnURLAndWebhook(t *testing.T) {
 			t.Fatalf("%d payments after refusals", n)
 		}
 
-		a := c.post("/api/v1/topups", "with-return", `{"amount_rials": 500000, "return_url": "https://shop.example/done?order=42"}`)
+		a := c.post(routes.APITopUps, "with-return", `{"amount_rials": 500000, "return_url": "https://shop.example/done?order=42"}`)
 		if a.Status != http.StatusCreated {
 			t.Fatalf("create: %d %s", a.Status, a.Body)
 		}
@@ -153,8 +153,25 @@ func TestReturnURLAndWebhook(t *testing.T) {
 			t.Fatalf("after the bank: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 		}
 
+		// Cancelled at the bank: the partner hears status=failed.
+		cancelled := decode[api.TopUp](t, c.post(routes.APITopUps, "cancelled", `{"amount_rials": 500000, "return_url": "https://shop.example/done"}`))
+		back, err = f.app.Server.Bank.Cancel(apptest.Authority(*cancelled.PaymentURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err = noFollow.Get(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		loc, _ = url.Parse(resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Host != "shop.example" ||
+			loc.Query().Get("topup_id") != cancelled.ID || loc.Query().Get("status") != "failed" {
+			t.Fatalf("after a cancel at the bank: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+
 		// Without return_url: today's page.
-		b := decode[api.TopUp](t, c.post("/api/v1/topups", "without", `{"amount_rials": 500000}`))
+		b := decode[api.TopUp](t, c.post(routes.APITopUps, "without", `{"amount_rials": 500000}`))
 		back, err = f.app.Server.Bank.Pay(apptest.Authority(*b.PaymentURL))
 		if err != nil {
 			t.Fatal(err)
@@ -170,20 +187,24 @@ func TestReturnURLAndWebhook(t *testing.T) {
 
 		// Deliveries: the test drives a sender (short backoff, real time).
 		s := webhook.NewSender(hooks, webhook.SenderOptions{BaseBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
-		testwait.Eventually(t, 20*time.Second, "two topup.credited events at the receiver", func() bool {
+		testwait.Eventually(t, 20*time.Second, "two topup.credited events and one topup.failed at the receiver", func() bool {
 			if _, err := s.DeliverDue(ctx); err != nil {
 				t.Fatal(err)
 			}
-			return len(rec.byType(webhook.TypeCredited)) >= 2
+			return len(rec.byType(webhook.TypeCredited)) >= 2 && len(rec.byType(webhook.TypeFailed)) >= 1
 		})
 		got := rec.byType(webhook.TypeCredited)
 		if len(got) != 2 {
 			t.Fatalf("received %d topup.credited events, want 2 (one per credit)", len(got))
 		}
-		for _, ev := range got {
+		failed := rec.byType(webhook.TypeFailed)
+		if len(failed) != 1 || failed[0]["topup"].(map[string]any)["id"] != cancelled.ID {
+			t.Fatalf("topup.failed events: %v", failed)
+		}
+		for _, ev := range append(got, failed...) {
 			topup := ev["topup"].(map[string]any)
 			var want map[string]any
-			if err := json.Unmarshal([]byte(c.get("/api/v1/topups/"+topup["id"].(string)).Body), &want); err != nil {
+			if err := json.Unmarshal([]byte(c.get(routes.APITopUp(topup["id"].(string))).Body), &want); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(topup, want) {
@@ -194,11 +215,30 @@ func TestReturnURLAndWebhook(t *testing.T) {
 			t.Fatalf("%d calls: the 500 was not retried", rec.calls)
 		}
 		// Nothing more to send: delivered once each.
-		if n, _ := s.DeliverDue(ctx); n != 0 || count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'delivered'`) != 2 {
+		if n, _ := s.DeliverDue(ctx); n != 0 || count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'delivered'`) != 3 {
 			t.Fatalf("after delivery: %d claimed", n)
 		}
-		if strings.Contains(f.app.URL, "shop.example") {
-			t.Fatal("unreachable")
+		// The validation above can fail: the document refuses a credited
+		// event with another status, an unknown field, a bad event id or a
+		// top-up missing a field.
+		schema := f.spec.doc.Webhooks[webhook.TypeCredited].Post.RequestBody.Value.Content["application/json"].Schema.Value
+		for name, spoil := range map[string]func(ev, topup map[string]any){
+			"status":       func(_, tu map[string]any) { tu["status"] = "failed" },
+			"extra field":  func(ev, _ map[string]any) { ev["amount"] = 1 },
+			"event id":     func(ev, _ map[string]any) { ev["event_id"] = "evt_x" },
+			"type":         func(ev, _ map[string]any) { ev["type"] = "topup.failed" },
+			"no ref_id":    func(_, tu map[string]any) { delete(tu, "ref_id") },
+			"amount":       func(_, tu map[string]any) { tu["amount_rials"] = "500000" },
+			"created_at":   func(ev, _ map[string]any) { ev["created_at"] = "yesterday" },
+			"topup extras": func(_, tu map[string]any) { tu["user_id"] = 7 },
+		} {
+			var ev map[string]any
+			raw, _ := json.Marshal(got[0])
+			_ = json.Unmarshal(raw, &ev)
+			spoil(ev, ev["topup"].(map[string]any))
+			if err := schema.VisitJSON(ev); err == nil {
+				t.Errorf("openapi.json accepts a topup.credited event with a spoilt %s", name)
+			}
 		}
 	})
 }
