@@ -1,0 +1,87 @@
+package webhook_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/webhook"
+)
+
+// Only a 2xx within the timeout is delivered: a redirect (not followed),
+// a client or server error, and an answer slower than the timeout are
+// failed attempts, retried after the backoff, with the answer (or the
+// time-out) in the log.
+func TestOnlyA2xxInTimeIsDelivered(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/slow":
+				// Answers only when the sender has given up waiting (the
+				// body read, the server notices the closed connection).
+				_, _ = io.Copy(io.Discard, r.Body)
+				select {
+				case <-r.Context().Done():
+				case <-time.After(5 * time.Second): // real time: a bound should the close go unnoticed
+				}
+				w.WriteHeader(http.StatusOK)
+			case "/redirect":
+				http.Redirect(w, r, "/200", http.StatusFound)
+			default:
+				var code int
+				for _, c := range []int{200, 204, 299, 404, 500} {
+					if r.URL.Path == "/"+itoa(c) {
+						code = c
+					}
+				}
+				w.WriteHeader(code)
+			}
+		}))
+		defer srv.Close()
+		for i, c := range []struct {
+			path      string
+			delivered bool
+			lastError string
+		}{
+			{"/200", true, ""},
+			{"/204", true, ""},
+			{"/299", true, ""},
+			{"/redirect", false, "HTTP 302"},
+			{"/404", false, "HTTP 404"},
+			{"/500", false, "HTTP 500"},
+			{"/slow", false, "/slow\": "}, // "context deadline exceeded" or "timeout awaiting response headers"
+		} {
+			uid, pays := seedPayment(t, db, "u"+itoa(i)+"@example.com", 1)
+			if _, _, err := svc.Create(ctx, uid, srv.URL+c.path, webhook.Types()); err != nil {
+				t.Fatal(err)
+			}
+			enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": c.path}, CreatedAt: clk.Now()})
+			s := webhook.NewSender(svc, webhook.SenderOptions{Timeout: 200 * time.Millisecond, Jitter: func() float64 { return 0 }})
+			if n, err := s.DeliverDue(ctx); n != 1 || err != nil {
+				t.Fatalf("%s: claimed %d, %v", c.path, n, err)
+			}
+			d := deliveryRowOf(t, db, pays[0])
+			if (d.Status == webhook.StatusDelivered) != c.delivered || d.Attempts != 1 || !strings.Contains(d.LastError, c.lastError) {
+				t.Errorf("%s: %s after %d attempt(s), last error %q; want delivered=%v, error with %q", c.path, d.Status, d.Attempts, d.LastError, c.delivered, c.lastError)
+			}
+			if !c.delivered && (d.Status != webhook.StatusPending || !d.NextAttemptAt.Equal(clk.Now().Add(7500*time.Millisecond))) {
+				t.Errorf("%s: not retried after the backoff: %s, next %s", c.path, d.Status, d.NextAttemptAt)
+			}
+		}
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
