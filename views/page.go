@@ -73,6 +73,10 @@ func (p Page) DateTime(t time.Time) string { return i18n.DateTime(p.Lang, t) }
 // Relative says how long ago t was.
 func (p Page) Relative(t time.Time) string { return i18n.Relative(p.Lang, t, p.Now) }
 
+// Until says how long until t, a time to come ("in 5 min"), relative to
+// the page's now.
+func (p Page) Until(t time.Time) string { return i18n.Until(p.Lang, t, p.Now) }
+
 // AuthForm is the sign-in or sign-up form.
 type AuthForm struct {
 	Email     string

@@ -112,6 +112,24 @@ func Relative(l Lang, t, now time.Time) string {
 	return Date(l, t)
 }
 
+// Until says how long until t, a time to come, relative to now ("in 5
+// min"); a time already past is "within a minute" (it is due: what waits
+// for it runs at the next look). Relative is for times gone by.
+func Until(l Lang, t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d < time.Minute:
+		return T(l, "time.soon")
+	case d < time.Hour:
+		return T(l, "time.in_minutes", "n", int64(d/time.Minute))
+	case d < 24*time.Hour:
+		return T(l, "time.in_hours", "n", int64(d/time.Hour))
+	case d < 30*24*time.Hour:
+		return T(l, "time.in_days", "n", int64(d/(24*time.Hour)))
+	}
+	return Date(l, t)
+}
+
 // JalaliDate formats the calendar day of t in Tehran time in the Jalali
 // (Solar Hijri) calendar in both languages, with the language's digits
 // ("۱۴۰۵/۰۹/۱۰", "1405/09/10"): the form the admin console's date

@@ -258,6 +258,35 @@ func TestRelative(t *testing.T) {
 	}
 }
 
+// Until: a time to come, the way Relative says a time gone by (a
+// webhook delivery's next try: "just now" for a try in 3 hours was
+// Relative's answer to a future time).
+func TestUntil(t *testing.T) {
+	now := time.Date(2024, 10, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in     time.Duration
+		fa, en string
+	}{
+		{-time.Hour, "تا یک دقیقهٔ دیگر", "within a minute"}, // due already
+		{0, "تا یک دقیقهٔ دیگر", "within a minute"},
+		{59 * time.Second, "تا یک دقیقهٔ دیگر", "within a minute"},
+		{time.Minute, "۱ دقیقهٔ دیگر", "in 1 min"},
+		{7*time.Minute + 30*time.Second, "۷ دقیقهٔ دیگر", "in 7 min"},
+		{3 * time.Hour, "۳ ساعت دیگر", "in 3 h"},
+		{2 * 24 * time.Hour, "۲ روز دیگر", "in 2 days"},
+		{40 * 24 * time.Hour, "۱۴۰۳/۰۸/۲۰", "2024-11-10"},
+	}
+	for _, tt := range tests {
+		at := now.Add(tt.in)
+		if got := i18n.Until(i18n.FA, at, now); got != tt.fa {
+			t.Errorf("Until(fa, +%v) = %q, want %q", tt.in, got, tt.fa)
+		}
+		if got := i18n.Until(i18n.EN, at, now); got != tt.en {
+			t.Errorf("Until(en, +%v) = %q, want %q", tt.in, got, tt.en)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	tests := []struct {
 		in   string

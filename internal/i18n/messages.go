@@ -185,6 +185,10 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"time.minutes_ago": "{n} دقیقه پیش",
 	"time.hours_ago":   "{n} ساعت پیش",
 	"time.days_ago":    "{n} روز پیش",
+	"time.soon":        "تا یک دقیقهٔ دیگر",
+	"time.in_minutes":  "{n} دقیقهٔ دیگر",
+	"time.in_hours":    "{n} ساعت دیگر",
+	"time.in_days":     "{n} روز دیگر",
 
 	"nav.admin":                         "مدیریت",
 	"admin.title":                       "پرداخت‌های باز",
@@ -438,6 +442,10 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"time.minutes_ago": "{n} min ago",
 	"time.hours_ago":   "{n} h ago",
 	"time.days_ago":    "{n} days ago",
+	"time.soon":        "within a minute",
+	"time.in_minutes":  "in {n} min",
+	"time.in_hours":    "in {n} h",
+	"time.in_days":     "in {n} days",
 
 	"nav.admin":                         "Admin",
 	"admin.title":                       "Open payments",
