@@ -235,6 +235,9 @@ func New(d Deps) *fiber.App {
 	// Sign-in and sign-up count apart, per client address; each page says
 	// how long to wait (and Retry-After).
 	authLimit := s.limitPage(d.Config.RateLimitSignIn, s.clientIP, func(c *fiber.Ctx, secs int64) error {
+		if tok := c.Params("token"); tok != "" { // a reset link's form counts with sign-ins
+			return s.resetLimited(c, tok, secs)
+		}
 		return render(c, fiber.StatusTooManyRequests, views.SignIn(s.page(c, "signin.title"),
 			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signin.too_many", ErrorArgs: []any{"seconds", secs}, Next: nextParam(c)}))
 	})
@@ -410,7 +413,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		}
 	}
 	if code >= 500 {
-		s.Log.ErrorContext(c.UserContext(), "request failed", "path", c.Path(), "err", err)
+		s.Log.ErrorContext(c.UserContext(), "request failed", "path", loggedPath(c), "err", err)
 	}
 	c.Response().ResetBody()
 	return s.message(c, code, key+"_title", key, routes.Home, "nav.home")

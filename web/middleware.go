@@ -53,9 +53,23 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 		}
 	}
 	// The path only: query strings can carry gateway parameters.
-	s.Log.InfoContext(c.UserContext(), "http", "method", c.Method(), "path", c.Path(), "status", status,
+	s.Log.InfoContext(c.UserContext(), "http", "method", c.Method(), "path", loggedPath(c), "status", status,
 		"duration_ms", time.Since(start).Milliseconds())
 	return err
+}
+
+// resetPathPrefix starts every reset link's path; what follows is its
+// token.
+var resetPathPrefix = strings.TrimSuffix(routes.PasswordReset("x"), "x")
+
+// loggedPath is the request's path as a log line may hold it: a password
+// reset link's token (it sets the account's password for 30 minutes) is
+// never written, only that the path was a reset link.
+func loggedPath(c *fiber.Ctx) string {
+	if p := c.Path(); !strings.HasPrefix(p, resetPathPrefix) {
+		return p
+	}
+	return routes.PasswordResetPattern
 }
 
 var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,64}$`)
@@ -223,7 +237,7 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 			sent = c.Get("X-CSRF-Token")
 		}
 		if ck == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(s.csrfToken(ck, s.boundSession(c)))) != 1 || !s.sameOrigin(c) {
-			s.Log.WarnContext(c.UserContext(), "csrf check failed", "path", c.Path())
+			s.Log.WarnContext(c.UserContext(), "csrf check failed", "path", loggedPath(c))
 			return s.message(c, fiber.StatusForbidden, "error.csrf_title", "error.csrf", c.Path(), "error.reload")
 		}
 	}

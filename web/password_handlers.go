@@ -44,8 +44,9 @@ func (s *Server) passwordForm(c *fiber.Ctx) error {
 }
 
 // changePassword checks the current password, sets the new one, signs
-// every other browser out and revokes every API token (this browser stays
-// signed in), then says so on the account page.
+// every other browser out and revokes every API token, then says so on the
+// account page. This browser stays signed in on a new session: a copy of
+// its old session cookie (the thief's) dies with the others.
 func (s *Server) changePassword(c *fiber.Ctx) error {
 	u := currentUser(c)
 	ended, err := s.Auth.ChangePassword(c.UserContext(), u.ID, c.Cookies(s.sessionCookie),
@@ -56,7 +57,7 @@ func (s *Server) changePassword(c *fiber.Ctx) error {
 	switch {
 	case err == nil:
 		s.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
-		return c.Redirect(routes.Account+"?done=password", fiber.StatusSeeOther)
+		return s.startSession(c, *u, routes.Account+"?done=password")
 	case errors.As(err, &throttled):
 		status = fiber.StatusTooManyRequests
 		v.ErrorKey, v.ErrorArgs, v.ErrorField = "password.throttled", []any{"seconds", retryAfter(c, throttled.RetryAfter)}, "current_password"
@@ -136,6 +137,20 @@ func (s *Server) reset(c *fiber.Ctx) error {
 	s.clearCookie(c, s.sessionCookie)
 	s.rotateCSRF(c, "")
 	return c.Redirect(routes.SignIn+"?done=reset", fiber.StatusSeeOther)
+}
+
+// resetLimited is a reset link's form again, saying how long to wait: its
+// submits count against the client's sign-in limit.
+func (s *Server) resetLimited(c *fiber.Ctx, tok string, secs int64) error {
+	u, err := s.Auth.CheckReset(c.UserContext(), tok)
+	if errors.Is(err, auth.ErrResetInvalid) {
+		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+	}
+	if err != nil {
+		return err
+	}
+	return render(c, fiber.StatusTooManyRequests, views.Reset(s.page(c, "reset.title"),
+		views.ResetView{Token: tok, Email: u.Email, ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
 }
 
 // setReceipts turns receipts by e-mail on or off.

@@ -122,6 +122,7 @@ func TestSetPassword(t *testing.T) {
 	now := time.Now().UTC()
 	db.Gorm.Exec(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at) SELECT 't', id, ?, ? FROM users`, now, now.Add(time.Hour))
 	db.Gorm.Exec(`INSERT INTO api_tokens (user_id, name, token_hash, prefix, scope, created_at) SELECT id, 'app', 'h', 'kp_abcdef', 'topup', ? FROM users`, now)
+	db.Gorm.Exec(`INSERT INTO password_resets (user_id, token_hash, created_at, expires_at) SELECT id, 'r', ?, ? FROM users`, now, now.Add(30*time.Minute))
 	out.Reset()
 	if err := run(ctx, []string{"user", "set-password", "--email", "Sara@Example.com"}, envOf(env), strings.NewReader("a brand new password\n"), &out, log); err != nil {
 		t.Fatal(err)
@@ -137,9 +138,10 @@ func TestSetPassword(t *testing.T) {
 		t.Fatalf("new password: %v", err)
 	}
 	var left int64
-	db.Gorm.Raw(`SELECT (SELECT COUNT(*) FROM sessions) + (SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL)`).Scan(&left)
+	db.Gorm.Raw(`SELECT (SELECT COUNT(*) FROM sessions) + (SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL) +
+		(SELECT COUNT(*) FROM password_resets WHERE used_at IS NULL)`).Scan(&left)
 	if left != 0 {
-		t.Fatalf("%d sessions or live tokens left", left)
+		t.Fatalf("%d sessions, live tokens or live reset links left", left)
 	}
 }
 

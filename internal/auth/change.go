@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
@@ -76,7 +77,9 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) (User
 }
 
 // replacePassword checks the password rules, stores the new hash, ends the
-// user's sessions (but keep's) and revokes their tokens, in one transaction.
+// user's sessions (but keep's), revokes their tokens and spends their reset
+// links (one asked for before the change must not undo it), in one
+// transaction.
 func (s *Service) replacePassword(ctx context.Context, userID int64, keep, password string) (Ended, error) {
 	if err := CheckPassword(password); err != nil {
 		return Ended{}, err
@@ -93,6 +96,10 @@ func (s *Service) replacePassword(ctx context.Context, userID int64, keep, passw
 		}
 		if res.RowsAffected == 0 {
 			return ErrNoUser
+		}
+		if err := tx.Model(&passwordReset{}).Where("user_id = ? AND used_at IS NULL", userID).
+			Update("used_at", s.now().UTC().Truncate(time.Microsecond)).Error; err != nil {
+			return err
 		}
 		ended.Sessions, ended.Tokens, err = endEverything(tx, userID, keep, s.now())
 		return err

@@ -54,8 +54,11 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 	}
 	var u User
 	err = s.db.Gorm.WithContext(ctx).Where("lower(email) = ?", email).Take(&u).Error
+	// The same slow step whether or not an account has the address: were
+	// it only on the unknown address's path, the quicker answer would
+	// tell who has an account.
+	_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(email))
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(email))
 		return nil
 	}
 	if err != nil {
