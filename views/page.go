@@ -177,10 +177,18 @@ type PaymentView struct {
 	// paid yet (it is still open there): "back to the bank's page", and
 	// "I won't pay this one" (Abandon).
 	BankURL string
+	// BankForm, for a gateway reached only by POST (Mellat), is the form
+	// that takes the payer back to the bank's page instead of BankURL.
+	BankForm *ToBankView
 	// Dismissed: the payer said they will not pay it; the bank has not
 	// said it failed yet.
 	Dismissed bool
 }
+
+// Unpaid reports whether the payment is still open at the bank and the
+// payer never came back: the page offers the way back to the bank's page
+// and "I won't pay this one".
+func (v PaymentView) Unpaid() bool { return v.BankURL != "" || v.BankForm != nil }
 
 func itoa(n int64) string {
 	neg := n < 0

@@ -148,8 +148,15 @@ func (s *Server) unpaidView(c *fiber.Ctx, p payment.Payment, v *views.PaymentVie
 		return nil
 	}
 	if p.Status == payment.StatusAwaitingPayment && p.ReturnedAt == nil && p.Authority != nil {
-		// "" for a gateway reached only by POST (Mellat): no link back.
+		// A gateway reached only by POST (Mellat) has no link: the way
+		// back is its form.
 		v.BankURL = s.Payments.PayURL(p)
+		if f := s.Payments.PayForm(p); v.BankURL == "" && f != nil {
+			v.BankForm = &views.ToBankView{Action: f.Action, AmountRials: p.AmountRials}
+			for _, fld := range f.Fields {
+				v.BankForm.Fields = append(v.BankForm.Fields, views.FormField{Name: fld.Name, Value: fld.Value})
+			}
+		}
 	}
 	d, err := s.Reads.Dismissed(c.UserContext(), p.UserID, []int64{p.ID})
 	if err != nil {
