@@ -69,6 +69,13 @@ func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
 			t.Errorf("README.md does not mention %s", want)
 		}
 	}
+	// The variables of accounts, mail and limits (issue 18).
+	for _, v := range []string{"SMTP_URL", "MAIL_FROM", "TOPUP_DAILY_MAX_RIALS", "TOPUP_DAILY_MAX_COUNT", "BALANCE_MAX_RIALS",
+		"API_TOKEN_DEFAULT_DAYS", "API_TOKENS_PER_USER", "RATE_LIMIT_SIGNIN", "RATE_LIMIT_SIGNUP", "RETENTION_MAIL"} {
+		if !strings.Contains(readme, "`"+v+"`") {
+			t.Errorf("README.md does not name %s", v)
+		}
+	}
 	if !regexp.MustCompile(`It takes about\s+\d+\s+minutes`).MatchString(readme) {
 		t.Errorf("README.md does not say how long .ci/run takes")
 	}
