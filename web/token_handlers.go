@@ -73,9 +73,15 @@ func (s *Server) createToken(c *fiber.Ctx) error {
 	case err == nil:
 		secret, _, err = s.Tokens.Create(c.UserContext(), apitoken.CreateInput{
 			UserID: currentUser(c).ID, Name: form.Name, Scope: form.Scope, ExpiresDays: form.ExpiresDays,
+			Still: auth.SessionLive(c.Cookies(s.sessionCookie)),
 		})
 	}
 	switch {
+	case errors.Is(err, auth.ErrNoSession):
+		// Signed out everywhere (or the password changed) while the
+		// token was being made: no token.
+		s.clearCookie(c, s.sessionCookie)
+		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 	case errors.Is(err, errWrongPassword):
 		form.ErrorKey = "tokens.error_password"
 	case errors.Is(err, apitoken.ErrTooMany):

@@ -158,6 +158,11 @@ type CreateInput struct {
 	Name        string
 	Scope       string
 	ExpiresDays string // "" for the default validity (Options.DefaultDays)
+	// Still, when set, runs in the insert's transaction once the user's
+	// row is locked; its error refuses the token. It is how a token asked
+	// for by a session is refused when a password change or "sign out
+	// everywhere" ended that session meanwhile (they lock the same row).
+	Still func(tx *gorm.DB) error
 }
 
 // ParseScope checks a scope's spelling.
@@ -208,6 +213,11 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 		// count MaxLive-1 live tokens and both insert.
 		if s.db.Dialect == store.Postgres {
 			if err := tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, in.UserID).Error; err != nil {
+				return err
+			}
+		}
+		if in.Still != nil {
+			if err := in.Still(tx); err != nil {
 				return err
 			}
 		}

@@ -242,6 +242,16 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, error) {
 	var n int64
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// The user's row first, as a new token's insert locks it (a
+		// password change's update does too): a token being made by a
+		// session this ends is either revoked here or refused there
+		// (SessionLive), never left live. SQLite's transactions are one
+		// at a time already.
+		if s.db.Dialect == store.Postgres {
+			if err := tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, userID).Error; err != nil {
+				return err
+			}
+		}
 		var err error
 		n, _, err = endEverything(tx, userID, "", s.now())
 		return err
@@ -250,6 +260,23 @@ func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, erro
 		return 0, fmt.Errorf("end sessions: %w", err)
 	}
 	return n, nil
+}
+
+// SessionLive is the check a new API token's insert runs (apitoken's
+// CreateInput.Still) for the session asking for it: ErrNoSession once a
+// password change, a reset or "sign out everywhere" ended that session,
+// even while the token was being made.
+func SessionLive(token string) func(tx *gorm.DB) error {
+	return func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&Session{}).Where("token_hash = ?", hashToken(token)).Count(&n).Error; err != nil {
+			return fmt.Errorf("session of the new token: %w", err)
+		}
+		if token == "" || n == 0 {
+			return ErrNoSession
+		}
+		return nil
+	}
 }
 
 // endEverything deletes the user's sessions (all but the one whose token
