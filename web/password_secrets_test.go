@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,30 @@ func TestPasswordChangeGivesThisBrowserANewSession(t *testing.T) {
 			t.Fatalf("%d sessions, want this browser's new one", n)
 		}
 	})
+}
+
+// "Forgot password" is throttled per client too (issue 18, item 2): one
+// client asking for links to many addresses (none asked twice, so no
+// address's own throttle) gets 20 answers, then waits that the page and
+// Retry-After state.
+func TestForgotIsThrottledPerClient(t *testing.T) {
+	db := storetest.New(t, store.SQLite)
+	app, _, _ := startWithMail(t, db)
+	c := app.NewClient(t)
+	csrf := apptest.Input(c.GetIn("en", routes.PasswordForgot).Body, "_csrf")
+	ask := func(i int) apptest.Response {
+		return c.Post(routes.PasswordForgot, url.Values{"_csrf": {csrf}, "email": {"someone" + strconv.Itoa(i) + "@example.com"}})
+	}
+	for i := range 20 {
+		if r := ask(i); r.Status != http.StatusOK {
+			t.Fatalf("request %d from one client: %d", i+1, r.Status)
+		}
+	}
+	r := ask(20)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || apptest.Parse(r.Body).TestID("form-error") == nil {
+		t.Fatalf("the 21st request from one client: %d %q", r.Status, r.Header.Get("Retry-After"))
+	}
+	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM auth_throttles WHERE key LIKE 'reset-client:%'`); n != 1 {
+		t.Fatalf("%d client throttles, want this client's", n)
+	}
 }
