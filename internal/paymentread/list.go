@@ -25,7 +25,11 @@ const (
 	SearchRefID     SearchKind = "ref_id"    // the bank's reference: digits
 	SearchCard      SearchKind = "card"      // the last four digits of the card
 	SearchShortRef  SearchKind = "short_ref" // the receipt's reference: the public id's first 12 characters
-	SearchEmail     SearchKind = "email"     // any other text: part of an e-mail address
+	// SearchShortRefOrEmail: 12 lower-case letters, which may be a short
+	// reference typed without dashes or part of an e-mail address: both
+	// are searched.
+	SearchShortRefOrEmail SearchKind = "short_ref_or_email"
+	SearchEmail           SearchKind = "email" // any other text: part of an e-mail address
 )
 
 var (
@@ -42,18 +46,17 @@ var (
 var shortRefRE = regexp.MustCompile(`^[A-Za-z2-7]{4}-?[A-Za-z2-7]{4}-?[A-Za-z2-7]{4}$`)
 
 // shortRef returns the public id prefix a short reference stands for, or
-// "" when q is not one. Without dashes, a run of 12 lower-case letters is
-// more likely part of an e-mail address: it is a reference only when it
-// is upper case or holds a digit, as receipts print it.
-func shortRef(q string) string {
+// "" when q is not one, and whether q can only be a reference. Without
+// dashes, a run of 12 lower-case letters may as well be part of an e-mail
+// address (sure is false): only upper case or a digit, as receipts print
+// it, makes it surely a reference.
+func shortRef(q string) (prefix string, sure bool) {
 	if !shortRefRE.MatchString(q) {
-		return ""
+		return "", false
 	}
 	bare := strings.ReplaceAll(q, "-", "")
-	if bare == q && strings.ToLower(q) == q && !strings.ContainsAny(q, "234567") {
-		return ""
-	}
-	return strings.ToLower(bare)
+	sure = bare != q || strings.ToLower(q) != q || strings.ContainsAny(q, "234567")
+	return strings.ToLower(bare), sure
 }
 
 // NormalizeQuery is the search text as it is looked up: trimmed, with
@@ -77,9 +80,14 @@ func KindOf(q string) SearchKind {
 		return SearchRefID
 	case publicIDRE.MatchString(q):
 		return SearchPublicID
-	case shortRef(q) != "":
-		return SearchShortRef
-	case authorityRE.MatchString(q):
+	}
+	if pre, sure := shortRef(q); pre != "" {
+		if sure {
+			return SearchShortRef
+		}
+		return SearchShortRefOrEmail
+	}
+	if authorityRE.MatchString(q) {
 		return SearchAuthority
 	}
 	return SearchEmail
@@ -211,8 +219,12 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 	case SearchShortRef:
 		// A prefix of the unique public id, as a range the index serves
 		// on both databases ('~' sorts after every base32 character).
-		pre := shortRef(q)
+		pre, _ := shortRef(q)
 		tx = tx.Where("p.public_id >= ? AND p.public_id < ?", pre, pre+"~")
+	case SearchShortRefOrEmail:
+		pre, _ := shortRef(q)
+		tx = tx.Where(`((p.public_id >= ? AND p.public_id < ?) OR p.user_id IN (SELECT id FROM users WHERE lower(email) LIKE ? ESCAPE '\'))`,
+			pre, pre+"~", "%"+likeEscape(q)+"%")
 	case SearchAuthority:
 		tx = tx.Where("p.authority = ?", q)
 	case SearchRefID:

@@ -89,6 +89,26 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows[20].PublicID = realID
+		// A short reference of letters only, which people also type in
+		// lower case without dashes, and an address with a run of twelve
+		// letters: such a search looks for both.
+		const lettersID = "qwsxinduugazbcdefghijklm"
+		if err := db.Gorm.Exec(`UPDATE payments SET public_id = ? WHERE id = ?`, lettersID, rows[21].ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		rows[21].PublicID = lettersID
+		const twelveEmail = "Mohammadreza.K@example.net"
+		var uid, wid int64
+		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, twelveEmail, paymenttest.SeedBase).Scan(&uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?) RETURNING id`, uid, paymenttest.SeedBase, paymenttest.SeedBase).Scan(&wid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Exec(`UPDATE payments SET user_id = ?, wallet_id = ? WHERE id = ?`, uid, wid, rows[22].ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		rows[22].UserID, rows[22].WalletID, rows[22].Email = uid, wid, twelveEmail
 		cases := []struct {
 			name string
 			f    paymentread.Filter
@@ -112,6 +132,10 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 			{"bank reference in Persian digits", paymentread.Filter{Query: i18n.Digits(i18n.FA, fmt.Sprint(*credited.RefID))}, func(r paymenttest.SeedRow) bool { return r.ID == credited.ID }},
 			{"receipt's short reference", paymentread.Filter{Query: i18n.ShortRef(realID)}, func(r paymenttest.SeedRow) bool { return r.ID == rows[20].ID }},
 			{"short reference without dashes, lower case", paymentread.Filter{Query: " q6sxinduugaz "}, func(r paymenttest.SeedRow) bool { return r.ID == rows[20].ID }},
+			{"short reference of letters, lower case, no dashes", paymentread.Filter{Query: "qwsxinduugaz"}, func(r paymenttest.SeedRow) bool { return r.ID == rows[21].ID }},
+			{"same shape, upper case: only the reference", paymentread.Filter{Query: "QWSXINDUUGAZ"}, func(r paymenttest.SeedRow) bool { return r.ID == rows[21].ID }},
+			{"twelve letters of an address", paymentread.Filter{Query: "mohammadreza"}, func(r paymenttest.SeedRow) bool { return r.ID == rows[22].ID }},
+			{"twelve letters with a status", paymentread.Filter{Query: "qwsxinduugaz", Statuses: []string{rows[22].Status}}, func(r paymenttest.SeedRow) bool { return r.ID == rows[21].ID && r.Status == rows[22].Status }},
 			{"email part, any case", paymentread.Filter{Query: "BOB.smith"}, func(r paymenttest.SeedRow) bool { return r.Email == "Bob.Smith@Example.com" }},
 			{"whole email", paymentread.Filter{Query: "alice@example.com"}, func(r paymenttest.SeedRow) bool { return r.Email == "alice@example.com" }},
 			{"email wildcard is literal", paymentread.Filter{Query: "carol_x"}, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
@@ -186,7 +210,8 @@ func TestSearchKind(t *testing.T) {
 		"q6sx-indu-ugaz":                         paymentread.SearchShortRef,
 		"Q6SXINDUUGAZ":                           paymentread.SearchShortRef,
 		"q6sxinduugaz":                           paymentread.SearchShortRef,
-		"mohammadreza":                           paymentread.SearchEmail,
+		"mohammadreza":                           paymentread.SearchShortRefOrEmail,
+		"MOHAMMADREZA":                           paymentread.SearchShortRef,
 		"۶۰۳۷":                                   paymentread.SearchCard,
 		"۵۰۰۰۰۰۱۶":                               paymentread.SearchRefID,
 	} {
