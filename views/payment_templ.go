@@ -368,7 +368,7 @@ func statusBanner(p Page, v PaymentView, main bool) templ.Component {
 			templ_7745c5c3_Var17 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		var templ_7745c5c3_Var18 = []any{"status", "status-" + statusClass(v.Status)}
+		var templ_7745c5c3_Var18 = []any{"status", "status-" + StatusClass(v.Status)}
 		templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_Buffer, templ_7745c5c3_Var18...)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
@@ -403,7 +403,7 @@ func statusBanner(p Page, v PaymentView, main bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if statusClass(v.Status) == "pending" {
+		if StatusClass(v.Status) == "pending" {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, " role=\"status\" aria-live=\"polite\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -413,7 +413,7 @@ func statusBanner(p Page, v PaymentView, main bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		switch statusClass(v.Status) {
+		switch StatusClass(v.Status) {
 		case "ok":
 			templ_7745c5c3_Err = statusTitle(main, "result-received", p.T("result.received_title")).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
@@ -1430,7 +1430,7 @@ func GatewayFailed(p Page, f TopUpForm) templ.Component {
 // ReceiptTitleKey is the heading (and the window's title) of a payment's
 // page for its owner: a receipt only when the money arrived.
 func ReceiptTitleKey(status string) string {
-	switch statusClass(status) {
+	switch StatusClass(status) {
 	case "ok":
 		return "receipt.title"
 	case "failed":
@@ -1444,7 +1444,7 @@ func ReceiptTitleKey(status string) string {
 // ResultTitleKey is the window's title of the page the payer lands on
 // from the bank: the same words as its heading.
 func ResultTitleKey(status string) string {
-	switch statusClass(status) {
+	switch StatusClass(status) {
 	case "ok":
 		return "result.received_title"
 	case "failed":
@@ -1455,8 +1455,8 @@ func ResultTitleKey(status string) string {
 	return "result.pending_title"
 }
 
-// statusClass groups statuses by how they look.
-func statusClass(status string) string {
+// StatusClass groups statuses by how they look.
+func StatusClass(status string) string {
 	switch status {
 	case "credited":
 		return "ok"

@@ -174,7 +174,7 @@ func Wallet(p Page, w WalletView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					var templ_7745c5c3_Var12 = []any{"dot", "dot-" + statusClass(o.Status)}
+					var templ_7745c5c3_Var12 = []any{"dot", "dot-" + StatusClass(o.Status)}
 					templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_Buffer, templ_7745c5c3_Var12...)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -64,37 +64,3 @@ type OriginRow struct {
 	ID     int64
 	Origin string
 }
-
-// AdminWebhooksView lists every endpoint for admins, with the queue.
-type AdminWebhooksView struct {
-	Notice           string
-	Endpoints        []WebhookRow
-	Pending          int64
-	OldestAge        string
-	Failed           int64
-	FailingEndpoints int64
-}
-
-// AdminWebhookView is one endpoint's delivery log.
-type AdminWebhookView struct {
-	Notice     string
-	Endpoint   WebhookRow
-	Deliveries []DeliveryRow
-}
-
-// DeliveryRow is one delivery in the log.
-type DeliveryRow struct {
-	ID            int64
-	EventID       string
-	Type          string
-	TopUpID       string
-	Status        string
-	Attempts      int
-	LastHTTP      string
-	LatencyMS     string
-	LastError     string
-	CreatedAt     time.Time
-	LastAttemptAt *time.Time
-	NextAttemptAt *time.Time // pending only
-	Resendable    bool
-}

@@ -14,9 +14,10 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
-	"github.com/kifpool/kifpool/views"
+	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
 var secretRE = regexp.MustCompile(`data-testid="totp-secret" data-secret="([A-Z2-7]+)">`)
@@ -53,12 +54,12 @@ func TestAdminTwoFactor(t *testing.T) {
 		admin := app.NewClient(t)
 		admin.SignIn("boss@example.com", "correct horse battery")
 		// No admin page, no admin action before the second factor.
-		if r := admin.Get("/admin"); r.Status != http.StatusSeeOther || r.Location != "/admin/2fa?next=%2Fadmin" {
+		if r := admin.Get(routes.Admin); r.Status != http.StatusSeeOther || r.Location != routes.AdminTwoFactor+"?next="+url.QueryEscape(routes.Admin) {
 			t.Fatalf("GET /admin before the second factor: %d %q", r.Status, r.Location)
 		}
-		csrf := apptest.Input(admin.Get("/wallet").Body, "_csrf")
-		for _, path := range []string{"/admin/payments/" + paymentID + "/recheck", "/admin/payments/" + paymentID + "/close", "/admin/anything-added-later"} {
-			if r := admin.Post(path, url.Values{"_csrf": {csrf}, "note": {"x"}}); r.Status != http.StatusSeeOther || r.Location != "/admin/2fa" {
+		csrf := apptest.Input(admin.Get(routes.Wallet).Body, "_csrf")
+		for _, path := range []string{routes.AdminPaymentRecheck(paymentID), routes.AdminPaymentClose(paymentID), routes.Admin + "/anything-added-later"} {
+			if r := admin.Post(path, url.Values{"_csrf": {csrf}, "note": {"x"}}); r.Status != http.StatusSeeOther || r.Location != routes.AdminTwoFactor {
 				t.Errorf("POST %s before the second factor: %d %q", path, r.Status, r.Location)
 			}
 		}
@@ -71,7 +72,7 @@ func TestAdminTwoFactor(t *testing.T) {
 
 		// Enrolment needs the one-time code the operator was given: the
 		// page asks for it and writes nothing (no secret exists yet).
-		ask := admin.Get("/admin/2fa?next=%2Fadmin")
+		ask := admin.Get(routes.AdminTwoFactor + "?next=" + url.QueryEscape(routes.Admin))
 		if ask.Status != http.StatusOK || !strings.Contains(ask.Body, `name="enrol_code"`) || strings.Contains(ask.Body, "totp-secret") {
 			t.Fatalf("enrolment code page: %d", ask.Status)
 		}
@@ -82,11 +83,11 @@ func TestAdminTwoFactor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {"AAAA-BBBB-CCCC-DDDD"}}); r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
+		if r := admin.Post(routes.AdminTwoFactor, url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {"AAAA-BBBB-CCCC-DDDD"}}); r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
 			t.Fatalf("a wrong enrolment code: %d", r.Status)
 		}
 		// The right one: a QR code and the secret as text.
-		enrol := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {enrolCode}, "next": {"/admin"}})
+		enrol := admin.Post(routes.AdminTwoFactor, url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {enrolCode}, "next": {routes.Admin}})
 		m := secretRE.FindStringSubmatch(enrol.Body)
 		if enrol.Status != http.StatusOK || m == nil || !strings.Contains(enrol.Body, `src="data:image/png;base64,`) || !strings.Contains(enrol.Body, `name="code"`) {
 			t.Fatalf("enrolment page: %d", enrol.Status)
@@ -94,16 +95,16 @@ func TestAdminTwoFactor(t *testing.T) {
 		secret := m[1]
 		// Shown in groups of four (as typed into an app), with the number
 		// pad for the six digits.
-		if !strings.Contains(enrol.Body, views.GroupKey(secret)+"</code>") || !strings.Contains(views.GroupKey(secret), " ") ||
+		if !strings.Contains(enrol.Body, adminview.GroupKey(secret)+"</code>") || !strings.Contains(adminview.GroupKey(secret), " ") ||
 			!strings.Contains(enrol.Body, `inputmode="numeric"`) {
 			t.Errorf("enrolment page: key not grouped or no number pad")
 		}
-		if again := secretRE.FindStringSubmatch(admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {enrolCode}}).Body); again == nil || again[1] != secret {
+		if again := secretRE.FindStringSubmatch(admin.Post(routes.AdminTwoFactor, url.Values{"_csrf": {apptest.Input(ask.Body, "_csrf")}, "enrol_code": {enrolCode}}).Body); again == nil || again[1] != secret {
 			t.Fatal("a second visit shows another secret")
 		}
 		post := func(c *apptest.Client, page apptest.Response, code string) apptest.Response {
 			t.Helper()
-			return c.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "code": {code}, "next": {"/admin"},
+			return c.Post(routes.AdminTwoFactor, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "code": {code}, "next": {routes.Admin},
 				"enrol_code": {apptest.Input(page.Body, "enrol_code")}})
 		}
 		if r := post(admin, enrol, "000000x"); r.Status != http.StatusUnprocessableEntity {
@@ -123,10 +124,10 @@ func TestAdminTwoFactor(t *testing.T) {
 				t.Fatal("a recovery code is stored in clear")
 			}
 		}
-		if r := admin.Get("/admin"); r.Status != http.StatusOK || !strings.Contains(r.Body, `data-testid="admin-payments"`) {
+		if r := admin.Get(routes.Admin); r.Status != http.StatusOK || !strings.Contains(r.Body, `data-testid="admin-payments"`) {
 			t.Fatalf("admin page after enrolment: %d", r.Status)
 		}
-		if r := admin.Get("/admin/2fa"); r.Status != http.StatusSeeOther {
+		if r := admin.Get(routes.AdminTwoFactor); r.Status != http.StatusSeeOther {
 			t.Fatalf("the second-factor page after passing: %d", r.Status)
 		}
 
@@ -134,24 +135,24 @@ func TestAdminTwoFactor(t *testing.T) {
 		// (a replay within its window), and the secret is not shown again.
 		second := app.NewClient(t)
 		second.SignIn("boss@example.com", "correct horse battery")
-		check := second.Get("/admin/2fa")
+		check := second.Get(routes.AdminTwoFactor)
 		if check.Status != http.StatusOK || strings.Contains(check.Body, "totp-secret") || strings.Contains(check.Body, secret) {
 			t.Fatalf("check page: %d (shows the secret: %v)", check.Status, strings.Contains(check.Body, secret))
 		}
 		if r := post(second, check, code); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("replayed code: %d, want 422", r.Status)
 		}
-		if r := second.Get("/admin"); r.Status != http.StatusSeeOther {
+		if r := second.Get(routes.Admin); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin page after a replayed code: %d", r.Status)
 		}
 		// A recovery code works once (typed in lower case, without dashes).
 		typed := strings.ToLower(strings.ReplaceAll(recovery[3], "-", " "))
-		if r := post(second, check, typed); r.Status != http.StatusSeeOther || r.Location != "/admin" {
+		if r := post(second, check, typed); r.Status != http.StatusSeeOther || r.Location != routes.Admin {
 			t.Fatalf("recovery code: %d %q", r.Status, r.Location)
 		}
 		third := app.NewClient(t)
 		third.SignIn("boss@example.com", "correct horse battery")
-		check3 := third.Get("/admin/2fa")
+		check3 := third.Get(routes.AdminTwoFactor)
 		if r := post(third, check3, recovery[3]); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("recovery code used twice: %d", r.Status)
 		}
@@ -160,14 +161,14 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatalf("fresh code: %d", r.Status)
 		}
 		// Passing the second factor is then enough for actions too.
-		if r := third.Post("/admin/payments/"+paymentID+"/recheck", url.Values{"_csrf": {apptest.Input(third.Get("/admin").Body, "_csrf")}}); r.Location != "/admin?done=done_recheck_credited" {
+		if r := third.Post(routes.AdminPaymentRecheck(paymentID), url.Values{"_csrf": {apptest.Input(third.Get(routes.Admin).Body, "_csrf")}}); r.Location != routes.Admin+"?done=done_recheck_credited" {
 			t.Fatalf("recheck after the second factor: %d %q", r.Status, r.Location)
 		}
 
 		// Guesses are throttled per admin.
 		guesser := app.NewClient(t)
 		guesser.SignIn("boss@example.com", "correct horse battery")
-		gp := guesser.Get("/admin/2fa")
+		gp := guesser.Get(routes.AdminTwoFactor)
 		var last apptest.Response
 		for range 6 {
 			last = post(guesser, gp, "123456")
@@ -179,7 +180,7 @@ func TestAdminTwoFactor(t *testing.T) {
 		// Others do not even see the page.
 		user := app.NewClient(t)
 		user.SignUp("someone@example.com")
-		if r := user.Get("/admin/2fa"); r.Status != http.StatusNotFound {
+		if r := user.Get(routes.AdminTwoFactor); r.Status != http.StatusNotFound {
 			t.Fatalf("a user opened /admin/2fa: %d", r.Status)
 		}
 
@@ -188,14 +189,14 @@ func TestAdminTwoFactor(t *testing.T) {
 		if err != nil || newCode == "" || newCode == enrolCode {
 			t.Fatalf("reset: code %q, %v", newCode, err)
 		}
-		if r := admin.Get("/admin"); r.Status != http.StatusSeeOther {
+		if r := admin.Get(routes.Admin); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin page after reset: %d", r.Status)
 		}
-		askAgain := admin.Get("/admin/2fa")
-		if r := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(askAgain.Body, "_csrf")}, "enrol_code": {enrolCode}}); r.Status != http.StatusUnprocessableEntity {
+		askAgain := admin.Get(routes.AdminTwoFactor)
+		if r := admin.Post(routes.AdminTwoFactor, url.Values{"_csrf": {apptest.Input(askAgain.Body, "_csrf")}, "enrol_code": {enrolCode}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("the used enrolment code after reset: %d, want 422", r.Status)
 		}
-		re := admin.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(askAgain.Body, "_csrf")}, "enrol_code": {newCode}})
+		re := admin.Post(routes.AdminTwoFactor, url.Values{"_csrf": {apptest.Input(askAgain.Body, "_csrf")}, "enrol_code": {newCode}})
 		if m := secretRE.FindStringSubmatch(re.Body); m == nil || m[1] == secret {
 			t.Fatalf("after reset: no new enrolment (%s)", html.EscapeString(re.Body[:min(len(re.Body), 200)]))
 		}

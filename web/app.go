@@ -23,14 +23,15 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
-	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
@@ -38,6 +39,7 @@ import (
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/static"
 	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/admin"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -49,9 +51,8 @@ type Deps struct {
 	Payments *payment.Service
 	// TopUp is the top-up start use case: the form and the API call it.
 	TopUp topup.Starter
-	// Console answers the admin console's questions about people (users,
-	// wallets' ledgers).
-	Console *console.Console
+	// People reads users, their wallets and ledgers for the admin pages.
+	People *people.Reader
 	// Reads is the one home of payment reads: the admin list, detail and
 	// dashboard, the wallet page's payments in progress, the API's top-ups.
 	Reads *paymentread.Reader
@@ -81,8 +82,9 @@ type Deps struct {
 	// Ready checks that the app may take traffic: the database answers
 	// and its schema is at this build's latest migration; nil: Health.
 	Ready func(ctx context.Context) error
-	// Breakers report the gateways' circuit breakers (admin page, metrics).
-	Breakers []BreakerSource
+	// Breakers report the gateways' circuit breakers (the admin's
+	// dashboard and gateways page).
+	Breakers func() []resilient.BreakerState
 	// RateLimits turns on the per-IP/per-user limits on sign-in, sign-up
 	// and top-up (on in serve; tests that hammer one route turn it off).
 	RateLimits bool
@@ -280,36 +282,38 @@ func New(d Deps) *fiber.App {
 	app.Post(routes.WebhookOrigins, s.requireUser, s.addReturnOrigin)
 	app.Post(routes.WebhookOriginDeletePattern, s.requireUser, s.deleteReturnOrigin)
 
-	// The admin's second factor: sign-in and the admin role, but
-	// registered before the admin group's middleware, so that it is the
-	// one admin page an admin reaches before passing the second factor.
-	app.Get(routes.AdminTwoFactor, s.requireUser, s.requireAdmin, s.twoFactorForm)
-	app.Post(routes.AdminTwoFactor, s.requireUser, s.requireAdmin, s.twoFactorSubmit)
-	app.Use(routes.AdminTwoFactor, s.requireUser, s.requireAdmin, notFound) // its other methods
-	// Every other admin route lives under this prefix: its middleware
-	// (sign-in, admin role, and the second factor once per session)
-	// covers them all, routes added later included.
-	app.Use(routes.Admin, s.requireUser, s.requireAdmin, s.requireSecondFactor)
-	app.Get(routes.AdminDashboardPattern, s.adminPage)
-	app.Get(routes.AdminPayments, s.adminPayments)
-	app.Get(routes.AdminPaymentsCSV, s.adminPaymentsCSV)
-	app.Get(routes.AdminPaymentPattern, s.adminPayment)
-	app.Get(routes.AdminUsers, s.adminUsers)
-	app.Get(routes.AdminUserPattern, s.adminUser)
-	app.Get(routes.AdminAudit, s.adminAudit)
-	app.Post(routes.AdminReconcile, s.adminReconcile)
-	app.Get(routes.AdminGateways, s.adminGateways)
-	app.Post(routes.AdminGatewaySwitchPattern, s.adminSwitchGateway)
-	app.Post(routes.AdminPaymentRecheckPattern, s.adminRecheck)
-	app.Post(routes.AdminPaymentClosePattern, s.adminClose)
-	app.Get(routes.AdminTokens, s.adminTokensPage)
-	app.Post(routes.AdminTokenRevokePattern, s.adminRevokeToken)
-	app.Get(routes.AdminWebhooks, s.adminWebhooksPage)
-	app.Get(routes.AdminWebhookPattern, s.adminWebhookPage)
-	app.Post(routes.AdminWebhookDisablePattern, s.adminDisableWebhook)
-	app.Post(routes.AdminDeliveryResendPattern, s.adminResendDelivery)
+	// The admin console (web/admin), registered last: its second-factor
+	// page before the admin group's middleware, then the group.
+	s.adminHandlers().Register(app)
 	app.Use(notFound)
 	return app
+}
+
+// adminHandlers are the admin console over the app's use cases, sharing with it
+// the page model, rendering, the signed-in user and the rows the user's
+// own pages list.
+func (s *Server) adminHandlers() *admin.Handlers {
+	d := s.Deps
+	return admin.New(admin.Deps{
+		App: admin.App{
+			Page: s.page, Render: render, User: currentUser, Session: currentSession, Lang: lang,
+			RequireUser: s.requireUser, FormValue: formValue, SafeNext: safeNext, PassSession: s.passSession,
+			GatewayName: s.gatewayName,
+			TokenRow:    func(t apitoken.Token, owner string) views.TokenRow { return tokenRow(t, owner, s) },
+			WebhookRow:  webhookRow,
+		},
+		Payments: d.Payments, Reads: d.Reads, People: d.People, Audit: d.Audit, Auth: d.Auth, Tokens: d.Tokens,
+		Webhooks: d.Webhooks, Hooks: d.Hooks, Limits: d.Limits, Breakers: d.Breakers,
+		GatewayNames: d.GatewayNames, GatewayLabel: d.GatewayLabel, AbandonedAfter: d.Config.WorkerAbandonedAfter,
+		Log: d.Log, Now: d.Now,
+	})
+}
+
+// passSession gives the browser a session that has just been made or
+// passed the second factor: its cookie, and a CSRF token bound to it.
+func (s *Server) passSession(c *fiber.Ctx, token string, expires time.Time) {
+	s.setCookie(c, s.sessionCookie, token, expires, true)
+	s.rotateCSRF(c, token)
 }
 
 // notFound answers what no route takes: the site's 404 page.

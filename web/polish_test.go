@@ -52,7 +52,7 @@ func TestAdminPagesPolish(t *testing.T) {
 			t.Fatalf("reconcile: %d", r.Status)
 		}
 		audit := html.UnescapeString(admin.Get("/admin/audit").Body)
-		if strings.Contains(audit, "listed ") || !strings.Contains(audit, i18n.T(i18n.FA, "console.audit.reconcile_note", "listed", int64(0), "credited", int64(0), "mismatches", int64(0))[:20]) {
+		if strings.Contains(audit, "listed ") || !strings.Contains(audit, i18n.T(i18n.FA, "admin.audit.reconcile_note", "listed", int64(0), "credited", int64(0), "mismatches", int64(0))[:20]) {
 			t.Errorf("the reconciliation's audit note is not in Persian")
 		}
 		tokens := html.UnescapeString(admin.Get("/admin/tokens").Body)

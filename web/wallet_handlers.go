@@ -129,6 +129,16 @@ func (s *Server) gatewayName(c *fiber.Ctx, name string) string {
 	return s.gatewayLabel(name)
 }
 
+// gatewayLabel names a stored gateway for people, through the driver
+// registry (Deps.GatewayLabel): the built-in sandbox bank speaks a
+// driver's protocol but is called "sandbox".
+func (s *Server) gatewayLabel(stored string) string {
+	if s.GatewayLabel == nil {
+		return stored
+	}
+	return s.GatewayLabel(stored)
+}
+
 // withLeft fills in what the user's limits still allow today.
 func (s *Server) withLeft(c *fiber.Ctx, f views.TopUpForm) (views.TopUpForm, error) {
 	if s.Limits == nil || !s.Limits.Rules().Any() {

@@ -30,7 +30,7 @@ func importsOf(t *testing.T, pkg string) []string {
 // link the layers above).
 func TestNoDomainOrStoreImports(t *testing.T) {
 	forbidden := []string{"internal/store", "internal/payment", "internal/wallet", "internal/auth", "internal/audit",
-		"internal/apitoken", "internal/idempotency", "internal/console", "internal/topups", "internal/email",
+		"internal/apitoken", "internal/idempotency", "internal/people", "internal/topups", "internal/email",
 		"internal/server", "internal/apptest", "web", "views"}
 	for _, pkg := range []string{".", "../../cmd/kifpool-load"} {
 		for _, imp := range importsOf(t, pkg) {

@@ -65,7 +65,7 @@ var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"webhooks.log_topup":            "پرداخت",
 	"webhooks.log_attempts":         "تلاش‌ها",
 	"webhooks.log_answer":           "آخرین پاسخ",
-	"webhooks.log_latency":          "زمان (ms)",
+	"webhooks.log_latency":          "زمان (میلی‌ثانیه)",
 	"webhooks.log_next":             "تلاش بعدی",
 	"webhooks.delivery.pending":     "در صف",
 	"webhooks.delivery.delivered":   "تحویل شد",

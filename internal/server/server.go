@@ -22,7 +22,6 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
-	"github.com/kifpool/kifpool/internal/console"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
@@ -35,6 +34,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -203,6 +203,15 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	// The metrics read their gauges at scrape time through these closures
 	// (s.Payments and s.Resilient exist by then).
 	reads := paymentread.New(db)
+	// The gateways' breakers in this instance, for the metrics and the
+	// admin's pages.
+	breakers := func() []resilient.BreakerState {
+		out := make([]resilient.BreakerState, len(s.Resilients))
+		for i, r := range s.Resilients {
+			out[i] = r.BreakerState()
+		}
+		return out
+	}
 	m := metrics.New(metrics.Sources{
 		// As the dashboard's totals: exact up to TotalCap per status (the
 		// open ones, which alerts watch), estimated above, so that a scrape
@@ -215,13 +224,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 			}
 			return out, err
 		},
-		Breakers: func() []resilient.BreakerState {
-			out := make([]resilient.BreakerState, len(s.Resilients))
-			for i, r := range s.Resilients {
-				out[i] = r.BreakerState()
-			}
-			return out
-		},
+		Breakers: breakers,
 		Backlog: func(ctx context.Context) (int64, time.Duration, error) {
 			b, err := reads.WorkerBacklog(ctx, now(), cfg.WorkerAbandonedAfter)
 			return b.Due, b.Lag, err
@@ -345,13 +348,13 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	s.App = web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
-		TopUp:   s.TopUp,
-		Console: console.New(db), Reads: reads, Audit: audit.NewLog(db), GatewayNames: s.Gateways.Names(), Metrics: m,
+		TopUp:  s.TopUp,
+		People: people.New(db), Reads: reads, Audit: audit.NewLog(db), GatewayNames: s.Gateways.Names(), Metrics: m,
 		GatewayLabel: drivers.Labeler(sandbox), ParseCallback: ParseCallback,
 		Keys: s.Keys, Limits: s.Limits,
 		Bank: bankHandler, Log: o.Log.With("component", "web"), Now: now, RateLimits: o.RateLimits,
 		UserTopUps: userTopUps, Outbox: s.Outbox, Webhooks: s.Webhooks, Hooks: s.Hooks,
-		Breakers: breakerSources(s.Resilients),
+		Breakers: breakers,
 		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
 		Ready:    func(ctx context.Context) error { return ready(ctx, db) },
 	})
@@ -366,14 +369,6 @@ func ParseCallback(name string, query, form func(string) string, isPost bool) (c
 		return callback.Params{}, false
 	}
 	return d.ParseCallback(query, form, isPost)
-}
-
-func breakerSources(rs []*resilient.Gateway) []web.BreakerSource {
-	out := make([]web.BreakerSource, len(rs))
-	for i, r := range rs {
-		out[i] = r
-	}
-	return out
 }
 
 // ready checks that the database answers and its schema is at this

@@ -1,0 +1,115 @@
+// Package people reads people for the admin pages: users found by
+// e-mail, a user with their wallet, a wallet's ledger, and admins' e-mail
+// addresses. It only reads. Payments are read by internal/paymentread.
+package people
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Reader reads the database for the admin pages about people.
+type Reader struct {
+	db *store.DB
+}
+
+// New returns a reader over db.
+func New(db *store.DB) *Reader { return &Reader{db: db} }
+
+// ErrNotFound is returned for a user that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// User is a person as the admin pages show them, with their wallet.
+type User struct {
+	ID           int64
+	Email        string
+	Role         string
+	Locale       string
+	CreatedAt    time.Time
+	WalletID     int64
+	BalanceRials int64
+}
+
+// LedgerEntry is one movement of a wallet, with its payment's public id.
+type LedgerEntry struct {
+	ID              int64
+	PaymentID       *int64
+	PaymentPublicID string
+	AmountRials     int64
+	BalanceAfter    int64
+	Kind            string
+	CreatedAt       time.Time
+}
+
+const userColumns = "u.id, u.email, u.role, u.locale, u.created_at, w.id AS wallet_id, w.balance_rials"
+
+// User returns a user with their wallet.
+func (r *Reader) User(ctx context.Context, id int64) (User, error) {
+	var out []User
+	err := r.db.Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).
+		Joins("LEFT JOIN wallets w ON w.user_id = u.id").Where("u.id = ?", id).Limit(1).Scan(&out).Error
+	if err != nil {
+		return User{}, fmt.Errorf("user %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		return User{}, ErrNotFound
+	}
+	return out[0], nil
+}
+
+// Users finds users whose e-mail address contains q (any case), newest
+// first; with no q, the newest users.
+func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error) {
+	tx := r.db.Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).Joins("LEFT JOIN wallets w ON w.user_id = u.id")
+	if q = strings.TrimSpace(q); q != "" {
+		tx = tx.Where(`lower(u.email) LIKE ? ESCAPE '\'`, "%"+likeEscape(strings.ToLower(q))+"%")
+	}
+	var out []User
+	if err := tx.Order("u.id DESC").Limit(limit).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("find users: %w", err)
+	}
+	return out, nil
+}
+
+// Ledger returns a wallet's latest movements, newest first.
+func (r *Reader) Ledger(ctx context.Context, walletID int64, limit int) ([]LedgerEntry, error) {
+	var out []LedgerEntry
+	err := r.db.Gorm.WithContext(ctx).Table("ledger_entries AS l").
+		Select("l.id, l.payment_id, p.public_id AS payment_public_id, l.amount_rials, l.balance_after, l.kind, l.created_at").
+		Joins("LEFT JOIN payments p ON p.id = l.payment_id").
+		Where("l.wallet_id = ?", walletID).Order("l.id DESC").Limit(limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("ledger of wallet %d: %w", walletID, err)
+	}
+	return out, nil
+}
+
+// Emails returns the e-mail address of each user id given (admins in the
+// audit log and the timeline).
+func (r *Reader) Emails(ctx context.Context, ids []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID    int64
+		Email string
+	}
+	if err := r.db.Gorm.WithContext(ctx).Table("users").Select("id, email").Where("id IN ?", ids).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("emails of users: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Email
+	}
+	return out, nil
+}
+
+// likeEscape escapes LIKE's wildcards in s (the pattern uses ESCAPE '\').
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}

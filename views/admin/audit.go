@@ -1,0 +1,8 @@
+package admin
+
+// AuditView is GET /admin/audit.
+type AuditView struct {
+	Admin, Payment string // the filter, as typed
+	Rows           []AuditRow
+	NextURL        string
+}

@@ -1,0 +1,7 @@
+package admin
+
+// UserListView is GET /admin/users.
+type UserListView struct {
+	Query string
+	Users []UserRow
+}

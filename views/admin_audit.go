@@ -1,8 +1,0 @@
-package views
-
-// AuditView is GET /admin/audit.
-type AuditView struct {
-	Admin, Payment string // the filter, as typed
-	Rows           []AuditRow
-	NextURL        string
-}

@@ -1,8 +1,0 @@
-package views
-
-// AdminTokensView is the admins' list of every user's tokens.
-type AdminTokensView struct {
-	Filter string
-	Notice string
-	Tokens []TokenRow
-}

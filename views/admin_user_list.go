@@ -1,7 +1,0 @@
-package views
-
-// UserListView is GET /admin/users.
-type UserListView struct {
-	Query string
-	Users []AdminUserRow
-}

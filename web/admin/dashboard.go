@@ -1,0 +1,81 @@
+package admin
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
+	adminview "github.com/kifpool/kifpool/views/admin"
+)
+
+// lateAfter is how long past its check an open payment is shown as late.
+const lateAfter = time.Minute
+
+// dashboard shows the payments that are still unresolved, the gateway's
+// breaker and the latest reconciliations.
+func (h *Handlers) dashboard(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	now := h.Now()
+	d, err := h.Reads.Dashboard(ctx, now, h.AbandonedAfter)
+	if err != nil {
+		return err
+	}
+	rows, reports, backlog := d.Unresolved, d.Reconciles, d.Backlog
+	v := adminview.DashboardView{Breakers: h.breakerViews(), ExactUpTo: paymentread.TotalCap}
+	for _, hr := range d.Hours {
+		hv := adminview.HourView{Start: hr.Start, Total: hr.Total, Credited: hr.Credited, Failed: hr.Failed, Ratio: -1}
+		if r := hr.SuccessRatio(); r >= 0 {
+			hv.Ratio = int(r*100 + 0.5)
+		}
+		v.TopUps = append(v.TopUps, hv)
+	}
+	for _, l := range d.Latency {
+		v.Latency = append(v.Latency, adminview.LatencyView{Operation: l.Operation, Calls: l.Calls, P50: l.P50, P90: l.P90, P99: l.P99})
+	}
+	v.Backlog = adminview.BacklogView{Due: backlog.Due, Lag: backlog.Lag}
+	v.Notice, _ = notice(c.Query("done"))
+	for _, t := range d.Totals {
+		v.Counts = append(v.Counts, adminview.StatusCount{Status: t.Status, N: t.N, Estimate: t.Estimate})
+		v.CountsEstimated = v.CountsEstimated || t.Estimate
+	}
+	for _, r := range rows {
+		v.Payments = append(v.Payments, adminview.UnresolvedRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,
+			Status: string(r.Status), Reason: reasonText(h.Lang(c), r.StatusReason), Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt,
+			Late: (r.Status == payment.StatusAwaitingPayment || r.Status == payment.StatusPendingVerification || r.Status == payment.StatusSettling) &&
+				r.NextCheckAt != nil && r.NextCheckAt.Before(now.Add(-lateAfter))})
+	}
+	for _, r := range reports {
+		rv := adminview.ReconcileView{StartedAt: r.StartedAt, Listed: r.Listed, Ours: r.Ours, Credited: r.Credited,
+			CreditedRials: r.CreditedRials, Foreign: r.ForeignCount, ForeignRials: r.ForeignRials, Mismatches: r.Mismatches, Error: r.Error}
+		for _, it := range r.Items() {
+			rv.Items = append(rv.Items, adminview.ReconcileItemView{Authority: it.Authority, AmountRials: it.AmountRials,
+				PublicID: it.PublicID, Kind: it.Kind, Detail: it.Detail})
+		}
+		v.Reconcile = append(v.Reconcile, rv)
+	}
+	pg := h.Page(c, "admin.title")
+	pg.RefreshURL, pg.RefreshSeconds = routes.Admin, 30
+	return h.Render(c, fiber.StatusOK, adminview.Dashboard(pg, v))
+}
+
+// reconcile runs reconciliation with the gateway now ("run
+// reconciliation now"), recorded in the audit log.
+func (h *Handlers) reconcile(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	rep, err := h.Payments.Reconcile(ctx)
+	result, done := audit.ResultDone, "done_reconcile"
+	if err != nil {
+		h.Log.ErrorContext(ctx, "reconciliation run by an admin failed", "err", err)
+		result, done = "failed", "error_reconcile"
+	}
+	note := "listed " + strconv.Itoa(rep.Listed) + ", credited " + strconv.Itoa(rep.Credited) + ", mismatches " + strconv.Itoa(rep.Mismatches)
+	if rerr := h.Audit.Record(ctx, audit.Entry{AdminID: h.User(c).ID, Action: audit.ActionReconcile, Note: note, Result: result, CreatedAt: h.Now().UTC()}); rerr != nil {
+		return rerr
+	}
+	return c.Redirect(routes.Admin+"?done="+done, fiber.StatusSeeOther)
+}

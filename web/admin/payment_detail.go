@@ -1,0 +1,154 @@
+package admin
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
+	adminview "github.com/kifpool/kifpool/views/admin"
+)
+
+// paymentDetail is the whole story of one payment: its timeline, every
+// bank call, its ledger entry, its owner and the admins' actions.
+func (h *Handlers) paymentDetail(c *fiber.Ctx) error {
+	id := c.Params("id")
+	if !payment.ValidPublicID(id) {
+		return fiber.ErrNotFound
+	}
+	withPayment(c, id)
+	ctx := c.UserContext()
+	d, err := h.Reads.Detail(ctx, id)
+	if errors.Is(err, paymentread.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	p, events, calls := d.Payment, d.Events, d.Calls
+	owner, err := h.People.User(ctx, p.UserID)
+	if err != nil {
+		return err
+	}
+	actions, err := h.Audit.List(ctx, audit.Query{PaymentPublicID: p.PublicID, Limit: 200})
+	if err != nil {
+		return err
+	}
+	recent, _, err := h.Reads.Payments(ctx, paymentread.Filter{UserID: p.UserID}, nil, 10)
+	if err != nil {
+		return err
+	}
+	var adminIDs []int64
+	for _, e := range events {
+		if e.AdminID != nil {
+			adminIDs = append(adminIDs, *e.AdminID)
+		}
+	}
+	emails, err := h.People.Emails(ctx, adminIDs)
+	if err != nil {
+		return err
+	}
+	l := h.Lang(c)
+	v := adminview.PaymentDetailView{PublicID: p.PublicID, Status: string(p.Status), Reason: reasonText(l, p.StatusReason),
+		AmountRials: p.AmountRials, Gateway: h.gatewayLabel(p.Gateway), Authority: p.AuthorityString(), RefID: p.RefIDValue(),
+		Card: p.CardPANMasked, Attempts: p.Attempts, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt, NextCheckAt: p.NextCheckAt,
+		LastCheckedAt: p.LastCheckedAt,
+		// "Ask the bank now" is the only way to credit from here, and it
+		// credits only on the bank's verify.
+		CanRecheck: p.Status != payment.StatusCredited && p.Authority != nil,
+		CanClose:   p.Status == payment.StatusNeedsReview,
+		User:       userRow(owner), Actions: auditRows(actions)}
+	v.Notice, v.NoticeKind = notice(c.Query("done"))
+	if p.VerifiedAmountRials != nil {
+		v.VerifiedRials = *p.VerifiedAmountRials
+	}
+	for _, e := range events {
+		te := adminview.TimelineEvent{From: string(e.FromStatus), To: string(e.ToStatus), Actor: string(e.Actor),
+			Reason: reasonText(l, string(e.Reason)), GatewayCode: e.GatewayCode, At: e.CreatedAt}
+		if e.AdminID != nil {
+			te.AdminEmail = emails[*e.AdminID]
+		}
+		v.Events = append(v.Events, te)
+	}
+	for _, gc := range calls {
+		v.Calls = append(v.Calls, adminview.GatewayCallView{Operation: gc.Operation, Attempt: gc.Attempt, StartedAt: gc.StartedAt,
+			DurationMS: gc.DurationMS, HTTPStatus: gc.HTTPStatus, GatewayCode: gc.GatewayCode, Outcome: gc.Outcome})
+	}
+	if d.Credit != nil && h.Limits != nil {
+		if capRials := h.Limits.Rules().BalanceMaxRials; capRials > 0 && d.Credit.BalanceAfter > capRials {
+			v.OverBalanceLimit = capRials
+		}
+	}
+	if d.Credit != nil {
+		v.Ledger = &adminview.LedgerRow{AmountRials: d.Credit.AmountRials, BalanceAfter: d.Credit.BalanceAfter, Kind: d.Credit.Kind,
+			PaymentPublicID: p.PublicID, CreatedAt: d.Credit.CreatedAt}
+	}
+	for _, r := range recent {
+		v.UserPayments = append(v.UserPayments, h.paymentRow(r))
+	}
+	return h.Render(c, fiber.StatusOK, adminview.PaymentDetail(h.Page(c, "admin.payment.title"), v))
+}
+
+// afterAction sends the admin back after an action: to the payment's page
+// when the action came from it, else to the dashboard, with the result.
+func afterAction(c *fiber.Ctx, key string) error {
+	if c.FormValue("back") == "payment" && payment.ValidPublicID(c.Params("id")) {
+		return c.Redirect(routes.AdminPayment(c.Params("id"))+"?done="+key, fiber.StatusSeeOther)
+	}
+	return c.Redirect(routes.Admin+"?done="+key, fiber.StatusSeeOther)
+}
+
+// recheck asks the bank now about a payment ("ask the bank now"):
+// the worker's path, safe to press twice.
+func (h *Handlers) recheck(c *fiber.Ctx) error {
+	if payment.ValidPublicID(c.Params("id")) {
+		withPayment(c, c.Params("id"))
+	}
+	p, err := h.Payments.AdminRecheck(c.UserContext(), c.Params("id"), h.User(c).ID)
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, payment.ErrNotUnderReview):
+		return afterAction(c, "error_not_review")
+	case errors.Is(err, payment.ErrPaymentBusy):
+		return afterAction(c, "error_busy")
+	case errors.Is(err, payment.ErrNothingToAsk):
+		return afterAction(c, "error_nothing_to_ask")
+	case err != nil:
+		return err
+	}
+	h.Log.WarnContext(c.UserContext(), "admin rechecked a payment", "payment", p.PublicID, "admin", h.User(c).ID, "status", p.Status)
+	switch p.Status {
+	case payment.StatusCredited:
+		return afterAction(c, "done_recheck_credited")
+	case payment.StatusFailed:
+		return afterAction(c, "done_recheck_failed")
+	case payment.StatusNeedsReview:
+		return afterAction(c, "done_recheck_unchanged")
+	}
+	return afterAction(c, "done_recheck_open")
+}
+
+// closeFailed closes a payment under review as failed, with a note.
+func (h *Handlers) closeFailed(c *fiber.Ctx) error {
+	if payment.ValidPublicID(c.Params("id")) {
+		withPayment(c, c.Params("id"))
+	}
+	_, err := h.Payments.AdminCloseFailed(c.UserContext(), c.Params("id"), h.User(c).ID, c.FormValue("note"))
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, payment.ErrNoteRequired):
+		return afterAction(c, "error_note")
+	case errors.Is(err, payment.ErrNotUnderReview):
+		return afterAction(c, "error_not_review")
+	case errors.Is(err, payment.ErrPaymentBusy):
+		return afterAction(c, "error_busy")
+	case err != nil:
+		return err
+	}
+	return afterAction(c, "done_closed")
+}

@@ -1,0 +1,134 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/webhook"
+	adminview "github.com/kifpool/kifpool/views/admin"
+)
+
+// webhooks lists every endpoint (failing first) with the queue's
+// figures.
+func (h *Handlers) webhooks(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	all, err := h.Webhooks.All(ctx, 500)
+	if err != nil {
+		return err
+	}
+	st, err := h.Webhooks.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	v := adminview.WebhooksView{Pending: st.Pending, Failed: st.Failed, FailingEndpoints: st.FailingEndpoints,
+		OldestAge: st.OldestAge.Round(time.Second).String()}
+	if c.Query("done") == "disabled" {
+		v.Notice = "webhooks.admin_disabled"
+	}
+	for _, e := range all {
+		v.Endpoints = append(v.Endpoints, h.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed))
+	}
+	return h.Render(c, fiber.StatusOK, adminview.Webhooks(h.Page(c, "webhooks.admin_title"), v))
+}
+
+// webhookLog is one endpoint's delivery log: attempts, status,
+// latency, next try, and "send again".
+func (h *Handlers) webhookLog(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	all, err := h.Webhooks.All(ctx, 500)
+	if err != nil {
+		return err
+	}
+	var v adminview.WebhookLogView
+	found := false
+	for _, e := range all {
+		if e.ID == id {
+			v.Endpoint, found = h.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed), true
+		}
+	}
+	if !found {
+		return fiber.ErrNotFound
+	}
+	switch c.Query("done") {
+	case "resent":
+		v.Notice = "webhooks.admin_resent"
+	case "pending":
+		v.Notice = "webhooks.admin_not_resendable"
+	}
+	ds, err := h.Webhooks.Deliveries(ctx, id, 200)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		row := adminview.DeliveryRow{ID: d.ID, EventID: d.EventID, Type: d.Type, Status: d.Status, Attempts: d.Attempts,
+			LastError: d.LastError, CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt,
+			Resendable: d.Status != webhook.StatusPending && v.Endpoint.State != "disabled"}
+		var body struct {
+			TopUp struct {
+				ID string `json:"id"`
+			} `json:"topup"`
+		}
+		if json.Unmarshal([]byte(d.Body), &body) == nil {
+			row.TopUpID = body.TopUp.ID
+		}
+		if d.LastHTTPStatus != nil {
+			row.LastHTTP = strconv.Itoa(*d.LastHTTPStatus)
+		}
+		if d.LastLatencyMS != nil {
+			row.LatencyMS = strconv.FormatInt(*d.LastLatencyMS, 10)
+		}
+		if d.Status == webhook.StatusPending {
+			next := d.NextAttemptAt
+			row.NextAttemptAt = &next
+		}
+		v.Deliveries = append(v.Deliveries, row)
+	}
+	return h.Render(c, fiber.StatusOK, adminview.WebhookLog(h.Page(c, "webhooks.log_title"), v))
+}
+
+// disableWebhook disables any endpoint (audited).
+func (h *Handlers) disableWebhook(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	ep, err := h.Webhooks.AdminDisable(c.UserContext(), h.User(c).ID, id)
+	switch {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	h.Log.Warn("admin disabled a webhook endpoint", "endpoint", ep.ID, "owner", ep.UserID, "admin", h.User(c).ID)
+	return c.Redirect(routes.AdminWebhooks+"?done=disabled", fiber.StatusSeeOther)
+}
+
+// resendDelivery queues a delivery again (audited).
+func (h *Handlers) resendDelivery(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.Webhooks.Resend(c.UserContext(), h.User(c).ID, id)
+	switch {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrNotResendable):
+		return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=pending", fiber.StatusSeeOther)
+	case err != nil:
+		return err
+	}
+	if h.Hooks != nil {
+		h.Hooks.Kick()
+	}
+	return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=resent", fiber.StatusSeeOther)
+}
