@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -33,17 +34,17 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		var userID int64
 		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'someone@example.com'`).Scan(&userID)
 		pages := []string{
-			"/admin", "/admin/payments", "/admin/payments?status=failed", "/admin/payments.csv",
-			"/admin/payments/" + review.PublicID, "/admin/users", "/admin/users?q=alice",
-			"/admin/users/" + itoa(review.UserID), "/admin/audit", "/admin/audit?payment=" + review.PublicID,
+			routes.Admin, routes.AdminPayments, routes.AdminPayments + "?status=failed", routes.AdminPaymentsCSV,
+			routes.AdminPayment(review.PublicID), routes.AdminUsers, routes.AdminUsers + "?q=alice",
+			routes.AdminUser(review.UserID), routes.AdminAudit, routes.AdminAudit + "?payment=" + review.PublicID,
 		}
 		actions := []struct {
 			path string
 			form url.Values
 		}{
-			{"/admin/payments/" + review.PublicID + "/recheck", url.Values{}},
-			{"/admin/payments/" + review.PublicID + "/close", url.Values{"note": {"the bank says no"}}},
-			{"/admin/reconcile", url.Values{}},
+			{routes.AdminPaymentRecheck(review.PublicID), url.Values{}},
+			{routes.AdminPaymentClose(review.PublicID), url.Values{"note": {"the bank says no"}}},
+			{routes.AdminReconcile, url.Values{}},
 		}
 		csrfOf := func(c *apptest.Client, page string) string {
 			return apptest.Input(c.Get(page).Body, "_csrf")
@@ -57,7 +58,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		before := snapshot()
 
 		for _, p := range pages {
-			if r := anon.Get(p); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+			if r := anon.Get(p); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 				t.Errorf("anonymous GET %s: %d %q, want 303 to sign in", p, r.Status, r.Location)
 			}
 			if r := user.Get(p); r.Status != http.StatusNotFound {
@@ -67,7 +68,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 				t.Errorf("admin GET %s: %d, want 200", p, r.Status)
 			}
 		}
-		anonCSRF, userCSRF, adminCSRF := csrfOf(anon, "/signin"), csrfOf(user, "/wallet"), csrfOf(admin, "/admin")
+		anonCSRF, userCSRF, adminCSRF := csrfOf(anon, routes.SignIn), csrfOf(user, routes.Wallet), csrfOf(admin, routes.Admin)
 		for _, a := range actions {
 			with := func(tok string) url.Values {
 				f := url.Values{}
@@ -91,7 +92,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 			if r := admin.Post(a.path, with(userCSRF)); r.Status != http.StatusForbidden {
 				t.Errorf("admin POST %s with the user's token: %d, want 403", a.path, r.Status)
 			}
-			if r := anon.Post(a.path, with(anonCSRF)); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+			if r := anon.Post(a.path, with(anonCSRF)); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 				t.Errorf("anonymous POST %s: %d %q, want 303 to sign in", a.path, r.Status, r.Location)
 			}
 			if r := user.Post(a.path, with(userCSRF)); r.Status != http.StatusNotFound {
@@ -110,7 +111,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		}
 		// The audit log has no way to change it.
 		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-			req, _ := http.NewRequest(m, app.URL+"/admin/audit", strings.NewReader(url.Values{"_csrf": {adminCSRF}}.Encode()))
+			req, _ := http.NewRequest(m, app.URL+routes.AdminAudit, strings.NewReader(url.Values{"_csrf": {adminCSRF}}.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			if r := admin.Do(req); r.Status != http.StatusNotFound && r.Status != http.StatusMethodNotAllowed {
 				t.Errorf("%s /admin/audit: %d", m, r.Status)
@@ -120,7 +121,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 			t.Fatalf("%d audit entries after attempts to change the log", n)
 		}
 		// Unknown payments and users are 404 for admins too.
-		for _, p := range []string{"/admin/payments/aaaaaaaaaaaaaaaaaaaaaaa9", "/admin/payments/zzzzzzzzzzzzzzzzzzzzzzzz", "/admin/users/999999", "/admin/users/abc"} {
+		for _, p := range []string{routes.AdminPayment("aaaaaaaaaaaaaaaaaaaaaaa9"), routes.AdminPayment("zzzzzzzzzzzzzzzzzzzzzzzz"), routes.AdminUser(999999), routes.AdminUsers + "/abc"} {
 			if r := admin.Get(p); r.Status != http.StatusNotFound {
 				t.Errorf("admin GET %s: %d, want 404", p, r.Status)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -33,7 +34,7 @@ func TestDashboardTotals(t *testing.T) {
 		for _, r := range rows {
 			want[r.Status]++
 		}
-		page := admin.Get("/admin")
+		page := admin.Get(routes.Admin)
 		for _, st := range paymentread.Statuses {
 			if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d">`, st, want[st])) {
 				t.Errorf("dashboard: %s is not shown as exactly %d", st, want[st])
@@ -55,7 +56,7 @@ func TestDashboardTotals(t *testing.T) {
 			db.Gorm.Exec(`ANALYZE payments`)
 		}
 		failed := want["failed"] + many
-		req, _ := http.NewRequest(http.MethodGet, app.URL+"/metrics", nil)
+		req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
 		req.Header.Set("Authorization", "Bearer "+metricsToken)
 		metrics := admin.Do(req).Body
 		tots, err := paymentread.New(db).Totals(ctx)
@@ -68,8 +69,8 @@ func TestDashboardTotals(t *testing.T) {
 			}
 		}
 		for _, lang := range []struct{ code, phrase string }{{"fa", "تخمینی از آمار پایگاه داده"}, {"en", "is an estimate from the database"}} {
-			admin.Get("/admin?lang=" + lang.code)
-			page := admin.Get("/admin")
+			admin.Get(routes.Admin + "?lang=" + lang.code)
+			page := admin.Get(routes.Admin)
 			if !strings.Contains(page.Body, `<html lang="`+lang.code+`"`) {
 				t.Fatalf("dashboard not in %s", lang.code)
 			}

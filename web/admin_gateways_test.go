@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -28,35 +29,35 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
 		payer, payURL := startTopUp(t, app, "payer-"+string(db.Dialect)+"@example.com", "20000") // at zarinpal
 
-		admin.Get("/admin/gateways?lang=en")
-		page := admin.Get("/admin/gateways")
+		admin.Get(routes.AdminGateways + "?lang=en")
+		page := admin.Get(routes.AdminGateways)
 		if page.Status != http.StatusOK || strings.Count(page.Body, `data-testid="gateway-row"`) != 4 || // zarinpal, zibal, sep, mellat
 			!strings.Contains(page.Body, `data-gateway="zarinpal" data-off="false" data-state="closed"`) ||
 			!strings.Contains(page.Body, `data-operation="request"`) {
 			t.Fatalf("gateways page: %d %.3000s", page.Status, page.Body)
 		}
 		csrf := apptest.Input(page.Body, "_csrf")
-		if r := admin.Post("/admin/gateways/zarinpal/switch", url.Values{"_csrf": {csrf}, "off": {"1"}, "note": {"bank maintenance"}}); r.Status != http.StatusSeeOther {
+		if r := admin.Post(routes.AdminGatewaySwitch("zarinpal"), url.Values{"_csrf": {csrf}, "off": {"1"}, "note": {"bank maintenance"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("switch off: %d", r.Status)
 		}
-		if r := admin.Post("/admin/gateways/paypal/switch", url.Values{"_csrf": {csrf}, "off": {"1"}}); r.Status != http.StatusNotFound {
+		if r := admin.Post(routes.AdminGatewaySwitch("paypal"), url.Values{"_csrf": {csrf}, "off": {"1"}}); r.Status != http.StatusNotFound {
 			t.Errorf("an unknown gateway: %d", r.Status)
 		}
-		if r := admin.Get("/admin/gateways"); !strings.Contains(r.Body, `data-gateway="zarinpal" data-off="true"`) {
+		if r := admin.Get(routes.AdminGateways); !strings.Contains(r.Body, `data-gateway="zarinpal" data-off="true"`) {
 			t.Errorf("the page does not show zarinpal off")
 		}
 
 		// Off: not on the form, a top-up asking for it refused, one without
 		// a choice goes to the next one offered, Zibal.
-		form := payer.Get("/wallet/topup")
+		form := payer.Get(routes.TopUp)
 		if strings.Contains(form.Body, `value="zarinpal"`) {
 			t.Errorf("the form still offers zarinpal")
 		}
 		tok := apptest.Input(form.Body, "token")
-		if r := payer.Post("/wallet/topup", url.Values{"_csrf": {apptest.Input(form.Body, "_csrf")}, "token": {tok}, "amount": {"30000"}, "gateway": {"zarinpal"}}); r.Status != http.StatusUnprocessableEntity {
+		if r := payer.Post(routes.TopUp, url.Values{"_csrf": {apptest.Input(form.Body, "_csrf")}, "token": {tok}, "amount": {"30000"}, "gateway": {"zarinpal"}}); r.Status != http.StatusUnprocessableEntity {
 			t.Errorf("asking for a gateway switched off: %d", r.Status)
 		}
-		if r := payer.PostTopUp(apptest.Input(form.Body, "_csrf"), apptest.Input(payer.Get("/wallet/topup").Body, "token"), "30000"); r.Status != http.StatusSeeOther || !strings.Contains(r.Location, "/sandbank/start/") {
+		if r := payer.PostTopUp(apptest.Input(form.Body, "_csrf"), apptest.Input(payer.Get(routes.TopUp).Body, "token"), "30000"); r.Status != http.StatusSeeOther || !strings.Contains(r.Location, routes.Sandbank+"/start/") {
 			t.Errorf("a top-up while zarinpal is off: %d %q", r.Status, r.Location)
 		}
 		// Another instance on the same database sees it at once.
@@ -73,15 +74,15 @@ func TestAdminGatewaySwitch(t *testing.T) {
 			t.Errorf("the zarinpal payment after the switch: %q", apptest.PaymentStatus(r.Body))
 		}
 		// The audit log says who and why.
-		audit := admin.Get("/admin/audit")
+		audit := admin.Get(routes.AdminAudit)
 		if !strings.Contains(audit.Body, `data-action="gateway_switch"`) || !strings.Contains(audit.Body, "zarinpal off: bank maintenance") {
 			t.Errorf("the audit log does not record the switch")
 		}
 		// On again.
-		if r := admin.Post("/admin/gateways/zarinpal/switch", url.Values{"_csrf": {csrf}, "off": {"0"}}); r.Status != http.StatusSeeOther {
+		if r := admin.Post(routes.AdminGatewaySwitch("zarinpal"), url.Values{"_csrf": {csrf}, "off": {"0"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("switch on: %d", r.Status)
 		}
-		if form := payer.Get("/wallet/topup"); !strings.Contains(form.Body, `value="zarinpal"`) {
+		if form := payer.Get(routes.TopUp); !strings.Contains(form.Body, `value="zarinpal"`) {
 			t.Errorf("zarinpal is not offered again")
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'gateway_switch'`); n != 2 {
@@ -89,16 +90,16 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		}
 		// Every gateway off: the form says top-ups are paused before the
 		// payer types an amount, and a submit starts nothing.
-		if form := payer.Get("/wallet/topup"); strings.Contains(form.Body, `data-testid="no-gateway"`) {
+		if form := payer.Get(routes.TopUp); strings.Contains(form.Body, `data-testid="no-gateway"`) {
 			t.Errorf("the notice shows while gateways are on")
 		}
 		for _, name := range []string{"zarinpal", "zibal", "sep", "mellat"} {
-			if r := admin.Post("/admin/gateways/"+name+"/switch", url.Values{"_csrf": {csrf}, "off": {"1"}, "note": {"all off"}}); r.Status != http.StatusSeeOther {
+			if r := admin.Post(routes.AdminGatewaySwitch(name), url.Values{"_csrf": {csrf}, "off": {"1"}, "note": {"all off"}}); r.Status != http.StatusSeeOther {
 				t.Fatalf("switch %s off: %d", name, r.Status)
 			}
 		}
 		before := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`)
-		form = payer.Get("/wallet/topup")
+		form = payer.Get(routes.TopUp)
 		if !strings.Contains(form.Body, `data-testid="no-gateway"`) || strings.Contains(form.Body, `name="gateway"`) {
 			t.Errorf("every gateway off: the form has no notice, or offers a gateway")
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -93,12 +94,12 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 		}
 		for _, tc := range cases {
 			want := publicIDs(paymenttest.InListOrder(rows, tc.oldest, tc.keep))
-			got := listAll(t, admin, "/admin/payments?"+tc.query)
+			got := listAll(t, admin, routes.AdminPayments+"?"+tc.query)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: got %d rows %v, want %d %v", tc.name, len(got), got, len(want), want)
 			}
 			// The CSV of the same filter has exactly the same rows.
-			r := admin.Get("/admin/payments.csv?" + tc.query)
+			r := admin.Get(routes.AdminPaymentsCSV + "?" + tc.query)
 			if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") {
 				t.Fatalf("%s: csv %d %s", tc.name, r.Status, r.Header.Get("Content-Type"))
 			}
@@ -121,7 +122,7 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 			}
 		}
 		// A credited payment's CSV line carries its details.
-		r := admin.Get("/admin/payments.csv?status=credited&sort=oldest")
+		r := admin.Get(routes.AdminPaymentsCSV + "?status=credited&sort=oldest")
 		recs, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(r.Body, "\ufeff"))).ReadAll()
 		first := paymenttest.InListOrder(rows, true, func(r paymenttest.SeedRow) bool { return r.Status == "credited" })[0]
 		if got := recs[1]; got[2] != "credited" || got[3] != fmt.Sprint(first.AmountRials) || got[9] != fmt.Sprint(*first.RefID) || got[6] != first.Email {
@@ -134,7 +135,7 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 			t.Errorf("csv localized columns %v / %v", h, got)
 		}
 		// Counts per status for the current filter.
-		page := admin.Get("/admin/payments?gateway=otherbank")
+		page := admin.Get(routes.AdminPayments + "?gateway=otherbank")
 		for _, st := range []string{"credited", "failed"} {
 			n := len(paymenttest.InListOrder(rows, false, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" && r.Status == st }))
 			if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d"`, st, n)) {
@@ -143,10 +144,10 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 		}
 		// Bad parameters: a clear 400, for the page and the CSV.
 		for _, q := range []string{"from=yesterday", "status=paid", "cursor=abc", "min=-5", "sort=random", "from=1403/02/01&to=1403/01/01"} {
-			if r := admin.Get("/admin/payments?" + q); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
+			if r := admin.Get(routes.AdminPayments + "?" + q); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
 				t.Errorf("%s: %d", q, r.Status)
 			}
-			if r := admin.Get("/admin/payments.csv?" + q); r.Status != http.StatusBadRequest {
+			if r := admin.Get(routes.AdminPaymentsCSV + "?" + q); r.Status != http.StatusBadRequest {
 				t.Errorf("csv %s: %d", q, r.Status)
 			}
 		}

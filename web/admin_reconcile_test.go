@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/sqlstore"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -45,7 +46,7 @@ func TestReconcileItemKindsShown(t *testing.T) {
 	}
 	admin := signInAdmin(t, app, "recon-admin@example.com")
 	for _, l := range []i18n.Lang{i18n.FA, i18n.EN} {
-		r := admin.GetIn(string(l), "/admin")
+		r := admin.GetIn(string(l), routes.Admin)
 		if r.Status != http.StatusOK {
 			t.Fatalf("%s: %d", l, r.Status)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -44,7 +45,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 		bank.ClearFaults()
 
 		admin := signInAdmin(t, app, "boss@example.com")
-		page := admin.Get("/admin/payments/" + id)
+		page := admin.Get(routes.AdminPayment(id))
 		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="admin-recheck"`) {
 			t.Fatalf("payment page: %d, no 'ask the bank now'", page.Status)
 		}
@@ -58,12 +59,12 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = admin.Post("/admin/payments/"+id+"/recheck", url.Values{"_csrf": {csrf}, "back": {"payment"}})
+				results[i] = admin.Post(routes.AdminPaymentRecheck(id), url.Values{"_csrf": {csrf}, "back": {"payment"}})
 			}()
 		}
 		wg.Wait()
 		for i, r := range results {
-			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/admin/payments/"+id+"?done=") {
+			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.AdminPayment(id)+"?done=") {
 				t.Errorf("press %d: %d %q", i, r.Status, r.Location)
 			}
 		}
@@ -73,7 +74,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			t.Fatalf("balance %d, want 500000", b)
 		}
 		// Pressed again after the credit: nothing to ask, nothing changes.
-		if r := admin.Post("/admin/payments/"+id+"/recheck", url.Values{"_csrf": {csrf}, "back": {"payment"}}); !strings.HasSuffix(r.Location, "done=error_nothing_to_ask") {
+		if r := admin.Post(routes.AdminPaymentRecheck(id), url.Values{"_csrf": {csrf}, "back": {"payment"}}); !strings.HasSuffix(r.Location, "done=error_nothing_to_ask") {
 			t.Errorf("press after the credit: %q", r.Location)
 		}
 		if b := user.Balance(); b != 500_000 {
@@ -81,8 +82,8 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 		}
 
 		for _, lang := range []string{"en", "fa"} {
-			admin.Get("/admin?lang=" + lang)
-			story := admin.Get("/admin/payments/" + id)
+			admin.Get(routes.Admin + "?lang=" + lang)
+			story := admin.Get(routes.AdminPayment(id))
 			if !strings.Contains(story.Body, `data-testid="timeline"`) {
 				t.Fatalf("%s: no timeline", lang)
 			}
@@ -128,26 +129,26 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 		// The user's pages: found by part of the address; wallet, ledger, payments.
 		var userID int64
 		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'payer@example.com'`).Scan(&userID)
-		if r := admin.Get("/admin/users?q=PAYER@"); strings.Count(r.Body, `data-testid="user-row"`) != 1 || !strings.Contains(r.Body, `data-user-id="`+itoa(userID)+`"`) {
+		if r := admin.Get(routes.AdminUsers + "?q=PAYER@"); strings.Count(r.Body, `data-testid="user-row"`) != 1 || !strings.Contains(r.Body, `data-user-id="`+itoa(userID)+`"`) {
 			t.Errorf("user search: %d rows", strings.Count(r.Body, `data-testid="user-row"`))
 		}
-		if r := admin.Get("/admin/users?q=nobody"); !strings.Contains(r.Body, `data-testid="no-users"`) {
+		if r := admin.Get(routes.AdminUsers + "?q=nobody"); !strings.Contains(r.Body, `data-testid="no-users"`) {
 			t.Error("user search finds someone for 'nobody'")
 		}
-		up := admin.Get("/admin/users/" + itoa(userID))
+		up := admin.Get(routes.AdminUser(userID))
 		if !strings.Contains(up.Body, `data-testid="user-balance" data-rials="500000"`) || strings.Count(up.Body, `data-testid="ledger-row"`) != 1 ||
 			!strings.Contains(up.Body, `data-public-id="`+id+`"`) {
 			t.Errorf("user page lacks the wallet, ledger or payment")
 		}
 		// The audit log, filtered by payment and by admin.
-		byPayment := admin.Get("/admin/audit?payment=" + id)
+		byPayment := admin.Get(routes.AdminAudit + "?payment=" + id)
 		if n := strings.Count(byPayment.Body, `data-testid="audit-row"`); int64(n) != apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`) || n < 1 {
 			t.Errorf("audit of the payment: %d rows", n)
 		}
-		if r := admin.Get("/admin/audit?admin=BOSS@example.com"); strings.Count(r.Body, `data-testid="audit-row"`) != strings.Count(byPayment.Body, `data-testid="audit-row"`) {
+		if r := admin.Get(routes.AdminAudit + "?admin=BOSS@example.com"); strings.Count(r.Body, `data-testid="audit-row"`) != strings.Count(byPayment.Body, `data-testid="audit-row"`) {
 			t.Error("audit by admin differs")
 		}
-		if r := admin.Get("/admin/audit?admin=other@example.com"); strings.Contains(r.Body, `data-testid="audit-row"`) {
+		if r := admin.Get(routes.AdminAudit + "?admin=other@example.com"); strings.Contains(r.Body, `data-testid="audit-row"`) {
 			t.Error("audit of another admin shows rows")
 		}
 		if p := rsRow(t, db, id); p.Status != payment.StatusCredited {
@@ -177,8 +178,8 @@ func TestDashboardCharts(t *testing.T) {
 		user.PostTopUp(csrf, token, "30000") // left at the bank
 		admin := signInAdmin(t, app, "boss@example.com")
 		for _, lang := range []string{"fa", "en"} {
-			admin.Get("/admin?lang=" + lang)
-			page := admin.Get("/admin")
+			admin.Get(routes.Admin + "?lang=" + lang)
+			page := admin.Get(routes.Admin)
 			for _, hook := range []string{`data-testid="chart-topups"`, `data-testid="chart-latency"`, `<svg`, `role="img"`,
 				`data-testid="latency-row" data-operation="request"`, `data-testid="latency-row" data-operation="verify"`, `data-testid="worker-backlog"`,
 				`data-testid="admin-reconcile"`} {

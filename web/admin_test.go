@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -36,7 +37,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		db.Gorm.Raw(`SELECT public_id FROM payments WHERE amount_rials = 300000`).Scan(&unpaidID)
 		_ = unpaid
 
-		list := admin.Get("/admin")
+		list := admin.Get(routes.Admin)
 		if strings.Count(list.Body, `data-testid="admin-recheck"`) != 2 {
 			t.Fatalf("admin page does not offer a recheck for both payments")
 		}
@@ -46,11 +47,11 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 			return c.Post(path, form)
 		}
 		// Someone else cannot act (the page does not exist for them).
-		if r := user.Post("/admin/payments/"+paidID+"/recheck", url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
+		if r := user.Post(routes.AdminPaymentRecheck(paidID), url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
 			t.Fatalf("non-admin recheck: %d", r.Status)
 		}
 		// Recheck the paid one: the bank confirms, it is credited.
-		if r := post(admin, "/admin/payments/"+paidID+"/recheck", url.Values{}); r.Location != "/admin?done=done_recheck_credited" {
+		if r := post(admin, routes.AdminPaymentRecheck(paidID), url.Values{}); r.Location != routes.Admin + "?done=done_recheck_credited" {
 			t.Fatalf("recheck paid: %d %q", r.Status, r.Location)
 		}
 		if user.Balance() != 200_000 {
@@ -58,7 +59,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		}
 		// Recheck the unpaid one: the bank says its payer is still at the
 		// bank page, so it is open again (the worker keeps asking).
-		if r := post(admin, "/admin/payments/"+unpaidID+"/recheck", url.Values{}); r.Location != "/admin?done=done_recheck_open" {
+		if r := post(admin, routes.AdminPaymentRecheck(unpaidID), url.Values{}); r.Location != routes.Admin + "?done=done_recheck_open" {
 			t.Fatalf("recheck unpaid: %q", r.Location)
 		}
 		var reopened string
@@ -72,13 +73,13 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		db.Gorm.Exec(`UPDATE payments SET lease_until = NULL, lease_owner = '' WHERE id = ?`, unpaidRow)
 		paymenttest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
 		// Closing needs a reason; then it is failed, with the reason kept.
-		if r := post(admin, "/admin/payments/"+unpaidID+"/close", url.Values{"note": {"  "}}); r.Location != "/admin?done=error_note" {
+		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin + "?done=error_note" {
 			t.Fatalf("close without note: %q", r.Location)
 		}
-		if r := post(admin, "/admin/payments/"+unpaidID+"/close", url.Values{"note": {"bank statement shows no debit"}}); r.Location != "/admin?done=done_closed" {
+		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}}); r.Location != routes.Admin + "?done=done_closed" {
 			t.Fatalf("close: %q", r.Location)
 		}
-		if r := post(admin, "/admin/payments/"+paidID+"/close", url.Values{"note": {"x"}}); r.Location != "/admin?done=error_not_review" {
+		if r := post(admin, routes.AdminPaymentClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin + "?done=error_not_review" {
 			t.Fatalf("close a credited payment: %q", r.Location)
 		}
 		var status, reason string
@@ -93,7 +94,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'close_failed' AND note = 'bank statement shows no debit' AND from_status = 'needs_review' AND to_status = 'failed'`); n != 1 {
 			t.Fatalf("close action not recorded as it happened")
 		}
-		if done := admin.Get("/admin?done=done_closed"); !strings.Contains(done.Body, `data-testid="admin-notice"`) {
+		if done := admin.Get(routes.Admin + "?done=done_closed"); !strings.Contains(done.Body, `data-testid="admin-notice"`) {
 			t.Fatalf("no notice after the action")
 		}
 		apptest.CheckInvariants(t, db)
@@ -104,7 +105,7 @@ func TestWalletListsPaymentsInProgress(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c, _ := startTopUp(t, app, "open@example.com", "15000")
-	w := c.Get("/wallet")
+	w := c.Get(routes.Wallet)
 	if !strings.Contains(w.Body, `data-testid="open-payment" data-status="awaiting_payment"`) {
 		t.Fatalf("the wallet does not show the payment in progress")
 	}
