@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -51,7 +51,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 			t.Fatalf("non-admin recheck: %d", r.Status)
 		}
 		// Recheck the paid one: the bank confirms, it is credited.
-		if r := post(admin, routes.AdminPaymentRecheck(paidID), url.Values{}); r.Location != routes.Admin + "?done=done_recheck_credited" {
+		if r := post(admin, routes.AdminPaymentRecheck(paidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_credited" {
 			t.Fatalf("recheck paid: %d %q", r.Status, r.Location)
 		}
 		if user.Balance() != 200_000 {
@@ -59,7 +59,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		}
 		// Recheck the unpaid one: the bank says its payer is still at the
 		// bank page, so it is open again (the worker keeps asking).
-		if r := post(admin, routes.AdminPaymentRecheck(unpaidID), url.Values{}); r.Location != routes.Admin + "?done=done_recheck_open" {
+		if r := post(admin, routes.AdminPaymentRecheck(unpaidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_open" {
 			t.Fatalf("recheck unpaid: %q", r.Location)
 		}
 		var reopened string
@@ -73,13 +73,13 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		db.Gorm.Exec(`UPDATE payments SET lease_until = NULL, lease_owner = '' WHERE id = ?`, unpaidRow)
 		paymenttest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
 		// Closing needs a reason; then it is failed, with the reason kept.
-		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin + "?done=error_note" {
+		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin+"?done=error_note" {
 			t.Fatalf("close without note: %q", r.Location)
 		}
-		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}}); r.Location != routes.Admin + "?done=done_closed" {
+		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}}); r.Location != routes.Admin+"?done=done_closed" {
 			t.Fatalf("close: %q", r.Location)
 		}
-		if r := post(admin, routes.AdminPaymentClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin + "?done=error_not_review" {
+		if r := post(admin, routes.AdminPaymentClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin+"?done=error_not_review" {
 			t.Fatalf("close a credited payment: %q", r.Location)
 		}
 		var status, reason string
