@@ -1271,13 +1271,13 @@ func WebhookTable(p Page, rows []WebhookRow, labelledBy string, admin bool) temp
 					return templ_7745c5c3_Err
 				}
 			}
-			if !admin && (w.State == "failing" || (w.State == "disabled" && !w.ByAdmin)) {
+			if w.State == "failing" || (w.State == "disabled" && w.ByAdmin == admin) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 121, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var77 templ.SafeURL
-				templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(routes.WebhookEnable(w.ID)))
+				templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(webhookEnable(admin, w.ID)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/webhooks.templ`, Line: 163, Col: 78}
 				}
@@ -1372,6 +1372,16 @@ func WebhookTable(p Page, rows []WebhookRow, labelledBy string, admin bool) temp
 		}
 		return nil
 	})
+}
+
+// webhookEnable is where an endpoint's "enable again" posts: the admin's
+// route in the console (for one an admin disabled, or failing), the
+// owner's on their page (for one they disabled, or failing).
+func webhookEnable(admin bool, endpointID int64) string {
+	if admin {
+		return routes.AdminWebhookEnable(endpointID)
+	}
+	return routes.WebhookEnable(endpointID)
 }
 
 // webhookDisable is where an endpoint's "disable" posts: the admin's

@@ -240,6 +240,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: "/admin/webhooks", get: p(adminOnly(ok))},
 			{path: "/admin/webhooks/:id", url: "/admin/webhooks/999999", get: p(adminOnly(nf))},
 			{path: "/admin/webhooks/:id/disable", url: "/admin/webhooks/999999/disable", post: p(adminOnly(nf))},
+			{path: "/admin/webhooks/:id/enable", url: "/admin/webhooks/999999/enable", post: p(adminOnly(nf))},
 			{path: "/admin/webhooks/deliveries/:id/resend", url: "/admin/webhooks/deliveries/999999/resend", post: p(adminOnly(nf))},
 		}
 

@@ -155,7 +155,7 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		clk.Advance(time.Minute)
 		pendingID := pay()
-		if n, err := webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{Jitter: func() float64 { return 0 }}).DeliverDue(ctx); n != 1 || err != nil {
+		if n, err := webhook.NewSender(app.Server.Webhooks, webhook.SenderOptions{Jitter: func() float64 { return 0 }, BaseBackoff: 4 * time.Hour}).DeliverDue(ctx); n != 1 || err != nil {
 			t.Fatalf("deliver the second: %d %v", n, err)
 		}
 
@@ -185,23 +185,29 @@ func TestWebhooksPages(t *testing.T) {
 		if log.Status != http.StatusOK || len(rows) != 2 || len(shown) != 2 {
 			t.Fatalf("delivery log: %d, %d rows shown of %d", log.Status, len(shown), len(rows))
 		}
+		answers, latencies := doc.TestIDs("delivery-answer"), doc.TestIDs("delivery-latency")
 		for i, d := range rows {
 			row := shown[i]
 			text := row.Text()
-			want := []string{d.EventID, "500", strconv.FormatInt(*d.LastLatencyMS, 10)}
+			want := []string{d.EventID, payID}
 			if i == 0 {
-				want = append(want, pendingID, i18n.Relative("en", d.NextAttemptAt, clk.Now()))
-			} else {
-				want = append(want, payID)
+				want[1] = pendingID
 			}
 			for _, w := range want {
 				if !strings.Contains(text, w) {
 					t.Errorf("log row %d does not show %q: %q", i, w, text)
 				}
 			}
-			if row.Attr("data-status") != d.Status || row.Attr("data-delivery-id") != itoa64(d.ID) || d.Attempts != 1 {
-				t.Errorf("log row %d: %q %q, stored %+v", i, row.Attr("data-status"), row.Attr("data-delivery-id"), d)
+			if row.Attr("data-status") != d.Status || row.Attr("data-delivery-id") != itoa64(d.ID) || d.Attempts != 1 ||
+				!strings.HasPrefix(answers[i].Text(), "500 HTTP 500") || latencies[i].Text() != strconv.FormatInt(*d.LastLatencyMS, 10) {
+				t.Errorf("log row %d: %q %q, answer %q, latency %q; stored %+v", i, row.Attr("data-status"), row.Attr("data-delivery-id"),
+					answers[i].Text(), latencies[i].Text(), d)
 			}
+		}
+		// The next try, of the pending one only, as a time to come.
+		if next := doc.TestIDs("delivery-next"); len(next) != 1 || next[0].Text() != i18n.Until("en", rows[0].NextAttemptAt, clk.Now()) ||
+			next[0].Text() != "in 2 h" {
+			t.Fatalf("next try shown: %d", len(next))
 		}
 		if rows[0].Status != webhook.StatusPending || rows[1].Status != webhook.StatusFailed {
 			t.Fatalf("statuses %s, %s", rows[0].Status, rows[1].Status)
@@ -244,6 +250,30 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		if e, _ := app.Server.Webhooks.Get(ctx, id); e.DisabledAt == nil {
 			t.Fatal("enabled by its owner after an admin's disable")
+		}
+		// An admin enables it again (audited); then it is the owner's.
+		if r := admin.Submit(routes.AdminWebhooks, routes.AdminWebhookEnable(id), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("admin enable: %d", r.Status)
+		}
+		if row := state(owner); row.Attr("data-state") != "active" || row.Has("data-by-admin") {
+			t.Fatalf("after the admin's enable: %q", row.Text())
+		}
+		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'webhook_enable'`); n != 1 {
+			t.Fatalf("%d audit rows of the enable", n)
+		}
+		// The owner's own disable is not the admin's to undo.
+		if r := owner.Submit(routes.Webhooks, routes.WebhookDisable(id), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("disable: %d", r.Status)
+		}
+		if apptest.Parse(admin.Get(routes.AdminWebhooks).Body).Form(routes.AdminWebhookEnable(id)) != nil {
+			t.Fatal("the admin is offered to enable the owner's disable")
+		}
+		if r := admin.Forge(routes.AdminWebhooks, routes.AdminWebhookEnable(id), nil); r.Status != http.StatusSeeOther ||
+			!strings.HasSuffix(r.Location, "done=owner") {
+			t.Fatalf("admin enable of the owner's disable: %d %s", r.Status, r.Location)
+		}
+		if e, _ := app.Server.Webhooks.Get(ctx, id); e.DisabledAt == nil {
+			t.Fatal("enabled by an admin over its owner's disable")
 		}
 		if r := owner.Submit(routes.Webhooks, routes.WebhookDelete(id), nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("delete: %d", r.Status)

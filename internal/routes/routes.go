@@ -115,6 +115,7 @@ const (
 	AdminWebhooks              = Admin + "/webhooks"
 	AdminWebhookPattern        = AdminWebhooks + "/:id"
 	AdminWebhookDisablePattern = AdminWebhookPattern + "/disable"
+	AdminWebhookEnablePattern  = AdminWebhookPattern + "/enable"
 	AdminDeliveryResendPattern = AdminWebhooks + "/deliveries/:id/resend"
 )
 
@@ -133,7 +134,7 @@ func Patterns() []string {
 		AdminDashboardPattern, AdminTwoFactor, AdminPayments, AdminPaymentsCSV, AdminPaymentPattern,
 		AdminPaymentRecheckPattern, AdminPaymentClosePattern, AdminUsers, AdminUserPattern, AdminAudit,
 		AdminReconcile, AdminGateways, AdminGatewaySwitchPattern, AdminTokens, AdminTokenRevokePattern,
-		AdminWebhooks, AdminWebhookPattern, AdminWebhookDisablePattern, AdminDeliveryResendPattern,
+		AdminWebhooks, AdminWebhookPattern, AdminWebhookDisablePattern, AdminWebhookEnablePattern, AdminDeliveryResendPattern,
 	}
 }
 
@@ -193,6 +194,12 @@ func AdminWebhook(endpointID int64) string { return Fill(AdminWebhookPattern, id
 // AdminWebhookDisable stops deliveries to any endpoint.
 func AdminWebhookDisable(endpointID int64) string {
 	return Fill(AdminWebhookDisablePattern, id(endpointID))
+}
+
+// AdminWebhookEnable brings back an endpoint an admin disabled, or one
+// marked failing.
+func AdminWebhookEnable(endpointID int64) string {
+	return Fill(AdminWebhookEnablePattern, id(endpointID))
 }
 
 // AdminDeliveryResend sends one delivery again.

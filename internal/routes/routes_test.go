@@ -52,6 +52,7 @@ func TestURLs(t *testing.T) {
 		{AdminGatewaySwitch("zibal"), "/admin/gateways/zibal/switch"},
 		{AdminWebhooks, "/admin/webhooks"}, {AdminWebhookPattern, "/admin/webhooks/:id"}, {AdminWebhook(3), "/admin/webhooks/3"},
 		{AdminWebhookDisablePattern, "/admin/webhooks/:id/disable"}, {AdminWebhookDisable(3), "/admin/webhooks/3/disable"},
+		{AdminWebhookEnablePattern, "/admin/webhooks/:id/enable"}, {AdminWebhookEnable(3), "/admin/webhooks/3/enable"},
 		{AdminDeliveryResendPattern, "/admin/webhooks/deliveries/:id/resend"}, {AdminDeliveryResend(5), "/admin/webhooks/deliveries/5/resend"},
 		{AdminTokens, "/admin/tokens"}, {AdminTokenRevokePattern, "/admin/tokens/:id/revoke"}, {AdminTokenRevoke(9), "/admin/tokens/9/revoke"},
 	} {

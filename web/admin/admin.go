@@ -151,6 +151,7 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Get(routes.AdminWebhooks, h.webhooks)
 	r.Get(routes.AdminWebhookPattern, h.webhookLog)
 	r.Post(routes.AdminWebhookDisablePattern, h.disableWebhook)
+	r.Post(routes.AdminWebhookEnablePattern, h.enableWebhook)
 	r.Post(routes.AdminDeliveryResendPattern, h.resendDelivery)
 }
 

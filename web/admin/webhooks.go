@@ -27,8 +27,15 @@ func (h *Handlers) webhooks(c *fiber.Ctx) error {
 	}
 	v := adminview.WebhooksView{Pending: st.Pending, Failed: st.Failed, FailingEndpoints: st.FailingEndpoints,
 		OldestAge: st.OldestAge.Round(time.Second).String()}
-	if c.Query("done") == "disabled" {
+	switch c.Query("done") {
+	case "disabled":
 		v.Notice = "webhooks.admin_disabled"
+	case "enabled":
+		v.Notice = "webhooks.admin_enabled"
+	case "owner":
+		v.Notice = "webhooks.admin_owner_disabled"
+	case "too_many":
+		v.Notice = "webhooks.error_too_many"
 	}
 	for _, e := range all {
 		v.Endpoints = append(v.Endpoints, h.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed))
@@ -110,6 +117,29 @@ func (h *Handlers) disableWebhook(c *fiber.Ctx) error {
 	}
 	h.Log.Warn("admin disabled a webhook endpoint", "endpoint", ep.ID, "owner", ep.UserID, "admin", h.User(c).ID)
 	return c.Redirect(routes.AdminWebhooks+"?done=disabled", fiber.StatusSeeOther)
+}
+
+// enableWebhook brings back an endpoint an admin disabled, or clears
+// one's failing mark (audited). One its owner disabled stays the owner's
+// to enable.
+func (h *Handlers) enableWebhook(c *fiber.Ctx) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	ep, err := h.Webhooks.AdminEnable(c.UserContext(), h.User(c).ID, id)
+	switch {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrDisabledByOwner):
+		return c.Redirect(routes.AdminWebhooks+"?done=owner", fiber.StatusSeeOther)
+	case errors.Is(err, webhook.ErrTooMany):
+		return c.Redirect(routes.AdminWebhooks+"?done=too_many", fiber.StatusSeeOther)
+	case err != nil:
+		return err
+	}
+	h.Log.Warn("admin enabled a webhook endpoint", "endpoint", ep.ID, "owner", ep.UserID, "admin", h.User(c).ID)
+	return c.Redirect(routes.AdminWebhooks+"?done=enabled", fiber.StatusSeeOther)
 }
 
 // resendDelivery queues a delivery again (audited).
