@@ -162,7 +162,7 @@ var adminFA = map[string]string{ // #nosec G101 -- UI text, not credentials: tra
 	"dash.approx_note":                  "≈ تخمینی از آمار پایگاه داده است، نه شمارش دقیق: شمردن یکایک این همه پرداخت صفحه را کند می‌کند. تا {n} پرداخت در هر وضعیت دقیق شمرده می‌شود.",
 }
 
-var adminEN = map[string]string{
+var adminEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
 	"admin.nav_label":                   "Admin sections",
 	"admin.nav.dashboard":               "Dashboard",
 	"admin.nav.payments":                "Payments",
