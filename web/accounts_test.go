@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -29,9 +30,9 @@ func TestSignUpRefusesWeakPasswordsAndLookalikes(t *testing.T) {
 			{"fullwidth copy of an account", "ａｄｍｉｎ@example.com", "correct horse battery", "already exists"},
 		} {
 			fresh := app.NewClient(t)
-			fresh.Get("/signup?lang=en")
-			page := fresh.Get("/signup")
-			r := fresh.Post("/signup", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "email": {tc.email}, "password": {tc.password}})
+			fresh.Get(routes.SignUp + "?lang=en")
+			page := fresh.Get(routes.SignUp)
+			r := fresh.Post(routes.SignUp, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "email": {tc.email}, "password": {tc.password}})
 			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, tc.key) {
 				t.Errorf("%s: %d, want 422 saying %q", tc.name, r.Status, tc.key)
 			}
@@ -57,7 +58,7 @@ func TestAdminConsoleExposesLookalikeEmails(t *testing.T) {
 		}
 		admin := app.NewClient(t)
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
-		page := admin.Get("/admin")
+		page := admin.Get(routes.Admin)
 		if !strings.Contains(page.Body, `data-testid="email-oddity"`) || !strings.Contains(page.Body, "U+0430") {
 			t.Fatalf("the lookalike address is not exposed on the admin page: %d", page.Status)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -20,8 +21,8 @@ func TestOversizedRequestsSayTooLarge(t *testing.T) {
 	c := app.NewClient(t)
 	long := strings.Repeat("9", 9000)
 	for _, tt := range []struct{ name, path string }{
-		{"callback", "/payments/abcdefghijklmnopqrstuvwx/return?trackId=" + long},
-		{"page", "/signin?x=" + long},
+		{"callback", routes.PaymentReturn("abcdefghijklmnopqrstuvwx") + "?trackId=" + long},
+		{"page", routes.SignIn + "?x=" + long},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := c.Get(tt.path)

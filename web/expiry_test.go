@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -73,7 +74,7 @@ func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
 		for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
 			c := app.NewClient(t)
 			c.SignUp("late-" + string(lang) + "@example.com")
-			c.GetIn(string(lang), "/wallet")
+			c.GetIn(string(lang), routes.Wallet)
 
 			// Cancelled at once: "cancelled".
 			csrf, tok := c.TopUpForm()
@@ -114,7 +115,7 @@ func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
 				t.Errorf("%s: last event %+v %v, want failed for bank_expired", lang, ev, err)
 			}
 			// Its receipt says the same, and so does a reload of the return.
-			failedPageSays(t, c.Get("/payments/"+p.PublicID), lang, "expired", "cancelled")
+			failedPageSays(t, c.Get(routes.Payment(p.PublicID)), lang, "expired", "cancelled")
 			failedPageSays(t, c.Get(back), lang, "expired", "cancelled")
 		}
 		paymenttest.CheckInvariants(t, db)
@@ -154,7 +155,7 @@ func TestAbandonedAttemptExpiresAsTimeRanOut(t *testing.T) {
 					t.Fatalf("abandoned attempt: %s %q, want failed (%s)", p.Status, p.StatusReason, tc.reason)
 				}
 				for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
-					failedPageSays(t, c.GetIn(string(lang), "/payments/"+p.PublicID), lang, "expired", "cancelled")
+					failedPageSays(t, c.GetIn(string(lang), routes.Payment(p.PublicID)), lang, "expired", "cancelled")
 				}
 			})
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -53,8 +54,8 @@ func TestFailurePageSaysWhy(t *testing.T) {
 			// state machine would have (a failed one is reopened first).
 			failWith(t, app.DB, p.ID, tc.reason)
 			for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
-				c.Get("/wallet?lang=" + string(lang))
-				page := c.Get("/payments/" + p.PublicID)
+				c.Get(routes.Wallet + "?lang=" + string(lang))
+				page := c.Get(routes.Payment(p.PublicID))
 				if page.Status != http.StatusOK {
 					t.Fatalf("receipt: %d", page.Status)
 				}
@@ -77,15 +78,15 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		})
 	}
 	// "Try again" opens the form with the amount filled in.
-	c.Get("/wallet?lang=fa")
-	form := c.Get("/wallet/topup?amount=75000")
+	c.Get(routes.Wallet + "?lang=fa")
+	form := c.Get(routes.TopUp + "?amount=75000")
 	if !strings.Contains(form.Body, `value="۷۵٬۰۰۰"`) {
 		t.Errorf("try again: the form is not filled in")
 	}
 	// A payment under review offers no "try again".
 	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
 	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
-	if page := c.Get("/payments/" + p.PublicID); strings.Contains(page.Body, `data-testid="try-again"`) || strings.Contains(page.Body, `data-testid="failure-cause"`) {
+	if page := c.Get(routes.Payment(p.PublicID)); strings.Contains(page.Body, `data-testid="try-again"`) || strings.Contains(page.Body, `data-testid="failure-cause"`) {
 		t.Errorf("a payment under review offers to try again")
 	}
 	apptest.CheckInvariants(t, app.DB)

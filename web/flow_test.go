@@ -11,6 +11,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -25,7 +26,7 @@ func startTopUp(t *testing.T, app *apptest.App, email, tomans string) (*apptest.
 	c.SignUp(email)
 	csrf, token := c.TopUpForm()
 	r := c.PostTopUp(csrf, token, tomans)
-	if r.Status != http.StatusSeeOther || !strings.Contains(r.Location, "/sandbank/pg/StartPay/S") {
+	if r.Status != http.StatusSeeOther || !strings.Contains(r.Location, routes.Sandbank+"/pg/StartPay/S") {
 		t.Fatalf("top-up: status %d location %q body %.300s", r.Status, r.Location, r.Body)
 	}
 	return c, r.Location
@@ -53,7 +54,7 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 		// Pay: credited once, receipt shows the bank reference.
 		c, payURL := startTopUp(t, app, "pay@example.com", "۵۰٬۰۰۰")
 		back := payAtBank(t, c, payURL, "pay")
-		if !strings.Contains(back, "Status=OK") || !strings.HasPrefix(back, app.URL+"/payments/") {
+		if !strings.Contains(back, "Status=OK") || !strings.HasPrefix(back, app.URL+routes.Payments+"/") {
 			t.Fatalf("bank redirect %q", back)
 		}
 		res := c.Get(back)
@@ -71,13 +72,13 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 		if got := c.Balance(); got != 500_000 {
 			t.Fatalf("balance after reload %d", got)
 		}
-		publicID := strings.Split(strings.TrimPrefix(back, app.URL+"/payments/"), "/")[0]
-		receipt := c.Get("/payments/" + publicID)
+		publicID := strings.Split(strings.TrimPrefix(back, app.URL+routes.Payments+"/"), "/")[0]
+		receipt := c.Get(routes.Payment(publicID))
 		if receipt.Status != http.StatusOK || apptest.PaymentStatus(receipt.Body) != "credited" || !strings.Contains(receipt.Body, `data-testid="ref-id"`) {
 			t.Fatalf("receipt: %d %q", receipt.Status, apptest.PaymentStatus(receipt.Body))
 		}
-		wallet := c.Get("/wallet")
-		if strings.Count(wallet.Body, `data-testid="history-row"`) != 1 || !strings.Contains(wallet.Body, "/payments/"+publicID) {
+		wallet := c.Get(routes.Wallet)
+		if strings.Count(wallet.Body, `data-testid="history-row"`) != 1 || !strings.Contains(wallet.Body, routes.Payment(publicID)) {
 			t.Fatalf("wallet history does not list the top-up once")
 		}
 		var bankPaid int
@@ -198,7 +199,7 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 		back, _ := app.Server.Bank.Pay(apptest.Authority(results[0].Location))
 		c.Get(back)
 		again := c.PostTopUp(csrf, token, "30000")
-		if again.Status != http.StatusSeeOther || !strings.HasPrefix(again.Location, "/payments/") {
+		if again.Status != http.StatusSeeOther || !strings.HasPrefix(again.Location, routes.Payments+"/") {
 			t.Fatalf("resubmit after payment: %d %q", again.Status, again.Location)
 		}
 		if got := c.Balance(); got != 300_000 {
@@ -228,15 +229,15 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 			name, path string
 			want       int
 		}{
-			{"unknown id", "/payments/aaaaaaaaaaaaaaaaaaaaaaaa/return?Authority=" + authority + "&Status=OK", http.StatusNotFound},
-			{"malformed id", "/payments/x'--/return?Authority=" + authority + "&Status=OK", http.StatusNotFound},
-			{"other authority", "/payments/" + publicID + "/return?Authority=S" + strings.Repeat("0", 35) + "&Status=OK", http.StatusBadRequest},
-			{"no authority", "/payments/" + publicID + "/return?Status=OK", http.StatusBadRequest},
-			{"huge authority", "/payments/" + publicID + "/return?Authority=" + strings.Repeat("A", 500), http.StatusBadRequest},
+			{"unknown id", routes.PaymentReturn("aaaaaaaaaaaaaaaaaaaaaaaa") + "?Authority=" + authority + "&Status=OK", http.StatusNotFound},
+			{"malformed id", routes.Payments + "/x'--/return?Authority=" + authority + "&Status=OK", http.StatusNotFound},
+			{"other authority", routes.PaymentReturn(publicID) + "?Authority=S" + strings.Repeat("0", 35) + "&Status=OK", http.StatusBadRequest},
+			{"no authority", routes.PaymentReturn(publicID) + "?Status=OK", http.StatusBadRequest},
+			{"huge authority", routes.PaymentReturn(publicID) + "?Authority=" + strings.Repeat("A", 500), http.StatusBadRequest},
 			// Right authority, but the payer has not paid: Status=OK and an
 			// amount are hints and lies; the bank says the payer is still
 			// at its page, so the payment stays open.
-			{"not paid yet", "/payments/" + publicID + "/return?Authority=" + authority + "&Status=OK&amount=999999999", http.StatusOK},
+			{"not paid yet", routes.PaymentReturn(publicID) + "?Authority=" + authority + "&Status=OK&amount=999999999", http.StatusOK},
 		}
 		for _, tc := range cases {
 			r := attacker.Get(tc.path)
@@ -295,7 +296,7 @@ func TestBadAmountsWriteNothing(t *testing.T) {
 			t.Errorf("bad token: %d", r.Status)
 		}
 		// No CSRF token: 403.
-		if r := c.Post("/wallet/topup", url.Values{"token": {token}, "amount": {"10000"}}); r.Status != http.StatusForbidden {
+		if r := c.Post(routes.TopUp, url.Values{"token": {token}, "amount": {"10000"}}); r.Status != http.StatusForbidden {
 			t.Errorf("no csrf: %d", r.Status)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 0 {
@@ -329,11 +330,11 @@ func TestReceiptIsOwnersOnly(t *testing.T) {
 		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
 		other := app.NewClient(t)
 		other.SignUp("other@example.com")
-		if r := other.Get("/payments/" + publicID); r.Status != http.StatusNotFound {
+		if r := other.Get(routes.Payment(publicID)); r.Status != http.StatusNotFound {
 			t.Fatalf("other user: %d", r.Status)
 		}
 		anon := app.NewClient(t)
-		if r := anon.Get("/payments/" + publicID); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+		if r := anon.Get(routes.Payment(publicID)); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 			t.Fatalf("anonymous: %d %q", r.Status, r.Location)
 		}
 	})
@@ -412,25 +413,25 @@ func TestErrorPages(t *testing.T) {
 		want         int
 	}{
 		{"GET", "/no/such/page", 404},
-		{"GET", "/wallet?before=abc", 303}, // not signed in: to sign-in first
-		{"POST", "/signin", 403},           // no CSRF token
+		{"GET", routes.Wallet + "?before=abc", 303}, // not signed in: to sign-in first
+		{"POST", routes.SignIn, 403},                // no CSRF token
 		// The bank inside the app has no control API: nobody can list
 		// payments or mark one paid over HTTP.
-		{"GET", "/sandbank/_sandbank/payments", 404},
-		{"POST", "/sandbank/_sandbank/payments/S000000000000000000000000000000000000/pay", 404},
-		{"POST", "/sandbank/_sandbank/faults", 404},
+		{"GET", routes.Sandbank + "/_sandbank/payments", 404},
+		{"POST", routes.Sandbank + "/_sandbank/payments/S000000000000000000000000000000000000/pay", 404},
+		{"POST", routes.Sandbank + "/_sandbank/faults", 404},
 	} {
 		req, _ := http.NewRequest(tc.method, app.URL+tc.path, nil)
 		r := c.Do(req)
 		if r.Status != tc.want {
 			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, r.Status, tc.want)
 		}
-		if r.Status != 303 && !strings.HasPrefix(tc.path, "/sandbank/") && !strings.Contains(r.Body, "<html") {
+		if r.Status != 303 && !strings.HasPrefix(tc.path, routes.Sandbank+"/") && !strings.Contains(r.Body, "<html") {
 			t.Errorf("%s %s: not an HTML page: %.100s", tc.method, tc.path, r.Body)
 		}
 	}
 	c.SignUp("errors@example.com")
-	if r := c.Get("/wallet?before=abc"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="message"`) {
+	if r := c.Get(routes.Wallet + "?before=abc"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="message"`) {
 		t.Errorf("bad cursor: %d", r.Status)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -28,7 +29,7 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		}})
 		c := app.NewClient(t)
 		c.SignUp("choice-" + string(db.Dialect) + "@example.com")
-		form := c.Get("/wallet/topup")
+		form := c.Get(routes.TopUp)
 		if !strings.Contains(form.Body, `data-testid="gateway-choice"`) ||
 			!regexpChecked(form.Body, "zarinpal") || regexpChecked(form.Body, "zibal") ||
 			!strings.Contains(form.Body, `name="gateway" value="zibal"`) {
@@ -36,16 +37,16 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		}
 		post := func(tomans, gw string) apptest.Response {
 			t.Helper()
-			page := c.Get("/wallet/topup")
-			return c.Post("/wallet/topup", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "token": {apptest.Input(page.Body, "token")},
+			page := c.Get(routes.TopUp)
+			return c.Post(routes.TopUp, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "token": {apptest.Input(page.Body, "token")},
 				"amount": {tomans}, "gateway": {gw}})
 		}
 		// The payer's choice.
-		if r := post("20000", "zibal"); r.Status != http.StatusSeeOther || !strings.Contains(r.Location, "/sandbank/start/") {
+		if r := post("20000", "zibal"); r.Status != http.StatusSeeOther || !strings.Contains(r.Location, routes.Sandbank+"/start/") {
 			t.Fatalf("zibal chosen: %d %q", r.Status, r.Location)
 		}
 		atZarinpal := post("30000", "zarinpal")
-		if atZarinpal.Status != http.StatusSeeOther || !strings.Contains(atZarinpal.Location, "/sandbank/pg/StartPay/") {
+		if atZarinpal.Status != http.StatusSeeOther || !strings.Contains(atZarinpal.Location, routes.Sandbank+"/pg/StartPay/") {
 			t.Fatalf("zarinpal chosen: %d %q", atZarinpal.Status, atZarinpal.Location)
 		}
 		if r := post("30000", "paypal"); r.Status != http.StatusUnprocessableEntity {
@@ -61,13 +62,13 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 			!regexpChecked(failed.Body, "zibal") || apptest.Input(failed.Body, "amount") != "40000" {
 			t.Fatalf("gateway failed page: %d", failed.Status)
 		}
-		form = c.Get("/wallet/topup")
+		form = c.Get(routes.TopUp)
 		if !strings.Contains(form.Body, `data-testid="gateway-down-zarinpal"`) || !regexpChecked(form.Body, "zibal") {
 			t.Errorf("the form while zarinpal is down does not mark it or preselect zibal")
 		}
 		// Still asking for Zarinpal: goes to Zibal, a new payment there.
 		moved := post("50000", "zarinpal")
-		if moved.Status != http.StatusSeeOther || !strings.Contains(moved.Location, "/sandbank/start/") {
+		if moved.Status != http.StatusSeeOther || !strings.Contains(moved.Location, routes.Sandbank+"/start/") {
 			t.Fatalf("failover: %d %q", moved.Status, moved.Location)
 		}
 		var n int64

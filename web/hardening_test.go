@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -36,10 +37,10 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("nul@example.com")
-		csrf := apptest.Input(user.Get("/account/tokens").Body, "_csrf")
+		csrf := apptest.Input(user.Get(routes.Tokens).Body, "_csrf")
 		before := dbState(t, db)
 		for _, name := range []string{"a\x00b", "\x00", "bad \xff utf8"} {
-			r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"read"}, "password": {"correct horse battery"}})
+			r := user.Post(routes.Tokens, url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"read"}, "password": {"correct horse battery"}})
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("token name %q: %d, want 400", name, r.Status)
 			}
@@ -50,9 +51,9 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 		admin := signedInAdmin(t, app, "root@example.com")
 		before = dbState(t, db)
 		for _, path := range []string{
-			"/admin/payments?q=a%00b", "/admin/payments?gateway=%00", "/admin/payments?from=%00", "/admin/payments?min=%00",
-			"/admin/payments.csv?q=%00", "/admin/users?q=x%00", "/admin/audit?admin=%00", "/admin/audit?payment=%00",
-			"/admin/tokens?email=%00", "/admin/payments?q=%ff", "/admin/payments?%00=1",
+			routes.AdminPayments + "?q=a%00b", routes.AdminPayments + "?gateway=%00", routes.AdminPayments + "?from=%00", routes.AdminPayments + "?min=%00",
+			routes.AdminPaymentsCSV + "?q=%00", routes.AdminUsers + "?q=x%00", routes.AdminAudit + "?admin=%00", routes.AdminAudit + "?payment=%00",
+			routes.AdminTokens + "?email=%00", routes.AdminPayments + "?q=%ff", routes.AdminPayments + "?%00=1",
 		} {
 			if r := admin.Get(path); r.Status != http.StatusBadRequest {
 				t.Errorf("GET %s: %d, want 400", path, r.Status)
@@ -62,7 +63,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 			t.Errorf("refused requests wrote: %v → %v", before, after)
 		}
 		// The same filters without the NUL are served.
-		for _, path := range []string{"/admin/payments?q=ab", "/admin/users?q=x", "/admin/audit?admin=root@example.com", "/admin/tokens?email=x"} {
+		for _, path := range []string{routes.AdminPayments + "?q=ab", routes.AdminUsers + "?q=x", routes.AdminAudit + "?admin=root@example.com", routes.AdminTokens + "?email=x"} {
 			if r := admin.Get(path); r.Status != http.StatusOK {
 				t.Errorf("GET %s: %d, want 200", path, r.Status)
 			}
@@ -79,9 +80,9 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("bidi@example.com")
-		csrf := apptest.Input(user.Get("/account/tokens").Body, "_csrf")
+		csrf := apptest.Input(user.Get(routes.Tokens).Body, "_csrf")
 		for _, name := range []string{"\u202Egnp.exe", "a\u2066b\u2069", "a\u2067b", "a\u2068b", "zero\u200Bwidth", "tab\tname", "esc\x1b[31m", "line\nbreak"} {
-			r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"read"}, "password": {"correct horse battery"}})
+			r := user.Post(routes.Tokens, url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"read"}, "password": {"correct horse battery"}})
 			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="token-error"`) ||
 				!strings.Contains(r.Body, "کاراکترهای نامرئی یا کنترلی") {
 				t.Errorf("token name %q: %d, want 422 with the reason", name, r.Status)
@@ -101,12 +102,12 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 		if err := db.Gorm.Exec(`UPDATE api_tokens SET name = ?`, "\u202Egnp.exe").Error; err != nil {
 			t.Fatal(err)
 		}
-		page := user.Get("/account/tokens").Body
+		page := user.Get(routes.Tokens).Body
 		if !strings.Contains(page, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") {
 			t.Errorf("the stored name is not rendered inside <bdi>")
 		}
 		admin := signedInAdmin(t, app, "boss@example.com")
-		if body := admin.Get("/admin/tokens").Body; !strings.Contains(body, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") ||
+		if body := admin.Get(routes.AdminTokens).Body; !strings.Contains(body, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") ||
 			!strings.Contains(body, "<bdi>bidi@example.com</bdi>") {
 			t.Errorf("the admin's token list does not isolate names and owners")
 		}
@@ -121,16 +122,16 @@ func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("query@example.com")
-		csrf := apptest.Input(user.Get("/account").Body, "_csrf")
+		csrf := apptest.Input(user.Get(routes.Account).Body, "_csrf")
 		sessions := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`)
-		r := user.Post("/account/signout-everywhere?_csrf="+url.QueryEscape(csrf), url.Values{})
+		r := user.Post(routes.AccountSignOutEverywhere+"?_csrf="+url.QueryEscape(csrf), url.Values{})
 		if r.Status != http.StatusForbidden {
 			t.Fatalf("token in the query string: %d, want 403", r.Status)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != sessions {
 			t.Fatalf("sessions %d → %d after a refused request", sessions, n)
 		}
-		if r := user.Post("/account/signout-everywhere", url.Values{"_csrf": {csrf}}); r.Status != http.StatusSeeOther {
+		if r := user.Post(routes.AccountSignOutEverywhere, url.Values{"_csrf": {csrf}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("token in the form: %d, want 303", r.Status)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != 0 {
@@ -163,20 +164,20 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 		admin := app.NewClient(t)
 		admin.SignIn("victim@example.com", "correct horse battery")
 		planted := sessionCookie(app, admin) // what the attacker knows
-		if r := admin.Get("/admin"); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/admin/2fa") {
+		if r := admin.Get(routes.Admin); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.AdminTwoFactor) {
 			t.Fatalf("before the second factor: %d %q", r.Status, r.Location)
 		}
 		admin.PassAdminChecks("victim@example.com")
 		if now := sessionCookie(app, admin); now == "" || now == planted {
 			t.Fatalf("the session token did not change at the second factor")
 		}
-		if r := admin.Get("/admin"); r.Status != http.StatusOK {
+		if r := admin.Get(routes.Admin); r.Status != http.StatusOK {
 			t.Fatalf("the admin after the second factor: %d", r.Status)
 		}
 		attacker := app.NewClient(t)
 		u, _ := url.Parse(app.URL)
 		attacker.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "kp_session", Value: planted, Path: "/"}})
-		if r := attacker.Get("/admin"); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+		if r := attacker.Get(routes.Admin); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 			t.Fatalf("the planted token after the admin's second factor: %d %q, want a redirect to sign in", r.Status, r.Location)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions WHERE second_factor_at IS NOT NULL`); n != 1 {
@@ -190,7 +191,7 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 		if sessionCookie(app, again) == before {
 			t.Fatalf("the token did not change when a code was typed (not enrolling)")
 		}
-		if r := again.Get("/admin"); r.Status != http.StatusOK {
+		if r := again.Get(routes.Admin); r.Status != http.StatusOK {
 			t.Fatalf("second admin session: %d", r.Status)
 		}
 	})
@@ -209,7 +210,7 @@ func TestAdminWithPercentInAddressEnrols(t *testing.T) {
 			c := app.NewClient(t)
 			c.SignIn(email, "correct horse battery")
 			c.PassAdminChecks(email)
-			if r := c.Get("/admin"); r.Status != http.StatusOK {
+			if r := c.Get(routes.Admin); r.Status != http.StatusOK {
 				t.Fatalf("%s after enrolling: %d", email, r.Status)
 			}
 		}
@@ -235,7 +236,7 @@ func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
 		if before == "en" {
 			other = "fa"
 		}
-		r := user.Get("/wallet?lang=" + other)
+		r := user.Get(routes.Wallet + "?lang=" + other)
 		if r.Status != http.StatusSeeOther || !strings.Contains(r.Header.Get("Set-Cookie"), "lang="+other) {
 			t.Fatalf("GET ?lang=%s: %d %q", other, r.Status, r.Header.Get("Set-Cookie"))
 		}
@@ -243,7 +244,7 @@ func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
 			t.Fatalf("GET ?lang= wrote users.locale: %q → %q", before, got)
 		}
 		// The next state-changing request saves the choice.
-		if r := user.Submit("/account/tokens", "/account/tokens", url.Values{"name": {"x"}, "scope": {"read"}, "password": {"correct horse battery"}}); r.Status != http.StatusOK {
+		if r := user.Submit(routes.Tokens, routes.Tokens, url.Values{"name": {"x"}, "scope": {"read"}, "password": {"correct horse battery"}}); r.Status != http.StatusOK {
 			t.Fatalf("create token: %d", r.Status)
 		}
 		if got := locale(); got != other {
@@ -267,7 +268,7 @@ func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
 		t.Fatalf("bank page: %d, CSP %q, want exactly the bank's one", resp.StatusCode, csp)
 	}
 	// The app's own pages keep theirs, once.
-	resp, err = http.Get(app.URL + "/signin")
+	resp, err = http.Get(app.URL + routes.SignIn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 		pending := func() int64 { return apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_secret <> ''`) }
 		intruder := app.NewClient(t) // knows the password, not the code
 		intruder.SignIn("new-admin@example.com", "correct horse battery")
-		page := intruder.Get("/admin/2fa")
+		page := intruder.Get(routes.AdminTwoFactor)
 		if page.Status != http.StatusOK || strings.Contains(page.Body, "totp-secret") || strings.Contains(page.Body, "data:image/png") {
 			t.Fatalf("GET /admin/2fa before the enrolment code: %d, shows a secret: %v", page.Status, strings.Contains(page.Body, "totp-secret"))
 		}
@@ -299,7 +300,7 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 			t.Fatal("GET /admin/2fa wrote a pending secret")
 		}
 		for _, guess := range []string{"", "AAAA-BBBB-CCCC-DDDD"} {
-			r := intruder.Post("/admin/2fa", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "enrol_code": {guess}})
+			r := intruder.Post(routes.AdminTwoFactor, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "enrol_code": {guess}})
 			if r.Status != http.StatusUnprocessableEntity || strings.Contains(r.Body, "totp-secret") {
 				t.Errorf("enrolment code %q: %d", guess, r.Status)
 			}
@@ -311,17 +312,17 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 		admin := app.NewClient(t)
 		admin.SignIn("new-admin@example.com", "correct horse battery")
 		admin.PassAdminChecks("new-admin@example.com")
-		if r := admin.Get("/admin"); r.Status != http.StatusOK {
+		if r := admin.Get(routes.Admin); r.Status != http.StatusOK {
 			t.Fatalf("the admin after enrolling: %d", r.Status)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_enrol_hash <> ''`); n != 0 {
 			t.Fatal("the enrolment code outlived the enrolment")
 		}
 		// The intruder's session: no console, and the check page shows no secret.
-		if r := intruder.Get("/admin/2fa"); strings.Contains(r.Body, "totp-secret") {
+		if r := intruder.Get(routes.AdminTwoFactor); strings.Contains(r.Body, "totp-secret") {
 			t.Fatal("the secret is shown to a session that only knows the password")
 		}
-		if r := intruder.Get("/admin"); r.Status != http.StatusSeeOther {
+		if r := intruder.Get(routes.Admin); r.Status != http.StatusSeeOther {
 			t.Fatalf("the intruder's /admin: %d", r.Status)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -26,24 +27,24 @@ func TestOtherHostRedirectsToBaseURL(t *testing.T) {
 		headers map[string]string
 		want    int // 307 means redirected to the same path on BASE_URL
 	}{
-		{"own host", nil, "GET", "/signin", "", nil, http.StatusOK},
-		{"own host, upper case", nil, "GET", "/signin", "UPPER", nil, http.StatusOK},
-		{"other name", nil, "GET", "/signin?lang=en&next=%2Fwallet", "localhost", nil, http.StatusTemporaryRedirect},
-		{"other name, a form post", nil, "POST", "/signin", "localhost", nil, http.StatusTemporaryRedirect},
-		{"other name, the bank's callback", nil, "POST", "/payments/abc/return?Authority=A1&Status=OK", "localhost", nil, http.StatusTemporaryRedirect},
+		{"own host", nil, "GET", routes.SignIn, "", nil, http.StatusOK},
+		{"own host, upper case", nil, "GET", routes.SignIn, "UPPER", nil, http.StatusOK},
+		{"other name", nil, "GET", routes.SignIn + "?lang=en&next=" + url.QueryEscape(routes.Wallet), "localhost", nil, http.StatusTemporaryRedirect},
+		{"other name, a form post", nil, "POST", routes.SignIn, "localhost", nil, http.StatusTemporaryRedirect},
+		{"other name, the bank's callback", nil, "POST", routes.PaymentReturn("abc") + "?Authority=A1&Status=OK", "localhost", nil, http.StatusTemporaryRedirect},
 		{"other name, a double-slash path", nil, "GET", "//evil.example/x", "localhost", nil, http.StatusTemporaryRedirect},
-		{"other name, health check", nil, "GET", "/healthz", "localhost", nil, http.StatusOK},
-		{"other name, readiness check", nil, "GET", "/readyz", "localhost", nil, http.StatusOK},
+		{"other name, health check", nil, "GET", routes.Healthz, "localhost", nil, http.StatusOK},
+		{"other name, readiness check", nil, "GET", routes.Readyz, "localhost", nil, http.StatusOK},
 		// The API's bearer token would be dropped by a client following a
 		// redirect to another host: it is answered where it arrives.
-		{"other name, the API without a token", nil, "GET", "/api/v1/wallet", "localhost", nil, http.StatusUnauthorized},
-		{"other name, the API's document", nil, "GET", "/api/openapi.json", "localhost", nil, http.StatusOK},
+		{"other name, the API without a token", nil, "GET", routes.APIWallet, "localhost", nil, http.StatusUnauthorized},
+		{"other name, the API's document", nil, "GET", routes.APIOpenAPI, "localhost", nil, http.StatusOK},
 		{"other name, a path that only starts like the API", nil, "GET", "/apix", "localhost", nil, http.StatusTemporaryRedirect},
-		{"forwarded host believed from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", "/signin", "localhost",
+		{"forwarded host believed from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", routes.SignIn, "localhost",
 			map[string]string{"X-Forwarded-Host": "BASE"}, http.StatusOK},
-		{"forwarded other host from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", "/signin", "",
+		{"forwarded other host from a trusted proxy", map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}, "GET", routes.SignIn, "",
 			map[string]string{"X-Forwarded-Host": "wallet.example"}, http.StatusTemporaryRedirect},
-		{"forwarded host ignored from anyone else", nil, "GET", "/signin", "localhost",
+		{"forwarded host ignored from anyone else", nil, "GET", routes.SignIn, "localhost",
 			map[string]string{"X-Forwarded-Host": "BASE"}, http.StatusTemporaryRedirect},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -24,7 +25,7 @@ func TestAcceptLanguageDoesNotChoose(t *testing.T) {
 		return c.Do(req)
 	}
 	for _, al := range []string{"en", "en-US,en;q=0.9", "de, en;q=0.5"} {
-		r := get("/signin", al)
+		r := get(routes.SignIn, al)
 		if r.Status != http.StatusOK || !strings.Contains(r.Body, `<html lang="fa" dir="rtl">`) {
 			t.Errorf("Accept-Language %q: %d, page not in Persian", al, r.Status)
 		}
@@ -33,14 +34,14 @@ func TestAcceptLanguageDoesNotChoose(t *testing.T) {
 		}
 	}
 	// The person chooses English: it sticks, whatever the browser asks.
-	if r := get("/signin?lang=en", "fa"); r.Status != http.StatusSeeOther {
+	if r := get(routes.SignIn+"?lang=en", "fa"); r.Status != http.StatusSeeOther {
 		t.Fatalf("choose English: %d", r.Status)
 	}
-	if r := get("/signin", "fa-IR"); !strings.Contains(r.Body, `<html lang="en" dir="ltr">`) {
+	if r := get(routes.SignIn, "fa-IR"); !strings.Contains(r.Body, `<html lang="en" dir="ltr">`) {
 		t.Errorf("after choosing English: page not in English")
 	}
 	c.SignUp("persian-first@example.com")
-	for _, path := range []string{"/wallet", "/wallet/topup"} {
+	for _, path := range []string{routes.Wallet, routes.TopUp} {
 		r := get(path, "fa")
 		if !strings.Contains(r.Body, `<html lang="en" dir="ltr">`) || !strings.Contains(r.Body, `data-testid="lang-switch"`) {
 			t.Errorf("%s: not in English or no switch", path)

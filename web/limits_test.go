@@ -23,6 +23,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/web"
@@ -136,7 +137,7 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		signer := app.NewClient(t) // an anonymous visitor at the sign-in form
-		signInCSRF := apptest.Input(signer.Get("/signin").Body, "_csrf")
+		signInCSRF := apptest.Input(signer.Get(routes.SignIn).Body, "_csrf")
 
 		// Each target: its request head without Content-Length or
 		// Transfer-Encoding, and a body of n bytes that it would accept.
@@ -152,19 +153,19 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 		targets := []target{
 			{"sign-in form",
 				func(framing string) string {
-					return requestHead(app, "POST", "/signin", cookieHeader(app, signer), "Content-Type: application/x-www-form-urlencoded", framing)
+					return requestHead(app, "POST", routes.SignIn, cookieHeader(app, signer), "Content-Type: application/x-www-form-urlencoded", framing)
 				},
 				func(n int) string {
 					return form(url.Values{"_csrf": {signInCSRF}, "email": {"big@example.com"}, "password": {"correct horse battery"}}, n)
 				}},
 			{"bank callback",
 				func(framing string) string {
-					return requestHead(app, "POST", "/payments/"+publicID+"/return", "Content-Type: application/x-www-form-urlencoded", framing)
+					return requestHead(app, "POST", routes.PaymentReturn(publicID), "Content-Type: application/x-www-form-urlencoded", framing)
 				},
 				func(n int) string { return form(url.Values{"Authority": {authority}, "Status": {"OK"}}, n) }},
 			{"API top-up",
 				func(framing string) string {
-					return requestHead(app, "POST", "/api/v1/topups", "Authorization: Bearer "+apiSecret,
+					return requestHead(app, "POST", routes.APITopUps, "Authorization: Bearer "+apiSecret,
 						"Idempotency-Key: big-body-1", "Content-Type: application/json", framing)
 				},
 				func(n int) string { // JSON padded with white space
@@ -299,10 +300,10 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		t.Fatalf("the app's body limit is %d, want %d", got, web.MaxBodyBytes)
 	}
 	anon := app.NewClient(t)
-	csrf := apptest.Input(anon.Get("/signin").Body, "_csrf")
+	csrf := apptest.Input(anon.Get(routes.SignIn).Body, "_csrf")
 	signIn := url.Values{"_csrf": {csrf}, "email": {"slow@example.com"}, "password": {"correct horse battery"}}.Encode()
 	bodyHead := func(length int) string {
-		return requestHead(app, "POST", "/signin", cookieHeader(app, anon), "Content-Type: application/x-www-form-urlencoded",
+		return requestHead(app, "POST", routes.SignIn, cookieHeader(app, anon), "Content-Type: application/x-www-form-urlencoded",
 			"Content-Length: "+strconv.Itoa(length))
 	}
 	attacks := []slowAttack{
@@ -369,7 +370,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 
 			// All of them hang: normal requests are still answered, and
 			// before the first slow client is cut off.
-			for _, path := range []string{"/healthz", "/signin"} {
+			for _, path := range []string{routes.Healthz, routes.SignIn} {
 				res, err := normal.Get(app.URL + path)
 				if err != nil {
 					t.Fatalf("GET %s while %d slow clients hang: %v", path, clients, err)

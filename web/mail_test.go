@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -60,13 +61,13 @@ func TestPasswordResetByMail(t *testing.T) {
 		}
 
 		anon := app.NewClient(t)
-		signin := anon.Get("/signin")
+		signin := anon.Get(routes.SignIn)
 		if !strings.Contains(signin.Body, `href="/password/forgot"`) {
 			t.Fatal("the sign-in page does not offer a password reset")
 		}
 		forgot := func(c *apptest.Client, email string) apptest.Response {
 			t.Helper()
-			return c.Submit("/password/forgot", "/password/forgot", url.Values{"email": {email}})
+			return c.Submit(routes.PasswordForgot, routes.PasswordForgot, url.Values{"email": {email}})
 		}
 		unknown := forgot(anon, "nobody@example.com")
 		known := forgot(anon, "Forgetful@Example.com")
@@ -115,23 +116,23 @@ func TestPasswordResetByMail(t *testing.T) {
 			t.Fatalf("weak password: %d", r.Status)
 		}
 		r := anon.Post(link[0], url.Values{"_csrf": {csrf}, "password": {"my new long password"}})
-		if r.Status != http.StatusSeeOther || r.Location != "/signin?done=reset" {
+		if r.Status != http.StatusSeeOther || r.Location != routes.SignIn+"?done=reset" {
 			t.Fatalf("reset: %d %q", r.Status, r.Location)
 		}
 		if done := anon.Get(r.Location); !strings.Contains(done.Body, `data-testid="signin-notice"`) {
 			t.Fatal("the sign-in page does not say the password was reset")
 		}
 		// Old session, old token and old password are refused; the new one works.
-		if r := laptop.Get("/wallet"); r.Status != http.StatusSeeOther {
+		if r := laptop.Get(routes.Wallet); r.Status != http.StatusSeeOther {
 			t.Fatalf("the old session still works: %d", r.Status)
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, app.URL+"/api/v1/wallet", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, app.URL+routes.APIWallet, nil)
 		req.Header.Set("Authorization", "Bearer "+secret)
 		if st := app.NewClient(t).Do(req).Status; st != http.StatusUnauthorized {
 			t.Fatalf("the old API token still works: %d", st)
 		}
 		fresh := app.NewClient(t)
-		if r := fresh.Submit("/signin", "/signin", url.Values{"email": {"forgetful@example.com"}, "password": {"correct horse battery"}}); r.Status != http.StatusUnauthorized {
+		if r := fresh.Submit(routes.SignIn, routes.SignIn, url.Values{"email": {"forgetful@example.com"}, "password": {"correct horse battery"}}); r.Status != http.StatusUnauthorized {
 			t.Fatalf("the old password still works: %d", r.Status)
 		}
 		fresh.SignIn("forgetful@example.com", "my new long password")
@@ -139,13 +140,13 @@ func TestPasswordResetByMail(t *testing.T) {
 		if r := anon.Get(link[0]); r.Status != http.StatusGone || !strings.Contains(r.Body, `data-testid="reset-invalid"`) {
 			t.Fatalf("used link: %d", r.Status)
 		}
-		if r := anon.Post(link[0], url.Values{"_csrf": {apptest.Input(anon.Get("/password/forgot").Body, "_csrf")}, "password": {"yet another password"}}); r.Status != http.StatusGone {
+		if r := anon.Post(link[0], url.Values{"_csrf": {apptest.Input(anon.Get(routes.PasswordForgot).Body, "_csrf")}, "password": {"yet another password"}}); r.Status != http.StatusGone {
 			t.Fatalf("used link posted: %d", r.Status)
 		}
 
 		// An English account gets English mail; its link dies after 30 minutes.
 		en := app.NewClient(t)
-		en.GetIn("en", "/signup")
+		en.GetIn("en", routes.SignUp)
 		en.SignUp("english@example.com")
 		if r := forgot(app.NewClient(t), "english@example.com"); r.Status != http.StatusOK {
 			t.Fatalf("forgot (en): %d", r.Status)
@@ -170,11 +171,11 @@ func TestPasswordResetIsThrottled(t *testing.T) {
 	app, _, clk := startWithMail(t, db)
 	app.NewClient(t).SignUp("target@example.com")
 	c := app.NewClient(t)
-	c.GetIn("en", "/password/forgot")
+	c.GetIn("en", routes.PasswordForgot)
 	for _, email := range []string{"target@example.com", "nobody@example.com"} {
 		var last apptest.Response
 		for i := 0; i < 6; i++ {
-			last = c.Submit("/password/forgot", "/password/forgot", url.Values{"email": {email}})
+			last = c.Submit(routes.PasswordForgot, routes.PasswordForgot, url.Values{"email": {email}})
 		}
 		if last.Status != http.StatusTooManyRequests || last.Header.Get("Retry-After") == "" || !strings.Contains(last.Body, "Try again in") {
 			t.Fatalf("%s: sixth request %d", email, last.Status)
@@ -220,19 +221,19 @@ func TestReceiptsAndNotices(t *testing.T) {
 		db.Gorm.Raw(`SELECT ref_id FROM payments`).Scan(&ref)
 		m := smtpSrv.Wait(t, 5*time.Second, func(m mailtest.Received) bool { return m.To == "payer@example.com" })
 		if !strings.Contains(m.Subject, "۵۰٬۰۰۰") || !strings.Contains(m.Text, strings.ToUpper(publicID[:4])) ||
-			!strings.Contains(m.Text, "/payments/"+publicID) || !strings.Contains(m.HTML, "/payments/"+publicID) {
+			!strings.Contains(m.Text, routes.Payment(publicID)) || !strings.Contains(m.HTML, routes.Payment(publicID)) {
 			t.Fatalf("receipt: %q\n%s", m.Subject, m.Text)
 		}
 
 		// Receipts off: the next credit sends none.
-		acc := c.Get("/account")
+		acc := c.Get(routes.Account)
 		if !strings.Contains(acc.Body, `data-testid="receipts-state" data-on="true"`) {
 			t.Fatal("receipts are not shown as on")
 		}
-		if r := c.Post("/account/receipts", url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}, "receipts": {"off"}}); r.Status != http.StatusSeeOther {
+		if r := c.Post(routes.AccountReceipts, url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}, "receipts": {"off"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("turn receipts off: %d", r.Status)
 		}
-		if acc := c.Get("/account"); !strings.Contains(acc.Body, `data-on="false"`) {
+		if acc := c.Get(routes.Account); !strings.Contains(acc.Body, `data-on="false"`) {
 			t.Fatal("receipts still on")
 		}
 		csrf, tok := c.TopUpForm()

@@ -20,6 +20,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -122,7 +123,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 
 		// The cookie roles' browsers.
 		anon := app.NewClient(t)
-		anon.Get("/signin") // a CSRF cookie, as any visitor has
+		anon.Get(routes.SignIn) // a CSRF cookie, as any visitor has
 		user, _ := startTopUp(t, app, "matrix-user@example.com", "10000")
 		var userID int64
 		var ownPayment string
@@ -176,72 +177,71 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				return newAdmin(true)
 			case roleAnon: // signing out rotates the visitor's CSRF cookie
 				c := app.NewClient(t)
-				c.Get("/signin")
+				c.Get(routes.SignIn)
 				return c
 			}
 			return clients[role]
 		}
 
 		ok, see, nf, unp := http.StatusOK, http.StatusSeeOther, http.StatusNotFound, http.StatusUnprocessableEntity
-		spare := fmt.Sprint(spareID)
 		rows := []matrixRow{
-			{path: "/sandbank/*", url: "/sandbank/pg/v4/payment/request.json", anyMethod: true},
-			{path: "/healthz", get: p(all(ok))},
-			{path: "/readyz", get: p(all(ok))},
+			{path: routes.SandbankAll, url: routes.Sandbank + "/pg/v4/payment/request.json", anyMethod: true},
+			{path: routes.Healthz, get: p(all(ok))},
+			{path: routes.Readyz, get: p(all(ok))},
 			// /metrics answers only to METRICS_TOKEN: 404 to everyone else.
-			{path: "/metrics", get: p(all(nf))},
-			{path: "/api/openapi.json", apiGet: a(apiWho{ok, ok, ok})},
-			{path: "/api/v1/topups", apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
+			{path: routes.Metrics, get: p(all(nf))},
+			{path: routes.APIOpenAPI, apiGet: a(apiWho{ok, ok, ok})},
+			{path: routes.APITopUps, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
 				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusBadRequest})},
-			{path: "/api/v1/topups/:id", url: "/api/v1/topups/" + ownPayment, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
-			{path: "/api/v1/wallet", apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
-			{path: "/api/v1/wallet/ledger", apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
+			{path: routes.APITopUpPattern, url: routes.APITopUp(ownPayment), apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
+			{path: routes.APIWallet, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
+			{path: routes.APIWalletLedger, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
 			{path: "/", get: p(all(see))}, // to /signin or /wallet
-			{path: "/signup", get: p(who{ok, see, see, see}), post: p(all(unp))},
-			{path: "/signin", get: p(who{ok, see, see, see}), post: p(all(http.StatusUnauthorized))}, // no such account
-			{path: "/signout", post: p(all(see)), destructive: true},
-			{path: "/account", get: p(signedIn(ok))},
-			{path: "/account/signout-everywhere", post: p(signedIn(see)), destructive: true},
-			{path: "/account/password", get: p(signedIn(ok)), post: p(signedIn(unp))},
-			{path: "/wallet", get: p(signedIn(ok))},
-			{path: "/wallet/topup", get: p(signedIn(ok)), post: p(signedIn(http.StatusBadRequest))}, // no form token
-			{path: "/payments/:id/return", url: "/payments/" + ownPayment + "/return", csrfExempt: true,
+			{path: routes.SignUp, get: p(who{ok, see, see, see}), post: p(all(unp))},
+			{path: routes.SignIn, get: p(who{ok, see, see, see}), post: p(all(http.StatusUnauthorized))}, // no such account
+			{path: routes.SignOut, post: p(all(see)), destructive: true},
+			{path: routes.Account, get: p(signedIn(ok))},
+			{path: routes.AccountSignOutEverywhere, post: p(signedIn(see)), destructive: true},
+			{path: routes.AccountPassword, get: p(signedIn(ok)), post: p(signedIn(unp))},
+			{path: routes.Wallet, get: p(signedIn(ok))},
+			{path: routes.TopUp, get: p(signedIn(ok)), post: p(signedIn(http.StatusBadRequest))}, // no form token
+			{path: routes.PaymentReturnPattern, url: routes.PaymentReturn(ownPayment), csrfExempt: true,
 				get: p(all(http.StatusBadRequest)), post: p(all(http.StatusBadRequest))},
-			{path: "/payments/:id", url: "/payments/" + ownPayment, get: p(who{see, ok, nf, nf})},
-			{path: "/account/tokens", get: p(signedIn(ok)), post: p(signedIn(unp))},
-			{path: "/account/receipts", post: p(signedIn(see))},
-			{path: "/password/forgot", get: p(all(ok)), post: p(all(ok))}, // the same answer for any address
-			{path: "/password/reset/:token", url: "/password/reset/no-such-link", get: p(all(http.StatusGone)), post: p(all(http.StatusGone))},
-			{path: "/payments/:id/abandon", url: "/payments/" + ownPayment + "/abandon", post: p(who{see, see, nf, nf})},
-			{path: "/wallet/payments", get: p(signedIn(ok))},
-			{path: "/wallet/payments.csv", get: p(signedIn(ok))},
-			{path: "/account/tokens/:id/revoke", url: "/account/tokens/" + spare + "/revoke", post: p(who{see, see, nf, nf})},
-			{path: "/admin/2fa", get: p(who{see, nf, ok, see}), post: p(who{see, nf, unp, unp})}, // no code typed
-			{path: "/admin/", url: "/admin", get: p(adminOnly(ok))},
-			{path: "/admin/payments", get: p(adminOnly(ok))},
-			{path: "/admin/payments.csv", get: p(adminOnly(ok))},
-			{path: "/admin/payments/:id", url: "/admin/payments/" + review.PublicID, get: p(adminOnly(ok))},
-			{path: "/admin/users", get: p(adminOnly(ok))},
-			{path: "/admin/users/:id", url: "/admin/users/" + fmt.Sprint(userID), get: p(adminOnly(ok))},
-			{path: "/admin/audit", get: p(adminOnly(ok))},
-			{path: "/admin/reconcile", post: p(adminOnly(see))},
-			{path: "/admin/gateways", get: p(adminOnly(ok))},
-			{path: "/admin/gateways/:name/switch", url: "/admin/gateways/zarinpal/switch", post: p(adminOnly(http.StatusBadRequest))}, // which way is required
-			{path: "/admin/payments/:id/recheck", url: "/admin/payments/" + review.PublicID + "/recheck", post: p(adminOnly(see))},
-			{path: "/admin/payments/:id/close", url: "/admin/payments/" + review.PublicID + "/close", post: p(adminOnly(see))}, // back to the payment: a note is required
-			{path: "/admin/tokens", get: p(adminOnly(ok))},
-			{path: "/admin/tokens/:id/revoke", url: "/admin/tokens/" + spare + "/revoke", post: p(adminOnly(see))},
-			{path: "/account/webhooks", get: p(signedIn(ok)), post: p(signedIn(unp))}, // no URL typed
-			{path: "/account/webhooks/:id/disable", url: "/account/webhooks/999999/disable", post: p(who{see, nf, nf, nf})},
-			{path: "/account/webhooks/:id/enable", url: "/account/webhooks/999999/enable", post: p(who{see, nf, nf, nf})},
-			{path: "/account/webhooks/:id/delete", url: "/account/webhooks/999999/delete", post: p(who{see, nf, nf, nf})},
-			{path: "/account/webhooks/origins", post: p(signedIn(unp))}, // no origin typed
-			{path: "/account/webhooks/origins/:id/delete", url: "/account/webhooks/origins/999999/delete", post: p(who{see, nf, nf, nf})},
-			{path: "/admin/webhooks", get: p(adminOnly(ok))},
-			{path: "/admin/webhooks/:id", url: "/admin/webhooks/999999", get: p(adminOnly(nf))},
-			{path: "/admin/webhooks/:id/disable", url: "/admin/webhooks/999999/disable", post: p(adminOnly(nf))},
-			{path: "/admin/webhooks/:id/enable", url: "/admin/webhooks/999999/enable", post: p(adminOnly(nf))},
-			{path: "/admin/webhooks/deliveries/:id/resend", url: "/admin/webhooks/deliveries/999999/resend", post: p(adminOnly(nf))},
+			{path: routes.PaymentPattern, url: routes.Payment(ownPayment), get: p(who{see, ok, nf, nf})},
+			{path: routes.Tokens, get: p(signedIn(ok)), post: p(signedIn(unp))},
+			{path: routes.AccountReceipts, post: p(signedIn(see))},
+			{path: routes.PasswordForgot, get: p(all(ok)), post: p(all(ok))}, // the same answer for any address
+			{path: routes.PasswordResetPattern, url: routes.PasswordReset("no-such-link"), get: p(all(http.StatusGone)), post: p(all(http.StatusGone))},
+			{path: routes.PaymentAbandonPattern, url: routes.PaymentAbandon(ownPayment), post: p(who{see, see, nf, nf})},
+			{path: routes.WalletPayments, get: p(signedIn(ok))},
+			{path: routes.WalletPaymentsCSV, get: p(signedIn(ok))},
+			{path: routes.TokenRevokePattern, url: routes.TokenRevoke(spareID), post: p(who{see, see, nf, nf})},
+			{path: routes.AdminTwoFactor, get: p(who{see, nf, ok, see}), post: p(who{see, nf, unp, unp})}, // no code typed
+			{path: routes.AdminDashboardPattern, url: routes.Admin, get: p(adminOnly(ok))},
+			{path: routes.AdminPayments, get: p(adminOnly(ok))},
+			{path: routes.AdminPaymentsCSV, get: p(adminOnly(ok))},
+			{path: routes.AdminPaymentPattern, url: routes.AdminPayment(review.PublicID), get: p(adminOnly(ok))},
+			{path: routes.AdminUsers, get: p(adminOnly(ok))},
+			{path: routes.AdminUserPattern, url: routes.AdminUser(userID), get: p(adminOnly(ok))},
+			{path: routes.AdminAudit, get: p(adminOnly(ok))},
+			{path: routes.AdminReconcile, post: p(adminOnly(see))},
+			{path: routes.AdminGateways, get: p(adminOnly(ok))},
+			{path: routes.AdminGatewaySwitchPattern, url: routes.AdminGatewaySwitch("zarinpal"), post: p(adminOnly(http.StatusBadRequest))}, // which way is required
+			{path: routes.AdminPaymentRecheckPattern, url: routes.AdminPaymentRecheck(review.PublicID), post: p(adminOnly(see))},
+			{path: routes.AdminPaymentClosePattern, url: routes.AdminPaymentClose(review.PublicID), post: p(adminOnly(see))}, // back to the payment: a note is required
+			{path: routes.AdminTokens, get: p(adminOnly(ok))},
+			{path: routes.AdminTokenRevokePattern, url: routes.AdminTokenRevoke(spareID), post: p(adminOnly(see))},
+			{path: routes.Webhooks, get: p(signedIn(ok)), post: p(signedIn(unp))}, // no URL typed
+			{path: routes.WebhookDisablePattern, url: routes.WebhookDisable(999999), post: p(who{see, nf, nf, nf})},
+			{path: routes.WebhookEnablePattern, url: routes.WebhookEnable(999999), post: p(who{see, nf, nf, nf})},
+			{path: routes.WebhookDeletePattern, url: routes.WebhookDelete(999999), post: p(who{see, nf, nf, nf})},
+			{path: routes.WebhookOrigins, post: p(signedIn(unp))}, // no origin typed
+			{path: routes.WebhookOriginDeletePattern, url: routes.WebhookOriginDelete(999999), post: p(who{see, nf, nf, nf})},
+			{path: routes.AdminWebhooks, get: p(adminOnly(ok))},
+			{path: routes.AdminWebhookPattern, url: routes.AdminWebhook(999999), get: p(adminOnly(nf))},
+			{path: routes.AdminWebhookDisablePattern, url: routes.AdminWebhookDisable(999999), post: p(adminOnly(nf))},
+			{path: routes.AdminWebhookEnablePattern, url: routes.AdminWebhookEnable(999999), post: p(adminOnly(nf))},
+			{path: routes.AdminDeliveryResendPattern, url: routes.AdminDeliveryResend(999999), post: p(adminOnly(nf))},
 		}
 
 		// Every route the router registers has its row, and every row is a
@@ -291,7 +291,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				if ck.Name == "kp_csrf" {
 					// The token of this browser's cookie and session, as a
 					// page of the app would show it.
-					return apptest.Input(c.Get("/signin").Body, "_csrf")
+					return apptest.Input(c.Get(routes.SignIn).Body, "_csrf")
 				}
 			}
 			return ""
@@ -303,7 +303,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			}
 			tok := csrfOf(c)
 			if tok == "" { // a page shows it: the account page for the signed in
-				tok = apptest.Input(c.Get("/account").Body, "_csrf")
+				tok = apptest.Input(c.Get(routes.Account).Body, "_csrf")
 			}
 			csrfCache[c] = tok
 			return tok
@@ -360,7 +360,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			if b := bearer[role]; b != "" {
 				req.Header.Set("Authorization", "Bearer "+b)
 			}
-			if strings.HasPrefix(target, "/api/v1/topups") && method == http.MethodPost {
+			if strings.HasPrefix(target, routes.APITopUps) && method == http.MethodPost {
 				req.Header.Set("Idempotency-Key", strings.ReplaceAll(fmt.Sprintf("matrix-%s-%s", role, v.name), " ", "-"))
 			}
 			return c.Do(req).Status
@@ -372,7 +372,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			if target == "" {
 				target = r.path
 			}
-			api := strings.HasPrefix(target, "/api/")
+			api := strings.HasPrefix(target, routes.API+"/")
 			safe := method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 			switch {
 			case r.anyMethod:
@@ -388,7 +388,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				if w == nil {
 					// No such endpoint (problem+json 404), but under /api/v1
 					// the bearer token is asked for first.
-					if strings.HasPrefix(target, "/api/v1/") && bearer[role] == "" {
+					if strings.HasPrefix(target, routes.APIv1+"/") && bearer[role] == "" {
 						return http.StatusUnauthorized
 					}
 					return nf
@@ -423,10 +423,10 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			if w == nil {
 				// No such route for this method: the site's 404 page; under
 				// /admin the group's checks come first.
-				if target == "/admin/2fa" { // past the sign-in and role checks, its own routes
+				if target == routes.AdminTwoFactor { // past the sign-in and role checks, its own routes
 					return who{see, nf, nf, nf}.of(role)
 				}
-				if target == "/admin" || strings.HasPrefix(target, "/admin/") {
+				if target == routes.Admin || strings.HasPrefix(target, routes.Admin+"/") {
 					return adminOnly(nf).of(role)
 				}
 				return nf

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -60,7 +61,7 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 
 		// Only "Authorization: Bearer <token>".
 		get := func(header string) apptest.Response {
-			req, _ := http.NewRequest(http.MethodGet, app.URL+"/metrics", nil)
+			req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
 			if header != "" {
 				req.Header.Set("Authorization", header)
 			}
@@ -71,7 +72,7 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 				t.Errorf("Authorization %q: %d, want 404", h, r.Status)
 			}
 		}
-		if r := user.Get("/metrics?token=" + metricsToken); r.Status != http.StatusNotFound {
+		if r := user.Get(routes.Metrics + "?token=" + metricsToken); r.Status != http.StatusNotFound {
 			t.Errorf("token in the URL: %d", r.Status)
 		}
 		// The scheme is case-insensitive (RFC 9110 §11.1; issue 20,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -20,7 +21,7 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c := app.NewClient(t)
-		if r := c.Get("/readyz"); r.Status != http.StatusOK || r.Body != "ready" {
+		if r := c.Get(routes.Readyz); r.Status != http.StatusOK || r.Body != "ready" {
 			t.Fatalf("ready: %d %q", r.Status, r.Body)
 		}
 		// A migration of this build is not applied: not ready, still alive.
@@ -29,22 +30,22 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 		if err := db.Gorm.Exec(`DELETE FROM goose_db_version WHERE version_id = ?`, latest).Error; err != nil {
 			t.Fatal(err)
 		}
-		if r := c.Get("/readyz"); r.Status != http.StatusServiceUnavailable {
+		if r := c.Get(routes.Readyz); r.Status != http.StatusServiceUnavailable {
 			t.Fatalf("pending migration: %d, want 503", r.Status)
 		}
-		if r := c.Get("/healthz"); r.Status != http.StatusOK {
+		if r := c.Get(routes.Healthz); r.Status != http.StatusOK {
 			t.Fatalf("liveness with a pending migration: %d", r.Status)
 		}
 		// Its row back: ready again.
 		if err := db.Gorm.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, latest).Error; err != nil {
 			t.Fatal(err)
 		}
-		if r := c.Get("/readyz"); r.Status != http.StatusOK {
+		if r := c.Get(routes.Readyz); r.Status != http.StatusOK {
 			t.Fatalf("ready again: %d", r.Status)
 		}
 		// The database is gone.
 		db.Close()
-		if r := c.Get("/readyz"); r.Status != http.StatusServiceUnavailable {
+		if r := c.Get(routes.Readyz); r.Status != http.StatusServiceUnavailable {
 			t.Fatalf("database closed: %d, want 503", r.Status)
 		}
 	})
@@ -75,18 +76,18 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: log}})
 	c := app.NewClient(t)
 
-	r := c.Get("/signin")
+	r := c.Get(routes.SignIn)
 	id := r.Header.Get("X-Request-Id")
 	if len(id) < 8 {
 		t.Fatalf("no request id header: %q", id)
 	}
 	// A proxy's id is kept; a malformed one is replaced.
-	req, _ := http.NewRequest(http.MethodGet, app.URL+"/signin", nil)
+	req, _ := http.NewRequest(http.MethodGet, app.URL+routes.SignIn, nil)
 	req.Header.Set("X-Request-Id", "proxy-abc-123")
 	if got := c.Do(req).Header.Get("X-Request-Id"); got != "proxy-abc-123" {
 		t.Fatalf("proxy id not kept: %q", got)
 	}
-	req, _ = http.NewRequest(http.MethodGet, app.URL+"/signin", nil)
+	req, _ = http.NewRequest(http.MethodGet, app.URL+routes.SignIn, nil)
 	req.Header.Set("X-Request-Id", "bad id <script>")
 	if got := c.Do(req).Header.Get("X-Request-Id"); strings.ContainsAny(got, " <") || got == "" {
 		t.Fatalf("malformed id kept: %q", got)
@@ -99,7 +100,7 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 	if _, err := app.Server.Bank.Pay(apptest.Authority(payURL)); err != nil {
 		t.Fatal(err)
 	}
-	user.Get("/payments/" + pub + "/return?Authority=" + apptest.Authority(payURL) + "&Status=OK")
+	user.Get(routes.PaymentReturn(pub) + "?Authority=" + apptest.Authority(payURL) + "&Status=OK")
 
 	var sawID, sawPayment bool
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -114,7 +115,7 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 			if m["request_id"] == id {
 				sawID = true
 			}
-			if strings.HasPrefix(m["path"].(string), "/payments/") && m["payment"] == pub {
+			if strings.HasPrefix(m["path"].(string), routes.Payments+"/") && m["payment"] == pub {
 				sawPayment = true
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -43,11 +44,11 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		other, _ := startTopUp(t, app, "other@example.com", "70000")
 		_ = other
 
-		wallet := c.Get("/wallet")
+		wallet := c.Get(routes.Wallet)
 		if !strings.Contains(wallet.Body, `href="/wallet/payments"`) {
 			t.Fatal("the wallet page does not link to the payments list")
 		}
-		page := c.Get("/wallet/payments")
+		page := c.Get(routes.WalletPayments)
 		ids, statuses := paymentRows(page.Body)
 		if page.Status != http.StatusOK || strings.Join(statuses, ",") != "awaiting_payment,failed,credited" {
 			t.Fatalf("list: %d %v", page.Status, statuses)
@@ -58,7 +59,7 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 			}
 		}
 		for filter, want := range map[string]string{"failed": "failed", "credited": "credited", "open": "awaiting_payment"} {
-			_, st := paymentRows(c.Get("/wallet/payments?status=" + filter).Body)
+			_, st := paymentRows(c.Get(routes.WalletPayments + "?status=" + filter).Body)
 			if strings.Join(st, ",") != want {
 				t.Errorf("status=%s: %v", filter, st)
 			}
@@ -68,16 +69,16 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		tehran := time.FixedZone("IRST", 3*3600+1800)
 		today := i18n.Digits(i18n.FA, ptime.New(now.In(tehran)).Format("yyyy/MM/dd"))
 		yesterday := ptime.New(now.Add(-24 * time.Hour).In(tehran)).Format("yyyy/MM/dd")
-		if _, st := paymentRows(c.Get("/wallet/payments?from=" + today + "&to=" + today).Body); len(st) != 3 {
+		if _, st := paymentRows(c.Get(routes.WalletPayments + "?from=" + today + "&to=" + today).Body); len(st) != 3 {
 			t.Fatalf("today (%s): %v", today, st)
 		}
-		if _, st := paymentRows(c.Get("/wallet/payments?to=" + yesterday).Body); len(st) != 0 {
+		if _, st := paymentRows(c.Get(routes.WalletPayments + "?to=" + yesterday).Body); len(st) != 0 {
 			t.Fatalf("until yesterday (%s): %v", yesterday, st)
 		}
-		if r := c.Get("/wallet/payments?from=1404/13/40"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
+		if r := c.Get(routes.WalletPayments + "?from=1404/13/40"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
 			t.Fatalf("bad date: %d", r.Status)
 		}
-		if r := c.Get("/wallet/payments?status=stolen"); r.Status != http.StatusBadRequest {
+		if r := c.Get(routes.WalletPayments + "?status=stolen"); r.Status != http.StatusBadRequest {
 			t.Fatalf("bad status: %d", r.Status)
 		}
 		// Keyset paging: 30 more attempts, 25 a page, no row twice or lost.
@@ -86,7 +87,7 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 			c.PostTopUp(csrf, tok, "10000")
 		}
 		seen := map[string]bool{}
-		next := "/wallet/payments"
+		next := routes.WalletPayments
 		for pages := 0; next != ""; pages++ {
 			body := c.Get(next).Body
 			ids, _ := paymentRows(body)
@@ -110,7 +111,7 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		}
 
 		// CSV in Persian (the payer's language), filtered.
-		resp := c.Get("/wallet/payments.csv?status=failed")
+		resp := c.Get(routes.WalletPaymentsCSV + "?status=failed")
 		if resp.Status != http.StatusOK || !strings.HasPrefix(resp.Body, "\uFEFF") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
 			t.Fatalf("csv: %d %q", resp.Status, resp.Header.Get("Content-Type"))
 		}
@@ -125,19 +126,19 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339, row[2]); err != nil || row[3] != "200000" || row[5] != "ناموفق" || row[6] != "failed" {
 			t.Fatalf("csv row %q", row)
 		}
-		c.GetIn("en", "/wallet")
-		recs, _ = csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get("/wallet/payments.csv?status=failed").Body, "\uFEFF"))).ReadAll()
+		c.GetIn("en", routes.Wallet)
+		recs, _ = csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get(routes.WalletPaymentsCSV+"?status=failed").Body, "\uFEFF"))).ReadAll()
 		if recs[0][0] != "Date (Jalali)" || recs[1][5] != "Failed" {
 			t.Fatalf("English csv: %q", recs)
 		}
-		all, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get("/wallet/payments.csv").Body, "\uFEFF"))).ReadAll()
+		all, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get(routes.WalletPaymentsCSV).Body, "\uFEFF"))).ReadAll()
 		if len(all) != 34 {
 			t.Fatalf("csv of everything: %d rows, want 33 and the header", len(all))
 		}
-		if strings.Contains(c.Get("/wallet/payments.csv").Body, "700000") {
+		if strings.Contains(c.Get(routes.WalletPaymentsCSV).Body, "700000") {
 			t.Fatal("another payer's payment is in the export")
 		}
-		if r := app.NewClient(t).Get("/wallet/payments"); r.Status != http.StatusSeeOther {
+		if r := app.NewClient(t).Get(routes.WalletPayments); r.Status != http.StatusSeeOther {
 			t.Fatalf("signed out: %d", r.Status)
 		}
 	})

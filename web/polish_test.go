@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -27,7 +28,7 @@ func TestAdminPagesPolish(t *testing.T) {
 		admin := app.NewClient(t)
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
 		user, _ := startTopUp(t, app, "payer@example.com", "20000")
-		user.Get("/wallet?lang=en")
+		user.Get(routes.Wallet + "?lang=en")
 		csrf, token := user.TopUpForm()
 		user.PostTopUp(csrf, token, "30000")
 		descs := map[string]bool{}
@@ -39,25 +40,25 @@ func TestAdminPagesPolish(t *testing.T) {
 			t.Errorf("the bank's descriptions: %v, want one in Persian and one in English", descs)
 		}
 
-		admin.Get("/admin?lang=fa")
-		page := admin.Get("/admin")
+		admin.Get(routes.Admin + "?lang=fa")
+		page := admin.Get(routes.Admin)
 		if !strings.Contains(page.Body, `data-gateway="Zarinpal (sandbox)"`) || strings.Contains(page.Body, `data-gateway="zarinpal"`) {
 			t.Errorf("the breaker is not named as the payments are (Zarinpal (sandbox))")
 		}
 		if n := strings.Count(page.Body, `data-testid="admin-details"`); n != 2 {
 			t.Errorf("%d open payments with a link to their page, want 2", n)
 		}
-		r := admin.Post("/admin/reconcile", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
+		r := admin.Post(routes.AdminReconcile, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
 		if r.Status >= 400 {
 			t.Fatalf("reconcile: %d", r.Status)
 		}
-		audit := html.UnescapeString(admin.Get("/admin/audit").Body)
+		audit := html.UnescapeString(admin.Get(routes.AdminAudit).Body)
 		if strings.Contains(audit, "listed ") || !strings.Contains(audit, i18n.T(i18n.FA, "admin.audit.reconcile_note", "listed", int64(0), "credited", int64(0), "mismatches", int64(0))[:20]) {
 			t.Errorf("the reconciliation's audit note is not in Persian")
 		}
-		tokens := html.UnescapeString(admin.Get("/admin/tokens").Body)
+		tokens := html.UnescapeString(admin.Get(routes.AdminTokens).Body)
 		if !strings.Contains(tokens, i18n.T(i18n.FA, "tokens.admin_none")) || strings.Contains(tokens, i18n.T(i18n.FA, "tokens.none")) {
-			t.Errorf("/admin/tokens with no token does not say no user made one")
+			t.Errorf("%s with no token does not say no user made one", routes.AdminTokens)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -89,7 +90,7 @@ func startPOST(t *testing.T, c *apptest.Client, gw postGateway, bankURL, amount 
 // the callback the browser then posts.
 func finish(t *testing.T, bankURL, gw, tok, action string) sandbank.CallbackRequest {
 	t.Helper()
-	resp, err := http.Post(bankURL+"/_sandbank/"+gw+"/payments/"+tok+"/"+action, "application/json", nil)
+	resp, err := http.Post(bankURL+fmt.Sprintf("/_sandbank/%s/payments/%s/%s", gw, tok, action), "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

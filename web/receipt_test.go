@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/views"
@@ -32,8 +33,8 @@ func TestReceiptReferences(t *testing.T) {
 	c, payURL := startTopUp(t, app, "receipt@example.com", "50000")
 	back := payAtBank(t, c, payURL, "pay")
 	c.Get(back)
-	publicID := strings.Split(strings.TrimPrefix(back, app.URL+"/payments/"), "/")[0]
-	r := c.Get("/payments/" + publicID)
+	publicID := strings.Split(strings.TrimPrefix(back, app.URL+routes.Payments+"/"), "/")[0]
+	r := c.Get(routes.Payment(publicID))
 	if r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" {
 		t.Fatalf("receipt: %d %q", r.Status, apptest.PaymentStatus(r.Body))
 	}

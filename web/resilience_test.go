@@ -26,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -398,7 +399,7 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 			t.Fatalf("breaker after 4 failures: %+v, want open", st)
 		}
 		metrics := func() string {
-			req, _ := http.NewRequest(http.MethodGet, app.URL+"/metrics", nil)
+			req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
 			req.Header.Set("Authorization", "Bearer "+rsMetricsToken)
 			return c.Do(req).Body
 		}
@@ -717,7 +718,7 @@ func TestResiliencePaidWindowClosedCreditedByWorker(t *testing.T) {
 			t.Errorf("balances %d and %d, want 100000 and 300000", c1.Balance(), c2.Balance())
 		}
 		// The owner's receipt shows it, though no callback ever came.
-		if r := c2.Get("/payments/" + id2); r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" {
+		if r := c2.Get(routes.Payment(id2)); r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" {
 			t.Errorf("receipt: %d %q", r.Status, apptest.PaymentStatus(r.Body))
 		}
 		rsCheckAll(t, db, bank)
@@ -1074,13 +1075,13 @@ func TestResilienceReconcile(t *testing.T) {
 		}
 		admin := app.NewClient(t)
 		admin.SignInAdmin("admin@example.com", "correct horse battery")
-		page := admin.Get("/admin")
+		page := admin.Get(routes.Admin)
 		if page.Status != http.StatusOK || strings.Count(page.Body, `data-testid="reconcile-report"`) != 2 ||
 			!strings.Contains(page.Body, `data-kind="foreign"`) || !strings.Contains(page.Body, `data-kind="credited"`) ||
 			!strings.Contains(page.Body, foreign) || !strings.Contains(page.Body, `data-testid="breaker" data-state="closed"`) {
 			t.Errorf("admin page: %d %.500s", page.Status, page.Body)
 		}
-		if r := c.Get("/admin"); r.Status != http.StatusNotFound {
+		if r := c.Get(routes.Admin); r.Status != http.StatusNotFound {
 			t.Errorf("a user opened /admin: %d", r.Status)
 		}
 		rsCheckAll(t, db, bank)

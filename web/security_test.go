@@ -14,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -31,25 +32,25 @@ func TestRedirectsStayOnSite(t *testing.T) {
 	}
 	// Signing in returns to the page that asked for it, never elsewhere.
 	c.SignUp("next@example.com")
-	c.Post("/signout", url.Values{"_csrf": {apptest.Input(c.Get("/wallet").Body, "_csrf")}})
-	r := c.Get("/wallet/topup")
-	if r.Status != http.StatusSeeOther || r.Location != "/signin?next=%2Fwallet%2Ftopup" {
+	c.Post(routes.SignOut, url.Values{"_csrf": {apptest.Input(c.Get(routes.Wallet).Body, "_csrf")}})
+	r := c.Get(routes.TopUp)
+	if r.Status != http.StatusSeeOther || r.Location != routes.SignIn+"?next="+url.QueryEscape(routes.TopUp) {
 		t.Fatalf("anonymous top-up: %d %q", r.Status, r.Location)
 	}
 	form := c.Get(r.Location)
-	if !strings.Contains(form.Body, `action="/signin?next=%2Fwallet%2Ftopup"`) {
+	if !strings.Contains(form.Body, `action="`+routes.SignIn+"?next="+url.QueryEscape(routes.TopUp)+`"`) {
 		t.Fatalf("sign-in form does not keep next")
 	}
 	for next, want := range map[string]string{
-		"/wallet/topup":        "/wallet/topup",
-		"//evil.example":       "/wallet",
-		"/\t/evil.example":     "/wallet",
-		"/\\evil.example":      "/wallet",
-		"https://evil.example": "/wallet",
+		routes.TopUp:           routes.TopUp,
+		"//evil.example":       routes.Wallet,
+		"/\t/evil.example":     routes.Wallet,
+		"/\\evil.example":      routes.Wallet,
+		"https://evil.example": routes.Wallet,
 	} {
 		cl := app.NewClient(t)
-		page := cl.Get("/signin")
-		r := cl.Post("/signin?next="+url.QueryEscape(next), url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")},
+		page := cl.Get(routes.SignIn)
+		r := cl.Post(routes.SignIn+"?next="+url.QueryEscape(next), url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")},
 			"email": {"next@example.com"}, "password": {"correct horse battery"}})
 		if r.Status != http.StatusSeeOther || r.Location != want {
 			t.Errorf("next=%q: %d %q, want %q", next, r.Status, r.Location, want)
@@ -65,11 +66,11 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 		Server: server.Options{RateLimits: true},
 	})
 	c := limited.NewClient(t)
-	csrf := apptest.Input(c.Get("/signin").Body, "_csrf")
+	csrf := apptest.Input(c.Get(routes.SignIn).Body, "_csrf")
 	signIn := func(xff string) int {
 		// Each attempt on another account: the per-account throttle is
 		// not what this test is about.
-		req, _ := http.NewRequest(http.MethodPost, limited.URL+"/signin", strings.NewReader(url.Values{
+		req, _ := http.NewRequest(http.MethodPost, limited.URL+routes.SignIn, strings.NewReader(url.Values{
 			"_csrf": {csrf}, "email": {"x" + xff + "@example.com"}, "password": {"wrong password"}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("X-Forwarded-For", xff)
@@ -104,7 +105,7 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 	authority := apptest.Authority(payURL)
 	var publicID string
 	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
-	back := "/payments/" + publicID + "/return?Authority=" + authority
+	back := routes.PaymentReturn(publicID) + "?Authority=" + authority
 	calls := func(op string) int64 {
 		return apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = ?`, op)
 	}
@@ -147,11 +148,11 @@ func TestHealthzReportsTheDatabase(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
-	if r := c.Get("/healthz"); r.Status != http.StatusOK || r.Body != "ok" {
+	if r := c.Get(routes.Healthz); r.Status != http.StatusOK || r.Body != "ok" {
 		t.Fatalf("healthy: %d %q", r.Status, r.Body)
 	}
 	db.Close()
-	if r := c.Get("/healthz"); r.Status != http.StatusServiceUnavailable {
+	if r := c.Get(routes.Healthz); r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("database closed: %d, want 503", r.Status)
 	}
 }
@@ -211,8 +212,8 @@ func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 			app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{Env: env})
 			c := app.NewClient(t)
 			c.SignUp("origin@example.com")
-			csrf := apptest.Input(c.Get("/wallet").Body, "_csrf")
-			req, _ := http.NewRequest(http.MethodPost, app.URL+"/signout", strings.NewReader(url.Values{"_csrf": {csrf}}.Encode()))
+			csrf := apptest.Input(c.Get(routes.Wallet).Body, "_csrf")
+			req, _ := http.NewRequest(http.MethodPost, app.URL+routes.SignOut, strings.NewReader(url.Values{"_csrf": {csrf}}.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			host := tc.host
 			if host == "" {
@@ -224,7 +225,7 @@ func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 			if r := c.Do(req); r.Status != tc.want {
 				t.Fatalf("cross-site sign-out with forged forwarded headers: %d, want %d", r.Status, tc.want)
 			}
-			signedIn := c.Get("/wallet").Status == http.StatusOK
+			signedIn := c.Get(routes.Wallet).Status == http.StatusOK
 			if signedIn != (tc.want != http.StatusSeeOther) {
 				t.Fatalf("signed in after the request: %v", signedIn)
 			}
@@ -266,9 +267,9 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	// many accounts: the per-account throttle is another rule) are all
 	// answered as such.
 	other := app.NewClient(t)
-	csrf = apptest.Input(other.Get("/signin").Body, "_csrf")
+	csrf = apptest.Input(other.Get(routes.SignIn).Body, "_csrf")
 	for i := range 25 {
-		r := other.Post("/signin", url.Values{"_csrf": {csrf}, "email": {"x" + itoa(int64(i)) + "@example.com"}, "password": {"wrong password"}})
+		r := other.Post(routes.SignIn, url.Values{"_csrf": {csrf}, "email": {"x" + itoa(int64(i)) + "@example.com"}, "password": {"wrong password"}})
 		if r.Status != http.StatusUnauthorized {
 			t.Fatalf("sign-in %d with RATE_LIMIT_SIGNIN=0: status %d, want 401", i+1, r.Status)
 		}
@@ -285,7 +286,7 @@ func TestPaymentLogLinesCarryRequestID(t *testing.T) {
 	authority := apptest.Authority(payURL)
 	var publicID string
 	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
-	r := c.Get("/payments/" + publicID + "/return?Authority=" + authority + "&Status=NOK")
+	r := c.Get(routes.PaymentReturn(publicID) + "?Authority=" + authority + "&Status=NOK")
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
 		t.Fatal("no X-Request-Id")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -46,27 +47,27 @@ func TestSignOutEverywhere(t *testing.T) {
 		bystander := app.NewClient(t)
 		bystander.SignUp("bystander@example.com")
 
-		page := phone.Get("/account")
+		page := phone.Get(routes.Account)
 		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="account-sessions" data-count="2"`) {
 			t.Fatalf("account page: %d", page.Status)
 		}
 		// Another site cannot do it for the user (no token).
-		if r := phone.Post("/account/signout-everywhere", url.Values{}); r.Status != http.StatusForbidden {
+		if r := phone.Post(routes.AccountSignOutEverywhere, url.Values{}); r.Status != http.StatusForbidden {
 			t.Fatalf("without a CSRF token: %d", r.Status)
 		}
-		r := phone.Post("/account/signout-everywhere", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
-		if r.Status != http.StatusSeeOther || r.Location != "/signin" {
+		r := phone.Post(routes.AccountSignOutEverywhere, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
+		if r.Status != http.StatusSeeOther || r.Location != routes.SignIn {
 			t.Fatalf("sign out everywhere: %d %q", r.Status, r.Location)
 		}
 		for name, c := range map[string]*apptest.Client{"laptop": laptop, "phone": phone} {
-			if r := c.Get("/wallet"); r.Status != http.StatusSeeOther {
+			if r := c.Get(routes.Wallet); r.Status != http.StatusSeeOther {
 				t.Errorf("%s still signed in: %d", name, r.Status)
 			}
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != 1 {
 			t.Fatalf("%d sessions left, want the bystander's only", n)
 		}
-		if r := bystander.Get("/wallet"); r.Status != http.StatusOK {
+		if r := bystander.Get(routes.Wallet); r.Status != http.StatusOK {
 			t.Fatalf("another account was signed out: %d", r.Status)
 		}
 	})
@@ -82,7 +83,7 @@ func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
 	u, _ := url.Parse(app.URL)
 	attacker := app.NewClient(t)
 	attacker.SignUp("attacker@example.com")
-	attackerToken := apptest.Input(attacker.Get("/wallet").Body, "_csrf")
+	attackerToken := apptest.Input(attacker.Get(routes.Wallet).Body, "_csrf")
 	var attackerCookie string
 	for _, ck := range attacker.HTTP.Jar.Cookies(u) {
 		if ck.Name == "kp_csrf" {
@@ -92,14 +93,14 @@ func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
 	victim := app.NewClient(t)
 	victim.SignUp("victim@example.com")
 	victim.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "kp_csrf", Value: attackerCookie, Path: "/"}})
-	if r := victim.Post("/account/signout-everywhere", url.Values{"_csrf": {attackerToken}}); r.Status != http.StatusForbidden {
+	if r := victim.Post(routes.AccountSignOutEverywhere, url.Values{"_csrf": {attackerToken}}); r.Status != http.StatusForbidden {
 		t.Fatalf("the attacker's token in the victim's session: %d, want 403", r.Status)
 	}
-	if r := victim.Get("/wallet"); r.Status != http.StatusOK {
+	if r := victim.Get(routes.Wallet); r.Status != http.StatusOK {
 		t.Fatalf("victim signed out: %d", r.Status)
 	}
 	// The victim's own forms still work with that cookie.
-	if r := victim.Submit("/account", "/account/signout-everywhere", nil); r.Status != http.StatusSeeOther {
+	if r := victim.Submit(routes.Account, routes.AccountSignOutEverywhere, nil); r.Status != http.StatusSeeOther {
 		t.Fatalf("the victim's own form: %d", r.Status)
 	}
 }
@@ -128,18 +129,18 @@ func TestHostPrefixedCookiesUnderHTTPS(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	form := send(http.MethodGet, "/signup", nil, nil)
+	form := send(http.MethodGet, routes.SignUp, nil, nil)
 	csrfCookies := form.Cookies()
 	if len(csrfCookies) != 1 || csrfCookies[0].Name != "__Host-kp_csrf" || !csrfCookies[0].Secure || csrfCookies[0].Path != "/" || csrfCookies[0].Domain != "" {
 		t.Fatalf("CSRF cookie under https: %+v", csrfCookies)
 	}
 	page := c.Do(func() *http.Request {
-		req, _ := http.NewRequest(http.MethodGet, app.URL+"/signup", nil)
+		req, _ := http.NewRequest(http.MethodGet, app.URL+routes.SignUp, nil)
 		req.Host = "wallet.example"
 		req.AddCookie(&http.Cookie{Name: csrfCookies[0].Name, Value: csrfCookies[0].Value})
 		return req
 	}())
-	signup := send(http.MethodPost, "/signup", url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")},
+	signup := send(http.MethodPost, routes.SignUp, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")},
 		"email": {"https@example.com"}, "password": {"correct horse battery"}}, csrfCookies)
 	if signup.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-up under https: %d", signup.StatusCode)
@@ -165,10 +166,10 @@ func TestHostPrefixedCookiesUnderHTTPS(t *testing.T) {
 			tok = ck.Value
 		}
 	}
-	if r := send(http.MethodGet, "/wallet", nil, []*http.Cookie{{Name: "kp_session", Value: tok}}); r.StatusCode != http.StatusSeeOther {
+	if r := send(http.MethodGet, routes.Wallet, nil, []*http.Cookie{{Name: "kp_session", Value: tok}}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("unprefixed session cookie accepted: %d", r.StatusCode)
 	}
-	if r := send(http.MethodGet, "/wallet", nil, []*http.Cookie{{Name: "__Host-kp_session", Value: tok}}); r.StatusCode != http.StatusOK {
+	if r := send(http.MethodGet, routes.Wallet, nil, []*http.Cookie{{Name: "__Host-kp_session", Value: tok}}); r.StatusCode != http.StatusOK {
 		t.Fatalf("prefixed session cookie refused: %d", r.StatusCode)
 	}
 }
@@ -188,7 +189,7 @@ func TestSignInIsThrottledPerAccount(t *testing.T) {
 		attempt := func(a *apptest.App, email, password string) apptest.Response {
 			t.Helper()
 			c := a.NewClient(t)
-			return c.Submit("/signin", "/signin", url.Values{"email": {email}, "password": {password}})
+			return c.Submit(routes.SignIn, routes.SignIn, url.Values{"email": {email}, "password": {password}})
 		}
 		// Five failures, spread over two instances; the fifth starts a
 		// 1 s wait.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -26,10 +27,10 @@ func TestTokenPages(t *testing.T) {
 		user.SignUp("owner@example.com")
 
 		// Signed out: the page asks to sign in.
-		if r := app.NewClient(t).Get("/account/tokens"); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+		if r := app.NewClient(t).Get(routes.Tokens); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 			t.Fatalf("signed-out tokens page: %d %q", r.Status, r.Location)
 		}
-		page := user.Get("/account/tokens")
+		page := user.Get(routes.Tokens)
 		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="tokens-none"`) {
 			t.Fatalf("empty tokens page: %d", page.Status)
 		}
@@ -43,7 +44,7 @@ func TestTokenPages(t *testing.T) {
 		} {
 			f.Set("_csrf", csrf)
 			f.Set("password", "correct horse battery")
-			if r := user.Post("/account/tokens", f); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="token-error"`) {
+			if r := user.Post(routes.Tokens, f); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="token-error"`) {
 				t.Fatalf("bad form %v: %d", f, r.Status)
 			}
 		}
@@ -51,11 +52,11 @@ func TestTokenPages(t *testing.T) {
 			t.Fatalf("%d tokens after refused forms", n)
 		}
 		// Without the CSRF token nothing is created.
-		if r := user.Post("/account/tokens", url.Values{"name": {"x"}, "scope": {"read"}}); r.Status != http.StatusForbidden {
+		if r := user.Post(routes.Tokens, url.Values{"name": {"x"}, "scope": {"read"}}); r.Status != http.StatusForbidden {
 			t.Fatalf("create without csrf: %d", r.Status)
 		}
 
-		r := user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"phone"}, "scope": {"topup"}, "expires_days": {"۳۰"}, "password": {"correct horse battery"}})
+		r := user.Post(routes.Tokens, url.Values{"_csrf": {csrf}, "name": {"phone"}, "scope": {"topup"}, "expires_days": {"۳۰"}, "password": {"correct horse battery"}})
 		m := newTokenRE.FindStringSubmatch(r.Body)
 		if r.Status != http.StatusOK || m == nil {
 			t.Fatalf("create: %d, token shown: %v", r.Status, m != nil)
@@ -69,50 +70,50 @@ func TestTokenPages(t *testing.T) {
 			t.Fatalf("token not stored by its hash")
 		}
 		// Shown once: the list afterwards has the token, never its secret.
-		list := user.Get("/account/tokens")
+		list := user.Get(routes.Tokens)
 		if strings.Contains(list.Body, secret) || strings.Contains(list.Body, `data-testid="new-token"`) || !strings.Contains(list.Body, `data-state="active" data-scope="topup"`) {
 			t.Fatalf("token list shows the secret or misses the token")
 		}
-		var id string
-		db.Gorm.Raw(`SELECT CAST(id AS TEXT) FROM api_tokens`).Scan(&id)
+		var id int64
+		db.Gorm.Raw(`SELECT id FROM api_tokens`).Scan(&id)
 
 		// Someone else cannot revoke it.
 		other := app.NewClient(t)
 		other.SignUp("other@example.com")
-		otherCSRF := apptest.Input(other.Get("/account/tokens").Body, "_csrf")
-		if r := other.Post("/account/tokens/"+id+"/revoke", url.Values{"_csrf": {otherCSRF}}); r.Status != http.StatusNotFound {
+		otherCSRF := apptest.Input(other.Get(routes.Tokens).Body, "_csrf")
+		if r := other.Post(routes.TokenRevoke(id), url.Values{"_csrf": {otherCSRF}}); r.Status != http.StatusNotFound {
 			t.Fatalf("foreign revoke: %d", r.Status)
 		}
 		// Nor see the admin list.
-		if r := other.Get("/admin/tokens"); r.Status != http.StatusNotFound {
+		if r := other.Get(routes.AdminTokens); r.Status != http.StatusNotFound {
 			t.Fatalf("admin tokens page for a user: %d", r.Status)
 		}
 
 		// The admin lists and revokes it; the audit log has it.
 		admin := app.NewClient(t)
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
-		al := admin.Get("/admin/tokens?email=owner")
+		al := admin.Get(routes.AdminTokens + "?email=owner")
 		if al.Status != http.StatusOK || !strings.Contains(al.Body, "owner@example.com") || strings.Contains(al.Body, secret) {
 			t.Fatalf("admin list: %d", al.Status)
 		}
-		if r := admin.Post("/admin/tokens/"+id+"/revoke", url.Values{"_csrf": {apptest.Input(al.Body, "_csrf")}}); r.Status != http.StatusSeeOther || r.Location != "/admin/tokens?done=revoked" {
+		if r := admin.Post(routes.AdminTokenRevoke(id), url.Values{"_csrf": {apptest.Input(al.Body, "_csrf")}}); r.Status != http.StatusSeeOther || r.Location != routes.AdminTokens+"?done=revoked" {
 			t.Fatalf("admin revoke: %d %q", r.Status, r.Location)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'token_revoke' AND target_user_id =
 			(SELECT id FROM users WHERE email = 'owner@example.com') AND payment_id IS NULL`); n != 1 {
 			t.Fatalf("%d audit entries", n)
 		}
-		if l := user.Get("/account/tokens"); !strings.Contains(l.Body, `data-state="revoked"`) || strings.Contains(l.Body, `data-testid="token-revoke"`) {
+		if l := user.Get(routes.Tokens); !strings.Contains(l.Body, `data-state="revoked"`) || strings.Contains(l.Body, `data-testid="token-revoke"`) {
 			t.Fatalf("revoked token still offered for revocation")
 		}
 
 		// The owner revokes a token of their own.
-		r = user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {"ci"}, "scope": {"read"}, "password": {"correct horse battery"}})
+		r = user.Post(routes.Tokens, url.Values{"_csrf": {csrf}, "name": {"ci"}, "scope": {"read"}, "password": {"correct horse battery"}})
 		if newTokenRE.FindStringSubmatch(r.Body) == nil {
 			t.Fatalf("second token not shown")
 		}
-		db.Gorm.Raw(`SELECT CAST(MAX(id) AS TEXT) FROM api_tokens`).Scan(&id)
-		if r := user.Post("/account/tokens/"+id+"/revoke", url.Values{"_csrf": {csrf}}); r.Location != "/account/tokens?done=revoked" {
+		db.Gorm.Raw(`SELECT MAX(id) FROM api_tokens`).Scan(&id)
+		if r := user.Post(routes.TokenRevoke(id), url.Values{"_csrf": {csrf}}); r.Location != routes.Tokens+"?done=revoked" {
 			t.Fatalf("owner revoke: %d %q", r.Status, r.Location)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NOT NULL`); n != 2 {
@@ -130,9 +131,9 @@ func TestTokenRules(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"API_TOKEN_DEFAULT_DAYS": "7", "API_TOKENS_PER_USER": "2"}})
 		user := app.NewClient(t)
 		user.SignUp("rules@example.com")
-		csrf := apptest.Input(user.GetIn("en", "/account/tokens").Body, "_csrf")
+		csrf := apptest.Input(user.GetIn("en", routes.Tokens).Body, "_csrf")
 		create := func(name, days, password string) apptest.Response {
-			return user.Post("/account/tokens", url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"topup"}, "expires_days": {days}, "password": {password}})
+			return user.Post(routes.Tokens, url.Values{"_csrf": {csrf}, "name": {name}, "scope": {"topup"}, "expires_days": {days}, "password": {password}})
 		}
 		// Wrong or missing password: refused, nothing written.
 		for _, pw := range []string{"", "wrong password!"} {
@@ -144,7 +145,7 @@ func TestTokenRules(t *testing.T) {
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 0 {
 			t.Fatalf("%d tokens created without the password", n)
 		}
-		page := user.Get("/account/tokens")
+		page := user.Get(routes.Tokens)
 		if !strings.Contains(page.Body, "Empty: 7 days") || !strings.Contains(page.Body, `name="password"`) {
 			t.Fatal("the form does not say the default validity or ask for the password")
 		}
@@ -173,15 +174,15 @@ func TestTokenRules(t *testing.T) {
 			t.Fatalf("%d tokens, want 2", n)
 		}
 		bearer := func(tok string) int {
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, app.URL+"/api/v1/wallet", nil)
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, app.URL+routes.APIWallet, nil)
 			req.Header.Set("Authorization", "Bearer "+tok)
 			return app.NewClient(t).Do(req).Status
 		}
 		if st := bearer(secret[1]); st != http.StatusOK {
 			t.Fatalf("token before sign-out-everywhere: %d", st)
 		}
-		acc := user.Get("/account")
-		if r := user.Post("/account/signout-everywhere", url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
+		acc := user.Get(routes.Account)
+		if r := user.Post(routes.AccountSignOutEverywhere, url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("sign out everywhere: %d", r.Status)
 		}
 		if st := bearer(secret[1]); st != http.StatusUnauthorized {

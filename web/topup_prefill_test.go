@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -35,7 +36,7 @@ func TestTopUpFormPrefill(t *testing.T) {
 		{strings.Repeat("9", 40), ""}, // too long
 		{"<script>", ""},
 	} {
-		r := c.Get("/wallet/topup?amount=" + url.QueryEscape(tc.amount))
+		r := c.Get(routes.TopUp + "?amount=" + url.QueryEscape(tc.amount))
 		if r.Status != http.StatusOK {
 			t.Errorf("amount=%q: HTTP %d", tc.amount, r.Status)
 			continue
@@ -49,7 +50,7 @@ func TestTopUpFormPrefill(t *testing.T) {
 		}
 	}
 	// The quick picks link to the prefilled form and submit nothing.
-	r := c.Get("/wallet/topup")
+	r := c.Get(routes.TopUp)
 	if !strings.Contains(r.Body, `href="/wallet/topup?amount=100000"`) || strings.Contains(r.Body, `form="topup-quick"`) {
 		t.Errorf("quick picks are not links to the prefilled form")
 	}
@@ -57,8 +58,8 @@ func TestTopUpFormPrefill(t *testing.T) {
 		t.Errorf("%d payments written", n)
 	}
 	// English digits in the English form.
-	c.Get("/wallet/topup?lang=en")
-	if m := amountValueRE.FindStringSubmatch(c.Get("/wallet/topup?amount=250000").Body); m == nil || m[1] != "250,000" {
+	c.Get(routes.TopUp + "?lang=en")
+	if m := amountValueRE.FindStringSubmatch(c.Get(routes.TopUp + "?amount=250000").Body); m == nil || m[1] != "250,000" {
 		t.Errorf("English prefill: %v", m)
 	}
 }

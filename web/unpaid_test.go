@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -23,34 +24,34 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 		c, payURL := startTopUp(t, app, "unpaid@example.com", "50000")
 		var publicID string
 		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
-		page := c.GetIn("en", "/payments/"+publicID)
+		page := c.GetIn("en", routes.Payment(publicID))
 		if !strings.Contains(page.Body, `data-testid="result-unpaid"`) || !strings.Contains(page.Body, `href="`+payURL+`"`) ||
 			!strings.Contains(page.Body, `data-testid="abandon"`) || strings.Contains(page.Body, "no need to pay again") {
 			t.Fatalf("unpaid page: %d", page.Status)
 		}
-		if r := c.Post("/payments/"+publicID+"/abandon", url.Values{}); r.Status != http.StatusForbidden {
+		if r := c.Post(routes.PaymentAbandon(publicID), url.Values{}); r.Status != http.StatusForbidden {
 			t.Fatalf("abandon without csrf: %d", r.Status)
 		}
 		stranger := app.NewClient(t)
 		stranger.SignUp("stranger@example.com")
-		if r := stranger.Forge("/wallet", "/payments/"+publicID+"/abandon", nil); r.Status != http.StatusNotFound {
+		if r := stranger.Forge(routes.Wallet, routes.PaymentAbandon(publicID), nil); r.Status != http.StatusNotFound {
 			t.Fatalf("someone else's abandon: %d", r.Status)
 		}
 		// Not paid, and the bank still holds its page open: nothing is
 		// failed on our word; the payment leaves "in progress".
-		if !strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+		if !strings.Contains(c.Get(routes.Wallet).Body, routes.Payment(publicID)) {
 			t.Fatal("the open payment is not in progress on the wallet page")
 		}
-		r := c.Submit("/payments/"+publicID, "/payments/"+publicID+"/abandon", nil)
+		r := c.Submit(routes.Payment(publicID), routes.PaymentAbandon(publicID), nil)
 		if r.Status != http.StatusSeeOther {
 			t.Fatalf("abandon: %d", r.Status)
 		}
-		after := c.Get("/payments/" + publicID)
+		after := c.Get(routes.Payment(publicID))
 		if got := apptest.PaymentStatus(after.Body); got != "awaiting_payment" || !strings.Contains(after.Body, `data-testid="unpaid-dismissed"`) ||
 			strings.Contains(after.Body, `data-testid="abandon"`) || !strings.Contains(after.Body, `data-testid="back-to-bank"`) {
 			t.Fatalf("after abandon: %q", got)
 		}
-		if strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+		if strings.Contains(c.Get(routes.Wallet).Body, routes.Payment(publicID)) {
 			t.Fatal("a dismissed payment is still in progress on the wallet page")
 		}
 
@@ -61,8 +62,8 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 		payAtBank(t, c, r.Location, "pay") // the redirect back is not followed
 		var paidID string
 		db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id DESC LIMIT 1`).Scan(&paidID)
-		c.Submit("/payments/"+paidID, "/payments/"+paidID+"/abandon", nil)
-		if got := apptest.PaymentStatus(c.Get("/payments/" + paidID).Body); got != "credited" || c.Balance() != 300_000 {
+		c.Submit(routes.Payment(paidID), routes.PaymentAbandon(paidID), nil)
+		if got := apptest.PaymentStatus(c.Get(routes.Payment(paidID)).Body); got != "credited" || c.Balance() != 300_000 {
 			t.Fatalf("a paid payment abandoned: %q, balance %d", got, c.Balance())
 		}
 	})
@@ -83,7 +84,7 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 	}
 	var publicID string
 	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
-	if !strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+	if !strings.Contains(c.Get(routes.Wallet).Body, routes.Payment(publicID)) {
 		t.Fatal("the open payment is not in progress on the wallet page")
 	}
 	gw.Set(func(g *paymenttest.Gateway) {
@@ -91,12 +92,12 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 		g.InquireFn = nil
 	})
 	gw.Unknown.Store(true)
-	c.Submit("/payments/"+publicID, "/payments/"+publicID+"/abandon", nil)
-	page := c.Get("/payments/" + publicID)
+	c.Submit(routes.Payment(publicID), routes.PaymentAbandon(publicID), nil)
+	page := c.Get(routes.Payment(publicID))
 	if got := apptest.PaymentStatus(page.Body); (got != "awaiting_payment" && got != "pending_verification") || !strings.Contains(page.Body, `data-testid="unpaid-dismissed"`) {
 		t.Fatalf("after abandon with the bank unsure: %q", got)
 	}
-	if strings.Contains(c.Get("/wallet").Body, "/payments/"+publicID) {
+	if strings.Contains(c.Get(routes.Wallet).Body, routes.Payment(publicID)) {
 		t.Fatal("a dismissed payment is still in progress on the wallet page")
 	}
 	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status IN ('awaiting_payment', 'pending_verification')`); n != 1 {

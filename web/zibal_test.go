@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zibal"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -49,7 +50,7 @@ func TestZibalFlow(t *testing.T) {
 				t.Fatalf("bank page: %d", page.Status)
 			}
 			r := c.Post(payURL+"/"+button, url.Values{})
-			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, app.URL+"/payments/") || !strings.Contains(r.Location, "trackId=") {
+			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, app.URL+routes.Payments+"/") || !strings.Contains(r.Location, "trackId=") {
 				t.Fatalf("bank %s: %d %q", button, r.Status, r.Location)
 			}
 			return r.Location
@@ -112,15 +113,15 @@ func TestZibalFlow(t *testing.T) {
 		var unpaidID string
 		db.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, unpaidTrack).Scan(&unpaidID)
 		for _, q := range []string{"trackId=" + track + "&success=1&status=2", "trackId=999999999&success=1&status=2", "trackId=abc", ""} {
-			if r := c.Get("/payments/" + unpaidID + "/return?" + q); r.Status != http.StatusBadRequest {
+			if r := c.Get(routes.PaymentReturn(unpaidID) + "?" + q); r.Status != http.StatusBadRequest {
 				t.Errorf("forged %q: %d, want 400", q, r.Status)
 			}
 		}
-		if r := c.Get("/payments/pay_01HXAAAAAAAAAAAAAAAAAAAAAA/return?trackId=" + unpaidTrack + "&success=1&status=2"); r.Status != http.StatusNotFound {
+		if r := c.Get(routes.PaymentReturn("pay_01HXAAAAAAAAAAAAAAAAAAAAAA") + "?trackId=" + unpaidTrack + "&success=1&status=2"); r.Status != http.StatusNotFound {
 			t.Errorf("unknown payment: %d, want 404", r.Status)
 		}
 		anon := app.NewClient(t)
-		r := anon.Get("/payments/" + unpaidID + "/return?trackId=" + unpaidTrack + "&success=1&status=2")
+		r := anon.Get(routes.PaymentReturn(unpaidID) + "?trackId=" + unpaidTrack + "&success=1&status=2")
 		if st := apptest.PaymentStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
 			t.Errorf("an unpaid payment's callback claiming success: %d %q", r.Status, st)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
@@ -214,7 +215,7 @@ func TestServeStartsAndStops(t *testing.T) {
 		t.Errorf("serve does not say it runs on a development secret:\n%s", out.String())
 	}
 	// The in-process sandbox bank answers under /sandbank.
-	resp, err := http.Post("http://"+addr+"/sandbank/pg/v4/payment/inquiry.json", "application/json", strings.NewReader(`{}`))
+	resp, err := http.Post("http://"+addr+routes.Sandbank+"/pg/v4/payment/inquiry.json", "application/json", strings.NewReader(`{}`))
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("sandbank: %v %v", resp, err)
 	}
@@ -231,7 +232,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	}
 	resp.Body.Close()
 	// The banner says where it runs and on which database.
-	for _, want := range []string{"open http://" + addr, "listening on " + addr, "SQLite " + filepath.Join(dir, "k.db"), "sandbox bank at http://" + addr + "/sandbank",
+	for _, want := range []string{"open http://" + addr, "listening on " + addr, "SQLite " + filepath.Join(dir, "k.db"), "sandbox bank at http://" + addr + routes.Sandbank,
 		"mail:       written to " + filepath.Join(dir, "mail") + " (no SMTP_URL)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner %q does not say %q", out.String(), want)
@@ -294,7 +295,7 @@ func TestServeListenAddrAlone(t *testing.T) {
 	c.SignUp("derived@example.com")
 	csrf, token := c.TopUpForm()
 	r := c.PostTopUp(csrf, token, "50000")
-	if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, base+"/sandbank/pg/StartPay/") {
+	if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, base+routes.Sandbank+"/pg/StartPay/") {
 		t.Fatalf("top-up: %d to %q, want 303 to the bank at %s", r.Status, r.Location, base)
 	}
 	if page := c.Get(r.Location); page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) {
@@ -321,7 +322,7 @@ func waitHealthy(t *testing.T, base string, done <-chan error) {
 			t.Fatalf("serve ended before answering: %v", err)
 		default:
 		}
-		resp, err := http.Get(base + "/healthz")
+		resp, err := http.Get(base + routes.Healthz)
 		if err != nil {
 			return false
 		}

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // The page helpers read what a browser would, whatever the markup's
@@ -32,7 +34,7 @@ func TestDocReadsAPageAsABrowserDoes(t *testing.T) {
 	if d.TestID("nothing") != nil || d.TestID("nothing").Attr("x") != "" || d.TestID("nothing").Text() != "" {
 		t.Error("a missing element is not nil-safe")
 	}
-	f := d.Form("/wallet/topup?x=1&y=2")
+	f := d.Form(routes.TopUp + "?x=1&y=2")
 	if f == nil {
 		t.Fatalf("no form by its (entity-decoded) action; forms: %q", d.Actions())
 	}
@@ -42,7 +44,7 @@ func TestDocReadsAPageAsABrowserDoes(t *testing.T) {
 	if f.Input("amount") != "500" || Input(page, "_csrf") != "A" {
 		t.Errorf("inputs: amount %q, first _csrf %q", f.Input("amount"), Input(page, "_csrf"))
 	}
-	if d.Form("/wallet/topup") != nil || d.Form("/nowhere").Hidden().Encode() != "" {
+	if d.Form(routes.TopUp) != nil || d.Form("/nowhere").Hidden().Encode() != "" {
 		t.Error("a form matched by a prefix of its action, or a missing form is not nil-safe")
 	}
 	if got := PaymentStatus(page); got != "credited" {

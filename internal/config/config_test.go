@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/dburl"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // env is a map-backed Getenv.
@@ -442,7 +443,7 @@ func TestBaseURLFromListenAddr(t *testing.T) {
 			if c.ListenAddr != tc.wantListen || c.BaseURL != tc.wantBase {
 				t.Errorf("listen %q base %q, want %q %q", c.ListenAddr, c.BaseURL, tc.wantListen, tc.wantBase)
 			}
-			if c.GatewayURL() != c.BaseURL+"/sandbank" && c.Gateway == config.GatewaySandbox {
+			if c.GatewayURL() != c.BaseURL+routes.Sandbank && c.Gateway == config.GatewaySandbox {
 				t.Errorf("sandbox bank at %q, want under %q", c.GatewayURL(), c.BaseURL)
 			}
 			if got := len(c.Warnings) > 0; got != tc.wantWarning {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -163,7 +164,7 @@ func backupDrill(t *testing.T, d store.Dialect) {
 	if err := after.start(); err != nil {
 		t.Fatalf("serve on the restored database: %v", err)
 	}
-	res, err := http.Get(afterURL + "/readyz")
+	res, err := http.Get(afterURL + routes.Readyz)
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("/readyz on the restored database: %v %v", res, err)
 	}

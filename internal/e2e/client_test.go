@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/gateway/sep"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testwait"
@@ -96,7 +97,7 @@ func field(re *regexp.Regexp, body string) string {
 
 // signUp creates an account and signs the browser in.
 func (b *browser) signUp(ctx context.Context, email string) error {
-	r, err := b.do(ctx, http.MethodGet, "/signup", nil)
+	r, err := b.do(ctx, http.MethodGet, routes.SignUp, nil)
 	if err != nil {
 		return err
 	}
@@ -104,11 +105,11 @@ func (b *browser) signUp(ctx context.Context, email string) error {
 	if r.status != http.StatusOK || csrf == "" {
 		return fmt.Errorf("GET /signup: status %d, csrf %q", r.status, csrf)
 	}
-	r, err = b.do(ctx, http.MethodPost, "/signup", url.Values{"_csrf": {csrf}, "email": {email}, "password": {"e2e payer: a long passphrase 7"}})
+	r, err = b.do(ctx, http.MethodPost, routes.SignUp, url.Values{"_csrf": {csrf}, "email": {email}, "password": {"e2e payer: a long passphrase 7"}})
 	if err != nil {
 		return err
 	}
-	if r.status != http.StatusSeeOther || r.location != "/wallet" {
+	if r.status != http.StatusSeeOther || r.location != routes.Wallet {
 		return fmt.Errorf("POST /signup %s: status %d location %q", email, r.status, r.location)
 	}
 	return nil
@@ -116,7 +117,7 @@ func (b *browser) signUp(ctx context.Context, email string) error {
 
 // topUpForm opens the top-up form: its CSRF and per-form tokens.
 func (b *browser) topUpForm(ctx context.Context) (csrf, token string, err error) {
-	r, err := b.do(ctx, http.MethodGet, "/wallet/topup", nil)
+	r, err := b.do(ctx, http.MethodGet, routes.TopUp, nil)
 	if err != nil {
 		return "", "", err
 	}
@@ -163,7 +164,7 @@ func signedUp(ctx context.Context, t *testing.T, base, email string) *browser {
 
 // submitTopUpAt posts the top-up form for the gateway gw.
 func (b *browser) submitTopUpAt(ctx context.Context, csrf, token string, tomans int64, gw string) (response, error) {
-	return b.do(ctx, http.MethodPost, "/wallet/topup", url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}, "gateway": {gw}})
+	return b.do(ctx, http.MethodPost, routes.TopUp, url.Values{"_csrf": {csrf}, "token": {token}, "amount": {fmt.Sprint(tomans)}, "gateway": {gw}})
 }
 
 // bankGateway is how the payer reaches a gateway's page at the standalone
@@ -294,7 +295,7 @@ func (c *bankClient) finish(ctx context.Context, authority, action string) (stri
 // the browser then makes to our callback (GET, or the POST of a form),
 // and the HTTP status (409: no longer IN_BANK).
 func (c *bankClient) finishAt(ctx context.Context, gw, token, action string) (sandbank.CallbackRequest, int, error) {
-	return c.control(ctx, "/_sandbank/"+gw+"/payments/"+token+"/"+action)
+	return c.control(ctx, fmt.Sprintf("/_sandbank/%s/payments/%s/%s", gw, token, action))
 }
 
 // control posts to the control API's path that ends a payment and reads

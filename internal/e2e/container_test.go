@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -127,7 +128,7 @@ func TestContainerImage(t *testing.T) {
 			t.Fatalf("the image's binary exited:\n%s", b)
 		default:
 		}
-		res, err := http.Get("http://" + addr + "/signin")
+		res, err := http.Get("http://" + addr + routes.SignIn)
 		if lastErr = err; err != nil {
 			return false
 		}

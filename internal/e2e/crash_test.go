@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testhook"
@@ -444,7 +445,7 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 	gw, res.authority, atBank = toBank(c.bankURL, sent)
 	res.gateway = gw.name
 	if !atBank {
-		if sent.status == http.StatusOK || sent.location != "" && !strings.HasPrefix(sent.location, "/payments/") {
+		if sent.status == http.StatusOK || sent.location != "" && !strings.HasPrefix(sent.location, routes.Payments+"/") {
 			c.t.Errorf("%s: submit top-up answered %d %q", email, sent.status, sent.location)
 		}
 		return res

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
@@ -375,7 +376,7 @@ func withAllGateways(t *testing.T, env map[string]string, bankURL string) {
 func newServe(t *testing.T, name, dbURL, bankURL string, extra map[string]string) (*proc, string) {
 	t.Helper()
 	addr := freeAddr(t)
-	p := newProc(t, name, addr, "http://"+addr+"/healthz", serveEnv(t, addr, dbURL, bankURL, extra), "serve")
+	p := newProc(t, name, addr, "http://"+addr+routes.Healthz, serveEnv(t, addr, dbURL, bankURL, extra), "serve")
 	return p, "http://" + addr
 }
 

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/integrity"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
@@ -75,7 +76,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 	// /readyz of each instance (directly, as a health check does) and
 	// through the proxy.
 	for _, u := range []string{aURL, bURL} {
-		res, err := http.Get(u + "/readyz")
+		res, err := http.Get(u + routes.Readyz)
 		if err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("%s/readyz: %v %v", u, res, err)
 		}
@@ -86,7 +87,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 
 	// A payer at 127.0.0.2, over HTTP/2 and TLS.
 	payer := httpsBrowser(t, base, pool, "127.0.0.2")
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+routes.Readyz, nil)
 	res, err := payer.hc.Do(req)
 	if err != nil {
 		t.Fatalf("/readyz through nginx: %v", err)
@@ -96,7 +97,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 		t.Fatalf("/readyz through nginx: %d over %s, TLS %v", res.StatusCode, res.Proto, res.TLS != nil)
 	}
 	// Sign-up: __Host- cookies (Secure, Path=/, no Domain) and HSTS.
-	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/signup", nil)
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+routes.SignUp, nil)
 	res, err = payer.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -401,12 +402,12 @@ func httpsBrowser(t *testing.T, base string, pool *x509.CertPool, from string) *
 // and returns the status.
 func signInAttempt(ctx context.Context, t *testing.T, b *browser, email, xff string) int {
 	t.Helper()
-	r, err := b.do(ctx, http.MethodGet, "/signin", nil)
+	r, err := b.do(ctx, http.MethodGet, routes.SignIn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	form := url.Values{"_csrf": {field(csrfRE, r.body)}, "email": {email}, "password": {"wrong password here"}}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/signin", strings.NewReader(form.Encode()))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+routes.SignIn, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)

@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -44,21 +45,21 @@ func TestFingerprint(t *testing.T) {
 	fp := func(method, path string, amount *int64, desc *string) string {
 		return idempotency.Fingerprint(method, path, idempotency.Int("amount_rials", amount), idempotency.String("description", desc))
 	}
-	a := fp("POST", "/api/v1/topups", i(500000), str("x"))
-	if again := fp("POST", "/api/v1/topups", i(500000), str("x")); again != a {
+	a := fp("POST", routes.APITopUps, i(500000), str("x"))
+	if again := fp("POST", routes.APITopUps, i(500000), str("x")); again != a {
 		t.Fatalf("the same request has two fingerprints")
 	}
 	seen := map[string]string{a: "500000 x"}
 	for name, other := range map[string]string{
-		"another amount":             fp("POST", "/api/v1/topups", i(500010), str("x")),
-		"no description":             fp("POST", "/api/v1/topups", i(500000), nil),
-		"an empty description":       fp("POST", "/api/v1/topups", i(500000), str("")),
-		"no amount":                  fp("POST", "/api/v1/topups", nil, str("x")),
-		"another path":               fp("POST", "/api/v1/other", i(500000), str("x")),
-		"another method":             fp("PUT", "/api/v1/topups", i(500000), str("x")),
-		"amount digits in the text":  fp("POST", "/api/v1/topups", i(50000), str("0x")),
-		"a field name in the value":  idempotency.Fingerprint("POST", "/api/v1/topups", idempotency.String("a", str("b")), idempotency.String("c", str(""))),
-		"the name moved to the next": idempotency.Fingerprint("POST", "/api/v1/topups", idempotency.String("a", str("")), idempotency.String("bc", str(""))),
+		"another amount":             fp("POST", routes.APITopUps, i(500010), str("x")),
+		"no description":             fp("POST", routes.APITopUps, i(500000), nil),
+		"an empty description":       fp("POST", routes.APITopUps, i(500000), str("")),
+		"no amount":                  fp("POST", routes.APITopUps, nil, str("x")),
+		"another path":               fp("POST", routes.APIv1+"/other", i(500000), str("x")),
+		"another method":             fp("PUT", routes.APITopUps, i(500000), str("x")),
+		"amount digits in the text":  fp("POST", routes.APITopUps, i(50000), str("0x")),
+		"a field name in the value":  idempotency.Fingerprint("POST", routes.APITopUps, idempotency.String("a", str("b")), idempotency.String("c", str(""))),
+		"the name moved to the next": idempotency.Fingerprint("POST", routes.APITopUps, idempotency.String("a", str("")), idempotency.String("bc", str(""))),
 	} {
 		if prev, dup := seen[other]; dup {
 			t.Errorf("%s has the fingerprint of %s", name, prev)
@@ -71,7 +72,7 @@ func TestFingerprint(t *testing.T) {
 // they are the same request (method, path, each field present or not and
 // its value), whatever bytes the values hold.
 func FuzzFingerprint(f *testing.F) {
-	f.Add("POST", "/api/v1/topups", true, int64(500000), true, "x", "POST", "/api/v1/topups", true, int64(500000), false, "")
+	f.Add("POST", routes.APITopUps, true, int64(500000), true, "x", "POST", routes.APITopUps, true, int64(500000), false, "")
 	f.Add("POST", "/a", true, int64(1), true, "", "POST", "/a", true, int64(1), false, "")
 	f.Add("POST", "/a", false, int64(0), true, "1", "POST", "/a1", false, int64(0), true, "")
 	f.Fuzz(func(t *testing.T, m1, p1 string, hasA1 bool, a1 int64, hasD1 bool, d1 string,
@@ -111,7 +112,7 @@ func TestKeyLifecycle(t *testing.T) {
 		alice, _ := users.SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
 		bob, _ := users.SignUp(ctx, "bob@example.com", "correct horse battery", "", "en")
 		s := idempotency.NewStore(db, idempotency.Options{TTL: 24 * time.Hour, Lease: 30 * time.Second, Secret: []byte("s3cret"), Now: clock})
-		req := idempotency.Request{UserID: alice.ID, Key: "key-1", Method: "POST", Path: "/api/v1/topups", Fingerprint: "fp-a"}
+		req := idempotency.Request{UserID: alice.ID, Key: "key-1", Method: "POST", Path: routes.APITopUps, Fingerprint: "fp-a"}
 
 		out, rec, err := s.Begin(ctx, req)
 		if err != nil || out != idempotency.Acquired {

@@ -20,8 +20,8 @@ func TestURLs(t *testing.T) {
 	const id = "abcdefghijklmnopqrstuvwx"
 	for _, tc := range []struct{ got, want string }{
 		{Home, "/"},
-		{Asset("app.css"), "/static/app.css"},
-		{SandbankAll, "/sandbank/*"}, {APIAll, "/api/*"},
+		{Static, "/static"}, {Asset("app.css"), "/static/app.css"},
+		{Sandbank, "/sandbank"}, {SandbankAll, "/sandbank/*"}, {API, "/api"}, {APIAll, "/api/*"}, {APIv1, "/api/v1"},
 		{Healthz, "/healthz"}, {Readyz, "/readyz"}, {Metrics, "/metrics"},
 		{APIOpenAPI, "/api/openapi.json"},
 		{APITopUps, "/api/v1/topups"}, {APITopUpPattern, "/api/v1/topups/:id"}, {APITopUp(id), "/api/v1/topups/" + id},
@@ -38,7 +38,7 @@ func TestURLs(t *testing.T) {
 		{WebhookOrigins, "/account/webhooks/origins"}, {WebhookOriginDeletePattern, "/account/webhooks/origins/:id/delete"},
 		{WebhookOriginDelete(4), "/account/webhooks/origins/4/delete"},
 		{Wallet, "/wallet"}, {WalletPayments, "/wallet/payments"}, {WalletPaymentsCSV, "/wallet/payments.csv"}, {TopUp, "/wallet/topup"},
-		{PaymentPattern, "/payments/:id"}, {Payment(id), "/payments/" + id},
+		{Payments, "/payments"}, {PaymentPattern, "/payments/:id"}, {Payment(id), "/payments/" + id},
 		{PaymentReturnPattern, "/payments/:id/return"}, {PaymentReturn(id), "/payments/" + id + "/return"},
 		{PaymentAbandonPattern, "/payments/:id/abandon"}, {PaymentAbandon(id), "/payments/" + id + "/abandon"},
 		{Admin, "/admin"}, {AdminDashboardPattern, "/admin/"}, {AdminTwoFactor, "/admin/2fa"},
@@ -58,6 +58,61 @@ func TestURLs(t *testing.T) {
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// TestURLs pins every constant and every builder of routes.go: a new one
+// without its path written out there fails here.
+func TestURLsPinEveryName(t *testing.T) {
+	fset := token.NewFileSet()
+	src, err := parser.ParseFile(fset, "routes.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range src.Decls {
+		switch d := d.(type) {
+		case *ast.GenDecl:
+			if d.Tok == token.CONST {
+				for _, s := range d.Specs {
+					for _, n := range s.(*ast.ValueSpec).Names {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		case *ast.FuncDecl:
+			// The builders: exported, one string back (Fill is tested on
+			// its own, below).
+			if d.Recv != nil || !d.Name.IsExported() || d.Name.Name == "Fill" || d.Type.Results == nil || len(d.Type.Results.List) != 1 {
+				continue
+			}
+			if r, ok := d.Type.Results.List[0].Type.(*ast.Ident); ok && r.Name == "string" {
+				names = append(names, d.Name.Name)
+			}
+		}
+	}
+	tests, err := parser.ParseFile(fset, "routes_test.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := map[string]bool{}
+	for _, d := range tests.Decls {
+		if f, ok := d.(*ast.FuncDecl); ok && f.Name.Name == "TestURLs" {
+			ast.Inspect(f.Body, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					pinned[id.Name] = true
+				}
+				return true
+			})
+		}
+	}
+	if len(names) < 50 {
+		t.Fatalf("found only %d names in routes.go", len(names))
+	}
+	for _, n := range names {
+		if !pinned[n] {
+			t.Errorf("%s is not in TestURLs: write its path out there", n)
 		}
 	}
 }

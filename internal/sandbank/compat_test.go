@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // The client-library compatibility suite: third-party client libraries of
@@ -124,7 +126,7 @@ func (cb *compatBank) run(t *testing.T, script string, args map[string]any, out 
 // returns the request the payer's browser then makes to the merchant.
 func (cb *compatBank) finish(t *testing.T, gateway, token, action string) CallbackRequest {
 	t.Helper()
-	u := cb.url + "/_sandbank/" + gateway + "/payments/" + url.PathEscape(token) + "/" + action
+	u := cb.url + fmt.Sprintf("/_sandbank/%s/payments/%s/%s", gateway, url.PathEscape(token), action)
 	res, err := http.Post(u, "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -671,10 +673,10 @@ func TestCompatMellatCheckout(t *testing.T) {
 func TestCompatWSDLNamesTheBank(t *testing.T) {
 	b := New(Options{})
 	mux := http.NewServeMux()
-	mux.Handle("/sandbank/", http.StripPrefix("/sandbank", b.Handler()))
+	mux.Handle(routes.Sandbank+"/", http.StripPrefix(routes.Sandbank, b.Handler()))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	for _, path := range []string{"/sandbank/pgwchannel/services/pgw?wsdl"} {
+	for _, path := range []string{routes.Sandbank + "/pgwchannel/services/pgw?wsdl"} {
 		res, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -682,7 +684,7 @@ func TestCompatWSDLNamesTheBank(t *testing.T) {
 		var body bytes.Buffer
 		_, _ = body.ReadFrom(res.Body)
 		_ = res.Body.Close()
-		want := `<soap:address location="` + srv.URL + `/sandbank/pgwchannel/services/pgw"/>`
+		want := `<soap:address location="` + srv.URL + routes.Sandbank + "/pgwchannel/services/pgw\"/>"
 		if res.StatusCode != http.StatusOK || !bytes.Contains(body.Bytes(), []byte(want)) {
 			t.Errorf("GET %s: %d, want %s in\n%s", path, res.StatusCode, want, body.Bytes())
 		}

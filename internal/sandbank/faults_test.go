@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -762,10 +763,10 @@ func TestMountedFaults(t *testing.T) {
 	// connection hijackable).
 	b := New(Options{Seed: 1, Faults: &Faults{Ops: map[string]OpFaults{"request": {DropRate: 1}}}})
 	mux := http.NewServeMux()
-	mux.Handle("/sandbank/", http.StripPrefix("/sandbank", b.Handler()))
+	mux.Handle(routes.Sandbank+"/", http.StripPrefix(routes.Sandbank, b.Handler()))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	res := send(t, faultClient(t, 5*time.Second), http.MethodPost, srv.URL+"/sandbank/pg/v4/payment/request.json", newRequestBody(int64(10_000)))
+	res := send(t, faultClient(t, 5*time.Second), http.MethodPost, srv.URL+routes.Sandbank+"/pg/v4/payment/request.json", newRequestBody(int64(10_000)))
 	if !isDrop(res.err) {
 		t.Errorf("mounted drop: %d %v", res.status, res.err)
 	}

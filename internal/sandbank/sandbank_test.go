@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 const (
@@ -944,24 +945,24 @@ func TestStartPayButtons(t *testing.T) {
 func TestMountedUnderPrefix(t *testing.T) {
 	b := New(Options{Seed: 1})
 	mux := http.NewServeMux()
-	mux.Handle("/sandbank/", http.StripPrefix("/sandbank", b.Handler()))
+	mux.Handle(routes.Sandbank+"/", http.StripPrefix(routes.Sandbank, b.Handler()))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	res := post(t, srv, "/sandbank/pg/v4/payment/request.json", newRequestBody(int64(10_000)))
+	res := post(t, srv, routes.Sandbank+"/pg/v4/payment/request.json", newRequestBody(int64(10_000)))
 	a := res.str("authority")
-	start := get(t, srv, "/sandbank/pg/StartPay/"+a)
+	start := get(t, srv, routes.Sandbank+"/pg/StartPay/"+a)
 	if start.status != http.StatusOK {
 		t.Fatalf("StartPay under prefix: %d", start.status)
 	}
-	action := formAction(t, start.body, "/sandbank/pg/StartPay/"+a, "bank-pay")
-	if !strings.HasPrefix(action, "/sandbank/pg/StartPay/"+a+"/pay") {
+	action := formAction(t, start.body, routes.Sandbank+"/pg/StartPay/"+a, "bank-pay")
+	if !strings.HasPrefix(action, routes.Sandbank+"/pg/StartPay/"+a+"/pay") {
 		t.Errorf("action resolves to %q", action)
 	}
 	if p := submit(t, srv, action); p.status != http.StatusSeeOther {
 		t.Errorf("pay under prefix: %d", p.status)
 	}
-	if css := get(t, srv, "/sandbank/pg/assets/bank.css"); css.status != http.StatusOK {
+	if css := get(t, srv, routes.Sandbank+"/pg/assets/bank.css"); css.status != http.StatusOK {
 		t.Errorf("stylesheet under prefix: %d", css.status)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -71,7 +72,7 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
 	f := start(t, db, apptest.Options{})
 	c := newAPIClient(t, f.app, f.spec, "")
-	a := c.do(http.MethodGet, "/api/openapi.json", nil, "", false)
+	a := c.do(http.MethodGet, routes.APIOpenAPI, nil, "", false)
 	if a.Status != http.StatusOK || a.Body != string(api.OpenAPI) {
 		t.Fatalf("GET /api/openapi.json: %d", a.Status)
 	}
@@ -82,24 +83,24 @@ func TestIdempotentTopUp(t *testing.T) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "api@example.com", apitoken.ScopeTopUp)
 
-		first := c.post("/api/v1/topups", "order-1", `{"amount_rials": 500000, "description": "from the app"}`)
+		first := c.post(routes.APITopUps, "order-1", `{"amount_rials": 500000, "description": "from the app"}`)
 		if first.Status != http.StatusCreated || first.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("first: %d %s", first.Status, first.Body)
 		}
 		tu := decode[api.TopUp](t, first)
 		if tu.Status != "awaiting_payment" || tu.AmountRials != 500000 || tu.PaymentURL == nil ||
-			!strings.Contains(*tu.PaymentURL, "/sandbank/pg/StartPay/S") || tu.RefID != nil || tu.CreditedAt != nil {
+			!strings.Contains(*tu.PaymentURL, routes.Sandbank+"/pg/StartPay/S") || tu.RefID != nil || tu.CreditedAt != nil {
 			t.Fatalf("first: %+v", tu)
 		}
 		// The same request (another key order and spacing): the stored
 		// answer, byte for byte, marked as replayed.
-		again := c.post("/api/v1/topups", "order-1", "{\"description\":\"from the app\",  \"amount_rials\":500000}\n")
+		again := c.post(routes.APITopUps, "order-1", "{\"description\":\"from the app\",  \"amount_rials\":500000}\n")
 		if again.Status != http.StatusCreated || again.Body != first.Body || again.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay: %d %q %s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body)
 		}
 		// The same key for another request: 409 reused, nothing written.
 		for _, body := range []string{`{"amount_rials": 600000, "description": "from the app"}`, `{"amount_rials": 500000}`} {
-			if a := c.post("/api/v1/topups", "order-1", body); a.Status != http.StatusConflict || a.Code() != "idempotency_key_reused" {
+			if a := c.post(routes.APITopUps, "order-1", body); a.Status != http.StatusConflict || a.Code() != "idempotency_key_reused" {
 				t.Fatalf("reused %s: %d %s", body, a.Status, a.Body)
 			}
 		}
@@ -131,7 +132,7 @@ func TestIdempotentTopUp(t *testing.T) {
 			{"amount too large", "order-2", `{"amount_rials": 1000000010}`, false, 422, "amount_too_large"},
 			{"description too long", "order-2", `{"amount_rials": 500000, "description": "` + strings.Repeat("x", 256) + `"}`, true, 422, "description_too_long"},
 		} {
-			a := c.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": tc.key}, tc.body, tc.specInvalid)
+			a := c.do(http.MethodPost, routes.APITopUps, map[string]string{"Idempotency-Key": tc.key}, tc.body, tc.specInvalid)
 			if a.Status != tc.status || a.Code() != tc.code || !strings.HasPrefix(a.Header.Get("Content-Type"), "application/problem+json") {
 				t.Errorf("%s: %d %s", tc.name, a.Status, a.Body)
 			}
@@ -142,12 +143,12 @@ func TestIdempotentTopUp(t *testing.T) {
 		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
 			t.Fatalf("%d payments after refusals", n)
 		}
-		if a := c.post("/api/v1/topups", "order-2", `{"amount_rials": 200000}`); a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" {
+		if a := c.post(routes.APITopUps, "order-2", `{"amount_rials": 200000}`); a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("corrected request with the refused key: %d %s", a.Status, a.Body)
 		}
 		// Keys are the user's own: another user's "order-1" is a new request.
 		other, _ := f.user(t, "other@example.com", apitoken.ScopeTopUp)
-		if a := other.post("/api/v1/topups", "order-1", `{"amount_rials": 500000, "description": "from the app"}`); a.Status != http.StatusCreated ||
+		if a := other.post(routes.APITopUps, "order-1", `{"amount_rials": 500000, "description": "from the app"}`); a.Status != http.StatusCreated ||
 			a.Header.Get("Idempotent-Replayed") != "" || decode[api.TopUp](t, a).ID == tu.ID {
 			t.Fatalf("another user's key: %d %s", a.Status, a.Body)
 		}
@@ -179,7 +180,7 @@ func TestConcurrentRequestsWithOneKey(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-startGate
-				answers[i] = c.post("/api/v1/topups", "race-key", `{"amount_rials": 300000}`)
+				answers[i] = c.post(routes.APITopUps, "race-key", `{"amount_rials": 300000}`)
 			}()
 		}
 		close(startGate)
@@ -207,7 +208,7 @@ func TestConcurrentRequestsWithOneKey(t *testing.T) {
 			t.Fatalf("created %d, replayed %d, in use %d", created, replayed, inUse)
 		}
 		// Then, everyone retrying gets the one answer.
-		if a := c.post("/api/v1/topups", "race-key", `{"amount_rials": 300000}`); a.Body != body || a.Header.Get("Idempotent-Replayed") != "true" {
+		if a := c.post(routes.APITopUps, "race-key", `{"amount_rials": 300000}`); a.Body != body || a.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("retry after the race: %d %s", a.Status, a.Body)
 		}
 		if got := count(t, db, `SELECT COUNT(*) FROM payments`); got != 1 {
@@ -229,7 +230,7 @@ func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
 		if err := f.app.Server.Bank.SetFaults(sandbank.Faults{Down: true, DownStatus: 503}); err != nil {
 			t.Fatal(err)
 		}
-		first := c.post("/api/v1/topups", "k-down", `{"amount_rials": 100000}`)
+		first := c.post(routes.APITopUps, "k-down", `{"amount_rials": 100000}`)
 		if first.Status != http.StatusBadGateway || first.Code() != "gateway_failed" {
 			t.Fatalf("bank down: %d %s", first.Status, first.Body)
 		}
@@ -240,14 +241,14 @@ func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
 		calls := f.app.Server.Bank.Stats()["request"].Calls
 		// The bank is back; the key still answers as the first time.
 		f.app.Server.Bank.ClearFaults()
-		again := c.post("/api/v1/topups", "k-down", `{"amount_rials": 100000}`)
+		again := c.post(routes.APITopUps, "k-down", `{"amount_rials": 100000}`)
 		if again.Status != http.StatusBadGateway || again.Body != first.Body || again.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay of the refusal: %d %s", again.Status, again.Body)
 		}
 		if got := f.app.Server.Bank.Stats()["request"].Calls; got != calls {
 			t.Fatalf("the replay asked the bank again")
 		}
-		if a := c.post("/api/v1/topups", "k-up", `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
+		if a := c.post(routes.APITopUps, "k-up", `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
 			t.Fatalf("new key after the bank is back: %d %s", a.Status, a.Body)
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 2 {
@@ -261,13 +262,13 @@ func TestAuthenticationAndScopes(t *testing.T) {
 		f := start(t, db, apptest.Options{})
 		writer, aliceID := f.user(t, "alice@example.com", apitoken.ScopeTopUp)
 		reader := f.token(t, aliceID, apitoken.ScopeRead)
-		mine := decode[api.TopUp](t, writer.post("/api/v1/topups", "a-1", `{"amount_rials": 100000}`))
+		mine := decode[api.TopUp](t, writer.post(routes.APITopUps, "a-1", `{"amount_rials": 100000}`))
 
 		// A read token reads, but cannot create top-ups (nothing stored).
-		if a := reader.get("/api/v1/topups/" + mine.ID); a.Status != http.StatusOK || decode[api.TopUp](t, a).ID != mine.ID {
+		if a := reader.get(routes.APITopUp(mine.ID)); a.Status != http.StatusOK || decode[api.TopUp](t, a).ID != mine.ID {
 			t.Fatalf("read token GET: %d", a.Status)
 		}
-		if a := reader.post("/api/v1/topups", "r-1", `{"amount_rials": 100000}`); a.Status != http.StatusForbidden || a.Code() != "insufficient_scope" {
+		if a := reader.post(routes.APITopUps, "r-1", `{"amount_rials": 100000}`); a.Status != http.StatusForbidden || a.Code() != "insufficient_scope" {
 			t.Fatalf("read token POST: %d %s", a.Status, a.Body)
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'r-1'`); n != 0 {
@@ -275,40 +276,40 @@ func TestAuthenticationAndScopes(t *testing.T) {
 		}
 		// Another user's payment does not exist for this token.
 		bob, _ := f.user(t, "bob@example.com", apitoken.ScopeRead)
-		if a := bob.get("/api/v1/topups/" + mine.ID); a.Status != http.StatusNotFound || a.Code() != "not_found" {
+		if a := bob.get(routes.APITopUp(mine.ID)); a.Status != http.StatusNotFound || a.Code() != "not_found" {
 			t.Fatalf("foreign payment: %d %s", a.Status, a.Body)
 		}
-		if a := bob.get("/api/v1/topups/not-an-id"); a.Status != http.StatusNotFound {
+		if a := bob.get(routes.APITopUp("not-an-id")); a.Status != http.StatusNotFound {
 			t.Fatalf("malformed id: %d", a.Status)
 		}
-		if page := decode[api.TopUpPage](t, bob.get("/api/v1/topups")); len(page.Items) != 0 {
+		if page := decode[api.TopUpPage](t, bob.get(routes.APITopUps)); len(page.Items) != 0 {
 			t.Fatalf("bob lists alice's payments")
 		}
 
 		// No token, a wrong one, a revoked one, an expired one: 401.
 		anon := newAPIClient(t, f.app, f.spec, "")
-		if a := anon.do(http.MethodGet, "/api/v1/wallet", nil, "", true); a.Status != http.StatusUnauthorized || a.Code() != "unauthorized" ||
+		if a := anon.do(http.MethodGet, routes.APIWallet, nil, "", true); a.Status != http.StatusUnauthorized || a.Code() != "unauthorized" ||
 			!strings.HasPrefix(a.Header.Get("WWW-Authenticate"), "Bearer") {
 			t.Fatalf("no token: %d %s", a.Status, a.Body)
 		}
-		if a := anon.do(http.MethodGet, "/api/v1/wallet", map[string]string{"Authorization": "Basic YWxpY2U6cHc="}, "", true); a.Status != http.StatusUnauthorized {
+		if a := anon.do(http.MethodGet, routes.APIWallet, map[string]string{"Authorization": "Basic YWxpY2U6cHc="}, "", true); a.Status != http.StatusUnauthorized {
 			t.Fatalf("basic auth: %d", a.Status)
 		}
 		wrong := newAPIClient(t, f.app, f.spec, "kp_"+strings.Repeat("A", 43))
-		if a := wrong.get("/api/v1/wallet"); a.Status != http.StatusUnauthorized {
+		if a := wrong.get(routes.APIWallet); a.Status != http.StatusUnauthorized {
 			t.Fatalf("unknown token: %d", a.Status)
 		}
 		revoked := f.token(t, aliceID, apitoken.ScopeTopUp)
-		if a := revoked.get("/api/v1/wallet"); a.Status != http.StatusOK {
+		if a := revoked.get(routes.APIWallet); a.Status != http.StatusOK {
 			t.Fatalf("fresh token: %d", a.Status)
 		}
 		db.Gorm.Exec(`UPDATE api_tokens SET revoked_at = created_at WHERE token_hash = ?`, apitoken.Hash(revoked.token))
-		if a := revoked.post("/api/v1/topups", "rv-1", `{"amount_rials": 100000}`); a.Status != http.StatusUnauthorized {
+		if a := revoked.post(routes.APITopUps, "rv-1", `{"amount_rials": 100000}`); a.Status != http.StatusUnauthorized {
 			t.Fatalf("revoked token: %d", a.Status)
 		}
 		expired := f.token(t, aliceID, apitoken.ScopeTopUp)
 		db.Gorm.Exec(`UPDATE api_tokens SET expires_at = ? WHERE token_hash = ?`, time.Now().Add(-time.Minute).UTC(), apitoken.Hash(expired.token))
-		if a := expired.get("/api/v1/topups"); a.Status != http.StatusUnauthorized {
+		if a := expired.get(routes.APITopUps); a.Status != http.StatusUnauthorized {
 			t.Fatalf("expired token: %d", a.Status)
 		}
 
@@ -325,15 +326,15 @@ func TestAuthenticationAndScopes(t *testing.T) {
 			t.Fatalf("the browser has no session: %v", jar)
 		}
 		cookies := strings.Join(jar, "; ")
-		if a := anon.do(http.MethodGet, "/api/v1/wallet", map[string]string{"Cookie": cookies}, "", true); a.Status != http.StatusUnauthorized || a.Code() != "unauthorized" {
+		if a := anon.do(http.MethodGet, routes.APIWallet, map[string]string{"Cookie": cookies}, "", true); a.Status != http.StatusUnauthorized || a.Code() != "unauthorized" {
 			t.Fatalf("cookie session on the API: %d %s", a.Status, a.Body)
 		}
-		if a := writer.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "with-cookies", "Cookie": cookies,
+		if a := writer.do(http.MethodPost, routes.APITopUps, map[string]string{"Idempotency-Key": "with-cookies", "Cookie": cookies,
 			"Origin": "https://evil.example"}, `{"amount_rials": 100000}`, false); a.Status != http.StatusCreated {
 			t.Fatalf("token with a foreign origin and cookies: %d %s", a.Status, a.Body)
 		}
 		// Unknown API paths (not in the document) are problems, not pages.
-		req, _ := http.NewRequest(http.MethodGet, f.app.URL+"/api/v2/wallet", nil)
+		req, _ := http.NewRequest(http.MethodGet, f.app.URL+routes.API+"/v2/wallet", nil)
 		r := browser.Do(req)
 		var body any
 		if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
@@ -356,11 +357,11 @@ func TestTopUpRateLimitPerToken(t *testing.T) {
 	f := start(t, db, apptest.Options{Env: map[string]string{"API_TOPUPS_PER_MINUTE": "2"}})
 	c, uid := f.user(t, "busy@example.com", apitoken.ScopeTopUp)
 	for i := range 2 {
-		if a := c.post("/api/v1/topups", fmt.Sprint("rl-", i), `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
+		if a := c.post(routes.APITopUps, fmt.Sprint("rl-", i), `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
 			t.Fatalf("top-up %d: %d", i, a.Status)
 		}
 	}
-	a := c.post("/api/v1/topups", "rl-2", `{"amount_rials": 100000}`)
+	a := c.post(routes.APITopUps, "rl-2", `{"amount_rials": 100000}`)
 	if a.Status != http.StatusTooManyRequests || a.Code() != "rate_limited" || a.Header.Get("Retry-After") == "" || a.Header.Get("Retry-After") == "0" {
 		t.Fatalf("third top-up: %d %q %s", a.Status, a.Header.Get("Retry-After"), a.Body)
 	}
@@ -369,10 +370,10 @@ func TestTopUpRateLimitPerToken(t *testing.T) {
 	}
 	// Per token: another token of the same user is not limited by it, and
 	// reading is not limited.
-	if a := f.token(t, uid, apitoken.ScopeTopUp).post("/api/v1/topups", "rl-2", `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
+	if a := f.token(t, uid, apitoken.ScopeTopUp).post(routes.APITopUps, "rl-2", `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
 		t.Fatalf("other token: %d", a.Status)
 	}
-	if a := c.get("/api/v1/topups"); a.Status != http.StatusOK {
+	if a := c.get(routes.APITopUps); a.Status != http.StatusOK {
 		t.Fatalf("read after the limit: %d", a.Status)
 	}
 }
@@ -381,8 +382,8 @@ func TestExpiredKeysAreDeleted(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"IDEMPOTENCY_KEY_TTL": "1h", "WORKER_INTERVAL": "off", "RECONCILE_INTERVAL": "off"}})
 		c, _ := f.user(t, "ttl@example.com", apitoken.ScopeTopUp)
-		first := decode[api.TopUp](t, c.post("/api/v1/topups", "ttl-key", `{"amount_rials": 100000}`))
-		c.post("/api/v1/topups", "fresh-key", `{"amount_rials": 100000}`)
+		first := decode[api.TopUp](t, c.post(routes.APITopUps, "ttl-key", `{"amount_rials": 100000}`))
+		c.post(routes.APITopUps, "fresh-key", `{"amount_rials": 100000}`)
 		db.Gorm.Exec(`UPDATE idempotency_keys SET created_at = ? WHERE idempotency_key = 'ttl-key'`, time.Now().Add(-61*time.Minute).UTC())
 		// serve's background loops: the cleanup runs at once.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -396,7 +397,7 @@ func TestExpiredKeysAreDeleted(t *testing.T) {
 			t.Fatalf("a key inside its TTL was deleted")
 		}
 		// The key used again starts a new request.
-		a := c.post("/api/v1/topups", "ttl-key", `{"amount_rials": 100000}`)
+		a := c.post(routes.APITopUps, "ttl-key", `{"amount_rials": 100000}`)
 		if a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" || decode[api.TopUp](t, a).ID == first.ID {
 			t.Fatalf("key after its deletion: %d %s", a.Status, a.Body)
 		}
@@ -410,10 +411,10 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "e2e@example.com", apitoken.ScopeTopUp)
-		if w := decode[api.Wallet](t, c.get("/api/v1/wallet")); w.BalanceRials != 0 {
+		if w := decode[api.Wallet](t, c.get(routes.APIWallet)); w.BalanceRials != 0 {
 			t.Fatalf("new wallet: %+v", w)
 		}
-		created := decode[api.TopUp](t, c.post("/api/v1/topups", "e2e-1", `{"amount_rials": 750000}`))
+		created := decode[api.TopUp](t, c.post(routes.APITopUps, "e2e-1", `{"amount_rials": 750000}`))
 
 		// A browser opens payment_url, pays, and follows the bank back to
 		// the receipt page (no session: the callback needs none).
@@ -423,7 +424,7 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 			t.Fatalf("bank page: %d", page.Status)
 		}
 		back := browser.Post(*created.PaymentURL+"/pay", url.Values{})
-		if back.Status != http.StatusSeeOther || !strings.HasPrefix(back.Location, f.app.URL+"/payments/"+created.ID+"/return") {
+		if back.Status != http.StatusSeeOther || !strings.HasPrefix(back.Location, f.app.URL+routes.PaymentReturn(created.ID)) {
 			t.Fatalf("bank redirect: %d %q", back.Status, back.Location)
 		}
 		receipt := browser.Get(back.Location)
@@ -432,33 +433,33 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 		}
 		browser.Get(back.Location) // a reload changes nothing
 
-		got := decode[api.TopUp](t, c.get("/api/v1/topups/"+created.ID))
+		got := decode[api.TopUp](t, c.get(routes.APITopUp(created.ID)))
 		if got.Status != "credited" || got.RefID == nil || *got.RefID <= 0 || got.CreditedAt == nil || got.PaymentURL != nil ||
 			got.AmountRials != 750000 || !got.CreatedAt.Equal(created.CreatedAt) {
 			t.Fatalf("after paying: %+v", got)
 		}
-		if w := decode[api.Wallet](t, c.get("/api/v1/wallet")); w.BalanceRials != 750000 {
+		if w := decode[api.Wallet](t, c.get(routes.APIWallet)); w.BalanceRials != 750000 {
 			t.Fatalf("balance %d, want 750000", w.BalanceRials)
 		}
-		ledger := decode[api.LedgerPage](t, c.get("/api/v1/wallet/ledger"))
+		ledger := decode[api.LedgerPage](t, c.get(routes.APIWalletLedger))
 		if len(ledger.Items) != 1 || ledger.Items[0].AmountRials != 750000 || ledger.Items[0].BalanceAfterRials != 750000 ||
 			ledger.Items[0].TopUpID == nil || *ledger.Items[0].TopUpID != created.ID || ledger.Items[0].RefID == nil || *ledger.Items[0].RefID != *got.RefID {
 			t.Fatalf("ledger: %s", mustJSON(ledger))
 		}
 		// The replay of the create still answers as it did (the first answer).
-		if a := c.post("/api/v1/topups", "e2e-1", `{"amount_rials": 750000}`); decode[api.TopUp](t, a).Status != "awaiting_payment" {
+		if a := c.post(routes.APITopUps, "e2e-1", `{"amount_rials": 750000}`); decode[api.TopUp](t, a).Status != "awaiting_payment" {
 			t.Fatalf("replay after credit: %s", a.Body)
 		}
 		apptest.CheckInvariants(t, db)
 
 		// Keyset pagination, newest first.
 		for i := range 4 {
-			c.post("/api/v1/topups", fmt.Sprint("page-", i), fmt.Sprintf(`{"amount_rials": %d}`, 100000+10*i))
+			c.post(routes.APITopUps, fmt.Sprint("page-", i), fmt.Sprintf(`{"amount_rials": %d}`, 100000+10*i))
 		}
 		var seen []string
 		cursor := ""
 		for pages := 0; ; pages++ {
-			path := "/api/v1/topups?limit=2"
+			path := routes.APITopUps + "?limit=2"
 			if cursor != "" {
 				path += "&cursor=" + cursor
 			}
@@ -478,7 +479,7 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 			t.Fatalf("pages: %v", seen)
 		}
 		for _, bad := range []string{"?limit=0", "?limit=101", "?cursor=abc", "?cursor=-1"} {
-			if a := c.do(http.MethodGet, "/api/v1/topups"+bad, nil, "", true); a.Status != http.StatusBadRequest || a.Code() != "invalid_parameter" {
+			if a := c.do(http.MethodGet, routes.APITopUps+bad, nil, "", true); a.Status != http.StatusBadRequest || a.Code() != "invalid_parameter" {
 				t.Fatalf("%s: %d %s", bad, a.Status, a.Body)
 			}
 		}
@@ -498,11 +499,11 @@ func TestRetryAfterACrashFindsThePayment(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "crash@example.com", apitoken.ScopeTopUp)
-		first := decode[api.TopUp](t, c.post("/api/v1/topups", "crash-key", `{"amount_rials": 120000}`))
+		first := decode[api.TopUp](t, c.post(routes.APITopUps, "crash-key", `{"amount_rials": 120000}`))
 		calls := f.app.Server.Bank.Stats()["request"].Calls
 		db.Gorm.Exec(`UPDATE idempotency_keys SET response_status = NULL, response_body = NULL, finished_at = NULL, locked_until = ?
 			WHERE idempotency_key = 'crash-key'`, time.Now().Add(-time.Second).UTC())
-		a := c.post("/api/v1/topups", "crash-key", `{"amount_rials": 120000}`)
+		a := c.post(routes.APITopUps, "crash-key", `{"amount_rials": 120000}`)
 		got := decode[api.TopUp](t, a)
 		if a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" || got.ID != first.ID || got.PaymentURL == nil || *got.PaymentURL != *first.PaymentURL {
 			t.Fatalf("retry after the crash: %d %s", a.Status, a.Body)
@@ -514,7 +515,7 @@ func TestRetryAfterACrashFindsThePayment(t *testing.T) {
 			t.Fatalf("the retry asked the bank for a second transaction")
 		}
 		// Its answer is stored now.
-		if a := c.post("/api/v1/topups", "crash-key", `{"amount_rials": 120000}`); a.Header.Get("Idempotent-Replayed") != "true" || a.Body != mustJSON(got) {
+		if a := c.post(routes.APITopUps, "crash-key", `{"amount_rials": 120000}`); a.Header.Get("Idempotent-Replayed") != "true" || a.Body != mustJSON(got) {
 			t.Fatalf("replay after the takeover: %s", a.Body)
 		}
 	})

@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // FuzzTopUpFingerprint: a body the API accepts means exactly what it
@@ -48,7 +50,7 @@ func FuzzTopUpFingerprint(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%q parsed, but its re-encoding %q did not: %v", tc.body, again, err)
 			}
-			if tc.r.fingerprint("POST", "/api/v1/topups") != r2.fingerprint("POST", "/api/v1/topups") {
+			if tc.r.fingerprint("POST", routes.APITopUps) != r2.fingerprint("POST", routes.APITopUps) {
 				t.Fatalf("%q and its re-encoding %q have two fingerprints", tc.body, again)
 			}
 		}

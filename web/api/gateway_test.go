@@ -7,6 +7,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -24,17 +25,17 @@ func TestTopUpGateway(t *testing.T) {
 		}})
 		c, _ := f.user(t, "gw@example.com", apitoken.ScopeTopUp)
 
-		a := c.post("/api/v1/topups", "k1", `{"amount_rials": 500000}`)
+		a := c.post(routes.APITopUps, "k1", `{"amount_rials": 500000}`)
 		if tu := decode[api.TopUp](t, a); a.Status != http.StatusCreated || tu.Gateway != "zarinpal" {
 			t.Fatalf("default: %d %s", a.Status, a.Body)
 		}
-		a = c.post("/api/v1/topups", "k2", `{"amount_rials": 500000, "gateway": "zibal"}`)
+		a = c.post(routes.APITopUps, "k2", `{"amount_rials": 500000, "gateway": "zibal"}`)
 		tu := decode[api.TopUp](t, a)
-		if a.Status != http.StatusCreated || tu.Gateway != "zibal" || tu.PaymentURL == nil || !strings.Contains(*tu.PaymentURL, "/sandbank/start/") {
+		if a.Status != http.StatusCreated || tu.Gateway != "zibal" || tu.PaymentURL == nil || !strings.Contains(*tu.PaymentURL, routes.Sandbank+"/start/") {
 			t.Fatalf("zibal: %d %s", a.Status, a.Body)
 		}
 		for _, body := range []string{`{"amount_rials": 500000, "gateway": "paypal"}`, `{"amount_rials": 500000, "gateway": ""}`} {
-			if a := c.post("/api/v1/topups", "k3", body); a.Status != http.StatusUnprocessableEntity || a.Code() != "gateway_unknown" {
+			if a := c.post(routes.APITopUps, "k3", body); a.Status != http.StatusUnprocessableEntity || a.Code() != "gateway_unknown" {
 				t.Errorf("%s: %d %s", body, a.Status, a.Body)
 			}
 		}
@@ -43,10 +44,10 @@ func TestTopUpGateway(t *testing.T) {
 		if err := f.app.Server.Bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"request": {ErrorRate: 1}}}); err != nil {
 			t.Fatal(err)
 		}
-		if a := c.post("/api/v1/topups", "k4", `{"amount_rials": 500000, "gateway": "zarinpal"}`); a.Status != http.StatusBadGateway {
+		if a := c.post(routes.APITopUps, "k4", `{"amount_rials": 500000, "gateway": "zarinpal"}`); a.Status != http.StatusBadGateway {
 			t.Fatalf("zarinpal failing: %d %s", a.Status, a.Body)
 		}
-		a = c.post("/api/v1/topups", "k5", `{"amount_rials": 500000, "gateway": "zarinpal"}`)
+		a = c.post(routes.APITopUps, "k5", `{"amount_rials": 500000, "gateway": "zarinpal"}`)
 		tu = decode[api.TopUp](t, a)
 		if a.Status != http.StatusCreated || tu.Gateway != "zibal" {
 			t.Fatalf("failover: %d %s", a.Status, a.Body)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -29,9 +30,9 @@ func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "fp@example.com", apitoken.ScopeTopUp)
-		first := c.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "case-1"},
+		first := c.do(http.MethodPost, routes.APITopUps, map[string]string{"Idempotency-Key": "case-1"},
 			`{"amount_rials": 100000, "AMOUNT_RIALS": 200000}`, true)
-		second := c.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "case-1"},
+		second := c.do(http.MethodPost, routes.APITopUps, map[string]string{"Idempotency-Key": "case-1"},
 			`{"AMOUNT_RIALS": 200000, "amount_rials": 100000}`, true)
 		for i, a := range []answer{first, second} {
 			if a.Status != http.StatusBadRequest || a.Code() != "invalid_body" || a.Header.Get("Idempotent-Replayed") != "" {
@@ -43,7 +44,7 @@ func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
 			`{"description": "a", "amount_rials": 100000, "description": "b"}`,
 			`{"Amount_Rials": 100000}`,
 		} {
-			if a := c.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "dup-1"}, body, strings.Contains(body, "Amount_")); a.Status != http.StatusBadRequest || a.Code() != "invalid_body" {
+			if a := c.do(http.MethodPost, routes.APITopUps, map[string]string{"Idempotency-Key": "dup-1"}, body, strings.Contains(body, "Amount_")); a.Status != http.StatusBadRequest || a.Code() != "invalid_body" {
 				t.Errorf("%s: %d %s, want 400 invalid_body", body, a.Status, a.Body)
 			}
 		}
@@ -55,14 +56,14 @@ func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
 		}
 		// The same request written differently is one request (a replay);
 		// another amount or description under the key is a 409.
-		a := c.post("/api/v1/topups", "k-1", `{"amount_rials": 100000, "description": "a\u00e9"}`)
-		b := c.post("/api/v1/topups", "k-1", "{ \"description\" : \"a\\u00e9\",\n\"amount_rials\":100000 }")
+		a := c.post(routes.APITopUps, "k-1", `{"amount_rials": 100000, "description": "a\u00e9"}`)
+		b := c.post(routes.APITopUps, "k-1", "{ \"description\" : \"a\\u00e9\",\n\"amount_rials\":100000 }")
 		if a.Status != http.StatusCreated || b.Status != http.StatusCreated || b.Body != a.Body || b.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("the same request twice: %d, %d %q", a.Status, b.Status, b.Header.Get("Idempotent-Replayed"))
 		}
 		for _, body := range []string{`{"amount_rials": 200000, "description": "aé"}`, `{"amount_rials": 100000, "description": "ae"}`,
 			`{"amount_rials": 100000}`, `{"amount_rials": 100000, "description": ""}`} {
-			if r := c.post("/api/v1/topups", "k-1", body); r.Status != http.StatusConflict || r.Code() != "idempotency_key_reused" {
+			if r := c.post(routes.APITopUps, "k-1", body); r.Status != http.StatusConflict || r.Code() != "idempotency_key_reused" {
 				t.Errorf("%s under the key of another request: %d %s, want 409", body, r.Status, r.Body)
 			}
 		}
@@ -103,14 +104,14 @@ func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "twokeys@example.com", apitoken.ScopeTopUp)
 		auth := "Authorization: Bearer " + c.token
-		status, body := rawPost(t, f.app, "/api/v1/topups", []string{auth, "Idempotency-Key: one", "Idempotency-Key: two"}, `{"amount_rials": 100000}`)
+		status, body := rawPost(t, f.app, routes.APITopUps, []string{auth, "Idempotency-Key: one", "Idempotency-Key: two"}, `{"amount_rials": 100000}`)
 		if status != http.StatusBadRequest || !strings.Contains(body, `"code":"idempotency_key_invalid"`) {
 			t.Fatalf("two keys: %d %s, want 400 idempotency_key_invalid", status, body)
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM payments`) + count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
 			t.Fatalf("two keys wrote %d rows", n)
 		}
-		if status, body := rawPost(t, f.app, "/api/v1/topups", []string{auth, "Idempotency-Key: one"}, `{"amount_rials": 100000}`); status != http.StatusCreated {
+		if status, body := rawPost(t, f.app, routes.APITopUps, []string{auth, "Idempotency-Key: one"}, `{"amount_rials": 100000}`); status != http.StatusCreated {
 			t.Fatalf("one key: %d %s", status, body)
 		}
 	})
@@ -128,7 +129,7 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 2 * len(f.app.Server.Resilients) {
-			if a := c.post("/api/v1/topups", "fail-"+strconv.Itoa(i), `{"amount_rials": 100000}`); a.Status != http.StatusBadGateway {
+			if a := c.post(routes.APITopUps, "fail-"+strconv.Itoa(i), `{"amount_rials": 100000}`); a.Status != http.StatusBadGateway {
 				t.Fatalf("top-up %d against a down bank: %d %s", i, a.Status, a.Body)
 			}
 		}
@@ -138,7 +139,7 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 			}
 		}
 		payments, keys := count(t, db, `SELECT COUNT(*) FROM payments`), count(t, db, `SELECT COUNT(*) FROM idempotency_keys`)
-		a := c.post("/api/v1/topups", "while-open", `{"amount_rials": 100000}`)
+		a := c.post(routes.APITopUps, "while-open", `{"amount_rials": 100000}`)
 		if a.Status != http.StatusServiceUnavailable || a.Code() != "gateway_unavailable" || a.Header.Get("Retry-After") == "" {
 			t.Fatalf("top-up with the breaker open: %d %q %s, want 503 gateway_unavailable with Retry-After", a.Status, a.Header.Get("Retry-After"), a.Body)
 		}
@@ -161,7 +162,7 @@ func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "desc@example.com", apitoken.ScopeTopUp)
 		for i, desc := range []string{`\u202Egnp.exe`, `a\u2066b\u2069`, `zero\u200Bwidth`, `nul\u0000`, `line\nbreak`, `esc\u001b[31m`} {
-			a := c.post("/api/v1/topups", "desc-"+strconv.Itoa(i), `{"amount_rials": 100000, "description": "`+desc+`"}`)
+			a := c.post(routes.APITopUps, "desc-"+strconv.Itoa(i), `{"amount_rials": 100000, "description": "`+desc+`"}`)
 			if a.Status != http.StatusUnprocessableEntity || a.Code() != "description_invalid" {
 				t.Errorf("description %s: %d %s, want 422 description_invalid", desc, a.Status, a.Body)
 			}
@@ -169,7 +170,7 @@ func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
 		if n := count(t, db, `SELECT COUNT(*) FROM payments`) + count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
 			t.Fatalf("refused descriptions wrote %d rows", n)
 		}
-		if a := c.post("/api/v1/topups", "desc-ok", `{"amount_rials": 100000, "description": "خرید کتاب (book) ۲"}`); a.Status != http.StatusCreated {
+		if a := c.post(routes.APITopUps, "desc-ok", `{"amount_rials": 100000, "description": "خرید کتاب (book) ۲"}`); a.Status != http.StatusCreated {
 			t.Fatalf("a plain Persian description: %d %s", a.Status, a.Body)
 		}
 	})

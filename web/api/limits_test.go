@@ -13,6 +13,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -38,7 +39,7 @@ func TestTopUpLimits(t *testing.T) {
 		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'limits@example.com'`).Scan(&uid)
 		c := f.token(t, uid, apitoken.ScopeTopUp)
 
-		form := web.Get("/wallet/topup")
+		form := web.Get(routes.TopUp)
 		if !strings.Contains(form.Body, `data-testid="left-today" data-rials="1000000"`) || !strings.Contains(form.Body, `data-testid="left-count" data-count="3"`) {
 			t.Fatal("the form does not show what is left today")
 		}
@@ -57,15 +58,15 @@ func TestTopUpLimits(t *testing.T) {
 		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
 			t.Fatalf("%d payments after a refusal, want 1", n)
 		}
-		a := c.post("/api/v1/topups", "day-1", `{"amount_rials": 500000}`)
+		a := c.post(routes.APITopUps, "day-1", `{"amount_rials": 500000}`)
 		if a.Status != http.StatusUnprocessableEntity || a.Code() != "daily_limit_exceeded" {
 			t.Fatalf("API over the daily amount: %d %s", a.Status, a.Body)
 		}
 		// Nothing was stored under the key: it works for an amount that fits.
-		if a := c.post("/api/v1/topups", "day-1", `{"amount_rials": 400000}`); a.Status != http.StatusCreated {
+		if a := c.post(routes.APITopUps, "day-1", `{"amount_rials": 400000}`); a.Status != http.StatusCreated {
 			t.Fatalf("API within the limit: %d %s", a.Status, a.Body)
 		}
-		if a := c.post("/api/v1/topups", "day-2", `{"amount_rials": 10000}`); a.Code() != "daily_limit_exceeded" {
+		if a := c.post(routes.APITopUps, "day-2", `{"amount_rials": 10000}`); a.Code() != "daily_limit_exceeded" {
 			t.Fatalf("API past the daily amount: %d %s", a.Status, a.Body)
 		}
 
@@ -74,11 +75,11 @@ func TestTopUpLimits(t *testing.T) {
 		capped := apptest.Start(t, db, apptest.Options{Env: map[string]string{"BALANCE_MAX_RIALS": "1500000"}, Server: server.Options{Bank: bank}})
 		cf := &fixture{app: capped, db: db, spec: f.spec}
 		c2, _ := cf.user(t, "rich@example.com", apitoken.ScopeTopUp)
-		first := decode[api.TopUp](t, c2.post("/api/v1/topups", "b-1", `{"amount_rials": 1000000}`))
-		if a := c2.post("/api/v1/topups", "b-2", `{"amount_rials": 600000}`); a.Status != http.StatusUnprocessableEntity || a.Code() != "balance_limit_exceeded" {
+		first := decode[api.TopUp](t, c2.post(routes.APITopUps, "b-1", `{"amount_rials": 1000000}`))
+		if a := c2.post(routes.APITopUps, "b-2", `{"amount_rials": 600000}`); a.Status != http.StatusUnprocessableEntity || a.Code() != "balance_limit_exceeded" {
 			t.Fatalf("over the balance cap: %d %s", a.Status, a.Body)
 		}
-		second := decode[api.TopUp](t, c2.post("/api/v1/topups", "b-3", `{"amount_rials": 500000}`))
+		second := decode[api.TopUp](t, c2.post(routes.APITopUps, "b-3", `{"amount_rials": 500000}`))
 
 		// The cap is lowered while both are at the bank: both are paid and
 		// both credited all the same; the admin sees the one over the cap.
@@ -91,7 +92,7 @@ func TestTopUpLimits(t *testing.T) {
 				t.Fatalf("payment %s not credited over the lowered cap: %q", tu.ID, apptest.PaymentStatus(got.Body))
 			}
 		}
-		if w := decode[api.Wallet](t, c2.get("/api/v1/wallet")); w.BalanceRials != 1_500_000 {
+		if w := decode[api.Wallet](t, c2.get(routes.APIWallet)); w.BalanceRials != 1_500_000 {
 			t.Fatalf("balance %d, want both credits", w.BalanceRials)
 		}
 		if _, err := lowered.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
@@ -99,10 +100,10 @@ func TestTopUpLimits(t *testing.T) {
 		}
 		admin := lowered.NewClient(t)
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
-		if p := admin.Get("/admin/payments/" + second.ID); !strings.Contains(p.Body, `data-testid="over-limit"`) {
+		if p := admin.Get(routes.AdminPayment(second.ID)); !strings.Contains(p.Body, `data-testid="over-limit"`) {
 			t.Fatalf("the credit over the cap is not flagged: %d", p.Status)
 		}
-		if p := admin.Get("/admin/payments/" + first.ID); strings.Contains(p.Body, `data-testid="over-limit"`) {
+		if p := admin.Get(routes.AdminPayment(first.ID)); strings.Contains(p.Body, `data-testid="over-limit"`) {
 			t.Fatal("a credit within the cap is flagged")
 		}
 	})
@@ -150,7 +151,7 @@ func TestTopUpLimitsHoldUnderConcurrentStarts(t *testing.T) {
 						defer wg.Done()
 						<-release
 						if i%2 == 0 {
-							a := c.post("/api/v1/topups", fmt.Sprintf("rush-%d", i), fmt.Sprintf(`{"amount_rials": %d}`, tc.amount))
+							a := c.post(routes.APITopUps, fmt.Sprintf("rush-%d", i), fmt.Sprintf(`{"amount_rials": %d}`, tc.amount))
 							switch {
 							case a.Status == http.StatusCreated:
 								started.Add(1)

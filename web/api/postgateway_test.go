@@ -7,6 +7,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/web/api"
@@ -20,10 +21,10 @@ func TestTopUpPaymentForm(t *testing.T) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "form@example.com", apitoken.ScopeTopUp)
 		for _, tt := range []struct{ gw, path, field string }{
-			{"mellat", "/sandbank/pgwchannel/startpay.mellat", "RefId"},
-			{"sep", "/sandbank/OnlinePG/OnlinePG", "Token"},
+			{"mellat", routes.Sandbank + "/pgwchannel/startpay.mellat", "RefId"},
+			{"sep", routes.Sandbank + "/OnlinePG/OnlinePG", "Token"},
 		} {
-			a := c.post("/api/v1/topups", "k-"+tt.gw, `{"amount_rials": 500000, "gateway": "`+tt.gw+`"}`)
+			a := c.post(routes.APITopUps, "k-"+tt.gw, `{"amount_rials": 500000, "gateway": "`+tt.gw+`"}`)
 			tu := decode[api.TopUp](t, a)
 			if a.Status != http.StatusCreated || tu.Gateway != tt.gw || tu.PaymentForm == nil ||
 				!strings.HasSuffix(tu.PaymentForm.Action, tt.path) || tu.PaymentForm.Fields[tt.field] == "" {
@@ -32,7 +33,7 @@ func TestTopUpPaymentForm(t *testing.T) {
 			if (tu.PaymentURL == nil) != (tt.gw == "mellat") {
 				t.Errorf("%s: payment_url %v", tt.gw, tu.PaymentURL)
 			}
-			got := c.get("/api/v1/topups/" + tu.ID)
+			got := c.get(routes.APITopUp(tu.ID))
 			if again := decode[api.TopUp](t, got); again.PaymentForm == nil || again.PaymentForm.Fields[tt.field] != tu.PaymentForm.Fields[tt.field] {
 				t.Errorf("%s: GET %s", tt.gw, got.Body)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -100,7 +101,7 @@ func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
 				formCalls := spy.take()
 				// 0 is outside the document's schema too; the server must
 				// still refuse it itself.
-				a := api.do(http.MethodPost, "/api/v1/topups", map[string]string{"Idempotency-Key": "key-" + strconv.Itoa(i)},
+				a := api.do(http.MethodPost, routes.APITopUps, map[string]string{"Idempotency-Key": "key-" + strconv.Itoa(i)},
 					`{"amount_rials": `+strconv.FormatInt(tt.rials, 10)+`}`, tt.rials <= 0)
 				apiCalls := spy.take()
 
@@ -140,7 +141,7 @@ func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
 		}
 		// Whole tomans: the form takes tomans, so only the API can send
 		// rials that are not; the same rules refuse them.
-		a := api.post("/api/v1/topups", "key-odd", `{"amount_rials": 20005}`)
+		a := api.post(routes.APITopUps, "key-odd", `{"amount_rials": 20005}`)
 		if c := spy.take(); a.Status != http.StatusUnprocessableEntity || a.Code() != "amount_invalid" ||
 			len(c) != 1 || !errors.Is(c[0].err, money.ErrNotWholeTomans) {
 			t.Errorf("20005 rials: %d %s, use case %+v", a.Status, a.Body, c)

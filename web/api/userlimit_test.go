@@ -6,6 +6,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -31,13 +32,13 @@ func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
 		if r := web.PostTopUp(csrf, tok, "50000"); r.Status == http.StatusTooManyRequests {
 			t.Fatal("the replay of a submitted form was counted")
 		}
-		if r := a.post("/api/v1/topups", "k1", `{"amount_rials": 500000}`); r.Status != http.StatusCreated {
+		if r := a.post(routes.APITopUps, "k1", `{"amount_rials": 500000}`); r.Status != http.StatusCreated {
 			t.Fatalf("token a: %d %s", r.Status, r.Body)
 		}
-		if r := b.post("/api/v1/topups", "k2", `{"amount_rials": 500000}`); r.Status != http.StatusCreated {
+		if r := b.post(routes.APITopUps, "k2", `{"amount_rials": 500000}`); r.Status != http.StatusCreated {
 			t.Fatalf("token b: %d %s", r.Status, r.Body)
 		}
-		r := b.post("/api/v1/topups", "k3", `{"amount_rials": 500000}`)
+		r := b.post(routes.APITopUps, "k3", `{"amount_rials": 500000}`)
 		if r.Status != http.StatusTooManyRequests || r.Code() != "rate_limited" || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("fourth top-up by token: %d %s", r.Status, r.Body)
 		}
@@ -50,7 +51,7 @@ func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
 		}
 		// Another user is not limited by the first one's flood.
 		other, _ := f.user(t, "calm@example.com", apitoken.ScopeTopUp)
-		if r := other.post("/api/v1/topups", "k1", `{"amount_rials": 500000}`); r.Status != http.StatusCreated {
+		if r := other.post(routes.APITopUps, "k1", `{"amount_rials": 500000}`); r.Status != http.StatusCreated {
 			t.Fatalf("another user: %d %s", r.Status, r.Body)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // axeTags are the rule sets the audit runs.
@@ -136,7 +137,7 @@ func TestAccessibility(t *testing.T) {
 
 			// Signed out.
 			b := f.Tab(t, lang, "")
-			b.Go("/signin")
+			b.Go(routes.SignIn)
 			check(b, "sign-in")
 			b.Type("#email", f.User)
 			b.Type("#password", "wrong password")
@@ -146,7 +147,7 @@ func TestAccessibility(t *testing.T) {
 			if id := b.focused(); id != "email" {
 				t.Errorf("sign-in with an error: focus on %q, want the email field", id)
 			}
-			b.Go("/signup")
+			b.Go(routes.SignUp)
 			check(b, "sign-up")
 			b.Type("#email", "not-an-email")
 			b.Type("#password", password)
@@ -167,16 +168,16 @@ func TestAccessibility(t *testing.T) {
 
 			// The user with a history.
 			b = f.Tab(t, lang, f.User)
-			b.Go("/wallet")
+			b.Go(routes.Wallet)
 			b.Wait("history")
 			check(b, "wallet (history)")
-			b.Go("/wallet/payments")
+			b.Go(routes.WalletPayments)
 			b.Wait("payment-row")
 			check(b, "all payments")
-			b.Go("/wallet/payments?from=1404/13/40")
+			b.Go(routes.WalletPayments + "?from=1404/13/40")
 			b.Wait("filter-error")
 			check(b, "all payments with an error")
-			b.Go("/wallet/topup")
+			b.Go(routes.TopUp)
 			check(b, "top-up")
 			b.Type(tid("amount"), "abc")
 			b.Click("topup-submit")
@@ -195,16 +196,16 @@ func TestAccessibility(t *testing.T) {
 			b = f.Tab(t, lang, f.User)
 			for i, p := range []struct{ name, url, hook string }{
 				{"result (credited)", f.CreditedReturn, "result-received"},
-				{"receipt (credited)", "/payments/" + f.Credited.PublicID, "result-received"},
+				{"receipt (credited)", routes.Payment(f.Credited.PublicID), "result-received"},
 				{"result (failed)", f.FailedReturn, "result-failed"},
-				{"receipt (failed)", "/payments/" + f.Failed.PublicID, "result-failed"},
+				{"receipt (failed)", routes.Payment(f.Failed.PublicID), "result-failed"},
 				{"result (the time ran out)", f.ExpiredReturn, "result-failed"},
-				{"receipt (the time ran out)", "/payments/" + f.Expired.PublicID, "result-failed"},
+				{"receipt (the time ran out)", routes.Payment(f.Expired.PublicID), "result-failed"},
 				{"result (pending)", f.PendingReturn, "result-pending"},
-				{"receipt (pending)", "/payments/" + f.Pending.PublicID, "result-pending"},
+				{"receipt (pending)", routes.Payment(f.Pending.PublicID), "result-pending"},
 				{"bank page", f.OpenPayURL, "bank-pay"},
 				{"bank (already paid)", f.PaidPayURL, "bank-paid"},
-				{"receipt (not paid yet)", "/payments/" + f.openPublicID(t), "result-unpaid"},
+				{"receipt (not paid yet)", routes.Payment(f.openPublicID(t)), "result-unpaid"},
 			} {
 				if i == 4 || i == 8 {
 					b.CheckNoProblems()
@@ -217,7 +218,7 @@ func TestAccessibility(t *testing.T) {
 			// API access: empty, with an error, with a new token and a list
 			// (a tab of its own: each tab has one test time-out).
 			b = f.Tab(t, lang, f.User)
-			b.Go("/account/tokens")
+			b.Go(routes.Tokens)
 			b.Wait("token-form")
 			check(b, "api tokens")
 			b.Click("token-submit")
@@ -229,7 +230,7 @@ func TestAccessibility(t *testing.T) {
 			b.Wait("new-token")
 			check(b, "api tokens (new token)")
 			// Webhooks: empty, with an error, with a new signing secret.
-			b.Go("/account/webhooks")
+			b.Go(routes.Webhooks)
 			b.Wait("webhook-form")
 			check(b, "webhooks")
 			b.Click("webhook-submit")
@@ -242,10 +243,10 @@ func TestAccessibility(t *testing.T) {
 			// The account and its password change (with an error).
 			b.CheckNoProblems()
 			b = f.Tab(t, lang, f.User)
-			b.Go("/account")
+			b.Go(routes.Account)
 			b.Wait("change-password-link")
 			check(b, "account")
-			b.Go("/account/password")
+			b.Go(routes.AccountPassword)
 			b.Wait("password-form")
 			check(b, "password change")
 			b.Type("#current_password", "not the password")
@@ -268,7 +269,7 @@ func TestAccessibility(t *testing.T) {
 			// the check), the recovery codes, the console.
 			b = f.Tab(t, lang, "")
 			b.SignIn(f.Admin, password)
-			b.Go("/admin")
+			b.Go(routes.Admin)
 			b.Wait("two-factor")
 			check(b, "admin second factor")
 			var enrolling bool
@@ -283,17 +284,17 @@ func TestAccessibility(t *testing.T) {
 			b.Type("#code", apptest.AdminTOTPCode(t, f.App.DB, f.Admin))
 			b.Click("two-factor-submit")
 			b.Run(chromedp.WaitNotPresent(tid("two-factor"), chromedp.ByQuery))
-			if strings.Contains(b.Path(), "/admin/2fa") {
+			if strings.Contains(b.Path(), routes.AdminTwoFactor) {
 				b.Wait("recovery-codes")
 				check(b, "admin recovery codes")
 			}
-			b.Go("/admin")
+			b.Go(routes.Admin)
 			b.Wait("admin-payments")
 			check(b, "admin")
-			b.Go("/admin/tokens")
+			b.Go(routes.AdminTokens)
 			b.Wait("tokens")
 			check(b, "admin api tokens")
-			b.Go("/admin/webhooks")
+			b.Go(routes.AdminWebhooks)
 			b.Wait("webhook-queue")
 			check(b, "admin webhooks")
 			b.CheckNoProblems()

@@ -2,26 +2,27 @@ package browsertest
 
 import (
 	"net/url"
-	"strconv"
 	"testing"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // consolePages are the admin console's pages as the browser tests visit
 // them: a name, the path and a hook to wait for.
 func consolePages(f *fixture) []struct{ name, path, hook string } {
-	userPath := "/admin/users/" + strconv.FormatInt(f.Credited.UserID, 10)
+	userPath := routes.AdminUser(f.Credited.UserID)
 	return []struct{ name, path, hook string }{
-		{"admin dashboard", "/admin", "admin-payments"},
-		{"admin payment (credited)", "/admin/payments/" + f.Credited.PublicID, "timeline"},
-		{"admin payment (pending)", "/admin/payments/" + f.Pending.PublicID, "admin-recheck"},
-		{"admin payment (failed)", "/admin/payments/" + f.Failed.PublicID, "timeline"},
-		{"admin users", "/admin/users", "user-row"},
-		{"admin users (search)", "/admin/users?q=sara", "user-row"},
+		{"admin dashboard", routes.Admin, "admin-payments"},
+		{"admin payment (credited)", routes.AdminPayment(f.Credited.PublicID), "timeline"},
+		{"admin payment (pending)", routes.AdminPayment(f.Pending.PublicID), "admin-recheck"},
+		{"admin payment (failed)", routes.AdminPayment(f.Failed.PublicID), "timeline"},
+		{"admin users", routes.AdminUsers, "user-row"},
+		{"admin users (search)", routes.AdminUsers + "?q=sara", "user-row"},
 		{"admin user", userPath, "user-detail"},
-		{"admin audit", "/admin/audit", "audit-filter"},
-		{"admin payments", "/admin/payments", "payment-row"},
-		{"admin payments (filtered)", "/admin/payments?status=credited&status=failed&q=" + url.QueryEscape("sara") + "&min=1000", "payment-row"},
-		{"admin payments (bad filter)", "/admin/payments?from=yesterday", "filter-error"},
+		{"admin audit", routes.AdminAudit, "audit-filter"},
+		{"admin payments", routes.AdminPayments, "payment-row"},
+		{"admin payments (filtered)", routes.AdminPayments + "?status=credited&status=failed&q=" + url.QueryEscape("sara") + "&min=1000", "payment-row"},
+		{"admin payments (bad filter)", routes.AdminPayments + "?from=yesterday", "filter-error"},
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -191,7 +192,7 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		}
 		res, err := zp.Request(context.Background(), gateway.RequestInput{
 			AmountRials: open.AmountRials, OrderID: open.PublicID, Email: f.User,
-			CallbackURL: app.URL + "/payments/" + open.PublicID + "/return",
+			CallbackURL: app.URL + routes.PaymentReturn(open.PublicID),
 			//lint:ignore ST1018 Persian is written with the zero-width non-joiner (U+200C) inside words; escaped it would be unreadable
 			Description: "افزایش موجودی کیف‌پول",
 		})
@@ -241,7 +242,7 @@ func (f *fixture) freeze(t *testing.T, at time.Time) {
 	}
 	for _, u := range []*string{&f.CreditedReturn, &f.FailedReturn, &f.PendingReturn, &f.ExpiredReturn} {
 		for old, id := range renamed {
-			*u = strings.Replace(*u, "/payments/"+old+"/", "/payments/"+id+"/", 1)
+			*u = strings.Replace(*u, routes.Payment(old)+"/", routes.Payment(id)+"/", 1)
 		}
 	}
 }
@@ -252,7 +253,7 @@ func (f *fixture) Tab(t *testing.T, lang, email string, setup ...chromedp.Action
 	t.Helper()
 	b := NewTab(t, f.App.URL)
 	b.Run(setup...)
-	b.Go("/signin?lang=" + lang)
+	b.Go(routes.SignIn + "?lang=" + lang)
 	if email != "" {
 		b.SignIn(email, password)
 		if email == f.Admin {

@@ -20,6 +20,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -83,14 +84,14 @@ func countPosts(b *Tab, path string) func() int {
 // payment instead of charging twice.
 func TestDoubleClickPayReloadAndBack(t *testing.T) {
 	app, b := startApp(t, apptest.Options{})
-	posts := countPosts(b, "/wallet/topup")
+	posts := countPosts(b, routes.TopUp)
 
 	b.SignUp("double@example.com")
 	b.FillTopUp("50,000")
 	label := b.Text(tid("topup-submit"))
 	b.Run(DoubleClick(tid("topup-submit")))
 	b.Wait("bank-pay")
-	if p := b.Path(); !strings.HasPrefix(p, "/sandbank/pg/StartPay/") {
+	if p := b.Path(); !strings.HasPrefix(p, routes.Sandbank+"/pg/StartPay/") {
 		t.Fatalf("after submit: %s, want the bank's page", p)
 	}
 	if n := posts(); n != 1 {
@@ -118,11 +119,11 @@ func TestDoubleClickPayReloadAndBack(t *testing.T) {
 
 	// Back to the form (through the bank's page), as it was left.
 	b.Back()
-	if p := b.Path(); !strings.HasPrefix(p, "/sandbank/pg/StartPay/") {
+	if p := b.Path(); !strings.HasPrefix(p, routes.Sandbank+"/pg/StartPay/") {
 		t.Fatalf("first Back led to %s, want the bank's page", p)
 	}
 	b.Back()
-	if p := b.Path(); p != "/wallet/topup" {
+	if p := b.Path(); p != routes.TopUp {
 		t.Fatalf("Back led to %s, not the form", p)
 	}
 	// The browser shows the form as it was left (back/forward cache), with
@@ -184,7 +185,7 @@ func TestCancelAtBank(t *testing.T) {
 	checkOnePayment(t, app, "after cancel", "failed", 500_000, 0)
 	b.Click("try-again")
 	b.Wait("topup-form")
-	if p, v := b.Path(), b.Attr(tid("amount"), "value"); p != "/wallet/topup?amount=50000" || v != "۵۰٬۰۰۰" {
+	if p, v := b.Path(), b.Attr(tid("amount"), "value"); p != routes.TopUp+"?amount=50000" || v != "۵۰٬۰۰۰" {
 		t.Errorf("try again: %s with %q, want the form with ۵۰٬۰۰۰", p, v)
 	}
 	if got := b.Balance(); got != 0 {
@@ -227,13 +228,13 @@ func TestPayAndCloseCreditedByWorker(t *testing.T) {
 // and direction, and the choice sticks across pages.
 func TestLanguageSwitch(t *testing.T) {
 	_, b := startApp(t, apptest.Options{})
-	b.Go("/signin")
+	b.Go(routes.SignIn)
 	if l, d := b.LangDir(); l != "fa" || d != "rtl" {
 		t.Fatalf("first visit: lang=%q dir=%q, want fa rtl", l, d)
 	}
 	b.Click("lang-switch")
 	b.Run(chromedp.WaitVisible(`html[lang="en"]`, chromedp.ByQuery))
-	if l, d := b.LangDir(); l != "en" || d != "ltr" || b.Path() != "/signin" {
+	if l, d := b.LangDir(); l != "en" || d != "ltr" || b.Path() != routes.SignIn {
 		t.Fatalf("after switch: lang=%q dir=%q at %s, want en ltr on /signin", l, d, b.Path())
 	}
 	if got := b.Text(tid("auth-submit")); got != i18n.T(i18n.EN, "signin.submit") {
@@ -259,7 +260,7 @@ func TestLanguageSwitch(t *testing.T) {
 	if l, d := b.LangDir(); l != "en" || d != "ltr" {
 		t.Fatalf("wallet after sign-up: lang=%q dir=%q, want en ltr", l, d)
 	}
-	b.Go("/wallet/topup")
+	b.Go(routes.TopUp)
 	if l, _ := b.LangDir(); l != "en" {
 		t.Fatalf("top-up form in %q", l)
 	}
@@ -271,14 +272,14 @@ func TestLanguageSwitch(t *testing.T) {
 	if got := b.Text(tid("bank-pay")); got != i18n.T(i18n.EN, "bank.button.pay") {
 		t.Errorf("bank's Pay button says %q", got)
 	}
-	b.Go("/wallet/topup")
+	b.Go(routes.TopUp)
 	// And back to Persian, on the same page.
 	b.Click("lang-switch")
 	b.Run(chromedp.WaitVisible(`html[lang="fa"]`, chromedp.ByQuery))
-	if l, d := b.LangDir(); l != "fa" || d != "rtl" || b.Path() != "/wallet/topup" {
+	if l, d := b.LangDir(); l != "fa" || d != "rtl" || b.Path() != routes.TopUp {
 		t.Fatalf("after switching back: lang=%q dir=%q at %s", l, d, b.Path())
 	}
-	b.Go("/wallet")
+	b.Go(routes.Wallet)
 	if l, d := b.LangDir(); l != "fa" || d != "rtl" {
 		t.Fatalf("wallet: lang=%q dir=%q, want fa rtl", l, d)
 	}
@@ -293,7 +294,7 @@ func TestLanguageSwitch(t *testing.T) {
 func TestPhoneTopUp(t *testing.T) {
 	app, b := startApp(t, apptest.Options{})
 	b.Run(chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2)))
-	b.Go("/signup")
+	b.Go(routes.SignUp)
 	b.noHorizontalScroll("sign-up")
 	b.SignUp("phone@example.com")
 	b.noHorizontalScroll("empty wallet")
@@ -316,7 +317,7 @@ func TestPhoneTopUp(t *testing.T) {
 	b.Click("lang-switch")
 	b.Run(chromedp.WaitVisible(`html[lang="en"]`, chromedp.ByQuery))
 	b.noHorizontalScroll("wallet (en)")
-	b.Go("/wallet/topup")
+	b.Go(routes.TopUp)
 	b.noHorizontalScroll("top-up form (en)")
 	b.Type(tid("amount"), "abc")
 	b.Click("topup-submit")
@@ -420,9 +421,9 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 // pick is a link to the form with its amount filled in.
 func TestQuickPickFillsTheField(t *testing.T) {
 	app, b := startApp(t, apptest.Options{})
-	posts := countPosts(b, "/wallet/topup")
+	posts := countPosts(b, routes.TopUp)
 	b.SignUp("quick@example.com")
-	b.Go("/wallet/topup")
+	b.Go(routes.TopUp)
 	b.Run(chromedp.Click(`[data-testid="quick-pick"]:nth-of-type(2)`, chromedp.ByQuery))
 	var st struct {
 		Value   string `json:"value"`
@@ -435,7 +436,7 @@ func TestQuickPickFillsTheField(t *testing.T) {
 			path: location.pathname + location.search, focus: document.activeElement ? document.activeElement.id : ''})`, &st)
 	}
 	read()
-	if st.Value != "۱۰۰٬۰۰۰" || !strings.Contains(st.Preview, "۱۰۰٬۰۰۰") || st.Path != "/wallet/topup" || st.Focus != "amount" {
+	if st.Value != "۱۰۰٬۰۰۰" || !strings.Contains(st.Preview, "۱۰۰٬۰۰۰") || st.Path != routes.TopUp || st.Focus != "amount" {
 		t.Fatalf("after the quick pick: %+v, want the field and preview at ۱۰۰٬۰۰۰ on the form, focused", st)
 	}
 	if n := posts(); n != 0 {
@@ -464,12 +465,12 @@ func TestQuickPickFillsTheField(t *testing.T) {
 
 	// Without JavaScript: the link opens the form with the amount in it.
 	b.Run(emulation.SetScriptExecutionDisabled(true))
-	b.Go("/wallet/topup")
+	b.Go(routes.TopUp)
 	b.Run(chromedp.Click(`[data-testid="quick-pick"]:nth-of-type(1)`, chromedp.ByQuery))
 	b.Run(chromedp.WaitVisible(tid("amount"), chromedp.ByQuery))
 	var href string
 	b.Eval(`location.pathname + location.search`, &href)
-	if href != "/wallet/topup?amount=50000" || b.Attr(tid("amount"), "value") != "۵۰٬۰۰۰" {
+	if href != routes.TopUp+"?amount=50000" || b.Attr(tid("amount"), "value") != "۵۰٬۰۰۰" {
 		t.Errorf("without JavaScript the quick pick led to %s with %q", href, b.Attr(tid("amount"), "value"))
 	}
 	b.Run(emulation.SetScriptExecutionDisabled(false))

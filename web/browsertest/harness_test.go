@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
@@ -436,7 +437,7 @@ func (b *Tab) LangDir() (lang, dir string) {
 // SignUp creates an account through the form and lands on the wallet.
 func (b *Tab) SignUp(email string) {
 	b.t.Helper()
-	b.Go("/signup")
+	b.Go(routes.SignUp)
 	b.Type("#email", email)
 	b.Type("#password", password)
 	b.Click("auth-submit")
@@ -446,7 +447,7 @@ func (b *Tab) SignUp(email string) {
 // SignIn signs in through the form.
 func (b *Tab) SignIn(email, pw string) {
 	b.t.Helper()
-	b.Go("/signin")
+	b.Go(routes.SignIn)
 	b.Type("#email", email)
 	b.Type("#password", pw)
 	b.Click("auth-submit")
@@ -464,7 +465,7 @@ func (b *Tab) PassAdminChecks(db *store.DB, email string) {
 // PassAdminChecksAt is PassAdminChecks for an app whose clock is now.
 func (b *Tab) PassAdminChecksAt(db *store.DB, email string, now func() time.Time) {
 	b.t.Helper()
-	b.Go("/admin/2fa")
+	b.Go(routes.AdminTwoFactor)
 	b.Wait("two-factor")
 	var enrolling bool
 	b.Eval(`document.querySelector("#enrol_code") !== null`, &enrolling)
@@ -482,7 +483,7 @@ func (b *Tab) PassAdminChecksAt(db *store.DB, email string, now func() time.Time
 // Balance opens the wallet and reads the exact balance in rials.
 func (b *Tab) Balance() int64 {
 	b.t.Helper()
-	b.Go("/wallet")
+	b.Go(routes.Wallet)
 	return b.shownBalance()
 }
 
@@ -499,7 +500,7 @@ func (b *Tab) shownBalance() int64 {
 // FillTopUp opens the top-up form and types an amount.
 func (b *Tab) FillTopUp(amount string) {
 	b.t.Helper()
-	b.Go("/wallet/topup")
+	b.Go(routes.TopUp)
 	b.Type(tid("amount"), amount)
 }
 

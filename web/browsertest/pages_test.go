@@ -11,6 +11,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -33,7 +34,7 @@ func TestBankPageAndReceipt(t *testing.T) {
 			{"desktop", chromedp.EmulateViewport(1280, 800)},
 		} {
 			b.Run(vp.view)
-			b.Go("/wallet?lang=" + lang)
+			b.Go(routes.Wallet + "?lang=" + lang)
 			if payURL == "" {
 				b.StartTopUp("250000")
 				payURL = b.location()
@@ -87,7 +88,7 @@ func TestBankPageAndReceipt(t *testing.T) {
 	b.Click("bank-pay")
 	b.Wait("result-received")
 	b.Run(chromedp.EmulateViewport(360, 800, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2)))
-	b.Go("/wallet?lang=fa")
+	b.Go(routes.Wallet + "?lang=fa")
 	b.Run(chromedp.Click(`[data-testid="history-row"] a`, chromedp.ByQuery))
 	b.Wait("payment-id")
 	var lines struct{ Height, LineHeight float64 }

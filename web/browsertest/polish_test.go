@@ -14,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -117,8 +118,8 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 	// Signed out.
 	b := f.Tab(t, lang, "", view)
 	for _, p := range []struct{ name, path, hook string }{
-		{"sign-in", "/signin", "auth-form"},
-		{"sign-up", "/signup", "auth-form"},
+		{"sign-in", routes.SignIn, "auth-form"},
+		{"sign-up", routes.SignUp, "auth-form"},
 		{"not found", "/no-such-page", "message"},
 	} {
 		b.Go(p.path)
@@ -129,7 +130,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 
 	// The payer's pages.
 	b = f.Tab(t, lang, f.User, view)
-	b.Go("/wallet")
+	b.Go(routes.Wallet)
 	b.Wait("history")
 	b.checkPage(lang, vp, "wallet")
 	var head struct {
@@ -155,23 +156,23 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 		if head.Header > 80 || head.Toggle != 0 {
 			t.Errorf("%s desktop: header %.0f px high, menu button shown (%.0f px)", lang, head.Header, head.Toggle)
 		}
-		b.Go("/account")
+		b.Go(routes.Account)
 		b.Wait("account-email")
 	}
 	b.checkPage(lang, vp, "account")
 	if got, want := b.Text(tid("signout-everywhere")), i18n.T(l, "account.signout_everywhere"); got != want {
 		t.Errorf("account: %q, want %q", got, want)
 	}
-	b.Go("/account/password")
+	b.Go(routes.AccountPassword)
 	b.Wait("password-form")
 	b.checkPage(lang, vp, "change password")
 
 	// The top-up form's errors: a minus sign, and the unit typed along.
-	b.Go("/wallet/topup")
+	b.Go(routes.TopUp)
 	b.Wait("amount")
 	b.checkPage(lang, vp, "top-up")
 	for _, c := range []struct{ typed, key string }{{"۵۰۰۰۰ تومان", "topup.error_invalid"}, {"-50000", "topup.error_negative"}, {"50000.5", "topup.error_decimal"}} {
-		b.Go("/wallet/topup")
+		b.Go(routes.TopUp)
 		b.Type(tid("amount"), c.typed)
 		b.Click("topup-submit")
 		b.Wait("amount-error")
@@ -188,9 +189,9 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 		name, path, hook, status string
 		receipt                  bool
 	}{
-		{"receipt (credited)", "/payments/" + f.Credited.PublicID, "result-received", "credited", true},
-		{"receipt (failed)", "/payments/" + f.Failed.PublicID, "result-failed", "failed", true},
-		{"receipt (pending)", "/payments/" + f.Pending.PublicID, "result-pending", "pending_verification", true},
+		{"receipt (credited)", routes.Payment(f.Credited.PublicID), "result-received", "credited", true},
+		{"receipt (failed)", routes.Payment(f.Failed.PublicID), "result-failed", "failed", true},
+		{"receipt (pending)", routes.Payment(f.Pending.PublicID), "result-pending", "pending_verification", true},
 		{"result (credited)", f.CreditedReturn, "result-received", "credited", false},
 		{"result (failed)", f.FailedReturn, "result-failed", "failed", false},
 		{"result (pending)", f.PendingReturn, "result-pending", "pending_verification", false},
@@ -255,7 +256,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 	// An unknown payment, reached from the shop (its Referer).
 	unknown := strings.TrimSuffix(f.OpenPayURL, apptest.Authority(f.OpenPayURL)) + "A00000000000000000000000000000000000"
 	b.Run(chromedp.ActionFunc(func(ctx context.Context) error {
-		_, _, _, _, err := page.Navigate(unknown).WithReferrer(f.App.URL + "/wallet").Do(ctx)
+		_, _, _, _, err := page.Navigate(unknown).WithReferrer(f.App.URL + routes.Wallet).Do(ctx)
 		return err
 	}))
 	b.Wait("bank-not-found")
@@ -271,7 +272,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 	// API access: the choices sit beside their labels; a new token has a
 	// copy button.
 	b = f.Tab(t, lang, f.User, view)
-	b.Go("/account/tokens")
+	b.Go(routes.Tokens)
 	b.Wait("token-form")
 	b.checkPage(lang, vp, "api tokens")
 	var radio struct{ Width, Mid, LabelTop, LabelBottom float64 }
@@ -292,7 +293,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chromedp.Action) {
 	b := f.Tab(t, lang, f.Admin, view)
 	// Admin tokens, none of a user's; then with a filter that finds none.
-	b.Go("/admin/tokens?email=nobody%40example.com")
+	b.Go(routes.AdminTokens + "?email=nobody%40example.com")
 	b.Wait("tokens-none")
 	if got := b.Text(tid("tokens-none")); got != i18n.T(l, "tokens.admin_none_filter") {
 		t.Errorf("admin tokens %s: %q", lang, got)
@@ -300,7 +301,7 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 	b.checkPage(lang, vp, "admin tokens")
 	// A reconciliation run, for the audit log's note.
 	before := time.Now()
-	b.Go("/admin")
+	b.Go(routes.Admin)
 	b.Wait("admin-reconcile")
 	b.Click("admin-reconcile")
 	// The page after the run says it is done (an earlier run's report is
@@ -366,7 +367,7 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 	b.CheckNoProblems()
 
 	b = f.Tab(t, lang, f.Admin, view)
-	b.Go("/admin/payments")
+	b.Go(routes.AdminPayments)
 	b.Wait("payment-row")
 	b.checkPage(lang, vp, "admin payments")
 	var listed []string
@@ -379,11 +380,11 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 	if ph := b.Attr("#f-from", "placeholder"); ph != i18n.JalaliDate(l, time.Now()) {
 		t.Errorf("date placeholder %q, want today %q", ph, i18n.JalaliDate(l, time.Now()))
 	}
-	b.Go("/admin/payments?from=yesterday")
+	b.Go(routes.AdminPayments + "?from=yesterday")
 	b.Wait("filter-error")
 	b.checkPage(lang, vp, "admin payments (bad filter)")
 	for _, p := range consolePages(f) {
-		if p.path == "/admin" || strings.HasPrefix(p.path, "/admin/payments?") {
+		if p.path == routes.Admin || strings.HasPrefix(p.path, routes.AdminPayments+"?") {
 			continue
 		}
 		b.Go(p.path)
@@ -415,7 +416,7 @@ func TestRecoveryCodesPage(t *testing.T) {
 				}
 				b := f.Tab(t, lang, "", vp.view)
 				b.SignIn(email, password)
-				b.Go("/admin/2fa")
+				b.Go(routes.AdminTwoFactor)
 				// The operator's one-time enrolment code first (issue 20).
 				b.Wait("enrol-code")
 				b.Type("#enrol_code", apptest.EnrolmentCode(t, f.App.DB, email))

@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -39,7 +40,7 @@ func TestPasswordResetEndToEnd(t *testing.T) {
 			email := "reset-" + lang + "@example.com"
 			// Another browser signed in before the reset, and an API token.
 			old := app.NewClient(t)
-			old.GetIn(lang, "/signup")
+			old.GetIn(lang, routes.SignUp)
 			old.SignUp(email)
 			var uid int64
 			db.Gorm.Raw(`SELECT id FROM users WHERE email = ?`, email).Scan(&uid)
@@ -49,7 +50,7 @@ func TestPasswordResetEndToEnd(t *testing.T) {
 			}
 
 			b := NewTab(t, app.URL)
-			b.Go("/signin?lang=" + lang)
+			b.Go(routes.SignIn + "?lang=" + lang)
 			b.Wait("forgot-link")
 			b.Click("forgot-link")
 			b.Wait("forgot-form")
@@ -80,10 +81,10 @@ func TestPasswordResetEndToEnd(t *testing.T) {
 			b.SignIn(email, "a fresh long password")
 			b.Wait("balance")
 
-			if r := old.Get("/wallet"); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/signin") {
+			if r := old.Get(routes.Wallet); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 				t.Fatalf("the other browser's session survived the reset: %d %q", r.Status, r.Location)
 			}
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, app.URL+"/api/v1/wallet", nil)
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, app.URL+routes.APIWallet, nil)
 			req.Header.Set("Authorization", "Bearer "+secret)
 			if st := app.NewClient(t).Do(req).Status; st != http.StatusUnauthorized {
 				t.Fatalf("the API token survived the reset: %d", st)

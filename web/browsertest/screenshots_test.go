@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // TestScreenshots writes PNGs of the main pages, in both languages, on a
@@ -198,39 +199,39 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 					func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
 				visit(b, name, lang, d.name)
 			}
-			shot(user, "wallet", "/wallet", "history")
-			shot(user, "topup", "/wallet/topup", "amount", func() { user.Type(tid("amount"), "50000") })
+			shot(user, "wallet", routes.Wallet, "history")
+			shot(user, "topup", routes.TopUp, "amount", func() { user.Type(tid("amount"), "50000") })
 			// The bank's countdown runs in JavaScript: without it the page
 			// shows the (fixed) time left when it was served.
 			user.Run(emulation.SetScriptExecutionDisabled(true))
 			shot(user, "bank", f.ShotPayURL, "bank-pay")
 			user.Run(emulation.SetScriptExecutionDisabled(false))
-			shot(user, "receipt", "/payments/"+f.Credited.PublicID, "result-received")
+			shot(user, "receipt", routes.Payment(f.Credited.PublicID), "result-received")
 			shot(user, "pending", f.PendingReturn, "result-pending")
 			shot(user, "failed", f.FailedReturn, "result-failed")
 			shot(user, "expired", f.ExpiredReturn, "failure-cause")
-			shot(user, "account", "/account", "account-email")
-			shot(user, "tokens", "/account/tokens", "token-form")
-			shot(admin, "admin", "/admin", "admin-payments")
+			shot(user, "account", routes.Account, "account-email")
+			shot(user, "tokens", routes.Tokens, "token-form")
+			shot(admin, "admin", routes.Admin, "admin-payments")
 			admin.CheckNoProblems()
 			// The admin console's pages, in a tab of their own (each tab has
 			// one test's time).
 			console := f.Tab(t, lang, f.Admin, d.view)
-			shot(console, "admin-payments", "/admin/payments", "payment-row")
-			shot(console, "admin-payment", "/admin/payments/"+f.Credited.PublicID, "timeline")
-			shot(console, "admin-user", "/admin/users/"+strconv.FormatInt(f.Credited.UserID, 10), "user-detail")
-			shot(console, "admin-audit", "/admin/audit", "audit-filter")
+			shot(console, "admin-payments", routes.AdminPayments, "payment-row")
+			shot(console, "admin-payment", routes.AdminPayment(f.Credited.PublicID), "timeline")
+			shot(console, "admin-user", routes.AdminUser(f.Credited.UserID), "user-detail")
+			shot(console, "admin-audit", routes.AdminAudit, "audit-filter")
 			console.CheckNoProblems()
 			// The account's pages (issue 18), in a tab of their own.
 			account := f.Tab(t, lang, f.User, d.view)
-			shot(account, "payments", "/wallet/payments", "payment-row")
-			shot(account, "unpaid", "/payments/"+f.openPublicID(t), "result-unpaid")
-			shot(account, "account", "/account", "receipts-form")
-			shot(account, "password", "/account/password", "password-form")
+			shot(account, "payments", routes.WalletPayments, "payment-row")
+			shot(account, "unpaid", routes.Payment(f.openPublicID(t)), "result-unpaid")
+			shot(account, "account", routes.Account, "receipts-form")
+			shot(account, "password", routes.AccountPassword, "password-form")
 			account.CheckNoProblems()
 			anon := f.Tab(t, lang, "", d.view)
-			shot(anon, "forgot", "/password/forgot", "forgot-form")
-			shot(anon, "reset", "/password/reset/"+resetToken, "reset-form")
+			shot(anon, "forgot", routes.PasswordForgot, "forgot-form")
+			shot(anon, "reset", routes.PasswordReset(resetToken), "reset-form")
 			anon.CheckNoProblems()
 			user.CheckNoProblems()
 		}

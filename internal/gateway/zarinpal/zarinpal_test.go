@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 const (
@@ -112,7 +113,7 @@ func (b *fakeBank) callCount() int {
 // client returns a driver whose base has a path and a trailing slash.
 func (b *fakeBank) client(t *testing.T) *Client {
 	t.Helper()
-	return mustNew(t, b.srv.URL+"/sandbank/")
+	return mustNew(t, b.srv.URL+routes.Sandbank+"/")
 }
 
 func mustNew(t *testing.T, base string) *Client {
@@ -292,7 +293,7 @@ func TestRequestBody(t *testing.T) {
 		t.Fatalf("Request: %v", err)
 	}
 	got := bank.lastCall(t)
-	if got.method != http.MethodPost || got.path != "/sandbank/pg/v4/payment/request.json" {
+	if got.method != http.MethodPost || got.path != routes.Sandbank+"/pg/v4/payment/request.json" {
 		t.Errorf("sent %s %s", got.method, got.path)
 	}
 	if got.contentType != "application/json" || got.accept != "application/json" {
@@ -438,7 +439,7 @@ func TestVerifyBody(t *testing.T) {
 		t.Fatalf("Verify: %v", err)
 	}
 	got := bank.lastCall(t)
-	if got.path != "/sandbank/pg/v4/payment/verify.json" || got.contentType != "application/json" || got.accept != "application/json" {
+	if got.path != routes.Sandbank+"/pg/v4/payment/verify.json" || got.contentType != "application/json" || got.accept != "application/json" {
 		t.Errorf("sent %s %s (%q, %q)", got.method, got.path, got.contentType, got.accept)
 	}
 	want := map[string]any{"merchant_id": testMerchant, "amount": json.Number("150000"), "authority": prodAuth}
@@ -463,7 +464,7 @@ func TestInquire(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, want)
 			}
 			c := bank.lastCall(t)
-			if c.path != "/sandbank/pg/v4/payment/inquiry.json" || c.body["merchant_id"] != testMerchant || c.body["authority"] != prodAuth || len(c.body) != 2 {
+			if c.path != routes.Sandbank+"/pg/v4/payment/inquiry.json" || c.body["merchant_id"] != testMerchant || c.body["authority"] != prodAuth || len(c.body) != 2 {
 				t.Errorf("sent %s %v", c.path, c.body)
 			}
 		})
@@ -523,7 +524,7 @@ func TestListUnverified(t *testing.T) {
 		}
 	}
 	c := bank.lastCall(t)
-	if c.path != "/sandbank/pg/v4/payment/unVerified.json" || len(c.body) != 1 || c.body["merchant_id"] != testMerchant {
+	if c.path != routes.Sandbank+"/pg/v4/payment/unVerified.json" || len(c.body) != 1 || c.body["merchant_id"] != testMerchant {
 		t.Errorf("sent %s %v", c.path, c.body)
 	}
 
