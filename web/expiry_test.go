@@ -4,7 +4,6 @@ import (
 	"context"
 	"html"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +17,6 @@ import (
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
-)
-
-var (
-	causeAttrRE = regexp.MustCompile(`data-testid="failure-cause" data-cause="([a-z]+)"`)
-	bankBackRE  = regexp.MustCompile(`href="([^"]*/return\?[^"]*)"`)
 )
 
 // expiryApp is the app with its built-in sandbox bank (default page
@@ -43,8 +37,8 @@ func failedPageSays(t *testing.T, page apptest.Response, lang i18n.Lang, cause, 
 	if page.Status != http.StatusOK || apptest.PaymentStatus(page.Body) != "failed" {
 		t.Fatalf("%s: page %d %q, want a failed payment", lang, page.Status, apptest.PaymentStatus(page.Body))
 	}
-	if m := causeAttrRE.FindStringSubmatch(page.Body); m == nil || m[1] != cause {
-		t.Errorf("%s: cause %v, want %s", lang, m, cause)
+	if got := apptest.Parse(page.Body).TestID("failure-cause").Attr("data-cause"); got != cause {
+		t.Errorf("%s: cause %q, want %s", lang, got, cause)
 	}
 	if want := html.EscapeString(i18n.T(lang, "result.failed."+cause)); !strings.Contains(page.Body, want) {
 		t.Errorf("%s: page lacks %q", lang, want)
@@ -96,11 +90,11 @@ func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
 			payURL, authority := r.Location, apptest.Authority(r.Location)
 			clock.Advance(sandbank.DefaultAuthorityTTL + time.Second)
 			bankPage := c.Get(payURL)
-			m := bankBackRE.FindStringSubmatch(bankPage.Body)
-			if bankPage.Status != http.StatusNotFound || !strings.Contains(bankPage.Body, `data-testid="bank-expired"`) || m == nil {
-				t.Fatalf("%s: the bank's expired page: %d", lang, bankPage.Status)
+			doc := apptest.Parse(bankPage.Body)
+			back = doc.TestID("bank-back").Attr("href")
+			if bankPage.Status != http.StatusNotFound || doc.TestID("bank-expired") == nil || back == "" {
+				t.Fatalf("%s: the bank's expired page: %d, link back %q", lang, bankPage.Status, back)
 			}
-			back = html.UnescapeString(m[1])
 			if !strings.Contains(back, "Status=NOK") {
 				t.Fatalf("%s: the expired page sends the payer back with %q", lang, back)
 			}

@@ -3,7 +3,6 @@ package web_test
 import (
 	"html"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -32,7 +31,6 @@ func TestFailurePageSaysWhy(t *testing.T) {
 	if err := app.DB.Gorm.Where("authority = ?", apptest.Authority(r.Location)).First(&p).Error; err != nil {
 		t.Fatal(err)
 	}
-	causeRE := regexp.MustCompile(`data-testid="failure-cause" data-cause="([a-z]+)"`)
 	for _, tc := range []struct {
 		reason string
 		cause  string
@@ -59,9 +57,9 @@ func TestFailurePageSaysWhy(t *testing.T) {
 				if page.Status != http.StatusOK {
 					t.Fatalf("receipt: %d", page.Status)
 				}
-				m := causeRE.FindStringSubmatch(page.Body)
-				if m == nil || m[1] != tc.cause {
-					t.Fatalf("%s: cause %v, want %s", lang, m, tc.cause)
+				doc := apptest.Parse(page.Body)
+				if got := doc.TestID("failure-cause").Attr("data-cause"); got != tc.cause {
+					t.Fatalf("%s: cause %q, want %s", lang, got, tc.cause)
 				}
 				if want := html.EscapeString(i18n.T(lang, "result.failed."+tc.cause)); !strings.Contains(page.Body, want) {
 					t.Errorf("%s: page lacks %q", lang, want)
@@ -71,7 +69,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 						t.Errorf("%s: page also says the %s sentence", lang, other)
 					}
 				}
-				if !strings.Contains(page.Body, `href="/wallet/topup?amount=75000" data-testid="try-again"`) {
+				if got := doc.TestID("try-again").Attr("href"); got != routes.TopUp+"?amount=75000" {
 					t.Errorf("%s: no try-again link with the same amount", lang)
 				}
 			}
@@ -80,13 +78,13 @@ func TestFailurePageSaysWhy(t *testing.T) {
 	// "Try again" opens the form with the amount filled in.
 	c.Get(routes.Wallet + "?lang=fa")
 	form := c.Get(routes.TopUp + "?amount=75000")
-	if !strings.Contains(form.Body, `value="۷۵٬۰۰۰"`) {
-		t.Errorf("try again: the form is not filled in")
+	if got := apptest.Input(form.Body, "amount"); got != "۷۵٬۰۰۰" {
+		t.Errorf("try again: the form's amount is %q", got)
 	}
 	// A payment under review offers no "try again".
 	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
 	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
-	if page := c.Get(routes.Payment(p.PublicID)); strings.Contains(page.Body, `data-testid="try-again"`) || strings.Contains(page.Body, `data-testid="failure-cause"`) {
+	if doc := apptest.Parse(c.Get(routes.Payment(p.PublicID)).Body); doc.TestID("try-again") != nil || doc.TestID("failure-cause") != nil {
 		t.Errorf("a payment under review offers to try again")
 	}
 	apptest.CheckInvariants(t, app.DB)

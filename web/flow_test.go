@@ -37,7 +37,7 @@ func startTopUp(t *testing.T, app *apptest.App, email, tomans string) (*apptest.
 func payAtBank(t *testing.T, c *apptest.Client, payURL, button string) string {
 	t.Helper()
 	page := c.Get(payURL)
-	if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) {
+	if page.Status != http.StatusOK || apptest.Parse(page.Body).TestID("bank-pay") == nil {
 		t.Fatalf("bank page: %d %.300s", page.Status, page.Body)
 	}
 	r := c.Post(payURL+"/"+button, url.Values{})
@@ -58,7 +58,7 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 			t.Fatalf("bank redirect %q", back)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
 			t.Fatalf("return page: %d status=%q", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		if got := c.Balance(); got != 500_000 {
@@ -66,7 +66,7 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 		}
 		// Reloading the return URL is the same "payment received" page.
 		again := c.Get(back)
-		if apptest.PaymentStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
+		if apptest.PaymentStatus(again.Body) != "credited" || apptest.Parse(again.Body).TestID("result-received") == nil {
 			t.Fatalf("reload: %q", apptest.PaymentStatus(again.Body))
 		}
 		if got := c.Balance(); got != 500_000 {
@@ -74,11 +74,11 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 		}
 		publicID := strings.Split(strings.TrimPrefix(back, app.URL+routes.Payments+"/"), "/")[0]
 		receipt := c.Get(routes.Payment(publicID))
-		if receipt.Status != http.StatusOK || apptest.PaymentStatus(receipt.Body) != "credited" || !strings.Contains(receipt.Body, `data-testid="ref-id"`) {
+		if receipt.Status != http.StatusOK || apptest.PaymentStatus(receipt.Body) != "credited" || apptest.Parse(receipt.Body).TestID("ref-id") == nil {
 			t.Fatalf("receipt: %d %q", receipt.Status, apptest.PaymentStatus(receipt.Body))
 		}
 		wallet := c.Get(routes.Wallet)
-		if strings.Count(wallet.Body, `data-testid="history-row"`) != 1 || !strings.Contains(wallet.Body, routes.Payment(publicID)) {
+		if len(apptest.Parse(wallet.Body).TestIDs("history-row")) != 1 || !strings.Contains(wallet.Body, routes.Payment(publicID)) {
 			t.Fatalf("wallet history does not list the top-up once")
 		}
 		var bankPaid int
@@ -98,7 +98,7 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 			t.Fatalf("cancel redirect %q", back2)
 		}
 		res2 := c2.Get(back2)
-		if apptest.PaymentStatus(res2.Body) != "failed" || !strings.Contains(res2.Body, `data-testid="result-failed"`) {
+		if apptest.PaymentStatus(res2.Body) != "failed" || apptest.Parse(res2.Body).TestID("result-failed") == nil {
 			t.Fatalf("cancel page status %q", apptest.PaymentStatus(res2.Body))
 		}
 		if got := c2.Balance(); got != 0 {
@@ -144,7 +144,7 @@ func TestConcurrentCallbacksCreditOnce(t *testing.T) {
 		}
 		wg.Wait()
 		for i, r := range results {
-			if r.Status != http.StatusOK || !strings.Contains(r.Body, `data-testid="result-received"`) {
+			if r.Status != http.StatusOK || apptest.Parse(r.Body).TestID("result-received") == nil {
 				t.Errorf("callback %d: status %d page status %q", i, r.Status, apptest.PaymentStatus(r.Body))
 			}
 		}
@@ -287,7 +287,7 @@ func TestBadAmountsWriteNothing(t *testing.T) {
 		csrf, token := c.TopUpForm()
 		for _, amount := range []string{"", "abc", "-5", "0", "1e6", "5000.5", strings.Repeat("9", 25), "999", "100000001", "12,5"} {
 			r := c.PostTopUp(csrf, token, amount)
-			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="amount-error"`) || !strings.Contains(r.Body, `data-testid="topup-form"`) {
+			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("amount-error") == nil || apptest.Parse(r.Body).TestID("topup-form") == nil {
 				t.Errorf("amount %q: status %d, want 422 with the form and a message", amount, r.Status)
 			}
 		}
@@ -350,7 +350,7 @@ func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
 		c.SignUp("down@example.com")
 		csrf, token := c.TopUpForm()
 		r := c.PostTopUp(csrf, token, "10000")
-		if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, `data-testid="gateway-failed"`) || !strings.Contains(r.Body, `data-testid="topup-form"`) {
+		if r.Status != http.StatusServiceUnavailable || apptest.Parse(r.Body).TestID("gateway-failed") == nil || apptest.Parse(r.Body).TestID("topup-form") == nil {
 			t.Fatalf("status %d", r.Status)
 		}
 		if Field := apptest.Input(r.Body, "token"); Field == token || Field == "" {
@@ -431,7 +431,7 @@ func TestErrorPages(t *testing.T) {
 		}
 	}
 	c.SignUp("errors@example.com")
-	if r := c.Get(routes.Wallet + "?before=abc"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="message"`) {
+	if r := c.Get(routes.Wallet + "?before=abc"); r.Status != http.StatusBadRequest || apptest.Parse(r.Body).TestID("message") == nil {
 		t.Errorf("bad cursor: %d", r.Status)
 	}
 }

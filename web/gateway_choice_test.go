@@ -30,9 +30,9 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		c := app.NewClient(t)
 		c.SignUp("choice-" + string(db.Dialect) + "@example.com")
 		form := c.Get(routes.TopUp)
-		if !strings.Contains(form.Body, `data-testid="gateway-choice"`) ||
-			!regexpChecked(form.Body, "zarinpal") || regexpChecked(form.Body, "zibal") ||
-			!strings.Contains(form.Body, `name="gateway" value="zibal"`) {
+		if apptest.Parse(form.Body).TestID("gateway-choice") == nil ||
+			!gatewayChecked(form.Body, "zarinpal") || gatewayChecked(form.Body, "zibal") ||
+			gatewayRadio(form.Body, "zibal") == nil {
 			t.Fatalf("the form's gateways: %.2000s", form.Body)
 		}
 		post := func(tomans, gw string) apptest.Response {
@@ -58,12 +58,12 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		failed := post("40000", "zarinpal")
-		if failed.Status != http.StatusServiceUnavailable || !strings.Contains(failed.Body, `data-testid="try-other-gateway-note"`) ||
-			!regexpChecked(failed.Body, "zibal") || apptest.Input(failed.Body, "amount") != "40000" {
+		if failed.Status != http.StatusServiceUnavailable || apptest.Parse(failed.Body).TestID("try-other-gateway-note") == nil ||
+			!gatewayChecked(failed.Body, "zibal") || apptest.Input(failed.Body, "amount") != "40000" {
 			t.Fatalf("gateway failed page: %d", failed.Status)
 		}
 		form = c.Get(routes.TopUp)
-		if !strings.Contains(form.Body, `data-testid="gateway-down-zarinpal"`) || !regexpChecked(form.Body, "zibal") {
+		if apptest.Parse(form.Body).TestID("gateway-down-zarinpal") == nil || !gatewayChecked(form.Body, "zibal") {
 			t.Errorf("the form while zarinpal is down does not mark it or preselect zibal")
 		}
 		// Still asking for Zarinpal: goes to Zibal, a new payment there.
@@ -99,12 +99,15 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 	})
 }
 
-// regexpChecked reports whether the radio of gateway name is checked.
-func regexpChecked(body, name string) bool {
-	i := strings.Index(body, `value="`+name+`"`)
-	if i < 0 {
-		return false
+// gatewayRadio is the form's radio button of gateway name, or nil.
+func gatewayRadio(body, name string) *apptest.Element {
+	for _, in := range apptest.Parse(body).Inputs("gateway") {
+		if in.Attr("value") == name {
+			return in
+		}
 	}
-	end := strings.Index(body[i:], ">")
-	return end > 0 && strings.Contains(body[i:i+end], "checked")
+	return nil
 }
+
+// gatewayChecked reports whether the radio of gateway name is checked.
+func gatewayChecked(body, name string) bool { return gatewayRadio(body, name).Has("checked") }

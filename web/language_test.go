@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
@@ -26,10 +25,10 @@ func TestAcceptLanguageDoesNotChoose(t *testing.T) {
 	}
 	for _, al := range []string{"en", "en-US,en;q=0.9", "de, en;q=0.5"} {
 		r := get(routes.SignIn, al)
-		if r.Status != http.StatusOK || !strings.Contains(r.Body, `<html lang="fa" dir="rtl">`) {
+		if r.Status != http.StatusOK || pageLang(r.Body) != "fa rtl" {
 			t.Errorf("Accept-Language %q: %d, page not in Persian", al, r.Status)
 		}
-		if !strings.Contains(r.Body, `data-testid="lang-switch"`) {
+		if apptest.Parse(r.Body).TestID("lang-switch") == nil {
 			t.Errorf("Accept-Language %q: no language switch", al)
 		}
 	}
@@ -37,14 +36,24 @@ func TestAcceptLanguageDoesNotChoose(t *testing.T) {
 	if r := get(routes.SignIn+"?lang=en", "fa"); r.Status != http.StatusSeeOther {
 		t.Fatalf("choose English: %d", r.Status)
 	}
-	if r := get(routes.SignIn, "fa-IR"); !strings.Contains(r.Body, `<html lang="en" dir="ltr">`) {
+	if r := get(routes.SignIn, "fa-IR"); pageLang(r.Body) != "en ltr" {
 		t.Errorf("after choosing English: page not in English")
 	}
 	c.SignUp("persian-first@example.com")
 	for _, path := range []string{routes.Wallet, routes.TopUp} {
 		r := get(path, "fa")
-		if !strings.Contains(r.Body, `<html lang="en" dir="ltr">`) || !strings.Contains(r.Body, `data-testid="lang-switch"`) {
+		if pageLang(r.Body) != "en ltr" || apptest.Parse(r.Body).TestID("lang-switch") == nil {
 			t.Errorf("%s: not in English or no switch", path)
 		}
 	}
+}
+
+// pageLang is the language and direction of a page's html element
+// ("fa rtl").
+func pageLang(body string) string {
+	h := apptest.Parse(body).Elements("html")
+	if len(h) != 1 {
+		return ""
+	}
+	return h[0].Attr("lang") + " " + h[0].Attr("dir")
 }

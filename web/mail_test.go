@@ -72,7 +72,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		unknown := forgot(anon, "nobody@example.com")
 		known := forgot(anon, "Forgetful@Example.com")
 		for _, r := range []apptest.Response{unknown, known} {
-			if r.Status != http.StatusOK || !strings.Contains(r.Body, `data-testid="forgot-sent"`) {
+			if r.Status != http.StatusOK || apptest.Parse(r.Body).TestID("forgot-sent") == nil {
 				t.Fatalf("forgot: %d", r.Status)
 			}
 		}
@@ -108,7 +108,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		}
 
 		page := anon.Get(link[0])
-		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="reset-form"`) || page.Header.Get("Referrer-Policy") != "same-origin" {
+		if page.Status != http.StatusOK || apptest.Parse(page.Body).TestID("reset-form") == nil || page.Header.Get("Referrer-Policy") != "same-origin" {
 			t.Fatalf("reset page: %d %q", page.Status, page.Header.Get("Referrer-Policy"))
 		}
 		csrf := apptest.Input(page.Body, "_csrf")
@@ -119,7 +119,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		if r.Status != http.StatusSeeOther || r.Location != routes.SignIn+"?done=reset" {
 			t.Fatalf("reset: %d %q", r.Status, r.Location)
 		}
-		if done := anon.Get(r.Location); !strings.Contains(done.Body, `data-testid="signin-notice"`) {
+		if done := anon.Get(r.Location); apptest.Parse(done.Body).TestID("signin-notice") == nil {
 			t.Fatal("the sign-in page does not say the password was reset")
 		}
 		// Old session, old token and old password are refused; the new one works.
@@ -137,7 +137,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		}
 		fresh.SignIn("forgetful@example.com", "my new long password")
 		// The link is spent.
-		if r := anon.Get(link[0]); r.Status != http.StatusGone || !strings.Contains(r.Body, `data-testid="reset-invalid"`) {
+		if r := anon.Get(link[0]); r.Status != http.StatusGone || apptest.Parse(r.Body).TestID("reset-invalid") == nil {
 			t.Fatalf("used link: %d", r.Status)
 		}
 		if r := anon.Post(link[0], url.Values{"_csrf": {apptest.Input(anon.Get(routes.PasswordForgot).Body, "_csrf")}, "password": {"yet another password"}}); r.Status != http.StatusGone {
@@ -227,13 +227,13 @@ func TestReceiptsAndNotices(t *testing.T) {
 
 		// Receipts off: the next credit sends none.
 		acc := c.Get(routes.Account)
-		if !strings.Contains(acc.Body, `data-testid="receipts-state" data-on="true"`) {
+		if apptest.Parse(acc.Body).TestID("receipts-state").Attr("data-on") != "true" {
 			t.Fatal("receipts are not shown as on")
 		}
 		if r := c.Post(routes.AccountReceipts, url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}, "receipts": {"off"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("turn receipts off: %d", r.Status)
 		}
-		if acc := c.Get(routes.Account); !strings.Contains(acc.Body, `data-on="false"`) {
+		if acc := c.Get(routes.Account); apptest.Parse(acc.Body).TestID("receipts-state").Attr("data-on") != "false" {
 			t.Fatal("receipts still on")
 		}
 		csrf, tok := c.TopUpForm()

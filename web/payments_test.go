@@ -17,11 +17,10 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-var paymentRowRE = regexp.MustCompile(`data-testid="payment-row" data-public-id="([a-z0-9]+)" data-status="([a-z_]+)"`)
-
+// paymentRows reads the list's rows: each one's public id and status.
 func paymentRows(body string) (ids, statuses []string) {
-	for _, m := range paymentRowRE.FindAllStringSubmatch(body, -1) {
-		ids, statuses = append(ids, m[1]), append(statuses, m[2])
+	for _, row := range apptest.Parse(body).TestIDs("payment-row") {
+		ids, statuses = append(ids, row.Attr("data-public-id")), append(statuses, row.Attr("data-status"))
 	}
 	return ids, statuses
 }
@@ -75,7 +74,7 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		if _, st := paymentRows(c.Get(routes.WalletPayments + "?to=" + yesterday).Body); len(st) != 0 {
 			t.Fatalf("until yesterday (%s): %v", yesterday, st)
 		}
-		if r := c.Get(routes.WalletPayments + "?from=1404/13/40"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
+		if r := c.Get(routes.WalletPayments + "?from=1404/13/40"); r.Status != http.StatusBadRequest || apptest.Parse(r.Body).TestID("filter-error") == nil {
 			t.Fatalf("bad date: %d", r.Status)
 		}
 		if r := c.Get(routes.WalletPayments + "?status=stolen"); r.Status != http.StatusBadRequest {
@@ -97,10 +96,9 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 				}
 				seen[id] = true
 			}
-			m := regexp.MustCompile(`href="(/wallet/payments\?before=\d+)" data-testid="payments-older"`).FindStringSubmatch(body)
-			next = ""
-			if m != nil {
-				next = m[1]
+			next = apptest.Parse(body).TestID("payments-older").Attr("href") // "" on the last page
+			if next != "" && !strings.HasPrefix(next, routes.WalletPayments+"?before=") {
+				t.Fatalf("older rows at %q", next)
 			}
 			if pages > 3 {
 				t.Fatal("paging does not end")

@@ -45,7 +45,7 @@ func TestAdminPagesPolish(t *testing.T) {
 		if !strings.Contains(page.Body, `data-gateway="Zarinpal (sandbox)"`) || strings.Contains(page.Body, `data-gateway="zarinpal"`) {
 			t.Errorf("the breaker is not named as the payments are (Zarinpal (sandbox))")
 		}
-		if n := strings.Count(page.Body, `data-testid="admin-details"`); n != 2 {
+		if n := len(apptest.Parse(page.Body).TestIDs("admin-details")); n != 2 {
 			t.Errorf("%d open payments with a link to their page, want 2", n)
 		}
 		r := admin.Post(routes.AdminReconcile, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})

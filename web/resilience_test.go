@@ -299,8 +299,8 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if took > rsBudget+rsMargin {
 			t.Errorf("answer took %v, want within the budget %v plus a small margin", took, rsBudget)
 		}
-		if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, `data-testid="gateway-failed"`) ||
-			!strings.Contains(r.Body, `data-testid="topup-form"`) {
+		if r.Status != http.StatusServiceUnavailable || apptest.Parse(r.Body).TestID("gateway-failed") == nil ||
+			apptest.Parse(r.Body).TestID("topup-form") == nil {
 			t.Fatalf("status %d, want 503 with the gateway-failed page and a form; body %.300s", r.Status, r.Body)
 		}
 		fresh := apptest.Input(r.Body, "token")
@@ -383,8 +383,8 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 		rsSetFaults(t, bank, sandbank.Faults{Down: true})
 
 		gatewayFailed := func(r apptest.Response) bool {
-			return r.Status == http.StatusServiceUnavailable && strings.Contains(r.Body, `data-testid="gateway-failed"`) &&
-				strings.Contains(r.Body, `data-testid="topup-form"`)
+			return r.Status == http.StatusServiceUnavailable && apptest.Parse(r.Body).TestID("gateway-failed") != nil &&
+				apptest.Parse(r.Body).TestID("topup-form") != nil
 		}
 		for i := range 4 {
 			if st := app.Server.Resilient.BreakerState().State; st != "closed" {
@@ -459,7 +459,7 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
 			t.Fatalf("return after recovery: %d %q", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
@@ -529,7 +529,7 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 			t.Errorf("credited with reason %q ref %d, want already_verified ref %d", p.StatusReason, p.RefIDValue(), bp.RefID)
 		}
 		res = c.Get(back)
-		if apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+		if apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
 			t.Fatalf("reload: %q", apptest.PaymentStatus(res.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
@@ -704,7 +704,7 @@ func TestResiliencePaidWindowClosedCreditedByWorker(t *testing.T) {
 			t.Fatalf("bank page: %d", page.Status)
 		}
 		closed := c2.Post(payURL+"/pay-close", url.Values{})
-		if closed.Status != http.StatusOK || !strings.Contains(closed.Body, `data-testid="bank-closed"`) {
+		if closed.Status != http.StatusOK || apptest.Parse(closed.Body).TestID("bank-closed") == nil {
 			t.Fatalf("pay-close: %d %.200s", closed.Status, closed.Body)
 		}
 
@@ -1076,9 +1076,14 @@ func TestResilienceReconcile(t *testing.T) {
 		admin := app.NewClient(t)
 		admin.SignInAdmin("admin@example.com", "correct horse battery")
 		page := admin.Get(routes.Admin)
-		if page.Status != http.StatusOK || strings.Count(page.Body, `data-testid="reconcile-report"`) != 2 ||
-			!strings.Contains(page.Body, `data-kind="foreign"`) || !strings.Contains(page.Body, `data-kind="credited"`) ||
-			!strings.Contains(page.Body, foreign) || !strings.Contains(page.Body, `data-testid="breaker" data-state="closed"`) {
+		doc := apptest.Parse(page.Body)
+		var shown []string
+		for _, it := range doc.TestIDs("reconcile-item") {
+			shown = append(shown, it.Attr("data-kind"))
+		}
+		if page.Status != http.StatusOK || len(doc.TestIDs("reconcile-report")) != 2 ||
+			!slices.Contains(shown, "foreign") || !slices.Contains(shown, "credited") ||
+			!strings.Contains(page.Body, foreign) || doc.TestID("breaker").Attr("data-state") != "closed" {
 			t.Errorf("admin page: %d %.500s", page.Status, page.Body)
 		}
 		if r := c.Get(routes.Admin); r.Status != http.StatusNotFound {

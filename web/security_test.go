@@ -1,11 +1,9 @@
 package web_test
 
 import (
-	"html"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -165,14 +163,13 @@ func TestLinksFromTheRequestPathStayOnSite(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
-	hrefs := regexp.MustCompile(`(?:href|action)="([^"]*)"`)
 	check := func(what string, r apptest.Response, wantStatus int) {
 		t.Helper()
 		if r.Status != wantStatus {
 			t.Errorf("%s: status %d, want %d", what, r.Status, wantStatus)
 		}
-		for _, m := range hrefs.FindAllStringSubmatch(r.Body, -1) {
-			h := html.UnescapeString(m[1])
+		doc := apptest.Parse(r.Body)
+		for _, h := range append(doc.Attrs("href"), doc.Attrs("action")...) {
 			if h == "#main" {
 				continue
 			}

@@ -48,7 +48,7 @@ func TestSignOutEverywhere(t *testing.T) {
 		bystander.SignUp("bystander@example.com")
 
 		page := phone.Get(routes.Account)
-		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="account-sessions" data-count="2"`) {
+		if page.Status != http.StatusOK || apptest.Parse(page.Body).TestID("account-sessions").Attr("data-count") != "2" {
 			t.Fatalf("account page: %d", page.Status)
 		}
 		// Another site cannot do it for the user (no token).
@@ -203,7 +203,7 @@ func TestSignInIsThrottledPerAccount(t *testing.T) {
 			}
 		}
 		r := attempt(other, "target@example.com", "correct horse battery")
-		if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" || !strings.Contains(r.Body, `data-testid="form-error"`) {
+		if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" || apptest.Parse(r.Body).TestID("form-error") == nil {
 			t.Fatalf("attempt while throttled (right password): %d Retry-After %q", r.Status, r.Header.Get("Retry-After"))
 		}
 		// A colleague behind the same address signs in as usual.
@@ -249,14 +249,14 @@ func TestReturnPageShowsDetailsOnlyToThePayer(t *testing.T) {
 			t.Fatal(err)
 		}
 		own := payer.Get(back)
-		if apptest.PaymentStatus(own.Body) != "credited" || !strings.Contains(own.Body, `data-testid="card-pan"`) || !strings.Contains(own.Body, `data-testid="ref-id"`) {
+		if apptest.PaymentStatus(own.Body) != "credited" || apptest.Parse(own.Body).TestID("card-pan") == nil || apptest.Parse(own.Body).TestID("ref-id") == nil {
 			t.Fatalf("the payer does not see the details: %d %q", own.Status, apptest.PaymentStatus(own.Body))
 		}
 		stranger := app.NewClient(t)
 		stranger.SignUp("stranger@example.com")
 		for name, c := range map[string]*apptest.Client{"another user": stranger, "anonymous": app.NewClient(t)} {
 			r := c.Get(back)
-			if r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" || !strings.Contains(r.Body, `data-testid="result-neutral"`) {
+			if r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" || apptest.Parse(r.Body).TestID("result-neutral") == nil {
 				t.Errorf("%s: %d %q, want the neutral status", name, r.Status, apptest.PaymentStatus(r.Body))
 			}
 			for _, hook := range []string{`data-testid="card-pan"`, `data-testid="ref-id"`, `data-testid="amount-rials"`, "250,000", "۲۵٬۰۰۰"} {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +14,23 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-var newTokenRE = regexp.MustCompile(`data-testid="new-token">(kp_[A-Za-z0-9_-]+)<`)
+// newToken is the secret a page shows once, after a token is made, or "".
+func newToken(body string) string {
+	if s := apptest.Parse(body).TestID("new-token").Text(); strings.HasPrefix(s, "kp_") {
+		return s
+	}
+	return ""
+}
+
+// tokenRows lists the states and scopes of the token list's rows
+// ("active topup").
+func tokenRows(body string) []string {
+	var out []string
+	for _, row := range apptest.Parse(body).TestIDs("token-row") {
+		out = append(out, row.Attr("data-state")+" "+row.Attr("data-scope"))
+	}
+	return out
+}
 
 func TestTokenPages(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -31,7 +47,7 @@ func TestTokenPages(t *testing.T) {
 			t.Fatalf("signed-out tokens page: %d %q", r.Status, r.Location)
 		}
 		page := user.Get(routes.Tokens)
-		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="tokens-none"`) {
+		if page.Status != http.StatusOK || apptest.Parse(page.Body).TestID("tokens-none") == nil {
 			t.Fatalf("empty tokens page: %d", page.Status)
 		}
 		csrf := apptest.Input(page.Body, "_csrf")
@@ -44,7 +60,7 @@ func TestTokenPages(t *testing.T) {
 		} {
 			f.Set("_csrf", csrf)
 			f.Set("password", "correct horse battery")
-			if r := user.Post(routes.Tokens, f); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="token-error"`) {
+			if r := user.Post(routes.Tokens, f); r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("token-error") == nil {
 				t.Fatalf("bad form %v: %d", f, r.Status)
 			}
 		}
@@ -57,11 +73,10 @@ func TestTokenPages(t *testing.T) {
 		}
 
 		r := user.Post(routes.Tokens, url.Values{"_csrf": {csrf}, "name": {"phone"}, "scope": {"topup"}, "expires_days": {"۳۰"}, "password": {"correct horse battery"}})
-		m := newTokenRE.FindStringSubmatch(r.Body)
-		if r.Status != http.StatusOK || m == nil {
-			t.Fatalf("create: %d, token shown: %v", r.Status, m != nil)
+		secret := newToken(r.Body)
+		if r.Status != http.StatusOK || secret == "" {
+			t.Fatalf("create: %d, token shown: %v", r.Status, secret != "")
 		}
-		secret := m[1]
 		if r.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("the page with the secret may be cached: %q", r.Header.Get("Cache-Control"))
 		}
@@ -71,7 +86,7 @@ func TestTokenPages(t *testing.T) {
 		}
 		// Shown once: the list afterwards has the token, never its secret.
 		list := user.Get(routes.Tokens)
-		if strings.Contains(list.Body, secret) || strings.Contains(list.Body, `data-testid="new-token"`) || !strings.Contains(list.Body, `data-state="active" data-scope="topup"`) {
+		if strings.Contains(list.Body, secret) || apptest.Parse(list.Body).TestID("new-token") != nil || !slices.Equal(tokenRows(list.Body), []string{"active topup"}) {
 			t.Fatalf("token list shows the secret or misses the token")
 		}
 		var id int64
@@ -103,13 +118,13 @@ func TestTokenPages(t *testing.T) {
 			(SELECT id FROM users WHERE email = 'owner@example.com') AND payment_id IS NULL`); n != 1 {
 			t.Fatalf("%d audit entries", n)
 		}
-		if l := user.Get(routes.Tokens); !strings.Contains(l.Body, `data-state="revoked"`) || strings.Contains(l.Body, `data-testid="token-revoke"`) {
+		if l := user.Get(routes.Tokens); !slices.Equal(tokenRows(l.Body), []string{"revoked topup"}) || apptest.Parse(l.Body).TestID("token-revoke") != nil {
 			t.Fatalf("revoked token still offered for revocation")
 		}
 
 		// The owner revokes a token of their own.
 		r = user.Post(routes.Tokens, url.Values{"_csrf": {csrf}, "name": {"ci"}, "scope": {"read"}, "password": {"correct horse battery"}})
-		if newTokenRE.FindStringSubmatch(r.Body) == nil {
+		if newToken(r.Body) == "" {
 			t.Fatalf("second token not shown")
 		}
 		db.Gorm.Raw(`SELECT MAX(id) FROM api_tokens`).Scan(&id)
@@ -146,12 +161,12 @@ func TestTokenRules(t *testing.T) {
 			t.Fatalf("%d tokens created without the password", n)
 		}
 		page := user.Get(routes.Tokens)
-		if !strings.Contains(page.Body, "Empty: 7 days") || !strings.Contains(page.Body, `name="password"`) {
+		if !strings.Contains(page.Body, "Empty: 7 days") || !slices.Contains(apptest.Parse(page.Body).Form(routes.Tokens).Attrs("name"), "password") {
 			t.Fatal("the form does not say the default validity or ask for the password")
 		}
 		r := create("default", "", "correct horse battery")
-		secret := newTokenRE.FindStringSubmatch(r.Body)
-		if r.Status != http.StatusOK || secret == nil {
+		secret := newToken(r.Body)
+		if r.Status != http.StatusOK || secret == "" {
 			t.Fatalf("create: %d", r.Status)
 		}
 		var days float64
@@ -178,14 +193,14 @@ func TestTokenRules(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+tok)
 			return app.NewClient(t).Do(req).Status
 		}
-		if st := bearer(secret[1]); st != http.StatusOK {
+		if st := bearer(secret); st != http.StatusOK {
 			t.Fatalf("token before sign-out-everywhere: %d", st)
 		}
 		acc := user.Get(routes.Account)
 		if r := user.Post(routes.AccountSignOutEverywhere, url.Values{"_csrf": {apptest.Input(acc.Body, "_csrf")}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("sign out everywhere: %d", r.Status)
 		}
-		if st := bearer(secret[1]); st != http.StatusUnauthorized {
+		if st := bearer(secret); st != http.StatusUnauthorized {
 			t.Fatalf("token after sign-out-everywhere: %d", st)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL`); n != 0 {

@@ -3,7 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,8 +12,6 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
-
-var amountValueRE = regexp.MustCompile(`<input id="amount"[^>]* value="([^"]*)"`)
 
 // GET /wallet/topup?amount=N (whole tomans) fills the form in (quick picks
 // without JavaScript, "try again"); anything else gives the empty form,
@@ -41,17 +39,17 @@ func TestTopUpFormPrefill(t *testing.T) {
 			t.Errorf("amount=%q: HTTP %d", tc.amount, r.Status)
 			continue
 		}
-		m := amountValueRE.FindStringSubmatch(r.Body)
-		if m == nil || m[1] != tc.want {
-			t.Errorf("amount=%q: field %v, want %q", tc.amount, m, tc.want)
+		doc := apptest.Parse(r.Body)
+		if field := doc.ByID("amount"); field == nil || field.Attr("value") != tc.want {
+			t.Errorf("amount=%q: field %q, want %q", tc.amount, field.Attr("value"), tc.want)
 		}
-		if strings.Contains(r.Body, `data-testid="amount-error"`) {
+		if doc.TestID("amount-error") != nil {
 			t.Errorf("amount=%q: an error is shown", tc.amount)
 		}
 	}
 	// The quick picks link to the prefilled form and submit nothing.
-	r := c.Get(routes.TopUp)
-	if !strings.Contains(r.Body, `href="/wallet/topup?amount=100000"`) || strings.Contains(r.Body, `form="topup-quick"`) {
+	doc := apptest.Parse(c.Get(routes.TopUp).Body)
+	if !slices.Contains(doc.Attrs("href"), routes.TopUp+"?amount=100000") || slices.Contains(doc.Attrs("form"), "topup-quick") {
 		t.Errorf("quick picks are not links to the prefilled form")
 	}
 	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 0 {
@@ -59,7 +57,7 @@ func TestTopUpFormPrefill(t *testing.T) {
 	}
 	// English digits in the English form.
 	c.Get(routes.TopUp + "?lang=en")
-	if m := amountValueRE.FindStringSubmatch(c.Get(routes.TopUp + "?amount=250000").Body); m == nil || m[1] != "250,000" {
-		t.Errorf("English prefill: %v", m)
+	if got := apptest.Parse(c.Get(routes.TopUp + "?amount=250000").Body).ByID("amount").Attr("value"); got != "250,000" {
+		t.Errorf("English prefill: %q", got)
 	}
 }

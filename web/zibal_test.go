@@ -46,7 +46,7 @@ func TestZibalFlow(t *testing.T) {
 		press := func(payURL, button string) string {
 			t.Helper()
 			page := c.Get(payURL)
-			if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) || !strings.Contains(page.Body, `data-testid="bank-cancel"`) {
+			if page.Status != http.StatusOK || apptest.Parse(page.Body).TestID("bank-pay") == nil || apptest.Parse(page.Body).TestID("bank-cancel") == nil {
 				t.Fatalf("bank page: %d", page.Status)
 			}
 			r := c.Post(payURL+"/"+button, url.Values{})
@@ -59,11 +59,11 @@ func TestZibalFlow(t *testing.T) {
 		// Paid: credited once; every repeat callback says received.
 		back := press(start("25000"), "pay")
 		res := c.Get(back)
-		if apptest.PaymentStatus(res.Body) != "credited" || !strings.Contains(res.Body, `data-testid="result-received"`) {
+		if apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
 			t.Fatalf("return: %d %q", res.Status, apptest.PaymentStatus(res.Body))
 		}
 		for range 3 {
-			if again := c.Get(back); apptest.PaymentStatus(again.Body) != "credited" || !strings.Contains(again.Body, `data-testid="result-received"`) {
+			if again := c.Get(back); apptest.PaymentStatus(again.Body) != "credited" || apptest.Parse(again.Body).TestID("result-received") == nil {
 				t.Fatalf("repeat callback: %q", apptest.PaymentStatus(again.Body))
 			}
 		}

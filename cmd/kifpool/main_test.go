@@ -298,7 +298,7 @@ func TestServeListenAddrAlone(t *testing.T) {
 	if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, base+routes.Sandbank+"/pg/StartPay/") {
 		t.Fatalf("top-up: %d to %q, want 303 to the bank at %s", r.Status, r.Location, base)
 	}
-	if page := c.Get(r.Location); page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) {
+	if page := c.Get(r.Location); page.Status != http.StatusOK || apptest.Parse(page.Body).TestID("bank-pay") == nil {
 		t.Fatalf("bank page: %d", page.Status)
 	}
 	cancel()

@@ -109,6 +109,45 @@ func (d *Doc) TestID(id string) *Element {
 // TestIDs returns every element with data-testid id, in document order.
 func (d *Doc) TestIDs(id string) []*Element { return find(d.root, attrIs("data-testid", id)) }
 
+// ByID returns the element whose id is id, or nil.
+func (d *Doc) ByID(id string) *Element {
+	if all := find(d.root, attrIs("id", id)); len(all) > 0 {
+		return all[0]
+	}
+	return nil
+}
+
+// Attrs lists the values of attribute name on every element of the page
+// that has it, in document order: Attrs("href") is every link.
+func (d *Doc) Attrs(name string) []string { return (&Element{n: d.root}).Attrs(name) }
+
+// Attrs lists the values of attribute name on the element and every
+// element inside it that has it, in document order.
+func (e *Element) Attrs(name string) []string {
+	if e == nil {
+		return nil
+	}
+	var out []string
+	for _, el := range find(e.n, func(n *html.Node) bool { return (&Element{n: n}).Has(name) }) {
+		out = append(out, el.Attr(name))
+	}
+	return out
+}
+
+// Elements returns every element of kind tag ("html", "a"), in document
+// order.
+func (d *Doc) Elements(tag string) []*Element {
+	return find(d.root, func(n *html.Node) bool { return n.Data == tag })
+}
+
+// Inputs returns every input named name (a group of radio buttons, say),
+// in document order.
+func (d *Doc) Inputs(name string) []*Element {
+	return find(d.root, func(n *html.Node) bool {
+		return n.DataAtom == atom.Input && (&Element{n: n}).Attr("name") == name
+	})
+}
+
 // Input returns the value of the first input named name, or "".
 func (d *Doc) Input(name string) string {
 	for _, e := range find(d.root, func(n *html.Node) bool { return n.DataAtom == atom.Input }) {

@@ -19,7 +19,7 @@ func TestDocReadsAPageAsABrowserDoes(t *testing.T) {
   <input value="tok&quot;1" name="token" type="HIDDEN">
   <input name="_csrf" type="hidden" value="B">
   <input type="hidden" name="off" value="1" disabled>
-  <input name="amount" value="500">
+  <input name="amount" value="500" id=amount>
   <span data-testid="payment-status" data-status="credited">paid</span>
 </form>
 <ul><li data-testid="recovery-code"> AB12-CD34 </li><li data-testid="recovery-code">EF56-GH78</li></ul>
@@ -46,6 +46,18 @@ func TestDocReadsAPageAsABrowserDoes(t *testing.T) {
 	}
 	if d.Form(routes.TopUp) != nil || d.Form("/nowhere").Hidden().Encode() != "" {
 		t.Error("a form matched by a prefix of its action, or a missing form is not nil-safe")
+	}
+	if h := d.Elements("html"); len(h) != 1 || h[0].Has("lang") || len(d.Elements("form")) != 2 {
+		t.Errorf("elements: %d html, %d forms", len(h), len(d.Elements("form")))
+	}
+	if in := d.Inputs("_csrf"); len(in) != 2 || in[1].Attr("value") != "B" {
+		t.Errorf("inputs named _csrf: %d", len(in))
+	}
+	if got := d.ByID("amount").Attr("value"); got != "500" || d.ByID("nothing") != nil {
+		t.Errorf("by id: amount %q", got)
+	}
+	if got := d.Attrs("action"); !reflect.DeepEqual(got, []string{routes.SignOut, routes.TopUp + "?x=1&y=2"}) {
+		t.Errorf("actions %q", got)
 	}
 	if got := PaymentStatus(page); got != "credited" {
 		t.Errorf("payment status %q", got)

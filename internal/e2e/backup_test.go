@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -88,8 +89,8 @@ func backupDrill(t *testing.T, d store.Dialect) {
 			t.Fatal(err)
 		}
 		page, err := user.do(ctx, http.MethodGet, back, nil)
-		if err != nil || dataStatus(page.body) != "credited" {
-			t.Fatalf("callback: %v %q", err, dataStatus(page.body))
+		if err != nil || apptest.PaymentStatus(page.body) != "credited" {
+			t.Fatalf("callback: %v %q", err, apptest.PaymentStatus(page.body))
 		}
 		return authority
 	}

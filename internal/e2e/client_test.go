@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,25 +82,13 @@ func (b *browser) do(ctx context.Context, method, target string, form url.Values
 		retryAfter: res.Header.Get("Retry-After")}, nil
 }
 
-var (
-	csrfRE  = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
-	tokenRE = regexp.MustCompile(`name="token" value="([^"]+)"`)
-)
-
-func field(re *regexp.Regexp, body string) string {
-	if m := re.FindStringSubmatch(body); m != nil {
-		return m[1]
-	}
-	return ""
-}
-
 // signUp creates an account and signs the browser in.
 func (b *browser) signUp(ctx context.Context, email string) error {
 	r, err := b.do(ctx, http.MethodGet, routes.SignUp, nil)
 	if err != nil {
 		return err
 	}
-	csrf := field(csrfRE, r.body)
+	csrf := apptest.Parse(r.body).Form(routes.SignUp).Hidden().Get("_csrf")
 	if r.status != http.StatusOK || csrf == "" {
 		return fmt.Errorf("GET /signup: status %d, csrf %q", r.status, csrf)
 	}
@@ -121,7 +108,8 @@ func (b *browser) topUpForm(ctx context.Context) (csrf, token string, err error)
 	if err != nil {
 		return "", "", err
 	}
-	csrf, token = field(csrfRE, r.body), field(tokenRE, r.body)
+	hidden := apptest.Parse(r.body).Form(routes.TopUp).Hidden()
+	csrf, token = hidden.Get("_csrf"), hidden.Get("token")
 	if r.status != http.StatusOK || csrf == "" || token == "" {
 		return "", "", fmt.Errorf("GET /wallet/topup: status %d: %w", r.status, errNotReady)
 	}

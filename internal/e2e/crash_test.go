@@ -285,7 +285,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 			case <-ctx.Done():
 				return
 			case <-srv.exited(): // a crash point
-			case <-time.After(time.Duration(500+rng.IntN(1500)) * time.Millisecond):
+			case <-time.After(time.Duration(500+rng.IntN(1500)) * time.Millisecond): // real time: the kill lands at a random moment of real traffic
 			}
 			srv.kill()
 			kills.Add(1)

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -406,7 +407,7 @@ func signInAttempt(ctx context.Context, t *testing.T, b *browser, email, xff str
 	if err != nil {
 		t.Fatal(err)
 	}
-	form := url.Values{"_csrf": {field(csrfRE, r.body)}, "email": {email}, "password": {"wrong password here"}}
+	form := url.Values{"_csrf": {apptest.Parse(r.body).Form(routes.SignIn).Hidden().Get("_csrf")}, "email": {email}, "password": {"wrong password here"}}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+routes.SignIn, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if xff != "" {
@@ -475,7 +476,7 @@ func topUpResilient(ctx context.Context, br *browser, bank *bankClient, bankURL,
 	if page.status != http.StatusOK {
 		return "", fmt.Errorf("callback page: %d", page.status)
 	}
-	return dataStatus(page.body), nil
+	return apptest.PaymentStatus(page.body), nil
 }
 
 var errGateway = fmt.Errorf("502/503/504 from the proxy")
@@ -498,17 +499,6 @@ func retry502(ctx context.Context, retried *atomic.Int64, fn func() error) error
 		}
 	}
 	return err
-}
-
-// dataStatus is the payment page's data-status attribute.
-func dataStatus(body string) string {
-	const attr = `data-status="`
-	i := strings.Index(body, attr)
-	if i < 0 {
-		return ""
-	}
-	rest := body[i+len(attr):]
-	return rest[:strings.IndexByte(rest, '"')]
 }
 
 func balanceOf(t *testing.T, db *store.DB, email string) int64 {

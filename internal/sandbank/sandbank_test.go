@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
 )
@@ -777,17 +780,77 @@ func readPage(t *testing.T, resp *http.Response) page {
 // resolves it against the page's path.
 func formAction(t *testing.T, body, pagePath, testID string) string {
 	t.Helper()
-	re := regexp.MustCompile(`<form method="post" action="([^"]+)"><button[^>]*data-testid="` + testID + `"`)
-	m := re.FindStringSubmatch(body)
-	if m == nil {
+	action, _, ok := bankForm(body, testID)
+	if !ok {
 		t.Fatalf("no form for %s", testID)
 	}
 	base, _ := url.Parse(pagePath)
-	ref, err := url.Parse(strings.ReplaceAll(m[1], "&amp;", "&"))
+	ref, err := url.Parse(action)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return base.ResolveReference(ref).String()
+}
+
+// bankForm reads a page as a browser does (golang.org/x/net/html) and
+// finds the post form that holds the element with data-testid testID:
+// its action and its hidden fields, whatever the markup's attribute order,
+// quoting or entities.
+func bankForm(body, testID string) (action string, hidden url.Values, ok bool) {
+	root, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		return "", nil, false
+	}
+	attr := func(n *html.Node, key string) (string, bool) {
+		for _, a := range n.Attr {
+			if a.Key == key {
+				return a.Val, true
+			}
+		}
+		return "", false
+	}
+	var holds func(n *html.Node) bool
+	holds = func(n *html.Node) bool {
+		if v, _ := attr(n, "data-testid"); n.Type == html.ElementNode && v == testID {
+			return true
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if holds(c) {
+				return true
+			}
+		}
+		return false
+	}
+	var form *html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if method, _ := attr(n, "method"); form == nil && n.DataAtom == atom.Form && strings.EqualFold(method, "post") && holds(n) {
+			form = n
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(root)
+	if form == nil {
+		return "", nil, false
+	}
+	hidden = url.Values{}
+	var inputs func(n *html.Node)
+	inputs = func(n *html.Node) {
+		if typ, _ := attr(n, "type"); n.DataAtom == atom.Input && strings.EqualFold(typ, "hidden") {
+			name, _ := attr(n, "name")
+			value, _ := attr(n, "value")
+			hidden.Add(name, value)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			inputs(c)
+		}
+	}
+	inputs(form)
+	action, _ = attr(form, "action")
+	return action, hidden, true
 }
 
 func checkPage(t *testing.T, p page) {

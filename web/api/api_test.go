@@ -420,7 +420,7 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 		// the receipt page (no session: the callback needs none).
 		browser := f.app.NewClient(t)
 		page := browser.Get(*created.PaymentURL)
-		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="bank-pay"`) {
+		if page.Status != http.StatusOK || apptest.Parse(page.Body).TestID("bank-pay") == nil {
 			t.Fatalf("bank page: %d", page.Status)
 		}
 		back := browser.Post(*created.PaymentURL+"/pay", url.Values{})

@@ -40,7 +40,7 @@ func TestTopUpLimits(t *testing.T) {
 		c := f.token(t, uid, apitoken.ScopeTopUp)
 
 		form := web.Get(routes.TopUp)
-		if !strings.Contains(form.Body, `data-testid="left-today" data-rials="1000000"`) || !strings.Contains(form.Body, `data-testid="left-count" data-count="3"`) {
+		if doc := apptest.Parse(form.Body); doc.TestID("left-today").Attr("data-rials") != "1000000" || doc.TestID("left-count").Attr("data-count") != "3" {
 			t.Fatal("the form does not show what is left today")
 		}
 		csrf, tok := web.TopUpForm()
@@ -100,10 +100,10 @@ func TestTopUpLimits(t *testing.T) {
 		}
 		admin := lowered.NewClient(t)
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
-		if p := admin.Get(routes.AdminPayment(second.ID)); !strings.Contains(p.Body, `data-testid="over-limit"`) {
+		if p := admin.Get(routes.AdminPayment(second.ID)); apptest.Parse(p.Body).TestID("over-limit") == nil {
 			t.Fatalf("the credit over the cap is not flagged: %d", p.Status)
 		}
-		if p := admin.Get(routes.AdminPayment(first.ID)); strings.Contains(p.Body, `data-testid="over-limit"`) {
+		if p := admin.Get(routes.AdminPayment(first.ID)); apptest.Parse(p.Body).TestID("over-limit") != nil {
 			t.Fatal("a credit within the cap is flagged")
 		}
 	})

@@ -368,7 +368,7 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 					held <- paused{ev.RequestID, ev.Request.Method}
 				}
 			})
-			b.Run(fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/wallet/topup", RequestStage: fetch.RequestStageRequest}}))
+			b.Run(fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*" + routes.TopUp, RequestStage: fetch.RequestStageRequest}}))
 			b.Run(chromedp.Click(first.sel, chromedp.ByQuery))
 			var req paused
 			select {
@@ -383,7 +383,7 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 			case p := <-held:
 				t.Errorf("a second %s was sent while the first was on its way", p.method)
 				req = p // the browser dropped the first
-			case <-time.After(600 * time.Millisecond): // the script clicks after 100 ms
+			case <-time.After(600 * time.Millisecond): // real time: a second post would follow the click within 100 ms; none may
 			}
 			b.Run(fetch.ContinueRequest(req.id))
 			b.Wait("bank-pay")
