@@ -308,7 +308,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	}
 	attacks := []slowAttack{
 		{"slowloris: headers byte by byte", "",
-			cycle(fmt.Sprintf("GET /signin HTTP/1.1\r\nHost: %s\r\nX-Slow: a\r\n", strings.TrimPrefix(app.URL, "http://")), len("GET /signin HTTP/1.1\r\n"))},
+			cycle(fmt.Sprintf("GET "+routes.SignIn+" HTTP/1.1\r\nHost: %s\r\nX-Slow: a\r\n", strings.TrimPrefix(app.URL, "http://")), len("GET "+routes.SignIn+" HTTP/1.1\r\n"))},
 		{"a body declared within the limit, then nothing", bodyHead(60_000) + signIn, nil},
 		{"a body trickled byte by byte", bodyHead(60_000), cycle(signIn+"&pad=x", len(signIn)+5)},
 	}

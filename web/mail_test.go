@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-var resetLinkRE = regexp.MustCompile(`http://[^\s"<]+/password/reset/([A-Za-z0-9_-]+)`)
+// resetLinkRE finds a password reset link (routes.PasswordReset) in a mail.
+var resetLinkRE = regexp.MustCompile(`http://[^\s"<]+` + regexp.QuoteMeta(routes.PasswordReset("")) + `([A-Za-z0-9_-]+)`)
 
 // startWithMail runs the app with SMTP_URL pointing at a real SMTP server
 // of the test's (STARTTLS and AUTH), on a clock the test moves.
@@ -62,7 +64,7 @@ func TestPasswordResetByMail(t *testing.T) {
 
 		anon := app.NewClient(t)
 		signin := anon.Get(routes.SignIn)
-		if !strings.Contains(signin.Body, `href="/password/forgot"`) {
+		if !slices.Contains(apptest.Parse(signin.Body).Attrs("href"), routes.PasswordForgot) {
 			t.Fatal("the sign-in page does not offer a password reset")
 		}
 		forgot := func(c *apptest.Client, email string) apptest.Response {

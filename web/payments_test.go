@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		_ = other
 
 		wallet := c.Get(routes.Wallet)
-		if !strings.Contains(wallet.Body, `href="/wallet/payments"`) {
+		if !slices.Contains(apptest.Parse(wallet.Body).Attrs("href"), routes.WalletPayments) {
 			t.Fatal("the wallet page does not link to the payments list")
 		}
 		page := c.Get(routes.WalletPayments)
@@ -52,8 +53,9 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		if page.Status != http.StatusOK || strings.Join(statuses, ",") != "awaiting_payment,failed,credited" {
 			t.Fatalf("list: %d %v", page.Status, statuses)
 		}
+		links := apptest.Parse(page.Body).Attrs("href")
 		for _, id := range ids {
-			if !strings.Contains(page.Body, `href="/payments/`+id+`"`) {
+			if !slices.Contains(links, routes.Payment(id)) {
 				t.Fatalf("row %s does not link to its page", id)
 			}
 		}

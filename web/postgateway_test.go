@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/gateway/sep"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -65,7 +67,7 @@ func startPOST(t *testing.T, c *apptest.Client, gw postGateway, bankURL, amount 
 	if r.Status != http.StatusOK || form == nil || form.Attr("action") != bankURL+gw.startPath || form.Attr("method") != "post" || !form.Has("data-autosubmit") {
 		t.Fatalf("top-up: %d, want the page posting to %s:\n%s", r.Status, bankURL+gw.startPath, r.Body)
 	}
-	if doc.TestID("to-bank") == nil || !strings.Contains(r.Body, `src="/static/app.js"`) {
+	if doc.TestID("to-bank") == nil || !slices.Contains(doc.Attrs("src"), routes.Asset("app.js")) {
 		t.Fatalf("the page has no script or no button for a browser without it:\n%s", r.Body)
 	}
 	// The page's script may run, and its form may post to the bank's origin.

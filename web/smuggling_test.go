@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -23,34 +24,34 @@ func TestSmugglingRequestsAreRefused(t *testing.T) {
 	host := strings.TrimPrefix(app.URL, "http://")
 	// What a smuggler hides behind the framing: a request of its own. If
 	// the app answered it, the framing was read as the smuggler meant.
-	const hidden = "GET /healthz HTTP/1.1\r\nHost: %HOST%\r\n\r\n"
+	const hidden = "GET " + routes.Healthz + " HTTP/1.1\r\nHost: %HOST%\r\n\r\n"
 	smuggled := strings.ReplaceAll(hidden, "%HOST%", host)
 	cases := []struct {
 		name string
 		raw  string
 	}{
 		{"bare LF in a chunk extension",
-			"POST /signin HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n" +
+			"POST " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n" +
 				"2;a\nx\r\nab\r\n0\r\n\r\n" + smuggled},
 		{"bare LF ending a header line",
-			"GET /signin HTTP/1.1\r\nHost: " + host + "\nX-Other: 1\r\n\r\n" + smuggled},
+			"GET " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\nX-Other: 1\r\n\r\n" + smuggled},
 		{"duplicate Host",
-			"GET /signin HTTP/1.1\r\nHost: " + host + "\r\nHost: evil.example\r\n\r\n" + smuggled},
+			"GET " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nHost: evil.example\r\n\r\n" + smuggled},
 		{"no Host in HTTP/1.1",
-			"GET /signin HTTP/1.1\r\nX-Other: 1\r\n\r\n" + smuggled},
+			"GET " + routes.SignIn + " HTTP/1.1\r\nX-Other: 1\r\n\r\n" + smuggled},
 		{"white space before a header's colon",
-			"POST /signin HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\nTransfer-Encoding : chunked\r\n\r\n" +
+			"POST " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\nTransfer-Encoding : chunked\r\n\r\n" +
 				"0\r\n\r\n" + smuggled},
 		{"Content-Length with Transfer-Encoding",
-			"POST /signin HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"POST " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" +
 				"0\r\n\r\n" + smuggled},
 		{"Transfer-Encoding with Content-Length (the other order)",
-			"POST /signin HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n" +
+			"POST " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n" +
 				"0\r\n\r\n" + smuggled},
 		{"obs-fold (a header continued on the next line)",
-			"GET /signin HTTP/1.1\r\nHost: " + host + "\r\nX-Folded: a\r\n b\r\n\r\n" + smuggled},
+			"GET " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nX-Folded: a\r\n b\r\n\r\n" + smuggled},
 		{"obs-fold of Transfer-Encoding",
-			"POST /signin HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n\r\n" +
+			"POST " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n\r\n" +
 				"0\r\n\r\n" + smuggled},
 	}
 	for _, tc := range cases {
@@ -79,8 +80,8 @@ func TestSmugglingRequestsAreRefused(t *testing.T) {
 	// The same requests framed correctly are served (the refusals are the
 	// framing's, not something else's).
 	for _, raw := range []string{
-		"GET /signin HTTP/1.1\r\nHost: " + host + "\r\nX-Other: 1\r\n\r\n",
-		"POST /signin HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n2;a=b\r\nab\r\n0\r\n\r\n",
+		"GET " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nX-Other: 1\r\n\r\n",
+		"POST " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n2;a=b\r\nab\r\n0\r\n\r\n",
 	} {
 		rc, err := dialApp(app)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
@@ -42,7 +43,7 @@ func TestStartTopUp(t *testing.T) {
 			t.Errorf("row = %s", dump(p))
 		}
 		in := e.gw.RequestInputs[0]
-		if in.AmountRials != 50_000 || in.CallbackURL != "http://app.test/payments/"+p.PublicID+"/return" ||
+		if in.AmountRials != 50_000 || in.CallbackURL != "http://app.test"+routes.PaymentReturn(p.PublicID) ||
 			in.OrderID != p.PublicID || in.Email != e.user.Email {
 			t.Errorf("request input = %+v", in)
 		}

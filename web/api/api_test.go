@@ -154,8 +154,8 @@ func TestIdempotentTopUp(t *testing.T) {
 		}
 		// The stored record: fingerprint, answer and payment.
 		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys k JOIN payments p ON p.id = k.payment_id
-			WHERE k.idempotency_key = 'order-1' AND k.request_method = 'POST' AND k.request_path = '/api/v1/topups'
-			AND k.response_status = 201 AND k.response_body = ? AND p.public_id = ? AND k.locked_until IS NULL AND k.finished_at IS NOT NULL`, first.Body, tu.ID); n != 1 {
+			WHERE k.idempotency_key = 'order-1' AND k.request_method = 'POST' AND k.request_path = ?
+			AND k.response_status = 201 AND k.response_body = ? AND p.public_id = ? AND k.locked_until IS NULL AND k.finished_at IS NOT NULL`, routes.APITopUps, first.Body, tu.ID); n != 1 {
 			t.Fatalf("stored record does not hold the answer")
 		}
 		apptest.CheckInvariants(t, db)

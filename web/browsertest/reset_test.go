@@ -18,7 +18,8 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-var resetLinkRE = regexp.MustCompile(`http://[^\s"<]+/password/reset/[A-Za-z0-9_-]+`)
+// resetLinkRE finds a password reset link (routes.PasswordReset) in a mail.
+var resetLinkRE = regexp.MustCompile(`http://[^\s"<]+` + regexp.QuoteMeta(routes.PasswordReset("")) + `[A-Za-z0-9_-]+`)
 
 // A person who forgot their password, end to end in a real browser and
 // over a real SMTP exchange: "forgot" from the sign-in page, the mail
