@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -23,7 +22,14 @@ import (
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
-var hookSecretRE = regexp.MustCompile(`data-testid="webhook-secret">(whsec_[A-Za-z0-9_-]+)<`)
+// hookSecret is the signing secret a page shows once, after an endpoint
+// is made, or "".
+func hookSecret(body string) string {
+	if s := apptest.Parse(body).TestID("webhook-secret").Text(); strings.HasPrefix(s, "whsec_") {
+		return s
+	}
+	return ""
+}
 
 // /account/webhooks: an endpoint is added through the form (field url,
 // checkboxes events) and its signing secret shown once; a private or
@@ -64,7 +70,7 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		for _, bad := range []string{"https://10.1.2.3/hook", "http://partner.example/hook", "https://user:pw@partner.example/"} {
 			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {bad}, "events": {"topup.credited"}})
-			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="webhook-error"`) || hookSecretRE.MatchString(r.Body) {
+			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("webhook-error") == nil || hookSecret(r.Body) != "" {
 				t.Fatalf("%s: %d", bad, r.Status)
 			}
 		}
@@ -72,13 +78,12 @@ func TestWebhooksPages(t *testing.T) {
 			t.Fatalf("no events: %d", r.Status)
 		}
 		r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {srv.URL + "/hook"}, "events": {"topup.credited", "topup.needs_review"}})
-		m := hookSecretRE.FindStringSubmatch(r.Body)
-		if r.Status != http.StatusOK || m == nil || r.Header.Get("Cache-Control") != "no-store" {
-			t.Fatalf("create: %d, secret shown: %v", r.Status, m != nil)
+		secret := hookSecret(r.Body)
+		if r.Status != http.StatusOK || secret == "" || r.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("create: %d, secret shown: %v", r.Status, secret != "")
 		}
-		secret := m[1]
 		list := owner.Get(routes.Webhooks)
-		if strings.Contains(list.Body, secret) || !strings.Contains(list.Body, srv.URL+"/hook") || strings.Count(list.Body, `data-testid="webhook-row"`) != 1 {
+		if strings.Contains(list.Body, secret) || !strings.Contains(list.Body, srv.URL+"/hook") || len(apptest.Parse(list.Body).TestIDs("webhook-row")) != 1 {
 			t.Fatalf("the list shows the secret again, or not the endpoint")
 		}
 		eps, err := app.Server.Webhooks.ForUser(ctx, userID(t, db, "partner@example.com"))
@@ -96,7 +101,7 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		for _, bad := range []string{"https://shop.example", "https://shop.example/path", "ftp://x.example"} {
 			if r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {bad}}); r.Status != http.StatusUnprocessableEntity ||
-				!strings.Contains(r.Body, `data-testid="origin-error"`) {
+				apptest.Parse(r.Body).TestID("origin-error") == nil {
 				t.Fatalf("origin %s: %d", bad, r.Status)
 			}
 		}
