@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/mail"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -29,7 +30,7 @@ func TestDirWritesEachMailAndLogsIt(t *testing.T) {
 		now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 		o := mail.NewOutbox(db, d, "Kifpool <noreply@example.com>", func() time.Time { return now }, nil)
 		if err := mail.Enqueue(db.Gorm, mail.Row{Kind: "password_reset", ToAddr: "dev@example.com", Subject: "Reset",
-			TextBody: "open http://localhost:8080/password/reset/abc123", HTMLBody: "<p>open</p>", CreatedAt: now}); err != nil {
+			TextBody: "open http://localhost:8080" + routes.PasswordReset("abc123"), HTMLBody: "<p>open</p>", CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 		if sent, err := o.DeliverDue(ctx); err != nil || sent != 1 {
@@ -44,7 +45,7 @@ func TestDirWritesEachMailAndLogsIt(t *testing.T) {
 		}
 		fi, _ := os.Stat(files[0])
 		raw, _ := os.ReadFile(files[0])
-		if fi.Mode().Perm() != 0o600 || !strings.Contains(string(raw), "To: dev@example.com") || !strings.Contains(string(raw), "/password/reset/abc123") {
+		if fi.Mode().Perm() != 0o600 || !strings.Contains(string(raw), "To: dev@example.com") || !strings.Contains(string(raw), routes.PasswordReset("abc123")) {
 			t.Fatalf("mail file (mode %v):\n%s", fi.Mode().Perm(), raw)
 		}
 		if !strings.Contains(logs.String(), "file="+files[0]) || strings.Contains(logs.String(), "abc123") != printText {
