@@ -158,7 +158,7 @@ func (r *crashRig) check(t *testing.T, results []crashTopUp) ([]payment.Payment,
 	checkNoOverlappingVerifies(t, r.db, 0)
 	if r.hooks != nil {
 		r.hooks.down.Store(false)
-		waitDelivered(t, r.db, 60*time.Second)
+		waitDelivered(t, r.db, deliveryWait)
 		r.hooks.check(t, r.db)
 	}
 	return ours, actions

@@ -134,6 +134,13 @@ func (s *hookSink) flap(ctx context.Context, seed uint64) {
 }
 
 // waitDelivered waits until no webhook delivery is pending.
+// deliveryWait bounds a wait for a delivery after serve was killed: a
+// sender killed mid-attempt (or after its receiver answered, before it
+// recorded the answer) holds its claim for the sender's lease, 60 s (five
+// times the 10 s delivery timeout plus 10 s), before a restarted serve
+// may retry it; then the retry and its backoff.
+const deliveryWait = 100 * time.Second
+
 func waitDelivered(t *testing.T, db *store.DB, limit time.Duration) {
 	t.Helper()
 	testwait.Eventually(t, limit, "no webhook delivery pending", func() bool {
@@ -281,17 +288,19 @@ func TestWebhookAcrossCrashes(t *testing.T) {
 			// killed serve may have claimed the row (attempts 1, leased
 			// for the sender's 60 s) in the instant before its SIGKILL:
 			// then the retry waits for that lease to end, as it must.
-			testwait.Eventually(t, 100*time.Second, "a retry into the down receiver", func() bool {
+			testwait.Eventually(t, deliveryWait, "a retry into the down receiver", func() bool {
 				var attempts int64
 				db.Gorm.Raw(`SELECT COALESCE(MAX(attempts), 0) FROM webhook_deliveries`).Scan(&attempts)
 				return attempts >= 2
 			})
 			sink.down.Store(false) // back: 500 to the first attempt, then 200
-			waitDelivered(t, db, 60*time.Second)
+			waitDelivered(t, db, deliveryWait)
 
 			// 2. Delivered (2xx) but not recorded: sent again, deduplicated.
+			// The killed serve had claimed the row: its retry waits for
+			// the lease (deliveryWait).
 			second := pay(testhook.AfterWebhookSent)
-			waitDelivered(t, db, 60*time.Second)
+			waitDelivered(t, db, deliveryWait)
 			if first == second {
 				t.Fatal("one authority for two top-ups")
 			}
