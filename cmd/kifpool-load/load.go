@@ -101,9 +101,10 @@ func newTransport(conns int) *http.Transport {
 
 // user is a virtual user's browser: its session cookie in its own jar.
 type user struct {
-	id       int64
-	walletID int64
-	hc       *http.Client
+	id        int64
+	walletID  int64
+	accountID int64 // the wallet's ledger account
+	hc        *http.Client
 }
 
 func newUser(tr *http.Transport, id, walletID int64, sessionToken string, bases ...string) *user {

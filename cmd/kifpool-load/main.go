@@ -5,7 +5,7 @@
 // database's own limit for one credit with pgx (no HTTP, no bank), checks
 // the invariants, and prints a table plus a JSON file under data/bench/.
 //
-//	go run ./cmd/kifpool-load -bin bin/kifpool [-short] [-db URL] [-out data/bench]
+//	go run ./cmd/kifpool-load -bin bin/kifpool [-short] [-db URL] [-out data/bench] [-only NAME] [-pgbench PATH]
 package main
 
 import (
@@ -43,13 +43,14 @@ type sizes struct {
 	slowUsers     int
 	downRefusals  int64
 	twoInstances  int64
+	ledgerDur     time.Duration // each of the ledger transfer's four runs
 }
 
 var full = sizes{fullTopUps: 600, credits: 1500, replayDur: 6 * time.Second, walletEntries: 10_000,
-	adminPayments: 1_000_000, pageDur: 6 * time.Second, slowUsers: 500, downRefusals: 400, twoInstances: 600}
+	adminPayments: 1_000_000, pageDur: 6 * time.Second, slowUsers: 500, downRefusals: 400, twoInstances: 600, ledgerDur: 10 * time.Second}
 
 var short = sizes{fullTopUps: 20, credits: 40, replayDur: 500 * time.Millisecond, walletEntries: 300,
-	adminPayments: 2_000, pageDur: 500 * time.Millisecond, slowUsers: 20, downRefusals: 20, twoInstances: 20}
+	adminPayments: 2_000, pageDur: 500 * time.Millisecond, slowUsers: 20, downRefusals: 20, twoInstances: 20, ledgerDur: 3 * time.Second}
 
 const (
 	metricsToken = "bench-metrics-token-5Xq9Lw2Rk7Vt3Nz8"
@@ -64,6 +65,8 @@ func main() {
 	out := flag.String("out", "data/bench", "folder of the JSON report")
 	isShort := flag.Bool("short", false, "small counts: proves the harness works, judges no speed")
 	only := flag.String("only", "", "run only the scenarios whose step name contains this (e.g. \"credit path\"): before/after measurements")
+	pgbench := flag.String("pgbench", envOr("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench"), "pgbench, for the ledger transfer's design limit")
+	pgbenchScript := flag.String("pgbench-script", "internal/ledger/transfer.pgbench", "the transfer's pgbench script (the store's SQL)")
 	profile := flag.Duration("profile", 0, "with serve's PPROF_ADDR, take a CPU profile of the first this-long of each step (e.g. 8s) into -out, one .pprof per step")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -72,7 +75,7 @@ func main() {
 	if *isShort {
 		sz = short
 	}
-	if err := run(ctx, *bin, *dbURL, *out, *isShort, *only, *profile, sz); err != nil {
+	if err := run(ctx, *bin, *dbURL, *out, *isShort, *only, *profile, sz, *pgbench, *pgbenchScript); err != nil {
 		fmt.Fprintln(os.Stderr, "kifpool-load:", err)
 		os.Exit(1)
 	}
@@ -116,9 +119,11 @@ type bench struct {
 	out      string
 	stamp    string
 	profiles int
+	// pgbench and the transfer's script (the ledger transfer's limit).
+	pgbenchBin, pgbenchScript string
 }
 
-func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string, profile time.Duration, sz sizes) error {
+func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string, profile time.Duration, sz sizes, pgbench, pgbenchScript string) error {
 	started := time.Now()
 	if err := recreateDB(ctx, dbURL); err != nil {
 		return err
@@ -128,7 +133,7 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 		return err
 	}
 	bn := &bench{sz: sz, short: isShort, bin: bin, dbURL: dbURL, logDir: logDir, tr: newTransport(600),
-		profile: profile, out: out, stamp: started.UTC().Format("20060102T150405Z")}
+		profile: profile, out: out, stamp: started.UTC().Format("20060102T150405Z"), pgbenchBin: pgbench, pgbenchScript: pgbenchScript}
 	defer bn.stopAll()
 
 	bankAddr := freeAddr()
@@ -165,6 +170,7 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 		{"slow bank", bn.scenarioSlowBank},
 		{"two instances", bn.scenarioTwoInstances},
 		{"bank down", bn.scenarioBankDown},
+		{"ledger transfer", bn.scenarioLedger},
 	}
 	for _, s := range steps {
 		if only != "" && !strings.Contains(s.name, only) {

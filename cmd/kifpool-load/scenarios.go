@@ -45,7 +45,14 @@ func (bn *bench) seedUsers(ctx context.Context, n int) error {
 			fmt.Sprintf("bench%d@example.com", i), string(hash), role).Scan(&id); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES ($1, 0, now(), now()) RETURNING id`, id).Scan(&walletID); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO wallets (user_id, created_at, updated_at) VALUES ($1, now(), now()) RETURNING id`, id).Scan(&walletID); err != nil {
+			return err
+		}
+		// The wallet's ledger account, as signing up makes it
+		// (ledger.CreateWalletAccount): its balance lives there.
+		var accountID int64
+		if err := tx.QueryRow(ctx, `INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, created_at, updated_at)
+			VALUES ('wallet', 'wallet:' || $1::bigint, $1, $2, FALSE, now(), now()) RETURNING id`, walletID, id).Scan(&accountID); err != nil {
 			return err
 		}
 		var b [32]byte
@@ -56,7 +63,9 @@ func (bn *bench) seedUsers(ctx context.Context, n int) error {
 			hex.EncodeToString(sum[:]), id); err != nil {
 			return err
 		}
-		bn.users = append(bn.users, newUser(bn.tr, id, walletID, tok, bn.baseA))
+		u := newUser(bn.tr, id, walletID, tok, bn.baseA)
+		u.accountID = accountID
+		bn.users = append(bn.users, u)
 	}
 	// The admin has passed the console's second factor (TOTP) in its session.
 	if _, err := tx.Exec(ctx, `UPDATE users SET totp_secret = 'BENCHBENCHBENCHBENCHBENCHBENCH22', totp_confirmed_at = now() WHERE role = 'admin'`); err != nil {
@@ -181,22 +190,31 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 }
 
 // dbLimit runs the exact SQL of one credit — the conditional payment
-// update, the payment_events row, the wallet update, the ledger entry — in
-// one transaction per credit with pgx at conc, no HTTP, no bank.
+// update, the payment_events row, then the ledger's transaction as
+// ledger.Post writes it on PostgreSQL (the guarded updates of the
+// gateway's clearing account and the wallet's, in ascending id; the
+// transaction and its two postings in one statement) — in one transaction
+// per credit with pgx at conc, no HTTP, no bank.
 func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
+	clearing, err := bn.clearingAccount(ctx, "dblimit")
+	if err != nil {
+		return Row{}, err
+	}
 	ids := make([]int64, 0, n)
-	wallets := make([]int64, 0, n)
+	publics := make([]string, 0, n)
+	accounts := make([]int64, 0, n)
 	amounts := make([]int64, 0, n)
 	for i := range n {
 		u := bn.users[int(i)%conc]
 		var id int64
+		pub := fmt.Sprintf("dblimit%019d", i)
 		err := bn.pool.QueryRow(ctx, `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at, opened_at)
 			VALUES ($1, $2, $3, 10000, 'dblimit', $1, $1, 'awaiting_payment', now(), now(), now()) RETURNING id`,
-			fmt.Sprintf("dblimit%019d", i), u.id, u.walletID).Scan(&id)
+			pub, u.id, u.walletID).Scan(&id)
 		if err != nil {
 			return Row{}, err
 		}
-		ids, wallets, amounts = append(ids, id), append(wallets, u.walletID), append(amounts, 10000)
+		ids, publics, accounts, amounts = append(ids, id), append(publics, pub), append(accounts, u.accountID), append(amounts, 10000)
 	}
 	var ref atomic.Int64
 	ref.Store(time.Now().UnixNano() / 1000)
@@ -216,16 +234,90 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 				VALUES ($1, 'awaiting_payment', 'credited', 'callback', 'verified_paid', 100, $2)`, ids[i], now); err != nil {
 				return err
 			}
-			var bal int64
-			if err := tx.QueryRow(ctx, `UPDATE wallets SET balance_rials = balance_rials + $2, updated_at = $3 WHERE id = $1 RETURNING balance_rials`,
-				wallets[i], amounts[i], now).Scan(&bal); err != nil {
-				return err
+			// The two accounts in ascending id (ledger.Net's order).
+			legs := [2]struct{ account, amount int64 }{{clearing, -amounts[i]}, {accounts[i], amounts[i]}}
+			if legs[1].account < legs[0].account {
+				legs[0], legs[1] = legs[1], legs[0]
 			}
-			_, err = tx.Exec(ctx, `INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES ($1, $2, $3, $4, 'topup', $5)`,
-				wallets[i], ids[i], amounts[i], bal, now)
+			var afters [2]int64
+			for k, p := range legs {
+				if err := tx.QueryRow(ctx, `UPDATE ledger_accounts SET posted_rials = posted_rials + $1, held_rials = held_rials + $2, updated_at = $3
+					WHERE id = $4 AND held_rials + $5 >= 0 AND (may_go_negative OR posted_rials + $6 - (held_rials + $7) >= 0)
+					RETURNING posted_rials`, p.amount, 0, now, p.account, 0, p.amount, 0).Scan(&afters[k]); err != nil {
+					return fmt.Errorf("account %d: %w", p.account, err)
+				}
+			}
+			_, err = tx.Exec(ctx, `WITH t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
+				INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
+				SELECT t.id, v.account_id, v.amount, v.after, $7 FROM t, (VALUES ($8::bigint, $9::bigint, $10::bigint), ($11::bigint, $12::bigint, $13::bigint)) AS v (account_id, amount, after)
+				RETURNING transaction_id`, "topup", publics[i], ids[i], nil, "", now, now,
+				legs[0].account, legs[0].amount, afters[0], legs[1].account, legs[1].amount, afters[1])
 			return err
 		})
 	}), nil
+}
+
+// clearingAccount returns the id of gateway's clearing account, making it
+// as the ledger does for a gateway named after the migration.
+func (bn *bench) clearingAccount(ctx context.Context, gateway string) (int64, error) {
+	if _, err := bn.pool.Exec(ctx, `INSERT INTO ledger_accounts (kind, code, may_go_negative, created_at, updated_at)
+		VALUES ('gateway', 'gateway:' || $1::text, TRUE, now(), now()) ON CONFLICT (code) DO NOTHING`, gateway); err != nil {
+		return 0, fmt.Errorf("clearing account of %s: %w", gateway, err)
+	}
+	var id int64
+	if err := bn.pool.QueryRow(ctx, `SELECT id FROM ledger_accounts WHERE code = 'gateway:' || $1::text`, gateway).Scan(&id); err != nil {
+		return 0, fmt.Errorf("clearing account of %s: %w", gateway, err)
+	}
+	return id, nil
+}
+
+// seedTopUps writes, for each wallet account, perWallet credited top-ups
+// of amount rials (gateway "seed", public ids prefix+k, bank references
+// refBase+k) with their ledger transactions as a credit writes them:
+// clearing of "seed" → the wallet, two postings each with its account's
+// balance after, and the accounts' posted figures. One statement for the
+// rows, one for the figures, in one transaction.
+func (bn *bench) seedTopUps(ctx context.Context, accounts []int64, perWallet int, amount int64, prefix string, refBase int64) error {
+	clearing, err := bn.clearingAccount(ctx, "seed")
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, bn.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `WITH src AS (
+				SELECT a.id AS account_id, a.wallet_id, a.user_id, a.posted_rials, row_number() OVER (ORDER BY a.id, g) AS k,
+					row_number() OVER (PARTITION BY a.id ORDER BY g) AS nth
+				FROM ledger_accounts a, generate_series(1, $2::int) g WHERE a.id = ANY($1::bigint[]) AND a.kind = 'wallet'),
+			p AS (
+				INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
+					status, status_reason, created_at, updated_at, resolved_at, opened_at)
+				SELECT $4::text || k, user_id, wallet_id, $3::bigint, 'seed', $4::text || k, upper($4::text) || k, $5::bigint + k, $3::bigint, 'credited', 'verified_paid',
+					now() - make_interval(secs => (SELECT COUNT(*) FROM src) - k), now(), now(), now() FROM src ORDER BY k
+				RETURNING id, public_id, created_at),
+			t AS (
+				INSERT INTO ledger_transactions (kind, reference, payment_id, created_at)
+				SELECT 'topup', public_id, id, created_at FROM p ORDER BY id RETURNING id, reference, created_at),
+			legs AS (
+				SELECT t.id AS tid, $6::bigint AS account_id, -$3::bigint AS amount,
+					c.posted_rials - $3::bigint * row_number() OVER (ORDER BY t.id) AS after, t.created_at, 0 AS leg
+				FROM t, ledger_accounts c WHERE c.id = $6
+				UNION ALL
+				SELECT t.id, s.account_id, $3::bigint, s.posted_rials + $3::bigint * s.nth, t.created_at, 1
+				FROM t JOIN src s ON $4::text || s.k = t.reference)
+			INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
+			SELECT tid, account_id, amount, after, created_at FROM legs ORDER BY tid, leg`,
+			accounts, perWallet, amount, prefix, refBase, clearing); err != nil {
+			return fmt.Errorf("seed top-ups %s: %w", prefix, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE ledger_accounts a SET posted_rials = a.posted_rials + s.total, updated_at = now()
+			FROM (SELECT lp.account_id, SUM(lp.amount_rials) AS total FROM ledger_postings lp
+				JOIN ledger_transactions t ON t.id = lp.transaction_id JOIN payments p ON p.id = t.payment_id
+				WHERE t.kind = 'topup' AND p.gateway = 'seed' AND p.public_id LIKE $1 || '%' GROUP BY lp.account_id) s
+			WHERE s.account_id = a.id`, prefix); err != nil {
+			return fmt.Errorf("seed top-ups %s: balances: %w", prefix, err)
+		}
+		return nil
+	})
 }
 
 // 4. Pages: the wallet page of a user with many ledger entries; the admin
@@ -234,17 +326,8 @@ func (bn *bench) scenarioPages(ctx context.Context) error {
 	wu := bn.users[len(bn.users)-2]
 	n := bn.sz.walletEntries
 	t0 := time.Now()
-	if _, err := bn.pool.Exec(ctx, `WITH p AS (
-		INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
-			status, status_reason, created_at, updated_at, resolved_at, opened_at)
-		SELECT 'seedw' || g, $1, $2, 10000, 'seed', 'seedw' || g, 'SEEDW' || g, 900000000 + g, 10000, 'credited', 'verified_paid',
-			now() - make_interval(secs => $3 - g), now(), now(), now() FROM generate_series(1, $3) g RETURNING id, created_at)
-		INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at)
-		SELECT $2, id, 10000, 10000 * row_number() OVER (ORDER BY id), 'topup', created_at FROM p`, wu.id, wu.walletID, n); err != nil {
+	if err := bn.seedTopUps(ctx, []int64{wu.accountID}, n, 10000, "seedw", 900000000); err != nil {
 		return fmt.Errorf("seed ledger: %w", err)
-	}
-	if _, err := bn.pool.Exec(ctx, `UPDATE wallets SET balance_rials = 10000 * $2::bigint WHERE id = $1`, wu.walletID, n); err != nil {
-		return err
 	}
 	admin := bn.users[len(bn.users)-1]
 	owner := bn.users[len(bn.users)-3]
@@ -265,10 +348,10 @@ func (bn *bench) scenarioPages(ctx context.Context) error {
 	if _, err := bn.pool.Exec(ctx, `VACUUM ANALYZE`); err != nil {
 		return err
 	}
-	bn.notes = append(bn.notes, fmt.Sprintf("pages: seeded %d ledger entries and %d payments in %.0f s", n, m, time.Since(t0).Seconds()))
+	bn.notes = append(bn.notes, fmt.Sprintf("pages: seeded %d top-ups (ledger transactions) and %d payments in %.0f s", n, m, time.Since(t0).Seconds()))
 	const conc = 8
 	bn.measure(bn.a, bn.baseA, "", func() Row {
-		return runLoad(ctx, fmt.Sprintf("4 wallet page (%d ledger entries)", n), conc, 0, bn.sz.pageDur, func(ctx context.Context, vu int, i int64) error {
+		return runLoad(ctx, fmt.Sprintf("4 wallet page (%d ledger transactions)", n), conc, 0, bn.sz.pageDur, func(ctx context.Context, vu int, i int64) error {
 			r, err := wu.do(ctx, http.MethodGet, bn.baseA+routes.Wallet, nil)
 			if err == nil && r.status != http.StatusOK {
 				err = fmt.Errorf("wallet: status %d", r.status)
@@ -440,9 +523,12 @@ type invariants struct {
 	Violations []string `json:"violations"`
 }
 
-// checkInvariants: balances = sum(ledger); one ledger entry per credited
-// payment and none for others; the bank's paid set equals our credited set
-// (after the worker had up to 30 s to finish open payments).
+// checkInvariants: the ledger's rules (postings sum to zero per
+// transaction, posted = sum of postings = the last balance after, no
+// wallet below zero), one top-up transaction per credited payment (its
+// clearing account → its wallet, its verified amount) and none for others;
+// the bank's paid set equals our credited set (after the worker had up to
+// 30 s to finish open payments).
 func (bn *bench) checkInvariants(ctx context.Context) (invariants, error) {
 	var inv invariants
 	q := func(sql string) (int64, error) {
@@ -505,9 +591,24 @@ func (bn *bench) checkInvariants(ctx context.Context) (invariants, error) {
 		return inv, err
 	}
 	for _, c := range []struct{ name, sql string }{
-		{"wallets whose balance is not the sum of their ledger", `SELECT COUNT(*) FROM wallets w WHERE balance_rials <> COALESCE((SELECT SUM(amount_rials) FROM ledger_entries l WHERE l.wallet_id = w.id), 0)`},
-		{"credited payments without exactly one ledger entry", `SELECT COUNT(*) FROM payments p WHERE status = 'credited' AND (SELECT COUNT(*) FROM ledger_entries l WHERE l.payment_id = p.id) <> 1`},
-		{"ledger entries of payments not credited", `SELECT COUNT(*) FROM ledger_entries l JOIN payments p ON p.id = l.payment_id WHERE p.status <> 'credited'`},
+		{"ledger transactions whose postings do not sum to zero (or fewer than two)", `SELECT COUNT(*) FROM (SELECT t.id FROM ledger_transactions t
+			LEFT JOIN ledger_postings lp ON lp.transaction_id = t.id GROUP BY t.id HAVING COALESCE(SUM(lp.amount_rials), 0) <> 0 OR COUNT(lp.id) < 2) x`},
+		{"accounts whose posted balance is not the sum of their postings", `SELECT COUNT(*) FROM ledger_accounts a
+			WHERE posted_rials <> COALESCE((SELECT SUM(amount_rials) FROM ledger_postings lp WHERE lp.account_id = a.id), 0)`},
+		{"accounts whose balance after their last posting is not their posted balance", `SELECT COUNT(*) FROM ledger_accounts a
+			WHERE posted_rials <> COALESCE((SELECT balance_after_rials FROM ledger_postings lp WHERE lp.account_id = a.id ORDER BY lp.id DESC LIMIT 1), 0)`},
+		{"wallets without exactly one ledger account", `SELECT COUNT(*) FROM wallets w WHERE (SELECT COUNT(*) FROM ledger_accounts a WHERE a.wallet_id = w.id) <> 1`},
+		{"wallet or merchant accounts below zero", `SELECT COUNT(*) FROM ledger_accounts WHERE NOT may_go_negative AND posted_rials - held_rials < 0`},
+		{"credited payments without exactly one top-up transaction", `SELECT COUNT(*) FROM payments p WHERE status = 'credited'
+			AND (SELECT COUNT(*) FROM ledger_transactions t WHERE t.payment_id = p.id AND t.kind = 'topup') <> 1`},
+		{"top-up transactions of payments not credited", `SELECT COUNT(*) FROM ledger_transactions t JOIN payments p ON p.id = t.payment_id
+			WHERE t.kind = 'topup' AND p.status <> 'credited'`},
+		{"top-up transactions not from the payment's clearing account to its wallet's", `SELECT COUNT(*) FROM ledger_transactions t
+			JOIN payments p ON p.id = t.payment_id WHERE t.kind = 'topup' AND NOT EXISTS (
+				SELECT 1 FROM ledger_postings w JOIN ledger_accounts wa ON wa.id = w.account_id
+				JOIN ledger_postings g ON g.transaction_id = t.id JOIN ledger_accounts ga ON ga.id = g.account_id
+				WHERE w.transaction_id = t.id AND wa.wallet_id = p.wallet_id AND w.amount_rials = p.verified_amount_rials
+				AND ga.code = 'gateway:' || p.gateway AND g.amount_rials = -p.verified_amount_rials)`},
 		{"credited payments of the app without their credit event", `SELECT COUNT(*) FROM payments p WHERE status = 'credited' AND gateway <> 'seed' AND NOT EXISTS (SELECT 1 FROM payment_events e WHERE e.payment_id = p.id AND e.to_status = 'credited')`},
 	} {
 		if err := bad(c.name, c.sql); err != nil {
