@@ -49,6 +49,20 @@ func (p Page) Plus() string {
 	return "+"
 }
 
+// Signed is an amount of rials as tomans with its sign: + before a credit,
+// − (the minus sign) before a debit, each standing before the number in
+// either direction.
+func (p Page) Signed(rials int64) string {
+	if rials >= 0 {
+		return p.Plus() + p.Tomans(rials)
+	}
+	minus := "\u2212"
+	if p.Lang.Dir() == "rtl" {
+		minus += "\u200f"
+	}
+	return minus + p.Tomans(-rials)
+}
+
 // TomansDigits is an amount in tomans as a person types it: grouped, in
 // the page's digits, without the unit.
 func (p Page) TomansDigits(rials int64) string { return i18n.TomansNumber(p.Lang, rials) }
@@ -122,7 +136,8 @@ type GatewayChoice struct {
 	Healthy bool
 }
 
-// HistoryRow is one ledger entry on the wallet page.
+// HistoryRow is one ledger transaction on the wallet page: the signed
+// amount it moved on the wallet and the balance after it.
 type HistoryRow struct {
 	AmountRials     int64
 	BalanceAfter    int64
@@ -130,16 +145,21 @@ type HistoryRow struct {
 	CreatedAt       time.Time
 	PaymentPublicID string
 	RefID           int64
+	Note            string
 }
 
 // WalletView is the wallet page.
 type WalletView struct {
 	// Open are the user's payments whose outcome is not known yet.
-	Open         []OpenPaymentRow
-	BalanceRials int64
-	Rows         []HistoryRow
-	NextCursor   int64
-	HasNewer     bool
+	Open []OpenPaymentRow
+	// BalanceRials is the posted balance; HeldRials what holds reserve of
+	// it; AvailableRials what may be spent.
+	BalanceRials   int64
+	HeldRials      int64
+	AvailableRials int64
+	Rows           []HistoryRow
+	NextCursor     int64
+	HasNewer       bool
 }
 
 // OpenPaymentRow is a payment still in progress, on the wallet page.

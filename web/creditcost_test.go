@@ -47,13 +47,25 @@ func TestCreditPathStatements(t *testing.T) {
 			// lease, one statement, no transaction of its own); then one
 			// transaction: the move, its event, the partners' webhook
 			// outbox (none here: one INSERT … SELECT of the user's
-			// endpoints), the balance, the ledger entry, the verify's
-			// gateway_calls row.
+			// endpoints), the verify's gateway_calls row, then the ledger:
+			// the two accounts' ids on the instance's first credit of this
+			// wallet only (remembered after), each account's balance
+			// (ascending id), the transaction and its postings (one
+			// statement on PostgreSQL; on SQLite the transaction, the
+			// postings and the read-back of their sum).
 			want := []string{
 				"SELECT FROM sessions", "SELECT FROM payments",
 				"UPDATE payments",
-				"UPDATE payments", "INSERT payment_events", "INSERT webhook_deliveries",
-				"UPDATE wallets", "INSERT ledger_entries", "INSERT gateway_calls",
+				"UPDATE payments", "INSERT payment_events", "INSERT webhook_deliveries", "INSERT gateway_calls",
+			}
+			if i == 0 {
+				want = append(want, "SELECT FROM ledger_accounts", "SELECT FROM ledger_accounts")
+			}
+			if db.Dialect == store.Postgres {
+				want = append(want, "UPDATE ledger_accounts", "UPDATE ledger_accounts", "WITH")
+			} else {
+				want = append(want, "INSERT ledger_transactions", "UPDATE ledger_accounts", "UPDATE ledger_accounts", "INSERT ledger_postings",
+					"SELECT FROM ledger_postings")
 			}
 			if strings.Join(stmts, "; ") != strings.Join(want, "; ") || txs != 1 {
 				t.Fatalf("credit %d ran %d statements in %d transactions:\n  %s\nwant %d in 1:\n  %s", i, len(stmts), txs,

@@ -104,7 +104,7 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 		if got := c2.Balance(); got != 0 {
 			t.Fatalf("balance after cancel %d", got)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 1 {
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
 			t.Fatalf("%d ledger entries, want 1", n)
 		}
 		apptest.CheckInvariants(t, db)
@@ -151,7 +151,7 @@ func TestConcurrentCallbacksCreditOnce(t *testing.T) {
 		if got := c.Balance(); got != 1_000_000 {
 			t.Fatalf("balance %d, want 1000000", got)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 1 {
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
 			t.Fatalf("%d ledger entries", n)
 		}
 		apptest.CheckInvariants(t, db)

@@ -102,11 +102,11 @@ func cookieHeader(app *apptest.App, c *apptest.Client) string {
 func dbState(t *testing.T, db *store.DB) map[string]int64 {
 	t.Helper()
 	state := map[string]int64{}
-	for _, table := range []string{"users", "sessions", "wallets", "payments", "payment_events", "ledger_entries",
+	for _, table := range []string{"users", "sessions", "wallets", "payments", "payment_events", "ledger_transactions", "ledger_postings",
 		"gateway_calls", "auth_throttles", "api_tokens", "idempotency_keys"} {
 		state[table] = apptest.Count(t, db, "SELECT COUNT(*) FROM "+table)
 	}
-	state["balances"] = apptest.Count(t, db, "SELECT COALESCE(SUM(balance_rials), 0) FROM wallets")
+	state["balances"] = apptest.Count(t, db, "SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts WHERE kind = 'wallet'")
 	state["credited"] = apptest.Count(t, db, "SELECT COUNT(*) FROM payments WHERE status = 'credited'")
 	state["returned"] = apptest.Count(t, db, "SELECT COUNT(*) FROM payments WHERE returned_at IS NOT NULL")
 	return state

@@ -158,7 +158,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 						t.Fatalf("repeat: %d", again.Status)
 					}
 				}
-				if c.Balance() != 250_000 || apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`) != 1 {
+				if c.Balance() != 250_000 || apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`) != 1 {
 					t.Fatalf("balance %d after repeats", c.Balance())
 				}
 

@@ -138,7 +138,7 @@ func rsWaitStatus(t *testing.T, db *store.DB, publicID string, want payment.Stat
 
 func rsLedgerRows(t *testing.T, db *store.DB, paymentID int64) int64 {
 	t.Helper()
-	return apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries WHERE payment_id = ?`, paymentID)
+	return apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup' AND payment_id = ?`, paymentID)
 }
 
 // rsAssertCreditedOnce checks a payment credited exactly once with the
@@ -536,7 +536,7 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 			t.Errorf("balance %d, want 100000", got)
 		}
 		rsAssertCreditedOnce(t, db, bank, publicID)
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 1 {
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
 			t.Errorf("%d ledger rows, want 1", n)
 		}
 		if got := rsBankPayment(t, bank, authority).VerifyCount; got < 2 {
@@ -816,7 +816,7 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		if c.Balance() != 1_000_000 || c2.Balance() != 500_000 {
 			t.Errorf("balances %d and %d", c.Balance(), c2.Balance())
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 2 {
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 2 {
 			t.Errorf("%d ledger rows, want 2", n)
 		}
 		rsCheckAll(t, db, bank)
@@ -1050,10 +1050,10 @@ func TestResilienceReconcile(t *testing.T) {
 		if bp := rsBankPayment(t, bank, foreign); bp.State != sandbank.StatePaid || bp.VerifyCount != 0 {
 			t.Errorf("foreign payment at the bank: %s verified %d times", bp.State, bp.VerifyCount)
 		}
-		if n := apptest.Count(t, db, `SELECT COALESCE(SUM(balance_rials), 0) FROM wallets`); n != 200_000 {
+		if n := apptest.Count(t, db, `SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts WHERE kind = 'wallet'`); n != 200_000 {
 			t.Errorf("all wallets hold %d rials, want 200000", n)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 1 {
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
 			t.Errorf("%d ledger rows, want 1", n)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM reconcile_reports WHERE ours = 1 AND credited = 1 AND foreign_count = 1`); n != 1 {

@@ -33,11 +33,11 @@ func (s *Server) walletPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	items, next, err := s.Wallets.History(c.UserContext(), w.ID, before, historyPageSize)
+	items, next, err := s.Wallets.History(c.UserContext(), w, before, historyPageSize)
 	if err != nil {
 		return err
 	}
-	v := views.WalletView{BalanceRials: w.BalanceRials, NextCursor: next, HasNewer: before > 0}
+	v := views.WalletView{BalanceRials: w.BalanceRials, HeldRials: w.HeldRials, AvailableRials: w.AvailableRials(), NextCursor: next, HasNewer: before > 0}
 	open, err := s.Reads.OpenForUser(c.UserContext(), u.ID, 10)
 	if err != nil {
 		return err
@@ -57,7 +57,8 @@ func (s *Server) walletPage(c *fiber.Ctx) error {
 		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt})
 	}
 	for _, it := range items {
-		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfter, Kind: it.Kind, CreatedAt: it.CreatedAt, PaymentPublicID: it.PaymentPublicID}
+		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfterRials, Kind: string(it.Kind), CreatedAt: it.CreatedAt,
+			PaymentPublicID: it.PaymentPublicID, Note: it.Note}
 		if it.RefID != nil {
 			row.RefID = *it.RefID
 		}

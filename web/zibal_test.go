@@ -128,7 +128,7 @@ func TestZibalFlow(t *testing.T) {
 		if b := c.Balance(); b != 650_000 {
 			t.Fatalf("balance after forged callbacks %d", b)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); n != 2 {
+		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 2 {
 			t.Errorf("%d ledger entries, want 2", n)
 		}
 		apptest.CheckInvariants(t, db)

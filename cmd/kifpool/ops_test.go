@@ -34,7 +34,7 @@ func TestCheckCommand(t *testing.T) {
 			if err := run(ctx, []string{"check"}, envOf(env), strings.NewReader(""), &out, log); err != nil {
 				t.Fatalf("check of a healthy database: %v\n%s", err, out.String())
 			}
-			for _, want := range []string{"ok    balance_equals_ledger", "ok    credited_verify_on_record", "ok    none_open_past_deadline", "all rules hold"} {
+			for _, want := range []string{"ok    account_posted_equals_postings", "ok    credited_verify_on_record", "ok    none_open_past_deadline", "all rules hold"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
@@ -44,20 +44,22 @@ func TestCheckCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			if err := db.Gorm.Exec(`UPDATE wallets SET balance_rials = 5000`).Error; err != nil {
+			if err := db.Gorm.Exec(`UPDATE ledger_accounts SET posted_rials = 5000 WHERE kind = 'wallet'`).Error; err != nil {
 				t.Fatal(err)
 			}
 			var id int64
 			db.Gorm.Raw(`SELECT id FROM wallets`).Scan(&id)
+			// The balance moved without its postings: named by the
+			// account's code, the wallet's id in it.
 			out.Reset()
 			err = run(ctx, []string{"check"}, envOf(env), strings.NewReader(""), &out, log)
 			if err == nil || !strings.Contains(err.Error(), "1 rules broken") {
 				t.Fatalf("check of a broken database: %v\n%s", err, out.String())
 			}
-			if want := "wallet " + strconv.FormatInt(id, 10) + ": balance 5000 rials, ledger sums to 0 rials"; !strings.Contains(out.String(), want) {
+			if want := "account wallet:" + strconv.FormatInt(id, 10) + ": posted 5000 rials, postings sum to 0 rials"; !strings.Contains(out.String(), want) {
 				t.Errorf("output does not name %q:\n%s", want, out.String())
 			}
-			if !strings.Contains(out.String(), "FAIL  balance_equals_ledger") {
+			if !strings.Contains(out.String(), "FAIL  account_posted_equals_postings") {
 				t.Errorf("output does not name the rule:\n%s", out.String())
 			}
 			// Behind this build's migrations: refused, and nothing migrated.

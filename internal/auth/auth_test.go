@@ -61,7 +61,7 @@ func TestSignUp(t *testing.T) {
 			bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte("correct horse")) != nil {
 			t.Errorf("password hash %q does not match the password", u.PasswordHash)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM wallets WHERE user_id = ? AND balance_rials = 0`, u.ID); n != 1 {
+		if n := count(t, db, `SELECT COUNT(*) FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ? AND a.posted_rials = 0 AND a.held_rials = 0`, u.ID); n != 1 {
 			t.Errorf("%d zero-balance wallets for the user, want 1", n)
 		}
 

@@ -438,7 +438,7 @@ func userBalances(t *testing.T, db *store.DB) map[string]int64 {
 		Email        string
 		BalanceRials int64
 	}
-	if err := db.Gorm.Raw(`SELECT u.email, w.balance_rials FROM users u JOIN wallets w ON w.user_id = u.id`).Scan(&rows).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT u.email, a.posted_rials AS balance_rials FROM users u JOIN wallets w ON w.user_id = u.id JOIN ledger_accounts a ON a.wallet_id = w.id`).Scan(&rows).Error; err != nil {
 		t.Fatalf("balances: %v", err)
 	}
 	out := map[string]int64{}
@@ -524,7 +524,7 @@ func checkLedger(t *testing.T, db *store.DB) {
 	t.Helper()
 	apptest.CheckInvariants(t, db)
 	credited := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`)
-	entries := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`)
+	entries := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`)
 	if credited != entries {
 		t.Errorf("%d credited payments but %d ledger entries", credited, entries)
 	}

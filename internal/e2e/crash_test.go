@@ -200,7 +200,7 @@ var crashServeEnv = map[string]string{
 // chaosPoints are the crash points a restarted serve is armed with during
 // the chaos, "" (twice) for a run killed only at a random moment.
 var chaosPoints = []string{"", "", testhook.AfterVerify, testhook.AfterReopen, testhook.AfterVerifyBeforeSettle,
-	testhook.AfterSettle, testhook.AfterCredit, testhook.AfterWebhookSent}
+	testhook.AfterSettle, testhook.AfterCredit, testhook.AfterWebhookSent, testhook.InsideLedgerBeforePostings, testhook.InsideLedgerAfterPostings}
 
 func crashSeed(t *testing.T) uint64 {
 	if s := os.Getenv("E2E_SEED"); s != "" {

@@ -100,6 +100,12 @@ var pointScenarios = []pointScenario{
 	// committed: the worker finishes it (SEP: with the RefNum kept from
 	// the token's receipt before that verify, as SEP forgets it after).
 	{"rescue by reconciliation", testhook.AfterVerify, []string{"zarinpal", "zibal", "sep"}, true, false, payment.StatusPendingVerification},
+	// Killed inside the credit's database transaction, before and after
+	// its ledger rows: nothing of it commits (no posting, no balance, the
+	// payment still open); the worker asks the bank again ("already
+	// verified", Mellat: settle again) and credits it once.
+	{"inside the ledger, before its postings", testhook.InsideLedgerBeforePostings, []string{"zarinpal", "sep"}, false, true, ""},
+	{"inside the ledger, after its postings", testhook.InsideLedgerAfterPostings, []string{"zibal", "mellat"}, false, true, ""},
 }
 
 // pointRun is one scenario and its top-up.
@@ -219,6 +225,11 @@ func (c *crashPoints) one(r *pointRun) bool {
 	p, ok := paymentByAuthority(t, c.db, r.res.authority)
 	if !ok || r.sc.left != "" && p.Status != r.sc.left || r.sc.left == "" && p.Status.Terminal() {
 		return c.fail(r, "after the crash the payment is %s (%s), want %s", p.Status, p.StatusReason, cmp.Or(string(r.sc.left), "open"))
+	}
+	var postings int64
+	if err := c.db.Gorm.Raw(`SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+		WHERE t.payment_id = ?`, p.ID).Scan(&postings).Error; err != nil || postings != 0 {
+		return c.fail(r, "after the crash the payment has %d ledger postings (%v), want none: the credit's transaction died whole", postings, err)
 	}
 	if p.Status == payment.StatusSettling && (p.RefID == nil || p.VerifiedAmountRials == nil || *p.VerifiedAmountRials != p.AmountRials) {
 		return c.fail(r, "settling without the verified facts: ref %v, verified %v", p.RefID, p.VerifiedAmountRials)

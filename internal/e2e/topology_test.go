@@ -504,7 +504,7 @@ func retry502(ctx context.Context, retried *atomic.Int64, fn func() error) error
 func balanceOf(t *testing.T, db *store.DB, email string) int64 {
 	t.Helper()
 	var n int64
-	if err := db.Gorm.Raw(`SELECT w.balance_rials FROM wallets w JOIN users u ON u.id = w.user_id WHERE u.email = ?`, email).Scan(&n).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT a.posted_rials FROM wallets w JOIN users u ON u.id = w.user_id JOIN ledger_accounts a ON a.wallet_id = w.id WHERE u.email = ?`, email).Scan(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	return n

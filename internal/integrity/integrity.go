@@ -38,19 +38,41 @@ type Rule struct {
 
 // Rules are the rules Check runs, in order.
 var rules = []Rule{
-	{Name: "balance_equals_ledger", What: "each wallet's balance equals the sum of its ledger",
-		query: `SELECT 'wallet ' || w.id, 'balance ' || w.balance_rials || ' rials, ledger sums to ' || COALESCE(s.total, 0) || ' rials'
-			FROM wallets w LEFT JOIN (SELECT wallet_id, SUM(amount_rials) AS total FROM ledger_entries GROUP BY wallet_id) s
-			ON s.wallet_id = w.id WHERE w.balance_rials <> COALESCE(s.total, 0) ORDER BY w.id`},
-	{Name: "balance_not_negative", What: "no balance is negative",
-		query: `SELECT 'wallet ' || id, 'balance ' || balance_rials || ' rials' FROM wallets WHERE balance_rials < 0 ORDER BY id`},
-	{Name: "ledger_running_balance", What: "each ledger entry's balance_after is the sum of its wallet's entries up to it",
-		query: `SELECT 'ledger entry ' || id, 'balance_after ' || balance_after || ' rials, running sum ' || running || ' rials'
-			FROM (SELECT id, balance_after, SUM(amount_rials) OVER (PARTITION BY wallet_id ORDER BY id) AS running FROM ledger_entries) r
-			WHERE balance_after <> running ORDER BY id`},
-	{Name: "one_credit_per_payment", What: "a payment has at most one ledger entry",
-		query: `SELECT 'payment ' || p.public_id, COUNT(*) || ' ledger entries' FROM ledger_entries l JOIN payments p ON p.id = l.payment_id
-			GROUP BY p.public_id HAVING COUNT(*) > 1 ORDER BY p.public_id`},
+	{Name: "ledger_transaction_balanced", What: "each ledger transaction has two or more postings summing to zero",
+		query: `SELECT 'ledger transaction ' || t.id, COUNT(lp.id) || ' postings summing to ' || COALESCE(SUM(lp.amount_rials), 0) || ' rials'
+			FROM ledger_transactions t LEFT JOIN ledger_postings lp ON lp.transaction_id = t.id
+			GROUP BY t.id HAVING COALESCE(SUM(lp.amount_rials), 0) <> 0 OR COUNT(lp.id) < 2 ORDER BY t.id`},
+	{Name: "account_posted_equals_postings", What: "each account's posted balance equals the sum of its postings",
+		query: `SELECT 'account ' || a.code, 'posted ' || a.posted_rials || ' rials, postings sum to ' || COALESCE(s.total, 0) || ' rials'
+			FROM ledger_accounts a LEFT JOIN (SELECT account_id, SUM(amount_rials) AS total FROM ledger_postings GROUP BY account_id) s
+			ON s.account_id = a.id WHERE a.posted_rials <> COALESCE(s.total, 0) ORDER BY a.id`},
+	{Name: "account_held_equals_open_holds", What: "each account's held amount equals the sum of its open holds",
+		query: `SELECT 'account ' || a.code, 'held ' || a.held_rials || ' rials, open holds sum to ' || COALESCE(s.total, 0) || ' rials'
+			FROM ledger_accounts a LEFT JOIN (SELECT account_id, SUM(amount_rials) AS total FROM ledger_holds WHERE status = 'open' GROUP BY account_id) s
+			ON s.account_id = a.id WHERE a.held_rials <> COALESCE(s.total, 0) ORDER BY a.id`},
+	{Name: "account_not_negative", What: "no account but the outside world's (gateways, payout rails) is below zero, posted or available",
+		query: `SELECT 'account ' || code, 'posted ' || posted_rials || ' rials, held ' || held_rials || ' rials'
+			FROM ledger_accounts WHERE kind NOT IN ('gateway', 'payout_rail')
+			AND (posted_rials < 0 OR held_rials < 0 OR posted_rials - held_rials < 0 OR may_go_negative) ORDER BY id`},
+	{Name: "ledger_running_balance", What: "each posting's balance after is the sum of its account's postings up to it",
+		query: `SELECT 'ledger transaction ' || transaction_id, 'account ' || account_id || ': balance after ' || balance_after_rials
+				|| ' rials, running sum ' || running || ' rials'
+			FROM (SELECT transaction_id, account_id, balance_after_rials,
+				SUM(amount_rials) OVER (PARTITION BY account_id ORDER BY id) AS running FROM ledger_postings) r
+			WHERE balance_after_rials <> running ORDER BY transaction_id`},
+	{Name: "reversed_at_most_once", What: "a ledger transaction is reversed at most once, by its exact opposite",
+		query: `SELECT 'ledger transaction ' || reverses_id, COUNT(*) || ' reversals' FROM ledger_transactions
+			WHERE reverses_id IS NOT NULL GROUP BY reverses_id HAVING COUNT(*) > 1
+			UNION ALL
+			SELECT 'ledger transaction ' || r.id, 'reverses transaction ' || r.reverses_id || ' but its postings are not the opposite'
+			FROM ledger_transactions r WHERE r.reverses_id IS NOT NULL AND (
+				EXISTS (SELECT 1 FROM ledger_postings rp WHERE rp.transaction_id = r.id AND NOT EXISTS (SELECT 1 FROM ledger_postings op
+					WHERE op.transaction_id = r.reverses_id AND op.account_id = rp.account_id AND op.amount_rials = -rp.amount_rials))
+				OR EXISTS (SELECT 1 FROM ledger_postings op WHERE op.transaction_id = r.reverses_id AND NOT EXISTS (SELECT 1 FROM ledger_postings rp
+					WHERE rp.transaction_id = r.id AND rp.account_id = op.account_id AND rp.amount_rials = -op.amount_rials)))`},
+	{Name: "wallet_has_account", What: "each wallet has its ledger account",
+		query: `SELECT 'wallet ' || w.id, 'no ledger account' FROM wallets w
+			WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.wallet_id = w.id) ORDER BY w.id`},
 	{Name: "one_payment_per_bank_reference", What: "a bank reference belongs to one payment",
 		query: `SELECT 'bank reference ' || gateway || ' ' || ref_id, COUNT(*) || ' payments' FROM payments WHERE ref_id IS NOT NULL
 			GROUP BY gateway, ref_id HAVING COUNT(*) > 1 ORDER BY gateway, ref_id`},
@@ -59,15 +81,21 @@ var rules = []Rule{
 			|| COALESCE(CAST(verified_amount_rials AS TEXT), 'missing') || ' of ' || amount_rials || ' rials'
 			FROM payments WHERE status = 'credited'
 			AND (ref_id IS NULL OR verified_amount_rials IS NULL OR verified_amount_rials <> amount_rials) ORDER BY id`},
-	{Name: "credited_has_its_ledger_entry", What: "a credited payment has exactly one ledger entry, of its amount, in its wallet",
-		query: `SELECT 'payment ' || p.public_id, 'credited with ' || (SELECT COUNT(*) FROM ledger_entries l WHERE l.payment_id = p.id
-				AND l.amount_rials = p.amount_rials AND l.wallet_id = p.wallet_id) || ' matching ledger entries'
+	{Name: "credited_has_its_transaction", What: "a credited top-up has exactly one ledger transaction, of its amount, into its wallet",
+		query: `SELECT 'payment ' || p.public_id, 'credited with ' || (SELECT COUNT(*) FROM ledger_transactions t WHERE t.payment_id = p.id
+				AND t.kind = 'topup') || ' top-up transactions, ' || (SELECT COUNT(*) FROM ledger_transactions t
+				JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id
+				WHERE t.payment_id = p.id AND t.kind = 'topup' AND a.wallet_id = p.wallet_id AND lp.amount_rials = p.amount_rials)
+				|| ' of its amount into its wallet'
 			FROM payments p WHERE p.status = 'credited'
-			AND (SELECT COUNT(*) FROM ledger_entries l WHERE l.payment_id = p.id AND l.amount_rials = p.amount_rials AND l.wallet_id = p.wallet_id) <> 1
+			AND ((SELECT COUNT(*) FROM ledger_transactions t WHERE t.payment_id = p.id AND t.kind = 'topup') <> 1
+				OR (SELECT COUNT(*) FROM ledger_transactions t JOIN ledger_postings lp ON lp.transaction_id = t.id
+					JOIN ledger_accounts a ON a.id = lp.account_id
+					WHERE t.payment_id = p.id AND t.kind = 'topup' AND a.wallet_id = p.wallet_id AND lp.amount_rials = p.amount_rials) <> 1)
 			ORDER BY p.id`},
-	{Name: "ledger_only_for_credited", What: "only credited payments have ledger entries",
-		query: `SELECT 'payment ' || p.public_id, 'status ' || p.status || ' with ledger entry ' || l.id
-			FROM ledger_entries l JOIN payments p ON p.id = l.payment_id WHERE p.status <> 'credited' ORDER BY l.id`},
+	{Name: "ledger_only_for_credited", What: "only credited top-ups have a top-up transaction",
+		query: `SELECT 'payment ' || p.public_id, 'status ' || p.status || ' with ledger transaction ' || t.id
+			FROM ledger_transactions t JOIN payments p ON p.id = t.payment_id WHERE t.kind = 'topup' AND p.status <> 'credited' ORDER BY t.id`},
 	{Name: "events_end_in_status", What: "a payment's last event ends in its status",
 		query: `SELECT 'payment ' || p.public_id, 'status ' || p.status || ', last event to ' || COALESCE((SELECT e.to_status
 				FROM payment_events e WHERE e.payment_id = p.id ORDER BY e.id DESC LIMIT 1), 'none (created)')

@@ -2,9 +2,12 @@ package integrity_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/store"
@@ -23,7 +26,7 @@ func seed(t *testing.T, db *store.DB, now time.Time) {
 		args []any
 	}{
 		{`INSERT INTO users (id, email, password_hash, role, locale, created_at) VALUES (1, 'sara@example.com', 'x', 'user', 'fa', ?)`, []any{ago(time.Hour)}},
-		{`INSERT INTO wallets (id, user_id, balance_rials, created_at, updated_at) VALUES (1, 1, 150000, ?, ?)`, []any{ago(time.Hour), ago(time.Hour)}},
+		{`INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (1, 1, ?, ?)`, []any{ago(time.Hour), ago(time.Hour)}},
 	}
 	type pay struct {
 		id     int64
@@ -64,8 +67,31 @@ func seed(t *testing.T, db *store.DB, now time.Time) {
 		sql  string
 		args []any
 	}{
-		{`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 100000, 100000, 'topup', ?)`, []any{ago(49 * time.Minute)}},
-		{`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 2, 50000, 150000, 'topup', ?)`, []any{ago(39 * time.Minute)}},
+		// The ledger as the app writes it: two top-ups (zarinpal's clearing
+		// → the wallet), an adjustment into suspense and its reversal, and
+		// an open hold of 20,000 rials.
+		{`INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, posted_rials, held_rials, created_at, updated_at)
+			VALUES ('wallet', 'wallet:1', 1, 1, FALSE, 150000, 20000, ?, ?)`, []any{ago(time.Hour), ago(time.Hour)}},
+		{`UPDATE ledger_accounts SET posted_rials = -150000 WHERE code = 'gateway:zarinpal'`, nil},
+		{`INSERT INTO ledger_transactions (id, kind, reference, payment_id, reverses_id, created_at) VALUES
+			(1, 'topup', 'p_credited1', 1, NULL, ?), (2, 'topup', 'p_credited2', 2, NULL, ?),
+			(3, 'adjustment', 'adj-1', NULL, NULL, ?), (4, 'reversal', 'reversal:3', NULL, 3, ?)`,
+			[]any{ago(49 * time.Minute), ago(39 * time.Minute), ago(20 * time.Minute), ago(19 * time.Minute)}},
+		{`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+			(1, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -100000, -100000, ?),
+			(1, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 100000, 100000, ?)`, []any{ago(49 * time.Minute), ago(49 * time.Minute)}},
+		{`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+			(2, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -50000, -150000, ?),
+			(2, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 50000, 150000, ?)`, []any{ago(39 * time.Minute), ago(39 * time.Minute)}},
+		{`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+			(3, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), -10000, 140000, ?),
+			(3, (SELECT id FROM ledger_accounts WHERE code = 'suspense'), 10000, 10000, ?)`, []any{ago(20 * time.Minute), ago(20 * time.Minute)}},
+		{`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+			(4, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 10000, 150000, ?),
+			(4, (SELECT id FROM ledger_accounts WHERE code = 'suspense'), -10000, 0, ?)`, []any{ago(19 * time.Minute), ago(19 * time.Minute)}},
+		{`INSERT INTO ledger_holds (account_id, amount_rials, reason, reference, status, expires_at, created_at)
+			VALUES ((SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 20000, 'charge', 'ch_1', 'open', ?, ?)`,
+			[]any{now.Add(time.Hour).UTC(), ago(time.Minute)}},
 		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (1, 'zarinpal', 'verify', 1, ?, 20, 'paid')`, []any{ago(49 * time.Minute)}},
 		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 1, ?, 20, 'timeout')`, []any{ago(40 * time.Minute)}},
 		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 2, ?, 20, 'already_verified')`, []any{ago(39 * time.Minute)}},
@@ -76,7 +102,7 @@ func seed(t *testing.T, db *store.DB, now time.Time) {
 		}
 	}
 	if db.Dialect == store.Postgres { // explicit ids: move the sequences past them
-		for _, tbl := range []string{"users", "wallets", "payments"} {
+		for _, tbl := range []string{"users", "wallets", "payments", "ledger_transactions"} {
 			if err := db.Gorm.Exec(`SELECT setval(pg_get_serial_sequence('` + tbl + `', 'id'), 100)`).Error; err != nil {
 				t.Fatal(err)
 			}
@@ -124,22 +150,52 @@ func TestBrokenDataIsNamed(t *testing.T) {
 		subject string
 		later   time.Duration // judge open payments this much later
 	}{
-		{"balance off its ledger", []string{`UPDATE wallets SET balance_rials = 160000 WHERE id = 1`},
-			"balance_equals_ledger", "wallet 1", 0},
-		{"running balance wrong", []string{`UPDATE ledger_entries SET balance_after = 50000 WHERE payment_id = 2`},
-			"ledger_running_balance", "ledger entry", 0},
-		{"second credit of a payment", []string{`DROP INDEX ledger_entries_payment_key`,
-			`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 100000, 250000, 'topup', '2026-01-01 00:00:00+00')`,
-			`UPDATE wallets SET balance_rials = 250000 WHERE id = 1`},
-			"one_credit_per_payment", "payment p_credited1", 0},
+		{"postings that do not balance", []string{`UPDATE ledger_postings SET amount_rials = 90000 WHERE transaction_id = 1 AND amount_rials > 0`},
+			"ledger_transaction_balanced", "ledger transaction 1", 0},
+		{"a transaction of one posting", []string{`DELETE FROM ledger_postings WHERE transaction_id = 3 AND amount_rials > 0`},
+			"ledger_transaction_balanced", "ledger transaction 3", 0},
+		{"posted balance off its postings", []string{`UPDATE ledger_accounts SET posted_rials = 160000 WHERE code = 'wallet:1'`},
+			"account_posted_equals_postings", "account wallet:1", 0},
+		{"held amount off its open holds", []string{`UPDATE ledger_holds SET status = 'released', ended_at = created_at`},
+			"account_held_equals_open_holds", "account wallet:1", 0},
+		{"a wallet below zero", []string{`UPDATE ledger_accounts SET held_rials = 200000 WHERE code = 'wallet:1'`},
+			"account_not_negative", "account wallet:1", 0},
+		{"a wallet allowed below zero", []string{`UPDATE ledger_accounts SET may_go_negative = TRUE WHERE code = 'wallet:1'`},
+			"account_not_negative", "account wallet:1", 0},
+		{"running balance wrong", []string{`UPDATE ledger_postings SET balance_after_rials = 50000 WHERE transaction_id = 2 AND amount_rials > 0`},
+			"ledger_running_balance", "ledger transaction 2", 0},
+		{"reversed twice", []string{`DROP INDEX ledger_transactions_reverses_key`,
+			`INSERT INTO ledger_transactions (id, kind, reference, reverses_id, created_at) VALUES (5, 'reversal', 'reversal:3b', 3, '2026-01-01 00:00:00+00')`,
+			`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 10000, 160000, '2026-01-01 00:00:00+00'),
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'suspense'), -10000, -10000, '2026-01-01 00:00:00+00')`},
+			"reversed_at_most_once", "ledger transaction 3", 0},
+		{"a reversal that is not the opposite", []string{
+			`UPDATE ledger_postings SET account_id = (SELECT id FROM ledger_accounts WHERE code = 'fees') WHERE transaction_id = 4 AND amount_rials < 0`},
+			"reversed_at_most_once", "ledger transaction 4", 0},
+		{"a wallet without its account", []string{
+			`INSERT INTO users (id, email, password_hash, role, locale, created_at) VALUES (2, 'ali@example.com', 'x', 'user', 'fa', '2026-01-01 00:00:00+00')`,
+			`INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (2, 2, '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00')`},
+			"wallet_has_account", "wallet 2", 0},
+		{"second credit of a payment", []string{`DROP INDEX ledger_transactions_kind_reference_key`,
+			`INSERT INTO ledger_transactions (id, kind, reference, payment_id, created_at) VALUES (5, 'topup', 'p_credited1', 1, '2026-01-01 00:00:00+00')`,
+			`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -100000, -250000, '2026-01-01 00:00:00+00'),
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 100000, 250000, '2026-01-01 00:00:00+00')`},
+			"credited_has_its_transaction", "payment p_credited1", 0},
 		{"a bank reference used twice", []string{`DROP INDEX payments_gateway_ref_id_key`, `UPDATE payments SET ref_id = 501 WHERE id = 2`},
 			"one_payment_per_bank_reference", "bank reference zarinpal 501", 0},
 		{"credited for another amount", []string{`UPDATE payments SET verified_amount_rials = 40000 WHERE id = 2`},
 			"credited_has_bank_reference", "payment p_credited2", 0},
-		{"credited without its ledger entry", []string{`DELETE FROM ledger_entries WHERE payment_id = 2`, `UPDATE wallets SET balance_rials = 100000`},
-			"credited_has_its_ledger_entry", "payment p_credited2", 0},
-		{"a failed payment credited", []string{`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 3, 70000, 220000, 'topup', '2026-01-01 00:00:00+00')`,
-			`UPDATE wallets SET balance_rials = 220000`},
+		{"credited without its ledger transaction", []string{`DELETE FROM ledger_postings WHERE transaction_id = 2`, `DELETE FROM ledger_transactions WHERE id = 2`},
+			"credited_has_its_transaction", "payment p_credited2", 0},
+		{"credited into another wallet's account", []string{`UPDATE ledger_postings SET amount_rials = 40000 WHERE transaction_id = 2 AND amount_rials > 0`},
+			"credited_has_its_transaction", "payment p_credited2", 0},
+		{"a failed payment credited", []string{
+			`INSERT INTO ledger_transactions (id, kind, reference, payment_id, created_at) VALUES (5, 'topup', 'p_failed', 3, '2026-01-01 00:00:00+00')`,
+			`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -70000, -220000, '2026-01-01 00:00:00+00'),
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 70000, 220000, '2026-01-01 00:00:00+00')`},
 			"ledger_only_for_credited", "payment p_failed", 0},
 		{"status changed without its event", []string{`UPDATE payments SET status = 'needs_review' WHERE id = 3`},
 			"events_end_in_status", "payment p_failed", 0},
@@ -160,11 +216,7 @@ func TestBrokenDataIsNamed(t *testing.T) {
 				db := storetest.New(t, db.Dialect)
 				now := time.Now()
 				seed(t, db, now)
-				for _, s := range tc.breakIt {
-					if err := db.Gorm.Exec(s).Error; err != nil {
-						t.Fatalf("%s: %v", s, err)
-					}
-				}
+				tamper(t, db, tc.breakIt)
 				rep, err := integrity.Check(context.Background(), db, options(now.Add(tc.later)))
 				if err != nil {
 					t.Fatal(err)
@@ -235,7 +287,7 @@ func TestCheckDoesNotBlockWriters(t *testing.T) {
 			t.Fatalf("a second write: %v", err)
 		}
 		if db.Dialect == store.Postgres {
-			if _, err := tx.ExecContext(ctx, `UPDATE wallets SET balance_rials = 0`); err == nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE ledger_accounts SET posted_rials = 0`); err == nil {
 				t.Fatal("the check's transaction could write")
 			}
 		}
@@ -247,4 +299,34 @@ func TestCheckDoesNotBlockWriters(t *testing.T) {
 			t.Fatalf("%v %v", err, rep.Violations())
 		}
 	})
+}
+
+// tamper runs statements as someone with the database's keys would, past
+// the defences the schema has against them (the append-only and Σ = 0
+// triggers, the CHECK on balances), all on one connection (SQLite's
+// ignore_check_constraints is the connection's).
+func tamper(t *testing.T, db *store.DB, stmts []string) {
+	t.Helper()
+	unlock := []string{`PRAGMA ignore_check_constraints = ON`, `DROP TRIGGER ledger_postings_no_update`, `DROP TRIGGER ledger_postings_no_delete`,
+		`DROP TRIGGER ledger_transactions_no_update`, `DROP TRIGGER ledger_transactions_no_delete`}
+	if db.Dialect == store.Postgres {
+		unlock = []string{`DROP TRIGGER ledger_postings_balanced ON ledger_postings`, `DROP TRIGGER ledger_postings_append_only ON ledger_postings`,
+			`DROP TRIGGER ledger_transactions_append_only ON ledger_transactions`,
+			`ALTER TABLE ledger_accounts DROP CONSTRAINT ledger_accounts_available_not_negative`,
+			`ALTER TABLE ledger_accounts DROP CONSTRAINT ledger_accounts_negative_kinds`}
+	}
+	err := db.Gorm.Connection(func(tx *gorm.DB) error {
+		for _, s := range append(unlock, stmts...) {
+			if err := tx.Exec(s).Error; err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		if db.Dialect == store.SQLite {
+			return tx.Exec(`PRAGMA ignore_check_constraints = OFF`).Error
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -65,9 +65,16 @@ func TestUpgradeFromEveryVersion(t *testing.T) {
 						}
 					}
 					var balance int64
-					db.Gorm.Raw(`SELECT balance_rials FROM wallets WHERE id = 1`).Scan(&balance)
+					db.Gorm.Raw(`SELECT posted_rials FROM ledger_accounts WHERE wallet_id = 1`).Scan(&balance)
 					if balance != 150000 {
 						t.Errorf("balance %d after the upgrade, want 150000", balance)
+					}
+					// Every history row is still there, with its balance after.
+					var after []int64
+					db.Gorm.Raw(`SELECT lp.balance_after_rials FROM ledger_postings lp JOIN ledger_accounts a ON a.id = lp.account_id
+						WHERE a.wallet_id = 1 ORDER BY lp.id`).Scan(&after)
+					if len(after) != 2 || after[0] != 100000 || after[1] != 150000 {
+						t.Errorf("the wallet's history after the upgrade: balances after %v, want [100000 150000]", after)
 					}
 				})
 			}
@@ -116,15 +123,29 @@ func latestVersion(t *testing.T, d store.Dialect) int64 {
 func tableCounts(t *testing.T, db *store.DB) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	for _, tbl := range []string{"users", "sessions", "wallets", "payments", "ledger_entries", "gateway_calls"} {
+	for _, tbl := range []string{"users", "sessions", "wallets", "payments", "gateway_calls"} {
 		var n int64
 		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM ` + tbl).Scan(&n).Error; err != nil {
 			t.Fatal(err)
 		}
 		out[tbl] = n
 	}
+	// The credits: ledger_entries before 00019, top-up transactions after.
+	var n int64
+	credits := `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`
+	if db.Gorm.Migrator().HasTable("ledger_entries") {
+		credits = `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`
+	}
+	if err := db.Gorm.Raw(credits).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	out["credits"] = n
 	return out
 }
+
+// ledgerVersion is the migration that moved balances onto the ledger
+// (00019: ledger_entries and wallets.balance_rials became ledger_*).
+const ledgerVersion = 19
 
 // fillAt writes data into a database at migration v, using only what that
 // version's schema has, as the release of that version wrote it.
@@ -140,8 +161,17 @@ func fillAt(t *testing.T, db *store.DB, v int64, now time.Time) {
 	x(`INSERT INTO users (id, email, password_hash, role, locale, created_at) VALUES (1, 'sara@example.com', 'h', 'user', 'fa', ?)`, ago(time.Hour))
 	x(`INSERT INTO users (id, email, password_hash, role, locale, created_at) VALUES (2, 'admin@example.com', 'h', 'admin', 'en', ?)`, ago(time.Hour))
 	x(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ('s1', 1, ?, ?)`, ago(time.Hour), now.Add(time.Hour).UTC())
-	x(`INSERT INTO wallets (id, user_id, balance_rials, created_at, updated_at) VALUES (1, 1, 150000, ?, ?)`, ago(time.Hour), ago(time.Minute))
-	x(`INSERT INTO wallets (id, user_id, balance_rials, created_at, updated_at) VALUES (2, 2, 0, ?, ?)`, ago(time.Hour), ago(time.Hour))
+	if v < ledgerVersion {
+		x(`INSERT INTO wallets (id, user_id, balance_rials, created_at, updated_at) VALUES (1, 1, 150000, ?, ?)`, ago(time.Hour), ago(time.Minute))
+		x(`INSERT INTO wallets (id, user_id, balance_rials, created_at, updated_at) VALUES (2, 2, 0, ?, ?)`, ago(time.Hour), ago(time.Hour))
+	} else {
+		x(`INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (1, 1, ?, ?)`, ago(time.Hour), ago(time.Minute))
+		x(`INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (2, 2, ?, ?)`, ago(time.Hour), ago(time.Hour))
+		x(`INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, posted_rials, created_at, updated_at)
+			VALUES ('wallet', 'wallet:1', 1, 1, FALSE, 150000, ?, ?), ('wallet', 'wallet:2', 2, 2, FALSE, 0, ?, ?)`,
+			ago(time.Hour), ago(time.Minute), ago(time.Hour), ago(time.Hour))
+		x(`UPDATE ledger_accounts SET posted_rials = -150000 WHERE code = 'gateway:zarinpal'`)
+	}
 	type pay struct {
 		id           int64
 		status       string
@@ -183,8 +213,18 @@ func fillAt(t *testing.T, db *store.DB, v int64, now time.Time) {
 			x(`UPDATE payments SET opened_at = created_at WHERE id = ?`, p.id)
 		}
 	}
-	x(`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 100000, 100000, 'topup', ?)`, ago(49*time.Minute))
-	x(`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 2, 50000, 150000, 'topup', ?)`, ago(30*time.Minute))
+	if v < ledgerVersion {
+		x(`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 100000, 100000, 'topup', ?)`, ago(49*time.Minute))
+		x(`INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 2, 50000, 150000, 'topup', ?)`, ago(30*time.Minute))
+	} else {
+		x(`INSERT INTO ledger_transactions (id, kind, reference, payment_id, created_at) VALUES (1, 'topup', 'pub1', 1, ?), (2, 'topup', 'pub2', 2, ?)`,
+			ago(49*time.Minute), ago(30*time.Minute))
+		for _, l := range []struct{ tx, gw, gwAfter, wallet, walletAfter int64 }{{1, -100000, -100000, 100000, 100000}, {2, -50000, -150000, 50000, 150000}} {
+			x(`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+				(?, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), ?, ?, ?), (?, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), ?, ?, ?)`,
+				l.tx, l.gw, l.gwAfter, ago(time.Minute), l.tx, l.wallet, l.walletAfter, ago(time.Minute))
+		}
+	}
 	if v >= 2 {
 		x(`INSERT INTO reconcile_reports (gateway, started_at, finished_at, listed, ours, credited) VALUES ('zarinpal', ?, ?, 1, 1, 1)`, ago(31*time.Minute), ago(30*time.Minute))
 	}
@@ -201,7 +241,11 @@ func fillAt(t *testing.T, db *store.DB, v int64, now time.Time) {
 			VALUES (1, 'k1', 'POST', '/api/v1/topups', 'fp', 201, '{}', 5, ?, ?)`, ago(time.Minute), ago(time.Minute))
 	}
 	if db.Dialect == store.Postgres {
-		for _, tbl := range []string{"users", "wallets", "payments"} {
+		tables := []string{"users", "wallets", "payments"}
+		if v >= ledgerVersion {
+			tables = append(tables, "ledger_transactions")
+		}
+		for _, tbl := range tables {
 			x(`SELECT setval(pg_get_serial_sequence('` + tbl + `', 'id'), 100)`)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/lifecycle"
 )
 
 // The decision core. Every choice the payment lifecycle makes about a
@@ -552,24 +553,13 @@ func DueForCheck(p Payment, now time.Time, recheck time.Duration) bool {
 // exponential from base, capped at maxDelay, with jitter (a number in
 // [0,1)) placing it in [50%, 100%].
 func Backoff(n int, base, maxDelay time.Duration, jitter float64) time.Duration {
-	d := base
-	for i := 1; i < n && d < maxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, maxDelay)
-	return d/2 + time.Duration(jitter*float64(d/2))
+	return lifecycle.Backoff(n, base, maxDelay, jitter)
 }
 
 // NextCheck is when the worker checks a still-open payment next: after
 // the back-off, never sooner than the pacing window after the last check.
 func NextCheck(p Payment, now time.Time, backoff, recheck time.Duration) time.Time {
-	next := now.Add(backoff)
-	if p.LastCheckedAt != nil {
-		if paced := p.LastCheckedAt.Add(recheck); paced.After(next) {
-			next = paced
-		}
-	}
-	return next
+	return lifecycle.NextCheck(p.LastCheckedAt, now, backoff, recheck)
 }
 
 // ResolvedAt is the resolved_at of a move from → to (an ended status) at

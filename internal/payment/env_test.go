@@ -15,6 +15,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/payment/sqlstore"
@@ -51,7 +52,7 @@ func newEnvWith(t *testing.T, db *store.DB, tweak func(*payment.Config)) *env {
 	if err != nil {
 		t.Fatalf("sign up: %v", err)
 	}
-	w, err := wallet.NewService(db).ForUser(ctx, u.ID)
+	w, err := wallet.NewService(db, nil).ForUser(ctx, u.ID)
 	if err != nil {
 		t.Fatalf("wallet: %v", err)
 	}
@@ -99,16 +100,12 @@ func (e *env) count(sql string, args ...any) int64 {
 }
 
 func (e *env) balance() int64 {
-	return e.count(`SELECT balance_rials FROM wallets WHERE id = ?`, e.wallet.ID)
+	return ledgertest.Balance(e.t, e.db, e.wallet.ID)
 }
 
-func (e *env) ledgerOf(paymentID int64) []wallet.LedgerEntry {
+func (e *env) ledgerOf(paymentID int64) []ledgertest.Credit {
 	e.t.Helper()
-	var es []wallet.LedgerEntry
-	if err := e.db.Gorm.Where("payment_id = ?", paymentID).Find(&es).Error; err != nil {
-		e.t.Fatal(err)
-	}
-	return es
+	return ledgertest.CreditsOf(e.t, e.db, paymentID)
 }
 
 // assertCredited checks a credited payment, its row, its single ledger
@@ -125,7 +122,7 @@ func (e *env) assertCredited(p payment.Payment, ref int64) {
 		e.t.Errorf("card = %q", r.CardPANMasked)
 	}
 	es := e.ledgerOf(p.ID)
-	if len(es) != 1 || es[0].AmountRials != r.AmountRials || es[0].WalletID != r.WalletID || es[0].Kind != wallet.KindTopUp {
+	if len(es) != 1 || es[0].AmountRials != r.AmountRials || es[0].WalletID != r.WalletID {
 		e.t.Errorf("ledger of payment %d = %+v, want one entry of %d", p.ID, es, r.AmountRials)
 	}
 }

@@ -2,14 +2,11 @@ package payment
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/lifecycle"
 )
 
 // The state machine. Every status change of a payment is one edge of this
@@ -49,15 +46,6 @@ import (
 // or not (failed → needs_review). Every other edge out of an open status needs the lease,
 // so a deadline or an admin can never overrule a verify in flight.
 
-// edge is one allowed status change.
-type edge struct{ from, to Status }
-
-// rule says who may take an edge and whether the lease is required.
-type rule struct {
-	actors []Actor
-	lease  bool
-}
-
 var (
 	verifiers = []Actor{ActorCallback, ActorWorker, ActorReconcile, ActorAdmin}
 	reopeners = []Actor{ActorCallback, ActorReconcile, ActorAdmin}
@@ -66,61 +54,44 @@ var (
 	failedReopeners = []Actor{ActorCallback, ActorReconcile, ActorAdmin, ActorWorker}
 )
 
-// transitions is the table of every allowed edge (read-only).
-var transitions = map[edge]rule{
-	{StatusCreated, StatusAwaitingPayment}:             {actors: []Actor{ActorSubmit}},
-	{StatusCreated, StatusFailed}:                      {actors: []Actor{ActorSubmit, ActorWorker}},
-	{StatusCreated, StatusPendingVerification}:         {actors: []Actor{ActorReconcile}, lease: true},
-	{StatusAwaitingPayment, StatusPendingVerification}: {actors: verifiers, lease: true},
-	{StatusAwaitingPayment, StatusFailed}:              {actors: verifiers, lease: true},
-	{StatusAwaitingPayment, StatusNeedsReview}:         {actors: verifiers, lease: true},
-	{StatusPendingVerification, StatusFailed}:          {actors: verifiers, lease: true},
-	{StatusPendingVerification, StatusNeedsReview}:     {actors: verifiers, lease: true},
-	{StatusFailed, StatusPendingVerification}:          {actors: failedReopeners, lease: true},
-	{StatusNeedsReview, StatusPendingVerification}:     {actors: reopeners, lease: true},
-	{StatusNeedsReview, StatusFailed}:                  {actors: []Actor{ActorAdmin}, lease: true},
-	{StatusFailed, StatusNeedsReview}:                  {actors: verifiers},
-	{StatusAwaitingPayment, StatusCredited}:            {actors: verifiers},
-	{StatusPendingVerification, StatusCredited}:        {actors: verifiers},
-	{StatusFailed, StatusCredited}:                     {actors: verifiers},
-	{StatusNeedsReview, StatusCredited}:                {actors: verifiers},
-	{StatusAwaitingPayment, StatusSettling}:            {actors: verifiers, lease: true},
-	{StatusPendingVerification, StatusSettling}:        {actors: verifiers, lease: true},
-	{StatusSettling, StatusCredited}:                   {actors: verifiers},
-	{StatusSettling, StatusFailed}:                     {actors: verifiers, lease: true},
-	{StatusSettling, StatusNeedsReview}:                {actors: verifiers, lease: true},
-}
+// machine is the table of every allowed edge, an instance of the lifecycle
+// skeleton's (read-only): {from, to} → who may take it, and whether it
+// needs the lease.
+var machine = lifecycle.NewMachine(map[[2]Status]lifecycle.Rule[Actor]{
+	{StatusCreated, StatusAwaitingPayment}:             {Actors: []Actor{ActorSubmit}},
+	{StatusCreated, StatusFailed}:                      {Actors: []Actor{ActorSubmit, ActorWorker}},
+	{StatusCreated, StatusPendingVerification}:         {Actors: []Actor{ActorReconcile}, Lease: true},
+	{StatusAwaitingPayment, StatusPendingVerification}: {Actors: verifiers, Lease: true},
+	{StatusAwaitingPayment, StatusFailed}:              {Actors: verifiers, Lease: true},
+	{StatusAwaitingPayment, StatusNeedsReview}:         {Actors: verifiers, Lease: true},
+	{StatusPendingVerification, StatusFailed}:          {Actors: verifiers, Lease: true},
+	{StatusPendingVerification, StatusNeedsReview}:     {Actors: verifiers, Lease: true},
+	{StatusFailed, StatusPendingVerification}:          {Actors: failedReopeners, Lease: true},
+	{StatusNeedsReview, StatusPendingVerification}:     {Actors: reopeners, Lease: true},
+	{StatusNeedsReview, StatusFailed}:                  {Actors: []Actor{ActorAdmin}, Lease: true},
+	{StatusFailed, StatusNeedsReview}:                  {Actors: verifiers},
+	{StatusAwaitingPayment, StatusCredited}:            {Actors: verifiers},
+	{StatusPendingVerification, StatusCredited}:        {Actors: verifiers},
+	{StatusFailed, StatusCredited}:                     {Actors: verifiers},
+	{StatusNeedsReview, StatusCredited}:                {Actors: verifiers},
+	{StatusAwaitingPayment, StatusSettling}:            {Actors: verifiers, Lease: true},
+	{StatusPendingVerification, StatusSettling}:        {Actors: verifiers, Lease: true},
+	{StatusSettling, StatusCredited}:                   {Actors: verifiers},
+	{StatusSettling, StatusFailed}:                     {Actors: verifiers, Lease: true},
+	{StatusSettling, StatusNeedsReview}:                {Actors: verifiers, Lease: true},
+})
 
 // Edge is one allowed status change, as documentation and tests see it.
-type Edge struct {
-	From, To Status
-	Actors   []Actor
-	Lease    bool
-}
+type Edge = lifecycle.Edge[Status, Actor]
 
 // Transitions returns the state machine's table.
-func Transitions() []Edge {
-	out := make([]Edge, 0, len(transitions))
-	for e, r := range transitions {
-		out = append(out, Edge{From: e.from, To: e.to, Actors: append([]Actor(nil), r.actors...), Lease: r.lease})
-	}
-	return out
-}
+func Transitions() []Edge { return machine.Edges() }
 
 // ErrIllegalTransition is a programming error: an edge the table lacks.
-var ErrIllegalTransition = errors.New("illegal payment transition")
+var ErrIllegalTransition = lifecycle.ErrIllegalTransition
 
-func allowed(from, to Status, actor Actor) (rule, error) {
-	r, ok := transitions[edge{from, to}]
-	if !ok {
-		return rule{}, fmt.Errorf("%w: %s → %s", ErrIllegalTransition, from, to)
-	}
-	for _, a := range r.actors {
-		if a == actor {
-			return r, nil
-		}
-	}
-	return rule{}, fmt.Errorf("%w: %s → %s by %s", ErrIllegalTransition, from, to, actor)
+func allowed(from, to Status, actor Actor) (lifecycle.Rule[Actor], error) {
+	return machine.Allowed(from, to, actor)
 }
 
 // change is one status change to make.
@@ -180,11 +151,7 @@ func (s *Service) observe(gw string, from Status, c change) {
 // bank operation (the gateway budget plus a margin): a holder that died
 // blocks the payment for about one budget, never longer.
 
-func newLeaseToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func newLeaseToken() string { return lifecycle.NewLeaseToken() }
 
 // claim takes the lease of payment id if its status is one of statuses and
 // the lease is free. It returns the token ("" when another actor holds it)

@@ -190,5 +190,5 @@ type Fields struct {
 // store asks it before every move.
 func EdgeNeedsLease(from, to Status, actor Actor) (bool, error) {
 	r, err := allowed(from, to, actor)
-	return r.lease, err
+	return r.Lease, err
 }

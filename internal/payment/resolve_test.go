@@ -349,7 +349,7 @@ func TestSameRefIDTwice(t *testing.T) {
 		if again, err := e.svc.Return(ctx, p2.PublicID, p2.AuthorityString()); err != nil || again.Status != payment.StatusNeedsReview {
 			t.Errorf("repeat Return = %s, %v", dump(again), err)
 		}
-		if n := e.count(`SELECT COUNT(*) FROM ledger_entries`); n != 1 {
+		if n := e.count(`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
 			t.Errorf("%d ledger entries, want 1", n)
 		}
 		if b := e.balance(); b != 30_000 {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/lifecycle"
 )
 
 // WorkerConfig tunes the background resolver of open payments. Every
@@ -101,18 +101,11 @@ func (s *Service) NewWorker(cfg WorkerConfig) *Worker {
 // Run works until ctx ends; in-flight payments are finished (bounded by
 // the verify budget) before it returns.
 func (w *Worker) Run(ctx context.Context) {
-	t := time.NewTicker(w.cfg.Interval)
-	defer t.Stop()
-	for {
+	lifecycle.Every(ctx, w.cfg.Interval, func(ctx context.Context) {
 		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			w.s.log.ErrorContext(ctx, "worker round failed", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // RoundResult counts what one round did.
@@ -123,7 +116,8 @@ type RoundResult struct {
 }
 
 // RunOnce does one round: fail stale created payments, claim due open
-// payments, resolve them with bounded concurrency.
+// payments, resolve them with bounded concurrency (the lifecycle
+// skeleton's round).
 func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 	var rr RoundResult
 	n, err := w.failStaleCreated(ctx)
@@ -134,41 +128,23 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 	if w.allDown() {
 		return rr, nil // every bank is down: postpone, do not spend checks
 	}
-	ids, err := w.claim(ctx)
-	if err != nil || len(ids) == 0 {
-		return rr, err
-	}
-	rr.Claimed = len(ids)
-	sem := make(chan struct{}, w.cfg.Concurrency)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for i, id := range ids {
-		if ctx.Err() != nil {
-			// Shutting down: give back what was claimed but not started.
-			w.unclaim(ids[i:])
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			// In-flight work finishes even when shutdown starts.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*w.s.cfg.VerifyTimeout+5*time.Second)
-			defer cancel()
-			p, err := w.resolveOne(wctx, id)
-			if err != nil {
-				w.s.log.ErrorContext(ctx, "worker: resolve failed", "payment_id", id, "err", err)
-				return
-			}
-			if p.Status.Terminal() {
-				mu.Lock()
-				rr.Resolved++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return rr, nil
+	// In-flight work finishes even when shutdown starts.
+	r, err := lifecycle.Round(ctx, round{w}, w.cfg.Concurrency, 2*w.s.cfg.VerifyTimeout+5*time.Second)
+	rr.Claimed, rr.Resolved = r.Claimed, r.Ended
+	return rr, err
+}
+
+// round is the worker's side of the lifecycle skeleton's round.
+type round struct{ w *Worker }
+
+func (r round) Claim(ctx context.Context) ([]int64, error) { return r.w.claim(ctx) }
+func (r round) Unclaim(ids []int64)                        { r.w.unclaim(ids) }
+func (r round) Resolve(ctx context.Context, id int64) (bool, error) {
+	p, err := r.w.resolveOne(ctx, id)
+	return err == nil && p.Status.Terminal(), err
+}
+func (r round) Failed(ctx context.Context, id int64, err error) {
+	r.w.s.log.ErrorContext(ctx, "worker: resolve failed", "payment_id", id, "err", err)
 }
 
 // claim picks due payments and pushes their next check forward, in one

@@ -37,7 +37,7 @@ func wkPayer(t *testing.T, db *store.DB) payment.StartInput {
 	if err != nil {
 		t.Fatalf("sign up: %v", err)
 	}
-	w, err := wallet.NewService(db).ForUser(ctx, u.ID)
+	w, err := wallet.NewService(db, nil).ForUser(ctx, u.ID)
 	if err != nil {
 		t.Fatalf("wallet: %v", err)
 	}
@@ -145,7 +145,7 @@ func TestWorkerClaimsEachDuePaymentOnce(t *testing.T) {
 		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`); got != n {
 			t.Errorf("%d credited, want %d", got, n)
 		}
-		if got := storetest.Count(t, db, `SELECT balance_rials FROM wallets WHERE id = ?`, in.WalletID); got != total {
+		if got := storetest.Count(t, db, `SELECT posted_rials FROM ledger_accounts WHERE wallet_id = ?`, in.WalletID); got != total {
 			t.Errorf("balance %d, want %d", got, total)
 		}
 		// Nothing is left to claim.
@@ -215,7 +215,7 @@ func TestWorkerBackoffGrowsWithinBounds(t *testing.T) {
 		if _, v := gw.VerifyCounts(); v != len(jitters) {
 			t.Errorf("%d verifies, want %d (one per due check)", v, len(jitters))
 		}
-		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM ledger_entries`); got != 0 {
+		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); got != 0 {
 			t.Errorf("%d ledger entries for an unknown outcome", got)
 		}
 		paymenttest.CheckInvariants(t, db)

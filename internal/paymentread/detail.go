@@ -70,8 +70,11 @@ func (r *Reader) Detail(ctx context.Context, publicID string) (Detail, error) {
 	}
 	id := d.Payment.ID
 	var credits []Credit
-	if err := db.Table("ledger_entries").Select("id, amount_rials, balance_after, kind, created_at").
-		Where("payment_id = ?", id).Limit(1).Scan(&credits).Error; err != nil {
+	// The top-up's ledger transaction, as the wallet's posting shows it.
+	if err := db.Table("ledger_transactions AS t").
+		Select("t.id, lp.amount_rials, lp.balance_after_rials AS balance_after, t.kind, t.created_at").
+		Joins("JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id AND a.kind = 'wallet'").
+		Where("t.payment_id = ? AND t.kind = 'topup'", id).Limit(1).Scan(&credits).Error; err != nil {
 		return d, fmt.Errorf("ledger entry of payment %s: %w", publicID, err)
 	}
 	if len(credits) == 1 {

@@ -102,7 +102,7 @@ func TestPaymentListFiltersSearchAndPagination(t *testing.T) {
 		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, twelveEmail, paymenttest.SeedBase).Scan(&uid).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?) RETURNING id`, uid, paymenttest.SeedBase, paymenttest.SeedBase).Scan(&wid).Error; err != nil {
+		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid, paymenttest.SeedBase, paymenttest.SeedBase).Scan(&wid).Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Gorm.Exec(`UPDATE payments SET user_id = ?, wallet_id = ? WHERE id = ?`, uid, wid, rows[22].ID).Error; err != nil {

@@ -101,8 +101,8 @@ func (r *Reader) withCredits(ctx context.Context, rows []payment.Payment) ([]Ite
 		PaymentID int64
 		CreatedAt time.Time
 	}
-	if err := r.db.Gorm.WithContext(ctx).Table("ledger_entries").Select("payment_id, created_at").
-		Where("payment_id IN ?", ids).Scan(&credits).Error; err != nil {
+	if err := r.db.Gorm.WithContext(ctx).Table("ledger_transactions").Select("payment_id, created_at").
+		Where("payment_id IN ? AND kind = 'topup'", ids).Scan(&credits).Error; err != nil {
 		return nil, fmt.Errorf("credits of top-ups: %w", err)
 	}
 	at := make(map[int64]time.Time, len(credits))

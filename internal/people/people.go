@@ -33,9 +33,11 @@ type User struct {
 	CreatedAt    time.Time
 	WalletID     int64
 	BalanceRials int64
+	HeldRials    int64
 }
 
-// LedgerEntry is one movement of a wallet, with its payment's public id.
+// LedgerEntry is one ledger transaction of a wallet (ID is the
+// transaction's), with its payment's public id.
 type LedgerEntry struct {
 	ID              int64
 	PaymentID       *int64
@@ -46,13 +48,16 @@ type LedgerEntry struct {
 	CreatedAt       time.Time
 }
 
-const userColumns = "u.id, u.email, u.role, u.locale, u.created_at, w.id AS wallet_id, w.balance_rials"
+const userColumns = "u.id, u.email, u.role, u.locale, u.created_at, w.id AS wallet_id, a.posted_rials AS balance_rials, a.held_rials"
+
+// userJoins bring in the user's wallet and its ledger account.
+const userJoins = "LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id"
 
 // User returns a user with their wallet.
 func (r *Reader) User(ctx context.Context, id int64) (User, error) {
 	var out []User
 	err := r.db.Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).
-		Joins("LEFT JOIN wallets w ON w.user_id = u.id").Where("u.id = ?", id).Limit(1).Scan(&out).Error
+		Joins(userJoins).Where("u.id = ?", id).Limit(1).Scan(&out).Error
 	if err != nil {
 		return User{}, fmt.Errorf("user %d: %w", id, err)
 	}
@@ -65,7 +70,7 @@ func (r *Reader) User(ctx context.Context, id int64) (User, error) {
 // Users finds users whose e-mail address contains q (any case), newest
 // first; with no q, the newest users.
 func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error) {
-	tx := r.db.Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).Joins("LEFT JOIN wallets w ON w.user_id = u.id")
+	tx := r.db.Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).Joins(userJoins)
 	if q = strings.TrimSpace(q); q != "" {
 		tx = tx.Where(`lower(u.email) LIKE ? ESCAPE '\'`, "%"+likeEscape(strings.ToLower(q))+"%")
 	}
@@ -79,10 +84,12 @@ func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error)
 // Ledger returns a wallet's latest movements, newest first.
 func (r *Reader) Ledger(ctx context.Context, walletID int64, limit int) ([]LedgerEntry, error) {
 	var out []LedgerEntry
-	err := r.db.Gorm.WithContext(ctx).Table("ledger_entries AS l").
-		Select("l.id, l.payment_id, p.public_id AS payment_public_id, l.amount_rials, l.balance_after, l.kind, l.created_at").
-		Joins("LEFT JOIN payments p ON p.id = l.payment_id").
-		Where("l.wallet_id = ?", walletID).Order("l.id DESC").Limit(limit).Scan(&out).Error
+	err := r.db.Gorm.WithContext(ctx).Table("ledger_postings AS lp").
+		Select("t.id, t.payment_id, p.public_id AS payment_public_id, lp.amount_rials, lp.balance_after_rials AS balance_after, t.kind, lp.created_at").
+		Joins("JOIN ledger_accounts a ON a.id = lp.account_id").
+		Joins("JOIN ledger_transactions t ON t.id = lp.transaction_id").
+		Joins("LEFT JOIN payments p ON p.id = t.payment_id").
+		Where("a.wallet_id = ?", walletID).Order("lp.id DESC").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("ledger of wallet %d: %w", walletID, err)
 	}

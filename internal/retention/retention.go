@@ -6,7 +6,7 @@
 // reconciliation's list of unverified payments).
 //
 // Nothing the money proof needs is ever deleted: payments, payment_events,
-// ledger_entries, wallets, admin_actions, reconcile_reports, and the
+// the ledger (ledger_*), wallets, admin_actions, reconcile_reports, and the
 // gateway_calls of every payment that is credited or still open (a failed
 // payment's calls go only once it has been failed for the whole retention
 // time and none of its calls is younger: a reopened payment that failed

@@ -37,7 +37,10 @@ func TestPurge(t *testing.T) {
 		ago := func(d time.Duration) time.Time { return now.Add(-d) }
 		year := 365 * 24 * time.Hour
 		exec(t, db, `INSERT INTO users (id, email, password_hash, created_at) VALUES (1, 'a@example.com', 'x', ?)`, ago(2*year))
-		exec(t, db, `INSERT INTO wallets (id, user_id, balance_rials, created_at, updated_at) VALUES (1, 1, 10000, ?, ?)`, ago(2*year), ago(2*year))
+		exec(t, db, `INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (1, 1, ?, ?)`, ago(2*year), ago(2*year))
+		exec(t, db, `INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, posted_rials, created_at, updated_at)
+			VALUES ('wallet', 'wallet:1', 1, 1, FALSE, 10000, ?, ?)`, ago(2*year), ago(2*year))
+		exec(t, db, `UPDATE ledger_accounts SET posted_rials = -10000 WHERE code = 'gateway:zarinpal'`)
 		// Sessions: expired two days ago (goes at 24h), expired an hour ago
 		// (stays), valid (stays).
 		exec(t, db, `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ('old', 1, ?, ?)`, ago(40*24*time.Hour), ago(48*time.Hour))
@@ -82,13 +85,16 @@ func TestPurge(t *testing.T) {
 				p.id, ago(year), map[bool]string{true: "paid", false: "not_paid"}[p.status == "credited"])
 		}
 		exec(t, db, `INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (6, 'zarinpal', 'verify', 1, ?, 5, 'not_paid')`, ago(time.Hour))
-		exec(t, db, `INSERT INTO ledger_entries (wallet_id, payment_id, amount_rials, balance_after, kind, created_at) VALUES (1, 1, 10000, 10000, 'topup', ?)`, ago(year))
+		exec(t, db, `INSERT INTO ledger_transactions (id, kind, reference, payment_id, created_at) VALUES (1, 'topup', 'pcredited1', 1, ?)`, ago(year))
+		exec(t, db, `INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+			(1, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -10000, -10000, ?),
+			(1, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 10000, 10000, ?)`, ago(year), ago(year))
 		// Calls of no payment (reconciliation's list): a year old, and today.
 		exec(t, db, `INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'list_unverified', 1, ?, 5, 'ok')`, ago(year))
 		exec(t, db, `INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'list_unverified', 1, ?, 5, 'ok')`, ago(time.Hour))
 
 		before := map[string]int64{}
-		for _, tbl := range []string{"payments", "payment_events", "ledger_entries", "wallets", "users"} {
+		for _, tbl := range []string{"payments", "payment_events", "ledger_transactions", "ledger_postings", "ledger_accounts", "wallets", "users"} {
 			before[tbl] = count(t, db, `SELECT COUNT(*) FROM `+tbl)
 		}
 		policy := retention.Policy{ExpiredSessions: 24 * time.Hour, Throttles: 24 * time.Hour, GatewayCalls: 90 * 24 * time.Hour, Batch: 1}

@@ -27,6 +27,8 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
@@ -85,8 +87,10 @@ type Server struct {
 	TopUp   topup.Starter
 	Auth    *auth.Service
 	Wallets *wallet.Service
-	Tokens  *apitoken.Service
-	Keys    *idempotency.Store
+	// Ledger is the instance's one ledger (it remembers account ids).
+	Ledger *ledger.Ledger
+	Tokens *apitoken.Service
+	Keys   *idempotency.Store
 	// Gateway is the first gateway's resilient caller, Gateways every
 	// gateway's (each its own breaker), in the order they are offered.
 	Gateway  gateway.Gateway
@@ -296,7 +300,8 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	// A move that queued webhook deliveries wakes this instance's sender
 	// once it has committed; a move that queued none (a payer without
 	// endpoints, most credits) wakes nothing.
-	s.Payments = payment.NewService(sqlstore.New(db).OnWebhookQueued(s.Hooks.Kick), s.Gateways, now, o.Log.With("component", "payment"), pc)
+	s.Ledger = ledger.New(db)
+	s.Payments = payment.NewService(sqlstore.New(db).WithLedger(s.Ledger).OnWebhookQueued(s.Hooks.Kick), s.Gateways, now, o.Log.With("component", "payment"), pc)
 	s.WorkerConfig = payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
@@ -329,7 +334,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		s.mailInterval = 10 * time.Second
 	}
 	s.Auth = auth.NewService(db, auth.Options{Now: now, BcryptCost: o.BcryptCost, ResetMailer: s.Notifier.ResetMailer()})
-	s.Wallets = wallet.NewService(db)
+	s.Wallets = wallet.NewService(db, s.Ledger)
 	s.Tokens = apitoken.New(db, now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
 	s.Limits = limits.NewPolicy(limits.Rules{DailyMaxRials: cfg.TopUpDailyMaxRials, DailyMaxCount: cfg.TopUpDailyMaxCount,
 		BalanceMaxRials: cfg.BalanceMaxRials}, reads, s.Wallets, now)
@@ -447,32 +452,35 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		every := min(s.Keys.TTL()/4, 10*time.Minute)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
+		lifecycle.Every(ctx, min(s.Keys.TTL()/4, 10*time.Minute), func(ctx context.Context) {
 			if n, err := s.Keys.Cleanup(ctx); err != nil && ctx.Err() == nil {
 				log.Error("delete expired idempotency keys", "err", err)
 			} else if n > 0 {
 				log.Info("deleted expired idempotency keys", "count", n)
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
+		})
+	}()
+	// Holds whose time has passed are released (expired) by every
+	// instance; each ends once, whoever gets there first.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lifecycle.Every(ctx, time.Minute, func(ctx context.Context) {
+			if n, err := s.Ledger.ExpireDue(ctx, s.Clock.Now(), 100); err != nil && ctx.Err() == nil {
+				log.Error("expire holds", "err", err)
+			} else if n > 0 {
+				log.Info("expired holds", "count", n)
 			}
-		}
+		})
 	}()
 	// Retention (RETENTION_*): hourly, in every instance (the deletes are
 	// idempotent and batched; instances racing delete each row once).
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(time.Hour)
-		defer t.Stop()
 		policy := retention.Policy{ExpiredSessions: s.Config.RetentionSessions, Throttles: s.Config.RetentionThrottles,
 			GatewayCalls: s.Config.RetentionGatewayCalls, Mail: s.Config.RetentionMail, Webhooks: s.Config.RetentionWebhooks}
-		for {
+		lifecycle.Every(ctx, time.Hour, func(ctx context.Context) {
 			res, err := retention.Purge(ctx, s.db, s.Clock.Now(), policy)
 			if err != nil && ctx.Err() == nil {
 				log.Error("retention", "err", err)
@@ -483,12 +491,7 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 			if _, err := s.Auth.PurgeResets(ctx); err != nil && ctx.Err() == nil {
 				log.Error("purge password reset links", "err", err)
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		})
 	}()
 	return wg.Wait
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"gorm.io/driver/postgres"
@@ -298,14 +299,25 @@ func (db *DB) Migrations(ctx context.Context) (MigrationState, error) {
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint violation.
+// GORM translates the errors of its own statement builders; a Raw
+// statement's error comes as PostgreSQL's own (SQLSTATE 23505).
 func IsUniqueViolation(err error) bool {
-	return errors.Is(err, gorm.ErrDuplicatedKey)
+	return errors.Is(err, gorm.ErrDuplicatedKey) || pgCode(err) == "23505"
+}
+
+// pgCode is the SQLSTATE of a PostgreSQL error, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
 }
 
 // IsCheckViolation reports whether err is a CHECK-constraint violation
 // (PostgreSQL translates it; SQLite reports "CHECK constraint failed").
 func IsCheckViolation(err error) bool {
-	if errors.Is(err, gorm.ErrCheckConstraintViolated) {
+	if errors.Is(err, gorm.ErrCheckConstraintViolated) || pgCode(err) == "23514" {
 		return true
 	}
 	return err != nil && strings.Contains(err.Error(), "CHECK constraint failed")

@@ -17,7 +17,9 @@
 // payment; settle not asked yet), after_settle (the bank settled it, the
 // credit is not committed), after_credit (the credit and its webhook
 // rows committed, nothing delivered), after_webhook_sent (a webhook
-// answered 2xx, not recorded as delivered).
+// answered 2xx, not recorded as delivered), inside_ledger_before_postings
+// and inside_ledger_after_postings (inside a credit's database
+// transaction, before and after its ledger rows: nothing of it commits).
 package testhook
 
 // Environment variables read by a test-hook build.
@@ -38,4 +40,11 @@ const (
 	// AfterWebhookSent: a partner answered 2xx to a webhook, the delivery
 	// is not recorded yet (it will be sent again).
 	AfterWebhookSent = "after_webhook_sent"
+	// InsideLedgerBeforePostings: inside a credit's database transaction,
+	// the payment moved and its calls written, no ledger row yet.
+	InsideLedgerBeforePostings = "inside_ledger_before_postings"
+	// InsideLedgerAfterPostings: inside a credit's database transaction,
+	// the ledger transaction, balances and postings written, not
+	// committed.
+	InsideLedgerAfterPostings = "inside_ledger_after_postings"
 )

@@ -1,156 +1,137 @@
-// Package wallet holds wallets and their ledger. It is the ONLY code that
-// changes a balance: every change is a ledger entry written in the same
-// transaction as the balance, so balance = sum(ledger) always holds.
+// Package wallet holds users' wallets. A wallet's balance is its ledger
+// account's (internal/ledger): a credit is a ledger transaction, gateway
+// clearing → the wallet's account, written by CreditTopUp in the caller's
+// transaction, and nothing else changes a balance but the ledger.
 package wallet
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
-// Wallet is a user's wallet. Every user has exactly one.
+// Wallet is a user's wallet with its account's figures. Every user has
+// exactly one.
 type Wallet struct {
-	ID           int64 `gorm:"primaryKey"`
-	UserID       int64
+	ID        int64
+	UserID    int64
+	AccountID int64
+	// BalanceRials is the account's posted balance; HeldRials what holds
+	// reserve of it (charges, withdrawals awaiting their outcome).
 	BalanceRials int64
+	HeldRials    int64
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
 
-// Entry kinds.
-const KindTopUp = "topup"
+// AvailableRials is what the user may spend: posted − held.
+func (w Wallet) AvailableRials() int64 { return w.BalanceRials - w.HeldRials }
 
-// LedgerEntry is one change of a balance.
-type LedgerEntry struct {
-	ID           int64 `gorm:"primaryKey"`
-	WalletID     int64
-	PaymentID    *int64
-	AmountRials  int64
-	BalanceAfter int64
-	Kind         string
-	CreatedAt    time.Time
-}
-
-// ErrAlreadyCredited means the payment already has its ledger entry: the
-// unique index on ledger_entries.payment_id refused a second one.
+// ErrAlreadyCredited means the payment already has its ledger transaction:
+// the unique (kind, reference) index refused a second one.
 var ErrAlreadyCredited = errors.New("payment already credited")
 
 // ErrNotFound means there is no such wallet.
 var ErrNotFound = errors.New("wallet not found")
 
-// Create makes the wallet of a new user inside the caller's transaction.
+// Create makes the wallet of a new user and its ledger account inside the
+// caller's transaction.
 func Create(tx *gorm.DB, userID int64, now time.Time) (Wallet, error) {
-	w := Wallet{UserID: userID, CreatedAt: now, UpdatedAt: now}
-	if err := tx.Create(&w).Error; err != nil {
+	w := struct {
+		ID        int64 `gorm:"primaryKey"`
+		UserID    int64
+		CreatedAt time.Time
+		UpdatedAt time.Time
+	}{UserID: userID, CreatedAt: now, UpdatedAt: now}
+	if err := tx.Table("wallets").Create(&w).Error; err != nil {
 		return Wallet{}, fmt.Errorf("create wallet for user %d: %w", userID, err)
 	}
-	return w, nil
+	acc, err := ledger.CreateWalletAccount(tx, w.ID, userID, now)
+	if err != nil {
+		return Wallet{}, err
+	}
+	return Wallet{ID: w.ID, UserID: userID, AccountID: acc, CreatedAt: now, UpdatedAt: now}, nil
 }
 
-// CreditTopUp adds a verified top-up to a wallet inside the caller's
-// transaction: the ledger entry (at most one per payment, by a unique
-// index) and the balance, together. A second credit of the same payment
-// returns ErrAlreadyCredited and must be treated as a replay; the caller's
-// transaction must then be rolled back.
-func CreditTopUp(tx *gorm.DB, walletID, paymentID, amountRials int64, now time.Time) (LedgerEntry, error) {
-	if amountRials <= 0 {
-		return LedgerEntry{}, fmt.Errorf("credit wallet %d: amount %d is not positive", walletID, amountRials)
+// TopUpCredit is a verified top-up to credit.
+type TopUpCredit struct {
+	WalletID    int64
+	PaymentID   int64
+	PublicID    string // the payment's: the transaction's reference
+	Gateway     string // whose clearing account gives
+	AmountRials int64  // as the bank verified it
+	At          time.Time
+}
+
+// CreditTopUp posts a verified top-up inside the caller's transaction: the
+// ledger transaction gateway clearing → the wallet's account (at most one
+// per payment, by the unique (kind, reference) index). A second credit of
+// the same payment returns ErrAlreadyCredited and must be treated as a
+// replay; the caller's transaction must then be rolled back.
+func CreditTopUp(tx *gorm.DB, l *ledger.Ledger, c TopUpCredit) (ledger.Transaction, error) {
+	if c.AmountRials <= 0 {
+		return ledger.Transaction{}, fmt.Errorf("credit wallet %d: amount %d is not positive", c.WalletID, c.AmountRials)
 	}
-	var balance int64
-	res := tx.Raw(`UPDATE wallets SET balance_rials = balance_rials + ?, updated_at = ? WHERE id = ? RETURNING balance_rials`,
-		amountRials, now, walletID).Scan(&balance)
-	if res.Error != nil {
-		return LedgerEntry{}, fmt.Errorf("credit wallet %d: %w", walletID, res.Error)
+	to, err := l.WalletAccount(tx, c.WalletID)
+	if errors.Is(err, ledger.ErrAccountNotFound) {
+		return ledger.Transaction{}, fmt.Errorf("credit payment %s: wallet %d: %w: %w", c.PublicID, c.WalletID, ErrNotFound, err)
 	}
-	if res.RowsAffected == 0 {
-		return LedgerEntry{}, fmt.Errorf("credit wallet %d: %w", walletID, ErrNotFound)
+	if err != nil {
+		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
 	}
-	pid := paymentID
-	e := LedgerEntry{WalletID: walletID, PaymentID: &pid, AmountRials: amountRials, BalanceAfter: balance, Kind: KindTopUp, CreatedAt: now}
-	if err := tx.Create(&e).Error; err != nil {
-		if store.IsUniqueViolation(err) {
-			return LedgerEntry{}, fmt.Errorf("credit payment %d: %w", paymentID, ErrAlreadyCredited)
-		}
-		return LedgerEntry{}, fmt.Errorf("ledger entry for payment %d: %w", paymentID, err)
+	from, err := l.GatewayAccount(tx, c.Gateway)
+	if err != nil {
+		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
 	}
-	return e, nil
+	t, err := l.Post(tx, ledger.Entry{Kind: ledger.KindTopUp, Reference: c.PublicID, PaymentID: c.PaymentID,
+		Postings: ledger.Transfer(from, to, c.AmountRials), At: c.At})
+	if errors.Is(err, ledger.ErrDuplicate) {
+		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w: %w", c.PublicID, ErrAlreadyCredited, err)
+	}
+	return t, err
 }
 
 // Service reads wallets and their history.
 type Service struct {
-	db *store.DB
+	db     *store.DB
+	ledger *ledger.Ledger
 }
 
-// NewService returns a wallet reader over db.
-func NewService(db *store.DB) *Service { return &Service{db: db} }
-
-// ForUser returns the user's wallet.
-func (s *Service) ForUser(ctx context.Context, userID int64) (Wallet, error) {
-	var w Wallet
-	err := s.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Take(&w).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Wallet{}, ErrNotFound
+// NewService returns a wallet reader over db and the instance's ledger
+// (nil: a ledger of its own, for a test or a command).
+func NewService(db *store.DB, l *ledger.Ledger) *Service {
+	if l == nil {
+		l = ledger.New(db)
 	}
+	return &Service{db: db, ledger: l}
+}
+
+// ForUser returns the user's wallet with its account's figures.
+func (s *Service) ForUser(ctx context.Context, userID int64) (Wallet, error) {
+	var ws []Wallet
+	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT w.id, w.user_id, a.id AS account_id, a.posted_rials AS balance_rials, a.held_rials,
+		w.created_at, a.updated_at FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).Scan(&ws).Error
 	if err != nil {
 		return Wallet{}, fmt.Errorf("wallet of user %d: %w", userID, err)
 	}
-	return w, nil
+	if len(ws) == 0 {
+		return Wallet{}, ErrNotFound
+	}
+	return ws[0], nil
 }
 
-// HistoryItem is a ledger entry with the public id of its payment.
-type HistoryItem struct {
-	ID              int64
-	AmountRials     int64
-	BalanceAfter    int64
-	Kind            string
-	CreatedAt       time.Time
-	PaymentPublicID string
-	RefID           *int64
-}
+// HistoryItem is one ledger transaction that touched the wallet.
+type HistoryItem = ledger.HistoryRow
 
-// History returns up to limit entries of the wallet, newest first, older
-// than the entry with id before (0: from the newest). next is the cursor
+// History returns up to limit of the wallet's transactions, newest first,
+// older than the posting before (0: from the newest). next is the cursor
 // for the following page, 0 when there is none (keyset pagination).
-func (s *Service) History(ctx context.Context, walletID, before int64, limit int) (items []HistoryItem, next int64, err error) {
-	if limit <= 0 || limit > 100 {
-		limit = 20
-	}
-	q := s.db.Gorm.WithContext(ctx).Table("ledger_entries AS l").
-		Select("l.id, l.amount_rials, l.balance_after, l.kind, l.created_at, p.public_id AS payment_public_id, p.ref_id").
-		Joins("LEFT JOIN payments p ON p.id = l.payment_id").
-		Where("l.wallet_id = ?", walletID)
-	if before > 0 {
-		q = q.Where("l.id < ?", before)
-	}
-	// Read with database/sql's Scan in the columns' order (GORM's
-	// reflective Scan into structs cost more than the query).
-	rs, err := q.Order("l.id DESC").Limit(limit + 1).Rows()
-	if err != nil {
-		return nil, 0, fmt.Errorf("history of wallet %d: %w", walletID, err)
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var it HistoryItem
-		var publicID sql.NullString // no payment: NULL (a top-up always has one)
-		if err := rs.Scan(&it.ID, &it.AmountRials, &it.BalanceAfter, &it.Kind, &it.CreatedAt, &publicID, &it.RefID); err != nil {
-			return nil, 0, fmt.Errorf("history of wallet %d: %w", walletID, err)
-		}
-		it.PaymentPublicID = publicID.String
-		items = append(items, it)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, 0, fmt.Errorf("history of wallet %d: %w", walletID, err)
-	}
-	if len(items) > limit {
-		items = items[:limit]
-		next = items[limit-1].ID
-	}
-	return items, next, nil
+func (s *Service) History(ctx context.Context, w Wallet, before int64, limit int) (items []HistoryItem, next int64, err error) {
+	return s.ledger.History(ctx, w.AccountID, before, limit)
 }

@@ -13,6 +13,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -21,13 +23,15 @@ import (
 type fixture struct {
 	t   *testing.T
 	db  *store.DB
+	l   *ledger.Ledger
 	ws  *wallet.Service
 	seq int
 	pub map[int64]string // payment id → public id
 }
 
 func newFixture(t *testing.T, db *store.DB) *fixture {
-	return &fixture{t: t, db: db, ws: wallet.NewService(db), pub: map[int64]string{}}
+	l := ledger.New(db)
+	return &fixture{t: t, db: db, l: l, ws: wallet.NewService(db, l), pub: map[int64]string{}}
 }
 
 // user signs a user up and returns their wallet.
@@ -66,29 +70,49 @@ func (f *fixture) payment(w wallet.Wallet, amount int64) int64 {
 	return id
 }
 
-func (f *fixture) credit(walletID, paymentID, amount int64) (wallet.LedgerEntry, error) {
-	var e wallet.LedgerEntry
+// entry is the wallet's side of a ledger transaction: its posting.
+type entry struct {
+	ID           int64 // the transaction's
+	PostingID    int64
+	WalletID     int64
+	PaymentID    *int64
+	AmountRials  int64
+	BalanceAfter int64
+	Kind         ledger.Kind
+	CreatedAt    time.Time
+}
+
+func (f *fixture) credit(walletID, paymentID, amount int64) (entry, error) {
+	var e entry
 	err := f.db.Tx(context.Background(), func(tx *gorm.DB) error {
-		var err error
-		e, err = wallet.CreditTopUp(tx, walletID, paymentID, amount, time.Now().UTC())
-		return err
+		t, err := wallet.CreditTopUp(tx, f.l, wallet.TopUpCredit{WalletID: walletID, PaymentID: paymentID, PublicID: f.pub[paymentID],
+			Gateway: "sandbox", AmountRials: amount, At: time.Now().UTC()})
+		if err != nil {
+			return err
+		}
+		e = entry{ID: t.ID, WalletID: walletID, PaymentID: t.PaymentID, Kind: t.Kind}
+		for _, p := range t.Postings {
+			if p.AmountRials > 0 {
+				e.AmountRials, e.BalanceAfter = p.AmountRials, p.BalanceAfterRials
+			}
+		}
+		return nil
 	})
 	return e, err
 }
 
 func (f *fixture) balance(walletID int64) int64 {
 	f.t.Helper()
-	var b int64
-	if err := f.db.Gorm.Raw(`SELECT balance_rials FROM wallets WHERE id = ?`, walletID).Scan(&b).Error; err != nil {
-		f.t.Fatal(err)
-	}
-	return b
+	return ledgertest.Balance(f.t, f.db, walletID)
 }
 
-func (f *fixture) entries(walletID int64) []wallet.LedgerEntry {
+// entries are the wallet's postings in the order they were written.
+func (f *fixture) entries(walletID int64) []entry {
 	f.t.Helper()
-	var es []wallet.LedgerEntry
-	if err := f.db.Gorm.Where("wallet_id = ?", walletID).Order("id").Find(&es).Error; err != nil {
+	var es []entry
+	if err := f.db.Gorm.Raw(`SELECT t.id, lp.id AS posting_id, a.wallet_id, t.payment_id, lp.amount_rials, lp.balance_after_rials AS balance_after,
+		t.kind, lp.created_at FROM ledger_postings lp JOIN ledger_accounts a ON a.id = lp.account_id
+		JOIN ledger_transactions t ON t.id = lp.transaction_id WHERE a.wallet_id = ? ORDER BY lp.id`, walletID).Scan(&es).Error; err != nil {
 		f.t.Fatal(err)
 	}
 	return es
@@ -129,7 +153,7 @@ func TestCreditTopUp(t *testing.T) {
 			t.Fatalf("credit p1: %v", err)
 		}
 		if e.ID == 0 || e.WalletID != w.ID || e.PaymentID == nil || *e.PaymentID != p1 ||
-			e.AmountRials != 50_000 || e.BalanceAfter != 50_000 || e.Kind != wallet.KindTopUp {
+			e.AmountRials != 50_000 || e.BalanceAfter != 50_000 || e.Kind != ledger.KindTopUp {
 			t.Errorf("entry = %+v", e)
 		}
 		e, err = f.credit(w.ID, p2, 20_000)
@@ -295,15 +319,15 @@ func TestHistoryPagination(t *testing.T) {
 		var all []wallet.HistoryItem
 		var before int64
 		for page, want := range []int{10, 10, 5} {
-			items, next, err := f.ws.History(ctx, w.ID, before, 10)
+			items, next, err := f.ws.History(ctx, w, before, 10)
 			if err != nil {
 				t.Fatalf("page %d: %v", page, err)
 			}
 			if len(items) != want {
 				t.Fatalf("page %d: %d items, want %d", page, len(items), want)
 			}
-			if page < 2 && next != items[len(items)-1].ID {
-				t.Errorf("page %d: next = %d, want the last item's id %d", page, next, items[len(items)-1].ID)
+			if page < 2 && next != items[len(items)-1].PostingID {
+				t.Errorf("page %d: next = %d, want the last item's posting %d", page, next, items[len(items)-1].PostingID)
 			}
 			if page == 2 && next != 0 {
 				t.Errorf("last page: next = %d, want 0", next)
@@ -314,11 +338,11 @@ func TestHistoryPagination(t *testing.T) {
 		// Newest first, every entry once, with its payment's public id.
 		for i, it := range all {
 			k := len(pids) - 1 - i // the i-th newest entry is for payment k
-			if i > 0 && it.ID >= all[i-1].ID {
-				t.Errorf("item %d: id %d not below %d", i, it.ID, all[i-1].ID)
+			if i > 0 && it.PostingID >= all[i-1].PostingID {
+				t.Errorf("item %d: posting %d not below %d", i, it.PostingID, all[i-1].PostingID)
 			}
 			wantAmount := int64(10_000 + k*10)
-			if it.AmountRials != wantAmount || it.Kind != wallet.KindTopUp {
+			if it.AmountRials != wantAmount || it.Kind != ledger.KindTopUp {
 				t.Errorf("item %d: %+v, want amount %d", i, it, wantAmount)
 			}
 			if it.PaymentPublicID != f.pub[pids[k]] {
@@ -327,33 +351,36 @@ func TestHistoryPagination(t *testing.T) {
 			if it.RefID != nil {
 				t.Errorf("item %d: ref id %v, want none", i, *it.RefID)
 			}
-			var e wallet.LedgerEntry
-			if err := db.Gorm.Where("id = ?", it.ID).Take(&e).Error; err != nil {
-				t.Fatal(err)
+			var e entry
+			for _, x := range f.entries(w.ID) {
+				if x.PostingID == it.PostingID {
+					e = x
+				}
 			}
-			if !it.CreatedAt.Equal(e.CreatedAt) || it.BalanceAfter != e.BalanceAfter {
-				t.Errorf("item %d: created %v, balance after %d; the entry's %v, %d", i, it.CreatedAt, it.BalanceAfter, e.CreatedAt, e.BalanceAfter)
+			if e.ID != it.TransactionID || !it.CreatedAt.Equal(e.CreatedAt) || it.BalanceAfterRials != e.BalanceAfter {
+				t.Errorf("item %d: transaction %d, created %v, balance after %d; the posting's %d, %v, %d", i, it.TransactionID, it.CreatedAt,
+					it.BalanceAfterRials, e.ID, e.CreatedAt, e.BalanceAfter)
 			}
 		}
-		if all[0].BalanceAfter != f.balance(w.ID) {
-			t.Errorf("newest balance_after %d, balance %d", all[0].BalanceAfter, f.balance(w.ID))
+		if all[0].BalanceAfterRials != f.balance(w.ID) {
+			t.Errorf("newest balance_after %d, balance %d", all[0].BalanceAfterRials, f.balance(w.ID))
 		}
 
 		// limit <= 0 or > 100 means the default page of 20.
 		for _, limit := range []int{0, -1, 101} {
-			items, next, err := f.ws.History(ctx, w.ID, 0, limit)
-			if err != nil || len(items) != 20 || next != items[19].ID {
+			items, next, err := f.ws.History(ctx, w, 0, limit)
+			if err != nil || len(items) != 20 || next != items[19].PostingID {
 				t.Errorf("History(limit %d) = %d items, next %d, %v; want 20", limit, len(items), next, err)
 			}
 		}
 		// Exactly one full page: no next cursor.
-		items, next, err := f.ws.History(ctx, w.ID, all[19].ID, 5)
+		items, next, err := f.ws.History(ctx, w, all[19].PostingID, 5)
 		if err != nil || len(items) != 5 || next != 0 {
 			t.Errorf("last exact page: %d items, next %d, %v; want 5 and 0", len(items), next, err)
 		}
 		// An empty wallet.
 		empty := f.user("c@example.com")
-		items, next, err = f.ws.History(ctx, empty.ID, 0, 10)
+		items, next, err = f.ws.History(ctx, empty, 0, 10)
 		if err != nil || len(items) != 0 || next != 0 {
 			t.Errorf("empty wallet: %d items, next %d, %v", len(items), next, err)
 		}

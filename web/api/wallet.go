@@ -9,10 +9,13 @@ import (
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// Wallet is the token owner's wallet.
+// Wallet is the token owner's wallet: its posted balance, what holds
+// reserve of it, and what may be spent (available = balance − held).
 type Wallet struct {
-	BalanceRials int64     `json:"balance_rials"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	BalanceRials   int64     `json:"balance_rials"`
+	AvailableRials int64     `json:"available_rials"`
+	HeldRials      int64     `json:"held_rials"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 // getWallet is GET /api/v1/wallet.
@@ -21,10 +24,12 @@ func (h *handler) getWallet(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, fiber.StatusOK, Wallet{BalanceRials: w.BalanceRials, UpdatedAt: w.UpdatedAt.UTC()})
+	return sendJSON(c, fiber.StatusOK, Wallet{BalanceRials: w.BalanceRials, AvailableRials: w.AvailableRials(), HeldRials: w.HeldRials,
+		UpdatedAt: w.UpdatedAt.UTC()})
 }
 
-// LedgerEntry is one change of the balance.
+// LedgerEntry is one ledger transaction that changed the balance: its
+// kind, the signed amount it moved on this wallet and the balance after.
 type LedgerEntry struct {
 	ID                int64     `json:"id"`
 	Kind              string    `json:"kind"`
@@ -32,6 +37,8 @@ type LedgerEntry struct {
 	BalanceAfterRials int64     `json:"balance_after_rials"`
 	TopUpID           *string   `json:"topup_id"`
 	RefID             *int64    `json:"ref_id"`
+	ReversesID        *int64    `json:"reverses_id"`
+	Note              string    `json:"note"`
 	CreatedAt         time.Time `json:"created_at"`
 }
 
@@ -51,13 +58,14 @@ func (h *handler) listLedger(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	items, next, err := h.Wallets.History(c.UserContext(), w.ID, before, limit)
+	items, next, err := h.Wallets.History(c.UserContext(), w, before, limit)
 	if err != nil {
 		return err
 	}
 	page := LedgerPage{Items: []LedgerEntry{}, NextCursor: cursorString(next)}
 	for _, it := range items {
-		e := LedgerEntry{ID: it.ID, Kind: it.Kind, AmountRials: it.AmountRials, BalanceAfterRials: it.BalanceAfter, RefID: it.RefID, CreatedAt: it.CreatedAt.UTC()}
+		e := LedgerEntry{ID: it.TransactionID, Kind: string(it.Kind), AmountRials: it.AmountRials, BalanceAfterRials: it.BalanceAfterRials,
+			RefID: it.RefID, ReversesID: it.ReversesID, Note: it.Note, CreatedAt: it.CreatedAt.UTC()}
 		if it.PaymentPublicID != "" {
 			id := it.PaymentPublicID
 			e.TopUpID = &id

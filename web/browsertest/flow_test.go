@@ -54,7 +54,7 @@ func checkOnePayment(t *testing.T, app *apptest.App, when, status string, rials 
 	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE status = ? AND amount_rials = ?`, status, rials); n != 1 {
 		t.Errorf("%s: no %s payment of %d rials", when, status, rials)
 	}
-	if n := count(t, app, `SELECT COUNT(*) FROM ledger_entries`); n != ledger {
+	if n := count(t, app, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != ledger {
 		t.Errorf("%s: %d ledger entries, want %d", when, n, ledger)
 	}
 	apptest.CheckInvariants(t, app.DB)

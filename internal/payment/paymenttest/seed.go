@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 )
@@ -69,7 +70,10 @@ func SeedN(t testing.TB, db *store.DB, n int) []SeedRow {
 		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, e, SeedBase).Scan(&uid).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, balance_rials, created_at, updated_at) VALUES (?, 0, ?, ?) RETURNING id`, uid, SeedBase, SeedBase).Scan(&wid).Error; err != nil {
+		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid, SeedBase, SeedBase).Scan(&wid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ledger.CreateWalletAccount(db.Gorm, wid, uid, SeedBase); err != nil {
 			t.Fatal(err)
 		}
 		userIDs, walletIDs = append(userIDs, uid), append(walletIDs, wid)

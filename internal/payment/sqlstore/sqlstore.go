@@ -21,8 +21,10 @@ import (
 
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
@@ -39,13 +41,23 @@ type Store struct {
 	// queued, when set, is called after a move that queued webhook
 	// deliveries has committed (OnWebhookQueued).
 	queued func()
+	// ledger posts a credit's transaction (shared by the instance: it
+	// remembers account ids).
+	ledger *ledger.Ledger
 }
 
 var _ payment.Store = (*Store)(nil)
 
 // New returns the payment store over db.
 func New(db *store.DB) *Store {
-	return &Store{db: db, one: db.Gorm.Session(&gorm.Session{SkipDefaultTransaction: true, NewDB: true})}
+	return &Store{db: db, one: db.Gorm.Session(&gorm.Session{SkipDefaultTransaction: true, NewDB: true}), ledger: ledger.New(db)}
+}
+
+// WithLedger makes the store post credits through l (the instance's one
+// ledger) instead of its own; it returns s.
+func (s *Store) WithLedger(l *ledger.Ledger) *Store {
+	s.ledger = l
+	return s
 }
 
 const (
@@ -223,7 +235,11 @@ func (s *Store) Create(ctx context.Context, p *payment.Payment) error {
 func (s *Store) CreateAdmitted(ctx context.Context, p *payment.Payment, q payment.Quota) error {
 	err := s.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var w struct{ BalanceRials int64 }
-		res := s.db.ForUpdate(tx.Table("wallets").Select("balance_rials").Where("id = ? AND user_id = ?", p.WalletID, p.UserID)).Scan(&w)
+		// The wallet row is the payer's lock (its ledger account is not:
+		// a credit moving the balance meanwhile need not wait for a start).
+		res := s.db.ForUpdate(tx.Table("wallets").
+			Select("(SELECT a.posted_rials FROM ledger_accounts a WHERE a.wallet_id = wallets.id) AS balance_rials").
+			Where("id = ? AND user_id = ?", p.WalletID, p.UserID)).Scan(&w)
 		if res.Error != nil {
 			return fmt.Errorf("lock wallet %d: %w", p.WalletID, res.Error)
 		}
@@ -514,7 +530,7 @@ func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, call
 				if err != nil {
 					return err
 				}
-				return s.creditTx(tx, m, walletID, calls)
+				return s.creditTx(tx, m, out, calls)
 			}
 		}
 		var cur payment.Payment
@@ -531,7 +547,7 @@ func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, call
 		if out, err = s.moveTx(tx, mm, &queued); err != nil {
 			return err
 		}
-		return s.creditTx(tx, m, walletID, calls)
+		return s.creditTx(tx, m, out, calls)
 	})
 	if err != nil {
 		return payment.Payment{}, was, dup(err)
@@ -540,14 +556,24 @@ func (s *Store) Credit(ctx context.Context, m payment.Move, walletID int64, call
 	return out, was, nil
 }
 
-func (s *Store) creditTx(tx *gorm.DB, m payment.Move, walletID int64, calls []resilient.Call) error {
+// creditTx writes the verify's calls, then the ledger transaction (gateway
+// clearing → wallet) last: the gateway's clearing account is every
+// credit's, so its row lock is taken as late as it can be and held only
+// until the commit.
+func (s *Store) creditTx(tx *gorm.DB, m payment.Move, p payment.Payment, calls []resilient.Call) error {
 	if m.Fields.VerifiedAmountRials == nil {
 		return fmt.Errorf("credit payment %s: no verified amount", m.PublicID)
 	}
-	if _, err := wallet.CreditTopUp(tx, walletID, m.PaymentID, *m.Fields.VerifiedAmountRials, m.Now); err != nil {
+	if err := insertCalls(tx, calls); err != nil {
 		return err
 	}
-	return insertCalls(tx, calls)
+	testhook.At(testhook.InsideLedgerBeforePostings) // e2e: moved to credited, not committed
+	if _, err := wallet.CreditTopUp(tx, s.ledger, wallet.TopUpCredit{WalletID: p.WalletID, PaymentID: m.PaymentID, PublicID: p.PublicID,
+		Gateway: p.Gateway, AmountRials: *m.Fields.VerifiedAmountRials, At: m.Now}); err != nil {
+		return err
+	}
+	testhook.At(testhook.InsideLedgerAfterPostings) // e2e: postings written, not committed
+	return nil
 }
 
 // ClaimDue implements payment.Store: picks due open payments and pushes

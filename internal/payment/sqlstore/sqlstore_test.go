@@ -48,7 +48,7 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wallet.NewService(db).ForUser(ctx, u.ID)
+	w, err := wallet.NewService(db, nil).ForUser(ctx, u.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestCredit(t *testing.T) {
 		}); won != 1 {
 			t.Fatalf("%d credits, want 1", won)
 		}
-		w, _ := wallet.NewService(db).ForUser(ctx, f.user)
+		w, _ := wallet.NewService(db, nil).ForUser(ctx, f.user)
 		if w.BalanceRials != p.AmountRials {
 			t.Fatalf("balance %d, want %d", w.BalanceRials, p.AmountRials)
 		}

@@ -1,0 +1,236 @@
+// Package ledger is the double-entry ledger under every balance
+// (ARCHITECTURE §2 and its glossary): accounts, transactions of two or more
+// postings that sum to zero, holds and reversals.
+//
+// The rules it keeps, and where each is enforced:
+//   - A transaction's postings sum to zero: Validate (pure, before any
+//     write), a deferred constraint trigger on PostgreSQL (migration 00019),
+//     a read-back in the same transaction on SQLite, and `kifpool check`.
+//   - A replay is a no-op: (kind, reference) is unique, so a second
+//     transaction of one movement is refused by the database (ErrDuplicate),
+//     and the caller treats it as "already done".
+//   - An account that may not go below zero (every account but the outside
+//     world's: a gateway's clearing, a payout rail) never does: the guard is
+//     in the UPDATE that moves its balance (available = posted − held ≥ 0),
+//     never in a read before it, and a CHECK constraint backs it.
+//   - The accounts of one transaction are updated in ascending id order, so
+//     two transactions over the same accounts (A→B and B→A) never deadlock.
+//   - Postings are never updated or deleted (triggers on both dialects); a
+//     correction is a reversal, at most one per original (a unique index).
+//
+// SQL lives here and in nothing above it; the decisions (netting, checks,
+// what a second capture answers) are pure functions.
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// AccountKind says what an account holds and whether it may go below zero.
+type AccountKind string
+
+// The kinds of account (ledger_accounts.kind).
+const (
+	// AccountWallet is a user's wallet: what they may spend.
+	AccountWallet AccountKind = "wallet"
+	// AccountMerchant is a merchant's balance (charges paid to it).
+	AccountMerchant AccountKind = "merchant"
+	// AccountGateway is a gateway's clearing account: money a bank took
+	// for us. It goes below zero by what the gateway owes us.
+	AccountGateway AccountKind = "gateway"
+	// AccountPayoutsInFlight holds withdrawals sent to a payout provider
+	// and not yet settled.
+	AccountPayoutsInFlight AccountKind = "payouts_in_flight"
+	// AccountPayoutRail is a payout provider's side: the outside world
+	// money leaves to.
+	AccountPayoutRail AccountKind = "payout_rail"
+	// AccountCardRefundsInFlight holds refunds to cards not yet confirmed.
+	AccountCardRefundsInFlight AccountKind = "card_refunds_in_flight"
+	// AccountFees is what Kifpool charges, where a movement has a fee.
+	AccountFees AccountKind = "fees"
+	// AccountSuspense holds money an operator has to place by hand.
+	AccountSuspense AccountKind = "suspense"
+)
+
+// AccountKinds lists every kind, in the order pages show them.
+func AccountKinds() []AccountKind {
+	return []AccountKind{AccountWallet, AccountMerchant, AccountGateway, AccountPayoutsInFlight, AccountPayoutRail,
+		AccountCardRefundsInFlight, AccountFees, AccountSuspense}
+}
+
+// MayGoNegative reports whether an account of kind k may go below zero:
+// only the outside world's (a gateway, a payout rail) may. The migration's
+// CHECK (ledger_accounts_negative_kinds) says the same.
+func (k AccountKind) MayGoNegative() bool { return k == AccountGateway || k == AccountPayoutRail }
+
+// Valid reports whether k is a known kind.
+func (k AccountKind) Valid() bool {
+	for _, x := range AccountKinds() {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// The codes of the accounts that exist once (or once per gateway or
+// provider): a code is an account's stable name.
+const (
+	CodeSuspense = "suspense"
+	CodeFees     = "fees"
+)
+
+// GatewayCode is the code of a gateway's clearing account.
+func GatewayCode(gateway string) string { return "gateway:" + gateway }
+
+// WalletCode is the code of a wallet's account.
+func WalletCode(walletID int64) string { return fmt.Sprintf("wallet:%d", walletID) }
+
+// MerchantCode is the code of a merchant's account.
+func MerchantCode(userID int64) string { return fmt.Sprintf("merchant:%d", userID) }
+
+// Kind is what a transaction records (ledger_transactions.kind): the
+// glossary's movements and their corrections.
+type Kind string
+
+// The kinds of transaction.
+const (
+	KindTopUp            Kind = "topup"             // gateway clearing → wallet, once per top-up
+	KindTransfer         Kind = "transfer"          // wallet → wallet
+	KindCharge           Kind = "charge"            // wallet → merchant (a charge captured at once)
+	KindCapture          Kind = "capture"           // a hold's captured part → its destination
+	KindRelease          Kind = "release"           // reserved: a release moves no money, the hold records it
+	KindRefund           Kind = "refund"            // merchant → wallet
+	KindWithdrawal       Kind = "withdrawal"        // wallet → payouts in flight
+	KindWithdrawalReturn Kind = "withdrawal_return" // a withdrawal the provider gave back
+	KindCardRefund       Kind = "card_refund"       // wallet → card refunds in flight
+	KindReversal         Kind = "reversal"          // the opposite of an original, at most once
+	KindAdjustment       Kind = "adjustment"        // an operator's correction, through suspense
+)
+
+// Kinds lists every transaction kind.
+func Kinds() []Kind {
+	return []Kind{KindTopUp, KindTransfer, KindCharge, KindCapture, KindRelease, KindRefund, KindWithdrawal,
+		KindWithdrawalReturn, KindCardRefund, KindReversal, KindAdjustment}
+}
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool {
+	for _, x := range Kinds() {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Posting is one leg of a transaction: a signed amount on an account
+// (positive adds to its balance).
+type Posting struct {
+	AccountID   int64
+	AmountRials int64
+}
+
+// Entry is a transaction to write.
+type Entry struct {
+	Kind      Kind
+	Reference string // unique per kind: the movement's own id
+	PaymentID int64  // the top-up it belongs to, or 0
+	// ReversesID is the original a reversal undoes (KindReversal only).
+	ReversesID int64
+	Note       string
+	Postings   []Posting
+	At         time.Time
+}
+
+// The ledger's refusals.
+var (
+	// ErrUnbalanced: the postings do not sum to zero, or there are fewer
+	// than two accounts.
+	ErrUnbalanced = errors.New("ledger: postings do not balance")
+	// ErrDuplicate: the movement has its transaction already (its kind
+	// and reference are taken). A replay: the caller rolls back and
+	// treats it as done.
+	ErrDuplicate = errors.New("ledger: movement already recorded")
+	// ErrInsufficientFunds: an account that may not go below zero would
+	// have (its available balance is short).
+	ErrInsufficientFunds = errors.New("ledger: insufficient funds")
+	// ErrAccountNotFound: no such account.
+	ErrAccountNotFound = errors.New("ledger: no such account")
+	// ErrNotFound: no such transaction or hold.
+	ErrNotFound = errors.New("ledger: not found")
+	// ErrHoldEnded: the hold was released, expired or captured otherwise.
+	ErrHoldEnded = errors.New("ledger: hold already ended")
+	// ErrBadAmount: an amount that is not positive, or a capture larger
+	// than its hold.
+	ErrBadAmount = errors.New("ledger: bad amount")
+)
+
+// Net merges the postings of each account into one, drops those that net
+// to zero and sorts them by account id: the one global order every
+// transaction updates its accounts in (no deadlock between A→B and B→A).
+func Net(ps []Posting) []Posting {
+	sum := make(map[int64]int64, len(ps))
+	for _, p := range ps {
+		sum[p.AccountID] += p.AmountRials
+	}
+	out := make([]Posting, 0, len(sum))
+	for id, a := range sum {
+		if a != 0 {
+			out = append(out, Posting{AccountID: id, AmountRials: a})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AccountID < out[j].AccountID })
+	return out
+}
+
+// Validate checks an entry before anything is written and returns its
+// postings netted (Net): a known kind, a reference, two or more accounts,
+// no account id missing, a sum of zero, and a reversal that names its
+// original.
+func Validate(e Entry) ([]Posting, error) {
+	if !e.Kind.Valid() {
+		return nil, fmt.Errorf("ledger: unknown kind %q", e.Kind)
+	}
+	if e.Reference == "" {
+		return nil, fmt.Errorf("ledger: %s without a reference", e.Kind)
+	}
+	if (e.Kind == KindReversal) != (e.ReversesID != 0) {
+		return nil, fmt.Errorf("ledger: %s: only a reversal names the transaction it reverses", e.Kind)
+	}
+	if e.Kind == KindTopUp && e.PaymentID == 0 {
+		return nil, fmt.Errorf("ledger: a top-up without its payment")
+	}
+	var total int64
+	for _, p := range e.Postings {
+		if p.AccountID <= 0 {
+			return nil, fmt.Errorf("ledger: %s %s: posting without an account", e.Kind, e.Reference)
+		}
+		total += p.AmountRials
+	}
+	if total != 0 {
+		return nil, fmt.Errorf("%w: %s %s sums to %d rials", ErrUnbalanced, e.Kind, e.Reference, total)
+	}
+	net := Net(e.Postings)
+	if len(net) < 2 {
+		return nil, fmt.Errorf("%w: %s %s moves money between %d accounts", ErrUnbalanced, e.Kind, e.Reference, len(net))
+	}
+	return net, nil
+}
+
+// Opposite is the postings that undo ps.
+func Opposite(ps []Posting) []Posting {
+	out := make([]Posting, len(ps))
+	for i, p := range ps {
+		out[i] = Posting{AccountID: p.AccountID, AmountRials: -p.AmountRials}
+	}
+	return out
+}
+
+// Transfer is the two postings moving amount from one account to another.
+func Transfer(from, to, amountRials int64) []Posting {
+	return []Posting{{AccountID: from, AmountRials: -amountRials}, {AccountID: to, AmountRials: amountRials}}
+}

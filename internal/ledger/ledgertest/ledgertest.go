@@ -1,0 +1,75 @@
+// Package ledgertest reads the ledger for tests in typed form, so that a
+// test above the ledger asserts balances and credits without writing SQL
+// against its tables.
+package ledgertest
+
+import (
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Credit is the wallet's side of a top-up's ledger transaction.
+type Credit struct {
+	TransactionID     int64
+	WalletID          int64
+	AmountRials       int64
+	BalanceAfterRials int64
+}
+
+// Balance is a wallet's posted balance (its ledger account's).
+func Balance(t testing.TB, db *store.DB, walletID int64) int64 {
+	t.Helper()
+	var b []int64
+	if err := db.Gorm.Raw(`SELECT posted_rials FROM ledger_accounts WHERE wallet_id = ?`, walletID).Scan(&b).Error; err != nil {
+		t.Fatalf("balance of wallet %d: %v", walletID, err)
+	}
+	if len(b) != 1 {
+		t.Fatalf("wallet %d has %d ledger accounts", walletID, len(b))
+	}
+	return b[0]
+}
+
+// Held is what holds reserve of a wallet's balance.
+func Held(t testing.TB, db *store.DB, walletID int64) int64 {
+	t.Helper()
+	var h int64
+	if err := db.Gorm.Raw(`SELECT held_rials FROM ledger_accounts WHERE wallet_id = ?`, walletID).Scan(&h).Error; err != nil {
+		t.Fatalf("held of wallet %d: %v", walletID, err)
+	}
+	return h
+}
+
+// CreditsOf lists the top-up transactions of payment paymentID as its
+// wallet saw them (one, for a credited payment).
+func CreditsOf(t testing.TB, db *store.DB, paymentID int64) []Credit {
+	t.Helper()
+	var out []Credit
+	if err := db.Gorm.Raw(`SELECT t.id AS transaction_id, a.wallet_id, lp.amount_rials, lp.balance_after_rials
+		FROM ledger_transactions t JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id
+		WHERE t.kind = 'topup' AND t.payment_id = ? AND a.kind = 'wallet' ORDER BY t.id`, paymentID).Scan(&out).Error; err != nil {
+		t.Fatalf("credits of payment %d: %v", paymentID, err)
+	}
+	return out
+}
+
+// Credits counts every top-up transaction in the ledger.
+func Credits(t testing.TB, db *store.DB) int64 {
+	t.Helper()
+	return count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`)
+}
+
+// Transactions counts every ledger transaction.
+func Transactions(t testing.TB, db *store.DB) int64 {
+	t.Helper()
+	return count(t, db, `SELECT COUNT(*) FROM ledger_transactions`)
+}
+
+func count(t testing.TB, db *store.DB, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Gorm.Raw(q).Scan(&n).Error; err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}

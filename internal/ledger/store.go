@@ -1,0 +1,614 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Ledger writes and reads the ledger over one database. Its methods that
+// take a context are each one database transaction; Post writes inside a
+// transaction of the caller's (a top-up's credit is written in the same
+// transaction as the payment's move).
+//
+// It remembers account ids by code and by wallet: an account's id never
+// changes once its row is committed, so the cache is never stale, and
+// only ids read from committed rows enter it.
+type Ledger struct {
+	db *store.DB
+
+	mu       sync.RWMutex
+	byCode   map[string]int64
+	byWallet map[int64]int64
+}
+
+// New returns the ledger over db.
+func New(db *store.DB) *Ledger {
+	return &Ledger{db: db, byCode: map[string]int64{}, byWallet: map[int64]int64{}}
+}
+
+// Account is a ledger account with its two figures.
+type Account struct {
+	ID            int64
+	Kind          AccountKind
+	Code          string
+	WalletID      *int64
+	UserID        *int64
+	MayGoNegative bool
+	PostedRials   int64
+	HeldRials     int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// AvailableRials is what the account may spend: posted − held.
+func (a Account) AvailableRials() int64 { return a.PostedRials - a.HeldRials }
+
+// Transaction is a written ledger transaction.
+type Transaction struct {
+	ID         int64
+	Kind       Kind
+	Reference  string
+	PaymentID  *int64
+	ReversesID *int64
+	Note       string
+	CreatedAt  time.Time
+	Postings   []PostingRow `gorm:"-"`
+}
+
+// PostingRow is a written posting with the account's posted balance after
+// it.
+type PostingRow struct {
+	ID                int64
+	TransactionID     int64
+	AccountID         int64
+	AmountRials       int64
+	BalanceAfterRials int64
+	CreatedAt         time.Time
+}
+
+const (
+	accountsTable     = "ledger_accounts"
+	transactionsTable = "ledger_transactions"
+	postingsTable     = "ledger_postings"
+	holdsTable        = "ledger_holds"
+)
+
+// CreateWalletAccount makes the account of a new wallet inside the
+// caller's transaction (the wallet's own).
+func CreateWalletAccount(tx *gorm.DB, walletID, userID int64, now time.Time) (int64, error) {
+	a := Account{Kind: AccountWallet, Code: WalletCode(walletID), WalletID: &walletID, UserID: &userID, CreatedAt: now, UpdatedAt: now}
+	if err := tx.Table(accountsTable).Create(&a).Error; err != nil {
+		return 0, fmt.Errorf("account of wallet %d: %w", walletID, err)
+	}
+	return a.ID, nil
+}
+
+// EnsureAccount returns the id of the account with code, making it (of
+// kind, for userID when not 0) when there is none, in its own transaction.
+func (l *Ledger) EnsureAccount(ctx context.Context, kind AccountKind, code string, userID int64) (int64, error) {
+	if id, ok := l.cachedCode(code); ok {
+		return id, nil
+	}
+	if !kind.Valid() {
+		return 0, fmt.Errorf("ledger: unknown account kind %q", kind)
+	}
+	var id int64
+	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		id, err = ensureAccount(tx, kind, code, userID, time.Now())
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	l.remember(code, 0, id)
+	return id, nil
+}
+
+func ensureAccount(tx *gorm.DB, kind AccountKind, code string, userID int64, now time.Time) (int64, error) {
+	var uid any
+	if userID != 0 {
+		uid = userID
+	}
+	if err := tx.Exec(`INSERT INTO ledger_accounts (kind, code, user_id, may_go_negative, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO NOTHING`, kind, code, uid, kind.MayGoNegative(), now.UTC(), now.UTC()).Error; err != nil {
+		return 0, fmt.Errorf("account %s: %w", code, err)
+	}
+	var id int64
+	if err := tx.Raw(`SELECT id FROM ledger_accounts WHERE code = ?`, code).Scan(&id).Error; err != nil || id == 0 {
+		return 0, fmt.Errorf("account %s: %w", code, errors.Join(err, ErrAccountNotFound))
+	}
+	return id, nil
+}
+
+func (l *Ledger) cachedCode(code string) (int64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	id, ok := l.byCode[code]
+	return id, ok
+}
+
+func (l *Ledger) remember(code string, walletID, id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if code != "" {
+		l.byCode[code] = id
+	}
+	if walletID != 0 {
+		l.byWallet[walletID] = id
+	}
+}
+
+// GatewayAccount returns the id of gateway's clearing account inside the
+// caller's transaction tx, making the account when the gateway has none
+// yet (a gateway named after the migration). Only an id read outside tx
+// before tx made anything is remembered.
+func (l *Ledger) GatewayAccount(tx *gorm.DB, gateway string) (int64, error) {
+	code := GatewayCode(gateway)
+	if id, ok := l.cachedCode(code); ok {
+		return id, nil
+	}
+	// Read in tx (a second connection could wait behind tx's own write
+	// lock on SQLite). A row found here was not made by tx: tx makes one
+	// only below, when there is none, and that id is not remembered.
+	var id int64
+	if err := tx.Raw(`SELECT id FROM ledger_accounts WHERE code = ?`, code).Scan(&id).Error; err != nil {
+		return 0, fmt.Errorf("clearing account of %s: %w", gateway, err)
+	}
+	if id != 0 {
+		l.remember(code, 0, id)
+		return id, nil
+	}
+	return ensureAccount(tx, AccountGateway, code, 0, time.Now())
+}
+
+// WalletAccount returns the id of a wallet's account, read through db (a
+// transaction of the caller's, or the ledger's database). The account is
+// made with the wallet, in an earlier transaction than any posting to it.
+func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
+	l.mu.RLock()
+	id, ok := l.byWallet[walletID]
+	l.mu.RUnlock()
+	if ok {
+		return id, nil
+	}
+	if err := db.Raw(`SELECT id FROM ledger_accounts WHERE wallet_id = ?`, walletID).Scan(&id).Error; err != nil {
+		return 0, fmt.Errorf("account of wallet %d: %w", walletID, err)
+	}
+	if id == 0 {
+		return 0, fmt.Errorf("account of wallet %d: %w", walletID, ErrAccountNotFound)
+	}
+	l.remember("", walletID, id)
+	return id, nil
+}
+
+// Post writes entry e inside the caller's transaction tx: the transaction
+// row (its kind and reference unique: a replay is ErrDuplicate, and the
+// caller must roll back), each account's balance by a guarded UPDATE in
+// ascending id order (ErrInsufficientFunds when an account that may not go
+// below zero would), then the postings with each account's balance after.
+// Any error leaves tx to be rolled back.
+func (l *Ledger) Post(tx *gorm.DB, e Entry) (Transaction, error) {
+	return l.post(tx, e, nil)
+}
+
+// post is Post with holds ending in the same transaction: release[account]
+// is taken off that account's held figure in the same guarded UPDATE as
+// its postings (a capture).
+func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transaction, error) {
+	net, err := Validate(e)
+	if err != nil {
+		return Transaction{}, err
+	}
+	at := e.At.UTC()
+	t := Transaction{Kind: e.Kind, Reference: e.Reference, Note: e.Note, CreatedAt: at}
+	if e.PaymentID != 0 {
+		t.PaymentID = &e.PaymentID
+	}
+	if e.ReversesID != 0 {
+		t.ReversesID = &e.ReversesID
+	}
+	if l.db.Dialect == store.Postgres {
+		// Balances first (in account order), then the transaction and its
+		// postings in one statement: one round trip fewer on the credit's
+		// path. A replay is refused by the INSERT, and the caller rolls
+		// back the balances with it.
+		afters := make([]int64, len(net))
+		for i, p := range net {
+			if afters[i], err = move(tx, p.AccountID, p.AmountRials, -release[p.AccountID], at); err != nil {
+				return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, err)
+			}
+		}
+		var vals strings.Builder
+		args := []any{t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at} // the SELECT's created_at, then the VALUES
+		for i, p := range net {
+			if i > 0 {
+				vals.WriteString(", ")
+			}
+			vals.WriteString("(?::bigint, ?::bigint, ?::bigint)")
+			args = append(args, p.AccountID, p.AmountRials, afters[i])
+		}
+		var ids []int64
+		if err := tx.Raw(`WITH t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+			VALUES (?, ?, ?, ?, ?, ?) RETURNING id)
+			INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
+			SELECT t.id, v.account_id, v.amount, v.after, ? FROM t, (VALUES `+vals.String()+`) AS v (account_id, amount, after)
+			RETURNING transaction_id`, args...).Scan(&ids).Error; err != nil {
+			if store.IsUniqueViolation(err) {
+				return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
+			}
+			return Transaction{}, fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
+		}
+		if len(ids) != len(net) {
+			return Transaction{}, fmt.Errorf("ledger transaction %s %s: %d postings written of %d", e.Kind, e.Reference, len(ids), len(net))
+		}
+		t.ID = ids[0]
+		for i, p := range net {
+			t.Postings = append(t.Postings, PostingRow{TransactionID: t.ID, AccountID: p.AccountID, AmountRials: p.AmountRials, BalanceAfterRials: afters[i], CreatedAt: at})
+		}
+		return t, nil
+	}
+	// SQLite: the transaction first (a replay stops here, before any
+	// balance is touched), then each balance, then the postings.
+	if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at).Scan(&t.ID).Error; err != nil {
+		if store.IsUniqueViolation(err) {
+			return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
+		}
+		return Transaction{}, fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
+	}
+	var ins strings.Builder
+	ins.WriteString(`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES `)
+	args := make([]any, 0, 5*len(net))
+	for i, p := range net {
+		after, err := move(tx, p.AccountID, p.AmountRials, -release[p.AccountID], at)
+		if err != nil {
+			return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, err)
+		}
+		if i > 0 {
+			ins.WriteString(", ")
+		}
+		ins.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, t.ID, p.AccountID, p.AmountRials, after, at)
+		t.Postings = append(t.Postings, PostingRow{TransactionID: t.ID, AccountID: p.AccountID, AmountRials: p.AmountRials, BalanceAfterRials: after, CreatedAt: at})
+	}
+	if err := tx.Exec(ins.String(), args...).Error; err != nil {
+		return Transaction{}, fmt.Errorf("postings of %s %s: %w", e.Kind, e.Reference, err)
+	}
+	// No deferred constraint trigger on SQLite: read the sum back in the
+	// same transaction (PostgreSQL's trigger does this at commit).
+	var sum struct{ Total, N int64 }
+	if err := tx.Raw(`SELECT COALESCE(SUM(amount_rials), 0) AS total, COUNT(*) AS n FROM ledger_postings WHERE transaction_id = ?`, t.ID).
+		Scan(&sum).Error; err != nil {
+		return Transaction{}, fmt.Errorf("sum of %s %s: %w", e.Kind, e.Reference, err)
+	}
+	if sum.Total != 0 || sum.N < 2 {
+		return Transaction{}, fmt.Errorf("%w: transaction %d has %d postings summing to %d rials", ErrUnbalanced, t.ID, sum.N, sum.Total)
+	}
+	return t, nil
+}
+
+// move changes one account's posted figure by amount and its held figure
+// by held, guarded in the UPDATE itself: an account that may not go below
+// zero keeps posted − held ≥ 0, and held never goes below zero. It returns
+// the posted balance after.
+func move(tx *gorm.DB, accountID, amount, held int64, at time.Time) (int64, error) {
+	var after []int64
+	if err := tx.Raw(`UPDATE ledger_accounts SET posted_rials = posted_rials + ?, held_rials = held_rials + ?, updated_at = ?
+		WHERE id = ? AND held_rials + ? >= 0 AND (may_go_negative OR posted_rials + ? - (held_rials + ?) >= 0)
+		RETURNING posted_rials`, amount, held, at, accountID, held, amount, held).Scan(&after).Error; err != nil {
+		if store.IsCheckViolation(err) {
+			return 0, fmt.Errorf("account %d: %w", accountID, ErrInsufficientFunds)
+		}
+		return 0, fmt.Errorf("account %d: %w", accountID, err)
+	}
+	if len(after) == 1 {
+		return after[0], nil
+	}
+	var n int64
+	if err := tx.Raw(`SELECT COUNT(*) FROM ledger_accounts WHERE id = ?`, accountID).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("account %d: %w", accountID, err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("account %d: %w", accountID, ErrAccountNotFound)
+	}
+	return 0, fmt.Errorf("account %d: %w", accountID, ErrInsufficientFunds)
+}
+
+// Write posts e in a transaction of its own. A replay (ErrDuplicate)
+// answers with the transaction written first.
+func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
+	var t Transaction
+	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		t, err = l.Post(tx, e)
+		return err
+	})
+	if err == nil {
+		return t, nil
+	}
+	// A replay: refused by the unique index, or before it (on PostgreSQL
+	// the balances move first, so a replay of money since spent stops at
+	// a guard). Either way the movement is on record: its first answer.
+	first, ferr := l.ByReference(ctx, e.Kind, e.Reference)
+	switch {
+	case ferr == nil:
+		return first, ErrDuplicate
+	case errors.Is(ferr, ErrNotFound):
+		return Transaction{}, err
+	}
+	return Transaction{}, errors.Join(err, ferr)
+}
+
+// Reverse writes the reversal of transaction id: the opposite postings,
+// pointing at the original. An original is reversed at most once (a unique
+// index); a second reversal answers with the first and ErrDuplicate. The
+// reversal is refused (ErrInsufficientFunds) when an account that may not
+// go below zero has spent the money since.
+func (l *Ledger) Reverse(ctx context.Context, id int64, note string, now time.Time) (Transaction, error) {
+	orig, err := l.Transaction(ctx, id)
+	if err != nil {
+		return Transaction{}, err
+	}
+	if orig.Kind == KindReversal {
+		return Transaction{}, fmt.Errorf("ledger: transaction %d is a reversal: correct it with a new movement", id)
+	}
+	ps := make([]Posting, len(orig.Postings))
+	for i, p := range orig.Postings {
+		ps[i] = Posting{AccountID: p.AccountID, AmountRials: -p.AmountRials}
+	}
+	return l.Write(ctx, Entry{Kind: KindReversal, Reference: "reversal:" + strconv.FormatInt(id, 10), ReversesID: id,
+		PaymentID: derefOr(orig.PaymentID), Note: note, Postings: ps, At: now})
+}
+
+func derefOr(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// Transaction reads transaction id with its postings.
+func (l *Ledger) Transaction(ctx context.Context, id int64) (Transaction, error) {
+	return l.readTransaction(ctx, "id = ?", id)
+}
+
+// ByReference reads the transaction of kind and reference.
+func (l *Ledger) ByReference(ctx context.Context, kind Kind, reference string) (Transaction, error) {
+	return l.readTransaction(ctx, "kind = ? AND reference = ?", kind, reference)
+}
+
+func (l *Ledger) readTransaction(ctx context.Context, where string, args ...any) (Transaction, error) {
+	db := l.db.Gorm.WithContext(ctx)
+	var t Transaction
+	err := db.Table(transactionsTable).Where(where, args...).Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Transaction{}, ErrNotFound
+	}
+	if err != nil {
+		return Transaction{}, fmt.Errorf("ledger transaction: %w", err)
+	}
+	if err := db.Table(postingsTable).Where("transaction_id = ?", t.ID).Order("account_id").Find(&t.Postings).Error; err != nil {
+		return Transaction{}, fmt.Errorf("postings of transaction %d: %w", t.ID, err)
+	}
+	return t, nil
+}
+
+// Account reads account id.
+func (l *Ledger) Account(ctx context.Context, id int64) (Account, error) {
+	var a Account
+	err := l.db.Gorm.WithContext(ctx).Table(accountsTable).Take(&a, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Account{}, ErrAccountNotFound
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("account %d: %w", id, err)
+	}
+	return a, nil
+}
+
+// Hold reserves r.AmountRials of an account until r.ExpiresAt, in one
+// transaction: the hold row ((reason, reference) unique: a repeat answers
+// with the first hold) and the account's held figure, guarded so that its
+// available balance stays ≥ 0 (ErrInsufficientFunds, nothing written).
+func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
+	if r.AmountRials <= 0 {
+		return Hold{}, fmt.Errorf("%w: hold of %d rials", ErrBadAmount, r.AmountRials)
+	}
+	if r.Reason == "" || r.Reference == "" {
+		return Hold{}, fmt.Errorf("ledger: a hold needs a reason and a reference")
+	}
+	h := Hold{AccountID: r.AccountID, AmountRials: r.AmountRials, Reason: r.Reason, Reference: r.Reference, Status: HoldOpen,
+		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.Now.UTC()}
+	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Table(holdsTable).Create(&h).Error; err != nil {
+			if store.IsUniqueViolation(err) {
+				return ErrDuplicate
+			}
+			return fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)
+		}
+		_, err := move(tx, r.AccountID, 0, r.AmountRials, h.CreatedAt)
+		return err
+	})
+	if errors.Is(err, ErrDuplicate) {
+		return l.HoldBy(ctx, r.Reason, r.Reference)
+	}
+	if err != nil {
+		return Hold{}, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)
+	}
+	return h, nil
+}
+
+// HoldBy reads the hold of reason and reference.
+func (l *Ledger) HoldBy(ctx context.Context, reason, reference string) (Hold, error) {
+	var h Hold
+	err := l.db.Gorm.WithContext(ctx).Table(holdsTable).Where("reason = ? AND reference = ?", reason, reference).Take(&h).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Hold{}, ErrNotFound
+	}
+	if err != nil {
+		return Hold{}, fmt.Errorf("hold %s %s: %w", reason, reference, err)
+	}
+	return h, nil
+}
+
+// Capture posts amount of hold id to account to as a transaction of kind
+// (its reference is the hold's), releasing the rest of the hold in the
+// same transaction. A second capture answers with the first result (the
+// hold as captured) and ErrDuplicate; a capture of a hold that ended
+// otherwise, or whose time has passed, is ErrHoldEnded.
+func (l *Ledger) Capture(ctx context.Context, id, amountRials, to int64, kind Kind, now time.Time) (Hold, error) {
+	return l.end(ctx, id, EndCapture, amountRials, to, kind, now)
+}
+
+// Release ends hold id without moving money. A second release answers with
+// the first result and ErrDuplicate.
+func (l *Ledger) Release(ctx context.Context, id int64, now time.Time) (Hold, error) {
+	return l.end(ctx, id, EndRelease, 0, 0, "", now)
+}
+
+// ExpireDue releases, as expired, up to batch open holds whose time has
+// passed, each in its own transaction; it returns how many it ended.
+func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, error) {
+	var ids []int64
+	q := l.db.Gorm.WithContext(ctx).Table(holdsTable).Select("id").Where("status = 'open' AND expires_at <= ?", now.UTC()).
+		Order("expires_at").Limit(batch)
+	if err := q.Find(&ids).Error; err != nil {
+		return 0, fmt.Errorf("due holds: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		_, err := l.end(ctx, id, EndExpire, 0, 0, "", now)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, ErrHoldEnded), errors.Is(err, ErrDuplicate):
+			// captured or released meanwhile: nothing to expire
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (l *Ledger) end(ctx context.Context, id int64, a EndAction, amount, to int64, kind Kind, now time.Time) (Hold, error) {
+	var out Hold
+	var decided error
+	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
+		var h Hold
+		if err := l.db.ForUpdate(tx.Table(holdsTable)).Take(&h, id).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound
+			}
+			return fmt.Errorf("hold %d: %w", id, err)
+		}
+		d := DecideEnd(h, a, amount, now)
+		if d.Replay {
+			out, decided = h, ErrDuplicate
+			return nil
+		}
+		if !d.Apply {
+			out = h
+			return d.Err
+		}
+		at := now.UTC()
+		vals := map[string]any{"status": d.To, "ended_at": at}
+		if d.To == HoldCaptured {
+			t, err := l.post(tx, Entry{Kind: kind, Reference: "hold:" + strconv.FormatInt(h.ID, 10),
+				Postings: Transfer(h.AccountID, to, amount), At: now}, map[int64]int64{h.AccountID: h.AmountRials})
+			if err != nil {
+				return err
+			}
+			vals["captured_rials"], vals["transaction_id"] = amount, t.ID
+			h.CapturedRials, h.TransactionID = amount, &t.ID
+		} else if _, err := move(tx, h.AccountID, 0, -h.AmountRials, at); err != nil {
+			return err
+		}
+		res := tx.Table(holdsTable).Where("id = ? AND status = 'open'", h.ID).Updates(vals)
+		if res.Error != nil {
+			return fmt.Errorf("end hold %d: %w", h.ID, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("end hold %d: %w", h.ID, ErrHoldEnded)
+		}
+		h.Status, h.EndedAt = d.To, &at
+		out, decided = h, d.Err // a capture too late: expired now, and refused
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, decided
+}
+
+// History is one page of an account's postings, newest first: each row is
+// a transaction that touched the account, with its balance after.
+type HistoryRow struct {
+	PostingID         int64
+	TransactionID     int64
+	Kind              Kind
+	Reference         string
+	Note              string
+	AmountRials       int64
+	BalanceAfterRials int64
+	CreatedAt         time.Time
+	PaymentPublicID   string // the top-up's, when the transaction belongs to one
+	RefID             *int64 // the bank's reference of that top-up
+	ReversesID        *int64
+}
+
+// History returns up to limit rows of account's history older than the
+// posting before (0: from the newest) and the cursor of the next page (0
+// when there is none).
+func (l *Ledger) History(ctx context.Context, accountID, before int64, limit int) ([]HistoryRow, int64, error) {
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	q := `SELECT lp.id, lp.transaction_id, t.kind, t.reference, t.note, lp.amount_rials, lp.balance_after_rials, lp.created_at,
+		p.public_id, p.ref_id, t.reverses_id
+		FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+		LEFT JOIN payments p ON p.id = t.payment_id
+		WHERE lp.account_id = ?`
+	args := []any{accountID}
+	if before > 0 {
+		q += ` AND lp.id < ?`
+		args = append(args, before)
+	}
+	q += ` ORDER BY lp.id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rs, err := l.db.Gorm.WithContext(ctx).Raw(q, args...).Rows()
+	if err != nil {
+		return nil, 0, fmt.Errorf("history of account %d: %w", accountID, err)
+	}
+	defer rs.Close()
+	var out []HistoryRow
+	for rs.Next() {
+		var r HistoryRow
+		var pub sql.NullString
+		if err := rs.Scan(&r.PostingID, &r.TransactionID, &r.Kind, &r.Reference, &r.Note, &r.AmountRials, &r.BalanceAfterRials,
+			&r.CreatedAt, &pub, &r.RefID, &r.ReversesID); err != nil {
+			return nil, 0, fmt.Errorf("history of account %d: %w", accountID, err)
+		}
+		r.PaymentPublicID = pub.String
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, 0, fmt.Errorf("history of account %d: %w", accountID, err)
+	}
+	var next int64
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].PostingID
+	}
+	return out, next, nil
+}
