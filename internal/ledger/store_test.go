@@ -319,27 +319,12 @@ func TestDrainNeverBelowZero(t *testing.T) {
 		ctx := context.Background()
 		a, c := b.wallet(10_000), b.wallet(0)
 		const n = 30
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		ok, refused := 0, 0
-		for i := range n {
-			wg.Go(func() {
-				_, err := b.l.Write(ctx, ledger.Entry{Kind: ledger.KindTransfer, Reference: fmt.Sprintf("d-%d", i), Postings: ledger.Transfer(a, c, 1_000), At: b.now})
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, ledger.ErrInsufficientFunds):
-					refused++
-				default:
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		if ok != 10 || refused != n-10 {
-			t.Fatalf("%d transfers made, %d refused; want 10 and %d", ok, refused, n-10)
+		got := race(t, n, func(i int) error {
+			_, err := b.l.Write(ctx, ledger.Entry{Kind: ledger.KindTransfer, Reference: fmt.Sprintf("d-%d", i), Postings: ledger.Transfer(a, c, 1_000), At: b.now})
+			return err
+		}, ledger.ErrInsufficientFunds)
+		if got[nil] != 10 || got[ledger.ErrInsufficientFunds] != n-10 {
+			t.Fatalf("%d transfers made, %d refused; want 10 and %d", got[nil], got[ledger.ErrInsufficientFunds], n-10)
 		}
 		b.figures(a, 0, 0)
 		b.figures(c, 10_000, 0)
@@ -357,30 +342,44 @@ func TestConcurrentCaptures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		first, replays := 0, 0
-		for range 50 {
-			wg.Go(func() {
-				_, err := b.l.Capture(ctx, h.ID, 50_000, merchant, ledger.KindCapture, b.now)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					first++
-				case errors.Is(err, ledger.ErrDuplicate):
-					replays++
-				default:
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		if first != 1 || replays != 49 {
-			t.Fatalf("%d captures, %d replays", first, replays)
+		got := race(t, 50, func(int) error {
+			_, err := b.l.Capture(ctx, h.ID, 50_000, merchant, ledger.KindCapture, b.now)
+			return err
+		}, ledger.ErrDuplicate)
+		if got[nil] != 1 || got[ledger.ErrDuplicate] != 49 {
+			t.Fatalf("%d captures, %d replays", got[nil], got[ledger.ErrDuplicate])
 		}
 		b.figures(payer, 50_000, 0)
 		b.figures(merchant, 50_000, 0)
 		b.check()
 	})
+}
+
+// race runs fn(0) … fn(n-1) at once and counts their outcomes: nil, or
+// the first of expected each error is; any other error fails the test.
+func race(t *testing.T, n int, fn func(i int) error, expected ...error) map[error]int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[error]int{}
+	for i := range n {
+		wg.Go(func() {
+			err := fn(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				got[nil]++
+				return
+			}
+			for _, e := range expected {
+				if errors.Is(err, e) {
+					got[e]++
+					return
+				}
+			}
+			t.Error(err)
+		})
+	}
+	wg.Wait()
+	return got
 }
