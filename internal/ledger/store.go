@@ -419,7 +419,8 @@ func (l *Ledger) Account(ctx context.Context, id int64) (Account, error) {
 
 // Hold reserves r.AmountRials of an account until r.ExpiresAt, in one
 // transaction: the hold row ((reason, reference) unique: a repeat answers
-// with the first hold) and the account's held figure, guarded so that its
+// with the first hold, as it stands, and ErrDuplicate) and the account's
+// held figure, guarded so that its
 // available balance stays ≥ 0 (ErrInsufficientFunds, nothing written).
 func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 	if r.AmountRials <= 0 {
@@ -441,7 +442,11 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 		return err
 	})
 	if errors.Is(err, ErrDuplicate) {
-		return l.HoldBy(ctx, r.Reason, r.Reference)
+		first, ferr := l.HoldBy(ctx, r.Reason, r.Reference)
+		if ferr != nil {
+			return Hold{}, errors.Join(err, ferr)
+		}
+		return first, ErrDuplicate
 	}
 	if err != nil {
 		return Hold{}, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)

@@ -202,7 +202,7 @@ func TestHolds(t *testing.T) {
 		b.figures(payer, 100_000, 60_000)
 		// The same hold asked again: the first.
 		if again, err := b.l.Hold(ctx, ledger.HoldRequest{AccountID: payer, AmountRials: 60_000, Reason: "charge", Reference: "ch_1",
-			ExpiresAt: b.now.Add(time.Hour), Now: b.now}); err != nil || again.ID != h.ID {
+			ExpiresAt: b.now.Add(time.Hour), Now: b.now}); !errors.Is(err, ledger.ErrDuplicate) || again.ID != h.ID || again.Status != ledger.HoldOpen {
 			t.Fatalf("repeat hold: %+v %v", again, err)
 		}
 		b.figures(payer, 100_000, 60_000)
