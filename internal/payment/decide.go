@@ -302,7 +302,21 @@ func decideCheck(in Input) Decision {
 	vr := in.Verify
 	code := vr.Code
 	switch vr.Outcome {
+	case gateway.VerifyReceiptUnconfirmed:
+		// Nothing the bank keeps ties the kept receipt to this payment
+		// (a callback's word, maybe another payment's sale) and its
+		// verify would name no token: not asked, never credited. The
+		// receipt is dropped with the move (it blocks no other payment).
+		d = stay(StatusNeedsReview, ReasonReceiptUnconfirmed, &code)
+		d.ClearReceipt = in.Payment.Receipt != nil
+		return d
 	case gateway.VerifyPaid, gateway.VerifyAlreadyVerified:
+		if vr.ReceiptAlone && vr.Outcome == gateway.VerifyPaid {
+			// A receipt verified on its own, the bank's record of our token
+			// gone: "already verified" is ours, but a fresh success does
+			// not say whose sale it was. A person looks.
+			return stay(StatusNeedsReview, ReasonReceiptUnconfirmed, &code)
+		}
 		if vr.RefID <= 0 {
 			return stay(StatusNeedsReview, ReasonNoRefID, &code)
 		}
@@ -508,12 +522,13 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	case status == StatusAwaitingPayment && r.AuthorityLifetime > 0 && age > r.AuthorityLifetime:
 		return StatusFailed, ReasonNotPaidAfterLife, true
 	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(p.CreatedAt) > r.VerifyDeadline &&
-		Reason(p.StatusReason) != ReasonSettleUnknown:
+		Reason(p.StatusReason) != ReasonSettleUnknown && p.RefID == nil:
 		// The bank's window counts from the payment at the bank, which a
 		// reopen here does not move. A payment the bank verified and whose
 		// settle is unknown (Mellat) is past that window's reach: the bank
 		// does not return a verified payment; it waits for settle (and
-		// MaxUnknown below).
+		// MaxUnknown below). Nor is one the bank verified (a reference on
+		// the row): the merchant kept that money.
 		return StatusNeedsReview, ReasonReturnedToPayer, true
 	case status == StatusPendingVerification && r.MaxUnknown > 0 && age > r.MaxUnknown:
 		return StatusNeedsReview, ReasonUnknownTooLong, true

@@ -92,6 +92,12 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 		{"not paid (page expired)", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51, NotPaid: gateway.NotPaidExpired}, nil},
 		{"amount mismatch", gateway.VerifyResult{Outcome: gateway.VerifyAmountMismatch, Code: -50}, nil},
 		{"invalid", gateway.VerifyResult{Outcome: gateway.VerifyInvalid, Code: -54}, nil},
+		// Issue 31 item 1: a receipt nobody confirmed is never verified on
+		// its own; a confirmed one verified alone counts only as "already
+		// verified", never as a fresh success.
+		{"receipt unconfirmed", gateway.VerifyResult{Outcome: gateway.VerifyReceiptUnconfirmed, Code: 404}, nil},
+		{"paid, receipt alone", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 0, RefID: 7005, AmountRials: 50_000, ReceiptAlone: true}, nil},
+		{"already verified, receipt alone", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 2, RefID: 7006, AmountRials: 50_000, ReceiptAlone: true}, nil},
 		{"rejected", gateway.VerifyResult{}, rejected},
 		{"time-out", gateway.VerifyResult{}, transient},
 		{"refused for this payment (-12)", gateway.VerifyResult{}, refusal},
@@ -129,6 +135,12 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonVerifiedPaid, code: ptr(100), attempt: true}
 		case "already verified":
 			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonAlreadyVerified, code: ptr(101), attempt: true}
+		case "already verified, receipt alone":
+			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonAlreadyVerified, code: ptr(2), attempt: true}
+		case "receipt unconfirmed":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonReceiptUnconfirmed, code: ptr(404), attempt: true}
+		case "paid, receipt alone":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonReceiptUnconfirmed, code: ptr(0), attempt: true}
 		case "paid without reference":
 			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonNoRefID, code: ptr(100), attempt: true}
 		case "amount mismatch":

@@ -45,6 +45,7 @@ const (
 	ReasonSettleRefused      Reason = "settle_refused"          // verified, but the bank refused to settle it (Mellat)
 	ReasonSettled            Reason = "settled"                 // the bank settled it (Mellat 0, or 45: settled before): credited
 	ReasonSettleWindowClosed Reason = "settle_window_closed"    // verified, settle still unknown when the gateway's settle window closed
+	ReasonReceiptUnconfirmed Reason = "receipt_unconfirmed"     // the payment's receipt is a callback's word the bank never tied to it (SEP), or its verify on its own answered a fresh success
 )
 
 // Event is one status change of a payment (table payment_events,

@@ -243,7 +243,10 @@ type verifyAnswer struct {
 // cancelled one NotPaidCancelled). A receipt SEP no longer has (after an
 // hour, or after verify or reversal: HTTP 404) leaves the kept RefNum,
 // whose verify says "already verified", "too late" or "reversed"; without
-// one it is outcome unknown. The amount SEP reports is compared with ours:
+// one it is outcome unknown. A kept RefNum is verified on its own only
+// when the bank confirmed it for our token before (in.ReceiptConfirmed;
+// the answer is then ReceiptAlone); otherwise VerifyReceiptUnconfirmed,
+// and VerifyTransaction is not called. The amount SEP reports is compared with ours:
 // another amount is VerifyAmountMismatch. A RefNum the receipt of the
 // token named just now (in.ReceiptFromBank: the payment code asked it
 // first, to keep it before the verify) is verified without asking again.
@@ -255,6 +258,20 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 	switch {
 	case err != nil && (status != http.StatusNotFound || in.Receipt == ""):
 		return gateway.VerifyResult{}, fmt.Errorf("sep verify %s: the token's receipt: %w", quote(in.Authority), err)
+	case err != nil && !in.ReceiptConfirmed:
+		// SEP no longer keeps the token's receipt, and nothing the bank
+		// said ties the kept RefNum to our token: it is a callback's word,
+		// maybe another payment's sale. VerifyTransaction names no token,
+		// so it is not called.
+		return gateway.VerifyResult{Outcome: gateway.VerifyReceiptUnconfirmed, Code: status,
+			Message: "the token's receipt is gone and the RefNum was never confirmed for it"}, nil
+	case err != nil:
+		// The RefNum the bank confirmed for our token before, verified on
+		// its own: only "already verified", "too late" or "reversed"
+		// count (ReceiptAlone).
+		res, err := c.verifyRefNum(ctx, in)
+		res.ReceiptAlone = err == nil
+		return res, err
 	case err == nil:
 		st, _ := wire.FlexInt(a.State)
 		ref := callbackReceipt(wire.FlexString(a.RefNum))

@@ -1,0 +1,202 @@
+package payment_test
+
+// Where a kept receipt came from (issue 31, items 1, 2 and 5): a
+// callback's receipt is the payer's word until the bank ties it to the
+// payment; only a receipt the bank confirmed is verified on its own, and a
+// receipt another payment holds unconfirmed gives way to that payment's
+// real callback once the bank confirms it there.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// TestSEPUnconfirmedReceiptCreditsNothing (item 1): payment A is older
+// than SEP's one-hour receipt window (cancelled, or never paid) and a
+// callback for A carries the RefNum of B, a fresh sale just paid. SEP no
+// longer keeps A's receipt, so nothing ties that RefNum to A: it is never
+// verified for A (VerifyTransaction names no token), A goes to review as
+// receipt_unconfirmed without the RefNum, and B's real callback keeps it
+// and is credited, verified once at the bank. Same amount or another.
+func TestSEPUnconfirmedReceiptCreditsNothing(t *testing.T) {
+	cases := []struct {
+		name    string
+		aAmount int64
+		aBefore string // what happened to A before the forged callback
+	}{
+		{"A cancelled, same amount", 130_000, "cancelled"},
+		{"A never paid, same amount", 130_000, "open"},
+		{"A cancelled, another amount", 110_000, "cancelled"},
+		{"A never paid, another amount", 110_000, "open"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e, bank := newBankEnv(t, db, "sep")
+				a := e.start(c.aAmount)
+				if c.aBefore == "cancelled" {
+					if _, err := bank.Finish(a.AuthorityString(), false); err != nil {
+						t.Fatal(err)
+					}
+					if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), "", false); err != nil || got.Status != payment.StatusFailed {
+						t.Fatalf("A's own callback: %s, %v", dump(got), err)
+					}
+				}
+				e.clock.Advance(61 * time.Minute) // past A's receipt hour (and its verify window)
+				b := e.start(130_000)
+				cbB, err := bank.Finish(b.AuthorityString(), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), cbB.Form["RefNum"], true)
+				if err != nil {
+					t.Fatalf("A's forged callback: %v", err)
+				}
+				if got.Status == payment.StatusCredited || got.ReceiptString() == cbB.Form["RefNum"] {
+					t.Fatalf("A after B's RefNum: %s receipt %q; want not credited, the RefNum not kept", dump(got), got.ReceiptString())
+				}
+				if ra := e.row(a.ID); ra.Status != payment.StatusNeedsReview || ra.StatusReason != "receipt_unconfirmed" {
+					t.Errorf("A: %s; want needs_review/receipt_unconfirmed", dump(ra))
+				}
+				if bp, _ := bank.Payment(b.AuthorityString()); bp.State == sandbank.StateVerified {
+					t.Fatalf("B's sale was verified through A's callback: %+v", bp)
+				}
+				got, err = e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), cbB.Form["RefNum"], true)
+				if err != nil || got.Status != payment.StatusCredited || got.ReceiptString() != cbB.Form["RefNum"] {
+					t.Fatalf("B's real callback: %s receipt %q, %v; want credited", dump(got), got.ReceiptString(), err)
+				}
+				if bp, _ := bank.Payment(b.AuthorityString()); bp.State != sandbank.StateVerified || bp.VerifyCount != 1 {
+					t.Errorf("B at the bank: %+v", bp)
+				}
+				if e.balance() != 130_000 {
+					t.Errorf("balance %d, want B's 130,000 only", e.balance())
+				}
+				e.assertUncredited(a)
+				checkInvariants(t, db)
+			})
+		})
+	}
+}
+
+// receiptField is the callback field that carries a gateway's receipt.
+var receiptField = map[string]string{"sep": "RefNum", "mellat": "SaleReferenceId"}
+
+// TestForgedReceiptNeverBeatsTheRealOne (item 2): payment A holds B's
+// receipt on a callback's word only (a forged callback for A kept it, and
+// A's check has not answered yet) when B's real callback comes. The bank
+// is asked with B's receipt for B (SEP: B's token's receipt names it;
+// Mellat: B's sale order binds it), confirms it, and B takes it from A:
+// credited once, never refused for a receipt another payment held.
+func TestForgedReceiptNeverBeatsTheRealOne(t *testing.T) {
+	for _, gw := range []string{"sep", "mellat"} {
+		t.Run(gw, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e, bank := newBankEnv(t, db, gw)
+				a, b := e.start(110_000), e.start(130_000)
+				cbB, err := bank.Finish(b.AuthorityString(), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				receipt := cbB.Form[receiptField[gw]]
+				// The hold a forged callback for A leaves (never confirmed).
+				if err := db.Gorm.Exec(`UPDATE payments SET receipt = ? WHERE id = ?`, receipt, a.ID).Error; err != nil {
+					t.Fatal(err)
+				}
+				got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), receipt, true)
+				if err != nil || got.Status != payment.StatusCredited || got.ReceiptString() != receipt {
+					t.Fatalf("B's real callback: %s receipt %q, %v; want credited with its receipt", dump(got), got.ReceiptString(), err)
+				}
+				if ra := e.row(a.ID); ra.Receipt != nil || ra.Status == payment.StatusCredited {
+					t.Errorf("A after B took its receipt: %s receipt %q", dump(ra), ra.ReceiptString())
+				}
+				if bp, _ := bank.Payment(b.AuthorityString()); bp.State != sandbank.StateVerified || bp.VerifyCount != 1 {
+					t.Errorf("B at the bank: %+v", bp)
+				}
+				if e.balance() != 130_000 {
+					t.Errorf("balance %d, want 130,000", e.balance())
+				}
+				checkInvariants(t, db)
+			})
+		})
+	}
+}
+
+// TestNewReceiptInPacingWindowIsNotKept (item 2): at Mellat, A's payer
+// cancelled and A failed on the bank's word. A forged callback for A
+// carrying B's SaleReferenceId within A's pacing window would be kept
+// unchecked until the worker asks (and, sent again after each check,
+// hold it for Mellat's whole 20-minute window, which then reverses B's
+// sale): it is refused, nothing kept. B's real callback is credited.
+func TestNewReceiptInPacingWindowIsNotKept(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "mellat")
+		a, b := e.start(110_000), e.start(130_000)
+		if _, err := bank.Finish(a.AuthorityString(), false); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), "", false); err != nil || got.Status != payment.StatusFailed {
+			t.Fatalf("A's own callback: %s, %v", dump(got), err)
+		}
+		cbB, err := bank.Finish(b.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		receipt := cbB.Form["SaleReferenceId"]
+		e.clock.Advance(2 * time.Second) // within A's pacing window
+		if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), receipt, true); err == nil {
+			t.Errorf("A's forged callback in its pacing window: %s, accepted", dump(got))
+		}
+		if ra := e.row(a.ID); ra.Receipt != nil || ra.Status != payment.StatusFailed {
+			t.Fatalf("A after the forged callback: %s receipt %q; want failed, nothing kept", dump(ra), ra.ReceiptString())
+		}
+		got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), receipt, true)
+		if err != nil || got.Status != payment.StatusCredited || e.balance() != 130_000 {
+			t.Fatalf("B's real callback: %s, %v, balance %d", dump(got), err, e.balance())
+		}
+		// After the window, a receipt brought to A is checked at once:
+		// B's sale is no sale of A's order, and nothing is kept.
+		e.clock.Advance(time.Minute)
+		if _, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), receipt, true); err == nil {
+			t.Errorf("A's forged callback after the window: accepted; want the receipt refused (B holds it, confirmed)")
+		}
+		if ra := e.row(a.ID); ra.Status == payment.StatusCredited || ra.Receipt != nil {
+			t.Errorf("A: %s receipt %q", dump(ra), ra.ReceiptString())
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// A payment the bank verified (its reference on the row) is never
+// labelled returned_to_payer when its gateway's verify window closes: the
+// merchant kept that money; it waits for MaxUnknown instead.
+func TestVerifiedNeverReturnedToPayer(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	rules := payment.Rules{VerifyDeadline: 30 * time.Minute, MaxUnknown: 2 * time.Hour}
+	ref := int64(4242)
+	for _, c := range []struct {
+		name   string
+		refID  *int64
+		to     payment.Status
+		reason payment.Reason
+		ok     bool
+	}{
+		{"not verified", nil, payment.StatusNeedsReview, payment.ReasonReturnedToPayer, true},
+		{"verified", &ref, "", "", false},
+	} {
+		opened := now.Add(-31 * time.Minute)
+		p := payment.Payment{Status: payment.StatusPendingVerification, CreatedAt: opened, OpenedAt: &opened, RefID: c.refID}
+		to, reason, ok := payment.Expiry(p, now, rules)
+		if to != c.to || reason != c.reason || ok != c.ok {
+			t.Errorf("%s: Expiry = %s %s %v, want %s %s %v", c.name, to, reason, ok, c.to, c.reason, c.ok)
+		}
+	}
+}
