@@ -232,7 +232,10 @@ func Decide(in Input) Decision {
 			return Decision{Action: ActionNone}
 		}
 		if to, reason, ok := Expiry(in.Payment, in.Now, in.Rules); ok {
-			return Decision{Action: ActionMove, To: to, Reason: reason, Deadline: true}
+			// A receipt the bank never confirmed is dropped with every
+			// move that ends the payment (Fields.ClearReceipt drops only
+			// an unconfirmed one): it must hold no other payment's.
+			return Decision{Action: ActionMove, To: to, Reason: reason, Deadline: true, ClearReceipt: in.Payment.Receipt != nil}
 		}
 		return Decision{Action: ActionNone}
 	}
@@ -466,6 +469,14 @@ func decideCreditFailed(in Input) Decision {
 	p := in.Payment
 	next := in.Now.Add(in.Rules.RecheckDelay)
 	d := Decision{Action: ActionKeep, To: p.Status, CountCreditFailure: true}
+	if p.Status == StatusFailed {
+		// Another actor failed it (on a stale view, the verifier's lease
+		// ran out) while the bank verified it: the bank holds money for
+		// it, so it never stays failed; like a reused reference, this edge
+		// is taken without the lease. A person looks.
+		d.Action, d.To, d.Reason = ActionMove, StatusNeedsReview, ReasonCreditFailed
+		return d
+	}
 	if !p.Status.open() || in.LeaseLost {
 		return d // ended meanwhile: counted, nothing to retry here
 	}

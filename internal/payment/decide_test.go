@@ -334,6 +334,9 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 			want := payment.Decision{Action: payment.ActionKeep, To: st}
 			switch {
 			case st == payment.StatusFailed:
+				// Ended failed by another actor while the bank verified it
+				// (issue 31): never left failed, a person looks.
+				want = payment.Decision{Action: payment.ActionMove, To: payment.StatusNeedsReview, Reason: payment.ReasonCreditFailed}
 			case failures == 2:
 				want = payment.Decision{Action: payment.ActionMove, To: payment.StatusNeedsReview, Reason: payment.ReasonCreditFailed}
 			default:

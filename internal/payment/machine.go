@@ -36,7 +36,7 @@ import (
 //	failed ───────────────▶ pending_verification reopen: a callback, reconciliation, an admin or the worker asks the bank again [lease]
 //	needs_review ─────────▶ pending_verification reopen, as above [lease]
 //	needs_review ─────────▶ failed             an admin closes it with a written note [lease]
-//	failed ───────────────▶ needs_review       the bank verified it with a reference another payment holds (a verifier whose lease ran out)
+//	failed ───────────────▶ needs_review       the bank verified it with a reference another payment holds, or its credit failed (a verifier whose lease ran out)
 //	awaiting_payment ─────▶ credited           the bank verified it (100/101 with a reference)
 //	pending_verification ─▶ credited           the bank verified it
 //	failed ───────────────▶ credited           the bank verified it (a verifier whose lease ran out)

@@ -8,10 +8,12 @@ package payment_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -199,4 +201,58 @@ func TestVerifiedNeverReturnedToPayer(t *testing.T) {
 			t.Errorf("%s: Expiry = %s %s %v, want %s %s %v", c.name, to, reason, ok, c.to, c.reason, c.ok)
 		}
 	}
+}
+
+// TestDeadlineDropsUnconfirmedReceipt (item 5): a payment the worker ends
+// at a deadline drops a receipt the bank never confirmed for it (here a
+// forged one a Mellat payment held when its authority's lifetime ended),
+// so that it blocks no other payment afterwards.
+func TestDeadlineDropsUnconfirmedReceipt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, _ := newBankEnv(t, db, "mellat")
+		a := e.start(110_000)
+		if err := db.Gorm.Exec(`UPDATE payments SET receipt = ? WHERE id = ?`, "987654321012", a.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(21 * time.Minute)
+		if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := e.row(a.ID)
+		if !r.Status.Terminal() || r.Receipt != nil {
+			t.Fatalf("after the deadline: %s receipt %q; want ended, the unconfirmed receipt dropped", dump(r), r.ReceiptString())
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// TestFailedCreditOfAFailedPaymentGoesToReview (item 5): the bank
+// verified a payment, but while its verifier's lease ran out another actor
+// failed it, and the credit then failed too. The bank holds money for it:
+// it does not stay failed, it goes to review (credit_failed).
+func TestFailedCreditOfAFailedPaymentGoesToReview(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(30_000)
+		e.store.set(func(h *hookStore) {
+			h.credit = func(payment.Move) error {
+				// Meanwhile another actor ended it, its lease run out.
+				if err := db.Gorm.Exec(`UPDATE payments SET status = ?, status_reason = ?, lease_owner = '', lease_until = NULL WHERE id = ?`,
+					string(payment.StatusFailed), string(payment.ReasonNotPaidAfterLife), p.ID).Error; err != nil {
+					t.Error(err)
+				}
+				return errors.New("the ledger refused the entry")
+			}
+		})
+		if _, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err == nil {
+			t.Fatal("the credit did not fail")
+		}
+		r := e.row(p.ID)
+		if r.Status != payment.StatusNeedsReview || r.StatusReason != string(payment.ReasonCreditFailed) || r.CreditFailures != 1 {
+			t.Fatalf("after the failed credit: %s (failures %d); want needs_review/credit_failed", dump(r), r.CreditFailures)
+		}
+		e.assertUncredited(p)
+	})
 }

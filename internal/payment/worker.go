@@ -222,7 +222,7 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 		}
 		// Failed past the authority's lifetime: should the payer pay after
 		// all, the callback (or reconciliation) reopens and credits it.
-		return w.expire(ctx, p, d.To, d.Reason)
+		return w.expire(ctx, p, d)
 	}
 	// Still open: the next check with backoff and jitter, never sooner
 	// than the pacing window after the last one.
@@ -259,12 +259,13 @@ func (w *Worker) allDown() bool {
 
 // expire ends an open payment past one of its deadlines, under the lease
 // like every other actor, so it cannot overrule a check in flight.
-func (w *Worker) expire(ctx context.Context, p Payment, to Status, reason Reason) (Payment, error) {
+func (w *Worker) expire(ctx context.Context, p Payment, d Decision) (Payment, error) {
 	tok, cur, err := w.s.claim(ctx, p.ID, []Status{p.Status})
 	if err != nil || tok == "" {
 		return cur, err
 	}
-	out, err := w.s.move(ctx, cur, cur.Status, change{to: to, actor: ActorWorker, reason: reason, lease: tok})
+	out, err := w.s.move(ctx, cur, cur.Status, change{to: d.To, actor: ActorWorker, reason: d.Reason, lease: tok,
+		set: Fields{ClearReceipt: d.ClearReceipt || cur.Receipt != nil}})
 	if errors.Is(err, errNotMoved) {
 		return w.s.release(ctx, cur, tok, Fields{})
 	}

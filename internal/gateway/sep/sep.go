@@ -343,7 +343,7 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 				return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
 					Err: errors.New("the answer names another RefNum")}
 			}
-			res.RefID = reference(d.RRN, d.StraceNo)
+			res.RefID = reference(d.RRN)
 			res.CardPANMasked = wire.MaskPAN(wire.FlexString(d.MaskedPan))
 			res.CardHash = wire.Truncate(wire.FlexString(d.HashedPan), 128)
 			amount, ok := wire.FlexInt(d.OrginalAmount)
@@ -378,13 +378,15 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 	return res, nil
 }
 
-// reference is the bank reference shown with a payment: the RRN, else the
-// trace number; 0 when neither is a positive number.
-func reference(rrn, strace json.RawMessage) int64 {
-	for _, raw := range []json.RawMessage{rrn, strace} {
-		if n, ok := wire.FlexInt(raw); ok && n > 0 {
-			return n
-		}
+// reference is the bank reference of a payment: the RRN; 0 when it is
+// not a positive number. The trace number (StraceNo) is never used on its
+// own: six digits that cycle, it is no unique reference (unique (gateway,
+// ref_id) would refuse a later payment's credit as a reused reference, or
+// tie two payments to one number); without an RRN the payment goes to
+// review (no_ref_id).
+func reference(rrn json.RawMessage) int64 {
+	if n, ok := wire.FlexInt(rrn); ok && n > 0 {
+		return n
 	}
 	return 0
 }

@@ -256,6 +256,10 @@ func TestVerifyDecoding(t *testing.T) {
 		transient  bool
 	}{
 		{"strings", `{"ResultCode":"0","Success":"true","TransactionDetail":{"RRN":"14411779380","RefNum":"R1","OrginalAmount":"10000","MaskedPan":"621986****1234"}}`, 200, gateway.VerifyPaid, 14411779380, false},
+		// The cycling 6-digit trace number is never the bank reference on
+		// its own (issue 31): no RRN, no reference (review, no_ref_id).
+		{"trace number only", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","StraceNo":"123456","OrginalAmount":10000}}`, 200, gateway.VerifyPaid, 0, false},
+		{"RRN and trace number", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"14411779381","StraceNo":"123456","OrginalAmount":10000}}`, 200, gateway.VerifyPaid, 14411779381, false},
 		{"duplicate without detail", `{"ResultCode":2,"ResultDescription":"تکراری"}`, 200, gateway.VerifyAlreadyVerified, 0, false},
 		{"success false", `{"ResultCode":0,"Success":false}`, 200, "", 0, true},
 		{"other receipt", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R2","RRN":"5","OrginalAmount":10000}}`, 200, "", 0, true},
