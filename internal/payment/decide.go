@@ -452,6 +452,9 @@ func decideReopen(in Input) Decision {
 	if in.LeaseLost || (p.Status != StatusFailed && p.Status != StatusNeedsReview) {
 		return Decision{Action: ActionNone}
 	}
+	if in.Actor == ActorCallback && !CallbackMayReopen(p) {
+		return Decision{Action: ActionNone} // the admin's decision stands
+	}
 	now := in.Now
 	next := now
 	if !in.CheckNow && p.LastCheckedAt != nil {
@@ -627,6 +630,29 @@ func ResolvedAt(from, to Status, now time.Time, newestFirst []Event) time.Time {
 		at = into.CreatedAt
 	}
 	return at
+}
+
+// CallbackMayReopen reports whether a callback may reopen an ended
+// payment p and ask the bank about it: not one an admin closed as failed
+// (closed_by_admin). A callback proves nothing, and anyone holding the
+// return link can send one: it must not undo a person's decision. The
+// admin's "ask the bank now" and reconciliation (the bank's own list or
+// receipt) still can.
+func CallbackMayReopen(p Payment) bool {
+	return !(p.Status == StatusFailed && Reason(p.StatusReason) == ReasonClosedByAdmin)
+}
+
+// OutcomeUnchanged reports whether a move from → to only confirms the
+// outcome the payment showed before it was last reopened (failed again,
+// under review again), given its events newest first: its public outcome
+// does not change, so partners hear nothing new (no webhook). Any other
+// move into an ended status is a new outcome.
+func OutcomeUnchanged(from, to Status, newestFirst []Event) bool {
+	if !ResolvedAtNeedsEvents(from, to) || len(newestFirst) == 0 {
+		return false
+	}
+	last := newestFirst[0]
+	return last.FromStatus == to && last.ToStatus == StatusPendingVerification
 }
 
 // ResolvedAtNeedsEvents reports whether ResolvedAt of a move from → to

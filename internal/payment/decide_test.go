@@ -262,6 +262,8 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 	review.Status = payment.StatusNeedsReview
 	credited := failed
 	credited.Status = payment.StatusCredited
+	adminClosed := failed
+	adminClosed.StatusReason = string(payment.ReasonClosedByAdmin)
 	open := func(st payment.Status, age time.Duration) payment.Payment {
 		return payment.Payment{ID: 1, Status: st, Authority: &auth, CreatedAt: t0.Add(-3 * time.Hour), OpenedAt: ptr(t0.Add(-age))}
 	}
@@ -296,6 +298,12 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 		{"reopen needs_review (reconcile)", payment.Input{Step: payment.StepReopen, Actor: payment.ActorReconcile, Payment: review, CheckNow: true},
 			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
 		{"the worker reopens a failed payment whose payer came back", payment.Input{Step: payment.StepReopen, Actor: payment.ActorWorker, Payment: failed, CheckNow: true},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		// Issue 31 item 4: a callback does not undo an admin's close; the
+		// admin's own recheck still reopens it.
+		{"a callback does not reopen a payment an admin closed", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: adminClosed, CheckNow: true},
+			payment.Decision{Action: payment.ActionNone}},
+		{"an admin reopens a payment an admin closed", payment.Input{Step: payment.StepReopen, Actor: payment.ActorAdmin, Payment: adminClosed, CheckNow: true},
 			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
 		{"reopen credited: nothing", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: credited, CheckNow: true},
 			payment.Decision{Action: payment.ActionNone}},

@@ -17,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // TestSEPUnconfirmedReceiptCreditsNothing (item 1): payment A is older
@@ -254,5 +255,69 @@ func TestFailedCreditOfAFailedPaymentGoesToReview(t *testing.T) {
 			t.Fatalf("after the failed credit: %s (failures %d); want needs_review/credit_failed", dump(r), r.CreditFailures)
 		}
 		e.assertUncredited(p)
+	})
+}
+
+// TestAnEventSaysSomethingNew (item 4): anyone holding a return link can
+// make us ask the bank about a failed payment once per pacing window. Each
+// round trip reopens it and fails it again on the bank's word: the
+// payment's events record each move, but partners hear "topup.failed"
+// once — a webhook only when the public outcome changes. And a payment an
+// admin closed as failed is not reopened by a callback at all: the row
+// answers, the bank is not asked, the admin's decision stands.
+func TestAnEventSaysSomethingNew(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "sep")
+		hooks, err := webhook.New(db, nil, webhook.Options{SessionSecret: []byte("0123456789abcdef0123456789abcdef"), AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := hooks.Create(ctx, e.user.ID, "http://127.0.0.1:1/all", webhook.Types()); err != nil {
+			t.Fatal(err)
+		}
+		deliveries := func(p payment.Payment, typ string) int64 {
+			return e.count(`SELECT COUNT(*) FROM webhook_deliveries WHERE payment_id = ? AND type = ?`, p.ID, typ)
+		}
+		a := e.start(110_000)
+		if _, err := bank.Finish(a.AuthorityString(), false); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), "", false)
+			if err != nil || got.Status != payment.StatusFailed {
+				t.Fatalf("round trip %d: %s, %v", i, dump(got), err)
+			}
+			e.clock.Advance(30 * time.Second)
+		}
+		if n := deliveries(a, webhook.TypeFailed); n != 1 {
+			t.Errorf("topup.failed deliveries of one failed payment asked about 5 times: %d, want 1", n)
+		}
+
+		// An admin's close.
+		b := e.start(120_000)
+		if _, err := bank.Finish(b.AuthorityString(), false); err != nil {
+			t.Fatal(err)
+		}
+		paymenttest.ForceStatus(t, db, b.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
+		if got, err := e.svc.AdminCloseFailed(ctx, b.PublicID, e.user.ID, "the payer confirmed they did not pay"); err != nil || got.Status != payment.StatusFailed {
+			t.Fatalf("admin close: %s, %v", dump(got), err)
+		}
+		e.clock.Advance(time.Minute)
+		events := len(e.events(b))
+		verifies := bank.Stats()["sep-verify"].Calls + bank.Stats()["sep-inquiry"].Calls
+		got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), "", true)
+		if err != nil || got.Status != payment.StatusFailed || got.StatusReason != string(payment.ReasonClosedByAdmin) {
+			t.Fatalf("callback after the admin's close: %s, %v; want the admin's decision", dump(got), err)
+		}
+		if n := len(e.events(b)); n != events {
+			t.Errorf("events after the callback: %d, want %d (%v)", n, events, e.events(b))
+		}
+		if n := bank.Stats()["sep-verify"].Calls + bank.Stats()["sep-inquiry"].Calls; n != verifies {
+			t.Errorf("the bank was asked about an admin-closed payment (%d calls, want %d)", n, verifies)
+		}
+		if n := deliveries(b, webhook.TypeFailed); n != 1 {
+			t.Errorf("topup.failed deliveries after the admin's close and a callback: %d, want 1", n)
+		}
 	})
 }

@@ -125,6 +125,12 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 	s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
 	switch p.Status {
 	case StatusFailed, StatusNeedsReview:
+		if !CallbackMayReopen(p) {
+			// An admin closed it: a callback does not undo a person's
+			// decision (ARCHITECTURE §5, Return from the bank).
+			s.log.WarnContext(ctx, "callback for a payment an admin closed: answered from the row", "payment", p.PublicID)
+			return p, nil
+		}
 		if !due && !newReceipt && Reason(p.StatusReason).bankAnswer() {
 			// The bank itself said so moments ago (a duplicate callback of
 			// a cancelled payment): its word is fresh, the row answers. A
@@ -236,7 +242,8 @@ func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, pa
 		if tok != "" {
 			return s.verifyAndApply(ctx, cur, tok, actor)
 		}
-		if actor == ActorCallback && cur.Status.Terminal() && cur.Status != StatusCredited && !freshBankWord(cur, start) && ctx.Err() == nil {
+		if actor == ActorCallback && cur.Status.Terminal() && cur.Status != StatusCredited && !freshBankWord(cur, start) &&
+			CallbackMayReopen(cur) && ctx.Err() == nil {
 			// Ended by another actor on what it read before this payer came
 			// back (the worker's last lifetime check, an expiry that
 			// committed after our read): that is no answer for a payer who
@@ -350,7 +357,7 @@ func (s *Service) reopenWaiting(ctx context.Context, p Payment, actor Actor, che
 			return cur, err
 		}
 		switch {
-		case cur.Status == StatusCredited, freshBankWord(cur, start):
+		case cur.Status == StatusCredited, freshBankWord(cur, start), actor == ActorCallback && !CallbackMayReopen(cur):
 			return cur, nil
 		case cur.Status.open():
 			// Reopened or checked by another actor: its check is ours too.

@@ -477,6 +477,7 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Paym
 	if !m.KeepLease {
 		vals["lease_until"], vals["lease_owner"] = nil, ""
 	}
+	unchanged := false // the public outcome is the one before the last reopen
 	if m.To.Terminal() {
 		resolved := m.Now
 		if payment.ResolvedAtNeedsEvents(m.From, m.To) {
@@ -486,6 +487,7 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Paym
 				return payment.Payment{}, fmt.Errorf("events of payment %s: %w", m.PublicID, err)
 			}
 			resolved = payment.ResolvedAt(m.From, m.To, m.Now, evs)
+			unchanged = payment.OutcomeUnchanged(m.From, m.To, evs)
 		}
 		vals["resolved_at"], vals["next_check_at"] = resolved, nil
 	} else {
@@ -520,6 +522,9 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Paym
 	}
 	if err := insertCalls(tx, m.Calls); err != nil {
 		return payment.Payment{}, err
+	}
+	if unchanged {
+		return out, nil // partners heard this outcome already: no webhook
 	}
 	n, err := enqueueWebhook(tx, m, out)
 	if err != nil {
