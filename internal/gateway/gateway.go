@@ -159,6 +159,10 @@ type VerifyResult struct {
 	// "reversed" count from it; a fresh success does not say the sale is
 	// this payment's.
 	ReceiptAlone bool
+	// NoCall: the driver asked the bank nothing (it had nothing to ask
+	// with: Mellat without a SaleReferenceId). A check that made no call
+	// counts no attempt and records no time of asking.
+	NoCall bool
 }
 
 // Settled reports whether the bank says the money is ours.

@@ -245,12 +245,22 @@ func TestMellatWithoutCallbackEndsAtTheWindow(t *testing.T) {
 					switch {
 					case minute < 20 && r.Status != payment.StatusAwaitingPayment:
 						t.Fatalf("minute %d, within the window: %s", minute, dump(r))
+					case minute < 20 && (r.Attempts != 0 || r.LastCheckedAt != nil):
+						// Issue 31 item 3: nothing was asked, nothing is counted.
+						t.Fatalf("minute %d: a check without a bank call counted: %s last checked %v", minute, dump(r), r.LastCheckedAt)
+					case minute >= 3 && minute < 20 && (r.NextCheckAt == nil || r.NextCheckAt.Before(p.CreatedAt.Add(20*time.Minute))):
+						// Looked at once (abandoned after 2 minutes), then next
+						// when the verify window closes.
+						t.Fatalf("minute %d: next check %v, want at the verify window's end", minute, r.NextCheckAt)
 					case minute > 20 && (r.Status != payment.StatusNeedsReview || r.StatusReason != string(payment.ReasonReturnedToPayer)):
 						t.Fatalf("minute %d, past the window: %s", minute, dump(r))
 					}
 				}
 				if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateReversed {
 					t.Errorf("at the bank: %+v", bp)
+				}
+				if n := bank.Stats()["mellat-verify"].Calls + bank.Stats()["mellat-inquiry"].Calls; n != 0 {
+					t.Errorf("the bank was asked %d times about a sale nobody named", n)
 				}
 				e.assertUncredited(p)
 				if e.balance() != 0 {

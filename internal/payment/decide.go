@@ -393,6 +393,14 @@ func decideCheck(in Input) Decision {
 			return stay(StatusFailed, ReasonBankCancelled, &code)
 		}
 		d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
+		if vr.NoCall {
+			// Nothing was asked (no sale named yet): nothing is counted,
+			// and the next look is when the gateway's window closes.
+			d.Checked, d.CountAttempt = false, false
+			if at, ok := WaitsForCallback(in.Payment, in.Rules); ok && at.After(next) {
+				d.NextCheckAt = &at
+			}
+		}
 		return d
 	}
 	return stay(StatusNeedsReview, ReasonVerifyRejected, &code)
@@ -554,6 +562,19 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 		return StatusNeedsReview, ReasonUnknownTooLong, true
 	}
 	return "", "", false
+}
+
+// WaitsForCallback reports whether nothing can be asked about p until
+// its payer comes back — at a gateway whose verify needs the callback's
+// data (Rules.CallbackOnly: Mellat's SaleReferenceId), an awaiting
+// payment with no callback and no receipt — and when to look at it next:
+// just after the gateway's verify window closes, when Expiry sends it to
+// review. A check before then would make no bank call, and counts none.
+func WaitsForCallback(p Payment, r Rules) (time.Time, bool) {
+	if !r.CallbackOnly || r.VerifyDeadline <= 0 || p.Status != StatusAwaitingPayment || p.ReturnedAt != nil || p.Receipt != nil {
+		return time.Time{}, false
+	}
+	return p.CreatedAt.Add(r.VerifyDeadline + time.Second), true
 }
 
 // PageTime is how long the payer had the bank's page when a check is

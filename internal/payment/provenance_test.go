@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -320,4 +321,29 @@ func TestAnEventSaysSomethingNew(t *testing.T) {
 			t.Errorf("topup.failed deliveries after the admin's close and a callback: %d, want 1", n)
 		}
 	})
+}
+
+// A check that made no bank call (Mellat without a sale named) counts
+// nothing and looks again when the verify window closes (item 3); one
+// that asked the bank counts as before.
+func TestCheckWithoutACallCountsNothing(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	created := now.Add(-3 * time.Minute)
+	rules := payment.Rules{RecheckDelay: 20 * time.Second, VerifyDeadline: 20 * time.Minute, CallbackOnly: true}
+	p := payment.Payment{ID: 1, AmountRials: 50_000, Status: payment.StatusAwaitingPayment, CreatedAt: created, OpenedAt: &created}
+	for _, c := range []struct {
+		name    string
+		noCall  bool
+		counted bool
+		next    time.Time
+	}{
+		{"no call", true, false, created.Add(20*time.Minute + time.Second)},
+		{"asked the bank", false, true, now.Add(20 * time.Second)},
+	} {
+		d := payment.Decide(payment.Input{Step: payment.StepCheck, Actor: payment.ActorWorker, Payment: p, Now: now, Rules: rules,
+			Verify: gateway.VerifyResult{Outcome: gateway.VerifyNoSale, Code: 42, NoCall: c.noCall}})
+		if d.Action != payment.ActionKeep || d.Checked != c.counted || d.CountAttempt != c.counted || d.NextCheckAt == nil || !d.NextCheckAt.Equal(c.next) {
+			t.Errorf("%s: %+v (next %v), want keep, counted %v, next %v", c.name, d, d.NextCheckAt, c.counted, c.next)
+		}
+	}
 }

@@ -415,7 +415,7 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 		return s.settleAndApply(vctx, p, tok, actor, settler, vin, held, false)
 	}
 	vr, err := gw.Verify(vctx, vin)
-	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err,
+	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.checkRules(p), Verify: vr, VerifyErr: err,
 		NeedsSettle: needsSettle}
 	d := Decide(in)
 	if cand != "" && (d.Action == ActionSettle || d.Action == ActionCredit) {
@@ -642,6 +642,16 @@ func settlerOf(gw gateway.Gateway) (gateway.Settler, bool) {
 // rules are the decision core's time rules of this service.
 func (s *Service) rules() Rules {
 	return Rules{RecheckDelay: s.cfg.RecheckDelay, MaxCreditFailures: s.cfg.MaxCreditFailures}
+}
+
+// checkRules are rules() with p's gateway's verify window and whether its
+// verify needs the callback's data (a check that could ask nothing looks
+// again when the window closes).
+func (s *Service) checkRules(p Payment) Rules {
+	r := s.rules()
+	g := s.cfg.Gateways[p.Gateway]
+	r.VerifyDeadline, r.CallbackOnly = g.VerifyDeadline, g.callbackOnly()
+	return r
 }
 
 // checkedSet is what a decision's record of a check writes: when the bank

@@ -208,6 +208,19 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 		// check and the deadlines, do not spend them.
 		return p, w.s.schedule(ctx, p, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
 	}
+	if at, ok := WaitsForCallback(p, w.rulesFor(p)); ok {
+		// Nothing can be asked before the payer comes back (a callback is
+		// checked at once): no check, no attempt; the deadlines, else the
+		// next look when the gateway's verify window closes.
+		d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, Payment: p, Now: w.s.clock(), Rules: w.rulesFor(p)})
+		if d.Action == ActionMove {
+			return w.expire(ctx, p, d)
+		}
+		if now := w.s.clock(); !at.After(now) {
+			at = now.Add(w.s.cfg.RecheckDelay)
+		}
+		return p, w.s.schedule(ctx, p, at)
+	}
 	if w.s.dueForCheck(p) {
 		// Paced in the claim: a callback may have asked since the row was
 		// read (N3).
