@@ -72,6 +72,13 @@ type Observer interface {
 	CreditFailed(gateway string, escalated bool)
 }
 
+// OutboxObserver is an Observer that also hears of moves (credits among
+// them) the partners' webhook outbox refused (ErrOutbox): a failure of
+// ours, not the bank's, with an alert of its own.
+type OutboxObserver interface {
+	OutboxFailed(gateway string)
+}
+
 // bankAnswer reports whether a payment ended with this reason on the
 // bank's own answer to a check (rather than on a deadline or a person).
 func (r Reason) bankAnswer() bool {

@@ -159,10 +159,24 @@ func (s *Service) move(ctx context.Context, p Payment, from Status, c change) (P
 	}
 	moved, err := s.st.Move(ctx, moveOf(p, from, c, s.clock()))
 	if err != nil {
+		s.outboxFailed(ctx, p, err)
 		return p, err
 	}
 	s.observe(p.Gateway, from, c)
 	return moved, nil
+}
+
+// outboxFailed tells the observer, and the log, of a move the partners'
+// webhook outbox refused (ErrOutbox): it blocks the payment's move, a
+// credit too, and is no error of the bank's.
+func (s *Service) outboxFailed(ctx context.Context, p Payment, err error) {
+	if !errors.Is(err, ErrOutbox) {
+		return
+	}
+	s.log.ErrorContext(ctx, "the webhook outbox refused a payment's event: its move was rolled back", "payment", p.PublicID, "err", err)
+	if o, ok := s.cfg.Observer.(OutboxObserver); ok {
+		o.OutboxFailed(p.Gateway)
+	}
 }
 
 // observe tells the observer of a committed change.

@@ -129,6 +129,10 @@ var (
 	// submitted twice, an authority or bank reference held by another
 	// payment): the guarantee, handled as a replay or a conflict.
 	ErrDuplicate = errors.New("unique constraint")
+	// ErrOutbox: the partners' webhook outbox refused a move's event (its
+	// insert failed), so the move (a credit too) was rolled back. Not the
+	// bank's doing: observed on its own (OutboxObserver).
+	ErrOutbox = errors.New("the webhook outbox refused the event")
 )
 
 // errNotMoved is ErrNotMoved (the package's own spelling).

@@ -9,6 +9,7 @@ package payment_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -346,4 +347,58 @@ func TestCheckWithoutACallCountsNothing(t *testing.T) {
 			t.Errorf("%s: %+v (next %v), want keep, counted %v, next %v", c.name, d, d.NextCheckAt, c.counted, c.next)
 		}
 	}
+}
+
+// outboxObserver counts what the service tells its observer.
+type outboxObserver struct {
+	mu                     sync.Mutex
+	outbox, creditFailures int
+}
+
+func (o *outboxObserver) Transitioned(string, payment.Status, payment.Status, payment.Actor) {}
+func (o *outboxObserver) Credited(string, int64)                                             {}
+func (o *outboxObserver) CreditFailed(string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.creditFailures++
+}
+func (o *outboxObserver) OutboxFailed(string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outbox++
+}
+
+// TestOutboxFailureIsObservedOnItsOwn (item 5): when the partners'
+// webhook outbox refuses a credit's event (its insert fails), the credit
+// of a bank-verified payment is rolled back; the failure is told apart
+// from the bank's (payment.ErrOutbox, OutboxObserver: its own metric and
+// alert), and the payment is credited once the outbox works again.
+func TestOutboxFailureIsObservedOnItsOwn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		obs := &outboxObserver{}
+		e := newEnvWith(t, db, func(c *payment.Config) { c.Observer = obs })
+		p := e.start(40_000)
+		if err := db.Gorm.Exec(`ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_gone`).Error; err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		if !errors.Is(err, payment.ErrOutbox) {
+			t.Fatalf("credit with the outbox refusing: %v, want ErrOutbox", err)
+		}
+		obs.mu.Lock()
+		if obs.outbox != 1 || obs.creditFailures != 1 {
+			t.Errorf("observed %d outbox failures and %d failed credits, want 1 and 1", obs.outbox, obs.creditFailures)
+		}
+		obs.mu.Unlock()
+		e.assertUncredited(p)
+		if err := db.Gorm.Exec(`ALTER TABLE webhook_deliveries_gone RENAME TO webhook_deliveries`).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+			t.Fatalf("after the repair: %s, %v", dump(got), err)
+		}
+		checkInvariants(t, db)
+	})
 }

@@ -710,6 +710,7 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 	calls := held.take()
 	out, was, err := s.st.Credit(ctx, moveOf(p, p.Status, c, s.clock()), p.WalletID, calls)
 	if err != nil {
+		s.outboxFailed(ctx, p, err)
 		// Rolled back: the attempts are written on their own.
 		for _, c := range calls {
 			held.add(c)

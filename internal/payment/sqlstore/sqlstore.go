@@ -547,8 +547,12 @@ func enqueueWebhook(tx *gorm.DB, m payment.Move, p payment.Payment) (int64, erro
 	if m.To == payment.StatusCredited {
 		creditedAt = &m.Now // the ledger entry's time (creditTx)
 	}
-	return webhook.Enqueue(tx, webhook.Event{UserID: p.UserID, PaymentID: m.PaymentID, Type: typ,
+	n, err := webhook.Enqueue(tx, webhook.Event{UserID: p.UserID, PaymentID: m.PaymentID, Type: typ,
 		TopUp: payment.ViewOf(p, creditedAt, nil), CreatedAt: m.Now})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", payment.ErrOutbox, err)
+	}
+	return n, nil
 }
 
 // Credit implements payment.Store: in one transaction, the move to
