@@ -402,8 +402,14 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 		}
 	}
 	vin.ReceiptConfirmed = p.ReceiptConfirmed()
+	// A callback's receipt another payment holds unconfirmed is asked
+	// about here, at a gateway whose verify binds it to our order
+	// (Mellat's sale order): a success confirms that very receipt for this
+	// payment. At SEP the bank's receipt of our token names it instead
+	// (keepBankReceipt above takes it then); a verify there may confirm
+	// another RefNum than the callback's, so the candidate is not used.
 	cand := candidateReceipt(ctx)
-	if cand != "" && p.Receipt == nil && vin.Receipt == "" {
+	if cand != "" && p.Receipt == nil && vin.Receipt == "" && s.cfg.Gateways[p.Gateway].ReceiptLife <= 0 {
 		vin.Receipt = cand // the payer's word: asked, not kept (yet)
 	} else {
 		cand = ""
