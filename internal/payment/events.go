@@ -84,7 +84,7 @@ type OutboxObserver interface {
 func (r Reason) bankAnswer() bool {
 	switch r {
 	case ReasonBankCancelled, ReasonBankExpired, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused,
-		ReasonSettleRefused:
+		ReasonSettleRefused, ReasonReceiptUnconfirmed:
 		return true
 	}
 	return false
