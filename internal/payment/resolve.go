@@ -136,7 +136,8 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 			// a cancelled payment): its word is fresh, the row answers. A
 			// callback bringing the first receipt is no duplicate (a
 			// Mellat payer back with a sale after a callback without
-			// one): reopened, and asked when the window ends.
+			// one); it gets here only when the bank may be asked (else it
+			// was refused above), and is reopened and asked at once.
 			return p, nil
 		}
 		// The payer may have paid after we gave up (the bank page was still
