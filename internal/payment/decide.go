@@ -564,6 +564,18 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	return "", "", false
 }
 
+// NewReceiptTooSoon reports whether a callback bringing receipt to p
+// must be refused, nothing kept: a receipt p does not hold yet, on a
+// payment not credited whose first callback came before and whose bank
+// was asked within the pacing window. A receipt is kept only to be
+// checked at once; kept unchecked, a forged one would hold another
+// payment's receipt against that payment's real callback until the
+// worker asks. The very first callback is always checked at once.
+func NewReceiptTooSoon(p Payment, receipt string, now time.Time, recheck time.Duration) bool {
+	return receipt != "" && p.Receipt == nil && p.Status != StatusCredited && p.ReturnedAt != nil &&
+		!DueForCheck(p, now, recheck)
+}
+
 // WaitsForCallback reports whether nothing can be asked about p until
 // its payer comes back — at a gateway whose verify needs the callback's
 // data (Rules.CallbackOnly: Mellat's SaleReferenceId), an awaiting

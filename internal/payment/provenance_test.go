@@ -402,3 +402,29 @@ func TestOutboxFailureIsObservedOnItsOwn(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// NewReceiptTooSoon, the receipt rule of a callback inside the pacing
+// window (item 2), as a table.
+func TestNewReceiptTooSoon(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	recent, old := now.Add(-5*time.Second), now.Add(-time.Minute)
+	kept := "R0"
+	for _, c := range []struct {
+		name    string
+		p       payment.Payment
+		receipt string
+		want    bool
+	}{
+		{"first callback", payment.Payment{Status: payment.StatusAwaitingPayment, LastCheckedAt: &recent}, "R1", false},
+		{"new receipt, asked moments ago", payment.Payment{Status: payment.StatusFailed, ReturnedAt: &old, LastCheckedAt: &recent}, "R1", true},
+		{"new receipt after the window", payment.Payment{Status: payment.StatusFailed, ReturnedAt: &old, LastCheckedAt: &old}, "R1", false},
+		{"never asked", payment.Payment{Status: payment.StatusAwaitingPayment, ReturnedAt: &old}, "R1", false},
+		{"the kept receipt again", payment.Payment{Status: payment.StatusPendingVerification, ReturnedAt: &old, LastCheckedAt: &recent, Receipt: &kept}, "R0", false},
+		{"no receipt", payment.Payment{Status: payment.StatusFailed, ReturnedAt: &old, LastCheckedAt: &recent}, "", false},
+		{"credited", payment.Payment{Status: payment.StatusCredited, ReturnedAt: &old, LastCheckedAt: &recent}, "R1", false},
+	} {
+		if got := payment.NewReceiptTooSoon(c.p, c.receipt, now, 20*time.Second); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

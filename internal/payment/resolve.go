@@ -77,7 +77,7 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 		return Payment{}, ErrAuthorityMismatch
 	}
 	newReceipt := receipt != "" && p.Receipt == nil
-	if newReceipt && p.Status != StatusCredited && p.ReturnedAt != nil && !s.dueForCheck(p) {
+	if NewReceiptTooSoon(p, receipt, s.clock(), s.cfg.RecheckDelay) {
 		// A new receipt the bank cannot be asked about now (asked moments
 		// ago) is refused, never kept unchecked: kept, a forged one would
 		// hold another payment's receipt against that payment's real
