@@ -208,9 +208,15 @@ func received(r apptest.Response) bool {
 	return r.Status == http.StatusOK && apptest.PaymentStatus(r.Body) == "credited" && doc.TestID("result-received") != nil
 }
 
-// "Already verified" (SEP ResultCode 2, Mellat 43) and "already settled"
-// (Mellat 45) credit, never fail: the bank verified (and settled) the
-// payment before our callback came (a crash, another instance).
+// "Already verified" (Mellat 43) and "already settled" (Mellat 45)
+// credit, never fail: the bank verified (and settled) the payment before
+// our callback came (a crash, another instance). At SEP a verify names no
+// token, and once verified SEP forgets the token's receipt: a RefNum only
+// the callback names was never tied to this payment by the bank, so it is
+// not verified on its own (issue 31) — the payment goes to review
+// (receipt_unconfirmed), never failed, never credited on the callback's
+// word. (Kifpool's own verify keeps the RefNum the token's receipt names
+// before it verifies, so its crashes do not end here.)
 func TestPOSTGatewayAlreadyVerified(t *testing.T) {
 	for _, gw := range postGateways {
 		t.Run(gw.name, func(t *testing.T) {
@@ -237,8 +243,12 @@ func TestPOSTGatewayAlreadyVerified(t *testing.T) {
 					}
 				}
 				r := postBack(t, app, cb, nil)
-				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != "credited" || c.Balance() != 120_000 {
-					t.Fatalf("status %q balance %d", st, c.Balance())
+				want, balance := "credited", int64(120_000)
+				if gw.name == "sep" {
+					want, balance = "needs_review", 0
+				}
+				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != want || c.Balance() != balance {
+					t.Fatalf("status %q balance %d, want %q %d", st, c.Balance(), want, balance)
 				}
 				apptest.CheckInvariants(t, db)
 			})

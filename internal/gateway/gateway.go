@@ -78,6 +78,15 @@ type VerifyInput struct {
 	// claim: a driver that would otherwise ask the bank which receipt is
 	// ours (SEP) need not ask again.
 	ReceiptFromBank bool
+	// ReceiptConfirmed: the bank tied Receipt to this payment before (its
+	// record of our token named it, or a verify for this payment
+	// confirmed it); false for a callback's word alone. A driver whose
+	// verify of a receipt names no token (SEP) verifies a receipt on its
+	// own only when it is confirmed, and then takes from that verify only
+	// "already verified", "too late" or "reversed", never a fresh success
+	// (VerifyResult.ReceiptAlone); an unconfirmed one it does not verify
+	// (VerifyReceiptUnconfirmed).
+	ReceiptConfirmed bool
 }
 
 // VerifyOutcome classifies a definite verify answer.
@@ -103,6 +112,12 @@ const (
 	// took it returns itself, unverified); before the payer came back,
 	// the payer may still be on the bank's page.
 	VerifyNoSale VerifyOutcome = "no_sale"
+	// VerifyReceiptUnconfirmed: nothing the bank keeps ties the payment's
+	// receipt to it (SEP: the token's receipt is gone, an hour after the
+	// token or once verified, and the kept RefNum is a callback's word
+	// only), and its verify would name no token: it was not called. Not
+	// the bank's word that the payment was not paid; a person looks.
+	VerifyReceiptUnconfirmed VerifyOutcome = "receipt_unconfirmed"
 )
 
 // NotPaidCause is why a payment was not paid, as far as the driver can
@@ -138,6 +153,16 @@ type VerifyResult struct {
 	// NotPaid: with VerifyNotPaid, why (the page expired, or the payer
 	// left it); NotPaidUnknown when the driver cannot tell.
 	NotPaid NotPaidCause
+	// ReceiptAlone: the answer is a verify of the payment's kept receipt
+	// on its own (VerifyInput.ReceiptConfirmed), the bank's record of the
+	// token no longer naming it: only "already verified", "too late" or
+	// "reversed" count from it; a fresh success does not say the sale is
+	// this payment's.
+	ReceiptAlone bool
+	// NoCall: the driver asked the bank nothing (it had nothing to ask
+	// with: Mellat without a SaleReferenceId). A check that made no call
+	// counts no attempt and records no time of asking.
+	NoCall bool
 }
 
 // Settled reports whether the bank says the money is ours.

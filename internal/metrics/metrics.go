@@ -46,6 +46,7 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	credited    *prometheus.CounterVec
 	creditFails *prometheus.CounterVec
+	outboxFails *prometheus.CounterVec
 	hookTries   *prometheus.CounterVec
 	hookTime    prometheus.Histogram
 	hookGaveUp  prometheus.Counter
@@ -75,6 +76,10 @@ func New(src Sources) *Metrics {
 		Name: "kifpool_credit_failures_total",
 		Help: "Credits of bank-verified payments that failed (rolled back), by gateway and what followed: retry, or needs_review after repeated failures.",
 	}, []string{"gateway", "then"})
+	m.outboxFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kifpool_webhook_outbox_failures_total",
+		Help: "Payment moves (credits among them) rolled back because the partners' webhook outbox refused their event, by gateway: our database, not the bank.",
+	}, []string{"gateway"})
 	m.hookTries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kifpool_webhook_attempts_total", Help: "Webhook delivery attempts by result: delivered (2xx within the timeout) or failed.",
 	}, []string{"result"})
@@ -85,7 +90,7 @@ func New(src Sources) *Metrics {
 	m.hookGaveUp = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kifpool_webhook_gave_up_total", Help: "Webhook deliveries that gave up after the retry window (WEBHOOK_RETRY_FOR); their endpoint is marked failing.",
 	})
-	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, m.hookTries, m.hookTime, m.hookGaveUp, &scraped{src: src},
+	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, m.outboxFails, m.hookTries, m.hookTime, m.hookGaveUp, &scraped{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -119,6 +124,11 @@ func (m *Metrics) CreditFailed(gateway string, escalated bool) {
 		then = "needs_review"
 	}
 	m.creditFails.WithLabelValues(gateway, then).Inc()
+}
+
+// OutboxFailed implements payment.OutboxObserver.
+func (m *Metrics) OutboxFailed(gateway string) {
+	m.outboxFails.WithLabelValues(gateway).Inc()
 }
 
 // WebhookAttempt implements webhook.Observer.

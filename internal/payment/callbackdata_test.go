@@ -245,12 +245,22 @@ func TestMellatWithoutCallbackEndsAtTheWindow(t *testing.T) {
 					switch {
 					case minute < 20 && r.Status != payment.StatusAwaitingPayment:
 						t.Fatalf("minute %d, within the window: %s", minute, dump(r))
+					case minute < 20 && (r.Attempts != 0 || r.LastCheckedAt != nil):
+						// Issue 31 item 3: nothing was asked, nothing is counted.
+						t.Fatalf("minute %d: a check without a bank call counted: %s last checked %v", minute, dump(r), r.LastCheckedAt)
+					case minute >= 3 && minute < 20 && (r.NextCheckAt == nil || r.NextCheckAt.Before(p.CreatedAt.Add(20*time.Minute))):
+						// Looked at once (abandoned after 2 minutes), then next
+						// when the verify window closes.
+						t.Fatalf("minute %d: next check %v, want at the verify window's end", minute, r.NextCheckAt)
 					case minute > 20 && (r.Status != payment.StatusNeedsReview || r.StatusReason != string(payment.ReasonReturnedToPayer)):
 						t.Fatalf("minute %d, past the window: %s", minute, dump(r))
 					}
 				}
 				if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateReversed {
 					t.Errorf("at the bank: %+v", bp)
+				}
+				if n := bank.Stats()["mellat-verify"].Calls + bank.Stats()["mellat-inquiry"].Calls; n != 0 {
+					t.Errorf("the bank was asked %d times about a sale nobody named", n)
 				}
 				e.assertUncredited(p)
 				if e.balance() != 0 {
@@ -266,10 +276,11 @@ func TestMellatWithoutCallbackEndsAtTheWindow(t *testing.T) {
 // failed (bank_cancelled) by a callback without a sale (the bank's
 // cancel, or a forged one), then the payer pays on the page still open
 // and comes back with a sale within the pacing window. That callback is
-// not a duplicate of the bank's word: the payment is reopened at once
-// (the payer's page says "confirming", not "failed") and the worker asks
-// when the window ends and credits it once. A duplicate of the cancel
-// itself is still answered from the row.
+// not a duplicate of the bank's word, but the bank was asked moments ago:
+// its new receipt is refused, never kept unchecked (issue 31: kept, a
+// forged one would hold another payment's sale), and the payer's retry
+// after the window is checked at once and credited once. A duplicate of
+// the cancel itself is still answered from the row.
 func TestPaidCallbackAfterABankCancelIsAskedAgain(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -290,11 +301,17 @@ func TestPaidCallbackAfterABankCancelIsAskedAgain(t *testing.T) {
 		}
 		e.clock.Advance(2 * time.Second) // within the pacing window
 		got, err = e.svc.ReturnWithReceipt(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
-		if err != nil || got.Status != payment.StatusPendingVerification {
-			t.Fatalf("callback with a sale within the window: %s, %v; want reopened", dump(got), err)
+		if !errors.Is(err, payment.ErrReceiptTooSoon) {
+			t.Fatalf("callback with a sale within the window: %s, %v; want refused, too soon", dump(got), err)
+		}
+		if r := e.row(p.ID); r.Receipt != nil || r.Status != payment.StatusFailed {
+			t.Fatalf("after the refused callback: %s receipt %q", dump(r), r.ReceiptString())
 		}
 		e.assertUncredited(p)
 		e.clock.Advance(30 * time.Second)
+		if got, err = e.svc.ReturnWithReceipt(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil {
+			t.Fatalf("the payer's retry after the window: %s, %v", dump(got), err)
+		}
 		if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -342,11 +359,20 @@ func TestAForgedReceiptBlocksNoRealCallback(t *testing.T) {
 					t.Fatalf("B's real callback: %s, %v", dump(got), err)
 				}
 				e.clock.Advance(2 * time.Second) // within A's pacing window
-				if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); err != nil ||
-					got.Status != payment.StatusPendingVerification {
-					t.Fatalf("A's real callback: %s, %v; want reopened", dump(got), err)
+				// A new receipt the bank cannot be asked about now is refused,
+				// never kept unchecked (issue 31); the payer's retry after the
+				// window is checked at once.
+				if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); !errors.Is(err, payment.ErrReceiptTooSoon) {
+					t.Fatalf("A's real callback in the window: %s, %v; want refused, too soon", dump(got), err)
+				}
+				if ra := e.row(a.ID); ra.Receipt != nil {
+					t.Fatalf("A kept a receipt unchecked: %q", ra.ReceiptString())
 				}
 				e.clock.Advance(30 * time.Second)
+				if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); err != nil ||
+					got.Status != payment.StatusCredited {
+					t.Fatalf("A's real callback after the window: %s, %v; want credited at once", dump(got), err)
+				}
 				if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
 					t.Fatal(err)
 				}

@@ -233,7 +233,10 @@ func Decide(in Input) Decision {
 			return Decision{Action: ActionNone}
 		}
 		if to, reason, ok := Expiry(in.Payment, in.Now, in.Rules); ok {
-			return Decision{Action: ActionMove, To: to, Reason: reason, Deadline: true}
+			// A receipt the bank never confirmed is dropped with every
+			// move that ends the payment (Fields.ClearReceipt drops only
+			// an unconfirmed one): it must hold no other payment's.
+			return Decision{Action: ActionMove, To: to, Reason: reason, Deadline: true, ClearReceipt: in.Payment.Receipt != nil}
 		}
 		return Decision{Action: ActionNone}
 	}
@@ -303,7 +306,21 @@ func decideCheck(in Input) Decision {
 	vr := in.Verify
 	code := vr.Code
 	switch vr.Outcome {
+	case gateway.VerifyReceiptUnconfirmed:
+		// Nothing the bank keeps ties the kept receipt to this payment
+		// (a callback's word, maybe another payment's sale) and its
+		// verify would name no token: not asked, never credited. The
+		// receipt is dropped with the move (it blocks no other payment).
+		d = stay(StatusNeedsReview, ReasonReceiptUnconfirmed, &code)
+		d.ClearReceipt = in.Payment.Receipt != nil
+		return d
 	case gateway.VerifyPaid, gateway.VerifyAlreadyVerified:
+		if vr.ReceiptAlone && vr.Outcome == gateway.VerifyPaid {
+			// A receipt verified on its own, the bank's record of our token
+			// gone: "already verified" is ours, but a fresh success does
+			// not say whose sale it was. A person looks.
+			return stay(StatusNeedsReview, ReasonReceiptUnconfirmed, &code)
+		}
 		if vr.RefID <= 0 {
 			return stay(StatusNeedsReview, ReasonNoRefID, &code)
 		}
@@ -377,6 +394,14 @@ func decideCheck(in Input) Decision {
 			return stay(StatusFailed, ReasonBankCancelled, &code)
 		}
 		d.Action, d.To, d.NextCheckAt = ActionKeep, in.Payment.Status, &next
+		if vr.NoCall {
+			// Nothing was asked (no sale named yet): nothing is counted,
+			// and the next look is when the gateway's window closes.
+			d.Checked, d.CountAttempt = false, false
+			if at, ok := WaitsForCallback(in.Payment, in.Rules); ok && at.After(next) {
+				d.NextCheckAt = &at
+			}
+		}
 		return d
 	}
 	return stay(StatusNeedsReview, ReasonVerifyRejected, &code)
@@ -436,6 +461,9 @@ func decideReopen(in Input) Decision {
 	if in.LeaseLost || (p.Status != StatusFailed && p.Status != StatusNeedsReview) {
 		return Decision{Action: ActionNone}
 	}
+	if in.Actor == ActorCallback && !CallbackMayReopen(p) {
+		return Decision{Action: ActionNone} // the admin's decision stands
+	}
 	now := in.Now
 	next := now
 	if !in.CheckNow && p.LastCheckedAt != nil {
@@ -453,6 +481,14 @@ func decideCreditFailed(in Input) Decision {
 	p := in.Payment
 	next := in.Now.Add(in.Rules.RecheckDelay)
 	d := Decision{Action: ActionKeep, To: p.Status, CountCreditFailure: true}
+	if p.Status == StatusFailed {
+		// Another actor failed it (on a stale view, the verifier's lease
+		// ran out) while the bank verified it: the bank holds money for
+		// it, so it never stays failed; like a reused reference, this edge
+		// is taken without the lease. A person looks.
+		d.Action, d.To, d.Reason = ActionMove, StatusNeedsReview, ReasonCreditFailed
+		return d
+	}
 	if !p.Status.open() || in.LeaseLost {
 		return d // ended meanwhile: counted, nothing to retry here
 	}
@@ -509,12 +545,13 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 	case status == StatusAwaitingPayment && r.AuthorityLifetime > 0 && age > r.AuthorityLifetime:
 		return StatusFailed, ReasonNotPaidAfterLife, true
 	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(p.CreatedAt) > r.VerifyDeadline &&
-		Reason(p.StatusReason) != ReasonSettleUnknown:
+		Reason(p.StatusReason) != ReasonSettleUnknown && p.RefID == nil:
 		// The bank's window counts from the payment at the bank, which a
 		// reopen here does not move. A payment the bank verified and whose
 		// settle is unknown (Mellat) is past that window's reach: the bank
 		// does not return a verified payment; it waits for settle (and
-		// MaxUnknown below).
+		// MaxUnknown below). Nor is one the bank verified (a reference on
+		// the row): the merchant kept that money.
 		return StatusNeedsReview, ReasonReturnedToPayer, true
 	case status == StatusPendingVerification && r.MaxUnknown > 0 && age > r.MaxUnknown:
 		return StatusNeedsReview, ReasonUnknownTooLong, true
@@ -526,6 +563,31 @@ func Expiry(p Payment, now time.Time, r Rules) (Status, Reason, bool) {
 		return StatusNeedsReview, ReasonUnknownTooLong, true
 	}
 	return "", "", false
+}
+
+// NewReceiptTooSoon reports whether a callback bringing receipt to p
+// must be refused, nothing kept: a receipt p does not hold yet, on a
+// payment not credited whose first callback came before and whose bank
+// was asked within the pacing window. A receipt is kept only to be
+// checked at once; kept unchecked, a forged one would hold another
+// payment's receipt against that payment's real callback until the
+// worker asks. The very first callback is always checked at once.
+func NewReceiptTooSoon(p Payment, receipt string, now time.Time, recheck time.Duration) bool {
+	return receipt != "" && p.Receipt == nil && p.Status != StatusCredited && p.ReturnedAt != nil &&
+		!DueForCheck(p, now, recheck)
+}
+
+// WaitsForCallback reports whether nothing can be asked about p until
+// its payer comes back — at a gateway whose verify needs the callback's
+// data (Rules.CallbackOnly: Mellat's SaleReferenceId), an awaiting
+// payment with no callback and no receipt — and when to look at it next:
+// just after the gateway's verify window closes, when Expiry sends it to
+// review. A check before then would make no bank call, and counts none.
+func WaitsForCallback(p Payment, r Rules) (time.Time, bool) {
+	if !r.CallbackOnly || r.VerifyDeadline <= 0 || p.Status != StatusAwaitingPayment || p.ReturnedAt != nil || p.Receipt != nil {
+		return time.Time{}, false
+	}
+	return p.CreatedAt.Add(r.VerifyDeadline + time.Second), true
 }
 
 // PageTime is how long the payer had the bank's page when a check is
@@ -591,6 +653,29 @@ func ResolvedAt(from, to Status, now time.Time, newestFirst []Event) time.Time {
 		at = into.CreatedAt
 	}
 	return at
+}
+
+// CallbackMayReopen reports whether a callback may reopen an ended
+// payment p and ask the bank about it: not one an admin closed as failed
+// (closed_by_admin). A callback proves nothing, and anyone holding the
+// return link can send one: it must not undo a person's decision. The
+// admin's "ask the bank now" and reconciliation (the bank's own list or
+// receipt) still can.
+func CallbackMayReopen(p Payment) bool {
+	return !(p.Status == StatusFailed && Reason(p.StatusReason) == ReasonClosedByAdmin)
+}
+
+// OutcomeUnchanged reports whether a move from → to only confirms the
+// outcome the payment showed before it was last reopened (failed again,
+// under review again), given its events newest first: its public outcome
+// does not change, so partners hear nothing new (no webhook). Any other
+// move into an ended status is a new outcome.
+func OutcomeUnchanged(from, to Status, newestFirst []Event) bool {
+	if !ResolvedAtNeedsEvents(from, to) || len(newestFirst) == 0 {
+		return false
+	}
+	last := newestFirst[0]
+	return last.FromStatus == to && last.ToStatus == StatusPendingVerification
 }
 
 // ResolvedAtNeedsEvents reports whether ResolvedAt of a move from → to

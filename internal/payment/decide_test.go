@@ -92,6 +92,12 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 		{"not paid (page expired)", gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51, NotPaid: gateway.NotPaidExpired}, nil},
 		{"amount mismatch", gateway.VerifyResult{Outcome: gateway.VerifyAmountMismatch, Code: -50}, nil},
 		{"invalid", gateway.VerifyResult{Outcome: gateway.VerifyInvalid, Code: -54}, nil},
+		// Issue 31 item 1: a receipt nobody confirmed is never verified on
+		// its own; a confirmed one verified alone counts only as "already
+		// verified", never as a fresh success.
+		{"receipt unconfirmed", gateway.VerifyResult{Outcome: gateway.VerifyReceiptUnconfirmed, Code: 404}, nil},
+		{"paid, receipt alone", gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 0, RefID: 7005, AmountRials: 50_000, ReceiptAlone: true}, nil},
+		{"already verified, receipt alone", gateway.VerifyResult{Outcome: gateway.VerifyAlreadyVerified, Code: 2, RefID: 7006, AmountRials: 50_000, ReceiptAlone: true}, nil},
 		{"rejected", gateway.VerifyResult{}, rejected},
 		{"time-out", gateway.VerifyResult{}, transient},
 		{"refused for this payment (-12)", gateway.VerifyResult{}, refusal},
@@ -129,6 +135,12 @@ func testDecideCheck(t *testing.T, l *edgeLog) {
 			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonVerifiedPaid, code: ptr(100), attempt: true}
 		case "already verified":
 			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonAlreadyVerified, code: ptr(101), attempt: true}
+		case "already verified, receipt alone":
+			return outcome{action: payment.ActionCredit, to: payment.StatusCredited, reason: payment.ReasonAlreadyVerified, code: ptr(2), attempt: true}
+		case "receipt unconfirmed":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonReceiptUnconfirmed, code: ptr(404), attempt: true}
+		case "paid, receipt alone":
+			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonReceiptUnconfirmed, code: ptr(0), attempt: true}
 		case "paid without reference":
 			return outcome{to: payment.StatusNeedsReview, reason: payment.ReasonNoRefID, code: ptr(100), attempt: true}
 		case "amount mismatch":
@@ -250,6 +262,8 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 	review.Status = payment.StatusNeedsReview
 	credited := failed
 	credited.Status = payment.StatusCredited
+	adminClosed := failed
+	adminClosed.StatusReason = string(payment.ReasonClosedByAdmin)
 	open := func(st payment.Status, age time.Duration) payment.Payment {
 		return payment.Payment{ID: 1, Status: st, Authority: &auth, CreatedAt: t0.Add(-3 * time.Hour), OpenedAt: ptr(t0.Add(-age))}
 	}
@@ -284,6 +298,12 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 		{"reopen needs_review (reconcile)", payment.Input{Step: payment.StepReopen, Actor: payment.ActorReconcile, Payment: review, CheckNow: true},
 			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
 		{"the worker reopens a failed payment whose payer came back", payment.Input{Step: payment.StepReopen, Actor: payment.ActorWorker, Payment: failed, CheckNow: true},
+			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
+		// Issue 31 item 4: a callback does not undo an admin's close; the
+		// admin's own recheck still reopens it.
+		{"a callback does not reopen a payment an admin closed", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: adminClosed, CheckNow: true},
+			payment.Decision{Action: payment.ActionNone}},
+		{"an admin reopens a payment an admin closed", payment.Input{Step: payment.StepReopen, Actor: payment.ActorAdmin, Payment: adminClosed, CheckNow: true},
 			payment.Decision{Action: payment.ActionMove, To: payment.StatusPendingVerification, Reason: payment.ReasonReopened, NextCheckAt: &now, OpenedAt: &now, KeepLease: true}},
 		{"reopen credited: nothing", payment.Input{Step: payment.StepReopen, Actor: payment.ActorCallback, Payment: credited, CheckNow: true},
 			payment.Decision{Action: payment.ActionNone}},
@@ -322,6 +342,9 @@ func testDecideSteps(t *testing.T, l *edgeLog) {
 			want := payment.Decision{Action: payment.ActionKeep, To: st}
 			switch {
 			case st == payment.StatusFailed:
+				// Ended failed by another actor while the bank verified it
+				// (issue 31): never left failed, a person looks.
+				want = payment.Decision{Action: payment.ActionMove, To: payment.StatusNeedsReview, Reason: payment.ReasonCreditFailed}
 			case failures == 2:
 				want = payment.Decision{Action: payment.ActionMove, To: payment.StatusNeedsReview, Reason: payment.ReasonCreditFailed}
 			default:

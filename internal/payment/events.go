@@ -45,6 +45,7 @@ const (
 	ReasonSettleRefused      Reason = "settle_refused"          // verified, but the bank refused to settle it (Mellat)
 	ReasonSettled            Reason = "settled"                 // the bank settled it (Mellat 0, or 45: settled before): credited
 	ReasonSettleWindowClosed Reason = "settle_window_closed"    // verified, settle still unknown when the gateway's settle window closed
+	ReasonReceiptUnconfirmed Reason = "receipt_unconfirmed"     // the payment's receipt is a callback's word the bank never tied to it (SEP), or its verify on its own answered a fresh success
 )
 
 // Event is one status change of a payment (table payment_events,
@@ -71,12 +72,19 @@ type Observer interface {
 	CreditFailed(gateway string, escalated bool)
 }
 
+// OutboxObserver is an Observer that also hears of moves (credits among
+// them) the partners' webhook outbox refused (ErrOutbox): a failure of
+// ours, not the bank's, with an alert of its own.
+type OutboxObserver interface {
+	OutboxFailed(gateway string)
+}
+
 // bankAnswer reports whether a payment ended with this reason on the
 // bank's own answer to a check (rather than on a deadline or a person).
 func (r Reason) bankAnswer() bool {
 	switch r {
 	case ReasonBankCancelled, ReasonBankExpired, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused,
-		ReasonSettleRefused:
+		ReasonSettleRefused, ReasonReceiptUnconfirmed:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/audit"
@@ -33,7 +34,7 @@ import (
 //	failed ───────────────▶ pending_verification reopen: a callback, reconciliation, an admin or the worker asks the bank again [lease]
 //	needs_review ─────────▶ pending_verification reopen, as above [lease]
 //	needs_review ─────────▶ failed             an admin closes it with a written note [lease]
-//	failed ───────────────▶ needs_review       the bank verified it with a reference another payment holds (a verifier whose lease ran out)
+//	failed ───────────────▶ needs_review       the bank verified it with a reference another payment holds, or its credit failed (a verifier whose lease ran out)
 //	awaiting_payment ─────▶ credited           the bank verified it (100/101 with a reference)
 //	pending_verification ─▶ credited           the bank verified it
 //	failed ───────────────▶ credited           the bank verified it (a verifier whose lease ran out)
@@ -130,10 +131,24 @@ func (s *Service) move(ctx context.Context, p Payment, from Status, c change) (P
 	}
 	moved, err := s.st.Move(ctx, moveOf(p, from, c, s.clock()))
 	if err != nil {
+		s.outboxFailed(ctx, p, err)
 		return p, err
 	}
 	s.observe(p.Gateway, from, c)
 	return moved, nil
+}
+
+// outboxFailed tells the observer, and the log, of a move the partners'
+// webhook outbox refused (ErrOutbox): it blocks the payment's move, a
+// credit too, and is no error of the bank's.
+func (s *Service) outboxFailed(ctx context.Context, p Payment, err error) {
+	if !errors.Is(err, ErrOutbox) {
+		return
+	}
+	s.log.ErrorContext(ctx, "the webhook outbox refused a payment's event: its move was rolled back", "payment", p.PublicID, "err", err)
+	if o, ok := s.cfg.Observer.(OutboxObserver); ok {
+		o.OutboxFailed(p.Gateway)
+	}
 }
 
 // observe tells the observer of a committed change.

@@ -94,7 +94,10 @@ type Payment struct {
 	RefID       *int64
 	// Receipt is the callback data verify needs (SEP's RefNum, Mellat's
 	// SaleReferenceId), kept from the first callback that carried it.
-	Receipt             *string
+	Receipt *string
+	// ReceiptSource is where the kept receipt came from (nil with no
+	// receipt): the payer's callback, or the bank (ReceiptConfirmed).
+	ReceiptSource       *ReceiptSource
 	VerifiedAmountRials *int64
 	CardPANMasked       string
 	Status              Status
@@ -129,6 +132,30 @@ func (p Payment) ReceiptString() string {
 		return ""
 	}
 	return *p.Receipt
+}
+
+// ReceiptSource is where a payment's kept receipt came from.
+type ReceiptSource string
+
+const (
+	// ReceiptFromCallback: a callback carried it; the payer's word only.
+	ReceiptFromCallback ReceiptSource = "callback"
+	// ReceiptFromBank: the bank tied it to this payment: its own record of
+	// our token named it (SEP's receipt of the token), or a verify for
+	// this payment confirmed it.
+	ReceiptFromBank ReceiptSource = "bank"
+)
+
+// ReceiptConfirmed reports whether the bank tied the kept receipt to this
+// payment: named by the bank (ReceiptFromBank), or the bank verified the
+// payment with it (a reference on the row). A receipt the bank never tied
+// to this payment proves nothing: it is never verified on its own, and it
+// gives way to the payment the bank confirms it for.
+func (p Payment) ReceiptConfirmed() bool {
+	if p.Receipt == nil {
+		return false
+	}
+	return p.RefID != nil || (p.ReceiptSource != nil && *p.ReceiptSource == ReceiptFromBank)
 }
 
 // RefIDValue returns the bank reference or 0.

@@ -66,15 +66,27 @@ type Store interface {
 	// came before.
 	MarkReturned(ctx context.Context, id int64, now time.Time) (first bool, err error)
 	// KeepReceipt stores the callback data verify needs on a payment that
-	// has none yet, and returns the row as it now stands (its receipt may
-	// be another one, kept by an earlier callback). ErrDuplicate: another
-	// payment of the gateway holds this receipt (a replayed callback).
-	KeepReceipt(ctx context.Context, id int64, receipt string) (Payment, error)
+	// has none yet, with where it came from, and returns the row as it
+	// now stands (its receipt may be another one, kept by an earlier
+	// callback). A receipt from the bank also confirms the same receipt
+	// kept from a callback. ErrDuplicate: another payment of the gateway
+	// holds this receipt (a replayed callback, or a forged one held).
+	KeepReceipt(ctx context.Context, id int64, receipt string, from ReceiptSource) (Payment, error)
 	// ReplaceReceipt puts the receipt the bank names (receipt) in place of
 	// a kept one it does not (old), on a payment the bank has not yet
 	// verified (no ref id), and returns the row as it now stands.
 	// ErrDuplicate: another payment of the gateway holds receipt.
 	ReplaceReceipt(ctx context.Context, id int64, old, receipt string) (Payment, error)
+	// ReceiptHolder finds the payment of the gateway that holds receipt.
+	ReceiptHolder(ctx context.Context, gateway, receipt string) (p Payment, found bool, err error)
+	// TakeReceipt gives payment id the receipt the bank confirmed for it
+	// (ReceiptFromBank), taking it from the other payment of the gateway
+	// that holds it only on a callback's word (unconfirmed, no ref id),
+	// in one transaction; id's own unconfirmed receipt, if any, gives way.
+	// ErrNotMoved: no such unconfirmed hold (the holder's was confirmed,
+	// or nobody holds it), or id holds a confirmed receipt; nothing
+	// changed.
+	TakeReceipt(ctx context.Context, id int64, receipt string) (Payment, error)
 	// Release gives the lease tok back if still held, writing f with it,
 	// and returns the row as it now stands.
 	Release(ctx context.Context, id int64, tok string, f Fields) (Payment, error)
@@ -117,6 +129,10 @@ var (
 	// submitted twice, an authority or bank reference held by another
 	// payment): the guarantee, handled as a replay or a conflict.
 	ErrDuplicate = errors.New("unique constraint")
+	// ErrOutbox: the partners' webhook outbox refused a move's event (its
+	// insert failed), so the move (a credit too) was rolled back. Not the
+	// bank's doing: observed on its own (OutboxObserver).
+	ErrOutbox = errors.New("the webhook outbox refused the event")
 )
 
 // errNotMoved is ErrNotMoved (the package's own spelling).
@@ -179,9 +195,9 @@ type Fields struct {
 	RefID               *int64
 	VerifiedAmountRials *int64
 	CardPANMasked       *string
-	// ClearReceipt drops the kept callback receipt (the bank found no
-	// sale for it): a receipt the bank did not confirm blocks neither the
-	// payer's real one nor another payment's.
+	// ClearReceipt drops the kept receipt unless the bank confirmed it
+	// (ReceiptFromBank): a receipt the bank did not confirm blocks neither
+	// the payer's real one nor another payment's.
 	ClearReceipt bool
 }
 

@@ -77,10 +77,27 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 		return Payment{}, ErrAuthorityMismatch
 	}
 	newReceipt := receipt != "" && p.Receipt == nil
+	if NewReceiptTooSoon(p, receipt, s.clock(), s.cfg.RecheckDelay) {
+		// A new receipt the bank cannot be asked about now (asked moments
+		// ago) is refused, never kept unchecked: kept, a forged one would
+		// hold another payment's receipt against that payment's real
+		// callback until the worker asks. The very first callback is
+		// always checked at once.
+		s.log.WarnContext(ctx, "callback brings a new receipt within the pacing window: refused", "payment", p.PublicID)
+		return Payment{}, ErrReceiptTooSoon
+	}
 	if receipt != "" {
-		var err error
-		if p, err = s.keepReceipt(ctx, p, receipt); err != nil {
+		kept, err := s.keepReceipt(ctx, p, receipt)
+		switch {
+		case errors.Is(err, ErrReceiptHeldUnconfirmed):
+			// Another payment holds it on a callback's word only: the bank
+			// is asked with it for this payment, and if it confirms it
+			// here, this payment takes it (verifyAndApply).
+			ctx = withCandidateReceipt(ctx, receipt)
+		case err != nil:
 			return Payment{}, err
+		default:
+			p = kept
 		}
 	}
 	if p.Status == StatusCredited {
@@ -108,12 +125,19 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 	s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
 	switch p.Status {
 	case StatusFailed, StatusNeedsReview:
+		if !CallbackMayReopen(p) {
+			// An admin closed it: a callback does not undo a person's
+			// decision (ARCHITECTURE §5, Return from the bank).
+			s.log.WarnContext(ctx, "callback for a payment an admin closed: answered from the row", "payment", p.PublicID)
+			return p, nil
+		}
 		if !due && !newReceipt && Reason(p.StatusReason).bankAnswer() {
 			// The bank itself said so moments ago (a duplicate callback of
 			// a cancelled payment): its word is fresh, the row answers. A
 			// callback bringing the first receipt is no duplicate (a
 			// Mellat payer back with a sale after a callback without
-			// one): reopened, and asked when the window ends.
+			// one); it gets here only when the bank may be asked (else it
+			// was refused above), and is reopened and asked at once.
 			return p, nil
 		}
 		// The payer may have paid after we gave up (the bank page was still
@@ -141,12 +165,31 @@ var (
 	ErrReceiptMismatch = errors.New("the callback's receipt is not the payment's")
 )
 
+// ErrReceiptTooSoon: a callback brings a payment a new receipt within
+// its pacing window (not its first callback): refused, nothing kept. It
+// is an ErrReceiptMismatch (the callback is answered as one).
+var ErrReceiptTooSoon = fmt.Errorf("%w: a new receipt within the pacing window", ErrReceiptMismatch)
+
+// ErrReceiptHeldUnconfirmed: another payment holds the callback's receipt
+// on a callback's word only (the bank never confirmed it there).
+var ErrReceiptHeldUnconfirmed = errors.New("the callback's receipt is held unconfirmed by another payment")
+
 // keepReceipt stores a callback's receipt on p unless it has one: the
-// first receipt is kept, a second one must equal it.
+// first receipt is kept, a second one must equal it. Another payment's
+// receipt is ErrReceiptReused when the bank confirmed it there, else
+// ErrReceiptHeldUnconfirmed.
 func (s *Service) keepReceipt(ctx context.Context, p Payment, receipt string) (Payment, error) {
 	if p.Receipt == nil {
-		kept, err := s.st.KeepReceipt(ctx, p.ID, receipt)
+		kept, err := s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromCallback)
 		if errors.Is(err, ErrDuplicate) {
+			holder, found, herr := s.st.ReceiptHolder(ctx, p.Gateway, receipt)
+			if herr != nil {
+				return Payment{}, herr
+			}
+			if found && !holder.ReceiptConfirmed() && holder.ID != p.ID {
+				s.log.WarnContext(ctx, "callback receipt held unconfirmed by another payment: the bank is asked", "payment", p.PublicID, "holder", holder.PublicID)
+				return Payment{}, ErrReceiptHeldUnconfirmed
+			}
 			s.log.ErrorContext(ctx, "callback receipt already used by another payment (replay)", "payment", p.PublicID)
 			return Payment{}, ErrReceiptReused
 		}
@@ -200,7 +243,8 @@ func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, pa
 		if tok != "" {
 			return s.verifyAndApply(ctx, cur, tok, actor)
 		}
-		if actor == ActorCallback && cur.Status.Terminal() && cur.Status != StatusCredited && !freshBankWord(cur, start) && ctx.Err() == nil {
+		if actor == ActorCallback && cur.Status.Terminal() && cur.Status != StatusCredited && !freshBankWord(cur, start) &&
+			CallbackMayReopen(cur) && ctx.Err() == nil {
 			// Ended by another actor on what it read before this payer came
 			// back (the worker's last lifetime check, an expiry that
 			// committed after our read): that is no answer for a payer who
@@ -314,7 +358,7 @@ func (s *Service) reopenWaiting(ctx context.Context, p Payment, actor Actor, che
 			return cur, err
 		}
 		switch {
-		case cur.Status == StatusCredited, freshBankWord(cur, start):
+		case cur.Status == StatusCredited, freshBankWord(cur, start), actor == ActorCallback && !CallbackMayReopen(cur):
 			return cur, nil
 		case cur.Status.open():
 			// Reopened or checked by another actor: its check is ours too.
@@ -358,6 +402,19 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 			p, vin.Receipt, vin.ReceiptFromBank = kept, ref, true
 		}
 	}
+	vin.ReceiptConfirmed = p.ReceiptConfirmed()
+	// A callback's receipt another payment holds unconfirmed is asked
+	// about here, at a gateway whose verify binds it to our order
+	// (Mellat's sale order): a success confirms that very receipt for this
+	// payment. At SEP the bank's receipt of our token names it instead
+	// (keepBankReceipt above takes it then); a verify there may confirm
+	// another RefNum than the callback's, so the candidate is not used.
+	cand := candidateReceipt(ctx)
+	if cand != "" && p.Receipt == nil && vin.Receipt == "" && s.cfg.Gateways[p.Gateway].ReceiptLife <= 0 {
+		vin.Receipt = cand // the payer's word: asked, not kept (yet)
+	} else {
+		cand = ""
+	}
 	settler, needsSettle := settlerOf(gw)
 	if p.Status == StatusSettling && needsSettle && Verified(p) {
 		// Verified before, its facts and its verify on record: only the
@@ -365,9 +422,14 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 		return s.settleAndApply(vctx, p, tok, actor, settler, vin, held, false)
 	}
 	vr, err := gw.Verify(vctx, vin)
-	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), Verify: vr, VerifyErr: err,
+	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.checkRules(p), Verify: vr, VerifyErr: err,
 		NeedsSettle: needsSettle}
 	d := Decide(in)
+	if cand != "" && (d.Action == ActionSettle || d.Action == ActionCredit) {
+		// The bank confirmed, for this payment, the receipt another
+		// payment held on a callback's word: it is this payment's.
+		p = s.takeReceipt(ctx, p, cand)
+	}
 	if d.Action == ActionSettle {
 		return s.beginSettling(vctx, p, tok, actor, d, settler, vin, held)
 	}
@@ -410,6 +472,42 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	return s.apply(ctx, p, tok, actor, d)
 }
 
+// takeReceipt gives p the receipt the bank just confirmed for it,
+// taking it from the payment that held it unconfirmed (or keeping it, if
+// that one gave it up meanwhile). On failure p is returned as it was: the
+// check goes on with the bank's answer, which stands either way.
+func (s *Service) takeReceipt(ctx context.Context, p Payment, receipt string) Payment {
+	ctx = context.WithoutCancel(ctx)
+	taken, err := s.st.TakeReceipt(ctx, p.ID, receipt)
+	if errors.Is(err, ErrNotMoved) {
+		taken, err = s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromBank)
+	}
+	if err == nil && taken.ReceiptString() != receipt {
+		err = ErrReceiptMismatch
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "keep the receipt the bank confirmed for this payment", "payment", p.PublicID, "err", err)
+		return p
+	}
+	s.log.WarnContext(ctx, "receipt held unconfirmed by another payment taken: the bank confirmed it for this one", "payment", p.PublicID)
+	taken.LeaseOwner, taken.LeaseUntil = p.LeaseOwner, p.LeaseUntil
+	return taken
+}
+
+// candidateKey carries a callback's receipt that another payment holds
+// unconfirmed to the check of the callback's payment: verify is asked
+// with it, and it is kept only when the bank confirms it there.
+type candidateKey struct{}
+
+func withCandidateReceipt(ctx context.Context, receipt string) context.Context {
+	return context.WithValue(ctx, candidateKey{}, receipt)
+}
+
+func candidateReceipt(ctx context.Context) string {
+	r, _ := ctx.Value(candidateKey{}).(string)
+	return r
+}
+
 // keepBankReceipt: at a gateway whose receipt of the token names what
 // verify takes (SEP's RefNum, for ReceiptLife and only before verify),
 // the receipt the bank names is kept on the row BEFORE the verify: the
@@ -431,16 +529,24 @@ func (s *Service) keepBankReceipt(ctx context.Context, p Payment, gw gateway.Gat
 	}
 	var kept Payment
 	switch {
-	case p.Receipt == nil:
-		kept, err = s.keepReceipt(ctx, p, ir.Receipt)
-	case *p.Receipt == ir.Receipt:
-		return p, ir.Receipt
+	case p.Receipt == nil || *p.Receipt == ir.Receipt:
+		// Kept as the bank's (a callback's same receipt is confirmed).
+		kept, err = s.st.KeepReceipt(ctx, p.ID, ir.Receipt, ReceiptFromBank)
 	default:
 		s.log.WarnContext(ctx, "the kept receipt is not the one the bank names for the token: the bank's is kept", "payment", p.PublicID)
 		kept, err = s.st.ReplaceReceipt(ctx, p.ID, *p.Receipt, ir.Receipt)
-		if err == nil && kept.ReceiptString() != ir.Receipt {
-			err = ErrReceiptMismatch
+	}
+	if errors.Is(err, ErrDuplicate) {
+		// Another payment holds it. If only on a callback's word (forged,
+		// or sent for the wrong payment), the bank's word for our token
+		// takes it back; a hold the bank confirmed stays.
+		kept, err = s.st.TakeReceipt(ctx, p.ID, ir.Receipt)
+		if err == nil {
+			s.log.WarnContext(ctx, "a receipt another payment held unconfirmed is the one the bank names for this payment's token: taken", "payment", p.PublicID)
 		}
+	}
+	if err == nil && kept.ReceiptString() != ir.Receipt {
+		err = ErrReceiptMismatch
 	}
 	if err != nil {
 		s.log.WarnContext(ctx, "keep the bank's receipt before verify", "payment", p.PublicID, "err", err)
@@ -545,6 +651,16 @@ func (s *Service) rules() Rules {
 	return Rules{RecheckDelay: s.cfg.RecheckDelay, MaxCreditFailures: s.cfg.MaxCreditFailures}
 }
 
+// checkRules are rules() with p's gateway's verify window and whether its
+// verify needs the callback's data (a check that could ask nothing looks
+// again when the window closes).
+func (s *Service) checkRules(p Payment) Rules {
+	r := s.rules()
+	g := s.cfg.Gateways[p.Gateway]
+	r.VerifyDeadline, r.CallbackOnly = g.VerifyDeadline, g.callbackOnly()
+	return r
+}
+
 // checkedSet is what a decision's record of a check writes: when the bank
 // was asked, one more attempt if the call reached it (an open breaker
 // postpones a check, it does not spend one), and the next check.
@@ -601,6 +717,7 @@ func (s *Service) credit(ctx context.Context, p Payment, tok string, actor Actor
 	calls := held.take()
 	out, was, err := s.st.Credit(ctx, moveOf(p, p.Status, c, s.clock()), p.WalletID, calls)
 	if err != nil {
+		s.outboxFailed(ctx, p, err)
 		// Rolled back: the attempts are written on their own.
 		for _, c := range calls {
 			held.add(c)

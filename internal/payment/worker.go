@@ -184,6 +184,19 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 		// check and the deadlines, do not spend them.
 		return p, w.s.schedule(ctx, p, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
 	}
+	if at, ok := WaitsForCallback(p, w.rulesFor(p)); ok {
+		// Nothing can be asked before the payer comes back (a callback is
+		// checked at once): no check, no attempt; the deadlines, else the
+		// next look when the gateway's verify window closes.
+		d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, Payment: p, Now: w.s.clock(), Rules: w.rulesFor(p)})
+		if d.Action == ActionMove {
+			return w.expire(ctx, p, d)
+		}
+		if now := w.s.clock(); !at.After(now) {
+			at = now.Add(w.s.cfg.RecheckDelay)
+		}
+		return p, w.s.schedule(ctx, p, at)
+	}
 	if w.s.dueForCheck(p) {
 		// Paced in the claim: a callback may have asked since the row was
 		// read (N3).
@@ -198,7 +211,7 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 		}
 		// Failed past the authority's lifetime: should the payer pay after
 		// all, the callback (or reconciliation) reopens and credits it.
-		return w.expire(ctx, p, d.To, d.Reason)
+		return w.expire(ctx, p, d)
 	}
 	// Still open: the next check with backoff and jitter, never sooner
 	// than the pacing window after the last one.
@@ -235,12 +248,13 @@ func (w *Worker) allDown() bool {
 
 // expire ends an open payment past one of its deadlines, under the lease
 // like every other actor, so it cannot overrule a check in flight.
-func (w *Worker) expire(ctx context.Context, p Payment, to Status, reason Reason) (Payment, error) {
+func (w *Worker) expire(ctx context.Context, p Payment, d Decision) (Payment, error) {
 	tok, cur, err := w.s.claim(ctx, p.ID, []Status{p.Status})
 	if err != nil || tok == "" {
 		return cur, err
 	}
-	out, err := w.s.move(ctx, cur, cur.Status, change{to: to, actor: ActorWorker, reason: reason, lease: tok})
+	out, err := w.s.move(ctx, cur, cur.Status, change{to: d.To, actor: ActorWorker, reason: d.Reason, lease: tok,
+		set: Fields{ClearReceipt: d.ClearReceipt || cur.Receipt != nil}})
 	if errors.Is(err, errNotMoved) {
 		return w.s.release(ctx, cur, tok, Fields{})
 	}

@@ -211,7 +211,7 @@ func (c *Client) saleFields(in gateway.VerifyInput) [][2]string {
 func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
 	ref, ok := saleReference(in.Receipt)
 	if !ok {
-		return gateway.VerifyResult{Outcome: gateway.VerifyNoSale, Code: codeSaleNotFound,
+		return gateway.VerifyResult{Outcome: gateway.VerifyNoSale, Code: codeSaleNotFound, NoCall: true,
 			Message: "no SaleReferenceId: the payer's callback carried no sale"}, nil
 	}
 	code, err := c.codeCall(ctx, opVerify, "bpVerifyRequest", c.saleFields(in))

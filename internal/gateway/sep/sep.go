@@ -243,7 +243,10 @@ type verifyAnswer struct {
 // cancelled one NotPaidCancelled). A receipt SEP no longer has (after an
 // hour, or after verify or reversal: HTTP 404) leaves the kept RefNum,
 // whose verify says "already verified", "too late" or "reversed"; without
-// one it is outcome unknown. The amount SEP reports is compared with ours:
+// one it is outcome unknown. A kept RefNum is verified on its own only
+// when the bank confirmed it for our token before (in.ReceiptConfirmed;
+// the answer is then ReceiptAlone); otherwise VerifyReceiptUnconfirmed,
+// and VerifyTransaction is not called. The amount SEP reports is compared with ours:
 // another amount is VerifyAmountMismatch. A RefNum the receipt of the
 // token named just now (in.ReceiptFromBank: the payment code asked it
 // first, to keep it before the verify) is verified without asking again.
@@ -255,6 +258,20 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 	switch {
 	case err != nil && (status != http.StatusNotFound || in.Receipt == ""):
 		return gateway.VerifyResult{}, fmt.Errorf("sep verify %s: the token's receipt: %w", quote(in.Authority), err)
+	case err != nil && !in.ReceiptConfirmed:
+		// SEP no longer keeps the token's receipt, and nothing the bank
+		// said ties the kept RefNum to our token: it is a callback's word,
+		// maybe another payment's sale. VerifyTransaction names no token,
+		// so it is not called.
+		return gateway.VerifyResult{Outcome: gateway.VerifyReceiptUnconfirmed, Code: status,
+			Message: "the token's receipt is gone and the RefNum was never confirmed for it"}, nil
+	case err != nil:
+		// The RefNum the bank confirmed for our token before, verified on
+		// its own: only "already verified", "too late" or "reversed"
+		// count (ReceiptAlone).
+		res, err := c.verifyRefNum(ctx, in)
+		res.ReceiptAlone = err == nil
+		return res, err
 	case err == nil:
 		st, _ := wire.FlexInt(a.State)
 		ref := callbackReceipt(wire.FlexString(a.RefNum))
@@ -326,7 +343,7 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 				return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
 					Err: errors.New("the answer names another RefNum")}
 			}
-			res.RefID = reference(d.RRN, d.StraceNo)
+			res.RefID = reference(d.RRN)
 			res.CardPANMasked = wire.MaskPAN(wire.FlexString(d.MaskedPan))
 			res.CardHash = wire.Truncate(wire.FlexString(d.HashedPan), 128)
 			amount, ok := wire.FlexInt(d.OrginalAmount)
@@ -361,13 +378,15 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 	return res, nil
 }
 
-// reference is the bank reference shown with a payment: the RRN, else the
-// trace number; 0 when neither is a positive number.
-func reference(rrn, strace json.RawMessage) int64 {
-	for _, raw := range []json.RawMessage{rrn, strace} {
-		if n, ok := wire.FlexInt(raw); ok && n > 0 {
-			return n
-		}
+// reference is the bank reference of a payment: the RRN; 0 when it is
+// not a positive number. The trace number (StraceNo) is never used on its
+// own: six digits that cycle, it is no unique reference (unique (gateway,
+// ref_id) would refuse a later payment's credit as a reused reference, or
+// tie two payments to one number); without an RRN the payment goes to
+// review (no_ref_id).
+func reference(rrn json.RawMessage) int64 {
+	if n, ok := wire.FlexInt(rrn); ok && n > 0 {
+		return n
 	}
 	return 0
 }

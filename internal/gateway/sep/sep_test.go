@@ -94,6 +94,7 @@ func TestFlowAgainstSandbank(t *testing.T) {
 	}
 	in := gateway.VerifyInput{Authority: tok, AmountRials: 150_000, OrderID: "abcdefghijklmnopqrstuvwx", Receipt: receipt}
 	vr, err := c.Verify(ctxT(t), in)
+	in.ReceiptConfirmed = true // the token's receipt named it: the payment keeps it as the bank's
 	if err != nil || vr.Outcome != gateway.VerifyPaid || vr.Code != 0 {
 		t.Fatalf("verify: %+v %v", vr, err)
 	}
@@ -102,7 +103,7 @@ func TestFlowAgainstSandbank(t *testing.T) {
 		t.Fatalf("verify %+v, bank %+v", vr, p)
 	}
 	again, err := c.Verify(ctxT(t), in)
-	if err != nil || again.Outcome != gateway.VerifyAlreadyVerified || again.Code != 2 || again.RefID != vr.RefID {
+	if err != nil || again.Outcome != gateway.VerifyAlreadyVerified || again.Code != 2 || again.RefID != vr.RefID || !again.ReceiptAlone {
 		t.Fatalf("second verify: %+v %v", again, err)
 	}
 	// Another amount than the bank's: never paid to us.
@@ -162,12 +163,49 @@ func TestForgedReceiptAndTooLate(t *testing.T) {
 	}
 	_, receipt, _ := parse(t, cb)
 	clk.Add(31 * time.Minute)
-	vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: receipt})
+	vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: receipt, ReceiptConfirmed: true})
 	if err != nil || vr.Outcome != gateway.VerifyInvalid || vr.Code != -6 {
 		t.Fatalf("verify after 31 minutes: %+v %v", vr, err)
 	}
 	if p, _ := bank.Payment(tok); p.State != sandbank.StateReversed {
 		t.Fatalf("bank state %s, want REVERSED", p.State)
+	}
+}
+
+// Issue 31 item 1: once SEP no longer keeps a token's receipt (an hour),
+// a kept RefNum the bank never confirmed for that token (a callback's
+// word: here another payment's fresh sale) is not verified at all
+// (VerifyTransaction names no token); a confirmed one is verified on its
+// own and the answer says so (ReceiptAlone), so that a fresh success on
+// it credits nothing.
+func TestLoneReceiptOnlyWhenConfirmed(t *testing.T) {
+	bank, c, clk := newBank(t)
+	old := request(t, c, 50_000)
+	if _, err := bank.Finish(old, false); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(61 * time.Minute)
+	fresh := request(t, c, 50_000)
+	cb, err := bank.Finish(fresh, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, _ := parse(t, cb)
+	calls := bank.Stats()["sep-verify"].Calls
+	in := gateway.VerifyInput{Authority: old, AmountRials: 50_000, Receipt: other}
+	vr, err := c.Verify(ctxT(t), in)
+	if err != nil || vr.Outcome != gateway.VerifyReceiptUnconfirmed || vr.ReceiptAlone {
+		t.Fatalf("unconfirmed RefNum of another sale: %+v %v", vr, err)
+	}
+	if bank.Stats()["sep-verify"].Calls != calls {
+		t.Fatal("an unconfirmed RefNum was verified on its own")
+	}
+	if p, _ := bank.Payment(fresh); p.State == sandbank.StateVerified {
+		t.Fatalf("the other sale was verified: %+v", p)
+	}
+	in.ReceiptConfirmed = true
+	if vr, err := c.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyPaid || !vr.ReceiptAlone {
+		t.Fatalf("confirmed RefNum verified on its own: %+v %v; want paid, ReceiptAlone", vr, err)
 	}
 }
 
@@ -178,7 +216,7 @@ func TestFaults(t *testing.T) {
 	tok := request(t, c, 50_000)
 	cb, _ := bank.Finish(tok, true)
 	_, receipt, _ := parse(t, cb)
-	in := gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: receipt}
+	in := gateway.VerifyInput{Authority: tok, AmountRials: 50_000, Receipt: receipt, ReceiptConfirmed: true}
 
 	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sep-verify": {ErrorRate: 1}}}); err != nil {
 		t.Fatal(err)
@@ -218,6 +256,10 @@ func TestVerifyDecoding(t *testing.T) {
 		transient  bool
 	}{
 		{"strings", `{"ResultCode":"0","Success":"true","TransactionDetail":{"RRN":"14411779380","RefNum":"R1","OrginalAmount":"10000","MaskedPan":"621986****1234"}}`, 200, gateway.VerifyPaid, 14411779380, false},
+		// The cycling 6-digit trace number is never the bank reference on
+		// its own (issue 31): no RRN, no reference (review, no_ref_id).
+		{"trace number only", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","StraceNo":"123456","OrginalAmount":10000}}`, 200, gateway.VerifyPaid, 0, false},
+		{"RRN and trace number", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"14411779381","StraceNo":"123456","OrginalAmount":10000}}`, 200, gateway.VerifyPaid, 14411779381, false},
 		{"duplicate without detail", `{"ResultCode":2,"ResultDescription":"تکراری"}`, 200, gateway.VerifyAlreadyVerified, 0, false},
 		{"success false", `{"ResultCode":0,"Success":false}`, 200, "", 0, true},
 		{"other receipt", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R2","RRN":"5","OrginalAmount":10000}}`, 200, "", 0, true},

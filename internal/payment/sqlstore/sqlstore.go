@@ -145,6 +145,11 @@ func (s *Store) ByAuthority(ctx context.Context, gw, authority string) (payment.
 	return s.find(ctx, "gateway = ? AND authority = ?", gw, authority)
 }
 
+// ReceiptHolder implements payment.Store.
+func (s *Store) ReceiptHolder(ctx context.Context, gw, receipt string) (payment.Payment, bool, error) {
+	return s.find(ctx, "gateway = ? AND receipt = ?", gw, receipt)
+}
+
 // ByGatewayPublicID implements payment.Store.
 func (s *Store) ByGatewayPublicID(ctx context.Context, gw, publicID string) (payment.Payment, bool, error) {
 	return s.find(ctx, "gateway = ? AND public_id = ?", gw, publicID)
@@ -314,12 +319,18 @@ func (s *Store) MarkReturned(ctx context.Context, id int64, now time.Time) (bool
 	return res.RowsAffected == 1, nil
 }
 
-// KeepReceipt stores a callback's receipt on a payment without one (one
-// conditional UPDATE; unique (gateway, receipt) refuses another payment's:
-// payment.ErrDuplicate) and returns the row.
-func (s *Store) KeepReceipt(ctx context.Context, id int64, receipt string) (payment.Payment, error) {
-	res := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
-		Where("id = ? AND receipt IS NULL", id).Update("receipt", receipt)
+// KeepReceipt stores a receipt on a payment without one, with where it
+// came from (one conditional UPDATE; unique (gateway, receipt) refuses
+// another payment's: payment.ErrDuplicate) and returns the row. A receipt
+// from the bank also confirms the same receipt kept from a callback.
+func (s *Store) KeepReceipt(ctx context.Context, id int64, receipt string, from payment.ReceiptSource) (payment.Payment, error) {
+	q := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{})
+	if from == payment.ReceiptFromBank {
+		q = q.Where("id = ? AND (receipt IS NULL OR receipt = ?)", id, receipt)
+	} else {
+		q = q.Where("id = ? AND receipt IS NULL", id)
+	}
+	res := q.Updates(map[string]any{"receipt": receipt, "receipt_source": string(from)})
 	if res.Error != nil {
 		return payment.Payment{}, fmt.Errorf("keep the receipt of payment %d: %w", id, dup(res.Error))
 	}
@@ -328,12 +339,48 @@ func (s *Store) KeepReceipt(ctx context.Context, id int64, receipt string) (paym
 
 // ReplaceReceipt implements payment.Store: one conditional UPDATE (the
 // kept receipt still old, no ref id yet); unique (gateway, receipt)
-// refuses another payment's (payment.ErrDuplicate).
+// refuses another payment's (payment.ErrDuplicate). The new receipt is
+// the bank's.
 func (s *Store) ReplaceReceipt(ctx context.Context, id int64, old, receipt string) (payment.Payment, error) {
 	res := s.db.Gorm.WithContext(bg(ctx)).Model(&payment.Payment{}).
-		Where("id = ? AND receipt = ? AND ref_id IS NULL", id, old).Update("receipt", receipt)
+		Where("id = ? AND receipt = ? AND ref_id IS NULL", id, old).
+		Updates(map[string]any{"receipt": receipt, "receipt_source": string(payment.ReceiptFromBank)})
 	if res.Error != nil {
 		return payment.Payment{}, fmt.Errorf("replace the receipt of payment %d: %w", id, dup(res.Error))
+	}
+	return s.Get(ctx, id)
+}
+
+// TakeReceipt implements payment.Store: in one transaction, the other
+// payment of the gateway that holds receipt on a callback's word only
+// (source callback, no ref id) drops it — the guard: no such row, nothing
+// happens (payment.ErrNotMoved) — and id, holding no confirmed receipt,
+// takes it as the bank's.
+func (s *Store) TakeReceipt(ctx context.Context, id int64, receipt string) (payment.Payment, error) {
+	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE payments SET receipt = NULL, receipt_source = NULL
+			WHERE gateway = (SELECT gateway FROM payments WHERE id = ?) AND receipt = ? AND id <> ?
+			AND (receipt_source IS NULL OR receipt_source <> ?) AND ref_id IS NULL`,
+			id, receipt, id, string(payment.ReceiptFromBank))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return payment.ErrNotMoved
+		}
+		res = tx.Exec(`UPDATE payments SET receipt = ?, receipt_source = ?
+			WHERE id = ? AND ref_id IS NULL AND (receipt IS NULL OR receipt_source IS NULL OR receipt_source <> ?)`,
+			receipt, string(payment.ReceiptFromBank), id, string(payment.ReceiptFromBank))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return payment.ErrNotMoved
+		}
+		return nil
+	})
+	if err != nil {
+		return payment.Payment{}, fmt.Errorf("take receipt for payment %d: %w", id, dup(err))
 	}
 	return s.Get(ctx, id)
 }
@@ -371,7 +418,10 @@ func fieldValues(f payment.Fields, vals map[string]any) map[string]any {
 		vals["card_pan_masked"] = *f.CardPANMasked
 	}
 	if f.ClearReceipt {
-		vals["receipt"] = nil
+		// Only a receipt the bank did not confirm is dropped.
+		keep := "receipt_source = 'bank' OR ref_id IS NOT NULL"
+		vals["receipt"] = gorm.Expr("CASE WHEN " + keep + " THEN receipt END")
+		vals["receipt_source"] = gorm.Expr("CASE WHEN " + keep + " THEN receipt_source END")
 	}
 	return vals
 }
@@ -443,6 +493,7 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Paym
 	if !m.KeepLease {
 		vals["lease_until"], vals["lease_owner"] = nil, ""
 	}
+	unchanged := false // the public outcome is the one before the last reopen
 	if m.To.Terminal() {
 		resolved := m.Now
 		if payment.ResolvedAtNeedsEvents(m.From, m.To) {
@@ -452,6 +503,7 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Paym
 				return payment.Payment{}, fmt.Errorf("events of payment %s: %w", m.PublicID, err)
 			}
 			resolved = payment.ResolvedAt(m.From, m.To, m.Now, evs)
+			unchanged = payment.OutcomeUnchanged(m.From, m.To, evs)
 		}
 		vals["resolved_at"], vals["next_check_at"] = resolved, nil
 	} else {
@@ -487,6 +539,9 @@ func (s *Store) moveTx(tx *gorm.DB, m payment.Move, queued *int64) (payment.Paym
 	if err := insertCalls(tx, m.Calls); err != nil {
 		return payment.Payment{}, err
 	}
+	if unchanged {
+		return out, nil // partners heard this outcome already: no webhook
+	}
 	n, err := enqueueWebhook(tx, m, out)
 	if err != nil {
 		return payment.Payment{}, err
@@ -508,8 +563,12 @@ func enqueueWebhook(tx *gorm.DB, m payment.Move, p payment.Payment) (int64, erro
 	if m.To == payment.StatusCredited {
 		creditedAt = &m.Now // the ledger entry's time (creditTx)
 	}
-	return webhook.Enqueue(tx, webhook.Event{UserID: p.UserID, PaymentID: m.PaymentID, Type: typ,
+	n, err := webhook.Enqueue(tx, webhook.Event{UserID: p.UserID, PaymentID: m.PaymentID, Type: typ,
 		TopUp: payment.ViewOf(p, creditedAt, nil), CreatedAt: m.Now})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", payment.ErrOutbox, err)
+	}
+	return n, nil
 }
 
 // Credit implements payment.Store: in one transaction, the move to

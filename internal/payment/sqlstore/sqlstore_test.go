@@ -684,3 +684,76 @@ func TestRecentUncredited(t *testing.T) {
 		}
 	})
 }
+
+// Receipt provenance (issue 31): a receipt is kept with where it came
+// from; a bank's receipt confirms the same one kept from a callback;
+// TakeReceipt takes a receipt only from a holder whose hold the bank never
+// confirmed, in one transaction, many takers at once winning once; and
+// ClearReceipt drops only an unconfirmed receipt.
+func TestReceiptProvenance(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		source := func(p payment.Payment) string {
+			if p.ReceiptSource == nil {
+				return ""
+			}
+			return string(*p.ReceiptSource)
+		}
+		a, b := f.payment(payment.StatusAwaitingPayment), f.payment(payment.StatusAwaitingPayment)
+		got, err := f.st.KeepReceipt(ctx, a.ID, "R1", payment.ReceiptFromCallback)
+		if err != nil || got.ReceiptString() != "R1" || source(got) != "callback" || got.ReceiptConfirmed() {
+			t.Fatalf("kept from a callback: %q %q confirmed %v, %v", got.ReceiptString(), source(got), got.ReceiptConfirmed(), err)
+		}
+		if _, err := f.st.KeepReceipt(ctx, b.ID, "R1", payment.ReceiptFromCallback); !errors.Is(err, payment.ErrDuplicate) {
+			t.Fatalf("another payment's receipt: %v, want ErrDuplicate", err)
+		}
+		if h, found, err := f.st.ReceiptHolder(ctx, "fake", "R1"); err != nil || !found || h.ID != a.ID {
+			t.Fatalf("holder of R1: %d %v %v", h.ID, found, err)
+		}
+		// Many takers at once: one wins, the receipt moves once.
+		takers := []payment.Payment{b, f.payment(payment.StatusAwaitingPayment), f.payment(payment.StatusPendingVerification)}
+		won := race(len(takers), func(i int) bool {
+			_, err := f.st.TakeReceipt(ctx, takers[i].ID, "R1")
+			return err == nil
+		})
+		if won != 1 {
+			t.Fatalf("%d takers won, want 1", won)
+		}
+		h, _, _ := f.st.ReceiptHolder(ctx, "fake", "R1")
+		if h.ID == a.ID || source(h) != "bank" || !h.ReceiptConfirmed() {
+			t.Fatalf("after the take: holder %d %q", h.ID, source(h))
+		}
+		if ra, _ := f.st.Get(ctx, a.ID); ra.Receipt != nil || ra.ReceiptSource != nil {
+			t.Fatalf("A still holds %q (%q)", ra.ReceiptString(), source(ra))
+		}
+		// A confirmed hold is not taken.
+		if _, err := f.st.TakeReceipt(ctx, a.ID, "R1"); !errors.Is(err, payment.ErrNotMoved) {
+			t.Fatalf("take of a confirmed hold: %v, want ErrNotMoved", err)
+		}
+		// The bank's word confirms the same receipt kept from a callback.
+		c := f.payment(payment.StatusAwaitingPayment)
+		if _, err := f.st.KeepReceipt(ctx, c.ID, "R2", payment.ReceiptFromCallback); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.st.KeepReceipt(ctx, c.ID, "R2", payment.ReceiptFromBank); err != nil || source(got) != "bank" {
+			t.Fatalf("confirmed: %q, %v", source(got), err)
+		}
+		// ClearReceipt drops an unconfirmed receipt only.
+		d := f.payment(payment.StatusAwaitingPayment)
+		if _, err := f.st.KeepReceipt(ctx, d.ID, "R3", payment.ReceiptFromCallback); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []payment.Payment{c, d} {
+			tok := f.claim(p.ID, []payment.Status{payment.StatusAwaitingPayment})
+			p, _ = f.st.Get(ctx, p.ID)
+			moved := f.move(p, payment.StatusFailed, payment.ActorWorker, tok, payment.Fields{ClearReceipt: true})
+			if p.ID == c.ID && (moved.ReceiptString() != "R2" || source(moved) != "bank") {
+				t.Errorf("a confirmed receipt was dropped: %q %q", moved.ReceiptString(), source(moved))
+			}
+			if p.ID == d.ID && (moved.Receipt != nil || moved.ReceiptSource != nil) {
+				t.Errorf("an unconfirmed receipt was kept: %q %q", moved.ReceiptString(), source(moved))
+			}
+		}
+	})
+}
