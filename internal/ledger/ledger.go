@@ -83,8 +83,31 @@ const (
 	CodeFees     = "fees"
 )
 
-// GatewayCode is the code of a gateway's clearing account.
+// ClearingSlots is how many rows a gateway's clearing account is kept in.
+// Every credit at a gateway moves its clearing balance; in one row, each
+// credit would wait for the previous one's commit (its row lock is held
+// through the commit's flush), and credits at one gateway would queue one
+// by one. Kept in slots, a credit takes the slot of its payment's id, and
+// the gateway's clearing balance is the sum of its slots.
+const ClearingSlots = 8
+
+// GatewayCode is the code of a gateway's clearing account (its first
+// slot).
 func GatewayCode(gateway string) string { return "gateway:" + gateway }
+
+// ClearingCode is the code of the clearing slot of a gateway that a
+// credit of payment paymentID takes: slot 0 is GatewayCode's, the others
+// "gateway:NAME#k".
+func ClearingCode(gateway string, paymentID int64) string {
+	slot := paymentID % ClearingSlots
+	if slot < 0 {
+		slot = -slot
+	}
+	if slot == 0 {
+		return GatewayCode(gateway)
+	}
+	return fmt.Sprintf("%s#%d", GatewayCode(gateway), slot)
+}
 
 // WalletCode is the code of a wallet's account.
 func WalletCode(walletID int64) string { return fmt.Sprintf("wallet:%d", walletID) }

@@ -126,3 +126,22 @@ func TestDecideEnd(t *testing.T) {
 		})
 	}
 }
+
+// A gateway's clearing account is kept in ClearingSlots rows: payments
+// spread over them by id, the same payment always in the same slot.
+func TestClearingSlots(t *testing.T) {
+	seen := map[string]bool{}
+	for id := int64(1); id <= 3*ledger.ClearingSlots; id++ {
+		code := ledger.ClearingCode("zarinpal", id)
+		if code != ledger.ClearingCode("zarinpal", id) {
+			t.Fatalf("payment %d: two slots", id)
+		}
+		seen[code] = true
+	}
+	if len(seen) != ledger.ClearingSlots || !seen[ledger.GatewayCode("zarinpal")] || !seen["gateway:zarinpal#7"] {
+		t.Fatalf("slots %v", seen)
+	}
+	if ledger.ClearingCode("zibal", 16) != "gateway:zibal" || ledger.ClearingCode("zibal", 9) != "gateway:zibal#1" {
+		t.Fatal("slot codes")
+	}
+}

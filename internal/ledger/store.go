@@ -149,12 +149,13 @@ func (l *Ledger) remember(code string, walletID, id int64) {
 	}
 }
 
-// GatewayAccount returns the id of gateway's clearing account inside the
-// caller's transaction tx, making the account when the gateway has none
-// yet (a gateway named after the migration). Only an id read outside tx
-// before tx made anything is remembered.
-func (l *Ledger) GatewayAccount(tx *gorm.DB, gateway string) (int64, error) {
-	code := GatewayCode(gateway)
+// ClearingAccount returns the id of the clearing slot of gateway that a
+// credit of payment paymentID takes (ClearingCode), inside the caller's
+// transaction tx, making it when it does not exist yet (a slot's first
+// credit, a gateway named after the migration). Only an id found before
+// tx made anything is remembered.
+func (l *Ledger) ClearingAccount(tx *gorm.DB, gateway string, paymentID int64) (int64, error) {
+	code := ClearingCode(gateway, paymentID)
 	if id, ok := l.cachedCode(code); ok {
 		return id, nil
 	}

@@ -70,7 +70,8 @@ type TopUpCredit struct {
 }
 
 // CreditTopUp posts a verified top-up inside the caller's transaction: the
-// ledger transaction gateway clearing → the wallet's account (at most one
+// ledger transaction gateway clearing (the payment's slot of it,
+// ledger.ClearingCode) → the wallet's account (at most one
 // per payment, by the unique (kind, reference) index). A second credit of
 // the same payment returns ErrAlreadyCredited and must be treated as a
 // replay; the caller's transaction must then be rolled back.
@@ -85,7 +86,7 @@ func CreditTopUp(tx *gorm.DB, l *ledger.Ledger, c TopUpCredit) (ledger.Transacti
 	if err != nil {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
 	}
-	from, err := l.GatewayAccount(tx, c.Gateway)
+	from, err := l.ClearingAccount(tx, c.Gateway, c.PaymentID)
 	if err != nil {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
 	}
