@@ -27,7 +27,11 @@ func importsOf(t *testing.T, pkg string) []string {
 
 // TestNoDomainOrStoreImports: reading the environment needs no database
 // code and no payment code, tests included (one helper is no reason to
-// link the layers above).
+// link the layers above). The load generator drives the app from outside
+// too; its one exception is the ledger scenario, which runs the store's
+// own transfer from Go beside pgbench (issue 34: the design limit and the
+// store's path measured in one run), and so links internal/ledger and
+// internal/store.
 func TestNoDomainOrStoreImports(t *testing.T) {
 	forbidden := []string{"internal/store", "internal/payment", "internal/wallet", "internal/auth", "internal/audit",
 		"internal/apitoken", "internal/idempotency", "internal/people", "internal/topups", "internal/email",
@@ -35,6 +39,9 @@ func TestNoDomainOrStoreImports(t *testing.T) {
 	for _, pkg := range []string{".", "../../cmd/kifpool-load"} {
 		for _, imp := range importsOf(t, pkg) {
 			for _, f := range forbidden {
+				if pkg != "." && f == "internal/store" {
+					continue // the load generator's ledger scenario (above)
+				}
 				if imp == f || strings.HasPrefix(imp, f+"/") {
 					t.Errorf("%s imports %s", pkg, imp)
 				}
