@@ -240,25 +240,23 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 				VALUES ($1, 'awaiting_payment', 'credited', 'callback', 'verified_paid', 100, $2)`, ids[i], now); err != nil {
 				return err
 			}
-			// The two accounts in ascending id (ledger.Net's order).
-			legs := [2]struct{ account, amount int64 }{{slots[ids[i]%ledger.ClearingSlots], -amounts[i]}, {accounts[i], amounts[i]}}
-			if legs[1].account < legs[0].account {
-				legs[0], legs[1] = legs[1], legs[0]
+			// The ledger's one statement (ledger.postOne): the two accounts
+			// locked in ascending id, their balances, the transaction and
+			// its postings.
+			lo, hi := struct{ account, amount int64 }{slots[ids[i]%ledger.ClearingSlots], -amounts[i]}, struct{ account, amount int64 }{accounts[i], amounts[i]}
+			if hi.account < lo.account {
+				lo, hi = hi, lo
 			}
-			var afters [2]int64
-			for k, p := range legs {
-				if err := tx.QueryRow(ctx, `UPDATE ledger_accounts SET posted_rials = posted_rials + $1, held_rials = held_rials + $2, updated_at = $3
-					WHERE id = $4 AND held_rials + $5 >= 0 AND (may_go_negative OR posted_rials + $6 - (held_rials + $7) >= 0)
-					RETURNING posted_rials`, p.amount, 0, now, p.account, 0, p.amount, 0).Scan(&afters[k]); err != nil {
-					return fmt.Errorf("account %d: %w", p.account, err)
-				}
-			}
-			_, err = tx.Exec(ctx, `WITH t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
+			_, err = tx.Exec(ctx, `WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN ($1, $2) ORDER BY id FOR NO KEY UPDATE),
+				mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = $3
+					FROM (VALUES ($4::bigint, $5::bigint, $6::bigint), ($7::bigint, $8::bigint, $9::bigint)) AS v (account_id, amount, held)
+					WHERE a.id = v.account_id AND a.id IN (SELECT id FROM lk) RETURNING a.id, a.posted_rials, v.amount),
+				t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+					VALUES ($10, $11, $12, $13, $14, $15) RETURNING id)
 				INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
-				SELECT t.id, v.account_id, v.amount, v.after, $7 FROM t, (VALUES ($8::bigint, $9::bigint, $10::bigint), ($11::bigint, $12::bigint, $13::bigint)) AS v (account_id, amount, after)
-				RETURNING transaction_id`, "topup", publics[i], ids[i], nil, "", now, now,
-				legs[0].account, legs[0].amount, afters[0], legs[1].account, legs[1].amount, afters[1])
+				SELECT t.id, mv.id, mv.amount, mv.posted_rials, $16 FROM t, mv
+				RETURNING transaction_id, account_id, balance_after_rials`,
+				lo.account, hi.account, now, lo.account, lo.amount, 0, hi.account, hi.amount, 0, "topup", publics[i], ids[i], nil, "", now, now)
 			return err
 		})
 	}), nil

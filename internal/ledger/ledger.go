@@ -12,7 +12,9 @@
 //   - An account that may not go below zero (every account but the outside
 //     world's: a gateway's clearing, a payout rail) never does: the guard is
 //     in the UPDATE that moves its balance (available = posted − held ≥ 0),
-//     never in a read before it, and a CHECK constraint backs it.
+//     never in a read before it: the UPDATE's condition on SQLite, the
+//     CHECK constraint the UPDATE meets on PostgreSQL (one statement for a
+//     whole transaction, failing whole), and the CHECK behind both.
 //   - The accounts of one transaction are updated in ascending id order, so
 //     two transactions over the same accounts (A→B and B→A) never deadlock.
 //   - Postings are never updated or deleted (triggers on both dialects); a

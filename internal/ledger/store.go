@@ -149,6 +149,20 @@ func (l *Ledger) remember(code string, walletID, id int64) {
 	}
 }
 
+// EnsureClearing makes every clearing slot of each gateway that has none
+// yet (at start, for the gateways offered), so that a credit never makes
+// one on its path.
+func (l *Ledger) EnsureClearing(ctx context.Context, gateways ...string) error {
+	for _, g := range gateways {
+		for slot := range int64(ClearingSlots) {
+			if _, err := l.EnsureAccount(ctx, AccountGateway, ClearingCode(g, slot), 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // ClearingAccount returns the id of the clearing slot of gateway that a
 // credit of payment paymentID takes (ClearingCode), inside the caller's
 // transaction tx, making it when it does not exist yet (a slot's first
@@ -220,44 +234,7 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 		t.ReversesID = &e.ReversesID
 	}
 	if l.db.Dialect == store.Postgres {
-		// Balances first (in account order), then the transaction and its
-		// postings in one statement: one round trip fewer on the credit's
-		// path. A replay is refused by the INSERT, and the caller rolls
-		// back the balances with it.
-		afters := make([]int64, len(net))
-		for i, p := range net {
-			if afters[i], err = move(tx, p.AccountID, p.AmountRials, -release[p.AccountID], at); err != nil {
-				return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, err)
-			}
-		}
-		var vals strings.Builder
-		args := []any{t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at} // the SELECT's created_at, then the VALUES
-		for i, p := range net {
-			if i > 0 {
-				vals.WriteString(", ")
-			}
-			vals.WriteString("(?::bigint, ?::bigint, ?::bigint)")
-			args = append(args, p.AccountID, p.AmountRials, afters[i])
-		}
-		var ids []int64
-		if err := tx.Raw(`WITH t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
-			VALUES (?, ?, ?, ?, ?, ?) RETURNING id)
-			INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
-			SELECT t.id, v.account_id, v.amount, v.after, ? FROM t, (VALUES `+vals.String()+`) AS v (account_id, amount, after)
-			RETURNING transaction_id`, args...).Scan(&ids).Error; err != nil {
-			if store.IsUniqueViolation(err) {
-				return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
-			}
-			return Transaction{}, fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
-		}
-		if len(ids) != len(net) {
-			return Transaction{}, fmt.Errorf("ledger transaction %s %s: %d postings written of %d", e.Kind, e.Reference, len(ids), len(net))
-		}
-		t.ID = ids[0]
-		for i, p := range net {
-			t.Postings = append(t.Postings, PostingRow{TransactionID: t.ID, AccountID: p.AccountID, AmountRials: p.AmountRials, BalanceAfterRials: afters[i], CreatedAt: at})
-		}
-		return t, nil
+		return l.postOne(tx, e, t, net, release, at)
 	}
 	// SQLite: the transaction first (a replay stops here, before any
 	// balance is touched), then each balance, then the postings.
@@ -295,6 +272,63 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	}
 	if sum.Total != 0 || sum.N < 2 {
 		return Transaction{}, fmt.Errorf("%w: transaction %d has %d postings summing to %d rials", ErrUnbalanced, t.ID, sum.N, sum.Total)
+	}
+	return t, nil
+}
+
+// postOne is post on PostgreSQL: one statement. It locks the accounts in
+// ascending id (lk: ORDER BY id FOR NO KEY UPDATE locks rows in the order
+// it returns them, and the update touches an account only once lk has
+// returned it, so every lower id is already locked), moves their figures,
+// and writes the transaction and its postings with each account's balance
+// after. An account that may not go below zero is kept at available ≥ 0
+// and held ≥ 0 by the CHECK constraints of ledger_accounts, in the UPDATE
+// itself: the statement fails whole (ErrInsufficientFunds). A replay is
+// refused by the transaction's unique (kind, reference) (ErrDuplicate). A
+// hot account (a merchant's, a clearing slot) stays locked from this one
+// statement to the commit, not across several round trips.
+func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
+	ids := make([]string, len(net))
+	vals := make([]string, len(net))
+	args := make([]any, 0, 4*len(net)+8)
+	for i, p := range net {
+		ids[i] = "?"
+		args = append(args, p.AccountID)
+	}
+	args = append(args, at)
+	for i, p := range net {
+		vals[i] = "(?::bigint, ?::bigint, ?::bigint)"
+		args = append(args, p.AccountID, p.AmountRials, -release[p.AccountID])
+	}
+	args = append(args, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at)
+	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
+	err := tx.Raw(`WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN (`+strings.Join(ids, ", ")+`) ORDER BY id FOR NO KEY UPDATE),
+		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = ?
+			FROM (VALUES `+strings.Join(vals, ", ")+`) AS v (account_id, amount, held)
+			WHERE a.id = v.account_id AND a.id IN (SELECT id FROM lk) RETURNING a.id, a.posted_rials, v.amount),
+		t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+			VALUES (?, ?, ?, ?, ?, ?) RETURNING id)
+		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
+		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
+		RETURNING transaction_id, account_id, balance_after_rials`, args...).Scan(&rows).Error
+	switch {
+	case store.IsUniqueViolation(err):
+		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
+	case store.IsCheckViolation(err):
+		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)
+	case err != nil:
+		return Transaction{}, fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
+	case len(rows) != len(net):
+		return Transaction{}, fmt.Errorf("%s %s: %d of %d accounts: %w", e.Kind, e.Reference, len(rows), len(net), ErrAccountNotFound)
+	}
+	after := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		after[r.AccountID] = r.BalanceAfterRials
+	}
+	t.ID = rows[0].TransactionID
+	for _, p := range net {
+		t.Postings = append(t.Postings, PostingRow{TransactionID: t.ID, AccountID: p.AccountID, AmountRials: p.AmountRials,
+			BalanceAfterRials: after[p.AccountID], CreatedAt: at})
 	}
 	return t, nil
 }

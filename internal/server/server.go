@@ -301,6 +301,13 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	// once it has committed; a move that queued none (a payer without
 	// endpoints, most credits) wakes nothing.
 	s.Ledger = ledger.New(db)
+	names := make([]string, len(drvs))
+	for i, drv := range drvs {
+		names[i] = drv.Name
+	}
+	if err := s.Ledger.EnsureClearing(context.Background(), names...); err != nil {
+		return nil, fmt.Errorf("clearing accounts: %w", err)
+	}
 	s.Payments = payment.NewService(sqlstore.New(db).WithLedger(s.Ledger).OnWebhookQueued(s.Hooks.Kick), s.Gateways, now, o.Log.With("component", "payment"), pc)
 	s.WorkerConfig = payment.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
