@@ -156,8 +156,11 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"status.failed":               "ناموفق",
 	"status.needs_review":         "در حال بررسی",
 
-	"return.bad_title": "درخواست نامعتبر",
-	"return.bad":       "این پیوند بازگشت از بانک معتبر نیست. هیچ تغییری در کیف‌پول شما داده نشد.",
+	"return.bad_title":         "درخواست نامعتبر",
+	"return.bad":               "این پیوند بازگشت از بانک معتبر نیست. هیچ تغییری در کیف‌پول شما داده نشد.",
+	"return.handover_title":    "رفتن به سایت دیگر",
+	"return.handover_body":     "این پیوند شما را از کیف‌پول به {host} می‌برد، سایتی که این پرداخت را آغاز کرد. اگر آن را نمی‌شناسید، به آن نروید.",
+	"return.handover_continue": "رفتن به {host}",
 
 	"error.internal_title":    "خطای داخلی",
 	"error.internal":          "مشکلی پیش آمد. دوباره تلاش کنید؛ اگر ادامه داشت با پشتیبانی تماس بگیرید.",
@@ -413,8 +416,11 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"status.failed":               "Failed",
 	"status.needs_review":         "Under review",
 
-	"return.bad_title": "Invalid request",
-	"return.bad":       "This return link from the bank is not valid. Nothing in your wallet was changed.",
+	"return.bad_title":         "Invalid request",
+	"return.bad":               "This return link from the bank is not valid. Nothing in your wallet was changed.",
+	"return.handover_title":    "Leaving for another site",
+	"return.handover_body":     "This link takes you from the wallet to {host}, the site that started this payment. If you do not know it, do not go there.",
+	"return.handover_continue": "Go to {host}",
 
 	"error.internal_title":    "Something went wrong",
 	"error.internal":          "Something went wrong on our side. Please try again; if it keeps happening, contact support.",
