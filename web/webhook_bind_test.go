@@ -38,7 +38,9 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 		if _, err := app.Server.Webhooks.AdminDisable(ctx, admin.ID, ep.ID); err != nil {
 			t.Fatal(err)
 		}
-		endpoints := func() int64 { return apptest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints WHERE user_id = ?`, uid) }
+		endpoints := func() int64 {
+			return apptest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints WHERE user_id = ?`, uid)
+		}
 
 		if r := owner.Forge(routes.Webhooks, routes.WebhookDelete(ep.ID), nil); r.Status != http.StatusConflict ||
 			apptest.Parse(r.Body).TestID("webhooks-list-error") == nil {
