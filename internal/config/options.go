@@ -270,7 +270,7 @@ func ownOptions() []Option {
 				},
 				show: func(c Config) string { return string(c.SessionSecret) }}},
 		{Name: "ALLOW_SANDBOX", Group: groupGateway,
-			Doc: "the sandbox bank credits wallets without real money, so it never runs where a real payer could reach it: it is refused when any of these holds — `BASE_URL` is not a loopback address (`localhost`, `127.0.0.1`, `[::1]`), `LISTEN_ADDR` listens beyond this machine (`:8080`, `0.0.0.0:8080`), `TRUSTED_PROXIES` is set (a reverse proxy brings the network), `SESSION_SECRET` is set (a deployment, not a developer's machine); `1` allows it anyway, for a public demo",
+			Doc: "the sandbox bank credits wallets without real money, so it never runs where a real payer could reach it: it is refused when any of these holds — `BASE_URL` is not a loopback address (`localhost`, `127.0.0.1`, `[::1]`), `LISTEN_ADDR` listens beyond this machine (`:8080`, `0.0.0.0:8080`), `TRUSTED_PROXIES` is set (a reverse proxy brings the network), `SESSION_SECRET` is set (a deployment, not a developer's machine); the standalone `kifpool sandbank` likewise refuses an `--addr` that is not loopback; `1` allows either anyway, for a public demo",
 			p: parser{accepts: "`1` or unset",
 				set: func(c *Config, v string) error {
 					c.AllowSandbox = v == "1"

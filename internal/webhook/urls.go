@@ -201,6 +201,8 @@ var extraBlocked = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may embed a private IPv4
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local NAT64
 	netip.MustParsePrefix("2002::/16"),       // 6to4: may embed a private IPv4
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible ([::127.0.0.1], deprecated): embeds any IPv4
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT): embeds any IPv4
 	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
 	netip.MustParsePrefix("100::/64"),        // discard
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
