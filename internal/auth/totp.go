@@ -381,6 +381,13 @@ func useSecondFactor(tx *gorm.DB, u User, code string, now time.Time) error {
 func (s *Service) ConfirmSecondFactor(ctx context.Context, userID int64, code string) error {
 	code = normaliseCode(code)
 	if code == "" {
+		var u User
+		if err := s.db.Gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
+			return fmt.Errorf("confirm second factor: %w", err)
+		}
+		if u.TOTPConfirmedAt == nil {
+			return ErrTOTPNotEnrolled
+		}
 		return ErrCodeInvalid
 	}
 	key := "2fa:" + strconv.FormatInt(userID, 10)
