@@ -165,7 +165,7 @@ func (s *Server) deleteWebhook(c *fiber.Ctx) error {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, webhook.ErrDisabledByAdmin):
-		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_delete_by_admin"})
+		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_del_by_admin"})
 	case err != nil:
 		return err
 	}
