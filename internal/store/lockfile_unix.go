@@ -42,7 +42,8 @@ func lockFile(path, addr string) (func(), error) {
 		return nil, fmt.Errorf("serve lock %s: %w", path, err)
 	}
 	holder := fmt.Sprintf("pid %d\naddr %s\n", os.Getpid(), addr)
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(holder), 0)
 	}
 	if err != nil {
