@@ -42,6 +42,9 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 			return apptest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints WHERE user_id = ?`, uid)
 		}
 
+		if apptest.Parse(owner.Get(routes.Webhooks).Body).Form(routes.WebhookDelete(ep.ID)) != nil {
+			t.Fatal("the owner is offered to delete an endpoint an admin disabled")
+		}
 		if r := owner.Forge(routes.Webhooks, routes.WebhookDelete(ep.ID), nil); r.Status != http.StatusConflict ||
 			apptest.Parse(r.Body).TestID("webhooks-list-error") == nil {
 			t.Fatalf("the owner's delete of an admin's disable: %d", r.Status)
