@@ -39,6 +39,39 @@ func passwordKey(err error) string {
 	return ""
 }
 
+// refusal is a form's answer to a refused act: its message, the field it
+// is about and the status.
+type refusal struct {
+	key    string
+	args   []any
+	status int
+}
+
+// freshSecondFactor asks an admin (only) for a fresh second factor before
+// an act that changes their credentials (a new password, a new API
+// token): the form's code is spent whatever the session passed before, so
+// that someone holding only the admin's password cannot sign the admin
+// out everywhere or mint a lasting credential. A refusal changes nothing.
+func (s *Server) freshSecondFactor(c *fiber.Ctx, u *auth.User) (*refusal, error) {
+	if !u.IsAdmin() {
+		return nil, nil
+	}
+	err := s.Auth.ConfirmSecondFactor(c.UserContext(), u.ID, c.FormValue("code"))
+	var throttled *auth.ThrottledError
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.As(err, &throttled):
+		return &refusal{"fresh2fa.throttled", []any{"seconds", retryAfter(c, throttled.RetryAfter)}, fiber.StatusTooManyRequests}, nil
+	case errors.Is(err, auth.ErrCodeInvalid):
+		s.Log.WarnContext(c.UserContext(), "admin's fresh second factor refused", "user", u.ID, "path", c.Path())
+		return &refusal{"fresh2fa.wrong", nil, fiber.StatusUnprocessableEntity}, nil
+	case errors.Is(err, auth.ErrTOTPNotEnrolled):
+		return &refusal{"fresh2fa.not_enrolled", nil, fiber.StatusUnprocessableEntity}, nil
+	}
+	return nil, err
+}
+
 func (s *Server) passwordForm(c *fiber.Ctx) error {
 	return render(c, fiber.StatusOK, views.PasswordChange(s.page(c, "password.change_title"), views.PasswordView{}))
 }
@@ -47,8 +80,17 @@ func (s *Server) passwordForm(c *fiber.Ctx) error {
 // every other browser out and revokes every API token, then says so on the
 // account page. This browser stays signed in on a new session: a copy of
 // its old session cookie (the thief's) dies with the others.
+//
+// An admin types a fresh second factor too (freshSecondFactor), checked
+// first: a wrong code spends no password attempt and changes nothing.
 func (s *Server) changePassword(c *fiber.Ctx) error {
 	u := currentUser(c)
+	if r, err := s.freshSecondFactor(c, u); err != nil {
+		return err
+	} else if r != nil {
+		return render(c, r.status, views.PasswordChange(s.page(c, "password.change_title"),
+			views.PasswordView{ErrorKey: r.key, ErrorArgs: r.args, ErrorField: "code"}))
+	}
 	ended, err := s.Auth.ChangePassword(c.UserContext(), u.ID, c.Cookies(s.sessionCookie),
 		c.FormValue("current_password"), c.FormValue("new_password"))
 	var throttled *auth.ThrottledError

@@ -79,20 +79,19 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		s.Log.ErrorContext(c.UserContext(), "return: resolve failed", "payment", p.PublicID, "err", err)
 	}
 	returnURL := routes.PaymentReturn(p.PublicID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
-	if c.Method() == fiber.MethodPost {
-		// Post/Redirect/Get: a reload must not re-post to us.
-		return c.Redirect(returnURL, fiber.StatusSeeOther)
-	}
 	if p.ReturnURL != nil {
 		// An API top-up with a return_url (its origin registered by the
 		// owner when it was created): the partner's page takes over, told
 		// the top-up and its status as it stands now (the API's values).
 		target, err := webhook.ReturnTarget(*p.ReturnURL, p.PublicID, string(p.Status.Public()))
 		if err == nil {
-			c.Set(fiber.HeaderCacheControl, "no-store")
-			return c.Redirect(target, fiber.StatusSeeOther)
+			return s.handOver(c, p.ID, target, returnURL)
 		}
 		s.Log.ErrorContext(c.UserContext(), "return: stored return_url unusable", "payment", p.PublicID, "err", err)
+	}
+	if c.Method() == fiber.MethodPost {
+		// Post/Redirect/Get: a reload must not re-post to us.
+		return c.Redirect(returnURL, fiber.StatusSeeOther)
 	}
 	v := paymentView(p)
 	if u := currentUser(c); u == nil || u.ID != p.UserID {
@@ -112,6 +111,37 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		}
 	}
 	return render(c, fiber.StatusOK, views.Result(pg, v))
+}
+
+// handOver sends the payer to an API top-up's return_url (target) on the
+// bank's first return of the payment only: the bank's request (a POST, or
+// a GET with the gateway's fields, not our own URL that carries the token
+// alone) that wins the payment's one hand-over claim. Every other visit
+// of the link (a reload, our own refresh URL, a link sent to someone) gets
+// a page naming the destination, left by a click: a return link is never
+// an open redirect. A POST that is not the hand-over goes on to that page
+// by Post/Redirect/Get (returnURL).
+func (s *Server) handOver(c *fiber.Ctx, paymentID int64, target, returnURL string) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	args := c.Context().QueryArgs()
+	ownURL := c.Method() == fiber.MethodGet && args.Len() == 1 && args.Has(callback.OwnTokenParam)
+	if !ownURL {
+		first, err := s.Webhooks.ClaimReturn(c.UserContext(), paymentID)
+		if err != nil {
+			return err
+		}
+		if first {
+			return c.Redirect(target, fiber.StatusSeeOther)
+		}
+	}
+	if c.Method() == fiber.MethodPost {
+		return c.Redirect(returnURL, fiber.StatusSeeOther)
+	}
+	host := target
+	if u, err := url.Parse(target); err == nil {
+		host = u.Host
+	}
+	return render(c, fiber.StatusOK, views.ReturnHandover(s.page(c, "return.handover_title"), target, host))
 }
 
 // receipt is the owner's status page of a payment; others get 404.

@@ -53,9 +53,22 @@ func (s *Server) tokensPage(c *fiber.Ctx) error {
 // and not redirected: the secret never appears in a URL or a later page).
 // It asks for the password first: a borrowed or stolen session alone
 // cannot mint a long-lived credential.
+//
+// An admin types a fresh second factor too (freshSecondFactor), checked
+// first: an admin's token must never come from the password alone.
 func (s *Server) createToken(c *fiber.Ctx) error {
 	form := views.TokenForm{Name: c.FormValue("name"), Scope: c.FormValue("scope"), ExpiresDays: c.FormValue("expires_days")}
 	status := fiber.StatusOK
+	if r, err := s.freshSecondFactor(c, currentUser(c)); err != nil {
+		return err
+	} else if r != nil {
+		form.ErrorKey, form.ErrorArgs = r.key, r.args
+		v, err := s.tokensView(c, views.TokensView{Form: form})
+		if err != nil {
+			return err
+		}
+		return render(c, r.status, views.Tokens(s.page(c, "tokens.title"), v))
+	}
 	err := s.Auth.VerifyPassword(c.UserContext(), currentUser(c).ID, c.FormValue("password"))
 	var throttled *auth.ThrottledError
 	var secret string

@@ -93,6 +93,10 @@ func (s *Server) createWebhook(c *fiber.Ctx) error {
 		form.Events = append(form.Events, string(e))
 	}
 	ep, secret, err := s.Webhooks.Create(c.UserContext(), currentUser(c).ID, form.URL, form.Events)
+	if errors.Is(err, webhook.ErrDisabledByAdmin) {
+		form.ErrorKey = "webhooks.error_add_by_admin"
+		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{Form: form})
+	}
 	if err != nil {
 		if form.ErrorKey = webhookErrorKey(err); form.ErrorKey == "" {
 			return err
@@ -150,7 +154,8 @@ func (s *Server) enableWebhook(c *fiber.Ctx) error {
 	return c.Redirect(routes.Webhooks+"?done=enabled", fiber.StatusSeeOther)
 }
 
-// deleteWebhook removes one of the user's endpoints with its log.
+// deleteWebhook removes one of the user's endpoints with its log; one an
+// administrator disabled stays (409, the page says so): it binds its URL.
 func (s *Server) deleteWebhook(c *fiber.Ctx) error {
 	id, err := idParam(c)
 	if err != nil {
@@ -159,6 +164,8 @@ func (s *Server) deleteWebhook(c *fiber.Ctx) error {
 	switch err := s.Webhooks.Delete(c.UserContext(), currentUser(c).ID, id); {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrDisabledByAdmin):
+		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_del_by_admin"})
 	case err != nil:
 		return err
 	}

@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 	case "user":
 		return userCmd(ctx, args[1:], getenv, stdin, stdout, log)
 	case "sandbank":
-		return sandbankCmd(ctx, args[1:], stdout, log)
+		return sandbankCmd(ctx, args[1:], getenv, stdout, log)
 	case "reconcile":
 		return reconcileCmd(ctx, getenv, stdout, log)
 	case "check":
@@ -514,7 +514,11 @@ func reset2FACmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 	return nil
 }
 
-func sandbankCmd(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
+// sandbankCmd runs the sandbox bank on its own. Like the built-in one it
+// credits without real money, so it listens on loopback only (localhost,
+// 127.0.0.0/8, ::1) unless ALLOW_SANDBOX=1: "", 0.0.0.0 or a public
+// address is refused before anything listens.
+func sandbankCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("sandbank", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	addr := fs.String("addr", "127.0.0.1:9090", "HOST:PORT to listen on")
@@ -529,6 +533,10 @@ func sandbankCmd(ctx context.Context, args []string, stdout io.Writer, log *slog
 	f, err := faults()
 	if err != nil {
 		return err
+	}
+	if !config.LoopbackListen(*addr) && getenv("ALLOW_SANDBOX") != "1" {
+		return fmt.Errorf("sandbank: --addr %s is not a loopback address: the sandbox bank confirms payments without real money and never listens where others could reach it; "+
+			"use 127.0.0.1:PORT, or set ALLOW_SANDBOX=1 for a demo", *addr)
 	}
 	bank := sandbank.New(sandbank.Options{Logger: log.With("component", "sandbank"), AuthorityTTL: *ttl, Faults: f})
 	ln, err := net.Listen("tcp", *addr)

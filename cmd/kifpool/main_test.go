@@ -55,6 +55,12 @@ func TestCommands(t *testing.T) {
 		{"user blank password", []string{"user", "create", "--email", "c@example.com"}, "   \r\n", env, "no password given", ""},
 		{"sandbank -h", []string{"sandbank", "-h"}, "", env, "", "-addr"},
 		{"sandbank -h lists request performed, answer lost", []string{"sandbank", "-h"}, "", env, "", "-answer-lost-rate"},
+		// Issue 31, item 10: the standalone bank keeps the built-in one's
+		// rule, loopback only unless ALLOW_SANDBOX=1.
+		{"sandbank on every interface", []string{"sandbank", "--addr", "0.0.0.0:0"}, "", env, "not a loopback address", ""},
+		{"sandbank on every interface, no host", []string{"sandbank", "--addr", ":0"}, "", env, "not a loopback address", ""},
+		{"sandbank on a public address", []string{"sandbank", "--addr", "192.0.2.7:9090"}, "", env, "ALLOW_SANDBOX=1", ""},
+		{"sandbank on a .localhost name", []string{"sandbank", "--addr", "bank.localhost:9090"}, "", env, "not a loopback address", ""},
 		{"user plain", []string{"user", "create", "--email", "sara@example.com"}, "a long enough password\n", env, "", "created user user sara@example.com"},
 		{"promote", []string{"user", "promote", "--email", "Sara@Example.com"}, "", env, "", "sara@example.com is now an admin"},
 		{"promote again", []string{"user", "promote", "--email", "sara@example.com"}, "", env, "", "is now an admin"},

@@ -218,11 +218,17 @@ func finishBackup(tmp, dest string) error {
 // unknown to the next ("transaction not found"). A sandbox serve must
 // therefore be alone on the database, and no instance starts beside one.
 // Refused rather than warned: the combination never works, and a warning
-// in a log is read after the payers met it. (PostgreSQL only: SQLite is a
-// single-process database.)
+// in a log is read after the payers met it. On SQLite, a single-process
+// database, any second serve of the same file is refused, naming the
+// first one's process id and address (its worker would otherwise ask its
+// own sandbox bank about the first one's payments and fail them).
 func instanceLock(ctx context.Context, cfg config.Config, db *store.DB) (func(), error) {
 	sandbox := cfg.Gateway == config.GatewaySandbox
-	release, err := db.InstanceLock(ctx, sandbox)
+	release, err := db.InstanceLock(ctx, sandbox, cfg.ListenAddr)
+	var named *store.InstanceConflictError
+	if errors.As(err, &named) {
+		return nil, fmt.Errorf("%w. SQLite serves one process: stop that serve, or give this one another DATABASE_URL (several instances need PostgreSQL)", named)
+	}
 	if errors.Is(err, store.ErrInstanceConflict) {
 		if sandbox {
 			return nil, errors.New("another kifpool serve runs on this database: the built-in sandbox bank (GATEWAY=sandbox) lives in one process's memory, " +

@@ -15,6 +15,10 @@ import (
 // ResetLifetime is how long a password reset link works.
 const ResetLifetime = 30 * time.Minute
 
+// maxLiveResets is how many unexpired, unused reset links an account may
+// have at once: a flood of requests from many clients sends no more mail.
+const maxLiveResets = 5
+
 // ErrResetInvalid: the reset link is unknown, used or expired.
 var ErrResetInvalid = errors.New("reset link is unknown, used or expired")
 
@@ -40,7 +44,11 @@ func (passwordReset) TableName() string { return "password_resets" }
 // guesses are: a *ThrottledError says how long to wait.
 func (s *Service) RequestReset(ctx context.Context, email, client string) error {
 	// Per client: 20 free (an office behind one address), then waits
-	// that double; per address: 5, as sign-in.
+	// that double; per address and client: 5, as sign-in. The address's
+	// throttle is the requester's, never the address's alone: a stranger
+	// flooding someone's address delays only their own requests, not the
+	// owner's (issue 31, item 10). What a flood from many clients can do
+	// to the owner's inbox is bounded by maxLiveResets.
 	if err := s.takeAttemptFree(ctx, "reset-client:"+client, 20); err != nil {
 		return err
 	}
@@ -49,7 +57,7 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(email)) // same time either way
 		return nil
 	}
-	if err := s.takeAttempt(ctx, "reset:"+email); err != nil {
+	if err := s.takeAttempt(ctx, "reset:"+email+"|"+client); err != nil {
 		return err
 	}
 	var u User
@@ -66,6 +74,17 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 	}
 	if s.resetMailer == nil {
 		return errors.New("password reset: no mailer configured")
+	}
+	// At most maxLiveResets live links per account: past them no new mail
+	// is sent (the same answer), and the owner already has a working link
+	// in the inbox.
+	var live int64
+	if err := s.db.Gorm.WithContext(ctx).Model(&passwordReset{}).
+		Where("user_id = ? AND used_at IS NULL AND expires_at > ?", u.ID, s.now().UTC()).Count(&live).Error; err != nil {
+		return fmt.Errorf("password reset for user %d: %w", u.ID, err)
+	}
+	if live >= maxLiveResets {
+		return nil
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {

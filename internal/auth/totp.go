@@ -328,25 +328,8 @@ func (s *Service) VerifySecondFactor(ctx context.Context, userID, sessionID int6
 		if err := tx.Where("id = ?", userID).Take(&u).Error; err != nil {
 			return err
 		}
-		if u.TOTPConfirmedAt == nil {
-			return ErrTOTPNotEnrolled
-		}
-		var ok bool
-		if len(code) == 6 {
-			var err error
-			if ok, err = useTOTP(tx, u, code, now, false); err != nil {
-				return err
-			}
-		} else if len(code) == 16 {
-			res := tx.Exec(`UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
-				now, userID, hashRecoveryCode(code))
-			if res.Error != nil {
-				return res.Error
-			}
-			ok = res.RowsAffected == 1
-		}
-		if !ok {
-			return ErrCodeInvalid
+		if err := useSecondFactor(tx, u, code, now); err != nil {
+			return err
 		}
 		var err error
 		tok, err = passSession(tx, userID, sessionID, now)
@@ -359,6 +342,73 @@ func (s *Service) VerifySecondFactor(ctx context.Context, userID, sessionID int6
 		return "", fmt.Errorf("verify second factor: %w", err)
 	}
 	return tok, s.clearAttempts(ctx, key)
+}
+
+// useSecondFactor spends code (normalised) for the enrolled admin u: a
+// code of their authenticator after the last one accepted, or one of their
+// unused recovery codes; ErrCodeInvalid otherwise.
+func useSecondFactor(tx *gorm.DB, u User, code string, now time.Time) error {
+	if u.TOTPConfirmedAt == nil {
+		return ErrTOTPNotEnrolled
+	}
+	var ok bool
+	if len(code) == 6 {
+		var err error
+		if ok, err = useTOTP(tx, u, code, now, false); err != nil {
+			return err
+		}
+	} else if len(code) == 16 {
+		res := tx.Exec(`UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
+			now, u.ID, hashRecoveryCode(code))
+		if res.Error != nil {
+			return res.Error
+		}
+		ok = res.RowsAffected == 1
+	}
+	if !ok {
+		return ErrCodeInvalid
+	}
+	return nil
+}
+
+// ConfirmSecondFactor is a fresh second factor for one act of an admin
+// (a new password, a new API token): code is spent as VerifySecondFactor
+// spends it (single use, throttled with it), whatever the session passed
+// before, and the session is left as it is. ErrTOTPNotEnrolled for an
+// admin who has no authenticator yet, ErrCodeInvalid for a wrong code.
+//
+// No code at all is no guess: refused without counting.
+func (s *Service) ConfirmSecondFactor(ctx context.Context, userID int64, code string) error {
+	code = normaliseCode(code)
+	if code == "" {
+		var u User
+		if err := s.db.Gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
+			return fmt.Errorf("confirm second factor: %w", err)
+		}
+		if u.TOTPConfirmedAt == nil {
+			return ErrTOTPNotEnrolled
+		}
+		return ErrCodeInvalid
+	}
+	key := "2fa:" + strconv.FormatInt(userID, 10)
+	if err := s.takeAttempt(ctx, key); err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var u User
+		if err := tx.Where("id = ?", userID).Take(&u).Error; err != nil {
+			return err
+		}
+		return useSecondFactor(tx, u, code, now)
+	})
+	if err != nil {
+		if errors.Is(err, ErrCodeInvalid) || errors.Is(err, ErrTOTPNotEnrolled) {
+			return err
+		}
+		return fmt.Errorf("confirm second factor: %w", err)
+	}
+	return s.clearAttempts(ctx, key)
 }
 
 // passSession replaces the session that passed the second factor with a

@@ -553,6 +553,14 @@ func loopbackURL(raw string) bool {
 	return loopbackHost(u.Hostname())
 }
 
+// LoopbackListen reports whether a listen address (HOST:PORT) reaches
+// this machine only (loopbackHost): the rule the sandbox bank is held to,
+// built in or standalone, unless ALLOW_SANDBOX=1.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(host)
+}
+
 // loopbackHost reports whether a host name or address (IPv6 with or
 // without brackets) is this machine only. "" (every interface) is not.
 func loopbackHost(h string) bool {

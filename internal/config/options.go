@@ -167,7 +167,7 @@ func ownOptions() []Option {
 			Doc:        "PostgreSQL connections one instance opens at most (and keeps idle); N instances open up to N × this, which must stay under the server's `max_connections` (100 by default); idle ones are closed after 5 minutes",
 			p:          intField(0, 1000, func(c *Config) *int { return &c.DatabaseMaxConns })},
 		{Name: "DATA_DIR", Group: groupServer, Default: "./data",
-			Doc: "where the development session secret (`DATA_DIR/session_secret`, only without `SESSION_SECRET`) and the default SQLite file (`DATA_DIR/kifpool.db`, when `DATABASE_URL` is unset) live; the folder is created mode 0700, the secret and a new SQLite file 0600; an existing folder that other users can read is narrowed to 0700 at start (a warning says so, or that it could not be)",
+			Doc: "where the development session secret (`DATA_DIR/session_secret`, only without `SESSION_SECRET`) and the default SQLite file (`DATA_DIR/kifpool.db`, when `DATABASE_URL` is unset) and the built-in sandbox bank's payments (`DATA_DIR/sandbank.json`, so that a restart keeps those still open) live; the folder is created mode 0700, the secret and a new SQLite file 0600; an existing folder that other users can read is narrowed to 0700 at start (a warning says so, or that it could not be)",
 			p:   stringField("a folder", func(c *Config) *string { return &c.DataDir })},
 		{Name: "GATEWAY", Group: groupGateway,
 			Doc: "the older name of `GATEWAYS`, for one gateway: still read, and used when `GATEWAYS` is unset; both set to different values is refused",
@@ -270,7 +270,7 @@ func ownOptions() []Option {
 				},
 				show: func(c Config) string { return string(c.SessionSecret) }}},
 		{Name: "ALLOW_SANDBOX", Group: groupGateway,
-			Doc: "the sandbox bank credits wallets without real money, so it never runs where a real payer could reach it: it is refused when any of these holds — `BASE_URL` is not a loopback address (`localhost`, `127.0.0.1`, `[::1]`), `LISTEN_ADDR` listens beyond this machine (`:8080`, `0.0.0.0:8080`), `TRUSTED_PROXIES` is set (a reverse proxy brings the network), `SESSION_SECRET` is set (a deployment, not a developer's machine); `1` allows it anyway, for a public demo",
+			Doc: "the sandbox bank credits wallets without real money, so it never runs where a real payer could reach it: it is refused when any of these holds — `BASE_URL` is not a loopback address (`localhost`, `127.0.0.1`, `[::1]`), `LISTEN_ADDR` listens beyond this machine (`:8080`, `0.0.0.0:8080`), `TRUSTED_PROXIES` is set (a reverse proxy brings the network), `SESSION_SECRET` is set (a deployment, not a developer's machine); the standalone `kifpool sandbank` likewise refuses an `--addr` that is not loopback; `1` allows either anyway, for a public demo",
 			p: parser{accepts: "`1` or unset",
 				set: func(c *Config, v string) error {
 					c.AllowSandbox = v == "1"

@@ -172,6 +172,16 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"return.bad_title": "درخواست نامعتبر",
 	"return.bad":       "این پیوند بازگشت از بانک معتبر نیست. هیچ تغییری در کیف‌پول شما داده نشد.",
 
+	"return.handover_title":    "رفتن به سایت دیگر",
+	"return.handover_body":     "این پیوند شما را از کیف‌پول به {host} می‌برد، سایتی که این پرداخت را آغاز کرد. اگر آن را نمی‌شناسید، به آن نروید.",
+	"return.handover_continue": "رفتن به {host}",
+
+	"fresh2fa.label":        "کد برنامهٔ تأیید هویت (یا یک کد بازیابی)",
+	"fresh2fa.hint":         "شما مدیر هستید: این کار یک کد تازه از برنامهٔ تأیید هویت شما می‌خواهد.",
+	"fresh2fa.wrong":        "این کد درست نیست یا پیش‌تر به کار رفته است. چیزی تغییر نکرد.",
+	"fresh2fa.not_enrolled": "نخست تأیید دومرحله‌ای مدیر را در بخش مدیریت راه بیندازید؛ تا آن زمان این کار اینجا انجام نمی‌شود.",
+	"fresh2fa.throttled":    "کدهای نادرست زیادی وارد شد. {seconds} ثانیهٔ دیگر دوباره امتحان کنید. چیزی تغییر نکرد.",
+
 	"error.internal_title":    "خطای داخلی",
 	"error.internal":          "مشکلی پیش آمد. دوباره تلاش کنید؛ اگر ادامه داشت با پشتیبانی تماس بگیرید.",
 	"error.not_found_title":   "پیدا نشد",
@@ -442,6 +452,16 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 
 	"return.bad_title": "Invalid request",
 	"return.bad":       "This return link from the bank is not valid. Nothing in your wallet was changed.",
+
+	"return.handover_title":    "Leaving for another site",
+	"return.handover_body":     "This link takes you from the wallet to {host}, the site that started this payment. If you do not know it, do not go there.",
+	"return.handover_continue": "Go to {host}",
+
+	"fresh2fa.label":        "Code from your authenticator app (or a recovery code)",
+	"fresh2fa.hint":         "You are an administrator: this needs a fresh code from your authenticator.",
+	"fresh2fa.wrong":        "That code is not right, or was used already. Nothing was changed.",
+	"fresh2fa.not_enrolled": "Set up the administrator's second factor in the admin console first; until then this cannot be done here.",
+	"fresh2fa.throttled":    "Too many wrong codes. Try again in {seconds} seconds. Nothing was changed.",
 
 	"error.internal_title":    "Something went wrong",
 	"error.internal":          "Something went wrong on our side. Please try again; if it keeps happening, contact support.",

@@ -54,7 +54,8 @@ func newFormPayment(t *testing.T, srv *httptest.Server, gw string) string {
 // in the gateway's own form field, shows Pay and Cancel each in its own
 // form carrying the token, and Pay answers a page whose one form posts the
 // callback fields to the merchant, submitted by the bank's script (CSP:
-// no inline script; form-action allows the merchant).
+// no inline script; no form-action, which browsers would apply to the
+// merchant's own redirects after its callback).
 func TestFormGatewayPages(t *testing.T) {
 	for _, tt := range []struct{ gw, start, field, wantField string }{
 		{gatewaySEP, "/OnlinePG/OnlinePG", "Token", "RefNum"},
@@ -98,7 +99,7 @@ func TestFormGatewayPages(t *testing.T) {
 				!strings.Contains(html, `src="../../pg/assets/bank.js"`) {
 				t.Fatalf("post-back page %d:\n%s", resp.StatusCode, html)
 			}
-			if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' https://shop.example.ir") || !strings.Contains(csp, "script-src 'self'") {
+			if csp := resp.Header.Get("Content-Security-Policy"); strings.Contains(csp, "form-action") || !strings.Contains(csp, "script-src 'self'") {
 				t.Fatalf("CSP %q", csp)
 			}
 			// A second Pay is refused: the payment is no longer at the bank.

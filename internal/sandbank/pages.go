@@ -302,8 +302,9 @@ func statusPage(meta pageMeta, p pageSnapshot) templ.Component {
 	})
 }
 
-// render writes an HTML page with headers fit for a strict CSP. formTo is
-// the origin the page's forms may be redirected to (the merchant's).
+// render writes an HTML page with headers fit for a strict CSP: the
+// bank's own, never the app's (see the form-action note). formTo is the
+// merchant's origin when the page's forms lead there, "" otherwise.
 func (b *Bank) render(w http.ResponseWriter, r *http.Request, status int, formTo string, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
@@ -314,14 +315,18 @@ func (b *Bank) render(w http.ResponseWriter, r *http.Request, status int, formTo
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	if h.Get("Content-Security-Policy") == "" {
-		// form-action must allow the merchant: browsers apply it to the
-		// redirect that follows a form post.
-		formAction := "'self'"
+		// A page whose form leads the payer back to the merchant names no
+		// form-action: browsers apply it to every redirect that follows the
+		// form's post, and the merchant's callback may hand the payer over
+		// to a page the bank never hears of (an API top-up's return_url at
+		// a partner), as a real bank's page allows. The bank's other pages
+		// post only to the bank.
+		formAction := "form-action 'self'; "
 		if formTo != "" {
-			formAction += " " + formTo
+			formAction = ""
 		}
 		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; font-src 'self'; "+
-			"form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
+			formAction+"base-uri 'none'; frame-ancestors 'none'")
 	}
 	h.Set("X-Frame-Options", "DENY")
 	w.WriteHeader(status)

@@ -137,6 +137,9 @@ type Options struct {
 	// register a payment whose "pay" button on the app's origin sends
 	// the payer to a site of their choosing (an open redirect).
 	CallbackOrigin string
+	// StateFile, when set, is where the bank keeps its payments across
+	// restarts (see Open; New leaves it out).
+	StateFile string
 }
 
 // Payment is a snapshot of one payment as the bank holds it.
@@ -215,6 +218,12 @@ type Bank struct {
 	noControl      bool
 	callbackOrigin string // lower case; "" accepts any http(s) callback
 	handler        http.Handler
+
+	// stateFile ("": none) keeps the payments across restarts (Open);
+	// saved is what it holds, written under saveMu.
+	stateFile string
+	saveMu    sync.Mutex
+	saved     []byte
 }
 
 // New returns an empty bank.
@@ -261,7 +270,7 @@ func New(opts Options) *Bank {
 			panic(fmt.Sprintf("sandbank.New: Options.Faults: %v", err))
 		}
 	}
-	b.handler = b.routes()
+	b.handler = b.persisting(b.routes())
 	return b
 }
 
@@ -339,12 +348,15 @@ func (b *Bank) Finish(authority string, paid bool) (CallbackRequest, error) {
 // the bank's own record (Payment.FailReason) and its page say "expired".
 func (b *Bank) Expire(authority string) (redirect string, err error) {
 	cb, err := b.end(authority, StateFailed, FailExpired)
+	b.saveLogged()
 	return cb.URL, err
 }
 
 // finish moves an IN_BANK payment to PAID or FAILED (cancelled).
 func (b *Bank) finish(authority string, to State) (CallbackRequest, error) {
-	return b.end(authority, to, FailCancelled)
+	cb, err := b.end(authority, to, FailCancelled)
+	b.saveLogged()
+	return cb, err
 }
 
 // end moves an IN_BANK payment to PAID, or to FAILED for the reason why,

@@ -183,9 +183,15 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		s.Bank = o.Bank
 		if s.Bank == nil {
 			// Payments of this bank may call back only to this app: its
-			// "pay" button must not become a redirect to anywhere.
-			s.Bank = sandbank.New(sandbank.Options{Logger: o.Log.With("component", "sandbank"), NoControlAPI: true,
-				CallbackOrigin: originOf(cfg.BaseURL)})
+			// "pay" button must not become a redirect to anywhere. Its
+			// payments are kept under DATA_DIR, so that a restart of serve
+			// orphans none of those still open.
+			bank, err := sandbank.Open(sandbank.Options{Logger: o.Log.With("component", "sandbank"), NoControlAPI: true,
+				CallbackOrigin: originOf(cfg.BaseURL), StateFile: filepath.Join(cfg.DataDir, SandbankStateFile)})
+			if err != nil {
+				return nil, err
+			}
+			s.Bank = bank
 		}
 		bankHandler = s.Bank.Handler()
 	}
@@ -511,3 +517,6 @@ func originOf(raw string) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// SandbankStateFile is the built-in sandbox bank's state, in DATA_DIR.
+const SandbankStateFile = "sandbank.json"

@@ -5,12 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 )
 
 // ErrInstanceConflict: the instance lock could not be taken (see
 // InstanceLock).
 var ErrInstanceConflict = errors.New("instance lock held by another instance")
+
+// InstanceConflictError is a conflict with a serve that says who it is:
+// the process id and listen address its SQLite lock file holds (0 and ""
+// when it had not written them yet). It is an ErrInstanceConflict.
+type InstanceConflictError struct {
+	PID  int
+	Addr string
+	File string // the lock file
+}
+
+func (e *InstanceConflictError) Error() string {
+	who := "another process"
+	if e.PID > 0 {
+		who = "process " + strconv.Itoa(e.PID)
+	}
+	if e.Addr != "" {
+		who += " listening on " + e.Addr
+	}
+	return fmt.Sprintf("another kifpool serve runs on this SQLite database: %s holds %s", who, e.File)
+}
+
+// Is makes the error an ErrInstanceConflict.
+func (e *InstanceConflictError) Is(target error) bool { return target == ErrInstanceConflict }
 
 // InstanceLock marks this process as a serve instance of the database
 // until release is called (or the process ends): on PostgreSQL a
@@ -19,11 +43,20 @@ var ErrInstanceConflict = errors.New("instance lock held by another instance")
 // must be alone on the database (exclusive: the built-in sandbox bank,
 // whose payments live in its memory) takes it exclusively. A conflict
 // either way returns ErrInstanceConflict at once. The connection is one
-// more than the pool's size (set the pool first). SQLite serves one process
-// and has no such lock: nothing is taken.
-func (db *DB) InstanceLock(ctx context.Context, exclusive bool) (release func(), err error) {
+// more than the pool's size (set the pool first).
+//
+// SQLite serves one process: every serve takes an exclusive lock of the
+// file's serve lock (`<file>.serve.lock`, beside it, mode 0600; an OS
+// file lock, so it ends with the process however it ends) and writes its
+// process id and addr (its listen address) there; a second serve is
+// refused with an *InstanceConflictError naming both. An in-memory
+// database takes nothing.
+func (db *DB) InstanceLock(ctx context.Context, exclusive bool, addr string) (release func(), err error) {
 	if db.Dialect != Postgres {
-		return func() {}, nil
+		if db.path == "" {
+			return func() {}, nil
+		}
+		return lockFile(db.path+".serve.lock", addr)
 	}
 	// The lock's connection is one more than the pool's size, so that a
 	// small DATABASE_MAX_CONNS is not one short for the app's own work.

@@ -25,24 +25,24 @@ func TestInstanceLock(t *testing.T) {
 		return db
 	}
 	a, b, c := open(), open(), open()
-	relA, err := a.InstanceLock(ctx, false)
+	relA, err := a.InstanceLock(ctx, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	relB, err := b.InstanceLock(ctx, false)
+	relB, err := b.InstanceLock(ctx, false, "")
 	if err != nil {
 		t.Fatalf("a second shared instance: %v", err)
 	}
-	if _, err := c.InstanceLock(ctx, true); !errors.Is(err, store.ErrInstanceConflict) {
+	if _, err := c.InstanceLock(ctx, true, ""); !errors.Is(err, store.ErrInstanceConflict) {
 		t.Fatalf("an exclusive instance beside two others: %v", err)
 	}
 	relA()
 	relB()
-	relC, err := c.InstanceLock(ctx, true)
+	relC, err := c.InstanceLock(ctx, true, "")
 	if err != nil {
 		t.Fatalf("an exclusive instance alone: %v", err)
 	}
-	if _, err := a.InstanceLock(ctx, false); !errors.Is(err, store.ErrInstanceConflict) {
+	if _, err := a.InstanceLock(ctx, false, ""); !errors.Is(err, store.ErrInstanceConflict) {
 		t.Fatalf("an instance beside an exclusive one: %v", err)
 	}
 	// Another schema (another test's database) is not affected.
@@ -51,13 +51,13 @@ func TestInstanceLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	relO, err := other.InstanceLock(ctx, true)
+	relO, err := other.InstanceLock(ctx, true, "")
 	if err != nil {
 		t.Fatalf("exclusive on another schema: %v", err)
 	}
 	relO()
 	relC()
-	relA2, err := a.InstanceLock(ctx, false)
+	relA2, err := a.InstanceLock(ctx, false, "")
 	if err != nil {
 		t.Fatalf("after the exclusive instance left: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestInstanceLock(t *testing.T) {
 	if err := one.SetPoolSize(1); err != nil {
 		t.Fatal(err)
 	}
-	relOne, err := one.InstanceLock(ctx, false)
+	relOne, err := one.InstanceLock(ctx, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestInstanceLock(t *testing.T) {
 	}
 	// SQLite: a single-process database, nothing to lock.
 	s := storetest.New(t, store.SQLite)
-	rel, err := s.InstanceLock(ctx, true)
+	rel, err := s.InstanceLock(ctx, true, "")
 	if err != nil {
 		t.Fatal(err)
 	}

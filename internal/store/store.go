@@ -41,6 +41,9 @@ const (
 type DB struct {
 	Gorm    *gorm.DB
 	Dialect Dialect
+	// path is the SQLite file ("" in memory and on PostgreSQL): its serve
+	// lock lives beside it (InstanceLock).
+	path string
 }
 
 // DefaultSQLitePath is the zero-setup database file.
@@ -104,6 +107,9 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 		sqlDB.SetConnMaxLifetime(30 * time.Minute)
 	}
 	db := &DB{Gorm: gdb, Dialect: dialect}
+	if dialect == SQLite && dsn != ":memory:" {
+		db.path = dsn
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.SQL().PingContext(pctx); err != nil {

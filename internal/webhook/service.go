@@ -171,6 +171,19 @@ func (s *Service) Create(ctx context.Context, userID int64, rawURL string, event
 		if n >= MaxEndpoints {
 			return ErrTooMany
 		}
+		// An administrator's disable binds the URL for its owner until an
+		// administrator lifts it: the same URL added again is refused.
+		// Compared as a receiver sees it (case of the scheme and host, a
+		// default port and an empty path do not make another URL).
+		var held []string
+		if err := tx.Model(&Endpoint{}).Where("user_id = ? AND "+disabledByAdminSQL, userID).Pluck("url", &held).Error; err != nil {
+			return err
+		}
+		for _, h := range held {
+			if sameEndpointURL(h, u) {
+				return ErrDisabledByAdmin
+			}
+		}
 		return tx.Create(&ep).Error
 	})
 	if err != nil {
@@ -292,13 +305,26 @@ func (s *Service) Enable(ctx context.Context, userID, id int64) error {
 	return nil
 }
 
-// Delete removes one of the user's endpoints and its delivery log.
+// disabledByAdminSQL is Endpoint.DisabledByAdmin as a condition.
+const disabledByAdminSQL = "disabled_at IS NOT NULL AND (disabled_by IS NULL OR disabled_by <> user_id)"
+
+// Delete removes one of the user's endpoints and its delivery log. One an
+// administrator disabled stays (ErrDisabledByAdmin): it is what binds its
+// URL for the owner until an administrator enables it (Create refuses the
+// URL meanwhile), so that deleting and adding it again undoes nothing.
 func (s *Service) Delete(ctx context.Context, userID, id int64) error {
-	res := s.db.Gorm.WithContext(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&Endpoint{})
+	res := s.db.Gorm.WithContext(ctx).Where("id = ? AND user_id = ? AND NOT ("+disabledByAdminSQL+")", id, userID).Delete(&Endpoint{})
 	if res.Error != nil {
 		return fmt.Errorf("delete webhook endpoint %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
+		var n int64
+		if err := s.db.Gorm.WithContext(ctx).Model(&Endpoint{}).Where("id = ? AND user_id = ?", id, userID).Count(&n).Error; err != nil {
+			return fmt.Errorf("delete webhook endpoint %d: %w", id, err)
+		}
+		if n > 0 {
+			return ErrDisabledByAdmin
+		}
 		return ErrNotFound
 	}
 	return nil

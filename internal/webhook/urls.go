@@ -144,6 +144,40 @@ func CanonicalOrigin(raw string, allowLoopback bool) (string, error) {
 	return origin, nil
 }
 
+// sameEndpointURL reports whether two endpoint URLs name the same
+// receiver: equal once the scheme and host are in lower case, a default
+// port is dropped, an empty path is "/" and a fragment is ignored.
+func sameEndpointURL(a, b string) bool {
+	ca, okA := canonicalEndpoint(a)
+	cb, okB := canonicalEndpoint(b)
+	return okA && okB && ca == cb
+}
+
+func canonicalEndpoint(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	out := scheme + "://" + host + path
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out, true
+}
+
 // ReturnTarget is where the payer goes after the bank: u with topup_id
 // and status set in its query (replacing any of those names).
 func ReturnTarget(returnURL, topUpID, status string) (string, error) {
@@ -167,6 +201,8 @@ var extraBlocked = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may embed a private IPv4
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local NAT64
 	netip.MustParsePrefix("2002::/16"),       // 6to4: may embed a private IPv4
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible ([::127.0.0.1], deprecated): embeds any IPv4
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT): embeds any IPv4
 	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
 	netip.MustParsePrefix("100::/64"),        // discard
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation

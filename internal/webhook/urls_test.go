@@ -35,6 +35,14 @@ func TestCheckEndpointURL(t *testing.T) {
 		{"https://[fe80::1]/x", true, webhook.ErrURLPrivate},
 		{"https://[::ffff:192.168.1.1]/x", true, webhook.ErrURLPrivate},
 		{"https://100.64.1.1/x", false, webhook.ErrURLPrivate},
+		// Issue 31, item 10: IPv4-compatible and IPv4-translated IPv6
+		// forms embed any IPv4 address; refused, loopback allowed or not.
+		{"https://[::127.0.0.1]/x", false, webhook.ErrURLPrivate},
+		{"https://[::127.0.0.1]/x", true, webhook.ErrURLPrivate},
+		{"https://[::10.0.0.1]/x", true, webhook.ErrURLPrivate},
+		{"https://[::a9fe:a9fe]/latest", true, webhook.ErrURLPrivate},
+		{"https://[::8.8.8.8]/x", false, webhook.ErrURLPrivate},
+		{"https://[::ffff:0:10.0.0.1]/x", true, webhook.ErrURLPrivate},
 		{"https://0.0.0.0/x", true, webhook.ErrURLPrivate},
 		{"https://user:pw@partner.example/x", false, webhook.ErrURLInvalid},
 		{"https://partner.example\\@evil.example/", false, webhook.ErrURLInvalid},

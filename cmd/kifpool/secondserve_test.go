@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Issue 31, item 11: a second serve on the SQLite file a serve is using is
+// refused before it serves anything (its worker would ask its own
+// in-memory sandbox bank about the first one's payments and send them to
+// review), and the refusal names the first one's process id and address.
+// When the first one stops, the file is free again.
+func TestSecondServeOnOneSQLiteFileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	dbURL := "sqlite:" + filepath.Join(dir, "k.db")
+	serve := func(ctx context.Context, addr string) <-chan error {
+		done := make(chan error, 1)
+		env := map[string]string{"DATABASE_URL": dbURL, "DATA_DIR": dir, "LISTEN_ADDR": addr, "BASE_URL": "http://" + addr}
+		go func() {
+			done <- run(ctx, []string{"serve"}, envOf(env), strings.NewReader(""), io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		return done
+	}
+	first := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := serve(ctx, first)
+	waitHealthy(t, "http://"+first, done)
+
+	second := freeAddr(t)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	select {
+	case err := <-serve(ctx2, second):
+		if err == nil || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) || !strings.Contains(err.Error(), first) {
+			t.Fatalf("second serve: %v, want a refusal naming pid %d and %s", err, os.Getpid(), first)
+		}
+	case <-ctx2.Done():
+		t.Fatal("a second serve on the same SQLite file started")
+	}
+	if c, err := net.Dial("tcp", second); err == nil {
+		c.Close()
+		t.Fatal("the refused serve listens")
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first serve: %v", err)
+	}
+	// The file is free again: a serve starts on it.
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	third := freeAddr(t)
+	done3 := serve(ctx3, third)
+	waitHealthy(t, "http://"+third, done3)
+	cancel3()
+	if err := <-done3; err != nil {
+		t.Fatalf("serve after the first stopped: %v", err)
+	}
+}
