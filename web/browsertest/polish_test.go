@@ -461,3 +461,46 @@ func TestRecoveryCodesPage(t *testing.T) {
 		}
 	}
 }
+
+// TestTopUpFormFirstScreen: the top-up form with the default four
+// gateways (GATEWAYS=sandbox) shows its gateways as compact rows, and Pay
+// stays within the first screen at 360×800 and at 1280×800, in both
+// languages (issue 29, item 1).
+func TestTopUpFormFirstScreen(t *testing.T) {
+	app, _ := startApp(t, apptest.Options{})
+	for _, lang := range []string{"fa", "en"} {
+		for _, vp := range viewports {
+			t.Run(lang+"-"+vp.name, func(t *testing.T) {
+				b := NewTab(t, app.URL)
+				b.Run(vp.view)
+				b.Go(routes.SignIn + "?lang=" + lang)
+				b.SignUp("first-screen-" + lang + "-" + vp.name + "@example.com")
+				b.Go(routes.TopUp)
+				b.Wait("gateway-choice")
+				b.checkPage(lang, vp.name, "top-up")
+				var m struct {
+					Options    int
+					Tallest    float64
+					PayBottom  float64
+					ViewHeight float64
+				}
+				b.Eval(`(() => {
+					const opts = Array.from(document.querySelectorAll('[data-testid=gateway-choice] label'));
+					const pay = document.querySelector('[data-testid=topup-submit]').getBoundingClientRect();
+					return {Options: opts.length,
+						Tallest: Math.max(...opts.map(o => o.getBoundingClientRect().height)),
+						PayBottom: pay.bottom + window.scrollY, ViewHeight: window.innerHeight}; })()`, &m)
+				if m.Options != 4 {
+					t.Fatalf("%d gateways offered, want the default four", m.Options)
+				}
+				if m.Tallest > 44 {
+					t.Errorf("a gateway's row is %.0f px high: want a compact row (≤ 44 px)", m.Tallest)
+				}
+				if m.PayBottom > m.ViewHeight {
+					t.Errorf("Pay ends at %.0f px, below the first screen (%.0f px)", m.PayBottom, m.ViewHeight)
+				}
+				b.CheckNoProblems()
+			})
+		}
+	}
+}
