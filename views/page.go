@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -25,6 +26,9 @@ type Page struct {
 	// payments); works without JavaScript.
 	RefreshURL     string
 	RefreshSeconds int
+	// Operator is who runs the instance and how to reach support (the
+	// footer; failure, review and error pages).
+	Operator config.Operator
 }
 
 // UserInfo is the signed-in user, as shown in the header.

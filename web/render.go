@@ -26,7 +26,7 @@ func lang(c *fiber.Ctx) i18n.Lang {
 // page builds what every page needs.
 func (s *Server) page(c *fiber.Ctx, titleKey string) views.Page {
 	l := lang(c)
-	p := views.Page{Lang: l, TitleKey: titleKey, Now: s.Now()}
+	p := views.Page{Lang: l, TitleKey: titleKey, Now: s.Now(), Operator: s.Config.Operator}
 	p.CSRF, _ = c.Locals(localCSRF).(string)
 	p.Nonce, _ = c.Locals(localNonce).(string)
 	if u := currentUser(c); u != nil {
