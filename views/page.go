@@ -194,6 +194,29 @@ type PaymentView struct {
 // and "I won't pay this one".
 func (v PaymentView) Unpaid() bool { return v.BankURL != "" || v.BankForm != nil }
 
+// Cancelled reports whether the payer said they will not pay a payment
+// the bank still holds open: the page says they cancelled it (and that it
+// is credited all the same if the bank says it was paid), not "in
+// progress".
+func (v PaymentView) Cancelled() bool { return v.Dismissed && StatusClass(v.Status) == "pending" }
+
+// ReceiptTitle is the heading (and the window's title) of the payment's
+// page for its owner.
+func (v PaymentView) ReceiptTitle() string {
+	if v.Cancelled() {
+		return "unpaid.cancelled_title"
+	}
+	return ReceiptTitleKey(v.Status)
+}
+
+// StatusKey is the message key of the payment's status in its details.
+func (v PaymentView) StatusKey() string {
+	if v.Cancelled() {
+		return "status.dismissed"
+	}
+	return "status." + v.Status
+}
+
 func itoa(n int64) string {
 	neg := n < 0
 	if neg {

@@ -97,7 +97,9 @@ var accountFA = map[string]string{ // #nosec G101 -- UI text, not credentials
 	"unpaid.back_to_bank":         "بازگشت به صفحهٔ بانک",
 	"unpaid.abandon":              "این را پرداخت نمی‌کنم",
 	"unpaid.abandon_hint":         "پیش از هر کاری از بانک می‌پرسیم؛ اگر پرداخت انجام شده باشد، به کیف‌پول شما واریز می‌شود.",
-	"unpaid.dismissed":            "این پرداخت از فهرست «در جریان» برداشته شد. بانک هنوز نتیجه را اعلام نکرده است و ما همچنان از آن می‌پرسیم؛ اگر پولی گرفته شده باشد، واریز می‌شود.",
+	"unpaid.dismissed":            "گفتید این پرداخت را انجام نمی‌دهید و آن را لغو کردید؛ چیزی به کیف‌پول شما اضافه نشد. بانک هنوز آن را نبسته است: اگر بانک اعلام کند که پرداخت انجام شده، مبلغ همچنان به کیف‌پول شما واریز می‌شود.",
+	"unpaid.cancelled_title":      "این پرداخت را لغو کردید",
+	"status.dismissed":            "لغوشده به خواست شما",
 }
 
 var accountEN = map[string]string{ // #nosec G101 -- UI text, not credentials
@@ -194,5 +196,7 @@ var accountEN = map[string]string{ // #nosec G101 -- UI text, not credentials
 	"unpaid.back_to_bank":         "Back to the bank's page",
 	"unpaid.abandon":              "I won't pay this one",
 	"unpaid.abandon_hint":         "We ask the bank first: if it was paid after all, it is credited to your wallet.",
-	"unpaid.dismissed":            "This payment left your \"in progress\" list. The bank has not given its outcome yet and we keep asking; if money was taken, it is credited.",
+	"unpaid.dismissed":            "You said you won't pay this one, so you cancelled it and nothing was added to your wallet. The bank has not closed it yet: if the bank says it was paid after all, the amount will still be credited to your wallet.",
+	"unpaid.cancelled_title":      "You cancelled this payment",
+	"status.dismissed":            "Cancelled by you",
 }
