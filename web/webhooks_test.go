@@ -79,6 +79,12 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {srv.URL + "/hook"}, "events": {"topup.credited", "topup.needs_review"}})
 		secret := hookSecret(r.Body)
+		// The key's own words, and no repository path for end users
+		// (issue 29, item 11).
+		if d := apptest.Parse(r.Body); d.TestID("copy-webhook-secret").Text() != i18n.T(i18n.FA, "webhooks.copy") ||
+			d.TestID("webhook-verify-hint").Text() != i18n.T(i18n.FA, "webhooks.verify_hint") || strings.Contains(r.Body, "docs/") {
+			t.Errorf("new key's card: copy button %q, hint %q", d.TestID("copy-webhook-secret").Text(), d.TestID("webhook-verify-hint").Text())
+		}
 		if r.Status != http.StatusOK || secret == "" || r.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("create: %d, secret shown: %v", r.Status, secret != "")
 		}
