@@ -2,6 +2,7 @@ package sandbank
 
 import (
 	"encoding/json"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -82,6 +83,11 @@ func TestFormGatewayPages(t *testing.T) {
 			}
 			if strings.Contains(html, "<script>") {
 				t.Fatal("inline script")
+			}
+			// The footer names no one gateway: not Zarinpal on SEP's and
+			// Mellat's pages (issue 29, item 16).
+			if !strings.Contains(html, i18n.T(i18n.FA, "bank.footer")) || strings.Contains(html, "زرین‌پال") {
+				t.Error("the page's footer is not the sandbox bank's own, or names Zarinpal")
 			}
 			payURL, _ := url.Parse(srv.URL + tt.start)
 			act, _, _ := bankForm(html, "bank-pay")
