@@ -17,7 +17,7 @@ var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"webhooks.submit":               "افزودن",
 	"webhooks.new_title":            "وب‌هوک افزوده شد",
 	"webhooks.new_once":             "کلید امضای این نشانی فقط همین یک بار نمایش داده می‌شود. آن را اکنون کپی و در سرویس خود نگه دارید.",
-	"webhooks.verify_hint":          "امضای هر پیام (سرآیند Kifpool-Signature) را با همین کلید بررسی کنید و پیام‌های تکراری را با شناسهٔ رویداد (سرآیند Kifpool-Event-Id) کنار بگذارید.",
+	"webhooks.verify_hint":          "امضای هر پیام را با همین کلید بررسی کنید و پیام‌های تکراری را با شناسهٔ رویداد کنار بگذارید.",
 	"webhooks.copy":                 "کپی کلید",
 	"webhooks.list":                 "نشانی‌های شما",
 	"webhooks.none":                 "هنوز نشانی وب‌هوکی نیفزوده‌اید.",
