@@ -58,5 +58,14 @@ func (s *Server) home(c *fiber.Ctx) error {
 	if currentUser(c) != nil {
 		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
 	}
-	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
+	// Signed out: what Kifpool is, and the way in.
+	offers, err := s.Payments.Offered(c.UserContext())
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, o := range offers {
+		names = append(names, s.gatewayName(c, o.Name))
+	}
+	return render(c, fiber.StatusOK, views.Landing(s.page(c, "landing.title"), names))
 }

@@ -137,6 +137,9 @@ func TestAccessibility(t *testing.T) {
 
 			// Signed out.
 			b := f.Tab(t, lang, "")
+			b.Go(routes.Home)
+			b.Wait("landing")
+			check(b, "landing")
 			b.Go(routes.SignIn)
 			check(b, "sign-in")
 			b.Type("#email", f.User)

@@ -118,6 +118,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 	// Signed out.
 	b := f.Tab(t, lang, "", view)
 	for _, p := range []struct{ name, path, hook string }{
+		{"landing", routes.Home, "landing"},
 		{"sign-in", routes.SignIn, "auth-form"},
 		{"sign-up", routes.SignUp, "auth-form"},
 		{"not found", "/no-such-page", "message"},
@@ -478,6 +479,7 @@ func TestTopUpFormFirstScreen(t *testing.T) {
 				b.Go(routes.TopUp)
 				b.Wait("gateway-choice")
 				b.checkPage(lang, vp.name, "top-up")
+				b.Audit("top-up, four gateways " + lang + " " + vp.name)
 				var m struct {
 					Options    int
 					Tallest    float64
