@@ -378,6 +378,31 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 			t.Errorf("dashboard %s: breaker named %q, payments' gateway %q", lang, g, listed)
 		}
 	}
+	// Gateways named in the page's language (issue 29, item 8).
+	for _, g := range listed {
+		if lang == "fa" && strings.ContainsAny(strings.ToLower(g), "abcdefghijklmnopqrstuvwxyz") {
+			t.Errorf("admin payments fa %s: gateway %q in English", vp, g)
+		}
+	}
+	// Each status checkbox sits before its own label, nearer to it than
+	// to the label before it on the same line (issue 29, item 8).
+	var stray []string
+	b.Eval(`(() => { const rtl = document.documentElement.dir === 'rtl', out = [];
+		const ls = Array.from(document.querySelectorAll('[data-testid=status-filter]'));
+		ls.forEach((lb, i) => {
+			const cb = lb.querySelector('input').getBoundingClientRect(), bd = lb.querySelector('.nowrap').getBoundingClientRect();
+			const own = rtl ? cb.left - bd.right : bd.left - cb.right;
+			if (own < -1) { out.push(lb.dataset.status + ': checkbox after its label'); return; }
+			const prev = i > 0 ? ls[i-1].getBoundingClientRect() : null;
+			if (prev && Math.abs(prev.top - lb.getBoundingClientRect().top) < 4) {
+				const gap = rtl ? prev.left - cb.right : cb.left - prev.right;
+				if (gap <= own) out.push(lb.dataset.status + ': checkbox ' + gap.toFixed(0) + ' px from the label before it, ' + own.toFixed(0) + ' px from its own');
+			}
+		});
+		return out; })()`, &stray)
+	if len(stray) > 0 {
+		t.Errorf("admin payments %s %s: status filter: %q", lang, vp, stray)
+	}
 	if ph := b.Attr("#f-from", "placeholder"); ph != i18n.JalaliDate(l, time.Now()) {
 		t.Errorf("date placeholder %q, want today %q", ph, i18n.JalaliDate(l, time.Now()))
 	}
