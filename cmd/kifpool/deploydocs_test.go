@@ -131,3 +131,12 @@ func TestAdminDocsDescribeTheEnrolmentCode(t *testing.T) {
 		t.Error("docs/accounts.md does not name the enrolment code's field")
 	}
 }
+
+// docs/webhooks.md says how to test endpoints locally, not only return
+// origins (issue 29, item 10).
+func TestWebhookDocsSayHowToTestEndpointsLocally(t *testing.T) {
+	endpoints := section(t, readRepoFile(t, "docs/webhooks.md"), "## Webhook endpoints")
+	if !strings.Contains(endpoints, "WEBHOOK_ALLOW_LOOPBACK=1") || !strings.Contains(endpoints, "http://127.0.0.1:") {
+		t.Error("docs/webhooks.md's endpoints section does not say how to test a local receiver")
+	}
+}
