@@ -5,7 +5,7 @@ package i18n
 var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention secrets
 	"webhooks.title":                "وب‌هوک‌ها و نشانی بازگشت",
 	"webhooks.link":                 "وب‌هوک‌ها و نشانی‌های بازگشت",
-	"webhooks.intro":                "وقتی پرداختی شارژ شد، ناموفق شد یا به بررسی رفت، کیف‌پول به نشانی شما خبر می‌دهد؛ هر پیام امضا دارد و تا ۳ روز دوباره فرستاده می‌شود تا پاسخ 2xx بگیرد.",
+	"webhooks.intro":                "وقتی پرداختی شارژ شد، ناموفق شد یا به بررسی رفت، کیف‌پول به نشانی شما خبر می‌دهد؛ هر پیام امضا دارد و تا ۳ روز دوباره فرستاده می‌شود تا پاسخ موفق (کد ۲۰۰ تا ۲۹۹) بگیرد.",
 	"webhooks.add":                  "افزودن نشانی وب‌هوک",
 	"webhooks.url":                  "نشانی (URL)",
 	"webhooks.url_hint":             "با https:// شروع شود؛ نشانی‌های شبکهٔ داخلی پذیرفته نمی‌شوند.",
