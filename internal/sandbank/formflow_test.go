@@ -89,6 +89,22 @@ func TestFormGatewayPages(t *testing.T) {
 			if !strings.Contains(html, i18n.T(i18n.FA, "bank.footer")) || strings.Contains(html, "زرین‌پال") {
 				t.Error("the page's footer is not the sandbox bank's own, or names Zarinpal")
 			}
+			// A language switch that posts the token again (issue 29, item 7):
+			// the same page, in English, still payable.
+			switchAction, switchFields, ok := bankForm(html, "bank-lang")
+			if !ok || switchFields.Get(tt.field) != tok {
+				t.Fatalf("no language switch posting the %s field:\n%s", tt.field, html)
+			}
+			switchURL, _ := url.Parse(srv.URL + tt.start)
+			en, err := http.PostForm(switchURL.ResolveReference(mustURL(t, switchAction)).String(), switchFields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enPage, _ := io.ReadAll(en.Body)
+			en.Body.Close()
+			if _, hidden, ok := bankForm(string(enPage), "bank-pay"); en.StatusCode != 200 || !strings.Contains(string(enPage), `<html lang="en"`) || !ok || hidden.Get(tt.field) != tok {
+				t.Fatalf("the switched page: %d\n%s", en.StatusCode, enPage)
+			}
 			payURL, _ := url.Parse(srv.URL + tt.start)
 			act, _, _ := bankForm(html, "bank-pay")
 			target, _ := payURL.Parse(act)
@@ -167,4 +183,13 @@ func TestControlGatewayFinish(t *testing.T) {
 			t.Fatalf("WSDL lacks %s", op)
 		}
 	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
