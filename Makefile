@@ -43,7 +43,10 @@ GIT_TIME    = $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%
 GIT_DIRTY   = $(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo true)
 BUILD_FLAGS = -buildvcs=auto -ldflags '-X main.buildTime=$(BUILD_TIME) -X main.gitRevision=$(GIT_REV) -X main.gitTime=$(GIT_TIME) -X main.gitModified=$(GIT_DIRTY)'
 
+# A first build compiles every dependency (about a minute): say so before
+# the screen stays quiet.
 build:
+	@echo "building ./$(BIN) (the first build takes about a minute)…"
 	$(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/kifpool
 
 # kifpool into $$GOBIN (or $$(go env GOPATH)/bin).

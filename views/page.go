@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -25,6 +26,9 @@ type Page struct {
 	// payments); works without JavaScript.
 	RefreshURL     string
 	RefreshSeconds int
+	// Operator is who runs the instance and how to reach support (the
+	// footer; failure, review and error pages).
+	Operator config.Operator
 }
 
 // UserInfo is the signed-in user, as shown in the header.
@@ -209,6 +213,29 @@ type PaymentView struct {
 // payer never came back: the page offers the way back to the bank's page
 // and "I won't pay this one".
 func (v PaymentView) Unpaid() bool { return v.BankURL != "" || v.BankForm != nil }
+
+// Cancelled reports whether the payer said they will not pay a payment
+// the bank still holds open: the page says they cancelled it (and that it
+// is credited all the same if the bank says it was paid), not "in
+// progress".
+func (v PaymentView) Cancelled() bool { return v.Dismissed && StatusClass(v.Status) == "pending" }
+
+// ReceiptTitle is the heading (and the window's title) of the payment's
+// page for its owner.
+func (v PaymentView) ReceiptTitle() string {
+	if v.Cancelled() {
+		return "unpaid.cancelled_title"
+	}
+	return ReceiptTitleKey(v.Status)
+}
+
+// StatusKey is the message key of the payment's status in its details.
+func (v PaymentView) StatusKey() string {
+	if v.Cancelled() {
+		return "status.dismissed"
+	}
+	return "status." + v.Status
+}
 
 func itoa(n int64) string {
 	neg := n < 0

@@ -109,6 +109,7 @@ type Server struct {
 	Deps
 	csrfKey      []byte
 	formAction   string
+	imgSrc       string // the CSP's img-src: the app's own, and the operator's seal (ENAMAD_HTML)
 	secureCookie bool
 	trusted      []*net.IPNet
 	baseHost     string // BASE_URL's host: requests for another are redirected there
@@ -141,6 +142,7 @@ func New(d Deps) *fiber.App {
 	if s.secureCookie {
 		s.sessionCookie, s.csrfCookie = hostPrefix+cookieSession, hostPrefix+cookieCSRF
 	}
+	s.imgSrc = strings.Join(append([]string{"'self'", "data:"}, d.Config.Operator.SealOrigins...), " ")
 	s.formAction = "'self'"
 	for _, name := range d.Config.Gateways {
 		if gw := d.Config.GatewayURLOf(name); gw != "" && !strings.HasPrefix(gw, d.Config.BaseURL) {

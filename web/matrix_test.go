@@ -196,7 +196,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.APITopUpPattern, url: routes.APITopUp(ownPayment), apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
 			{path: routes.APIWallet, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
 			{path: routes.APIWalletLedger, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
-			{path: "/", get: p(all(see))}, // to /signin or /wallet
+			{path: "/", get: p(who{ok, see, see, see})}, // the landing page signed out, else to /wallet
 			{path: routes.SignUp, get: p(who{ok, see, see, see}), post: p(all(unp))},
 			{path: routes.SignIn, get: p(who{ok, see, see, see}), post: p(all(http.StatusUnauthorized))}, // no such account
 			{path: routes.SignOut, post: p(all(see)), destructive: true},

@@ -101,7 +101,7 @@ func withPayment(c *fiber.Ctx, publicID string) {
 func (s *Server) securityHeaders(c *fiber.Ctx) error {
 	nonce := randomToken(16)
 	c.Locals(localNonce, nonce)
-	c.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self'; img-src 'self' data:; "+
+	c.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self'; img-src "+s.imgSrc+"; "+
 		"form-action "+s.formAction+"; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
 	c.Set("X-Content-Type-Options", "nosniff")
 	c.Set("X-Frame-Options", "DENY")

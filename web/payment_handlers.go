@@ -163,7 +163,7 @@ func (s *Server) receipt(c *fiber.Ctx) error {
 	if err := s.withOtherGateway(c, p, &v); err != nil {
 		return err
 	}
-	pg := s.page(c, views.ReceiptTitleKey(v.Status))
+	pg := s.page(c, v.ReceiptTitle())
 	if p.Status == payment.StatusPendingVerification || p.Status == payment.StatusSettling {
 		pg.RefreshURL, pg.RefreshSeconds = routes.Payment(p.PublicID), pendingRefreshSeconds
 	}

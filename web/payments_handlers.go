@@ -78,7 +78,8 @@ func (s *Server) walletPayments(c *fiber.Ctx) error {
 	}
 	v.NextCursor, v.HasNewer = next, before > 0
 	for _, p := range rows {
-		r := views.PaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt}
+		r := views.PaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()),
+			Gateway: s.gatewayName(c, p.Gateway), CreatedAt: p.CreatedAt}
 		if p.RefID != nil {
 			r.RefID = *p.RefID
 		}
@@ -104,7 +105,7 @@ func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
 	w := csv.NewWriter(&buf)
 	t := func(k string) string { return i18n.T(l, k) }
 	_ = w.Write([]string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
-		t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card")})
+		t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card"), t("paylist.col_gateway")})
 	var before int64
 	n := 0
 	for n < csvMaxRows {
@@ -119,7 +120,7 @@ func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
 			}
 			_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
 				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
-				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked})
+				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, s.gatewayName(c, p.Gateway)})
 			n++
 		}
 		if next == 0 {

@@ -54,6 +54,22 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 			t.Fatalf("list: %d %v", page.Status, statuses)
 		}
 		links := apptest.Parse(page.Body).Attrs("href")
+		// Each row names its gateway, in the page's language; the date
+		// fields' placeholders read as a format, not as a date (issue 29,
+		// item 4).
+		for _, g := range apptest.Parse(page.Body).TestIDs("payment-gateway") {
+			if g.Text() != i18n.T(i18n.FA, "gateway.name.zarinpal") {
+				t.Errorf("gateway column %q", g.Text())
+			}
+		}
+		if n := len(apptest.Parse(page.Body).TestIDs("payment-gateway")); n != 3 {
+			t.Errorf("%d gateway cells, want 3", n)
+		}
+		for _, id := range []string{"filter-from", "filter-to"} {
+			if ph := apptest.Parse(page.Body).TestID(id).Attr("placeholder"); ph != i18n.T(i18n.FA, "paylist.date_placeholder") || strings.ContainsAny(ph, "0123456789۰۱۲۳۴۵۶۷۸۹") {
+				t.Errorf("%s placeholder %q looks like a value", id, ph)
+			}
+		}
 		for _, id := range ids {
 			if !slices.Contains(links, routes.Payment(id)) {
 				t.Fatalf("row %s does not link to its page", id)
@@ -123,7 +139,8 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		if !regexp.MustCompile(`^14\d\d/\d\d/\d\d$`).MatchString(row[0]) || !regexp.MustCompile(`^\d\d:\d\d:\d\d$`).MatchString(row[1]) {
 			t.Fatalf("Jalali date / Tehran time: %q %q", row[0], row[1])
 		}
-		if _, err := time.Parse(time.RFC3339, row[2]); err != nil || row[3] != "200000" || row[5] != "ناموفق" || row[6] != "failed" {
+		if _, err := time.Parse(time.RFC3339, row[2]); err != nil || row[3] != "200000" || row[5] != "ناموفق" || row[6] != "failed" ||
+			recs[0][11] != i18n.T(i18n.FA, "paylist.col_gateway") || row[11] != i18n.T(i18n.FA, "gateway.name.zarinpal") {
 			t.Fatalf("csv row %q", row)
 		}
 		c.GetIn("en", routes.Wallet)

@@ -42,8 +42,9 @@ func TestAdminPagesPolish(t *testing.T) {
 
 		admin.Get(routes.Admin + "?lang=fa")
 		page := admin.Get(routes.Admin)
-		if !strings.Contains(page.Body, `data-gateway="Zarinpal (sandbox)"`) || strings.Contains(page.Body, `data-gateway="zarinpal"`) {
-			t.Errorf("the breaker is not named as the payments are (Zarinpal (sandbox))")
+		sandboxZarinpal := i18n.T(i18n.FA, "admin.gateway_sandbox", "name", i18n.T(i18n.FA, "gateway.name.zarinpal"))
+		if !strings.Contains(page.Body, `data-gateway="`+sandboxZarinpal+`"`) || strings.Contains(page.Body, `data-gateway="zarinpal"`) {
+			t.Errorf("the breaker is not named as the payments are, in Persian (%s)", sandboxZarinpal)
 		}
 		if n := len(apptest.Parse(page.Body).TestIDs("admin-details")); n != 2 {
 			t.Errorf("%d open payments with a link to their page, want 2", n)

@@ -26,7 +26,7 @@ func lang(c *fiber.Ctx) i18n.Lang {
 // page builds what every page needs.
 func (s *Server) page(c *fiber.Ctx, titleKey string) views.Page {
 	l := lang(c)
-	p := views.Page{Lang: l, TitleKey: titleKey, Now: s.Now()}
+	p := views.Page{Lang: l, TitleKey: titleKey, Now: s.Now(), Operator: s.Config.Operator}
 	p.CSRF, _ = c.Locals(localCSRF).(string)
 	p.Nonce, _ = c.Locals(localNonce).(string)
 	if u := currentUser(c); u != nil {
@@ -58,5 +58,14 @@ func (s *Server) home(c *fiber.Ctx) error {
 	if currentUser(c) != nil {
 		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
 	}
-	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
+	// Signed out: what Kifpool is, and the way in.
+	offers, err := s.Payments.Offered(c.UserContext())
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, o := range offers {
+		names = append(names, s.gatewayName(c, o.Name))
+	}
+	return render(c, fiber.StatusOK, views.Landing(s.page(c, "landing.title"), names))
 }

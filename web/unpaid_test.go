@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
@@ -103,5 +104,44 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 	}
 	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status IN ('awaiting_payment', 'pending_verification')`); n != 1 {
 		t.Fatal("the payment was closed without the bank's word")
+	}
+}
+
+// "I won't pay this one" on a payment the bank still holds open: the page
+// says plainly that the payer cancelled it and that it is still credited
+// if the bank says it was paid, never "in progress" or "awaiting payment"
+// (issue 29, item 5).
+func TestCancelledPaymentSaysSo(t *testing.T) {
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	c, _ := startTopUp(t, app, "changed-mind@example.com", "50000")
+	var publicID string
+	app.DB.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	c.Submit(routes.Payment(publicID), routes.PaymentAbandon(publicID), nil)
+	for _, l := range []i18n.Lang{i18n.FA, i18n.EN} {
+		page := c.GetIn(string(l), routes.Payment(publicID))
+		d := apptest.Parse(page.Body)
+		if got := apptest.PaymentStatus(page.Body); got != "awaiting_payment" {
+			t.Fatalf("%s: status %q, want still open at the bank", l, got)
+		}
+		if got, want := d.TestID("page-title").Text(), i18n.T(l, "unpaid.cancelled_title"); got != want {
+			t.Errorf("%s: heading %q, want %q", l, got, want)
+		}
+		if got := d.Elements("title")[0].Text(); !strings.HasPrefix(got, i18n.T(l, "unpaid.cancelled_title")) {
+			t.Errorf("%s: window title %q", l, got)
+		}
+		if got, want := d.TestID("result-unpaid").Text(), i18n.T(l, "unpaid.cancelled_title"); got != want {
+			t.Errorf("%s: banner %q, want %q", l, got, want)
+		}
+		if got, want := d.TestID("unpaid-dismissed").Text(), i18n.T(l, "unpaid.dismissed"); got != want {
+			t.Errorf("%s: says %q, want %q", l, got, want)
+		}
+		if got, want := d.TestID("status-text").Text(), i18n.T(l, "status.dismissed"); got != want {
+			t.Errorf("%s: status %q, want %q", l, got, want)
+		}
+		for _, key := range []string{"receipt.title_pending", "result.pending_title", "status.awaiting_payment", "unpaid.title"} {
+			if strings.Contains(page.Body, i18n.T(l, key)) {
+				t.Errorf("%s: the page still says %q", l, i18n.T(l, key))
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -79,6 +80,12 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {srv.URL + "/hook"}, "events": {"topup.credited", "topup.needs_review"}})
 		secret := hookSecret(r.Body)
+		// The key's own words, and no repository path for end users
+		// (issue 29, item 11).
+		if d := apptest.Parse(r.Body); d.TestID("copy-webhook-secret").Text() != i18n.T(i18n.FA, "webhooks.copy") ||
+			d.TestID("webhook-verify-hint").Text() != i18n.T(i18n.FA, "webhooks.verify_hint") || strings.Contains(r.Body, "docs/") {
+			t.Errorf("new key's card: copy button %q, hint %q", d.TestID("copy-webhook-secret").Text(), d.TestID("webhook-verify-hint").Text())
+		}
 		if r.Status != http.StatusOK || secret == "" || r.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("create: %d, secret shown: %v", r.Status, secret != "")
 		}
@@ -217,6 +224,12 @@ func TestWebhooksPages(t *testing.T) {
 		if rows[0].Status != webhook.StatusPending || rows[1].Status != webhook.StatusFailed {
 			t.Fatalf("statuses %s, %s", rows[0].Status, rows[1].Status)
 		}
+		// The queue's oldest waiting event, in words and the page's digits,
+		// never Go's duration text (issue 29, item 18).
+		if q := apptest.Parse(admin.GetIn("fa", routes.AdminWebhooks).Body).TestID("webhook-queue").Text(); !strings.Contains(q, i18n.T(i18n.FA, "time.just_now")) ||
+			strings.ContainsAny(q, "0123456789") {
+			t.Errorf("queue line %q", q)
+		}
 		if a := doc.TestIDs("delivery-attempts"); len(a) != 2 || a[0].Text() != "1" || a[1].Text() != "1" {
 			t.Fatalf("attempts shown: %d", len(a))
 		}
@@ -242,6 +255,15 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action IN ('webhook_disable', 'webhook_resend')`); n != 2 {
 			t.Fatalf("%d audit rows", n)
+		}
+		// The waiting delivery ended with the endpoint: said in the page's
+		// language, not as the stored English.
+		var ended []string
+		for _, e := range apptest.Parse(admin.GetIn("fa", routes.AdminWebhook(id)).Body).TestIDs("delivery-error") {
+			ended = append(ended, e.Text())
+		}
+		if !slices.Contains(ended, i18n.T(i18n.FA, "webhooks.error_disabled")) || slices.Contains(ended, webhook.LastErrorEndpointDisabled) {
+			t.Errorf("delivery errors %q", ended)
 		}
 		ownPage := owner.GetIn("en", routes.Webhooks)
 		odoc := apptest.Parse(ownPage.Body)

@@ -60,7 +60,7 @@ commands:
   check                            read-only audit of the database: exits non-zero naming each broken row
   backup --to FILE                 online backup of the SQLite database (PostgreSQL: pg_dump)
   sandbank --addr HOST:PORT [fault flags]
-                                   run the sandbox bank (Zarinpal v4 compatible) on its own;
+                                   run the sandbox bank (Zarinpal, Zibal, SEP and Mellat) on its own;
                                    kifpool sandbank -h lists the fault-injection flags
   config                           print the configuration in effect (secrets masked) and check it
   config --reference               print the configuration reference (docs/configuration.md)
@@ -357,7 +357,7 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 	if err != nil {
 		return fmt.Errorf("create user: %w", err)
 	}
-	fmt.Fprintf(stdout, "created %s user %s (id %d)\n", u.Role, u.Email, u.ID)
+	fmt.Fprintf(stdout, "created %s %s (id %d)\n", u.Role, u.Email, u.ID)
 	if u.IsAdmin() {
 		code, err := svc.IssueEnrolmentCode(ctx, u.Email)
 		if err != nil {

@@ -49,3 +49,28 @@ func TestMakeTestSaysWhatItSkipped(t *testing.T) {
 		})
 	}
 }
+
+// `make run` says it is building before the first build's quiet minute,
+// ahead of the compiler's line (issue 29, item 17).
+func TestMakeRunSaysItIsBuilding(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	out, err := exec.Command("make", "-n", "--no-print-directory", "-C", "../..", "run").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	say, build := -1, -1
+	for i, l := range lines {
+		if say < 0 && strings.Contains(l, "building ./bin/kifpool (the first build takes about a minute)") {
+			say = i
+		}
+		if build < 0 && strings.Contains(l, " build ") && strings.Contains(l, "./cmd/kifpool") {
+			build = i
+		}
+	}
+	if say < 0 || build < 0 || say > build {
+		t.Errorf("make run does not say it is building before it builds:\n%s", out)
+	}
+}

@@ -116,6 +116,9 @@ type Config struct {
 	SMTPURL string
 	// MailFrom is the sender of every mail ("Name <address>").
 	MailFrom string
+	// Operator is who runs the instance and how payers reach support
+	// (footer, failure and error pages, mails).
+	Operator Operator
 	// Per-user limits (0: off): rials and top-ups started per Tehran day,
 	// and the most a wallet may hold (open payments counted).
 	TopUpDailyMaxRials int64
@@ -361,6 +364,9 @@ func (c *Config) check(l *loader) {
 			filepath.Join(c.DataDir, "mail")+" and nobody receives it")
 	}
 	c.Warnings = append(c.Warnings, unusedGatewaySettings(c, l)...)
+	if c.Gateway != GatewaySandbox && !c.Operator.HasSupport() {
+		c.Warnings = append(c.Warnings, "no support contact is set (SUPPORT_EMAIL, SUPPORT_PHONE or SUPPORT_URL): payers told to \"contact support\" on failure pages and in mails have no way to")
+	}
 	if l.ok("IDEMPOTENCY_KEY_TTL") && c.IdempotencyKeyTTL < time.Minute {
 		l.bad("IDEMPOTENCY_KEY_TTL", "must be at least 1m (clients retry with the same key within it; 24h or more is usual)")
 	}

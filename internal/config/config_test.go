@@ -430,9 +430,9 @@ func TestBaseURLFromListenAddr(t *testing.T) {
 		{"both agree", map[string]string{"LISTEN_ADDR": "127.0.0.1:18085", "BASE_URL": "http://localhost:18085"}, "127.0.0.1:18085", "http://localhost:18085", false},
 		{"ports disagree", map[string]string{"LISTEN_ADDR": "127.0.0.1:18085", "BASE_URL": "http://localhost:8080"}, "127.0.0.1:18085", "http://localhost:8080", true},
 		{"default port of https disagrees", map[string]string{"LISTEN_ADDR": ":8443", "BASE_URL": "https://wallet.example.ir",
-			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"}, ":8443", "https://wallet.example.ir", true},
+			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "SUPPORT_EMAIL": "help@example.ir"}, ":8443", "https://wallet.example.ir", true},
 		{"real gateway listens everywhere by default", map[string]string{"BASE_URL": "https://wallet.example.ir",
-			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"}, ":8080", "https://wallet.example.ir", false},
+			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "SUPPORT_EMAIL": "help@example.ir"}, ":8080", "https://wallet.example.ir", false},
 		{"only BASE_URL set", map[string]string{"BASE_URL": "http://localhost:9999"}, "127.0.0.1:8080", "http://localhost:9999", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -829,5 +829,76 @@ func TestUnusedGatewaySettingsWarn(t *testing.T) {
 				t.Errorf("warnings %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The operator's details: support contacts (the first set one primary),
+// the company, terms and privacy, the eNamad seal cut down to links and
+// images; a real gateway without any support contact warns.
+func TestOperatorSettings(t *testing.T) {
+	real := map[string]string{"GATEWAYS": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555", "SESSION_SECRET": strongSecret}
+	supportWarning := func(c config.Config) bool {
+		for _, w := range c.Warnings {
+			if strings.Contains(w, "no support contact") {
+				return true
+			}
+		}
+		return false
+	}
+	c, err := config.Load(env(real))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !supportWarning(c) || c.Operator.HasSupport() {
+		t.Errorf("real gateway without a support contact: warnings %q", c.Warnings)
+	}
+	if c, err := config.Load(env(nil)); err != nil || supportWarning(c) {
+		t.Errorf("the sandbox bank warns of support: %v %q", err, c.Warnings)
+	}
+
+	with := map[string]string{"SUPPORT_PHONE": "+98 21 1234-5678", "SUPPORT_URL": "https://help.example.com/ticket",
+		"OPERATOR_NAME": "Example Pay Co.", "TERMS_URL": "https://example.com/terms", "PRIVACY_URL": "https://example.com/privacy",
+		"ENAMAD_HTML": `<a referrerpolicy='origin' target='_blank' href='https://trustseal.enamad.ir/?id=1&Code=x'><img referrerpolicy='origin' src='https://trustseal.enamad.ir/logo.aspx?id=1&Code=x' alt='' style='cursor:pointer' onclick='alert(1)' code='x'></a>`}
+	for k, v := range real {
+		with[k] = v
+	}
+	c, err = config.Load(env(with))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if supportWarning(c) {
+		t.Errorf("warned with a support phone: %q", c.Warnings)
+	}
+	o := c.Operator
+	if got := o.Contacts(); len(got) != 2 || got[0].Kind != "phone" || got[0].Href != "tel:+982112345678" || got[1].Href != "https://help.example.com/ticket" {
+		t.Errorf("contacts %+v: want the phone first (the first set), then the page", got)
+	}
+	if o.Name != "Example Pay Co." || o.TermsURL != "https://example.com/terms" || o.PrivacyURL != "https://example.com/privacy" {
+		t.Errorf("operator %+v", o)
+	}
+	if strings.Contains(o.SealHTML, "style") || strings.Contains(o.SealHTML, "onclick") || !strings.Contains(o.SealHTML, `src="https://trustseal.enamad.ir/logo.aspx?id=1&amp;Code=x"`) ||
+		!strings.Contains(o.SealHTML, `rel="noopener"`) || len(o.SealOrigins) != 1 || o.SealOrigins[0] != "https://trustseal.enamad.ir" {
+		t.Errorf("seal %q, origins %q", o.SealHTML, o.SealOrigins)
+	}
+	with["SUPPORT_EMAIL"] = "help@example.com"
+	if c, err := config.Load(env(with)); err != nil || c.Operator.Contacts()[0].Href != "mailto:help@example.com" {
+		t.Errorf("the e-mail address is the primary contact when set: %v %+v", err, c.Operator.Contacts())
+	}
+
+	for name, bad := range map[string]string{
+		"SUPPORT_EMAIL": "Help <help@example.com>",
+		"SUPPORT_PHONE": "۰۲۱۱۲۳۴",
+		"SUPPORT_URL":   "javascript:alert(1)",
+		"TERMS_URL":     "/terms",
+		"OPERATOR_NAME": "<b>Co</b>",
+		"ENAMAD_HTML":   `<script src="https://trustseal.enamad.ir/x.js"></script>`,
+	} {
+		_, err := config.Load(env(map[string]string{name: bad}))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: %v, want refused", name, bad, err)
+		}
+	}
+	if _, err := config.Load(env(map[string]string{"ENAMAD_HTML": `<img src="http://trustseal.enamad.ir/logo.aspx">`})); err == nil {
+		t.Errorf("a seal image over http accepted")
 	}
 }

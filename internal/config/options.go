@@ -63,6 +63,7 @@ const (
 	groupLimits    = "Amounts and limits"
 	groupRetention = "Retention"
 	groupSecurity  = "Security and observability"
+	groupOperator  = "Operator and support"
 )
 
 // Options is the table of every variable Kifpool reads, in the order
@@ -476,6 +477,34 @@ func ownOptions() []Option {
 					return nil
 				},
 				show: func(c Config) string { return c.MailFrom }}},
+		{Name: "OPERATOR_NAME", Group: groupOperator,
+			DefaultDoc: "unset: the footer and mails name no company",
+			Doc:        "the company that runs this instance, named in every page's footer and at the end of every mail",
+			p:          operatorField("one line of text", checkText(120), func(c *Config) *string { return &c.Operator.Name })},
+		{Name: "SUPPORT_EMAIL", Group: groupOperator,
+			DefaultDoc: "unset",
+			Doc:        "support's e-mail address, shown in the footer, on the failure, review and error pages and in every mail that says \"contact support\"; of `SUPPORT_EMAIL`, `SUPPORT_PHONE` and `SUPPORT_URL` the first one set is the primary contact; with a real gateway and none of them set, `kifpool config` and `serve` warn",
+			p:          operatorField("an e-mail address", checkSupportEmail, func(c *Config) *string { return &c.Operator.SupportEmail })},
+		{Name: "SUPPORT_PHONE", Group: groupOperator,
+			DefaultDoc: "unset",
+			Doc:        "support's phone number, shown where `SUPPORT_EMAIL` is (in the page's digits)",
+			p:          operatorField("Latin digits, spaces and dashes, optionally starting with `+`", checkPhone, func(c *Config) *string { return &c.Operator.SupportPhone })},
+		{Name: "SUPPORT_URL", Group: groupOperator,
+			DefaultDoc: "unset",
+			Doc:        "support's web page (a contact form, a ticket desk), shown where `SUPPORT_EMAIL` is",
+			p:          operatorField("an absolute `http(s)://` URL", checkPublicURL, func(c *Config) *string { return &c.Operator.SupportURL })},
+		{Name: "TERMS_URL", Group: groupOperator,
+			DefaultDoc: "unset: no link",
+			Doc:        "the operator's terms of service, linked from every page's footer",
+			p:          operatorField("an absolute `http(s)://` URL", checkPublicURL, func(c *Config) *string { return &c.Operator.TermsURL })},
+		{Name: "PRIVACY_URL", Group: groupOperator,
+			DefaultDoc: "unset: no link",
+			Doc:        "the operator's privacy policy, linked from every page's footer",
+			p:          operatorField("an absolute `http(s)://` URL", checkPublicURL, func(c *Config) *string { return &c.Operator.PrivacyURL })},
+		{Name: "ENAMAD_HTML", Group: groupOperator,
+			DefaultDoc: "unset: no seal",
+			Doc:        "the eNamad trust seal's snippet as eNamad gives it (a link around an image), shown in every page's footer; only `<a>` and `<img>` with `https://` links are kept (inline styles, scripts and event handlers are dropped, anything else is refused), and the CSP allows the images' origins",
+			p:          sealParser},
 		{Name: "RETENTION_SESSIONS", Group: groupRetention, Default: "24h",
 			Doc: "expired sessions are deleted this long after they expired (`off` keeps them); see docs/operations.md",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.RetentionSessions })},

@@ -16,7 +16,7 @@ func byGroup() []Option {
 	for _, d := range drivers.All() {
 		groups = append(groups, driverGroup(d))
 	}
-	groups = append(groups, groupLimits, groupBank, groupWorker, groupRetention, groupSecurity)
+	groups = append(groups, groupLimits, groupBank, groupWorker, groupRetention, groupSecurity, groupOperator)
 	for _, g := range groups {
 		for _, o := range opts {
 			if o.Group == g {

@@ -7,7 +7,7 @@ var bankFA = map[string]string{
 	"bank.gateway":        "درگاه پرداخت اینترنتی",
 	"bank.sandbox_notice": "این یک درگاه آزمایشی است و هیچ پول واقعی جابه‌جا نمی‌شود.",
 	"bank.lang_switch":    "English",
-	"bank.footer":         "شبیه‌ساز آفلاین درگاه زرین‌پال (نسخهٔ ۴)، فقط برای آزمایش",
+	"bank.footer":         "بانک آزمایشی آفلاین کیف‌پول، فقط برای آزمایش: هیچ پول واقعی جابه‌جا نمی‌شود",
 
 	"bank.pay.title":     "پرداخت",
 	"bank.invoice":       "اطلاعات پذیرنده",
@@ -62,7 +62,7 @@ var bankEN = map[string]string{
 	"bank.gateway":        "Internet Payment Gateway",
 	"bank.sandbox_notice": "This is a test gateway: no real money moves.",
 	"bank.lang_switch":    "فارسی",
-	"bank.footer":         "Offline Zarinpal (v4) simulator, for testing only",
+	"bank.footer":         "Kifpool's offline sandbox bank, for testing only: no real money moves",
 
 	"bank.pay.title":     "Payment",
 	"bank.invoice":       "Merchant details",

@@ -97,35 +97,34 @@ func Date(l Lang, t time.Time) string {
 }
 
 // Relative says how long ago t was, relative to now ("۵ دقیقه پیش").
-func Relative(l Lang, t, now time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return T(l, "time.just_now")
-	case d < time.Hour:
-		return T(l, "time.minutes_ago", "n", int64(d/time.Minute))
-	case d < 24*time.Hour:
-		return T(l, "time.hours_ago", "n", int64(d/time.Hour))
-	case d < 30*24*time.Hour:
-		return T(l, "time.days_ago", "n", int64(d/(24*time.Hour)))
-	}
-	return Date(l, t)
-}
+func Relative(l Lang, t, now time.Time) string { return ago.say(l, now.Sub(t), t) }
 
 // Until says how long until t, a time to come, relative to now ("in 5
 // min"); a time already past is "within a minute" (it is due: what waits
 // for it runs at the next look). Relative is for times gone by.
-func Until(l Lang, t, now time.Time) string {
-	d := t.Sub(now)
+func Until(l Lang, t, now time.Time) string { return until.say(l, t.Sub(now), t) }
+
+// ladder is the one scale of Relative and Until: a span under a minute,
+// in minutes, hours or days, each said with its own key; a month or more
+// is t's date.
+type ladder struct{ moment, minutes, hours, days string }
+
+var (
+	ago   = ladder{"time.just_now", "time.minutes_ago", "time.hours_ago", "time.days_ago"}
+	until = ladder{"time.soon", "time.in_minutes", "time.in_hours", "time.in_days"}
+)
+
+func (k ladder) say(l Lang, d time.Duration, t time.Time) string {
+	const day = 24 * time.Hour
 	switch {
 	case d < time.Minute:
-		return T(l, "time.soon")
+		return T(l, k.moment)
 	case d < time.Hour:
-		return T(l, "time.in_minutes", "n", int64(d/time.Minute))
-	case d < 24*time.Hour:
-		return T(l, "time.in_hours", "n", int64(d/time.Hour))
-	case d < 30*24*time.Hour:
-		return T(l, "time.in_days", "n", int64(d/(24*time.Hour)))
+		return T(l, k.minutes, "n", int64(d/time.Minute))
+	case d < day:
+		return T(l, k.hours, "n", int64(d/time.Hour))
+	case d < 30*day:
+		return T(l, k.days, "n", int64(d/day))
 	}
 	return Date(l, t)
 }

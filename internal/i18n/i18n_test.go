@@ -329,3 +329,30 @@ func TestDirOther(t *testing.T) {
 		t.Errorf("en.Other() = %q", got)
 	}
 }
+
+// Relative and Until climb one ladder (issue 29, item 18): the same span
+// lands on the same rung, said as gone by or to come; a month or more
+// away is the date.
+func TestRelativeAndUntilShareOneLadder(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		span      time.Duration
+		ago, till string // English
+	}{
+		{30 * time.Second, "just now", "within a minute"},
+		{5*time.Minute + 10*time.Second, "5 min ago", "in 5 min"},
+		{3*time.Hour + time.Minute, "3 h ago", "in 3 h"},
+		{2*24*time.Hour + time.Hour, "2 days ago", "in 2 days"},
+		{40 * 24 * time.Hour, "2026-10-23", "2027-01-11"},
+	} {
+		if got := i18n.Relative(i18n.EN, now.Add(-tt.span), now); got != tt.ago {
+			t.Errorf("Relative(-%v) = %q, want %q", tt.span, got, tt.ago)
+		}
+		if got := i18n.Until(i18n.EN, now.Add(tt.span), now); got != tt.till {
+			t.Errorf("Until(+%v) = %q, want %q", tt.span, got, tt.till)
+		}
+	}
+	if got := i18n.Until(i18n.FA, now.Add(-time.Hour), now); got != i18n.T(i18n.FA, "time.soon") {
+		t.Errorf("Until of a time past = %q, want it due", got)
+	}
+}

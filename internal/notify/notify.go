@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -38,6 +39,7 @@ const (
 type Notifier struct {
 	db      *store.DB
 	baseURL string
+	op      config.Operator // the company named in every mail, support's contacts
 	now     func() time.Time
 	log     *slog.Logger
 	// Settle: events younger than this are left for the next scan, so
@@ -46,15 +48,16 @@ type Notifier struct {
 	Settle time.Duration
 }
 
-// New returns a notifier whose links point at baseURL.
-func New(db *store.DB, baseURL string, now func() time.Time, log *slog.Logger) *Notifier {
+// New returns a notifier whose links point at baseURL; its mails name the
+// operator and, where they say "contact support", support's contacts.
+func New(db *store.DB, baseURL string, op config.Operator, now func() time.Time, log *slog.Logger) *Notifier {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Notifier{db: db, baseURL: strings.TrimRight(baseURL, "/"), now: now, log: log, Settle: 30 * time.Second}
+	return &Notifier{db: db, baseURL: strings.TrimRight(baseURL, "/"), op: op, now: now, log: log, Settle: 30 * time.Second}
 }
 
 // content is what one mail says, before it is written as text and HTML.
@@ -66,6 +69,28 @@ type content struct {
 	Link     string
 	LinkText string
 	Footer   []string
+	// Support are support's contacts as written in the mail's language
+	// (mails that say "contact support"); Operator signs the mail.
+	Support  []string
+	Operator string
+}
+
+// sign adds what every mail ends with (the operator's name) and, when
+// support it is, support's contacts.
+func (n *Notifier) sign(c content, support bool) content {
+	if support {
+		for _, ct := range n.op.Contacts() {
+			v := ct.Value
+			if ct.Kind == "phone" {
+				v = i18n.Digits(c.Lang, v)
+			}
+			c.Support = append(c.Support, v)
+		}
+	}
+	if n.op.Name != "" {
+		c.Operator = i18n.T(c.Lang, "mail.operator", "name", n.op.Name)
+	}
+	return c
 }
 
 var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
@@ -78,6 +103,8 @@ var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
 {{end}}</table>
 {{end}}{{if .Link}}<p><a href="{{.Link}}">{{.LinkText}}</a></p>
 {{end}}{{range .Footer}}<p style="color: #666; font-size: small;">{{.}}</p>
+{{end}}{{if .Support}}<p style="color: #666; font-size: small;">{{.SupportLabel}}{{range $i, $s := .Support}}{{if $i}} · {{else}} {{end}}<bdi>{{$s}}</bdi>{{end}}</p>
+{{end}}{{if .Operator}}<p style="color: #666; font-size: small;">{{.Operator}}</p>
 {{end}}</body>
 </html>
 `))
@@ -100,11 +127,18 @@ func (c content) render(to string) (mail.Row, error) {
 	for _, p := range c.Footer {
 		text.WriteString("-- \n" + p + "\n")
 	}
+	label := i18n.T(c.Lang, "support.label")
+	if len(c.Support) > 0 {
+		text.WriteString(label + " " + strings.Join(c.Support, " · ") + "\n")
+	}
+	if c.Operator != "" {
+		text.WriteString(c.Operator + "\n")
+	}
 	var html bytes.Buffer
 	err := htmlTmpl.Execute(&html, struct {
 		content
-		Dir string
-	}{c, c.Lang.Dir()})
+		Dir, SupportLabel string
+	}{c, c.Lang.Dir(), label})
 	if err != nil {
 		return mail.Row{}, fmt.Errorf("render mail: %w", err)
 	}
@@ -131,6 +165,7 @@ func (n *Notifier) ResetMailer() auth.ResetMailer {
 			LinkText: i18n.T(l, "mail.reset.link"),
 			Footer:   []string{i18n.T(l, "mail.reset.ignore")},
 		}
+		c = n.sign(c, false)
 		r, err := c.render(u.Email)
 		if err != nil {
 			return err
@@ -260,7 +295,7 @@ func (n *Notifier) mailFor(e event, now time.Time) (mail.Row, bool, error) {
 			c.Rows = append(c.Rows, [2]string{i18n.T(l, "receipt.ref_id"), i18n.Digits(l, strconv.FormatInt(*e.RefID, 10))})
 		}
 		if e.CardPanMasked != "" {
-			c.Rows = append(c.Rows, [2]string{i18n.T(l, "receipt.card"), e.CardPanMasked})
+			c.Rows = append(c.Rows, [2]string{i18n.T(l, "receipt.card"), i18n.Digits(l, e.CardPanMasked)})
 		}
 	case e.ToStatus == "failed" && MayHaveCharged(e.Reason):
 		kind = KindNotice
@@ -277,6 +312,7 @@ func (n *Notifier) mailFor(e event, now time.Time) (mail.Row, bool, error) {
 	default:
 		return mail.Row{}, false, nil
 	}
+	c = n.sign(c, kind == KindNotice)
 	r, err := c.render(e.Email)
 	if err != nil {
 		return mail.Row{}, false, err

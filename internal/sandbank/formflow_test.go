@@ -2,6 +2,7 @@ package sandbank
 
 import (
 	"encoding/json"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -84,6 +85,27 @@ func TestFormGatewayPages(t *testing.T) {
 			if strings.Contains(html, "<script>") {
 				t.Fatal("inline script")
 			}
+			// The footer names no one gateway: not Zarinpal on SEP's and
+			// Mellat's pages (issue 29, item 16).
+			if !strings.Contains(html, i18n.T(i18n.FA, "bank.footer")) || strings.Contains(html, "زرین‌پال") {
+				t.Error("the page's footer is not the sandbox bank's own, or names Zarinpal")
+			}
+			// A language switch that posts the token again (issue 29, item 7):
+			// the same page, in English, still payable.
+			switchAction, switchFields, ok := bankForm(html, "bank-lang")
+			if !ok || switchFields.Get(tt.field) != tok {
+				t.Fatalf("no language switch posting the %s field:\n%s", tt.field, html)
+			}
+			switchURL, _ := url.Parse(srv.URL + tt.start)
+			en, err := http.PostForm(switchURL.ResolveReference(mustURL(t, switchAction)).String(), switchFields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enPage, _ := io.ReadAll(en.Body)
+			en.Body.Close()
+			if _, hidden, ok := bankForm(string(enPage), "bank-pay"); en.StatusCode != 200 || !strings.Contains(string(enPage), `<html lang="en"`) || !ok || hidden.Get(tt.field) != tok {
+				t.Fatalf("the switched page: %d\n%s", en.StatusCode, enPage)
+			}
 			payURL, _ := url.Parse(srv.URL + tt.start)
 			act, _, _ := bankForm(html, "bank-pay")
 			target, _ := payURL.Parse(act)
@@ -162,4 +184,13 @@ func TestControlGatewayFinish(t *testing.T) {
 			t.Fatalf("WSDL lacks %s", op)
 		}
 	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -37,6 +37,14 @@ type pageMeta struct {
 	CSS        string // stylesheet link
 	JS         string // script link; "" for none
 	SwitchHref string // link to the same page in the other language; "" for none
+	// SwitchForm, for a page reached by POST (SEP, Mellat), posts its
+	// token again to the same page in the other language; nil for none.
+	SwitchForm *switchForm
+}
+
+// switchForm is the language switch of a page reached by POST.
+type switchForm struct {
+	Action, Field, Token string
 }
 
 // startPayView is the payer's page of an IN_BANK payment.
@@ -478,6 +486,9 @@ func (b *Bank) pageFormStart(w http.ResponseWriter, r *http.Request, gateway, to
 	left := max(int64((p.expiresAt.Sub(b.clock())+time.Second-1)/time.Second), 0)
 	meta.Title = i18n.T(lang, "bank.pay.title")
 	meta.JS = "../pg/assets/bank.js"
+	// The page again in the other language: its start page, the token
+	// posted again (showing the page changes nothing at the bank).
+	meta.SwitchForm = &switchForm{Action: strings.TrimSuffix(prefix, "/") + "?lang=" + string(lang.Other()), Field: field, Token: token}
 	action := func(name string) string { return prefix + name + "?lang=" + string(lang) }
 	v := startPayView{
 		pageMeta:     meta,

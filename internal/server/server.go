@@ -341,7 +341,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		sender = &mail.Dir{Path: filepath.Join(cfg.DataDir, "mail"), Log: o.Log.With("component", "mail"), PrintText: cfg.Dev}
 	}
 	s.Outbox = mail.NewOutbox(db, sender, cfg.MailFrom, now, o.Log.With("component", "mail"))
-	s.Notifier = notify.New(db, cfg.BaseURL, now, o.Log.With("component", "notify"))
+	s.Notifier = notify.New(db, cfg.BaseURL, cfg.Operator, now, o.Log.With("component", "notify"))
 	s.mailInterval = o.MailInterval
 	if s.mailInterval <= 0 {
 		s.mailInterval = 10 * time.Second

@@ -12,6 +12,10 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 )
 
+// LastErrorEndpointDisabled is the last error of a delivery that ended
+// because its endpoint was disabled (pages translate it).
+const LastErrorEndpointDisabled = "endpoint disabled"
+
 // Errors the pages translate.
 var (
 	ErrNoEvents      = errors.New("webhook: choose at least one event")
@@ -234,7 +238,7 @@ func (s *Service) disable(tx *gorm.DB, where string, args []any, by int64) error
 		return err
 	}
 	return tx.Model(&Delivery{}).Where("endpoint_id = ? AND status = ?", ep.ID, StatusPending).
-		Updates(map[string]any{"status": StatusFailed, "last_error": "endpoint disabled"}).Error
+		Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled}).Error
 }
 
 // Disable stops one of the user's endpoints.

@@ -126,14 +126,34 @@ func auditNote(p views.Page, r AuditRow) string {
 			if m[2] == "off" {
 				key = "admin.audit.switched_off"
 			}
-			text := p.T(key, "gateway", m[1])
+			// The gateway by its name in the page's language, isolated
+			// (FSI…PDI) so that a Latin name keeps its place in a
+			// Persian sentence.
+			text := p.T(key, "gateway", "\u2068"+tOr(p, "gateway.name."+m[1], m[1])+"\u2069")
 			if m[3] != "" {
 				text += ": " + m[3]
 			}
 			return text
 		}
 	}
+	if strings.HasPrefix(r.Action, "cli_") && r.Note == cliNote {
+		return p.T("admin.audit.cli_note")
+	}
 	return r.Note
+}
+
+// cliNote is the note internal/auth writes on the command line's rows.
+const cliNote = "from the command line"
+
+// roleAction reports whether an audit row's from and to are roles (the
+// command line's promote, demote and admin creation), not payment
+// statuses.
+func roleAction(action string) bool {
+	switch action {
+	case "cli_promote", "cli_demote", "cli_create":
+		return true
+	}
+	return false
 }
 
 // EmailOddities lists, by code point, the characters of an address that

@@ -8,10 +8,12 @@ import (
 
 // WebhooksView lists every endpoint for admins, with the queue.
 type WebhooksView struct {
-	Notice           string
-	Endpoints        []views.WebhookRow
-	Pending          int64
-	OldestAge        string
+	Notice    string
+	Endpoints []views.WebhookRow
+	Pending   int64
+	// OldestSince is when the oldest waiting delivery was queued (zero
+	// when none waits).
+	OldestSince      time.Time
 	Failed           int64
 	FailingEndpoints int64
 }
@@ -34,8 +36,18 @@ type DeliveryRow struct {
 	LastHTTP      string
 	LatencyMS     string
 	LastError     string
+	LastErrorKey  string // a message key for the last error Kifpool itself wrote; "" for the receiver's
 	CreatedAt     time.Time
 	LastAttemptAt *time.Time
 	NextAttemptAt *time.Time // pending only
 	Resendable    bool
+}
+
+// oldestAge says how long the oldest waiting delivery has waited, in the
+// page's words ("2 min ago"); "—" when none waits.
+func oldestAge(p views.Page, v WebhooksView) string {
+	if v.Pending == 0 || v.OldestSince.IsZero() {
+		return "—"
+	}
+	return p.Relative(v.OldestSince)
 }

@@ -26,7 +26,7 @@ func (h *Handlers) dashboard(c *fiber.Ctx) error {
 		return err
 	}
 	rows, reports, backlog := d.Unresolved, d.Reconciles, d.Backlog
-	v := adminview.DashboardView{Breakers: h.breakerViews(), ExactUpTo: paymentread.TotalCap}
+	v := adminview.DashboardView{Breakers: h.breakerViews(h.Lang(c)), ExactUpTo: paymentread.TotalCap}
 	for _, hr := range d.Hours {
 		hv := adminview.HourView{Start: hr.Start, Total: hr.Total, Credited: hr.Credited, Failed: hr.Failed, Ratio: -1}
 		if r := hr.SuccessRatio(); r >= 0 {

@@ -2,10 +2,12 @@ package admin
 
 import (
 	"net/url"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/paymentread"
@@ -16,10 +18,10 @@ import (
 // What the admin pages share: notices, rows, labels, the query string.
 
 // breakerViews are the gateways' circuit breakers in this instance.
-func (h *Handlers) breakerViews() []adminview.BreakerView {
+func (h *Handlers) breakerViews(l i18n.Lang) []adminview.BreakerView {
 	var out []adminview.BreakerView
 	for _, st := range h.breakers() {
-		out = append(out, adminview.BreakerView{Name: h.gatewayLabel(st.Name), State: st.State, Requests: st.Requests,
+		out = append(out, adminview.BreakerView{Name: h.gatewayLabel(l, st.Name), State: st.State, Requests: st.Requests,
 			Failures: st.Failures, ConsecutiveFailures: st.ConsecutiveFailures, Since: st.Since})
 	}
 	return out
@@ -64,14 +66,23 @@ func auditRows(rows []audit.Listed) []adminview.AuditRow {
 	return out
 }
 
-// gatewayLabel names a stored gateway for people, through the driver
-// registry (Deps.GatewayLabel): the built-in sandbox bank speaks a
-// driver's protocol but is called "sandbox".
-func (h *Handlers) gatewayLabel(stored string) string {
-	if h.GatewayLabel == nil {
-		return stored
+// gatewayLabel names a stored gateway for people in l: by its name in
+// that language ("زرین‌پال"), else through the driver registry
+// (Deps.GatewayLabel); the built-in sandbox bank speaks a driver's
+// protocol but is marked "sandbox".
+func (h *Handlers) gatewayLabel(l i18n.Lang, stored string) string {
+	label := stored
+	if h.GatewayLabel != nil {
+		label = h.GatewayLabel(stored)
 	}
-	return h.GatewayLabel(stored)
+	key := "gateway.name." + stored
+	if !i18n.Has(l, key) {
+		return label
+	}
+	if strings.HasSuffix(label, "("+drivers.Sandbox+")") {
+		return i18n.T(l, "admin.gateway_sandbox", "name", i18n.T(l, key))
+	}
+	return i18n.T(l, key)
 }
 
 // queryWith is the current query string with key set to value ("" drops
@@ -90,9 +101,9 @@ func queryWith(c *fiber.Ctx, key, value string) string {
 }
 
 // paymentRow is a payment as the admin's lists show it.
-func (h *Handlers) paymentRow(r paymentread.Payment) adminview.PaymentRow {
+func (h *Handlers) paymentRow(l i18n.Lang, r paymentread.Payment) adminview.PaymentRow {
 	row := adminview.PaymentRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
-		Gateway: h.gatewayLabel(r.Gateway), Status: r.Status, Card: r.CardPANMasked, CreatedAt: r.CreatedAt}
+		Gateway: h.gatewayLabel(l, r.Gateway), Status: r.Status, Card: r.CardPANMasked, CreatedAt: r.CreatedAt}
 	if r.RefID != nil {
 		row.RefID = *r.RefID
 	}

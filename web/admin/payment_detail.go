@@ -53,7 +53,7 @@ func (h *Handlers) paymentDetail(c *fiber.Ctx) error {
 	}
 	l := h.Lang(c)
 	v := adminview.PaymentDetailView{PublicID: p.PublicID, Status: string(p.Status), Reason: reasonText(l, p.StatusReason),
-		AmountRials: p.AmountRials, Gateway: h.gatewayLabel(p.Gateway), Authority: p.AuthorityString(), RefID: p.RefIDValue(),
+		AmountRials: p.AmountRials, Gateway: h.gatewayLabel(l, p.Gateway), Authority: p.AuthorityString(), RefID: p.RefIDValue(),
 		Card: p.CardPANMasked, Attempts: p.Attempts, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt, NextCheckAt: p.NextCheckAt,
 		LastCheckedAt: p.LastCheckedAt,
 		// "Ask the bank now" is the only way to credit from here, and it
@@ -87,7 +87,7 @@ func (h *Handlers) paymentDetail(c *fiber.Ctx) error {
 			PaymentPublicID: p.PublicID, CreatedAt: d.Credit.CreatedAt}
 	}
 	for _, r := range recent {
-		v.UserPayments = append(v.UserPayments, h.paymentRow(r))
+		v.UserPayments = append(v.UserPayments, h.paymentRow(l, r))
 	}
 	return h.Render(c, fiber.StatusOK, adminview.PaymentDetail(h.Page(c, "admin.payment.title"), v))
 }

@@ -113,7 +113,7 @@ func (h *Handlers) paymentList(c *fiber.Ctx) error {
 	}
 	v.Gateways = nil
 	for _, name := range h.GatewayNames {
-		v.Gateways = append(v.Gateways, adminview.Option{Value: name, Label: h.gatewayLabel(name)})
+		v.Gateways = append(v.Gateways, adminview.Option{Value: name, Label: h.gatewayLabel(h.Lang(c), name)})
 	}
 	if errKey != "" {
 		status, v.ErrorKey = fiber.StatusBadRequest, errKey
@@ -138,7 +138,7 @@ func (h *Handlers) paymentList(c *fiber.Ctx) error {
 			v.Counts = append(v.Counts, fc)
 		}
 		for _, r := range rows {
-			v.Rows = append(v.Rows, h.paymentRow(r))
+			v.Rows = append(v.Rows, h.paymentRow(h.Lang(c), r))
 		}
 		if next != nil {
 			v.NextURL = routes.AdminPayments + "?" + queryWith(c, "cursor", next.String())
@@ -182,7 +182,7 @@ func (h *Handlers) paymentsCSV(c *fiber.Ctx) error {
 		n := 0
 		err := h.Reads.EachPayment(ctx, f, func(p paymentread.Payment) error {
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
-				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), h.gatewayLabel(p.Gateway),
+				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), h.gatewayLabel(i18n.EN, p.Gateway),
 				csvCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", csvCell(p.CardPANMasked), "",
 				i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), i18n.T(l, "status."+p.Status)}
 			if p.Authority != nil {

@@ -43,7 +43,7 @@ func (h *Handlers) userDetail(c *fiber.Ctx) error {
 		return err
 	}
 	for _, r := range rows {
-		v.Payments = append(v.Payments, h.paymentRow(r))
+		v.Payments = append(v.Payments, h.paymentRow(h.Lang(c), r))
 	}
 	return h.Render(c, fiber.StatusOK, adminview.UserDetail(h.Page(c, "admin.users.title"), v))
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -26,7 +25,7 @@ func (h *Handlers) webhooks(c *fiber.Ctx) error {
 		return err
 	}
 	v := adminview.WebhooksView{Pending: st.Pending, Failed: st.Failed, FailingEndpoints: st.FailingEndpoints,
-		OldestAge: st.OldestAge.Round(time.Second).String()}
+		OldestSince: h.Now().Add(-st.OldestAge)}
 	switch c.Query("done") {
 	case "disabled":
 		v.Notice = "webhooks.admin_disabled"
@@ -77,7 +76,7 @@ func (h *Handlers) webhookLog(c *fiber.Ctx) error {
 	}
 	for _, d := range ds {
 		row := adminview.DeliveryRow{ID: d.ID, EventID: d.EventID, Type: d.Type, Status: d.Status, Attempts: d.Attempts,
-			LastError: d.LastError, CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt,
+			LastError: d.LastError, LastErrorKey: deliveryErrorKey(d.LastError), CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt,
 			Resendable: d.Status != webhook.StatusPending && v.Endpoint.State != "disabled"}
 		var body struct {
 			TopUp struct {
@@ -161,4 +160,13 @@ func (h *Handlers) resendDelivery(c *fiber.Ctx) error {
 		h.Hooks.Kick()
 	}
 	return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=resent", fiber.StatusSeeOther)
+}
+
+// deliveryErrorKey is the message key of a last error Kifpool wrote
+// itself, "" for a receiver's own answer (shown as it came).
+func deliveryErrorKey(lastError string) string {
+	if lastError == webhook.LastErrorEndpointDisabled {
+		return "webhooks.error_disabled"
+	}
+	return ""
 }

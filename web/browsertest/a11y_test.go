@@ -18,6 +18,23 @@ import (
 // axeTags are the rule sets the audit runs.
 var axeTags = []string{"wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"}
 
+// axeWaivers are the axe findings accepted on purpose, each with its
+// reason: a rule, on the pages whose audit name starts with page ("" for
+// every page). Every other finding, of any impact, fails the test. Empty:
+// no page has a finding today; a new one is fixed, or waived here with a
+// reason a reviewer can weigh.
+var axeWaivers = []struct{ rule, page, why string }{}
+
+// waived is the reason a finding is accepted, or "".
+func waived(rule, page string) string {
+	for _, w := range axeWaivers {
+		if w.rule == rule && strings.HasPrefix(page, w.page) {
+			return w.why
+		}
+	}
+	return ""
+}
+
 var axeScript struct {
 	once sync.Once
 	src  string
@@ -80,8 +97,8 @@ type axeResult struct {
 }
 
 // Audit runs axe-core on the current page and fails the test on every
-// serious or critical violation (rule, impact, elements); lesser ones are
-// logged.
+// violation, whatever its impact (rule, impact, elements), unless
+// axeWaivers accepts it with a reason (then it is logged with that reason).
 func (b *Tab) Audit(page string) {
 	b.t.Helper()
 	src := axeSource(b.t)
@@ -102,10 +119,10 @@ func (b *Tab) Audit(page string) {
 		for _, n := range v.Nodes {
 			fmt.Fprintf(&sb, "\n\t%s\n\t\t%s", n.Target, strings.ReplaceAll(n.Summary, "\n", "\n\t\t"))
 		}
-		if v.Impact == "serious" || v.Impact == "critical" {
-			b.t.Error(sb.String())
+		if why := waived(v.ID, page); why != "" {
+			b.t.Log(sb.String() + "\n\twaived: " + why)
 		} else {
-			b.t.Log(sb.String())
+			b.t.Error(sb.String())
 		}
 	}
 }
@@ -137,6 +154,9 @@ func TestAccessibility(t *testing.T) {
 
 			// Signed out.
 			b := f.Tab(t, lang, "")
+			b.Go(routes.Home)
+			b.Wait("landing")
+			check(b, "landing")
 			b.Go(routes.SignIn)
 			check(b, "sign-in")
 			b.Type("#email", f.User)

@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -118,6 +120,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 	// Signed out.
 	b := f.Tab(t, lang, "", view)
 	for _, p := range []struct{ name, path, hook string }{
+		{"landing", routes.Home, "landing"},
 		{"sign-in", routes.SignIn, "auth-form"},
 		{"sign-up", routes.SignUp, "auth-form"},
 		{"not found", "/no-such-page", "message"},
@@ -166,6 +169,21 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 	b.Go(routes.AccountPassword)
 	b.Wait("password-form")
 	b.checkPage(lang, vp, "change password")
+
+	// All payments: on a desktop the filters are one compact row and the
+	// first payments are in the first screen (issue 29, item 4).
+	b.Go(routes.WalletPayments)
+	b.Wait("payment-row")
+	b.checkPage(lang, vp, "all payments")
+	if vp == "desktop" {
+		var fit struct{ Filters, FirstRow, Screen float64 }
+		b.Eval(`(() => ({Filters: document.querySelector('[data-testid=payments-filter]').getBoundingClientRect().height,
+			FirstRow: document.querySelector('[data-testid=payment-row]').getBoundingClientRect().bottom + window.scrollY,
+			Screen: window.innerHeight}))()`, &fit)
+		if fit.Filters > 150 || fit.FirstRow > fit.Screen {
+			t.Errorf("all payments %s: filters %.0f px high, first row ends at %.0f px of %.0f", lang, fit.Filters, fit.FirstRow, fit.Screen)
+		}
+	}
 
 	// The top-up form's errors: a minus sign, and the unit typed along.
 	b.Go(routes.TopUp)
@@ -377,13 +395,38 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 			t.Errorf("dashboard %s: breaker named %q, payments' gateway %q", lang, g, listed)
 		}
 	}
+	// Gateways named in the page's language (issue 29, item 8).
+	for _, g := range listed {
+		if lang == "fa" && strings.ContainsAny(strings.ToLower(g), "abcdefghijklmnopqrstuvwxyz") {
+			t.Errorf("admin payments fa %s: gateway %q in English", vp, g)
+		}
+	}
+	// Each status checkbox sits before its own label, nearer to it than
+	// to the label before it on the same line (issue 29, item 8).
+	var stray []string
+	b.Eval(`(() => { const rtl = document.documentElement.dir === 'rtl', out = [];
+		const ls = Array.from(document.querySelectorAll('[data-testid=status-filter]'));
+		ls.forEach((lb, i) => {
+			const cb = lb.querySelector('input').getBoundingClientRect(), bd = lb.querySelector('.nowrap').getBoundingClientRect();
+			const own = rtl ? cb.left - bd.right : bd.left - cb.right;
+			if (own < -1) { out.push(lb.dataset.status + ': checkbox after its label'); return; }
+			const prev = i > 0 ? ls[i-1].getBoundingClientRect() : null;
+			if (prev && Math.abs(prev.top - lb.getBoundingClientRect().top) < 4) {
+				const gap = rtl ? prev.left - cb.right : cb.left - prev.right;
+				if (gap <= own) out.push(lb.dataset.status + ': checkbox ' + gap.toFixed(0) + ' px from the label before it, ' + own.toFixed(0) + ' px from its own');
+			}
+		});
+		return out; })()`, &stray)
+	if len(stray) > 0 {
+		t.Errorf("admin payments %s %s: status filter: %q", lang, vp, stray)
+	}
 	if ph := b.Attr("#f-from", "placeholder"); ph != i18n.JalaliDate(l, time.Now()) {
 		t.Errorf("date placeholder %q, want today %q", ph, i18n.JalaliDate(l, time.Now()))
 	}
 	b.Go(routes.AdminPayments + "?from=yesterday")
 	b.Wait("filter-error")
 	b.checkPage(lang, vp, "admin payments (bad filter)")
-	for _, p := range consolePages(f) {
+	for _, p := range adminPageList(f) {
 		if p.path == routes.Admin || strings.HasPrefix(p.path, routes.AdminPayments+"?") {
 			continue
 		}
@@ -456,6 +499,111 @@ func TestRecoveryCodesPage(t *testing.T) {
 				if txt := b.Attr(tid("copy-codes"), "data-copy-text"); strings.Count(txt, "\n") != 9 {
 					t.Errorf("copy gives %q: want ten lines", txt)
 				}
+				b.CheckNoProblems()
+			})
+		}
+	}
+}
+
+// TestTopUpFormFirstScreen: the top-up form with the default four
+// gateways (GATEWAYS=sandbox) shows its gateways as compact rows, and Pay
+// stays within the first screen at 360×800 and at 1280×800, in both
+// languages (issue 29, item 1).
+func TestTopUpFormFirstScreen(t *testing.T) {
+	app, _ := startApp(t, apptest.Options{})
+	for _, lang := range []string{"fa", "en"} {
+		for _, vp := range viewports {
+			t.Run(lang+"-"+vp.name, func(t *testing.T) {
+				b := NewTab(t, app.URL)
+				b.Run(vp.view)
+				b.Go(routes.SignIn + "?lang=" + lang)
+				b.SignUp("first-screen-" + lang + "-" + vp.name + "@example.com")
+				b.Go(routes.TopUp)
+				b.Wait("gateway-choice")
+				b.checkPage(lang, vp.name, "top-up")
+				b.Audit("top-up, four gateways " + lang + " " + vp.name)
+				var m struct {
+					Options    int
+					Tallest    float64
+					PayBottom  float64
+					ViewHeight float64
+				}
+				b.Eval(`(() => {
+					const opts = Array.from(document.querySelectorAll('[data-testid=gateway-choice] label'));
+					const pay = document.querySelector('[data-testid=topup-submit]').getBoundingClientRect();
+					return {Options: opts.length,
+						Tallest: Math.max(...opts.map(o => o.getBoundingClientRect().height)),
+						PayBottom: pay.bottom + window.scrollY, ViewHeight: window.innerHeight}; })()`, &m)
+				if m.Options != 4 {
+					t.Fatalf("%d gateways offered, want the default four", m.Options)
+				}
+				if m.Tallest > 44 {
+					t.Errorf("a gateway's row is %.0f px high: want a compact row (≤ 44 px)", m.Tallest)
+				}
+				if m.PayBottom > m.ViewHeight {
+					t.Errorf("Pay ends at %.0f px, below the first screen (%.0f px)", m.PayBottom, m.ViewHeight)
+				}
+				b.CheckNoProblems()
+			})
+		}
+	}
+}
+
+// TestTokenAndWebhookTablesFit: the API-token and webhook tables, the
+// user's and the admin's, never scroll sideways at 360 and 1280 px, in
+// both languages, and their actions (revoke, disable) are in view
+// (issue 29, item 9).
+func TestTokenAndWebhookTablesFit(t *testing.T) {
+	app, _ := startApp(t, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}})
+	ctx := context.Background()
+	u, err := app.Server.Auth.SignUp(ctx, "partner@example.com", password, auth.RoleAdmin, "fa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, _, err := app.Server.Tokens.Create(ctx, apitoken.CreateInput{UserID: u.ID, Name: "shop integration " + strconv.Itoa(i), Scope: "read"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook := "http://127.0.0.1:9/" + strings.Repeat("callbacks/kifpool/", 6) + "top-ups"
+	if _, _, err := app.Server.Webhooks.Create(ctx, u.ID, hook, []string{"topup.credited", "topup.failed", "topup.needs_review"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range []string{"fa", "en"} {
+		for _, vp := range viewports {
+			t.Run(lang+"-"+vp.name, func(t *testing.T) {
+				b := NewTab(t, app.URL)
+				b.Run(vp.view)
+				b.Go(routes.SignIn + "?lang=" + lang)
+				b.SignIn(u.Email, password)
+				b.PassAdminChecks(app.DB, u.Email)
+				for _, p := range []struct{ name, path, table, action string }{
+					{"API access", routes.Tokens, "tokens", "token-revoke"},
+					{"webhooks", routes.Webhooks, "webhooks", "webhook-disable"},
+					{"admin tokens", routes.AdminTokens, "tokens", "token-revoke"},
+					{"admin webhooks", routes.AdminWebhooks, "webhooks", "webhook-disable"},
+				} {
+					b.Go(p.path)
+					b.Wait(p.table)
+					b.checkPage(lang, vp.name, p.name)
+					var m struct {
+						Scroll, Client float64
+						Hidden         []string
+					}
+					b.Eval(`(() => { const box = document.querySelector('[data-testid=`+p.table+`]').closest('.table-scroll');
+						const w = document.documentElement.clientWidth;
+						return {Scroll: box.scrollWidth, Client: box.clientWidth,
+							Hidden: Array.from(document.querySelectorAll('[data-testid=`+p.action+`]')).filter(e => {
+								const r = e.getBoundingClientRect(), bx = box.getBoundingClientRect();
+								return r.width === 0 || r.left < Math.max(0, bx.left) - 0.5 || r.right > Math.min(w, bx.right) + 0.5; }).map(e => e.textContent)}; })()`, &m)
+					if m.Scroll > m.Client+1 {
+						t.Errorf("%s: the table scrolls sideways (%.0f px in %.0f)", p.name, m.Scroll, m.Client)
+					}
+					if len(m.Hidden) > 0 {
+						t.Errorf("%s: actions out of view: %q", p.name, m.Hidden)
+					}
+				}
+				b.Audit("token and webhook tables " + lang + " " + vp.name)
 				b.CheckNoProblems()
 			})
 		}

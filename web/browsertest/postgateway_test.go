@@ -3,6 +3,8 @@ package browsertest
 import (
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 )
@@ -21,6 +23,10 @@ func TestPOSTGatewaysInABrowser(t *testing.T) {
 			b.Click("gateway-" + gw)
 			b.Click("topup-submit")
 			b.Wait("bank-pay") // through the auto-posted form, at the bank's own path
+			// The bank's own language switch posts the token again: the
+			// same page in English, still payable (issue 29, item 7).
+			b.Click("bank-lang")
+			b.Run(chromedp.WaitVisible(`html[lang="en"] `+tid("bank-pay"), chromedp.ByQuery))
 			b.Click("bank-pay")
 			if s := b.Status(); s != "credited" {
 				t.Fatalf("status %q after paying", s)

@@ -18,7 +18,12 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 // TestScreenshots writes PNGs of the main pages, in both languages, on a
@@ -182,6 +187,13 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 		SELECT id, ?, ?, ? FROM users WHERE email = ?`, hex.EncodeToString(sum[:]), at, at.Add(30*time.Minute), f.User).Error; err != nil {
 		t.Fatal(err)
 	}
+	// The top-up form as a fresh clone shows it: the default GATEWAYS
+	// (the built-in sandbox bank offering all four gateways), on the same
+	// fixed clock (issue 29, item 1).
+	four := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{Server: server.Options{Now: func() time.Time { return at }}})
+	if _, err := four.Server.Auth.SignUp(context.Background(), f.User, password, auth.RoleUser, "fa"); err != nil {
+		t.Fatal(err)
+	}
 	for _, lang := range []string{"fa", "en"} {
 		for _, d := range devices {
 			// Fresh tabs per device: switching the emulated viewport of a
@@ -200,7 +212,6 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 				visit(b, name, lang, d.name)
 			}
 			shot(user, "wallet", routes.Wallet, "history")
-			shot(user, "topup", routes.TopUp, "amount", func() { user.Type(tid("amount"), "50000") })
 			// The bank's countdown runs in JavaScript: without it the page
 			// shows the (fixed) time left when it was served.
 			user.Run(emulation.SetScriptExecutionDisabled(true))
@@ -229,7 +240,15 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			shot(account, "account", routes.Account, "receipts-form")
 			shot(account, "password", routes.AccountPassword, "password-form")
 			account.CheckNoProblems()
+			// The four-gateway form, in a tab of its own on the default app.
+			fresh := NewTab(t, four.URL)
+			fresh.Run(d.view)
+			fresh.Go(routes.SignIn + "?lang=" + lang)
+			fresh.SignIn(f.User, password)
+			shot(fresh, "topup", routes.TopUp, "gateway-choice", func() { fresh.Type(tid("amount"), "50000") })
+			fresh.CheckNoProblems()
 			anon := f.Tab(t, lang, "", d.view)
+			shot(anon, "landing", routes.Home, "landing")
 			shot(anon, "forgot", routes.PasswordForgot, "forgot-form")
 			shot(anon, "reset", routes.PasswordReset(resetToken), "reset-form")
 			anon.CheckNoProblems()

@@ -7,9 +7,9 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 )
 
-// consolePages are the admin console's pages as the browser tests visit
+// adminPageList are the admin pages as the browser tests visit
 // them: a name, the path and a hook to wait for.
-func consolePages(f *fixture) []struct{ name, path, hook string } {
+func adminPageList(f *fixture) []struct{ name, path, hook string } {
 	userPath := routes.AdminUser(f.Credited.UserID)
 	return []struct{ name, path, hook string }{
 		{"admin dashboard", routes.Admin, "admin-payments"},
@@ -35,7 +35,7 @@ func TestAdminConsoleAccessibility(t *testing.T) {
 	for _, lang := range []string{"fa", "en"} {
 		t.Run(lang, func(t *testing.T) {
 			var b *Tab
-			for i, p := range consolePages(f) {
+			for i, p := range adminPageList(f) {
 				// A fresh tab every few pages: each tab has one test's time.
 				if i%2 == 0 {
 					if b != nil {
