@@ -205,7 +205,7 @@ func New(d Deps) *fiber.App {
 
 	app.Use(routes.Static, filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 	if d.Bank != nil {
-		bank := adaptor.HTTPHandler(http.StripPrefix(routes.Sandbank, d.Bank))
+		bank := adaptor.HTTPHandler(detached(http.StripPrefix(routes.Sandbank, d.Bank)))
 		app.All(routes.SandbankAll, func(c *fiber.Ctx) error {
 			// The bank's pages send a policy of their own (its form posts
 			// to the merchant): one policy per answer, never two (a
@@ -423,4 +423,30 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	}
 	c.Response().ResetBody()
 	return s.message(c, code, key+"_title", key, routes.Home, "nav.home")
+}
+
+// detached hands h a request whose strings are its own. Fiber's adaptor
+// builds the net/http request over fasthttp's buffers (its URL, host and
+// header strings point into memory fasthttp reuses for the connection's
+// next request), and the built-in bank keeps what a request says (a
+// token from the path, a header) in its state, which it saves to
+// DATA_DIR after the answer: kept as is, those strings would change under
+// it.
+func detached(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := r.Clone(r.Context())
+		c.Method, c.Host, c.RemoteAddr, c.RequestURI = strings.Clone(r.Method), strings.Clone(r.Host), strings.Clone(r.RemoteAddr), strings.Clone(r.RequestURI)
+		if u, err := url.Parse(strings.Clone(r.URL.String())); err == nil {
+			c.URL = u
+		}
+		c.Header = make(http.Header, len(r.Header))
+		for k, vs := range r.Header {
+			cp := make([]string, len(vs))
+			for i, v := range vs {
+				cp[i] = strings.Clone(v)
+			}
+			c.Header[strings.Clone(k)] = cp
+		}
+		h.ServeHTTP(w, c)
+	})
 }
