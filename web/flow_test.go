@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -104,7 +105,7 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 		if got := c2.Balance(); got != 0 {
 			t.Fatalf("balance after cancel %d", got)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
+		if n := ledgertest.Credits(t, db); n != 1 {
 			t.Fatalf("%d ledger entries, want 1", n)
 		}
 		apptest.CheckInvariants(t, db)
@@ -151,7 +152,7 @@ func TestConcurrentCallbacksCreditOnce(t *testing.T) {
 		if got := c.Balance(); got != 1_000_000 {
 			t.Fatalf("balance %d, want 1000000", got)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
+		if n := ledgertest.Credits(t, db); n != 1 {
 			t.Fatalf("%d ledger entries", n)
 		}
 		apptest.CheckInvariants(t, db)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -106,7 +107,7 @@ func dbState(t *testing.T, db *store.DB) map[string]int64 {
 		"gateway_calls", "auth_throttles", "api_tokens", "idempotency_keys"} {
 		state[table] = apptest.Count(t, db, "SELECT COUNT(*) FROM "+table)
 	}
-	state["balances"] = apptest.Count(t, db, "SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts WHERE kind = 'wallet'")
+	state["balances"] = ledgertest.WalletsTotal(t, db)
 	state["credited"] = apptest.Count(t, db, "SELECT COUNT(*) FROM payments WHERE status = 'credited'")
 	state["returned"] = apptest.Count(t, db, "SELECT COUNT(*) FROM payments WHERE returned_at IS NOT NULL")
 	return state

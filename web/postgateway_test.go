@@ -16,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/gateway/sep"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -158,7 +159,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 						t.Fatalf("repeat: %d", again.Status)
 					}
 				}
-				if c.Balance() != 250_000 || apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`) != 1 {
+				if c.Balance() != 250_000 || ledgertest.Credits(t, db) != 1 {
 					t.Fatalf("balance %d after repeats", c.Balance())
 				}
 

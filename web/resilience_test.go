@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/paymentread"
@@ -138,7 +139,7 @@ func rsWaitStatus(t *testing.T, db *store.DB, publicID string, want payment.Stat
 
 func rsLedgerRows(t *testing.T, db *store.DB, paymentID int64) int64 {
 	t.Helper()
-	return apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup' AND payment_id = ?`, paymentID)
+	return int64(len(ledgertest.CreditsOf(t, db, paymentID)))
 }
 
 // rsAssertCreditedOnce checks a payment credited exactly once with the
@@ -536,7 +537,7 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 			t.Errorf("balance %d, want 100000", got)
 		}
 		rsAssertCreditedOnce(t, db, bank, publicID)
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
+		if n := ledgertest.Credits(t, db); n != 1 {
 			t.Errorf("%d ledger rows, want 1", n)
 		}
 		if got := rsBankPayment(t, bank, authority).VerifyCount; got < 2 {
@@ -816,7 +817,7 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		if c.Balance() != 1_000_000 || c2.Balance() != 500_000 {
 			t.Errorf("balances %d and %d", c.Balance(), c2.Balance())
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 2 {
+		if n := ledgertest.Credits(t, db); n != 2 {
 			t.Errorf("%d ledger rows, want 2", n)
 		}
 		rsCheckAll(t, db, bank)
@@ -1050,10 +1051,10 @@ func TestResilienceReconcile(t *testing.T) {
 		if bp := rsBankPayment(t, bank, foreign); bp.State != sandbank.StatePaid || bp.VerifyCount != 0 {
 			t.Errorf("foreign payment at the bank: %s verified %d times", bp.State, bp.VerifyCount)
 		}
-		if n := apptest.Count(t, db, `SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts WHERE kind = 'wallet'`); n != 200_000 {
+		if n := ledgertest.WalletsTotal(t, db); n != 200_000 {
 			t.Errorf("all wallets hold %d rials, want 200000", n)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
+		if n := ledgertest.Credits(t, db); n != 1 {
 			t.Errorf("%d ledger rows, want 1", n)
 		}
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM reconcile_reports WHERE ours = 1 AND credited = 1 AND foreign_count = 1`); n != 1 {

@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zibal"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -128,7 +129,7 @@ func TestZibalFlow(t *testing.T) {
 		if b := c.Balance(); b != 650_000 {
 			t.Fatalf("balance after forged callbacks %d", b)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 2 {
+		if n := ledgertest.Credits(t, db); n != 2 {
 			t.Errorf("%d ledger entries, want 2", n)
 		}
 		apptest.CheckInvariants(t, db)

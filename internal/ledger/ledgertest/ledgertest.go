@@ -73,3 +73,9 @@ func count(t testing.TB, db *store.DB, q string) int64 {
 	}
 	return n
 }
+
+// WalletsTotal is the sum of every wallet's posted balance.
+func WalletsTotal(t testing.TB, db *store.DB) int64 {
+	t.Helper()
+	return count(t, db, `SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts WHERE kind = 'wallet'`)
+}
