@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/kifpool/kifpool/internal/sandbank/protocol"
 )
 
 // controlAnswer is the control API's answer to pay, cancel and expire.
@@ -15,7 +17,7 @@ type controlAnswer struct {
 
 // controlList serves GET /_sandbank/payments: every payment, oldest first.
 func (b *Bank) controlList(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, b.Payments())
+	protocol.WriteJSON(w, http.StatusOK, b.Payments())
 }
 
 // controlFinish serves POST /_sandbank/payments/{authority}/pay|cancel (and
@@ -38,15 +40,15 @@ func (b *Bank) controlEnd(end func(authority string) (string, error)) http.Handl
 		redirect, err := end(authority)
 		switch {
 		case err == nil:
-			writeJSON(w, http.StatusOK, controlAnswer{Redirect: redirect})
+			protocol.WriteJSON(w, http.StatusOK, controlAnswer{Redirect: redirect})
 		case errors.Is(err, ErrUnknownAuthority):
-			writeJSON(w, http.StatusNotFound, controlAnswer{Error: err.Error()})
+			protocol.WriteJSON(w, http.StatusNotFound, controlAnswer{Error: err.Error()})
 		case errors.Is(err, ErrNotInBank):
 			p, _ := b.Payment(authority)
-			writeJSON(w, http.StatusConflict, controlAnswer{Error: err.Error(), State: p.State})
+			protocol.WriteJSON(w, http.StatusConflict, controlAnswer{Error: err.Error(), State: p.State})
 		default:
 			b.log.Error("sandbank: control", "authority", authority, "err", err)
-			writeJSON(w, http.StatusInternalServerError, controlAnswer{Error: err.Error()})
+			protocol.WriteJSON(w, http.StatusInternalServerError, controlAnswer{Error: err.Error()})
 		}
 	}
 }
@@ -61,19 +63,19 @@ func (b *Bank) controlGatewayFinish(to State) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		gw, token := r.PathValue("gateway"), r.PathValue("token")
 		if p, ok := b.Payment(token); !ok || p.Gateway != gw {
-			writeJSON(w, http.StatusNotFound, controlAnswer{Error: fmt.Sprintf("no %s payment %q", gw, token)})
+			protocol.WriteJSON(w, http.StatusNotFound, controlAnswer{Error: fmt.Sprintf("no %s payment %q", gw, token)})
 			return
 		}
 		cb, err := b.finish(token, to)
 		switch {
 		case err == nil:
-			writeJSON(w, http.StatusOK, cb)
+			protocol.WriteJSON(w, http.StatusOK, cb)
 		case errors.Is(err, ErrNotInBank):
 			p, _ := b.Payment(token)
-			writeJSON(w, http.StatusConflict, controlAnswer{Error: err.Error(), State: p.State})
+			protocol.WriteJSON(w, http.StatusConflict, controlAnswer{Error: err.Error(), State: p.State})
 		default:
 			b.log.Error("sandbank: control", "token", token, "err", err)
-			writeJSON(w, http.StatusInternalServerError, controlAnswer{Error: err.Error()})
+			protocol.WriteJSON(w, http.StatusInternalServerError, controlAnswer{Error: err.Error()})
 		}
 	}
 }

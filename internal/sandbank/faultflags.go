@@ -7,13 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/sandbank/zarinpal"
 )
 
 // faultFlagOpsHelp is the OP part of the per-operation flags' help: every
 // protocol's operations, since the bare names are Zarinpal's alone.
 func faultFlagOpsHelp() string {
 	var others []string
-	for _, op := range faultOps {
+	for _, op := range FaultOps() {
 		if strings.Contains(op, "-") {
 			others = append(others, op)
 		}
@@ -118,13 +120,13 @@ func ParseFaultFlags(fs *flag.FlagSet) func() (*Faults, error) {
 			op(name).AnswerLostRate = r
 		}
 		if *commit {
-			op(opVerify).CommitThenHang = true
+			op(zarinpal.OpVerify).CommitThenHang = true
 		}
 		if commitRate.set {
-			op(opVerify).CommitHangRate = commitRate.v
+			op(zarinpal.OpVerify).CommitHangRate = commitRate.v
 		}
 		if hang.set {
-			op(opVerify).HangMS = hang.v.Milliseconds()
+			op(zarinpal.OpVerify).HangMS = hang.v.Milliseconds()
 			for name, r := range lostRate.vals {
 				if r > 0 {
 					op(name).HangMS = hang.v.Milliseconds()
@@ -162,7 +164,7 @@ func (f *opFlag[T]) String() string {
 		return ""
 	}
 	items := make([]string, 0, len(f.vals))
-	for _, op := range faultOps {
+	for _, op := range FaultOps() {
 		if v, ok := f.vals[op]; ok {
 			items = append(items, op+"="+fmt.Sprint(v))
 		}
@@ -178,11 +180,11 @@ func (f *opFlag[T]) Set(s string) error {
 			return fmt.Errorf("%q: want OP=VALUE", item)
 		}
 		name = strings.TrimSpace(name)
-		ops := []string{name}
+		ops, known := []string{name}, FaultOps()
 		if name == "all" {
-			ops = faultOps
-		} else if !slices.Contains(faultOps, name) {
-			return fmt.Errorf("%q: unknown operation %q (known: %s, all)", item, name, strings.Join(faultOps, ", "))
+			ops = known
+		} else if !slices.Contains(known, name) {
+			return fmt.Errorf("%q: unknown operation %q (known: %s, all)", item, name, strings.Join(known, ", "))
 		}
 		v, err := f.parse(strings.TrimSpace(val))
 		if err != nil {

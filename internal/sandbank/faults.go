@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/sandbank/protocol"
 )
 
 // DefaultErrorStatus is the status of injected errors when none is set.
@@ -31,20 +33,30 @@ const maxFaultMS = int64(time.Hour / time.Millisecond)
 // (*Bank).SetFaults.
 var ErrInvalidFaults = errors.New("sandbank: invalid faults")
 
-// faultOps are the operations faults can be set on, in display order.
-var faultOps = []string{opRequest, opVerify, opInquiry, opUnverified, opStartPay,
-	opSEPRequest, opSEPVerify, opSEPReceipt, opSEPReverse, opSEPStart,
-	opMellatRequest, opMellatVerify, opMellatSettle, opMellatInquiry, opMellatReversal, opMellatStart,
-	opZibalRequest, opZibalVerify, opZibalInquiry, opZibalStart}
+// faultOps are the operations faults can be set on, in display order:
+// each protocol's, in the bank's order.
+func faultOps(ps []protocol.Protocol) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Ops()...)
+	}
+	return out
+}
 
 // commitOps are the operations that commit a payment at the bank (a
 // verify, Mellat's settle): commit-then-hang applies to them.
-var commitOps = []string{opVerify, opSEPVerify, opMellatVerify, opMellatSettle, opZibalVerify}
+func commitOps(ps []protocol.Protocol) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.CommitOps()...)
+	}
+	return out
+}
 
 // FaultOps returns the names of the operations faults can be set on:
 // Zarinpal's request, verify, inquiry, unverified, startpay, then the
-// other gateways' (sep-verify, mellat-settle, zibal-request, …).
-func FaultOps() []string { return slices.Clone(faultOps) }
+// other gateways' (zibal-request, sep-verify, mellat-settle, …).
+func FaultOps() []string { return faultOps(protocols(protocol.Env{})) }
 
 // Faults is a fault-injection setting. The zero value injects nothing. It
 // is JSON-friendly: it is what POST /_sandbank/faults takes and GET shows,
@@ -197,12 +209,14 @@ func (f Faults) Validate() error {
 		ops = append(ops, op)
 	}
 	slices.Sort(ops)
+	ps := protocols(protocol.Env{})
+	known, commit := faultOps(ps), commitOps(ps)
 	for _, op := range ops {
-		if !slices.Contains(faultOps, op) {
-			probs = append(probs, fmt.Sprintf("ops: unknown operation %q (known: %s)", op, strings.Join(faultOps, ", ")))
+		if !slices.Contains(known, op) {
+			probs = append(probs, fmt.Sprintf("ops: unknown operation %q (known: %s)", op, strings.Join(known, ", ")))
 			continue
 		}
-		probs = append(probs, f.Ops[op].problems(op)...)
+		probs = append(probs, f.Ops[op].problems(op, slices.Contains(commit, op))...)
 	}
 	if len(probs) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidFaults, strings.Join(probs, "; "))
@@ -210,8 +224,9 @@ func (f Faults) Validate() error {
 	return nil
 }
 
-// problems lists what is wrong with the faults of op.
-func (o OpFaults) problems(op string) []string {
+// problems lists what is wrong with the faults of op (commit: an
+// operation that commits a payment).
+func (o OpFaults) problems(op string, commit bool) []string {
 	var probs []string
 	field := func(name string) string { return "ops." + op + "." + name }
 	for _, d := range []struct {
@@ -239,10 +254,10 @@ func (o OpFaults) problems(op string) []string {
 	if o.ErrorStatus != 0 && !is5xx(o.ErrorStatus) {
 		probs = append(probs, fmt.Sprintf("%s %d: must be 500-599", field("error_status"), o.ErrorStatus))
 	}
-	if !slices.Contains(commitOps, op) && (o.CommitThenHang || o.CommitHangRate != 0) {
+	if !commit && (o.CommitThenHang || o.CommitHangRate != 0) {
 		probs = append(probs, fmt.Sprintf("ops.%s: commit_then_hang and commit_hang_rate apply to verify only (and Mellat's settle)", op))
 	}
-	if !slices.Contains(commitOps, op) && o.HangMS != 0 && o.AnswerLostRate == 0 {
+	if !commit && o.HangMS != 0 && o.AnswerLostRate == 0 {
 		probs = append(probs, fmt.Sprintf("ops.%s: hang_ms applies to verify, or with answer_lost_rate", op))
 	}
 	return probs
@@ -260,7 +275,8 @@ func (f Faults) clone() Faults {
 
 // faultLayer holds the fault setting, its random source and the counts.
 type faultLayer struct {
-	baseSeed uint64 // Options.Seed: the default of Faults.Seed
+	baseSeed uint64   // Options.Seed: the default of Faults.Seed
+	commit   []string // the operations that commit a payment
 
 	mu    sync.Mutex
 	cfg   Faults
@@ -268,10 +284,12 @@ type faultLayer struct {
 	stats map[string]*OpStats
 }
 
-func (l *faultLayer) init(baseSeed uint64) {
+func (l *faultLayer) init(baseSeed uint64, ps []protocol.Protocol) {
 	l.baseSeed = baseSeed
-	l.stats = make(map[string]*OpStats, len(faultOps))
-	for _, op := range faultOps {
+	l.commit = commitOps(ps)
+	ops := faultOps(ps)
+	l.stats = make(map[string]*OpStats, len(ops))
+	for _, op := range ops {
 		l.stats[op] = &OpStats{}
 	}
 	l.cfg, l.rng = Faults{}, l.newRand(0)
@@ -405,7 +423,7 @@ func (l *faultLayer) plan(op string) faultPlan {
 			p.lost = true
 		}
 	}
-	if p.kind == faultNone && !p.lost && rule.CommitThenHang && slices.Contains(commitOps, op) {
+	if p.kind == faultNone && !p.lost && rule.CommitThenHang && slices.Contains(l.commit, op) {
 		rate := rule.CommitHangRate
 		if rate == 0 {
 			rate = 1
@@ -436,10 +454,12 @@ func (l *faultLayer) count(key string, f func(*OpStats)) {
 	f(l.statsLocked(key))
 }
 
-// serveAPI is the single entry point of every simulated-gateway operation
-// (see serveOp): it applies the fault setting to the call, and performs the
-// operation unless a fault replaces it.
-func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
+// serveOp is the single entry point of every simulated-gateway operation:
+// it applies the fault setting to the call, and has the protocol perform
+// the operation unless a fault replaces it. The control API under
+// /_sandbank is deliberately not routed here: it is the test's own
+// reliable channel.
+func (b *Bank) serveOp(proto protocol.Protocol, op string, w http.ResponseWriter, r *http.Request) {
 	p := b.faults.plan(op)
 	if p.delay > 0 {
 		// Read the body first: net/http notices a client that goes away
@@ -455,7 +475,7 @@ func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
 	case faultError:
 		b.faults.count(p.key, func(s *OpStats) { s.Injected5xx++ })
 		b.log.Debug("sandbank: fault: 5xx", "op", op, "status", p.status)
-		writeFaultPage(w, p.status)
+		protocol.FaultPage(w, p.status)
 		return
 	case faultDrop:
 		b.faults.count(p.key, func(s *OpStats) { s.Dropped++ })
@@ -466,33 +486,28 @@ func (b *Bank) serveAPI(op string, w http.ResponseWriter, r *http.Request) {
 		b.faults.count(p.key, func(s *OpStats) { s.Refused++ })
 		b.log.Debug("sandbank: fault: refused", "op", op)
 		w.Header().Set("Retry-After", "1")
-		if p.key == opStartPay || strings.HasPrefix(p.key, gatewaySEP+"-") || strings.HasPrefix(p.key, gatewayMellat+"-") ||
-			strings.HasPrefix(p.key, gatewayZibal+"-") {
-			writeFaultPage(w, http.StatusTooManyRequests)
-		} else {
-			writeError(w, http.StatusTooManyRequests, codeTooManyAttempts, nil)
-		}
+		proto.Refuse(p.key, w)
 		return
 	}
 	if p.hang {
-		b.commitThenHang(op, w, r, p)
+		b.commitThenHang(proto, op, w, r, p)
 		return
 	}
 	if p.lost {
-		b.answerLost(op, w, r, p)
+		b.answerLost(proto, op, w, r, p)
 		return
 	}
-	b.serveOp(op, w, r)
+	proto.Serve(op, w, r)
 	b.faults.count(p.key, func(s *OpStats) { s.OK++ })
 }
 
 // commitThenHang performs a verify; when it commits (answer 100), the answer
 // is withheld until the client gives up or p.hangD elapses, and then the
 // connection is dropped. Any other answer is delivered normally.
-func (b *Bank) commitThenHang(op string, w http.ResponseWriter, r *http.Request, p faultPlan) {
+func (b *Bank) commitThenHang(proto protocol.Protocol, op string, w http.ResponseWriter, r *http.Request, p faultPlan) {
 	rec := &recorder{header: w.Header()}
-	b.serveOp(op, rec, r)
-	if !rec.committed(op) {
+	proto.Serve(op, rec, r)
+	if rec.status != http.StatusOK || !proto.Committed(op, rec.body.Bytes()) {
 		rec.sendTo(w)
 		b.faults.count(p.key, func(s *OpStats) { s.OK++ })
 		return
@@ -500,7 +515,7 @@ func (b *Bank) commitThenHang(op string, w http.ResponseWriter, r *http.Request,
 	b.faults.count(p.key, func(s *OpStats) { s.Hung++ })
 	b.log.Info("sandbank: fault: verify committed, answer withheld", "op", op, "hang", p.hangD)
 	// Finish reading the body so a client that gives up is noticed.
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, protocol.MaxBody))
 	sleepCtx(r.Context(), p.hangD)
 	dropConnection(w)
 }
@@ -509,12 +524,12 @@ func (b *Bank) commitThenHang(op string, w http.ResponseWriter, r *http.Request,
 // until the client gives up or p.hangD elapses, then the connection is
 // dropped. A request has created its authority, which the client never
 // learns.
-func (b *Bank) answerLost(op string, w http.ResponseWriter, r *http.Request, p faultPlan) {
+func (b *Bank) answerLost(proto protocol.Protocol, op string, w http.ResponseWriter, r *http.Request, p faultPlan) {
 	rec := &recorder{header: make(http.Header)}
-	b.serveOp(op, rec, r)
+	proto.Serve(op, rec, r)
 	b.faults.count(p.key, func(s *OpStats) { s.Lost++ })
 	b.log.Info("sandbank: fault: performed, answer lost", "op", op, "status", rec.status, "hang", p.hangD)
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, protocol.MaxBody))
 	sleepCtx(r.Context(), p.hangD)
 	dropConnection(w)
 }
@@ -531,13 +546,13 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// bufferBody reads the request body (up to maxBody+1 bytes) into memory and
+// bufferBody reads the request body (up to protocol.MaxBody+1 bytes) into memory and
 // puts it back, so the operation still finds it.
 func bufferBody(r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	data, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBody+1))
 	var rd io.Reader = bytes.NewReader(data)
 	if err != nil {
 		rd = io.MultiReader(rd, errReader{err})
@@ -557,15 +572,6 @@ func dropConnection(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	_ = conn.Close()
-}
-
-// writeFaultPage answers status with an error page like a reverse proxy's.
-func writeFaultPage(w http.ResponseWriter, status int) {
-	title := fmt.Sprintf("%d %s", status, http.StatusText(status))
-	w.Header().Set("Content-Type", "text/html")
-	w.WriteHeader(status)
-	_, _ = fmt.Fprintf(w, "<html>\r\n<head><title>%s</title></head>\r\n<body>\r\n"+
-		"<center><h1>%s</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", title, title)
 }
 
 // recorder buffers an answer so it can be inspected before it is sent.
@@ -590,36 +596,6 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.body.Write(p)
 }
 
-// committed reports whether the buffered answer commits the payment: a
-// Zarinpal verify's code 100, a SEP verify's ResultCode 0, a Mellat
-// verify's or settle's return 0.
-func (r *recorder) committed(op string) bool {
-	if r.status != http.StatusOK {
-		return false
-	}
-	switch op {
-	case opSEPVerify:
-		var a struct{ ResultCode *int }
-		return json.Unmarshal(r.body.Bytes(), &a) == nil && a.ResultCode != nil && *a.ResultCode == sepOK
-	case opMellatVerify, opMellatSettle:
-		_, f, err := readSOAPReturn(r.body.Bytes())
-		return err == nil && f == mlOK
-	case opZibalVerify:
-		var a struct{ Result *int }
-		return json.Unmarshal(r.body.Bytes(), &a) == nil && a.Result != nil && *a.Result == zbSuccess
-	}
-	var env struct {
-		Data json.RawMessage `json:"data"`
-	}
-	if json.Unmarshal(r.body.Bytes(), &env) != nil || !bytes.HasPrefix(env.Data, []byte("{")) {
-		return false
-	}
-	var data struct {
-		Code int `json:"code"`
-	}
-	return json.Unmarshal(env.Data, &data) == nil && data.Code == codeSuccess
-}
-
 // sendTo delivers the buffered answer (headers are shared with w already).
 func (r *recorder) sendTo(w http.ResponseWriter) {
 	if r.status == 0 {
@@ -642,14 +618,14 @@ func (b *Bank) faultRoutes(mux *http.ServeMux) {
 
 // controlGetFaults serves GET /_sandbank/faults: the current setting.
 func (b *Bank) controlGetFaults(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, b.Faults())
+	protocol.WriteJSON(w, http.StatusOK, b.Faults())
 }
 
 // controlSetFaults serves POST /_sandbank/faults: the JSON body (a Faults)
 // replaces the whole setting; the answer is the new setting, or 400 with
 // {"error": "..."} when the body is not a valid setting.
 func (b *Bank) controlSetFaults(w http.ResponseWriter, r *http.Request) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, protocol.MaxBody))
 	dec.DisallowUnknownFields()
 	var f Faults
 	err := dec.Decode(&f)
@@ -657,30 +633,30 @@ func (b *Bank) controlSetFaults(w http.ResponseWriter, r *http.Request) {
 		err = errors.New("trailing data after the JSON object")
 	}
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, controlAnswer{Error: "decode faults: " + err.Error()})
+		protocol.WriteJSON(w, http.StatusBadRequest, controlAnswer{Error: "decode faults: " + err.Error()})
 		return
 	}
 	if err := b.SetFaults(f); err != nil {
-		writeJSON(w, http.StatusBadRequest, controlAnswer{Error: err.Error()})
+		protocol.WriteJSON(w, http.StatusBadRequest, controlAnswer{Error: err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, b.Faults())
+	protocol.WriteJSON(w, http.StatusOK, b.Faults())
 }
 
 // controlClearFaults serves DELETE /_sandbank/faults: no faults any more;
 // the answer is the (empty) setting.
 func (b *Bank) controlClearFaults(w http.ResponseWriter, _ *http.Request) {
 	b.ClearFaults()
-	writeJSON(w, http.StatusOK, b.Faults())
+	protocol.WriteJSON(w, http.StatusOK, b.Faults())
 }
 
 // controlStats serves GET /_sandbank/stats: the counts of every operation.
 func (b *Bank) controlStats(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, b.Stats())
+	protocol.WriteJSON(w, http.StatusOK, b.Stats())
 }
 
 // controlResetStats serves DELETE /_sandbank/stats: counts back to zero.
 func (b *Bank) controlResetStats(w http.ResponseWriter, _ *http.Request) {
 	b.ResetStats()
-	writeJSON(w, http.StatusOK, b.Stats())
+	protocol.WriteJSON(w, http.StatusOK, b.Stats())
 }

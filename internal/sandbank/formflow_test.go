@@ -3,6 +3,7 @@ package sandbank
 import (
 	"encoding/json"
 	"github.com/kifpool/kifpool/internal/i18n"
+	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -87,7 +88,7 @@ func TestFormGatewayPages(t *testing.T) {
 			}
 			// The footer names no one gateway: not Zarinpal on SEP's and
 			// Mellat's pages (issue 29, item 16).
-			if !strings.Contains(html, i18n.T(i18n.FA, "bank.footer")) || strings.Contains(html, "زرین\u200cپال") {
+			if !strings.Contains(html, bankpage.T(i18n.FA, "footer")) || strings.Contains(html, "زرین\u200cپال") {
 				t.Error("the page's footer is not the sandbox bank's own, or names Zarinpal")
 			}
 			// A language switch that posts the token again (issue 29, item 7):

@@ -10,7 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
+
+	"github.com/kifpool/kifpool/internal/sandbank/book"
 )
 
 // stateVersion is the state file's format.
@@ -70,23 +71,12 @@ func (b *Bank) load() error {
 	if st.Version != stateVersion {
 		return fmt.Errorf("sandbank state %s: version %d, this build reads %d", b.stateFile, st.Version, stateVersion)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	recs := make([]book.Record, 0, len(st.Payments))
 	for _, s := range st.Payments {
-		rec := &record{Payment: s.Payment, seq: s.Seq, reqAmount: s.ReqAmount, cardNumber: s.CardNumber,
-			startReferer: s.StartReferer, traceNo: s.TraceNo, user: s.User, pass: s.Pass}
-		b.payments[rec.Authority] = rec
-		if rec.RefID != 0 {
-			b.refIDs[rec.RefID] = struct{}{}
-		}
-		if rec.Receipt != "" {
-			b.receipts[rec.Receipt] = rec
-		}
-		if rec.Gateway == gatewayMellat {
-			b.orders[rec.MerchantID+"/"+strconv.FormatInt(rec.OrderNumber, 10)] = rec
-		}
-		b.seq = max(b.seq, rec.seq)
+		recs = append(recs, book.Record{Payment: s.Payment, Seq: s.Seq, ReqAmount: s.ReqAmount, CardNumber: s.CardNumber,
+			StartReferer: s.StartReferer, TraceNo: s.TraceNo, User: s.User, Pass: s.Pass})
 	}
+	b.book.Restore(recs)
 	b.saved = raw
 	b.log.Info("sandbank: state restored", "file", b.stateFile, "payments", len(st.Payments))
 	return nil
@@ -101,13 +91,12 @@ func (b *Bank) save() error {
 	}
 	b.saveMu.Lock()
 	defer b.saveMu.Unlock()
-	b.mu.Lock()
-	st := savedState{Version: stateVersion, Payments: make([]savedRecord, 0, len(b.payments))}
-	for _, rec := range b.payments {
-		st.Payments = append(st.Payments, savedRecord{Payment: rec.Payment, Seq: rec.seq, ReqAmount: rec.reqAmount,
-			CardNumber: rec.cardNumber, StartReferer: rec.startReferer, TraceNo: rec.traceNo, User: rec.user, Pass: rec.pass})
+	recs := b.book.Records()
+	st := savedState{Version: stateVersion, Payments: make([]savedRecord, 0, len(recs))}
+	for _, rec := range recs {
+		st.Payments = append(st.Payments, savedRecord{Payment: rec.Payment, Seq: rec.Seq, ReqAmount: rec.ReqAmount,
+			CardNumber: rec.CardNumber, StartReferer: rec.StartReferer, TraceNo: rec.TraceNo, User: rec.User, Pass: rec.Pass})
 	}
-	b.mu.Unlock()
 	sort.Slice(st.Payments, func(i, j int) bool { return st.Payments[i].Seq < st.Payments[j].Seq })
 	raw, err := json.Marshal(st)
 	if err != nil {

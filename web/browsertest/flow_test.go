@@ -22,6 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
+	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -269,7 +270,7 @@ func TestLanguageSwitch(t *testing.T) {
 	if l, d := b.LangDir(); l != "en" || d != "ltr" {
 		t.Errorf("bank page: lang=%q dir=%q, want en ltr", l, d)
 	}
-	if got := b.Text(tid("bank-pay")); got != i18n.T(i18n.EN, "bank.button.pay") {
+	if got := b.Text(tid("bank-pay")); got != bankpage.T(i18n.EN, "button.pay") {
 		t.Errorf("bank's Pay button says %q", got)
 	}
 	b.Go(routes.TopUp)

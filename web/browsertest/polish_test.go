@@ -17,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
+	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -259,7 +260,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 		return {YearLeft: y.getBoundingClientRect().left, MonthLeft: m.getBoundingClientRect().left,
 			YearLabel: document.querySelector('label[for=card-year]').textContent.trim(),
 			MonthLabel: document.querySelector('label[for=card-month]').textContent.trim()}; })()`, &exp)
-	if exp.YearLeft >= exp.MonthLeft || exp.YearLabel != i18n.T(l, "bank.card.year") || exp.MonthLabel != i18n.T(l, "bank.card.month") {
+	if exp.YearLeft >= exp.MonthLeft || exp.YearLabel != bankpage.T(l, "card.year") || exp.MonthLabel != bankpage.T(l, "card.month") {
 		t.Errorf("bank %s %s: expiry %+v: want year / month, left to right, each named", lang, vp, exp)
 	}
 	if id := b.Text(tid("bank-order-id")); len(id) > 14 {

@@ -1,4 +1,19 @@
-package sandbank
+// Package mellat is the sandbox bank's Behpardakht Mellat SOAP service,
+// at Mellat's own paths:
+//
+//	POST /pgwchannel/services/pgw                 SOAP 1.1 (namespace http://interfaces.core.sw.bps.com/):
+//	                                              bpPayRequest, bpVerifyRequest, bpSettleRequest,
+//	                                              bpInquiryRequest, bpReversalRequest
+//	GET  /pgwchannel/services/pgw?wsdl            the service's WSDL (its address: the URL it was fetched at)
+//	POST /pgwchannel/startpay.mellat              payer's page (form field RefId): 303 to its GET
+//	GET  /pgwchannel/startpay.mellat?RefId=       the payer's page
+//	POST /pgwchannel/startpay.mellat/pay|cancel   its buttons (form field RefId): 303 to return
+//	GET  /pgwchannel/startpay.mellat/return?RefId=  posts the payer back to the merchant
+//
+// The payer is posted back with RefId, ResCode, SaleOrderId,
+// SaleReferenceId, CardHolderPan, CardHolderInfo, FinalAmount. A sale not
+// verified within 20 minutes of being paid is reversed.
+package mellat
 
 import (
 	"bytes"
@@ -11,22 +26,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/sandbank/book"
+	"github.com/kifpool/kifpool/internal/sandbank/page"
+	"github.com/kifpool/kifpool/internal/sandbank/protocol"
 )
 
-// Mellat (Behpardakht) SOAP service, at Mellat's own paths:
-//
-//	POST /pgwchannel/services/pgw                 SOAP 1.1 (namespace http://interfaces.core.sw.bps.com/):
-//	                                              bpPayRequest, bpVerifyRequest, bpSettleRequest,
-//	                                              bpInquiryRequest, bpReversalRequest
-//	GET  /pgwchannel/services/pgw?wsdl            the service's WSDL (its address: the URL it was fetched at)
-//	POST /pgwchannel/startpay.mellat              payer's page (form field RefId)
-//	POST /pgwchannel/startpay.mellat/pay|cancel   its buttons (form field RefId)
-//
-// The payer is posted back with RefId, ResCode, SaleOrderId,
-// SaleReferenceId, CardHolderPan, CardHolderInfo, FinalAmount. A sale not
-// verified within 20 minutes of being paid is reversed.
+// Protocol is the name gateway drivers give this imitation.
+const Protocol = "mellat-soap"
 
-// The Mellat operations (fault keys: FaultOps).
+// Gateway is the gateway of its payments.
+const Gateway = "mellat"
+
+// The Mellat operations (fault keys).
 const (
 	opMellatRequest   = "mellat-request"
 	opMellatVerify    = "mellat-verify"
@@ -36,6 +48,7 @@ const (
 	opMellatStart     = "mellat-startpay"
 	opMellatPagePay   = "mellat-startpay.pay"
 	opMellatPageCanc  = "mellat-startpay.cancel"
+	opMellatReturn    = "mellat-startpay.return"
 	mellatVerifyLimit = 20 * time.Minute
 	mellatReverseLim  = 3 * time.Hour
 	mellatNS          = "http://interfaces.core.sw.bps.com/"
@@ -56,16 +69,82 @@ const (
 	mlReversed        = "48"
 )
 
-// mellatMethods maps a SOAP method to its operation.
-var mellatMethods = map[string]string{
-	"bpPayRequest":      opMellatRequest,
-	"bpVerifyRequest":   opMellatVerify,
-	"bpSettleRequest":   opMellatSettle,
-	"bpInquiryRequest":  opMellatInquiry,
-	"bpReversalRequest": opMellatReversal,
+// method is the operation of a SOAP method ("" for none).
+func method(name string) string {
+	switch name {
+	case "bpPayRequest":
+		return opMellatRequest
+	case "bpVerifyRequest":
+		return opMellatVerify
+	case "bpSettleRequest":
+		return opMellatSettle
+	case "bpInquiryRequest":
+		return opMellatInquiry
+	case "bpReversalRequest":
+		return opMellatReversal
+	}
+	return ""
 }
 
-func (b *Bank) mellatRoutes(mux *http.ServeMux, op func(string) http.HandlerFunc) {
+// Mellat is the protocol.
+type Mellat struct {
+	env  protocol.Env
+	form page.Form
+}
+
+// New returns the protocol served with env.
+func New(env protocol.Env) protocol.Protocol {
+	return &Mellat{env: env, form: page.Form{Gateway: Gateway, Field: "RefId", Start: "startpay.mellat", Page: "startpay.mellat?RefId="}}
+}
+
+// Name is "mellat-soap".
+func (m *Mellat) Name() string { return Protocol }
+
+// Gateway is "mellat".
+func (m *Mellat) Gateway() string { return Gateway }
+
+// Rules: a sale is reversed 20 minutes after it is paid without verify;
+// paying gives it its SaleReferenceId; a terminal's order number is
+// taken once; the callback is a POST.
+func (m *Mellat) Rules() book.Rules {
+	return book.Rules{
+		VerifyDeadline: mellatVerifyLimit,
+		Paid: func(_ *book.Book, rec *book.Record, refID int64) error {
+			rec.Receipt = strconv.FormatInt(refID, 10)
+			return nil
+		},
+		Callback: mellatCallback,
+		OrderKey: orderKey,
+	}
+}
+
+// orderKey is a sale's terminal and order number.
+func orderKey(rec *book.Record) string {
+	return rec.MerchantID + "/" + strconv.FormatInt(rec.OrderNumber, 10)
+}
+
+// Ops are Mellat's operations, prefixed "mellat-".
+func (m *Mellat) Ops() []string {
+	return []string{opMellatRequest, opMellatVerify, opMellatSettle, opMellatInquiry, opMellatReversal, opMellatStart}
+}
+
+// CommitOps: verify and settle.
+func (m *Mellat) CommitOps() []string { return []string{opMellatVerify, opMellatSettle} }
+
+// Committed: a verify's or settle's return 0.
+func (m *Mellat) Committed(_ string, body []byte) bool {
+	_, f, err := readSOAPReturn(body)
+	return err == nil && f == mlOK
+}
+
+// Refuse answers a proxy's 429 page.
+func (m *Mellat) Refuse(_ string, w http.ResponseWriter) {
+	protocol.FaultPage(w, http.StatusTooManyRequests)
+}
+
+// Routes registers Mellat's paths: the SOAP endpoint dispatches each call
+// to its method's operation.
+func (m *Mellat) Routes(mux *http.ServeMux, op func(string) http.Handler) {
 	mux.HandleFunc("/pgwchannel/services/pgw", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Query().Has("wsdl") {
 			w.Header().Set("Content-Type", "text/xml; charset=utf-8")
@@ -77,89 +156,97 @@ func (b *Bank) mellatRoutes(mux *http.ServeMux, op func(string) http.HandlerFunc
 			soapFault(w, http.StatusMethodNotAllowed, "use POST")
 			return
 		}
-		bufferBody(r)
-		raw, _ := io.ReadAll(r.Body)
+		raw, _ := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBody+1))
 		r.Body = io.NopCloser(bytes.NewReader(raw))
-		method, _, err := readSOAP(raw)
-		name, ok := mellatMethods[method]
-		if err != nil || !ok {
-			soapFault(w, http.StatusInternalServerError, fmt.Sprintf("unknown or malformed call %q", method))
+		name, _, err := readSOAP(raw)
+		o := method(name)
+		if err != nil || o == "" {
+			soapFault(w, http.StatusInternalServerError, fmt.Sprintf("unknown or malformed call %q", name))
 			return
 		}
-		op(name)(w, r)
+		op(o).ServeHTTP(w, r)
 	})
 	mux.Handle("POST /pgwchannel/startpay.mellat", op(opMellatStart))
 	mux.Handle("POST /pgwchannel/enstartpay.mellat", op(opMellatStart))
+	mux.Handle("GET /pgwchannel/startpay.mellat", op(opMellatStart))
 	mux.Handle("POST /pgwchannel/startpay.mellat/pay", op(opMellatPagePay))
 	mux.Handle("POST /pgwchannel/startpay.mellat/cancel", op(opMellatPageCanc))
+	mux.Handle("GET /pgwchannel/startpay.mellat/return", op(opMellatReturn))
 }
 
-// serveMellat performs one Mellat operation (through the fault layer).
-func (b *Bank) serveMellat(op string, w http.ResponseWriter, r *http.Request) bool {
+// Serve performs one Mellat operation.
+func (m *Mellat) Serve(op string, w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case opMellatRequest, opMellatVerify, opMellatSettle, opMellatInquiry, opMellatReversal:
-		raw, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		raw, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, protocol.MaxBody))
 		method, f, err := readSOAP(raw)
 		if err != nil {
 			soapFault(w, http.StatusInternalServerError, err.Error())
-			return true
+			return
 		}
 		var ret string
 		if op == opMellatRequest {
-			ret = b.mellatPay(f)
+			ret = m.pay(f)
 		} else {
-			ret = b.mellatSale(op, f)
+			ret = m.sale(op, f)
 		}
 		soapReturn(w, method, ret)
 	case opMellatStart:
-		b.pageFormStart(w, r, gatewayMellat, r.PostFormValue("RefId"), "RefId", "startpay.mellat/")
+		if r.Method == http.MethodPost {
+			m.env.Pages.Arrive(w, r, m.form)
+			return
+		}
+		m.env.Pages.Page(w, r, m.form, r.URL.Query().Get("RefId"))
 	case opMellatPagePay:
-		b.pageFormAction(w, r, "RefId", StatePaid)
+		m.env.Pages.Action(w, r, m.form, book.StatePaid)
 	case opMellatPageCanc:
-		b.pageFormAction(w, r, "RefId", StateFailed)
+		m.env.Pages.Action(w, r, m.form, book.StateFailed)
+	case opMellatReturn:
+		m.env.Pages.Return(w, r, m.form)
 	default:
-		return false
+		http.NotFound(w, r)
 	}
-	return true
 }
 
 // mellatPay is bpPayRequest: "0,RefId" or a code.
-func (b *Bank) mellatPay(f map[string]string) string {
+func (m *Mellat) pay(f map[string]string) string {
 	terminal, user, pass := f["terminalId"], f["userName"], f["userPassword"]
 	order, errO := strconv.ParseInt(f["orderId"], 10, 64)
 	amount, errA := strconv.ParseInt(f["amount"], 10, 64)
 	switch {
-	case !digits(terminal) || terminal == "0":
+	case !protocol.Digits(terminal) || terminal == "0":
 		return mlBadMerchant
 	case user == "" || pass == "":
 		return mlBadCredentials
-	case errA != nil || amount < minAmountRials || amount > maxAmountRials:
+	case errA != nil || amount < protocol.MinAmountRials || amount > protocol.MaxAmountRials:
 		return mlBadAmount
 	case errO != nil || order <= 0:
 		return "31" // invalid answer / field
-	case len(f["localDate"]) != 8 || !digits(f["localDate"]) || !mellatLocalTime(f["localTime"]):
+	case len(f["localDate"]) != 8 || !protocol.Digits(f["localDate"]) || !mellatLocalTime(f["localTime"]):
 		return "31"
 	}
-	if msg := b.checkCallback(f["callBackUrl"]); msg != "" {
+	if msg := protocol.CheckCallback(m.env.CallbackOrigin, f["callBackUrl"]); msg != "" {
 		return mlBadMerchant
 	}
-	b.mu.Lock()
-	key := terminal + "/" + strconv.FormatInt(order, 10)
-	_, dup := b.orders[key]
-	b.mu.Unlock()
+	bk := m.env.Book
+	sale := book.Payment{Gateway: Gateway, MerchantID: terminal, OrderNumber: order}
+	bk.Lock()
+	dup := bk.OrderLocked(Gateway, orderKey(&book.Record{Payment: sale})) != nil
+	bk.Unlock()
 	if dup {
 		return mlDuplicateOrder
 	}
-	rec, err := b.newRecord(gatewayMellat, terminal, amount, f["callBackUrl"], strconv.FormatInt(order, 10), 20)
+	sale.Amount, sale.Currency, sale.CallbackURL, sale.OrderID, sale.Description =
+		amount, "IRR", f["callBackUrl"], strconv.FormatInt(order, 10), f["additionalData"]
+	rec, err := bk.Open(sale, amount, "", 20)
 	if err != nil {
-		b.log.Error("sandbank: mellat pay request", "err", err)
+		m.env.Log.Error("sandbank: mellat pay request", "err", err)
 		return "34" // system error
 	}
-	b.mu.Lock()
-	rec.OrderNumber, rec.user, rec.pass, rec.Description = order, user, pass, f["additionalData"]
-	b.orders[key] = rec
-	b.mu.Unlock()
-	b.log.Info("sandbank: mellat pay request", "ref_id", rec.Authority, "amount", amount, "order", order)
+	bk.Lock()
+	rec.User, rec.Pass = user, pass
+	bk.Unlock()
+	m.env.Log.Info("sandbank: mellat pay request", "ref_id", rec.Authority, "amount", amount, "order", order)
 	return "0," + rec.Authority
 }
 
@@ -169,66 +256,67 @@ func (b *Bank) mellatPay(f map[string]string) string {
 // years) sends `${h}${m}${s}` without zero-padding, "953" at 09:05:03;
 // nothing says the bank refuses that, so neither does the sandbox.
 func mellatLocalTime(t string) bool {
-	return len(t) >= 1 && len(t) <= 6 && digits(t)
+	return len(t) >= 1 && len(t) <= 6 && protocol.Digits(t)
 }
 
-// mellatSale is verify, settle, inquiry or reversal of a sale.
-func (b *Bank) mellatSale(op string, f map[string]string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rec, ok := b.receipts[f["saleReferenceId"]]
-	if !ok || rec.Gateway != gatewayMellat || rec.MerchantID != f["terminalId"] ||
+// sale is verify, settle, inquiry or reversal of a sale.
+func (m *Mellat) sale(op string, f map[string]string) string {
+	bk := m.env.Book
+	bk.Lock()
+	defer bk.Unlock()
+	rec := bk.ReceiptLocked(f["saleReferenceId"])
+	if rec == nil || rec.Gateway != Gateway || rec.MerchantID != f["terminalId"] ||
 		strconv.FormatInt(rec.OrderNumber, 10) != f["saleOrderId"] {
 		return mlSaleNotFound
 	}
-	if rec.user != f["userName"] || rec.pass != f["userPassword"] {
+	if rec.User != f["userName"] || rec.Pass != f["userPassword"] {
 		return mlBadCredentials
 	}
-	now := b.clock()
-	b.expireLocked(rec, now)
+	now := bk.Now()
+	bk.ExpireLocked(rec, now)
 	switch op {
 	case opMellatVerify:
 		rec.VerifyCount++
 		switch rec.State {
-		case StatePaid:
-			rec.State, rec.VerifiedAt = StateVerified, now
-			b.log.Info("sandbank: mellat verified", "ref_id", rec.Authority)
+		case book.StatePaid:
+			rec.State, rec.VerifiedAt = book.StateVerified, now
+			m.env.Log.Info("sandbank: mellat verified", "ref_id", rec.Authority)
 			return mlOK
-		case StateVerified:
+		case book.StateVerified:
 			return mlAlreadyVerified
-		case StateReversed:
+		case book.StateReversed:
 			return mlReversed
 		}
 		return mlCancelled
 	case opMellatSettle:
 		rec.SettleCount++
 		switch {
-		case rec.State == StateVerified && rec.SettledAt.IsZero():
+		case rec.State == book.StateVerified && rec.SettledAt.IsZero():
 			rec.SettledAt = now
-			b.log.Info("sandbank: mellat settled", "ref_id", rec.Authority)
+			m.env.Log.Info("sandbank: mellat settled", "ref_id", rec.Authority)
 			return mlOK
-		case rec.State == StateVerified:
+		case rec.State == book.StateVerified:
 			return mlAlreadySettled
-		case rec.State == StateReversed:
+		case rec.State == book.StateReversed:
 			return mlReversed
 		}
 		return mlVerifyNotFound
 	case opMellatInquiry:
 		switch rec.State {
-		case StateVerified:
+		case book.StateVerified:
 			return mlOK
-		case StateReversed:
+		case book.StateReversed:
 			return mlReversed
-		case StatePaid:
+		case book.StatePaid:
 			return mlVerifyNotFound
 		}
 		return mlCancelled
 	case opMellatReversal:
 		switch {
-		case rec.State == StateVerified && rec.SettledAt.IsZero() && now.Sub(rec.VerifiedAt) < mellatReverseLim:
-			rec.State, rec.ReversedAt = StateReversed, now
+		case rec.State == book.StateVerified && rec.SettledAt.IsZero() && now.Sub(rec.VerifiedAt) < mellatReverseLim:
+			rec.State, rec.ReversedAt = book.StateReversed, now
 			return mlOK
-		case rec.State == StateReversed:
+		case rec.State == book.StateReversed:
 			return mlReversed
 		case !rec.SettledAt.IsZero():
 			return mlAlreadySettled
@@ -239,12 +327,12 @@ func (b *Bank) mellatSale(op string, f map[string]string) string {
 }
 
 // mellatCallback is the POST back to the merchant of a finished sale.
-func mellatCallback(rec *record) CallbackRequest {
+func mellatCallback(rec *book.Record) book.CallbackRequest {
 	code, ref, pan, final := mlCancelled, "", "", ""
-	if rec.State == StatePaid || rec.State == StateVerified {
+	if rec.State == book.StatePaid || rec.State == book.StateVerified {
 		code, ref, pan, final = mlOK, rec.Receipt, rec.CardPAN, strconv.FormatInt(rec.Amount, 10)
 	}
-	return postCallback(rec.CallbackURL,
+	return book.PostCallback(rec.CallbackURL,
 		"RefId", rec.Authority, "ResCode", code, "SaleOrderId", strconv.FormatInt(rec.OrderNumber, 10),
 		"SaleReferenceId", ref, "CardHolderPan", pan, "CardHolderInfo", "", "FinalAmount", final)
 }
@@ -322,7 +410,7 @@ func serviceURL(r *http.Request) string {
 	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && u.Path != "" {
 		path = u.EscapedPath() // before http.StripPrefix took the prefix off
 	}
-	return originOf(r) + path
+	return page.OriginOf(r) + path
 }
 
 // mellatWSDLAt is the WSDL with the service at location. Like Mellat's own

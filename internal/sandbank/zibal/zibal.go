@@ -1,15 +1,5 @@
-package sandbank
-
-import (
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
-)
-
-// Zibal's IPG v1, at Zibal's own paths (https://gateway.zibal.ir):
+// Package zibal is the sandbox bank's Zibal IPG v1, at Zibal's own paths
+// (https://gateway.zibal.ir):
 //
 //	POST /v1/request              a new payment: {"trackId", "result", "message"}
 //	POST /v1/verify               verify a paid one (201: verified before, no details)
@@ -29,11 +19,66 @@ import (
 // merchant; any merchant of letters and digits is accepted here. Amounts
 // are rials. Zibal documents no verify deadline and no reversal: a paid
 // payment stays verifiable.
+package zibal
 
-// ProtocolZibal is Zibal's IPG v1 (gateway "zibal").
-const ProtocolZibal = "zibal-v1"
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 
-const gatewayZibal = "zibal"
+	"github.com/kifpool/kifpool/internal/sandbank/book"
+	"github.com/kifpool/kifpool/internal/sandbank/page"
+	"github.com/kifpool/kifpool/internal/sandbank/protocol"
+)
+
+// Protocol is the name gateway drivers give this imitation.
+const Protocol = "zibal-v1"
+
+// Gateway is the gateway of its payments.
+const Gateway = "zibal"
+
+// Zibal is the protocol.
+type Zibal struct {
+	env  protocol.Env
+	link page.Link
+}
+
+// New returns the protocol served with env.
+func New(env protocol.Env) protocol.Protocol {
+	return &Zibal{env: env, link: page.Link{Gateway: Gateway, Assets: "../pg/assets/bank"}}
+}
+
+// Name is "zibal-v1".
+func (z *Zibal) Name() string { return Protocol }
+
+// Gateway is "zibal".
+func (z *Zibal) Gateway() string { return Gateway }
+
+// Rules: no verify deadline (Zibal documents none), the callback a GET
+// with trackId, success, status and orderId.
+func (z *Zibal) Rules() book.Rules { return book.Rules{Callback: zibalCallback} }
+
+// Ops are Zibal's operations, prefixed "zibal-".
+func (z *Zibal) Ops() []string {
+	return []string{opZibalRequest, opZibalVerify, opZibalInquiry, opZibalStart}
+}
+
+// CommitOps: verify.
+func (z *Zibal) CommitOps() []string { return []string{opZibalVerify} }
+
+// Committed: a verify's result 100.
+func (z *Zibal) Committed(_ string, body []byte) bool {
+	var a struct{ Result *int }
+	return json.Unmarshal(body, &a) == nil && a.Result != nil && *a.Result == zbSuccess
+}
+
+// Refuse answers a proxy's 429 page.
+func (z *Zibal) Refuse(_ string, w http.ResponseWriter) {
+	protocol.FaultPage(w, http.StatusTooManyRequests)
+}
 
 // The Zibal operations (fault keys: FaultOps).
 const (
@@ -92,7 +137,8 @@ func zibalMessage(result int) string {
 	return "error"
 }
 
-func (b *Bank) zibalRoutes(mux *http.ServeMux, op func(string) http.HandlerFunc) {
+// Routes registers Zibal's paths.
+func (z *Zibal) Routes(mux *http.ServeMux, op func(string) http.Handler) {
 	mux.Handle("/v1/request", op(opZibalRequest))
 	mux.Handle("/v1/verify", op(opZibalVerify))
 	mux.Handle("/v1/inquiry", op(opZibalInquiry))
@@ -102,35 +148,34 @@ func (b *Bank) zibalRoutes(mux *http.ServeMux, op func(string) http.HandlerFunc)
 	mux.Handle("POST /start/{authority}/pay-close", op(opZibalPayClose))
 }
 
-// serveZibal performs one Zibal operation (through the fault layer).
-func (b *Bank) serveZibal(op string, w http.ResponseWriter, r *http.Request) bool {
+// Serve performs one Zibal operation.
+func (z *Zibal) Serve(op string, w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case opZibalRequest, opZibalVerify, opZibalInquiry:
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"result": -1, "message": "use POST"})
-			return true
+		if protocol.AllowPOST(w, r, func(w http.ResponseWriter) {
+			protocol.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{"result": -1, "message": "use POST"})
+		}) {
+			return
 		}
 	}
 	switch op {
 	case opZibalRequest:
-		b.zibalRequest(w, r)
+		z.zibalRequest(w, r)
 	case opZibalVerify:
-		b.zibalVerify(w, r)
+		z.zibalVerify(w, r)
 	case opZibalInquiry:
-		b.zibalInquiry(w, r)
+		z.zibalInquiry(w, r)
 	case opZibalStart:
-		b.pageStart(w, r, gatewayZibal, "../pg/assets/bank")
+		z.env.Pages.Start(w, r, z.link)
 	case opZibalPagePay:
-		b.pageButton(w, r, StatePaid, false, gatewayZibal, "../../pg/assets/bank")
+		z.env.Pages.Button(w, r, z.link, book.StatePaid, false)
 	case opZibalPageCancel:
-		b.pageButton(w, r, StateFailed, false, gatewayZibal, "../../pg/assets/bank")
+		z.env.Pages.Button(w, r, z.link, book.StateFailed, false)
 	case opZibalPayClose:
-		b.pageButton(w, r, StatePaid, true, gatewayZibal, "../../pg/assets/bank")
+		z.env.Pages.Button(w, r, z.link, book.StatePaid, true)
 	default:
-		return false
+		http.NotFound(w, r)
 	}
-	return true
 }
 
 func zibalAnswer(w http.ResponseWriter, result int, extra map[string]any) {
@@ -138,7 +183,7 @@ func zibalAnswer(w http.ResponseWriter, result int, extra map[string]any) {
 	for k, v := range extra {
 		out[k] = v
 	}
-	writeJSON(w, http.StatusOK, out)
+	protocol.WriteJSON(w, http.StatusOK, out)
 }
 
 // zibalMerchant reports whether a merchant name is one the bank knows:
@@ -165,13 +210,13 @@ type zibalRequestBody struct {
 	Mobile      string          `json:"mobile"`
 }
 
-func (b *Bank) zibalRequest(w http.ResponseWriter, r *http.Request) {
+func (z *Zibal) zibalRequest(w http.ResponseWriter, r *http.Request) {
 	var in zibalRequestBody
-	if v := decodeBody(w, r, &in); v != nil {
+	if err := protocol.DecodeBody(w, r, &in); err != nil {
 		zibalAnswer(w, zbMerchantInvalid, nil)
 		return
 	}
-	amount, amountOK := checkAmount(&validations{}, in.Amount)
+	amount, _, amountOK := protocol.Amount(in.Amount)
 	switch {
 	case in.Merchant == "":
 		zibalAnswer(w, zbMerchantNotFound, nil)
@@ -182,36 +227,37 @@ func (b *Bank) zibalRequest(w http.ResponseWriter, r *http.Request) {
 	case !amountOK || amount <= zbMinAmountRials:
 		zibalAnswer(w, zbAmountTooSmall, nil)
 		return
-	case amount > maxAmountRials:
+	case amount > protocol.MaxAmountRials:
 		zibalAnswer(w, zbOverLimit, nil)
 		return
 	case len(in.OrderID) > 100:
 		zibalAnswer(w, zbMerchantInvalid, nil)
 		return
 	}
-	if msg := b.checkCallback(in.CallbackURL); msg != "" {
+	if msg := protocol.CheckCallback(z.env.CallbackOrigin, in.CallbackURL); msg != "" {
 		zibalAnswer(w, zbBadCallback, nil)
 		return
 	}
-	rec, err := b.newZibalRecord(in, amount)
+	rec, err := z.newRecord(in, amount)
 	if err != nil {
-		b.log.Error("sandbank: zibal request", "err", err)
+		z.env.Log.Error("sandbank: zibal request", "err", err)
 		http.Error(w, "sandbank: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	b.log.Info("sandbank: zibal request", "track_id", rec.Authority, "amount", amount)
+	z.env.Log.Info("sandbank: zibal request", "track_id", rec.Authority, "amount", amount)
 	id, _ := strconv.ParseInt(rec.Authority, 10, 64)
 	zibalAnswer(w, zbSuccess, map[string]any{"trackId": id})
 }
 
-// newZibalRecord registers a new IN_BANK Zibal payment with a fresh
-// numeric trackId (10 digits).
-func (b *Bank) newZibalRecord(in zibalRequestBody, amount int64) (*record, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// newRecord registers a new IN_BANK Zibal payment with a fresh numeric
+// trackId (10 digits).
+func (z *Zibal) newRecord(in zibalRequestBody, amount int64) (*book.Record, error) {
+	bk := z.env.Book
+	bk.Lock()
+	defer bk.Unlock()
 	var token string
 	for {
-		idx, err := b.randomIndexesLocked(9, 10)
+		idx, err := bk.RandomIndexesLocked(9, 10)
 		if err != nil {
 			return nil, fmt.Errorf("new trackId: %w", err)
 		}
@@ -221,22 +267,21 @@ func (b *Bank) newZibalRecord(in zibalRequestBody, amount int64) (*record, error
 			sb.WriteByte("0123456789"[i])
 		}
 		token = sb.String()
-		if _, taken := b.payments[token]; !taken {
+		if !bk.TakenLocked(token) {
 			break
 		}
 	}
-	card, err := b.newCardLocked()
+	card, err := bk.NewCardLocked()
 	if err != nil {
 		return nil, err
 	}
-	b.seq++
-	rec := &record{
-		Payment: Payment{Gateway: gatewayZibal, Authority: token, MerchantID: in.Merchant, Amount: amount, Currency: "IRR",
-			State: StateInBank, CallbackURL: strings.TrimSpace(in.CallbackURL), OrderID: in.OrderID, Description: in.Description,
-			Mobile: in.Mobile, CreatedAt: b.clock()},
-		seq: b.seq, reqAmount: amount, cardNumber: card,
+	rec := &book.Record{
+		Payment: book.Payment{Gateway: Gateway, Authority: token, MerchantID: in.Merchant, Amount: amount, Currency: "IRR",
+			State: book.StateInBank, CallbackURL: strings.TrimSpace(in.CallbackURL), OrderID: in.OrderID, Description: in.Description,
+			Mobile: in.Mobile, CreatedAt: bk.Now()},
+		ReqAmount: amount, CardNumber: card,
 	}
-	b.payments[token] = rec
+	bk.AddLocked(rec)
 	return rec, nil
 }
 
@@ -245,41 +290,41 @@ type zibalTrackBody struct {
 	TrackID  json.RawMessage `json:"trackId"`
 }
 
-// zibalRecordLocked finds the merchant's payment of a verify or inquiry
-// body, or answers the refusal and returns nil.
-func (b *Bank) zibalRecordLocked(w http.ResponseWriter, in zibalTrackBody) *record {
+// recordLocked finds the merchant's payment of a verify or inquiry body,
+// or answers the refusal and returns nil.
+func (z *Zibal) recordLocked(w http.ResponseWriter, in zibalTrackBody) *book.Record {
 	if !zibalMerchant(in.Merchant) {
 		zibalAnswer(w, zbMerchantNotFound, nil)
 		return nil
 	}
-	rec, ok := b.payments[rawString(in.TrackID)]
-	if !ok || rec.Gateway != gatewayZibal || rec.MerchantID != in.Merchant {
+	rec, ok := z.env.Book.GetLocked(protocol.RawString(in.TrackID))
+	if !ok || rec.Gateway != Gateway || rec.MerchantID != in.Merchant {
 		zibalAnswer(w, zbBadTrackID, nil)
 		return nil
 	}
-	b.expireLocked(rec, b.clock())
+	z.env.Book.ExpireLocked(rec, z.env.Book.Now())
 	return rec
 }
 
-func (b *Bank) zibalVerify(w http.ResponseWriter, r *http.Request) {
+func (z *Zibal) zibalVerify(w http.ResponseWriter, r *http.Request) {
 	var in zibalTrackBody
-	if v := decodeBody(w, r, &in); v != nil {
+	if err := protocol.DecodeBody(w, r, &in); err != nil {
 		zibalAnswer(w, zbBadTrackID, nil)
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rec := b.zibalRecordLocked(w, in)
+	z.env.Book.Lock()
+	defer z.env.Book.Unlock()
+	rec := z.recordLocked(w, in)
 	if rec == nil {
 		return
 	}
 	rec.VerifyCount++
 	switch rec.State {
-	case StatePaid:
-		rec.State, rec.VerifiedAt = StateVerified, b.clock()
-		b.log.Info("sandbank: zibal verified", "track_id", rec.Authority, "ref_number", rec.RefID)
-		zibalAnswer(w, zbSuccess, b.zibalDetails(rec, false))
-	case StateVerified:
+	case book.StatePaid:
+		rec.State, rec.VerifiedAt = book.StateVerified, z.env.Book.Now()
+		z.env.Log.Info("sandbank: zibal verified", "track_id", rec.Authority, "ref_number", rec.RefID)
+		zibalAnswer(w, zbSuccess, z.details(rec, false))
+	case book.StateVerified:
 		// Zibal answers a repeated verify without the payment's details.
 		zibalAnswer(w, zbAlreadyVerified, nil)
 	default:
@@ -287,57 +332,58 @@ func (b *Bank) zibalVerify(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (b *Bank) zibalInquiry(w http.ResponseWriter, r *http.Request) {
+func (z *Zibal) zibalInquiry(w http.ResponseWriter, r *http.Request) {
 	var in zibalTrackBody
-	if v := decodeBody(w, r, &in); v != nil {
+	if err := protocol.DecodeBody(w, r, &in); err != nil {
 		zibalAnswer(w, zbBadTrackID, nil)
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rec := b.zibalRecordLocked(w, in)
+	z.env.Book.Lock()
+	defer z.env.Book.Unlock()
+	rec := z.recordLocked(w, in)
 	if rec == nil {
 		return
 	}
-	zibalAnswer(w, zbSuccess, b.zibalDetails(rec, true))
+	zibalAnswer(w, zbSuccess, z.details(rec, true))
 }
 
 // zibalStatus is a payment's state as Zibal numbers it.
-func zibalStatus(rec *record) int {
+func zibalStatus(rec *book.Record) int {
 	switch rec.State {
-	case StateInBank:
+	case book.StateInBank:
 		return zbStatusWaiting
-	case StatePaid:
+	case book.StatePaid:
 		return zbStatusPaid
-	case StateVerified:
+	case book.StateVerified:
 		return zbStatusVerified
 	}
 	return zbStatusCancelled
 }
 
-// zibalDetails are the fields a verify (or, with inquiry, an inquiry)
-// answers with.
-func (b *Bank) zibalDetails(rec *record, inquiry bool) map[string]any {
+// details are the fields a verify (or, with inquiry, an inquiry) answers
+// with.
+func (z *Zibal) details(rec *book.Record, inquiry bool) map[string]any {
+	tehran := z.env.Book.Tehran()
 	out := map[string]any{"status": zibalStatus(rec), "amount": rec.Amount, "orderId": rec.OrderID, "description": rec.Description}
 	if !rec.PaidAt.IsZero() {
-		out["paidAt"] = rec.PaidAt.In(b.tehran).Format("2006-01-02T15:04:05.000")
+		out["paidAt"] = rec.PaidAt.In(tehran).Format("2006-01-02T15:04:05.000")
 		out["refNumber"] = rec.RefID
 		out["cardNumber"] = rec.CardPAN
 	}
 	if inquiry {
-		out["createdAt"] = rec.CreatedAt.In(b.tehran).Format("2006-01-02T15:04:05.000")
+		out["createdAt"] = rec.CreatedAt.In(tehran).Format("2006-01-02T15:04:05.000")
 		out["wage"] = 0
 		if !rec.VerifiedAt.IsZero() {
-			out["verifiedAt"] = rec.VerifiedAt.In(b.tehran).Format("2006-01-02T15:04:05.000")
+			out["verifiedAt"] = rec.VerifiedAt.In(tehran).Format("2006-01-02T15:04:05.000")
 		}
 	}
 	return out
 }
 
 // zibalCallback is the payer's GET back to the merchant.
-func zibalCallback(rec *record) CallbackRequest {
+func zibalCallback(rec *book.Record) book.CallbackRequest {
 	success, status := "0", strconv.Itoa(zibalStatus(rec))
-	if rec.State == StatePaid || rec.State == StateVerified {
+	if rec.State == book.StatePaid || rec.State == book.StateVerified {
 		success = "1"
 	}
 	q := url.Values{}
@@ -345,14 +391,5 @@ func zibalCallback(rec *record) CallbackRequest {
 	q.Set("success", success)
 	q.Set("status", status)
 	q.Set("orderId", rec.OrderID)
-	base, frag, hasFrag := strings.Cut(rec.CallbackURL, "#")
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	u := base + sep + q.Encode()
-	if hasFrag {
-		u += "#" + frag
-	}
-	return CallbackRequest{URL: u, Method: http.MethodGet, Form: map[string]string{}}
+	return book.GetCallback(book.AppendQuery(rec.CallbackURL, q.Encode()))
 }

@@ -1,4 +1,4 @@
-package sandbank
+package zarinpal
 
 import (
 	"encoding/json"
@@ -10,14 +10,16 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kifpool/kifpool/internal/sandbank/book"
+	"github.com/kifpool/kifpool/internal/sandbank/protocol"
 )
 
-// Operation names. Every simulated-gateway operation goes through
-// (*Bank).serveAPI under one of these names; a fault-injection layer keys its
-// rules on them.
+// Operation names: the bank's fault layer keys its rules on them (a
+// page's buttons share the page's key, "startpay").
 const (
 	opRequest      = "request"            // POST /pg/v4/payment/request.json
-	opVerify       = "verify"             // POST /pg/v4/payment/verify.json
+	opVerify       = OpVerify             // POST /pg/v4/payment/verify.json
 	opInquiry      = "inquiry"            // POST /pg/v4/payment/inquiry.json
 	opUnverified   = "unverified"         // POST /pg/v4/payment/unVerified.json
 	opStartPay     = "startpay"           // GET  /pg/StartPay/{authority}
@@ -25,6 +27,10 @@ const (
 	opPageCancel   = "startpay.cancel"    // POST /pg/StartPay/{authority}/cancel
 	opPagePayClose = "startpay.pay_close" // POST /pg/StartPay/{authority}/pay-close
 )
+
+// OpVerify is verify's fault key, the one the -commit-then-hang flags
+// set.
+const OpVerify = "verify"
 
 // Zarinpal result codes used by the simulator.
 const (
@@ -65,9 +71,9 @@ func codeMessage(code int) string {
 
 const (
 	// minAmountRials is the smallest payment Zarinpal accepts.
-	minAmountRials = 10_000
+	minAmountRials = protocol.MinAmountRials
 	// maxAmountRials is 100,000,000 tomans.
-	maxAmountRials = 1_000_000_000
+	maxAmountRials = protocol.MaxAmountRials
 	// maxDescription is the longest description, in characters.
 	maxDescription = 500
 	// feePercent and feeCapRials: the merchant's fee is 1% capped.
@@ -78,99 +84,11 @@ const (
 	// zeroMerchant is a well-formed merchant id whose terminal is "not
 	// active" (-11), so tests can reach that branch.
 	zeroMerchant = "00000000-0000-0000-0000-000000000000"
-	// maxBody bounds the size of an API request body.
-	maxBody = 1 << 20
 	// maxUnverified is how many payments unVerified lists at most.
 	maxUnverified = 100
 	// tehranDateLayout is the date format of unVerified.
 	tehranDateLayout = "2006-01-02 15:04:05"
 )
-
-// serveOp performs one simulated-gateway operation: the four Zarinpal JSON
-// calls and the payer's StartPay page and buttons. Every route reaches it
-// through (*Bank).serveAPI (faults.go), the fault-injection layer keyed on
-// op; the control API under /_sandbank is deliberately not routed there: it
-// is the test's own reliable channel. Nothing here depends on being called
-// exactly once per HTTP request.
-func (b *Bank) serveOp(op string, w http.ResponseWriter, r *http.Request) {
-	switch op {
-	case opRequest, opVerify, opInquiry, opUnverified:
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, http.StatusMethodNotAllowed, codeValidation,
-				validation("method", "The "+r.Method+" method is not supported; use POST."))
-			return
-		}
-	}
-	switch op {
-	case opRequest:
-		b.apiRequest(w, r)
-	case opVerify:
-		b.apiVerify(w, r)
-	case opInquiry:
-		b.apiInquiry(w, r)
-	case opUnverified:
-		b.apiUnverified(w, r)
-	case opStartPay:
-		b.pageStart(w, r, gatewayZarinpal, "../assets/bank")
-	case opPagePay:
-		b.pageButton(w, r, StatePaid, false, gatewayZarinpal, "../../assets/bank")
-	case opPageCancel:
-		b.pageButton(w, r, StateFailed, false, gatewayZarinpal, "../../assets/bank")
-	case opPagePayClose:
-		b.pageButton(w, r, StatePaid, true, gatewayZarinpal, "../../assets/bank")
-	default:
-		if !b.serveSEP(op, w, r) && !b.serveMellat(op, w, r) && !b.serveZibal(op, w, r) {
-			http.NotFound(w, r)
-		}
-	}
-}
-
-// routes builds the bank's router.
-func (b *Bank) routes() http.Handler {
-	mux := http.NewServeMux()
-	op := func(name string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) { b.serveAPI(name, w, r) }
-	}
-	mux.Handle("/pg/v4/payment/request.json", op(opRequest))
-	mux.Handle("/pg/v4/payment/verify.json", op(opVerify))
-	mux.Handle("/pg/v4/payment/inquiry.json", op(opInquiry))
-	mux.Handle("/pg/v4/payment/unVerified.json", op(opUnverified))
-	mux.HandleFunc("/pg/v4/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, codeValidation, validation("path", "Unknown API path."))
-	})
-
-	mux.Handle("GET /pg/StartPay/{authority}", op(opStartPay))
-	mux.Handle("POST /pg/StartPay/{authority}/pay", op(opPagePay))
-	mux.Handle("POST /pg/StartPay/{authority}/cancel", op(opPageCancel))
-	mux.Handle("POST /pg/StartPay/{authority}/pay-close", op(opPagePayClose))
-	mux.HandleFunc("GET /pg/assets/bank.css", serveCSS)
-	mux.HandleFunc("GET /pg/assets/bank.js", serveJS)
-	mux.HandleFunc("GET /pg/assets/favicon.svg", serveIcon)
-	mux.HandleFunc("GET /pg/assets/vazirmatn.woff2", serveFont("vazirmatn.woff2"))
-	mux.HandleFunc("GET /pg/assets/dejavu-sans-mono.woff2", serveFont("dejavu-sans-mono.woff2"))
-
-	b.sepRoutes(mux, op)
-	b.mellatRoutes(mux, op)
-	b.zibalRoutes(mux, op)
-
-	if !b.noControl {
-		mux.HandleFunc("POST /_sandbank/{gateway}/payments/{token}/pay", b.controlGatewayFinish(StatePaid))
-		mux.HandleFunc("POST /_sandbank/{gateway}/payments/{token}/cancel", b.controlGatewayFinish(StateFailed))
-		mux.HandleFunc("GET /_sandbank/payments", b.controlList)
-		mux.HandleFunc("POST /_sandbank/payments/{authority}/pay", b.controlFinish(StatePaid))
-		mux.HandleFunc("POST /_sandbank/payments/{authority}/cancel", b.controlFinish(StateFailed))
-		mux.HandleFunc("POST /_sandbank/payments/{authority}/expire", b.controlEnd(b.Expire))
-		b.faultRoutes(mux)
-	}
-
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		mux.ServeHTTP(w, r)
-	})
-}
 
 // ---- envelopes ----
 
@@ -197,26 +115,15 @@ func validation(field, msg string) validations {
 	return validations{{field: msg}}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, "encode answer: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
-}
-
 func writeData(w http.ResponseWriter, data any) {
-	writeJSON(w, http.StatusOK, envelope{Data: data, Errors: []any{}})
+	protocol.WriteJSON(w, http.StatusOK, envelope{Data: data, Errors: []any{}})
 }
 
 func writeError(w http.ResponseWriter, status, code int, v validations) {
 	if v == nil {
 		v = validations{}
 	}
-	writeJSON(w, status, envelope{
+	protocol.WriteJSON(w, status, envelope{
 		Data:   []any{},
 		Errors: apiError{Code: code, Message: codeMessage(code), Validations: v},
 	})
@@ -230,7 +137,7 @@ const zeroMerchantWhy = "this sandbox bank refuses the all-zeros merchant_id on 
 // refuseZeroMerchant answers -11 for the all-zeros merchant id, with the
 // reason in the message and as a validation of merchant_id.
 func refuseZeroMerchant(w http.ResponseWriter) {
-	writeJSON(w, http.StatusBadRequest, envelope{
+	protocol.WriteJSON(w, http.StatusBadRequest, envelope{
 		Data: []any{},
 		Errors: apiError{Code: codeTerminalInactive, Message: codeMessage(codeTerminalInactive) + " (" + zeroMerchantWhy + ")",
 			Validations: validations{{"merchant_id": zeroMerchantWhy}}},
@@ -251,11 +158,7 @@ func writeAnswer(w http.ResponseWriter, code int) {
 // decodeBody reads a JSON object body into v, as validation messages on
 // failure.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) validations {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("trailing data after the JSON object")
-	}
+	err := protocol.DecodeBody(w, r, v)
 	if err == nil {
 		return nil
 	}
@@ -263,7 +166,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) validations {
 	if errors.As(err, &typeErr) && typeErr.Field != "" {
 		return validation(typeErr.Field, "The "+fieldName(typeErr.Field)+" field has an invalid type.")
 	}
-	return validation("body", fmt.Sprintf("The request body must be a JSON object: %v.", err))
+	return validation("body", fmt.Sprintf("The request body must be a JSON object: %v.", errors.Unwrap(err)))
 }
 
 // fieldName turns "callback_url" into "callback url" for messages.
@@ -284,22 +187,14 @@ func checkMerchant(v *validations, id string) string {
 // checkAmount validates a required integer amount, given as a JSON number
 // or a string of digits.
 func checkAmount(v *validations, raw json.RawMessage) (int64, bool) {
-	text := strings.TrimSpace(string(raw))
-	if text == "" || text == "null" || text == `""` {
+	a, present, ok := protocol.Amount(raw)
+	switch {
+	case !present:
 		v.add("amount", "The amount field is required.")
-		return 0, false
-	}
-	if strings.HasPrefix(text, `"`) {
-		if err := json.Unmarshal(raw, &text); err != nil {
-			text = ""
-		}
-	}
-	a, err := strconv.ParseInt(text, 10, 64)
-	if err != nil {
+	case !ok:
 		v.add("amount", "The amount must be an integer.")
-		return 0, false
 	}
-	return a, true
+	return a, ok
 }
 
 // isUUID reports whether s is 8-4-4-4-12 hexadecimal digits.
@@ -331,19 +226,6 @@ func currencyFactor(currency string) int64 {
 	return 1
 }
 
-// rawString reads a JSON string or number as a string ("" otherwise).
-func rawString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
-}
-
 // ---- request.json ----
 
 type requestBody struct {
@@ -364,7 +246,7 @@ type requestData struct {
 	Fee       int64  `json:"fee"`
 }
 
-func (b *Bank) apiRequest(w http.ResponseWriter, r *http.Request) {
+func (z *Zarinpal) apiRequest(w http.ResponseWriter, r *http.Request) {
 	var in requestBody
 	if v := decodeBody(w, r, &in); v != nil {
 		writeRefusal(w, codeValidation, v)
@@ -403,8 +285,7 @@ func (b *Bank) apiRequest(w http.ResponseWriter, r *http.Request) {
 	default:
 		if u, err := url.Parse(callback); err != nil || u.Host == "" {
 			v.add("callback_url", "The callback url format is invalid.")
-		} else if o := b.callbackOrigin; o != "" && (strings.ToLower(u.Scheme+"://"+u.Host) != o ||
-			!strings.HasPrefix(strings.ToLower(callback), o+"/")) {
+		} else if !protocol.OnOrigin(z.env.CallbackOrigin, u, callback) {
 			// Both as parsed and as written (the redirect uses the text as
 			// written, and a browser must read the same host in it).
 			v.add("callback_url", "The callback url must be on the merchant's registered site.")
@@ -432,41 +313,25 @@ func (b *Bank) apiRequest(w http.ResponseWriter, r *http.Request) {
 
 	rials := amount * factor
 	fee := min(rials*feePercent/100, feeCapRials)
-	b.mu.Lock()
-	authority, err := b.newAuthorityLocked()
-	var card string
-	if err == nil {
-		card, err = b.newCardLocked()
-	}
+	rec, err := z.env.Book.Open(book.Payment{
+		Gateway:     Gateway,
+		MerchantID:  merchant,
+		Amount:      rials,
+		Currency:    currency,
+		Fee:         fee,
+		Description: in.Description,
+		CallbackURL: callback,
+		OrderID:     protocol.RawString(meta["order_id"]),
+		Mobile:      protocol.RawString(meta["mobile"]),
+		Email:       protocol.RawString(meta["email"]),
+	}, amount, "S", authorityLen-1)
 	if err != nil {
-		b.mu.Unlock()
-		b.log.Error("sandbank: request", "err", err)
+		z.env.Log.Error("sandbank: request", "err", err)
 		http.Error(w, "sandbank: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	b.seq++
-	b.payments[authority] = &record{
-		Payment: Payment{
-			Gateway:     gatewayZarinpal,
-			Authority:   authority,
-			MerchantID:  merchant,
-			Amount:      rials,
-			Currency:    currency,
-			Fee:         fee,
-			State:       StateInBank,
-			Description: in.Description,
-			CallbackURL: callback,
-			OrderID:     rawString(meta["order_id"]),
-			Mobile:      rawString(meta["mobile"]),
-			Email:       rawString(meta["email"]),
-			CreatedAt:   b.clock(),
-		},
-		seq:        b.seq,
-		reqAmount:  amount,
-		cardNumber: card,
-	}
-	b.mu.Unlock()
-	b.log.Info("sandbank: payment requested", "authority", authority, "amount", rials, "merchant", merchant)
+	authority := rec.Authority
+	z.env.Log.Info("sandbank: payment requested", "authority", authority, "amount", rials, "merchant", merchant)
 
 	writeData(w, requestData{
 		Code:      codeSuccess,
@@ -498,7 +363,7 @@ type verifyData struct {
 	Wages       []any  `json:"wages"`
 }
 
-func (b *Bank) apiVerify(w http.ResponseWriter, r *http.Request) {
+func (z *Zarinpal) apiVerify(w http.ResponseWriter, r *http.Request) {
 	var in verifyBody
 	if v := decodeBody(w, r, &in); v != nil {
 		writeRefusal(w, codeValidation, v)
@@ -519,7 +384,7 @@ func (b *Bank) apiVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	data, code := b.verify(merchant, in.Authority, amount)
+	data, code := z.verify(merchant, in.Authority, amount)
 	if code != codeSuccess && code != codeVerified {
 		writeAnswer(w, code)
 		return
@@ -528,24 +393,25 @@ func (b *Bank) apiVerify(w http.ResponseWriter, r *http.Request) {
 }
 
 // verify applies a verify call; the answer is data when code is 100 or 101.
-func (b *Bank) verify(merchant, authority string, amount int64) (verifyData, int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rec, ok := b.payments[authority]
+func (z *Zarinpal) verify(merchant, authority string, amount int64) (verifyData, int) {
+	bk := z.env.Book
+	bk.Lock()
+	defer bk.Unlock()
+	rec, ok := bk.GetLocked(authority)
 	if !ok {
 		return verifyData{}, codeInvalidAuthority
 	}
 	if rec.MerchantID != merchant {
 		return verifyData{}, codeOtherMerchant
 	}
-	now := b.clock()
-	b.expireLocked(rec, now)
+	now := bk.Now()
+	bk.ExpireLocked(rec, now)
 	rec.VerifyCount++
-	if rec.State != StatePaid && rec.State != StateVerified {
+	if rec.State != book.StatePaid && rec.State != book.StateVerified {
 		return verifyData{}, codeNotPaid
 	}
 	// The amount is compared in the unit of the request.
-	if amount != rec.reqAmount {
+	if amount != rec.ReqAmount {
 		return verifyData{}, codeAmountMismatch
 	}
 	data := verifyData{
@@ -560,11 +426,11 @@ func (b *Bank) verify(merchant, authority string, amount int64) (verifyData, int
 		OrderID:     rec.OrderID,
 		Wages:       []any{},
 	}
-	if rec.State == StatePaid {
-		rec.State = StateVerified
+	if rec.State == book.StatePaid {
+		rec.State = book.StateVerified
 		rec.VerifiedAt = now
 		data.Code, data.Message = codeSuccess, "Paid"
-		b.log.Info("sandbank: payment verified", "authority", rec.Authority, "ref_id", rec.RefID)
+		z.env.Log.Info("sandbank: payment verified", "authority", rec.Authority, "ref_id", rec.RefID)
 	}
 	return data, data.Code
 }
@@ -577,14 +443,14 @@ type inquiryBody struct {
 }
 
 type inquiryData struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Status  State  `json:"status"`
+	Code    int        `json:"code"`
+	Message string     `json:"message"`
+	Status  book.State `json:"status"`
 	// Amount is in the unit of the request (as verify expects it).
 	Amount int64 `json:"amount"`
 }
 
-func (b *Bank) apiInquiry(w http.ResponseWriter, r *http.Request) {
+func (z *Zarinpal) apiInquiry(w http.ResponseWriter, r *http.Request) {
 	var in inquiryBody
 	if v := decodeBody(w, r, &in); v != nil {
 		writeRefusal(w, codeValidation, v)
@@ -604,8 +470,9 @@ func (b *Bank) apiInquiry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	b.mu.Lock()
-	rec, ok := b.payments[in.Authority]
+	bk := z.env.Book
+	bk.Lock()
+	rec, ok := bk.GetLocked(in.Authority)
 	code := codeSuccess
 	var data inquiryData
 	switch {
@@ -614,10 +481,10 @@ func (b *Bank) apiInquiry(w http.ResponseWriter, r *http.Request) {
 	case rec.MerchantID != merchant:
 		code = codeOtherMerchant
 	default:
-		b.expireLocked(rec, b.clock())
-		data = inquiryData{Code: codeSuccess, Message: "Success", Status: rec.State, Amount: rec.reqAmount}
+		bk.ExpireLocked(rec, bk.Now())
+		data = inquiryData{Code: codeSuccess, Message: "Success", Status: rec.State, Amount: rec.ReqAmount}
 	}
-	b.mu.Unlock()
+	bk.Unlock()
 	if code != codeSuccess {
 		writeAnswer(w, code)
 		return
@@ -647,7 +514,7 @@ type unverifiedItem struct {
 	Date        string `json:"date"`
 }
 
-func (b *Bank) apiUnverified(w http.ResponseWriter, r *http.Request) {
+func (z *Zarinpal) apiUnverified(w http.ResponseWriter, r *http.Request) {
 	var in unverifiedBody
 	if v := decodeBody(w, r, &in); v != nil {
 		writeRefusal(w, codeValidation, v)
@@ -664,18 +531,19 @@ func (b *Bank) apiUnverified(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	b.mu.Lock()
-	var paid []*record
-	for _, rec := range b.payments {
-		if rec.MerchantID == merchant && rec.State == StatePaid {
+	bk := z.env.Book
+	bk.Lock()
+	var paid []*book.Record
+	bk.EachLocked(func(rec *book.Record) {
+		if rec.Gateway == Gateway && rec.MerchantID == merchant && rec.State == book.StatePaid {
 			paid = append(paid, rec)
 		}
-	}
+	})
 	sort.Slice(paid, func(i, j int) bool {
 		if !paid[i].PaidAt.Equal(paid[j].PaidAt) {
 			return paid[i].PaidAt.After(paid[j].PaidAt)
 		}
-		return paid[i].seq > paid[j].seq
+		return paid[i].Seq > paid[j].Seq
 	})
 	if len(paid) > maxUnverified {
 		paid = paid[:maxUnverified]
@@ -684,12 +552,12 @@ func (b *Bank) apiUnverified(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range paid {
 		items = append(items, unverifiedItem{
 			Authority:   rec.Authority,
-			Amount:      rec.reqAmount,
+			Amount:      rec.ReqAmount,
 			CallbackURL: rec.CallbackURL,
 			Referer:     rec.Referer,
-			Date:        rec.PaidAt.In(b.tehran).Format(tehranDateLayout),
+			Date:        rec.PaidAt.In(bk.Tehran()).Format(tehranDateLayout),
 		})
 	}
-	b.mu.Unlock()
+	bk.Unlock()
 	writeData(w, unverifiedData{Code: strconv.Itoa(codeSuccess), Message: "Success", Authorities: items})
 }

@@ -1,0 +1,30 @@
+package page
+
+import (
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+)
+
+// Every text of the bank's pages is in both languages, and every kind of
+// finished payment has its title and body.
+func TestMessagesHaveEveryKeyInBothLanguages(t *testing.T) {
+	for _, k := range Keys() {
+		if m := messages[k]; m[0] == "" || m[1] == "" {
+			t.Errorf("%s: fa %q en %q", k, m[0], m[1])
+		}
+	}
+	for _, kind := range []string{"closed", "paid", "cancelled", "reversed", "expired", "not_found"} {
+		for _, suffix := range []string{".title", ".body"} {
+			if !Has(kind + suffix) {
+				t.Errorf("missing %s%s", kind, suffix)
+			}
+		}
+	}
+	if got := T(i18n.EN, "amount_rials", "amount", "1,000"); got != "1,000 rials" {
+		t.Errorf("T with a placeholder = %q", got)
+	}
+	if got := T(i18n.FA, "no.such.key"); got != "[no.such.key]" {
+		t.Errorf("a missing key = %q", got)
+	}
+}
