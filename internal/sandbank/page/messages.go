@@ -67,12 +67,12 @@ var messages = map[string][2]string{
 }
 
 // T is the text of key in language l, with {name} placeholders replaced by
-// args given as name/value pairs. A missing key is written "[key]", so
-// that it shows (and a test fails on it).
+// args given as name/value pairs. A missing key is written "[bank.key]",
+// so that it shows (and a test fails on it).
 func T(l i18n.Lang, key string, args ...string) string {
 	m, ok := messages[key]
 	if !ok {
-		return "[" + key + "]"
+		return "[bank." + key + "]"
 	}
 	msg := m[0]
 	if l == i18n.EN {

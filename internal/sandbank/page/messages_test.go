@@ -24,7 +24,7 @@ func TestMessagesHaveEveryKeyInBothLanguages(t *testing.T) {
 	if got := T(i18n.EN, "amount_rials", "amount", "1,000"); got != "1,000 rials" {
 		t.Errorf("T with a placeholder = %q", got)
 	}
-	if got := T(i18n.FA, "no.such.key"); got != "[no.such.key]" {
+	if got := T(i18n.FA, "no.such.key"); got != "[bank.no.such.key]" {
 		t.Errorf("a missing key = %q", got)
 	}
 }

@@ -1,0 +1,276 @@
+package sandbank
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// testIDText is the text of the element with data-testid id ("" and false
+// when there is none).
+func testIDText(body, id string) (string, bool) {
+	root, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		return "", false
+	}
+	var found *html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		for _, a := range n.Attr {
+			if a.Key == "data-testid" && a.Val == id && found == nil {
+				found = n
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(root)
+	if found == nil {
+		return "", false
+	}
+	var b strings.Builder
+	var text func(n *html.Node)
+	text = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			text(c)
+		}
+	}
+	text(found)
+	return strings.TrimSpace(b.String()), true
+}
+
+// formAttr is attribute key of the post form holding testID ("" for none).
+func formAttr(body, testID, key string) string {
+	root, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	_, _, ok := bankForm(body, testID)
+	if !ok {
+		return ""
+	}
+	var val string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "form" {
+			if _, _, ok := bankForm(renderNode(n), testID); ok {
+				for _, a := range n.Attr {
+					if a.Key == key {
+						val = a.Val
+					}
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(root)
+	return val
+}
+
+func renderNode(n *html.Node) string {
+	var b strings.Builder
+	_ = html.Render(&b, n)
+	return b.String()
+}
+
+// Back and reload on the pages of the POST gateways (issue 29, item 6):
+// every POST answers 303 to a GET page (Post/Redirect/Get), so that the
+// payer's history holds only GET pages; loading the payment's page again
+// changes nothing at the bank, and once the payment is paid it shows the
+// way back to the merchant by the payer's hand, never a live Pay button
+// nor an automatic post. Every answer is no-store.
+func TestFormPagesPostRedirectGet(t *testing.T) {
+	for _, tt := range []struct{ gw, start, field, page string }{
+		{gatewaySEP, "/OnlinePG/OnlinePG", "Token", "/OnlinePG/SendToken?token="},
+		{gatewayMellat, "/pgwchannel/startpay.mellat", "RefId", "/pgwchannel/startpay.mellat?RefId="},
+	} {
+		t.Run(tt.gw, func(t *testing.T) {
+			b := New(Options{})
+			srv := httptest.NewServer(b.Handler())
+			defer srv.Close()
+			c := noRedirect()
+			tok := newFormPayment(t, srv, tt.gw)
+			noStore := func(what string, resp *http.Response) {
+				t.Helper()
+				if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+					t.Errorf("%s: Cache-Control %q", what, cc)
+				}
+			}
+			resolve := func(base, ref string) string {
+				t.Helper()
+				u, err := url.Parse(base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return u.ResolveReference(mustURL(t, ref)).String()
+			}
+
+			// The merchant's form: 303 to the page's GET, the language kept.
+			resp, err := c.PostForm(srv.URL+tt.start+"?lang=en", url.Values{tt.field: {tok}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			arrive := readPage(t, resp)
+			noStore("the merchant's post", resp)
+			pageURL := resolve(srv.URL+tt.start, arrive.location)
+			if arrive.status != http.StatusSeeOther || pageURL != srv.URL+tt.page+url.QueryEscape(tok)+"&lang=en" {
+				t.Fatalf("the merchant's post: %d Location %q (%s)", arrive.status, arrive.location, pageURL)
+			}
+
+			// The page, loaded twice (a reload): the same payable page.
+			var pay string
+			var payFields url.Values
+			for range 2 {
+				resp, err := c.Get(pageURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := readPage(t, resp)
+				noStore("the page", resp)
+				action, fields, ok := bankForm(p.body, "bank-pay")
+				if p.status != http.StatusOK || !ok || fields.Get(tt.field) != tok || !strings.Contains(p.body, `<html lang="en"`) {
+					t.Fatalf("the page: %d\n%s", p.status, p.body)
+				}
+				pay, payFields = resolve(pageURL, action), fields
+			}
+			if got, _ := b.Payment(tok); got.State != StateInBank {
+				t.Fatalf("showing the page changed the payment: %s", got.State)
+			}
+
+			// Pay: 303 to the return page, which posts the callback and
+			// first replaces its history entry with the payment's page.
+			resp, err = c.PostForm(pay, payFields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paid := readPage(t, resp)
+			noStore("pay", resp)
+			if paid.status != http.StatusSeeOther || !strings.HasPrefix(paid.location, "return?") {
+				t.Fatalf("pay: %d Location %q", paid.status, paid.location)
+			}
+			if got, _ := b.Payment(tok); got.State != StatePaid {
+				t.Fatalf("after pay: %s", got.State)
+			}
+			returnURL := resolve(pay, paid.location)
+			resp, err = c.Get(returnURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ret := readPage(t, resp)
+			noStore("the return page", resp)
+			if _, fields, ok := bankForm(ret.body, "bank-back"); ret.status != http.StatusOK || !ok || fields.Get(tt.field) == "" && fields.Get("RefId") == "" {
+				t.Fatalf("the return page: %d\n%s", ret.status, ret.body)
+			}
+			if !strings.Contains(ret.body, "data-autosubmit") {
+				t.Errorf("the return page does not post by itself:\n%s", ret.body)
+			}
+			if replace := formAttr(ret.body, "bank-back", "data-replace"); resolve(returnURL, replace) != pageURL {
+				t.Errorf("the return page replaces its history entry with %q (%s), want the payment's page %s",
+					replace, resolve(returnURL, replace), pageURL)
+			}
+
+			// Back (or a reload) after paying loads the payment's page: it
+			// is paid, with the way back by hand; no Pay, no timer, no
+			// automatic post, and the language switch still there.
+			for range 2 {
+				resp, err := c.Get(pageURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := readPage(t, resp)
+				noStore("the page after pay", resp)
+				if _, _, ok := bankForm(p.body, "bank-pay"); ok || p.status != http.StatusOK {
+					t.Fatalf("the page after pay has a Pay button (%d):\n%s", p.status, p.body)
+				}
+				if strings.Contains(p.body, "data-autosubmit") || strings.Contains(p.body, "data-seconds-left") {
+					t.Errorf("the page after pay posts by itself or counts down:\n%s", p.body)
+				}
+				if _, fields, ok := bankForm(p.body, "bank-back"); !ok || len(fields) == 0 {
+					t.Errorf("the page after pay has no way back to the merchant:\n%s", p.body)
+				}
+				if _, fields, ok := bankForm(p.body, "bank-lang"); !ok || fields.Get(tt.field) != tok {
+					t.Errorf("the page after pay has no language switch:\n%s", p.body)
+				}
+			}
+			// A resubmitted Pay changes nothing: 409, the paid page.
+			resp, err = c.PostForm(pay, payFields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := readPage(t, resp)
+			if _, _, ok := bankForm(again.body, "bank-pay"); again.status != http.StatusConflict || ok {
+				t.Errorf("pay again: %d", again.status)
+			}
+			if got, _ := b.Payment(tok); got.State != StatePaid {
+				t.Errorf("after pay again: %s", got.State)
+			}
+		})
+	}
+}
+
+// The page of a GET gateway after paying (what Back reloads) has no Pay
+// button and no countdown, and every page of the bank loads the bank's
+// script, which reloads a page the browser restores from its
+// back-forward cache (the browser test TestBackAfterPaying runs it).
+func TestLinkPageAfterPayingIsFinished(t *testing.T) {
+	b, srv := newTestBank(t, Options{})
+	a := newPayment(t, srv, 20_000)
+	start := get(t, srv, "/pg/StartPay/"+a)
+	if !strings.Contains(start.body, `src="../assets/bank.js"`) || start.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("start page: %q\n%s", start.header.Get("Cache-Control"), start.body)
+	}
+	if _, err := b.Pay(a); err != nil {
+		t.Fatal(err)
+	}
+	back := get(t, srv, "/pg/StartPay/"+a)
+	if _, _, ok := bankForm(back.body, "bank-pay"); ok || strings.Contains(back.body, "data-seconds-left") ||
+		!strings.Contains(back.body, `data-testid="bank-paid"`) || back.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("the page after pay: %d\n%s", back.status, back.body)
+	}
+	js := get(t, srv, "/pg/assets/bank.js")
+	if !strings.Contains(js.body, `addEventListener("pageshow"`) || !strings.Contains(js.body, "e.persisted") {
+		t.Errorf("bank.js does not reload a page restored from the back-forward cache:\n%s", js.body)
+	}
+}
+
+// Every payment page says what is bought (issue 29, item 7): the
+// merchant's description, or, for SEP, whose token request has no
+// description field, the amount and the terminal it is paid to; and it
+// has a language switch.
+func TestPaymentPageDescription(t *testing.T) {
+	b := New(Options{})
+	srv := httptest.NewServer(b.Handler())
+	defer srv.Close()
+	for _, tt := range []struct{ gw, page, lang, want string }{
+		{gatewaySEP, "/OnlinePG/SendToken?token=", "en", "Payment of 120,000 rials to merchant no. 1300"},
+		{gatewaySEP, "/OnlinePG/SendToken?token=", "fa", "پرداخت ۱۲۰٬۰۰۰ ریال به پذیرندهٔ شمارهٔ ۱۳۰۰"},
+		{gatewayMellat, "/pgwchannel/startpay.mellat?RefId=", "en", "Payment of 120,000 rials to merchant no. 5000"},
+	} {
+		tok := newFormPayment(t, srv, tt.gw)
+		p := get(t, srv, tt.page+url.QueryEscape(tok)+"&lang="+tt.lang)
+		if got, ok := testIDText(p.body, "bank-description"); !ok || got != tt.want {
+			t.Errorf("%s %s: description %q, want %q", tt.gw, tt.lang, got, tt.want)
+		}
+		if _, _, ok := bankForm(p.body, "bank-lang"); !ok {
+			t.Errorf("%s: no language switch", tt.gw)
+		}
+	}
+	a := newPayment(t, srv, 20_000)
+	p := get(t, srv, "/pg/StartPay/"+a)
+	if got, _ := testIDText(p.body, "bank-description"); got != "شارژ کیف پول" {
+		t.Errorf("zarinpal: description %q", got)
+	}
+	if !strings.Contains(p.body, `data-testid="bank-lang"`) {
+		t.Error("zarinpal: no language switch")
+	}
+}
