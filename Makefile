@@ -69,7 +69,7 @@ run: build
 	./$(BIN) serve
 
 # Both test targets record which code of the templ packages (./views,
-# ./views/admin, ./internal/sandbank) the suite ran
+# ./views/admin, ./internal/sandbank/page) the suite ran
 # (-coverpkg) and then check that every templ component was rendered by
 # some test (views: TestEveryComponentIsRendered).
 VIEWS_COVER   = bin/views.cover
@@ -77,8 +77,8 @@ VIEWS_COVERED = mkdir -p bin && VIEWS_COVERPROFILE=$(CURDIR)/$(VIEWS_COVER) $(GO
 
 test:
 	@mkdir -p bin
-	@echo "$(GO) test -race -count=1 -timeout 20m -coverpkg=./views,./views/admin,./internal/sandbank -coverprofile=$(VIEWS_COVER) $(PKGS)"
-	@$(GO) test -race -count=1 -timeout 20m -coverpkg=./views,./views/admin,./internal/sandbank -coverprofile=$(VIEWS_COVER) $(PKGS) && $(VIEWS_COVERED); rc=$$?; $(SKIPPED); exit $$rc
+	@echo "$(GO) test -race -count=1 -timeout 20m -coverpkg=./views,./views/admin,./internal/sandbank/page -coverprofile=$(VIEWS_COVER) $(PKGS)"
+	@$(GO) test -race -count=1 -timeout 20m -coverpkg=./views,./views/admin,./internal/sandbank/page -coverprofile=$(VIEWS_COVER) $(PKGS) && $(VIEWS_COVERED); rc=$$?; $(SKIPPED); exit $$rc
 
 # The lines `make test` prints for skipped suites, alone (tested in
 # cmd/kifpool, so that they cannot go stale).
@@ -91,7 +91,7 @@ test-skips:
 # suites (internal/store/storetest), whatever the environment says.
 test-quick:
 	@mkdir -p bin
-	$(GO) test -short -count=1 -coverpkg=./views,./views/admin,./internal/sandbank -coverprofile=$(VIEWS_COVER) $(PKGS)
+	$(GO) test -short -count=1 -coverpkg=./views,./views/admin,./internal/sandbank/page -coverprofile=$(VIEWS_COVER) $(PKGS)
 	@$(VIEWS_COVERED)
 	@echo "make test-quick: left out the PostgreSQL, browser and end-to-end suites and the race detector; make test runs everything"
 

@@ -16,12 +16,12 @@ import (
 
 // coverEnv names the cover profile of the suite's run over the packages
 // with templ components (make test and make test-quick write it with
-// -coverpkg=./views,./views/admin,./internal/sandbank).
+// -coverpkg=./views,./views/admin,./internal/sandbank/page).
 const coverEnv = "VIEWS_COVERPROFILE"
 
 // templPackages are the module's folders of templ components: the app's
 // pages, the admin console's, and the sandbox bank's.
-var templPackages = []string{"views", "views/admin", "internal/sandbank"}
+var templPackages = []string{"views", "views/admin", "internal/sandbank/page"}
 
 // TestEveryComponentIsRendered: every templ component (exported or not)
 // was rendered by at least one test of the run, as goatcounter checks that
@@ -182,7 +182,7 @@ func unrendered(comps []component, counts map[blockStart]int64) []string {
 		n, ok := counts[blockStart{c.file, c.line, c.col}]
 		switch {
 		case !ok:
-			out = append(out, fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views,./views/admin,./internal/sandbank after templ generate", c.name, c.file, c.line))
+			out = append(out, fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views,./views/admin,./internal/sandbank/page after templ generate", c.name, c.file, c.line))
 		case n == 0:
 			out = append(out, fmt.Sprintf("%s (%s:%d): no test renders this component", c.name, c.file, c.line))
 		}
@@ -212,7 +212,7 @@ func TestUnrenderedFindsThem(t *testing.T) {
 	got := unrendered(comps[:3], readProfile(t, path))
 	want := []string{
 		fmt.Sprintf("%s (%s:%d): no test renders this component", a.name, a.file, a.line),
-		fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views,./views/admin,./internal/sandbank after templ generate", comps[2].name, comps[2].file, comps[2].line),
+		fmt.Sprintf("%s (%s:%d): not in the cover profile; run the suite with -coverpkg=./views,./views/admin,./internal/sandbank/page after templ generate", comps[2].name, comps[2].file, comps[2].line),
 	}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
