@@ -47,25 +47,19 @@ func testIDText(body, id string) (string, bool) {
 	return strings.TrimSpace(b.String()), true
 }
 
-// formAttr is attribute key of the post form holding testID ("" for none).
-func formAttr(body, testID, key string) string {
-	root, err := html.Parse(strings.NewReader(body))
+// bodyAttr is the page's <body> attribute key ("" for none).
+func bodyAttr(page, key string) string {
+	root, err := html.Parse(strings.NewReader(page))
 	if err != nil {
-		return ""
-	}
-	_, _, ok := bankForm(body, testID)
-	if !ok {
 		return ""
 	}
 	var val string
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == "form" {
-			if _, _, ok := bankForm(renderNode(n), testID); ok {
-				for _, a := range n.Attr {
-					if a.Key == key {
-						val = a.Val
-					}
+		if n.Type == html.ElementNode && n.Data == "body" {
+			for _, a := range n.Attr {
+				if a.Key == key {
+					val = a.Val
 				}
 			}
 		}
@@ -77,19 +71,16 @@ func formAttr(body, testID, key string) string {
 	return val
 }
 
-func renderNode(n *html.Node) string {
-	var b strings.Builder
-	_ = html.Render(&b, n)
-	return b.String()
-}
-
 // Back and reload on the pages of the POST gateways (issue 29, item 6):
-// every POST answers 303 to a GET page (Post/Redirect/Get), so that the
-// payer's history holds only GET pages; loading the payment's page again
-// changes nothing at the bank, and once the payment is paid it shows the
-// way back to the merchant by the payer's hand, never a live Pay button
-// nor an automatic post. Every answer is no-store.
-func TestFormPagesPostRedirectGet(t *testing.T) {
+// the payment page the merchant's post answers, and the page that posts
+// the payer back, make the payment page's GET address their history
+// entry (data-address, bank.js), and Pay and Cancel answer 303 to a GET
+// page (Post/Redirect/Get); so the payer's history holds only GET pages.
+// Loading the payment's page again changes nothing at the bank, and once
+// the payment is paid it shows the way back to the merchant by the
+// payer's hand, never a live Pay button nor an automatic post. Every
+// answer is no-store.
+func TestFormPagesBackAndReload(t *testing.T) {
 	for _, tt := range []struct{ gw, start, field, page string }{
 		{gatewaySEP, "/OnlinePG/OnlinePG", "Token", "/OnlinePG/SendToken?token="},
 		{gatewayMellat, "/pgwchannel/startpay.mellat", "RefId", "/pgwchannel/startpay.mellat?RefId="},
@@ -115,16 +106,18 @@ func TestFormPagesPostRedirectGet(t *testing.T) {
 				return u.ResolveReference(mustURL(t, ref)).String()
 			}
 
-			// The merchant's form: 303 to the page's GET, the language kept.
+			// The merchant's form: the payment page, whose history entry
+			// becomes its GET address, the language kept.
 			resp, err := c.PostForm(srv.URL+tt.start+"?lang=en", url.Values{tt.field: {tok}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			arrive := readPage(t, resp)
 			noStore("the merchant's post", resp)
-			pageURL := resolve(srv.URL+tt.start, arrive.location)
-			if arrive.status != http.StatusSeeOther || pageURL != srv.URL+tt.page+url.QueryEscape(tok)+"&lang=en" {
-				t.Fatalf("the merchant's post: %d Location %q (%s)", arrive.status, arrive.location, pageURL)
+			pageURL := resolve(srv.URL+tt.start, bodyAttr(arrive.body, "data-address"))
+			if _, _, ok := bankForm(arrive.body, "bank-pay"); arrive.status != http.StatusOK || !ok ||
+				pageURL != srv.URL+tt.page+url.QueryEscape(tok)+"&lang=en" || !strings.Contains(arrive.body, "/pg/assets/bank.js") {
+				t.Fatalf("the merchant's post: %d, its GET address %s\n%s", arrive.status, pageURL, arrive.body)
 			}
 
 			// The page, loaded twice (a reload): the same payable page.
@@ -174,9 +167,9 @@ func TestFormPagesPostRedirectGet(t *testing.T) {
 			if !strings.Contains(ret.body, "data-autosubmit") {
 				t.Errorf("the return page does not post by itself:\n%s", ret.body)
 			}
-			if replace := formAttr(ret.body, "bank-back", "data-replace"); resolve(returnURL, replace) != pageURL {
-				t.Errorf("the return page replaces its history entry with %q (%s), want the payment's page %s",
-					replace, resolve(returnURL, replace), pageURL)
+			if addr := bodyAttr(ret.body, "data-address"); resolve(returnURL, addr) != pageURL {
+				t.Errorf("the return page makes its history entry %q (%s), want the payment's page %s",
+					addr, resolve(returnURL, addr), pageURL)
 			}
 
 			// Back (or a reload) after paying loads the payment's page: it

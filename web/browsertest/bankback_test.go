@@ -10,12 +10,13 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 )
 
-// Back after paying (issue 29, item 6): the page the browser goes back to
-// is the bank's page of the paid payment, loaded as it is now: no live Pay
-// button, no countdown, no "Confirm Form Resubmission" at the POST
-// gateways (their bank pages are reached by Post/Redirect/Get, and the
-// page that posts the payer back leaves the payment's page in the
-// history), and nothing is paid or credited again.
+// Back and reload at the bank (issue 29, item 6): the bank's page reloads
+// as itself before paying, and the page the browser goes back to after
+// paying is the bank's page of the paid payment, loaded as it is now: no
+// live Pay button, no countdown, no "Confirm Form Resubmission" at the
+// POST gateways (the pages reached by POST make the payment page's GET
+// address their history entry, Pay answers 303), and nothing is paid or
+// credited again.
 func TestBackAfterPaying(t *testing.T) {
 	for _, tt := range []struct{ gw, path, finished string }{
 		{"zarinpal", "/pg/StartPay/", "bank-paid"},
@@ -28,6 +29,14 @@ func TestBackAfterPaying(t *testing.T) {
 			b.FillTopUp("25000")
 			b.Click("gateway-" + tt.gw)
 			b.Click("topup-submit")
+			b.Wait("bank-pay")
+			// The bank's page, reached by a link or by the shop's post, is
+			// in the history at its GET address: reloading it shows it
+			// again (no "Confirm Form Resubmission"), still payable.
+			if p := b.Path(); !strings.HasPrefix(p, routes.Sandbank+tt.path) {
+				t.Fatalf("the bank's page is at %s, want %s", p, tt.path)
+			}
+			b.Run(chromedp.Reload())
 			b.Wait("bank-pay")
 			b.Click("bank-pay")
 			if s := b.Status(); s != "credited" {

@@ -5,8 +5,8 @@
 //	                                              bpPayRequest, bpVerifyRequest, bpSettleRequest,
 //	                                              bpInquiryRequest, bpReversalRequest
 //	GET  /pgwchannel/services/pgw?wsdl            the service's WSDL (its address: the URL it was fetched at)
-//	POST /pgwchannel/startpay.mellat              payer's page (form field RefId): 303 to its GET
-//	GET  /pgwchannel/startpay.mellat?RefId=       the payer's page
+//	POST /pgwchannel/startpay.mellat              payer's page (form field RefId)
+//	GET  /pgwchannel/startpay.mellat?RefId=       the same page by link (its history entry)
 //	POST /pgwchannel/startpay.mellat/pay|cancel   its buttons (form field RefId): 303 to return
 //	GET  /pgwchannel/startpay.mellat/return?RefId=  posts the payer back to the merchant
 //
@@ -45,10 +45,7 @@ const (
 	opMellatSettle    = "mellat-settle"
 	opMellatInquiry   = "mellat-inquiry"
 	opMellatReversal  = "mellat-reversal"
-	opMellatStart     = "mellat-startpay"
-	opMellatPagePay   = "mellat-startpay.pay"
-	opMellatPageCanc  = "mellat-startpay.cancel"
-	opMellatReturn    = "mellat-startpay.return"
+	opMellatStart     = "mellat-startpay" // the pages (page.Form)
 	mellatVerifyLimit = 20 * time.Minute
 	mellatReverseLim  = 3 * time.Hour
 	mellatNS          = "http://interfaces.core.sw.bps.com/"
@@ -94,7 +91,8 @@ type Mellat struct {
 
 // New returns the protocol served with env.
 func New(env protocol.Env) protocol.Protocol {
-	return &Mellat{env: env, form: page.Form{Gateway: Gateway, Field: "RefId", Start: "startpay.mellat", Page: "startpay.mellat?RefId="}}
+	return &Mellat{env: env, form: page.Form{Gateway: Gateway, Field: "RefId", Dir: "/pgwchannel/", Start: "startpay.mellat",
+		Page: "startpay.mellat", Key: "RefId", Op: opMellatStart}}
 }
 
 // Name is "mellat-soap".
@@ -166,12 +164,8 @@ func (m *Mellat) Routes(mux *http.ServeMux, op func(string) http.Handler) {
 		}
 		op(o).ServeHTTP(w, r)
 	})
-	mux.Handle("POST /pgwchannel/startpay.mellat", op(opMellatStart))
+	m.form.Routes(mux, op)
 	mux.Handle("POST /pgwchannel/enstartpay.mellat", op(opMellatStart))
-	mux.Handle("GET /pgwchannel/startpay.mellat", op(opMellatStart))
-	mux.Handle("POST /pgwchannel/startpay.mellat/pay", op(opMellatPagePay))
-	mux.Handle("POST /pgwchannel/startpay.mellat/cancel", op(opMellatPageCanc))
-	mux.Handle("GET /pgwchannel/startpay.mellat/return", op(opMellatReturn))
 }
 
 // Serve performs one Mellat operation.
@@ -191,20 +185,10 @@ func (m *Mellat) Serve(op string, w http.ResponseWriter, r *http.Request) {
 			ret = m.sale(op, f)
 		}
 		soapReturn(w, method, ret)
-	case opMellatStart:
-		if r.Method == http.MethodPost {
-			m.env.Pages.Arrive(w, r, m.form)
-			return
-		}
-		m.env.Pages.Page(w, r, m.form, r.URL.Query().Get("RefId"))
-	case opMellatPagePay:
-		m.env.Pages.Action(w, r, m.form, book.StatePaid)
-	case opMellatPageCanc:
-		m.env.Pages.Action(w, r, m.form, book.StateFailed)
-	case opMellatReturn:
-		m.env.Pages.Return(w, r, m.form)
 	default:
-		http.NotFound(w, r)
+		if !m.env.Pages.ServeForm(w, r, m.form, op) {
+			http.NotFound(w, r)
+		}
 	}
 }
 

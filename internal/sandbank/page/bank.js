@@ -8,20 +8,26 @@ window.addEventListener("pageshow", function (e) {
   if (e.persisted) { window.location.reload(); }
 });
 
-// The page that returns the payer to the merchant by POST (SEP, Mellat)
-// submits its one form at once; without script its button does. Before it
-// posts, its history entry becomes the payment's own page (data-replace),
-// so that Back from the merchant shows the finished payment and never
-// posts to the merchant again.
+// A page reached by POST (SEP's and Mellat's payment page, posted by the
+// merchant) and the page that posts the payer back to the merchant name
+// the payment page's GET address (data-address): it becomes their
+// history entry, so that reload and Back load the payment as it is now
+// and never post again ("Confirm Form Resubmission", a second post to
+// the merchant).
 (function () {
   "use strict";
-  var back = document.querySelector("form[data-autosubmit]");
-  if (!back) { return; }
-  var page = back.getAttribute("data-replace");
+  var page = document.body && document.body.getAttribute("data-address");
   if (page && window.history && window.history.replaceState) {
     try { window.history.replaceState(null, "", page); } catch (err) { /* keep the address */ }
   }
-  back.submit();
+})();
+
+// The page that returns the payer to the merchant by POST (SEP, Mellat)
+// submits its one form at once; without script its button does.
+(function () {
+  "use strict";
+  var back = document.querySelector("form[data-autosubmit]");
+  if (back) { back.submit(); }
 })();
 
 // The payment page's countdown: the time left to pay, every second, in the

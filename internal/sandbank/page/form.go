@@ -11,20 +11,54 @@ import (
 )
 
 // Form is the page flow of a gateway whose payer arrives by POST with the
-// token in a form field (SEP's Token, Mellat's RefId). All its addresses
-// are relative to the folder of the start page, Start:
+// token in a form field (SEP's Token, Mellat's RefId):
 //
-//	POST {Start}              the merchant's form: 303 to Page
-//	GET  Page                 the payment page (Page: "SendToken?token=")
-//	POST {Start}/pay|cancel   its buttons, the token in Field: 303 to return
-//	GET  {Start}/return       posts the payer back to the merchant
+//	POST {Dir}{Start}            the merchant's form: the payment page  operation Op
+//	GET  {Dir}{Page}?{Key}=      the payment page (its history entry)   Op
+//	POST {Dir}{Start}/pay        Pay, the token in Field: 303 to return Op+".pay"
+//	POST {Dir}{Start}/cancel     Cancel, the same                       Op+".cancel"
+//	GET  {Dir}{Start}/return     posts the payer back to the merchant   Op+".return"
+//
+// Every address a page writes is relative to the folder Dir.
 type Form struct {
 	Gateway string
 	Field   string // the form field of the token: "Token", "RefId"
+	Dir     string // "/OnlinePG/"
 	Start   string // the start page's name: "OnlinePG", "startpay.mellat"
-	// Page is the payment page's GET address up to the token, relative to
-	// the start page's folder ("SendToken?token=").
-	Page string
+	Page    string // the payment page's name: "SendToken"
+	Key     string // the token's query parameter there: "token"
+	Op      string // the pages' operation, their fault key: "sep-startpay"
+}
+
+// Routes registers the flow's pages on mux, each as its operation.
+func (f Form) Routes(mux *http.ServeMux, op func(name string) http.Handler) {
+	mux.Handle("POST "+f.Dir+f.Start, op(f.Op))
+	mux.Handle("GET "+f.Dir+f.Page, op(f.Op))
+	mux.Handle("POST "+f.Dir+f.Start+"/pay", op(f.Op+".pay"))
+	mux.Handle("POST "+f.Dir+f.Start+"/cancel", op(f.Op+".cancel"))
+	mux.Handle("GET "+f.Dir+f.Start+"/return", op(f.Op+".return"))
+}
+
+// ServeForm serves operation op of the flow, and reports whether op is
+// one.
+func (p *Pages) ServeForm(w http.ResponseWriter, r *http.Request, f Form, op string) bool {
+	switch op {
+	case f.Op:
+		if r.Method == http.MethodPost {
+			p.arrive(w, r, f)
+			return true
+		}
+		p.payPage(w, r, f, r.URL.Query().Get(f.Key), "")
+	case f.Op + ".pay":
+		p.action(w, r, f, book.StatePaid)
+	case f.Op + ".cancel":
+		p.action(w, r, f, book.StateFailed)
+	case f.Op + ".return":
+		p.returnPage(w, r, f)
+	default:
+		return false
+	}
+	return true
 }
 
 // Assets of the form flow's pages: the start page is two levels below the
@@ -38,39 +72,37 @@ const (
 // page is the payment page's address from the start page's folder, in
 // the language lang asks for ("" for the payer's own).
 func (f Form) page(token, lang string) string {
-	u := f.Page + url.QueryEscape(token)
+	u := f.Page + "?" + f.Key + "=" + url.QueryEscape(token)
 	if lang != "" {
 		u += "&lang=" + lang
 	}
 	return u
 }
 
-// Arrive serves the merchant's POST of the token: 303 to the payment
-// page's GET (the language of ?lang= kept), so that the payer's history
-// holds no POST to answer again. An unknown token is answered here.
-func (p *Pages) Arrive(w http.ResponseWriter, r *http.Request, f Form) {
-	token := r.PostFormValue(f.Field)
-	if v, ok := p.book.View(token, ""); !ok || token == "" || v.Gateway != f.Gateway {
-		p.notFound(w, r, pageMeta{Lang: Lang(r), CSS: formAssets + ".css"})
-		return
-	}
+// arrive serves the merchant's POST of the token: the payment page, whose
+// history entry the bank's script makes the page's GET address (the
+// language of ?lang= kept), so that reload and Back load that and never
+// post the token again.
+func (p *Pages) arrive(w http.ResponseWriter, r *http.Request, f Form) {
 	lang := ""
 	if l, ok := i18n.Parse(r.URL.Query().Get("lang")); ok {
 		lang = string(l)
 	}
-	seeOther(w, f.page(token, lang))
+	token := r.PostFormValue(f.Field)
+	p.payPage(w, r, f, token, f.page(token, lang))
 }
 
-// Page serves the payment page of token at Page.
-func (p *Pages) Page(w http.ResponseWriter, r *http.Request, f Form, token string) {
+// payPage serves the payment page of token; address, for the page reached
+// by POST, is its GET address ("" at that address).
+func (p *Pages) payPage(w http.ResponseWriter, r *http.Request, f Form, token, address string) {
 	lang := Lang(r)
-	meta := pageMeta{Lang: lang, CSS: formAssets + ".css",
+	meta := pageMeta{Lang: lang, CSS: formAssets + ".css", JS: formAssets + ".js", Address: address,
 		// The page again in the other language: the token posted again to
 		// the start page (showing the page changes nothing at the bank).
 		SwitchForm: &switchForm{Action: f.Start + "?lang=" + string(lang.Other()), Field: f.Field, Token: token}}
 	referer := r.Referer()
 	if referer == "" {
-		referer = originOf(r)
+		referer = OriginOf(r)
 	}
 	v, ok := p.book.View(token, referer)
 	if !ok || v.Gateway != f.Gateway {
@@ -81,7 +113,6 @@ func (p *Pages) Page(w http.ResponseWriter, r *http.Request, f Form, token strin
 		p.render(w, r, finishedStatus(v, http.StatusOK), formOrigin(v.CallbackURL), p.formStatusPage(meta, v))
 		return
 	}
-	meta.JS = formAssets + ".js"
 	action := func(name string) string { return f.Start + "/" + name + "?lang=" + string(lang) }
 	sv := p.startPay(meta, v, action)
 	// "Pay and close" is the Zarinpal page's test aid; here it pays and
@@ -104,10 +135,10 @@ func (p *Pages) formStatusPage(meta pageMeta, v book.View) templ.Component {
 	return statusPage(meta, v, "")
 }
 
-// Action serves the page's Pay or Cancel (to: PAID or FAILED), the token
+// action serves the page's Pay or Cancel (to: PAID or FAILED), the token
 // in the form field: 303 to the return page. A payment no longer at the
 // bank is answered here (409; 404 once expired).
-func (p *Pages) Action(w http.ResponseWriter, r *http.Request, f Form, to book.State) {
+func (p *Pages) action(w http.ResponseWriter, r *http.Request, f Form, to book.State) {
 	lang := Lang(r)
 	meta := pageMeta{Lang: lang, CSS: buttonAssets + ".css"}
 	token := r.PostFormValue(f.Field)
@@ -120,18 +151,19 @@ func (p *Pages) Action(w http.ResponseWriter, r *http.Request, f Form, to book.S
 	if err != nil {
 		v, _ = p.book.View(token, "")
 		meta.SwitchForm = &switchForm{Action: "../" + f.Start + "?lang=" + string(lang.Other()), Field: f.Field, Token: token}
+		meta.JS, meta.Address = buttonAssets+".js", "../"+f.page(token, string(lang))
 		p.render(w, r, finishedStatus(v, http.StatusConflict), formOrigin(v.CallbackURL), p.formStatusPage(meta, v))
 		return
 	}
 	seeOther(w, "return?"+url.Values{f.Field: {token}, "lang": {string(lang)}}.Encode())
 }
 
-// Return serves the page that posts the payer back to the merchant: one
+// returnPage serves the page that posts the payer back to the merchant: one
 // form, submitted by the bank's script (bank.js), with a button for a
 // browser without script. Before it posts, the script replaces the page's
 // history entry with the payment page, so that Back from the merchant
 // shows the finished payment and posts nothing.
-func (p *Pages) Return(w http.ResponseWriter, r *http.Request, f Form) {
+func (p *Pages) returnPage(w http.ResponseWriter, r *http.Request, f Form) {
 	lang := Lang(r)
 	meta := pageMeta{Lang: lang, CSS: buttonAssets + ".css"}
 	token := r.URL.Query().Get(f.Field)
@@ -151,7 +183,7 @@ func (p *Pages) Return(w http.ResponseWriter, r *http.Request, f Form) {
 		return
 	}
 	meta.Title = T(lang, "return.title")
-	meta.JS = buttonAssets + ".js"
+	meta.JS, meta.Address = buttonAssets+".js", page
 	p.render(w, r, http.StatusOK, formOrigin(cb.URL), postBackPage(postBackView{pageMeta: meta, Title: meta.Title,
-		Body: T(lang, "return.body"), Action: cb.URL, Fields: cb.Fields(), Replace: page}))
+		Body: T(lang, "return.body"), Action: cb.URL, Fields: cb.Fields()}))
 }

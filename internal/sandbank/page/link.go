@@ -10,18 +10,49 @@ import (
 
 // Link is the page flow of a gateway whose payer opens the bank's page by
 // a GET of a link with the token in its path (Zarinpal's StartPay,
-// Zibal's start): the page at {token}, its buttons at {token}/pay,
-// {token}/cancel and {token}/pay-close, the token in the route's
-// {authority}.
+// Zibal's start):
+//
+//	GET  {Path}{token}            the page            operation Op
+//	POST {Path}{token}/pay        Pay                 Op+".pay"
+//	POST {Path}{token}/cancel     Cancel              Op+".cancel"
+//	POST {Path}{token}/pay-close  Pay and close       Op+".pay_close"
 type Link struct {
 	Gateway string
+	Path    string // "/pg/StartPay/"
+	Op      string // the page's operation, its fault key: "startpay"
 	// Assets is the pages' assets from the page, up to their name
 	// ("../assets/bank": bank.css, bank.js); a button's are one level up.
 	Assets string
 }
 
-// Start serves the payer's page.
-func (p *Pages) Start(w http.ResponseWriter, r *http.Request, l Link) {
+// Routes registers the flow's page and buttons on mux, each as its
+// operation (op: the bank's fault layer).
+func (l Link) Routes(mux *http.ServeMux, op func(name string) http.Handler) {
+	mux.Handle("GET "+l.Path+"{authority}", op(l.Op))
+	mux.Handle("POST "+l.Path+"{authority}/pay", op(l.Op+".pay"))
+	mux.Handle("POST "+l.Path+"{authority}/cancel", op(l.Op+".cancel"))
+	mux.Handle("POST "+l.Path+"{authority}/pay-close", op(l.Op+".pay_close"))
+}
+
+// ServeLink serves operation op of the flow, and reports whether op is one.
+func (p *Pages) ServeLink(w http.ResponseWriter, r *http.Request, l Link, op string) bool {
+	switch op {
+	case l.Op:
+		p.start(w, r, l)
+	case l.Op + ".pay":
+		p.button(w, r, l, book.StatePaid, false)
+	case l.Op + ".cancel":
+		p.button(w, r, l, book.StateFailed, false)
+	case l.Op + ".pay_close":
+		p.button(w, r, l, book.StatePaid, true)
+	default:
+		return false
+	}
+	return true
+}
+
+// start serves the payer's page.
+func (p *Pages) start(w http.ResponseWriter, r *http.Request, l Link) {
 	authority := r.PathValue("authority")
 	lang := Lang(r)
 	meta := pageMeta{
@@ -32,7 +63,7 @@ func (p *Pages) Start(w http.ResponseWriter, r *http.Request, l Link) {
 	}
 	referer := r.Referer()
 	if referer == "" {
-		referer = originOf(r)
+		referer = OriginOf(r)
 	}
 	v, ok := p.book.View(authority, referer)
 	if !ok || v.Gateway != l.Gateway {
@@ -52,11 +83,11 @@ func (p *Pages) Start(w http.ResponseWriter, r *http.Request, l Link) {
 	p.render(w, r, http.StatusOK, formOrigin(v.CallbackURL), startPayPage(p.startPay(meta, v, action)))
 }
 
-// Button serves the page's buttons: to is PAID (Pay, Pay and close) or
+// button serves the page's buttons: to is PAID (Pay, Pay and close) or
 // FAILED (Cancel); stay keeps the payer on the bank (Pay and close, the
 // test of a payer who never comes back). Pay and Cancel answer 303 to the
 // merchant's callback, so the payer's history keeps the page's GET.
-func (p *Pages) Button(w http.ResponseWriter, r *http.Request, l Link, to book.State, stay bool) {
+func (p *Pages) button(w http.ResponseWriter, r *http.Request, l Link, to book.State, stay bool) {
 	authority := r.PathValue("authority")
 	lang := Lang(r)
 	meta := pageMeta{Lang: lang, CSS: "../" + l.Assets + ".css"}
@@ -64,8 +95,7 @@ func (p *Pages) Button(w http.ResponseWriter, r *http.Request, l Link, to book.S
 		p.notFound(w, r, meta)
 		return
 	}
-	why := book.FailCancelled
-	cb, err := p.book.End(authority, to, why)
+	cb, err := p.book.End(authority, to, book.FailCancelled)
 	if errors.Is(err, book.ErrUnknownAuthority) {
 		p.notFound(w, r, meta)
 		return

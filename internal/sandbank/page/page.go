@@ -11,20 +11,19 @@
 //     with the token in its path; Pay and Cancel post to the page's path and
 //     answer 303 to the merchant's callback.
 //   - Form (SEP, Mellat): the merchant's page posts the token in a form
-//     field. That POST answers 303 to the page's own GET address, and so do
-//     Pay and Cancel (to a page that posts the callback fields to the
-//     merchant): Post/Redirect/Get, so that Back and reload never post
-//     again ("Confirm Form Resubmission"), and the payer's history holds
-//     only GET pages.
+//     field, and the payment page it answers makes its history entry the
+//     page's own GET address (bank.js, from data-address). Pay and Cancel
+//     answer 303 to a GET page that posts the callback fields to the
+//     merchant (Post/Redirect/Get), whose history entry becomes the
+//     payment page's GET address too. So Back and reload never post again
+//     ("Confirm Form Resubmission"): the payer's history holds only GET
+//     pages.
 //
 // Every page is served with Cache-Control: no-store (the bank's router)
 // and reads the payment afresh: a finished payment's page never shows a
 // live Pay button. A page the browser restores from its back-forward
 // cache (pageshow, persisted) is loaded again by bank.js, so that Back
-// after paying shows the payment as it is now, not a running countdown;
-// the page that posts the payer back replaces its history entry with the
-// payment's page before it posts, so that Back returns there and never
-// posts to the merchant again.
+// after paying shows the payment as it is now, not a running countdown.
 package page
 
 import (
@@ -90,6 +89,11 @@ type pageMeta struct {
 	// SwitchForm, for a page reached by POST (SEP, Mellat), posts its
 	// token again to the same page in the other language; nil for none.
 	SwitchForm *switchForm
+	// Address, for a page reached by POST or a page that posts the payer
+	// away, is the payment page's GET address: bank.js makes it the
+	// page's history entry, so that reload and Back load it and never
+	// post again; "" for none.
+	Address string
 }
 
 // switchForm is the language switch of a page reached by POST.
@@ -128,9 +132,6 @@ type postBackView struct {
 	Action      string
 	Fields      []book.Field
 	NoAuto      bool // a page the payer came back to: no automatic post
-	// Replace is the address the page's history entry takes before it
-	// posts (the payment's own page), so that Back does not post again.
-	Replace string
 }
 
 // messageView is a page about a finished, expired or unknown payment.
@@ -188,7 +189,7 @@ func (p *Pages) shopHref(r *http.Request) string {
 	if p.callbackOrigin != "" {
 		return p.callbackOrigin + "/"
 	}
-	if ref := formOrigin(r.Referer()); ref != "" && !strings.EqualFold(ref, originOf(r)) {
+	if ref := formOrigin(r.Referer()); ref != "" && !strings.EqualFold(ref, OriginOf(r)) {
 		return ref + "/"
 	}
 	return ""
@@ -371,8 +372,9 @@ func formOrigin(callback string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// originOf is the origin the request was sent to, as a fallback referer.
-func originOf(r *http.Request) string {
+// OriginOf is the origin a request was sent to (scheme://host), "" when
+// it names no host: a fallback referer, and Mellat's WSDL address.
+func OriginOf(r *http.Request) string {
 	if r.Host == "" {
 		return ""
 	}
@@ -382,7 +384,3 @@ func originOf(r *http.Request) string {
 	}
 	return scheme + "://" + r.Host
 }
-
-// OriginOf is the origin a request was sent to (scheme://host), "" when
-// it names no host.
-func OriginOf(r *http.Request) string { return originOf(r) }

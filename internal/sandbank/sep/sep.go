@@ -2,8 +2,8 @@
 // paths:
 //
 //	POST /onlinepg/onlinepg                                    token (JSON, action "token")
-//	POST /OnlinePG/OnlinePG                                    payer's page (form field Token): 303 to SendToken
-//	GET  /OnlinePG/SendToken?token=                            the payer's page
+//	POST /OnlinePG/OnlinePG                                    payer's page (form field Token)
+//	GET  /OnlinePG/SendToken?token=                            the same page by link (its history entry)
 //	POST /OnlinePG/OnlinePG/pay | /cancel                      its buttons (form field Token): 303 to return
 //	GET  /OnlinePG/OnlinePG/return?Token=                      posts the payer back to the merchant
 //	POST /verifyTxnRandomSessionkey/ipg/VerifyTransaction      verify (RefNum, TerminalNumber)
@@ -46,10 +46,7 @@ const (
 	opSEPVerify    = "sep-verify"
 	opSEPReverse   = "sep-reverse"
 	opSEPReceipt   = "sep-inquiry"
-	opSEPStart     = "sep-startpay"
-	opSEPPagePay   = "sep-startpay.pay"
-	opSEPPageCanc  = "sep-startpay.cancel"
-	opSEPReturn    = "sep-startpay.return"
+	opSEPStart     = "sep-startpay" // the pages (page.Form)
 	sepVerifyLimit = 30 * time.Minute
 	sepReverseLim  = 50 * time.Minute
 	sepReceiptLife = time.Hour
@@ -73,7 +70,8 @@ type SEP struct {
 
 // New returns the protocol served with env.
 func New(env protocol.Env) protocol.Protocol {
-	return &SEP{env: env, form: page.Form{Gateway: Gateway, Field: "Token", Start: "OnlinePG", Page: "SendToken?token="}}
+	return &SEP{env: env, form: page.Form{Gateway: Gateway, Field: "Token", Dir: "/OnlinePG/", Start: "OnlinePG",
+		Page: "SendToken", Key: "token", Op: opSEPStart}}
 }
 
 // Name is "sep-token".
@@ -127,11 +125,7 @@ func (s *SEP) Refuse(_ string, w http.ResponseWriter) {
 // Routes registers SEP's paths.
 func (s *SEP) Routes(mux *http.ServeMux, op func(string) http.Handler) {
 	mux.Handle("/onlinepg/onlinepg", op(opSEPRequest))
-	mux.Handle("POST /OnlinePG/OnlinePG", op(opSEPStart))
-	mux.Handle("GET /OnlinePG/SendToken", op(opSEPStart))
-	mux.Handle("POST /OnlinePG/OnlinePG/pay", op(opSEPPagePay))
-	mux.Handle("POST /OnlinePG/OnlinePG/cancel", op(opSEPPageCanc))
-	mux.Handle("GET /OnlinePG/OnlinePG/return", op(opSEPReturn))
+	s.form.Routes(mux, op)
 	mux.Handle("/verifyTxnRandomSessionkey/ipg/VerifyTransaction", op(opSEPVerify))
 	mux.Handle("/verifyTxnRandomSessionkey/ipg/ReverseTransaction", op(opSEPReverse))
 	mux.Handle("/verifyTxnRandomSessionkey/api/v2/ipg/payment/receipt", op(opSEPReceipt))
@@ -156,20 +150,10 @@ func (s *SEP) Serve(op string, w http.ResponseWriter, r *http.Request) {
 		s.verify(w, r, true)
 	case opSEPReceipt:
 		s.receipt(w, r)
-	case opSEPStart:
-		if r.Method == http.MethodPost {
-			s.env.Pages.Arrive(w, r, s.form)
-			return
-		}
-		s.env.Pages.Page(w, r, s.form, r.URL.Query().Get("token"))
-	case opSEPPagePay:
-		s.env.Pages.Action(w, r, s.form, book.StatePaid)
-	case opSEPPageCanc:
-		s.env.Pages.Action(w, r, s.form, book.StateFailed)
-	case opSEPReturn:
-		s.env.Pages.Return(w, r, s.form)
 	default:
-		http.NotFound(w, r)
+		if !s.env.Pages.ServeForm(w, r, s.form, op) {
+			http.NotFound(w, r)
+		}
 	}
 }
 

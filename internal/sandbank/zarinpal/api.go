@@ -18,14 +18,11 @@ import (
 // Operation names: the bank's fault layer keys its rules on them (a
 // page's buttons share the page's key, "startpay").
 const (
-	opRequest      = "request"            // POST /pg/v4/payment/request.json
-	opVerify       = OpVerify             // POST /pg/v4/payment/verify.json
-	opInquiry      = "inquiry"            // POST /pg/v4/payment/inquiry.json
-	opUnverified   = "unverified"         // POST /pg/v4/payment/unVerified.json
-	opStartPay     = "startpay"           // GET  /pg/StartPay/{authority}
-	opPagePay      = "startpay.pay"       // POST /pg/StartPay/{authority}/pay
-	opPageCancel   = "startpay.cancel"    // POST /pg/StartPay/{authority}/cancel
-	opPagePayClose = "startpay.pay_close" // POST /pg/StartPay/{authority}/pay-close
+	opRequest    = "request"    // POST /pg/v4/payment/request.json
+	opVerify     = OpVerify     // POST /pg/v4/payment/verify.json
+	opInquiry    = "inquiry"    // POST /pg/v4/payment/inquiry.json
+	opUnverified = "unverified" // POST /pg/v4/payment/unVerified.json
+	opStartPay   = "startpay"   // the page and its buttons (page.Link)
 )
 
 // OpVerify is verify's fault key, the one the -commit-then-hang flags
@@ -172,6 +169,38 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) validations {
 // fieldName turns "callback_url" into "callback url" for messages.
 func fieldName(f string) string { return strings.ReplaceAll(f, "_", " ") }
 
+// admit decodes a call's body into in and checks it: its merchant_id
+// (*merchantID once decoded), then what check adds. It answers the
+// refusal itself (-9 with every validation, -11 for the all-zeros
+// merchant) and then reports false; else it returns the merchant id.
+func admit(w http.ResponseWriter, r *http.Request, in any, merchantID *string, check func(v *validations)) (string, bool) {
+	if v := decodeBody(w, r, in); v != nil {
+		writeRefusal(w, codeValidation, v)
+		return "", false
+	}
+	var v validations
+	merchant := checkMerchant(&v, *merchantID)
+	if check != nil {
+		check(&v)
+	}
+	if len(v) > 0 {
+		writeRefusal(w, codeValidation, v)
+		return "", false
+	}
+	if merchant == zeroMerchant {
+		refuseZeroMerchant(w)
+		return "", false
+	}
+	return merchant, true
+}
+
+// requireAuthority checks that a call names an authority.
+func requireAuthority(v *validations, authority string) {
+	if strings.TrimSpace(authority) == "" {
+		v.add("authority", "The authority field is required.")
+	}
+}
+
 // checkMerchant validates a merchant_id and returns it normalised.
 func checkMerchant(v *validations, id string) string {
 	id = strings.TrimSpace(id)
@@ -246,26 +275,28 @@ type requestData struct {
 	Fee       int64  `json:"fee"`
 }
 
-func (z *Zarinpal) apiRequest(w http.ResponseWriter, r *http.Request) {
-	var in requestBody
-	if v := decodeBody(w, r, &in); v != nil {
-		writeRefusal(w, codeValidation, v)
-		return
-	}
-	var v validations
-	merchant := checkMerchant(&v, in.MerchantID)
+// requestFields are a request's fields as checked.
+type requestFields struct {
+	currency, callback string
+	factor, amount     int64
+	meta               map[string]json.RawMessage
+}
 
-	currency := strings.ToUpper(strings.TrimSpace(in.Currency))
-	if currency == "" {
-		currency = "IRR"
+// checkRequest checks a request's fields but its merchant_id.
+func (z *Zarinpal) checkRequest(v *validations, in requestBody) requestFields {
+	var f requestFields
+	f.currency = strings.ToUpper(strings.TrimSpace(in.Currency))
+	if f.currency == "" {
+		f.currency = "IRR"
 	}
-	if currency != "IRR" && currency != "IRT" {
+	if f.currency != "IRR" && f.currency != "IRT" {
 		v.add("currency", "The selected currency is invalid; use IRR or IRT.")
 	}
-	factor := currencyFactor(currency)
-	amount, amountOK := checkAmount(&v, in.Amount)
-	if amountOK && amount*factor < minAmountRials {
-		v.add("amount", fmt.Sprintf("The amount must be at least %d %s.", minAmountRials/factor, currency))
+	f.factor = currencyFactor(f.currency)
+	var amountOK bool
+	f.amount, amountOK = checkAmount(v, in.Amount)
+	if amountOK && f.amount*f.factor < minAmountRials {
+		v.add("amount", fmt.Sprintf("The amount must be at least %d %s.", minAmountRials/f.factor, f.currency))
 	}
 
 	desc := strings.TrimSpace(in.Description)
@@ -276,36 +307,38 @@ func (z *Zarinpal) apiRequest(w http.ResponseWriter, r *http.Request) {
 		v.add("description", fmt.Sprintf("The description may not be greater than %d characters.", maxDescription))
 	}
 
-	callback := strings.TrimSpace(in.CallbackURL)
+	f.callback = strings.TrimSpace(in.CallbackURL)
 	switch {
-	case callback == "":
+	case f.callback == "":
 		v.add("callback_url", "The callback url field is required.")
-	case !strings.HasPrefix(callback, "http://") && !strings.HasPrefix(callback, "https://"):
+	case !strings.HasPrefix(f.callback, "http://") && !strings.HasPrefix(f.callback, "https://"):
 		v.add("callback_url", "The callback url must start with http:// or https://.")
 	default:
-		if u, err := url.Parse(callback); err != nil || u.Host == "" {
+		if u, err := url.Parse(f.callback); err != nil || u.Host == "" {
 			v.add("callback_url", "The callback url format is invalid.")
-		} else if !protocol.OnOrigin(z.env.CallbackOrigin, u, callback) {
+		} else if !protocol.OnOrigin(z.env.CallbackOrigin, u, f.callback) {
 			// Both as parsed and as written (the redirect uses the text as
 			// written, and a browser must read the same host in it).
 			v.add("callback_url", "The callback url must be on the merchant's registered site.")
 		}
 	}
 
-	var meta map[string]json.RawMessage
 	if len(in.Metadata) > 0 && in.Metadata[0] == '{' {
-		if err := json.Unmarshal(in.Metadata, &meta); err != nil {
+		if err := json.Unmarshal(in.Metadata, &f.meta); err != nil {
 			v.add("metadata", "The metadata field must be an object.")
 		}
 	}
-	if len(v) > 0 {
-		writeRefusal(w, codeValidation, v)
+	return f
+}
+
+func (z *Zarinpal) apiRequest(w http.ResponseWriter, r *http.Request) {
+	var in requestBody
+	var f requestFields
+	merchant, ok := admit(w, r, &in, &in.MerchantID, func(v *validations) { f = z.checkRequest(v, in) })
+	if !ok {
 		return
 	}
-	if merchant == zeroMerchant {
-		refuseZeroMerchant(w)
-		return
-	}
+	currency, callback, factor, amount, meta := f.currency, f.callback, f.factor, f.amount, f.meta
 	if amount > maxAmountRials/factor {
 		writeRefusal(w, codeMaxAmount, nil)
 		return
@@ -365,22 +398,12 @@ type verifyData struct {
 
 func (z *Zarinpal) apiVerify(w http.ResponseWriter, r *http.Request) {
 	var in verifyBody
-	if v := decodeBody(w, r, &in); v != nil {
-		writeRefusal(w, codeValidation, v)
-		return
-	}
-	var v validations
-	merchant := checkMerchant(&v, in.MerchantID)
-	amount, _ := checkAmount(&v, in.Amount)
-	if strings.TrimSpace(in.Authority) == "" {
-		v.add("authority", "The authority field is required.")
-	}
-	if len(v) > 0 {
-		writeRefusal(w, codeValidation, v)
-		return
-	}
-	if merchant == zeroMerchant {
-		refuseZeroMerchant(w)
+	var amount int64
+	merchant, ok := admit(w, r, &in, &in.MerchantID, func(v *validations) {
+		amount, _ = checkAmount(v, in.Amount)
+		requireAuthority(v, in.Authority)
+	})
+	if !ok {
 		return
 	}
 
@@ -452,21 +475,8 @@ type inquiryData struct {
 
 func (z *Zarinpal) apiInquiry(w http.ResponseWriter, r *http.Request) {
 	var in inquiryBody
-	if v := decodeBody(w, r, &in); v != nil {
-		writeRefusal(w, codeValidation, v)
-		return
-	}
-	var v validations
-	merchant := checkMerchant(&v, in.MerchantID)
-	if strings.TrimSpace(in.Authority) == "" {
-		v.add("authority", "The authority field is required.")
-	}
-	if len(v) > 0 {
-		writeRefusal(w, codeValidation, v)
-		return
-	}
-	if merchant == zeroMerchant {
-		refuseZeroMerchant(w)
+	merchant, ok := admit(w, r, &in, &in.MerchantID, func(v *validations) { requireAuthority(v, in.Authority) })
+	if !ok {
 		return
 	}
 
@@ -516,18 +526,8 @@ type unverifiedItem struct {
 
 func (z *Zarinpal) apiUnverified(w http.ResponseWriter, r *http.Request) {
 	var in unverifiedBody
-	if v := decodeBody(w, r, &in); v != nil {
-		writeRefusal(w, codeValidation, v)
-		return
-	}
-	var v validations
-	merchant := checkMerchant(&v, in.MerchantID)
-	if len(v) > 0 {
-		writeRefusal(w, codeValidation, v)
-		return
-	}
-	if merchant == zeroMerchant {
-		refuseZeroMerchant(w)
+	merchant, ok := admit(w, r, &in, &in.MerchantID, nil)
+	if !ok {
 		return
 	}
 

@@ -59,7 +59,7 @@ type Zarinpal struct {
 
 // New returns the protocol served with env.
 func New(env protocol.Env) protocol.Protocol {
-	return &Zarinpal{env: env, link: page.Link{Gateway: Gateway, Assets: "../assets/bank"}}
+	return &Zarinpal{env: env, link: page.Link{Gateway: Gateway, Path: "/pg/StartPay/", Op: opStartPay, Assets: "../assets/bank"}}
 }
 
 // Name is "zarinpal-v4".
@@ -93,10 +93,7 @@ func (z *Zarinpal) Routes(mux *http.ServeMux, op func(string) http.Handler) {
 	mux.HandleFunc("/pg/v4/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeValidation, validation("path", "Unknown API path."))
 	})
-	mux.Handle("GET /pg/StartPay/{authority}", op(opStartPay))
-	mux.Handle("POST /pg/StartPay/{authority}/pay", op(opPagePay))
-	mux.Handle("POST /pg/StartPay/{authority}/cancel", op(opPageCancel))
-	mux.Handle("POST /pg/StartPay/{authority}/pay-close", op(opPagePayClose))
+	z.link.Routes(mux, op)
 }
 
 // Serve performs one operation. Nothing here depends on being called
@@ -120,16 +117,10 @@ func (z *Zarinpal) Serve(op string, w http.ResponseWriter, r *http.Request) {
 		z.apiInquiry(w, r)
 	case opUnverified:
 		z.apiUnverified(w, r)
-	case opStartPay:
-		z.env.Pages.Start(w, r, z.link)
-	case opPagePay:
-		z.env.Pages.Button(w, r, z.link, book.StatePaid, false)
-	case opPageCancel:
-		z.env.Pages.Button(w, r, z.link, book.StateFailed, false)
-	case opPagePayClose:
-		z.env.Pages.Button(w, r, z.link, book.StatePaid, true)
 	default:
-		http.NotFound(w, r)
+		if !z.env.Pages.ServeLink(w, r, z.link, op) {
+			http.NotFound(w, r)
+		}
 	}
 }
 

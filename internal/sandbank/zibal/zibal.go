@@ -48,7 +48,7 @@ type Zibal struct {
 
 // New returns the protocol served with env.
 func New(env protocol.Env) protocol.Protocol {
-	return &Zibal{env: env, link: page.Link{Gateway: Gateway, Assets: "../pg/assets/bank"}}
+	return &Zibal{env: env, link: page.Link{Gateway: Gateway, Path: "/start/", Op: opZibalStart, Assets: "../pg/assets/bank"}}
 }
 
 // Name is "zibal-v1".
@@ -82,13 +82,10 @@ func (z *Zibal) Refuse(_ string, w http.ResponseWriter) {
 
 // The Zibal operations (fault keys: FaultOps).
 const (
-	opZibalRequest    = "zibal-request"
-	opZibalVerify     = "zibal-verify"
-	opZibalInquiry    = "zibal-inquiry"
-	opZibalStart      = "zibal-startpay"
-	opZibalPagePay    = "zibal-startpay.pay"
-	opZibalPageCancel = "zibal-startpay.cancel"
-	opZibalPayClose   = "zibal-startpay.pay_close"
+	opZibalRequest = "zibal-request"
+	opZibalVerify  = "zibal-verify"
+	opZibalInquiry = "zibal-inquiry"
+	opZibalStart   = "zibal-startpay" // the page and its buttons (page.Link)
 )
 
 // Zibal's result codes.
@@ -142,10 +139,7 @@ func (z *Zibal) Routes(mux *http.ServeMux, op func(string) http.Handler) {
 	mux.Handle("/v1/request", op(opZibalRequest))
 	mux.Handle("/v1/verify", op(opZibalVerify))
 	mux.Handle("/v1/inquiry", op(opZibalInquiry))
-	mux.Handle("GET /start/{authority}", op(opZibalStart))
-	mux.Handle("POST /start/{authority}/pay", op(opZibalPagePay))
-	mux.Handle("POST /start/{authority}/cancel", op(opZibalPageCancel))
-	mux.Handle("POST /start/{authority}/pay-close", op(opZibalPayClose))
+	z.link.Routes(mux, op)
 }
 
 // Serve performs one Zibal operation.
@@ -165,16 +159,10 @@ func (z *Zibal) Serve(op string, w http.ResponseWriter, r *http.Request) {
 		z.zibalVerify(w, r)
 	case opZibalInquiry:
 		z.zibalInquiry(w, r)
-	case opZibalStart:
-		z.env.Pages.Start(w, r, z.link)
-	case opZibalPagePay:
-		z.env.Pages.Button(w, r, z.link, book.StatePaid, false)
-	case opZibalPageCancel:
-		z.env.Pages.Button(w, r, z.link, book.StateFailed, false)
-	case opZibalPayClose:
-		z.env.Pages.Button(w, r, z.link, book.StatePaid, true)
 	default:
-		http.NotFound(w, r)
+		if !z.env.Pages.ServeLink(w, r, z.link, op) {
+			http.NotFound(w, r)
+		}
 	}
 }
 
