@@ -1,6 +1,7 @@
 package page
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -26,5 +27,25 @@ func TestMessagesHaveEveryKeyInBothLanguages(t *testing.T) {
 	}
 	if got := T(i18n.FA, "no.such.key"); got != "[bank.no.such.key]" {
 		t.Errorf("a missing key = %q", got)
+	}
+}
+
+// The Persian texts follow the app catalogue's rules (internal/i18n's
+// TestPersianCatalogWording): Persian digits, the product's name with its
+// zero-width non-joiner and in Persian, no stray spaces.
+func TestPersianMessagesWording(t *testing.T) {
+	for _, k := range Keys() {
+		fa := messages[k][0]
+		if strings.ContainsAny(fa, "0123456789") {
+			t.Errorf("%s: Latin digits in %q", k, fa)
+		}
+		for _, bad := range []string{"کیف پول", "Kifpool"} {
+			if strings.Contains(fa, bad) {
+				t.Errorf("%s: %q contains %q", k, fa, bad)
+			}
+		}
+		if strings.Contains(fa, "  ") || fa != strings.TrimSpace(fa) {
+			t.Errorf("%s: stray spaces in %q", k, fa)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package sandbank
+package zibal_test
 
 import (
 	"encoding/json"
@@ -8,13 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kifpool/kifpool/internal/sandbank"
 )
 
 // TestZibalProtocol: Zibal at its own paths, as a third-party client
 // would call it (JSON bodies, results in the body), the payer's page and
 // its buttons, and the control API answering the browser's next request.
 func TestZibalProtocol(t *testing.T) {
-	bank := New(Options{})
+	bank := sandbank.New(sandbank.Options{})
 	srv := httptest.NewServer(bank.Handler())
 	defer srv.Close()
 	post := func(path, body string) map[string]any {
