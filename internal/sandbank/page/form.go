@@ -150,8 +150,10 @@ func (p *Pages) action(w http.ResponseWriter, r *http.Request, f Form, to book.S
 	_, err := p.book.End(token, to, book.FailCancelled)
 	if err != nil {
 		v, _ = p.book.View(token, "")
+		// No data-address here: the page's links are relative to the
+		// button's address, and a reload of this answer posts the button
+		// again, which is answered the same (nothing changes at the bank).
 		meta.SwitchForm = &switchForm{Action: "../" + f.Start + "?lang=" + string(lang.Other()), Field: f.Field, Token: token}
-		meta.JS, meta.Address = buttonAssets+".js", "../"+f.page(token, string(lang))
 		p.render(w, r, finishedStatus(v, http.StatusConflict), formOrigin(v.CallbackURL), p.formStatusPage(meta, v))
 		return
 	}
@@ -160,9 +162,9 @@ func (p *Pages) action(w http.ResponseWriter, r *http.Request, f Form, to book.S
 
 // returnPage serves the page that posts the payer back to the merchant: one
 // form, submitted by the bank's script (bank.js), with a button for a
-// browser without script. Before it posts, the script replaces the page's
-// history entry with the payment page, so that Back from the merchant
-// shows the finished payment and posts nothing.
+// browser without script. Before it posts, the script makes the page's
+// history entry the payment page (data-address), so that Back from the
+// merchant shows the finished payment and posts nothing.
 func (p *Pages) returnPage(w http.ResponseWriter, r *http.Request, f Form) {
 	lang := Lang(r)
 	meta := pageMeta{Lang: lang, CSS: buttonAssets + ".css"}
