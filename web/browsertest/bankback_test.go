@@ -14,9 +14,8 @@ import (
 // as itself before paying, and the page the browser goes back to after
 // paying is the bank's page of the paid payment, loaded as it is now: no
 // live Pay button, no countdown, no "Confirm Form Resubmission" at the
-// POST gateways (the pages reached by POST make the payment page's GET
-// address their history entry, Pay answers 303), and nothing is paid or
-// credited again.
+// POST gateways (the pages answered to a POST make the payment page's GET
+// address their history entry), and nothing is paid or credited again.
 func TestBackAfterPaying(t *testing.T) {
 	for _, tt := range []struct{ gw, path, finished string }{
 		{"zarinpal", "/pg/StartPay/", "bank-paid"},

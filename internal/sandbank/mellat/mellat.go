@@ -7,8 +7,7 @@
 //	GET  /pgwchannel/services/pgw?wsdl            the service's WSDL (its address: the URL it was fetched at)
 //	POST /pgwchannel/startpay.mellat              payer's page (form field RefId)
 //	GET  /pgwchannel/startpay.mellat?RefId=       the same page by link (its history entry)
-//	POST /pgwchannel/startpay.mellat/pay|cancel   its buttons (form field RefId): 303 to return
-//	GET  /pgwchannel/startpay.mellat/return?RefId=  posts the payer back to the merchant
+//	POST /pgwchannel/startpay.mellat/pay|cancel   its buttons (form field RefId)
 //
 // The payer is posted back with RefId, ResCode, SaleOrderId,
 // SaleReferenceId, CardHolderPan, CardHolderInfo, FinalAmount. A sale not

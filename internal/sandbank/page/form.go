@@ -15,9 +15,12 @@ import (
 //
 //	POST {Dir}{Start}            the merchant's form: the payment page  operation Op
 //	GET  {Dir}{Page}?{Key}=      the payment page (its history entry)   Op
-//	POST {Dir}{Start}/pay        Pay, the token in Field: 303 to return Op+".pay"
+//	POST {Dir}{Start}/pay        Pay, the token in Field                Op+".pay"
 //	POST {Dir}{Start}/cancel     Cancel, the same                       Op+".cancel"
-//	GET  {Dir}{Start}/return     posts the payer back to the merchant   Op+".return"
+//
+// Pay and Cancel answer the page that posts the payer back to the
+// merchant. Every page answered to a POST names the payment page's GET
+// address, which the bank's script makes its history entry.
 //
 // Every address a page writes is relative to the folder Dir.
 type Form struct {
@@ -36,7 +39,6 @@ func (f Form) Routes(mux *http.ServeMux, op func(name string) http.Handler) {
 	mux.Handle("GET "+f.Dir+f.Page, op(f.Op))
 	mux.Handle("POST "+f.Dir+f.Start+"/pay", op(f.Op+".pay"))
 	mux.Handle("POST "+f.Dir+f.Start+"/cancel", op(f.Op+".cancel"))
-	mux.Handle("GET "+f.Dir+f.Start+"/return", op(f.Op+".return"))
 }
 
 // ServeForm serves operation op of the flow, and reports whether op is
@@ -53,8 +55,6 @@ func (p *Pages) ServeForm(w http.ResponseWriter, r *http.Request, f Form, op str
 		p.action(w, r, f, book.StatePaid)
 	case f.Op + ".cancel":
 		p.action(w, r, f, book.StateFailed)
-	case f.Op + ".return":
-		p.returnPage(w, r, f)
 	default:
 		return false
 	}
@@ -136,8 +136,12 @@ func (p *Pages) formStatusPage(meta pageMeta, v book.View) templ.Component {
 }
 
 // action serves the page's Pay or Cancel (to: PAID or FAILED), the token
-// in the form field: 303 to the return page. A payment no longer at the
-// bank is answered here (409; 404 once expired).
+// in the form field: the page that posts the payer back to the merchant,
+// one form submitted by the bank's script (bank.js), with a button for a
+// browser without script. Before it posts, the script makes the page's
+// history entry the payment page (data-address), so that Back from the
+// merchant shows the finished payment and posts nothing. A payment no
+// longer at the bank is answered 409 (404 once expired).
 func (p *Pages) action(w http.ResponseWriter, r *http.Request, f Form, to book.State) {
 	lang := Lang(r)
 	meta := pageMeta{Lang: lang, CSS: buttonAssets + ".css"}
@@ -147,7 +151,7 @@ func (p *Pages) action(w http.ResponseWriter, r *http.Request, f Form, to book.S
 		p.notFound(w, r, meta)
 		return
 	}
-	_, err := p.book.End(token, to, book.FailCancelled)
+	cb, err := p.book.End(token, to, book.FailCancelled)
 	if err != nil {
 		v, _ = p.book.View(token, "")
 		// No data-address here: the page's links are relative to the
@@ -157,35 +161,8 @@ func (p *Pages) action(w http.ResponseWriter, r *http.Request, f Form, to book.S
 		p.render(w, r, finishedStatus(v, http.StatusConflict), formOrigin(v.CallbackURL), p.formStatusPage(meta, v))
 		return
 	}
-	seeOther(w, "return?"+url.Values{f.Field: {token}, "lang": {string(lang)}}.Encode())
-}
-
-// returnPage serves the page that posts the payer back to the merchant: one
-// form, submitted by the bank's script (bank.js), with a button for a
-// browser without script. Before it posts, the script makes the page's
-// history entry the payment page (data-address), so that Back from the
-// merchant shows the finished payment and posts nothing.
-func (p *Pages) returnPage(w http.ResponseWriter, r *http.Request, f Form) {
-	lang := Lang(r)
-	meta := pageMeta{Lang: lang, CSS: buttonAssets + ".css"}
-	token := r.URL.Query().Get(f.Field)
-	v, ok := p.book.View(token, "")
-	if !ok || v.Gateway != f.Gateway {
-		p.notFound(w, r, meta)
-		return
-	}
-	page := "../" + f.page(token, string(lang))
-	if v.State == book.StateInBank {
-		seeOther(w, page)
-		return
-	}
-	cb, _ := p.book.Callback(token)
-	if kind := finishedKind(v); kind != "paid" && kind != "cancelled" {
-		seeOther(w, page)
-		return
-	}
 	meta.Title = T(lang, "return.title")
-	meta.JS, meta.Address = buttonAssets+".js", page
+	meta.JS, meta.Address = buttonAssets+".js", "../"+f.page(token, string(lang))
 	p.render(w, r, http.StatusOK, formOrigin(cb.URL), postBackPage(postBackView{pageMeta: meta, Title: meta.Title,
 		Body: T(lang, "return.body"), Action: cb.URL, Fields: cb.Fields()}))
 }

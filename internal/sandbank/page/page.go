@@ -12,12 +12,12 @@
 //     answer 303 to the merchant's callback.
 //   - Form (SEP, Mellat): the merchant's page posts the token in a form
 //     field, and the payment page it answers makes its history entry the
-//     page's own GET address (bank.js, from data-address). Pay and Cancel
-//     answer 303 to a GET page that posts the callback fields to the
-//     merchant (Post/Redirect/Get), whose history entry becomes the
-//     payment page's GET address too. So Back and reload never post again
-//     ("Confirm Form Resubmission"): the payer's history holds only GET
-//     pages.
+//     page's own GET address (bank.js, from data-address); Pay and Cancel
+//     answer the page that posts the callback fields to the merchant,
+//     whose history entry becomes the payment page's GET address too. So
+//     Back and reload load GET pages and never post again ("Confirm Form
+//     Resubmission"); without script a reload posts again, and is
+//     answered the same (the page, or 409 for a second Pay).
 //
 // Every page is served with Cache-Control: no-store (the bank's router)
 // and reads the payment afresh: a finished payment's page never shows a
@@ -285,14 +285,6 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, formT
 	h.Set("X-Frame-Options", "DENY")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
-}
-
-// seeOther answers 303 to a location relative to the request's URL, as the
-// browser resolves it (http.Redirect would resolve it against the path
-// without the bank's mount prefix).
-func seeOther(w http.ResponseWriter, location string) {
-	w.Header().Set("Location", location)
-	w.WriteHeader(http.StatusSeeOther)
 }
 
 // serveFont serves one of the pages' typefaces (the app's files).

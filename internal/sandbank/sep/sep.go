@@ -4,8 +4,7 @@
 //	POST /onlinepg/onlinepg                                    token (JSON, action "token")
 //	POST /OnlinePG/OnlinePG                                    payer's page (form field Token)
 //	GET  /OnlinePG/SendToken?token=                            the same page by link (its history entry)
-//	POST /OnlinePG/OnlinePG/pay | /cancel                      its buttons (form field Token): 303 to return
-//	GET  /OnlinePG/OnlinePG/return?Token=                      posts the payer back to the merchant
+//	POST /OnlinePG/OnlinePG/pay | /cancel                      its buttons (form field Token)
 //	POST /verifyTxnRandomSessionkey/ipg/VerifyTransaction      verify (RefNum, TerminalNumber)
 //	POST /verifyTxnRandomSessionkey/ipg/ReverseTransaction     reverse (within 50 minutes)
 //	POST /verifyTxnRandomSessionkey/api/v2/ipg/payment/receipt receipt of a Token or RefNum (≤ 1 h, before verify)
