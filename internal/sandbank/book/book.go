@@ -203,12 +203,6 @@ func (b *Book) Register(gateway string, r Rules) { b.rules[gateway] = r }
 // Now is the bank's clock.
 func (b *Book) Now() time.Time { return b.clock() }
 
-// TTL is how long a payment may stay IN_BANK.
-func (b *Book) TTL() time.Duration { return b.ttl }
-
-// Log is the bank's logger.
-func (b *Book) Log() *slog.Logger { return b.log }
-
 // Tehran is the bank's time zone (the dates its protocols write).
 func (b *Book) Tehran() *time.Location { return b.tehran }
 
