@@ -278,61 +278,50 @@ type zibalTrackBody struct {
 	TrackID  json.RawMessage `json:"trackId"`
 }
 
-// recordLocked finds the merchant's payment of a verify or inquiry body,
-// or answers the refusal and returns nil.
-func (z *Zibal) recordLocked(w http.ResponseWriter, in zibalTrackBody) *book.Record {
+// withRecord decodes a verify or inquiry body and runs f on the
+// merchant's payment it names, under the book's lock; it answers the
+// refusal itself when there is none.
+func (z *Zibal) withRecord(w http.ResponseWriter, r *http.Request, f func(rec *book.Record)) {
+	var in zibalTrackBody
+	if err := protocol.DecodeBody(w, r, &in); err != nil {
+		zibalAnswer(w, zbBadTrackID, nil)
+		return
+	}
 	if !zibalMerchant(in.Merchant) {
 		zibalAnswer(w, zbMerchantNotFound, nil)
-		return nil
+		return
 	}
-	rec, ok := z.env.Book.GetLocked(protocol.RawString(in.TrackID))
+	bk := z.env.Book
+	bk.Lock()
+	defer bk.Unlock()
+	rec, ok := bk.GetLocked(protocol.RawString(in.TrackID))
 	if !ok || rec.Gateway != Gateway || rec.MerchantID != in.Merchant {
 		zibalAnswer(w, zbBadTrackID, nil)
-		return nil
+		return
 	}
-	z.env.Book.ExpireLocked(rec, z.env.Book.Now())
-	return rec
+	bk.ExpireLocked(rec, bk.Now())
+	f(rec)
 }
 
 func (z *Zibal) zibalVerify(w http.ResponseWriter, r *http.Request) {
-	var in zibalTrackBody
-	if err := protocol.DecodeBody(w, r, &in); err != nil {
-		zibalAnswer(w, zbBadTrackID, nil)
-		return
-	}
-	z.env.Book.Lock()
-	defer z.env.Book.Unlock()
-	rec := z.recordLocked(w, in)
-	if rec == nil {
-		return
-	}
-	rec.VerifyCount++
-	switch rec.State {
-	case book.StatePaid:
-		rec.State, rec.VerifiedAt = book.StateVerified, z.env.Book.Now()
-		z.env.Log.Info("sandbank: zibal verified", "track_id", rec.Authority, "ref_number", rec.RefID)
-		zibalAnswer(w, zbSuccess, z.details(rec, false))
-	case book.StateVerified:
-		// Zibal answers a repeated verify without the payment's details.
-		zibalAnswer(w, zbAlreadyVerified, nil)
-	default:
-		zibalAnswer(w, zbNotPaid, nil)
-	}
+	z.withRecord(w, r, func(rec *book.Record) {
+		rec.VerifyCount++
+		switch rec.State {
+		case book.StatePaid:
+			rec.State, rec.VerifiedAt = book.StateVerified, z.env.Book.Now()
+			z.env.Log.Info("sandbank: zibal verified", "track_id", rec.Authority, "ref_number", rec.RefID)
+			zibalAnswer(w, zbSuccess, z.details(rec, false))
+		case book.StateVerified:
+			// Zibal answers a repeated verify without the payment's details.
+			zibalAnswer(w, zbAlreadyVerified, nil)
+		default:
+			zibalAnswer(w, zbNotPaid, nil)
+		}
+	})
 }
 
 func (z *Zibal) zibalInquiry(w http.ResponseWriter, r *http.Request) {
-	var in zibalTrackBody
-	if err := protocol.DecodeBody(w, r, &in); err != nil {
-		zibalAnswer(w, zbBadTrackID, nil)
-		return
-	}
-	z.env.Book.Lock()
-	defer z.env.Book.Unlock()
-	rec := z.recordLocked(w, in)
-	if rec == nil {
-		return
-	}
-	zibalAnswer(w, zbSuccess, z.details(rec, true))
+	z.withRecord(w, r, func(rec *book.Record) { zibalAnswer(w, zbSuccess, z.details(rec, true)) })
 }
 
 // zibalStatus is a payment's state as Zibal numbers it.
