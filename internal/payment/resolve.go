@@ -127,7 +127,7 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 	case StatusFailed, StatusNeedsReview:
 		if !CallbackMayReopen(p) {
 			// An admin closed it: a callback does not undo a person's
-			// decision (ARCHITECTURE §5, Return from the bank).
+			// decision (docs/design/callback.md).
 			s.log.WarnContext(ctx, "callback for a payment an admin closed: answered from the row", "payment", p.PublicID)
 			return p, nil
 		}

@@ -22,7 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/testhook"
 )
 
-// Defaults of the sender (ARCHITECTURE §5 Webhooks).
+// Defaults of the sender (docs/design/webhooks.md).
 const (
 	// Timeout: a 2xx within it is delivered.
 	DefaultTimeout = 10 * time.Second
