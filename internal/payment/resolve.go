@@ -397,9 +397,16 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	gw := s.gw(p)
 	vin := gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
 		PageTime: PageTime(p, s.clock()), OrderID: p.PublicID, Receipt: p.ReceiptString()}
-	if s.cfg.Gateways[p.Gateway].ReceiptLife > 0 {
-		if kept, ref := s.keepBankReceipt(bctx, p, gw); ref != "" {
-			p, vin.Receipt, vin.ReceiptFromBank = kept, ref, true
+	if s.tokenNamesReceipt(p) {
+		// The bank's record of our token first: a verify names only a
+		// receipt the row holds (Decide, StepTokenReceipt).
+		kept, ref, d := s.askTokenReceipt(bctx, p, gw, actor)
+		if d.Action != ActionVerify {
+			return s.apply(context.WithoutCancel(ctx), p, tok, actor, d)
+		}
+		p = kept
+		if ref != "" {
+			vin.Receipt, vin.ReceiptFromBank = ref, true
 		}
 	}
 	vin.ReceiptConfirmed = p.ReceiptConfirmed()
@@ -508,51 +515,79 @@ func candidateReceipt(ctx context.Context) string {
 	return r
 }
 
-// keepBankReceipt: at a gateway whose receipt of the token names what
-// verify takes (SEP's RefNum, for ReceiptLife and only before verify),
-// the receipt the bank names is kept on the row BEFORE the verify: the
-// bank forgets it once verified, so a crash after the verify would leave
-// nothing to verify again (43) with, and a payment the bank took the
-// money for would wait for a receipt nobody can give. A kept callback
-// receipt the bank does not name (forged, or another payment's) gives way
-// to the bank's, so it holds no other payment's receipt against that
-// payment's real callback. It returns the row and the bank's receipt, ""
-// when the bank named none or it could not be kept (verify then asks the
-// receipt itself, as before).
-func (s *Service) keepBankReceipt(ctx context.Context, p Payment, gw gateway.Gateway) (Payment, string) {
-	if life := s.cfg.Gateways[p.Gateway].ReceiptLife; s.clock().Sub(p.CreatedAt) > life || p.RefID != nil {
-		return p, ""
-	}
+// tokenNamesReceipt reports whether p's check asks the bank's record of
+// its token first: at a gateway whose record of the token names what
+// verify takes (SEP's RefNum: GatewayRules.ReceiptLife), while the bank
+// keeps it, for a payment it has not verified (no reference on the row).
+func (s *Service) tokenNamesReceipt(p Payment) bool {
+	life := s.cfg.Gateways[p.Gateway].ReceiptLife
+	return life > 0 && s.clock().Sub(p.CreatedAt) <= life && p.RefID == nil
+}
+
+// askTokenReceipt asks the bank's record of p's token (the inquiry) and
+// decides with its answer (Decide, StepTokenReceipt). When the decision is
+// to verify with the receipt the bank names, that receipt is kept on the
+// row as the bank's BEFORE the verify: the bank forgets its record once
+// verified, so a crash after the verify (in the credit's transaction)
+// would leave nothing to verify again (SEP's "already verified") with,
+// and a payment the bank took the money for would wait for a receipt
+// nobody can give. A kept callback receipt the bank does not name
+// (forged, or another payment's) gives way to the bank's, so it holds no
+// other payment's receipt against that payment's real callback. It
+// returns the row, the receipt kept ("" when none), and the decision:
+// ActionVerify, or what the answer means without a verify.
+func (s *Service) askTokenReceipt(ctx context.Context, p Payment, gw gateway.Gateway, actor Actor) (Payment, string, Decision) {
 	ir, err := gw.Inquire(ctx, p.AuthorityString())
-	if err != nil || ir.Status != gateway.InquiryPaid || ir.Receipt == "" {
-		return p, ""
+	in := Input{Step: StepTokenReceipt, Actor: actor, Payment: p, Now: s.clock(), Rules: s.checkRules(p), Token: ir, TokenErr: err}
+	d := Decide(in)
+	if d.Action != ActionVerify || d.KeepReceipt == "" {
+		if err != nil {
+			s.log.WarnContext(ctx, "the token's receipt before verify: outcome unknown", "payment", p.PublicID, "err", err)
+		}
+		return p, "", d
 	}
+	kept, err := s.keepBankReceipt(ctx, p, d.KeepReceipt)
+	if err != nil {
+		s.log.WarnContext(ctx, "keep the bank's receipt before verify: not verified", "payment", p.PublicID, "err", err)
+		in.TokenKeepFailed, in.Now = true, s.clock()
+		return p, "", Decide(in)
+	}
+	return kept, d.KeepReceipt, d
+}
+
+// keepBankReceipt keeps receipt, which the bank's record of p's token
+// names, on p as the bank's: over no receipt or the same one (confirming
+// a callback's), in place of another one a callback brought, or taken
+// from another payment that holds it on a callback's word only. A hold
+// the bank confirmed elsewhere stays (an error).
+func (s *Service) keepBankReceipt(ctx context.Context, p Payment, receipt string) (Payment, error) {
 	var kept Payment
+	var err error
 	switch {
-	case p.Receipt == nil || *p.Receipt == ir.Receipt:
+	case p.Receipt == nil || *p.Receipt == receipt:
 		// Kept as the bank's (a callback's same receipt is confirmed).
-		kept, err = s.st.KeepReceipt(ctx, p.ID, ir.Receipt, ReceiptFromBank)
+		kept, err = s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromBank)
 	default:
 		s.log.WarnContext(ctx, "the kept receipt is not the one the bank names for the token: the bank's is kept", "payment", p.PublicID)
-		kept, err = s.st.ReplaceReceipt(ctx, p.ID, *p.Receipt, ir.Receipt)
+		kept, err = s.st.ReplaceReceipt(ctx, p.ID, *p.Receipt, receipt)
 	}
 	if errors.Is(err, ErrDuplicate) {
 		// Another payment holds it. If only on a callback's word (forged,
 		// or sent for the wrong payment), the bank's word for our token
 		// takes it back; a hold the bank confirmed stays.
-		kept, err = s.st.TakeReceipt(ctx, p.ID, ir.Receipt)
+		kept, err = s.st.TakeReceipt(ctx, p.ID, receipt)
 		if err == nil {
 			s.log.WarnContext(ctx, "a receipt another payment held unconfirmed is the one the bank names for this payment's token: taken", "payment", p.PublicID)
 		}
 	}
-	if err == nil && kept.ReceiptString() != ir.Receipt {
+	if err == nil && kept.ReceiptString() != receipt {
 		err = ErrReceiptMismatch
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "keep the bank's receipt before verify", "payment", p.PublicID, "err", err)
-		return p, ""
+		return p, err
 	}
-	return kept, ir.Receipt
+	kept.LeaseOwner, kept.LeaseUntil = p.LeaseOwner, p.LeaseUntil
+	return kept, nil
 }
 
 // beginSettling takes a payment the bank just verified (d: ActionSettle)
