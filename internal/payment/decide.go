@@ -53,6 +53,10 @@ const (
 	// verify (ActionVerify), with the receipt to keep on the row first
 	// (KeepReceipt), or what the answer means on its own.
 	StepTokenReceipt Step = "token_receipt"
+	// StepCallback: the payer came back from the bank (Callback): what
+	// its token and receipt may do, and whether the bank is asked now
+	// (decide_callback.go).
+	StepCallback Step = "callback"
 	// StepSettle: the bank was asked to settle a payment it verified
 	// (Mellat); Payment carries the verified facts (Verified), as its
 	// settling row or as the verify just gave them.
@@ -160,6 +164,9 @@ type Input struct {
 	TokenErr        error
 	TokenKeepFailed bool
 
+	// StepCallback: the callback as parsed, and what its receipt found.
+	Callback Callback
+
 	// StepReopen: ask the bank at once (else the worker asks when the
 	// pacing window ends).
 	CheckNow bool
@@ -201,8 +208,21 @@ type Decision struct {
 	ClearReceipt bool
 	// KeepReceipt (ActionVerify): the receipt the bank's record of our
 	// token names, to be kept on the row as the bank's (ReceiptFromBank)
-	// before the verify that names it.
+	// before the verify that names it; (ActionKeepReceipt) the callback's,
+	// kept as the callback's.
 	KeepReceipt string
+
+	// A callback's decision (StepCallback). Refusal: why it is refused
+	// (ActionRefuse). CandidateReceipt: a receipt another payment holds
+	// on a callback's word, asked about for this payment (kept only when
+	// the bank confirms it here). FirstReturn: try the first return's
+	// one-statement claim. Paced: the claim obeys the pacing window.
+	// CheckNow (ActionReopen): ask the bank under the reopen's lease.
+	Refusal          error
+	CandidateReceipt string
+	FirstReturn      bool
+	Paced            bool
+	CheckNow         bool
 }
 
 // Decide is the decision core: one pure function from what was read and
@@ -239,6 +259,8 @@ func Decide(in Input) Decision {
 		return decideRefReused(in)
 	case StepTokenReceipt:
 		return decideTokenReceipt(in)
+	case StepCallback:
+		return decideCallback(in)
 	case StepSettle:
 		d := decideSettle(in)
 		if in.LeaseLost && d.Action != ActionCredit {

@@ -70,91 +70,102 @@ func (s *Service) ReturnCallback(ctx context.Context, publicID string, parse fun
 	return p, cb, err
 }
 
-// returnOf is Return for a payment as read.
+// returnOf is Return for a payment as read: parse (done), Decide
+// (StepCallback: the token, the receipt and its provenance, the pacing),
+// keep the callback's receipt when the decision says so, record the
+// return, claim, ask the bank (verifyAndApply: Decide on its answers, one
+// conditional write).
 func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt string, claimsPaid bool) (Payment, error) {
-	if p.Authority == nil || authority != *p.Authority {
-		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
-		return Payment{}, ErrAuthorityMismatch
-	}
-	newReceipt := receipt != "" && p.Receipt == nil
-	if NewReceiptTooSoon(p, receipt, s.clock(), s.cfg.RecheckDelay) {
-		// A new receipt the bank cannot be asked about now (asked moments
-		// ago) is refused, never kept unchecked: kept, a forged one would
-		// hold another payment's receipt against that payment's real
-		// callback until the worker asks. The very first callback is
-		// always checked at once.
-		s.log.WarnContext(ctx, "callback brings a new receipt within the pacing window: refused", "payment", p.PublicID)
-		return Payment{}, ErrReceiptTooSoon
-	}
-	if receipt != "" {
-		kept, err := s.keepReceipt(ctx, p, receipt)
-		switch {
-		case errors.Is(err, ErrReceiptHeldUnconfirmed):
+	in := Input{Step: StepCallback, Actor: ActorCallback, Payment: p, Now: s.clock(), Rules: s.rules(),
+		Callback: Callback{Authority: authority, Receipt: receipt}}
+	for {
+		d := Decide(in)
+		switch d.Action {
+		case ActionRefuse:
+			s.logRefusal(ctx, p, d.Refusal)
+			return Payment{}, d.Refusal
+		case ActionKeepReceipt:
+			kept, hold, err := s.keepReceipt(ctx, in.Payment, d.KeepReceipt)
+			if err != nil {
+				return Payment{}, err
+			}
+			in.Payment, in.Callback.Holder = kept, hold
+			in.Callback.KeptNow = hold == HoldNotAsked && kept.ReceiptString() == d.KeepReceipt
+			continue
+		case ActionNone:
+			if in.Payment.Status == StatusFailed && !CallbackMayReopen(in.Payment) {
+				s.log.WarnContext(ctx, "callback for a payment an admin closed: answered from the row", "payment", p.PublicID)
+			}
+			return in.Payment, nil
+		case ActionRecordReturn:
+			first, err := s.markReturned(ctx, in.Payment)
+			if err != nil {
+				return in.Payment, err
+			}
+			in.Callback.Recorded, in.Callback.First, in.Now = true, first, s.clock()
+			continue
+		}
+		if d.CandidateReceipt != "" {
 			// Another payment holds it on a callback's word only: the bank
 			// is asked with it for this payment, and if it confirms it
 			// here, this payment takes it (verifyAndApply).
-			ctx = withCandidateReceipt(ctx, receipt)
-		case err != nil:
-			return Payment{}, err
-		default:
-			p = kept
+			ctx = withCandidateReceipt(ctx, d.CandidateReceipt)
 		}
-	}
-	if p.Status == StatusCredited {
-		return p, nil // a repeat callback: the same receipt
-	}
-	if p.ReturnedAt == nil && p.Status.open() {
-		// The usual first callback: record it and take the lease at once
-		// (one statement), then ask the bank.
-		tok, cur, ok, err := s.claimFirstReturn(ctx, p.ID)
-		if err != nil {
-			return p, err
-		}
-		if ok {
-			s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", true)
+		cur := in.Payment
+		if d.FirstReturn {
+			// The usual first callback: record it and take the lease at once
+			// (one statement), then ask the bank.
+			tok, claimed, ok, err := s.claimFirstReturn(ctx, cur.ID)
+			if err != nil {
+				return cur, err
+			}
+			if !ok {
+				// Not so (held, or another callback came first): record the
+				// return, then decide again.
+				first, err := s.markReturned(ctx, cur)
+				if err != nil {
+					return cur, err
+				}
+				in.Callback.Recorded, in.Callback.First, in.Now = true, first, s.clock()
+				continue
+			}
+			s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", cur.Status, "claims_paid", claimsPaid, "check_now", true)
 			ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 			defer cancel()
-			return s.verifyAndApply(ctx, cur, tok, ActorCallback)
+			return s.verifyAndApply(ctx, claimed, tok, ActorCallback)
 		}
-	}
-	first, err := s.markReturned(ctx, p)
-	if err != nil {
-		return p, err
-	}
-	due := first || s.dueForCheck(p)
-	s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
-	switch p.Status {
-	case StatusFailed, StatusNeedsReview:
-		if !CallbackMayReopen(p) {
-			// An admin closed it: a callback does not undo a person's
-			// decision (docs/design/callback.md).
-			s.log.WarnContext(ctx, "callback for a payment an admin closed: answered from the row", "payment", p.PublicID)
-			return p, nil
-		}
-		if !due && !newReceipt && Reason(p.StatusReason).bankAnswer() {
-			// The bank itself said so moments ago (a duplicate callback of
-			// a cancelled payment): its word is fresh, the row answers. A
-			// callback bringing the first receipt is no duplicate (a
-			// Mellat payer back with a sale after a callback without
-			// one); it gets here only when the bank may be asked (else it
-			// was refused above), and is reopened and asked at once.
-			return p, nil
-		}
-		// The payer may have paid after we gave up (the bank page was still
-		// open): reopen and ask the bank — now, or when the pacing window
-		// ends, by the worker. The pacing is checked in the claim itself:
-		// due was read from a row another callback may have checked since
-		// (N2).
-		return s.reopenWaiting(ctx, p, ActorCallback, due, !first)
-	case StatusAwaitingPayment, StatusPendingVerification, StatusSettling:
-		if !due {
-			return p, nil // asked moments ago: answered from the row
+		s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", cur.Status, "claims_paid", claimsPaid,
+			"check_now", d.Action == ActionVerify || d.CheckNow)
+		if d.Action == ActionReopen {
+			// The payer may have paid after we gave up (the bank page was
+			// still open): reopen and ask the bank — now, or when the
+			// pacing window ends, by the worker. The pacing is checked in
+			// the claim itself: due was read from a row another callback
+			// may have checked since (N2).
+			return s.reopenWaiting(ctx, cur, ActorCallback, d.CheckNow, d.Paced)
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 		defer cancel()
-		return s.resolveWaiting(ctx, p, ActorCallback, !first)
+		return s.resolveWaiting(ctx, cur, ActorCallback, d.Paced)
 	}
-	return p, nil
+}
+
+// logRefusal logs why a callback was refused.
+func (s *Service) logRefusal(ctx context.Context, p Payment, err error) {
+	switch {
+	case errors.Is(err, ErrAuthorityMismatch):
+		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
+	case errors.Is(err, ErrReceiptTooSoon):
+		// A new receipt the bank cannot be asked about now (asked moments
+		// ago) is refused, never kept unchecked: kept, a forged one would
+		// hold another payment's receipt against that payment's real
+		// callback until the worker asks.
+		s.log.WarnContext(ctx, "callback brings a new receipt within the pacing window: refused", "payment", p.PublicID)
+	case errors.Is(err, ErrReceiptReused):
+		s.log.ErrorContext(ctx, "callback receipt already used by another payment (replay)", "payment", p.PublicID)
+	case errors.Is(err, ErrReceiptMismatch):
+		s.log.WarnContext(ctx, "callback receipt differs from the payment's", "payment", p.PublicID)
+	}
 }
 
 // Errors of a callback's receipt.
@@ -174,35 +185,28 @@ var ErrReceiptTooSoon = fmt.Errorf("%w: a new receipt within the pacing window",
 // on a callback's word only (the bank never confirmed it there).
 var ErrReceiptHeldUnconfirmed = errors.New("the callback's receipt is held unconfirmed by another payment")
 
-// keepReceipt stores a callback's receipt on p unless it has one: the
-// first receipt is kept, a second one must equal it. Another payment's
-// receipt is ErrReceiptReused when the bank confirmed it there, else
-// ErrReceiptHeldUnconfirmed.
-func (s *Service) keepReceipt(ctx context.Context, p Payment, receipt string) (Payment, error) {
-	if p.Receipt == nil {
-		kept, err := s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromCallback)
-		if errors.Is(err, ErrDuplicate) {
-			holder, found, herr := s.st.ReceiptHolder(ctx, p.Gateway, receipt)
-			if herr != nil {
-				return Payment{}, herr
-			}
-			if found && !holder.ReceiptConfirmed() && holder.ID != p.ID {
-				s.log.WarnContext(ctx, "callback receipt held unconfirmed by another payment: the bank is asked", "payment", p.PublicID, "holder", holder.PublicID)
-				return Payment{}, ErrReceiptHeldUnconfirmed
-			}
-			s.log.ErrorContext(ctx, "callback receipt already used by another payment (replay)", "payment", p.PublicID)
-			return Payment{}, ErrReceiptReused
+// keepReceipt stores a callback's receipt on p, which holds none, as the
+// callback's (one conditional UPDATE) and returns the row after it. When
+// another payment holds it (unique (gateway, receipt)), nothing is kept
+// and the hold found is reported: unconfirmed when that payment holds it
+// on a callback's word only, else confirmed.
+func (s *Service) keepReceipt(ctx context.Context, p Payment, receipt string) (Payment, Hold, error) {
+	kept, err := s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromCallback)
+	if errors.Is(err, ErrDuplicate) {
+		holder, found, herr := s.st.ReceiptHolder(ctx, p.Gateway, receipt)
+		if herr != nil {
+			return Payment{}, HoldNotAsked, herr
 		}
-		if err != nil {
-			return Payment{}, err
+		if found && !holder.ReceiptConfirmed() && holder.ID != p.ID {
+			s.log.WarnContext(ctx, "callback receipt held unconfirmed by another payment: the bank is asked", "payment", p.PublicID, "holder", holder.PublicID)
+			return p, HoldUnconfirmed, nil
 		}
-		p = kept
+		return p, HoldConfirmed, nil
 	}
-	if p.ReceiptString() != receipt {
-		s.log.WarnContext(ctx, "callback receipt differs from the payment's", "payment", p.PublicID)
-		return Payment{}, ErrReceiptMismatch
+	if err != nil {
+		return Payment{}, HoldNotAsked, err
 	}
-	return p, nil
+	return kept, HoldNotAsked, nil
 }
 
 // markReturned records the first callback of a payment; it reports
