@@ -77,7 +77,7 @@ const (
 //     keep: one the bank confirmed there is a replay (ErrReceiptReused);
 //     one held on a callback's word only is asked about for this payment
 //     (CandidateReceipt), and taken when the bank confirms it here. A
-//     credited payment keeps nothing new.
+//     credited payment, or one an admin closed, keeps nothing new.
 //   - A credited payment: the row is the answer.
 //   - An open payment's first return: claimed and checked at once, in one
 //     statement (FirstReturn); else, once the return is recorded, checked
@@ -99,8 +99,10 @@ func decideCallback(in Input) Decision {
 	case cb.Receipt == "" || cb.KeptNow:
 	case p.Receipt != nil && *p.Receipt != cb.Receipt:
 		return Decision{Action: ActionRefuse, Refusal: ErrReceiptMismatch}
-	case p.Receipt != nil || p.Status == StatusCredited:
-		// The same receipt again, or a credited payment: nothing to keep.
+	case p.Receipt != nil || p.Status == StatusCredited || !CallbackMayReopen(p):
+		// The same receipt again, or a payment no callback will have
+		// checked (credited; closed by an admin): nothing is kept — a
+		// receipt is never kept unchecked.
 	case NewReceiptTooSoon(p, cb.Receipt, in.Now, in.Rules.RecheckDelay):
 		return Decision{Action: ActionRefuse, Refusal: ErrReceiptTooSoon}
 	case cb.Holder == HoldConfirmed:
