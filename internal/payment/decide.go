@@ -149,6 +149,11 @@ type Input struct {
 	Inquired   bool
 	Inquiry    gateway.InquiryResult
 	InquiryErr error
+	// CandidateReceipt: the verify was asked with a receipt another
+	// payment holds on a callback's word (at a gateway whose verify binds
+	// it to our order: Mellat's sale order); a verify that confirms the
+	// payment confirms that receipt for it (Decision.TakeReceipt).
+	CandidateReceipt string
 	// NeedsSettle: the payment's gateway settles verified payments
 	// (Mellat): the money is ours only once settled.
 	NeedsSettle bool
@@ -206,6 +211,11 @@ type Decision struct {
 	// ClearReceipt: the bank found no sale for the kept callback receipt;
 	// the move drops it (Fields.ClearReceipt).
 	ClearReceipt bool
+	// TakeReceipt (ActionCredit, ActionSettle): the bank confirmed, for
+	// this payment, the receipt another payment held on a callback's
+	// word (Input.CandidateReceipt): this payment takes it before the
+	// credit or the settle (Store.TakeReceipt).
+	TakeReceipt string
 	// KeepReceipt (ActionVerify): the receipt the bank's record of our
 	// token names, to be kept on the row as the bank's (ReceiptFromBank)
 	// before the verify that names it; (ActionKeepReceipt) the callback's,
@@ -237,6 +247,11 @@ func Decide(in Input) Decision {
 			// Only a credit is taken without the lease; the row as another
 			// actor left it is the answer.
 			return Decision{Action: ActionNone}
+		}
+		if d.Action == ActionCredit || d.Action == ActionSettle {
+			// A receipt asked about on the payer's word is this payment's
+			// only once the bank verified the payment with it.
+			d.TakeReceipt = in.CandidateReceipt
 		}
 		return d
 	case StepReopen:

@@ -67,7 +67,8 @@ func TestDecideReceipts(t *testing.T) {
 		refusal   error
 		keep      string // KeepReceipt
 		candidate string
-		first     bool // FirstReturn
+		take      string // TakeReceipt
+		first     bool   // FirstReturn
 		paced     bool
 		checkNow  bool
 		clear     bool // ClearReceipt
@@ -179,6 +180,14 @@ func TestDecideReceipts(t *testing.T) {
 			check(pay(payment.StatusPendingVerification, payment.ReasonVerifyUnknown, &longAgo, true, refB, &callback),
 				gateway.VerifyResult{Outcome: gateway.VerifyReceiptUnconfirmed, Code: 404}),
 			want{action: payment.ActionMove, to: payment.StatusNeedsReview, reason: payment.ReasonReceiptUnconfirmed, clear: true}},
+		{"a receipt another payment holds unconfirmed, verified for this payment: taken (item 2)",
+			payment.Input{Step: payment.StepCheck, Actor: payment.ActorCallback, Payment: pending, Now: t0, Rules: rules, CandidateReceipt: refB,
+				Verify: gateway.VerifyResult{Outcome: gateway.VerifyPaid, Code: 0, RefID: 9, AmountRials: 50_000}, NeedsSettle: true},
+			want{action: payment.ActionSettle, to: payment.StatusSettling, reason: payment.ReasonVerifiedPaid, take: refB}},
+		{"a receipt another payment holds unconfirmed, not paid here: not taken (item 2)",
+			payment.Input{Step: payment.StepCheck, Actor: payment.ActorCallback, Payment: pending, Now: t0, Rules: rules, CandidateReceipt: refB,
+				Verify: gateway.VerifyResult{Outcome: gateway.VerifyNoSale, Code: 25}},
+			want{action: payment.ActionMove, to: payment.StatusFailed, reason: payment.ReasonBankCancelled}},
 		{"Mellat without a callback: no call, nothing counted, next look at the window (item 3)",
 			payment.Input{Step: payment.StepCheck, Actor: payment.ActorWorker, Now: t0,
 				Payment: pay(payment.StatusAwaitingPayment, payment.ReasonRequestOK, nil, false, "", nil),
@@ -189,10 +198,10 @@ func TestDecideReceipts(t *testing.T) {
 	for _, r := range rows {
 		d := payment.Decide(r.in)
 		w := r.want
-		got := fmt.Sprintf("%s to=%q reason=%q refusal=%v keep=%q candidate=%q first=%v paced=%v now=%v clear=%v",
-			d.Action, d.To, d.Reason, d.Refusal, d.KeepReceipt, d.CandidateReceipt, d.FirstReturn, d.Paced, d.CheckNow, d.ClearReceipt)
-		wanted := fmt.Sprintf("%s to=%q reason=%q refusal=%v keep=%q candidate=%q first=%v paced=%v now=%v clear=%v",
-			w.action, w.to, w.reason, w.refusal, w.keep, w.candidate, w.first, w.paced, w.checkNow, w.clear)
+		got := fmt.Sprintf("%s to=%q reason=%q refusal=%v keep=%q candidate=%q take=%q first=%v paced=%v now=%v clear=%v",
+			d.Action, d.To, d.Reason, d.Refusal, d.KeepReceipt, d.CandidateReceipt, d.TakeReceipt, d.FirstReturn, d.Paced, d.CheckNow, d.ClearReceipt)
+		wanted := fmt.Sprintf("%s to=%q reason=%q refusal=%v keep=%q candidate=%q take=%q first=%v paced=%v now=%v clear=%v",
+			w.action, w.to, w.reason, w.refusal, w.keep, w.candidate, w.take, w.first, w.paced, w.checkNow, w.clear)
 		if got != wanted || !errors.Is(d.Refusal, w.refusal) {
 			t.Errorf("%s:\n got %s\nwant %s", r.name, got, wanted)
 		}

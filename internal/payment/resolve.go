@@ -434,12 +434,12 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	}
 	vr, err := gw.Verify(vctx, vin)
 	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.checkRules(p), Verify: vr, VerifyErr: err,
-		NeedsSettle: needsSettle}
+		NeedsSettle: needsSettle, CandidateReceipt: cand}
 	d := Decide(in)
-	if cand != "" && (d.Action == ActionSettle || d.Action == ActionCredit) {
+	if d.TakeReceipt != "" {
 		// The bank confirmed, for this payment, the receipt another
 		// payment held on a callback's word: it is this payment's.
-		p = s.takeReceipt(ctx, p, cand)
+		p = s.takeReceipt(ctx, p, d.TakeReceipt)
 	}
 	if d.Action == ActionSettle {
 		return s.beginSettling(vctx, p, tok, actor, d, settler, vin, held)
