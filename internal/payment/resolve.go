@@ -181,10 +181,6 @@ var (
 // is an ErrReceiptMismatch (the callback is answered as one).
 var ErrReceiptTooSoon = fmt.Errorf("%w: a new receipt within the pacing window", ErrReceiptMismatch)
 
-// ErrReceiptHeldUnconfirmed: another payment holds the callback's receipt
-// on a callback's word only (the bank never confirmed it there).
-var ErrReceiptHeldUnconfirmed = errors.New("the callback's receipt is held unconfirmed by another payment")
-
 // keepReceipt stores a callback's receipt on p, which holds none, as the
 // callback's (one conditional UPDATE) and returns the row after it. When
 // another payment holds it (unique (gateway, receipt)), nothing is kept
