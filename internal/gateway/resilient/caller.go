@@ -1,21 +1,3 @@
-// Package resilient wraps a gateway.Gateway with per-attempt time-outs, a
-// total budget per operation, retries of the idempotent operations with
-// exponential back-off and full jitter, and one circuit breaker per gateway
-// (sony/gobreaker v2). Every attempt is reported to a Recorder.
-//
-// Error contract (on top of gateway.Gateway's):
-//   - a definite answer (a result, a VerifyResult of any outcome, a
-//     *gateway.RejectedError) is returned as soon as it arrives, never
-//     retried and never replaced by an error;
-//   - every other error is a *gateway.TransientError (outcome unknown);
-//   - a refusal about one payment (gateway.IsPerPaymentRefusal, Zarinpal
-//     -12) is such an error too, but it counts as a success for the
-//     breaker (the bank answered) and is not retried within the operation;
-//   - when the breaker refuses, the error is a *gateway.TransientError whose
-//     Err wraps gateway.ErrUnavailable, so errors.Is(err,
-//     gateway.ErrUnavailable) holds and gateway.IsRejected(err) does not. The
-//     refused attempt did not reach the bank; for Request (never retried)
-//     that means the bank was not called at all by this operation.
 package resilient
 
 import (
@@ -32,16 +14,44 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// Gateway is a resilient gateway.Gateway around an inner driver.
-type Gateway struct {
-	inner gateway.Gateway
-	name  string
-	opts  Options
-	cb    *gobreaker.TwoStepCircuitBreaker[struct{}]
-	snap  atomic.Pointer[stateSnap]
+// Caller runs the operations of one remote service (a bank) through one
+// circuit breaker, with time-outs, a budget, retries and the call log.
+// It knows no service's protocol: what an operation does is the function
+// given to Do. Safe for concurrent use.
+type Caller struct {
+	name string
+	opts Options
+	cb   *gobreaker.TwoStepCircuitBreaker[struct{}]
+	snap atomic.Pointer[stateSnap]
 }
 
-var _ gateway.Gateway = (*Gateway)(nil)
+// Op describes one operation for Do.
+type Op struct {
+	// Name is the operation's name in the call log (Call.Operation) and
+	// in the errors this package makes ("verify", "payout").
+	Name string
+	// Safe: the operation can be repeated without doing twice what it
+	// does (a read; a verify or settle the bank answers "already done"),
+	// so an attempt whose outcome is unknown is retried, up to
+	// Options.MaxAttempts and within the budget. An unsafe operation
+	// (one that creates something: a transaction, a payout) is one
+	// attempt, never retried.
+	Safe bool
+	// Timeout bounds each attempt in place of Options.AttemptTimeout
+	// (cut to Options.Budget); 0: AttemptTimeout. An unsafe operation's
+	// one attempt is also its own bound: a caller's deadline that long
+	// is ours in effect, and when it passes the service was too slow.
+	Timeout time.Duration
+}
+
+// Answer is what a definite answer said, for the call log.
+type Answer struct {
+	// Outcome is the word recorded: OutcomeOK, or the operation's own
+	// ("paid", "settled").
+	Outcome string
+	// Code is the service's own code, when it has one.
+	Code int
+}
 
 // stateSnap is what OnStateChange publishes (it must not call the breaker).
 type stateSnap struct {
@@ -60,15 +70,20 @@ var (
 	errCountExclude = errors.New("resilient: excluded")
 )
 
-// New wraps inner. The breaker is named inner.Name(). It panics when a
+// NewCaller returns the Caller of the service called name (its
+// breaker's name, and Call.Gateway in the call log). It panics when a
 // required option is not set (a wiring mistake: the configuration always
-// sets them).
-func New(inner gateway.Gateway, opts Options) *Gateway {
-	if m := opts.missing(); len(m) > 0 {
-		panic("resilient.New: required options not set: " + strings.Join(m, ", "))
+// sets them); Options.RequestTimeout is not one (it is the gateway's
+// request's, see New).
+func NewCaller(name string, opts Options) *Caller {
+	if m := opts.missing(false); len(m) > 0 {
+		panic("resilient.NewCaller: required options not set: " + strings.Join(m, ", "))
 	}
-	o := opts.withDefaults()
-	g := &Gateway{inner: inner, name: inner.Name(), opts: o}
+	return newCaller(name, opts.withDefaults())
+}
+
+func newCaller(name string, o Options) *Caller {
+	g := &Caller{name: name, opts: o}
 	g.snap.Store(&stateSnap{state: gobreaker.StateClosed, since: o.Now()})
 
 	minReq, ratio := o.Breaker.MinRequests, o.Breaker.FailureRatio
@@ -95,7 +110,10 @@ func New(inner gateway.Gateway, opts Options) *Gateway {
 	return g
 }
 
-func (g *Gateway) onStateChange(name string, from, to gobreaker.State) {
+// Name is the service's name (the breaker's, Call.Gateway).
+func (g *Caller) Name() string { return g.name }
+
+func (g *Caller) onStateChange(name string, from, to gobreaker.State) {
 	now := g.opts.Now()
 	s := &stateSnap{state: to, since: now}
 	if to == gobreaker.StateOpen {
@@ -131,13 +149,13 @@ type BreakerState struct {
 
 // BreakerOpen reports whether calls are refused right now (open). The
 // payment worker postpones its checks then instead of spending them.
-func (g *Gateway) BreakerOpen() bool {
+func (g *Caller) BreakerOpen() bool {
 	return g.cb.State() == gobreaker.StateOpen
 }
 
 // BreakerState reports the breaker. Safe to call at any time, from any
 // goroutine. Reading it may move an expired open breaker to half-open.
-func (g *Gateway) BreakerState() BreakerState {
+func (g *Caller) BreakerState() BreakerState {
 	g.cb.State() // applies lazy transitions (and rolls the window) first
 	c := g.cb.Counts()
 	s := g.snap.Load()
@@ -154,95 +172,6 @@ func (g *Gateway) BreakerState() BreakerState {
 	}
 }
 
-// Name implements gateway.Gateway.
-func (g *Gateway) Name() string { return g.name }
-
-// PayURL implements gateway.Gateway (no call is made).
-func (g *Gateway) PayURL(authority string) string { return g.inner.PayURL(authority) }
-
-// Request implements gateway.Gateway. It is one attempt, never retried (a
-// transient error means an authority may or may not have been created),
-// bounded by Options.RequestTimeout instead of AttemptTimeout.
-func (g *Gateway) Request(ctx context.Context, in gateway.RequestInput) (gateway.RequestResult, error) {
-	return run(g, ctx, OpRequest, false,
-		func(ctx context.Context) (gateway.RequestResult, error) { return g.inner.Request(ctx, in) },
-		func(r gateway.RequestResult) (string, int) { return OutcomeOK, r.Code })
-}
-
-// Verify implements gateway.Gateway, retrying transient failures. A retry
-// after an attempt whose outcome was unknown may answer
-// VerifyAlreadyVerified for a payment this very operation verified.
-func (g *Gateway) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
-	return run(g, ctx, OpVerify, true,
-		func(ctx context.Context) (gateway.VerifyResult, error) { return g.inner.Verify(ctx, in) },
-		func(r gateway.VerifyResult) (string, int) { return string(r.Outcome), r.Code })
-}
-
-// Inquire implements gateway.Gateway, retrying transient failures.
-func (g *Gateway) Inquire(ctx context.Context, authority string) (gateway.InquiryResult, error) {
-	return run(g, ctx, OpInquire, true,
-		func(ctx context.Context) (gateway.InquiryResult, error) { return g.inner.Inquire(ctx, authority) },
-		func(r gateway.InquiryResult) (string, int) { return OutcomeOK, r.Code })
-}
-
-// ListUnverified implements gateway.Gateway, retrying transient failures.
-func (g *Gateway) ListUnverified(ctx context.Context) ([]gateway.Unverified, error) {
-	return run(g, ctx, OpListUnverified, true,
-		func(ctx context.Context) ([]gateway.Unverified, error) { return g.inner.ListUnverified(ctx) },
-		func([]gateway.Unverified) (string, int) { return OutcomeOK, 0 })
-}
-
-// Settle implements gateway.Settler for a gateway that settles (Mellat),
-// retrying transient failures: settle is idempotent at the bank (a second
-// settle answers "already settled"). A gateway without settle refuses it
-// (NeedsSettle says which).
-func (g *Gateway) Settle(ctx context.Context, in gateway.VerifyInput) (gateway.SettleResult, error) {
-	st, ok := g.inner.(gateway.Settler)
-	if !ok {
-		return gateway.SettleResult{}, &gateway.RejectedError{Op: OpSettle, Message: g.name + " has no settle"}
-	}
-	return run(g, ctx, OpSettle, true,
-		func(ctx context.Context) (gateway.SettleResult, error) { return st.Settle(ctx, in) },
-		func(r gateway.SettleResult) (string, int) { return string(r.Outcome), r.Code })
-}
-
-// NeedsSettle reports whether the wrapped gateway settles verified
-// payments (implements gateway.Settler).
-func (g *Gateway) NeedsSettle() bool {
-	_, ok := g.inner.(gateway.Settler)
-	return ok
-}
-
-// InquireSale implements gateway.SaleInquirer for a gateway asked about
-// a sale with the callback's data (Mellat), retrying transient failures.
-// A gateway without it refuses (SaleInquiry says which).
-func (g *Gateway) InquireSale(ctx context.Context, in gateway.VerifyInput) (gateway.InquiryResult, error) {
-	si, ok := g.inner.(gateway.SaleInquirer)
-	if !ok {
-		return gateway.InquiryResult{}, &gateway.RejectedError{Op: OpInquire, Message: g.name + " has no inquiry of a sale"}
-	}
-	return run(g, ctx, OpInquire, true,
-		func(ctx context.Context) (gateway.InquiryResult, error) { return si.InquireSale(ctx, in) },
-		func(r gateway.InquiryResult) (string, int) { return OutcomeOK, r.Code })
-}
-
-// SaleInquiry reports whether the wrapped gateway is asked about a sale
-// with the callback's data (implements gateway.SaleInquirer).
-func (g *Gateway) SaleInquiry() bool {
-	_, ok := g.inner.(gateway.SaleInquirer)
-	return ok
-}
-
-// PayForm implements gateway.FormPayer for a gateway whose payer is sent
-// by POST (no call is made); ok is false for the others.
-func (g *Gateway) PayForm(authority string) (gateway.PayForm, bool) {
-	fp, ok := g.inner.(gateway.FormPayer)
-	if !ok {
-		return gateway.PayForm{}, false
-	}
-	return fp.PayForm(authority), true
-}
-
 // attemptResult is how one attempt ended.
 type attemptResult int
 
@@ -253,29 +182,43 @@ const (
 	refused                       // breaker open or half-open busy: stop
 )
 
-// run drives one operation: budget, attempts, back-off.
-func run[T any](g *Gateway, ctx context.Context, op string, retryable bool,
-	call func(context.Context) (T, error), describe func(T) (string, int)) (T, error) {
-	var zero T
+// Do runs one operation: fn makes one attempt with the context it is
+// given (bounded by the attempt's time-out and the operation's budget)
+// and says what a definite answer said; its result, when it has one, it
+// keeps itself (in a variable of the caller's closure), the last
+// attempt's being the one that counts. fn's errors follow
+// gateway.Gateway's contract; Do's are the package's (see the package
+// doc). Each attempt goes through the breaker and is recorded as one
+// Call, with the payment's reference from ctx (WithPaymentRef); a safe
+// op's attempts whose outcome is unknown are retried after a back-off
+// with full jitter, all within one budget (Options.Budget, or the
+// caller's earlier deadline).
+func (g *Caller) Do(ctx context.Context, op Op, fn func(ctx context.Context) (Answer, error)) error {
+	name := op.Name
 	if err := ctx.Err(); err != nil {
-		return zero, &gateway.TransientError{Op: op, Err: err}
+		return &gateway.TransientError{Op: name, Err: err}
 	}
 	budget := g.opts.Budget
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl))
 	}
 	if budget <= 0 {
-		return zero, &gateway.TransientError{Op: op, Err: context.DeadlineExceeded}
+		return &gateway.TransientError{Op: name, Err: context.DeadlineExceeded}
+	}
+	attemptTimeout := g.opts.AttemptTimeout
+	if op.Timeout > 0 {
+		attemptTimeout = min(op.Timeout, g.opts.Budget)
 	}
 	// Whose deadline is it? A caller's deadline earlier than what we would
 	// give the operation on our own binds: when it passes, the caller gave
 	// up, and the breaker does not blame the bank. A caller's deadline as
 	// long as our own bound (give or take the moments between the caller
 	// setting it and this line) is our bound in effect: when it passes,
-	// the bank was too slow, and that counts.
+	// the bank was too slow, and that counts. An unsafe operation's own
+	// bound is its one attempt's.
 	ownLimit := g.opts.Budget
-	if op == OpRequest {
-		ownLimit = min(g.opts.RequestTimeout, g.opts.Budget)
+	if !op.Safe {
+		ownLimit = min(attemptTimeout, g.opts.Budget)
 	}
 	callerBinds := false
 	if dl, ok := ctx.Deadline(); ok {
@@ -296,12 +239,8 @@ func run[T any](g *Gateway, ctx context.Context, op string, retryable bool,
 	defer cancel()
 
 	maxAttempts := 1
-	if retryable {
+	if op.Safe {
 		maxAttempts = g.opts.MaxAttempts
-	}
-	attemptTimeout := g.opts.AttemptTimeout
-	if op == OpRequest {
-		attemptTimeout = g.opts.RequestTimeout
 	}
 	minWindow := attemptTimeout / 10
 	for attempt := 1; ; attempt++ {
@@ -309,37 +248,34 @@ func run[T any](g *Gateway, ctx context.Context, op string, retryable bool,
 		if deadline.Sub(g.opts.Now()) <= timeout {
 			timeout = 0 // the budget's end comes first
 		}
-		res, err, how := attemptOnce(g, ctx, opCtx, op, attempt, timeout, callerBinds, call, describe)
-		if how == definite {
-			return res, err
-		}
-		if how == refused || how == final {
-			return zero, err
+		err, how := g.attemptOnce(ctx, opCtx, name, attempt, timeout, callerBinds, fn)
+		if how == definite || how == refused || how == final {
+			return err
 		}
 		// Outcome unknown.
 		if ctx.Err() != nil {
-			return zero, callerEnded(ctx, op, err)
+			return callerEnded(ctx, name, err)
 		}
 		if attempt >= maxAttempts {
-			return zero, err
+			return err
 		}
 		var te *gateway.TransientError
 		errors.As(err, &te)
 		sleep := g.backoff(attempt-1, te.RetryAfter)
 		if g.opts.Now().Add(sleep + minWindow).After(deadline) {
 			g.opts.Logger.Warn("gateway retry skipped: budget exhausted",
-				slog.String("gateway", g.name), slog.String("op", op), slog.Int("attempt", attempt),
+				slog.String("gateway", g.name), slog.String("op", name), slog.Int("attempt", attempt),
 				slog.Duration("backoff", sleep))
-			return zero, err
+			return err
 		}
 		if serr := g.opts.Sleep(opCtx, sleep); serr != nil {
 			if ctx.Err() != nil {
-				return zero, callerEnded(ctx, op, err)
+				return callerEnded(ctx, name, err)
 			}
-			return zero, err
+			return err
 		}
 		if deadline.Sub(g.opts.Now()) <= 0 {
-			return zero, err
+			return err
 		}
 	}
 }
@@ -362,7 +298,7 @@ func callerEnded(ctx context.Context, op string, last error) error {
 
 // backoff is the sleep before retry n (0-based): full jitter over
 // min(MaxBackoff, BaseBackoff*2^n), at least the capped Retry-After.
-func (g *Gateway) backoff(n int, retryAfter time.Duration) time.Duration {
+func (g *Caller) backoff(n int, retryAfter time.Duration) time.Duration {
 	ceil := g.opts.BaseBackoff
 	for i := 0; i < n && ceil < g.opts.MaxBackoff; i++ {
 		ceil *= 2
@@ -383,8 +319,8 @@ func (g *Gateway) backoff(n int, retryAfter time.Duration) time.Duration {
 }
 
 // attemptOnce makes one attempt through the breaker and records it.
-func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attempt int, timeout time.Duration, callerBinds bool,
-	call func(context.Context) (T, error), describe func(T) (string, int)) (res T, err error, how attemptResult) {
+func (g *Caller) attemptOnce(ctx, opCtx context.Context, op string, attempt int, timeout time.Duration, callerBinds bool,
+	fn func(context.Context) (Answer, error)) (err error, how attemptResult) {
 	rec := Call{
 		PaymentRef: PaymentRefFrom(ctx),
 		Gateway:    g.name,
@@ -401,7 +337,7 @@ func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attem
 		rec.Outcome = OutcomeBreakerOpen
 		rec.Error = scrubError(err)
 		g.opts.Recorder.Record(recCtx, rec)
-		return res, err, refused
+		return err, refused
 	}
 
 	// timeout 0: the attempt may use the rest of the budget, so it runs on
@@ -419,8 +355,8 @@ func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attem
 			done(errCountFailure)
 		}
 	}()
-	res, err = call(attemptCtx)
-	verdict, outcome, code, status := classify(ctx, attemptCtx, callerBinds, err, res, describe)
+	ans, err := fn(attemptCtx)
+	verdict, outcome, code, status := classify(ctx, attemptCtx, callerBinds, err, ans)
 	reported = true
 	done(verdict)
 
@@ -449,14 +385,13 @@ func attemptOnce[T any](g *Gateway, ctx, opCtx context.Context, op string, attem
 	}
 	rec.Error = scrubError(err)
 	g.opts.Recorder.Record(recCtx, rec)
-	return res, err, how
+	return err, how
 }
 
 // classify decides what an attempt means for the breaker and the record.
-func classify[T any](ctx, attemptCtx context.Context, callerBinds bool, err error, res T, describe func(T) (string, int)) (verdict error, outcome string, code, status int) {
+func classify(ctx, attemptCtx context.Context, callerBinds bool, err error, ans Answer) (verdict error, outcome string, code, status int) {
 	if err == nil {
-		outcome, code = describe(res)
-		return nil, outcome, code, 0
+		return nil, ans.Outcome, ans.Code, 0
 	}
 	var rej *gateway.RejectedError
 	if errors.As(err, &rej) {
