@@ -112,7 +112,7 @@ var _ gateway.Gateway = (*Client)(nil)
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
-	tid, err := checkTerminal(cfg.TerminalID)
+	tid, err := wire.TerminalID(cfg.TerminalID)
 	if err != nil {
 		return nil, fmt.Errorf("sep: terminal id: %w", err)
 	}
@@ -580,17 +580,3 @@ func validToken(s string) bool {
 }
 
 func quote(s string) string { return strconv.Quote(wire.Truncate(s, 40)) }
-
-// checkTerminal checks a terminal id: 1 to 18 digits.
-func checkTerminal(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 18 {
-		return "", errors.New("want the terminal's number, 1 to 18 digits")
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return "", errors.New("want the terminal's number, 1 to 18 digits")
-		}
-	}
-	return v, nil
-}
