@@ -83,43 +83,43 @@ func NewCaller(name string, opts Options) *Caller {
 }
 
 func newCaller(name string, o Options) *Caller {
-	g := &Caller{name: name, opts: o}
-	g.snap.Store(&stateSnap{state: gobreaker.StateClosed, since: o.Now()})
+	c := &Caller{name: name, opts: o}
+	c.snap.Store(&stateSnap{state: gobreaker.StateClosed, since: o.Now()})
 
 	minReq, ratio := o.Breaker.MinRequests, o.Breaker.FailureRatio
 	bucket := o.Breaker.Window / windowBuckets
 	if bucket <= 0 {
 		bucket = o.Breaker.Window
 	}
-	g.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:         g.name,
+	c.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         c.name,
 		MaxRequests:  o.Breaker.HalfOpenProbes,
 		Interval:     o.Breaker.Window,
 		BucketPeriod: bucket,
 		Timeout:      o.Breaker.OpenTimeout,
-		ReadyToTrip: func(c gobreaker.Counts) bool {
-			done := c.TotalSuccesses + c.TotalFailures // completed, not excluded
-			return done >= minReq && float64(c.TotalFailures)/float64(done) >= ratio
+		ReadyToTrip: func(n gobreaker.Counts) bool {
+			done := n.TotalSuccesses + n.TotalFailures // completed, not excluded
+			return done >= minReq && float64(n.TotalFailures)/float64(done) >= ratio
 		},
 		IsSuccessful: func(err error) bool { return err == nil },
 		IsExcluded:   func(err error) bool { return errors.Is(err, errCountExclude) },
-		// Runs with the breaker's mutex held: it must never call g.cb
+		// Runs with the breaker's mutex held: it must never call c.cb
 		// (sony/gobreaker#37). It only publishes a snapshot and logs.
-		OnStateChange: g.onStateChange,
+		OnStateChange: c.onStateChange,
 	})
-	return g
+	return c
 }
 
 // Name is the service's name (the breaker's, Call.Gateway).
-func (g *Caller) Name() string { return g.name }
+func (c *Caller) Name() string { return c.name }
 
-func (g *Caller) onStateChange(name string, from, to gobreaker.State) {
-	now := g.opts.Now()
+func (c *Caller) onStateChange(name string, from, to gobreaker.State) {
+	now := c.opts.Now()
 	s := &stateSnap{state: to, since: now}
 	if to == gobreaker.StateOpen {
 		s.openedAt = now
 	}
-	g.snap.Store(s)
+	c.snap.Store(s)
 	level := slog.LevelInfo
 	switch to {
 	case gobreaker.StateOpen:
@@ -127,7 +127,7 @@ func (g *Caller) onStateChange(name string, from, to gobreaker.State) {
 	case gobreaker.StateHalfOpen:
 		level = slog.LevelWarn
 	}
-	g.opts.Logger.Log(context.Background(), level, "gateway circuit breaker state change",
+	c.opts.Logger.Log(context.Background(), level, "gateway circuit breaker state change",
 		slog.String("gateway", name), slog.String("from", from.String()), slog.String("to", to.String()))
 }
 
@@ -149,24 +149,24 @@ type BreakerState struct {
 
 // BreakerOpen reports whether calls are refused right now (open). The
 // payment worker postpones its checks then instead of spending them.
-func (g *Caller) BreakerOpen() bool {
-	return g.cb.State() == gobreaker.StateOpen
+func (c *Caller) BreakerOpen() bool {
+	return c.cb.State() == gobreaker.StateOpen
 }
 
 // BreakerState reports the breaker. Safe to call at any time, from any
 // goroutine. Reading it may move an expired open breaker to half-open.
-func (g *Caller) BreakerState() BreakerState {
-	g.cb.State() // applies lazy transitions (and rolls the window) first
-	c := g.cb.Counts()
-	s := g.snap.Load()
+func (c *Caller) BreakerState() BreakerState {
+	c.cb.State() // applies lazy transitions (and rolls the window) first
+	n := c.cb.Counts()
+	s := c.snap.Load()
 	return BreakerState{
-		Name:                g.name,
+		Name:                c.name,
 		State:               s.state.String(),
-		Requests:            c.Requests,
-		Successes:           c.TotalSuccesses,
-		Failures:            c.TotalFailures,
-		Exclusions:          c.TotalExclusions,
-		ConsecutiveFailures: c.ConsecutiveFailures,
+		Requests:            n.Requests,
+		Successes:           n.TotalSuccesses,
+		Failures:            n.TotalFailures,
+		Exclusions:          n.TotalExclusions,
+		ConsecutiveFailures: n.ConsecutiveFailures,
 		OpenedAt:            s.openedAt,
 		Since:               s.since,
 	}
@@ -193,21 +193,21 @@ const (
 // op's attempts whose outcome is unknown are retried after a back-off
 // with full jitter, all within one budget (Options.Budget, or the
 // caller's earlier deadline).
-func (g *Caller) Do(ctx context.Context, op Op, fn func(ctx context.Context) (Answer, error)) error {
+func (c *Caller) Do(ctx context.Context, op Op, fn func(ctx context.Context) (Answer, error)) error {
 	name := op.Name
 	if err := ctx.Err(); err != nil {
 		return &gateway.TransientError{Op: name, Err: err}
 	}
-	budget := g.opts.Budget
+	budget := c.opts.Budget
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl))
 	}
 	if budget <= 0 {
 		return &gateway.TransientError{Op: name, Err: context.DeadlineExceeded}
 	}
-	attemptTimeout := g.opts.AttemptTimeout
+	attemptTimeout := c.opts.AttemptTimeout
 	if op.Timeout > 0 {
-		attemptTimeout = min(op.Timeout, g.opts.Budget)
+		attemptTimeout = min(op.Timeout, c.opts.Budget)
 	}
 	// Whose deadline is it? A caller's deadline earlier than what we would
 	// give the operation on our own binds: when it passes, the caller gave
@@ -216,9 +216,9 @@ func (g *Caller) Do(ctx context.Context, op Op, fn func(ctx context.Context) (An
 	// setting it and this line) is our bound in effect: when it passes,
 	// the bank was too slow, and that counts. An unsafe operation's own
 	// bound is its one attempt's.
-	ownLimit := g.opts.Budget
+	ownLimit := c.opts.Budget
 	if !op.Safe {
-		ownLimit = min(attemptTimeout, g.opts.Budget)
+		ownLimit = min(attemptTimeout, c.opts.Budget)
 	}
 	callerBinds := false
 	if dl, ok := ctx.Deadline(); ok {
@@ -226,10 +226,10 @@ func (g *Caller) Do(ctx context.Context, op Op, fn func(ctx context.Context) (An
 	}
 	// The context deadline is relative (real timers); the budget arithmetic
 	// below uses the injected clock so tests can drive it.
-	deadline := g.opts.Now().Add(budget)
+	deadline := c.opts.Now().Add(budget)
 	var opCtx context.Context
 	var cancel context.CancelFunc
-	if _, ok := ctx.Deadline(); ok && budget < g.opts.Budget {
+	if _, ok := ctx.Deadline(); ok && budget < c.opts.Budget {
 		// The caller's deadline binds: inherit it (no timer of our own), so
 		// that when it passes it is the caller's context that ended.
 		opCtx, cancel = context.WithCancel(ctx)
@@ -240,15 +240,15 @@ func (g *Caller) Do(ctx context.Context, op Op, fn func(ctx context.Context) (An
 
 	maxAttempts := 1
 	if op.Safe {
-		maxAttempts = g.opts.MaxAttempts
+		maxAttempts = c.opts.MaxAttempts
 	}
 	minWindow := attemptTimeout / 10
 	for attempt := 1; ; attempt++ {
 		timeout := attemptTimeout
-		if deadline.Sub(g.opts.Now()) <= timeout {
+		if deadline.Sub(c.opts.Now()) <= timeout {
 			timeout = 0 // the budget's end comes first
 		}
-		err, how := g.attemptOnce(ctx, opCtx, name, attempt, timeout, callerBinds, fn)
+		err, how := c.attemptOnce(ctx, opCtx, name, attempt, timeout, callerBinds, fn)
 		if how == definite || how == refused || how == final {
 			return err
 		}
@@ -261,20 +261,20 @@ func (g *Caller) Do(ctx context.Context, op Op, fn func(ctx context.Context) (An
 		}
 		var te *gateway.TransientError
 		errors.As(err, &te)
-		sleep := g.backoff(attempt-1, te.RetryAfter)
-		if g.opts.Now().Add(sleep + minWindow).After(deadline) {
-			g.opts.Logger.Warn("gateway retry skipped: budget exhausted",
-				slog.String("gateway", g.name), slog.String("op", name), slog.Int("attempt", attempt),
+		sleep := c.backoff(attempt-1, te.RetryAfter)
+		if c.opts.Now().Add(sleep + minWindow).After(deadline) {
+			c.opts.Logger.Warn("gateway retry skipped: budget exhausted",
+				slog.String("gateway", c.name), slog.String("op", name), slog.Int("attempt", attempt),
 				slog.Duration("backoff", sleep))
 			return err
 		}
-		if serr := g.opts.Sleep(opCtx, sleep); serr != nil {
+		if serr := c.opts.Sleep(opCtx, sleep); serr != nil {
 			if ctx.Err() != nil {
 				return callerEnded(ctx, name, err)
 			}
 			return err
 		}
-		if deadline.Sub(g.opts.Now()) <= 0 {
+		if deadline.Sub(c.opts.Now()) <= 0 {
 			return err
 		}
 	}
@@ -298,13 +298,13 @@ func callerEnded(ctx context.Context, op string, last error) error {
 
 // backoff is the sleep before retry n (0-based): full jitter over
 // min(MaxBackoff, BaseBackoff*2^n), at least the capped Retry-After.
-func (g *Caller) backoff(n int, retryAfter time.Duration) time.Duration {
-	ceil := g.opts.BaseBackoff
-	for i := 0; i < n && ceil < g.opts.MaxBackoff; i++ {
+func (c *Caller) backoff(n int, retryAfter time.Duration) time.Duration {
+	ceil := c.opts.BaseBackoff
+	for i := 0; i < n && ceil < c.opts.MaxBackoff; i++ {
 		ceil *= 2
 	}
-	ceil = min(ceil, g.opts.MaxBackoff)
-	r := g.opts.Rand()
+	ceil = min(ceil, c.opts.MaxBackoff)
+	r := c.opts.Rand()
 	if !(r >= 0) { // also catches NaN
 		r = 0
 	}
@@ -313,30 +313,30 @@ func (g *Caller) backoff(n int, retryAfter time.Duration) time.Duration {
 	}
 	sleep := time.Duration(r * float64(ceil))
 	if retryAfter > 0 {
-		sleep = max(sleep, min(retryAfter, g.opts.MaxRetryAfter))
+		sleep = max(sleep, min(retryAfter, c.opts.MaxRetryAfter))
 	}
 	return sleep
 }
 
 // attemptOnce makes one attempt through the breaker and records it.
-func (g *Caller) attemptOnce(ctx, opCtx context.Context, op string, attempt int, timeout time.Duration, callerBinds bool,
+func (c *Caller) attemptOnce(ctx, opCtx context.Context, op string, attempt int, timeout time.Duration, callerBinds bool,
 	fn func(context.Context) (Answer, error)) (err error, how attemptResult) {
 	rec := Call{
 		PaymentRef: PaymentRefFrom(ctx),
-		Gateway:    g.name,
+		Gateway:    c.name,
 		Operation:  op,
 		Attempt:    attempt,
-		StartedAt:  g.opts.Now(),
+		StartedAt:  c.opts.Now(),
 	}
 	recCtx := context.WithoutCancel(ctx)
 
-	done, berr := g.cb.Allow()
+	done, berr := c.cb.Allow()
 	if berr != nil {
 		err = &gateway.TransientError{Op: op, Err: fmt.Errorf("%w: circuit breaker %s (%s): %w",
-			gateway.ErrUnavailable, g.name, breakerWord(berr), berr)}
+			gateway.ErrUnavailable, c.name, breakerWord(berr), berr)}
 		rec.Outcome = OutcomeBreakerOpen
 		rec.Error = scrubError(err)
-		g.opts.Recorder.Record(recCtx, rec)
+		c.opts.Recorder.Record(recCtx, rec)
 		return err, refused
 	}
 
@@ -360,7 +360,7 @@ func (g *Caller) attemptOnce(ctx, opCtx context.Context, op string, attempt int,
 	reported = true
 	done(verdict)
 
-	rec.Duration = g.opts.Now().Sub(rec.StartedAt)
+	rec.Duration = c.opts.Now().Sub(rec.StartedAt)
 	rec.Outcome, rec.GatewayCode, rec.HTTPStatus = outcome, code, status
 	switch {
 	case err == nil || gateway.IsRejected(err):
@@ -378,13 +378,13 @@ func (g *Caller) attemptOnce(ctx, opCtx context.Context, op string, attempt int,
 			err = &gateway.TransientError{Op: op, Err: err}
 			how = unknown
 		default:
-			// An untyped error breaks the driver contract (e.g. a local
+			// An untyped error breaks the driver contract (e.c. a local
 			// encoding failure): outcome unknown, but retrying won't help.
 			how = final
 		}
 	}
 	rec.Error = scrubError(err)
-	g.opts.Recorder.Record(recCtx, rec)
+	c.opts.Recorder.Record(recCtx, rec)
 	return err, how
 }
 

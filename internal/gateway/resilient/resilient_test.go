@@ -448,9 +448,9 @@ func TestFullJitterBounds(t *testing.T) {
 		for _, r := range []float64{0, 0.25, 0.5, 0.999, 1, 7, -1} {
 			o := o
 			o.Rand = func() float64 { return r }
-			g := &Caller{opts: o}
+			cl := &Caller{opts: o}
 			for n, c := range ceil {
-				got := g.backoff(n, 0)
+				got := cl.backoff(n, 0)
 				want := time.Duration(min(max(r, 0), 1) * float64(c))
 				if got != want {
 					t.Fatalf("rand %v, retry %d: sleep %v, want %v", r, n, got, want)
@@ -462,11 +462,11 @@ func TestFullJitterBounds(t *testing.T) {
 		src := rand.New(rand.NewPCG(1, 2))
 		o := o
 		o.Rand = src.Float64
-		g := &Caller{opts: o}
+		c := &Caller{opts: o}
 		seen := map[bool]int{}
 		for i := 0; i < 5000; i++ {
 			n := i % len(ceil)
-			got := g.backoff(n, 0)
+			got := c.backoff(n, 0)
 			if got < 0 || got > ceil[n] {
 				t.Fatalf("retry %d: sleep %v outside [0, %v]", n, got, ceil[n])
 			}
@@ -479,8 +479,8 @@ func TestFullJitterBounds(t *testing.T) {
 	t.Run("huge retry number does not overflow", func(t *testing.T) {
 		o := o
 		o.Rand = func() float64 { return 1 }
-		g := &Caller{opts: o}
-		if got := g.backoff(200, 0); got != time.Second {
+		c := &Caller{opts: o}
+		if got := c.backoff(200, 0); got != time.Second {
 			t.Fatalf("sleep = %v, want 1s", got)
 		}
 	})
