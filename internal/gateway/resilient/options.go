@@ -19,10 +19,10 @@ type Options struct {
 	// (required). The caller's deadline wins when it is earlier.
 	Budget time.Duration
 	// RequestTimeout bounds a Gateway's request call, which is one
-	// attempt, never retried, in place of AttemptTimeout (required by New,
-	// unused by NewCaller; cut to Budget): a
-	// bank that takes 4 s to hand out an authority must not fail every
-	// top-up at the 3 s meant for one of several verify attempts.
+	// attempt, never retried, in place of AttemptTimeout (required by
+	// New, unused by NewCaller; cut to Budget): a bank that takes 4 s to
+	// hand out an authority must not fail every top-up at the 3 s meant
+	// for one of several verify attempts.
 	RequestTimeout time.Duration
 	// MaxAttempts bounds the attempts of a safe operation (default 3). An
 	// unsafe one (a Gateway's request) is never retried whatever this says.
