@@ -422,7 +422,8 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	} else {
 		cand = ""
 	}
-	settler, needsSettle := settlerOf(gw)
+	settler := gw.Ops().Settle // nil: verify alone makes the money ours
+	needsSettle := settler != nil
 	if p.Status == StatusSettling && needsSettle && Verified(p) {
 		// Verified before, its facts and its verify on record: only the
 		// settle is asked (the bank answers 45 when it was settled).
@@ -600,7 +601,7 @@ func (s *Service) keepBankReceipt(ctx context.Context, p Payment, receipt string
 // settle is still asked: a settled payment is credited, lease or not. A
 // reference another payment holds sends it to review, never settled.
 func (s *Service) beginSettling(ctx context.Context, p Payment, tok string, actor Actor, d Decision,
-	settler gateway.Settler, vin gateway.VerifyInput, held *heldCalls) (Payment, error) {
+	settler gateway.SettleFunc, vin gateway.VerifyInput, held *heldCalls) (Payment, error) {
 	sp := p
 	sp.RefID, sp.VerifiedAmountRials, sp.CardPANMasked = &d.RefID, &d.CreditedRials, d.CardPANMasked
 	lost := false
@@ -648,9 +649,9 @@ func (s *Service) beginSettling(ctx context.Context, p Payment, tok string, acto
 // the row) is no longer the caller's, and only a credit is written. The
 // settle's attempts are held with the check's (written with a credit).
 func (s *Service) settleAndApply(ctx context.Context, p Payment, tok string, actor Actor,
-	settler gateway.Settler, vin gateway.VerifyInput, held *heldCalls, lost bool) (Payment, error) {
+	settler gateway.SettleFunc, vin gateway.VerifyInput, held *heldCalls, lost bool) (Payment, error) {
 	log := s.log.With("payment", p.PublicID, "actor", actor)
-	sr, serr := settler.Settle(ctx, vin)
+	sr, serr := settler(ctx, vin)
 	d := Decide(Input{Step: StepSettle, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), LeaseLost: lost,
 		NeedsSettle: true, Settle: sr, SettleErr: serr})
 	ctx = context.WithoutCancel(ctx)
@@ -665,20 +666,6 @@ func (s *Service) settleAndApply(ctx context.Context, p Payment, tok string, act
 	}
 	s.writeHeld(ctx, held)
 	return s.apply(ctx, p, tok, actor, d)
-}
-
-// settlerOf reports whether gw settles verified payments (Mellat) and
-// returns its Settler. A wrapper (the resilient caller) says whether the
-// gateway it wraps does (NeedsSettle).
-func settlerOf(gw gateway.Gateway) (gateway.Settler, bool) {
-	st, ok := gw.(gateway.Settler)
-	if !ok {
-		return nil, false
-	}
-	if n, ok := gw.(interface{ NeedsSettle() bool }); ok && !n.NeedsSettle() {
-		return nil, false
-	}
-	return st, true
 }
 
 // rules are the decision core's time rules of this service.

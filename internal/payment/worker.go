@@ -79,11 +79,6 @@ func (c *WorkerConfig) defaults() {
 	}
 }
 
-// BreakerReporter is implemented by a gateway that knows the bank is down
-// (an open circuit breaker): the worker then postpones its checks of that
-// gateway's payments instead of spending them.
-type BreakerReporter = gateway.Health
-
 // Worker resolves payments whose callback never came or whose outcome was
 // unknown. One runs in each instance; several are safe together: a payment
 // is claimed by moving its next_check_at forward in the claiming

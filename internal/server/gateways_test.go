@@ -23,7 +23,8 @@ type downGateway struct {
 	calls int
 }
 
-func (g *downGateway) Name() string { return g.name }
+func (g *downGateway) Name() string     { return g.name }
+func (g *downGateway) Ops() gateway.Ops { return gateway.Ops{} }
 func (g *downGateway) Request(context.Context, gateway.RequestInput) (gateway.RequestResult, error) {
 	g.calls++
 	return gateway.RequestResult{}, errors.New("connection refused")
