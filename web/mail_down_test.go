@@ -10,7 +10,6 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/routes"
-	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -53,8 +52,7 @@ func TestAHangingMailServerBlocksNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		addr, stop := blackhole(t)
 		app := apptest.Start(t, db, apptest.Options{
-			Env:        map[string]string{"SMTP_URL": "smtp://" + addr},
-			Server:     server.Options{MailInterval: 20 * time.Millisecond},
+			Env:        map[string]string{"SMTP_URL": "smtp://" + addr, "MAIL_INTERVAL": "20ms"},
 			Background: true,
 		})
 		// Registered after the app's: runs before its shutdown, which then

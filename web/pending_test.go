@@ -11,7 +11,6 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
@@ -46,8 +45,9 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 		const recheck = 20 * time.Second
 		clk := paymenttest.NewClock()
 		app := apptest.Start(t, db, apptest.Options{
-			Env:    map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL},
-			Server: server.Options{Gateway: gw, Now: clk.Now, Payment: payment.Config{RecheckDelay: recheck}},
+			Env: map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL,
+				"PENDING_RECHECK_AFTER": recheck.String()},
+			Server: server.Options{Gateway: gw, Now: clk.Now},
 		})
 		c := app.NewClient(t)
 		c.SignUp("pending@example.com")

@@ -238,8 +238,8 @@ func TestPOSTGatewayAlreadyVerified(t *testing.T) {
 				if vr, err := g.Verify(t.Context(), in); err != nil || vr.Outcome != gateway.VerifyPaid {
 					t.Fatalf("verify beforehand: %+v %v", vr, err)
 				}
-				if st, ok := g.(gateway.Settler); ok {
-					if sr, err := st.Settle(t.Context(), in); err != nil || sr.Outcome != gateway.SettleDone {
+				if settle := g.Ops().Settle; settle != nil {
+					if sr, err := settle(t.Context(), in); err != nil || sr.Outcome != gateway.SettleDone {
 						t.Fatalf("settle beforehand: %+v %v", sr, err)
 					}
 				}

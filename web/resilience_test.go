@@ -496,7 +496,8 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 			// The payer comes back at once; the worker only acts on the
 			// unknown outcome.
 			"WORKER_ABANDONED_AFTER": "1m",
-		}, apptest.Options{Background: true, Server: server.Options{Payment: payment.Config{RecheckDelay: 300 * time.Millisecond}}})
+			"PENDING_RECHECK_AFTER":  "300ms",
+		}, apptest.Options{Background: true})
 		c := app.NewClient(t)
 		c.SignUp("hung@example.com")
 		authority, publicID := rsTopUp(t, db, c, bankURL, "10000")
@@ -624,7 +625,7 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank, bankURL := rsBank(t)
 		const recheck = 300 * time.Millisecond
-		app := rsApp(t, db, bankURL, nil, apptest.Options{Server: server.Options{Payment: payment.Config{RecheckDelay: recheck}}})
+		app := rsApp(t, db, bankURL, map[string]string{"PENDING_RECHECK_AFTER": recheck.String()}, apptest.Options{})
 		c := app.NewClient(t)
 		c.SignUp("slowverify@example.com")
 		authority, publicID := rsTopUp(t, db, c, bankURL, "40000")
@@ -732,8 +733,8 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank, bankURL := rsBank(t)
 		const recheck = time.Second
-		app := rsApp(t, db, bankURL, map[string]string{"BREAKER_MIN_REQUESTS": "1000"},
-			apptest.Options{Server: server.Options{Payment: payment.Config{RecheckDelay: recheck}}})
+		app := rsApp(t, db, bankURL, map[string]string{"BREAKER_MIN_REQUESTS": "1000", "PENDING_RECHECK_AFTER": recheck.String()},
+			apptest.Options{})
 		fastWorker := app.Server.WorkerConfig // the app's tuning, then faster
 		fastWorker.Interval, fastWorker.AbandonedAfter = 5*time.Millisecond, time.Millisecond
 		fastWorker.BaseBackoff, fastWorker.MaxBackoff = 20*time.Millisecond, 100*time.Millisecond
@@ -834,8 +835,8 @@ func TestResilienceDeadlines(t *testing.T) {
 			// A check that times out on a loaded machine is asked again
 			// soon (not after the default 20s) and the worker's verify
 			// gets relaxed budgets: the bank's "cancelled" is what fails it.
-			app := rsApp(t, db, bankURL, rsRelaxed(map[string]string{"WORKER_ABANDONED_AFTER": "200ms"}),
-				apptest.Options{Background: true, Server: server.Options{Payment: payment.Config{RecheckDelay: 300 * time.Millisecond}}})
+			app := rsApp(t, db, bankURL, rsRelaxed(map[string]string{"WORKER_ABANDONED_AFTER": "200ms", "PENDING_RECHECK_AFTER": "300ms"}),
+				apptest.Options{Background: true})
 			c := app.NewClient(t)
 			c.SignUp("cancel@example.com")
 			authority, publicID := rsTopUp(t, db, c, bankURL, "10000")

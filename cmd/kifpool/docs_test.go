@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,18 +15,22 @@ import (
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)|src="([^"]+)"`)
 
 // The documents a clone ships stand alone: every link is relative and
-// leads to a file of the repository (nothing links outside it), and
+// leads to a file of the repository (nothing links outside it) and, when
+// it names a heading (#anchor) of a Markdown file, to a heading there;
 // README stays short and says what it promises.
 func TestDocsLinksStayInTheRepository(t *testing.T) {
 	root := filepath.Join("..", "..")
 	files := []string{"README.md", "ARCHITECTURE.md", "SECURITY.md"}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil || len(docs) == 0 {
-		t.Fatalf("no docs/*.md: %v", err)
-	}
-	for _, d := range docs {
-		rel, _ := filepath.Rel(root, d)
-		files = append(files, rel)
+	// docs/ and its folders (docs/design holds the design's references).
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil || len(files) == 3 {
+		t.Fatalf("no docs/**/*.md: %v", err)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(root, f)) // #nosec G304 -- files of the repository
@@ -39,20 +45,60 @@ func TestDocsLinksStayInTheRepository(t *testing.T) {
 		}
 		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
 			target := m[1] + m[2]
-			if strings.HasPrefix(target, "#") {
-				continue
-			}
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.HasPrefix(target, "/") {
 				t.Errorf("%s links outside the repository: %s", f, target)
 				continue
 			}
-			path := strings.SplitN(target, "#", 2)[0]
-			if _, err := os.Stat(filepath.Join(root, filepath.Dir(f), filepath.FromSlash(path))); err != nil {
+			path, anchor, _ := strings.Cut(target, "#")
+			file := filepath.Join(root, f)
+			if path != "" {
+				file = filepath.Join(root, filepath.Dir(f), filepath.FromSlash(path))
+			}
+			if _, err := os.Stat(file); err != nil {
 				t.Errorf("%s links to %s, which is not in the repository", f, target)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(file, ".md") && !headingAnchors(t, file)[anchor] {
+				t.Errorf("%s links to %s, which has no such heading", f, target)
 			}
 		}
 	}
 }
+
+// headingAnchors are the anchors GitHub gives a Markdown file's headings:
+// lower case, punctuation dropped, spaces as hyphens, a repeat numbered.
+func headingAnchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(file) // #nosec G304 -- files of the repository
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	seen := map[string]int{}
+	code := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			code = !code
+		}
+		h := headingLine.FindStringSubmatch(line)
+		if code || h == nil {
+			continue
+		}
+		slug := strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(h[1])), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			out[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}
+
+var (
+	headingLine = regexp.MustCompile(`^#{1,6} (.*)$`)
+	slugDrop    = regexp.MustCompile(`[^\p{L}\p{N}_ -]`)
+)
 
 func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))

@@ -116,6 +116,8 @@ type Config struct {
 	SMTPURL string
 	// MailFrom is the sender of every mail ("Name <address>").
 	MailFrom string
+	// MailInterval is how often queued mail is looked at.
+	MailInterval time.Duration
 	// Operator is who runs the instance and how payers reach support
 	// (footer, failure and error pages, mails).
 	Operator Operator

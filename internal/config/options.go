@@ -477,6 +477,9 @@ func ownOptions() []Option {
 					return nil
 				},
 				show: func(c Config) string { return c.MailFrom }}},
+		{Name: "MAIL_INTERVAL", Group: groupServer, Default: "10s",
+			Doc: "how often each `serve` queues receipts and notices and sends the mail that is due (a password reset link wakes it at once)",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.MailInterval })},
 		{Name: "OPERATOR_NAME", Group: groupOperator,
 			DefaultDoc: "unset: the footer and mails name no company",
 			Doc:        "the company that runs this instance, named in every page's footer and at the end of every mail",

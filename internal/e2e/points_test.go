@@ -103,13 +103,13 @@ var pointScenarios = []pointScenario{
 	// Killed inside the credit's database transaction, before and after
 	// its ledger rows: nothing of it commits (no posting, no balance, the
 	// payment still open); the worker asks the bank again ("already
-	// verified", Mellat: settle again) and credits it once.
-	// (Not SEP: once in three runs a SEP payment killed here was left with
-	// no receipt and stayed pending_verification; SEP forgets the receipt
-	// once verified. Under investigation, see the closing note of the
-	// ledger's round.)
-	{"inside the ledger, before its postings", testhook.InsideLedgerBeforePostings, []string{"zarinpal", "mellat"}, false, true, ""},
-	{"inside the ledger, after its postings", testhook.InsideLedgerAfterPostings, []string{"zibal", "mellat"}, false, true, ""},
+	// verified", Mellat: settle again) and credits it once. At SEP the
+	// RefNum it verifies is on the row before that verify (the worker may
+	// check while the payer pays: a verify names only a RefNum the token's
+	// receipt named and the row kept), since SEP forgets the token's
+	// receipt once verified.
+	{"inside the ledger, before its postings", testhook.InsideLedgerBeforePostings, []string{"zarinpal", "mellat", "sep"}, false, true, ""},
+	{"inside the ledger, after its postings", testhook.InsideLedgerAfterPostings, []string{"zibal", "mellat", "sep"}, false, true, ""},
 }
 
 // pointRun is one scenario and its top-up.

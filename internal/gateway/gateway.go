@@ -1,6 +1,9 @@
 // Package gateway defines what the payment code needs from a bank gateway:
 // the operations of a Shaparak-style redirect flow and their typed outcomes.
 // Drivers (zarinpal, ...) implement Gateway; the resilient caller wraps one.
+// What only some gateways can do (settle, a sale's inquiry, the POST form,
+// reverse) is not a further interface to assert but Ops, one value of
+// nil-able operations each driver resolves once.
 package gateway
 
 import (
@@ -33,6 +36,9 @@ type Gateway interface {
 	Inquire(ctx context.Context, authority string) (InquiryResult, error)
 	// ListUnverified lists payments the bank holds as paid but not verified.
 	ListUnverified(ctx context.Context) ([]Unverified, error)
+	// Ops are its optional operations (see Ops), resolved once when it
+	// was built: the same value on every call.
+	Ops() Ops
 }
 
 // RequestInput is what a new transaction is asked for with.
@@ -270,23 +276,6 @@ func IsRejected(err error) bool {
 	return errors.As(err, &r)
 }
 
-// Settler is a gateway whose verified payments must also be settled before
-// the money is the merchant's (Mellat's bpSettleRequest). Settle is
-// idempotent at the bank (a second settle answers "already settled"), so
-// it is a safe operation.
-type Settler interface {
-	Settle(ctx context.Context, in VerifyInput) (SettleResult, error)
-}
-
-// SaleInquirer is a gateway whose inquiry is asked about a sale with the
-// callback's data rather than by the token alone (Mellat's
-// bpInquiryRequest needs the SaleReferenceId): VERIFIED (0, 43),
-// REVERSED (48), FAILED (no paid sale), or another code as "CODE_n".
-// Errors follow Gateway's contract. A safe operation.
-type SaleInquirer interface {
-	InquireSale(ctx context.Context, in VerifyInput) (InquiryResult, error)
-}
-
 // SettleOutcome classifies a definite settle answer.
 type SettleOutcome string
 
@@ -320,25 +309,4 @@ type FormField struct{ Name, Value string }
 type PayForm struct {
 	Action string
 	Fields []FormField
-}
-
-// FormPayer is a gateway whose payer is sent to the bank by an
-// auto-submitted POST form (SEP's Token, Mellat's RefId).
-type FormPayer interface {
-	PayForm(authority string) PayForm
-}
-
-// FormOf is the POST form that sends the payer to the bank, for a gateway
-// (or a wrapper of one, such as the resilient caller) whose payer is sent
-// by POST; ok is false for a gateway that redirects with GET (PayURL).
-func FormOf(g Gateway, authority string) (PayForm, bool) {
-	switch f := g.(type) {
-	case interface {
-		PayForm(string) (PayForm, bool)
-	}:
-		return f.PayForm(authority)
-	case FormPayer:
-		return f.PayForm(authority), true
-	}
-	return PayForm{}, false
 }

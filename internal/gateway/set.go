@@ -40,19 +40,6 @@ func (s Set) Names() []string {
 	return out
 }
 
-// Health is implemented by a gateway that knows the bank is down (its
-// circuit breaker is open): the top-up offers another one, the worker
-// postpones its checks.
-type Health interface {
-	BreakerOpen() bool
-}
-
-// Down reports whether g is known to be down (an open breaker).
-func Down(g Gateway) bool {
-	h, ok := g.(Health)
-	return ok && h.BreakerOpen()
-}
-
 // absent is a gateway this instance does not talk to.
 type absent string
 
@@ -62,7 +49,9 @@ func (a absent) err(op string) error {
 
 func (a absent) Name() string         { return string(a) }
 func (a absent) PayURL(string) string { return "" }
-func (a absent) BreakerOpen() bool    { return true }
+
+// Ops: none, and always down.
+func (a absent) Ops() Ops { return Ops{Down: func() bool { return true }} }
 func (a absent) Request(context.Context, RequestInput) (RequestResult, error) {
 	return RequestResult{}, a.err("request")
 }

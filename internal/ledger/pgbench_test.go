@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"reflect"
@@ -33,13 +34,15 @@ type sqlCapture struct {
 type capturedStmt struct {
 	sql  string
 	vars []any
+	inTx bool // run inside an explicit transaction (BEGIN … COMMIT)
 }
 
 func (c *sqlCapture) record(tx *gorm.DB) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.on {
-		c.stmts = append(c.stmts, capturedStmt{sql: tx.Statement.SQL.String(), vars: append([]any(nil), tx.Statement.Vars...)})
+		_, inTx := tx.Statement.ConnPool.(*sql.Tx)
+		c.stmts = append(c.stmts, capturedStmt{sql: tx.Statement.SQL.String(), vars: append([]any(nil), tx.Statement.Vars...), inTx: inTx})
 	}
 }
 
@@ -176,7 +179,8 @@ func valueKey(v any) string {
 // The pgbench script of `make bench` is the SQL of one transfer as the
 // store runs it on PostgreSQL: each statement of ledger.Write's transfer,
 // whitespace aside, with the script's variable where the store has a
-// parameter of that value, in the same order, in one transaction.
+// parameter of that value, in the same order, with the same transaction
+// boundaries.
 func TestPgbenchScriptIsTheStoresSQL(t *testing.T) {
 	db := storetest.New(t, store.Postgres)
 	ctx := context.Background()
@@ -239,8 +243,19 @@ func TestPgbenchScriptIsTheStoresSQL(t *testing.T) {
 	}
 
 	want, begin, commit := readScript(t, pgbenchScript)
-	if !begin || !commit {
-		t.Errorf("%s: its statements are not between BEGIN and COMMIT (the store runs them in one transaction)", pgbenchScript)
+	if begin != commit {
+		t.Errorf("%s: BEGIN %v but COMMIT %v", pgbenchScript, begin, commit)
+	}
+	// The transaction's boundaries: the script's BEGIN … COMMIT when the
+	// store runs its statements in an explicit transaction; none when the
+	// store sends one statement on its own (its own transaction).
+	for i, st := range got {
+		if st.inTx != begin {
+			t.Errorf("statement %d: the store runs it in an explicit transaction: %v; %s has BEGIN … COMMIT: %v", i+1, st.inTx, pgbenchScript, begin)
+		}
+	}
+	if !begin && len(got) != 1 {
+		t.Errorf("the store runs %d statements outside a transaction: only one statement is atomic on its own", len(got))
 	}
 	if len(got) != len(want) {
 		var b strings.Builder

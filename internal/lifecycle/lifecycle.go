@@ -15,7 +15,9 @@
 //   - Round: one worker round: claim due items (the claim pushes their next
 //     check forward in one transaction, SKIP LOCKED on PostgreSQL), resolve
 //     them with bounded concurrency, give back what shutdown left unstarted.
-//   - Every: a background loop at an interval, until its context ends.
+//   - Loop and Every: a background loop at an interval (and on a wake-up),
+//     until its context ends. Every background loop of an instance runs on
+//     it, so that a test drives any of them with fake ticks.
 //
 // The decisions stay pure functions of each lifecycle (payment.Decide);
 // its store keeps the SQL. A new lifecycle is a status type, an edge table,
@@ -177,19 +179,4 @@ func Round(ctx context.Context, w Worker, concurrency int, inFlight time.Duratio
 	}
 	wg.Wait()
 	return rr, nil
-}
-
-// Every runs fn at once and then every d, until ctx ends; a run in
-// progress finishes first.
-func Every(ctx context.Context, d time.Duration, fn func(context.Context)) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		fn(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -160,15 +160,3 @@ func TestRoundGivesBackOnShutdown(t *testing.T) {
 		t.Fatalf("resolved %v, given back %v", w.resolved, w.unclaimed)
 	}
 }
-
-func TestEveryStopsWithItsContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	n := 0
-	lifecycle.Every(ctx, time.Hour, func(context.Context) {
-		n++
-		cancel() // the first run at once; then the loop sees the end
-	})
-	if n != 1 {
-		t.Fatalf("%d runs, want 1", n)
-	}
-}

@@ -109,24 +109,15 @@ func (o *Outbox) Kick() {
 	}
 }
 
-// Run delivers due mail every interval (and when kicked) until ctx ends;
-// before, when set, runs first each time (queueing what is due).
-func (o *Outbox) Run(ctx context.Context, every time.Duration, before func(context.Context)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if before != nil {
-			before(ctx)
-		}
-		if _, err := o.DeliverDue(ctx); err != nil && ctx.Err() == nil {
-			o.log.Error("deliver mail", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-o.kick:
-		}
+// Kicks receives Kick's requests: the wake-up of the loop that runs Tick
+// (internal/server runs it on lifecycle.Loop).
+func (o *Outbox) Kicks() <-chan struct{} { return o.kick }
+
+// Tick delivers the mail due now, logging a failure: one beat of the
+// background loop.
+func (o *Outbox) Tick(ctx context.Context) {
+	if _, err := o.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+		o.log.Error("deliver mail", "err", err)
 	}
 }
 

@@ -28,6 +28,12 @@ import (
 // capability record.
 func newBankEnv(t *testing.T, db *store.DB, name string) (*env, *sandbank.Bank) {
 	t.Helper()
+	return newBankEnvWrapped(t, db, name, nil)
+}
+
+// newBankEnvWrapped is newBankEnv whose driver is wrapped (nil: not).
+func newBankEnvWrapped(t *testing.T, db *store.DB, name string, wrap func(gateway.Gateway) gateway.Gateway) (*env, *sandbank.Bank) {
+	t.Helper()
 	e := newEnv(t, db)
 	bank := sandbank.New(sandbank.Options{Clock: e.clock.Now})
 	srv := httptest.NewServer(bank.Handler())
@@ -39,6 +45,9 @@ func newBankEnv(t *testing.T, db *store.DB, name string) (*env, *sandbank.Bank) 
 	g, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: srv.Client(), Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		g = wrap(g)
 	}
 	cfg := paymenttest.Config()
 	cfg.Gateways = map[string]payment.GatewayRules{name: payment.RulesOf(d.Capabilities)}

@@ -142,3 +142,48 @@ func (g garbledGateway) Verify(ctx context.Context, in gateway.VerifyInput) (gat
 	}
 	return g.Gateway.Verify(ctx, in)
 }
+
+// TestCallerDoWritesCallLogRows: a service that is no payment gateway (a
+// payout provider) running its calls through its own resilient.Caller
+// writes each attempt as a gateway_calls row, tied to the payment its
+// context names, as the gateways' attempts are.
+func TestCallerDoWritesCallLogRows(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(20_000)
+		c := resilient.NewCaller("payoutbank", resilient.Options{
+			AttemptTimeout: time.Second, Budget: 5 * time.Second, MaxAttempts: 3,
+			BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+			Sleep:    func(context.Context, time.Duration) error { return nil },
+			Breaker:  resilient.BreakerOptions{MinRequests: 1000, FailureRatio: 0.99, Window: time.Minute, OpenTimeout: time.Minute},
+			Recorder: payment.NewCallRecorder(sqlstore.New(db), nil), Now: e.clock.Now,
+		})
+		n := 0
+		err := c.Do(resilient.WithPaymentRef(ctx, p.PublicID), resilient.Op{Name: "payout", Safe: true},
+			func(context.Context) (resilient.Answer, error) {
+				if n++; n == 1 {
+					return resilient.Answer{}, &gateway.TransientError{Op: "payout", HTTPStatus: 502, Err: errors.New("bad gateway")}
+				}
+				return resilient.Answer{Outcome: "paid_out", Code: 7}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, err := paymenttest.Calls(ctx, e.db, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []payment.GatewayCall
+		for _, row := range calls {
+			if row.Gateway == "payoutbank" {
+				rows = append(rows, row)
+			}
+		}
+		if len(rows) != 2 || rows[0].Operation != "payout" || rows[0].Attempt != 1 || rows[0].Outcome != resilient.OutcomeTransient ||
+			rows[0].HTTPStatus != 502 || !strings.Contains(rows[0].Error, "bad gateway") ||
+			rows[1].Attempt != 2 || rows[1].Outcome != "paid_out" || rows[1].GatewayCode != 7 || rows[1].Error != "" {
+			t.Fatalf("gateway_calls rows %+v", rows)
+		}
+	})
+}

@@ -46,6 +46,17 @@ const (
 	// already belongs to another payment (unique(gateway, ref_id) refused
 	// the credit); Payment is the row as it stands after that refusal.
 	StepRefReused Step = "ref_reused"
+	// StepTokenReceipt: at a gateway whose record of our token names the
+	// receipt its verify takes (SEP's receipt of the token names the
+	// RefNum; GatewayRules.ReceiptLife), that record was asked first,
+	// before any verify (Token, TokenErr). The decision says whether to
+	// verify (ActionVerify), with the receipt to keep on the row first
+	// (KeepReceipt), or what the answer means on its own.
+	StepTokenReceipt Step = "token_receipt"
+	// StepCallback: the payer came back from the bank (Callback): what
+	// its token and receipt may do, and whether the bank is asked now
+	// (decide_callback.go).
+	StepCallback Step = "callback"
 	// StepSettle: the bank was asked to settle a payment it verified
 	// (Mellat); Payment carries the verified facts (Verified), as its
 	// settling row or as the verify just gave them.
@@ -68,6 +79,10 @@ const (
 	ActionMove Action = "move"
 	// ActionCredit: take the edge to credited and credit the wallet.
 	ActionCredit Action = "credit"
+	// ActionVerify: ask the bank's verify now (StepTokenReceipt), after
+	// keeping the decision's KeepReceipt on the row when it names one; a
+	// verify names only a receipt the row holds.
+	ActionVerify Action = "verify"
 	// ActionSettle: the bank verified the payment and its gateway settles
 	// (Mellat): move it to settling (To, with the verified facts and the
 	// verify's record) unless it is settling already, ask the bank to
@@ -134,12 +149,28 @@ type Input struct {
 	Inquired   bool
 	Inquiry    gateway.InquiryResult
 	InquiryErr error
+	// CandidateReceipt: the verify was asked with a receipt another
+	// payment holds on a callback's word (at a gateway whose verify binds
+	// it to our order: Mellat's sale order); a verify that confirms the
+	// payment confirms that receipt for it (Decision.TakeReceipt).
+	CandidateReceipt string
 	// NeedsSettle: the payment's gateway settles verified payments
 	// (Mellat): the money is ours only once settled.
 	NeedsSettle bool
 	// StepSettle: the settle's answer.
 	Settle    gateway.SettleResult
 	SettleErr error
+
+	// StepTokenReceipt: the bank's record of our token (SEP's receipt,
+	// asked as the inquiry) and, once its receipt was to be kept,
+	// whether keeping it failed (another payment holds it confirmed, or
+	// the write failed): then no verify may name it.
+	Token           gateway.InquiryResult
+	TokenErr        error
+	TokenKeepFailed bool
+
+	// StepCallback: the callback as parsed, and what its receipt found.
+	Callback Callback
 
 	// StepReopen: ask the bank at once (else the worker asks when the
 	// pacing window ends).
@@ -180,6 +211,28 @@ type Decision struct {
 	// ClearReceipt: the bank found no sale for the kept callback receipt;
 	// the move drops it (Fields.ClearReceipt).
 	ClearReceipt bool
+	// TakeReceipt (ActionCredit, ActionSettle): the bank confirmed, for
+	// this payment, the receipt another payment held on a callback's
+	// word (Input.CandidateReceipt): this payment takes it before the
+	// credit or the settle (Store.TakeReceipt).
+	TakeReceipt string
+	// KeepReceipt (ActionVerify): the receipt the bank's record of our
+	// token names, to be kept on the row as the bank's (ReceiptFromBank)
+	// before the verify that names it; (ActionKeepReceipt) the callback's,
+	// kept as the callback's.
+	KeepReceipt string
+
+	// A callback's decision (StepCallback). Refusal: why it is refused
+	// (ActionRefuse). CandidateReceipt: a receipt another payment holds
+	// on a callback's word, asked about for this payment (kept only when
+	// the bank confirms it here). FirstReturn: try the first return's
+	// one-statement claim. Paced: the claim obeys the pacing window.
+	// CheckNow (ActionReopen): ask the bank under the reopen's lease.
+	Refusal          error
+	CandidateReceipt string
+	FirstReturn      bool
+	Paced            bool
+	CheckNow         bool
 }
 
 // Decide is the decision core: one pure function from what was read and
@@ -194,6 +247,11 @@ func Decide(in Input) Decision {
 			// Only a credit is taken without the lease; the row as another
 			// actor left it is the answer.
 			return Decision{Action: ActionNone}
+		}
+		if d.Action == ActionCredit || d.Action == ActionSettle {
+			// A receipt asked about on the payer's word is this payment's
+			// only once the bank verified the payment with it.
+			d.TakeReceipt = in.CandidateReceipt
 		}
 		return d
 	case StepReopen:
@@ -214,6 +272,10 @@ func Decide(in Input) Decision {
 		return decideCreditFailed(in)
 	case StepRefReused:
 		return decideRefReused(in)
+	case StepTokenReceipt:
+		return decideTokenReceipt(in)
+	case StepCallback:
+		return decideCallback(in)
 	case StepSettle:
 		d := decideSettle(in)
 		if in.LeaseLost && d.Action != ActionCredit {
@@ -405,6 +467,73 @@ func decideCheck(in Input) Decision {
 		return d
 	}
 	return stay(StatusNeedsReview, ReasonVerifyRejected, &code)
+}
+
+// decideTokenReceipt: what the bank's record of our token (SEP's receipt
+// of the token), asked before any verify, lets the check do. Its verify
+// names a receipt and no token, so it may name only a receipt the row
+// holds: one the bank's record names now, kept first as the bank's (a
+// crash after that verify leaves it on the row for the next check's
+// "already verified", the bank having forgotten the token's record), or,
+// once the bank no longer keeps that record, one it confirmed before. A
+// payer who pays between this answer and the verify is the next check's:
+// the verify must not learn a receipt the row does not hold. So:
+//   - paid, naming a receipt: keep it, then verify (ActionVerify,
+//     KeepReceipt); if it could not be kept, the outcome is unknown;
+//   - still at the bank: nothing changes, look again later;
+//   - cancelled, failed or reversed (final at the bank): verify, which
+//     says why (a cancel, an expired page);
+//   - forgotten (verified, reversed, or past its hour): a receipt the bank
+//     confirmed is verified on its own (only "already verified", "too
+//     late" or "reversed" count: gateway.VerifyResult.ReceiptAlone); a
+//     callback's alone is never verified: review, receipt_unconfirmed,
+//     and it is dropped; with none, nothing can be asked (unknown);
+//   - an error or a state we do not know: unknown.
+func decideTokenReceipt(in Input) Decision {
+	p := in.Payment
+	if in.LeaseLost || !p.Status.open() || p.Status == StatusSettling {
+		return Decision{Action: ActionNone}
+	}
+	next := in.Now.Add(in.Rules.RecheckDelay)
+	d := Decision{Checked: true, CountAttempt: !errors.Is(in.TokenErr, gateway.ErrUnavailable)}
+	move := func(to Status, reason Reason, code *int) Decision {
+		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, to, reason, code
+		if p.Status == to {
+			d.Action = ActionKeep
+		}
+		return d
+	}
+	unknown := func() Decision {
+		d.NextCheckAt = &next
+		return move(StatusPendingVerification, ReasonVerifyUnknown, nil)
+	}
+	if in.TokenErr != nil {
+		return unknown()
+	}
+	code := in.Token.Code
+	switch in.Token.Status {
+	case gateway.InquiryPaid:
+		if in.Token.Receipt == "" || in.TokenKeepFailed {
+			return unknown()
+		}
+		return Decision{Action: ActionVerify, KeepReceipt: in.Token.Receipt}
+	case gateway.InquiryInBank:
+		d.Action, d.To, d.NextCheckAt = ActionKeep, p.Status, &next
+		return d
+	case gateway.InquiryFailed, gateway.InquiryReversed:
+		return Decision{Action: ActionVerify}
+	case gateway.InquiryGone:
+		switch {
+		case p.Receipt == nil:
+			return unknown()
+		case !p.ReceiptConfirmed():
+			d = move(StatusNeedsReview, ReasonReceiptUnconfirmed, &code)
+			d.ClearReceipt = true
+			return d
+		}
+		return Decision{Action: ActionVerify}
+	}
+	return unknown()
 }
 
 // decideSettle: the bank's answer to the settle of a verified payment

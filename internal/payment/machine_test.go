@@ -51,14 +51,15 @@ func tableEdges() []string {
 	return out
 }
 
-// The diagrams in the package doc, in machine.go and in ARCHITECTURE.md
+// The diagrams in the package doc, in machine.go and in
+// docs/design/state-machine.md
 // draw exactly the edges of the transition table: they cannot drift.
 func TestDiagramsMatchTheTransitionTable(t *testing.T) {
 	want := tableEdges()
 	for _, d := range []struct{ path, start, end string }{
 		{"payment.go", "// Package payment", "package payment"},
 		{"machine.go", "// The state machine.", "// edge is one allowed"},
-		{"../../ARCHITECTURE.md", "<!-- state-machine -->", "<!-- /state-machine -->"},
+		{"../../docs/design/state-machine.md", "<!-- state-machine -->", "<!-- /state-machine -->"},
 	} {
 		got := diagramEdges(t, d.path, d.start, d.end)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {

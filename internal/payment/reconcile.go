@@ -599,13 +599,13 @@ func (s *Service) askByCallbackData(ctx context.Context, gw gateway.Gateway, p P
 	var ir gateway.InquiryResult
 	var err error
 	if ask == AskSale {
-		si, ok := saleInquirerOf(gw)
-		if !ok {
+		inquireSale := gw.Ops().InquireSale
+		if inquireSale == nil {
 			cancel()
 			it.Kind, it.Detail = KindNoCallback, "the driver has no inquiry of a sale"
 			return it, true
 		}
-		ir, err = si.InquireSale(ictx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
+		ir, err = inquireSale(ictx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
 			OrderID: p.PublicID, Receipt: p.ReceiptString()})
 	} else {
 		ir, err = gw.Inquire(ictx, p.AuthorityString())
@@ -641,18 +641,4 @@ func (s *Service) askByCallbackData(ctx context.Context, gw gateway.Gateway, p P
 		it.Kind, it.Detail = "open", string(ir.Status)+" at the bank; "+string(p.Status)+" here"
 	}
 	return it, true
-}
-
-// saleInquirerOf returns gw's inquiry of a sale (Mellat), if it has one.
-// A wrapper (the resilient caller) says whether the gateway it wraps does
-// (SaleInquiry).
-func saleInquirerOf(gw gateway.Gateway) (gateway.SaleInquirer, bool) {
-	si, ok := gw.(gateway.SaleInquirer)
-	if !ok {
-		return nil, false
-	}
-	if n, ok := gw.(interface{ SaleInquiry() bool }); ok && !n.SaleInquiry() {
-		return nil, false
-	}
-	return si, true
 }

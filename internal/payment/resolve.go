@@ -70,91 +70,102 @@ func (s *Service) ReturnCallback(ctx context.Context, publicID string, parse fun
 	return p, cb, err
 }
 
-// returnOf is Return for a payment as read.
+// returnOf is Return for a payment as read: parse (done), Decide
+// (StepCallback: the token, the receipt and its provenance, the pacing),
+// keep the callback's receipt when the decision says so, record the
+// return, claim, ask the bank (verifyAndApply: Decide on its answers, one
+// conditional write).
 func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt string, claimsPaid bool) (Payment, error) {
-	if p.Authority == nil || authority != *p.Authority {
-		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
-		return Payment{}, ErrAuthorityMismatch
-	}
-	newReceipt := receipt != "" && p.Receipt == nil
-	if NewReceiptTooSoon(p, receipt, s.clock(), s.cfg.RecheckDelay) {
-		// A new receipt the bank cannot be asked about now (asked moments
-		// ago) is refused, never kept unchecked: kept, a forged one would
-		// hold another payment's receipt against that payment's real
-		// callback until the worker asks. The very first callback is
-		// always checked at once.
-		s.log.WarnContext(ctx, "callback brings a new receipt within the pacing window: refused", "payment", p.PublicID)
-		return Payment{}, ErrReceiptTooSoon
-	}
-	if receipt != "" {
-		kept, err := s.keepReceipt(ctx, p, receipt)
-		switch {
-		case errors.Is(err, ErrReceiptHeldUnconfirmed):
+	in := Input{Step: StepCallback, Actor: ActorCallback, Payment: p, Now: s.clock(), Rules: s.rules(),
+		Callback: Callback{Authority: authority, Receipt: receipt}}
+	for {
+		d := Decide(in)
+		switch d.Action {
+		case ActionRefuse:
+			s.logRefusal(ctx, p, d.Refusal)
+			return Payment{}, d.Refusal
+		case ActionKeepReceipt:
+			kept, hold, err := s.keepReceipt(ctx, in.Payment, d.KeepReceipt)
+			if err != nil {
+				return Payment{}, err
+			}
+			in.Payment, in.Callback.Holder = kept, hold
+			in.Callback.KeptNow = hold == HoldNotAsked && kept.ReceiptString() == d.KeepReceipt
+			continue
+		case ActionNone:
+			if in.Payment.Status == StatusFailed && !CallbackMayReopen(in.Payment) {
+				s.log.WarnContext(ctx, "callback for a payment an admin closed: answered from the row", "payment", p.PublicID)
+			}
+			return in.Payment, nil
+		case ActionRecordReturn:
+			first, err := s.markReturned(ctx, in.Payment)
+			if err != nil {
+				return in.Payment, err
+			}
+			in.Callback.Recorded, in.Callback.First, in.Now = true, first, s.clock()
+			continue
+		}
+		if d.CandidateReceipt != "" {
 			// Another payment holds it on a callback's word only: the bank
 			// is asked with it for this payment, and if it confirms it
 			// here, this payment takes it (verifyAndApply).
-			ctx = withCandidateReceipt(ctx, receipt)
-		case err != nil:
-			return Payment{}, err
-		default:
-			p = kept
+			ctx = withCandidateReceipt(ctx, d.CandidateReceipt)
 		}
-	}
-	if p.Status == StatusCredited {
-		return p, nil // a repeat callback: the same receipt
-	}
-	if p.ReturnedAt == nil && p.Status.open() {
-		// The usual first callback: record it and take the lease at once
-		// (one statement), then ask the bank.
-		tok, cur, ok, err := s.claimFirstReturn(ctx, p.ID)
-		if err != nil {
-			return p, err
-		}
-		if ok {
-			s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", true)
+		cur := in.Payment
+		if d.FirstReturn {
+			// The usual first callback: record it and take the lease at once
+			// (one statement), then ask the bank.
+			tok, claimed, ok, err := s.claimFirstReturn(ctx, cur.ID)
+			if err != nil {
+				return cur, err
+			}
+			if !ok {
+				// Not so (held, or another callback came first): record the
+				// return, then decide again.
+				first, err := s.markReturned(ctx, cur)
+				if err != nil {
+					return cur, err
+				}
+				in.Callback.Recorded, in.Callback.First, in.Now = true, first, s.clock()
+				continue
+			}
+			s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", cur.Status, "claims_paid", claimsPaid, "check_now", true)
 			ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 			defer cancel()
-			return s.verifyAndApply(ctx, cur, tok, ActorCallback)
+			return s.verifyAndApply(ctx, claimed, tok, ActorCallback)
 		}
-	}
-	first, err := s.markReturned(ctx, p)
-	if err != nil {
-		return p, err
-	}
-	due := first || s.dueForCheck(p)
-	s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", p.Status, "claims_paid", claimsPaid, "check_now", due)
-	switch p.Status {
-	case StatusFailed, StatusNeedsReview:
-		if !CallbackMayReopen(p) {
-			// An admin closed it: a callback does not undo a person's
-			// decision (ARCHITECTURE §5, Return from the bank).
-			s.log.WarnContext(ctx, "callback for a payment an admin closed: answered from the row", "payment", p.PublicID)
-			return p, nil
-		}
-		if !due && !newReceipt && Reason(p.StatusReason).bankAnswer() {
-			// The bank itself said so moments ago (a duplicate callback of
-			// a cancelled payment): its word is fresh, the row answers. A
-			// callback bringing the first receipt is no duplicate (a
-			// Mellat payer back with a sale after a callback without
-			// one); it gets here only when the bank may be asked (else it
-			// was refused above), and is reopened and asked at once.
-			return p, nil
-		}
-		// The payer may have paid after we gave up (the bank page was still
-		// open): reopen and ask the bank — now, or when the pacing window
-		// ends, by the worker. The pacing is checked in the claim itself:
-		// due was read from a row another callback may have checked since
-		// (N2).
-		return s.reopenWaiting(ctx, p, ActorCallback, due, !first)
-	case StatusAwaitingPayment, StatusPendingVerification, StatusSettling:
-		if !due {
-			return p, nil // asked moments ago: answered from the row
+		s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", cur.Status, "claims_paid", claimsPaid,
+			"check_now", d.Action == ActionVerify || d.CheckNow)
+		if d.Action == ActionReopen {
+			// The payer may have paid after we gave up (the bank page was
+			// still open): reopen and ask the bank — now, or when the
+			// pacing window ends, by the worker. The pacing is checked in
+			// the claim itself: due was read from a row another callback
+			// may have checked since (N2).
+			return s.reopenWaiting(ctx, cur, ActorCallback, d.CheckNow, d.Paced)
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 		defer cancel()
-		return s.resolveWaiting(ctx, p, ActorCallback, !first)
+		return s.resolveWaiting(ctx, cur, ActorCallback, d.Paced)
 	}
-	return p, nil
+}
+
+// logRefusal logs why a callback was refused.
+func (s *Service) logRefusal(ctx context.Context, p Payment, err error) {
+	switch {
+	case errors.Is(err, ErrAuthorityMismatch):
+		s.log.WarnContext(ctx, "callback authority mismatch", "payment", p.PublicID)
+	case errors.Is(err, ErrReceiptTooSoon):
+		// A new receipt the bank cannot be asked about now (asked moments
+		// ago) is refused, never kept unchecked: kept, a forged one would
+		// hold another payment's receipt against that payment's real
+		// callback until the worker asks.
+		s.log.WarnContext(ctx, "callback brings a new receipt within the pacing window: refused", "payment", p.PublicID)
+	case errors.Is(err, ErrReceiptReused):
+		s.log.ErrorContext(ctx, "callback receipt already used by another payment (replay)", "payment", p.PublicID)
+	case errors.Is(err, ErrReceiptMismatch):
+		s.log.WarnContext(ctx, "callback receipt differs from the payment's", "payment", p.PublicID)
+	}
 }
 
 // Errors of a callback's receipt.
@@ -170,39 +181,28 @@ var (
 // is an ErrReceiptMismatch (the callback is answered as one).
 var ErrReceiptTooSoon = fmt.Errorf("%w: a new receipt within the pacing window", ErrReceiptMismatch)
 
-// ErrReceiptHeldUnconfirmed: another payment holds the callback's receipt
-// on a callback's word only (the bank never confirmed it there).
-var ErrReceiptHeldUnconfirmed = errors.New("the callback's receipt is held unconfirmed by another payment")
-
-// keepReceipt stores a callback's receipt on p unless it has one: the
-// first receipt is kept, a second one must equal it. Another payment's
-// receipt is ErrReceiptReused when the bank confirmed it there, else
-// ErrReceiptHeldUnconfirmed.
-func (s *Service) keepReceipt(ctx context.Context, p Payment, receipt string) (Payment, error) {
-	if p.Receipt == nil {
-		kept, err := s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromCallback)
-		if errors.Is(err, ErrDuplicate) {
-			holder, found, herr := s.st.ReceiptHolder(ctx, p.Gateway, receipt)
-			if herr != nil {
-				return Payment{}, herr
-			}
-			if found && !holder.ReceiptConfirmed() && holder.ID != p.ID {
-				s.log.WarnContext(ctx, "callback receipt held unconfirmed by another payment: the bank is asked", "payment", p.PublicID, "holder", holder.PublicID)
-				return Payment{}, ErrReceiptHeldUnconfirmed
-			}
-			s.log.ErrorContext(ctx, "callback receipt already used by another payment (replay)", "payment", p.PublicID)
-			return Payment{}, ErrReceiptReused
+// keepReceipt stores a callback's receipt on p, which holds none, as the
+// callback's (one conditional UPDATE) and returns the row after it. When
+// another payment holds it (unique (gateway, receipt)), nothing is kept
+// and the hold found is reported: unconfirmed when that payment holds it
+// on a callback's word only, else confirmed.
+func (s *Service) keepReceipt(ctx context.Context, p Payment, receipt string) (Payment, Hold, error) {
+	kept, err := s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromCallback)
+	if errors.Is(err, ErrDuplicate) {
+		holder, found, herr := s.st.ReceiptHolder(ctx, p.Gateway, receipt)
+		if herr != nil {
+			return Payment{}, HoldNotAsked, herr
 		}
-		if err != nil {
-			return Payment{}, err
+		if found && !holder.ReceiptConfirmed() && holder.ID != p.ID {
+			s.log.WarnContext(ctx, "callback receipt held unconfirmed by another payment: the bank is asked", "payment", p.PublicID, "holder", holder.PublicID)
+			return p, HoldUnconfirmed, nil
 		}
-		p = kept
+		return p, HoldConfirmed, nil
 	}
-	if p.ReceiptString() != receipt {
-		s.log.WarnContext(ctx, "callback receipt differs from the payment's", "payment", p.PublicID)
-		return Payment{}, ErrReceiptMismatch
+	if err != nil {
+		return Payment{}, HoldNotAsked, err
 	}
-	return p, nil
+	return kept, HoldNotAsked, nil
 }
 
 // markReturned records the first callback of a payment; it reports
@@ -397,9 +397,16 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	gw := s.gw(p)
 	vin := gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
 		PageTime: PageTime(p, s.clock()), OrderID: p.PublicID, Receipt: p.ReceiptString()}
-	if s.cfg.Gateways[p.Gateway].ReceiptLife > 0 {
-		if kept, ref := s.keepBankReceipt(bctx, p, gw); ref != "" {
-			p, vin.Receipt, vin.ReceiptFromBank = kept, ref, true
+	if s.tokenNamesReceipt(p) {
+		// The bank's record of our token first: a verify names only a
+		// receipt the row holds (Decide, StepTokenReceipt).
+		kept, ref, d := s.askTokenReceipt(bctx, p, gw, actor)
+		if d.Action != ActionVerify {
+			return s.apply(context.WithoutCancel(ctx), p, tok, actor, d)
+		}
+		p = kept
+		if ref != "" {
+			vin.Receipt, vin.ReceiptFromBank = ref, true
 		}
 	}
 	vin.ReceiptConfirmed = p.ReceiptConfirmed()
@@ -415,7 +422,8 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	} else {
 		cand = ""
 	}
-	settler, needsSettle := settlerOf(gw)
+	settler := gw.Ops().Settle // nil: verify alone makes the money ours
+	needsSettle := settler != nil
 	if p.Status == StatusSettling && needsSettle && Verified(p) {
 		// Verified before, its facts and its verify on record: only the
 		// settle is asked (the bank answers 45 when it was settled).
@@ -423,12 +431,12 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	}
 	vr, err := gw.Verify(vctx, vin)
 	in := Input{Step: StepCheck, Actor: actor, Payment: p, Now: s.clock(), Rules: s.checkRules(p), Verify: vr, VerifyErr: err,
-		NeedsSettle: needsSettle}
+		NeedsSettle: needsSettle, CandidateReceipt: cand}
 	d := Decide(in)
-	if cand != "" && (d.Action == ActionSettle || d.Action == ActionCredit) {
+	if d.TakeReceipt != "" {
 		// The bank confirmed, for this payment, the receipt another
 		// payment held on a callback's word: it is this payment's.
-		p = s.takeReceipt(ctx, p, cand)
+		p = s.takeReceipt(ctx, p, d.TakeReceipt)
 	}
 	if d.Action == ActionSettle {
 		return s.beginSettling(vctx, p, tok, actor, d, settler, vin, held)
@@ -508,51 +516,79 @@ func candidateReceipt(ctx context.Context) string {
 	return r
 }
 
-// keepBankReceipt: at a gateway whose receipt of the token names what
-// verify takes (SEP's RefNum, for ReceiptLife and only before verify),
-// the receipt the bank names is kept on the row BEFORE the verify: the
-// bank forgets it once verified, so a crash after the verify would leave
-// nothing to verify again (43) with, and a payment the bank took the
-// money for would wait for a receipt nobody can give. A kept callback
-// receipt the bank does not name (forged, or another payment's) gives way
-// to the bank's, so it holds no other payment's receipt against that
-// payment's real callback. It returns the row and the bank's receipt, ""
-// when the bank named none or it could not be kept (verify then asks the
-// receipt itself, as before).
-func (s *Service) keepBankReceipt(ctx context.Context, p Payment, gw gateway.Gateway) (Payment, string) {
-	if life := s.cfg.Gateways[p.Gateway].ReceiptLife; s.clock().Sub(p.CreatedAt) > life || p.RefID != nil {
-		return p, ""
-	}
+// tokenNamesReceipt reports whether p's check asks the bank's record of
+// its token first: at a gateway whose record of the token names what
+// verify takes (SEP's RefNum: GatewayRules.ReceiptLife), while the bank
+// keeps it, for a payment it has not verified (no reference on the row).
+func (s *Service) tokenNamesReceipt(p Payment) bool {
+	life := s.cfg.Gateways[p.Gateway].ReceiptLife
+	return life > 0 && s.clock().Sub(p.CreatedAt) <= life && p.RefID == nil
+}
+
+// askTokenReceipt asks the bank's record of p's token (the inquiry) and
+// decides with its answer (Decide, StepTokenReceipt). When the decision is
+// to verify with the receipt the bank names, that receipt is kept on the
+// row as the bank's BEFORE the verify: the bank forgets its record once
+// verified, so a crash after the verify (in the credit's transaction)
+// would leave nothing to verify again (SEP's "already verified") with,
+// and a payment the bank took the money for would wait for a receipt
+// nobody can give. A kept callback receipt the bank does not name
+// (forged, or another payment's) gives way to the bank's, so it holds no
+// other payment's receipt against that payment's real callback. It
+// returns the row, the receipt kept ("" when none), and the decision:
+// ActionVerify, or what the answer means without a verify.
+func (s *Service) askTokenReceipt(ctx context.Context, p Payment, gw gateway.Gateway, actor Actor) (Payment, string, Decision) {
 	ir, err := gw.Inquire(ctx, p.AuthorityString())
-	if err != nil || ir.Status != gateway.InquiryPaid || ir.Receipt == "" {
-		return p, ""
+	in := Input{Step: StepTokenReceipt, Actor: actor, Payment: p, Now: s.clock(), Rules: s.checkRules(p), Token: ir, TokenErr: err}
+	d := Decide(in)
+	if d.Action != ActionVerify || d.KeepReceipt == "" {
+		if err != nil {
+			s.log.WarnContext(ctx, "the token's receipt before verify: outcome unknown", "payment", p.PublicID, "err", err)
+		}
+		return p, "", d
 	}
+	kept, err := s.keepBankReceipt(ctx, p, d.KeepReceipt)
+	if err != nil {
+		s.log.WarnContext(ctx, "keep the bank's receipt before verify: not verified", "payment", p.PublicID, "err", err)
+		in.TokenKeepFailed, in.Now = true, s.clock()
+		return p, "", Decide(in)
+	}
+	return kept, d.KeepReceipt, d
+}
+
+// keepBankReceipt keeps receipt, which the bank's record of p's token
+// names, on p as the bank's: over no receipt or the same one (confirming
+// a callback's), in place of another one a callback brought, or taken
+// from another payment that holds it on a callback's word only. A hold
+// the bank confirmed elsewhere stays (an error).
+func (s *Service) keepBankReceipt(ctx context.Context, p Payment, receipt string) (Payment, error) {
 	var kept Payment
+	var err error
 	switch {
-	case p.Receipt == nil || *p.Receipt == ir.Receipt:
+	case p.Receipt == nil || *p.Receipt == receipt:
 		// Kept as the bank's (a callback's same receipt is confirmed).
-		kept, err = s.st.KeepReceipt(ctx, p.ID, ir.Receipt, ReceiptFromBank)
+		kept, err = s.st.KeepReceipt(ctx, p.ID, receipt, ReceiptFromBank)
 	default:
 		s.log.WarnContext(ctx, "the kept receipt is not the one the bank names for the token: the bank's is kept", "payment", p.PublicID)
-		kept, err = s.st.ReplaceReceipt(ctx, p.ID, *p.Receipt, ir.Receipt)
+		kept, err = s.st.ReplaceReceipt(ctx, p.ID, *p.Receipt, receipt)
 	}
 	if errors.Is(err, ErrDuplicate) {
 		// Another payment holds it. If only on a callback's word (forged,
 		// or sent for the wrong payment), the bank's word for our token
 		// takes it back; a hold the bank confirmed stays.
-		kept, err = s.st.TakeReceipt(ctx, p.ID, ir.Receipt)
+		kept, err = s.st.TakeReceipt(ctx, p.ID, receipt)
 		if err == nil {
 			s.log.WarnContext(ctx, "a receipt another payment held unconfirmed is the one the bank names for this payment's token: taken", "payment", p.PublicID)
 		}
 	}
-	if err == nil && kept.ReceiptString() != ir.Receipt {
+	if err == nil && kept.ReceiptString() != receipt {
 		err = ErrReceiptMismatch
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "keep the bank's receipt before verify", "payment", p.PublicID, "err", err)
-		return p, ""
+		return p, err
 	}
-	return kept, ir.Receipt
+	kept.LeaseOwner, kept.LeaseUntil = p.LeaseOwner, p.LeaseUntil
+	return kept, nil
 }
 
 // beginSettling takes a payment the bank just verified (d: ActionSettle)
@@ -565,7 +601,7 @@ func (s *Service) keepBankReceipt(ctx context.Context, p Payment, gw gateway.Gat
 // settle is still asked: a settled payment is credited, lease or not. A
 // reference another payment holds sends it to review, never settled.
 func (s *Service) beginSettling(ctx context.Context, p Payment, tok string, actor Actor, d Decision,
-	settler gateway.Settler, vin gateway.VerifyInput, held *heldCalls) (Payment, error) {
+	settler gateway.SettleFunc, vin gateway.VerifyInput, held *heldCalls) (Payment, error) {
 	sp := p
 	sp.RefID, sp.VerifiedAmountRials, sp.CardPANMasked = &d.RefID, &d.CreditedRials, d.CardPANMasked
 	lost := false
@@ -613,9 +649,9 @@ func (s *Service) beginSettling(ctx context.Context, p Payment, tok string, acto
 // the row) is no longer the caller's, and only a credit is written. The
 // settle's attempts are held with the check's (written with a credit).
 func (s *Service) settleAndApply(ctx context.Context, p Payment, tok string, actor Actor,
-	settler gateway.Settler, vin gateway.VerifyInput, held *heldCalls, lost bool) (Payment, error) {
+	settler gateway.SettleFunc, vin gateway.VerifyInput, held *heldCalls, lost bool) (Payment, error) {
 	log := s.log.With("payment", p.PublicID, "actor", actor)
-	sr, serr := settler.Settle(ctx, vin)
+	sr, serr := settler(ctx, vin)
 	d := Decide(Input{Step: StepSettle, Actor: actor, Payment: p, Now: s.clock(), Rules: s.rules(), LeaseLost: lost,
 		NeedsSettle: true, Settle: sr, SettleErr: serr})
 	ctx = context.WithoutCancel(ctx)
@@ -630,20 +666,6 @@ func (s *Service) settleAndApply(ctx context.Context, p Payment, tok string, act
 	}
 	s.writeHeld(ctx, held)
 	return s.apply(ctx, p, tok, actor, d)
-}
-
-// settlerOf reports whether gw settles verified payments (Mellat) and
-// returns its Settler. A wrapper (the resilient caller) says whether the
-// gateway it wraps does (NeedsSettle).
-func settlerOf(gw gateway.Gateway) (gateway.Settler, bool) {
-	st, ok := gw.(gateway.Settler)
-	if !ok {
-		return nil, false
-	}
-	if n, ok := gw.(interface{ NeedsSettle() bool }); ok && !n.NeedsSettle() {
-		return nil, false
-	}
-	return st, true
 }
 
 // rules are the decision core's time rules of this service.

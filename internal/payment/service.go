@@ -535,7 +535,8 @@ func (s *Service) replayStart(ctx context.Context, in StartInput) (StartResult, 
 // payForm is the POST form to gw's bank page for an authority, when the
 // gateway sends its payer by POST; nil for a GET redirect.
 func payForm(gw gateway.Gateway, authority string) *gateway.PayForm {
-	if f, ok := gateway.FormOf(gw, authority); ok {
+	if form := gw.Ops().PayForm; form != nil {
+		f := form(authority)
 		return &f
 	}
 	return nil

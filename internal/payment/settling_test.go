@@ -48,7 +48,14 @@ func newSettleBank() *settleBank {
 	return b
 }
 
-// Settle implements gateway.Settler.
+// Ops are the fake's (an open breaker) and settle.
+func (b *settleBank) Ops() gateway.Ops {
+	ops := b.Gateway.Ops()
+	ops.Settle = b.Settle
+	return ops
+}
+
+// Settle is the bank's settle (gateway.Ops.Settle).
 func (b *settleBank) Settle(_ context.Context, in gateway.VerifyInput) (gateway.SettleResult, error) {
 	b.mu.Lock()
 	b.settles++

@@ -15,9 +15,11 @@ import (
 // WorkerConfig tunes the background resolver of open payments. Every
 // field but Batch and Jitter is an operator's setting (WORKER_*, whose
 // defaults are written once, in internal/config): NewWorker refuses to
-// run without them.
+// run without them, but for Interval, which only Run needs
+// (WORKER_INTERVAL=off leaves it 0: the instance runs no loop, and its
+// worker is still built for RunOnce).
 type WorkerConfig struct {
-	Interval    time.Duration // how often to look for due payments
+	Interval    time.Duration // how often Run looks for due payments
 	Batch       int           // payments claimed per round (default 20)
 	Concurrency int           // payments resolved at once
 	// AbandonedAfter: an awaiting_payment payment older than this is
@@ -53,7 +55,7 @@ func (c *WorkerConfig) defaults() {
 		name string
 		ok   bool
 	}{
-		{"Interval", c.Interval > 0}, {"Concurrency", c.Concurrency > 0},
+		{"Concurrency", c.Concurrency > 0},
 		{"AbandonedAfter", c.AbandonedAfter > 0}, {"AuthorityLifetime", c.AuthorityLifetime > 0},
 		{"MaxUnknown", c.MaxUnknown > 0}, {"StaleCreated", c.StaleCreated > 0},
 		{"BaseBackoff", c.BaseBackoff > 0}, {"MaxBackoff", c.MaxBackoff > 0},
@@ -77,11 +79,6 @@ func (c *WorkerConfig) defaults() {
 	}
 }
 
-// BreakerReporter is implemented by a gateway that knows the bank is down
-// (an open circuit breaker): the worker then postpones its checks of that
-// gateway's payments instead of spending them.
-type BreakerReporter = gateway.Health
-
 // Worker resolves payments whose callback never came or whose outcome was
 // unknown. One runs in each instance; several are safe together: a payment
 // is claimed by moving its next_check_at forward in the claiming
@@ -98,14 +95,18 @@ func (s *Service) NewWorker(cfg WorkerConfig) *Worker {
 	return &Worker{s: s, cfg: cfg}
 }
 
-// Run works until ctx ends; in-flight payments are finished (bounded by
-// the verify budget) before it returns.
+// Run works every Interval until ctx ends; in-flight payments are
+// finished (bounded by the verify budget) before it returns.
 func (w *Worker) Run(ctx context.Context) {
-	lifecycle.Every(ctx, w.cfg.Interval, func(ctx context.Context) {
-		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			w.s.log.ErrorContext(ctx, "worker round failed", "err", err)
-		}
-	})
+	lifecycle.Every(ctx, w.cfg.Interval, w.Tick)
+}
+
+// Tick does one round, logging a failure: one beat of Run's loop (or of
+// the instance's, internal/server).
+func (w *Worker) Tick(ctx context.Context) {
+	if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
+		w.s.log.ErrorContext(ctx, "worker round failed", "err", err)
+	}
 }
 
 // RoundResult counts what one round did.

@@ -12,8 +12,8 @@
 //   - the payer's own payments: the wallet page's payments in progress and
 //     the JSON API's top-up reads (payer.go).
 //
-// Its SQL is read-only and written for the indexes it reads (ARCHITECTURE
-// §2): status conditions as literals, so that PostgreSQL can match the
+// Its SQL is read-only and written for the indexes it reads
+// (docs/design/reads.md): status conditions as literals, so that PostgreSQL can match the
 // partial indexes of open payments in a cached generic plan. Every change
 // of a payment goes through internal/payment.
 package paymentread

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/lifecycle"
 )
 
 // Clock is the time every instance agrees on: the database's. Leases and
@@ -162,19 +164,13 @@ func (db *DB) Now(ctx context.Context) (time.Time, error) {
 	return t, nil
 }
 
-// Run re-syncs every refresh until ctx ends. A failed sample keeps the
-// last anchor (clocks drift slowly) and is logged.
+// Run re-syncs every refresh until ctx ends (the first one refresh after
+// the start: the caller has just synced). A failed sample keeps the last
+// anchor (clocks drift slowly) and is logged.
 func (c *Clock) Run(ctx context.Context) {
-	t := time.NewTicker(c.refresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn("database clock: keeping the last offset", "err", err)
-			}
+	lifecycle.Loop{Interval: c.refresh, Later: true}.Run(ctx, func(ctx context.Context) {
+		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("database clock: keeping the last offset", "err", err)
 		}
-	}
+	})
 }

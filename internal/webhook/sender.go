@@ -22,7 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/testhook"
 )
 
-// Defaults of the sender (ARCHITECTURE §5 Webhooks).
+// Defaults of the sender (docs/design/webhooks.md).
 const (
 	// Timeout: a 2xx within it is delivered.
 	DefaultTimeout = 10 * time.Second
@@ -145,26 +145,21 @@ func (s *Sender) Kick() {
 	}
 }
 
-// Run delivers due rows every interval (and when kicked) until ctx ends;
-// attempts in flight finish first.
-func (s *Sender) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+// Kicks receives Kick's requests: the wake-up of the loop that runs Tick
+// (internal/server runs it on lifecycle.Loop).
+func (s *Sender) Kicks() <-chan struct{} { return s.kick }
+
+// Tick delivers the rows due now, batch after batch while batches come
+// back full, logging a failure: one beat of the background loop. Attempts
+// in flight finish first.
+func (s *Sender) Tick(ctx context.Context) {
 	for {
-		for {
-			n, err := s.DeliverDue(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.o.Log.Error("deliver webhooks", "err", err)
-			}
-			if n < s.o.Batch || ctx.Err() != nil {
-				break // a full batch: more may be due at once
-			}
+		n, err := s.DeliverDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.o.Log.Error("deliver webhooks", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.kick:
+		if n < s.o.Batch || ctx.Err() != nil {
+			return // a full batch would mean more may be due at once
 		}
 	}
 }

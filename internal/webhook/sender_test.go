@@ -85,3 +85,54 @@ func TestOnlyA2xxInTimeIsDelivered(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// One Tick of the background loop delivers batch after batch while they
+// come back full: a backlog does not wait a period per batch. A kick
+// reaches the loop once, however often it is given.
+func TestSenderTickDrainsFullBatches(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc, rec := subscribed(t, db, "tick@example.com", 7)
+		s := webhook.NewSender(svc, webhook.SenderOptions{Batch: 3})
+		s.Tick(context.Background())
+		if got := len(rec.received()); got != 7 {
+			t.Errorf("one tick delivered %d of 7 (batches of 3)", got)
+		}
+		s.Kick()
+		s.Kick()
+		for i, want := range []bool{true, false} {
+			select {
+			case <-s.Kicks():
+				if !want {
+					t.Error("a second wake-up from two kicks")
+				}
+			default:
+				if want {
+					t.Errorf("kick %d did not reach Kicks", i)
+				}
+			}
+		}
+	})
+}
+
+// subscribed is a service (on a stopped clock) whose one user's endpoint
+// is a receiver until the test ends, with n credits of theirs queued.
+func subscribed(t *testing.T, db *store.DB, email string, n int) (*webhook.Service, *receiver) {
+	t.Helper()
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &receiver{t: t, now: clk.Now}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	uid, pays := seedPayment(t, db, email, n)
+	if _, rec.secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pays {
+		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: p, Type: webhook.TypeCredited, TopUp: map[string]any{"p": p}, CreatedAt: clk.Now()})
+	}
+	return svc, rec
+}

@@ -263,23 +263,7 @@ func TestSender(t *testing.T) {
 func TestSendersRace(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := &receiver{t: t, now: clk.Now}
-		srv := httptest.NewServer(rec)
-		defer srv.Close()
-		uid, pays := seedPayment(t, db, "a@example.com", 20)
-		_, secret, err := svc.Create(ctx, uid, srv.URL, webhook.Types())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.secret = secret
-		for _, p := range pays {
-			enqueue(t, db, webhook.Event{UserID: uid, PaymentID: p, Type: webhook.TypeCredited, TopUp: map[string]any{"p": p}, CreatedAt: clk.Now()})
-		}
+		svc, rec := subscribed(t, db, "a@example.com", 20)
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Add(1)

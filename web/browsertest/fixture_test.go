@@ -117,10 +117,11 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		// (real time): a window too short to hold any keeps it at zero.
 		env["BREAKER_WINDOW"] = "1ms"
 	}
+	// No re-check of the pending payment while the pages are shown.
+	env["PENDING_RECHECK_AFTER"] = "1h"
 	app := apptest.Start(t, db, apptest.Options{
-		Env: env,
-		// No re-check of the pending payment while the pages are shown.
-		Server: server.Options{Gateway: fixtureGateway{zp}, Payment: payment.Config{RecheckDelay: time.Hour}, Now: now},
+		Env:    env,
+		Server: server.Options{Gateway: fixtureGateway{zp}, Now: now},
 	})
 	f := &fixture{App: app, Bank: bank, User: "sara@example.com", Admin: "admin@example.com", now: now}
 	if _, err := app.Server.Auth.SignUp(context.Background(), f.Admin, password, auth.RoleAdmin, "fa"); err != nil {

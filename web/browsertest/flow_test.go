@@ -19,7 +19,6 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
@@ -508,8 +507,8 @@ func TestPendingPageUpdatesItself(t *testing.T) {
 	gw.failing.Store(true)
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
 		Env: map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankSrv.URL,
-			"BREAKER_MIN_REQUESTS": "1000"},
-		Server: server.Options{Gateway: gw, Payment: payment.Config{RecheckDelay: 100 * time.Millisecond}},
+			"BREAKER_MIN_REQUESTS": "1000", "PENDING_RECHECK_AFTER": "100ms"},
+		Server: server.Options{Gateway: gw},
 	})
 	b := NewTab(t, app.URL)
 	b.SignUp("patient@example.com")

@@ -34,8 +34,8 @@ func TestPasswordResetEndToEnd(t *testing.T) {
 			smtpSrv := mailtest.Start(t, mailtest.Options{TLS: mailtest.StartTLS, User: "kifpool", Pass: "mail pass"})
 			db := storetest.New(t, store.SQLite)
 			app := apptest.Start(t, db, apptest.Options{
-				Env:        map[string]string{"SMTP_URL": smtpSrv.URL, "WORKER_INTERVAL": "0"},
-				Server:     server.Options{MailRootCAs: smtpSrv.RootCAs, MailInterval: time.Hour},
+				Env:        map[string]string{"SMTP_URL": smtpSrv.URL, "WORKER_INTERVAL": "0", "MAIL_INTERVAL": "1h"},
+				Server:     server.Options{MailRootCAs: smtpSrv.RootCAs},
 				Background: true,
 			})
 			email := "reset-" + lang + "@example.com"

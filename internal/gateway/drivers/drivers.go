@@ -89,10 +89,10 @@ func GatewayValues() []string { return slices.Concat([]string{Sandbox}, Names())
 // Supported reports what of a driver's capabilities the payment flow
 // cannot serve, so that such a gateway fails at start instead of failing
 // payers. The flow serves both redirects (a GET redirect to PayURL, or a
-// page auto-posting gateway.FormOf's form) and verify with the callback's
-// receipt (kept on the payment); a POST-form driver must build a
-// gateway.FormPayer and a settling one a gateway.Settler (checked by the
-// registry's tests).
+// page auto-posting the form of gateway.Ops.PayForm) and verify with the
+// callback's receipt (kept on the payment); a POST-form driver must set
+// Ops.PayForm and a settling one Ops.Settle (checked by the registry's
+// tests).
 func Supported(d gateway.Driver) error {
 	var errs []error
 	if d.Capabilities.Redirect != gateway.RedirectGET && d.Capabilities.Redirect != gateway.RedirectPOSTForm {

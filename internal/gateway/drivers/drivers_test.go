@@ -139,8 +139,9 @@ func TestLabeler(t *testing.T) {
 }
 
 // TestSupported: every registered driver fits the flow: a POST-form
-// driver builds a gateway.FormPayer whose form carries the token, and a
-// settling one (Capabilities.Settle) a gateway.Settler.
+// driver's gateway.Ops has the form payer, whose form carries the token;
+// a settling one's (Capabilities.Settle) has settle; one that reverses
+// declares a reverse window.
 func TestSupported(t *testing.T) {
 	for _, d := range drivers.All() {
 		if err := drivers.Supported(d); err != nil {
@@ -153,16 +154,25 @@ func TestSupported(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", d.Name, err)
 		}
-		form, isForm := gateway.FormOf(gw, "TOKEN1")
+		ops := gw.Ops()
+		isForm := ops.PayForm != nil
 		if isForm != (d.Capabilities.Redirect == gateway.RedirectPOSTForm) {
 			t.Errorf("%s: builds a form payer %v, redirect capability %v", d.Name, isForm, d.Capabilities.Redirect)
 		}
-		if isForm && (len(form.Fields) != 1 || form.Fields[0].Value != "TOKEN1" || !strings.HasPrefix(form.Action, "http://127.0.0.1:1/sandbank/")) {
-			t.Errorf("%s: pay form %+v", d.Name, form)
+		if isForm {
+			if form := ops.PayForm("TOKEN1"); len(form.Fields) != 1 || form.Fields[0].Value != "TOKEN1" || !strings.HasPrefix(form.Action, "http://127.0.0.1:1/sandbank/") {
+				t.Errorf("%s: pay form %+v", d.Name, form)
+			}
 		}
-		_, settles := gw.(gateway.Settler)
+		settles := ops.Settle != nil
 		if settles != (d.Capabilities.Settle.Kind != gateway.WindowNone) {
 			t.Errorf("%s: settler %v, settle capability %+v", d.Name, settles, d.Capabilities.Settle)
+		}
+		if ops.Reverse != nil && d.Capabilities.ReverseWindow.Kind == gateway.WindowNone {
+			t.Errorf("%s: reverses, but its reverse window says it cannot", d.Name)
+		}
+		if ops.Down != nil {
+			t.Errorf("%s: a driver says the bank is down; only the resilient caller knows", d.Name)
 		}
 	}
 	d, _ := drivers.Lookup("zarinpal")

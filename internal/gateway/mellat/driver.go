@@ -62,7 +62,7 @@ func Driver() gateway.Driver {
 		Settings: []gateway.Setting{
 			{Env: SettingTerminalID, Required: true,
 				Doc:   "the Mellat terminal's number (terminalId), digits",
-				Check: checkTerminal},
+				Check: wire.TerminalID},
 			{Env: SettingUsername, Required: true,
 				Doc:   "the terminal's user name (userName) from Behpardakht",
 				Check: checkText},

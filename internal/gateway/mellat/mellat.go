@@ -89,18 +89,14 @@ type Client struct {
 	log                  *slog.Logger
 	tehran               *time.Location
 	now                  func() time.Time
+	ops                  gateway.Ops
 }
 
-var (
-	_ gateway.Gateway      = (*Client)(nil)
-	_ gateway.Settler      = (*Client)(nil)
-	_ gateway.SaleInquirer = (*Client)(nil)
-	_ gateway.FormPayer    = (*Client)(nil)
-)
+var _ gateway.Gateway = (*Client)(nil)
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
-	tid, err := checkTerminal(cfg.TerminalID)
+	tid, err := wire.TerminalID(cfg.TerminalID)
 	if err != nil {
 		return nil, fmt.Errorf("mellat: terminal id: %w", err)
 	}
@@ -127,8 +123,13 @@ func New(cfg Config) (*Client, error) {
 	} else {
 		c.tehran = time.FixedZone("+0330", 3*3600+30*60)
 	}
+	c.ops = gateway.Ops{PayForm: c.PayForm, Settle: c.Settle, InquireSale: c.InquireSale, Reverse: c.Reverse}
 	return c, nil
 }
+
+// Ops are Mellat's optional operations: the POST form, settle, the
+// inquiry of a sale, reversal.
+func (c *Client) Ops() gateway.Ops { return c.ops }
 
 // Name returns "mellat".
 func (c *Client) Name() string { return Name }
@@ -298,16 +299,17 @@ func (c *Client) InquireSale(ctx context.Context, in gateway.VerifyInput) (gatew
 }
 
 // Reverse asks bpReversalRequest to return a verified, unsettled sale's
-// money (within 3 hours of verify). Not called by the payment flow.
-func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) (int, error) {
+// money (within 3 hours of verify), as gateway.Ops.Reverse. Not called
+// by the payment flow.
+func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 	code, err := c.codeCall(ctx, opReversal, "bpReversalRequest", c.saleFields(in))
 	if err != nil {
-		return 0, fmt.Errorf("mellat bpReversalRequest %s: %w", quote(in.Receipt), err)
+		return fmt.Errorf("mellat bpReversalRequest %s: %w", quote(in.Receipt), err)
 	}
 	if code != codeOK {
-		return code, &gateway.RejectedError{Op: opReversal, Code: code, Message: describe(code)}
+		return &gateway.RejectedError{Op: opReversal, Code: code, Message: describe(code)}
 	}
-	return 0, nil
+	return nil
 }
 
 // ListUnverified: Mellat has no list of payments; always empty.
@@ -501,17 +503,3 @@ func validRefID(s string) bool {
 }
 
 func quote(s string) string { return strconv.Quote(wire.Truncate(s, 40)) }
-
-// checkTerminal checks a terminal id: 1 to 18 digits.
-func checkTerminal(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 18 {
-		return "", errors.New("want the terminal's number, 1 to 18 digits")
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return "", errors.New("want the terminal's number, 1 to 18 digits")
-		}
-	}
-	return v, nil
-}

@@ -7,24 +7,25 @@ import (
 	"time"
 )
 
-// Options configure a resilient Gateway. The time-outs and the breaker's
-// thresholds have no defaults here: they are the operator's settings
-// (GATEWAY_* and BREAKER_* in internal/config, the one place their
-// defaults are written) and New refuses to run without them. The other
-// zero values take the defaults below.
+// Options configure a Caller, and a resilient Gateway's. The time-outs
+// and the breaker's thresholds have no defaults here: they are the
+// operator's settings (GATEWAY_* and BREAKER_* in internal/config, the
+// one place their defaults are written) and NewCaller and New refuse to
+// run without them. The other zero values take the defaults below.
 type Options struct {
 	// AttemptTimeout bounds one call to the bank (required).
 	AttemptTimeout time.Duration
 	// Budget bounds a whole operation, retries and back-off included
 	// (required). The caller's deadline wins when it is earlier.
 	Budget time.Duration
-	// RequestTimeout bounds the request call, which is one attempt, never
-	// retried, in place of AttemptTimeout (required; cut to Budget): a
-	// bank that takes 4 s to hand out an authority must not fail every
-	// top-up at the 3 s meant for one of several verify attempts.
+	// RequestTimeout bounds a Gateway's request call, which is one
+	// attempt, never retried, in place of AttemptTimeout (required by
+	// New, unused by NewCaller; cut to Budget): a bank that takes 4 s to
+	// hand out an authority must not fail every top-up at the 3 s meant
+	// for one of several verify attempts.
 	RequestTimeout time.Duration
-	// MaxAttempts bounds the attempts of a retried operation (default 3).
-	// Request is never retried whatever this says.
+	// MaxAttempts bounds the attempts of a safe operation (default 3). An
+	// unsafe one (a Gateway's request) is never retried whatever this says.
 	MaxAttempts int
 	// BaseBackoff and MaxBackoff shape the exponential back-off with full
 	// jitter: sleep = rand * min(MaxBackoff, BaseBackoff*2^n)
@@ -80,8 +81,9 @@ const (
 	windowBuckets        = 10
 )
 
-// missing names the required options that are not set.
-func (o Options) missing() []string {
+// missing names the required options that are not set; request: a
+// Gateway's (RequestTimeout too).
+func (o Options) missing(request bool) []string {
 	var m []string
 	for _, r := range []struct {
 		name string
@@ -89,7 +91,7 @@ func (o Options) missing() []string {
 	}{
 		{"AttemptTimeout", o.AttemptTimeout > 0},
 		{"Budget", o.Budget > 0},
-		{"RequestTimeout", o.RequestTimeout > 0},
+		{"RequestTimeout", !request || o.RequestTimeout > 0},
 		{"Breaker.Window", o.Breaker.Window > 0},
 		{"Breaker.MinRequests", o.Breaker.MinRequests > 0},
 		{"Breaker.FailureRatio", o.Breaker.FailureRatio > 0 && o.Breaker.FailureRatio <= 1},

@@ -24,20 +24,22 @@ const (
 	OutcomeCanceled          = "canceled"            // the caller's context was canceled
 )
 
-// Operation names used in Call.Operation and in the errors this package makes.
+// Operation names of Gateway's operations, in Call.Operation and in the
+// errors this package makes (another Caller names its own in Op.Name).
 const (
 	OpRequest        = "request"
 	OpVerify         = "verify"
-	OpInquire        = "inquire"
+	OpInquire        = "inquire" // also a sale's inquiry (gateway.Ops.InquireSale)
 	OpListUnverified = "list_unverified"
 	OpSettle         = "settle"
+	OpReverse        = "reverse"
 )
 
-// Call is one attempt at a gateway operation (or one refusal by the breaker).
+// Call is one attempt at an operation (or one refusal by the breaker).
 type Call struct {
 	PaymentRef  string // from the context (WithPaymentRef), "" if none
-	Gateway     string // inner.Name()
-	Operation   string // OpRequest, OpVerify, OpInquire, OpListUnverified
+	Gateway     string // the Caller's name (a gateway's inner.Name())
+	Operation   string // Op.Name: OpRequest, OpVerify, ... for a Gateway
 	Attempt     int    // 1-based within the operation
 	StartedAt   time.Time
 	Duration    time.Duration // 0 for breaker refusals

@@ -99,6 +99,7 @@ func (f *fakeGW) run(ctx context.Context, op string) (any, error) {
 
 func (f *fakeGW) Name() string           { return "fakebank" }
 func (f *fakeGW) PayURL(a string) string { return "https://bank.example/pay/" + a }
+func (f *fakeGW) Ops() gateway.Ops       { return gateway.Ops{} }
 
 func (f *fakeGW) Request(ctx context.Context, _ gateway.RequestInput) (gateway.RequestResult, error) {
 	r, err := f.run(ctx, OpRequest)
@@ -447,9 +448,9 @@ func TestFullJitterBounds(t *testing.T) {
 		for _, r := range []float64{0, 0.25, 0.5, 0.999, 1, 7, -1} {
 			o := o
 			o.Rand = func() float64 { return r }
-			g := &Gateway{opts: o}
+			cl := &Caller{opts: o}
 			for n, c := range ceil {
-				got := g.backoff(n, 0)
+				got := cl.backoff(n, 0)
 				want := time.Duration(min(max(r, 0), 1) * float64(c))
 				if got != want {
 					t.Fatalf("rand %v, retry %d: sleep %v, want %v", r, n, got, want)
@@ -461,11 +462,11 @@ func TestFullJitterBounds(t *testing.T) {
 		src := rand.New(rand.NewPCG(1, 2))
 		o := o
 		o.Rand = src.Float64
-		g := &Gateway{opts: o}
+		c := &Caller{opts: o}
 		seen := map[bool]int{}
 		for i := 0; i < 5000; i++ {
 			n := i % len(ceil)
-			got := g.backoff(n, 0)
+			got := c.backoff(n, 0)
 			if got < 0 || got > ceil[n] {
 				t.Fatalf("retry %d: sleep %v outside [0, %v]", n, got, ceil[n])
 			}
@@ -478,8 +479,8 @@ func TestFullJitterBounds(t *testing.T) {
 	t.Run("huge retry number does not overflow", func(t *testing.T) {
 		o := o
 		o.Rand = func() float64 { return 1 }
-		g := &Gateway{opts: o}
-		if got := g.backoff(200, 0); got != time.Second {
+		c := &Caller{opts: o}
+		if got := c.backoff(200, 0); got != time.Second {
 			t.Fatalf("sleep = %v, want 1s", got)
 		}
 	})
@@ -1367,7 +1368,9 @@ func TestDefaults(t *testing.T) {
 // (as Mellat's bpInquiryRequest is).
 type saleFake struct{ *fakeGW }
 
-func (f saleFake) InquireSale(ctx context.Context, _ gateway.VerifyInput) (gateway.InquiryResult, error) {
+func (f saleFake) Ops() gateway.Ops { return gateway.Ops{InquireSale: f.inquireSale} }
+
+func (f saleFake) inquireSale(ctx context.Context, _ gateway.VerifyInput) (gateway.InquiryResult, error) {
 	r, err := f.run(ctx, "inquire_sale")
 	if err != nil {
 		return gateway.InquiryResult{}, err
@@ -1379,15 +1382,19 @@ func (f saleFake) InquireSale(ctx context.Context, _ gateway.VerifyInput) (gatew
 // TestInquireSale: the caller passes a sale's inquiry through to a
 // gateway that has one, as a safe operation (a transient failure is
 // retried, every attempt recorded as an inquiry), and says which
-// gateways have one; one without it is refused without a call.
+// gateways have one; one without it has none to call.
 func TestInquireSale(t *testing.T) {
 	verified := gateway.InquiryResult{Code: 0, Status: gateway.InquiryVerified}
 	f := saleFake{newFake(map[string][]step{"inquire_sale": {{err: http503()}, {res: verified}}})}
 	rec := &MemoryRecorder{}
 	g := New(f, fastOpts(newClock(), rec))
-	res, err := g.InquireSale(context.Background(), gateway.VerifyInput{Authority: "R1", Receipt: "123456789", OrderID: "p1"})
-	if err != nil || res != verified || !g.SaleInquiry() {
-		t.Fatalf("InquireSale = %+v, %v (has it: %v)", res, err, g.SaleInquiry())
+	inquire := g.Ops().InquireSale
+	if inquire == nil {
+		t.Fatal("the caller lost the driver's inquiry of a sale")
+	}
+	res, err := inquire(context.Background(), gateway.VerifyInput{Authority: "R1", Receipt: "123456789", OrderID: "p1"})
+	if err != nil || res != verified {
+		t.Fatalf("InquireSale = %+v, %v", res, err)
 	}
 	calls := rec.Calls()
 	if f.count("inquire_sale") != 2 || len(calls) != 2 || calls[0].Operation != OpInquire || calls[1].Operation != OpInquire {
@@ -1395,7 +1402,7 @@ func TestInquireSale(t *testing.T) {
 	}
 	plain := newFake(nil)
 	g = New(plain, fastOpts(newClock(), nil))
-	if _, err := g.InquireSale(context.Background(), gateway.VerifyInput{}); !gateway.IsRejected(err) || g.SaleInquiry() || plain.total() != 0 {
-		t.Fatalf("a gateway without a sale's inquiry: %v, has it %v, %d calls", err, g.SaleInquiry(), plain.total())
+	if ops := g.Ops(); ops.InquireSale != nil || ops.Settle != nil || ops.Reverse != nil || ops.PayForm != nil || plain.total() != 0 {
+		t.Fatalf("a gateway without optional operations: %+v, %d calls", ops, plain.total())
 	}
 }

@@ -49,7 +49,7 @@ func Driver() gateway.Driver {
 		Settings: []gateway.Setting{
 			{Env: SettingTerminalID, Required: true,
 				Doc:   "the SEP terminal's number (TerminalId), digits",
-				Check: checkTerminal},
+				Check: wire.TerminalID},
 			{Env: SettingBaseURL, Default: ProductionBaseURL,
 				Doc:   "SEP's host: " + ProductionBaseURL + ", or a standalone sandbox bank on this machine (http allowed on loopback only)",
 				Check: func(v string) (string, error) { return wire.BaseURL(v, "the terminal id") }},

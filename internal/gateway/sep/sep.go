@@ -105,16 +105,14 @@ type Client struct {
 	hc          *http.Client
 	log         *slog.Logger
 	now         func() time.Time
+	ops         gateway.Ops
 }
 
-var (
-	_ gateway.Gateway   = (*Client)(nil)
-	_ gateway.FormPayer = (*Client)(nil)
-)
+var _ gateway.Gateway = (*Client)(nil)
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
-	tid, err := checkTerminal(cfg.TerminalID)
+	tid, err := wire.TerminalID(cfg.TerminalID)
 	if err != nil {
 		return nil, fmt.Errorf("sep: terminal id: %w", err)
 	}
@@ -133,8 +131,12 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.ops = gateway.Ops{PayForm: c.PayForm, Reverse: c.Reverse}
 	return c, nil
 }
+
+// Ops are SEP's optional operations: the POST form and reversal.
+func (c *Client) Ops() gateway.Ops { return c.ops }
 
 // Name returns "sep".
 func (c *Client) Name() string { return Name }
@@ -465,24 +467,26 @@ func (c *Client) Inquire(ctx context.Context, token string) (gateway.InquiryResu
 func (c *Client) ListUnverified(context.Context) ([]gateway.Unverified, error) { return nil, nil }
 
 // Reverse returns a verified payment's money to the payer (within 50
-// minutes of the payment). Not called by the payment flow; for operators.
-func (c *Client) Reverse(ctx context.Context, refNum string) (int, error) {
+// minutes of the payment): the RefNum in.Receipt, as gateway.Ops.Reverse.
+// Not called by the payment flow.
+func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
+	refNum := in.Receipt
 	status, raw, err := c.post(ctx, opReverse, PathReverse, refNumBody{RefNum: refNum, TerminalNumber: c.terminalNum})
 	if err != nil {
-		return 0, fmt.Errorf("sep reverse %s: %w", quote(refNum), err)
+		return fmt.Errorf("sep reverse %s: %w", quote(refNum), err)
 	}
 	var a verifyAnswer
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return 0, fmt.Errorf("sep reverse %s: %w", quote(refNum), undecided(opReverse, status, err))
+		return fmt.Errorf("sep reverse %s: %w", quote(refNum), undecided(opReverse, status, err))
 	}
 	code, ok := wire.FlexInt(a.ResultCode)
 	if !ok {
-		return 0, fmt.Errorf("sep reverse %s: %w", quote(refNum), undecided(opReverse, status, errors.New("no ResultCode")))
+		return fmt.Errorf("sep reverse %s: %w", quote(refNum), undecided(opReverse, status, errors.New("no ResultCode")))
 	}
 	if code != resultOK {
-		return int(code), &gateway.RejectedError{Op: opReverse, Code: int(code), Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
+		return &gateway.RejectedError{Op: opReverse, Code: int(code), Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
 	}
-	return 0, nil
+	return nil
 }
 
 // post sends one JSON call: the answer's body when it arrived with a
@@ -576,17 +580,3 @@ func validToken(s string) bool {
 }
 
 func quote(s string) string { return strconv.Quote(wire.Truncate(s, 40)) }
-
-// checkTerminal checks a terminal id: 1 to 18 digits.
-func checkTerminal(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 18 {
-		return "", errors.New("want the terminal's number, 1 to 18 digits")
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return "", errors.New("want the terminal's number, 1 to 18 digits")
-		}
-	}
-	return v, nil
-}

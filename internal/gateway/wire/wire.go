@@ -1,5 +1,6 @@
-// Package wire holds what the bank drivers share on the wire: base URL
-// checks, one bounded HTTP exchange, the statuses that say nothing about a
+// Package wire holds what the bank drivers share on the wire: the checks
+// of the settings every call carries (base URL, terminal number), one
+// bounded HTTP exchange, the statuses that say nothing about a
 // call, and the cleaning of text a bank sends before it reaches a log or an
 // error. It knows no gateway's protocol.
 package wire
@@ -40,6 +41,16 @@ func BaseURL(raw, secretWhat string) (string, error) {
 		return "", fmt.Errorf("must be https:// (%s travels in every call) unless it is a loopback address, got %q", secretWhat, s)
 	}
 	return s, nil
+}
+
+// TerminalID checks a terminal's number (SEP's TerminalId, Mellat's
+// terminalId): 1 to 18 digits, surrounding space dropped.
+func TerminalID(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 18 || strings.ContainsFunc(v, func(r rune) bool { return r < '0' || r > '9' }) {
+		return "", errors.New("want the terminal's number, 1 to 18 digits")
+	}
+	return v, nil
 }
 
 // Loopback reports whether a host name or address is this machine only.

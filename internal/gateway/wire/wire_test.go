@@ -34,6 +34,27 @@ func TestMaskPAN(t *testing.T) {
 	}
 }
 
+func TestTerminalID(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"13000001", "13000001"},
+		{" 5000001\n", "5000001"},
+		{"0", "0"},
+		{strings.Repeat("9", 18), strings.Repeat("9", 18)},
+		{strings.Repeat("9", 19), ""},
+		{"", ""},
+		{"   ", ""},
+		{"13a00001", ""},
+		{"-1300", ""},
+		{"13 00", ""},
+		{"١٣٠٠", ""}, // Persian digits are not the bank's
+	} {
+		got, err := TerminalID(tt.in)
+		if got != tt.want || (err == nil) != (tt.want != "") {
+			t.Errorf("TerminalID(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
 func TestBaseURLAndNumbers(t *testing.T) {
 	for in, ok := range map[string]bool{
 		"https://sep.shaparak.ir/": true, "http://127.0.0.1:9000": true, "http://localhost:1": true,

@@ -98,6 +98,10 @@ type Client struct {
 
 var _ gateway.Gateway = (*Client)(nil)
 
+// Ops: none (its payer is sent by a GET redirect, verify alone makes the
+// money ours, and the driver does not implement Zarinpal's reverse).
+func (c *Client) Ops() gateway.Ops { return gateway.Ops{} }
+
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
 	mid := strings.ToLower(strings.TrimSpace(cfg.MerchantID))

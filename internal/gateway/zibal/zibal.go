@@ -76,6 +76,10 @@ type Client struct {
 
 var _ gateway.Gateway = (*Client)(nil)
 
+// Ops: none (its payer is sent by a GET redirect, verify alone makes the
+// money ours, and Zibal cannot reverse).
+func (c *Client) Ops() gateway.Ops { return gateway.Ops{} }
+
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
 	m, err := checkMerchant(cfg.Merchant)

@@ -26,7 +26,8 @@ type VerifyFunc func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error
 // InquireFunc scripts an inquiry answer.
 type InquireFunc func(authority string) (gateway.InquiryResult, error)
 
-// Gateway implements gateway.Gateway (and the worker's BreakerReporter).
+// Gateway implements gateway.Gateway, its breaker (Ops.Down) open while
+// Open is set.
 // Request hands out Zarinpal-shaped authorities; Verify and Inquire answer
 // from scripts, by default "paid" with a reference per authority; every
 // call is counted, in all and per authority. Set the exported fields
@@ -100,8 +101,9 @@ func (g *Gateway) Name() string {
 	return "fake"
 }
 
-// BreakerOpen implements payment.BreakerReporter.
-func (g *Gateway) BreakerOpen() bool { return g.Open.Load() }
+// Ops implements gateway.Gateway: none of the optional operations, and
+// the breaker open while Open is set.
+func (g *Gateway) Ops() gateway.Ops { return gateway.Ops{Down: g.Open.Load} }
 
 // PayURL implements gateway.Gateway.
 func (g *Gateway) PayURL(authority string) string {

@@ -1,0 +1,57 @@
+package gateway
+
+import "context"
+
+// Ops are a gateway's optional operations, as one value: a field is nil
+// when the gateway has no such operation. A driver resolves them once,
+// when it is built, and returns the same value from Gateway.Ops; a
+// wrapper (the resilient caller) wraps each one that is set and leaves
+// the others nil. Code that needs an operation asks whether its field
+// is set, never what type the gateway is: one signature per operation,
+// and no interface to assert.
+type Ops struct {
+	// PayForm is the POST form that sends the payer to the bank for an
+	// authority (RedirectPOSTForm gateways: SEP's Token, Mellat's RefId).
+	// No call is made. Nil: the payer is sent by a GET redirect to
+	// Gateway.PayURL.
+	PayForm func(authority string) PayForm
+
+	// Settle settles a verified payment, which is the merchant's only
+	// then (Mellat's bpSettleRequest; Capabilities.Settle says within how
+	// long). Idempotent at the bank (a second settle answers "already
+	// settled"), so it is a safe operation. Errors follow Gateway's
+	// contract. Nil: verify alone makes the money ours.
+	Settle SettleFunc
+
+	// InquireSale asks about a sale with the callback's data rather than
+	// by the token alone (Mellat's bpInquiryRequest needs the
+	// SaleReferenceId): VERIFIED (0, 43), REVERSED (48), FAILED (no paid
+	// sale), or another code as "CODE_n". Read-only, a safe operation.
+	// Errors follow Gateway's contract. Nil: Gateway.Inquire is the
+	// gateway's inquiry.
+	InquireSale func(ctx context.Context, in VerifyInput) (InquiryResult, error)
+
+	// Reverse returns a verified payment's money to the payer, within
+	// Capabilities.ReverseWindow (SEP's ReverseTransaction of the RefNum
+	// in.Receipt, Mellat's bpReversalRequest of the sale in.Receipt, not
+	// yet settled). nil error: reversed; a refusal is a *RejectedError
+	// with the bank's code; any other error leaves the outcome unknown.
+	// Not known to be idempotent: never retried. Nothing in the payment
+	// flow calls it yet. Nil: the driver cannot reverse.
+	Reverse func(ctx context.Context, in VerifyInput) error
+
+	// Down reports whether the bank is known to be down right now (the
+	// resilient caller's open circuit breaker): the top-up offers
+	// another gateway, the worker postpones its checks. No call is made.
+	// Nil: never known to be down.
+	Down func() bool
+}
+
+// SettleFunc is Ops.Settle's type, for code that passes it on.
+type SettleFunc func(ctx context.Context, in VerifyInput) (SettleResult, error)
+
+// Down reports whether g is known to be down (Ops.Down).
+func Down(g Gateway) bool {
+	down := g.Ops().Down
+	return down != nil && down()
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/lifecycle"
+	"github.com/kifpool/kifpool/internal/retention"
+)
+
+// loop is one of an instance's background loops.
+type loop struct {
+	name string
+	lifecycle.Loop
+	run func(context.Context)
+}
+
+// RunBackground starts the instance's background loops (loops) until ctx
+// ends. The returned function waits for them to stop; in-flight work
+// finishes first.
+func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func()) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var wg sync.WaitGroup
+	for _, l := range s.loops(log) {
+		wg.Go(func() { l.Run(ctx, l.run) })
+	}
+	return wg.Wait
+}
+
+// loops are the background loops, each on lifecycle.Loop (the options'
+// ticks): the payment worker and the periodic reconciliation (each when
+// configured), mail, webhooks (when configured), the cleanup of expired
+// idempotency keys, the expiry of holds, and the hourly retention purge
+// (expired sessions, quiet throttles, old calls of failed payments).
+func (s *Server) loops(log *slog.Logger) []loop {
+	cfg := s.Config
+	every := func(d time.Duration) lifecycle.Loop { return lifecycle.Loop{Interval: d, Ticks: s.ticks} }
+	var ls []loop
+	if cfg.WorkerInterval > 0 {
+		ls = append(ls, loop{"worker", every(cfg.WorkerInterval), s.Worker.Tick})
+	}
+	if cfg.ReconcileInterval > 0 {
+		// The first one an interval after the start.
+		l := every(cfg.ReconcileInterval)
+		l.Later = true
+		ls = append(ls, loop{"reconcile", l, func(ctx context.Context) {
+			if _, err := s.Payments.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				log.Error("periodic reconciliation", "err", err)
+			}
+		}})
+	}
+	// Mail: receipts and notices queued from payment events, then every
+	// due mail delivered (and retried), never on a request's path.
+	mail := every(cfg.MailInterval)
+	mail.Wake = s.Outbox.Kicks()
+	ls = append(ls, loop{"mail", mail, func(ctx context.Context) {
+		if _, err := s.Notifier.Scan(ctx); err != nil && ctx.Err() == nil {
+			log.Error("queue receipts and notices", "err", err)
+		}
+		s.Outbox.Tick(ctx)
+	}})
+	// Webhooks: the outbox, delivered by every instance (claims skip what
+	// another holds).
+	if cfg.WebhookInterval > 0 {
+		hooks := every(cfg.WebhookInterval)
+		hooks.Wake = s.Hooks.Kicks()
+		ls = append(ls, loop{"webhooks", hooks, s.Hooks.Tick})
+	}
+	return append(ls,
+		// Expired idempotency keys: their own small loop (the payment
+		// worker knows nothing of the API).
+		loop{"idempotency keys", every(min(s.Keys.TTL()/4, 10*time.Minute)), func(ctx context.Context) {
+			if n, err := s.Keys.Cleanup(ctx); err != nil && ctx.Err() == nil {
+				log.Error("delete expired idempotency keys", "err", err)
+			} else if n > 0 {
+				log.Info("deleted expired idempotency keys", "count", n)
+			}
+		}},
+		// Holds whose time has passed are released (expired) by every
+		// instance; each ends once, whoever gets there first.
+		loop{"holds", every(time.Minute), func(ctx context.Context) {
+			if n, err := s.Ledger.ExpireDue(ctx, s.Clock.Now(), 100); err != nil && ctx.Err() == nil {
+				log.Error("expire holds", "err", err)
+			} else if n > 0 {
+				log.Info("expired holds", "count", n)
+			}
+		}},
+		// Retention (RETENTION_*): hourly, in every instance (the deletes
+		// are idempotent and batched; instances racing delete each row
+		// once).
+		loop{"retention", every(time.Hour), s.retain(log)},
+	)
+}
+
+// retain is one retention round: the purge of RETENTION_*'s rows and of
+// spent password reset links.
+func (s *Server) retain(log *slog.Logger) func(context.Context) {
+	cfg := s.Config
+	policy := retention.Policy{ExpiredSessions: cfg.RetentionSessions, Throttles: cfg.RetentionThrottles,
+		GatewayCalls: cfg.RetentionGatewayCalls, Mail: cfg.RetentionMail, Webhooks: cfg.RetentionWebhooks}
+	return func(ctx context.Context) {
+		res, err := retention.Purge(ctx, s.db, s.Clock.Now(), policy)
+		if err != nil && ctx.Err() == nil {
+			log.Error("retention", "err", err)
+		}
+		if res != (retention.Result{}) {
+			log.Info("retention: deleted", "sessions", res.Sessions, "throttles", res.Throttles, "gateway_calls", res.GatewayCalls, "mails", res.Mails, "webhook_deliveries", res.Webhooks)
+		}
+		if _, err := s.Auth.PurgeResets(ctx); err != nil && ctx.Err() == nil {
+			log.Error("purge password reset links", "err", err)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// The background loops and their periods follow the configuration: a
+// loop switched off is not started; the reconciliation waits one period;
+// mail and webhooks are woken by their queues' kicks.
+func TestLoops(t *testing.T) {
+	type want struct {
+		name     string
+		interval time.Duration
+		later    bool
+	}
+	always := []want{{"holds", time.Minute, false}, {"retention", time.Hour, false}}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []want
+	}{
+		{name: "defaults", want: append([]want{{"worker", 2 * time.Second, false}, {"reconcile", 10 * time.Minute, true},
+			{"mail", 10 * time.Second, false}, {"webhooks", 2 * time.Second, false}, {"idempotency keys", 10 * time.Minute, false}}, always...)},
+		{name: "off, or set", env: map[string]string{"WORKER_INTERVAL": "off", "RECONCILE_INTERVAL": "0", "WEBHOOK_INTERVAL": "off",
+			"MAIL_INTERVAL": "20ms", "IDEMPOTENCY_KEY_TTL": "1m"},
+			want: append([]want{{"mail", 20 * time.Millisecond, false}, {"idempotency keys", 15 * time.Second, false}}, always...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(testConfig(t, tc.env), storetest.New(t, store.SQLite), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []want
+			for _, l := range s.loops(nil) {
+				got = append(got, want{l.name, l.Interval, l.Later})
+				if wake := map[string]<-chan struct{}{"mail": s.Outbox.Kicks(), "webhooks": s.Hooks.Kicks()}[l.name]; l.Wake != wake {
+					t.Errorf("%s: woken by %v, want %v", l.name, l.Wake, wake)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("loops\n %v, want\n %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// RunBackground starts every loop on the options' ticks, with its period,
+// and stops them all when its context ends.
+func TestRunBackgroundStartsAndStopsEveryLoop(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var mu sync.Mutex
+		started, stopped := make(chan time.Duration, 16), 0
+		ticks := func(d time.Duration) (<-chan time.Time, func()) {
+			started <- d
+			return nil, func() { mu.Lock(); stopped++; mu.Unlock() }
+		}
+		s, err := New(testConfig(t, nil), db, Options{Ticks: ticks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []time.Duration
+		for _, l := range s.loops(nil) {
+			want = append(want, l.Interval)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := s.RunBackground(ctx, nil)
+		var got []time.Duration
+		for range want {
+			got = append(got, <-started)
+		}
+		cancel()
+		wait()
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) || stopped != len(want) {
+			t.Errorf("tickers of %v, %d stopped; want %v, all stopped", got, stopped, want)
+		}
+	})
+}
+
+// The mail loop queues what is due and delivers it: a reset link asked
+// for lands in DATA_DIR/mail (no SMTP_URL) at its next run.
+func TestMailLoopDeliversQueuedMail(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		cfg := testConfig(t, nil)
+		s, err := New(cfg, db, Options{BcryptCost: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := s.Auth.SignUp(ctx, "reset@example.com", "a long enough passphrase", auth.RoleUser, "en"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Auth.RequestReset(ctx, "reset@example.com", "test"); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range s.loops(nil) {
+			if l.name == "mail" {
+				l.run(ctx)
+			}
+		}
+		files, err := os.ReadDir(filepath.Join(cfg.DataDir, "mail"))
+		if err != nil || len(files) != 1 {
+			t.Fatalf("DATA_DIR/mail holds %v (%v), want the reset mail", files, err)
+		}
+	})
+}

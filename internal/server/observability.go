@@ -1,0 +1,55 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/metrics"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/webhook"
+)
+
+// observability is what an instance tells its operators beyond its logs
+// (the options' logger, one component each): the Prometheus metrics of
+// GET /metrics. The profiler (PPROF_ADDR) is serve's, on a listener of its
+// own (cmd/kifpool).
+type observability struct {
+	Metrics *metrics.Metrics
+}
+
+// newObservability builds the metrics, whose gauges are read at scrape
+// time: the payments' totals and the worker's backlog from reads, the
+// webhook queue from hooks, and the breakers through breakers.
+func newObservability(b base, reads *paymentread.Reader, hooks *webhook.Service, breakers func() []resilient.BreakerState) observability {
+	return observability{Metrics: metrics.New(metrics.Sources{
+		// As the dashboard's totals: exact up to TotalCap per status (the
+		// open ones, which alerts watch), estimated above, so that a scrape
+		// costs a few index reads, not a count of every payment.
+		StatusCounts: func(ctx context.Context) (map[string]int64, error) {
+			tots, err := reads.Totals(ctx)
+			out := make(map[string]int64, len(tots))
+			for _, t := range tots {
+				out[t.Status] = t.N
+			}
+			return out, err
+		},
+		Breakers: breakers,
+		Backlog: func(ctx context.Context) (int64, time.Duration, error) {
+			bl, err := reads.WorkerBacklog(ctx, b.now(), b.cfg.WorkerAbandonedAfter)
+			return bl.Due, bl.Lag, err
+		},
+		LastReconcile: func(ctx context.Context) (time.Time, bool, error) {
+			reps, err := reads.Reconciles(ctx, 1)
+			if err != nil || len(reps) == 0 {
+				return time.Time{}, false, err
+			}
+			return reps[0].FinishedAt, reps[0].Error != "", nil
+		},
+		Webhooks: func(ctx context.Context) (int64, time.Duration, int64, int64, error) {
+			st, err := hooks.Stats(ctx)
+			return st.Pending, st.OldestAge, st.Failed, st.FailingEndpoints, err
+		},
+		Log: b.log("metrics"),
+	})}
+}

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/limits"
+	"github.com/kifpool/kifpool/internal/metrics"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/sqlstore"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
+)
+
+// useCases are the services the web app and the background loops call.
+type useCases struct {
+	Payments     *payment.Service
+	Worker       *payment.Worker
+	WorkerConfig payment.WorkerConfig
+	TopUp        topup.Starter
+	Auth         *auth.Service
+	Wallets      *wallet.Service
+	Tokens       *apitoken.Service
+	Limits       *limits.Policy
+	Keys         *idempotency.Store
+	Hooks        *webhook.Sender
+}
+
+// useCaseParts are the parts built before the use cases that they share.
+type useCaseParts struct {
+	store    *sqlstore.Store // the instance's one payment store
+	ledger   *ledger.Ledger
+	reads    *paymentread.Reader
+	gateways gateways
+	metrics  *metrics.Metrics
+	webhooks *webhook.Service
+	resets   auth.ResetMailer
+}
+
+// newUseCases builds the services over the shared parts, each tuned by
+// the configuration.
+func newUseCases(b base, p useCaseParts) useCases {
+	cfg := b.cfg
+	var u useCases
+	u.Hooks = webhook.NewSender(p.webhooks, webhook.SenderOptions{RetryFor: cfg.WebhookRetryFor, Observer: p.metrics,
+		BaseBackoff: cfg.WebhookBackoffBase, MaxBackoff: cfg.WebhookBackoffMax, Log: b.log("webhook")})
+	// A move that queued webhook deliveries wakes this instance's sender
+	// once it has committed; a move that queued none (a payer without
+	// endpoints, most credits) wakes nothing.
+	p.store.OnWebhookQueued(u.Hooks.Kick)
+	pc := paymentConfig(cfg, p.gateways.Drivers)
+	pc.Observer, pc.Disabled = p.metrics, p.store.DisabledGateways
+	u.Payments = payment.NewService(p.store, p.gateways.Set, b.now, b.log("payment"), pc)
+	u.WorkerConfig = workerConfig(cfg)
+	u.Worker = u.Payments.NewWorker(u.WorkerConfig)
+	u.Auth = auth.NewService(b.db, auth.Options{Now: b.now, BcryptCost: b.o.BcryptCost, ResetMailer: p.resets})
+	u.Wallets = wallet.NewService(b.db, p.ledger)
+	u.Tokens = apitoken.New(b.db, b.now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
+	u.Limits = limits.NewPolicy(limits.Rules{DailyMaxRials: cfg.TopUpDailyMaxRials, DailyMaxCount: cfg.TopUpDailyMaxCount,
+		BalanceMaxRials: cfg.BalanceMaxRials}, p.reads, u.Wallets, b.now)
+	u.TopUp = topup.New(u.Payments, u.Wallets, cfg.TopUpLimits()).WithPolicy(u.Limits)
+	if b.o.WrapTopUp != nil {
+		u.TopUp = b.o.WrapTopUp(u.TopUp)
+	}
+	// A key is leased to its request for longer than the slowest top-up
+	// (the gateway budget, and a repeat's wait for the first submit).
+	u.Keys = idempotency.NewStore(b.db, idempotency.Options{
+		TTL: cfg.IdempotencyKeyTTL, Lease: 2*cfg.RequestTimeout + 10*time.Second, Secret: cfg.SessionSecret, Now: b.now,
+	})
+	return u
+}
+
+// paymentConfig is the payment service's tuning from the configuration
+// and the offered drivers' rules. The resilient caller bounds each bank
+// operation; the service bounds a whole check (verify, then perhaps
+// inquiry) and every wait to the same budget, so no page waits longer.
+func paymentConfig(cfg config.Config, drvs []gateway.Driver) payment.Config {
+	pc := payment.Config{
+		BaseURL: cfg.BaseURL, MinRials: cfg.TopUpMinRials, MaxRials: cfg.TopUpMaxRials,
+		RequestTimeout: cfg.RequestTimeout, VerifyTimeout: cfg.Budget, RecheckDelay: cfg.PendingRecheckAfter,
+		CreditedCacheSize: cfg.CreditedCacheSize, // 0: keep none
+		Gateways:          make(map[string]payment.GatewayRules, len(drvs)),
+	}
+	for _, drv := range drvs {
+		pc.Gateways[drv.Name] = payment.RulesOf(drv.Capabilities)
+	}
+	return pc
+}
+
+// workerConfig is the payment worker's tuning from the configuration
+// (Interval 0 when WORKER_INTERVAL=off: the worker is built, and runs
+// only when asked, RunOnce).
+func workerConfig(cfg config.Config) payment.WorkerConfig {
+	return payment.WorkerConfig{
+		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
+		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
+		MaxUnknown: cfg.WorkerMaxUnknown, StaleCreated: cfg.WorkerStaleCreated,
+		BaseBackoff: cfg.WorkerBackoffBase, MaxBackoff: cfg.WorkerBackoffMax,
+	}
+}
