@@ -27,6 +27,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 )
@@ -197,6 +198,9 @@ var (
 // Net merges the postings of each account into one, drops those that net
 // to zero and sorts them by account id: the one global order every
 // transaction updates its accounts in (no deadlock between A→B and B→A).
+//
+// Net assumes sums that fit in int64 (Validate checks them); Validate is
+// the one to call on an entry.
 func Net(ps []Posting) []Posting {
 	sum := make(map[int64]int64, len(ps))
 	for _, p := range ps {
@@ -229,12 +233,21 @@ func Validate(e Entry) ([]Posting, error) {
 	if e.Kind == KindTopUp && e.PaymentID == 0 {
 		return nil, fmt.Errorf("ledger: a top-up without its payment")
 	}
+	// Every sum is checked for int64 overflow: in wrapping arithmetic
+	// postings whose true sum is 2⁶⁴ "sum to zero", and an account's
+	// netted amount could wrap to the opposite sign.
 	var total int64
+	perAccount := make(map[int64]int64, len(e.Postings))
 	for _, p := range e.Postings {
 		if p.AccountID <= 0 {
 			return nil, fmt.Errorf("ledger: %s %s: posting without an account", e.Kind, e.Reference)
 		}
-		total += p.AmountRials
+		var ok1, ok2 bool
+		total, ok1 = add(total, p.AmountRials)
+		perAccount[p.AccountID], ok2 = add(perAccount[p.AccountID], p.AmountRials)
+		if !ok1 || !ok2 || p.AmountRials == math.MinInt64 {
+			return nil, fmt.Errorf("%w: %s %s: amounts beyond int64", ErrUnbalanced, e.Kind, e.Reference)
+		}
 	}
 	if total != 0 {
 		return nil, fmt.Errorf("%w: %s %s sums to %d rials", ErrUnbalanced, e.Kind, e.Reference, total)
@@ -244,6 +257,12 @@ func Validate(e Entry) ([]Posting, error) {
 		return nil, fmt.Errorf("%w: %s %s moves money between %d accounts", ErrUnbalanced, e.Kind, e.Reference, len(net))
 	}
 	return net, nil
+}
+
+// add is a + b and whether it fits in int64.
+func add(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b >= 0) == (s >= a)
 }
 
 // Opposite is the postings that undo ps.
