@@ -250,6 +250,12 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	args := make([]any, 0, 5*len(net))
 	for i, p := range net {
 		after, err := move(tx, p.AccountID, p.AmountRials, -release[p.AccountID], at)
+		if errors.Is(err, ErrInsufficientFunds) {
+			// An account of a higher id may not exist: that is the
+			// refusal (as PostgreSQL's statement reports it), whatever
+			// the balances.
+			err = errors.Join(missingAccount(tx, net), err)
+		}
 		if err != nil {
 			return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, err)
 		}
@@ -364,6 +370,20 @@ func move(tx *gorm.DB, accountID, amount, held int64, at time.Time) (int64, erro
 	return 0, fmt.Errorf("account %d: %w", accountID, ErrInsufficientFunds)
 }
 
+// missingAccount is ErrAccountNotFound when an account of ps does not
+// exist, nil when all do (or when it cannot tell).
+func missingAccount(tx *gorm.DB, ps []Posting) error {
+	ids := make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i] = p.AccountID
+	}
+	var n int64
+	if err := tx.Raw(`SELECT COUNT(*) FROM ledger_accounts WHERE id IN ?`, ids).Scan(&n).Error; err != nil || n == int64(len(ids)) {
+		return nil
+	}
+	return fmt.Errorf("%d of %d accounts: %w", n, len(ids), ErrAccountNotFound)
+}
+
 // Write posts e in a transaction of its own. A replay (ErrDuplicate)
 // answers with the transaction written first.
 //
@@ -473,21 +493,37 @@ func (l *Ledger) Account(ctx context.Context, id int64) (Account, error) {
 // with the first hold, as it stands, and ErrDuplicate) and the account's
 // held figure, guarded so that its
 // available balance stays ≥ 0 (ErrInsufficientFunds, nothing written).
+//
+// The account is locked first (FOR NO KEY UPDATE on PostgreSQL), before
+// the hold's row is inserted: the insert's foreign key takes a KEY SHARE
+// lock on the account, and a transaction that holds that weaker lock and
+// then waits to update the row deadlocks with a transfer waiting for the
+// same row (PostgreSQL's tuple lock queue), as holds and transfers racing
+// on one wallet did. The lock also tells a missing account
+// (ErrAccountNotFound) from the rest.
 func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
-	if r.AmountRials <= 0 {
-		return Hold{}, fmt.Errorf("%w: hold of %d rials", ErrBadAmount, r.AmountRials)
-	}
-	if r.Reason == "" || r.Reference == "" {
-		return Hold{}, fmt.Errorf("ledger: a hold needs a reason and a reference")
+	if err := CheckHold(r); err != nil {
+		return Hold{}, err
 	}
 	h := Hold{AccountID: r.AccountID, AmountRials: r.AmountRials, Reason: r.Reason, Reference: r.Reference, Status: HoldOpen,
 		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.Now.UTC()}
+	lock := `SELECT id FROM ledger_accounts WHERE id = ?`
+	if l.db.Dialect == store.Postgres {
+		lock += ` FOR NO KEY UPDATE`
+	}
 	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
+		var found []int64
+		if err := tx.Raw(lock, r.AccountID).Scan(&found).Error; err != nil {
+			return fmt.Errorf("account %d: %w", r.AccountID, err)
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("account %d: %w", r.AccountID, ErrAccountNotFound)
+		}
 		if err := tx.Table(holdsTable).Create(&h).Error; err != nil {
 			if store.IsUniqueViolation(err) {
 				return ErrDuplicate
 			}
-			return fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)
+			return fmt.Errorf("insert: %w", err)
 		}
 		_, err := move(tx, r.AccountID, 0, r.AmountRials, h.CreatedAt)
 		return err
