@@ -21,19 +21,49 @@ import (
 // transaction as the payment's move).
 //
 // It remembers account ids by code and by wallet: an account's id never
-// changes once its row is committed, so the cache is never stale, and
-// only ids read from committed rows enter it.
+// changes once its row is committed, so a remembered id is never stale as
+// long as only ids of committed rows enter the cache. An id read inside a
+// caller's transaction may be of a row that transaction made and will roll
+// back — on PostgreSQL an id that then names no account, on SQLite (whose
+// AUTOINCREMENT rolls back with the transaction) the id the next account
+// made gets, another user's wallet. So an id enters the cache only from
+// the ledger's own committed transaction (EnsureAccount), from a read
+// outside any transaction, or, for a clearing slot, from a read in a
+// transaction when this ledger has not made that slot in a transaction of
+// a caller's (a wallet's account is made by wallet.Create, out of the
+// ledger's sight, so a wallet read in a transaction is never remembered).
+//
+// Each map holds at most cacheCap ids and is emptied when full: ids never
+// change, so forgetting is always correct, and millions of wallets cannot
+// grow the process without bound.
 type Ledger struct {
 	db *store.DB
 
 	mu       sync.RWMutex
-	byCode   map[string]int64
+	cacheCap int
+	byCode   map[string]codeEntry
 	byWallet map[int64]int64
+	// madeInTx are the codes this ledger made inside a caller's
+	// transaction (ClearingAccount), not known to be committed: never
+	// remembered from a read in a transaction. EnsureAccount, which
+	// commits its own, takes a code off.
+	madeInTx map[string]bool
 }
+
+// codeEntry is an account's id and kind (exported fields: GORM scans
+// rows into it).
+type codeEntry struct {
+	ID   int64
+	Kind AccountKind
+}
+
+// DefaultCacheCap is how many ids each of a ledger's caches (by code, by
+// wallet) holds before it is emptied: about 5 MB at most for both.
+const DefaultCacheCap = 50_000
 
 // New returns the ledger over db.
 func New(db *store.DB) *Ledger {
-	return &Ledger{db: db, byCode: map[string]int64{}, byWallet: map[int64]int64{}}
+	return &Ledger{db: db, cacheCap: DefaultCacheCap, byCode: map[string]codeEntry{}, byWallet: map[int64]int64{}, madeInTx: map[string]bool{}}
 }
 
 // Account is a ledger account with its two figures.
@@ -95,8 +125,10 @@ func CreateWalletAccount(tx *gorm.DB, walletID, userID int64, now time.Time) (in
 
 // EnsureAccount returns the id of the account with code, making it (of
 // kind, for userID when not 0) when there is none, in its own transaction.
+// An account of code that is of another kind is an error, never an
+// answer.
 func (l *Ledger) EnsureAccount(ctx context.Context, kind AccountKind, code string, userID int64) (int64, error) {
-	if id, ok := l.cachedCode(code); ok {
+	if id, ok := l.cachedCode(code, kind); ok {
 		return id, nil
 	}
 	if !kind.Valid() {
@@ -111,7 +143,11 @@ func (l *Ledger) EnsureAccount(ctx context.Context, kind AccountKind, code strin
 	if err != nil {
 		return 0, err
 	}
-	l.remember(code, 0, id)
+	// Committed: whatever made it, the row is there for good.
+	l.mu.Lock()
+	delete(l.madeInTx, code)
+	l.mu.Unlock()
+	l.rememberCode(code, kind, id)
 	return id, nil
 }
 
@@ -124,29 +160,48 @@ func ensureAccount(tx *gorm.DB, kind AccountKind, code string, userID int64, now
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO NOTHING`, kind, code, uid, kind.MayGoNegative(), now.UTC(), now.UTC()).Error; err != nil {
 		return 0, fmt.Errorf("account %s: %w", code, err)
 	}
-	var id int64
-	if err := tx.Raw(`SELECT id FROM ledger_accounts WHERE code = ?`, code).Scan(&id).Error; err != nil || id == 0 {
+	var rows []codeEntry
+	if err := tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code).Scan(&rows).Error; err != nil || len(rows) == 0 {
 		return 0, fmt.Errorf("account %s: %w", code, errors.Join(err, ErrAccountNotFound))
 	}
-	return id, nil
+	if rows[0].Kind != kind {
+		return 0, fmt.Errorf("ledger: account %s is a %s account, not %s", code, rows[0].Kind, kind)
+	}
+	return rows[0].ID, nil
 }
 
-func (l *Ledger) cachedCode(code string) (int64, bool) {
+// cachedCode is the remembered id of the account of code, when it is of
+// kind.
+func (l *Ledger) cachedCode(code string, kind AccountKind) (int64, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	id, ok := l.byCode[code]
-	return id, ok
+	e, ok := l.byCode[code]
+	return e.ID, ok && e.Kind == kind
 }
 
-func (l *Ledger) remember(code string, walletID, id int64) {
+func (l *Ledger) rememberCode(code string, kind AccountKind, id int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if code != "" {
-		l.byCode[code] = id
+	if len(l.byCode) >= l.cacheCap {
+		clear(l.byCode)
 	}
-	if walletID != 0 {
-		l.byWallet[walletID] = id
+	l.byCode[code] = codeEntry{ID: id, Kind: kind}
+}
+
+func (l *Ledger) rememberWallet(walletID, id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.byWallet) >= l.cacheCap {
+		clear(l.byWallet)
 	}
+	l.byWallet[walletID] = id
+}
+
+// inTx reports whether db runs inside a transaction (what it reads may
+// be uncommitted).
+func inTx(db *gorm.DB) bool {
+	_, ok := db.Statement.ConnPool.(gorm.TxCommitter)
+	return ok
 }
 
 // EnsureClearing makes every clearing slot of each gateway that has none
@@ -166,30 +221,43 @@ func (l *Ledger) EnsureClearing(ctx context.Context, gateways ...string) error {
 // ClearingAccount returns the id of the clearing slot of gateway that a
 // credit of payment paymentID takes (ClearingCode), inside the caller's
 // transaction tx, making it when it does not exist yet (a slot's first
-// credit, a gateway named after the migration). Only an id found before
-// tx made anything is remembered.
+// credit, a gateway named after the migration). An id tx may have made
+// itself is never remembered (see Ledger).
 func (l *Ledger) ClearingAccount(tx *gorm.DB, gateway string, paymentID int64) (int64, error) {
 	code := ClearingCode(gateway, paymentID)
-	if id, ok := l.cachedCode(code); ok {
+	if id, ok := l.cachedCode(code, AccountGateway); ok {
 		return id, nil
 	}
 	// Read in tx (a second connection could wait behind tx's own write
-	// lock on SQLite). A row found here was not made by tx: tx makes one
-	// only below, when there is none, and that id is not remembered.
-	var id int64
-	if err := tx.Raw(`SELECT id FROM ledger_accounts WHERE code = ?`, code).Scan(&id).Error; err != nil {
+	// lock on SQLite). A row found here is committed unless tx made it,
+	// and tx makes one only below, which madeInTx records first.
+	var rows []codeEntry
+	if err := tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code).Scan(&rows).Error; err != nil {
 		return 0, fmt.Errorf("clearing account of %s: %w", gateway, err)
 	}
-	if id != 0 {
-		l.remember(code, 0, id)
-		return id, nil
+	if len(rows) == 1 {
+		if rows[0].Kind != AccountGateway {
+			return 0, fmt.Errorf("ledger: account %s is a %s account, not a gateway's", code, rows[0].Kind)
+		}
+		l.mu.RLock()
+		unsure := l.madeInTx[code]
+		l.mu.RUnlock()
+		if !unsure {
+			l.rememberCode(code, AccountGateway, rows[0].ID)
+		}
+		return rows[0].ID, nil
 	}
+	l.mu.Lock()
+	l.madeInTx[code] = true
+	l.mu.Unlock()
 	return ensureAccount(tx, AccountGateway, code, 0, time.Now())
 }
 
 // WalletAccount returns the id of a wallet's account, read through db (a
 // transaction of the caller's, or the ledger's database). The account is
 // made with the wallet, in an earlier transaction than any posting to it.
+// An id read inside a transaction is not remembered: that transaction may
+// have made the wallet, and roll it back.
 func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
 	l.mu.RLock()
 	id, ok := l.byWallet[walletID]
@@ -203,7 +271,9 @@ func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
 	if id == 0 {
 		return 0, fmt.Errorf("account of wallet %d: %w", walletID, ErrAccountNotFound)
 	}
-	l.remember("", walletID, id)
+	if !inTx(db) {
+		l.rememberWallet(walletID, id)
+	}
 	return id, nil
 }
 
