@@ -50,6 +50,33 @@ func TestPostReplayAfterSpendingIsDuplicate(t *testing.T) {
 		}
 		b.figures(a, 0, 0)
 		b.figures(c, 0, 0)
+		// The same with many legs (another shape of statement, another
+		// plan on PostgreSQL).
+		legs := make([]int64, 6)
+		for i := range legs {
+			legs[i] = b.wallet(0)
+		}
+		payer := b.wallet(5_000)
+		split := func() []ledger.Posting {
+			ps := []ledger.Posting{{AccountID: payer, AmountRials: -5_000}}
+			for _, id := range legs[:5] {
+				ps = append(ps, ledger.Posting{AccountID: id, AmountRials: 1_000})
+			}
+			return ps
+		}
+		if err := post("split", split()); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range legs[:5] {
+			if err := post(fmt.Sprintf("on-%d", i), ledger.Transfer(id, legs[5], 1_000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := post("split", split()); !errors.Is(err, ledger.ErrDuplicate) {
+			t.Fatalf("replay of a spent split: %v, want ErrDuplicate", err)
+		}
+		b.figures(payer, 0, 0)
+		b.figures(legs[5], 5_000, 0)
 		b.check()
 	})
 }

@@ -352,16 +352,25 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	return t, nil
 }
 
-// postOne is post on PostgreSQL: one statement. It locks the accounts in
-// ascending id (lk: ORDER BY id FOR NO KEY UPDATE locks rows in the order
-// it returns them, and the update touches an account only once lk has
-// returned it, so every lower id is already locked), moves their figures,
-// and writes the transaction and its postings with each account's balance
-// after. An account that may not go below zero is kept at available ≥ 0
-// and held ≥ 0 by the CHECK constraints of ledger_accounts, in the UPDATE
-// itself: the statement fails whole (ErrInsufficientFunds). A replay is
-// refused by the transaction's unique (kind, reference) (ErrDuplicate). A
-// hot account (a merchant's, a clearing slot) stays locked from this one
+// postOne is post on PostgreSQL: one statement, whose parts run in an
+// order fixed by what each reads, not by the planner's choice of join:
+//
+//  1. lk locks the accounts in ascending id (ORDER BY id FOR NO KEY
+//     UPDATE locks rows in the order it returns them);
+//  2. t inserts the transaction once lk has locked every account (it
+//     reads lk's count; when an account is missing it inserts nothing,
+//     and nothing else is written: ErrAccountNotFound). A replay is
+//     refused here by the unique (kind, reference) (ErrDuplicate), before
+//     any balance moves: a replay of money spent since is a replay, not
+//     ErrInsufficientFunds, as on SQLite;
+//  3. mv moves the figures of the accounts, only once t has its row (it
+//     reads t). An account that may not go below zero is kept at
+//     available ≥ 0 and held ≥ 0 by the CHECK constraints of
+//     ledger_accounts, in the UPDATE itself: the statement fails whole
+//     (ErrInsufficientFunds);
+//  4. the postings, with each account's balance after.
+//
+// A hot account (a merchant's, a clearing slot) stays locked from this one
 // statement to the commit, not across several round trips.
 func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
 	ids := make([]string, len(net))
@@ -371,23 +380,20 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 		ids[i] = "?"
 		args = append(args, p.AccountID)
 	}
-	args = append(args, at)
+	args = append(args, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at)
 	for i, p := range net {
 		vals[i] = "(?::bigint, ?::bigint, ?::bigint)"
 		args = append(args, p.AccountID, p.AmountRials, -release[p.AccountID])
 	}
-	args = append(args, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at)
-	// all: every account of the postings exists (lk found them all), or
-	// nothing is written and no row comes back (ErrAccountNotFound). The
-	// count is the entry's shape, written into the text, not a value.
-	all := "(SELECT count(*) FROM lk) = " + strconv.Itoa(len(net))
+	args = append(args, at)
+	// The count is the entry's shape, written into the text, not a value.
 	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
 	err := tx.Raw(`WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN (`+strings.Join(ids, ", ")+`) ORDER BY id FOR NO KEY UPDATE),
+		t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = `+strconv.Itoa(len(net))+` RETURNING id),
 		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = ?
 			FROM (VALUES `+strings.Join(vals, ", ")+`) AS v (account_id, amount, held)
-			WHERE a.id = v.account_id AND a.id IN (SELECT id FROM lk) AND `+all+` RETURNING a.id, a.posted_rials, v.amount),
-		t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
-			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE `+all+` RETURNING id)
+			WHERE a.id = v.account_id AND EXISTS (SELECT 1 FROM t) RETURNING a.id, a.posted_rials, v.amount)
 		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
 		RETURNING transaction_id, account_id, balance_after_rials`, args...).Scan(&rows).Error
