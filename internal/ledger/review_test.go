@@ -590,3 +590,45 @@ func TestCancelledMidWriteLeavesNothingHalfWritten(t *testing.T) {
 		}
 	})
 }
+
+// A taken reference with another body is not a replay: the first is
+// answered with ErrReferenceReused, not ErrDuplicate (which a caller
+// takes for "done"), and nothing moves.
+func TestReferenceReusedIsNotAReplay(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		ctx := context.Background()
+		a, c, d := b.wallet(10_000), b.wallet(0), b.wallet(0)
+		first := b.write(ledger.KindTransfer, "tr", ledger.Transfer(a, c, 1_000))
+		for _, ps := range [][]ledger.Posting{ledger.Transfer(a, c, 2_000), ledger.Transfer(a, d, 1_000), ledger.Transfer(c, a, 1_000)} {
+			got, err := b.l.Write(ctx, ledger.Entry{Kind: ledger.KindTransfer, Reference: "tr", Postings: ps, At: b.now})
+			if !errors.Is(err, ledger.ErrReferenceReused) || errors.Is(err, ledger.ErrDuplicate) || got.ID != first.ID {
+				t.Fatalf("%v under a taken reference: %+v, %v; want the first and ErrReferenceReused", ps, got, err)
+			}
+		}
+		// The same body, its postings in another order: a replay.
+		if got, err := b.l.Write(ctx, ledger.Entry{Kind: ledger.KindTransfer, Reference: "tr", At: b.now.Add(time.Minute),
+			Postings: []ledger.Posting{{AccountID: c, AmountRials: 1_000}, {AccountID: a, AmountRials: -1_000}}}); !errors.Is(err, ledger.ErrDuplicate) || got.ID != first.ID {
+			t.Fatalf("replay: %+v, %v", got, err)
+		}
+		b.figures(a, 9_000, 0)
+		b.figures(c, 1_000, 0)
+		b.figures(d, 0, 0)
+
+		h, err := b.l.Hold(ctx, ledger.HoldRequest{AccountID: a, AmountRials: 500, Reason: "charge", Reference: "ch", ExpiresAt: b.now.Add(time.Hour), Now: b.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []ledger.HoldRequest{
+			{AccountID: a, AmountRials: 600, Reason: "charge", Reference: "ch", ExpiresAt: b.now.Add(time.Hour), Now: b.now},
+			{AccountID: c, AmountRials: 500, Reason: "charge", Reference: "ch", ExpiresAt: b.now.Add(time.Hour), Now: b.now},
+		} {
+			if got, err := b.l.Hold(ctx, r); !errors.Is(err, ledger.ErrReferenceReused) || got.ID != h.ID {
+				t.Fatalf("hold %+v under a taken reference: %+v, %v", r, got, err)
+			}
+		}
+		b.figures(a, 9_000, 500)
+		b.figures(c, 1_000, 0)
+		b.check()
+	})
+}

@@ -461,7 +461,8 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 }
 
 // Write posts e in a transaction of its own. A replay (ErrDuplicate)
-// answers with the transaction written first.
+// answers with the transaction written first; another movement under a
+// taken kind and reference is ErrReferenceReused, with the first.
 //
 // On PostgreSQL the write is postOne's one statement sent on its own: the
 // statement is its own transaction (autocommit; the deferred Σ = 0 trigger
@@ -489,6 +490,8 @@ func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	// a guard). Either way the movement is on record: its first answer.
 	first, ferr := l.ByReference(ctx, e.Kind, e.Reference)
 	switch {
+	case ferr == nil && !SameMovement(e, first):
+		return first, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrReferenceReused)
 	case ferr == nil:
 		return first, ErrDuplicate
 	case errors.Is(ferr, ErrNotFound):
@@ -515,14 +518,7 @@ func (l *Ledger) Reverse(ctx context.Context, id int64, note string, now time.Ti
 		ps[i] = Posting{AccountID: p.AccountID, AmountRials: -p.AmountRials}
 	}
 	return l.Write(ctx, Entry{Kind: KindReversal, Reference: "reversal:" + strconv.FormatInt(id, 10), ReversesID: id,
-		PaymentID: derefOr(orig.PaymentID), Note: note, Postings: ps, At: now})
-}
-
-func derefOr(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
+		PaymentID: deref(orig.PaymentID), Note: note, Postings: ps, At: now})
 }
 
 // Transaction reads transaction id with its postings.
@@ -566,7 +562,8 @@ func (l *Ledger) Account(ctx context.Context, id int64) (Account, error) {
 
 // Hold reserves r.AmountRials of an account until r.ExpiresAt, in one
 // transaction: the hold row ((reason, reference) unique: a repeat answers
-// with the first hold, as it stands, and ErrDuplicate) and the account's
+// with the first hold, as it stands, and ErrDuplicate; another account or
+// amount under the same reason and reference, ErrReferenceReused) and the account's
 // held figure, guarded so that its
 // available balance stays ≥ 0 (ErrInsufficientFunds, nothing written).
 //
@@ -608,6 +605,9 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 		first, ferr := l.HoldBy(ctx, r.Reason, r.Reference)
 		if ferr != nil {
 			return Hold{}, errors.Join(err, ferr)
+		}
+		if first.AccountID != r.AccountID || first.AmountRials != r.AmountRials {
+			return first, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, ErrReferenceReused)
 		}
 		return first, ErrDuplicate
 	}
