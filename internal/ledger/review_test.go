@@ -632,3 +632,29 @@ func TestReferenceReusedIsNotAReplay(t *testing.T) {
 		b.check()
 	})
 }
+
+// Post given the database itself rather than a transaction is still
+// all or nothing: on SQLite its several statements (the transaction row,
+// each balance, the postings) would otherwise each commit alone, and a
+// refusal at the second account would leave the first moved.
+func TestPostOutsideATransactionIsAtomic(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		lower, higher := b.wallet(0), b.wallet(1_000)
+		before := ledgertest.Transactions(t, db)
+		// lower is credited first (ascending id), then higher is short.
+		if _, err := b.l.Post(db.Gorm, ledger.Entry{Kind: ledger.KindTransfer, Reference: "half", Postings: ledger.Transfer(higher, lower, 5_000), At: b.now}); !errors.Is(err, ledger.ErrInsufficientFunds) {
+			t.Fatalf("post: %v", err)
+		}
+		if n := ledgertest.Transactions(t, db); n != before {
+			t.Fatalf("a refused post left %d transactions", n-before)
+		}
+		b.figures(lower, 0, 0)
+		b.figures(higher, 1_000, 0)
+		if _, err := b.l.Post(db.Gorm, ledger.Entry{Kind: ledger.KindTransfer, Reference: "whole", Postings: ledger.Transfer(higher, lower, 600), At: b.now}); err != nil {
+			t.Fatal(err)
+		}
+		b.figures(lower, 600, 0)
+		b.check()
+	})
+}

@@ -277,7 +277,8 @@ func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
 	return id, nil
 }
 
-// Post writes entry e inside the caller's transaction tx: the transaction
+// Post writes entry e inside the caller's transaction tx (given the
+// database itself, in a transaction of its own): the transaction
 // row (its kind and reference unique: a replay is ErrDuplicate, and the
 // caller must roll back), each account's balance by a guarded UPDATE in
 // ascending id order (ErrInsufficientFunds when an account that may not go
@@ -306,8 +307,24 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	if l.db.Dialect == store.Postgres {
 		return l.postOne(tx, e, t, net, release, at)
 	}
-	// SQLite: the transaction first (a replay stops here, before any
-	// balance is touched), then each balance, then the postings.
+	if !inTx(tx) {
+		// SQLite's several statements are atomic only in a transaction:
+		// given the database itself, Post makes its own.
+		var out Transaction
+		err := tx.Transaction(func(tx *gorm.DB) error {
+			var err error
+			out, err = l.postSQLite(tx, e, t, net, release, at)
+			return err
+		})
+		return out, err
+	}
+	return l.postSQLite(tx, e, t, net, release, at)
+}
+
+// postSQLite is post on SQLite, inside tx: the transaction first (a
+// replay stops here, before any balance is touched), then each balance by
+// its guarded UPDATE, then the postings, and their sum read back.
+func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
 	if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at).Scan(&t.ID).Error; err != nil {
 		if store.IsUniqueViolation(err) {
