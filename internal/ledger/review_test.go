@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -656,5 +657,33 @@ func TestPostOutsideATransactionIsAtomic(t *testing.T) {
 		}
 		b.figures(lower, 600, 0)
 		b.check()
+	})
+}
+
+// A hold that cannot be expired (here its account's held figure was
+// tampered with) does not stop the sweep: the due holds after it still
+// expire, and the failure is reported, naming the hold.
+func TestExpirySweepGoesPastAFailingHold(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		ctx := context.Background()
+		broken, fine := b.wallet(10_000), b.wallet(10_000)
+		var ids []int64
+		for i, acc := range []int64{broken, fine, fine} {
+			h, err := b.l.Hold(ctx, ledger.HoldRequest{AccountID: acc, AmountRials: 1_000, Reason: "charge", Reference: fmt.Sprintf("e%d", i),
+				ExpiresAt: b.now.Add(time.Duration(i+1) * time.Minute), Now: b.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, h.ID)
+		}
+		if err := db.Gorm.Exec(`UPDATE ledger_accounts SET held_rials = 0 WHERE id = ?`, broken).Error; err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.l.ExpireDue(ctx, b.now.Add(time.Hour), 10)
+		if n != 2 || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("hold %d", ids[0])) {
+			t.Fatalf("sweep: %d expired, %v; want 2 and an error naming hold %d", n, err, ids[0])
+		}
+		b.figures(fine, 10_000, 0)
 	})
 }

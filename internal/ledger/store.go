@@ -663,7 +663,9 @@ func (l *Ledger) Release(ctx context.Context, id int64, now time.Time) (Hold, er
 }
 
 // ExpireDue releases, as expired, up to batch open holds whose time has
-// passed, each in its own transaction; it returns how many it ended.
+// passed, each in its own transaction; it returns how many it ended, and
+// the failures of those it could not end (the others are ended all the
+// same).
 func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, error) {
 	var ids []int64
 	q := l.db.Gorm.WithContext(ctx).Table(holdsTable).Select("id").Where("status = 'open' AND expires_at <= ?", now.UTC()).
@@ -672,7 +674,12 @@ func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, 
 		return 0, fmt.Errorf("due holds: %w", err)
 	}
 	n := 0
+	var errs []error
 	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
 		_, err := l.end(ctx, id, EndExpire, 0, 0, "", now)
 		switch {
 		case err == nil:
@@ -680,10 +687,12 @@ func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, 
 		case errors.Is(err, ErrHoldEnded), errors.Is(err, ErrDuplicate):
 			// captured or released meanwhile: nothing to expire
 		default:
-			return n, err
+			// One hold that cannot end (its account's figures broken) must
+			// not keep every hold due after it open: go on, and report it.
+			errs = append(errs, fmt.Errorf("expire hold %d: %w", id, err))
 		}
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 func (l *Ledger) end(ctx context.Context, id int64, a EndAction, amount, to int64, kind Kind, now time.Time) (Hold, error) {
