@@ -687,3 +687,60 @@ func TestExpirySweepGoesPastAFailingHold(t *testing.T) {
 		b.figures(fine, 10_000, 0)
 	})
 }
+
+// Holds, captures, releases, the sweep and transfers, all at once over the
+// same few accounts: no deadlock or error of any other kind than a
+// refusal, every hold ends at most once, and every rule holds after.
+func TestMixedOperationsNeverDeadlock(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		ctx := context.Background()
+		acc := []int64{b.wallet(200_000), b.wallet(200_000), b.wallet(200_000)}
+		total := ledgertest.WalletsTotal(t, db)
+		const workers, each = 10, 20
+		got := race(t, workers, func(w int) error {
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			var mine []int64 // this worker's holds
+			for i := range each {
+				x, y := acc[r.IntN(len(acc))], acc[r.IntN(len(acc))]
+				var err error
+				switch op := r.IntN(5); {
+				case op == 0 || len(mine) == 0:
+					var h ledger.Hold
+					h, err = b.l.Hold(ctx, ledger.HoldRequest{AccountID: x, AmountRials: int64(1 + r.IntN(20_000)), Reason: "charge",
+						Reference: fmt.Sprintf("h%d-%d", w, i), ExpiresAt: b.now.Add(time.Duration(r.IntN(3)) * time.Minute).Add(time.Second), Now: b.now})
+					if err == nil {
+						mine = append(mine, h.ID)
+					}
+				case op == 1:
+					h := mine[r.IntN(len(mine))]
+					_, err = b.l.Capture(ctx, h, int64(1+r.IntN(1_000)), y, ledger.KindCapture, b.now)
+					if errors.Is(err, ledger.ErrUnbalanced) { // captured to its own account
+						err = nil
+					}
+				case op == 2:
+					_, err = b.l.Release(ctx, mine[r.IntN(len(mine))], b.now)
+				case op == 3:
+					_, err = b.l.ExpireDue(ctx, b.now.Add(90*time.Second), 5)
+				default:
+					if x != y {
+						_, err = b.l.Write(ctx, ledger.Entry{Kind: ledger.KindTransfer, Reference: fmt.Sprintf("t%d-%d", w, i),
+							Postings: ledger.Transfer(x, y, int64(1+r.IntN(30_000))), At: b.now})
+					}
+				}
+				if err != nil && !errors.Is(err, ledger.ErrInsufficientFunds) && !errors.Is(err, ledger.ErrHoldEnded) &&
+					!errors.Is(err, ledger.ErrDuplicate) {
+					return err
+				}
+			}
+			return nil
+		})
+		if got[nil] != workers {
+			t.Fatalf("%d of %d workers ended without an unexpected error", got[nil], workers)
+		}
+		if now := ledgertest.WalletsTotal(t, db); now != total {
+			t.Fatalf("wallets hold %d rials, had %d", now, total)
+		}
+		b.check()
+	})
+}
