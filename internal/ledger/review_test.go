@@ -388,6 +388,33 @@ func TestRandomTransfersConserveMoney(t *testing.T) {
 		if now := ledgertest.WalletsTotal(t, db); now != total {
 			t.Fatalf("wallets hold %d rials, had %d", now, total)
 		}
+		if sum := ledgertest.Total(t, db); sum != 0 {
+			t.Fatalf("the accounts sum to %d rials", sum)
+		}
+		b.check()
+	})
+}
+
+// Twenty reversals of one transaction at once: one reversal, every other
+// answered with it.
+func TestConcurrentReversalsReverseOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		ctx := context.Background()
+		a, c := b.wallet(50_000), b.wallet(0)
+		tr := b.write(ledger.KindTransfer, "tr", ledger.Transfer(a, c, 20_000))
+		got := race(t, 20, func(int) error {
+			_, err := b.l.Reverse(ctx, tr.ID, "", b.now)
+			return err
+		}, ledger.ErrDuplicate)
+		if got[nil] != 1 || got[ledger.ErrDuplicate] != 19 {
+			t.Fatalf("%d reversals, %d replays", got[nil], got[ledger.ErrDuplicate])
+		}
+		b.figures(a, 50_000, 0)
+		b.figures(c, 0, 0)
+		if sum := ledgertest.Total(t, db); sum != 0 {
+			t.Fatalf("the accounts sum to %d rials", sum)
+		}
 		b.check()
 	})
 }
