@@ -771,3 +771,48 @@ func TestMixedOperationsNeverDeadlock(t *testing.T) {
 		b.check()
 	})
 }
+
+// The schema itself refuses what the ledger never does: an update or
+// delete of a posting or a transaction (both dialects), and on
+// PostgreSQL a transaction whose postings do not sum to zero, or have
+// one leg, at its commit.
+func TestSchemaRefusesEdits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c := b.wallet(10_000), b.wallet(0)
+		tr := b.write(ledger.KindTransfer, "tr", ledger.Transfer(a, c, 4_000))
+		for _, q := range []string{
+			`UPDATE ledger_postings SET amount_rials = amount_rials * 2 WHERE transaction_id = ?`,
+			`DELETE FROM ledger_postings WHERE transaction_id = ?`,
+			`UPDATE ledger_transactions SET reference = 'other' WHERE id = ?`,
+			`DELETE FROM ledger_transactions WHERE id = ?`,
+		} {
+			if err := db.Gorm.Exec(q, tr.ID).Error; err == nil {
+				t.Errorf("%s: allowed", q)
+			}
+		}
+		if db.Dialect == store.Postgres {
+			for name, legs := range map[string][]int64{"unbalanced": {-500, 400}, "one leg": {-500}} {
+				err := db.Tx(context.Background(), func(tx *gorm.DB) error {
+					var id int64
+					if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, created_at) VALUES ('adjustment', ?, ?) RETURNING id`, name, b.now).
+						Scan(&id).Error; err != nil {
+						return err
+					}
+					for i, amt := range legs {
+						if err := tx.Exec(`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES (?, ?, ?, 0, ?)`,
+							id, []int64{b.gw, c}[i], amt, b.now).Error; err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err == nil {
+					t.Errorf("a transaction %s was committed", name)
+				}
+			}
+		}
+		b.figures(a, 6_000, 0)
+		b.check()
+	})
+}
