@@ -160,3 +160,31 @@ func TestCachesAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// Inside a transaction, a wallet's account is remembered only when the
+// caller vouches for the wallet being older (a top-up's credit).
+func TestWalletReadInATransactionIsRememberedOnlyWhenVouched(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		l := ledger.New(db)
+		now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+		wid, acc := newUserWallet(t, db.Gorm, "vouched@example.com", now)
+		err := db.Tx(context.Background(), func(tx *gorm.DB) error {
+			if got, err := l.WalletAccount(tx, wid); err != nil || got != acc {
+				return fmt.Errorf("WalletAccount: %d, %v", got, err)
+			}
+			if _, n := ledger.CacheSizes(l); n != 0 {
+				return fmt.Errorf("a wallet read in a transaction was remembered")
+			}
+			if got, err := l.CommittedWalletAccount(tx, wid); err != nil || got != acc {
+				return fmt.Errorf("CommittedWalletAccount: %d, %v", got, err)
+			}
+			if _, n := ledger.CacheSizes(l); n != 1 {
+				return fmt.Errorf("a vouched wallet was not remembered")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}

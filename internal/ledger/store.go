@@ -30,8 +30,10 @@ import (
 // the ledger's own committed transaction (EnsureAccount), from a read
 // outside any transaction, or, for a clearing slot, from a read in a
 // transaction when this ledger has not made that slot in a transaction of
-// a caller's (a wallet's account is made by wallet.Create, out of the
-// ledger's sight, so a wallet read in a transaction is never remembered).
+// a caller's. A wallet's account is made by wallet.Create, out of the
+// ledger's sight, so a wallet read in a transaction is remembered only
+// when the caller vouches that the wallet is older than the transaction
+// (CommittedWalletAccount: a top-up's credit).
 //
 // Each map holds at most cacheCap ids and is emptied when full: ids never
 // change, so forgetting is always correct, and millions of wallets cannot
@@ -257,8 +259,23 @@ func (l *Ledger) ClearingAccount(tx *gorm.DB, gateway string, paymentID int64) (
 // transaction of the caller's, or the ledger's database). The account is
 // made with the wallet, in an earlier transaction than any posting to it.
 // An id read inside a transaction is not remembered: that transaction may
-// have made the wallet, and roll it back.
+// have made the wallet, and roll it back (CommittedWalletAccount is for a
+// wallet known to be older than the transaction).
 func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
+	return l.walletAccount(db, walletID, !inTx(db))
+}
+
+// CommittedWalletAccount is WalletAccount for a wallet the caller knows
+// was committed before db's transaction began, so that the id it reads
+// there is remembered: a top-up's wallet, which its payment, made by an
+// earlier transaction, references (wallet.CreditTopUp). It keeps a credit
+// at the statements it had (TestCreditPathStatements): the wallet's
+// account is read on the instance's first credit of the wallet only.
+func (l *Ledger) CommittedWalletAccount(db *gorm.DB, walletID int64) (int64, error) {
+	return l.walletAccount(db, walletID, true)
+}
+
+func (l *Ledger) walletAccount(db *gorm.DB, walletID int64, keep bool) (int64, error) {
 	l.mu.RLock()
 	id, ok := l.byWallet[walletID]
 	l.mu.RUnlock()
@@ -271,7 +288,7 @@ func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
 	if id == 0 {
 		return 0, fmt.Errorf("account of wallet %d: %w", walletID, ErrAccountNotFound)
 	}
-	if !inTx(db) {
+	if keep {
 		l.rememberWallet(walletID, id)
 	}
 	return id, nil
