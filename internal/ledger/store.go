@@ -24,9 +24,9 @@ import (
 // changes once its row is committed, so a remembered id is never stale as
 // long as only ids of committed rows enter the cache. An id read inside a
 // caller's transaction may be of a row that transaction made and will roll
-// back — on PostgreSQL an id that then names no account, on SQLite (whose
-// AUTOINCREMENT rolls back with the transaction) the id the next account
-// made gets, another user's wallet. So an id enters the cache only from
+// back: on PostgreSQL an id that then names no account; on SQLite, whose
+// AUTOINCREMENT rolls back with the transaction, an id given again to the
+// next account made, another user's wallet. So an id enters the cache only from
 // the ledger's own committed transaction (EnsureAccount), from a read
 // outside any transaction, or, for a clearing slot, from a read in a
 // transaction when this ledger has not made that slot in a transaction of
@@ -597,9 +597,9 @@ func (l *Ledger) Account(ctx context.Context, id int64) (Account, error) {
 // Hold reserves r.AmountRials of an account until r.ExpiresAt, in one
 // transaction: the hold row ((reason, reference) unique: a repeat answers
 // with the first hold, as it stands, and ErrDuplicate; another account or
-// amount under the same reason and reference, ErrReferenceReused) and the account's
-// held figure, guarded so that its
-// available balance stays ≥ 0 (ErrInsufficientFunds, nothing written).
+// amount under the same reason and reference, ErrReferenceReused) and the
+// account's held figure, guarded so that its available balance stays ≥ 0
+// (ErrInsufficientFunds, nothing written).
 //
 // The account is locked first (FOR NO KEY UPDATE on PostgreSQL), before
 // the hold's row is inserted: the insert's foreign key takes a KEY SHARE
