@@ -70,6 +70,15 @@ var rules = []Rule{
 					WHERE op.transaction_id = r.reverses_id AND op.account_id = rp.account_id AND op.amount_rials = -rp.amount_rials))
 				OR EXISTS (SELECT 1 FROM ledger_postings op WHERE op.transaction_id = r.reverses_id AND NOT EXISTS (SELECT 1 FROM ledger_postings rp
 					WHERE rp.transaction_id = r.id AND rp.account_id = op.account_id AND rp.amount_rials = -op.amount_rials)))`},
+	{Name: "hold_captured_once", What: "a captured hold's transaction takes exactly its captured amount off its account, and is no other hold's",
+		query: `SELECT 'hold ' || h.reason || ' ' || h.reference, 'captured ' || h.captured_rials || ' rials by transaction '
+				|| COALESCE(CAST(h.transaction_id AS TEXT), 'none') || ', which takes ' || COALESCE(CAST((SELECT -SUM(lp.amount_rials)
+				FROM ledger_postings lp WHERE lp.transaction_id = h.transaction_id AND lp.account_id = h.account_id) AS TEXT), 'nothing')
+				|| ' rials off its account and ends ' || (SELECT COUNT(*) FROM ledger_holds h2 WHERE h2.transaction_id = h.transaction_id) || ' holds'
+			FROM ledger_holds h WHERE h.status = 'captured' AND (h.transaction_id IS NULL
+				OR COALESCE((SELECT -SUM(lp.amount_rials) FROM ledger_postings lp WHERE lp.transaction_id = h.transaction_id
+					AND lp.account_id = h.account_id), 0) <> h.captured_rials
+				OR (SELECT COUNT(*) FROM ledger_holds h2 WHERE h2.transaction_id = h.transaction_id) > 1) ORDER BY h.id`},
 	{Name: "wallet_has_account", What: "each wallet has its ledger account",
 		query: `SELECT 'wallet ' || w.id, 'no ledger account' FROM wallets w
 			WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.wallet_id = w.id) ORDER BY w.id`},

@@ -173,6 +173,18 @@ func TestBrokenDataIsNamed(t *testing.T) {
 		{"a reversal that is not the opposite", []string{
 			`UPDATE ledger_postings SET account_id = (SELECT id FROM ledger_accounts WHERE code = 'fees') WHERE transaction_id = 4 AND amount_rials < 0`},
 			"reversed_at_most_once", "ledger transaction 4", 0},
+		{"a hold captured for another amount than its transaction took", []string{
+			`INSERT INTO ledger_holds (account_id, amount_rials, reason, reference, status, captured_rials, transaction_id, expires_at, created_at, ended_at)
+				VALUES ((SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 12000, 'charge', 'ch_2', 'captured', 5000, 3,
+				'2026-01-01 01:00:00+00', '2026-01-01 00:00:00+00', '2026-01-01 00:10:00+00')`},
+			"hold_captured_once", "hold charge ch_2", 0},
+		{"two holds captured by one transaction", []string{
+			`INSERT INTO ledger_holds (account_id, amount_rials, reason, reference, status, captured_rials, transaction_id, expires_at, created_at, ended_at)
+				VALUES ((SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 10000, 'charge', 'ch_2', 'captured', 10000, 3,
+				'2026-01-01 01:00:00+00', '2026-01-01 00:00:00+00', '2026-01-01 00:10:00+00'),
+				((SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 10000, 'charge', 'ch_3', 'captured', 10000, 3,
+				'2026-01-01 01:00:00+00', '2026-01-01 00:00:00+00', '2026-01-01 00:10:00+00')`},
+			"hold_captured_once", "hold charge ch_3", 0},
 		{"a wallet without its account", []string{
 			`INSERT INTO users (id, email, password_hash, role, locale, created_at) VALUES (2, 'ali@example.com', 'x', 'user', 'fa', '2026-01-01 00:00:00+00')`,
 			`INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (2, 2, '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00')`},

@@ -17,6 +17,23 @@ const (
 	HoldExpired  HoldStatus = "expired"
 )
 
+// CheckHold checks a hold request before anything is written: a positive
+// amount, a reason and a reference, and a time to expire after the time it
+// is made (a hold born expired would only wait for the sweep).
+func CheckHold(r HoldRequest) error {
+	if r.AmountRials <= 0 {
+		return fmt.Errorf("%w: hold of %d rials", ErrBadAmount, r.AmountRials)
+	}
+	if r.Reason == "" || r.Reference == "" {
+		return fmt.Errorf("ledger: a hold needs a reason and a reference")
+	}
+	if r.ExpiresAt.IsZero() || !r.ExpiresAt.After(r.Now) {
+		return fmt.Errorf("ledger: hold %s %s expires at %s, not after it is made (%s)", r.Reason, r.Reference,
+			r.ExpiresAt.UTC().Format(time.RFC3339), r.Now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // Hold reserves an amount of an account's balance for a reason until it
 // is captured, released or expires. While open it counts in the account's
 // held figure, so available = posted − held.

@@ -8,7 +8,9 @@
 //     a read-back in the same transaction on SQLite, and `kifpool check`.
 //   - A replay is a no-op: (kind, reference) is unique, so a second
 //     transaction of one movement is refused by the database (ErrDuplicate),
-//     and the caller treats it as "already done".
+//     and the caller treats it as "already done". Write and Hold answer
+//     with the first; a taken reference with another body (other postings,
+//     another hold) is ErrReferenceReused instead: not a replay, not done.
 //   - An account that may not go below zero (every account but the outside
 //     world's: a gateway's clearing, a payout rail) never does: the guard is
 //     in the UPDATE that moves its balance (available = posted − held ≥ 0),
@@ -27,6 +29,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 )
@@ -180,6 +183,12 @@ var (
 	// and reference are taken). A replay: the caller rolls back and
 	// treats it as done.
 	ErrDuplicate = errors.New("ledger: movement already recorded")
+	// ErrReferenceReused: the kind and reference (or a hold's reason and
+	// reference) are taken by a movement of other postings, or another
+	// hold: not a replay, and nothing was written. The first is
+	// answered with it, and it is not ErrDuplicate: a caller must not
+	// take a different request for done (a 409, not a 200).
+	ErrReferenceReused = errors.New("ledger: reference already used by another movement")
 	// ErrInsufficientFunds: an account that may not go below zero would
 	// have (its available balance is short).
 	ErrInsufficientFunds = errors.New("ledger: insufficient funds")
@@ -197,6 +206,9 @@ var (
 // Net merges the postings of each account into one, drops those that net
 // to zero and sorts them by account id: the one global order every
 // transaction updates its accounts in (no deadlock between A→B and B→A).
+//
+// Net assumes sums that fit in int64 (Validate checks them); Validate is
+// the one to call on an entry.
 func Net(ps []Posting) []Posting {
 	sum := make(map[int64]int64, len(ps))
 	for _, p := range ps {
@@ -229,12 +241,21 @@ func Validate(e Entry) ([]Posting, error) {
 	if e.Kind == KindTopUp && e.PaymentID == 0 {
 		return nil, fmt.Errorf("ledger: a top-up without its payment")
 	}
+	// Every sum is checked for int64 overflow: in wrapping arithmetic
+	// postings whose true sum is 2⁶⁴ "sum to zero", and an account's
+	// netted amount could wrap to the opposite sign.
 	var total int64
+	perAccount := make(map[int64]int64, len(e.Postings))
 	for _, p := range e.Postings {
 		if p.AccountID <= 0 {
 			return nil, fmt.Errorf("ledger: %s %s: posting without an account", e.Kind, e.Reference)
 		}
-		total += p.AmountRials
+		var ok1, ok2 bool
+		total, ok1 = add(total, p.AmountRials)
+		perAccount[p.AccountID], ok2 = add(perAccount[p.AccountID], p.AmountRials)
+		if !ok1 || !ok2 || p.AmountRials == math.MinInt64 {
+			return nil, fmt.Errorf("%w: %s %s: amounts beyond int64", ErrUnbalanced, e.Kind, e.Reference)
+		}
 	}
 	if total != 0 {
 		return nil, fmt.Errorf("%w: %s %s sums to %d rials", ErrUnbalanced, e.Kind, e.Reference, total)
@@ -244,6 +265,38 @@ func Validate(e Entry) ([]Posting, error) {
 		return nil, fmt.Errorf("%w: %s %s moves money between %d accounts", ErrUnbalanced, e.Kind, e.Reference, len(net))
 	}
 	return net, nil
+}
+
+// add is a + b and whether it fits in int64.
+func add(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b >= 0) == (s >= a)
+}
+
+// SameMovement reports whether written transaction t is what entry e
+// asks for (a replay of e), or another movement under its kind and
+// reference: the same netted postings, top-up and original.
+func SameMovement(e Entry, t Transaction) bool {
+	if e.Kind != t.Kind || e.Reference != t.Reference || e.PaymentID != deref(t.PaymentID) || e.ReversesID != deref(t.ReversesID) {
+		return false
+	}
+	net, err := Validate(e)
+	if err != nil || len(net) != len(t.Postings) {
+		return false
+	}
+	for i, p := range net {
+		if w := t.Postings[i]; w.AccountID != p.AccountID || w.AmountRials != p.AmountRials {
+			return false
+		}
+	}
+	return true
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // Opposite is the postings that undo ps.

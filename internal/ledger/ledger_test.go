@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -29,6 +30,15 @@ func TestValidate(t *testing.T) {
 		{"no reference", ledger.Entry{Kind: ledger.KindTransfer, Postings: ledger.Transfer(1, 2, 500)}, false, nil},
 		{"a top-up without its payment", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},
 		{"a reversal naming nothing", ledger.Entry{Kind: ledger.KindReversal, Reference: "r1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},
+		// int64 sums wrap: three postings whose true sum is 2⁶⁴ sum to 0 in
+		// int64 arithmetic, and −MinInt64 has no int64.
+		{"a sum that wraps to zero", ledger.Entry{Kind: ledger.KindCharge, Reference: "w1", Postings: []ledger.Posting{
+			{AccountID: 1, AmountRials: math.MaxInt64}, {AccountID: 2, AmountRials: math.MaxInt64}, {AccountID: 3, AmountRials: 2}}}, false, ledger.ErrUnbalanced},
+		{"one account's postings wrap", ledger.Entry{Kind: ledger.KindCharge, Reference: "w2", Postings: []ledger.Posting{
+			{AccountID: 1, AmountRials: math.MaxInt64}, {AccountID: 1, AmountRials: 2}, {AccountID: 2, AmountRials: -math.MaxInt64}, {AccountID: 2, AmountRials: -2}}},
+			false, ledger.ErrUnbalanced},
+		{"the least int64", ledger.Entry{Kind: ledger.KindTransfer, Reference: "w3", Postings: []ledger.Posting{
+			{AccountID: 1, AmountRials: math.MinInt64}, {AccountID: 2, AmountRials: math.MinInt64}}}, false, ledger.ErrUnbalanced},
 		{"a transfer naming an original", ledger.Entry{Kind: ledger.KindTransfer, Reference: "t7", ReversesID: 4, Postings: ledger.Transfer(1, 2, 500)},
 			false, nil},
 	}
@@ -143,5 +153,31 @@ func TestClearingSlots(t *testing.T) {
 	}
 	if ledger.ClearingCode("zibal", 16) != "gateway:zibal" || ledger.ClearingCode("zibal", 9) != "gateway:zibal#1" {
 		t.Fatal("slot codes")
+	}
+}
+
+// SameMovement tells a replay (the same netted postings, in any order)
+// from another movement under the same kind and reference.
+func TestSameMovement(t *testing.T) {
+	pid := int64(7)
+	written := ledger.Transaction{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: &pid,
+		Postings: []ledger.PostingRow{{AccountID: 2, AmountRials: -500}, {AccountID: 5, AmountRials: 500}}}
+	cases := []struct {
+		name string
+		e    ledger.Entry
+		same bool
+	}{
+		{"the same", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 5, 500)}, true},
+		{"in another order, split", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: []ledger.Posting{
+			{AccountID: 5, AmountRials: 200}, {AccountID: 2, AmountRials: -500}, {AccountID: 5, AmountRials: 300}}}, true},
+		{"another amount", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 5, 501)}, false},
+		{"another account", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 6, 500)}, false},
+		{"another payment", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 8, Postings: ledger.Transfer(2, 5, 500)}, false},
+		{"invalid", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 2, 500)}, false},
+	}
+	for _, tc := range cases {
+		if got := ledger.SameMovement(tc.e, written); got != tc.same {
+			t.Errorf("%s: SameMovement = %v, want %v", tc.name, got, tc.same)
+		}
 	}
 }

@@ -21,19 +21,51 @@ import (
 // transaction as the payment's move).
 //
 // It remembers account ids by code and by wallet: an account's id never
-// changes once its row is committed, so the cache is never stale, and
-// only ids read from committed rows enter it.
+// changes once its row is committed, so a remembered id is never stale as
+// long as only ids of committed rows enter the cache. An id read inside a
+// caller's transaction may be of a row that transaction made and will roll
+// back: on PostgreSQL an id that then names no account; on SQLite, whose
+// AUTOINCREMENT rolls back with the transaction, an id given again to the
+// next account made, another user's wallet. So an id enters the cache only from
+// the ledger's own committed transaction (EnsureAccount), from a read
+// outside any transaction, or, for a clearing slot, from a read in a
+// transaction when this ledger has not made that slot in a transaction of
+// a caller's. A wallet's account is made by wallet.Create, out of the
+// ledger's sight, so a wallet read in a transaction is remembered only
+// when the caller vouches that the wallet is older than the transaction
+// (CommittedWalletAccount: a top-up's credit).
+//
+// Each map holds at most cacheCap ids and is emptied when full: ids never
+// change, so forgetting is always correct, and millions of wallets cannot
+// grow the process without bound.
 type Ledger struct {
 	db *store.DB
 
 	mu       sync.RWMutex
-	byCode   map[string]int64
+	cacheCap int
+	byCode   map[string]codeEntry
 	byWallet map[int64]int64
+	// madeInTx are the codes this ledger made inside a caller's
+	// transaction (ClearingAccount), not known to be committed: never
+	// remembered from a read in a transaction. EnsureAccount, which
+	// commits its own, takes a code off.
+	madeInTx map[string]bool
 }
+
+// codeEntry is an account's id and kind (exported fields: GORM scans
+// rows into it).
+type codeEntry struct {
+	ID   int64
+	Kind AccountKind
+}
+
+// DefaultCacheCap is how many ids each of a ledger's caches (by code, by
+// wallet) holds before it is emptied: about 5 MB at most for both.
+const DefaultCacheCap = 50_000
 
 // New returns the ledger over db.
 func New(db *store.DB) *Ledger {
-	return &Ledger{db: db, byCode: map[string]int64{}, byWallet: map[int64]int64{}}
+	return &Ledger{db: db, cacheCap: DefaultCacheCap, byCode: map[string]codeEntry{}, byWallet: map[int64]int64{}, madeInTx: map[string]bool{}}
 }
 
 // Account is a ledger account with its two figures.
@@ -95,8 +127,10 @@ func CreateWalletAccount(tx *gorm.DB, walletID, userID int64, now time.Time) (in
 
 // EnsureAccount returns the id of the account with code, making it (of
 // kind, for userID when not 0) when there is none, in its own transaction.
+// An account of code that is of another kind is an error, never an
+// answer.
 func (l *Ledger) EnsureAccount(ctx context.Context, kind AccountKind, code string, userID int64) (int64, error) {
-	if id, ok := l.cachedCode(code); ok {
+	if id, ok := l.cachedCode(code, kind); ok {
 		return id, nil
 	}
 	if !kind.Valid() {
@@ -111,7 +145,11 @@ func (l *Ledger) EnsureAccount(ctx context.Context, kind AccountKind, code strin
 	if err != nil {
 		return 0, err
 	}
-	l.remember(code, 0, id)
+	// Committed: whatever made it, the row is there for good.
+	l.mu.Lock()
+	delete(l.madeInTx, code)
+	l.mu.Unlock()
+	l.rememberCode(code, kind, id)
 	return id, nil
 }
 
@@ -124,29 +162,48 @@ func ensureAccount(tx *gorm.DB, kind AccountKind, code string, userID int64, now
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO NOTHING`, kind, code, uid, kind.MayGoNegative(), now.UTC(), now.UTC()).Error; err != nil {
 		return 0, fmt.Errorf("account %s: %w", code, err)
 	}
-	var id int64
-	if err := tx.Raw(`SELECT id FROM ledger_accounts WHERE code = ?`, code).Scan(&id).Error; err != nil || id == 0 {
+	var rows []codeEntry
+	if err := tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code).Scan(&rows).Error; err != nil || len(rows) == 0 {
 		return 0, fmt.Errorf("account %s: %w", code, errors.Join(err, ErrAccountNotFound))
 	}
-	return id, nil
+	if rows[0].Kind != kind {
+		return 0, fmt.Errorf("ledger: account %s is a %s account, not %s", code, rows[0].Kind, kind)
+	}
+	return rows[0].ID, nil
 }
 
-func (l *Ledger) cachedCode(code string) (int64, bool) {
+// cachedCode is the remembered id of the account of code, when it is of
+// kind.
+func (l *Ledger) cachedCode(code string, kind AccountKind) (int64, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	id, ok := l.byCode[code]
-	return id, ok
+	e, ok := l.byCode[code]
+	return e.ID, ok && e.Kind == kind
 }
 
-func (l *Ledger) remember(code string, walletID, id int64) {
+func (l *Ledger) rememberCode(code string, kind AccountKind, id int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if code != "" {
-		l.byCode[code] = id
+	if len(l.byCode) >= l.cacheCap {
+		clear(l.byCode)
 	}
-	if walletID != 0 {
-		l.byWallet[walletID] = id
+	l.byCode[code] = codeEntry{ID: id, Kind: kind}
+}
+
+func (l *Ledger) rememberWallet(walletID, id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.byWallet) >= l.cacheCap {
+		clear(l.byWallet)
 	}
+	l.byWallet[walletID] = id
+}
+
+// inTx reports whether db runs inside a transaction (what it reads may
+// be uncommitted).
+func inTx(db *gorm.DB) bool {
+	_, ok := db.Statement.ConnPool.(gorm.TxCommitter)
+	return ok
 }
 
 // EnsureClearing makes every clearing slot of each gateway that has none
@@ -166,31 +223,59 @@ func (l *Ledger) EnsureClearing(ctx context.Context, gateways ...string) error {
 // ClearingAccount returns the id of the clearing slot of gateway that a
 // credit of payment paymentID takes (ClearingCode), inside the caller's
 // transaction tx, making it when it does not exist yet (a slot's first
-// credit, a gateway named after the migration). Only an id found before
-// tx made anything is remembered.
+// credit, a gateway named after the migration). An id tx may have made
+// itself is never remembered (see Ledger).
 func (l *Ledger) ClearingAccount(tx *gorm.DB, gateway string, paymentID int64) (int64, error) {
 	code := ClearingCode(gateway, paymentID)
-	if id, ok := l.cachedCode(code); ok {
+	if id, ok := l.cachedCode(code, AccountGateway); ok {
 		return id, nil
 	}
 	// Read in tx (a second connection could wait behind tx's own write
-	// lock on SQLite). A row found here was not made by tx: tx makes one
-	// only below, when there is none, and that id is not remembered.
-	var id int64
-	if err := tx.Raw(`SELECT id FROM ledger_accounts WHERE code = ?`, code).Scan(&id).Error; err != nil {
+	// lock on SQLite). A row found here is committed unless tx made it,
+	// and tx makes one only below, which madeInTx records first.
+	var rows []codeEntry
+	if err := tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code).Scan(&rows).Error; err != nil {
 		return 0, fmt.Errorf("clearing account of %s: %w", gateway, err)
 	}
-	if id != 0 {
-		l.remember(code, 0, id)
-		return id, nil
+	if len(rows) == 1 {
+		if rows[0].Kind != AccountGateway {
+			return 0, fmt.Errorf("ledger: account %s is a %s account, not a gateway's", code, rows[0].Kind)
+		}
+		l.mu.RLock()
+		unsure := l.madeInTx[code]
+		l.mu.RUnlock()
+		if !unsure {
+			l.rememberCode(code, AccountGateway, rows[0].ID)
+		}
+		return rows[0].ID, nil
 	}
+	l.mu.Lock()
+	l.madeInTx[code] = true
+	l.mu.Unlock()
 	return ensureAccount(tx, AccountGateway, code, 0, time.Now())
 }
 
 // WalletAccount returns the id of a wallet's account, read through db (a
 // transaction of the caller's, or the ledger's database). The account is
 // made with the wallet, in an earlier transaction than any posting to it.
+// An id read inside a transaction is not remembered: that transaction may
+// have made the wallet, and roll it back (CommittedWalletAccount is for a
+// wallet known to be older than the transaction).
 func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
+	return l.walletAccount(db, walletID, !inTx(db))
+}
+
+// CommittedWalletAccount is WalletAccount for a wallet the caller knows
+// was committed before db's transaction began, so that the id it reads
+// there is remembered: a top-up's wallet, which its payment, made by an
+// earlier transaction, references (wallet.CreditTopUp). It keeps a credit
+// at the statements it had (TestCreditPathStatements): the wallet's
+// account is read on the instance's first credit of the wallet only.
+func (l *Ledger) CommittedWalletAccount(db *gorm.DB, walletID int64) (int64, error) {
+	return l.walletAccount(db, walletID, true)
+}
+
+func (l *Ledger) walletAccount(db *gorm.DB, walletID int64, keep bool) (int64, error) {
 	l.mu.RLock()
 	id, ok := l.byWallet[walletID]
 	l.mu.RUnlock()
@@ -203,11 +288,14 @@ func (l *Ledger) WalletAccount(db *gorm.DB, walletID int64) (int64, error) {
 	if id == 0 {
 		return 0, fmt.Errorf("account of wallet %d: %w", walletID, ErrAccountNotFound)
 	}
-	l.remember("", walletID, id)
+	if keep {
+		l.rememberWallet(walletID, id)
+	}
 	return id, nil
 }
 
-// Post writes entry e inside the caller's transaction tx: the transaction
+// Post writes entry e inside the caller's transaction tx (given the
+// database itself, in a transaction of its own): the transaction
 // row (its kind and reference unique: a replay is ErrDuplicate, and the
 // caller must roll back), each account's balance by a guarded UPDATE in
 // ascending id order (ErrInsufficientFunds when an account that may not go
@@ -236,8 +324,24 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	if l.db.Dialect == store.Postgres {
 		return l.postOne(tx, e, t, net, release, at)
 	}
-	// SQLite: the transaction first (a replay stops here, before any
-	// balance is touched), then each balance, then the postings.
+	if !inTx(tx) {
+		// SQLite's several statements are atomic only in a transaction:
+		// given the database itself, Post makes its own.
+		var out Transaction
+		err := tx.Transaction(func(tx *gorm.DB) error {
+			var err error
+			out, err = l.postSQLite(tx, e, t, net, release, at)
+			return err
+		})
+		return out, err
+	}
+	return l.postSQLite(tx, e, t, net, release, at)
+}
+
+// postSQLite is post on SQLite, inside tx: the transaction first (a
+// replay stops here, before any balance is touched), then each balance by
+// its guarded UPDATE, then the postings, and their sum read back.
+func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
 	if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at).Scan(&t.ID).Error; err != nil {
 		if store.IsUniqueViolation(err) {
@@ -250,6 +354,12 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	args := make([]any, 0, 5*len(net))
 	for i, p := range net {
 		after, err := move(tx, p.AccountID, p.AmountRials, -release[p.AccountID], at)
+		if errors.Is(err, ErrInsufficientFunds) {
+			// An account of a higher id may not exist: that is the
+			// refusal (as PostgreSQL's statement reports it), whatever
+			// the balances.
+			err = errors.Join(missingAccount(tx, net), err)
+		}
 		if err != nil {
 			return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, err)
 		}
@@ -276,16 +386,25 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	return t, nil
 }
 
-// postOne is post on PostgreSQL: one statement. It locks the accounts in
-// ascending id (lk: ORDER BY id FOR NO KEY UPDATE locks rows in the order
-// it returns them, and the update touches an account only once lk has
-// returned it, so every lower id is already locked), moves their figures,
-// and writes the transaction and its postings with each account's balance
-// after. An account that may not go below zero is kept at available ≥ 0
-// and held ≥ 0 by the CHECK constraints of ledger_accounts, in the UPDATE
-// itself: the statement fails whole (ErrInsufficientFunds). A replay is
-// refused by the transaction's unique (kind, reference) (ErrDuplicate). A
-// hot account (a merchant's, a clearing slot) stays locked from this one
+// postOne is post on PostgreSQL: one statement, whose parts run in an
+// order fixed by what each reads, not by the planner's choice of join:
+//
+//  1. lk locks the accounts in ascending id (ORDER BY id FOR NO KEY
+//     UPDATE locks rows in the order it returns them);
+//  2. t inserts the transaction once lk has locked every account (it
+//     reads lk's count; when an account is missing it inserts nothing,
+//     and nothing else is written: ErrAccountNotFound). A replay is
+//     refused here by the unique (kind, reference) (ErrDuplicate), before
+//     any balance moves: a replay of money spent since is a replay, not
+//     ErrInsufficientFunds, as on SQLite;
+//  3. mv moves the figures of the accounts, only once t has its row (it
+//     reads t). An account that may not go below zero is kept at
+//     available ≥ 0 and held ≥ 0 by the CHECK constraints of
+//     ledger_accounts, in the UPDATE itself: the statement fails whole
+//     (ErrInsufficientFunds);
+//  4. the postings, with each account's balance after.
+//
+// A hot account (a merchant's, a clearing slot) stays locked from this one
 // statement to the commit, not across several round trips.
 func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
 	ids := make([]string, len(net))
@@ -295,23 +414,20 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 		ids[i] = "?"
 		args = append(args, p.AccountID)
 	}
-	args = append(args, at)
+	args = append(args, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at)
 	for i, p := range net {
 		vals[i] = "(?::bigint, ?::bigint, ?::bigint)"
 		args = append(args, p.AccountID, p.AmountRials, -release[p.AccountID])
 	}
-	args = append(args, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at)
-	// all: every account of the postings exists (lk found them all), or
-	// nothing is written and no row comes back (ErrAccountNotFound). The
-	// count is the entry's shape, written into the text, not a value.
-	all := "(SELECT count(*) FROM lk) = " + strconv.Itoa(len(net))
+	args = append(args, at)
+	// The count is the entry's shape, written into the text, not a value.
 	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
 	err := tx.Raw(`WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN (`+strings.Join(ids, ", ")+`) ORDER BY id FOR NO KEY UPDATE),
+		t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = `+strconv.Itoa(len(net))+` RETURNING id),
 		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = ?
 			FROM (VALUES `+strings.Join(vals, ", ")+`) AS v (account_id, amount, held)
-			WHERE a.id = v.account_id AND a.id IN (SELECT id FROM lk) AND `+all+` RETURNING a.id, a.posted_rials, v.amount),
-		t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
-			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE `+all+` RETURNING id)
+			WHERE a.id = v.account_id AND EXISTS (SELECT 1 FROM t) RETURNING a.id, a.posted_rials, v.amount)
 		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
 		RETURNING transaction_id, account_id, balance_after_rials`, args...).Scan(&rows).Error
@@ -364,8 +480,23 @@ func move(tx *gorm.DB, accountID, amount, held int64, at time.Time) (int64, erro
 	return 0, fmt.Errorf("account %d: %w", accountID, ErrInsufficientFunds)
 }
 
+// missingAccount is ErrAccountNotFound when an account of ps does not
+// exist, nil when all do (or when it cannot tell).
+func missingAccount(tx *gorm.DB, ps []Posting) error {
+	ids := make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i] = p.AccountID
+	}
+	var n int64
+	if err := tx.Raw(`SELECT COUNT(*) FROM ledger_accounts WHERE id IN ?`, ids).Scan(&n).Error; err != nil || n == int64(len(ids)) {
+		return nil
+	}
+	return fmt.Errorf("%d of %d accounts: %w", n, len(ids), ErrAccountNotFound)
+}
+
 // Write posts e in a transaction of its own. A replay (ErrDuplicate)
-// answers with the transaction written first.
+// answers with the transaction written first; another movement under a
+// taken kind and reference is ErrReferenceReused, with the first.
 //
 // On PostgreSQL the write is postOne's one statement sent on its own: the
 // statement is its own transaction (autocommit; the deferred Σ = 0 trigger
@@ -393,6 +524,8 @@ func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	// a guard). Either way the movement is on record: its first answer.
 	first, ferr := l.ByReference(ctx, e.Kind, e.Reference)
 	switch {
+	case ferr == nil && !SameMovement(e, first):
+		return first, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrReferenceReused)
 	case ferr == nil:
 		return first, ErrDuplicate
 	case errors.Is(ferr, ErrNotFound):
@@ -419,14 +552,7 @@ func (l *Ledger) Reverse(ctx context.Context, id int64, note string, now time.Ti
 		ps[i] = Posting{AccountID: p.AccountID, AmountRials: -p.AmountRials}
 	}
 	return l.Write(ctx, Entry{Kind: KindReversal, Reference: "reversal:" + strconv.FormatInt(id, 10), ReversesID: id,
-		PaymentID: derefOr(orig.PaymentID), Note: note, Postings: ps, At: now})
-}
-
-func derefOr(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
+		PaymentID: deref(orig.PaymentID), Note: note, Postings: ps, At: now})
 }
 
 // Transaction reads transaction id with its postings.
@@ -470,24 +596,41 @@ func (l *Ledger) Account(ctx context.Context, id int64) (Account, error) {
 
 // Hold reserves r.AmountRials of an account until r.ExpiresAt, in one
 // transaction: the hold row ((reason, reference) unique: a repeat answers
-// with the first hold, as it stands, and ErrDuplicate) and the account's
-// held figure, guarded so that its
-// available balance stays ≥ 0 (ErrInsufficientFunds, nothing written).
+// with the first hold, as it stands, and ErrDuplicate; another account or
+// amount under the same reason and reference, ErrReferenceReused) and the
+// account's held figure, guarded so that its available balance stays ≥ 0
+// (ErrInsufficientFunds, nothing written).
+//
+// The account is locked first (FOR NO KEY UPDATE on PostgreSQL), before
+// the hold's row is inserted: the insert's foreign key takes a KEY SHARE
+// lock on the account, and a transaction that holds that weaker lock and
+// then waits to update the row deadlocks with a transfer waiting for the
+// same row (PostgreSQL's tuple lock queue), as holds and transfers racing
+// on one wallet did. The lock also tells a missing account
+// (ErrAccountNotFound) from the rest.
 func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
-	if r.AmountRials <= 0 {
-		return Hold{}, fmt.Errorf("%w: hold of %d rials", ErrBadAmount, r.AmountRials)
-	}
-	if r.Reason == "" || r.Reference == "" {
-		return Hold{}, fmt.Errorf("ledger: a hold needs a reason and a reference")
+	if err := CheckHold(r); err != nil {
+		return Hold{}, err
 	}
 	h := Hold{AccountID: r.AccountID, AmountRials: r.AmountRials, Reason: r.Reason, Reference: r.Reference, Status: HoldOpen,
 		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.Now.UTC()}
+	lock := `SELECT id FROM ledger_accounts WHERE id = ?`
+	if l.db.Dialect == store.Postgres {
+		lock += ` FOR NO KEY UPDATE`
+	}
 	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
+		var found []int64
+		if err := tx.Raw(lock, r.AccountID).Scan(&found).Error; err != nil {
+			return fmt.Errorf("account %d: %w", r.AccountID, err)
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("account %d: %w", r.AccountID, ErrAccountNotFound)
+		}
 		if err := tx.Table(holdsTable).Create(&h).Error; err != nil {
 			if store.IsUniqueViolation(err) {
 				return ErrDuplicate
 			}
-			return fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)
+			return fmt.Errorf("insert: %w", err)
 		}
 		_, err := move(tx, r.AccountID, 0, r.AmountRials, h.CreatedAt)
 		return err
@@ -496,6 +639,9 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 		first, ferr := l.HoldBy(ctx, r.Reason, r.Reference)
 		if ferr != nil {
 			return Hold{}, errors.Join(err, ferr)
+		}
+		if first.AccountID != r.AccountID || first.AmountRials != r.AmountRials {
+			return first, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, ErrReferenceReused)
 		}
 		return first, ErrDuplicate
 	}
@@ -534,7 +680,9 @@ func (l *Ledger) Release(ctx context.Context, id int64, now time.Time) (Hold, er
 }
 
 // ExpireDue releases, as expired, up to batch open holds whose time has
-// passed, each in its own transaction; it returns how many it ended.
+// passed, each in its own transaction; it returns how many it ended, and
+// the failures of those it could not end (the others are ended all the
+// same).
 func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, error) {
 	var ids []int64
 	q := l.db.Gorm.WithContext(ctx).Table(holdsTable).Select("id").Where("status = 'open' AND expires_at <= ?", now.UTC()).
@@ -543,7 +691,12 @@ func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, 
 		return 0, fmt.Errorf("due holds: %w", err)
 	}
 	n := 0
+	var errs []error
 	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
 		_, err := l.end(ctx, id, EndExpire, 0, 0, "", now)
 		switch {
 		case err == nil:
@@ -551,10 +704,12 @@ func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, 
 		case errors.Is(err, ErrHoldEnded), errors.Is(err, ErrDuplicate):
 			// captured or released meanwhile: nothing to expire
 		default:
-			return n, err
+			// One hold that cannot end (its account's figures broken) must
+			// not keep every hold due after it open: go on, and report it.
+			errs = append(errs, fmt.Errorf("expire hold %d: %w", id, err))
 		}
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 func (l *Ledger) end(ctx context.Context, id int64, a EndAction, amount, to int64, kind Kind, now time.Time) (Hold, error) {

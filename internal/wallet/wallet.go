@@ -79,7 +79,9 @@ func CreditTopUp(tx *gorm.DB, l *ledger.Ledger, c TopUpCredit) (ledger.Transacti
 	if c.AmountRials <= 0 {
 		return ledger.Transaction{}, fmt.Errorf("credit wallet %d: amount %d is not positive", c.WalletID, c.AmountRials)
 	}
-	to, err := l.WalletAccount(tx, c.WalletID)
+	// The wallet is older than tx: the payment being credited references
+	// it, and an earlier transaction made that payment.
+	to, err := l.CommittedWalletAccount(tx, c.WalletID)
 	if errors.Is(err, ledger.ErrAccountNotFound) {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: wallet %d: %w: %w", c.PublicID, c.WalletID, ErrNotFound, err)
 	}

@@ -79,3 +79,11 @@ func WalletsTotal(t testing.TB, db *store.DB) int64 {
 	t.Helper()
 	return count(t, db, `SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts WHERE kind = 'wallet'`)
 }
+
+// Total is the sum of every account's posted balance: zero in a
+// double-entry ledger, whatever moved (money is never made or lost, only
+// moved between accounts, the outside world's included).
+func Total(t testing.TB, db *store.DB) int64 {
+	t.Helper()
+	return count(t, db, `SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts`)
+}
