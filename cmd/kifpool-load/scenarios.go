@@ -193,8 +193,8 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 // dbLimit runs the exact SQL of one credit — the conditional payment
 // update, the payment_events row, then the ledger's transaction as
 // ledger.Post writes it on PostgreSQL (the guarded updates of the
-// gateway's clearing account and the wallet's, in ascending id; the
-// transaction and its two postings in one statement) — in one transaction
+// gateway's clearing account and the wallet's, locked in ascending id;
+// the transaction, the two balances and the postings in one statement) — in one transaction
 // per credit with pgx at conc, no HTTP, no bank.
 func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 	// The gateway's clearing account in its slots, as the store keeps it
@@ -248,15 +248,15 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 				lo, hi = hi, lo
 			}
 			_, err = tx.Exec(ctx, `WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN ($1, $2) ORDER BY id FOR NO KEY UPDATE),
-				mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = $3
-					FROM (VALUES ($4::bigint, $5::bigint, $6::bigint), ($7::bigint, $8::bigint, $9::bigint)) AS v (account_id, amount, held)
-					WHERE a.id = v.account_id AND a.id IN (SELECT id FROM lk) RETURNING a.id, a.posted_rials, v.amount),
 				t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
-					VALUES ($10, $11, $12, $13, $14, $15) RETURNING id)
+					SELECT $3::text, $4::text, $5::bigint, $6::bigint, $7::text, $8::timestamptz WHERE (SELECT count(*) FROM lk) = 2 RETURNING id),
+				mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = $9
+					FROM (VALUES ($10::bigint, $11::bigint, $12::bigint), ($13::bigint, $14::bigint, $15::bigint)) AS v (account_id, amount, held)
+					WHERE a.id = v.account_id AND EXISTS (SELECT 1 FROM t) RETURNING a.id, a.posted_rials, v.amount)
 				INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 				SELECT t.id, mv.id, mv.amount, mv.posted_rials, $16 FROM t, mv
 				RETURNING transaction_id, account_id, balance_after_rials`,
-				lo.account, hi.account, now, lo.account, lo.amount, 0, hi.account, hi.amount, 0, "topup", publics[i], ids[i], nil, "", now, now)
+				lo.account, hi.account, "topup", publics[i], ids[i], nil, "", now, now, lo.account, lo.amount, 0, hi.account, hi.amount, 0, now)
 			return err
 		})
 	}), nil
