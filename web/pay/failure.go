@@ -1,4 +1,4 @@
-package web
+package pay
 
 import (
 	"github.com/kifpool/kifpool/internal/payment"

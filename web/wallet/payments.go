@@ -1,4 +1,4 @@
-package web
+package wallet
 
 import (
 	"bytes"
@@ -59,10 +59,10 @@ func paymentsFilter(c *fiber.Ctx) (f paymentread.PayerFilter, v views.PaymentsVi
 
 // walletPayments lists every top-up attempt of the user (credited, open,
 // failed, under review), filtered, newest first, keyset-paged.
-func (s *Server) walletPayments(c *fiber.Ctx) error {
+func (h *handlers) walletPayments(c *fiber.Ctx) error {
 	f, v, ok := paymentsFilter(c)
 	if !ok {
-		return render(c, fiber.StatusBadRequest, views.Payments(s.page(c, "paylist.title"), v))
+		return h.Render(c, fiber.StatusBadRequest, views.Payments(h.Page(c, "paylist.title"), v))
 	}
 	var before int64
 	if b := c.Query("before"); b != "" {
@@ -72,20 +72,20 @@ func (s *Server) walletPayments(c *fiber.Ctx) error {
 		}
 		before = n
 	}
-	rows, next, err := s.Reads.ForPayer(c.UserContext(), currentUser(c).ID, f, before, paymentsPageSize)
+	rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, paymentsPageSize)
 	if err != nil {
 		return err
 	}
 	v.NextCursor, v.HasNewer = next, before > 0
 	for _, p := range rows {
 		r := views.PaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()),
-			Gateway: s.gatewayName(c, p.Gateway), CreatedAt: p.CreatedAt}
+			Gateway: h.GatewayName(c, p.Gateway), CreatedAt: p.CreatedAt}
 		if p.RefID != nil {
 			r.RefID = *p.RefID
 		}
 		v.Rows = append(v.Rows, r)
 	}
-	return render(c, fiber.StatusOK, views.Payments(s.page(c, "paylist.title"), v))
+	return h.Render(c, fiber.StatusOK, views.Payments(h.Page(c, "paylist.title"), v))
 }
 
 // csvMaxRows bounds one export (a payer's whole history fits many times).
@@ -94,12 +94,12 @@ const csvMaxRows = 50_000
 // walletPaymentsCSV exports the same rows for the payer: UTF-8 with a
 // BOM (spreadsheets then read Persian right), the Jalali date and Tehran
 // time beside the ISO UTC instant, and the status in the payer's language.
-func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
+func (h *handlers) walletPaymentsCSV(c *fiber.Ctx) error {
 	f, _, ok := paymentsFilter(c)
 	if !ok {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
 	}
-	l := lang(c)
+	l := h.Lang(c)
 	var buf bytes.Buffer
 	buf.WriteString("\uFEFF")
 	w := csv.NewWriter(&buf)
@@ -109,7 +109,7 @@ func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
 	var before int64
 	n := 0
 	for n < csvMaxRows {
-		rows, next, err := s.Reads.ForPayer(c.UserContext(), currentUser(c).ID, f, before, 1000)
+		rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, 1000)
 		if err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (s *Server) walletPaymentsCSV(c *fiber.Ctx) error {
 			}
 			_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
 				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
-				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, s.gatewayName(c, p.Gateway)})
+				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, h.GatewayName(c, p.Gateway)})
 			n++
 		}
 		if next == 0 {

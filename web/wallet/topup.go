@@ -1,8 +1,7 @@
-package web
+package wallet
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -17,56 +16,6 @@ import (
 	"github.com/kifpool/kifpool/views"
 )
 
-const historyPageSize = 20
-
-func (s *Server) walletPage(c *fiber.Ctx) error {
-	u := currentUser(c)
-	var before int64
-	if b := c.Query("before"); b != "" {
-		n, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || n <= 0 {
-			return fiber.NewError(fiber.StatusBadRequest, "bad cursor")
-		}
-		before = n
-	}
-	w, err := s.Wallets.ForUser(c.UserContext(), u.ID)
-	if err != nil {
-		return err
-	}
-	items, next, err := s.Wallets.History(c.UserContext(), w, before, historyPageSize)
-	if err != nil {
-		return err
-	}
-	v := views.WalletView{BalanceRials: w.BalanceRials, HeldRials: w.HeldRials, AvailableRials: w.AvailableRials(), NextCursor: next, HasNewer: before > 0}
-	open, err := s.Reads.OpenForUser(c.UserContext(), u.ID, 10)
-	if err != nil {
-		return err
-	}
-	ids := make([]int64, len(open))
-	for i, p := range open {
-		ids[i] = p.ID
-	}
-	dismissed, err := s.Reads.Dismissed(c.UserContext(), u.ID, ids)
-	if err != nil {
-		return err
-	}
-	for _, p := range open {
-		if dismissed[p.ID] {
-			continue // the payer will not pay it: not "in progress" for them
-		}
-		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt})
-	}
-	for _, it := range items {
-		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfterRials, Kind: string(it.Kind), CreatedAt: it.CreatedAt,
-			PaymentPublicID: it.PaymentPublicID, Note: it.Note}
-		if it.RefID != nil {
-			row.RefID = *it.RefID
-		}
-		v.Rows = append(v.Rows, row)
-	}
-	return render(c, fiber.StatusOK, views.Wallet(s.page(c, "wallet.title"), v))
-}
-
 // quickTomans are the quick-pick amounts offered on the form.
 func quickTomans(minRials, maxRials int64) []int64 {
 	var out []int64
@@ -78,8 +27,8 @@ func quickTomans(minRials, maxRials int64) []int64 {
 	return out
 }
 
-func (s *Server) newTopUpForm() views.TopUpForm {
-	l := s.TopUp.Limits()
+func (h *handlers) newTopUpForm() views.TopUpForm {
+	l := h.TopUp.Limits()
 	return views.TopUpForm{Token: formtoken.New(), MinRials: l.MinRials, MaxRials: l.MaxRials, QuickTomans: quickTomans(l.MinRials, l.MaxRials)}
 }
 
@@ -87,14 +36,14 @@ func (s *Server) newTopUpForm() views.TopUpForm {
 // operator's order, and selects want when it is one of them, else the
 // first healthy one after avoid (a gateway that just failed), else the
 // first healthy one.
-func (s *Server) withGateways(c *fiber.Ctx, f views.TopUpForm, want, avoid string) (views.TopUpForm, error) {
-	offers, err := s.Payments.Offered(c.UserContext())
+func (h *handlers) withGateways(c *fiber.Ctx, f views.TopUpForm, want, avoid string) (views.TopUpForm, error) {
+	offers, err := h.Payments.Offered(c.UserContext())
 	if err != nil {
 		return f, err
 	}
 	f.Gateways, f.Gateway = nil, ""
 	for _, o := range offers {
-		f.Gateways = append(f.Gateways, views.GatewayChoice{Name: o.Name, Label: s.gatewayName(c, o.Name), Healthy: o.Healthy})
+		f.Gateways = append(f.Gateways, views.GatewayChoice{Name: o.Name, Label: h.GatewayName(c, o.Name), Healthy: o.Healthy})
 		if o.Name == want {
 			f.Gateway = want
 		}
@@ -121,35 +70,16 @@ func (s *Server) withGateways(c *fiber.Ctx, f views.TopUpForm, want, avoid strin
 	return f, nil
 }
 
-// gatewayName names a gateway for the payer, in their language (the
-// registry's label for one the catalogue does not name).
-func (s *Server) gatewayName(c *fiber.Ctx, name string) string {
-	if key := "gateway.name." + name; i18n.Has(lang(c), key) {
-		return i18n.T(lang(c), key)
-	}
-	return s.gatewayLabel(name)
-}
-
-// gatewayLabel names a stored gateway for people, through the driver
-// registry (Deps.GatewayLabel): the built-in sandbox bank speaks a
-// driver's protocol but is called "sandbox".
-func (s *Server) gatewayLabel(stored string) string {
-	if s.GatewayLabel == nil {
-		return stored
-	}
-	return s.GatewayLabel(stored)
-}
-
 // withLeft fills in what the user's limits still allow today.
-func (s *Server) withLeft(c *fiber.Ctx, f views.TopUpForm) (views.TopUpForm, error) {
-	if s.Limits == nil || !s.Limits.Rules().Any() {
+func (h *handlers) withLeft(c *fiber.Ctx, f views.TopUpForm) (views.TopUpForm, error) {
+	if h.Limits == nil || !h.Limits.Rules().Any() {
 		return f, nil
 	}
-	u, err := s.Limits.Usage(c.UserContext(), currentUser(c).ID)
+	u, err := h.Limits.Usage(c.UserContext(), h.User(c).ID)
 	if err != nil {
 		return f, err
 	}
-	f.Left = s.Limits.Rules().Left(u)
+	f.Left = h.Limits.Rules().Left(u)
 	return f, nil
 }
 
@@ -167,39 +97,39 @@ func limitErrorKey(ex *limits.Exceeded) (string, []any) {
 // topUpForm shows the form; ?amount=N (whole tomans, any digits) fills it
 // in (the quick picks without JavaScript, "try again" after a failure). An
 // amount that is not a valid top-up is ignored: the empty form, no error.
-func (s *Server) topUpForm(c *fiber.Ctx) error {
+func (h *handlers) topUpForm(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	form, err := s.withLeft(c, s.newTopUpForm())
+	form, err := h.withLeft(c, h.newTopUpForm())
 	if err != nil {
 		return err
 	}
-	if form, err = s.withGateways(c, form, c.Query("gateway"), c.Query("after")); err != nil {
+	if form, err = h.withGateways(c, form, c.Query("gateway"), c.Query("after")); err != nil {
 		return err
 	}
 	if q := c.Query("amount"); q != "" {
-		if rials, err := s.TopUp.Amount(topup.Typed(q)); err == nil {
-			form.Amount = i18n.TomansNumber(lang(c), rials)
+		if rials, err := h.TopUp.Amount(topup.Typed(q)); err == nil {
+			form.Amount = i18n.TomansNumber(h.Lang(c), rials)
 		}
 	}
-	return render(c, fiber.StatusOK, views.TopUp(s.page(c, "topup.title"), form))
+	return h.Render(c, fiber.StatusOK, views.TopUp(h.Page(c, "topup.title"), form))
 }
 
 // topUp starts a payment and sends the browser to the bank (303), or
 // answers a repeat of the same form exactly as the first submit was.
-func (s *Server) topUp(c *fiber.Ctx) error {
-	u := currentUser(c)
-	form := s.newTopUpForm()
+func (h *handlers) topUp(c *fiber.Ctx) error {
+	u := h.User(c)
+	form := h.newTopUpForm()
 	form.Amount = c.FormValue("amount")
 	token := c.FormValue("token")
 	chosen := strings.TrimSpace(c.FormValue("gateway"))
-	res, err := s.TopUp.Start(c.UserContext(), topup.Request{
+	res, err := h.TopUp.Start(c.UserContext(), topup.Request{
 		UserID: u.ID, Email: u.Email, FormToken: token, Amount: topup.Typed(form.Amount),
-		English: lang(c) == i18n.EN, Gateway: chosen,
+		English: h.Lang(c) == i18n.EN, Gateway: chosen,
 	})
 	if err != nil && !errors.Is(err, payment.ErrGatewayFailed) {
 		// A form shown again keeps the payer's choice.
 		var gerr error
-		if form, gerr = s.withGateways(c, form, chosen, ""); gerr != nil {
+		if form, gerr = h.withGateways(c, form, chosen, ""); gerr != nil {
 			return gerr
 		}
 	}
@@ -209,32 +139,32 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 	case errors.As(err, &exceeded):
 		form.Token = token
 		form.ErrorKey, form.ErrorArgs = limitErrorKey(exceeded)
-		if form, err = s.withLeft(c, form); err != nil {
+		if form, err = h.withLeft(c, form); err != nil {
 			return err
 		}
-		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
 	case errors.Is(err, payment.ErrBadFormToken):
 		form.ErrorKey = "topup.error_form_expired"
-		return render(c, fiber.StatusBadRequest, views.TopUp(s.page(c, "topup.title"), form))
+		return h.Render(c, fiber.StatusBadRequest, views.TopUp(h.Page(c, "topup.title"), form))
 	case isAmountError(err):
 		form.Token = token
 		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
-		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
 	case errors.Is(err, payment.ErrUnknownGateway):
 		form.Token = token
 		form.ErrorKey = "topup.error_gateway"
-		return render(c, fiber.StatusUnprocessableEntity, views.TopUp(s.page(c, "topup.title"), form))
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
 	case errors.As(err, &reused):
-		return s.message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", routes.TopUp, "topup.new_form")
+		return h.Message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", routes.TopUp, "topup.new_form")
 	case errors.Is(err, payment.ErrGatewayFailed):
 		failed := res.Payment.Gateway
 		if failed == "" {
 			failed = chosen
 		}
-		return s.gatewayFailed(c, form.Amount, failed)
+		return h.gatewayFailed(c, form.Amount, failed)
 	case errors.Is(err, payment.ErrStillProcessing):
 		c.Set(fiber.HeaderRetryAfter, "3")
-		return s.message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", routes.Wallet, "nav.back_wallet")
+		return h.Message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", routes.Wallet, "nav.back_wallet")
 	case err != nil:
 		return err
 	}
@@ -247,7 +177,7 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 		for _, f := range res.PayForm.Fields {
 			v.Fields = append(v.Fields, views.FormField{Name: f.Name, Value: f.Value})
 		}
-		return render(c, fiber.StatusOK, views.ToBank(s.page(c, "tobank.title"), v))
+		return h.Render(c, fiber.StatusOK, views.ToBank(h.Page(c, "tobank.title"), v))
 	}
 	if res.PayURL != "" {
 		return c.Redirect(res.PayURL, fiber.StatusSeeOther)
@@ -260,14 +190,14 @@ func (s *Server) topUp(c *fiber.Ctx) error {
 // money was taken, with a fresh form holding the same amount: a new
 // attempt, with another gateway than the one that failed preselected
 // when there are several ("try with another gateway").
-func (s *Server) gatewayFailed(c *fiber.Ctx, amount, failed string) error {
-	fresh := s.newTopUpForm()
+func (h *handlers) gatewayFailed(c *fiber.Ctx, amount, failed string) error {
+	fresh := h.newTopUpForm()
 	fresh.Amount = amount
-	fresh, err := s.withGateways(c, fresh, "", failed)
+	fresh, err := h.withGateways(c, fresh, "", failed)
 	if err != nil {
 		return err
 	}
-	return render(c, fiber.StatusServiceUnavailable, views.GatewayFailed(s.page(c, "topup.gateway_failed_title"), fresh))
+	return h.Render(c, fiber.StatusServiceUnavailable, views.GatewayFailed(h.Page(c, "topup.gateway_failed_title"), fresh))
 }
 
 // isAmountError reports whether err is a refusal by the amount rules.
@@ -302,14 +232,14 @@ func amountErrorKey(err error, minRials, maxRials int64) (string, []any) {
 // formReplay reports whether a top-up POST repeats a form this user has
 // already submitted (a double click): such a replay is answered from the
 // first submit and does not count against the top-up rate limit.
-func (s *Server) formReplay(c *fiber.Ctx) bool {
-	u := currentUser(c)
+func (h *handlers) formReplay(c *fiber.Ctx) bool {
+	u := h.User(c)
 	if u == nil {
 		return false
 	}
-	seen, err := s.TopUp.Submitted(c.UserContext(), u.ID, c.FormValue("token"))
+	seen, err := h.TopUp.Submitted(c.UserContext(), u.ID, c.FormValue("token"))
 	if err != nil {
-		s.Log.WarnContext(c.UserContext(), "top-up rate limit: replay check", "err", err)
+		h.Log.WarnContext(c.UserContext(), "top-up rate limit: replay check", "err", err)
 		return false
 	}
 	return seen

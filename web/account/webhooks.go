@@ -1,18 +1,19 @@
-package web
+package account
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
-// webhookRow is an endpoint as the pages list it.
-func webhookRow(e webhook.Endpoint, owner string, pending, failed int64) views.WebhookRow {
+// WebhookRow is an endpoint as the pages list it, the user's own page and
+// the admin's alike.
+func WebhookRow(e webhook.Endpoint, owner string, pending, failed int64) views.WebhookRow {
 	state := "active"
 	switch {
 	case e.DisabledAt != nil:
@@ -25,17 +26,17 @@ func webhookRow(e webhook.Endpoint, owner string, pending, failed int64) views.W
 }
 
 // webhooksView fills the page's lists for the signed-in user.
-func (s *Server) webhooksView(c *fiber.Ctx, v views.WebhooksView) (views.WebhooksView, error) {
-	uid := currentUser(c).ID
-	v.EventTypes, v.Loopback = webhook.Types(), s.Webhooks.AllowLoopback()
-	eps, err := s.Webhooks.ForUser(c.UserContext(), uid)
+func (h *handlers) webhooksView(c *fiber.Ctx, v views.WebhooksView) (views.WebhooksView, error) {
+	uid := h.User(c).ID
+	v.EventTypes, v.Loopback = webhook.Types(), h.Webhooks.AllowLoopback()
+	eps, err := h.Webhooks.ForUser(c.UserContext(), uid)
 	if err != nil {
 		return v, err
 	}
 	for _, e := range eps {
-		v.Endpoints = append(v.Endpoints, webhookRow(e, "", 0, 0))
+		v.Endpoints = append(v.Endpoints, WebhookRow(e, "", 0, 0))
 	}
-	origins, err := s.Webhooks.Origins(c.UserContext(), uid)
+	origins, err := h.Webhooks.Origins(c.UserContext(), uid)
 	if err != nil {
 		return v, err
 	}
@@ -45,12 +46,12 @@ func (s *Server) webhooksView(c *fiber.Ctx, v views.WebhooksView) (views.Webhook
 	return v, nil
 }
 
-func (s *Server) renderWebhooks(c *fiber.Ctx, status int, v views.WebhooksView) error {
-	v, err := s.webhooksView(c, v)
+func (h *handlers) renderWebhooks(c *fiber.Ctx, status int, v views.WebhooksView) error {
+	v, err := h.webhooksView(c, v)
 	if err != nil {
 		return err
 	}
-	return render(c, status, views.Webhooks(s.page(c, "webhooks.title"), v))
+	return h.Render(c, status, views.Webhooks(h.Page(c, "webhooks.title"), v))
 }
 
 var webhookNotices = map[string]string{
@@ -60,8 +61,8 @@ var webhookNotices = map[string]string{
 
 // webhooksPage is /account/webhooks: the user's endpoints and return
 // origins.
-func (s *Server) webhooksPage(c *fiber.Ctx) error {
-	return s.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Notice: webhookNotices[c.Query("done")]})
+func (h *handlers) webhooksPage(c *fiber.Ctx) error {
+	return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Notice: webhookNotices[c.Query("done")]})
 }
 
 // webhookErrorKey is the sentence of a refused URL or origin.
@@ -87,42 +88,34 @@ func webhookErrorKey(err error) string {
 
 // createWebhook registers an endpoint and shows its signing secret once
 // (rendered, never redirected: the secret is in no URL and no later page).
-func (s *Server) createWebhook(c *fiber.Ctx) error {
+func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	form := views.WebhookForm{URL: c.FormValue("url")}
 	for _, e := range c.Request().PostArgs().PeekMulti("events") {
 		form.Events = append(form.Events, string(e))
 	}
-	ep, secret, err := s.Webhooks.Create(c.UserContext(), currentUser(c).ID, form.URL, form.Events)
+	ep, secret, err := h.Webhooks.Create(c.UserContext(), h.User(c).ID, form.URL, form.Events)
 	if errors.Is(err, webhook.ErrDisabledByAdmin) {
 		form.ErrorKey = "webhooks.error_add_by_admin"
-		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{Form: form})
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{Form: form})
 	}
 	if err != nil {
 		if form.ErrorKey = webhookErrorKey(err); form.ErrorKey == "" {
 			return err
 		}
-		return s.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{Form: form})
+		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{Form: form})
 	}
-	s.Log.Info("webhook endpoint created", "user", currentUser(c).ID, "endpoint", ep.ID)
+	h.Log.Info("webhook endpoint created", "user", h.User(c).ID, "endpoint", ep.ID)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return s.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{NewSecret: secret, NewURL: ep.URL})
-}
-
-func idParam(c *fiber.Ctx) (int64, error) {
-	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, fiber.ErrNotFound
-	}
-	return id, nil
+	return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{NewSecret: secret, NewURL: ep.URL})
 }
 
 // disableWebhook stops one of the user's endpoints.
-func (s *Server) disableWebhook(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) disableWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
-	switch err := s.Webhooks.Disable(c.UserContext(), currentUser(c).ID, id); {
+	switch err := h.Webhooks.Disable(c.UserContext(), h.User(c).ID, id); {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
 	case err != nil:
@@ -135,37 +128,37 @@ func (s *Server) disableWebhook(c *fiber.Ctx) error {
 // disabled or that is marked failing. One an administrator disabled stays
 // disabled (409, the page says so); re-enabling past the limit of enabled
 // endpoints is refused (422).
-func (s *Server) enableWebhook(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) enableWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
-	switch err := s.Webhooks.Enable(c.UserContext(), currentUser(c).ID, id); {
+	switch err := h.Webhooks.Enable(c.UserContext(), h.User(c).ID, id); {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, webhook.ErrDisabledByAdmin):
-		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_by_admin"})
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_by_admin"})
 	case errors.Is(err, webhook.ErrTooMany):
-		return s.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{ListErrorKey: "webhooks.error_too_many"})
+		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{ListErrorKey: "webhooks.error_too_many"})
 	case err != nil:
 		return err
 	}
-	s.Log.Info("webhook endpoint enabled", "user", currentUser(c).ID, "endpoint", id)
+	h.Log.Info("webhook endpoint enabled", "user", h.User(c).ID, "endpoint", id)
 	return c.Redirect(routes.Webhooks+"?done=enabled", fiber.StatusSeeOther)
 }
 
 // deleteWebhook removes one of the user's endpoints with its log; one an
 // administrator disabled stays (409, the page says so): it binds its URL.
-func (s *Server) deleteWebhook(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) deleteWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
-	switch err := s.Webhooks.Delete(c.UserContext(), currentUser(c).ID, id); {
+	switch err := h.Webhooks.Delete(c.UserContext(), h.User(c).ID, id); {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, webhook.ErrDisabledByAdmin):
-		return s.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_del_by_admin"})
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_del_by_admin"})
 	case err != nil:
 		return err
 	}
@@ -174,9 +167,9 @@ func (s *Server) deleteWebhook(c *fiber.Ctx) error {
 
 // addReturnOrigin registers an origin for return_url (field
 // return_origin).
-func (s *Server) addReturnOrigin(c *fiber.Ctx) error {
+func (h *handlers) addReturnOrigin(c *fiber.Ctx) error {
 	raw := c.FormValue("return_origin")
-	if _, err := s.Webhooks.AddOrigin(c.UserContext(), currentUser(c).ID, raw); err != nil {
+	if _, err := h.Webhooks.AddOrigin(c.UserContext(), h.User(c).ID, raw); err != nil {
 		key := webhookErrorKey(err)
 		if key == "" {
 			return err
@@ -184,18 +177,18 @@ func (s *Server) addReturnOrigin(c *fiber.Ctx) error {
 		if key == "webhooks.error_url" {
 			key = "webhooks.error_origin"
 		}
-		return s.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{OriginValue: raw, OriginErrorKey: key})
+		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{OriginValue: raw, OriginErrorKey: key})
 	}
 	return c.Redirect(routes.Webhooks+"?done=origin", fiber.StatusSeeOther)
 }
 
 // deleteReturnOrigin removes one of the user's return origins.
-func (s *Server) deleteReturnOrigin(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) deleteReturnOrigin(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
-	switch err := s.Webhooks.DeleteOrigin(c.UserContext(), currentUser(c).ID, id); {
+	switch err := h.Webhooks.DeleteOrigin(c.UserContext(), h.User(c).ID, id); {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
 	case err != nil:

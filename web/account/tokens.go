@@ -1,8 +1,8 @@
-package web
+package account
 
 import (
 	"errors"
-	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -10,43 +10,46 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
-func tokenRow(t apitoken.Token, owner string, s *Server) views.TokenRow {
+// TokenRow is a token as the lists show it at now, the user's own page and
+// the admin's alike (owner: "" on the user's own).
+func TokenRow(t apitoken.Token, owner string, now time.Time) views.TokenRow {
 	state := "active"
 	switch {
 	case t.RevokedAt != nil:
 		state = "revoked"
-	case !t.Active(s.Now()):
+	case !t.Active(now):
 		state = "expired"
 	}
 	return views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Scope: string(t.Scope), State: state, Owner: owner,
 		CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
 }
 
-func (s *Server) tokensView(c *fiber.Ctx, v views.TokensView) (views.TokensView, error) {
-	v.DefaultDays, _ = s.Tokens.Rules()
-	list, err := s.Tokens.ForUser(c.UserContext(), currentUser(c).ID)
+func (h *handlers) tokensView(c *fiber.Ctx, v views.TokensView) (views.TokensView, error) {
+	v.DefaultDays, _ = h.Tokens.Rules()
+	list, err := h.Tokens.ForUser(c.UserContext(), h.User(c).ID)
 	if err != nil {
 		return v, err
 	}
 	for _, t := range list {
-		v.Tokens = append(v.Tokens, tokenRow(t, "", s))
+		v.Tokens = append(v.Tokens, TokenRow(t, "", h.Now()))
 	}
 	return v, nil
 }
 
 // tokensPage is "API access": create, list and revoke personal tokens.
-func (s *Server) tokensPage(c *fiber.Ctx) error {
+func (h *handlers) tokensPage(c *fiber.Ctx) error {
 	v := views.TokensView{}
 	if c.Query("done") == "revoked" {
 		v.Notice = "tokens.revoked"
 	}
-	v, err := s.tokensView(c, v)
+	v, err := h.tokensView(c, v)
 	if err != nil {
 		return err
 	}
-	return render(c, fiber.StatusOK, views.Tokens(s.page(c, "tokens.title"), v))
+	return h.Render(c, fiber.StatusOK, views.Tokens(h.Page(c, "tokens.title"), v))
 }
 
 // createToken makes a token and shows it once (the answer is not cached
@@ -56,49 +59,49 @@ func (s *Server) tokensPage(c *fiber.Ctx) error {
 //
 // An admin types a fresh second factor too (freshSecondFactor), checked
 // first: an admin's token must never come from the password alone.
-func (s *Server) createToken(c *fiber.Ctx) error {
+func (h *handlers) createToken(c *fiber.Ctx) error {
 	form := views.TokenForm{Name: c.FormValue("name"), Scope: c.FormValue("scope"), ExpiresDays: c.FormValue("expires_days")}
 	status := fiber.StatusOK
-	if r, err := s.freshSecondFactor(c, currentUser(c)); err != nil {
+	if r, err := h.freshSecondFactor(c, h.User(c)); err != nil {
 		return err
 	} else if r != nil {
 		form.ErrorKey, form.ErrorArgs = r.key, r.args
-		v, err := s.tokensView(c, views.TokensView{Form: form})
+		v, err := h.tokensView(c, views.TokensView{Form: form})
 		if err != nil {
 			return err
 		}
-		return render(c, r.status, views.Tokens(s.page(c, "tokens.title"), v))
+		return h.Render(c, r.status, views.Tokens(h.Page(c, "tokens.title"), v))
 	}
-	err := s.Auth.VerifyPassword(c.UserContext(), currentUser(c).ID, c.FormValue("password"))
+	err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, c.FormValue("password"))
 	var throttled *auth.ThrottledError
 	var secret string
 	switch {
 	case errors.As(err, &throttled):
-		secs := retryAfter(c, throttled.RetryAfter)
+		secs := seam.RetryAfter(c, throttled.RetryAfter)
 		form.ErrorKey, form.ErrorArgs = "tokens.error_throttled", []any{"seconds", secs}
-		v, err := s.tokensView(c, views.TokensView{Form: form})
+		v, err := h.tokensView(c, views.TokensView{Form: form})
 		if err != nil {
 			return err
 		}
-		return render(c, fiber.StatusTooManyRequests, views.Tokens(s.page(c, "tokens.title"), v))
+		return h.Render(c, fiber.StatusTooManyRequests, views.Tokens(h.Page(c, "tokens.title"), v))
 	case errors.Is(err, auth.ErrBadCredentials):
 		err = errWrongPassword
 	case err == nil:
-		secret, _, err = s.Tokens.Create(c.UserContext(), apitoken.CreateInput{
-			UserID: currentUser(c).ID, Name: form.Name, Scope: form.Scope, ExpiresDays: form.ExpiresDays,
-			Still: auth.SessionLive(c.Cookies(s.sessionCookie)),
+		secret, _, err = h.Tokens.Create(c.UserContext(), apitoken.CreateInput{
+			UserID: h.User(c).ID, Name: form.Name, Scope: form.Scope, ExpiresDays: form.ExpiresDays,
+			Still: auth.SessionLive(h.SessionToken(c)),
 		})
 	}
 	switch {
 	case errors.Is(err, auth.ErrNoSession):
 		// Signed out everywhere (or the password changed) while the
 		// token was being made: no token.
-		s.clearCookie(c, s.sessionCookie)
+		h.ClearSession(c)
 		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 	case errors.Is(err, errWrongPassword):
 		form.ErrorKey = "tokens.error_password"
 	case errors.Is(err, apitoken.ErrTooMany):
-		_, maxLive := s.Tokens.Rules()
+		_, maxLive := h.Tokens.Rules()
 		form.ErrorKey, form.ErrorArgs = "tokens.error_too_many", []any{"max", maxLive}
 	case errors.Is(err, apitoken.ErrNameRequired):
 		form.ErrorKey = "tokens.error_name"
@@ -118,30 +121,22 @@ func (s *Server) createToken(c *fiber.Ctx) error {
 		status, v.Form = fiber.StatusUnprocessableEntity, form
 	} else {
 		v.NewToken = secret
-		s.Log.Info("api token created", "user", currentUser(c).ID)
+		h.Log.Info("api token created", "user", h.User(c).ID)
 	}
-	v, err = s.tokensView(c, v)
+	v, err = h.tokensView(c, v)
 	if err != nil {
 		return err
 	}
-	return render(c, status, views.Tokens(s.page(c, "tokens.title"), v))
-}
-
-func tokenIDParam(c *fiber.Ctx) (int64, error) {
-	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, fiber.ErrNotFound
-	}
-	return id, nil
+	return h.Render(c, status, views.Tokens(h.Page(c, "tokens.title"), v))
 }
 
 // revokeToken revokes one of the signed-in user's tokens.
-func (s *Server) revokeToken(c *fiber.Ctx) error {
-	id, err := tokenIDParam(c)
+func (h *handlers) revokeToken(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
-	switch err := s.Tokens.Revoke(c.UserContext(), currentUser(c).ID, id); {
+	switch err := h.Tokens.Revoke(c.UserContext(), h.User(c).ID, id); {
 	case errors.Is(err, apitoken.ErrNotFound):
 		return fiber.ErrNotFound
 	case err != nil:

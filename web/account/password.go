@@ -1,25 +1,18 @@
-package web
+package account
 
 import (
 	"errors"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 // errWrongPassword: the password typed to confirm an act is wrong.
 var errWrongPassword = errors.New("wrong password")
-
-// retryAfter sets Retry-After for a wait and returns it in whole seconds.
-func retryAfter(c *fiber.Ctx, d time.Duration) int64 {
-	secs := max(int64((d+time.Second-1)/time.Second), 1)
-	c.Set(fiber.HeaderRetryAfter, itoa(secs))
-	return secs
-}
 
 // passwordKey is the message of a password rule the new password broke,
 // or "".
@@ -52,19 +45,19 @@ type refusal struct {
 // token): the form's code is spent whatever the session passed before, so
 // that someone holding only the admin's password cannot sign the admin
 // out everywhere or mint a lasting credential. A refusal changes nothing.
-func (s *Server) freshSecondFactor(c *fiber.Ctx, u *auth.User) (*refusal, error) {
+func (h *handlers) freshSecondFactor(c *fiber.Ctx, u *auth.User) (*refusal, error) {
 	if !u.IsAdmin() {
 		return nil, nil
 	}
-	err := s.Auth.ConfirmSecondFactor(c.UserContext(), u.ID, c.FormValue("code"))
+	err := h.Auth.ConfirmSecondFactor(c.UserContext(), u.ID, c.FormValue("code"))
 	var throttled *auth.ThrottledError
 	switch {
 	case err == nil:
 		return nil, nil
 	case errors.As(err, &throttled):
-		return &refusal{"fresh2fa.throttled", []any{"seconds", retryAfter(c, throttled.RetryAfter)}, fiber.StatusTooManyRequests}, nil
+		return &refusal{"fresh2fa.throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}, fiber.StatusTooManyRequests}, nil
 	case errors.Is(err, auth.ErrCodeInvalid):
-		s.Log.WarnContext(c.UserContext(), "admin's fresh second factor refused", "user", u.ID, "path", c.Path())
+		h.Log.WarnContext(c.UserContext(), "admin's fresh second factor refused", "user", u.ID, "path", c.Path())
 		return &refusal{"fresh2fa.wrong", nil, fiber.StatusUnprocessableEntity}, nil
 	case errors.Is(err, auth.ErrTOTPNotEnrolled):
 		return &refusal{"fresh2fa.not_enrolled", nil, fiber.StatusUnprocessableEntity}, nil
@@ -72,8 +65,8 @@ func (s *Server) freshSecondFactor(c *fiber.Ctx, u *auth.User) (*refusal, error)
 	return nil, err
 }
 
-func (s *Server) passwordForm(c *fiber.Ctx) error {
-	return render(c, fiber.StatusOK, views.PasswordChange(s.page(c, "password.change_title"), views.PasswordView{}))
+func (h *handlers) passwordForm(c *fiber.Ctx) error {
+	return h.Render(c, fiber.StatusOK, views.PasswordChange(h.Page(c, "password.change_title"), views.PasswordView{}))
 }
 
 // changePassword checks the current password, sets the new one, signs
@@ -83,26 +76,26 @@ func (s *Server) passwordForm(c *fiber.Ctx) error {
 //
 // An admin types a fresh second factor too (freshSecondFactor), checked
 // first: a wrong code spends no password attempt and changes nothing.
-func (s *Server) changePassword(c *fiber.Ctx) error {
-	u := currentUser(c)
-	if r, err := s.freshSecondFactor(c, u); err != nil {
+func (h *handlers) changePassword(c *fiber.Ctx) error {
+	u := h.User(c)
+	if r, err := h.freshSecondFactor(c, u); err != nil {
 		return err
 	} else if r != nil {
-		return render(c, r.status, views.PasswordChange(s.page(c, "password.change_title"),
+		return h.Render(c, r.status, views.PasswordChange(h.Page(c, "password.change_title"),
 			views.PasswordView{ErrorKey: r.key, ErrorArgs: r.args, ErrorField: "code"}))
 	}
-	ended, err := s.Auth.ChangePassword(c.UserContext(), u.ID, c.Cookies(s.sessionCookie),
+	ended, err := h.Auth.ChangePassword(c.UserContext(), u.ID, h.SessionToken(c),
 		c.FormValue("current_password"), c.FormValue("new_password"))
 	var throttled *auth.ThrottledError
 	v := views.PasswordView{}
 	status := fiber.StatusUnprocessableEntity
 	switch {
 	case err == nil:
-		s.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
-		return s.startSession(c, *u, routes.Account+"?done=password")
+		h.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+		return h.startSession(c, *u, routes.Account+"?done=password")
 	case errors.As(err, &throttled):
 		status = fiber.StatusTooManyRequests
-		v.ErrorKey, v.ErrorArgs, v.ErrorField = "password.throttled", []any{"seconds", retryAfter(c, throttled.RetryAfter)}, "current_password"
+		v.ErrorKey, v.ErrorArgs, v.ErrorField = "password.throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}, "current_password"
 	case errors.Is(err, auth.ErrBadCredentials):
 		v.ErrorKey, v.ErrorField = "password.wrong_current", "current_password"
 	case passwordKey(err) != "":
@@ -110,95 +103,94 @@ func (s *Server) changePassword(c *fiber.Ctx) error {
 	default:
 		return err
 	}
-	return render(c, status, views.PasswordChange(s.page(c, "password.change_title"), v))
+	return h.Render(c, status, views.PasswordChange(h.Page(c, "password.change_title"), v))
 }
 
-func (s *Server) forgotForm(c *fiber.Ctx) error {
-	return render(c, fiber.StatusOK, views.Forgot(s.page(c, "forgot.title"), views.ForgotView{}))
+func (h *handlers) forgotForm(c *fiber.Ctx) error {
+	return h.Render(c, fiber.StatusOK, views.Forgot(h.Page(c, "forgot.title"), views.ForgotView{}))
 }
 
 // forgot queues a reset link if an account has the address, and answers
 // the same either way (the answer never says whether it exists).
-func (s *Server) forgot(c *fiber.Ctx) error {
+func (h *handlers) forgot(c *fiber.Ctx) error {
 	email := c.FormValue("email")
-	err := s.Auth.RequestReset(c.UserContext(), email, s.clientIP(c))
+	err := h.Auth.RequestReset(c.UserContext(), email, h.ClientIP(c))
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.As(err, &throttled):
-		secs := retryAfter(c, throttled.RetryAfter)
-		return render(c, fiber.StatusTooManyRequests, views.Forgot(s.page(c, "forgot.title"),
+		secs := seam.RetryAfter(c, throttled.RetryAfter)
+		return h.Render(c, fiber.StatusTooManyRequests, views.Forgot(h.Page(c, "forgot.title"),
 			views.ForgotView{Email: email, ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
 	case err != nil:
 		return err
 	}
-	if s.Outbox != nil {
-		s.Outbox.Kick()
+	if h.MailQueued != nil {
+		h.MailQueued()
 	}
-	return render(c, fiber.StatusOK, views.Forgot(s.page(c, "forgot.title"), views.ForgotView{Sent: true}))
+	return h.Render(c, fiber.StatusOK, views.Forgot(h.Page(c, "forgot.title"), views.ForgotView{Sent: true}))
 }
 
 // resetForm shows the new-password form of a live reset link. The page is
 // never cached, and like every page (Referrer-Policy: same-origin) sends
 // no Referer to another site (the link is a secret).
-func (s *Server) resetForm(c *fiber.Ctx) error {
+func (h *handlers) resetForm(c *fiber.Ctx) error {
 	tok := c.Params("token")
-	u, err := s.Auth.CheckReset(c.UserContext(), tok)
+	u, err := h.Auth.CheckReset(c.UserContext(), tok)
 	if errors.Is(err, auth.ErrResetInvalid) {
-		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
 	}
 	if err != nil {
 		return err
 	}
-	return render(c, fiber.StatusOK, views.Reset(s.page(c, "reset.title"), views.ResetView{Token: tok, Email: u.Email}))
+	return h.Render(c, fiber.StatusOK, views.Reset(h.Page(c, "reset.title"), views.ResetView{Token: tok, Email: u.Email}))
 }
 
 // reset uses the link once: new password, every session ended, every API
 // token revoked; then the sign-in page says so.
-func (s *Server) reset(c *fiber.Ctx) error {
+func (h *handlers) reset(c *fiber.Ctx) error {
 	tok := c.Params("token")
-	if _, err := s.Auth.CheckReset(c.UserContext(), tok); errors.Is(err, auth.ErrResetInvalid) {
-		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+	if _, err := h.Auth.CheckReset(c.UserContext(), tok); errors.Is(err, auth.ErrResetInvalid) {
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
 	} else if err != nil {
 		return err
 	}
-	u, ended, err := s.Auth.ResetPassword(c.UserContext(), tok, c.FormValue("password"))
+	u, ended, err := h.Auth.ResetPassword(c.UserContext(), tok, c.FormValue("password"))
 	switch {
 	case errors.Is(err, auth.ErrResetInvalid):
-		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
 	case passwordKey(err) != "":
 		v := views.ResetView{Token: tok, ErrorKey: passwordKey(err)}
-		if cu, err := s.Auth.CheckReset(c.UserContext(), tok); err == nil {
+		if cu, err := h.Auth.CheckReset(c.UserContext(), tok); err == nil {
 			v.Email = cu.Email
 		}
-		return render(c, fiber.StatusUnprocessableEntity, views.Reset(s.page(c, "reset.title"), v))
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.Reset(h.Page(c, "reset.title"), v))
 	case err != nil:
 		return err
 	}
-	s.Log.InfoContext(c.UserContext(), "password reset by e-mail link", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+	h.Log.InfoContext(c.UserContext(), "password reset by e-mail link", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
 	// This browser's session (if any) ended with the others.
-	s.clearCookie(c, s.sessionCookie)
-	s.rotateCSRF(c, "")
+	h.SignedOut(c)
 	return c.Redirect(routes.SignIn+"?done=reset", fiber.StatusSeeOther)
 }
 
 // resetLimited is a reset link's form again, saying how long to wait: its
 // submits count against the client's sign-in limit.
-func (s *Server) resetLimited(c *fiber.Ctx, tok string, secs int64) error {
-	u, err := s.Auth.CheckReset(c.UserContext(), tok)
+func (h *handlers) resetLimited(c *fiber.Ctx, tok string, secs int64) error {
+	u, err := h.Auth.CheckReset(c.UserContext(), tok)
 	if errors.Is(err, auth.ErrResetInvalid) {
-		return render(c, fiber.StatusGone, views.ResetInvalid(s.page(c, "reset.invalid_title")))
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
 	}
 	if err != nil {
 		return err
 	}
-	return render(c, fiber.StatusTooManyRequests, views.Reset(s.page(c, "reset.title"),
+	return h.Render(c, fiber.StatusTooManyRequests, views.Reset(h.Page(c, "reset.title"),
 		views.ResetView{Token: tok, Email: u.Email, ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
 }
 
 // setReceipts turns receipts by e-mail on or off.
-func (s *Server) setReceipts(c *fiber.Ctx) error {
+func (h *handlers) setReceipts(c *fiber.Ctx) error {
 	on := c.FormValue("receipts") == "on"
-	if err := s.Auth.SetReceipts(c.UserContext(), currentUser(c).ID, on); err != nil {
+	if err := h.Auth.SetReceipts(c.UserContext(), h.User(c).ID, on); err != nil {
 		return err
 	}
 	return c.Redirect(routes.Account+"?done=receipts", fiber.StatusSeeOther)
