@@ -17,18 +17,6 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-// signedInAdmin creates an admin and returns a client that has passed
-// the second factor.
-func signedInAdmin(t *testing.T, app *apptest.App, email string) *apptest.Client {
-	t.Helper()
-	if _, err := app.Server.Auth.SignUp(context.Background(), email, "correct horse battery", "admin", "en"); err != nil {
-		t.Fatal(err)
-	}
-	c := app.NewClient(t)
-	c.SignInAdmin(email, "correct horse battery")
-	return c
-}
-
 // Finding 4: NUL bytes in a token name (any user) and in the admin
 // console's search filters were 500s on PostgreSQL. They are 400s, and
 // nothing is written.
@@ -48,7 +36,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 		if after := dbState(t, db); after["api_tokens"] != before["api_tokens"] {
 			t.Errorf("refused token names wrote: %v → %v", before, after)
 		}
-		admin := signedInAdmin(t, app, "root@example.com")
+		admin := app.NewAdmin(t, "root@example.com")
 		before = dbState(t, db)
 		for _, path := range []string{
 			routes.AdminPayments + "?q=a%00b", routes.AdminPayments + "?gateway=%00", routes.AdminPayments + "?from=%00", routes.AdminPayments + "?min=%00",
@@ -106,7 +94,7 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 		if !strings.Contains(page, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") {
 			t.Errorf("the stored name is not rendered inside <bdi>")
 		}
-		admin := signedInAdmin(t, app, "boss@example.com")
+		admin := app.NewAdmin(t, "boss@example.com")
 		if body := admin.Get(routes.AdminTokens).Body; !strings.Contains(body, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") ||
 			!strings.Contains(body, "<bdi>bidi@example.com</bdi>") {
 			t.Errorf("the admin's token list does not isolate names and owners")
@@ -140,17 +128,6 @@ func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
 	})
 }
 
-// sessionCookie is the client's session token ("" when it has none).
-func sessionCookie(app *apptest.App, c *apptest.Client) string {
-	u, _ := url.Parse(app.URL)
-	for _, ck := range c.HTTP.Jar.Cookies(u) {
-		if ck.Name == "kp_session" {
-			return ck.Value
-		}
-	}
-	return ""
-}
-
 // Finding 3: passing the second factor starts a new session. An attacker
 // who knows the admin's password and planted a session cookie (theirs,
 // signed in with the password) in the admin's browser is left with a
@@ -163,12 +140,12 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 		}
 		admin := app.NewClient(t)
 		admin.SignIn("victim@example.com", "correct horse battery")
-		planted := sessionCookie(app, admin) // what the attacker knows
+		planted := admin.SessionCookie() // what the attacker knows
 		if r := admin.Get(routes.Admin); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.AdminTwoFactor) {
 			t.Fatalf("before the second factor: %d %q", r.Status, r.Location)
 		}
 		admin.PassAdminChecks("victim@example.com")
-		if now := sessionCookie(app, admin); now == "" || now == planted {
+		if now := admin.SessionCookie(); now == "" || now == planted {
 			t.Fatalf("the session token did not change at the second factor")
 		}
 		if r := admin.Get(routes.Admin); r.Status != http.StatusOK {
@@ -186,9 +163,9 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 		// A second sign-in passes again, with a new token again.
 		again := app.NewClient(t)
 		again.SignIn("victim@example.com", "correct horse battery")
-		before := sessionCookie(app, again)
+		before := again.SessionCookie()
 		again.PassAdminChecks("victim@example.com")
-		if sessionCookie(app, again) == before {
+		if again.SessionCookie() == before {
 			t.Fatalf("the token did not change when a code was typed (not enrolling)")
 		}
 		if r := again.Get(routes.Admin); r.Status != http.StatusOK {
@@ -258,7 +235,7 @@ func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
 func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
-	_, payURL := startTopUp(t, app, "csp@example.com", "10000")
+	_, payURL := app.StartTopUp(t, "csp@example.com", "10000")
 	resp, err := http.Get(payURL)
 	if err != nil {
 		t.Fatal(err)

@@ -123,7 +123,7 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		// A user with a payment the bank has just paid (its callback
 		// would credit it) and an API token that may top up.
-		payer, payURL := startTopUp(t, app, "big@example.com", "10000")
+		payer, payURL := app.StartTopUp(t, "big@example.com", "10000")
 		authority := apptest.Authority(payURL)
 		if _, err := app.Server.Bank.Pay(authority); err != nil {
 			t.Fatal(err)

@@ -1,12 +1,10 @@
 package web_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
@@ -51,27 +49,9 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
-	var buf syncBuffer
+	var buf apptest.LogBuffer
 	log := logging.New(&buf, slog.LevelInfo, logging.FormatJSON)
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: log}})
 	c := app.NewClient(t)
@@ -93,7 +73,7 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 		t.Fatalf("malformed id kept: %q", got)
 	}
 	// A payment page's lines name the request and the payment.
-	user, payURL := startTopUp(t, app, "log@example.com", "20000")
+	user, payURL := app.StartTopUp(t, "log@example.com", "20000")
 	_ = user
 	var pub string
 	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&pub)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +80,7 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 	// real address on the right).
 	var last int
 	for i := range 25 {
-		last = signIn("10.0.0." + itoa(int64(i)) + ", 203.0.113.7")
+		last = signIn("10.0.0." + strconv.FormatInt(int64(i), 10) + ", 203.0.113.7")
 	}
 	if last != http.StatusTooManyRequests {
 		t.Fatalf("after 25 attempts from one client: %d, want 429", last)
@@ -99,7 +100,7 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 	clk := paymenttest.NewClock()
 	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()},
 		Server: server.Options{Now: clk.Now}})
-	c, payURL := startTopUp(t, app, "early@example.com", "10000")
+	c, payURL := app.StartTopUp(t, "early@example.com", "10000")
 	authority := apptest.Authority(payURL)
 	var publicID string
 	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
@@ -266,7 +267,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	other := app.NewClient(t)
 	csrf = apptest.Input(other.Get(routes.SignIn).Body, "_csrf")
 	for i := range 25 {
-		r := other.Post(routes.SignIn, url.Values{"_csrf": {csrf}, "email": {"x" + itoa(int64(i)) + "@example.com"}, "password": {"wrong password"}})
+		r := other.Post(routes.SignIn, url.Values{"_csrf": {csrf}, "email": {"x" + strconv.FormatInt(int64(i), 10) + "@example.com"}, "password": {"wrong password"}})
 		if r.Status != http.StatusUnauthorized {
 			t.Fatalf("sign-in %d with RATE_LIMIT_SIGNIN=0: status %d, want 401", i+1, r.Status)
 		}
@@ -277,9 +278,9 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 // payment's public id of the request that caused them.
 func TestPaymentLogLinesCarryRequestID(t *testing.T) {
 	db := storetest.New(t, store.SQLite)
-	var buf syncBuffer
+	var buf apptest.LogBuffer
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: logging.New(&buf, slog.LevelInfo, "json")}})
-	c, payURL := startTopUp(t, app, "logs@example.com", "10000")
+	c, payURL := app.StartTopUp(t, "logs@example.com", "10000")
 	authority := apptest.Authority(payURL)
 	var publicID string
 	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
