@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -75,8 +76,7 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 	// A payment page's lines name the request and the payment.
 	user, payURL := app.StartTopUp(t, "log@example.com", "20000")
 	_ = user
-	var pub string
-	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&pub)
+	pub := paymenttest.First(t, db).PublicID
 	if _, err := app.Server.Bank.Pay(apptest.Authority(payURL)); err != nil {
 		t.Fatal(err)
 	}

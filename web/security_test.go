@@ -102,11 +102,10 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 		Server: server.Options{Now: clk.Now}})
 	c, payURL := app.StartTopUp(t, "early@example.com", "10000")
 	authority := apptest.Authority(payURL)
-	var publicID string
-	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	publicID := paymenttest.First(t, db).PublicID
 	back := routes.PaymentReturn(publicID) + "?Authority=" + authority
 	calls := func(op string) int64 {
-		return apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = ?`, op)
+		return paymenttest.CountCalls(t, db, op)
 	}
 	c.Get(back + "&Status=NOK") // the first: verify -51, inquiry IN_BANK
 	if calls("verify") != 1 || calls("inquire") != 1 {
@@ -247,7 +246,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 			t.Fatalf("submit %d of one form: status %d, want 303 (a replay)", i+1, r.Status)
 		}
 	}
-	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 1 {
+	if n := paymenttest.Count(t, app.DB); n != 1 {
 		t.Fatalf("%d payments after replays of one form, want 1", n)
 	}
 	_, second := c.TopUpForm()
@@ -258,7 +257,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	if r := c.PostTopUp(csrf, third, "10000"); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("third form within the minute: status %d, want 429", r.Status)
 	}
-	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 2 {
+	if n := paymenttest.Count(t, app.DB); n != 2 {
 		t.Fatalf("%d payments, want 2 (the refused submit writes nothing)", n)
 	}
 	// Sign-in limit per client address off: 25 wrong passwords (for as
@@ -282,8 +281,7 @@ func TestPaymentLogLinesCarryRequestID(t *testing.T) {
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: logging.New(&buf, slog.LevelInfo, "json")}})
 	c, payURL := app.StartTopUp(t, "logs@example.com", "10000")
 	authority := apptest.Authority(payURL)
-	var publicID string
-	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	publicID := paymenttest.First(t, db).PublicID
 	r := c.Get(routes.PaymentReturn(publicID) + "?Authority=" + authority + "&Status=NOK")
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {

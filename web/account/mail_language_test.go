@@ -65,8 +65,7 @@ func TestReceiptAndNoticeInThePayersLanguage(t *testing.T) {
 				}
 				// The card number in the mail's digits (issue 29, item 8).
 				if tc.p == paid {
-					var card string
-					db.Gorm.Raw(`SELECT card_pan_masked FROM payments WHERE id = ?`, paid.ID).Scan(&card)
+					card := paymenttest.ByID(t, db, paid.ID).CardPANMasked
 					if card == "" || !strings.Contains(m.Text, i18n.Digits(l, card)) || (l == i18n.FA && strings.Contains(m.Text, card)) {
 						t.Errorf("%s receipt: card %q not in the mail's digits:\n%s", l, card, m.Text)
 					}

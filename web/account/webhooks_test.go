@@ -153,8 +153,7 @@ func TestWebhooksPages(t *testing.T) {
 			if r := owner.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
 				t.Fatalf("return: %d %s", r.Status, apptest.PaymentStatus(r.Body))
 			}
-			var payID string
-			db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id DESC LIMIT 1`).Scan(&payID)
+			payID := paymenttest.Last(t, db).PublicID
 			return payID
 		}
 		payID := pay()

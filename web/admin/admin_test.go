@@ -62,14 +62,12 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		if r := post(admin, routes.AdminPaymentRecheck(unpaidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_open" {
 			t.Fatalf("recheck unpaid: %q", r.Location)
 		}
-		var reopened string
-		db.Gorm.Raw(`SELECT status FROM payments WHERE public_id = ?`, unpaidID).Scan(&reopened)
+		reopened := string(paymenttest.ByPublicID(t, db, unpaidID).Status)
 		if reopened != "pending_verification" {
 			t.Fatalf("rechecked unpaid payment is %q, want pending_verification", reopened)
 		}
 		// (Its deadline passes: back under review.)
-		var unpaidRow int64
-		db.Gorm.Raw(`SELECT id FROM payments WHERE public_id = ?`, unpaidID).Scan(&unpaidRow)
+		unpaidRow := paymenttest.ByPublicID(t, db, unpaidID).ID
 		db.Gorm.Exec(`UPDATE payments SET lease_until = NULL, lease_owner = '' WHERE id = ?`, unpaidRow)
 		paymenttest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
 		// Closing needs a reason; then it is failed, with the reason kept.

@@ -51,8 +51,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 			return apptest.Input(c.Get(page).Body, "_csrf")
 		}
 		snapshot := func() string {
-			var st string
-			db.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, review.ID).Scan(&st)
+			st := string(paymenttest.ByID(t, db, review.ID).Status)
 			return st + "/" + strconv.FormatInt(apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`), 10) +
 				"/" + strconv.FormatInt(apptest.Count(t, db, `SELECT COUNT(*) FROM reconcile_reports`), 10)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -98,7 +99,7 @@ func TestAdminGatewaySwitch(t *testing.T) {
 				t.Fatalf("switch %s off: %d", name, r.Status)
 			}
 		}
-		before := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`)
+		before := paymenttest.Count(t, db)
 		form = payer.Get(routes.TopUp)
 		if !strings.Contains(form.Body, `data-testid="no-gateway"`) || strings.Contains(form.Body, `name="gateway"`) {
 			t.Errorf("every gateway off: the form has no notice, or offers a gateway")
@@ -106,7 +107,7 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		if r := payer.PostTopUp(apptest.Input(form.Body, "_csrf"), apptest.Input(form.Body, "token"), "30000"); r.Status < 400 {
 			t.Errorf("a top-up with every gateway off: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != before {
+		if n := paymenttest.Count(t, db); n != before {
 			t.Errorf("a top-up with every gateway off made %d payments", n-before)
 		}
 		apptest.CheckInvariants(t, db)

@@ -257,8 +257,7 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	// Actions leave notices and audit rows; a reconciliation a report.
 	list := admin.Get(routes.Admin)
 	adminCSRF := apptest.Input(list.Body, "_csrf")
-	var reviewed string
-	db.Gorm.Raw(`SELECT public_id FROM payments WHERE id = ?`, ids[1]).Scan(&reviewed)
+	reviewed := paymenttest.ByID(t, db, ids[1]).PublicID
 	if r := admin.Post(routes.AdminPaymentRecheck(reviewed), url.Values{"_csrf": {adminCSRF}}); r.Status != http.StatusSeeOther {
 		t.Fatalf("recheck: %d", r.Status)
 	}

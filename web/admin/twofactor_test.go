@@ -14,6 +14,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -49,8 +50,7 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatal(err)
 		}
 		paymenttest.ForceAll(t, db, "needs_review", "verify_rejected")
-		var paymentID string
-		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&paymentID)
+		paymentID := paymenttest.First(t, db).PublicID
 
 		admin := app.NewClient(t)
 		admin.SignIn("boss@example.com", "correct horse battery")
@@ -67,7 +67,7 @@ func TestAdminTwoFactor(t *testing.T) {
 		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`); n != 0 {
 			t.Fatalf("%d admin actions recorded before the second factor", n)
 		}
-		if apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'needs_review'`) != 1 {
+		if paymenttest.Count(t, db, payment.StatusNeedsReview) != 1 {
 			t.Fatal("the payment moved before the second factor")
 		}
 

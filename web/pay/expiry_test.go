@@ -50,11 +50,7 @@ func failedPageSays(t *testing.T, page apptest.Response, lang i18n.Lang, cause, 
 
 func reasonOf(t *testing.T, db *store.DB, authority string) payment.Payment {
 	t.Helper()
-	var p payment.Payment
-	if err := db.Gorm.Where("authority = ?", authority).First(&p).Error; err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return paymenttest.ByAuthority(t, db, authority)
 }
 
 // When the bank's page expired, the failure page says the time ran out,
@@ -103,10 +99,8 @@ func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
 			if p.Status != payment.StatusFailed || p.StatusReason != string(payment.ReasonBankExpired) {
 				t.Fatalf("%s: expired page recorded as %s %q", lang, p.Status, p.StatusReason)
 			}
-			var ev struct{ ToStatus, Reason string }
-			if err := db.Gorm.Raw(`SELECT to_status, reason FROM payment_events WHERE payment_id = ? ORDER BY id DESC LIMIT 1`, p.ID).
-				Scan(&ev).Error; err != nil || ev.ToStatus != string(payment.StatusFailed) || ev.Reason != string(payment.ReasonBankExpired) {
-				t.Errorf("%s: last event %+v %v, want failed for bank_expired", lang, ev, err)
+			if ev := paymenttest.LastEvent(t, db, p.ID); ev.ToStatus != payment.StatusFailed || ev.Reason != payment.ReasonBankExpired {
+				t.Errorf("%s: last event %+v, want failed for bank_expired", lang, ev)
 			}
 			// Its receipt says the same, and so does a reload of the return.
 			failedPageSays(t, c.Get(routes.Payment(p.PublicID)), lang, "expired", "cancelled")

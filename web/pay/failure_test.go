@@ -27,10 +27,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 	if r.Status != http.StatusSeeOther {
 		t.Fatalf("top-up: %d", r.Status)
 	}
-	var p payment.Payment
-	if err := app.DB.Gorm.Where("authority = ?", apptest.Authority(r.Location)).First(&p).Error; err != nil {
-		t.Fatal(err)
-	}
+	p := paymenttest.ByAuthority(t, app.DB, apptest.Authority(r.Location))
 	for _, tc := range []struct {
 		reason string
 		cause  string
@@ -95,11 +92,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 // already failed is reopened first.
 func failWith(t *testing.T, db *store.DB, id int64, reason string) {
 	t.Helper()
-	var status string
-	if err := db.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, id).Scan(&status).Error; err != nil {
-		t.Fatal(err)
-	}
-	if status == string(payment.StatusFailed) {
+	if paymenttest.Status(t, db, id) == payment.StatusFailed {
 		paymenttest.ForceStatus(t, db, id, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
 	}
 	paymenttest.ForceStatus(t, db, id, string(payment.StatusFailed), reason)

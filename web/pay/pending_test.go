@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
@@ -62,21 +63,25 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 			!strings.Contains(res.Body, `http-equiv="refresh"`) || !strings.Contains(res.Body, `aria-live="polite"`) {
 			t.Fatalf("first return: %d %q", res.Status, apptest.PaymentStatus(res.Body))
 		}
-		var status string
-		db.Gorm.Raw(`SELECT status FROM payments`).Scan(&status)
-		if status != "pending_verification" || c.Balance() != 0 {
-			t.Fatalf("db status %q balance %d", status, c.Balance())
+		p := paymenttest.First(t, db)
+		if p.Status != payment.StatusPendingVerification || c.Balance() != 0 {
+			t.Fatalf("db status %q balance %d", p.Status, c.Balance())
 		}
 		// Every attempt is recorded against the payment.
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls g JOIN payments p ON p.id = g.payment_id
-			WHERE g.operation = 'verify' AND g.outcome IN ('transient', 'timeout')`); n != 3 {
+		n := 0
+		for _, call := range paymenttest.CallsOf(t, db, p.ID) {
+			if call.Operation == "verify" && (call.Outcome == "transient" || call.Outcome == "timeout") {
+				n++
+			}
+		}
+		if n != 3 {
 			t.Fatalf("%d transient verify attempts recorded, want 3", n)
 		}
 		// A reload within the re-check window does not ask the bank again.
 		if res = c.Get(back); apptest.PaymentStatus(res.Body) != "pending_verification" {
 			t.Fatalf("reload within the window: %q", apptest.PaymentStatus(res.Body))
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'verify'`); n != 3 {
+		if n := paymenttest.CountCalls(t, db, "verify"); n != 3 {
 			t.Fatalf("%d verify calls after a reload within the window, want still 3", n)
 		}
 		// Once the re-check is due, the refreshing page gets the answer.

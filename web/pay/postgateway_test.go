@@ -17,6 +17,8 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/gateway/sep"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -147,9 +149,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				if p.State != sandbank.StateVerified || (gw.name == "mellat" && p.SettledAt.IsZero()) {
 					t.Fatalf("bank: %+v", p)
 				}
-				var receipt string
-				db.Gorm.Raw(`SELECT receipt FROM payments WHERE authority = ?`, tok).Scan(&receipt)
-				if receipt != cb.Form[gw.receipt] {
+				if receipt := paymenttest.ByAuthority(t, db, tok).ReceiptString(); receipt != cb.Form[gw.receipt] {
 					t.Fatalf("kept receipt %q, want %q", receipt, cb.Form[gw.receipt])
 				}
 				// A repeat of the callback: the same "payment received" page, no second credit.
@@ -172,12 +172,8 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				if r := postBack(t, app, cb2, map[string]string{gw.receipt: cb.Form[gw.receipt]}); r.Status != http.StatusBadRequest {
 					t.Fatalf("callback with another payment's receipt: %d", r.Status)
 				}
-				var forged struct {
-					Status  string
-					Receipt *string
-				}
-				db.Gorm.Raw(`SELECT status, receipt FROM payments WHERE authority = ?`, tok2).Scan(&forged)
-				if c.Balance() != 250_000 || forged.Status != "awaiting_payment" || forged.Receipt != nil {
+				forged := paymenttest.ByAuthority(t, db, tok2)
+				if c.Balance() != 250_000 || forged.Status != payment.StatusAwaitingPayment || forged.Receipt != nil {
 					t.Fatalf("after forged callbacks: balance %d, the payment %s with receipt %v", c.Balance(), forged.Status, forged.Receipt)
 				}
 				// The real one still credits it.
@@ -227,8 +223,7 @@ func TestPOSTGatewayAlreadyVerified(t *testing.T) {
 				c.SignUp(gw.name + "-again@example.com")
 				tok := startPOST(t, c, gw, srv, "12000")
 				cb := finish(t, srv, gw.name, tok, "pay")
-				var publicID string
-				db.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, tok).Scan(&publicID)
+				publicID := paymenttest.ByAuthority(t, db, tok).PublicID
 				d, _ := drivers.Lookup(gw.name)
 				g, err := d.New(d.Sandbox.Settings(srv), gateway.Deps{HTTPClient: &http.Client{Timeout: 5 * time.Second}})
 				if err != nil {
@@ -283,9 +278,8 @@ func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
 				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != "pending_verification" || c.Balance() != 0 {
 					t.Fatalf("after a time-out: status %q balance %d", st, c.Balance())
 				}
-				var status, reason string
-				var ref *int64
-				db.Gorm.Raw(`SELECT status, status_reason, ref_id FROM payments WHERE authority = ?`, tok).Row().Scan(&status, &reason, &ref)
+				p := paymenttest.ByAuthority(t, db, tok)
+				status, reason, ref := string(p.Status), p.StatusReason, p.RefID
 				// Mellat verified it and the settle is unknown: settling,
 				// with the bank's reference (the page says pending).
 				want := "pending_verification"
@@ -325,7 +319,7 @@ func TestSEPPaidWithoutCallbackCreditedByWorker(t *testing.T) {
 		wait := app.Server.RunBackground(ctx, nil)
 		defer func() { cancel(); wait() }()
 		testwait.Eventually(t, 15*time.Second, "the worker credits the paid payment", func() bool {
-			return apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`) == 1
+			return paymenttest.Count(t, db, payment.StatusCredited) == 1
 		})
 		if c.Balance() != 180_000 {
 			t.Fatalf("balance %d", c.Balance())

@@ -9,6 +9,8 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -30,8 +32,7 @@ func TestUnpaidPageAtPOSTGateways(t *testing.T) {
 				c := app.NewClient(t)
 				c.SignUp("left-at-" + gw.name + "@example.com")
 				tok := startPOST(t, c, gw, bankURL, "50000")
-				var publicID string
-				db.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, tok).Scan(&publicID)
+				publicID := paymenttest.ByAuthority(t, db, tok).PublicID
 				for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
 					page := c.GetIn(string(lang), routes.Payment(publicID))
 					doc := apptest.Parse(page.Body)
@@ -80,7 +81,7 @@ func TestUnpaidPageAtPOSTGateways(t *testing.T) {
 						t.Fatal("a dismissed payment is still in progress on the wallet page")
 					}
 				}
-				if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE public_id = ? AND status = 'failed'`, publicID); n != 0 {
+				if paymenttest.ByPublicID(t, db, publicID).Status == payment.StatusFailed {
 					t.Fatal("a payment the bank was paid for was failed")
 				}
 			})

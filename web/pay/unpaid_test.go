@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
@@ -24,8 +25,7 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c, payURL := app.StartTopUp(t, "unpaid@example.com", "50000")
-		var publicID string
-		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+		publicID := paymenttest.First(t, db).PublicID
 		page := c.GetIn("en", routes.Payment(publicID))
 		if apptest.Parse(page.Body).TestID("result-unpaid") == nil || !slices.Contains(apptest.Parse(page.Body).Attrs("href"), payURL) ||
 			apptest.Parse(page.Body).TestID("abandon") == nil || strings.Contains(page.Body, "no need to pay again") {
@@ -62,8 +62,7 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 		csrf, tok := c.TopUpForm()
 		r = c.PostTopUp(csrf, tok, "30000")
 		c.PayAtBank(r.Location, "pay") // the redirect back is not followed
-		var paidID string
-		db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id DESC LIMIT 1`).Scan(&paidID)
+		paidID := paymenttest.Last(t, db).PublicID
 		c.Submit(routes.Payment(paidID), routes.PaymentAbandon(paidID), nil)
 		if got := apptest.PaymentStatus(c.Get(routes.Payment(paidID)).Body); got != "credited" || c.Balance() != 300_000 {
 			t.Fatalf("a paid payment abandoned: %q, balance %d", got, c.Balance())
@@ -84,8 +83,7 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 	if r := c.PostTopUp(csrf, tok, "50000"); r.Status != http.StatusSeeOther {
 		t.Fatalf("top-up: %d", r.Status)
 	}
-	var publicID string
-	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	publicID := paymenttest.First(t, db).PublicID
 	if !strings.Contains(c.Get(routes.Wallet).Body, routes.Payment(publicID)) {
 		t.Fatal("the open payment is not in progress on the wallet page")
 	}
@@ -102,7 +100,7 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 	if strings.Contains(c.Get(routes.Wallet).Body, routes.Payment(publicID)) {
 		t.Fatal("a dismissed payment is still in progress on the wallet page")
 	}
-	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status IN ('awaiting_payment', 'pending_verification')`); n != 1 {
+	if n := paymenttest.Count(t, db, payment.StatusAwaitingPayment, payment.StatusPendingVerification); n != 1 {
 		t.Fatal("the payment was closed without the bank's word")
 	}
 }
@@ -114,8 +112,7 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 func TestCancelledPaymentSaysSo(t *testing.T) {
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c, _ := app.StartTopUp(t, "changed-mind@example.com", "50000")
-	var publicID string
-	app.DB.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	publicID := paymenttest.First(t, app.DB).PublicID
 	c.Submit(routes.Payment(publicID), routes.PaymentAbandon(publicID), nil)
 	for _, l := range []i18n.Lang{i18n.FA, i18n.EN} {
 		page := c.GetIn(string(l), routes.Payment(publicID))

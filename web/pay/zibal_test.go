@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zibal"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
@@ -71,8 +72,7 @@ func TestZibalFlow(t *testing.T) {
 		if b := c.Balance(); b != 250_000 {
 			t.Fatalf("balance %d, want 250,000", b)
 		}
-		var gw string
-		db.Gorm.Raw(`SELECT gateway FROM payments ORDER BY id LIMIT 1`).Scan(&gw)
+		gw := paymenttest.First(t, db).Gateway
 		if gw != "zibal" {
 			t.Errorf("payment's gateway %q", gw)
 		}
@@ -111,8 +111,7 @@ func TestZibalFlow(t *testing.T) {
 		// right trackId of an unpaid payment claiming success.
 		unpaid := start("50000")
 		unpaidTrack := unpaid[strings.LastIndex(unpaid, "/")+1:]
-		var unpaidID string
-		db.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, unpaidTrack).Scan(&unpaidID)
+		unpaidID := paymenttest.ByAuthority(t, db, unpaidTrack).PublicID
 		for _, q := range []string{"trackId=" + track + "&success=1&status=2", "trackId=999999999&success=1&status=2", "trackId=abc", ""} {
 			if r := c.Get(routes.PaymentReturn(unpaidID) + "?" + q); r.Status != http.StatusBadRequest {
 				t.Errorf("forged %q: %d, want 400", q, r.Status)
@@ -155,8 +154,7 @@ func TestZibalReconcileByInquiry(t *testing.T) {
 			csrf, token := c.TopUpForm()
 			r := c.PostTopUp(csrf, token, tomans)
 			track := r.Location[strings.LastIndex(r.Location, "/")+1:]
-			var id int64
-			db.Gorm.Raw(`SELECT id FROM payments WHERE authority = ?`, track).Scan(&id)
+			id := paymenttest.ByAuthority(t, db, track).ID
 			if id == 0 {
 				t.Fatalf("top-up: %d %q", r.Status, r.Location)
 			}
@@ -177,14 +175,18 @@ func TestZibalReconcileByInquiry(t *testing.T) {
 		if err != nil || rep.Gateway != "zibal" || rep.Listed != 2 || rep.Credited != 1 || rep.CreditedRials != 250_000 {
 			t.Fatalf("reconcile = %+v, %v", rep, err)
 		}
-		var paid, unpaid string
-		db.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, paidID).Scan(&paid)
-		db.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, unpaidID).Scan(&unpaid)
-		if paid != "credited" || unpaid != "failed" || c.Balance() != 250_000 {
+		paid, unpaid := paymenttest.Status(t, db, paidID), paymenttest.Status(t, db, unpaidID)
+		if paid != payment.StatusCredited || unpaid != payment.StatusFailed || c.Balance() != 250_000 {
 			t.Errorf("after reconciliation: paid %s, unpaid %s, balance %d", paid, unpaid, c.Balance())
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM reconcile_reports WHERE gateway = 'zibal'`); n != 1 {
-			t.Errorf("%d zibal reports", n)
+		zibal := 0
+		for _, rep := range paymenttest.Reconciles(t, db) {
+			if rep.Gateway == "zibal" {
+				zibal++
+			}
+		}
+		if zibal != 1 {
+			t.Errorf("%d zibal reports", zibal)
 		}
 		// Again: nothing more to do.
 		if rep, err := app.Server.Payments.Reconcile(context.Background()); err != nil || rep.Credited != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -104,7 +105,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			// Every recorded call is listed: the request, the failed verify
 			// attempts, the verify that paid.
 			calls := gatewayCallRE.FindAllStringSubmatch(story.Body, -1)
-			want := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id = (SELECT id FROM payments WHERE public_id = ?)`, id)
+			want := paymenttest.CountCallsOf(t, db, paymenttest.ByPublicID(t, db, id).ID, "")
 			if int64(len(calls)) != want {
 				t.Errorf("%s: %d calls shown, %d recorded", lang, len(calls), want)
 			}

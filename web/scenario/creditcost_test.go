@@ -1,17 +1,8 @@
 package scenario_test
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-	"gorm.io/gorm/logger"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/store"
@@ -26,7 +17,7 @@ import (
 // in a benchmark on a shared machine (docs/benchmarks.md).
 func TestCreditPathStatements(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		counted, cnt := counting(t, db)
+		counted, cnt := storetest.Counting(t, db)
 		app := apptest.Start(t, counted, apptest.Options{})
 		c := app.NewClient(t)
 		c.SignUp("cost@example.com")
@@ -37,9 +28,9 @@ func TestCreditPathStatements(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cnt.reset()
+			cnt.Reset()
 			res := c.Get(back)
-			stmts, txs := cnt.take()
+			stmts, txs := cnt.Take()
 			if got := apptest.PaymentStatus(res.Body); got != "credited" {
 				t.Fatalf("credit %d: status %q, want credited", i, got)
 			}
@@ -78,95 +69,4 @@ func TestCreditPathStatements(t *testing.T) {
 		}
 		apptest.CheckInvariants(t, db)
 	})
-}
-
-// counter counts the statements GORM runs (as "VERB table") and the
-// transactions it begins.
-type counter struct {
-	logger.Interface
-	mu    sync.Mutex
-	stmts []string
-	txs   int
-}
-
-func (c *counter) LogMode(logger.LogLevel) logger.Interface { return c }
-
-func (c *counter) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	s, _ := fc()
-	c.mu.Lock()
-	c.stmts = append(c.stmts, shape(s))
-	c.mu.Unlock()
-}
-
-func (c *counter) reset() {
-	c.mu.Lock()
-	c.stmts, c.txs = nil, 0
-	c.mu.Unlock()
-}
-
-func (c *counter) take() ([]string, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stmts, c.txs
-}
-
-// shape is a statement's verb and first table: "SELECT FROM payments".
-func shape(s string) string {
-	f := strings.Fields(strings.NewReplacer(`"`, "", "`", "", "(", " ").Replace(s))
-	if len(f) == 0 {
-		return ""
-	}
-	verb := strings.ToUpper(f[0])
-	for i := 1; i+1 < len(f); i++ {
-		switch w := strings.ToUpper(f[i]); {
-		case verb == "SELECT" && w == "FROM":
-			return "SELECT FROM " + f[i+1]
-		case verb == "INSERT" && w == "INTO", verb == "DELETE" && w == "FROM":
-			return verb + " " + f[i+1]
-		}
-	}
-	if verb == "UPDATE" && len(f) > 1 {
-		return "UPDATE " + f[1]
-	}
-	return verb
-}
-
-// countingPool is the database's pool as GORM sees it, counting the
-// transactions begun on it.
-type countingPool struct {
-	*sql.DB
-	c *counter
-}
-
-func (p countingPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
-	p.c.mu.Lock()
-	p.c.txs++
-	p.c.mu.Unlock()
-	return p.DB.BeginTx(ctx, opts)
-}
-
-// GetDBConn lets gorm.DB.DB() find the *sql.DB under the wrapper.
-func (p countingPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
-
-// counting returns db whose statements and transactions are counted.
-func counting(t *testing.T, db *store.DB) (*store.DB, *counter) {
-	t.Helper()
-	c := &counter{Interface: logger.Discard}
-	sqlDB, err := db.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A new session (its own copy of the configuration) whose statements
-	// start from one of its own on the counting pool; db.Gorm is left
-	// alone.
-	pool := countingPool{DB: sqlDB, c: c}
-	g := db.Gorm.Session(&gorm.Session{Logger: c, NewDB: true})
-	g.Config.ConnPool = pool
-	g.Statement = &gorm.Statement{DB: g, ConnPool: pool, Context: context.Background(), Clauses: map[string]clause.Clause{}}
-	out := *db
-	out.Gorm = g
-	if _, err := out.Gorm.DB(); err != nil {
-		t.Fatal(fmt.Errorf("counting pool: %w", err))
-	}
-	return &out, c
 }

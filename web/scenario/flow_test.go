@@ -152,7 +152,7 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 				t.Errorf("submit %d: %d %q, want 303 %q", i, r.Status, r.Location, results[0].Location)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 		if got := len(app.Server.Bank.Payments()); got != 1 {
@@ -163,7 +163,7 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 		if r.Status != http.StatusConflict {
 			t.Fatalf("other amount: status %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments after reuse", n)
 		}
 		// After paying, submitting the same form again (Back button) goes
@@ -192,10 +192,7 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 			Server: server.Options{Now: clk.Now}})
 		c, payURL := app.StartTopUp(t, "forge@example.com", "10000")
 		authority := apptest.Authority(payURL)
-		var publicID string
-		if err := db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID).Error; err != nil {
-			t.Fatal(err)
-		}
+		publicID := paymenttest.First(t, db).PublicID
 		attacker := app.NewClient(t)
 		cases := []struct {
 			name, path string
@@ -220,8 +217,7 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 				t.Errorf("%s: leaks internals", tc.name)
 			}
 		}
-		var status string
-		db.Gorm.Raw(`SELECT status FROM payments`).Scan(&status)
+		status := string(paymenttest.First(t, db).Status)
 		if status != "awaiting_payment" {
 			t.Fatalf("payment status %q after forged callbacks, want awaiting_payment", status)
 		}
@@ -271,7 +267,7 @@ func TestBadAmountsWriteNothing(t *testing.T) {
 		if r := c.Post(routes.TopUp, url.Values{"token": {token}, "amount": {"10000"}}); r.Status != http.StatusForbidden {
 			t.Errorf("no csrf: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 0 {
+		if n := paymenttest.Count(t, db); n != 0 {
 			t.Fatalf("%d payments written by bad input", n)
 		}
 		if got := len(app.Server.Bank.Payments()); got != 0 {
@@ -284,8 +280,7 @@ func TestBadAmountsWriteNothing(t *testing.T) {
 			if r.Status != http.StatusSeeOther {
 				t.Fatalf("amount %q: %d", amount, r.Status)
 			}
-			var rials int64
-			db.Gorm.Raw(`SELECT amount_rials FROM payments ORDER BY id DESC LIMIT 1`).Scan(&rials)
+			rials := paymenttest.Last(t, db).AmountRials
 			if rials != 125_000 {
 				t.Fatalf("amount %d: %d rials, want 125000", i, rials)
 			}
@@ -298,8 +293,7 @@ func TestReceiptIsOwnersOnly(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		_, payURL := app.StartTopUp(t, "owner@example.com", "10000")
 		_ = payURL
-		var publicID string
-		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+		publicID := paymenttest.First(t, db).PublicID
 		other := app.NewClient(t)
 		other.SignUp("other@example.com")
 		if r := other.Get(routes.Payment(publicID)); r.Status != http.StatusNotFound {
@@ -328,8 +322,7 @@ func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
 		if Field := apptest.Input(r.Body, "token"); Field == token || Field == "" {
 			t.Fatalf("the page must offer a fresh form")
 		}
-		var status string
-		db.Gorm.Raw(`SELECT status FROM payments`).Scan(&status)
+		status := string(paymenttest.First(t, db).Status)
 		if status != "failed" {
 			t.Fatalf("payment %q, want failed", status)
 		}
@@ -338,7 +331,7 @@ func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
 		if again.Status != http.StatusServiceUnavailable {
 			t.Fatalf("repeat: %d", again.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments", n)
 		}
 	})

@@ -125,11 +125,8 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 		anon := app.NewClient(t)
 		anon.Get(routes.SignIn) // a CSRF cookie, as any visitor has
 		user, _ := app.StartTopUp(t, "matrix-user@example.com", "10000")
-		var userID int64
-		var ownPayment string
-		if err := db.Gorm.Raw(`SELECT u.id, p.public_id FROM users u JOIN payments p ON p.user_id = u.id WHERE u.email = 'matrix-user@example.com'`).Row().Scan(&userID, &ownPayment); err != nil {
-			t.Fatal(err)
-		}
+		own := paymenttest.First(t, db) // matrix-user's, the only payment yet
+		userID, ownPayment := own.UserID, own.PublicID
 		adminSeq := 0
 		newAdmin := func(pass bool) *apptest.Client {
 			adminSeq++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -45,20 +46,17 @@ func TestSlowBankRequestStartsPaymentWithDefaults(t *testing.T) {
 			t.Errorf("answered in %v, want the bank's 4 s and less than the request time-out", took)
 		}
 		authority := apptest.Authority(r.Location)
-		var p payment.Payment
-		if err := db.Gorm.Where("authority = ?", authority).Take(&p).Error; err != nil {
-			t.Fatalf("payment of authority %s: %v", authority, err)
-		}
+		p := paymenttest.ByAuthority(t, db, authority)
 		if p.Status != payment.StatusAwaitingPayment {
 			t.Errorf("payment status %s, want %s", p.Status, payment.StatusAwaitingPayment)
 		}
 		if st := bank.Stats()["request"]; st.OK != 1 || st.Abandoned != 0 {
 			t.Errorf("bank request stats %+v, want one performed and none abandoned", st)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'ok'`); n != 1 {
+		if n := paymenttest.CountCalls(t, db, "request", "ok"); n != 1 {
 			t.Errorf("%d successful request calls recorded, want 1", n)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome <> 'ok'`); n != 0 {
+		if n := paymenttest.CountCalls(t, db, "request") - paymenttest.CountCalls(t, db, "request", "ok"); n != 0 {
 			t.Errorf("%d failed request calls recorded, want 0", n)
 		}
 		apptest.CheckInvariants(t, db)
@@ -110,7 +108,7 @@ func TestBankHangingOnRequestOpensBreaker(t *testing.T) {
 				if got := bank.Stats()["request"].Calls; got != calls {
 					t.Errorf("the open breaker let a request through (%d, then %d)", calls, got)
 				}
-				if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'timeout'`); n != 2 {
+				if n := paymenttest.CountCalls(t, db, "request", "timeout"); n != 2 {
 					t.Errorf("%d request time-outs recorded, want 2", n)
 				}
 				// The refusal came before anything was written: only the

@@ -102,19 +102,12 @@ func rsTopUp(t *testing.T, db *store.DB, c *apptest.Client, bankURL, tomans stri
 		t.Fatalf("top-up: status %d location %q body %.300s", r.Status, r.Location, r.Body)
 	}
 	authority = apptest.Authority(r.Location)
-	if err := db.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, authority).Scan(&publicID).Error; err != nil || publicID == "" {
-		t.Fatalf("payment of authority %s: %q %v", authority, publicID, err)
-	}
-	return authority, publicID
+	return authority, paymenttest.ByAuthority(t, db, authority).PublicID
 }
 
 func rsRow(t *testing.T, db *store.DB, publicID string) payment.Payment {
 	t.Helper()
-	var p payment.Payment
-	if err := db.Gorm.Where("public_id = ?", publicID).Take(&p).Error; err != nil {
-		t.Fatalf("payment %s: %v", publicID, err)
-	}
-	return p
+	return paymenttest.ByPublicID(t, db, publicID)
 }
 
 func rsBankPayment(t *testing.T, bank *sandbank.Bank, authority string) sandbank.Payment {
@@ -166,7 +159,7 @@ func rsAssertCreditedOnce(t *testing.T, db *store.DB, bank *sandbank.Bank, publi
 func rsAssertVerifies(t *testing.T, db *store.DB, bp sandbank.Payment, paymentID int64) {
 	t.Helper()
 	count := func(outcomes ...string) int64 {
-		return apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id = ? AND operation = 'verify' AND outcome IN ?`, paymentID, outcomes)
+		return paymenttest.CountCallsOf(t, db, paymentID, "verify", outcomes...)
 	}
 	settled := count("paid", "already_verified")
 	answered := settled + count("not_paid", "amount_mismatch", "invalid")
@@ -275,7 +268,7 @@ func rsRunWorker(t *testing.T, app *apptest.App, cfg payment.WorkerConfig) (stop
 
 func rsStatusCount(t *testing.T, db *store.DB, status payment.Status) int64 {
 	t.Helper()
-	return apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = ?`, string(status))
+	return paymenttest.Count(t, db, status)
 }
 
 // ---- 1. the bank hangs on request: request performed, answer lost ----
@@ -314,12 +307,17 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if n := rsStatusCount(t, db, payment.StatusCreated); n != 0 {
 			t.Errorf("%d payments left created", n)
 		}
-		var reason string
-		db.Gorm.Raw(`SELECT status_reason FROM payments`).Scan(&reason)
+		reason := paymenttest.First(t, db).StatusReason
 		if reason != string(payment.ReasonRequestFailed) {
 			t.Errorf("status reason %q, want %q", reason, payment.ReasonRequestFailed)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE authority IS NOT NULL`); n != 0 {
+		withAuthority := 0
+		for _, p := range paymenttest.All(t, db) {
+			if p.Authority != nil {
+				withAuthority++
+			}
+		}
+		if n := withAuthority; n != 0 {
 			t.Errorf("%d payments hold an authority, want none", n)
 		}
 		// The bank performed the request: it holds an authority that our
@@ -335,10 +333,12 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if strings.Contains(r.Body, lost) || strings.Contains(r.Body, "/pg/StartPay/") || r.Location != "" {
 			t.Errorf("the payer was shown the lost authority's bank page: location %q body %.300s", r.Location, r.Body)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE authority = ?`, lost); n != 0 {
-			t.Errorf("the lost authority is on %d payments", n)
+		for _, p := range paymenttest.All(t, db) {
+			if p.AuthorityString() == lost {
+				t.Errorf("the lost authority is on payment %s", p.PublicID)
+			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'timeout'`); n != 1 {
+		if n := paymenttest.CountCalls(t, db, "request", "timeout"); n != 1 {
 			t.Errorf("%d request time-outs recorded, want 1", n)
 		}
 
@@ -433,13 +433,13 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 			t.Fatalf("breaker %s before its open time-out (%v) ended: the checks above ran too slowly to mean anything", st, openTimeout)
 		}
 		// Known before anything is written: no payment, no gateway call.
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request' AND outcome = 'breaker_open'`); n != 0 {
+		if n := paymenttest.CountCalls(t, db, "request", "breaker_open"); n != 0 {
 			t.Errorf("%d breaker refusals recorded, want none (refused before the call)", n)
 		}
 		if n := rsStatusCount(t, db, payment.StatusFailed); n != 4 {
 			t.Errorf("%d failed payments, want 4 (the refused top-up writes no payment)", n)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments`); n != 4 {
+		if n := paymenttest.Count(t, db); n != 4 {
 			t.Errorf("%d payments, want 4", n)
 		}
 
@@ -547,12 +547,11 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 
 		// 8. gateway_calls: both verify attempts, their outcomes, no card numbers.
 		var calls []payment.GatewayCall
-		if err := db.Gorm.Where("payment_id = ? AND operation = 'verify'", p.ID).Order("id").Find(&calls).Error; err != nil {
-			t.Fatal(err)
-		}
 		var outcomes []string
-		for _, gc := range calls {
-			outcomes = append(outcomes, gc.Outcome)
+		for _, gc := range paymenttest.CallsOf(t, db, p.ID) {
+			if gc.Operation == "verify" {
+				calls, outcomes = append(calls, gc), append(outcomes, gc.Outcome)
+			}
 		}
 		// [timeout already_verified(101)]; on a loaded machine a 101 may
 		// time out too and be asked again. The 100 was never heard.
@@ -608,7 +607,11 @@ func TestResilienceVerifyCommitsThenHangsRetried(t *testing.T) {
 			t.Errorf("balance %d, want 250000", c.Balance())
 		}
 		var outcomes []string
-		db.Gorm.Raw(`SELECT outcome FROM gateway_calls WHERE payment_id = ? AND operation = 'verify' ORDER BY id`, p.ID).Scan(&outcomes)
+		for _, gc := range paymenttest.CallsOf(t, db, p.ID) {
+			if gc.Operation == "verify" {
+				outcomes = append(outcomes, gc.Outcome)
+			}
+		}
 		if len(outcomes) < 2 || outcomes[0] != "timeout" || outcomes[len(outcomes)-1] != "already_verified" || slices.Contains(outcomes, "paid") {
 			t.Errorf("verify attempts %v, want [timeout already_verified]", outcomes)
 		}
@@ -671,10 +674,7 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 // checkNoCardNumbers: nothing card-number-shaped in the gateway audit.
 func checkNoCardNumbers(t *testing.T, db *store.DB) {
 	t.Helper()
-	var rows []payment.GatewayCall
-	if err := db.Gorm.Find(&rows).Error; err != nil {
-		t.Fatal(err)
-	}
+	rows := paymenttest.AllCalls(t, db)
 	pan := regexp.MustCompile(`\d(?:[ -]?\d){11,18}`)
 	for _, r := range rows {
 		if s := fmt.Sprintf("%s|%s|%s|%s", r.Gateway, r.Operation, r.Outcome, r.Error); pan.MatchString(s) || strings.Contains(s, "card") {
@@ -787,7 +787,12 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		if p2.Status != payment.StatusPendingVerification || rsLedgerRows(t, db, p2.ID) != 0 || c2.Balance() != 0 {
 			t.Fatalf("while the bank fails: %s, balance %d", p2.Status, c2.Balance())
 		}
-		ops := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id = ? AND operation = 'verify' AND attempt = 1`, p2.ID)
+		var ops int64
+		for _, gc := range paymenttest.CallsOf(t, db, p2.ID) {
+			if gc.Operation == "verify" && gc.Attempt == 1 {
+				ops++
+			}
+		}
 		if burst < recheck && ops != 1 {
 			t.Errorf("%d verify operations for 50 callbacks within the re-check delay, want 1", ops)
 		}
@@ -1058,7 +1063,13 @@ func TestResilienceReconcile(t *testing.T) {
 		if n := ledgertest.Credits(t, db); n != 1 {
 			t.Errorf("%d ledger rows, want 1", n)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM reconcile_reports WHERE ours = 1 AND credited = 1 AND foreign_count = 1`); n != 1 {
+		n := 0
+		for _, rep := range paymenttest.Reconciles(t, db) {
+			if rep.Ours == 1 && rep.Credited == 1 && rep.ForeignCount == 1 {
+				n++
+			}
+		}
+		if n != 1 {
 			t.Errorf("%d stored reports, want 1", n)
 		}
 

@@ -78,15 +78,11 @@ func TestSupportContactsEverywhere(t *testing.T) {
 
 	// A failed payment the bank may have charged, and one under review.
 	payer, _ := app.StartTopUp(t, "payer@example.com", "30000")
-	var failed, review struct {
-		ID       int64
-		PublicID string
-	}
-	db.Gorm.Raw(`SELECT id, public_id FROM payments`).Scan(&failed)
+	failed := paymenttest.First(t, db)
 	paymenttest.ForceStatus(t, db, failed.ID, "failed", "bank_reversed")
 	csrf, tok := payer.TopUpForm()
 	payer.PostTopUp(csrf, tok, "40000")
-	db.Gorm.Raw(`SELECT id, public_id FROM payments WHERE id <> ?`, failed.ID).Scan(&review)
+	review := paymenttest.Last(t, db) // the second
 	paymenttest.ForceStatus(t, db, review.ID, "needs_review", "amount_mismatch")
 	for _, p := range []struct{ what, publicID, hook string }{{"failed", failed.PublicID, "result-failed"}, {"review", review.PublicID, "result-review"}} {
 		d := apptest.Parse(payer.Get(routes.Payment(p.publicID)).Body)

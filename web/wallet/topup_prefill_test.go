@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -52,7 +53,7 @@ func TestTopUpFormPrefill(t *testing.T) {
 	if !slices.Contains(doc.Attrs("href"), routes.TopUp+"?amount=100000") || slices.Contains(doc.Attrs("form"), "topup-quick") {
 		t.Errorf("quick picks are not links to the prefilled form")
 	}
-	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 0 {
+	if n := paymenttest.Count(t, app.DB); n != 0 {
 		t.Errorf("%d payments written", n)
 	}
 	// English digits in the English form.

@@ -1,6 +1,8 @@
 package paymenttest
 
 import (
+	"context"
+	"slices"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/payment"
@@ -78,4 +80,83 @@ func one(t testing.TB, db *store.DB, what, where, order string, args ...any) pay
 		t.Fatalf("no %s", what)
 	}
 	return ps[0]
+}
+
+// Count is how many payments are in one of statuses (every payment with
+// none).
+func Count(t testing.TB, db *store.DB, statuses ...payment.Status) int64 {
+	t.Helper()
+	var n int64
+	for _, p := range All(t, db) {
+		if len(statuses) == 0 || slices.Contains(statuses, p.Status) {
+			n++
+		}
+	}
+	return n
+}
+
+// AllCalls is every recorded bank attempt (gateway_calls), oldest first.
+func AllCalls(t testing.TB, db *store.DB) []payment.GatewayCall {
+	t.Helper()
+	var out []payment.GatewayCall
+	if err := db.Gorm.Table("gateway_calls").Order("id").Find(&out).Error; err != nil {
+		t.Fatalf("read gateway calls: %v", err)
+	}
+	return out
+}
+
+// CountCalls is how many recorded bank attempts are of operation op (any
+// with "") and ended in one of outcomes (any with none).
+func CountCalls(t testing.TB, db *store.DB, op string, outcomes ...string) int64 {
+	t.Helper()
+	var n int64
+	for _, c := range AllCalls(t, db) {
+		if (op == "" || c.Operation == op) && (len(outcomes) == 0 || slices.Contains(outcomes, c.Outcome)) {
+			n++
+		}
+	}
+	return n
+}
+
+// CallsOf is a payment's recorded bank attempts, oldest first (Calls,
+// failing the test on an error).
+func CallsOf(t testing.TB, db *store.DB, paymentID int64) []payment.GatewayCall {
+	t.Helper()
+	out, err := Calls(context.Background(), db, paymentID)
+	if err != nil {
+		t.Fatalf("read gateway calls of payment %d: %v", paymentID, err)
+	}
+	return out
+}
+
+// LastEvent is a payment's latest status change.
+func LastEvent(t testing.TB, db *store.DB, paymentID int64) payment.Event {
+	t.Helper()
+	evs, err := Events(context.Background(), db, paymentID)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("events of payment %d: %d, %v", paymentID, len(evs), err)
+	}
+	return evs[len(evs)-1]
+}
+
+// Reconciles are the stored reconciliation reports, oldest first.
+func Reconciles(t testing.TB, db *store.DB) []payment.ReconcileReport {
+	t.Helper()
+	var out []payment.ReconcileReport
+	if err := db.Gorm.Table("reconcile_reports").Order("id").Find(&out).Error; err != nil {
+		t.Fatalf("read reconciliation reports: %v", err)
+	}
+	return out
+}
+
+// CountCallsOf is CountCalls for one payment's attempts.
+func CountCallsOf(t testing.TB, db *store.DB, paymentID int64, op string, outcomes ...string) int64 {
+	t.Helper()
+	var n int64
+	for _, c := range CallsOf(t, db, paymentID) {
+		if (op == "" || c.Operation == op) && (len(outcomes) == 0 || slices.Contains(outcomes, c.Outcome)) {
+			n++
+		}
+	}
+	return n
 }
