@@ -11,7 +11,10 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apitoken/apitokentest"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -76,20 +79,15 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 				t.Errorf("token name %q: %d, want 422 with the reason", name, r.Status)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 0 {
+		if n := int64(len(app.Tokens(t))); n != 0 {
 			t.Fatalf("%d tokens with refused names", n)
 		}
 		// A name stored before the rule (written directly) is isolated.
-		var userID int64
-		if err := db.Gorm.Raw(`SELECT id FROM users WHERE email = 'bidi@example.com'`).Row().Scan(&userID); err != nil {
-			t.Fatal(err)
-		}
+		userID := authtest.UserID(t, db, "bidi@example.com")
 		if _, _, err := app.Server.Tokens.Create(context.Background(), apitoken.CreateInput{UserID: userID, Name: "legacy", Scope: "read"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Exec(`UPDATE api_tokens SET name = ?`, "\u202Egnp.exe").Error; err != nil {
-			t.Fatal(err)
-		}
+		apitokentest.SetName(t, db, userID, "\u202Egnp.exe")
 		page := user.Get(routes.Tokens).Body
 		if !strings.Contains(page, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") {
 			t.Errorf("the stored name is not rendered inside <bdi>")
@@ -111,18 +109,18 @@ func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
 		user := app.NewClient(t)
 		user.SignUp("query@example.com")
 		csrf := apptest.Input(user.Get(routes.Account).Body, "_csrf")
-		sessions := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`)
+		sessions := authtest.CountSessions(t, db)
 		r := user.Post(routes.AccountSignOutEverywhere+"?_csrf="+url.QueryEscape(csrf), url.Values{})
 		if r.Status != http.StatusForbidden {
 			t.Fatalf("token in the query string: %d, want 403", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != sessions {
+		if n := authtest.CountSessions(t, db); n != sessions {
 			t.Fatalf("sessions %d → %d after a refused request", sessions, n)
 		}
 		if r := user.Post(routes.AccountSignOutEverywhere, url.Values{"_csrf": {csrf}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("token in the form: %d, want 303", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != 0 {
+		if n := authtest.CountSessions(t, db); n != 0 {
 			t.Fatalf("%d sessions after signing out everywhere", n)
 		}
 	})
@@ -157,7 +155,13 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 		if r := attacker.Get(routes.Admin); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 			t.Fatalf("the planted token after the admin's second factor: %d %q, want a redirect to sign in", r.Status, r.Location)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions WHERE second_factor_at IS NOT NULL`); n != 1 {
+		elevated := 0
+		for _, s := range authtest.Sessions(t, db) {
+			if s.SecondFactorAt != nil {
+				elevated++
+			}
+		}
+		if n := elevated; n != 1 {
 			t.Fatalf("%d elevated sessions, want 1", n)
 		}
 		// A second sign-in passes again, with a new token again.
@@ -202,11 +206,7 @@ func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
 		user := app.NewClient(t)
 		user.SignUp("lang@example.com")
 		locale := func() string {
-			var l string
-			if err := db.Gorm.Raw(`SELECT locale FROM users WHERE email = 'lang@example.com'`).Row().Scan(&l); err != nil {
-				t.Fatal(err)
-			}
-			return l
+			return authtest.User(t, db, "lang@example.com").Locale
 		}
 		before := locale()
 		other := "en"
@@ -266,7 +266,7 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 		if _, err := app.Server.Auth.SignUp(ctx, "new-admin@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)
 		}
-		pending := func() int64 { return apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_secret <> ''`) }
+		pending := func() int64 { return authtest.CountUsers(t, db, func(u auth.User) bool { return u.TOTPSecret != "" }) }
 		intruder := app.NewClient(t) // knows the password, not the code
 		intruder.SignIn("new-admin@example.com", "correct horse battery")
 		page := intruder.Get(routes.AdminTwoFactor)
@@ -292,7 +292,7 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 		if r := admin.Get(routes.Admin); r.Status != http.StatusOK {
 			t.Fatalf("the admin after enrolling: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_enrol_hash <> ''`); n != 0 {
+		if n := authtest.CountUsers(t, db, func(u auth.User) bool { return u.TOTPEnrolHash != "" }); n != 0 {
 			t.Fatal("the enrolment code outlived the enrolment")
 		}
 		// The intruder's session: no console, and the check page shows no secret.

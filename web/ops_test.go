@@ -24,11 +24,7 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 			t.Fatalf("ready: %d %q", r.Status, r.Body)
 		}
 		// A migration of this build is not applied: not ready, still alive.
-		var latest int64
-		db.Gorm.Raw(`SELECT MAX(version_id) FROM goose_db_version`).Scan(&latest)
-		if err := db.Gorm.Exec(`DELETE FROM goose_db_version WHERE version_id = ?`, latest).Error; err != nil {
-			t.Fatal(err)
-		}
+		reapply := storetest.UnapplyLatest(t, db)
 		if r := c.Get(routes.Readyz); r.Status != http.StatusServiceUnavailable {
 			t.Fatalf("pending migration: %d, want 503", r.Status)
 		}
@@ -36,9 +32,7 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 			t.Fatalf("liveness with a pending migration: %d", r.Status)
 		}
 		// Its row back: ready again.
-		if err := db.Gorm.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, latest).Error; err != nil {
-			t.Fatal(err)
-		}
+		reapply()
 		if r := c.Get(routes.Readyz); r.Status != http.StatusOK {
 			t.Fatalf("ready again: %d", r.Status)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -38,7 +39,7 @@ func TestSignUpRefusesWeakPasswordsAndLookalikes(t *testing.T) {
 				t.Errorf("%s: %d, want 422 saying %q", tc.name, r.Status, tc.key)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM users`); n != 1 {
+		if n := authtest.CountUsers(t, db, nil); n != 1 {
 			t.Fatalf("%d users after the refusals, want 1", n)
 		}
 	})
@@ -52,7 +53,7 @@ func TestAdminConsoleExposesLookalikeEmails(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		app.StartTopUp(t, "payer@example.com", "20000")
 		// A row written before the rules existed.
-		db.Gorm.Exec(`UPDATE users SET email = ? WHERE email = 'payer@example.com'`, "\u0430dmin@example.com")
+		authtest.SetEmail(t, db, "payer@example.com", "\u0430dmin@example.com")
 		paymenttest.ForceAll(t, db, "needs_review", "verify_rejected")
 		if _, err := app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)

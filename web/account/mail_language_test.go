@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -32,13 +34,9 @@ func TestReceiptAndNoticeInThePayersLanguage(t *testing.T) {
 			c.Get(c.PayAtBank(r.Location, "pay"))
 			csrf, tok = c.TopUpForm()
 			c.PostTopUp(csrf, tok, "30000")
-			type payment struct {
-				ID       int64
-				PublicID string
-			}
-			var paid, failed payment
-			db.Gorm.Raw(`SELECT p.id, p.public_id FROM payments p JOIN users u ON u.id = p.user_id WHERE u.email = ? AND p.status = 'credited'`, email).Scan(&paid)
-			db.Gorm.Raw(`SELECT p.id, p.public_id FROM payments p JOIN users u ON u.id = p.user_id WHERE u.email = ? AND p.status <> 'credited'`, email).Scan(&failed)
+			uid := authtest.UserID(t, db, email)
+			paid := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid && p.Status == payment.StatusCredited })[0]
+			failed := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid && p.Status != payment.StatusCredited })[0]
 			paymenttest.ForceStatus(t, db, failed.ID, "failed", "bank_reversed")
 			clk.Advance(time.Minute)
 			if n, err := app.Server.Notifier.Scan(ctx); err != nil || n != 2 {
@@ -46,7 +44,7 @@ func TestReceiptAndNoticeInThePayersLanguage(t *testing.T) {
 			}
 			app.DeliverMail(t)
 			for _, tc := range []struct {
-				p       payment
+				p       payment.Payment
 				subject string
 				says    string
 			}{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -43,8 +44,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		ctx := context.Background()
 		laptop := app.NewClient(t)
 		laptop.SignUp("forgetful@example.com") // Persian, the default
-		var uid int64
-		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'forgetful@example.com'`).Scan(&uid)
+		uid := authtest.UserID(t, db, "forgetful@example.com")
 		secret, _, err := app.Server.Tokens.Create(ctx, apitoken.CreateInput{UserID: uid, Name: "app", Scope: "read"})
 		if err != nil {
 			t.Fatal(err)
@@ -71,10 +71,16 @@ func TestPasswordResetByMail(t *testing.T) {
 		if perRequest.ReplaceAllString(unknown.Body, "") != perRequest.ReplaceAllString(known.Body, "") {
 			t.Fatal("the answer differs for a known address")
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM mails`); n != 1 {
+		if n := int64(len(mailtest.Rows(t, db))); n != 1 {
 			t.Fatalf("%d mails queued, want 1 (none for the unknown address)", n)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM password_resets WHERE token_hash <> '' AND user_id = ?`, uid); n != 1 {
+		resets := 0
+		for _, r := range authtest.Resets(t, db) {
+			if r.TokenHash != "" && r.UserID == uid {
+				resets++
+			}
+		}
+		if n := resets; n != 1 {
 			t.Fatalf("%d reset rows", n)
 		}
 		if app.DeliverMail(t) != 1 {
@@ -90,11 +96,15 @@ func TestPasswordResetByMail(t *testing.T) {
 			t.Fatalf("no reset link in both parts:\n%s", m.Text)
 		}
 		// Only the token's hash is stored, and the sent mail keeps no link.
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM password_resets WHERE token_hash = ?`, link[1]); n != 0 {
-			t.Fatal("the reset token is stored in clear")
+		for _, r := range authtest.Resets(t, db) {
+			if r.TokenHash == link[1] {
+				t.Fatal("the reset token is stored in clear")
+			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM mails WHERE text_body LIKE ?`, "%"+link[1]+"%"); n != 0 {
-			t.Fatal("the sent mail still holds the link")
+		for _, m := range mailtest.Rows(t, db) {
+			if strings.Contains(m.TextBody, link[1]) {
+				t.Fatal("the sent mail still holds the link")
+			}
 		}
 
 		page := anon.Get(link[0])
@@ -172,7 +182,7 @@ func TestPasswordResetIsThrottled(t *testing.T) {
 		}
 		clk.Advance(20 * time.Minute)
 	}
-	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM mails`); n != 5 {
+	if n := int64(len(mailtest.Rows(t, db))); n != 5 {
 		t.Fatalf("%d mails queued for the flooded address, want 5", n)
 	}
 }
@@ -190,7 +200,7 @@ func TestReceiptsAndNotices(t *testing.T) {
 		if r := c.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
 			t.Fatalf("not credited: %q", apptest.PaymentStatus(r.Body))
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM mails`); n != 0 {
+		if n := int64(len(mailtest.Rows(t, db))); n != 0 {
 			t.Fatalf("%d mails written with the credit", n)
 		}
 		// Events are read once they settled.
@@ -205,10 +215,7 @@ func TestReceiptsAndNotices(t *testing.T) {
 			t.Fatalf("a second scan queued %d more", n)
 		}
 		app.DeliverMail(t)
-		var publicID string
-		var ref int64
-		db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
-		db.Gorm.Raw(`SELECT ref_id FROM payments`).Scan(&ref)
+		publicID := paymenttest.First(t, db).PublicID
 		m := smtpSrv.Wait(t, 5*time.Second, func(m mailtest.Received) bool { return m.To == "payer@example.com" })
 		if !strings.Contains(m.Subject, "۵۰٬۰۰۰") || !strings.Contains(m.Text, strings.ToUpper(publicID[:4])) ||
 			!strings.Contains(m.Text, routes.Payment(publicID)) || !strings.Contains(m.HTML, routes.Payment(publicID)) {
@@ -234,8 +241,7 @@ func TestReceiptsAndNotices(t *testing.T) {
 		// Another payment fails after the bank may have taken the money.
 		csrf, tok = c.TopUpForm()
 		c.PostTopUp(csrf, tok, "30000")
-		var failedID int64
-		db.Gorm.Raw(`SELECT MAX(id) FROM payments`).Scan(&failedID)
+		failedID := paymenttest.Last(t, db).ID
 		paymenttest.ForceStatus(t, db, failedID, "failed", "bank_reversed")
 		clk.Advance(time.Minute)
 		if n, err := app.Server.Notifier.Scan(ctx); err != nil || n != 1 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -175,7 +176,7 @@ func TestPasswordChangeGivesThisBrowserANewSession(t *testing.T) {
 		if r := stolen.Get(routes.Wallet); r.Status != http.StatusSeeOther {
 			t.Fatalf("the copied cookie after the change: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != 1 {
+		if n := authtest.CountSessions(t, db); n != 1 {
 			t.Fatalf("%d sessions, want this browser's new one", n)
 		}
 	})
@@ -202,7 +203,7 @@ func TestForgotIsThrottledPerClient(t *testing.T) {
 	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || apptest.Parse(r.Body).TestID("form-error") == nil {
 		t.Fatalf("the 21st request from one client: %d %q", r.Status, r.Header.Get("Retry-After"))
 	}
-	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM auth_throttles WHERE key LIKE 'reset-client:%'`); n != 1 {
+	if n := authtest.Throttles(t, db, "reset-client:"); n != 1 {
 		t.Fatalf("%d client throttles, want this client's", n)
 	}
 }

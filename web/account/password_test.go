@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -28,8 +29,7 @@ func TestPasswordChange(t *testing.T) {
 		phone.SignIn("change@example.com", "correct horse battery")
 		bystander := app.NewClient(t)
 		bystander.SignUp("bystander@example.com")
-		var uid int64
-		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'change@example.com'`).Scan(&uid)
+		uid := authtest.UserID(t, db, "change@example.com")
 		secret, _, err := app.Server.Tokens.Create(context.Background(), apitoken.CreateInput{UserID: uid, Name: "app", Scope: "read"})
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func TestPasswordChange(t *testing.T) {
 		if r := laptop.Post(routes.AccountPassword, url.Values{"current_password": {"correct horse battery"}, "new_password": {"a brand new password"}}); r.Status != http.StatusForbidden {
 			t.Fatalf("without csrf: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != 3 {
+		if n := authtest.CountSessions(t, db); n != 3 {
 			t.Fatalf("%d sessions after refused changes, want 3", n)
 		}
 

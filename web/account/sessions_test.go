@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -64,7 +65,7 @@ func TestSignOutEverywhere(t *testing.T) {
 				t.Errorf("%s still signed in: %d", name, r.Status)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != 1 {
+		if n := authtest.CountSessions(t, db); n != 1 {
 			t.Fatalf("%d sessions left, want the bystander's only", n)
 		}
 		if r := bystander.Get(routes.Wallet); r.Status != http.StatusOK {
@@ -231,7 +232,7 @@ func TestSignInIsThrottledPerAccount(t *testing.T) {
 		if r := attempt(other, "target@example.com", "correct horse battery"); r.Status != http.StatusSeeOther {
 			t.Fatalf("right password after the wait: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM auth_throttles WHERE key = 'signin:target@example.com'`); n != 0 {
+		if n := authtest.Throttles(t, db, "signin:target@example.com"); n != 0 {
 			t.Fatalf("count not cleared after a success")
 		}
 	})

@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -66,7 +69,7 @@ func TestTokenPages(t *testing.T) {
 				t.Fatalf("bad form %v: %d", f, r.Status)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 0 {
+		if n := int64(len(app.Tokens(t))); n != 0 {
 			t.Fatalf("%d tokens after refused forms", n)
 		}
 		// Without the CSRF token nothing is created.
@@ -82,8 +85,13 @@ func TestTokenPages(t *testing.T) {
 		if r.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("the page with the secret may be cached: %q", r.Header.Get("Cache-Control"))
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE token_hash = ? AND scope = 'topup' AND expires_at IS NOT NULL`,
-			sha256hex(secret)); n != 1 {
+		stored := 0
+		for _, tk := range app.Tokens(t) {
+			if tk.TokenHash == sha256hex(secret) && tk.Scope == apitoken.ScopeTopUp && tk.ExpiresAt != nil {
+				stored++
+			}
+		}
+		if n := stored; n != 1 {
 			t.Fatalf("token not stored by its hash")
 		}
 		// Shown once: the list afterwards has the token, never its secret.
@@ -91,8 +99,7 @@ func TestTokenPages(t *testing.T) {
 		if strings.Contains(list.Body, secret) || apptest.Parse(list.Body).TestID("new-token") != nil || !slices.Equal(tokenRows(list.Body), []string{"active topup"}) {
 			t.Fatalf("token list shows the secret or misses the token")
 		}
-		var id int64
-		db.Gorm.Raw(`SELECT id FROM api_tokens`).Scan(&id)
+		id := app.Tokens(t)[0].ID
 
 		// Someone else cannot revoke it.
 		other := app.NewClient(t)
@@ -116,8 +123,14 @@ func TestTokenPages(t *testing.T) {
 		if r := admin.Post(routes.AdminTokenRevoke(id), url.Values{"_csrf": {apptest.Input(al.Body, "_csrf")}}); r.Status != http.StatusSeeOther || r.Location != routes.AdminTokens+"?done=revoked" {
 			t.Fatalf("admin revoke: %d %q", r.Status, r.Location)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'token_revoke' AND target_user_id =
-			(SELECT id FROM users WHERE email = 'owner@example.com') AND payment_id IS NULL`); n != 1 {
+		owner := authtest.UserID(t, db, "owner@example.com")
+		revokes := 0
+		for _, e := range app.AuditLog(t) {
+			if e.Action == audit.ActionTokenRevoke && e.TargetUserID != nil && *e.TargetUserID == owner && e.PaymentID == nil {
+				revokes++
+			}
+		}
+		if n := revokes; n != 1 {
 			t.Fatalf("%d audit entries", n)
 		}
 		if l := user.Get(routes.Tokens); !slices.Equal(tokenRows(l.Body), []string{"revoked topup"}) || apptest.Parse(l.Body).TestID("token-revoke") != nil {
@@ -129,11 +142,17 @@ func TestTokenPages(t *testing.T) {
 		if newToken(r.Body) == "" {
 			t.Fatalf("second token not shown")
 		}
-		db.Gorm.Raw(`SELECT MAX(id) FROM api_tokens`).Scan(&id)
+		id = app.Tokens(t)[0].ID // the newest
 		if r := user.Post(routes.TokenRevoke(id), url.Values{"_csrf": {csrf}}); r.Location != routes.Tokens+"?done=revoked" {
 			t.Fatalf("owner revoke: %d %q", r.Status, r.Location)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NOT NULL`); n != 2 {
+		revoked := 0
+		for _, tk := range app.Tokens(t) {
+			if tk.RevokedAt != nil {
+				revoked++
+			}
+		}
+		if n := revoked; n != 2 {
 			t.Fatalf("%d revoked tokens, want 2", n)
 		}
 	})
@@ -159,7 +178,7 @@ func TestTokenRules(t *testing.T) {
 				t.Fatalf("password %q: %d", pw, r.Status)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 0 {
+		if n := int64(len(app.Tokens(t))); n != 0 {
 			t.Fatalf("%d tokens created without the password", n)
 		}
 		page := user.Get(routes.Tokens)
@@ -172,11 +191,11 @@ func TestTokenRules(t *testing.T) {
 			t.Fatalf("create: %d", r.Status)
 		}
 		var days float64
-		q := `SELECT CAST(julianday(expires_at) - julianday(created_at) AS REAL) FROM api_tokens WHERE name = 'default'`
-		if db.Dialect == store.Postgres {
-			q = `SELECT EXTRACT(EPOCH FROM expires_at - created_at) / 86400 FROM api_tokens WHERE name = 'default'`
+		for _, tk := range app.Tokens(t) {
+			if tk.Name == "default" && tk.ExpiresAt != nil {
+				days = tk.ExpiresAt.Sub(tk.CreatedAt).Hours() / 24
+			}
 		}
-		db.Gorm.Raw(q).Scan(&days)
 		if days < 6.99 || days > 7.01 {
 			t.Fatalf("default validity %.2f days, want 7", days)
 		}
@@ -187,7 +206,7 @@ func TestTokenRules(t *testing.T) {
 		if r := create("third", "", "correct horse battery"); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "at most 2 live tokens") {
 			t.Fatalf("third token: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 2 {
+		if n := int64(len(app.Tokens(t))); n != 2 {
 			t.Fatalf("%d tokens, want 2", n)
 		}
 		bearer := func(tok string) int {
@@ -205,7 +224,13 @@ func TestTokenRules(t *testing.T) {
 		if st := bearer(secret); st != http.StatusUnauthorized {
 			t.Fatalf("token after sign-out-everywhere: %d", st)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL`); n != 0 {
+		live := 0
+		for _, tk := range app.Tokens(t) {
+			if tk.RevokedAt == nil {
+				live++
+			}
+		}
+		if n := live; n != 0 {
 			t.Fatalf("%d live tokens after sign-out-everywhere", n)
 		}
 	})

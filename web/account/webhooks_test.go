@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -97,8 +98,10 @@ func TestWebhooksPages(t *testing.T) {
 		if err != nil || len(eps) != 1 || strings.Join(eps[0].EventTypes(), ",") != "topup.credited,topup.needs_review" {
 			t.Fatalf("stored %+v %v", eps, err)
 		}
-		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints WHERE secret_enc LIKE ?`, "%"+secret+"%"); n != 0 {
-			t.Fatal("the signing secret is stored in the clear")
+		for _, e := range app.Endpoints(t) {
+			if strings.Contains(e.SecretEnc, secret) {
+				t.Fatal("the signing secret is stored in the clear")
+			}
 		}
 		id := eps[0].ID
 
@@ -189,8 +192,10 @@ func TestWebhooksPages(t *testing.T) {
 		// The log: one row per delivery, newest first, with its status,
 		// attempts, last answer, latency and (while pending) next try.
 		log := admin.GetIn("en", routes.AdminWebhook(id))
-		var rows []webhook.Delivery
-		db.Gorm.Order("id DESC").Find(&rows)
+		rows, err := app.Server.Webhooks.Deliveries(ctx, id, 500) // the one endpoint's: every delivery
+		if err != nil {
+			t.Fatal(err)
+		}
 		doc := apptest.Parse(log.Body)
 		shown := doc.TestIDs("delivery-row")
 		if log.Status != http.StatusOK || len(rows) != 2 || len(shown) != 2 {
@@ -252,7 +257,7 @@ func TestWebhooksPages(t *testing.T) {
 		if r := admin.Submit(routes.AdminWebhook(id), routes.AdminWebhookDisable(id), nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin disable: %d", r.Status)
 		}
-		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action IN ('webhook_disable', 'webhook_resend')`); n != 2 {
+		if n := app.CountAudit(t, "webhook_disable", "webhook_resend"); n != 2 {
 			t.Fatalf("%d audit rows", n)
 		}
 		// The waiting delivery ended with the endpoint: said in the page's
@@ -284,7 +289,7 @@ func TestWebhooksPages(t *testing.T) {
 		if row := state(owner); row.Attr("data-state") != "active" || row.Has("data-by-admin") {
 			t.Fatalf("after the admin's enable: %q", row.Text())
 		}
-		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'webhook_enable'`); n != 1 {
+		if n := app.CountAudit(t, "webhook_enable"); n != 1 {
 			t.Fatalf("%d audit rows of the enable", n)
 		}
 		// The owner's own disable is not the admin's to undo.
@@ -304,7 +309,7 @@ func TestWebhooksPages(t *testing.T) {
 		if r := owner.Submit(routes.Webhooks, routes.WebhookDelete(id), nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("delete: %d", r.Status)
 		}
-		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints`); n != 0 {
+		if n := int64(len(app.Endpoints(t))); n != 0 {
 			t.Fatalf("%d endpoints after delete", n)
 		}
 	})
@@ -393,9 +398,5 @@ func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 
 func userID(t *testing.T, db *store.DB, email string) int64 {
 	t.Helper()
-	var id int64
-	if err := db.Gorm.Raw(`SELECT id FROM users WHERE email = ?`, email).Scan(&id).Error; err != nil || id == 0 {
-		t.Fatalf("user %s: %v", email, err)
-	}
-	return id
+	return authtest.UserID(t, db, email)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -32,9 +34,10 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 			t.Fatal(err)
 		}
 		paymenttest.ForceAll(t, db, "needs_review", "verify_rejected")
-		var paidID, unpaidID string
-		db.Gorm.Raw(`SELECT public_id FROM payments WHERE amount_rials = 200000`).Scan(&paidID)
-		db.Gorm.Raw(`SELECT public_id FROM payments WHERE amount_rials = 300000`).Scan(&unpaidID)
+		byAmount := func(rials int64) string {
+			return paymenttest.Select(t, db, func(p payment.Payment) bool { return p.AmountRials == rials })[0].PublicID
+		}
+		paidID, unpaidID := byAmount(200000), byAmount(300000)
 		_ = unpaid
 
 		list := admin.Get(routes.Admin)
@@ -68,7 +71,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		}
 		// (Its deadline passes: back under review.)
 		unpaidRow := paymenttest.ByPublicID(t, db, unpaidID).ID
-		db.Gorm.Exec(`UPDATE payments SET lease_until = NULL, lease_owner = '' WHERE id = ?`, unpaidRow)
+		paymenttest.ReleaseLease(t, db, unpaidRow)
 		paymenttest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
 		// Closing needs a reason; then it is failed, with the reason kept.
 		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin+"?done=error_note" {
@@ -80,16 +83,20 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		if r := post(admin, routes.AdminPaymentClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin+"?done=error_not_review" {
 			t.Fatalf("close a credited payment: %q", r.Location)
 		}
-		var status, reason string
-		db.Gorm.Raw(`SELECT status FROM payments WHERE public_id = ?`, unpaidID).Scan(&status)
-		db.Gorm.Raw(`SELECT status_reason FROM payments WHERE public_id = ?`, unpaidID).Scan(&reason)
-		if status != "failed" || reason != "closed_by_admin" {
+		closed := paymenttest.ByPublicID(t, db, unpaidID)
+		if status, reason := closed.Status, closed.StatusReason; status != "failed" || reason != "closed_by_admin" {
 			t.Fatalf("closed payment: %s %q", status, reason)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`); n != 3 {
+		if n := app.CountAudit(t); n != 3 {
 			t.Fatalf("%d admin actions recorded, want 3 (two rechecks, one close)", n)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'close_failed' AND note = 'bank statement shows no debit' AND from_status = 'needs_review' AND to_status = 'failed'`); n != 1 {
+		closes := 0
+		for _, e := range app.AuditLog(t) {
+			if e.Action == audit.ActionCloseFailed && e.Note == "bank statement shows no debit" && e.FromStatus == "needs_review" && e.ToStatus == "failed" {
+				closes++
+			}
+		}
+		if n := closes; n != 1 {
 			t.Fatalf("close action not recorded as it happened")
 		}
 		if done := admin.Get(routes.Admin + "?done=done_closed"); !strings.Contains(done.Body, `data-testid="admin-notice"`) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -32,8 +33,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		user.SignUp("someone@example.com")
 		anon := app.NewClient(t)
 
-		var userID int64
-		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'someone@example.com'`).Scan(&userID)
+		userID := authtest.UserID(t, db, "someone@example.com")
 		pages := []string{
 			routes.Admin, routes.AdminPayments, routes.AdminPayments + "?status=failed", routes.AdminPaymentsCSV,
 			routes.AdminPayment(review.PublicID), routes.AdminUsers, routes.AdminUsers + "?q=alice",
@@ -52,8 +52,8 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		}
 		snapshot := func() string {
 			st := string(paymenttest.ByID(t, db, review.ID).Status)
-			return st + "/" + strconv.FormatInt(apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`), 10) +
-				"/" + strconv.FormatInt(apptest.Count(t, db, `SELECT COUNT(*) FROM reconcile_reports`), 10)
+			return st + "/" + strconv.FormatInt(app.CountAudit(t), 10) +
+				"/" + strconv.Itoa(len(paymenttest.Reconciles(t, db)))
 		}
 		before := snapshot()
 
@@ -106,7 +106,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 		if r := admin.Post(actions[1].path, url.Values{"_csrf": {adminCSRF}, "note": {"the bank says no"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin close: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'close_failed'`); n != 1 {
+		if n := app.CountAudit(t, "close_failed"); n != 1 {
 			t.Fatalf("%d close actions recorded", n)
 		}
 		// The audit log has no way to change it.
@@ -117,7 +117,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 				t.Errorf("%s /admin/audit: %d", m, r.Status)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`); n != 1 {
+		if n := app.CountAudit(t); n != 1 {
 			t.Fatalf("%d audit entries after attempts to change the log", n)
 		}
 		// Unknown payments and users are 404 for admins too.

@@ -45,16 +45,7 @@ func TestDashboardTotals(t *testing.T) {
 		}
 
 		many := int64(paymentread.TotalCap + 500)
-		err := db.Gorm.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
-			INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
-			SELECT 'many' || n, ?, ?, 10000, 'zarinpal', 'many' || n, 'failed', ?, ? FROM g`,
-			many, rows[0].UserID, rows[0].WalletID, paymenttest.SeedBase, paymenttest.SeedBase).Error
-		if err != nil {
-			t.Fatal(err)
-		}
-		if db.Dialect == store.Postgres {
-			db.Gorm.Exec(`ANALYZE payments`)
-		}
+		paymenttest.SeedFailed(t, db, rows[0].UserID, rows[0].WalletID, many)
 		failed := want["failed"] + many
 		req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
 		req.Header.Set("Authorization", "Bearer "+apptest.MetricsToken)

@@ -86,7 +86,7 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		if form := payer.Get(routes.TopUp); !strings.Contains(form.Body, `value="zarinpal"`) {
 			t.Errorf("zarinpal is not offered again")
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'gateway_switch'`); n != 2 {
+		if n := app.CountAudit(t, "gateway_switch"); n != 2 {
 			t.Errorf("%d audit rows, want 2", n)
 		}
 		// Every gateway off: the form says top-ups are paused before the

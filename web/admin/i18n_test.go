@@ -17,7 +17,9 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -167,8 +169,7 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	// open, a pending and a reviewed payment, an API token and webhook
 	// endpoints: one whose delivery of the credit failed, one disabled.
 	payer, paidURL := app.StartTopUp(t, "payer@example.com", "20000")
-	var uid int64
-	db.Gorm.Raw(`SELECT id FROM users WHERE email = 'payer@example.com'`).Scan(&uid)
+	uid := authtest.UserID(t, db, "payer@example.com")
 	partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusInternalServerError)
@@ -195,7 +196,9 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 		payer.PostTopUp(csrf, tok, amount)
 	}
 	var ids []int64
-	db.Gorm.Raw(`SELECT id FROM payments WHERE status = 'awaiting_payment' ORDER BY id`).Scan(&ids)
+	for _, p := range paymenttest.Select(t, db, func(p payment.Payment) bool { return p.Status == payment.StatusAwaitingPayment }) {
+		ids = append(ids, p.ID)
+	}
 	paymenttest.ForceStatus(t, db, ids[0], "failed", "bank_expired")
 	paymenttest.ForceStatus(t, db, ids[1], "needs_review", "amount_mismatch")
 	paymenttest.ForceStatus(t, db, ids[2], "pending_verification", "verify_unknown")
@@ -281,7 +284,9 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 
 	// Every admin page, from the app's routes.
 	var publicIDs []string
-	db.Gorm.Raw(`SELECT public_id FROM payments ORDER BY id`).Scan(&publicIDs)
+	for _, p := range paymenttest.All(t, db) {
+		publicIDs = append(publicIDs, p.PublicID)
+	}
 	params := map[string][]string{
 		routes.AdminPaymentPattern: publicIDs,
 		routes.AdminUserPattern:    {strconv.FormatInt(uid, 10)},

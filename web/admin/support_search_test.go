@@ -11,6 +11,8 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -29,12 +31,15 @@ func TestSupportFindsWhatThePayerReads(t *testing.T) {
 		}
 		other, _ := app.StartTopUp(t, "someone-else@example.com", "70000")
 		_ = other
-		var p struct {
+		credited := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.Status == payment.StatusCredited })
+		if len(credited) == 0 {
+			t.Fatal("no credited payment")
+		}
+		p := struct {
 			PublicID      string
 			RefID         int64
 			CardPANMasked string
-		}
-		db.Gorm.Raw(`SELECT public_id, ref_id, card_pan_masked FROM payments WHERE status = 'credited'`).Scan(&p)
+		}{credited[0].PublicID, credited[0].RefIDValue(), credited[0].CardPANMasked}
 		if p.PublicID == "" || p.RefID == 0 || len(p.CardPANMasked) < 4 {
 			t.Fatalf("the credited payment lacks what the payer reads: %+v", p)
 		}

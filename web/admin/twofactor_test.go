@@ -14,6 +14,8 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -64,7 +66,7 @@ func TestAdminTwoFactor(t *testing.T) {
 				t.Errorf("POST %s before the second factor: %d %q", path, r.Status, r.Location)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`); n != 0 {
+		if n := app.CountAudit(t); n != 0 {
 			t.Fatalf("%d admin actions recorded before the second factor", n)
 		}
 		if paymenttest.Count(t, db, payment.StatusNeedsReview) != 1 {
@@ -77,7 +79,7 @@ func TestAdminTwoFactor(t *testing.T) {
 		if ask.Status != http.StatusOK || !strings.Contains(ask.Body, `name="enrol_code"`) || strings.Contains(ask.Body, "totp-secret") {
 			t.Fatalf("enrolment code page: %d", ask.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_secret <> ''`); n != 0 {
+		if n := authtest.CountUsers(t, db, func(u auth.User) bool { return u.TOTPSecret != "" }); n != 0 {
 			t.Fatalf("GET /admin/2fa wrote a pending secret")
 		}
 		enrolCode, err := app.Server.Auth.IssueEnrolmentCode(ctx, "boss@example.com")
@@ -117,13 +119,19 @@ func TestAdminTwoFactor(t *testing.T) {
 		if done.Status != http.StatusOK || len(recovery) != 10 {
 			t.Fatalf("enrolment: %d, %d recovery codes", done.Status, len(recovery))
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM recovery_codes WHERE used_at IS NULL`); n != 10 {
-			t.Fatalf("%d recovery codes stored", n)
-		}
-		for _, rc := range recovery {
-			if apptest.Count(t, db, `SELECT COUNT(*) FROM recovery_codes WHERE code_hash LIKE ?`, "%"+rc+"%") != 0 {
-				t.Fatal("a recovery code is stored in clear")
+		unused := 0
+		for _, stored := range authtest.RecoveryCodes(t, db) {
+			if stored.UsedAt == nil {
+				unused++
 			}
+			for _, rc := range recovery {
+				if strings.Contains(stored.CodeHash, rc) {
+					t.Fatal("a recovery code is stored in clear")
+				}
+			}
+		}
+		if n := unused; n != 10 {
+			t.Fatalf("%d recovery codes stored", n)
 		}
 		if r := admin.Get(routes.Admin); r.Status != http.StatusOK || !strings.Contains(r.Body, `data-testid="admin-payments"`) {
 			t.Fatalf("admin page after enrolment: %d", r.Status)
@@ -201,7 +209,7 @@ func TestAdminTwoFactor(t *testing.T) {
 		if m := secretRE.FindStringSubmatch(re.Body); m == nil || m[1] == secret {
 			t.Fatalf("after reset: no new enrolment (%s)", html.EscapeString(re.Body[:min(len(re.Body), 200)]))
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM recovery_codes`); n != 0 {
+		if n := int64(len(authtest.RecoveryCodes(t, db))); n != 0 {
 			t.Fatalf("%d recovery codes left after reset", n)
 		}
 		apptest.CheckInvariants(t, db)

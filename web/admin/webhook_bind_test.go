@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -28,8 +29,7 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 		}
 		owner := app.NewClient(t)
 		owner.SignUp("partner@example.com")
-		var uid int64
-		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'partner@example.com'`).Scan(&uid)
+		uid := authtest.UserID(t, db, "partner@example.com")
 		const hookURL = "https://hooks.example/kifpool"
 		ep, _, err := app.Server.Webhooks.Create(ctx, uid, hookURL, []string{webhook.TypeCredited})
 		if err != nil {
@@ -39,7 +39,13 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 			t.Fatal(err)
 		}
 		endpoints := func() int64 {
-			return apptest.Count(t, db, `SELECT COUNT(*) FROM webhook_endpoints WHERE user_id = ?`, uid)
+			var n int64
+			for _, e := range app.Endpoints(t) {
+				if e.UserID == uid {
+					n++
+				}
+			}
+			return n
 		}
 
 		if apptest.Parse(owner.Get(routes.Webhooks).Body).Form(routes.WebhookDelete(ep.ID)) != nil {

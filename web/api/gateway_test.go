@@ -7,6 +7,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -52,7 +53,7 @@ func TestTopUpGateway(t *testing.T) {
 		if a.Status != http.StatusCreated || tu.Gateway != "zibal" {
 			t.Fatalf("failover: %d %s", a.Status, a.Body)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 4 {
+		if n := paymenttest.Count(t, db); n != 4 {
 			t.Errorf("%d payments, want 4", n)
 		}
 	})

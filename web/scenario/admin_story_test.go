@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -129,8 +130,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			}
 		}
 		// The user's pages: found by part of the address; wallet, ledger, payments.
-		var userID int64
-		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'payer@example.com'`).Scan(&userID)
+		userID := authtest.UserID(t, db, "payer@example.com")
 		if r := admin.Get(routes.AdminUsers + "?q=PAYER@"); strings.Count(r.Body, `data-testid="user-row"`) != 1 || !strings.Contains(r.Body, `data-user-id="`+strconv.FormatInt(userID, 10)+`"`) {
 			t.Errorf("user search: %d rows", strings.Count(r.Body, `data-testid="user-row"`))
 		}
@@ -144,7 +144,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 		}
 		// The audit log, filtered by payment and by admin.
 		byPayment := admin.Get(routes.AdminAudit + "?payment=" + id)
-		if n := strings.Count(byPayment.Body, `data-testid="audit-row"`); int64(n) != apptest.Count(t, db, `SELECT COUNT(*) FROM admin_actions`) || n < 1 {
+		if n := strings.Count(byPayment.Body, `data-testid="audit-row"`); int64(n) != app.CountAudit(t) || n < 1 {
 			t.Errorf("audit of the payment: %d rows", n)
 		}
 		if r := admin.Get(routes.AdminAudit + "?admin=BOSS@example.com"); strings.Count(r.Body, `data-testid="audit-row"`) != strings.Count(byPayment.Body, `data-testid="audit-row"`) {

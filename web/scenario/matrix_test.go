@@ -19,6 +19,8 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -125,8 +127,8 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 		anon := app.NewClient(t)
 		anon.Get(routes.SignIn) // a CSRF cookie, as any visitor has
 		user, _ := app.StartTopUp(t, "matrix-user@example.com", "10000")
-		own := paymenttest.First(t, db) // matrix-user's, the only payment yet
-		userID, ownPayment := own.UserID, own.PublicID
+		userID := authtest.UserID(t, db, "matrix-user@example.com")
+		ownPayment := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == userID })[0].PublicID
 		adminSeq := 0
 		newAdmin := func(pass bool) *apptest.Client {
 			adminSeq++

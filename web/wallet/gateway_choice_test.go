@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -71,10 +73,17 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		if moved.Status != http.StatusSeeOther || !strings.Contains(moved.Location, routes.Sandbank+"/start/") {
 			t.Fatalf("failover: %d %q", moved.Status, moved.Location)
 		}
-		var n int64
-		db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE gateway = 'zibal' AND amount_rials = 500000`).Scan(&n)
-		if n != 1 {
-			t.Errorf("%d payments of 50,000 tomans at zibal", n)
+		byAmount := func(rials int64) []payment.Payment {
+			return paymenttest.Select(t, db, func(p payment.Payment) bool { return p.AmountRials == rials })
+		}
+		atZibal := 0
+		for _, p := range byAmount(500000) {
+			if p.Gateway == "zibal" {
+				atZibal++
+			}
+		}
+		if atZibal != 1 {
+			t.Errorf("%d payments of 50,000 tomans at zibal", atZibal)
 		}
 
 		// The payment at Zarinpal: paid there, its callback is Zarinpal's
@@ -86,12 +95,15 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		if r := c.Get(back); apptest.PaymentStatus(r.Body) == "credited" || apptest.PaymentStatus(r.Body) == "failed" {
 			t.Errorf("callback while its gateway is down: %q, want pending", apptest.PaymentStatus(r.Body))
 		}
-		var gw string
-		db.Gorm.Raw(`SELECT gateway FROM payments WHERE amount_rials = 300000`).Scan(&gw)
-		if gw != "zarinpal" {
+		if gw := byAmount(300000)[0].Gateway; gw != "zarinpal" {
 			t.Errorf("the zarinpal payment now says %q", gw)
 		}
-		db.Gorm.Raw(`SELECT COUNT(*) FROM gateway_calls WHERE gateway = 'zibal' AND operation = 'verify'`).Scan(&n)
+		var n int64
+		for _, c := range paymenttest.AllCalls(t, db) {
+			if c.Gateway == "zibal" && c.Operation == "verify" {
+				n++
+			}
+		}
 		if n != 0 {
 			t.Errorf("%d verifies asked of zibal", n)
 		}

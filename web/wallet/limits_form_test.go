@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -66,7 +69,8 @@ func TestTopUpFormSaysEachLimitInBothLanguages(t *testing.T) {
 			if r.Status != http.StatusUnprocessableEntity || !says(r, "limits.error_daily_count", "limit", int64(2)) {
 				t.Errorf("%s: the third top-up of the day: %d", l, r.Status)
 			}
-			if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE user_id = (SELECT id FROM users WHERE email = ?)`, email); n != 2 {
+			uid := authtest.UserID(t, db, email)
+			if n := len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid })); n != 2 {
 				t.Errorf("%s: %d payments written, want the 2 within the limits", l, n)
 			}
 		}

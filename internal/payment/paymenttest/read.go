@@ -160,3 +160,25 @@ func CountCallsOf(t testing.TB, db *store.DB, paymentID int64, op string, outcom
 	}
 	return n
 }
+
+// Select is every payment keep keeps, oldest first.
+func Select(t testing.TB, db *store.DB, keep func(payment.Payment) bool) []payment.Payment {
+	t.Helper()
+	var out []payment.Payment
+	for _, p := range All(t, db) {
+		if keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ReleaseLease ends a payment's lease, as if its holder's time had run
+// out.
+func ReleaseLease(t testing.TB, db *store.DB, paymentID int64) {
+	t.Helper()
+	if err := db.Gorm.Table("payments").Where("id = ?", paymentID).
+		Updates(map[string]any{"lease_until": nil, "lease_owner": ""}).Error; err != nil {
+		t.Fatalf("release the lease of payment %d: %v", paymentID, err)
+	}
+}
