@@ -24,6 +24,7 @@ import (
 // console's search filters were 500s on PostgreSQL. They are 400s, and
 // nothing is written.
 func TestNULBytesAreBadRequests(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
@@ -67,6 +68,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 // every other text a person typed) are rendered inside <bdi>, so a name
 // stored before this rule cannot reorder the text around it.
 func TestNamesWithInvisibleCharacters(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
@@ -104,6 +106,7 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 // X-CSRF-Token header), never from the query string, where it would leak
 // through logs, Referer and history.
 func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
@@ -131,6 +134,7 @@ func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
 // signed in with the password) in the admin's browser is left with a
 // dead token once the admin types a code, not with an elevated session.
 func TestSecondFactorStartsANewSession(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		if _, err := app.Server.Auth.SignUp(context.Background(), "victim@example.com", "correct horse battery", "admin", "en"); err != nil {
@@ -182,6 +186,7 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 // answer 500 (the authenticator URL did not parse): that admin could
 // never enrol.
 func TestAdminWithPercentInAddressEnrols(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		for _, email := range []string{"pct%25@example.com", "a%b@example.com", "q?x@example.com", "h#x@example.com"} {
@@ -201,6 +206,7 @@ func TestAdminWithPercentInAddressEnrols(t *testing.T) {
 // Finding 13: GET ?lang= sets the language cookie only; the user's saved
 // locale follows on their next state-changing request.
 func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
@@ -233,6 +239,7 @@ func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
 // Finding 16: the built-in sandbox bank's pages carry one
 // Content-Security-Policy (the bank's), not the app's and the bank's.
 func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	_, payURL := app.StartTopUp(t, "csp@example.com", "10000")
@@ -260,6 +267,7 @@ func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
 // before any authenticator secret is made or shown; someone who knows
 // only the password sees no secret, and GET /admin/2fa writes nothing.
 func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		ctx := context.Background()

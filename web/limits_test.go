@@ -118,6 +118,7 @@ func dbState(t *testing.T, db *store.DB) map[string]int64 {
 // the database. The same requests with a body just under the limit are
 // served, so the refusal is the limit's and not something else's.
 func TestOversizedBodiesAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		// A user with a payment the bank has just paid (its callback
@@ -279,6 +280,7 @@ func cycle(s string, from int) func(i int) byte {
 // a slowloris (headers byte by byte, never ending), a body declared within
 // the limit that stalls, and a body trickled byte by byte.
 func TestSlowClientsAreCutOff(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for the read time-out three times")
 	}

@@ -18,6 +18,7 @@ import (
 // bank, one left there; /metrics then reports each series with the right
 // value, and answers only to the bearer token in the Authorization header.
 func TestMetricsAfterAScriptedFlow(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": apptest.MetricsToken}})
 		user, payURL := app.StartTopUp(t, "metrics@example.com", "20000")

@@ -17,6 +17,7 @@ import (
 )
 
 func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c := app.NewClient(t)
@@ -45,6 +46,7 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 }
 
 func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	var buf apptest.LogBuffer
 	log := logging.New(&buf, slog.LevelInfo, logging.FormatJSON)

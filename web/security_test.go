@@ -20,6 +20,7 @@ import (
 )
 
 func TestRedirectsStayOnSite(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
@@ -58,6 +59,7 @@ func TestRedirectsStayOnSite(t *testing.T) {
 }
 
 func TestRateLimitKeysOnTheRealClient(t *testing.T) {
+	t.Parallel()
 	// Rate limits on, as in serve; the test client connects from
 	// 127.0.0.1, which is named as the reverse proxy.
 	limited := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
@@ -95,6 +97,7 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 // payment at most once per PENDING_RECHECK_AFTER; the very first callback
 // at once. A flood costs the bank one verify.
 func TestCallbacksNeverHammerTheBank(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	const recheck = 3 * time.Second
 	clk := paymenttest.NewClock()
@@ -143,6 +146,7 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 }
 
 func TestHealthzReportsTheDatabase(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
@@ -160,6 +164,7 @@ func TestHealthzReportsTheDatabase(t *testing.T) {
 // the language switch of the 404 page or in the "reload" button of the
 // 403 "form no longer valid" page.
 func TestLinksFromTheRequestPathStayOnSite(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
@@ -234,6 +239,7 @@ func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 // clicks: the same form token) are answered from the first submit and do
 // not count. RATE_LIMIT_SIGNIN=0 turns the sign-in limit off.
 func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
 		Env:    map[string]string{"RATE_LIMIT_TOPUP": "2", "RATE_LIMIT_SIGNIN": "0"},
 		Server: server.Options{RateLimits: true},
@@ -276,6 +282,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 // The payment service's own log lines carry the request id and the
 // payment's public id of the request that caused them.
 func TestPaymentLogLinesCarryRequestID(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	var buf apptest.LogBuffer
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: logging.New(&buf, slog.LevelInfo, "json")}})

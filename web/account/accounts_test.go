@@ -18,6 +18,7 @@ import (
 // Weak passwords and lookalike addresses are refused at sign-up with a
 // clear message, and nothing is written.
 func TestSignUpRefusesWeakPasswordsAndLookalikes(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c := app.NewClient(t)
@@ -49,6 +50,7 @@ func TestSignUpRefusesWeakPasswordsAndLookalikes(t *testing.T) {
 // rules, or a legitimate non-Latin one) is shown in the admin console with
 // its code points, so that a lookalike stands out.
 func TestAdminConsoleExposesLookalikeEmails(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		app.StartTopUp(t, "payer@example.com", "20000")

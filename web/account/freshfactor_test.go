@@ -23,6 +23,7 @@ import (
 // spent (the same code twice is refused). And an admin's API token never
 // opens /admin.
 func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := paymenttest.NewFrozenClock()
 		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})

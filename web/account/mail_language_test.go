@@ -21,6 +21,7 @@ import (
 // link (issue 18, item 3): an English payer's and a Persian payer's, over
 // a real SMTP exchange.
 func TestReceiptAndNoticeInThePayersLanguage(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, smtpSrv, clk := startWithMail(t, db)
 		ctx := context.Background()

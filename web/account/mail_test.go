@@ -39,6 +39,7 @@ func startWithMail(t *testing.T, db *store.DB) (*apptest.App, *mailtest.Server, 
 // minutes, and a reset that signs out every browser and revokes every API
 // token.
 func TestPasswordResetByMail(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, smtpSrv, clk := startWithMail(t, db)
 		ctx := context.Background()
@@ -167,6 +168,7 @@ func TestPasswordResetByMail(t *testing.T) {
 // Reset requests are throttled per address (known or not, the same way)
 // and per client, and the page says how long to wait.
 func TestPasswordResetIsThrottled(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app, _, clk := startWithMail(t, db)
 	app.NewClient(t).SignUp("target@example.com")
@@ -192,6 +194,7 @@ func TestPasswordResetIsThrottled(t *testing.T) {
 // "returns within 72 hours" notice. Neither is written by the credit: the
 // notifier reads the payment's events afterwards.
 func TestReceiptsAndNotices(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, smtpSrv, clk := startWithMail(t, db)
 		ctx := context.Background()

@@ -25,6 +25,7 @@ import (
 // that carries it (the page opened, a refused form, a weak password, the
 // reset itself, the spent link opened again).
 func TestResetLinkIsNeverLogged(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var logs apptest.LogBuffer
 		smtpSrv := mailtest.Start(t, mailtest.Options{})
@@ -123,6 +124,7 @@ func TestForgotTakesAsLongForAnyAddress(t *testing.T) {
 // the request that made the owner change it) cannot set the password
 // back.
 func TestPasswordChangeSpendsEarlierResetLinks(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, smtpSrv, _ := startWithMail(t, db)
 		owner := app.NewClient(t)
@@ -156,6 +158,7 @@ func TestPasswordChangeSpendsEarlierResetLinks(t *testing.T) {
 // of its old session cookie (taken with the old password, the reason for
 // the change) is signed out with every other browser.
 func TestPasswordChangeGivesThisBrowserANewSession(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		laptop := app.NewClient(t)
@@ -187,6 +190,7 @@ func TestPasswordChangeGivesThisBrowserANewSession(t *testing.T) {
 // address's own throttle) gets 20 answers, then waits that the page and
 // Retry-After state.
 func TestForgotIsThrottledPerClient(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app, _, _ := startWithMail(t, db)
 	c := app.NewClient(t)

@@ -20,6 +20,7 @@ import (
 // every other session (on every instance) and revokes every API token,
 // keeps this browser signed in, and says so, in both languages.
 func TestPasswordChange(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		other := apptest.Start(t, db, apptest.Options{})
@@ -103,6 +104,7 @@ func TestPasswordChange(t *testing.T) {
 // Sign-in and sign-up have limits of their own per client address; each
 // page says how long to wait, with Retry-After.
 func TestSignInAndSignUpLimitsAreSeparate(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
 		Env:    map[string]string{"RATE_LIMIT_SIGNIN": "3", "RATE_LIMIT_SIGNUP": "2"},
 		Server: server.Options{RateLimits: true},

@@ -38,6 +38,7 @@ func (c *offsetClock) Advance(d time.Duration) {
 // "Sign out everywhere" ends every session of the account, on every
 // instance, and the page offers it.
 func TestSignOutEverywhere(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		other := apptest.Start(t, db, apptest.Options{}) // a second instance
@@ -79,6 +80,7 @@ func TestSignOutEverywhere(t *testing.T) {
 // for (an attacker who planted their own CSRF cookie in the victim's
 // browser, say from a sibling subdomain, knows their own token only).
 func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	u, _ := url.Parse(app.URL)
@@ -109,6 +111,7 @@ func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
 // Under https the session and CSRF cookies carry the __Host- prefix (a
 // browser then takes them only from this host: Secure, Path=/, no Domain).
 func TestHostPrefixedCookiesUnderHTTPS(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"BASE_URL": "https://wallet.example", "ALLOW_SANDBOX": "1"}})
 	c := app.NewClient(t)
@@ -180,6 +183,7 @@ func TestHostPrefixedCookiesUnderHTTPS(t *testing.T) {
 // password is not even looked at meanwhile, other accounts behind the
 // same address are not affected, and a success clears the count.
 func TestSignInIsThrottledPerAccount(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := &offsetClock{}
 		opts := apptest.Options{Server: server.Options{Now: clock.Now}}
@@ -242,6 +246,7 @@ func TestSignInIsThrottledPerAccount(t *testing.T) {
 // card and the bank reference to the payer only; anyone else with the link
 // sees a neutral status.
 func TestReturnPageShowsDetailsOnlyToThePayer(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		payer, payURL := app.StartTopUp(t, "payer@example.com", "25000")

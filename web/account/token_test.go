@@ -38,6 +38,7 @@ func tokenRows(body string) []string {
 }
 
 func TestTokenPages(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		ctx := context.Background()
@@ -163,6 +164,7 @@ func TestTokenPages(t *testing.T) {
 // user holds at most API_TOKENS_PER_USER live ones; and every token dies
 // with "sign out everywhere".
 func TestTokenRules(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"API_TOKEN_DEFAULT_DAYS": "7", "API_TOKENS_PER_USER": "2"}})
 		user := app.NewClient(t)

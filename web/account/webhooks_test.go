@@ -42,6 +42,7 @@ func hookSecret(body string) string {
 // next try), send a delivery again and disable the endpoint, audited; an
 // endpoint an admin disabled stays disabled for its owner.
 func TestWebhooksPages(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		clk := paymenttest.NewFrozenClock()
@@ -320,6 +321,7 @@ func TestWebhooksPages(t *testing.T) {
 // their durations, then the give-up, the failed deliveries and the
 // failing endpoint once the retry window has passed.
 func TestWebhookMetrics(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		clk := paymenttest.NewFrozenClock()

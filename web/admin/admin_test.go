@@ -17,6 +17,7 @@ import (
 )
 
 func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		ctx := context.Background()
@@ -107,6 +108,7 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 }
 
 func TestWalletListsPaymentsInProgress(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c, _ := app.StartTopUp(t, "open@example.com", "15000")

@@ -18,6 +18,7 @@ import (
 // name isolated in its parentheses, and the switched gateway by its
 // Persian name, bidi-isolated.
 func TestAuditRowsInThePagesLanguage(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	ctx := context.Background()
 	boss, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "fa")

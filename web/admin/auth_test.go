@@ -21,6 +21,7 @@ import (
 // action needs the form's CSRF token (403 without it or with a wrong one,
 // and nothing changes).
 func TestAdminAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		rows := paymenttest.SeedN(t, db, 6)

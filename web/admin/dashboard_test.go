@@ -21,6 +21,7 @@ import (
 // in both languages ("≈" and a sentence); SQLite still counts exactly.
 // The metrics gauge of payments by status reads the same totals.
 func TestDashboardTotals(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": apptest.MetricsToken}})
 		ctx := context.Background()

@@ -21,6 +21,7 @@ import (
 // too), the audit log records who did it; payments already at it are
 // still verified there; switched on again, it is offered again.
 func TestAdminGatewaySwitch(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		if _, err := app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en"); err != nil {

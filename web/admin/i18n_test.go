@@ -158,6 +158,7 @@ func attr(n *html.Node, key string) string {
 // reconciliation report behind them, each page's notices and refusals,
 // plus the second factor's pages.
 func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"BALANCE_MAX_RIALS": "100000000", "WEBHOOK_ALLOW_LOOPBACK": "1"}})
 	ctx := context.Background()

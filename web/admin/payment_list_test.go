@@ -56,6 +56,7 @@ func listAll(t *testing.T, c *apptest.Client, path string) []string {
 }
 
 func TestConsolePaymentListAndCSV(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		rows := paymenttest.SeedN(t, db, 120)

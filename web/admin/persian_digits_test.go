@@ -17,6 +17,7 @@ import (
 // 9): typed on a Persian keyboard (Persian digits) or pasted with
 // Arabic-Indic ones, it is taken, at enrolment and at a later sign-in.
 func TestSecondFactorCodeInPersianDigits(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		const email = "digits-admin@example.com"

@@ -20,6 +20,7 @@ import (
 // /admin/tokens with no token does not say "you have not made one"; the
 // bank's description follows the payer's language (issue 23).
 func TestAdminPagesPolish(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		if _, err := app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "fa"); err != nil {

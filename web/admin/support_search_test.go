@@ -23,6 +23,7 @@ import (
 // without its dashes, the bank's reference in Persian digits, the card's
 // last four digits; each finds the payer's payment and not another's.
 func TestSupportFindsWhatThePayerReads(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c, payURL := app.StartTopUp(t, "reader@example.com", "50000")

@@ -40,6 +40,7 @@ func totpAt(t *testing.T, secret string, at time.Time) string {
 // single-use (a replay within its window is refused), recovery codes too,
 // guesses are throttled, and `reset-2fa` starts enrolment over.
 func TestAdminTwoFactor(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		ctx := context.Background()

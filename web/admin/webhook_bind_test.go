@@ -20,6 +20,7 @@ import (
 // nothing changes); another URL is theirs to add. Once an admin enables
 // it again, the owner deletes it and may add the URL anew.
 func TestAdminDisableBindsTheURL(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}})

@@ -68,6 +68,7 @@ func decode[T any](t testing.TB, a answer) T {
 }
 
 func TestOpenAPIDocumentIsServed(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	f := start(t, db, apptest.Options{})
 	c := newAPIClient(t, f.app, f.spec, "")
@@ -78,6 +79,7 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 }
 
 func TestIdempotentTopUp(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "api@example.com", apitoken.ScopeTopUp)
@@ -168,6 +170,7 @@ func TestIdempotentTopUp(t *testing.T) {
 }
 
 func TestConcurrentRequestsWithOneKey(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		// A slow bank keeps the first request in flight.
@@ -229,6 +232,7 @@ func TestConcurrentRequestsWithOneKey(t *testing.T) {
 }
 
 func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "down@example.com", apitoken.ScopeTopUp)
@@ -263,6 +267,7 @@ func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
 }
 
 func TestAuthenticationAndScopes(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		writer, aliceID := f.user(t, "alice@example.com", apitoken.ScopeTopUp)
@@ -364,6 +369,7 @@ func TestAuthenticationAndScopes(t *testing.T) {
 }
 
 func TestTopUpRateLimitPerToken(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	f := start(t, db, apptest.Options{Env: map[string]string{"API_TOPUPS_PER_MINUTE": "2"}})
 	c, uid := f.user(t, "busy@example.com", apitoken.ScopeTopUp)
@@ -390,6 +396,7 @@ func TestTopUpRateLimitPerToken(t *testing.T) {
 }
 
 func TestExpiredKeysAreDeleted(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"IDEMPOTENCY_KEY_TTL": "1h", "WORKER_INTERVAL": "off", "RECONCILE_INTERVAL": "off"}})
 		c, _ := f.user(t, "ttl@example.com", apitoken.ScopeTopUp)
@@ -419,6 +426,7 @@ func TestExpiredKeysAreDeleted(t *testing.T) {
 }
 
 func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "e2e@example.com", apitoken.ScopeTopUp)
@@ -507,6 +515,7 @@ func mustJSON(v any) string {
 // over and finds that payment (the form token derived from the key's
 // record), instead of making a second one.
 func TestRetryAfterACrashFindsThePayment(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "crash@example.com", apitoken.ScopeTopUp)

@@ -20,6 +20,7 @@ import (
 // with the chosen gateway down (its breaker open after the bank failed,
 // by fault injection) the next healthy one is used and named.
 func TestTopUpGateway(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{
 			"BREAKER_MIN_REQUESTS": "1", "BREAKER_FAILURE_PERCENT": "50", "BREAKER_OPEN_TIMEOUT": "1h",

@@ -29,6 +29,7 @@ import (
 // different amounts to a lenient JSON reader; none of them may share a
 // fingerprint with another request, nor get its stored answer.
 func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "fp@example.com", apitoken.ScopeTopUp)
@@ -102,6 +103,7 @@ func rawPost(t *testing.T, app *apptest.App, path string, headers []string, body
 
 // Finding 12: which of two keys would a proxy or a retry keep? Refused.
 func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "twokeys@example.com", apitoken.ScopeTopUp)
@@ -124,6 +126,7 @@ func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
 // too), a top-up is a 503 problem with Retry-After; nothing is written,
 // and the key is free for the retry.
 func TestOpenBreakerIsA503Problem(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"BREAKER_MIN_REQUESTS": "2", "BREAKER_OPEN_TIMEOUT": "10m"}})
 		c, _ := f.user(t, "breaker@example.com", apitoken.ScopeTopUp)
@@ -160,6 +163,7 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 // Finding 8: descriptions reach the bank's page; control characters and
 // bidi overrides or isolates are refused (422), nothing is written.
 func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "desc@example.com", apitoken.ScopeTopUp)

@@ -30,6 +30,7 @@ import (
 // a repeat of a submitted form is never refused; and a payment the bank
 // already took is credited even over the cap, flagged for admins.
 func TestTopUpLimits(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank := sandbank.New(sandbank.Options{NoControlAPI: true})
 		f := start(t, db, apptest.Options{

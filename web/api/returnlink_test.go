@@ -27,6 +27,7 @@ import (
 // is the hand-over, and our own URL after it (its refresh) redirects
 // nowhere either.
 func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, uid := f.user(t, "handover@example.com", apitoken.ScopeTopUp)

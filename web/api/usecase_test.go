@@ -68,6 +68,7 @@ func (s *spyStarter) take() []spyCall {
 // tomans, any digits; the API in rials): the same refusal, or a payment
 // of the same amount.
 func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		spy := &spyStarter{}
 		f := start(t, db, apptest.Options{

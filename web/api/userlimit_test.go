@@ -18,6 +18,7 @@ import (
 // together: more tokens give no more top-ups, and one user's limit does
 // not touch another's.
 func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_TOPUP": "3"}, Server: server.Options{RateLimits: true}})
 		web := f.app.NewClient(t)

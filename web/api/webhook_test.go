@@ -105,6 +105,7 @@ func (r *hookReceiver) byType(typ string) []map[string]any {
 // deduplicating receiver sees it) although the endpoint first answers
 // 500, and its topup is what GET /api/v1/topups/{id} answers.
 func TestReturnURLAndWebhook(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}})
 		ctx := context.Background()

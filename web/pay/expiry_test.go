@@ -59,6 +59,7 @@ func reasonOf(t *testing.T, db *store.DB, authority string) payment.Payment {
 // apart by how long the payer had the page, and the reason travels
 // through the decision and its event to the page, in both languages.
 func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, bank, clock := expiryApp(t, db, sandbank.DefaultAuthorityTTL)
 		for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
@@ -115,6 +116,7 @@ func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
 // holds its page open at the authority's lifetime (the worker's own
 // deadline). Both pages say the time ran out.
 func TestAbandonedAttemptExpiresAsTimeRanOut(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		for _, tc := range []struct {
 			name    string

@@ -19,6 +19,7 @@ import (
 // that contradict each other, and offers to try again with the same amount
 // (issue 10, point 4). An unknown or older reason gets the generic one.
 func TestFailurePageSaysWhy(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c := app.NewClient(t)
 	c.SignUp("why@example.com")

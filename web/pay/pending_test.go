@@ -33,6 +33,7 @@ func (f *flakyVerify) Verify(ctx context.Context, in gateway.VerifyInput) (gatew
 }
 
 func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
+	t.Parallel()
 	bank := sandbank.New(sandbank.Options{})
 	bankURL := apptest.Serve(t, bank.Handler())
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

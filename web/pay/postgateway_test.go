@@ -129,6 +129,7 @@ func postBack(t *testing.T, app *apptest.App, cb sandbank.CallbackRequest, chang
 // refused (400) and change nothing: the balance, the payment's status
 // and its kept receipt (none) stay.
 func TestPOSTGatewayFlow(t *testing.T) {
+	t.Parallel()
 	for _, gw := range postGateways {
 		t.Run(gw.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -215,6 +216,7 @@ func received(r apptest.Response) bool {
 // word. (Kifpool's own verify keeps the RefNum the token's receipt names
 // before it verifies, so its crashes do not end here.)
 func TestPOSTGatewayAlreadyVerified(t *testing.T) {
+	t.Parallel()
 	for _, gw := range postGateways {
 		t.Run(gw.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -307,6 +309,7 @@ func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
 // the worker asks SEP's receipt of the token, verifies the RefNum it names
 // and credits the payment, without the browser.
 func TestSEPPaidWithoutCallbackCreditedByWorker(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, bank, srv := postGatewayApp(t, db, postGateways[0], map[string]string{
 			"WORKER_INTERVAL": "100ms", "WORKER_ABANDONED_AFTER": "1s", "PENDING_RECHECK_AFTER": "100ms",

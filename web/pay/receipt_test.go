@@ -29,6 +29,7 @@ func TestShortRef(t *testing.T) {
 // an attribute), copy buttons for it and the bank's reference, and a print
 // button (issue 10, point 5).
 func TestReceiptReferences(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c, payURL := app.StartTopUp(t, "receipt@example.com", "50000")
 	back := c.PayAtBank(payURL, "pay")

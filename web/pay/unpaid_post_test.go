@@ -25,6 +25,7 @@ import (
 // and it is credited; Mellat cannot be asked before its callback, so the
 // payment stays open and only leaves "in progress".
 func TestUnpaidPageAtPOSTGateways(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		for _, gw := range postGateways {
 			t.Run(gw.name, func(t *testing.T) {

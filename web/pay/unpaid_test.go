@@ -22,6 +22,7 @@ import (
 // credited, not paid fails, and while the bank cannot say, the payment
 // only leaves the wallet's "in progress" list.
 func TestUnpaidPageIsHonest(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c, payURL := app.StartTopUp(t, "unpaid@example.com", "50000")
@@ -74,6 +75,7 @@ func TestUnpaidPageIsHonest(t *testing.T) {
 // payment stays open (the worker keeps asking) and leaves the list of
 // payments in progress.
 func TestAbandonWhileTheBankCannotSay(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	gw := paymenttest.NewGateway()
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Gateway: gw}})
@@ -110,6 +112,7 @@ func TestAbandonWhileTheBankCannotSay(t *testing.T) {
 // if the bank says it was paid, never "in progress" or "awaiting payment"
 // (issue 29, item 5).
 func TestCancelledPaymentSaysSo(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c, _ := app.StartTopUp(t, "changed-mind@example.com", "50000")
 	publicID := paymenttest.First(t, app.DB).PublicID

@@ -28,6 +28,7 @@ import (
 // (201, as after a crash between verify and credit) → credited from the
 // inquiry's details, never failed; a forged callback refused.
 func TestZibalFlow(t *testing.T) {
+	t.Parallel()
 	bank := sandbank.New(sandbank.Options{})
 	srv := apptest.Serve(t, bank.Handler())
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -141,6 +142,7 @@ func TestZibalFlow(t *testing.T) {
 // one the bank holds paid is reopened, verified and credited; one it says
 // was not paid is left alone. One report per gateway is stored.
 func TestZibalReconcileByInquiry(t *testing.T) {
+	t.Parallel()
 	bank := sandbank.New(sandbank.Options{})
 	srv := apptest.Serve(t, bank.Handler())
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

@@ -31,6 +31,7 @@ var (
 // changes with their actors, every gateway call (the failed verifies
 // included), the ledger entry, the user's balance, the admin's actions.
 func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank, bankURL := rsBank(t)
 		app := rsApp(t, db, bankURL, map[string]string{"WORKER_INTERVAL": "off"}, apptest.Options{})
@@ -166,6 +167,7 @@ var topupsHourRE = regexp.MustCompile(`data-testid="topups-hour" data-total="(\d
 // the dashboard's charts and tables count them, list the bank's latency
 // per operation and the worker's backlog.
 func TestDashboardCharts(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user, payURL := app.StartTopUp(t, "chart@example.com", "20000")

@@ -16,6 +16,7 @@ import (
 // trips; a statement or a transaction added to this path fails here, not
 // in a benchmark on a shared machine (docs/benchmarks.md).
 func TestCreditPathStatements(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		counted, cnt := storetest.Counting(t, db)
 		app := apptest.Start(t, counted, apptest.Options{})

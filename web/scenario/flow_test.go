@@ -20,6 +20,7 @@ import (
 )
 
 func TestTopUpFlowPayAndCancel(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 
@@ -84,6 +85,7 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 }
 
 func TestConcurrentCallbacksCreditOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c, payURL := app.StartTopUp(t, "burst@example.com", "100000")
@@ -131,6 +133,7 @@ func TestConcurrentCallbacksCreditOnce(t *testing.T) {
 }
 
 func TestConcurrentSubmitsOfOneForm(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c := app.NewClient(t)
@@ -185,6 +188,7 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 }
 
 func TestForgedCallbacksChangeNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const recheck = 20 * time.Second
 		clk := paymenttest.NewClock()
@@ -248,6 +252,7 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 }
 
 func TestBadAmountsWriteNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c := app.NewClient(t)
@@ -289,6 +294,7 @@ func TestBadAmountsWriteNothing(t *testing.T) {
 }
 
 func TestReceiptIsOwnersOnly(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		_, payURL := app.StartTopUp(t, "owner@example.com", "10000")
@@ -307,6 +313,7 @@ func TestReceiptIsOwnersOnly(t *testing.T) {
 }
 
 func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{
 			"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555",
@@ -338,6 +345,7 @@ func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
 }
 
 func TestStandaloneSandbankControlAPI(t *testing.T) {
+	t.Parallel()
 	bank := sandbank.New(sandbank.Options{})
 	srv := apptest.Serve(t, bank.Handler())
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -370,6 +378,7 @@ func TestStandaloneSandbankControlAPI(t *testing.T) {
 }
 
 func TestErrorPages(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)

@@ -114,6 +114,7 @@ func p(w who) *who       { return &w }
 func a(w apiWho) *apiWho { return &w }
 
 func TestRouteRoleMethodMatrix(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": "metrics-token-0123456789-abcdefghij"}})
 		ctx := context.Background()

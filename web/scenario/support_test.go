@@ -26,6 +26,7 @@ const sealHTML = `<a referrerpolicy="origin" target="_blank" href="https://trust
 // contacts too, and every mail names the operator. Without them set,
 // none of it shows.
 func TestSupportContactsEverywhere(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	smtpSrv := mailtest.Start(t, mailtest.Options{})
 	clk := paymenttest.NewFrozenClock()

@@ -24,6 +24,7 @@ import (
 // the sign-ins), which stays the reset form rather than turning into the
 // sign-in page (issue 18, item 9).
 func TestLimitedPagesSayHowLongToWait(t *testing.T) {
+	t.Parallel()
 	smtpSrv := mailtest.Start(t, mailtest.Options{})
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{

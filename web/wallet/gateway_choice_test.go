@@ -25,6 +25,7 @@ import (
 // was already at Zarinpal stays there: its callback is answered from
 // Zarinpal (pending while it is down), never restarted at Zibal.
 func TestGatewayChoiceAndFailover(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{
 			"BREAKER_MIN_REQUESTS": "1", "BREAKER_FAILURE_PERCENT": "50", "BREAKER_OPEN_TIMEOUT": "1h",

@@ -16,6 +16,7 @@ import (
 // what a balance is for, no fees, the gateways offered, and sign up or
 // sign in. Signed in, / goes to the wallet as before.
 func TestLandingPage(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c := app.NewClient(t)
 	for _, l := range []i18n.Lang{i18n.FA, i18n.EN} {

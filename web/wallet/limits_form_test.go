@@ -21,6 +21,7 @@ import (
 // daily count with that limit's own sentence in the payer's language,
 // writing nothing (issue 18, item 6).
 func TestTopUpFormSaysEachLimitInBothLanguages(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{
 			"TOPUP_DAILY_MAX_RIALS": "1000000", "TOPUP_DAILY_MAX_COUNT": "2", "BALANCE_MAX_RIALS": "700000", "RATE_LIMIT_TOPUP": "0",

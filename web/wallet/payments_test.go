@@ -32,6 +32,7 @@ func paymentRows(body string) (ids, statuses []string) {
 // the same rows with a BOM, Jalali date, Tehran time, ISO UTC and the
 // status in the payer's language. Nobody sees another payer's rows.
 func TestWalletPaymentsListAndCSV(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c, payURL := app.StartTopUp(t, "history@example.com", "50000")

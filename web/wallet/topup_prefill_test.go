@@ -18,6 +18,7 @@ import (
 // without JavaScript, "try again"); anything else gives the empty form,
 // never an error page, and nothing is written.
 func TestTopUpFormPrefill(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c := app.NewClient(t)
 	c.SignUp("prefill@example.com")

@@ -17,6 +17,7 @@ import (
 // saying why), and a history row per ledger transaction: its kind in the
 // page's language, the signed amount and the balance after it.
 func TestWalletPageShowsHeldAndEveryKind(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		ctx := context.Background()
