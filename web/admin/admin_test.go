@@ -106,14 +106,3 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		apptest.CheckInvariants(t, db)
 	})
 }
-
-func TestWalletListsPaymentsInProgress(t *testing.T) {
-	t.Parallel()
-	db := storetest.New(t, store.SQLite)
-	app := apptest.Start(t, db, apptest.Options{})
-	c, _ := app.StartTopUp(t, "open@example.com", "15000")
-	w := c.Get(routes.Wallet)
-	if !strings.Contains(w.Body, `data-testid="open-payment" data-status="awaiting_payment"`) {
-		t.Fatalf("the wallet does not show the payment in progress")
-	}
-}
