@@ -11,6 +11,7 @@ package usertext
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,4 +43,24 @@ func check(s string, lines bool) error {
 		}
 	}
 	return nil
+}
+
+// Cut shortens s to at most n characters, never inside one: the one
+// cutter for text kept or sent with a bound (an error kept on a row, a
+// search filter, a reconciliation's detail). Text that is not valid UTF-8
+// has each run of bad bytes replaced by U+FFFD first: PostgreSQL refuses
+// invalid UTF-8 in text, and a byte cut could make some.
+func Cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if n <= 0 {
+		return ""
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/usertext"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
@@ -22,9 +23,7 @@ import (
 func (h *handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *paymentread.Cursor, form adminview.PaymentListView, errKey string) {
 	args := c.Request().URI().QueryArgs()
 	form.Query = strings.TrimSpace(c.Query("q"))
-	if len([]rune(form.Query)) > 200 {
-		form.Query = string([]rune(form.Query)[:200])
-	}
+	form.Query = usertext.Cut(form.Query, 200)
 	f.Query = form.Query
 	bad := func(key string) {
 		if errKey == "" {
