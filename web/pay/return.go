@@ -22,7 +22,7 @@ func (h *handlers) paymentReturn(c *fiber.Ctx) error {
 	if payment.ValidPublicID(id) {
 		seam.WithPayment(c, id)
 	}
-	p, cb, err := h.Payments.ReturnCallback(c.UserContext(), id, h.callbackParser(c))
+	p, cb, err := h.Payments.Return(c.UserContext(), id, h.callbackParser(c))
 	authority := cb.Authority
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
