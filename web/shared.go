@@ -29,6 +29,7 @@ func (s *Server) shared() seam.App {
 		Limit: func(perMinute int, page func(c *fiber.Ctx, secs int64) error) fiber.Handler {
 			return s.limitPage(perMinute, s.clientIP, page)
 		},
+		Log: s.Log, Now: s.Now,
 	}
 }
 

@@ -30,7 +30,7 @@ func newWeb(b base, s *Server, gws gateways, reads *paymentread.Reader) *fiber.A
 		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, b.now)
 	}
 	labels := drivers.Labeler(cfg.Gateway == config.GatewaySandbox)
-	payDeps := pay.Deps{Payments: s.Payments, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback, Log: log}
+	payDeps := pay.Deps{Payments: s.Payments, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
 	return web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
 		RateLimits: b.o.RateLimits, Log: log, Now: b.now,
@@ -47,18 +47,17 @@ func newWeb(b base, s *Server, gws gateways, reads *paymentread.Reader) *fiber.A
 			Return: payDeps.Return(),
 			Account: account.Deps{
 				Auth: s.Auth, Tokens: s.Tokens, Webhooks: s.Webhooks, MailQueued: s.Outbox.Kick,
-				SignInPerMinute: cfg.RateLimitSignIn, SignUpPerMinute: cfg.RateLimitSignUp, Log: log, Now: b.now,
+				SignInPerMinute: cfg.RateLimitSignIn, SignUpPerMinute: cfg.RateLimitSignUp,
 			},
 			Wallet: wallet.Deps{
 				Wallets: s.Wallets, Payments: s.Payments, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
-				UserTopUps: userTopUps, Log: log,
+				UserTopUps: userTopUps,
 			},
 			Pay: payDeps,
 			Admin: admin.Deps{
 				Payments: s.Payments, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
 				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
-				Log: log, Now: b.now,
 			},
 		},
 	})

@@ -12,9 +12,6 @@
 package account
 
 import (
-	"log/slog"
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
@@ -41,8 +38,6 @@ type Deps struct {
 	// allowance (RATE_LIMIT_SIGNIN, RATE_LIMIT_SIGNUP); a reset link's
 	// form counts with sign-ins.
 	SignInPerMinute, SignUpPerMinute int
-	Log                              *slog.Logger
-	Now                              func() time.Time
 }
 
 type handlers struct {
@@ -52,12 +47,6 @@ type handlers struct {
 
 // Register adds the account pages' routes to r.
 func (d Deps) Register(r fiber.Router, app seam.App) {
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	h := &handlers{Deps: d, App: app}
 	// Sign-in and sign-up count apart, per client address; each page says
 	// how long to wait (and Retry-After).

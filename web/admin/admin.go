@@ -16,7 +16,6 @@
 package admin
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -67,8 +66,6 @@ type Deps struct {
 	// AbandonedAfter is when the worker gives up on an open payment (the
 	// dashboard's backlog).
 	AbandonedAfter time.Duration
-	Log            *slog.Logger
-	Now            func() time.Time
 }
 
 type handlers struct {
@@ -83,12 +80,6 @@ type handlers struct {
 // routes.Admin: its middleware (sign-in, admin role, and the second factor
 // once per session) covers them all, routes added later included.
 func (d Deps) Register(r fiber.Router, app seam.App) {
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	h := &handlers{Deps: d, App: app}
 	r.Get(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, h.twoFactorForm)
 	r.Post(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, h.twoFactorSubmit)

@@ -13,8 +13,6 @@
 package pay
 
 import (
-	"log/slog"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/gateway/callback"
@@ -38,7 +36,6 @@ type Deps struct {
 	// the named gateway (gateway.Driver.ParseCallback); ok is false for a
 	// gateway it does not know or a callback without a usable token.
 	ParseCallback func(gateway string, query, form func(key string) string, isPost bool) (callback.Params, bool)
-	Log           *slog.Logger
 }
 
 type handlers struct {
@@ -47,9 +44,6 @@ type handlers struct {
 }
 
 func (d Deps) handlers(app seam.App) *handlers {
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
 	if d.ParseCallback == nil {
 		panic("pay: Deps.ParseCallback is required (the gateway driver's callback parser)")
 	}

@@ -13,6 +13,7 @@
 package seam
 
 import (
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -74,6 +75,10 @@ type App struct {
 	// rate limits off: no limit); above it, page answers with the seconds
 	// to wait (Retry-After is set).
 	Limit func(perMinute int, page func(c *fiber.Ctx, secs int64) error) fiber.Handler
+	// Log is the web app's logger and Now its clock (the instance's,
+	// synced to the database's).
+	Log *slog.Logger
+	Now func() time.Time
 }
 
 // NotFound answers what no route takes: the app's 404 page.

@@ -9,7 +9,6 @@
 package wallet
 
 import (
-	"log/slog"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -41,7 +40,6 @@ type Deps struct {
 	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
 	// tokens or more browsers give no more top-ups.
 	UserTopUps *ratelimit.Window
-	Log        *slog.Logger
 }
 
 type handlers struct {
@@ -51,9 +49,6 @@ type handlers struct {
 
 // Register adds the wallet pages' routes to r.
 func (d Deps) Register(r fiber.Router, app seam.App) {
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
 	h := &handlers{Deps: d, App: app}
 	r.Get(routes.Home, h.home)
 	r.Get(routes.Wallet, h.RequireUser, h.walletPage)
