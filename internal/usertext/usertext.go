@@ -6,6 +6,10 @@
 // U+2066–2069 that make "\u202Egnp.exe" show as "exe.png", zero-width
 // spaces and joiners, the BOM). E-mail addresses are checked the same way,
 // and more, by internal/email.
+//
+// Cut is the one cutter of text to a bound (an error kept on a row, a
+// search filter, what a gateway is sent or sends back): by characters,
+// never inside one, and always valid UTF-8.
 package usertext
 
 import (
