@@ -64,13 +64,9 @@ func (h *handlers) walletPayments(c *fiber.Ctx) error {
 	if !ok {
 		return h.Render(c, fiber.StatusBadRequest, views.Payments(h.Page(c, "paylist.title"), v))
 	}
-	var before int64
-	if b := c.Query("before"); b != "" {
-		n, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || n <= 0 {
-			return fiber.NewError(fiber.StatusBadRequest, "bad cursor")
-		}
-		before = n
+	before, err := beforeCursor(c)
+	if err != nil {
+		return err
 	}
 	rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, paymentsPageSize)
 	if err != nil {

@@ -12,13 +12,9 @@ const historyPageSize = 20
 
 func (h *handlers) walletPage(c *fiber.Ctx) error {
 	u := h.User(c)
-	var before int64
-	if b := c.Query("before"); b != "" {
-		n, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || n <= 0 {
-			return fiber.NewError(fiber.StatusBadRequest, "bad cursor")
-		}
-		before = n
+	before, err := beforeCursor(c)
+	if err != nil {
+		return err
 	}
 	w, err := h.Wallets.ForUser(c.UserContext(), u.ID)
 	if err != nil {
@@ -56,4 +52,18 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 		v.Rows = append(v.Rows, row)
 	}
 	return h.Render(c, fiber.StatusOK, views.Wallet(h.Page(c, "wallet.title"), v))
+}
+
+// beforeCursor is a list's ?before= (the keyset cursor: a positive id;
+// 0 without one), 400 when it is not one.
+func beforeCursor(c *fiber.Ctx) (int64, error) {
+	b := c.Query("before")
+	if b == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(b, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fiber.NewError(fiber.StatusBadRequest, "bad cursor")
+	}
+	return n, nil
 }
