@@ -58,7 +58,7 @@ func (g fixtureGateway) Verify(ctx context.Context, in gateway.VerifyInput) (gat
 }
 
 // fixture is an app with a user whose payments are in every state, an
-// admin, and a standalone sandbox bank (the pattern of web/pending_test.go).
+// admin, and a standalone sandbox bank (the pattern of web/pay/pending_test.go).
 type fixture struct {
 	App   *apptest.App
 	Bank  *sandbank.Bank
