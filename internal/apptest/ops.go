@@ -12,7 +12,7 @@ import (
 )
 
 // MetricsToken is a METRICS_TOKEN for tests that scrape /metrics.
-const MetricsToken = "metrics-token-0123456789-abcdefghij"
+const MetricsToken = "metrics-token-0123456789-abcdefghij" // #nosec G101 -- a token of the tests' apps only
 
 // MetricValue returns the value of the series named exactly by series
 // (name and labels as Prometheus prints them), or -1.
