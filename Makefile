@@ -164,7 +164,7 @@ bench-short: build
 # In-process Go benchmarks (client, app and bank in one process; SQLite,
 # and PostgreSQL with TEST_DATABASE_URL).
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5s -timeout 10m ./web/ ./internal/money/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5s -timeout 10m ./web/scenario/ ./internal/money/
 
 # The admin console at scale: seeds BENCH_PAYMENTS (default 1,000,000)
 # payments, and the bank calls of the last week's, into a fresh PostgreSQL

@@ -19,89 +19,66 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/limiter"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
-	"github.com/kifpool/kifpool/internal/apitoken"
-	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/config"
-	"github.com/kifpool/kifpool/internal/gateway/callback"
-	"github.com/kifpool/kifpool/internal/gateway/resilient"
-	"github.com/kifpool/kifpool/internal/idempotency"
-	"github.com/kifpool/kifpool/internal/limits"
-	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
-	"github.com/kifpool/kifpool/internal/people"
-	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/routes"
-	"github.com/kifpool/kifpool/internal/topup"
-	"github.com/kifpool/kifpool/internal/wallet"
-	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/static"
-	"github.com/kifpool/kifpool/views"
-	"github.com/kifpool/kifpool/web/admin"
-	"github.com/kifpool/kifpool/web/api"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
-// Deps are the web layer's explicit dependencies.
+// Deps are the web layer's explicit dependencies: what the middleware and
+// the page shell need, and the features, each with its own Deps (built by
+// internal/server).
 type Deps struct {
-	Config   config.Config
-	Auth     *auth.Service
-	Wallets  *wallet.Service
-	Payments *payment.Service
-	// TopUp is the top-up start use case: the form and the API call it.
-	TopUp topup.Starter
-	// People reads users, their wallets and ledgers for the admin pages.
-	People *people.Reader
-	// Reads is the one home of payment reads: the admin list, detail and
-	// dashboard, the wallet page's payments in progress, the API's top-ups.
-	Reads *paymentread.Reader
-	// Audit is the admins' audit log.
-	Audit *audit.Log
+	Config config.Config
+	// Auth finds the signed-in user behind a session cookie and saves a
+	// user's language choice.
+	Auth *auth.Service
+	// Features are the app's parts by audience, registered in web's
+	// order (New).
+	Features Features
+	// GatewayLabel names a stored gateway for people (the registry's
+	// labels, marked "sandbox" for the built-in bank's payments); nil:
+	// the stored name.
+	GatewayLabel func(stored string) string
 	// Metrics, when set, observes every request and serves GET /metrics.
 	Metrics *metrics.Metrics
-	// GatewayNames are the gateways' names as payments store them (the
-	// drivers'), in the order they are offered; GatewayLabel names a
-	// stored gateway for people (the registry's labels, marked "sandbox"
-	// for the built-in bank's payments).
-	GatewayNames []string
-	GatewayLabel func(stored string) string
-	// ParseCallback reads a bank callback's parameters with the parser of
-	// the named gateway (gateway.Driver.ParseCallback); ok is false for a
-	// gateway it does not know or a callback without a usable token.
-	ParseCallback func(gateway string, query, form func(key string) string, isPost bool) (callback.Params, bool)
-	Tokens        *apitoken.Service
-	// Keys serves the JSON API's idempotency keys.
-	Keys *idempotency.Store
 	// Bank, when set, is the built-in sandbox bank, served under /sandbank.
 	Bank http.Handler
-	Log  *slog.Logger
-	Now  func() time.Time
+	// Probes answer the health and readiness checks.
+	Probes Probes
+	// RateLimits turns on the per-IP limits on sign-in, sign-up and the
+	// like (on in serve; tests that hammer one route turn it off).
+	RateLimits bool
+	Log        *slog.Logger
+	Now        func() time.Time
+}
+
+// Features are the web app's parts by audience. Each registers its own
+// routes; web decides where in the middleware chain each goes.
+type Features struct {
+	// API is the JSON API (web/api): bearer tokens only, registered before
+	// the cookie session and the CSRF check.
+	API seam.Feature
+	// Return is the bank's return (web/pay's Deps.Return): without the
+	// payer's session cookie (a POST from the bank carries no SameSite=Lax
+	// cookie) and without a CSRF token, registered before the CSRF check,
+	// its one exemption.
+	Return seam.Feature
+	// Account (web/account), Wallet (web/wallet) and Pay (web/pay) are
+	// the payer's pages; Admin (web/admin) is the admin console,
+	// registered last.
+	Account, Wallet, Pay, Admin seam.Feature
+}
+
+// Probes are the checks behind /healthz and /readyz.
+type Probes struct {
 	// Health checks what the app needs to serve (the database); nil: none.
 	Health func(ctx context.Context) error
 	// Ready checks that the app may take traffic: the database answers
 	// and its schema is at this build's latest migration; nil: Health.
 	Ready func(ctx context.Context) error
-	// Breakers report the gateways' circuit breakers (the admin's
-	// dashboard and gateways page).
-	Breakers func() []resilient.BreakerState
-	// RateLimits turns on the per-IP/per-user limits on sign-in, sign-up
-	// and top-up (on in serve; tests that hammer one route turn it off).
-	RateLimits bool
-	// UserTopUps, when set, is each user's top-up allowance
-	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
-	// tokens or more browsers give no more top-ups.
-	UserTopUps *ratelimit.Window
-	// Limits, when set, are the payers' daily and balance limits (the
-	// form shows what is left; the top-up start enforces them).
-	Limits *limits.Policy
-	// Outbox, when set, is kicked after a mail is queued that the person
-	// is waiting for (a reset link).
-	Outbox *mail.Outbox
-	// Webhooks are the partners' endpoints and return origins; Hooks, when
-	// set, is kicked after an admin's "send again".
-	Webhooks *webhook.Service
-	Hooks    *webhook.Sender
 }
 
 // Server holds the handlers' dependencies.
@@ -130,8 +107,10 @@ func New(d Deps) *fiber.App {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	if d.ParseCallback == nil {
-		panic("web: Deps.ParseCallback is required (the gateway driver's callback parser)")
+	for _, f := range []seam.Feature{d.Features.API, d.Features.Return, d.Features.Account, d.Features.Wallet, d.Features.Pay, d.Features.Admin} {
+		if f == nil {
+			panic("web: every feature is required (Deps.Features)")
+		}
 	}
 	s := &Server{Deps: d, csrfKey: d.Config.SessionSecret, secureCookie: d.Config.Secure(), trusted: parseTrusted(d.Config.TrustedProxies)}
 	s.baseHost = hostOf(d.Config.BaseURL)
@@ -192,11 +171,8 @@ func New(d Deps) *fiber.App {
 	// session and CSRF middleware, and answers everything under its prefix
 	// itself, so neither ever runs for it.
 	app.Use(routes.APIAll, s.securityHeaders, cleanInput)
-	api.Register(app, api.Deps{
-		Tokens: d.Tokens, Keys: d.Keys, Payments: d.Payments, Wallets: d.Wallets, TopUp: d.TopUp, Reads: d.Reads,
-		Log: d.Log.With("component", "api"), TopUpsPerMinute: d.Config.APITopUpsPerMinute,
-		UserTopUps: d.UserTopUps, Webhooks: d.Webhooks,
-	})
+	shared := s.shared()
+	d.Features.API.Register(app, shared)
 
 	// Before anything else reads or sets a cookie: one host name only.
 	app.Use(s.canonicalHost)
@@ -227,108 +203,29 @@ func New(d Deps) *fiber.App {
 	// the bank carries no SameSite=Lax cookie) and without a CSRF token:
 	// it is registered before the CSRF check, its one exemption. Its page
 	// still gets the CSRF cookie and token for the forms it shows.
-	callback := []fiber.Handler{s.issueCSRF, s.rememberLocale, s.paymentReturn}
-	app.Get(routes.PaymentReturnPattern, callback...)
-	app.Post(routes.PaymentReturnPattern, callback...)
-	// Its other methods: the site's 404, as anywhere, unchecked too.
-	app.Use(routes.PaymentReturnPattern, s.issueCSRF, s.rememberLocale, notFound)
+	app.Use(routes.PaymentReturnPattern, s.issueCSRF, s.rememberLocale)
+	d.Features.Return.Register(app, shared)
 	app.Use(s.csrf)
 	app.Use(s.rememberLocale)
 
-	app.Get(routes.Home, s.home)
-	// Sign-in and sign-up count apart, per client address; each page says
-	// how long to wait (and Retry-After).
-	authLimit := s.limitPage(d.Config.RateLimitSignIn, s.clientIP, func(c *fiber.Ctx, secs int64) error {
-		if tok := c.Params("token"); tok != "" { // a reset link's form counts with sign-ins
-			return s.resetLimited(c, tok, secs)
-		}
-		return render(c, fiber.StatusTooManyRequests, views.SignIn(s.page(c, "signin.title"),
-			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signin.too_many", ErrorArgs: []any{"seconds", secs}, Next: nextParam(c)}))
-	})
-	signUpLimit := s.limitPage(d.Config.RateLimitSignUp, s.clientIP, func(c *fiber.Ctx, secs int64) error {
-		return render(c, fiber.StatusTooManyRequests, views.SignUp(s.page(c, "signup.title"),
-			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signup.too_many", ErrorArgs: []any{"seconds", secs}}))
-	})
-	app.Get(routes.SignUp, s.signUpForm)
-	app.Post(routes.SignUp, signUpLimit, s.signUp)
-	app.Get(routes.PasswordForgot, s.forgotForm)
-	app.Post(routes.PasswordForgot, s.forgot)
-	app.Get(routes.PasswordResetPattern, s.resetForm)
-	app.Post(routes.PasswordResetPattern, authLimit, s.reset)
-	app.Post(routes.AccountReceipts, s.requireUser, s.setReceipts)
-	app.Get(routes.SignIn, s.signInForm)
-	app.Post(routes.SignIn, authLimit, s.signIn)
-	app.Post(routes.SignOut, s.signOut)
-	app.Get(routes.Account, s.requireUser, s.accountPage)
-	app.Post(routes.AccountSignOutEverywhere, s.requireUser, s.signOutEverywhere)
-	app.Get(routes.AccountPassword, s.requireUser, s.passwordForm)
-	app.Post(routes.AccountPassword, s.requireUser, s.changePassword)
-
-	app.Get(routes.Wallet, s.requireUser, s.walletPage)
-	app.Get(routes.WalletPayments, s.requireUser, s.walletPayments)
-	app.Get(routes.WalletPaymentsCSV, s.requireUser, s.walletPaymentsCSV)
-	app.Get(routes.TopUp, s.requireUser, s.topUpForm)
-	app.Post(routes.TopUp, s.requireUser, s.topUpLimit, s.topUp)
-
-	app.Get(routes.PaymentPattern, s.requireUser, s.receipt)
-	app.Post(routes.PaymentAbandonPattern, s.requireUser, s.abandon)
-
-	app.Get(routes.Tokens, s.requireUser, s.tokensPage)
-	app.Post(routes.Tokens, s.requireUser, s.createToken)
-	app.Post(routes.TokenRevokePattern, s.requireUser, s.revokeToken)
-	app.Get(routes.Webhooks, s.requireUser, s.webhooksPage)
-	app.Post(routes.Webhooks, s.requireUser, s.createWebhook)
-	app.Post(routes.WebhookDisablePattern, s.requireUser, s.disableWebhook)
-	app.Post(routes.WebhookEnablePattern, s.requireUser, s.enableWebhook)
-	app.Post(routes.WebhookDeletePattern, s.requireUser, s.deleteWebhook)
-	app.Post(routes.WebhookOrigins, s.requireUser, s.addReturnOrigin)
-	app.Post(routes.WebhookOriginDeletePattern, s.requireUser, s.deleteReturnOrigin)
-
-	// The admin console (web/admin), registered last: its second-factor
-	// page before the admin group's middleware, then the group.
-	s.adminHandlers().Register(app)
-	app.Use(notFound)
+	d.Features.Wallet.Register(app, shared)
+	d.Features.Account.Register(app, shared)
+	d.Features.Pay.Register(app, shared)
+	// The admin console, registered last: its second-factor page before
+	// the admin group's middleware, then the group.
+	d.Features.Admin.Register(app, shared)
+	app.Use(seam.NotFound)
 	return app
 }
-
-// adminHandlers are the admin console over the app's use cases, sharing with it
-// the page model, rendering, the signed-in user and the rows the user's
-// own pages list.
-func (s *Server) adminHandlers() *admin.Handlers {
-	d := s.Deps
-	return admin.New(admin.Deps{
-		App: admin.App{
-			Page: s.page, Render: render, User: currentUser, Session: currentSession, Lang: lang,
-			RequireUser: s.requireUser, FormValue: formValue, SafeNext: safeNext, PassSession: s.passSession,
-			GatewayName: s.gatewayName,
-			TokenRow:    func(t apitoken.Token, owner string) views.TokenRow { return tokenRow(t, owner, s) },
-			WebhookRow:  webhookRow,
-		},
-		Payments: d.Payments, Reads: d.Reads, People: d.People, Audit: d.Audit, Auth: d.Auth, Tokens: d.Tokens,
-		Webhooks: d.Webhooks, Hooks: d.Hooks, Limits: d.Limits, Breakers: d.Breakers,
-		GatewayNames: d.GatewayNames, GatewayLabel: d.GatewayLabel, AbandonedAfter: d.Config.WorkerAbandonedAfter,
-		Log: d.Log, Now: d.Now,
-	})
-}
-
-// passSession gives the browser a session that has just been made or
-// passed the second factor: its cookie, and a CSRF token bound to it.
-func (s *Server) passSession(c *fiber.Ctx, token string, expires time.Time) {
-	s.setCookie(c, s.sessionCookie, token, expires, true)
-	s.rotateCSRF(c, token)
-}
-
-// notFound answers what no route takes: the site's 404 page.
-func notFound(*fiber.Ctx) error { return fiber.ErrNotFound }
 
 // healthz answers 200 "ok" when the app can serve (its database answers),
 // 503 otherwise, for load balancers and orchestrators.
 func (s *Server) healthz(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	if s.Health != nil {
+	if s.Probes.Health != nil {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 		defer cancel()
-		if err := s.Health(ctx); err != nil {
+		if err := s.Probes.Health(ctx); err != nil {
 			s.Log.ErrorContext(c.UserContext(), "health check failed", "err", err)
 			return c.Status(fiber.StatusServiceUnavailable).SendString("unavailable")
 		}
@@ -340,9 +237,9 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 // answers and no migration of this build is pending; 503 otherwise.
 func (s *Server) readyz(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	check := s.Ready
+	check := s.Probes.Ready
 	if check == nil {
-		check = s.Health
+		check = s.Probes.Health
 	}
 	if check != nil {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
@@ -373,20 +270,6 @@ func (s *Server) limitPage(max int, key func(*fiber.Ctx) string, page func(c *fi
 			return page(c, secs)
 		},
 	})
-}
-
-// topUpLimit takes one of the user's top-ups from the allowance they
-// share with the API; a replay of a form already submitted (a double
-// click) takes none.
-func (s *Server) topUpLimit(c *fiber.Ctx) error {
-	if s.UserTopUps == nil || s.formReplay(c) {
-		return c.Next()
-	}
-	if ok, wait := s.UserTopUps.Take("u" + itoa(currentUser(c).ID)); !ok {
-		retryAfter(c, wait)
-		return fiber.NewError(fiber.StatusTooManyRequests, "too many top-ups")
-	}
-	return c.Next()
 }
 
 // errorHandler renders every error as a page: no stack traces, no raw Go

@@ -17,6 +17,7 @@ import (
 // wrong on our side" (found probing the callback with a 9,000-digit
 // trackId: 431 titled as an internal error).
 func TestOversizedRequestsSayTooLarge(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c := app.NewClient(t)
 	long := strings.Repeat("9", 9000)

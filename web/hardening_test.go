@@ -11,28 +11,20 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apitoken/apitokentest"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-// signedInAdmin creates an admin and returns a client that has passed
-// the second factor.
-func signedInAdmin(t *testing.T, app *apptest.App, email string) *apptest.Client {
-	t.Helper()
-	if _, err := app.Server.Auth.SignUp(context.Background(), email, "correct horse battery", "admin", "en"); err != nil {
-		t.Fatal(err)
-	}
-	c := app.NewClient(t)
-	c.SignInAdmin(email, "correct horse battery")
-	return c
-}
-
 // Finding 4: NUL bytes in a token name (any user) and in the admin
 // console's search filters were 500s on PostgreSQL. They are 400s, and
 // nothing is written.
 func TestNULBytesAreBadRequests(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
@@ -48,7 +40,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 		if after := dbState(t, db); after["api_tokens"] != before["api_tokens"] {
 			t.Errorf("refused token names wrote: %v → %v", before, after)
 		}
-		admin := signedInAdmin(t, app, "root@example.com")
+		admin := app.NewAdmin(t, "root@example.com")
 		before = dbState(t, db)
 		for _, path := range []string{
 			routes.AdminPayments + "?q=a%00b", routes.AdminPayments + "?gateway=%00", routes.AdminPayments + "?from=%00", routes.AdminPayments + "?min=%00",
@@ -76,6 +68,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 // every other text a person typed) are rendered inside <bdi>, so a name
 // stored before this rule cannot reorder the text around it.
 func TestNamesWithInvisibleCharacters(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
@@ -88,25 +81,20 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 				t.Errorf("token name %q: %d, want 422 with the reason", name, r.Status)
 			}
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM api_tokens`); n != 0 {
+		if n := int64(len(app.Tokens(t))); n != 0 {
 			t.Fatalf("%d tokens with refused names", n)
 		}
 		// A name stored before the rule (written directly) is isolated.
-		var userID int64
-		if err := db.Gorm.Raw(`SELECT id FROM users WHERE email = 'bidi@example.com'`).Row().Scan(&userID); err != nil {
-			t.Fatal(err)
-		}
+		userID := authtest.UserID(t, db, "bidi@example.com")
 		if _, _, err := app.Server.Tokens.Create(context.Background(), apitoken.CreateInput{UserID: userID, Name: "legacy", Scope: "read"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Exec(`UPDATE api_tokens SET name = ?`, "\u202Egnp.exe").Error; err != nil {
-			t.Fatal(err)
-		}
+		apitokentest.SetName(t, db, userID, "\u202Egnp.exe")
 		page := user.Get(routes.Tokens).Body
 		if !strings.Contains(page, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") {
 			t.Errorf("the stored name is not rendered inside <bdi>")
 		}
-		admin := signedInAdmin(t, app, "boss@example.com")
+		admin := app.NewAdmin(t, "boss@example.com")
 		if body := admin.Get(routes.AdminTokens).Body; !strings.Contains(body, "<bdi data-testid=\"token-name-text\">\u202Egnp.exe</bdi>") ||
 			!strings.Contains(body, "<bdi>bidi@example.com</bdi>") {
 			t.Errorf("the admin's token list does not isolate names and owners")
@@ -118,37 +106,27 @@ func TestNamesWithInvisibleCharacters(t *testing.T) {
 // X-CSRF-Token header), never from the query string, where it would leak
 // through logs, Referer and history.
 func TestCSRFTokenIsNotTakenFromTheQuery(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("query@example.com")
 		csrf := apptest.Input(user.Get(routes.Account).Body, "_csrf")
-		sessions := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`)
+		sessions := authtest.CountSessions(t, db)
 		r := user.Post(routes.AccountSignOutEverywhere+"?_csrf="+url.QueryEscape(csrf), url.Values{})
 		if r.Status != http.StatusForbidden {
 			t.Fatalf("token in the query string: %d, want 403", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != sessions {
+		if n := authtest.CountSessions(t, db); n != sessions {
 			t.Fatalf("sessions %d → %d after a refused request", sessions, n)
 		}
 		if r := user.Post(routes.AccountSignOutEverywhere, url.Values{"_csrf": {csrf}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("token in the form: %d, want 303", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions`); n != 0 {
+		if n := authtest.CountSessions(t, db); n != 0 {
 			t.Fatalf("%d sessions after signing out everywhere", n)
 		}
 	})
-}
-
-// sessionCookie is the client's session token ("" when it has none).
-func sessionCookie(app *apptest.App, c *apptest.Client) string {
-	u, _ := url.Parse(app.URL)
-	for _, ck := range c.HTTP.Jar.Cookies(u) {
-		if ck.Name == "kp_session" {
-			return ck.Value
-		}
-	}
-	return ""
 }
 
 // Finding 3: passing the second factor starts a new session. An attacker
@@ -156,6 +134,7 @@ func sessionCookie(app *apptest.App, c *apptest.Client) string {
 // signed in with the password) in the admin's browser is left with a
 // dead token once the admin types a code, not with an elevated session.
 func TestSecondFactorStartsANewSession(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		if _, err := app.Server.Auth.SignUp(context.Background(), "victim@example.com", "correct horse battery", "admin", "en"); err != nil {
@@ -163,12 +142,12 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 		}
 		admin := app.NewClient(t)
 		admin.SignIn("victim@example.com", "correct horse battery")
-		planted := sessionCookie(app, admin) // what the attacker knows
+		planted := admin.SessionCookie() // what the attacker knows
 		if r := admin.Get(routes.Admin); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.AdminTwoFactor) {
 			t.Fatalf("before the second factor: %d %q", r.Status, r.Location)
 		}
 		admin.PassAdminChecks("victim@example.com")
-		if now := sessionCookie(app, admin); now == "" || now == planted {
+		if now := admin.SessionCookie(); now == "" || now == planted {
 			t.Fatalf("the session token did not change at the second factor")
 		}
 		if r := admin.Get(routes.Admin); r.Status != http.StatusOK {
@@ -180,15 +159,21 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 		if r := attacker.Get(routes.Admin); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 			t.Fatalf("the planted token after the admin's second factor: %d %q, want a redirect to sign in", r.Status, r.Location)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM sessions WHERE second_factor_at IS NOT NULL`); n != 1 {
+		elevated := 0
+		for _, s := range authtest.Sessions(t, db) {
+			if s.SecondFactorAt != nil {
+				elevated++
+			}
+		}
+		if n := elevated; n != 1 {
 			t.Fatalf("%d elevated sessions, want 1", n)
 		}
 		// A second sign-in passes again, with a new token again.
 		again := app.NewClient(t)
 		again.SignIn("victim@example.com", "correct horse battery")
-		before := sessionCookie(app, again)
+		before := again.SessionCookie()
 		again.PassAdminChecks("victim@example.com")
-		if sessionCookie(app, again) == before {
+		if again.SessionCookie() == before {
 			t.Fatalf("the token did not change when a code was typed (not enrolling)")
 		}
 		if r := again.Get(routes.Admin); r.Status != http.StatusOK {
@@ -201,6 +186,7 @@ func TestSecondFactorStartsANewSession(t *testing.T) {
 // answer 500 (the authenticator URL did not parse): that admin could
 // never enrol.
 func TestAdminWithPercentInAddressEnrols(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		for _, email := range []string{"pct%25@example.com", "a%b@example.com", "q?x@example.com", "h#x@example.com"} {
@@ -220,16 +206,13 @@ func TestAdminWithPercentInAddressEnrols(t *testing.T) {
 // Finding 13: GET ?lang= sets the language cookie only; the user's saved
 // locale follows on their next state-changing request.
 func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		user := app.NewClient(t)
 		user.SignUp("lang@example.com")
 		locale := func() string {
-			var l string
-			if err := db.Gorm.Raw(`SELECT locale FROM users WHERE email = 'lang@example.com'`).Row().Scan(&l); err != nil {
-				t.Fatal(err)
-			}
-			return l
+			return authtest.User(t, db, "lang@example.com").Locale
 		}
 		before := locale()
 		other := "en"
@@ -256,9 +239,10 @@ func TestLanguageSwitchWritesNothingOnGET(t *testing.T) {
 // Finding 16: the built-in sandbox bank's pages carry one
 // Content-Security-Policy (the bank's), not the app's and the bank's.
 func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
-	_, payURL := startTopUp(t, app, "csp@example.com", "10000")
+	_, payURL := app.StartTopUp(t, "csp@example.com", "10000")
 	resp, err := http.Get(payURL)
 	if err != nil {
 		t.Fatal(err)
@@ -283,13 +267,14 @@ func TestSandboxBankPagesHaveOneCSP(t *testing.T) {
 // before any authenticator secret is made or shown; someone who knows
 // only the password sees no secret, and GET /admin/2fa writes nothing.
 func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		ctx := context.Background()
 		if _, err := app.Server.Auth.SignUp(ctx, "new-admin@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)
 		}
-		pending := func() int64 { return apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_secret <> ''`) }
+		pending := func() int64 { return authtest.CountUsers(t, db, func(u auth.User) bool { return u.TOTPSecret != "" }) }
 		intruder := app.NewClient(t) // knows the password, not the code
 		intruder.SignIn("new-admin@example.com", "correct horse battery")
 		page := intruder.Get(routes.AdminTwoFactor)
@@ -315,7 +300,7 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 		if r := admin.Get(routes.Admin); r.Status != http.StatusOK {
 			t.Fatalf("the admin after enrolling: %d", r.Status)
 		}
-		if n := apptest.Count(t, db, `SELECT COUNT(*) FROM users WHERE totp_enrol_hash <> ''`); n != 0 {
+		if n := authtest.CountUsers(t, db, func(u auth.User) bool { return u.TOTPEnrolHash != "" }); n != 0 {
 			t.Fatal("the enrolment code outlived the enrolment")
 		}
 		// The intruder's session: no console, and the check page shows no secret.

@@ -15,6 +15,7 @@ import (
 // Persian until the person chooses English (issue 10, point 6); the
 // choice sticks, and the switch is on every page.
 func TestAcceptLanguageDoesNotChoose(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	c := app.NewClient(t)
 	get := func(path, acceptLanguage string) apptest.Response {

@@ -24,6 +24,8 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -102,14 +104,11 @@ func cookieHeader(app *apptest.App, c *apptest.Client) string {
 // dbState counts what an accepted request could have written.
 func dbState(t *testing.T, db *store.DB) map[string]int64 {
 	t.Helper()
-	state := map[string]int64{}
-	for _, table := range []string{"users", "sessions", "wallets", "payments", "payment_events", "ledger_transactions", "ledger_postings",
-		"gateway_calls", "auth_throttles", "api_tokens", "idempotency_keys"} {
-		state[table] = apptest.Count(t, db, "SELECT COUNT(*) FROM "+table)
-	}
+	state := storetest.Rows(t, db, "users", "sessions", "wallets", "payments", "payment_events", "ledger_transactions", "ledger_postings",
+		"gateway_calls", "auth_throttles", "api_tokens", "idempotency_keys")
 	state["balances"] = ledgertest.WalletsTotal(t, db)
-	state["credited"] = apptest.Count(t, db, "SELECT COUNT(*) FROM payments WHERE status = 'credited'")
-	state["returned"] = apptest.Count(t, db, "SELECT COUNT(*) FROM payments WHERE returned_at IS NOT NULL")
+	state["credited"] = paymenttest.Count(t, db, payment.StatusCredited)
+	state["returned"] = int64(len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.ReturnedAt != nil })))
 	return state
 }
 
@@ -119,20 +118,18 @@ func dbState(t *testing.T, db *store.DB) map[string]int64 {
 // the database. The same requests with a body just under the limit are
 // served, so the refusal is the limit's and not something else's.
 func TestOversizedBodiesAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		// A user with a payment the bank has just paid (its callback
 		// would credit it) and an API token that may top up.
-		payer, payURL := startTopUp(t, app, "big@example.com", "10000")
+		payer, payURL := app.StartTopUp(t, "big@example.com", "10000")
 		authority := apptest.Authority(payURL)
 		if _, err := app.Server.Bank.Pay(authority); err != nil {
 			t.Fatal(err)
 		}
-		var publicID string
-		var userID int64
-		if err := db.Gorm.Raw(`SELECT public_id, user_id FROM payments`).Row().Scan(&publicID, &userID); err != nil {
-			t.Fatal(err)
-		}
+		first := paymenttest.First(t, db)
+		publicID, userID := first.PublicID, first.UserID
 		apiSecret, _, err := app.Server.Tokens.Create(context.Background(), apitoken.CreateInput{UserID: userID, Name: "big", Scope: string(apitoken.ScopeTopUp)})
 		if err != nil {
 			t.Fatal(err)
@@ -283,6 +280,7 @@ func cycle(s string, from int) func(i int) byte {
 // a slowloris (headers byte by byte, never ending), a body declared within
 // the limit that stalls, and a body trickled byte by byte.
 func TestSlowClientsAreCutOff(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for the read time-out three times")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,30 +14,14 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-const metricsToken = "metrics-token-0123456789-abcdefghij"
-
-// metricValue returns the value of the series named exactly by series
-// (name and labels as Prometheus prints them), or -1.
-func metricValue(t *testing.T, body, series string) float64 {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		return -1
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		t.Fatalf("%s: %v", series, err)
-	}
-	return v
-}
-
 // TestMetricsAfterAScriptedFlow: one top-up credited, one cancelled at the
 // bank, one left there; /metrics then reports each series with the right
 // value, and answers only to the bearer token in the Authorization header.
 func TestMetricsAfterAScriptedFlow(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": metricsToken}})
-		user, payURL := startTopUp(t, app, "metrics@example.com", "20000")
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": apptest.MetricsToken}})
+		user, payURL := app.StartTopUp(t, "metrics@example.com", "20000")
 		back, err := app.Server.Bank.Pay(apptest.Authority(payURL))
 		if err != nil {
 			t.Fatal(err)
@@ -67,22 +50,22 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			}
 			return user.Do(req)
 		}
-		for _, h := range []string{"", metricsToken, "Basic " + metricsToken, "Bearer wrong", "Bearer" + metricsToken, "bearer wrong"} {
+		for _, h := range []string{"", apptest.MetricsToken, "Basic " + apptest.MetricsToken, "Bearer wrong", "Bearer" + apptest.MetricsToken, "bearer wrong"} {
 			if r := get(h); r.Status != http.StatusNotFound {
 				t.Errorf("Authorization %q: %d, want 404", h, r.Status)
 			}
 		}
-		if r := user.Get(routes.Metrics + "?token=" + metricsToken); r.Status != http.StatusNotFound {
+		if r := user.Get(routes.Metrics + "?token=" + apptest.MetricsToken); r.Status != http.StatusNotFound {
 			t.Errorf("token in the URL: %d", r.Status)
 		}
 		// The scheme is case-insensitive (RFC 9110 §11.1; issue 20,
 		// finding 16).
 		for _, scheme := range []string{"bearer", "BEARER", "beArer"} {
-			if r := get(scheme + " " + metricsToken); r.Status != http.StatusOK {
+			if r := get(scheme + " " + apptest.MetricsToken); r.Status != http.StatusOK {
 				t.Errorf("Authorization scheme %q: %d, want 200", scheme, r.Status)
 			}
 		}
-		m := get("Bearer " + metricsToken)
+		m := get("Bearer " + apptest.MetricsToken)
 		if m.Status != http.StatusOK {
 			t.Fatalf("metrics: %d", m.Status)
 		}
@@ -111,7 +94,7 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			`kifpool_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"}`:                           1,
 		}
 		for series, v := range want {
-			if got := metricValue(t, body, series); got != v {
+			if got := apptest.MetricValue(t, body, series); got != v {
 				t.Errorf("%s = %v, want %v", series, got, v)
 			}
 		}
@@ -125,11 +108,11 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 		if _, err := app.Server.Payments.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		body = get("Bearer " + metricsToken).Body
-		if got := metricValue(t, body, "kifpool_reconcile_last_finished_timestamp_seconds"); got < float64(before) || got > float64(time.Now().Unix()+1) {
+		body = get("Bearer " + apptest.MetricsToken).Body
+		if got := apptest.MetricValue(t, body, "kifpool_reconcile_last_finished_timestamp_seconds"); got < float64(before) || got > float64(time.Now().Unix()+1) {
 			t.Errorf("last reconciliation at %v, want about %d", got, before)
 		}
-		if got := metricValue(t, body, "kifpool_reconcile_last_failed"); got != 0 {
+		if got := apptest.MetricValue(t, body, "kifpool_reconcile_last_failed"); got != 0 {
 			t.Errorf("kifpool_reconcile_last_failed = %v", got)
 		}
 		// Route patterns, not paths: no payment id in any label.

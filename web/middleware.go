@@ -89,12 +89,6 @@ func (s *Server) requestID(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// withPayment puts a payment's public id in the request's context: every
-// line logged with it names the payment.
-func withPayment(c *fiber.Ctx, publicID string) {
-	c.SetUserContext(logging.WithPayment(c.UserContext(), publicID))
-}
-
 // securityHeaders sets a strict CSP with a per-request nonce and the usual
 // hardening headers. Referrer-Policy is same-origin (not no-referrer) so
 // that same-site form posts keep their Referer.

@@ -1,16 +1,15 @@
 package web_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -18,6 +17,7 @@ import (
 )
 
 func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c := app.NewClient(t)
@@ -25,11 +25,7 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 			t.Fatalf("ready: %d %q", r.Status, r.Body)
 		}
 		// A migration of this build is not applied: not ready, still alive.
-		var latest int64
-		db.Gorm.Raw(`SELECT MAX(version_id) FROM goose_db_version`).Scan(&latest)
-		if err := db.Gorm.Exec(`DELETE FROM goose_db_version WHERE version_id = ?`, latest).Error; err != nil {
-			t.Fatal(err)
-		}
+		reapply := storetest.UnapplyLatest(t, db)
 		if r := c.Get(routes.Readyz); r.Status != http.StatusServiceUnavailable {
 			t.Fatalf("pending migration: %d, want 503", r.Status)
 		}
@@ -37,9 +33,7 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 			t.Fatalf("liveness with a pending migration: %d", r.Status)
 		}
 		// Its row back: ready again.
-		if err := db.Gorm.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, latest).Error; err != nil {
-			t.Fatal(err)
-		}
+		reapply()
 		if r := c.Get(routes.Readyz); r.Status != http.StatusOK {
 			t.Fatalf("ready again: %d", r.Status)
 		}
@@ -51,27 +45,10 @@ func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
-	var buf syncBuffer
+	var buf apptest.LogBuffer
 	log := logging.New(&buf, slog.LevelInfo, logging.FormatJSON)
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: log}})
 	c := app.NewClient(t)
@@ -93,10 +70,9 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 		t.Fatalf("malformed id kept: %q", got)
 	}
 	// A payment page's lines name the request and the payment.
-	user, payURL := startTopUp(t, app, "log@example.com", "20000")
+	user, payURL := app.StartTopUp(t, "log@example.com", "20000")
 	_ = user
-	var pub string
-	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&pub)
+	pub := paymenttest.First(t, db).PublicID
 	if _, err := app.Server.Bank.Pay(apptest.Authority(payURL)); err != nil {
 		t.Fatal(err)
 	}

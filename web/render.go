@@ -2,17 +2,13 @@ package web
 
 import (
 	"net/url"
-	"strconv"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
@@ -52,20 +48,4 @@ func render(c *fiber.Ctx, status int, comp templ.Component) error {
 
 func (s *Server) message(c *fiber.Ctx, status int, titleKey, msgKey, linkURL, linkKey string) error {
 	return render(c, status, views.Message(s.page(c, titleKey), status, msgKey, linkURL, linkKey))
-}
-
-func (s *Server) home(c *fiber.Ctx) error {
-	if currentUser(c) != nil {
-		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
-	}
-	// Signed out: what Kifpool is, and the way in.
-	offers, err := s.Payments.Offered(c.UserContext())
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, o := range offers {
-		names = append(names, s.gatewayName(c, o.Name))
-	}
-	return render(c, fiber.StatusOK, views.Landing(s.page(c, "landing.title"), names))
 }

@@ -14,6 +14,7 @@ import (
 // The app registers exactly the patterns internal/routes declares: a
 // route added without its name there (or a name left behind) fails here.
 func TestRegisteredRoutesAreTheDeclaredOnes(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	var got []string
 	for _, r := range app.Server.App.GetRoutes(true) {
@@ -35,6 +36,7 @@ func TestRegisteredRoutesAreTheDeclaredOnes(t *testing.T) {
 // token, and the admin's second-factor page (registered before the admin
 // group's middleware) is reached before the second factor.
 func TestExemptionsByRegistrationOrder(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	do := func(method, path, host string) *http.Response {

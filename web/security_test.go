@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 )
 
 func TestRedirectsStayOnSite(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
@@ -57,6 +59,7 @@ func TestRedirectsStayOnSite(t *testing.T) {
 }
 
 func TestRateLimitKeysOnTheRealClient(t *testing.T) {
+	t.Parallel()
 	// Rate limits on, as in serve; the test client connects from
 	// 127.0.0.1, which is named as the reverse proxy.
 	limited := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
@@ -79,7 +82,7 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 	// real address on the right).
 	var last int
 	for i := range 25 {
-		last = signIn("10.0.0." + itoa(int64(i)) + ", 203.0.113.7")
+		last = signIn("10.0.0." + strconv.FormatInt(int64(i), 10) + ", 203.0.113.7")
 	}
 	if last != http.StatusTooManyRequests {
 		t.Fatalf("after 25 attempts from one client: %d, want 429", last)
@@ -94,18 +97,18 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 // payment at most once per PENDING_RECHECK_AFTER; the very first callback
 // at once. A flood costs the bank one verify.
 func TestCallbacksNeverHammerTheBank(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	const recheck = 3 * time.Second
 	clk := paymenttest.NewClock()
 	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()},
 		Server: server.Options{Now: clk.Now}})
-	c, payURL := startTopUp(t, app, "early@example.com", "10000")
+	c, payURL := app.StartTopUp(t, "early@example.com", "10000")
 	authority := apptest.Authority(payURL)
-	var publicID string
-	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	publicID := paymenttest.First(t, db).PublicID
 	back := routes.PaymentReturn(publicID) + "?Authority=" + authority
 	calls := func(op string) int64 {
-		return apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = ?`, op)
+		return paymenttest.CountCalls(t, db, op)
 	}
 	c.Get(back + "&Status=NOK") // the first: verify -51, inquiry IN_BANK
 	if calls("verify") != 1 || calls("inquire") != 1 {
@@ -143,6 +146,7 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 }
 
 func TestHealthzReportsTheDatabase(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
@@ -160,6 +164,7 @@ func TestHealthzReportsTheDatabase(t *testing.T) {
 // the language switch of the 404 page or in the "reload" button of the
 // 403 "form no longer valid" page.
 func TestLinksFromTheRequestPathStayOnSite(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	c := app.NewClient(t)
@@ -234,6 +239,7 @@ func TestOriginCheckIgnoresForwardedHeadersFromStrangers(t *testing.T) {
 // clicks: the same form token) are answered from the first submit and do
 // not count. RATE_LIMIT_SIGNIN=0 turns the sign-in limit off.
 func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
+	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
 		Env:    map[string]string{"RATE_LIMIT_TOPUP": "2", "RATE_LIMIT_SIGNIN": "0"},
 		Server: server.Options{RateLimits: true},
@@ -246,7 +252,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 			t.Fatalf("submit %d of one form: status %d, want 303 (a replay)", i+1, r.Status)
 		}
 	}
-	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 1 {
+	if n := paymenttest.Count(t, app.DB); n != 1 {
 		t.Fatalf("%d payments after replays of one form, want 1", n)
 	}
 	_, second := c.TopUpForm()
@@ -257,7 +263,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	if r := c.PostTopUp(csrf, third, "10000"); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("third form within the minute: status %d, want 429", r.Status)
 	}
-	if n := apptest.Count(t, app.DB, `SELECT COUNT(*) FROM payments`); n != 2 {
+	if n := paymenttest.Count(t, app.DB); n != 2 {
 		t.Fatalf("%d payments, want 2 (the refused submit writes nothing)", n)
 	}
 	// Sign-in limit per client address off: 25 wrong passwords (for as
@@ -266,7 +272,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	other := app.NewClient(t)
 	csrf = apptest.Input(other.Get(routes.SignIn).Body, "_csrf")
 	for i := range 25 {
-		r := other.Post(routes.SignIn, url.Values{"_csrf": {csrf}, "email": {"x" + itoa(int64(i)) + "@example.com"}, "password": {"wrong password"}})
+		r := other.Post(routes.SignIn, url.Values{"_csrf": {csrf}, "email": {"x" + strconv.FormatInt(int64(i), 10) + "@example.com"}, "password": {"wrong password"}})
 		if r.Status != http.StatusUnauthorized {
 			t.Fatalf("sign-in %d with RATE_LIMIT_SIGNIN=0: status %d, want 401", i+1, r.Status)
 		}
@@ -276,13 +282,13 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 // The payment service's own log lines carry the request id and the
 // payment's public id of the request that caused them.
 func TestPaymentLogLinesCarryRequestID(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
-	var buf syncBuffer
+	var buf apptest.LogBuffer
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: logging.New(&buf, slog.LevelInfo, "json")}})
-	c, payURL := startTopUp(t, app, "logs@example.com", "10000")
+	c, payURL := app.StartTopUp(t, "logs@example.com", "10000")
 	authority := apptest.Authority(payURL)
-	var publicID string
-	db.Gorm.Raw(`SELECT public_id FROM payments`).Scan(&publicID)
+	publicID := paymenttest.First(t, db).PublicID
 	r := c.Get(routes.PaymentReturn(publicID) + "?Authority=" + authority + "&Status=NOK")
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {

@@ -19,6 +19,7 @@ import (
 )
 
 func TestSmugglingRequestsAreRefused(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
 	host := strings.TrimPrefix(app.URL, "http://")

@@ -261,7 +261,7 @@ func goList(t *testing.T, module, tags string) []pkg {
 		return r
 	}
 	var pkgs []pkg
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		f := strings.Split(line, "\t")
 		if len(f) != 3 {
 			t.Fatalf("go list: unexpected line %q", line)

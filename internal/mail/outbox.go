@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Mail statuses.
@@ -179,7 +178,7 @@ func (o *Outbox) deliver(ctx context.Context, r Row) bool {
 		return true
 	}
 	attempts := r.Attempts + 1
-	upd := map[string]any{"attempts": attempts, "last_error": cut(err.Error(), 500)}
+	upd := map[string]any{"attempts": attempts, "last_error": usertext.Cut(err.Error(), 500)}
 	var perm *PermanentError
 	switch {
 	case errors.As(err, &perm) || attempts >= o.MaxAttempts:
@@ -204,16 +203,4 @@ func (o *Outbox) backoff(attempts int) time.Duration {
 		d *= 2
 	}
 	return min(d, o.MaxBackoff)
-}
-
-// cut shortens s to at most n bytes at a character boundary.
-func cut(s string, n int) string {
-	s = strings.ToValidUTF8(s, "?")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

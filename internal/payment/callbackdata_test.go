@@ -176,7 +176,7 @@ func TestReconcileMellatBySale(t *testing.T) {
 		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": {CommitThenHang: true, HangMS: 1}}}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.svc.ReturnWithReceipt(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+		got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
 		if err != nil || got.Status != payment.StatusPendingVerification || got.ReceiptString() != cb.Form["SaleReferenceId"] {
 			t.Fatalf("callback with the verify's answer lost: %s, %v", dump(got), err)
 		}
@@ -295,12 +295,12 @@ func TestPaidCallbackAfterABankCancelIsAskedAgain(t *testing.T) {
 		ctx := context.Background()
 		e, bank := newBankEnv(t, db, "mellat")
 		p := e.start(120_000)
-		got, err := e.svc.ReturnWithReceipt(ctx, p.PublicID, p.AuthorityString(), "", false)
+		got, err := e.backWith(ctx, p.PublicID, p.AuthorityString(), "", false)
 		if err != nil || got.Status != payment.StatusFailed || got.StatusReason != string(payment.ReasonBankCancelled) {
 			t.Fatalf("callback without a sale: %s, %v", dump(got), err)
 		}
 		events := e.eventCount()
-		if got, err := e.svc.ReturnWithReceipt(ctx, p.PublicID, p.AuthorityString(), "", false); err != nil ||
+		if got, err := e.backWith(ctx, p.PublicID, p.AuthorityString(), "", false); err != nil ||
 			got.Status != payment.StatusFailed || e.eventCount() != events {
 			t.Fatalf("a duplicate of the cancel: %s, %v, events %d → %d", dump(got), err, events, e.eventCount())
 		}
@@ -309,7 +309,7 @@ func TestPaidCallbackAfterABankCancelIsAskedAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.clock.Advance(2 * time.Second) // within the pacing window
-		got, err = e.svc.ReturnWithReceipt(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+		got, err = e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
 		if !errors.Is(err, payment.ErrReceiptTooSoon) {
 			t.Fatalf("callback with a sale within the window: %s, %v; want refused, too soon", dump(got), err)
 		}
@@ -318,7 +318,7 @@ func TestPaidCallbackAfterABankCancelIsAskedAgain(t *testing.T) {
 		}
 		e.assertUncredited(p)
 		e.clock.Advance(30 * time.Second)
-		if got, err = e.svc.ReturnWithReceipt(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil {
+		if got, err = e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil {
 			t.Fatalf("the payer's retry after the window: %s, %v", dump(got), err)
 		}
 		if _, err := e.svc.NewWorker(paymenttest.WorkerConfig()).RunOnce(ctx); err != nil {
@@ -359,11 +359,11 @@ func TestAForgedReceiptBlocksNoRealCallback(t *testing.T) {
 				if forged == "a made-up sale" {
 					receipt = "987654321012"
 				}
-				got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], receipt, true)
+				got, err := e.backWith(ctx, a.PublicID, cbA.Form["RefId"], receipt, true)
 				if err != nil || got.Status != payment.StatusFailed || got.Receipt != nil {
 					t.Fatalf("A's forged callback: %s, %v; want failed with no receipt kept", dump(got), err)
 				}
-				if got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, cbB.Form["RefId"], cbB.Form["SaleReferenceId"], true); err != nil ||
+				if got, err := e.backWith(ctx, b.PublicID, cbB.Form["RefId"], cbB.Form["SaleReferenceId"], true); err != nil ||
 					got.Status != payment.StatusCredited {
 					t.Fatalf("B's real callback: %s, %v", dump(got), err)
 				}
@@ -371,14 +371,14 @@ func TestAForgedReceiptBlocksNoRealCallback(t *testing.T) {
 				// A new receipt the bank cannot be asked about now is refused,
 				// never kept unchecked (issue 31); the payer's retry after the
 				// window is checked at once.
-				if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); !errors.Is(err, payment.ErrReceiptTooSoon) {
+				if got, err := e.backWith(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); !errors.Is(err, payment.ErrReceiptTooSoon) {
 					t.Fatalf("A's real callback in the window: %s, %v; want refused, too soon", dump(got), err)
 				}
 				if ra := e.row(a.ID); ra.Receipt != nil {
 					t.Fatalf("A kept a receipt unchecked: %q", ra.ReceiptString())
 				}
 				e.clock.Advance(30 * time.Second)
-				if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); err != nil ||
+				if got, err := e.backWith(ctx, a.PublicID, cbA.Form["RefId"], cbA.Form["SaleReferenceId"], true); err != nil ||
 					got.Status != payment.StatusCredited {
 					t.Fatalf("A's real callback after the window: %s, %v; want credited at once", dump(got), err)
 				}
@@ -461,7 +461,7 @@ func TestSEPForgedRefNumGivesWay(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), cbB.Form["RefNum"], true)
+				got, err := e.backWith(ctx, a.PublicID, a.AuthorityString(), cbB.Form["RefNum"], true)
 				wantA, wantReceipt := payment.StatusFailed, ""
 				if aPaid {
 					wantA, wantReceipt = payment.StatusCredited, cbA.Form["RefNum"]
@@ -469,7 +469,7 @@ func TestSEPForgedRefNumGivesWay(t *testing.T) {
 				if err != nil || got.Status != wantA || got.ReceiptString() != wantReceipt {
 					t.Fatalf("A's callback with B's RefNum: %s receipt %q, %v; want %s with receipt %q", dump(got), got.ReceiptString(), err, wantA, wantReceipt)
 				}
-				got, err = e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), cbB.Form["RefNum"], true)
+				got, err = e.backWith(ctx, b.PublicID, b.AuthorityString(), cbB.Form["RefNum"], true)
 				if err != nil || got.Status != payment.StatusCredited || got.ReceiptString() != cbB.Form["RefNum"] {
 					t.Fatalf("B's real callback: %s, %v", dump(got), err)
 				}

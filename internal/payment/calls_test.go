@@ -52,7 +52,7 @@ func TestEveryVerifyAttemptIsRecorded(t *testing.T) {
 				e.svc = payment.NewService(sqlstore.New(db), gateway.Set{rg}, e.clock.Now, nil, paymenttest.Config())
 				p := e.start(20_000)
 				e.gw.Set(tc.script)
-				got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				got, _ := e.back(ctx, p.PublicID, p.AuthorityString())
 				if got.Status != tc.wantStatus {
 					t.Fatalf("status %s, want %s (%s)", got.Status, tc.wantStatus, dump(got))
 				}
@@ -105,7 +105,7 @@ func TestGarbledCallErrorsDoNotBlockTheCredit(t *testing.T) {
 		})
 		e.svc = payment.NewService(sqlstore.New(db), gateway.Set{rg}, e.clock.Now, nil, paymenttest.Config())
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(777) })
-		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+		if got, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("Return = %s, %v; want credited", dump(got), err)
 		}
 		e.assertCredited(p, 777)

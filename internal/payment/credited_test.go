@@ -41,7 +41,7 @@ func TestCreditedPaymentsAreAnsweredFromMemory(t *testing.T) {
 		paid := e.start(50_000)
 		open := e.start(60_000)
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(777) })
-		first, err := e.svc.Return(ctx, paid.PublicID, paid.AuthorityString())
+		first, err := e.back(ctx, paid.PublicID, paid.AuthorityString())
 		if err != nil || first.Status != payment.StatusCredited {
 			t.Fatalf("first callback: %s, %v", dump(first), err)
 		}
@@ -54,11 +54,11 @@ func TestCreditedPaymentsAreAnsweredFromMemory(t *testing.T) {
 				call func() (payment.Payment, error)
 				want error
 			}{
-				{"repeat callback", func() (payment.Payment, error) { return e.svc.Return(ctx, paid.PublicID, paid.AuthorityString()) }, nil},
+				{"repeat callback", func() (payment.Payment, error) { return e.back(ctx, paid.PublicID, paid.AuthorityString()) }, nil},
 				{"receipt of the owner", func() (payment.Payment, error) { return e.svc.ForOwner(ctx, paid.PublicID, e.user.ID) }, nil},
 				{"by public id", func() (payment.Payment, error) { return e.svc.ByPublicID(ctx, paid.PublicID) }, nil},
 				{"callback with another authority", func() (payment.Payment, error) {
-					return e.svc.Return(ctx, paid.PublicID, paymenttest.NewAuthority())
+					return e.back(ctx, paid.PublicID, paymenttest.NewAuthority())
 				}, payment.ErrAuthorityMismatch},
 				{"receipt of someone else", func() (payment.Payment, error) { return e.svc.ForOwner(ctx, paid.PublicID, e.user.ID+1000) }, payment.ErrNotFound},
 			}
@@ -107,7 +107,7 @@ func TestCreditedCacheIsBounded(t *testing.T) {
 		for i := range 3 {
 			e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(int64(100 + i)) })
 			p := e.start(int64(10_000 * (i + 1)))
-			if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+			if got, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 				t.Fatalf("credit %d: %s %v", i, dump(got), err)
 			}
 			ps = append(ps, p)
@@ -138,7 +138,7 @@ func TestCreditedCacheOff(t *testing.T) {
 	e := newEnvWith(t, db, func(c *payment.Config) { c.CreditedCacheSize = -1 })
 	e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(5) })
 	p := e.start(10_000)
-	if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+	if got, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 		t.Fatalf("credit: %s %v", dump(got), err)
 	}
 	defer hidePayments(t, db)()

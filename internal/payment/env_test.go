@@ -14,6 +14,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -225,4 +226,19 @@ func (h *hookStore) ClaimDue(ctx context.Context, c payment.DueClaim) ([]int64, 
 		ids = claimDue(ids)
 	}
 	return ids, err
+}
+
+// back is the bank's return of a payment, a callback carrying authority
+// (and the claim that it was paid), through the service's one entry point.
+func (e *env) back(ctx context.Context, publicID, authority string) (payment.Payment, error) {
+	return e.backWith(ctx, publicID, authority, "", true)
+}
+
+// backWith is back for a callback that also carries a receipt (SEP's
+// RefNum, Mellat's SaleReferenceId; "" for none) and its own claim.
+func (e *env) backWith(ctx context.Context, publicID, authority, receipt string, claimsPaid bool) (payment.Payment, error) {
+	p, _, err := e.svc.Return(ctx, publicID, func(string) (callback.Params, bool) {
+		return callback.Params{Authority: authority, Receipt: receipt, ClaimsPaid: claimsPaid}, true
+	})
+	return p, err
 }

@@ -82,7 +82,7 @@ func TestFailoverByHealth(t *testing.T) {
 
 		// Back up: its payer returns and it is verified at its own gateway.
 		e.gw.Open.Store(false)
-		got, err := e.svc.Return(ctx, first.PublicID, first.AuthorityString())
+		got, err := e.back(ctx, first.PublicID, first.AuthorityString())
 		if err != nil || got.Status != payment.StatusCredited {
 			t.Errorf("return at its own gateway: %s, %v", dump(got), err)
 		}
@@ -146,7 +146,7 @@ func TestGatewayVerifyWindowInTheWorker(t *testing.T) {
 			g.Unknown.Store(true)
 		}
 		for _, p := range []payment.Payment{plain, inWindow} {
-			if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusPendingVerification {
+			if got, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusPendingVerification {
 				t.Fatalf("return: %s, %v", dump(got), err)
 			}
 		}

@@ -50,7 +50,7 @@ func TestSEPUnconfirmedReceiptCreditsNothing(t *testing.T) {
 					if _, err := bank.Finish(a.AuthorityString(), false); err != nil {
 						t.Fatal(err)
 					}
-					if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), "", false); err != nil || got.Status != payment.StatusFailed {
+					if got, err := e.backWith(ctx, a.PublicID, a.AuthorityString(), "", false); err != nil || got.Status != payment.StatusFailed {
 						t.Fatalf("A's own callback: %s, %v", dump(got), err)
 					}
 				}
@@ -60,7 +60,7 @@ func TestSEPUnconfirmedReceiptCreditsNothing(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), cbB.Form["RefNum"], true)
+				got, err := e.backWith(ctx, a.PublicID, a.AuthorityString(), cbB.Form["RefNum"], true)
 				if err != nil {
 					t.Fatalf("A's forged callback: %v", err)
 				}
@@ -73,7 +73,7 @@ func TestSEPUnconfirmedReceiptCreditsNothing(t *testing.T) {
 				if bp, _ := bank.Payment(b.AuthorityString()); bp.State == sandbank.StateVerified {
 					t.Fatalf("B's sale was verified through A's callback: %+v", bp)
 				}
-				got, err = e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), cbB.Form["RefNum"], true)
+				got, err = e.backWith(ctx, b.PublicID, b.AuthorityString(), cbB.Form["RefNum"], true)
 				if err != nil || got.Status != payment.StatusCredited || got.ReceiptString() != cbB.Form["RefNum"] {
 					t.Fatalf("B's real callback: %s receipt %q, %v; want credited", dump(got), got.ReceiptString(), err)
 				}
@@ -115,7 +115,7 @@ func TestForgedReceiptNeverBeatsTheRealOne(t *testing.T) {
 				if err := db.Gorm.Exec(`UPDATE payments SET receipt = ? WHERE id = ?`, receipt, a.ID).Error; err != nil {
 					t.Fatal(err)
 				}
-				got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), receipt, true)
+				got, err := e.backWith(ctx, b.PublicID, b.AuthorityString(), receipt, true)
 				if err != nil || got.Status != payment.StatusCredited || got.ReceiptString() != receipt {
 					t.Fatalf("B's real callback: %s receipt %q, %v; want credited with its receipt", dump(got), got.ReceiptString(), err)
 				}
@@ -148,7 +148,7 @@ func TestNewReceiptInPacingWindowIsNotKept(t *testing.T) {
 		if _, err := bank.Finish(a.AuthorityString(), false); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), "", false); err != nil || got.Status != payment.StatusFailed {
+		if got, err := e.backWith(ctx, a.PublicID, a.AuthorityString(), "", false); err != nil || got.Status != payment.StatusFailed {
 			t.Fatalf("A's own callback: %s, %v", dump(got), err)
 		}
 		cbB, err := bank.Finish(b.AuthorityString(), true)
@@ -157,20 +157,20 @@ func TestNewReceiptInPacingWindowIsNotKept(t *testing.T) {
 		}
 		receipt := cbB.Form["SaleReferenceId"]
 		e.clock.Advance(2 * time.Second) // within A's pacing window
-		if got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), receipt, true); err == nil {
+		if got, err := e.backWith(ctx, a.PublicID, a.AuthorityString(), receipt, true); err == nil {
 			t.Errorf("A's forged callback in its pacing window: %s, accepted", dump(got))
 		}
 		if ra := e.row(a.ID); ra.Receipt != nil || ra.Status != payment.StatusFailed {
 			t.Fatalf("A after the forged callback: %s receipt %q; want failed, nothing kept", dump(ra), ra.ReceiptString())
 		}
-		got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), receipt, true)
+		got, err := e.backWith(ctx, b.PublicID, b.AuthorityString(), receipt, true)
 		if err != nil || got.Status != payment.StatusCredited || e.balance() != 130_000 {
 			t.Fatalf("B's real callback: %s, %v, balance %d", dump(got), err, e.balance())
 		}
 		// After the window, a receipt brought to A is checked at once:
 		// B's sale is no sale of A's order, and nothing is kept.
 		e.clock.Advance(time.Minute)
-		if _, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), receipt, true); err == nil {
+		if _, err := e.backWith(ctx, a.PublicID, a.AuthorityString(), receipt, true); err == nil {
 			t.Errorf("A's forged callback after the window: accepted; want the receipt refused (B holds it, confirmed)")
 		}
 		if ra := e.row(a.ID); ra.Status == payment.StatusCredited || ra.Receipt != nil {
@@ -249,7 +249,7 @@ func TestFailedCreditOfAFailedPaymentGoesToReview(t *testing.T) {
 				return errors.New("the ledger refused the entry")
 			}
 		})
-		if _, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err == nil {
+		if _, err := e.back(ctx, p.PublicID, p.AuthorityString()); err == nil {
 			t.Fatal("the credit did not fail")
 		}
 		r := e.row(p.ID)
@@ -286,7 +286,7 @@ func TestAnEventSaysSomethingNew(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 5 {
-			got, err := e.svc.ReturnWithReceipt(ctx, a.PublicID, a.AuthorityString(), "", false)
+			got, err := e.backWith(ctx, a.PublicID, a.AuthorityString(), "", false)
 			if err != nil || got.Status != payment.StatusFailed {
 				t.Fatalf("round trip %d: %s, %v", i, dump(got), err)
 			}
@@ -308,7 +308,7 @@ func TestAnEventSaysSomethingNew(t *testing.T) {
 		e.clock.Advance(time.Minute)
 		events := len(e.events(b))
 		verifies := bank.Stats()["sep-verify"].Calls + bank.Stats()["sep-inquiry"].Calls
-		got, err := e.svc.ReturnWithReceipt(ctx, b.PublicID, b.AuthorityString(), "", true)
+		got, err := e.backWith(ctx, b.PublicID, b.AuthorityString(), "", true)
 		if err != nil || got.Status != payment.StatusFailed || got.StatusReason != string(payment.ReasonClosedByAdmin) {
 			t.Fatalf("callback after the admin's close: %s, %v; want the admin's decision", dump(got), err)
 		}
@@ -382,7 +382,7 @@ func TestOutboxFailureIsObservedOnItsOwn(t *testing.T) {
 		if err := db.Gorm.Exec(`ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_gone`).Error; err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		_, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if !errors.Is(err, payment.ErrOutbox) {
 			t.Fatalf("credit with the outbox refusing: %v, want ErrOutbox", err)
 		}
@@ -396,7 +396,7 @@ func TestOutboxFailureIsObservedOnItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.clock.Advance(time.Minute)
-		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+		if got, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("after the repair: %s, %v", dump(got), err)
 		}
 		checkInvariants(t, db)

@@ -63,7 +63,7 @@ func TestAdminRecheckThatFailsAfterTheBankIsAudited(t *testing.T) {
 			f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyNotPaid, -51)
 			f.InquireFn = paymenttest.Inquiry(gateway.InquiryFailed)
 		})
-		if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusFailed {
+		if got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusFailed {
 			t.Fatalf("setup: %s", dump(got))
 		}
 		e.clock.Advance(time.Minute)
@@ -109,7 +109,7 @@ func TestStaleCallbackOnAFailedPaymentIsPaced(t *testing.T) {
 		})
 		_, ver0, _ := e.gw.Counts()
 		// Callback A: reopened and asked (the payer is still at the bank).
-		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusPendingVerification {
+		if got, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusPendingVerification {
 			t.Fatalf("callback A: %s %v", dump(got), err)
 		}
 		// The worker (or an admin) ends it again, as the bank still says.
@@ -123,7 +123,7 @@ func TestStaleCallbackOnAFailedPaymentIsPaced(t *testing.T) {
 		})
 		paymenttest.ForceStatus(t, db, p.ID, "failed", "not_paid_after_lifetime")
 		// Callback B, on its stale read, within the window of A's check.
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		e.store.set(func(h *hookStore) { h.read = nil })
 		if err != nil {
 			t.Fatal(err)
@@ -149,13 +149,13 @@ func TestStaleWorkerIsPaced(t *testing.T) {
 		e := newEnv(t, db)
 		p := e.start(30_000)
 		e.gw.Set(func(f *paymenttest.Gateway) { f.Unknown.Store(true) })
-		if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusPendingVerification {
+		if got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusPendingVerification {
 			t.Fatalf("setup: %s", dump(got))
 		}
 		e.clock.Advance(time.Minute)
 		stale := e.row(p.ID) // the worker's claim and read, due
 		// A callback checks it now (still unknown).
-		if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.LastCheckedAt == nil || !got.LastCheckedAt.After(*stale.LastCheckedAt) {
+		if got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); got.LastCheckedAt == nil || !got.LastCheckedAt.After(*stale.LastCheckedAt) {
 			t.Fatalf("the callback did not check: %s", dump(got))
 		}
 		_, ver0, _ := e.gw.Counts()
@@ -214,7 +214,7 @@ func TestPayerBackDuringTheLastLifetimeCheck(t *testing.T) {
 		go func() { _, err := w.RunOnce(ctx); done <- err }()
 		<-inCheck
 		close(callbackIn)
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestCreditThatKeepsFailingGoesToReview(t *testing.T) {
 		p := e.start(30_000)
 		broken := errors.New("the ledger refused the entry")
 		e.store.set(func(h *hookStore) { h.credit = func(payment.Move) error { return broken } })
-		if _, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); !errors.Is(err, broken) {
+		if _, err := e.back(ctx, p.PublicID, p.AuthorityString()); !errors.Is(err, broken) {
 			t.Fatalf("first credit = %v", err)
 		}
 		if r := e.row(p.ID); r.Status != payment.StatusAwaitingPayment || r.CreditFailures != 1 || r.NextCheckAt == nil || r.LeaseOwner != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // ReconcileItem is one line of a reconciliation report.
@@ -240,7 +241,7 @@ func (s *Service) reconcileItem(ctx context.Context, gwName string, u gateway.Un
 	p, found, err := s.matchUnverified(ctx, gwName, u)
 	switch {
 	case err != nil:
-		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
 		return it
 	case !found:
 		it.Kind = "foreign"
@@ -276,7 +277,7 @@ func (s *Service) reconcileItem(ctx context.Context, gwName string, u gateway.Un
 	}
 	switch {
 	case err != nil:
-		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
 	case p.Status == StatusCredited:
 		// Credited now: the bank verified it with our amount (its verify
 		// answers -50 otherwise), so the listed amount was the list's to
@@ -426,7 +427,7 @@ func (s *Service) inquireEnded(ctx context.Context, gw gateway.Gateway, p Paymen
 	cancel()
 	switch {
 	case err != nil:
-		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
 		return it, true
 	case ir.Status != gateway.InquiryPaid && ir.Status != gateway.InquiryVerified:
 		return it, false
@@ -435,7 +436,7 @@ func (s *Service) inquireEnded(ctx context.Context, gw gateway.Gateway, p Paymen
 	p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
 	switch {
 	case err != nil:
-		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
 	case p.Status == StatusCredited:
 		it.Kind, it.Detail = "credited", "was "+string(before)+" here"
 	case p.Status == StatusNeedsReview && p.StatusReason == string(ReasonAmountMismatch):
@@ -612,7 +613,7 @@ func (s *Service) askByCallbackData(ctx context.Context, gw gateway.Gateway, p P
 	}
 	cancel()
 	if err != nil {
-		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
 		return it, true
 	}
 	act, kind, detail := CallbackDataVerdict(p, ir)
@@ -630,7 +631,7 @@ func (s *Service) askByCallbackData(ctx context.Context, gw gateway.Gateway, p P
 	}
 	switch {
 	case err != nil:
-		it.Kind, it.Detail = "error", truncate(err.Error(), 200)
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
 	case p.Status == StatusCredited:
 		it.Kind, it.Detail, it.creditedRials = "credited", "was "+string(before)+" here", p.AmountRials
 	case p.Status == StatusNeedsReview && p.StatusReason == string(ReasonAmountMismatch):

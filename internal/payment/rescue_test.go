@@ -121,7 +121,7 @@ func TestRescuePaidWithoutReference(t *testing.T) {
 		e.failByLifetime(p)
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.AlreadyVerified(0) })
 		e.clock.Advance(time.Minute)
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusNeedsReview || got.StatusReason != string(payment.ReasonNoRefID) {
 			t.Fatalf("Return = %s, %v; want needs_review no_ref_id", dump(got), err)
 		}
@@ -156,7 +156,7 @@ func TestCallbackForAFailedPaymentAsksTheBank(t *testing.T) {
 						f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyNotPaid, -51)
 						f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
 					})
-					if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusAwaitingPayment {
+					if got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusAwaitingPayment {
 						t.Fatalf("early callback: %s", dump(got))
 					}
 				}
@@ -164,7 +164,7 @@ func TestCallbackForAFailedPaymentAsksTheBank(t *testing.T) {
 				e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(7070) })
 				_, before, _ := e.gw.Counts()
 				e.clock.Advance(tc.wait)
-				got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 				if err != nil || got.Status != tc.wantFirst {
 					t.Fatalf("Return = %s, %v; want %s", dump(got), err, tc.wantFirst)
 				}
@@ -173,7 +173,7 @@ func TestCallbackForAFailedPaymentAsksTheBank(t *testing.T) {
 				}
 				if !tc.atOnce {
 					// A reload within the window changes nothing and asks nothing.
-					if again, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); again.Status != payment.StatusPendingVerification {
+					if again, _ := e.back(ctx, p.PublicID, p.AuthorityString()); again.Status != payment.StatusPendingVerification {
 						t.Errorf("reload: %s", dump(again))
 					}
 					w := e.svc.NewWorker(paymenttest.WorkerConfig())
@@ -207,7 +207,7 @@ func TestUnknownInquiryStateNeverFails(t *testing.T) {
 			f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyNotPaid, -51)
 			f.InquireFn = paymenttest.Inquiry(gateway.InquiryStatus("SETTLING"))
 		})
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusPendingVerification {
 			t.Fatalf("Return = %s, %v", dump(got), err)
 		}
@@ -356,7 +356,7 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 		e := newEnv(t, db)
 		p := e.start(40_000)
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.VerifyAnswer(gateway.VerifyAmountMismatch, -50) })
-		if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusNeedsReview {
+		if got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusNeedsReview {
 			t.Fatalf("setup: %s", dump(got))
 		}
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(3030) })
@@ -424,7 +424,7 @@ func TestCallbackFloodOneCheckPerWindow(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 30 {
 				wg.Go(func() {
-					if got, err := e.svc.ReturnWithHint(ctx, p.PublicID, p.AuthorityString(), true); err != nil || got.Status != payment.StatusAwaitingPayment {
+					if got, err := e.backWith(ctx, p.PublicID, p.AuthorityString(), "", true); err != nil || got.Status != payment.StatusAwaitingPayment {
 						t.Errorf("callback: %s %v", dump(got), err)
 					}
 				})
@@ -461,7 +461,7 @@ func TestWaitersGiveUpAtTheBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		took := time.Since(start)
 		if err != nil || got.Status != payment.StatusAwaitingPayment {
 			t.Fatalf("Return under a dead lease = %s, %v", dump(got), err)
@@ -473,7 +473,7 @@ func TestWaitersGiveUpAtTheBudget(t *testing.T) {
 			t.Errorf("asked the bank under another's lease")
 		}
 		e.clock.Advance(budget + 2*time.Second) // the dead lease runs out
-		got, err = e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err = e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("Return after the dead lease ran out = %s, %v", dump(got), err)
 		}

@@ -13,51 +13,26 @@ import (
 	"github.com/kifpool/kifpool/internal/wallet"
 )
 
-// Return handles the bank's callback for a payment. The callback proves
-// nothing: it only names the payment. The authority must match ours (else
-// ErrAuthorityMismatch and nothing changes); then, unless the payment is
-// credited, the bank is asked (at most once per RecheckDelay, the very
-// first callback at once) with the amount from our own row. The returned
-// payment carries the outcome to show; an open payment means the outcome
-// is not known yet (the page refreshes itself). Return never takes longer
-// than the gateway budget (VerifyTimeout).
-func (s *Service) Return(ctx context.Context, publicID, authority string) (Payment, error) {
-	return s.ReturnWithHint(ctx, publicID, authority, true)
-}
-
-// ReturnWithHint is Return with the callback's own claim (Zarinpal's
-// Status=OK). The claim is logged and otherwise ignored: whatever a
-// callback says, the bank is asked at most once per RecheckDelay, so
-// nobody can make us call the bank without limit.
-func (s *Service) ReturnWithHint(ctx context.Context, publicID, authority string, claimsPaid bool) (Payment, error) {
-	return s.ReturnWithReceipt(ctx, publicID, authority, "", claimsPaid)
-}
-
-// ReturnWithReceipt is ReturnWithHint for a callback that also carries the
-// data verify needs (SEP's RefNum, Mellat's SaleReferenceId): once the
-// token matches, the payment keeps the first receipt it is given, so that
-// verify (and settle) can run later without the payer's browser. A
-// receipt another payment of the gateway holds (a replayed callback) is
-// ErrReceiptReused, and one other than the payment's own is
-// ErrReceiptMismatch: nothing changes, nothing is asked.
-func (s *Service) ReturnWithReceipt(ctx context.Context, publicID, authority, receipt string, claimsPaid bool) (Payment, error) {
-	p, err := s.ByPublicID(ctx, publicID)
-	if err != nil {
-		return Payment{}, err
-	}
-	return s.returnOf(ctx, p, authority, receipt, claimsPaid)
-}
-
 // ErrBadCallback: the callback carries no usable token in its gateway's
 // own field names.
 var ErrBadCallback = errors.New("callback carries no usable token")
 
-// ReturnCallback is Return for a callback as the bank sent it: the
-// payment is found by our unguessable id from the callback URL, and the
-// callback's fields are read with the parser of the gateway that payment
-// was started at (parse, given its stored name: each gateway names its
-// token differently). Never from a session.
-func (s *Service) ReturnCallback(ctx context.Context, publicID string, parse func(gateway string) (callback.Params, bool)) (Payment, callback.Params, error) {
+// Return is the one entry point of the bank's return (its callback, GET
+// or POST) for a payment. The callback proves nothing: it only names the
+// payment, by our unguessable id from the callback URL, and its fields are
+// read with the parser of the gateway that payment was started at (parse,
+// given its stored name: each gateway names its token differently; never
+// from a session). The token must match ours (else ErrAuthorityMismatch
+// and nothing changes); what a receipt the callback carries (SEP's RefNum,
+// Mellat's SaleReferenceId) does is Decide's (StepCallback). The
+// callback's own claim (Zarinpal's Status=OK) is logged and otherwise
+// ignored. Then, unless the payment is credited, the bank is asked (at
+// most once per RecheckDelay, the very first callback at once) with the
+// amount from our own row. The returned payment carries the outcome to
+// show; an open payment means the outcome is not known yet (the page
+// refreshes itself). Return never takes longer than the gateway budget
+// (VerifyTimeout).
+func (s *Service) Return(ctx context.Context, publicID string, parse func(gateway string) (callback.Params, bool)) (Payment, callback.Params, error) {
 	p, err := s.ByPublicID(ctx, publicID)
 	if err != nil {
 		return Payment{}, callback.Params{}, err

@@ -26,12 +26,12 @@ func TestReturnPaid(t *testing.T) {
 
 		// Callbacks that do not name this payment change nothing.
 		for _, a := range []string{"", paymenttest.NewAuthority(), strings.ToLower(p.AuthorityString()), p.AuthorityString() + " "} {
-			if _, err := e.svc.Return(ctx, p.PublicID, a); !errors.Is(err, payment.ErrAuthorityMismatch) {
+			if _, err := e.back(ctx, p.PublicID, a); !errors.Is(err, payment.ErrAuthorityMismatch) {
 				t.Errorf("Return(authority %q) = %v, want ErrAuthorityMismatch", a, err)
 			}
 		}
 		for _, pub := range []string{"aaaaaaaaaaaaaaaaaaaaaaaa", "nope", "", strings.ToUpper(p.PublicID)} {
-			if _, err := e.svc.Return(ctx, pub, p.AuthorityString()); !errors.Is(err, payment.ErrNotFound) {
+			if _, err := e.back(ctx, pub, p.AuthorityString()); !errors.Is(err, payment.ErrNotFound) {
 				t.Errorf("Return(public id %q) = %v, want ErrNotFound", pub, err)
 			}
 		}
@@ -42,7 +42,7 @@ func TestReturnPaid(t *testing.T) {
 			t.Fatalf("%d verifies for bad callbacks", ver)
 		}
 
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil {
 			t.Fatalf("Return: %v", err)
 		}
@@ -58,7 +58,7 @@ func TestReturnPaid(t *testing.T) {
 		}
 
 		// A repeat callback shows the same result without asking the bank.
-		again, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		again, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || again.Status != payment.StatusCredited || again.RefIDValue() != 123 || again.ID != p.ID {
 			t.Errorf("repeat Return = %s, %v", dump(again), err)
 		}
@@ -97,7 +97,7 @@ func TestReturnConcurrentCreditsOnce(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				got[i], errs[i] = e.svc.Return(context.Background(), p.PublicID, p.AuthorityString())
+				got[i], errs[i] = e.back(context.Background(), p.PublicID, p.AuthorityString())
 			})
 		}
 		close(start)
@@ -137,7 +137,7 @@ func TestVerifyUnknownThenResolve(t *testing.T) {
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.VerifyErr(paymenttest.Transient("verify")) })
 
 		before := e.clock.Now()
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil {
 			t.Fatalf("Return: %v", err)
 		}
@@ -150,7 +150,7 @@ func TestVerifyUnknownThenResolve(t *testing.T) {
 		e.assertUncredited(p)
 
 		// Reloading the result page before next_check_at does not hammer the bank.
-		if again, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || again.Status != payment.StatusPendingVerification {
+		if again, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || again.Status != payment.StatusPendingVerification {
 			t.Errorf("early repeat Return = %s, %v", dump(again), err)
 		}
 		if _, ver, _ := e.gw.Counts(); ver != 1 {
@@ -172,7 +172,7 @@ func TestVerifyUnknownThenResolve(t *testing.T) {
 		if again, err := e.svc.Resolve(ctx, r); err != nil || again.Status != payment.StatusCredited {
 			t.Errorf("second Resolve = %s, %v", dump(again), err)
 		}
-		if again, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || again.Status != payment.StatusCredited {
+		if again, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || again.Status != payment.StatusCredited {
 			t.Errorf("Return after credit = %s, %v", dump(again), err)
 		}
 		if _, ver, _ := e.gw.Counts(); ver != 2 {
@@ -232,7 +232,7 @@ func TestVerifyOutcomes(t *testing.T) {
 				e := newEnv(t, db)
 				p := e.start(30_000)
 				e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn, f.InquireFn = tt.verify, tt.inquire })
-				got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 				if err != nil {
 					t.Fatalf("Return: %v", err)
 				}
@@ -262,7 +262,7 @@ func TestVerifyOutcomes(t *testing.T) {
 				}
 				// A repeat callback within the pacing window never asks the
 				// bank: the outcome the bank just gave stands.
-				again, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				again, err := e.back(ctx, p.PublicID, p.AuthorityString())
 				if err != nil || again.Status != tt.want {
 					t.Errorf("repeat Return = %s, %v; want %s", dump(again), err, tt.want)
 				}
@@ -287,7 +287,7 @@ func TestEarlyCallbackThenPaid(t *testing.T) {
 			f.InquireFn = paymenttest.Inquiry(gateway.InquiryInBank)
 		})
 		for range 3 {
-			got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+			got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 			if err != nil || got.Status != payment.StatusAwaitingPayment {
 				t.Fatalf("early Return = %s, %v", dump(got), err)
 			}
@@ -299,12 +299,12 @@ func TestEarlyCallbackThenPaid(t *testing.T) {
 		}
 		e.assertUncredited(p)
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(4242) })
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusAwaitingPayment {
 			t.Fatalf("Return after paying, within the window = %s, %v; want answered from the row", dump(got), err)
 		}
 		e.clock.Advance(21 * time.Second) // the pacing window (20s) ends
-		got, err = e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err = e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("Return after paying = %s, %v", dump(got), err)
 		}
@@ -329,11 +329,11 @@ func TestSameRefIDTwice(t *testing.T) {
 		p2 := e.start(45_000)
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(999) })
 
-		got1, err := e.svc.Return(ctx, p1.PublicID, p1.AuthorityString())
+		got1, err := e.back(ctx, p1.PublicID, p1.AuthorityString())
 		if err != nil || got1.Status != payment.StatusCredited {
 			t.Fatalf("first Return = %s, %v", dump(got1), err)
 		}
-		got2, err := e.svc.Return(ctx, p2.PublicID, p2.AuthorityString())
+		got2, err := e.back(ctx, p2.PublicID, p2.AuthorityString())
 		if err != nil || got2.Status != payment.StatusNeedsReview {
 			t.Fatalf("second Return = %s, %v; want needs_review", dump(got2), err)
 		}
@@ -346,7 +346,7 @@ func TestSameRefIDTwice(t *testing.T) {
 		// A repeat of the second callback after the pacing window asks the
 		// bank again, and it stays in review, crediting nothing.
 		e.clock.Advance(21 * time.Second)
-		if again, err := e.svc.Return(ctx, p2.PublicID, p2.AuthorityString()); err != nil || again.Status != payment.StatusNeedsReview {
+		if again, err := e.back(ctx, p2.PublicID, p2.AuthorityString()); err != nil || again.Status != payment.StatusNeedsReview {
 			t.Errorf("repeat Return = %s, %v", dump(again), err)
 		}
 		if n := e.count(`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != 1 {
@@ -377,7 +377,7 @@ func TestReturnRespectsLease(t *testing.T) {
 			}
 		}
 		setLease(e.clock.Now().Add(time.Hour))
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusAwaitingPayment {
 			t.Errorf("Return under a live lease = %s, %v", dump(got), err)
 		}
@@ -387,7 +387,7 @@ func TestReturnRespectsLease(t *testing.T) {
 		e.assertUncredited(p)
 
 		setLease(e.clock.Now().Add(-time.Second)) // its holder died
-		got, err = e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err = e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("Return after the lease expired = %s, %v", dump(got), err)
 		}
@@ -416,7 +416,7 @@ func TestLateVerifiedAnswerStillCredits(t *testing.T) {
 						return paymenttest.Paid(2024)(n, in)
 					}
 				})
-				got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 				if err != nil || got.Status != payment.StatusCredited {
 					t.Fatalf("Return = %s, %v; want credited", dump(got), err)
 				}
@@ -430,7 +430,7 @@ func TestLateVerifiedAnswerStillCredits(t *testing.T) {
 					t.Errorf("balance = %d, want 30000", b)
 				}
 				// A repeat callback changes nothing.
-				if got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusCredited || e.balance() != 30_000 {
+				if got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); got.Status != payment.StatusCredited || e.balance() != 30_000 {
 					t.Errorf("repeat: %s balance %d", dump(got), e.balance())
 				}
 				checkInvariants(t, db)
@@ -467,7 +467,7 @@ func TestFirstCallbackIsRecorded(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+				got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("Return: %v", err)
 				}
@@ -502,7 +502,7 @@ func TestVerifiedAnotherAmount(t *testing.T) {
 			e := newEnv(t, db)
 			p := e.start(50_000)
 			e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.PaidAmount(987, verified) })
-			got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+			got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 			if err != nil {
 				t.Fatalf("Return: %v", err)
 			}
@@ -529,7 +529,7 @@ func TestSameRefIDAfterFailedMeanwhile(t *testing.T) {
 		p1 := e.start(30_000)
 		p2 := e.start(45_000)
 		e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn = paymenttest.Paid(999) })
-		if got, err := e.svc.Return(ctx, p1.PublicID, p1.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+		if got, err := e.back(ctx, p1.PublicID, p1.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("first Return = %s, %v", dump(got), err)
 		}
 		// While the bank is asked about p2, the row is failed by another
@@ -540,7 +540,7 @@ func TestSameRefIDAfterFailedMeanwhile(t *testing.T) {
 				return paymenttest.Paid(999)(n, in)
 			}
 		})
-		got, err := e.svc.Return(ctx, p2.PublicID, p2.AuthorityString())
+		got, err := e.back(ctx, p2.PublicID, p2.AuthorityString())
 		if err != nil || got.Status != payment.StatusNeedsReview {
 			t.Fatalf("second Return = %s, %v; want needs_review", dump(got), err)
 		}

@@ -75,7 +75,7 @@ func TestResolvedAtIsWhenTheOutcomeWasReached(t *testing.T) {
 						e.clock.Advance(time.Hour) // a late callback, well past the pacing window
 					}
 					e.gw.Set(func(f *paymenttest.Gateway) { f.VerifyFn, f.InquireFn = st.verify, st.inquire })
-					got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+					got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 					if err != nil || got.Status != st.want {
 						t.Fatalf("step %d: Return = %s, %v; want %s", i, dump(got), err, st.want)
 					}

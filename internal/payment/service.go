@@ -606,13 +606,6 @@ func (s *Service) ForOwner(ctx context.Context, publicID string, userID int64) (
 	return p, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
 // describe is what the bank shows the payer: ours, in the payer's
 // language, then the caller's.
 func (s *Service) describe(extra string, english bool) string {

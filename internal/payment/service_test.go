@@ -166,7 +166,7 @@ func TestStartTopUpGatewayFails(t *testing.T) {
 					t.Errorf("%d requests, want 1", req)
 				}
 				// A callback for it cannot match: it never had an authority.
-				if _, err := e.svc.Return(ctx, p.PublicID, ""); !errors.Is(err, payment.ErrAuthorityMismatch) {
+				if _, err := e.back(ctx, p.PublicID, ""); !errors.Is(err, payment.ErrAuthorityMismatch) {
 					t.Errorf("Return of a failed start = %v, want ErrAuthorityMismatch", err)
 				}
 				if _, ver, _ := e.gw.Counts(); ver != 0 {

@@ -123,7 +123,7 @@ func TestSettlingSettledByTheWorker(t *testing.T) {
 		bank.SettleFn = func(int, bool) (gateway.SettleResult, error) {
 			return gateway.SettleResult{}, paymenttest.Transient("settle")
 		}
-		got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+		got, err := e.back(ctx, p.PublicID, p.AuthorityString())
 		if err != nil || got.Status != payment.StatusSettling {
 			t.Fatalf("callback: %s %v, want settling", got.Status, err)
 		}
@@ -164,7 +164,7 @@ func TestSettlingSettledByTheWorker(t *testing.T) {
 		if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 0 {
 			t.Fatalf("second round: %+v %v", rr, err)
 		}
-		if got, err := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
+		if got, err := e.back(ctx, p.PublicID, p.AuthorityString()); err != nil || got.Status != payment.StatusCredited {
 			t.Fatalf("repeat callback: %s %v", got.Status, err)
 		}
 		if e.balance() != 50_000 || len(e.ledgerOf(p.ID)) != 1 {
@@ -201,7 +201,7 @@ func TestSettlingResumesAfterACrash(t *testing.T) {
 							t.Fatal("the check did not reach settle")
 						}
 					}()
-					_, _ = e.svc.Return(ctx, p.PublicID, p.AuthorityString())
+					_, _ = e.back(ctx, p.PublicID, p.AuthorityString())
 				}()
 				r := e.row(p.ID)
 				if r.Status != payment.StatusSettling || r.LeaseUntil == nil || r.RefID == nil || e.balance() != 0 {
@@ -249,7 +249,7 @@ func TestSettlingOtherEnds(t *testing.T) {
 		// Reversed.
 		rev := e.start(30_000)
 		bank.SettleFn = unknown
-		if got, _ := e.svc.Return(ctx, rev.PublicID, rev.AuthorityString()); got.Status != payment.StatusSettling {
+		if got, _ := e.back(ctx, rev.PublicID, rev.AuthorityString()); got.Status != payment.StatusSettling {
 			t.Fatalf("callback: %s", got.Status)
 		}
 		bank.SettleFn = func(int, bool) (gateway.SettleResult, error) {
@@ -266,7 +266,7 @@ func TestSettlingOtherEnds(t *testing.T) {
 		// The settle window closes with the settle still unknown.
 		late := e.start(20_000)
 		bank.SettleFn = unknown
-		if got, _ := e.svc.Return(ctx, late.PublicID, late.AuthorityString()); got.Status != payment.StatusSettling {
+		if got, _ := e.back(ctx, late.PublicID, late.AuthorityString()); got.Status != payment.StatusSettling {
 			t.Fatalf("callback: %s", got.Status)
 		}
 		wc := paymenttest.WorkerConfig()
@@ -315,7 +315,7 @@ func TestSettlingOtherEnds(t *testing.T) {
 		bank.refs[dup.AuthorityString()] = *e.row(old.ID).RefID
 		bank.mu.Unlock()
 		_, s0 = bank.counts()
-		if got, err := e.svc.Return(ctx, dup.PublicID, dup.AuthorityString()); err != nil || got.Status != payment.StatusNeedsReview ||
+		if got, err := e.back(ctx, dup.PublicID, dup.AuthorityString()); err != nil || got.Status != payment.StatusNeedsReview ||
 			got.StatusReason != string(payment.ReasonRefIDReused) {
 			t.Fatalf("reference reused: %s %s %v", got.Status, got.StatusReason, err)
 		}

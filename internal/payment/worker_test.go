@@ -298,7 +298,7 @@ func TestDeadlineNeverOverrulesAVerifyInFlight(t *testing.T) {
 				if _, st := m["status"]; !st {
 					once.Do(func() {
 						// the payer pays and the callback arrives right after the worker released
-						go func() { got, _ := e.svc.Return(ctx, p.PublicID, p.AuthorityString()); cbDone <- got }()
+						go func() { got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); cbDone <- got }()
 						<-verifying
 					})
 				}

@@ -13,26 +13,52 @@ import (
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/web"
+	"github.com/kifpool/kifpool/web/account"
+	"github.com/kifpool/kifpool/web/admin"
+	"github.com/kifpool/kifpool/web/api"
+	"github.com/kifpool/kifpool/web/pay"
+	"github.com/kifpool/kifpool/web/wallet"
 )
 
 // newWeb builds the web app over the instance's parts: the one place that
-// fills web.Deps.
+// fills web.Deps, and each feature's Deps (web/account, web/wallet,
+// web/pay, web/admin, web/api), which web registers in its order.
 func newWeb(b base, s *Server, gws gateways, reads *paymentread.Reader) *fiber.App {
-	cfg, db := b.cfg, b.db
+	cfg, db, log := b.cfg, b.db, b.log("web")
 	var userTopUps *ratelimit.Window
 	if b.o.RateLimits && cfg.RateLimitTopUp > 0 {
 		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, b.now)
 	}
+	labels := drivers.Labeler(cfg.Gateway == config.GatewaySandbox)
+	payDeps := pay.Deps{Payments: s.Payments, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
 	return web.New(web.Deps{
-		Config: cfg, Auth: s.Auth, Wallets: s.Wallets, Payments: s.Payments, Tokens: s.Tokens,
-		TopUp:  s.TopUp,
-		People: people.New(db), Reads: reads, Audit: audit.NewLog(db), GatewayNames: s.Gateways.Names(), Metrics: s.Metrics,
-		GatewayLabel: drivers.Labeler(cfg.Gateway == config.GatewaySandbox), ParseCallback: ParseCallback,
-		Keys: s.Keys, Limits: s.Limits,
-		Bank: gws.BankHandler, Log: b.log("web"), Now: b.now, RateLimits: b.o.RateLimits,
-		UserTopUps: userTopUps, Outbox: s.Outbox, Webhooks: s.Webhooks, Hooks: s.Hooks,
-		Breakers: gws.breakers,
-		Health:   func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
-		Ready:    func(ctx context.Context) error { return ready(ctx, db) },
+		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
+		RateLimits: b.o.RateLimits, Log: log, Now: b.now,
+		Probes: web.Probes{
+			Health: func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
+			Ready:  func(ctx context.Context) error { return ready(ctx, db) },
+		},
+		Features: web.Features{
+			API: api.Deps{
+				Tokens: s.Tokens, Keys: s.Keys, Payments: s.Payments, Wallets: s.Wallets, TopUp: s.TopUp, Reads: reads,
+				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
+				UserTopUps: userTopUps, Webhooks: s.Webhooks,
+			},
+			Return: payDeps.Return(),
+			Account: account.Deps{
+				Auth: s.Auth, Tokens: s.Tokens, Webhooks: s.Webhooks, MailQueued: s.Outbox.Kick,
+				SignInPerMinute: cfg.RateLimitSignIn, SignUpPerMinute: cfg.RateLimitSignUp,
+			},
+			Wallet: wallet.Deps{
+				Wallets: s.Wallets, Payments: s.Payments, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
+				UserTopUps: userTopUps,
+			},
+			Pay: payDeps,
+			Admin: admin.Deps{
+				Payments: s.Payments, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
+				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
+				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
+			},
+		},
 	})
 }

@@ -6,11 +6,16 @@
 // U+2066–2069 that make "\u202Egnp.exe" show as "exe.png", zero-width
 // spaces and joiners, the BOM). E-mail addresses are checked the same way,
 // and more, by internal/email.
+//
+// Cut is the one cutter of text to a bound (an error kept on a row, a
+// search filter, what a gateway is sent or sends back): by characters,
+// never inside one, and always valid UTF-8.
 package usertext
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,4 +47,24 @@ func check(s string, lines bool) error {
 		}
 	}
 	return nil
+}
+
+// Cut shortens s to at most n characters, never inside one: the one
+// cutter for text kept or sent with a bound (an error kept on a row, a
+// search filter, a reconciliation's detail). Text that is not valid UTF-8
+// has each run of bad bytes replaced by U+FFFD first: PostgreSQL refuses
+// invalid UTF-8 in text, and a byte cut could make some.
+func Cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if n <= 0 {
+		return ""
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -53,6 +54,29 @@ func TestCheck(t *testing.T) {
 					t.Errorf("U+%04X accepted in a name", r)
 				}
 			}
+		}
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 3, ""},
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"کیف\u200cپول", 3, "کیف"},  // characters, not bytes
+		{"کیف", 10, "کیف"},          // shorter: as is
+		{"ab\xffcd", 3, "ab\uFFFD"}, // a bad byte becomes U+FFFD, and counts as one
+		{"ab\xff\xfecd", 10, "ab\uFFFDcd"},
+		{"abc", 0, ""},
+		{"abc", -1, ""},
+	} {
+		got := usertext.Cut(tc.in, tc.n)
+		if got != tc.want || !utf8.ValidString(got) {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Defaults of the sender (docs/design/webhooks.md).
@@ -300,7 +301,7 @@ func (s *Sender) deliver(ctx context.Context, r claimed) {
 	now := s.svc.clock()
 	g := s.svc.db.Gorm.WithContext(context.WithoutCancel(ctx))
 	ms := a.latency.Milliseconds()
-	upd := map[string]any{"last_latency_ms": ms, "last_error": cutText(a.err, 500)}
+	upd := map[string]any{"last_latency_ms": ms, "last_error": usertext.Cut(a.err, 500)}
 	if a.status != 0 {
 		upd["last_http_status"] = a.status
 	} else {
@@ -367,16 +368,4 @@ func (s *Sender) Backoff(attempts int) time.Duration {
 	d = min(d, s.o.MaxBackoff)
 	half := d / 2
 	return half + time.Duration(s.o.Jitter()*float64(d-half))
-}
-
-// cutText shortens s to at most n bytes at a character boundary.
-func cutText(s string, n int) string {
-	s = strings.ToValidUTF8(s, "?")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

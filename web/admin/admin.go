@@ -6,71 +6,35 @@
 // second factor in twofactor.go) and the group's registration. Its pages
 // are views/admin.
 //
-// The web app builds it with New, from the use cases it reads and acts
-// through and App (what the app shares with it: the page model of a
-// request, rendering, the signed-in user), and registers it last. It never
-// imports web. A handler's error goes back to the app, whose error handler
-// renders the error page.
+// Like every feature of the web app (web/account, web/wallet, web/pay,
+// web/api), internal/server builds its Deps (the use cases it reads and
+// acts through) and web registers it, last, handing it seam.App (what the
+// app shares with it: the page model of a request, rendering, the
+// signed-in user). It never imports web; it shows tokens and endpoints as
+// the user's own pages do (web/account's rows). A handler's error goes
+// back to the app, whose error handler renders the error page.
 package admin
 
 import (
-	"log/slog"
-	"strconv"
 	"time"
 
-	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
-	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/limits"
-	"github.com/kifpool/kifpool/internal/logging"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
-	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
 )
-
-// App is what the web app shares with the admin console.
-type App struct {
-	// Page is what every page needs for this request (language, CSRF
-	// token, the signed-in user), with its title's message key.
-	Page func(c *fiber.Ctx, titleKey string) views.Page
-	// Render writes a component as an HTML page with the given status.
-	Render func(c *fiber.Ctx, status int, page templ.Component) error
-	// User and Session are the signed-in user and their session (nil
-	// when signed out).
-	User    func(c *fiber.Ctx) *auth.User
-	Session func(c *fiber.Ctx) *auth.Session
-	// Lang is the request's page language.
-	Lang func(c *fiber.Ctx) i18n.Lang
-	// RequireUser sends someone who is not signed in to sign in.
-	RequireUser fiber.Handler
-	// FormValue is a field of the request's form body, never of its query
-	// string.
-	FormValue func(c *fiber.Ctx, name string) string
-	// SafeNext reports whether next is a path on this site to go on to.
-	SafeNext func(next string) bool
-	// PassSession gives the browser the session that has just passed the
-	// second factor (its cookie, and a CSRF token bound to it).
-	PassSession func(c *fiber.Ctx, token string, expires time.Time)
-	// GatewayName names a gateway in the request's language, as payers
-	// see it.
-	GatewayName func(c *fiber.Ctx, name string) string
-	// TokenRow and WebhookRow are a token and an endpoint as the lists
-	// show them, the user's own pages and the admin's alike.
-	TokenRow   func(t apitoken.Token, owner string) views.TokenRow
-	WebhookRow func(e webhook.Endpoint, owner string, pending, failed int64) views.WebhookRow
-}
 
 // Deps are the admin console's dependencies.
 type Deps struct {
-	App
 	// Payments acts on payments (ask the bank, close, reconcile) and
 	// switches gateways.
 	Payments *payment.Service
@@ -102,24 +66,11 @@ type Deps struct {
 	// AbandonedAfter is when the worker gives up on an open payment (the
 	// dashboard's backlog).
 	AbandonedAfter time.Duration
-	Log            *slog.Logger
-	Now            func() time.Time
 }
 
-// Handlers are the admin console's handlers.
-type Handlers struct {
+type handlers struct {
 	Deps
-}
-
-// New returns the admin console over d.
-func New(d Deps) *Handlers {
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	return &Handlers{Deps: d}
+	seam.App
 }
 
 // Register adds the admin console's routes to r. The second-factor page
@@ -128,10 +79,11 @@ func New(d Deps) *Handlers {
 // before passing the second factor. Every other admin route lives under
 // routes.Admin: its middleware (sign-in, admin role, and the second factor
 // once per session) covers them all, routes added later included.
-func (h *Handlers) Register(r fiber.Router) {
+func (d Deps) Register(r fiber.Router, app seam.App) {
+	h := &handlers{Deps: d, App: app}
 	r.Get(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, h.twoFactorForm)
 	r.Post(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, h.twoFactorSubmit)
-	r.Use(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, notFound) // its other methods
+	r.Use(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, seam.NotFound) // its other methods
 
 	r.Use(routes.Admin, h.RequireUser, h.requireAdmin, h.requireSecondFactor)
 	r.Get(routes.AdminDashboardPattern, h.dashboard)
@@ -156,27 +108,9 @@ func (h *Handlers) Register(r fiber.Router) {
 }
 
 // requireAdmin hides the admin console from everyone but admins.
-func (h *Handlers) requireAdmin(c *fiber.Ctx) error {
+func (h *handlers) requireAdmin(c *fiber.Ctx) error {
 	if u := h.User(c); u == nil || !u.IsAdmin() {
 		return fiber.ErrNotFound // admins' pages do not exist for others
 	}
 	return c.Next()
-}
-
-// notFound answers what no route takes: the app's 404 page.
-func notFound(*fiber.Ctx) error { return fiber.ErrNotFound }
-
-// idParam is the route's positive numeric :id (404 otherwise).
-func idParam(c *fiber.Ctx) (int64, error) {
-	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, fiber.ErrNotFound
-	}
-	return id, nil
-}
-
-// withPayment puts a payment's public id in the request's context: every
-// line logged with it names the payment.
-func withPayment(c *fiber.Ctx, publicID string) {
-	c.SetUserContext(logging.WithPayment(c.UserContext(), publicID))
 }

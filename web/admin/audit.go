@@ -13,7 +13,7 @@ import (
 
 // auditLog is the audit log, filterable by admin (e-mail) and payment
 // (public id), newest first. Read-only: no route changes it.
-func (h *Handlers) auditLog(c *fiber.Ctx) error {
+func (h *handlers) auditLog(c *fiber.Ctx) error {
 	q := audit.Query{AdminEmail: strings.TrimSpace(c.Query("admin")), PaymentPublicID: strings.TrimSpace(c.Query("payment")), Limit: 100}
 	if len(q.AdminEmail) > 254 || len(q.PaymentPublicID) > 24 {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")

@@ -18,7 +18,7 @@ const lateAfter = time.Minute
 
 // dashboard shows the payments that are still unresolved, the gateway's
 // breaker and the latest reconciliations.
-func (h *Handlers) dashboard(c *fiber.Ctx) error {
+func (h *handlers) dashboard(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	now := h.Now()
 	d, err := h.Reads.Dashboard(ctx, now, h.AbandonedAfter)
@@ -65,7 +65,7 @@ func (h *Handlers) dashboard(c *fiber.Ctx) error {
 
 // reconcile runs reconciliation with the gateway now ("run
 // reconciliation now"), recorded in the audit log.
-func (h *Handlers) reconcile(c *fiber.Ctx) error {
+func (h *handlers) reconcile(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	rep, err := h.Payments.Reconcile(ctx)
 	result, done := audit.ResultDone, "done_reconcile"

@@ -14,7 +14,7 @@ import (
 // gateways is the gateways page: for each gateway the instance talks
 // to, whether new top-ups are offered it (the operator's switch), its
 // breaker in this instance and its latency over the last hour.
-func (h *Handlers) gateways(c *fiber.Ctx) error {
+func (h *handlers) gateways(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	off := map[string]bool{}
 	offers, err := h.Payments.Offered(ctx)
@@ -61,7 +61,7 @@ func (h *Handlers) gateways(c *fiber.Ctx) error {
 
 // switchGateway switches a gateway off (off=1) or back on (off=0)
 // for new top-ups, with an optional note; recorded in the audit log.
-func (h *Handlers) switchGateway(c *fiber.Ctx) error {
+func (h *handlers) switchGateway(c *fiber.Ctx) error {
 	name := c.Params("name")
 	var disabled bool
 	switch c.FormValue("off") {

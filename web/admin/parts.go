@@ -18,7 +18,7 @@ import (
 // What the admin pages share: notices, rows, labels, the query string.
 
 // breakerViews are the gateways' circuit breakers in this instance.
-func (h *Handlers) breakerViews(l i18n.Lang) []adminview.BreakerView {
+func (h *handlers) breakerViews(l i18n.Lang) []adminview.BreakerView {
 	var out []adminview.BreakerView
 	for _, st := range h.breakers() {
 		out = append(out, adminview.BreakerView{Name: h.gatewayLabel(l, st.Name), State: st.State, Requests: st.Requests,
@@ -28,7 +28,7 @@ func (h *Handlers) breakerViews(l i18n.Lang) []adminview.BreakerView {
 }
 
 // breakers are the gateways' breakers (none without Deps.Breakers).
-func (h *Handlers) breakers() []resilient.BreakerState {
+func (h *handlers) breakers() []resilient.BreakerState {
 	if h.Breakers == nil {
 		return nil
 	}
@@ -70,7 +70,7 @@ func auditRows(rows []audit.Listed) []adminview.AuditRow {
 // that language ("زرین‌پال"), else through the driver registry
 // (Deps.GatewayLabel); the built-in sandbox bank speaks a driver's
 // protocol but is marked "sandbox".
-func (h *Handlers) gatewayLabel(l i18n.Lang, stored string) string {
+func (h *handlers) gatewayLabel(l i18n.Lang, stored string) string {
 	label := stored
 	if h.GatewayLabel != nil {
 		label = h.GatewayLabel(stored)
@@ -101,7 +101,7 @@ func queryWith(c *fiber.Ctx, key, value string) string {
 }
 
 // paymentRow is a payment as the admin's lists show it.
-func (h *Handlers) paymentRow(l i18n.Lang, r paymentread.Payment) adminview.PaymentRow {
+func (h *handlers) paymentRow(l i18n.Lang, r paymentread.Payment) adminview.PaymentRow {
 	row := adminview.PaymentRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
 		Gateway: h.gatewayLabel(l, r.Gateway), Status: r.Status, Card: r.CardPANMasked, CreatedAt: r.CreatedAt}
 	if r.RefID != nil {

@@ -10,16 +10,17 @@ import (
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
 	adminview "github.com/kifpool/kifpool/views/admin"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 // paymentDetail is the whole story of one payment: its timeline, every
 // bank call, its ledger entry, its owner and the admins' actions.
-func (h *Handlers) paymentDetail(c *fiber.Ctx) error {
+func (h *handlers) paymentDetail(c *fiber.Ctx) error {
 	id := c.Params("id")
 	if !payment.ValidPublicID(id) {
 		return fiber.ErrNotFound
 	}
-	withPayment(c, id)
+	seam.WithPayment(c, id)
 	ctx := c.UserContext()
 	d, err := h.Reads.Detail(ctx, id)
 	if errors.Is(err, paymentread.ErrNotFound) {
@@ -103,9 +104,9 @@ func afterAction(c *fiber.Ctx, key string) error {
 
 // recheck asks the bank now about a payment ("ask the bank now"):
 // the worker's path, safe to press twice.
-func (h *Handlers) recheck(c *fiber.Ctx) error {
+func (h *handlers) recheck(c *fiber.Ctx) error {
 	if payment.ValidPublicID(c.Params("id")) {
-		withPayment(c, c.Params("id"))
+		seam.WithPayment(c, c.Params("id"))
 	}
 	p, err := h.Payments.AdminRecheck(c.UserContext(), c.Params("id"), h.User(c).ID)
 	switch {
@@ -133,9 +134,9 @@ func (h *Handlers) recheck(c *fiber.Ctx) error {
 }
 
 // closeFailed closes a payment under review as failed, with a note.
-func (h *Handlers) closeFailed(c *fiber.Ctx) error {
+func (h *handlers) closeFailed(c *fiber.Ctx) error {
 	if payment.ValidPublicID(c.Params("id")) {
-		withPayment(c, c.Params("id"))
+		seam.WithPayment(c, c.Params("id"))
 	}
 	_, err := h.Payments.AdminCloseFailed(c.UserContext(), c.Params("id"), h.User(c).ID, c.FormValue("note"))
 	switch {

@@ -13,18 +13,17 @@ import (
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/usertext"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
 // listQuery reads the payment list's query parameters (q, status
 // repeatable, gateway, from, to, min, max, sort, cursor) into a filter and
 // the form's values. errKey names the first bad parameter's message.
-func (h *Handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *paymentread.Cursor, form adminview.PaymentListView, errKey string) {
+func (h *handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *paymentread.Cursor, form adminview.PaymentListView, errKey string) {
 	args := c.Request().URI().QueryArgs()
 	form.Query = strings.TrimSpace(c.Query("q"))
-	if len([]rune(form.Query)) > 200 {
-		form.Query = string([]rune(form.Query)[:200])
-	}
+	form.Query = usertext.Cut(form.Query, 200)
 	f.Query = form.Query
 	bad := func(key string) {
 		if errKey == "" {
@@ -103,7 +102,7 @@ func (h *Handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *payment
 }
 
 // paymentList is the admin's payment list.
-func (h *Handlers) paymentList(c *fiber.Ctx) error {
+func (h *handlers) paymentList(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	f, after, v, errKey := h.listQuery(c)
 	status := fiber.StatusOK
@@ -162,7 +161,7 @@ func csvCell(s string) string {
 // paymentsCSV exports the list under the current filter (the same
 // query parameters, every page) as CSV, streamed a batch at a time, with a
 // UTF-8 byte order mark so that Excel reads Persian text right.
-func (h *Handlers) paymentsCSV(c *fiber.Ctx) error {
+func (h *handlers) paymentsCSV(c *fiber.Ctx) error {
 	f, _, _, errKey := h.listQuery(c)
 	if errKey != "" {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")

@@ -8,10 +8,12 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/routes"
 	adminview "github.com/kifpool/kifpool/views/admin"
+	"github.com/kifpool/kifpool/web/account"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 // tokens lists every user's tokens (optionally by email).
-func (h *Handlers) tokens(c *fiber.Ctx) error {
+func (h *handlers) tokens(c *fiber.Ctx) error {
 	filter := c.Query("email")
 	rows, err := h.Tokens.All(c.UserContext(), filter, 200)
 	if err != nil {
@@ -22,14 +24,14 @@ func (h *Handlers) tokens(c *fiber.Ctx) error {
 		v.Notice = "tokens.admin_revoked"
 	}
 	for _, r := range rows {
-		v.Tokens = append(v.Tokens, h.TokenRow(r.Token, r.Email))
+		v.Tokens = append(v.Tokens, account.TokenRow(r.Token, r.Email, h.Now()))
 	}
 	return h.Render(c, fiber.StatusOK, adminview.Tokens(h.Page(c, "tokens.admin_title"), v))
 }
 
 // revokeToken revokes any user's token; the audit log records it.
-func (h *Handlers) revokeToken(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) revokeToken(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ import (
 // are covered too); they are sent to routes.AdminTwoFactor (registered
 // before the group, so not behind this) to enrol (first visit) or to type
 // a code (once per session).
-func (h *Handlers) requireSecondFactor(c *fiber.Ctx) error {
+func (h *handlers) requireSecondFactor(c *fiber.Ctx) error {
 	if h.passedSecondFactor(c) {
 		return c.Next()
 	}
@@ -38,20 +38,20 @@ func (h *Handlers) requireSecondFactor(c *fiber.Ctx) error {
 
 // twoFactorForm is GET /admin/2fa: the enrolment or code page, or back to
 // the admin console for a session that has passed.
-func (h *Handlers) twoFactorForm(c *fiber.Ctx) error {
+func (h *handlers) twoFactorForm(c *fiber.Ctx) error {
 	if h.passedSecondFactor(c) {
 		return c.Redirect(routes.Admin, fiber.StatusSeeOther)
 	}
 	return h.twoFactorPage(c, fiber.StatusOK, h.nextPage(c.Query("next")), "", nil)
 }
 
-func (h *Handlers) passedSecondFactor(c *fiber.Ctx) bool {
+func (h *handlers) passedSecondFactor(c *fiber.Ctx) bool {
 	u, sess := h.User(c), h.Session(c)
 	return u != nil && sess != nil && u.TOTPConfirmedAt != nil && sess.SecondFactorAt != nil
 }
 
 // nextPage is the admin page to go on to after the second factor.
-func (h *Handlers) nextPage(next string) string {
+func (h *handlers) nextPage(next string) string {
 	if h.SafeNext(next) && routes.Within(routes.Admin, next) && !strings.HasPrefix(next, routes.AdminTwoFactor) {
 		return next
 	}
@@ -62,11 +62,11 @@ func (h *Handlers) nextPage(next string) string {
 // enrolled it asks for the one-time enrolment code first (enrolCode ""):
 // nothing is written and no secret is shown until that code is right
 // (enrolCode is then the accepted code, and the secret is shown).
-func (h *Handlers) twoFactorPage(c *fiber.Ctx, status int, next, errKey string, errArgs []any) error {
+func (h *handlers) twoFactorPage(c *fiber.Ctx, status int, next, errKey string, errArgs []any) error {
 	return h.twoFactorPageWith(c, status, next, "", errKey, errArgs)
 }
 
-func (h *Handlers) twoFactorPageWith(c *fiber.Ctx, status int, next, enrolCode, errKey string, errArgs []any) error {
+func (h *handlers) twoFactorPageWith(c *fiber.Ctx, status int, next, enrolCode, errKey string, errArgs []any) error {
 	u := h.User(c)
 	v := adminview.TwoFactorView{Next: next, ErrorKey: errKey, ErrorArgs: errArgs}
 	title := "twofa.check_title"
@@ -94,7 +94,7 @@ func (h *Handlers) twoFactorPageWith(c *fiber.Ctx, status int, next, enrolCode, 
 	return h.Render(c, status, adminview.TwoFactor(h.Page(c, title), v))
 }
 
-func (h *Handlers) twoFactorSubmit(c *fiber.Ctx) error {
+func (h *handlers) twoFactorSubmit(c *fiber.Ctx) error {
 	u, sess := h.User(c), h.Session(c)
 	next := h.nextPage(h.FormValue(c, "next"))
 	code := h.FormValue(c, "code")
@@ -132,14 +132,14 @@ func (h *Handlers) twoFactorSubmit(c *fiber.Ctx) error {
 
 // twoFactorError answers a refused enrolment code or second-factor code
 // (nil: nothing to answer).
-func (h *Handlers) twoFactorError(c *fiber.Ctx, err error, next string) error {
+func (h *handlers) twoFactorError(c *fiber.Ctx, err error, next string) error {
 	if err == nil {
 		return nil
 	}
 	return h.twoFactorErrorWith(c, err, next, "")
 }
 
-func (h *Handlers) twoFactorErrorWith(c *fiber.Ctx, err error, next, enrolCode string) error {
+func (h *handlers) twoFactorErrorWith(c *fiber.Ctx, err error, next, enrolCode string) error {
 	u := h.User(c)
 	var throttled *auth.ThrottledError
 	switch {

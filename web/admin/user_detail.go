@@ -14,7 +14,7 @@ import (
 )
 
 // userDetail is one user: wallet, ledger and payments.
-func (h *Handlers) userDetail(c *fiber.Ctx) error {
+func (h *handlers) userDetail(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return fiber.ErrNotFound

@@ -9,7 +9,7 @@ import (
 )
 
 // userList finds users by e-mail.
-func (h *Handlers) userList(c *fiber.Ctx) error {
+func (h *handlers) userList(c *fiber.Ctx) error {
 	q := strings.TrimSpace(c.Query("q"))
 	if len([]rune(q)) > 200 {
 		return fiber.NewError(fiber.StatusBadRequest, "query too long")

@@ -10,11 +10,13 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	adminview "github.com/kifpool/kifpool/views/admin"
+	"github.com/kifpool/kifpool/web/account"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 // webhooks lists every endpoint (failing first) with the queue's
 // figures.
-func (h *Handlers) webhooks(c *fiber.Ctx) error {
+func (h *handlers) webhooks(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	all, err := h.Webhooks.All(ctx, 500)
 	if err != nil {
@@ -37,15 +39,15 @@ func (h *Handlers) webhooks(c *fiber.Ctx) error {
 		v.Notice = "webhooks.error_too_many"
 	}
 	for _, e := range all {
-		v.Endpoints = append(v.Endpoints, h.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed))
+		v.Endpoints = append(v.Endpoints, account.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed))
 	}
 	return h.Render(c, fiber.StatusOK, adminview.Webhooks(h.Page(c, "webhooks.admin_title"), v))
 }
 
 // webhookLog is one endpoint's delivery log: attempts, status,
 // latency, next try, and "send again".
-func (h *Handlers) webhookLog(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) webhookLog(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
@@ -58,7 +60,7 @@ func (h *Handlers) webhookLog(c *fiber.Ctx) error {
 	found := false
 	for _, e := range all {
 		if e.ID == id {
-			v.Endpoint, found = h.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed), true
+			v.Endpoint, found = account.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed), true
 		}
 	}
 	if !found {
@@ -102,8 +104,8 @@ func (h *Handlers) webhookLog(c *fiber.Ctx) error {
 }
 
 // disableWebhook disables any endpoint (audited).
-func (h *Handlers) disableWebhook(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) disableWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
@@ -121,8 +123,8 @@ func (h *Handlers) disableWebhook(c *fiber.Ctx) error {
 // enableWebhook brings back an endpoint an admin disabled, or clears
 // one's failing mark (audited). One its owner disabled stays the owner's
 // to enable.
-func (h *Handlers) enableWebhook(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) enableWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}
@@ -142,8 +144,8 @@ func (h *Handlers) enableWebhook(c *fiber.Ctx) error {
 }
 
 // resendDelivery queues a delivery again (audited).
-func (h *Handlers) resendDelivery(c *fiber.Ctx) error {
-	id, err := idParam(c)
+func (h *handlers) resendDelivery(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
 	if err != nil {
 		return err
 	}

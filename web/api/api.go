@@ -25,6 +25,7 @@ import (
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 // Deps are the API's dependencies.
@@ -54,8 +55,9 @@ const localPrincipal = "api_principal"
 // Register adds the API's routes (internal/routes: everything under
 // routes.APIAll) to r, the app's root router. It must come before the cookie
 // session and CSRF middleware: nothing under routes.API falls through to
-// them.
-func Register(r fiber.Router, d Deps) {
+// them. The API shares nothing with the pages (seam.App): it answers in
+// JSON, to bearer tokens.
+func (d Deps) Register(r fiber.Router, _ seam.App) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}

@@ -14,7 +14,11 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apitoken/apitokentest"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/idempotency/idempotencytest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -63,12 +67,8 @@ func decode[T any](t testing.TB, a answer) T {
 	return v
 }
 
-func count(t testing.TB, db *store.DB, sql string, args ...any) int64 {
-	t.Helper()
-	return apptest.Count(t, db, sql, args...)
-}
-
 func TestOpenAPIDocumentIsServed(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	f := start(t, db, apptest.Options{})
 	c := newAPIClient(t, f.app, f.spec, "")
@@ -79,6 +79,7 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 }
 
 func TestIdempotentTopUp(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "api@example.com", apitoken.ScopeTopUp)
@@ -104,7 +105,7 @@ func TestIdempotentTopUp(t *testing.T) {
 				t.Fatalf("reused %s: %d %s", body, a.Status, a.Body)
 			}
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 
@@ -137,10 +138,10 @@ func TestIdempotentTopUp(t *testing.T) {
 				t.Errorf("%s: %d %s", tc.name, a.Status, a.Body)
 			}
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 1 {
+		if n := idempotencytest.Count(t, db, ""); n != 1 {
 			t.Fatalf("%d keys stored, want 1 (refusals are not stored)", n)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments after refusals", n)
 		}
 		if a := c.post(routes.APITopUps, "order-2", `{"amount_rials": 200000}`); a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" {
@@ -153,9 +154,15 @@ func TestIdempotentTopUp(t *testing.T) {
 			t.Fatalf("another user's key: %d %s", a.Status, a.Body)
 		}
 		// The stored record: fingerprint, answer and payment.
-		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys k JOIN payments p ON p.id = k.payment_id
-			WHERE k.idempotency_key = 'order-1' AND k.request_method = 'POST' AND k.request_path = ?
-			AND k.response_status = 201 AND k.response_body = ? AND p.public_id = ? AND k.locked_until IS NULL AND k.finished_at IS NOT NULL`, routes.APITopUps, first.Body, tu.ID); n != 1 {
+		stored := 0
+		for _, k := range idempotencytest.Records(t, db) {
+			if k.IdempotencyKey == "order-1" && k.RequestMethod == "POST" && k.RequestPath == routes.APITopUps &&
+				k.ResponseStatus != nil && *k.ResponseStatus == 201 && k.ResponseBody != nil && *k.ResponseBody == first.Body &&
+				k.PaymentID != nil && paymenttest.ByID(t, db, *k.PaymentID).PublicID == tu.ID && k.LockedUntil == nil && k.FinishedAt != nil {
+				stored++
+			}
+		}
+		if n := stored; n != 1 {
 			t.Fatalf("stored record does not hold the answer")
 		}
 		apptest.CheckInvariants(t, db)
@@ -163,6 +170,7 @@ func TestIdempotentTopUp(t *testing.T) {
 }
 
 func TestConcurrentRequestsWithOneKey(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		// A slow bank keeps the first request in flight.
@@ -211,19 +219,20 @@ func TestConcurrentRequestsWithOneKey(t *testing.T) {
 		if a := c.post(routes.APITopUps, "race-key", `{"amount_rials": 300000}`); a.Body != body || a.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("retry after the race: %d %s", a.Status, a.Body)
 		}
-		if got := count(t, db, `SELECT COUNT(*) FROM payments`); got != 1 {
+		if got := paymenttest.Count(t, db); got != 1 {
 			t.Fatalf("%d payments, want 1", got)
 		}
 		if got := f.app.Server.Bank.Stats()["request"].Calls; got != 1 {
 			t.Fatalf("%d bank requests, want 1", got)
 		}
-		if got := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE operation = 'request'`); got != 1 {
+		if got := paymenttest.CountCalls(t, db, "request"); got != 1 {
 			t.Fatalf("%d recorded gateway requests, want 1", got)
 		}
 	})
 }
 
 func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "down@example.com", apitoken.ScopeTopUp)
@@ -235,7 +244,7 @@ func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
 			t.Fatalf("bank down: %d %s", first.Status, first.Body)
 		}
 		pr := decode[api.Problem](t, first)
-		if n := count(t, db, `SELECT COUNT(*) FROM payments WHERE public_id = ? AND status = 'failed'`, pr.TopUpID); n != 1 {
+		if paymenttest.ByPublicID(t, db, pr.TopUpID).Status != payment.StatusFailed {
 			t.Fatalf("the refused payment %q is not failed", pr.TopUpID)
 		}
 		calls := f.app.Server.Bank.Stats()["request"].Calls
@@ -251,13 +260,14 @@ func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
 		if a := c.post(routes.APITopUps, "k-up", `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
 			t.Fatalf("new key after the bank is back: %d %s", a.Status, a.Body)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 2 {
+		if n := paymenttest.Count(t, db); n != 2 {
 			t.Fatalf("%d payments, want 2", n)
 		}
 	})
 }
 
 func TestAuthenticationAndScopes(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		writer, aliceID := f.user(t, "alice@example.com", apitoken.ScopeTopUp)
@@ -271,7 +281,7 @@ func TestAuthenticationAndScopes(t *testing.T) {
 		if a := reader.post(routes.APITopUps, "r-1", `{"amount_rials": 100000}`); a.Status != http.StatusForbidden || a.Code() != "insufficient_scope" {
 			t.Fatalf("read token POST: %d %s", a.Status, a.Body)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'r-1'`); n != 0 {
+		if n := idempotencytest.Count(t, db, "r-1"); n != 0 {
 			t.Fatalf("a refused request stored its key")
 		}
 		// Another user's payment does not exist for this token.
@@ -303,12 +313,12 @@ func TestAuthenticationAndScopes(t *testing.T) {
 		if a := revoked.get(routes.APIWallet); a.Status != http.StatusOK {
 			t.Fatalf("fresh token: %d", a.Status)
 		}
-		db.Gorm.Exec(`UPDATE api_tokens SET revoked_at = created_at WHERE token_hash = ?`, apitoken.Hash(revoked.token))
+		apitokentest.RevokeAtCreation(t, db, revoked.token)
 		if a := revoked.post(routes.APITopUps, "rv-1", `{"amount_rials": 100000}`); a.Status != http.StatusUnauthorized {
 			t.Fatalf("revoked token: %d", a.Status)
 		}
 		expired := f.token(t, aliceID, apitoken.ScopeTopUp)
-		db.Gorm.Exec(`UPDATE api_tokens SET expires_at = ? WHERE token_hash = ?`, time.Now().Add(-time.Minute).UTC(), apitoken.Hash(expired.token))
+		apitokentest.Expire(t, db, expired.token, time.Now().Add(-time.Minute))
 		if a := expired.get(routes.APITopUps); a.Status != http.StatusUnauthorized {
 			t.Fatalf("expired token: %d", a.Status)
 		}
@@ -346,13 +356,20 @@ func TestAuthenticationAndScopes(t *testing.T) {
 			t.Fatalf("unknown api path: %d %q %v", r.Status, r.Header.Get("Content-Type"), err)
 		}
 		// The token's last use shows on its page.
-		if n := count(t, db, `SELECT COUNT(*) FROM api_tokens WHERE token_hash = ? AND last_used_at IS NOT NULL`, apitoken.Hash(reader.token)); n != 1 {
+		used := 0
+		for _, tk := range f.app.Tokens(t) {
+			if tk.TokenHash == apitoken.Hash(reader.token) && tk.LastUsedAt != nil {
+				used++
+			}
+		}
+		if n := used; n != 1 {
 			t.Fatalf("last use not noted")
 		}
 	})
 }
 
 func TestTopUpRateLimitPerToken(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	f := start(t, db, apptest.Options{Env: map[string]string{"API_TOPUPS_PER_MINUTE": "2"}})
 	c, uid := f.user(t, "busy@example.com", apitoken.ScopeTopUp)
@@ -365,7 +382,7 @@ func TestTopUpRateLimitPerToken(t *testing.T) {
 	if a.Status != http.StatusTooManyRequests || a.Code() != "rate_limited" || a.Header.Get("Retry-After") == "" || a.Header.Get("Retry-After") == "0" {
 		t.Fatalf("third top-up: %d %q %s", a.Status, a.Header.Get("Retry-After"), a.Body)
 	}
-	if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'rl-2'`); n != 0 {
+	if n := idempotencytest.Count(t, db, "rl-2"); n != 0 {
 		t.Fatalf("a rate-limited request stored its key")
 	}
 	// Per token: another token of the same user is not limited by it, and
@@ -379,21 +396,22 @@ func TestTopUpRateLimitPerToken(t *testing.T) {
 }
 
 func TestExpiredKeysAreDeleted(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"IDEMPOTENCY_KEY_TTL": "1h", "WORKER_INTERVAL": "off", "RECONCILE_INTERVAL": "off"}})
 		c, _ := f.user(t, "ttl@example.com", apitoken.ScopeTopUp)
 		first := decode[api.TopUp](t, c.post(routes.APITopUps, "ttl-key", `{"amount_rials": 100000}`))
 		c.post(routes.APITopUps, "fresh-key", `{"amount_rials": 100000}`)
-		db.Gorm.Exec(`UPDATE idempotency_keys SET created_at = ? WHERE idempotency_key = 'ttl-key'`, time.Now().Add(-61*time.Minute).UTC())
+		idempotencytest.Age(t, db, "ttl-key", time.Now().Add(-61*time.Minute))
 		// serve's background loops: the cleanup runs at once.
 		ctx, cancel := context.WithCancel(context.Background())
 		wait := f.app.Server.RunBackground(ctx, nil)
 		testwait.Eventually(t, 10*time.Second, "the cleanup to delete the expired key", func() bool {
-			return count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'ttl-key'`) == 0
+			return idempotencytest.Count(t, db, "ttl-key") == 0
 		})
 		cancel()
 		wait()
-		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'fresh-key'`); n != 1 {
+		if n := idempotencytest.Count(t, db, "fresh-key"); n != 1 {
 			t.Fatalf("a key inside its TTL was deleted")
 		}
 		// The key used again starts a new request.
@@ -401,13 +419,14 @@ func TestExpiredKeysAreDeleted(t *testing.T) {
 		if a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" || decode[api.TopUp](t, a).ID == first.ID {
 			t.Fatalf("key after its deletion: %d %s", a.Status, a.Body)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 3 {
+		if n := paymenttest.Count(t, db); n != 3 {
 			t.Fatalf("%d payments, want 3", n)
 		}
 	})
 }
 
 func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "e2e@example.com", apitoken.ScopeTopUp)
@@ -496,19 +515,19 @@ func mustJSON(v any) string {
 // over and finds that payment (the form token derived from the key's
 // record), instead of making a second one.
 func TestRetryAfterACrashFindsThePayment(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "crash@example.com", apitoken.ScopeTopUp)
 		first := decode[api.TopUp](t, c.post(routes.APITopUps, "crash-key", `{"amount_rials": 120000}`))
 		calls := f.app.Server.Bank.Stats()["request"].Calls
-		db.Gorm.Exec(`UPDATE idempotency_keys SET response_status = NULL, response_body = NULL, finished_at = NULL, locked_until = ?
-			WHERE idempotency_key = 'crash-key'`, time.Now().Add(-time.Second).UTC())
+		idempotencytest.Crash(t, db, "crash-key", time.Now().Add(-time.Second))
 		a := c.post(routes.APITopUps, "crash-key", `{"amount_rials": 120000}`)
 		got := decode[api.TopUp](t, a)
 		if a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" || got.ID != first.ID || got.PaymentURL == nil || *got.PaymentURL != *first.PaymentURL {
 			t.Fatalf("retry after the crash: %d %s", a.Status, a.Body)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 		if f.app.Server.Bank.Stats()["request"].Calls != calls {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -19,6 +20,7 @@ import (
 // with the chosen gateway down (its breaker open after the bank failed,
 // by fault injection) the next healthy one is used and named.
 func TestTopUpGateway(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{
 			"BREAKER_MIN_REQUESTS": "1", "BREAKER_FAILURE_PERCENT": "50", "BREAKER_OPEN_TIMEOUT": "1h",
@@ -52,7 +54,7 @@ func TestTopUpGateway(t *testing.T) {
 		if a.Status != http.StatusCreated || tu.Gateway != "zibal" {
 			t.Fatalf("failover: %d %s", a.Status, a.Body)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 4 {
+		if n := paymenttest.Count(t, db); n != 4 {
 			t.Errorf("%d payments, want 4", n)
 		}
 	})

@@ -16,6 +16,8 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/idempotency/idempotencytest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -27,6 +29,7 @@ import (
 // different amounts to a lenient JSON reader; none of them may share a
 // fingerprint with another request, nor get its stored answer.
 func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "fp@example.com", apitoken.ScopeTopUp)
@@ -48,10 +51,10 @@ func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
 				t.Errorf("%s: %d %s, want 400 invalid_body", body, a.Status, a.Body)
 			}
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 0 {
+		if n := paymenttest.Count(t, db); n != 0 {
 			t.Fatalf("%d payments after refused bodies", n)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
+		if n := idempotencytest.Count(t, db, ""); n != 0 {
 			t.Fatalf("%d keys stored after refused bodies", n)
 		}
 		// The same request written differently is one request (a replay);
@@ -67,7 +70,7 @@ func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
 				t.Errorf("%s under the key of another request: %d %s, want 409", body, r.Status, r.Body)
 			}
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 	})
@@ -100,6 +103,7 @@ func rawPost(t *testing.T, app *apptest.App, path string, headers []string, body
 
 // Finding 12: which of two keys would a proxy or a retry keep? Refused.
 func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "twokeys@example.com", apitoken.ScopeTopUp)
@@ -108,7 +112,7 @@ func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
 		if status != http.StatusBadRequest || !strings.Contains(body, `"code":"idempotency_key_invalid"`) {
 			t.Fatalf("two keys: %d %s, want 400 idempotency_key_invalid", status, body)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`) + count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
+		if n := paymenttest.Count(t, db) + idempotencytest.Count(t, db, ""); n != 0 {
 			t.Fatalf("two keys wrote %d rows", n)
 		}
 		if status, body := rawPost(t, f.app, routes.APITopUps, []string{auth, "Idempotency-Key: one"}, `{"amount_rials": 100000}`); status != http.StatusCreated {
@@ -122,6 +126,7 @@ func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
 // too), a top-up is a 503 problem with Retry-After; nothing is written,
 // and the key is free for the retry.
 func TestOpenBreakerIsA503Problem(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"BREAKER_MIN_REQUESTS": "2", "BREAKER_OPEN_TIMEOUT": "10m"}})
 		c, _ := f.user(t, "breaker@example.com", apitoken.ScopeTopUp)
@@ -138,7 +143,7 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 				t.Fatalf("breaker of %s %s, want open", st.Name, st.State)
 			}
 		}
-		payments, keys := count(t, db, `SELECT COUNT(*) FROM payments`), count(t, db, `SELECT COUNT(*) FROM idempotency_keys`)
+		payments, keys := paymenttest.Count(t, db), idempotencytest.Count(t, db, "")
 		a := c.post(routes.APITopUps, "while-open", `{"amount_rials": 100000}`)
 		if a.Status != http.StatusServiceUnavailable || a.Code() != "gateway_unavailable" || a.Header.Get("Retry-After") == "" {
 			t.Fatalf("top-up with the breaker open: %d %q %s, want 503 gateway_unavailable with Retry-After", a.Status, a.Header.Get("Retry-After"), a.Body)
@@ -146,10 +151,10 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 		if p := decode[api.Problem](t, a); p.TopUpID != "" {
 			t.Errorf("the refusal names a top-up %q: none was made", p.TopUpID)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != payments {
+		if n := paymenttest.Count(t, db); n != payments {
 			t.Errorf("the refusal wrote a payment")
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != keys {
+		if n := idempotencytest.Count(t, db, ""); n != keys {
 			t.Errorf("the refusal kept its key (a retry with it would not run)")
 		}
 	})
@@ -158,6 +163,7 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 // Finding 8: descriptions reach the bank's page; control characters and
 // bidi overrides or isolates are refused (422), nothing is written.
 func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "desc@example.com", apitoken.ScopeTopUp)
@@ -167,7 +173,7 @@ func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
 				t.Errorf("description %s: %d %s, want 422 description_invalid", desc, a.Status, a.Body)
 			}
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`) + count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 0 {
+		if n := paymenttest.Count(t, db) + idempotencytest.Count(t, db, ""); n != 0 {
 			t.Fatalf("refused descriptions wrote %d rows", n)
 		}
 		if a := c.post(routes.APITopUps, "desc-ok", `{"amount_rials": 100000, "description": "خرید کتاب (book) ۲"}`); a.Status != http.StatusCreated {

@@ -13,6 +13,9 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
@@ -27,6 +30,7 @@ import (
 // a repeat of a submitted form is never refused; and a payment the bank
 // already took is credited even over the cap, flagged for admins.
 func TestTopUpLimits(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank := sandbank.New(sandbank.Options{NoControlAPI: true})
 		f := start(t, db, apptest.Options{
@@ -35,8 +39,7 @@ func TestTopUpLimits(t *testing.T) {
 		})
 		web := f.app.NewClient(t)
 		web.SignUp("limits@example.com")
-		var uid int64
-		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'limits@example.com'`).Scan(&uid)
+		uid := authtest.UserID(t, db, "limits@example.com")
 		c := f.token(t, uid, apitoken.ScopeTopUp)
 
 		form := web.Get(routes.TopUp)
@@ -55,7 +58,7 @@ func TestTopUpLimits(t *testing.T) {
 		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "سقف شارژ روزانه") || !strings.Contains(r.Body, `data-rials="400000"`) {
 			t.Fatalf("over the daily amount: %d", r.Status)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := paymenttest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments after a refusal, want 1", n)
 		}
 		a := c.post(routes.APITopUps, "day-1", `{"amount_rials": 500000}`)
@@ -133,8 +136,7 @@ func TestTopUpLimitsHoldUnderConcurrentStarts(t *testing.T) {
 				f := start(t, db, apptest.Options{Env: tc.env})
 				web := f.app.NewClient(t)
 				web.SignUp("rush@example.com")
-				var uid int64
-				db.Gorm.Raw(`SELECT id FROM users WHERE email = 'rush@example.com'`).Scan(&uid)
+				uid := authtest.UserID(t, db, "rush@example.com")
 				c := f.token(t, uid, apitoken.ScopeTopUp)
 				c.fail = t.Errorf
 				// Half through the API, half through the form, all at once.
@@ -179,7 +181,7 @@ func TestTopUpLimitsHoldUnderConcurrentStarts(t *testing.T) {
 				if started.Load() != int64(tc.allowed) || refused.Load() != int64(n-tc.allowed) {
 					t.Fatalf("%d started, %d refused; want exactly %d started", started.Load(), refused.Load(), tc.allowed)
 				}
-				if got := count(t, db, `SELECT COUNT(*) FROM payments WHERE user_id = ?`, uid); got != int64(tc.allowed) {
+				if got := int64(len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid }))); got != int64(tc.allowed) {
 					t.Fatalf("%d payments written, want %d (a refused start writes nothing)", got, tc.allowed)
 				}
 			})

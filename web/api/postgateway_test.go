@@ -17,6 +17,7 @@ import (
 // form to post (payment_form): Mellat's has no link (payment_url null),
 // SEP's has both.
 func TestTopUpPaymentForm(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, _ := f.user(t, "form@example.com", apitoken.ScopeTopUp)

@@ -11,6 +11,8 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -25,6 +27,7 @@ import (
 // is the hand-over, and our own URL after it (its refresh) redirects
 // nowhere either.
 func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		c, uid := f.user(t, "handover@example.com", apitoken.ScopeTopUp)
@@ -122,7 +125,7 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 		}
 		resp, body = do(http.MethodGet, own, nil)
 		staysHere("our own URL after SEP's POST", resp, body, tu.ID)
-		if n := count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`); n != 2 {
+		if n := paymenttest.Count(t, db, payment.StatusCredited); n != 2 {
 			t.Fatalf("%d credited payments, want 2", n)
 		}
 		apptest.CheckInvariants(t, db)

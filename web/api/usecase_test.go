@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -67,6 +68,7 @@ func (s *spyStarter) take() []spyCall {
 // tomans, any digits; the API in rials): the same refusal, or a payment
 // of the same amount.
 func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		spy := &spyStarter{}
 		f := start(t, db, apptest.Options{
@@ -134,7 +136,7 @@ func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
 				if formCalls[0].rials != tt.rials || apiCalls[1].rials != tt.rials {
 					t.Errorf("%s: rules read the form as %d and the API as %d rials, want %d", tt.name, formCalls[0].rials, apiCalls[1].rials, tt.rials)
 				}
-				if n := count(t, db, `SELECT COUNT(*) FROM payments WHERE amount_rials = ?`, tt.rials); n != 2 {
+				if n := int64(len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.AmountRials == tt.rials }))); n != 2 {
 					t.Errorf("%s: %d payments of %d rials, want one from each", tt.name, n, tt.rials)
 				}
 			}()
@@ -146,7 +148,7 @@ func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
 			len(c) != 1 || !errors.Is(c[0].err, money.ErrNotWholeTomans) {
 			t.Errorf("20005 rials: %d %s, use case %+v", a.Status, a.Body, c)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 4 {
+		if n := paymenttest.Count(t, db); n != 4 {
 			t.Errorf("%d payments, want 4 (refusals write nothing)", n)
 		}
 	})

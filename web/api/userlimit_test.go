@@ -6,6 +6,8 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -16,12 +18,12 @@ import (
 // together: more tokens give no more top-ups, and one user's limit does
 // not touch another's.
 func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_TOPUP": "3"}, Server: server.Options{RateLimits: true}})
 		web := f.app.NewClient(t)
 		web.SignUp("flood@example.com")
-		var uid int64
-		db.Gorm.Raw(`SELECT id FROM users WHERE email = 'flood@example.com'`).Scan(&uid)
+		uid := authtest.UserID(t, db, "flood@example.com")
 		a, b := f.token(t, uid, apitoken.ScopeTopUp), f.token(t, uid, apitoken.ScopeTopUp)
 
 		csrf, tok := web.TopUpForm()
@@ -46,7 +48,7 @@ func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
 		if r := web.PostTopUp(csrf, tok, "50000"); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("fourth top-up by form: %d", r.Status)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM payments`); n != 3 {
+		if n := paymenttest.Count(t, db); n != 3 {
 			t.Fatalf("%d payments, want 3", n)
 		}
 		// Another user is not limited by the first one's flood.

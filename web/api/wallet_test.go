@@ -18,6 +18,7 @@ import (
 // held and lowers the available balance, and the history lists every kind
 // of transaction with its signed amount and the balance after it.
 func TestWalletFiguresAndLedgerKinds(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		ctx := context.Background()

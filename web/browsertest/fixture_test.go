@@ -20,6 +20,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
@@ -57,7 +58,7 @@ func (g fixtureGateway) Verify(ctx context.Context, in gateway.VerifyInput) (gat
 }
 
 // fixture is an app with a user whose payments are in every state, an
-// admin, and a standalone sandbox bank (the pattern of web/pending_test.go).
+// admin, and a standalone sandbox bank (the pattern of web/pay/pending_test.go).
 type fixture struct {
 	App   *apptest.App
 	Bank  *sandbank.Bank
@@ -152,11 +153,7 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 	}
 	byAuthority := func(payURL string) payment.Payment {
 		t.Helper()
-		var p payment.Payment
-		if err := db.Gorm.Where("authority = ?", apptest.Authority(payURL)).First(&p).Error; err != nil {
-			t.Fatalf("payment of %s: %v", payURL, err)
-		}
-		return p
+		return paymenttest.ByAuthority(t, db, apptest.Authority(payURL))
 	}
 
 	first := start("200000")
@@ -187,10 +184,7 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		// The bank keeps the order id (our public id) it was given when
 		// the payment started: ask it for one more payment, with the
 		// open payment's fixed id, for the bank's screenshot.
-		var open payment.Payment
-		if err := db.Gorm.Where("authority = ?", apptest.Authority(f.OpenPayURL)).First(&open).Error; err != nil {
-			t.Fatal(err)
-		}
+		open := paymenttest.ByAuthority(t, db, apptest.Authority(f.OpenPayURL))
 		res, err := zp.Request(context.Background(), gateway.RequestInput{
 			AmountRials: open.AmountRials, OrderID: open.PublicID, Email: f.User,
 			CallbackURL: app.URL + routes.PaymentReturn(open.PublicID),
@@ -304,9 +298,5 @@ func (f *fixture) passAdminChecks(t *testing.T, b *Tab, email string) {
 // (OpenPayURL): its receipt is the "not paid yet" page.
 func (f *fixture) openPublicID(t *testing.T) string {
 	t.Helper()
-	var id string
-	if err := f.App.DB.Gorm.Raw(`SELECT public_id FROM payments WHERE authority = ?`, apptest.Authority(f.OpenPayURL)).Scan(&id).Error; err != nil || id == "" {
-		t.Fatalf("open payment: %v", err)
-	}
-	return id
+	return paymenttest.ByAuthority(t, f.App.DB, apptest.Authority(f.OpenPayURL)).PublicID
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
@@ -37,24 +40,19 @@ func startApp(t *testing.T, o apptest.Options) (*apptest.App, *Tab) {
 	return app, NewTab(t, app.URL)
 }
 
-func count(t *testing.T, app *apptest.App, sql string, args ...any) int64 {
-	t.Helper()
-	return apptest.Count(t, app.DB, sql, args...)
-}
-
 // checkOnePayment checks the database and the bank after a single top-up.
 func checkOnePayment(t *testing.T, app *apptest.App, when, status string, rials int64, ledger int64) {
 	t.Helper()
 	if n := len(app.Server.Bank.Payments()); n != 1 {
 		t.Errorf("%s: %d payments at the bank, want 1", when, n)
 	}
-	if n := count(t, app, `SELECT COUNT(*) FROM payments`); n != 1 {
+	if n := paymenttest.Count(t, app.DB); n != 1 {
 		t.Errorf("%s: %d payments, want 1", when, n)
 	}
-	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE status = ? AND amount_rials = ?`, status, rials); n != 1 {
+	if n := len(paymenttest.Select(t, app.DB, func(p payment.Payment) bool { return string(p.Status) == status && p.AmountRials == rials })); n != 1 {
 		t.Errorf("%s: no %s payment of %d rials", when, status, rials)
 	}
-	if n := count(t, app, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); n != ledger {
+	if n := ledgertest.Credits(t, app.DB); n != ledger {
 		t.Errorf("%s: %d ledger entries, want %d", when, n, ledger)
 	}
 	apptest.CheckInvariants(t, app.DB)
@@ -407,7 +405,7 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 			if n := len(app.Server.Bank.Payments()); n != 1 {
 				t.Errorf("%d payments at the bank, want 1", n)
 			}
-			if n := count(t, app, `SELECT COUNT(*) FROM payments`); n != 1 {
+			if n := paymenttest.Count(t, app.DB); n != 1 {
 				t.Errorf("%d payments, want 1", n)
 			}
 			b.CheckNoProblems()
@@ -442,12 +440,12 @@ func TestQuickPickFillsTheField(t *testing.T) {
 	if n := posts(); n != 0 {
 		t.Fatalf("the quick pick sent %d posts", n)
 	}
-	if n := count(t, app, `SELECT COUNT(*) FROM payments`); n != 0 {
+	if n := paymenttest.Count(t, app.DB); n != 0 {
 		t.Fatalf("the quick pick made %d payments", n)
 	}
 	b.Click("topup-submit")
 	b.Wait("bank-pay")
-	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE amount_rials = 1000000`); n != 1 {
+	if n := int64(len(paymenttest.Select(t, app.DB, func(p payment.Payment) bool { return p.AmountRials == 1000000 }))); n != 1 {
 		t.Errorf("paying after the quick pick of 100,000 tomans: no payment of 1,000,000 rials")
 	}
 
@@ -459,7 +457,7 @@ func TestQuickPickFillsTheField(t *testing.T) {
 	}
 	b.Run(chromedp.Focus(tid("amount"), chromedp.ByQuery), chromedp.KeyEvent("\r")) // not SendKeys: see Type
 	b.Wait("bank-pay")
-	if n := count(t, app, `SELECT COUNT(*) FROM payments WHERE amount_rials = 750000`); n != 1 {
+	if n := int64(len(paymenttest.Select(t, app.DB, func(p payment.Payment) bool { return p.AmountRials == 750000 }))); n != 1 {
 		t.Errorf("Enter in the field with 75,000 tomans: no payment of 750,000 rials")
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
@@ -43,8 +44,7 @@ func TestPasswordResetEndToEnd(t *testing.T) {
 			old := app.NewClient(t)
 			old.GetIn(lang, routes.SignUp)
 			old.SignUp(email)
-			var uid int64
-			db.Gorm.Raw(`SELECT id FROM users WHERE email = ?`, email).Scan(&uid)
+			uid := authtest.UserID(t, db, email)
 			secret, _, err := app.Server.Tokens.Create(context.Background(), apitoken.CreateInput{UserID: uid, Name: "app", Scope: "read"})
 			if err != nil {
 				t.Fatal(err)

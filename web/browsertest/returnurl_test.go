@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/topup"
 )
 
@@ -77,7 +78,7 @@ func TestReturnURLReachesThePartnerForEveryGateway(t *testing.T) {
 				loc.Query().Get("topup_id") != r.Payment.PublicID || loc.Query().Get("status") != "credited" {
 				t.Fatalf("landed on %q, want the partner's page with topup_id %s and status credited", b.location(), r.Payment.PublicID)
 			}
-			if got := count(t, app, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`); got != 1 {
+			if got := paymenttest.Count(t, app.DB, payment.StatusCredited); got != 1 {
 				t.Fatalf("%d credited payments", got)
 			}
 			apptest.CheckInvariants(t, app.DB)

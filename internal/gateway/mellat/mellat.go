@@ -32,6 +32,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/wire"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Name is the driver's stable name.
@@ -172,7 +173,7 @@ func (c *Client) Request(ctx context.Context, in gateway.RequestInput) (gateway.
 		{"orderId", strconv.FormatInt(OrderNumber(in.OrderID), 10)},
 		{"amount", strconv.FormatInt(in.AmountRials, 10)},
 		{"localDate", now.Format("20060102")}, {"localTime", now.Format("150405")},
-		{"additionalData", wire.Truncate(strings.TrimSpace(in.Description), 100)},
+		{"additionalData", usertext.Cut(strings.TrimSpace(in.Description), 100)},
 		{"callBackUrl", in.CallbackURL}, {"payerId", "0"},
 	})
 	if err != nil {
@@ -190,7 +191,7 @@ func (c *Client) Request(ctx context.Context, in gateway.RequestInput) (gateway.
 	refID = strings.TrimSpace(refID)
 	if !validRefID(refID) {
 		return gateway.RequestResult{}, fmt.Errorf("mellat bpPayRequest: %w", &gateway.TransientError{Op: opRequest, HTTPStatus: status,
-			Err: fmt.Errorf("code 0 with a missing or malformed RefId %q", wire.Truncate(refID, 40))})
+			Err: fmt.Errorf("code 0 with a missing or malformed RefId %q", usertext.Cut(refID, 40))})
 	}
 	return gateway.RequestResult{Authority: refID, Code: code}, nil
 }
@@ -502,4 +503,4 @@ func validRefID(s string) bool {
 	return true
 }
 
-func quote(s string) string { return strconv.Quote(wire.Truncate(s, 40)) }
+func quote(s string) string { return strconv.Quote(usertext.Cut(s, 40)) }

@@ -10,8 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/kifpool/kifpool/internal/gateway"
 )
 
 // Caller runs the operations of one remote service (a bank) through one

@@ -30,6 +30,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/wire"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Name is the driver's stable name.
@@ -204,7 +205,7 @@ func (c *Client) Request(ctx context.Context, in gateway.RequestInput) (gateway.
 	tok := wire.FlexString(a.Token)
 	if !validToken(tok) {
 		return gateway.RequestResult{}, fmt.Errorf("sep token: %w", &gateway.TransientError{Op: opRequest, HTTPStatus: status,
-			Err: fmt.Errorf("status 1 with a missing or malformed token %q", wire.Truncate(tok, 40))})
+			Err: fmt.Errorf("status 1 with a missing or malformed token %q", usertext.Cut(tok, 40))})
 	}
 	return gateway.RequestResult{Authority: tok, Code: int(st)}, nil
 }
@@ -347,7 +348,7 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 			}
 			res.RefID = reference(d.RRN)
 			res.CardPANMasked = wire.MaskPAN(wire.FlexString(d.MaskedPan))
-			res.CardHash = wire.Truncate(wire.FlexString(d.HashedPan), 128)
+			res.CardHash = usertext.Cut(wire.FlexString(d.HashedPan), 128)
 			amount, ok := wire.FlexInt(d.OrginalAmount)
 			if !ok {
 				amount, ok = wire.FlexInt(d.OriginalAmount)
@@ -579,4 +580,4 @@ func validToken(s string) bool {
 	return true
 }
 
-func quote(s string) string { return strconv.Quote(wire.Truncate(s, 40)) }
+func quote(s string) string { return strconv.Quote(usertext.Cut(s, 40)) }

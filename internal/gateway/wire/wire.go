@@ -18,7 +18,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // MaxBody is how much of an answer is read (1 MiB).
@@ -141,7 +142,7 @@ func Clean(s string, n int) string {
 		space = false
 		b.WriteRune(r)
 	}
-	return Truncate(panRun.ReplaceAllStringFunc(strings.TrimSpace(b.String()), maskRun), n)
+	return usertext.Cut(panRun.ReplaceAllStringFunc(strings.TrimSpace(b.String()), maskRun), n)
 }
 
 // panRun is a run of digits that may be a card number (13 to 19 digits,
@@ -161,15 +162,6 @@ func maskRun(run string) string {
 		return run
 	}
 	return string(d[:6]) + strings.Repeat("*", len(d)-10) + string(d[len(d)-4:])
-}
-
-// Truncate cuts s to at most n runes.
-func Truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n])
 }
 
 // MaskPAN keeps a card number's first six and last four digits and masks

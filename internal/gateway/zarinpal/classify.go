@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/wire"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Gateway codes the driver branches on (see the reference, §1.8).
@@ -132,7 +133,7 @@ func requestResult(r reply) (gateway.RequestResult, error) {
 		return gateway.RequestResult{}, &gateway.TransientError{
 			Op:         opRequest,
 			HTTPStatus: r.status,
-			Err:        fmt.Errorf("code %d with a missing or malformed authority %q", r.code, truncateRunes(auth, 40)),
+			Err:        fmt.Errorf("code %d with a missing or malformed authority %q", r.code, usertext.Cut(auth, 40)),
 		}
 	}
 	return gateway.RequestResult{Authority: auth, Code: r.code, FeeRials: r.data.Fee.nonNegative()}, nil
@@ -149,8 +150,8 @@ func verifyResult(r reply) (gateway.VerifyResult, error) {
 			res.Outcome = gateway.VerifyAlreadyVerified
 		}
 		res.RefID = r.data.RefID.nonNegative()
-		res.CardPANMasked = truncateRunes(maskPAN(r.data.CardPAN.s), maxPANLen)
-		res.CardHash = truncateRunes(r.data.CardHash.s, maxHashLen)
+		res.CardPANMasked = usertext.Cut(maskPAN(r.data.CardPAN.s), maxPANLen)
+		res.CardHash = usertext.Cut(r.data.CardHash.s, maxHashLen)
 		res.FeeRials = r.data.Fee.nonNegative()
 	case r.code == codeNotPaid:
 		res.Outcome = gateway.VerifyNotPaid
@@ -191,7 +192,7 @@ func inquiryResult(r reply) (gateway.InquiryResult, error) {
 			Op: opInquiry, HTTPStatus: r.status, Err: fmt.Errorf("code %d without a status", r.code),
 		}
 	}
-	return gateway.InquiryResult{Code: r.code, Status: gateway.InquiryStatus(truncateRunes(st, 32))}, nil
+	return gateway.InquiryResult{Code: r.code, Status: gateway.InquiryStatus(usertext.Cut(st, 32))}, nil
 }
 
 // unverifiedResult classifies an unVerified.json reply. Entries without an

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Limits on what is kept from an answer's free text.
@@ -383,21 +382,6 @@ func redactUUIDs(s string) string {
 		i++
 	}
 	return b.String()
-}
-
-// truncateRunes cuts s to at most n runes.
-func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
 }
 
 const uuidLen = 36

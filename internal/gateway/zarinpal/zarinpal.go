@@ -24,6 +24,7 @@ import (
 	_ "time/tzdata" // Asia/Tehran on hosts without a zoneinfo database
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Well-known API bases for Config.BaseURL.
@@ -231,7 +232,7 @@ func (c *Client) newRequestBody(in gateway.RequestInput) (requestBody, error) {
 		MerchantID:  c.merchantID,
 		Amount:      in.AmountRials,
 		Currency:    currencyRial,
-		Description: truncateRunes(desc, maxDescription),
+		Description: usertext.Cut(desc, maxDescription),
 		CallbackURL: in.CallbackURL,
 	}
 	md := metadata{OrderID: in.OrderID, Email: strings.TrimSpace(in.Email), Mobile: strings.TrimSpace(in.Mobile)}
@@ -306,7 +307,7 @@ func (c *Client) ListUnverified(ctx context.Context) ([]gateway.Unverified, erro
 // quoteID quotes an authority for an error message, cut to a sane length
 // (it may come from an untrusted callback).
 func quoteID(s string) string {
-	return fmt.Sprintf("%q", truncateRunes(s, 40))
+	return fmt.Sprintf("%q", usertext.Cut(s, 40))
 }
 
 // post sends one JSON call and interprets the answer.

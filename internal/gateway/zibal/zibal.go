@@ -24,6 +24,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/wire"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // ProductionBaseURL is Zibal's API and payment page host.
@@ -138,7 +139,7 @@ func (c *Client) Request(ctx context.Context, in gateway.RequestInput) (gateway.
 	}
 	body := map[string]any{
 		"merchant": c.merchant, "amount": in.AmountRials, "callbackUrl": in.CallbackURL,
-		"description": wire.Truncate(strings.TrimSpace(in.Description), 500), "orderId": in.OrderID,
+		"description": usertext.Cut(strings.TrimSpace(in.Description), 500), "orderId": in.OrderID,
 	}
 	if m := strings.TrimSpace(in.Mobile); m != "" {
 		body["mobile"] = m
@@ -221,7 +222,7 @@ func (c *Client) details(res *gateway.VerifyResult, r reply) {
 	if a, ok := r.int(r.Amount); ok && a > 0 {
 		res.AmountRials = a
 	}
-	res.CardPANMasked = wire.Truncate(wire.MaskPAN(wire.FlexString(r.CardNumber)), 32)
+	res.CardPANMasked = usertext.Cut(wire.MaskPAN(wire.FlexString(r.CardNumber)), 32)
 }
 
 // Inquire reports a trackId's state: -1 waiting for the payer (IN_BANK),

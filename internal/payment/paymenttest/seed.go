@@ -123,3 +123,23 @@ func InListOrder(rows []SeedRow, oldest bool, keep func(SeedRow) bool) []SeedRow
 	})
 	return sel
 }
+
+// SeedFailed inserts n failed payments of 10,000 rials of the wallet,
+// created at SeedBase, in one statement: a table far larger than any
+// scenario writes (the dashboard's estimated counts). On PostgreSQL the
+// table's statistics are brought up to date after.
+func SeedFailed(t testing.TB, db *store.DB, userID, walletID, n int64) {
+	t.Helper()
+	err := db.Gorm.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+		INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+		SELECT 'many' || n, ?, ?, 10000, 'zarinpal', 'many' || n, 'failed', ?, ? FROM g`,
+		n, userID, walletID, SeedBase, SeedBase).Error
+	if err != nil {
+		t.Fatalf("seed %d failed payments: %v", n, err)
+	}
+	if db.Dialect == store.Postgres {
+		if err := db.Gorm.Exec(`ANALYZE payments`).Error; err != nil {
+			t.Fatalf("analyze payments: %v", err)
+		}
+	}
+}

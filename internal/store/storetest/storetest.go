@@ -190,3 +190,39 @@ func Count(t testing.TB, db *store.DB, sql string, args ...any) int64 {
 	}
 	return n
 }
+
+// Rows is how many rows each of tables holds: a snapshot for tests that
+// check a refused request wrote nothing anywhere, whatever table it could
+// have written.
+func Rows(t testing.TB, db *store.DB, tables ...string) map[string]int64 {
+	t.Helper()
+	out := make(map[string]int64, len(tables))
+	for _, table := range tables {
+		var n int64
+		if err := db.Gorm.Table(table).Count(&n).Error; err != nil {
+			t.Fatalf("count %s: %v", table, err)
+		}
+		out[table] = n
+	}
+	return out
+}
+
+// UnapplyLatest forgets that the latest migration was applied (its row in
+// goose's version table), as if this build's newest migration were
+// pending; the returned function records it applied again.
+func UnapplyLatest(t testing.TB, db *store.DB) (reapply func()) {
+	t.Helper()
+	var latest int64
+	if err := db.Gorm.Raw(`SELECT MAX(version_id) FROM goose_db_version`).Scan(&latest).Error; err != nil {
+		t.Fatalf("latest migration: %v", err)
+	}
+	if err := db.Gorm.Exec(`DELETE FROM goose_db_version WHERE version_id = ?`, latest).Error; err != nil {
+		t.Fatalf("unapply migration %d: %v", latest, err)
+	}
+	return func() {
+		t.Helper()
+		if err := db.Gorm.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, latest).Error; err != nil {
+			t.Fatalf("reapply migration %d: %v", latest, err)
+		}
+	}
+}

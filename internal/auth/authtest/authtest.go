@@ -1,0 +1,137 @@
+// Package authtest reads and writes what internal/auth keeps (users,
+// sessions, password reset links, the throttles, the admins' recovery
+// codes) for tests above it: the web app's tests ask for a user by e-mail
+// or count the sessions through these typed helpers, never by SQL, so
+// that a change of auth's tables touches auth and this package only.
+// Each helper fails the test on a database error.
+package authtest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// User is the user with that e-mail address (as stored).
+func User(t testing.TB, db *store.DB, email string) auth.User {
+	t.Helper()
+	var us []auth.User
+	if err := db.Gorm.Table("users").Where("email = ?", email).Limit(1).Find(&us).Error; err != nil {
+		t.Fatalf("read user %s: %v", email, err)
+	}
+	if len(us) == 0 {
+		t.Fatalf("no user %s", email)
+	}
+	return us[0]
+}
+
+// UserID is the id of the user with that e-mail address.
+func UserID(t testing.TB, db *store.DB, email string) int64 {
+	t.Helper()
+	return User(t, db, email).ID
+}
+
+// Users is every user, oldest first.
+func Users(t testing.TB, db *store.DB) []auth.User {
+	t.Helper()
+	var us []auth.User
+	if err := db.Gorm.Table("users").Order("id").Find(&us).Error; err != nil {
+		t.Fatalf("read users: %v", err)
+	}
+	return us
+}
+
+// CountUsers is how many users keep keeps (every user with nil).
+func CountUsers(t testing.TB, db *store.DB, keep func(auth.User) bool) int64 {
+	t.Helper()
+	var n int64
+	for _, u := range Users(t, db) {
+		if keep == nil || keep(u) {
+			n++
+		}
+	}
+	return n
+}
+
+// SetEmail changes a user's stored address past the sign-up's checks: a
+// lookalike address an older version let in.
+func SetEmail(t testing.TB, db *store.DB, from, to string) {
+	t.Helper()
+	if err := db.Gorm.Table("users").Where("email = ?", from).Update("email", to).Error; err != nil {
+		t.Fatalf("set the address of %s: %v", from, err)
+	}
+}
+
+// Sessions is every session, of every user, oldest first.
+func Sessions(t testing.TB, db *store.DB) []auth.Session {
+	t.Helper()
+	var ss []auth.Session
+	if err := db.Gorm.Table("sessions").Order("id").Find(&ss).Error; err != nil {
+		t.Fatalf("read sessions: %v", err)
+	}
+	return ss
+}
+
+// CountSessions is how many sessions there are, of every user.
+func CountSessions(t testing.TB, db *store.DB) int64 {
+	t.Helper()
+	return int64(len(Sessions(t, db)))
+}
+
+// Reset is a password reset link as stored: the hash of its token only.
+type Reset struct {
+	ID        int64
+	UserID    int64
+	TokenHash string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+// Resets is every reset link, oldest first.
+func Resets(t testing.TB, db *store.DB) []Reset {
+	t.Helper()
+	var rs []Reset
+	if err := db.Gorm.Table("password_resets").Order("id").Find(&rs).Error; err != nil {
+		t.Fatalf("read password resets: %v", err)
+	}
+	return rs
+}
+
+// Throttles is how many throttle keys start with prefix (a whole key
+// counts as its own prefix).
+func Throttles(t testing.TB, db *store.DB, prefix string) int64 {
+	t.Helper()
+	var keys []string
+	if err := db.Gorm.Table("auth_throttles").Pluck("key", &keys).Error; err != nil {
+		t.Fatalf("read throttles: %v", err)
+	}
+	var n int64
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// RecoveryCode is an admin's recovery code as stored: its hash only.
+type RecoveryCode struct {
+	ID       int64
+	UserID   int64
+	CodeHash string
+	UsedAt   *time.Time
+}
+
+// RecoveryCodes is every recovery code, of every admin.
+func RecoveryCodes(t testing.TB, db *store.DB) []RecoveryCode {
+	t.Helper()
+	var rs []RecoveryCode
+	if err := db.Gorm.Table("recovery_codes").Order("id").Find(&rs).Error; err != nil {
+		t.Fatalf("read recovery codes: %v", err)
+	}
+	return rs
+}

@@ -1,0 +1,184 @@
+package paymenttest
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/store"
+)
+
+// Typed reads of the payments table for tests above the payment layer
+// (the web app's, the e2e suite's): a test asks for a payment by what it
+// knows (its authority, public id, row id, or "the newest") and reads the
+// fields it checks, so that no test outside the stores spells the table
+// or its columns. Each fails the test when the payment is not there.
+
+// All is every payment, oldest first.
+func All(t testing.TB, db *store.DB) []payment.Payment {
+	t.Helper()
+	var ps []payment.Payment
+	if err := db.Gorm.Table("payments").Order("id").Find(&ps).Error; err != nil {
+		t.Fatalf("read payments: %v", err)
+	}
+	return ps
+}
+
+// First is the oldest payment.
+func First(t testing.TB, db *store.DB) payment.Payment {
+	t.Helper()
+	return one(t, db, "the first payment", "1 = 1", "id")
+}
+
+// Last is the newest payment.
+func Last(t testing.TB, db *store.DB) payment.Payment {
+	t.Helper()
+	return one(t, db, "the last payment", "1 = 1", "id DESC")
+}
+
+// ByAuthority is the payment the bank knows by authority.
+func ByAuthority(t testing.TB, db *store.DB, authority string) payment.Payment {
+	t.Helper()
+	return one(t, db, "payment with authority "+authority, "authority = ?", "id", authority)
+}
+
+// ByPublicID is the payment with that public id.
+func ByPublicID(t testing.TB, db *store.DB, publicID string) payment.Payment {
+	t.Helper()
+	return one(t, db, "payment "+publicID, "public_id = ?", "id", publicID)
+}
+
+// ByID is the payment with that row id.
+func ByID(t testing.TB, db *store.DB, id int64) payment.Payment {
+	t.Helper()
+	return one(t, db, "payment row", "id = ?", "id", id)
+}
+
+// Status is the status of the payment with that row id.
+func Status(t testing.TB, db *store.DB, id int64) payment.Status {
+	t.Helper()
+	return ByID(t, db, id).Status
+}
+
+// ForceAll puts every payment into status, as the state machine would
+// have (ForceStatus, one by one).
+func ForceAll(t testing.TB, db *store.DB, status, reason string) {
+	t.Helper()
+	for _, p := range All(t, db) {
+		ForceStatus(t, db, p.ID, status, reason)
+	}
+}
+
+func one(t testing.TB, db *store.DB, what, where, order string, args ...any) payment.Payment {
+	t.Helper()
+	var ps []payment.Payment
+	if err := db.Gorm.Table("payments").Where(where, args...).Order(order).Limit(1).Find(&ps).Error; err != nil {
+		t.Fatalf("read %s: %v", what, err)
+	}
+	if len(ps) == 0 {
+		t.Fatalf("no %s", what)
+	}
+	return ps[0]
+}
+
+// Count is how many payments are in one of statuses (every payment with
+// none).
+func Count(t testing.TB, db *store.DB, statuses ...payment.Status) int64 {
+	t.Helper()
+	var n int64
+	for _, p := range All(t, db) {
+		if len(statuses) == 0 || slices.Contains(statuses, p.Status) {
+			n++
+		}
+	}
+	return n
+}
+
+// AllCalls is every recorded bank attempt (gateway_calls), oldest first.
+func AllCalls(t testing.TB, db *store.DB) []payment.GatewayCall {
+	t.Helper()
+	var out []payment.GatewayCall
+	if err := db.Gorm.Table("gateway_calls").Order("id").Find(&out).Error; err != nil {
+		t.Fatalf("read gateway calls: %v", err)
+	}
+	return out
+}
+
+// CountCalls is how many recorded bank attempts are of operation op (any
+// with "") and ended in one of outcomes (any with none).
+func CountCalls(t testing.TB, db *store.DB, op string, outcomes ...string) int64 {
+	t.Helper()
+	var n int64
+	for _, c := range AllCalls(t, db) {
+		if (op == "" || c.Operation == op) && (len(outcomes) == 0 || slices.Contains(outcomes, c.Outcome)) {
+			n++
+		}
+	}
+	return n
+}
+
+// CallsOf is a payment's recorded bank attempts, oldest first (Calls,
+// failing the test on an error).
+func CallsOf(t testing.TB, db *store.DB, paymentID int64) []payment.GatewayCall {
+	t.Helper()
+	out, err := Calls(context.Background(), db, paymentID)
+	if err != nil {
+		t.Fatalf("read gateway calls of payment %d: %v", paymentID, err)
+	}
+	return out
+}
+
+// LastEvent is a payment's latest status change.
+func LastEvent(t testing.TB, db *store.DB, paymentID int64) payment.Event {
+	t.Helper()
+	evs, err := Events(context.Background(), db, paymentID)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("events of payment %d: %d, %v", paymentID, len(evs), err)
+	}
+	return evs[len(evs)-1]
+}
+
+// Reconciles are the stored reconciliation reports, oldest first.
+func Reconciles(t testing.TB, db *store.DB) []payment.ReconcileReport {
+	t.Helper()
+	var out []payment.ReconcileReport
+	if err := db.Gorm.Table("reconcile_reports").Order("id").Find(&out).Error; err != nil {
+		t.Fatalf("read reconciliation reports: %v", err)
+	}
+	return out
+}
+
+// CountCallsOf is CountCalls for one payment's attempts.
+func CountCallsOf(t testing.TB, db *store.DB, paymentID int64, op string, outcomes ...string) int64 {
+	t.Helper()
+	var n int64
+	for _, c := range CallsOf(t, db, paymentID) {
+		if (op == "" || c.Operation == op) && (len(outcomes) == 0 || slices.Contains(outcomes, c.Outcome)) {
+			n++
+		}
+	}
+	return n
+}
+
+// Select is every payment keep keeps, oldest first.
+func Select(t testing.TB, db *store.DB, keep func(payment.Payment) bool) []payment.Payment {
+	t.Helper()
+	var out []payment.Payment
+	for _, p := range All(t, db) {
+		if keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ReleaseLease ends a payment's lease, as if its holder's time had run
+// out.
+func ReleaseLease(t testing.TB, db *store.DB, paymentID int64) {
+	t.Helper()
+	if err := db.Gorm.Table("payments").Where("id = ?", paymentID).
+		Updates(map[string]any{"lease_until": nil, "lease_owner": ""}).Error; err != nil {
+		t.Fatalf("release the lease of payment %d: %v", paymentID, err)
+	}
+}

@@ -1,0 +1,121 @@
+package account_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// Issue 31, item 9: for an admin, a new password and a new API token each
+// need a fresh second factor typed in the same form. A session that has
+// only the admin's password (it never passed the second factor) can do
+// neither: no password change (which would sign the real admin out
+// everywhere), no token. The admin, with a fresh code, can; the code is
+// spent (the same code twice is refused). And an admin's API token never
+// opens /admin.
+func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := paymenttest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		const email, pw = "boss@example.com", "correct horse battery"
+		if _, err := app.Server.Auth.SignUp(context.Background(), email, pw, "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignIn(email, pw)
+		admin.PassAdminChecks(email)
+		code := func() string {
+			clock.Advance(30 * time.Second)
+			return apptest.AdminTOTPCodeAt(t, db, email, app.Server.Clock.Now)
+		}
+		tokens := func() int64 { return int64(len(app.Tokens(t))) }
+		adminWorks := func(what string) {
+			t.Helper()
+			if r := admin.Get(routes.Admin); r.Status != http.StatusOK {
+				t.Fatalf("%s: the admin's own session gets %d on /admin", what, r.Status)
+			}
+		}
+
+		intruder := app.NewClient(t) // knows the password only
+		intruder.SignIn(email, pw)
+		page := intruder.Get(routes.AccountPassword)
+		if apptest.Parse(page.Body).TestID("password-code") == nil {
+			t.Fatalf("an admin's password form asks for no code:\n%s", page.Body)
+		}
+		for _, guess := range []string{"", "000000", "AAAA-BBBB-CCCC-DDDD"} {
+			r := intruder.Submit(routes.AccountPassword, routes.AccountPassword, url.Values{
+				"current_password": {pw}, "new_password": {"a brand new password"}, "code": {guess}})
+			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("form-error") == nil {
+				t.Fatalf("password change with code %q and the password only: %d", guess, r.Status)
+			}
+		}
+		adminWorks("after the intruder's password changes")
+		if apptest.Parse(intruder.Get(routes.Tokens).Body).TestID("token-code") == nil {
+			t.Fatal("an admin's token form asks for no code")
+		}
+		for _, guess := range []string{"", "123456"} {
+			r := intruder.Submit(routes.Tokens, routes.Tokens, url.Values{
+				"name": {"mine"}, "scope": {"read"}, "password": {pw}, "code": {guess}})
+			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("new-token") != nil {
+				t.Fatalf("token with code %q and the password only: %d", guess, r.Status)
+			}
+		}
+		if n := tokens(); n != 0 {
+			t.Fatalf("%d tokens made with the password only", n)
+		}
+
+		// The admin, with a fresh code: a token (once per code).
+		c := code()
+		r := admin.Submit(routes.Tokens, routes.Tokens, url.Values{"name": {"ops"}, "scope": {"read"}, "password": {pw}, "code": {c}})
+		tok := apptest.Parse(r.Body).TestID("new-token")
+		if r.Status != http.StatusOK || tok == nil {
+			t.Fatalf("the admin's token with a fresh code: %d", r.Status)
+		}
+		if r := admin.Submit(routes.Tokens, routes.Tokens, url.Values{"name": {"again"}, "scope": {"read"}, "password": {pw}, "code": {c}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("the same code again: %d", r.Status)
+		}
+		if n := tokens(); n != 1 {
+			t.Fatalf("%d tokens, want 1", n)
+		}
+
+		// The admin's API token never reaches /admin, as a bearer token or
+		// in place of a session cookie.
+		for _, path := range []string{routes.Admin, routes.AdminPayments} {
+			req, _ := http.NewRequest(http.MethodGet, app.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok.Text())
+			resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Fatalf("%s with the admin's API token: %d", path, resp.StatusCode)
+			}
+			req, _ = http.NewRequest(http.MethodGet, app.URL+path, nil)
+			req.AddCookie(&http.Cookie{Name: "kp_session", Value: tok.Text()})
+			if r := app.NewClient(t).Do(req); r.Status == http.StatusOK {
+				t.Fatalf("%s with the admin's API token as a cookie: %d", path, r.Status)
+			}
+		}
+
+		// The admin, with a fresh code: a new password.
+		r = admin.Submit(routes.AccountPassword, routes.AccountPassword, url.Values{
+			"current_password": {pw}, "new_password": {"a brand new password"}, "code": {code()}})
+		if r.Status != http.StatusSeeOther {
+			t.Fatalf("the admin's password change with a fresh code: %d\n%s", r.Status, r.Body)
+		}
+		if r := intruder.Get(routes.Account); r.Status != http.StatusSeeOther {
+			t.Fatalf("the intruder's session outlived the new password: %d", r.Status)
+		}
+	})
+}

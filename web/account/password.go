@@ -1,0 +1,197 @@
+package account
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
+)
+
+// errWrongPassword: the password typed to confirm an act is wrong.
+var errWrongPassword = errors.New("wrong password")
+
+// passwordKey is the message of a password rule the new password broke,
+// or "".
+func passwordKey(err error) string {
+	switch {
+	case errors.Is(err, auth.ErrPasswordTooShort):
+		return "signup.error_password_short"
+	case errors.Is(err, auth.ErrPasswordTooLong):
+		return "signup.error_password_long"
+	case errors.Is(err, auth.ErrPasswordTooSimple):
+		return "signup.error_password_simple"
+	case errors.Is(err, auth.ErrPasswordCommon):
+		return "signup.error_password_common"
+	case errors.Is(err, auth.ErrPasswordSame):
+		return "password.same"
+	}
+	return ""
+}
+
+// refusal is a form's answer to a refused act: its message, the field it
+// is about and the status.
+type refusal struct {
+	key    string
+	args   []any
+	status int
+}
+
+// freshSecondFactor asks an admin (only) for a fresh second factor before
+// an act that changes their credentials (a new password, a new API
+// token): the form's code is spent whatever the session passed before, so
+// that someone holding only the admin's password cannot sign the admin
+// out everywhere or mint a lasting credential. A refusal changes nothing.
+func (h *handlers) freshSecondFactor(c *fiber.Ctx, u *auth.User) (*refusal, error) {
+	if !u.IsAdmin() {
+		return nil, nil
+	}
+	err := h.Auth.ConfirmSecondFactor(c.UserContext(), u.ID, c.FormValue("code"))
+	var throttled *auth.ThrottledError
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.As(err, &throttled):
+		return &refusal{"fresh2fa.throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}, fiber.StatusTooManyRequests}, nil
+	case errors.Is(err, auth.ErrCodeInvalid):
+		h.Log.WarnContext(c.UserContext(), "admin's fresh second factor refused", "user", u.ID, "path", c.Path())
+		return &refusal{"fresh2fa.wrong", nil, fiber.StatusUnprocessableEntity}, nil
+	case errors.Is(err, auth.ErrTOTPNotEnrolled):
+		return &refusal{"fresh2fa.not_enrolled", nil, fiber.StatusUnprocessableEntity}, nil
+	}
+	return nil, err
+}
+
+func (h *handlers) passwordForm(c *fiber.Ctx) error {
+	return h.Render(c, fiber.StatusOK, views.PasswordChange(h.Page(c, "password.change_title"), views.PasswordView{}))
+}
+
+// changePassword checks the current password, sets the new one, signs
+// every other browser out and revokes every API token, then says so on the
+// account page. This browser stays signed in on a new session: a copy of
+// its old session cookie (the thief's) dies with the others.
+//
+// An admin types a fresh second factor too (freshSecondFactor), checked
+// first: a wrong code spends no password attempt and changes nothing.
+func (h *handlers) changePassword(c *fiber.Ctx) error {
+	u := h.User(c)
+	if r, err := h.freshSecondFactor(c, u); err != nil {
+		return err
+	} else if r != nil {
+		return h.Render(c, r.status, views.PasswordChange(h.Page(c, "password.change_title"),
+			views.PasswordView{ErrorKey: r.key, ErrorArgs: r.args, ErrorField: "code"}))
+	}
+	ended, err := h.Auth.ChangePassword(c.UserContext(), u.ID, h.SessionToken(c),
+		c.FormValue("current_password"), c.FormValue("new_password"))
+	var throttled *auth.ThrottledError
+	v := views.PasswordView{}
+	status := fiber.StatusUnprocessableEntity
+	switch {
+	case err == nil:
+		h.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+		return h.startSession(c, *u, routes.Account+"?done=password")
+	case errors.As(err, &throttled):
+		status = fiber.StatusTooManyRequests
+		v.ErrorKey, v.ErrorArgs, v.ErrorField = "password.throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}, "current_password"
+	case errors.Is(err, auth.ErrBadCredentials):
+		v.ErrorKey, v.ErrorField = "password.wrong_current", "current_password"
+	case passwordKey(err) != "":
+		v.ErrorKey, v.ErrorField = passwordKey(err), "new_password"
+	default:
+		return err
+	}
+	return h.Render(c, status, views.PasswordChange(h.Page(c, "password.change_title"), v))
+}
+
+func (h *handlers) forgotForm(c *fiber.Ctx) error {
+	return h.Render(c, fiber.StatusOK, views.Forgot(h.Page(c, "forgot.title"), views.ForgotView{}))
+}
+
+// forgot queues a reset link if an account has the address, and answers
+// the same either way (the answer never says whether it exists).
+func (h *handlers) forgot(c *fiber.Ctx) error {
+	email := c.FormValue("email")
+	err := h.Auth.RequestReset(c.UserContext(), email, h.ClientIP(c))
+	var throttled *auth.ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		secs := seam.RetryAfter(c, throttled.RetryAfter)
+		return h.Render(c, fiber.StatusTooManyRequests, views.Forgot(h.Page(c, "forgot.title"),
+			views.ForgotView{Email: email, ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
+	case err != nil:
+		return err
+	}
+	if h.MailQueued != nil {
+		h.MailQueued()
+	}
+	return h.Render(c, fiber.StatusOK, views.Forgot(h.Page(c, "forgot.title"), views.ForgotView{Sent: true}))
+}
+
+// resetForm shows the new-password form of a live reset link. The page is
+// never cached, and like every page (Referrer-Policy: same-origin) sends
+// no Referer to another site (the link is a secret).
+func (h *handlers) resetForm(c *fiber.Ctx) error {
+	tok := c.Params("token")
+	u, err := h.Auth.CheckReset(c.UserContext(), tok)
+	if errors.Is(err, auth.ErrResetInvalid) {
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
+	}
+	if err != nil {
+		return err
+	}
+	return h.Render(c, fiber.StatusOK, views.Reset(h.Page(c, "reset.title"), views.ResetView{Token: tok, Email: u.Email}))
+}
+
+// reset uses the link once: new password, every session ended, every API
+// token revoked; then the sign-in page says so.
+func (h *handlers) reset(c *fiber.Ctx) error {
+	tok := c.Params("token")
+	if _, err := h.Auth.CheckReset(c.UserContext(), tok); errors.Is(err, auth.ErrResetInvalid) {
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
+	} else if err != nil {
+		return err
+	}
+	u, ended, err := h.Auth.ResetPassword(c.UserContext(), tok, c.FormValue("password"))
+	switch {
+	case errors.Is(err, auth.ErrResetInvalid):
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
+	case passwordKey(err) != "":
+		v := views.ResetView{Token: tok, ErrorKey: passwordKey(err)}
+		if cu, err := h.Auth.CheckReset(c.UserContext(), tok); err == nil {
+			v.Email = cu.Email
+		}
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.Reset(h.Page(c, "reset.title"), v))
+	case err != nil:
+		return err
+	}
+	h.Log.InfoContext(c.UserContext(), "password reset by e-mail link", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+	// This browser's session (if any) ended with the others.
+	h.SignedOut(c)
+	return c.Redirect(routes.SignIn+"?done=reset", fiber.StatusSeeOther)
+}
+
+// resetLimited is a reset link's form again, saying how long to wait: its
+// submits count against the client's sign-in limit.
+func (h *handlers) resetLimited(c *fiber.Ctx, tok string, secs int64) error {
+	u, err := h.Auth.CheckReset(c.UserContext(), tok)
+	if errors.Is(err, auth.ErrResetInvalid) {
+		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))
+	}
+	if err != nil {
+		return err
+	}
+	return h.Render(c, fiber.StatusTooManyRequests, views.Reset(h.Page(c, "reset.title"),
+		views.ResetView{Token: tok, Email: u.Email, ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
+}
+
+// setReceipts turns receipts by e-mail on or off.
+func (h *handlers) setReceipts(c *fiber.Ctx) error {
+	on := c.FormValue("receipts") == "on"
+	if err := h.Auth.SetReceipts(c.UserContext(), h.User(c).ID, on); err != nil {
+		return err
+	}
+	return c.Redirect(routes.Account+"?done=receipts", fiber.StatusSeeOther)
+}

@@ -1,0 +1,144 @@
+package account
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/views"
+)
+
+func (h *handlers) signUpForm(c *fiber.Ctx) error {
+	if h.User(c) != nil {
+		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
+	}
+	return h.Render(c, fiber.StatusOK, views.SignUp(h.Page(c, "signup.title"), views.AuthForm{}))
+}
+
+func (h *handlers) signUp(c *fiber.Ctx) error {
+	email, password := c.FormValue("email"), c.FormValue("password")
+	u, err := h.Auth.SignUp(c.UserContext(), email, password, auth.RoleUser, string(h.Lang(c)))
+	if err != nil {
+		key := ""
+		switch {
+		case errors.Is(err, auth.ErrEmailInvalid):
+			key = "signup.error_email"
+		case errors.Is(err, auth.ErrEmailTaken):
+			key = "signup.error_taken"
+		case errors.Is(err, auth.ErrPasswordTooShort):
+			key = "signup.error_password_short"
+		case errors.Is(err, auth.ErrPasswordTooLong):
+			key = "signup.error_password_long"
+		case errors.Is(err, auth.ErrPasswordTooSimple):
+			key = "signup.error_password_simple"
+		case errors.Is(err, auth.ErrPasswordCommon):
+			key = "signup.error_password_common"
+		default:
+			return err
+		}
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.SignUp(h.Page(c, "signup.title"), views.AuthForm{Email: email, ErrorKey: key}))
+	}
+	h.Log.InfoContext(c.UserContext(), "user signed up", "user", u.ID)
+	return h.startSession(c, u, routes.Wallet)
+}
+
+func (h *handlers) signInForm(c *fiber.Ctx) error {
+	if h.User(c) != nil {
+		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
+	}
+	f := views.AuthForm{Next: h.nextParam(c)}
+	if c.Query("done") == "reset" {
+		f.Notice = "reset.done"
+	}
+	return h.Render(c, fiber.StatusOK, views.SignIn(h.Page(c, "signin.title"), f))
+}
+
+func (h *handlers) signIn(c *fiber.Ctx) error {
+	email := c.FormValue("email")
+	u, err := h.Auth.Authenticate(c.UserContext(), email, c.FormValue("password"))
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		secs := int64(throttled.RetryAfter.Seconds() + 0.999)
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
+		h.Log.Warn("sign-in throttled", "retry_after_s", secs)
+		return h.Render(c, fiber.StatusTooManyRequests, views.SignIn(h.Page(c, "signin.title"),
+			views.AuthForm{Email: email, ErrorKey: "signin.throttled", ErrorArgs: []any{"seconds", secs}, Next: h.nextParam(c)}))
+	}
+	if errors.Is(err, auth.ErrBadCredentials) {
+		return h.Render(c, fiber.StatusUnauthorized, views.SignIn(h.Page(c, "signin.title"), views.AuthForm{Email: email, ErrorKey: "signin.error", Next: h.nextParam(c)}))
+	}
+	if err != nil {
+		return err
+	}
+	next := c.Query("next")
+	if !h.SafeNext(next) {
+		next = routes.Wallet
+	}
+	return h.startSession(c, u, next)
+}
+
+// startSession signs the browser in with a brand-new session (the old one,
+// if any, is ended: no session fixation) and a new CSRF cookie.
+func (h *handlers) startSession(c *fiber.Ctx, u auth.User, next string) error {
+	_ = h.Auth.EndSession(c.UserContext(), h.SessionToken(c))
+	tok, exp, err := h.Auth.NewSession(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	h.PassSession(c, tok, exp)
+	return c.Redirect(next, fiber.StatusSeeOther)
+}
+
+func (h *handlers) signOut(c *fiber.Ctx) error {
+	if err := h.Auth.EndSession(c.UserContext(), h.SessionToken(c)); err != nil {
+		return err
+	}
+	h.SignedOut(c)
+	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
+}
+
+// accountPage shows the signed-in account and offers to sign out
+// everywhere.
+func (h *handlers) accountPage(c *fiber.Ctx) error {
+	u := h.User(c)
+	n, err := h.Auth.CountSessions(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	on, err := h.Auth.ReceiptsEnabled(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	v := views.AccountView{Email: u.Email, Sessions: n, Receipts: on}
+	switch c.Query("done") {
+	case "password":
+		v.Notice = "password.changed"
+	case "receipts":
+		v.Notice = "account.receipts_saved"
+	}
+	return h.Render(c, fiber.StatusOK, views.Account(h.Page(c, "account.title"), v))
+}
+
+// signOutEverywhere ends every session of the user, on every device and
+// instance, this one included.
+func (h *handlers) signOutEverywhere(c *fiber.Ctx) error {
+	u := h.User(c)
+	n, err := h.Auth.EndAllSessions(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	h.Log.Info("user signed out everywhere", "user", u.ID, "sessions", n)
+	h.SignedOut(c)
+	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
+}
+
+// nextParam is the page to return to after signing in, if it is safe.
+func (h *handlers) nextParam(c *fiber.Ctx) string {
+	if n := c.Query("next"); h.SafeNext(n) {
+		return n
+	}
+	return ""
+}

@@ -1,0 +1,198 @@
+package account
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
+)
+
+// WebhookRow is an endpoint as the pages list it, the user's own page and
+// the admin's alike.
+func WebhookRow(e webhook.Endpoint, owner string, pending, failed int64) views.WebhookRow {
+	state := "active"
+	switch {
+	case e.DisabledAt != nil:
+		state = "disabled"
+	case e.FailingSince != nil:
+		state = "failing"
+	}
+	return views.WebhookRow{ID: e.ID, URL: e.URL, Events: e.EventTypes(), Owner: owner, State: state, ByAdmin: e.DisabledByAdmin(),
+		CreatedAt: e.CreatedAt, FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, Pending: pending, Failed: failed}
+}
+
+// webhooksView fills the page's lists for the signed-in user.
+func (h *handlers) webhooksView(c *fiber.Ctx, v views.WebhooksView) (views.WebhooksView, error) {
+	uid := h.User(c).ID
+	v.EventTypes, v.Loopback = webhook.Types(), h.Webhooks.AllowLoopback()
+	eps, err := h.Webhooks.ForUser(c.UserContext(), uid)
+	if err != nil {
+		return v, err
+	}
+	for _, e := range eps {
+		v.Endpoints = append(v.Endpoints, WebhookRow(e, "", 0, 0))
+	}
+	origins, err := h.Webhooks.Origins(c.UserContext(), uid)
+	if err != nil {
+		return v, err
+	}
+	for _, o := range origins {
+		v.Origins = append(v.Origins, views.OriginRow{ID: o.ID, Origin: o.Origin})
+	}
+	return v, nil
+}
+
+func (h *handlers) renderWebhooks(c *fiber.Ctx, status int, v views.WebhooksView) error {
+	v, err := h.webhooksView(c, v)
+	if err != nil {
+		return err
+	}
+	return h.Render(c, status, views.Webhooks(h.Page(c, "webhooks.title"), v))
+}
+
+var webhookNotices = map[string]string{
+	"created": "webhooks.created", "disabled": "webhooks.disabled", "enabled": "webhooks.enabled", "deleted": "webhooks.deleted",
+	"origin": "webhooks.origin_added",
+}
+
+// webhooksPage is /account/webhooks: the user's endpoints and return
+// origins.
+func (h *handlers) webhooksPage(c *fiber.Ctx) error {
+	return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Notice: webhookNotices[c.Query("done")]})
+}
+
+// webhookErrorKey is the sentence of a refused URL or origin.
+func webhookErrorKey(err error) string {
+	switch {
+	case errors.Is(err, webhook.ErrURLScheme):
+		return "webhooks.error_scheme"
+	case errors.Is(err, webhook.ErrURLPrivate):
+		return "webhooks.error_private"
+	case errors.Is(err, webhook.ErrNoEvents), errors.Is(err, webhook.ErrBadEvent):
+		return "webhooks.error_events"
+	case errors.Is(err, webhook.ErrTooMany):
+		return "webhooks.error_too_many"
+	case errors.Is(err, webhook.ErrOriginFormat):
+		return "webhooks.error_origin"
+	case errors.Is(err, webhook.ErrDuplicate):
+		return "webhooks.error_duplicate"
+	case errors.Is(err, webhook.ErrURLInvalid):
+		return "webhooks.error_url"
+	}
+	return ""
+}
+
+// createWebhook registers an endpoint and shows its signing secret once
+// (rendered, never redirected: the secret is in no URL and no later page).
+func (h *handlers) createWebhook(c *fiber.Ctx) error {
+	form := views.WebhookForm{URL: c.FormValue("url")}
+	for _, e := range c.Request().PostArgs().PeekMulti("events") {
+		form.Events = append(form.Events, string(e))
+	}
+	ep, secret, err := h.Webhooks.Create(c.UserContext(), h.User(c).ID, form.URL, form.Events)
+	if errors.Is(err, webhook.ErrDisabledByAdmin) {
+		form.ErrorKey = "webhooks.error_add_by_admin"
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{Form: form})
+	}
+	if err != nil {
+		if form.ErrorKey = webhookErrorKey(err); form.ErrorKey == "" {
+			return err
+		}
+		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{Form: form})
+	}
+	h.Log.Info("webhook endpoint created", "user", h.User(c).ID, "endpoint", ep.ID)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{NewSecret: secret, NewURL: ep.URL})
+}
+
+// disableWebhook stops one of the user's endpoints.
+func (h *handlers) disableWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := h.Webhooks.Disable(c.UserContext(), h.User(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return c.Redirect(routes.Webhooks+"?done=disabled", fiber.StatusSeeOther)
+}
+
+// enableWebhook brings back one of the user's endpoints that they
+// disabled or that is marked failing. One an administrator disabled stays
+// disabled (409, the page says so); re-enabling past the limit of enabled
+// endpoints is refused (422).
+func (h *handlers) enableWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := h.Webhooks.Enable(c.UserContext(), h.User(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrDisabledByAdmin):
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_by_admin"})
+	case errors.Is(err, webhook.ErrTooMany):
+		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{ListErrorKey: "webhooks.error_too_many"})
+	case err != nil:
+		return err
+	}
+	h.Log.Info("webhook endpoint enabled", "user", h.User(c).ID, "endpoint", id)
+	return c.Redirect(routes.Webhooks+"?done=enabled", fiber.StatusSeeOther)
+}
+
+// deleteWebhook removes one of the user's endpoints with its log; one an
+// administrator disabled stays (409, the page says so): it binds its URL.
+func (h *handlers) deleteWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := h.Webhooks.Delete(c.UserContext(), h.User(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrDisabledByAdmin):
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_del_by_admin"})
+	case err != nil:
+		return err
+	}
+	return c.Redirect(routes.Webhooks+"?done=deleted", fiber.StatusSeeOther)
+}
+
+// addReturnOrigin registers an origin for return_url (field
+// return_origin).
+func (h *handlers) addReturnOrigin(c *fiber.Ctx) error {
+	raw := c.FormValue("return_origin")
+	if _, err := h.Webhooks.AddOrigin(c.UserContext(), h.User(c).ID, raw); err != nil {
+		key := webhookErrorKey(err)
+		if key == "" {
+			return err
+		}
+		if key == "webhooks.error_url" {
+			key = "webhooks.error_origin"
+		}
+		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{OriginValue: raw, OriginErrorKey: key})
+	}
+	return c.Redirect(routes.Webhooks+"?done=origin", fiber.StatusSeeOther)
+}
+
+// deleteReturnOrigin removes one of the user's return origins.
+func (h *handlers) deleteReturnOrigin(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
+	if err != nil {
+		return err
+	}
+	switch err := h.Webhooks.DeleteOrigin(c.UserContext(), h.User(c).ID, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return c.Redirect(routes.Webhooks+"?done=deleted", fiber.StatusSeeOther)
+}

@@ -1,0 +1,108 @@
+package admin_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		ctx := context.Background()
+		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
+		// Two payments put under review (say, an unclear bank answer):
+		// one the payer did pay, one never paid.
+		user, paidURL := app.StartTopUp(t, "review@example.com", "20000")
+		csrf, token := user.TopUpForm()
+		unpaid := user.PostTopUp(csrf, token, "30000")
+		if _, err := app.Server.Bank.Pay(apptest.Authority(paidURL)); err != nil {
+			t.Fatal(err)
+		}
+		paymenttest.ForceAll(t, db, "needs_review", "verify_rejected")
+		byAmount := func(rials int64) string {
+			return paymenttest.Select(t, db, func(p payment.Payment) bool { return p.AmountRials == rials })[0].PublicID
+		}
+		paidID, unpaidID := byAmount(200000), byAmount(300000)
+		_ = unpaid
+
+		list := admin.Get(routes.Admin)
+		if strings.Count(list.Body, `data-testid="admin-recheck"`) != 2 {
+			t.Fatalf("admin page does not offer a recheck for both payments")
+		}
+		adminCSRF := apptest.Input(list.Body, "_csrf")
+		post := func(c *apptest.Client, path string, form url.Values) apptest.Response {
+			form.Set("_csrf", adminCSRF)
+			return c.Post(path, form)
+		}
+		// Someone else cannot act (the page does not exist for them).
+		if r := user.Post(routes.AdminPaymentRecheck(paidID), url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
+			t.Fatalf("non-admin recheck: %d", r.Status)
+		}
+		// Recheck the paid one: the bank confirms, it is credited.
+		if r := post(admin, routes.AdminPaymentRecheck(paidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_credited" {
+			t.Fatalf("recheck paid: %d %q", r.Status, r.Location)
+		}
+		if user.Balance() != 200_000 {
+			t.Fatalf("balance %d after the recheck", user.Balance())
+		}
+		// Recheck the unpaid one: the bank says its payer is still at the
+		// bank page, so it is open again (the worker keeps asking).
+		if r := post(admin, routes.AdminPaymentRecheck(unpaidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_open" {
+			t.Fatalf("recheck unpaid: %q", r.Location)
+		}
+		reopened := string(paymenttest.ByPublicID(t, db, unpaidID).Status)
+		if reopened != "pending_verification" {
+			t.Fatalf("rechecked unpaid payment is %q, want pending_verification", reopened)
+		}
+		// (Its deadline passes: back under review.)
+		unpaidRow := paymenttest.ByPublicID(t, db, unpaidID).ID
+		paymenttest.ReleaseLease(t, db, unpaidRow)
+		paymenttest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
+		// Closing needs a reason; then it is failed, with the reason kept.
+		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin+"?done=error_note" {
+			t.Fatalf("close without note: %q", r.Location)
+		}
+		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}}); r.Location != routes.Admin+"?done=done_closed" {
+			t.Fatalf("close: %q", r.Location)
+		}
+		if r := post(admin, routes.AdminPaymentClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin+"?done=error_not_review" {
+			t.Fatalf("close a credited payment: %q", r.Location)
+		}
+		closed := paymenttest.ByPublicID(t, db, unpaidID)
+		if status, reason := closed.Status, closed.StatusReason; status != "failed" || reason != "closed_by_admin" {
+			t.Fatalf("closed payment: %s %q", status, reason)
+		}
+		if n := app.CountAudit(t); n != 3 {
+			t.Fatalf("%d admin actions recorded, want 3 (two rechecks, one close)", n)
+		}
+		closes := 0
+		for _, e := range app.AuditLog(t) {
+			if e.Action == audit.ActionCloseFailed && e.Note == "bank statement shows no debit" && e.FromStatus == "needs_review" && e.ToStatus == "failed" {
+				closes++
+			}
+		}
+		if n := closes; n != 1 {
+			t.Fatalf("close action not recorded as it happened")
+		}
+		if done := admin.Get(routes.Admin + "?done=done_closed"); !strings.Contains(done.Body, `data-testid="admin-notice"`) {
+			t.Fatalf("no notice after the action")
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}

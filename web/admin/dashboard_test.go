@@ -1,0 +1,93 @@
+package admin_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// TestDashboardTotals: GET /admin shows every status's total, exactly
+// while a status has at most paymentread.TotalCap payments. Beyond that,
+// on PostgreSQL, the total is the database's estimate and the page says so
+// in both languages ("≈" and a sentence); SQLite still counts exactly.
+// The metrics gauge of payments by status reads the same totals.
+func TestDashboardTotals(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": apptest.MetricsToken}})
+		ctx := context.Background()
+		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
+		rows := paymenttest.SeedN(t, db, 40)
+		want := map[string]int64{}
+		for _, r := range rows {
+			want[r.Status]++
+		}
+		page := admin.Get(routes.Admin)
+		for _, st := range paymentread.Statuses {
+			if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d">`, st, want[st])) {
+				t.Errorf("dashboard: %s is not shown as exactly %d", st, want[st])
+			}
+		}
+		if strings.Contains(page.Body, "data-estimate") || strings.Contains(page.Body, `data-testid="counts-estimated"`) {
+			t.Error("dashboard marks an exact count as an estimate")
+		}
+
+		many := int64(paymentread.TotalCap + 500)
+		paymenttest.SeedFailed(t, db, rows[0].UserID, rows[0].WalletID, many)
+		failed := want["failed"] + many
+		req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
+		req.Header.Set("Authorization", "Bearer "+apptest.MetricsToken)
+		metrics := admin.Do(req).Body
+		tots, err := paymentread.New(db).Totals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tot := range tots {
+			if got := apptest.MetricValue(t, metrics, `kifpool_payments{status="`+tot.Status+`"}`); got != float64(tot.N) {
+				t.Errorf("metric of %s payments: %v, want the dashboard's %d", tot.Status, got, tot.N)
+			}
+		}
+		for _, lang := range []struct{ code, phrase string }{{"fa", "تخمینی از آمار پایگاه داده"}, {"en", "is an estimate from the database"}} {
+			admin.Get(routes.Admin + "?lang=" + lang.code)
+			page := admin.Get(routes.Admin)
+			if !strings.Contains(page.Body, `<html lang="`+lang.code+`"`) {
+				t.Fatalf("dashboard not in %s", lang.code)
+			}
+			if db.Dialect == store.SQLite {
+				if !strings.Contains(page.Body, fmt.Sprintf(`data-status="failed" data-count="%d">`, failed)) || strings.Contains(page.Body, "data-estimate") {
+					t.Errorf("%s: SQLite does not show the %d failed payments exactly", lang.code, failed)
+				}
+				continue
+			}
+			est := tots[len(tots)-1]
+			if est.Status != "failed" || !est.Estimate || est.N < failed*9/10 || est.N > failed*11/10 {
+				t.Fatalf("failed total %+v, want an estimate near %d", est, failed)
+			}
+			shown := fmt.Sprintf(`data-status="failed" data-count="%d" data-estimate="true">`, est.N)
+			if !strings.Contains(page.Body, shown) || !strings.Contains(page.Body, "≈") {
+				t.Errorf("%s: the failed total is not shown as an estimate (%s)", lang.code, shown)
+			}
+			if !strings.Contains(page.Body, `data-testid="counts-estimated"`) || !strings.Contains(page.Body, lang.phrase) {
+				t.Errorf("%s: no sentence saying the totals are estimates", lang.code)
+			}
+			for _, st := range paymentread.Statuses[:4] { // the open statuses: still exact
+				if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d">`, st, want[st])) {
+					t.Errorf("%s: %s is not shown as exactly %d", lang.code, st, want[st])
+				}
+			}
+		}
+	})
+}

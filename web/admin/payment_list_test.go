@@ -1,0 +1,144 @@
+package admin_test
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+var (
+	publicIDAttr = regexp.MustCompile(`data-testid="payment-row" data-public-id="([a-z2-7]+)"`)
+	nextLink     = regexp.MustCompile(`href="(/admin/payments\?[^"]*cursor=[^"]*)" rel="next"`)
+)
+
+func publicIDs(rows []paymenttest.SeedRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.PublicID
+	}
+	return out
+}
+
+// listAll follows the list's next links from path and returns every row's
+// public id, in order.
+func listAll(t *testing.T, c *apptest.Client, path string) []string {
+	t.Helper()
+	var ids []string
+	for pages := 0; path != ""; pages++ {
+		if pages > 50 {
+			t.Fatal("pagination does not end")
+		}
+		r := c.Get(path)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, r.Status)
+		}
+		for _, m := range publicIDAttr.FindAllStringSubmatch(r.Body, -1) {
+			ids = append(ids, m[1])
+		}
+		path = ""
+		if m := nextLink.FindStringSubmatch(r.Body); m != nil {
+			path = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	return ids
+}
+
+func TestConsolePaymentListAndCSV(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		rows := paymenttest.SeedN(t, db, 120)
+		admin := app.NewAdmin(t, "boss@example.com")
+		all := func(paymenttest.SeedRow) bool { return true }
+		cases := []struct {
+			name   string
+			query  string
+			oldest bool
+			keep   func(paymenttest.SeedRow) bool
+		}{
+			{"default view", "", false, all},
+			{"oldest first", "sort=oldest", true, all},
+			{"two statuses", "status=credited&status=failed", false, func(r paymenttest.SeedRow) bool { return r.Status == "credited" || r.Status == "failed" }},
+			{"gateway", "gateway=otherbank", false, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" }},
+			// The seeded payments were all made on 1 Farvardin 1403, Tehran time.
+			{"Jalali day, Persian digits", "from=" + url.QueryEscape("۱۴۰۳/۰۱/۰۱") + "&to=1403/01/01", false, all},
+			{"a later day", "from=1403/01/02", false, func(paymenttest.SeedRow) bool { return false }},
+			{"amount in tomans", "min=20000&max=" + url.QueryEscape("۳۰٬۰۰۰"), false,
+				func(r paymenttest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
+			{"card suffix", "q=1002", false, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1002") }},
+			{"email, oldest first", "q=carol&sort=oldest", true, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
+			{"public id", "q=" + rows[7].PublicID, false, func(r paymenttest.SeedRow) bool { return r.ID == rows[7].ID }},
+		}
+		for _, tc := range cases {
+			want := publicIDs(paymenttest.InListOrder(rows, tc.oldest, tc.keep))
+			got := listAll(t, admin, routes.AdminPayments+"?"+tc.query)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: got %d rows %v, want %d %v", tc.name, len(got), got, len(want), want)
+			}
+			// The CSV of the same filter has exactly the same rows.
+			r := admin.Get(routes.AdminPaymentsCSV + "?" + tc.query)
+			if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") {
+				t.Fatalf("%s: csv %d %s", tc.name, r.Status, r.Header.Get("Content-Type"))
+			}
+			if !strings.HasPrefix(r.Body, "\ufeff") {
+				t.Fatalf("%s: csv without a byte order mark", tc.name)
+			}
+			recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(r.Body, "\ufeff"))).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recs[0][0] != "public_id" {
+				t.Fatalf("csv header %v", recs[0])
+			}
+			var csvIDs []string
+			for _, rec := range recs[1:] {
+				csvIDs = append(csvIDs, rec[0])
+			}
+			if !slices.Equal(csvIDs, want) {
+				t.Errorf("%s: csv rows %v, want %v", tc.name, csvIDs, want)
+			}
+		}
+		// A credited payment's CSV line carries its details.
+		r := admin.Get(routes.AdminPaymentsCSV + "?status=credited&sort=oldest")
+		recs, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(r.Body, "\ufeff"))).ReadAll()
+		first := paymenttest.InListOrder(rows, true, func(r paymenttest.SeedRow) bool { return r.Status == "credited" })[0]
+		if got := recs[1]; got[2] != "credited" || got[3] != fmt.Sprint(first.AmountRials) || got[9] != fmt.Sprint(*first.RefID) || got[6] != first.Email {
+			t.Errorf("csv line %v for %+v", got, first)
+		}
+		// Beside the ISO instant: the Jalali date, the Tehran time and the
+		// status in the admin's language (this admin chose English).
+		if h, got := recs[0], recs[1]; len(got) != 15 || h[12] != "created_date_jalali" || h[14] != "status_en" ||
+			got[12] != i18n.JalaliDate(i18n.EN, first.CreatedAt) || got[13] != i18n.TehranClock(first.CreatedAt) || got[14] != "Credited" {
+			t.Errorf("csv localized columns %v / %v", h, got)
+		}
+		// Counts per status for the current filter.
+		page := admin.Get(routes.AdminPayments + "?gateway=otherbank")
+		for _, st := range []string{"credited", "failed"} {
+			n := len(paymenttest.InListOrder(rows, false, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" && r.Status == st }))
+			if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d"`, st, n)) {
+				t.Errorf("count of %s under the filter: want %d", st, n)
+			}
+		}
+		// Bad parameters: a clear 400, for the page and the CSV.
+		for _, q := range []string{"from=yesterday", "status=paid", "cursor=abc", "min=-5", "sort=random", "from=1403/02/01&to=1403/01/01"} {
+			if r := admin.Get(routes.AdminPayments + "?" + q); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
+				t.Errorf("%s: %d", q, r.Status)
+			}
+			if r := admin.Get(routes.AdminPaymentsCSV + "?" + q); r.Status != http.StatusBadRequest {
+				t.Errorf("csv %s: %d", q, r.Status)
+			}
+		}
+	})
+}

@@ -1,0 +1,38 @@
+package pay
+
+import (
+	"github.com/kifpool/kifpool/internal/payment"
+)
+
+// Why a failed payment failed, as its page says it: one true sentence per
+// cause (message keys "result.failed." + cause).
+const (
+	causeCancelled   = "cancelled"   // the payer cancelled at the bank, or the bank did not complete it
+	causeRefused     = "refused"     // the bank refused to start the payment
+	causeUnavailable = "unavailable" // the bank could not be reached: the payment never started
+	causeExpired     = "expired"     // the time to pay at the bank ran out (the bank's page expired, or the worker's deadline)
+	causeReversed    = "reversed"    // the bank reversed the payment
+	causeClosed      = "closed"      // an admin closed it after checking with the bank
+	causeGeneric     = "generic"     // any other or an older reason: claims nothing it cannot know
+)
+
+// failureCause maps a failed payment's reason code to what its page says.
+// A reason this version does not know (or an older free-text one) gets the
+// generic sentence, which promises nothing about the money.
+func failureCause(reason string) string {
+	switch payment.Reason(reason) {
+	case payment.ReasonBankCancelled:
+		return causeCancelled
+	case payment.ReasonRequestRefused:
+		return causeRefused
+	case payment.ReasonRequestFailed, payment.ReasonGatewayUnavailable, payment.ReasonAbandonedSubmit, payment.ReasonDuplicateAuthority:
+		return causeUnavailable
+	case payment.ReasonNotPaidAfterLife, payment.ReasonBankExpired:
+		return causeExpired
+	case payment.ReasonBankReversed:
+		return causeReversed
+	case payment.ReasonClosedByAdmin:
+		return causeClosed
+	}
+	return causeGeneric
+}

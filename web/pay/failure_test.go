@@ -1,0 +1,100 @@
+package pay_test
+
+import (
+	"html"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// A failed payment's page says one true sentence for its cause, never two
+// that contradict each other, and offers to try again with the same amount
+// (issue 10, point 4). An unknown or older reason gets the generic one.
+func TestFailurePageSaysWhy(t *testing.T) {
+	t.Parallel()
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	c := app.NewClient(t)
+	c.SignUp("why@example.com")
+	csrf, token := c.TopUpForm()
+	r := c.PostTopUp(csrf, token, "75000")
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d", r.Status)
+	}
+	p := paymenttest.ByAuthority(t, app.DB, apptest.Authority(r.Location))
+	for _, tc := range []struct {
+		reason string
+		cause  string
+	}{
+		{string(payment.ReasonBankCancelled), "cancelled"},
+		{string(payment.ReasonRequestRefused), "refused"},
+		{string(payment.ReasonRequestFailed), "unavailable"},
+		{string(payment.ReasonGatewayUnavailable), "unavailable"},
+		{string(payment.ReasonNotPaidAfterLife), "expired"},
+		{string(payment.ReasonBankExpired), "expired"},
+		{string(payment.ReasonBankReversed), "reversed"},
+		{string(payment.ReasonClosedByAdmin), "closed"},
+		{string(payment.ReasonAmountMismatch), "generic"},
+		{"not paid (code -51, bank state FAILED)", "generic"}, // an older free-text reason
+		{"", "generic"},
+	} {
+		t.Run(tc.cause+"/"+tc.reason, func(t *testing.T) {
+			// Page set-up only: the payment fails with this reason, as the
+			// state machine would have (a failed one is reopened first).
+			failWith(t, app.DB, p.ID, tc.reason)
+			for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
+				c.Get(routes.Wallet + "?lang=" + string(lang))
+				page := c.Get(routes.Payment(p.PublicID))
+				if page.Status != http.StatusOK {
+					t.Fatalf("receipt: %d", page.Status)
+				}
+				doc := apptest.Parse(page.Body)
+				if got := doc.TestID("failure-cause").Attr("data-cause"); got != tc.cause {
+					t.Fatalf("%s: cause %q, want %s", lang, got, tc.cause)
+				}
+				if want := html.EscapeString(i18n.T(lang, "result.failed."+tc.cause)); !strings.Contains(page.Body, want) {
+					t.Errorf("%s: page lacks %q", lang, want)
+				}
+				for _, other := range []string{"cancelled", "refused", "unavailable", "expired", "reversed", "closed", "generic"} {
+					if other != tc.cause && strings.Contains(page.Body, html.EscapeString(i18n.T(lang, "result.failed."+other))) {
+						t.Errorf("%s: page also says the %s sentence", lang, other)
+					}
+				}
+				if got := doc.TestID("try-again").Attr("href"); got != routes.TopUp+"?amount=75000" {
+					t.Errorf("%s: no try-again link with the same amount", lang)
+				}
+			}
+		})
+	}
+	// "Try again" opens the form with the amount filled in.
+	c.Get(routes.Wallet + "?lang=fa")
+	form := c.Get(routes.TopUp + "?amount=75000")
+	if got := apptest.Input(form.Body, "amount"); got != "۷۵٬۰۰۰" {
+		t.Errorf("try again: the form's amount is %q", got)
+	}
+	// A payment under review offers no "try again".
+	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
+	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
+	if doc := apptest.Parse(c.Get(routes.Payment(p.PublicID)).Body); doc.TestID("try-again") != nil || doc.TestID("failure-cause") != nil {
+		t.Errorf("a payment under review offers to try again")
+	}
+	apptest.CheckInvariants(t, app.DB)
+}
+
+// failWith moves a payment to failed with reason through edges of the
+// state machine (paymenttest.ForceStatus writes each event): a payment
+// already failed is reopened first.
+func failWith(t *testing.T, db *store.DB, id int64, reason string) {
+	t.Helper()
+	if paymenttest.Status(t, db, id) == payment.StatusFailed {
+		paymenttest.ForceStatus(t, db, id, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
+	}
+	paymenttest.ForceStatus(t, db, id, string(payment.StatusFailed), reason)
+}

@@ -1,0 +1,73 @@
+// Package pay is the web app's pages of one payment: the bank's return
+// (GET or POST to the payment's return URL, return.go), which resolves the
+// payment and shows its result or hands the payer over to a partner's
+// return_url, and the owner's receipt with "I won't pay this one"
+// (receipt.go). Its pages are views.
+//
+// Like every feature of the web app (web/account, web/wallet, web/admin,
+// web/api), internal/server builds its Deps and web registers it in web's
+// order, handing it seam.App. It never imports web. The return is a
+// feature of its own (Deps.Return): web registers it before the CSRF
+// check, its one exemption, since a bank's POST carries neither the
+// payer's session nor a CSRF token.
+package pay
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/gateway/callback"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/web/seam"
+)
+
+// Deps are the payment pages' dependencies.
+type Deps struct {
+	// Payments resolves and reads payments.
+	Payments *payment.Service
+	// Reads tells which payments the payer dismissed.
+	Reads *paymentread.Reader
+	// Webhooks holds each payment's one hand-over to a partner's
+	// return_url.
+	Webhooks *webhook.Service
+	// ParseCallback reads a bank callback's parameters with the parser of
+	// the named gateway (gateway.Driver.ParseCallback); ok is false for a
+	// gateway it does not know or a callback without a usable token.
+	ParseCallback func(gateway string, query, form func(key string) string, isPost bool) (callback.Params, bool)
+}
+
+type handlers struct {
+	Deps
+	seam.App
+}
+
+func (d Deps) handlers(app seam.App) *handlers {
+	if d.ParseCallback == nil {
+		panic("pay: Deps.ParseCallback is required (the gateway driver's callback parser)")
+	}
+	return &handlers{Deps: d, App: app}
+}
+
+// Register adds the receipt's routes to r (behind the CSRF check).
+func (d Deps) Register(r fiber.Router, app seam.App) {
+	h := d.handlers(app)
+	r.Get(routes.PaymentPattern, h.RequireUser, h.receipt)
+	r.Post(routes.PaymentAbandonPattern, h.RequireUser, h.abandon)
+}
+
+// Return is the bank's return as a feature of its own, which web registers
+// before the CSRF check, after its own middleware for the return (the CSRF
+// cookie and token for the page's forms, the language remembered). Its
+// other methods get the site's 404, unchecked too.
+func (d Deps) Return() seam.Feature { return returnFeature{d} }
+
+type returnFeature struct{ d Deps }
+
+func (f returnFeature) Register(r fiber.Router, app seam.App) {
+	h := f.d.handlers(app)
+	r.Get(routes.PaymentReturnPattern, h.paymentReturn)
+	r.Post(routes.PaymentReturnPattern, h.paymentReturn)
+	r.Use(routes.PaymentReturnPattern, seam.NotFound)
+}

@@ -1,0 +1,98 @@
+package pay_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/payment/paymenttest"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// flakyVerify fails the first verifies as if the bank timed out.
+type flakyVerify struct {
+	gateway.Gateway
+	failures atomic.Int32
+}
+
+func (f *flakyVerify) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	if f.failures.Add(-1) >= 0 {
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: "verify", Err: context.DeadlineExceeded}
+	}
+	return f.Gateway.Verify(ctx, in)
+}
+
+func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
+	t.Parallel()
+	bank := sandbank.New(sandbank.Options{})
+	bankURL := apptest.Serve(t, bank.Handler())
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const merchant = "11111111-2222-3333-4444-555555555555"
+		zp, err := zarinpal.New(zarinpal.Config{MerchantID: merchant, BaseURL: bankURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw := &flakyVerify{Gateway: zp}
+		gw.failures.Store(3) // every attempt of the first verify (the caller retries 3 times)
+		const recheck = 20 * time.Second
+		clk := paymenttest.NewClock()
+		app := apptest.Start(t, db, apptest.Options{
+			Env: map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL,
+				"PENDING_RECHECK_AFTER": recheck.String()},
+			Server: server.Options{Gateway: gw, Now: clk.Now},
+		})
+		c := app.NewClient(t)
+		c.SignUp("pending@example.com")
+		csrf, token := c.TopUpForm()
+		r := c.PostTopUp(csrf, token, "10000")
+		back, err := bank.Pay(apptest.Authority(r.Location))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := c.Get(back)
+		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "pending_verification" ||
+			!strings.Contains(res.Body, `http-equiv="refresh"`) || !strings.Contains(res.Body, `aria-live="polite"`) {
+			t.Fatalf("first return: %d %q", res.Status, apptest.PaymentStatus(res.Body))
+		}
+		p := paymenttest.First(t, db)
+		if p.Status != payment.StatusPendingVerification || c.Balance() != 0 {
+			t.Fatalf("db status %q balance %d", p.Status, c.Balance())
+		}
+		// Every attempt is recorded against the payment.
+		n := 0
+		for _, call := range paymenttest.CallsOf(t, db, p.ID) {
+			if call.Operation == "verify" && (call.Outcome == "transient" || call.Outcome == "timeout") {
+				n++
+			}
+		}
+		if n != 3 {
+			t.Fatalf("%d transient verify attempts recorded, want 3", n)
+		}
+		// A reload within the re-check window does not ask the bank again.
+		if res = c.Get(back); apptest.PaymentStatus(res.Body) != "pending_verification" {
+			t.Fatalf("reload within the window: %q", apptest.PaymentStatus(res.Body))
+		}
+		if n := paymenttest.CountCalls(t, db, "verify"); n != 3 {
+			t.Fatalf("%d verify calls after a reload within the window, want still 3", n)
+		}
+		// Once the re-check is due, the refreshing page gets the answer.
+		clk.Advance(recheck)
+		if res = c.Get(back); apptest.PaymentStatus(res.Body) != "credited" {
+			t.Fatalf("after the window: %q", apptest.PaymentStatus(res.Body))
+		}
+		if c.Balance() != 100_000 {
+			t.Fatalf("balance %d", c.Balance())
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}

@@ -1,0 +1,138 @@
+package pay
+
+import (
+	"errors"
+	"net/url"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
+)
+
+// pendingRefreshSeconds is how often a pending result page reloads itself.
+const pendingRefreshSeconds = 5
+
+func paymentView(p payment.Payment) views.PaymentView {
+	v := views.PaymentView{
+		PublicID: p.PublicID, AmountRials: p.AmountRials, Status: publicStatus(p.Status),
+		RefID: p.RefIDValue(), CardPANMasked: p.CardPANMasked, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt,
+	}
+	if p.Status == payment.StatusFailed {
+		v.FailureCause = failureCause(string(p.StatusReason))
+		v.TryAgainURL = routes.TopUp + "?amount=" + strconv.FormatInt(p.AmountRials/10, 10)
+	}
+	return v
+}
+
+// withOtherGateway offers, on a failed payment's page and when several
+// gateways are offered, a new attempt with the same amount through
+// another gateway than the failed payment's.
+func (h *handlers) withOtherGateway(c *fiber.Ctx, p payment.Payment, v *views.PaymentView) error {
+	if v.TryAgainURL == "" {
+		return nil
+	}
+	offers, err := h.Payments.Offered(c.UserContext())
+	if err != nil {
+		return err
+	}
+	if len(offers) > 1 {
+		v.OtherGatewayURL = v.TryAgainURL + "&after=" + url.QueryEscape(p.Gateway)
+	}
+	return nil
+}
+
+// publicStatus is the status as pages and their hooks show it: a payment
+// whose outcome is not yet known is pending verification to the payer
+// (settling too: payment.Status.Public).
+func publicStatus(s payment.Status) string {
+	if s == payment.StatusCreated {
+		return string(payment.StatusAwaitingPayment)
+	}
+	return string(s.Public())
+}
+
+// receipt is the owner's status page of a payment; others get 404.
+func (h *handlers) receipt(c *fiber.Ctx) error {
+	if payment.ValidPublicID(c.Params("id")) {
+		seam.WithPayment(c, c.Params("id"))
+	}
+	p, err := h.Payments.ForOwner(c.UserContext(), c.Params("id"), h.User(c).ID)
+	if errors.Is(err, payment.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	v := paymentView(p)
+	if err := h.unpaidView(c, p, &v); err != nil {
+		return err
+	}
+	if err := h.withOtherGateway(c, p, &v); err != nil {
+		return err
+	}
+	pg := h.Page(c, v.ReceiptTitle())
+	if p.Status == payment.StatusPendingVerification || p.Status == payment.StatusSettling {
+		pg.RefreshURL, pg.RefreshSeconds = routes.Payment(p.PublicID), pendingRefreshSeconds
+	}
+	return h.Render(c, fiber.StatusOK, views.Receipt(pg, v))
+}
+
+// unpaidView offers the payer of a payment the bank still holds open, and
+// that never came back from the bank, the way back to the bank's page and
+// "I won't pay this one".
+func (h *handlers) unpaidView(c *fiber.Ctx, p payment.Payment, v *views.PaymentView) error {
+	if p.Status != payment.StatusAwaitingPayment && p.Status != payment.StatusPendingVerification {
+		return nil
+	}
+	if p.Status == payment.StatusAwaitingPayment && p.ReturnedAt == nil && p.Authority != nil {
+		// A gateway reached only by POST (Mellat) has no link: the way
+		// back is its form.
+		v.BankURL = h.Payments.PayURL(p)
+		if f := h.Payments.PayForm(p); v.BankURL == "" && f != nil {
+			v.BankForm = &views.ToBankView{Action: f.Action, AmountRials: p.AmountRials}
+			for _, fld := range f.Fields {
+				v.BankForm.Fields = append(v.BankForm.Fields, views.FormField{Name: fld.Name, Value: fld.Value})
+			}
+		}
+	}
+	d, err := h.Reads.Dismissed(c.UserContext(), p.UserID, []int64{p.ID})
+	if err != nil {
+		return err
+	}
+	v.Dismissed = d[p.ID]
+	return nil
+}
+
+// abandon is "I won't pay this one": the bank is asked first (a payment it
+// was paid for is credited, one it says was not paid fails: never failed
+// on our word alone); if the bank cannot say yet, the payment leaves the
+// payer's "in progress" list and the worker keeps asking.
+func (h *handlers) abandon(c *fiber.Ctx) error {
+	p, err := h.Payments.ForOwner(c.UserContext(), c.Params("id"), h.User(c).ID)
+	if errors.Is(err, payment.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	seam.WithPayment(c, p.PublicID)
+	if p.Status == payment.StatusAwaitingPayment || p.Status == payment.StatusCreated {
+		resolved, err := h.Payments.Resolve(c.UserContext(), p)
+		if err != nil {
+			h.Log.WarnContext(c.UserContext(), "abandon: the bank could not be asked", "err", err)
+		} else {
+			p = resolved
+		}
+		if p.Status == payment.StatusAwaitingPayment || p.Status == payment.StatusCreated || p.Status == payment.StatusPendingVerification {
+			if err := h.Payments.Dismiss(c.UserContext(), p); err != nil {
+				return err
+			}
+		}
+		h.Log.InfoContext(c.UserContext(), "payer abandoned a payment", "status", p.Status)
+	}
+	return c.Redirect(routes.Payment(p.PublicID), fiber.StatusSeeOther)
+}

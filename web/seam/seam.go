@@ -1,0 +1,108 @@
+// Package seam is what the web app (package web) shares with its features
+// (web/account, web/wallet, web/pay, web/admin, web/api): the App value
+// that web builds from its middleware's state (the page model of a
+// request, rendering, the signed-in user, the session cookie, the client's
+// address, the rate-limit pages) and hands to each feature when it
+// registers it, the Feature interface each feature's Deps implement, and
+// the few request helpers every feature uses alike.
+//
+// Why a package of its own: a feature never imports web (web imports every
+// feature, to register them in its order), and the features do not import
+// each other for these helpers, so the seam they share sits below them
+// all. It holds no state: App is a value of functions over web's state.
+package seam
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/logging"
+	"github.com/kifpool/kifpool/views"
+)
+
+// Feature is a part of the web app by audience: it adds its routes to r,
+// with app for what the web app shares with it. Web registers the features
+// in its order (web.New); a feature's Deps are built by internal/server.
+type Feature interface {
+	Register(r fiber.Router, app App)
+}
+
+// App is what the web app shares with its features.
+type App struct {
+	// Page is what every page needs for this request (language, CSRF
+	// token, the signed-in user), with its title's message key.
+	Page func(c *fiber.Ctx, titleKey string) views.Page
+	// Render writes a component as an HTML page with the given status.
+	Render func(c *fiber.Ctx, status int, page templ.Component) error
+	// Message renders the one-sentence message page (its title, its
+	// sentence and one link on).
+	Message func(c *fiber.Ctx, status int, titleKey, msgKey, linkURL, linkKey string) error
+	// User and Session are the signed-in user and their session (nil
+	// when signed out).
+	User    func(c *fiber.Ctx) *auth.User
+	Session func(c *fiber.Ctx) *auth.Session
+	// Lang is the request's page language.
+	Lang func(c *fiber.Ctx) i18n.Lang
+	// RequireUser sends someone who is not signed in to sign in.
+	RequireUser fiber.Handler
+	// FormValue is a field of the request's form body, never of its query
+	// string.
+	FormValue func(c *fiber.Ctx, name string) string
+	// SafeNext reports whether next is a path on this site to go on to.
+	SafeNext func(next string) bool
+	// GatewayName names a gateway in the request's language, as payers
+	// see it.
+	GatewayName func(c *fiber.Ctx, name string) string
+	// SessionToken is the browser's session cookie ("" when none).
+	SessionToken func(c *fiber.Ctx) string
+	// PassSession gives the browser a session that has just been made or
+	// passed the second factor: its cookie, and a CSRF token bound to it.
+	PassSession func(c *fiber.Ctx, token string, expires time.Time)
+	// SignedOut clears the session cookie and gives the browser a new CSRF
+	// cookie bound to no session; ClearSession clears the cookie only.
+	SignedOut    func(c *fiber.Ctx)
+	ClearSession func(c *fiber.Ctx)
+	// ClientIP is the address rate limits key on (behind trusted proxies,
+	// the client's, not the proxy's).
+	ClientIP func(c *fiber.Ctx) string
+	// Limit allows perMinute requests a minute per client address (0, or
+	// rate limits off: no limit); above it, page answers with the seconds
+	// to wait (Retry-After is set).
+	Limit func(perMinute int, page func(c *fiber.Ctx, secs int64) error) fiber.Handler
+	// Log is the web app's logger and Now its clock (the instance's,
+	// synced to the database's).
+	Log *slog.Logger
+	Now func() time.Time
+}
+
+// NotFound answers what no route takes: the app's 404 page.
+func NotFound(*fiber.Ctx) error { return fiber.ErrNotFound }
+
+// IDParam is the route's positive numeric :id (404 otherwise).
+func IDParam(c *fiber.Ctx) (int64, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fiber.ErrNotFound
+	}
+	return id, nil
+}
+
+// WithPayment puts a payment's public id in the request's context: every
+// line logged with it names the payment.
+func WithPayment(c *fiber.Ctx, publicID string) {
+	c.SetUserContext(logging.WithPayment(c.UserContext(), publicID))
+}
+
+// RetryAfter sets Retry-After for a wait and returns it in whole seconds
+// (at least one).
+func RetryAfter(c *fiber.Ctx, d time.Duration) int64 {
+	secs := max(int64((d+time.Second-1)/time.Second), 1)
+	c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
+	return secs
+}

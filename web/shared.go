@@ -1,0 +1,53 @@
+package web
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/web/seam"
+)
+
+// shared is what the app shares with its features (seam.App): its page
+// model and rendering, the signed-in user and the session cookie, the
+// client's address and the rate-limit pages.
+func (s *Server) shared() seam.App {
+	return seam.App{
+		Page: s.page, Render: render, Message: s.message,
+		User: currentUser, Session: currentSession, Lang: lang,
+		RequireUser: s.requireUser, FormValue: formValue, SafeNext: safeNext,
+		GatewayName:  s.gatewayName,
+		SessionToken: func(c *fiber.Ctx) string { return c.Cookies(s.sessionCookie) },
+		PassSession:  s.passSession,
+		SignedOut: func(c *fiber.Ctx) {
+			s.clearCookie(c, s.sessionCookie)
+			s.rotateCSRF(c, "")
+		},
+		ClearSession: func(c *fiber.Ctx) { s.clearCookie(c, s.sessionCookie) },
+		ClientIP:     s.clientIP,
+		Limit: func(perMinute int, page func(c *fiber.Ctx, secs int64) error) fiber.Handler {
+			return s.limitPage(perMinute, s.clientIP, page)
+		},
+		Log: s.Log, Now: s.Now,
+	}
+}
+
+// passSession gives the browser a session that has just been made or
+// passed the second factor: its cookie, and a CSRF token bound to it.
+func (s *Server) passSession(c *fiber.Ctx, token string, expires time.Time) {
+	s.setCookie(c, s.sessionCookie, token, expires, true)
+	s.rotateCSRF(c, token)
+}
+
+// gatewayName names a gateway for the payer, in their language (the
+// registry's label for one the catalogue does not name).
+func (s *Server) gatewayName(c *fiber.Ctx, name string) string {
+	if key := "gateway.name." + name; i18n.Has(lang(c), key) {
+		return i18n.T(lang(c), key)
+	}
+	if s.GatewayLabel == nil {
+		return name
+	}
+	return s.GatewayLabel(name)
+}

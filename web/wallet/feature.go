@@ -1,0 +1,73 @@
+// Package wallet is the web app's pages for the payer's money: the landing
+// page (home.go), the wallet with its history and payments in progress
+// (wallet.go), the top-up form and its start (topup.go) and the payer's
+// list of payments with its CSV export (payments.go). Its pages are views.
+//
+// Like every feature of the web app (web/account, web/pay, web/admin,
+// web/api), internal/server builds its Deps and web registers it in web's
+// order, handing it seam.App. It never imports web.
+package wallet
+
+import (
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/limits"
+	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/ratelimit"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/web/seam"
+)
+
+// Deps are the wallet pages' dependencies.
+type Deps struct {
+	// Wallets are the payers' balances and histories.
+	Wallets *wallet.Service
+	// Payments offers the gateways (their health, the operator's order).
+	Payments *payment.Service
+	// TopUp is the top-up start use case (the API's too).
+	TopUp topup.Starter
+	// Reads are the payer's payments (in progress, the list).
+	Reads *paymentread.Reader
+	// Limits, when set, are the payers' daily and balance limits (the
+	// form shows what is left; the top-up start enforces them).
+	Limits *limits.Policy
+	// UserTopUps, when set, is each user's top-up allowance
+	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
+	// tokens or more browsers give no more top-ups.
+	UserTopUps *ratelimit.Window
+}
+
+type handlers struct {
+	Deps
+	seam.App
+}
+
+// Register adds the wallet pages' routes to r.
+func (d Deps) Register(r fiber.Router, app seam.App) {
+	h := &handlers{Deps: d, App: app}
+	r.Get(routes.Home, h.home)
+	r.Get(routes.Wallet, h.RequireUser, h.walletPage)
+	r.Get(routes.WalletPayments, h.RequireUser, h.walletPayments)
+	r.Get(routes.WalletPaymentsCSV, h.RequireUser, h.walletPaymentsCSV)
+	r.Get(routes.TopUp, h.RequireUser, h.topUpForm)
+	r.Post(routes.TopUp, h.RequireUser, h.topUpLimit, h.topUp)
+}
+
+// topUpLimit takes one of the user's top-ups from the allowance they
+// share with the API; a replay of a form already submitted (a double
+// click) takes none.
+func (h *handlers) topUpLimit(c *fiber.Ctx) error {
+	if h.UserTopUps == nil || h.formReplay(c) {
+		return c.Next()
+	}
+	if ok, wait := h.UserTopUps.Take("u" + strconv.FormatInt(h.User(c).ID, 10)); !ok {
+		seam.RetryAfter(c, wait)
+		return fiber.NewError(fiber.StatusTooManyRequests, "too many top-ups")
+	}
+	return c.Next()
+}

@@ -1,0 +1,135 @@
+package wallet
+
+import (
+	"bytes"
+	"encoding/csv"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/views"
+)
+
+const paymentsPageSize = 25
+
+// paymentsFilter reads ?status=&from=&to= (Jalali or Gregorian days in
+// any digits; to is inclusive). A filter that cannot be read is reported
+// on the page, never guessed.
+func paymentsFilter(c *fiber.Ctx) (f paymentread.PayerFilter, v views.PaymentsView, ok bool) {
+	v.Status, v.From, v.To = c.Query("status"), c.Query("from"), c.Query("to")
+	statuses, valid := paymentread.StatusGroup(v.Status)
+	if !valid {
+		v.Status, v.ErrorKey, v.ErrorFor = "", "paylist.bad_status", "status"
+		return f, v, false
+	}
+	f.Statuses = statuses
+	if v.From != "" {
+		d, err := i18n.ParseDay(v.From)
+		if err != nil {
+			v.ErrorKey, v.ErrorFor = "paylist.bad_date", "from"
+			return f, v, false
+		}
+		f.From = d
+	}
+	if v.To != "" {
+		d, err := i18n.ParseDay(v.To)
+		if err != nil {
+			v.ErrorKey, v.ErrorFor = "paylist.bad_date", "to"
+			return f, v, false
+		}
+		f.To = d.Add(24 * time.Hour) // through the whole day (Tehran has no DST)
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		v.ErrorKey, v.ErrorFor = "paylist.bad_range", "to"
+		return f, v, false
+	}
+	q := url.Values{}
+	for k, val := range map[string]string{"status": v.Status, "from": v.From, "to": v.To} {
+		if val != "" {
+			q.Set(k, val)
+		}
+	}
+	v.Query = q.Encode()
+	return f, v, true
+}
+
+// walletPayments lists every top-up attempt of the user (credited, open,
+// failed, under review), filtered, newest first, keyset-paged.
+func (h *handlers) walletPayments(c *fiber.Ctx) error {
+	f, v, ok := paymentsFilter(c)
+	if !ok {
+		return h.Render(c, fiber.StatusBadRequest, views.Payments(h.Page(c, "paylist.title"), v))
+	}
+	before, err := beforeCursor(c)
+	if err != nil {
+		return err
+	}
+	rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, paymentsPageSize)
+	if err != nil {
+		return err
+	}
+	v.NextCursor, v.HasNewer = next, before > 0
+	for _, p := range rows {
+		r := views.PaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()),
+			Gateway: h.GatewayName(c, p.Gateway), CreatedAt: p.CreatedAt}
+		if p.RefID != nil {
+			r.RefID = *p.RefID
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	return h.Render(c, fiber.StatusOK, views.Payments(h.Page(c, "paylist.title"), v))
+}
+
+// csvMaxRows bounds one export (a payer's whole history fits many times).
+const csvMaxRows = 50_000
+
+// walletPaymentsCSV exports the same rows for the payer: UTF-8 with a
+// BOM (spreadsheets then read Persian right), the Jalali date and Tehran
+// time beside the ISO UTC instant, and the status in the payer's language.
+func (h *handlers) walletPaymentsCSV(c *fiber.Ctx) error {
+	f, _, ok := paymentsFilter(c)
+	if !ok {
+		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
+	}
+	l := h.Lang(c)
+	var buf bytes.Buffer
+	buf.WriteString("\uFEFF")
+	w := csv.NewWriter(&buf)
+	t := func(k string) string { return i18n.T(l, k) }
+	_ = w.Write([]string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
+		t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card"), t("paylist.col_gateway")})
+	var before int64
+	n := 0
+	for n < csvMaxRows {
+		rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, 1000)
+		if err != nil {
+			return err
+		}
+		for _, p := range rows {
+			ref := ""
+			if p.RefID != nil {
+				ref = strconv.FormatInt(*p.RefID, 10)
+			}
+			_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
+				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
+				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, h.GatewayName(c, p.Gateway)})
+			n++
+		}
+		if next == 0 {
+			break
+		}
+		before = next
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-payments.csv"`)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(buf.Bytes())
+}

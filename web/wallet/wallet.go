@@ -1,0 +1,69 @@
+package wallet
+
+import (
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/views"
+)
+
+const historyPageSize = 20
+
+func (h *handlers) walletPage(c *fiber.Ctx) error {
+	u := h.User(c)
+	before, err := beforeCursor(c)
+	if err != nil {
+		return err
+	}
+	w, err := h.Wallets.ForUser(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	items, next, err := h.Wallets.History(c.UserContext(), w, before, historyPageSize)
+	if err != nil {
+		return err
+	}
+	v := views.WalletView{BalanceRials: w.BalanceRials, HeldRials: w.HeldRials, AvailableRials: w.AvailableRials(), NextCursor: next, HasNewer: before > 0}
+	open, err := h.Reads.OpenForUser(c.UserContext(), u.ID, 10)
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(open))
+	for i, p := range open {
+		ids[i] = p.ID
+	}
+	dismissed, err := h.Reads.Dismissed(c.UserContext(), u.ID, ids)
+	if err != nil {
+		return err
+	}
+	for _, p := range open {
+		if dismissed[p.ID] {
+			continue // the payer will not pay it: not "in progress" for them
+		}
+		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt})
+	}
+	for _, it := range items {
+		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfterRials, Kind: string(it.Kind), CreatedAt: it.CreatedAt,
+			PaymentPublicID: it.PaymentPublicID, Note: it.Note}
+		if it.RefID != nil {
+			row.RefID = *it.RefID
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return h.Render(c, fiber.StatusOK, views.Wallet(h.Page(c, "wallet.title"), v))
+}
+
+// beforeCursor is a list's ?before= (the keyset cursor: a positive id;
+// 0 without one), 400 when it is not one.
+func beforeCursor(c *fiber.Ctx) (int64, error) {
+	b := c.Query("before")
+	if b == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(b, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fiber.NewError(fiber.StatusBadRequest, "bad cursor")
+	}
+	return n, nil
+}
