@@ -17,6 +17,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/payment"
@@ -287,11 +288,7 @@ func (f *fixture) passAdminChecks(t *testing.T, b *Tab, email string) {
 	if f.now != nil {
 		at = f.now()
 	}
-	err := f.App.DB.Gorm.Exec(`UPDATE sessions SET second_factor_at = ? WHERE second_factor_at IS NULL
-		AND user_id = (SELECT id FROM users WHERE lower(email) = lower(?))`, at.UTC(), email).Error
-	if err != nil {
-		t.Fatal(err)
-	}
+	authtest.PassSecondFactor(t, f.App.DB, email, at)
 }
 
 // openPublicID is the public id of the payment still waiting at the bank

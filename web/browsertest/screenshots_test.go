@@ -20,6 +20,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -183,10 +184,7 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 	// hash is stored, as the app stores it).
 	const resetToken = "screenshot-reset-link-0123456789abcdefghijkl"
 	sum := sha256.Sum256([]byte(resetToken))
-	if err := f.App.DB.Gorm.Exec(`INSERT INTO password_resets (user_id, token_hash, created_at, expires_at)
-		SELECT id, ?, ?, ? FROM users WHERE email = ?`, hex.EncodeToString(sum[:]), at, at.Add(30*time.Minute), f.User).Error; err != nil {
-		t.Fatal(err)
-	}
+	authtest.AddReset(t, f.App.DB, f.User, hex.EncodeToString(sum[:]), at, at.Add(30*time.Minute))
 	// The top-up form as a fresh clone shows it: the default GATEWAYS
 	// (the built-in sandbox bank offering all four gateways), on the same
 	// fixed clock (issue 29, item 1).

@@ -135,3 +135,26 @@ func RecoveryCodes(t testing.TB, db *store.DB) []RecoveryCode {
 	}
 	return rs
 }
+
+// AddReset stores a reset link of the user with that e-mail address, by
+// the hash of its token, as auth stores one (a fixture that needs a live
+// link whose token it knows).
+func AddReset(t testing.TB, db *store.DB, email, tokenHash string, created, expires time.Time) {
+	t.Helper()
+	if err := db.Gorm.Exec(`INSERT INTO password_resets (user_id, token_hash, created_at, expires_at)
+		SELECT id, ?, ?, ? FROM users WHERE email = ?`, tokenHash, created, expires, email).Error; err != nil {
+		t.Fatalf("add a reset link for %s: %v", email, err)
+	}
+}
+
+// PassSecondFactor marks every session of the user with that e-mail
+// address that has not passed the second factor as passed at at (a
+// fixture on a fixed clock, where the authenticator's next code never
+// comes; the page itself is tested elsewhere).
+func PassSecondFactor(t testing.TB, db *store.DB, email string, at time.Time) {
+	t.Helper()
+	if err := db.Gorm.Exec(`UPDATE sessions SET second_factor_at = ? WHERE second_factor_at IS NULL
+		AND user_id = (SELECT id FROM users WHERE lower(email) = lower(?))`, at.UTC(), email).Error; err != nil {
+		t.Fatalf("pass the second factor of %s: %v", email, err)
+	}
+}
