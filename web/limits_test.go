@@ -279,8 +279,12 @@ func cycle(s string, from int) func(i int) byte {
 // (before any of them is cut off: they do not wait for them). The kinds:
 // a slowloris (headers byte by byte, never ending), a body declared within
 // the limit that stalls, and a body trickled byte by byte.
+//
+// Not parallel: it measures answers against the read time-out (normal
+// requests answered before any slow client is cut off, 5s after it
+// connected), which other whole-app tests loading the machine would make
+// late.
 func TestSlowClientsAreCutOff(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for the read time-out three times")
 	}
