@@ -273,7 +273,7 @@ func (s *Service) reconcileItem(ctx context.Context, gwName string, u gateway.Un
 		// without it: reopen (so a crash cannot lose the answer) and verify.
 		p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
 	default:
-		p, err = s.resolveWaiting(ctx, p, ActorReconcile, false)
+		p, err = s.resolveWaiting(ctx, p, ActorReconcile, false, "")
 	}
 	switch {
 	case err != nil:
@@ -352,7 +352,7 @@ func (s *Service) recoverAuthority(ctx context.Context, p Payment, authority str
 	s.log.WarnContext(ctx, "authority recovered from the bank's list", "payment", p.PublicID)
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
-	return s.verifyAndApply(vctx, moved, tok, ActorReconcile)
+	return s.verifyAndApply(vctx, moved, tok, ActorReconcile, "")
 }
 
 // ReconcileLookback is how far back reconciliation by inquiry looks for a

@@ -80,12 +80,10 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 			in.Callback.Recorded, in.Callback.First, in.Now = true, first, s.clock()
 			continue
 		}
-		if d.CandidateReceipt != "" {
-			// Another payment holds it on a callback's word only: the bank
-			// is asked with it for this payment, and if it confirms it
-			// here, this payment takes it (verifyAndApply).
-			ctx = withCandidateReceipt(ctx, d.CandidateReceipt)
-		}
+		// A receipt another payment holds on a callback's word only: the
+		// bank is asked with it for this payment, and if it confirms it
+		// here, this payment takes it (verifyAndApply); "" when none.
+		cand := d.CandidateReceipt
 		cur := in.Payment
 		if d.FirstReturn {
 			// The usual first callback: record it and take the lease at once
@@ -107,7 +105,7 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 			s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", cur.Status, "claims_paid", claimsPaid, "check_now", true)
 			ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 			defer cancel()
-			return s.verifyAndApply(ctx, claimed, tok, ActorCallback)
+			return s.verifyAndApply(ctx, claimed, tok, ActorCallback, cand)
 		}
 		s.log.InfoContext(ctx, "callback", "payment", p.PublicID, "status", cur.Status, "claims_paid", claimsPaid,
 			"check_now", d.Action == ActionVerify || d.CheckNow)
@@ -117,11 +115,11 @@ func (s *Service) returnOf(ctx context.Context, p Payment, authority, receipt st
 			// pacing window ends, by the worker. The pacing is checked in
 			// the claim itself: due was read from a row another callback
 			// may have checked since (N2).
-			return s.reopenWaiting(ctx, cur, ActorCallback, d.CheckNow, d.Paced)
+			return s.reopenWaiting(ctx, cur, ActorCallback, d.CheckNow, d.Paced, cand)
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 		defer cancel()
-		return s.resolveWaiting(ctx, cur, ActorCallback, d.Paced)
+		return s.resolveWaiting(ctx, cur, ActorCallback, d.Paced, cand)
 	}
 }
 
@@ -201,14 +199,14 @@ func (s *Service) dueForCheck(p Payment) bool {
 func (s *Service) Resolve(ctx context.Context, p Payment) (Payment, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
-	return s.resolveWaiting(ctx, p, ActorReconcile, false)
+	return s.resolveWaiting(ctx, p, ActorReconcile, false, "")
 }
 
 // resolveWaiting takes the lease and asks the bank, or waits for the
 // actor holding it until ctx's deadline; if the holder died (its lease ran
 // out) and time is left, it takes over. When paced, the bank is not asked
 // if it was asked within RecheckDelay (the row is the answer).
-func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, paced bool) (Payment, error) {
+func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, paced bool, cand string) (Payment, error) {
 	start := s.clock()
 	for {
 		tok, cur, err := s.claimPaced(ctx, p.ID, openForVerify(), paced)
@@ -216,7 +214,7 @@ func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, pa
 			return p, err
 		}
 		if tok != "" {
-			return s.verifyAndApply(ctx, cur, tok, actor)
+			return s.verifyAndApply(ctx, cur, tok, actor, cand)
 		}
 		if actor == ActorCallback && cur.Status.Terminal() && cur.Status != StatusCredited && !freshBankWord(cur, start) &&
 			CallbackMayReopen(cur) && ctx.Err() == nil {
@@ -224,7 +222,7 @@ func (s *Service) resolveWaiting(ctx context.Context, p Payment, actor Actor, pa
 			// back (the worker's last lifetime check, an expiry that
 			// committed after our read): that is no answer for a payer who
 			// just returned from the bank (N1). Reopen, and ask — paced.
-			return s.reopenWaiting(ctx, cur, actor, true, true)
+			return s.reopenWaiting(ctx, cur, actor, true, true, cand)
 		}
 		if !cur.Status.open() || cur.LeaseUntil == nil || !cur.LeaseUntil.After(s.clock()) && paced {
 			return cur, nil // resolved, or just checked by another actor
@@ -263,7 +261,7 @@ func (s *Service) resolveNow(ctx context.Context, id int64, actor Actor, paced b
 	if err != nil || tok == "" {
 		return cur, false, err
 	}
-	p, err = s.verifyAndApply(ctx, cur, tok, actor)
+	p, err = s.verifyAndApply(ctx, cur, tok, actor, "")
 	return p, true, err
 }
 
@@ -273,14 +271,14 @@ func (s *Service) resolveNow(ctx context.Context, id int64, actor Actor, paced b
 // under the same lease; otherwise the worker asks when the pacing window
 // ends. ran is false when another actor held the payment.
 func (s *Service) reopen(ctx context.Context, p Payment, actor Actor, adminID *int64, check bool) (Payment, bool, error) {
-	return s.reopenPaced(ctx, p, actor, adminID, check, false)
+	return s.reopenPaced(ctx, p, actor, adminID, check, false, "")
 }
 
 // reopenPaced is reopen whose check, when paced, is taken only if the
 // bank was not asked within the pacing window — in the claiming
 // statement. A payment asked within the window is reopened all the same,
 // and the worker asks when the window ends.
-func (s *Service) reopenPaced(ctx context.Context, p Payment, actor Actor, adminID *int64, check, paced bool) (Payment, bool, error) {
+func (s *Service) reopenPaced(ctx context.Context, p Payment, actor Actor, adminID *int64, check, paced bool, cand string) (Payment, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
 	tok, cur, err := s.claimPaced(ctx, p.ID, []Status{StatusFailed, StatusNeedsReview}, check && paced)
@@ -291,7 +289,7 @@ func (s *Service) reopenPaced(ctx context.Context, p Payment, actor Actor, admin
 		if check && paced && (cur.Status == StatusFailed || cur.Status == StatusNeedsReview) &&
 			(cur.LeaseUntil == nil || !cur.LeaseUntil.After(s.clock())) {
 			// Free, but asked within the window: reopen without asking.
-			return s.reopenPaced(ctx, cur, actor, adminID, false, false)
+			return s.reopenPaced(ctx, cur, actor, adminID, false, false, cand)
 		}
 		return cur, false, nil
 	}
@@ -314,7 +312,7 @@ func (s *Service) reopenPaced(ctx context.Context, p Payment, actor Actor, admin
 	if !check {
 		return moved, true, nil
 	}
-	moved, err = s.verifyAndApply(ctx, moved, tok, actor)
+	moved, err = s.verifyAndApply(ctx, moved, tok, actor, cand)
 	return moved, true, err
 }
 
@@ -323,12 +321,12 @@ func (s *Service) reopenPaced(ctx context.Context, p Payment, actor Actor, admin
 // it: when another actor holds the payment (reconciliation rescuing it, a
 // check in flight), it waits for that actor's result, bounded by the
 // budget, and goes on from there.
-func (s *Service) reopenWaiting(ctx context.Context, p Payment, actor Actor, check, paced bool) (Payment, error) {
+func (s *Service) reopenWaiting(ctx context.Context, p Payment, actor Actor, check, paced bool, cand string) (Payment, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
 	defer cancel()
 	start := s.clock()
 	for {
-		cur, ran, err := s.reopenPaced(ctx, p, actor, nil, check, paced)
+		cur, ran, err := s.reopenPaced(ctx, p, actor, nil, check, paced, cand)
 		if err != nil || ran {
 			return cur, err
 		}
@@ -337,7 +335,7 @@ func (s *Service) reopenWaiting(ctx context.Context, p Payment, actor Actor, che
 			return cur, nil
 		case cur.Status.open():
 			// Reopened or checked by another actor: its check is ours too.
-			return s.resolveWaiting(ctx, cur, actor, true)
+			return s.resolveWaiting(ctx, cur, actor, true, cand)
 		}
 		// Another actor holds the ended payment: wait for its result.
 		p, check, paced = cur, true, true
@@ -355,8 +353,11 @@ func (s *Service) reopenWaiting(ctx context.Context, p Payment, actor Actor, che
 
 // verifyAndApply asks the bank and records the answer. The caller holds
 // the lease tok; ctx bounds the whole check (verify and, after "not
-// paid", inquiry) to one budget. What the answers mean is Decide's.
-func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, actor Actor) (Payment, error) {
+// paid", inquiry) to one budget. What the answers mean is Decide's. cand
+// is a callback's receipt that another payment holds unconfirmed, to be
+// asked about for this payment ("" when none; only a callback's check
+// carries one, passed down explicitly through the waits and reopens).
+func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, actor Actor, cand string) (Payment, error) {
 	// Every bank check, whoever makes it, is bounded by one gateway
 	// budget from the moment its lease was taken, so the lease (the
 	// budget and a margin) never runs out while the check is in flight and
@@ -391,7 +392,6 @@ func (s *Service) verifyAndApply(ctx context.Context, p Payment, tok string, act
 	// payment. At SEP the bank's receipt of our token names it instead
 	// (keepBankReceipt above takes it then); a verify there may confirm
 	// another RefNum than the callback's, so the candidate is not used.
-	cand := candidateReceipt(ctx)
 	if cand != "" && p.Receipt == nil && vin.Receipt == "" && s.cfg.Gateways[p.Gateway].ReceiptLife <= 0 {
 		vin.Receipt = cand // the payer's word: asked, not kept (yet)
 	} else {
@@ -475,20 +475,6 @@ func (s *Service) takeReceipt(ctx context.Context, p Payment, receipt string) Pa
 	s.log.WarnContext(ctx, "receipt held unconfirmed by another payment taken: the bank confirmed it for this one", "payment", p.PublicID)
 	taken.LeaseOwner, taken.LeaseUntil = p.LeaseOwner, p.LeaseUntil
 	return taken
-}
-
-// candidateKey carries a callback's receipt that another payment holds
-// unconfirmed to the check of the callback's payment: verify is asked
-// with it, and it is kept only when the bank confirms it there.
-type candidateKey struct{}
-
-func withCandidateReceipt(ctx context.Context, receipt string) context.Context {
-	return context.WithValue(ctx, candidateKey{}, receipt)
-}
-
-func candidateReceipt(ctx context.Context) string {
-	r, _ := ctx.Value(candidateKey{}).(string)
-	return r
 }
 
 // tokenNamesReceipt reports whether p's check asks the bank's record of

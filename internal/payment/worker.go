@@ -174,7 +174,7 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (Payment, error) {
 		// Failed at its lifetime, but its payer came back from the bank
 		// (N1): ask again, paced — reopened at once, checked when the
 		// pacing window since the last check has passed.
-		p, _, err = w.s.reopenPaced(ctx, p, ActorWorker, nil, true, true)
+		p, _, err = w.s.reopenPaced(ctx, p, ActorWorker, nil, true, true, "")
 		return p, err
 	}
 	if !p.Status.open() {
