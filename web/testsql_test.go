@@ -16,20 +16,13 @@ import (
 )
 
 // sqlInTests are the web tests that still reach into the database by
-// hand, with how many places each does: a list that only shrinks. A test
-// of the web app reads and writes the data through typed helpers where
-// the data lives (paymenttest, ledgertest, authtest, apitokentest,
+// hand, with how many places each does: empty, and it stays so. A test of
+// the web app reads and writes the data through typed helpers where the
+// data lives (paymenttest, ledgertest, authtest, apitokentest,
 // idempotencytest, mailtest, storetest, apptest's reads over the
 // services), so that a change of the schema touches the stores and their
-// helpers, not the HTTP tests. Lower a line when a place goes, remove it
-// at zero; never add one.
-var sqlInTests = map[string]int{
-	// The screenshots' fixture rewrites history for a fixed picture: every
-	// payment's public id and times, and its ledger transaction's times
-	// past the ledger's append-only triggers (a test helper that breaks
-	// that guard would invite its use; here it is one fixture's, in sight).
-	"browsertest/fixture_test.go": 3,
-}
+// helpers, not the HTTP tests.
+var sqlInTests = map[string]int{}
 
 // sqlRE finds an SQL statement in a string.
 var sqlRE = regexp.MustCompile(`(?is)\b(select\s+(distinct\s+)?` + sqlCol + `(\s*,\s*` + sqlCol + `)*\s+from\s+\w+|insert\s+into\s+\w+|update\s+\w+\s+set\s+\w+|delete\s+from\s+\w+|analyze\s+\w+|with\s+recursive\b)`)

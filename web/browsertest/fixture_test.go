@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -205,45 +205,15 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 // updates the fixture's URLs to match.
 func (f *fixture) freeze(t *testing.T, at time.Time) {
 	t.Helper()
-	db := f.App.DB.Gorm
-	var ps []payment.Payment
-	if err := db.Order("id").Find(&ps).Error; err != nil {
-		t.Fatal(err)
-	}
+	ps := paymenttest.All(t, f.App.DB)
 	renamed := map[string]string{}
 	for i, p := range ps {
 		sum := sha256.Sum256([]byte("kifpool screenshots " + strconv.FormatInt(p.ID, 10)))
 		id := strings.ToLower(base32.StdEncoding.EncodeToString(sum[:]))[:len(p.PublicID)]
 		created := at.Add(-time.Duration(len(ps)-i) * 47 * time.Minute)
-		vals := map[string]any{"public_id": id, "created_at": created, "updated_at": created.Add(time.Minute)}
-		if p.ResolvedAt != nil {
-			vals["resolved_at"] = created.Add(time.Minute)
-		}
-		if p.NextCheckAt != nil {
-			vals["next_check_at"] = at.Add(time.Hour)
-		}
-		for _, col := range []string{"last_checked_at", "opened_at"} {
-			vals[col] = gorm.Expr("CASE WHEN "+col+" IS NULL THEN NULL ELSE ? END", created.Add(time.Minute))
-		}
-		if err := db.Model(&payment.Payment{}).Where("id = ?", p.ID).Updates(vals).Error; err != nil {
-			t.Fatal(err)
-		}
-		// The screenshots' fixed times reach the ledger too: a fixture
-		// rewriting history for a picture, past the append-only guard
-		// (SQLite's triggers: the fixture's database is SQLite).
-		if err := db.Exec(`DROP TRIGGER IF EXISTS ledger_transactions_no_update`).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Exec(`DROP TRIGGER IF EXISTS ledger_postings_no_update`).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Exec(`UPDATE ledger_transactions SET created_at = ? WHERE payment_id = ?`, created.Add(time.Minute), p.ID).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Exec(`UPDATE ledger_postings SET created_at = ? WHERE transaction_id IN (SELECT id FROM ledger_transactions WHERE payment_id = ?)`,
-			created.Add(time.Minute), p.ID).Error; err != nil {
-			t.Fatal(err)
-		}
+		paymenttest.Restamp(t, f.App.DB, p.ID, id, created, at.Add(time.Hour))
+		// The screenshots' fixed times reach the ledger too.
+		ledgertest.RestampTopUp(t, f.App.DB, p.ID, created.Add(time.Minute))
 		renamed[p.PublicID] = id
 	}
 	for _, p := range []*payment.Payment{&f.Credited, &f.Failed, &f.Pending, &f.Expired} {

@@ -5,6 +5,7 @@ package ledgertest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/store"
 )
@@ -86,4 +87,32 @@ func WalletsTotal(t testing.TB, db *store.DB) int64 {
 func Total(t testing.TB, db *store.DB) int64 {
 	t.Helper()
 	return count(t, db, `SELECT COALESCE(SUM(posted_rials), 0) FROM ledger_accounts`)
+}
+
+// RestampTopUp dates the ledger transaction of a top-up (payment
+// paymentID) and its postings at at: a screenshot fixture's fixed history
+// on SQLite. Postings and transactions are append-only, so it first drops
+// SQLite's triggers that refuse the update, on this test database only;
+// on PostgreSQL it fails the test (the ledger's history is never
+// rewritten there, not even by a fixture).
+func RestampTopUp(t testing.TB, db *store.DB, paymentID int64, at time.Time) {
+	t.Helper()
+	if db.Dialect != store.SQLite {
+		t.Fatalf("restamp the ledger: SQLite fixtures only")
+	}
+	for _, q := range []string{
+		`DROP TRIGGER IF EXISTS ledger_transactions_no_update`,
+		`DROP TRIGGER IF EXISTS ledger_postings_no_update`,
+	} {
+		if err := db.Gorm.Exec(q).Error; err != nil {
+			t.Fatalf("restamp the ledger: %v", err)
+		}
+	}
+	if err := db.Gorm.Exec(`UPDATE ledger_transactions SET created_at = ? WHERE payment_id = ?`, at, paymentID).Error; err != nil {
+		t.Fatalf("restamp the ledger transaction of payment %d: %v", paymentID, err)
+	}
+	if err := db.Gorm.Exec(`UPDATE ledger_postings SET created_at = ? WHERE transaction_id IN
+		(SELECT id FROM ledger_transactions WHERE payment_id = ?)`, at, paymentID).Error; err != nil {
+		t.Fatalf("restamp the postings of payment %d: %v", paymentID, err)
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
@@ -180,5 +183,22 @@ func ReleaseLease(t testing.TB, db *store.DB, paymentID int64) {
 	if err := db.Gorm.Table("payments").Where("id = ?", paymentID).
 		Updates(map[string]any{"lease_until": nil, "lease_owner": ""}).Error; err != nil {
 		t.Fatalf("release the lease of payment %d: %v", paymentID, err)
+	}
+}
+
+// Restamp gives payment id the public id publicID and the times of a
+// payment created at created (updated, resolved, opened and checked a
+// minute later, each only where the row has one; a next check at next):
+// a fixture's fixed history for screenshots, never a lifecycle move.
+func Restamp(t testing.TB, db *store.DB, id int64, publicID string, created, next time.Time) {
+	t.Helper()
+	later := created.Add(time.Minute)
+	vals := map[string]any{"public_id": publicID, "created_at": created, "updated_at": later,
+		"resolved_at":     gorm.Expr("CASE WHEN resolved_at IS NULL THEN NULL ELSE ? END", later),
+		"next_check_at":   gorm.Expr("CASE WHEN next_check_at IS NULL THEN NULL ELSE ? END", next),
+		"last_checked_at": gorm.Expr("CASE WHEN last_checked_at IS NULL THEN NULL ELSE ? END", later),
+		"opened_at":       gorm.Expr("CASE WHEN opened_at IS NULL THEN NULL ELSE ? END", later)}
+	if err := db.Gorm.Model(&payment.Payment{}).Where("id = ?", id).Updates(vals).Error; err != nil {
+		t.Fatalf("restamp payment %d: %v", id, err)
 	}
 }
