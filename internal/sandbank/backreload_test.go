@@ -255,3 +255,43 @@ func TestPaymentPageDescription(t *testing.T) {
 		t.Error("zarinpal: no language switch")
 	}
 }
+
+// TestFormPagesRefuseBadTokens: the GET addresses of the posted-form
+// pages answer a token they do not know, an empty one, none, or one with
+// a NUL with the bank's 404 page (inside serve, the app refuses the NUL
+// with 400 before the bank sees it); none of them changes a payment the
+// bank holds.
+func TestFormPagesRefuseBadTokens(t *testing.T) {
+	b := New(Options{})
+	srv := httptest.NewServer(b.Handler())
+	defer srv.Close()
+	for _, tt := range []struct{ gw, page string }{
+		{gatewaySEP, "/OnlinePG/SendToken"},
+		{gatewayMellat, "/pgwchannel/startpay.mellat"},
+	} {
+		tok := newFormPayment(t, srv, tt.gw)
+		before, _ := b.Payment(tok)
+		key := map[string]string{gatewaySEP: "token", gatewayMellat: "RefId"}[tt.gw]
+		for _, c := range []struct {
+			query string
+			want  int
+		}{
+			{"?" + key + "=garbage", http.StatusNotFound},
+			{"?" + key + "=", http.StatusNotFound},
+			{"", http.StatusNotFound},
+			{"?" + key + "=%00", http.StatusNotFound},
+		} {
+			resp, err := http.Get(srv.URL + tt.page + c.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s%s: %d, want %d", tt.page, c.query, resp.StatusCode, c.want)
+			}
+		}
+		if after, _ := b.Payment(tok); after.State != before.State || after.State != StateInBank {
+			t.Errorf("%s: the bank's payment went %s → %s", tt.gw, before.State, after.State)
+		}
+	}
+}
