@@ -173,7 +173,7 @@ bench-go:
 # ANALYZE and its p50/p95 over 40 runs. A few minutes on a 2-core machine.
 bench-admin:
 	@test -n "$(TEST_DATABASE_URL)" || { echo "bench-admin needs TEST_DATABASE_URL (PostgreSQL)"; exit 1; }
-	REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkAdmin$$' -benchtime 40x -timeout 30m ./internal/paymentread/
+	REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkAdmin$$' -benchtime 40x -timeout 30m ./internal/topupread/
 
 # PNGs of the main pages (fa/en, phone/desktop) into docs/screenshots/,
 # through the browser tests' harness (chromium + the sandbox bank).

@@ -143,19 +143,19 @@ type GatewayChoice struct {
 // HistoryRow is one ledger transaction on the wallet page: the signed
 // amount it moved on the wallet and the balance after it.
 type HistoryRow struct {
-	AmountRials     int64
-	BalanceAfter    int64
-	Kind            string
-	CreatedAt       time.Time
-	PaymentPublicID string
-	RefID           int64
-	Note            string
+	AmountRials   int64
+	BalanceAfter  int64
+	Kind          string
+	CreatedAt     time.Time
+	TopUpPublicID string
+	RefID         int64
+	Note          string
 }
 
 // WalletView is the wallet page.
 type WalletView struct {
 	// Open are the user's payments whose outcome is not known yet.
-	Open []OpenPaymentRow
+	Open []OpenTopUpRow
 	// BalanceRials is the posted balance; HeldRials what holds reserve of
 	// it; AvailableRials what may be spent.
 	BalanceRials   int64
@@ -166,17 +166,17 @@ type WalletView struct {
 	HasNewer       bool
 }
 
-// OpenPaymentRow is a payment still in progress, on the wallet page.
-type OpenPaymentRow struct {
+// OpenTopUpRow is a payment still in progress, on the wallet page.
+type OpenTopUpRow struct {
 	PublicID    string
 	AmountRials int64
 	Status      string
 	CreatedAt   time.Time
 }
 
-// PaymentView is one payment as its owner (or the payer returning from
+// TopUpView is one payment as its owner (or the payer returning from
 // the bank) sees it.
-type PaymentView struct {
+type TopUpView struct {
 	PublicID      string
 	AmountRials   int64
 	Status        string
@@ -212,17 +212,17 @@ type PaymentView struct {
 // Unpaid reports whether the payment is still open at the bank and the
 // payer never came back: the page offers the way back to the bank's page
 // and "I won't pay this one".
-func (v PaymentView) Unpaid() bool { return v.BankURL != "" || v.BankForm != nil }
+func (v TopUpView) Unpaid() bool { return v.BankURL != "" || v.BankForm != nil }
 
 // Cancelled reports whether the payer said they will not pay a payment
 // the bank still holds open: the page says they cancelled it (and that it
 // is credited all the same if the bank says it was paid), not "in
 // progress".
-func (v PaymentView) Cancelled() bool { return v.Dismissed && StatusClass(v.Status) == "pending" }
+func (v TopUpView) Cancelled() bool { return v.Dismissed && StatusClass(v.Status) == "pending" }
 
 // ReceiptTitle is the heading (and the window's title) of the payment's
 // page for its owner.
-func (v PaymentView) ReceiptTitle() string {
+func (v TopUpView) ReceiptTitle() string {
 	if v.Cancelled() {
 		return "unpaid.cancelled_title"
 	}
@@ -230,7 +230,7 @@ func (v PaymentView) ReceiptTitle() string {
 }
 
 // StatusKey is the message key of the payment's status in its details.
-func (v PaymentView) StatusKey() string {
+func (v TopUpView) StatusKey() string {
 	if v.Cancelled() {
 		return "status.dismissed"
 	}

@@ -203,7 +203,7 @@ func New(d Deps) *fiber.App {
 	// the bank carries no SameSite=Lax cookie) and without a CSRF token:
 	// it is registered before the CSRF check, its one exemption. Its page
 	// still gets the CSRF cookie and token for the forms it shows.
-	app.Use(routes.PaymentReturnPattern, s.issueCSRF, s.rememberLocale)
+	app.Use(routes.TopUpReturnPattern, s.issueCSRF, s.rememberLocale)
 	d.Features.Return.Register(app, shared)
 	app.Use(s.csrf)
 	app.Use(s.rememberLocale)

@@ -22,7 +22,7 @@ func TestOversizedRequestsSayTooLarge(t *testing.T) {
 	c := app.NewClient(t)
 	long := strings.Repeat("9", 9000)
 	for _, tt := range []struct{ name, path string }{
-		{"callback", routes.PaymentReturn("abcdefghijklmnopqrstuvwx") + "?trackId=" + long},
+		{"callback", routes.TopUpReturn("abcdefghijklmnopqrstuvwx") + "?trackId=" + long},
 		{"page", routes.SignIn + "?x=" + long},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,9 +43,9 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 		admin := app.NewAdmin(t, "root@example.com")
 		before = dbState(t, db)
 		for _, path := range []string{
-			routes.AdminPayments + "?q=a%00b", routes.AdminPayments + "?gateway=%00", routes.AdminPayments + "?from=%00", routes.AdminPayments + "?min=%00",
-			routes.AdminPaymentsCSV + "?q=%00", routes.AdminUsers + "?q=x%00", routes.AdminAudit + "?admin=%00", routes.AdminAudit + "?payment=%00",
-			routes.AdminTokens + "?email=%00", routes.AdminPayments + "?q=%ff", routes.AdminPayments + "?%00=1",
+			routes.AdminTopUps + "?q=a%00b", routes.AdminTopUps + "?gateway=%00", routes.AdminTopUps + "?from=%00", routes.AdminTopUps + "?min=%00",
+			routes.AdminTopUpsCSV + "?q=%00", routes.AdminUsers + "?q=x%00", routes.AdminAudit + "?admin=%00", routes.AdminAudit + "?payment=%00",
+			routes.AdminTokens + "?email=%00", routes.AdminTopUps + "?q=%ff", routes.AdminTopUps + "?%00=1",
 		} {
 			if r := admin.Get(path); r.Status != http.StatusBadRequest {
 				t.Errorf("GET %s: %d, want 400", path, r.Status)
@@ -55,7 +55,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 			t.Errorf("refused requests wrote: %v → %v", before, after)
 		}
 		// The same filters without the NUL are served.
-		for _, path := range []string{routes.AdminPayments + "?q=ab", routes.AdminUsers + "?q=x", routes.AdminAudit + "?admin=root@example.com", routes.AdminTokens + "?email=x"} {
+		for _, path := range []string{routes.AdminTopUps + "?q=ab", routes.AdminUsers + "?q=x", routes.AdminAudit + "?admin=root@example.com", routes.AdminTokens + "?email=x"} {
 			if r := admin.Get(path); r.Status != http.StatusOK {
 				t.Errorf("GET %s: %d, want 200", path, r.Status)
 			}

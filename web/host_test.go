@@ -31,7 +31,7 @@ func TestOtherHostRedirectsToBaseURL(t *testing.T) {
 		{"own host, upper case", nil, "GET", routes.SignIn, "UPPER", nil, http.StatusOK},
 		{"other name", nil, "GET", routes.SignIn + "?lang=en&next=" + url.QueryEscape(routes.Wallet), "localhost", nil, http.StatusTemporaryRedirect},
 		{"other name, a form post", nil, "POST", routes.SignIn, "localhost", nil, http.StatusTemporaryRedirect},
-		{"other name, the bank's callback", nil, "POST", routes.PaymentReturn("abc") + "?Authority=A1&Status=OK", "localhost", nil, http.StatusTemporaryRedirect},
+		{"other name, the bank's callback", nil, "POST", routes.TopUpReturn("abc") + "?Authority=A1&Status=OK", "localhost", nil, http.StatusTemporaryRedirect},
 		{"other name, a double-slash path", nil, "GET", "//evil.example/x", "localhost", nil, http.StatusTemporaryRedirect},
 		{"other name, health check", nil, "GET", routes.Healthz, "localhost", nil, http.StatusOK},
 		{"other name, readiness check", nil, "GET", routes.Readyz, "localhost", nil, http.StatusOK},

@@ -24,11 +24,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/web"
 )
 
@@ -107,8 +107,8 @@ func dbState(t *testing.T, db *store.DB) map[string]int64 {
 	state := storetest.Rows(t, db, "users", "sessions", "wallets", "payments", "payment_events", "ledger_transactions", "ledger_postings",
 		"gateway_calls", "auth_throttles", "api_tokens", "idempotency_keys")
 	state["balances"] = ledgertest.WalletsTotal(t, db)
-	state["credited"] = paymenttest.Count(t, db, payment.StatusCredited)
-	state["returned"] = int64(len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.ReturnedAt != nil })))
+	state["credited"] = topuptest.Count(t, db, topup.StatusCredited)
+	state["returned"] = int64(len(topuptest.Select(t, db, func(p topup.TopUp) bool { return p.ReturnedAt != nil })))
 	return state
 }
 
@@ -128,7 +128,7 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 		if _, err := app.Server.Bank.Pay(authority); err != nil {
 			t.Fatal(err)
 		}
-		first := paymenttest.First(t, db)
+		first := topuptest.First(t, db)
 		publicID, userID := first.PublicID, first.UserID
 		apiSecret, _, err := app.Server.Tokens.Create(context.Background(), apitoken.CreateInput{UserID: userID, Name: "big", Scope: string(apitoken.ScopeTopUp)})
 		if err != nil {
@@ -158,7 +158,7 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 				}},
 			{"bank callback",
 				func(framing string) string {
-					return requestHead(app, "POST", routes.PaymentReturn(publicID), "Content-Type: application/x-www-form-urlencoded", framing)
+					return requestHead(app, "POST", routes.TopUpReturn(publicID), "Content-Type: application/x-www-form-urlencoded", framing)
 				},
 				func(n int) string { return form(url.Values{"Authority": {authority}, "Status": {"OK"}}, n) }},
 			{"API top-up",

@@ -26,8 +26,8 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := user.Get(back + "&Status=OK"); apptest.PaymentStatus(r.Body) != "credited" {
-			t.Fatalf("pay: %q", apptest.PaymentStatus(r.Body))
+		if r := user.Get(back + "&Status=OK"); apptest.TopUpStatus(r.Body) != "credited" {
+			t.Fatalf("pay: %q", apptest.TopUpStatus(r.Body))
 		}
 		csrf, token := user.TopUpForm()
 		r := user.PostTopUp(csrf, token, "30000")
@@ -35,8 +35,8 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := user.Get(back2); apptest.PaymentStatus(r.Body) != "failed" {
-			t.Fatalf("cancel: %q", apptest.PaymentStatus(r.Body))
+		if r := user.Get(back2); apptest.TopUpStatus(r.Body) != "failed" {
+			t.Fatalf("cancel: %q", apptest.TopUpStatus(r.Body))
 		}
 		csrf, token = user.TopUpForm()
 		user.PostTopUp(csrf, token, "40000") // left at the bank
@@ -71,27 +71,27 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 		}
 		body := m.Body
 		want := map[string]float64{
-			`kifpool_payments{status="credited"}`:              1,
-			`kifpool_payments{status="failed"}`:                1,
-			`kifpool_payments{status="awaiting_payment"}`:      1,
-			`kifpool_payments{status="needs_review"}`:          0,
+			`kifpool_topups{status="credited"}`:                1,
+			`kifpool_topups{status="failed"}`:                  1,
+			`kifpool_topups{status="awaiting_payment"}`:        1,
+			`kifpool_topups{status="needs_review"}`:            0,
 			`kifpool_credited_rials_total{gateway="zarinpal"}`: 200_000,
-			`kifpool_payment_transitions_total{actor="submit",from="created",gateway="zarinpal",to="awaiting_payment"}`:    3,
-			`kifpool_payment_transitions_total{actor="callback",from="awaiting_payment",gateway="zarinpal",to="credited"}`: 1,
-			`kifpool_payment_transitions_total{actor="callback",from="awaiting_payment",gateway="zarinpal",to="failed"}`:   1,
-			`kifpool_gateway_breaker_state{gateway="zarinpal",state="closed"}`:                                             1,
-			`kifpool_gateway_breaker_state{gateway="zarinpal",state="open"}`:                                               0,
-			`kifpool_gateway_breaker_open{gateway="zarinpal"}`:                                                             0,
+			`kifpool_topup_transitions_total{actor="submit",from="created",gateway="zarinpal",to="awaiting_payment"}`:    3,
+			`kifpool_topup_transitions_total{actor="callback",from="awaiting_payment",gateway="zarinpal",to="credited"}`: 1,
+			`kifpool_topup_transitions_total{actor="callback",from="awaiting_payment",gateway="zarinpal",to="failed"}`:   1,
+			`kifpool_gateway_breaker_state{gateway="zarinpal",state="closed"}`:                                           1,
+			`kifpool_gateway_breaker_state{gateway="zarinpal",state="open"}`:                                             0,
+			`kifpool_gateway_breaker_open{gateway="zarinpal"}`:                                                           0,
 			`kifpool_worker_backlog`:                            0,
 			`kifpool_webhook_queue_depth`:                       0,
 			`kifpool_webhook_oldest_pending_age_seconds`:        0,
 			`kifpool_webhook_failing_endpoints`:                 0,
 			`kifpool_reconcile_last_finished_timestamp_seconds`: 0,
-			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="request",outcome="ok"}`:                   3,
-			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="verify",outcome="paid"}`:                  1,
-			`kifpool_http_request_duration_seconds_count{method="POST",route="` + routes.TopUp + `",status="303"}`:               3,
-			`kifpool_http_request_duration_seconds_count{method="GET",route="` + routes.PaymentReturnPattern + `",status="200"}`: 2,
-			`kifpool_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"}`:                           1,
+			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="request",outcome="ok"}`:                 3,
+			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="verify",outcome="paid"}`:                1,
+			`kifpool_http_request_duration_seconds_count{method="POST",route="` + routes.TopUp + `",status="303"}`:             3,
+			`kifpool_http_request_duration_seconds_count{method="GET",route="` + routes.TopUpReturnPattern + `",status="200"}`: 2,
+			`kifpool_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"}`:                         1,
 		}
 		for series, v := range want {
 			if got := apptest.MetricValue(t, body, series); got != v {
@@ -105,7 +105,7 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 		}
 		// A reconciliation (by any instance) sets the time of the last one.
 		before := time.Now().Unix()
-		if _, err := app.Server.Payments.Reconcile(context.Background()); err != nil {
+		if _, err := app.Server.TopUps.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		body = get("Bearer " + apptest.MetricsToken).Body
@@ -116,7 +116,7 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			t.Errorf("kifpool_reconcile_last_failed = %v", got)
 		}
 		// Route patterns, not paths: no payment id in any label.
-		if regexp.MustCompile(`route="` + regexp.QuoteMeta(routes.Payments) + `/[a-z2-7]{24}`).MatchString(body) {
+		if regexp.MustCompile(`route="` + regexp.QuoteMeta(routes.TopUps) + `/[a-z2-7]{24}`).MatchString(body) {
 			t.Error("a payment id in a route label")
 		}
 	})

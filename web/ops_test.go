@@ -9,11 +9,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/logging"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 func TestReadyzChecksDatabaseAndMigrations(t *testing.T) {
@@ -72,13 +72,13 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 	// A payment page's lines name the request and the payment.
 	user, payURL := app.StartTopUp(t, "log@example.com", "20000")
 	_ = user
-	pub := paymenttest.First(t, db).PublicID
+	pub := topuptest.First(t, db).PublicID
 	if _, err := app.Server.Bank.Pay(apptest.Authority(payURL)); err != nil {
 		t.Fatal(err)
 	}
-	user.Get(routes.PaymentReturn(pub) + "?Authority=" + apptest.Authority(payURL) + "&Status=OK")
+	user.Get(routes.TopUpReturn(pub) + "?Authority=" + apptest.Authority(payURL) + "&Status=OK")
 
-	var sawID, sawPayment bool
+	var sawID, sawTopUp bool
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -91,12 +91,12 @@ func TestRequestIDOnResponsesAndLogLines(t *testing.T) {
 			if m["request_id"] == id {
 				sawID = true
 			}
-			if strings.HasPrefix(m["path"].(string), routes.Payments+"/") && m["payment"] == pub {
-				sawPayment = true
+			if strings.HasPrefix(m["path"].(string), routes.TopUps+"/") && m["payment"] == pub {
+				sawTopUp = true
 			}
 		}
 	}
-	if !sawID || !sawPayment {
-		t.Fatalf("request id %v, payment %v in the log:\n%s", sawID, sawPayment, buf.String())
+	if !sawID || !sawTopUp {
+		t.Fatalf("request id %v, payment %v in the log:\n%s", sawID, sawTopUp, buf.String())
 	}
 }

@@ -68,8 +68,8 @@ func TestExemptionsByRegistrationOrder(t *testing.T) {
 		// No CSRF token: refused everywhere but on the bank's callback
 		// (whose unknown payment is the 404 page, not the check's 403).
 		{"POST", routes.SignOut, "", http.StatusForbidden},
-		{"POST", routes.PaymentAbandon("abcdefghijklmnopqrstuvwx"), "", http.StatusForbidden},
-		{"POST", routes.PaymentReturn("abcdefghijklmnopqrstuvwx"), "", http.StatusNotFound},
+		{"POST", routes.TopUpAbandon("abcdefghijklmnopqrstuvwx"), "", http.StatusForbidden},
+		{"POST", routes.TopUpReturn("abcdefghijklmnopqrstuvwx"), "", http.StatusNotFound},
 	} {
 		if res := do(tc.method, tc.path, tc.host); res.StatusCode != tc.want {
 			t.Errorf("%s %s (host %q): status %d, want %d", tc.method, tc.path, tc.host, res.StatusCode, tc.want)

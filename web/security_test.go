@@ -12,11 +12,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/logging"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 func TestRedirectsStayOnSite(t *testing.T) {
@@ -100,15 +100,15 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	const recheck = 3 * time.Second
-	clk := paymenttest.NewClock()
+	clk := topuptest.NewClock()
 	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()},
 		Server: server.Options{Now: clk.Now}})
 	c, payURL := app.StartTopUp(t, "early@example.com", "10000")
 	authority := apptest.Authority(payURL)
-	publicID := paymenttest.First(t, db).PublicID
-	back := routes.PaymentReturn(publicID) + "?Authority=" + authority
+	publicID := topuptest.First(t, db).PublicID
+	back := routes.TopUpReturn(publicID) + "?Authority=" + authority
 	calls := func(op string) int64 {
-		return paymenttest.CountCalls(t, db, op)
+		return topuptest.CountCalls(t, db, op)
 	}
 	c.Get(back + "&Status=NOK") // the first: verify -51, inquiry IN_BANK
 	if calls("verify") != 1 || calls("inquire") != 1 {
@@ -122,8 +122,8 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 			if i%2 == 0 {
 				st = "NOK"
 			}
-			if r := attacker.Get(back + "&Status=" + st); apptest.PaymentStatus(r.Body) != "pending_verification" {
-				t.Errorf("flooding callback: %d %q", r.Status, apptest.PaymentStatus(r.Body))
+			if r := attacker.Get(back + "&Status=" + st); apptest.TopUpStatus(r.Body) != "pending_verification" {
+				t.Errorf("flooding callback: %d %q", r.Status, apptest.TopUpStatus(r.Body))
 			}
 		})
 	}
@@ -136,8 +136,8 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(recheck)
-	if r := c.Get(back + "&Status=OK"); apptest.PaymentStatus(r.Body) != "credited" {
-		t.Fatalf("after paying: %q", apptest.PaymentStatus(r.Body))
+	if r := c.Get(back + "&Status=OK"); apptest.TopUpStatus(r.Body) != "credited" {
+		t.Fatalf("after paying: %q", apptest.TopUpStatus(r.Body))
 	}
 	if c.Balance() != 100_000 || calls("verify") != 2 {
 		t.Fatalf("balance %d, %d verifies", c.Balance(), calls("verify"))
@@ -252,7 +252,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 			t.Fatalf("submit %d of one form: status %d, want 303 (a replay)", i+1, r.Status)
 		}
 	}
-	if n := paymenttest.Count(t, app.DB); n != 1 {
+	if n := topuptest.Count(t, app.DB); n != 1 {
 		t.Fatalf("%d payments after replays of one form, want 1", n)
 	}
 	_, second := c.TopUpForm()
@@ -263,7 +263,7 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 	if r := c.PostTopUp(csrf, third, "10000"); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("third form within the minute: status %d, want 429", r.Status)
 	}
-	if n := paymenttest.Count(t, app.DB); n != 2 {
+	if n := topuptest.Count(t, app.DB); n != 2 {
 		t.Fatalf("%d payments, want 2 (the refused submit writes nothing)", n)
 	}
 	// Sign-in limit per client address off: 25 wrong passwords (for as
@@ -281,15 +281,15 @@ func TestTopUpRateLimitIgnoresReplaysOfOneForm(t *testing.T) {
 
 // The payment service's own log lines carry the request id and the
 // payment's public id of the request that caused them.
-func TestPaymentLogLinesCarryRequestID(t *testing.T) {
+func TestTopUpLogLinesCarryRequestID(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	var buf apptest.LogBuffer
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Log: logging.New(&buf, slog.LevelInfo, "json")}})
 	c, payURL := app.StartTopUp(t, "logs@example.com", "10000")
 	authority := apptest.Authority(payURL)
-	publicID := paymenttest.First(t, db).PublicID
-	r := c.Get(routes.PaymentReturn(publicID) + "?Authority=" + authority + "&Status=NOK")
+	publicID := topuptest.First(t, db).PublicID
+	r := c.Get(routes.TopUpReturn(publicID) + "?Authority=" + authority + "&Status=NOK")
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
 		t.Fatal("no X-Request-Id")

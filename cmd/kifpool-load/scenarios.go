@@ -80,7 +80,7 @@ func (bn *bench) seedUsers(ctx context.Context, n int) error {
 
 // paidPayment starts a top-up as u on base and pays it at the bank: the
 // callback URL the bank sends the payer to.
-func (bn *bench) paidPayment(ctx context.Context, u *user, base string) (string, error) {
+func (bn *bench) paidTopUp(ctx context.Context, u *user, base string) (string, error) {
 	r, err := u.submitTopUp(ctx, base, topUpTomans)
 	if err != nil {
 		return "", err
@@ -110,7 +110,7 @@ func (bn *bench) scenarioFullTopUp(ctx context.Context) error {
 	bn.measure(bn.a, bn.baseA, "one request = the whole flow: GET form, POST submit (bank request), bank pay (control API), GET callback (verify + credit)", func() Row {
 		return runLoad(ctx, "1 full top-up", conc, bn.sz.fullTopUps, 0, func(ctx context.Context, vu int, _ int64) error {
 			u := bn.users[vu]
-			cb, err := bn.paidPayment(ctx, u, bn.baseA)
+			cb, err := bn.paidTopUp(ctx, u, bn.baseA)
 			if err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ func (bn *bench) paidSet(ctx context.Context, conc int, n int64, base string) ([
 	urls := make([]string, n)
 	owners := make([]int, n)
 	r := runLoad(ctx, "prepare", conc, n, 0, func(ctx context.Context, vu int, i int64) error {
-		cb, err := bn.paidPayment(ctx, bn.users[vu], base)
+		cb, err := bn.paidTopUp(ctx, bn.users[vu], base)
 		urls[i], owners[i] = cb, vu
 		return err
 	})
@@ -182,8 +182,8 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 			return runLoad(ctx, fmt.Sprintf("3 replay: receipt reload (%d conns)", conns), conns, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
 				k := int(i) % len(urls)
 				u, _ := url.Parse(urls[k])
-				args, _ := routes.MatchEnd(routes.PaymentReturnPattern, u.Path)
-				return callback(ctx, bn.users[owners[k]], bn.baseA+routes.Payment(args[0]), "credited")
+				args, _ := routes.MatchEnd(routes.TopUpReturnPattern, u.Path)
+				return callback(ctx, bn.users[owners[k]], bn.baseA+routes.TopUpPage(args[0]), "credited")
 			})
 		})
 	}
@@ -342,7 +342,7 @@ func (bn *bench) scenarioPages(ctx context.Context) error {
 	}
 	admin := bn.users[len(bn.users)-1]
 	owner := bn.users[len(bn.users)-3]
-	m := bn.sz.adminPayments
+	m := bn.sz.adminTopUps
 	if _, err := bn.pool.Exec(ctx, `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority,
 			status, status_reason, created_at, updated_at, resolved_at, opened_at)
 		SELECT lpad(g::text, 24, 'a'), $1, $2, 10000 + (g % 1000) * 10, 'seed', 'seeda' || g, 'SEEDA' || g,
@@ -372,7 +372,7 @@ func (bn *bench) scenarioPages(ctx context.Context) error {
 	})
 	bn.measure(bn.a, bn.baseA, "", func() Row {
 		return runLoad(ctx, fmt.Sprintf("4 admin list (%d payments)", m), conc, 0, bn.sz.pageDur, func(ctx context.Context, vu int, i int64) error {
-			r, err := admin.do(ctx, http.MethodGet, bn.baseA+routes.AdminPayments, nil)
+			r, err := admin.do(ctx, http.MethodGet, bn.baseA+routes.AdminTopUps, nil)
 			if err == nil && r.status != http.StatusOK {
 				err = fmt.Errorf("admin list: status %d", r.status)
 			}
@@ -387,7 +387,7 @@ func (bn *bench) scenarioSlowBank(ctx context.Context) error {
 	n := bn.sz.slowUsers
 	urls := make([]string, n)
 	prep := runLoad(ctx, "prepare", 16, int64(n), 0, func(ctx context.Context, _ int, i int64) error {
-		cb, err := bn.paidPayment(ctx, bn.users[i], bn.baseA)
+		cb, err := bn.paidTopUp(ctx, bn.users[i], bn.baseA)
 		urls[i] = cb
 		return err
 	})
@@ -461,7 +461,7 @@ func (bn *bench) scenarioTwoInstances(ctx context.Context) error {
 	}
 	bn.measure(bn.a, bn.baseA, "CPU and RSS of instance A only; requests split over A and B", func() Row {
 		return runLoad(ctx, "7 two instances: full top-up", conc, bn.sz.twoInstances, 0, func(ctx context.Context, vu int, _ int64) error {
-			cb, err := bn.paidPayment(ctx, users[vu], base(vu))
+			cb, err := bn.paidTopUp(ctx, users[vu], base(vu))
 			if err != nil {
 				return err
 			}

@@ -559,7 +559,7 @@ func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, l
 	if err != nil {
 		return err
 	}
-	rep, err := srv.Payments.Reconcile(ctx)
+	rep, err := srv.TopUps.Reconcile(ctx)
 	fmt.Fprintf(stdout, "listed %d unverified at the gateway: %d ours, %d credited now (%d rials), %d foreign (%d rials), %d mismatches\n",
 		rep.Listed, rep.Ours, rep.Credited, rep.CreditedRials, rep.ForeignCount, rep.ForeignRials, rep.Mismatches)
 	for _, it := range rep.Items() {

@@ -211,8 +211,8 @@ func (f *Form) Input(name string) string {
 // decoded).
 func Input(body, name string) string { return Parse(body).Input(name) }
 
-// PaymentStatus returns the data-status of the page's payment-status
+// TopUpStatus returns the data-status of the page's payment-status
 // element, or "".
-func PaymentStatus(body string) string {
+func TopUpStatus(body string) string {
 	return Parse(body).TestID("payment-status").Attr("data-status")
 }

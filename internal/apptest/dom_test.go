@@ -59,7 +59,7 @@ func TestDocReadsAPageAsABrowserDoes(t *testing.T) {
 	if got := d.Attrs("action"); !reflect.DeepEqual(got, []string{routes.SignOut, routes.TopUp + "?x=1&y=2"}) {
 		t.Errorf("actions %q", got)
 	}
-	if got := PaymentStatus(page); got != "credited" {
+	if got := TopUpStatus(page); got != "credited" {
 		t.Errorf("payment status %q", got)
 	}
 	if got := recoveryCodes(page); !reflect.DeepEqual(got, []string{"AB12-CD34", "EF56-GH78"}) {

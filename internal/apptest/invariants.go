@@ -3,17 +3,17 @@ package apptest
 import (
 	"testing"
 
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // CheckInvariants asserts the promises of ARCHITECTURE §2 over the whole
 // database (see paymenttest.CheckInvariants).
 func CheckInvariants(t testing.TB, db *store.DB) {
 	t.Helper()
-	paymenttest.CheckInvariants(t, db)
+	topuptest.CheckInvariants(t, db)
 }
 
 // Count runs a query that answers one number (see storetest.Count).

@@ -58,7 +58,7 @@ type Entry struct {
 	ID           int64 `gorm:"primaryKey"`
 	AdminID      int64 `gorm:"default:null"` // 0 (NULL): the command line
 	Action       Action
-	PaymentID    *int64
+	TopUpID      *int64
 	TargetUserID *int64
 	Note         string
 	FromStatus   string
@@ -90,28 +90,28 @@ type Log struct{ db *store.DB }
 // NewLog returns a reader over db.
 func NewLog(db *store.DB) *Log { return &Log{db: db} }
 
-// OfPayment lists the entries about a payment, oldest first.
-func (l *Log) OfPayment(ctx context.Context, paymentID int64) ([]Entry, error) {
+// OfTopUp lists the entries about a payment, oldest first.
+func (l *Log) OfTopUp(ctx context.Context, topUpID int64) ([]Entry, error) {
 	var out []Entry
-	if err := l.db.Gorm.WithContext(ctx).Where("payment_id = ?", paymentID).Order("id").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("audit of payment %d: %w", paymentID, err)
+	if err := l.db.Gorm.WithContext(ctx).Where("payment_id = ?", topUpID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("audit of payment %d: %w", topUpID, err)
 	}
 	return out, nil
 }
 
 // Query selects entries of the audit log.
 type Query struct {
-	AdminEmail      string // only this admin's actions ("": every admin's)
-	PaymentPublicID string // only actions on this payment ("": all)
-	BeforeID        int64  // entries older than this one (0: the newest)
-	Limit           int
+	AdminEmail    string // only this admin's actions ("": every admin's)
+	TopUpPublicID string // only actions on this payment ("": all)
+	BeforeID      int64  // entries older than this one (0: the newest)
+	Limit         int
 }
 
 // Listed is an entry with the admin's e-mail and the payment's public id.
 type Listed struct {
 	Entry
-	AdminEmail      string
-	PaymentPublicID string
+	AdminEmail    string
+	TopUpPublicID string
 }
 
 // List returns entries matching q, newest first. It only reads: the log
@@ -128,8 +128,8 @@ func (l *Log) List(ctx context.Context, q Query) ([]Listed, error) {
 	if q.AdminEmail != "" {
 		tx = tx.Where("lower(u.email) = lower(?)", q.AdminEmail)
 	}
-	if q.PaymentPublicID != "" {
-		tx = tx.Where("p.public_id = ?", q.PaymentPublicID)
+	if q.TopUpPublicID != "" {
+		tx = tx.Where("p.public_id = ?", q.TopUpPublicID)
 	}
 	if q.BeforeID > 0 {
 		tx = tx.Where("a.id < ?", q.BeforeID)

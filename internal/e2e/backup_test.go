@@ -89,8 +89,8 @@ func backupDrill(t *testing.T, d store.Dialect) {
 			t.Fatal(err)
 		}
 		page, err := user.do(ctx, http.MethodGet, back, nil)
-		if err != nil || apptest.PaymentStatus(page.body) != "credited" {
-			t.Fatalf("callback: %v %q", err, apptest.PaymentStatus(page.body))
+		if err != nil || apptest.TopUpStatus(page.body) != "credited" {
+			t.Fatalf("callback: %v %q", err, apptest.TopUpStatus(page.body))
 		}
 		return authority
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/gateway/sep"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
 )
 
 // browser is a user's browser without JavaScript: it keeps cookies (for
@@ -309,7 +309,7 @@ func (c *bankClient) control(ctx context.Context, path string) (sandbank.Callbac
 }
 
 // payments is the bank's record of every payment, by authority.
-func (c *bankClient) payments(t *testing.T) map[string]sandbank.Payment {
+func (c *bankClient) topUps(t *testing.T) map[string]sandbank.Payment {
 	t.Helper()
 	out, err := c.list()
 	if err != nil {
@@ -390,14 +390,14 @@ func openDB(t *testing.T, dbURL string) *store.DB {
 	return db
 }
 
-var openStatuses = []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification, payment.StatusSettling}
+var openStatuses = []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling}
 
 // drain waits until no payment is open, or fails the test at the deadline
 // with what is still open.
 func drain(t *testing.T, db *store.DB, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var open []payment.Payment
+	var open []topup.TopUp
 	err := testwait.Until(limit, "no open payment", func() bool {
 		open = nil
 		if err := db.Gorm.Where("status IN ?", openStatuses).Find(&open).Error; err != nil {
@@ -422,9 +422,9 @@ func drain(t *testing.T, db *store.DB, limit time.Duration) time.Duration {
 }
 
 // allPayments reads every payment.
-func allPayments(t *testing.T, db *store.DB) []payment.Payment {
+func allTopUps(t *testing.T, db *store.DB) []topup.TopUp {
 	t.Helper()
-	var ps []payment.Payment
+	var ps []topup.TopUp
 	if err := db.Gorm.Order("id").Find(&ps).Error; err != nil {
 		t.Fatalf("payments: %v", err)
 	}
@@ -452,19 +452,19 @@ func userBalances(t *testing.T, db *store.DB) map[string]int64 {
 // the bank's VERIFIED set is exactly our credited set (same ref_id, same
 // amount; Mellat's settled), nothing the bank took is left PAID-but-unverified, every
 // authority we hold is the bank's, and nothing is still open.
-func checkAgainstBank(t *testing.T, ours []payment.Payment, bank map[string]sandbank.Payment) {
+func checkAgainstBank(t *testing.T, ours []topup.TopUp, bank map[string]sandbank.Payment) {
 	t.Helper()
-	credited := map[string]payment.Payment{}
-	byAuthority := map[string]payment.Payment{}
+	credited := map[string]topup.TopUp{}
+	byAuthority := map[string]topup.TopUp{}
 	for _, p := range ours {
-		if p.Status == payment.StatusNeedsReview {
+		if p.Status == topup.StatusNeedsReview {
 			t.Errorf("payment %s needs review: %s", p.PublicID, p.StatusReason)
 		}
 		if !p.Status.Terminal() {
 			t.Errorf("payment %s still open: %s", p.PublicID, p.Status)
 		}
 		if p.Authority == nil {
-			if p.Status == payment.StatusCredited {
+			if p.Status == topup.StatusCredited {
 				t.Errorf("payment %s credited without an authority", p.PublicID)
 			}
 			continue
@@ -478,7 +478,7 @@ func checkAgainstBank(t *testing.T, ours []payment.Payment, bank map[string]sand
 		if bp.Amount != p.AmountRials {
 			t.Errorf("payment %s: our amount %d, bank's %d", p.PublicID, p.AmountRials, bp.Amount)
 		}
-		if p.Status == payment.StatusCredited {
+		if p.Status == topup.StatusCredited {
 			credited[*p.Authority] = p
 			if p.RefIDValue() != bp.RefID {
 				t.Errorf("payment %s: our ref_id %d, bank's %d", p.PublicID, p.RefIDValue(), bp.RefID)
@@ -510,7 +510,7 @@ func checkAgainstBank(t *testing.T, ours []payment.Payment, bank map[string]sand
 	}
 }
 
-func statusOf(m map[string]payment.Payment, authority string) string {
+func statusOf(m map[string]topup.TopUp, authority string) string {
 	p, ok := m[authority]
 	if !ok {
 		return "no payment of ours"
@@ -538,18 +538,18 @@ func checkLedger(t *testing.T, db *store.DB) {
 // (from = the previous event's to), even across SIGKILLs.
 func checkEvents(t *testing.T, db *store.DB) {
 	t.Helper()
-	var events []payment.Event
+	var events []topup.Event
 	if err := db.Gorm.Table("payment_events").Order("payment_id, id").Find(&events).Error; err != nil {
 		t.Fatalf("payment_events: %v", err)
 	}
-	byPayment := map[int64][]payment.Event{}
+	byTopUp := map[int64][]topup.Event{}
 	for _, e := range events {
-		byPayment[e.PaymentID] = append(byPayment[e.PaymentID], e)
+		byTopUp[e.TopUpID] = append(byTopUp[e.TopUpID], e)
 	}
 	broken := 0
-	for _, p := range allPayments(t, db) {
-		at := payment.StatusCreated
-		for _, e := range byPayment[p.ID] {
+	for _, p := range allTopUps(t, db) {
+		at := topup.StatusCreated
+		for _, e := range byTopUp[p.ID] {
 			if e.FromStatus != at {
 				broken++
 				t.Errorf("payment %s: event %d %s → %s follows status %s", p.PublicID, e.ID, e.FromStatus, e.ToStatus, at)

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
 )
 
 // TestCrashRestart drives concurrent top-ups through one serve process
@@ -111,10 +111,10 @@ func newCrashRig(t *testing.T, d store.Dialect, bankFlags ...string) *crashRig {
 // verifies of a payment overlapped, and (with hooks) every credit's
 // webhook reached the receiver once. It returns our payments and the count of each
 // gateway's outcomes.
-func (r *crashRig) check(t *testing.T, results []crashTopUp) ([]payment.Payment, map[string]int) {
+func (r *crashRig) check(t *testing.T, results []crashTopUp) ([]topup.TopUp, map[string]int) {
 	t.Helper()
-	ours := allPayments(t, r.db)
-	byAuthority := map[string]payment.Payment{}
+	ours := allTopUps(t, r.db)
+	byAuthority := map[string]topup.TopUp{}
 	for _, p := range ours {
 		if p.Authority != nil {
 			byAuthority[*p.Authority] = p
@@ -135,11 +135,11 @@ func (r *crashRig) check(t *testing.T, results []crashTopUp) ([]payment.Payment,
 		switch res.action {
 		case "paid", "late-paid":
 			want[res.email] += res.rials
-			if p.Status != payment.StatusCredited {
+			if p.Status != topup.StatusCredited {
 				t.Errorf("paid at the bank, but payment %s ended %s: %s", p.PublicID, p.Status, p.StatusReason)
 			}
 		case "cancelled", "expired", "left":
-			if p.Status != payment.StatusFailed {
+			if p.Status != topup.StatusFailed {
 				t.Errorf("%s at the bank, but payment %s ended %s: %s", res.action, p.PublicID, p.Status, p.StatusReason)
 			}
 		}
@@ -152,7 +152,7 @@ func (r *crashRig) check(t *testing.T, results []crashTopUp) ([]payment.Payment,
 			t.Errorf("%s: balance %d rials, paid %d at the bank", email, bal, want[email])
 		}
 	}
-	checkAgainstBank(t, ours, r.bank.payments(t))
+	checkAgainstBank(t, ours, r.bank.topUps(t))
 	checkLedger(t, r.db)
 	checkEvents(t, r.db)
 	checkNoOverlappingVerifies(t, r.db, 0)
@@ -445,7 +445,7 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 	gw, res.authority, atBank = toBank(c.bankURL, sent)
 	res.gateway = gw.name
 	if !atBank {
-		if sent.status == http.StatusOK || sent.location != "" && !strings.HasPrefix(sent.location, routes.Payments+"/") {
+		if sent.status == http.StatusOK || sent.location != "" && !strings.HasPrefix(sent.location, routes.TopUps+"/") {
 			c.t.Errorf("%s: submit top-up answered %d %q", email, sent.status, sent.location)
 		}
 		return res
@@ -473,7 +473,7 @@ func (c *crashClient) topUp(ctx context.Context, email string, tomans int64) cra
 	case roll >= 70:
 		// Paid late; the payment is credited whether or not our side had
 		// failed it by then (under chaos it may take long to fail).
-		waitStatus(ctx, c.db, res.authority, payment.StatusFailed, 20*time.Second)
+		waitStatus(ctx, c.db, res.authority, topup.StatusFailed, 20*time.Second)
 		action = "late-pay"
 	}
 	cb, status, err := c.bank.finishAt(ctx, gw.name, res.authority, strings.TrimPrefix(action, "late-"))

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
 )
 
 // TestFailoverToTheNextGateway runs serve against a standalone bank
@@ -65,7 +65,7 @@ func failover(t *testing.T, d store.Dialect) {
 	if !ok || gw.name != "zarinpal" {
 		t.Fatalf("the first top-up went to %q", gw.name)
 	}
-	before, _ := paymentByAuthority(t, db, waiting)
+	before, _ := topUpByAuthority(t, db, waiting)
 
 	// Zarinpal down. Top-ups asking for it fail, no money taken, until
 	// its breaker opens; then they go to Zibal.
@@ -87,7 +87,7 @@ func failover(t *testing.T, d store.Dialect) {
 		t.Fatalf("a top-up while Zarinpal is down: %d %q (gateway %q)", r.status, r.location, gw.name)
 		return false
 	})
-	if p, ok := paymentByAuthority(t, db, moved); !ok || p.Gateway != "zibal" || p.Status != payment.StatusAwaitingPayment {
+	if p, ok := topUpByAuthority(t, db, moved); !ok || p.Gateway != "zibal" || p.Status != topup.StatusAwaitingPayment {
 		t.Fatalf("the moved top-up: %s %s", p.Gateway, p.Status)
 	}
 	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE gateway = 'zarinpal' AND amount_rials = 40000 AND status <> 'failed'`); n != 0 {
@@ -101,10 +101,10 @@ func failover(t *testing.T, d store.Dialect) {
 		t.Fatalf("pay: %d %v", status, err)
 	}
 	r, err := br.back(ctx, cb)
-	if st := apptest.PaymentStatus(r.body); err != nil || r.status != http.StatusOK || st == "credited" || st == "failed" {
+	if st := apptest.TopUpStatus(r.body); err != nil || r.status != http.StatusOK || st == "credited" || st == "failed" {
 		t.Fatalf("the callback while its gateway is down: %d %q %v; want a page saying we are confirming", r.status, st, err)
 	}
-	p, _ := paymentByAuthority(t, db, waiting)
+	p, _ := topUpByAuthority(t, db, waiting)
 	if p.ID != before.ID || p.Gateway != "zarinpal" || p.Status.Terminal() {
 		t.Fatalf("the payment at the down gateway is now %s at %s", p.Status, p.Gateway)
 	}
@@ -114,13 +114,13 @@ func failover(t *testing.T, d store.Dialect) {
 
 	// Zarinpal is back: verified there, credited once.
 	bank.clearFaults(t)
-	if p, ok := waitStatus(ctx, db, waiting, payment.StatusCredited, 60*time.Second); !ok || p.Gateway != "zarinpal" {
+	if p, ok := waitStatus(ctx, db, waiting, topup.StatusCredited, 60*time.Second); !ok || p.Gateway != "zarinpal" {
 		t.Fatalf("after Zarinpal came back: %s (%s) at %s", p.Status, p.StatusReason, p.Gateway)
 	}
 	if bal := userBalances(t, db)[email]; bal != 30_000 {
 		t.Errorf("balance %d, want 30000", bal)
 	}
-	if bp := bank.payments(t)[waiting]; bp.State != sandbank.StateVerified || bp.Gateway != "zarinpal" {
+	if bp := bank.topUps(t)[waiting]; bp.State != sandbank.StateVerified || bp.Gateway != "zarinpal" {
 		t.Errorf("the bank holds the payment as %s at %s", bp.State, bp.Gateway)
 	}
 	checkLedger(t, db)

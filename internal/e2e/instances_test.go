@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/topup"
 )
 
 // What a user does with one top-up in TestTwoInstancesOnePostgres.
@@ -155,7 +155,7 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 					// The bank's faults may leave the outcome unknown for
 					// now: the page then says we are confirming (the worker
 					// finishes it; checked after the drain).
-					got := apptest.PaymentStatus(r.body)
+					got := apptest.TopUpStatus(r.body)
 					if r.status != http.StatusOK || got != want && got != "pending_verification" {
 						t.Errorf("%s: callback on %s: status %d, page says %q, want %q", email, base, r.status, got, want)
 					}
@@ -185,11 +185,11 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 
 	waited := drain(t, db, 90*time.Second)
 
-	ours := allPayments(t, db)
+	ours := allTopUps(t, db)
 	if len(ours) != len(topUps) {
 		t.Errorf("%d payments in the database, %d top-ups made", len(ours), len(topUps))
 	}
-	byAuthority := map[string]payment.Payment{}
+	byAuthority := map[string]topup.TopUp{}
 	for _, p := range ours {
 		byAuthority[p.AuthorityString()] = p
 	}
@@ -200,9 +200,9 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("no payment for authority %s", tu.authority)
-		case tu.scenario.paid() && p.Status != payment.StatusCredited:
+		case tu.scenario.paid() && p.Status != topup.StatusCredited:
 			t.Errorf("paid top-up %s (scenario %d) ended %s: %s", p.PublicID, tu.scenario, p.Status, p.StatusReason)
-		case !tu.scenario.paid() && p.Status != payment.StatusFailed:
+		case !tu.scenario.paid() && p.Status != topup.StatusFailed:
 			t.Errorf("cancelled top-up %s (scenario %d) ended %s: %s", p.PublicID, tu.scenario, p.Status, p.StatusReason)
 		}
 		if tu.scenario.paid() {
@@ -215,7 +215,7 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 			t.Errorf("%s: balance %d rials, paid %d", email, bal, want[email])
 		}
 	}
-	bankPayments := bank.payments(t)
+	bankPayments := bank.topUps(t)
 	checkAgainstBank(t, ours, bankPayments)
 	checkLedger(t, db)
 	checkEvents(t, db)
@@ -254,15 +254,15 @@ const clockSkew = 10 * time.Minute
 // answer we never learned: a second verifier of a paid payment (a lease
 // handed over while the first was still asking) would show as an
 // unexplained 101.
-func checkVerifiesExplained(t *testing.T, db *store.DB, ours []payment.Payment, bank map[string]sandbank.Payment) {
+func checkVerifiesExplained(t *testing.T, db *store.DB, ours []topup.TopUp, bank map[string]sandbank.Payment) {
 	t.Helper()
-	var calls []payment.GatewayCall
+	var calls []topup.GatewayCall
 	if err := db.Gorm.Where("operation = ? AND payment_id IS NOT NULL", "verify").Order("started_at, id").Find(&calls).Error; err != nil {
 		t.Fatalf("gateway_calls: %v", err)
 	}
-	byPayment := map[int64][]payment.GatewayCall{}
+	byTopUp := map[int64][]topup.GatewayCall{}
 	for _, c := range calls {
-		byPayment[*c.PaymentID] = append(byPayment[*c.PaymentID], c)
+		byTopUp[*c.TopUpID] = append(byTopUp[*c.TopUpID], c)
 	}
 	answered := map[string]bool{"paid": true, "already_verified": true, "not_paid": true, "amount_mismatch": true, "invalid": true, "rejected": true}
 	unknown := map[string]bool{"timeout": true, "canceled": true}
@@ -271,7 +271,7 @@ func checkVerifiesExplained(t *testing.T, db *store.DB, ours []payment.Payment, 
 			continue
 		}
 		var nAnswered, nUnknown, nPaid int
-		for _, c := range byPayment[p.ID] {
+		for _, c := range byTopUp[p.ID] {
 			switch {
 			case answered[c.Outcome]:
 				nAnswered++
@@ -291,7 +291,7 @@ func checkVerifiesExplained(t *testing.T, db *store.DB, ours []payment.Payment, 
 		if got < nAnswered || got > nAnswered+nUnknown {
 			t.Errorf("payment %s: the bank performed %d verifies; we recorded %d answered and %d unanswered", p.PublicID, got, nAnswered, nUnknown)
 		}
-		if p.Status == payment.StatusCredited && nPaid > 1 {
+		if p.Status == topup.StatusCredited && nPaid > 1 {
 			t.Errorf("payment %s: %d verifies answered paid", p.PublicID, nPaid)
 		}
 	}
@@ -321,7 +321,7 @@ func checkTimestampsWithin(t *testing.T, db *store.DB, from, to time.Time) {
 // payment.
 func checkNoOverlappingVerifies(t *testing.T, db *store.DB, tolerance time.Duration) {
 	t.Helper()
-	var calls []payment.GatewayCall
+	var calls []topup.GatewayCall
 	if err := db.Gorm.Where("operation = ? AND payment_id IS NOT NULL AND outcome <> ?", "verify", "breaker_open").
 		Order("payment_id, started_at").Find(&calls).Error; err != nil {
 		t.Fatalf("gateway_calls: %v", err)
@@ -329,12 +329,12 @@ func checkNoOverlappingVerifies(t *testing.T, db *store.DB, tolerance time.Durat
 	if len(calls) == 0 {
 		t.Fatal("no verify calls recorded")
 	}
-	byPayment := map[int64][]payment.GatewayCall{}
+	byTopUp := map[int64][]topup.GatewayCall{}
 	for _, c := range calls {
-		byPayment[*c.PaymentID] = append(byPayment[*c.PaymentID], c)
+		byTopUp[*c.TopUpID] = append(byTopUp[*c.TopUpID], c)
 	}
 	overlaps := 0
-	for id, cs := range byPayment {
+	for id, cs := range byTopUp {
 		sort.Slice(cs, func(i, j int) bool { return cs[i].StartedAt.Before(cs[j].StartedAt) })
 		// Sweep in start order, keeping the attempt that ends last so far.
 		last := cs[0]
@@ -351,5 +351,5 @@ func checkNoOverlappingVerifies(t *testing.T, db *store.DB, tolerance time.Durat
 			}
 		}
 	}
-	t.Logf("%d verify attempts over %d payments, %d overlapping", len(calls), len(byPayment), overlaps)
+	t.Logf("%d verify attempts over %d payments, %d overlapping", len(calls), len(byTopUp), overlaps)
 }

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
 )
 
 // pointsTest hits each test-hook crash point once in a known flow at
@@ -75,7 +75,7 @@ type pointScenario struct {
 	// callback: the payer comes back (else reconciliation finds it)
 	callback bool
 	// the status the crash leaves ("": any open one)
-	left payment.Status
+	left topup.Status
 }
 
 var pointScenarios = []pointScenario{
@@ -87,19 +87,19 @@ var pointScenarios = []pointScenario{
 	// Mellat verified it (0) and was never asked to settle: the payment
 	// is settling with the verified facts on its row; the worker asks
 	// settle alone (not verify again) and credits it.
-	{"verified, not settled", testhook.AfterVerifyBeforeSettle, []string{"mellat"}, false, true, payment.StatusSettling},
+	{"verified, not settled", testhook.AfterVerifyBeforeSettle, []string{"mellat"}, false, true, topup.StatusSettling},
 	// Mellat settled it, the credit never committed: settle again (45),
 	// credited.
-	{"settled, not credited", testhook.AfterSettle, []string{"mellat"}, false, true, payment.StatusSettling},
+	{"settled, not credited", testhook.AfterSettle, []string{"mellat"}, false, true, topup.StatusSettling},
 	// A callback reopened a failed payment and died before asking the
 	// bank: the worker finishes the reopened payment. (Not Mellat: our
 	// worker does not fail its unpaid payment, bankGateway.callbackOnly.)
-	{"rescue by callback", testhook.AfterReopen, []string{"zarinpal", "zibal", "sep"}, true, true, payment.StatusPendingVerification},
+	{"rescue by callback", testhook.AfterReopen, []string{"zarinpal", "zibal", "sep"}, true, true, topup.StatusPendingVerification},
 	// Reconciliation (Zarinpal's list, Zibal's inquiry, SEP's receipt)
 	// reopened a failed payment, the bank verified it, the credit never
 	// committed: the worker finishes it (SEP: with the RefNum kept from
 	// the token's receipt before that verify, as SEP forgets it after).
-	{"rescue by reconciliation", testhook.AfterVerify, []string{"zarinpal", "zibal", "sep"}, true, false, payment.StatusPendingVerification},
+	{"rescue by reconciliation", testhook.AfterVerify, []string{"zarinpal", "zibal", "sep"}, true, false, topup.StatusPendingVerification},
 	// Killed inside the credit's database transaction, before and after
 	// its ledger rows: nothing of it commits (no posting, no balance, the
 	// payment still open); the worker asks the bank again ("already
@@ -134,7 +134,7 @@ func (c *crashPoints) run() []crashTopUp {
 	}
 	for _, r := range runs {
 		if r.sc.late {
-			if _, ok := waitStatus(c.ctx, c.db, r.res.authority, payment.StatusFailed, 60*time.Second); !ok {
+			if _, ok := waitStatus(c.ctx, c.db, r.res.authority, topup.StatusFailed, 60*time.Second); !ok {
 				c.fail(r, "the worker did not fail the unpaid payment")
 				return c.done(runs)
 			}
@@ -226,7 +226,7 @@ func (c *crashPoints) one(r *pointRun) bool {
 	// What the crash left: the bank took the money (and, after verify,
 	// counts it verified; Mellat's settled after settle); we have not
 	// credited it.
-	p, ok := paymentByAuthority(t, c.db, r.res.authority)
+	p, ok := topUpByAuthority(t, c.db, r.res.authority)
 	if !ok || r.sc.left != "" && p.Status != r.sc.left || r.sc.left == "" && p.Status.Terminal() {
 		return c.fail(r, "after the crash the payment is %s (%s), want %s", p.Status, p.StatusReason, cmp.Or(string(r.sc.left), "open"))
 	}
@@ -235,7 +235,7 @@ func (c *crashPoints) one(r *pointRun) bool {
 		WHERE t.payment_id = ?`, p.ID).Scan(&postings).Error; err != nil || postings != 0 {
 		return c.fail(r, "after the crash the payment has %d ledger postings (%v), want none: the credit's transaction died whole", postings, err)
 	}
-	if p.Status == payment.StatusSettling && (p.RefID == nil || p.VerifiedAmountRials == nil || *p.VerifiedAmountRials != p.AmountRials) {
+	if p.Status == topup.StatusSettling && (p.RefID == nil || p.VerifiedAmountRials == nil || *p.VerifiedAmountRials != p.AmountRials) {
 		return c.fail(r, "settling without the verified facts: ref %v, verified %v", p.RefID, p.VerifiedAmountRials)
 	}
 	wantBank, wantSettled := sandbank.StateVerified, c.gw.name == "mellat"
@@ -259,10 +259,10 @@ func (c *crashPoints) one(r *pointRun) bool {
 		return c.fail(r, "restart: %v", err)
 	}
 	restarted := time.Now()
-	if p, ok := waitStatus(ctx, c.db, r.res.authority, payment.StatusCredited, 60*time.Second); !ok {
+	if p, ok := waitStatus(ctx, c.db, r.res.authority, topup.StatusCredited, 60*time.Second); !ok {
 		return c.fail(r, "not credited after the restart: %s (%s)", p.Status, p.StatusReason)
 	}
-	if held, err = c.bank.list(); err != nil || r.sc.left == payment.StatusSettling && held[r.res.authority].VerifyCount != 1 {
+	if held, err = c.bank.list(); err != nil || r.sc.left == topup.StatusSettling && held[r.res.authority].VerifyCount != 1 {
 		return c.fail(r, "verify asked %d times, want once (a settling payment is settled, not verified again): %v",
 			held[r.res.authority].VerifyCount, err)
 	}
@@ -272,8 +272,8 @@ func (c *crashPoints) one(r *pointRun) bool {
 }
 
 // paymentByAuthority reads our payment holding authority.
-func paymentByAuthority(t *testing.T, db *store.DB, authority string) (payment.Payment, bool) {
-	var p payment.Payment
+func topUpByAuthority(t *testing.T, db *store.DB, authority string) (topup.TopUp, bool) {
+	var p topup.TopUp
 	err := db.Gorm.Where("authority = ?", authority).Take(&p).Error
 	if err != nil && t != nil {
 		t.Logf("payment of %s: %v", authority, err)
@@ -283,11 +283,11 @@ func paymentByAuthority(t *testing.T, db *store.DB, authority string) (payment.P
 
 // waitStatus polls our payment of authority until it has status, for at
 // most limit; it returns the payment as last read.
-func waitStatus(ctx context.Context, db *store.DB, authority string, status payment.Status, limit time.Duration) (payment.Payment, bool) {
-	var p payment.Payment
+func waitStatus(ctx context.Context, db *store.DB, authority string, status topup.Status, limit time.Duration) (topup.TopUp, bool) {
+	var p topup.TopUp
 	err := testwait.UntilContext(ctx, limit, "payment of "+authority+" to be "+string(status), func() bool {
 		var found bool
-		p, found = paymentByAuthority(nil, db, authority)
+		p, found = topUpByAuthority(nil, db, authority)
 		return found && p.Status == status
 	})
 	return p, err == nil
@@ -303,7 +303,7 @@ func drainWithBank(t *testing.T, db *store.DB, bank *bankClient, limit time.Dura
 	err := testwait.Until(limit, "no open payment and nothing paid at the bank unverified", func() bool {
 		drain(t, db, max(limit-time.Since(start), time.Second))
 		unverified = nil
-		for a, bp := range bank.payments(t) {
+		for a, bp := range bank.topUps(t) {
 			if bp.State == sandbank.StatePaid {
 				unverified = append(unverified, a)
 			}
@@ -314,7 +314,7 @@ func drainWithBank(t *testing.T, db *store.DB, bank *bankClient, limit time.Dura
 		return time.Since(start)
 	}
 	for _, a := range unverified {
-		p, _ := paymentByAuthority(t, db, a)
+		p, _ := topUpByAuthority(t, db, a)
 		t.Errorf("bank PAID %s still unverified after %s (ours: %s %s)", a, limit, p.Status, p.StatusReason)
 	}
 	t.FailNow()

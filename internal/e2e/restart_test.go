@@ -21,7 +21,7 @@ import (
 // orphans none of them. A payer starts a top-up of each gateway, serve is
 // stopped and started again on the same DATA_DIR, and the payer then pays
 // each on the bank's page of the new process: every one is credited.
-func TestBuiltInBankKeepsOpenPaymentsAcrossARestart(t *testing.T) {
+func TestBuiltInBankKeepsOpenTopUpsAcrossARestart(t *testing.T) {
 	eachDialect(t, func(t *testing.T, d store.Dialect) {
 		dbURL := storetest.URL(t, d)
 		addr := freeAddr(t)
@@ -72,7 +72,7 @@ func TestBuiltInBankKeepsOpenPaymentsAcrossARestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := apptest.PaymentStatus(r.body); r.status != http.StatusOK || got != "credited" {
+			if got := apptest.TopUpStatus(r.body); r.status != http.StatusOK || got != "credited" {
 				t.Fatalf("%s after the restart: back from the bank %d, status %q", o.gw.name, r.status, got)
 			}
 		}

@@ -189,7 +189,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 	t.Logf("%d top-ups through nginx, instance b stopped after %d; %d requests retried after a 502/503/504", done.Load(), stopAfter, retried.Load())
 	// The workers (a alone now) finish whatever was open.
 	drain(t, db, time.Minute)
-	checkAgainstBank(t, allPayments(t, db), bank.payments(t))
+	checkAgainstBank(t, allTopUps(t, db), bank.topUps(t))
 	checkLedger(t, db)
 	for u := 0; u < users; u++ {
 		var want int64
@@ -476,7 +476,7 @@ func topUpResilient(ctx context.Context, br *browser, bank *bankClient, bankURL,
 	if page.status != http.StatusOK {
 		return "", fmt.Errorf("callback page: %d", page.status)
 	}
-	return apptest.PaymentStatus(page.body), nil
+	return apptest.TopUpStatus(page.body), nil
 }
 
 var errGateway = fmt.Errorf("502/503/504 from the proxy")

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -163,8 +163,8 @@ func (s *hookSink) check(t *testing.T, db *store.DB) {
 		t.Errorf("webhook receiver: %s", b)
 	}
 	credited := map[string]bool{}
-	for _, p := range allPayments(t, db) {
-		if p.Status == payment.StatusCredited {
+	for _, p := range allTopUps(t, db) {
+		if p.Status == topup.StatusCredited {
 			credited[p.PublicID] = true
 		}
 	}
@@ -280,7 +280,7 @@ func TestWebhookAcrossCrashes(t *testing.T) {
 			// 1. Down receiver; killed between the credit and the delivery.
 			sink.down.Store(true)
 			first := pay(testhook.AfterCredit)
-			if p, ok := paymentByAuthority(t, db, first); !ok || p.Status != payment.StatusCredited {
+			if p, ok := topUpByAuthority(t, db, first); !ok || p.Status != topup.StatusCredited {
 				t.Fatalf("after the crash at after_credit: %+v", p)
 			}
 			// The restarted serve keeps trying the down receiver. The

@@ -119,7 +119,7 @@ type Record struct {
 	ResponseStatus *int
 	ResponseType   string
 	ResponseBody   *string
-	PaymentID      *int64
+	TopUpID        *int64
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
 }
@@ -265,20 +265,20 @@ func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
 }
 
 // Finish stores the response of an acquired request and unlocks the key.
-func (s *Store) Finish(ctx context.Context, rec Record, status int, contentType string, body []byte, paymentID *int64) (Record, error) {
+func (s *Store) Finish(ctx context.Context, rec Record, status int, contentType string, body []byte, topUpID *int64) (Record, error) {
 	now := s.clock()
 	b := string(body)
 	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}).
 		Where("id = ? AND response_status IS NULL", rec.ID).
 		Updates(map[string]any{"response_status": status, "response_type": contentType, "response_body": b,
-			"payment_id": paymentID, "locked_until": nil, "finished_at": now})
+			"payment_id": topUpID, "locked_until": nil, "finished_at": now})
 	if res.Error != nil {
 		return rec, fmt.Errorf("store response of idempotency key %d: %w", rec.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return rec, fmt.Errorf("store response of idempotency key %d: already finished or deleted", rec.ID)
 	}
-	rec.ResponseStatus, rec.ResponseType, rec.ResponseBody, rec.PaymentID, rec.LockedUntil, rec.FinishedAt = &status, contentType, &b, paymentID, nil, &now
+	rec.ResponseStatus, rec.ResponseType, rec.ResponseBody, rec.TopUpID, rec.LockedUntil, rec.FinishedAt = &status, contentType, &b, topUpID, nil, &now
 	return rec, nil
 }
 

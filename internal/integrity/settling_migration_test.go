@@ -40,7 +40,7 @@ func TestMigrationSettling(t *testing.T) {
 					t.Fatalf("%s: %v", sql, err)
 				}
 			}
-			// Payments 6 (unheld) and 7 (held right now): verified, settle
+			// TopUps 6 (unheld) and 7 (held right now): verified, settle
 			// unknown, as the release before 00018 kept them.
 			for _, id := range []int64{6, 7} {
 				x(`INSERT INTO payments (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, receipt,

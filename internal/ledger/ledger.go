@@ -103,8 +103,8 @@ func GatewayCode(gateway string) string { return "gateway:" + gateway }
 // ClearingCode is the code of the clearing slot of a gateway that a
 // credit of payment paymentID takes: slot 0 is GatewayCode's, the others
 // "gateway:NAME#k".
-func ClearingCode(gateway string, paymentID int64) string {
-	slot := paymentID % ClearingSlots
+func ClearingCode(gateway string, topUpID int64) string {
+	slot := topUpID % ClearingSlots
 	if slot < 0 {
 		slot = -slot
 	}
@@ -166,7 +166,7 @@ type Posting struct {
 type Entry struct {
 	Kind      Kind
 	Reference string // unique per kind: the movement's own id
-	PaymentID int64  // the top-up it belongs to, or 0
+	TopUpID   int64  // the top-up it belongs to, or 0
 	// ReversesID is the original a reversal undoes (KindReversal only).
 	ReversesID int64
 	Note       string
@@ -238,7 +238,7 @@ func Validate(e Entry) ([]Posting, error) {
 	if (e.Kind == KindReversal) != (e.ReversesID != 0) {
 		return nil, fmt.Errorf("ledger: %s: only a reversal names the transaction it reverses", e.Kind)
 	}
-	if e.Kind == KindTopUp && e.PaymentID == 0 {
+	if e.Kind == KindTopUp && e.TopUpID == 0 {
 		return nil, fmt.Errorf("ledger: a top-up without its payment")
 	}
 	// Every sum is checked for int64 overflow: in wrapping arithmetic
@@ -277,7 +277,7 @@ func add(a, b int64) (int64, bool) {
 // asks for (a replay of e), or another movement under its kind and
 // reference: the same netted postings, top-up and original.
 func SameMovement(e Entry, t Transaction) bool {
-	if e.Kind != t.Kind || e.Reference != t.Reference || e.PaymentID != deref(t.PaymentID) || e.ReversesID != deref(t.ReversesID) {
+	if e.Kind != t.Kind || e.Reference != t.Reference || e.TopUpID != deref(t.TopUpID) || e.ReversesID != deref(t.ReversesID) {
 		return false
 	}
 	net, err := Validate(e)

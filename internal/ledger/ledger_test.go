@@ -160,20 +160,20 @@ func TestClearingSlots(t *testing.T) {
 // from another movement under the same kind and reference.
 func TestSameMovement(t *testing.T) {
 	pid := int64(7)
-	written := ledger.Transaction{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: &pid,
+	written := ledger.Transaction{Kind: ledger.KindTopUp, Reference: "p_1", TopUpID: &pid,
 		Postings: []ledger.PostingRow{{AccountID: 2, AmountRials: -500}, {AccountID: 5, AmountRials: 500}}}
 	cases := []struct {
 		name string
 		e    ledger.Entry
 		same bool
 	}{
-		{"the same", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 5, 500)}, true},
-		{"in another order, split", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: []ledger.Posting{
+		{"the same", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", TopUpID: 7, Postings: ledger.Transfer(2, 5, 500)}, true},
+		{"in another order, split", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", TopUpID: 7, Postings: []ledger.Posting{
 			{AccountID: 5, AmountRials: 200}, {AccountID: 2, AmountRials: -500}, {AccountID: 5, AmountRials: 300}}}, true},
-		{"another amount", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 5, 501)}, false},
-		{"another account", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 6, 500)}, false},
-		{"another payment", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 8, Postings: ledger.Transfer(2, 5, 500)}, false},
-		{"invalid", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", PaymentID: 7, Postings: ledger.Transfer(2, 2, 500)}, false},
+		{"another amount", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", TopUpID: 7, Postings: ledger.Transfer(2, 5, 501)}, false},
+		{"another account", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", TopUpID: 7, Postings: ledger.Transfer(2, 6, 500)}, false},
+		{"another payment", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", TopUpID: 8, Postings: ledger.Transfer(2, 5, 500)}, false},
+		{"invalid", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p_1", TopUpID: 7, Postings: ledger.Transfer(2, 2, 500)}, false},
 	}
 	for _, tc := range cases {
 		if got := ledger.SameMovement(tc.e, written); got != tc.same {

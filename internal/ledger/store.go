@@ -90,7 +90,7 @@ type Transaction struct {
 	ID         int64
 	Kind       Kind
 	Reference  string
-	PaymentID  *int64
+	TopUpID    *int64
 	ReversesID *int64
 	Note       string
 	CreatedAt  time.Time
@@ -225,8 +225,8 @@ func (l *Ledger) EnsureClearing(ctx context.Context, gateways ...string) error {
 // transaction tx, making it when it does not exist yet (a slot's first
 // credit, a gateway named after the migration). An id tx may have made
 // itself is never remembered (see Ledger).
-func (l *Ledger) ClearingAccount(tx *gorm.DB, gateway string, paymentID int64) (int64, error) {
-	code := ClearingCode(gateway, paymentID)
+func (l *Ledger) ClearingAccount(tx *gorm.DB, gateway string, topUpID int64) (int64, error) {
+	code := ClearingCode(gateway, topUpID)
 	if id, ok := l.cachedCode(code, AccountGateway); ok {
 		return id, nil
 	}
@@ -315,8 +315,8 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 	}
 	at := e.At.UTC()
 	t := Transaction{Kind: e.Kind, Reference: e.Reference, Note: e.Note, CreatedAt: at}
-	if e.PaymentID != 0 {
-		t.PaymentID = &e.PaymentID
+	if e.TopUpID != 0 {
+		t.TopUpID = &e.TopUpID
 	}
 	if e.ReversesID != 0 {
 		t.ReversesID = &e.ReversesID
@@ -343,7 +343,7 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 // its guarded UPDATE, then the postings, and their sum read back.
 func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
 	if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at).Scan(&t.ID).Error; err != nil {
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at).Scan(&t.ID).Error; err != nil {
 		if store.IsUniqueViolation(err) {
 			return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
 		}
@@ -414,7 +414,7 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 		ids[i] = "?"
 		args = append(args, p.AccountID)
 	}
-	args = append(args, t.Kind, t.Reference, t.PaymentID, t.ReversesID, t.Note, at, at)
+	args = append(args, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at, at)
 	for i, p := range net {
 		vals[i] = "(?::bigint, ?::bigint, ?::bigint)"
 		args = append(args, p.AccountID, p.AmountRials, -release[p.AccountID])
@@ -552,7 +552,7 @@ func (l *Ledger) Reverse(ctx context.Context, id int64, note string, now time.Ti
 		ps[i] = Posting{AccountID: p.AccountID, AmountRials: -p.AmountRials}
 	}
 	return l.Write(ctx, Entry{Kind: KindReversal, Reference: "reversal:" + strconv.FormatInt(id, 10), ReversesID: id,
-		PaymentID: deref(orig.PaymentID), Note: note, Postings: ps, At: now})
+		TopUpID: deref(orig.TopUpID), Note: note, Postings: ps, At: now})
 }
 
 // Transaction reads transaction id with its postings.
@@ -773,7 +773,7 @@ type HistoryRow struct {
 	AmountRials       int64
 	BalanceAfterRials int64
 	CreatedAt         time.Time
-	PaymentPublicID   string // the top-up's, when the transaction belongs to one
+	TopUpPublicID     string // the top-up's, when the transaction belongs to one
 	RefID             *int64 // the bank's reference of that top-up
 	ReversesID        *int64
 }
@@ -810,7 +810,7 @@ func (l *Ledger) History(ctx context.Context, accountID, before int64, limit int
 			&r.CreatedAt, &pub, &r.RefID, &r.ReversesID); err != nil {
 			return nil, 0, fmt.Errorf("history of account %d: %w", accountID, err)
 		}
-		r.PaymentPublicID = pub.String
+		r.TopUpPublicID = pub.String
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {

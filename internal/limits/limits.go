@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
 
@@ -111,13 +111,13 @@ func DayStart(t time.Time) time.Time {
 // Policy reads a user's usage and applies the rules.
 type Policy struct {
 	rules   Rules
-	reader  *paymentread.Reader
+	reader  *topupread.Reader
 	wallets *wallet.Service
 	now     func() time.Time
 }
 
 // NewPolicy returns the policy of rules over the user's payments and wallet.
-func NewPolicy(rules Rules, reader *paymentread.Reader, wallets *wallet.Service, now func() time.Time) *Policy {
+func NewPolicy(rules Rules, reader *topupread.Reader, wallets *wallet.Service, now func() time.Time) *Policy {
 	if now == nil {
 		now = time.Now
 	}
@@ -162,11 +162,11 @@ func (p *Policy) Allow(ctx context.Context, userID, rials int64) error {
 // one of them fits. Allow's earlier read refuses most starts without that
 // lock; this is the one that holds under concurrency. Nil when every
 // limit is off (nothing is locked then).
-func (p *Policy) Quota(rials int64) *payment.Quota {
+func (p *Policy) Quota(rials int64) *topup.Quota {
 	if !p.rules.Any() {
 		return nil
 	}
-	return &payment.Quota{Since: DayStart(p.now()), Admit: func(u payment.Usage) error {
+	return &topup.Quota{Since: DayStart(p.now()), Admit: func(u topup.Usage) error {
 		return p.rules.Check(Usage{TodayRials: u.SinceRials, TodayCount: u.SinceCount, BalanceRials: u.BalanceRials, OpenRials: u.OpenRials}, rials)
 	}}
 }

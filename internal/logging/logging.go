@@ -60,7 +60,7 @@ type ctxKey int
 
 const (
 	keyRequestID ctxKey = iota
-	keyPayment
+	keyTopUp
 )
 
 // WithRequestID returns ctx carrying the request id.
@@ -74,15 +74,15 @@ func RequestID(ctx context.Context) string {
 	return s
 }
 
-// WithPayment returns ctx carrying the public id of the payment the work is
+// WithTopUp returns ctx carrying the public id of the payment the work is
 // about.
-func WithPayment(ctx context.Context, publicID string) context.Context {
-	return context.WithValue(ctx, keyPayment, publicID)
+func WithTopUp(ctx context.Context, publicID string) context.Context {
+	return context.WithValue(ctx, keyTopUp, publicID)
 }
 
-// Payment returns the payment public id ctx carries, or "".
-func Payment(ctx context.Context) string {
-	s, _ := ctx.Value(keyPayment).(string)
+// TopUp returns the payment public id ctx carries, or "".
+func TopUp(ctx context.Context) string {
+	s, _ := ctx.Value(keyTopUp).(string)
 	return s
 }
 
@@ -99,7 +99,7 @@ func (h ctxHandler) Handle(ctx context.Context, r slog.Record) error {
 		if id := RequestID(ctx); id != "" {
 			r.AddAttrs(slog.String("request_id", id))
 		}
-		if p := Payment(ctx); p != "" && !hasAttr(r, "payment") {
+		if p := TopUp(ctx); p != "" && !hasAttr(r, "payment") {
 			r.AddAttrs(slog.String("payment", p))
 		}
 	}

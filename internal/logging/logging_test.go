@@ -31,7 +31,7 @@ func TestParse(t *testing.T) {
 func TestContextAttributes(t *testing.T) {
 	var buf bytes.Buffer
 	log := New(&buf, slog.LevelInfo, FormatJSON).With("component", "test")
-	ctx := WithPayment(WithRequestID(context.Background(), "req-1"), "abc")
+	ctx := WithTopUp(WithRequestID(context.Background(), "req-1"), "abc")
 	log.InfoContext(ctx, "hello")
 	log.InfoContext(ctx, "explicit", "payment", "other")
 	log.Debug("hidden")

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
-	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topup"
 )
 
 // Sources are read at every scrape. Any may be nil.
@@ -67,7 +67,7 @@ func New(src Sources) *Metrics {
 		Buckets: []float64{.025, .05, .1, .25, .5, 1, 2, 3, 5, 10, 15},
 	}, []string{"gateway", "operation", "outcome"})
 	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kifpool_payment_transitions_total", Help: "Payment status changes by gateway, from, to and actor.",
+		Name: "kifpool_topup_transitions_total", Help: "Top-up status changes by gateway, from, to and actor.",
 	}, []string{"gateway", "from", "to", "actor"})
 	m.credited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kifpool_credited_rials_total", Help: "Rials credited to wallets, by the gateway that took them.",
@@ -106,7 +106,7 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration)
 }
 
 // Transitioned implements payment.Observer.
-func (m *Metrics) Transitioned(gateway string, from, to payment.Status, actor payment.Actor) {
+func (m *Metrics) Transitioned(gateway string, from, to topup.Status, actor topup.Actor) {
 	m.transitions.WithLabelValues(gateway, string(from), string(to), string(actor)).Inc()
 }
 
@@ -162,8 +162,8 @@ func (r recorder) Record(ctx context.Context, c resilient.Call) {
 }
 
 var (
-	paymentsDesc = prometheus.NewDesc("kifpool_payments", "Payments by status: exact up to 1,000 per status, PostgreSQL's planner estimate above that (as the admin dashboard's totals).", []string{"status"}, nil)
-	breakerDesc  = prometheus.NewDesc("kifpool_gateway_breaker_state", "1 for the state each gateway's circuit breaker is in, 0 for the others.",
+	topUpsDesc  = prometheus.NewDesc("kifpool_topups", "Top-ups by status: exact up to 1,000 per status, PostgreSQL's planner estimate above that (as the admin dashboard's totals).", []string{"status"}, nil)
+	breakerDesc = prometheus.NewDesc("kifpool_gateway_breaker_state", "1 for the state each gateway's circuit breaker is in, 0 for the others.",
 		[]string{"gateway", "state"}, nil)
 	breakerRatio = prometheus.NewDesc("kifpool_gateway_breaker_window_failure_ratio", "Failed share of the calls in the breaker's current window.",
 		[]string{"gateway"}, nil)
@@ -184,7 +184,7 @@ var (
 type scraped struct{ src Sources }
 
 func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
-	ch <- paymentsDesc
+	ch <- topUpsDesc
 	ch <- breakerDesc
 	ch <- breakerRatio
 	ch <- breakerOpen
@@ -206,10 +206,10 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 		if err != nil {
 			s.logErr("payments by status", err)
 		}
-		for _, st := range []payment.Status{payment.StatusCreated, payment.StatusAwaitingPayment, payment.StatusPendingVerification,
-			payment.StatusSettling, payment.StatusNeedsReview, payment.StatusCredited, payment.StatusFailed} {
+		for _, st := range []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification,
+			topup.StatusSettling, topup.StatusNeedsReview, topup.StatusCredited, topup.StatusFailed} {
 			if err == nil {
-				ch <- prometheus.MustNewConstMetric(paymentsDesc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
+				ch <- prometheus.MustNewConstMetric(topUpsDesc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
 			}
 		}
 	}

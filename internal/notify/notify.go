@@ -199,7 +199,7 @@ func MayHaveCharged(reason string) bool {
 // event is a payment status change with what its mail needs.
 type event struct {
 	ID              int64
-	PaymentID       int64
+	TopUpID         int64
 	ToStatus        string
 	Reason          string
 	CreatedAt       time.Time
@@ -277,7 +277,7 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 func (n *Notifier) mailFor(e event, now time.Time) (mail.Row, bool, error) {
 	l := langOf(e.Locale)
 	ref := i18n.ShortRef(e.PublicID)
-	link := n.baseURL + routes.Payment(e.PublicID)
+	link := n.baseURL + routes.TopUpPage(e.PublicID)
 	var c content
 	var kind string
 	switch {
@@ -323,7 +323,7 @@ func (n *Notifier) mailFor(e event, now time.Time) (mail.Row, bool, error) {
 	if err != nil {
 		return mail.Row{}, false, err
 	}
-	key := kind + ":" + strconv.FormatInt(e.PaymentID, 10)
+	key := kind + ":" + strconv.FormatInt(e.TopUpID, 10)
 	uid := e.UserID
 	r.UserID, r.Kind, r.DedupeKey, r.CreatedAt = &uid, kind, &key, now
 	return r, true, nil

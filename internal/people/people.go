@@ -39,13 +39,13 @@ type User struct {
 // LedgerEntry is one ledger transaction of a wallet (ID is the
 // transaction's), with its payment's public id.
 type LedgerEntry struct {
-	ID              int64
-	PaymentID       *int64
-	PaymentPublicID string
-	AmountRials     int64
-	BalanceAfter    int64
-	Kind            string
-	CreatedAt       time.Time
+	ID            int64
+	TopUpID       *int64
+	TopUpPublicID string
+	AmountRials   int64
+	BalanceAfter  int64
+	Kind          string
+	CreatedAt     time.Time
 }
 
 const userColumns = "u.id, u.email, u.role, u.locale, u.created_at, w.id AS wallet_id, a.posted_rials AS balance_rials, a.held_rials"

@@ -51,7 +51,7 @@ func TestPurge(t *testing.T) {
 		exec(t, db, `INSERT INTO auth_throttles (key, failures, locked_until, updated_at) VALUES ('quiet', 3, ?, ?)`, ago(48*time.Hour), ago(48*time.Hour))
 		exec(t, db, `INSERT INTO auth_throttles (key, failures, locked_until, updated_at) VALUES ('locked', 9, ?, ?)`, now.Add(time.Hour), ago(48*time.Hour))
 		exec(t, db, `INSERT INTO auth_throttles (key, failures, locked_until, updated_at) VALUES ('busy', 1, ?, ?)`, ago(time.Hour), ago(time.Hour))
-		// Payments a year old: credited, failed, under review, open; one
+		// TopUps a year old: credited, failed, under review, open; one
 		// failed a day ago. Each has two calls a year old.
 		for _, p := range []struct {
 			id       int64

@@ -76,19 +76,19 @@ const (
 
 // The wallet and its top-ups.
 const (
-	Wallet            = "/wallet"
-	WalletPayments    = Wallet + "/payments"
-	WalletPaymentsCSV = Wallet + "/payments.csv"
-	TopUp             = Wallet + "/topup"
+	Wallet          = "/wallet"
+	WalletTopUps    = Wallet + "/payments"
+	WalletTopUpsCSV = Wallet + "/payments.csv"
+	TopUp           = Wallet + "/topup"
 )
 
 // One payment: the payer's page, the bank's callback (the return URL
 // given to the bank), giving up on an unpaid one.
 const (
-	Payments              = "/payments"
-	PaymentPattern        = Payments + "/:id"
-	PaymentReturnPattern  = PaymentPattern + "/return"
-	PaymentAbandonPattern = PaymentPattern + "/abandon"
+	TopUps              = "/payments"
+	TopUpPattern        = TopUps + "/:id"
+	TopUpReturnPattern  = TopUpPattern + "/return"
+	TopUpAbandonPattern = TopUpPattern + "/abandon"
 )
 
 // The admin console: every route under Admin, behind its group's
@@ -99,11 +99,11 @@ const (
 	// group's "/"); pages link to Admin.
 	AdminDashboardPattern      = Admin + "/"
 	AdminTwoFactor             = Admin + "/2fa"
-	AdminPayments              = Admin + "/payments"
-	AdminPaymentsCSV           = Admin + "/payments.csv"
-	AdminPaymentPattern        = AdminPayments + "/:id"
-	AdminPaymentRecheckPattern = AdminPaymentPattern + "/recheck"
-	AdminPaymentClosePattern   = AdminPaymentPattern + "/close"
+	AdminTopUps                = Admin + "/payments"
+	AdminTopUpsCSV             = Admin + "/payments.csv"
+	AdminTopUpPattern          = AdminTopUps + "/:id"
+	AdminTopUpRecheckPattern   = AdminTopUpPattern + "/recheck"
+	AdminTopUpClosePattern     = AdminTopUpPattern + "/close"
 	AdminUsers                 = Admin + "/users"
 	AdminUserPattern           = AdminUsers + "/:id"
 	AdminAudit                 = Admin + "/audit"
@@ -129,10 +129,10 @@ func Patterns() []string {
 		SignUp, SignIn, SignOut, PasswordForgot, PasswordResetPattern,
 		Account, AccountReceipts, AccountSignOutEverywhere, AccountPassword, Tokens, TokenRevokePattern,
 		Webhooks, WebhookDisablePattern, WebhookEnablePattern, WebhookDeletePattern, WebhookOrigins, WebhookOriginDeletePattern,
-		Wallet, WalletPayments, WalletPaymentsCSV, TopUp,
-		PaymentPattern, PaymentReturnPattern, PaymentAbandonPattern,
-		AdminDashboardPattern, AdminTwoFactor, AdminPayments, AdminPaymentsCSV, AdminPaymentPattern,
-		AdminPaymentRecheckPattern, AdminPaymentClosePattern, AdminUsers, AdminUserPattern, AdminAudit,
+		Wallet, WalletTopUps, WalletTopUpsCSV, TopUp,
+		TopUpPattern, TopUpReturnPattern, TopUpAbandonPattern,
+		AdminDashboardPattern, AdminTwoFactor, AdminTopUps, AdminTopUpsCSV, AdminTopUpPattern,
+		AdminTopUpRecheckPattern, AdminTopUpClosePattern, AdminUsers, AdminUserPattern, AdminAudit,
 		AdminReconcile, AdminGateways, AdminGatewaySwitchPattern, AdminTokens, AdminTokenRevokePattern,
 		AdminWebhooks, AdminWebhookPattern, AdminWebhookDisablePattern, AdminWebhookEnablePattern, AdminDeliveryResendPattern,
 	}
@@ -207,27 +207,27 @@ func AdminDeliveryResend(deliveryID int64) string {
 	return Fill(AdminDeliveryResendPattern, id(deliveryID))
 }
 
-// Payment is a payment's page for its payer (the receipt, or where it
+// TopUpPage is a top-up's page for its payer (the receipt, or where it
 // stands).
-func Payment(publicID string) string { return Fill(PaymentPattern, publicID) }
+func TopUpPage(publicID string) string { return Fill(TopUpPattern, publicID) }
 
-// PaymentReturn is where the bank sends the payer back (the callback).
-func PaymentReturn(publicID string) string { return Fill(PaymentReturnPattern, publicID) }
+// TopUpReturn is where the bank sends the payer back (the callback).
+func TopUpReturn(publicID string) string { return Fill(TopUpReturnPattern, publicID) }
 
-// PaymentAbandon gives up on an unpaid payment.
-func PaymentAbandon(publicID string) string { return Fill(PaymentAbandonPattern, publicID) }
+// TopUpAbandon gives up on an unpaid payment.
+func TopUpAbandon(publicID string) string { return Fill(TopUpAbandonPattern, publicID) }
 
 // APITopUp is one top-up in the API.
 func APITopUp(publicID string) string { return Fill(APITopUpPattern, publicID) }
 
-// AdminPayment is a payment's whole story in the admin console.
-func AdminPayment(publicID string) string { return Fill(AdminPaymentPattern, publicID) }
+// AdminTopUp is a payment's whole story in the admin console.
+func AdminTopUp(publicID string) string { return Fill(AdminTopUpPattern, publicID) }
 
-// AdminPaymentRecheck asks the bank now about a payment.
-func AdminPaymentRecheck(publicID string) string { return Fill(AdminPaymentRecheckPattern, publicID) }
+// AdminTopUpRecheck asks the bank now about a payment.
+func AdminTopUpRecheck(publicID string) string { return Fill(AdminTopUpRecheckPattern, publicID) }
 
-// AdminPaymentClose closes a payment under review as failed.
-func AdminPaymentClose(publicID string) string { return Fill(AdminPaymentClosePattern, publicID) }
+// AdminTopUpClose closes a payment under review as failed.
+func AdminTopUpClose(publicID string) string { return Fill(AdminTopUpClosePattern, publicID) }
 
 // AdminUser is one user in the admin console.
 func AdminUser(userID int64) string { return Fill(AdminUserPattern, id(userID)) }

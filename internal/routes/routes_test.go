@@ -37,15 +37,15 @@ func TestURLs(t *testing.T) {
 		{WebhookDeletePattern, "/account/webhooks/:id/delete"}, {WebhookDelete(3), "/account/webhooks/3/delete"},
 		{WebhookOrigins, "/account/webhooks/origins"}, {WebhookOriginDeletePattern, "/account/webhooks/origins/:id/delete"},
 		{WebhookOriginDelete(4), "/account/webhooks/origins/4/delete"},
-		{Wallet, "/wallet"}, {WalletPayments, "/wallet/payments"}, {WalletPaymentsCSV, "/wallet/payments.csv"}, {TopUp, "/wallet/topup"},
-		{Payments, "/payments"}, {PaymentPattern, "/payments/:id"}, {Payment(id), "/payments/" + id},
-		{PaymentReturnPattern, "/payments/:id/return"}, {PaymentReturn(id), "/payments/" + id + "/return"},
-		{PaymentAbandonPattern, "/payments/:id/abandon"}, {PaymentAbandon(id), "/payments/" + id + "/abandon"},
+		{Wallet, "/wallet"}, {WalletTopUps, "/wallet/payments"}, {WalletTopUpsCSV, "/wallet/payments.csv"}, {TopUp, "/wallet/topup"},
+		{TopUps, "/payments"}, {TopUpPattern, "/payments/:id"}, {TopUpPage(id), "/payments/" + id},
+		{TopUpReturnPattern, "/payments/:id/return"}, {TopUpReturn(id), "/payments/" + id + "/return"},
+		{TopUpAbandonPattern, "/payments/:id/abandon"}, {TopUpAbandon(id), "/payments/" + id + "/abandon"},
 		{Admin, "/admin"}, {AdminDashboardPattern, "/admin/"}, {AdminTwoFactor, "/admin/2fa"},
-		{AdminPayments, "/admin/payments"}, {AdminPaymentsCSV, "/admin/payments.csv"},
-		{AdminPaymentPattern, "/admin/payments/:id"}, {AdminPayment(id), "/admin/payments/" + id},
-		{AdminPaymentRecheckPattern, "/admin/payments/:id/recheck"}, {AdminPaymentRecheck(id), "/admin/payments/" + id + "/recheck"},
-		{AdminPaymentClosePattern, "/admin/payments/:id/close"}, {AdminPaymentClose(id), "/admin/payments/" + id + "/close"},
+		{AdminTopUps, "/admin/payments"}, {AdminTopUpsCSV, "/admin/payments.csv"},
+		{AdminTopUpPattern, "/admin/payments/:id"}, {AdminTopUp(id), "/admin/payments/" + id},
+		{AdminTopUpRecheckPattern, "/admin/payments/:id/recheck"}, {AdminTopUpRecheck(id), "/admin/payments/" + id + "/recheck"},
+		{AdminTopUpClosePattern, "/admin/payments/:id/close"}, {AdminTopUpClose(id), "/admin/payments/" + id + "/close"},
 		{AdminUsers, "/admin/users"}, {AdminUserPattern, "/admin/users/:id"}, {AdminUser(7), "/admin/users/7"},
 		{AdminAudit, "/admin/audit"}, {AdminReconcile, "/admin/reconcile"},
 		{AdminGateways, "/admin/gateways"}, {AdminGatewaySwitchPattern, "/admin/gateways/:name/switch"},
@@ -119,13 +119,13 @@ func TestURLsPinEveryName(t *testing.T) {
 
 // A parameter cannot break out of its segment.
 func TestFillEscapes(t *testing.T) {
-	if got, want := Payment("a/../b?c#d"), "/payments/a%2F..%2Fb%3Fc%23d"; got != want {
-		t.Errorf("Payment: got %q, want %q", got, want)
+	if got, want := TopUpPage("a/../b?c#d"), "/payments/a%2F..%2Fb%3Fc%23d"; got != want {
+		t.Errorf("TopUpPage: got %q, want %q", got, want)
 	}
 	for _, tc := range []struct {
 		pattern string
 		args    []string
-	}{{PaymentPattern, nil}, {PaymentPattern, []string{"a", "b"}}, {Wallet, []string{"a"}}} {
+	}{{TopUpPattern, nil}, {TopUpPattern, []string{"a", "b"}}, {Wallet, []string{"a"}}} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -152,7 +152,7 @@ func TestMatchEnd(t *testing.T) {
 		{"abc/return", nil, false},
 		{"", nil, false},
 	} {
-		got, ok := MatchEnd(PaymentReturnPattern, tc.path)
+		got, ok := MatchEnd(TopUpReturnPattern, tc.path)
 		if ok != tc.ok || !slices.Equal(got, tc.want) {
 			t.Errorf("MatchEnd(%q) = %q, %v; want %q, %v", tc.path, got, ok, tc.want, tc.ok)
 		}

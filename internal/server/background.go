@@ -48,7 +48,7 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		l := every(cfg.ReconcileInterval)
 		l.Later = true
 		ls = append(ls, loop{"reconcile", l, func(ctx context.Context) {
-			if _, err := s.Payments.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			if _, err := s.TopUps.Reconcile(ctx); err != nil && ctx.Err() == nil {
 				log.Error("periodic reconciliation", "err", err)
 			}
 		}})

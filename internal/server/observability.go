@@ -6,7 +6,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/metrics"
-	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -21,7 +21,7 @@ type observability struct {
 // newObservability builds the metrics, whose gauges are read at scrape
 // time: the payments' totals and the worker's backlog from reads, the
 // webhook queue from hooks, and the breakers through breakers.
-func newObservability(b base, reads *paymentread.Reader, hooks *webhook.Service, breakers func() []resilient.BreakerState) observability {
+func newObservability(b base, reads *topupread.Reader, hooks *webhook.Service, breakers func() []resilient.BreakerState) observability {
 	return observability{Metrics: metrics.New(metrics.Sources{
 		// As the dashboard's totals: exact up to TotalCap per status (the
 		// open ones, which alerts watch), estimated above, so that a scrape

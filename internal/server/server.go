@@ -26,12 +26,11 @@ import (
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/notify"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/sqlstore"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/sqlstore"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
@@ -84,9 +83,9 @@ func (o Options) withDefaults() Options {
 
 // Server is an assembled Kifpool.
 type Server struct {
-	App      *fiber.App
-	Bank     *sandbank.Bank // nil unless GATEWAY=sandbox
-	Payments *payment.Service
+	App    *fiber.App
+	Bank   *sandbank.Bank // nil unless GATEWAY=sandbox
+	TopUps *topup.Service
 	// TopUp is the top-up start use case (web form and API).
 	TopUp   topup.Starter
 	Auth    *auth.Service
@@ -103,10 +102,10 @@ type Server struct {
 	// Resilients around each.
 	Resilient  *resilient.Gateway
 	Resilients []*resilient.Gateway
-	Worker     *payment.Worker
+	Worker     *topup.Worker
 	// WorkerConfig is the worker's tuning from the configuration (a test
 	// starting a second worker starts from it).
-	WorkerConfig payment.WorkerConfig
+	WorkerConfig topup.WorkerConfig
 	// Metrics are the app's Prometheus metrics (GET /metrics).
 	Metrics *metrics.Metrics
 	// Clock is the app's clock: Options.Now corrected to the database's
@@ -155,11 +154,11 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	led := ledger.New(db)
 	// The instance's one payment store: the service's, the call log's.
 	st := sqlstore.New(db).WithLedger(led)
-	reads := paymentread.New(db)
+	reads := topupread.New(db)
 	// The metrics read the breakers at scrape time, once gws is built.
 	var gws gateways
 	obs := newObservability(b, reads, hooks, func() []resilient.BreakerState { return gws.breakers() })
-	gws, err = newGateways(b, led, obs.Metrics.Recorder(payment.NewCallRecorder(st, b.log("gateway_calls"))))
+	gws, err = newGateways(b, led, obs.Metrics.Recorder(topup.NewCallRecorder(st, b.log("gateway_calls"))))
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +169,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	uc := newUseCases(b, useCaseParts{store: st, ledger: led, reads: reads, gateways: gws, metrics: obs.Metrics,
 		webhooks: hooks, resets: ml.Notifier.ResetMailer()})
 	s := &Server{
-		Bank: gws.Bank, Payments: uc.Payments, TopUp: uc.TopUp, Auth: uc.Auth, Wallets: uc.Wallets, Ledger: led,
+		Bank: gws.Bank, TopUps: uc.TopUps, TopUp: uc.TopUp, Auth: uc.Auth, Wallets: uc.Wallets, Ledger: led,
 		Tokens: uc.Tokens, Keys: uc.Keys, Gateway: gws.Set[0], Gateways: gws.Set,
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,
 		Metrics: obs.Metrics, Clock: clock, Config: cfg, db: db, Limits: uc.Limits,

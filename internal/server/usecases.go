@@ -11,19 +11,18 @@ import (
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/metrics"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/sqlstore"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/sqlstore"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // useCases are the services the web app and the background loops call.
 type useCases struct {
-	Payments     *payment.Service
-	Worker       *payment.Worker
-	WorkerConfig payment.WorkerConfig
+	TopUps       *topup.Service
+	Worker       *topup.Worker
+	WorkerConfig topup.WorkerConfig
 	TopUp        topup.Starter
 	Auth         *auth.Service
 	Wallets      *wallet.Service
@@ -37,7 +36,7 @@ type useCases struct {
 type useCaseParts struct {
 	store    *sqlstore.Store // the instance's one payment store
 	ledger   *ledger.Ledger
-	reads    *paymentread.Reader
+	reads    *topupread.Reader
 	gateways gateways
 	metrics  *metrics.Metrics
 	webhooks *webhook.Service
@@ -55,17 +54,17 @@ func newUseCases(b base, p useCaseParts) useCases {
 	// once it has committed; a move that queued none (a payer without
 	// endpoints, most credits) wakes nothing.
 	p.store.OnWebhookQueued(u.Hooks.Kick)
-	pc := paymentConfig(cfg, p.gateways.Drivers)
+	pc := topUpConfig(cfg, p.gateways.Drivers)
 	pc.Observer, pc.Disabled = p.metrics, p.store.DisabledGateways
-	u.Payments = payment.NewService(p.store, p.gateways.Set, b.now, b.log("payment"), pc)
+	u.TopUps = topup.NewService(p.store, p.gateways.Set, b.now, b.log("payment"), pc)
 	u.WorkerConfig = workerConfig(cfg)
-	u.Worker = u.Payments.NewWorker(u.WorkerConfig)
+	u.Worker = u.TopUps.NewWorker(u.WorkerConfig)
 	u.Auth = auth.NewService(b.db, auth.Options{Now: b.now, BcryptCost: b.o.BcryptCost, ResetMailer: p.resets})
 	u.Wallets = wallet.NewService(b.db, p.ledger)
 	u.Tokens = apitoken.New(b.db, b.now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
 	u.Limits = limits.NewPolicy(limits.Rules{DailyMaxRials: cfg.TopUpDailyMaxRials, DailyMaxCount: cfg.TopUpDailyMaxCount,
 		BalanceMaxRials: cfg.BalanceMaxRials}, p.reads, u.Wallets, b.now)
-	u.TopUp = topup.New(u.Payments, u.Wallets, cfg.TopUpLimits()).WithPolicy(u.Limits)
+	u.TopUp = topup.NewStartService(u.TopUps, u.Wallets, cfg.TopUpLimits()).WithPolicy(u.Limits)
 	if b.o.WrapTopUp != nil {
 		u.TopUp = b.o.WrapTopUp(u.TopUp)
 	}
@@ -81,15 +80,15 @@ func newUseCases(b base, p useCaseParts) useCases {
 // and the offered drivers' rules. The resilient caller bounds each bank
 // operation; the service bounds a whole check (verify, then perhaps
 // inquiry) and every wait to the same budget, so no page waits longer.
-func paymentConfig(cfg config.Config, drvs []gateway.Driver) payment.Config {
-	pc := payment.Config{
+func topUpConfig(cfg config.Config, drvs []gateway.Driver) topup.Config {
+	pc := topup.Config{
 		BaseURL: cfg.BaseURL, MinRials: cfg.TopUpMinRials, MaxRials: cfg.TopUpMaxRials,
 		RequestTimeout: cfg.RequestTimeout, VerifyTimeout: cfg.Budget, RecheckDelay: cfg.PendingRecheckAfter,
 		CreditedCacheSize: cfg.CreditedCacheSize, // 0: keep none
-		Gateways:          make(map[string]payment.GatewayRules, len(drvs)),
+		Gateways:          make(map[string]topup.GatewayRules, len(drvs)),
 	}
 	for _, drv := range drvs {
-		pc.Gateways[drv.Name] = payment.RulesOf(drv.Capabilities)
+		pc.Gateways[drv.Name] = topup.RulesOf(drv.Capabilities)
 	}
 	return pc
 }
@@ -97,8 +96,8 @@ func paymentConfig(cfg config.Config, drvs []gateway.Driver) payment.Config {
 // workerConfig is the payment worker's tuning from the configuration
 // (Interval 0 when WORKER_INTERVAL=off: the worker is built, and runs
 // only when asked, RunOnce).
-func workerConfig(cfg config.Config) payment.WorkerConfig {
-	return payment.WorkerConfig{
+func workerConfig(cfg config.Config) topup.WorkerConfig {
+	return topup.WorkerConfig{
 		Interval: cfg.WorkerInterval, Concurrency: cfg.WorkerConcurrency,
 		AbandonedAfter: cfg.WorkerAbandonedAfter, AuthorityLifetime: cfg.WorkerAuthorityLifetime,
 		MaxUnknown: cfg.WorkerMaxUnknown, StaleCreated: cfg.WorkerStaleCreated,

@@ -9,9 +9,9 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/ratelimit"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/web"
 	"github.com/kifpool/kifpool/web/account"
 	"github.com/kifpool/kifpool/web/admin"
@@ -23,14 +23,14 @@ import (
 // newWeb builds the web app over the instance's parts: the one place that
 // fills web.Deps, and each feature's Deps (web/account, web/wallet,
 // web/pay, web/admin, web/api), which web registers in its order.
-func newWeb(b base, s *Server, gws gateways, reads *paymentread.Reader) *fiber.App {
+func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App {
 	cfg, db, log := b.cfg, b.db, b.log("web")
 	var userTopUps *ratelimit.Window
 	if b.o.RateLimits && cfg.RateLimitTopUp > 0 {
 		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, b.now)
 	}
 	labels := drivers.Labeler(cfg.Gateway == config.GatewaySandbox)
-	payDeps := pay.Deps{Payments: s.Payments, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
+	payDeps := pay.Deps{TopUps: s.TopUps, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
 	return web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
 		RateLimits: b.o.RateLimits, Log: log, Now: b.now,
@@ -40,7 +40,7 @@ func newWeb(b base, s *Server, gws gateways, reads *paymentread.Reader) *fiber.A
 		},
 		Features: web.Features{
 			API: api.Deps{
-				Tokens: s.Tokens, Keys: s.Keys, Payments: s.Payments, Wallets: s.Wallets, TopUp: s.TopUp, Reads: reads,
+				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: s.Wallets, TopUp: s.TopUp, Reads: reads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
 				UserTopUps: userTopUps, Webhooks: s.Webhooks,
 			},
@@ -50,12 +50,12 @@ func newWeb(b base, s *Server, gws gateways, reads *paymentread.Reader) *fiber.A
 				SignInPerMinute: cfg.RateLimitSignIn, SignUpPerMinute: cfg.RateLimitSignUp,
 			},
 			Wallet: wallet.Deps{
-				Wallets: s.Wallets, Payments: s.Payments, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
+				Wallets: s.Wallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
 				UserTopUps: userTopUps,
 			},
 			Pay: payDeps,
 			Admin: admin.Deps{
-				Payments: s.Payments, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
+				TopUps: s.TopUps, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
 				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
 			},

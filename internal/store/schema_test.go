@@ -47,7 +47,7 @@ func (s *schema) wallet(userID int64) int64 {
 
 // payment inserts an awaiting_payment payment with a fresh public id and
 // form token.
-func (s *schema) payment(userID, walletID int64, authority *string) int64 {
+func (s *schema) topUp(userID, walletID int64, authority *string) int64 {
 	s.t.Helper()
 	s.seq++
 	return s.id(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at)
@@ -120,9 +120,9 @@ func TestSchemaConstraints(t *testing.T) {
 		bob := s.user("bob@example.com")
 		aw := s.wallet(alice)
 		bw := s.wallet(bob)
-		p1 := s.payment(alice, aw, ptr("S0001"))
-		s.payment(alice, aw, nil) // a payment without authority yet
-		const insPayment = `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials, status, created_at, updated_at)
+		p1 := s.topUp(alice, aw, ptr("S0001"))
+		s.topUp(alice, aw, nil) // a payment without authority yet
+		const insTopUp = `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials, status, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 		const insTx = `INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, created_at) VALUES (?, ?, ?, ?, ?)`
 		const insPostings = `INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)`
@@ -162,41 +162,41 @@ func TestSchemaConstraints(t *testing.T) {
 			{"wallets: unknown user", `INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?)`,
 				[]any{999999, now, now}, foreignKey},
 			// payments
-			{"payments: same form token of a user", insPayment,
+			{"payments: same form token of a user", insTopUp,
 				[]any{"pubX1", alice, aw, 10000, "sandbox", "tok0000000000000000001", nil, nil, nil, "created", now, now}, unique},
-			{"payments: same form token of another user", insPayment,
+			{"payments: same form token of another user", insTopUp,
 				[]any{"pubX2", bob, bw, 10000, "sandbox", "tok0000000000000000001", nil, nil, nil, "created", now, now}, none},
-			{"payments: same public id", insPayment,
+			{"payments: same public id", insTopUp,
 				[]any{"pub000000000000000000001", bob, bw, 10000, "sandbox", "tokX3", nil, nil, nil, "created", now, now}, unique},
-			{"payments: same authority on the same gateway", insPayment,
+			{"payments: same authority on the same gateway", insTopUp,
 				[]any{"pubX4", bob, bw, 10000, "sandbox", "tokX4", "S0001", nil, nil, "awaiting_payment", now, now}, unique},
-			{"payments: same authority on another gateway", insPayment,
+			{"payments: same authority on another gateway", insTopUp,
 				[]any{"pubX5", bob, bw, 10000, "zarinpal", "tokX5", "S0001", nil, nil, "awaiting_payment", now, now}, none},
-			{"payments: a second NULL authority", insPayment,
+			{"payments: a second NULL authority", insTopUp,
 				[]any{"pubX6", alice, aw, 10000, "sandbox", "tokX6", nil, nil, nil, "created", now, now}, none},
-			{"payments: first credited with ref_id 42", insPayment,
+			{"payments: first credited with ref_id 42", insTopUp,
 				[]any{"pubX7", alice, aw, 10000, "sandbox", "tokX7", "S0007", 42, 10000, "credited", now, now}, none},
-			{"payments: same ref_id on the same gateway", insPayment,
+			{"payments: same ref_id on the same gateway", insTopUp,
 				[]any{"pubX8", bob, bw, 10000, "sandbox", "tokX8", "S0008", 42, 10000, "credited", now, now}, unique},
-			{"payments: same ref_id, not credited, same gateway", insPayment,
+			{"payments: same ref_id, not credited, same gateway", insTopUp,
 				[]any{"pubX9", bob, bw, 10000, "sandbox", "tokX9", "S0009", 42, nil, "needs_review", now, now}, unique},
-			{"payments: same ref_id on another gateway", insPayment,
+			{"payments: same ref_id on another gateway", insTopUp,
 				[]any{"pubX10", bob, bw, 10000, "zarinpal", "tokX10", "S0010", 42, 10000, "credited", now, now}, none},
-			{"payments: zero amount", insPayment,
+			{"payments: zero amount", insTopUp,
 				[]any{"pubX11", alice, aw, 0, "sandbox", "tokX11", nil, nil, nil, "created", now, now}, check},
-			{"payments: negative amount", insPayment,
+			{"payments: negative amount", insTopUp,
 				[]any{"pubX12", alice, aw, -10000, "sandbox", "tokX12", nil, nil, nil, "created", now, now}, check},
-			{"payments: unknown status", insPayment,
+			{"payments: unknown status", insTopUp,
 				[]any{"pubX13", alice, aw, 10000, "sandbox", "tokX13", nil, nil, nil, "paid", now, now}, check},
-			{"payments: credited without ref_id", insPayment,
+			{"payments: credited without ref_id", insTopUp,
 				[]any{"pubX14", alice, aw, 10000, "sandbox", "tokX14", "S0014", nil, 10000, "credited", now, now}, check},
-			{"payments: credited without verified amount", insPayment,
+			{"payments: credited without verified amount", insTopUp,
 				[]any{"pubX15", alice, aw, 10000, "sandbox", "tokX15", "S0015", 4242, nil, "credited", now, now}, check},
 			{"payments: update to credited without ref_id", `UPDATE payments SET status = 'credited', verified_amount_rials = 10000 WHERE id = ?`,
 				[]any{p1}, check},
-			{"payments: unknown user", insPayment,
+			{"payments: unknown user", insTopUp,
 				[]any{"pubX16", 999999, aw, 10000, "sandbox", "tokX16", nil, nil, nil, "created", now, now}, foreignKey},
-			{"payments: unknown wallet", insPayment,
+			{"payments: unknown wallet", insTopUp,
 				[]any{"pubX17", alice, 999999, 10000, "sandbox", "tokX17", nil, nil, nil, "created", now, now}, foreignKey},
 			// the ledger
 			{"ledger: second account of a wallet", `INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, created_at, updated_at)

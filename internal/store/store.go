@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
 
 	"github.com/kifpool/kifpool/internal/dburl"
 	"github.com/kifpool/kifpool/migrations"
@@ -52,6 +53,14 @@ const DefaultSQLitePath = dburl.DefaultSQLitePath
 // ParseURL splits DATABASE_URL into a dialect and a driver DSN (dburl.Parse).
 func ParseURL(url string) (Dialect, string, error) { return dburl.Parse(url) }
 
+// naming maps Go names to SQL names as GORM's default does, except that
+// the top-up's Go name (topup.TopUp, TopUpID) still stands for the tables
+// and columns that say payment (payments, payment_id) until migration
+// 00023 renames them.
+func naming() schema.NamingStrategy {
+	return schema.NamingStrategy{NameReplacer: strings.NewReplacer("TopUp", "Payment")}
+}
+
 // Open connects to the database named by url (see ParseURL).
 func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 	dialect, dsn, err := ParseURL(url)
@@ -62,6 +71,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 		TranslateError: true,
 		Logger:         logger.Discard,
 		NowFunc:        func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		NamingStrategy: naming(),
 	}
 	var gdb *gorm.DB
 	switch dialect {

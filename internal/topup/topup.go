@@ -1,171 +1,184 @@
-// Package topup holds the top-up use cases: the one entry point through
-// which the web form and the JSON API start a top-up. Handlers parse their
-// request, call Start and render its answer; the amount rules
-// (money.Limits), the order of the checks and the breaker refusal live
-// here once.
+// Package topup runs the top-up lifecycle: start a top-up with the
+// gateway, handle the bank's return, verify and resolve, exactly once.
+//
+// Every status change is an edge of the state machine in machine.go, taken
+// by its one writer (move), which records the change in payment_events in
+// the same transaction. The diagram (checked against the table by a test):
+//
+//	created ──submit──▶ awaiting_payment
+//	created ──submit/worker──▶ failed
+//	created ──reconcile──▶ pending_verification
+//	awaiting_payment ──paid──▶ credited
+//	awaiting_payment ──unknown──▶ pending_verification
+//	awaiting_payment ──not paid / lifetime──▶ failed
+//	awaiting_payment ──refused, mismatch, no ref──▶ needs_review
+//	pending_verification ──paid──▶ credited
+//	awaiting_payment ──verified, to be settled (Mellat: verify 0/43)──▶ settling
+//	pending_verification ──verified, to be settled (Mellat)──▶ settling
+//	settling ──settled (0/45)──▶ credited
+//	settling ──reversed (48)──▶ failed
+//	settling ──settle refused, window closed──▶ needs_review
+//	pending_verification ──not paid──▶ failed
+//	pending_verification ──refused, too long──▶ needs_review
+//	failed ──reopen──▶ pending_verification
+//	failed ──paid──▶ credited
+//	failed ──paid, reference reused──▶ needs_review
+//	needs_review ──reopen──▶ pending_verification
+//	needs_review ──admin close──▶ failed
+//	needs_review ──paid──▶ credited
 package topup
 
 import (
-	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/base32"
+	"regexp"
+	"strings"
+	"time"
 
-	"github.com/kifpool/kifpool/internal/money"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/formtoken"
 )
 
-// Starter is the top-up start use case as its callers (the web form, the
-// API) see it. *Service implements it; tests may wrap it.
-type Starter interface {
-	// Limits are the amount rules (for the form's hints and the API's
-	// messages).
-	Limits() money.Limits
-	// Amount applies the rules to an amount as its caller received it:
-	// the rials it stands for, or the rule it breaks (money's errors).
-	Amount(a Amount) (int64, error)
-	// Start starts a top-up, or answers a repeat of the same form or key
-	// as its first submit was.
-	Start(ctx context.Context, r Request) (payment.StartResult, error)
-	// Submitted reports whether the user already submitted the form with
-	// this token (a repeat is answered from the first submit; the form's
-	// rate limit does not count it).
-	Submitted(ctx context.Context, userID int64, formToken string) (bool, error)
-}
+// Status is the state of a payment.
+type Status string
 
-// Amount is an amount as a caller received it: typed by a person in
-// tomans (any digits and separators), or given by a program in rials.
-type Amount struct {
-	typed   string
-	rials   int64
-	isTyped bool
-}
+const (
+	StatusCreated             Status = "created"
+	StatusAwaitingPayment     Status = "awaiting_payment"
+	StatusPendingVerification Status = "pending_verification"
+	// StatusSettling: the bank verified the payment and we are settling
+	// it (Mellat's bpSettleRequest); not credited yet. The verified facts
+	// (reference, amount, card) are on the row, so the next check asks
+	// only for the settle.
+	StatusSettling    Status = "settling"
+	StatusCredited    Status = "credited"
+	StatusFailed      Status = "failed"
+	StatusNeedsReview Status = "needs_review"
+)
 
-// Typed is an amount a person typed, in tomans.
-func Typed(tomans string) Amount { return Amount{typed: tomans, isTyped: true} }
-
-// Rials is an amount a program sent, in rials.
-func Rials(n int64) Amount { return Amount{rials: n} }
-
-// Request is one submit of a top-up.
-type Request struct {
-	UserID int64
-	Email  string
-	// FormToken makes the submit idempotent: the form's hidden token, or
-	// the API's, derived from its Idempotency-Key.
-	FormToken string
-	Amount    Amount
-	// Description, when set, is shown by the bank after ours (the API's
-	// optional description).
-	Description string
-	// English: the payer reads English (the web form in English); the
-	// bank shows our description in their language.
-	English bool
-	// Gateway is the payer's choice of gateway (a driver's name; "": the
-	// first offered). When its breaker is open the next healthy one is
-	// used; the answer's payment names the one used.
-	Gateway string
-	// ReturnURL: where the payer goes after the bank (the API's
-	// return_url, its origin already checked); "" for Kifpool's page.
-	ReturnURL string
-}
-
-// Policy is a payer's limits beyond the amount rules (daily caps, the
-// balance cap): Allow refuses a new top-up of rials that would break one
-// (an early read, before the wallet and the payment are touched); Quota
-// is the same check made again in the transaction that inserts the
-// payment, under a lock of the payer's wallet row, so that it holds under
-// concurrent starts (nil: no limit is on).
-type Policy interface {
-	Allow(ctx context.Context, userID, rials int64) error
-	Quota(rials int64) *payment.Quota
-}
-
-// Service is the top-up start use case over the payment and wallet
-// services.
-type Service struct {
-	payments *payment.Service
-	wallets  *wallet.Service
-	limits   money.Limits
-	policy   Policy
-}
-
-// WithPolicy makes Start ask p before it writes anything (nil: no policy).
-func (s *Service) WithPolicy(p Policy) *Service {
-	s.policy = p
+// Public is the status as payers and partners see it (pages, the API,
+// webhooks, a return_url): settling is pending_verification to them — the
+// bank is still being asked, nothing is credited yet — so the API's six
+// statuses stay its contract. The admin console shows settling itself.
+func (s Status) Public() Status {
+	if s == StatusSettling {
+		return StatusPendingVerification
+	}
 	return s
 }
 
-var _ Starter = (*Service)(nil)
-
-// New returns the use case with its amount rules.
-func New(payments *payment.Service, wallets *wallet.Service, limits money.Limits) *Service {
-	return &Service{payments: payments, wallets: wallets, limits: limits}
+// Terminal reports whether no automatic transition leaves the status.
+func (s Status) Terminal() bool {
+	return s == StatusCredited || s == StatusFailed || s == StatusNeedsReview
 }
 
-// Limits returns the amount rules.
-func (s *Service) Limits() money.Limits { return s.limits }
-
-// Amount applies the amount rules.
-func (s *Service) Amount(a Amount) (int64, error) {
-	if a.isTyped {
-		return s.limits.ParseTomans(a.typed)
-	}
-	return a.rials, s.limits.Check(a.rials)
+func (s Status) open() bool {
+	return s == StatusAwaitingPayment || s == StatusPendingVerification || s == StatusSettling
 }
 
-// Start checks, in this order and before writing anything: the form
-// token's shape (payment.ErrBadFormToken), the amount (money's errors),
-// the gateway (payment.ErrUnknownGateway for one not offered;
-// payment.ErrGatewayFailed with no payment when every offered gateway's
-// breaker is open: a new top-up is refused before any other read; a
-// repeat of a submitted form is not refused; the preferred gateway down,
-// the next healthy one is used), the policy's limits for a new form (its error, e.g. a
-// *limits.Exceeded); then it finds the user's wallet and starts the payment. A
-// repeat of the token gets the first submit's answer, another amount on it
-// a *payment.FormReusedError.
-func (s *Service) Start(ctx context.Context, r Request) (payment.StartResult, error) {
-	if !payment.ValidFormToken(r.FormToken) {
-		return payment.StartResult{}, payment.ErrBadFormToken
-	}
-	rials, err := s.Amount(r.Amount)
-	if err != nil {
-		return payment.StartResult{}, err
-	}
-	gw, err := s.payments.CheckGateway(ctx, r.UserID, r.FormToken, r.Gateway)
-	if err != nil {
-		return payment.StartResult{}, err
-	}
-	var quota *payment.Quota
-	if s.policy != nil {
-		// A repeat of a submitted form is answered as its first submit
-		// was: it is already counted, so it is never refused by a limit.
-		seen, err := s.payments.FormSubmitted(ctx, r.UserID, r.FormToken)
-		if err != nil {
-			return payment.StartResult{}, err
-		}
-		if !seen {
-			if err := s.policy.Allow(ctx, r.UserID, rials); err != nil {
-				return payment.StartResult{}, err
-			}
-			quota = s.policy.Quota(rials)
-		}
-	}
-	w, err := s.wallets.ForUser(ctx, r.UserID)
-	if err != nil {
-		return payment.StartResult{}, errors.Join(ErrNoWallet, err)
-	}
-	return s.payments.StartTopUp(ctx, payment.StartInput{
-		UserID: r.UserID, WalletID: w.ID, Email: r.Email, FormToken: r.FormToken,
-		AmountRials: rials, Description: r.Description, English: r.English, Quota: quota, Gateway: gw, ReturnURL: r.ReturnURL,
-	})
+// openForVerify lists the statuses a check (verify, or settle alone) may
+// resolve.
+func openForVerify() []Status {
+	return []Status{StatusAwaitingPayment, StatusPendingVerification, StatusSettling}
 }
 
-// Submitted reports whether the form with this token was submitted
-// before (one indexed read; false for a malformed token).
-func (s *Service) Submitted(ctx context.Context, userID int64, formToken string) (bool, error) {
-	return s.payments.FormSubmitted(ctx, userID, formToken)
+// TopUp is one top-up attempt.
+type TopUp struct {
+	ID          int64
+	PublicID    string
+	UserID      int64
+	WalletID    int64
+	AmountRials int64
+	Gateway     string
+	FormToken   string
+	Authority   *string
+	RefID       *int64
+	// Receipt is the callback data verify needs (SEP's RefNum, Mellat's
+	// SaleReferenceId), kept from the first callback that carried it.
+	Receipt *string
+	// ReceiptSource is where the kept receipt came from (nil with no
+	// receipt): the payer's callback, or the bank (ReceiptConfirmed).
+	ReceiptSource       *ReceiptSource
+	VerifiedAmountRials *int64
+	CardPANMasked       string
+	Status              Status
+	StatusReason        string
+	Attempts            int
+	CreditFailures      int // credits of a bank-verified payment that failed (rolled back)
+	NextCheckAt         *time.Time
+	LeaseUntil          *time.Time
+	LeaseOwner          string
+	LastCheckedAt       *time.Time // when the bank was last asked about it
+	ReturnedAt          *time.Time // the first callback
+	OpenedAt            *time.Time // when it last became open: the worker's deadlines count from here
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	ResolvedAt          *time.Time
+	// ReturnURL is where the payer's browser goes after the bank (an API
+	// top-up's return_url; nil: Kifpool's own result page).
+	ReturnURL *string
 }
 
-// ErrNoWallet: the user's wallet could not be read; nothing was written,
-// the caller may retry (the API forgets the key).
-var ErrNoWallet = errors.New("top-up: the wallet could not be read")
+// AuthorityString returns the authority or "".
+func (p TopUp) AuthorityString() string {
+	if p.Authority == nil {
+		return ""
+	}
+	return *p.Authority
+}
+
+// ReceiptString returns the kept callback receipt or "".
+func (p TopUp) ReceiptString() string {
+	if p.Receipt == nil {
+		return ""
+	}
+	return *p.Receipt
+}
+
+// ReceiptSource is where a payment's kept receipt came from.
+type ReceiptSource string
+
+const (
+	// ReceiptFromCallback: a callback carried it; the payer's word only.
+	ReceiptFromCallback ReceiptSource = "callback"
+	// ReceiptFromBank: the bank tied it to this payment: its own record of
+	// our token named it (SEP's receipt of the token), or a verify for
+	// this payment confirmed it.
+	ReceiptFromBank ReceiptSource = "bank"
+)
+
+// ReceiptConfirmed reports whether the bank tied the kept receipt to this
+// payment: named by the bank (ReceiptFromBank), or the bank verified the
+// payment with it (a reference on the row). A receipt the bank never tied
+// to this payment proves nothing: it is never verified on its own, and it
+// gives way to the payment the bank confirms it for.
+func (p TopUp) ReceiptConfirmed() bool {
+	if p.Receipt == nil {
+		return false
+	}
+	return p.RefID != nil || (p.ReceiptSource != nil && *p.ReceiptSource == ReceiptFromBank)
+}
+
+// RefIDValue returns the bank reference or 0.
+func (p TopUp) RefIDValue() int64 {
+	if p.RefID == nil {
+		return 0
+	}
+	return *p.RefID
+}
+
+// NewFormToken returns a fresh per-form idempotency token (formtoken.New).
+func NewFormToken() string { return formtoken.New() }
+
+// ValidFormToken reports whether s has the shape of a form token.
+func ValidFormToken(s string) bool { return formtoken.Valid(s) }
+
+func newPublicID() string {
+	var b [15]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+var publicIDRE = regexp.MustCompile(`^[a-z2-7]{24}$`)
+
+// ValidPublicID reports whether s has the shape of a payment's public id.
+func ValidPublicID(s string) bool { return publicIDRE.MatchString(s) }

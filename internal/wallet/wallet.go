@@ -62,7 +62,7 @@ func Create(tx *gorm.DB, userID int64, now time.Time) (Wallet, error) {
 // TopUpCredit is a verified top-up to credit.
 type TopUpCredit struct {
 	WalletID    int64
-	PaymentID   int64
+	TopUpID     int64
 	PublicID    string // the payment's: the transaction's reference
 	Gateway     string // whose clearing account gives
 	AmountRials int64  // as the bank verified it
@@ -88,11 +88,11 @@ func CreditTopUp(tx *gorm.DB, l *ledger.Ledger, c TopUpCredit) (ledger.Transacti
 	if err != nil {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
 	}
-	from, err := l.ClearingAccount(tx, c.Gateway, c.PaymentID)
+	from, err := l.ClearingAccount(tx, c.Gateway, c.TopUpID)
 	if err != nil {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
 	}
-	t, err := l.Post(tx, ledger.Entry{Kind: ledger.KindTopUp, Reference: c.PublicID, PaymentID: c.PaymentID,
+	t, err := l.Post(tx, ledger.Entry{Kind: ledger.KindTopUp, Reference: c.PublicID, TopUpID: c.TopUpID,
 		Postings: ledger.Transfer(from, to, c.AmountRials), At: c.At})
 	if errors.Is(err, ledger.ErrDuplicate) {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w: %w", c.PublicID, ErrAlreadyCredited, err)

@@ -53,7 +53,7 @@ func (f *fixture) user(email string) wallet.Wallet {
 }
 
 // payment inserts a minimal awaiting_payment payment for the wallet.
-func (f *fixture) payment(w wallet.Wallet, amount int64) int64 {
+func (f *fixture) topUp(w wallet.Wallet, amount int64) int64 {
 	f.t.Helper()
 	f.seq++
 	now := time.Now().UTC()
@@ -75,22 +75,22 @@ type entry struct {
 	ID           int64 // the transaction's
 	PostingID    int64
 	WalletID     int64
-	PaymentID    *int64
+	TopUpID      *int64
 	AmountRials  int64
 	BalanceAfter int64
 	Kind         ledger.Kind
 	CreatedAt    time.Time
 }
 
-func (f *fixture) credit(walletID, paymentID, amount int64) (entry, error) {
+func (f *fixture) credit(walletID, topUpID, amount int64) (entry, error) {
 	var e entry
 	err := f.db.Tx(context.Background(), func(tx *gorm.DB) error {
-		t, err := wallet.CreditTopUp(tx, f.l, wallet.TopUpCredit{WalletID: walletID, PaymentID: paymentID, PublicID: f.pub[paymentID],
+		t, err := wallet.CreditTopUp(tx, f.l, wallet.TopUpCredit{WalletID: walletID, TopUpID: topUpID, PublicID: f.pub[topUpID],
 			Gateway: "sandbox", AmountRials: amount, At: time.Now().UTC()})
 		if err != nil {
 			return err
 		}
-		e = entry{ID: t.ID, WalletID: walletID, PaymentID: t.PaymentID, Kind: t.Kind}
+		e = entry{ID: t.ID, WalletID: walletID, TopUpID: t.TopUpID, Kind: t.Kind}
 		for _, p := range t.Postings {
 			if p.AmountRials > 0 {
 				e.AmountRials, e.BalanceAfter = p.AmountRials, p.BalanceAfterRials
@@ -130,10 +130,10 @@ func (f *fixture) checkLedger(walletID int64) {
 			f.t.Errorf("entry %d: balance_after %d, want %d + %d", e.ID, e.BalanceAfter, prev, e.AmountRials)
 		}
 		prev = e.BalanceAfter
-		if e.PaymentID == nil || seen[*e.PaymentID] {
-			f.t.Errorf("entry %d: payment %v missing or credited twice", e.ID, e.PaymentID)
+		if e.TopUpID == nil || seen[*e.TopUpID] {
+			f.t.Errorf("entry %d: payment %v missing or credited twice", e.ID, e.TopUpID)
 		} else {
-			seen[*e.PaymentID] = true
+			seen[*e.TopUpID] = true
 		}
 	}
 	if b := f.balance(walletID); b != sum || b < 0 {
@@ -145,14 +145,14 @@ func TestCreditTopUp(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		w := f.user("a@example.com")
-		p1 := f.payment(w, 50_000)
-		p2 := f.payment(w, 20_000)
+		p1 := f.topUp(w, 50_000)
+		p2 := f.topUp(w, 20_000)
 
 		e, err := f.credit(w.ID, p1, 50_000)
 		if err != nil {
 			t.Fatalf("credit p1: %v", err)
 		}
-		if e.ID == 0 || e.WalletID != w.ID || e.PaymentID == nil || *e.PaymentID != p1 ||
+		if e.ID == 0 || e.WalletID != w.ID || e.TopUpID == nil || *e.TopUpID != p1 ||
 			e.AmountRials != 50_000 || e.BalanceAfter != 50_000 || e.Kind != ledger.KindTopUp {
 			t.Errorf("entry = %+v", e)
 		}
@@ -190,7 +190,7 @@ func TestCreditTopUpRefusals(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		w := f.user("a@example.com")
-		p := f.payment(w, 50_000)
+		p := f.topUp(w, 50_000)
 		for _, amount := range []int64{0, -1, -50_000} {
 			if _, err := f.credit(w.ID, p, amount); err == nil {
 				t.Errorf("credit of %d accepted", amount)
@@ -208,11 +208,11 @@ func TestCreditTopUpRefusals(t *testing.T) {
 	})
 }
 
-func TestCreditSamePaymentConcurrently(t *testing.T) {
+func TestCreditSameTopUpConcurrently(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		w := f.user("a@example.com")
-		p := f.payment(w, 30_000)
+		p := f.topUp(w, 30_000)
 		const n = 20
 		errs := make([]error, n)
 		var wg sync.WaitGroup
@@ -248,7 +248,7 @@ func TestCreditSamePaymentConcurrently(t *testing.T) {
 	})
 }
 
-func TestCreditDifferentPaymentsConcurrently(t *testing.T) {
+func TestCreditDifferentTopUpsConcurrently(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		w := f.user("a@example.com")
@@ -257,7 +257,7 @@ func TestCreditDifferentPaymentsConcurrently(t *testing.T) {
 		var want int64
 		for i := range n {
 			amount := int64(10_000 + i*10)
-			ids[i] = f.payment(w, amount)
+			ids[i] = f.topUp(w, amount)
 			want += amount
 		}
 		errs := make([]error, n)
@@ -305,12 +305,12 @@ func TestHistoryPagination(t *testing.T) {
 		other := f.user("b@example.com")
 		pids := make([]int64, 25)
 		for i := range pids {
-			pids[i] = f.payment(w, int64(10_000+i*10))
+			pids[i] = f.topUp(w, int64(10_000+i*10))
 			if _, err := f.credit(w.ID, pids[i], int64(10_000+i*10)); err != nil {
 				t.Fatalf("credit %d: %v", i, err)
 			}
 			if i%5 == 0 { // another wallet's entries interleave and must not show
-				op := f.payment(other, 10_000)
+				op := f.topUp(other, 10_000)
 				if _, err := f.credit(other.ID, op, 10_000); err != nil {
 					t.Fatal(err)
 				}
@@ -345,8 +345,8 @@ func TestHistoryPagination(t *testing.T) {
 			if it.AmountRials != wantAmount || it.Kind != ledger.KindTopUp {
 				t.Errorf("item %d: %+v, want amount %d", i, it, wantAmount)
 			}
-			if it.PaymentPublicID != f.pub[pids[k]] {
-				t.Errorf("item %d: public id %q, want %q", i, it.PaymentPublicID, f.pub[pids[k]])
+			if it.TopUpPublicID != f.pub[pids[k]] {
+				t.Errorf("item %d: public id %q, want %q", i, it.TopUpPublicID, f.pub[pids[k]])
 			}
 			if it.RefID != nil {
 				t.Errorf("item %d: ref id %v, want none", i, *it.RefID)

@@ -30,9 +30,9 @@ func TestEnable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		uid, pays := seedPayment(t, db, "owner@example.com", 4)
-		stranger, _ := seedPayment(t, db, "stranger@example.com", 0)
-		admin, _ := seedPayment(t, db, "admin@example.com", 0)
+		uid, pays := seedTopUp(t, db, "owner@example.com", 4)
+		stranger, _ := seedTopUp(t, db, "stranger@example.com", 0)
+		admin, _ := seedTopUp(t, db, "admin@example.com", 0)
 		ep, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/hook", webhook.Types())
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestEnable(t *testing.T) {
 			return storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'webhook_enable' AND target_user_id = ?`, uid)
 		}
 		ev := func(pid int64) webhook.Event {
-			return webhook.Event{UserID: uid, PaymentID: pid, Type: webhook.TypeCredited, TopUp: map[string]any{"p": pid}, CreatedAt: clk.Now()}
+			return webhook.Event{UserID: uid, TopUpID: pid, Type: webhook.TypeCredited, TopUp: map[string]any{"p": pid}, CreatedAt: clk.Now()}
 		}
 
 		// Disabled by its owner: the pending row ends, a new event is not
@@ -198,14 +198,14 @@ func TestFailingEndpointGetsNewEvents(t *testing.T) {
 		}}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
-		uid, pays := seedPayment(t, db, "a@example.com", 2)
+		uid, pays := seedTopUp(t, db, "a@example.com", 2)
 		failing, secret, err := svc.Create(ctx, uid, srv.URL+"/failing", webhook.Types())
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec.secret = secret
 		s := webhook.NewSender(svc, webhook.SenderOptions{Jitter: func() float64 { return 0 }, RetryFor: time.Minute})
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeFailed, TopUp: map[string]any{"id": "p0"}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeFailed, TopUp: map[string]any{"id": "p0"}, CreatedAt: clk.Now()})
 		for range 10 {
 			if _, err := s.DeliverDue(ctx); err != nil {
 				t.Fatal(err)
@@ -228,7 +228,7 @@ func TestFailingEndpointGetsNewEvents(t *testing.T) {
 		}
 
 		at := clk.Now()
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[1], Type: webhook.TypeCredited,
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[1], Type: webhook.TypeCredited,
 			TopUp: map[string]any{"id": "p1", "status": "credited", "note": "<&>"}, CreatedAt: at})
 		var rows []webhook.Delivery
 		if err := db.Gorm.Where("payment_id = ?", pays[1]).Order("endpoint_id").Find(&rows).Error; err != nil {

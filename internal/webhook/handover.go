@@ -12,12 +12,12 @@ import (
 // return of a payment redirects off-site; a later visit of the same link
 // shows a page naming the destination, so that no link of ours is an
 // open redirect for as long as it lives.
-func (s *Service) ClaimReturn(ctx context.Context, paymentID int64) (bool, error) {
+func (s *Service) ClaimReturn(ctx context.Context, topUpID int64) (bool, error) {
 	res := s.db.Gorm.WithContext(ctx).Exec(
 		`INSERT INTO return_handovers (payment_id, handed_at) VALUES (?, ?) ON CONFLICT (payment_id) DO NOTHING`,
-		paymentID, s.now().UTC())
+		topUpID, s.now().UTC())
 	if res.Error != nil {
-		return false, fmt.Errorf("return hand-over of payment %d: %w", paymentID, res.Error)
+		return false, fmt.Errorf("return hand-over of payment %d: %w", topUpID, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }

@@ -64,11 +64,11 @@ func TestOnlyA2xxInTimeIsDelivered(t *testing.T) {
 			{"/500", false, "HTTP 500"},
 			{"/slow", false, "/slow\": "}, // "context deadline exceeded" or "timeout awaiting response headers"
 		} {
-			uid, pays := seedPayment(t, db, "u"+itoa(i)+"@example.com", 1)
+			uid, pays := seedTopUp(t, db, "u"+itoa(i)+"@example.com", 1)
 			if _, _, err := svc.Create(ctx, uid, srv.URL+c.path, webhook.Types()); err != nil {
 				t.Fatal(err)
 			}
-			enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": c.path}, CreatedAt: clk.Now()})
+			enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": c.path}, CreatedAt: clk.Now()})
 			s := webhook.NewSender(svc, webhook.SenderOptions{Timeout: 200 * time.Millisecond, Jitter: func() float64 { return 0 }})
 			if n, err := s.DeliverDue(ctx); n != 1 || err != nil {
 				t.Fatalf("%s: claimed %d, %v", c.path, n, err)
@@ -127,12 +127,12 @@ func subscribed(t *testing.T, db *store.DB, email string, n int) (*webhook.Servi
 	rec := &receiver{t: t, now: clk.Now}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
-	uid, pays := seedPayment(t, db, email, n)
+	uid, pays := seedTopUp(t, db, email, n)
 	if _, rec.secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types()); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pays {
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: p, Type: webhook.TypeCredited, TopUp: map[string]any{"p": p}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: p, Type: webhook.TypeCredited, TopUp: map[string]any{"p": p}, CreatedAt: clk.Now()})
 	}
 	return svc, rec
 }

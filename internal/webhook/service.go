@@ -83,7 +83,7 @@ type Delivery struct {
 	ID             int64 `gorm:"primaryKey"`
 	EventID        string
 	EndpointID     int64
-	PaymentID      int64
+	TopUpID        int64
 	Type           string
 	Body           string
 	Status         string
@@ -438,8 +438,8 @@ func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delive
 		if err := tx.Take(&ep, d.EndpointID).Error; err != nil {
 			return err
 		}
-		owner, pid := ep.UserID, d.PaymentID
-		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookResend, TargetUserID: &owner, PaymentID: &pid,
+		owner, pid := ep.UserID, d.TopUpID
+		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookResend, TargetUserID: &owner, TopUpID: &pid,
 			Note: d.EventID + " → " + ep.URL, Result: audit.ResultDone, CreatedAt: now})
 	})
 	return d, err

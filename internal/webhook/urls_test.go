@@ -91,8 +91,8 @@ func TestCheckReturnURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		uid, _ := seedPayment(t, db, "a@example.com", 0)
-		other, _ := seedPayment(t, db, "b@example.com", 0)
+		uid, _ := seedTopUp(t, db, "a@example.com", 0)
+		other, _ := seedTopUp(t, db, "b@example.com", 0)
 		if _, err := svc.AddOrigin(ctx, uid, "https://Shop.Example"); err != nil {
 			t.Fatal(err)
 		}

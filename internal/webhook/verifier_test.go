@@ -89,11 +89,11 @@ func TestDocsVerifier(t *testing.T) {
 			})(w, r)
 		}))
 		defer srv.Close()
-		uid, pays := seedPayment(t, db, "a@example.com", 1)
+		uid, pays := seedTopUp(t, db, "a@example.com", 1)
 		if _, secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types()); err != nil {
 			t.Fatal(err)
 		}
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p"}, CreatedAt: time.Now()})
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p"}, CreatedAt: time.Now()})
 		if n, err := webhook.NewSender(svc, webhook.SenderOptions{}).DeliverDue(ctx); n != 1 || err != nil {
 			t.Fatalf("deliver: %d %v", n, err)
 		}

@@ -50,9 +50,9 @@ const (
 
 // Event is one event as the payment store writes it.
 type Event struct {
-	UserID    int64
-	PaymentID int64
-	Type      string
+	UserID  int64
+	TopUpID int64
+	Type    string
 	// TopUp is the top-up as the API shows it (GET /api/v1/topups/{id})
 	// at the moment of the move.
 	TopUp     any
@@ -96,14 +96,14 @@ func Enqueue(tx *gorm.DB, e Event) (queued int64, err error) {
 		TopUp     any       `json:"topup"`
 	}{id, e.Type, at, e.TopUp})
 	if err != nil {
-		return 0, fmt.Errorf("webhook: event %s of payment %d: %w", e.Type, e.PaymentID, err)
+		return 0, fmt.Errorf("webhook: event %s of payment %d: %w", e.Type, e.TopUpID, err)
 	}
 	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, created_at, retry_from)
 		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
 		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
-		id, e.PaymentID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
+		id, e.TopUpID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
 	if res.Error != nil {
-		return 0, fmt.Errorf("webhook: queue %s of payment %d: %w", e.Type, e.PaymentID, res.Error)
+		return 0, fmt.Errorf("webhook: queue %s of payment %d: %w", e.Type, e.TopUpID, res.Error)
 	}
 	return res.RowsAffected, nil
 }

@@ -34,7 +34,7 @@ var secretKey = []byte("0123456789abcdef0123456789abcdef-test")
 
 // seedPayment inserts a user with a wallet and n payments; it returns
 // the user id and the payments' ids.
-func seedPayment(t *testing.T, db *store.DB, email string, n int) (int64, []int64) {
+func seedTopUp(t *testing.T, db *store.DB, email string, n int) (int64, []int64) {
 	t.Helper()
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	g := db.Gorm
@@ -146,8 +146,8 @@ func TestSender(t *testing.T) {
 		}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
-		uid, pays := seedPayment(t, db, "a@example.com", 2)
-		other, otherPays := seedPayment(t, db, "b@example.com", 1)
+		uid, pays := seedTopUp(t, db, "a@example.com", 2)
+		other, otherPays := seedTopUp(t, db, "b@example.com", 1)
 		ep, secret, err := svc.Create(ctx, uid, srv.URL+"/hook", []string{webhook.TypeCredited, webhook.TypeFailed})
 		if err != nil {
 			t.Fatal(err)
@@ -160,16 +160,16 @@ func TestSender(t *testing.T) {
 
 		// Not subscribed (needs_review), another user's event for a type the
 		// other endpoint does not want: nothing queued.
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeNeedsReview, TopUp: map[string]any{"id": "x"}, CreatedAt: clk.Now()})
-		enqueue(t, db, webhook.Event{UserID: other, PaymentID: otherPays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "y"}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeNeedsReview, TopUp: map[string]any{"id": "x"}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: other, TopUpID: otherPays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "y"}, CreatedAt: clk.Now()})
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries`); n != 0 {
 			t.Fatalf("queued %d rows for events nobody subscribed to", n)
 		}
-		// Payment 0: failed, then credited (in this order); payment 1 credited.
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeFailed, TopUp: map[string]any{"id": "p0", "status": "failed"}, CreatedAt: clk.Now()})
+		// TopUp 0: failed, then credited (in this order); payment 1 credited.
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeFailed, TopUp: map[string]any{"id": "p0", "status": "failed"}, CreatedAt: clk.Now()})
 		clk.Add(time.Second)
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p0", "status": "credited"}, CreatedAt: clk.Now()})
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[1], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p1", "status": "credited"}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p0", "status": "credited"}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[1], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p1", "status": "credited"}, CreatedAt: clk.Now()})
 
 		// First pass: p0's failed event and p1's credit are claimed (p0's
 		// credit waits behind its failed event); both get 500.
@@ -217,9 +217,9 @@ func TestSender(t *testing.T) {
 		// Down for good: retried within the window, then it gives up and the
 		// endpoint is failing.
 		fails = 1 << 30
-		_, more := seedPayment(t, db, "c@example.com", 0)
+		_, more := seedTopUp(t, db, "c@example.com", 0)
 		_ = more
-		enqueue(t, db, webhook.Event{UserID: uid, PaymentID: pays[1], Type: webhook.TypeFailed, TopUp: map[string]any{"id": "p1"}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[1], Type: webhook.TypeFailed, TopUp: map[string]any{"id": "p1"}, CreatedAt: clk.Now()})
 		for i := 0; i < 20; i++ {
 			if _, err := s.DeliverDue(ctx); err != nil {
 				t.Fatal(err)
@@ -239,7 +239,7 @@ func TestSender(t *testing.T) {
 		}
 		// Send again: delivered, the mark cleared.
 		fails = 0
-		admin, _ := seedPayment(t, db, "admin@example.com", 0)
+		admin, _ := seedTopUp(t, db, "admin@example.com", 0)
 		if _, err := svc.Resend(ctx, admin, d.ID); err != nil {
 			t.Fatal(err)
 		}

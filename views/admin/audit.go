@@ -2,7 +2,7 @@ package admin
 
 // AuditView is GET /admin/audit.
 type AuditView struct {
-	Admin, Payment string // the filter, as typed
-	Rows           []AuditRow
-	NextURL        string
+	Admin, TopUp string // the filter, as typed
+	Rows         []AuditRow
+	NextURL      string
 }

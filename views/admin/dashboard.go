@@ -10,9 +10,9 @@ import (
 // DashboardView is the admin overview: unresolved payments, the gateway's
 // circuit breaker and the latest reconciliations.
 type DashboardView struct {
-	Notice   string // message key of the last action's result
-	Payments []UnresolvedRow
-	Counts   []StatusCount
+	Notice     string          // message key of the last action's result
+	Unresolved []UnresolvedRow // the top-ups under review or late
+	Counts     []StatusCount
 	// CountsEstimated: some count is an estimate; each status is counted
 	// exactly up to ExactUpTo payments.
 	CountsEstimated bool

@@ -25,7 +25,7 @@ type Section string
 // Sections of the admin console.
 const (
 	SectionDashboard Section = "dashboard"
-	SectionPayments  Section = "payments"
+	SectionTopUps    Section = "payments"
 	SectionUsers     Section = "users"
 	SectionAudit     Section = "audit"
 )
@@ -35,8 +35,8 @@ type Option struct {
 	Value, Label string
 }
 
-// PaymentRow is one payment in the admin's lists.
-type PaymentRow struct {
+// TopUpRow is one payment in the admin's lists.
+type TopUpRow struct {
 	PublicID    string
 	Email       string
 	UserID      int64
@@ -50,11 +50,11 @@ type PaymentRow struct {
 
 // LedgerRow is one movement of a wallet.
 type LedgerRow struct {
-	AmountRials     int64
-	BalanceAfter    int64
-	Kind            string
-	PaymentPublicID string
-	CreatedAt       time.Time
+	AmountRials   int64
+	BalanceAfter  int64
+	Kind          string
+	TopUpPublicID string
+	CreatedAt     time.Time
 }
 
 // UserRow is a user with their wallet.
@@ -68,14 +68,14 @@ type UserRow struct {
 
 // AuditRow is one entry of the audit log.
 type AuditRow struct {
-	At              time.Time
-	AdminEmail      string
-	Action          string
-	Result          string
-	PaymentPublicID string
-	TargetUserID    int64
-	From, To        string
-	Note            string
+	At            time.Time
+	AdminEmail    string
+	Action        string
+	Result        string
+	TopUpPublicID string
+	TargetUserID  int64
+	From, To      string
+	Note          string
 }
 
 // arrow points from one status to the next in the reading direction.

@@ -2,8 +2,8 @@ package admin
 
 import "time"
 
-// PaymentDetailView is GET /admin/payments/{public_id}: the whole story.
-type PaymentDetailView struct {
+// TopUpDetailView is GET /admin/payments/{public_id}: the whole story.
+type TopUpDetailView struct {
 	Notice, NoticeKind string // message key of the last action's result; "ok" or "error"
 	// OverBalanceLimit, when not 0, is the balance cap this payment's
 	// credit took the wallet over (credited all the same: the bank had
@@ -29,7 +29,7 @@ type PaymentDetailView struct {
 	Calls            []GatewayCallView
 	Ledger           *LedgerRow
 	User             UserRow
-	UserPayments     []PaymentRow
+	UserTopUps       []TopUpRow
 	Actions          []AuditRow
 }
 

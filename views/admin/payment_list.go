@@ -9,8 +9,8 @@ type FilterCount struct {
 	Checked bool
 }
 
-// PaymentListView is GET /admin/payments.
-type PaymentListView struct {
+// TopUpListView is GET /admin/payments.
+type TopUpListView struct {
 	Query    string
 	Gateway  string
 	From, To string // as typed (Jalali)
@@ -19,7 +19,7 @@ type PaymentListView struct {
 	ErrorKey string // message key of a bad filter
 	Counts   []FilterCount
 	Gateways []Option
-	Rows     []PaymentRow
+	Rows     []TopUpRow
 	// NextURL is the next page (""): the last); FirstURL the first page
 	// when this is not it.
 	NextURL, FirstURL string

@@ -2,8 +2,8 @@ package admin
 
 // UserDetailView is GET /admin/users/{id}.
 type UserDetailView struct {
-	User        UserRow
-	Ledger      []LedgerRow
-	Payments    []PaymentRow
-	PaymentsURL string // the full list of their payments
+	User      UserRow
+	Ledger    []LedgerRow
+	TopUps    []TopUpRow
+	TopUpsURL string // the full list of their payments
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // Weak passwords and lookalike addresses are refused at sign-up with a
@@ -56,7 +56,7 @@ func TestAdminConsoleExposesLookalikeEmails(t *testing.T) {
 		app.StartTopUp(t, "payer@example.com", "20000")
 		// A row written before the rules existed.
 		authtest.SetEmail(t, db, "payer@example.com", "\u0430dmin@example.com")
-		paymenttest.ForceAll(t, db, "needs_review", "verify_rejected")
+		topuptest.ForceAll(t, db, "needs_review", "verify_rejected")
 		if _, err := app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)
 		}

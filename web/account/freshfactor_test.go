@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // Issue 31, item 9: for an admin, a new password and a new API token each
@@ -25,7 +25,7 @@ import (
 func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := paymenttest.NewFrozenClock()
+		clock := topuptest.NewFrozenClock()
 		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
 		const email, pw = "boss@example.com", "correct horse battery"
 		if _, err := app.Server.Auth.SignUp(context.Background(), email, pw, "admin", "en"); err != nil {
@@ -90,7 +90,7 @@ func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 
 		// The admin's API token never reaches /admin, as a bearer token or
 		// in place of a session cookie.
-		for _, path := range []string{routes.Admin, routes.AdminPayments} {
+		for _, path := range []string{routes.Admin, routes.AdminTopUps} {
 			req, _ := http.NewRequest(http.MethodGet, app.URL+path, nil)
 			req.Header.Set("Authorization", "Bearer "+tok.Text())
 			resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)

@@ -72,8 +72,8 @@ func TestAHangingMailServerBlocksNothing(t *testing.T) {
 		start := time.Now()
 		payer, payURL := app.StartTopUp(t, "payer@example.com", "50000")
 		back := payer.PayAtBank(payURL, "pay")
-		if r := payer.Get(back); apptest.PaymentStatus(r.Body) != "credited" || time.Since(start) > 10*time.Second {
-			t.Fatalf("the credit with the mail server hanging: %q after %v", apptest.PaymentStatus(r.Body), time.Since(start))
+		if r := payer.Get(back); apptest.TopUpStatus(r.Body) != "credited" || time.Since(start) > 10*time.Second {
+			t.Fatalf("the credit with the mail server hanging: %q after %v", apptest.TopUpStatus(r.Body), time.Since(start))
 		}
 		queued := 0
 		for _, m := range mailtest.Rows(t, db) {

@@ -9,11 +9,11 @@ import (
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // Receipts and "returns within 72 hours" notices come in the payer's
@@ -36,16 +36,16 @@ func TestReceiptAndNoticeInThePayersLanguage(t *testing.T) {
 			csrf, tok = c.TopUpForm()
 			c.PostTopUp(csrf, tok, "30000")
 			uid := authtest.UserID(t, db, email)
-			paid := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid && p.Status == payment.StatusCredited })[0]
-			failed := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid && p.Status != payment.StatusCredited })[0]
-			paymenttest.ForceStatus(t, db, failed.ID, "failed", "bank_reversed")
+			paid := topuptest.Select(t, db, func(p topup.TopUp) bool { return p.UserID == uid && p.Status == topup.StatusCredited })[0]
+			failed := topuptest.Select(t, db, func(p topup.TopUp) bool { return p.UserID == uid && p.Status != topup.StatusCredited })[0]
+			topuptest.ForceStatus(t, db, failed.ID, "failed", "bank_reversed")
 			clk.Advance(time.Minute)
 			if n, err := app.Server.Notifier.Scan(ctx); err != nil || n != 2 {
 				t.Fatalf("%s: scan queued %d %v, want the receipt and the notice", l, n, err)
 			}
 			app.DeliverMail(t)
 			for _, tc := range []struct {
-				p       payment.Payment
+				p       topup.TopUp
 				subject string
 				says    string
 			}{
@@ -53,7 +53,7 @@ func TestReceiptAndNoticeInThePayersLanguage(t *testing.T) {
 				{failed, i18n.T(l, "mail.notice.subject", "ref", i18n.ShortRef(failed.PublicID)), i18n.T(l, "mail.notice.72h")},
 			} {
 				m := smtpSrv.Wait(t, 5*time.Second, func(m mailtest.Received) bool { return m.To == email && m.Subject == tc.subject })
-				link := app.URL + routes.Payment(tc.p.PublicID)
+				link := app.URL + routes.TopUpPage(tc.p.PublicID)
 				for part, body := range map[string]string{"text": m.Text, "html": m.HTML} {
 					if !strings.Contains(body, tc.says) || !strings.Contains(body, i18n.ShortRef(tc.p.PublicID)) || !strings.Contains(body, link) {
 						t.Errorf("%s %q, %s part: lacks its sentence, reference or link:\n%s", l, tc.subject, part, body)
@@ -64,7 +64,7 @@ func TestReceiptAndNoticeInThePayersLanguage(t *testing.T) {
 				}
 				// The card number in the mail's digits (issue 29, item 8).
 				if tc.p == paid {
-					card := paymenttest.ByID(t, db, paid.ID).CardPANMasked
+					card := topuptest.ByID(t, db, paid.ID).CardPANMasked
 					if card == "" || !strings.Contains(m.Text, i18n.Digits(l, card)) || (l == i18n.FA && strings.Contains(m.Text, card)) {
 						t.Errorf("%s receipt: card %q not in the mail's digits:\n%s", l, card, m.Text)
 					}

@@ -14,19 +14,19 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // startWithMail runs the app with SMTP_URL pointing at a real SMTP server
 // of the test's (STARTTLS and AUTH), on a clock the test moves.
-func startWithMail(t *testing.T, db *store.DB) (*apptest.App, *mailtest.Server, *paymenttest.Clock) {
+func startWithMail(t *testing.T, db *store.DB) (*apptest.App, *mailtest.Server, *topuptest.Clock) {
 	t.Helper()
 	smtpSrv := mailtest.Start(t, mailtest.Options{TLS: mailtest.StartTLS, User: "kifpool", Pass: "mail pass"})
-	clk := paymenttest.NewFrozenClock()
+	clk := topuptest.NewFrozenClock()
 	app := apptest.Start(t, db, apptest.Options{
 		Env:    map[string]string{"SMTP_URL": smtpSrv.URL, "MAIL_FROM": "Kifpool <wallet@example.com>"},
 		Server: server.Options{MailRootCAs: smtpSrv.RootCAs, Now: clk.Now},
@@ -200,8 +200,8 @@ func TestReceiptsAndNotices(t *testing.T) {
 		ctx := context.Background()
 		c, payURL := app.StartTopUp(t, "payer@example.com", "50000")
 		back := c.PayAtBank(payURL, "pay")
-		if r := c.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
-			t.Fatalf("not credited: %q", apptest.PaymentStatus(r.Body))
+		if r := c.Get(back); apptest.TopUpStatus(r.Body) != "credited" {
+			t.Fatalf("not credited: %q", apptest.TopUpStatus(r.Body))
 		}
 		if n := int64(len(mailtest.Rows(t, db))); n != 0 {
 			t.Fatalf("%d mails written with the credit", n)
@@ -218,10 +218,10 @@ func TestReceiptsAndNotices(t *testing.T) {
 			t.Fatalf("a second scan queued %d more", n)
 		}
 		app.DeliverMail(t)
-		publicID := paymenttest.First(t, db).PublicID
+		publicID := topuptest.First(t, db).PublicID
 		m := smtpSrv.Wait(t, 5*time.Second, func(m mailtest.Received) bool { return m.To == "payer@example.com" })
 		if !strings.Contains(m.Subject, "۵۰٬۰۰۰") || !strings.Contains(m.Text, strings.ToUpper(publicID[:4])) ||
-			!strings.Contains(m.Text, routes.Payment(publicID)) || !strings.Contains(m.HTML, routes.Payment(publicID)) {
+			!strings.Contains(m.Text, routes.TopUpPage(publicID)) || !strings.Contains(m.HTML, routes.TopUpPage(publicID)) {
 			t.Fatalf("receipt: %q\n%s", m.Subject, m.Text)
 		}
 
@@ -244,8 +244,8 @@ func TestReceiptsAndNotices(t *testing.T) {
 		// Another payment fails after the bank may have taken the money.
 		csrf, tok = c.TopUpForm()
 		c.PostTopUp(csrf, tok, "30000")
-		failedID := paymenttest.Last(t, db).ID
-		paymenttest.ForceStatus(t, db, failedID, "failed", "bank_reversed")
+		failedID := topuptest.Last(t, db).ID
+		topuptest.ForceStatus(t, db, failedID, "failed", "bank_reversed")
 		clk.Advance(time.Minute)
 		if n, err := app.Server.Notifier.Scan(ctx); err != nil || n != 1 {
 			t.Fatalf("scan: %d %v, want the notice only", n, err)

@@ -255,15 +255,15 @@ func TestReturnPageShowsDetailsOnlyToThePayer(t *testing.T) {
 			t.Fatal(err)
 		}
 		own := payer.Get(back)
-		if apptest.PaymentStatus(own.Body) != "credited" || apptest.Parse(own.Body).TestID("card-pan") == nil || apptest.Parse(own.Body).TestID("ref-id") == nil {
-			t.Fatalf("the payer does not see the details: %d %q", own.Status, apptest.PaymentStatus(own.Body))
+		if apptest.TopUpStatus(own.Body) != "credited" || apptest.Parse(own.Body).TestID("card-pan") == nil || apptest.Parse(own.Body).TestID("ref-id") == nil {
+			t.Fatalf("the payer does not see the details: %d %q", own.Status, apptest.TopUpStatus(own.Body))
 		}
 		stranger := app.NewClient(t)
 		stranger.SignUp("stranger@example.com")
 		for name, c := range map[string]*apptest.Client{"another user": stranger, "anonymous": app.NewClient(t)} {
 			r := c.Get(back)
-			if r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" || apptest.Parse(r.Body).TestID("result-neutral") == nil {
-				t.Errorf("%s: %d %q, want the neutral status", name, r.Status, apptest.PaymentStatus(r.Body))
+			if r.Status != http.StatusOK || apptest.TopUpStatus(r.Body) != "credited" || apptest.Parse(r.Body).TestID("result-neutral") == nil {
+				t.Errorf("%s: %d %q, want the neutral status", name, r.Status, apptest.TopUpStatus(r.Body))
 			}
 			for _, hook := range []string{`data-testid="card-pan"`, `data-testid="ref-id"`, `data-testid="amount-rials"`, "250,000", "۲۵٬۰۰۰"} {
 				if strings.Contains(r.Body, hook) {

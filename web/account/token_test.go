@@ -127,7 +127,7 @@ func TestTokenPages(t *testing.T) {
 		owner := authtest.UserID(t, db, "owner@example.com")
 		revokes := 0
 		for _, e := range app.AuditLog(t) {
-			if e.Action == audit.ActionTokenRevoke && e.TargetUserID != nil && *e.TargetUserID == owner && e.PaymentID == nil {
+			if e.Action == audit.ActionTokenRevoke && e.TargetUserID != nil && *e.TargetUserID == owner && e.TopUpID == nil {
 				revokes++
 			}
 		}

@@ -16,11 +16,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -45,7 +45,7 @@ func TestWebhooksPages(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := paymenttest.NewFrozenClock()
+		clk := topuptest.NewFrozenClock()
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}, Server: server.Options{Now: clk.Now}})
 		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
 			t.Fatal(err)
@@ -154,10 +154,10 @@ func TestWebhooksPages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := owner.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
-				t.Fatalf("return: %d %s", r.Status, apptest.PaymentStatus(r.Body))
+			if r := owner.Get(back); apptest.TopUpStatus(r.Body) != "credited" {
+				t.Fatalf("return: %d %s", r.Status, apptest.TopUpStatus(r.Body))
 			}
-			payID := paymenttest.Last(t, db).PublicID
+			payID := topuptest.Last(t, db).PublicID
 			return payID
 		}
 		payID := pay()
@@ -324,7 +324,7 @@ func TestWebhookMetrics(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := paymenttest.NewFrozenClock()
+		clk := topuptest.NewFrozenClock()
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1", "METRICS_TOKEN": apptest.MetricsToken},
 			Server: server.Options{Now: clk.Now}})
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -340,8 +340,8 @@ func TestWebhookMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := user.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
-			t.Fatalf("pay: %q", apptest.PaymentStatus(r.Body))
+		if r := user.Get(back); apptest.TopUpStatus(r.Body) != "credited" {
+			t.Fatalf("pay: %q", apptest.TopUpStatus(r.Body))
 		}
 		scrape := func(want map[string]float64) {
 			t.Helper()

@@ -25,21 +25,21 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/limits"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web/seam"
 )
 
 // Deps are the admin console's dependencies.
 type Deps struct {
-	// Payments acts on payments (ask the bank, close, reconcile) and
+	// TopUps acts on payments (ask the bank, close, reconcile) and
 	// switches gateways.
-	Payments *payment.Service
+	TopUps *topup.Service
 	// Reads are the payment reads (list, detail, dashboard).
-	Reads *paymentread.Reader
+	Reads *topupread.Reader
 	// People reads users, their wallets and ledgers.
 	People *people.Reader
 	// Audit is the admins' audit log.
@@ -87,17 +87,17 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 
 	r.Use(routes.Admin, h.RequireUser, h.requireAdmin, h.requireSecondFactor)
 	r.Get(routes.AdminDashboardPattern, h.dashboard)
-	r.Get(routes.AdminPayments, h.paymentList)
-	r.Get(routes.AdminPaymentsCSV, h.paymentsCSV)
-	r.Get(routes.AdminPaymentPattern, h.paymentDetail)
+	r.Get(routes.AdminTopUps, h.topUpList)
+	r.Get(routes.AdminTopUpsCSV, h.topUpsCSV)
+	r.Get(routes.AdminTopUpPattern, h.topUpDetail)
 	r.Get(routes.AdminUsers, h.userList)
 	r.Get(routes.AdminUserPattern, h.userDetail)
 	r.Get(routes.AdminAudit, h.auditLog)
 	r.Post(routes.AdminReconcile, h.reconcile)
 	r.Get(routes.AdminGateways, h.gateways)
 	r.Post(routes.AdminGatewaySwitchPattern, h.switchGateway)
-	r.Post(routes.AdminPaymentRecheckPattern, h.recheck)
-	r.Post(routes.AdminPaymentClosePattern, h.closeFailed)
+	r.Post(routes.AdminTopUpRecheckPattern, h.recheck)
+	r.Post(routes.AdminTopUpClosePattern, h.closeFailed)
 	r.Get(routes.AdminTokens, h.tokens)
 	r.Post(routes.AdminTokenRevokePattern, h.revokeToken)
 	r.Get(routes.AdminWebhooks, h.webhooks)

@@ -9,14 +9,14 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/audit"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
-func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
+func TestAdminActionsOnTopUpsUnderReview(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
@@ -34,9 +34,9 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		if _, err := app.Server.Bank.Pay(apptest.Authority(paidURL)); err != nil {
 			t.Fatal(err)
 		}
-		paymenttest.ForceAll(t, db, "needs_review", "verify_rejected")
+		topuptest.ForceAll(t, db, "needs_review", "verify_rejected")
 		byAmount := func(rials int64) string {
-			return paymenttest.Select(t, db, func(p payment.Payment) bool { return p.AmountRials == rials })[0].PublicID
+			return topuptest.Select(t, db, func(p topup.TopUp) bool { return p.AmountRials == rials })[0].PublicID
 		}
 		paidID, unpaidID := byAmount(200000), byAmount(300000)
 		_ = unpaid
@@ -51,11 +51,11 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 			return c.Post(path, form)
 		}
 		// Someone else cannot act (the page does not exist for them).
-		if r := user.Post(routes.AdminPaymentRecheck(paidID), url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
+		if r := user.Post(routes.AdminTopUpRecheck(paidID), url.Values{"_csrf": {csrf}}); r.Status != http.StatusNotFound {
 			t.Fatalf("non-admin recheck: %d", r.Status)
 		}
 		// Recheck the paid one: the bank confirms, it is credited.
-		if r := post(admin, routes.AdminPaymentRecheck(paidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_credited" {
+		if r := post(admin, routes.AdminTopUpRecheck(paidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_credited" {
 			t.Fatalf("recheck paid: %d %q", r.Status, r.Location)
 		}
 		if user.Balance() != 200_000 {
@@ -63,28 +63,28 @@ func TestAdminActionsOnPaymentsUnderReview(t *testing.T) {
 		}
 		// Recheck the unpaid one: the bank says its payer is still at the
 		// bank page, so it is open again (the worker keeps asking).
-		if r := post(admin, routes.AdminPaymentRecheck(unpaidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_open" {
+		if r := post(admin, routes.AdminTopUpRecheck(unpaidID), url.Values{}); r.Location != routes.Admin+"?done=done_recheck_open" {
 			t.Fatalf("recheck unpaid: %q", r.Location)
 		}
-		reopened := string(paymenttest.ByPublicID(t, db, unpaidID).Status)
+		reopened := string(topuptest.ByPublicID(t, db, unpaidID).Status)
 		if reopened != "pending_verification" {
 			t.Fatalf("rechecked unpaid payment is %q, want pending_verification", reopened)
 		}
 		// (Its deadline passes: back under review.)
-		unpaidRow := paymenttest.ByPublicID(t, db, unpaidID).ID
-		paymenttest.ReleaseLease(t, db, unpaidRow)
-		paymenttest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
+		unpaidRow := topuptest.ByPublicID(t, db, unpaidID).ID
+		topuptest.ReleaseLease(t, db, unpaidRow)
+		topuptest.ForceStatus(t, db, unpaidRow, "needs_review", "unknown_too_long")
 		// Closing needs a reason; then it is failed, with the reason kept.
-		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin+"?done=error_note" {
+		if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin+"?done=error_note" {
 			t.Fatalf("close without note: %q", r.Location)
 		}
-		if r := post(admin, routes.AdminPaymentClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}}); r.Location != routes.Admin+"?done=done_closed" {
+		if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}}); r.Location != routes.Admin+"?done=done_closed" {
 			t.Fatalf("close: %q", r.Location)
 		}
-		if r := post(admin, routes.AdminPaymentClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin+"?done=error_not_review" {
+		if r := post(admin, routes.AdminTopUpClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin+"?done=error_not_review" {
 			t.Fatalf("close a credited payment: %q", r.Location)
 		}
-		closed := paymenttest.ByPublicID(t, db, unpaidID)
+		closed := topuptest.ByPublicID(t, db, unpaidID)
 		if status, reason := closed.Status, closed.StatusReason; status != "failed" || reason != "closed_by_admin" {
 			t.Fatalf("closed payment: %s %q", status, reason)
 		}

@@ -14,8 +14,8 @@ import (
 // auditLog is the audit log, filterable by admin (e-mail) and payment
 // (public id), newest first. Read-only: no route changes it.
 func (h *handlers) auditLog(c *fiber.Ctx) error {
-	q := audit.Query{AdminEmail: strings.TrimSpace(c.Query("admin")), PaymentPublicID: strings.TrimSpace(c.Query("payment")), Limit: 100}
-	if len(q.AdminEmail) > 254 || len(q.PaymentPublicID) > 24 {
+	q := audit.Query{AdminEmail: strings.TrimSpace(c.Query("admin")), TopUpPublicID: strings.TrimSpace(c.Query("payment")), Limit: 100}
+	if len(q.AdminEmail) > 254 || len(q.TopUpPublicID) > 24 {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
 	}
 	if b := c.Query("before"); b != "" {
@@ -29,7 +29,7 @@ func (h *handlers) auditLog(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := adminview.AuditView{Admin: q.AdminEmail, Payment: q.PaymentPublicID, Rows: auditRows(rows)}
+	v := adminview.AuditView{Admin: q.AdminEmail, TopUp: q.TopUpPublicID, Rows: auditRows(rows)}
 	if len(rows) == q.Limit {
 		v.NextURL = routes.AdminAudit + "?" + queryWith(c, "before", strconv.FormatInt(rows[len(rows)-1].ID, 10))
 	}

@@ -34,7 +34,7 @@ func TestAuditRowsInThePagesLanguage(t *testing.T) {
 	if _, err := app.Server.Auth.SetRole(ctx, "sara@example.com", "admin"); err != nil {
 		t.Fatal(err)
 	}
-	if err := app.Server.Payments.SwitchGateway(ctx, boss.ID, "zarinpal", true, ""); err != nil {
+	if err := app.Server.TopUps.SwitchGateway(ctx, boss.ID, "zarinpal", true, ""); err != nil {
 		t.Fatal(err)
 	}
 	admin := app.NewClient(t)

@@ -9,10 +9,10 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // TestAdminAuthorizationMatrix tries every admin route and action as
@@ -24,7 +24,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
-		rows := paymenttest.SeedN(t, db, 6)
+		rows := topuptest.SeedN(t, db, 6)
 		review := rows[2] // i = 3: needs_review
 		if review.Status != "needs_review" {
 			t.Fatalf("seed: %s", review.Status)
@@ -36,25 +36,25 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 
 		userID := authtest.UserID(t, db, "someone@example.com")
 		pages := []string{
-			routes.Admin, routes.AdminPayments, routes.AdminPayments + "?status=failed", routes.AdminPaymentsCSV,
-			routes.AdminPayment(review.PublicID), routes.AdminUsers, routes.AdminUsers + "?q=alice",
+			routes.Admin, routes.AdminTopUps, routes.AdminTopUps + "?status=failed", routes.AdminTopUpsCSV,
+			routes.AdminTopUp(review.PublicID), routes.AdminUsers, routes.AdminUsers + "?q=alice",
 			routes.AdminUser(review.UserID), routes.AdminAudit, routes.AdminAudit + "?payment=" + review.PublicID,
 		}
 		actions := []struct {
 			path string
 			form url.Values
 		}{
-			{routes.AdminPaymentRecheck(review.PublicID), url.Values{}},
-			{routes.AdminPaymentClose(review.PublicID), url.Values{"note": {"the bank says no"}}},
+			{routes.AdminTopUpRecheck(review.PublicID), url.Values{}},
+			{routes.AdminTopUpClose(review.PublicID), url.Values{"note": {"the bank says no"}}},
 			{routes.AdminReconcile, url.Values{}},
 		}
 		csrfOf := func(c *apptest.Client, page string) string {
 			return apptest.Input(c.Get(page).Body, "_csrf")
 		}
 		snapshot := func() string {
-			st := string(paymenttest.ByID(t, db, review.ID).Status)
+			st := string(topuptest.ByID(t, db, review.ID).Status)
 			return st + "/" + strconv.FormatInt(app.CountAudit(t), 10) +
-				"/" + strconv.Itoa(len(paymenttest.Reconciles(t, db)))
+				"/" + strconv.Itoa(len(topuptest.Reconciles(t, db)))
 		}
 		before := snapshot()
 
@@ -122,7 +122,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 			t.Fatalf("%d audit entries after attempts to change the log", n)
 		}
 		// Unknown payments and users are 404 for admins too.
-		for _, p := range []string{routes.AdminPayment("aaaaaaaaaaaaaaaaaaaaaaa9"), routes.AdminPayment("zzzzzzzzzzzzzzzzzzzzzzzz"), routes.AdminUser(999999), routes.AdminUsers + "/abc"} {
+		for _, p := range []string{routes.AdminTopUp("aaaaaaaaaaaaaaaaaaaaaaa9"), routes.AdminTopUp("zzzzzzzzzzzzzzzzzzzzzzzz"), routes.AdminUser(999999), routes.AdminUsers + "/abc"} {
 			if r := admin.Get(p); r.Status != http.StatusNotFound {
 				t.Errorf("admin GET %s: %d, want 404", p, r.Status)
 			}

@@ -7,9 +7,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/audit"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
@@ -26,7 +26,7 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 		return err
 	}
 	rows, reports, backlog := d.Unresolved, d.Reconciles, d.Backlog
-	v := adminview.DashboardView{Breakers: h.breakerViews(h.Lang(c)), ExactUpTo: paymentread.TotalCap}
+	v := adminview.DashboardView{Breakers: h.breakerViews(h.Lang(c)), ExactUpTo: topupread.TotalCap}
 	for _, hr := range d.Hours {
 		hv := adminview.HourView{Start: hr.Start, Total: hr.Total, Credited: hr.Credited, Failed: hr.Failed, Ratio: -1}
 		if r := hr.SuccessRatio(); r >= 0 {
@@ -44,9 +44,9 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 		v.CountsEstimated = v.CountsEstimated || t.Estimate
 	}
 	for _, r := range rows {
-		v.Payments = append(v.Payments, adminview.UnresolvedRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,
+		v.Unresolved = append(v.Unresolved, adminview.UnresolvedRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,
 			Status: string(r.Status), Reason: reasonText(h.Lang(c), r.StatusReason), Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt,
-			Late: (r.Status == payment.StatusAwaitingPayment || r.Status == payment.StatusPendingVerification || r.Status == payment.StatusSettling) &&
+			Late: (r.Status == topup.StatusAwaitingPayment || r.Status == topup.StatusPendingVerification || r.Status == topup.StatusSettling) &&
 				r.NextCheckAt != nil && r.NextCheckAt.Before(now.Add(-lateAfter))})
 	}
 	for _, r := range reports {
@@ -67,7 +67,7 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 // reconciliation now"), recorded in the audit log.
 func (h *handlers) reconcile(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	rep, err := h.Payments.Reconcile(ctx)
+	rep, err := h.TopUps.Reconcile(ctx)
 	result, done := audit.ResultDone, "done_reconcile"
 	if err != nil {
 		h.Log.ErrorContext(ctx, "reconciliation run by an admin failed", "err", err)

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+	"github.com/kifpool/kifpool/internal/topupread"
 )
 
 // TestDashboardTotals: GET /admin shows every status's total, exactly
@@ -30,13 +30,13 @@ func TestDashboardTotals(t *testing.T) {
 		}
 		admin := app.NewClient(t)
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
-		rows := paymenttest.SeedN(t, db, 40)
+		rows := topuptest.SeedN(t, db, 40)
 		want := map[string]int64{}
 		for _, r := range rows {
 			want[r.Status]++
 		}
 		page := admin.Get(routes.Admin)
-		for _, st := range paymentread.Statuses {
+		for _, st := range topupread.Statuses {
 			if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d">`, st, want[st])) {
 				t.Errorf("dashboard: %s is not shown as exactly %d", st, want[st])
 			}
@@ -45,18 +45,18 @@ func TestDashboardTotals(t *testing.T) {
 			t.Error("dashboard marks an exact count as an estimate")
 		}
 
-		many := int64(paymentread.TotalCap + 500)
-		paymenttest.SeedFailed(t, db, rows[0].UserID, rows[0].WalletID, many)
+		many := int64(topupread.TotalCap + 500)
+		topuptest.SeedFailed(t, db, rows[0].UserID, rows[0].WalletID, many)
 		failed := want["failed"] + many
 		req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
 		req.Header.Set("Authorization", "Bearer "+apptest.MetricsToken)
 		metrics := admin.Do(req).Body
-		tots, err := paymentread.New(db).Totals(ctx)
+		tots, err := topupread.New(db).Totals(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tot := range tots {
-			if got := apptest.MetricValue(t, metrics, `kifpool_payments{status="`+tot.Status+`"}`); got != float64(tot.N) {
+			if got := apptest.MetricValue(t, metrics, `kifpool_topups{status="`+tot.Status+`"}`); got != float64(tot.N) {
 				t.Errorf("metric of %s payments: %v, want the dashboard's %d", tot.Status, got, tot.N)
 			}
 		}
@@ -83,7 +83,7 @@ func TestDashboardTotals(t *testing.T) {
 			if !strings.Contains(page.Body, `data-testid="counts-estimated"`) || !strings.Contains(page.Body, lang.phrase) {
 				t.Errorf("%s: no sentence saying the totals are estimates", lang.code)
 			}
-			for _, st := range paymentread.Statuses[:4] { // the open statuses: still exact
+			for _, st := range topupread.Statuses[:4] { // the open statuses: still exact
 				if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d">`, st, want[st])) {
 					t.Errorf("%s: %s is not shown as exactly %d", lang.code, st, want[st])
 				}

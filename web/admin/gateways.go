@@ -5,8 +5,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/usertext"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
@@ -17,7 +17,7 @@ import (
 func (h *handlers) gateways(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	off := map[string]bool{}
-	offers, err := h.Payments.Offered(ctx)
+	offers, err := h.TopUps.Offered(ctx)
 	if err != nil {
 		return err
 	}
@@ -75,9 +75,9 @@ func (h *handlers) switchGateway(c *fiber.Ctx) error {
 	if len(note) > 200 || usertext.CheckName(note) != nil {
 		return fiber.ErrBadRequest
 	}
-	err := h.Payments.SwitchGateway(c.UserContext(), h.User(c).ID, name, disabled, note)
+	err := h.TopUps.SwitchGateway(c.UserContext(), h.User(c).ID, name, disabled, note)
 	switch {
-	case errors.Is(err, payment.ErrUnknownGateway):
+	case errors.Is(err, topup.ErrUnknownGateway):
 		return fiber.ErrNotFound
 	case err != nil:
 		return err

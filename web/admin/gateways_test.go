@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // TestAdminGatewaySwitch: the admin's gateways page shows each gateway's
@@ -65,15 +65,15 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		// Another instance on the same database sees it at once.
 		if db.Dialect == store.Postgres {
 			other := apptest.Start(t, db, apptest.Options{})
-			offers, err := other.Server.Payments.Offered(context.Background())
+			offers, err := other.Server.TopUps.Offered(context.Background())
 			if err != nil || len(offers) != 3 || offers[0].Name != "zibal" {
 				t.Errorf("another instance offers %v, %v", offers, err)
 			}
 		}
 		// The payment already at Zarinpal is still verified there.
 		back := payer.PayAtBank(payURL, "pay")
-		if r := payer.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
-			t.Errorf("the zarinpal payment after the switch: %q", apptest.PaymentStatus(r.Body))
+		if r := payer.Get(back); apptest.TopUpStatus(r.Body) != "credited" {
+			t.Errorf("the zarinpal payment after the switch: %q", apptest.TopUpStatus(r.Body))
 		}
 		// The audit log says who and why.
 		audit := admin.Get(routes.AdminAudit)
@@ -100,7 +100,7 @@ func TestAdminGatewaySwitch(t *testing.T) {
 				t.Fatalf("switch %s off: %d", name, r.Status)
 			}
 		}
-		before := paymenttest.Count(t, db)
+		before := topuptest.Count(t, db)
 		form = payer.Get(routes.TopUp)
 		if !strings.Contains(form.Body, `data-testid="no-gateway"`) || strings.Contains(form.Body, `name="gateway"`) {
 			t.Errorf("every gateway off: the form has no notice, or offers a gateway")
@@ -108,7 +108,7 @@ func TestAdminGatewaySwitch(t *testing.T) {
 		if r := payer.PostTopUp(apptest.Input(form.Body, "_csrf"), apptest.Input(form.Body, "token"), "30000"); r.Status < 400 {
 			t.Errorf("a top-up with every gateway off: %d", r.Status)
 		}
-		if n := paymenttest.Count(t, db); n != before {
+		if n := topuptest.Count(t, db); n != before {
 			t.Errorf("a top-up with every gateway off made %d payments", n-before)
 		}
 		apptest.CheckInvariants(t, db)

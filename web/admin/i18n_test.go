@@ -19,11 +19,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -197,12 +197,12 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 		payer.PostTopUp(csrf, tok, amount)
 	}
 	var ids []int64
-	for _, p := range paymenttest.Select(t, db, func(p payment.Payment) bool { return p.Status == payment.StatusAwaitingPayment }) {
+	for _, p := range topuptest.Select(t, db, func(p topup.TopUp) bool { return p.Status == topup.StatusAwaitingPayment }) {
 		ids = append(ids, p.ID)
 	}
-	paymenttest.ForceStatus(t, db, ids[0], "failed", "bank_expired")
-	paymenttest.ForceStatus(t, db, ids[1], "needs_review", "amount_mismatch")
-	paymenttest.ForceStatus(t, db, ids[2], "pending_verification", "verify_unknown")
+	topuptest.ForceStatus(t, db, ids[0], "failed", "bank_expired")
+	topuptest.ForceStatus(t, db, ids[1], "needs_review", "amount_mismatch")
+	topuptest.ForceStatus(t, db, ids[2], "pending_verification", "verify_unknown")
 	if _, _, err := app.Server.Tokens.Create(ctx, apitoken.CreateInput{UserID: uid, Name: "phone", Scope: string(apitoken.ScopeTopUp)}); err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +261,8 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	// Actions leave notices and audit rows; a reconciliation a report.
 	list := admin.Get(routes.Admin)
 	adminCSRF := apptest.Input(list.Body, "_csrf")
-	reviewed := paymenttest.ByID(t, db, ids[1]).PublicID
-	if r := admin.Post(routes.AdminPaymentRecheck(reviewed), url.Values{"_csrf": {adminCSRF}}); r.Status != http.StatusSeeOther {
+	reviewed := topuptest.ByID(t, db, ids[1]).PublicID
+	if r := admin.Post(routes.AdminTopUpRecheck(reviewed), url.Values{"_csrf": {adminCSRF}}); r.Status != http.StatusSeeOther {
 		t.Fatalf("recheck: %d", r.Status)
 	}
 	if r := admin.Post(routes.AdminReconcile, url.Values{"_csrf": {adminCSRF}}); r.Status != http.StatusSeeOther {
@@ -276,29 +276,29 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	}
 	// A filter the payment list refuses: its page says why.
 	for _, q := range []string{"?from=1403/13/40", "?min=abc", "?from=1403/02/01&to=1403/01/01"} {
-		r := admin.Get(routes.AdminPayments + q)
+		r := admin.Get(routes.AdminTopUps + q)
 		if r.Status != http.StatusBadRequest {
-			t.Errorf("%s%s: %d, want 400", routes.AdminPayments, q, r.Status)
+			t.Errorf("%s%s: %d, want 400", routes.AdminTopUps, q, r.Status)
 		}
-		read(routes.AdminPayments+q, r)
+		read(routes.AdminTopUps+q, r)
 	}
 
 	// Every admin page, from the app's routes.
 	var publicIDs []string
-	for _, p := range paymenttest.All(t, db) {
+	for _, p := range topuptest.All(t, db) {
 		publicIDs = append(publicIDs, p.PublicID)
 	}
 	params := map[string][]string{
-		routes.AdminPaymentPattern: publicIDs,
+		routes.AdminTopUpPattern:   publicIDs,
 		routes.AdminUserPattern:    {strconv.FormatInt(uid, 10)},
 		routes.AdminWebhookPattern: {strconv.FormatInt(hook.ID, 10), strconv.FormatInt(off.ID, 10)},
 	}
 	// Each page's notices (?done=) and filters, after the path.
 	extra := map[string][]string{
-		routes.AdminPayments: {"?status=failed", "?status=needs_review", "?q=payer%40example.com", "?q=no-such-thing"},
+		routes.AdminTopUps: {"?status=failed", "?status=needs_review", "?q=payer%40example.com", "?q=no-such-thing"},
 		routes.AdminDashboardPattern: {"?done=done_recheck_credited", "?done=done_closed", "?done=done_reconcile", "?done=error_reconcile",
 			"?done=error_note", "?done=error_not_review", "?done=error_busy", "?done=error_nothing_to_ask"},
-		routes.AdminPaymentPattern: {"?done=done_recheck_unchanged", "?done=error_note"},
+		routes.AdminTopUpPattern:   {"?done=done_recheck_unchanged", "?done=error_note"},
 		routes.AdminUsers:          {"?q=payer", "?q=nobody"},
 		routes.AdminAudit:          {"?admin=negar%40example.com", "?payment=" + reviewed, "?admin=nobody%40example.com"},
 		routes.AdminGateways:       {"?done=off", "?done=on"},
@@ -308,7 +308,7 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range app.Server.App.GetRoutes(true) {
-		if r.Method != http.MethodGet || !routes.Within(routes.Admin, r.Path) || r.Path == routes.AdminPaymentsCSV || r.Path == routes.AdminTwoFactor || seen[r.Path] {
+		if r.Method != http.MethodGet || !routes.Within(routes.Admin, r.Path) || r.Path == routes.AdminTopUpsCSV || r.Path == routes.AdminTwoFactor || seen[r.Path] {
 			continue
 		}
 		seen[r.Path] = true

@@ -10,8 +10,8 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/people"
+	"github.com/kifpool/kifpool/internal/topupread"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
@@ -57,7 +57,7 @@ func auditRows(rows []audit.Listed) []adminview.AuditRow {
 	out := make([]adminview.AuditRow, 0, len(rows))
 	for _, r := range rows {
 		a := adminview.AuditRow{At: r.CreatedAt, AdminEmail: r.AdminEmail, Action: string(r.Action), Result: r.Result,
-			PaymentPublicID: r.PaymentPublicID, From: r.FromStatus, To: r.ToStatus, Note: r.Note}
+			TopUpPublicID: r.TopUpPublicID, From: r.FromStatus, To: r.ToStatus, Note: r.Note}
 		if r.TargetUserID != nil {
 			a.TargetUserID = *r.TargetUserID
 		}
@@ -101,8 +101,8 @@ func queryWith(c *fiber.Ctx, key, value string) string {
 }
 
 // paymentRow is a payment as the admin's lists show it.
-func (h *handlers) paymentRow(l i18n.Lang, r paymentread.Payment) adminview.PaymentRow {
-	row := adminview.PaymentRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
+func (h *handlers) topUpRow(l i18n.Lang, r topupread.TopUp) adminview.TopUpRow {
+	row := adminview.TopUpRow{PublicID: r.PublicID, Email: r.Email, UserID: r.UserID, AmountRials: r.AmountRials,
 		Gateway: h.gatewayLabel(l, r.Gateway), Status: r.Status, Card: r.CardPANMasked, CreatedAt: r.CreatedAt}
 	if r.RefID != nil {
 		row.RefID = *r.RefID

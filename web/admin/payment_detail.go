@@ -6,39 +6,39 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/audit"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	adminview "github.com/kifpool/kifpool/views/admin"
 	"github.com/kifpool/kifpool/web/seam"
 )
 
 // paymentDetail is the whole story of one payment: its timeline, every
 // bank call, its ledger entry, its owner and the admins' actions.
-func (h *handlers) paymentDetail(c *fiber.Ctx) error {
+func (h *handlers) topUpDetail(c *fiber.Ctx) error {
 	id := c.Params("id")
-	if !payment.ValidPublicID(id) {
+	if !topup.ValidPublicID(id) {
 		return fiber.ErrNotFound
 	}
-	seam.WithPayment(c, id)
+	seam.WithTopUp(c, id)
 	ctx := c.UserContext()
 	d, err := h.Reads.Detail(ctx, id)
-	if errors.Is(err, paymentread.ErrNotFound) {
+	if errors.Is(err, topupread.ErrNotFound) {
 		return fiber.ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	p, events, calls := d.Payment, d.Events, d.Calls
+	p, events, calls := d.TopUp, d.Events, d.Calls
 	owner, err := h.People.User(ctx, p.UserID)
 	if err != nil {
 		return err
 	}
-	actions, err := h.Audit.List(ctx, audit.Query{PaymentPublicID: p.PublicID, Limit: 200})
+	actions, err := h.Audit.List(ctx, audit.Query{TopUpPublicID: p.PublicID, Limit: 200})
 	if err != nil {
 		return err
 	}
-	recent, _, err := h.Reads.Payments(ctx, paymentread.Filter{UserID: p.UserID}, nil, 10)
+	recent, _, err := h.Reads.List(ctx, topupread.Filter{UserID: p.UserID}, nil, 10)
 	if err != nil {
 		return err
 	}
@@ -53,14 +53,14 @@ func (h *handlers) paymentDetail(c *fiber.Ctx) error {
 		return err
 	}
 	l := h.Lang(c)
-	v := adminview.PaymentDetailView{PublicID: p.PublicID, Status: string(p.Status), Reason: reasonText(l, p.StatusReason),
+	v := adminview.TopUpDetailView{PublicID: p.PublicID, Status: string(p.Status), Reason: reasonText(l, p.StatusReason),
 		AmountRials: p.AmountRials, Gateway: h.gatewayLabel(l, p.Gateway), Authority: p.AuthorityString(), RefID: p.RefIDValue(),
 		Card: p.CardPANMasked, Attempts: p.Attempts, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt, NextCheckAt: p.NextCheckAt,
 		LastCheckedAt: p.LastCheckedAt,
 		// "Ask the bank now" is the only way to credit from here, and it
 		// credits only on the bank's verify.
-		CanRecheck: p.Status != payment.StatusCredited && p.Authority != nil,
-		CanClose:   p.Status == payment.StatusNeedsReview,
+		CanRecheck: p.Status != topup.StatusCredited && p.Authority != nil,
+		CanClose:   p.Status == topup.StatusNeedsReview,
 		User:       userRow(owner), Actions: auditRows(actions)}
 	v.Notice, v.NoticeKind = notice(c.Query("done"))
 	if p.VerifiedAmountRials != nil {
@@ -85,19 +85,19 @@ func (h *handlers) paymentDetail(c *fiber.Ctx) error {
 	}
 	if d.Credit != nil {
 		v.Ledger = &adminview.LedgerRow{AmountRials: d.Credit.AmountRials, BalanceAfter: d.Credit.BalanceAfter, Kind: d.Credit.Kind,
-			PaymentPublicID: p.PublicID, CreatedAt: d.Credit.CreatedAt}
+			TopUpPublicID: p.PublicID, CreatedAt: d.Credit.CreatedAt}
 	}
 	for _, r := range recent {
-		v.UserPayments = append(v.UserPayments, h.paymentRow(l, r))
+		v.UserTopUps = append(v.UserTopUps, h.topUpRow(l, r))
 	}
-	return h.Render(c, fiber.StatusOK, adminview.PaymentDetail(h.Page(c, "admin.payment.title"), v))
+	return h.Render(c, fiber.StatusOK, adminview.TopUpDetail(h.Page(c, "admin.payment.title"), v))
 }
 
 // afterAction sends the admin back after an action: to the payment's page
 // when the action came from it, else to the dashboard, with the result.
 func afterAction(c *fiber.Ctx, key string) error {
-	if c.FormValue("back") == "payment" && payment.ValidPublicID(c.Params("id")) {
-		return c.Redirect(routes.AdminPayment(c.Params("id"))+"?done="+key, fiber.StatusSeeOther)
+	if c.FormValue("back") == "payment" && topup.ValidPublicID(c.Params("id")) {
+		return c.Redirect(routes.AdminTopUp(c.Params("id"))+"?done="+key, fiber.StatusSeeOther)
 	}
 	return c.Redirect(routes.Admin+"?done="+key, fiber.StatusSeeOther)
 }
@@ -105,29 +105,29 @@ func afterAction(c *fiber.Ctx, key string) error {
 // recheck asks the bank now about a payment ("ask the bank now"):
 // the worker's path, safe to press twice.
 func (h *handlers) recheck(c *fiber.Ctx) error {
-	if payment.ValidPublicID(c.Params("id")) {
-		seam.WithPayment(c, c.Params("id"))
+	if topup.ValidPublicID(c.Params("id")) {
+		seam.WithTopUp(c, c.Params("id"))
 	}
-	p, err := h.Payments.AdminRecheck(c.UserContext(), c.Params("id"), h.User(c).ID)
+	p, err := h.TopUps.AdminRecheck(c.UserContext(), c.Params("id"), h.User(c).ID)
 	switch {
-	case errors.Is(err, payment.ErrNotFound):
+	case errors.Is(err, topup.ErrNotFound):
 		return fiber.ErrNotFound
-	case errors.Is(err, payment.ErrNotUnderReview):
+	case errors.Is(err, topup.ErrNotUnderReview):
 		return afterAction(c, "error_not_review")
-	case errors.Is(err, payment.ErrPaymentBusy):
+	case errors.Is(err, topup.ErrTopUpBusy):
 		return afterAction(c, "error_busy")
-	case errors.Is(err, payment.ErrNothingToAsk):
+	case errors.Is(err, topup.ErrNothingToAsk):
 		return afterAction(c, "error_nothing_to_ask")
 	case err != nil:
 		return err
 	}
 	h.Log.WarnContext(c.UserContext(), "admin rechecked a payment", "payment", p.PublicID, "admin", h.User(c).ID, "status", p.Status)
 	switch p.Status {
-	case payment.StatusCredited:
+	case topup.StatusCredited:
 		return afterAction(c, "done_recheck_credited")
-	case payment.StatusFailed:
+	case topup.StatusFailed:
 		return afterAction(c, "done_recheck_failed")
-	case payment.StatusNeedsReview:
+	case topup.StatusNeedsReview:
 		return afterAction(c, "done_recheck_unchanged")
 	}
 	return afterAction(c, "done_recheck_open")
@@ -135,18 +135,18 @@ func (h *handlers) recheck(c *fiber.Ctx) error {
 
 // closeFailed closes a payment under review as failed, with a note.
 func (h *handlers) closeFailed(c *fiber.Ctx) error {
-	if payment.ValidPublicID(c.Params("id")) {
-		seam.WithPayment(c, c.Params("id"))
+	if topup.ValidPublicID(c.Params("id")) {
+		seam.WithTopUp(c, c.Params("id"))
 	}
-	_, err := h.Payments.AdminCloseFailed(c.UserContext(), c.Params("id"), h.User(c).ID, c.FormValue("note"))
+	_, err := h.TopUps.AdminCloseFailed(c.UserContext(), c.Params("id"), h.User(c).ID, c.FormValue("note"))
 	switch {
-	case errors.Is(err, payment.ErrNotFound):
+	case errors.Is(err, topup.ErrNotFound):
 		return fiber.ErrNotFound
-	case errors.Is(err, payment.ErrNoteRequired):
+	case errors.Is(err, topup.ErrNoteRequired):
 		return afterAction(c, "error_note")
-	case errors.Is(err, payment.ErrNotUnderReview):
+	case errors.Is(err, topup.ErrNotUnderReview):
 		return afterAction(c, "error_not_review")
-	case errors.Is(err, payment.ErrPaymentBusy):
+	case errors.Is(err, topup.ErrTopUpBusy):
 		return afterAction(c, "error_busy")
 	case err != nil:
 		return err

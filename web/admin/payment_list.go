@@ -11,8 +11,8 @@ import (
 
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/money"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/usertext"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
@@ -20,7 +20,7 @@ import (
 // listQuery reads the payment list's query parameters (q, status
 // repeatable, gateway, from, to, min, max, sort, cursor) into a filter and
 // the form's values. errKey names the first bad parameter's message.
-func (h *handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *paymentread.Cursor, form adminview.PaymentListView, errKey string) {
+func (h *handlers) listQuery(c *fiber.Ctx) (f topupread.Filter, after *topupread.Cursor, form adminview.TopUpListView, errKey string) {
 	args := c.Request().URI().QueryArgs()
 	form.Query = strings.TrimSpace(c.Query("q"))
 	form.Query = usertext.Cut(form.Query, 200)
@@ -32,7 +32,7 @@ func (h *handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *payment
 	}
 	for _, v := range args.PeekMulti("status") {
 		st := string(v)
-		if !paymentread.ValidStatus(st) {
+		if !topupread.ValidStatus(st) {
 			bad("admin.error.filter")
 			continue
 		}
@@ -91,7 +91,7 @@ func (h *handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *payment
 		form.Sort = "newest"
 	}
 	if cur := c.Query("cursor"); cur != "" {
-		cc, err := paymentread.ParseCursor(cur)
+		cc, err := topupread.ParseCursor(cur)
 		if err != nil {
 			bad("admin.error.filter")
 		} else {
@@ -102,7 +102,7 @@ func (h *handlers) listQuery(c *fiber.Ctx) (f paymentread.Filter, after *payment
 }
 
 // paymentList is the admin's payment list.
-func (h *handlers) paymentList(c *fiber.Ctx) error {
+func (h *handlers) topUpList(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	f, after, v, errKey := h.listQuery(c)
 	status := fiber.StatusOK
@@ -116,38 +116,38 @@ func (h *handlers) paymentList(c *fiber.Ctx) error {
 	}
 	if errKey != "" {
 		status, v.ErrorKey = fiber.StatusBadRequest, errKey
-		for _, st := range paymentread.Statuses {
+		for _, st := range topupread.Statuses {
 			v.Counts = append(v.Counts, adminview.FilterCount{Status: st, Checked: checked[st]})
 		}
 	} else {
-		rows, next, err := h.Reads.Payments(ctx, f, after, paymentread.PageSize)
+		rows, next, err := h.Reads.List(ctx, f, after, topupread.PageSize)
 		if err != nil {
 			return err
 		}
-		counts, err := h.Reads.StatusCounts(ctx, f, paymentread.CountCap)
+		counts, err := h.Reads.StatusCounts(ctx, f, topupread.CountCap)
 		if err != nil {
 			return err
 		}
-		for _, st := range paymentread.Statuses {
+		for _, st := range topupread.Statuses {
 			n := counts[st]
 			fc := adminview.FilterCount{Status: st, N: n, Checked: checked[st]}
-			if n > paymentread.CountCap {
-				fc.N, fc.More = paymentread.CountCap, true
+			if n > topupread.CountCap {
+				fc.N, fc.More = topupread.CountCap, true
 			}
 			v.Counts = append(v.Counts, fc)
 		}
 		for _, r := range rows {
-			v.Rows = append(v.Rows, h.paymentRow(h.Lang(c), r))
+			v.Rows = append(v.Rows, h.topUpRow(h.Lang(c), r))
 		}
 		if next != nil {
-			v.NextURL = routes.AdminPayments + "?" + queryWith(c, "cursor", next.String())
+			v.NextURL = routes.AdminTopUps + "?" + queryWith(c, "cursor", next.String())
 		}
 		if after != nil {
-			v.FirstURL = routes.AdminPayments + "?" + queryWith(c, "cursor", "")
+			v.FirstURL = routes.AdminTopUps + "?" + queryWith(c, "cursor", "")
 		}
 	}
-	v.CSVURL = routes.AdminPaymentsCSV + "?" + queryWith(c, "cursor", "")
-	return h.Render(c, status, adminview.PaymentList(h.Page(c, "admin.payments.title"), v))
+	v.CSVURL = routes.AdminTopUpsCSV + "?" + queryWith(c, "cursor", "")
+	return h.Render(c, status, adminview.TopUpList(h.Page(c, "admin.payments.title"), v))
 }
 
 // csvCell keeps a spreadsheet from reading a cell as a formula.
@@ -161,7 +161,7 @@ func csvCell(s string) string {
 // paymentsCSV exports the list under the current filter (the same
 // query parameters, every page) as CSV, streamed a batch at a time, with a
 // UTF-8 byte order mark so that Excel reads Persian text right.
-func (h *handlers) paymentsCSV(c *fiber.Ctx) error {
+func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 	f, _, _, errKey := h.listQuery(c)
 	if errKey != "" {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
@@ -179,7 +179,7 @@ func (h *handlers) paymentsCSV(c *fiber.Ctx) error {
 			"email", "user_id", "authority", "ref_id", "card_pan_masked", "resolved_at_utc",
 			"created_date_jalali", "created_time_tehran", "status_" + string(l)})
 		n := 0
-		err := h.Reads.EachPayment(ctx, f, func(p paymentread.Payment) error {
+		err := h.Reads.EachTopUp(ctx, f, func(p topupread.TopUp) error {
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
 				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), h.gatewayLabel(i18n.EN, p.Gateway),
 				csvCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", csvCell(p.CardPANMasked), "",

@@ -12,10 +12,10 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 var (
@@ -23,7 +23,7 @@ var (
 	nextLink     = regexp.MustCompile(`href="(/admin/payments\?[^"]*cursor=[^"]*)" rel="next"`)
 )
 
-func publicIDs(rows []paymenttest.SeedRow) []string {
+func publicIDs(rows []topuptest.SeedRow) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = r.PublicID
@@ -55,40 +55,40 @@ func listAll(t *testing.T, c *apptest.Client, path string) []string {
 	return ids
 }
 
-func TestConsolePaymentListAndCSV(t *testing.T) {
+func TestConsoleTopUpListAndCSV(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
-		rows := paymenttest.SeedN(t, db, 120)
+		rows := topuptest.SeedN(t, db, 120)
 		admin := app.NewAdmin(t, "boss@example.com")
-		all := func(paymenttest.SeedRow) bool { return true }
+		all := func(topuptest.SeedRow) bool { return true }
 		cases := []struct {
 			name   string
 			query  string
 			oldest bool
-			keep   func(paymenttest.SeedRow) bool
+			keep   func(topuptest.SeedRow) bool
 		}{
 			{"default view", "", false, all},
 			{"oldest first", "sort=oldest", true, all},
-			{"two statuses", "status=credited&status=failed", false, func(r paymenttest.SeedRow) bool { return r.Status == "credited" || r.Status == "failed" }},
-			{"gateway", "gateway=otherbank", false, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" }},
+			{"two statuses", "status=credited&status=failed", false, func(r topuptest.SeedRow) bool { return r.Status == "credited" || r.Status == "failed" }},
+			{"gateway", "gateway=otherbank", false, func(r topuptest.SeedRow) bool { return r.Gateway == "otherbank" }},
 			// The seeded payments were all made on 1 Farvardin 1403, Tehran time.
 			{"Jalali day, Persian digits", "from=" + url.QueryEscape("۱۴۰۳/۰۱/۰۱") + "&to=1403/01/01", false, all},
-			{"a later day", "from=1403/01/02", false, func(paymenttest.SeedRow) bool { return false }},
+			{"a later day", "from=1403/01/02", false, func(topuptest.SeedRow) bool { return false }},
 			{"amount in tomans", "min=20000&max=" + url.QueryEscape("۳۰٬۰۰۰"), false,
-				func(r paymenttest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
-			{"card suffix", "q=1002", false, func(r paymenttest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1002") }},
-			{"email, oldest first", "q=carol&sort=oldest", true, func(r paymenttest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
-			{"public id", "q=" + rows[7].PublicID, false, func(r paymenttest.SeedRow) bool { return r.ID == rows[7].ID }},
+				func(r topuptest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
+			{"card suffix", "q=1002", false, func(r topuptest.SeedRow) bool { return strings.HasSuffix(r.CardPANMasked, "1002") }},
+			{"email, oldest first", "q=carol&sort=oldest", true, func(r topuptest.SeedRow) bool { return r.Email == "carol_x@test.org" }},
+			{"public id", "q=" + rows[7].PublicID, false, func(r topuptest.SeedRow) bool { return r.ID == rows[7].ID }},
 		}
 		for _, tc := range cases {
-			want := publicIDs(paymenttest.InListOrder(rows, tc.oldest, tc.keep))
-			got := listAll(t, admin, routes.AdminPayments+"?"+tc.query)
+			want := publicIDs(topuptest.InListOrder(rows, tc.oldest, tc.keep))
+			got := listAll(t, admin, routes.AdminTopUps+"?"+tc.query)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: got %d rows %v, want %d %v", tc.name, len(got), got, len(want), want)
 			}
 			// The CSV of the same filter has exactly the same rows.
-			r := admin.Get(routes.AdminPaymentsCSV + "?" + tc.query)
+			r := admin.Get(routes.AdminTopUpsCSV + "?" + tc.query)
 			if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") {
 				t.Fatalf("%s: csv %d %s", tc.name, r.Status, r.Header.Get("Content-Type"))
 			}
@@ -111,9 +111,9 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 			}
 		}
 		// A credited payment's CSV line carries its details.
-		r := admin.Get(routes.AdminPaymentsCSV + "?status=credited&sort=oldest")
+		r := admin.Get(routes.AdminTopUpsCSV + "?status=credited&sort=oldest")
 		recs, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(r.Body, "\ufeff"))).ReadAll()
-		first := paymenttest.InListOrder(rows, true, func(r paymenttest.SeedRow) bool { return r.Status == "credited" })[0]
+		first := topuptest.InListOrder(rows, true, func(r topuptest.SeedRow) bool { return r.Status == "credited" })[0]
 		if got := recs[1]; got[2] != "credited" || got[3] != fmt.Sprint(first.AmountRials) || got[9] != fmt.Sprint(*first.RefID) || got[6] != first.Email {
 			t.Errorf("csv line %v for %+v", got, first)
 		}
@@ -124,19 +124,19 @@ func TestConsolePaymentListAndCSV(t *testing.T) {
 			t.Errorf("csv localized columns %v / %v", h, got)
 		}
 		// Counts per status for the current filter.
-		page := admin.Get(routes.AdminPayments + "?gateway=otherbank")
+		page := admin.Get(routes.AdminTopUps + "?gateway=otherbank")
 		for _, st := range []string{"credited", "failed"} {
-			n := len(paymenttest.InListOrder(rows, false, func(r paymenttest.SeedRow) bool { return r.Gateway == "otherbank" && r.Status == st }))
+			n := len(topuptest.InListOrder(rows, false, func(r topuptest.SeedRow) bool { return r.Gateway == "otherbank" && r.Status == st }))
 			if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d"`, st, n)) {
 				t.Errorf("count of %s under the filter: want %d", st, n)
 			}
 		}
 		// Bad parameters: a clear 400, for the page and the CSV.
 		for _, q := range []string{"from=yesterday", "status=paid", "cursor=abc", "min=-5", "sort=random", "from=1403/02/01&to=1403/01/01"} {
-			if r := admin.Get(routes.AdminPayments + "?" + q); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
+			if r := admin.Get(routes.AdminTopUps + "?" + q); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="filter-error"`) {
 				t.Errorf("%s: %d", q, r.Status)
 			}
-			if r := admin.Get(routes.AdminPaymentsCSV + "?" + q); r.Status != http.StatusBadRequest {
+			if r := admin.Get(routes.AdminTopUpsCSV + "?" + q); r.Status != http.StatusBadRequest {
 				t.Errorf("csv %s: %d", q, r.Status)
 			}
 		}

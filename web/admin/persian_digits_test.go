@@ -57,7 +57,7 @@ func TestSecondFactorCodeInPersianDigits(t *testing.T) {
 			if r := c.Post(routes.AdminTwoFactor, form); r.Status != want {
 				t.Fatalf("code %q: %d, want %d", typed(code), r.Status, want)
 			}
-			if r := c.Get(routes.AdminPayments); r.Status != http.StatusOK {
+			if r := c.Get(routes.AdminTopUps); r.Status != http.StatusOK {
 				t.Fatalf("the console after a code in %q: %d", typed(code), r.Status)
 			}
 		}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/sqlstore"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/sqlstore"
 )
 
 // TestReconcileItemKindsShown: every kind of a reconciliation item has
@@ -22,7 +22,7 @@ import (
 // language — the items the bank's API could not be asked about (past
 // SEP's receipt hour, Mellat without a callback) among them.
 func TestReconcileItemKindsShown(t *testing.T) {
-	kinds := payment.ReconcileKinds()
+	kinds := topup.ReconcileKinds()
 	for _, k := range kinds {
 		for _, l := range []i18n.Lang{i18n.FA, i18n.EN} {
 			if !i18n.Has(l, "admin.recon_kind."+k) {
@@ -32,15 +32,15 @@ func TestReconcileItemKindsShown(t *testing.T) {
 	}
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})
-	var items []payment.ReconcileItem
+	var items []topup.ReconcileItem
 	for i, k := range kinds {
-		items = append(items, payment.ReconcileItem{Authority: "tok" + k, AmountRials: int64(10_000 * (i + 1)), Kind: k, Detail: "detail of " + k})
+		items = append(items, topup.ReconcileItem{Authority: "tok" + k, AmountRials: int64(10_000 * (i + 1)), Kind: k, Detail: "detail of " + k})
 	}
 	details, err := json.Marshal(items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := payment.ReconcileReport{Gateway: "sep", StartedAt: app.Server.Clock.Now(), FinishedAt: app.Server.Clock.Now(), Ours: len(items), Details: string(details)}
+	rep := topup.ReconcileReport{Gateway: "sep", StartedAt: app.Server.Clock.Now(), FinishedAt: app.Server.Clock.Now(), Ours: len(items), Details: string(details)}
 	if err := sqlstore.New(db).SaveReconcileReport(context.Background(), &rep); err != nil {
 		t.Fatal(err)
 	}

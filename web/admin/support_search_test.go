@@ -11,11 +11,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // Support finds what the payer reads them (issue 18, item 8), through the
@@ -27,12 +27,12 @@ func TestSupportFindsWhatThePayerReads(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c, payURL := app.StartTopUp(t, "reader@example.com", "50000")
-		if r := c.Get(c.PayAtBank(payURL, "pay")); apptest.PaymentStatus(r.Body) != "credited" {
-			t.Fatalf("not credited: %q", apptest.PaymentStatus(r.Body))
+		if r := c.Get(c.PayAtBank(payURL, "pay")); apptest.TopUpStatus(r.Body) != "credited" {
+			t.Fatalf("not credited: %q", apptest.TopUpStatus(r.Body))
 		}
 		other, _ := app.StartTopUp(t, "someone-else@example.com", "70000")
 		_ = other
-		credited := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.Status == payment.StatusCredited })
+		credited := topuptest.Select(t, db, func(p topup.TopUp) bool { return p.Status == topup.StatusCredited })
 		if len(credited) == 0 {
 			t.Fatal("no credited payment")
 		}
@@ -45,7 +45,7 @@ func TestSupportFindsWhatThePayerReads(t *testing.T) {
 			t.Fatalf("the credited payment lacks what the payer reads: %+v", p)
 		}
 		// What the receipt shows the payer.
-		if !strings.Contains(c.Get(routes.Payment(p.PublicID)).Body, i18n.ShortRef(p.PublicID)) {
+		if !strings.Contains(c.Get(routes.TopUpPage(p.PublicID)).Body, i18n.ShortRef(p.PublicID)) {
 			t.Fatalf("the receipt does not show %s", i18n.ShortRef(p.PublicID))
 		}
 
@@ -65,7 +65,7 @@ func TestSupportFindsWhatThePayerReads(t *testing.T) {
 			"card's last four":                   last4,
 			"card's last four in Persian digits": i18n.Digits(i18n.FA, last4),
 		} {
-			r := admin.Get(routes.AdminPayments + "?q=" + url.QueryEscape(q))
+			r := admin.Get(routes.AdminTopUps + "?q=" + url.QueryEscape(q))
 			var ids []string
 			for _, row := range apptest.Parse(r.Body).TestIDs("payment-row") {
 				ids = append(ids, row.Attr("data-public-id"))

@@ -16,11 +16,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
@@ -52,8 +52,8 @@ func TestAdminTwoFactor(t *testing.T) {
 		if _, err := app.Server.Bank.Pay(apptest.Authority(payURL)); err != nil {
 			t.Fatal(err)
 		}
-		paymenttest.ForceAll(t, db, "needs_review", "verify_rejected")
-		paymentID := paymenttest.First(t, db).PublicID
+		topuptest.ForceAll(t, db, "needs_review", "verify_rejected")
+		topUpID := topuptest.First(t, db).PublicID
 
 		admin := app.NewClient(t)
 		admin.SignIn("boss@example.com", "correct horse battery")
@@ -62,7 +62,7 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatalf("GET /admin before the second factor: %d %q", r.Status, r.Location)
 		}
 		csrf := apptest.Input(admin.Get(routes.Wallet).Body, "_csrf")
-		for _, path := range []string{routes.AdminPaymentRecheck(paymentID), routes.AdminPaymentClose(paymentID), routes.Admin + "/anything-added-later"} {
+		for _, path := range []string{routes.AdminTopUpRecheck(topUpID), routes.AdminTopUpClose(topUpID), routes.Admin + "/anything-added-later"} {
 			if r := admin.Post(path, url.Values{"_csrf": {csrf}, "note": {"x"}}); r.Status != http.StatusSeeOther || r.Location != routes.AdminTwoFactor {
 				t.Errorf("POST %s before the second factor: %d %q", path, r.Status, r.Location)
 			}
@@ -70,7 +70,7 @@ func TestAdminTwoFactor(t *testing.T) {
 		if n := app.CountAudit(t); n != 0 {
 			t.Fatalf("%d admin actions recorded before the second factor", n)
 		}
-		if paymenttest.Count(t, db, payment.StatusNeedsReview) != 1 {
+		if topuptest.Count(t, db, topup.StatusNeedsReview) != 1 {
 			t.Fatal("the payment moved before the second factor")
 		}
 
@@ -171,7 +171,7 @@ func TestAdminTwoFactor(t *testing.T) {
 			t.Fatalf("fresh code: %d", r.Status)
 		}
 		// Passing the second factor is then enough for actions too.
-		if r := third.Post(routes.AdminPaymentRecheck(paymentID), url.Values{"_csrf": {apptest.Input(third.Get(routes.Admin).Body, "_csrf")}}); r.Location != routes.Admin+"?done=done_recheck_credited" {
+		if r := third.Post(routes.AdminTopUpRecheck(topUpID), url.Values{"_csrf": {apptest.Input(third.Get(routes.Admin).Body, "_csrf")}}); r.Location != routes.Admin+"?done=done_recheck_credited" {
 			t.Fatalf("recheck after the second factor: %d %q", r.Status, r.Location)
 		}
 

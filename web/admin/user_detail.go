@@ -7,9 +7,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topupread"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
@@ -27,7 +27,7 @@ func (h *handlers) userDetail(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := adminview.UserDetailView{User: userRow(u), PaymentsURL: routes.AdminPayments + "?q=" + url.QueryEscape(u.Email)}
+	v := adminview.UserDetailView{User: userRow(u), TopUpsURL: routes.AdminTopUps + "?q=" + url.QueryEscape(u.Email)}
 	if u.WalletID != 0 {
 		entries, err := h.People.Ledger(ctx, u.WalletID, 50)
 		if err != nil {
@@ -35,15 +35,15 @@ func (h *handlers) userDetail(c *fiber.Ctx) error {
 		}
 		for _, e := range entries {
 			v.Ledger = append(v.Ledger, adminview.LedgerRow{AmountRials: e.AmountRials, BalanceAfter: e.BalanceAfter, Kind: e.Kind,
-				PaymentPublicID: e.PaymentPublicID, CreatedAt: e.CreatedAt})
+				TopUpPublicID: e.TopUpPublicID, CreatedAt: e.CreatedAt})
 		}
 	}
-	rows, _, err := h.Reads.Payments(ctx, paymentread.Filter{UserID: u.ID}, nil, 50)
+	rows, _, err := h.Reads.List(ctx, topupread.Filter{UserID: u.ID}, nil, 50)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		v.Payments = append(v.Payments, h.paymentRow(h.Lang(c), r))
+		v.TopUps = append(v.TopUps, h.topUpRow(h.Lang(c), r))
 	}
 	return h.Render(c, fiber.StatusOK, adminview.UserDetail(h.Page(c, "admin.users.title"), v))
 }

@@ -18,11 +18,10 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/idempotency"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web/seam"
@@ -30,14 +29,14 @@ import (
 
 // Deps are the API's dependencies.
 type Deps struct {
-	Tokens   *apitoken.Service
-	Keys     *idempotency.Store
-	Payments *payment.Service
-	Wallets  *wallet.Service
+	Tokens  *apitoken.Service
+	Keys    *idempotency.Store
+	TopUps  *topup.Service
+	Wallets *wallet.Service
 	// TopUp is the top-up start use case (the form's too).
 	TopUp topup.Starter
 	// Reads reads the caller's top-ups.
-	Reads *paymentread.Reader
+	Reads *topupread.Reader
 	Log   *slog.Logger
 	// TopUpsPerMinute limits POST /api/v1/topups per token (default 30).
 	TopUpsPerMinute int

@@ -17,13 +17,13 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken/apitokentest"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/idempotency/idempotencytest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -105,7 +105,7 @@ func TestIdempotentTopUp(t *testing.T) {
 				t.Fatalf("reused %s: %d %s", body, a.Status, a.Body)
 			}
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 
@@ -141,7 +141,7 @@ func TestIdempotentTopUp(t *testing.T) {
 		if n := idempotencytest.Count(t, db, ""); n != 1 {
 			t.Fatalf("%d keys stored, want 1 (refusals are not stored)", n)
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments after refusals", n)
 		}
 		if a := c.post(routes.APITopUps, "order-2", `{"amount_rials": 200000}`); a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" {
@@ -158,7 +158,7 @@ func TestIdempotentTopUp(t *testing.T) {
 		for _, k := range idempotencytest.Records(t, db) {
 			if k.IdempotencyKey == "order-1" && k.RequestMethod == "POST" && k.RequestPath == routes.APITopUps &&
 				k.ResponseStatus != nil && *k.ResponseStatus == 201 && k.ResponseBody != nil && *k.ResponseBody == first.Body &&
-				k.PaymentID != nil && paymenttest.ByID(t, db, *k.PaymentID).PublicID == tu.ID && k.LockedUntil == nil && k.FinishedAt != nil {
+				k.TopUpID != nil && topuptest.ByID(t, db, *k.TopUpID).PublicID == tu.ID && k.LockedUntil == nil && k.FinishedAt != nil {
 				stored++
 			}
 		}
@@ -219,13 +219,13 @@ func TestConcurrentRequestsWithOneKey(t *testing.T) {
 		if a := c.post(routes.APITopUps, "race-key", `{"amount_rials": 300000}`); a.Body != body || a.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("retry after the race: %d %s", a.Status, a.Body)
 		}
-		if got := paymenttest.Count(t, db); got != 1 {
+		if got := topuptest.Count(t, db); got != 1 {
 			t.Fatalf("%d payments, want 1", got)
 		}
 		if got := f.app.Server.Bank.Stats()["request"].Calls; got != 1 {
 			t.Fatalf("%d bank requests, want 1", got)
 		}
-		if got := paymenttest.CountCalls(t, db, "request"); got != 1 {
+		if got := topuptest.CountCalls(t, db, "request"); got != 1 {
 			t.Fatalf("%d recorded gateway requests, want 1", got)
 		}
 	})
@@ -244,7 +244,7 @@ func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
 			t.Fatalf("bank down: %d %s", first.Status, first.Body)
 		}
 		pr := decode[api.Problem](t, first)
-		if paymenttest.ByPublicID(t, db, pr.TopUpID).Status != payment.StatusFailed {
+		if topuptest.ByPublicID(t, db, pr.TopUpID).Status != topup.StatusFailed {
 			t.Fatalf("the refused payment %q is not failed", pr.TopUpID)
 		}
 		calls := f.app.Server.Bank.Stats()["request"].Calls
@@ -260,7 +260,7 @@ func TestGatewayRefusalIsStoredAndReplayed(t *testing.T) {
 		if a := c.post(routes.APITopUps, "k-up", `{"amount_rials": 100000}`); a.Status != http.StatusCreated {
 			t.Fatalf("new key after the bank is back: %d %s", a.Status, a.Body)
 		}
-		if n := paymenttest.Count(t, db); n != 2 {
+		if n := topuptest.Count(t, db); n != 2 {
 			t.Fatalf("%d payments, want 2", n)
 		}
 	})
@@ -419,7 +419,7 @@ func TestExpiredKeysAreDeleted(t *testing.T) {
 		if a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" || decode[api.TopUp](t, a).ID == first.ID {
 			t.Fatalf("key after its deletion: %d %s", a.Status, a.Body)
 		}
-		if n := paymenttest.Count(t, db); n != 3 {
+		if n := topuptest.Count(t, db); n != 3 {
 			t.Fatalf("%d payments, want 3", n)
 		}
 	})
@@ -443,12 +443,12 @@ func TestEndToEndTopUpThroughTheAPI(t *testing.T) {
 			t.Fatalf("bank page: %d", page.Status)
 		}
 		back := browser.Post(*created.PaymentURL+"/pay", url.Values{})
-		if back.Status != http.StatusSeeOther || !strings.HasPrefix(back.Location, f.app.URL+routes.PaymentReturn(created.ID)) {
+		if back.Status != http.StatusSeeOther || !strings.HasPrefix(back.Location, f.app.URL+routes.TopUpReturn(created.ID)) {
 			t.Fatalf("bank redirect: %d %q", back.Status, back.Location)
 		}
 		receipt := browser.Get(back.Location)
-		if apptest.PaymentStatus(receipt.Body) != "credited" {
-			t.Fatalf("receipt: %d %q", receipt.Status, apptest.PaymentStatus(receipt.Body))
+		if apptest.TopUpStatus(receipt.Body) != "credited" {
+			t.Fatalf("receipt: %d %q", receipt.Status, apptest.TopUpStatus(receipt.Body))
 		}
 		browser.Get(back.Location) // a reload changes nothing
 
@@ -514,7 +514,7 @@ func mustJSON(v any) string {
 // answer (a crash): once its lease ends, a retry with the key takes it
 // over and finds that payment (the form token derived from the key's
 // record), instead of making a second one.
-func TestRetryAfterACrashFindsThePayment(t *testing.T) {
+func TestRetryAfterACrashFindsTheTopUp(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
@@ -527,7 +527,7 @@ func TestRetryAfterACrashFindsThePayment(t *testing.T) {
 		if a.Status != http.StatusCreated || a.Header.Get("Idempotent-Replayed") != "" || got.ID != first.ID || got.PaymentURL == nil || *got.PaymentURL != *first.PaymentURL {
 			t.Fatalf("retry after the crash: %d %s", a.Status, a.Body)
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 		if f.app.Server.Bank.Stats()["request"].Calls != calls {

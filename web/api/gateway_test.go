@@ -7,11 +7,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -54,7 +54,7 @@ func TestTopUpGateway(t *testing.T) {
 		if a.Status != http.StatusCreated || tu.Gateway != "zibal" {
 			t.Fatalf("failover: %d %s", a.Status, a.Body)
 		}
-		if n := paymenttest.Count(t, db); n != 4 {
+		if n := topuptest.Count(t, db); n != 4 {
 			t.Errorf("%d payments, want 4", n)
 		}
 	})

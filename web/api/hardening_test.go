@@ -17,11 +17,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/idempotency/idempotencytest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -51,7 +51,7 @@ func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
 				t.Errorf("%s: %d %s, want 400 invalid_body", body, a.Status, a.Body)
 			}
 		}
-		if n := paymenttest.Count(t, db); n != 0 {
+		if n := topuptest.Count(t, db); n != 0 {
 			t.Fatalf("%d payments after refused bodies", n)
 		}
 		if n := idempotencytest.Count(t, db, ""); n != 0 {
@@ -70,7 +70,7 @@ func TestFingerprintIsOverTheParsedRequest(t *testing.T) {
 				t.Errorf("%s under the key of another request: %d %s, want 409", body, r.Status, r.Body)
 			}
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 	})
@@ -112,7 +112,7 @@ func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
 		if status != http.StatusBadRequest || !strings.Contains(body, `"code":"idempotency_key_invalid"`) {
 			t.Fatalf("two keys: %d %s, want 400 idempotency_key_invalid", status, body)
 		}
-		if n := paymenttest.Count(t, db) + idempotencytest.Count(t, db, ""); n != 0 {
+		if n := topuptest.Count(t, db) + idempotencytest.Count(t, db, ""); n != 0 {
 			t.Fatalf("two keys wrote %d rows", n)
 		}
 		if status, body := rawPost(t, f.app, routes.APITopUps, []string{auth, "Idempotency-Key: one"}, `{"amount_rials": 100000}`); status != http.StatusCreated {
@@ -143,7 +143,7 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 				t.Fatalf("breaker of %s %s, want open", st.Name, st.State)
 			}
 		}
-		payments, keys := paymenttest.Count(t, db), idempotencytest.Count(t, db, "")
+		topUps, keys := topuptest.Count(t, db), idempotencytest.Count(t, db, "")
 		a := c.post(routes.APITopUps, "while-open", `{"amount_rials": 100000}`)
 		if a.Status != http.StatusServiceUnavailable || a.Code() != "gateway_unavailable" || a.Header.Get("Retry-After") == "" {
 			t.Fatalf("top-up with the breaker open: %d %q %s, want 503 gateway_unavailable with Retry-After", a.Status, a.Header.Get("Retry-After"), a.Body)
@@ -151,7 +151,7 @@ func TestOpenBreakerIsA503Problem(t *testing.T) {
 		if p := decode[api.Problem](t, a); p.TopUpID != "" {
 			t.Errorf("the refusal names a top-up %q: none was made", p.TopUpID)
 		}
-		if n := paymenttest.Count(t, db); n != payments {
+		if n := topuptest.Count(t, db); n != topUps {
 			t.Errorf("the refusal wrote a payment")
 		}
 		if n := idempotencytest.Count(t, db, ""); n != keys {
@@ -173,7 +173,7 @@ func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
 				t.Errorf("description %s: %d %s, want 422 description_invalid", desc, a.Status, a.Body)
 			}
 		}
-		if n := paymenttest.Count(t, db) + idempotencytest.Count(t, db, ""); n != 0 {
+		if n := topuptest.Count(t, db) + idempotencytest.Count(t, db, ""); n != 0 {
 			t.Fatalf("refused descriptions wrote %d rows", n)
 		}
 		if a := c.post(routes.APITopUps, "desc-ok", `{"amount_rials": 100000, "description": "خرید کتاب (book) ۲"}`); a.Status != http.StatusCreated {

@@ -14,13 +14,13 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -58,7 +58,7 @@ func TestTopUpLimits(t *testing.T) {
 		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "سقف شارژ روزانه") || !strings.Contains(r.Body, `data-rials="400000"`) {
 			t.Fatalf("over the daily amount: %d", r.Status)
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments after a refusal, want 1", n)
 		}
 		a := c.post(routes.APITopUps, "day-1", `{"amount_rials": 500000}`)
@@ -91,8 +91,8 @@ func TestTopUpLimits(t *testing.T) {
 		for _, tu := range []api.TopUp{first, second} {
 			back := browser.Post(*tu.PaymentURL+"/pay", url.Values{})
 			ret := strings.Replace(back.Location, capped.URL, lowered.URL, 1)
-			if got := browser.Get(ret); apptest.PaymentStatus(got.Body) != "credited" {
-				t.Fatalf("payment %s not credited over the lowered cap: %q", tu.ID, apptest.PaymentStatus(got.Body))
+			if got := browser.Get(ret); apptest.TopUpStatus(got.Body) != "credited" {
+				t.Fatalf("payment %s not credited over the lowered cap: %q", tu.ID, apptest.TopUpStatus(got.Body))
 			}
 		}
 		if w := decode[api.Wallet](t, c2.get(routes.APIWallet)); w.BalanceRials != 1_500_000 {
@@ -103,10 +103,10 @@ func TestTopUpLimits(t *testing.T) {
 		}
 		admin := lowered.NewClient(t)
 		admin.SignInAdmin("boss@example.com", "correct horse battery")
-		if p := admin.Get(routes.AdminPayment(second.ID)); apptest.Parse(p.Body).TestID("over-limit") == nil {
+		if p := admin.Get(routes.AdminTopUp(second.ID)); apptest.Parse(p.Body).TestID("over-limit") == nil {
 			t.Fatalf("the credit over the cap is not flagged: %d", p.Status)
 		}
-		if p := admin.Get(routes.AdminPayment(first.ID)); apptest.Parse(p.Body).TestID("over-limit") != nil {
+		if p := admin.Get(routes.AdminTopUp(first.ID)); apptest.Parse(p.Body).TestID("over-limit") != nil {
 			t.Fatal("a credit within the cap is flagged")
 		}
 	})
@@ -181,7 +181,7 @@ func TestTopUpLimitsHoldUnderConcurrentStarts(t *testing.T) {
 				if started.Load() != int64(tc.allowed) || refused.Load() != int64(n-tc.allowed) {
 					t.Fatalf("%d started, %d refused; want exactly %d started", started.Load(), refused.Load(), tc.allowed)
 				}
-				if got := int64(len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid }))); got != int64(tc.allowed) {
+				if got := int64(len(topuptest.Select(t, db, func(p topup.TopUp) bool { return p.UserID == uid }))); got != int64(tc.allowed) {
 					t.Fatalf("%d payments written, want %d (a refused start writes nothing)", got, tc.allowed)
 				}
 			})

@@ -11,11 +11,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -96,7 +96,7 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 			resp, body := do(http.MethodGet, back, nil)
 			staysHere("the same link again", resp, body, tu.ID)
 		}
-		own := f.app.URL + routes.PaymentReturn(tu.ID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
+		own := f.app.URL + routes.TopUpReturn(tu.ID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
 		resp, body := do(http.MethodGet, own, nil)
 		staysHere("our own return URL", resp, body, tu.ID)
 
@@ -108,7 +108,7 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 			t.Fatalf("create: %d %s", a.Status, a.Body)
 		}
 		token := tu.PaymentForm.Fields["Token"]
-		own = f.app.URL + routes.PaymentReturn(tu.ID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(token)
+		own = f.app.URL + routes.TopUpReturn(tu.ID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(token)
 		cb, err := f.app.Server.Bank.Finish(token, true)
 		if err != nil {
 			t.Fatal(err)
@@ -120,12 +120,12 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 		resp, _ = do(http.MethodPost, cb.URL, form)
 		toShop("SEP's POST", resp, tu.ID)
 		resp, _ = do(http.MethodPost, cb.URL, form)
-		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, routes.PaymentReturn(tu.ID)) {
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, routes.TopUpReturn(tu.ID)) {
 			t.Fatalf("SEP's POST again: %d to %q, want our own page", resp.StatusCode, loc)
 		}
 		resp, body = do(http.MethodGet, own, nil)
 		staysHere("our own URL after SEP's POST", resp, body, tu.ID)
-		if n := paymenttest.Count(t, db, payment.StatusCredited); n != 2 {
+		if n := topuptest.Count(t, db, topup.StatusCredited); n != 2 {
 			t.Fatalf("%d credited payments, want 2", n)
 		}
 		apptest.CheckInvariants(t, db)

@@ -15,9 +15,8 @@ import (
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/usertext"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
@@ -35,17 +34,17 @@ const (
 
 // TopUp is a top-up as the API shows it; webhook events carry the same
 // view (payment.TopUpView, one type for both).
-type TopUp = payment.TopUpView
+type TopUp = topup.TopUpView
 
-func (h *handler) topUpView(it paymentread.Item) TopUp {
-	v := payment.ViewOf(it.Payment, it.CreditedAt, func(string) string { return h.Payments.PayURL(it.Payment) })
+func (h *handler) topUpView(it topupread.Item) TopUp {
+	v := topup.ViewOf(it.TopUp, it.CreditedAt, func(string) string { return h.TopUps.PayURL(it.TopUp) })
 	if v.PaymentURL == nil {
 		return v
 	}
-	if f := h.Payments.PayForm(it.Payment); f != nil {
+	if f := h.TopUps.PayForm(it.TopUp); f != nil {
 		// The bank page opens by POST only: the form to post; the URL
 		// only where the gateway also has a link (SEP).
-		v.PaymentForm = &payment.PaymentForm{Action: f.Action, Fields: map[string]string{}}
+		v.PaymentForm = &topup.PaymentForm{Action: f.Action, Fields: map[string]string{}}
 		for _, fl := range f.Fields {
 			v.PaymentForm.Fields[fl.Name] = fl.Value
 		}
@@ -194,11 +193,11 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	gw := ""
 	if in.Gateway != nil {
 		gw = *in.Gateway
-		offers, err := h.Payments.Offered(ctx)
+		offers, err := h.TopUps.Offered(ctx)
 		if err != nil {
 			return err
 		}
-		if _, err := payment.PickGateway(offers, gw); gw == "" || errors.Is(err, payment.ErrUnknownGateway) {
+		if _, err := topup.PickGateway(offers, gw); gw == "" || errors.Is(err, topup.ErrUnknownGateway) {
 			return problem(c, CodeGatewayUnknown, "gateway must be one of the gateways offered: "+offeredNames(offers)+".")
 		}
 	}
@@ -241,7 +240,7 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	return h.runTopUp(c, rec, p.UserID, p.Email, *in.AmountRials, desc, gw, returnURL)
 }
 
-func offeredNames(offers []payment.GatewayOffer) string {
+func offeredNames(offers []topup.GatewayOffer) string {
 	names := make([]string, len(offers))
 	for i, o := range offers {
 		names[i] = o.Name
@@ -294,19 +293,19 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 			h.Log.Error("discard idempotency key", "err", derr)
 		}
 		return err
-	case errors.Is(err, payment.ErrGatewayFailed) && res.Payment.ID != 0:
+	case errors.Is(err, topup.ErrGatewayFailed) && res.TopUp.ID != 0:
 		// The payment row exists and failed: that is this key's answer,
 		// stored and replayed (a new attempt needs a new key).
 		pr := newProblem(CodeGatewayFailed, "The bank did not start the payment and no money was taken. Try again later with a new Idempotency-Key.")
-		pr.TopUpID = res.Payment.PublicID
-		return h.finish(c, rec, pr.Status, MIMEProblem, pr.bytes(), &res.Payment.ID)
-	case errors.Is(err, payment.ErrUnknownGateway):
+		pr.TopUpID = res.TopUp.PublicID
+		return h.finish(c, rec, pr.Status, MIMEProblem, pr.bytes(), &res.TopUp.ID)
+	case errors.Is(err, topup.ErrUnknownGateway):
 		// Switched off between the check and the start: nothing written.
 		if derr := h.Keys.Discard(ctx, rec); derr != nil {
 			h.Log.Error("discard idempotency key", "err", derr)
 		}
 		return problem(c, CodeGatewayUnknown, "gateway is not offered right now; choose another or leave it out.")
-	case errors.Is(err, payment.ErrGatewayFailed):
+	case errors.Is(err, topup.ErrGatewayFailed):
 		// Refused before anything was written (the gateway's breaker is
 		// open): nothing happened under this key, so it is forgotten and
 		// a retry with it after Retry-After starts the top-up.
@@ -315,7 +314,7 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 		}
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(gatewayRetryAfterSeconds))
 		return problem(c, CodeGatewayUnavailable, "The bank is unavailable right now and no payment was started; retry after the Retry-After seconds with the same Idempotency-Key.")
-	case errors.Is(err, payment.ErrStillProcessing):
+	case errors.Is(err, topup.ErrStillProcessing):
 		h.release(ctx, rec)
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
@@ -325,7 +324,7 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 		h.release(ctx, rec)
 		return err
 	}
-	it, err := h.Reads.TopUp(ctx, userID, res.Payment.PublicID)
+	it, err := h.Reads.TopUp(ctx, userID, res.TopUp.PublicID)
 	if err != nil {
 		h.release(ctx, rec)
 		return err
@@ -335,14 +334,14 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 		h.release(ctx, rec)
 		return err
 	}
-	return h.finish(c, rec, fiber.StatusCreated, fiber.MIMEApplicationJSON, body, &res.Payment.ID)
+	return h.finish(c, rec, fiber.StatusCreated, fiber.MIMEApplicationJSON, body, &res.TopUp.ID)
 }
 
 // finish stores the answer under the key, then sends it. If storing
 // fails, the answer is still sent; the key stays leased and unanswered,
 // and a retry after the lease finds the payment through its form token.
-func (h *handler) finish(c *fiber.Ctx, rec idempotency.Record, status int, contentType string, body []byte, paymentID *int64) error {
-	if _, err := h.Keys.Finish(c.UserContext(), rec, status, contentType, body, paymentID); err != nil {
+func (h *handler) finish(c *fiber.Ctx, rec idempotency.Record, status int, contentType string, body []byte, topUpID *int64) error {
+	if _, err := h.Keys.Finish(c.UserContext(), rec, status, contentType, body, topUpID); err != nil {
 		h.Log.Error("store idempotent response", "err", err)
 	}
 	return send(c, status, contentType, body)
@@ -357,7 +356,7 @@ func (h *handler) release(ctx context.Context, rec idempotency.Record) {
 // getTopUp is GET /api/v1/topups/{id}: the owner's payment, else 404.
 func (h *handler) getTopUp(c *fiber.Ctx) error {
 	it, err := h.Reads.TopUp(c.UserContext(), principal(c).UserID, c.Params("id"))
-	if errors.Is(err, paymentread.ErrNotFound) {
+	if errors.Is(err, topupread.ErrNotFound) {
 		return problem(c, CodeNotFound, "No top-up with this id.")
 	}
 	if err != nil {

@@ -11,13 +11,12 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/money"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // spyStarter records what the web form and the API ask of the top-up
@@ -40,7 +39,7 @@ func (s *spyStarter) Amount(a topup.Amount) (int64, error) {
 	return n, err
 }
 
-func (s *spyStarter) Start(ctx context.Context, r topup.Request) (payment.StartResult, error) {
+func (s *spyStarter) Start(ctx context.Context, r topup.Request) (topup.StartResult, error) {
 	n, _ := s.Starter.Amount(r.Amount)
 	res, err := s.Starter.Start(ctx, r)
 	s.record(spyCall{"start", n, err})
@@ -136,7 +135,7 @@ func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
 				if formCalls[0].rials != tt.rials || apiCalls[1].rials != tt.rials {
 					t.Errorf("%s: rules read the form as %d and the API as %d rials, want %d", tt.name, formCalls[0].rials, apiCalls[1].rials, tt.rials)
 				}
-				if n := int64(len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.AmountRials == tt.rials }))); n != 2 {
+				if n := int64(len(topuptest.Select(t, db, func(p topup.TopUp) bool { return p.AmountRials == tt.rials }))); n != 2 {
 					t.Errorf("%s: %d payments of %d rials, want one from each", tt.name, n, tt.rials)
 				}
 			}()
@@ -148,7 +147,7 @@ func TestFormAndAPIShareTheTopUpUseCase(t *testing.T) {
 			len(c) != 1 || !errors.Is(c[0].err, money.ErrNotWholeTomans) {
 			t.Errorf("20005 rials: %d %s, use case %+v", a.Status, a.Body, c)
 		}
-		if n := paymenttest.Count(t, db); n != 4 {
+		if n := topuptest.Count(t, db); n != 4 {
 			t.Errorf("%d payments, want 4 (refusals write nothing)", n)
 		}
 	})

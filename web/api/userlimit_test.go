@@ -7,11 +7,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // The top-up limit counts per user, through the form and every token
@@ -48,7 +48,7 @@ func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
 		if r := web.PostTopUp(csrf, tok, "50000"); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("fourth top-up by form: %d", r.Status)
 		}
-		if n := paymenttest.Count(t, db); n != 3 {
+		if n := topuptest.Count(t, db); n != 3 {
 			t.Fatalf("%d payments, want 3", n)
 		}
 		// Another user is not limited by the first one's flood.

@@ -66,8 +66,8 @@ func (h *handler) listLedger(c *fiber.Ctx) error {
 	for _, it := range items {
 		e := LedgerEntry{ID: it.TransactionID, Kind: string(it.Kind), AmountRials: it.AmountRials, BalanceAfterRials: it.BalanceAfterRials,
 			RefID: it.RefID, ReversesID: it.ReversesID, Note: it.Note, CreatedAt: it.CreatedAt.UTC()}
-		if it.PaymentPublicID != "" {
-			id := it.PaymentPublicID
+		if it.TopUpPublicID != "" {
+			id := it.TopUpPublicID
 			e.TopUpID = &id
 		}
 		page.Items = append(page.Items, e)

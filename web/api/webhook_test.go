@@ -14,11 +14,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web/api"
 )
@@ -130,7 +130,7 @@ func TestReturnURLAndWebhook(t *testing.T) {
 				t.Fatalf("return_url %s: %d %s", bad, a.Status, a.Body)
 			}
 		}
-		if n := paymenttest.Count(t, db); n != 0 {
+		if n := topuptest.Count(t, db); n != 0 {
 			t.Fatalf("%d payments after refusals", n)
 		}
 

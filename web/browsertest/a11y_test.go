@@ -191,10 +191,10 @@ func TestAccessibility(t *testing.T) {
 			b.Go(routes.Wallet)
 			b.Wait("history")
 			check(b, "wallet (history)")
-			b.Go(routes.WalletPayments)
+			b.Go(routes.WalletTopUps)
 			b.Wait("payment-row")
 			check(b, "all payments")
-			b.Go(routes.WalletPayments + "?from=1404/13/40")
+			b.Go(routes.WalletTopUps + "?from=1404/13/40")
 			b.Wait("filter-error")
 			check(b, "all payments with an error")
 			b.Go(routes.TopUp)
@@ -216,16 +216,16 @@ func TestAccessibility(t *testing.T) {
 			b = f.Tab(t, lang, f.User)
 			for i, p := range []struct{ name, url, hook string }{
 				{"result (credited)", f.CreditedReturn, "result-received"},
-				{"receipt (credited)", routes.Payment(f.Credited.PublicID), "result-received"},
+				{"receipt (credited)", routes.TopUpPage(f.Credited.PublicID), "result-received"},
 				{"result (failed)", f.FailedReturn, "result-failed"},
-				{"receipt (failed)", routes.Payment(f.Failed.PublicID), "result-failed"},
+				{"receipt (failed)", routes.TopUpPage(f.Failed.PublicID), "result-failed"},
 				{"result (the time ran out)", f.ExpiredReturn, "result-failed"},
-				{"receipt (the time ran out)", routes.Payment(f.Expired.PublicID), "result-failed"},
+				{"receipt (the time ran out)", routes.TopUpPage(f.Expired.PublicID), "result-failed"},
 				{"result (pending)", f.PendingReturn, "result-pending"},
-				{"receipt (pending)", routes.Payment(f.Pending.PublicID), "result-pending"},
+				{"receipt (pending)", routes.TopUpPage(f.Pending.PublicID), "result-pending"},
 				{"bank page", f.OpenPayURL, "bank-pay"},
 				{"bank (already paid)", f.PaidPayURL, "bank-paid"},
-				{"receipt (not paid yet)", routes.Payment(f.openPublicID(t)), "result-unpaid"},
+				{"receipt (not paid yet)", routes.TopUpPage(f.openPublicID(t)), "result-unpaid"},
 			} {
 				if i == 4 || i == 8 {
 					b.CheckNoProblems()

@@ -13,16 +13,16 @@ func adminPageList(f *fixture) []struct{ name, path, hook string } {
 	userPath := routes.AdminUser(f.Credited.UserID)
 	return []struct{ name, path, hook string }{
 		{"admin dashboard", routes.Admin, "admin-payments"},
-		{"admin payment (credited)", routes.AdminPayment(f.Credited.PublicID), "timeline"},
-		{"admin payment (pending)", routes.AdminPayment(f.Pending.PublicID), "admin-recheck"},
-		{"admin payment (failed)", routes.AdminPayment(f.Failed.PublicID), "timeline"},
+		{"admin payment (credited)", routes.AdminTopUp(f.Credited.PublicID), "timeline"},
+		{"admin payment (pending)", routes.AdminTopUp(f.Pending.PublicID), "admin-recheck"},
+		{"admin payment (failed)", routes.AdminTopUp(f.Failed.PublicID), "timeline"},
 		{"admin users", routes.AdminUsers, "user-row"},
 		{"admin users (search)", routes.AdminUsers + "?q=sara", "user-row"},
 		{"admin user", userPath, "user-detail"},
 		{"admin audit", routes.AdminAudit, "audit-filter"},
-		{"admin payments", routes.AdminPayments, "payment-row"},
-		{"admin payments (filtered)", routes.AdminPayments + "?status=credited&status=failed&q=" + url.QueryEscape("sara") + "&min=1000", "payment-row"},
-		{"admin payments (bad filter)", routes.AdminPayments + "?from=yesterday", "filter-error"},
+		{"admin payments", routes.AdminTopUps, "payment-row"},
+		{"admin payments (filtered)", routes.AdminTopUps + "?status=credited&status=failed&q=" + url.QueryEscape("sara") + "&min=1000", "payment-row"},
+		{"admin payments (bad filter)", routes.AdminTopUps + "?from=yesterday", "filter-error"},
 	}
 }
 

@@ -20,13 +20,13 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // Amounts (rials) the fixture's gateway treats specially.
@@ -69,7 +69,7 @@ type fixture struct {
 	now         func() time.Time // the app's clock (nil: real time)
 	adminPassed bool             // the admin has enrolled and passed the second factor once
 
-	Credited, Failed, Pending, Expired payment.Payment
+	Credited, Failed, Pending, Expired topup.TopUp
 	// Result pages (the bank's return URLs, absolute). ExpiredReturn is
 	// where the bank's expired page sends the payer: "the time ran out".
 	CreditedReturn, FailedReturn, PendingReturn, ExpiredReturn string
@@ -152,9 +152,9 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		}
 		return back
 	}
-	byAuthority := func(payURL string) payment.Payment {
+	byAuthority := func(payURL string) topup.TopUp {
 		t.Helper()
-		return paymenttest.ByAuthority(t, db, apptest.Authority(payURL))
+		return topuptest.ByAuthority(t, db, apptest.Authority(payURL))
 	}
 
 	first := start("200000")
@@ -174,9 +174,9 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 	f.Pending = byAuthority(pending)
 	f.OpenPayURL = start("30000")
 
-	if f.Credited.Status != payment.StatusCredited || f.Failed.Status != payment.StatusFailed ||
-		f.Pending.Status != payment.StatusPendingVerification || f.Expired.Status != payment.StatusFailed ||
-		f.Expired.StatusReason != string(payment.ReasonBankExpired) || f.Failed.StatusReason != string(payment.ReasonBankCancelled) {
+	if f.Credited.Status != topup.StatusCredited || f.Failed.Status != topup.StatusFailed ||
+		f.Pending.Status != topup.StatusPendingVerification || f.Expired.Status != topup.StatusFailed ||
+		f.Expired.StatusReason != string(topup.ReasonBankExpired) || f.Failed.StatusReason != string(topup.ReasonBankCancelled) {
 		t.Fatalf("fixture payments: %s %s %s %s (%s)", f.Credited.Status, f.Failed.Status, f.Pending.Status, f.Expired.Status, f.Expired.StatusReason)
 	}
 	f.ShotPayURL = f.OpenPayURL
@@ -185,10 +185,10 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 		// The bank keeps the order id (our public id) it was given when
 		// the payment started: ask it for one more payment, with the
 		// open payment's fixed id, for the bank's screenshot.
-		open := paymenttest.ByAuthority(t, db, apptest.Authority(f.OpenPayURL))
+		open := topuptest.ByAuthority(t, db, apptest.Authority(f.OpenPayURL))
 		res, err := zp.Request(context.Background(), gateway.RequestInput{
 			AmountRials: open.AmountRials, OrderID: open.PublicID, Email: f.User,
-			CallbackURL: app.URL + routes.PaymentReturn(open.PublicID),
+			CallbackURL: app.URL + routes.TopUpReturn(open.PublicID),
 			//lint:ignore ST1018 Persian is written with the zero-width non-joiner (U+200C) inside words; escaped it would be unreadable
 			Description: "افزایش موجودی کیف‌پول",
 		})
@@ -205,23 +205,23 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 // updates the fixture's URLs to match.
 func (f *fixture) freeze(t *testing.T, at time.Time) {
 	t.Helper()
-	ps := paymenttest.All(t, f.App.DB)
+	ps := topuptest.All(t, f.App.DB)
 	renamed := map[string]string{}
 	for i, p := range ps {
 		sum := sha256.Sum256([]byte("kifpool screenshots " + strconv.FormatInt(p.ID, 10)))
 		id := strings.ToLower(base32.StdEncoding.EncodeToString(sum[:]))[:len(p.PublicID)]
 		created := at.Add(-time.Duration(len(ps)-i) * 47 * time.Minute)
-		paymenttest.Restamp(t, f.App.DB, p.ID, id, created, at.Add(time.Hour))
+		topuptest.Restamp(t, f.App.DB, p.ID, id, created, at.Add(time.Hour))
 		// The screenshots' fixed times reach the ledger too.
 		ledgertest.RestampTopUp(t, f.App.DB, p.ID, created.Add(time.Minute))
 		renamed[p.PublicID] = id
 	}
-	for _, p := range []*payment.Payment{&f.Credited, &f.Failed, &f.Pending, &f.Expired} {
+	for _, p := range []*topup.TopUp{&f.Credited, &f.Failed, &f.Pending, &f.Expired} {
 		p.PublicID = renamed[p.PublicID]
 	}
 	for _, u := range []*string{&f.CreditedReturn, &f.FailedReturn, &f.PendingReturn, &f.ExpiredReturn} {
 		for old, id := range renamed {
-			*u = strings.Replace(*u, routes.Payment(old)+"/", routes.Payment(id)+"/", 1)
+			*u = strings.Replace(*u, routes.TopUpPage(old)+"/", routes.TopUpPage(id)+"/", 1)
 		}
 	}
 }
@@ -265,5 +265,5 @@ func (f *fixture) passAdminChecks(t *testing.T, b *Tab, email string) {
 // (OpenPayURL): its receipt is the "not paid yet" page.
 func (f *fixture) openPublicID(t *testing.T) string {
 	t.Helper()
-	return paymenttest.ByAuthority(t, f.App.DB, apptest.Authority(f.OpenPayURL)).PublicID
+	return topuptest.ByAuthority(t, f.App.DB, apptest.Authority(f.OpenPayURL)).PublicID
 }

@@ -20,8 +20,6 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
@@ -29,6 +27,8 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // startApp runs a fresh app (SQLite, built-in sandbox bank under
@@ -41,15 +41,15 @@ func startApp(t *testing.T, o apptest.Options) (*apptest.App, *Tab) {
 }
 
 // checkOnePayment checks the database and the bank after a single top-up.
-func checkOnePayment(t *testing.T, app *apptest.App, when, status string, rials int64, ledger int64) {
+func checkOneTopUp(t *testing.T, app *apptest.App, when, status string, rials int64, ledger int64) {
 	t.Helper()
 	if n := len(app.Server.Bank.Payments()); n != 1 {
 		t.Errorf("%s: %d payments at the bank, want 1", when, n)
 	}
-	if n := paymenttest.Count(t, app.DB); n != 1 {
+	if n := topuptest.Count(t, app.DB); n != 1 {
 		t.Errorf("%s: %d payments, want 1", when, n)
 	}
-	if n := len(paymenttest.Select(t, app.DB, func(p payment.Payment) bool { return string(p.Status) == status && p.AmountRials == rials })); n != 1 {
+	if n := len(topuptest.Select(t, app.DB, func(p topup.TopUp) bool { return string(p.Status) == status && p.AmountRials == rials })); n != 1 {
 		t.Errorf("%s: no %s payment of %d rials", when, status, rials)
 	}
 	if n := ledgertest.Credits(t, app.DB); n != ledger {
@@ -105,7 +105,7 @@ func TestDoubleClickPayReloadAndBack(t *testing.T) {
 		t.Fatalf("result status %q", s)
 	}
 	resultURL := b.Path()
-	checkOnePayment(t, app, "after pay", "credited", 500_000, 1)
+	checkOneTopUp(t, app, "after pay", "credited", 500_000, 1)
 
 	// Reload the return URL: the same page, nothing credited again.
 	b.Run(chromedp.Reload())
@@ -113,7 +113,7 @@ func TestDoubleClickPayReloadAndBack(t *testing.T) {
 	if s := b.Status(); s != "credited" || b.Path() != resultURL {
 		t.Fatalf("after reload: status %q at %s", s, b.Path())
 	}
-	checkOnePayment(t, app, "after reload", "credited", 500_000, 1)
+	checkOneTopUp(t, app, "after reload", "credited", 500_000, 1)
 
 	// Back to the form (through the bank's page), as it was left.
 	b.Back()
@@ -157,7 +157,7 @@ func TestDoubleClickPayReloadAndBack(t *testing.T) {
 	if n := posts(); n != 2 {
 		t.Errorf("%d form posts in all, want 2", n)
 	}
-	checkOnePayment(t, app, "after resubmit", "credited", 500_000, 1)
+	checkOneTopUp(t, app, "after resubmit", "credited", 500_000, 1)
 	if got := b.Balance(); got != 500_000 {
 		t.Fatalf("balance %d rials, want 500000", got)
 	}
@@ -180,7 +180,7 @@ func TestCancelAtBank(t *testing.T) {
 	if txt := b.Text(tid("failure-cause")); (cause != "cancelled" && cause != "generic") || txt != i18n.T(i18n.FA, "result.failed."+cause) {
 		t.Errorf("failed page says %q (cause %q), want the cancelled-at-the-bank sentence", txt, cause)
 	}
-	checkOnePayment(t, app, "after cancel", "failed", 500_000, 0)
+	checkOneTopUp(t, app, "after cancel", "failed", 500_000, 0)
 	b.Click("try-again")
 	b.Wait("topup-form")
 	if p, v := b.Path(), b.Attr(tid("amount"), "value"); p != routes.TopUp+"?amount=50000" || v != "۵۰٬۰۰۰" {
@@ -218,7 +218,7 @@ func TestPayAndCloseCreditedByWorker(t *testing.T) {
 	if n := b.Attr(tid("history-row"), "data-rials"); n != "1200000" {
 		t.Errorf("history row of %s rials", n)
 	}
-	checkOnePayment(t, app, "after the worker", "credited", 1_200_000, 1)
+	checkOneTopUp(t, app, "after the worker", "credited", 1_200_000, 1)
 	b.CheckNoProblems()
 }
 
@@ -309,7 +309,7 @@ func TestPhoneTopUp(t *testing.T) {
 	}
 	b.Wait("history-row")
 	b.noHorizontalScroll("wallet with history")
-	checkOnePayment(t, app, "phone", "credited", 500_000, 1)
+	checkOneTopUp(t, app, "phone", "credited", 500_000, 1)
 
 	// The same pages in English.
 	b.Click("lang-switch")
@@ -405,7 +405,7 @@ func TestPayButtonBusyWhileSubmitting(t *testing.T) {
 			if n := len(app.Server.Bank.Payments()); n != 1 {
 				t.Errorf("%d payments at the bank, want 1", n)
 			}
-			if n := paymenttest.Count(t, app.DB); n != 1 {
+			if n := topuptest.Count(t, app.DB); n != 1 {
 				t.Errorf("%d payments, want 1", n)
 			}
 			b.CheckNoProblems()
@@ -440,12 +440,12 @@ func TestQuickPickFillsTheField(t *testing.T) {
 	if n := posts(); n != 0 {
 		t.Fatalf("the quick pick sent %d posts", n)
 	}
-	if n := paymenttest.Count(t, app.DB); n != 0 {
+	if n := topuptest.Count(t, app.DB); n != 0 {
 		t.Fatalf("the quick pick made %d payments", n)
 	}
 	b.Click("topup-submit")
 	b.Wait("bank-pay")
-	if n := int64(len(paymenttest.Select(t, app.DB, func(p payment.Payment) bool { return p.AmountRials == 1000000 }))); n != 1 {
+	if n := int64(len(topuptest.Select(t, app.DB, func(p topup.TopUp) bool { return p.AmountRials == 1000000 }))); n != 1 {
 		t.Errorf("paying after the quick pick of 100,000 tomans: no payment of 1,000,000 rials")
 	}
 
@@ -457,7 +457,7 @@ func TestQuickPickFillsTheField(t *testing.T) {
 	}
 	b.Run(chromedp.Focus(tid("amount"), chromedp.ByQuery), chromedp.KeyEvent("\r")) // not SendKeys: see Type
 	b.Wait("bank-pay")
-	if n := int64(len(paymenttest.Select(t, app.DB, func(p payment.Payment) bool { return p.AmountRials == 750000 }))); n != 1 {
+	if n := int64(len(topuptest.Select(t, app.DB, func(p topup.TopUp) bool { return p.AmountRials == 750000 }))); n != 1 {
 		t.Errorf("Enter in the field with 75,000 tomans: no payment of 750,000 rials")
 	}
 

@@ -112,7 +112,7 @@ func TestBankPageAndReceipt(t *testing.T) {
 	b.Wait("copy-ref-id")
 	b.Wait("print")
 	shotForReview(t, b, "receipt-fa-phone")
-	checkOnePayment(t, app, "after pay", "credited", 2_500_000, 1)
+	checkOneTopUp(t, app, "after pay", "credited", 2_500_000, 1)
 	b.CheckNoProblems()
 }
 

@@ -173,7 +173,7 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 
 	// All payments: on a desktop the filters are one compact row and the
 	// first payments are in the first screen (issue 29, item 4).
-	b.Go(routes.WalletPayments)
+	b.Go(routes.WalletTopUps)
 	b.Wait("payment-row")
 	b.checkPage(lang, vp, "all payments")
 	if vp == "desktop" {
@@ -202,15 +202,15 @@ func userPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chro
 	b.checkPage(lang, vp, "top-up with an error")
 	b.CheckNoProblems()
 
-	// Payment pages: the window's title and the heading say the status.
+	// TopUp pages: the window's title and the heading say the status.
 	b = f.Tab(t, lang, f.User, view)
 	for _, p := range []struct {
 		name, path, hook, status string
 		receipt                  bool
 	}{
-		{"receipt (credited)", routes.Payment(f.Credited.PublicID), "result-received", "credited", true},
-		{"receipt (failed)", routes.Payment(f.Failed.PublicID), "result-failed", "failed", true},
-		{"receipt (pending)", routes.Payment(f.Pending.PublicID), "result-pending", "pending_verification", true},
+		{"receipt (credited)", routes.TopUpPage(f.Credited.PublicID), "result-received", "credited", true},
+		{"receipt (failed)", routes.TopUpPage(f.Failed.PublicID), "result-failed", "failed", true},
+		{"receipt (pending)", routes.TopUpPage(f.Pending.PublicID), "result-pending", "pending_verification", true},
 		{"result (credited)", f.CreditedReturn, "result-received", "credited", false},
 		{"result (failed)", f.FailedReturn, "result-failed", "failed", false},
 		{"result (pending)", f.PendingReturn, "result-pending", "pending_verification", false},
@@ -386,7 +386,7 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 	b.CheckNoProblems()
 
 	b = f.Tab(t, lang, f.Admin, view)
-	b.Go(routes.AdminPayments)
+	b.Go(routes.AdminTopUps)
 	b.Wait("payment-row")
 	b.checkPage(lang, vp, "admin payments")
 	var listed []string
@@ -424,11 +424,11 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 	if ph := b.Attr("#f-from", "placeholder"); ph != i18n.JalaliDate(l, time.Now()) {
 		t.Errorf("date placeholder %q, want today %q", ph, i18n.JalaliDate(l, time.Now()))
 	}
-	b.Go(routes.AdminPayments + "?from=yesterday")
+	b.Go(routes.AdminTopUps + "?from=yesterday")
 	b.Wait("filter-error")
 	b.checkPage(lang, vp, "admin payments (bad filter)")
 	for _, p := range adminPageList(f) {
-		if p.path == routes.Admin || strings.HasPrefix(p.path, routes.AdminPayments+"?") {
+		if p.path == routes.Admin || strings.HasPrefix(p.path, routes.AdminTopUps+"?") {
 			continue
 		}
 		b.Go(p.path)

@@ -10,9 +10,8 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // partnerPages is a partner's site: a checkout page that posts the payer
@@ -58,7 +57,7 @@ func TestReturnURLReachesThePartnerForEveryGateway(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := app.Server.TopUp.Start(ctx, topup.Request{UserID: u.ID, Email: u.Email, FormToken: payment.NewFormToken(),
+			r, err := app.Server.TopUp.Start(ctx, topup.Request{UserID: u.ID, Email: u.Email, FormToken: topup.NewFormToken(),
 				Amount: topup.Rials(250_000), Gateway: gw, ReturnURL: ret})
 			if err != nil {
 				t.Fatal(err)
@@ -75,10 +74,10 @@ func TestReturnURLReachesThePartnerForEveryGateway(t *testing.T) {
 			b.Wait("partner-landing")
 			loc, err := url.Parse(b.location())
 			if err != nil || loc.Scheme+"://"+loc.Host != partner.URL || loc.Query().Get("order") != "7" ||
-				loc.Query().Get("topup_id") != r.Payment.PublicID || loc.Query().Get("status") != "credited" {
-				t.Fatalf("landed on %q, want the partner's page with topup_id %s and status credited", b.location(), r.Payment.PublicID)
+				loc.Query().Get("topup_id") != r.TopUp.PublicID || loc.Query().Get("status") != "credited" {
+				t.Fatalf("landed on %q, want the partner's page with topup_id %s and status credited", b.location(), r.TopUp.PublicID)
 			}
-			if got := paymenttest.Count(t, app.DB, payment.StatusCredited); got != 1 {
+			if got := topuptest.Count(t, app.DB, topup.StatusCredited); got != 1 {
 				t.Fatalf("%d credited payments", got)
 			}
 			apptest.CheckInvariants(t, app.DB)

@@ -215,7 +215,7 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			user.Run(emulation.SetScriptExecutionDisabled(true))
 			shot(user, "bank", f.ShotPayURL, "bank-pay")
 			user.Run(emulation.SetScriptExecutionDisabled(false))
-			shot(user, "receipt", routes.Payment(f.Credited.PublicID), "result-received")
+			shot(user, "receipt", routes.TopUpPage(f.Credited.PublicID), "result-received")
 			shot(user, "pending", f.PendingReturn, "result-pending")
 			shot(user, "failed", f.FailedReturn, "result-failed")
 			shot(user, "expired", f.ExpiredReturn, "failure-cause")
@@ -226,15 +226,15 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			// The admin console's pages, in a tab of their own (each tab has
 			// one test's time).
 			console := f.Tab(t, lang, f.Admin, d.view)
-			shot(console, "admin-payments", routes.AdminPayments, "payment-row")
-			shot(console, "admin-payment", routes.AdminPayment(f.Credited.PublicID), "timeline")
+			shot(console, "admin-payments", routes.AdminTopUps, "payment-row")
+			shot(console, "admin-payment", routes.AdminTopUp(f.Credited.PublicID), "timeline")
 			shot(console, "admin-user", routes.AdminUser(f.Credited.UserID), "user-detail")
 			shot(console, "admin-audit", routes.AdminAudit, "audit-filter")
 			console.CheckNoProblems()
 			// The account's pages (issue 18), in a tab of their own.
 			account := f.Tab(t, lang, f.User, d.view)
-			shot(account, "payments", routes.WalletPayments, "payment-row")
-			shot(account, "unpaid", routes.Payment(f.openPublicID(t)), "result-unpaid")
+			shot(account, "payments", routes.WalletTopUps, "payment-row")
+			shot(account, "unpaid", routes.TopUpPage(f.openPublicID(t)), "result-unpaid")
 			shot(account, "account", routes.Account, "receipts-form")
 			shot(account, "password", routes.AccountPassword, "password-form")
 			account.CheckNoProblems()

@@ -10,21 +10,21 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // expiryApp is the app with its built-in sandbox bank (default page
 // lifetime, 15 minutes) on one fake clock, so that a test can let the
 // bank's page run out.
-func expiryApp(t *testing.T, db *store.DB, bankTTL time.Duration) (*apptest.App, *sandbank.Bank, *paymenttest.Clock) {
+func expiryApp(t *testing.T, db *store.DB, bankTTL time.Duration) (*apptest.App, *sandbank.Bank, *topuptest.Clock) {
 	t.Helper()
-	clock := paymenttest.NewClock()
+	clock := topuptest.NewClock()
 	bank := sandbank.New(sandbank.Options{Clock: clock.Now, AuthorityTTL: bankTTL, NoControlAPI: true})
 	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now, Bank: bank}})
 	return app, bank, clock
@@ -34,8 +34,8 @@ func expiryApp(t *testing.T, db *store.DB, bankTTL time.Duration) (*apptest.App,
 // cause, and not the sentence of the other cause, in lang.
 func failedPageSays(t *testing.T, page apptest.Response, lang i18n.Lang, cause, notCause string) {
 	t.Helper()
-	if page.Status != http.StatusOK || apptest.PaymentStatus(page.Body) != "failed" {
-		t.Fatalf("%s: page %d %q, want a failed payment", lang, page.Status, apptest.PaymentStatus(page.Body))
+	if page.Status != http.StatusOK || apptest.TopUpStatus(page.Body) != "failed" {
+		t.Fatalf("%s: page %d %q, want a failed payment", lang, page.Status, apptest.TopUpStatus(page.Body))
 	}
 	if got := apptest.Parse(page.Body).TestID("failure-cause").Attr("data-cause"); got != cause {
 		t.Errorf("%s: cause %q, want %s", lang, got, cause)
@@ -48,9 +48,9 @@ func failedPageSays(t *testing.T, page apptest.Response, lang i18n.Lang, cause, 
 	}
 }
 
-func reasonOf(t *testing.T, db *store.DB, authority string) payment.Payment {
+func reasonOf(t *testing.T, db *store.DB, authority string) topup.TopUp {
 	t.Helper()
-	return paymenttest.ByAuthority(t, db, authority)
+	return topuptest.ByAuthority(t, db, authority)
 }
 
 // When the bank's page expired, the failure page says the time ran out,
@@ -76,7 +76,7 @@ func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
 				t.Fatal(err)
 			}
 			failedPageSays(t, c.Get(back), lang, "cancelled", "expired")
-			if p := reasonOf(t, db, cancelled); p.StatusReason != string(payment.ReasonBankCancelled) {
+			if p := reasonOf(t, db, cancelled); p.StatusReason != string(topup.ReasonBankCancelled) {
 				t.Errorf("%s: a cancel recorded as %q", lang, p.StatusReason)
 			}
 
@@ -97,17 +97,17 @@ func TestExpiredBankPageSaysTimeRanOut(t *testing.T) {
 			}
 			failedPageSays(t, c.Get(back), lang, "expired", "cancelled")
 			p := reasonOf(t, db, authority)
-			if p.Status != payment.StatusFailed || p.StatusReason != string(payment.ReasonBankExpired) {
+			if p.Status != topup.StatusFailed || p.StatusReason != string(topup.ReasonBankExpired) {
 				t.Fatalf("%s: expired page recorded as %s %q", lang, p.Status, p.StatusReason)
 			}
-			if ev := paymenttest.LastEvent(t, db, p.ID); ev.ToStatus != payment.StatusFailed || ev.Reason != payment.ReasonBankExpired {
+			if ev := topuptest.LastEvent(t, db, p.ID); ev.ToStatus != topup.StatusFailed || ev.Reason != topup.ReasonBankExpired {
 				t.Errorf("%s: last event %+v, want failed for bank_expired", lang, ev)
 			}
 			// Its receipt says the same, and so does a reload of the return.
-			failedPageSays(t, c.Get(routes.Payment(p.PublicID)), lang, "expired", "cancelled")
+			failedPageSays(t, c.Get(routes.TopUpPage(p.PublicID)), lang, "expired", "cancelled")
 			failedPageSays(t, c.Get(back), lang, "expired", "cancelled")
 		}
-		paymenttest.CheckInvariants(t, db)
+		topuptest.CheckInvariants(t, db)
 	})
 }
 
@@ -122,12 +122,12 @@ func TestAbandonedAttemptExpiresAsTimeRanOut(t *testing.T) {
 			name    string
 			bankTTL time.Duration
 			advance time.Duration
-			reason  payment.Reason
+			reason  topup.Reason
 		}{
 			// The bank's page (15 minutes) expired before the worker looks.
-			{"the bank's page expired", sandbank.DefaultAuthorityTTL, 16 * time.Minute, payment.ReasonBankExpired},
+			{"the bank's page expired", sandbank.DefaultAuthorityTTL, 16 * time.Minute, topup.ReasonBankExpired},
 			// The bank keeps it open longer than WORKER_AUTHORITY_LIFETIME (20m).
-			{"the worker's deadline", time.Hour, 21 * time.Minute, payment.ReasonNotPaidAfterLife},
+			{"the worker's deadline", time.Hour, 21 * time.Minute, topup.ReasonNotPaidAfterLife},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				app, _, clock := expiryApp(t, db, tc.bankTTL)
@@ -141,14 +141,14 @@ func TestAbandonedAttemptExpiresAsTimeRanOut(t *testing.T) {
 					t.Fatalf("worker: %+v %v", rr, err)
 				}
 				p := reasonOf(t, db, authority)
-				if p.Status != payment.StatusFailed || p.StatusReason != string(tc.reason) {
+				if p.Status != topup.StatusFailed || p.StatusReason != string(tc.reason) {
 					t.Fatalf("abandoned attempt: %s %q, want failed (%s)", p.Status, p.StatusReason, tc.reason)
 				}
 				for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
-					failedPageSays(t, c.GetIn(string(lang), routes.Payment(p.PublicID)), lang, "expired", "cancelled")
+					failedPageSays(t, c.GetIn(string(lang), routes.TopUpPage(p.PublicID)), lang, "expired", "cancelled")
 				}
 			})
 		}
-		paymenttest.CheckInvariants(t, db)
+		topuptest.CheckInvariants(t, db)
 	})
 }

@@ -1,7 +1,7 @@
 package pay
 
 import (
-	"github.com/kifpool/kifpool/internal/payment"
+	"github.com/kifpool/kifpool/internal/topup"
 )
 
 // Why a failed payment failed, as its page says it: one true sentence per
@@ -20,18 +20,18 @@ const (
 // A reason this version does not know (or an older free-text one) gets the
 // generic sentence, which promises nothing about the money.
 func failureCause(reason string) string {
-	switch payment.Reason(reason) {
-	case payment.ReasonBankCancelled:
+	switch topup.Reason(reason) {
+	case topup.ReasonBankCancelled:
 		return causeCancelled
-	case payment.ReasonRequestRefused:
+	case topup.ReasonRequestRefused:
 		return causeRefused
-	case payment.ReasonRequestFailed, payment.ReasonGatewayUnavailable, payment.ReasonAbandonedSubmit, payment.ReasonDuplicateAuthority:
+	case topup.ReasonRequestFailed, topup.ReasonGatewayUnavailable, topup.ReasonAbandonedSubmit, topup.ReasonDuplicateAuthority:
 		return causeUnavailable
-	case payment.ReasonNotPaidAfterLife, payment.ReasonBankExpired:
+	case topup.ReasonNotPaidAfterLife, topup.ReasonBankExpired:
 		return causeExpired
-	case payment.ReasonBankReversed:
+	case topup.ReasonBankReversed:
 		return causeReversed
-	case payment.ReasonClosedByAdmin:
+	case topup.ReasonClosedByAdmin:
 		return causeClosed
 	}
 	return causeGeneric

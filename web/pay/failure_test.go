@@ -8,11 +8,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // A failed payment's page says one true sentence for its cause, never two
@@ -28,20 +28,20 @@ func TestFailurePageSaysWhy(t *testing.T) {
 	if r.Status != http.StatusSeeOther {
 		t.Fatalf("top-up: %d", r.Status)
 	}
-	p := paymenttest.ByAuthority(t, app.DB, apptest.Authority(r.Location))
+	p := topuptest.ByAuthority(t, app.DB, apptest.Authority(r.Location))
 	for _, tc := range []struct {
 		reason string
 		cause  string
 	}{
-		{string(payment.ReasonBankCancelled), "cancelled"},
-		{string(payment.ReasonRequestRefused), "refused"},
-		{string(payment.ReasonRequestFailed), "unavailable"},
-		{string(payment.ReasonGatewayUnavailable), "unavailable"},
-		{string(payment.ReasonNotPaidAfterLife), "expired"},
-		{string(payment.ReasonBankExpired), "expired"},
-		{string(payment.ReasonBankReversed), "reversed"},
-		{string(payment.ReasonClosedByAdmin), "closed"},
-		{string(payment.ReasonAmountMismatch), "generic"},
+		{string(topup.ReasonBankCancelled), "cancelled"},
+		{string(topup.ReasonRequestRefused), "refused"},
+		{string(topup.ReasonRequestFailed), "unavailable"},
+		{string(topup.ReasonGatewayUnavailable), "unavailable"},
+		{string(topup.ReasonNotPaidAfterLife), "expired"},
+		{string(topup.ReasonBankExpired), "expired"},
+		{string(topup.ReasonBankReversed), "reversed"},
+		{string(topup.ReasonClosedByAdmin), "closed"},
+		{string(topup.ReasonAmountMismatch), "generic"},
 		{"not paid (code -51, bank state FAILED)", "generic"}, // an older free-text reason
 		{"", "generic"},
 	} {
@@ -51,7 +51,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 			failWith(t, app.DB, p.ID, tc.reason)
 			for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
 				c.Get(routes.Wallet + "?lang=" + string(lang))
-				page := c.Get(routes.Payment(p.PublicID))
+				page := c.Get(routes.TopUpPage(p.PublicID))
 				if page.Status != http.StatusOK {
 					t.Fatalf("receipt: %d", page.Status)
 				}
@@ -80,9 +80,9 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		t.Errorf("try again: the form's amount is %q", got)
 	}
 	// A payment under review offers no "try again".
-	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
-	paymenttest.ForceStatus(t, app.DB, p.ID, string(payment.StatusNeedsReview), string(payment.ReasonUnknownTooLong))
-	if doc := apptest.Parse(c.Get(routes.Payment(p.PublicID)).Body); doc.TestID("try-again") != nil || doc.TestID("failure-cause") != nil {
+	topuptest.ForceStatus(t, app.DB, p.ID, string(topup.StatusPendingVerification), string(topup.ReasonReopened))
+	topuptest.ForceStatus(t, app.DB, p.ID, string(topup.StatusNeedsReview), string(topup.ReasonUnknownTooLong))
+	if doc := apptest.Parse(c.Get(routes.TopUpPage(p.PublicID)).Body); doc.TestID("try-again") != nil || doc.TestID("failure-cause") != nil {
 		t.Errorf("a payment under review offers to try again")
 	}
 	apptest.CheckInvariants(t, app.DB)
@@ -93,8 +93,8 @@ func TestFailurePageSaysWhy(t *testing.T) {
 // already failed is reopened first.
 func failWith(t *testing.T, db *store.DB, id int64, reason string) {
 	t.Helper()
-	if paymenttest.Status(t, db, id) == payment.StatusFailed {
-		paymenttest.ForceStatus(t, db, id, string(payment.StatusPendingVerification), string(payment.ReasonReopened))
+	if topuptest.Status(t, db, id) == topup.StatusFailed {
+		topuptest.ForceStatus(t, db, id, string(topup.StatusPendingVerification), string(topup.ReasonReopened))
 	}
-	paymenttest.ForceStatus(t, db, id, string(payment.StatusFailed), reason)
+	topuptest.ForceStatus(t, db, id, string(topup.StatusFailed), reason)
 }

@@ -16,19 +16,19 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/gateway/callback"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web/seam"
 )
 
 // Deps are the payment pages' dependencies.
 type Deps struct {
-	// Payments resolves and reads payments.
-	Payments *payment.Service
+	// TopUps resolves and reads payments.
+	TopUps *topup.Service
 	// Reads tells which payments the payer dismissed.
-	Reads *paymentread.Reader
+	Reads *topupread.Reader
 	// Webhooks holds each payment's one hand-over to a partner's
 	// return_url.
 	Webhooks *webhook.Service
@@ -53,8 +53,8 @@ func (d Deps) handlers(app seam.App) *handlers {
 // Register adds the receipt's routes to r (behind the CSRF check).
 func (d Deps) Register(r fiber.Router, app seam.App) {
 	h := d.handlers(app)
-	r.Get(routes.PaymentPattern, h.RequireUser, h.receipt)
-	r.Post(routes.PaymentAbandonPattern, h.RequireUser, h.abandon)
+	r.Get(routes.TopUpPattern, h.RequireUser, h.receipt)
+	r.Post(routes.TopUpAbandonPattern, h.RequireUser, h.abandon)
 }
 
 // Return is the bank's return as a feature of its own, which web registers
@@ -67,7 +67,7 @@ type returnFeature struct{ d Deps }
 
 func (f returnFeature) Register(r fiber.Router, app seam.App) {
 	h := f.d.handlers(app)
-	r.Get(routes.PaymentReturnPattern, h.paymentReturn)
-	r.Post(routes.PaymentReturnPattern, h.paymentReturn)
-	r.Use(routes.PaymentReturnPattern, seam.NotFound)
+	r.Get(routes.TopUpReturnPattern, h.topUpReturn)
+	r.Post(routes.TopUpReturnPattern, h.topUpReturn)
+	r.Use(routes.TopUpReturnPattern, seam.NotFound)
 }

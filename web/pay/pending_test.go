@@ -11,12 +11,12 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zarinpal"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // flakyVerify fails the first verifies as if the bank timed out.
@@ -45,7 +45,7 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 		gw := &flakyVerify{Gateway: zp}
 		gw.failures.Store(3) // every attempt of the first verify (the caller retries 3 times)
 		const recheck = 20 * time.Second
-		clk := paymenttest.NewClock()
+		clk := topuptest.NewClock()
 		app := apptest.Start(t, db, apptest.Options{
 			Env: map[string]string{"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bankURL,
 				"PENDING_RECHECK_AFTER": recheck.String()},
@@ -60,17 +60,17 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "pending_verification" ||
+		if res.Status != http.StatusOK || apptest.TopUpStatus(res.Body) != "pending_verification" ||
 			!strings.Contains(res.Body, `http-equiv="refresh"`) || !strings.Contains(res.Body, `aria-live="polite"`) {
-			t.Fatalf("first return: %d %q", res.Status, apptest.PaymentStatus(res.Body))
+			t.Fatalf("first return: %d %q", res.Status, apptest.TopUpStatus(res.Body))
 		}
-		p := paymenttest.First(t, db)
-		if p.Status != payment.StatusPendingVerification || c.Balance() != 0 {
+		p := topuptest.First(t, db)
+		if p.Status != topup.StatusPendingVerification || c.Balance() != 0 {
 			t.Fatalf("db status %q balance %d", p.Status, c.Balance())
 		}
 		// Every attempt is recorded against the payment.
 		n := 0
-		for _, call := range paymenttest.CallsOf(t, db, p.ID) {
+		for _, call := range topuptest.CallsOf(t, db, p.ID) {
 			if call.Operation == "verify" && (call.Outcome == "transient" || call.Outcome == "timeout") {
 				n++
 			}
@@ -79,16 +79,16 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 			t.Fatalf("%d transient verify attempts recorded, want 3", n)
 		}
 		// A reload within the re-check window does not ask the bank again.
-		if res = c.Get(back); apptest.PaymentStatus(res.Body) != "pending_verification" {
-			t.Fatalf("reload within the window: %q", apptest.PaymentStatus(res.Body))
+		if res = c.Get(back); apptest.TopUpStatus(res.Body) != "pending_verification" {
+			t.Fatalf("reload within the window: %q", apptest.TopUpStatus(res.Body))
 		}
-		if n := paymenttest.CountCalls(t, db, "verify"); n != 3 {
+		if n := topuptest.CountCalls(t, db, "verify"); n != 3 {
 			t.Fatalf("%d verify calls after a reload within the window, want still 3", n)
 		}
 		// Once the re-check is due, the refreshing page gets the answer.
 		clk.Advance(recheck)
-		if res = c.Get(back); apptest.PaymentStatus(res.Body) != "credited" {
-			t.Fatalf("after the window: %q", apptest.PaymentStatus(res.Body))
+		if res = c.Get(back); apptest.TopUpStatus(res.Body) != "credited" {
+			t.Fatalf("after the window: %q", apptest.TopUpStatus(res.Body))
 		}
 		if c.Balance() != 100_000 {
 			t.Fatalf("balance %d", c.Balance())

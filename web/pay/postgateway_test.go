@@ -17,13 +17,13 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/gateway/sep"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // postGateway is a gateway whose payer goes to the bank and comes back by
@@ -144,13 +144,13 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				}
 				res := c.Get(r.Location)
 				if !received(res) || c.Balance() != 250_000 {
-					t.Fatalf("status %q balance %d", apptest.PaymentStatus(res.Body), c.Balance())
+					t.Fatalf("status %q balance %d", apptest.TopUpStatus(res.Body), c.Balance())
 				}
 				p, _ := bank.Payment(tok)
 				if p.State != sandbank.StateVerified || (gw.name == "mellat" && p.SettledAt.IsZero()) {
 					t.Fatalf("bank: %+v", p)
 				}
-				if receipt := paymenttest.ByAuthority(t, db, tok).ReceiptString(); receipt != cb.Form[gw.receipt] {
+				if receipt := topuptest.ByAuthority(t, db, tok).ReceiptString(); receipt != cb.Form[gw.receipt] {
 					t.Fatalf("kept receipt %q, want %q", receipt, cb.Form[gw.receipt])
 				}
 				// A repeat of the callback: the same "payment received" page, no second credit.
@@ -173,12 +173,12 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				if r := postBack(t, app, cb2, map[string]string{gw.receipt: cb.Form[gw.receipt]}); r.Status != http.StatusBadRequest {
 					t.Fatalf("callback with another payment's receipt: %d", r.Status)
 				}
-				forged := paymenttest.ByAuthority(t, db, tok2)
-				if c.Balance() != 250_000 || forged.Status != payment.StatusAwaitingPayment || forged.Receipt != nil {
+				forged := topuptest.ByAuthority(t, db, tok2)
+				if c.Balance() != 250_000 || forged.Status != topup.StatusAwaitingPayment || forged.Receipt != nil {
 					t.Fatalf("after forged callbacks: balance %d, the payment %s with receipt %v", c.Balance(), forged.Status, forged.Receipt)
 				}
 				// The real one still credits it.
-				if r := postBack(t, app, cb2, nil); r.Status != http.StatusSeeOther || apptest.PaymentStatus(c.Get(r.Location).Body) != "credited" {
+				if r := postBack(t, app, cb2, nil); r.Status != http.StatusSeeOther || apptest.TopUpStatus(c.Get(r.Location).Body) != "credited" {
 					t.Fatalf("real callback after forged ones: %d", r.Status)
 				}
 
@@ -189,7 +189,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 				if r.Status != http.StatusSeeOther {
 					t.Fatalf("cancel callback: %d", r.Status)
 				}
-				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != "failed" || c.Balance() != 550_000 {
+				if st := apptest.TopUpStatus(c.Get(r.Location).Body); st != "failed" || c.Balance() != 550_000 {
 					t.Fatalf("after cancel: status %q balance %d", st, c.Balance())
 				}
 				apptest.CheckInvariants(t, db)
@@ -203,7 +203,7 @@ func TestPOSTGatewayFlow(t *testing.T) {
 // of a credited payment.
 func received(r apptest.Response) bool {
 	doc := apptest.Parse(r.Body)
-	return r.Status == http.StatusOK && apptest.PaymentStatus(r.Body) == "credited" && doc.TestID("result-received") != nil
+	return r.Status == http.StatusOK && apptest.TopUpStatus(r.Body) == "credited" && doc.TestID("result-received") != nil
 }
 
 // "Already verified" (Mellat 43) and "already settled" (Mellat 45)
@@ -225,7 +225,7 @@ func TestPOSTGatewayAlreadyVerified(t *testing.T) {
 				c.SignUp(gw.name + "-again@example.com")
 				tok := startPOST(t, c, gw, srv, "12000")
 				cb := finish(t, srv, gw.name, tok, "pay")
-				publicID := paymenttest.ByAuthority(t, db, tok).PublicID
+				publicID := topuptest.ByAuthority(t, db, tok).PublicID
 				d, _ := drivers.Lookup(gw.name)
 				g, err := d.New(d.Sandbox.Settings(srv), gateway.Deps{HTTPClient: &http.Client{Timeout: 5 * time.Second}})
 				if err != nil {
@@ -245,7 +245,7 @@ func TestPOSTGatewayAlreadyVerified(t *testing.T) {
 				if gw.name == "sep" {
 					want, balance = "needs_review", 0
 				}
-				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != want || c.Balance() != balance {
+				if st := apptest.TopUpStatus(c.Get(r.Location).Body); st != want || c.Balance() != balance {
 					t.Fatalf("status %q balance %d, want %q %d", st, c.Balance(), want, balance)
 				}
 				apptest.CheckInvariants(t, db)
@@ -277,10 +277,10 @@ func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
 					t.Fatal(err)
 				}
 				r := postBack(t, app, cb, nil)
-				if st := apptest.PaymentStatus(c.Get(r.Location).Body); st != "pending_verification" || c.Balance() != 0 {
+				if st := apptest.TopUpStatus(c.Get(r.Location).Body); st != "pending_verification" || c.Balance() != 0 {
 					t.Fatalf("after a time-out: status %q balance %d", st, c.Balance())
 				}
-				p := paymenttest.ByAuthority(t, db, tok)
+				p := topuptest.ByAuthority(t, db, tok)
 				status, reason, ref := string(p.Status), p.StatusReason, p.RefID
 				// Mellat verified it and the settle is unknown: settling,
 				// with the bank's reference (the page says pending).
@@ -293,7 +293,7 @@ func TestPOSTGatewayTimeoutsLeaveItOpen(t *testing.T) {
 				}
 				bank.ClearFaults()
 				testwait.Eventually(t, 5*time.Second, "credited once the bank answers", func() bool {
-					return apptest.PaymentStatus(c.Get(r.Location).Body) == "credited"
+					return apptest.TopUpStatus(c.Get(r.Location).Body) == "credited"
 				})
 				if c.Balance() != 150_000 {
 					t.Fatalf("balance %d", c.Balance())
@@ -322,7 +322,7 @@ func TestSEPPaidWithoutCallbackCreditedByWorker(t *testing.T) {
 		wait := app.Server.RunBackground(ctx, nil)
 		defer func() { cancel(); wait() }()
 		testwait.Eventually(t, 15*time.Second, "the worker credits the paid payment", func() bool {
-			return paymenttest.Count(t, db, payment.StatusCredited) == 1
+			return topuptest.Count(t, db, topup.StatusCredited) == 1
 		})
 		if c.Balance() != 180_000 {
 			t.Fatalf("balance %d", c.Balance())

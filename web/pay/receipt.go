@@ -7,8 +7,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/views"
 	"github.com/kifpool/kifpool/web/seam"
 )
@@ -16,12 +16,12 @@ import (
 // pendingRefreshSeconds is how often a pending result page reloads itself.
 const pendingRefreshSeconds = 5
 
-func paymentView(p payment.Payment) views.PaymentView {
-	v := views.PaymentView{
+func topUpView(p topup.TopUp) views.TopUpView {
+	v := views.TopUpView{
 		PublicID: p.PublicID, AmountRials: p.AmountRials, Status: publicStatus(p.Status),
 		RefID: p.RefIDValue(), CardPANMasked: p.CardPANMasked, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt,
 	}
-	if p.Status == payment.StatusFailed {
+	if p.Status == topup.StatusFailed {
 		v.FailureCause = failureCause(string(p.StatusReason))
 		v.TryAgainURL = routes.TopUp + "?amount=" + strconv.FormatInt(p.AmountRials/10, 10)
 	}
@@ -31,11 +31,11 @@ func paymentView(p payment.Payment) views.PaymentView {
 // withOtherGateway offers, on a failed payment's page and when several
 // gateways are offered, a new attempt with the same amount through
 // another gateway than the failed payment's.
-func (h *handlers) withOtherGateway(c *fiber.Ctx, p payment.Payment, v *views.PaymentView) error {
+func (h *handlers) withOtherGateway(c *fiber.Ctx, p topup.TopUp, v *views.TopUpView) error {
 	if v.TryAgainURL == "" {
 		return nil
 	}
-	offers, err := h.Payments.Offered(c.UserContext())
+	offers, err := h.TopUps.Offered(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -48,26 +48,26 @@ func (h *handlers) withOtherGateway(c *fiber.Ctx, p payment.Payment, v *views.Pa
 // publicStatus is the status as pages and their hooks show it: a payment
 // whose outcome is not yet known is pending verification to the payer
 // (settling too: payment.Status.Public).
-func publicStatus(s payment.Status) string {
-	if s == payment.StatusCreated {
-		return string(payment.StatusAwaitingPayment)
+func publicStatus(s topup.Status) string {
+	if s == topup.StatusCreated {
+		return string(topup.StatusAwaitingPayment)
 	}
 	return string(s.Public())
 }
 
 // receipt is the owner's status page of a payment; others get 404.
 func (h *handlers) receipt(c *fiber.Ctx) error {
-	if payment.ValidPublicID(c.Params("id")) {
-		seam.WithPayment(c, c.Params("id"))
+	if topup.ValidPublicID(c.Params("id")) {
+		seam.WithTopUp(c, c.Params("id"))
 	}
-	p, err := h.Payments.ForOwner(c.UserContext(), c.Params("id"), h.User(c).ID)
-	if errors.Is(err, payment.ErrNotFound) {
+	p, err := h.TopUps.ForOwner(c.UserContext(), c.Params("id"), h.User(c).ID)
+	if errors.Is(err, topup.ErrNotFound) {
 		return fiber.ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	v := paymentView(p)
+	v := topUpView(p)
 	if err := h.unpaidView(c, p, &v); err != nil {
 		return err
 	}
@@ -75,8 +75,8 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 		return err
 	}
 	pg := h.Page(c, v.ReceiptTitle())
-	if p.Status == payment.StatusPendingVerification || p.Status == payment.StatusSettling {
-		pg.RefreshURL, pg.RefreshSeconds = routes.Payment(p.PublicID), pendingRefreshSeconds
+	if p.Status == topup.StatusPendingVerification || p.Status == topup.StatusSettling {
+		pg.RefreshURL, pg.RefreshSeconds = routes.TopUpPage(p.PublicID), pendingRefreshSeconds
 	}
 	return h.Render(c, fiber.StatusOK, views.Receipt(pg, v))
 }
@@ -84,15 +84,15 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 // unpaidView offers the payer of a payment the bank still holds open, and
 // that never came back from the bank, the way back to the bank's page and
 // "I won't pay this one".
-func (h *handlers) unpaidView(c *fiber.Ctx, p payment.Payment, v *views.PaymentView) error {
-	if p.Status != payment.StatusAwaitingPayment && p.Status != payment.StatusPendingVerification {
+func (h *handlers) unpaidView(c *fiber.Ctx, p topup.TopUp, v *views.TopUpView) error {
+	if p.Status != topup.StatusAwaitingPayment && p.Status != topup.StatusPendingVerification {
 		return nil
 	}
-	if p.Status == payment.StatusAwaitingPayment && p.ReturnedAt == nil && p.Authority != nil {
+	if p.Status == topup.StatusAwaitingPayment && p.ReturnedAt == nil && p.Authority != nil {
 		// A gateway reached only by POST (Mellat) has no link: the way
 		// back is its form.
-		v.BankURL = h.Payments.PayURL(p)
-		if f := h.Payments.PayForm(p); v.BankURL == "" && f != nil {
+		v.BankURL = h.TopUps.PayURL(p)
+		if f := h.TopUps.PayForm(p); v.BankURL == "" && f != nil {
 			v.BankForm = &views.ToBankView{Action: f.Action, AmountRials: p.AmountRials}
 			for _, fld := range f.Fields {
 				v.BankForm.Fields = append(v.BankForm.Fields, views.FormField{Name: fld.Name, Value: fld.Value})
@@ -112,27 +112,27 @@ func (h *handlers) unpaidView(c *fiber.Ctx, p payment.Payment, v *views.PaymentV
 // on our word alone); if the bank cannot say yet, the payment leaves the
 // payer's "in progress" list and the worker keeps asking.
 func (h *handlers) abandon(c *fiber.Ctx) error {
-	p, err := h.Payments.ForOwner(c.UserContext(), c.Params("id"), h.User(c).ID)
-	if errors.Is(err, payment.ErrNotFound) {
+	p, err := h.TopUps.ForOwner(c.UserContext(), c.Params("id"), h.User(c).ID)
+	if errors.Is(err, topup.ErrNotFound) {
 		return fiber.ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	seam.WithPayment(c, p.PublicID)
-	if p.Status == payment.StatusAwaitingPayment || p.Status == payment.StatusCreated {
-		resolved, err := h.Payments.Resolve(c.UserContext(), p)
+	seam.WithTopUp(c, p.PublicID)
+	if p.Status == topup.StatusAwaitingPayment || p.Status == topup.StatusCreated {
+		resolved, err := h.TopUps.Resolve(c.UserContext(), p)
 		if err != nil {
 			h.Log.WarnContext(c.UserContext(), "abandon: the bank could not be asked", "err", err)
 		} else {
 			p = resolved
 		}
-		if p.Status == payment.StatusAwaitingPayment || p.Status == payment.StatusCreated || p.Status == payment.StatusPendingVerification {
-			if err := h.Payments.Dismiss(c.UserContext(), p); err != nil {
+		if p.Status == topup.StatusAwaitingPayment || p.Status == topup.StatusCreated || p.Status == topup.StatusPendingVerification {
+			if err := h.TopUps.Dismiss(c.UserContext(), p); err != nil {
 				return err
 			}
 		}
 		h.Log.InfoContext(c.UserContext(), "payer abandoned a payment", "status", p.Status)
 	}
-	return c.Redirect(routes.Payment(p.PublicID), fiber.StatusSeeOther)
+	return c.Redirect(routes.TopUpPage(p.PublicID), fiber.StatusSeeOther)
 }

@@ -34,10 +34,10 @@ func TestReceiptReferences(t *testing.T) {
 	c, payURL := app.StartTopUp(t, "receipt@example.com", "50000")
 	back := c.PayAtBank(payURL, "pay")
 	c.Get(back)
-	publicID := strings.Split(strings.TrimPrefix(back, app.URL+routes.Payments+"/"), "/")[0]
-	r := c.Get(routes.Payment(publicID))
-	if r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" {
-		t.Fatalf("receipt: %d %q", r.Status, apptest.PaymentStatus(r.Body))
+	publicID := strings.Split(strings.TrimPrefix(back, app.URL+routes.TopUps+"/"), "/")[0]
+	r := c.Get(routes.TopUpPage(publicID))
+	if r.Status != http.StatusOK || apptest.TopUpStatus(r.Body) != "credited" {
+		t.Fatalf("receipt: %d %q", r.Status, apptest.TopUpStatus(r.Body))
 	}
 	doc := apptest.Parse(r.Body)
 	if ref := doc.TestID("payment-id"); ref.Attr("data-payment-id") != publicID || ref.Text() != views.ShortRef(publicID) {

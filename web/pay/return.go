@@ -7,8 +7,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/gateway/callback"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
 	"github.com/kifpool/kifpool/web/seam"
@@ -17,18 +17,18 @@ import (
 // paymentReturn is the bank's callback (GET or POST). Its parameters are
 // hints: only the payment's public id and the authority are read, and the
 // authority must match ours. The amount is never taken from the request.
-func (h *handlers) paymentReturn(c *fiber.Ctx) error {
+func (h *handlers) topUpReturn(c *fiber.Ctx) error {
 	id := c.Params("id")
-	if payment.ValidPublicID(id) {
-		seam.WithPayment(c, id)
+	if topup.ValidPublicID(id) {
+		seam.WithTopUp(c, id)
 	}
-	p, cb, err := h.Payments.Return(c.UserContext(), id, h.callbackParser(c))
+	p, cb, err := h.TopUps.Return(c.UserContext(), id, h.callbackParser(c))
 	authority := cb.Authority
 	switch {
-	case errors.Is(err, payment.ErrNotFound):
+	case errors.Is(err, topup.ErrNotFound):
 		return fiber.ErrNotFound
-	case errors.Is(err, payment.ErrAuthorityMismatch), errors.Is(err, payment.ErrBadCallback),
-		errors.Is(err, payment.ErrReceiptReused), errors.Is(err, payment.ErrReceiptMismatch):
+	case errors.Is(err, topup.ErrAuthorityMismatch), errors.Is(err, topup.ErrBadCallback),
+		errors.Is(err, topup.ErrReceiptReused), errors.Is(err, topup.ErrReceiptMismatch):
 		return h.Message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", routes.Wallet, "nav.back_wallet")
 	case err != nil && p.ID == 0:
 		return err
@@ -37,7 +37,7 @@ func (h *handlers) paymentReturn(c *fiber.Ctx) error {
 		// shown as pending.
 		h.Log.ErrorContext(c.UserContext(), "return: resolve failed", "payment", p.PublicID, "err", err)
 	}
-	returnURL := routes.PaymentReturn(p.PublicID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
+	returnURL := routes.TopUpReturn(p.PublicID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
 	if p.ReturnURL != nil {
 		// An API top-up with a return_url (its origin registered by the
 		// owner when it was created): the partner's page takes over, told
@@ -52,12 +52,12 @@ func (h *handlers) paymentReturn(c *fiber.Ctx) error {
 		// Post/Redirect/Get: a reload must not re-post to us.
 		return c.Redirect(returnURL, fiber.StatusSeeOther)
 	}
-	v := paymentView(p)
+	v := topUpView(p)
 	if u := h.User(c); u == nil || u.ID != p.UserID {
 		// Anyone holding the link (a forwarded URL, a shared screen, a
 		// browser history) is not the payer: a neutral status only, no
 		// amount, card or bank reference.
-		v = views.PaymentView{PublicID: p.PublicID, Status: v.Status, FailureCause: v.FailureCause, Neutral: true}
+		v = views.TopUpView{PublicID: p.PublicID, Status: v.Status, FailureCause: v.FailureCause, Neutral: true}
 	} else if err := h.withOtherGateway(c, p, &v); err != nil {
 		return err
 	}
@@ -65,8 +65,8 @@ func (h *handlers) paymentReturn(c *fiber.Ctx) error {
 	if !p.Status.Terminal() {
 		v.ReturnURL, v.RefreshSeconds = returnURL, pendingRefreshSeconds
 		pg.RefreshURL, pg.RefreshSeconds = returnURL, pendingRefreshSeconds
-		if v.Status == string(payment.StatusAwaitingPayment) {
-			v.Status = string(payment.StatusPendingVerification)
+		if v.Status == string(topup.StatusAwaitingPayment) {
+			v.Status = string(topup.StatusPendingVerification)
 		}
 	}
 	return h.Render(c, fiber.StatusOK, views.Result(pg, v))
@@ -80,12 +80,12 @@ func (h *handlers) paymentReturn(c *fiber.Ctx) error {
 // a page naming the destination, left by a click: a return link is never
 // an open redirect. A POST that is not the hand-over goes on to that page
 // by Post/Redirect/Get (returnURL).
-func (h *handlers) handOver(c *fiber.Ctx, paymentID int64, target, returnURL string) error {
+func (h *handlers) handOver(c *fiber.Ctx, topUpID int64, target, returnURL string) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	args := c.Context().QueryArgs()
 	ownURL := c.Method() == fiber.MethodGet && args.Len() == 1 && args.Has(callback.OwnTokenParam)
 	if !ownURL {
-		first, err := h.Webhooks.ClaimReturn(c.UserContext(), paymentID)
+		first, err := h.Webhooks.ClaimReturn(c.UserContext(), topUpID)
 		if err != nil {
 			return err
 		}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // The unpaid page is honest at the gateways reached by POST too (issue 18,
@@ -33,9 +33,9 @@ func TestUnpaidPageAtPOSTGateways(t *testing.T) {
 				c := app.NewClient(t)
 				c.SignUp("left-at-" + gw.name + "@example.com")
 				tok := startPOST(t, c, gw, bankURL, "50000")
-				publicID := paymenttest.ByAuthority(t, db, tok).PublicID
+				publicID := topuptest.ByAuthority(t, db, tok).PublicID
 				for _, lang := range []i18n.Lang{i18n.FA, i18n.EN} {
-					page := c.GetIn(string(lang), routes.Payment(publicID))
+					page := c.GetIn(string(lang), routes.TopUpPage(publicID))
 					doc := apptest.Parse(page.Body)
 					if page.Status != http.StatusOK || doc.TestID("result-unpaid") == nil || doc.TestID("abandon") == nil ||
 						strings.Contains(page.Body, html.EscapeString(i18n.T(lang, "result.pending_text"))) {
@@ -47,7 +47,7 @@ func TestUnpaidPageAtPOSTGateways(t *testing.T) {
 					}
 				}
 				// The way back reaches the bank's page, its buttons there.
-				doc := apptest.Parse(c.Get(routes.Payment(publicID)).Body)
+				doc := apptest.Parse(c.Get(routes.TopUpPage(publicID)).Body)
 				var bank apptest.Response
 				if form := doc.TestID("back-to-bank-form"); form != nil {
 					if form.Attr("method") != "post" || form.Attr("action") != bankURL+gw.startPath || doc.Input(gw.tokenField) != tok {
@@ -64,11 +64,11 @@ func TestUnpaidPageAtPOSTGateways(t *testing.T) {
 				// Paid at the bank; the browser never came back. "I won't
 				// pay this one" asks first.
 				finish(t, bankURL, gw.name, tok, "pay")
-				if r := c.Submit(routes.Payment(publicID), routes.PaymentAbandon(publicID), nil); r.Status != http.StatusSeeOther {
+				if r := c.Submit(routes.TopUpPage(publicID), routes.TopUpAbandon(publicID), nil); r.Status != http.StatusSeeOther {
 					t.Fatalf("abandon: %d", r.Status)
 				}
-				after := c.Get(routes.Payment(publicID))
-				status := apptest.PaymentStatus(after.Body)
+				after := c.Get(routes.TopUpPage(publicID))
+				status := apptest.TopUpStatus(after.Body)
 				switch gw.name {
 				case "sep": // its receipt names the payment paid: credited
 					if status != "credited" || c.Balance() != 500_000 {
@@ -78,11 +78,11 @@ func TestUnpaidPageAtPOSTGateways(t *testing.T) {
 					if status != "awaiting_payment" || apptest.Parse(after.Body).TestID("unpaid-dismissed") == nil {
 						t.Fatalf("abandoned at %s: %q", gw.name, status)
 					}
-					if strings.Contains(c.Get(routes.Wallet).Body, routes.Payment(publicID)) {
+					if strings.Contains(c.Get(routes.Wallet).Body, routes.TopUpPage(publicID)) {
 						t.Fatal("a dismissed payment is still in progress on the wallet page")
 					}
 				}
-				if paymenttest.ByPublicID(t, db, publicID).Status == payment.StatusFailed {
+				if topuptest.ByPublicID(t, db, publicID).Status == topup.StatusFailed {
 					t.Fatal("a payment the bank was paid for was failed")
 				}
 			})

@@ -12,12 +12,12 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/zibal"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // TestZibalFlow: Kifpool against the sandbox bank's Zibal at its own
@@ -53,7 +53,7 @@ func TestZibalFlow(t *testing.T) {
 				t.Fatalf("bank page: %d", page.Status)
 			}
 			r := c.Post(payURL+"/"+button, url.Values{})
-			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, app.URL+routes.Payments+"/") || !strings.Contains(r.Location, "trackId=") {
+			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, app.URL+routes.TopUps+"/") || !strings.Contains(r.Location, "trackId=") {
 				t.Fatalf("bank %s: %d %q", button, r.Status, r.Location)
 			}
 			return r.Location
@@ -62,26 +62,26 @@ func TestZibalFlow(t *testing.T) {
 		// Paid: credited once; every repeat callback says received.
 		back := press(start("25000"), "pay")
 		res := c.Get(back)
-		if apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
-			t.Fatalf("return: %d %q", res.Status, apptest.PaymentStatus(res.Body))
+		if apptest.TopUpStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
+			t.Fatalf("return: %d %q", res.Status, apptest.TopUpStatus(res.Body))
 		}
 		for range 3 {
-			if again := c.Get(back); apptest.PaymentStatus(again.Body) != "credited" || apptest.Parse(again.Body).TestID("result-received") == nil {
-				t.Fatalf("repeat callback: %q", apptest.PaymentStatus(again.Body))
+			if again := c.Get(back); apptest.TopUpStatus(again.Body) != "credited" || apptest.Parse(again.Body).TestID("result-received") == nil {
+				t.Fatalf("repeat callback: %q", apptest.TopUpStatus(again.Body))
 			}
 		}
 		if b := c.Balance(); b != 250_000 {
 			t.Fatalf("balance %d, want 250,000", b)
 		}
-		gw := paymenttest.First(t, db).Gateway
+		gw := topuptest.First(t, db).Gateway
 		if gw != "zibal" {
 			t.Errorf("payment's gateway %q", gw)
 		}
 
 		// Cancelled: failed, nothing credited.
 		back = press(start("30000"), "cancel")
-		if res := c.Get(back); apptest.PaymentStatus(res.Body) != "failed" {
-			t.Fatalf("cancel: %q", apptest.PaymentStatus(res.Body))
+		if res := c.Get(back); apptest.TopUpStatus(res.Body) != "failed" {
+			t.Fatalf("cancel: %q", apptest.TopUpStatus(res.Body))
 		}
 		if b := c.Balance(); b != 250_000 {
 			t.Fatalf("balance after a cancel %d", b)
@@ -101,8 +101,8 @@ func TestZibalFlow(t *testing.T) {
 		if vr, err := other.Verify(ctx, gateway.VerifyInput{Authority: track, AmountRials: 400_000}); err != nil || vr.Outcome != gateway.VerifyPaid {
 			t.Fatalf("verify at the bank first: %+v %v", vr, err)
 		}
-		if res := c.Get(back); apptest.PaymentStatus(res.Body) != "credited" {
-			t.Fatalf("after 201: %q", apptest.PaymentStatus(res.Body))
+		if res := c.Get(back); apptest.TopUpStatus(res.Body) != "credited" {
+			t.Fatalf("after 201: %q", apptest.TopUpStatus(res.Body))
 		}
 		if b := c.Balance(); b != 650_000 {
 			t.Fatalf("balance after 201 %d, want 650,000", b)
@@ -112,18 +112,18 @@ func TestZibalFlow(t *testing.T) {
 		// right trackId of an unpaid payment claiming success.
 		unpaid := start("50000")
 		unpaidTrack := unpaid[strings.LastIndex(unpaid, "/")+1:]
-		unpaidID := paymenttest.ByAuthority(t, db, unpaidTrack).PublicID
+		unpaidID := topuptest.ByAuthority(t, db, unpaidTrack).PublicID
 		for _, q := range []string{"trackId=" + track + "&success=1&status=2", "trackId=999999999&success=1&status=2", "trackId=abc", ""} {
-			if r := c.Get(routes.PaymentReturn(unpaidID) + "?" + q); r.Status != http.StatusBadRequest {
+			if r := c.Get(routes.TopUpReturn(unpaidID) + "?" + q); r.Status != http.StatusBadRequest {
 				t.Errorf("forged %q: %d, want 400", q, r.Status)
 			}
 		}
-		if r := c.Get(routes.PaymentReturn("pay_01HXAAAAAAAAAAAAAAAAAAAAAA") + "?trackId=" + unpaidTrack + "&success=1&status=2"); r.Status != http.StatusNotFound {
+		if r := c.Get(routes.TopUpReturn("pay_01HXAAAAAAAAAAAAAAAAAAAAAA") + "?trackId=" + unpaidTrack + "&success=1&status=2"); r.Status != http.StatusNotFound {
 			t.Errorf("unknown payment: %d, want 404", r.Status)
 		}
 		anon := app.NewClient(t)
-		r := anon.Get(routes.PaymentReturn(unpaidID) + "?trackId=" + unpaidTrack + "&success=1&status=2")
-		if st := apptest.PaymentStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
+		r := anon.Get(routes.TopUpReturn(unpaidID) + "?trackId=" + unpaidTrack + "&success=1&status=2")
+		if st := apptest.TopUpStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
 			t.Errorf("an unpaid payment's callback claiming success: %d %q", r.Status, st)
 		}
 		if b := c.Balance(); b != 650_000 {
@@ -156,7 +156,7 @@ func TestZibalReconcileByInquiry(t *testing.T) {
 			csrf, token := c.TopUpForm()
 			r := c.PostTopUp(csrf, token, tomans)
 			track := r.Location[strings.LastIndex(r.Location, "/")+1:]
-			id := paymenttest.ByAuthority(t, db, track).ID
+			id := topuptest.ByAuthority(t, db, track).ID
 			if id == 0 {
 				t.Fatalf("top-up: %d %q", r.Status, r.Location)
 			}
@@ -170,19 +170,19 @@ func TestZibalReconcileByInquiry(t *testing.T) {
 		if _, err := bank.Finish(unpaidTrack, false); err != nil {
 			t.Fatal(err)
 		}
-		paymenttest.ForceStatus(t, db, paidID, "failed", "not_paid_after_lifetime")
-		paymenttest.ForceStatus(t, db, unpaidID, "failed", "not_paid_after_lifetime")
+		topuptest.ForceStatus(t, db, paidID, "failed", "not_paid_after_lifetime")
+		topuptest.ForceStatus(t, db, unpaidID, "failed", "not_paid_after_lifetime")
 
-		rep, err := app.Server.Payments.Reconcile(context.Background())
+		rep, err := app.Server.TopUps.Reconcile(context.Background())
 		if err != nil || rep.Gateway != "zibal" || rep.Listed != 2 || rep.Credited != 1 || rep.CreditedRials != 250_000 {
 			t.Fatalf("reconcile = %+v, %v", rep, err)
 		}
-		paid, unpaid := paymenttest.Status(t, db, paidID), paymenttest.Status(t, db, unpaidID)
-		if paid != payment.StatusCredited || unpaid != payment.StatusFailed || c.Balance() != 250_000 {
+		paid, unpaid := topuptest.Status(t, db, paidID), topuptest.Status(t, db, unpaidID)
+		if paid != topup.StatusCredited || unpaid != topup.StatusFailed || c.Balance() != 250_000 {
 			t.Errorf("after reconciliation: paid %s, unpaid %s, balance %d", paid, unpaid, c.Balance())
 		}
 		zibal := 0
-		for _, rep := range paymenttest.Reconciles(t, db) {
+		for _, rep := range topuptest.Reconciles(t, db) {
 			if rep.Gateway == "zibal" {
 				zibal++
 			}
@@ -191,7 +191,7 @@ func TestZibalReconcileByInquiry(t *testing.T) {
 			t.Errorf("%d zibal reports", zibal)
 		}
 		// Again: nothing more to do.
-		if rep, err := app.Server.Payments.Reconcile(context.Background()); err != nil || rep.Credited != 0 {
+		if rep, err := app.Server.TopUps.Reconcile(context.Background()); err != nil || rep.Credited != 0 {
 			t.Errorf("again: %+v, %v", rep, err)
 		}
 		apptest.CheckInvariants(t, db)

@@ -11,12 +11,12 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 var (
@@ -24,13 +24,13 @@ var (
 	gatewayCallRE   = regexp.MustCompile(`data-testid="gateway-call" data-operation="([a-z_]+)" data-outcome="([a-z_]+)"`)
 )
 
-// TestPaymentStoryAfterFaultsAndAskTheBankNow: a payer pays, the bank's
+// TestTopUpStoryAfterFaultsAndAskTheBankNow: a payer pays, the bank's
 // verify fails (503) on their return, so the payment waits; then the bank
 // recovers and an admin presses "ask the bank now" twice at once. The
 // payment is credited once, and its page tells the whole story: the status
 // changes with their actors, every gateway call (the failed verifies
 // included), the ledger entry, the user's balance, the admin's actions.
-func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
+func TestTopUpStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		bank, bankURL := rsBank(t)
@@ -43,13 +43,13 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			t.Fatal(err)
 		}
 		rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"verify": {ErrorRate: 1}}})
-		if r := user.Get(back); apptest.PaymentStatus(r.Body) != "pending_verification" {
-			t.Fatalf("return while the bank fails: %q", apptest.PaymentStatus(r.Body))
+		if r := user.Get(back); apptest.TopUpStatus(r.Body) != "pending_verification" {
+			t.Fatalf("return while the bank fails: %q", apptest.TopUpStatus(r.Body))
 		}
 		bank.ClearFaults()
 
 		admin := app.NewAdmin(t, "boss@example.com")
-		page := admin.Get(routes.AdminPayment(id))
+		page := admin.Get(routes.AdminTopUp(id))
 		if page.Status != http.StatusOK || !strings.Contains(page.Body, `data-testid="admin-recheck"`) {
 			t.Fatalf("payment page: %d, no 'ask the bank now'", page.Status)
 		}
@@ -63,12 +63,12 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = admin.Post(routes.AdminPaymentRecheck(id), url.Values{"_csrf": {csrf}, "back": {"payment"}})
+				results[i] = admin.Post(routes.AdminTopUpRecheck(id), url.Values{"_csrf": {csrf}, "back": {"payment"}})
 			}()
 		}
 		wg.Wait()
 		for i, r := range results {
-			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.AdminPayment(id)+"?done=") {
+			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.AdminTopUp(id)+"?done=") {
 				t.Errorf("press %d: %d %q", i, r.Status, r.Location)
 			}
 		}
@@ -78,7 +78,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			t.Fatalf("balance %d, want 500000", b)
 		}
 		// Pressed again after the credit: nothing to ask, nothing changes.
-		if r := admin.Post(routes.AdminPaymentRecheck(id), url.Values{"_csrf": {csrf}, "back": {"payment"}}); !strings.HasSuffix(r.Location, "done=error_nothing_to_ask") {
+		if r := admin.Post(routes.AdminTopUpRecheck(id), url.Values{"_csrf": {csrf}, "back": {"payment"}}); !strings.HasSuffix(r.Location, "done=error_nothing_to_ask") {
 			t.Errorf("press after the credit: %q", r.Location)
 		}
 		if b := user.Balance(); b != 500_000 {
@@ -87,7 +87,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 
 		for _, lang := range []string{"en", "fa"} {
 			admin.Get(routes.Admin + "?lang=" + lang)
-			story := admin.Get(routes.AdminPayment(id))
+			story := admin.Get(routes.AdminTopUp(id))
 			if !strings.Contains(story.Body, `data-testid="timeline"`) {
 				t.Fatalf("%s: no timeline", lang)
 			}
@@ -107,7 +107,7 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			// Every recorded call is listed: the request, the failed verify
 			// attempts, the verify that paid.
 			calls := gatewayCallRE.FindAllStringSubmatch(story.Body, -1)
-			want := paymenttest.CountCallsOf(t, db, paymenttest.ByPublicID(t, db, id).ID, "")
+			want := topuptest.CountCallsOf(t, db, topuptest.ByPublicID(t, db, id).ID, "")
 			if int64(len(calls)) != want {
 				t.Errorf("%s: %d calls shown, %d recorded", lang, len(calls), want)
 			}
@@ -144,17 +144,17 @@ func TestPaymentStoryAfterFaultsAndAskTheBankNow(t *testing.T) {
 			t.Errorf("user page lacks the wallet, ledger or payment")
 		}
 		// The audit log, filtered by payment and by admin.
-		byPayment := admin.Get(routes.AdminAudit + "?payment=" + id)
-		if n := strings.Count(byPayment.Body, `data-testid="audit-row"`); int64(n) != app.CountAudit(t) || n < 1 {
+		byTopUp := admin.Get(routes.AdminAudit + "?payment=" + id)
+		if n := strings.Count(byTopUp.Body, `data-testid="audit-row"`); int64(n) != app.CountAudit(t) || n < 1 {
 			t.Errorf("audit of the payment: %d rows", n)
 		}
-		if r := admin.Get(routes.AdminAudit + "?admin=BOSS@example.com"); strings.Count(r.Body, `data-testid="audit-row"`) != strings.Count(byPayment.Body, `data-testid="audit-row"`) {
+		if r := admin.Get(routes.AdminAudit + "?admin=BOSS@example.com"); strings.Count(r.Body, `data-testid="audit-row"`) != strings.Count(byTopUp.Body, `data-testid="audit-row"`) {
 			t.Error("audit by admin differs")
 		}
 		if r := admin.Get(routes.AdminAudit + "?admin=other@example.com"); strings.Contains(r.Body, `data-testid="audit-row"`) {
 			t.Error("audit of another admin shows rows")
 		}
-		if p := rsRow(t, db, id); p.Status != payment.StatusCredited {
+		if p := rsRow(t, db, id); p.Status != topup.StatusCredited {
 			t.Fatalf("status %s", p.Status)
 		}
 		apptest.CheckInvariants(t, db)
@@ -175,8 +175,8 @@ func TestDashboardCharts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := user.Get(back + "&Status=OK"); apptest.PaymentStatus(r.Body) != "credited" {
-			t.Fatalf("flow: %q", apptest.PaymentStatus(r.Body))
+		if r := user.Get(back + "&Status=OK"); apptest.TopUpStatus(r.Body) != "credited" {
+			t.Fatalf("flow: %q", apptest.TopUpStatus(r.Body))
 		}
 		csrf, token := user.TopUpForm()
 		user.PostTopUp(csrf, token, "30000") // left at the bank

@@ -40,7 +40,7 @@ func BenchmarkTopUpRoundTrip(b *testing.B) {
 					}
 					res := c.Get(back)
 					if !strings.Contains(res.Body, `data-status="credited"`) {
-						b.Errorf("not credited: %q", apptest.PaymentStatus(res.Body))
+						b.Errorf("not credited: %q", apptest.TopUpStatus(res.Body))
 						return
 					}
 				}

@@ -32,7 +32,7 @@ func TestCreditPathStatements(t *testing.T) {
 			cnt.Reset()
 			res := c.Get(back)
 			stmts, txs := cnt.Take()
-			if got := apptest.PaymentStatus(res.Body); got != "credited" {
+			if got := apptest.TopUpStatus(res.Body); got != "credited" {
 				t.Fatalf("credit %d: status %q, want credited", i, got)
 			}
 			// session; payment by public id; claim (first callback and

@@ -11,12 +11,12 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 func TestTopUpFlowPayAndCancel(t *testing.T) {
@@ -27,31 +27,31 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 		// Pay: credited once, receipt shows the bank reference.
 		c, payURL := app.StartTopUp(t, "pay@example.com", "۵۰٬۰۰۰")
 		back := c.PayAtBank(payURL, "pay")
-		if !strings.Contains(back, "Status=OK") || !strings.HasPrefix(back, app.URL+routes.Payments+"/") {
+		if !strings.Contains(back, "Status=OK") || !strings.HasPrefix(back, app.URL+routes.TopUps+"/") {
 			t.Fatalf("bank redirect %q", back)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
-			t.Fatalf("return page: %d status=%q", res.Status, apptest.PaymentStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.TopUpStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
+			t.Fatalf("return page: %d status=%q", res.Status, apptest.TopUpStatus(res.Body))
 		}
 		if got := c.Balance(); got != 500_000 {
 			t.Fatalf("balance %d rials, want 500000", got)
 		}
 		// Reloading the return URL is the same "payment received" page.
 		again := c.Get(back)
-		if apptest.PaymentStatus(again.Body) != "credited" || apptest.Parse(again.Body).TestID("result-received") == nil {
-			t.Fatalf("reload: %q", apptest.PaymentStatus(again.Body))
+		if apptest.TopUpStatus(again.Body) != "credited" || apptest.Parse(again.Body).TestID("result-received") == nil {
+			t.Fatalf("reload: %q", apptest.TopUpStatus(again.Body))
 		}
 		if got := c.Balance(); got != 500_000 {
 			t.Fatalf("balance after reload %d", got)
 		}
-		publicID := strings.Split(strings.TrimPrefix(back, app.URL+routes.Payments+"/"), "/")[0]
-		receipt := c.Get(routes.Payment(publicID))
-		if receipt.Status != http.StatusOK || apptest.PaymentStatus(receipt.Body) != "credited" || apptest.Parse(receipt.Body).TestID("ref-id") == nil {
-			t.Fatalf("receipt: %d %q", receipt.Status, apptest.PaymentStatus(receipt.Body))
+		publicID := strings.Split(strings.TrimPrefix(back, app.URL+routes.TopUps+"/"), "/")[0]
+		receipt := c.Get(routes.TopUpPage(publicID))
+		if receipt.Status != http.StatusOK || apptest.TopUpStatus(receipt.Body) != "credited" || apptest.Parse(receipt.Body).TestID("ref-id") == nil {
+			t.Fatalf("receipt: %d %q", receipt.Status, apptest.TopUpStatus(receipt.Body))
 		}
 		wallet := c.Get(routes.Wallet)
-		if len(apptest.Parse(wallet.Body).TestIDs("history-row")) != 1 || !strings.Contains(wallet.Body, routes.Payment(publicID)) {
+		if len(apptest.Parse(wallet.Body).TestIDs("history-row")) != 1 || !strings.Contains(wallet.Body, routes.TopUpPage(publicID)) {
 			t.Fatalf("wallet history does not list the top-up once")
 		}
 		var bankPaid int
@@ -71,8 +71,8 @@ func TestTopUpFlowPayAndCancel(t *testing.T) {
 			t.Fatalf("cancel redirect %q", back2)
 		}
 		res2 := c2.Get(back2)
-		if apptest.PaymentStatus(res2.Body) != "failed" || apptest.Parse(res2.Body).TestID("result-failed") == nil {
-			t.Fatalf("cancel page status %q", apptest.PaymentStatus(res2.Body))
+		if apptest.TopUpStatus(res2.Body) != "failed" || apptest.Parse(res2.Body).TestID("result-failed") == nil {
+			t.Fatalf("cancel page status %q", apptest.TopUpStatus(res2.Body))
 		}
 		if got := c2.Balance(); got != 0 {
 			t.Fatalf("balance after cancel %d", got)
@@ -119,7 +119,7 @@ func TestConcurrentCallbacksCreditOnce(t *testing.T) {
 		wg.Wait()
 		for i, r := range results {
 			if r.Status != http.StatusOK || apptest.Parse(r.Body).TestID("result-received") == nil {
-				t.Errorf("callback %d: status %d page status %q", i, r.Status, apptest.PaymentStatus(r.Body))
+				t.Errorf("callback %d: status %d page status %q", i, r.Status, apptest.TopUpStatus(r.Body))
 			}
 		}
 		if got := c.Balance(); got != 1_000_000 {
@@ -155,7 +155,7 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 				t.Errorf("submit %d: %d %q, want 303 %q", i, r.Status, r.Location, results[0].Location)
 			}
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments, want 1", n)
 		}
 		if got := len(app.Server.Bank.Payments()); got != 1 {
@@ -166,7 +166,7 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 		if r.Status != http.StatusConflict {
 			t.Fatalf("other amount: status %d", r.Status)
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments after reuse", n)
 		}
 		// After paying, submitting the same form again (Back button) goes
@@ -174,7 +174,7 @@ func TestConcurrentSubmitsOfOneForm(t *testing.T) {
 		back, _ := app.Server.Bank.Pay(apptest.Authority(results[0].Location))
 		c.Get(back)
 		again := c.PostTopUp(csrf, token, "30000")
-		if again.Status != http.StatusSeeOther || !strings.HasPrefix(again.Location, routes.Payments+"/") {
+		if again.Status != http.StatusSeeOther || !strings.HasPrefix(again.Location, routes.TopUps+"/") {
 			t.Fatalf("resubmit after payment: %d %q", again.Status, again.Location)
 		}
 		if got := c.Balance(); got != 300_000 {
@@ -191,26 +191,26 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const recheck = 20 * time.Second
-		clk := paymenttest.NewClock()
+		clk := topuptest.NewClock()
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"PENDING_RECHECK_AFTER": recheck.String()},
 			Server: server.Options{Now: clk.Now}})
 		c, payURL := app.StartTopUp(t, "forge@example.com", "10000")
 		authority := apptest.Authority(payURL)
-		publicID := paymenttest.First(t, db).PublicID
+		publicID := topuptest.First(t, db).PublicID
 		attacker := app.NewClient(t)
 		cases := []struct {
 			name, path string
 			want       int
 		}{
-			{"unknown id", routes.PaymentReturn("aaaaaaaaaaaaaaaaaaaaaaaa") + "?Authority=" + authority + "&Status=OK", http.StatusNotFound},
-			{"malformed id", routes.Payments + "/x'--/return?Authority=" + authority + "&Status=OK", http.StatusNotFound},
-			{"other authority", routes.PaymentReturn(publicID) + "?Authority=S" + strings.Repeat("0", 35) + "&Status=OK", http.StatusBadRequest},
-			{"no authority", routes.PaymentReturn(publicID) + "?Status=OK", http.StatusBadRequest},
-			{"huge authority", routes.PaymentReturn(publicID) + "?Authority=" + strings.Repeat("A", 500), http.StatusBadRequest},
+			{"unknown id", routes.TopUpReturn("aaaaaaaaaaaaaaaaaaaaaaaa") + "?Authority=" + authority + "&Status=OK", http.StatusNotFound},
+			{"malformed id", routes.TopUps + "/x'--/return?Authority=" + authority + "&Status=OK", http.StatusNotFound},
+			{"other authority", routes.TopUpReturn(publicID) + "?Authority=S" + strings.Repeat("0", 35) + "&Status=OK", http.StatusBadRequest},
+			{"no authority", routes.TopUpReturn(publicID) + "?Status=OK", http.StatusBadRequest},
+			{"huge authority", routes.TopUpReturn(publicID) + "?Authority=" + strings.Repeat("A", 500), http.StatusBadRequest},
 			// Right authority, but the payer has not paid: Status=OK and an
 			// amount are hints and lies; the bank says the payer is still
 			// at its page, so the payment stays open.
-			{"not paid yet", routes.PaymentReturn(publicID) + "?Authority=" + authority + "&Status=OK&amount=999999999", http.StatusOK},
+			{"not paid yet", routes.TopUpReturn(publicID) + "?Authority=" + authority + "&Status=OK&amount=999999999", http.StatusOK},
 		}
 		for _, tc := range cases {
 			r := attacker.Get(tc.path)
@@ -221,7 +221,7 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 				t.Errorf("%s: leaks internals", tc.name)
 			}
 		}
-		status := string(paymenttest.First(t, db).Status)
+		status := string(topuptest.First(t, db).Status)
 		if status != "awaiting_payment" {
 			t.Fatalf("payment status %q after forged callbacks, want awaiting_payment", status)
 		}
@@ -236,13 +236,13 @@ func TestForgedCallbacksChangeNothing(t *testing.T) {
 		// call the bank without limit. The page refreshes itself; once the
 		// window ends, the callback asks the bank and credits.
 		r := attacker.Get(back + "&amount=999999999&Amount=999999999")
-		if st := apptest.PaymentStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
+		if st := apptest.TopUpStatus(r.Body); st == "credited" || r.Status != http.StatusOK {
 			t.Fatalf("after payment, within the pacing window: %d %q; want answered from the row", r.Status, st)
 		}
 		clk.Advance(recheck)
 		r = attacker.Get(back + "&amount=999999999&Amount=999999999")
-		if apptest.PaymentStatus(r.Body) != "credited" {
-			t.Fatalf("after payment: %q", apptest.PaymentStatus(r.Body))
+		if apptest.TopUpStatus(r.Body) != "credited" {
+			t.Fatalf("after payment: %q", apptest.TopUpStatus(r.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
 			t.Fatalf("balance %d, want 100000", got)
@@ -272,7 +272,7 @@ func TestBadAmountsWriteNothing(t *testing.T) {
 		if r := c.Post(routes.TopUp, url.Values{"token": {token}, "amount": {"10000"}}); r.Status != http.StatusForbidden {
 			t.Errorf("no csrf: %d", r.Status)
 		}
-		if n := paymenttest.Count(t, db); n != 0 {
+		if n := topuptest.Count(t, db); n != 0 {
 			t.Fatalf("%d payments written by bad input", n)
 		}
 		if got := len(app.Server.Bank.Payments()); got != 0 {
@@ -285,7 +285,7 @@ func TestBadAmountsWriteNothing(t *testing.T) {
 			if r.Status != http.StatusSeeOther {
 				t.Fatalf("amount %q: %d", amount, r.Status)
 			}
-			rials := paymenttest.Last(t, db).AmountRials
+			rials := topuptest.Last(t, db).AmountRials
 			if rials != 125_000 {
 				t.Fatalf("amount %d: %d rials, want 125000", i, rials)
 			}
@@ -299,14 +299,14 @@ func TestReceiptIsOwnersOnly(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		_, payURL := app.StartTopUp(t, "owner@example.com", "10000")
 		_ = payURL
-		publicID := paymenttest.First(t, db).PublicID
+		publicID := topuptest.First(t, db).PublicID
 		other := app.NewClient(t)
 		other.SignUp("other@example.com")
-		if r := other.Get(routes.Payment(publicID)); r.Status != http.StatusNotFound {
+		if r := other.Get(routes.TopUpPage(publicID)); r.Status != http.StatusNotFound {
 			t.Fatalf("other user: %d", r.Status)
 		}
 		anon := app.NewClient(t)
-		if r := anon.Get(routes.Payment(publicID)); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
+		if r := anon.Get(routes.TopUpPage(publicID)); r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn) {
 			t.Fatalf("anonymous: %d %q", r.Status, r.Location)
 		}
 	})
@@ -329,7 +329,7 @@ func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
 		if Field := apptest.Input(r.Body, "token"); Field == token || Field == "" {
 			t.Fatalf("the page must offer a fresh form")
 		}
-		status := string(paymenttest.First(t, db).Status)
+		status := string(topuptest.First(t, db).Status)
 		if status != "failed" {
 			t.Fatalf("payment %q, want failed", status)
 		}
@@ -338,7 +338,7 @@ func TestGatewayDownSaysNoMoneyTaken(t *testing.T) {
 		if again.Status != http.StatusServiceUnavailable {
 			t.Fatalf("repeat: %d", again.Status)
 		}
-		if n := paymenttest.Count(t, db); n != 1 {
+		if n := topuptest.Count(t, db); n != 1 {
 			t.Fatalf("%d payments", n)
 		}
 	})
@@ -370,8 +370,8 @@ func TestStandaloneSandbankControlAPI(t *testing.T) {
 			t.Fatalf("control pay: %+v", body)
 		}
 		res := c.Get(body.Redirect)
-		if apptest.PaymentStatus(res.Body) != "credited" || c.Balance() != 250_000 {
-			t.Fatalf("status %q balance %d", apptest.PaymentStatus(res.Body), c.Balance())
+		if apptest.TopUpStatus(res.Body) != "credited" || c.Balance() != 250_000 {
+			t.Fatalf("status %q balance %d", apptest.TopUpStatus(res.Body), c.Balance())
 		}
 		apptest.CheckInvariants(t, db)
 	})

@@ -20,11 +20,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // The roles: no session, a user, an admin before the second factor, an
@@ -118,7 +118,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": "metrics-token-0123456789-abcdefghij"}})
 		ctx := context.Background()
-		seeded := paymenttest.SeedN(t, db, 3)
+		seeded := topuptest.SeedN(t, db, 3)
 		review := seeded[2] // needs_review (SeedN's third)
 		if review.Status != "needs_review" {
 			t.Fatalf("seed: %s", review.Status)
@@ -129,7 +129,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 		anon.Get(routes.SignIn) // a CSRF cookie, as any visitor has
 		user, _ := app.StartTopUp(t, "matrix-user@example.com", "10000")
 		userID := authtest.UserID(t, db, "matrix-user@example.com")
-		ownPayment := paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == userID })[0].PublicID
+		ownTopUp := topuptest.Select(t, db, func(p topup.TopUp) bool { return p.UserID == userID })[0].PublicID
 		adminSeq := 0
 		newAdmin := func(pass bool) *apptest.Client {
 			adminSeq++
@@ -193,7 +193,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.APIOpenAPI, apiGet: a(apiWho{ok, ok, ok})},
 			{path: routes.APITopUps, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
 				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusBadRequest})},
-			{path: routes.APITopUpPattern, url: routes.APITopUp(ownPayment), apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
+			{path: routes.APITopUpPattern, url: routes.APITopUp(ownTopUp), apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
 			{path: routes.APIWallet, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
 			{path: routes.APIWalletLedger, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok})},
 			{path: "/", get: p(who{ok, see, see, see})}, // the landing page signed out, else to /wallet
@@ -205,30 +205,30 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.AccountPassword, get: p(signedIn(ok)), post: p(signedIn(unp))},
 			{path: routes.Wallet, get: p(signedIn(ok))},
 			{path: routes.TopUp, get: p(signedIn(ok)), post: p(signedIn(http.StatusBadRequest))}, // no form token
-			{path: routes.PaymentReturnPattern, url: routes.PaymentReturn(ownPayment), csrfExempt: true,
+			{path: routes.TopUpReturnPattern, url: routes.TopUpReturn(ownTopUp), csrfExempt: true,
 				get: p(all(http.StatusBadRequest)), post: p(all(http.StatusBadRequest))},
-			{path: routes.PaymentPattern, url: routes.Payment(ownPayment), get: p(who{see, ok, nf, nf})},
+			{path: routes.TopUpPattern, url: routes.TopUpPage(ownTopUp), get: p(who{see, ok, nf, nf})},
 			{path: routes.Tokens, get: p(signedIn(ok)), post: p(signedIn(unp))},
 			{path: routes.AccountReceipts, post: p(signedIn(see))},
 			{path: routes.PasswordForgot, get: p(all(ok)), post: p(all(ok))}, // the same answer for any address
 			{path: routes.PasswordResetPattern, url: routes.PasswordReset("no-such-link"), get: p(all(http.StatusGone)), post: p(all(http.StatusGone))},
-			{path: routes.PaymentAbandonPattern, url: routes.PaymentAbandon(ownPayment), post: p(who{see, see, nf, nf})},
-			{path: routes.WalletPayments, get: p(signedIn(ok))},
-			{path: routes.WalletPaymentsCSV, get: p(signedIn(ok))},
+			{path: routes.TopUpAbandonPattern, url: routes.TopUpAbandon(ownTopUp), post: p(who{see, see, nf, nf})},
+			{path: routes.WalletTopUps, get: p(signedIn(ok))},
+			{path: routes.WalletTopUpsCSV, get: p(signedIn(ok))},
 			{path: routes.TokenRevokePattern, url: routes.TokenRevoke(spareID), post: p(who{see, see, nf, nf})},
 			{path: routes.AdminTwoFactor, get: p(who{see, nf, ok, see}), post: p(who{see, nf, unp, unp})}, // no code typed
 			{path: routes.AdminDashboardPattern, url: routes.Admin, get: p(adminOnly(ok))},
-			{path: routes.AdminPayments, get: p(adminOnly(ok))},
-			{path: routes.AdminPaymentsCSV, get: p(adminOnly(ok))},
-			{path: routes.AdminPaymentPattern, url: routes.AdminPayment(review.PublicID), get: p(adminOnly(ok))},
+			{path: routes.AdminTopUps, get: p(adminOnly(ok))},
+			{path: routes.AdminTopUpsCSV, get: p(adminOnly(ok))},
+			{path: routes.AdminTopUpPattern, url: routes.AdminTopUp(review.PublicID), get: p(adminOnly(ok))},
 			{path: routes.AdminUsers, get: p(adminOnly(ok))},
 			{path: routes.AdminUserPattern, url: routes.AdminUser(userID), get: p(adminOnly(ok))},
 			{path: routes.AdminAudit, get: p(adminOnly(ok))},
 			{path: routes.AdminReconcile, post: p(adminOnly(see))},
 			{path: routes.AdminGateways, get: p(adminOnly(ok))},
 			{path: routes.AdminGatewaySwitchPattern, url: routes.AdminGatewaySwitch("zarinpal"), post: p(adminOnly(http.StatusBadRequest))}, // which way is required
-			{path: routes.AdminPaymentRecheckPattern, url: routes.AdminPaymentRecheck(review.PublicID), post: p(adminOnly(see))},
-			{path: routes.AdminPaymentClosePattern, url: routes.AdminPaymentClose(review.PublicID), post: p(adminOnly(see))}, // back to the payment: a note is required
+			{path: routes.AdminTopUpRecheckPattern, url: routes.AdminTopUpRecheck(review.PublicID), post: p(adminOnly(see))},
+			{path: routes.AdminTopUpClosePattern, url: routes.AdminTopUpClose(review.PublicID), post: p(adminOnly(see))}, // back to the payment: a note is required
 			{path: routes.AdminTokens, get: p(adminOnly(ok))},
 			{path: routes.AdminTokenRevokePattern, url: routes.AdminTokenRevoke(spareID), post: p(adminOnly(see))},
 			{path: routes.Webhooks, get: p(signedIn(ok)), post: p(signedIn(unp))}, // no URL typed

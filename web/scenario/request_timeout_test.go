@@ -7,17 +7,17 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // A bank that takes 4 s to hand out an authority still starts the payment
 // with the default settings: the request call has its own time-out
 // (GATEWAY_REQUEST_TIMEOUT, 10 s), not the 3 s of one verify attempt.
-func TestSlowBankRequestStartsPaymentWithDefaults(t *testing.T) {
+func TestSlowBankRequestStartsTopUpWithDefaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 4 s per database")
 	}
@@ -46,17 +46,17 @@ func TestSlowBankRequestStartsPaymentWithDefaults(t *testing.T) {
 			t.Errorf("answered in %v, want the bank's 4 s and less than the request time-out", took)
 		}
 		authority := apptest.Authority(r.Location)
-		p := paymenttest.ByAuthority(t, db, authority)
-		if p.Status != payment.StatusAwaitingPayment {
-			t.Errorf("payment status %s, want %s", p.Status, payment.StatusAwaitingPayment)
+		p := topuptest.ByAuthority(t, db, authority)
+		if p.Status != topup.StatusAwaitingPayment {
+			t.Errorf("payment status %s, want %s", p.Status, topup.StatusAwaitingPayment)
 		}
 		if st := bank.Stats()["request"]; st.OK != 1 || st.Abandoned != 0 {
 			t.Errorf("bank request stats %+v, want one performed and none abandoned", st)
 		}
-		if n := paymenttest.CountCalls(t, db, "request", "ok"); n != 1 {
+		if n := topuptest.CountCalls(t, db, "request", "ok"); n != 1 {
 			t.Errorf("%d successful request calls recorded, want 1", n)
 		}
-		if n := paymenttest.CountCalls(t, db, "request") - paymenttest.CountCalls(t, db, "request", "ok"); n != 0 {
+		if n := topuptest.CountCalls(t, db, "request") - topuptest.CountCalls(t, db, "request", "ok"); n != 0 {
 			t.Errorf("%d failed request calls recorded, want 0", n)
 		}
 		apptest.CheckInvariants(t, db)
@@ -108,12 +108,12 @@ func TestBankHangingOnRequestOpensBreaker(t *testing.T) {
 				if got := bank.Stats()["request"].Calls; got != calls {
 					t.Errorf("the open breaker let a request through (%d, then %d)", calls, got)
 				}
-				if n := paymenttest.CountCalls(t, db, "request", "timeout"); n != 2 {
+				if n := topuptest.CountCalls(t, db, "request", "timeout"); n != 2 {
 					t.Errorf("%d request time-outs recorded, want 2", n)
 				}
 				// The refusal came before anything was written: only the
 				// two timed-out top-ups are failed payments.
-				if n := rsStatusCount(t, db, payment.StatusFailed); n != 2 {
+				if n := rsStatusCount(t, db, topup.StatusFailed); n != 2 {
 					t.Errorf("%d failed payments, want 2", n)
 				}
 				apptest.CheckInvariants(t, db)

@@ -24,15 +24,15 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+	"github.com/kifpool/kifpool/internal/topupread"
 )
 
 const rsMerchant = "0f0e0d0c-0b0a-4908-8706-050403020100"
@@ -102,12 +102,12 @@ func rsTopUp(t *testing.T, db *store.DB, c *apptest.Client, bankURL, tomans stri
 		t.Fatalf("top-up: status %d location %q body %.300s", r.Status, r.Location, r.Body)
 	}
 	authority = apptest.Authority(r.Location)
-	return authority, paymenttest.ByAuthority(t, db, authority).PublicID
+	return authority, topuptest.ByAuthority(t, db, authority).PublicID
 }
 
-func rsRow(t *testing.T, db *store.DB, publicID string) payment.Payment {
+func rsRow(t *testing.T, db *store.DB, publicID string) topup.TopUp {
 	t.Helper()
-	return paymenttest.ByPublicID(t, db, publicID)
+	return topuptest.ByPublicID(t, db, publicID)
 }
 
 func rsBankPayment(t *testing.T, bank *sandbank.Bank, authority string) sandbank.Payment {
@@ -120,9 +120,9 @@ func rsBankPayment(t *testing.T, bank *sandbank.Bank, authority string) sandbank
 }
 
 // rsWaitStatus waits for a payment to reach a status.
-func rsWaitStatus(t *testing.T, db *store.DB, publicID string, want payment.Status, timeout time.Duration) payment.Payment {
+func rsWaitStatus(t *testing.T, db *store.DB, publicID string, want topup.Status, timeout time.Duration) topup.TopUp {
 	t.Helper()
-	var p payment.Payment
+	var p topup.TopUp
 	testwait.Eventually(t, timeout, fmt.Sprintf("payment %s to be %s", publicID, want), func() bool {
 		p = rsRow(t, db, publicID)
 		return p.Status == want
@@ -130,18 +130,18 @@ func rsWaitStatus(t *testing.T, db *store.DB, publicID string, want payment.Stat
 	return p
 }
 
-func rsLedgerRows(t *testing.T, db *store.DB, paymentID int64) int64 {
+func rsLedgerRows(t *testing.T, db *store.DB, topUpID int64) int64 {
 	t.Helper()
-	return int64(len(ledgertest.CreditsOf(t, db, paymentID)))
+	return int64(len(ledgertest.CreditsOf(t, db, topUpID)))
 }
 
 // rsAssertCreditedOnce checks a payment credited exactly once with the
 // bank's reference.
-func rsAssertCreditedOnce(t *testing.T, db *store.DB, bank *sandbank.Bank, publicID string) payment.Payment {
+func rsAssertCreditedOnce(t *testing.T, db *store.DB, bank *sandbank.Bank, publicID string) topup.TopUp {
 	t.Helper()
 	p := rsRow(t, db, publicID)
 	bp := rsBankPayment(t, bank, p.AuthorityString())
-	if p.Status != payment.StatusCredited || p.RefID == nil || *p.RefID != bp.RefID || bp.State != sandbank.StateVerified {
+	if p.Status != topup.StatusCredited || p.RefID == nil || *p.RefID != bp.RefID || bp.State != sandbank.StateVerified {
 		t.Errorf("payment %s: status %s ref %d; bank state %s ref %d", publicID, p.Status, p.RefIDValue(), bp.State, bp.RefID)
 	}
 	if n := rsLedgerRows(t, db, p.ID); n != 1 {
@@ -156,17 +156,17 @@ func rsAssertCreditedOnce(t *testing.T, db *store.DB, bank *sandbank.Bank, publi
 // a time and nobody after the credit), and the bank performed every verify
 // we heard answered plus at most those whose answer was lost (an attempt
 // that timed out may have been performed: its retry then hears 101).
-func rsAssertVerifies(t *testing.T, db *store.DB, bp sandbank.Payment, paymentID int64) {
+func rsAssertVerifies(t *testing.T, db *store.DB, bp sandbank.Payment, topUpID int64) {
 	t.Helper()
 	count := func(outcomes ...string) int64 {
-		return paymenttest.CountCallsOf(t, db, paymentID, "verify", outcomes...)
+		return topuptest.CountCallsOf(t, db, topUpID, "verify", outcomes...)
 	}
 	settled := count("paid", "already_verified")
 	answered := settled + count("not_paid", "amount_mismatch", "invalid")
 	unknown := count("timeout", "transient", "canceled")
 	if settled != 1 || int64(bp.VerifyCount) < answered || int64(bp.VerifyCount) > answered+unknown {
 		t.Errorf("verifies of payment %d: %d settled and %d answered (want 1 settled), %d unknown; the bank performed %d",
-			paymentID, settled, answered, unknown, bp.VerifyCount)
+			topUpID, settled, answered, unknown, bp.VerifyCount)
 	}
 }
 
@@ -210,7 +210,7 @@ func rsCallback(hc *http.Client, back string, post bool) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	return resp.StatusCode, apptest.PaymentStatus(body), nil
+	return resp.StatusCode, apptest.TopUpStatus(body), nil
 }
 
 type rsCallbackResult struct {
@@ -254,9 +254,9 @@ func rsBurst(back string, n int) []rsCallbackResult {
 
 // rsRunWorker runs a worker of the app's payment service (a second
 // instance, with its own tuning) until stop or the end of the test.
-func rsRunWorker(t *testing.T, app *apptest.App, cfg payment.WorkerConfig) (stop func()) {
+func rsRunWorker(t *testing.T, app *apptest.App, cfg topup.WorkerConfig) (stop func()) {
 	t.Helper()
-	w := app.Server.Payments.NewWorker(cfg)
+	w := app.Server.TopUps.NewWorker(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
@@ -266,9 +266,9 @@ func rsRunWorker(t *testing.T, app *apptest.App, cfg payment.WorkerConfig) (stop
 	return stop
 }
 
-func rsStatusCount(t *testing.T, db *store.DB, status payment.Status) int64 {
+func rsStatusCount(t *testing.T, db *store.DB, status topup.Status) int64 {
 	t.Helper()
-	return paymenttest.Count(t, db, status)
+	return topuptest.Count(t, db, status)
 }
 
 // ---- 1. the bank hangs on request: request performed, answer lost ----
@@ -301,18 +301,18 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if fresh == "" || fresh == token {
 			t.Fatalf("the page must offer a fresh form (token %q)", fresh)
 		}
-		if n := rsStatusCount(t, db, payment.StatusFailed); n != 1 {
+		if n := rsStatusCount(t, db, topup.StatusFailed); n != 1 {
 			t.Errorf("%d failed payments, want 1", n)
 		}
-		if n := rsStatusCount(t, db, payment.StatusCreated); n != 0 {
+		if n := rsStatusCount(t, db, topup.StatusCreated); n != 0 {
 			t.Errorf("%d payments left created", n)
 		}
-		reason := paymenttest.First(t, db).StatusReason
-		if reason != string(payment.ReasonRequestFailed) {
-			t.Errorf("status reason %q, want %q", reason, payment.ReasonRequestFailed)
+		reason := topuptest.First(t, db).StatusReason
+		if reason != string(topup.ReasonRequestFailed) {
+			t.Errorf("status reason %q, want %q", reason, topup.ReasonRequestFailed)
 		}
 		withAuthority := 0
-		for _, p := range paymenttest.All(t, db) {
+		for _, p := range topuptest.All(t, db) {
 			if p.Authority != nil {
 				withAuthority++
 			}
@@ -333,12 +333,12 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if strings.Contains(r.Body, lost) || strings.Contains(r.Body, "/pg/StartPay/") || r.Location != "" {
 			t.Errorf("the payer was shown the lost authority's bank page: location %q body %.300s", r.Location, r.Body)
 		}
-		for _, p := range paymenttest.All(t, db) {
+		for _, p := range topuptest.All(t, db) {
 			if p.AuthorityString() == lost {
 				t.Errorf("the lost authority is on payment %s", p.PublicID)
 			}
 		}
-		if n := paymenttest.CountCalls(t, db, "request", "timeout"); n != 1 {
+		if n := topuptest.CountCalls(t, db, "request", "timeout"); n != 1 {
 			t.Errorf("%d request time-outs recorded, want 1", n)
 		}
 
@@ -348,7 +348,7 @@ func TestResilienceBankHangsOnRequest(t *testing.T) {
 		if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, bankURL+"/pg/StartPay/S") {
 			t.Fatalf("fresh form after recovery: %d %q", r.Status, r.Location)
 		}
-		if n := rsStatusCount(t, db, payment.StatusAwaitingPayment); n != 1 {
+		if n := rsStatusCount(t, db, topup.StatusAwaitingPayment); n != 1 {
 			t.Errorf("%d awaiting payments, want 1", n)
 		}
 		if apptest.Authority(r.Location) == lost {
@@ -433,13 +433,13 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 			t.Fatalf("breaker %s before its open time-out (%v) ended: the checks above ran too slowly to mean anything", st, openTimeout)
 		}
 		// Known before anything is written: no payment, no gateway call.
-		if n := paymenttest.CountCalls(t, db, "request", "breaker_open"); n != 0 {
+		if n := topuptest.CountCalls(t, db, "request", "breaker_open"); n != 0 {
 			t.Errorf("%d breaker refusals recorded, want none (refused before the call)", n)
 		}
-		if n := rsStatusCount(t, db, payment.StatusFailed); n != 4 {
+		if n := rsStatusCount(t, db, topup.StatusFailed); n != 4 {
 			t.Errorf("%d failed payments, want 4 (the refused top-up writes no payment)", n)
 		}
-		if n := paymenttest.Count(t, db); n != 4 {
+		if n := topuptest.Count(t, db); n != 4 {
 			t.Errorf("%d payments, want 4", n)
 		}
 
@@ -460,14 +460,14 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := c.Get(back)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
-			t.Fatalf("return after recovery: %d %q", res.Status, apptest.PaymentStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.TopUpStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
+			t.Fatalf("return after recovery: %d %q", res.Status, apptest.TopUpStatus(res.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
 			t.Errorf("balance %d, want 100000", got)
 		}
 		rsAssertCreditedOnce(t, db, bank, publicID)
-		if n := rsStatusCount(t, db, payment.StatusCreated); n != 0 {
+		if n := rsStatusCount(t, db, topup.StatusCreated); n != 0 {
 			t.Errorf("%d payments left created", n)
 		}
 		rsCheckAll(t, db, bank)
@@ -511,8 +511,8 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 		res := c.Get(back)
 		took := time.Since(start)
 		t.Logf("return page with a hung verify answered in %v (budget %v)", took, budget)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "pending_verification" || !strings.Contains(res.Body, `http-equiv="refresh"`) {
-			t.Fatalf("return: %d %q, want the pending page", res.Status, apptest.PaymentStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.TopUpStatus(res.Body) != "pending_verification" || !strings.Contains(res.Body, `http-equiv="refresh"`) {
+			t.Fatalf("return: %d %q, want the pending page", res.Status, apptest.TopUpStatus(res.Body))
 		}
 		if took > budget+rsMargin {
 			t.Errorf("return took %v, want within the budget %v plus a small margin", took, budget)
@@ -526,13 +526,13 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 			t.Errorf("bank verify stats %+v, want one hung verify", st)
 		}
 
-		p := rsWaitStatus(t, db, publicID, payment.StatusCredited, rsOutcome)
+		p := rsWaitStatus(t, db, publicID, topup.StatusCredited, rsOutcome)
 		if p.StatusReason != "already_verified" || p.RefIDValue() != bp.RefID {
 			t.Errorf("credited with reason %q ref %d, want already_verified ref %d", p.StatusReason, p.RefIDValue(), bp.RefID)
 		}
 		res = c.Get(back)
-		if apptest.PaymentStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
-			t.Fatalf("reload: %q", apptest.PaymentStatus(res.Body))
+		if apptest.TopUpStatus(res.Body) != "credited" || apptest.Parse(res.Body).TestID("result-received") == nil {
+			t.Fatalf("reload: %q", apptest.TopUpStatus(res.Body))
 		}
 		if got := c.Balance(); got != 100_000 {
 			t.Errorf("balance %d, want 100000", got)
@@ -546,9 +546,9 @@ func TestResilienceVerifyCommitsThenHangs(t *testing.T) {
 		}
 
 		// 8. gateway_calls: both verify attempts, their outcomes, no card numbers.
-		var calls []payment.GatewayCall
+		var calls []topup.GatewayCall
 		var outcomes []string
-		for _, gc := range paymenttest.CallsOf(t, db, p.ID) {
+		for _, gc := range topuptest.CallsOf(t, db, p.ID) {
 			if gc.Operation == "verify" {
 				calls, outcomes = append(calls, gc), append(outcomes, gc.Outcome)
 			}
@@ -596,8 +596,8 @@ func TestResilienceVerifyCommitsThenHangsRetried(t *testing.T) {
 		res := c.Get(back)
 		took := time.Since(start)
 		t.Logf("return page with a hung then retried verify answered in %v", took)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "credited" {
-			t.Fatalf("return: %d %q, want credited", res.Status, apptest.PaymentStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.TopUpStatus(res.Body) != "credited" {
+			t.Fatalf("return: %d %q, want credited", res.Status, apptest.TopUpStatus(res.Body))
 		}
 		if took > budget+rsMargin {
 			t.Errorf("return took %v, want within the budget %v plus a small margin", took, budget)
@@ -607,7 +607,7 @@ func TestResilienceVerifyCommitsThenHangsRetried(t *testing.T) {
 			t.Errorf("balance %d, want 250000", c.Balance())
 		}
 		var outcomes []string
-		for _, gc := range paymenttest.CallsOf(t, db, p.ID) {
+		for _, gc := range topuptest.CallsOf(t, db, p.ID) {
 			if gc.Operation == "verify" {
 				outcomes = append(outcomes, gc.Outcome)
 			}
@@ -641,14 +641,14 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 		res := c.Get(back)
 		took := time.Since(start)
 		t.Logf("return page with a hanging verify answered in %v (budget %v)", took, rsBudget)
-		if res.Status != http.StatusOK || apptest.PaymentStatus(res.Body) != "pending_verification" {
-			t.Fatalf("return: %d %q, want pending_verification", res.Status, apptest.PaymentStatus(res.Body))
+		if res.Status != http.StatusOK || apptest.TopUpStatus(res.Body) != "pending_verification" {
+			t.Fatalf("return: %d %q, want pending_verification", res.Status, apptest.TopUpStatus(res.Body))
 		}
 		if took > rsBudget+rsMargin {
 			t.Errorf("return took %v, want within the budget %v plus a small margin", took, rsBudget)
 		}
 		p := rsRow(t, db, publicID)
-		if p.Status != payment.StatusPendingVerification || p.Attempts != 1 || rsLedgerRows(t, db, p.ID) != 0 {
+		if p.Status != topup.StatusPendingVerification || p.Attempts != 1 || rsLedgerRows(t, db, p.ID) != 0 {
 			t.Fatalf("after the hung verify: %s attempts %d", p.Status, p.Attempts)
 		}
 		testwait.Eventually(t, 2*time.Second, "the bank to notice the abandoned verifies", func() bool {
@@ -661,7 +661,7 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 
 		bank.ClearFaults()
 		testwait.Eventually(t, 5*time.Second, "the return page to show the credit", func() bool {
-			return apptest.PaymentStatus(c.Get(back).Body) == "credited"
+			return apptest.TopUpStatus(c.Get(back).Body) == "credited"
 		})
 		rsAssertCreditedOnce(t, db, bank, publicID)
 		if c.Balance() != 400_000 {
@@ -674,7 +674,7 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 // checkNoCardNumbers: nothing card-number-shaped in the gateway audit.
 func checkNoCardNumbers(t *testing.T, db *store.DB) {
 	t.Helper()
-	rows := paymenttest.AllCalls(t, db)
+	rows := topuptest.AllCalls(t, db)
 	pan := regexp.MustCompile(`\d(?:[ -]?\d){11,18}`)
 	for _, r := range rows {
 		if s := fmt.Sprintf("%s|%s|%s|%s", r.Gateway, r.Operation, r.Outcome, r.Error); pan.MatchString(s) || strings.Contains(s, "card") {
@@ -711,8 +711,8 @@ func TestResiliencePaidWindowClosedCreditedByWorker(t *testing.T) {
 		}
 
 		start := time.Now()
-		rsWaitStatus(t, db, id1, payment.StatusCredited, 5*time.Second)
-		rsWaitStatus(t, db, id2, payment.StatusCredited, 5*time.Second)
+		rsWaitStatus(t, db, id1, topup.StatusCredited, 5*time.Second)
+		rsWaitStatus(t, db, id2, topup.StatusCredited, 5*time.Second)
 		t.Logf("both credited by the worker %v after payment", time.Since(start))
 		rsAssertCreditedOnce(t, db, bank, id1)
 		rsAssertCreditedOnce(t, db, bank, id2)
@@ -720,8 +720,8 @@ func TestResiliencePaidWindowClosedCreditedByWorker(t *testing.T) {
 			t.Errorf("balances %d and %d, want 100000 and 300000", c1.Balance(), c2.Balance())
 		}
 		// The owner's receipt shows it, though no callback ever came.
-		if r := c2.Get(routes.Payment(id2)); r.Status != http.StatusOK || apptest.PaymentStatus(r.Body) != "credited" {
-			t.Errorf("receipt: %d %q", r.Status, apptest.PaymentStatus(r.Body))
+		if r := c2.Get(routes.TopUpPage(id2)); r.Status != http.StatusOK || apptest.TopUpStatus(r.Body) != "credited" {
+			t.Errorf("receipt: %d %q", r.Status, apptest.TopUpStatus(r.Body))
 		}
 		rsCheckAll(t, db, bank)
 	})
@@ -758,7 +758,7 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 			}
 		}
 		stop()
-		rsWaitStatus(t, db, id1, payment.StatusCredited, 5*time.Second)
+		rsWaitStatus(t, db, id1, topup.StatusCredited, 5*time.Second)
 		if _, ps, err := rsCallback(rsNoRedirectClient(), back1, false); err != nil || ps != "credited" {
 			t.Errorf("the page's refresh after the credit: %q %v", ps, err)
 		}
@@ -784,11 +784,11 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 		burst := time.Since(start)
 		t.Logf("50 duplicate callbacks while pending took %v", burst)
 		p2 := rsRow(t, db, id2)
-		if p2.Status != payment.StatusPendingVerification || rsLedgerRows(t, db, p2.ID) != 0 || c2.Balance() != 0 {
+		if p2.Status != topup.StatusPendingVerification || rsLedgerRows(t, db, p2.ID) != 0 || c2.Balance() != 0 {
 			t.Fatalf("while the bank fails: %s, balance %d", p2.Status, c2.Balance())
 		}
 		var ops int64
-		for _, gc := range paymenttest.CallsOf(t, db, p2.ID) {
+		for _, gc := range topuptest.CallsOf(t, db, p2.ID) {
 			if gc.Operation == "verify" && gc.Attempt == 1 {
 				ops++
 			}
@@ -815,7 +815,7 @@ func TestResilienceCallbacksRaceWorker(t *testing.T) {
 				t.Errorf("callback %d after recovery: %d %q %v", i, r.status, r.pageStatus, r.err)
 			}
 		}
-		rsWaitStatus(t, db, id2, payment.StatusCredited, 5*time.Second)
+		rsWaitStatus(t, db, id2, topup.StatusCredited, 5*time.Second)
 		if _, ps, err := rsCallback(rsNoRedirectClient(), back2, false); err != nil || ps != "credited" {
 			t.Errorf("reload after credit: %q %v", ps, err)
 		}
@@ -848,8 +848,8 @@ func TestResilienceDeadlines(t *testing.T) {
 			if _, err := bank.Cancel(authority); err != nil {
 				t.Fatal(err)
 			}
-			p := rsWaitStatus(t, db, publicID, payment.StatusFailed, rsOutcome)
-			if p.StatusReason != string(payment.ReasonBankCancelled) || p.ResolvedAt == nil || rsLedgerRows(t, db, p.ID) != 0 {
+			p := rsWaitStatus(t, db, publicID, topup.StatusFailed, rsOutcome)
+			if p.StatusReason != string(topup.ReasonBankCancelled) || p.ResolvedAt == nil || rsLedgerRows(t, db, p.ID) != 0 {
 				t.Errorf("failed payment: reason %q resolved %v", p.StatusReason, p.ResolvedAt)
 			}
 			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateFailed || bp.FailReason != sandbank.FailCancelled {
@@ -869,7 +869,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			bank, bankURL := rsBank(t)
 			// A frozen clock: the lifetime passes when the test says so,
 			// not when a loaded machine has spent two seconds.
-			clock := paymenttest.NewFrozenClock()
+			clock := topuptest.NewFrozenClock()
 			app := rsApp(t, db, bankURL, rsRelaxed(map[string]string{
 				"WORKER_ABANDONED_AFTER": "200ms", "WORKER_AUTHORITY_LIFETIME": "2s",
 			}), apptest.Options{Server: server.Options{Now: clock.Now}})
@@ -884,7 +884,7 @@ func TestResilienceDeadlines(t *testing.T) {
 				t.Fatalf("first round: %+v %v", rr, err)
 			}
 			p := rsRow(t, db, publicID)
-			if p.Status != payment.StatusAwaitingPayment || p.NextCheckAt == nil || !p.NextCheckAt.After(clock.Now()) || p.LeaseUntil != nil {
+			if p.Status != topup.StatusAwaitingPayment || p.NextCheckAt == nil || !p.NextCheckAt.After(clock.Now()) || p.LeaseUntil != nil {
 				t.Fatalf("within the lifetime: %s next %v lease %v, want awaiting_payment rescheduled", p.Status, p.NextCheckAt, p.LeaseUntil)
 			}
 			// Past the lifetime (and the back-off): failed.
@@ -893,10 +893,10 @@ func TestResilienceDeadlines(t *testing.T) {
 				t.Fatalf("second round: %+v %v", rr, err)
 			}
 			p = rsRow(t, db, publicID)
-			if p.Status != payment.StatusFailed || !strings.Contains(p.StatusReason, "lifetime") {
+			if p.Status != topup.StatusFailed || !strings.Contains(p.StatusReason, "lifetime") {
 				t.Fatalf("past the lifetime: %s %q, want failed", p.Status, p.StatusReason)
 			}
-			paymenttest.CheckNoneOpenPast(t, db, clock.Now(), 20*time.Minute)
+			topuptest.CheckNoneOpenPast(t, db, clock.Now(), 20*time.Minute)
 			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateInBank || bp.VerifyCount < 2 {
 				t.Errorf("bank record %s verified %d times", bp.State, bp.VerifyCount)
 			}
@@ -906,14 +906,14 @@ func TestResilienceDeadlines(t *testing.T) {
 			if _, err := bank.Pay(authority); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := app.Server.Payments.Reconcile(ctx)
+			rep, err := app.Server.TopUps.Reconcile(ctx)
 			if err != nil || rep.Ours != 1 || rep.Credited != 1 || rep.CreditedRials != 100_000 {
 				t.Fatalf("reconcile: %+v %v", rep, err)
 			}
 			if items := rep.Items(); len(items) != 1 || items[0].Kind != "credited" || items[0].Detail != "was failed here" {
 				t.Errorf("reconcile items %+v, want credited (was failed here)", items)
 			}
-			if p := rsRow(t, db, publicID); p.Status != payment.StatusCredited || rsLedgerRows(t, db, p.ID) != 1 || c.Balance() != 100_000 {
+			if p := rsRow(t, db, publicID); p.Status != topup.StatusCredited || rsLedgerRows(t, db, p.ID) != 1 || c.Balance() != 100_000 {
 				t.Errorf("after the late payment: %s, balance %d", p.Status, c.Balance())
 			}
 			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateVerified {
@@ -928,7 +928,7 @@ func TestResilienceDeadlines(t *testing.T) {
 	t.Run("unknown too long", func(t *testing.T) {
 		storetest.Each(t, func(t *testing.T, db *store.DB) {
 			bank, bankURL := rsBank(t)
-			clock := paymenttest.NewClock()
+			clock := topuptest.NewClock()
 			app := rsApp(t, db, bankURL, rsRelaxed(map[string]string{
 				"WORKER_ABANDONED_AFTER": "200ms", "WORKER_MAX_UNKNOWN": "1m",
 			}), apptest.Options{Server: server.Options{Now: clock.Now}})
@@ -941,8 +941,8 @@ func TestResilienceDeadlines(t *testing.T) {
 				t.Fatal(err)
 			}
 			rsSetFaults(t, bank, sandbank.Faults{Ops: map[string]sandbank.OpFaults{"verify": {ErrorRate: 1}}})
-			if r := c.Get(back); apptest.PaymentStatus(r.Body) != "pending_verification" {
-				t.Fatalf("return: %q", apptest.PaymentStatus(r.Body))
+			if r := c.Get(back); apptest.TopUpStatus(r.Body) != "pending_verification" {
+				t.Fatalf("return: %q", apptest.TopUpStatus(r.Body))
 			}
 			p := rsRow(t, db, publicID)
 			// Still within MAX_UNKNOWN: pending, rescheduled.
@@ -950,7 +950,7 @@ func TestResilienceDeadlines(t *testing.T) {
 			if rr, err := app.Server.Worker.RunOnce(ctx); err != nil || rr.Claimed != 1 {
 				t.Fatalf("first round: %+v %v", rr, err)
 			}
-			if p = rsRow(t, db, publicID); p.Status != payment.StatusPendingVerification || p.Attempts != 2 {
+			if p = rsRow(t, db, publicID); p.Status != topup.StatusPendingVerification || p.Attempts != 2 {
 				t.Fatalf("within MAX_UNKNOWN: %s attempts %d", p.Status, p.Attempts)
 			}
 			// Past it: needs_review.
@@ -959,13 +959,13 @@ func TestResilienceDeadlines(t *testing.T) {
 				t.Fatalf("second round: %+v %v", rr, err)
 			}
 			p = rsRow(t, db, publicID)
-			if p.Status != payment.StatusNeedsReview || !strings.Contains(p.StatusReason, "unknown") || p.RefID != nil {
+			if p.Status != topup.StatusNeedsReview || !strings.Contains(p.StatusReason, "unknown") || p.RefID != nil {
 				t.Fatalf("past MAX_UNKNOWN: %s %q", p.Status, p.StatusReason)
 			}
-			paymenttest.CheckNoneOpenPast(t, db, clock.Now(), time.Minute)
+			topuptest.CheckNoneOpenPast(t, db, clock.Now(), time.Minute)
 			// A person sees it.
-			rows, err := paymentread.New(db).Unresolved(ctx, 10)
-			if err != nil || len(rows) != 1 || rows[0].PublicID != publicID || rows[0].Status != payment.StatusNeedsReview {
+			rows, err := topupread.New(db).Unresolved(ctx, 10)
+			if err != nil || len(rows) != 1 || rows[0].PublicID != publicID || rows[0].Status != topup.StatusNeedsReview {
 				t.Errorf("unresolved list %+v %v", rows, err)
 			}
 			// The bank recovers: the worker leaves a payment under review
@@ -976,10 +976,10 @@ func TestResilienceDeadlines(t *testing.T) {
 			if rr, err := app.Server.Worker.RunOnce(ctx); err != nil || rr.Claimed != 0 {
 				t.Errorf("round after review: %+v %v", rr, err)
 			}
-			if r := c.Get(back); apptest.PaymentStatus(r.Body) != "credited" {
-				t.Errorf("return after review: %q", apptest.PaymentStatus(r.Body))
+			if r := c.Get(back); apptest.TopUpStatus(r.Body) != "credited" {
+				t.Errorf("return after review: %q", apptest.TopUpStatus(r.Body))
 			}
-			if p = rsRow(t, db, publicID); p.Status != payment.StatusCredited || rsLedgerRows(t, db, p.ID) != 1 || c.Balance() != 100_000 {
+			if p = rsRow(t, db, publicID); p.Status != topup.StatusCredited || rsLedgerRows(t, db, p.ID) != 1 || c.Balance() != 100_000 {
 				t.Errorf("after review: %s balance %d", p.Status, c.Balance())
 			}
 			if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StateVerified || bp.VerifyCount != 1 {
@@ -1034,7 +1034,7 @@ func TestResilienceReconcile(t *testing.T) {
 			t.Fatalf("control pay: %d", resp.StatusCode)
 		}
 
-		rep, err := app.Server.Payments.Reconcile(ctx)
+		rep, err := app.Server.TopUps.Reconcile(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1064,7 +1064,7 @@ func TestResilienceReconcile(t *testing.T) {
 			t.Errorf("%d ledger rows, want 1", n)
 		}
 		n := 0
-		for _, rep := range paymenttest.Reconciles(t, db) {
+		for _, rep := range topuptest.Reconciles(t, db) {
 			if rep.Ours == 1 && rep.Credited == 1 && rep.ForeignCount == 1 {
 				n++
 			}
@@ -1074,7 +1074,7 @@ func TestResilienceReconcile(t *testing.T) {
 		}
 
 		// A second run: ours is settled, the foreign one is still listed.
-		rep2, err := app.Server.Payments.Reconcile(ctx)
+		rep2, err := app.Server.TopUps.Reconcile(ctx)
 		if err != nil || rep2.Listed != 1 || rep2.Ours != 0 || rep2.Credited != 0 || rep2.ForeignCount != 1 {
 			t.Errorf("second report %+v %v", rep2, err)
 		}

@@ -9,11 +9,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 const sealHTML = `<a referrerpolicy="origin" target="_blank" href="https://trustseal.enamad.ir/?id=1&Code=x"><img referrerpolicy="origin" src="https://trustseal.enamad.ir/logo.aspx?id=1&Code=x" alt="" style="cursor:pointer" code="x"></a>`
@@ -29,7 +29,7 @@ func TestSupportContactsEverywhere(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	smtpSrv := mailtest.Start(t, mailtest.Options{})
-	clk := paymenttest.NewFrozenClock()
+	clk := topuptest.NewFrozenClock()
 	app := apptest.Start(t, db, apptest.Options{
 		Env: map[string]string{"SMTP_URL": smtpSrv.URL,
 			"SUPPORT_EMAIL": "help@example.com", "SUPPORT_PHONE": "021 1234 5678", "SUPPORT_URL": "https://help.example.com",
@@ -79,14 +79,14 @@ func TestSupportContactsEverywhere(t *testing.T) {
 
 	// A failed payment the bank may have charged, and one under review.
 	payer, _ := app.StartTopUp(t, "payer@example.com", "30000")
-	failed := paymenttest.First(t, db)
-	paymenttest.ForceStatus(t, db, failed.ID, "failed", "bank_reversed")
+	failed := topuptest.First(t, db)
+	topuptest.ForceStatus(t, db, failed.ID, "failed", "bank_reversed")
 	csrf, tok := payer.TopUpForm()
 	payer.PostTopUp(csrf, tok, "40000")
-	review := paymenttest.Last(t, db) // the second
-	paymenttest.ForceStatus(t, db, review.ID, "needs_review", "amount_mismatch")
+	review := topuptest.Last(t, db) // the second
+	topuptest.ForceStatus(t, db, review.ID, "needs_review", "amount_mismatch")
 	for _, p := range []struct{ what, publicID, hook string }{{"failed", failed.PublicID, "result-failed"}, {"review", review.PublicID, "result-review"}} {
-		d := apptest.Parse(payer.Get(routes.Payment(p.publicID)).Body)
+		d := apptest.Parse(payer.Get(routes.TopUpPage(p.publicID)).Body)
 		if d.TestID(p.hook) == nil {
 			t.Fatalf("%s page not shown", p.what)
 		}

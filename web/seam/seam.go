@@ -93,10 +93,10 @@ func IDParam(c *fiber.Ctx) (int64, error) {
 	return id, nil
 }
 
-// WithPayment puts a payment's public id in the request's context: every
+// WithTopUp puts a payment's public id in the request's context: every
 // line logged with it names the payment.
-func WithPayment(c *fiber.Ctx, publicID string) {
-	c.SetUserContext(logging.WithPayment(c.UserContext(), publicID))
+func WithTopUp(c *fiber.Ctx, publicID string) {
+	c.SetUserContext(logging.WithTopUp(c.UserContext(), publicID))
 }
 
 // RetryAfter sets Retry-After for a wait and returns it in whole seconds

@@ -14,11 +14,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/limits"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/paymentread"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/web/seam"
 )
@@ -27,12 +26,12 @@ import (
 type Deps struct {
 	// Wallets are the payers' balances and histories.
 	Wallets *wallet.Service
-	// Payments offers the gateways (their health, the operator's order).
-	Payments *payment.Service
+	// TopUps offers the gateways (their health, the operator's order).
+	TopUps *topup.Service
 	// TopUp is the top-up start use case (the API's too).
 	TopUp topup.Starter
 	// Reads are the payer's payments (in progress, the list).
-	Reads *paymentread.Reader
+	Reads *topupread.Reader
 	// Limits, when set, are the payers' daily and balance limits (the
 	// form shows what is left; the top-up start enforces them).
 	Limits *limits.Policy
@@ -52,8 +51,8 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	h := &handlers{Deps: d, App: app}
 	r.Get(routes.Home, h.home)
 	r.Get(routes.Wallet, h.RequireUser, h.walletPage)
-	r.Get(routes.WalletPayments, h.RequireUser, h.walletPayments)
-	r.Get(routes.WalletPaymentsCSV, h.RequireUser, h.walletPaymentsCSV)
+	r.Get(routes.WalletTopUps, h.RequireUser, h.walletTopUps)
+	r.Get(routes.WalletTopUpsCSV, h.RequireUser, h.walletTopUpsCSV)
 	r.Get(routes.TopUp, h.RequireUser, h.topUpForm)
 	r.Post(routes.TopUp, h.RequireUser, h.topUpLimit, h.topUp)
 }

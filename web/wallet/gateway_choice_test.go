@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // TestGatewayChoiceAndFailover: with several gateways the form offers a
@@ -74,8 +74,8 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		if moved.Status != http.StatusSeeOther || !strings.Contains(moved.Location, routes.Sandbank+"/start/") {
 			t.Fatalf("failover: %d %q", moved.Status, moved.Location)
 		}
-		byAmount := func(rials int64) []payment.Payment {
-			return paymenttest.Select(t, db, func(p payment.Payment) bool { return p.AmountRials == rials })
+		byAmount := func(rials int64) []topup.TopUp {
+			return topuptest.Select(t, db, func(p topup.TopUp) bool { return p.AmountRials == rials })
 		}
 		atZibal := 0
 		for _, p := range byAmount(500000) {
@@ -93,14 +93,14 @@ func TestGatewayChoiceAndFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := c.Get(back); apptest.PaymentStatus(r.Body) == "credited" || apptest.PaymentStatus(r.Body) == "failed" {
-			t.Errorf("callback while its gateway is down: %q, want pending", apptest.PaymentStatus(r.Body))
+		if r := c.Get(back); apptest.TopUpStatus(r.Body) == "credited" || apptest.TopUpStatus(r.Body) == "failed" {
+			t.Errorf("callback while its gateway is down: %q, want pending", apptest.TopUpStatus(r.Body))
 		}
 		if gw := byAmount(300000)[0].Gateway; gw != "zarinpal" {
 			t.Errorf("the zarinpal payment now says %q", gw)
 		}
 		var n int64
-		for _, c := range paymenttest.AllCalls(t, db) {
+		for _, c := range topuptest.AllCalls(t, db) {
 			if c.Gateway == "zibal" && c.Operation == "verify" {
 				n++
 			}

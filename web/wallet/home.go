@@ -13,7 +13,7 @@ func (h *handlers) home(c *fiber.Ctx) error {
 	if h.User(c) != nil {
 		return c.Redirect(routes.Wallet, fiber.StatusSeeOther)
 	}
-	offers, err := h.Payments.Offered(c.UserContext())
+	offers, err := h.TopUps.Offered(c.UserContext())
 	if err != nil {
 		return err
 	}

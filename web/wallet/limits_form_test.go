@@ -9,11 +9,11 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/payment"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // The top-up form in each language shows what each limit leaves today,
@@ -71,7 +71,7 @@ func TestTopUpFormSaysEachLimitInBothLanguages(t *testing.T) {
 				t.Errorf("%s: the third top-up of the day: %d", l, r.Status)
 			}
 			uid := authtest.UserID(t, db, email)
-			if n := len(paymenttest.Select(t, db, func(p payment.Payment) bool { return p.UserID == uid })); n != 2 {
+			if n := len(topuptest.Select(t, db, func(p topup.TopUp) bool { return p.UserID == uid })); n != 2 {
 				t.Errorf("%s: %d payments written, want the 2 within the limits", l, n)
 			}
 		}

@@ -10,18 +10,18 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/i18n"
-	"github.com/kifpool/kifpool/internal/paymentread"
+	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/views"
 )
 
-const paymentsPageSize = 25
+const topUpsPageSize = 25
 
 // paymentsFilter reads ?status=&from=&to= (Jalali or Gregorian days in
 // any digits; to is inclusive). A filter that cannot be read is reported
 // on the page, never guessed.
-func paymentsFilter(c *fiber.Ctx) (f paymentread.PayerFilter, v views.PaymentsView, ok bool) {
+func topUpsFilter(c *fiber.Ctx) (f topupread.PayerFilter, v views.TopUpsView, ok bool) {
 	v.Status, v.From, v.To = c.Query("status"), c.Query("from"), c.Query("to")
-	statuses, valid := paymentread.StatusGroup(v.Status)
+	statuses, valid := topupread.StatusGroup(v.Status)
 	if !valid {
 		v.Status, v.ErrorKey, v.ErrorFor = "", "paylist.bad_status", "status"
 		return f, v, false
@@ -59,29 +59,29 @@ func paymentsFilter(c *fiber.Ctx) (f paymentread.PayerFilter, v views.PaymentsVi
 
 // walletPayments lists every top-up attempt of the user (credited, open,
 // failed, under review), filtered, newest first, keyset-paged.
-func (h *handlers) walletPayments(c *fiber.Ctx) error {
-	f, v, ok := paymentsFilter(c)
+func (h *handlers) walletTopUps(c *fiber.Ctx) error {
+	f, v, ok := topUpsFilter(c)
 	if !ok {
-		return h.Render(c, fiber.StatusBadRequest, views.Payments(h.Page(c, "paylist.title"), v))
+		return h.Render(c, fiber.StatusBadRequest, views.TopUps(h.Page(c, "paylist.title"), v))
 	}
 	before, err := beforeCursor(c)
 	if err != nil {
 		return err
 	}
-	rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, paymentsPageSize)
+	rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, topUpsPageSize)
 	if err != nil {
 		return err
 	}
 	v.NextCursor, v.HasNewer = next, before > 0
 	for _, p := range rows {
-		r := views.PaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()),
+		r := views.TopUpRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()),
 			Gateway: h.GatewayName(c, p.Gateway), CreatedAt: p.CreatedAt}
 		if p.RefID != nil {
 			r.RefID = *p.RefID
 		}
 		v.Rows = append(v.Rows, r)
 	}
-	return h.Render(c, fiber.StatusOK, views.Payments(h.Page(c, "paylist.title"), v))
+	return h.Render(c, fiber.StatusOK, views.TopUps(h.Page(c, "paylist.title"), v))
 }
 
 // csvMaxRows bounds one export (a payer's whole history fits many times).
@@ -90,8 +90,8 @@ const csvMaxRows = 50_000
 // walletPaymentsCSV exports the same rows for the payer: UTF-8 with a
 // BOM (spreadsheets then read Persian right), the Jalali date and Tehran
 // time beside the ISO UTC instant, and the status in the payer's language.
-func (h *handlers) walletPaymentsCSV(c *fiber.Ctx) error {
-	f, _, ok := paymentsFilter(c)
+func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
+	f, _, ok := topUpsFilter(c)
 	if !ok {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
 	}

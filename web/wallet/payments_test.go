@@ -19,7 +19,7 @@ import (
 )
 
 // paymentRows reads the list's rows: each one's public id and status.
-func paymentRows(body string) (ids, statuses []string) {
+func topUpRows(body string) (ids, statuses []string) {
 	for _, row := range apptest.Parse(body).TestIDs("payment-row") {
 		ids, statuses = append(ids, row.Attr("data-public-id")), append(statuses, row.Attr("data-status"))
 	}
@@ -31,7 +31,7 @@ func paymentRows(body string) (ids, statuses []string) {
 // in any digits, keyset-paged, each row linking to its page; the CSV has
 // the same rows with a BOM, Jalali date, Tehran time, ISO UTC and the
 // status in the payer's language. Nobody sees another payer's rows.
-func TestWalletPaymentsListAndCSV(t *testing.T) {
+func TestWalletTopUpsListAndCSV(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
@@ -46,11 +46,11 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		_ = other
 
 		wallet := c.Get(routes.Wallet)
-		if !slices.Contains(apptest.Parse(wallet.Body).Attrs("href"), routes.WalletPayments) {
+		if !slices.Contains(apptest.Parse(wallet.Body).Attrs("href"), routes.WalletTopUps) {
 			t.Fatal("the wallet page does not link to the payments list")
 		}
-		page := c.Get(routes.WalletPayments)
-		ids, statuses := paymentRows(page.Body)
+		page := c.Get(routes.WalletTopUps)
+		ids, statuses := topUpRows(page.Body)
 		if page.Status != http.StatusOK || strings.Join(statuses, ",") != "awaiting_payment,failed,credited" {
 			t.Fatalf("list: %d %v", page.Status, statuses)
 		}
@@ -72,12 +72,12 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 			}
 		}
 		for _, id := range ids {
-			if !slices.Contains(links, routes.Payment(id)) {
+			if !slices.Contains(links, routes.TopUpPage(id)) {
 				t.Fatalf("row %s does not link to its page", id)
 			}
 		}
 		for filter, want := range map[string]string{"failed": "failed", "credited": "credited", "open": "awaiting_payment"} {
-			_, st := paymentRows(c.Get(routes.WalletPayments + "?status=" + filter).Body)
+			_, st := topUpRows(c.Get(routes.WalletTopUps + "?status=" + filter).Body)
 			if strings.Join(st, ",") != want {
 				t.Errorf("status=%s: %v", filter, st)
 			}
@@ -87,16 +87,16 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		tehran := time.FixedZone("IRST", 3*3600+1800)
 		today := i18n.Digits(i18n.FA, ptime.New(now.In(tehran)).Format("yyyy/MM/dd"))
 		yesterday := ptime.New(now.Add(-24 * time.Hour).In(tehran)).Format("yyyy/MM/dd")
-		if _, st := paymentRows(c.Get(routes.WalletPayments + "?from=" + today + "&to=" + today).Body); len(st) != 3 {
+		if _, st := topUpRows(c.Get(routes.WalletTopUps + "?from=" + today + "&to=" + today).Body); len(st) != 3 {
 			t.Fatalf("today (%s): %v", today, st)
 		}
-		if _, st := paymentRows(c.Get(routes.WalletPayments + "?to=" + yesterday).Body); len(st) != 0 {
+		if _, st := topUpRows(c.Get(routes.WalletTopUps + "?to=" + yesterday).Body); len(st) != 0 {
 			t.Fatalf("until yesterday (%s): %v", yesterday, st)
 		}
-		if r := c.Get(routes.WalletPayments + "?from=1404/13/40"); r.Status != http.StatusBadRequest || apptest.Parse(r.Body).TestID("filter-error") == nil {
+		if r := c.Get(routes.WalletTopUps + "?from=1404/13/40"); r.Status != http.StatusBadRequest || apptest.Parse(r.Body).TestID("filter-error") == nil {
 			t.Fatalf("bad date: %d", r.Status)
 		}
-		if r := c.Get(routes.WalletPayments + "?status=stolen"); r.Status != http.StatusBadRequest {
+		if r := c.Get(routes.WalletTopUps + "?status=stolen"); r.Status != http.StatusBadRequest {
 			t.Fatalf("bad status: %d", r.Status)
 		}
 		// Keyset paging: 30 more attempts, 25 a page, no row twice or lost.
@@ -105,10 +105,10 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 			c.PostTopUp(csrf, tok, "10000")
 		}
 		seen := map[string]bool{}
-		next := routes.WalletPayments
+		next := routes.WalletTopUps
 		for pages := 0; next != ""; pages++ {
 			body := c.Get(next).Body
-			ids, _ := paymentRows(body)
+			ids, _ := topUpRows(body)
 			for _, id := range ids {
 				if seen[id] {
 					t.Fatalf("row %s twice", id)
@@ -116,7 +116,7 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 				seen[id] = true
 			}
 			next = apptest.Parse(body).TestID("payments-older").Attr("href") // "" on the last page
-			if next != "" && !strings.HasPrefix(next, routes.WalletPayments+"?before=") {
+			if next != "" && !strings.HasPrefix(next, routes.WalletTopUps+"?before=") {
 				t.Fatalf("older rows at %q", next)
 			}
 			if pages > 3 {
@@ -128,7 +128,7 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 		}
 
 		// CSV in Persian (the payer's language), filtered.
-		resp := c.Get(routes.WalletPaymentsCSV + "?status=failed")
+		resp := c.Get(routes.WalletTopUpsCSV + "?status=failed")
 		if resp.Status != http.StatusOK || !strings.HasPrefix(resp.Body, "\uFEFF") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
 			t.Fatalf("csv: %d %q", resp.Status, resp.Header.Get("Content-Type"))
 		}
@@ -145,18 +145,18 @@ func TestWalletPaymentsListAndCSV(t *testing.T) {
 			t.Fatalf("csv row %q", row)
 		}
 		c.GetIn("en", routes.Wallet)
-		recs, _ = csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get(routes.WalletPaymentsCSV+"?status=failed").Body, "\uFEFF"))).ReadAll()
+		recs, _ = csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get(routes.WalletTopUpsCSV+"?status=failed").Body, "\uFEFF"))).ReadAll()
 		if recs[0][0] != "Date (Jalali)" || recs[1][5] != "Failed" {
 			t.Fatalf("English csv: %q", recs)
 		}
-		all, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get(routes.WalletPaymentsCSV).Body, "\uFEFF"))).ReadAll()
+		all, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get(routes.WalletTopUpsCSV).Body, "\uFEFF"))).ReadAll()
 		if len(all) != 34 {
 			t.Fatalf("csv of everything: %d rows, want 33 and the header", len(all))
 		}
-		if strings.Contains(c.Get(routes.WalletPaymentsCSV).Body, "700000") {
+		if strings.Contains(c.Get(routes.WalletTopUpsCSV).Body, "700000") {
 			t.Fatal("another payer's payment is in the export")
 		}
-		if r := app.NewClient(t).Get(routes.WalletPayments); r.Status != http.StatusSeeOther {
+		if r := app.NewClient(t).Get(routes.WalletTopUps); r.Status != http.StatusSeeOther {
 			t.Fatalf("signed out: %d", r.Status)
 		}
 	})

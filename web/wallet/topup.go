@@ -10,7 +10,6 @@ import (
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
-	"github.com/kifpool/kifpool/internal/payment"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/views"
@@ -37,7 +36,7 @@ func (h *handlers) newTopUpForm() views.TopUpForm {
 // first healthy one after avoid (a gateway that just failed), else the
 // first healthy one.
 func (h *handlers) withGateways(c *fiber.Ctx, f views.TopUpForm, want, avoid string) (views.TopUpForm, error) {
-	offers, err := h.Payments.Offered(c.UserContext())
+	offers, err := h.TopUps.Offered(c.UserContext())
 	if err != nil {
 		return f, err
 	}
@@ -61,7 +60,7 @@ func (h *handlers) withGateways(c *fiber.Ctx, f views.TopUpForm, want, avoid str
 		}
 	}
 	if f.Gateway == "" {
-		if name, err := payment.PickGateway(offers, ""); err == nil {
+		if name, err := topup.PickGateway(offers, ""); err == nil {
 			f.Gateway = name
 		} else if len(offers) > 0 {
 			f.Gateway = offers[0].Name
@@ -126,14 +125,14 @@ func (h *handlers) topUp(c *fiber.Ctx) error {
 		UserID: u.ID, Email: u.Email, FormToken: token, Amount: topup.Typed(form.Amount),
 		English: h.Lang(c) == i18n.EN, Gateway: chosen,
 	})
-	if err != nil && !errors.Is(err, payment.ErrGatewayFailed) {
+	if err != nil && !errors.Is(err, topup.ErrGatewayFailed) {
 		// A form shown again keeps the payer's choice.
 		var gerr error
 		if form, gerr = h.withGateways(c, form, chosen, ""); gerr != nil {
 			return gerr
 		}
 	}
-	var reused *payment.FormReusedError
+	var reused *topup.FormReusedError
 	var exceeded *limits.Exceeded
 	switch {
 	case errors.As(err, &exceeded):
@@ -143,26 +142,26 @@ func (h *handlers) topUp(c *fiber.Ctx) error {
 			return err
 		}
 		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
-	case errors.Is(err, payment.ErrBadFormToken):
+	case errors.Is(err, topup.ErrBadFormToken):
 		form.ErrorKey = "topup.error_form_expired"
 		return h.Render(c, fiber.StatusBadRequest, views.TopUp(h.Page(c, "topup.title"), form))
 	case isAmountError(err):
 		form.Token = token
 		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
 		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
-	case errors.Is(err, payment.ErrUnknownGateway):
+	case errors.Is(err, topup.ErrUnknownGateway):
 		form.Token = token
 		form.ErrorKey = "topup.error_gateway"
 		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
 	case errors.As(err, &reused):
 		return h.Message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", routes.TopUp, "topup.new_form")
-	case errors.Is(err, payment.ErrGatewayFailed):
-		failed := res.Payment.Gateway
+	case errors.Is(err, topup.ErrGatewayFailed):
+		failed := res.TopUp.Gateway
 		if failed == "" {
 			failed = chosen
 		}
 		return h.gatewayFailed(c, form.Amount, failed)
-	case errors.Is(err, payment.ErrStillProcessing):
+	case errors.Is(err, topup.ErrStillProcessing):
 		c.Set(fiber.HeaderRetryAfter, "3")
 		return h.Message(c, fiber.StatusServiceUnavailable, "topup.in_progress_title", "topup.in_progress", routes.Wallet, "nav.back_wallet")
 	case err != nil:
@@ -173,7 +172,7 @@ func (h *handlers) topUp(c *fiber.Ctx) error {
 		// whose one form posts to the bank, submitted by our script, with
 		// a button for a browser without it.
 		c.Set(fiber.HeaderCacheControl, "no-store")
-		v := views.ToBankView{Action: res.PayForm.Action, AmountRials: res.Payment.AmountRials}
+		v := views.ToBankView{Action: res.PayForm.Action, AmountRials: res.TopUp.AmountRials}
 		for _, f := range res.PayForm.Fields {
 			v.Fields = append(v.Fields, views.FormField{Name: f.Name, Value: f.Value})
 		}
@@ -183,7 +182,7 @@ func (h *handlers) topUp(c *fiber.Ctx) error {
 		return c.Redirect(res.PayURL, fiber.StatusSeeOther)
 	}
 	// A repeat submit after the payment moved on: show where it stands.
-	return c.Redirect(routes.Payment(res.Payment.PublicID), fiber.StatusSeeOther)
+	return c.Redirect(routes.TopUpPage(res.TopUp.PublicID), fiber.StatusSeeOther)
 }
 
 // gatewayFailed says that the bank could not start the payment and no

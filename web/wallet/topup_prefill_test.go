@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/payment/paymenttest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
 // GET /wallet/topup?amount=N (whole tomans) fills the form in (quick picks
@@ -54,7 +54,7 @@ func TestTopUpFormPrefill(t *testing.T) {
 	if !slices.Contains(doc.Attrs("href"), routes.TopUp+"?amount=100000") || slices.Contains(doc.Attrs("form"), "topup-quick") {
 		t.Errorf("quick picks are not links to the prefilled form")
 	}
-	if n := paymenttest.Count(t, app.DB); n != 0 {
+	if n := topuptest.Count(t, app.DB); n != 0 {
 		t.Errorf("%d payments written", n)
 	}
 	// English digits in the English form.

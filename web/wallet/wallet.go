@@ -41,11 +41,11 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 		if dismissed[p.ID] {
 			continue // the payer will not pay it: not "in progress" for them
 		}
-		v.Open = append(v.Open, views.OpenPaymentRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt})
+		v.Open = append(v.Open, views.OpenTopUpRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt})
 	}
 	for _, it := range items {
 		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfterRials, Kind: string(it.Kind), CreatedAt: it.CreatedAt,
-			PaymentPublicID: it.PaymentPublicID, Note: it.Note}
+			TopUpPublicID: it.TopUpPublicID, Note: it.Note}
 		if it.RefID != nil {
 			row.RefID = *it.RefID
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-func TestWalletListsPaymentsInProgress(t *testing.T) {
+func TestWalletListsTopUpsInProgress(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t, store.SQLite)
 	app := apptest.Start(t, db, apptest.Options{})

@@ -190,7 +190,7 @@ const (
 // attempt's being the one that counts. fn's errors follow
 // gateway.Gateway's contract; Do's are the package's (see the package
 // doc). Each attempt goes through the breaker and is recorded as one
-// Call, with the payment's reference from ctx (WithPaymentRef); a safe
+// Call, with the payment's reference from ctx (WithRef); a safe
 // op's attempts whose outcome is unknown are retried after a back-off
 // with full jitter, all within one budget (Options.Budget, or the
 // caller's earlier deadline).
@@ -323,11 +323,11 @@ func (c *Caller) backoff(n int, retryAfter time.Duration) time.Duration {
 func (c *Caller) attemptOnce(ctx, opCtx context.Context, op string, attempt int, timeout time.Duration, callerBinds bool,
 	fn func(context.Context) (Answer, error)) (err error, how attemptResult) {
 	rec := Call{
-		PaymentRef: PaymentRefFrom(ctx),
-		Gateway:    c.name,
-		Operation:  op,
-		Attempt:    attempt,
-		StartedAt:  c.opts.Now(),
+		Ref:       RefFrom(ctx),
+		Gateway:   c.name,
+		Operation: op,
+		Attempt:   attempt,
+		StartedAt: c.opts.Now(),
 	}
 	recCtx := context.WithoutCancel(ctx)
 

@@ -179,14 +179,14 @@ func TestCallerRecordsEachAttempt(t *testing.T) {
 	rec := &MemoryRecorder{}
 	c := NewCaller("payoutbank", fastOpts(clk, rec))
 	s := &service{clk: clk, errs: []error{http503(), nil}, advance: 2 * time.Second}
-	ctx := WithPaymentRef(context.Background(), "po_1")
+	ctx := WithRef(context.Background(), "po_1")
 	if err := c.Do(ctx, Op{Name: "payout", Safe: true}, s.call); err != nil {
 		t.Fatal(err)
 	}
 	want := []Call{
-		{PaymentRef: "po_1", Gateway: "payoutbank", Operation: "payout", Attempt: 1, StartedAt: start,
+		{Ref: "po_1", Gateway: "payoutbank", Operation: "payout", Attempt: 1, StartedAt: start,
 			Duration: 2 * time.Second, HTTPStatus: 503, Outcome: OutcomeTransient, Error: http503().Error()},
-		{PaymentRef: "po_1", Gateway: "payoutbank", Operation: "payout", Attempt: 2,
+		{Ref: "po_1", Gateway: "payoutbank", Operation: "payout", Attempt: 2,
 			StartedAt: start.Add(2*time.Second + 100*time.Millisecond), Duration: 2 * time.Second, GatewayCode: 7, Outcome: "paid_out"},
 	}
 	if got := rec.Calls(); fmt.Sprint(got) != fmt.Sprint(want) {

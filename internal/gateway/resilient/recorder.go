@@ -37,7 +37,7 @@ const (
 
 // Call is one attempt at an operation (or one refusal by the breaker).
 type Call struct {
-	PaymentRef  string // from the context (WithPaymentRef), "" if none
+	Ref         string // from the context (WithRef), "" if none
 	Gateway     string // the Caller's name (a gateway's inner.Name())
 	Operation   string // Op.Name: OpRequest, OpVerify, ... for a Gateway
 	Attempt     int    // 1-based within the operation
@@ -94,17 +94,17 @@ func (m *MemoryRecorder) Reset() {
 	m.mu.Unlock()
 }
 
-type paymentRefKey struct{}
+type refKey struct{}
 
-// WithPaymentRef tags ctx with the payment's reference, copied into every
+// WithRef tags ctx with the reference of the item the calls are about (a top-up's public id), copied into every
 // Call recorded for operations run with that context.
-func WithPaymentRef(ctx context.Context, ref string) context.Context {
-	return context.WithValue(ctx, paymentRefKey{}, ref)
+func WithRef(ctx context.Context, ref string) context.Context {
+	return context.WithValue(ctx, refKey{}, ref)
 }
 
-// PaymentRefFrom returns the reference set by WithPaymentRef, or "".
-func PaymentRefFrom(ctx context.Context) string {
-	s, _ := ctx.Value(paymentRefKey{}).(string)
+// RefFrom returns the reference set by WithRef, or "".
+func RefFrom(ctx context.Context) string {
+	s, _ := ctx.Value(refKey{}).(string)
 	return s
 }
 

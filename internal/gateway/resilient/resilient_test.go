@@ -697,7 +697,7 @@ func TestCallerCanceled(t *testing.T) {
 		f := newFake(map[string][]step{OpVerify: {{delay: time.Second}}})
 		rec := &MemoryRecorder{}
 		g := New(f, timed(Options{Recorder: rec, Logger: discard()}))
-		ctx, cancel := context.WithCancel(WithPaymentRef(context.Background(), "pay_1"))
+		ctx, cancel := context.WithCancel(WithRef(context.Background(), "pay_1"))
 		time.AfterFunc(20*time.Millisecond, cancel)
 		start := time.Now()
 		err := call(g, ctx, OpVerify)
@@ -708,7 +708,7 @@ func TestCallerCanceled(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 		calls := rec.Calls()
-		if len(calls) != 1 || calls[0].Outcome != OutcomeCanceled || calls[0].PaymentRef != "pay_1" {
+		if len(calls) != 1 || calls[0].Outcome != OutcomeCanceled || calls[0].Ref != "pay_1" {
 			t.Fatalf("calls = %+v", calls)
 		}
 		if st := g.BreakerState(); st.Failures != 0 || st.Exclusions != 1 || st.State != "closed" {
@@ -877,7 +877,7 @@ func TestBreakerOpenRefusesInstantly(t *testing.T) {
 	}
 	rec.Reset()
 	for _, op := range []string{OpRequest, OpVerify, OpInquire, OpListUnverified} {
-		ctx := WithPaymentRef(context.Background(), "pay_"+op)
+		ctx := WithRef(context.Background(), "pay_"+op)
 		err := call(g, ctx, op)
 		var te *gateway.TransientError
 		if !errors.Is(err, gateway.ErrUnavailable) || !errors.As(err, &te) || te.HTTPStatus != 0 || gateway.IsRejected(err) {
@@ -892,7 +892,7 @@ func TestBreakerOpenRefusesInstantly(t *testing.T) {
 		t.Fatalf("recorded %d, want 4", len(calls))
 	}
 	for _, c := range calls {
-		if c.Outcome != OutcomeBreakerOpen || c.Attempt != 1 || c.PaymentRef != "pay_"+c.Operation ||
+		if c.Outcome != OutcomeBreakerOpen || c.Attempt != 1 || c.Ref != "pay_"+c.Operation ||
 			c.Duration != 0 || !strings.Contains(c.Error, "gateway unavailable") {
 			t.Fatalf("call = %+v", c)
 		}
@@ -1169,7 +1169,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			ctx := WithPaymentRef(context.Background(), fmt.Sprintf("pay_%d", i))
+			ctx := WithRef(context.Background(), fmt.Sprintf("pay_%d", i))
 			for j := 0; j < 50; j++ {
 				_ = call(g, ctx, []string{OpVerify, OpInquire, OpListUnverified, OpRequest}[(i+j)%4])
 				_ = g.BreakerState()
@@ -1178,7 +1178,7 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	for _, c := range rec.Calls() {
-		if !strings.HasPrefix(c.PaymentRef, "pay_") || c.Gateway != "fakebank" || c.Attempt < 1 || c.Attempt > 3 {
+		if !strings.HasPrefix(c.Ref, "pay_") || c.Gateway != "fakebank" || c.Attempt < 1 || c.Attempt > 3 {
 			t.Fatalf("bad call %+v", c)
 		}
 	}
@@ -1197,7 +1197,7 @@ func TestRecorderCalls(t *testing.T) {
 	o := fastOpts(clk, rec)
 	o.AttemptTimeout = 20 * time.Millisecond
 	g := New(f, o)
-	ctx := WithPaymentRef(context.Background(), "pay_42")
+	ctx := WithRef(context.Background(), "pay_42")
 	res, err := g.Verify(ctx, gateway.VerifyInput{Authority: "A1", AmountRials: 10})
 	if err != nil || !res.Settled() {
 		t.Fatalf("Verify = %+v, %v", res, err)
@@ -1218,7 +1218,7 @@ func TestRecorderCalls(t *testing.T) {
 	}
 	for i, w := range want {
 		c := calls[i]
-		if c.PaymentRef != "pay_42" || c.Gateway != "fakebank" || c.Operation != OpVerify || c.Attempt != i+1 ||
+		if c.Ref != "pay_42" || c.Gateway != "fakebank" || c.Operation != OpVerify || c.Attempt != i+1 ||
 			c.Outcome != w.outcome || c.HTTPStatus != w.status || c.GatewayCode != w.code ||
 			(c.Error != "") != w.hasErr || c.StartedAt.IsZero() {
 			t.Fatalf("call %d = %+v, want %+v", i, c, w)
@@ -1306,18 +1306,18 @@ func TestErrorScrubbing(t *testing.T) {
 	}
 }
 
-func TestPaymentRefContext(t *testing.T) {
-	if got := PaymentRefFrom(context.Background()); got != "" {
+func TestRefContext(t *testing.T) {
+	if got := RefFrom(context.Background()); got != "" {
 		t.Fatalf("empty ctx ref = %q", got)
 	}
-	ctx := WithPaymentRef(context.Background(), "pay_7")
-	if got := PaymentRefFrom(ctx); got != "pay_7" {
+	ctx := WithRef(context.Background(), "pay_7")
+	if got := RefFrom(ctx); got != "pay_7" {
 		t.Fatalf("ref = %q", got)
 	}
 	// A plain string key with the same text must not collide.
 	type otherKey string
 	ctx2 := context.WithValue(context.Background(), otherKey("paymentRef"), "x")
-	if PaymentRefFrom(ctx2) != "" {
+	if RefFrom(ctx2) != "" {
 		t.Fatal("collided with a foreign key")
 	}
 	var _ Recorder = NopRecorder{}

@@ -43,13 +43,13 @@ func Held(t testing.TB, db *store.DB, walletID int64) int64 {
 
 // CreditsOf lists the top-up transactions of payment paymentID as its
 // wallet saw them (one, for a credited payment).
-func CreditsOf(t testing.TB, db *store.DB, paymentID int64) []Credit {
+func CreditsOf(t testing.TB, db *store.DB, topUpID int64) []Credit {
 	t.Helper()
 	var out []Credit
 	if err := db.Gorm.Raw(`SELECT t.id AS transaction_id, a.wallet_id, lp.amount_rials, lp.balance_after_rials
 		FROM ledger_transactions t JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id
-		WHERE t.kind = 'topup' AND t.payment_id = ? AND a.kind = 'wallet' ORDER BY t.id`, paymentID).Scan(&out).Error; err != nil {
-		t.Fatalf("credits of payment %d: %v", paymentID, err)
+		WHERE t.kind = 'topup' AND t.payment_id = ? AND a.kind = 'wallet' ORDER BY t.id`, topUpID).Scan(&out).Error; err != nil {
+		t.Fatalf("credits of payment %d: %v", topUpID, err)
 	}
 	return out
 }
@@ -95,7 +95,7 @@ func Total(t testing.TB, db *store.DB) int64 {
 // SQLite's triggers that refuse the update, on this test database only;
 // on PostgreSQL it fails the test (the ledger's history is never
 // rewritten there, not even by a fixture).
-func RestampTopUp(t testing.TB, db *store.DB, paymentID int64, at time.Time) {
+func RestampTopUp(t testing.TB, db *store.DB, topUpID int64, at time.Time) {
 	t.Helper()
 	if db.Dialect != store.SQLite {
 		t.Fatalf("restamp the ledger: SQLite fixtures only")
@@ -108,11 +108,11 @@ func RestampTopUp(t testing.TB, db *store.DB, paymentID int64, at time.Time) {
 			t.Fatalf("restamp the ledger: %v", err)
 		}
 	}
-	if err := db.Gorm.Exec(`UPDATE ledger_transactions SET created_at = ? WHERE payment_id = ?`, at, paymentID).Error; err != nil {
-		t.Fatalf("restamp the ledger transaction of payment %d: %v", paymentID, err)
+	if err := db.Gorm.Exec(`UPDATE ledger_transactions SET created_at = ? WHERE payment_id = ?`, at, topUpID).Error; err != nil {
+		t.Fatalf("restamp the ledger transaction of payment %d: %v", topUpID, err)
 	}
 	if err := db.Gorm.Exec(`UPDATE ledger_postings SET created_at = ? WHERE transaction_id IN
-		(SELECT id FROM ledger_transactions WHERE payment_id = ?)`, at, paymentID).Error; err != nil {
-		t.Fatalf("restamp the postings of payment %d: %v", paymentID, err)
+		(SELECT id FROM ledger_transactions WHERE payment_id = ?)`, at, topUpID).Error; err != nil {
+		t.Fatalf("restamp the postings of payment %d: %v", topUpID, err)
 	}
 }

@@ -1,0 +1,645 @@
+package topup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/usertext"
+)
+
+// ReconcileItem is one line of a reconciliation report.
+type ReconcileItem struct {
+	Authority   string `json:"authority"`
+	AmountRials int64  `json:"amount_rials"`
+	PublicID    string `json:"payment,omitempty"`
+	// Kind: credited (ours, verified and credited now, even if it had
+	// failed or needed review here), already_resolved (credited here yet
+	// listed as unverified), foreign (not ours), amount_mismatch, open
+	// (outcome still unknown), unresolved (the bank's verify did not say
+	// paid; a person looks), authority_conflict (our payment by its
+	// callback URL, with another authority), not_reached (the run's budget
+	// ended first), receipt_expired and no_callback (not credited, and the
+	// bank's API cannot be asked about it: past the gateway's receipt
+	// window, or without the callback's data; a person looks elsewhere),
+	// error. ReconcileKinds lists them.
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+
+	creditedRials int64
+}
+
+// Kinds of a reconciliation item that the bank's API could not be asked
+// about (ReconcileItem.Kind).
+const (
+	// KindReceiptExpired: past the gateway's receipt window (SEP keeps a
+	// token's receipt one hour), the payment cannot be asked about.
+	KindReceiptExpired = "receipt_expired"
+	// KindNoCallback: the gateway is asked about a sale only with the
+	// callback's data (Mellat's SaleReferenceId), and none came.
+	KindNoCallback = "no_callback"
+)
+
+// ReconcileKinds lists every ReconcileItem.Kind (pages translate each).
+func ReconcileKinds() []string {
+	return []string{"credited", "already_resolved", "foreign", "amount_mismatch", "open", "unresolved",
+		"authority_conflict", "not_reached", KindReceiptExpired, KindNoCallback, "error"}
+}
+
+// ReconcileReport is the stored result of one reconciliation.
+type ReconcileReport struct {
+	ID            int64
+	Gateway       string
+	StartedAt     time.Time
+	FinishedAt    time.Time
+	Listed        int
+	Ours          int
+	Credited      int
+	CreditedRials int64
+	ForeignCount  int
+	ForeignRials  int64
+	Mismatches    int
+	Unreached     int
+	Details       string // JSON array of ReconcileItem
+	Error         string
+}
+
+// Items decodes the report's lines.
+func (r ReconcileReport) Items() []ReconcileItem {
+	var items []ReconcileItem
+	_ = json.Unmarshal([]byte(r.Details), &items)
+	return items
+}
+
+// ReconcileConfig bounds one reconciliation.
+type ReconcileConfig struct {
+	Concurrency int           // items worked at once (default 4)
+	Budget      time.Duration // the whole run; items not reached are reported (default 2m)
+}
+
+// Reconcile asks the gateway for payments it holds as paid but not
+// verified (callbacks lost, windows closed), verifies and credits those
+// that are ours, lists those that are not, and stores a report. An item is
+// ours when its authority is one of our payments', or, failing that, when
+// its callback URL names one of our payments (an authority lost before it
+// was stored: the payment gets it back). Items are worked with bounded
+// concurrency until the run's budget; those not reached are reported. It
+// never touches a wallet for a foreign item.
+func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	return s.ReconcileWith(ctx, ReconcileConfig{})
+}
+
+// ReconcileWith is Reconcile with explicit bounds. Each gateway is
+// reconciled from its own source, one after the other within the one
+// budget, and gets its own stored report: a gateway's list of paid but
+// unverified payments (Zarinpal), or for a gateway without one (Zibal:
+// GatewayRules.NoList) an inquiry of each of our recent payments there
+// that is not credited, or for a gateway whose verify needs the
+// callback's data (GatewayRules.NeedsCallback) the source that data
+// allows (reconcileByCallbackData: SEP's receipt within its hour,
+// Mellat's inquiry of a sale). The answer sums them (Gateway names them
+// all).
+func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (ReconcileReport, error) {
+	if rc.Concurrency <= 0 {
+		rc.Concurrency = 4
+	}
+	if rc.Budget <= 0 {
+		rc.Budget = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, rc.Budget)
+	defer cancel()
+	sum := ReconcileReport{StartedAt: s.clock(), Details: "[]"}
+	var names, errs []string
+	var items []ReconcileItem
+	var saveErr error
+	for _, gw := range s.gws {
+		var rep ReconcileReport
+		var err error
+		switch rules := s.cfg.Gateways[gw.Name()]; {
+		case rules.NeedsCallback:
+			rep, err = s.reconcileByCallbackData(ctx, gw, rules, rc)
+		case rules.NoList:
+			rep, err = s.reconcileByInquiry(ctx, gw, rc)
+		default:
+			rep, err = s.reconcileList(ctx, gw, rc)
+		}
+		if err != nil {
+			saveErr = errors.Join(saveErr, err)
+		}
+		names = append(names, gw.Name())
+		if rep.Error != "" {
+			errs = append(errs, gw.Name()+": "+rep.Error)
+		}
+		sum.ID = rep.ID
+		sum.Listed += rep.Listed
+		sum.Ours += rep.Ours
+		sum.Credited += rep.Credited
+		sum.CreditedRials += rep.CreditedRials
+		sum.ForeignCount += rep.ForeignCount
+		sum.ForeignRials += rep.ForeignRials
+		sum.Mismatches += rep.Mismatches
+		sum.Unreached += rep.Unreached
+		items = append(items, rep.Items()...)
+	}
+	sum.Gateway, sum.Error, sum.FinishedAt = strings.Join(names, ","), strings.Join(errs, "; "), s.clock()
+	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
+		sum.Details = string(b)
+	}
+	if saveErr != nil {
+		return sum, saveErr
+	}
+	if sum.Error != "" {
+		return sum, errors.New(sum.Error)
+	}
+	return sum, nil
+}
+
+// reconcileList reconciles one gateway from its list of paid but
+// unverified payments, and stores its report (an error: the report could
+// not be stored).
+func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc ReconcileConfig) (ReconcileReport, error) {
+	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
+	list, err := gw.ListUnverified(ctx)
+	if err != nil {
+		rep.Error = "list unverified: " + err.Error()
+	}
+	rep.Listed = len(list)
+	items := make([]ReconcileItem, len(list))
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, rc.Concurrency)
+	)
+	for i, u := range list {
+		items[i] = ReconcileItem{Authority: u.Authority, AmountRials: u.AmountRials}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			items[i].Kind, items[i].Detail = "not_reached", "reconciliation budget spent"
+			rep.Unreached++
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			it := s.reconcileItem(ctx, gw.Name(), u)
+			mu.Lock()
+			defer mu.Unlock()
+			items[i] = it
+			switch it.Kind {
+			case "foreign":
+				rep.ForeignCount++
+				rep.ForeignRials += u.AmountRials
+			case "credited":
+				rep.Ours++
+				rep.Credited++
+				rep.CreditedRials += it.creditedRials
+			case "amount_mismatch", "already_resolved", "unresolved", "authority_conflict":
+				rep.Ours++
+				rep.Mismatches++
+			case "error":
+			default:
+				rep.Ours++
+			}
+		}()
+	}
+	wg.Wait()
+	err = s.saveReport(ctx, &rep, items, "by its list")
+	return rep, err
+}
+
+// saveReport ends one gateway's report: its end time and lines, stored
+// (whatever ctx does now), and logged; how names the gateway's source.
+// Listed is what the source listed or what was asked; Ours, what of it
+// is ours to report.
+func (s *Service) saveReport(ctx context.Context, rep *ReconcileReport, items []ReconcileItem, how string) error {
+	rep.FinishedAt = s.clock()
+	if b, err := json.Marshal(items); err == nil && len(items) > 0 {
+		rep.Details = string(b)
+	}
+	if err := s.st.SaveReconcileReport(context.WithoutCancel(ctx), rep); err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "reconciliation done", "gateway", rep.Gateway, "source", how, "listed", rep.Listed, "ours", rep.Ours,
+		"credited", rep.Credited, "foreign", rep.ForeignCount, "mismatches", rep.Mismatches, "unreached", rep.Unreached, "error", rep.Error)
+	return nil
+}
+
+// reconcileItem works one listed item.
+func (s *Service) reconcileItem(ctx context.Context, gwName string, u gateway.Unverified) ReconcileItem {
+	it := ReconcileItem{Authority: u.Authority, AmountRials: u.AmountRials}
+	p, found, err := s.matchUnverified(ctx, gwName, u)
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
+		return it
+	case !found:
+		it.Kind = "foreign"
+		return it
+	}
+	it.PublicID = p.PublicID
+	if p.Authority != nil && *p.Authority != u.Authority {
+		// Our payment, by its callback URL, but with another authority:
+		// never verify someone else's transaction against it.
+		it.Kind, it.Detail = "authority_conflict", "ours has another authority"
+		return it
+	}
+	mismatch := u.AmountRials != p.AmountRials
+	if mismatch {
+		it.Kind, it.Detail = "amount_mismatch", fmt.Sprintf("ours %d rials", p.AmountRials)
+	}
+	before := p.Status
+	switch {
+	case p.Status == StatusCredited:
+		// Credited here but listed as unverified there: should not be.
+		if it.Kind == "" {
+			it.Kind, it.Detail = "already_resolved", string(p.Status)
+		}
+		return it
+	case p.Authority == nil:
+		p, err = s.recoverAuthority(ctx, p, u.Authority)
+	case p.Status == StatusFailed || p.Status == StatusNeedsReview:
+		// The bank holds the payer's money for a payment that ended here
+		// without it: reopen (so a crash cannot lose the answer) and verify.
+		p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
+	default:
+		p, err = s.resolveWaiting(ctx, p, ActorReconcile, false, "")
+	}
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
+	case p.Status == StatusCredited:
+		// Credited now: the bank verified it with our amount (its verify
+		// answers -50 otherwise), so the listed amount was the list's to
+		// explain; the item is a credit, counted as one (C1: it was
+		// counted as a mismatch, and its rials were left out).
+		it.Kind, it.Detail = "credited", ""
+		if before != StatusPendingVerification && before != StatusAwaitingPayment {
+			it.Detail = "was " + string(before) + " here"
+		}
+		if mismatch {
+			it.Detail = strings.TrimPrefix(it.Detail+fmt.Sprintf("; listed %d rials, verified with ours %d", u.AmountRials, p.AmountRials), "; ")
+		}
+		it.creditedRials = p.AmountRials
+	case it.Kind == "":
+		it.Kind, it.Detail = "open", string(p.Status)
+		if p.Status.Terminal() {
+			it.Kind = "unresolved"
+		}
+	}
+	return it
+}
+
+// matchUnverified finds our payment for a listed item: by authority, else
+// by the public id in its callback URL.
+func (s *Service) matchUnverified(ctx context.Context, gwName string, u gateway.Unverified) (TopUp, bool, error) {
+	p, found, err := s.st.ByAuthority(ctx, gwName, u.Authority)
+	if found || err != nil {
+		return p, found, err
+	}
+	id := PublicIDFromCallbackURL(u.CallbackURL)
+	if id == "" {
+		return p, false, nil
+	}
+	return s.st.ByGatewayPublicID(ctx, gwName, id)
+}
+
+// PublicIDFromCallbackURL returns the payment public id in one of our
+// callback URLs (…/payments/{id}/return), or "".
+func PublicIDFromCallbackURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	args, ok := routes.MatchEnd(routes.TopUpReturnPattern, u.Path)
+	if !ok || !ValidPublicID(args[0]) {
+		return ""
+	}
+	return args[0]
+}
+
+// recoverAuthority gives a payment whose authority was lost (the bank
+// answered, we never stored it) the authority the bank lists for its
+// callback URL, moves it to pending_verification and verifies it.
+func (s *Service) recoverAuthority(ctx context.Context, p TopUp, authority string) (TopUp, error) {
+	tok, cur, err := s.claim(ctx, p.ID, []Status{StatusCreated, StatusFailed})
+	if err != nil || tok == "" {
+		return cur, err
+	}
+	d := Decide(Input{Step: StepRecover, Actor: ActorReconcile, TopUp: cur, Now: s.clock(), Rules: s.rules(), Authority: authority})
+	if d.Action != ActionMove {
+		return s.release(ctx, cur, tok, Fields{})
+	}
+	moved, err := s.move(ctx, cur, cur.Status, change{to: d.To, actor: ActorReconcile,
+		reason: d.Reason, lease: tok, keepLease: d.KeepLease,
+		set: Fields{Authority: &d.Authority, OpenedAt: d.OpenedAt, NextCheckAt: d.NextCheckAt}})
+	if err != nil {
+		if _, rerr := s.release(ctx, cur, tok, Fields{}); rerr != nil {
+			s.log.ErrorContext(ctx, "release after failed recovery", "payment", p.PublicID, "err", rerr)
+		}
+		return cur, fmt.Errorf("recover authority of %s: %w", p.PublicID, err)
+	}
+	s.log.WarnContext(ctx, "authority recovered from the bank's list", "payment", p.PublicID)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
+	return s.verifyAndApply(vctx, moved, tok, ActorReconcile, "")
+}
+
+// ReconcileLookback is how far back reconciliation by inquiry looks for a
+// gateway's ended payments (a bank that lists nothing still answers an
+// inquiry about a payment for at least a day).
+const ReconcileLookback = 24 * time.Hour
+
+// reconcileByInquiry reconciles a gateway that lists no unverified
+// payments (Zibal): each of our payments there created within
+// ReconcileLookback that ended failed or under review is inquired; one
+// the bank holds as paid or verified is reopened and verified (so a crash
+// cannot lose the answer), which credits it. Open payments are the
+// worker's. Items are the payments the bank holds paid; the others are
+// counted as listed only.
+func (s *Service) reconcileByInquiry(ctx context.Context, gw gateway.Gateway, rc ReconcileConfig) (ReconcileReport, error) {
+	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
+	ended, err := s.st.RecentEnded(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
+	if err != nil {
+		rep.Error = "list our ended payments: " + err.Error()
+	}
+	rep.Listed = len(ended)
+	var (
+		items []ReconcileItem
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, rc.Concurrency)
+	)
+	for _, p := range ended {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			mu.Lock()
+			items = append(items, ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID,
+				Kind: "not_reached", Detail: "reconciliation budget spent"})
+			rep.Unreached++
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			it, ok := s.inquireEnded(ctx, gw, p)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			items = append(items, it)
+			rep.Ours++
+			switch it.Kind {
+			case "credited":
+				rep.Credited++
+				rep.CreditedRials += p.AmountRials
+			case "amount_mismatch", "unresolved":
+				rep.Mismatches++
+			}
+		}()
+	}
+	wg.Wait()
+	err = s.saveReport(ctx, &rep, items, "by inquiry")
+	return rep, err
+}
+
+// inquireEnded asks the bank about one ended payment; ok is false when
+// the bank does not hold it as paid (nothing to report).
+func (s *Service) inquireEnded(ctx context.Context, gw gateway.Gateway, p TopUp) (ReconcileItem, bool) {
+	it := ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID}
+	ictx, cancel := context.WithTimeout(resilient.WithRef(ctx, p.PublicID), s.cfg.VerifyTimeout)
+	ir, err := gw.Inquire(ictx, p.AuthorityString())
+	cancel()
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
+		return it, true
+	case ir.Status != gateway.InquiryPaid && ir.Status != gateway.InquiryVerified:
+		return it, false
+	}
+	before := p.Status
+	p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
+	case p.Status == StatusCredited:
+		it.Kind, it.Detail = "credited", "was "+string(before)+" here"
+	case p.Status == StatusNeedsReview && p.StatusReason == string(ReasonAmountMismatch):
+		it.Kind, it.Detail = "amount_mismatch", string(ir.Status)+" at the bank"
+	case p.Status.Terminal():
+		it.Kind, it.Detail = "unresolved", string(ir.Status)+" at the bank; "+string(p.Status)+" here"
+	default:
+		it.Kind, it.Detail = "open", string(p.Status)
+	}
+	return it, true
+}
+
+// CallbackDataAsk is what reconciliation asks the bank about one payment
+// of a gateway whose verify needs the callback's data.
+type CallbackDataAsk int
+
+const (
+	AskNothing CallbackDataAsk = iota // nothing can or need be asked
+	AskReceipt                        // the token's receipt (SEP, within its window)
+	AskSale                           // the sale's inquiry with the callback's data (Mellat)
+)
+
+// CallbackDataPlan is what reconciliation does about one payment of a
+// gateway whose verify needs the callback's data: ask its receipt or its
+// sale, or nothing — then Kind (and Detail), when not "", is the
+// report's line for it.
+type CallbackDataPlan struct {
+	Ask          CallbackDataAsk
+	Kind, Detail string
+}
+
+// PlanCallbackData decides what reconciliation asks about p, one of our
+// payments not credited at a gateway whose verify needs the callback's
+// data, at now. Pure.
+//
+// A gateway whose receipt of the token stands in for the callback (SEP:
+// GatewayRules.ReceiptLife) is asked its receipt while the bank keeps it;
+// past that, a payment whose outcome we do not know (open, under review)
+// is reported as beyond the bank's API, never guessed at (a failed one
+// ended on the bank's word or its page's lifetime). Otherwise (Mellat)
+// a payment with the callback's data (its kept receipt) is asked about
+// its sale; one whose payer never came back cannot be asked about and,
+// once ended, is reported so; one that came back without a sale ended on
+// the bank's word, and an open one is still within its window (the
+// worker's).
+func PlanCallbackData(p TopUp, now time.Time, r GatewayRules) CallbackDataPlan {
+	switch {
+	case r.ReceiptLife > 0 && now.Sub(p.CreatedAt) <= r.ReceiptLife:
+		return CallbackDataPlan{Ask: AskReceipt}
+	case r.ReceiptLife > 0 && p.Status == StatusFailed:
+		return CallbackDataPlan{}
+	case r.ReceiptLife > 0:
+		return CallbackDataPlan{Kind: KindReceiptExpired, Detail: fmt.Sprintf("%s here; the bank keeps a token's receipt %s after it is made: ask its merchant portal",
+			p.Status, r.ReceiptLife)}
+	case p.Receipt != nil:
+		return CallbackDataPlan{Ask: AskSale}
+	case p.ReturnedAt != nil || p.Status.open():
+		return CallbackDataPlan{}
+	}
+	return CallbackDataPlan{Kind: KindNoCallback, Detail: string(p.Status) + " here; the bank is asked about a sale only with its callback's reference, and none came"}
+}
+
+// CallbackDataVerdict says what the bank's answer about p means: act
+// (verify, and settle where the gateway settles, through the payment's
+// check as the worker does: the bank holds it paid or verified, or SEP
+// no longer keeps the receipt of a payment whose RefNum we hold, which
+// its verify answers), or report a line (Kind, Detail), or neither
+// (the bank does not hold it paid). Pure.
+func CallbackDataVerdict(p TopUp, ir gateway.InquiryResult) (act bool, kind, detail string) {
+	switch ir.Status {
+	case gateway.InquiryPaid, gateway.InquiryVerified:
+		return true, "", ""
+	case gateway.InquiryInBank, gateway.InquiryFailed, gateway.InquiryReversed:
+		return false, "", ""
+	case gateway.InquiryGone:
+		if p.Receipt != nil {
+			return true, "", ""
+		}
+		return false, "unresolved", string(p.Status) + " here; the bank keeps no receipt of it any more (verified or reversed there) and no callback brought its receipt"
+	}
+	return false, "unresolved", fmt.Sprintf("%s here; the bank answers %s (code %d)", p.Status, ir.Status, ir.Code)
+}
+
+// reconcileByCallbackData reconciles a gateway whose verify needs the
+// callback's data (SEP, Mellat), which lists nothing: each of our
+// payments there created within ReconcileLookback and not credited is
+// planned (PlanCallbackData), asked about through the source its data
+// allows — SEP's receipt of the token within its hour, Mellat's
+// bpInquiryRequest with the kept SaleReferenceId — and, when the bank
+// holds it paid or verified, checked exactly as the worker checks it
+// (verify, settle, credit), an ended one reopened first so that a crash
+// cannot lose the answer. Payments the bank cannot be asked about are
+// reported, never guessed at. Items are the payments the bank holds paid,
+// those it could not be asked about and errors; Listed counts those
+// asked.
+func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gateway, rules GatewayRules, rc ReconcileConfig) (ReconcileReport, error) {
+	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
+	ps, err := s.st.RecentUncredited(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
+	if err != nil {
+		rep.Error = "list our uncredited payments: " + err.Error()
+	}
+	var (
+		items []ReconcileItem
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, rc.Concurrency)
+	)
+	add := func(it ReconcileItem) {
+		mu.Lock()
+		defer mu.Unlock()
+		items = append(items, it)
+		rep.Ours++
+		switch it.Kind {
+		case "credited":
+			rep.Credited++
+			rep.CreditedRials += it.creditedRials
+		case "amount_mismatch", "unresolved":
+			rep.Mismatches++
+		case "not_reached":
+			rep.Unreached++
+		}
+	}
+	for _, p := range ps {
+		it := ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID}
+		plan := PlanCallbackData(p, s.clock(), rules)
+		if plan.Ask == AskNothing {
+			if plan.Kind != "" {
+				it.Kind, it.Detail = plan.Kind, plan.Detail
+				add(it)
+			}
+			continue
+		}
+		rep.Listed++
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
+			add(it)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if it, ok := s.askByCallbackData(ctx, gw, p, plan.Ask, it); ok {
+				add(it)
+			}
+		}()
+	}
+	wg.Wait()
+	err = s.saveReport(ctx, &rep, items, "by the callback's data")
+	return rep, err
+}
+
+// askByCallbackData asks the bank about p (its token's receipt, or its
+// sale) and, when the bank holds it paid, checks it as the worker does;
+// ok is false when there is nothing to report.
+func (s *Service) askByCallbackData(ctx context.Context, gw gateway.Gateway, p TopUp, ask CallbackDataAsk, it ReconcileItem) (ReconcileItem, bool) {
+	ictx, cancel := context.WithTimeout(resilient.WithRef(ctx, p.PublicID), s.cfg.VerifyTimeout)
+	var ir gateway.InquiryResult
+	var err error
+	if ask == AskSale {
+		inquireSale := gw.Ops().InquireSale
+		if inquireSale == nil {
+			cancel()
+			it.Kind, it.Detail = KindNoCallback, "the driver has no inquiry of a sale"
+			return it, true
+		}
+		ir, err = inquireSale(ictx, gateway.VerifyInput{Authority: p.AuthorityString(), AmountRials: p.AmountRials,
+			OrderID: p.PublicID, Receipt: p.ReceiptString()})
+	} else {
+		ir, err = gw.Inquire(ictx, p.AuthorityString())
+	}
+	cancel()
+	if err != nil {
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
+		return it, true
+	}
+	act, kind, detail := CallbackDataVerdict(p, ir)
+	if !act {
+		it.Kind, it.Detail = kind, detail
+		return it, kind != ""
+	}
+	before := p.Status
+	if p.Status == StatusFailed || p.Status == StatusNeedsReview {
+		// The bank holds the payer's money for a payment that ended here
+		// without it: reopen (so a crash cannot lose the answer) and check.
+		p, _, err = s.reopen(ctx, p, ActorReconcile, nil, true)
+	} else {
+		p, err = s.Resolve(ctx, p)
+	}
+	switch {
+	case err != nil:
+		it.Kind, it.Detail = "error", usertext.Cut(err.Error(), 200)
+	case p.Status == StatusCredited:
+		it.Kind, it.Detail, it.creditedRials = "credited", "was "+string(before)+" here", p.AmountRials
+	case p.Status == StatusNeedsReview && p.StatusReason == string(ReasonAmountMismatch):
+		it.Kind, it.Detail = "amount_mismatch", string(ir.Status)+" at the bank"
+	case p.Status.Terminal():
+		it.Kind, it.Detail = "unresolved", string(ir.Status)+" at the bank; "+string(p.Status)+" ("+p.StatusReason+") here"
+	default:
+		it.Kind, it.Detail = "open", string(ir.Status)+" at the bank; "+string(p.Status)+" here"
+	}
+	return it, true
+}

@@ -1,0 +1,361 @@
+package topup_test
+
+// Unit-level tests of the worker: the claim hands each due payment to one
+// worker even when several instances run RunOnce at the same time, the
+// back-off grows and stays within its bounds, and an open breaker
+// postpones checks instead of spending them.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/sqlstore"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+var wkUserSeq atomic.Int64
+
+// wkPayer signs up a payer and returns the StartInput template.
+func wkPayer(t *testing.T, db *store.DB) topup.StartInput {
+	t.Helper()
+	ctx := context.Background()
+	email := fmt.Sprintf("worker%d@example.com", wkUserSeq.Add(1))
+	u, err := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost}).SignUp(ctx, email, "correct horse battery", "", "fa")
+	if err != nil {
+		t.Fatalf("sign up: %v", err)
+	}
+	w, err := wallet.NewService(db, nil).ForUser(ctx, u.ID)
+	if err != nil {
+		t.Fatalf("wallet: %v", err)
+	}
+	return topup.StartInput{UserID: u.ID, WalletID: w.ID, Email: email, AmountRials: 10_000}
+}
+
+func wkService(db *store.DB, gw gateway.Gateway, now func() time.Time) *topup.Service {
+	cfg := topuptest.Config()
+	cfg.RecheckDelay = 100 * time.Millisecond // short pacing window: these tests are about the back-off
+	return topup.NewService(sqlstore.New(db), gateway.Set{gw}, now, nil, cfg)
+}
+
+func wkStart(t *testing.T, svc *topup.Service, in topup.StartInput, amount int64) topup.TopUp {
+	t.Helper()
+	in.FormToken, in.AmountRials = topup.NewFormToken(), amount
+	r, err := svc.StartTopUp(context.Background(), in)
+	if err != nil || r.TopUp.Status != topup.StatusAwaitingPayment {
+		t.Fatalf("StartTopUp: %+v %v", r, err)
+	}
+	return r.TopUp
+}
+
+func wkRow(t *testing.T, db *store.DB, id int64) topup.TopUp {
+	t.Helper()
+	var p topup.TopUp
+	if err := db.Gorm.Take(&p, id).Error; err != nil {
+		t.Fatalf("payment %d: %v", id, err)
+	}
+	return p
+}
+
+// Three instances run their workers at the same moment over the same due
+// payments: each payment is claimed by exactly one of them and verified
+// exactly once.
+func TestWorkerClaimsEachDueTopUpOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const n, instances = 30, 3
+		gw := newDelayedGateway(10 * time.Millisecond)
+		clock := topuptest.NewFrozenClock()
+		in := wkPayer(t, db)
+		var workers []*topup.Worker
+		for range instances {
+			// Each instance has its own service over the shared database.
+			svc := wkService(db, gw, clock.Now)
+			wc := topuptest.WorkerConfig()
+			wc.AbandonedAfter, wc.Batch, wc.Concurrency = time.Minute, 7, 3
+			workers = append(workers, svc.NewWorker(wc))
+		}
+		starter := wkService(db, gw, clock.Now)
+		var total int64
+		for i := range n {
+			amount := int64(10_000 + 10*i)
+			wkStart(t, starter, in, amount)
+			total += amount
+		}
+		clock.Advance(2 * time.Minute) // every payment is now due (abandoned)
+
+		ctx := context.Background()
+		claimed := make([]int, instances)
+		rounds := make([]int, instances)
+		errs := make([]error, instances)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for rounds[i] < 50 {
+					rounds[i]++
+					rr, err := w.RunOnce(ctx)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					claimed[i] += rr.Claimed
+					if rr.Claimed == 0 {
+						return
+					}
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		t.Logf("claims per instance %v in rounds %v", claimed, rounds)
+		sum := 0
+		for i := range instances {
+			if errs[i] != nil {
+				t.Errorf("worker %d: %v", i, errs[i])
+			}
+			sum += claimed[i]
+		}
+		if sum != n {
+			t.Errorf("%d claims for %d due payments, want each claimed once", sum, n)
+		}
+		counts, verifies := gw.VerifyCounts()
+		if verifies != n || len(counts) != n {
+			t.Errorf("%d verifies of %d authorities, want %d of %d", verifies, len(counts), n, n)
+		}
+		for a, c := range counts {
+			if c != 1 {
+				t.Errorf("authority %s verified %d times", a, c)
+			}
+		}
+		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`); got != n {
+			t.Errorf("%d credited, want %d", got, n)
+		}
+		if got := storetest.Count(t, db, `SELECT posted_rials FROM ledger_accounts WHERE wallet_id = ?`, in.WalletID); got != total {
+			t.Errorf("balance %d, want %d", got, total)
+		}
+		// Nothing is left to claim.
+		for i, w := range workers {
+			if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 0 {
+				t.Errorf("worker %d after the work: %+v %v", i, rr, err)
+			}
+		}
+		if _, v := gw.VerifyCounts(); v != n {
+			t.Errorf("%d verifies after an idle round, want %d", v, n)
+		}
+		topuptest.CheckInvariants(t, db)
+	})
+}
+
+// While the outcome stays unknown, the delay before the next check doubles
+// from BaseBackoff up to MaxBackoff, with jitter in [50%, 100%] of it.
+func TestWorkerBackoffGrowsWithinBounds(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		gw := topuptest.NewGateway()
+		gw.Unknown.Store(true)
+		clock := topuptest.NewFrozenClock()
+		svc := wkService(db, gw, clock.Now)
+		const base, maxB = time.Second, 10 * time.Second
+		jitters := []float64{0, 0.999, 0.5, 0, 0.999, 0.25, 0.75, 0.999, 0}
+		var round atomic.Int64
+		wc := topuptest.WorkerConfig()
+		wc.BaseBackoff, wc.MaxBackoff, wc.AbandonedAfter = base, maxB, time.Second
+		wc.AuthorityLifetime, wc.MaxUnknown = 48*time.Hour, 24*time.Hour
+		wc.Jitter = func() float64 { return jitters[round.Load()] }
+		w := svc.NewWorker(wc)
+		p := wkStart(t, svc, wkPayer(t, db), 50_000)
+		clock.Advance(2 * time.Second)
+		ctx := context.Background()
+		prevCeil := time.Duration(0)
+		for k := 1; k <= len(jitters); k++ {
+			round.Store(int64(k - 1))
+			rr, err := w.RunOnce(ctx)
+			if err != nil || rr.Claimed != 1 || rr.Resolved != 0 {
+				t.Fatalf("round %d: %+v %v", k, rr, err)
+			}
+			row := wkRow(t, db, p.ID)
+			if row.Status != topup.StatusPendingVerification || row.Attempts != k || row.NextCheckAt == nil || row.LeaseUntil != nil {
+				t.Fatalf("round %d: status %s attempts %d next %v lease %v", k, row.Status, row.Attempts, row.NextCheckAt, row.LeaseUntil)
+			}
+			ceil := min(base<<(k-1), maxB)
+			j := jitters[k-1]
+			want := ceil/2 + time.Duration(j*float64(ceil/2))
+			delay := row.NextCheckAt.Sub(clock.Now())
+			if d := delay - want; d < -time.Millisecond || d > time.Millisecond {
+				t.Errorf("round %d (jitter %v): next check in %v, want %v", k, j, delay, want)
+			}
+			if delay < ceil/2 || delay > ceil || delay > maxB {
+				t.Errorf("round %d: next check in %v, outside [%v, %v]", k, delay, ceil/2, ceil)
+			}
+			if ceil < prevCeil {
+				t.Errorf("round %d: back-off ceiling shrank from %v to %v", k, prevCeil, ceil)
+			}
+			prevCeil = ceil
+			// Not due a moment before; due exactly then.
+			clock.Advance(delay - time.Millisecond)
+			if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 0 {
+				t.Fatalf("round %d: claimed before it was due: %+v %v", k, rr, err)
+			}
+			clock.Advance(time.Millisecond)
+		}
+		if _, v := gw.VerifyCounts(); v != len(jitters) {
+			t.Errorf("%d verifies, want %d (one per due check)", v, len(jitters))
+		}
+		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`); got != 0 {
+			t.Errorf("%d ledger entries for an unknown outcome", got)
+		}
+		topuptest.CheckInvariants(t, db)
+	})
+}
+
+// With the gateway's breaker open the worker claims nothing and spends no
+// check; once it closes, the due payment is checked.
+func TestWorkerPostponesWhileBreakerOpen(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		gw := topuptest.NewGateway()
+		clock := topuptest.NewFrozenClock()
+		svc := wkService(db, gw, clock.Now)
+		wc := topuptest.WorkerConfig()
+		wc.AbandonedAfter = time.Second
+		w := svc.NewWorker(wc)
+		p := wkStart(t, svc, wkPayer(t, db), 20_000)
+		clock.Advance(time.Minute)
+		ctx := context.Background()
+
+		gw.Open.Store(true)
+		if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 0 {
+			t.Fatalf("round with the breaker open: %+v %v", rr, err)
+		}
+		if row := wkRow(t, db, p.ID); row.Status != topup.StatusAwaitingPayment || row.Attempts != 0 || row.NextCheckAt != nil {
+			t.Fatalf("after a postponed round: status %s attempts %d next %v", row.Status, row.Attempts, row.NextCheckAt)
+		}
+		if _, v := gw.VerifyCounts(); v != 0 {
+			t.Fatalf("%d verifies with the breaker open", v)
+		}
+
+		gw.Open.Store(false)
+		if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 1 || rr.Resolved != 1 {
+			t.Fatalf("round with the breaker closed: %+v %v", rr, err)
+		}
+		if row := wkRow(t, db, p.ID); row.Status != topup.StatusCredited || row.Attempts != 1 {
+			t.Fatalf("after the check: status %s attempts %d", row.Status, row.Attempts)
+		}
+		topuptest.CheckInvariants(t, db)
+	})
+}
+
+// newDelayedGateway is the fake gateway answering each verify after delay.
+func newDelayedGateway(delay time.Duration) *topuptest.Gateway {
+	g := topuptest.NewGateway()
+	g.VerifyDelay = delay
+	return g
+}
+
+// The worker's deadline (AuthorityLifetime) must never overrule a callback
+// that took the lease right after the worker released it and is hearing
+// "paid" from the bank: the payment ends credited, once.
+func TestDeadlineNeverOverrulesAVerifyInFlight(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(50_000)
+		e.clock.Advance(21 * time.Minute)
+		verifying := make(chan struct{})
+		release := make(chan struct{})
+		e.gw.Set(func(f *topuptest.Gateway) {
+			f.InquireFn = topuptest.Inquiry(gateway.InquiryInBank)
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+				if n == 1 {
+					return gateway.VerifyResult{Outcome: gateway.VerifyNotPaid, Code: -51}, nil
+				}
+				close(verifying)
+				<-release
+				return topuptest.Paid(777)(n, in)
+			}
+		})
+		var once sync.Once
+		var cbDone = make(chan topup.TopUp, 1)
+		db.Gorm.Callback().Update().After("gorm:update").Register("test:callback-after-release", func(tx *gorm.DB) {
+			m, ok := tx.Statement.Dest.(map[string]any)
+			if !ok {
+				return
+			}
+			if v, has := m["lease_until"]; has && v == nil {
+				if _, st := m["status"]; !st {
+					once.Do(func() {
+						// the payer pays and the callback arrives right after the worker released
+						go func() { got, _ := e.back(ctx, p.PublicID, p.AuthorityString()); cbDone <- got }()
+						<-verifying
+					})
+				}
+			}
+		})
+		w := e.svc.NewWorker(topuptest.WorkerConfig())
+		rr, err := w.RunOnce(ctx)
+		t.Logf("worker round %+v err %v; row now %s", rr, err, dump(e.row(p.ID)))
+		close(release)
+		got := <-cbDone
+		t.Logf("callback result %s", dump(got))
+		t.Logf("bank verified 100 (ref 777); balance=%d", e.balance())
+		if got.Status != topup.StatusCredited {
+			t.Errorf("LOST: bank verified the payment but it ended %s", got.Status)
+		}
+		if b := e.balance(); b != 50_000 {
+			t.Errorf("balance %d, want 50000", b)
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// The worker's "submit died" deadline takes the lease like every other
+// actor: a created payment that reconciliation is recovering (it holds the
+// lease, the bank lists the authority paid) is not failed under its feet;
+// once the lease is free, the deadline applies.
+func TestStaleCreatedWaitsForTheLeaseHolder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		now := e.clock.Now()
+		if err := db.Gorm.Exec(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
+			VALUES ('stalecreated00000000001', ?, ?, 20000, 'zarinpal', 'stale-form', 'created', ?, ?, ?)`,
+			e.user.ID, e.wallet.ID, now, now, now).Error; err != nil {
+			t.Fatal(err)
+		}
+		id := e.count(`SELECT id FROM payments WHERE form_token = 'stale-form'`)
+		e.clock.Advance(5 * time.Minute) // well past StaleCreated (1 min)
+		at := e.clock.Now()
+		if _, ok, err := e.store.Claim(ctx, topup.Claim{ID: id, Statuses: []topup.Status{topup.StatusCreated},
+			Token: "reconciliation", Now: at, Until: at.Add(30 * time.Second)}); err != nil || !ok {
+			t.Fatalf("reconciliation's claim: %v %v", ok, err)
+		}
+		w := e.svc.NewWorker(topuptest.WorkerConfig())
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if row := e.row(id); row.Status != topup.StatusCreated || row.LeaseOwner != "reconciliation" {
+			t.Fatalf("under reconciliation's lease the worker moved it: %s", dump(row))
+		}
+		e.clock.Advance(time.Minute) // the holder died: its lease ran out
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if row := e.row(id); row.Status != topup.StatusFailed || row.LeaseOwner != "" {
+			t.Fatalf("after the lease ran out: %s, want failed and unheld", dump(row))
+		}
+		checkInvariants(t, db)
+	})
+}

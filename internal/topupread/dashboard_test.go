@@ -1,0 +1,233 @@
+package topupread_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+	"github.com/kifpool/kifpool/internal/topupread"
+)
+
+func TestDashboardAggregates(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rows := topuptest.SeedN(t, db, 48) // created at Base + 0..7 hours
+		c := topupread.New(db)
+		ctx := context.Background()
+		now := topuptest.SeedBase.Add(7*time.Hour + 30*time.Minute)
+		hours, err := c.TopUpsByHour(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Tehran's hours (+03:30): the last begins at the whole Tehran hour
+		// before now, 07:00 UTC is 10:30 in Tehran, in the hour from 10:00.
+		tehran := i18n.Tehran()
+		last := hours[len(hours)-1].Start
+		if len(hours) != 24 || last.After(now) || now.Sub(last) >= time.Hour || last.In(tehran).Minute() != 0 {
+			t.Fatalf("%d hours, last at %v (Tehran %v), now %v", len(hours), last, last.In(tehran), now)
+		}
+		for i, h := range hours {
+			if h.Start.In(tehran).Minute() != 0 || h.Start.In(tehran).Second() != 0 || (i > 0 && h.Start.Sub(hours[i-1].Start) != time.Hour) {
+				t.Fatalf("hour %d starts at %v in Tehran: not a whole hour after the one before", i, h.Start.In(tehran))
+			}
+		}
+		want := map[time.Time]*topupread.HourBucket{}
+		for _, r := range rows {
+			local := r.CreatedAt.In(tehran)
+			h := time.Date(local.Year(), local.Month(), local.Day(), local.Hour(), 0, 0, 0, tehran).UTC()
+			if want[h] == nil {
+				want[h] = &topupread.HourBucket{}
+			}
+			want[h].Total++
+			if r.Status == "credited" {
+				want[h].Credited++
+			}
+			if r.Status == "failed" {
+				want[h].Failed++
+			}
+		}
+		var total int64
+		for _, h := range hours {
+			w := want[h.Start]
+			if w == nil {
+				w = &topupread.HourBucket{}
+			}
+			if h.Total != w.Total || h.Credited != w.Credited || h.Failed != w.Failed {
+				t.Errorf("hour %v: %+v, want %+v", h.Start, h, *w)
+			}
+			total += h.Total
+		}
+		if total != int64(len(rows)) {
+			t.Errorf("%d payments in the day, want %d", total, len(rows))
+		}
+
+		// Latency: 100 verify calls of 1..100 ms, 10 request calls of 50 ms.
+		for i := 1; i <= 100; i++ {
+			db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'verify', 1, ?, ?, 'paid')`, now.Add(-time.Duration(i)*time.Minute), i)
+		}
+		for i := 0; i < 10; i++ {
+			db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'request', 1, ?, 50, 'ok')`, now.Add(-time.Minute))
+		}
+		db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'request', 1, ?, 9999, 'ok')`, now.Add(-25*time.Hour))
+		lat, err := c.BankLatency(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lat) != 2 || lat[0].Operation != "request" || lat[0].P99 != 50 || lat[0].Calls != 10 ||
+			lat[1].Operation != "verify" || lat[1].P50 != 50 || lat[1].P90 != 90 || lat[1].P99 != 99 {
+			t.Errorf("latency %+v", lat)
+		}
+
+		// Backlog, the worker's rule: pending_verification due now, and
+		// awaiting_payment opened an hour or more ago (the grace).
+		db.Gorm.Exec(`UPDATE payments SET opened_at = created_at`)
+		b, err := c.WorkerBacklog(ctx, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var due int64
+		oldest := now
+		for _, r := range rows {
+			since := r.CreatedAt
+			if r.Status == "awaiting_payment" {
+				since = since.Add(time.Hour)
+			}
+			if (r.Status == "awaiting_payment" || r.Status == "pending_verification") && !since.After(now) {
+				due++
+				if since.Before(oldest) {
+					oldest = since
+				}
+			}
+		}
+		if b.Due != due || b.Lag != now.Sub(oldest) {
+			t.Errorf("backlog %+v, want %d due, lag %v", b, due, now.Sub(oldest))
+		}
+	})
+}
+
+// TestTotals: the dashboard's totals by status are exact up to TotalCap
+// per status. Above it, PostgreSQL's estimate is used, marked as one,
+// never below TotalCap+1, close to the truth after ANALYZE and rounded to
+// three significant digits; SQLite counts exactly. The unresolved
+// payments are the open and under-review ones, oldest first.
+func TestTotals(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rows := topuptest.SeedN(t, db, 120)
+		r := topupread.New(db)
+		ctx := context.Background()
+		want := map[string]int64{}
+		for _, row := range rows {
+			want[row.Status]++
+		}
+		d, err := r.Dashboard(ctx, topuptest.SeedBase.Add(8*time.Hour), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Totals) != len(topupread.Statuses) {
+			t.Fatalf("%d totals, want %d", len(d.Totals), len(topupread.Statuses))
+		}
+		for i, tot := range d.Totals {
+			if tot.Status != topupread.Statuses[i] || tot.N != want[tot.Status] || tot.Estimate {
+				t.Errorf("total %+v, want %s: %d exactly", tot, topupread.Statuses[i], want[tot.Status])
+			}
+		}
+		open := topuptest.InListOrder(rows, true, func(row topuptest.SeedRow) bool {
+			return row.Status != "credited" && row.Status != "failed"
+		})
+		if len(d.Unresolved) != len(open) {
+			t.Fatalf("%d unresolved, want %d", len(d.Unresolved), len(open))
+		}
+		for i, u := range d.Unresolved {
+			if u.PublicID != open[i].PublicID || u.Email != open[i].Email {
+				t.Errorf("unresolved #%d: %s (%s), want %s (%s)", i, u.PublicID, u.Email, open[i].PublicID, open[i].Email)
+			}
+		}
+
+		// Many failed payments: more than the cap.
+		const many = topupread.TotalCap + 2_500
+		err = db.Gorm.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+			INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+			SELECT 'many' || n, ?, ?, 10000, 'zarinpal', 'many' || n, 'failed', ?, ? FROM g`,
+			many, rows[0].UserID, rows[0].WalletID, topuptest.SeedBase, topuptest.SeedBase).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := want["failed"] + many
+		if db.Dialect == store.Postgres {
+			if err := db.Gorm.Exec(`ANALYZE payments`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		tots, err := r.Totals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tot := range tots {
+			switch {
+			case tot.Status != "failed":
+				if tot.N != want[tot.Status] || tot.Estimate {
+					t.Errorf("total %+v, want %d exactly", tot, want[tot.Status])
+				}
+			case db.Dialect == store.SQLite:
+				if tot.N != failed || tot.Estimate {
+					t.Errorf("SQLite: failed %+v, want %d exactly", tot, failed)
+				}
+			default:
+				if !tot.Estimate || tot.N <= topupread.TotalCap || tot.N < failed*9/10 || tot.N > failed*11/10 {
+					t.Errorf("PostgreSQL: failed %+v, want an estimate near %d above %d", tot, failed, topupread.TotalCap)
+				}
+				unit := int64(1) // three significant digits: 3,527 → 3,530
+				for tot.N/unit >= 1000 {
+					unit *= 10
+				}
+				if tot.N%unit != 0 || unit == 1 {
+					t.Errorf("estimate %d not rounded to three significant digits", tot.N)
+				}
+			}
+		}
+	})
+}
+
+// TestBankLatencyNearestRank: each percentile is the duration at rank
+// ceil(p/100 × n) of the operation's sorted durations, on both databases
+// (PostgreSQL ranks with percentile_disc, SQLite with ROW_NUMBER), for
+// sizes around the steps of p × n and for a single call; calls older than
+// a day do not count.
+func TestBankLatencyNearestRank(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		sizes := []int{1, 7, 10, 99, 110, 1000, 1010}
+		for _, n := range sizes {
+			// Durations 1..n in a scrambled order (n and 7919 share no factor).
+			err := db.Gorm.Exec(`WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i < ?)
+				INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome)
+				SELECT 'zarinpal', ?, 1, ?, (i * 7919) % ? + 1, 'ok' FROM g`,
+				n-1, fmt.Sprintf("op%05d", n), now.Add(-time.Hour), n).Error
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Gorm.Exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome)
+			VALUES ('zarinpal', 'op00001', 1, ?, 99999, 'ok')`, now.Add(-25*time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		lat, err := topupread.New(db).BankLatency(context.Background(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lat) != len(sizes) {
+			t.Fatalf("%d operations, want %d: %+v", len(lat), len(sizes), lat)
+		}
+		rank := func(p, n int) int64 { return int64((p*n + 99) / 100) } // durations are their own ranks
+		for i, n := range sizes {
+			l := lat[i]
+			if l.Operation != fmt.Sprintf("op%05d", n) || l.Calls != n || l.P50 != rank(50, n) || l.P90 != rank(90, n) || l.P99 != rank(99, n) {
+				t.Errorf("n=%d: %+v, want p50 %d p90 %d p99 %d", n, l, rank(50, n), rank(90, n), rank(99, n))
+			}
+		}
+	})
+}

@@ -1,0 +1,367 @@
+package topupread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/money"
+)
+
+// SearchKind is what a search text is taken for.
+type SearchKind string
+
+// Search kinds, told apart by the text's shape.
+const (
+	SearchNone      SearchKind = ""
+	SearchPublicID  SearchKind = "public_id" // 24 base32 characters
+	SearchAuthority SearchKind = "authority" // the gateway's long token
+	SearchRefID     SearchKind = "ref_id"    // the bank's reference: digits
+	SearchCard      SearchKind = "card"      // the last four digits of the card
+	SearchShortRef  SearchKind = "short_ref" // the receipt's reference: the public id's first 12 characters
+	// SearchShortRefOrEmail: 12 lower-case letters, which may be a short
+	// reference typed without dashes or part of an e-mail address: both
+	// are searched.
+	SearchShortRefOrEmail SearchKind = "short_ref_or_email"
+	SearchEmail           SearchKind = "email" // any other text: part of an e-mail address
+)
+
+var (
+	publicIDRE  = regexp.MustCompile(`^[a-z2-7]{24}$`)
+	authorityRE = regexp.MustCompile(`^[A-Za-z0-9]{25,64}$`)
+	digitsRE    = regexp.MustCompile(`^[0-9]{1,19}$`)
+	// wholeEmailRE is a whole address (searched exactly, not as a part).
+	wholeEmailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
+)
+
+// shortRefRE is the receipt's short reference as people read it out:
+// 12 base32 characters, in groups of four with dashes ("Q6SX-INDU-UGAZ"),
+// or without them.
+var shortRefRE = regexp.MustCompile(`^[A-Za-z2-7]{4}-?[A-Za-z2-7]{4}-?[A-Za-z2-7]{4}$`)
+
+// shortRef returns the public id prefix a short reference stands for, or
+// "" when q is not one, and whether q can only be a reference. Without
+// dashes, a run of 12 lower-case letters may as well be part of an e-mail
+// address (sure is false): only upper case or a digit, as receipts print
+// it, makes it surely a reference.
+func shortRef(q string) (prefix string, sure bool) {
+	if !shortRefRE.MatchString(q) {
+		return "", false
+	}
+	bare := strings.ReplaceAll(q, "-", "")
+	sure = bare != q || strings.ToLower(q) != q || strings.ContainsAny(q, "234567")
+	return strings.ToLower(bare), sure
+}
+
+// NormalizeQuery is the search text as it is looked up: trimmed, with
+// Persian and Arabic-Indic digits read as Latin ones (a bank reference or
+// card digits copied from a Persian receipt).
+func NormalizeQuery(q string) string { return strings.TrimSpace(money.LatinDigits(q)) }
+
+// KindOf tells what the search text q is: a card suffix (4 digits), a bank
+// reference (other digits), a receipt's short reference, a public id, an
+// authority, or else part of an e-mail address.
+func KindOf(q string) SearchKind {
+	q = NormalizeQuery(q)
+	switch {
+	case q == "":
+		return SearchNone
+	case strings.Contains(q, "@"):
+		return SearchEmail
+	case len(q) == 4 && digitsRE.MatchString(q):
+		return SearchCard
+	case digitsRE.MatchString(q):
+		return SearchRefID
+	case publicIDRE.MatchString(q):
+		return SearchPublicID
+	}
+	if pre, sure := shortRef(q); pre != "" {
+		if sure {
+			return SearchShortRef
+		}
+		return SearchShortRefOrEmail
+	}
+	if authorityRE.MatchString(q) {
+		return SearchAuthority
+	}
+	return SearchEmail
+}
+
+// Filter is the current view of the payment list.
+type Filter struct {
+	Query    string   // search text (see KindOf)
+	Statuses []string // any of these (none: all)
+	Gateway  string   // as stored (the driver's name)
+	// From and To bound created_at: From inclusive, To exclusive (zero:
+	// open).
+	From, To time.Time
+	// MinRials and MaxRials bound the amount, inclusive (0: open).
+	MinRials, MaxRials int64
+	Oldest             bool // oldest first (default newest first)
+	// UserID keeps one user's payments (0: everyone's).
+	UserID int64
+}
+
+// Cursor is the position after the last row of a page: keyset pagination
+// on (created_at, id), stable when timestamps tie.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        int64
+}
+
+// String encodes the cursor for a URL.
+func (c Cursor) String() string {
+	return strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "-" + strconv.FormatInt(c.ID, 10)
+}
+
+// ErrBadCursor is returned for a cursor that was not made by String.
+var ErrBadCursor = errors.New("malformed cursor")
+
+// ParseCursor reads a cursor made by Cursor.String.
+func ParseCursor(s string) (Cursor, error) {
+	at, id, ok := strings.Cut(s, "-")
+	if !ok {
+		return Cursor{}, ErrBadCursor
+	}
+	us, err1 := strconv.ParseInt(at, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if err1 != nil || err2 != nil || n <= 0 || us < 0 {
+		return Cursor{}, ErrBadCursor
+	}
+	return Cursor{CreatedAt: time.UnixMicro(us).UTC(), ID: n}, nil
+}
+
+// TopUp is one row of the list.
+type TopUp struct {
+	ID            int64
+	PublicID      string
+	UserID        int64
+	Email         string
+	AmountRials   int64
+	Gateway       string
+	Authority     *string
+	RefID         *int64
+	CardPANMasked string
+	Status        string
+	StatusReason  string
+	CreatedAt     time.Time
+	ResolvedAt    *time.Time
+}
+
+// PageSize is how many payments a page of the list shows.
+const PageSize = 50
+
+const topUpColumns = "p.id, p.public_id, p.user_id, u.email, p.amount_rials, p.gateway, p.authority, p.ref_id, " +
+	"p.card_pan_masked, p.status, p.status_reason, p.created_at, p.resolved_at"
+
+// likeEscape escapes LIKE's wildcards in s (the pattern uses ESCAPE '\').
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// statusList writes statuses as SQL literals. They are checked against the
+// fixed set first, so no text of the request reaches the SQL; literals
+// (not parameters) let PostgreSQL match the partial index of open
+// statuses.
+func statusList(statuses []string) (string, error) {
+	quoted := make([]string, 0, len(statuses))
+	for _, s := range statuses {
+		if !ValidStatus(s) {
+			return "", fmt.Errorf("unknown status %q", s)
+		}
+		quoted = append(quoted, "'"+s+"'")
+	}
+	return strings.Join(quoted, ", "), nil
+}
+
+// where applies the filter to a query over "payments AS p" (the status
+// condition only when withStatus).
+func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error) {
+	if withStatus && len(f.Statuses) > 0 {
+		list, err := statusList(f.Statuses)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.Statuses) == 1 {
+			tx = tx.Where("p.status = " + list)
+		} else {
+			tx = tx.Where("p.status IN (" + list + ")")
+		}
+	}
+	if f.Gateway != "" {
+		tx = tx.Where("p.gateway = ?", f.Gateway)
+	}
+	if f.UserID != 0 {
+		tx = tx.Where("p.user_id = ?", f.UserID)
+	}
+	if !f.From.IsZero() {
+		tx = tx.Where("p.created_at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		tx = tx.Where("p.created_at < ?", f.To.UTC())
+	}
+	if f.MinRials > 0 {
+		tx = tx.Where("p.amount_rials >= ?", f.MinRials)
+	}
+	if f.MaxRials > 0 {
+		tx = tx.Where("p.amount_rials <= ?", f.MaxRials)
+	}
+	q := NormalizeQuery(f.Query)
+	switch KindOf(q) {
+	case SearchPublicID:
+		tx = tx.Where("p.public_id = ?", q)
+	case SearchShortRef:
+		// A prefix of the unique public id, as a range the index serves
+		// on both databases ('~' sorts after every base32 character).
+		pre, _ := shortRef(q)
+		tx = tx.Where("p.public_id >= ? AND p.public_id < ?", pre, pre+"~")
+	case SearchShortRefOrEmail:
+		pre, _ := shortRef(q)
+		tx = tx.Where(`((p.public_id >= ? AND p.public_id < ?) OR p.user_id IN (SELECT id FROM users WHERE lower(email) LIKE ? ESCAPE '\'))`,
+			pre, pre+"~", "%"+likeEscape(q)+"%")
+	case SearchAuthority:
+		tx = tx.Where("p.authority = ?", q)
+	case SearchRefID:
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil {
+			n = -1 // more digits than any reference: finds nothing
+		}
+		tx = tx.Where("p.ref_id = ?", n)
+	case SearchCard:
+		tx = tx.Where(r.db.RightChars("p.card_pan_masked", 4)+" = ? AND p.card_pan_masked <> ''", q)
+	case SearchEmail:
+		if wholeEmailRE.MatchString(q) {
+			// A whole address is that user (the unique index on lower(email)).
+			tx = tx.Where(`p.user_id IN (SELECT id FROM users WHERE lower(email) = ?)`, strings.ToLower(q))
+		} else {
+			tx = tx.Where(`p.user_id IN (SELECT id FROM users WHERE lower(email) LIKE ? ESCAPE '\')`,
+				"%"+likeEscape(strings.ToLower(q))+"%")
+		}
+	}
+	return tx, nil
+}
+
+// List returns a page of the list under f, after the cursor (nil: the
+// first page), and the cursor of the next page (nil: this is the last).
+func (r *Reader) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]TopUp, *Cursor, error) {
+	if limit <= 0 {
+		limit = PageSize
+	}
+	tx := r.db.Gorm.WithContext(ctx).Table("payments AS p").Select(topUpColumns).Joins("JOIN users u ON u.id = p.user_id")
+	tx, err := r.where(tx, f, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Oldest {
+		if after != nil {
+			tx = tx.Where("(p.created_at, p.id) > (?, ?)", after.CreatedAt.UTC(), after.ID)
+		}
+		tx = tx.Order("p.created_at ASC, p.id ASC")
+	} else {
+		if after != nil {
+			tx = tx.Where("(p.created_at, p.id) < (?, ?)", after.CreatedAt.UTC(), after.ID)
+		}
+		tx = tx.Order("p.created_at DESC, p.id DESC")
+	}
+	rows, err := scanTopUps(tx.Limit(limit + 1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("list payments: %w", err)
+	}
+	var next *Cursor
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = &Cursor{CreatedAt: last.CreatedAt.UTC(), ID: last.ID}
+	}
+	return rows, next, nil
+}
+
+// scanPayments runs a query selecting paymentColumns and reads its rows
+// with database/sql's Scan, in the columns' order: GORM's reflective Scan
+// into structs cost more than the query on a page of 50.
+func scanTopUps(tx *gorm.DB) ([]TopUp, error) {
+	rs, err := tx.Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []TopUp
+	for rs.Next() {
+		var p TopUp
+		if err := rs.Scan(&p.ID, &p.PublicID, &p.UserID, &p.Email, &p.AmountRials, &p.Gateway, &p.Authority, &p.RefID,
+			&p.CardPANMasked, &p.Status, &p.StatusReason, &p.CreatedAt, &p.ResolvedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rs.Err()
+}
+
+// EachTopUp calls fn for every payment under f, in the list's order,
+// reading a batch at a time (never the whole result in memory).
+func (r *Reader) EachTopUp(ctx context.Context, f Filter, fn func(TopUp) error) error {
+	var after *Cursor
+	for {
+		rows, next, err := r.List(ctx, f, after, 500)
+		if err != nil {
+			return err
+		}
+		for _, p := range rows {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		after = next
+	}
+}
+
+// CountCap bounds each per-status count of the list: a filter matching
+// more shows "more than CountCap", so that counting never reads millions
+// of rows (six capped counts stay within the list's time budget on a
+// table of millions; the dashboard's totals by status go further, see
+// Totals).
+const CountCap = 1_000
+
+// StatusCounts counts the payments of each status under f (its status
+// condition left out, so every status has its number), each up to limit+1:
+// a count above limit means "more than limit". The six capped counts are
+// scalar subqueries of one statement: one round trip and one plan instead
+// of six.
+func (r *Reader) StatusCounts(ctx context.Context, f Filter, limit int) (map[string]int64, error) {
+	cols := make([]string, len(Statuses))
+	subs := make([]any, len(Statuses))
+	for i, st := range Statuses {
+		sub := r.db.Gorm.WithContext(ctx).Table("payments AS p").Select("1").Where("p.status = '" + st + "'")
+		sub, err := r.where(sub, f, false)
+		if err != nil {
+			return nil, err
+		}
+		// In the list's order, so that each count walks the same index as
+		// the list and stops at the cap (never a scan of the whole table).
+		subs[i] = sub.Order("p.created_at DESC, p.id DESC").Limit(limit + 1)
+		cols[i] = "(SELECT COUNT(*) FROM (?) AS t" + strconv.Itoa(i) + ") AS n" + strconv.Itoa(i)
+	}
+	row := r.db.Gorm.WithContext(ctx).Raw("SELECT "+strings.Join(cols, ", "), subs...).Row()
+	ns := make([]int64, len(Statuses))
+	dest := make([]any, len(Statuses))
+	for i := range ns {
+		dest[i] = &ns[i]
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, fmt.Errorf("count payments by status: %w", err)
+	}
+	out := make(map[string]int64, len(Statuses))
+	for i, st := range Statuses {
+		out[st] = ns[i]
+	}
+	return out, nil
+}

@@ -1,0 +1,73 @@
+// Package paymentread is the one home of payment reads: everything a page
+// or the API shows about payments, and nothing that changes one.
+//
+//   - the admin console's payment list: filters, search, keyset pagination
+//     and capped counts per status (list.go);
+//   - one payment's whole story: the row, its credit in the ledger, its
+//     status changes and every bank call (detail.go);
+//   - the admin dashboard: totals by status (exact where cheap, estimates
+//     marked as such where not), payments needing attention, top-ups by
+//     hour, the bank's latency, the worker's backlog, the latest
+//     reconciliations (dashboard.go);
+//   - the payer's own payments: the wallet page's payments in progress and
+//     the JSON API's top-up reads (payer.go).
+//
+// Its SQL is read-only and written for the indexes it reads
+// (docs/design/reads.md): status conditions as literals, so that PostgreSQL can match the
+// partial indexes of open payments in a cached generic plan. Every change
+// of a payment goes through internal/payment.
+package topupread
+
+import (
+	"errors"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/topup"
+)
+
+// Reader reads payments.
+type Reader struct {
+	db *store.DB
+}
+
+// New returns a reader over db.
+func New(db *store.DB) *Reader { return &Reader{db: db} }
+
+// ErrNotFound is returned for a payment that does not exist (or, for the
+// payer's reads, is not theirs).
+var ErrNotFound = errors.New("payment not found")
+
+// Statuses are the payment statuses, in the order the console lists them.
+var Statuses = []string{string(topup.StatusCreated), string(topup.StatusAwaitingPayment),
+	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusNeedsReview), string(topup.StatusCredited),
+	string(topup.StatusFailed)}
+
+// OpenStatuses are the statuses of payments whose outcome is not final
+// (and needs_review, which waits for an admin); a partial index covers
+// exactly these (payments_open_created_idx, migration 00007).
+var OpenStatuses = []string{string(topup.StatusCreated), string(topup.StatusAwaitingPayment),
+	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusNeedsReview)}
+
+// ValidStatus reports whether s is a payment status.
+func ValidStatus(s string) bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// literals writes statuses as an SQL list of literals. They come from the
+// fixed sets above (never from a request), and literals, unlike
+// parameters, let PostgreSQL match a partial index in a generic plan.
+func literals(statuses []string) string {
+	out := ""
+	for i, s := range statuses {
+		if i > 0 {
+			out += ", "
+		}
+		out += "'" + s + "'"
+	}
+	return out
+}
