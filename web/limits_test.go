@@ -104,7 +104,7 @@ func cookieHeader(app *apptest.App, c *apptest.Client) string {
 // dbState counts what an accepted request could have written.
 func dbState(t *testing.T, db *store.DB) map[string]int64 {
 	t.Helper()
-	state := storetest.Rows(t, db, "users", "sessions", "wallets", "payments", "payment_events", "ledger_transactions", "ledger_postings",
+	state := storetest.Rows(t, db, "users", "sessions", "wallets", "topups", "topup_events", "ledger_transactions", "ledger_postings",
 		"gateway_calls", "auth_throttles", "api_tokens", "idempotency_keys")
 	state["balances"] = ledgertest.WalletsTotal(t, db)
 	state["credited"] = topuptest.Count(t, db, topup.StatusCredited)
@@ -242,9 +242,9 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 			}
 		}
 		after := dbState(t, db)
-		if after["sessions"] != before["sessions"]+1 || after["credited"] != 1 || after["payments"] != before["payments"]+1 {
+		if after["sessions"] != before["sessions"]+1 || after["credited"] != 1 || after["topups"] != before["topups"]+1 {
 			t.Errorf("bodies under the limit: sessions %d → %d, credited %d, payments %d → %d; want a new session, the payment credited, an API payment",
-				before["sessions"], after["sessions"], after["credited"], before["payments"], after["payments"])
+				before["sessions"], after["sessions"], after["credited"], before["topups"], after["topups"])
 		}
 		if got := payer.Balance(); got != 100_000 {
 			t.Errorf("balance %d after the callback under the limit, want 100000", got)

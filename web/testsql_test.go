@@ -106,7 +106,7 @@ func firstLine(s string) string {
 // The check finds what it is meant to find.
 func TestRawSQLFindsSQL(t *testing.T) {
 	dir := t.TempDir()
-	src := "package x\n\nfunc f() {\n\tdb.Gorm.Raw(`SELECT status FROM payments WHERE id = ?`, 1)\n\tdb.Gorm.Find(&rows)\n" +
+	src := "package x\n\nfunc f() {\n\tdb.Gorm.Raw(`SELECT status FROM topups WHERE id = ?`, 1)\n\tdb.Gorm.Find(&rows)\n" +
 		"\tcount(t, db, \"SELECT COUNT(*) FROM users\")\n\tdb.SQL().Ping()\n\t_ = \"select a payment from the list\"\n\t_ = \"Delete\"\n}\n"
 	path := filepath.Join(dir, "x_test.go")
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {

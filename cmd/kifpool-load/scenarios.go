@@ -214,7 +214,7 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 		u := bn.users[int(i)%conc]
 		var id int64
 		pub := fmt.Sprintf("dblimit%019d", i)
-		err := bn.pool.QueryRow(ctx, `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at, opened_at)
+		err := bn.pool.QueryRow(ctx, `INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at, opened_at)
 			VALUES ($1, $2, $3, 10000, 'dblimit', $1, $1, 'awaiting_payment', now(), now(), now()) RETURNING id`,
 			pub, u.id, u.walletID).Scan(&id)
 		if err != nil {
@@ -227,7 +227,7 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 	return runLoad(ctx, "2 database limit (credit SQL, pgx, no HTTP)", conc, n, 0, func(ctx context.Context, vu int, i int64) error {
 		return pgx.BeginFunc(ctx, bn.pool, func(tx pgx.Tx) error {
 			now := time.Now().UTC()
-			tag, err := tx.Exec(ctx, `UPDATE payments SET status = 'credited', status_reason = 'verified_paid', ref_id = $2, verified_amount_rials = $3,
+			tag, err := tx.Exec(ctx, `UPDATE topups SET status = 'credited', status_reason = 'verified_paid', ref_id = $2, verified_amount_rials = $3,
 				card_pan_masked = '', last_checked_at = $4, attempts = attempts + 1, lease_until = NULL, lease_owner = '', resolved_at = $4,
 				next_check_at = NULL, updated_at = $4 WHERE id = $1 AND status = 'awaiting_payment'`, ids[i], ref.Add(1), amounts[i], now)
 			if err != nil {
@@ -236,7 +236,7 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 			if tag.RowsAffected() != 1 {
 				return errors.New("not moved")
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO payment_events (payment_id, from_status, to_status, actor, reason, gateway_code, created_at)
+			if _, err := tx.Exec(ctx, `INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, gateway_code, created_at)
 				VALUES ($1, 'awaiting_payment', 'credited', 'callback', 'verified_paid', 100, $2)`, ids[i], now); err != nil {
 				return err
 			}
@@ -248,7 +248,7 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 				lo, hi = hi, lo
 			}
 			_, err = tx.Exec(ctx, `WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN ($1, $2) ORDER BY id FOR NO KEY UPDATE),
-				t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+				t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 					SELECT $3::text, $4::text, $5::bigint, $6::bigint, $7::text, $8::timestamptz WHERE (SELECT count(*) FROM lk) = 2 RETURNING id),
 				mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = $9
 					FROM (VALUES ($10::bigint, $11::bigint, $12::bigint), ($13::bigint, $14::bigint, $15::bigint)) AS v (account_id, amount, held)
@@ -300,13 +300,13 @@ func (bn *bench) seedTopUps(ctx context.Context, accounts []int64, perWallet int
 					row_number() OVER (PARTITION BY a.id ORDER BY g) AS nth
 				FROM ledger_accounts a, generate_series(1, $2::int) g WHERE a.id = ANY($1::bigint[]) AND a.kind = 'wallet'),
 			p AS (
-				INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
+				INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
 					status, status_reason, created_at, updated_at, resolved_at, opened_at)
 				SELECT $4::text || k, user_id, wallet_id, $3::bigint, 'seed', $4::text || k, upper($4::text) || k, $5::bigint + k, $3::bigint, 'credited', 'verified_paid',
 					now() - make_interval(secs => (SELECT COUNT(*) FROM src) - k), now(), now(), now() FROM src ORDER BY k
 				RETURNING id, public_id, created_at),
 			t AS (
-				INSERT INTO ledger_transactions (kind, reference, payment_id, created_at)
+				INSERT INTO ledger_transactions (kind, reference, topup_id, created_at)
 				SELECT 'topup', public_id, id, created_at FROM p ORDER BY id RETURNING id, reference, created_at),
 			legs AS (
 				SELECT t.id AS tid, $6::bigint AS account_id, -$3::bigint AS amount,
@@ -322,7 +322,7 @@ func (bn *bench) seedTopUps(ctx context.Context, accounts []int64, perWallet int
 		}
 		if _, err := tx.Exec(ctx, `UPDATE ledger_accounts a SET posted_rials = a.posted_rials + s.total, updated_at = now()
 			FROM (SELECT lp.account_id, SUM(lp.amount_rials) AS total FROM ledger_postings lp
-				JOIN ledger_transactions t ON t.id = lp.transaction_id JOIN payments p ON p.id = t.payment_id
+				JOIN ledger_transactions t ON t.id = lp.transaction_id JOIN topups p ON p.id = t.topup_id
 				WHERE t.kind = 'topup' AND p.gateway = 'seed' AND p.public_id LIKE $1 || '%' GROUP BY lp.account_id) s
 			WHERE s.account_id = a.id`, prefix); err != nil {
 			return fmt.Errorf("seed top-ups %s: balances: %w", prefix, err)
@@ -343,7 +343,7 @@ func (bn *bench) scenarioPages(ctx context.Context) error {
 	admin := bn.users[len(bn.users)-1]
 	owner := bn.users[len(bn.users)-3]
 	m := bn.sz.adminTopUps
-	if _, err := bn.pool.Exec(ctx, `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority,
+	if _, err := bn.pool.Exec(ctx, `INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority,
 			status, status_reason, created_at, updated_at, resolved_at, opened_at)
 		SELECT lpad(g::text, 24, 'a'), $1, $2, 10000 + (g % 1000) * 10, 'seed', 'seeda' || g, 'SEEDA' || g,
 			CASE WHEN g % 10 = 0 THEN 'needs_review' ELSE 'failed' END, 'bank_cancelled',
@@ -565,7 +565,7 @@ func (bn *bench) checkInvariants(ctx context.Context) (invariants, error) {
 		if err != nil {
 			return inv, err
 		}
-		rows, err := bn.pool.Query(ctx, `SELECT authority FROM payments WHERE status = 'credited' AND gateway NOT IN ('seed', 'dblimit')`)
+		rows, err := bn.pool.Query(ctx, `SELECT authority FROM topups WHERE status = 'credited' AND gateway NOT IN ('seed', 'dblimit')`)
 		if err != nil {
 			return inv, err
 		}
@@ -598,7 +598,7 @@ func (bn *bench) checkInvariants(ctx context.Context) (invariants, error) {
 	if inv.Wallets, err = q(`SELECT COUNT(*) FROM wallets`); err != nil {
 		return inv, err
 	}
-	if inv.Credited, err = q(`SELECT COUNT(*) FROM payments WHERE status = 'credited'`); err != nil {
+	if inv.Credited, err = q(`SELECT COUNT(*) FROM topups WHERE status = 'credited'`); err != nil {
 		return inv, err
 	}
 	for _, c := range []struct{ name, sql string }{
@@ -610,18 +610,18 @@ func (bn *bench) checkInvariants(ctx context.Context) (invariants, error) {
 			WHERE posted_rials <> COALESCE((SELECT balance_after_rials FROM ledger_postings lp WHERE lp.account_id = a.id ORDER BY lp.id DESC LIMIT 1), 0)`},
 		{"wallets without exactly one ledger account", `SELECT COUNT(*) FROM wallets w WHERE (SELECT COUNT(*) FROM ledger_accounts a WHERE a.wallet_id = w.id) <> 1`},
 		{"wallet or merchant accounts below zero", `SELECT COUNT(*) FROM ledger_accounts WHERE NOT may_go_negative AND posted_rials - held_rials < 0`},
-		{"credited payments without exactly one top-up transaction", `SELECT COUNT(*) FROM payments p WHERE status = 'credited'
-			AND (SELECT COUNT(*) FROM ledger_transactions t WHERE t.payment_id = p.id AND t.kind = 'topup') <> 1`},
-		{"top-up transactions of payments not credited", `SELECT COUNT(*) FROM ledger_transactions t JOIN payments p ON p.id = t.payment_id
+		{"credited payments without exactly one top-up transaction", `SELECT COUNT(*) FROM topups p WHERE status = 'credited'
+			AND (SELECT COUNT(*) FROM ledger_transactions t WHERE t.topup_id = p.id AND t.kind = 'topup') <> 1`},
+		{"top-up transactions of payments not credited", `SELECT COUNT(*) FROM ledger_transactions t JOIN topups p ON p.id = t.topup_id
 			WHERE t.kind = 'topup' AND p.status <> 'credited'`},
 		{"top-up transactions not from the payment's clearing account to its wallet's", `SELECT COUNT(*) FROM ledger_transactions t
-			JOIN payments p ON p.id = t.payment_id WHERE t.kind = 'topup' AND NOT EXISTS (
+			JOIN topups p ON p.id = t.topup_id WHERE t.kind = 'topup' AND NOT EXISTS (
 				SELECT 1 FROM ledger_postings w JOIN ledger_accounts wa ON wa.id = w.account_id
 				JOIN ledger_postings g ON g.transaction_id = t.id JOIN ledger_accounts ga ON ga.id = g.account_id
 				WHERE w.transaction_id = t.id AND wa.wallet_id = p.wallet_id AND w.amount_rials = p.verified_amount_rials
 				AND ga.kind = 'gateway' AND (ga.code = 'gateway:' || p.gateway OR ga.code LIKE 'gateway:' || p.gateway || '#%')
 				AND g.amount_rials = -p.verified_amount_rials)`},
-		{"credited payments of the app without their credit event", `SELECT COUNT(*) FROM payments p WHERE status = 'credited' AND gateway <> 'seed' AND NOT EXISTS (SELECT 1 FROM payment_events e WHERE e.payment_id = p.id AND e.to_status = 'credited')`},
+		{"credited payments of the app without their credit event", `SELECT COUNT(*) FROM topups p WHERE status = 'credited' AND gateway <> 'seed' AND NOT EXISTS (SELECT 1 FROM topup_events e WHERE e.topup_id = p.id AND e.to_status = 'credited')`},
 	} {
 		if err := bad(c.name, c.sql); err != nil {
 			return inv, err

@@ -22,7 +22,7 @@ const checkUsage = `usage: kifpool check [--max-rows N]
 A read-only audit of the database named by DATABASE_URL: every ledger
 transaction balances, each account's balance and held amount equal its
 postings and open holds, no wallet below zero, reversed at most once, one
-credit per payment, every status change chained in payment_events, every credited payment has the bank's verify on record, no
+credit per payment, every status change chained in topup_events, every credited payment has the bank's verify on record, no
 payment open past the worker's deadlines. It exits non-zero and names each
 row that breaks a rule. Safe against production at any time: it runs plain
 SELECTs in one read-only transaction (PostgreSQL: a REPEATABLE READ READ

@@ -38,7 +38,7 @@ func CheckBankAgrees(t testing.TB, db *store.DB, bank *sandbank.Bank) {
 		AmountRials int64
 	}
 	var rows []row
-	if err := db.Gorm.Raw(`SELECT public_id, authority, status, ref_id, amount_rials FROM payments`).Scan(&rows).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT public_id, authority, status, ref_id, amount_rials FROM topups`).Scan(&rows).Error; err != nil {
 		t.Fatalf("payments: %v", err)
 	}
 	ours := map[string]row{}

@@ -93,7 +93,7 @@ func NewLog(db *store.DB) *Log { return &Log{db: db} }
 // OfTopUp lists the entries about a payment, oldest first.
 func (l *Log) OfTopUp(ctx context.Context, topUpID int64) ([]Entry, error) {
 	var out []Entry
-	if err := l.db.Gorm.WithContext(ctx).Where("payment_id = ?", topUpID).Order("id").Find(&out).Error; err != nil {
+	if err := l.db.Gorm.WithContext(ctx).Where("topup_id = ?", topUpID).Order("id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("audit of payment %d: %w", topUpID, err)
 	}
 	return out, nil
@@ -121,10 +121,10 @@ func (l *Log) List(ctx context.Context, q Query) ([]Listed, error) {
 		q.Limit = 100
 	}
 	tx := l.db.Gorm.WithContext(ctx).Table("admin_actions AS a").
-		Select("a.id, COALESCE(a.admin_id, 0) AS admin_id, a.action, a.payment_id, a.target_user_id, a.note, a.from_status, a.to_status, a.result, a.created_at, " +
-			"COALESCE(u.email, '') AS admin_email, COALESCE(p.public_id, '') AS payment_public_id").
+		Select("a.id, COALESCE(a.admin_id, 0) AS admin_id, a.action, a.topup_id, a.target_user_id, a.note, a.from_status, a.to_status, a.result, a.created_at, " +
+			"COALESCE(u.email, '') AS admin_email, COALESCE(p.public_id, '') AS topup_public_id").
 		Joins("LEFT JOIN users u ON u.id = a.admin_id").
-		Joins("LEFT JOIN payments p ON p.id = a.payment_id")
+		Joins("LEFT JOIN topups p ON p.id = a.topup_id")
 	if q.AdminEmail != "" {
 		tx = tx.Where("lower(u.email) = lower(?)", q.AdminEmail)
 	}

@@ -156,7 +156,7 @@ func backupDrill(t *testing.T, d store.Dialect) {
 		t.Errorf("balance after the restore and reconciliation: %d rials, want 300000 (10,000 + 20,000 tomans)", bal)
 	}
 	var st string
-	db.Gorm.Raw(`SELECT status FROM payments WHERE authority = ?`, waiting).Scan(&st)
+	db.Gorm.Raw(`SELECT status FROM topups WHERE authority = ?`, waiting).Scan(&st)
 	if st != "credited" {
 		t.Errorf("the payment settled after the backup is %q", st)
 	}

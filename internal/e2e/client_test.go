@@ -523,12 +523,12 @@ func statusOf(m map[string]topup.TopUp, authority string) string {
 func checkLedger(t *testing.T, db *store.DB) {
 	t.Helper()
 	apptest.CheckInvariants(t, db)
-	credited := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`)
+	credited := apptest.Count(t, db, `SELECT COUNT(*) FROM topups WHERE status = 'credited'`)
 	entries := apptest.Count(t, db, `SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`)
 	if credited != entries {
 		t.Errorf("%d credited payments but %d ledger entries", credited, entries)
 	}
-	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM (SELECT ref_id FROM payments WHERE ref_id IS NOT NULL GROUP BY ref_id HAVING COUNT(*) > 1) x`); n != 0 {
+	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM (SELECT ref_id FROM topups WHERE ref_id IS NOT NULL GROUP BY ref_id HAVING COUNT(*) > 1) x`); n != 0 {
 		t.Errorf("%d bank references credited more than once", n)
 	}
 }
@@ -539,8 +539,8 @@ func checkLedger(t *testing.T, db *store.DB) {
 func checkEvents(t *testing.T, db *store.DB) {
 	t.Helper()
 	var events []topup.Event
-	if err := db.Gorm.Table("payment_events").Order("payment_id, id").Find(&events).Error; err != nil {
-		t.Fatalf("payment_events: %v", err)
+	if err := db.Gorm.Table("topup_events").Order("topup_id, id").Find(&events).Error; err != nil {
+		t.Fatalf("topup_events: %v", err)
 	}
 	byTopUp := map[int64][]topup.Event{}
 	for _, e := range events {

@@ -90,7 +90,7 @@ func failover(t *testing.T, d store.Dialect) {
 	if p, ok := topUpByAuthority(t, db, moved); !ok || p.Gateway != "zibal" || p.Status != topup.StatusAwaitingPayment {
 		t.Fatalf("the moved top-up: %s %s", p.Gateway, p.Status)
 	}
-	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE gateway = 'zarinpal' AND amount_rials = 40000 AND status <> 'failed'`); n != 0 {
+	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM topups WHERE gateway = 'zarinpal' AND amount_rials = 40000 AND status <> 'failed'`); n != 0 {
 		t.Errorf("%d top-ups left open at the down gateway", n)
 	}
 
@@ -108,7 +108,7 @@ func failover(t *testing.T, d store.Dialect) {
 	if p.ID != before.ID || p.Gateway != "zarinpal" || p.Status.Terminal() {
 		t.Fatalf("the payment at the down gateway is now %s at %s", p.Status, p.Gateway)
 	}
-	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id = ? AND gateway <> 'zarinpal'`, p.ID); n != 0 {
+	if n := apptest.Count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE topup_id = ? AND gateway <> 'zarinpal'`, p.ID); n != 0 {
 		t.Errorf("%d calls about the Zarinpal payment went to another gateway", n)
 	}
 

@@ -257,7 +257,7 @@ const clockSkew = 10 * time.Minute
 func checkVerifiesExplained(t *testing.T, db *store.DB, ours []topup.TopUp, bank map[string]sandbank.Payment) {
 	t.Helper()
 	var calls []topup.GatewayCall
-	if err := db.Gorm.Where("operation = ? AND payment_id IS NOT NULL", "verify").Order("started_at, id").Find(&calls).Error; err != nil {
+	if err := db.Gorm.Where("operation = ? AND topup_id IS NOT NULL", "verify").Order("started_at, id").Find(&calls).Error; err != nil {
 		t.Fatalf("gateway_calls: %v", err)
 	}
 	byTopUp := map[int64][]topup.GatewayCall{}
@@ -304,9 +304,9 @@ func checkVerifiesExplained(t *testing.T, db *store.DB, ours []topup.TopUp, bank
 func checkTimestampsWithin(t *testing.T, db *store.DB, from, to time.Time) {
 	t.Helper()
 	for _, q := range []struct{ what, sql string }{
-		{"payments.created_at", `SELECT COUNT(*) FROM payments WHERE created_at < ? OR created_at > ?`},
-		{"payments.updated_at", `SELECT COUNT(*) FROM payments WHERE updated_at < ? OR updated_at > ?`},
-		{"payment_events.created_at", `SELECT COUNT(*) FROM payment_events WHERE created_at < ? OR created_at > ?`},
+		{"payments.created_at", `SELECT COUNT(*) FROM topups WHERE created_at < ? OR created_at > ?`},
+		{"payments.updated_at", `SELECT COUNT(*) FROM topups WHERE updated_at < ? OR updated_at > ?`},
+		{"topup_events.created_at", `SELECT COUNT(*) FROM topup_events WHERE created_at < ? OR created_at > ?`},
 		{"gateway_calls.started_at", `SELECT COUNT(*) FROM gateway_calls WHERE started_at < ? OR started_at > ?`},
 	} {
 		if n := apptest.Count(t, db, q.sql, from, to); n != 0 {
@@ -322,8 +322,8 @@ func checkTimestampsWithin(t *testing.T, db *store.DB, from, to time.Time) {
 func checkNoOverlappingVerifies(t *testing.T, db *store.DB, tolerance time.Duration) {
 	t.Helper()
 	var calls []topup.GatewayCall
-	if err := db.Gorm.Where("operation = ? AND payment_id IS NOT NULL AND outcome <> ?", "verify", "breaker_open").
-		Order("payment_id, started_at").Find(&calls).Error; err != nil {
+	if err := db.Gorm.Where("operation = ? AND topup_id IS NOT NULL AND outcome <> ?", "verify", "breaker_open").
+		Order("topup_id, started_at").Find(&calls).Error; err != nil {
 		t.Fatalf("gateway_calls: %v", err)
 	}
 	if len(calls) == 0 {

@@ -232,7 +232,7 @@ func (c *crashPoints) one(r *pointRun) bool {
 	}
 	var postings int64
 	if err := c.db.Gorm.Raw(`SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
-		WHERE t.payment_id = ?`, p.ID).Scan(&postings).Error; err != nil || postings != 0 {
+		WHERE t.topup_id = ?`, p.ID).Scan(&postings).Error; err != nil || postings != 0 {
 		return c.fail(r, "after the crash the payment has %d ledger postings (%v), want none: the credit's transaction died whole", postings, err)
 	}
 	if p.Status == topup.StatusSettling && (p.RefID == nil || p.VerifiedAmountRials == nil || *p.VerifiedAmountRials != p.AmountRials) {

@@ -78,7 +78,7 @@ func TestBuiltInBankKeepsOpenTopUpsAcrossARestart(t *testing.T) {
 		}
 		db := openDB(t, dbURL)
 		var credited int64
-		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE status = 'credited'`).Scan(&credited).Error; err != nil {
+		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM topups WHERE status = 'credited'`).Scan(&credited).Error; err != nil {
 			t.Fatal(err)
 		}
 		if credited != int64(len(opens)) {

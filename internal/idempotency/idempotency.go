@@ -271,7 +271,7 @@ func (s *Store) Finish(ctx context.Context, rec Record, status int, contentType 
 	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}).
 		Where("id = ? AND response_status IS NULL", rec.ID).
 		Updates(map[string]any{"response_status": status, "response_type": contentType, "response_body": b,
-			"payment_id": topUpID, "locked_until": nil, "finished_at": now})
+			"topup_id": topUpID, "locked_until": nil, "finished_at": now})
 	if res.Error != nil {
 		return rec, fmt.Errorf("store response of idempotency key %d: %w", rec.ID, res.Error)
 	}

@@ -52,14 +52,14 @@ func seed(t *testing.T, db *store.DB, now time.Time) {
 		stmts = append(stmts, struct {
 			sql  string
 			args []any
-		}{`INSERT INTO payments (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
+		}{`INSERT INTO topups (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials,
 			status, created_at, updated_at, opened_at) VALUES (?, ?, 1, 1, ?, 'zarinpal', ?, ?, ?, ?, ?, ?, ?, ?)`,
 			[]any{p.id, p.public, p.amount, "form-" + p.public, "A" + p.public, p.ref, verified, p.status, p.opened, p.opened, p.opened}})
 		for i := 1; i < len(p.chain); i++ {
 			stmts = append(stmts, struct {
 				sql  string
 				args []any
-			}{`INSERT INTO payment_events (payment_id, from_status, to_status, actor, created_at) VALUES (?, ?, ?, 'callback', ?)`,
+			}{`INSERT INTO topup_events (topup_id, from_status, to_status, actor, created_at) VALUES (?, ?, ?, 'callback', ?)`,
 				[]any{p.id, p.chain[i-1], p.chain[i], p.opened}})
 		}
 	}
@@ -73,7 +73,7 @@ func seed(t *testing.T, db *store.DB, now time.Time) {
 		{`INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, posted_rials, held_rials, created_at, updated_at)
 			VALUES ('wallet', 'wallet:1', 1, 1, FALSE, 150000, 20000, ?, ?)`, []any{ago(time.Hour), ago(time.Hour)}},
 		{`UPDATE ledger_accounts SET posted_rials = -150000 WHERE code = 'gateway:zarinpal'`, nil},
-		{`INSERT INTO ledger_transactions (id, kind, reference, payment_id, reverses_id, created_at) VALUES
+		{`INSERT INTO ledger_transactions (id, kind, reference, topup_id, reverses_id, created_at) VALUES
 			(1, 'topup', 'p_credited1', 1, NULL, ?), (2, 'topup', 'p_credited2', 2, NULL, ?),
 			(3, 'adjustment', 'adj-1', NULL, NULL, ?), (4, 'reversal', 'reversal:3', NULL, 3, ?)`,
 			[]any{ago(49 * time.Minute), ago(39 * time.Minute), ago(20 * time.Minute), ago(19 * time.Minute)}},
@@ -92,9 +92,9 @@ func seed(t *testing.T, db *store.DB, now time.Time) {
 		{`INSERT INTO ledger_holds (account_id, amount_rials, reason, reference, status, expires_at, created_at)
 			VALUES ((SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 20000, 'charge', 'ch_1', 'open', ?, ?)`,
 			[]any{now.Add(time.Hour).UTC(), ago(time.Minute)}},
-		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (1, 'zarinpal', 'verify', 1, ?, 20, 'paid')`, []any{ago(49 * time.Minute)}},
-		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 1, ?, 20, 'timeout')`, []any{ago(40 * time.Minute)}},
-		{`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 2, ?, 20, 'already_verified')`, []any{ago(39 * time.Minute)}},
+		{`INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (1, 'zarinpal', 'verify', 1, ?, 20, 'paid')`, []any{ago(49 * time.Minute)}},
+		{`INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 1, ?, 20, 'timeout')`, []any{ago(40 * time.Minute)}},
+		{`INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (2, 'zarinpal', 'verify', 2, ?, 20, 'already_verified')`, []any{ago(39 * time.Minute)}},
 	}...)
 	for _, s := range stmts {
 		if err := db.Gorm.Exec(s.sql, s.args...).Error; err != nil {
@@ -102,7 +102,7 @@ func seed(t *testing.T, db *store.DB, now time.Time) {
 		}
 	}
 	if db.Dialect == store.Postgres { // explicit ids: move the sequences past them
-		for _, tbl := range []string{"users", "wallets", "payments", "ledger_transactions"} {
+		for _, tbl := range []string{"users", "wallets", "topups", "ledger_transactions"} {
 			if err := db.Gorm.Exec(`SELECT setval(pg_get_serial_sequence('` + tbl + `', 'id'), 100)`).Error; err != nil {
 				t.Fatal(err)
 			}
@@ -190,34 +190,34 @@ func TestBrokenDataIsNamed(t *testing.T) {
 			`INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (2, 2, '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00')`},
 			"wallet_has_account", "wallet 2", 0},
 		{"second credit of a payment", []string{`DROP INDEX ledger_transactions_kind_reference_key`,
-			`INSERT INTO ledger_transactions (id, kind, reference, payment_id, created_at) VALUES (5, 'topup', 'p_credited1', 1, '2026-01-01 00:00:00+00')`,
+			`INSERT INTO ledger_transactions (id, kind, reference, topup_id, created_at) VALUES (5, 'topup', 'p_credited1', 1, '2026-01-01 00:00:00+00')`,
 			`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
 				(5, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -100000, -250000, '2026-01-01 00:00:00+00'),
 				(5, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 100000, 250000, '2026-01-01 00:00:00+00')`},
 			"credited_has_its_transaction", "payment p_credited1", 0},
-		{"a bank reference used twice", []string{`DROP INDEX payments_gateway_ref_id_key`, `UPDATE payments SET ref_id = 501 WHERE id = 2`},
+		{"a bank reference used twice", []string{`DROP INDEX topups_gateway_ref_id_key`, `UPDATE topups SET ref_id = 501 WHERE id = 2`},
 			"one_payment_per_bank_reference", "bank reference zarinpal 501", 0},
-		{"credited for another amount", []string{`UPDATE payments SET verified_amount_rials = 40000 WHERE id = 2`},
+		{"credited for another amount", []string{`UPDATE topups SET verified_amount_rials = 40000 WHERE id = 2`},
 			"credited_has_bank_reference", "payment p_credited2", 0},
 		{"credited without its ledger transaction", []string{`DELETE FROM ledger_postings WHERE transaction_id = 2`, `DELETE FROM ledger_transactions WHERE id = 2`},
 			"credited_has_its_transaction", "payment p_credited2", 0},
 		{"credited into another wallet's account", []string{`UPDATE ledger_postings SET amount_rials = 40000 WHERE transaction_id = 2 AND amount_rials > 0`},
 			"credited_has_its_transaction", "payment p_credited2", 0},
 		{"a failed payment credited", []string{
-			`INSERT INTO ledger_transactions (id, kind, reference, payment_id, created_at) VALUES (5, 'topup', 'p_failed', 3, '2026-01-01 00:00:00+00')`,
+			`INSERT INTO ledger_transactions (id, kind, reference, topup_id, created_at) VALUES (5, 'topup', 'p_failed', 3, '2026-01-01 00:00:00+00')`,
 			`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
 				(5, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -70000, -220000, '2026-01-01 00:00:00+00'),
 				(5, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 70000, 220000, '2026-01-01 00:00:00+00')`},
 			"ledger_only_for_credited", "payment p_failed", 0},
-		{"status changed without its event", []string{`UPDATE payments SET status = 'needs_review' WHERE id = 3`},
+		{"status changed without its event", []string{`UPDATE topups SET status = 'needs_review' WHERE id = 3`},
 			"events_end_in_status", "payment p_failed", 0},
-		{"an event missing in the chain", []string{`DELETE FROM payment_events WHERE payment_id = 2 AND to_status = 'pending_verification'`},
+		{"an event missing in the chain", []string{`DELETE FROM topup_events WHERE topup_id = 2 AND to_status = 'pending_verification'`},
 			"events_chain", "payment p_credited2", 0},
-		{"credited twice by events", []string{`INSERT INTO payment_events (payment_id, from_status, to_status, actor, created_at) VALUES (1, 'credited', 'credited', 'worker', '2026-01-01 00:00:00+00')`},
+		{"credited twice by events", []string{`INSERT INTO topup_events (topup_id, from_status, to_status, actor, created_at) VALUES (1, 'credited', 'credited', 'worker', '2026-01-01 00:00:00+00')`},
 			"one_credit_event", "payment p_credited1", 0},
-		{"credited without the bank's verify on record", []string{`DELETE FROM gateway_calls WHERE payment_id = 1`},
+		{"credited without the bank's verify on record", []string{`DELETE FROM gateway_calls WHERE topup_id = 1`},
 			"credited_verify_on_record", "payment p_credited1", 0},
-		{"credited on a verify that did not say paid", []string{`DELETE FROM gateway_calls WHERE payment_id = 2 AND outcome = 'already_verified'`},
+		{"credited on a verify that did not say paid", []string{`DELETE FROM gateway_calls WHERE topup_id = 2 AND outcome = 'already_verified'`},
 			"credited_verify_on_record", "payment p_credited2", 0},
 		{"open past its deadline", nil, "none_open_past_deadline", "payment p_waiting", 4 * time.Hour},
 		{"created past its deadline", nil, "none_open_past_deadline", "payment p_created", 10 * time.Minute},
@@ -286,16 +286,16 @@ func TestCheckDoesNotBlockWriters(t *testing.T) {
 		}
 		defer func() { _ = tx.Rollback() }()
 		var before int64
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM payments`).Scan(&before); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM topups`).Scan(&before); err != nil {
 			t.Fatal(err)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		// A write transaction as the app makes them, while the snapshot is open.
-		if err := db.Gorm.WithContext(wctx).Exec(`UPDATE payments SET updated_at = ? WHERE id = 4`, time.Now().UTC()).Error; err != nil {
+		if err := db.Gorm.WithContext(wctx).Exec(`UPDATE topups SET updated_at = ? WHERE id = 4`, time.Now().UTC()).Error; err != nil {
 			t.Fatalf("a write while a check's snapshot is open: %v", err)
 		}
-		if err := db.Gorm.WithContext(wctx).Exec(`DELETE FROM payment_events WHERE payment_id = 5`).Error; err != nil {
+		if err := db.Gorm.WithContext(wctx).Exec(`DELETE FROM topup_events WHERE topup_id = 5`).Error; err != nil {
 			t.Fatalf("a second write: %v", err)
 		}
 		if db.Dialect == store.Postgres {

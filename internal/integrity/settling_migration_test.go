@@ -66,9 +66,12 @@ func TestMigrationSettling(t *testing.T) {
 			if err := db.Migrate(ctx, nil, store.PerSchemaLock()); err != nil {
 				t.Fatalf("migrate: %v", err)
 			}
+			// The table's name: topups at the latest (00023), payments again
+			// after the way down below.
+			table := "topups"
 			status := func(id int64) (s, reason string) {
 				t.Helper()
-				if err := db.Gorm.Raw(`SELECT status, status_reason FROM payments WHERE id = ?`, id).Row().Scan(&s, &reason); err != nil {
+				if err := db.Gorm.Raw(`SELECT status, status_reason FROM `+table+` WHERE id = ?`, id).Row().Scan(&s, &reason); err != nil {
 					t.Fatal(err)
 				}
 				return s, reason
@@ -80,11 +83,11 @@ func TestMigrationSettling(t *testing.T) {
 				t.Errorf("held settle_unknown payment: %s %s, want left as it was", s, r)
 			}
 			var ev struct{ From, To, Actor string }
-			if err := db.Gorm.Raw(`SELECT from_status, to_status, actor FROM payment_events WHERE payment_id = 6 ORDER BY id DESC LIMIT 1`).
+			if err := db.Gorm.Raw(`SELECT from_status, to_status, actor FROM topup_events WHERE topup_id = 6 ORDER BY id DESC LIMIT 1`).
 				Row().Scan(&ev.From, &ev.To, &ev.Actor); err != nil || ev.From != "pending_verification" || ev.To != "settling" {
 				t.Errorf("payment 6's last event %+v %v, want pending_verification → settling", ev, err)
 			}
-			x(`UPDATE payments SET lease_owner = '', lease_until = NULL WHERE id = 7`)
+			x(`UPDATE topups SET lease_owner = '', lease_until = NULL WHERE id = 7`)
 			rep, err := integrity.Check(ctx, db, integrity.Options{Now: now, CreatedDeadline: 5 * time.Minute, OpenDeadline: 3 * time.Hour})
 			if err != nil {
 				t.Fatal(err)
@@ -95,15 +98,15 @@ func TestMigrationSettling(t *testing.T) {
 
 			conns = holdConns(t, db, 4)
 			for i, c := range conns {
-				if _, err := c.ExecContext(ctx, `UPDATE payments SET status = 'settling' WHERE id = 5`); err != nil {
+				if _, err := c.ExecContext(ctx, `UPDATE topups SET status = 'settling' WHERE id = 5`); err != nil {
 					t.Errorf("connection %d refuses settling after 00018: %v", i, err)
 				}
-				if _, err := c.ExecContext(ctx, `UPDATE payments SET status = 'paid' WHERE id = 5`); err == nil {
+				if _, err := c.ExecContext(ctx, `UPDATE topups SET status = 'paid' WHERE id = 5`); err == nil {
 					t.Errorf("connection %d accepts an unknown status after 00018", i)
 				}
 			}
 			release(conns)
-			x(`UPDATE payments SET status = 'awaiting_payment' WHERE id = 5`)
+			x(`UPDATE topups SET status = 'awaiting_payment' WHERE id = 5`)
 			if d == store.SQLite {
 				var ok string
 				if err := db.Gorm.Raw(`PRAGMA integrity_check`).Row().Scan(&ok); err != nil || ok != "ok" {
@@ -114,6 +117,7 @@ func TestMigrationSettling(t *testing.T) {
 			if _, err := p.DownTo(ctx, 17); err != nil {
 				t.Fatalf("down to 17: %v", err)
 			}
+			table = "payments"
 			if s, r := status(6); s != "pending_verification" || r != "settle_unknown" {
 				t.Errorf("after down: %s %s, want pending_verification settle_unknown", s, r)
 			}

@@ -123,9 +123,13 @@ func latestVersion(t *testing.T, d store.Dialect) int64 {
 func tableCounts(t *testing.T, db *store.DB, v int64) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	for _, tbl := range []string{"users", "sessions", "wallets", "payments", "gateway_calls"} {
+	for _, tbl := range []string{"users", "sessions", "wallets", "topups", "gateway_calls"} {
 		var n int64
-		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM ` + tbl).Scan(&n).Error; err != nil {
+		name := tbl
+		if tbl == "topups" && v < topupNamesVersion {
+			name = "payments"
+		}
+		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM ` + name).Scan(&n).Error; err != nil {
 			t.Fatal(err)
 		}
 		out[tbl] = n
@@ -146,6 +150,10 @@ func tableCounts(t *testing.T, db *store.DB, v int64) map[string]int64 {
 // ledgerVersion is the migration that moved balances onto the ledger
 // (00019: ledger_entries and wallets.balance_rials became ledger_*).
 const ledgerVersion = 19
+
+// topupNamesVersion is the migration that renamed payments to topups
+// (00023): the fill of an earlier version writes the old names.
+const topupNamesVersion = 23
 
 // fillAt writes data into a database at migration v, using only what that
 // version's schema has, as the release of that version wrote it.

@@ -342,7 +342,7 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 // replay stops here, before any balance is touched), then each balance by
 // its guarded UPDATE, then the postings, and their sum read back.
 func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
-	if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+	if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at).Scan(&t.ID).Error; err != nil {
 		if store.IsUniqueViolation(err) {
 			return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
@@ -423,7 +423,7 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 	// The count is the entry's shape, written into the text, not a value.
 	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
 	err := tx.Raw(`WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN (`+strings.Join(ids, ", ")+`) ORDER BY id FOR NO KEY UPDATE),
-		t AS (INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, note, created_at)
+		t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = `+strconv.Itoa(len(net))+` RETURNING id),
 		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = ?
 			FROM (VALUES `+strings.Join(vals, ", ")+`) AS v (account_id, amount, held)
@@ -788,7 +788,7 @@ func (l *Ledger) History(ctx context.Context, accountID, before int64, limit int
 	q := `SELECT lp.id, lp.transaction_id, t.kind, t.reference, t.note, lp.amount_rials, lp.balance_after_rials, lp.created_at,
 		p.public_id, p.ref_id, t.reverses_id
 		FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
-		LEFT JOIN payments p ON p.id = t.payment_id
+		LEFT JOIN topups p ON p.id = t.topup_id
 		WHERE lp.account_id = ?`
 	args := []any{accountID}
 	if before > 0 {

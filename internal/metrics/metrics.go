@@ -204,7 +204,7 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 	if s.src.StatusCounts != nil {
 		counts, err := s.src.StatusCounts(ctx)
 		if err != nil {
-			s.logErr("payments by status", err)
+			s.logErr("top-ups by status", err)
 		}
 		for _, st := range []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification,
 			topup.StatusSettling, topup.StatusNeedsReview, topup.StatusCredited, topup.StatusFailed} {

@@ -237,9 +237,9 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 			return err
 		}
 		var evs []event
-		err := tx.Raw(`SELECT e.id, e.payment_id, e.to_status, e.reason, e.created_at, p.public_id, p.amount_rials,
+		err := tx.Raw(`SELECT e.id, e.topup_id, e.to_status, e.reason, e.created_at, p.public_id, p.amount_rials,
 				p.verified_amount_rials AS verified_rials, p.ref_id, p.card_pan_masked, u.id AS user_id, u.email, u.locale, u.receipts_enabled
-			FROM payment_events e JOIN payments p ON p.id = e.payment_id JOIN users u ON u.id = p.user_id
+			FROM topup_events e JOIN topups p ON p.id = e.topup_id JOIN users u ON u.id = p.user_id
 			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cursor).Scan(&evs).Error
 		if err != nil {
 			return err

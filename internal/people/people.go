@@ -85,10 +85,10 @@ func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error)
 func (r *Reader) Ledger(ctx context.Context, walletID int64, limit int) ([]LedgerEntry, error) {
 	var out []LedgerEntry
 	err := r.db.Gorm.WithContext(ctx).Table("ledger_postings AS lp").
-		Select("t.id, t.payment_id, p.public_id AS payment_public_id, lp.amount_rials, lp.balance_after_rials AS balance_after, t.kind, lp.created_at").
+		Select("t.id, t.topup_id, p.public_id AS topup_public_id, lp.amount_rials, lp.balance_after_rials AS balance_after, t.kind, lp.created_at").
 		Joins("JOIN ledger_accounts a ON a.id = lp.account_id").
 		Joins("JOIN ledger_transactions t ON t.id = lp.transaction_id").
-		Joins("LEFT JOIN payments p ON p.id = t.payment_id").
+		Joins("LEFT JOIN topups p ON p.id = t.topup_id").
 		Where("a.wallet_id = ?", walletID).Order("lp.id DESC").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("ledger of wallet %d: %w", walletID, err)

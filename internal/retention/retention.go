@@ -84,10 +84,10 @@ func Purge(ctx context.Context, db *store.DB, now time.Time, p Policy) (Result, 
 		// them, stay until they too are old), and calls of no payment
 		// started before it. Credited and open payments keep every call.
 		n, err := batches(ctx, db, p.Batch, `DELETE FROM gateway_calls WHERE id IN (SELECT c.id FROM gateway_calls c
-			LEFT JOIN payments p ON p.id = c.payment_id
-			WHERE (c.payment_id IS NULL AND c.started_at < ?)
+			LEFT JOIN topups p ON p.id = c.topup_id
+			WHERE (c.topup_id IS NULL AND c.started_at < ?)
 			   OR (p.status = 'failed' AND p.resolved_at IS NOT NULL AND p.resolved_at < ?
-			       AND NOT EXISTS (SELECT 1 FROM gateway_calls n WHERE n.payment_id = p.id AND n.started_at >= ?))
+			       AND NOT EXISTS (SELECT 1 FROM gateway_calls n WHERE n.topup_id = p.id AND n.started_at >= ?))
 			LIMIT ?)`, cut, cut, cut)
 		res.GatewayCalls, errs = n, append(errs, wrap("gateway calls", err))
 	}

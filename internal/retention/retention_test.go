@@ -73,19 +73,19 @@ func TestPurge(t *testing.T) {
 			if p.status == "credited" {
 				ref, verified = int64(77), int64(10000)
 			}
-			exec(t, db, `INSERT INTO payments (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id,
+			exec(t, db, `INSERT INTO topups (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id,
 				verified_amount_rials, status, created_at, updated_at, opened_at, resolved_at) VALUES (?, ?, 1, 1, 10000, 'zarinpal', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				p.id, "p"+p.status+string(rune('0'+p.id)), "f"+string(rune('0'+p.id)), "A"+string(rune('0'+p.id)), ref, verified, p.status, ago(year), ago(year), now.Add(-time.Minute), p.resolved)
 			for i := 1; i < len(p.chain); i++ {
-				exec(t, db, `INSERT INTO payment_events (payment_id, from_status, to_status, actor, created_at) VALUES (?, ?, ?, 'worker', ?)`,
+				exec(t, db, `INSERT INTO topup_events (topup_id, from_status, to_status, actor, created_at) VALUES (?, ?, ?, 'worker', ?)`,
 					p.id, p.chain[i-1], p.chain[i], ago(year))
 			}
-			exec(t, db, `INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'request', 1, ?, 5, 'ok')`, p.id, ago(year))
-			exec(t, db, `INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'verify', 1, ?, 5, ?)`,
+			exec(t, db, `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'request', 1, ?, 5, 'ok')`, p.id, ago(year))
+			exec(t, db, `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'verify', 1, ?, 5, ?)`,
 				p.id, ago(year), map[bool]string{true: "paid", false: "not_paid"}[p.status == "credited"])
 		}
-		exec(t, db, `INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (6, 'zarinpal', 'verify', 1, ?, 5, 'not_paid')`, ago(time.Hour))
-		exec(t, db, `INSERT INTO ledger_transactions (id, kind, reference, payment_id, created_at) VALUES (1, 'topup', 'pcredited1', 1, ?)`, ago(year))
+		exec(t, db, `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (6, 'zarinpal', 'verify', 1, ?, 5, 'not_paid')`, ago(time.Hour))
+		exec(t, db, `INSERT INTO ledger_transactions (id, kind, reference, topup_id, created_at) VALUES (1, 'topup', 'pcredited1', 1, ?)`, ago(year))
 		exec(t, db, `INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
 			(1, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -10000, -10000, ?),
 			(1, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 10000, 10000, ?)`, ago(year), ago(year))
@@ -94,7 +94,7 @@ func TestPurge(t *testing.T) {
 		exec(t, db, `INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'list_unverified', 1, ?, 5, 'ok')`, ago(time.Hour))
 
 		before := map[string]int64{}
-		for _, tbl := range []string{"payments", "payment_events", "ledger_transactions", "ledger_postings", "ledger_accounts", "wallets", "users"} {
+		for _, tbl := range []string{"topups", "topup_events", "ledger_transactions", "ledger_postings", "ledger_accounts", "wallets", "users"} {
 			before[tbl] = count(t, db, `SELECT COUNT(*) FROM `+tbl)
 		}
 		policy := retention.Policy{ExpiredSessions: 24 * time.Hour, Throttles: 24 * time.Hour, GatewayCalls: 90 * 24 * time.Hour, Batch: 1}
@@ -112,11 +112,11 @@ func TestPurge(t *testing.T) {
 			t.Errorf("throttles left: %d of locked/busy", n)
 		}
 		for id, want := range map[int64]int64{1: 2, 2: 0, 3: 2, 4: 2, 5: 2, 6: 3} {
-			if n := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id = ?`, id); n != want {
+			if n := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE topup_id = ?`, id); n != want {
 				t.Errorf("payment %d keeps %d calls, want %d", id, n, want)
 			}
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE payment_id IS NULL`); n != 1 {
+		if n := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE topup_id IS NULL`); n != 1 {
 			t.Errorf("%d calls of no payment left, want today's", n)
 		}
 		for tbl, n := range before {
@@ -189,7 +189,7 @@ func TestPurgeWebhooks(t *testing.T) {
 		day := 24 * time.Hour
 		exec(t, db, `INSERT INTO users (id, email, password_hash, created_at) VALUES (900, 'hook@example.com', 'x', ?)`, now)
 		exec(t, db, `INSERT INTO wallets (id, user_id, created_at, updated_at) VALUES (900, 900, ?, ?)`, now, now)
-		exec(t, db, `INSERT INTO payments (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+		exec(t, db, `INSERT INTO topups (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
 			VALUES (900, 'hookpayment', 900, 900, 10000, 'sandbox', 'f', 'failed', ?, ?)`, now, now)
 		exec(t, db, `INSERT INTO webhook_endpoints (id, user_id, url, events, secret_enc, created_at) VALUES (900, 900, 'https://x.example', ',topup.failed,', 'v1:x', ?)`, now)
 		for i, d := range []struct {
@@ -207,7 +207,7 @@ func TestPurgeWebhooks(t *testing.T) {
 			if !d.delivered.IsZero() {
 				delivered = d.delivered
 			}
-			exec(t, db, `INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, last_attempt_at, created_at, retry_from, delivered_at)
+			exec(t, db, `INSERT INTO webhook_deliveries (event_id, endpoint_id, topup_id, type, body, status, next_attempt_at, last_attempt_at, created_at, retry_from, delivered_at)
 				VALUES (?, 900, 900, 'topup.failed', '{}', ?, ?, ?, ?, ?, ?)`, "evt_"+string(rune('a'+i)), d.status, d.created, d.last, d.created, d.created, delivered)
 		}
 		res, err := retention.Purge(context.Background(), db, now, retention.Policy{Webhooks: 30 * day, Batch: 1})

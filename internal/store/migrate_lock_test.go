@@ -58,7 +58,7 @@ func TestMigrationLocks(t *testing.T) {
 	migrated := func(t *testing.T, db *store.DB) bool {
 		t.Helper()
 		var n int64
-		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'payments'`).Scan(&n).Error; err != nil {
+		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'topups'`).Scan(&n).Error; err != nil {
 			t.Fatal(err)
 		}
 		return n == 1

@@ -50,7 +50,7 @@ func (s *schema) wallet(userID int64) int64 {
 func (s *schema) topUp(userID, walletID int64, authority *string) int64 {
 	s.t.Helper()
 	s.seq++
-	return s.id(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at)
+	return s.id(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at)
 		VALUES (?, ?, ?, 10000, 'sandbox', ?, ?, 'awaiting_payment', ?, ?)`,
 		fmt.Sprintf("pub%021d", s.seq), userID, walletID, fmt.Sprintf("tok%019d", s.seq), authority, s.now, s.now)
 }
@@ -122,9 +122,9 @@ func TestSchemaConstraints(t *testing.T) {
 		bw := s.wallet(bob)
 		p1 := s.topUp(alice, aw, ptr("S0001"))
 		s.topUp(alice, aw, nil) // a payment without authority yet
-		const insTopUp = `INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials, status, created_at, updated_at)
+		const insTopUp = `INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id, verified_amount_rials, status, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-		const insTx = `INSERT INTO ledger_transactions (kind, reference, payment_id, reverses_id, created_at) VALUES (?, ?, ?, ?, ?)`
+		const insTx = `INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, created_at) VALUES (?, ?, ?, ?, ?)`
 		const insPostings = `INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)`
 		const insPosting = `INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES (?, ?, ?, ?, ?)`
 		now := s.now
@@ -192,7 +192,7 @@ func TestSchemaConstraints(t *testing.T) {
 				[]any{"pubX14", alice, aw, 10000, "sandbox", "tokX14", "S0014", nil, 10000, "credited", now, now}, check},
 			{"payments: credited without verified amount", insTopUp,
 				[]any{"pubX15", alice, aw, 10000, "sandbox", "tokX15", "S0015", 4242, nil, "credited", now, now}, check},
-			{"payments: update to credited without ref_id", `UPDATE payments SET status = 'credited', verified_amount_rials = 10000 WHERE id = ?`,
+			{"payments: update to credited without ref_id", `UPDATE topups SET status = 'credited', verified_amount_rials = 10000 WHERE id = ?`,
 				[]any{p1}, check},
 			{"payments: unknown user", insTopUp,
 				[]any{"pubX16", 999999, aw, 10000, "sandbox", "tokX16", nil, nil, nil, "created", now, now}, foreignKey},
@@ -243,9 +243,9 @@ func TestSchemaConstraints(t *testing.T) {
 			{`SELECT COUNT(*) FROM wallets`, 2},
 			{`SELECT COUNT(*) FROM ledger_accounts WHERE kind = 'wallet' AND (posted_rials <> 0 OR held_rials <> 0) AND id <> ` + fmt.Sprint(awAcc), 0},
 			{`SELECT COUNT(*) FROM ledger_postings WHERE transaction_id = ` + fmt.Sprint(t1), 2},
-			{`SELECT COUNT(*) FROM payments WHERE authority IS NULL`, 3}, // 1 + pubX2 + pubX6
-			{`SELECT COUNT(*) FROM payments WHERE ref_id = 42`, 2},
-			{`SELECT COUNT(*) FROM payments WHERE status = 'credited'`, 2},
+			{`SELECT COUNT(*) FROM topups WHERE authority IS NULL`, 3}, // 1 + pubX2 + pubX6
+			{`SELECT COUNT(*) FROM topups WHERE ref_id = 42`, 2},
+			{`SELECT COUNT(*) FROM topups WHERE status = 'credited'`, 2},
 			{`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'topup'`, 1},
 			{`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'reversal'`, 1},
 		} {

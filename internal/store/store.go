@@ -54,11 +54,10 @@ const DefaultSQLitePath = dburl.DefaultSQLitePath
 func ParseURL(url string) (Dialect, string, error) { return dburl.Parse(url) }
 
 // naming maps Go names to SQL names as GORM's default does, except that
-// the top-up's Go name (topup.TopUp, TopUpID) still stands for the tables
-// and columns that say payment (payments, payment_id) until migration
-// 00023 renames them.
+// the top-up's Go name is one word in SQL: topup.TopUp is the table
+// topups, a TopUpID field the column topup_id (not top_ups, top_up_id).
 func naming() schema.NamingStrategy {
-	return schema.NamingStrategy{NameReplacer: strings.NewReplacer("TopUp", "Payment")}
+	return schema.NamingStrategy{NameReplacer: strings.NewReplacer("TopUp", "Topup")}
 }
 
 // Open connects to the database named by url (see ParseURL).

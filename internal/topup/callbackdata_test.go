@@ -72,7 +72,7 @@ func (e *env) reconcile() (topup.ReconcileReport, map[string]topup.ReconcileItem
 
 // eventCount counts all payment events (a run that changes nothing adds
 // none).
-func (e *env) eventCount() int64 { return e.count(`SELECT COUNT(*) FROM payment_events`) }
+func (e *env) eventCount() int64 { return e.count(`SELECT COUNT(*) FROM topup_events`) }
 
 // TestReconcileSEPByReceipt: SEP lists nothing, and its verify needs the
 // callback's RefNum; within an hour of the token its receipt names it.

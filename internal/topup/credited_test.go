@@ -20,11 +20,11 @@ import (
 // without the database.
 func hideTopUps(t *testing.T, db *store.DB) (restore func()) {
 	t.Helper()
-	if err := db.Gorm.Exec(`ALTER TABLE payments RENAME TO payments_hidden`).Error; err != nil {
+	if err := db.Gorm.Exec(`ALTER TABLE topups RENAME TO topups_hidden`).Error; err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		if err := db.Gorm.Exec(`ALTER TABLE payments_hidden RENAME TO payments`).Error; err != nil {
+		if err := db.Gorm.Exec(`ALTER TABLE topups_hidden RENAME TO topups`).Error; err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -93,11 +93,11 @@ func TestFailoverByHealth(t *testing.T) {
 		// Every gateway down: refused before anything is written.
 		e.gw.Open.Store(true)
 		other.Open.Store(true)
-		var before int64 = e.count(`SELECT COUNT(*) FROM payments`)
+		var before int64 = e.count(`SELECT COUNT(*) FROM topups`)
 		if _, err := e.svc.StartTopUp(ctx, e.input(topup.NewFormToken(), 60_000)); !errors.Is(err, topup.ErrGatewayFailed) {
 			t.Errorf("all down: %v, want ErrGatewayFailed", err)
 		}
-		if n := e.count(`SELECT COUNT(*) FROM payments`); n != before {
+		if n := e.count(`SELECT COUNT(*) FROM topups`); n != before {
 			t.Errorf("%d payments after a refusal, want %d", n, before)
 		}
 

@@ -112,7 +112,7 @@ func TestForgedReceiptNeverBeatsTheRealOne(t *testing.T) {
 				}
 				receipt := cbB.Form[receiptField[gw]]
 				// The hold a forged callback for A leaves (never confirmed).
-				if err := db.Gorm.Exec(`UPDATE payments SET receipt = ? WHERE id = ?`, receipt, a.ID).Error; err != nil {
+				if err := db.Gorm.Exec(`UPDATE topups SET receipt = ? WHERE id = ?`, receipt, a.ID).Error; err != nil {
 					t.Fatal(err)
 				}
 				got, err := e.backWith(ctx, b.PublicID, b.AuthorityString(), receipt, true)
@@ -215,7 +215,7 @@ func TestDeadlineDropsUnconfirmedReceipt(t *testing.T) {
 		ctx := context.Background()
 		e, _ := newBankEnv(t, db, "mellat")
 		a := e.start(110_000)
-		if err := db.Gorm.Exec(`UPDATE payments SET receipt = ? WHERE id = ?`, "987654321012", a.ID).Error; err != nil {
+		if err := db.Gorm.Exec(`UPDATE topups SET receipt = ? WHERE id = ?`, "987654321012", a.ID).Error; err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Advance(21 * time.Minute)
@@ -242,7 +242,7 @@ func TestFailedCreditOfAFailedTopUpGoesToReview(t *testing.T) {
 		e.store.set(func(h *hookStore) {
 			h.credit = func(topup.Move) error {
 				// Meanwhile another actor ended it, its lease run out.
-				if err := db.Gorm.Exec(`UPDATE payments SET status = ?, status_reason = ?, lease_owner = '', lease_until = NULL WHERE id = ?`,
+				if err := db.Gorm.Exec(`UPDATE topups SET status = ?, status_reason = ?, lease_owner = '', lease_until = NULL WHERE id = ?`,
 					string(topup.StatusFailed), string(topup.ReasonNotPaidAfterLife), p.ID).Error; err != nil {
 					t.Error(err)
 				}
@@ -279,7 +279,7 @@ func TestAnEventSaysSomethingNew(t *testing.T) {
 			t.Fatal(err)
 		}
 		deliveries := func(p topup.TopUp, typ string) int64 {
-			return e.count(`SELECT COUNT(*) FROM webhook_deliveries WHERE payment_id = ? AND type = ?`, p.ID, typ)
+			return e.count(`SELECT COUNT(*) FROM webhook_deliveries WHERE topup_id = ? AND type = ?`, p.ID, typ)
 		}
 		a := e.start(110_000)
 		if _, err := bank.Finish(a.AuthorityString(), false); err != nil {

@@ -83,7 +83,7 @@ func TestAdminRecheckThatFailsAfterTheBankIsAudited(t *testing.T) {
 		if _, ver, _ := e.gw.Counts(); ver != ver0+1 {
 			t.Fatalf("the bank was asked %d times, want once", ver-ver0)
 		}
-		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE payment_id = ? AND action = 'recheck' AND result = 'error'`, p.ID); n != 1 {
+		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE topup_id = ? AND action = 'recheck' AND result = 'error'`, p.ID); n != 1 {
 			t.Errorf("%d failed rechecks in the audit log, want 1", n)
 		}
 		e.store.set(func(h *hookStore) { h.move = nil })

@@ -230,7 +230,7 @@ func TestUnknownInquiryStateNeverFails(t *testing.T) {
 		if r := e.row(p.ID); r.Status != topup.StatusNeedsReview || r.StatusReason != string(topup.ReasonUnknownTooLong) {
 			t.Fatalf("past the deadline: %s", dump(r))
 		}
-		if n := e.count(`SELECT COUNT(*) FROM payment_events WHERE payment_id = ? AND to_status = 'failed'`, p.ID); n != 0 {
+		if n := e.count(`SELECT COUNT(*) FROM topup_events WHERE topup_id = ? AND to_status = 'failed'`, p.ID); n != 0 {
 			t.Errorf("%d moves to failed", n)
 		}
 		topuptest.CheckNoneOpenPast(t, db, e.clock.Now(), time.Hour)
@@ -360,7 +360,7 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 			t.Fatalf("setup: %s", dump(got))
 		}
 		e.gw.Set(func(f *topuptest.Gateway) { f.VerifyFn = topuptest.Paid(3030) })
-		if err := db.Gorm.Exec(`UPDATE payments SET lease_until = ?, lease_owner = 'someone' WHERE id = ?`,
+		if err := db.Gorm.Exec(`UPDATE topups SET lease_until = ?, lease_owner = 'someone' WHERE id = ?`,
 			e.clock.Now().Add(time.Minute).UTC(), p.ID).Error; err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +371,7 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 		if _, ver, _ := e.gw.Counts(); ver != ver0 {
 			t.Errorf("the bank was asked under another actor's lease")
 		}
-		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE payment_id = ? AND action = 'recheck_skipped' AND result = 'skipped'`, p.ID); n != 1 {
+		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE topup_id = ? AND action = 'recheck_skipped' AND result = 'skipped'`, p.ID); n != 1 {
 			t.Errorf("%d skipped rechecks recorded, want 1", n)
 		}
 		e.clock.Advance(2 * time.Minute)
@@ -379,7 +379,7 @@ func TestAdminRecheckRecordsWhatHappened(t *testing.T) {
 		if err != nil || got.Status != topup.StatusCredited {
 			t.Fatalf("recheck: %s %v", dump(got), err)
 		}
-		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE payment_id = ? AND action = 'recheck' AND result = 'done' AND to_status = 'credited'`, p.ID); n != 1 {
+		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE topup_id = ? AND action = 'recheck' AND result = 'done' AND to_status = 'credited'`, p.ID); n != 1 {
 			t.Errorf("%d rechecks recorded, want 1", n)
 		}
 		// Pressed twice at once on a paid payment: credited once.
@@ -456,7 +456,7 @@ func TestWaitersGiveUpAtTheBudget(t *testing.T) {
 		p := e.start(40_000)
 		e.gw.Set(func(f *topuptest.Gateway) { f.VerifyFn = topuptest.Paid(6060) })
 		// A holder took the lease for one check and was killed.
-		if err := db.Gorm.Exec(`UPDATE payments SET lease_until = ?, lease_owner = 'dead' WHERE id = ?`,
+		if err := db.Gorm.Exec(`UPDATE topups SET lease_until = ?, lease_owner = 'dead' WHERE id = ?`,
 			e.clock.Now().Add(budget+2*time.Second).UTC(), p.ID).Error; err != nil {
 			t.Fatal(err)
 		}

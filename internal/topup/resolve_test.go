@@ -372,7 +372,7 @@ func TestReturnRespectsLease(t *testing.T) {
 		e.gw.Set(func(f *topuptest.Gateway) { f.VerifyFn = topuptest.Paid(31337) })
 		setLease := func(until time.Time) {
 			t.Helper()
-			if err := db.Gorm.Exec(`UPDATE payments SET lease_until = ? WHERE id = ?`, until.UTC(), p.ID).Error; err != nil {
+			if err := db.Gorm.Exec(`UPDATE topups SET lease_until = ? WHERE id = ?`, until.UTC(), p.ID).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -422,7 +422,7 @@ func TestLateVerifiedAnswerStillCredits(t *testing.T) {
 				}
 				e.assertCredited(p, 2024)
 				var from string
-				db.Gorm.Raw(`SELECT from_status FROM payment_events WHERE payment_id = ? AND to_status = 'credited'`, p.ID).Scan(&from)
+				db.Gorm.Raw(`SELECT from_status FROM topup_events WHERE topup_id = ? AND to_status = 'credited'`, p.ID).Scan(&from)
 				if from != string(other) {
 					t.Errorf("credit event from %q, want %q (what happened must be on record)", from, other)
 				}
@@ -462,7 +462,7 @@ func TestFirstCallbackIsRecorded(t *testing.T) {
 				p := e.start(30_000)
 				e.gw.Set(func(f *topuptest.Gateway) { f.VerifyFn = topuptest.Paid(4242) })
 				if tc.heldByOther {
-					if err := db.Gorm.Exec(`UPDATE payments SET lease_owner = 'someone-else', lease_until = ? WHERE id = ?`,
+					if err := db.Gorm.Exec(`UPDATE topups SET lease_owner = 'someone-else', lease_until = ? WHERE id = ?`,
 						e.clock.Now().Add(time.Hour), p.ID).Error; err != nil {
 						t.Fatal(err)
 					}

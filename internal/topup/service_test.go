@@ -65,7 +65,7 @@ func TestStartTopUp(t *testing.T) {
 		if req, ver, _ := e.gw.Counts(); req != 1 || ver != 0 {
 			t.Errorf("gateway called: %d requests, %d verifies; want 1, 0", req, ver)
 		}
-		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := e.count(`SELECT COUNT(*) FROM topups`); n != 1 {
 			t.Errorf("%d payments, want 1", n)
 		}
 		if r := e.row(p.ID); r.AmountRials != 50_000 || r.Status != topup.StatusAwaitingPayment {
@@ -113,7 +113,7 @@ func TestStartTopUpRefusals(t *testing.T) {
 				t.Errorf("%s: StartTopUp = %+v, %v; want %v", tt.name, r, err, tt.want)
 			}
 		}
-		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 0 {
+		if n := e.count(`SELECT COUNT(*) FROM topups`); n != 0 {
 			t.Errorf("%d payments written by refused submits", n)
 		}
 		if req, _, _ := e.gw.Counts(); req != 0 {
@@ -218,7 +218,7 @@ func TestStartTopUpConcurrentSubmits(t *testing.T) {
 		if req, _, _ := e.gw.Counts(); req != 1 {
 			t.Errorf("%d gateway requests, want 1", req)
 		}
-		if c := e.count(`SELECT COUNT(*) FROM payments`); c != 1 {
+		if c := e.count(`SELECT COUNT(*) FROM topups`); c != 1 {
 			t.Errorf("%d payments, want 1", c)
 		}
 		if p := e.row(results[0].TopUp.ID); p.Status != topup.StatusAwaitingPayment || e.gw.PayURL(p.AuthorityString()) != results[0].PayURL {
@@ -242,7 +242,7 @@ func TestStartTopUpReplayStillProcessing(t *testing.T) {
 			r1, err = e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 			first <- err
 		}()
-		testwait.Eventually(t, 5*time.Second, "the payment row", func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
+		testwait.Eventually(t, 5*time.Second, "the payment row", func() bool { return e.count(`SELECT COUNT(*) FROM topups`) == 1 })
 		r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 		if !errors.Is(err, topup.ErrStillProcessing) || !r2.Replayed || r2.PayURL != "" || r2.TopUp.Status != topup.StatusCreated {
 			t.Errorf("repeat while the first is at the bank = %+v, %v; want ErrStillProcessing", r2, err)
@@ -278,7 +278,7 @@ func TestStartTopUpAbandonedFirstSubmit(t *testing.T) {
 			r, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 			first <- result{r, err}
 		}()
-		testwait.Eventually(t, 5*time.Second, "the payment row", func() bool { return e.count(`SELECT COUNT(*) FROM payments`) == 1 })
+		testwait.Eventually(t, 5*time.Second, "the payment row", func() bool { return e.count(`SELECT COUNT(*) FROM topups`) == 1 })
 		e.clock.Advance(time.Minute) // the first submit is now long past RequestTimeout
 		r2, err := e.svc.StartTopUp(ctx, e.input(tok, 50_000))
 		if !errors.Is(err, topup.ErrGatewayFailed) || r2.TopUp.Status != topup.StatusFailed || r2.PayURL != "" {
@@ -292,7 +292,7 @@ func TestStartTopUpAbandonedFirstSubmit(t *testing.T) {
 		if p.Status != topup.StatusFailed || p.Authority != nil || !strings.Contains(p.StatusReason, "abandoned") {
 			t.Errorf("row = %s", dump(p))
 		}
-		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := e.count(`SELECT COUNT(*) FROM topups`); n != 1 {
 			t.Errorf("%d payments, want 1", n)
 		}
 	})
@@ -357,7 +357,7 @@ func TestOpenBreakerAnswersRepeatsOfSubmittedForms(t *testing.T) {
 		if _, err := e.svc.CheckGateway(ctx, e.user.ID+1000, token, ""); !errors.Is(err, topup.ErrGatewayFailed) {
 			t.Errorf("another user's form: %v, want ErrGatewayFailed", err)
 		}
-		if n := e.count(`SELECT COUNT(*) FROM payments`); n != 1 {
+		if n := e.count(`SELECT COUNT(*) FROM topups`); n != 1 {
 			t.Errorf("%d payments, want the first only", n)
 		}
 	})

@@ -145,7 +145,7 @@ func (r round) Resolve(ctx context.Context, id int64) (bool, error) {
 	return err == nil && p.Status.Terminal(), err
 }
 func (r round) Failed(ctx context.Context, id int64, err error) {
-	r.w.s.log.ErrorContext(ctx, "worker: resolve failed", "payment_id", id, "err", err)
+	r.w.s.log.ErrorContext(ctx, "worker: resolve failed", "topup_id", id, "err", err)
 }
 
 // claim picks due payments and pushes their next check forward, in one

@@ -142,7 +142,7 @@ func TestWorkerClaimsEachDueTopUpOnce(t *testing.T) {
 				t.Errorf("authority %s verified %d times", a, c)
 			}
 		}
-		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM payments WHERE status = 'credited'`); got != n {
+		if got := storetest.Count(t, db, `SELECT COUNT(*) FROM topups WHERE status = 'credited'`); got != n {
 			t.Errorf("%d credited, want %d", got, n)
 		}
 		if got := storetest.Count(t, db, `SELECT posted_rials FROM ledger_accounts WHERE wallet_id = ?`, in.WalletID); got != total {
@@ -330,12 +330,12 @@ func TestStaleCreatedWaitsForTheLeaseHolder(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, db)
 		now := e.clock.Now()
-		if err := db.Gorm.Exec(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
+		if err := db.Gorm.Exec(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
 			VALUES ('stalecreated00000000001', ?, ?, 20000, 'zarinpal', 'stale-form', 'created', ?, ?, ?)`,
 			e.user.ID, e.wallet.ID, now, now, now).Error; err != nil {
 			t.Fatal(err)
 		}
-		id := e.count(`SELECT id FROM payments WHERE form_token = 'stale-form'`)
+		id := e.count(`SELECT id FROM topups WHERE form_token = 'stale-form'`)
 		e.clock.Advance(5 * time.Minute) // well past StaleCreated (1 min)
 		at := e.clock.Now()
 		if _, ok, err := e.store.Claim(ctx, topup.Claim{ID: id, Statuses: []topup.Status{topup.StatusCreated},

@@ -105,13 +105,13 @@ func (r *Reader) Totals(ctx context.Context) ([]Total, error) {
 		if t.N > TotalCap {
 			switch r.db.Dialect {
 			case store.Postgres:
-				est, err := r.plannedRows(ctx, "SELECT 1 FROM payments WHERE status = "+literals([]string{st}))
+				est, err := r.plannedRows(ctx, "SELECT 1 FROM topups WHERE status = "+literals([]string{st}))
 				if err != nil {
 					return nil, fmt.Errorf("estimate payments %s: %w", st, err)
 				}
 				t.N, t.Estimate = roughly(max(est, TotalCap+1)), true
 			default:
-				if err := r.db.Gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM payments WHERE status = " + literals([]string{st})).
+				if err := r.db.Gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM topups WHERE status = " + literals([]string{st})).
 					Scan(&t.N).Error; err != nil {
 					return nil, fmt.Errorf("count payments %s: %w", st, err)
 				}
@@ -166,9 +166,9 @@ type UnresolvedRow struct {
 // Unresolved lists payments that are not credited or failed, oldest
 // first: what admins watch. The status condition is written as literals,
 // so that it reads the partial index of open payments by creation time
-// (payments_open_created_idx) in a cached plan too.
+// (topups_open_created_idx) in a cached plan too.
 func (r *Reader) Unresolved(ctx context.Context, limit int) ([]UnresolvedRow, error) {
-	rs, err := r.db.Gorm.WithContext(ctx).Table("payments AS p").
+	rs, err := r.db.Gorm.WithContext(ctx).Table("topups AS p").
 		Select("p.public_id, u.email, p.amount_rials, p.status, p.status_reason, p.attempts, p.created_at, p.next_check_at").
 		Joins("JOIN users u ON u.id = p.user_id").
 		Where("p.status IN (" + literals(OpenStatuses) + ")").
@@ -247,7 +247,7 @@ func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket,
 	parts := make([]string, len(Statuses))
 	args := make([]any, 0, 2*len(Statuses))
 	for i, st := range Statuses {
-		parts[i] = "SELECT " + hour + " AS hour, " + literals([]string{st}) + " AS status, COUNT(*) AS n FROM payments" +
+		parts[i] = "SELECT " + hour + " AS hour, " + literals([]string{st}) + " AS status, COUNT(*) AS n FROM topups" +
 			" WHERE status = " + literals([]string{st}) + " AND created_at >= ? AND created_at <= ? GROUP BY " + group
 		args = append(args, first, now)
 	}
@@ -346,13 +346,13 @@ func (r *Reader) WorkerBacklog(ctx context.Context, now time.Time, grace time.Du
 	cut := now.Add(-grace)
 	db := r.db.Gorm.WithContext(ctx)
 	pending := func() *gorm.DB {
-		return db.Table("payments").Where("status = 'pending_verification' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
+		return db.Table("topups").Where("status = 'pending_verification' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
 	}
 	settling := func() *gorm.DB {
-		return db.Table("payments").Where("status = 'settling' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
+		return db.Table("topups").Where("status = 'settling' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
 	}
 	awaiting := func() *gorm.DB {
-		return db.Table("payments").Where("status = 'awaiting_payment' AND (next_check_at IS NULL OR next_check_at <= ?) AND opened_at <= ?", now, cut)
+		return db.Table("topups").Where("status = 'awaiting_payment' AND (next_check_at IS NULL OR next_check_at <= ?) AND opened_at <= ?", now, cut)
 	}
 	var b Backlog
 	for _, due := range []func() *gorm.DB{pending, settling, awaiting} {

@@ -84,7 +84,7 @@ func TestDashboardAggregates(t *testing.T) {
 
 		// Backlog, the worker's rule: pending_verification due now, and
 		// awaiting_payment opened an hour or more ago (the grace).
-		db.Gorm.Exec(`UPDATE payments SET opened_at = created_at`)
+		db.Gorm.Exec(`UPDATE topups SET opened_at = created_at`)
 		b, err := c.WorkerBacklog(ctx, now, time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func TestTotals(t *testing.T) {
 		// Many failed payments: more than the cap.
 		const many = topupread.TotalCap + 2_500
 		err = db.Gorm.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
-			INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+			INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
 			SELECT 'many' || n, ?, ?, 10000, 'zarinpal', 'many' || n, 'failed', ?, ? FROM g`,
 			many, rows[0].UserID, rows[0].WalletID, topuptest.SeedBase, topuptest.SeedBase).Error
 		if err != nil {
@@ -158,7 +158,7 @@ func TestTotals(t *testing.T) {
 		}
 		failed := want["failed"] + many
 		if db.Dialect == store.Postgres {
-			if err := db.Gorm.Exec(`ANALYZE payments`).Error; err != nil {
+			if err := db.Gorm.Exec(`ANALYZE topups`).Error; err != nil {
 				t.Fatal(err)
 			}
 		}

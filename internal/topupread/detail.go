@@ -61,7 +61,7 @@ func (r *Reader) Detail(ctx context.Context, publicID string) (Detail, error) {
 		return d, ErrNotFound
 	}
 	db := r.db.Gorm.WithContext(ctx)
-	err := db.Table("payments").Where("public_id = ?", publicID).Take(&d.TopUp).Error
+	err := db.Table("topups").Where("public_id = ?", publicID).Take(&d.TopUp).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return d, ErrNotFound
 	}
@@ -74,7 +74,7 @@ func (r *Reader) Detail(ctx context.Context, publicID string) (Detail, error) {
 	if err := db.Table("ledger_transactions AS t").
 		Select("t.id, lp.amount_rials, lp.balance_after_rials AS balance_after, t.kind, t.created_at").
 		Joins("JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id AND a.kind = 'wallet'").
-		Where("t.payment_id = ? AND t.kind = 'topup'", id).Limit(1).Scan(&credits).Error; err != nil {
+		Where("t.topup_id = ? AND t.kind = 'topup'", id).Limit(1).Scan(&credits).Error; err != nil {
 		return d, fmt.Errorf("ledger entry of payment %s: %w", publicID, err)
 	}
 	if len(credits) == 1 {
@@ -85,7 +85,7 @@ func (r *Reader) Detail(ctx context.Context, publicID string) (Detail, error) {
 	}
 	if err := db.Table("gateway_calls").
 		Select("id, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome").
-		Where("payment_id = ?", id).Order("id").Scan(&d.Calls).Error; err != nil {
+		Where("topup_id = ?", id).Order("id").Scan(&d.Calls).Error; err != nil {
 		return d, fmt.Errorf("bank calls of payment %s: %w", publicID, err)
 	}
 	return d, nil
@@ -95,9 +95,9 @@ func (r *Reader) Detail(ctx context.Context, publicID string) (Detail, error) {
 // first.
 func (r *Reader) Events(ctx context.Context, topUpID int64) ([]Event, error) {
 	var out []Event
-	err := r.db.Gorm.WithContext(ctx).Table("payment_events").
+	err := r.db.Gorm.WithContext(ctx).Table("topup_events").
 		Select("id, from_status, to_status, actor, reason, gateway_code, admin_id, created_at").
-		Where("payment_id = ?", topUpID).Order("id").Scan(&out).Error
+		Where("topup_id = ?", topUpID).Order("id").Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("events of payment %d: %w", topUpID, err)
 	}

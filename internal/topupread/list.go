@@ -253,7 +253,7 @@ func (r *Reader) List(ctx context.Context, f Filter, after *Cursor, limit int) (
 	if limit <= 0 {
 		limit = PageSize
 	}
-	tx := r.db.Gorm.WithContext(ctx).Table("payments AS p").Select(topUpColumns).Joins("JOIN users u ON u.id = p.user_id")
+	tx := r.db.Gorm.WithContext(ctx).Table("topups AS p").Select(topUpColumns).Joins("JOIN users u ON u.id = p.user_id")
 	tx, err := r.where(tx, f, true)
 	if err != nil {
 		return nil, nil, err
@@ -340,7 +340,7 @@ func (r *Reader) StatusCounts(ctx context.Context, f Filter, limit int) (map[str
 	cols := make([]string, len(Statuses))
 	subs := make([]any, len(Statuses))
 	for i, st := range Statuses {
-		sub := r.db.Gorm.WithContext(ctx).Table("payments AS p").Select("1").Where("p.status = '" + st + "'")
+		sub := r.db.Gorm.WithContext(ctx).Table("topups AS p").Select("1").Where("p.status = '" + st + "'")
 		sub, err := r.where(sub, f, false)
 		if err != nil {
 			return nil, err

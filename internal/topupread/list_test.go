@@ -85,7 +85,7 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 		// A real-looking public id for the receipt's short reference (the
 		// seeded ones share their first characters).
 		const realID = "q6sxinduugazbcdefghijklm"
-		if err := db.Gorm.Exec(`UPDATE payments SET public_id = ? WHERE id = ?`, realID, rows[20].ID).Error; err != nil {
+		if err := db.Gorm.Exec(`UPDATE topups SET public_id = ? WHERE id = ?`, realID, rows[20].ID).Error; err != nil {
 			t.Fatal(err)
 		}
 		rows[20].PublicID = realID
@@ -93,7 +93,7 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 		// lower case without dashes, and an address with a run of twelve
 		// letters: such a search looks for both.
 		const lettersID = "qwsxinduugazbcdefghijklm"
-		if err := db.Gorm.Exec(`UPDATE payments SET public_id = ? WHERE id = ?`, lettersID, rows[21].ID).Error; err != nil {
+		if err := db.Gorm.Exec(`UPDATE topups SET public_id = ? WHERE id = ?`, lettersID, rows[21].ID).Error; err != nil {
 			t.Fatal(err)
 		}
 		rows[21].PublicID = lettersID
@@ -105,7 +105,7 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid, topuptest.SeedBase, topuptest.SeedBase).Scan(&wid).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Exec(`UPDATE payments SET user_id = ?, wallet_id = ? WHERE id = ?`, uid, wid, rows[22].ID).Error; err != nil {
+		if err := db.Gorm.Exec(`UPDATE topups SET user_id = ?, wallet_id = ? WHERE id = ?`, uid, wid, rows[22].ID).Error; err != nil {
 			t.Fatal(err)
 		}
 		rows[22].UserID, rows[22].WalletID, rows[22].Email = uid, wid, twelveEmail
@@ -189,7 +189,7 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 			t.Errorf("EachPayment: %v", each)
 		}
 		// An unknown status is refused, not ignored.
-		if _, _, err := c.List(context.Background(), topupread.Filter{Statuses: []string{"paid'; DROP TABLE payments; --"}}, nil, 10); err == nil {
+		if _, _, err := c.List(context.Background(), topupread.Filter{Statuses: []string{"paid'; DROP TABLE topups; --"}}, nil, 10); err == nil {
 			t.Error("unknown status accepted")
 		}
 	})

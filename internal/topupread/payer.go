@@ -16,7 +16,7 @@ import (
 // openForUserStatuses is the status condition of OpenForUser, written as
 // literals: with parameters PostgreSQL could not prove, in a cached
 // generic plan, that the condition implies the partial index
-// payments_user_open_idx (migration 00008), and would walk all of the
+// topups_user_open_idx (migration 00008), and would walk all of the
 // user's payments (or the whole table) instead. SQLite uses the index only
 // when the condition is written as the index's is.
 var openForUserStatuses = "status IN (" + literals([]string{string(topup.StatusAwaitingPayment),
@@ -28,7 +28,7 @@ var openForUserStatuses = "status IN (" + literals([]string{string(topup.StatusA
 // the user's credited and failed payments.
 func (r *Reader) OpenForUser(ctx context.Context, userID int64, limit int) ([]topup.TopUp, error) {
 	var out []topup.TopUp
-	err := r.db.Gorm.WithContext(ctx).Table("payments").Where("user_id = ? AND "+openForUserStatuses, userID).
+	err := r.db.Gorm.WithContext(ctx).Table("topups").Where("user_id = ? AND "+openForUserStatuses, userID).
 		Order("id DESC").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("open payments of user %d: %w", userID, err)
@@ -101,8 +101,8 @@ func (r *Reader) withCredits(ctx context.Context, rows []topup.TopUp) ([]Item, e
 		TopUpID   int64
 		CreatedAt time.Time
 	}
-	if err := r.db.Gorm.WithContext(ctx).Table("ledger_transactions").Select("payment_id, created_at").
-		Where("payment_id IN ? AND kind = 'topup'", ids).Scan(&credits).Error; err != nil {
+	if err := r.db.Gorm.WithContext(ctx).Table("ledger_transactions").Select("topup_id, created_at").
+		Where("topup_id IN ? AND kind = 'topup'", ids).Scan(&credits).Error; err != nil {
 		return nil, fmt.Errorf("credits of top-ups: %w", err)
 	}
 	at := make(map[int64]time.Time, len(credits))
@@ -166,7 +166,7 @@ func (r *Reader) ForPayer(ctx context.Context, userID int64, f PayerFilter, befo
 		q = q.Where("id < ?", before)
 	}
 	if err := q.Order("id DESC").Limit(limit + 1).Find(&items).Error; err != nil {
-		return nil, 0, fmt.Errorf("payments of user %d: %w", userID, err)
+		return nil, 0, fmt.Errorf("top-ups of user %d: %w", userID, err)
 	}
 	if len(items) > limit {
 		items = items[:limit]
@@ -189,7 +189,7 @@ func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (sinc
 		COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 		COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
 		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials
-		FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
+		FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
 		since.UTC(), since.UTC(), userID, since.UTC()).Scan(&row).Error
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("limit usage of user %d: %w", userID, err)
@@ -204,7 +204,7 @@ func (r *Reader) Dismissed(ctx context.Context, userID int64, ids []int64) (map[
 		return out, nil
 	}
 	var got []int64
-	if err := r.db.Gorm.WithContext(ctx).Raw(`SELECT payment_id FROM dismissed_payments WHERE user_id = ? AND payment_id IN ?`, userID, ids).
+	if err := r.db.Gorm.WithContext(ctx).Raw(`SELECT topup_id FROM dismissed_topups WHERE user_id = ? AND topup_id IN ?`, userID, ids).
 		Scan(&got).Error; err != nil {
 		return nil, fmt.Errorf("dismissed payments of user %d: %w", userID, err)
 	}

@@ -90,7 +90,7 @@ func TestOpenForUserUsesItsPartialIndexOnSQLite(t *testing.T) {
 	for _, p := range plan {
 		details = append(details, p.Detail)
 	}
-	if d := strings.Join(details, "; "); !strings.Contains(d, "payments_user_open_idx") {
-		t.Errorf("OpenForUser on SQLite does not use payments_user_open_idx: %s\n%s", d, sql)
+	if d := strings.Join(details, "; "); !strings.Contains(d, "topups_user_open_idx") {
+		t.Errorf("OpenForUser on SQLite does not use topups_user_open_idx: %s\n%s", d, sql)
 	}
 }

@@ -44,7 +44,7 @@ func seedScale(t testing.TB, db *store.DB, n int) {
 		 SELECT 'user' || g || '@' || (ARRAY['gmail.com','yahoo.com','example.ir','chmail.ir'])[1 + g % 4], 'x', 'user', 'fa', now() - interval '400 days'
 		 FROM generate_series(1, ` + strconv.Itoa(users) + `) g`,
 		`INSERT INTO wallets (user_id, created_at, updated_at) SELECT id, created_at, created_at FROM users ORDER BY id`,
-		`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id,
+		`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id,
 		   verified_amount_rials, card_pan_masked, status, status_reason, created_at, updated_at, opened_at, resolved_at)
 		 SELECT substr(translate(md5(g::text), '0189', 'wxyz'), 1, 24),
 		        u.id, w.id, a.amount, 'zarinpal', 'ft' || g,
@@ -67,7 +67,7 @@ func seedScale(t testing.TB, db *store.DB, n int) {
 		 CROSS JOIN LATERAL (SELECT date_trunc('second', now()) - ((g / 3) * interval '30 seconds') AS at) c`,
 		// As autovacuum leaves a table in steady state (visibility map set,
 		// so index-only scans skip the heap).
-		`VACUUM ANALYZE users`, `VACUUM ANALYZE wallets`, `VACUUM ANALYZE payments`,
+		`VACUUM ANALYZE users`, `VACUUM ANALYZE wallets`, `VACUUM ANALYZE topups`,
 		// Each wallet's ledger account (last: statement 2 is the payments'
 		// load, around which their indexes are dropped and built again).
 		`INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, created_at, updated_at)
@@ -76,7 +76,7 @@ func seedScale(t testing.TB, db *store.DB, n int) {
 	// Loading is faster with the payments' secondary indexes built after
 	// the rows: they are dropped and made again from their definitions.
 	var defs []struct{ Indexname, Indexdef string }
-	if err := db.Gorm.Raw(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'payments' AND indexname NOT IN ('payments_pkey', 'payments_public_id_key')`).Scan(&defs).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'topups' AND indexname NOT IN ('topups_pkey', 'topups_public_id_key')`).Scan(&defs).Error; err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -153,13 +153,13 @@ func queryKinds(t testing.TB, db *store.DB, n int) []queryKind {
 		CardPANMasked string
 		Email         string
 	}
-	db.Gorm.Raw(`SELECT p.public_id, p.authority, p.ref_id, p.card_pan_masked, u.email FROM payments p JOIN users u ON u.id = p.user_id
+	db.Gorm.Raw(`SELECT p.public_id, p.authority, p.ref_id, p.card_pan_masked, u.email FROM topups p JOIN users u ON u.id = p.user_id
 		WHERE p.status = 'credited' ORDER BY p.id LIMIT 1 OFFSET ?`, n/3).Scan(&sample)
 	var deep struct {
 		CreatedAt time.Time
 		ID        int64
 	}
-	db.Gorm.Raw(`SELECT created_at, id FROM payments ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?`, n/2).Scan(&deep)
+	db.Gorm.Raw(`SELECT created_at, id FROM topups ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?`, n/2).Scan(&deep)
 	now := time.Now().UTC()
 	return []queryKind{
 		{name: "default view (newest first)", f: topupread.Filter{}},
@@ -287,7 +287,7 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 
 // TestOpenForUserUsesItsPartialIndex: the wallet page's payments in
 // progress (Reader.OpenForUser) are read through the partial
-// index payments_user_open_idx, for a user with thousands of ended
+// index topups_user_open_idx, for a user with thousands of ended
 // payments, also in the generic plan PostgreSQL caches for a prepared
 // statement (the status condition is written as literals for this: as
 // parameters, the generic plan walks the user's every payment).
@@ -302,10 +302,10 @@ func TestOpenForUserUsesItsPartialIndex(t *testing.T) {
 	// 5,000 ended payments of one user (the bench's wallet user has
 	// 10,000), on top of its share of the seeded ones.
 	for _, sql := range []string{
-		`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, status_reason, created_at, updated_at, opened_at, resolved_at)
+		`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, status_reason, created_at, updated_at, opened_at, resolved_at)
 		 SELECT 'heavy' || lpad(g::text, 19, '0'), ?, ?, 10000, 'zarinpal', 'heavy' || g, 'failed', 'bank_cancelled', now(), now(), now(), now()
 		 FROM generate_series(1, 5000) g`,
-		`VACUUM ANALYZE payments`,
+		`VACUUM ANALYZE topups`,
 	} {
 		args := []any{heavy.UserID, heavy.WalletID}
 		if !strings.Contains(sql, "?") {
@@ -316,7 +316,7 @@ func TestOpenForUserUsesItsPartialIndex(t *testing.T) {
 		}
 	}
 	var wantOpen int64
-	db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ? AND status IN ('awaiting_payment', 'pending_verification', 'settling', 'needs_review')`, heavy.UserID).Scan(&wantOpen)
+	db.Gorm.Raw(`SELECT COUNT(*) FROM topups WHERE user_id = ? AND status IN ('awaiting_payment', 'pending_verification', 'settling', 'needs_review')`, heavy.UserID).Scan(&wantOpen)
 	if wantOpen == 0 {
 		t.Fatal("the seeded user has no open payment")
 	}
@@ -348,7 +348,7 @@ func TestOpenForUserUsesItsPartialIndex(t *testing.T) {
 	for i, v := range st.vars {
 		args[i] = db.Gorm.Dialector.Explain("$1", v) // v as an SQL literal
 	}
-	const index = "payments_user_open_idx"
+	const index = "topups_user_open_idx"
 	// The custom plan (the arguments known).
 	if plan := explain(t, db, db.Gorm.Dialector.Explain(st.sql, st.vars...), false); !strings.Contains(plan, index) {
 		t.Errorf("custom plan does not use %s:\n%s\n%s", index, st.sql, plan)
@@ -385,7 +385,7 @@ func TestPageStatementsArePlannedOnce(t *testing.T) {
 	seedScale(t, db, 3_000)
 	ctx := context.Background()
 	var owner struct{ UserID, WalletID int64 }
-	if err := db.Gorm.Raw(`SELECT user_id, wallet_id FROM payments ORDER BY id LIMIT 1`).Scan(&owner).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT user_id, wallet_id FROM topups ORDER BY id LIMIT 1`).Scan(&owner).Error; err != nil {
 		t.Fatal(err)
 	}
 	const runs = 12
@@ -418,7 +418,7 @@ func TestPageStatementsArePlannedOnce(t *testing.T) {
 			}
 		}
 		return tx.Raw(`SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
-			WHERE statement LIKE '%payments%' AND generic_plans + custom_plans > 1 AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&stmts).Error
+			WHERE statement LIKE '%topups%' AND generic_plans + custom_plans > 1 AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&stmts).Error
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -476,9 +476,9 @@ func seedCalls(t testing.TB, db *store.DB) {
 	t.Helper()
 	start := time.Now()
 	for _, sql := range []string{
-		`INSERT INTO gateway_calls (payment_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome)
+		`INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome)
 		 SELECT p.id, 'zarinpal', op.name, 1, p.created_at + op.after, 40 + (p.id * 7 + op.n * 13) % 400, 200, 100, 'ok'
-		 FROM payments p CROSS JOIN (VALUES ('request', interval '0', 1), ('verify', interval '90 seconds', 2)) AS op(name, after, n)
+		 FROM topups p CROSS JOIN (VALUES ('request', interval '0', 1), ('verify', interval '90 seconds', 2)) AS op(name, after, n)
 		 WHERE p.created_at >= now() - interval '7 days'`,
 		`VACUUM ANALYZE gateway_calls`,
 	} {

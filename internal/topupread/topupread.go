@@ -44,7 +44,7 @@ var Statuses = []string{string(topup.StatusCreated), string(topup.StatusAwaiting
 
 // OpenStatuses are the statuses of payments whose outcome is not final
 // (and needs_review, which waits for an admin); a partial index covers
-// exactly these (payments_open_created_idx, migration 00007).
+// exactly these (topups_open_created_idx, migration 00007).
 var OpenStatuses = []string{string(topup.StatusCreated), string(topup.StatusAwaitingPayment),
 	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusNeedsReview)}
 

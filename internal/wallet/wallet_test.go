@@ -59,7 +59,7 @@ func (f *fixture) topUp(w wallet.Wallet, amount int64) int64 {
 	now := time.Now().UTC()
 	pub := fmt.Sprintf("pub%021d", f.seq)
 	var id int64
-	err := f.db.Gorm.Raw(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at)
+	err := f.db.Gorm.Raw(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, status, created_at, updated_at)
 		VALUES (?, ?, ?, ?, 'sandbox', ?, ?, 'awaiting_payment', ?, ?) RETURNING id`,
 		pub, w.UserID, w.ID, amount, fmt.Sprintf("tok%019d", f.seq), fmt.Sprintf("S%035d", f.seq), now, now).
 		Scan(&id).Error
@@ -110,7 +110,7 @@ func (f *fixture) balance(walletID int64) int64 {
 func (f *fixture) entries(walletID int64) []entry {
 	f.t.Helper()
 	var es []entry
-	if err := f.db.Gorm.Raw(`SELECT t.id, lp.id AS posting_id, a.wallet_id, t.payment_id, lp.amount_rials, lp.balance_after_rials AS balance_after,
+	if err := f.db.Gorm.Raw(`SELECT t.id, lp.id AS posting_id, a.wallet_id, t.topup_id, lp.amount_rials, lp.balance_after_rials AS balance_after,
 		t.kind, lp.created_at FROM ledger_postings lp JOIN ledger_accounts a ON a.id = lp.account_id
 		JOIN ledger_transactions t ON t.id = lp.transaction_id WHERE a.wallet_id = ? ORDER BY lp.id`, walletID).Scan(&es).Error; err != nil {
 		f.t.Fatal(err)

@@ -47,7 +47,7 @@ func TestEnable(t *testing.T) {
 		}
 		queued := func(pid int64) int64 {
 			t.Helper()
-			return storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE payment_id = ?`, pid)
+			return storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE topup_id = ?`, pid)
 		}
 		audits := func() int64 {
 			t.Helper()
@@ -139,7 +139,7 @@ func TestEnable(t *testing.T) {
 
 		// Failing: enabling clears the mark (audited for an admin); the
 		// delivery that gave up stays failed (an admin may send it again).
-		db.Gorm.Exec(`UPDATE webhook_deliveries SET status = 'failed', last_error = 'HTTP 500' WHERE payment_id = ?`, pays[2])
+		db.Gorm.Exec(`UPDATE webhook_deliveries SET status = 'failed', last_error = 'HTTP 500' WHERE topup_id = ?`, pays[2])
 		db.Gorm.Exec(`UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?`, clk.Now(), ep.ID)
 		if err := svc.Enable(ctx, uid, ep.ID); err != nil {
 			t.Fatal(err)
@@ -231,7 +231,7 @@ func TestFailingEndpointGetsNewEvents(t *testing.T) {
 		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[1], Type: webhook.TypeCredited,
 			TopUp: map[string]any{"id": "p1", "status": "credited", "note": "<&>"}, CreatedAt: at})
 		var rows []webhook.Delivery
-		if err := db.Gorm.Where("payment_id = ?", pays[1]).Order("endpoint_id").Find(&rows).Error; err != nil {
+		if err := db.Gorm.Where("topup_id = ?", pays[1]).Order("endpoint_id").Find(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) != 2 || rows[0].EndpointID != failing.ID || rows[1].EndpointID != other.ID {
@@ -273,7 +273,7 @@ func TestFailingEndpointGetsNewEvents(t *testing.T) {
 // endpoint[0] when given).
 func deliveryRowOf(t *testing.T, db *store.DB, pid int64, endpoint ...int64) webhook.Delivery {
 	t.Helper()
-	q := db.Gorm.Where("payment_id = ?", pid)
+	q := db.Gorm.Where("topup_id = ?", pid)
 	if len(endpoint) > 0 {
 		q = q.Where("endpoint_id = ?", endpoint[0])
 	}

@@ -14,7 +14,7 @@ import (
 // open redirect for as long as it lives.
 func (s *Service) ClaimReturn(ctx context.Context, topUpID int64) (bool, error) {
 	res := s.db.Gorm.WithContext(ctx).Exec(
-		`INSERT INTO return_handovers (payment_id, handed_at) VALUES (?, ?) ON CONFLICT (payment_id) DO NOTHING`,
+		`INSERT INTO return_handovers (topup_id, handed_at) VALUES (?, ?) ON CONFLICT (topup_id) DO NOTHING`,
 		topUpID, s.now().UTC())
 	if res.Error != nil {
 		return false, fmt.Errorf("return hand-over of payment %d: %w", topUpID, res.Error)

@@ -98,7 +98,7 @@ func Enqueue(tx *gorm.DB, e Event) (queued int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("webhook: event %s of payment %d: %w", e.Type, e.TopUpID, err)
 	}
-	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, payment_id, type, body, status, next_attempt_at, created_at, retry_from)
+	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, topup_id, type, body, status, next_attempt_at, created_at, retry_from)
 		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
 		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
 		id, e.TopUpID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")

@@ -48,7 +48,7 @@ func seedTopUp(t *testing.T, db *store.DB, email string, n int) (int64, []int64)
 	var ids []int64
 	for i := range n {
 		var id int64
-		err := g.Raw(`INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+		err := g.Raw(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
 			VALUES (?, ?, ?, 10000, 'sandbox', ?, 'awaiting_payment', ?, ?) RETURNING id`,
 			email+string(rune('a'+i)), uid, wid, email+string(rune('a'+i)), now, now).Scan(&id).Error
 		if err != nil {

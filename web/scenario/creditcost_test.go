@@ -47,9 +47,9 @@ func TestCreditPathStatements(t *testing.T) {
 			// transaction, each balance, the postings and the read-back of
 			// their sum.
 			want := []string{
-				"SELECT FROM sessions", "SELECT FROM payments",
-				"UPDATE payments",
-				"UPDATE payments", "INSERT payment_events", "INSERT webhook_deliveries", "INSERT gateway_calls",
+				"SELECT FROM sessions", "SELECT FROM topups",
+				"UPDATE topups",
+				"UPDATE topups", "INSERT topup_events", "INSERT webhook_deliveries", "INSERT gateway_calls",
 			}
 			if i == 0 {
 				want = append(want, "SELECT FROM ledger_accounts") // the wallet's account; the clearing slots are made and known at start

@@ -48,7 +48,7 @@ func CreditsOf(t testing.TB, db *store.DB, topUpID int64) []Credit {
 	var out []Credit
 	if err := db.Gorm.Raw(`SELECT t.id AS transaction_id, a.wallet_id, lp.amount_rials, lp.balance_after_rials
 		FROM ledger_transactions t JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id
-		WHERE t.kind = 'topup' AND t.payment_id = ? AND a.kind = 'wallet' ORDER BY t.id`, topUpID).Scan(&out).Error; err != nil {
+		WHERE t.kind = 'topup' AND t.topup_id = ? AND a.kind = 'wallet' ORDER BY t.id`, topUpID).Scan(&out).Error; err != nil {
 		t.Fatalf("credits of payment %d: %v", topUpID, err)
 	}
 	return out
@@ -108,11 +108,11 @@ func RestampTopUp(t testing.TB, db *store.DB, topUpID int64, at time.Time) {
 			t.Fatalf("restamp the ledger: %v", err)
 		}
 	}
-	if err := db.Gorm.Exec(`UPDATE ledger_transactions SET created_at = ? WHERE payment_id = ?`, at, topUpID).Error; err != nil {
+	if err := db.Gorm.Exec(`UPDATE ledger_transactions SET created_at = ? WHERE topup_id = ?`, at, topUpID).Error; err != nil {
 		t.Fatalf("restamp the ledger transaction of payment %d: %v", topUpID, err)
 	}
 	if err := db.Gorm.Exec(`UPDATE ledger_postings SET created_at = ? WHERE transaction_id IN
-		(SELECT id FROM ledger_transactions WHERE payment_id = ?)`, at, topUpID).Error; err != nil {
+		(SELECT id FROM ledger_transactions WHERE topup_id = ?)`, at, topUpID).Error; err != nil {
 		t.Fatalf("restamp the postings of payment %d: %v", topUpID, err)
 	}
 }

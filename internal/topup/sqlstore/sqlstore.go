@@ -61,8 +61,8 @@ func (s *Store) WithLedger(l *ledger.Ledger) *Store {
 }
 
 const (
-	topUpsTable  = "payments"
-	eventsTable  = "payment_events"
+	topUpsTable  = "topups"
+	eventsTable  = "topup_events"
 	callsTable   = "gateway_calls"
 	reportsTable = "reconcile_reports"
 )
@@ -133,7 +133,7 @@ func (s *Store) ByFormToken(ctx context.Context, userID int64, token string) (to
 // unique(user_id, form_token).
 func (s *Store) FormSubmitted(ctx context.Context, userID int64, token string) (bool, error) {
 	var n int64
-	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ? AND form_token = ?`, userID, token).Scan(&n).Error
+	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM topups WHERE user_id = ? AND form_token = ?`, userID, token).Scan(&n).Error
 	if err != nil {
 		return false, fmt.Errorf("form %s of user %d: %w", token, userID, err)
 	}
@@ -210,7 +210,7 @@ func (s *Store) RecentUncredited(ctx context.Context, gateway string, since time
 // tests' view; pages read them through internal/paymentread).
 func (s *Store) EventsOf(ctx context.Context, topUpID int64) ([]topup.Event, error) {
 	var out []topup.Event
-	if err := s.db.Gorm.WithContext(ctx).Table(eventsTable).Where("payment_id = ?", topUpID).Order("id").Find(&out).Error; err != nil {
+	if err := s.db.Gorm.WithContext(ctx).Table(eventsTable).Where("topup_id = ?", topUpID).Order("id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("events of payment %d: %w", topUpID, err)
 	}
 	return out, nil
@@ -219,7 +219,7 @@ func (s *Store) EventsOf(ctx context.Context, topUpID int64) ([]topup.Event, err
 // CallsOf lists a payment's gateway attempts, oldest first (as EventsOf).
 func (s *Store) CallsOf(ctx context.Context, topUpID int64) ([]topup.GatewayCall, error) {
 	var out []topup.GatewayCall
-	err := s.db.Gorm.WithContext(ctx).Table(callsTable).Where("payment_id = ?", topUpID).Order("id").Find(&out).Error
+	err := s.db.Gorm.WithContext(ctx).Table(callsTable).Where("topup_id = ?", topUpID).Order("id").Find(&out).Error
 	return out, err
 }
 
@@ -266,7 +266,7 @@ func (s *Store) CreateAdmitted(ctx context.Context, p *topup.TopUp, q topup.Quot
 			COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 			COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
 			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials
-			FROM payments WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
+			FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
 			since, since, p.UserID, since).Scan(&u).Error; err != nil {
 			return fmt.Errorf("limit usage of user %d: %w", p.UserID, err)
 		}
@@ -358,8 +358,8 @@ func (s *Store) ReplaceReceipt(ctx context.Context, id int64, old, receipt strin
 // takes it as the bank's.
 func (s *Store) TakeReceipt(ctx context.Context, id int64, receipt string) (topup.TopUp, error) {
 	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
-		res := tx.Exec(`UPDATE payments SET receipt = NULL, receipt_source = NULL
-			WHERE gateway = (SELECT gateway FROM payments WHERE id = ?) AND receipt = ? AND id <> ?
+		res := tx.Exec(`UPDATE topups SET receipt = NULL, receipt_source = NULL
+			WHERE gateway = (SELECT gateway FROM topups WHERE id = ?) AND receipt = ? AND id <> ?
 			AND (receipt_source IS NULL OR receipt_source <> ?) AND ref_id IS NULL`,
 			id, receipt, id, string(topup.ReceiptFromBank))
 		if res.Error != nil {
@@ -368,7 +368,7 @@ func (s *Store) TakeReceipt(ctx context.Context, id int64, receipt string) (topu
 		if res.RowsAffected != 1 {
 			return topup.ErrNotMoved
 		}
-		res = tx.Exec(`UPDATE payments SET receipt = ?, receipt_source = ?
+		res = tx.Exec(`UPDATE topups SET receipt = ?, receipt_source = ?
 			WHERE id = ? AND ref_id IS NULL AND (receipt IS NULL OR receipt_source IS NULL OR receipt_source <> ?)`,
 			receipt, string(topup.ReceiptFromBank), id, string(topup.ReceiptFromBank))
 		if res.Error != nil {
@@ -456,8 +456,8 @@ func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
 // Dismiss implements payment.Store: one INSERT … SELECT of the payment
 // only if it is the user's; a second dismissal changes nothing.
 func (s *Store) Dismiss(ctx context.Context, userID, topUpID int64, now time.Time) error {
-	err := s.one.WithContext(bg(ctx)).Exec(`INSERT INTO dismissed_payments (payment_id, user_id, dismissed_at)
-		SELECT id, user_id, ? FROM payments WHERE id = ? AND user_id = ? ON CONFLICT (payment_id) DO NOTHING`,
+	err := s.one.WithContext(bg(ctx)).Exec(`INSERT INTO dismissed_topups (topup_id, user_id, dismissed_at)
+		SELECT id, user_id, ? FROM topups WHERE id = ? AND user_id = ? ON CONFLICT (topup_id) DO NOTHING`,
 		now.UTC(), topUpID, userID).Error
 	if err != nil {
 		return fmt.Errorf("dismiss payment %d: %w", topUpID, err)
@@ -498,7 +498,7 @@ func (s *Store) moveTx(tx *gorm.DB, m topup.Move, queued *int64) (topup.TopUp, e
 		resolved := m.Now
 		if topup.ResolvedAtNeedsEvents(m.From, m.To) {
 			var evs []topup.Event
-			if err := tx.Table(eventsTable).Select("from_status", "to_status", "created_at").Where("payment_id = ?", m.TopUpID).
+			if err := tx.Table(eventsTable).Select("from_status", "to_status", "created_at").Where("topup_id = ?", m.TopUpID).
 				Order("id DESC").Find(&evs).Error; err != nil {
 				return topup.TopUp{}, fmt.Errorf("events of payment %s: %w", m.PublicID, err)
 			}
@@ -653,7 +653,7 @@ func (s *Store) ClaimDue(ctx context.Context, c topup.DueClaim) ([]int64, error)
 		if !c.ReturnedSince.IsZero() {
 			// Failed at the lifetime, the payer back from the bank since:
 			// the literal condition is the partial index's
-			// (payments_failed_returned_idx, migration 00011).
+			// (topups_failed_returned_idx, migration 00011).
 			var more []int64
 			q := tx.Model(&topup.TopUp{}).Select("id").
 				Where("status = 'failed' AND status_reason = 'not_paid_after_lifetime' AND returned_at >= ?", c.ReturnedSince).
@@ -700,8 +700,8 @@ func (s *Store) RecordCalls(ctx context.Context, calls []resilient.Call) error {
 func insertCalls(db *gorm.DB, calls []resilient.Call) error {
 	for _, c := range calls {
 		err := db.Exec(`INSERT INTO gateway_calls
-		(payment_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error)
-		VALUES ((SELECT id FROM payments WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error)
+		VALUES ((SELECT id FROM topups WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.Ref, storableText(c.Gateway, 100), storableText(c.Operation, 100), c.Attempt, c.StartedAt.UTC(),
 			c.Duration.Milliseconds(), c.HTTPStatus, c.GatewayCode, storableText(c.Outcome, 100), storableText(c.Error, 500)).Error
 		if err != nil {

@@ -270,7 +270,7 @@ func TestMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		var audited int64
-		db.Gorm.Raw(`SELECT COUNT(*) FROM admin_actions WHERE payment_id = ? AND admin_id = ?`, n.ID, admin).Scan(&audited)
+		db.Gorm.Raw(`SELECT COUNT(*) FROM admin_actions WHERE topup_id = ? AND admin_id = ?`, n.ID, admin).Scan(&audited)
 		if got, _ := f.st.Get(ctx, n.ID); got.Status != topup.StatusFailed || audited != 1 {
 			t.Fatalf("closed: status %s, audit rows %d", got.Status, audited)
 		}
@@ -456,7 +456,7 @@ func TestOutboxWrittenWithMove(t *testing.T) {
 		}
 		rows := func(pid int64, typ string) []webhook.Delivery {
 			var out []webhook.Delivery
-			if err := db.Gorm.Where("payment_id = ? AND type = ?", pid, typ).Order("id").Find(&out).Error; err != nil {
+			if err := db.Gorm.Where("topup_id = ? AND type = ?", pid, typ).Order("id").Find(&out).Error; err != nil {
 				t.Fatal(err)
 			}
 			return out
@@ -467,7 +467,7 @@ func TestOutboxWrittenWithMove(t *testing.T) {
 				Reason: topup.ReasonVerifiedPaid, Now: f.now, Fields: topup.Fields{RefID: &ref, VerifiedAmountRials: &amount}}
 		}
 		p := f.topUp(topup.StatusPendingVerification)
-		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE payment_id = ?`, p.ID); n != 0 {
+		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE topup_id = ?`, p.ID); n != 0 {
 			t.Fatalf("%d rows for moves to open statuses", n)
 		}
 		race(8, func(int) bool {
@@ -544,13 +544,13 @@ func TestCreateAdmitted(t *testing.T) {
 		})
 		errs.Range(func(k, v any) bool { t.Errorf("insert %v: %v", k, v); return true })
 		var n int64
-		db.Gorm.Raw(`SELECT COUNT(*) FROM payments WHERE user_id = ?`, f.user).Scan(&n)
+		db.Gorm.Raw(`SELECT COUNT(*) FROM topups WHERE user_id = ?`, f.user).Scan(&n)
 		if won != 5 || n != 5 {
 			t.Fatalf("%d admitted, %d rows; want exactly 5", won, n)
 		}
 		// A repeat of an admitted form is a duplicate, not a refusal.
 		var token string
-		db.Gorm.Raw(`SELECT form_token FROM payments WHERE user_id = ? LIMIT 1`, f.user).Scan(&token)
+		db.Gorm.Raw(`SELECT form_token FROM topups WHERE user_id = ? LIMIT 1`, f.user).Scan(&token)
 		p := newTopUp(token)
 		if err := f.st.CreateAdmitted(ctx, &p, atMost(5)); !errors.Is(err, topup.ErrDuplicate) {
 			t.Fatalf("repeat of a form: %v, want ErrDuplicate", err)
@@ -579,7 +579,7 @@ func TestDismiss(t *testing.T) {
 		other := f.topUp(topup.StatusAwaitingPayment)
 		noted := func(id int64) (n int64) {
 			t.Helper()
-			if err := db.Gorm.Raw(`SELECT COUNT(*) FROM dismissed_payments WHERE payment_id = ?`, id).Scan(&n).Error; err != nil {
+			if err := db.Gorm.Raw(`SELECT COUNT(*) FROM dismissed_topups WHERE topup_id = ?`, id).Scan(&n).Error; err != nil {
 				t.Fatal(err)
 			}
 			return n

@@ -42,7 +42,7 @@ func CheckInvariants(t testing.TB, db *store.DB) {
 func CheckNoneOpenPast(t testing.TB, db *store.DB, now time.Time, maxOpen time.Duration) {
 	t.Helper()
 	var ids []string
-	err := db.Gorm.Raw(`SELECT public_id FROM payments WHERE status IN ('created', 'awaiting_payment', 'pending_verification', 'settling')
+	err := db.Gorm.Raw(`SELECT public_id FROM topups WHERE status IN ('created', 'awaiting_payment', 'pending_verification', 'settling')
 		AND COALESCE(opened_at, created_at) < ?`, now.Add(-maxOpen).UTC()).Scan(&ids).Error
 	if err != nil {
 		t.Fatalf("open payments: %v", err)
@@ -61,7 +61,7 @@ func ForceStatus(t testing.TB, db *store.DB, topUpID int64, status, reason strin
 	t.Helper()
 	err := db.Gorm.Transaction(func(tx *gorm.DB) error {
 		var from string
-		if err := tx.Raw(`SELECT status FROM payments WHERE id = ?`, topUpID).Scan(&from).Error; err != nil {
+		if err := tx.Raw(`SELECT status FROM topups WHERE id = ?`, topUpID).Scan(&from).Error; err != nil {
 			return err
 		}
 		actor, ok := edgeActor(topup.Status(from), topup.Status(status))
@@ -73,11 +73,11 @@ func ForceStatus(t testing.TB, db *store.DB, topUpID int64, status, reason strin
 		if status == "credited" || status == "failed" || status == "needs_review" {
 			resolved = now
 		}
-		if err := tx.Exec(`UPDATE payments SET status = ?, status_reason = ?, resolved_at = ?, updated_at = ? WHERE id = ?`,
+		if err := tx.Exec(`UPDATE topups SET status = ?, status_reason = ?, resolved_at = ?, updated_at = ? WHERE id = ?`,
 			status, reason, resolved, now, topUpID).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO payment_events (payment_id, from_status, to_status, actor, reason, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		return tx.Exec(`INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			topUpID, from, status, string(actor), reason, now).Error
 	})
 	if err != nil {
@@ -105,7 +105,7 @@ func edgeActor(from, to topup.Status) (topup.Actor, bool) {
 // Events reads a payment's status changes (payment_events), oldest first.
 func Events(ctx context.Context, db *store.DB, topUpID int64) ([]topup.Event, error) {
 	var out []topup.Event
-	err := db.Gorm.WithContext(ctx).Table("payment_events").Where("payment_id = ?", topUpID).Order("id").Find(&out).Error
+	err := db.Gorm.WithContext(ctx).Table("topup_events").Where("topup_id = ?", topUpID).Order("id").Find(&out).Error
 	return out, err
 }
 
@@ -113,6 +113,6 @@ func Events(ctx context.Context, db *store.DB, topUpID int64) ([]topup.Event, er
 // first.
 func Calls(ctx context.Context, db *store.DB, topUpID int64) ([]topup.GatewayCall, error) {
 	var out []topup.GatewayCall
-	err := db.Gorm.WithContext(ctx).Table("gateway_calls").Where("payment_id = ?", topUpID).Order("id").Find(&out).Error
+	err := db.Gorm.WithContext(ctx).Table("gateway_calls").Where("topup_id = ?", topUpID).Order("id").Find(&out).Error
 	return out, err
 }

@@ -22,7 +22,7 @@ import (
 func All(t testing.TB, db *store.DB) []topup.TopUp {
 	t.Helper()
 	var ps []topup.TopUp
-	if err := db.Gorm.Table("payments").Order("id").Find(&ps).Error; err != nil {
+	if err := db.Gorm.Table("topups").Order("id").Find(&ps).Error; err != nil {
 		t.Fatalf("read payments: %v", err)
 	}
 	return ps
@@ -76,7 +76,7 @@ func ForceAll(t testing.TB, db *store.DB, status, reason string) {
 func one(t testing.TB, db *store.DB, what, where, order string, args ...any) topup.TopUp {
 	t.Helper()
 	var ps []topup.TopUp
-	if err := db.Gorm.Table("payments").Where(where, args...).Order(order).Limit(1).Find(&ps).Error; err != nil {
+	if err := db.Gorm.Table("topups").Where(where, args...).Order(order).Limit(1).Find(&ps).Error; err != nil {
 		t.Fatalf("read %s: %v", what, err)
 	}
 	if len(ps) == 0 {
@@ -180,7 +180,7 @@ func Select(t testing.TB, db *store.DB, keep func(topup.TopUp) bool) []topup.Top
 // out.
 func ReleaseLease(t testing.TB, db *store.DB, topUpID int64) {
 	t.Helper()
-	if err := db.Gorm.Table("payments").Where("id = ?", topUpID).
+	if err := db.Gorm.Table("topups").Where("id = ?", topUpID).
 		Updates(map[string]any{"lease_until": nil, "lease_owner": ""}).Error; err != nil {
 		t.Fatalf("release the lease of payment %d: %v", topUpID, err)
 	}

@@ -32,7 +32,7 @@ type SeedRow struct {
 	Email               string `gorm:"-"`
 }
 
-func (SeedRow) TableName() string { return "payments" }
+func (SeedRow) TableName() string { return "topups" }
 
 // SeedBase is the first creation time of the seeded payments.
 var SeedBase = time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC)
@@ -131,14 +131,14 @@ func InListOrder(rows []SeedRow, oldest bool, keep func(SeedRow) bool) []SeedRow
 func SeedFailed(t testing.TB, db *store.DB, userID, walletID, n int64) {
 	t.Helper()
 	err := db.Gorm.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
-		INSERT INTO payments (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+		INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
 		SELECT 'many' || n, ?, ?, 10000, 'zarinpal', 'many' || n, 'failed', ?, ? FROM g`,
 		n, userID, walletID, SeedBase, SeedBase).Error
 	if err != nil {
 		t.Fatalf("seed %d failed payments: %v", n, err)
 	}
 	if db.Dialect == store.Postgres {
-		if err := db.Gorm.Exec(`ANALYZE payments`).Error; err != nil {
+		if err := db.Gorm.Exec(`ANALYZE topups`).Error; err != nil {
 			t.Fatalf("analyze payments: %v", err)
 		}
 	}
