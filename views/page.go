@@ -150,6 +150,11 @@ type HistoryRow struct {
 	TopUpPublicID string
 	RefID         int64
 	Note          string
+	// A transfer's row: its id, the other person, and whether this wallet
+	// sent it ("to …") or received it ("from …").
+	TransferID string
+	Who        string
+	Sent       bool
 }
 
 // WalletView is the wallet page.

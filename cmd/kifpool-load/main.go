@@ -171,6 +171,7 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 		{"two instances", bn.scenarioTwoInstances},
 		{"bank down", bn.scenarioBankDown},
 		{"ledger transfer", bn.scenarioLedger},
+		{"transfer over HTTP", bn.scenarioTransfer},
 	}
 	for _, s := range steps {
 		if only != "" && !strings.Contains(s.name, only) {
@@ -229,7 +230,8 @@ func (bn *bench) startServe(ctx context.Context, name string) (*proc, string, er
 		"DATABASE_URL": bn.dbURL, "LISTEN_ADDR": addr, "BASE_URL": base, "SESSION_SECRET": secret,
 		"DATA_DIR": bn.logDir, "GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bn.bankURL,
 		"RECONCILE_INTERVAL": "off", "RATE_LIMIT_SIGNIN": "0", "RATE_LIMIT_TOPUP": "0", "LOG_LEVEL": "warn",
-		"METRICS_TOKEN": metricsToken, "BREAKER_OPEN_TIMEOUT": "10m", "GOMAXPROCS": os.Getenv("GOMAXPROCS"),
+		"API_TOPUPS_PER_MINUTE": "1000000",
+		"METRICS_TOKEN":         metricsToken, "BREAKER_OPEN_TIMEOUT": "10m", "GOMAXPROCS": os.Getenv("GOMAXPROCS"),
 	}
 	pprofAddr := ""
 	if bn.profile > 0 {

@@ -126,6 +126,10 @@ type Config struct {
 	TopUpDailyMaxRials int64
 	TopUpDailyMaxCount int64
 	BalanceMaxRials    int64
+	// Transfers between people: the smallest transfer (never off) and
+	// what one sender may send per Tehran day (0: no limit).
+	TransferMinRials      int64
+	TransferDailyMaxRials int64
 	// DatabaseMaxConns: the PostgreSQL pool of one instance (0: the
 	// default, store.DefaultPoolSize).
 	DatabaseMaxConns int

@@ -79,6 +79,20 @@ var rules = []Rule{
 				OR COALESCE((SELECT -SUM(lp.amount_rials) FROM ledger_postings lp WHERE lp.transaction_id = h.transaction_id
 					AND lp.account_id = h.account_id), 0) <> h.captured_rials
 				OR (SELECT COUNT(*) FROM ledger_holds h2 WHERE h2.transaction_id = h.transaction_id) > 1) ORDER BY h.id`},
+	{Name: "transfer_has_its_transaction", What: "each transfer has its one ledger transaction, taking its amount from the sender's wallet to the recipient's",
+		query: `SELECT 'transfer ' || tr.public_id, (SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+				WHERE t.kind = 'transfer' AND t.reference = tr.public_id) || ' postings, ' || (SELECT COUNT(*) FROM ledger_postings lp
+				JOIN ledger_transactions t ON t.id = lp.transaction_id JOIN ledger_accounts a ON a.id = lp.account_id
+				WHERE t.kind = 'transfer' AND t.reference = tr.public_id AND a.kind = 'wallet' AND (a.user_id = tr.sender_user_id
+					AND lp.amount_rials = -tr.amount_rials OR a.user_id = tr.recipient_user_id AND lp.amount_rials = tr.amount_rials))
+				|| ' of them its amount between its two people''s wallets'
+			FROM transfers tr WHERE (SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+				WHERE t.kind = 'transfer' AND t.reference = tr.public_id) <> 2
+			OR (SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+				JOIN ledger_accounts a ON a.id = lp.account_id
+				WHERE t.kind = 'transfer' AND t.reference = tr.public_id AND a.kind = 'wallet' AND (a.user_id = tr.sender_user_id
+					AND lp.amount_rials = -tr.amount_rials OR a.user_id = tr.recipient_user_id AND lp.amount_rials = tr.amount_rials)) <> 2
+			ORDER BY tr.id`},
 	{Name: "wallet_has_account", What: "each wallet has its ledger account",
 		query: `SELECT 'wallet ' || w.id, 'no ledger account' FROM wallets w
 			WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.wallet_id = w.id) ORDER BY w.id`},

@@ -195,6 +195,11 @@ func TestBrokenDataIsNamed(t *testing.T) {
 				(5, (SELECT id FROM ledger_accounts WHERE code = 'gateway:zarinpal'), -100000, -250000, '2026-01-01 00:00:00+00'),
 				(5, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 100000, 250000, '2026-01-01 00:00:00+00')`},
 			"credited_has_its_transaction", "payment p_credited1", 0},
+		{"a transfer without its ledger transaction", []string{
+			`INSERT INTO users (id, email, password_hash, role, locale, created_at) VALUES (3, 'bob@example.com', 'x', 'user', 'fa', '2026-01-01 00:00:00+00')`,
+			`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
+				VALUES ('tr_broken', 1, 3, 10000, '', 'tok', '2026-01-01 00:00:00+00')`},
+			"transfer_has_its_transaction", "transfer tr_broken", 0},
 		{"a bank reference used twice", []string{`DROP INDEX topups_gateway_ref_id_key`, `UPDATE topups SET ref_id = 501 WHERE id = 2`},
 			"one_payment_per_bank_reference", "bank reference zarinpal 501", 0},
 		{"credited for another amount", []string{`UPDATE topups SET verified_amount_rials = 40000 WHERE id = 2`},

@@ -160,8 +160,15 @@ const topupNamesVersion = 23
 func fillAt(t *testing.T, db *store.DB, v int64, now time.Time) {
 	t.Helper()
 	ago := func(d time.Duration) time.Time { return now.Add(-d).UTC() }
+	// The fill is written in the old names; from 00023 on (a later
+	// migration makes 00023 a version to upgrade from) in the new.
+	renamed := strings.NewReplacer("payment_events", "topup_events", "dismissed_payments", "dismissed_topups",
+		"payments", "topups", "payment_id", "topup_id")
 	x := func(sql string, args ...any) {
 		t.Helper()
+		if v >= topupNamesVersion {
+			sql = renamed.Replace(sql)
+		}
 		if err := db.Gorm.Exec(sql, args...).Error; err != nil {
 			t.Fatalf("fill at %d: %s: %v", v, sql, err)
 		}

@@ -1,6 +1,6 @@
 // Package notify writes the mail people get about their account and
 // their money: the password reset link, a receipt when a top-up is
-// credited, and a notice when a payment failed after the bank may have
+// credited, a mail to each person of a transfer (ScanTransfers), and a notice when a payment failed after the bank may have
 // charged the card ("returns within 72 hours"). Each is rendered in the
 // recipient's language, as text and HTML, and queued as a row (package
 // mail) that the background sender delivers. Receipts and notices are
@@ -327,4 +327,133 @@ func (n *Notifier) mailFor(e event, now time.Time) (mail.Row, bool, error) {
 	uid := e.UserID
 	r.UserID, r.Kind, r.DedupeKey, r.CreatedAt = &uid, kind, &key, now
 	return r, true, nil
+}
+
+// Mail kinds of a transfer (mails.kind), one of each per transfer (its
+// dedupe key is the kind and the transfer's id).
+const (
+	KindTransferSent     = "transfer_sent"
+	KindTransferReceived = "transfer_received"
+)
+
+const transferCursor = "transfers"
+
+// transferRow is a committed transfer with what its two mails need.
+type transferRow struct {
+	ID                int64
+	PublicID          string
+	AmountRials       int64
+	Note              string
+	CreatedAt         time.Time
+	SenderID          int64
+	SenderEmail       string
+	SenderLocale      string
+	SenderReceipts    bool
+	RecipientID       int64
+	RecipientEmail    string
+	RecipientLocale   string
+	RecipientReceipts bool
+}
+
+// ScanTransfers queues the mails of the transfers made since the last
+// scan (at most 200 per call): one to the sender and one to the
+// recipient, each in their language and only when their receipts switch
+// is on. As Scan does for payment events: the cursor and the mails in one
+// transaction, a dedupe key per mail, transfers younger than Settle left
+// for the next scan (a lower id may still be committing). Nothing is
+// added to the transfer's own transaction: a mail never slows or fails a
+// transfer.
+func (n *Notifier) ScanTransfers(ctx context.Context) (int, error) {
+	now := n.now().UTC().Truncate(time.Microsecond)
+	queued := 0
+	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, transferCursor).Error; err != nil {
+			return err
+		}
+		lock := ""
+		if n.db.Dialect == store.Postgres {
+			lock = " FOR UPDATE"
+		}
+		var cursor int64
+		if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, transferCursor).Scan(&cursor).Error; err != nil {
+			return err
+		}
+		var trs []transferRow
+		if err := tx.Raw(`SELECT t.id, t.public_id, t.amount_rials, t.note, t.created_at,
+				s.id AS sender_id, s.email AS sender_email, s.locale AS sender_locale, s.receipts_enabled AS sender_receipts,
+				r.id AS recipient_id, r.email AS recipient_email, r.locale AS recipient_locale, r.receipts_enabled AS recipient_receipts
+			FROM transfers t JOIN users s ON s.id = t.sender_user_id JOIN users r ON r.id = t.recipient_user_id
+			WHERE t.id > ? ORDER BY t.id LIMIT 200`, cursor).Scan(&trs).Error; err != nil {
+			return err
+		}
+		last := cursor
+		for _, t := range trs {
+			if t.CreatedAt.After(now.Add(-n.Settle)) {
+				break
+			}
+			last = t.ID
+			rows, err := n.transferMails(t, now)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if err := mail.Enqueue(tx, r); err != nil {
+					return err
+				}
+				queued++
+			}
+		}
+		if last == cursor {
+			return nil
+		}
+		return tx.Exec(`UPDATE notice_cursors SET last_event_id = ? WHERE name = ?`, last, transferCursor).Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("scan transfers for mail: %w", err)
+	}
+	return queued, nil
+}
+
+// transferMails are a transfer's mails: to each of its people who takes
+// mail about their money.
+func (n *Notifier) transferMails(t transferRow, now time.Time) ([]mail.Row, error) {
+	var out []mail.Row
+	for _, side := range []struct {
+		userID          int64
+		addr, other     string
+		locale          string
+		receipts, isRcv bool
+	}{{t.SenderID, t.SenderEmail, t.RecipientEmail, t.SenderLocale, t.SenderReceipts, false},
+		{t.RecipientID, t.RecipientEmail, t.SenderEmail, t.RecipientLocale, t.RecipientReceipts, true}} {
+		if !side.receipts {
+			continue
+		}
+		l := langOf(side.locale)
+		key, kind := "mail.transfer_sent.", KindTransferSent
+		if side.isRcv {
+			key, kind = "mail.transfer_received.", KindTransferReceived
+		}
+		c := content{Lang: l, Subject: i18n.T(l, key+"subject", "amount", i18n.Money(t.AmountRials)),
+			Intro: []string{i18n.T(l, key+"intro", "amount", i18n.Money(t.AmountRials), "who", side.other)},
+			Rows: [][2]string{
+				{i18n.T(l, "receipt.amount"), i18n.Tomans(l, t.AmountRials) + " (" + i18n.Rials(l, t.AmountRials) + ")"},
+				{i18n.T(l, "transfer.id"), t.PublicID},
+				{i18n.T(l, "transfer.when"), i18n.DateTime(l, t.CreatedAt)},
+			},
+			Link: n.baseURL + routes.TransferReceipt(t.PublicID), LinkText: i18n.T(l, "mail.receipt.link"),
+			Footer: []string{i18n.T(l, "mail.receipt.off")},
+		}
+		if t.Note != "" {
+			c.Rows = append(c.Rows, [2]string{i18n.T(l, "transfer.note"), t.Note})
+		}
+		r, err := n.sign(c, false).render(side.addr)
+		if err != nil {
+			return nil, err
+		}
+		dedupe := kind + ":" + t.PublicID
+		uid := side.userID
+		r.UserID, r.Kind, r.DedupeKey, r.CreatedAt = &uid, kind, &dedupe, now
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -82,6 +82,18 @@ const (
 	TopUp           = Wallet + "/topup"
 )
 
+// Transfers between people: the form (and its confirmation step), each
+// transfer's receipt, and the API's.
+const (
+	Transfer             = Wallet + "/transfer"
+	Transfers            = "/transfers"
+	TransferPattern      = Transfers + "/:id"
+	APITransfers         = APIv1 + "/transfers"
+	APITransferPattern   = APITransfers + "/:id"
+	AdminTransfers       = Admin + "/transfers"
+	AdminTransferPattern = AdminTransfers + "/:id"
+)
+
 // One payment: the payer's page, the bank's callback (the return URL
 // given to the bank), giving up on an unpaid one.
 const (
@@ -135,6 +147,7 @@ func Patterns() []string {
 		AdminTopUpRecheckPattern, AdminTopUpClosePattern, AdminUsers, AdminUserPattern, AdminAudit,
 		AdminReconcile, AdminGateways, AdminGatewaySwitchPattern, AdminTokens, AdminTokenRevokePattern,
 		AdminWebhooks, AdminWebhookPattern, AdminWebhookDisablePattern, AdminWebhookEnablePattern, AdminDeliveryResendPattern,
+		Transfer, TransferPattern, APITransfers, APITransferPattern, AdminTransfers, AdminTransferPattern,
 	}
 }
 
@@ -216,6 +229,15 @@ func TopUpReturn(publicID string) string { return Fill(TopUpReturnPattern, publi
 
 // TopUpAbandon gives up on an unpaid payment.
 func TopUpAbandon(publicID string) string { return Fill(TopUpAbandonPattern, publicID) }
+
+// TransferReceipt is one transfer's receipt page.
+func TransferReceipt(publicID string) string { return Fill(TransferPattern, publicID) }
+
+// APITransfer is one transfer in the API.
+func APITransfer(publicID string) string { return Fill(APITransferPattern, publicID) }
+
+// AdminTransfer is one transfer in the admin console.
+func AdminTransfer(publicID string) string { return Fill(AdminTransferPattern, publicID) }
 
 // APITopUp is one top-up in the API.
 func APITopUp(publicID string) string { return Fill(APITopUpPattern, publicID) }

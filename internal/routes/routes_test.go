@@ -54,6 +54,9 @@ func TestURLs(t *testing.T) {
 		{AdminWebhookDisablePattern, "/admin/webhooks/:id/disable"}, {AdminWebhookDisable(3), "/admin/webhooks/3/disable"},
 		{AdminWebhookEnablePattern, "/admin/webhooks/:id/enable"}, {AdminWebhookEnable(3), "/admin/webhooks/3/enable"},
 		{AdminDeliveryResendPattern, "/admin/webhooks/deliveries/:id/resend"}, {AdminDeliveryResend(5), "/admin/webhooks/deliveries/5/resend"},
+		{Transfer, "/wallet/transfer"}, {Transfers, "/transfers"}, {TransferPattern, "/transfers/:id"}, {TransferReceipt(id), "/transfers/" + id},
+		{APITransfers, "/api/v1/transfers"}, {APITransferPattern, "/api/v1/transfers/:id"}, {APITransfer(id), "/api/v1/transfers/" + id},
+		{AdminTransfers, "/admin/transfers"}, {AdminTransferPattern, "/admin/transfers/:id"}, {AdminTransfer(id), "/admin/transfers/" + id},
 		{AdminTokens, "/admin/tokens"}, {AdminTokenRevokePattern, "/admin/tokens/:id/revoke"}, {AdminTokenRevoke(9), "/admin/tokens/9/revoke"},
 	} {
 		if tc.got != tc.want {

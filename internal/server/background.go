@@ -53,13 +53,17 @@ func (s *Server) loops(log *slog.Logger) []loop {
 			}
 		}})
 	}
-	// Mail: receipts and notices queued from payment events, then every
+	// Mail: receipts and notices queued from payment events, transfers'
+	// mails from the transfers, then every
 	// due mail delivered (and retried), never on a request's path.
 	mail := every(cfg.MailInterval)
 	mail.Wake = s.Outbox.Kicks()
 	ls = append(ls, loop{"mail", mail, func(ctx context.Context) {
 		if _, err := s.Notifier.Scan(ctx); err != nil && ctx.Err() == nil {
 			log.Error("queue receipts and notices", "err", err)
+		}
+		if _, err := s.Notifier.ScanTransfers(ctx); err != nil && ctx.Err() == nil {
+			log.Error("queue transfers' mails", "err", err)
 		}
 		s.Outbox.Tick(ctx)
 	}})

@@ -31,6 +31,7 @@ import (
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topup/sqlstore"
 	"github.com/kifpool/kifpool/internal/topupread"
+	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
@@ -90,6 +91,8 @@ type Server struct {
 	TopUp   topup.Starter
 	Auth    *auth.Service
 	Wallets *wallet.Service
+	// Transfers sends money between people (the page's and the API's).
+	Transfers *transfer.Service
 	// Ledger is the instance's one ledger (it remembers account ids).
 	Ledger *ledger.Ledger
 	Tokens *apitoken.Service
@@ -173,7 +176,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Tokens: uc.Tokens, Keys: uc.Keys, Gateway: gws.Set[0], Gateways: gws.Set,
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,
 		Metrics: obs.Metrics, Clock: clock, Config: cfg, db: db, Limits: uc.Limits,
-		Outbox: ml.Outbox, Notifier: ml.Notifier, ticks: o.Ticks, Webhooks: hooks, Hooks: uc.Hooks,
+		Outbox: ml.Outbox, Notifier: ml.Notifier, ticks: o.Ticks, Webhooks: hooks, Hooks: uc.Hooks, Transfers: uc.Transfers,
 	}
 	s.App = newWeb(b, s, gws, reads)
 	return s, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topup/sqlstore"
 	"github.com/kifpool/kifpool/internal/topupread"
+	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
@@ -30,6 +31,7 @@ type useCases struct {
 	Limits       *limits.Policy
 	Keys         *idempotency.Store
 	Hooks        *webhook.Sender
+	Transfers    *transfer.Service
 }
 
 // useCaseParts are the parts built before the use cases that they share.
@@ -73,6 +75,9 @@ func newUseCases(b base, p useCaseParts) useCases {
 	u.Keys = idempotency.NewStore(b.db, idempotency.Options{
 		TTL: cfg.IdempotencyKeyTTL, Lease: 2*cfg.RequestTimeout + 10*time.Second, Secret: cfg.SessionSecret, Now: b.now,
 	})
+	u.Transfers = transfer.New(transfer.NewStore(b.db, p.ledger),
+		transfer.Config{MinRials: cfg.TransferMinRials, DailyMaxRials: cfg.TransferDailyMaxRials}, b.now, b.log("transfer")).
+		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick})
 	return u
 }
 

@@ -42,7 +42,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			API: api.Deps{
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: s.Wallets, TopUp: s.TopUp, Reads: reads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
-				UserTopUps: userTopUps, Webhooks: s.Webhooks,
+				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers,
 			},
 			Return: payDeps.Return(),
 			Account: account.Deps{
@@ -51,13 +51,14 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			},
 			Wallet: wallet.Deps{
 				Wallets: s.Wallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
-				UserTopUps: userTopUps,
+				UserTopUps: userTopUps, Transfers: s.Transfers,
 			},
 			Pay: payDeps,
 			Admin: admin.Deps{
 				TopUps: s.TopUps, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
 				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
+				Transfers: s.Transfers, Ledger: s.Ledger,
 			},
 		},
 	})

@@ -19,7 +19,9 @@
 // rows committed, nothing delivered), after_webhook_sent (a webhook
 // answered 2xx, not recorded as delivered), inside_ledger_before_postings
 // and inside_ledger_after_postings (inside a credit's database
-// transaction, before and after its ledger rows: nothing of it commits).
+// transaction, before and after its ledger rows: nothing of it commits),
+// inside_transfer (inside a transfer's database transaction, its ledger
+// rows written: nothing of it commits).
 package testhook
 
 // Environment variables read by a test-hook build.
@@ -47,4 +49,8 @@ const (
 	// the ledger transaction, balances and postings written, not
 	// committed.
 	InsideLedgerAfterPostings = "inside_ledger_after_postings"
+	// InsideTransfer: inside a transfer's database transaction, its row,
+	// its ledger transaction, balances and postings written, its webhook
+	// rows not yet; nothing of it committed.
+	InsideTransfer = "inside_transfer"
 )

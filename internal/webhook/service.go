@@ -80,10 +80,13 @@ func (Origin) TableName() string { return "webhook_return_origins" }
 
 // Delivery is one outbox row: an event for one endpoint.
 type Delivery struct {
-	ID             int64 `gorm:"primaryKey"`
-	EventID        string
-	EndpointID     int64
-	TopUpID        int64
+	ID         int64 `gorm:"primaryKey"`
+	EventID    string
+	EndpointID int64
+	// TopUpID names the top-up of a top-up's event, TransferID the
+	// transfer of a transfer's (exactly one of them is set).
+	TopUpID        *int64
+	TransferID     *int64
 	Type           string
 	Body           string
 	Status         string
@@ -438,8 +441,8 @@ func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delive
 		if err := tx.Take(&ep, d.EndpointID).Error; err != nil {
 			return err
 		}
-		owner, pid := ep.UserID, d.TopUpID
-		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookResend, TargetUserID: &owner, TopUpID: &pid,
+		owner := ep.UserID
+		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookResend, TargetUserID: &owner, TopUpID: d.TopUpID,
 			Note: d.EventID + " → " + ep.URL, Result: audit.ResultDone, CreatedAt: now})
 	})
 	return d, err

@@ -24,10 +24,16 @@ const (
 	TypeCredited    = "topup.credited"
 	TypeFailed      = "topup.failed"
 	TypeNeedsReview = "topup.needs_review"
+	// TypeTransferSent and TypeTransferReceived go to the sender's and the
+	// recipient's endpoints when a transfer is made.
+	TypeTransferSent     = "transfer.sent"
+	TypeTransferReceived = "transfer.received"
 )
 
 // Types lists every event type, in the order pages show them.
-func Types() []string { return []string{TypeCredited, TypeFailed, TypeNeedsReview} }
+func Types() []string {
+	return []string{TypeCredited, TypeFailed, TypeNeedsReview, TypeTransferSent, TypeTransferReceived}
+}
 
 // ValidType reports whether t is an event type.
 func ValidType(t string) bool {
@@ -120,4 +126,44 @@ func eventsOf(col string) []string {
 		}
 	}
 	return out
+}
+
+// TransferEvent is one event of a transfer (transfer.sent to its sender,
+// transfer.received to its recipient), as the transfer's store writes it.
+type TransferEvent struct {
+	UserID     int64
+	TransferID int64
+	Type       string
+	// Transfer is the transfer as the API shows it to UserID.
+	Transfer  any
+	CreatedAt time.Time
+}
+
+// EnqueueTransfer is Enqueue for a transfer's event, in the transfer's
+// own transaction tx: the same outbox, signing and sender; its rows name
+// the transfer (transfer_id) instead of a top-up, and its body carries
+// "transfer" where a top-up's carries "topup".
+func EnqueueTransfer(tx *gorm.DB, e TransferEvent) (queued int64, err error) {
+	if e.Type != TypeTransferSent && e.Type != TypeTransferReceived {
+		return 0, fmt.Errorf("webhook: %q is not a transfer's event", e.Type)
+	}
+	at := e.CreatedAt.UTC()
+	id := NewEventID()
+	body, err := json.Marshal(struct {
+		EventID   string    `json:"event_id"`
+		Type      string    `json:"type"`
+		CreatedAt time.Time `json:"created_at"`
+		Transfer  any       `json:"transfer"`
+	}{id, e.Type, at, e.Transfer})
+	if err != nil {
+		return 0, fmt.Errorf("webhook: event %s of transfer %d: %w", e.Type, e.TransferID, err)
+	}
+	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, transfer_id, type, body, status, next_attempt_at, created_at, retry_from)
+		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
+		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
+		id, e.TransferID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
+	if res.Error != nil {
+		return 0, fmt.Errorf("webhook: queue %s of transfer %d: %w", e.Type, e.TransferID, res.Error)
+	}
+	return res.RowsAffected, nil
 }

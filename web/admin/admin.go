@@ -24,11 +24,13 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topupread"
+	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web/seam"
 )
@@ -66,6 +68,9 @@ type Deps struct {
 	// AbandonedAfter is when the worker gives up on an open payment (the
 	// dashboard's backlog).
 	AbandonedAfter time.Duration
+	// Transfers finds transfers; Ledger reads their ledger transactions.
+	Transfers *transfer.Service
+	Ledger    *ledger.Ledger
 }
 
 type handlers struct {
@@ -105,6 +110,8 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Post(routes.AdminWebhookDisablePattern, h.disableWebhook)
 	r.Post(routes.AdminWebhookEnablePattern, h.enableWebhook)
 	r.Post(routes.AdminDeliveryResendPattern, h.resendDelivery)
+	r.Get(routes.AdminTransfers, h.transfers)
+	r.Get(routes.AdminTransferPattern, h.transferDetail)
 }
 
 // requireAdmin hides the admin console from everyone but admins.

@@ -18,12 +18,15 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topup/topuptest"
+	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -288,10 +291,22 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	for _, p := range topuptest.All(t, db) {
 		publicIDs = append(publicIDs, p.PublicID)
 	}
+	// A transfer, for its admin page.
+	pw, err := app.Server.Wallets.ForUser(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.Fund(t, db, pw.AccountID, 100_000, "payer-i18n")
+	tr, err := app.Server.Transfers.Send(ctx, transfer.Request{SenderUserID: uid, FormToken: formtoken.New(),
+		ToEmail: "negar@example.com", AmountRials: 50_000, Note: "سلام"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	params := map[string][]string{
-		routes.AdminTopUpPattern:   publicIDs,
-		routes.AdminUserPattern:    {strconv.FormatInt(uid, 10)},
-		routes.AdminWebhookPattern: {strconv.FormatInt(hook.ID, 10), strconv.FormatInt(off.ID, 10)},
+		routes.AdminTransferPattern: {tr.Transfer.PublicID},
+		routes.AdminTopUpPattern:    publicIDs,
+		routes.AdminUserPattern:     {strconv.FormatInt(uid, 10)},
+		routes.AdminWebhookPattern:  {strconv.FormatInt(hook.ID, 10), strconv.FormatInt(off.ID, 10)},
 	}
 	// Each page's notices (?done=) and filters, after the path.
 	extra := map[string][]string{

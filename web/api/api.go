@@ -22,6 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topupread"
+	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/web/seam"
@@ -45,6 +46,8 @@ type Deps struct {
 	UserTopUps *ratelimit.Window
 	// Webhooks checks return_url against the user's registered origins.
 	Webhooks *webhook.Service
+	// Transfers sends money between people (the page's use case too).
+	Transfers *transfer.Service
 }
 
 type handler struct{ Deps }
@@ -73,6 +76,9 @@ func (d Deps) Register(r fiber.Router, _ seam.App) {
 	r.Get(routes.APITopUpPattern, h.need(apitoken.ScopeRead), h.getTopUp)
 	r.Get(routes.APIWallet, h.need(apitoken.ScopeRead), h.getWallet)
 	r.Get(routes.APIWalletLedger, h.need(apitoken.ScopeRead), h.listLedger)
+	r.Post(routes.APITransfers, h.need(apitoken.ScopeTransfer), h.createTransfer)
+	r.Get(routes.APITransfers, h.need(apitoken.ScopeRead), h.listTransfers)
+	r.Get(routes.APITransferPattern, h.need(apitoken.ScopeRead), h.getTransfer)
 
 	// Whatever else is asked under routes.API is a problem+json 404, never
 	// a page (and never reaches the cookie session).

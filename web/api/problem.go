@@ -34,6 +34,11 @@ const (
 	CodeBalanceLimit       Code = "balance_limit_exceeded"
 	CodeReturnURL          Code = "return_url_not_allowed"
 	CodeInternal           Code = "internal_error"
+	// A transfer's refusals.
+	CodeInsufficientFunds Code = "insufficient_funds"
+	CodeRecipientNotFound Code = "recipient_not_found"
+	CodeTransferToSelf    Code = "transfer_to_self"
+	CodeNoteInvalid       Code = "note_invalid"
 )
 
 var codeInfo = map[Code]struct {
@@ -58,10 +63,14 @@ var codeInfo = map[Code]struct {
 	CodeGatewayUnavailable: {fiber.StatusServiceUnavailable, "The bank is unavailable right now"},
 	CodeGatewayFailed:      {fiber.StatusBadGateway, "The bank did not start the payment"},
 	CodeGatewayUnknown:     {fiber.StatusUnprocessableEntity, "No such gateway is offered"},
-	CodeDailyLimit:         {fiber.StatusUnprocessableEntity, "Daily top-up limit reached"},
+	CodeDailyLimit:         {fiber.StatusUnprocessableEntity, "Daily limit reached"},
 	CodeBalanceLimit:       {fiber.StatusUnprocessableEntity, "Wallet balance limit reached"},
 	CodeReturnURL:          {fiber.StatusUnprocessableEntity, "return_url is not on a registered origin"},
 	CodeInternal:           {fiber.StatusInternalServerError, "Internal error"},
+	CodeInsufficientFunds:  {fiber.StatusUnprocessableEntity, "Available balance too low"},
+	CodeRecipientNotFound:  {fiber.StatusUnprocessableEntity, "No such recipient"},
+	CodeTransferToSelf:     {fiber.StatusUnprocessableEntity, "A transfer goes to another person"},
+	CodeNoteInvalid:        {fiber.StatusUnprocessableEntity, "Note invalid"},
 }
 
 // Problem is an RFC 9457 problem details object with our code.

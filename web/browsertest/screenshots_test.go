@@ -21,6 +21,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -192,6 +193,20 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 	if _, err := four.Server.Auth.SignUp(context.Background(), f.User, password, auth.RoleUser, "fa"); err != nil {
 		t.Fatal(err)
 	}
+	// Two people for the transfer pages: one with money, one without.
+	for _, email := range []string{"reza@example.com", "mina@example.com"} {
+		u, err := f.App.Server.Auth.SignUp(context.Background(), email, password, auth.RoleUser, "fa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if email == "reza@example.com" {
+			w, err := f.App.Server.Wallets.ForUser(context.Background(), u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ledgertest.Fund(t, f.App.DB, w.AccountID, 5_000_000, email)
+		}
+	}
 	for _, lang := range []string{"fa", "en"} {
 		for _, d := range devices {
 			// Fresh tabs per device: switching the emulated viewport of a
@@ -200,7 +215,9 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			admin := f.Tab(t, lang, f.Admin, d.view)
 			shot := func(b *Tab, name, url, hook string, prepare ...func()) {
 				t.Helper()
-				b.Go(url)
+				if url != "" {
+					b.Go(url)
+				}
 				b.Wait(hook)
 				for _, p := range prepare {
 					p()
@@ -245,6 +262,19 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			fresh.SignIn(f.User, password)
 			shot(fresh, "topup", routes.TopUp, "gateway-choice", func() { fresh.Type(tid("amount"), "50000") })
 			fresh.CheckNoProblems()
+			// A transfer: the form filled in, its confirmation step, its
+			// receipt (ids differ between runs: a transfer's id is random).
+			sender := f.Tab(t, lang, "reza@example.com", d.view)
+			shot(sender, "transfer", routes.Transfer, "transfer-form", func() {
+				sender.Type("#to", "mina@example.com")
+				sender.Type(tid("amount"), "10000")
+				sender.Type("#note", "کتاب")
+			})
+			sender.Click("transfer-review")
+			shot(sender, "transfer-confirm", "", "transfer-confirm")
+			sender.Click("transfer-submit")
+			shot(sender, "transfer-receipt", "", "transfer-receipt")
+			sender.CheckNoProblems()
 			anon := f.Tab(t, lang, "", d.view)
 			shot(anon, "landing", routes.Home, "landing")
 			shot(anon, "forgot", routes.PasswordForgot, "forgot-form")

@@ -242,6 +242,16 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.AdminWebhookDisablePattern, url: routes.AdminWebhookDisable(999999), post: p(adminOnly(nf))},
 			{path: routes.AdminWebhookEnablePattern, url: routes.AdminWebhookEnable(999999), post: p(adminOnly(nf))},
 			{path: routes.AdminDeliveryResendPattern, url: routes.AdminDeliveryResend(999999), post: p(adminOnly(nf))},
+			// Transfers: the form (a POST without a form token is refused),
+			// a receipt for its two people only, the API (a read or top-up
+			// token reads but cannot send), the admin's search.
+			{path: routes.Transfer, get: p(signedIn(ok)), post: p(signedIn(http.StatusBadRequest))},
+			{path: routes.TransferPattern, url: routes.TransferReceipt("tr_nosuchtransfer"), get: p(who{see, nf, nf, nf})},
+			{path: routes.APITransfers, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
+			{path: routes.APITransferPattern, url: routes.APITransfer("tr_nosuchtransfer"), apiGet: a(apiWho{http.StatusUnauthorized, nf, nf})},
+			{path: routes.AdminTransfers, get: p(adminOnly(ok))},
+			{path: routes.AdminTransferPattern, url: routes.AdminTransfer("tr_nosuchtransfer"), get: p(adminOnly(nf))},
 		}
 
 		// Every route the router registers has its row, and every row is a
@@ -397,8 +407,9 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				case roleRead:
 					return w.read
 				case roleTopUp:
-					if method == http.MethodPost && v.json {
-						// A JSON body "{}": the body is read, the amount missing.
+					if method == http.MethodPost && v.json && w.topup != http.StatusForbidden {
+						// A JSON body "{}": the body is read, the amount
+						// missing (unless the scope refuses it first).
 						return unp
 					}
 					return w.topup

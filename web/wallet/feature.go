@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topupread"
+	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/web/seam"
 )
@@ -39,6 +40,8 @@ type Deps struct {
 	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
 	// tokens or more browsers give no more top-ups.
 	UserTopUps *ratelimit.Window
+	// Transfers sends money between people (the API's use case too).
+	Transfers *transfer.Service
 }
 
 type handlers struct {
@@ -55,6 +58,9 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Get(routes.WalletTopUpsCSV, h.RequireUser, h.walletTopUpsCSV)
 	r.Get(routes.TopUp, h.RequireUser, h.topUpForm)
 	r.Post(routes.TopUp, h.RequireUser, h.topUpLimit, h.topUp)
+	r.Get(routes.Transfer, h.RequireUser, h.transferForm)
+	r.Post(routes.Transfer, h.RequireUser, h.transfer)
+	r.Get(routes.TransferPattern, h.RequireUser, h.transferReceipt)
 }
 
 // topUpLimit takes one of the user's top-ups from the allowance they

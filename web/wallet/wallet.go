@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -43,11 +44,26 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 		}
 		v.Open = append(v.Open, views.OpenTopUpRow{PublicID: p.PublicID, AmountRials: p.AmountRials, Status: string(p.Status.Public()), CreatedAt: p.CreatedAt})
 	}
+	// A transfer's row says who it went to or came from: its ledger
+	// reference is the transfer's id.
+	var refs []string
+	for _, it := range items {
+		if it.Kind == ledger.KindTransfer {
+			refs = append(refs, it.Reference)
+		}
+	}
+	transfers, err := h.Transfers.ByReferences(c.UserContext(), u.ID, refs)
+	if err != nil {
+		return err
+	}
 	for _, it := range items {
 		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfterRials, Kind: string(it.Kind), CreatedAt: it.CreatedAt,
 			TopUpPublicID: it.TopUpPublicID, Note: it.Note}
 		if it.RefID != nil {
 			row.RefID = *it.RefID
+		}
+		if t, ok := transfers[it.Reference]; ok && it.Kind == ledger.KindTransfer {
+			row.TransferID, row.Who, row.Sent = t.PublicID, t.Counterparty(u.ID), t.SenderUserID == u.ID
 		}
 		v.Rows = append(v.Rows, row)
 	}

@@ -4,9 +4,11 @@
 package ledgertest
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -114,5 +116,22 @@ func RestampTopUp(t testing.TB, db *store.DB, topUpID int64, at time.Time) {
 	if err := db.Gorm.Exec(`UPDATE ledger_postings SET created_at = ? WHERE transaction_id IN
 		(SELECT id FROM ledger_transactions WHERE topup_id = ?)`, at, topUpID).Error; err != nil {
 		t.Fatalf("restamp the postings of payment %d: %v", topUpID, err)
+	}
+}
+
+// Fund puts rials into the account of a wallet, from a test gateway's
+// clearing account, as an operator's adjustment (reference names it, and
+// is unique): a test's starting balance without a bank.
+func Fund(t testing.TB, db *store.DB, walletAccountID, rials int64, reference string) {
+	t.Helper()
+	ctx := context.Background()
+	l := ledger.New(db)
+	gw, err := l.EnsureAccount(ctx, ledger.AccountGateway, ledger.GatewayCode("test-fund"), 0)
+	if err != nil {
+		t.Fatalf("fund: %v", err)
+	}
+	if _, err := l.Write(ctx, ledger.Entry{Kind: ledger.KindAdjustment, Reference: "fund:" + reference,
+		Postings: ledger.Transfer(gw, walletAccountID, rials), At: time.Now()}); err != nil {
+		t.Fatalf("fund account %d: %v", walletAccountID, err)
 	}
 }

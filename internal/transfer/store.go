@@ -1,0 +1,290 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/webhook"
+)
+
+// Store is the transfers' store: every SQL string of a transfer, the
+// ledger's own statements aside (ledger.Post writes the money).
+type Store struct {
+	db     *store.DB
+	ledger *ledger.Ledger
+}
+
+// NewStore returns the store over db and the instance's ledger.
+func NewStore(db *store.DB, l *ledger.Ledger) *Store {
+	if l == nil {
+		l = ledger.New(db)
+	}
+	return &Store{db: db, ledger: l}
+}
+
+// errReplay: the sender's form token has a transfer already (the unique
+// index refused a second): the caller answers with the first.
+var errReplay = errors.New("transfer: form token already has its transfer")
+
+type person struct {
+	ID     int64
+	Email  string
+	Locale string
+}
+
+// userByEmail is the user of a stored-form address.
+func (s *Store) userByEmail(ctx context.Context, addr string) (person, error) {
+	var ps []person
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale FROM users WHERE email = ?`, addr).Scan(&ps).Error; err != nil {
+		return person{}, fmt.Errorf("recipient: %w", err)
+	}
+	if len(ps) == 0 {
+		return person{}, ErrRecipientNotFound
+	}
+	return ps[0], nil
+}
+
+// party is one side of a transfer: the user, their address and their
+// wallet's account.
+type party struct {
+	ID        int64
+	Email     string
+	AccountID int64
+}
+
+// parties reads, in one statement, the sender (by id) and the recipient
+// (by stored-form address) with their wallets' accounts; a zero party is
+// not found (the same user when they are one).
+func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail string) (sender, recipient party, err error) {
+	var ps []party
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, a.id AS account_id FROM users u
+		JOIN wallets w ON w.user_id = u.id JOIN ledger_accounts a ON a.wallet_id = w.id
+		WHERE u.id = ? OR u.email = ?`, senderID, recipientEmail).Scan(&ps).Error; err != nil {
+		return party{}, party{}, fmt.Errorf("parties of a transfer: %w", err)
+	}
+	for _, p := range ps {
+		if p.ID == senderID {
+			sender = p
+		}
+		if p.Email == recipientEmail {
+			recipient = p
+		}
+	}
+	return sender, recipient, nil
+}
+
+// walletAccount is the user's wallet account with its figures.
+func (s *Store) walletAccount(ctx context.Context, userID int64) (ledger.Account, error) {
+	var as []ledger.Account
+	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT a.id, a.kind, a.code, a.wallet_id, a.user_id, a.posted_rials, a.held_rials
+		FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).Scan(&as).Error
+	if err != nil {
+		return ledger.Account{}, fmt.Errorf("wallet of user %d: %w", userID, err)
+	}
+	if len(as) == 0 {
+		return ledger.Account{}, fmt.Errorf("wallet of user %d: %w", userID, ledger.ErrAccountNotFound)
+	}
+	return as[0], nil
+}
+
+// sentOn is what the user has sent on the Tehran day starting at day.
+func (s *Store) sentOn(ctx context.Context, userID int64, day time.Time) (int64, error) {
+	var sent []int64
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT sent_rials FROM transfer_daily_totals WHERE user_id = ? AND day_start = ?`,
+		userID, day.UTC()).Scan(&sent).Error; err != nil {
+		return 0, fmt.Errorf("sent today by user %d: %w", userID, err)
+	}
+	if len(sent) == 0 {
+		return 0, nil
+	}
+	return sent[0], nil
+}
+
+// write is one transfer to write.
+type write struct {
+	t        Transfer
+	token    string
+	from, to int64 // the sender's and the recipient's wallet accounts
+	dailyMax int64
+	day      time.Time
+}
+
+// written is what the write wrote besides the transfer.
+type written struct {
+	t        Transfer
+	webhooks int64
+}
+
+const selectTransfer = `SELECT t.id, t.public_id, t.sender_user_id, t.recipient_user_id, s.email AS sender_email, r.email AS recipient_email,
+	t.amount_rials, t.note, t.created_at, COALESCE(lt.id, 0) AS ledger_transaction_id
+	FROM transfers t JOIN users s ON s.id = t.sender_user_id JOIN users r ON r.id = t.recipient_user_id
+	LEFT JOIN ledger_transactions lt ON lt.kind = 'transfer' AND lt.reference = t.public_id`
+
+// write writes a transfer whole in one database transaction, in this
+// order (the lock order every transfer keeps: the transfer's unique key,
+// the sender's day total, the two accounts in ascending id):
+//
+//  1. the transfer's row; when the sender's form token has one already
+//     (ON CONFLICT DO NOTHING waits for a racing first insert to commit
+//     or roll back), errReplay, and nothing is written;
+//  2. the sender's day total, by an upsert whose WHERE is the limit
+//     (no row back: ErrDailyLimit), when the limit is on;
+//  3. the webhook outbox rows;
+//  4. the ledger transaction (ledger.Post: the guard in its UPDATE), last,
+//     so that the accounts' row locks are held from its statement to the
+//     commit only (a hot account waits for no other round trip).
+//
+// Mails are not written here: the notifier queues them after the fact
+// from the committed transfers (notify.ScanTransfers), so that a mail can
+// never slow or fail a transfer.
+func (s *Store) write(ctx context.Context, w write) (written, error) {
+	out := written{t: w.t}
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		t := &out.t
+		var ids []int64
+		if err := tx.Raw(`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sender_user_id, form_token) DO NOTHING RETURNING id`,
+			t.PublicID, t.SenderUserID, t.RecipientUserID, t.AmountRials, t.Note, w.token, t.CreatedAt).Scan(&ids).Error; err != nil {
+			return fmt.Errorf("insert transfer: %w", err)
+		}
+		if len(ids) == 0 {
+			return errReplay
+		}
+		t.ID = ids[0]
+		if w.dailyMax > 0 {
+			var total []int64
+			if err := tx.Raw(`INSERT INTO transfer_daily_totals (user_id, day_start, sent_rials) VALUES (?, ?, ?)
+				ON CONFLICT (user_id, day_start) DO UPDATE SET sent_rials = transfer_daily_totals.sent_rials + excluded.sent_rials
+				WHERE transfer_daily_totals.sent_rials + excluded.sent_rials <= ?
+				RETURNING sent_rials`, t.SenderUserID, w.day.UTC(), t.AmountRials, w.dailyMax).Scan(&total).Error; err != nil {
+				return fmt.Errorf("day total of user %d: %w", t.SenderUserID, err)
+			}
+			if len(total) == 0 {
+				return ErrDailyLimit
+			}
+		}
+		for _, ev := range []struct {
+			user int64
+			typ  string
+		}{{t.SenderUserID, webhook.TypeTransferSent}, {t.RecipientUserID, webhook.TypeTransferReceived}} {
+			n, err := webhook.EnqueueTransfer(tx, webhook.TransferEvent{UserID: ev.user, TransferID: t.ID, Type: ev.typ,
+				Transfer: EventView(*t, ev.user), CreatedAt: t.CreatedAt})
+			if err != nil {
+				return err
+			}
+			out.webhooks += n
+		}
+		// The accounts last, for the shortest lock: from this statement to
+		// the commit, with nothing but the commit between.
+		lt, err := s.ledger.Post(tx, ledger.Entry{Kind: ledger.KindTransfer, Reference: t.PublicID, Note: t.Note,
+			Postings: ledger.Transfer(w.from, w.to, t.AmountRials), At: t.CreatedAt})
+		if err != nil {
+			return err
+		}
+		t.LedgerTransactionID = lt.ID
+		testhook.At(testhook.InsideTransfer) // e2e: the transfer, its outbox rows and its postings written, not committed
+		return nil
+	})
+	if err != nil {
+		return written{}, err
+	}
+	return out, nil
+}
+
+// byToken reads the sender's transfer made with form token.
+func (s *Store) byToken(ctx context.Context, senderID int64, token string) (Transfer, error) {
+	return s.one(ctx, selectTransfer+` WHERE t.sender_user_id = ? AND t.form_token = ?`, senderID, token)
+}
+
+// get reads a transfer the user sent or received (userID 0: anyone's).
+func (s *Store) get(ctx context.Context, userID int64, publicID string) (Transfer, error) {
+	if userID == 0 {
+		return s.one(ctx, selectTransfer+` WHERE t.public_id = ?`, publicID)
+	}
+	return s.one(ctx, selectTransfer+` WHERE t.public_id = ? AND (t.sender_user_id = ? OR t.recipient_user_id = ?)`,
+		publicID, userID, userID)
+}
+
+func (s *Store) one(ctx context.Context, q string, args ...any) (Transfer, error) {
+	var ts []Transfer
+	if err := s.db.Gorm.WithContext(ctx).Raw(q, args...).Scan(&ts).Error; err != nil {
+		return Transfer{}, fmt.Errorf("read transfer: %w", err)
+	}
+	if len(ts) == 0 {
+		return Transfer{}, ErrNotFound
+	}
+	return ts[0], nil
+}
+
+// list is a page of the user's transfers, sent or received, newest first
+// (one index each side: the union of two keyset scans).
+func (s *Store) list(ctx context.Context, userID, before int64, limit int) ([]Transfer, int64, error) {
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	if before <= 0 {
+		before = 1<<63 - 1
+	}
+	var ts []Transfer
+	err := s.db.Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.id IN (
+			SELECT id FROM (SELECT id FROM transfers WHERE sender_user_id = ? AND id < ? ORDER BY id DESC LIMIT ?) AS a
+			UNION SELECT id FROM (SELECT id FROM transfers WHERE recipient_user_id = ? AND id < ? ORDER BY id DESC LIMIT ?) AS b)
+		ORDER BY t.id DESC LIMIT ?`, userID, before, limit+1, userID, before, limit+1, limit+1).Scan(&ts).Error
+	if err != nil {
+		return nil, 0, fmt.Errorf("transfers of user %d: %w", userID, err)
+	}
+	var next int64
+	if len(ts) > limit {
+		ts = ts[:limit]
+		next = ts[limit-1].ID
+	}
+	return ts, next, nil
+}
+
+// byPublicIDs reads the user's transfers of the given public ids.
+func (s *Store) byPublicIDs(ctx context.Context, userID int64, ids []string) (map[string]Transfer, error) {
+	out := make(map[string]Transfer, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var ts []Transfer
+	if err := s.db.Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.public_id IN ? AND (t.sender_user_id = ? OR t.recipient_user_id = ?)`,
+		ids, userID, userID).Scan(&ts).Error; err != nil {
+		return nil, fmt.Errorf("transfers of user %d: %w", userID, err)
+	}
+	for _, t := range ts {
+		out[t.PublicID] = t
+	}
+	return out, nil
+}
+
+// search finds transfers by public id or by either person's address.
+func (s *Store) search(ctx context.Context, q string, limit int) ([]Transfer, error) {
+	if limit <= 0 || limit > 200 {
+		limit = 50
+	}
+	var ts []Transfer
+	db := s.db.Gorm.WithContext(ctx)
+	var err error
+	switch {
+	case q == "":
+		err = db.Raw(selectTransfer+` ORDER BY t.id DESC LIMIT ?`, limit).Scan(&ts).Error
+	case strings.HasPrefix(q, "tr_"):
+		err = db.Raw(selectTransfer+` WHERE t.public_id = ?`, q).Scan(&ts).Error
+	default:
+		addr := strings.ToLower(q)
+		err = db.Raw(selectTransfer+` WHERE s.email = ? OR r.email = ? ORDER BY t.id DESC LIMIT ?`, addr, addr, limit).Scan(&ts).Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search transfers: %w", err)
+	}
+	return ts, nil
+}

@@ -1,0 +1,414 @@
+// Package transfer is money sent from one person's wallet to another's
+// (ARCHITECTURE §2.2, docs/design/transfers.md): the one use case the
+// page /wallet/transfer and POST /api/v1/transfers both call, its
+// refusals, and its store (store.go, every SQL string of a transfer).
+//
+// A transfer is written once, whole, in one database transaction:
+//
+//  1. its row in transfers, whose unique (sender_user_id, form_token) makes
+//     a second submit of one form (a double click, Back then submit) or
+//     one Idempotency-Key a replay: the first transfer is the answer;
+//  2. the sender's day total, by a guarded upsert (only when
+//     TRANSFER_DAILY_MAX_RIALS is on): the daily limit is enforced in the
+//     write, racing transfers never pass it;
+//  3. the ledger transaction (kind transfer, reference = the transfer's
+//     public id), whose guarded UPDATE keeps the sender's available
+//     balance at zero or more, its accounts locked in ascending id (A→B
+//     and B→A never deadlock);
+//  4. the webhook outbox rows (transfer.sent to the sender's endpoints,
+//     transfer.received to the recipient's).
+//
+// Each person's mail is queued after the fact, from the committed
+// transfers (notify.ScanTransfers), never in the transfer's transaction.
+//
+// A refusal (short balance, unknown recipient or self, amount out of
+// range, a limit) rolls the whole transaction back: it writes nothing.
+package transfer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kifpool/kifpool/internal/email"
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/limits"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/usertext"
+)
+
+// MaxNoteLen is the longest note, in characters.
+const MaxNoteLen = 140
+
+// MaxRials is the largest single transfer: far above any balance, it keeps
+// the sums of a day within int64.
+const MaxRials int64 = 1_000_000_000_000
+
+// StatusCompleted is every transfer's status: a transfer is written whole
+// or not at all, so there is no other.
+const StatusCompleted = "completed"
+
+// The refusals. Each writes nothing.
+var (
+	// ErrInsufficientFunds: the sender's available balance is short.
+	ErrInsufficientFunds = errors.New("transfer: available balance is short")
+	// ErrRecipientNotFound: no user has the recipient's address.
+	ErrRecipientNotFound = errors.New("transfer: no such recipient")
+	// ErrToSelf: the recipient is the sender.
+	ErrToSelf = errors.New("transfer: recipient is the sender")
+	// ErrDailyLimit: the sender's transfers today would pass
+	// TRANSFER_DAILY_MAX_RIALS.
+	ErrDailyLimit = errors.New("transfer: daily limit reached")
+	// ErrNoteTooLong and ErrNoteInvalid: the note breaks its rules.
+	ErrNoteTooLong = errors.New("transfer: note longer than 140 characters")
+	ErrNoteInvalid = errors.New("transfer: note holds control or invisible characters")
+	// ErrBadFormToken: the form's token has not the shape of one (an
+	// old or forged form).
+	ErrBadFormToken = errors.New("transfer: bad form token")
+	// ErrTokenReused: the form token (or Idempotency-Key) already made
+	// another transfer (another recipient, amount or note). Not a replay.
+	ErrTokenReused = errors.New("transfer: form token already used for another transfer")
+	// ErrNotFound: no such transfer of the user's.
+	ErrNotFound = errors.New("transfer: not found")
+)
+
+// Transfer is one transfer, as both people see it.
+type Transfer struct {
+	ID              int64
+	PublicID        string
+	SenderUserID    int64
+	RecipientUserID int64
+	SenderEmail     string
+	RecipientEmail  string
+	AmountRials     int64
+	Note            string
+	CreatedAt       time.Time
+	// LedgerTransactionID is its ledger transaction's id (0 on a read
+	// that does not join it).
+	LedgerTransactionID int64
+}
+
+// Config are the transfer rules.
+type Config struct {
+	// MinRials is the smallest transfer (TRANSFER_MIN_RIALS, never off).
+	MinRials int64
+	// DailyMaxRials is what one sender may send per Tehran day
+	// (TRANSFER_DAILY_MAX_RIALS); 0 turns it off.
+	DailyMaxRials int64
+}
+
+// Limits are the amount rules of one transfer.
+func (c Config) Limits() money.Limits { return money.Limits{MinRials: c.MinRials, MaxRials: MaxRials} }
+
+// Request is one submit of a transfer.
+type Request struct {
+	SenderUserID int64
+	// FormToken makes the submit happen once: the form's hidden token,
+	// or the API's, derived from its Idempotency-Key.
+	FormToken   string
+	ToEmail     string
+	AmountRials int64
+	Note        string
+}
+
+// Quote is what the confirmation step shows before anything is written.
+type Quote struct {
+	RecipientUserID int64
+	RecipientEmail  string
+	AmountRials     int64
+	Note            string
+	// AvailableRials is the sender's available balance now, and
+	// AfterRials what it would be after the transfer.
+	AvailableRials int64
+	AfterRials     int64
+}
+
+// Hooks are told of a committed transfer (to wake the webhook sender);
+// nil: nothing is.
+type Hooks struct {
+	WebhookQueued func()
+}
+
+// Service is the transfer use case.
+type Service struct {
+	st    *Store
+	cfg   Config
+	now   func() time.Time
+	log   *slog.Logger
+	hooks Hooks
+}
+
+// New returns the service over its store.
+func New(st *Store, cfg Config, now func() time.Time, log *slog.Logger) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MinRials <= 0 {
+		cfg.MinRials = money.RialsPerToman
+	}
+	return &Service{st: st, cfg: cfg, now: now, log: log}
+}
+
+// WithHooks sets what is told of a committed transfer.
+func (s *Service) WithHooks(h Hooks) *Service { s.hooks = h; return s }
+
+// Config is the service's rules (for the form's hints).
+func (s *Service) Config() Config { return s.cfg }
+
+// CheckAmount applies the amount rules to rials (money's errors).
+func (s *Service) CheckAmount(rials int64) error { return s.cfg.Limits().Check(rials) }
+
+// ParseAmount reads an amount a person typed in tomans (Persian or Latin
+// digits, separators) and applies the rules.
+func (s *Service) ParseAmount(typed string) (int64, error) { return s.cfg.Limits().ParseTomans(typed) }
+
+// CheckNote applies the note's rules.
+func CheckNote(note string) error {
+	if utf8.RuneCountInString(note) > MaxNoteLen {
+		return ErrNoteTooLong
+	}
+	if note != "" && usertext.CheckNote(note) != nil {
+		return ErrNoteInvalid
+	}
+	return nil
+}
+
+// check is every rule a request must pass before the database is asked,
+// in a fixed order; it returns the recipient's address in its stored form.
+func (s *Service) check(r Request) (string, error) {
+	if err := s.CheckAmount(r.AmountRials); err != nil {
+		return "", err
+	}
+	if s.cfg.DailyMaxRials > 0 && r.AmountRials > s.cfg.DailyMaxRials {
+		return "", ErrDailyLimit
+	}
+	if err := CheckNote(r.Note); err != nil {
+		return "", err
+	}
+	to, err := email.Normalize(strings.TrimSpace(r.ToEmail))
+	if err != nil {
+		return "", ErrRecipientNotFound
+	}
+	return to, nil
+}
+
+// Quote checks a request as Send would, without writing: the recipient,
+// the amount, the note, and the balance now and after. A quote is no
+// promise: Send checks everything again, in the write.
+func (s *Service) Quote(ctx context.Context, r Request) (Quote, error) {
+	to, err := s.check(r)
+	if err != nil {
+		return Quote{}, err
+	}
+	rcpt, err := s.st.userByEmail(ctx, to)
+	if err != nil {
+		return Quote{}, err
+	}
+	if rcpt.ID == r.SenderUserID {
+		return Quote{}, ErrToSelf
+	}
+	acc, err := s.st.walletAccount(ctx, r.SenderUserID)
+	if err != nil {
+		return Quote{}, err
+	}
+	q := Quote{RecipientUserID: rcpt.ID, RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note,
+		AvailableRials: acc.AvailableRials(), AfterRials: acc.AvailableRials() - r.AmountRials}
+	if q.AfterRials < 0 {
+		return q, ErrInsufficientFunds
+	}
+	if s.cfg.DailyMaxRials > 0 {
+		sent, err := s.st.sentOn(ctx, r.SenderUserID, limits.DayStart(s.now()))
+		if err != nil {
+			return Quote{}, err
+		}
+		if sent+r.AmountRials > s.cfg.DailyMaxRials {
+			return q, ErrDailyLimit
+		}
+	}
+	return q, nil
+}
+
+// Result is Send's answer.
+type Result struct {
+	Transfer Transfer
+	// Replayed: the form token (or key) had made this transfer already;
+	// nothing new was written.
+	Replayed bool
+}
+
+// Send makes the transfer once: a second submit with the same form token
+// answers with the first transfer (Replayed); with the same token and
+// another recipient, amount or note, ErrTokenReused. Every refusal writes
+// nothing.
+func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
+	if !formtoken.Valid(r.FormToken) {
+		return Result{}, ErrBadFormToken
+	}
+	to, err := s.check(r)
+	if err != nil {
+		return s.refuse(ctx, r, err)
+	}
+	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
+	switch {
+	case err != nil:
+		return Result{}, err
+	case rcpt.ID == 0:
+		return s.refuse(ctx, r, ErrRecipientNotFound)
+	case rcpt.ID == r.SenderUserID:
+		return s.refuse(ctx, r, ErrToSelf)
+	case sender.ID == 0:
+		return Result{}, fmt.Errorf("transfer from user %d: %w", r.SenderUserID, ledger.ErrAccountNotFound)
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
+		RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note, CreatedAt: now}
+	w := write{t: t, token: r.FormToken, from: sender.AccountID, to: rcpt.AccountID, dailyMax: s.cfg.DailyMaxRials, day: limits.DayStart(now)}
+	out, err := s.st.write(ctx, w)
+	switch {
+	case errors.Is(err, ErrDailyLimit), errors.Is(err, ledger.ErrInsufficientFunds):
+		// Refused by the write; a replay never reaches it (its insert
+		// conflicts first).
+		if errors.Is(err, ledger.ErrInsufficientFunds) {
+			err = fmt.Errorf("%w: %w", ErrInsufficientFunds, err)
+		}
+		return Result{}, err
+	case errors.Is(err, errReplay):
+		first, ferr := s.st.byToken(ctx, r.SenderUserID, r.FormToken)
+		if ferr != nil {
+			return Result{}, errors.Join(err, ferr)
+		}
+		return s.replay(ctx, r, first)
+	case err != nil:
+		return Result{}, err
+	}
+	if out.webhooks > 0 && s.hooks.WebhookQueued != nil {
+		s.hooks.WebhookQueued()
+	}
+	s.log.InfoContext(ctx, "transfer made", "transfer", out.t.PublicID, "amount_rials", out.t.AmountRials)
+	return Result{Transfer: out.t}, nil
+}
+
+// refuse answers a request the rules refuse, unless its form token made a
+// transfer already: a replay is answered with that transfer whatever the
+// rules say now (a transfer made yesterday is made, whatever today's
+// limit), so the lookup is only on the way to a refusal, never on a new
+// transfer's path.
+func (s *Service) refuse(ctx context.Context, r Request, refusal error) (Result, error) {
+	first, err := s.st.byToken(ctx, r.SenderUserID, r.FormToken)
+	switch {
+	case err == nil:
+		return s.replay(ctx, r, first)
+	case errors.Is(err, ErrNotFound):
+		return Result{}, refusal
+	}
+	return Result{}, errors.Join(refusal, err)
+}
+
+// replay answers a submit whose token made a transfer already: that
+// transfer when the request is the same, ErrTokenReused when not.
+func (s *Service) replay(ctx context.Context, r Request, first Transfer) (Result, error) {
+	to, _ := email.Normalize(strings.TrimSpace(r.ToEmail))
+	if to != first.RecipientEmail || r.AmountRials != first.AmountRials || r.Note != first.Note {
+		return Result{Transfer: first}, ErrTokenReused
+	}
+	return Result{Transfer: first, Replayed: true}, nil
+}
+
+// Get reads a transfer the user sent or received.
+func (s *Service) Get(ctx context.Context, userID int64, publicID string) (Transfer, error) {
+	return s.st.get(ctx, userID, publicID)
+}
+
+// List returns up to limit of the transfers the user sent or received,
+// newest first, older than the transfer id before (0: from the newest),
+// and the cursor of the next page (0: none).
+func (s *Service) List(ctx context.Context, userID, before int64, limit int) ([]Transfer, int64, error) {
+	return s.st.list(ctx, userID, before, limit)
+}
+
+// ByReferences reads the user's transfers of the given public ids (the
+// references of the ledger rows of a wallet's history), by public id.
+func (s *Service) ByReferences(ctx context.Context, userID int64, publicIDs []string) (map[string]Transfer, error) {
+	return s.st.byPublicIDs(ctx, userID, publicIDs)
+}
+
+// Search finds transfers for the admin console: by public id, or by the
+// e-mail address of either person; newest first, at most limit.
+func (s *Service) Search(ctx context.Context, q string, limit int) ([]Transfer, error) {
+	return s.st.search(ctx, strings.TrimSpace(q), limit)
+}
+
+// Admin reads any transfer by public id (the admin console).
+func (s *Service) Admin(ctx context.Context, publicID string) (Transfer, error) {
+	return s.st.get(ctx, 0, publicID)
+}
+
+// NewPublicID returns a fresh transfer id: "tr_" and 26 base32 characters.
+func NewPublicID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "tr_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// MaskEmail shows an address the way a confirmation step names its
+// recipient: the first character of its local part, stars, and the
+// domain ("a***@example.com").
+func MaskEmail(addr string) string {
+	local, domain, ok := strings.Cut(addr, "@")
+	if !ok || local == "" {
+		return "***"
+	}
+	r, _ := utf8.DecodeRuneInString(local)
+	return string(r) + "***@" + domain
+}
+
+// Direction says how a transfer looks to userID: "sent" or "received".
+func (t Transfer) Direction(userID int64) string {
+	if t.SenderUserID == userID {
+		return "sent"
+	}
+	return "received"
+}
+
+// Counterparty is the other person's address, as userID sees it.
+func (t Transfer) Counterparty(userID int64) string {
+	if t.SenderUserID == userID {
+		return t.RecipientEmail
+	}
+	return t.SenderEmail
+}
+
+// View is a transfer as the API shows it (GET /api/v1/transfers/{id}) and
+// as its webhook events carry it: one type for both.
+type View struct {
+	ID          string    `json:"id"`
+	Status      string    `json:"status"`
+	Direction   string    `json:"direction"`
+	AmountRials int64     `json:"amount_rials"`
+	FromEmail   string    `json:"from_email"`
+	ToEmail     string    `json:"to_email"`
+	Note        string    `json:"note"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// EventView is t as userID sees it.
+func EventView(t Transfer, userID int64) View {
+	return View{ID: t.PublicID, Status: StatusCompleted, Direction: t.Direction(userID), AmountRials: t.AmountRials,
+		FromEmail: t.SenderEmail, ToEmail: t.RecipientEmail, Note: t.Note, CreatedAt: t.CreatedAt.UTC()}
+}
+
+// ByToken reads the sender's transfer made with form token (ErrNotFound:
+// none yet).
+func (s *Service) ByToken(ctx context.Context, senderID int64, token string) (Transfer, error) {
+	return s.st.byToken(ctx, senderID, token)
+}

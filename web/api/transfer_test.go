@@ -1,0 +1,266 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/web/api"
+)
+
+// fund puts rials into a user's wallet and returns the wallet's id.
+func (f *fixture) fund(t *testing.T, userID, rials int64) int64 {
+	t.Helper()
+	w, err := f.app.Server.Wallets.ForUser(context.Background(), userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rials > 0 {
+		ledgertest.Fund(t, f.db, w.AccountID, rials, fmt.Sprint("user-", userID))
+	}
+	return w.ID
+}
+
+func TestTransferAPI(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{Env: map[string]string{"TRANSFER_DAILY_MAX_RIALS": "3000000"}})
+		alice, aliceID := f.user(t, "alice@example.com", apitoken.ScopeTransfer)
+		bob, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		aw, bw := f.fund(t, aliceID, 2_000_000), f.fund(t, bobID, 0)
+
+		body := `{"to_email": "BOB@example.com", "amount_rials": 150000, "note": "rent"}`
+		a := alice.post(routes.APITransfers, "tr-1", body)
+		if a.Status != http.StatusCreated {
+			t.Fatalf("create: %d %s", a.Status, a.Body)
+		}
+		tr := decode[api.Transfer](t, a)
+		if tr.Status != "completed" || tr.AmountRials != 150_000 || tr.ToEmail != "bob@example.com" || tr.Note != "rent" ||
+			tr.Direction != "sent" || !strings.HasPrefix(tr.ID, "tr_") || tr.CreatedAt.IsZero() {
+			t.Fatalf("transfer %+v", tr)
+		}
+		// The same key and body: the same answer, byte for byte.
+		again := alice.post(routes.APITransfers, "tr-1", `{"amount_rials":150000,"note":"rent","to_email":"BOB@example.com"}`)
+		if again.Status != http.StatusCreated || again.Body != a.Body || again.Header.Get(api.HeaderReplayed) != "true" {
+			t.Fatalf("replay: %d %s %v", again.Status, again.Body, again.Header)
+		}
+		// The same key with another body: refused as top-ups refuse it.
+		if r := alice.post(routes.APITransfers, "tr-1", `{"to_email": "bob@example.com", "amount_rials": 160000}`); r.Status != http.StatusConflict || r.Code() != "idempotency_key_reused" {
+			t.Fatalf("reused key: %d %s", r.Status, r.Body)
+		}
+		if ledgertest.Balance(t, db, aw) != 1_850_000 || ledgertest.Balance(t, db, bw) != 150_000 {
+			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
+		}
+		// Both read it; the recipient sees it received.
+		if g := decode[api.Transfer](t, bob.get(routes.APITransfer(tr.ID))); g.Direction != "received" || g.FromEmail != "alice@example.com" {
+			t.Fatalf("recipient's view %+v", g)
+		}
+		page := decode[api.TransferPage](t, bob.get(routes.APITransfers))
+		if len(page.Items) != 1 || page.Items[0].ID != tr.ID || page.NextCursor != nil {
+			t.Fatalf("recipient's list %+v", page)
+		}
+		carol, _ := f.user(t, "carol@example.com", apitoken.ScopeRead)
+		if r := carol.get(routes.APITransfer(tr.ID)); r.Status != http.StatusNotFound || r.Code() != "not_found" {
+			t.Fatalf("a third person: %d %s", r.Status, r.Body)
+		}
+
+		// Refusals: nothing written, nothing stored (the same key then works).
+		for _, tc := range []struct{ name, body, code string }{
+			{"short balance", `{"to_email": "bob@example.com", "amount_rials": 1900000}`, "insufficient_funds"},
+			{"unknown", `{"to_email": "nobody@example.com", "amount_rials": 10000}`, "recipient_not_found"},
+			{"self", `{"to_email": "alice@example.com", "amount_rials": 10000}`, "transfer_to_self"},
+			{"too small", `{"to_email": "bob@example.com", "amount_rials": 10}`, "amount_too_small"},
+			{"not whole tomans", `{"to_email": "bob@example.com", "amount_rials": 10005}`, "amount_invalid"},
+			{"daily limit", `{"to_email": "bob@example.com", "amount_rials": 3000010}`, "daily_limit_exceeded"},
+			{"note", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "` + strings.Repeat("n", 141) + `"}`, "note_invalid"},
+		} {
+			r := alice.do(http.MethodPost, routes.APITransfers, map[string]string{"Idempotency-Key": "refused"}, tc.body, tc.name == "note")
+			if r.Status != http.StatusUnprocessableEntity || r.Code() != tc.code {
+				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+			}
+		}
+		if r := alice.post(routes.APITransfers, "refused", `{"to_email": "bob@example.com", "amount_rials": 10000}`); r.Status != http.StatusCreated {
+			t.Fatalf("the key of a refused request: %d %s", r.Status, r.Body)
+		}
+		// Scopes: a read or top-up token cannot send money.
+		for _, scope := range []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopeTopUp} {
+			c := f.token(t, aliceID, scope)
+			if r := c.post(routes.APITransfers, "scope-"+string(scope), body); r.Status != http.StatusForbidden || r.Code() != "insufficient_scope" {
+				t.Errorf("scope %s: %d %s", scope, r.Status, r.Body)
+			}
+		}
+		if r := alice.do(http.MethodPost, routes.APITransfers, map[string]string{"Idempotency-Key": ""}, body, true); r.Status != http.StatusBadRequest || r.Code() != "idempotency_key_missing" {
+			t.Errorf("no key: %d %s", r.Status, r.Body)
+		}
+		if ledgertest.Balance(t, db, aw) != 1_840_000 {
+			t.Fatalf("balance after refusals %d", ledgertest.Balance(t, db, aw))
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// Fifty requests with one key at once make one transfer; every answer is
+// the transfer, or "in use" while the first runs.
+func TestTransferAPIOneKeyAtOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		alice, aliceID := f.user(t, "alice@example.com", apitoken.ScopeTransfer)
+		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		aw, bw := f.fund(t, aliceID, 1_000_000), f.fund(t, bobID, 0)
+		alice.fail = t.Errorf
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ids := map[string]int{}
+		inUse := 0
+		for range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a := alice.post(routes.APITransfers, "one-key", `{"to_email": "bob@example.com", "amount_rials": 70000}`)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case a.Status == http.StatusCreated:
+					ids[decode[api.Transfer](t, a).ID]++
+				case a.Code() == "idempotency_key_in_use":
+					inUse++
+				default:
+					t.Errorf("answer %d %s", a.Status, a.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		if len(ids) != 1 {
+			t.Fatalf("answers name %d transfers: %v (in use %d)", len(ids), ids, inUse)
+		}
+		if ledgertest.Balance(t, db, aw) != 930_000 || ledgertest.Balance(t, db, bw) != 70_000 {
+			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// 100 transfers A→B and 100 B→A at once through HTTP: no deadlock, exact
+// balances; two clients draining one balance never take it below zero.
+func TestTransferAPIUnderLoad(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("200 transfers over HTTP")
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		a, aID := f.user(t, "a@example.com", apitoken.ScopeTransfer)
+		b, bID := f.user(t, "b@example.com", apitoken.ScopeTransfer)
+		aw, bw := f.fund(t, aID, 10_000_000), f.fund(t, bID, 10_000_000)
+		a.fail, b.fail = t.Errorf, t.Errorf
+		var wg sync.WaitGroup
+		for i := range 200 {
+			c, to := a, "b@example.com"
+			if i%2 == 1 {
+				c, to = b, "a@example.com"
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := c.post(routes.APITransfers, fmt.Sprint("k-", i), fmt.Sprintf(`{"to_email": %q, "amount_rials": %d}`, to, 10_000+10*(i/2)))
+				if r.Status != http.StatusCreated {
+					t.Errorf("transfer %d: %d %s", i, r.Status, r.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		if ledgertest.Balance(t, db, aw) != 10_000_000 || ledgertest.Balance(t, db, bw) != 10_000_000 {
+			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
+		}
+		// Two sessions (two tokens) drain a's balance at once.
+		a2 := f.token(t, aID, apitoken.ScopeTransfer)
+		a2.fail = t.Errorf
+		made := 0
+		var mu sync.Mutex
+		for i := range 60 {
+			c := a
+			if i%2 == 1 {
+				c = a2
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := c.post(routes.APITransfers, fmt.Sprint("drain-", i), `{"to_email": "b@example.com", "amount_rials": 200000}`)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case r.Status == http.StatusCreated:
+					made++
+				case r.Code() != "insufficient_funds":
+					t.Errorf("drain %d: %d %s", i, r.Status, r.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		if made != 50 || ledgertest.Balance(t, db, aw) != 0 || ledgertest.Balance(t, db, bw) != 20_000_000 {
+			t.Fatalf("made %d, balances %d %d", made, ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// A transfer's events reach both people's endpoints: transfer.sent to the
+// sender's, transfer.received to the recipient's, signed, valid against
+// openapi.json's webhooks, once each (the deduplicating receiver) although
+// the first attempt is answered 500, each with the transfer as its
+// endpoint's owner sees it.
+func TestTransferWebhooks(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}})
+		ctx := context.Background()
+		alice, aliceID := f.user(t, "alice@example.com", apitoken.ScopeTransfer)
+		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		f.fund(t, aliceID, 1_000_000)
+		hooks := f.app.Server.Webhooks
+		recs := map[int64]*hookReceiver{}
+		for _, uid := range []int64{aliceID, bobID} {
+			rec := &hookReceiver{t: t, spec: f.spec, fail: 1, events: map[string]map[string]any{}}
+			srv := httptest.NewServer(rec)
+			defer srv.Close()
+			_, secret, err := hooks.Create(ctx, uid, srv.URL+"/kifpool", webhook.Types())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.secret = secret
+			recs[uid] = rec
+		}
+		tr := decode[api.Transfer](t, alice.post(routes.APITransfers, "hooked", `{"to_email": "bob@example.com", "amount_rials": 120000, "note": "rent"}`))
+		s := webhook.NewSender(hooks, webhook.SenderOptions{BaseBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		testwait.Eventually(t, 20*time.Second, "transfer.sent and transfer.received at the receivers", func() bool {
+			if _, err := s.DeliverDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return len(recs[aliceID].byType(webhook.TypeTransferSent)) == 1 && len(recs[bobID].byType(webhook.TypeTransferReceived)) == 1
+		})
+		for uid, want := range map[int64][2]string{aliceID: {webhook.TypeTransferSent, "sent"}, bobID: {webhook.TypeTransferReceived, "received"}} {
+			evs := recs[uid].byType(want[0])
+			body, _ := evs[0]["transfer"].(map[string]any)
+			if len(evs) != 1 || body["id"] != tr.ID || body["direction"] != want[1] || body["note"] != "rent" {
+				t.Errorf("%s at user %d's endpoint: %v", want[0], uid, evs)
+			}
+			if n := len(recs[uid].byType(webhook.TypeCredited)); n != 0 {
+				t.Errorf("user %d got %d top-up events", uid, n)
+			}
+		}
+	})
+}

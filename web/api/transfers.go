@@ -1,0 +1,237 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/transfer"
+)
+
+// Transfer is a transfer as the API shows it; its webhook events carry
+// the same view (transfer.View, one type for both).
+type Transfer = transfer.View
+
+// TransferPage is a page of transfers.
+type TransferPage struct {
+	Items      []Transfer `json:"items"`
+	NextCursor *string    `json:"next_cursor"`
+}
+
+type transferRequest struct {
+	ToEmail     *string
+	AmountRials *int64
+	Note        *string
+}
+
+// parseTransferRequest reads a transfer body strictly, as
+// parseTopUpRequest reads a top-up's: one JSON object, its names exactly
+// to_email, amount_rials and note, each at most once, amount_rials an
+// integer written as one, the others strings (null: absent).
+func parseTransferRequest(body []byte) (transferRequest, error) {
+	var in transferRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return in, errBody
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return in, errBody
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return in, errBody
+		}
+		seen[name] = true
+		switch name {
+		case "amount_rials":
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return in, errBody
+			}
+			if string(raw) != "null" {
+				v, err := strconv.ParseInt(string(raw), 10, 64)
+				if err != nil {
+					return in, errBody
+				}
+				in.AmountRials = &v
+			}
+		case "to_email":
+			if err := dec.Decode(&in.ToEmail); err != nil {
+				return in, errBody
+			}
+		case "note":
+			if err := dec.Decode(&in.Note); err != nil {
+				return in, errBody
+			}
+		default:
+			return in, errBody
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return in, errBody
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return in, errBody
+	}
+	return in, nil
+}
+
+func (in transferRequest) fingerprint(method, path string) string {
+	return idempotency.Fingerprint(method, path, idempotency.String("to_email", in.ToEmail),
+		idempotency.Int("amount_rials", in.AmountRials), idempotency.String("note", in.Note))
+}
+
+// createTransfer is POST /api/v1/transfers, in the order of createTopUp:
+// the key's shape, the body and its rules (nothing stored), then the key
+// decides between running, replaying, or refusing (in use, reused). The
+// transfer's form token is derived from the key's record, so the
+// transfers' unique (sender, form token) index guards the API too.
+func (h *handler) createTransfer(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	key := c.Get(HeaderIdempotencyKey)
+	switch err := idempotency.CheckKey(key); {
+	case errors.Is(err, idempotency.ErrKeyMissing):
+		return problem(c, CodeKeyMissing, "POST needs an Idempotency-Key header (e.g. a UUID); send the same key when you retry.")
+	case err != nil:
+		return problem(c, CodeKeyInvalid, "An Idempotency-Key is 1 to 255 visible ASCII characters.")
+	}
+	if len(c.Request().Header.PeekAll(HeaderIdempotencyKey)) > 1 {
+		return problem(c, CodeKeyInvalid, "Send one Idempotency-Key header, not several.")
+	}
+	in, err := parseTransferRequest(c.Body())
+	if err != nil {
+		return problem(c, CodeInvalidBody, "The body must be one JSON object with to_email (a string), amount_rials (an integer) and optionally note (a string), each once, names in lower case.")
+	}
+	path := c.Route().Path
+	fp := in.fingerprint(c.Method(), path)
+	if in.ToEmail == nil {
+		return problem(c, CodeRecipientNotFound, "to_email must be the e-mail address of a Kifpool user.")
+	}
+	if in.AmountRials == nil {
+		return problem(c, CodeAmountInvalid, "amount_rials must be a positive integer number of rials.")
+	}
+	note := ""
+	if in.Note != nil {
+		note = *in.Note
+	}
+	p := principal(c)
+	r := transfer.Request{SenderUserID: p.UserID, ToEmail: *in.ToEmail, AmountRials: *in.AmountRials, Note: note}
+	// The rules that need no database, before the key is taken (a refusal
+	// stores nothing); Send applies them again.
+	if err := h.Transfers.CheckAmount(r.AmountRials); err != nil {
+		return h.transferProblem(c, err)
+	}
+	if err := transfer.CheckNote(note); err != nil {
+		return h.transferProblem(c, err)
+	}
+	out, rec, err := h.Keys.Begin(ctx, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
+	if err != nil {
+		return err
+	}
+	switch out {
+	case idempotency.Replay:
+		c.Set(HeaderReplayed, "true")
+		return send(c, *rec.ResponseStatus, rec.ResponseType, []byte(*rec.ResponseBody))
+	case idempotency.InUse:
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
+	case idempotency.Mismatch:
+		return problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
+	}
+	r.FormToken = h.Keys.FormToken(rec)
+	res, err := h.Transfers.Send(ctx, r)
+	switch {
+	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),
+		errors.Is(err, transfer.ErrToSelf), errors.Is(err, transfer.ErrDailyLimit), isAmountRule(err),
+		errors.Is(err, transfer.ErrNoteTooLong), errors.Is(err, transfer.ErrNoteInvalid):
+		// Refused, nothing written: forget the key (the same key works
+		// once the balance or the limit allows it).
+		if derr := h.Keys.Discard(ctx, rec); derr != nil {
+			h.Log.Error("discard idempotency key", "err", derr)
+		}
+		return h.transferProblem(c, err)
+	case err != nil:
+		// The transfer may exist: keep the key (without an answer) so
+		// that a retry with it finds that transfer instead of making
+		// another.
+		h.release(ctx, rec)
+		return err
+	}
+	body, err := json.Marshal(transfer.EventView(res.Transfer, p.UserID))
+	if err != nil {
+		h.release(ctx, rec)
+		return err
+	}
+	return h.finish(c, rec, fiber.StatusCreated, fiber.MIMEApplicationJSON, body, nil)
+}
+
+func isAmountRule(err error) bool {
+	for _, e := range []error{money.ErrNotPositive, money.ErrNotWholeTomans, money.ErrTooSmall, money.ErrTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// transferProblem answers a transfer's refusal.
+func (h *handler) transferProblem(c *fiber.Ctx, err error) error {
+	cfg := h.Transfers.Config()
+	switch {
+	case errors.Is(err, transfer.ErrInsufficientFunds):
+		return problem(c, CodeInsufficientFunds, "The wallet's available balance is less than amount_rials; nothing was sent.")
+	case errors.Is(err, transfer.ErrRecipientNotFound):
+		return problem(c, CodeRecipientNotFound, "No Kifpool user has the address to_email; nothing was sent.")
+	case errors.Is(err, transfer.ErrToSelf):
+		return problem(c, CodeTransferToSelf, "to_email is your own address: a transfer goes to another person.")
+	case errors.Is(err, transfer.ErrDailyLimit):
+		return problem(c, CodeDailyLimit, "At most "+itoa(cfg.DailyMaxRials)+" rials of transfers a day (Tehran time); try a smaller amount or tomorrow.")
+	case errors.Is(err, transfer.ErrNoteTooLong):
+		return problem(c, CodeNoteInvalid, "note is at most 140 characters.")
+	case errors.Is(err, transfer.ErrNoteInvalid):
+		return problem(c, CodeNoteInvalid, "note must not hold control characters or invisible formatting characters (bidi overrides and isolates, zero-width characters).")
+	}
+	return amountProblem(c, err, cfg.Limits())
+}
+
+// getTransfer is GET /api/v1/transfers/{id}: one the caller sent or
+// received, else 404.
+func (h *handler) getTransfer(c *fiber.Ctx) error {
+	uid := principal(c).UserID
+	t, err := h.Transfers.Get(c.UserContext(), uid, c.Params("id"))
+	if errors.Is(err, transfer.ErrNotFound) {
+		return problem(c, CodeNotFound, "No transfer with this id.")
+	}
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, fiber.StatusOK, transfer.EventView(t, uid))
+}
+
+// listTransfers is GET /api/v1/transfers: sent and received, newest
+// first, keyset paginated.
+func (h *handler) listTransfers(c *fiber.Ctx) error {
+	before, limit, detail := cursorParams(c)
+	if detail != "" {
+		return problem(c, CodeInvalidParameter, detail)
+	}
+	uid := principal(c).UserID
+	ts, next, err := h.Transfers.List(c.UserContext(), uid, before, limit)
+	if err != nil {
+		return err
+	}
+	page := TransferPage{Items: []Transfer{}, NextCursor: cursorString(next)}
+	for _, t := range ts {
+		page.Items = append(page.Items, transfer.EventView(t, uid))
+	}
+	return sendJSON(c, fiber.StatusOK, page)
+}

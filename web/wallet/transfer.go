@@ -1,0 +1,152 @@
+package wallet
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/transfer"
+	"github.com/kifpool/kifpool/views"
+)
+
+// newTransferForm is an empty form with a fresh token and the sender's
+// available balance.
+func (h *handlers) newTransferForm(c *fiber.Ctx) (views.TransferForm, error) {
+	cfg := h.Transfers.Config()
+	f := views.TransferForm{Token: formtoken.New(), MinRials: cfg.MinRials, DailyMaxRials: cfg.DailyMaxRials}
+	w, err := h.Wallets.ForUser(c.UserContext(), h.User(c).ID)
+	if err != nil {
+		return f, err
+	}
+	f.AvailableRials = w.AvailableRials()
+	return f, nil
+}
+
+// transferForm is GET /wallet/transfer: the empty form.
+func (h *handlers) transferForm(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	f, err := h.newTransferForm(c)
+	if err != nil {
+		return err
+	}
+	return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.title"), f))
+}
+
+// transfer is POST /wallet/transfer, the form's three submits: "Continue"
+// (the confirmation step: nothing is written), "Edit" (the form again,
+// filled in), and "Send" (confirmed=1: the transfer, then its receipt).
+// Every submit of one form carries its token, so a double click, a
+// resubmission or Back then Send makes one transfer, and the receipt
+// answers every one of them.
+func (h *handlers) transfer(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	u := h.User(c)
+	f, err := h.newTransferForm(c)
+	if err != nil {
+		return err
+	}
+	token := c.FormValue("token")
+	f.To, f.Amount, f.Note = strings.TrimSpace(c.FormValue("to")), c.FormValue("amount"), c.FormValue("note")
+	if !formtoken.Valid(token) {
+		f.ErrorKey = "transfer.error_form_expired"
+		return h.Render(c, fiber.StatusBadRequest, views.Transfer(h.Page(c, "transfer.title"), f))
+	}
+	f.Token = token
+	if c.FormValue("edit") == "1" {
+		return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.title"), f))
+	}
+	rials, err := h.Transfers.ParseAmount(f.Amount)
+	if err != nil {
+		return h.transferRefused(c, f, err)
+	}
+	r := transfer.Request{SenderUserID: u.ID, FormToken: token, ToEmail: f.To, AmountRials: rials, Note: f.Note}
+	if c.FormValue("confirmed") != "1" {
+		// The form again after its transfer was made (Back, then
+		// Continue): where that transfer stands.
+		if first, err := h.Transfers.ByToken(c.UserContext(), u.ID, token); err == nil {
+			return h.transferDone(c, r, first)
+		} else if !errors.Is(err, transfer.ErrNotFound) {
+			return err
+		}
+		q, err := h.Transfers.Quote(c.UserContext(), r)
+		if err != nil {
+			return h.transferRefused(c, f, err)
+		}
+		f.Confirm = &views.TransferConfirmView{RecipientMasked: transfer.MaskEmail(q.RecipientEmail), AmountRials: rials,
+			AmountWords: i18n.Words(h.Lang(c), rials/money.RialsPerToman), AfterRials: q.AfterRials, Note: f.Note}
+		return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.confirm_title"), f))
+	}
+	res, err := h.Transfers.Send(c.UserContext(), r)
+	if errors.Is(err, transfer.ErrTokenReused) {
+		return h.Message(c, fiber.StatusConflict, "transfer.reused_title", "transfer.reused", routes.Transfer, "transfer.another")
+	}
+	if err != nil {
+		return h.transferRefused(c, f, err)
+	}
+	return c.Redirect(routes.TransferReceipt(res.Transfer.PublicID), fiber.StatusSeeOther)
+}
+
+// transferDone answers a form whose token made a transfer already: its
+// receipt when the form asks for the same, else "already sent".
+func (h *handlers) transferDone(c *fiber.Ctx, r transfer.Request, first transfer.Transfer) error {
+	if first.AmountRials == r.AmountRials && first.Note == r.Note && strings.EqualFold(first.RecipientEmail, r.ToEmail) {
+		return c.Redirect(routes.TransferReceipt(first.PublicID), fiber.StatusSeeOther)
+	}
+	return h.Message(c, fiber.StatusConflict, "transfer.reused_title", "transfer.reused", routes.Transfer, "transfer.another")
+}
+
+// transferRefused shows the form again with the refusal's one sentence;
+// nothing was written, and the form keeps its token.
+func (h *handlers) transferRefused(c *fiber.Ctx, f views.TransferForm, err error) error {
+	cfg := h.Transfers.Config()
+	status := fiber.StatusUnprocessableEntity
+	switch {
+	case errors.Is(err, transfer.ErrInsufficientFunds):
+		f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_funds", []any{"available", i18n.Money(f.AvailableRials)}, "amount"
+	case errors.Is(err, transfer.ErrRecipientNotFound):
+		f.ErrorKey, f.ErrorField = "transfer.error_recipient", "to"
+	case errors.Is(err, transfer.ErrToSelf):
+		f.ErrorKey, f.ErrorField = "transfer.error_self", "to"
+	case errors.Is(err, transfer.ErrDailyLimit):
+		f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_daily", []any{"limit", i18n.Money(cfg.DailyMaxRials)}, "amount"
+	case errors.Is(err, transfer.ErrNoteTooLong):
+		f.ErrorKey, f.ErrorField = "transfer.error_note_long", "note"
+	case errors.Is(err, transfer.ErrNoteInvalid):
+		f.ErrorKey, f.ErrorField = "transfer.error_note_invalid", "note"
+	case errors.Is(err, transfer.ErrBadFormToken):
+		f.ErrorKey, status = "transfer.error_form_expired", fiber.StatusBadRequest
+	case errors.Is(err, money.ErrEmpty):
+		f.ErrorKey, f.ErrorField = "transfer.error_empty", "amount"
+	case errors.Is(err, money.ErrTooSmall):
+		f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_min", []any{"min", i18n.Money(cfg.MinRials)}, "amount"
+	case errors.Is(err, money.ErrTooLarge), errors.Is(err, money.ErrTooLong):
+		f.ErrorKey, f.ErrorField = "transfer.error_max", "amount"
+	case isAmountError(err), errors.Is(err, money.ErrNegative), errors.Is(err, money.ErrDecimal):
+		f.ErrorKey, f.ErrorField = "transfer.error_amount", "amount"
+	default:
+		return err
+	}
+	return h.Render(c, status, views.Transfer(h.Page(c, "transfer.title"), f))
+}
+
+// transferReceipt is GET /transfers/{id}: the receipt, for its sender and
+// its recipient only (anyone else: 404, whether it exists or not).
+func (h *handlers) transferReceipt(c *fiber.Ctx) error {
+	u := h.User(c)
+	t, err := h.Transfers.Get(c.UserContext(), u.ID, c.Params("id"))
+	if errors.Is(err, transfer.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	v := views.TransferReceiptView{PublicID: t.PublicID, Sent: t.SenderUserID == u.ID, Who: t.Counterparty(u.ID), AmountRials: t.AmountRials,
+		Note: t.Note, CreatedAt: t.CreatedAt}
+	return h.Render(c, fiber.StatusOK, views.TransferReceipt(h.Page(c, "transfer.receipt_title"), v))
+}
