@@ -178,6 +178,13 @@ func New(d Deps) *fiber.App {
 	app.Use(s.canonicalHost)
 	app.Use(s.securityHeaders)
 	app.Use(cleanInput)
+	// The top-ups' pages and lists at their old addresses (before the
+	// rename, a top-up was called a payment): 301 to the new ones, before
+	// the session is read (a redirect shows nothing; the new address
+	// checks who may see it).
+	for _, r := range routes.Redirects() {
+		app.Get(r.From, movedTo(r))
+	}
 
 	app.Use(routes.Static, filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 	if d.Bank != nil {
@@ -201,9 +208,12 @@ func New(d Deps) *fiber.App {
 	app.Use(s.session)
 	// The bank's callback works without the user's session (a POST from
 	// the bank carries no SameSite=Lax cookie) and without a CSRF token:
-	// it is registered before the CSRF check, its one exemption. Its page
+	// it is registered before the CSRF check, its one exemption (at its
+	// new address and at its old one, which banks hold for top-ups
+	// started before the rename). Its page
 	// still gets the CSRF cookie and token for the forms it shows.
 	app.Use(routes.TopUpReturnPattern, s.issueCSRF, s.rememberLocale)
+	app.Use(routes.LegacyTopUpReturnPattern, s.issueCSRF, s.rememberLocale)
 	d.Features.Return.Register(app, shared)
 	app.Use(s.csrf)
 	app.Use(s.rememberLocale)

@@ -43,7 +43,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 			status = fiber.StatusInternalServerError
 		}
 	}
-	// The pattern of the handler that answered: a route ("/payments/:id"),
+	// The pattern of the handler that answered: a route ("/topups/:id"),
 	// or the prefix of the middleware that stopped the request ("/admin");
 	// the final catch-all answers everything else.
 	route := "unmatched"

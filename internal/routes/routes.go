@@ -1,6 +1,6 @@
 // Package routes is the one place that names the app's paths: every route
 // pattern the web app registers, the prefixes of its route groups, and
-// the builders of URLs with parameters (Payment(id), AdminUser(id), …).
+// the builders of URLs with parameters (TopUpPage(id), AdminUser(id), …).
 // Handlers, views, the API, mails, the callback URL given to the bank and
 // the tests build paths from here, never from a string of their own (a
 // test of this package fails on a path literal anywhere else).
@@ -77,8 +77,8 @@ const (
 // The wallet and its top-ups.
 const (
 	Wallet          = "/wallet"
-	WalletTopUps    = Wallet + "/payments"
-	WalletTopUpsCSV = Wallet + "/payments.csv"
+	WalletTopUps    = Wallet + "/topups"
+	WalletTopUpsCSV = Wallet + "/topups.csv"
 	TopUp           = Wallet + "/topup"
 )
 
@@ -94,13 +94,32 @@ const (
 	AdminTransferPattern = AdminTransfers + "/:id"
 )
 
-// One payment: the payer's page, the bank's callback (the return URL
+// One top-up: the payer's page, the bank's callback (the return URL
 // given to the bank), giving up on an unpaid one.
 const (
-	TopUps              = "/payments"
+	TopUps              = "/topups"
 	TopUpPattern        = TopUps + "/:id"
 	TopUpReturnPattern  = TopUpPattern + "/return"
 	TopUpAbandonPattern = TopUpPattern + "/abandon"
+)
+
+// The addresses the top-ups had while a top-up was called a payment
+// (links in old mails, bookmarks, the callback URLs banks hold for
+// top-ups started before the rename). Their GET pages answer 301 to the
+// new address (Redirects); the bank's callback and the POST actions are
+// still served where they are, by the same handlers.
+const (
+	LegacyTopUps                   = "/payments"
+	LegacyTopUpPattern             = LegacyTopUps + "/:id"
+	LegacyTopUpReturnPattern       = LegacyTopUpPattern + "/return"
+	LegacyTopUpAbandonPattern      = LegacyTopUpPattern + "/abandon"
+	LegacyWalletTopUps             = Wallet + "/payments"
+	LegacyWalletTopUpsCSV          = Wallet + "/payments.csv"
+	LegacyAdminTopUps              = Admin + "/payments"
+	LegacyAdminTopUpsCSV           = Admin + "/payments.csv"
+	LegacyAdminTopUpPattern        = LegacyAdminTopUps + "/:id"
+	LegacyAdminTopUpRecheckPattern = LegacyAdminTopUpPattern + "/recheck"
+	LegacyAdminTopUpClosePattern   = LegacyAdminTopUpPattern + "/close"
 )
 
 // The admin console: every route under Admin, behind its group's
@@ -111,8 +130,8 @@ const (
 	// group's "/"); pages link to Admin.
 	AdminDashboardPattern      = Admin + "/"
 	AdminTwoFactor             = Admin + "/2fa"
-	AdminTopUps                = Admin + "/payments"
-	AdminTopUpsCSV             = Admin + "/payments.csv"
+	AdminTopUps                = Admin + "/topups"
+	AdminTopUpsCSV             = Admin + "/topups.csv"
 	AdminTopUpPattern          = AdminTopUps + "/:id"
 	AdminTopUpRecheckPattern   = AdminTopUpPattern + "/recheck"
 	AdminTopUpClosePattern     = AdminTopUpPattern + "/close"
@@ -148,7 +167,40 @@ func Patterns() []string {
 		AdminReconcile, AdminGateways, AdminGatewaySwitchPattern, AdminTokens, AdminTokenRevokePattern,
 		AdminWebhooks, AdminWebhookPattern, AdminWebhookDisablePattern, AdminWebhookEnablePattern, AdminDeliveryResendPattern,
 		Transfer, TransferPattern, APITransfers, APITransferPattern, AdminTransfers, AdminTransferPattern,
+		LegacyTopUpPattern, LegacyTopUpReturnPattern, LegacyTopUpAbandonPattern, LegacyWalletTopUps, LegacyWalletTopUpsCSV,
+		LegacyAdminTopUps, LegacyAdminTopUpsCSV, LegacyAdminTopUpPattern, LegacyAdminTopUpRecheckPattern, LegacyAdminTopUpClosePattern,
 	}
+}
+
+// A Redirect is an old GET address (From, a pattern) that answers 301 to
+// its new one (To, a pattern with the same parameters in the same order).
+type Redirect struct{ From, To string }
+
+// Redirects are the old GET addresses of the top-ups' pages and lists and
+// where each now lives. The bank's callback is not among them: it is
+// served at its old address too (LegacyTopUpReturnPattern), since a
+// redirect would lose a POST's body.
+func Redirects() []Redirect {
+	return []Redirect{
+		{LegacyTopUpPattern, TopUpPattern},
+		{LegacyWalletTopUps, WalletTopUps},
+		{LegacyWalletTopUpsCSV, WalletTopUpsCSV},
+		{LegacyAdminTopUps, AdminTopUps},
+		{LegacyAdminTopUpsCSV, AdminTopUpsCSV},
+		{LegacyAdminTopUpPattern, AdminTopUpPattern},
+	}
+}
+
+// Params are the names of pattern's parameters (":id" gives "id"), in
+// order.
+func Params(pattern string) []string {
+	var names []string
+	for _, s := range strings.Split(pattern, "/") {
+		if name, ok := strings.CutPrefix(s, ":"); ok {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Prefixes are the prefixes under which the app serves a whole tree
@@ -227,7 +279,7 @@ func TopUpPage(publicID string) string { return Fill(TopUpPattern, publicID) }
 // TopUpReturn is where the bank sends the payer back (the callback).
 func TopUpReturn(publicID string) string { return Fill(TopUpReturnPattern, publicID) }
 
-// TopUpAbandon gives up on an unpaid payment.
+// TopUpAbandon gives up on an unpaid top-up.
 func TopUpAbandon(publicID string) string { return Fill(TopUpAbandonPattern, publicID) }
 
 // TransferReceipt is one transfer's receipt page.
@@ -242,19 +294,45 @@ func AdminTransfer(publicID string) string { return Fill(AdminTransferPattern, p
 // APITopUp is one top-up in the API.
 func APITopUp(publicID string) string { return Fill(APITopUpPattern, publicID) }
 
-// AdminTopUp is a payment's whole story in the admin console.
+// AdminTopUp is a top-up's whole story in the admin console.
 func AdminTopUp(publicID string) string { return Fill(AdminTopUpPattern, publicID) }
 
-// AdminTopUpRecheck asks the bank now about a payment.
+// AdminTopUpRecheck asks the bank now about a top-up.
 func AdminTopUpRecheck(publicID string) string { return Fill(AdminTopUpRecheckPattern, publicID) }
 
-// AdminTopUpClose closes a payment under review as failed.
+// AdminTopUpClose closes a top-up under review as failed.
 func AdminTopUpClose(publicID string) string { return Fill(AdminTopUpClosePattern, publicID) }
+
+// LegacyTopUpPage is a top-up's page at its old address (301 to
+// TopUpPage).
+func LegacyTopUpPage(publicID string) string { return Fill(LegacyTopUpPattern, publicID) }
+
+// LegacyTopUpReturn is the callback URL top-ups started before the rename
+// gave the bank, still served.
+func LegacyTopUpReturn(publicID string) string { return Fill(LegacyTopUpReturnPattern, publicID) }
+
+// LegacyTopUpAbandon is TopUpAbandon at its old address, still served.
+func LegacyTopUpAbandon(publicID string) string { return Fill(LegacyTopUpAbandonPattern, publicID) }
+
+// LegacyAdminTopUp is AdminTopUp at its old address (301 to AdminTopUp).
+func LegacyAdminTopUp(publicID string) string { return Fill(LegacyAdminTopUpPattern, publicID) }
+
+// LegacyAdminTopUpRecheck is AdminTopUpRecheck at its old address, still
+// served.
+func LegacyAdminTopUpRecheck(publicID string) string {
+	return Fill(LegacyAdminTopUpRecheckPattern, publicID)
+}
+
+// LegacyAdminTopUpClose is AdminTopUpClose at its old address, still
+// served.
+func LegacyAdminTopUpClose(publicID string) string {
+	return Fill(LegacyAdminTopUpClosePattern, publicID)
+}
 
 // AdminUser is one user in the admin console.
 func AdminUser(userID int64) string { return Fill(AdminUserPattern, id(userID)) }
 
-// AdminGatewaySwitch turns a gateway on or off for new payments.
+// AdminGatewaySwitch turns a gateway on or off for new top-ups.
 func AdminGatewaySwitch(name string) string { return Fill(AdminGatewaySwitchPattern, name) }
 
 // AdminTokenRevoke revokes any user's API token.

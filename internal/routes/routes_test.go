@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,15 +38,24 @@ func TestURLs(t *testing.T) {
 		{WebhookDeletePattern, "/account/webhooks/:id/delete"}, {WebhookDelete(3), "/account/webhooks/3/delete"},
 		{WebhookOrigins, "/account/webhooks/origins"}, {WebhookOriginDeletePattern, "/account/webhooks/origins/:id/delete"},
 		{WebhookOriginDelete(4), "/account/webhooks/origins/4/delete"},
-		{Wallet, "/wallet"}, {WalletTopUps, "/wallet/payments"}, {WalletTopUpsCSV, "/wallet/payments.csv"}, {TopUp, "/wallet/topup"},
-		{TopUps, "/payments"}, {TopUpPattern, "/payments/:id"}, {TopUpPage(id), "/payments/" + id},
-		{TopUpReturnPattern, "/payments/:id/return"}, {TopUpReturn(id), "/payments/" + id + "/return"},
-		{TopUpAbandonPattern, "/payments/:id/abandon"}, {TopUpAbandon(id), "/payments/" + id + "/abandon"},
+		{Wallet, "/wallet"}, {WalletTopUps, "/wallet/topups"}, {WalletTopUpsCSV, "/wallet/topups.csv"}, {TopUp, "/wallet/topup"},
+		{TopUps, "/topups"}, {TopUpPattern, "/topups/:id"}, {TopUpPage(id), "/topups/" + id},
+		{TopUpReturnPattern, "/topups/:id/return"}, {TopUpReturn(id), "/topups/" + id + "/return"},
+		{TopUpAbandonPattern, "/topups/:id/abandon"}, {TopUpAbandon(id), "/topups/" + id + "/abandon"},
 		{Admin, "/admin"}, {AdminDashboardPattern, "/admin/"}, {AdminTwoFactor, "/admin/2fa"},
-		{AdminTopUps, "/admin/payments"}, {AdminTopUpsCSV, "/admin/payments.csv"},
-		{AdminTopUpPattern, "/admin/payments/:id"}, {AdminTopUp(id), "/admin/payments/" + id},
-		{AdminTopUpRecheckPattern, "/admin/payments/:id/recheck"}, {AdminTopUpRecheck(id), "/admin/payments/" + id + "/recheck"},
-		{AdminTopUpClosePattern, "/admin/payments/:id/close"}, {AdminTopUpClose(id), "/admin/payments/" + id + "/close"},
+		{AdminTopUps, "/admin/topups"}, {AdminTopUpsCSV, "/admin/topups.csv"},
+		{AdminTopUpPattern, "/admin/topups/:id"}, {AdminTopUp(id), "/admin/topups/" + id},
+		{AdminTopUpRecheckPattern, "/admin/topups/:id/recheck"}, {AdminTopUpRecheck(id), "/admin/topups/" + id + "/recheck"},
+		{AdminTopUpClosePattern, "/admin/topups/:id/close"}, {AdminTopUpClose(id), "/admin/topups/" + id + "/close"},
+		// The old addresses (banks hold callback URLs of top-ups in flight).
+		{LegacyTopUps, "/payments"}, {LegacyTopUpPattern, "/payments/:id"}, {LegacyTopUpPage(id), "/payments/" + id},
+		{LegacyTopUpReturnPattern, "/payments/:id/return"}, {LegacyTopUpReturn(id), "/payments/" + id + "/return"},
+		{LegacyTopUpAbandonPattern, "/payments/:id/abandon"}, {LegacyTopUpAbandon(id), "/payments/" + id + "/abandon"},
+		{LegacyWalletTopUps, "/wallet/payments"}, {LegacyWalletTopUpsCSV, "/wallet/payments.csv"},
+		{LegacyAdminTopUps, "/admin/payments"}, {LegacyAdminTopUpsCSV, "/admin/payments.csv"},
+		{LegacyAdminTopUpPattern, "/admin/payments/:id"}, {LegacyAdminTopUp(id), "/admin/payments/" + id},
+		{LegacyAdminTopUpRecheckPattern, "/admin/payments/:id/recheck"}, {LegacyAdminTopUpRecheck(id), "/admin/payments/" + id + "/recheck"},
+		{LegacyAdminTopUpClosePattern, "/admin/payments/:id/close"}, {LegacyAdminTopUpClose(id), "/admin/payments/" + id + "/close"},
 		{AdminUsers, "/admin/users"}, {AdminUserPattern, "/admin/users/:id"}, {AdminUser(7), "/admin/users/7"},
 		{AdminAudit, "/admin/audit"}, {AdminReconcile, "/admin/reconcile"},
 		{AdminGateways, "/admin/gateways"}, {AdminGatewaySwitchPattern, "/admin/gateways/:name/switch"},
@@ -122,7 +132,7 @@ func TestURLsPinEveryName(t *testing.T) {
 
 // A parameter cannot break out of its segment.
 func TestFillEscapes(t *testing.T) {
-	if got, want := TopUpPage("a/../b?c#d"), "/payments/a%2F..%2Fb%3Fc%23d"; got != want {
+	if got, want := TopUpPage("a/../b?c#d"), "/topups/a%2F..%2Fb%3Fc%23d"; got != want {
 		t.Errorf("TopUpPage: got %q, want %q", got, want)
 	}
 	for _, tc := range []struct {
@@ -146,12 +156,13 @@ func TestMatchEnd(t *testing.T) {
 		want []string
 		ok   bool
 	}{
-		{"/payments/abc/return", []string{"abc"}, true},
-		{"/payments/abc/return/", []string{"abc"}, true},
-		{"/shop/kifpool/payments/abc/return", []string{"abc"}, true},
-		{"/payments/abc", nil, false},
-		{"/payment/abc/return", nil, false},
-		{"/payments/abc/returns", nil, false},
+		{"/topups/abc/return", []string{"abc"}, true},
+		{"/topups/abc/return/", []string{"abc"}, true},
+		{"/shop/kifpool/topups/abc/return", []string{"abc"}, true},
+		{"/topups/abc", nil, false},
+		{"/topup/abc/return", nil, false},
+		{"/payments/abc/return", nil, false},
+		{"/topups/abc/returns", nil, false},
 		{"abc/return", nil, false},
 		{"", nil, false},
 	} {
@@ -159,6 +170,35 @@ func TestMatchEnd(t *testing.T) {
 		if ok != tc.ok || !slices.Equal(got, tc.want) {
 			t.Errorf("MatchEnd(%q) = %q, %v; want %q, %v", tc.path, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// Every redirect goes from a registered old GET address to a registered
+// new one with the same parameters; the bank's callback is never
+// redirected (a POST's body would be lost), it is served at both.
+func TestRedirects(t *testing.T) {
+	want := map[string]string{
+		"/payments/:id": "/topups/:id", "/wallet/payments": "/wallet/topups", "/wallet/payments.csv": "/wallet/topups.csv",
+		"/admin/payments": "/admin/topups", "/admin/payments.csv": "/admin/topups.csv", "/admin/payments/:id": "/admin/topups/:id",
+	}
+	got := map[string]string{}
+	for _, r := range Redirects() {
+		got[r.From] = r.To
+		if !slices.Contains(Patterns(), r.From) || !slices.Contains(Patterns(), r.To) {
+			t.Errorf("%s -> %s: not both in Patterns()", r.From, r.To)
+		}
+		if !slices.Equal(Params(r.From), Params(r.To)) {
+			t.Errorf("%s -> %s: parameters %q, %q", r.From, r.To, Params(r.From), Params(r.To))
+		}
+		if r.From == LegacyTopUpReturnPattern {
+			t.Errorf("the bank's callback is redirected")
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Redirects() = %q, want %q", got, want)
+	}
+	if p := Params("/a/:x/b/:y"); !slices.Equal(p, []string{"x", "y"}) {
+		t.Errorf("Params = %q", p)
 	}
 }
 
@@ -303,7 +343,7 @@ func TestNoPathLiteralsOutsideRoutes(t *testing.T) {
 // The check finds what it is meant to find.
 func TestPathLiteralPattern(t *testing.T) {
 	re := pathLiteral(t)
-	for _, s := range []string{"/wallet", "/wallet/topup?amount=", "/admin", "/admin/payments/", "/payments/", "/payments.csv",
+	for _, s := range []string{"/wallet", "/wallet/topup?amount=", "/admin", "/admin/payments/", "/payments/", "/payments.csv", "/topups/", "/admin/topups.csv",
 		"/static/app.css", "/api", "/api/v1/topups", "/signin?next=", "/healthz", "/sandbank/x", "/account#x"} {
 		if !re.MatchString(s) {
 			t.Errorf("%q not caught", s)

@@ -314,18 +314,20 @@ func (s *Service) matchUnverified(ctx context.Context, gwName string, u gateway.
 	return s.st.ByGatewayPublicID(ctx, gwName, id)
 }
 
-// PublicIDFromCallbackURL returns the payment public id in one of our
-// callback URLs (…/payments/{id}/return), or "".
+// PublicIDFromCallbackURL returns the top-up's public id in one of our
+// callback URLs (…/topups/{id}/return, or …/payments/{id}/return that
+// top-ups started before the rename gave the bank), or "".
 func PublicIDFromCallbackURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
-	args, ok := routes.MatchEnd(routes.TopUpReturnPattern, u.Path)
-	if !ok || !ValidPublicID(args[0]) {
-		return ""
+	for _, pattern := range []string{routes.TopUpReturnPattern, routes.LegacyTopUpReturnPattern} {
+		if args, ok := routes.MatchEnd(pattern, u.Path); ok && ValidPublicID(args[0]) {
+			return args[0]
+		}
 	}
-	return args[0]
+	return ""
 }
 
 // recoverAuthority gives a payment whose authority was lost (the bank

@@ -103,6 +103,10 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Post(routes.AdminGatewaySwitchPattern, h.switchGateway)
 	r.Post(routes.AdminTopUpRecheckPattern, h.recheck)
 	r.Post(routes.AdminTopUpClosePattern, h.closeFailed)
+	// The old addresses of the same actions (a page open since before
+	// the rename posts there).
+	r.Post(routes.LegacyAdminTopUpRecheckPattern, h.recheck)
+	r.Post(routes.LegacyAdminTopUpClosePattern, h.closeFailed)
 	r.Get(routes.AdminTokens, h.tokens)
 	r.Post(routes.AdminTokenRevokePattern, h.revokeToken)
 	r.Get(routes.AdminWebhooks, h.webhooks)

@@ -20,7 +20,7 @@ import (
 
 var (
 	publicIDAttr = regexp.MustCompile(`data-testid="payment-row" data-public-id="([a-z2-7]+)"`)
-	nextLink     = regexp.MustCompile(`href="(/admin/payments\?[^"]*cursor=[^"]*)" rel="next"`)
+	nextLink     = regexp.MustCompile(`href="(` + regexp.QuoteMeta(routes.AdminTopUps) + `\?[^"]*cursor=[^"]*)" rel="next"`)
 )
 
 func publicIDs(rows []topuptest.SeedRow) []string {

@@ -55,6 +55,9 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	h := d.handlers(app)
 	r.Get(routes.TopUpPattern, h.RequireUser, h.receipt)
 	r.Post(routes.TopUpAbandonPattern, h.RequireUser, h.abandon)
+	// The old address of the same action (a page open since before the
+	// rename posts there).
+	r.Post(routes.LegacyTopUpAbandonPattern, h.RequireUser, h.abandon)
 }
 
 // Return is the bank's return as a feature of its own, which web registers
@@ -67,7 +70,12 @@ type returnFeature struct{ d Deps }
 
 func (f returnFeature) Register(r fiber.Router, app seam.App) {
 	h := f.d.handlers(app)
-	r.Get(routes.TopUpReturnPattern, h.topUpReturn)
-	r.Post(routes.TopUpReturnPattern, h.topUpReturn)
-	r.Use(routes.TopUpReturnPattern, seam.NotFound)
+	// The callback at its new address and at its old one: banks hold the
+	// old one for top-ups started before the rename, and a redirect
+	// would lose a POST's body. The same handler: the same credit, once.
+	for _, p := range []string{routes.TopUpReturnPattern, routes.LegacyTopUpReturnPattern} {
+		r.Get(p, h.topUpReturn)
+		r.Post(p, h.topUpReturn)
+		r.Use(p, seam.NotFound)
+	}
 }

@@ -184,6 +184,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 		}
 
 		ok, see, nf, unp := http.StatusOK, http.StatusSeeOther, http.StatusNotFound, http.StatusUnprocessableEntity
+		moved := http.StatusMovedPermanently
 		rows := []matrixRow{
 			{path: routes.SandbankAll, url: routes.Sandbank + "/pg/v4/payment/request.json", anyMethod: true},
 			{path: routes.Healthz, get: p(all(ok))},
@@ -252,6 +253,19 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.APITransferPattern, url: routes.APITransfer("tr_nosuchtransfer"), apiGet: a(apiWho{http.StatusUnauthorized, nf, nf})},
 			{path: routes.AdminTransfers, get: p(adminOnly(ok))},
 			{path: routes.AdminTransferPattern, url: routes.AdminTransfer("tr_nosuchtransfer"), get: p(adminOnly(nf))},
+			// The top-ups' old addresses: the bank's callback and the
+			// actions served as at the new ones, the pages moved for all.
+			{path: routes.LegacyTopUpReturnPattern, url: routes.LegacyTopUpReturn(ownTopUp), csrfExempt: true,
+				get: p(all(http.StatusBadRequest)), post: p(all(http.StatusBadRequest))},
+			{path: routes.LegacyTopUpPattern, url: routes.LegacyTopUpPage(ownTopUp), get: p(all(moved))},
+			{path: routes.LegacyTopUpAbandonPattern, url: routes.LegacyTopUpAbandon(ownTopUp), post: p(who{see, see, nf, nf})},
+			{path: routes.LegacyWalletTopUps, get: p(all(moved))},
+			{path: routes.LegacyWalletTopUpsCSV, get: p(all(moved))},
+			{path: routes.LegacyAdminTopUps, get: p(all(moved))},
+			{path: routes.LegacyAdminTopUpsCSV, get: p(all(moved))},
+			{path: routes.LegacyAdminTopUpPattern, url: routes.LegacyAdminTopUp(review.PublicID), get: p(all(moved))},
+			{path: routes.LegacyAdminTopUpRecheckPattern, url: routes.LegacyAdminTopUpRecheck(review.PublicID), post: p(adminOnly(see))},
+			{path: routes.LegacyAdminTopUpClosePattern, url: routes.LegacyAdminTopUpClose(review.PublicID), post: p(adminOnly(see))},
 		}
 
 		// Every route the router registers has its row, and every row is a
