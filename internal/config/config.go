@@ -66,7 +66,7 @@ type Config struct {
 	BreakerFailurePercent uint32
 	BreakerWindow         time.Duration
 	BreakerOpenTimeout    time.Duration
-	// Background worker that resolves open payments (0 interval: off).
+	// Background worker that resolves open top-ups (0 interval: off).
 	WorkerInterval          time.Duration
 	WorkerConcurrency       int
 	WorkerAbandonedAfter    time.Duration
@@ -101,7 +101,7 @@ type Config struct {
 	// then deleted by a periodic cleanup.
 	IdempotencyKeyTTL time.Duration
 	// Retention (internal/retention): how long expired sessions, quiet
-	// sign-in throttles and the bank calls of failed payments are kept;
+	// sign-in throttles and the bank calls of failed top-ups are kept;
 	// 0 keeps them for ever (RETENTION_*=off).
 	RetentionSessions, RetentionThrottles, RetentionGatewayCalls, RetentionMail, RetentionWebhooks time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
@@ -122,7 +122,7 @@ type Config struct {
 	// (footer, failure and error pages, mails).
 	Operator Operator
 	// Per-user limits (0: off): rials and top-ups started per Tehran day,
-	// and the most a wallet may hold (open payments counted).
+	// and the most a wallet may hold (open top-ups counted).
 	TopUpDailyMaxRials int64
 	TopUpDailyMaxCount int64
 	BalanceMaxRials    int64
@@ -133,7 +133,7 @@ type Config struct {
 	// DatabaseMaxConns: the PostgreSQL pool of one instance (0: the
 	// default, store.DefaultPoolSize).
 	DatabaseMaxConns int
-	// CreditedCacheSize: credited payments kept in memory per instance for
+	// CreditedCacheSize: credited top-ups kept in memory per instance for
 	// repeat callbacks and receipt reloads (0: none).
 	CreditedCacheSize int
 	// Webhooks to partners (internal/webhook): loopback targets allowed

@@ -1,6 +1,6 @@
 // Package admin is the admin console's HTTP side (everything under
 // routes.Admin): its handlers, one file per page (dashboard.go,
-// payment_list.go, payment_detail.go, user_list.go, user_detail.go,
+// topup_list.go, topup_detail.go, user_list.go, user_detail.go,
 // audit.go, gateways.go, tokens.go, webhooks.go, twofactor.go), what they
 // share (parts.go), the group's middleware (the admin role here, the
 // second factor in twofactor.go) and the group's registration. Its pages
