@@ -1,7 +1,7 @@
 // Package integrity holds the rules the money's data must always obey
 // (ARCHITECTURE §2) as read-only queries, and runs them over a whole
 // database: `kifpool check` against a live database, and the integration
-// tests after every scenario (paymenttest/storetest CheckInvariants), so
+// tests after every scenario (topuptest/storetest CheckInvariants), so
 // that the rules are written once.
 //
 // Every rule is a plain SELECT naming each row that breaks it. Check runs
@@ -22,7 +22,7 @@ import (
 )
 
 // Rule is one promise and the query that finds the rows breaking it: each
-// row the query returns is (subject, detail), e.g. ("payment p_abc", "2
+// row the query returns is (subject, detail), e.g. ("top-up p_abc", "2
 // ledger entries").
 type Rule struct {
 	Name string // short, stable: balance_equals_ledger, …
@@ -96,16 +96,16 @@ var rules = []Rule{
 	{Name: "wallet_has_account", What: "each wallet has its ledger account",
 		query: `SELECT 'wallet ' || w.id, 'no ledger account' FROM wallets w
 			WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.wallet_id = w.id) ORDER BY w.id`},
-	{Name: "one_payment_per_bank_reference", What: "a bank reference belongs to one payment",
+	{Name: "one_topup_per_bank_reference", What: "a bank reference belongs to one top-up",
 		query: `SELECT 'bank reference ' || gateway || ' ' || ref_id, COUNT(*) || ' top-ups' FROM topups WHERE ref_id IS NOT NULL
 			GROUP BY gateway, ref_id HAVING COUNT(*) > 1 ORDER BY gateway, ref_id`},
-	{Name: "credited_has_bank_reference", What: "a credited payment has the bank's reference and a verified amount equal to its own",
-		query: `SELECT 'payment ' || public_id, 'ref_id ' || COALESCE(CAST(ref_id AS TEXT), 'missing') || ', verified '
+	{Name: "credited_has_bank_reference", What: "a credited top-up has the bank's reference and a verified amount equal to its own",
+		query: `SELECT 'top-up ' || public_id, 'ref_id ' || COALESCE(CAST(ref_id AS TEXT), 'missing') || ', verified '
 			|| COALESCE(CAST(verified_amount_rials AS TEXT), 'missing') || ' of ' || amount_rials || ' rials'
 			FROM topups WHERE status = 'credited'
 			AND (ref_id IS NULL OR verified_amount_rials IS NULL OR verified_amount_rials <> amount_rials) ORDER BY id`},
 	{Name: "credited_has_its_transaction", What: "a credited top-up has exactly one ledger transaction, of its amount, into its wallet",
-		query: `SELECT 'payment ' || p.public_id, 'credited with ' || (SELECT COUNT(*) FROM ledger_transactions t WHERE t.topup_id = p.id
+		query: `SELECT 'top-up ' || p.public_id, 'credited with ' || (SELECT COUNT(*) FROM ledger_transactions t WHERE t.topup_id = p.id
 				AND t.kind = 'topup') || ' top-up transactions, ' || (SELECT COUNT(*) FROM ledger_transactions t
 				JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id
 				WHERE t.topup_id = p.id AND t.kind = 'topup' AND a.wallet_id = p.wallet_id AND lp.amount_rials = p.amount_rials)
@@ -117,34 +117,34 @@ var rules = []Rule{
 					WHERE t.topup_id = p.id AND t.kind = 'topup' AND a.wallet_id = p.wallet_id AND lp.amount_rials = p.amount_rials) <> 1)
 			ORDER BY p.id`},
 	{Name: "ledger_only_for_credited", What: "only credited top-ups have a top-up transaction",
-		query: `SELECT 'payment ' || p.public_id, 'status ' || p.status || ' with ledger transaction ' || t.id
+		query: `SELECT 'top-up ' || p.public_id, 'status ' || p.status || ' with ledger transaction ' || t.id
 			FROM ledger_transactions t JOIN topups p ON p.id = t.topup_id WHERE t.kind = 'topup' AND p.status <> 'credited' ORDER BY t.id`},
-	{Name: "events_end_in_status", What: "a payment's last event ends in its status",
-		query: `SELECT 'payment ' || p.public_id, 'status ' || p.status || ', last event to ' || COALESCE((SELECT e.to_status
+	{Name: "events_end_in_status", What: "a top-up's last event ends in its status",
+		query: `SELECT 'top-up ' || p.public_id, 'status ' || p.status || ', last event to ' || COALESCE((SELECT e.to_status
 				FROM topup_events e WHERE e.topup_id = p.id ORDER BY e.id DESC LIMIT 1), 'none (created)')
 			FROM topups p WHERE p.status <> COALESCE((SELECT e.to_status FROM topup_events e WHERE e.topup_id = p.id
 				ORDER BY e.id DESC LIMIT 1), 'created') ORDER BY p.id`},
-	{Name: "events_chain", What: "each event starts where the payment's previous one ended",
-		query: `SELECT 'payment ' || p.public_id, 'event ' || e.id || ' from ' || e.from_status || ', previous ended in '
+	{Name: "events_chain", What: "each event starts where the top-up's previous one ended",
+		query: `SELECT 'top-up ' || p.public_id, 'event ' || e.id || ' from ' || e.from_status || ', previous ended in '
 				|| COALESCE((SELECT e2.to_status FROM topup_events e2 WHERE e2.topup_id = e.topup_id AND e2.id < e.id
 					ORDER BY e2.id DESC LIMIT 1), 'created')
 			FROM topup_events e JOIN topups p ON p.id = e.topup_id
 			WHERE e.from_status <> COALESCE((SELECT e2.to_status FROM topup_events e2 WHERE e2.topup_id = e.topup_id
 				AND e2.id < e.id ORDER BY e2.id DESC LIMIT 1), 'created') ORDER BY e.id`},
-	{Name: "one_credit_event", What: "a credited payment was credited by exactly one event",
-		query: `SELECT 'payment ' || p.public_id, (SELECT COUNT(*) FROM topup_events e WHERE e.topup_id = p.id AND e.to_status = 'credited')
+	{Name: "one_credit_event", What: "a credited top-up was credited by exactly one event",
+		query: `SELECT 'top-up ' || p.public_id, (SELECT COUNT(*) FROM topup_events e WHERE e.topup_id = p.id AND e.to_status = 'credited')
 				|| ' credit events'
 			FROM topups p WHERE p.status = 'credited'
 			AND (SELECT COUNT(*) FROM topup_events e WHERE e.topup_id = p.id AND e.to_status = 'credited') <> 1 ORDER BY p.id`},
 	{Name: "credited_verify_on_record", CallLog: true,
-		What: "a credited payment has the bank's verify that said paid on record (gateway_calls)",
-		query: `SELECT 'payment ' || p.public_id, 'credited, no verify answering paid or already verified in gateway_calls'
+		What: "a credited top-up has the bank's verify that said paid on record (gateway_calls)",
+		query: `SELECT 'top-up ' || p.public_id, 'credited, no verify answering paid or already verified in gateway_calls'
 			FROM topups p WHERE p.status = 'credited' AND NOT EXISTS (SELECT 1 FROM gateway_calls c WHERE c.topup_id = p.id
 				AND c.operation = 'verify' AND c.outcome IN ('paid', 'already_verified')) ORDER BY p.id`},
 	{Name: "none_open_past_deadline", Open: true,
-		What: "no payment is still open past the worker's deadlines",
+		What: "no top-up is still open past the worker's deadlines",
 		// Parameters: the cut-off for created, then for the other open statuses.
-		query: `SELECT 'payment ' || public_id, 'status ' || status || ' since ' || CAST(COALESCE(opened_at, created_at) AS TEXT)
+		query: `SELECT 'top-up ' || public_id, 'status ' || status || ' since ' || CAST(COALESCE(opened_at, created_at) AS TEXT)
 			FROM topups WHERE (status = 'created' AND COALESCE(opened_at, created_at) < ?)
 				OR (status IN ('awaiting_payment', 'pending_verification', 'settling') AND COALESCE(opened_at, created_at) < ?) ORDER BY id`},
 }
@@ -173,7 +173,7 @@ type Options struct {
 // Violation is one row that breaks a rule.
 type Violation struct {
 	Rule    string
-	Subject string // e.g. "payment p_abc", "wallet 12"
+	Subject string // e.g. "top-up p_abc", "wallet 12"
 	Detail  string
 }
 
