@@ -44,13 +44,14 @@ type sizes struct {
 	downRefusals  int64
 	twoInstances  int64
 	ledgerDur     time.Duration // each of the ledger transfer's four runs
+	soakDur       time.Duration // the mixed soak
 }
 
 var full = sizes{fullTopUps: 600, credits: 1500, replayDur: 6 * time.Second, walletEntries: 10_000,
 	adminTopUps: 1_000_000, pageDur: 6 * time.Second, slowUsers: 500, downRefusals: 400, twoInstances: 600, ledgerDur: 10 * time.Second}
 
 var short = sizes{fullTopUps: 20, credits: 40, replayDur: 500 * time.Millisecond, walletEntries: 300,
-	adminTopUps: 2_000, pageDur: 500 * time.Millisecond, slowUsers: 20, downRefusals: 20, twoInstances: 20, ledgerDur: 3 * time.Second}
+	adminTopUps: 2_000, pageDur: 500 * time.Millisecond, slowUsers: 20, downRefusals: 20, twoInstances: 20, ledgerDur: 3 * time.Second, soakDur: 3 * time.Second}
 
 const (
 	metricsToken = "bench-metrics-token-5Xq9Lw2Rk7Vt3Nz8"
@@ -67,13 +68,25 @@ func main() {
 	only := flag.String("only", "", "run only the scenarios whose step name contains this (e.g. \"credit path\"): before/after measurements")
 	pgbench := flag.String("pgbench", envOr("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench"), "pgbench, for the ledger transfer's design limit")
 	pgbenchScript := flag.String("pgbench-script", "internal/ledger/transfer.pgbench", "the transfer's pgbench script (the store's SQL)")
+	staticPage := flag.Int("static-page", 0, "internal: serve a bare Fiber static page of this many bytes on -static-addr (the replays' reference) and nothing else")
+	staticAddr := flag.String("static-addr", "", "internal: the -static-page server's address")
+	soak := flag.Duration("soak", 5*time.Minute, "the mixed soak's length (full counts)")
 	profile := flag.Duration("profile", 0, "with serve's PPROF_ADDR, take a CPU profile of the first this-long of each step (e.g. 8s) into -out, one .pprof per step")
 	flag.Parse()
+	if *staticPage > 0 {
+		if err := serveStatic(*staticAddr, *staticPage); err != nil {
+			fmt.Fprintln(os.Stderr, "kifpool-load -static-page:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sz := full
 	if *isShort {
 		sz = short
+	} else {
+		sz.soakDur = *soak
 	}
 	if err := run(ctx, *bin, *dbURL, *out, *isShort, *only, *profile, sz, *pgbench, *pgbenchScript); err != nil {
 		fmt.Fprintln(os.Stderr, "kifpool-load:", err)
@@ -170,6 +183,7 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 		{"slow bank", bn.scenarioSlowBank},
 		{"two instances", bn.scenarioTwoInstances},
 		{"bank down", bn.scenarioBankDown},
+		{"mixed soak", bn.scenarioSoak},
 		{"ledger transfer", bn.scenarioLedger},
 		{"transfer over HTTP", bn.scenarioTransfer},
 	}

@@ -160,23 +160,32 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 	bn.notes = append(bn.notes, fmt.Sprintf("credit path = %.2f × the database's limit for the same SQL (%.0f vs %.0f credits/s; target ≥ 0.6)", ratio, credit.Throughput, limit.Throughput))
 	bn.rows[len(bn.rows)-2].Note = fmt.Sprintf("%.2f × the database limit", ratio)
 
+	var withSession Row
 	for _, conns := range []int{50, 200} {
-		bn.measure(bn.a, bn.baseA, "", func() Row {
+		r := bn.measure(bn.a, bn.baseA, "", func() Row {
 			return runLoad(ctx, fmt.Sprintf("3 replay: repeat callback (%d conns)", conns), conns, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
 				k := int(i) % len(urls)
 				return callback(ctx, bn.users[owners[k]], urls[k], "credited")
 			})
 		})
+		if conns == 50 {
+			withSession = r
+		}
 	}
 	// The same repeat callback from a browser without our session (the
 	// payer's other browser, a forwarded link): no session to read, so a
 	// credited payment's page needs no database round trip at all.
 	anon := newUser(bn.tr, 0, 0, "")
-	bn.measure(bn.a, bn.baseA, "no session cookie: the neutral page, no database read", func() Row {
+	noSession := bn.measure(bn.a, bn.baseA, "no session cookie: the neutral page, no database read", func() Row {
 		return runLoad(ctx, "3 replay: repeat callback, no session (50 conns)", 50, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
 			return callback(ctx, anon, urls[int(i)%len(urls)], "credited")
 		})
 	})
+	static, err := bn.staticReference(ctx, anon, urls[0])
+	if err != nil {
+		return err
+	}
+	bn.notes = append(bn.notes, "replay, no session: "+ratioNote(noSession, static), "replay, payer's session: "+ratioNote(withSession, static))
 	for _, conns := range []int{50, 200} {
 		bn.measure(bn.a, bn.baseA, "", func() Row {
 			return runLoad(ctx, fmt.Sprintf("3 replay: receipt reload (%d conns)", conns), conns, 0, bn.sz.replayDur, func(ctx context.Context, vu int, i int64) error {
