@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -93,6 +94,10 @@ type Server struct {
 	baseScheme   string
 	// Cookie names: with the __Host- prefix under https.
 	sessionCookie, csrfCookie string
+	// The Content-Security-Policy before and after its per-request nonce.
+	cspBefore, cspAfter string
+	// csrfMACs are reusable CSRF token computations (csrfToken).
+	csrfMACs sync.Pool
 }
 
 // MaxBodyBytes is the largest request body accepted (413 beyond it, read
@@ -130,6 +135,9 @@ func New(d Deps) *fiber.App {
 			}
 		}
 	}
+
+	s.cspBefore = "default-src 'self'; script-src 'self' 'nonce-"
+	s.cspAfter = "'; style-src 'self'; img-src " + s.imgSrc + "; form-action " + s.formAction + "; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
 	// Reading one request (headers and body) is bounded from its start,
 	// not per byte: a client trickling bytes is cut off all the same.

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"iter"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
@@ -28,14 +31,41 @@ func (s *Server) page(c *fiber.Ctx, titleKey string) views.Page {
 	if u := currentUser(c); u != nil {
 		p.User = &views.UserInfo{Email: u.Email, IsAdmin: u.IsAdmin()}
 	}
-	args := c.Request().URI().QueryArgs()
-	q := url.Values{}
-	for k, v := range args.All() {
-		q.Add(string(k), string(v))
-	}
-	q.Set("lang", string(l.Other()))
-	p.SwitchLangURL = c.Path() + "?" + q.Encode()
+	p.SwitchLangURL = switchLangURL(c.Path(), c.Request().URI().QueryArgs().All(), string(l.Other()))
 	return p
+}
+
+// switchLangURL is path with its query and lang=other in place of any
+// lang: the query as url.Values would encode it (keys sorted, each key's
+// values in their order, query-escaped), built without the map.
+func switchLangURL(path string, args iter.Seq2[[]byte, []byte], other string) string {
+	type pair struct{ k, v string }
+	var buf [8]pair
+	pairs := buf[:0]
+	for k, v := range args {
+		if string(k) != "lang" {
+			pairs = append(pairs, pair{string(k), string(v)})
+		}
+	}
+	pairs = append(pairs, pair{"lang", other})
+	if len(pairs) == 1 {
+		return path + "?lang=" + url.QueryEscape(other)
+	}
+	slices.SortStableFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
+	var sb strings.Builder
+	sb.Grow(len(path) + 64)
+	sb.WriteString(path)
+	for i, p := range pairs {
+		if i == 0 {
+			sb.WriteByte('?')
+		} else {
+			sb.WriteByte('&')
+		}
+		sb.WriteString(url.QueryEscape(p.k))
+		sb.WriteByte('=')
+		sb.WriteString(url.QueryEscape(p.v))
+	}
+	return sb.String()
 }
 
 // render writes a component as an HTML page with the given status.
