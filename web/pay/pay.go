@@ -41,13 +41,15 @@ type Deps struct {
 type handlers struct {
 	Deps
 	seam.App
+	// neutral keeps the neutral result pages of ended payments (neutral.go).
+	neutral *neutralPages
 }
 
 func (d Deps) handlers(app seam.App) *handlers {
 	if d.ParseCallback == nil {
 		panic("pay: Deps.ParseCallback is required (the gateway driver's callback parser)")
 	}
-	return &handlers{Deps: d, App: app}
+	return &handlers{Deps: d, App: app, neutral: newNeutralPages(neutralPagesMax)}
 }
 
 // Register adds the receipt's routes to r (behind the CSRF check).

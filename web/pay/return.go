@@ -62,6 +62,9 @@ func (h *handlers) topUpReturn(c *fiber.Ctx) error {
 		return err
 	}
 	pg := h.Page(c, views.ResultTitleKey(v.Status))
+	if v.Neutral && pg.User == nil && p.Status.Terminal() {
+		return h.neutral.write(c, pg, v)
+	}
 	if !p.Status.Terminal() {
 		v.ReturnURL, v.RefreshSeconds = returnURL, pendingRefreshSeconds
 		pg.RefreshURL, pg.RefreshSeconds = returnURL, pendingRefreshSeconds
