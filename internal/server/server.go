@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -197,12 +198,23 @@ func (b base) log(component string) *slog.Logger { return b.o.Log.With("componen
 // ParseCallback reads a callback with the named gateway's own parser
 // (false for a gateway the registry does not know).
 func ParseCallback(name string, query, form func(string) string, isPost bool) (callback.Params, bool) {
-	d, ok := drivers.Lookup(name)
+	parse, ok := callbackParsers()[name]
 	if !ok {
 		return callback.Params{}, false
 	}
-	return d.ParseCallback(query, form, isPost)
+	return parse(query, form, isPost)
 }
+
+// callbackParsers are the drivers' callback parsers by gateway name, read
+// from the registry once (it is fixed at build time): every return from
+// the bank, replays included, looks one up.
+var callbackParsers = sync.OnceValue(func() map[string]func(query, form func(string) string, isPost bool) (callback.Params, bool) {
+	out := map[string]func(query, form func(string) string, isPost bool) (callback.Params, bool){}
+	for _, d := range drivers.All() {
+		out[d.Name] = d.ParseCallback
+	}
+	return out
+})
 
 // ready checks that the database answers and its schema is at this
 // build's latest migration.
