@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"sync"
 
+	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/views"
@@ -17,66 +18,71 @@ import (
 // a repeated callback, a reload of the bank's return link, a forwarded
 // link — so that a storm of such replays costs a map lookup, not a render.
 //
-// What the page shows is a function of the key alone: the payment's
+// What the page shows is a function of the key alone — the payment's
 // public id, status and failure cause (immutable once terminal), the
-// language, the title, and the link to the other language (built from the
-// request's query); the operator's settings and the catalogue are fixed for
-// the process. The two values that differ per request, the CSP nonce and
-// the CSRF token, are rendered as random placeholders (unguessable, made at
-// start) and put back on every answer. A page for a signed-in visitor (the
-// header names them) or for a payment still open (it refreshes) is never
-// kept. The cache is bounded: when it is full it is emptied (an attacker
-// varying the query string cannot grow it).
+// language and the title; the operator's settings and the catalogue are
+// fixed for the process — and of three values that differ per request:
+// the CSP nonce, the CSRF token and the link to the other language (built
+// from the request's query string). Those are rendered as random
+// placeholders (unguessable, made at start) and put back on every answer,
+// escaped as the template escapes them (TestNeutralPageSegmentsRebuildThePage
+// holds the rebuilt page to the rendered one byte for byte). A page for a
+// signed-in visitor (the header names them) or for a payment still open
+// (it refreshes) is never kept. The cache is bounded: when it is full, an
+// entry is dropped for the new one.
 type neutralPages struct {
 	mu      sync.RWMutex
 	pages   map[neutralKey][]segment
 	max     int
 	nonce   string // the nonce's placeholder
 	csrf    string // the CSRF token's placeholder
+	swtch   string // the other-language link's placeholder (a path)
 	renders int    // pages rendered (tests)
 }
 
 // neutralKey is everything a neutral page's bytes depend on.
 type neutralKey struct {
-	lang, title, switchLang string
-	id, status, cause       string
+	lang, title, id, status, cause string
 }
 
 // segment is a run of the page's bytes, then the per-request value that
 // follows it (none at the end).
 type segment struct {
 	text []byte
-	then byte // 'n': the nonce, 'c': the CSRF token, 0: nothing
+	then byte // 'n': the nonce, 'c': the CSRF token, 's': the other-language link, 0: nothing
 }
 
-const neutralPagesMax = 1024
+// neutralPagesMax bounds the kept pages (about 2 kB each).
+const neutralPagesMax = 4096
 
 func newNeutralPages(max int) *neutralPages {
-	var b [32]byte
+	var b [48]byte
 	_, _ = rand.Read(b[:])
 	return &neutralPages{pages: map[neutralKey][]segment{}, max: max,
-		nonce: "n" + hex.EncodeToString(b[:16]), csrf: "c" + hex.EncodeToString(b[16:])}
+		nonce: "n" + hex.EncodeToString(b[:16]), csrf: "c" + hex.EncodeToString(b[16:32]), swtch: "/s" + hex.EncodeToString(b[32:])}
 }
 
 // write answers c with the neutral page of v under pg, from the cache or
 // rendered once into it.
 func (n *neutralPages) write(c *fiber.Ctx, pg views.Page, v views.TopUpView) error {
-	key := neutralKey{lang: string(pg.Lang), title: pg.TitleKey, switchLang: pg.SwitchLangURL, id: v.PublicID, status: v.Status, cause: v.FailureCause}
+	key := neutralKey{lang: string(pg.Lang), title: pg.TitleKey, id: v.PublicID, status: v.Status, cause: v.FailureCause}
 	n.mu.RLock()
 	segs, ok := n.pages[key]
 	n.mu.RUnlock()
 	if !ok {
-		nonce, csrf := pg.Nonce, pg.CSRF
-		pg.Nonce, pg.CSRF = n.nonce, n.csrf
+		tmpl := pg
+		tmpl.Nonce, tmpl.CSRF, tmpl.SwitchLangURL = n.nonce, n.csrf, n.swtch
 		var buf bytes.Buffer
-		if err := views.Result(pg, v).Render(context.Background(), &buf); err != nil {
+		if err := views.Result(tmpl, v).Render(context.Background(), &buf); err != nil {
 			return err
 		}
-		pg.Nonce, pg.CSRF = nonce, csrf
 		segs = n.split(buf.Bytes())
 		n.mu.Lock()
 		if len(n.pages) >= n.max {
-			clear(n.pages)
+			for k := range n.pages {
+				delete(n.pages, k)
+				break
+			}
 		}
 		n.pages[key] = segs
 		n.renders++
@@ -93,6 +99,8 @@ func (n *neutralPages) write(c *fiber.Ctx, pg views.Page, v views.TopUpView) err
 			_, _ = w.Write([]byte(pg.Nonce))
 		case 'c':
 			_, _ = w.Write([]byte(pg.CSRF))
+		case 's':
+			_, _ = w.Write([]byte(templ.EscapeString(views.LocalHref(pg.SwitchLangURL))))
 		}
 	}
 	return nil
@@ -101,19 +109,22 @@ func (n *neutralPages) write(c *fiber.Ctx, pg views.Page, v views.TopUpView) err
 // split cuts a rendered page at its placeholders.
 func (n *neutralPages) split(page []byte) []segment {
 	var out []segment
-	nonce, csrf := []byte(n.nonce), []byte(n.csrf)
+	marks := []struct {
+		text []byte
+		then byte
+	}{{[]byte(n.nonce), 'n'}, {[]byte(n.csrf), 'c'}, {[]byte(n.swtch), 's'}}
 	for {
-		i, j := bytes.Index(page, nonce), bytes.Index(page, csrf)
-		switch {
-		case i < 0 && j < 0:
-			return append(out, segment{text: bytes.Clone(page)})
-		case j < 0 || i >= 0 && i < j:
-			out = append(out, segment{text: bytes.Clone(page[:i]), then: 'n'})
-			page = page[i+len(nonce):]
-		default:
-			out = append(out, segment{text: bytes.Clone(page[:j]), then: 'c'})
-			page = page[j+len(csrf):]
+		at, which := -1, -1
+		for k, m := range marks {
+			if i := bytes.Index(page, m.text); i >= 0 && (at < 0 || i < at) {
+				at, which = i, k
+			}
 		}
+		if at < 0 {
+			return append(out, segment{text: bytes.Clone(page)})
+		}
+		out = append(out, segment{text: bytes.Clone(page[:at]), then: marks[which].then})
+		page = page[at+len(marks[which].text):]
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/i18n"
@@ -17,7 +18,7 @@ import (
 // is byte for byte the page rendered for that request.
 func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 	n := newNeutralPages(2)
-	pg := views.Page{Lang: i18n.Lang("en"), TitleKey: views.ResultTitleKey("credited"), SwitchLangURL: "/payments/x/return?lang=fa"}
+	pg := views.Page{Lang: i18n.Lang("en"), TitleKey: views.ResultTitleKey("credited")}
 	v := views.TopUpView{PublicID: "abcdefgh", Status: "credited", Neutral: true}
 	render := func(pg views.Page) []byte {
 		var b bytes.Buffer
@@ -27,9 +28,13 @@ func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 		return b.Bytes()
 	}
 	tmpl := pg
-	tmpl.Nonce, tmpl.CSRF = n.nonce, n.csrf
+	tmpl.Nonce, tmpl.CSRF, tmpl.SwitchLangURL = n.nonce, n.csrf, n.swtch
 	segs := n.split(render(tmpl))
-	for _, req := range []struct{ nonce, csrf string }{{"AAAAAAAAAAAAAAAAAAAAAA", "tok1"}, {"BBBBBBBBBBBBBBBBBBBBBB", ""}} {
+	for _, req := range []struct{ nonce, csrf, swtch string }{
+		{"AAAAAAAAAAAAAAAAAAAAAA", "tok1", "/payments/x/return?lang=fa"},
+		{"BBBBBBBBBBBBBBBBBBBBBB", "", "/payments/x/return?Authority=A%26B&Status=%22OK%22&lang=fa"},
+		{"CCCCCCCCCCCCCCCCCCCCCC", "t", "//evil.example/<script>?x='&lang=en"},
+	} {
 		var got bytes.Buffer
 		nonces := 0
 		for _, s := range segs {
@@ -40,10 +45,12 @@ func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 				nonces++
 			case 'c':
 				got.WriteString(req.csrf)
+			case 's':
+				got.WriteString(templ.EscapeString(views.LocalHref(req.swtch)))
 			}
 		}
 		want := pg
-		want.Nonce, want.CSRF = req.nonce, req.csrf
+		want.Nonce, want.CSRF, want.SwitchLangURL = req.nonce, req.csrf, req.swtch
 		if !bytes.Equal(got.Bytes(), render(want)) {
 			t.Fatalf("rebuilt page differs from the rendered one:\n%s\n---\n%s", got.Bytes(), render(want))
 		}
@@ -56,14 +63,14 @@ func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 	}
 }
 
-// The kept pages are bounded: a query string varied on every request (each
-// a key of its own) never grows the cache past its maximum.
+// The kept pages are bounded: more payments replayed than it holds never
+// grow the cache past its maximum.
 func TestNeutralPagesAreBounded(t *testing.T) {
 	n := newNeutralPages(2)
 	app := fiber.New()
 	app.Get("/:q", func(c *fiber.Ctx) error {
-		pg := views.Page{Lang: i18n.Lang("en"), TitleKey: views.ResultTitleKey("credited"), SwitchLangURL: "/x?q=" + c.Params("q"), Nonce: "N"}
-		return n.write(c, pg, views.TopUpView{PublicID: "abcdefgh", Status: "credited", Neutral: true})
+		pg := views.Page{Lang: i18n.Lang("en"), TitleKey: views.ResultTitleKey("credited"), SwitchLangURL: "/x?lang=fa", Nonce: "N"}
+		return n.write(c, pg, views.TopUpView{PublicID: "abcdefgh" + c.Params("q"), Status: "credited", Neutral: true})
 	})
 	for i, q := range []string{"a", "b", "a", "c", "d", "e"} {
 		res, err := app.Test(httptest.NewRequest(http.MethodGet, "/"+q, nil))

@@ -59,6 +59,10 @@ func TestNeutralReplayKeepsPerRequestValues(t *testing.T) {
 	if strings.Contains(pages[0], `data-testid="signout"`) || !strings.Contains(pages[0], `lang="fa"`) {
 		t.Fatalf("the anonymous page: %s", pages[0])
 	}
+	// The link to the other language follows each request's own query.
+	if r := anon.Get(back + "&x=y1"); !strings.Contains(apptest.Parse(r.Body).TestID("lang-switch").Attr("href"), "x=y1") {
+		t.Fatalf("the other-language link is not this request's: %q", apptest.Parse(r.Body).TestID("lang-switch").Attr("href"))
+	}
 	en := app.NewClient(t)
 	en.Get(back + "&lang=en")
 	if r := en.Get(back); !strings.Contains(r.Body, `lang="en"`) || apptest.Parse(r.Body).TestID("result-neutral") == nil {
