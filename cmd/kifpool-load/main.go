@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -65,7 +66,7 @@ func main() {
 	dbURL := flag.String("db", envOr("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/kifpool_bench?sslmode=disable"), "PostgreSQL database (dropped and created afresh)")
 	out := flag.String("out", "data/bench", "folder of the JSON report")
 	isShort := flag.Bool("short", false, "small counts: proves the harness works, judges no speed")
-	only := flag.String("only", "", "run only the scenarios whose step name contains this (e.g. \"credit path\"): before/after measurements")
+	only := flag.String("only", "", "run only the scenarios whose step name contains this, or one of these comma-separated (e.g. \"credit path,bank down\"): before/after measurements")
 	pgbench := flag.String("pgbench", envOr("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench"), "pgbench, for the ledger transfer's design limit")
 	pgbenchScript := flag.String("pgbench-script", "internal/ledger/transfer.pgbench", "the transfer's pgbench script (the store's SQL)")
 	staticPage := flag.Int("static-page", 0, "internal: serve a bare Fiber static page of this many bytes on -static-addr (the replays' reference) and nothing else")
@@ -188,7 +189,7 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 		{"transfer over HTTP", bn.scenarioTransfer},
 	}
 	for _, s := range steps {
-		if only != "" && !strings.Contains(s.name, only) {
+		if only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(o string) bool { return strings.Contains(s.name, strings.TrimSpace(o)) }) {
 			continue
 		}
 		if err := s.fn(ctx); err != nil {
