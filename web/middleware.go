@@ -249,6 +249,8 @@ func (s *Server) csrfToken(cookie, session string) string {
 	st.mac.Write(st.in)
 	st.sum = st.mac.Sum(st.sum[:0])
 	tok := base64.RawURLEncoding.EncodeToString(st.sum)
+	// The input held the session token: not kept in the pool.
+	clear(st.in)
 	s.csrfMACs.Put(st)
 	return tok
 }

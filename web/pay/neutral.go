@@ -2,7 +2,6 @@ package pay
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
@@ -73,7 +72,7 @@ func (n *neutralPages) write(c *fiber.Ctx, pg views.Page, v views.TopUpView) err
 		tmpl := pg
 		tmpl.Nonce, tmpl.CSRF, tmpl.SwitchLangURL = n.nonce, n.csrf, n.swtch
 		var buf bytes.Buffer
-		if err := views.Result(tmpl, v).Render(context.Background(), &buf); err != nil {
+		if err := views.Result(tmpl, v).Render(c.UserContext(), &buf); err != nil {
 			return err
 		}
 		segs = n.split(buf.Bytes())
@@ -96,9 +95,9 @@ func (n *neutralPages) write(c *fiber.Ctx, pg views.Page, v views.TopUpView) err
 		_, _ = w.Write(s.text) // fasthttp's body buffer: a write does not fail
 		switch s.then {
 		case 'n':
-			_, _ = w.Write([]byte(pg.Nonce))
+			_, _ = w.Write([]byte(templ.EscapeString(pg.Nonce)))
 		case 'c':
-			_, _ = w.Write([]byte(pg.CSRF))
+			_, _ = w.Write([]byte(templ.EscapeString(pg.CSRF)))
 		case 's':
 			_, _ = w.Write([]byte(templ.EscapeString(views.LocalHref(pg.SwitchLangURL))))
 		}

@@ -33,7 +33,7 @@ func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 	for _, req := range []struct{ nonce, csrf, swtch string }{
 		{"AAAAAAAAAAAAAAAAAAAAAA", "tok1", "/payments/x/return?lang=fa"},
 		{"BBBBBBBBBBBBBBBBBBBBBB", "", "/payments/x/return?Authority=A%26B&Status=%22OK%22&lang=fa"},
-		{"CCCCCCCCCCCCCCCCCCCCCC", "t", "//evil.example/<script>?x='&lang=en"},
+		{"CCCCCCCCCCCCCCCCCCCCCC", "t\"<&", "//evil.example/<script>?x='&lang=en"},
 	} {
 		var got bytes.Buffer
 		nonces := 0
@@ -41,10 +41,10 @@ func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 			got.Write(s.text)
 			switch s.then {
 			case 'n':
-				got.WriteString(req.nonce)
+				got.WriteString(templ.EscapeString(req.nonce))
 				nonces++
 			case 'c':
-				got.WriteString(req.csrf)
+				got.WriteString(templ.EscapeString(req.csrf))
 			case 's':
 				got.WriteString(templ.EscapeString(views.LocalHref(req.swtch)))
 			}
