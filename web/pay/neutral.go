@@ -12,13 +12,13 @@ import (
 	"github.com/kifpool/kifpool/views"
 )
 
-// neutralPages keeps the rendered neutral result page of a payment that can
+// neutralPages keeps the rendered neutral result page of a top-up that can
 // no longer change (a terminal status) for a visitor without a session —
 // a repeated callback, a reload of the bank's return link, a forwarded
 // link — so that a storm of such replays costs a map lookup, not a render.
 //
-// What the page shows is a function of the key alone — the payment's
-// public id, status and failure cause (immutable once terminal), the
+// What the page shows is a function of the key alone — the top-up's
+// public id, status and failure cause (read afresh on every request: a new status is a new key), the
 // language and the title; the operator's settings and the catalogue are
 // fixed for the process — and of three values that differ per request:
 // the CSP nonce, the CSRF token and the link to the other language (built
@@ -26,7 +26,7 @@ import (
 // placeholders (unguessable, made at start) and put back on every answer,
 // escaped as the template escapes them (TestNeutralPageSegmentsRebuildThePage
 // holds the rebuilt page to the rendered one byte for byte). A page for a
-// signed-in visitor (the header names them) or for a payment still open
+// signed-in visitor (the header names them) or for a top-up still open
 // (it refreshes) is never kept. The cache is bounded: when it is full, an
 // entry is dropped for the new one.
 type neutralPages struct {

@@ -63,7 +63,7 @@ func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 	}
 }
 
-// The kept pages are bounded: more payments replayed than it holds never
+// The kept pages are bounded: more top-ups replayed than it holds never
 // grow the cache past its maximum.
 func TestNeutralPagesAreBounded(t *testing.T) {
 	n := newNeutralPages(2)

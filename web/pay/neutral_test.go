@@ -13,7 +13,7 @@ import (
 
 var cspNonce = regexp.MustCompile(`'nonce-([A-Za-z0-9_-]+)'`)
 
-// A replay of an ended payment's return link without a session is served
+// A replay of an ended top-up's return link without a session is served
 // from the kept neutral page: every answer has its own CSP nonce (the one
 // its header names, in every script tag), the rest of the page is the
 // same bytes, the language still follows the visitor, and a signed-in
