@@ -155,7 +155,7 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kifpool_bench?sslmode=d
 PGBENCH ?= $(or $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/pgbench))),pgbench)
 bench: build
 	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
-	./bin/kifpool-load -bin $(BIN) -db '$(BENCH_DATABASE_URL)' -pgbench '$(PGBENCH)' $(if $(ONLY),-only '$(ONLY)') $(if $(PROFILE),-profile $(PROFILE))
+	./bin/kifpool-load -bin $(BIN) -db '$(BENCH_DATABASE_URL)' -pgbench '$(PGBENCH)' $(if $(ONLY),-only '$(ONLY)') $(if $(PROFILE),-profile $(PROFILE)) $(if $(SOAK),-soak $(SOAK))
 
 bench-short: build
 	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
