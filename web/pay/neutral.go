@@ -113,17 +113,19 @@ func (n *neutralPages) split(page []byte) []segment {
 		then byte
 	}{{[]byte(n.nonce), 'n'}, {[]byte(n.csrf), 'c'}, {[]byte(n.swtch), 's'}}
 	for {
-		at, which := -1, -1
-		for k, m := range marks {
+		// The placeholder that comes first; the page is cut there.
+		at, first, then := -1, []byte(nil), byte(0)
+		for _, m := range marks {
 			if i := bytes.Index(page, m.text); i >= 0 && (at < 0 || i < at) {
-				at, which = i, k
+				at, first, then = i, m.text, m.then
 			}
 		}
-		if at < 0 {
+		if first == nil {
 			return append(out, segment{text: bytes.Clone(page)})
 		}
-		out = append(out, segment{text: bytes.Clone(page[:at]), then: marks[which].then})
-		page = page[at+len(marks[which].text):]
+		before, after, _ := bytes.Cut(page, first)
+		out = append(out, segment{text: bytes.Clone(before), then: then})
+		page = after
 	}
 }
 
