@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // switchLangURL builds what url.Values built before (the page's link to
@@ -27,8 +29,9 @@ func TestSwitchLangURLIsTheEncodedQuery(t *testing.T) {
 				pairs = append(pairs, [2][]byte{[]byte(kv[0]), []byte(kv[1])})
 			}
 			q.Set("lang", "en")
-			want := "/payments/x?" + q.Encode()
-			got := switchLangURL("/payments/x", func(yield func([]byte, []byte) bool) {
+			page := routes.TopUpPage("x")
+			want := page + "?" + q.Encode()
+			got := switchLangURL(page, func(yield func([]byte, []byte) bool) {
 				for _, p := range pairs {
 					if !yield(p[0], p[1]) {
 						return

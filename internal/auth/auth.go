@@ -218,22 +218,22 @@ func (s *Service) UserBySession(ctx context.Context, token string) (User, error)
 // Lookup returns the user and the session of a live session token.
 //
 // Every request of a signed-in browser makes it, so it is one round trip
-// (the session joined to its user, by the token hash's unique index) on
-// database/sql directly, scanned into the fields by position: no query
-// builder and no reflection on the hot path. It is never cached: "sign out
-// everywhere", a password change or reset ends a session on every instance
-// at the next request (TestSignOutEverywhere).
+// (the session joined to its user, by the token hash's unique index),
+// read as a row and scanned into the fields by position: no reflection
+// over the two structs on the hot path. It is never cached: "sign out
+// everywhere", a password change or reset ends a session on every
+// instance at its next request (TestSignOutEverywhere).
 func (s *Service) Lookup(ctx context.Context, token string) (User, Session, error) {
 	if token == "" || len(token) > 100 {
 		return User{}, Session{}, ErrNoSession
 	}
-	q := lookupSQLite
-	if s.db.Dialect == store.Postgres {
-		q = lookupPostgres
+	row := s.db.Gorm.WithContext(ctx).Raw(lookupSQL, hashToken(token), s.now().UTC()).Row()
+	if row == nil {
+		return User{}, Session{}, errors.New("session lookup: no row")
 	}
 	var u User
 	var sess Session
-	err := s.db.SQL().QueryRowContext(ctx, q, hashToken(token), s.now().UTC()).Scan(
+	err := row.Scan(
 		&sess.ID, &sess.TokenHash, &sess.UserID, &sess.CreatedAt, &sess.ExpiresAt, &sess.SecondFactorAt,
 		&u.ID, &u.Email, &u.PasswordHash, &u.Role, &u.Locale, &u.CreatedAt,
 		&u.TOTPSecret, &u.TOTPConfirmedAt, &u.TOTPLastStep, &u.TOTPEnrolHash)
@@ -246,15 +246,12 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 	return u, sess, nil
 }
 
-// The session lookup's statement, in each dialect's placeholders.
-const (
-	lookupColumns = `SELECT s.id, s.token_hash, s.user_id, s.created_at, s.expires_at, s.second_factor_at,
+// lookupSQL is the session lookup's statement.
+const lookupSQL = `SELECT s.id, s.token_hash, s.user_id, s.created_at, s.expires_at, s.second_factor_at,
 		u.id, u.email, u.password_hash, u.role, u.locale, u.created_at,
 		u.totp_secret, u.totp_confirmed_at, u.totp_last_step, u.totp_enrol_hash
-		FROM sessions s JOIN users u ON u.id = s.user_id`
-	lookupPostgres = lookupColumns + ` WHERE s.token_hash = $1 AND s.expires_at > $2`
-	lookupSQLite   = lookupColumns + ` WHERE s.token_hash = ? AND s.expires_at > ?`
-)
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.token_hash = ? AND s.expires_at > ?`
 
 // EndAllSessions signs the user out everywhere: every session of theirs
 // is deleted, on every instance at once, and every API token of theirs is

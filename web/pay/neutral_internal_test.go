@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -31,8 +32,8 @@ func TestNeutralPageSegmentsRebuildThePage(t *testing.T) {
 	tmpl.Nonce, tmpl.CSRF, tmpl.SwitchLangURL = n.nonce, n.csrf, n.swtch
 	segs := n.split(render(tmpl))
 	for _, req := range []struct{ nonce, csrf, swtch string }{
-		{"AAAAAAAAAAAAAAAAAAAAAA", "tok1", "/payments/x/return?lang=fa"},
-		{"BBBBBBBBBBBBBBBBBBBBBB", "", "/payments/x/return?Authority=A%26B&Status=%22OK%22&lang=fa"},
+		{"AAAAAAAAAAAAAAAAAAAAAA", "tok1", routes.TopUpReturn("x") + "?lang=fa"},
+		{"BBBBBBBBBBBBBBBBBBBBBB", "", routes.TopUpReturn("x") + "?Authority=A%26B&Status=%22OK%22&lang=fa"},
 		{"CCCCCCCCCCCCCCCCCCCCCC", "t\"<&", "//evil.example/<script>?x='&lang=en"},
 	} {
 		var got bytes.Buffer
