@@ -133,7 +133,7 @@ FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/zarinpal/:F
 	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize \
 	./internal/idempotency/:FuzzFingerprint ./web/api/:FuzzTopUpFingerprint \
 	./internal/gateway/drivers/:FuzzEveryDriverCallback ./internal/gateway/mellat/:FuzzReadReturn \
-	./internal/gateway/sep/:FuzzVerifyAnswer
+	./internal/gateway/sep/:FuzzVerifyAnswer ./internal/iban/:FuzzParse ./internal/iban/:FuzzParseNationalCode
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
