@@ -54,6 +54,9 @@ type Config struct {
 	GatewaySettings gateway.Settings
 	TopUpMinRials   int64
 	TopUpMaxRials   int64
+	// Withdrawals are cash-out's settings (PAYOUTS, WITHDRAWAL_*, the
+	// rails' schedule; payouts.go).
+	Withdrawals Withdrawals
 	// Bank calls: each attempt and each whole operation (retries
 	// included) are bounded.
 	AttemptTimeout time.Duration
@@ -370,6 +373,7 @@ func (c *Config) check(l *loader) {
 			filepath.Join(c.DataDir, "mail")+" and nobody receives it")
 	}
 	c.Warnings = append(c.Warnings, unusedGatewaySettings(c, l)...)
+	c.checkPayouts(l)
 	if c.Gateway != GatewaySandbox && !c.Operator.HasSupport() {
 		c.Warnings = append(c.Warnings, "no support contact is set (SUPPORT_EMAIL, SUPPORT_PHONE or SUPPORT_URL): payers told to \"contact support\" on failure pages and in mails have no way to")
 	}

@@ -74,7 +74,7 @@ func Options() []Option {
 	own := ownOptions()
 	for i, o := range own {
 		if o.Name == "GATEWAYS" {
-			return slices.Concat(own[:i+1], driverOptions(), own[i+1:])
+			return slices.Concat(own[:i+1], driverOptions(), own[i+1:], payoutOptions())
 		}
 	}
 	panic("config: no GATEWAYS option")

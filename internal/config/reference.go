@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
+	payoutdrivers "github.com/kifpool/kifpool/internal/payout/drivers"
 )
 
 // byGroup returns the options in the reference's order: group by group,
@@ -16,7 +17,11 @@ func byGroup() []Option {
 	for _, d := range drivers.All() {
 		groups = append(groups, driverGroup(d))
 	}
-	groups = append(groups, groupLimits, groupBank, groupWorker, groupRetention, groupSecurity, groupOperator)
+	groups = append(groups, groupLimits, groupWithdrawals)
+	for _, d := range payoutdrivers.All() {
+		groups = append(groups, payoutDriverGroup(d))
+	}
+	groups = append(groups, groupBank, groupWorker, groupRetention, groupSecurity, groupOperator)
 	for _, g := range groups {
 		for _, o := range opts {
 			if o.Group == g {

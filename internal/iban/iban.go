@@ -21,6 +21,7 @@ package iban
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -97,8 +98,8 @@ func (s Sheba) Masked() string {
 func Parse(typed string) (Sheba, error) {
 	var b strings.Builder
 	for _, r := range strings.TrimSpace(typed) {
-		if d, ok := digit(r); ok {
-			b.WriteByte(byte('0' + d))
+		if d, ok := latin(r); ok {
+			b.WriteRune(d)
 			continue
 		}
 		switch {
@@ -137,8 +138,7 @@ func CheckDigits(bban string) string {
 	}
 	// With check digits 00 the number mod 97 is r; 98 − r makes it 1.
 	r := mod97("IR00" + bban)
-	c := 98 - r
-	return string([]byte{byte('0' + c/10), byte('0' + c%10)})
+	return fmt.Sprintf("%02d", 98-r)
 }
 
 // Make is the valid Sheba of bank code and a 19-digit account part
@@ -177,16 +177,16 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// digit is the value of a decimal digit in Latin, Persian or
+// latin is the Latin digit of a decimal digit in Latin, Persian or
 // Arabic-Indic script.
-func digit(r rune) (int, bool) {
+func latin(r rune) (rune, bool) {
 	switch {
 	case r >= '0' && r <= '9':
-		return int(r - '0'), true
+		return r, true
 	case r >= '۰' && r <= '۹': // EXTENDED ARABIC-INDIC (Persian)
-		return int(r - '۰'), true
+		return r - '۰' + '0', true
 	case r >= '٠' && r <= '٩': // ARABIC-INDIC
-		return int(r - '٠'), true
+		return r - '٠' + '0', true
 	}
 	return 0, false
 }

@@ -37,8 +37,8 @@ func (n NationalCode) Masked() string {
 func ParseNationalCode(typed string) (NationalCode, error) {
 	var b strings.Builder
 	for _, r := range strings.TrimSpace(typed) {
-		if d, ok := digit(r); ok {
-			b.WriteByte(byte('0' + d))
+		if d, ok := latin(r); ok {
+			b.WriteRune(d)
 			continue
 		}
 		if separator(r) {

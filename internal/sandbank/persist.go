@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/kifpool/kifpool/internal/sandbank/book"
+	"github.com/kifpool/kifpool/internal/sandbank/payouts"
 )
 
 // stateVersion is the state file's format.
@@ -33,6 +34,9 @@ type savedRecord struct {
 type savedState struct {
 	Version  int           `json:"version"`
 	Payments []savedRecord `json:"payments"`
+	// Payouts are the payout provider's (absent in files written before
+	// it existed).
+	Payouts *payouts.Saved `json:"payouts,omitempty"`
 }
 
 // Open is New with Options.StateFile: the bank starts with the payments the
@@ -77,6 +81,9 @@ func (b *Bank) load() error {
 			StartReferer: s.StartReferer, TraceNo: s.TraceNo, User: s.User, Pass: s.Pass})
 	}
 	b.book.Restore(recs)
+	if st.Payouts != nil {
+		b.payouts.Restore(*st.Payouts)
+	}
 	b.saved = raw
 	b.log.Info("sandbank: state restored", "file", b.stateFile, "payments", len(st.Payments))
 	return nil
@@ -98,6 +105,9 @@ func (b *Bank) save() error {
 			CardNumber: rec.CardNumber, StartReferer: rec.StartReferer, TraceNo: rec.TraceNo, User: rec.User, Pass: rec.Pass})
 	}
 	sort.Slice(st.Payments, func(i, j int) bool { return st.Payments[i].Seq < st.Payments[j].Seq })
+	if po := b.payouts.Save(); len(po.Payouts) > 0 {
+		st.Payouts = &po
+	}
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("sandbank state: %w", err)

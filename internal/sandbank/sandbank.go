@@ -31,6 +31,9 @@
 //	POST /_sandbank/{gateway}/payments/{token}/pay|cancel  control: pay or cancel a payment
 //	                                     of that gateway; answers the browser's next request
 //	                                     {"redirect", "method", "form"}
+//	POST /_sandbank/payouts/{provider}/{id}/settle|fail|return  control: a payout
+//	                                     (internal/sandbank/payouts; with NoControlAPI, on
+//	                                     loopback only)
 //
 // The gateway routes (not the control API, not the assets) pass through
 // a fault-injection layer that can make the bank slow, flaky or down: see
@@ -48,6 +51,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/sandbank/book"
 	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
+	"github.com/kifpool/kifpool/internal/sandbank/payouts"
 	"github.com/kifpool/kifpool/internal/sandbank/protocol"
 )
 
@@ -134,6 +138,10 @@ type Bank struct {
 	noControl bool
 	handler   http.Handler
 
+	// payouts is the payout provider (Jibit's and Zibal's payout
+	// protocols, internal/sandbank/payouts).
+	payouts *payouts.Book
+
 	// stateFile ("": none) keeps the payments across restarts (Open);
 	// saved is what it holds, written under saveMu.
 	stateFile string
@@ -163,6 +171,7 @@ func New(opts Options) *Bank {
 	for _, p := range b.protocols {
 		bk.Register(p.Gateway(), p.Rules())
 	}
+	b.payouts = payouts.NewBook(payouts.Options{Clock: opts.Clock, Logger: log, Seed: opts.Seed, OnChange: b.saveLogged})
 	b.faults.init(opts.Seed, b.protocols)
 	if opts.Faults != nil {
 		if err := b.SetFaults(*opts.Faults); err != nil {
@@ -186,6 +195,10 @@ func (b *Bank) routes() http.Handler {
 		})
 	}
 	bankpage.Assets(mux, "/pg/assets/")
+	// The payout provider's control API is served by the bank inside
+	// serve too, to calls made on this machine only (a demo's or a
+	// test's settle, fail and return); the gateways' control API is not.
+	b.payouts.Routes(mux, true, b.noControl)
 	if !b.noControl {
 		mux.HandleFunc("POST /_sandbank/{gateway}/payments/{token}/pay", b.controlGatewayFinish(StatePaid))
 		mux.HandleFunc("POST /_sandbank/{gateway}/payments/{token}/cancel", b.controlGatewayFinish(StateFailed))
@@ -202,6 +215,9 @@ func (b *Bank) routes() http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 }
+
+// Payouts is the bank's payout provider (its book, faults and control).
+func (b *Bank) Payouts() *payouts.Book { return b.payouts }
 
 // Payments returns a snapshot of every payment, oldest first.
 func (b *Bank) Payments() []Payment { return b.book.Payments() }

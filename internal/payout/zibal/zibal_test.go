@@ -1,0 +1,193 @@
+package zibal_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/iban"
+	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/payout/zibal"
+	"github.com/kifpool/kifpool/internal/rail"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/sandbank/payouts"
+)
+
+var sheba = string(iban.Make("056", "0000000123456789012"))
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func bank(t *testing.T) (*sandbank.Bank, payout.Provider) {
+	t.Helper()
+	b := sandbank.New(sandbank.Options{})
+	srv := httptest.NewServer(b.Handler())
+	t.Cleanup(srv.Close)
+	d := zibal.Driver()
+	p, err := d.New(d.Sandbox.Settings(srv.URL), payout.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, p
+}
+
+func order(id string) payout.Order {
+	return payout.Order{ID: id, AmountRials: 2_000_000, Sheba: sheba, Rail: rail.Paya, Description: "withdrawal " + id}
+}
+
+func TestLifeOfAPayout(t *testing.T) {
+	b, p := bank(t)
+	ctx := ctxT(t, 10*time.Second)
+	if st, err := p.Status(ctx, "w_1"); err != nil || st.State != payout.StateNotFound {
+		t.Fatalf("before: %+v %v", st, err)
+	}
+	s, err := p.Submit(ctx, order("w_1"))
+	if err != nil || s.Duplicate || s.Ref == "" {
+		t.Fatalf("submit: %+v %v", s, err)
+	}
+	if st, err := p.Status(ctx, "w_1"); err != nil || st.State != payout.StateInProgress || st.Raw != "checkoutQueue" {
+		t.Fatalf("taken: %+v %v", st, err)
+	}
+	if s, err := p.Submit(ctx, order("w_1")); err != nil || !s.Duplicate {
+		t.Fatalf("second submit: %+v %v", s, err)
+	}
+	if _, err := b.Payouts().Settle(payouts.Zibal, "w_1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Status(ctx, "w_1"); err != nil || st.State != payout.StateTransferred || st.Ref == "" || st.AmountRials != 2_000_000 {
+		t.Fatalf("settled: %+v %v", st, err)
+	}
+	if _, err := b.Payouts().Return(payouts.Zibal, "w_1"); !errors.Is(err, payouts.ErrNoLateFailure) {
+		t.Fatalf("zibal has no late failure: %v", err)
+	}
+	if _, err := p.Submit(ctx, order("w_2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Payouts().Fail(payouts.Zibal, "w_2"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Status(ctx, "w_2"); err != nil || st.State != payout.StateFailed {
+		t.Fatalf("failed: %+v %v", st, err)
+	}
+	if bal, err := p.Ops().Balance(ctx); err != nil || bal != payouts.DefaultBalanceRials-2_000_000 {
+		t.Fatalf("balance %d %v", bal, err)
+	}
+	if p.Ops().List != nil {
+		t.Fatal("zibal has no list of payouts")
+	}
+	// Only Paya.
+	satna := order("w_3")
+	satna.Rail = rail.Satna
+	if _, err := p.Submit(ctx, satna); err == nil {
+		t.Fatal("satna accepted")
+	}
+}
+
+// Zibal's ownership inquiry: a match, a mismatch, and "no upstream
+// provider", which is unknown and never a mismatch.
+func TestCheckOwner(t *testing.T) {
+	b, p := bank(t)
+	ctx := ctxT(t, 10*time.Second)
+	if o, err := p.Ops().CheckOwner(ctx, sheba, "0499370899"); err != nil || o != payout.OwnerMatch {
+		t.Fatalf("owned: %v %v", o, err)
+	}
+	b.Payouts().SetOwner(sheba, "0013542419", false)
+	if o, err := p.Ops().CheckOwner(ctx, sheba, "0013542419"); err != nil || o != payout.OwnerMismatch {
+		t.Fatalf("not owned: %v %v", o, err)
+	}
+	if err := b.Payouts().SetFaults(payouts.Faults{Providers: map[string]payouts.ProviderFaults{payouts.Zibal: {NoUpstream: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := p.Ops().CheckOwner(ctx, sheba, "0013542419"); err != nil || o != payout.OwnerUnknown {
+		t.Fatalf("no upstream: %v %v", o, err)
+	}
+	if err := b.Payouts().SetFaults(payouts.Faults{Providers: map[string]payouts.ProviderFaults{payouts.Zibal: {Maintenance: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := p.Ops().CheckOwner(ctx, sheba, "0499370899"); err == nil || o != payout.OwnerUnknown {
+		t.Fatalf("maintenance: %v %v", o, err)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults payouts.ProviderFaults
+		check  func(t *testing.T, b *sandbank.Bank, s payout.Submitted, err error)
+	}{
+		{"time-out after accepting: unknown, and taken", payouts.ProviderFaults{AcceptThenHangRate: 1, HangMS: 5000},
+			func(t *testing.T, b *sandbank.Bank, _ payout.Submitted, err error) {
+				var te *gateway.TransientError
+				if !errors.As(err, &te) {
+					t.Fatalf("err %v", err)
+				}
+				if _, ok := b.Payouts().Payout(payouts.Zibal, "w"); !ok {
+					t.Fatal("not taken")
+				}
+			}},
+		{"duplicate submit: the message, one payout", payouts.ProviderFaults{DuplicateRate: 1},
+			func(t *testing.T, b *sandbank.Bank, s payout.Submitted, err error) {
+				if err != nil || !s.Duplicate || len(b.Payouts().Payouts()) != 1 {
+					t.Fatalf("%+v %v", s, err)
+				}
+			}},
+		{"balance short (11): for now", payouts.ProviderFaults{BalanceShort: true},
+			func(t *testing.T, b *sandbank.Bank, _ payout.Submitted, err error) {
+				var r *payout.RefusedError
+				if !errors.As(err, &r) || !r.ForNow || r.Err.Code != 11 || len(b.Payouts().Payouts()) != 0 {
+					t.Fatalf("err %v", err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, p := bank(t)
+			if err := b.Payouts().SetFaults(payouts.Faults{Providers: map[string]payouts.ProviderFaults{payouts.Zibal: tc.faults}}); err != nil {
+				t.Fatal(err)
+			}
+			s, err := p.Submit(ctxT(t, 300*time.Millisecond), order("w"))
+			tc.check(t, b, s, err)
+		})
+	}
+}
+
+// Result codes as the driver sorts them.
+func TestResultCodes(t *testing.T) {
+	for _, tc := range []struct {
+		body            string
+		refused, forNow bool
+	}{
+		{`{"result":21,"message":"bad iban"}`, true, false},
+		{`{"result":12,"message":"min"}`, true, false},
+		{`{"result":17,"message":"instant"}`, true, false},
+		{`{"result":11,"message":"balance"}`, true, true},
+		{`{"result":3,"message":"key"}`, true, true},
+		{`{"result":7,"message":"ip"}`, true, true},
+		{`{"result":10,"message":"wallet"}`, true, true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(tc.body)) }))
+		p, err := zibal.New(zibal.Config{Token: "token-12345678", Wallet: "1", BaseURL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Submit(ctxT(t, 5*time.Second), order("w"))
+		refused, forNow := payout.IsRefused(err)
+		if refused != tc.refused || forNow != tc.forNow {
+			t.Errorf("%s: %v (refused %v, for now %v)", tc.body, err, refused, forNow)
+		}
+		srv.Close()
+	}
+	garbled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`<html>`)) }))
+	defer garbled.Close()
+	p, _ := zibal.New(zibal.Config{Token: "token-12345678", Wallet: "1", BaseURL: garbled.URL})
+	var te *gateway.TransientError
+	if _, err := p.Submit(ctxT(t, 5*time.Second), order("w")); !errors.As(err, &te) {
+		t.Fatalf("an undecodable answer: %v, want unknown", err)
+	}
+}
