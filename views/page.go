@@ -155,6 +155,10 @@ type HistoryRow struct {
 	TransferID string
 	Who        string
 	Sent       bool
+	// WithdrawalPublicID, BankCode and Last4 name a withdrawal's line
+	// (and its return): "to your account at {bank} …1234".
+	WithdrawalPublicID string
+	BankCode, Last4    string
 }
 
 // WalletView is the wallet page.

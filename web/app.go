@@ -67,10 +67,10 @@ type Features struct {
 	// cookie) and without a CSRF token, registered before the CSRF check,
 	// its one exemption.
 	Return seam.Feature
-	// Account (web/account), Wallet (web/wallet) and Pay (web/pay) are
-	// the payer's pages; Admin (web/admin) is the admin console,
-	// registered last.
-	Account, Wallet, Pay, Admin seam.Feature
+	// Account (web/account), Wallet (web/wallet), Pay (web/pay) and
+	// Withdraw (web/withdraw: bank accounts, withdrawals) are the payer's
+	// pages; Admin (web/admin) is the admin console, registered last.
+	Account, Wallet, Pay, Withdraw, Admin seam.Feature
 }
 
 // Probes are the checks behind /healthz and /readyz.
@@ -112,7 +112,7 @@ func New(d Deps) *fiber.App {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	for _, f := range []seam.Feature{d.Features.API, d.Features.Return, d.Features.Account, d.Features.Wallet, d.Features.Pay, d.Features.Admin} {
+	for _, f := range []seam.Feature{d.Features.API, d.Features.Return, d.Features.Account, d.Features.Wallet, d.Features.Pay, d.Features.Withdraw, d.Features.Admin} {
 		if f == nil {
 			panic("web: every feature is required (Deps.Features)")
 		}
@@ -229,6 +229,7 @@ func New(d Deps) *fiber.App {
 	d.Features.Wallet.Register(app, shared)
 	d.Features.Account.Register(app, shared)
 	d.Features.Pay.Register(app, shared)
+	d.Features.Withdraw.Register(app, shared)
 	// The admin console, registered last: its second-factor page before
 	// the admin group's middleware, then the group.
 	d.Features.Admin.Register(app, shared)

@@ -36,11 +36,14 @@ const (
 	// ScopeTransfer also sends money to other people (and reads); a read
 	// or top-up token cannot.
 	ScopeTransfer Scope = "transfer"
+	// ScopeWithdraw also adds bank accounts and makes withdrawals (and
+	// reads); it makes no top-ups.
+	ScopeWithdraw Scope = "withdraw"
 )
 
 // Allows reports whether a token of scope s may act with scope need.
 func (s Scope) Allows(need Scope) bool {
-	return s == need || ((s == ScopeTopUp || s == ScopeTransfer) && need == ScopeRead)
+	return s == need || ((s == ScopeTopUp || s == ScopeTransfer || s == ScopeWithdraw) && need == ScopeRead)
 }
 
 // Prefix starts every token, so that secret scanners and people can tell
@@ -61,7 +64,7 @@ var (
 	// ErrNameInvalid: the name holds control or invisible characters
 	// (bidi overrides that make "\u202Egnp.exe" show as "exe.png").
 	ErrNameInvalid = errors.New("token name holds control or invisible characters")
-	ErrBadScope    = errors.New("scope must be read, topup or transfer")
+	ErrBadScope    = errors.New("scope must be read, topup, transfer or withdraw")
 	ErrBadExpiry   = errors.New("expiry must be a whole number of days from 1 to 365")
 	ErrNotFound    = errors.New("token not found")
 	// ErrTooMany: the user already has as many live tokens as allowed.
@@ -171,7 +174,7 @@ type CreateInput struct {
 // ParseScope checks a scope's spelling.
 func ParseScope(s string) (Scope, error) {
 	switch Scope(s) {
-	case ScopeRead, ScopeTopUp, ScopeTransfer:
+	case ScopeRead, ScopeTopUp, ScopeTransfer, ScopeWithdraw:
 		return Scope(s), nil
 	}
 	return "", ErrBadScope

@@ -27,6 +27,14 @@ const (
 	ActionWebhookResend  Action = "webhook_resend"  // queued a webhook delivery again (PaymentID: its top-up)
 	ActionWebhookEnable  Action = "webhook_enable"  // enabled again a webhook endpoint an admin disabled, or cleared its failing mark (TargetUserID: its owner)
 	ActionGatewaySwitch  Action = "gateway_switch"  // switched a gateway off or on for new top-ups (Note: which, how, why)
+	// Withdrawals and bank accounts (TargetUserID: the owner; Note: which
+	// one and the admin's note).
+	ActionWithdrawalApprove  Action = "withdrawal_approve"   // approved a withdrawal waiting for review
+	ActionWithdrawalReject   Action = "withdrawal_reject"    // rejected one: its amount released
+	ActionWithdrawalFail     Action = "withdrawal_fail"      // closed one under review as failed after checking with the provider
+	ActionBankAccountApprove Action = "bank_account_approve" // verified a bank account the provider's inquiry could not
+	ActionBankAccountReject  Action = "bank_account_reject"  // rejected one
+	ActionPayoutReconcile    Action = "payout_reconcile"     // ran the payout reconciliation now
 	// Actions of the operator on the command line (no AdminID).
 	ActionCLIPromote  Action = "cli_promote"   // `kifpool user promote` (TargetUserID: who)
 	ActionCLIDemote   Action = "cli_demote"    // `kifpool user demote`

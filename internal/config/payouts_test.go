@@ -9,6 +9,7 @@ import (
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/payout/drivers"
 	"github.com/kifpool/kifpool/internal/rail"
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // TestPayouts: PAYOUTS lists payout providers (or `sandbox`, the sandbox
@@ -89,10 +90,10 @@ func TestPayoutDefaults(t *testing.T) {
 		w.Schedule.PayoutDelay != time.Hour || w.MinRials != 100_000 || w.UnknownReviewAfter != 24*time.Hour || w.ReconcileInterval != 24*time.Hour {
 		t.Fatalf("%+v", w)
 	}
-	if got := w.Settings["JIBIT_BASE_URL"]; got != c.BaseURL+"/sandbank/trf" {
+	if got := w.Settings["JIBIT_BASE_URL"]; got != c.BaseURL+routes.Sandbank+"/trf" {
 		t.Fatalf("the sandbox's Jibit base: %q", got)
 	}
-	if got := w.Settings["ZIBAL_PAYOUT_BASE_URL"]; got != c.BaseURL+"/sandbank" {
+	if got := w.Settings["ZIBAL_PAYOUT_BASE_URL"]; got != c.BaseURL+routes.Sandbank {
 		t.Fatalf("the sandbox's Zibal base: %q", got)
 	}
 	c2, err := config.Load(env(map[string]string{"GATEWAYS": "zarinpal", "ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be",

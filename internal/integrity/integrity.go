@@ -141,6 +141,56 @@ var rules = []Rule{
 		query: `SELECT 'top-up ' || p.public_id, 'credited, no verify answering paid or already verified in gateway_calls'
 			FROM topups p WHERE p.status = 'credited' AND NOT EXISTS (SELECT 1 FROM gateway_calls c WHERE c.topup_id = p.id
 				AND c.operation = 'verify' AND c.outcome IN ('paid', 'already_verified')) ORDER BY p.id`},
+	{Name: "withdrawal_hold_follows_status", What: "a withdrawal's hold is its amount on its wallet, open while it is open, captured once paid or returned, released once it failed, was rejected or cancelled",
+		query: `SELECT 'withdrawal ' || w.public_id, 'status ' || w.status || ', hold ' || COALESCE(h.status, 'missing') || ' of '
+				|| COALESCE(CAST(h.amount_rials AS TEXT), '?') || ' rials'
+			FROM withdrawals w LEFT JOIN ledger_holds h ON h.id = w.hold_id
+			LEFT JOIN ledger_accounts a ON a.wallet_id = w.wallet_id
+			WHERE h.id IS NULL OR h.amount_rials <> w.amount_rials OR h.account_id <> a.id OR h.reason <> 'withdrawal'
+				OR h.reference <> w.public_id
+				OR (w.status IN ('requested', 'approved', 'submitted', 'needs_review') AND h.status <> 'open')
+				OR (w.status IN ('paid', 'returned') AND (h.status <> 'captured' OR h.captured_rials <> w.amount_rials))
+				OR (w.status IN ('failed', 'rejected', 'cancelled') AND h.status <> 'released')
+			ORDER BY w.id`},
+	{Name: "withdrawal_returned_once", What: "a returned withdrawal was credited back exactly once, its amount into its wallet; no other withdrawal was",
+		query: `SELECT 'withdrawal ' || w.public_id, 'status ' || w.status || ' with ' || (SELECT COUNT(*) FROM ledger_transactions t
+				WHERE t.kind = 'withdrawal_return' AND t.reference = w.public_id) || ' returns, '
+				|| (SELECT COUNT(*) FROM ledger_transactions t JOIN ledger_postings lp ON lp.transaction_id = t.id
+					JOIN ledger_accounts a ON a.id = lp.account_id
+					WHERE t.kind = 'withdrawal_return' AND t.reference = w.public_id AND a.wallet_id = w.wallet_id
+					AND lp.amount_rials = w.amount_rials) || ' of its amount into its wallet'
+			FROM withdrawals w
+			WHERE (SELECT COUNT(*) FROM ledger_transactions t WHERE t.kind = 'withdrawal_return' AND t.reference = w.public_id)
+					<> CASE WHEN w.status = 'returned' THEN 1 ELSE 0 END
+				OR (w.status = 'returned' AND (SELECT COUNT(*) FROM ledger_transactions t JOIN ledger_postings lp ON lp.transaction_id = t.id
+					JOIN ledger_accounts a ON a.id = lp.account_id
+					WHERE t.kind = 'withdrawal_return' AND t.reference = w.public_id AND a.wallet_id = w.wallet_id
+					AND lp.amount_rials = w.amount_rials) <> 1)
+			UNION ALL
+			SELECT 'ledger transaction ' || t.id, 'a withdrawal_return of no withdrawal (' || t.reference || ')'
+			FROM ledger_transactions t WHERE t.kind = 'withdrawal_return'
+				AND NOT EXISTS (SELECT 1 FROM withdrawals w WHERE w.public_id = t.reference)`},
+	{Name: "withdrawal_settled_once", What: "a withdrawal is settled (payouts in flight to the provider's rail) at most once, and only once paid",
+		query: `SELECT 'withdrawal ' || w.public_id, 'status ' || w.status || ', settled ' || CASE WHEN w.settled_at IS NULL THEN 'no' ELSE 'yes' END
+				|| ', ' || (SELECT COUNT(*) FROM ledger_transactions t WHERE t.kind = 'withdrawal' AND t.reference = 'settle:' || w.public_id)
+				|| ' settle transactions'
+			FROM withdrawals w
+			WHERE (SELECT COUNT(*) FROM ledger_transactions t WHERE t.kind = 'withdrawal' AND t.reference = 'settle:' || w.public_id)
+					<> CASE WHEN w.settled_at IS NULL THEN 0 ELSE 1 END
+				OR (w.settled_at IS NOT NULL AND w.status NOT IN ('paid', 'returned'))
+			ORDER BY w.id`},
+	{Name: "withdrawal_events_chain", What: "a withdrawal's events chain from its request to its status",
+		query: `SELECT 'withdrawal ' || w.public_id, 'status ' || w.status || ', last event to ' || COALESCE((SELECT e.to_status
+				FROM withdrawal_events e WHERE e.withdrawal_id = w.id ORDER BY e.id DESC LIMIT 1), 'none')
+			FROM withdrawals w WHERE w.status <> COALESCE((SELECT e.to_status FROM withdrawal_events e WHERE e.withdrawal_id = w.id
+				ORDER BY e.id DESC LIMIT 1), '')
+			UNION ALL
+			SELECT 'withdrawal ' || w.public_id, 'event ' || e.id || ' from ' || e.from_status || ', previous ended in '
+				|| COALESCE((SELECT e2.to_status FROM withdrawal_events e2 WHERE e2.withdrawal_id = e.withdrawal_id AND e2.id < e.id
+					ORDER BY e2.id DESC LIMIT 1), 'nothing')
+			FROM withdrawal_events e JOIN withdrawals w ON w.id = e.withdrawal_id
+			WHERE e.from_status <> COALESCE((SELECT e2.to_status FROM withdrawal_events e2 WHERE e2.withdrawal_id = e.withdrawal_id
+				AND e2.id < e.id ORDER BY e2.id DESC LIMIT 1), '')`},
 	{Name: "none_open_past_deadline", Open: true,
 		What: "no top-up is still open past the worker's deadlines",
 		// Parameters: the cut-off for created, then for the other open statuses.

@@ -257,6 +257,9 @@ func fillAt(t *testing.T, db *store.DB, v int64, now time.Time) {
 	}
 	if db.Dialect == store.Postgres {
 		tables := []string{"users", "wallets", "payments"}
+		if v >= topupNamesVersion {
+			tables[2] = "topups"
+		}
 		if v >= ledgerVersion {
 			tables = append(tables, "ledger_transactions")
 		}

@@ -612,27 +612,10 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 	if err := CheckHold(r); err != nil {
 		return Hold{}, err
 	}
-	h := Hold{AccountID: r.AccountID, AmountRials: r.AmountRials, Reason: r.Reason, Reference: r.Reference, Status: HoldOpen,
-		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.Now.UTC()}
-	lock := `SELECT id FROM ledger_accounts WHERE id = ?`
-	if l.db.Dialect == store.Postgres {
-		lock += ` FOR NO KEY UPDATE`
-	}
+	var h Hold
 	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
-		var found []int64
-		if err := tx.Raw(lock, r.AccountID).Scan(&found).Error; err != nil {
-			return fmt.Errorf("account %d: %w", r.AccountID, err)
-		}
-		if len(found) == 0 {
-			return fmt.Errorf("account %d: %w", r.AccountID, ErrAccountNotFound)
-		}
-		if err := tx.Table(holdsTable).Create(&h).Error; err != nil {
-			if store.IsUniqueViolation(err) {
-				return ErrDuplicate
-			}
-			return fmt.Errorf("insert: %w", err)
-		}
-		_, err := move(tx, r.AccountID, 0, r.AmountRials, h.CreatedAt)
+		var err error
+		h, err = l.holdTx(tx, r)
 		return err
 	})
 	if errors.Is(err, ErrDuplicate) {
@@ -647,6 +630,51 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 	}
 	if err != nil {
 		return Hold{}, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)
+	}
+	return h, nil
+}
+
+// HoldIn is Hold inside the caller's transaction tx, so that a hold is
+// made with the movement that needs it (a withdrawal's row): the same
+// lock, row and guarded figure. A taken reason and reference is
+// ErrDuplicate with nothing to answer: tx must be rolled back (on
+// PostgreSQL the failed insert has ended it), and the caller's own unique
+// row is what tells a replay.
+func (l *Ledger) HoldIn(tx *gorm.DB, r HoldRequest) (Hold, error) {
+	if err := CheckHold(r); err != nil {
+		return Hold{}, err
+	}
+	h, err := l.holdTx(tx, r)
+	if err != nil {
+		return Hold{}, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)
+	}
+	return h, nil
+}
+
+// holdTx locks the account, inserts the hold and moves the held figure,
+// in tx.
+func (l *Ledger) holdTx(tx *gorm.DB, r HoldRequest) (Hold, error) {
+	h := Hold{AccountID: r.AccountID, AmountRials: r.AmountRials, Reason: r.Reason, Reference: r.Reference, Status: HoldOpen,
+		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.Now.UTC()}
+	lock := `SELECT id FROM ledger_accounts WHERE id = ?`
+	if l.db.Dialect == store.Postgres {
+		lock += ` FOR NO KEY UPDATE`
+	}
+	var found []int64
+	if err := tx.Raw(lock, r.AccountID).Scan(&found).Error; err != nil {
+		return Hold{}, fmt.Errorf("account %d: %w", r.AccountID, err)
+	}
+	if len(found) == 0 {
+		return Hold{}, fmt.Errorf("account %d: %w", r.AccountID, ErrAccountNotFound)
+	}
+	if err := tx.Table(holdsTable).Create(&h).Error; err != nil {
+		if store.IsUniqueViolation(err) {
+			return Hold{}, ErrDuplicate
+		}
+		return Hold{}, fmt.Errorf("insert: %w", err)
+	}
+	if _, err := move(tx, r.AccountID, 0, r.AmountRials, h.CreatedAt); err != nil {
+		return Hold{}, err
 	}
 	return h, nil
 }
@@ -716,50 +744,81 @@ func (l *Ledger) end(ctx context.Context, id int64, a EndAction, amount, to int6
 	var out Hold
 	var decided error
 	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
-		var h Hold
-		if err := l.db.ForUpdate(tx.Table(holdsTable)).Take(&h, id).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return ErrNotFound
-			}
-			return fmt.Errorf("hold %d: %w", id, err)
-		}
-		d := DecideEnd(h, a, amount, now)
-		if d.Replay {
-			out, decided = h, ErrDuplicate
-			return nil
-		}
-		if !d.Apply {
-			out = h
-			return d.Err
-		}
-		at := now.UTC()
-		vals := map[string]any{"status": d.To, "ended_at": at}
-		if d.To == HoldCaptured {
-			t, err := l.post(tx, Entry{Kind: kind, Reference: "hold:" + strconv.FormatInt(h.ID, 10),
-				Postings: Transfer(h.AccountID, to, amount), At: now}, map[int64]int64{h.AccountID: h.AmountRials})
-			if err != nil {
-				return err
-			}
-			vals["captured_rials"], vals["transaction_id"] = amount, t.ID
-			h.CapturedRials, h.TransactionID = amount, &t.ID
-		} else if _, err := move(tx, h.AccountID, 0, -h.AmountRials, at); err != nil {
-			return err
-		}
-		res := tx.Table(holdsTable).Where("id = ? AND status = 'open'", h.ID).Updates(vals)
-		if res.Error != nil {
-			return fmt.Errorf("end hold %d: %w", h.ID, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("end hold %d: %w", h.ID, ErrHoldEnded)
-		}
-		h.Status, h.EndedAt = d.To, &at
-		out, decided = h, d.Err // a capture too late: expired now, and refused
-		return nil
+		var err error
+		out, decided, err = l.endTx(tx, id, a, amount, to, kind, "", now)
+		return err
 	})
 	if err != nil {
 		return out, err
 	}
 	return out, decided
+}
+
+// CaptureIn is Capture inside the caller's transaction tx (the capture's
+// transaction carries note), so that a hold ends with the move of the
+// movement it belongs to (a withdrawal paid). A second capture answers
+// with the hold as captured and ErrDuplicate, writing nothing; a capture
+// of a hold ended otherwise or past its time is ErrHoldEnded (past its
+// time, the hold has expired in tx: commit it, or roll back).
+func (l *Ledger) CaptureIn(tx *gorm.DB, id, amountRials, to int64, kind Kind, note string, now time.Time) (Hold, error) {
+	h, decided, err := l.endTx(tx, id, EndCapture, amountRials, to, kind, note, now)
+	if err != nil {
+		return h, err
+	}
+	return h, decided
+}
+
+// ReleaseIn is Release inside the caller's transaction tx. A second
+// release answers with the hold and ErrDuplicate; a hold captured or
+// expired is ErrHoldEnded.
+func (l *Ledger) ReleaseIn(tx *gorm.DB, id int64, now time.Time) (Hold, error) {
+	h, decided, err := l.endTx(tx, id, EndRelease, 0, 0, "", "", now)
+	if err != nil {
+		return h, err
+	}
+	return h, decided
+}
+
+// endTx ends hold id as a (DecideEnd) in tx: decided is the decision's
+// own answer (ErrDuplicate for a replay, the refusal of a capture too
+// late whose expiry is written); err means tx must be rolled back.
+func (l *Ledger) endTx(tx *gorm.DB, id int64, a EndAction, amount, to int64, kind Kind, note string, now time.Time) (out Hold, decided, err error) {
+	var h Hold
+	if err := l.db.ForUpdate(tx.Table(holdsTable)).Take(&h, id).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Hold{}, nil, ErrNotFound
+		}
+		return Hold{}, nil, fmt.Errorf("hold %d: %w", id, err)
+	}
+	d := DecideEnd(h, a, amount, now)
+	if d.Replay {
+		return h, ErrDuplicate, nil
+	}
+	if !d.Apply {
+		return h, nil, d.Err
+	}
+	at := now.UTC()
+	vals := map[string]any{"status": d.To, "ended_at": at}
+	if d.To == HoldCaptured {
+		t, err := l.post(tx, Entry{Kind: kind, Reference: "hold:" + strconv.FormatInt(h.ID, 10), Note: note,
+			Postings: Transfer(h.AccountID, to, amount), At: now}, map[int64]int64{h.AccountID: h.AmountRials})
+		if err != nil {
+			return h, nil, err
+		}
+		vals["captured_rials"], vals["transaction_id"] = amount, t.ID
+		h.CapturedRials, h.TransactionID = amount, &t.ID
+	} else if _, err := move(tx, h.AccountID, 0, -h.AmountRials, at); err != nil {
+		return h, nil, err
+	}
+	res := tx.Table(holdsTable).Where("id = ? AND status = 'open'", h.ID).Updates(vals)
+	if res.Error != nil {
+		return h, nil, fmt.Errorf("end hold %d: %w", h.ID, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return h, nil, fmt.Errorf("end hold %d: %w", h.ID, ErrHoldEnded)
+	}
+	h.Status, h.EndedAt = d.To, &at
+	return h, d.Err, nil // a capture too late: expired now, and refused
 }
 
 // History is one page of an account's postings, newest first: each row is

@@ -150,6 +150,62 @@ const (
 	AdminDeliveryResendPattern = AdminWebhooks + "/deliveries/:id/resend"
 )
 
+// Cash-out: the person's bank accounts, the withdrawal form, one
+// withdrawal's receipt and its cancel; the API's; the admin's queue.
+const (
+	BankAccounts            = Account + "/bank-accounts"
+	Withdraw                = Wallet + "/withdraw"
+	Withdrawals             = "/withdrawals"
+	WithdrawalPattern       = Withdrawals + "/:id"
+	WithdrawalCancelPattern = WithdrawalPattern + "/cancel"
+	APIBankAccounts         = APIv1 + "/bank-accounts"
+	APIWithdrawals          = APIv1 + "/withdrawals"
+	APIWithdrawalPattern    = APIWithdrawals + "/:id"
+	// AdminWithdrawals is the review queue (withdrawals waiting for an
+	// admin, those under review, bank accounts waiting, the payout
+	// reconciliation's reports).
+	AdminWithdrawals               = Admin + "/withdrawals"
+	AdminWithdrawalsReconcile      = AdminWithdrawals + "/reconcile"
+	AdminWithdrawalApprovePattern  = AdminWithdrawals + "/:id/approve"
+	AdminWithdrawalRejectPattern   = AdminWithdrawals + "/:id/reject"
+	AdminWithdrawalFailPattern     = AdminWithdrawals + "/:id/fail"
+	AdminBankAccounts              = Admin + "/bank-accounts"
+	AdminBankAccountApprovePattern = AdminBankAccounts + "/:id/approve"
+	AdminBankAccountRejectPattern  = AdminBankAccounts + "/:id/reject"
+)
+
+// Withdrawal is a withdrawal's receipt for its owner.
+func Withdrawal(publicID string) string { return Fill(WithdrawalPattern, publicID) }
+
+// WithdrawalCancel cancels a withdrawal not yet sent.
+func WithdrawalCancel(publicID string) string { return Fill(WithdrawalCancelPattern, publicID) }
+
+// APIWithdrawal is one withdrawal in the API.
+func APIWithdrawal(publicID string) string { return Fill(APIWithdrawalPattern, publicID) }
+
+// AdminWithdrawalApprove approves a withdrawal waiting for review.
+func AdminWithdrawalApprove(publicID string) string {
+	return Fill(AdminWithdrawalApprovePattern, publicID)
+}
+
+// AdminWithdrawalReject rejects a withdrawal waiting for review.
+func AdminWithdrawalReject(publicID string) string {
+	return Fill(AdminWithdrawalRejectPattern, publicID)
+}
+
+// AdminWithdrawalFail closes a withdrawal under review as failed.
+func AdminWithdrawalFail(publicID string) string { return Fill(AdminWithdrawalFailPattern, publicID) }
+
+// AdminBankAccountApprove verifies a bank account waiting for review.
+func AdminBankAccountApprove(id int64) string {
+	return Fill(AdminBankAccountApprovePattern, strconv.FormatInt(id, 10))
+}
+
+// AdminBankAccountReject rejects a bank account waiting for review.
+func AdminBankAccountReject(id int64) string {
+	return Fill(AdminBankAccountRejectPattern, strconv.FormatInt(id, 10))
+}
+
 // Patterns are every route pattern the web app registers with a method
 // (not the prefixes of its groups' middleware), in no particular order:
 // the web app's test checks that it registers exactly these.
@@ -169,6 +225,9 @@ func Patterns() []string {
 		Transfer, TransferPattern, APITransfers, APITransferPattern, AdminTransfers, AdminTransferPattern,
 		LegacyTopUpPattern, LegacyTopUpReturnPattern, LegacyTopUpAbandonPattern, LegacyWalletTopUps, LegacyWalletTopUpsCSV,
 		LegacyAdminTopUps, LegacyAdminTopUpsCSV, LegacyAdminTopUpPattern, LegacyAdminTopUpRecheckPattern, LegacyAdminTopUpClosePattern,
+		BankAccounts, Withdraw, WithdrawalPattern, WithdrawalCancelPattern, APIBankAccounts, APIWithdrawals, APIWithdrawalPattern,
+		AdminWithdrawals, AdminWithdrawalsReconcile, AdminWithdrawalApprovePattern, AdminWithdrawalRejectPattern,
+		AdminWithdrawalFailPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
 	}
 }
 

@@ -68,6 +68,18 @@ func TestURLs(t *testing.T) {
 		{APITransfers, "/api/v1/transfers"}, {APITransferPattern, "/api/v1/transfers/:id"}, {APITransfer(id), "/api/v1/transfers/" + id},
 		{AdminTransfers, "/admin/transfers"}, {AdminTransferPattern, "/admin/transfers/:id"}, {AdminTransfer(id), "/admin/transfers/" + id},
 		{AdminTokens, "/admin/tokens"}, {AdminTokenRevokePattern, "/admin/tokens/:id/revoke"}, {AdminTokenRevoke(9), "/admin/tokens/9/revoke"},
+		{BankAccounts, "/account/bank-accounts"}, {Withdraw, "/wallet/withdraw"}, {Withdrawals, "/withdrawals"},
+		{WithdrawalPattern, "/withdrawals/:id"}, {Withdrawal("wd_x"), "/withdrawals/wd_x"},
+		{WithdrawalCancelPattern, "/withdrawals/:id/cancel"}, {WithdrawalCancel("wd_x"), "/withdrawals/wd_x/cancel"},
+		{APIBankAccounts, "/api/v1/bank-accounts"}, {APIWithdrawals, "/api/v1/withdrawals"},
+		{APIWithdrawalPattern, "/api/v1/withdrawals/:id"}, {APIWithdrawal("wd_x"), "/api/v1/withdrawals/wd_x"},
+		{AdminWithdrawals, "/admin/withdrawals"}, {AdminWithdrawalsReconcile, "/admin/withdrawals/reconcile"},
+		{AdminWithdrawalApprovePattern, "/admin/withdrawals/:id/approve"}, {AdminWithdrawalApprove("wd_x"), "/admin/withdrawals/wd_x/approve"},
+		{AdminWithdrawalRejectPattern, "/admin/withdrawals/:id/reject"}, {AdminWithdrawalReject("wd_x"), "/admin/withdrawals/wd_x/reject"},
+		{AdminWithdrawalFailPattern, "/admin/withdrawals/:id/fail"}, {AdminWithdrawalFail("wd_x"), "/admin/withdrawals/wd_x/fail"},
+		{AdminBankAccounts, "/admin/bank-accounts"},
+		{AdminBankAccountApprovePattern, "/admin/bank-accounts/:id/approve"}, {AdminBankAccountApprove(3), "/admin/bank-accounts/3/approve"},
+		{AdminBankAccountRejectPattern, "/admin/bank-accounts/:id/reject"}, {AdminBankAccountReject(3), "/admin/bank-accounts/3/reject"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

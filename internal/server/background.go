@@ -53,6 +53,27 @@ func (s *Server) loops(log *slog.Logger) []loop {
 			}
 		}})
 	}
+	// Withdrawals: sent to their provider and asked about until the
+	// provider's word ends them (woken by a new one or an approval), and
+	// reconciled with each provider's list every day.
+	if cfg.WorkerInterval > 0 && s.Withdrawals.On() {
+		wl := every(cfg.WorkerInterval)
+		wl.Wake = s.Withdrawals.Wake()
+		ls = append(ls, loop{"withdrawals", wl, func(ctx context.Context) {
+			if _, err := s.PayoutWorker.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				log.Error("withdrawal worker", "err", err)
+			}
+		}})
+	}
+	if cfg.Withdrawals.ReconcileInterval > 0 && s.Withdrawals.On() {
+		l := every(cfg.Withdrawals.ReconcileInterval)
+		l.Later = true
+		ls = append(ls, loop{"payout reconcile", l, func(ctx context.Context) {
+			if _, err := s.Withdrawals.Reconcile(ctx, s.PayoutStore); err != nil && ctx.Err() == nil {
+				log.Error("payout reconciliation", "err", err)
+			}
+		}})
+	}
 	// Mail: receipts and notices queued from payment events, transfers'
 	// mails from the transfers, then every
 	// due mail delivered (and retried), never on a request's path.

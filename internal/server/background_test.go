@@ -30,9 +30,9 @@ func TestLoops(t *testing.T) {
 		want []want
 	}{
 		{name: "defaults", want: append([]want{{"worker", 2 * time.Second, false}, {"reconcile", 10 * time.Minute, true},
-			{"mail", 10 * time.Second, false}, {"webhooks", 2 * time.Second, false}, {"idempotency keys", 10 * time.Minute, false}}, always...)},
+			{"withdrawals", 2 * time.Second, false}, {"payout reconcile", 24 * time.Hour, true}, {"mail", 10 * time.Second, false}, {"webhooks", 2 * time.Second, false}, {"idempotency keys", 10 * time.Minute, false}}, always...)},
 		{name: "off, or set", env: map[string]string{"WORKER_INTERVAL": "off", "RECONCILE_INTERVAL": "0", "WEBHOOK_INTERVAL": "off",
-			"MAIL_INTERVAL": "20ms", "IDEMPOTENCY_KEY_TTL": "1m"},
+			"MAIL_INTERVAL": "20ms", "IDEMPOTENCY_KEY_TTL": "1m", "PAYOUT_RECONCILE_INTERVAL": "off"},
 			want: append([]want{{"mail", 20 * time.Millisecond, false}, {"idempotency keys", 15 * time.Second, false}}, always...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +43,7 @@ func TestLoops(t *testing.T) {
 			var got []want
 			for _, l := range s.loops(nil) {
 				got = append(got, want{l.name, l.Interval, l.Later})
-				if wake := map[string]<-chan struct{}{"mail": s.Outbox.Kicks(), "webhooks": s.Hooks.Kicks()}[l.name]; l.Wake != wake {
+				if wake := map[string]<-chan struct{}{"mail": s.Outbox.Kicks(), "webhooks": s.Hooks.Kicks(), "withdrawals": s.Withdrawals.Wake()}[l.name]; l.Wake != wake {
 					t.Errorf("%s: woken by %v, want %v", l.name, l.Wake, wake)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
@@ -35,6 +36,8 @@ import (
 	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	wsqlstore "github.com/kifpool/kifpool/internal/withdrawal/sqlstore"
 )
 
 // Options are what New needs besides the configuration: dependencies a
@@ -129,6 +132,14 @@ type Server struct {
 	// delivers the outbox.
 	Webhooks *webhook.Service
 	Hooks    *webhook.Sender
+	// Withdrawals are cash-out (off with PAYOUTS=none), BankAccounts the
+	// accounts people cash out to, PayoutWorker the withdrawals' worker,
+	// PayoutStore their store (reconciliation's reads).
+	Withdrawals  *withdrawal.Service
+	BankAccounts *bankaccount.Service
+	PayoutWorker *withdrawal.Worker
+	PayoutStore  *wsqlstore.Store
+	payouts      payouts
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -172,7 +183,12 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	uc := newUseCases(b, useCaseParts{store: st, ledger: led, reads: reads, gateways: gws, metrics: obs.Metrics,
 		webhooks: hooks, resets: ml.Notifier.ResetMailer()})
+	po, err := newPayouts(b, led, uc.Wallets)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
+		Withdrawals: po.Withdrawals, BankAccounts: po.Accounts, PayoutWorker: po.Worker, PayoutStore: po.Store, payouts: po,
 		Bank: gws.Bank, TopUps: uc.TopUps, TopUp: uc.TopUp, Auth: uc.Auth, Wallets: uc.Wallets, Ledger: led,
 		Tokens: uc.Tokens, Keys: uc.Keys, Gateway: gws.Set[0], Gateways: gws.Set,
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,

@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/web/api"
 	"github.com/kifpool/kifpool/web/pay"
 	"github.com/kifpool/kifpool/web/wallet"
+	"github.com/kifpool/kifpool/web/withdraw"
 )
 
 // newWeb builds the web app over the instance's parts: the one place that
@@ -42,7 +43,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			API: api.Deps{
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: s.Wallets, TopUp: s.TopUp, Reads: reads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
-				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers,
+				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
 			},
 			Return: payDeps.Return(),
 			Account: account.Deps{
@@ -51,14 +52,15 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			},
 			Wallet: wallet.Deps{
 				Wallets: s.Wallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
-				UserTopUps: userTopUps, Transfers: s.Transfers,
+				UserTopUps: userTopUps, Transfers: s.Transfers, Withdrawals: s.Withdrawals,
 			},
-			Pay: payDeps,
+			Pay:      payDeps,
+			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},
 			Admin: admin.Deps{
 				TopUps: s.TopUps, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
 				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
-				Transfers: s.Transfers, Ledger: s.Ledger,
+				Transfers: s.Transfers, Ledger: s.Ledger, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
 			},
 		},
 	})

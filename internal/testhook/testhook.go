@@ -53,4 +53,16 @@ const (
 	// its ledger transaction, balances and postings written, its webhook
 	// rows not yet; nothing of it committed.
 	InsideTransfer = "inside_transfer"
+	// AfterWithdrawalHold: a withdrawal and its hold committed; nothing
+	// sent to the payout provider.
+	AfterWithdrawalHold = "after_withdrawal_hold"
+	// AfterPayoutAccepted: the payout provider took the withdrawal, its
+	// answer not recorded (the row says "outcome unknown").
+	AfterPayoutAccepted = "after_payout_accepted"
+	// AfterPayoutTransferred: the provider said "transferred", the move to
+	// paid not committed.
+	AfterPayoutTransferred = "after_payout_transferred"
+	// DuringWithdrawalReturn: inside the return's database transaction,
+	// its ledger movement written, not committed.
+	DuringWithdrawalReturn = "during_withdrawal_return"
 )

@@ -28,6 +28,8 @@ const (
 	SectionTopUps    Section = "payments"
 	SectionUsers     Section = "users"
 	SectionAudit     Section = "audit"
+	// SectionWithdrawals is the cash-out queue.
+	SectionWithdrawals Section = "withdrawals"
 )
 
 // Option is one choice of a select.

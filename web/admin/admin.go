@@ -23,6 +23,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
@@ -32,6 +33,7 @@ import (
 	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/internal/withdrawal"
 	"github.com/kifpool/kifpool/web/seam"
 )
 
@@ -71,6 +73,10 @@ type Deps struct {
 	// Transfers finds transfers; Ledger reads their ledger transactions.
 	Transfers *transfer.Service
 	Ledger    *ledger.Ledger
+	// Withdrawals and BankAccounts are cash-out's queue
+	// (/admin/withdrawals).
+	Withdrawals  *withdrawal.Service
+	BankAccounts *bankaccount.Service
 }
 
 type handlers struct {
@@ -116,6 +122,13 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Post(routes.AdminDeliveryResendPattern, h.resendDelivery)
 	r.Get(routes.AdminTransfers, h.transfers)
 	r.Get(routes.AdminTransferPattern, h.transferDetail)
+	r.Get(routes.AdminWithdrawals, h.withdrawals)
+	r.Post(routes.AdminWithdrawalsReconcile, h.reconcileWithdrawals)
+	r.Post(routes.AdminWithdrawalApprovePattern, h.approveWithdrawal())
+	r.Post(routes.AdminWithdrawalRejectPattern, h.rejectWithdrawal())
+	r.Post(routes.AdminWithdrawalFailPattern, h.failWithdrawal())
+	r.Post(routes.AdminBankAccountApprovePattern, h.reviewBankAccount(true))
+	r.Post(routes.AdminBankAccountRejectPattern, h.reviewBankAccount(false))
 }
 
 // requireAdmin hides the admin console from everyone but admins.

@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/limiter"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -25,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/internal/withdrawal"
 	"github.com/kifpool/kifpool/web/seam"
 )
 
@@ -48,6 +50,9 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// Transfers sends money between people (the page's use case too).
 	Transfers *transfer.Service
+	// Withdrawals and BankAccounts are cash-out (scope withdraw).
+	Withdrawals  *withdrawal.Service
+	BankAccounts *bankaccount.Service
 }
 
 type handler struct{ Deps }
@@ -79,6 +84,11 @@ func (d Deps) Register(r fiber.Router, _ seam.App) {
 	r.Post(routes.APITransfers, h.need(apitoken.ScopeTransfer), h.createTransfer)
 	r.Get(routes.APITransfers, h.need(apitoken.ScopeRead), h.listTransfers)
 	r.Get(routes.APITransferPattern, h.need(apitoken.ScopeRead), h.getTransfer)
+	r.Get(routes.APIBankAccounts, h.need(apitoken.ScopeRead), h.listBankAccounts)
+	r.Post(routes.APIBankAccounts, h.need(apitoken.ScopeWithdraw), h.addBankAccount)
+	r.Post(routes.APIWithdrawals, h.need(apitoken.ScopeWithdraw), h.createWithdrawal)
+	r.Get(routes.APIWithdrawals, h.need(apitoken.ScopeRead), h.listWithdrawals)
+	r.Get(routes.APIWithdrawalPattern, h.need(apitoken.ScopeRead), h.getWithdrawal)
 
 	// Whatever else is asked under routes.API is a problem+json 404, never
 	// a page (and never reaches the cookie session).

@@ -39,38 +39,51 @@ const (
 	CodeRecipientNotFound Code = "recipient_not_found"
 	CodeTransferToSelf    Code = "transfer_to_self"
 	CodeNoteInvalid       Code = "note_invalid"
+	// Withdrawals and bank accounts.
+	CodeBankAccountUnverified Code = "bank_account_unverified"
+	CodeBankAccountMismatch   Code = "bank_account_mismatch"
+	CodeIBANInvalid           Code = "iban_invalid"
+	CodeNationalCodeInvalid   Code = "national_code_invalid"
+	CodeNationalCodeDiffers   Code = "national_code_differs"
+	CodeWithdrawalsOff        Code = "withdrawals_unavailable"
 )
 
 var codeInfo = map[Code]struct {
 	status int
 	title  string
 }{
-	CodeUnauthorized:       {fiber.StatusUnauthorized, "Authentication required"},
-	CodeInsufficientScope:  {fiber.StatusForbidden, "The token's scope does not allow this"},
-	CodeNotFound:           {fiber.StatusNotFound, "Not found"},
-	CodeRateLimited:        {fiber.StatusTooManyRequests, "Too many requests"},
-	CodeKeyMissing:         {fiber.StatusBadRequest, "Idempotency-Key header required"},
-	CodeKeyInvalid:         {fiber.StatusBadRequest, "Idempotency-Key header invalid"},
-	CodeKeyReused:          {fiber.StatusConflict, "Idempotency-Key reused for another request"},
-	CodeKeyInUse:           {fiber.StatusConflict, "A request with this Idempotency-Key is in progress"},
-	CodeInvalidBody:        {fiber.StatusBadRequest, "Request body invalid"},
-	CodeInvalidParameter:   {fiber.StatusBadRequest, "Query parameter invalid"},
-	CodeAmountInvalid:      {fiber.StatusUnprocessableEntity, "Amount invalid"},
-	CodeAmountTooSmall:     {fiber.StatusUnprocessableEntity, "Amount below the minimum"},
-	CodeAmountTooLarge:     {fiber.StatusUnprocessableEntity, "Amount above the maximum"},
-	CodeDescriptionTooLong: {fiber.StatusUnprocessableEntity, "Description too long"},
-	CodeDescriptionInvalid: {fiber.StatusUnprocessableEntity, "Description holds control or invisible characters"},
-	CodeGatewayUnavailable: {fiber.StatusServiceUnavailable, "The bank is unavailable right now"},
-	CodeGatewayFailed:      {fiber.StatusBadGateway, "The bank did not start the payment"},
-	CodeGatewayUnknown:     {fiber.StatusUnprocessableEntity, "No such gateway is offered"},
-	CodeDailyLimit:         {fiber.StatusUnprocessableEntity, "Daily limit reached"},
-	CodeBalanceLimit:       {fiber.StatusUnprocessableEntity, "Wallet balance limit reached"},
-	CodeReturnURL:          {fiber.StatusUnprocessableEntity, "return_url is not on a registered origin"},
-	CodeInternal:           {fiber.StatusInternalServerError, "Internal error"},
-	CodeInsufficientFunds:  {fiber.StatusUnprocessableEntity, "Available balance too low"},
-	CodeRecipientNotFound:  {fiber.StatusUnprocessableEntity, "No such recipient"},
-	CodeTransferToSelf:     {fiber.StatusUnprocessableEntity, "A transfer goes to another person"},
-	CodeNoteInvalid:        {fiber.StatusUnprocessableEntity, "Note invalid"},
+	CodeUnauthorized:          {fiber.StatusUnauthorized, "Authentication required"},
+	CodeInsufficientScope:     {fiber.StatusForbidden, "The token's scope does not allow this"},
+	CodeNotFound:              {fiber.StatusNotFound, "Not found"},
+	CodeRateLimited:           {fiber.StatusTooManyRequests, "Too many requests"},
+	CodeKeyMissing:            {fiber.StatusBadRequest, "Idempotency-Key header required"},
+	CodeKeyInvalid:            {fiber.StatusBadRequest, "Idempotency-Key header invalid"},
+	CodeKeyReused:             {fiber.StatusConflict, "Idempotency-Key reused for another request"},
+	CodeKeyInUse:              {fiber.StatusConflict, "A request with this Idempotency-Key is in progress"},
+	CodeInvalidBody:           {fiber.StatusBadRequest, "Request body invalid"},
+	CodeInvalidParameter:      {fiber.StatusBadRequest, "Query parameter invalid"},
+	CodeAmountInvalid:         {fiber.StatusUnprocessableEntity, "Amount invalid"},
+	CodeAmountTooSmall:        {fiber.StatusUnprocessableEntity, "Amount below the minimum"},
+	CodeAmountTooLarge:        {fiber.StatusUnprocessableEntity, "Amount above the maximum"},
+	CodeDescriptionTooLong:    {fiber.StatusUnprocessableEntity, "Description too long"},
+	CodeDescriptionInvalid:    {fiber.StatusUnprocessableEntity, "Description holds control or invisible characters"},
+	CodeGatewayUnavailable:    {fiber.StatusServiceUnavailable, "The bank is unavailable right now"},
+	CodeGatewayFailed:         {fiber.StatusBadGateway, "The bank did not start the payment"},
+	CodeGatewayUnknown:        {fiber.StatusUnprocessableEntity, "No such gateway is offered"},
+	CodeDailyLimit:            {fiber.StatusUnprocessableEntity, "Daily limit reached"},
+	CodeBalanceLimit:          {fiber.StatusUnprocessableEntity, "Wallet balance limit reached"},
+	CodeReturnURL:             {fiber.StatusUnprocessableEntity, "return_url is not on a registered origin"},
+	CodeInternal:              {fiber.StatusInternalServerError, "Internal error"},
+	CodeInsufficientFunds:     {fiber.StatusUnprocessableEntity, "Available balance too low"},
+	CodeRecipientNotFound:     {fiber.StatusUnprocessableEntity, "No such recipient"},
+	CodeTransferToSelf:        {fiber.StatusUnprocessableEntity, "A transfer goes to another person"},
+	CodeNoteInvalid:           {fiber.StatusUnprocessableEntity, "Note invalid"},
+	CodeBankAccountUnverified: {fiber.StatusUnprocessableEntity, "No verified bank account of yours has this id"},
+	CodeBankAccountMismatch:   {fiber.StatusUnprocessableEntity, "The Sheba does not belong to this national code"},
+	CodeIBANInvalid:           {fiber.StatusUnprocessableEntity, "Sheba (IBAN) invalid"},
+	CodeNationalCodeInvalid:   {fiber.StatusUnprocessableEntity, "National code invalid"},
+	CodeNationalCodeDiffers:   {fiber.StatusConflict, "Another national code is on file"},
+	CodeWithdrawalsOff:        {fiber.StatusServiceUnavailable, "Withdrawals are unavailable"},
 }
 
 // Problem is an RFC 9457 problem details object with our code.

@@ -183,6 +183,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			return clients[role]
 		}
 
+		const noWithdrawal = "wd_aaaaaaaaaaaaaaaaaaaaaaaa"
 		ok, see, nf, unp := http.StatusOK, http.StatusSeeOther, http.StatusNotFound, http.StatusUnprocessableEntity
 		moved := http.StatusMovedPermanently
 		rows := []matrixRow{
@@ -266,6 +267,25 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.LegacyAdminTopUpPattern, url: routes.LegacyAdminTopUp(review.PublicID), get: p(all(moved))},
 			{path: routes.LegacyAdminTopUpRecheckPattern, url: routes.LegacyAdminTopUpRecheck(review.PublicID), post: p(adminOnly(see))},
 			{path: routes.LegacyAdminTopUpClosePattern, url: routes.LegacyAdminTopUpClose(review.PublicID), post: p(adminOnly(see))},
+			// Cash-out: a POST without its fields or form token is refused; an
+			// unknown withdrawal is nobody's; the admin's actions ask for a
+			// fresh second factor first (none typed: 422).
+			{path: routes.BankAccounts, get: p(signedIn(ok)), post: p(signedIn(unp))},
+			{path: routes.Withdraw, get: p(signedIn(ok)), post: p(signedIn(http.StatusBadRequest))},
+			{path: routes.WithdrawalPattern, url: routes.Withdrawal(noWithdrawal), get: p(who{see, nf, nf, nf})},
+			{path: routes.WithdrawalCancelPattern, url: routes.WithdrawalCancel(noWithdrawal), post: p(who{see, nf, nf, nf})},
+			{path: routes.APIBankAccounts, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
+			{path: routes.APIWithdrawals, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
+			{path: routes.APIWithdrawalPattern, url: routes.APIWithdrawal(noWithdrawal), apiGet: a(apiWho{http.StatusUnauthorized, nf, nf})},
+			{path: routes.AdminWithdrawals, get: p(adminOnly(ok))},
+			{path: routes.AdminWithdrawalsReconcile, post: p(adminOnly(see))},
+			{path: routes.AdminWithdrawalApprovePattern, url: routes.AdminWithdrawalApprove(noWithdrawal), post: p(adminOnly(unp))},
+			{path: routes.AdminWithdrawalRejectPattern, url: routes.AdminWithdrawalReject(noWithdrawal), post: p(adminOnly(unp))},
+			{path: routes.AdminWithdrawalFailPattern, url: routes.AdminWithdrawalFail(noWithdrawal), post: p(adminOnly(unp))},
+			{path: routes.AdminBankAccountApprovePattern, url: routes.AdminBankAccountApprove(999999), post: p(adminOnly(unp))},
+			{path: routes.AdminBankAccountRejectPattern, url: routes.AdminBankAccountReject(999999), post: p(adminOnly(unp))},
 		}
 
 		// Every route the router registers has its row, and every row is a

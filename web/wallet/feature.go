@@ -20,6 +20,7 @@ import (
 	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/withdrawal"
 	"github.com/kifpool/kifpool/web/seam"
 )
 
@@ -42,6 +43,9 @@ type Deps struct {
 	UserTopUps *ratelimit.Window
 	// Transfers sends money between people (the API's use case too).
 	Transfers *transfer.Service
+	// Withdrawals, when set, name the withdrawals of the history's lines
+	// ("to your account at {bank} …1234").
+	Withdrawals *withdrawal.Service
 }
 
 type handlers struct {

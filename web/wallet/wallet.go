@@ -6,6 +6,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/withdrawal"
 	"github.com/kifpool/kifpool/views"
 )
 
@@ -56,6 +58,10 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	wds, err := h.withdrawalsOf(c, u.ID, items)
+	if err != nil {
+		return err
+	}
 	for _, it := range items {
 		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfterRials, Kind: string(it.Kind), CreatedAt: it.CreatedAt,
 			TopUpPublicID: it.TopUpPublicID, Note: it.Note}
@@ -65,9 +71,30 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 		if t, ok := transfers[it.Reference]; ok && it.Kind == ledger.KindTransfer {
 			row.TransferID, row.Who, row.Sent = t.PublicID, t.Counterparty(u.ID), t.SenderUserID == u.ID
 		}
+		if w, ok := wds[it.Note]; ok && (it.Kind == ledger.KindWithdrawal || it.Kind == ledger.KindWithdrawalReturn) {
+			row.WithdrawalPublicID, row.BankCode, row.Last4 = w.PublicID, w.BankCode, w.Last4()
+		}
 		v.Rows = append(v.Rows, row)
 	}
 	return h.Render(c, fiber.StatusOK, views.Wallet(h.Page(c, "wallet.title"), v))
+}
+
+// withdrawalsOf are the withdrawals the history's lines belong to (a
+// withdrawal's transactions carry its public id as their note).
+func (h *handlers) withdrawalsOf(c *fiber.Ctx, userID int64, items []wallet.HistoryItem) (map[string]withdrawal.Withdrawal, error) {
+	if h.Withdrawals == nil {
+		return nil, nil
+	}
+	var ids []string
+	for _, it := range items {
+		if (it.Kind == ledger.KindWithdrawal || it.Kind == ledger.KindWithdrawalReturn) && withdrawal.ValidPublicID(it.Note) {
+			ids = append(ids, it.Note)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return h.Withdrawals.ByPublicIDs(c.UserContext(), userID, ids)
 }
 
 // beforeCursor is a list's ?before= (the keyset cursor: a positive id;

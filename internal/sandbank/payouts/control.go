@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/kifpool/kifpool/internal/iban"
@@ -144,3 +145,16 @@ func validSheba(s string) bool {
 	got, err := iban.Parse(s)
 	return err == nil && string(got) == s
 }
+
+// ControlPath is the control API's path of an action on a payout
+// ("settle", "fail", "return"), relative to the bank's root.
+func ControlPath(provider, id, action string) string {
+	return "/_sandbank/payouts/" + url.PathEscape(provider) + "/" + url.PathEscape(id) + "/" + action
+}
+
+// FaultsPath and OwnersPath are the control API's paths of the faults
+// and of the ownership inquiry's answers.
+const (
+	FaultsPath = "/_sandbank/payouts/faults"
+	OwnersPath = "/_sandbank/payouts/owners"
+)

@@ -1,0 +1,138 @@
+package bankaccount_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/bankaccount"
+	"github.com/kifpool/kifpool/internal/iban"
+	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+func user(t *testing.T, db *store.DB, email string) int64 {
+	t.Helper()
+	var id int64
+	if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'en', ?) RETURNING id`,
+		email, time.Now()).Scan(&id).Error; err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func count(t *testing.T, db *store.DB, q string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Gorm.Raw(q, args...).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+var (
+	sheba  = string(iban.Make("017", "0000000000000000042"))
+	sheba2 = string(iban.Make("056", "0000000000000000043"))
+	code   = "0499370899"
+)
+
+// The provider's inquiry decides: a match verifies the account; a
+// mismatch is refused and nothing (not even the national code) is
+// stored; no answer either way leaves it for an admin, never a mismatch.
+func TestAddChecksOwnership(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name   string
+			answer payout.Ownership
+			err    error
+			want   bankaccount.Status
+			refuse error
+		}{
+			{"match", payout.OwnerMatch, nil, bankaccount.StatusVerified, nil},
+			{"mismatch", payout.OwnerMismatch, nil, "", bankaccount.ErrMismatch},
+			{"no upstream provider", payout.OwnerUnknown, nil, bankaccount.StatusPendingReview, nil},
+			{"a time-out", payout.OwnerUnknown, errors.New("deadline exceeded"), bankaccount.StatusPendingReview, nil},
+		} {
+			uid := user(t, db, tc.name+"@example.com")
+			s := bankaccount.New(db, nil, "zibal", func(context.Context, string, string) (payout.Ownership, error) { return tc.answer, tc.err }, nil)
+			added, err := s.Add(ctx, uid, "ir"+sheba[2:], "۰۴۹۹۳۷۰۸۹۹")
+			if !errors.Is(err, tc.refuse) {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if tc.refuse != nil {
+				if n := count(t, db, `SELECT COUNT(*) FROM bank_accounts WHERE user_id = ?`, uid) + count(t, db, `SELECT COUNT(*) FROM national_codes WHERE user_id = ?`, uid); n != 0 {
+					t.Fatalf("%s: %d rows stored", tc.name, n)
+				}
+				continue
+			}
+			a := added.Account
+			if a.Status != tc.want || a.Sheba != sheba || a.BankCode != "017" || a.Bank().EN != "Bank Melli Iran" || a.Last4() != "0042" {
+				t.Fatalf("%s: %+v", tc.name, a)
+			}
+			if nc, ok, _ := s.NationalCode(ctx, uid); !ok || string(nc) != code {
+				t.Fatalf("%s: national code %q", tc.name, nc)
+			}
+		}
+	})
+}
+
+// The national code is given once; the same Sheba again is the same
+// account, asking nothing; no inquiry at all: every account waits; a
+// pending account is reviewed once, with a note, audited.
+func TestNationalCodeOnceAndReview(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		uid := user(t, db, "a@example.com")
+		asked := 0
+		s := bankaccount.New(db, nil, "zibal", func(context.Context, string, string) (payout.Ownership, error) {
+			asked++
+			return payout.OwnerMatch, nil
+		}, nil)
+		if _, err := s.Add(ctx, uid, sheba, code); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := s.Add(ctx, uid, sheba, code); err != nil || !again.Existed || asked != 1 {
+			t.Fatalf("again: %+v %v, asked %d", again, err, asked)
+		}
+		if _, err := s.Add(ctx, uid, sheba2, "0013542419"); !errors.Is(err, bankaccount.ErrNationalCodeDiffers) {
+			t.Fatalf("another national code: %v", err)
+		}
+		for _, bad := range []struct{ sheba, code string }{{"IR12", code}, {sheba2, "123"}, {"IR820540102680020817909003", code}} {
+			if _, err := s.Add(ctx, uid, bad.sheba, bad.code); err == nil {
+				t.Fatalf("accepted %v", bad)
+			}
+		}
+		none := bankaccount.New(db, nil, "", nil, nil)
+		pending, err := none.Add(ctx, uid, sheba2, code)
+		if err != nil || pending.Account.Status != bankaccount.StatusPendingReview {
+			t.Fatalf("without an inquiry: %+v %v", pending, err)
+		}
+		list, _ := s.List(ctx, uid)
+		if len(list) != 2 {
+			t.Fatalf("list %+v", list)
+		}
+		waiting, err := s.Pending(ctx, 10)
+		if err != nil || len(waiting) != 1 || waiting[0].Email != "a@example.com" || waiting[0].NationalCode != code {
+			t.Fatalf("pending %+v %v", waiting, err)
+		}
+		admin := user(t, db, "admin@example.com")
+		if _, err := s.Review(ctx, admin, pending.Account.ID, true, ""); !errors.Is(err, bankaccount.ErrNoteRequired) {
+			t.Fatalf("no note: %v", err)
+		}
+		if a, err := s.Review(ctx, admin, pending.Account.ID, true, "checked the card in person"); err != nil || a.Status != bankaccount.StatusVerified {
+			t.Fatalf("review: %+v %v", a, err)
+		}
+		if _, err := s.Review(ctx, admin, pending.Account.ID, false, "again"); !errors.Is(err, bankaccount.ErrNotPending) {
+			t.Fatalf("twice: %v", err)
+		}
+		if _, err := s.Get(ctx, admin, pending.Account.ID); !errors.Is(err, bankaccount.ErrNotFound) {
+			t.Fatalf("another's account: %v", err)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'bank_account_approve'`); n != 1 {
+			t.Fatalf("%d audit rows", n)
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package withdrawal
+
+import (
+	"time"
+
+	"github.com/kifpool/kifpool/internal/payout"
+)
+
+// Decision is what a provider's answer means for a withdrawal: a move
+// (To, or none), what to write, and what to do next. Decisions are pure:
+// the tests hold every answer against every status in a table.
+type Decision struct {
+	// To is the status to move to ("" for none).
+	To     Status
+	Reason Reason
+	// Then is a second move after To (a payout found returned before we
+	// knew it was paid: paid, then returned).
+	Then Status
+	// State is the provider state to record ("" leaves it).
+	State ProviderState
+	Ref   string
+	// Resubmit: send the order again now (the provider took nothing, or
+	// keeps one payout per id).
+	Resubmit bool
+	// Anomaly: the answer contradicts what we know and no edge can say
+	// so (a paid withdrawal the provider calls failed, or does not
+	// know): logged, and reconciliation reports it.
+	Anomaly string
+}
+
+// DecideSubmit is what a submit's answer means (err is the submit's
+// error, following payout.Provider's contract).
+func DecideSubmit(res payout.Submitted, err error) Decision {
+	if err == nil {
+		return Decision{State: ProviderInProgress, Ref: res.Ref}
+	}
+	if refused, forNow := payout.IsRefused(err); refused {
+		if forNow {
+			return Decision{State: ProviderNotTaken}
+		}
+		return Decision{To: StatusFailed, Reason: ReasonRefused, State: ProviderFailed}
+	}
+	if payout.NotSent(err) {
+		return Decision{State: ProviderNotTaken}
+	}
+	return Decision{State: ProviderUnknown}
+}
+
+// Policy is what decisions depend on besides the answer.
+type Policy struct {
+	// IdempotentSubmit: the provider keeps one payout per id.
+	IdempotentSubmit bool
+	// UnknownReviewAfter: how long an unknown outcome may last before a
+	// person looks (without IdempotentSubmit).
+	UnknownReviewAfter time.Duration
+}
+
+// DecideStatus is what the provider's word on the payout of w means, at
+// now.
+func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decision {
+	open := w.Status == StatusSubmitted || w.Status == StatusNeedsReview
+	switch st.State {
+	case payout.StateTransferred:
+		if w.Status == StatusPaid {
+			return Decision{State: ProviderTransferred, Ref: st.Ref}
+		}
+		if !open {
+			return Decision{Anomaly: "transferred while " + string(w.Status)}
+		}
+		if st.AmountRials != 0 && st.AmountRials != w.AmountRials {
+			return disagree(w)
+		}
+		return Decision{To: StatusPaid, Reason: ReasonTransferred, State: ProviderTransferred, Ref: st.Ref}
+	case payout.StateReturned:
+		switch {
+		case w.Status == StatusPaid:
+			return Decision{To: StatusReturned, Reason: ReasonReturned, State: ProviderReturned, Ref: st.Ref}
+		case open:
+			// Transferred and returned before we heard of either: both
+			// moves, in order, each with its money.
+			return Decision{To: StatusPaid, Reason: ReasonTransferred, Then: StatusReturned, State: ProviderReturned, Ref: st.Ref}
+		}
+		return Decision{Anomaly: "returned while " + string(w.Status)}
+	case payout.StateFailed:
+		if open {
+			return Decision{To: StatusFailed, Reason: ReasonProviderFailed, State: ProviderFailed}
+		}
+		return Decision{Anomaly: "failed while " + string(w.Status)}
+	case payout.StateInProgress:
+		if w.Status == StatusPaid {
+			return Decision{Anomaly: "in progress while paid"}
+		}
+		return Decision{State: ProviderInProgress, Ref: st.Ref}
+	case payout.StateNotFound:
+		switch {
+		case w.Status == StatusPaid:
+			return Decision{Anomaly: "not found while paid"}
+		case w.ProviderState == ProviderInProgress || w.ProviderState == ProviderTransferred:
+			// It had it, and now does not know it.
+			if w.Status == StatusSubmitted {
+				return Decision{To: StatusNeedsReview, Reason: ReasonContradiction}
+			}
+			return Decision{}
+		case w.ProviderState == ProviderNotTaken:
+			return Decision{Resubmit: true}
+		case p.IdempotentSubmit:
+			// Never taken, or not recorded yet: the same id again is one
+			// payout whatever happened.
+			return Decision{Resubmit: true}
+		case w.Status == StatusSubmitted && w.UnknownSince != nil && now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter:
+			return Decision{To: StatusNeedsReview, Reason: ReasonUnknownTooLong}
+		}
+		return Decision{}
+	}
+	return Decision{}
+}
+
+func disagree(w Withdrawal) Decision {
+	if w.Status == StatusSubmitted {
+		return Decision{To: StatusNeedsReview, Reason: ReasonAmountDisagrees}
+	}
+	return Decision{Anomaly: "amount disagrees"}
+}

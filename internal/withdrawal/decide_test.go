@@ -1,0 +1,110 @@
+package withdrawal_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+)
+
+// TestDecideSubmit: what a submit's answer means. Only the provider's
+// word that it took nothing lets the order go again; a refusal of the
+// payout itself fails it; anything else is unknown.
+func TestDecideSubmit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		to    withdrawal.Status
+		state withdrawal.ProviderState
+	}{
+		{"accepted", nil, "", withdrawal.ProviderInProgress},
+		{"refused for good", payout.Refused("payout_submit", false, 21, "bad iban"), withdrawal.StatusFailed, withdrawal.ProviderFailed},
+		{"refused for now", payout.Refused("payout_submit", true, 11, "balance"), "", withdrawal.ProviderNotTaken},
+		{"breaker open: never sent", &gateway.TransientError{Op: "payout_submit", Err: gateway.ErrUnavailable}, "", withdrawal.ProviderNotTaken},
+		{"time-out", &gateway.TransientError{Op: "payout_submit", Err: errors.New("deadline exceeded")}, "", withdrawal.ProviderUnknown},
+		{"5xx", &gateway.TransientError{Op: "payout_submit", HTTPStatus: 502, Err: errors.New("bad gateway")}, "", withdrawal.ProviderUnknown},
+		{"an untyped error", errors.New("encode"), "", withdrawal.ProviderUnknown},
+	} {
+		d := withdrawal.DecideSubmit(payout.Submitted{}, tc.err)
+		if d.To != tc.to || d.State != tc.state || d.Resubmit {
+			t.Errorf("%s: %+v", tc.name, d)
+		}
+	}
+}
+
+// TestDecideStatus: the provider's word against each state of ours.
+func TestDecideStatus(t *testing.T) {
+	now := time.Date(2025, 6, 7, 10, 0, 0, 0, time.UTC)
+	long, recent := now.Add(-25*time.Hour), now.Add(-time.Hour)
+	sub := func(ps withdrawal.ProviderState, since *time.Time) withdrawal.Withdrawal {
+		return withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: ps, UnknownSince: since, AmountRials: 1000}
+	}
+	st := func(s payout.State) payout.Status { return payout.Status{State: s} }
+	idem := withdrawal.Policy{IdempotentSubmit: true, UnknownReviewAfter: 24 * time.Hour}
+	once := withdrawal.Policy{UnknownReviewAfter: 24 * time.Hour}
+	for _, tc := range []struct {
+		name     string
+		w        withdrawal.Withdrawal
+		st       payout.Status
+		p        withdrawal.Policy
+		to, then withdrawal.Status
+		resubmit bool
+		anomaly  bool
+	}{
+		{"transferred", sub(withdrawal.ProviderInProgress, nil), st(payout.StateTransferred), once, withdrawal.StatusPaid, "", false, false},
+		{"transferred, another amount", sub(withdrawal.ProviderInProgress, nil), payout.Status{State: payout.StateTransferred, AmountRials: 999}, once, withdrawal.StatusNeedsReview, "", false, false},
+		{"failed", sub(withdrawal.ProviderInProgress, nil), st(payout.StateFailed), once, withdrawal.StatusFailed, "", false, false},
+		{"returned before we knew it paid", sub(withdrawal.ProviderInProgress, nil), st(payout.StateReturned), once, withdrawal.StatusPaid, withdrawal.StatusReturned, false, false},
+		{"in progress", sub(withdrawal.ProviderUnknown, &recent), st(payout.StateInProgress), once, "", "", false, false},
+		{"not found, unknown, repeatable", sub(withdrawal.ProviderUnknown, &long), st(payout.StateNotFound), idem, "", "", true, false},
+		{"not found, unknown, not repeatable, recent", sub(withdrawal.ProviderUnknown, &recent), st(payout.StateNotFound), once, "", "", false, false},
+		{"not found, unknown, not repeatable, too long", sub(withdrawal.ProviderUnknown, &long), st(payout.StateNotFound), once, withdrawal.StatusNeedsReview, "", false, false},
+		{"not found, never taken", sub(withdrawal.ProviderNotTaken, nil), st(payout.StateNotFound), once, "", "", true, false},
+		{"not found after it had it", sub(withdrawal.ProviderInProgress, nil), st(payout.StateNotFound), idem, withdrawal.StatusNeedsReview, "", false, false},
+		{"review: transferred", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview}, st(payout.StateTransferred), once, withdrawal.StatusPaid, "", false, false},
+		{"review: failed", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview}, st(payout.StateFailed), once, withdrawal.StatusFailed, "", false, false},
+		{"review: not found", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, ProviderState: withdrawal.ProviderUnknown}, st(payout.StateNotFound), once, "", "", false, false},
+		{"paid: returned", withdrawal.Withdrawal{Status: withdrawal.StatusPaid}, st(payout.StateReturned), once, withdrawal.StatusReturned, "", false, false},
+		{"paid: transferred", withdrawal.Withdrawal{Status: withdrawal.StatusPaid}, st(payout.StateTransferred), once, "", "", false, false},
+		{"paid: failed", withdrawal.Withdrawal{Status: withdrawal.StatusPaid}, st(payout.StateFailed), once, "", "", false, true},
+		{"paid: not found", withdrawal.Withdrawal{Status: withdrawal.StatusPaid}, st(payout.StateNotFound), idem, "", "", false, true},
+		{"cancelled: transferred", withdrawal.Withdrawal{Status: withdrawal.StatusCancelled}, st(payout.StateTransferred), once, "", "", false, true},
+	} {
+		d := withdrawal.DecideStatus(tc.w, tc.st, tc.p, now)
+		if d.To != tc.to || d.Then != tc.then || d.Resubmit != tc.resubmit || (d.Anomaly != "") != tc.anomaly {
+			t.Errorf("%s: %+v", tc.name, d)
+		}
+		if d.To != "" {
+			if _, err := withdrawal.EdgeNeedsLease(tc.w.Status, d.To, withdrawal.ActorWorker); err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+		}
+	}
+}
+
+// TestEveryEdgeHasItsMoney: moving into an ended status ends the hold;
+// paid captures it; returned gives it back; nothing else touches money.
+func TestEveryEdgeHasItsMoney(t *testing.T) {
+	for _, e := range withdrawal.Transitions() {
+		m := withdrawal.MoneyOf(e.To)
+		switch {
+		case e.To.Ended() && e.To != withdrawal.StatusReturned && m != withdrawal.MoneyRelease,
+			e.To == withdrawal.StatusPaid && m != withdrawal.MoneyCapture,
+			e.To == withdrawal.StatusReturned && m != withdrawal.MoneyReturn,
+			e.To.Holding() && m != withdrawal.MoneyNone:
+			t.Errorf("%s → %s moves %v", e.From, e.To, m)
+		}
+		if e.From.Ended() {
+			t.Errorf("an edge leaves %s", e.From)
+		}
+		if !e.Lease && (e.From == withdrawal.StatusSubmitted || e.From == withdrawal.StatusNeedsReview || e.From == withdrawal.StatusPaid) {
+			t.Errorf("%s → %s without the lease", e.From, e.To)
+		}
+	}
+	if !withdrawal.ValidPublicID(withdrawal.NewPublicID()) || withdrawal.ValidPublicID("wd_x") {
+		t.Error("public ids")
+	}
+}

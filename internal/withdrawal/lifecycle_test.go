@@ -1,0 +1,467 @@
+package withdrawal_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/sandbank/payouts"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/sqlstore"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
+)
+
+const funded = 50_000_000
+
+// The whole life of a Jibit withdrawal: held, submitted under its own id,
+// paid when the provider transferred it (the hold captured into payouts in
+// flight), settled by reconciliation (in flight → the provider's rail),
+// then failed by hand at the provider (MANUALLY_FAILED) and returned: the
+// money back in the wallet once, however often the worker and
+// reconciliation look again.
+func TestLifeOfAJibitWithdrawal(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		w := e.request(3_000_000)
+		if w.Status != withdrawal.StatusRequested || w.ReviewRequired || w.Provider != "jibit" || w.Rail != "paya" {
+			t.Fatalf("requested: %+v", w)
+		}
+		e.wantWallet(funded, 3_000_000)
+		e.round(time.Second)
+		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderInProgress || w.Submits != 1 {
+			t.Fatalf("after a round: %+v", w)
+		}
+		if p, ok := e.bank.Payouts().Payout(payouts.Jibit, w.PublicID); !ok || p.AmountRials != 3_000_000 || p.Sheba != w.Sheba {
+			t.Fatalf("the provider holds %+v", p)
+		}
+		e.round(time.Minute) // still in progress
+		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.Checks != 1 {
+			t.Fatalf("in progress: %+v", w)
+		}
+		if _, err := e.bank.Payouts().Settle(payouts.Jibit, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		e.round(time.Minute)
+		if w = e.get(w); w.Status != withdrawal.StatusPaid || w.PaidAt == nil || w.WatchUntil == nil || w.NextCheckAt == nil {
+			t.Fatalf("transferred: %+v", w)
+		}
+		e.wantWallet(funded-3_000_000, 0)
+		if got := withdrawaltest.Account(t, db, sqlstore.InFlightCode("jibit")); got != 3_000_000 {
+			t.Fatalf("in flight %d", got)
+		}
+		reps, err := e.svc.Reconcile(context.Background(), e.st)
+		if err != nil || len(reps) != 1 || reps[0].Paid != 1 || reps[0].Settled != 1 || reps[0].Differences != 0 {
+			t.Fatalf("reconcile: %+v %v", reps, err)
+		}
+		if in, rail := withdrawaltest.Account(t, db, sqlstore.InFlightCode("jibit")), withdrawaltest.Account(t, db, sqlstore.RailCode("jibit")); in != 0 || rail != 3_000_000 {
+			t.Fatalf("settled: in flight %d, rail %d", in, rail)
+		}
+		if _, err := e.bank.Payouts().Return(payouts.Jibit, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		e.round(time.Hour)
+		if w = e.get(w); w.Status != withdrawal.StatusReturned || w.ReturnedAt == nil || w.NextCheckAt != nil {
+			t.Fatalf("returned: %+v", w)
+		}
+		e.wantWallet(funded, 0)
+		for range 3 {
+			e.round(time.Hour)
+			if _, err := e.svc.Reconcile(context.Background(), e.st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := withdrawaltest.Returns(t, db, w.PublicID); n != 1 {
+			t.Fatalf("%d returns", n)
+		}
+		e.wantWallet(funded, 0)
+		var path []withdrawal.Status
+		for _, ev := range withdrawaltest.Events(t, db, w.ID) {
+			path = append(path, ev.ToStatus)
+		}
+		want := []withdrawal.Status{withdrawal.StatusRequested, withdrawal.StatusSubmitted, withdrawal.StatusPaid, withdrawal.StatusReturned}
+		if len(path) != len(want) {
+			t.Fatalf("events %v", path)
+		}
+		if calls := withdrawaltest.Calls(t, db, w.PublicID); calls["payout_submit"] != 1 || calls["payout_status"] < 3 {
+			t.Fatalf("calls %v", calls)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// Zibal: paid, settled; no late failure, so a paid withdrawal is asked
+// about no more.
+func TestLifeOfAZibalWithdrawal(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "zibal")
+		w := e.request(1_000_000)
+		e.round(time.Second)
+		if _, err := e.bank.Payouts().Settle(payouts.Zibal, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		e.round(time.Minute)
+		if w = e.get(w); w.Status != withdrawal.StatusPaid || w.NextCheckAt != nil || w.ProviderRef == "" {
+			t.Fatalf("paid: %+v", w)
+		}
+		e.wantWallet(funded-1_000_000, 0)
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// The provider fails it: released, the money spendable again.
+func TestProviderFailsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		w := e.request(2_000_000)
+		e.round(time.Second)
+		if _, err := e.bank.Payouts().Fail(payouts.Jibit, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		e.round(time.Minute)
+		if w = e.get(w); w.Status != withdrawal.StatusFailed || w.ResolvedAt == nil {
+			t.Fatalf("failed: %+v", w)
+		}
+		e.wantWallet(funded, 0)
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// A time-out after the provider took it: the outcome is unknown, never
+// failed; the next round asks by our id and finds it; one payout.
+func TestTimeOutAfterAccepting(t *testing.T) {
+	for _, provider := range []string{"jibit", "zibal"} {
+		t.Run(provider, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				e := newEnv(t, db, provider)
+				e.faults(provider, payouts.ProviderFaults{AcceptThenHangRate: 1, HangMS: 10_000})
+				w := e.request(1_500_000)
+				e.round(time.Second)
+				if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderUnknown || w.UnknownSince == nil {
+					t.Fatalf("after the time-out: %+v", w)
+				}
+				e.faults(provider, payouts.ProviderFaults{})
+				e.round(time.Minute)
+				if w = e.get(w); w.ProviderState != withdrawal.ProviderInProgress || w.Submits != 1 || e.bankPayouts(provider, w.PublicID) != 1 {
+					t.Fatalf("asked: %+v", w)
+				}
+				if _, err := e.bank.Payouts().Settle(provider, w.PublicID); err != nil {
+					t.Fatal(err)
+				}
+				e.round(time.Minute)
+				if w = e.get(w); w.Status != withdrawal.StatusPaid {
+					t.Fatalf("paid: %+v", w)
+				}
+				if p, _ := e.bank.Payouts().Payout(provider, w.PublicID); p.Submits != 1 {
+					t.Fatalf("%d submits reached the provider", p.Submits)
+				}
+				withdrawaltest.CheckInvariants(t, db)
+			})
+		})
+	}
+}
+
+// Maintenance during the submit (503: unknown). Jibit keeps one payout per
+// id: when it is back and does not know the payout, the same id is sent
+// again. Zibal cannot be trusted with a second submit: the worker asks
+// until the provider knows, and after WITHDRAWAL_UNKNOWN_REVIEW_AFTER a
+// person looks (and may close it as failed): never two payouts.
+func TestMaintenanceDuringSubmit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		e.faults("jibit", payouts.ProviderFaults{Maintenance: true})
+		w := e.request(1_000_000)
+		e.round(time.Second)
+		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderUnknown {
+			t.Fatalf("jibit in maintenance: %+v", w)
+		}
+		e.faults("jibit", payouts.ProviderFaults{})
+		e.round(time.Minute)
+		if w = e.get(w); w.ProviderState != withdrawal.ProviderInProgress || w.Submits != 2 || e.bankPayouts("jibit", w.PublicID) != 1 {
+			t.Fatalf("jibit back: %+v", w)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "zibal")
+		e.faults("zibal", payouts.ProviderFaults{Maintenance: true})
+		w := e.request(1_000_000)
+		e.round(time.Second)
+		e.faults("zibal", payouts.ProviderFaults{})
+		for range 5 {
+			e.round(time.Hour)
+		}
+		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.Submits != 1 || e.bankPayouts("zibal", w.PublicID) != 0 {
+			t.Fatalf("zibal back, not knowing it: %+v", w)
+		}
+		e.round(24 * time.Hour)
+		if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.StatusReason != string(withdrawal.ReasonUnknownTooLong) {
+			t.Fatalf("zibal after a day: %+v", w)
+		}
+		e.wantWallet(funded, 1_000_000)
+		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+		if _, err := e.svc.AdminFail(context.Background(), admin, w.PublicID, ""); !errors.Is(err, withdrawal.ErrNoteRequired) {
+			t.Fatalf("without a note: %v", err)
+		}
+		if w, err := e.svc.AdminFail(context.Background(), admin, w.PublicID, "Zibal's panel has no such payout"); err != nil || w.Status != withdrawal.StatusFailed {
+			t.Fatalf("closed: %+v %v", w, err)
+		}
+		e.wantWallet(funded, 0)
+		if n := withdrawaltest.AuditActions(t, db, "withdrawal_fail"); n != 1 {
+			t.Fatalf("%d audit rows", n)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// The provider's own balance short: refused for now, nothing taken, the
+// same order sent again later; a duplicate submit (the request arriving
+// twice) is one payout.
+func TestBalanceShortAndDuplicate(t *testing.T) {
+	for _, provider := range []string{"jibit", "zibal"} {
+		t.Run(provider, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				e := newEnv(t, db, provider)
+				e.faults(provider, payouts.ProviderFaults{BalanceShort: true})
+				w := e.request(1_000_000)
+				e.round(time.Second)
+				if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderNotTaken || e.bankPayouts(provider, w.PublicID) != 0 {
+					t.Fatalf("balance short: %+v", w)
+				}
+				e.faults(provider, payouts.ProviderFaults{DuplicateRate: 1})
+				e.round(time.Minute)
+				if w = e.get(w); w.ProviderState != withdrawal.ProviderInProgress || w.Submits != 2 {
+					t.Fatalf("sent again: %+v", w)
+				}
+				if p, _ := e.bank.Payouts().Payout(provider, w.PublicID); p.Submits != 2 || e.bankPayouts(provider, w.PublicID) != 1 {
+					t.Fatalf("the provider holds %+v", p)
+				}
+				withdrawaltest.CheckInvariants(t, db)
+			})
+		})
+	}
+}
+
+// A late failure the provider decides itself (Jibit: transferred, then
+// MANUALLY_FAILED at the next inquiry).
+func TestLateFailure(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		e.faults("jibit", payouts.ProviderFaults{AutoSettle: true, LateFailRate: 1})
+		w := e.request(700_000)
+		e.round(time.Second) // submitted
+		e.round(time.Minute) // transferred
+		if w = e.get(w); w.Status != withdrawal.StatusPaid {
+			t.Fatalf("paid: %+v", w)
+		}
+		e.round(time.Hour) // failed by hand
+		if w = e.get(w); w.Status != withdrawal.StatusReturned {
+			t.Fatalf("returned: %+v", w)
+		}
+		e.wantWallet(funded, 0)
+		if got := withdrawaltest.Account(t, db, sqlstore.InFlightCode("jibit")); got != 0 {
+			t.Fatalf("in flight %d", got)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// Found returned before we knew it was paid: paid, then returned, each
+// with its money.
+func TestFoundReturnedAtOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		w := e.request(900_000)
+		e.round(time.Second)
+		if _, err := e.bank.Payouts().Settle(payouts.Jibit, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.bank.Payouts().Return(payouts.Jibit, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		e.round(time.Minute)
+		if w = e.get(w); w.Status != withdrawal.StatusReturned || withdrawaltest.Returns(t, db, w.PublicID) != 1 {
+			t.Fatalf("returned: %+v", w)
+		}
+		e.wantWallet(funded, 0)
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// The request's rules: the amount rules, a verified account of the
+// user's, the available balance (guarded in the hold's write), the daily
+// limit; a form submitted twice, at once, is one withdrawal.
+func TestRequestRules(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		ctx := context.Background()
+		req := func(account, rials int64, tok string) error {
+			_, err := e.svc.Request(ctx, withdrawal.Request{UserID: e.userID, FormToken: tok, BankAccountID: account, AmountRials: rials})
+			return err
+		}
+		pending := withdrawaltest.PendingAccount(t, db, e.userID, withdrawaltest.Sheba("012", 7))
+		other, _ := withdrawaltest.User(t, db, "other@example.com")
+		theirs := withdrawaltest.VerifiedAccount(t, db, other, withdrawaltest.Sheba("056", 9))
+		var dl *withdrawal.DailyLimitError
+		for _, tc := range []struct {
+			name    string
+			account int64
+			rials   int64
+			tok     string
+			want    func(error) bool
+		}{
+			{"a bad token", e.account, 1_000_000, "x", func(err error) bool { return errors.Is(err, withdrawal.ErrBadFormToken) }},
+			{"below the minimum", e.account, 50_000, formtoken.New(), func(err error) bool { return errors.Is(err, money.ErrTooSmall) }},
+			{"not whole tomans", e.account, 1_000_005, formtoken.New(), func(err error) bool { return errors.Is(err, money.ErrNotWholeTomans) }},
+			{"an account waiting for review", pending, 1_000_000, formtoken.New(), func(err error) bool { return errors.Is(err, withdrawal.ErrBankAccountUnchecked) }},
+			{"another's account", theirs, 1_000_000, formtoken.New(), func(err error) bool { return errors.Is(err, withdrawal.ErrBankAccountMissing) }},
+			{"more than the wallet", e.account, funded + 10, formtoken.New(), func(err error) bool { return errors.Is(err, withdrawal.ErrInsufficientFunds) }},
+		} {
+			if err := req(tc.account, tc.rials, tc.tok); !tc.want(err) {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+		}
+		if n := len(withdrawaltest.All(t, db)); n != 0 {
+			t.Fatalf("%d withdrawals written by refusals", n)
+		}
+		e.wantWallet(funded, 0)
+		// The same form at once, eight times: one withdrawal.
+		tok := formtoken.New()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if err := req(e.account, 1_000_000, tok); err != nil {
+					t.Errorf("double submit: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := len(withdrawaltest.All(t, db)); n != 1 {
+			t.Fatalf("%d withdrawals from one form", n)
+		}
+		e.wantWallet(funded, 1_000_000)
+		// The daily limit (2 bn): with 1 M today, 1,999,000,010 more is
+		// refused, leaving what is left.
+		withdrawaltest.Fund(t, db, e.wallet, 3_000_000_000)
+		if err := req(e.account, 1_999_000_010, formtoken.New()); !errors.As(err, &dl) || dl.Left != 1_999_000_000 {
+			t.Fatalf("daily limit: %v", err)
+		}
+		e.clock.Advance(24 * time.Hour)
+		if err := req(e.account, 1_999_000_010, formtoken.New()); err != nil {
+			t.Fatalf("the next day: %v", err)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// Two withdrawals racing for the last rials of a wallet: one is held,
+// the other refused; never both.
+func TestRacingForTheLastRials(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		var wg sync.WaitGroup
+		var ok, short int
+		var mu sync.Mutex
+		for range 6 {
+			wg.Go(func() {
+				_, err := e.svc.Request(context.Background(), withdrawal.Request{UserID: e.userID, FormToken: formtoken.New(),
+					BankAccountID: e.account, AmountRials: 20_000_000})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.Is(err, withdrawal.ErrInsufficientFunds):
+					short++
+				default:
+					t.Errorf("request: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if ok != 2 || short != 4 {
+			t.Fatalf("%d held, %d refused; want 2 and 4", ok, short)
+		}
+		e.wantWallet(funded, 40_000_000)
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// A large one waits for an admin: never sent before the approval; the
+// approval sends it, a rejection releases it; the owner may cancel it
+// before it is sent, never after.
+func TestReviewAndCancel(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		ctx := context.Background()
+		withdrawaltest.Fund(t, db, e.wallet, 2_000_000_000)
+		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+		big := e.request(600_000_000)
+		if !big.ReviewRequired || big.NextCheckAt != nil {
+			t.Fatalf("big: %+v", big)
+		}
+		e.round(time.Minute)
+		if big = e.get(big); big.Status != withdrawal.StatusRequested || e.bankPayouts("jibit", big.PublicID) != 0 {
+			t.Fatalf("sent before the approval: %+v", big)
+		}
+		if _, err := e.svc.Approve(ctx, admin, big.PublicID, " "); !errors.Is(err, withdrawal.ErrNoteRequired) {
+			t.Fatalf("approve without a note: %v", err)
+		}
+		if big, err := e.svc.Approve(ctx, admin, big.PublicID, "called the payee"); err != nil || big.Status != withdrawal.StatusApproved {
+			t.Fatalf("approve: %+v %v", big, err)
+		}
+		if _, err := e.svc.Approve(ctx, admin, big.PublicID, "again"); !errors.Is(err, withdrawal.ErrNotReviewable) {
+			t.Fatalf("approve twice: %v", err)
+		}
+		e.round(time.Second)
+		if big = e.get(big); big.Status != withdrawal.StatusSubmitted || e.bankPayouts("jibit", big.PublicID) != 1 {
+			t.Fatalf("approved, then sent: %+v", big)
+		}
+		if _, err := e.svc.Cancel(ctx, e.userID, big.PublicID); !errors.Is(err, withdrawal.ErrNotCancellable) {
+			t.Fatalf("cancel after sending: %v", err)
+		}
+		other := e.request(700_000_000)
+		if other, err := e.svc.Reject(ctx, admin, other.PublicID, "the payee did not answer"); err != nil || other.Status != withdrawal.StatusRejected {
+			t.Fatalf("reject: %+v %v", other, err)
+		}
+		small := e.request(1_000_000)
+		if small, err := e.svc.Cancel(ctx, e.userID, small.PublicID); err != nil || small.Status != withdrawal.StatusCancelled {
+			t.Fatalf("cancel: %+v %v", small, err)
+		}
+		if _, err := e.svc.Cancel(ctx, admin, small.PublicID); !errors.Is(err, withdrawal.ErrNotFound) {
+			t.Fatalf("another's cancel: %v", err)
+		}
+		e.round(time.Minute)
+		if e.bankPayouts("jibit", small.PublicID) != 0 {
+			t.Fatal("a cancelled withdrawal was sent")
+		}
+		e.wantWallet(funded+2_000_000_000, 600_000_000)
+		if withdrawaltest.AuditActions(t, db, "withdrawal_approve") != 1 || withdrawaltest.AuditActions(t, db, "withdrawal_reject") != 1 {
+			t.Fatal("approvals and rejections are audited")
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// The hold is made for longer than any withdrawal lives: the holds' sweep
+// never ends one under a payout in flight.
+func TestHoldNeverExpiresUnderAPayout(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		w := e.request(1_000_000)
+		e.round(time.Second)
+		n, err := ledger.New(db).ExpireDue(context.Background(), e.clock.Now().Add(10*365*24*time.Hour), 100)
+		if err != nil || n != 0 {
+			t.Fatalf("expired %d: %v", n, err)
+		}
+		if h := withdrawaltest.Hold(t, db, e.get(w).HoldID); h.Status != ledger.HoldOpen {
+			t.Fatalf("hold %+v", h)
+		}
+	})
+}

@@ -1,0 +1,243 @@
+package withdrawal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/lifecycle"
+	"github.com/kifpool/kifpool/internal/payout"
+)
+
+// Report is one payout reconciliation with one provider: what was
+// compared, what it confirmed, and every difference, flagged for an
+// admin and never fixed silently.
+type Report struct {
+	ID         int64
+	Provider   string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// Checked: our withdrawals compared; Paid and PaidRials: those both
+	// sides call paid; Returned: both call returned; InFlight: submitted
+	// here, in progress there; Settled: paid ones settled by this run.
+	Checked, Paid, Returned, InFlight, Settled, Differences int
+	PaidRials                                               int64
+	// Details is a JSON array of Difference.
+	Details string
+	Error   string
+}
+
+// Items decodes the report's differences.
+func (r Report) Items() []Difference {
+	var out []Difference
+	_ = json.Unmarshal([]byte(r.Details), &out)
+	return out
+}
+
+// Difference is one thing the two sides disagree on.
+type Difference struct {
+	// Kind names it (admin.payout_diff.* in the pages).
+	Kind string `json:"kind"`
+	// PublicID is ours ("" for a payout of the provider's we do not know).
+	PublicID    string `json:"id"`
+	Ours        Status `json:"ours,omitempty"`
+	Theirs      string `json:"theirs"`
+	AmountRials int64  `json:"amount_rials"`
+}
+
+// The kinds of difference.
+const (
+	// DiffUnknownPayout: the provider lists a payout no withdrawal of
+	// ours has (the list's providers only).
+	DiffUnknownPayout = "unknown_payout"
+	// DiffPaidNotTheirs: paid here; there in progress, failed or unknown.
+	DiffPaidNotTheirs = "paid_not_theirs"
+	// DiffEndedButTheirs: failed, rejected or cancelled here (the money
+	// back in the wallet); there taken or transferred: a payout we do not
+	// pay for.
+	DiffEndedButTheirs = "ended_but_theirs"
+	// DiffReturnedNotTheirs: returned here; not there.
+	DiffReturnedNotTheirs = "returned_not_theirs"
+	// DiffAmount: the provider holds another amount.
+	DiffAmount = "amount"
+	// DiffUnreached: the provider could not be asked about it.
+	DiffUnreached = "unreached"
+)
+
+// ReconcileLookback is how far back reconciliation compares.
+const ReconcileLookback = 7 * 24 * time.Hour
+
+// Lister reads the withdrawals reconciliation compares (of a provider,
+// created at or after since, every status but those never sent).
+type Lister interface {
+	ForReconcile(ctx context.Context, provider string, since time.Time) ([]Withdrawal, error)
+}
+
+// Reconcile compares each provider's word with our withdrawals of the
+// last ReconcileLookback and stores one report per provider. Open ones
+// the provider has ended are moved as the worker would (the provider's
+// word, recorded with its event); paid ones the provider confirms are
+// settled (payouts in flight → the provider's rail); everything else
+// that disagrees is a difference for an admin, and nothing is changed
+// for it.
+func (s *Service) Reconcile(ctx context.Context, l Lister) ([]Report, error) {
+	var out []Report
+	var errs []error
+	for _, o := range s.offers {
+		r, err := s.reconcileOne(ctx, l, o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.Name, err))
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+func (s *Service) reconcileOne(ctx context.Context, l Lister, o Offer) (Report, error) {
+	now := s.clock()
+	r := Report{Provider: o.Name, StartedAt: now}
+	var diffs []Difference
+	since := now.Add(-ReconcileLookback)
+	ours, err := l.ForReconcile(ctx, o.Name, since)
+	if err != nil {
+		return r, err
+	}
+	theirs := map[string]payout.Listed{}
+	listed := false
+	if o.Caps.Reconcile == payout.ReconcileList && o.Provider.Ops().List != nil {
+		items, lerr := o.Provider.Ops().List(ctx, since.Add(-time.Hour), now.Add(time.Minute))
+		if lerr != nil {
+			r.Error = lerr.Error()
+		} else {
+			listed = true
+			for _, it := range items {
+				theirs[it.ID] = it
+			}
+		}
+	}
+	known := map[string]bool{}
+	for _, w := range ours {
+		known[w.PublicID] = true
+		var st payout.Status
+		if listed {
+			it, ok := theirs[w.PublicID]
+			st = payout.Status{State: payout.StateNotFound}
+			if ok {
+				st = payout.Status{State: it.State, Raw: it.Raw, AmountRials: it.AmountRials}
+			}
+		} else {
+			var qerr error
+			st, qerr = o.Provider.Status(resilient.WithRef(ctx, w.PublicID), w.PublicID)
+			if qerr != nil {
+				diffs = append(diffs, Difference{Kind: DiffUnreached, PublicID: w.PublicID, Ours: w.Status, AmountRials: w.AmountRials})
+				continue
+			}
+		}
+		r.Checked++
+		diffs = append(diffs, s.compare(ctx, w, st, o, &r)...)
+	}
+	for id, it := range theirs {
+		if !known[id] && (it.State == payout.StateTransferred || it.State == payout.StateInProgress || it.State == payout.StateReturned) {
+			diffs = append(diffs, Difference{Kind: DiffUnknownPayout, PublicID: id, Theirs: string(it.State), AmountRials: it.AmountRials})
+		}
+	}
+	if diffs == nil {
+		diffs = []Difference{}
+	}
+	b, _ := json.Marshal(diffs)
+	r.Details, r.Differences, r.FinishedAt = string(b), len(diffs), s.clock()
+	if err := s.st.SaveReport(ctx, &r); err != nil {
+		return r, err
+	}
+	if len(diffs) > 0 {
+		s.log.WarnContext(ctx, "payout reconciliation: differences for an admin", "provider", o.Name, "differences", len(diffs), "report", r.ID)
+	}
+	return r, nil
+}
+
+// compare is one withdrawal against the provider's word.
+func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o Offer, r *Report) []Difference {
+	d := func(kind string) []Difference {
+		return []Difference{{Kind: kind, PublicID: w.PublicID, Ours: w.Status, Theirs: string(st.State), AmountRials: w.AmountRials}}
+	}
+	if st.AmountRials != 0 && st.AmountRials != w.AmountRials && st.State != payout.StateNotFound {
+		return []Difference{{Kind: DiffAmount, PublicID: w.PublicID, Ours: w.Status, Theirs: fmt.Sprintf("%s %d", st.State, st.AmountRials), AmountRials: w.AmountRials}}
+	}
+	switch w.Status {
+	case StatusSubmitted, StatusNeedsReview:
+		switch st.State {
+		case payout.StateTransferred, payout.StateFailed, payout.StateReturned:
+			moved, err := s.resolveWith(ctx, w, st, o)
+			if err != nil {
+				return d(DiffUnreached)
+			}
+			if moved.Status == StatusPaid {
+				r.Paid++
+				r.PaidRials += moved.AmountRials
+				if ok, _ := s.st.Settle(ctx, moved.ID, s.clock()); ok {
+					r.Settled++
+				}
+			}
+			if moved.Status == StatusReturned {
+				r.Returned++
+			}
+		case payout.StateInProgress:
+			r.InFlight++
+		}
+		return nil
+	case StatusPaid:
+		switch st.State {
+		case payout.StateTransferred:
+			r.Paid++
+			r.PaidRials += w.AmountRials
+			if w.SettledAt == nil {
+				if ok, _ := s.st.Settle(ctx, w.ID, s.clock()); ok {
+					r.Settled++
+				}
+			}
+			return nil
+		case payout.StateReturned:
+			if moved, err := s.resolveWith(ctx, w, st, o); err == nil && moved.Status == StatusReturned {
+				r.Returned++
+				return nil
+			}
+			return d(DiffUnreached)
+		}
+		return d(DiffPaidNotTheirs)
+	case StatusReturned:
+		if st.State == payout.StateReturned {
+			r.Returned++
+			return nil
+		}
+		return d(DiffReturnedNotTheirs)
+	case StatusFailed, StatusRejected, StatusCancelled:
+		if st.State == payout.StateTransferred || st.State == payout.StateInProgress || st.State == payout.StateReturned {
+			return d(DiffEndedButTheirs)
+		}
+	}
+	return nil
+}
+
+// resolveWith applies the provider's word st to w as the worker would,
+// under w's lease, as reconciliation.
+func (s *Service) resolveWith(ctx context.Context, w Withdrawal, st payout.Status, o Offer) (Withdrawal, error) {
+	now := s.clock()
+	tok := lifecycle.NewLeaseToken()
+	w, ok, err := s.st.Claim(ctx, Claim{ID: w.ID, Statuses: []Status{w.Status}, Token: tok, Now: now, Until: now.Add(s.cfg.LeaseDuration)})
+	if err != nil {
+		return w, err
+	}
+	if !ok {
+		return w, ErrBusy
+	}
+	dec := DecideStatus(w, st, Policy{IdempotentSubmit: o.Caps.IdempotentSubmit, UnknownReviewAfter: s.cfg.UnknownReviewAfter}, now)
+	dec.Resubmit = false // reconciliation never sends
+	if dec.To == "" {
+		_, err := s.st.Update(ctx, w.ID, tok, Fields{}, false)
+		return w, err
+	}
+	return s.apply(ctx, w, tok, o, ActorReconcile, dec, true)
+}

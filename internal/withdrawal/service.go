@@ -1,0 +1,457 @@
+package withdrawal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/bankaccount"
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/lifecycle"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/rail"
+	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/usertext"
+	"github.com/kifpool/kifpool/internal/wallet"
+)
+
+// HoldLife is how long a withdrawal's hold is made for: longer than any
+// withdrawal stays open, so that it never expires under a payout in
+// flight (the hold ends by the withdrawal's own moves, never by time).
+const HoldLife = 100 * 365 * 24 * time.Hour
+
+// HoldReason is the reason of a withdrawal's hold (its reference: the
+// withdrawal's public id).
+const HoldReason = "withdrawal"
+
+// Offer is one payout provider new withdrawals may go to.
+type Offer struct {
+	Name     string
+	Provider payout.Provider
+	Caps     payout.Capabilities
+}
+
+// Config is the lifecycle's tuning, from the configuration.
+type Config struct {
+	// MinRials and MaxRials bound one withdrawal (whole tomans).
+	MinRials, MaxRials int64
+	// DailyMaxRials bounds a user's withdrawals per Tehran day (0: no
+	// limit); ReviewAboveRials sends larger ones to an admin first (0:
+	// none).
+	DailyMaxRials, ReviewAboveRials int64
+	// UnknownReviewAfter: see Policy.
+	UnknownReviewAfter time.Duration
+	// WatchPaid: how long a paid withdrawal is asked about when its
+	// provider may still fail it.
+	WatchPaid time.Duration
+	// LeaseDuration bounds one provider call and its recording.
+	LeaseDuration time.Duration
+	// BaseBackoff and MaxBackoff pace the worker's checks.
+	BaseBackoff, MaxBackoff time.Duration
+	Schedule                rail.Schedule
+	// Jitter returns a number in [0,1) (nil: none, the back-off's
+	// middle).
+	Jitter func() float64
+}
+
+// Limits are the amount rules.
+func (c Config) Limits() money.Limits {
+	return money.Limits{MinRials: c.MinRials, MaxRials: c.MaxRials}
+}
+
+// Service is the withdrawal lifecycle's use cases.
+type Service struct {
+	st       Store
+	accounts *bankaccount.Service
+	wallets  *wallet.Service
+	offers   []Offer
+	cfg      Config
+	now      func() time.Time
+	log      *slog.Logger
+	wake     chan struct{}
+	// OnChange, when set, is told of every committed move (metrics,
+	// mail); wiring, set before use.
+	OnChange func(w Withdrawal, from Status)
+}
+
+// New returns the service.
+func New(st Store, accounts *bankaccount.Service, wallets *wallet.Service, offers []Offer, cfg Config, now func() time.Time, log *slog.Logger) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxRials == 0 {
+		cfg.MaxRials = 1_000_000_000_000
+	}
+	return &Service{st: st, accounts: accounts, wallets: wallets, offers: offers, cfg: cfg, now: now, log: log, wake: make(chan struct{}, 1)}
+}
+
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Wake is the channel a new withdrawal or an approval signals: the
+// worker's loop runs at once instead of at its next tick.
+func (s *Service) Wake() <-chan struct{} { return s.wake }
+
+func (s *Service) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// On reports whether withdrawals are offered.
+func (s *Service) On() bool { return len(s.offers) > 0 }
+
+// Config is the service's tuning.
+func (s *Service) Config() Config { return s.cfg }
+
+// Offers are the providers, in the configuration's order.
+func (s *Service) Offers() []Offer { return s.offers }
+
+// offer is the provider named, if offered.
+func (s *Service) offer(name string) (Offer, bool) {
+	for _, o := range s.offers {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Offer{}, false
+}
+
+// pick is the provider a new withdrawal of amount goes to, and its rail:
+// the first that takes the amount and is up, else the first that takes
+// it (the worker sends it when the provider is back).
+func (s *Service) pick(amount int64) (Offer, rail.Rail, error) {
+	var fallback *Offer
+	var fallbackRail rail.Rail
+	for i, o := range s.offers {
+		r, ok := rail.For(amount, o.Caps.Rails)
+		if !ok || amount < o.Caps.MinAmountRials || (o.Caps.MaxAmountRials > 0 && amount > o.Caps.MaxAmountRials) {
+			continue
+		}
+		if !payout.Down(o.Provider) {
+			return o, r, nil
+		}
+		if fallback == nil {
+			fallback, fallbackRail = &s.offers[i], r
+		}
+	}
+	if fallback != nil {
+		return *fallback, fallbackRail, nil
+	}
+	return Offer{}, "", ErrNoProvider
+}
+
+// Estimate is when a withdrawal of amount requested now would reach the
+// account (the rail of the provider it would go to).
+func (s *Service) Estimate(amount int64) (rail.Estimate, bool) {
+	_, r, err := s.pick(amount)
+	if err != nil {
+		return rail.Estimate{}, false
+	}
+	return s.cfg.Schedule.Estimate(r, s.now(), i18n.Tehran()), true
+}
+
+// DailyLimitError is a request refused by the daily limit.
+type DailyLimitError struct {
+	Limit, Left int64
+}
+
+func (e *DailyLimitError) Error() string {
+	return fmt.Sprintf("withdrawal: daily limit of %d rials reached (%d left today)", e.Limit, e.Left)
+}
+
+// DayStart is the start of t's calendar day in Tehran.
+func DayStart(t time.Time) time.Time {
+	l := t.In(i18n.Tehran())
+	y, m, d := l.Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, i18n.Tehran()).UTC()
+}
+
+// Request is what a withdrawal is asked for with.
+type Request struct {
+	UserID        int64
+	FormToken     string // the form's token, or one derived from an Idempotency-Key
+	BankAccountID int64
+	AmountRials   int64
+}
+
+// Requested is a request's outcome.
+type Requested struct {
+	Withdrawal Withdrawal
+	// Replay: the form (or key) made this withdrawal before.
+	Replay bool
+}
+
+// Request makes a withdrawal: the amount rules (money's errors), a
+// verified bank account of the user's, a provider that takes the amount,
+// the daily limit (*DailyLimitError) and the wallet's available balance
+// (ErrInsufficientFunds), checked in that order; then one transaction
+// writes the withdrawal and holds its amount. The same form token is the
+// same withdrawal, answered again (Replay).
+func (s *Service) Request(ctx context.Context, r Request) (Requested, error) {
+	if !s.On() {
+		return Requested{}, ErrOff
+	}
+	if !formtoken.Valid(r.FormToken) {
+		return Requested{}, ErrBadFormToken
+	}
+	if w, err := s.st.ByFormToken(ctx, r.UserID, r.FormToken); err == nil {
+		return Requested{Withdrawal: w, Replay: true}, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return Requested{}, err
+	}
+	if err := s.cfg.Limits().Check(r.AmountRials); err != nil {
+		return Requested{}, err
+	}
+	acct, err := s.accounts.Get(ctx, r.UserID, r.BankAccountID)
+	if errors.Is(err, bankaccount.ErrNotFound) {
+		return Requested{}, ErrBankAccountMissing
+	}
+	if err != nil {
+		return Requested{}, err
+	}
+	if !acct.Verified() {
+		return Requested{}, ErrBankAccountUnchecked
+	}
+	offer, rl, err := s.pick(r.AmountRials)
+	if err != nil {
+		return Requested{}, err
+	}
+	wal, err := s.wallets.ForUser(ctx, r.UserID)
+	if errors.Is(err, wallet.ErrNotFound) {
+		return Requested{}, ErrNoWallet
+	}
+	if err != nil {
+		return Requested{}, err
+	}
+	now := s.clock()
+	w := Withdrawal{PublicID: NewPublicID(), UserID: r.UserID, WalletID: wal.ID, BankAccountID: acct.ID, Sheba: acct.Sheba,
+		BankCode: acct.BankCode, AmountRials: r.AmountRials, Provider: offer.Name, Rail: string(rl), FormToken: r.FormToken,
+		Status: StatusRequested, ReviewRequired: s.cfg.ReviewAboveRials > 0 && r.AmountRials > s.cfg.ReviewAboveRials,
+		CreatedAt: now, UpdatedAt: now}
+	if !w.ReviewRequired {
+		w.NextCheckAt = &now
+	}
+	q := Quota{DayStart: DayStart(now), Admit: func(used int64) error {
+		if s.cfg.DailyMaxRials > 0 && used+r.AmountRials > s.cfg.DailyMaxRials {
+			return &DailyLimitError{Limit: s.cfg.DailyMaxRials, Left: max(s.cfg.DailyMaxRials-used, 0)}
+		}
+		return nil
+	}}
+	err = s.st.Create(ctx, &w, q)
+	if errors.Is(err, ErrDuplicate) {
+		first, ferr := s.st.ByFormToken(ctx, r.UserID, r.FormToken)
+		if ferr != nil {
+			return Requested{}, errors.Join(err, ferr)
+		}
+		return Requested{Withdrawal: first, Replay: true}, nil
+	}
+	if err != nil {
+		return Requested{}, err
+	}
+	testhook.At(testhook.AfterWithdrawalHold)
+	s.log.InfoContext(ctx, "withdrawal requested", "withdrawal", w.PublicID, "user", w.UserID, "amount", w.AmountRials,
+		"provider", w.Provider, "review", w.ReviewRequired)
+	if !w.ReviewRequired {
+		s.kick()
+	}
+	return Requested{Withdrawal: w}, nil
+}
+
+// UsedToday is the rials of the user's withdrawals today (Tehran) that
+// count against the daily limit.
+func (s *Service) UsedToday(ctx context.Context, userID int64) (int64, error) {
+	return s.st.UsedToday(ctx, userID, DayStart(s.clock()))
+}
+
+// List is the user's withdrawals, newest first, keyset paginated
+// (before: the id to list below; next: the next page's cursor, 0 when
+// none).
+func (s *Service) List(ctx context.Context, userID, before int64, limit int) ([]Withdrawal, int64, error) {
+	return s.st.List(ctx, Filter{UserID: userID, Before: before, Limit: limit})
+}
+
+// Queue lists withdrawals by f for the admin's pages, newest first.
+func (s *Service) Queue(ctx context.Context, f Filter) ([]Withdrawal, error) {
+	ws, _, err := s.st.List(ctx, f)
+	return ws, err
+}
+
+// Reports lists the latest payout reconciliation reports.
+func (s *Service) Reports(ctx context.Context, limit int) ([]Report, error) {
+	return s.st.Reports(ctx, limit)
+}
+
+// Lister is the store's reading of what reconciliation compares.
+func (s *Service) Lister() Lister { return s.st }
+
+// ByPublicIDs maps public ids to the user's withdrawals (the history's
+// lines: a withdrawal's transactions carry its public id as their note).
+func (s *Service) ByPublicIDs(ctx context.Context, userID int64, ids []string) (map[string]Withdrawal, error) {
+	return s.st.ByPublicIDs(ctx, userID, ids)
+}
+
+// Get reads one of the user's withdrawals by its public id (ErrNotFound
+// for another's).
+func (s *Service) Get(ctx context.Context, userID int64, publicID string) (Withdrawal, error) {
+	if !ValidPublicID(publicID) {
+		return Withdrawal{}, ErrNotFound
+	}
+	w, err := s.st.ByPublicID(ctx, publicID)
+	if err != nil {
+		return Withdrawal{}, err
+	}
+	if w.UserID != userID {
+		return Withdrawal{}, ErrNotFound
+	}
+	return w, nil
+}
+
+// ByPublicID reads any withdrawal (the admin's).
+func (s *Service) ByPublicID(ctx context.Context, publicID string) (Withdrawal, error) {
+	if !ValidPublicID(publicID) {
+		return Withdrawal{}, ErrNotFound
+	}
+	return s.st.ByPublicID(ctx, publicID)
+}
+
+// move takes one edge through the store's one writer.
+func (s *Service) move(ctx context.Context, w Withdrawal, m Move) (Withdrawal, error) {
+	if _, err := EdgeNeedsLease(m.From, m.To, m.Actor); err != nil {
+		return w, err
+	}
+	m.ID, m.PublicID = w.ID, w.PublicID
+	if m.Now.IsZero() {
+		m.Now = s.clock()
+	}
+	moved, err := s.st.Move(ctx, m)
+	if err != nil {
+		return w, err
+	}
+	s.log.InfoContext(ctx, "withdrawal moved", "withdrawal", w.PublicID, "from", m.From, "to", m.To, "actor", m.Actor, "reason", m.Reason)
+	if s.OnChange != nil {
+		s.OnChange(moved, m.From)
+	}
+	return moved, nil
+}
+
+// Cancel is the owner's cancel of a withdrawal not yet sent: its amount
+// is released. ErrNotCancellable once it was handed to the provider.
+func (s *Service) Cancel(ctx context.Context, userID int64, publicID string) (Withdrawal, error) {
+	w, err := s.Get(ctx, userID, publicID)
+	if err != nil {
+		return w, err
+	}
+	if w.Status == StatusCancelled {
+		return w, nil
+	}
+	if w.Status != StatusRequested && w.Status != StatusApproved {
+		return w, ErrNotCancellable
+	}
+	moved, err := s.move(ctx, w, Move{From: w.Status, To: StatusCancelled, Actor: ActorUser, Reason: ReasonCancelled,
+		Fields: Fields{ClearNext: true}})
+	if errors.Is(err, ErrNotMoved) {
+		if cur, gerr := s.st.Get(ctx, w.ID); gerr == nil && cur.Status == StatusCancelled {
+			return cur, nil
+		}
+		return w, ErrNotCancellable
+	}
+	return moved, err
+}
+
+// checkNote is an admin's note: required, one line of printable text.
+func checkNote(note string) (string, error) {
+	note = strings.TrimSpace(note)
+	if note == "" || len(note) > 500 || usertext.CheckName(note) != nil {
+		return "", ErrNoteRequired
+	}
+	return note, nil
+}
+
+// Approve is an admin's approval of a withdrawal waiting for review: the
+// worker sends it next. Audited in the move's transaction.
+func (s *Service) Approve(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
+	return s.review(ctx, adminID, publicID, note, true)
+}
+
+// Reject is an admin's refusal of a withdrawal waiting for review: its
+// amount is released. Audited.
+func (s *Service) Reject(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
+	return s.review(ctx, adminID, publicID, note, false)
+}
+
+func (s *Service) review(ctx context.Context, adminID int64, publicID, note string, approve bool) (Withdrawal, error) {
+	note, err := checkNote(note)
+	if err != nil {
+		return Withdrawal{}, err
+	}
+	w, err := s.ByPublicID(ctx, publicID)
+	if err != nil {
+		return w, err
+	}
+	if w.Status != StatusRequested || !w.ReviewRequired {
+		return w, ErrNotReviewable
+	}
+	now := s.clock()
+	to, reason, action := StatusRejected, ReasonRejected, audit.ActionWithdrawalReject
+	f := Fields{ReviewedBy: &adminID, ReviewNote: &note, ClearNext: true}
+	if approve {
+		to, reason, action = StatusApproved, ReasonApproved, audit.ActionWithdrawalApprove
+		f = Fields{ReviewedBy: &adminID, ReviewNote: &note, NextCheckAt: &now}
+	}
+	uid := w.UserID
+	moved, err := s.move(ctx, w, Move{From: StatusRequested, To: to, Actor: ActorAdmin, Reason: reason, AdminID: &adminID, Note: note, Now: now,
+		Fields: f, Audit: &audit.Entry{AdminID: adminID, Action: action, TargetUserID: &uid, Note: w.PublicID + ": " + note,
+			FromStatus: string(StatusRequested), ToStatus: string(to), Result: audit.ResultDone, CreatedAt: now}})
+	if errors.Is(err, ErrNotMoved) {
+		return w, ErrNotReviewable
+	}
+	if err == nil && approve {
+		s.kick()
+	}
+	return moved, err
+}
+
+// AdminFail closes a withdrawal under review as failed, after the admin
+// checked with the provider that it will not pay it: its amount is
+// released. It takes the lease (ErrBusy while the worker asks the
+// provider). Audited.
+func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
+	note, err := checkNote(note)
+	if err != nil {
+		return Withdrawal{}, err
+	}
+	w, err := s.ByPublicID(ctx, publicID)
+	if err != nil {
+		return w, err
+	}
+	if w.Status != StatusNeedsReview {
+		return w, ErrNotReviewable
+	}
+	now := s.clock()
+	tok := lifecycle.NewLeaseToken()
+	w, ok, err := s.st.Claim(ctx, Claim{ID: w.ID, Statuses: []Status{StatusNeedsReview}, Token: tok, Now: now, Until: now.Add(s.cfg.LeaseDuration)})
+	if err != nil {
+		return w, err
+	}
+	if !ok {
+		if w.Status != StatusNeedsReview {
+			return w, ErrNotReviewable
+		}
+		return w, ErrBusy
+	}
+	uid := w.UserID
+	return s.move(ctx, w, Move{From: StatusNeedsReview, To: StatusFailed, Actor: ActorAdmin, Reason: ReasonClosedByAdmin, Lease: tok,
+		AdminID: &adminID, Note: note, Now: now, Fields: Fields{ReviewedBy: &adminID, ReviewNote: &note, ClearNext: true},
+		Audit: &audit.Entry{AdminID: adminID, Action: audit.ActionWithdrawalFail, TargetUserID: &uid, Note: w.PublicID + ": " + note,
+			FromStatus: string(StatusNeedsReview), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now}})
+}

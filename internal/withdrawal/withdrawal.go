@@ -1,0 +1,238 @@
+// Package withdrawal runs cash-out to a user's bank account: a withdrawal
+// is requested (its amount held on the wallet), approved by an admin when
+// it is large, submitted to a payout provider under its own public id,
+// paid (the hold captured into the payouts-in-flight account, settled
+// later by reconciliation), or failed, rejected or cancelled (the hold
+// released), and returned when the provider fails it after paying it (a
+// withdrawal_return transaction gives the money back, once).
+//
+// It is an instance of the lifecycle skeleton (internal/lifecycle): the
+// table of edges (machine.go), one writer (the store's Move: a
+// conditional UPDATE on the expected status, and on the lease where the
+// edge needs it, with its event, its ledger movement and an admin's audit
+// row, in one transaction), pure decisions of what a provider's answer
+// means (decide.go), and a worker that claims due withdrawals and asks
+// the provider (worker.go). No SQL here: the store (withdrawal/sqlstore)
+// holds it.
+//
+// Exactly once, whatever dies when:
+//   - A form or an Idempotency-Key submitted twice is one withdrawal: a
+//     unique (user, form token).
+//   - The move to submitted is written before the provider is called (the
+//     intent): a cancel cannot overtake a payout on its way, and a process
+//     killed after the provider took it finds "submitted, outcome
+//     unknown" and asks the provider by our id.
+//   - A submit is repeated only where the provider's answer says nothing
+//     was taken (a refusal, an open breaker), or where the provider keeps
+//     one payout per id (Capabilities.IdempotentSubmit). Otherwise an
+//     unknown outcome is asked about until the provider knows, then waits
+//     for a person: one withdrawal is never two payouts.
+//   - "Failed" needs the provider's word; a time-out is unknown.
+//   - The hold ends once (internal/ledger), the return is one transaction
+//     per withdrawal (unique kind and reference).
+package withdrawal
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Status is where a withdrawal stands.
+type Status string
+
+// The statuses.
+const (
+	// StatusRequested: the amount is held; a small withdrawal is sent by
+	// the worker, a large one waits for an admin.
+	StatusRequested Status = "requested"
+	// StatusApproved: an admin approved a large one; the worker sends it.
+	StatusApproved Status = "approved"
+	// StatusSubmitted: handed (or perhaps handed) to the provider.
+	StatusSubmitted Status = "submitted"
+	// StatusPaid: the provider transferred it; the hold is captured. A
+	// provider with late failures may still return it.
+	StatusPaid Status = "paid"
+	// StatusFailed: the provider will not pay it (its word); the hold is
+	// released.
+	StatusFailed Status = "failed"
+	// StatusRejected: an admin refused it; the hold is released.
+	StatusRejected Status = "rejected"
+	// StatusCancelled: its owner cancelled it before it was sent.
+	StatusCancelled Status = "cancelled"
+	// StatusReturned: paid, then failed by the provider and the money
+	// came back: credited back to the wallet.
+	StatusReturned Status = "returned"
+	// StatusNeedsReview: the provider's answer is unknown for too long
+	// (or contradicts itself): a person looks; the hold stays.
+	StatusNeedsReview Status = "needs_review"
+)
+
+// Statuses lists every status, in the order pages show them.
+func Statuses() []Status {
+	return []Status{StatusRequested, StatusApproved, StatusSubmitted, StatusNeedsReview, StatusPaid, StatusReturned,
+		StatusFailed, StatusRejected, StatusCancelled}
+}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, x := range Statuses() {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Ended reports a status no edge leaves: the hold has ended for good.
+func (s Status) Ended() bool {
+	return s == StatusFailed || s == StatusRejected || s == StatusCancelled || s == StatusReturned
+}
+
+// Holding reports a status whose amount is still held on the wallet.
+func (s Status) Holding() bool {
+	return s == StatusRequested || s == StatusApproved || s == StatusSubmitted || s == StatusNeedsReview
+}
+
+// Actor is who takes an edge.
+type Actor string
+
+// The actors.
+const (
+	ActorUser      Actor = "user"      // the withdrawal's owner (a cancel)
+	ActorWorker    Actor = "worker"    // the background resolver
+	ActorReconcile Actor = "reconcile" // the daily reconciliation
+	ActorAdmin     Actor = "admin"     // an admin's recorded action
+)
+
+// Reason is why a withdrawal changed status: a code pages translate.
+type Reason string
+
+// The reasons.
+const (
+	ReasonApproved        Reason = "approved"         // an admin approved it
+	ReasonRejected        Reason = "rejected"         // an admin rejected it
+	ReasonCancelled       Reason = "cancelled"        // its owner cancelled it
+	ReasonSubmitting      Reason = "submitting"       // handed to the provider (the intent, before the call)
+	ReasonTransferred     Reason = "transferred"      // the provider transferred it
+	ReasonProviderFailed  Reason = "provider_failed"  // the provider failed or cancelled it
+	ReasonRefused         Reason = "refused"          // the provider refused it for good (its Sheba, its amount)
+	ReasonUnknownTooLong  Reason = "unknown_too_long" // the provider still does not know it, and a submit cannot be repeated
+	ReasonContradiction   Reason = "contradiction"    // the provider took it, then did not know it
+	ReasonReturned        Reason = "returned"         // failed by the provider after it was paid; money back
+	ReasonClosedByAdmin   Reason = "closed_by_admin"  // an admin closed it as failed after checking with the provider
+	ReasonReconcileFound  Reason = "reconcile_found"  // reconciliation found the provider's word first
+	ReasonAmountDisagrees Reason = "amount_disagrees" // the provider holds another amount for it
+)
+
+// ProviderState is what we last learned from the provider, on the row.
+type ProviderState string
+
+// The provider states.
+const (
+	// ProviderNotSent: never handed to the provider.
+	ProviderNotSent ProviderState = ""
+	// ProviderUnknown: handed, or being handed: no answer yet (the
+	// intent, a time-out, a 5xx).
+	ProviderUnknown ProviderState = "unknown"
+	// ProviderNotTaken: the provider's word that it took nothing (a
+	// refusal for now, an open breaker): safe to send again.
+	ProviderNotTaken ProviderState = "not_taken"
+	// ProviderInProgress: the provider has it.
+	ProviderInProgress  ProviderState = "in_progress"
+	ProviderTransferred ProviderState = "transferred"
+	ProviderFailed      ProviderState = "failed"
+	ProviderReturned    ProviderState = "returned"
+)
+
+// Withdrawal is one cash-out.
+type Withdrawal struct {
+	ID             int64
+	PublicID       string
+	UserID         int64
+	WalletID       int64
+	BankAccountID  int64
+	Sheba          string
+	BankCode       string
+	AmountRials    int64
+	Provider       string
+	Rail           string
+	FormToken      string
+	Status         Status
+	StatusReason   string
+	ReviewRequired bool
+	HoldID         int64
+	ProviderState  ProviderState
+	ProviderRef    string
+	Submits        int
+	Checks         int
+	UnknownSince   *time.Time
+	SubmittedAt    *time.Time
+	PaidAt         *time.Time
+	SettledAt      *time.Time
+	ReturnedAt     *time.Time
+	ResolvedAt     *time.Time
+	WatchUntil     *time.Time
+	NextCheckAt    *time.Time
+	LastCheckedAt  *time.Time
+	LeaseOwner     string
+	LeaseUntil     *time.Time
+	ReviewedBy     *int64
+	ReviewNote     string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Last4 is the account's last four digits.
+func (w Withdrawal) Last4() string {
+	if len(w.Sheba) < 4 {
+		return ""
+	}
+	return w.Sheba[len(w.Sheba)-4:]
+}
+
+// Event is one status change (withdrawal_events, append-only).
+type Event struct {
+	ID           int64
+	WithdrawalID int64
+	FromStatus   Status
+	ToStatus     Status
+	Actor        Actor
+	Reason       Reason
+	AdminID      *int64
+	Note         string
+	CreatedAt    time.Time
+}
+
+// publicIDShape is a withdrawal's public id: "wd_" and 24 base32
+// characters (lower case), 120 random bits.
+var publicIDShape = regexp.MustCompile(`^wd_[a-z2-7]{24}$`)
+
+// NewPublicID returns a fresh public id.
+func NewPublicID() string {
+	var b [15]byte
+	_, _ = rand.Read(b[:])
+	return "wd_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// ValidPublicID reports whether s has the shape of a public id.
+func ValidPublicID(s string) bool { return publicIDShape.MatchString(s) }
+
+// The refusals of a request (test them with errors.Is).
+var (
+	ErrNotFound             = errors.New("withdrawal: not found")
+	ErrBadFormToken         = errors.New("withdrawal: bad form token")
+	ErrBankAccountMissing   = errors.New("withdrawal: no such bank account")
+	ErrBankAccountUnchecked = errors.New("withdrawal: the bank account is not verified")
+	ErrInsufficientFunds    = errors.New("withdrawal: the wallet's available balance is short")
+	ErrNoProvider           = errors.New("withdrawal: no payout provider takes this amount")
+	ErrOff                  = errors.New("withdrawal: withdrawals are off")
+	ErrNotCancellable       = errors.New("withdrawal: already sent to the bank")
+	ErrNotReviewable        = errors.New("withdrawal: not waiting for an admin")
+	ErrNoteRequired         = errors.New("withdrawal: a note is required")
+	ErrBusy                 = errors.New("withdrawal: being worked on right now")
+	ErrNoWallet             = errors.New("withdrawal: no wallet")
+)

@@ -1,0 +1,221 @@
+package withdrawal
+
+import (
+	"context"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/lifecycle"
+	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/rail"
+	"github.com/kifpool/kifpool/internal/testhook"
+)
+
+// Worker sends withdrawals to their provider and asks about them until
+// the provider's word ends them: one lifecycle.Worker.
+type Worker struct {
+	s           *Service
+	batch       int
+	concurrency int
+}
+
+// NewWorker returns the service's worker, claiming batch withdrawals a
+// round and working concurrency at once.
+func (s *Service) NewWorker(batch, concurrency int) *Worker {
+	return &Worker{s: s, batch: max(batch, 1), concurrency: max(concurrency, 1)}
+}
+
+var _ lifecycle.Worker = (*Worker)(nil)
+
+// RunOnce is one round.
+func (w *Worker) RunOnce(ctx context.Context) (lifecycle.RoundResult, error) {
+	return lifecycle.Round(ctx, w, w.concurrency, w.s.cfg.LeaseDuration)
+}
+
+// Claim implements lifecycle.Worker.
+func (w *Worker) Claim(ctx context.Context) ([]int64, error) {
+	now := w.s.clock()
+	return w.s.st.ClaimDue(ctx, DueClaim{Now: now, Until: now.Add(w.s.cfg.LeaseDuration), Batch: w.batch})
+}
+
+// Unclaim implements lifecycle.Worker.
+func (w *Worker) Unclaim(ids []int64) {
+	if err := w.s.st.Unclaim(context.Background(), ids, w.s.clock()); err != nil {
+		w.s.log.Error("withdrawal worker: give back claimed withdrawals", "err", err)
+	}
+}
+
+// Failed implements lifecycle.Worker: the withdrawal is due again when
+// its claim runs out.
+func (w *Worker) Failed(ctx context.Context, id int64, err error) {
+	w.s.log.ErrorContext(ctx, "withdrawal worker: resolve failed", "id", id, "err", err)
+}
+
+// Resolve implements lifecycle.Worker: one withdrawal's next step.
+func (w *Worker) Resolve(ctx context.Context, id int64) (bool, error) {
+	return w.s.Resolve(ctx, id, ActorWorker)
+}
+
+// Resolve works one withdrawal as the worker does: sends one that is to
+// be sent, asks about one whose outcome is open, ends one the provider's
+// word ends. It takes the lease first (false, nil: another actor holds
+// it). ended reports that it reached an ended status.
+func (s *Service) Resolve(ctx context.Context, id int64, actor Actor) (ended bool, err error) {
+	w, err := s.st.Get(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if w.Status == StatusRequested && w.ReviewRequired {
+		return false, nil // waits for an admin; never due
+	}
+	now := s.clock()
+	tok := lifecycle.NewLeaseToken()
+	w, ok, err := s.st.Claim(ctx, Claim{ID: id, Statuses: []Status{w.Status}, Token: tok, Now: now, Until: now.Add(s.cfg.LeaseDuration)})
+	if err != nil || !ok {
+		return false, err
+	}
+	offer, known := s.offer(w.Provider)
+	switch {
+	case w.Status.Ended() || (w.Status == StatusPaid && !s.watching(w, offer, known, now)):
+		_, err := s.st.Update(ctx, w.ID, tok, Fields{ClearNext: true}, false)
+		return w.Status.Ended(), err
+	case !known:
+		// Its provider is no longer offered: nobody can ask; an
+		// operator must configure it again.
+		s.log.ErrorContext(ctx, "withdrawal of a provider no longer configured", "withdrawal", w.PublicID, "provider", w.Provider)
+		next := now.Add(s.cfg.MaxBackoff)
+		_, err := s.st.Update(ctx, w.ID, tok, Fields{NextCheckAt: &next}, false)
+		return false, err
+	case payout.Down(offer.Provider):
+		// Its breaker is open: ask later, spending no call.
+		next := now.Add(s.backoff(w.Checks + 1))
+		_, err := s.st.Update(ctx, w.ID, tok, Fields{NextCheckAt: &next}, false)
+		return false, err
+	}
+	switch {
+	case w.Status == StatusRequested || w.Status == StatusApproved || (w.Status == StatusSubmitted && w.ProviderState == ProviderNotTaken):
+		w, err = s.send(ctx, w, tok, offer, actor)
+	default:
+		w, err = s.ask(ctx, w, tok, offer, actor)
+	}
+	return w.Status.Ended(), err
+}
+
+// watching reports whether a paid withdrawal is still asked about: its
+// provider may fail it by hand, and its watch has not run out.
+func (s *Service) watching(w Withdrawal, o Offer, known bool, now time.Time) bool {
+	return known && o.Caps.LateFailure && w.WatchUntil != nil && now.Before(*w.WatchUntil)
+}
+
+// backoff is the delay before check n.
+func (s *Service) backoff(n int) time.Duration {
+	j := 0.5
+	if s.cfg.Jitter != nil {
+		j = s.cfg.Jitter()
+	}
+	return lifecycle.Backoff(n, s.cfg.BaseBackoff, s.cfg.MaxBackoff, j)
+}
+
+// send hands w to its provider under the lease tok: first the intent is
+// written (the move to submitted, or, sending again, the outcome made
+// unknown again), then the provider is called, then its answer applied.
+func (s *Service) send(ctx context.Context, w Withdrawal, tok string, o Offer, actor Actor) (Withdrawal, error) {
+	now := s.clock()
+	unknown := ProviderUnknown
+	f := Fields{ProviderState: &unknown, CountSubmit: true, UnknownSince: &now}
+	var err error
+	if w.Status == StatusSubmitted {
+		w, err = s.st.Update(ctx, w.ID, tok, f, true)
+	} else {
+		f.SubmittedAt = &now
+		w, err = s.move(ctx, w, Move{From: w.Status, To: StatusSubmitted, Actor: actor, Reason: ReasonSubmitting, Lease: tok, KeepLease: true, Now: now, Fields: f})
+	}
+	if err != nil {
+		return w, err
+	}
+	res, serr := o.Provider.Submit(resilient.WithRef(ctx, w.PublicID), payout.Order{ID: w.PublicID, AmountRials: w.AmountRials,
+		Sheba: w.Sheba, Rail: railOf(w.Rail), Description: "Kifpool " + w.PublicID})
+	if serr == nil {
+		testhook.At(testhook.AfterPayoutAccepted)
+	} else {
+		s.log.WarnContext(ctx, "payout submit", "withdrawal", w.PublicID, "provider", w.Provider, "err", serr)
+	}
+	return s.apply(ctx, w, tok, o, actor, DecideSubmit(res, serr), false)
+}
+
+// ask asks the provider where w stands, under the lease tok, and applies
+// its word.
+func (s *Service) ask(ctx context.Context, w Withdrawal, tok string, o Offer, actor Actor) (Withdrawal, error) {
+	st, err := o.Provider.Status(resilient.WithRef(ctx, w.PublicID), w.PublicID)
+	now := s.clock()
+	if err != nil {
+		s.log.WarnContext(ctx, "payout status unknown", "withdrawal", w.PublicID, "provider", w.Provider, "err", err)
+		next := now.Add(s.backoff(w.Checks + 1))
+		return s.st.Update(ctx, w.ID, tok, Fields{CountCheck: true, LastCheckedAt: &now, NextCheckAt: &next}, false)
+	}
+	d := DecideStatus(w, st, Policy{IdempotentSubmit: o.Caps.IdempotentSubmit, UnknownReviewAfter: s.cfg.UnknownReviewAfter}, now)
+	if d.Resubmit {
+		return s.send(ctx, w, tok, o, actor)
+	}
+	return s.apply(ctx, w, tok, o, actor, d, true)
+}
+
+// apply writes a decision under the lease tok: a move (and its second,
+// a payout found returned), or the fields and the next check.
+func (s *Service) apply(ctx context.Context, w Withdrawal, tok string, o Offer, actor Actor, d Decision, checked bool) (Withdrawal, error) {
+	now := s.clock()
+	f := Fields{}
+	if checked {
+		f.CountCheck, f.LastCheckedAt = true, &now
+	}
+	if d.State != "" {
+		f.ProviderState = &d.State
+		if d.State != ProviderUnknown {
+			f.ClearUnknown = true
+		}
+	}
+	if d.Ref != "" {
+		f.ProviderRef = &d.Ref
+	}
+	if d.Anomaly != "" {
+		s.log.ErrorContext(ctx, "payout provider contradicts our record", "withdrawal", w.PublicID, "status", w.Status,
+			"provider", w.Provider, "anomaly", d.Anomaly)
+	}
+	if d.To == "" {
+		switch {
+		case w.Status == StatusPaid && !s.watching(w, o, true, now):
+			f.ClearNext = true
+		case w.Status == StatusNeedsReview:
+			next := now.Add(s.cfg.MaxBackoff)
+			f.NextCheckAt = &next
+		default:
+			next := now.Add(s.backoff(w.Checks + 1))
+			f.NextCheckAt = &next
+		}
+		return s.st.Update(ctx, w.ID, tok, f, false)
+	}
+	if d.To == StatusPaid {
+		testhook.At(testhook.AfterPayoutTransferred)
+		if o.Caps.LateFailure {
+			watch, next := now.Add(s.cfg.WatchPaid), now.Add(s.backoff(1))
+			f.WatchUntil, f.NextCheckAt = &watch, &next
+		} else {
+			f.ClearNext = true
+		}
+	} else {
+		f.ClearNext = true
+	}
+	if d.To == StatusNeedsReview {
+		next := now.Add(s.cfg.MaxBackoff)
+		f.ClearNext, f.NextCheckAt = false, &next
+	}
+	moved, err := s.move(ctx, w, Move{From: w.Status, To: d.To, Actor: actor, Reason: d.Reason, Lease: tok, KeepLease: d.Then != "", Now: now, Fields: f})
+	if err != nil || d.Then == "" {
+		return moved, err
+	}
+	return s.move(ctx, moved, Move{From: moved.Status, To: d.Then, Actor: actor, Reason: ReasonReturned, Lease: tok, Now: now,
+		Fields: Fields{ClearNext: true}})
+}
+
+// railOf is a stored rail.
+func railOf(s string) rail.Rail { return rail.Rail(s) }

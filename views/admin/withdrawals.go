@@ -1,0 +1,61 @@
+package admin
+
+import "time"
+
+// WithdrawalsView is the admin's cash-out queue: withdrawals waiting for
+// approval, those under review, bank accounts waiting, the payout
+// reconciliation's reports and the latest withdrawals.
+type WithdrawalsView struct {
+	Notice    string // message key of the last action's result
+	ErrorKey  string
+	ErrorArgs []any
+	// Review: requested, above the review amount; UnderReview: needs_review.
+	Review, UnderReview, Recent []WithdrawalRow
+	Accounts                    []BankAccountReviewRow
+	Reports                     []PayoutReportRow
+	// Off: withdrawals are not offered (PAYOUTS=none).
+	Off bool
+}
+
+// WithdrawalRow is one withdrawal in the admin's lists.
+type WithdrawalRow struct {
+	PublicID    string
+	UserID      int64
+	AmountRials int64
+	BankCode    string
+	Last4       string
+	Provider    string
+	Status      string
+	Reason      string
+	CreatedAt   time.Time
+}
+
+// BankAccountReviewRow is a bank account waiting for review.
+type BankAccountReviewRow struct {
+	ID           int64
+	UserID       int64
+	Email        string
+	NationalCode string
+	BankCode     string
+	Grouped      string
+	CreatedAt    time.Time
+}
+
+// PayoutReportRow is one payout reconciliation report.
+type PayoutReportRow struct {
+	ID                                                int64
+	Provider                                          string
+	FinishedAt                                        time.Time
+	Checked, Paid, Returned, InFlight, Settled, Diffs int
+	Error                                             string
+	Items                                             []PayoutDiffRow
+}
+
+// PayoutDiffRow is one difference of a report.
+type PayoutDiffRow struct {
+	Kind        string
+	PublicID    string
+	Ours        string
+	Theirs      string
+	AmountRials int64
+}

@@ -1,0 +1,208 @@
+package admin
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/bankaccount"
+	"github.com/kifpool/kifpool/internal/iban"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	adminview "github.com/kifpool/kifpool/views/admin"
+	"github.com/kifpool/kifpool/web/seam"
+)
+
+// withdrawalRow is a withdrawal as the admin's lists show it.
+func withdrawalRow(w withdrawal.Withdrawal) adminview.WithdrawalRow {
+	return adminview.WithdrawalRow{PublicID: w.PublicID, UserID: w.UserID, AmountRials: w.AmountRials, BankCode: w.BankCode,
+		Last4: w.Last4(), Provider: w.Provider, Status: string(w.Status), Reason: w.StatusReason, CreatedAt: w.CreatedAt}
+}
+
+// withdrawalsView reads the queue.
+func (h *handlers) withdrawalsView(c *fiber.Ctx) (adminview.WithdrawalsView, error) {
+	ctx := c.UserContext()
+	v := adminview.WithdrawalsView{Off: !h.Withdrawals.On()}
+	review, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{ReviewOnly: true, Limit: 100})
+	if err != nil {
+		return v, err
+	}
+	under, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{Statuses: []withdrawal.Status{withdrawal.StatusNeedsReview}, Limit: 100})
+	if err != nil {
+		return v, err
+	}
+	recent, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{Limit: 20})
+	if err != nil {
+		return v, err
+	}
+	for _, w := range review {
+		v.Review = append(v.Review, withdrawalRow(w))
+	}
+	for _, w := range under {
+		v.UnderReview = append(v.UnderReview, withdrawalRow(w))
+	}
+	for _, w := range recent {
+		v.Recent = append(v.Recent, withdrawalRow(w))
+	}
+	accts, err := h.BankAccounts.Pending(ctx, 100)
+	if err != nil {
+		return v, err
+	}
+	for _, a := range accts {
+		v.Accounts = append(v.Accounts, adminview.BankAccountReviewRow{ID: a.ID, UserID: a.UserID, Email: a.Email, NationalCode: a.NationalCode,
+			BankCode: a.BankCode, Grouped: iban.Sheba(a.Sheba).Grouped(), CreatedAt: a.CreatedAt})
+	}
+	reports, err := h.Withdrawals.Reports(ctx, 10)
+	if err != nil {
+		return v, err
+	}
+	for _, r := range reports {
+		row := adminview.PayoutReportRow{ID: r.ID, Provider: r.Provider, FinishedAt: r.FinishedAt, Checked: r.Checked, Paid: r.Paid,
+			Returned: r.Returned, InFlight: r.InFlight, Settled: r.Settled, Diffs: r.Differences, Error: r.Error}
+		for _, d := range r.Items() {
+			row.Items = append(row.Items, adminview.PayoutDiffRow{Kind: d.Kind, PublicID: d.PublicID, Ours: string(d.Ours), Theirs: d.Theirs,
+				AmountRials: d.AmountRials})
+		}
+		v.Reports = append(v.Reports, row)
+	}
+	return v, nil
+}
+
+// withdrawals is the cash-out queue page.
+func (h *handlers) withdrawals(c *fiber.Ctx) error {
+	v, err := h.withdrawalsView(c)
+	if err != nil {
+		return err
+	}
+	switch d := c.Query("done"); d {
+	case "approved", "rejected", "failed", "account", "reconciled":
+		v.Notice = "admin.wd.done." + d
+	}
+	return h.Render(c, fiber.StatusOK, adminview.Withdrawals(h.Page(c, "admin.wd.title"), v))
+}
+
+// withdrawalsError shows the queue with one sentence (nothing changed).
+func (h *handlers) withdrawalsError(c *fiber.Ctx, status int, key string, args ...any) error {
+	v, err := h.withdrawalsView(c)
+	if err != nil {
+		return err
+	}
+	v.ErrorKey, v.ErrorArgs = key, args
+	return h.Render(c, status, adminview.Withdrawals(h.Page(c, "admin.wd.title"), v))
+}
+
+// freshFactor checks the fresh second factor every cash-out action
+// asks for (the form's code): true when the action may go on; otherwise
+// it has answered.
+func (h *handlers) freshFactor(c *fiber.Ctx) (bool, error) {
+	err := h.Auth.ConfirmSecondFactor(c.UserContext(), h.User(c).ID, h.FormValue(c, "code"))
+	var throttled *auth.ThrottledError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &throttled):
+		return false, h.withdrawalsError(c, fiber.StatusTooManyRequests, "fresh2fa.throttled", "seconds", seam.RetryAfter(c, throttled.RetryAfter))
+	case errors.Is(err, auth.ErrCodeInvalid):
+		h.Log.WarnContext(c.UserContext(), "admin's fresh second factor refused", "user", h.User(c).ID, "path", c.Path())
+		return false, h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "fresh2fa.wrong")
+	case errors.Is(err, auth.ErrTOTPNotEnrolled):
+		return false, h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "fresh2fa.not_enrolled")
+	}
+	return false, err
+}
+
+// reviewWithdrawal approves or rejects one waiting for review, or closes
+// one under review as failed, with a note and a fresh second factor.
+func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fiber.Ctx, adminID int64, id, note string) (withdrawal.Withdrawal, error), done string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if ok, err := h.freshFactor(c); !ok {
+			return err
+		}
+		_, err := act(h.Withdrawals)(c, h.User(c).ID, c.Params("id"), h.FormValue(c, "note"))
+		switch {
+		case errors.Is(err, withdrawal.ErrNotFound):
+			return fiber.ErrNotFound
+		case errors.Is(err, withdrawal.ErrNoteRequired):
+			return h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "admin.wd.error_note")
+		case errors.Is(err, withdrawal.ErrNotReviewable):
+			return h.withdrawalsError(c, fiber.StatusConflict, "admin.wd.error_state")
+		case errors.Is(err, withdrawal.ErrBusy):
+			return h.withdrawalsError(c, fiber.StatusConflict, "admin.wd.error_busy")
+		case err != nil:
+			return err
+		}
+		return c.Redirect(routes.AdminWithdrawals+"?done="+done, fiber.StatusSeeOther)
+	}
+}
+
+func (h *handlers) approveWithdrawal() fiber.Handler {
+	return h.reviewWithdrawal(func(svc *withdrawal.Service) func(*fiber.Ctx, int64, string, string) (withdrawal.Withdrawal, error) {
+		return func(c *fiber.Ctx, admin int64, id, note string) (withdrawal.Withdrawal, error) {
+			return svc.Approve(c.UserContext(), admin, id, note)
+		}
+	}, "approved")
+}
+
+func (h *handlers) rejectWithdrawal() fiber.Handler {
+	return h.reviewWithdrawal(func(svc *withdrawal.Service) func(*fiber.Ctx, int64, string, string) (withdrawal.Withdrawal, error) {
+		return func(c *fiber.Ctx, admin int64, id, note string) (withdrawal.Withdrawal, error) {
+			return svc.Reject(c.UserContext(), admin, id, note)
+		}
+	}, "rejected")
+}
+
+func (h *handlers) failWithdrawal() fiber.Handler {
+	return h.reviewWithdrawal(func(svc *withdrawal.Service) func(*fiber.Ctx, int64, string, string) (withdrawal.Withdrawal, error) {
+		return func(c *fiber.Ctx, admin int64, id, note string) (withdrawal.Withdrawal, error) {
+			return svc.AdminFail(c.UserContext(), admin, id, note)
+		}
+	}, "failed")
+}
+
+// reviewBankAccount verifies or rejects an account waiting for review,
+// with a note and a fresh second factor.
+func (h *handlers) reviewBankAccount(approve bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+		if err != nil || id <= 0 {
+			return fiber.ErrNotFound
+		}
+		if ok, err := h.freshFactor(c); !ok {
+			return err
+		}
+		_, err = h.BankAccounts.Review(c.UserContext(), h.User(c).ID, id, approve, h.FormValue(c, "note"))
+		switch {
+		case errors.Is(err, bankaccount.ErrNotFound):
+			return fiber.ErrNotFound
+		case errors.Is(err, bankaccount.ErrNoteRequired):
+			return h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "admin.wd.error_note")
+		case errors.Is(err, bankaccount.ErrNotPending):
+			return h.withdrawalsError(c, fiber.StatusConflict, "admin.wd.error_state")
+		case err != nil:
+			return err
+		}
+		return c.Redirect(routes.AdminWithdrawals+"?done=account", fiber.StatusSeeOther)
+	}
+}
+
+// reconcileWithdrawals runs the payout reconciliation now (audited).
+func (h *handlers) reconcileWithdrawals(c *fiber.Ctx) error {
+	reps, err := h.Withdrawals.Reconcile(c.UserContext(), h.Withdrawals.Lister())
+	diffs := 0
+	for _, r := range reps {
+		diffs += r.Differences
+	}
+	result := audit.ResultDone
+	if err != nil {
+		result = audit.ResultError
+		h.Log.ErrorContext(c.UserContext(), "payout reconciliation", "err", err)
+	}
+	if aerr := h.Audit.Record(c.UserContext(), audit.Entry{AdminID: h.User(c).ID, Action: audit.ActionPayoutReconcile,
+		Note: strconv.Itoa(len(reps)) + " providers, " + strconv.Itoa(diffs) + " differences", Result: result, CreatedAt: h.Now()}); aerr != nil {
+		return aerr
+	}
+	return c.Redirect(routes.AdminWithdrawals+"?done=reconciled", fiber.StatusSeeOther)
+}

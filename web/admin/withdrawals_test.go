@@ -1,0 +1,140 @@
+package admin_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
+)
+
+// TestWithdrawalQueue: a withdrawal above the review amount waits in
+// /admin/withdrawals; approving, rejecting and closing one under review
+// each need a note and a fresh second factor (a wrong code changes
+// nothing), and are in the audit log; a bank account waiting for review
+// is verified the same way.
+func TestWithdrawalQueue(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const adminEmail = "boss@example.com"
+		admin := app.NewAdmin(t, adminEmail)
+		code := func() string {
+			clock.Advance(30 * time.Second)
+			return apptest.AdminTOTPCodeAt(t, db, adminEmail, app.Server.Clock.Now)
+		}
+		payee := app.NewClient(t)
+		payee.SignUp("payee@example.com")
+		uid := authtest.UserID(t, db, "payee@example.com")
+		withdrawaltest.FundUser(t, db, uid, 3_000_000_000)
+		acct := withdrawaltest.VerifiedAccount(t, db, uid, withdrawaltest.Sheba("017", 42))
+		pending := withdrawaltest.PendingAccount(t, db, uid, withdrawaltest.Sheba("056", 43))
+		request := func(rials int64) withdrawal.Withdrawal {
+			r, err := app.Server.Withdrawals.Request(ctx, withdrawal.Request{UserID: uid, FormToken: formtoken.New(), BankAccountID: acct, AmountRials: rials})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Withdrawal
+		}
+		big, other, small := request(600_000_000), request(700_000_000), request(1_000_000)
+
+		resp := admin.Get(routes.AdminWithdrawals)
+		page := apptest.Parse(resp.Body)
+		items := page.TestIDs("wd-review-item")
+		if resp.Status != http.StatusOK {
+			t.Fatalf("the queue: %d %s %.500s", resp.Status, resp.Location, resp.Body)
+		}
+		if len(items) != 2 || page.TestID("wd-account-item") == nil {
+			t.Fatalf("the queue: %d waiting", len(items))
+		}
+		for _, it := range items {
+			if it.Attr("data-public-id") == small.PublicID {
+				t.Fatal("a small withdrawal waits for review")
+			}
+		}
+		approve := routes.AdminWithdrawalApprove(big.PublicID)
+		// A wrong code, then no note: nothing changes.
+		if r := admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("a wrong code: %d", r.Status)
+		}
+		if r := admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {""}, "code": {code()}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("no note: %d", r.Status)
+		}
+		if s := withdrawaltest.Get(t, db, big.PublicID).Status; s != withdrawal.StatusRequested {
+			t.Fatalf("changed to %s", s)
+		}
+		r := admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {code()}})
+		if r.Status != http.StatusSeeOther || r.Location != routes.AdminWithdrawals+"?done=approved" {
+			t.Fatalf("approve: %d %q", r.Status, r.Location)
+		}
+		if s := withdrawaltest.Get(t, db, big.PublicID).Status; s != withdrawal.StatusApproved {
+			t.Fatalf("approved: %s", s)
+		}
+		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalReject(other.PublicID), url.Values{"note": {"no answer"}, "code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("reject: %d", r.Status)
+		}
+		if f := withdrawaltest.WalletOf(t, db, uid); f.Held != 600_000_000+1_000_000 {
+			t.Fatalf("held %d after the rejection", f.Held)
+		}
+		// One under review, closed as failed.
+		if _, err := app.Server.PayoutWorker.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		withdrawaltest.ForceNeedsReview(t, db, small.PublicID)
+		page = apptest.Parse(admin.Get(routes.AdminWithdrawals).Body)
+		if page.TestID("wd-under-review-item") == nil {
+			t.Fatal("nothing under review")
+		}
+		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalFail(small.PublicID), url.Values{"note": {"the provider's panel has no such payout"}, "code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("fail: %d %.300s", r.Status, r.Body)
+		}
+		if s := withdrawaltest.Get(t, db, small.PublicID).Status; s != withdrawal.StatusFailed {
+			t.Fatalf("closed: %s", s)
+		}
+		// The bank account.
+		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminBankAccountApprove(pending), url.Values{"note": {"saw the card"}, "code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("account: %d", r.Status)
+		}
+		if s := withdrawaltest.BankAccountStatus(t, db, pending); s != "verified" {
+			t.Fatalf("account %s", s)
+		}
+		// Reconcile now, then the report is shown.
+		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalsReconcile, nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("reconcile: %d", r.Status)
+		}
+		page = apptest.Parse(admin.Get(routes.AdminWithdrawals + "?done=reconciled").Body)
+		if len(page.TestIDs("wd-report")) == 0 || page.TestID("admin-notice") == nil {
+			t.Fatal("no report")
+		}
+		for _, a := range []string{"withdrawal_approve", "withdrawal_reject", "withdrawal_fail", "bank_account_approve", "payout_reconcile"} {
+			if n := withdrawaltest.AuditActions(t, db, a); n != 1 {
+				t.Errorf("%s: %d audit rows", a, n)
+			}
+		}
+		// In English, and the audit page names the actions.
+		en := admin.GetIn("en", routes.AdminAudit)
+		if !strings.Contains(en.Body, "approved a withdrawal") {
+			t.Fatal("the audit log's label")
+		}
+		// Not for a payer.
+		if r := payee.Get(routes.AdminWithdrawals); r.Status != http.StatusNotFound {
+			t.Fatalf("a payer on the queue: %d", r.Status)
+		}
+		_ = strconv.Itoa
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}

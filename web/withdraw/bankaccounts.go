@@ -1,0 +1,84 @@
+package withdraw
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/views"
+)
+
+// bankAccounts is the person's accounts and the form that adds one.
+func (h *handlers) bankAccounts(c *fiber.Ctx) error {
+	v, err := h.accountsView(c)
+	if err != nil {
+		return err
+	}
+	switch c.Query("done") {
+	case "verified":
+		v.Notice = "bankaccounts.added_verified"
+	case "pending":
+		v.Notice = "bankaccounts.added_pending"
+	case "exists":
+		v.Notice = "bankaccounts.exists"
+	}
+	return h.Render(c, fiber.StatusOK, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
+}
+
+func (h *handlers) accountsView(c *fiber.Ctx) (views.BankAccountsView, error) {
+	u := h.User(c)
+	var v views.BankAccountsView
+	accts, err := h.BankAccounts.List(c.UserContext(), u.ID)
+	if err != nil {
+		return v, err
+	}
+	for _, a := range accts {
+		v.Accounts = append(v.Accounts, accountRow(a))
+	}
+	nc, ok, err := h.BankAccounts.NationalCode(c.UserContext(), u.ID)
+	if err != nil {
+		return v, err
+	}
+	if ok {
+		v.NationalCode = nc.Masked()
+	}
+	return v, nil
+}
+
+// addBankAccount checks and adds an account, then says how it went on
+// the accounts page (303); a refusal shows the form again with its one
+// sentence (422) and changes nothing.
+func (h *handlers) addBankAccount(c *fiber.Ctx) error {
+	u := h.User(c)
+	typedIBAN, typedNC := h.FormValue(c, "iban"), h.FormValue(c, "national_code")
+	if typedNC == "" {
+		// The national code on file, when the form did not ask for it.
+		if nc, ok, err := h.BankAccounts.NationalCode(c.UserContext(), u.ID); err != nil {
+			return err
+		} else if ok {
+			typedNC = string(nc)
+		}
+	}
+	added, err := h.BankAccounts.Add(c.UserContext(), u.ID, typedIBAN, typedNC)
+	if key, ok := bankAccountErrorKey(err); ok {
+		v, verr := h.accountsView(c)
+		if verr != nil {
+			return verr
+		}
+		v.IBAN, v.ErrorKey = typedIBAN, key
+		if v.NationalCode == "" {
+			v.NationalCodeTyped = typedNC
+		}
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
+	}
+	if err != nil {
+		return err
+	}
+	done := "pending"
+	switch {
+	case added.Existed:
+		done = "exists"
+	case added.Account.Verified():
+		done = "verified"
+	}
+	return c.Redirect(routes.BankAccounts+"?done="+done, fiber.StatusSeeOther)
+}
