@@ -204,6 +204,9 @@ type Capabilities struct {
 	// MinAmountRials is the smallest payment the gateway takes
 	// (TOPUP_MIN_RIALS may not be lower).
 	MinAmountRials int64
+	// CardRefund: how a credited top-up goes back to the payer's card
+	// (refund.go).
+	CardRefund CardRefund
 }
 
 // Check reports every part of the driver that is missing or unset: a
@@ -266,6 +269,9 @@ func (d Driver) Check() error {
 	}
 	if c.MinAmountRials <= 0 {
 		bad("capability MinAmountRials unset")
+	}
+	for _, err := range c.CardRefund.check(c.ReverseWindow) {
+		bad("%v", err)
 	}
 	seen := map[string]bool{}
 	for _, s := range d.Settings {

@@ -40,6 +40,22 @@ type Ops struct {
 	// flow calls it yet. Nil: the driver cannot reverse.
 	Reverse func(ctx context.Context, in VerifyInput) error
 
+	// Refund gives part or all of a verified payment back to the payer's
+	// card, as Capabilities.CardRefund says (Zarinpal's AddRefund; SEP's
+	// and Mellat's reverse of the whole sale). nil error: the bank
+	// accepted it; a *RejectedError: the bank refused it; an error
+	// wrapping ErrRefundNotSent (or ErrUnavailable): nothing was sent;
+	// any other error leaves the outcome unknown, and RefundStatus says
+	// what became of it. Never retried: no gateway takes an idempotency
+	// key for it, and a repeat could refund twice. Nil: no way back to
+	// the card through this gateway (or it is not configured).
+	Refund func(ctx context.Context, in RefundInput) (RefundResult, error)
+
+	// RefundStatus asks the bank what became of a refund (in as Refund
+	// was called with) whose answer never came: read-only, a safe
+	// operation. Errors follow Gateway's contract. Set with Refund.
+	RefundStatus func(ctx context.Context, in RefundInput) (RefundState, error)
+
 	// Down reports whether the bank is known to be down right now (the
 	// resilient caller's open circuit breaker): the top-up offers
 	// another gateway, the worker postpones its checks. No call is made.

@@ -255,7 +255,7 @@ func (o OpFaults) problems(op string, commit bool) []string {
 		probs = append(probs, fmt.Sprintf("%s %d: must be 500-599", field("error_status"), o.ErrorStatus))
 	}
 	if !commit && (o.CommitThenHang || o.CommitHangRate != 0) {
-		probs = append(probs, fmt.Sprintf("ops.%s: commit_then_hang and commit_hang_rate apply to verify only (and Mellat's settle)", op))
+		probs = append(probs, fmt.Sprintf("ops.%s: commit_then_hang and commit_hang_rate apply to the operations that commit: verify, Mellat's settle, a refund or reverse", op))
 	}
 	if !commit && o.HangMS != 0 && o.AnswerLostRate == 0 {
 		probs = append(probs, fmt.Sprintf("ops.%s: hang_ms applies to verify, or with answer_lost_rate", op))

@@ -687,7 +687,7 @@ func TestFaultsControlAPI(t *testing.T) {
 		{"fractional latency", `{"ops": {"verify": {"latency_ms": 1.5}}}`, "decode faults"},
 		{"error status not 5xx", `{"ops": {"verify": {"error_rate": 1, "error_status": 404}}}`, "error_status 404"},
 		{"down status not 5xx", `{"down": true, "down_status": 200}`, "down_status 200"},
-		{"commit then hang off verify", `{"ops": {"inquiry": {"commit_then_hang": true}}}`, "verify only"},
+		{"commit then hang off verify", `{"ops": {"inquiry": {"commit_then_hang": true}}}`, "the operations that commit"},
 		{"hang off verify without answer lost", `{"ops": {"request": {"hang_ms": 100}}}`, "hang_ms applies to verify, or with answer_lost_rate"},
 		{"answer lost rate above 1", `{"ops": {"request": {"answer_lost_rate": 1.5}}}`, "ops.request.answer_lost_rate 1.5"},
 		{"answer lost with drops above 1", `{"ops": {"request": {"answer_lost_rate": 0.5, "drop_rate": 0.6}}}`, "must not exceed 1"},

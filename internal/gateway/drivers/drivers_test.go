@@ -71,10 +71,15 @@ func TestCheckFindsWhatIsMissing(t *testing.T) {
 		"Receipt without a callback": func(d *gateway.Driver) { d.Capabilities.Receipt = gateway.Within(3600e9) },
 		"Unit":                       func(d *gateway.Driver) { d.Capabilities.Unit = 0 },
 		"MinAmountRials":             func(d *gateway.Driver) { d.Capabilities.MinAmountRials = 0 },
-		"constructor":                func(d *gateway.Driver) { d.New = nil },
-		"label":                      func(d *gateway.Driver) { d.Label = "" },
-		"setting":                    func(d *gateway.Driver) { d.Settings = append(d.Settings, gateway.Setting{Env: "X"}) },
-		"sandbox protocol":           func(d *gateway.Driver) { d.Sandbox.Protocol = "" },
+		"CardRefund":                 func(d *gateway.Driver) { d.Capabilities.CardRefund = gateway.CardRefund{} },
+		"CardRefund's minimum":       func(d *gateway.Driver) { d.Capabilities.CardRefund.MinAmountRials = 0 },
+		"CardRefund's reason": func(d *gateway.Driver) {
+			d.Capabilities.CardRefund = gateway.CardRefund{Method: gateway.CardRefundNone}
+		},
+		"constructor":      func(d *gateway.Driver) { d.New = nil },
+		"label":            func(d *gateway.Driver) { d.Label = "" },
+		"setting":          func(d *gateway.Driver) { d.Settings = append(d.Settings, gateway.Setting{Env: "X"}) },
+		"sandbox protocol": func(d *gateway.Driver) { d.Sandbox.Protocol = "" },
 	} {
 		d := full
 		d.Capabilities.AlreadyVerified = append([]gateway.Signal(nil), full.Capabilities.AlreadyVerified...)
@@ -95,18 +100,21 @@ func TestCapabilitiesDescribeTheNextGateways(t *testing.T) {
 			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 201}},
 			VerifyDeadline:  gateway.Window{Kind: gateway.WindowUnknown}, ReverseWindow: gateway.Window{Kind: gateway.WindowNone},
 			Settle:     gateway.Window{Kind: gateway.WindowNone},
-			VerifyData: gateway.VerifyWithoutCallback, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 1_010},
+			VerifyData: gateway.VerifyWithoutCallback, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 1_010,
+			CardRefund: gateway.CardRefund{Method: gateway.CardRefundNone, Why: "not confirmed"}},
 		"sep": {Redirect: gateway.RedirectPOSTForm, Callback: gateway.CallbackPOST | gateway.CallbackGET,
 			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 2}},
 			VerifyDeadline:  gateway.Within(30 * 60e9), ReverseWindow: gateway.Within(50 * 60e9),
 			Settle:     gateway.Window{Kind: gateway.WindowNone},
 			VerifyData: gateway.VerifyNeedsCallback, Receipt: gateway.Within(3600e9),
-			Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
+			Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000,
+			CardRefund: gateway.CardRefund{Method: gateway.CardRefundReverse}},
 		"mellat": {Redirect: gateway.RedirectPOSTForm, Callback: gateway.CallbackPOST,
 			AlreadyVerified: []gateway.Signal{{Op: "verify", Code: 43}, {Op: "settle", Code: 45}},
 			VerifyDeadline:  gateway.Within(20 * 60e9), ReverseWindow: gateway.Within(3 * 3600e9),
 			Settle:     gateway.Within(20 * 60e9),
-			VerifyData: gateway.VerifyNeedsCallback, Receipt: gateway.Window{Kind: gateway.WindowNone}, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000},
+			VerifyData: gateway.VerifyNeedsCallback, Receipt: gateway.Window{Kind: gateway.WindowNone}, Reconcile: gateway.ReconcileInquiry, Unit: gateway.UnitRial, MinAmountRials: 10_000,
+			CardRefund: gateway.CardRefund{Method: gateway.CardRefundReverse, BeforeSettleOnly: true}},
 	} {
 		d := full
 		d.Name, d.Capabilities = name, c

@@ -57,6 +57,10 @@ func Driver() gateway.Driver {
 			// Settle right after verify; the bank documents no limit but
 			// reversal ends 3 hours after verify, and only before settle.
 			Settle: gateway.Within(3 * time.Hour),
+			// bpReversalRequest returns the whole sale, within 3 hours of
+			// verify and only before settle: a credited top-up is settled,
+			// so it can no longer go back this way.
+			CardRefund: gateway.CardRefund{Method: gateway.CardRefundReverse, BeforeSettleOnly: true},
 		},
 		ParseCallback: ParseCallback,
 		Settings: []gateway.Setting{

@@ -245,3 +245,41 @@ func TestDriverEntry(t *testing.T) {
 		}
 	}
 }
+
+// The card refund of a Mellat sale is bpReversalRequest: the whole sale,
+// only before settle (a settled sale is refused: 45); its status is the
+// sale's inquiry (48 reversed, 0 verified and standing).
+func TestRefundIsAReversalBeforeSettle(t *testing.T) {
+	bank, c, _, _ := newBank(t)
+	verified := func(id string, amount int64) gateway.RefundInput {
+		ref := request(t, c, id, amount)
+		cb, err := bank.Finish(ref, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, receipt, _ := parse(t, cb)
+		in := gateway.VerifyInput{Authority: ref, AmountRials: amount, OrderID: id, Receipt: receipt}
+		if vr, err := c.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyPaid {
+			t.Fatalf("verify: %+v %v", vr, err)
+		}
+		return gateway.RefundInput{Payment: in, AmountRials: amount}
+	}
+	in := verified(publicID, 150_000)
+	if st, err := c.RefundStatus(ctxT(t), in); err != nil || st.Outcome != gateway.RefundNotDone {
+		t.Fatalf("status before: %+v %v", st, err)
+	}
+	if _, err := c.Refund(ctxT(t), in); err != nil {
+		t.Fatalf("reversal: %v", err)
+	}
+	if st, err := c.RefundStatus(ctxT(t), in); err != nil || st.Outcome != gateway.RefundDone || st.Code != 48 {
+		t.Fatalf("status after: %+v %v", st, err)
+	}
+	settled := verified("zzzzzzzzzzzzzzzzzzzzzzzz", 90_000)
+	if sr, err := c.Settle(ctxT(t), settled.Payment); err != nil || !sr.Done() {
+		t.Fatalf("settle: %+v %v", sr, err)
+	}
+	var rej *gateway.RejectedError
+	if _, err := c.Refund(ctxT(t), settled); !errors.As(err, &rej) || rej.Code != 45 {
+		t.Fatalf("reversal of a settled sale: %v, want refused with 45", err)
+	}
+}

@@ -271,3 +271,39 @@ func TestGatewayWrapsEachOptionalOp(t *testing.T) {
 		}
 	}
 }
+
+// refundFake is a fake driver with the card refund.
+type refundFake struct{ *fakeGW }
+
+func (f refundFake) Ops() gateway.Ops {
+	return gateway.Ops{
+		Refund: func(ctx context.Context, _ gateway.RefundInput) (gateway.RefundResult, error) {
+			_, err := f.run(ctx, OpRefund)
+			return gateway.RefundResult{}, err
+		},
+		RefundStatus: func(ctx context.Context, _ gateway.RefundInput) (gateway.RefundState, error) {
+			r, err := f.run(ctx, OpRefundStatus)
+			v, _ := r.(gateway.RefundState)
+			return v, err
+		},
+	}
+}
+
+// TestRefundIsOneAttempt: a card refund is never retried (no bank takes
+// an idempotency key for it: a repeat could refund twice), its status
+// is (a read).
+func TestRefundIsOneAttempt(t *testing.T) {
+	done := gateway.RefundState{Outcome: gateway.RefundDone}
+	f := refundFake{newFake(map[string][]step{OpRefund: {{err: http503()}, {}}, OpRefundStatus: {{err: http503()}, {res: done}}})}
+	rec := &MemoryRecorder{}
+	ops := New(f, fastOpts(newClock(), rec)).Ops()
+	if _, err := ops.Refund(context.Background(), gateway.RefundInput{}); !isTransient(err) || f.count(OpRefund) != 1 {
+		t.Fatalf("Refund = %v after %d calls, want 1", err, f.count(OpRefund))
+	}
+	if st, err := ops.RefundStatus(context.Background(), gateway.RefundInput{}); err != nil || st != done || f.count(OpRefundStatus) != 2 {
+		t.Fatalf("RefundStatus = %+v, %v after %d calls", st, err, f.count(OpRefundStatus))
+	}
+	if got := outcomes(rec.Calls()); fmt.Sprint(got) != fmt.Sprint([]string{OutcomeTransient, OutcomeTransient, "refunded"}) {
+		t.Fatalf("recorded %v", got)
+	}
+}

@@ -61,6 +61,23 @@ func (g *Gateway) wrap(in gateway.Ops) gateway.Ops {
 			})
 		}
 	}
+	if refund := in.Refund; refund != nil {
+		// No idempotency key at any bank: one attempt, bounded as a
+		// request is.
+		out.Refund = func(ctx context.Context, rin gateway.RefundInput) (gateway.RefundResult, error) {
+			return do(g.Caller, ctx, Op{Name: OpRefund, Timeout: g.requestTimeout},
+				func(ctx context.Context) (gateway.RefundResult, error) { return refund(ctx, rin) },
+				func(r gateway.RefundResult) Answer { return Answer{Outcome: OutcomeOK, Code: r.Code} })
+		}
+	}
+	if status := in.RefundStatus; status != nil {
+		// Read-only: safe.
+		out.RefundStatus = func(ctx context.Context, rin gateway.RefundInput) (gateway.RefundState, error) {
+			return do(g.Caller, ctx, Op{Name: OpRefundStatus, Safe: true},
+				func(ctx context.Context) (gateway.RefundState, error) { return status(ctx, rin) },
+				func(r gateway.RefundState) Answer { return Answer{Outcome: string(r.Outcome), Code: r.Code} })
+		}
+	}
 	return out
 }
 

@@ -33,6 +33,8 @@ const (
 	OpListUnverified = "list_unverified"
 	OpSettle         = "settle"
 	OpReverse        = "reverse"
+	OpRefund         = "refund"        // a card refund (gateway.Ops.Refund)
+	OpRefundStatus   = "refund_status" // its status (gateway.Ops.RefundStatus)
 )
 
 // Call is one attempt at an operation (or one refusal by the breaker).

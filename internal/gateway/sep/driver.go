@@ -44,6 +44,9 @@ func Driver() gateway.Driver {
 			Unit:           gateway.UnitRial,
 			MinAmountRials: 10_000,
 			Settle:         gateway.Window{Kind: gateway.WindowNone},
+			// ReverseTransaction returns the whole sale, within 50 minutes
+			// of the transaction once verified.
+			CardRefund: gateway.CardRefund{Method: gateway.CardRefundReverse},
 		},
 		ParseCallback: ParseCallback,
 		Settings: []gateway.Setting{

@@ -132,11 +132,12 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.ops = gateway.Ops{PayForm: c.PayForm, Reverse: c.Reverse}
+	c.ops = gateway.Ops{PayForm: c.PayForm, Reverse: c.Reverse, Refund: c.Refund, RefundStatus: c.RefundStatus}
 	return c, nil
 }
 
-// Ops are SEP's optional operations: the POST form and reversal.
+// Ops are SEP's optional operations: the POST form, reversal, and the
+// card refund (a reversal of the whole sale, and its status).
 func (c *Client) Ops() gateway.Ops { return c.ops }
 
 // Name returns "sep".
@@ -581,3 +582,61 @@ func validToken(s string) bool {
 }
 
 func quote(s string) string { return strconv.Quote(usertext.Cut(s, 40)) }
+
+// Refund is the card refund of a SEP payment: a reversal of the whole
+// sale (ReverseTransaction of its RefNum), gateway.Ops.Refund. SEP takes no
+// amount: anything but the whole payment is refused without a call.
+func (c *Client) Refund(ctx context.Context, in gateway.RefundInput) (gateway.RefundResult, error) {
+	if in.AmountRials != in.Payment.AmountRials || in.RefundedRials != 0 {
+		return gateway.RefundResult{}, &gateway.RejectedError{Op: opReverse, Message: "invalid input, not sent: SEP reverses the whole payment only"}
+	}
+	if !validToken(in.Payment.Receipt) {
+		return gateway.RefundResult{}, &gateway.RejectedError{Op: opReverse, Message: "invalid input, not sent: no RefNum to reverse"}
+	}
+	if err := c.Reverse(ctx, in.Payment); err != nil {
+		return gateway.RefundResult{}, err
+	}
+	return gateway.RefundResult{BankReference: in.Payment.Receipt}, nil
+}
+
+// RefundStatus asks what became of a reversal whose answer was lost: SEP
+// keeps no receipt of a verified payment, but its verify of the RefNum
+// says (ResultCode 5: reversed; 2: verified, standing, so not reversed).
+// Verify of a verified RefNum changes nothing (it answers 2 again).
+// gateway.Ops.RefundStatus.
+func (c *Client) RefundStatus(ctx context.Context, in gateway.RefundInput) (gateway.RefundState, error) {
+	status, raw, err := c.post(ctx, opVerify, PathVerify, refNumBody{RefNum: in.Payment.Receipt, TerminalNumber: c.terminalNum})
+	if err != nil {
+		return gateway.RefundState{}, fmt.Errorf("sep reverse status %s: %w", quote(in.Payment.Receipt), err)
+	}
+	var a verifyAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return gateway.RefundState{}, fmt.Errorf("sep reverse status %s: %w", quote(in.Payment.Receipt), undecided(opVerify, status, err))
+	}
+	code, ok := wire.FlexInt(a.ResultCode)
+	if !ok {
+		return gateway.RefundState{}, fmt.Errorf("sep reverse status %s: %w", quote(in.Payment.Receipt), undecided(opVerify, status, errors.New("no ResultCode")))
+	}
+	out := gateway.RefundState{Code: int(code), RefundedRials: -1}
+	switch code {
+	case resultReversed:
+		out.Outcome = gateway.RefundDone
+	case resultDuplicate:
+		if d := a.TransactionDetail; d != nil {
+			if ref := wire.FlexString(d.RefNum); ref != "" && ref != in.Payment.Receipt {
+				return gateway.RefundState{}, fmt.Errorf("sep reverse status: %w", &gateway.TransientError{Op: opVerify, HTTPStatus: status,
+					Err: errors.New("the answer names another RefNum")})
+			}
+		}
+		out.Outcome = gateway.RefundNotDone
+	case resultOK, resultTooLate:
+		// 0: verified just now, never verified before (not our credited
+		// payment's story); -6: reversed unverified. Neither is an answer
+		// about our reversal: a person looks.
+		out.Outcome = gateway.RefundDiffers
+	default:
+		return gateway.RefundState{}, fmt.Errorf("sep reverse status %s: %w", quote(in.Payment.Receipt),
+			&gateway.TransientError{Op: opVerify, HTTPStatus: status, Err: fmt.Errorf("SEP ResultCode %d", code)})
+	}
+	return out, nil
+}

@@ -470,3 +470,63 @@ func TestVerifyReceiptUnavailable(t *testing.T) {
 		t.Fatalf("bank %s after %d verify calls, want PAID and none", p.State, bank.Stats()["sep-verify"].Calls-calls)
 	}
 }
+
+// The card refund of a SEP payment: a reversal of the whole sale within
+// 50 minutes, refused for part of it or later; its status (a verify of the
+// RefNum) tells a reversal made (5) from one not made (2).
+func TestRefundIsAReversal(t *testing.T) {
+	bank, c, clk := newBank(t)
+	paid := func(amount int64) gateway.RefundInput {
+		tok := request(t, c, amount)
+		cb, err := bank.Finish(tok, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, receipt, _ := parse(t, cb)
+		in := gateway.VerifyInput{Authority: tok, AmountRials: amount, OrderID: "abcdefghijklmnopqrstuvwx", Receipt: receipt}
+		if vr, err := c.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyPaid {
+			t.Fatalf("verify: %+v %v", vr, err)
+		}
+		in.ReceiptConfirmed = true
+		return gateway.RefundInput{Payment: in, AmountRials: amount, Reference: "cr_x"}
+	}
+	in := paid(150_000)
+	if st, err := c.RefundStatus(ctxT(t), in); err != nil || st.Outcome != gateway.RefundNotDone || st.Code != 2 {
+		t.Fatalf("status before: %+v %v", st, err)
+	}
+	part := in
+	part.AmountRials = 100_000
+	if _, err := c.Refund(ctxT(t), part); !gateway.IsRejected(err) {
+		t.Fatalf("part of a sale: %v, want refused", err)
+	}
+	if res, err := c.Refund(ctxT(t), in); err != nil || res.BankReference != in.Payment.Receipt {
+		t.Fatalf("refund: %+v %v", res, err)
+	}
+	if p, _ := bank.Payment(in.Payment.Authority); p.State != sandbank.StateReversed {
+		t.Fatalf("bank holds %s", p.State)
+	}
+	if st, err := c.RefundStatus(ctxT(t), in); err != nil || st.Outcome != gateway.RefundDone || st.Code != 5 {
+		t.Fatalf("status after: %+v %v", st, err)
+	}
+	// A second reversal is refused: never twice.
+	if _, err := c.Refund(ctxT(t), in); !gateway.IsRejected(err) {
+		t.Fatalf("second reversal: %v", err)
+	}
+	// Past the window: refused by the bank.
+	late := paid(80_000)
+	clk.Add(51 * time.Minute)
+	if _, err := c.Refund(ctxT(t), late); !gateway.IsRejected(err) {
+		t.Fatalf("after 50 minutes: %v", err)
+	}
+	// A lost answer: unknown, and the status says it was made.
+	lost := paid(60_000)
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sep-reverse": {CommitThenHang: true, HangMS: 50}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Refund(ctxT(t), lost); err == nil || gateway.IsRejected(err) {
+		t.Fatalf("lost answer: %v, want unknown", err)
+	}
+	if st, err := c.RefundStatus(ctxT(t), lost); err != nil || st.Outcome != gateway.RefundDone {
+		t.Fatalf("status of the lost one: %+v %v", st, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/wire"
 )
 
 // Its settings (environment variables).
@@ -16,6 +17,11 @@ const (
 	SettingMerchantID = "ZARINPAL_MERCHANT_ID"
 	SettingBaseURL    = "ZARINPAL_BASE_URL"
 	SettingPageLife   = "ZARINPAL_PAGE_LIFETIME"
+	// The card refund's (Zarinpal's GraphQL API): optional, both or
+	// neither of the token and the terminal.
+	SettingAccessToken = "ZARINPAL_ACCESS_TOKEN"
+	SettingTerminalID  = "ZARINPAL_TERMINAL_ID"
+	SettingGraphQLURL  = "ZARINPAL_GRAPHQL_URL"
 )
 
 // DefaultPageLifetime is how long Zarinpal's payment page is taken to
@@ -50,6 +56,9 @@ func Driver() gateway.Driver {
 			Reconcile:       gateway.ReconcileList | gateway.ReconcileInquiry,
 			Unit:            gateway.UnitRial,
 			MinAmountRials:  10_000, // 1,000 tomans
+			// AddRefund (GraphQL, an access token): part or all of a
+			// payment, at least 20,000 rials, no idempotency key.
+			CardRefund: gateway.CardRefund{Method: gateway.CardRefundAPI, MinAmountRials: MinRefundRials, Partial: true},
 		},
 		ParseCallback: ParseCallback,
 		Settings: []gateway.Setting{
@@ -62,6 +71,15 @@ func Driver() gateway.Driver {
 			{Env: SettingPageLife, Default: "15m",
 				Doc:   "how long Zarinpal's payment page waits for the payer (Zarinpal does not document it); a payment it calls not paid after the payer had the page this long is shown as \"the time ran out\", sooner as cancelled; 0 does not tell them apart",
 				Check: checkPageLifetime},
+			{Env: SettingAccessToken, Secret: true,
+				Doc:   "the access token (OAuth, from Zarinpal's panel) of its GraphQL API, with ZARINPAL_TERMINAL_ID: admins may then refund a top-up to the card (AddRefund); unset, Zarinpal top-ups cannot go back to the card",
+				Check: checkAccessToken},
+			{Env: SettingTerminalID,
+				Doc:   "the terminal's number in Zarinpal's GraphQL API (terminal_id), digits; with ZARINPAL_ACCESS_TOKEN",
+				Check: wire.TerminalID},
+			{Env: SettingGraphQLURL, Default: DefaultGraphQLURL,
+				Doc:   "Zarinpal's GraphQL endpoint (the card refund's), or a standalone sandbox bank's " + sandboxGraphQLPath + " on this machine (http allowed on loopback only)",
+				Check: CheckGraphQLURL},
 		},
 		URLSetting: SettingBaseURL,
 		New: func(s gateway.Settings, d gateway.Deps) (gateway.Gateway, error) {
@@ -71,13 +89,15 @@ func Driver() gateway.Driver {
 			}
 			d0, _ := time.ParseDuration(life)
 			return New(Config{MerchantID: s[SettingMerchantID], BaseURL: s[SettingBaseURL], HTTPClient: d.HTTPClient, Logger: d.Logger,
-				PageLifetime: d0, Now: d.Now})
+				PageLifetime: d0, Now: d.Now, AccessToken: s[SettingAccessToken], TerminalID: s[SettingTerminalID],
+				GraphQLURL: s[SettingGraphQLURL]})
 		},
 		Sandbox: gateway.Sandbox{
 			Protocol: SandboxProtocol,
 			Settings: func(bankURL string) gateway.Settings {
 				return gateway.Settings{SettingMerchantID: SandboxMerchantID, SettingBaseURL: bankURL,
-					SettingPageLife: "15m"}
+					SettingPageLife: "15m", SettingAccessToken: SandboxAccessToken, SettingTerminalID: SandboxTerminalID,
+					SettingGraphQLURL: strings.TrimRight(bankURL, "/") + sandboxGraphQLPath}
 			},
 		},
 	}

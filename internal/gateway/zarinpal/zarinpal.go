@@ -24,6 +24,7 @@ import (
 	_ "time/tzdata" // Asia/Tehran on hosts without a zoneinfo database
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/wire"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
 
@@ -84,6 +85,11 @@ type Config struct {
 	// Now is the clock (a Retry-After date is read against it); nil:
 	// time.Now.
 	Now func() time.Time
+	// AccessToken and TerminalID, both or neither, let the driver refund
+	// a payment to the card through Zarinpal's GraphQL API at GraphQLURL
+	// (DefaultGraphQLURL when empty): Ops.Refund and Ops.RefundStatus.
+	// Without them the driver offers no card refund.
+	AccessToken, TerminalID, GraphQLURL string
 }
 
 // Client is a Zarinpal v4 driver. It is safe for concurrent use.
@@ -95,13 +101,17 @@ type Client struct {
 	tehran     *time.Location
 	pageLife   time.Duration
 	now        func() time.Time
+	refund     refunder
+	ops        gateway.Ops
 }
 
 var _ gateway.Gateway = (*Client)(nil)
 
-// Ops: none (its payer is sent by a GET redirect, verify alone makes the
-// money ours, and the driver does not implement Zarinpal's reverse).
-func (c *Client) Ops() gateway.Ops { return gateway.Ops{} }
+// Ops: the card refund (Refund, RefundStatus) when the client has an
+// access token; nothing else (its payer is sent by a GET redirect, verify
+// alone makes the money ours, and the driver does not implement
+// Zarinpal's reverse.json).
+func (c *Client) Ops() gateway.Ops { return c.ops }
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
@@ -125,6 +135,28 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	if (cfg.AccessToken == "") != (cfg.TerminalID == "") {
+		return nil, errors.New("zarinpal: the access token and the terminal id go together (the card refund needs both)")
+	}
+	if cfg.AccessToken != "" {
+		tok, err := checkAccessToken(cfg.AccessToken)
+		if err != nil {
+			return nil, fmt.Errorf("zarinpal: access token: %w", err)
+		}
+		term, err := wire.TerminalID(cfg.TerminalID)
+		if err != nil {
+			return nil, fmt.Errorf("zarinpal: terminal id: %w", err)
+		}
+		u := cfg.GraphQLURL
+		if u == "" {
+			u = DefaultGraphQLURL
+		}
+		if u, err = CheckGraphQLURL(u); err != nil {
+			return nil, fmt.Errorf("zarinpal: GraphQL URL: %w", err)
+		}
+		c.refund = refunder{url: u, token: tok, terminal: term}
+		c.ops = gateway.Ops{Refund: c.Refund, RefundStatus: c.RefundStatus}
 	}
 	return c, nil
 }

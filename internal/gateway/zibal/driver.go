@@ -40,6 +40,8 @@ func Driver() gateway.Driver {
 			Reconcile:       gateway.ReconcileInquiry,
 			Unit:            gateway.UnitRial,
 			MinAmountRials:  1_010, // above 1,000 rials, in whole tomans
+			CardRefund: gateway.CardRefund{Method: gateway.CardRefundNone,
+				Why: "Zibal cannot reverse a payment, and its refund API (its code 26, \"refund not possible\", says one exists) is not documented where we could confirm it"},
 		},
 		ParseCallback: ParseCallback,
 		Settings: []gateway.Setting{

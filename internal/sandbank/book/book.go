@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -96,6 +97,28 @@ type Payment struct {
 	SettledAt   time.Time `json:"settled_at,omitzero"`
 	SettleCount int       `json:"settle_count,omitempty"`
 	ReversedAt  time.Time `json:"reversed_at,omitzero"`
+	// Refunds are the refunds to the card the bank made of a verified
+	// payment (Zarinpal's AddRefund), oldest first; RefundedAmount is
+	// their sum, in rials.
+	Refunds        []Refund `json:"refunds,omitempty"`
+	RefundedAmount int64    `json:"refunded_amount,omitempty"`
+}
+
+// snapshot is a copy of the payment that later changes do not reach.
+func (rec *Record) snapshot() Payment {
+	p := rec.Payment
+	p.Refunds = slices.Clone(p.Refunds)
+	return p
+}
+
+// Refund is one refund to the card of a verified payment.
+type Refund struct {
+	ID          string    `json:"id"`
+	Amount      int64     `json:"amount"` // rials
+	Method      string    `json:"method"`
+	Reason      string    `json:"reason"`
+	Description string    `json:"description"`
+	At          time.Time `json:"at"`
 }
 
 // Record is a payment plus what only the bank knows of it.
@@ -273,7 +296,9 @@ func (b *Book) Records() []Record {
 	defer b.mu.Unlock()
 	out := make([]Record, 0, len(b.payments))
 	for _, rec := range b.sortedLocked() {
-		out = append(out, *rec)
+		r := *rec
+		r.Payment = rec.snapshot()
+		out = append(out, r)
 	}
 	return out
 }
@@ -287,7 +312,7 @@ func (b *Book) Payments() []Payment {
 	out := make([]Payment, 0, len(recs))
 	for _, rec := range recs {
 		b.ExpireLocked(rec, now)
-		out = append(out, rec.Payment)
+		out = append(out, rec.snapshot())
 	}
 	return out
 }
@@ -301,7 +326,7 @@ func (b *Book) Payment(token string) (Payment, bool) {
 		return Payment{}, false
 	}
 	b.ExpireLocked(rec, b.clock())
-	return rec.Payment, true
+	return rec.snapshot(), true
 }
 
 // View is what a page needs of a payment.
@@ -324,7 +349,7 @@ func (b *Book) View(token, referer string) (View, bool) {
 	if rec.StartReferer == "" {
 		rec.StartReferer = referer
 	}
-	return View{Payment: rec.Payment, Card: rec.CardNumber, ExpiresAt: rec.CreatedAt.Add(b.ttl)}, true
+	return View{Payment: rec.snapshot(), Card: rec.CardNumber, ExpiresAt: rec.CreatedAt.Add(b.ttl)}, true
 }
 
 // Callback is the request that takes the payer of a payment back to the

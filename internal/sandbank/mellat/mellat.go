@@ -125,10 +125,12 @@ func (m *Mellat) Ops() []string {
 	return []string{opMellatRequest, opMellatVerify, opMellatSettle, opMellatInquiry, opMellatReversal, opMellatStart}
 }
 
-// CommitOps: verify and settle.
-func (m *Mellat) CommitOps() []string { return []string{opMellatVerify, opMellatSettle} }
+// CommitOps: verify, settle and reversal (a card refund).
+func (m *Mellat) CommitOps() []string {
+	return []string{opMellatVerify, opMellatSettle, opMellatReversal}
+}
 
-// Committed: a verify's or settle's return 0.
+// Committed: a verify's, settle's or reversal's return 0.
 func (m *Mellat) Committed(_ string, body []byte) bool {
 	_, f, err := readSOAPReturn(body)
 	return err == nil && f == mlOK

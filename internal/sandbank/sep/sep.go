@@ -107,10 +107,10 @@ func (s *SEP) Ops() []string {
 	return []string{opSEPRequest, opSEPVerify, opSEPReceipt, opSEPReverse, opSEPStart}
 }
 
-// CommitOps: verify.
-func (s *SEP) CommitOps() []string { return []string{opSEPVerify} }
+// CommitOps: verify, and reverse (a card refund).
+func (s *SEP) CommitOps() []string { return []string{opSEPVerify, opSEPReverse} }
 
-// Committed: a verify's ResultCode 0.
+// Committed: a verify's or reverse's ResultCode 0.
 func (s *SEP) Committed(_ string, body []byte) bool {
 	var a struct{ ResultCode *int }
 	return json.Unmarshal(body, &a) == nil && a.ResultCode != nil && *a.ResultCode == sepOK

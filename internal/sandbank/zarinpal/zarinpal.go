@@ -10,10 +10,11 @@
 //	POST /pg/StartPay/{authority}/pay        Pay button
 //	POST /pg/StartPay/{authority}/cancel     Cancel button
 //	POST /pg/StartPay/{authority}/pay-close  "Pay and close the window" button
+//	POST /api/v4/graphql/                the GraphQL API: AddRefund, Session (graphql.go)
 //
 // The payer returns with a GET of the callback URL plus
 // ?Authority=&Status=OK|NOK. Its operations are the bare fault keys
-// (request, verify, inquiry, unverified, startpay).
+// (request, verify, inquiry, unverified, startpay, refund, sessions).
 //
 // # HTTP statuses
 //
@@ -78,11 +79,11 @@ func (z *Zarinpal) Rules() book.Rules {
 
 // Ops are request, verify, inquiry, unverified and startpay.
 func (z *Zarinpal) Ops() []string {
-	return []string{opRequest, opVerify, opInquiry, opUnverified, opStartPay}
+	return []string{opRequest, opVerify, opInquiry, opUnverified, opStartPay, opRefund, opSessions}
 }
 
-// CommitOps: verify.
-func (z *Zarinpal) CommitOps() []string { return []string{opVerify} }
+// CommitOps: verify, and a refund (AddRefund).
+func (z *Zarinpal) CommitOps() []string { return []string{opVerify, opRefund} }
 
 // Routes registers Zarinpal's paths.
 func (z *Zarinpal) Routes(mux *http.ServeMux, op func(string) http.Handler) {
@@ -94,6 +95,7 @@ func (z *Zarinpal) Routes(mux *http.ServeMux, op func(string) http.Handler) {
 		writeError(w, http.StatusNotFound, codeValidation, validation("path", "Unknown API path."))
 	})
 	z.link.Routes(mux, op)
+	z.graphQLRoutes(mux, op)
 }
 
 // Serve performs one operation. Nothing here depends on being called
@@ -117,6 +119,10 @@ func (z *Zarinpal) Serve(op string, w http.ResponseWriter, r *http.Request) {
 		z.apiInquiry(w, r)
 	case opUnverified:
 		z.apiUnverified(w, r)
+	case opRefund:
+		z.apiRefund(w, r)
+	case opSessions:
+		z.apiSessions(w, r)
 	default:
 		if !z.env.Pages.ServeLink(w, r, z.link, op) {
 			http.NotFound(w, r)
@@ -124,8 +130,12 @@ func (z *Zarinpal) Serve(op string, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Committed: a verify's code 100 (data.code; 101 is an earlier commit).
-func (z *Zarinpal) Committed(_ string, body []byte) bool {
+// Committed: a verify's code 100 (data.code; 101 is an earlier commit),
+// a refund's refunded session.
+func (z *Zarinpal) Committed(op string, body []byte) bool {
+	if op == opRefund {
+		return refundCommitted(body)
+	}
 	var env struct {
 		Data json.RawMessage `json:"data"`
 	}
@@ -138,10 +148,10 @@ func (z *Zarinpal) Committed(_ string, body []byte) bool {
 	return json.Unmarshal(env.Data, &data) == nil && data.Code == codeSuccess
 }
 
-// Refuse answers the API's code -12 (too many attempts); the pages a
-// proxy's 429 page.
+// Refuse answers the API's code -12 (too many attempts); the pages and
+// the GraphQL API a proxy's 429 page.
 func (z *Zarinpal) Refuse(op string, w http.ResponseWriter) {
-	if op == opStartPay {
+	if op == opStartPay || op == opRefund || op == opSessions {
 		protocol.FaultPage(w, http.StatusTooManyRequests)
 		return
 	}
