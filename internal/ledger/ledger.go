@@ -86,6 +86,9 @@ func (k AccountKind) Valid() bool {
 const (
 	CodeSuspense = "suspense"
 	CodeFees     = "fees"
+	// CodeCardRefundsInFlight is the one account of card refunds the bank
+	// confirmed, on their way to the gateway's clearing side.
+	CodeCardRefundsInFlight = "card_refunds_in_flight"
 )
 
 // ClearingSlots is how many rows a gateway's clearing account is kept in.
