@@ -26,8 +26,10 @@ func Count(t testing.TB, db *store.DB, sql string, args ...any) int64 {
 // scenario whose payments have all been resolved: every payment the bank
 // counts as paid (PAID or VERIFIED) under one of our authorities is
 // credited here, once, with the bank's reference and amount, and every
-// payment credited here is VERIFIED at the bank. The bank's paid set
-// equals our credited set.
+// payment credited here is VERIFIED at the bank (or REVERSED by a card
+// refund of ours). The bank's paid set equals our credited set, and what
+// the bank gave back to cards equals what our card refunds call
+// refunded, top-up by top-up: none twice, none lost.
 func CheckBankAgrees(t testing.TB, db *store.DB, bank *sandbank.Bank) {
 	t.Helper()
 	type row struct {
@@ -36,9 +38,16 @@ func CheckBankAgrees(t testing.TB, db *store.DB, bank *sandbank.Bank) {
 		Status      string
 		RefID       *int64
 		AmountRials int64
+		// Refunded is what our card refunds call refunded of it;
+		// Reversed, whether one of them was a reverse.
+		Refunded int64
+		Reversed bool
 	}
 	var rows []row
-	if err := db.Gorm.Raw(`SELECT public_id, authority, status, ref_id, amount_rials FROM topups`).Scan(&rows).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT p.public_id, p.authority, p.status, p.ref_id, p.amount_rials,
+			COALESCE((SELECT SUM(c.amount_rials) FROM card_refunds c WHERE c.topup_id = p.id AND c.status = 'refunded'), 0) AS refunded,
+			EXISTS (SELECT 1 FROM card_refunds c WHERE c.topup_id = p.id AND c.status = 'refunded' AND c.method = 'reverse') AS reversed
+		FROM topups p`).Scan(&rows).Error; err != nil {
 		t.Fatalf("payments: %v", err)
 	}
 	ours := map[string]row{}
@@ -51,6 +60,14 @@ func CheckBankAgrees(t testing.TB, db *store.DB, bank *sandbank.Bank) {
 		r, mine := ours[bp.Authority]
 		if !mine {
 			continue
+		}
+		refunded := bp.RefundedAmount
+		if bp.State == sandbank.StateReversed && r.Reversed {
+			// Reversed by our card refund: the sale was ours, then went back.
+			bp.State, refunded = sandbank.StateVerified, bp.Amount
+		}
+		if refunded != r.Refunded {
+			t.Errorf("bank and card refunds disagree on %s: the bank gave %d rials back to the card, our card refunds %d", r.PublicID, refunded, r.Refunded)
 		}
 		paid := bp.State == sandbank.StatePaid || bp.State == sandbank.StateVerified
 		switch {

@@ -35,6 +35,11 @@ const (
 	ActionBankAccountApprove Action = "bank_account_approve" // verified a bank account the provider's inquiry could not
 	ActionBankAccountReject  Action = "bank_account_reject"  // rejected one
 	ActionPayoutReconcile    Action = "payout_reconcile"     // ran the payout reconciliation now
+	// Card refunds (TopUpID: the top-up; Note: the card refund's id and the admin's note).
+	ActionCardRefund        Action = "card_refund"         // started a refund of a top-up to the card (after the second factor again)
+	ActionCardRefundRecheck Action = "card_refund_recheck" // asked the bank again about a card refund under review
+	ActionCardRefundConfirm Action = "card_refund_confirm" // closed a card refund under review as made at the bank
+	ActionCardRefundClose   Action = "card_refund_close"   // closed a card refund under review as not made
 	// Actions of the operator on the command line (no AdminID).
 	ActionCLIPromote  Action = "cli_promote"   // `kifpool user promote` (TargetUserID: who)
 	ActionCLIDemote   Action = "cli_demote"    // `kifpool user demote`

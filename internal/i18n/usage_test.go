@@ -95,7 +95,7 @@ func TestEveryUsedKeyExists(t *testing.T) {
 	}
 	// Names that share a message's namespace but are not messages: the
 	// webhook event types (a contract with partners, never translated).
-	notMessages := map[string]bool{"topup.credited": true, "topup.failed": true, "topup.needs_review": true,
+	notMessages := map[string]bool{"topup.credited": true, "topup.failed": true, "topup.needs_review": true, "topup.refunded": true,
 		"transfer.already_exists": true} // Jibit's error code for a transferID it has seen
 	for lit := range sourceLiterals(t) {
 		i := strings.Index(lit, ".")

@@ -5,7 +5,7 @@ package i18n
 var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention secrets
 	"webhooks.title":                "وب‌هوک‌ها و نشانی بازگشت",
 	"webhooks.link":                 "وب‌هوک‌ها و نشانی‌های بازگشت",
-	"webhooks.intro":                "وقتی پرداختی شارژ شد، ناموفق شد یا به بررسی رفت، کیف‌پول به نشانی شما خبر می‌دهد؛ هر پیام امضا دارد و تا ۳ روز دوباره فرستاده می‌شود تا پاسخ موفق (کد ۲۰۰ تا ۲۹۹) بگیرد.",
+	"webhooks.intro":                "وقتی پرداختی شارژ شد، ناموفق شد، به بررسی رفت یا به کارت برگشت داده شد، کیف‌پول به نشانی شما خبر می‌دهد؛ هر پیام امضا دارد و تا ۳ روز دوباره فرستاده می‌شود تا پاسخ موفق (کد ۲۰۰ تا ۲۹۹) بگیرد.",
 	"webhooks.add":                  "افزودن نشانی وب‌هوک",
 	"webhooks.url":                  "نشانی (URL)",
 	"webhooks.url_hint":             "با https:// شروع شود؛ نشانی‌های شبکهٔ داخلی پذیرفته نمی‌شوند.",
@@ -14,6 +14,7 @@ var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"topup.credited":                "شارژ شد",
 	"topup.failed":                  "ناموفق شد",
 	"topup.needs_review":            "به بررسی رفت",
+	"topup.refunded":                "به کارت برگشت داده شد",
 	"webhooks.submit":               "افزودن",
 	"webhooks.new_title":            "وب‌هوک افزوده شد",
 	"webhooks.new_once":             "کلید امضای این نشانی فقط همین یک بار نمایش داده می‌شود. آن را اکنون کپی و در سرویس خود نگه دارید.",
@@ -82,7 +83,7 @@ var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 var webhooksEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention secrets
 	"webhooks.title":                "Webhooks and return URLs",
 	"webhooks.link":                 "Webhooks and return origins",
-	"webhooks.intro":                "When a top-up is credited, fails or goes to review, Kifpool tells your URL; every message is signed and sent again for up to 3 days until it gets a 2xx answer.",
+	"webhooks.intro":                "When a top-up is credited, fails, goes to review or is refunded to the card, Kifpool tells your URL; every message is signed and sent again for up to 3 days until it gets a 2xx answer.",
 	"webhooks.add":                  "Add a webhook URL",
 	"webhooks.url":                  "URL",
 	"webhooks.url_hint":             "Starts with https://; addresses in private networks are refused.",
@@ -91,6 +92,7 @@ var webhooksEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"topup.credited":                "credited",
 	"topup.failed":                  "failed",
 	"topup.needs_review":            "under review",
+	"topup.refunded":                "refunded to the card",
 	"webhooks.submit":               "Add",
 	"webhooks.new_title":            "Webhook added",
 	"webhooks.new_once":             "This URL's signing secret is shown only this once. Copy it now and keep it in your service.",

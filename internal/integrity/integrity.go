@@ -191,6 +191,37 @@ var rules = []Rule{
 			FROM withdrawal_events e JOIN withdrawals w ON w.id = e.withdrawal_id
 			WHERE e.from_status <> COALESCE((SELECT e2.to_status FROM withdrawal_events e2 WHERE e2.withdrawal_id = e.withdrawal_id
 				AND e2.id < e.id ORDER BY e2.id DESC LIMIT 1), '')`},
+	{Name: "card_refund_hold_in_step", What: "a card refund's hold is its own (its wallet, amount and id) and in step with its status: open while unresolved, captured whole when refunded, ended otherwise when failed",
+		query: `SELECT 'card refund ' || c.public_id, 'status ' || c.status || ', hold ' || COALESCE(h.status, 'missing') || ' of '
+				|| COALESCE(CAST(h.amount_rials AS TEXT), '?') || ' rials, captured ' || COALESCE(CAST(h.captured_rials AS TEXT), '?')
+			FROM card_refunds c LEFT JOIN ledger_holds h ON h.id = c.hold_id
+			WHERE h.id IS NULL OR h.reason <> 'card_refund' OR h.reference <> c.public_id OR h.amount_rials <> c.amount_rials
+				OR h.account_id <> COALESCE((SELECT a.id FROM ledger_accounts a WHERE a.wallet_id = c.wallet_id), 0)
+				OR (c.status IN ('held', 'submitted', 'needs_review') AND h.status <> 'open')
+				OR (c.status = 'refunded' AND (h.status <> 'captured' OR h.captured_rials <> c.amount_rials))
+				OR (c.status = 'failed' AND h.status NOT IN ('released', 'expired')) ORDER BY c.id`},
+	{Name: "card_refund_reached_clearing", What: "a refunded card refund's money went on from card refunds in flight to its gateway's clearing side once, no other's did, and nothing stays in flight",
+		query: `SELECT 'card refund ' || c.public_id, 'status ' || c.status || ', ' || (SELECT COUNT(*) FROM ledger_transactions t
+				WHERE t.kind = 'card_refund' AND t.reference = 'card_refund:' || c.public_id) || ' transactions to the clearing side'
+			FROM card_refunds c WHERE (c.status = 'refunded') <> ((SELECT COUNT(*) FROM ledger_transactions t
+				JOIN ledger_postings lp ON lp.transaction_id = t.id JOIN ledger_accounts a ON a.id = lp.account_id
+				WHERE t.kind = 'card_refund' AND t.reference = 'card_refund:' || c.public_id AND a.code = 'card_refunds_in_flight'
+					AND lp.amount_rials = -c.amount_rials) = 1)
+				OR (SELECT COUNT(*) FROM ledger_transactions t WHERE t.kind = 'card_refund' AND t.reference = 'card_refund:' || c.public_id) > 1
+			UNION ALL
+			SELECT 'account ' || code, 'posted ' || posted_rials || ' rials in flight to cards' FROM ledger_accounts
+			WHERE kind = 'card_refunds_in_flight' AND posted_rials <> 0`},
+	{Name: "card_refunds_within_topup", What: "a top-up's card refunds not failed add up to at most its amount, and only a credited top-up has any",
+		query: `SELECT 'payment ' || p.public_id, 'card refunds of ' || SUM(c.amount_rials) || ' rials not failed, of a '
+				|| p.status || ' top-up of ' || p.amount_rials || ' rials'
+			FROM card_refunds c JOIN topups p ON p.id = c.topup_id WHERE c.status <> 'failed'
+			GROUP BY p.id, p.public_id, p.status, p.amount_rials HAVING SUM(c.amount_rials) > p.amount_rials OR p.status <> 'credited'
+			ORDER BY p.id`},
+	{Name: "card_refund_events_end_in_status", What: "a card refund's last event ends in its status",
+		query: `SELECT 'card refund ' || c.public_id, 'status ' || c.status || ', last event to ' || COALESCE((SELECT e.to_status
+				FROM card_refund_events e WHERE e.card_refund_id = c.id ORDER BY e.id DESC LIMIT 1), 'none (held)')
+			FROM card_refunds c WHERE c.status <> COALESCE((SELECT e.to_status FROM card_refund_events e WHERE e.card_refund_id = c.id
+				ORDER BY e.id DESC LIMIT 1), 'held') ORDER BY c.id`},
 	{Name: "none_open_past_deadline", Open: true,
 		What: "no top-up is still open past the worker's deadlines",
 		// Parameters: the cut-off for created, then for the other open statuses.

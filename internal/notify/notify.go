@@ -217,7 +217,8 @@ type event struct {
 const cursorName = "payments"
 
 // Scan queues the receipts and notices of the payment events since the
-// last scan (at most 200 per call) and returns how many mails it queued.
+// last scan (at most 200 per call), then the card refunds' mails
+// (cardrefund.go), and returns how many mails it queued.
 // The cursor and the mails are written in one transaction, and each mail
 // has a dedupe key (one receipt, one notice per payment), so a scan that
 // dies half-way or runs on two instances at once queues each mail once.
@@ -270,7 +271,8 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("scan payment events for mail: %w", err)
 	}
-	return queued, nil
+	refunds, err := n.scanCardRefunds(ctx, now)
+	return queued + refunds, err
 }
 
 // mailFor is the receipt or notice an event calls for, if any.

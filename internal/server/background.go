@@ -32,8 +32,8 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 }
 
 // loops are the background loops, each on lifecycle.Loop (the options'
-// ticks): the payment worker and the periodic reconciliation (each when
-// configured), mail, webhooks (when configured), the cleanup of expired
+// ticks): the payment worker, the card refunds' worker and the periodic
+// reconciliation (each when configured), mail, webhooks (when configured), the cleanup of expired
 // idempotency keys, the expiry of holds, and the hourly retention purge
 // (expired sessions, quiet throttles, old calls of failed payments).
 func (s *Server) loops(log *slog.Logger) []loop {
@@ -42,6 +42,9 @@ func (s *Server) loops(log *slog.Logger) []loop {
 	var ls []loop
 	if cfg.WorkerInterval > 0 {
 		ls = append(ls, loop{"worker", every(cfg.WorkerInterval), s.Worker.Tick})
+		// Card refunds whose outcome is unknown, or whose sender died
+		// before sending: asked about, or sent, at the worker's pace.
+		ls = append(ls, loop{"card refunds", every(cfg.WorkerInterval), s.CardRefunds.Worker().Tick})
 	}
 	if cfg.ReconcileInterval > 0 {
 		// The first one an interval after the start.

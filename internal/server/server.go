@@ -16,6 +16,8 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/bankaccount"
+	"github.com/kifpool/kifpool/internal/cardrefund"
+	crstore "github.com/kifpool/kifpool/internal/cardrefund/sqlstore"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
@@ -140,6 +142,9 @@ type Server struct {
 	PayoutWorker *withdrawal.Worker
 	PayoutStore  *wsqlstore.Store
 	payouts      payouts
+	// CardRefunds give credited top-ups back to the card (an admin's
+	// action; its worker asks the bank what is unknown).
+	CardRefunds *cardrefund.Service
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -181,8 +186,12 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	crs, err := crstore.New(context.Background(), db, led)
+	if err != nil {
+		return nil, err
+	}
 	uc := newUseCases(b, useCaseParts{store: st, ledger: led, reads: reads, gateways: gws, metrics: obs.Metrics,
-		webhooks: hooks, resets: ml.Notifier.ResetMailer()})
+		webhooks: hooks, resets: ml.Notifier.ResetMailer(), cardRefunds: crs})
 	po, err := newPayouts(b, led, uc.Wallets)
 	if err != nil {
 		return nil, err
@@ -194,6 +203,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,
 		Metrics: obs.Metrics, Clock: clock, Config: cfg, db: db, Limits: uc.Limits,
 		Outbox: ml.Outbox, Notifier: ml.Notifier, ticks: o.Ticks, Webhooks: hooks, Hooks: uc.Hooks, Transfers: uc.Transfers,
+		CardRefunds: uc.CardRefunds,
 	}
 	s.App = newWeb(b, s, gws, reads)
 	return s, nil

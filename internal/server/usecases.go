@@ -1,12 +1,16 @@
 package server
 
 import (
+	"context"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/cardrefund"
+	crstore "github.com/kifpool/kifpool/internal/cardrefund/sqlstore"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
@@ -32,6 +36,7 @@ type useCases struct {
 	Keys         *idempotency.Store
 	Hooks        *webhook.Sender
 	Transfers    *transfer.Service
+	CardRefunds  *cardrefund.Service
 }
 
 // useCaseParts are the parts built before the use cases that they share.
@@ -43,6 +48,8 @@ type useCaseParts struct {
 	metrics  *metrics.Metrics
 	webhooks *webhook.Service
 	resets   auth.ResetMailer
+	// cardRefunds is the instance's one card refund store.
+	cardRefunds *crstore.Store
 }
 
 // newUseCases builds the services over the shared parts, each tuned by
@@ -70,6 +77,20 @@ func newUseCases(b base, p useCaseParts) useCases {
 	if b.o.WrapTopUp != nil {
 		u.TopUp = b.o.WrapTopUp(u.TopUp)
 	}
+	p.cardRefunds.OnWebhookQueued(u.Hooks.Kick)
+	u.CardRefunds = cardrefund.New(cardrefund.Deps{Store: p.cardRefunds, Gateways: p.gateways.Set, Now: b.now, Log: b.log("cardrefund"),
+		Capabilities: func(name string) (gateway.Capabilities, bool) {
+			d, ok := drivers.Lookup(name)
+			return d.Capabilities, ok
+		},
+		// The webhook's "topup" is the API's view of the top-up.
+		TopUpView: func(ctx context.Context, t cardrefund.TopUp) (any, error) {
+			it, err := p.reads.TopUp(ctx, t.UserID, t.PublicID)
+			if err != nil {
+				return nil, err
+			}
+			return topup.ViewOf(it.TopUp, it.CreditedAt, nil), nil
+		}})
 	// A key is leased to its request for longer than the slowest top-up
 	// (the gateway budget, and a repeat's wait for the first submit).
 	u.Keys = idempotency.NewStore(b.db, idempotency.Options{

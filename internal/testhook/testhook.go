@@ -21,7 +21,10 @@
 // and inside_ledger_after_postings (inside a credit's database
 // transaction, before and after its ledger rows: nothing of it commits),
 // inside_transfer (inside a transfer's database transaction, its ledger
-// rows written: nothing of it commits).
+// rows written: nothing of it commits), after_card_refund_hold (a card
+// refund and its hold committed, the bank not asked) and
+// after_card_refund_accepted (the bank accepted a card refund, nothing of
+// its answer recorded).
 package testhook
 
 // Environment variables read by a test-hook build.
@@ -65,4 +68,10 @@ const (
 	// DuringWithdrawalReturn: inside the return's database transaction,
 	// its ledger movement written, not committed.
 	DuringWithdrawalReturn = "during_withdrawal_return"
+	// AfterCardRefundHold: a card refund and the wallet's hold committed
+	// (status held), the call not sent.
+	AfterCardRefundHold = "after_card_refund_hold"
+	// AfterCardRefundAccepted: the bank accepted a card refund (refunded
+	// or reversed), its answer not recorded.
+	AfterCardRefundAccepted = "after_card_refund_accepted"
 )

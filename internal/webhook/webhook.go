@@ -28,11 +28,14 @@ const (
 	// recipient's endpoints when a transfer is made.
 	TypeTransferSent     = "transfer.sent"
 	TypeTransferReceived = "transfer.received"
+	// TypeRefunded: part or all of a credited top-up went back to the
+	// payer's card (a card refund); the body names it in "card_refund".
+	TypeRefunded = "topup.refunded"
 )
 
 // Types lists every event type, in the order pages show them.
 func Types() []string {
-	return []string{TypeCredited, TypeFailed, TypeNeedsReview, TypeTransferSent, TypeTransferReceived}
+	return []string{TypeCredited, TypeFailed, TypeNeedsReview, TypeRefunded, TypeTransferSent, TypeTransferReceived}
 }
 
 // ValidType reports whether t is an event type.
@@ -61,16 +64,21 @@ type Event struct {
 	Type    string
 	// TopUp is the top-up as the API shows it (GET /api/v1/topups/{id})
 	// at the moment of the move.
-	TopUp     any
-	CreatedAt time.Time
+	TopUp any
+	// CardRefund is the card refund of a topup.refunded event (nil for
+	// the others).
+	CardRefund any
+	CreatedAt  time.Time
 }
 
-// Body is what a delivery's body holds: the event and the top-up.
+// Body is what a delivery's body holds: the event and the top-up (and,
+// for topup.refunded, the card refund).
 type Body struct {
-	EventID   string          `json:"event_id"`
-	Type      string          `json:"type"`
-	CreatedAt time.Time       `json:"created_at"`
-	TopUp     json.RawMessage `json:"topup"`
+	EventID    string          `json:"event_id"`
+	Type       string          `json:"type"`
+	CreatedAt  time.Time       `json:"created_at"`
+	TopUp      json.RawMessage `json:"topup"`
+	CardRefund json.RawMessage `json:"card_refund,omitempty"`
 }
 
 // NewEventID returns a fresh event id ("evt_" and 26 base32 characters).
@@ -96,11 +104,12 @@ func Enqueue(tx *gorm.DB, e Event) (queued int64, err error) {
 	id := NewEventID()
 	// Body's fields and order, the top-up encoded in the same pass.
 	body, err := json.Marshal(struct {
-		EventID   string    `json:"event_id"`
-		Type      string    `json:"type"`
-		CreatedAt time.Time `json:"created_at"`
-		TopUp     any       `json:"topup"`
-	}{id, e.Type, at, e.TopUp})
+		EventID    string    `json:"event_id"`
+		Type       string    `json:"type"`
+		CreatedAt  time.Time `json:"created_at"`
+		TopUp      any       `json:"topup"`
+		CardRefund any       `json:"card_refund,omitempty"`
+	}{id, e.Type, at, e.TopUp, e.CardRefund})
 	if err != nil {
 		return 0, fmt.Errorf("webhook: event %s of payment %d: %w", e.Type, e.TopUpID, err)
 	}
