@@ -128,26 +128,31 @@ const (
 	Admin = "/admin"
 	// AdminDashboardPattern is how the dashboard is registered (its
 	// group's "/"); pages link to Admin.
-	AdminDashboardPattern      = Admin + "/"
-	AdminTwoFactor             = Admin + "/2fa"
-	AdminTopUps                = Admin + "/topups"
-	AdminTopUpsCSV             = Admin + "/topups.csv"
-	AdminTopUpPattern          = AdminTopUps + "/:id"
-	AdminTopUpRecheckPattern   = AdminTopUpPattern + "/recheck"
-	AdminTopUpClosePattern     = AdminTopUpPattern + "/close"
-	AdminUsers                 = Admin + "/users"
-	AdminUserPattern           = AdminUsers + "/:id"
-	AdminAudit                 = Admin + "/audit"
-	AdminReconcile             = Admin + "/reconcile"
-	AdminGateways              = Admin + "/gateways"
-	AdminGatewaySwitchPattern  = AdminGateways + "/:name/switch"
-	AdminTokens                = Admin + "/tokens"
-	AdminTokenRevokePattern    = AdminTokens + "/:id/revoke"
-	AdminWebhooks              = Admin + "/webhooks"
-	AdminWebhookPattern        = AdminWebhooks + "/:id"
-	AdminWebhookDisablePattern = AdminWebhookPattern + "/disable"
-	AdminWebhookEnablePattern  = AdminWebhookPattern + "/enable"
-	AdminDeliveryResendPattern = AdminWebhooks + "/deliveries/:id/resend"
+	AdminDashboardPattern    = Admin + "/"
+	AdminTwoFactor           = Admin + "/2fa"
+	AdminTopUps              = Admin + "/topups"
+	AdminTopUpsCSV           = Admin + "/topups.csv"
+	AdminTopUpPattern        = AdminTopUps + "/:id"
+	AdminTopUpRecheckPattern = AdminTopUpPattern + "/recheck"
+	AdminTopUpClosePattern   = AdminTopUpPattern + "/close"
+	// A top-up given back to the card: started, and one under review
+	// asked about again or closed.
+	AdminTopUpCardRefundPattern        = AdminTopUpPattern + "/card-refund"
+	AdminTopUpCardRefundRecheckPattern = AdminTopUpPattern + "/card-refunds/:refund/recheck"
+	AdminTopUpCardRefundClosePattern   = AdminTopUpPattern + "/card-refunds/:refund/close"
+	AdminUsers                         = Admin + "/users"
+	AdminUserPattern                   = AdminUsers + "/:id"
+	AdminAudit                         = Admin + "/audit"
+	AdminReconcile                     = Admin + "/reconcile"
+	AdminGateways                      = Admin + "/gateways"
+	AdminGatewaySwitchPattern          = AdminGateways + "/:name/switch"
+	AdminTokens                        = Admin + "/tokens"
+	AdminTokenRevokePattern            = AdminTokens + "/:id/revoke"
+	AdminWebhooks                      = Admin + "/webhooks"
+	AdminWebhookPattern                = AdminWebhooks + "/:id"
+	AdminWebhookDisablePattern         = AdminWebhookPattern + "/disable"
+	AdminWebhookEnablePattern          = AdminWebhookPattern + "/enable"
+	AdminDeliveryResendPattern         = AdminWebhooks + "/deliveries/:id/resend"
 )
 
 // Cash-out: the person's bank accounts, the withdrawal form, one
@@ -220,6 +225,7 @@ func Patterns() []string {
 		TopUpPattern, TopUpReturnPattern, TopUpAbandonPattern,
 		AdminDashboardPattern, AdminTwoFactor, AdminTopUps, AdminTopUpsCSV, AdminTopUpPattern,
 		AdminTopUpRecheckPattern, AdminTopUpClosePattern, AdminUsers, AdminUserPattern, AdminAudit,
+		AdminTopUpCardRefundPattern, AdminTopUpCardRefundRecheckPattern, AdminTopUpCardRefundClosePattern,
 		AdminReconcile, AdminGateways, AdminGatewaySwitchPattern, AdminTokens, AdminTokenRevokePattern,
 		AdminWebhooks, AdminWebhookPattern, AdminWebhookDisablePattern, AdminWebhookEnablePattern, AdminDeliveryResendPattern,
 		Transfer, TransferPattern, APITransfers, APITransferPattern, AdminTransfers, AdminTransferPattern,
@@ -386,6 +392,20 @@ func LegacyAdminTopUpRecheck(publicID string) string {
 // served.
 func LegacyAdminTopUpClose(publicID string) string {
 	return Fill(LegacyAdminTopUpClosePattern, publicID)
+}
+
+// AdminTopUpCardRefund gives a top-up back to the payer's card.
+func AdminTopUpCardRefund(publicID string) string { return Fill(AdminTopUpCardRefundPattern, publicID) }
+
+// AdminTopUpCardRefundRecheck asks the bank again about a card refund
+// under review.
+func AdminTopUpCardRefundRecheck(topUpID, refundID string) string {
+	return Fill(AdminTopUpCardRefundRecheckPattern, topUpID, refundID)
+}
+
+// AdminTopUpCardRefundClose closes a card refund under review.
+func AdminTopUpCardRefundClose(topUpID, refundID string) string {
+	return Fill(AdminTopUpCardRefundClosePattern, topUpID, refundID)
 }
 
 // AdminUser is one user in the admin console.

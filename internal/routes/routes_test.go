@@ -47,6 +47,11 @@ func TestURLs(t *testing.T) {
 		{AdminTopUpPattern, "/admin/topups/:id"}, {AdminTopUp(id), "/admin/topups/" + id},
 		{AdminTopUpRecheckPattern, "/admin/topups/:id/recheck"}, {AdminTopUpRecheck(id), "/admin/topups/" + id + "/recheck"},
 		{AdminTopUpClosePattern, "/admin/topups/:id/close"}, {AdminTopUpClose(id), "/admin/topups/" + id + "/close"},
+		{AdminTopUpCardRefundPattern, "/admin/topups/:id/card-refund"}, {AdminTopUpCardRefund(id), "/admin/topups/" + id + "/card-refund"},
+		{AdminTopUpCardRefundRecheckPattern, "/admin/topups/:id/card-refunds/:refund/recheck"},
+		{AdminTopUpCardRefundRecheck(id, "cr_x"), "/admin/topups/" + id + "/card-refunds/cr_x/recheck"},
+		{AdminTopUpCardRefundClosePattern, "/admin/topups/:id/card-refunds/:refund/close"},
+		{AdminTopUpCardRefundClose(id, "cr_x"), "/admin/topups/" + id + "/card-refunds/cr_x/close"},
 		// The old addresses (banks hold callback URLs of top-ups in flight).
 		{LegacyTopUps, "/payments"}, {LegacyTopUpPattern, "/payments/:id"}, {LegacyTopUpPage(id), "/payments/" + id},
 		{LegacyTopUpReturnPattern, "/payments/:id/return"}, {LegacyTopUpReturn(id), "/payments/" + id + "/return"},

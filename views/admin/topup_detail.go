@@ -31,6 +31,8 @@ type TopUpDetailView struct {
 	User             UserRow
 	UserTopUps       []TopUpRow
 	Actions          []AuditRow
+	// CardRefunds is "refund to card" (nil: not shown).
+	CardRefunds *CardRefundsView
 }
 
 // TimelineEvent is one status change of a payment.

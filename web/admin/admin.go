@@ -24,6 +24,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/bankaccount"
+	"github.com/kifpool/kifpool/internal/cardrefund"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
@@ -77,6 +78,9 @@ type Deps struct {
 	// (/admin/withdrawals).
 	Withdrawals  *withdrawal.Service
 	BankAccounts *bankaccount.Service
+	// CardRefunds, when set, give a credited top-up back to the card
+	// (the top-up's page).
+	CardRefunds *cardrefund.Service
 }
 
 type handlers struct {
@@ -113,6 +117,9 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	// the rename posts there).
 	r.Post(routes.LegacyAdminTopUpRecheckPattern, h.recheck)
 	r.Post(routes.LegacyAdminTopUpClosePattern, h.closeFailed)
+	r.Post(routes.AdminTopUpCardRefundPattern, h.startCardRefund)
+	r.Post(routes.AdminTopUpCardRefundRecheckPattern, h.recheckCardRefund)
+	r.Post(routes.AdminTopUpCardRefundClosePattern, h.closeCardRefund)
 	r.Get(routes.AdminTokens, h.tokens)
 	r.Post(routes.AdminTokenRevokePattern, h.revokeToken)
 	r.Get(routes.AdminWebhooks, h.webhooks)

@@ -44,7 +44,7 @@ func notice(done string) (key, kind string) {
 	case "error_note", "error_not_review", "error_busy", "error_nothing_to_ask", "error_reconcile":
 		return "admin." + done, "error"
 	}
-	return "", ""
+	return cardRefundNotice(done)
 }
 
 // userRow is a user with their wallet, as the admin's pages show them.

@@ -16,6 +16,12 @@ import (
 // paymentDetail is the whole story of one payment: its timeline, every
 // bank call, its ledger entry, its owner and the admins' actions.
 func (h *handlers) topUpDetail(c *fiber.Ctx) error {
+	return h.renderTopUpDetail(c, fiber.StatusOK, cardRefundForm{})
+}
+
+// renderTopUpDetail renders the top-up's page with status, and its
+// "refund to card" as form left it (a refused submit's input and error).
+func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundForm) error {
 	id := c.Params("id")
 	if !topup.ValidPublicID(id) {
 		return fiber.ErrNotFound
@@ -90,7 +96,10 @@ func (h *handlers) topUpDetail(c *fiber.Ctx) error {
 	for _, r := range recent {
 		v.UserTopUps = append(v.UserTopUps, h.topUpRow(l, r))
 	}
-	return h.Render(c, fiber.StatusOK, adminview.TopUpDetail(h.Page(c, "admin.payment.title"), v))
+	if v.CardRefunds, err = h.cardRefundsView(c, p.PublicID, form); err != nil {
+		return err
+	}
+	return h.Render(c, status, adminview.TopUpDetail(h.Page(c, "admin.payment.title"), v))
 }
 
 // afterAction sends the admin back after an action: to the payment's page

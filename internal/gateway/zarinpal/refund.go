@@ -51,9 +51,6 @@ const (
 	// the built-in sandbox bank (which takes any token).
 	SandboxAccessToken = "sandbox-access-token"
 	SandboxTerminalID  = "1"
-	// sandboxGraphQLPath is the sandbox bank's GraphQL endpoint under its
-	// base, as Zarinpal's is under next.zarinpal.com.
-	sandboxGraphQLPath = "/api/v4/graphql/"
 
 	opRefund        = "refund"
 	opRefundStatus  = "refund_status"
@@ -61,6 +58,17 @@ const (
 	refundReason    = "CUSTOMER_REQUEST" // an admin refunds at the payer's request
 	maxRefundReason = 200
 )
+
+// sandboxGraphQLPath is the sandbox bank's GraphQL endpoint under its
+// base: Zarinpal's own path (taken from its URL, not written out: its
+// first segment is also the app's /api).
+var sandboxGraphQLPath = func() string {
+	u, err := url.Parse(DefaultGraphQLURL)
+	if err != nil {
+		panic(err)
+	}
+	return u.Path
+}()
 
 const addRefundMutation = `mutation AddRefund($session_id: ID!, $amount: BigInteger!, $description: String, $method: InstantPayoutActionTypeEnum, $reason: RefundReasonEnum) {
   resource: AddRefund(session_id: $session_id, amount: $amount, description: $description, method: $method, reason: $reason) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,9 +37,20 @@ const (
 
 	// minRefundRials is the smallest refund AddRefund takes.
 	minRefundRials = 20_000
-	// graphQLPath is the GraphQL endpoint.
-	graphQLPath = "/api/v4/graphql/"
+	// graphQLURL is Zarinpal's GraphQL endpoint; the bank serves it at
+	// its path (graphQLPath).
+	graphQLURL = "https://next.zarinpal.com/api/v4/graphql/"
 )
+
+// graphQLPath is the GraphQL endpoint's path (taken from Zarinpal's URL,
+// not written out: its first segment is also the app's /api).
+var graphQLPath = func() string {
+	u, err := url.Parse(graphQLURL)
+	if err != nil {
+		panic(err)
+	}
+	return u.Path
+}()
 
 // refundReasons and refundMethods are AddRefund's enums.
 var (

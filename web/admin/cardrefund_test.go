@@ -1,0 +1,224 @@
+package admin_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/cardrefund"
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/mail/mailtest"
+	"github.com/kifpool/kifpool/internal/notify"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+)
+
+// TestRefundToCardFromTheTopUpPage: issue 30 §3 through the admin's page.
+// The top-up's page offers "refund to card" with its limits; a wrong
+// second factor, an amount beyond what may go back, or no note is a clear
+// 4xx that changes nothing; with a fresh code the amount leaves the
+// wallet and goes back to the card (the built-in bank's AddRefund), once,
+// audited, in the payer's history and mail. A payer cannot reach it.
+func TestRefundToCardFromTheTopUpPage(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := topuptest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const boss = "boss@example.com"
+		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignIn(boss, "correct horse battery")
+		admin.PassAdminChecks(boss)
+		code := func() string {
+			clock.Advance(30 * time.Second)
+			return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
+		}
+		payer, payURL := app.StartTopUp(t, "payer@example.com", "50000")
+		payer.Get(payer.PayAtBank(payURL, "pay"))
+		tu := topuptest.Last(t, db)
+		if tu.Status != "credited" || payer.Balance() != 500_000 {
+			t.Fatalf("top-up %s, balance %d", tu.Status, payer.Balance())
+		}
+		page := routes.AdminTopUp(tu.PublicID)
+		action := routes.AdminTopUpCardRefund(tu.PublicID)
+		doc := apptest.Parse(admin.Get(page).Body)
+		if doc.TestID("card-refund-form") == nil || doc.TestID("card-refund-figures").Attr("data-left-rials") != "500000" ||
+			doc.TestID("card-refund-amount").Attr("value") != "50000" {
+			t.Fatalf("the top-up's page offers no refund to card as expected")
+		}
+		refunds := func() []cardrefund.CardRefund {
+			st, err := app.Server.CardRefunds.Offer(ctx, tu.PublicID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Refunds
+		}
+		for _, tc := range []struct {
+			name   string
+			form   url.Values
+			status int
+		}{
+			{"a wrong code", url.Values{"amount": {"20000"}, "note": {"asked"}, "code": {"000000"}}, http.StatusUnprocessableEntity},
+			{"no code", url.Values{"amount": {"20000"}, "note": {"asked"}}, http.StatusUnprocessableEntity},
+			{"more than the top-up", url.Values{"amount": {"50001"}, "note": {"asked"}, "code": {"123456"}}, http.StatusUnprocessableEntity},
+			{"below Zarinpal's smallest refund", url.Values{"amount": {"1999"}, "note": {"asked"}, "code": {"123456"}}, http.StatusUnprocessableEntity},
+			{"not a number", url.Values{"amount": {"many"}, "note": {"asked"}, "code": {"123456"}}, http.StatusUnprocessableEntity},
+			{"no note", url.Values{"amount": {"20000"}, "note": {"  "}, "code": {"123456"}}, http.StatusUnprocessableEntity},
+		} {
+			r := admin.Submit(page, action, tc.form)
+			if r.Status != tc.status || apptest.Parse(r.Body).TestID("card-refund-error") == nil {
+				t.Fatalf("%s: %d", tc.name, r.Status)
+			}
+		}
+		if n := len(refunds()); n != 0 || payer.Balance() != 500_000 || app.CountAudit(t, audit.ActionCardRefund) != 0 {
+			t.Fatalf("refused submits left %d card refunds", n)
+		}
+
+		// In Persian digits, with a fresh code: refunded.
+		r := admin.Submit(page, action, url.Values{"amount": {"۲۰۰۰۰"}, "note": {"the payer asked"}, "code": {code()}})
+		if r.Status != http.StatusSeeOther || r.Location != page+"?done=cardrefund_refunded" {
+			t.Fatalf("refund: %d %q %s", r.Status, r.Location, apptest.Parse(r.Body).TestID("card-refund-error").Text())
+		}
+		got := refunds()
+		if len(got) != 1 || got[0].Status != cardrefund.StatusRefunded || got[0].AmountRials != 200_000 {
+			t.Fatalf("card refunds %+v", got)
+		}
+		doc = apptest.Parse(admin.Get(r.Location).Body)
+		if n := doc.TestID("admin-notice"); n == nil || doc.TestID("card-refund-row").Attr("data-status") != "refunded" ||
+			doc.TestID("card-refund-figures").Attr("data-left-rials") != "300000" {
+			t.Fatalf("after the refund the page shows no notice or row")
+		}
+		if payer.Balance() != 300_000 || app.CountAudit(t, audit.ActionCardRefund) != 1 {
+			t.Fatalf("balance %d, audited %d", payer.Balance(), app.CountAudit(t, audit.ActionCardRefund))
+		}
+		history := apptest.Parse(payer.Get(routes.Wallet).Body).TestID("history-row")
+		if history.Attr("data-kind") != "card_refund" || history.Attr("data-rials") != "-200000" {
+			t.Fatalf("the payer's history shows %s %s first", history.Attr("data-kind"), history.Attr("data-rials"))
+		}
+		if bp, _ := app.Server.Bank.Payment(tu.AuthorityString()); bp.RefundedAmount != 200_000 || len(bp.Refunds) != 1 {
+			t.Fatalf("the bank refunded %d in %d refunds", bp.RefundedAmount, len(bp.Refunds))
+		}
+		// The same code again is spent; a payer reaches nothing.
+		if r := payer.Post(action, url.Values{"amount": {"1000"}, "note": {"x"}}); r.Status != http.StatusNotFound && r.Status != http.StatusForbidden {
+			t.Fatalf("a payer's post: %d", r.Status)
+		}
+		// The payer's mail.
+		clock.Advance(time.Minute)
+		if _, err := app.Server.Notifier.Scan(ctx); err != nil { // the top-up's receipt, and the card refund's mail
+			t.Fatal(err)
+		}
+		if n, err := app.Server.Notifier.Scan(ctx); err != nil || n != 0 {
+			t.Fatalf("a second scan queued %d: %v", n, err)
+		}
+		uid := authtest.UserID(t, db, "payer@example.com")
+		mails := 0
+		for _, m := range mailtest.Rows(t, db) {
+			if m.Kind == notify.KindCardRefund && m.UserID != nil && *m.UserID == uid {
+				mails++
+			}
+		}
+		if mails != 1 {
+			t.Fatalf("%d card refund mails for the payer, want 1", mails)
+		}
+		apptest.CheckBankAgrees(t, db, app.Server.Bank)
+	})
+}
+
+// TestCardRefundUnderReviewFromThePage: a refund whose answer was lost
+// and whose figures at the bank differ goes to review; the page asks the
+// bank again (nothing changes), then closes it from the bank's panel with
+// a note and the second factor: the money back to the wallet.
+func TestCardRefundUnderReviewFromThePage(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := topuptest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const boss = "boss@example.com"
+		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignIn(boss, "correct horse battery")
+		admin.PassAdminChecks(boss)
+		code := func() string {
+			clock.Advance(30 * time.Second)
+			return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
+		}
+		payer, payURL := app.StartTopUp(t, "payer@example.com", "30000")
+		payer.Get(payer.PayAtBank(payURL, "pay"))
+		tu := topuptest.Last(t, db)
+		page := routes.AdminTopUp(tu.PublicID)
+		bank := app.Server.Bank
+		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"refund": {DropRate: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		r := admin.Submit(page, routes.AdminTopUpCardRefund(tu.PublicID), url.Values{"amount": {"10000"}, "note": {"asked"}, "code": {code()}})
+		if r.Location != page+"?done=cardrefund_submitted" {
+			t.Fatalf("refund with the answer lost: %d %q", r.Status, r.Location)
+		}
+		held := func() string { return apptest.Parse(payer.Get(routes.Wallet).Body).TestID("held").Attr("data-rials") }
+		if payer.Balance() != 200_000 || held() != "100000" {
+			t.Fatalf("balance %d, held %s: the amount is held, not gone", payer.Balance(), held())
+		}
+		// Someone refunds 50,000 rials in the bank's own panel: the bank's
+		// total is neither ours before nor after.
+		if err := bank.SetFaults(sandbank.Faults{}); err != nil {
+			t.Fatal(err)
+		}
+		zp, _ := app.Server.Gateways.Get("zarinpal")
+		if _, err := zp.Ops().Refund(ctx, gatewayRefund(tu.RefIDValue(), 50_000)); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Minute)
+		if _, err := app.Server.CardRefunds.Worker().Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		doc := apptest.Parse(admin.Get(page).Body)
+		row := doc.TestID("card-refund-row")
+		if row.Attr("data-status") != "needs_review" || doc.TestID("card-refund-recheck") == nil ||
+			doc.TestID("card-refund-unavailable").Attr("data-why") != "in_progress" {
+			t.Fatalf("under review the page shows %s", row.Attr("data-status"))
+		}
+		id := row.Attr("data-public-id")
+		if r := admin.Submit(page, routes.AdminTopUpCardRefundRecheck(tu.PublicID, id), nil); r.Location != page+"?done=cardrefund_recheck" {
+			t.Fatalf("recheck: %d %q", r.Status, r.Location)
+		}
+		closeAt := routes.AdminTopUpCardRefundClose(tu.PublicID, id)
+		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel's 50,000"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("close with a wrong code: %d", r.Status)
+		}
+		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel's 50,000"}, "code": {code()}}); r.Location != page+"?done=cardrefund_closed" {
+			t.Fatalf("close: %d %q", r.Status, r.Location)
+		}
+		if st := apptest.Parse(admin.Get(page).Body).TestID("card-refund-row").Attr("data-status"); st != "failed" || payer.Balance() != 300_000 {
+			t.Fatalf("after the close: %s, balance %d", st, payer.Balance())
+		}
+		if n := app.CountAudit(t, audit.ActionCardRefundRecheck, audit.ActionCardRefundClose); n != 2 {
+			t.Fatalf("%d audit rows of the review", n)
+		}
+		// Another card refund's path on this top-up, or this one's on
+		// another top-up: not found.
+		if r := admin.Post(routes.AdminTopUpCardRefundRecheck(tu.PublicID, cardrefund.NewPublicID()), url.Values{"_csrf": {apptest.Input(admin.Get(page).Body, "_csrf")}}); r.Status != http.StatusNotFound {
+			t.Fatalf("an unknown card refund: %d", r.Status)
+		}
+	})
+}
+
+// gatewayRefund is a refund of rials of the payment ref, as the bank's
+// panel would make it.
+func gatewayRefund(ref, rials int64) gateway.RefundInput {
+	return gateway.RefundInput{RefID: ref, AmountRials: rials}
+}
