@@ -79,6 +79,7 @@ func newUseCases(b base, p useCaseParts) useCases {
 	}
 	p.cardRefunds.OnWebhookQueued(u.Hooks.Kick)
 	u.CardRefunds = cardrefund.New(cardrefund.Deps{Store: p.cardRefunds, Gateways: p.gateways.Set, Now: b.now, Log: b.log("cardrefund"),
+		Config: cardRefundConfig(cfg),
 		Capabilities: func(name string) (gateway.Capabilities, bool) {
 			d, ok := drivers.Lookup(name)
 			return d.Capabilities, ok
@@ -100,6 +101,15 @@ func newUseCases(b base, p useCaseParts) useCases {
 		transfer.Config{MinRials: cfg.TransferMinRials, DailyMaxRials: cfg.TransferDailyMaxRials}, b.now, b.log("transfer")).
 		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick})
 	return u
+}
+
+// cardRefundConfig is the card refunds' tuning: a lease sized to one bank
+// call (the budget and a margin, as a top-up's), the worker's pace.
+func cardRefundConfig(cfg config.Config) cardrefund.Config {
+	c := cardrefund.DefaultConfig()
+	c.Lease = cfg.Budget + 2*time.Second
+	c.BaseBackoff, c.MaxBackoff, c.Concurrency = cfg.WorkerBackoffBase, cfg.WorkerBackoffMax, cfg.WorkerConcurrency
+	return c
 }
 
 // paymentConfig is the payment service's tuning from the configuration

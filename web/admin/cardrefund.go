@@ -48,7 +48,7 @@ func (h *handlers) cardRefundsView(c *fiber.Ctx, topUpID string, form cardRefund
 		v.Until = &until
 	}
 	if o.OK && (v.Amount == "" || o.Whole) {
-		v.Amount = strconv.FormatInt(o.MaxRials/money.RialsPerToman, 10) // tomans
+		v.Amount = i18n.Digits(h.Lang(c), strconv.FormatInt(o.MaxRials/money.RialsPerToman, 10)) // tomans, in the page's digits
 	}
 	ids := make([]int64, 0, len(st.Refunds))
 	for _, r := range st.Refunds {

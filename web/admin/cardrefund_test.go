@@ -55,7 +55,7 @@ func TestRefundToCardFromTheTopUpPage(t *testing.T) {
 		action := routes.AdminTopUpCardRefund(tu.PublicID)
 		doc := apptest.Parse(admin.Get(page).Body)
 		if doc.TestID("card-refund-form") == nil || doc.TestID("card-refund-figures").Attr("data-left-rials") != "500000" ||
-			doc.TestID("card-refund-amount").Attr("value") != "50000" {
+			doc.TestID("card-refund-amount").Attr("value") != "50000" { // the admin reads English
 			t.Fatalf("the top-up's page offers no refund to card as expected")
 		}
 		refunds := func() []cardrefund.CardRefund {

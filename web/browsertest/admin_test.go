@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/routes"
 )
 
@@ -52,5 +53,46 @@ func TestAdminConsoleAccessibility(t *testing.T) {
 			}
 			b.CheckNoProblems()
 		})
+	}
+}
+
+// TestRefundToCardInABrowser: an admin gives part of a credited top-up
+// back to the card from its page, as a person would: a wrong second
+// factor is refused on the page (the error announced, the field marked),
+// a fresh code refunds it; axe-core finds nothing on either state.
+func TestRefundToCardInABrowser(t *testing.T) {
+	axeSource(t)
+	f := newFixture(t)
+	b := f.Tab(t, "fa", f.Admin)
+	page := routes.AdminTopUp(f.Credited.PublicID)
+	b.Go(page)
+	b.Wait("card-refund-form")
+	if got := b.Attr(tid("card-refund-amount"), "value"); got != "۵۰۰۰۰" {
+		t.Fatalf("the amount field holds %q, want the most that may go back (50000 tomans, in Persian digits)", got)
+	}
+	fill := func(code string) {
+		b.Type("#card-refund-amount", "۱۰۰۰۰")
+		b.Type("#card-refund-note", "درخواست پرداخت‌کننده")
+		b.Type("#card-refund-code", code)
+		b.Click("card-refund-submit")
+	}
+	fill("000000")
+	b.Wait("card-refund-error")
+	if inv := b.Attr("#card-refund-amount", "aria-invalid"); inv != "true" {
+		t.Errorf("after a refused submit the amount is not marked invalid (%q)", inv)
+	}
+	b.Audit("refund to card, refused")
+	fill(apptest.AdminTOTPCodeAt(t, f.App.DB, f.Admin, f.now))
+	b.Wait("admin-notice")
+	if st := b.Attr(tid("card-refund-row"), "data-status"); st != "refunded" {
+		t.Fatalf("card refund %s after the submit", st)
+	}
+	if left := b.Attr(tid("card-refund-figures"), "data-left-rials"); left != "400000" {
+		t.Fatalf("left to refund %s, want 400000", left)
+	}
+	b.Audit("refund to card, refunded")
+	b.CheckNoProblems()
+	if bp, _ := f.Bank.Payment(f.Credited.AuthorityString()); bp.RefundedAmount != 100_000 || len(bp.Refunds) != 1 {
+		t.Fatalf("the bank refunded %d in %d refunds, want 100,000 rials once", bp.RefundedAmount, len(bp.Refunds))
 	}
 }

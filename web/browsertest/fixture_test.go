@@ -105,7 +105,11 @@ func newFixtureAt(t *testing.T, at time.Time) *fixture {
 	bankSrv := httptest.NewServer(bank.Handler())
 	t.Cleanup(bankSrv.Close)
 	const merchant = "11111111-2222-3333-4444-555555555555"
-	zp, err := zarinpal.New(zarinpal.Config{MerchantID: merchant, BaseURL: bankSrv.URL, PageLifetime: zarinpal.DefaultPageLifetime})
+	// With its card refund (the bank's GraphQL API): the admin's top-up
+	// page offers "refund to card".
+	zp, err := zarinpal.New(zarinpal.Config{MerchantID: merchant, BaseURL: bankSrv.URL, PageLifetime: zarinpal.DefaultPageLifetime,
+		AccessToken: zarinpal.SandboxAccessToken, TerminalID: zarinpal.SandboxTerminalID,
+		GraphQLURL: zarinpal.Driver().Sandbox.Settings(bankSrv.URL)[zarinpal.SettingGraphQLURL]})
 	if err != nil {
 		t.Fatal(err)
 	}
