@@ -2,7 +2,7 @@ package i18n
 
 // Text of card refunds: the admin console's "refund to card", its audit
 // labels, the payer's mail. Every key must exist in both languages.
-var cardRefundFA = map[string]string{
+var cardRefundFA = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that name the access token setting
 	"admin.action.card_refund":                     "بازگرداندن شارژ به کارت",
 	"admin.action.card_refund_recheck":             "پرسش دوباره از بانک دربارهٔ بازگشت به کارت",
 	"admin.action.card_refund_confirm":             "بستن بازگشت به کارت: انجام شده در بانک",
@@ -73,7 +73,7 @@ var cardRefundFA = map[string]string{
 	"admin.cardrefund.why.spent":                   "کیف‌پول دیگر این مبلغ را ندارد: پولی که خرج شده به کارت برنمی‌گردد.",
 }
 
-var cardRefundEN = map[string]string{
+var cardRefundEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that name the access token setting
 	"admin.action.card_refund":                     "refunded a top-up to the card",
 	"admin.action.card_refund_recheck":             "asked the bank again about a refund to the card",
 	"admin.action.card_refund_confirm":             "closed a refund to the card as made at the bank",

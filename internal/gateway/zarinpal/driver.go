@@ -19,7 +19,7 @@ const (
 	SettingPageLife   = "ZARINPAL_PAGE_LIFETIME"
 	// The card refund's (Zarinpal's GraphQL API): optional, both or
 	// neither of the token and the terminal.
-	SettingAccessToken = "ZARINPAL_ACCESS_TOKEN"
+	SettingAccessToken = "ZARINPAL_ACCESS_TOKEN" // #nosec G101 -- the variable's name, not a credential
 	SettingTerminalID  = "ZARINPAL_TERMINAL_ID"
 	SettingGraphQLURL  = "ZARINPAL_GRAPHQL_URL"
 )

@@ -273,11 +273,11 @@ func (c *Client) session(ctx context.Context, refID int64) (session, error) {
 	if len(raw) > 0 && raw[0] == '{' {
 		var one session
 		if json.Unmarshal(raw, &one) != nil {
-			return session{}, &gateway.TransientError{Op: opRefundStatus, HTTPStatus: status, Err: errors.New("Session is not a list")}
+			return session{}, &gateway.TransientError{Op: opRefundStatus, HTTPStatus: status, Err: errors.New("the Session field is not a list")}
 		}
 		list = []session{one}
 	} else if err := json.Unmarshal(raw, &list); err != nil {
-		return session{}, &gateway.TransientError{Op: opRefundStatus, HTTPStatus: status, Err: errors.New("Session is not a list")}
+		return session{}, &gateway.TransientError{Op: opRefundStatus, HTTPStatus: status, Err: errors.New("the Session field is not a list")}
 	}
 	if len(list) != 1 {
 		return session{}, &gateway.TransientError{Op: opRefundStatus, HTTPStatus: status,
