@@ -84,9 +84,9 @@ func TestCardRefundRules(t *testing.T) {
 		{"money left in flight", []string{`UPDATE ledger_accounts SET posted_rials = 5 WHERE code = 'card_refunds_in_flight'`},
 			"card_refund_reached_clearing", "account card_refunds_in_flight"},
 		{"more refunded than the top-up", []string{`UPDATE topups SET amount_rials = 20000, verified_amount_rials = 20000 WHERE id = 1`},
-			"card_refunds_within_topup", "payment p_credited1"},
+			"card_refunds_within_topup", "top-up p_credited1"},
 		{"a card refund of a failed top-up", []string{`UPDATE card_refunds SET topup_id = 3 WHERE public_id = 'cr_b'`},
-			"card_refunds_within_topup", "payment p_failed"},
+			"card_refunds_within_topup", "top-up p_failed"},
 		{"status changed without its event", []string{`UPDATE card_refunds SET status = 'needs_review' WHERE public_id = 'cr_b'`},
 			"card_refund_events_end_in_status", "card refund cr_b"},
 	}

@@ -212,7 +212,7 @@ var rules = []Rule{
 			SELECT 'account ' || code, 'posted ' || posted_rials || ' rials in flight to cards' FROM ledger_accounts
 			WHERE kind = 'card_refunds_in_flight' AND posted_rials <> 0`},
 	{Name: "card_refunds_within_topup", What: "a top-up's card refunds not failed add up to at most its amount, and only a credited top-up has any",
-		query: `SELECT 'payment ' || p.public_id, 'card refunds of ' || SUM(c.amount_rials) || ' rials not failed, of a '
+		query: `SELECT 'top-up ' || p.public_id, 'card refunds of ' || SUM(c.amount_rials) || ' rials not failed, of a '
 				|| p.status || ' top-up of ' || p.amount_rials || ' rials'
 			FROM card_refunds c JOIN topups p ON p.id = c.topup_id WHERE c.status <> 'failed'
 			GROUP BY p.id, p.public_id, p.status, p.amount_rials HAVING SUM(c.amount_rials) > p.amount_rials OR p.status <> 'credited'
