@@ -20,6 +20,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/cardrefund"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -186,6 +187,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 		const noWithdrawal = "wd_aaaaaaaaaaaaaaaaaaaaaaaa"
 		ok, see, nf, unp := http.StatusOK, http.StatusSeeOther, http.StatusNotFound, http.StatusUnprocessableEntity
 		moved := http.StatusMovedPermanently
+		noRefund := cardrefund.NewPublicID() // of no card refund
 		rows := []matrixRow{
 			{path: routes.SandbankAll, url: routes.Sandbank + "/pg/v4/payment/request.json", anyMethod: true},
 			{path: routes.Healthz, get: p(all(ok))},
@@ -231,6 +233,10 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.AdminGatewaySwitchPattern, url: routes.AdminGatewaySwitch("zarinpal"), post: p(adminOnly(http.StatusBadRequest))}, // which way is required
 			{path: routes.AdminTopUpRecheckPattern, url: routes.AdminTopUpRecheck(review.PublicID), post: p(adminOnly(see))},
 			{path: routes.AdminTopUpClosePattern, url: routes.AdminTopUpClose(review.PublicID), post: p(adminOnly(see))}, // back to the payment: a note is required
+			// Refund to card: a top-up not credited has nothing to give back (409, on its page); an unknown card refund is not found.
+			{path: routes.AdminTopUpCardRefundPattern, url: routes.AdminTopUpCardRefund(review.PublicID), post: p(adminOnly(http.StatusConflict))},
+			{path: routes.AdminTopUpCardRefundRecheckPattern, url: routes.AdminTopUpCardRefundRecheck(review.PublicID, noRefund), post: p(adminOnly(nf))},
+			{path: routes.AdminTopUpCardRefundClosePattern, url: routes.AdminTopUpCardRefundClose(review.PublicID, noRefund), post: p(adminOnly(nf))},
 			{path: routes.AdminTokens, get: p(adminOnly(ok))},
 			{path: routes.AdminTokenRevokePattern, url: routes.AdminTokenRevoke(spareID), post: p(adminOnly(see))},
 			{path: routes.Webhooks, get: p(signedIn(ok)), post: p(signedIn(unp))}, // no URL typed
