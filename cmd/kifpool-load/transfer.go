@@ -200,7 +200,7 @@ func (bn *bench) seedAPIUsers(ctx context.Context, n int, prefix, scope string) 
 			return nil, err
 		}
 	}
-	refBase := map[string]int64{"transfer": 900_000_000, "topup": 950_000_000}[prefix]
+	refBase := map[string]int64{"transfer": 600_000_000, "topup": 650_000_000}[prefix]
 	if err := bn.seedTopUps(ctx, ids, 1, ledgerFunds, "seed"+prefix, refBase); err != nil {
 		return nil, err
 	}
