@@ -83,7 +83,7 @@ func TestT(t *testing.T) {
 	}{
 		{"plain fa", i18n.FA, "unit.toman", nil, "تومان"},
 		{"plain en", i18n.EN, "unit.toman", nil, "tomans"},
-		{"admin key", i18n.EN, "admin.nav.payments", nil, "Top-ups"},
+		{"admin key", i18n.EN, "admin.nav.topups", nil, "Top-ups"},
 		{"money args en", i18n.EN, "topup.limits", []any{"min", i18n.Money(100_000), "max", i18n.Money(1_000_000_000)},
 			"From 10,000 tomans to 100,000,000 tomans"},
 		{"money args fa", i18n.FA, "topup.limits", []any{"min", i18n.Money(100_000), "max", i18n.Money(1_000_000_000)},

@@ -99,7 +99,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 	if v.CardRefunds, err = h.cardRefundsView(c, p.PublicID, form); err != nil {
 		return err
 	}
-	return h.Render(c, status, adminview.TopUpDetail(h.Page(c, "admin.payment.title"), v))
+	return h.Render(c, status, adminview.TopUpDetail(h.Page(c, "admin.topup.title"), v))
 }
 
 // afterAction sends the admin back after an action: to the payment's page

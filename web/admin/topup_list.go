@@ -147,7 +147,7 @@ func (h *handlers) topUpList(c *fiber.Ctx) error {
 		}
 	}
 	v.CSVURL = routes.AdminTopUpsCSV + "?" + queryWith(c, "cursor", "")
-	return h.Render(c, status, adminview.TopUpList(h.Page(c, "admin.payments.title"), v))
+	return h.Render(c, status, adminview.TopUpList(h.Page(c, "admin.topups.title"), v))
 }
 
 // csvCell keeps a spreadsheet from reading a cell as a formula.

@@ -129,7 +129,7 @@ func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-payments.csv"`)
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-topups.csv"`)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(buf.Bytes())
 }
