@@ -111,6 +111,10 @@ type AccountView struct {
 	Notice   string // message key of the last action's result
 	// Receipts: receipts by e-mail are on.
 	Receipts bool
+	// Name is the display name (as typed, when NameErrorKey says why it
+	// was refused).
+	Name         string
+	NameErrorKey string
 }
 
 // TopUpForm is the top-up form.

@@ -61,6 +61,7 @@ const (
 const (
 	Account                  = "/account"
 	AccountReceipts          = Account + "/receipts"
+	AccountName              = Account + "/name"
 	AccountSignOutEverywhere = Account + "/signout-everywhere"
 	AccountPassword          = Account + "/password"
 	Tokens                   = Account + "/tokens"
@@ -219,7 +220,7 @@ func Patterns() []string {
 		Home, SandbankAll, Healthz, Readyz, Metrics,
 		APIOpenAPI, APITopUps, APITopUpPattern, APIWallet, APIWalletLedger,
 		SignUp, SignIn, SignOut, PasswordForgot, PasswordResetPattern,
-		Account, AccountReceipts, AccountSignOutEverywhere, AccountPassword, Tokens, TokenRevokePattern,
+		Account, AccountReceipts, AccountName, AccountSignOutEverywhere, AccountPassword, Tokens, TokenRevokePattern,
 		Webhooks, WebhookDisablePattern, WebhookEnablePattern, WebhookDeletePattern, WebhookOrigins, WebhookOriginDeletePattern,
 		Wallet, WalletTopUps, WalletTopUpsCSV, TopUp,
 		TopUpPattern, TopUpReturnPattern, TopUpAbandonPattern,

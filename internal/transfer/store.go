@@ -35,15 +35,16 @@ func NewStore(db *store.DB, l *ledger.Ledger) *Store {
 var errReplay = errors.New("transfer: form token already has its transfer")
 
 type person struct {
-	ID     int64
-	Email  string
-	Locale string
+	ID          int64
+	Email       string
+	Locale      string
+	DisplayName string
 }
 
 // userByEmail is the user of a stored-form address.
 func (s *Store) userByEmail(ctx context.Context, addr string) (person, error) {
 	var ps []person
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale FROM users WHERE email = ?`, addr).Scan(&ps).Error; err != nil {
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale, display_name FROM users WHERE email = ?`, addr).Scan(&ps).Error; err != nil {
 		return person{}, fmt.Errorf("recipient: %w", err)
 	}
 	if len(ps) == 0 {

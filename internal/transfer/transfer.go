@@ -122,8 +122,11 @@ type Request struct {
 type Quote struct {
 	RecipientUserID int64
 	RecipientEmail  string
-	AmountRials     int64
-	Note            string
+	// RecipientName is the display name the recipient gave on their
+	// account page ("" when none).
+	RecipientName string
+	AmountRials   int64
+	Note          string
 	// AvailableRials is the sender's available balance now, and
 	// AfterRials what it would be after the transfer.
 	AvailableRials int64
@@ -221,7 +224,7 @@ func (s *Service) Quote(ctx context.Context, r Request) (Quote, error) {
 	if err != nil {
 		return Quote{}, err
 	}
-	q := Quote{RecipientUserID: rcpt.ID, RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note,
+	q := Quote{RecipientUserID: rcpt.ID, RecipientEmail: rcpt.Email, RecipientName: rcpt.DisplayName, AmountRials: r.AmountRials, Note: r.Note,
 		AvailableRials: acc.AvailableRials(), AfterRials: acc.AvailableRials() - r.AmountRials}
 	if q.AfterRials < 0 {
 		return q, ErrInsufficientFunds

@@ -4,8 +4,9 @@
 // characters (Unicode category Cc: NUL, escape, line breaks in a name) and
 // no format characters (Cf: the bidi overrides and isolates U+202A–202E and
 // U+2066–2069 that make "\u202Egnp.exe" show as "exe.png", zero-width
-// spaces and joiners, the BOM). E-mail addresses are checked the same way,
-// and more, by internal/email.
+// spaces and joiners, the BOM). The one exception is the zero-width
+// non-joiner between two letters: Persian is spelled with it. E-mail
+// addresses are checked the same way, and more, by internal/email.
 //
 // Cut is the one cutter of text to a bound (an error kept on a row, a
 // search filter, what a gateway is sent or sends back): by characters,
@@ -42,11 +43,28 @@ func check(s string, lines bool) error {
 		if lines && (r == '\n' || r == '\r' || r == '\t') {
 			continue
 		}
+		if r == zwnj && joinsLetters(s, i) {
+			continue
+		}
 		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
 			return fmt.Errorf("%w: U+%04X at byte %d", ErrInvalid, r, i)
 		}
 	}
 	return nil
+}
+
+// zwnj is the zero-width non-joiner, the Persian keyboard's half-space
+// (Shift+Space): part of how Persian is spelled ("می‌خواهم"), so it is
+// allowed between two letters and nowhere else (not leading, trailing or
+// doubled, where it could only pad or hide).
+const zwnj = '\u200C'
+
+// joinsLetters reports whether the ZWNJ at byte i of s stands between a
+// letter (or a letter's combining mark) and a letter.
+func joinsLetters(s string, i int) bool {
+	before, _ := utf8.DecodeLastRuneInString(s[:i])
+	after, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(zwnj):])
+	return (unicode.IsLetter(before) || unicode.Is(unicode.Mn, before)) && unicode.IsLetter(after)
 }
 
 // Cut shortens s to at most n characters, never inside one: the one

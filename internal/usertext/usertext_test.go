@@ -23,6 +23,13 @@ func TestCheck(t *testing.T) {
 		{"a\u2067b", false, false},
 		{"a\u2068b", false, false},
 		{"zero\u200Bwidth", false, false},
+		{"می\u200Cخواهم", true, true},                   // the Persian half-space, between letters
+		{"خانه\u200Cها و کتاب\u200Cهای من", true, true}, // twice, each between letters
+		{"\u200Cاول", false, false},                     // leading
+		{"آخر\u200C", false, false},                     // trailing
+		{"دو\u200C\u200Cتا", false, false},              // doubled
+		{"فاصله \u200Cبعد", false, false},               // after a space
+		{"ab\u200Dcd", false, false},                    // the joiner is still refused
 		{"bom\uFEFF", false, false},
 		{"nul\x00", false, false},
 		{"esc\x1b[31m", false, false},

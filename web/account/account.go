@@ -68,6 +68,7 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Get(routes.PasswordResetPattern, h.resetForm)
 	r.Post(routes.PasswordResetPattern, signInLimit, h.reset)
 	r.Post(routes.AccountReceipts, h.RequireUser, h.setReceipts)
+	r.Post(routes.AccountName, h.RequireUser, h.setName)
 	r.Get(routes.SignIn, h.signInForm)
 	r.Post(routes.SignIn, signInLimit, h.signIn)
 	r.Post(routes.SignOut, h.signOut)

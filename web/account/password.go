@@ -187,6 +187,36 @@ func (h *handlers) resetLimited(c *fiber.Ctx, tok string, secs int64) error {
 		views.ResetView{Token: tok, Email: u.Email, ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
 }
 
+// setName stores the display name others see when they send to this
+// user; a refused name changes nothing and shows the form again with the
+// name as typed.
+func (h *handlers) setName(c *fiber.Ctx) error {
+	u := h.User(c)
+	typed := c.FormValue("name")
+	_, err := h.Auth.SetDisplayName(c.UserContext(), u.ID, typed)
+	var key string
+	switch {
+	case errors.Is(err, auth.ErrDisplayNameInvalid):
+		key = "account.name_invalid"
+	case errors.Is(err, auth.ErrDisplayNameTooLong):
+		key = "account.name_too_long"
+	case err != nil:
+		return err
+	default:
+		return c.Redirect(routes.Account+"?done=name", fiber.StatusSeeOther)
+	}
+	n, err := h.Auth.CountSessions(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	on, err := h.Auth.ReceiptsEnabled(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	v := views.AccountView{Email: u.Email, Sessions: n, Receipts: on, Name: typed, NameErrorKey: key}
+	return h.Render(c, fiber.StatusUnprocessableEntity, views.Account(h.Page(c, "account.title"), v))
+}
+
 // setReceipts turns receipts by e-mail on or off.
 func (h *handlers) setReceipts(c *fiber.Ctx) error {
 	on := c.FormValue("receipts") == "on"

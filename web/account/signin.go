@@ -112,12 +112,18 @@ func (h *handlers) accountPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := views.AccountView{Email: u.Email, Sessions: n, Receipts: on}
+	name, err := h.Auth.DisplayName(c.UserContext(), u.ID)
+	if err != nil {
+		return err
+	}
+	v := views.AccountView{Email: u.Email, Sessions: n, Receipts: on, Name: name}
 	switch c.Query("done") {
 	case "password":
 		v.Notice = "password.changed"
 	case "receipts":
 		v.Notice = "account.receipts_saved"
+	case "name":
+		v.Notice = "account.name_saved"
 	}
 	return h.Render(c, fiber.StatusOK, views.Account(h.Page(c, "account.title"), v))
 }

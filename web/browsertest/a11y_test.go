@@ -266,6 +266,12 @@ func TestAccessibility(t *testing.T) {
 			b.Go(routes.Account)
 			b.Wait("change-password-link")
 			check(b, "account")
+			// A bidi override cannot be typed: set it as a paste would.
+			var set bool
+			b.Eval(`(() => { const i = document.querySelector('[data-testid=name-input]'); i.value = "\u202Eevil"; return true })()`, &set)
+			b.Click("name-save")
+			b.Wait("name-error")
+			check(b, "account with a refused display name")
 			b.Go(routes.AccountPassword)
 			b.Wait("password-form")
 			check(b, "password change")

@@ -77,7 +77,7 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		if err != nil {
 			return h.transferRefused(c, f, err)
 		}
-		f.Confirm = &views.TransferConfirmView{RecipientMasked: transfer.MaskEmail(q.RecipientEmail), AmountRials: rials,
+		f.Confirm = &views.TransferConfirmView{RecipientMasked: transfer.MaskEmail(q.RecipientEmail), RecipientName: q.RecipientName, AmountRials: rials,
 			AmountWords: i18n.Words(h.Lang(c), rials/money.RialsPerToman), AfterRials: q.AfterRials, Note: f.Note}
 		return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.confirm_title"), f))
 	}

@@ -40,6 +40,16 @@ func signUpFunded(t *testing.T, app *apptest.App, addr string, rials int64) int6
 	return w.ID
 }
 
+// bobUser is bob@example.com's user id.
+func bobUser(t *testing.T, db *store.DB) int64 {
+	t.Helper()
+	var id int64
+	if err := db.Gorm.Raw(`SELECT id FROM users WHERE email = ?`, "bob@example.com").Scan(&id).Error; err != nil || id == 0 {
+		t.Fatalf("bob: %d %v", id, err)
+	}
+	return id
+}
+
 // review fills the transfer form and continues to its confirmation step.
 func review(t *testing.T, c *apptest.Client, to, amount, note string) apptest.Response {
 	t.Helper()
@@ -71,6 +81,18 @@ func TestTransferPageFlow(t *testing.T) {
 		}
 		if got := confirm.TestID("confirm-recipient").Text(); !strings.Contains(got, "b***@example.com") || strings.Contains(got, "bob@") {
 			t.Errorf("recipient shown as %q", got)
+		}
+		if confirm.TestID("confirm-recipient-name") != nil {
+			t.Error("a name is shown for a recipient who gave none")
+		}
+		// Once Bob gives a display name, the sender sees it beside the
+		// masked address.
+		if _, err := app.Server.Auth.SetDisplayName(context.Background(), bobUser(t, db), "باب‌مرد"); err != nil {
+			t.Fatal(err)
+		}
+		confirm = apptest.Parse(review(t, c, "Bob@Example.com", "۱۲۰٬۰۰۰", "ناهار دیروز").Body)
+		if n := confirm.TestID("confirm-recipient-name"); n == nil || n.Text() != "باب‌مرد" {
+			t.Errorf("recipient's name: %v", n)
 		}
 		if a := confirm.TestID("confirm-amount"); a.Attr("data-rials") != "1200000" {
 			t.Errorf("amount %q", a.Attr("data-rials"))
