@@ -205,15 +205,11 @@ func (h *handlers) setName(c *fiber.Ctx) error {
 	default:
 		return c.Redirect(routes.Account+"?done=name", fiber.StatusSeeOther)
 	}
-	n, err := h.Auth.CountSessions(c.UserContext(), u.ID)
+	v, err := h.accountView(c, u.ID, u.Email)
 	if err != nil {
 		return err
 	}
-	on, err := h.Auth.ReceiptsEnabled(c.UserContext(), u.ID)
-	if err != nil {
-		return err
-	}
-	v := views.AccountView{Email: u.Email, Sessions: n, Receipts: on, Name: typed, NameErrorKey: key}
+	v.Name, v.NameErrorKey = typed, key
 	return h.Render(c, fiber.StatusUnprocessableEntity, views.Account(h.Page(c, "account.title"), v))
 }
 

@@ -104,19 +104,13 @@ func (h *handlers) signOut(c *fiber.Ctx) error {
 // everywhere.
 func (h *handlers) accountPage(c *fiber.Ctx) error {
 	u := h.User(c)
-	n, err := h.Auth.CountSessions(c.UserContext(), u.ID)
+	v, err := h.accountView(c, u.ID, u.Email)
 	if err != nil {
 		return err
 	}
-	on, err := h.Auth.ReceiptsEnabled(c.UserContext(), u.ID)
-	if err != nil {
+	if v.Name, err = h.Auth.DisplayName(c.UserContext(), u.ID); err != nil {
 		return err
 	}
-	name, err := h.Auth.DisplayName(c.UserContext(), u.ID)
-	if err != nil {
-		return err
-	}
-	v := views.AccountView{Email: u.Email, Sessions: n, Receipts: on, Name: name}
 	switch c.Query("done") {
 	case "password":
 		v.Notice = "password.changed"
@@ -126,6 +120,20 @@ func (h *handlers) accountPage(c *fiber.Ctx) error {
 		v.Notice = "account.name_saved"
 	}
 	return h.Render(c, fiber.StatusOK, views.Account(h.Page(c, "account.title"), v))
+}
+
+// accountView is the account page's figures: live sessions and the
+// receipts setting.
+func (h *handlers) accountView(c *fiber.Ctx, userID int64, addr string) (views.AccountView, error) {
+	n, err := h.Auth.CountSessions(c.UserContext(), userID)
+	if err != nil {
+		return views.AccountView{}, err
+	}
+	on, err := h.Auth.ReceiptsEnabled(c.UserContext(), userID)
+	if err != nil {
+		return views.AccountView{}, err
+	}
+	return views.AccountView{Email: addr, Sessions: n, Receipts: on}, nil
 }
 
 // signOutEverywhere ends every session of the user, on every device and
