@@ -87,11 +87,11 @@ func TestTransferPageFlow(t *testing.T) {
 		}
 		// Once Bob gives a display name, the sender sees it beside the
 		// masked address.
-		if _, err := app.Server.Auth.SetDisplayName(context.Background(), bobUser(t, db), "باب‌مرد"); err != nil {
+		if _, err := app.Server.Auth.SetDisplayName(context.Background(), bobUser(t, db), "باب\u200cمرد"); err != nil {
 			t.Fatal(err)
 		}
 		confirm = apptest.Parse(review(t, c, "Bob@Example.com", "۱۲۰٬۰۰۰", "ناهار دیروز").Body)
-		if n := confirm.TestID("confirm-recipient-name"); n == nil || n.Text() != "باب‌مرد" {
+		if n := confirm.TestID("confirm-recipient-name"); n == nil || n.Text() != "باب\u200cمرد" {
 			t.Errorf("recipient's name: %v", n)
 		}
 		if a := confirm.TestID("confirm-amount"); a.Attr("data-rials") != "1200000" {
