@@ -1,6 +1,7 @@
 package account_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,8 +24,13 @@ func TestDisplayName(t *testing.T) {
 		c.SignUp("named@example.com")
 		stored := func() string {
 			t.Helper()
-			var name string
-			if err := db.Gorm.Raw(`SELECT display_name FROM users WHERE email = ?`, "named@example.com").Scan(&name).Error; err != nil {
+			ctx := context.Background()
+			u, err := app.Server.Auth.Authenticate(ctx, "named@example.com", "correct horse battery")
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, err := app.Server.Auth.DisplayName(ctx, u.ID)
+			if err != nil {
 				t.Fatal(err)
 			}
 			return name

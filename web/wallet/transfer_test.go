@@ -41,13 +41,13 @@ func signUpFunded(t *testing.T, app *apptest.App, addr string, rials int64) int6
 }
 
 // bobUser is bob@example.com's user id.
-func bobUser(t *testing.T, db *store.DB) int64 {
+func bobUser(t *testing.T, app *apptest.App) int64 {
 	t.Helper()
-	var id int64
-	if err := db.Gorm.Raw(`SELECT id FROM users WHERE email = ?`, "bob@example.com").Scan(&id).Error; err != nil || id == 0 {
-		t.Fatalf("bob: %d %v", id, err)
+	u, err := app.Server.Auth.Authenticate(context.Background(), "bob@example.com", transferPW)
+	if err != nil {
+		t.Fatalf("bob: %v", err)
 	}
-	return id
+	return u.ID
 }
 
 // review fills the transfer form and continues to its confirmation step.
@@ -87,7 +87,7 @@ func TestTransferPageFlow(t *testing.T) {
 		}
 		// Once Bob gives a display name, the sender sees it beside the
 		// masked address.
-		if _, err := app.Server.Auth.SetDisplayName(context.Background(), bobUser(t, db), "باب\u200cمرد"); err != nil {
+		if _, err := app.Server.Auth.SetDisplayName(context.Background(), bobUser(t, app), "باب\u200cمرد"); err != nil {
 			t.Fatal(err)
 		}
 		confirm = apptest.Parse(review(t, c, "Bob@Example.com", "۱۲۰٬۰۰۰", "ناهار دیروز").Body)
