@@ -196,6 +196,8 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A withdrawal's move that queued webhook deliveries wakes the sender.
+	po.Store.OnWebhookQueued(uc.Hooks.Kick)
 	s := &Server{
 		Withdrawals: po.Withdrawals, BankAccounts: po.Accounts, PayoutWorker: po.Worker, PayoutStore: po.Store, payouts: po,
 		Bank: gws.Bank, TopUps: uc.TopUps, TopUp: uc.TopUp, Auth: uc.Auth, Wallets: uc.Wallets, Ledger: led,

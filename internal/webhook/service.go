@@ -84,9 +84,11 @@ type Delivery struct {
 	EventID    string
 	EndpointID int64
 	// TopUpID names the top-up of a top-up's event, TransferID the
-	// transfer of a transfer's (exactly one of them is set).
+	// transfer of a transfer's, WithdrawalID the withdrawal of a
+	// withdrawal's (exactly one of them is set).
 	TopUpID        *int64
 	TransferID     *int64
+	WithdrawalID   *int64
 	Type           string
 	Body           string
 	Status         string

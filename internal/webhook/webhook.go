@@ -3,7 +3,7 @@
 // secret kept encrypted), the outbox rows written in a payment move's own
 // transaction (Enqueue, called only by the payment store's one writer),
 // and the sender that claims due rows and delivers them at least once, in
-// order per top-up, signed, over a client that refuses private networks.
+// order per top-up (and per withdrawal), signed, over a client that refuses private networks.
 // It knows payments only as ids and JSON bodies (it sits below the payment
 // layer).
 package webhook
@@ -31,11 +31,21 @@ const (
 	// TypeRefunded: part or all of a credited top-up went back to the
 	// payer's card (a card refund); the body names it in "card_refund".
 	TypeRefunded = "topup.refunded"
+	// TypeWithdrawalPaid, TypeWithdrawalFailed and TypeWithdrawalReturned
+	// go to the owner's endpoints when a withdrawal (cash-out to their
+	// bank account) is paid, fails (the provider's word, or an admin's
+	// rejection: the amount is back in the wallet) or is returned after
+	// it was paid (the amount credited back); the body carries
+	// "withdrawal".
+	TypeWithdrawalPaid     = "withdrawal.paid"
+	TypeWithdrawalFailed   = "withdrawal.failed"
+	TypeWithdrawalReturned = "withdrawal.returned"
 )
 
 // Types lists every event type, in the order pages show them.
 func Types() []string {
-	return []string{TypeCredited, TypeFailed, TypeNeedsReview, TypeRefunded, TypeTransferSent, TypeTransferReceived}
+	return []string{TypeCredited, TypeFailed, TypeNeedsReview, TypeRefunded, TypeTransferSent, TypeTransferReceived,
+		TypeWithdrawalPaid, TypeWithdrawalFailed, TypeWithdrawalReturned}
 }
 
 // ValidType reports whether t is an event type.
@@ -173,6 +183,49 @@ func EnqueueTransfer(tx *gorm.DB, e TransferEvent) (queued int64, err error) {
 		id, e.TransferID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
 	if res.Error != nil {
 		return 0, fmt.Errorf("webhook: queue %s of transfer %d: %w", e.Type, e.TransferID, res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// WithdrawalEvent is one event of a withdrawal (withdrawal.paid,
+// withdrawal.failed, withdrawal.returned), as the withdrawal's store
+// writes it.
+type WithdrawalEvent struct {
+	UserID       int64
+	WithdrawalID int64
+	Type         string
+	// Withdrawal is the withdrawal as GET /api/v1/withdrawals/{id}
+	// shows it after the move.
+	Withdrawal any
+	CreatedAt  time.Time
+}
+
+// EnqueueWithdrawal is Enqueue for a withdrawal's event, in the
+// transaction of the withdrawal's move tx: the same outbox, signing and
+// sender; its rows name the withdrawal (withdrawal_id), and its body
+// carries "withdrawal" where a top-up's carries "topup". A withdrawal's
+// events reach an endpoint in order (paid before returned).
+func EnqueueWithdrawal(tx *gorm.DB, e WithdrawalEvent) (queued int64, err error) {
+	if e.Type != TypeWithdrawalPaid && e.Type != TypeWithdrawalFailed && e.Type != TypeWithdrawalReturned {
+		return 0, fmt.Errorf("webhook: %q is not a withdrawal's event", e.Type)
+	}
+	at := e.CreatedAt.UTC()
+	id := NewEventID()
+	body, err := json.Marshal(struct {
+		EventID    string    `json:"event_id"`
+		Type       string    `json:"type"`
+		CreatedAt  time.Time `json:"created_at"`
+		Withdrawal any       `json:"withdrawal"`
+	}{id, e.Type, at, e.Withdrawal})
+	if err != nil {
+		return 0, fmt.Errorf("webhook: event %s of withdrawal %d: %w", e.Type, e.WithdrawalID, err)
+	}
+	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, withdrawal_id, type, body, status, next_attempt_at, created_at, retry_from)
+		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
+		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
+		id, e.WithdrawalID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
+	if res.Error != nil {
+		return 0, fmt.Errorf("webhook: queue %s of withdrawal %d: %w", e.Type, e.WithdrawalID, res.Error)
 	}
 	return res.RowsAffected, nil
 }

@@ -18,16 +18,9 @@ import (
 )
 
 // Bank is a bank as the API names it.
-type Bank struct {
-	Code   string `json:"code"`
-	NameFA string `json:"name_fa"`
-	NameEN string `json:"name_en"`
-}
+type Bank = withdrawal.Bank
 
-func bankOf(code string) Bank {
-	b, _ := iban.BankByCode(code)
-	return Bank{Code: code, NameFA: b.FA, NameEN: b.EN}
-}
+func bankOf(code string) Bank { return withdrawal.BankOf(code) }
 
 // BankAccount is a bank account as the API shows it.
 type BankAccount struct {
@@ -48,41 +41,11 @@ type BankAccountList struct {
 	Items []BankAccount `json:"items"`
 }
 
-// Withdrawal is a withdrawal as the API shows it.
-type Withdrawal struct {
-	ID             string     `json:"id"`
-	Status         string     `json:"status"`
-	AmountRials    int64      `json:"amount_rials"`
-	BankAccountID  int64      `json:"bank_account_id"`
-	Bank           Bank       `json:"bank"`
-	IBANLast4      string     `json:"iban_last4"`
-	Rail           string     `json:"rail"`
-	ReviewRequired bool       `json:"review_required"`
-	ProviderRef    *string    `json:"provider_ref"`
-	CreatedAt      time.Time  `json:"created_at"`
-	PaidAt         *time.Time `json:"paid_at"`
-	ReturnedAt     *time.Time `json:"returned_at"`
-	ResolvedAt     *time.Time `json:"resolved_at"`
-}
+// Withdrawal is a withdrawal as the API shows it (and its webhooks'
+// "withdrawal").
+type Withdrawal = withdrawal.View
 
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-func withdrawalView(w withdrawal.Withdrawal) Withdrawal {
-	v := Withdrawal{ID: w.PublicID, Status: string(w.Status), AmountRials: w.AmountRials, BankAccountID: w.BankAccountID,
-		Bank: bankOf(w.BankCode), IBANLast4: w.Last4(), Rail: w.Rail, ReviewRequired: w.ReviewRequired,
-		CreatedAt: w.CreatedAt.UTC(), PaidAt: utc(w.PaidAt), ReturnedAt: utc(w.ReturnedAt), ResolvedAt: utc(w.ResolvedAt)}
-	if w.ProviderRef != "" {
-		ref := w.ProviderRef
-		v.ProviderRef = &ref
-	}
-	return v
-}
+func withdrawalView(w withdrawal.Withdrawal) Withdrawal { return withdrawal.ViewOf(w) }
 
 // WithdrawalPage is a page of withdrawals.
 type WithdrawalPage struct {

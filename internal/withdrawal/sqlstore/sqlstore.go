@@ -3,7 +3,8 @@
 // withdrawal lifecycle lives here. Each writing method is one transaction
 // guarded by one conditional statement; a move writes its status, its
 // event, its ledger movement (a hold made, released or captured, a
-// return) and an admin's audit row together or not at all.
+// return), its partners' webhooks and an admin's audit row together or
+// not at all.
 package sqlstore
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
@@ -34,10 +36,16 @@ const (
 type Store struct {
 	db     *store.DB
 	ledger *ledger.Ledger
-	// OnMoved, when set, is called with each move's transaction before it
-	// commits (the partners' webhook outbox, the mail queue): an error
-	// rolls the move back. Wiring, set before use.
-	OnMoved func(tx *gorm.DB, m withdrawal.Move, w withdrawal.Withdrawal) error
+	// queued, when set, is called after a move that queued webhook
+	// deliveries has committed (the sender's kick).
+	queued func()
+}
+
+// OnWebhookQueued sets f to be called after a move that queued partners'
+// webhook deliveries has committed; it returns s. Wiring, set before use.
+func (s *Store) OnWebhookQueued(f func()) *Store {
+	s.queued = f
+	return s
 }
 
 var _ withdrawal.Store = (*Store)(nil)
@@ -326,8 +334,11 @@ func fieldValues(f withdrawal.Fields, vals map[string]any) {
 
 // Move implements withdrawal.Store: the edge m.From → m.To by a
 // conditional UPDATE on the expected status (and the lease owner where
-// the edge needs the lease), its event, its money and an admin's audit
-// row, in one transaction.
+// the edge needs the lease), its event, its money, the owner's webhook
+// (withdrawal.paid, withdrawal.failed, withdrawal.returned: the outbox
+// rows of the owner's endpoints) and an admin's audit row, in one
+// transaction. A move replayed finds its row moved (ErrNotMoved) and
+// writes nothing, webhooks included.
 func (s *Store) Move(ctx context.Context, m withdrawal.Move) (withdrawal.Withdrawal, error) {
 	needLease, err := withdrawal.EdgeNeedsLease(m.From, m.To, m.Actor)
 	if err != nil {
@@ -355,6 +366,7 @@ func (s *Store) Move(ctx context.Context, m withdrawal.Move) (withdrawal.Withdra
 	}
 	now := m.Now.UTC()
 	var out withdrawal.Withdrawal
+	var queued int64
 	err = s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
 		vals := map[string]any{"status": string(m.To), "status_reason": string(m.Reason), "updated_at": now}
 		if !m.KeepLease {
@@ -396,15 +408,39 @@ func (s *Store) Move(ctx context.Context, m withdrawal.Move) (withdrawal.Withdra
 		if err := s.money(tx, money, out, inFlight, railAcct, walletAcct, now); err != nil {
 			return err
 		}
-		if s.OnMoved != nil {
-			return s.OnMoved(tx, m, out)
+		if typ, ok := webhookType(m.To); ok {
+			n, err := webhook.EnqueueWithdrawal(tx, webhook.WithdrawalEvent{UserID: out.UserID, WithdrawalID: out.ID, Type: typ,
+				Withdrawal: withdrawal.ViewOf(out), CreatedAt: now})
+			if err != nil {
+				return err
+			}
+			queued = n
 		}
 		return nil
 	})
 	if err != nil {
 		return withdrawal.Withdrawal{}, err
 	}
+	if queued > 0 && s.queued != nil {
+		s.queued()
+	}
 	return out, nil
+}
+
+// webhookType is the partners' event of a move to status to, if any
+// (withdrawal.Told).
+func webhookType(to withdrawal.Status) (string, bool) {
+	if !withdrawal.Told(to) {
+		return "", false
+	}
+	switch to {
+	case withdrawal.StatusPaid:
+		return webhook.TypeWithdrawalPaid, true
+	case withdrawal.StatusReturned:
+		return webhook.TypeWithdrawalReturned, true
+	default:
+		return webhook.TypeWithdrawalFailed, true
+	}
 }
 
 // money writes a move's ledger effect in its transaction.
