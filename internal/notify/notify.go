@@ -1,6 +1,8 @@
 // Package notify writes the mail people get about their account and
 // their money: the password reset link, a receipt when a top-up is
-// credited, a mail to each person of a transfer (ScanTransfers), and a notice when a payment failed after the bank may have
+// credited, a mail to each person of a transfer (ScanTransfers), a
+// withdrawal's owner's mail when it is paid, fails or comes back
+// (withdrawal.go), and a notice when a payment failed after the bank may have
 // charged the card ("returns within 72 hours"). Each is rendered in the
 // recipient's language, as text and HTML, and queued as a row (package
 // mail) that the background sender delivers. Receipts and notices are
@@ -218,7 +220,8 @@ const cursorName = "payments"
 
 // Scan queues the receipts and notices of the payment events since the
 // last scan (at most 200 per call), then the card refunds' mails
-// (cardrefund.go), and returns how many mails it queued.
+// (cardrefund.go) and the withdrawals' (withdrawal.go), and returns how
+// many mails it queued.
 // The cursor and the mails are written in one transaction, and each mail
 // has a dedupe key (one receipt, one notice per payment), so a scan that
 // dies half-way or runs on two instances at once queues each mail once.
@@ -272,7 +275,11 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("scan payment events for mail: %w", err)
 	}
 	refunds, err := n.scanCardRefunds(ctx, now)
-	return queued + refunds, err
+	if err != nil {
+		return queued + refunds, err
+	}
+	withdrawals, err := n.scanWithdrawals(ctx, now)
+	return queued + refunds + withdrawals, err
 }
 
 // mailFor is the receipt or notice an event calls for, if any.
