@@ -29,7 +29,8 @@ import (
 // signed, valid against openapi.json's webhooks, paid before returned;
 // the returned event's withdrawal is what GET /api/v1/withdrawals/{id}
 // answers. The document refuses a withdrawal.paid whose withdrawal is
-// not paid.
+// not paid. The wallet's ledger names the account of the withdrawal's
+// lines in both languages, as the history does.
 func TestWithdrawalWebhooks(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -125,6 +126,28 @@ func TestWithdrawalWebhooks(t *testing.T) {
 		ev["type"] = webhook.TypeWithdrawalPaid
 		if err := schema.VisitJSON(ev); err == nil {
 			t.Error("openapi.json accepts a withdrawal.paid event whose withdrawal failed")
+		}
+		ledger := decode[api.LedgerPage](t, c.get(routes.APIWalletLedger))
+		lines := map[string]api.LedgerEntry{}
+		for _, e := range ledger.Items {
+			if e.Withdrawal != nil {
+				lines[e.Kind+" "+e.Withdrawal.ID] = e
+			} else if e.Kind == "withdrawal" || e.Kind == "withdrawal_return" {
+				t.Errorf("a %s line without its withdrawal: %+v", e.Kind, e)
+			}
+		}
+		for _, tc := range []struct{ kind, id, en, fa string }{
+			{"withdrawal", paid.PublicID, "to your account at Bank Melli Iran …0042", "به حساب شما در بانک ملی ایران …۰۰۴۲"},
+			{"withdrawal_return", paid.PublicID, "back from your account at Bank Melli Iran …0042", "برگشت از حساب شما در بانک ملی ایران …۰۰۴۲"},
+		} {
+			e, ok := lines[tc.kind+" "+tc.id]
+			if !ok || e.Withdrawal.DescriptionEN != tc.en || e.Withdrawal.DescriptionFA != tc.fa || e.Withdrawal.IBANLast4 != "0042" ||
+				e.Withdrawal.Bank.Code != "017" {
+				t.Errorf("%s line of %s: %+v %+v", tc.kind, tc.id, e, e.Withdrawal)
+			}
+		}
+		if len(lines) != 2 {
+			t.Errorf("%d withdrawal lines, want 2 (the failed one moved no money)", len(lines))
 		}
 		withdrawaltest.CheckInvariants(t, db)
 	})

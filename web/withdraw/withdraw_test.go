@@ -214,6 +214,10 @@ func TestWithdrawJourney(t *testing.T) {
 	if line == nil || !strings.Contains(line.Text(), "to your account at Bank Melli Iran …0042") || wallet.TestID("withdraw-link") == nil {
 		t.Fatalf("the wallet's history: %v", line)
 	}
+	if line := apptest.Parse(c.GetIn("fa", routes.Wallet).Body).TestID("history-withdrawal"); line == nil ||
+		!strings.Contains(line.Text(), "به حساب شما در بانک ملی ایران …۰۰۴۲") {
+		t.Fatalf("the wallet's history in Persian: %v", line)
+	}
 	if app.Server.Withdrawals == nil || apptest.Parse(c.Get(routes.Withdrawal(ws[0].PublicID)).Body).TestID("withdrawal-ref") == nil {
 		t.Fatal("no bank reference on the receipt")
 	}
