@@ -3,7 +3,8 @@
 //	kifpool serve                       run the web app (migrates first)
 //	kifpool migrate                     bring the database schema up to date
 //	kifpool user create --email E [--admin]   password read from stdin
-//	kifpool reconcile                   verify and credit paid-but-unverified payments, report the rest
+//	kifpool reconcile                   verify and credit paid-but-unverified payments, report the rest;
+//	                                    compare withdrawals with each payout provider's word
 //	kifpool user promote|demote --email E      make a user an admin, or not
 //	kifpool user reset-2fa --email E           remove a locked-out admin's authenticator
 //	kifpool user set-password --email E        new password from stdin; ends sessions, revokes tokens
@@ -56,7 +57,8 @@ commands:
   user reset-2fa --email E         remove an admin's authenticator and recovery codes (locked out)
   user set-password --email E      set a user's password (read from stdin); signs them out everywhere
                                    and revokes their API tokens
-  reconcile                        verify and credit paid-but-unverified payments, report the rest
+  reconcile                        verify and credit paid-but-unverified payments, report the rest;
+                                   compare withdrawals with each payout provider's word
   check                            read-only audit of the database: exits non-zero naming each broken row
   backup --to FILE                 online backup of the SQLite database (PostgreSQL: pg_dump)
   sandbank --addr HOST:PORT [fault flags]
@@ -565,7 +567,25 @@ func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, l
 	for _, it := range rep.Items() {
 		fmt.Fprintf(stdout, "  %-16s %s %d rials %s %s\n", it.Kind, it.Authority, it.AmountRials, it.PublicID, it.Detail)
 	}
-	return err
+	if !srv.Withdrawals.On() {
+		return err
+	}
+	// The payout providers' reconciliation, as serve's daily loop runs it
+	// (stored, shown on /admin/withdrawals, counted in the metrics).
+	reps, perr := srv.Withdrawals.Reconcile(ctx, srv.PayoutStore)
+	for _, r := range reps {
+		fmt.Fprintf(stdout, "payouts %s: checked %d, paid %d (%d rials), returned %d, in flight %d, settled %d, %d differences for an admin",
+			r.Provider, r.Checked, r.Paid, r.PaidRials, r.Returned, r.InFlight, r.Settled, r.Differences)
+		if r.Error != "" {
+			fmt.Fprintf(stdout, " (the provider's list: %s)", r.Error)
+			perr = errors.Join(perr, fmt.Errorf("payouts %s: %s", r.Provider, r.Error))
+		}
+		fmt.Fprintln(stdout)
+		for _, d := range r.Items() {
+			fmt.Fprintf(stdout, "  %-20s %s ours %s theirs %s %d rials\n", d.Kind, d.PublicID, d.Ours, d.Theirs, d.AmountRials)
+		}
+	}
+	return errors.Join(err, perr)
 }
 
 // configCmd prints the configuration in effect, each value with where it

@@ -79,6 +79,10 @@ func TestCommands(t *testing.T) {
 		{"set-password no stdin", []string{"user", "set-password", "--email", "sara@example.com"}, "", env, "no password given", ""},
 		{"set-password short", []string{"user", "set-password", "--email", "sara@example.com"}, "short\n", env, "too short", ""},
 		{"set-password -h", []string{"user", "set-password", "-h"}, "", env, "", "-email"},
+		// After the gateways, each payout provider's reconciliation is run
+		// and printed; a provider whose list cannot be read fails the
+		// command, as a gateway does.
+		{"reconcile payouts", []string{"reconcile"}, "", withEnv(env, "BASE_URL", "http://127.0.0.1:9"), "payouts jibit: ", "payouts zibal: checked 0, paid 0 (0 rials), returned 0, in flight 0, settled 0, 0 differences for an admin"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -475,4 +479,15 @@ func TestCLIRoleChangesAreAuditedAndPrintEnrolmentCodes(t *testing.T) {
 	if got := strings.Join(audited(), " "); got != want {
 		t.Fatalf("audit log:\n got %s\nwant %s", got, want)
 	}
+}
+
+// withEnv is env with name set to value.
+func withEnv(env map[string]string, name, value string) map[string]string {
+	out := map[string]string{name: value}
+	for k, v := range env {
+		if k != name {
+			out[k] = v
+		}
+	}
+	return out
 }

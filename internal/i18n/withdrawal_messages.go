@@ -144,6 +144,7 @@ var withdrawFA = map[string]string{
 	"admin.wd.error_busy":        "کارگر همین حالا از سرویس پرداخت دربارهٔ آن می‌پرسد؛ چند ثانیهٔ دیگر دوباره امتحان کنید.",
 	"admin.wd.reports":           "تطبیق با سرویس‌های پرداخت",
 	"admin.wd.reports_none":      "هنوز تطبیقی انجام نشده است.",
+	"admin.wd.differences_flag":  "تطبیق برداشت‌ها با {provider}: {n} ناهمخوانی منتظر بررسی شماست",
 	"admin.wd.reconcile_now":     "تطبیق همین حالا",
 	"admin.wd.report_when":       "زمان",
 	"admin.wd.report_checked":    "بررسی‌شده",
@@ -161,6 +162,7 @@ var withdrawFA = map[string]string{
 	"admin.payout_diff.returned_not_theirs": "نزد ما برگشتی، نزد سرویس نه",
 	"admin.payout_diff.amount":              "مبلغ نزد سرویس دیگر است",
 	"admin.payout_diff.unreached":           "از سرویس پرسیده نشد",
+	"admin.payout_diff.late_return":         "واریزشده، سپس نزد سرویس به‌دست ناموفق شد: برگشتی شد و مبلغ به کیف‌پول برگشت؛ با صورت‌حساب سرویس تطبیق دهید",
 
 	"admin.action.withdrawal_approve":   "تأیید برداشت",
 	"admin.action.withdrawal_reject":    "رد برداشت",
@@ -309,6 +311,7 @@ var withdrawEN = map[string]string{
 	"admin.wd.error_busy":        "The worker is asking the payout provider about it right now; try again in a few seconds.",
 	"admin.wd.reports":           "Reconciliation with the payout providers",
 	"admin.wd.reports_none":      "No reconciliation has run yet.",
+	"admin.wd.differences_flag":  "Withdrawals reconciled with {provider}: {n} differences wait for an admin",
 	"admin.wd.reconcile_now":     "Reconcile now",
 	"admin.wd.report_when":       "When",
 	"admin.wd.report_checked":    "Checked",
@@ -326,6 +329,7 @@ var withdrawEN = map[string]string{
 	"admin.payout_diff.returned_not_theirs": "returned here, not at the provider",
 	"admin.payout_diff.amount":              "the provider holds another amount",
 	"admin.payout_diff.unreached":           "the provider could not be asked",
+	"admin.payout_diff.late_return":         "paid, then failed by hand at the provider: now returned, the amount back in the wallet; match it with the provider's statement",
 
 	"admin.action.withdrawal_approve":   "approved a withdrawal",
 	"admin.action.withdrawal_reject":    "rejected a withdrawal",

@@ -2,8 +2,8 @@
 // HTTP request durations by route pattern, gateway call durations, payment
 // transitions and credited rials (counted as they happen, through
 // payment.Observer and the gateway call recorder), and, read when scraped,
-// payments by status, each gateway's breaker state and the worker's
-// backlog and lag.
+// payments by status, each gateway's breaker state, the worker's
+// backlog and lag, and each payout provider's newest reconciliation.
 package metrics
 
 import (
@@ -35,7 +35,20 @@ type Sources struct {
 	// Webhooks is the partners' outbox: deliveries pending, the age of the
 	// oldest, deliveries that gave up, endpoints marked failing.
 	Webhooks func(ctx context.Context) (pending int64, oldest time.Duration, failed, failingEndpoints int64, err error)
-	Log      *slog.Logger
+	// PayoutReconciles is each payout provider's newest reconciliation
+	// (none while withdrawals are off).
+	PayoutReconciles func(ctx context.Context) ([]PayoutReconcile, error)
+	Log              *slog.Logger
+}
+
+// PayoutReconcile is one payout provider's newest reconciliation: when it
+// finished, whether it ended in an error, and the differences it flagged
+// for an admin (still open: every run compares the last days again).
+type PayoutReconcile struct {
+	Provider    string
+	Finished    time.Time
+	Failed      bool
+	Differences int
 }
 
 // Metrics holds the app's metrics in its own registry (no global state).
@@ -178,6 +191,13 @@ var (
 	hookOldest   = prometheus.NewDesc("kifpool_webhook_oldest_pending_age_seconds", "Age of the oldest undelivered webhook event; 0 when none waits.", nil, nil)
 	hookFailed   = prometheus.NewDesc("kifpool_webhook_failed_deliveries", "Webhook deliveries that gave up (or whose endpoint was disabled), still stored.", nil, nil)
 	hookFailing  = prometheus.NewDesc("kifpool_webhook_failing_endpoints", "Enabled webhook endpoints marked failing (a delivery gave up since their last success).", nil, nil)
+	payoutDiffs  = prometheus.NewDesc("kifpool_payout_reconcile_differences",
+		"Differences between our withdrawals and the payout provider's word in its newest reconciliation report, flagged for an admin and never fixed by Kifpool (0 once a run finds none).",
+		[]string{"provider"}, nil)
+	payoutRecon = prometheus.NewDesc("kifpool_payout_reconcile_last_finished_timestamp_seconds",
+		"Unix time the payout provider's newest reconciliation finished (by any instance or kifpool reconcile).", []string{"provider"}, nil)
+	payoutReconErr = prometheus.NewDesc("kifpool_payout_reconcile_last_failed",
+		"1 if the payout provider's newest reconciliation could not read the provider's list (its report says why).", []string{"provider"}, nil)
 )
 
 // scraped reads the gauges from their sources at scrape time.
@@ -196,6 +216,9 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- hookOldest
 	ch <- hookFailed
 	ch <- hookFailing
+	ch <- payoutDiffs
+	ch <- payoutRecon
+	ch <- payoutReconErr
 }
 
 func (s *scraped) Collect(ch chan<- prometheus.Metric) {
@@ -250,6 +273,21 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(reconDesc, prometheus.GaugeValue, v)
 			ch <- prometheus.MustNewConstMetric(reconErrDesc, prometheus.GaugeValue, f)
+		}
+	}
+	if s.src.PayoutReconciles != nil {
+		reps, err := s.src.PayoutReconciles(ctx)
+		if err != nil {
+			s.logErr("payout reconciliations", err)
+		}
+		for _, r := range reps {
+			failed := 0.0
+			if r.Failed {
+				failed = 1
+			}
+			ch <- prometheus.MustNewConstMetric(payoutDiffs, prometheus.GaugeValue, float64(r.Differences), r.Provider)
+			ch <- prometheus.MustNewConstMetric(payoutRecon, prometheus.GaugeValue, float64(r.Finished.Unix()), r.Provider)
+			ch <- prometheus.MustNewConstMetric(payoutReconErr, prometheus.GaugeValue, failed, r.Provider)
 		}
 	}
 	if s.src.Backlog != nil {

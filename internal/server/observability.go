@@ -8,6 +8,7 @@ import (
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
 // observability is what an instance tells its operators beyond its logs
@@ -20,8 +21,10 @@ type observability struct {
 
 // newObservability builds the metrics, whose gauges are read at scrape
 // time: the payments' totals and the worker's backlog from reads, the
-// webhook queue from hooks, and the breakers through breakers.
-func newObservability(b base, reads *topupread.Reader, hooks *webhook.Service, breakers func() []resilient.BreakerState) observability {
+// webhook queue from hooks, the breakers through breakers, and each
+// payout provider's newest reconciliation through payoutReports.
+func newObservability(b base, reads *topupread.Reader, hooks *webhook.Service, breakers func() []resilient.BreakerState,
+	payoutReports func(ctx context.Context) ([]withdrawal.Report, error)) observability {
 	return observability{Metrics: metrics.New(metrics.Sources{
 		// As the dashboard's totals: exact up to TotalCap per status (the
 		// open ones, which alerts watch), estimated above, so that a scrape
@@ -49,6 +52,14 @@ func newObservability(b base, reads *topupread.Reader, hooks *webhook.Service, b
 		Webhooks: func(ctx context.Context) (int64, time.Duration, int64, int64, error) {
 			st, err := hooks.Stats(ctx)
 			return st.Pending, st.OldestAge, st.Failed, st.FailingEndpoints, err
+		},
+		PayoutReconciles: func(ctx context.Context) ([]metrics.PayoutReconcile, error) {
+			reps, err := payoutReports(ctx)
+			out := make([]metrics.PayoutReconcile, 0, len(reps))
+			for _, r := range reps {
+				out = append(out, metrics.PayoutReconcile{Provider: r.Provider, Finished: r.FinishedAt, Failed: r.Error != "", Differences: r.Differences})
+			}
+			return out, err
 		},
 		Log: b.log("metrics"),
 	})}

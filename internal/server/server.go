@@ -177,7 +177,16 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	reads := topupread.New(db)
 	// The metrics read the breakers at scrape time, once gws is built.
 	var gws gateways
-	obs := newObservability(b, reads, hooks, func() []resilient.BreakerState { return gws.breakers() })
+	// The payout providers are built after the metrics: their reports
+	// are read through po, set below, at scrape time.
+	var po payouts
+	payoutReports := func(ctx context.Context) ([]withdrawal.Report, error) {
+		if po.Withdrawals == nil || !po.Withdrawals.On() {
+			return nil, nil
+		}
+		return po.Withdrawals.LatestReports(ctx)
+	}
+	obs := newObservability(b, reads, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports)
 	gws, err = newGateways(b, led, obs.Metrics.Recorder(topup.NewCallRecorder(st, b.log("gateway_calls"))))
 	if err != nil {
 		return nil, err
@@ -192,7 +201,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	uc := newUseCases(b, useCaseParts{store: st, ledger: led, reads: reads, gateways: gws, metrics: obs.Metrics,
 		webhooks: hooks, resets: ml.Notifier.ResetMailer(), cardRefunds: crs})
-	po, err := newPayouts(b, led, uc.Wallets)
+	po, err = newPayouts(b, led, uc.Wallets)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,9 @@ type Store interface {
 	ForReconcile(ctx context.Context, provider string, since time.Time) ([]Withdrawal, error)
 	// Reports lists the latest reconciliation reports, newest first.
 	Reports(ctx context.Context, limit int) ([]Report, error)
+	// LatestReports is each provider's newest reconciliation report, by
+	// provider name.
+	LatestReports(ctx context.Context) ([]Report, error)
 	// ByPublicIDs maps public ids to the user's withdrawals (the wallet's
 	// history names the withdrawal of its lines).
 	ByPublicIDs(ctx context.Context, userID int64, ids []string) (map[string]Withdrawal, error)

@@ -65,6 +65,14 @@ const (
 	DiffAmount = "amount"
 	// DiffUnreached: the provider could not be asked about it.
 	DiffUnreached = "unreached"
+	// DiffLateReturn: paid here, failed by hand at the provider after
+	// it was transferred (Jibit's MANUALLY_FAILED), first seen by
+	// reconciliation (the worker's watch of paid ones had ended). The
+	// lifecycle's own edge is taken (returned: the money back in the
+	// wallet, once), and the report flags it for an admin to match with
+	// the provider's statement: money came back from a payout we had
+	// called paid. The next run finds both sides returned.
+	DiffLateReturn = "late_return"
 )
 
 // ReconcileLookback is how far back reconciliation compares.
@@ -202,7 +210,7 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 		case payout.StateReturned:
 			if moved, err := s.resolveWith(ctx, w, st, o); err == nil && moved.Status == StatusReturned {
 				r.Returned++
-				return nil
+				return d(DiffLateReturn)
 			}
 			return d(DiffUnreached)
 		}

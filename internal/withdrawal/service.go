@@ -291,6 +291,14 @@ func (s *Service) Reports(ctx context.Context, limit int) ([]Report, error) {
 	return s.st.Reports(ctx, limit)
 }
 
+// LatestReports is each provider's newest reconciliation report: its
+// differences are the ones still open (every run compares again the
+// last ReconcileLookback, so a difference settled with the provider is
+// gone from the next report, and one still there is flagged again).
+func (s *Service) LatestReports(ctx context.Context) ([]Report, error) {
+	return s.st.LatestReports(ctx)
+}
+
 // Lister is the store's reading of what reconciliation compares.
 func (s *Service) Lister() Lister { return s.st }
 

@@ -24,6 +24,15 @@ type DashboardView struct {
 	// Latency is the bank's latency per operation over the last 24 hours.
 	Latency []LatencyView
 	Backlog BacklogView
+	// PayoutDifferences are the payout providers whose newest
+	// reconciliation flagged differences (shown on the withdrawals page).
+	PayoutDifferences []PayoutDifferenceFlag
+}
+
+// PayoutDifferenceFlag is one payout provider's open differences.
+type PayoutDifferenceFlag struct {
+	Provider    string
+	Differences int
 }
 
 // StatusCount is how many payments have a status.

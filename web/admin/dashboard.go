@@ -58,6 +58,19 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 		}
 		v.Reconcile = append(v.Reconcile, rv)
 	}
+	// A payout reconciliation's differences are flagged here too: they
+	// wait for an admin on the withdrawals page.
+	if h.Withdrawals != nil && h.Withdrawals.On() {
+		latest, err := h.Withdrawals.LatestReports(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range latest {
+			if r.Differences > 0 {
+				v.PayoutDifferences = append(v.PayoutDifferences, adminview.PayoutDifferenceFlag{Provider: r.Provider, Differences: r.Differences})
+			}
+		}
+	}
 	pg := h.Page(c, "admin.title")
 	pg.RefreshURL, pg.RefreshSeconds = routes.Admin, 30
 	return h.Render(c, fiber.StatusOK, adminview.Dashboard(pg, v))

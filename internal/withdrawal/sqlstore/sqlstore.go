@@ -210,6 +210,17 @@ func (s *Store) Reports(ctx context.Context, limit int) ([]withdrawal.Report, er
 	return out, nil
 }
 
+// LatestReports implements withdrawal.Store.
+func (s *Store) LatestReports(ctx context.Context) ([]withdrawal.Report, error) {
+	var out []withdrawal.Report
+	err := s.db.Gorm.WithContext(ctx).Table(reportsTable + " AS r").
+		Where("r.id = (SELECT MAX(id) FROM " + reportsTable + " WHERE provider = r.provider)").Order("r.provider").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("latest payout reports: %w", err)
+	}
+	return out, nil
+}
+
 // ---- writes ----
 
 // Create implements withdrawal.Store: the wallet's row locked, the day's
