@@ -111,7 +111,7 @@ func TestWithdrawalMails(t *testing.T) {
 		}{
 			{"en@example.com", "paid into your bank account", returned.PublicID, []string{"to your account at Bank Melli Iran …0042", "100,000"}},
 			{"en@example.com", "came back", returned.PublicID, []string{"back in your wallet", "to your account at Bank Melli Iran …0042"}},
-			{"fa@example.com", "انجام نشد", failed.PublicID, []string{"به حساب شما در بانک ملی ایران …۰۰۴۲", "دوباره در کیف‌پول شماست"}},
+			{"fa@example.com", "انجام نشد", failed.PublicID, []string{"به حساب شما در بانک ملی ایران …۰۰۴۲", "دوباره در کیف\u200cپول شماست"}},
 		} {
 			m := smtpSrv.Wait(t, 5*time.Second, func(m mailtest.Received) bool {
 				return m.To == tc.to && strings.Contains(m.Subject, tc.subject)
