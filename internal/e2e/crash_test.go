@@ -81,6 +81,10 @@ type crashRig struct {
 	bankURL string
 	bank    *bankClient
 	db      *store.DB
+	// dbURL is the database's, env serve's extra environment (a second
+	// instance's: newServe).
+	dbURL string
+	env   map[string]string
 	// hooks, when set, is the partners' webhook receiver (the chaos's):
 	// every credit's event must reach it.
 	hooks *hookSink
@@ -91,16 +95,26 @@ type crashRig struct {
 // with the crash test's settings offering its four gateways.
 func newCrashRig(t *testing.T, d store.Dialect, bankFlags ...string) *crashRig {
 	t.Helper()
+	return newCrashRigWith(t, d, nil, bankFlags...)
+}
+
+// newCrashRigWith is newCrashRig whose serve also gets extra (its values
+// may name the bank's URL as {bank}).
+func newCrashRigWith(t *testing.T, d store.Dialect, extra map[string]string, bankFlags ...string) *crashRig {
+	t.Helper()
 	dbURL := storetest.URL(t, d)
 	_, bankURL := startBank(t, append(bankFlags, "--authority-ttl", "60s")...)
 	env := maps.Clone(crashServeEnv)
 	maps.Copy(env, hookServeEnv)
 	withAllGateways(t, env, bankURL)
+	for k, v := range extra {
+		env[k] = strings.ReplaceAll(v, "{bank}", bankURL)
+	}
 	srv, appURL := newServe(t, "serve", dbURL, bankURL, env)
 	if err := srv.start(); err != nil {
 		t.Fatal(err)
 	}
-	return &crashRig{srv: srv, appURL: appURL, bankURL: bankURL, bank: newBankClient(bankURL), db: openDB(t, dbURL)}
+	return &crashRig{srv: srv, appURL: appURL, bankURL: bankURL, bank: newBankClient(bankURL), db: openDB(t, dbURL), dbURL: dbURL, env: env}
 }
 
 // check asserts the outcome once everything is resolved: every top-up

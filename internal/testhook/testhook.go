@@ -21,7 +21,12 @@
 // and inside_ledger_after_postings (inside a credit's database
 // transaction, before and after its ledger rows: nothing of it commits),
 // inside_transfer (inside a transfer's database transaction, its ledger
-// rows written: nothing of it commits), after_card_refund_hold (a card
+// rows written: nothing of it commits), after_withdrawal_hold (a
+// withdrawal and its hold committed, nothing sent to the payout
+// provider), after_payout_accepted (the provider took it, its answer not
+// recorded), after_payout_transferred (the provider said "transferred",
+// the move to paid not committed), during_withdrawal_return (inside the
+// return's database transaction), after_card_refund_hold (a card
 // refund and its hold committed, the bank not asked) and
 // after_card_refund_accepted (the bank accepted a card refund, nothing of
 // its answer recorded).
