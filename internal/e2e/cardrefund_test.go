@@ -129,21 +129,7 @@ func cardRefundPoints(t *testing.T, d store.Dialect) {
 		}
 	}
 	// Every top-up: the bank's refunds are our refunded card refunds.
-	for _, p := range allTopUps(t, rig.db) {
-		list, err := refunds.OfTopUp(ctx, p.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ours int64
-		for _, cr := range list {
-			if cr.Status == cardrefund.StatusRefunded {
-				ours += cr.AmountRials
-			}
-		}
-		if p.Authority != nil && refundedAtBank(t, rig.bank, *p.Authority) != ours {
-			t.Errorf("top-up %s: the bank gave back %d, our card refunds %d", p.PublicID, refundedAtBank(t, rig.bank, *p.Authority), ours)
-		}
-	}
+	checkCardRefunds(ctx, t, rig, refunds, nil)
 	rep, err := integrity.Check(ctx, rig.db, integrity.Options{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("kifpool check: %v %v", err, rep.Violations())

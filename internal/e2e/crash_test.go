@@ -56,6 +56,18 @@ import (
 // equals the set of topup.credited events the deduplicating receiver
 // kept, one per credit, every signature valid.
 //
+// Money goes out too (moneyOut): users withdraw to their verified
+// accounts through the form while the payout providers (Jibit's and
+// Zibal's, either first at each restart) time out after accepting, take
+// duplicate submits, answer 503 and, at Jibit, fail paid payouts by hand
+// later, and the provider settles or fails what it holds; an admin
+// refunds credited Zarinpal top-ups to the card. Serve is also armed
+// with the withdrawals' and card refunds' crash points. In the end the
+// provider paid exactly the withdrawals we call paid, every payout it
+// failed by hand is returned on our side once, the bank gave back to each
+// card exactly what our card refunds call refunded, and each balance is
+// what its user paid, less what went out.
+//
 // E2E_SEED=N replays a run's random decisions (kill moments and points,
 // client choices, the bank's faults); timing still differs between runs.
 func TestCrashRestart(t *testing.T) {
@@ -85,6 +97,9 @@ type crashRig struct {
 	// instance's: newServe).
 	dbURL string
 	env   map[string]string
+	// adjust, when set, is what a user's balance differs by from what
+	// they paid at the bank (the money that went out: moneyOut).
+	adjust map[string]int64
 	// hooks, when set, is the partners' webhook receiver (the chaos's):
 	// every credit's event must reach it.
 	hooks *hookSink
@@ -161,6 +176,9 @@ func (r *crashRig) check(t *testing.T, results []crashTopUp) ([]topup.TopUp, map
 			t.Errorf("payment %s: amount %d, the client asked for %d", p.PublicID, p.AmountRials, res.rials)
 		}
 	}
+	for email, d := range r.adjust {
+		want[email] += d
+	}
 	for email, bal := range userBalances(t, r.db) {
 		if bal != want[email] {
 			t.Errorf("%s: balance %d rials, paid %d at the bank", email, bal, want[email])
@@ -213,8 +231,9 @@ var crashServeEnv = map[string]string{
 
 // chaosPoints are the crash points a restarted serve is armed with during
 // the chaos, "" (twice) for a run killed only at a random moment.
-var chaosPoints = []string{"", "", testhook.AfterVerify, testhook.AfterReopen, testhook.AfterVerifyBeforeSettle,
-	testhook.AfterSettle, testhook.AfterCredit, testhook.AfterWebhookSent, testhook.InsideLedgerBeforePostings, testhook.InsideLedgerAfterPostings}
+var chaosPoints = append([]string{"", "", testhook.AfterVerify, testhook.AfterReopen, testhook.AfterVerifyBeforeSettle,
+	testhook.AfterSettle, testhook.AfterCredit, testhook.AfterWebhookSent, testhook.InsideLedgerBeforePostings, testhook.InsideLedgerAfterPostings},
+	moneyOutPoints...)
 
 func crashSeed(t *testing.T) uint64 {
 	if s := os.Getenv("E2E_SEED"); s != "" {
@@ -231,7 +250,9 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	seed := crashSeed(t)
 	t.Logf("seed %d (E2E_SEED=%d replays it)", seed, seed)
 	started := time.Now()
-	rig := newCrashRig(t, dialect,
+	outEnv := withdrawalServeEnv("jibit")
+	outEnv["WITHDRAWAL_UNKNOWN_REVIEW_AFTER"] = "3s"
+	rig := newCrashRigWith(t, dialect, outEnv,
 		"--seed", fmt.Sprint(seed%1_000_000+1),
 		"--latency", "verify=20ms,request=10ms,zibal-verify=20ms,zibal-request=10ms,sep-verify=20ms,sep-request=10ms,"+
 			"mellat-verify=20ms,mellat-settle=20ms,mellat-request=10ms",
@@ -274,6 +295,8 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	hooks.register(t, db, emails)
 	flapCtx, stopFlap := context.WithCancel(ctx)
 	go hooks.flap(flapCtx, seed)
+	// The money going out, beside the top-ups.
+	out := newMoneyOut(ctx, t, rig, 2, seed)
 
 	// The chaos: serve dies every 0.5–2 s and is restarted, until the
 	// clients are done and it died at least three times. Each run is
@@ -305,6 +328,8 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 			kills.Add(1)
 			crashAt := chaosPoints[rng.IntN(len(chaosPoints))]
 			srv.setEnv(testhook.EnvCrashAt, crashAt)
+			// New withdrawals go to either provider.
+			srv.setEnv("PAYOUTS", []string{"jibit,zibal", "zibal,jibit"}[rng.IntN(2)])
 			if err := srv.start(); err != nil {
 				if crashAt != "" && errors.Is(err, errKilledBeforeReady) {
 					// Armed, it reached its crash point (the worker
@@ -319,6 +344,8 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 	}()
 
 	drivingFrom := time.Now()
+	outDone := make(chan struct{})
+	outWait := out.drive(ctx, seed, outDone)
 	var (
 		mu         sync.Mutex
 		results    []crashTopUp
@@ -344,6 +371,8 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		})
 	}
 	wg.Wait()
+	close(outDone)
+	outWait()
 	close(clientsDone)
 	<-chaosDone
 	if ctx.Err() != nil {
@@ -377,6 +406,9 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		t.Fatal(err)
 	}
 	waited := drainWithBank(t, db, bank, 90*time.Second)
+	out.calm(ctx, 90*time.Second)
+	adjust, outStats := out.check(ctx)
+	rig.adjust = adjust
 
 	if n := kills.Load(); n < 3 {
 		t.Errorf("serve was killed %d times, want at least 3", n)
@@ -393,6 +425,7 @@ func crashTest(t *testing.T, dialect store.Dialect) {
 		dialect, len(results), clients, users, driven.Round(time.Millisecond), kills.Load(), pointKills, actions, connErrors.Load(), statuses,
 		waited.Round(time.Millisecond), srv.logCount("==== serve run")-1, time.Since(started).Round(time.Second))
 	t.Logf("bank fault stats during the chaos: %s", faultStats)
+	t.Logf("money out: %s", outStats)
 }
 
 // crashClient is one top-up by a user while serve may die at any moment.
