@@ -21,11 +21,14 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
 )
 
 // TestScreenshots writes PNGs of the main pages, in both languages, on a
@@ -193,6 +196,9 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 	if _, err := four.Server.Auth.SignUp(context.Background(), f.User, password, auth.RoleUser, "fa"); err != nil {
 		t.Fatal(err)
 	}
+	// Cash-out on the same app (PAYOUTS=sandbox by default): the user's
+	// accounts and withdrawals, and an admin for the queue.
+	cash := cashOutShots(t, four, f.User, at)
 	// Two people for the transfer pages: one with money, one without.
 	for _, email := range []string{"reza@example.com", "mina@example.com"} {
 		u, err := f.App.Server.Auth.SignUp(context.Background(), email, password, auth.RoleUser, "fa")
@@ -275,6 +281,26 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			sender.Click("transfer-submit")
 			shot(sender, "transfer-receipt", "", "transfer-receipt")
 			sender.CheckNoProblems()
+			// Cash-out (issue 30): the bank accounts, the withdraw form
+			// filled in and its confirmation with the arrival estimate,
+			// a paid withdrawal's receipt, and the admin's queue.
+			payee := NewTab(t, four.URL)
+			payee.Run(d.view)
+			payee.Go(routes.SignIn + "?lang=" + lang)
+			payee.SignIn(f.User, password)
+			shot(payee, "bank-accounts", routes.BankAccounts, "bank-accounts")
+			shot(payee, "withdraw", routes.Withdraw, "withdraw-form", func() { payee.Type(tid("amount"), "150000") })
+			payee.Click("withdraw-continue")
+			shot(payee, "withdraw-confirm", "", "withdraw-confirm")
+			shot(payee, "withdrawal", routes.Withdrawal(cash.paid), "withdrawal-receipt")
+			payee.CheckNoProblems()
+			cashier := NewTab(t, four.URL)
+			cashier.Run(d.view)
+			cashier.Go(routes.SignIn + "?lang=" + lang)
+			cashier.SignIn(cash.admin, password)
+			cash.passAdmin(t, cashier)
+			shot(cashier, "admin-withdrawals", routes.AdminWithdrawals, "wd-review-item")
+			cashier.CheckNoProblems()
 			anon := f.Tab(t, lang, "", d.view)
 			shot(anon, "landing", routes.Home, "landing")
 			shot(anon, "forgot", routes.PasswordForgot, "forgot-form")
@@ -283,4 +309,72 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			user.CheckNoProblems()
 		}
 	}
+}
+
+// cashOut is the screenshots' cash-out fixture: a paid withdrawal (its
+// receipt) and an admin for the queue.
+type cashOut struct {
+	app    *apptest.App
+	at     time.Time
+	paid   string // the paid withdrawal's public id
+	admin  string
+	passed bool
+}
+
+// cashOutShots gives email (a user of app, whose clock stands at at) a
+// verified and a pending bank account, money, a withdrawal paid through
+// the built-in bank's payout provider and one above the review amount
+// waiting for an admin, each with a fixed public id; and signs up an
+// admin.
+func cashOutShots(t *testing.T, app *apptest.App, email string, at time.Time) *cashOut {
+	t.Helper()
+	ctx := context.Background()
+	db := app.DB
+	uid := authtest.UserID(t, db, email)
+	acct := withdrawaltest.VerifiedAccount(t, db, uid, withdrawaltest.Sheba("017", 4_210_042))
+	withdrawaltest.PendingAccount(t, db, uid, withdrawaltest.Sheba("012", 4_210_043))
+	withdrawaltest.RestampAccounts(t, db, uid, at.Add(-26*time.Hour))
+	withdrawaltest.FundUser(t, db, uid, 9_000_000_000)
+	request := func(rials int64, id string) withdrawal.Withdrawal {
+		t.Helper()
+		r, err := app.Server.Withdrawals.Request(ctx, withdrawal.Request{UserID: uid, FormToken: formtoken.New(), BankAccountID: acct, AmountRials: rials})
+		if err != nil {
+			t.Fatal(err)
+		}
+		withdrawaltest.Rename(t, db, r.Withdrawal.PublicID, id)
+		return withdrawaltest.Get(t, db, id)
+	}
+	paid := request(2_500_000, "wd_screenshotpaidwithdrawal")
+	request(650_000_000, "wd_screenshotreviewwithdraw")
+	if _, err := app.Server.PayoutWorker.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := withdrawaltest.Get(t, db, paid.PublicID)
+	if _, err := app.Server.Bank.Payouts().Settle(w.Provider, w.PublicID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Server.Withdrawals.Resolve(ctx, w.ID, withdrawal.ActorWorker); err != nil {
+		t.Fatal(err)
+	}
+	if w = withdrawaltest.Get(t, db, paid.PublicID); w.Status != withdrawal.StatusPaid {
+		t.Fatalf("the screenshots' withdrawal is %s, not paid", w.Status)
+	}
+	c := &cashOut{app: app, at: at, paid: paid.PublicID, admin: "cashier@example.com"}
+	if _, err := app.Server.Auth.SignUp(ctx, c.admin, password, auth.RoleAdmin, "fa"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// passAdmin passes the admin's second factor in the tab: through the
+// page the first time, then by marking the new session (the fixed clock
+// never gives a fresh code).
+func (c *cashOut) passAdmin(t *testing.T, b *Tab) {
+	t.Helper()
+	if !c.passed {
+		b.PassAdminChecksAt(c.app.DB, c.admin, func() time.Time { return c.at })
+		c.passed = true
+		return
+	}
+	authtest.PassSecondFactor(t, c.app.DB, c.admin, c.at)
 }

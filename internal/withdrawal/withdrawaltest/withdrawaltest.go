@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/iban"
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/ledger"
@@ -325,5 +327,40 @@ func ForceNeedsReview(t testing.TB, db *store.DB, publicID string) {
 	if err := db.Gorm.Exec(`INSERT INTO withdrawal_events (withdrawal_id, from_status, to_status, actor, reason, created_at)
 		VALUES (?, 'submitted', 'needs_review', 'worker', 'unknown_too_long', ?)`, w.ID, now).Error; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Rename gives a withdrawal not yet sent the public id publicID (its
+// hold's reference follows): a fixture's fixed id for screenshots, never
+// a lifecycle move.
+func Rename(t testing.TB, db *store.DB, old, publicID string) {
+	t.Helper()
+	if !withdrawal.ValidPublicID(publicID) {
+		t.Fatalf("%q is no withdrawal's public id", publicID)
+	}
+	w := Get(t, db, old)
+	if w.Status != withdrawal.StatusRequested {
+		t.Fatalf("withdrawal %s is %s: only one not yet sent is renamed", old, w.Status)
+	}
+	err := db.Tx(context.Background(), func(tx *gorm.DB) error {
+		if err := tx.Exec(`UPDATE withdrawals SET public_id = ? WHERE id = ?`, publicID, w.ID).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE ledger_holds SET reference = ? WHERE reason = ? AND reference = ?`, publicID, withdrawal.HoldReason, old).Error
+	})
+	if err != nil {
+		t.Fatalf("rename withdrawal %s: %v", old, err)
+	}
+}
+
+// RestampAccounts dates every bank account of the user at (a fixture's
+// fixed times for screenshots).
+func RestampAccounts(t testing.TB, db *store.DB, userID int64, at time.Time) {
+	t.Helper()
+	if err := db.Gorm.Exec(`UPDATE bank_accounts SET created_at = ?, updated_at = ? WHERE user_id = ?`, at.UTC(), at.UTC(), userID).Error; err != nil {
+		t.Fatalf("restamp the bank accounts of user %d: %v", userID, err)
+	}
+	if err := db.Gorm.Exec(`UPDATE national_codes SET created_at = ? WHERE user_id = ?`, at.UTC(), userID).Error; err != nil {
+		t.Fatalf("restamp the national code of user %d: %v", userID, err)
 	}
 }
