@@ -122,13 +122,29 @@ func (b *browser) topUpForm(ctx context.Context) (csrf, token string, err error)
 // the same gateway, as a repeat submit is. (Not by the token's last
 // character: 128 bits in base64 leave it one of A, Q, g and w, all odd.)
 func (b *browser) submitTopUp(ctx context.Context, csrf, token string, tomans int64) (response, error) {
+	return b.submitTopUpAt(ctx, csrf, token, tomans, b.gatewayFor(token))
+}
+
+// gatewayFor is the gateway submitTopUp chooses for a form's token.
+func (b *browser) gatewayFor(token string) string {
 	gws := b.gateways
 	if len(gws) == 0 {
 		gws = []string{"zarinpal", "zibal"}
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(token))
-	return b.submitTopUpAt(ctx, csrf, token, tomans, gws[h.Sum32()%uint32(len(gws))])
+	return gws[h.Sum32()%uint32(len(gws))]
+}
+
+// callbackOnly reports whether the named gateway is callback-only (its
+// payers never leave a payment behind: bankGateway).
+func callbackOnly(name string) bool {
+	for _, g := range bankGateways {
+		if g.name == name {
+			return g.callbackOnly
+		}
+	}
+	return false
 }
 
 // topUpAt opens a top-up form and submits it for the gateway gw.
