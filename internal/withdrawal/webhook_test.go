@@ -78,7 +78,7 @@ func TestWithdrawalWebhooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec.secret = secret
-		other, _, err := hooks.Create(ctx, e.userID, srv.URL+"/topups", []string{webhook.TypeCredited})
+		other, _, err := hooks.Create(ctx, e.userID, srv.URL+"/credited", []string{webhook.TypeCredited})
 		if err != nil {
 			t.Fatal(err)
 		}

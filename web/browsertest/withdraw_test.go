@@ -115,8 +115,17 @@ func TestWithdrawInTheBrowser(t *testing.T) {
 			}
 			b.Audit("withdraw form")
 			var acctID int64
-			if err := db.Gorm.Raw(`SELECT id FROM bank_accounts WHERE sheba = ?`, melli).Scan(&acctID).Error; err != nil || acctID == 0 {
-				t.Fatalf("the account of %s: %v", melli, err)
+			accts, err := app.Server.BankAccounts.List(ctx, u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range accts {
+				if a.Sheba == melli {
+					acctID = a.ID
+				}
+			}
+			if acctID == 0 {
+				t.Fatalf("no account of %s among %+v", melli, accts)
 			}
 			b.Click(fmt.Sprintf("bank-account-%d", acctID))
 			b.Type(tid("amount"), "200,000")

@@ -214,6 +214,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.TopUpPattern, url: routes.TopUpPage(ownTopUp), get: p(who{see, ok, nf, nf})},
 			{path: routes.Tokens, get: p(signedIn(ok)), post: p(signedIn(unp))},
 			{path: routes.AccountReceipts, post: p(signedIn(see))},
+			{path: routes.AccountName, post: p(signedIn(see))},
 			{path: routes.PasswordForgot, get: p(all(ok)), post: p(all(ok))}, // the same answer for any address
 			{path: routes.PasswordResetPattern, url: routes.PasswordReset("no-such-link"), get: p(all(http.StatusGone)), post: p(all(http.StatusGone))},
 			{path: routes.TopUpAbandonPattern, url: routes.TopUpAbandon(ownTopUp), post: p(who{see, see, nf, nf})},
