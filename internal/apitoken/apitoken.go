@@ -39,11 +39,14 @@ const (
 	// ScopeWithdraw also adds bank accounts and makes withdrawals (and
 	// reads); it makes no top-ups.
 	ScopeWithdraw Scope = "withdraw"
+	// ScopeCharges makes and manages a merchant's charges (and reads);
+	// only a merchant's token may have it.
+	ScopeCharges Scope = "charges"
 )
 
 // Allows reports whether a token of scope s may act with scope need.
 func (s Scope) Allows(need Scope) bool {
-	return s == need || ((s == ScopeTopUp || s == ScopeTransfer || s == ScopeWithdraw) && need == ScopeRead)
+	return s == need || ((s == ScopeTopUp || s == ScopeTransfer || s == ScopeWithdraw || s == ScopeCharges) && need == ScopeRead)
 }
 
 // Prefix starts every token, so that secret scanners and people can tell
@@ -64,7 +67,9 @@ var (
 	// ErrNameInvalid: the name holds control or invisible characters
 	// (bidi overrides that make "\u202Egnp.exe" show as "exe.png").
 	ErrNameInvalid = errors.New("token name holds control or invisible characters")
-	ErrBadScope    = errors.New("scope must be read, topup, transfer or withdraw")
+	ErrBadScope    = errors.New("scope must be read, topup, transfer, withdraw or charges")
+	// ErrNotMerchant: the scope charges is for a merchant's tokens only.
+	ErrNotMerchant = errors.New("only a merchant's token may have the scope charges")
 	ErrBadExpiry   = errors.New("expiry must be a whole number of days from 1 to 365")
 	ErrNotFound    = errors.New("token not found")
 	// ErrTooMany: the user already has as many live tokens as allowed.
@@ -174,7 +179,7 @@ type CreateInput struct {
 // ParseScope checks a scope's spelling.
 func ParseScope(s string) (Scope, error) {
 	switch Scope(s) {
-	case ScopeRead, ScopeTopUp, ScopeTransfer, ScopeWithdraw:
+	case ScopeRead, ScopeTopUp, ScopeTransfer, ScopeWithdraw, ScopeCharges:
 		return Scope(s), nil
 	}
 	return "", ErrBadScope
@@ -227,6 +232,15 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 				return err
 			}
 		}
+		if scope == ScopeCharges {
+			var merchants int64
+			if err := tx.Table("merchants").Where("user_id = ?", in.UserID).Count(&merchants).Error; err != nil {
+				return err
+			}
+			if merchants == 0 {
+				return ErrNotMerchant
+			}
+		}
 		var live int64
 		if err := tx.Model(&Token{}).Where("user_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", in.UserID, now).
 			Count(&live).Error; err != nil {
@@ -237,7 +251,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 		}
 		return tx.Create(&t).Error
 	})
-	if errors.Is(err, ErrTooMany) {
+	if errors.Is(err, ErrTooMany) || errors.Is(err, ErrNotMerchant) {
 		return "", Token{}, err
 	}
 	if err != nil {

@@ -779,6 +779,18 @@ func (l *Ledger) ReleaseIn(tx *gorm.DB, id int64, now time.Time) (Hold, error) {
 	return h, decided
 }
 
+// ExpireIn ends hold id as expired inside the caller's transaction tx,
+// so that a hold ends with the move of the movement it belongs to (a
+// charge's authorization expiring). A hold already expired answers with
+// it and ErrDuplicate; a hold not yet due, or ended otherwise, is an error.
+func (l *Ledger) ExpireIn(tx *gorm.DB, id int64, now time.Time) (Hold, error) {
+	h, decided, err := l.endTx(tx, id, EndExpire, 0, 0, "", "", now)
+	if err != nil {
+		return h, err
+	}
+	return h, decided
+}
+
 // endTx ends hold id as a (DecideEnd) in tx: decided is the decision's
 // own answer (ErrDuplicate for a replay, the refusal of a capture too
 // late whose expiry is written); err means tx must be rolled back.

@@ -95,6 +95,20 @@ const (
 	AdminTransferPattern = AdminTransfers + "/:id"
 )
 
+// Merchants' charges ("Pay with Kifpool"): the payer's checkout, the
+// merchant's page, the API's charges and their actions, the admin's
+// making a user a merchant.
+const (
+	Checkouts                = "/checkout"
+	CheckoutPattern          = Checkouts + "/:id"
+	APICharges               = APIv1 + "/charges"
+	APIChargePattern         = APICharges + "/:id"
+	APIChargeCapturePattern  = APIChargePattern + "/capture"
+	APIChargeCancelPattern   = APIChargePattern + "/cancel"
+	APIChargeRefundsPattern  = APIChargePattern + "/refunds"
+	AdminUserMerchantPattern = AdminUserPattern + "/merchant"
+)
+
 // One top-up: the payer's page, the bank's callback (the return URL
 // given to the bank), giving up on an unpaid one.
 const (
@@ -347,6 +361,15 @@ func TopUpReturn(publicID string) string { return Fill(TopUpReturnPattern, publi
 
 // TopUpAbandon gives up on an unpaid top-up.
 func TopUpAbandon(publicID string) string { return Fill(TopUpAbandonPattern, publicID) }
+
+// Checkout is the page where the payer confirms charge publicID.
+func Checkout(publicID string) string { return Fill(CheckoutPattern, publicID) }
+
+// APICharge is one charge in the API.
+func APICharge(publicID string) string { return Fill(APIChargePattern, publicID) }
+
+// AdminUserMerchant is where an admin makes user userID a merchant.
+func AdminUserMerchant(userID int64) string { return Fill(AdminUserMerchantPattern, id(userID)) }
 
 // TransferReceipt is one transfer's receipt page.
 func TransferReceipt(publicID string) string { return Fill(TransferPattern, publicID) }

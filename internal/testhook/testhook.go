@@ -79,4 +79,8 @@ const (
 	// AfterCardRefundAccepted: the bank accepted a card refund (refunded
 	// or reversed), its answer not recorded.
 	AfterCardRefundAccepted = "after_card_refund_accepted"
+	// InsideCapture: inside a charge capture's database transaction, the
+	// hold captured into the merchant account, the charge's row, event
+	// and outbox rows written; nothing of it committed.
+	InsideCapture = "inside_capture"
 )

@@ -203,6 +203,8 @@ func (s *Sender) claim(ctx context.Context) ([]claimed, error) {
 			Where("d.status = 'pending' AND d.next_attempt_at <= ?", now).
 			Where(`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint_id = d.endpoint_id
 				AND (e.topup_id = d.topup_id OR e.withdrawal_id = d.withdrawal_id) AND e.status = 'pending' AND e.id < d.id)`).
+			Where(`d.charge_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint_id = d.endpoint_id
+				AND e.charge_id = d.charge_id AND e.status = 'pending' AND e.id < d.id)`).
 			Order("d.next_attempt_at, d.id").Limit(s.o.Batch)
 		if err := s.svc.db.SkipLocked(q).Find(&ids).Error; err != nil {
 			return err

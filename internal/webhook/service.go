@@ -85,10 +85,12 @@ type Delivery struct {
 	EndpointID int64
 	// TopUpID names the top-up of a top-up's event, TransferID the
 	// transfer of a transfer's, WithdrawalID the withdrawal of a
-	// withdrawal's (exactly one of them is set).
+	// withdrawal's, ChargeID the charge of a charge's (exactly one of
+	// them is set).
 	TopUpID        *int64
 	TransferID     *int64
 	WithdrawalID   *int64
+	ChargeID       *int64
 	Type           string
 	Body           string
 	Status         string

@@ -40,12 +40,25 @@ const (
 	TypeWithdrawalPaid     = "withdrawal.paid"
 	TypeWithdrawalFailed   = "withdrawal.failed"
 	TypeWithdrawalReturned = "withdrawal.returned"
+	// The charge events go to the merchant's endpoints (ChargeTypes).
+	TypeChargeSucceeded  = "charge.succeeded"
+	TypeChargeAuthorized = "charge.authorized"
+	TypeChargeCaptured   = "charge.captured"
+	TypeChargeCanceled   = "charge.canceled"
+	TypeChargeExpired    = "charge.expired"
+	TypeChargeRefunded   = "charge.refunded"
 )
+
+// ChargeTypes lists a charge's event types.
+func ChargeTypes() []string {
+	return []string{TypeChargeSucceeded, TypeChargeAuthorized, TypeChargeCaptured, TypeChargeCanceled, TypeChargeExpired,
+		TypeChargeRefunded}
+}
 
 // Types lists every event type, in the order pages show them.
 func Types() []string {
-	return []string{TypeCredited, TypeFailed, TypeNeedsReview, TypeRefunded, TypeTransferSent, TypeTransferReceived,
-		TypeWithdrawalPaid, TypeWithdrawalFailed, TypeWithdrawalReturned}
+	return append([]string{TypeCredited, TypeFailed, TypeNeedsReview, TypeRefunded, TypeTransferSent, TypeTransferReceived,
+		TypeWithdrawalPaid, TypeWithdrawalFailed, TypeWithdrawalReturned}, ChargeTypes()...)
 }
 
 // ValidType reports whether t is an event type.
@@ -226,6 +239,53 @@ func EnqueueWithdrawal(tx *gorm.DB, e WithdrawalEvent) (queued int64, err error)
 		id, e.WithdrawalID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
 	if res.Error != nil {
 		return 0, fmt.Errorf("webhook: queue %s of withdrawal %d: %w", e.Type, e.WithdrawalID, res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// ChargeEvent is one event of a charge (charge.*), to the merchant's
+// endpoints, as the charge's store writes it.
+type ChargeEvent struct {
+	UserID   int64 // the merchant
+	ChargeID int64
+	Type     string
+	// Charge is the charge as the API shows it after the move (with its
+	// refunds); Refund, on charge.refunded, the refund just made.
+	Charge    any
+	Refund    any
+	CreatedAt time.Time
+}
+
+// EnqueueCharge is Enqueue for a charge's event, in the move's own
+// transaction tx: the same outbox, signing and sender; its rows name the
+// charge (charge_id), delivered in order per charge, and its body carries
+// "charge" (and, on charge.refunded, "refund").
+func EnqueueCharge(tx *gorm.DB, e ChargeEvent) (queued int64, err error) {
+	ok := false
+	for _, t := range ChargeTypes() {
+		ok = ok || t == e.Type
+	}
+	if !ok {
+		return 0, fmt.Errorf("webhook: %q is not a charge's event", e.Type)
+	}
+	at := e.CreatedAt.UTC()
+	id := NewEventID()
+	body, err := json.Marshal(struct {
+		EventID   string    `json:"event_id"`
+		Type      string    `json:"type"`
+		CreatedAt time.Time `json:"created_at"`
+		Charge    any       `json:"charge"`
+		Refund    any       `json:"refund,omitempty"`
+	}{id, e.Type, at, e.Charge, e.Refund})
+	if err != nil {
+		return 0, fmt.Errorf("webhook: event %s of charge %d: %w", e.Type, e.ChargeID, err)
+	}
+	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, charge_id, type, body, status, next_attempt_at, created_at, retry_from)
+		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
+		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
+		id, e.ChargeID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
+	if res.Error != nil {
+		return 0, fmt.Errorf("webhook: queue %s of charge %d: %w", e.Type, e.ChargeID, res.Error)
 	}
 	return res.RowsAffected, nil
 }

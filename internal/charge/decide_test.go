@@ -1,0 +1,125 @@
+package charge_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/charge"
+)
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	later := now.Add(time.Hour)
+	earlier := now.Add(-time.Second)
+	base := charge.Charge{MerchantUserID: 1, AmountRials: 100_000, Capture: charge.CaptureAutomatic, ExpiresAt: later}
+	with := func(f func(c *charge.Charge)) charge.Charge { c := base; f(&c); return c }
+	open := with(func(c *charge.Charge) { c.Status = charge.StatusRequiresConfirmation })
+	openManual := with(func(c *charge.Charge) { c.Status = charge.StatusRequiresConfirmation; c.Capture = charge.CaptureManual })
+	openDue := with(func(c *charge.Charge) { c.Status = charge.StatusRequiresConfirmation; c.ExpiresAt = earlier })
+	auth := with(func(c *charge.Charge) {
+		c.Status, c.Capture, c.PayerUserID, c.HoldID, c.HoldExpiresAt = charge.StatusAuthorized, charge.CaptureManual, 2, 9, &later
+	})
+	authDue := with(func(c *charge.Charge) {
+		c.Status, c.Capture, c.PayerUserID, c.HoldID, c.HoldExpiresAt = charge.StatusAuthorized, charge.CaptureManual, 2, 9, &earlier
+	})
+	paid := with(func(c *charge.Charge) { c.Status, c.PayerUserID, c.CapturedRials = charge.StatusSucceeded, 2, 100_000 })
+	canceled := with(func(c *charge.Charge) { c.Status = charge.StatusCanceled })
+	expired := with(func(c *charge.Charge) { c.Status = charge.StatusExpired })
+
+	confirm := func(payer int64) charge.Request {
+		return charge.Request{Action: charge.ActConfirm, PayerUserID: payer, Now: now}
+	}
+	capture := func(rials int64) charge.Request {
+		return charge.Request{Action: charge.ActCapture, AmountRials: rials, Now: now}
+	}
+	cancel := charge.Request{Action: charge.ActCancel, Now: now}
+	payerCancel := charge.Request{Action: charge.ActCancelCheckout, PayerUserID: 2, Now: now}
+	expire := charge.Request{Action: charge.ActExpire, Now: now}
+
+	for _, tc := range []struct {
+		name   string
+		c      charge.Charge
+		r      charge.Request
+		apply  bool
+		to     charge.Status
+		money  charge.Money
+		replay bool
+		err    error
+	}{
+		{"confirm automatic pays", open, confirm(2), true, charge.StatusSucceeded, charge.MoneyCharge, false, nil},
+		{"confirm manual holds", openManual, confirm(2), true, charge.StatusAuthorized, charge.MoneyHold, false, nil},
+		{"confirm by the merchant", open, confirm(1), false, "", 0, false, charge.ErrPayToSelf},
+		{"confirm past 30 minutes expires", openDue, confirm(2), true, charge.StatusExpired, charge.MoneyNone, false, charge.ErrExpired},
+		{"confirm again by the payer", paid, confirm(2), false, "", 0, true, nil},
+		{"confirm an authorization again", auth, confirm(2), false, "", 0, true, nil},
+		{"confirm by another payer", paid, confirm(3), false, "", 0, false, charge.ErrPaidByAnother},
+		{"confirm canceled", canceled, confirm(2), false, "", 0, false, charge.ErrCanceled},
+		{"confirm expired", expired, confirm(2), false, "", 0, false, charge.ErrExpired},
+		{"payer cancels", open, payerCancel, true, charge.StatusCanceled, charge.MoneyNone, false, nil},
+		{"payer cancels again", canceled, payerCancel, false, "", 0, true, nil},
+		{"payer cancels a paid charge", paid, payerCancel, false, "", 0, false, charge.ErrNotCancelable},
+		{"capture part", auth, capture(60_000), true, charge.StatusSucceeded, charge.MoneyCapture, false, nil},
+		{"capture all", auth, capture(100_000), true, charge.StatusSucceeded, charge.MoneyCapture, false, nil},
+		{"capture more than held", auth, capture(100_001), false, "", 0, false, charge.ErrBadAmount},
+		{"capture nothing", auth, capture(0), false, "", 0, false, charge.ErrBadAmount},
+		{"capture past the hold", authDue, capture(10), true, charge.StatusExpired, charge.MoneyExpire, false, charge.ErrExpired},
+		{"capture again", paid, capture(5), false, "", 0, true, nil},
+		{"capture unconfirmed", open, capture(5), false, "", 0, false, charge.ErrNotCapturable},
+		{"capture canceled", canceled, capture(5), false, "", 0, false, charge.ErrCanceled},
+		{"cancel checkout", open, cancel, true, charge.StatusCanceled, charge.MoneyNone, false, nil},
+		{"cancel authorization", auth, cancel, true, charge.StatusCanceled, charge.MoneyRelease, false, nil},
+		{"cancel authorization past its hold", authDue, cancel, true, charge.StatusExpired, charge.MoneyExpire, false, charge.ErrExpired},
+		{"cancel again", canceled, cancel, false, "", 0, true, nil},
+		{"cancel succeeded", paid, cancel, false, "", 0, false, charge.ErrNotCancelable},
+		{"cancel expired", expired, cancel, false, "", 0, false, charge.ErrExpired},
+		{"expire a due checkout", openDue, expire, true, charge.StatusExpired, charge.MoneyNone, false, nil},
+		{"expire a due authorization", authDue, expire, true, charge.StatusExpired, charge.MoneyExpire, false, nil},
+		{"expire a checkout not due", open, expire, false, "", 0, false, nil},
+		{"expire an authorization not due", auth, expire, false, "", 0, false, nil},
+		{"expire again", expired, expire, false, "", 0, true, nil},
+		{"expire a paid charge", paid, expire, false, "", 0, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := charge.Decide(tc.c, tc.r)
+			if d.Apply != tc.apply || d.Replay != tc.replay || !errors.Is(d.Err, tc.err) || (tc.err == nil) != (d.Err == nil) {
+				t.Fatalf("decision %+v", d)
+			}
+			if tc.apply && (d.To != tc.to || d.Money != tc.money || d.Event == "") {
+				t.Fatalf("decision %+v, want to %s money %d", d, tc.to, tc.money)
+			}
+		})
+	}
+}
+
+func TestCheckRefund(t *testing.T) {
+	paid := charge.Charge{Status: charge.StatusSucceeded, AmountRials: 100, CapturedRials: 80, RefundedRials: 30}
+	for _, tc := range []struct {
+		name  string
+		c     charge.Charge
+		rials int64
+		err   error
+	}{
+		{"part", paid, 20, nil},
+		{"the rest", paid, 50, nil},
+		{"beyond the captured", paid, 51, charge.ErrRefundExceeds},
+		{"nothing", paid, 0, charge.ErrBadAmount},
+		{"an authorization", charge.Charge{Status: charge.StatusAuthorized, AmountRials: 100}, 10, charge.ErrNotRefundable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := charge.CheckRefund(tc.c, tc.rials); !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
+				t.Fatalf("CheckRefund: %v, want %v", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestReturnTarget(t *testing.T) {
+	c := charge.Charge{PublicID: "ch_x", Status: charge.StatusSucceeded, ReturnURL: "https://shop.example/done?order=7&status=old"}
+	if got := charge.ReturnTarget(c); got != "https://shop.example/done?charge_id=ch_x&order=7&status=succeeded" {
+		t.Fatalf("return target %s", got)
+	}
+	if got := charge.ReturnTarget(charge.Charge{}); got != "" {
+		t.Fatalf("no return_url: %q", got)
+	}
+}
