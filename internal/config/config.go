@@ -133,6 +133,9 @@ type Config struct {
 	// what one sender may send per Tehran day (0: no limit).
 	TransferMinRials      int64
 	TransferDailyMaxRials int64
+	// ChargeHoldHours is how long a charge's authorization (manual
+	// capture) holds the payer's money before it expires.
+	ChargeHoldHours int
 	// DatabaseMaxConns: the PostgreSQL pool of one instance (0: the
 	// default, store.DefaultPoolSize).
 	DatabaseMaxConns int

@@ -34,7 +34,7 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 // loops are the background loops, each on lifecycle.Loop (the options'
 // ticks): the payment worker, the card refunds' worker and the periodic
 // reconciliation (each when configured), mail, webhooks (when configured), the cleanup of expired
-// idempotency keys, the expiry of holds, and the hourly retention purge
+// idempotency keys, the expiry of charges and of holds, and the hourly retention purge
 // (expired sessions, quiet throttles, old calls of failed payments).
 func (s *Server) loops(log *slog.Logger) []loop {
 	cfg := s.Config
@@ -106,6 +106,16 @@ func (s *Server) loops(log *slog.Logger) []loop {
 				log.Error("delete expired idempotency keys", "err", err)
 			} else if n > 0 {
 				log.Info("deleted expired idempotency keys", "count", n)
+			}
+		}},
+		// Charges past their time: checkouts not confirmed within 30
+		// minutes, authorizations past CHARGE_HOLD_HOURS (their holds
+		// expired with them, before the holds' own sweep below).
+		loop{"charges", every(time.Minute), func(ctx context.Context) {
+			if n, err := s.Charges.ExpireDue(ctx, 100); err != nil && ctx.Err() == nil {
+				log.Error("expire charges", "err", err)
+			} else if n > 0 {
+				log.Info("expired charges", "count", n)
 			}
 		}},
 		// Holds whose time has passed are released (expired) by every

@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/cardrefund"
 	crstore "github.com/kifpool/kifpool/internal/cardrefund/sqlstore"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
@@ -99,6 +100,9 @@ type Server struct {
 	Wallets *wallet.Service
 	// Transfers sends money between people (the page's and the API's).
 	Transfers *transfer.Service
+	// Charges is merchants' "Pay with Kifpool" (the API's, the checkout's,
+	// the merchant's page's, the admin's and the worker's one use case).
+	Charges *charge.Service
 	// Ledger is the instance's one ledger (it remembers account ids).
 	Ledger *ledger.Ledger
 	Tokens *apitoken.Service
@@ -214,7 +218,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,
 		Metrics: obs.Metrics, Clock: clock, Config: cfg, db: db, Limits: uc.Limits,
 		Outbox: ml.Outbox, Notifier: ml.Notifier, ticks: o.Ticks, Webhooks: hooks, Hooks: uc.Hooks, Transfers: uc.Transfers,
-		CardRefunds: uc.CardRefunds,
+		CardRefunds: uc.CardRefunds, Charges: uc.Charges,
 	}
 	s.App = newWeb(b, s, gws, reads)
 	return s, nil

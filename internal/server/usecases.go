@@ -8,6 +8,8 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/cardrefund"
 	crstore "github.com/kifpool/kifpool/internal/cardrefund/sqlstore"
+	"github.com/kifpool/kifpool/internal/charge"
+	chargestore "github.com/kifpool/kifpool/internal/charge/sqlstore"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
@@ -37,6 +39,7 @@ type useCases struct {
 	Hooks        *webhook.Sender
 	Transfers    *transfer.Service
 	CardRefunds  *cardrefund.Service
+	Charges      *charge.Service
 }
 
 // useCaseParts are the parts built before the use cases that they share.
@@ -100,6 +103,9 @@ func newUseCases(b base, p useCaseParts) useCases {
 	u.Transfers = transfer.New(transfer.NewStore(b.db, p.ledger),
 		transfer.Config{MinRials: cfg.TransferMinRials, DailyMaxRials: cfg.TransferDailyMaxRials}, b.now, b.log("transfer")).
 		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick})
+	u.Charges = charge.New(chargestore.New(b.db, p.ledger), charge.Config{BaseURL: cfg.BaseURL,
+		HoldTTL: time.Duration(cfg.ChargeHoldHours) * time.Hour}, b.now, b.log("charge")).
+		WithHooks(charge.Hooks{WebhookQueued: u.Hooks.Kick})
 	return u
 }
 
