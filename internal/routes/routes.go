@@ -249,6 +249,7 @@ func Patterns() []string {
 		BankAccounts, Withdraw, WithdrawalPattern, WithdrawalCancelPattern, APIBankAccounts, APIWithdrawals, APIWithdrawalPattern,
 		AdminWithdrawals, AdminWithdrawalsReconcile, AdminWithdrawalApprovePattern, AdminWithdrawalRejectPattern,
 		AdminWithdrawalFailPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
+		APICharges, APIChargePattern, APIChargeCapturePattern, APIChargeCancelPattern, APIChargeRefundsPattern,
 	}
 }
 
@@ -367,6 +368,16 @@ func Checkout(publicID string) string { return Fill(CheckoutPattern, publicID) }
 
 // APICharge is one charge in the API.
 func APICharge(publicID string) string { return Fill(APIChargePattern, publicID) }
+
+// APIChargeCapture, APIChargeCancel and APIChargeRefunds are one
+// charge's actions in the API.
+func APIChargeCapture(publicID string) string { return Fill(APIChargeCapturePattern, publicID) }
+
+// APIChargeCancel cancels charge publicID.
+func APIChargeCancel(publicID string) string { return Fill(APIChargeCancelPattern, publicID) }
+
+// APIChargeRefunds refunds charge publicID.
+func APIChargeRefunds(publicID string) string { return Fill(APIChargeRefundsPattern, publicID) }
 
 // AdminUserMerchant is where an admin makes user userID a merchant.
 func AdminUserMerchant(userID int64) string { return Fill(AdminUserMerchantPattern, id(userID)) }

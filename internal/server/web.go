@@ -44,6 +44,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: s.Wallets, TopUp: s.TopUp, Reads: reads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
 				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
+				Charges: s.Charges,
 			},
 			Return: payDeps.Return(),
 			Account: account.Deps{

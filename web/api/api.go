@@ -18,6 +18,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/bankaccount"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -53,6 +54,9 @@ type Deps struct {
 	// Withdrawals and BankAccounts are cash-out (scope withdraw).
 	Withdrawals  *withdrawal.Service
 	BankAccounts *bankaccount.Service
+	// Charges are merchants' charges (scope charges; the checkout's use
+	// case too).
+	Charges *charge.Service
 }
 
 type handler struct{ Deps }
@@ -89,6 +93,12 @@ func (d Deps) Register(r fiber.Router, _ seam.App) {
 	r.Post(routes.APIWithdrawals, h.need(apitoken.ScopeWithdraw), h.createWithdrawal)
 	r.Get(routes.APIWithdrawals, h.need(apitoken.ScopeRead), h.listWithdrawals)
 	r.Get(routes.APIWithdrawalPattern, h.need(apitoken.ScopeRead), h.getWithdrawal)
+	r.Post(routes.APICharges, h.need(apitoken.ScopeCharges), h.createCharge)
+	r.Get(routes.APICharges, h.need(apitoken.ScopeRead), h.listCharges)
+	r.Get(routes.APIChargePattern, h.need(apitoken.ScopeRead), h.getCharge)
+	r.Post(routes.APIChargeCapturePattern, h.need(apitoken.ScopeCharges), h.captureCharge)
+	r.Post(routes.APIChargeCancelPattern, h.need(apitoken.ScopeCharges), h.cancelCharge)
+	r.Post(routes.APIChargeRefundsPattern, h.need(apitoken.ScopeCharges), h.refundCharge)
 
 	// Whatever else is asked under routes.API is a problem+json 404, never
 	// a page (and never reaches the cookie session).

@@ -46,6 +46,17 @@ const (
 	CodeNationalCodeInvalid   Code = "national_code_invalid"
 	CodeNationalCodeDiffers   Code = "national_code_differs"
 	CodeWithdrawalsOff        Code = "withdrawals_unavailable"
+	// Merchants' charges.
+	CodeNotMerchant         Code = "not_a_merchant"
+	CodeOrderIDTaken        Code = "order_id_taken"
+	CodeOrderIDInvalid      Code = "order_id_invalid"
+	CodeCaptureInvalid      Code = "capture_invalid"
+	CodeChargeExpired       Code = "charge_expired"
+	CodeChargeCanceled      Code = "charge_canceled"
+	CodeChargeNotCapturable Code = "charge_not_capturable"
+	CodeChargeNotCancelable Code = "charge_not_cancelable"
+	CodeChargeNotRefundable Code = "charge_not_refundable"
+	CodeRefundExceeds       Code = "refund_exceeds_captured"
 )
 
 var codeInfo = map[Code]struct {
@@ -84,6 +95,16 @@ var codeInfo = map[Code]struct {
 	CodeNationalCodeInvalid:   {fiber.StatusUnprocessableEntity, "National code invalid"},
 	CodeNationalCodeDiffers:   {fiber.StatusConflict, "Another national code is on file"},
 	CodeWithdrawalsOff:        {fiber.StatusServiceUnavailable, "Withdrawals are unavailable"},
+	CodeNotMerchant:           {fiber.StatusForbidden, "Not a merchant"},
+	CodeOrderIDTaken:          {fiber.StatusConflict, "order_id already has a charge"},
+	CodeOrderIDInvalid:        {fiber.StatusUnprocessableEntity, "order_id invalid"},
+	CodeCaptureInvalid:        {fiber.StatusUnprocessableEntity, "capture must be automatic or manual"},
+	CodeChargeExpired:         {fiber.StatusConflict, "The charge expired"},
+	CodeChargeCanceled:        {fiber.StatusConflict, "The charge was canceled"},
+	CodeChargeNotCapturable:   {fiber.StatusConflict, "The charge is not authorized"},
+	CodeChargeNotCancelable:   {fiber.StatusConflict, "The charge cannot be canceled"},
+	CodeChargeNotRefundable:   {fiber.StatusConflict, "The charge has not succeeded"},
+	CodeRefundExceeds:         {fiber.StatusConflict, "Refunds would exceed the captured amount"},
 }
 
 // Problem is an RFC 9457 problem details object with our code.

@@ -259,6 +259,17 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.APITransfers, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
 				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
 			{path: routes.APITransferPattern, url: routes.APITransfer("tr_nosuchtransfer"), apiGet: a(apiWho{http.StatusUnauthorized, nf, nf})},
+			// Charges: a merchant's token (scope charges) makes and acts on
+			// them; read and top-up tokens read (none of theirs).
+			{path: routes.APICharges, apiGet: a(apiWho{http.StatusUnauthorized, ok, ok}),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
+			{path: routes.APIChargePattern, url: routes.APICharge("ch_nosuchcharge"), apiGet: a(apiWho{http.StatusUnauthorized, nf, nf})},
+			{path: routes.APIChargeCapturePattern, url: routes.APIChargeCapture("ch_nosuchcharge"),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
+			{path: routes.APIChargeCancelPattern, url: routes.APIChargeCancel("ch_nosuchcharge"),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
+			{path: routes.APIChargeRefundsPattern, url: routes.APIChargeRefunds("ch_nosuchcharge"),
+				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
 			{path: routes.AdminTransfers, get: p(adminOnly(ok))},
 			{path: routes.AdminTransferPattern, url: routes.AdminTransfer("tr_nosuchtransfer"), get: p(adminOnly(nf))},
 			// The top-ups' old addresses: the bank's callback and the

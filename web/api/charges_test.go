@@ -1,0 +1,296 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
+	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/web/api"
+)
+
+// merchant signs up a merchant with a return origin and returns its
+// client (scope charges) and id.
+func (f *fixture) merchant(t *testing.T, addr string) (*apiClient, int64) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := f.app.Server.Auth.SignUp(ctx, addr, "correct horse battery", "", "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.app.Server.Charges.MakeMerchant(ctx, u.ID, "Shop "+addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.app.Server.Webhooks.AddOrigin(ctx, u.ID, "https://shop.example"); err != nil {
+		t.Fatal(err)
+	}
+	return f.token(t, u.ID, apitoken.ScopeCharges), u.ID
+}
+
+func chargeBody(rials int64, order, capture string) string {
+	return fmt.Sprintf(`{"amount_rials": %d, "description": "two books", "order_id": %q, "return_url": "https://shop.example/back?x=1", "capture": %q}`,
+		rials, order, capture)
+}
+
+func TestChargeAPI(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		ctx := context.Background()
+		shop, shopID := f.merchant(t, "shop@example.com")
+		_, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
+		wallet := f.fund(t, payerID, 1_000_000)
+
+		first := shop.post(routes.APICharges, "c-1", chargeBody(300_000, "o-1", "automatic"))
+		if first.Status != http.StatusCreated {
+			t.Fatalf("create: %d %s", first.Status, first.Body)
+		}
+		ch := decode[api.Charge](t, first)
+		if ch.Status != charge.StatusRequiresConfirmation || ch.AmountRials != 300_000 || ch.OrderID != "o-1" ||
+			ch.CheckoutURL != f.app.URL+routes.Checkout(ch.ID) || ch.ExpiresAt.Sub(ch.CreatedAt) != 30*time.Minute {
+			t.Fatalf("created %+v (app %s)", ch, f.app.URL)
+		}
+		// A replay: the first answer, byte for byte.
+		again := shop.post(routes.APICharges, "c-1", chargeBody(300_000, "o-1", "automatic"))
+		if again.Status != http.StatusCreated || again.Body != first.Body || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay: %d %s", again.Status, again.Body)
+		}
+		// The same order with another key: 409 order_id_taken.
+		if a := shop.post(routes.APICharges, "c-2", chargeBody(300_000, "o-1", "automatic")); a.Status != http.StatusConflict || a.Code() != "order_id_taken" {
+			t.Fatalf("order id taken: %d %s", a.Status, a.Body)
+		}
+		for _, tc := range []struct {
+			body, code  string
+			specRefuses bool
+		}{
+			{`{"amount_rials": 0, "order_id": "x"}`, "amount_invalid", true},
+			{`{"amount_rials": 10, "order_id": ""}`, "order_id_invalid", true},
+			{`{"amount_rials": 10, "order_id": "x", "capture": "later"}`, "capture_invalid", true},
+			{`{"amount_rials": 10, "order_id": "x", "return_url": "https://evil.example/"}`, "return_url_not_allowed", false},
+		} {
+			if a := shop.do(http.MethodPost, routes.APICharges, map[string]string{"Idempotency-Key": "bad-" + tc.code}, tc.body, tc.specRefuses); a.Code() != tc.code {
+				t.Errorf("%s: %d %s", tc.body, a.Status, a.Body)
+			}
+		}
+		// A token of another scope, or a user who is no merchant, makes no charge.
+		reader, _ := f.user(t, "reader@example.com", apitoken.ScopeRead)
+		if a := reader.post(routes.APICharges, "r-1", chargeBody(1_000, "o-9", "automatic")); a.Status != http.StatusForbidden || a.Code() != "insufficient_scope" {
+			t.Fatalf("read scope: %d %s", a.Status, a.Body)
+		}
+		if _, _, err := f.app.Server.Tokens.Create(ctx, apitoken.CreateInput{UserID: payerID, Name: "x", Scope: "charges"}); err == nil {
+			t.Fatal("a payer's token took the scope charges")
+		}
+
+		// The payer pays at the checkout (the page's use case).
+		if _, err := f.app.Server.Charges.Confirm(ctx, payerID, ch.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := decode[api.Charge](t, shop.get(routes.APICharge(ch.ID)))
+		if got.Status != charge.StatusSucceeded || got.CapturedRials != 300_000 || got.RefundedRials != 0 || len(got.Refunds) != 0 {
+			t.Fatalf("after payment %+v", got)
+		}
+		if ledgertest.Balance(t, db, wallet) != 700_000 {
+			t.Fatalf("payer's balance %d", ledgertest.Balance(t, db, wallet))
+		}
+		// Refunds: partial, repeated, replayed, never beyond the captured.
+		refund := func(key string, rials int64) api.ChargeRefund {
+			a := shop.post(routes.APIChargeRefunds(ch.ID), key, fmt.Sprintf(`{"amount_rials": %d}`, rials))
+			if a.Status != http.StatusCreated {
+				t.Fatalf("refund %s: %d %s", key, a.Status, a.Body)
+			}
+			return decode[api.ChargeRefund](t, a)
+		}
+		r1 := refund("r-1", 100_000)
+		if r1.AmountRials != 100_000 || r1.Charge.RefundedRials != 100_000 || len(r1.Charge.Refunds) != 1 {
+			t.Fatalf("refund %+v", r1)
+		}
+		if r := refund("r-1", 100_000); r.ID != r1.ID {
+			t.Fatalf("refund replay %+v", r)
+		}
+		if a := shop.post(routes.APIChargeRefunds(ch.ID), "r-2", `{"amount_rials": 200001}`); a.Status != http.StatusConflict || a.Code() != "refund_exceeds_captured" {
+			t.Fatalf("refund too much: %d %s", a.Status, a.Body)
+		}
+		refund("r-3", 200_000)
+		if ledgertest.Balance(t, db, wallet) != 1_000_000 {
+			t.Fatalf("payer's balance after refunds %d", ledgertest.Balance(t, db, wallet))
+		}
+		if a := shop.post(routes.APIChargeCancel(ch.ID), "", ""); a.Status != http.StatusConflict || a.Code() != "charge_not_cancelable" {
+			t.Fatalf("cancel a paid charge: %d %s", a.Status, a.Body)
+		}
+
+		// Manual capture: authorized, captured once, the rest released.
+		man := decode[api.Charge](t, shop.post(routes.APICharges, "c-3", chargeBody(400_000, "o-2", "manual")))
+		if a := shop.post(routes.APIChargeCapture(man.ID), "", `{"amount_rials": 1000}`); a.Status != http.StatusConflict || a.Code() != "charge_not_capturable" {
+			t.Fatalf("capture unconfirmed: %d %s", a.Status, a.Body)
+		}
+		if _, err := f.app.Server.Charges.Confirm(ctx, payerID, man.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := decode[api.Charge](t, shop.get(routes.APICharge(man.ID))); got.Status != charge.StatusAuthorized || got.HoldExpiresAt == nil {
+			t.Fatalf("authorized %+v", got)
+		}
+		capt := shop.post(routes.APIChargeCapture(man.ID), "cap-1", `{"amount_rials": 250000}`)
+		if capt.Status != http.StatusOK || decode[api.Charge](t, capt).CapturedRials != 250_000 {
+			t.Fatalf("capture: %d %s", capt.Status, capt.Body)
+		}
+		if a := shop.post(routes.APIChargeCapture(man.ID), "cap-1", `{"amount_rials": 250000}`); a.Body != capt.Body || a.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("capture replay: %d %s", a.Status, a.Body)
+		}
+		// Without a key, a second capture answers with the first.
+		if a := shop.post(routes.APIChargeCapture(man.ID), "", `{"amount_rials": 5}`); a.Status != http.StatusOK ||
+			decode[api.Charge](t, a).CapturedRials != 250_000 {
+			t.Fatalf("second capture: %d %s", a.Status, a.Body)
+		}
+		if ledgertest.Balance(t, db, wallet) != 750_000 || ledgertest.Held(t, db, wallet) != 0 {
+			t.Fatalf("after capture: balance %d held %d", ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet))
+		}
+		// Cancel a checkout, twice: once.
+		c3 := decode[api.Charge](t, shop.post(routes.APICharges, "c-4", chargeBody(1_000, "o-3", "manual")))
+		for range 2 {
+			if a := shop.post(routes.APIChargeCancel(c3.ID), "", ""); a.Status != http.StatusOK || decode[api.Charge](t, a).Status != charge.StatusCanceled {
+				t.Fatalf("cancel: %d %s", a.Status, a.Body)
+			}
+		}
+		// Lists by status; another merchant sees none of them.
+		page := decode[api.ChargePage](t, shop.get(routes.APICharges+"?status=succeeded"))
+		if len(page.Items) != 2 || page.NextCursor != nil {
+			t.Fatalf("succeeded page %+v", page)
+		}
+		if page := decode[api.ChargePage](t, shop.get(routes.APICharges+"?limit=1")); len(page.Items) != 1 || page.NextCursor == nil {
+			t.Fatalf("first page %+v", page)
+		}
+		if a := shop.do(http.MethodGet, routes.APICharges+"?status=paid", nil, "", true); a.Code() != "invalid_parameter" {
+			t.Fatalf("bad status: %d %s", a.Status, a.Body)
+		}
+		other, _ := f.merchant(t, "other@example.com")
+		if a := other.get(routes.APICharge(ch.ID)); a.Status != http.StatusNotFound {
+			t.Fatalf("another merchant's charge: %d", a.Status)
+		}
+		if a := other.post(routes.APIChargeRefunds(ch.ID), "x", `{"amount_rials": 1}`); a.Status != http.StatusNotFound {
+			t.Fatalf("another merchant's refund: %d %s", a.Status, a.Body)
+		}
+		_ = shopID
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// Fifty parallel captures of one authorization make one capture; the
+// answers all show that capture.
+func TestChargeParallelCaptures(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		shop, _ := f.merchant(t, "shop@example.com")
+		_, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
+		wallet := f.fund(t, payerID, 1_000_000)
+		ch := decode[api.Charge](t, shop.post(routes.APICharges, "c-1", chargeBody(500_000, "o-1", "manual")))
+		if _, err := f.app.Server.Charges.Confirm(context.Background(), payerID, ch.ID); err != nil {
+			t.Fatal(err)
+		}
+		shop.fail = t.Errorf
+		var wg sync.WaitGroup
+		captured := make([]int64, 50)
+		for i := range captured {
+			wg.Go(func() {
+				a := shop.post(routes.APIChargeCapture(ch.ID), "", fmt.Sprintf(`{"amount_rials": %d}`, 100_000+i))
+				if a.Status != http.StatusOK {
+					t.Errorf("capture %d: %d %s", i, a.Status, a.Body)
+					return
+				}
+				captured[i] = decode[api.Charge](t, a).CapturedRials
+			})
+		}
+		wg.Wait()
+		for i, c := range captured {
+			if c != captured[0] {
+				t.Fatalf("capture %d answered %d, capture 0 %d", i, c, captured[0])
+			}
+		}
+		if ledgertest.Balance(t, db, wallet) != 1_000_000-captured[0] || ledgertest.Held(t, db, wallet) != 0 {
+			t.Fatalf("balance %d held %d captured %d", ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet), captured[0])
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// Every charge event reaches the merchant's endpoint, signed, valid
+// against openapi.json's webhooks, in order per charge.
+func TestChargeWebhooks(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}})
+		ctx := context.Background()
+		shop, shopID := f.merchant(t, "shop@example.com")
+		_, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
+		f.fund(t, payerID, 1_000_000)
+		rec := &hookReceiver{t: t, spec: f.spec, events: map[string]map[string]any{}}
+		srv := httptest.NewServer(rec)
+		defer srv.Close()
+		_, secret, err := f.app.Server.Webhooks.Create(ctx, shopID, srv.URL+"/kifpool", webhook.ChargeTypes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.secret = secret
+		auto := decode[api.Charge](t, shop.post(routes.APICharges, "c-1", chargeBody(100_000, "o-1", "automatic")))
+		man := decode[api.Charge](t, shop.post(routes.APICharges, "c-2", chargeBody(100_000, "o-2", "manual")))
+		man2 := decode[api.Charge](t, shop.post(routes.APICharges, "c-3", chargeBody(100_000, "o-3", "manual")))
+		gone := decode[api.Charge](t, shop.post(routes.APICharges, "c-4", chargeBody(100_000, "o-4", "manual")))
+		for _, id := range []string{auto.ID, man.ID, man2.ID} {
+			if _, err := f.app.Server.Charges.Confirm(ctx, payerID, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shop.post(routes.APIChargeCapture(man.ID), "", `{"amount_rials": 60000}`)
+		shop.post(routes.APIChargeCancel(man2.ID), "", "")
+		shop.post(routes.APIChargeRefunds(auto.ID), "r-1", `{"amount_rials": 1000}`)
+		if _, err := f.app.Server.Charges.CancelCheckout(ctx, payerID, gone.ID); err != nil {
+			t.Fatal(err)
+		}
+		s := webhook.NewSender(f.app.Server.Webhooks, webhook.SenderOptions{BaseBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		want := map[string]int{webhook.TypeChargeSucceeded: 1, webhook.TypeChargeAuthorized: 2, webhook.TypeChargeCaptured: 1,
+			webhook.TypeChargeCanceled: 2, webhook.TypeChargeRefunded: 1}
+		testwait.Eventually(t, 20*time.Second, "the charge events at the merchant's endpoint", func() bool {
+			if _, err := s.DeliverDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for typ, n := range want {
+				if len(rec.byType(typ)) != n {
+					return false
+				}
+			}
+			return true
+		})
+		refunded := rec.byType(webhook.TypeChargeRefunded)[0]
+		body, _ := refunded["charge"].(map[string]any)
+		if body["id"] != auto.ID || body["refunded_rials"] != float64(1000) || refunded["refund"] == nil {
+			t.Fatalf("charge.refunded %v", refunded)
+		}
+		// In order per charge: authorized before captured.
+		var seen []string
+		for _, id := range rec.order {
+			if c, _ := rec.events[id]["charge"].(map[string]any); c["id"] == man.ID {
+				seen = append(seen, rec.events[id]["type"].(string))
+			}
+		}
+		if len(seen) != 2 || seen[0] != webhook.TypeChargeAuthorized || seen[1] != webhook.TypeChargeCaptured {
+			t.Fatalf("events of the manual charge %v", seen)
+		}
+		u, _ := url.Parse(auto.ReturnURL)
+		if u.Host != "shop.example" {
+			t.Fatalf("return_url %s", auto.ReturnURL)
+		}
+	})
+}
