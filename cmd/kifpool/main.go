@@ -3,6 +3,7 @@
 //	kifpool serve                       run the web app (migrates first)
 //	kifpool migrate                     bring the database schema up to date
 //	kifpool user create --email E [--admin]   password read from stdin
+//	kifpool merchant create --email E --name N  make a user a merchant (or rename one)
 //	kifpool reconcile                   verify and credit paid-but-unverified payments, report the rest;
 //	                                    compare withdrawals with each payout provider's word
 //	kifpool user promote|demote --email E      make a user an admin, or not
@@ -36,6 +37,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/charge"
+	chargestore "github.com/kifpool/kifpool/internal/charge/sqlstore"
 	"github.com/kifpool/kifpool/internal/config"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/logging"
@@ -57,6 +60,8 @@ commands:
   user reset-2fa --email E         remove an admin's authenticator and recovery codes (locked out)
   user set-password --email E      set a user's password (read from stdin); signs them out everywhere
                                    and revokes their API tokens
+  merchant create --email E --name N
+                                   make a user a merchant with display name N (again: renames it)
   reconcile                        verify and credit paid-but-unverified payments, report the rest;
                                    compare withdrawals with each payout provider's word
   check                            read-only audit of the database: exits non-zero naming each broken row
@@ -98,6 +103,8 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		return migrate(ctx, getenv, log)
 	case "user":
 		return userCmd(ctx, args[1:], getenv, stdin, stdout, log)
+	case "merchant":
+		return merchantCmd(ctx, args[1:], getenv, stdout, log)
 	case "sandbank":
 		return sandbankCmd(ctx, args[1:], getenv, stdout, log)
 	case "reconcile":
@@ -369,6 +376,65 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 			return err
 		}
 		printEnrolmentCode(stdout, u.Email, code)
+	}
+	return nil
+}
+
+const merchantUsage = `usage: kifpool merchant create --email E --name N
+
+create makes the user of E a merchant named N (shown to payers at the
+checkout and in their history), with its own balance; a merchant's API
+tokens may take the scope charges. Run again, it renames the merchant.
+It is written to the audit log as the command line's.
+`
+
+// merchantCmd is "kifpool merchant create".
+func merchantCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, merchantUsage)
+		return nil
+	}
+	if len(args) == 0 || args[0] != "create" {
+		fmt.Fprint(stdout, merchantUsage)
+		return errors.New("usage: kifpool merchant create --email E --name N")
+	}
+	fs := flag.NewFlagSet("merchant create", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		fmt.Fprint(stdout, merchantUsage+"\nflags:\n")
+		fs.PrintDefaults()
+	}
+	email := fs.String("email", "", "email address of the user")
+	name := fs.String("name", "", "the merchant's display name")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *email == "" || strings.TrimSpace(*name) == "" {
+		return errors.New("--email and --name are required")
+	}
+	cfg, db, err := setup(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	svc := charge.New(chargestore.New(db, nil), charge.Config{BaseURL: cfg.BaseURL}, nil, log)
+	m, created, err := svc.MakeMerchantByEmail(ctx, *email, *name)
+	switch {
+	case errors.Is(err, charge.ErrNotFound):
+		return fmt.Errorf("no user %s: create the user first (kifpool user create)", *email)
+	case errors.Is(err, charge.ErrBadName):
+		return errors.New("--name must be 1 to 100 characters, without control or invisible characters")
+	case err != nil:
+		return fmt.Errorf("merchant create: %w", err)
+	}
+	log.Warn("merchant made from the command line", "user_id", m.UserID, "name", m.DisplayName)
+	if created {
+		fmt.Fprintf(stdout, "%s is now the merchant %q (user id %d)\n", m.Email, m.DisplayName, m.UserID)
+	} else {
+		fmt.Fprintf(stdout, "%s was a merchant already; renamed %q (user id %d)\n", m.Email, m.DisplayName, m.UserID)
 	}
 	return nil
 }

@@ -66,6 +66,13 @@ func TestCommands(t *testing.T) {
 		{"promote", []string{"user", "promote", "--email", "Sara@Example.com"}, "", env, "", "sara@example.com is now an admin"},
 		{"promote again", []string{"user", "promote", "--email", "sara@example.com"}, "", env, "", "is now an admin"},
 		{"demote", []string{"user", "demote", "--email", "admin@example.com"}, "", env, "", "admin@example.com is now a user"},
+		{"merchant", []string{"merchant", "create", "--email", "Sara@Example.com", "--name", "Sara's Books"}, "", env, "", `sara@example.com is now the merchant "Sara's Books"`},
+		{"merchant again renames", []string{"merchant", "create", "--email", "sara@example.com", "--name", "Books"}, "", env, "", `renamed "Books"`},
+		{"merchant unknown", []string{"merchant", "create", "--email", "nobody@example.com", "--name", "X"}, "", env, "no user nobody@example.com", ""},
+		{"merchant no name", []string{"merchant", "create", "--email", "sara@example.com"}, "", env, "--name are required", ""},
+		{"merchant bad name", []string{"merchant", "create", "--email", "sara@example.com", "--name", "a\u202eb"}, "", env, "--name must be", ""},
+		{"merchant usage", []string{"merchant"}, "", env, "usage", "usage: kifpool merchant create"},
+		{"merchant -h", []string{"merchant", "-h"}, "", env, "", "usage: kifpool merchant create"},
 		{"promote unknown", []string{"user", "promote", "--email", "nobody@example.com"}, "", env, "no user", ""},
 		{"promote no email", []string{"user", "promote"}, "", env, "--email is required", ""},
 		// The password once shown in README makes no admin.

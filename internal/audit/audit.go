@@ -40,18 +40,21 @@ const (
 	ActionCardRefundRecheck Action = "card_refund_recheck" // asked the bank again about a card refund under review
 	ActionCardRefundConfirm Action = "card_refund_confirm" // closed a card refund under review as made at the bank
 	ActionCardRefundClose   Action = "card_refund_close"   // closed a card refund under review as not made
+	// Merchants (TargetUserID: the user; Note: the display name).
+	ActionMerchant Action = "merchant" // made a user a merchant, or renamed one (after the second factor again)
 	// Actions of the operator on the command line (no AdminID).
 	ActionCLIPromote  Action = "cli_promote"   // `kifpool user promote` (TargetUserID: who)
 	ActionCLIDemote   Action = "cli_demote"    // `kifpool user demote`
 	ActionCLIAdmin    Action = "cli_create"    // `kifpool user create --admin`
 	ActionCLIReset2FA Action = "cli_reset_2fa" // `kifpool user reset-2fa`
+	ActionCLIMerchant Action = "cli_merchant"  // `kifpool merchant create` (TargetUserID: who; Note: the display name)
 )
 
 // FromCLI reports whether the action is the operator's on the command
 // line, which has no admin behind it.
 func (a Action) FromCLI() bool {
 	switch a {
-	case ActionCLIPromote, ActionCLIDemote, ActionCLIAdmin, ActionCLIReset2FA:
+	case ActionCLIPromote, ActionCLIDemote, ActionCLIAdmin, ActionCLIReset2FA, ActionCLIMerchant:
 		return true
 	}
 	return false

@@ -250,6 +250,7 @@ func Patterns() []string {
 		AdminWithdrawals, AdminWithdrawalsReconcile, AdminWithdrawalApprovePattern, AdminWithdrawalRejectPattern,
 		AdminWithdrawalFailPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
 		APICharges, APIChargePattern, APIChargeCapturePattern, APIChargeCancelPattern, APIChargeRefundsPattern,
+		AdminUserMerchantPattern,
 	}
 }
 

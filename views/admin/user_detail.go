@@ -6,4 +6,21 @@ type UserDetailView struct {
 	Ledger    []LedgerRow
 	TopUps    []TopUpRow
 	TopUpsURL string // the full list of their payments
+	// Merchant: the user's merchant (IsMerchant false: none yet), and
+	// the form that makes them one or renames them.
+	Merchant UserMerchantView
+	// Notice and ErrorKey are the last action's outcome.
+	Notice    string
+	ErrorKey  string
+	ErrorArgs []any
+}
+
+// UserMerchantView is the user's merchant side on their admin page.
+type UserMerchantView struct {
+	IsMerchant   bool
+	DisplayName  string
+	BalanceRials int64
+	// Action is where the form posts; Name what it shows typed.
+	Action string
+	Name   string
 }

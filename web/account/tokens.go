@@ -111,6 +111,8 @@ func (h *handlers) createToken(c *fiber.Ctx) error {
 		form.ErrorKey = "tokens.error_name_chars"
 	case errors.Is(err, apitoken.ErrBadScope):
 		form.ErrorKey = "tokens.error_scope"
+	case errors.Is(err, apitoken.ErrNotMerchant):
+		form.ErrorKey = "tokens.error_merchant"
 	case errors.Is(err, apitoken.ErrBadExpiry):
 		form.ErrorKey = "tokens.error_expiry"
 	case err != nil:

@@ -25,6 +25,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/cardrefund"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
@@ -81,6 +82,8 @@ type Deps struct {
 	// CardRefunds, when set, give a credited top-up back to the card
 	// (the top-up's page).
 	CardRefunds *cardrefund.Service
+	// Charges makes users merchants (the user's page).
+	Charges *charge.Service
 }
 
 type handlers struct {
@@ -107,6 +110,7 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Get(routes.AdminTopUpPattern, h.topUpDetail)
 	r.Get(routes.AdminUsers, h.userList)
 	r.Get(routes.AdminUserPattern, h.userDetail)
+	r.Post(routes.AdminUserMerchantPattern, h.makeMerchant)
 	r.Get(routes.AdminAudit, h.auditLog)
 	r.Post(routes.AdminReconcile, h.reconcile)
 	r.Get(routes.AdminGateways, h.gateways)

@@ -7,18 +7,30 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topupread"
 	adminview "github.com/kifpool/kifpool/views/admin"
 )
 
-// userDetail is one user: wallet, ledger and payments.
+// userDetail is one user: wallet, ledger, payments, and their merchant
+// side.
 func (h *handlers) userDetail(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return fiber.ErrNotFound
 	}
+	notice := ""
+	if c.Query("done") == "merchant" {
+		notice = "admin.merchant.done"
+	}
+	return h.renderUser(c, id, fiber.StatusOK, notice, "", "")
+}
+
+// renderUser renders user id's page with status, a notice or an error
+// (key, args), and name typed in the merchant form.
+func (h *handlers) renderUser(c *fiber.Ctx, id int64, status int, notice, errKey, name string, errArgs ...any) error {
 	ctx := c.UserContext()
 	u, err := h.People.User(ctx, id)
 	if errors.Is(err, people.ErrNotFound) {
@@ -27,7 +39,21 @@ func (h *handlers) userDetail(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := adminview.UserDetailView{User: userRow(u), TopUpsURL: routes.AdminTopUps + "?q=" + url.QueryEscape(u.Email)}
+	v := adminview.UserDetailView{User: userRow(u), TopUpsURL: routes.AdminTopUps + "?q=" + url.QueryEscape(u.Email),
+		Notice: notice, ErrorKey: errKey, ErrorArgs: errArgs,
+		Merchant: adminview.UserMerchantView{Action: routes.AdminUserMerchant(u.ID), Name: name}}
+	if h.Charges != nil {
+		m, err := h.Charges.Merchant(ctx, u.ID)
+		switch {
+		case err == nil:
+			v.Merchant.IsMerchant, v.Merchant.DisplayName, v.Merchant.BalanceRials = true, m.DisplayName, m.PostedRials
+			if v.Merchant.Name == "" {
+				v.Merchant.Name = m.DisplayName
+			}
+		case !errors.Is(err, charge.ErrNotMerchant):
+			return err
+		}
+	}
 	if u.WalletID != 0 {
 		entries, err := h.People.Ledger(ctx, u.WalletID, 50)
 		if err != nil {
@@ -45,5 +71,33 @@ func (h *handlers) userDetail(c *fiber.Ctx) error {
 	for _, r := range rows {
 		v.TopUps = append(v.TopUps, h.topUpRow(h.Lang(c), r))
 	}
-	return h.Render(c, fiber.StatusOK, adminview.UserDetail(h.Page(c, "admin.users.title"), v))
+	return h.Render(c, status, adminview.UserDetail(h.Page(c, "admin.users.title"), v))
+}
+
+// makeMerchant is POST /admin/users/{id}/merchant: the user becomes a
+// merchant with the display name typed (or is renamed), after a fresh
+// second factor; audited in the same transaction.
+func (h *handlers) makeMerchant(c *fiber.Ctx) error {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return fiber.ErrNotFound
+	}
+	name := h.FormValue(c, "display_name")
+	if status, key, args, err := h.checkFresh(c); err != nil || key != "" {
+		if err != nil {
+			return err
+		}
+		return h.renderUser(c, id, status, "", key, name, args...)
+	}
+	admin := h.User(c).ID
+	_, _, err = h.Charges.MakeMerchant(c.UserContext(), id, name, &admin)
+	switch {
+	case errors.Is(err, charge.ErrNotFound):
+		return fiber.ErrNotFound
+	case errors.Is(err, charge.ErrBadName):
+		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_name", name)
+	case err != nil:
+		return err
+	}
+	return c.Redirect(routes.AdminUser(id)+"?done=merchant", fiber.StatusSeeOther)
 }

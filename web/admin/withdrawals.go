@@ -98,20 +98,34 @@ func (h *handlers) withdrawalsError(c *fiber.Ctx, status int, key string, args .
 // asks for (the form's code): true when the action may go on; otherwise
 // it has answered.
 func (h *handlers) freshFactor(c *fiber.Ctx) (bool, error) {
-	err := h.Auth.ConfirmSecondFactor(c.UserContext(), h.User(c).ID, h.FormValue(c, "code"))
+	status, key, args, err := h.checkFresh(c)
+	if err != nil {
+		return false, err
+	}
+	if key != "" {
+		return false, h.withdrawalsError(c, status, key, args...)
+	}
+	return true, nil
+}
+
+// checkFresh checks the fresh second factor an admin's action asks for
+// (the form's code): key "" when the action may go on; otherwise the
+// status and message (key, args) to answer with.
+func (h *handlers) checkFresh(c *fiber.Ctx) (status int, key string, args []any, err error) {
+	err = h.Auth.ConfirmSecondFactor(c.UserContext(), h.User(c).ID, h.FormValue(c, "code"))
 	var throttled *auth.ThrottledError
 	switch {
 	case err == nil:
-		return true, nil
+		return 0, "", nil, nil
 	case errors.As(err, &throttled):
-		return false, h.withdrawalsError(c, fiber.StatusTooManyRequests, "fresh2fa.throttled", "seconds", seam.RetryAfter(c, throttled.RetryAfter))
+		return fiber.StatusTooManyRequests, "fresh2fa.throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}, nil
 	case errors.Is(err, auth.ErrCodeInvalid):
 		h.Log.WarnContext(c.UserContext(), "admin's fresh second factor refused", "user", h.User(c).ID, "path", c.Path())
-		return false, h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "fresh2fa.wrong")
+		return fiber.StatusUnprocessableEntity, "fresh2fa.wrong", nil, nil
 	case errors.Is(err, auth.ErrTOTPNotEnrolled):
-		return false, h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "fresh2fa.not_enrolled")
+		return fiber.StatusUnprocessableEntity, "fresh2fa.not_enrolled", nil, nil
 	}
-	return false, err
+	return 0, "", nil, err
 }
 
 // reviewWithdrawal approves or rejects one waiting for review, or closes

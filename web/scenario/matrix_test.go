@@ -270,6 +270,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
 			{path: routes.APIChargeRefundsPattern, url: routes.APIChargeRefunds("ch_nosuchcharge"),
 				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
+			{path: routes.AdminUserMerchantPattern, url: routes.AdminUserMerchant(999999), post: p(adminOnly(nf))},
 			{path: routes.AdminTransfers, get: p(adminOnly(ok))},
 			{path: routes.AdminTransferPattern, url: routes.AdminTransfer("tr_nosuchtransfer"), get: p(adminOnly(nf))},
 			// The top-ups' old addresses: the bank's callback and the

@@ -16,6 +16,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
@@ -68,7 +69,13 @@ func (s *Store) MakeMerchant(ctx context.Context, userID int64, name string, by 
 				return fmt.Errorf("rename merchant %d: %w", userID, err)
 			}
 		}
-		return nil
+		// Audited in the same transaction: the admin's, or the command
+		// line's (no admin).
+		e := audit.Entry{Action: audit.ActionCLIMerchant, TargetUserID: &userID, Note: name, Result: audit.ResultDone, CreatedAt: now.UTC()}
+		if by != nil {
+			e.AdminID, e.Action = *by, audit.ActionMerchant
+		}
+		return audit.Record(tx, e)
 	})
 	if err != nil {
 		return charge.Merchant{}, false, err

@@ -1,0 +1,75 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
+)
+
+// An admin makes a user a merchant on /admin/users/{id} with a display
+// name, after a fresh second factor (a wrong code, or a bad name, changes
+// nothing), audited; the same form renames the merchant.
+func TestAdminMakesMerchant(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const adminEmail = "boss@example.com"
+		admin := app.NewAdmin(t, adminEmail)
+		code := func() string {
+			clock.Advance(30 * time.Second)
+			return apptest.AdminTOTPCodeAt(t, db, adminEmail, app.Server.Clock.Now)
+		}
+		shop := app.NewClient(t)
+		shop.SignUp("shop@example.com")
+		uid := authtest.UserID(t, db, "shop@example.com")
+		page := routes.AdminUser(uid)
+		if p := apptest.Parse(admin.Get(page).Body); p.TestID("form-merchant") == nil || p.TestID("merchant-name") != nil {
+			t.Fatal("the user's page has no merchant form, or names a merchant")
+		}
+		action := routes.AdminUserMerchant(uid)
+		if r := admin.Submit(page, action, url.Values{"display_name": {"Book Shop"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("a wrong code: %d", r.Status)
+		}
+		if r := admin.Submit(page, action, url.Values{"display_name": {"Book\u202eShop"}, "code": {code()}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("a bad name: %d", r.Status)
+		}
+		if _, err := app.Server.Charges.Merchant(ctx, uid); !errors.Is(err, charge.ErrNotMerchant) {
+			t.Fatalf("a merchant after refusals: %v", err)
+		}
+		r := admin.Submit(page, action, url.Values{"display_name": {"Book Shop"}, "code": {code()}})
+		if r.Status != http.StatusSeeOther || r.Location != page+"?done=merchant" {
+			t.Fatalf("make merchant: %d %q", r.Status, r.Location)
+		}
+		m, err := app.Server.Charges.Merchant(ctx, uid)
+		if err != nil || m.DisplayName != "Book Shop" || m.AccountID == 0 {
+			t.Fatalf("merchant %+v %v", m, err)
+		}
+		p := apptest.Parse(admin.Get(page + "?done=merchant").Body)
+		if n := p.TestID("merchant-name"); n == nil || n.Text() != "Book Shop" || p.TestID("admin-notice") == nil {
+			t.Fatal("the page does not name the merchant")
+		}
+		if r := admin.Submit(page, action, url.Values{"display_name": {"Books & Co"}, "code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("rename: %d", r.Status)
+		}
+		if m, _ := app.Server.Charges.Merchant(ctx, uid); m.DisplayName != "Books & Co" || m.AccountID == 0 {
+			t.Fatalf("renamed %+v", m)
+		}
+		if n := withdrawaltest.AuditActions(t, db, "merchant"); n != 2 {
+			t.Fatalf("%d audit rows", n)
+		}
+	})
+}
