@@ -222,6 +222,56 @@ var rules = []Rule{
 				FROM card_refund_events e WHERE e.card_refund_id = c.id ORDER BY e.id DESC LIMIT 1), 'none (held)')
 			FROM card_refunds c WHERE c.status <> COALESCE((SELECT e.to_status FROM card_refund_events e WHERE e.card_refund_id = c.id
 				ORDER BY e.id DESC LIMIT 1), 'held') ORDER BY c.id`},
+	{Name: "charge_amounts", What: "a charge's captured amount is at most its amount and is there exactly when it succeeded; its refunds add up to its refunded amount, at most what was captured",
+		query: `SELECT 'charge ' || c.public_id, 'status ' || c.status || ', amount ' || c.amount_rials || ', captured ' || c.captured_rials
+				|| ', refunded ' || c.refunded_rials || ', refunds sum to ' || COALESCE((SELECT SUM(r.amount_rials) FROM charge_refunds r
+				WHERE r.charge_id = c.id), 0)
+			FROM charges c WHERE c.captured_rials > c.amount_rials OR c.refunded_rials > c.captured_rials OR c.refunded_rials < 0
+				OR c.refunded_rials <> COALESCE((SELECT SUM(r.amount_rials) FROM charge_refunds r WHERE r.charge_id = c.id), 0)
+				OR (c.status = 'succeeded') <> (c.captured_rials > 0) ORDER BY c.id`},
+	{Name: "charge_ledger_matches", What: "a charge's money is in the ledger once: automatic and succeeded, one charge transaction of its amount from its payer's wallet to its merchant; manual, a hold of its amount on its payer's wallet in step with its status (captured into its merchant when it succeeded); each refund one transaction from its merchant to its payer's wallet",
+		query: `SELECT 'charge ' || c.public_id, c.capture_method || ', status ' || c.status || ', ' || (SELECT COUNT(*) FROM ledger_transactions t
+				WHERE t.kind = 'charge' AND t.reference = c.public_id) || ' charge transactions, '
+				|| (SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+					WHERE t.kind = 'charge' AND t.reference = c.public_id AND lp.account_id = m.account_id AND lp.amount_rials = c.amount_rials)
+				|| ' of its amount into its merchant'
+			FROM charges c JOIN merchants m ON m.user_id = c.merchant_user_id
+			WHERE (SELECT COUNT(*) FROM ledger_transactions t WHERE t.kind = 'charge' AND t.reference = c.public_id)
+					<> CASE WHEN c.capture_method = 'automatic' AND c.status = 'succeeded' THEN 1 ELSE 0 END
+				OR (c.capture_method = 'automatic' AND c.status = 'succeeded' AND (SELECT COUNT(*) FROM ledger_postings lp
+					JOIN ledger_transactions t ON t.id = lp.transaction_id JOIN ledger_accounts a ON a.id = lp.account_id
+					WHERE t.kind = 'charge' AND t.reference = c.public_id AND (lp.account_id = m.account_id AND lp.amount_rials = c.amount_rials
+						OR a.kind = 'wallet' AND a.user_id = c.payer_user_id AND lp.amount_rials = -c.amount_rials)) <> 2)
+			UNION ALL
+			SELECT 'charge ' || c.public_id, 'manual, status ' || c.status || ', hold ' || COALESCE(h.status, 'missing') || ' of '
+				|| COALESCE(CAST(h.amount_rials AS TEXT), '?') || ' rials, captured ' || COALESCE(CAST(h.captured_rials AS TEXT), '?')
+			FROM charges c JOIN merchants m ON m.user_id = c.merchant_user_id LEFT JOIN ledger_holds h ON h.id = c.hold_id
+			WHERE c.capture_method = 'manual' AND (c.hold_id IS NOT NULL OR c.status IN ('authorized', 'succeeded')) AND (
+				h.id IS NULL OR h.reason <> 'charge' OR h.reference <> c.public_id OR h.amount_rials <> c.amount_rials
+				OR h.account_id <> COALESCE((SELECT a.id FROM ledger_accounts a JOIN wallets w ON w.id = a.wallet_id
+					WHERE w.user_id = c.payer_user_id), 0)
+				OR (c.status = 'authorized' AND h.status NOT IN ('open', 'expired'))
+				OR (c.status = 'succeeded' AND (h.status <> 'captured' OR h.captured_rials <> c.captured_rials
+					OR COALESCE((SELECT lp.amount_rials FROM ledger_postings lp WHERE lp.transaction_id = h.transaction_id
+						AND lp.account_id = m.account_id), 0) <> c.captured_rials))
+				OR (c.status = 'canceled' AND h.status <> 'released')
+				OR (c.status = 'expired' AND h.status NOT IN ('expired', 'released')))
+			UNION ALL
+			SELECT 'charge refund ' || r.public_id, (SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+				JOIN ledger_accounts a ON a.id = lp.account_id
+				WHERE t.kind = 'refund' AND t.reference = r.public_id AND (lp.account_id = m.account_id AND lp.amount_rials = -r.amount_rials
+					OR a.kind = 'wallet' AND a.user_id = c.payer_user_id AND lp.amount_rials = r.amount_rials)) || ' of 2 postings of its amount'
+			FROM charge_refunds r JOIN charges c ON c.id = r.charge_id JOIN merchants m ON m.user_id = c.merchant_user_id
+			WHERE (SELECT COUNT(*) FROM ledger_transactions t WHERE t.kind = 'refund' AND t.reference = r.public_id) <> 1
+				OR (SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_transactions t ON t.id = lp.transaction_id
+				JOIN ledger_accounts a ON a.id = lp.account_id
+				WHERE t.kind = 'refund' AND t.reference = r.public_id AND (lp.account_id = m.account_id AND lp.amount_rials = -r.amount_rials
+					OR a.kind = 'wallet' AND a.user_id = c.payer_user_id AND lp.amount_rials = r.amount_rials)) <> 2`},
+	{Name: "charge_events_end_in_status", What: "a charge's last event ends in its status",
+		query: `SELECT 'charge ' || c.public_id, 'status ' || c.status || ', last event to ' || COALESCE((SELECT e.to_status
+				FROM charge_events e WHERE e.charge_id = c.id ORDER BY e.id DESC LIMIT 1), 'none (requires_confirmation)')
+			FROM charges c WHERE c.status <> COALESCE((SELECT e.to_status FROM charge_events e WHERE e.charge_id = c.id
+				ORDER BY e.id DESC LIMIT 1), 'requires_confirmation') ORDER BY c.id`},
 	{Name: "none_open_past_deadline", Open: true,
 		What: "no top-up is still open past the worker's deadlines",
 		// Parameters: the cut-off for created, then for the other open statuses.
