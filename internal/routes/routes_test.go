@@ -31,7 +31,7 @@ func TestURLs(t *testing.T) {
 		{PasswordForgot, "/password/forgot"}, {PasswordResetPattern, "/password/reset/:token"},
 		{PasswordReset("tok-_EN"), "/password/reset/tok-_EN"},
 		{Account, "/account"}, {AccountReceipts, "/account/receipts"}, {AccountSignOutEverywhere, "/account/signout-everywhere"},
-		{AccountPassword, "/account/password"}, {Tokens, "/account/tokens"}, {TokenRevokePattern, "/account/tokens/:id/revoke"},
+		{AccountPassword, "/account/password"}, {AccountName, "/account/name"}, {Tokens, "/account/tokens"}, {TokenRevokePattern, "/account/tokens/:id/revoke"},
 		{TokenRevoke(42), "/account/tokens/42/revoke"},
 		{Webhooks, "/account/webhooks"}, {WebhookDisablePattern, "/account/webhooks/:id/disable"}, {WebhookDisable(3), "/account/webhooks/3/disable"},
 		{WebhookEnablePattern, "/account/webhooks/:id/enable"}, {WebhookEnable(3), "/account/webhooks/3/enable"},
