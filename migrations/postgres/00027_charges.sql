@@ -85,21 +85,7 @@ CREATE INDEX charge_events_charge_idx ON charge_events (charge_id, id);
 ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scope_check;
 ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_scope_check CHECK (scope IN ('read', 'topup', 'transfer', 'withdraw', 'charges'));
 
--- Webhook deliveries of a charge's events (charge.*) name their charge.
-ALTER TABLE webhook_deliveries ADD COLUMN charge_id BIGINT REFERENCES charges (id);
-ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_one_subject;
-ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_one_subject
-    CHECK ((CASE WHEN topup_id IS NULL THEN 0 ELSE 1 END) + (CASE WHEN transfer_id IS NULL THEN 0 ELSE 1 END)
-        + (CASE WHEN charge_id IS NULL THEN 0 ELSE 1 END) = 1);
-CREATE INDEX webhook_deliveries_charge_order_idx ON webhook_deliveries (endpoint_id, charge_id, id) WHERE status = 'pending' AND charge_id IS NOT NULL;
-
 -- +goose Down
-DROP INDEX webhook_deliveries_charge_order_idx;
-ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_one_subject;
-DELETE FROM webhook_deliveries WHERE charge_id IS NOT NULL;
-ALTER TABLE webhook_deliveries DROP COLUMN charge_id;
-ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_one_subject
-    CHECK ((topup_id IS NULL) <> (transfer_id IS NULL));
 ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scope_check;
 UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, now()), scope = 'read' WHERE scope = 'charges';
 ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_scope_check CHECK (scope IN ('read', 'topup', 'transfer', 'withdraw'));
