@@ -336,3 +336,19 @@ func ViewOf(c Charge, baseURL string) View {
 func RefundViewOf(r Refund, chargeID string) RefundView {
 	return RefundView{ID: r.PublicID, ChargeID: chargeID, AmountRials: r.AmountRials, CreatedAt: r.CreatedAt.UTC()}
 }
+
+// ValidPublicID reports whether s has the shape of a charge's public id
+// ("ch_" and 26 base32 characters, lower case): pages check a path's id,
+// or a cookie's, before anything reads or links it.
+func ValidPublicID(s string) bool {
+	rest, ok := strings.CutPrefix(s, "ch_")
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, r := range rest {
+		if (r < 'a' || r > 'z') && (r < '2' || r > '7') {
+			return false
+		}
+	}
+	return true
+}

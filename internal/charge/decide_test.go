@@ -2,6 +2,7 @@ package charge_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,26 @@ func TestReturnTarget(t *testing.T) {
 	}
 	if got := charge.ReturnTarget(charge.Charge{}); got != "" {
 		t.Fatalf("no return_url: %q", got)
+	}
+}
+
+func TestValidPublicID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{charge.NewPublicID(), true},
+		{"ch_" + strings.Repeat("a", 26), true},
+		{"ch_" + strings.Repeat("a", 25), false},
+		{"ch_" + strings.Repeat("A", 26), false},
+		{"ch_" + strings.Repeat("1", 26), false},
+		{"re_" + strings.Repeat("a", 26), false},
+		{"/evil.example/" + strings.Repeat("a", 16), false},
+		{"", false},
+	} {
+		if got := charge.ValidPublicID(tc.id); got != tc.want {
+			t.Errorf("ValidPublicID(%q) = %v", tc.id, got)
+		}
 	}
 }
