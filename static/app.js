@@ -216,3 +216,13 @@
     }
   });
 })();
+
+// 6. A checkout just paid or canceled goes on to the merchant's page: its
+//    return link, marked data-autofollow, is followed at once (without
+//    JavaScript the payer clicks it). A form's POST may not redirect to
+//    another site (form-action); a page may go there.
+(function () {
+  "use strict";
+  var a = document.querySelector("a[data-autofollow]");
+  if (a && a.href) { window.location.replace(a.href); }
+})();

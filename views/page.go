@@ -204,6 +204,9 @@ type TopUpView struct {
 	// OtherGatewayURL, with several gateways, is a new attempt with the
 	// same amount at another gateway than the failed payment's.
 	OtherGatewayURL string
+	// CheckoutURL, on a credited top-up's page, is the checkout the payer
+	// left to top up its difference: "continue to checkout".
+	CheckoutURL string
 	// ReturnURL re-checks the payment (pending pages refresh to it).
 	ReturnURL string
 	// RefreshSeconds > 0 makes the page reload itself.

@@ -69,8 +69,10 @@ type Features struct {
 	Return seam.Feature
 	// Account (web/account), Wallet (web/wallet), Pay (web/pay) and
 	// Withdraw (web/withdraw: bank accounts, withdrawals) are the payer's
-	// pages; Admin (web/admin) is the admin console, registered last.
-	Account, Wallet, Pay, Withdraw, Admin seam.Feature
+	// pages; Merchant (web/merchant) is "Pay with Kifpool": the payer's
+	// checkout and the merchant's page; Admin (web/admin) is the admin
+	// console, registered last.
+	Account, Wallet, Pay, Withdraw, Merchant, Admin seam.Feature
 }
 
 // Probes are the checks behind /healthz and /readyz.
@@ -112,7 +114,7 @@ func New(d Deps) *fiber.App {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	for _, f := range []seam.Feature{d.Features.API, d.Features.Return, d.Features.Account, d.Features.Wallet, d.Features.Pay, d.Features.Withdraw, d.Features.Admin} {
+	for _, f := range []seam.Feature{d.Features.API, d.Features.Return, d.Features.Account, d.Features.Wallet, d.Features.Pay, d.Features.Withdraw, d.Features.Merchant, d.Features.Admin} {
 		if f == nil {
 			panic("web: every feature is required (Deps.Features)")
 		}
@@ -230,6 +232,7 @@ func New(d Deps) *fiber.App {
 	d.Features.Account.Register(app, shared)
 	d.Features.Pay.Register(app, shared)
 	d.Features.Withdraw.Register(app, shared)
+	d.Features.Merchant.Register(app, shared)
 	// The admin console, registered last: its second-factor page before
 	// the admin group's middleware, then the group.
 	d.Features.Admin.Register(app, shared)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/web/seam"
 )
@@ -29,8 +30,35 @@ func (s *Server) shared() seam.App {
 		Limit: func(perMinute int, page func(c *fiber.Ctx, secs int64) error) fiber.Handler {
 			return s.limitPage(perMinute, s.clientIP, page)
 		},
-		Log: s.Log, Now: s.Now,
+		PendingCheckout:    s.pendingCheckout,
+		SetPendingCheckout: s.setPendingCheckout,
+		Log:                s.Log, Now: s.Now,
 	}
+}
+
+// cookieCheckout names the checkout a payer left to top up (a charge's
+// public id, for half an hour: a checkout's life).
+const cookieCheckout = "checkout"
+
+// pendingCheckout is the checkout the payer left to top up, only when the
+// cookie holds a charge's id (never a path or an address: no open
+// redirect can be built from it).
+func (s *Server) pendingCheckout(c *fiber.Ctx) string {
+	if id := c.Cookies(cookieCheckout); charge.ValidPublicID(id) {
+		return id
+	}
+	return ""
+}
+
+// setPendingCheckout remembers checkout publicID ("" forgets it).
+func (s *Server) setPendingCheckout(c *fiber.Ctx, publicID string) {
+	if publicID == "" || !charge.ValidPublicID(publicID) {
+		if c.Cookies(cookieCheckout) != "" {
+			s.clearCookie(c, cookieCheckout)
+		}
+		return
+	}
+	s.setCookie(c, cookieCheckout, publicID, s.Now().Add(charge.DefaultCheckoutTTL), true)
 }
 
 // passSession gives the browser a session that has just been made or

@@ -109,6 +109,22 @@ const (
 	AdminUserMerchantPattern = AdminUserPattern + "/merchant"
 )
 
+// The pages of charges: the payer's checkout (its pay form posts to the
+// checkout itself; cancel; "top up the difference"), the merchant's page
+// with its CSV, each charge and its actions, and the admin's charges.
+const (
+	CheckoutCancelPattern        = CheckoutPattern + "/cancel"
+	CheckoutTopUpPattern         = CheckoutPattern + "/topup"
+	Merchant                     = "/merchant"
+	MerchantChargesCSV           = Merchant + "/charges.csv"
+	MerchantChargePattern        = Merchant + "/charges/:id"
+	MerchantChargeCapturePattern = MerchantChargePattern + "/capture"
+	MerchantChargeCancelPattern  = MerchantChargePattern + "/cancel"
+	MerchantChargeRefundPattern  = MerchantChargePattern + "/refund"
+	AdminCharges                 = Admin + "/charges"
+	AdminChargePattern           = AdminCharges + "/:id"
+)
+
 // One top-up: the payer's page, the bank's callback (the return URL
 // given to the bank), giving up on an unpaid one.
 const (
@@ -251,6 +267,7 @@ func Patterns() []string {
 		AdminWithdrawalFailPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
 		APICharges, APIChargePattern, APIChargeCapturePattern, APIChargeCancelPattern, APIChargeRefundsPattern,
 		AdminUserMerchantPattern,
+		CheckoutPattern, CheckoutCancelPattern, CheckoutTopUpPattern,
 	}
 }
 
@@ -366,6 +383,30 @@ func TopUpAbandon(publicID string) string { return Fill(TopUpAbandonPattern, pub
 
 // Checkout is the page where the payer confirms charge publicID.
 func Checkout(publicID string) string { return Fill(CheckoutPattern, publicID) }
+
+// CheckoutCancel is where the payer cancels checkout publicID.
+func CheckoutCancel(publicID string) string { return Fill(CheckoutCancelPattern, publicID) }
+
+// CheckoutTopUp sends the payer to top up what checkout publicID lacks.
+func CheckoutTopUp(publicID string) string { return Fill(CheckoutTopUpPattern, publicID) }
+
+// MerchantCharge is one charge on the merchant's page.
+func MerchantCharge(publicID string) string { return Fill(MerchantChargePattern, publicID) }
+
+// MerchantChargeCapture, MerchantChargeCancel and MerchantChargeRefund
+// are the merchant's page's actions on charge publicID.
+func MerchantChargeCapture(publicID string) string {
+	return Fill(MerchantChargeCapturePattern, publicID)
+}
+
+// MerchantChargeCancel: see MerchantChargeCapture.
+func MerchantChargeCancel(publicID string) string { return Fill(MerchantChargeCancelPattern, publicID) }
+
+// MerchantChargeRefund: see MerchantChargeCapture.
+func MerchantChargeRefund(publicID string) string { return Fill(MerchantChargeRefundPattern, publicID) }
+
+// AdminCharge is one charge in the admin console.
+func AdminCharge(publicID string) string { return Fill(AdminChargePattern, publicID) }
 
 // APICharge is one charge in the API.
 func APICharge(publicID string) string { return Fill(APIChargePattern, publicID) }

@@ -16,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/web/account"
 	"github.com/kifpool/kifpool/web/admin"
 	"github.com/kifpool/kifpool/web/api"
+	"github.com/kifpool/kifpool/web/merchant"
 	"github.com/kifpool/kifpool/web/pay"
 	"github.com/kifpool/kifpool/web/wallet"
 	"github.com/kifpool/kifpool/web/withdraw"
@@ -57,6 +58,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			},
 			Pay:      payDeps,
 			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},
+			Merchant: merchant.Deps{Charges: s.Charges, Wallets: s.Wallets, TopUps: s.TopUps},
 			Admin: admin.Deps{
 				TopUps: s.TopUps, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,

@@ -37,7 +37,7 @@ func TestReturnURLReachesThePartnerForEveryGateway(t *testing.T) {
 			partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html; charset=utf-8")
 				data := map[string]any{"Status": r.URL.Query().Get("status")}
-				if r.URL.Path == "/checkout" {
+				if r.URL.Path == "/shop/checkout" {
 					data["Form"] = form
 				}
 				_ = partnerPages.Execute(w, data)
@@ -64,7 +64,7 @@ func TestReturnURLReachesThePartnerForEveryGateway(t *testing.T) {
 			}
 			if r.PayForm != nil {
 				form = r.PayForm
-				b.Go(partner.URL + "/checkout")
+				b.Go(partner.URL + "/shop/checkout")
 				b.Click("partner-checkout")
 			} else {
 				b.Go(r.PayURL)

@@ -45,6 +45,18 @@ func (h *handlers) withOtherGateway(c *fiber.Ctx, p topup.TopUp, v *views.TopUpV
 	return nil
 }
 
+// withCheckout leads a credited top-up's page back to the checkout the
+// payer left to top up its difference (remembered by the checkout's
+// "top up" link; only ever our own /checkout/{id}).
+func (h *handlers) withCheckout(c *fiber.Ctx, v *views.TopUpView) {
+	if v.Status != string(topup.StatusCredited) || v.Neutral || h.PendingCheckout == nil {
+		return
+	}
+	if id := h.PendingCheckout(c); id != "" {
+		v.CheckoutURL = routes.Checkout(id)
+	}
+}
+
 // publicStatus is the status as pages and their hooks show it: a payment
 // whose outcome is not yet known is pending verification to the payer
 // (settling too: payment.Status.Public).
@@ -74,6 +86,7 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 	if err := h.withOtherGateway(c, p, &v); err != nil {
 		return err
 	}
+	h.withCheckout(c, &v)
 	pg := h.Page(c, v.ReceiptTitle())
 	if p.Status == topup.StatusPendingVerification || p.Status == topup.StatusSettling {
 		pg.RefreshURL, pg.RefreshSeconds = routes.TopUpPage(p.PublicID), pendingRefreshSeconds

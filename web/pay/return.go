@@ -61,6 +61,7 @@ func (h *handlers) topUpReturn(c *fiber.Ctx) error {
 	} else if err := h.withOtherGateway(c, p, &v); err != nil {
 		return err
 	}
+	h.withCheckout(c, &v)
 	pg := h.Page(c, views.ResultTitleKey(v.Status))
 	if v.Neutral && pg.User == nil && p.Status.Terminal() {
 		return h.neutral.write(c, pg, v)

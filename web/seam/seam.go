@@ -75,6 +75,12 @@ type App struct {
 	// rate limits off: no limit); above it, page answers with the seconds
 	// to wait (Retry-After is set).
 	Limit func(perMinute int, page func(c *fiber.Ctx, secs int64) error) fiber.Handler
+	// PendingCheckout is the checkout the payer left to top up its
+	// difference (a charge's public id, checked; "" when none), and
+	// SetPendingCheckout remembers one ("": forgets it) in a short-lived
+	// cookie, so that the credited top-up's page leads back to it.
+	PendingCheckout    func(c *fiber.Ctx) string
+	SetPendingCheckout func(c *fiber.Ctx, publicID string)
 	// Log is the web app's logger and Now its clock (the instance's,
 	// synced to the database's).
 	Log *slog.Logger

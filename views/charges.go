@@ -1,0 +1,110 @@
+package views
+
+import "time"
+
+// CheckoutView is the payer's checkout page of one charge.
+type CheckoutView struct {
+	PublicID     string
+	MerchantName string
+	Description  string
+	AmountRials  int64
+	// AvailableRials is the payer's available balance; ShortRials what
+	// it lacks for the charge (0: enough).
+	AvailableRials int64
+	ShortRials     int64
+	// State is what the page offers: "open" (pay or cancel), "short"
+	// (top up the difference, or cancel), "own" (the merchant's own
+	// charge), "paid" (automatic capture), "authorized" (manual),
+	// "canceled", "expired", or "taken" (another payer's).
+	State string
+	// Token is the pay form's own token.
+	Token string
+	// ReturnURL is where the browser goes after (the merchant's
+	// return_url with charge_id and status; "" none), and AutoReturn says
+	// to go there at once (right after paying or canceling).
+	ReturnURL  string
+	ReturnHost string
+	AutoReturn bool
+	// ErrorKey is a refusal's one sentence.
+	ErrorKey  string
+	ErrorArgs []any
+}
+
+// Open reports whether the checkout may still be paid or canceled.
+func (v CheckoutView) Open() bool { return v.State == "open" || v.State == "short" }
+
+// MerchantView is the merchant's page: its balance and its charges.
+type MerchantView struct {
+	Name                                   string
+	PostedRials, HeldRials, AvailableRials int64
+	Status                                 string
+	Statuses                               []string
+	Rows                                   []ChargeRow
+	NextCursor                             int64
+	HasNewer                               bool
+	// Charge is the one charge shown with its actions (nil: the list).
+	Charge *ChargeDetail
+	// Notice and ErrorKey are an action's outcome.
+	NoticeKey string
+	ErrorKey  string
+	ErrorArgs []any
+}
+
+// ChargeRow is one charge on the merchant's page or the admin console.
+type ChargeRow struct {
+	PublicID      string
+	OrderID       string
+	Description   string
+	Status        string
+	Capture       string
+	AmountRials   int64
+	CapturedRials int64
+	RefundedRials int64
+	PayerEmail    string
+	MerchantName  string
+	MerchantEmail string
+	CreatedAt     time.Time
+}
+
+// ChargeDetail is one charge with its refunds, events and the forms of
+// the actions it allows.
+type ChargeDetail struct {
+	ChargeRow
+	HoldExpiresAt *time.Time
+	ExpiresAt     time.Time
+	Refunds       []RefundRow
+	Events        []ChargeEventRow
+	// CanCapture, CanCancel and CanRefund say which forms it offers;
+	// RefundToken is the refund form's own token.
+	CanCapture, CanCancel, CanRefund bool
+	RefundableRials                  int64
+	RefundToken                      string
+}
+
+// RefundRow is one refund of a charge.
+type RefundRow struct {
+	PublicID    string
+	AmountRials int64
+	CreatedAt   time.Time
+}
+
+// ChargeEventRow is one line of a charge's history.
+type ChargeEventRow struct {
+	Type        string
+	FromStatus  string
+	ToStatus    string
+	Actor       string
+	AmountRials int64
+	CreatedAt   time.Time
+}
+
+// checkoutClass is the status banner's style of a checkout's state.
+func checkoutClass(state string) string {
+	switch state {
+	case "paid", "authorized":
+		return "ok"
+	case "canceled", "expired", "taken":
+		return "failed"
+	}
+	return "pending"
+}

@@ -1,0 +1,197 @@
+package merchant
+
+import (
+	"errors"
+	"net/url"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/views"
+)
+
+// checkoutView is charge ch as the signed-in payer's checkout shows it.
+func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutView, error) {
+	u := h.User(c)
+	v := views.CheckoutView{PublicID: ch.PublicID, MerchantName: ch.MerchantName, Description: ch.Description,
+		AmountRials: ch.AmountRials, Token: formtoken.New()}
+	switch {
+	case ch.Status == charge.StatusRequiresConfirmation && !h.Now().Before(ch.ExpiresAt):
+		v.State = "expired" // the worker has not written it yet; a confirm would
+	case ch.Status == charge.StatusRequiresConfirmation && ch.MerchantUserID == u.ID:
+		v.State = "own"
+	case ch.Status == charge.StatusRequiresConfirmation:
+		w, err := h.Wallets.ForUser(c.UserContext(), u.ID)
+		if err != nil {
+			return v, err
+		}
+		v.AvailableRials, v.State = w.AvailableRials(), "open"
+		if short := ch.AmountRials - v.AvailableRials; short > 0 {
+			v.State, v.ShortRials = "short", short
+		}
+	case ch.PayerUserID != 0 && ch.PayerUserID != u.ID:
+		v.State = "taken"
+	case ch.Status == charge.StatusSucceeded:
+		v.State = "paid"
+	case ch.Status == charge.StatusAuthorized:
+		v.State = "authorized"
+	case ch.Status == charge.StatusCanceled:
+		v.State = "canceled"
+	default:
+		v.State = "expired"
+	}
+	if v.State == "paid" || v.State == "authorized" || v.State == "canceled" || (v.State == "expired" && ch.PayerUserID == u.ID) {
+		v.ReturnURL = charge.ReturnTarget(ch)
+		if r, err := url.Parse(v.ReturnURL); err == nil {
+			v.ReturnHost = r.Host
+		}
+	}
+	return v, nil
+}
+
+// loadCheckout reads the route's charge (404: none).
+func (h *handlers) loadCheckout(c *fiber.Ctx) (charge.Charge, error) {
+	id, err := chargeID(c)
+	if err != nil {
+		return charge.Charge{}, err
+	}
+	ch, err := h.Charges.Checkout(c.UserContext(), id)
+	if errors.Is(err, charge.ErrNotFound) {
+		return ch, fiber.ErrNotFound
+	}
+	return ch, err
+}
+
+// checkout is GET /checkout/{id}: the charge, the payer's balance, and
+// what they may do (pay, cancel, top up the difference), or the outcome;
+// ?done=1 (right after paying or canceling) sends the browser on to the
+// merchant's return_url at once.
+func (h *handlers) checkout(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	ch, err := h.loadCheckout(c)
+	if err != nil {
+		return err
+	}
+	return h.showCheckout(c, fiber.StatusOK, ch, "", nil)
+}
+
+// showCheckout renders ch's checkout, with a refusal's sentence (errKey).
+func (h *handlers) showCheckout(c *fiber.Ctx, status int, ch charge.Charge, errKey string, args []any) error {
+	v, err := h.checkoutView(c, ch)
+	if err != nil {
+		return err
+	}
+	if !v.Open() && h.PendingCheckout(c) == ch.PublicID {
+		h.SetPendingCheckout(c, "") // nothing to come back to any more
+	}
+	v.AutoReturn = c.Query("done") == "1" && v.ReturnURL != "" && errKey == ""
+	v.ErrorKey, v.ErrorArgs = errKey, args
+	return h.Render(c, status, views.Checkout(h.Page(c, "checkout.page_title"), v))
+}
+
+// done sends the browser to the checkout's outcome (Post/Redirect/Get):
+// that page goes on to the merchant's return_url. A form's POST may not
+// redirect to another site (the policy's form-action), a page may.
+func (h *handlers) done(c *fiber.Ctx, publicID string) error {
+	if h.PendingCheckout(c) == publicID {
+		h.SetPendingCheckout(c, "")
+	}
+	return c.Redirect(routes.Checkout(publicID)+"?done=1", fiber.StatusSeeOther)
+}
+
+// pay is POST /checkout/{id}: the payer confirms with the form's own
+// token. The charge is paid (or authorized) once whatever the submits:
+// a second one, from this form or another tab, answers with the first.
+func (h *handlers) pay(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	ch, err := h.loadCheckout(c)
+	if err != nil {
+		return err
+	}
+	if !formtoken.Valid(h.FormValue(c, "token")) {
+		return h.showCheckout(c, fiber.StatusBadRequest, ch, "checkout.error_form_expired", nil)
+	}
+	res, err := h.Charges.Confirm(c.UserContext(), h.User(c).ID, ch.PublicID)
+	if err == nil {
+		return h.done(c, res.Charge.PublicID)
+	}
+	return h.refused(c, ch, res.Charge, err)
+}
+
+// cancelCheckout is POST /checkout/{id}/cancel: the payer declines; the
+// browser goes back to the merchant told so.
+func (h *handlers) cancelCheckout(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	ch, err := h.loadCheckout(c)
+	if err != nil {
+		return err
+	}
+	res, err := h.Charges.CancelCheckout(c.UserContext(), h.User(c).ID, ch.PublicID)
+	if err == nil {
+		return h.done(c, res.Charge.PublicID)
+	}
+	return h.refused(c, ch, res.Charge, err)
+}
+
+// refused shows the checkout again with a refusal's one sentence; the
+// charge as it stands after (after: when the move read it).
+func (h *handlers) refused(c *fiber.Ctx, before, after charge.Charge, err error) error {
+	ch := before
+	if after.ID != 0 {
+		ch = after
+	}
+	var key string
+	switch {
+	case errors.Is(err, charge.ErrInsufficientFunds):
+		key = "checkout.error_funds"
+	case errors.Is(err, charge.ErrExpired):
+		key = "checkout.error_expired"
+		if ch.Status == charge.StatusRequiresConfirmation {
+			ch.Status = charge.StatusExpired
+		}
+	case errors.Is(err, charge.ErrCanceled), errors.Is(err, charge.ErrNotCancelable):
+		key = "checkout.error_over"
+	case errors.Is(err, charge.ErrPaidByAnother):
+		key = "checkout.error_taken"
+	case errors.Is(err, charge.ErrPayToSelf):
+		key = "checkout.error_own"
+	case errors.Is(err, charge.ErrNotFound):
+		return fiber.ErrNotFound
+	default:
+		return err
+	}
+	if fresh, rerr := h.Charges.Checkout(c.UserContext(), ch.PublicID); rerr == nil {
+		ch = fresh
+	}
+	return h.showCheckout(c, fiber.StatusConflict, ch, key, nil)
+}
+
+// topUpDifference is GET /checkout/{id}/topup: the top-up form filled in
+// with what the balance lacks (at least the top-up minimum), the checkout
+// remembered so that the credited top-up's page leads back to it.
+func (h *handlers) topUpDifference(c *fiber.Ctx) error {
+	ch, err := h.loadCheckout(c)
+	if err != nil {
+		return err
+	}
+	v, err := h.checkoutView(c, ch)
+	if err != nil {
+		return err
+	}
+	if v.State != "short" {
+		return c.Redirect(routes.Checkout(ch.PublicID), fiber.StatusSeeOther)
+	}
+	short := v.ShortRials
+	if h.TopUps != nil {
+		if minRials, _ := h.TopUps.Limits(); short < minRials {
+			short = minRials
+		}
+	}
+	tomans := (short + money.RialsPerToman - 1) / money.RialsPerToman
+	h.SetPendingCheckout(c, ch.PublicID)
+	return c.Redirect(routes.TopUp+"?amount="+strconv.FormatInt(tomans, 10), fiber.StatusSeeOther)
+}

@@ -1,0 +1,298 @@
+package merchant_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+)
+
+// The checkout asks the payer to sign in and comes back; it shows the
+// merchant, the amount, the description and the available balance; Pay
+// (automatic capture) pays the merchant once, from two tabs at once and
+// again; the browser is sent on to return_url with charge_id and status.
+func TestCheckoutPayAutomatic(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
+		ch := newCharge(t, app, m, 120_000, "A-1", charge.CaptureAutomatic)
+		c := app.NewClient(t)
+
+		// Signed out: sign in first, then back to the checkout.
+		r := c.Get(routes.Checkout(ch.PublicID))
+		if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.SignIn+"?next=") {
+			t.Fatalf("signed out: %d %q", r.Status, r.Location)
+		}
+		signin := c.Get(r.Location)
+		action := apptest.Parse(signin.Body).TestID("auth-form").Attr("action")
+		r = c.Submit(r.Location, action, url.Values{"email": {"payer@example.com"}, "password": {pw}})
+		if r.Status != http.StatusSeeOther || r.Location != routes.Checkout(ch.PublicID) {
+			t.Fatalf("after sign-in: %d %q", r.Status, r.Location)
+		}
+
+		page := c.Get(routes.Checkout(ch.PublicID))
+		doc := apptest.Parse(page.Body)
+		if page.Status != http.StatusOK || doc.TestID("checkout").Attr("data-state") != "open" {
+			t.Fatalf("checkout: %d %.400s", page.Status, page.Body)
+		}
+		for id, want := range map[string]string{"checkout-merchant": "Book Shop", "checkout-description": "Order A-1"} {
+			if got := doc.TestID(id).Text(); got != want {
+				t.Errorf("%s: %q, want %q", id, got, want)
+			}
+		}
+		if doc.TestID("checkout-amount").Attr("data-rials") != "120000" || doc.TestID("checkout-available").Attr("data-rials") != "500000" {
+			t.Errorf("amount or balance wrong")
+		}
+		if doc.TestID("checkout-pay") == nil || doc.TestID("checkout-cancel") == nil {
+			t.Fatal("no pay or cancel button")
+		}
+		// Two tabs: two forms, each with its own token, submitted at once,
+		// then the first again.
+		tab1 := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).Form(routes.Checkout(ch.PublicID)).Hidden()
+		tab2 := doc.Form(routes.Checkout(ch.PublicID)).Hidden()
+		if tab1.Get("token") == "" || tab1.Get("token") == tab2.Get("token") {
+			t.Fatalf("the pay forms' tokens: %q %q", tab1.Get("token"), tab2.Get("token"))
+		}
+		var wg sync.WaitGroup
+		locs := make([]string, 3)
+		for i, form := range []url.Values{tab1, tab2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				locs[i] = c.Post(routes.Checkout(ch.PublicID), form).Location
+			}()
+		}
+		wg.Wait()
+		locs[2] = c.Post(routes.Checkout(ch.PublicID), tab1).Location
+		want := routes.Checkout(ch.PublicID) + "?done=1"
+		for i, l := range locs {
+			if l != want {
+				t.Errorf("submit %d went to %q, want %q", i, l, want)
+			}
+		}
+		if b := ledgertest.Balance(t, db, wallet); b != 380_000 {
+			t.Fatalf("payer's balance %d, want 380000", b)
+		}
+		mm, err := app.Server.Charges.Merchant(t.Context(), m)
+		if err != nil || mm.PostedRials != 120_000 {
+			t.Fatalf("merchant's balance %d (%v)", mm.PostedRials, err)
+		}
+		// The outcome: paid, on to return_url with charge_id and status.
+		done := apptest.Parse(c.Get(want).Body)
+		if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "paid" {
+			t.Fatalf("outcome: %v", s)
+		}
+		ret := done.TestID("checkout-return")
+		if ret == nil || !ret.Has("data-autofollow") {
+			t.Fatalf("no return link that follows itself")
+		}
+		u, err := url.Parse(ret.Attr("href"))
+		if err != nil || u.Host != "shop.example" || u.Query().Get("charge_id") != ch.PublicID || u.Query().Get("status") != "succeeded" ||
+			u.Query().Get("order") != "A-1" {
+			t.Errorf("return link %q", ret.Attr("href"))
+		}
+		// A later visit shows the outcome, and does not leave by itself.
+		later := apptest.Parse(c.GetIn("en", routes.Checkout(ch.PublicID)).Body)
+		if s := later.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "paid to Book Shop") || later.TestID("checkout-return").Has("data-autofollow") {
+			t.Errorf("later visit: %v", s)
+		}
+		// Another signed-in person: paid by someone else, no return link.
+		o := app.NewClient(t)
+		signUpFunded(t, app, "other@example.com", 0)
+		o.SignIn("other@example.com", pw)
+		if d := apptest.Parse(o.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout").Attr("data-state") != "taken" || d.TestID("checkout-return") != nil {
+			t.Errorf("another person's view: %q", d.TestID("checkout").Attr("data-state"))
+		}
+		// An id of the wrong shape, or unknown: 404.
+		for _, p := range []string{routes.Checkout("nope"), routes.Checkout(charge.NewPublicID())} {
+			if r := c.Get(p); r.Status != http.StatusNotFound {
+				t.Errorf("GET %s: %d", p, r.Status)
+			}
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// Manual capture: the confirmation holds the amount (authorized), and
+// the browser goes back with status=authorized.
+func TestCheckoutAuthorizeManual(t *testing.T) {
+	t.Parallel()
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	m := shop(t, app, "shop@example.com", "Book Shop")
+	_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
+	ch := newCharge(t, app, m, 200_000, "M-1", charge.CaptureManual)
+	c := app.NewClient(t)
+	c.SignIn("payer@example.com", pw)
+	r := c.Submit(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), nil)
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("pay: %d %.300s", r.Status, r.Body)
+	}
+	done := apptest.Parse(c.Get(r.Location).Body)
+	if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "authorized" {
+		t.Fatalf("outcome %v", s)
+	}
+	if !strings.Contains(done.TestID("checkout-return").Attr("href"), "status=authorized") {
+		t.Errorf("return link %q", done.TestID("checkout-return").Attr("href"))
+	}
+	if b, h := ledgertest.Balance(t, app.DB, wallet), ledgertest.Held(t, app.DB, wallet); b != 500_000 || h != 200_000 {
+		t.Errorf("balance %d held %d", b, h)
+	}
+	apptest.CheckInvariants(t, app.DB)
+}
+
+// Cancel: nothing moves, the browser goes back with status=canceled, and
+// the checkout says so; pay after it is refused with one sentence.
+func TestCheckoutCancel(t *testing.T) {
+	t.Parallel()
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	m := shop(t, app, "shop@example.com", "Book Shop")
+	_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
+	ch := newCharge(t, app, m, 100_000, "C-1", charge.CaptureAutomatic)
+	c := app.NewClient(t)
+	c.SignIn("payer@example.com", pw)
+	payForm := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).Form(routes.Checkout(ch.PublicID)).Hidden()
+	r := c.Submit(routes.Checkout(ch.PublicID), routes.CheckoutCancel(ch.PublicID), nil)
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("cancel: %d", r.Status)
+	}
+	done := apptest.Parse(c.Get(r.Location).Body)
+	if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "canceled" ||
+		!strings.Contains(done.TestID("checkout-return").Attr("href"), "status=canceled") {
+		t.Fatalf("outcome %v", s)
+	}
+	r = c.Post(routes.Checkout(ch.PublicID), payForm)
+	if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-error") == nil || d.TestID("checkout-pay") != nil {
+		t.Errorf("pay after cancel: %d", r.Status)
+	}
+	if b := ledgertest.Balance(t, app.DB, wallet); b != 500_000 {
+		t.Errorf("balance %d", b)
+	}
+}
+
+// States: an expired checkout, the merchant's own, a stale form.
+func TestCheckoutStates(t *testing.T) {
+	t.Parallel()
+	clock := topuptest.NewFrozenClock()
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{Server: server.Options{Now: clock.Now}})
+	m := shop(t, app, "shop@example.com", "Book Shop")
+	signUpFunded(t, app, "payer@example.com", 500_000)
+	ch := newCharge(t, app, m, 100_000, "E-1", charge.CaptureAutomatic)
+	own := app.NewClient(t)
+	own.SignIn("shop@example.com", pw)
+	if d := apptest.Parse(own.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout").Attr("data-state") != "own" || d.TestID("checkout-pay") != nil {
+		t.Errorf("the merchant's own checkout: %q", d.TestID("checkout").Attr("data-state"))
+	}
+	c := app.NewClient(t)
+	c.SignIn("payer@example.com", pw)
+	form := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).Form(routes.Checkout(ch.PublicID)).Hidden()
+	stale := url.Values{"_csrf": {form.Get("_csrf")}, "token": {"nope"}}
+	if r := c.Post(routes.Checkout(ch.PublicID), stale); r.Status != http.StatusBadRequest {
+		t.Errorf("a stale form: %d", r.Status)
+	}
+	clock.Advance(charge.DefaultCheckoutTTL + time.Second)
+	d := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body)
+	if d.TestID("checkout").Attr("data-state") != "expired" || d.TestID("checkout-pay") != nil {
+		t.Errorf("expired checkout: %q", d.TestID("checkout").Attr("data-state"))
+	}
+	r := c.Post(routes.Checkout(ch.PublicID), form)
+	if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-status").Attr("data-status") != "expired" {
+		t.Errorf("pay after expiry: %d", r.Status)
+	}
+}
+
+// A short balance: the checkout offers to top up the difference (the
+// form filled in), and once that top-up is credited its page leads back
+// to the same checkout, which then pays.
+func TestCheckoutShortBalanceTopUpAndBack(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		_, wallet := signUpFunded(t, app, "payer@example.com", 30_000)
+		ch := newCharge(t, app, m, 100_000, "S-1", charge.CaptureAutomatic)
+		c := app.NewClient(t)
+		c.SignIn("payer@example.com", pw)
+		d := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body)
+		if d.TestID("checkout").Attr("data-state") != "short" || d.TestID("checkout-short").Attr("data-rials") != "70000" || d.TestID("checkout-pay") != nil {
+			t.Fatalf("short checkout: %q", d.TestID("checkout").Attr("data-state"))
+		}
+		link := d.TestID("checkout-topup").Attr("href")
+		r := c.Get(link)
+		if r.Status != http.StatusSeeOther || r.Location != routes.TopUp+"?amount=7000" {
+			t.Fatalf("top up the difference: %d %q", r.Status, r.Location)
+		}
+		form := apptest.Parse(c.Get(r.Location).Body)
+		if form.ByID("amount").Attr("value") != "۷٬۰۰۰" {
+			t.Errorf("the top-up form's amount %q", form.ByID("amount").Attr("value"))
+		}
+		h := form.Form(routes.TopUp).Hidden()
+		r = c.PostTopUp(h.Get("_csrf"), h.Get("token"), "7000")
+		if r.Status != http.StatusSeeOther {
+			t.Fatalf("top-up: %d", r.Status)
+		}
+		back := c.PayAtBank(r.Location, "pay")
+		res := c.Get(back)
+		for res.Status == http.StatusSeeOther {
+			res = c.Get(res.Location)
+		}
+		cont := apptest.Parse(res.Body).TestID("continue-checkout")
+		if cont == nil || cont.Attr("href") != routes.Checkout(ch.PublicID) {
+			t.Fatalf("the credited top-up's page does not lead back: %v %.500s", cont, res.Body)
+		}
+		if r := c.Submit(cont.Attr("href"), routes.Checkout(ch.PublicID), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("pay: %d", r.Status)
+		}
+		if b := ledgertest.Balance(t, db, wallet); b != 0 {
+			t.Errorf("balance after %d, want 0", b)
+		}
+		// Paid: the top-up's receipt no longer leads back.
+		if c := apptest.Parse(c.Get(back).Body).TestID("continue-checkout"); c != nil {
+			t.Errorf("still leads back to a paid checkout")
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// The cookie that leads back holds only a charge's id: anything else
+// (a path, another site) leads nowhere.
+func TestCheckoutReturnCookieIsNoOpenRedirect(t *testing.T) {
+	t.Parallel()
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	c, bankURL := app.StartTopUp(t, "p@example.com", "10000")
+	u, _ := url.Parse(app.URL)
+	for _, v := range []string{"//evil.example/", "https:%2F%2Fevil.example", "ch_../../admin"} {
+		c.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "checkout", Value: v, Path: "/"}})
+		back := c.PayAtBank(bankURL, "pay")
+		res := c.Get(back)
+		for res.Status == http.StatusSeeOther {
+			res = c.Get(res.Location)
+		}
+		if apptest.Parse(res.Body).TestID("continue-checkout") != nil {
+			t.Errorf("cookie %q: a link back", v)
+		}
+		_, bankURL = startAnother(t, c)
+	}
+}
+
+func startAnother(t *testing.T, c *apptest.Client) (string, string) {
+	t.Helper()
+	csrf, token := c.TopUpForm()
+	r := c.PostTopUp(csrf, token, "10000")
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d", r.Status)
+	}
+	return "", r.Location
+}
