@@ -163,6 +163,11 @@ type HistoryRow struct {
 	// (and its return): "to your account at {bank} …1234".
 	WithdrawalPublicID string
 	BankCode, Last4    string
+	// ChargeID and Merchant name a charge's line (paid, captured, or
+	// refunded: Refund): "paid to {merchant}", "refund from {merchant}".
+	ChargeID string
+	Merchant string
+	Refund   bool
 }
 
 // WalletView is the wallet page.

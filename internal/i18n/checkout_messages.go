@@ -1,6 +1,7 @@
 package i18n
 
 // Text of the pages of "Pay with Kifpool": the payer's checkout (keys
+// "checkout."), the history's rows of charges ("history.charge_"), the
 // merchant's page ("merchant.") and the admin's charges
 // ("admin.charges."). Every key must exist in both languages.
 var checkoutFA = map[string]string{
@@ -30,6 +31,8 @@ var checkoutFA = map[string]string{
 	"checkout.error_taken":        "این پرداخت را کس دیگری انجام داده است.",
 	"checkout.error_own":          "نمی‌توانید پرداخت فروشگاه خودتان را بپردازید.",
 	"checkout.error_form_expired": "این فرم کهنه شده است؛ صفحه را دوباره باز کنید.",
+	"history.charge_paid":         "پرداخت به {merchant}",
+	"history.charge_refund":       "بازپرداخت از {merchant}",
 }
 
 var checkoutEN = map[string]string{
@@ -59,4 +62,6 @@ var checkoutEN = map[string]string{
 	"checkout.error_taken":        "Someone else has paid this.",
 	"checkout.error_own":          "You cannot pay your own shop's charge.",
 	"checkout.error_form_expired": "This form is out of date; open the page again.",
+	"history.charge_paid":         "Paid to {merchant}",
+	"history.charge_refund":       "Refund from {merchant}",
 }

@@ -54,7 +54,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			},
 			Wallet: wallet.Deps{
 				Wallets: s.Wallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
-				UserTopUps: userTopUps, Transfers: s.Transfers, Withdrawals: s.Withdrawals,
+				UserTopUps: userTopUps, Transfers: s.Transfers, Withdrawals: s.Withdrawals, Charges: s.Charges,
 			},
 			Pay:      payDeps,
 			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},

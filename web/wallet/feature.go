@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -46,6 +47,9 @@ type Deps struct {
 	// Withdrawals, when set, name the withdrawals of the history's lines
 	// ("to your account at {bank} …1234").
 	Withdrawals *withdrawal.Service
+	// Charges, when set, name the merchants of the history's charges and
+	// refunds ("paid to {merchant}", "refund from {merchant}").
+	Charges *charge.Service
 }
 
 type handlers struct {

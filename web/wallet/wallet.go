@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/withdrawal"
@@ -62,6 +63,10 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	charges, err := h.chargesOf(c, u.ID, items)
+	if err != nil {
+		return err
+	}
 	for _, it := range items {
 		row := views.HistoryRow{AmountRials: it.AmountRials, BalanceAfter: it.BalanceAfterRials, Kind: string(it.Kind), CreatedAt: it.CreatedAt,
 			TopUpPublicID: it.TopUpPublicID, Note: it.Note}
@@ -71,12 +76,39 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 		if t, ok := transfers[it.Reference]; ok && it.Kind == ledger.KindTransfer {
 			row.TransferID, row.Who, row.Sent = t.PublicID, t.Counterparty(u.ID), t.SenderUserID == u.ID
 		}
+		if ch, ok := charges[it.Reference]; ok && isChargeKind(it.Kind) {
+			row.ChargeID, row.Merchant, row.Refund = ch.PublicID, ch.MerchantName, it.Kind == ledger.KindRefund
+		}
 		if w, ok := wds[it.Note]; ok && (it.Kind == ledger.KindWithdrawal || it.Kind == ledger.KindWithdrawalReturn) {
 			row.WithdrawalPublicID, row.BankCode, row.Last4 = w.PublicID, w.BankCode, w.Last4()
 		}
 		v.Rows = append(v.Rows, row)
 	}
 	return h.Render(c, fiber.StatusOK, views.Wallet(h.Page(c, "wallet.title"), v))
+}
+
+// isChargeKind: a line of a charge (paid at once, captured from a hold,
+// or refunded).
+func isChargeKind(k ledger.Kind) bool {
+	return k == ledger.KindCharge || k == ledger.KindCapture || k == ledger.KindRefund
+}
+
+// chargesOf are the charges the history's lines belong to, by their
+// ledger references ("paid to {merchant}", "refund from {merchant}").
+func (h *handlers) chargesOf(c *fiber.Ctx, userID int64, items []wallet.HistoryItem) (map[string]charge.Charge, error) {
+	if h.Charges == nil {
+		return nil, nil
+	}
+	var refs []string
+	for _, it := range items {
+		if isChargeKind(it.Kind) {
+			refs = append(refs, it.Reference)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	return h.Charges.ByReferences(c.UserContext(), userID, refs)
 }
 
 // withdrawalsOf are the withdrawals the history's lines belong to (a
