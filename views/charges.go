@@ -108,3 +108,12 @@ func checkoutClass(state string) string {
 	}
 	return "pending"
 }
+
+// statusQuery is the merchant list's status filter as a query's part
+// (sep: "?" or "&"; "" without a filter).
+func statusQuery(status, sep string) string {
+	if status == "" {
+		return ""
+	}
+	return sep + "status=" + status
+}

@@ -182,6 +182,8 @@ type WalletView struct {
 	Rows           []HistoryRow
 	NextCursor     int64
 	HasNewer       bool
+	// Merchant: the user is a merchant (a link to their shop's page).
+	Merchant bool
 }
 
 // OpenTopUpRow is a payment still in progress, on the wallet page.

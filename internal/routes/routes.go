@@ -267,7 +267,8 @@ func Patterns() []string {
 		AdminWithdrawalFailPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
 		APICharges, APIChargePattern, APIChargeCapturePattern, APIChargeCancelPattern, APIChargeRefundsPattern,
 		AdminUserMerchantPattern,
-		CheckoutPattern, CheckoutCancelPattern, CheckoutTopUpPattern,
+		CheckoutPattern, CheckoutCancelPattern, CheckoutTopUpPattern, Merchant, MerchantChargesCSV, MerchantChargePattern,
+		MerchantChargeCapturePattern, MerchantChargeCancelPattern, MerchantChargeRefundPattern,
 	}
 }
 

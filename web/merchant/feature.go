@@ -41,6 +41,12 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Post(routes.CheckoutPattern, h.RequireUser, h.pay)
 	r.Post(routes.CheckoutCancelPattern, h.RequireUser, h.cancelCheckout)
 	r.Get(routes.CheckoutTopUpPattern, h.RequireUser, h.topUpDifference)
+	r.Get(routes.Merchant, h.RequireUser, h.merchantPage)
+	r.Get(routes.MerchantChargesCSV, h.RequireUser, h.merchantCSV)
+	r.Get(routes.MerchantChargePattern, h.RequireUser, h.chargePage)
+	r.Post(routes.MerchantChargeCapturePattern, h.RequireUser, h.capture)
+	r.Post(routes.MerchantChargeCancelPattern, h.RequireUser, h.cancel)
+	r.Post(routes.MerchantChargeRefundPattern, h.RequireUser, h.refund)
 }
 
 // chargeID is the route's charge id (404 unless it has the shape of one).

@@ -1,6 +1,7 @@
 package wallet
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -83,6 +84,13 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 			row.WithdrawalPublicID, row.BankCode, row.Last4 = w.PublicID, w.BankCode, w.Last4()
 		}
 		v.Rows = append(v.Rows, row)
+	}
+	if h.Charges != nil {
+		if _, err := h.Charges.Merchant(c.UserContext(), u.ID); err == nil {
+			v.Merchant = true
+		} else if !errors.Is(err, charge.ErrNotMerchant) {
+			return err
+		}
 	}
 	return h.Render(c, fiber.StatusOK, views.Wallet(h.Page(c, "wallet.title"), v))
 }

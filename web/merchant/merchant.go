@@ -1,0 +1,316 @@
+package merchant
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/views"
+)
+
+const (
+	merchantPageSize = 50
+	// csvMaxRows bounds one export.
+	csvMaxRows = 50_000
+)
+
+// ChargeRow is c as the pages list it.
+func ChargeRow(c charge.Charge) views.ChargeRow {
+	return views.ChargeRow{PublicID: c.PublicID, OrderID: c.OrderID, Description: c.Description, Status: string(c.Status),
+		Capture: string(c.Capture), AmountRials: c.AmountRials, CapturedRials: c.CapturedRials, RefundedRials: c.RefundedRials,
+		PayerEmail: c.PayerEmail, MerchantName: c.MerchantName, MerchantEmail: c.MerchantEmail, CreatedAt: c.CreatedAt}
+}
+
+// ChargeDetail is c with its refunds and history (the actions' forms
+// are the caller's to allow).
+func ChargeDetail(c charge.Charge, events []charge.Event) *views.ChargeDetail {
+	d := &views.ChargeDetail{ChargeRow: ChargeRow(c), ExpiresAt: c.ExpiresAt, HoldExpiresAt: c.HoldExpiresAt,
+		RefundableRials: c.RefundableRials()}
+	for _, r := range c.Refunds {
+		d.Refunds = append(d.Refunds, views.RefundRow{PublicID: r.PublicID, AmountRials: r.AmountRials, CreatedAt: r.CreatedAt})
+	}
+	for _, e := range events {
+		d.Events = append(d.Events, views.ChargeEventRow{Type: e.Type, FromStatus: string(e.FromStatus), ToStatus: string(e.ToStatus),
+			Actor: string(e.Actor), AmountRials: e.AmountRials, CreatedAt: e.CreatedAt})
+	}
+	return d
+}
+
+// merchantOf is the signed-in user's merchant, or the page that says
+// they are none (ok false: answered).
+func (h *handlers) merchantOf(c *fiber.Ctx) (charge.Merchant, bool, error) {
+	m, err := h.Charges.Merchant(c.UserContext(), h.User(c).ID)
+	if errors.Is(err, charge.ErrNotMerchant) {
+		return m, false, h.Message(c, fiber.StatusForbidden, "merchant.not_title", "merchant.not", routes.Wallet, "nav.back_wallet")
+	}
+	return m, err == nil, err
+}
+
+// statusFilter is ?status= (ok false: not a status).
+func statusFilter(c *fiber.Ctx) (charge.Status, bool) {
+	s := charge.Status(c.Query("status"))
+	return s, s == "" || s.Valid()
+}
+
+// merchantView is the page's frame: the merchant's balance and filters.
+func merchantView(m charge.Merchant, status charge.Status) views.MerchantView {
+	v := views.MerchantView{Name: m.DisplayName, PostedRials: m.PostedRials, HeldRials: m.HeldRials,
+		AvailableRials: m.AvailableRials(), Status: string(status)}
+	for _, s := range charge.Statuses() {
+		v.Statuses = append(v.Statuses, string(s))
+	}
+	return v
+}
+
+// merchantPage is GET /merchant: the merchant's balance and its charges,
+// newest first, by status, a page at a time.
+func (h *handlers) merchantPage(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	m, ok, err := h.merchantOf(c)
+	if !ok {
+		return err
+	}
+	status, ok := statusFilter(c)
+	if !ok {
+		return fiber.NewError(fiber.StatusBadRequest, "bad status")
+	}
+	before, err := cursor(c)
+	if err != nil {
+		return err
+	}
+	cs, next, err := h.Charges.List(c.UserContext(), charge.Filter{MerchantUserID: m.UserID, Status: status, Before: before, Limit: merchantPageSize})
+	if err != nil {
+		return err
+	}
+	v := merchantView(m, status)
+	v.NextCursor, v.HasNewer = next, before > 0
+	for _, ch := range cs {
+		v.Rows = append(v.Rows, ChargeRow(ch))
+	}
+	return h.Render(c, fiber.StatusOK, views.MerchantPage(h.Page(c, "merchant.title"), v))
+}
+
+// cursor is ?before= (0: none; 400: not an id).
+func cursor(c *fiber.Ctx) (int64, error) {
+	b := c.Query("before")
+	if b == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(b, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fiber.NewError(fiber.StatusBadRequest, "bad cursor")
+	}
+	return n, nil
+}
+
+// merchantCSV is GET /merchant/charges.csv: the same charges (by the
+// same status filter) as a spreadsheet, UTF-8 with a BOM.
+func (h *handlers) merchantCSV(c *fiber.Ctx) error {
+	m, ok, err := h.merchantOf(c)
+	if !ok {
+		return err
+	}
+	status, ok := statusFilter(c)
+	if !ok {
+		return fiber.NewError(fiber.StatusBadRequest, "bad status")
+	}
+	l := h.Lang(c)
+	t := func(k string) string { return i18n.T(l, k) }
+	var buf bytes.Buffer
+	buf.WriteString("\uFEFF")
+	w := csv.NewWriter(&buf)
+	_ = w.Write([]string{t("csv.utc"), t("merchant.col_id"), t("merchant.col_order"), t("merchant.col_description"), t("csv.status"),
+		t("csv.status_code"), t("merchant.col_capture"), t("csv.amount_rials"), t("merchant.col_captured_rials"),
+		t("merchant.col_refunded_rials"), t("merchant.col_payer")})
+	var before int64
+	for n := 0; n < csvMaxRows; {
+		cs, next, err := h.Charges.List(c.UserContext(), charge.Filter{MerchantUserID: m.UserID, Status: status, Before: before, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, ch := range cs {
+			_ = w.Write([]string{ch.CreatedAt.UTC().Format(time.RFC3339), ch.PublicID, csvSafe(ch.OrderID), csvSafe(ch.Description),
+				t("merchant.status." + string(ch.Status)), string(ch.Status), string(ch.Capture), strconv.FormatInt(ch.AmountRials, 10),
+				strconv.FormatInt(ch.CapturedRials, 10), strconv.FormatInt(ch.RefundedRials, 10), ch.PayerEmail})
+			n++
+		}
+		if next == 0 {
+			break
+		}
+		before = next
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-charges.csv"`)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(buf.Bytes())
+}
+
+// csvSafe keeps a spreadsheet from reading a merchant's text as a
+// formula.
+func csvSafe(s string) string {
+	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
+		return "'" + s
+	}
+	return s
+}
+
+// chargePage is GET /merchant/charges/{id}: one of the merchant's charges
+// with its refunds, its history and the actions it allows.
+func (h *handlers) chargePage(c *fiber.Ctx) error {
+	return h.showCharge(c, fiber.StatusOK, c.Query("done"), "", nil)
+}
+
+// showCharge renders the route's charge of the signed-in merchant, with
+// an action's outcome (notice: done's key; errKey: a refusal).
+func (h *handlers) showCharge(c *fiber.Ctx, status int, notice, errKey string, args []any) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	m, ok, err := h.merchantOf(c)
+	if !ok {
+		return err
+	}
+	id, err := chargeID(c)
+	if err != nil {
+		return err
+	}
+	ch, err := h.Charges.Get(c.UserContext(), m.UserID, id)
+	if errors.Is(err, charge.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	events, err := h.Charges.Events(c.UserContext(), ch.ID)
+	if err != nil {
+		return err
+	}
+	v := merchantView(m, "")
+	d := ChargeDetail(ch, events)
+	d.CanCapture = ch.Status == charge.StatusAuthorized
+	d.CanCancel = ch.Status == charge.StatusAuthorized || ch.Status == charge.StatusRequiresConfirmation
+	d.CanRefund = ch.Status == charge.StatusSucceeded && ch.RefundableRials() > 0
+	d.RefundToken = formtoken.New()
+	v.Charge = d
+	v.NoticeKey = map[string]string{"captured": "merchant.done_captured", "canceled": "merchant.done_canceled",
+		"refunded": "merchant.done_refunded"}[notice]
+	v.ErrorKey, v.ErrorArgs = errKey, args
+	return h.Render(c, status, views.MerchantCharge(h.Page(c, "merchant.charge_title"), v))
+}
+
+// actionDone goes back to the charge's page, told what was done
+// (Post/Redirect/Get: a reload repeats nothing).
+func actionDone(c *fiber.Ctx, publicID, done string) error {
+	return c.Redirect(routes.MerchantCharge(publicID)+"?done="+done, fiber.StatusSeeOther)
+}
+
+// amountOf reads a form's amount in tomans, as rials.
+func amountOf(typed string) (int64, error) {
+	rials, err := money.ParseTomans(typed)
+	if err != nil {
+		return 0, err
+	}
+	return rials, charge.CheckAmount(rials)
+}
+
+// capture is POST /merchant/charges/{id}/capture {amount}: the same
+// use case as the API's capture, once.
+func (h *handlers) capture(c *fiber.Ctx) error {
+	m, ok, err := h.merchantOf(c)
+	if !ok {
+		return err
+	}
+	id, err := chargeID(c)
+	if err != nil {
+		return err
+	}
+	rials, err := amountOf(h.FormValue(c, "amount"))
+	if err != nil {
+		return h.showCharge(c, fiber.StatusUnprocessableEntity, "", "merchant.error_amount", nil)
+	}
+	if _, err := h.Charges.Capture(c.UserContext(), m.UserID, id, rials); err != nil {
+		return h.actionRefused(c, err)
+	}
+	return actionDone(c, id, "captured")
+}
+
+// cancel is POST /merchant/charges/{id}/cancel: the API's cancel, once.
+func (h *handlers) cancel(c *fiber.Ctx) error {
+	m, ok, err := h.merchantOf(c)
+	if !ok {
+		return err
+	}
+	id, err := chargeID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.Charges.Cancel(c.UserContext(), m.UserID, id); err != nil {
+		return h.actionRefused(c, err)
+	}
+	return actionDone(c, id, "canceled")
+}
+
+// refund is POST /merchant/charges/{id}/refund {amount, token}: the API's
+// refund, its form's own token standing for the Idempotency-Key, so a
+// double submit refunds once.
+func (h *handlers) refund(c *fiber.Ctx) error {
+	m, ok, err := h.merchantOf(c)
+	if !ok {
+		return err
+	}
+	id, err := chargeID(c)
+	if err != nil {
+		return err
+	}
+	token := h.FormValue(c, "token")
+	if !formtoken.Valid(token) {
+		return h.showCharge(c, fiber.StatusBadRequest, "", "merchant.error_form_expired", nil)
+	}
+	rials, err := amountOf(h.FormValue(c, "amount"))
+	if err != nil {
+		return h.showCharge(c, fiber.StatusUnprocessableEntity, "", "merchant.error_amount", nil)
+	}
+	_, err = h.Charges.Refund(c.UserContext(), charge.RefundRequest{MerchantUserID: m.UserID, ChargeID: id, FormToken: token, AmountRials: rials})
+	if err != nil {
+		return h.actionRefused(c, err)
+	}
+	return actionDone(c, id, "refunded")
+}
+
+// actionRefused shows the charge again with the refusal's one sentence;
+// nothing was written.
+func (h *handlers) actionRefused(c *fiber.Ctx, err error) error {
+	for _, e := range []struct {
+		err error
+		key string
+	}{
+		{charge.ErrInsufficientFunds, "merchant.error_funds"},
+		{charge.ErrRefundExceeds, "merchant.error_exceeds"},
+		{charge.ErrBadAmount, "merchant.error_amount"},
+		{charge.ErrExpired, "merchant.error_expired"},
+		{charge.ErrNotCapturable, "merchant.error_state"},
+		{charge.ErrNotCancelable, "merchant.error_state"},
+		{charge.ErrNotRefundable, "merchant.error_state"},
+		{charge.ErrCanceled, "merchant.error_state"},
+		{charge.ErrTokenReused, "merchant.error_form_used"},
+	} {
+		if errors.Is(err, e.err) {
+			return h.showCharge(c, fiber.StatusConflict, "", e.key, nil)
+		}
+	}
+	if errors.Is(err, charge.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,148 @@
+package merchant_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// The merchant's page: its balance, its charges by status, the CSV;
+// capture (part of an authorization, the rest released), cancel, and
+// refunds whose form token makes a double submit refund once, all
+// through the charge use case; CSRF-protected; others are refused.
+func TestMerchantPage(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		payer, wallet := signUpFunded(t, app, "payer@example.com", 1_000_000)
+		paid := newCharge(t, app, m, 300_000, "P-1", charge.CaptureAutomatic)
+		held := newCharge(t, app, m, 200_000, "P-2", charge.CaptureManual)
+		held2 := newCharge(t, app, m, 100_000, "P-3", charge.CaptureManual)
+		open := newCharge(t, app, m, 50_000, "=1+1", charge.CaptureAutomatic)
+		for _, ch := range []charge.Charge{paid, held, held2} {
+			if _, err := app.Server.Charges.Confirm(ctx, payer, ch.PublicID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := app.NewClient(t)
+		c.SignIn("shop@example.com", pw)
+
+		if apptest.Parse(c.Get(routes.Wallet).Body).TestID("merchant-link") == nil {
+			t.Error("no link to the shop's page on a merchant's wallet")
+		}
+		doc := apptest.Parse(c.Get(routes.Merchant).Body)
+		if doc.TestID("merchant-balance").Attr("data-rials") != "300000" || len(doc.TestIDs("merchant-charge-row")) != 4 {
+			t.Fatalf("page: balance %q, %d rows", doc.TestID("merchant-balance").Attr("data-rials"), len(doc.TestIDs("merchant-charge-row")))
+		}
+		for status, n := range map[string]int{"authorized": 2, "succeeded": 1, "requires_confirmation": 1, "canceled": 0} {
+			rows := apptest.Parse(c.Get(routes.Merchant + "?status=" + status).Body).TestIDs("merchant-charge-row")
+			if len(rows) != n {
+				t.Errorf("status %s: %d rows, want %d", status, len(rows), n)
+			}
+		}
+		if r := c.Get(routes.Merchant + "?status=bogus"); r.Status != http.StatusBadRequest {
+			t.Errorf("a bogus filter: %d", r.Status)
+		}
+		csv := c.Get(routes.MerchantChargesCSV + "?status=authorized")
+		if csv.Status != http.StatusOK || !strings.HasPrefix(csv.Header.Get("Content-Type"), "text/csv") ||
+			strings.Count(csv.Body, "\n") != 3 || !strings.Contains(csv.Body, held.PublicID) || strings.Contains(csv.Body, paid.PublicID) {
+			t.Errorf("CSV: %d %q", csv.Status, csv.Body)
+		}
+		if all := c.Get(routes.MerchantChargesCSV).Body; !strings.Contains(all, "'=1+1") {
+			t.Errorf("a formula-like order id is not defused: %q", all)
+		}
+
+		// Capture 150,000 of 200,000: the rest released.
+		page := routes.MerchantCharge(held.PublicID)
+		if apptest.Parse(c.Get(page).Body).TestID("merchant-capture") == nil {
+			t.Fatal("no capture form")
+		}
+		r := c.Submit(page, routes.MerchantChargeCapture(held.PublicID), url.Values{"amount": {"۱۵٬۰۰۰"}})
+		if r.Status != http.StatusSeeOther {
+			t.Fatalf("capture: %d %.300s", r.Status, r.Body)
+		}
+		d := apptest.Parse(c.Get(r.Location).Body)
+		if d.TestID("merchant-charge").Attr("data-status") != "succeeded" || d.TestID("merchant-charge-captured").Attr("data-rials") != "150000" ||
+			d.TestID("merchant-notice") == nil {
+			t.Errorf("after capture: %q", d.TestID("merchant-charge").Attr("data-status"))
+		}
+		// Cancel the other authorization: its hold released.
+		if r := c.Submit(routes.MerchantCharge(held2.PublicID), routes.MerchantChargeCancel(held2.PublicID), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("cancel: %d", r.Status)
+		}
+		if h := ledgertest.Held(t, db, wallet); h != 0 {
+			t.Errorf("held after capture and cancel: %d", h)
+		}
+		// Refund 100,000 of the paid charge, the form submitted twice at
+		// once and again: one refund.
+		rp := apptest.Parse(c.Get(routes.MerchantCharge(paid.PublicID)).Body).Form(routes.MerchantChargeRefund(paid.PublicID))
+		if rp == nil {
+			t.Fatal("no refund form")
+		}
+		form := rp.Hidden()
+		form.Set("amount", "10000")
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() { defer wg.Done(); c.Post(routes.MerchantChargeRefund(paid.PublicID), form) }()
+		}
+		wg.Wait()
+		if r := c.Post(routes.MerchantChargeRefund(paid.PublicID), form); r.Status != http.StatusSeeOther {
+			t.Errorf("the same refund again: %d", r.Status)
+		}
+		d = apptest.Parse(c.Get(routes.MerchantCharge(paid.PublicID)).Body)
+		if n := len(d.TestIDs("merchant-refund-row")); n != 1 || d.TestID("merchant-charge-refunded").Attr("data-rials") != "100000" {
+			t.Errorf("%d refunds, refunded %q", n, d.TestID("merchant-charge-refunded").Attr("data-rials"))
+		}
+		// More than what is left: refused, nothing written.
+		r = c.Submit(routes.MerchantCharge(paid.PublicID), routes.MerchantChargeRefund(paid.PublicID), url.Values{"amount": {"25000"}})
+		if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("merchant-error") == nil {
+			t.Errorf("refund above the rest: %d", r.Status)
+		}
+		// Without the CSRF token: refused.
+		if r := c.Post(routes.MerchantChargeRefund(paid.PublicID), url.Values{"token": {form.Get("token") + "x"}, "amount": {"1000"}}); r.Status != http.StatusForbidden {
+			t.Errorf("no CSRF token: %d", r.Status)
+		}
+		// The payer: 1,000,000 − 300,000 − 150,000 + 100,000.
+		if b := ledgertest.Balance(t, db, wallet); b != 650_000 {
+			t.Errorf("payer's balance %d", b)
+		}
+		mm, _ := app.Server.Charges.Merchant(ctx, m)
+		if mm.PostedRials != 350_000 {
+			t.Errorf("merchant's balance %d", mm.PostedRials)
+		}
+		// Another merchant's charge: 404; a non-merchant: a refusal.
+		shop(t, app, "other@example.com", "Other")
+		o := app.NewClient(t)
+		o.SignIn("other@example.com", pw)
+		if r := o.Get(routes.MerchantCharge(paid.PublicID)); r.Status != http.StatusNotFound {
+			t.Errorf("another merchant's charge: %d", r.Status)
+		}
+		p := app.NewClient(t)
+		p.SignIn("payer@example.com", pw)
+		if apptest.Parse(p.Get(routes.Wallet).Body).TestID("merchant-link") != nil {
+			t.Error("a link to a shop's page on a payer's wallet")
+		}
+		for _, path := range []string{routes.Merchant, routes.MerchantChargesCSV, routes.MerchantCharge(paid.PublicID)} {
+			if r := p.GetIn("en", path); r.Status != http.StatusForbidden || !strings.Contains(r.Body, "not a merchant") && !strings.Contains(r.Body, "not one") {
+				t.Errorf("a non-merchant at %s: %d", path, r.Status)
+			}
+		}
+		if r := p.Forge(routes.Wallet, routes.MerchantChargeCancel(open.PublicID), nil); r.Status != http.StatusForbidden {
+			t.Errorf("a non-merchant's cancel: %d", r.Status)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
