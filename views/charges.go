@@ -1,6 +1,10 @@
 package views
 
-import "time"
+import (
+	"time"
+
+	"github.com/kifpool/kifpool/internal/charge"
+)
 
 // CheckoutView is the payer's checkout page of one charge.
 type CheckoutView struct {
@@ -116,4 +120,26 @@ func statusQuery(status, sep string) string {
 		return ""
 	}
 	return sep + "status=" + status
+}
+
+// ChargeRow is c as the pages list it.
+func ChargeRowOf(c charge.Charge) ChargeRow {
+	return ChargeRow{PublicID: c.PublicID, OrderID: c.OrderID, Description: c.Description, Status: string(c.Status),
+		Capture: string(c.Capture), AmountRials: c.AmountRials, CapturedRials: c.CapturedRials, RefundedRials: c.RefundedRials,
+		PayerEmail: c.PayerEmail, MerchantName: c.MerchantName, MerchantEmail: c.MerchantEmail, CreatedAt: c.CreatedAt}
+}
+
+// ChargeDetail is c with its refunds and history (the actions' forms
+// are the caller's to allow).
+func ChargeDetailOf(c charge.Charge, events []charge.Event) *ChargeDetail {
+	d := &ChargeDetail{ChargeRow: ChargeRowOf(c), ExpiresAt: c.ExpiresAt, HoldExpiresAt: c.HoldExpiresAt,
+		RefundableRials: c.RefundableRials()}
+	for _, r := range c.Refunds {
+		d.Refunds = append(d.Refunds, RefundRow{PublicID: r.PublicID, AmountRials: r.AmountRials, CreatedAt: r.CreatedAt})
+	}
+	for _, e := range events {
+		d.Events = append(d.Events, ChargeEventRow{Type: e.Type, FromStatus: string(e.FromStatus), ToStatus: string(e.ToStatus),
+			Actor: string(e.Actor), AmountRials: e.AmountRials, CreatedAt: e.CreatedAt})
+	}
+	return d
 }

@@ -88,6 +88,13 @@ var checkoutFA = map[string]string{
 	"merchant.status.succeeded":             "پرداخت‌شده",
 	"merchant.status.canceled":              "لغوشده",
 	"merchant.status.expired":               "منقضی",
+	"admin.nav.charges":                     "پرداخت‌های فروشگاه‌ها",
+	"admin.charges.title":                   "پرداخت‌های فروشگاه‌ها",
+	"admin.charges.search":                  "شناسهٔ پرداخت، شمارهٔ سفارش، یا ایمیل فروشنده یا پرداخت‌کننده",
+	"admin.charges.none":                    "پرداختی پیدا نشد.",
+	"admin.charges.detail":                  "پرداخت",
+	"admin.charges.hold":                    "مبلغ نگه‌داشته",
+	"admin.charges.no_ledger":               "این پرداخت هنوز پولی جابه‌جا نکرده است.",
 }
 
 var checkoutEN = map[string]string{
@@ -174,4 +181,11 @@ var checkoutEN = map[string]string{
 	"merchant.status.succeeded":             "Succeeded",
 	"merchant.status.canceled":              "Canceled",
 	"merchant.status.expired":               "Expired",
+	"admin.nav.charges":                     "Charges",
+	"admin.charges.title":                   "Charges",
+	"admin.charges.search":                  "Charge id, order id, or the merchant's or payer's e-mail",
+	"admin.charges.none":                    "No charge found.",
+	"admin.charges.detail":                  "Charge",
+	"admin.charges.hold":                    "Hold",
+	"admin.charges.no_ledger":               "This charge has moved no money yet.",
 }

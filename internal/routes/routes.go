@@ -268,7 +268,7 @@ func Patterns() []string {
 		APICharges, APIChargePattern, APIChargeCapturePattern, APIChargeCancelPattern, APIChargeRefundsPattern,
 		AdminUserMerchantPattern,
 		CheckoutPattern, CheckoutCancelPattern, CheckoutTopUpPattern, Merchant, MerchantChargesCSV, MerchantChargePattern,
-		MerchantChargeCapturePattern, MerchantChargeCancelPattern, MerchantChargeRefundPattern,
+		MerchantChargeCapturePattern, MerchantChargeCancelPattern, MerchantChargeRefundPattern, AdminCharges, AdminChargePattern,
 	}
 }
 

@@ -132,6 +132,8 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Post(routes.AdminWebhookEnablePattern, h.enableWebhook)
 	r.Post(routes.AdminDeliveryResendPattern, h.resendDelivery)
 	r.Get(routes.AdminTransfers, h.transfers)
+	r.Get(routes.AdminCharges, h.charges)
+	r.Get(routes.AdminChargePattern, h.chargeDetail)
 	r.Get(routes.AdminTransferPattern, h.transferDetail)
 	r.Get(routes.AdminWithdrawals, h.withdrawals)
 	r.Post(routes.AdminWithdrawalsReconcile, h.reconcileWithdrawals)

@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
@@ -302,7 +303,24 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A charge paid, for its admin page.
+	shopUser, err := app.Server.Auth.SignUp(ctx, "shop-i18n@example.com", "correct horse battery", "", "fa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := app.Server.Charges.MakeMerchant(ctx, shopUser.ID, "کتابفروشی", nil); err != nil {
+		t.Fatal(err)
+	}
+	chg, err := app.Server.Charges.Create(ctx, charge.CreateRequest{MerchantUserID: shopUser.ID, FormToken: formtoken.New(),
+		AmountRials: 20_000, OrderID: "1001", Description: "کتاب", Capture: charge.CaptureAutomatic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Server.Charges.Confirm(ctx, uid, chg.Charge.PublicID); err != nil {
+		t.Fatal(err)
+	}
 	params := map[string][]string{
+		routes.AdminChargePattern:   {chg.Charge.PublicID},
 		routes.AdminTransferPattern: {tr.Transfer.PublicID},
 		routes.AdminTopUpPattern:    publicIDs,
 		routes.AdminUserPattern:     {strconv.FormatInt(uid, 10)},

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"strconv"
 
@@ -54,17 +55,29 @@ func (h *handlers) transferDetail(c *fiber.Ctx) error {
 	} else if !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
+	rows, err := h.ledgerRows(ctx, txs)
+	if err != nil {
+		return err
+	}
+	v.Transactions = rows
+	return h.Render(c, fiber.StatusOK, adminview.TransferDetail(h.Page(c, "admin.transfers.detail"), v))
+}
+
+// ledgerRows are ledger transactions as the console shows them, each
+// posting with its account's code.
+func (h *handlers) ledgerRows(ctx context.Context, txs []ledger.Transaction) ([]adminview.LedgerTransactionRow, error) {
+	var out []adminview.LedgerTransactionRow
 	for _, lt := range txs {
 		row := adminview.LedgerTransactionRow{ID: lt.ID, Kind: string(lt.Kind), Reference: lt.Reference, CreatedAt: lt.CreatedAt}
 		for _, ps := range lt.Postings {
 			a, err := h.Ledger.Account(ctx, ps.AccountID)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			row.Postings = append(row.Postings, adminview.LedgerPostingRow{AccountCode: a.Code, AmountRials: ps.AmountRials,
 				BalanceAfterRials: ps.BalanceAfterRials})
 		}
-		v.Transactions = append(v.Transactions, row)
+		out = append(out, row)
 	}
-	return h.Render(c, fiber.StatusOK, adminview.TransferDetail(h.Page(c, "admin.transfers.detail"), v))
+	return out, nil
 }

@@ -23,28 +23,6 @@ const (
 	csvMaxRows = 50_000
 )
 
-// ChargeRow is c as the pages list it.
-func ChargeRow(c charge.Charge) views.ChargeRow {
-	return views.ChargeRow{PublicID: c.PublicID, OrderID: c.OrderID, Description: c.Description, Status: string(c.Status),
-		Capture: string(c.Capture), AmountRials: c.AmountRials, CapturedRials: c.CapturedRials, RefundedRials: c.RefundedRials,
-		PayerEmail: c.PayerEmail, MerchantName: c.MerchantName, MerchantEmail: c.MerchantEmail, CreatedAt: c.CreatedAt}
-}
-
-// ChargeDetail is c with its refunds and history (the actions' forms
-// are the caller's to allow).
-func ChargeDetail(c charge.Charge, events []charge.Event) *views.ChargeDetail {
-	d := &views.ChargeDetail{ChargeRow: ChargeRow(c), ExpiresAt: c.ExpiresAt, HoldExpiresAt: c.HoldExpiresAt,
-		RefundableRials: c.RefundableRials()}
-	for _, r := range c.Refunds {
-		d.Refunds = append(d.Refunds, views.RefundRow{PublicID: r.PublicID, AmountRials: r.AmountRials, CreatedAt: r.CreatedAt})
-	}
-	for _, e := range events {
-		d.Events = append(d.Events, views.ChargeEventRow{Type: e.Type, FromStatus: string(e.FromStatus), ToStatus: string(e.ToStatus),
-			Actor: string(e.Actor), AmountRials: e.AmountRials, CreatedAt: e.CreatedAt})
-	}
-	return d
-}
-
 // merchantOf is the signed-in user's merchant, or the page that says
 // they are none (ok false: answered).
 func (h *handlers) merchantOf(c *fiber.Ctx) (charge.Merchant, bool, error) {
@@ -94,7 +72,7 @@ func (h *handlers) merchantPage(c *fiber.Ctx) error {
 	v := merchantView(m, status)
 	v.NextCursor, v.HasNewer = next, before > 0
 	for _, ch := range cs {
-		v.Rows = append(v.Rows, ChargeRow(ch))
+		v.Rows = append(v.Rows, views.ChargeRowOf(ch))
 	}
 	return h.Render(c, fiber.StatusOK, views.MerchantPage(h.Page(c, "merchant.title"), v))
 }
@@ -197,7 +175,7 @@ func (h *handlers) showCharge(c *fiber.Ctx, status int, notice, errKey string, a
 		return err
 	}
 	v := merchantView(m, "")
-	d := ChargeDetail(ch, events)
+	d := views.ChargeDetailOf(ch, events)
 	d.CanCapture = ch.Status == charge.StatusAuthorized
 	d.CanCancel = ch.Status == charge.StatusAuthorized || ch.Status == charge.StatusRequiresConfirmation
 	d.CanRefund = ch.Status == charge.StatusSucceeded && ch.RefundableRials() > 0
