@@ -21,6 +21,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -213,6 +214,10 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			ledgertest.Fund(t, f.App.DB, w.AccountID, 5_000_000, email)
 		}
 	}
+	// A merchant with charges paid, authorized and waiting, and two payers
+	// for its checkout: one with enough money, one short of it. The
+	// pages shown carry no charge id and the clock is fixed.
+	checkout := screenshotCharges(t, f.App)
 	for _, lang := range []string{"fa", "en"} {
 		for _, d := range devices {
 			// Fresh tabs per device: switching the emulated viewport of a
@@ -301,6 +306,17 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			cash.passAdmin(t, cashier)
 			shot(cashier, "admin-withdrawals", routes.AdminWithdrawals, "wd-review-item")
 			cashier.CheckNoProblems()
+			// The checkout, with enough money and short of it, and the
+			// merchant's page (issue 33 §2).
+			payer := f.Tab(t, lang, "sara.payer@example.com", d.view)
+			shot(payer, "checkout", routes.Checkout(checkout), "checkout-pay")
+			payer.CheckNoProblems()
+			short := f.Tab(t, lang, "omid.payer@example.com", d.view)
+			shot(short, "checkout-short", routes.Checkout(checkout), "checkout-short")
+			short.CheckNoProblems()
+			shop := f.Tab(t, lang, "bookshop@example.com", d.view)
+			shot(shop, "merchant", routes.Merchant, "merchant-charges")
+			shop.CheckNoProblems()
 			anon := f.Tab(t, lang, "", d.view)
 			shot(anon, "landing", routes.Home, "landing")
 			shot(anon, "forgot", routes.PasswordForgot, "forgot-form")
@@ -377,4 +393,60 @@ func (c *cashOut) passAdmin(t *testing.T, b *Tab) {
 		return
 	}
 	authtest.PassSecondFactor(t, c.app.DB, c.admin, c.at)
+}
+
+// screenshotCharges makes the merchant "Book Shop" (bookshop@example.com)
+// with a charge paid, one authorized and one waiting at its checkout,
+// and the payers sara.payer@example.com (enough money) and omid.payer@example.com
+// (short); it returns the waiting charge's id.
+func screenshotCharges(t *testing.T, app *apptest.App) string {
+	t.Helper()
+	ctx := context.Background()
+	ids := map[string]int64{}
+	for _, p := range []struct {
+		email string
+		rials int64
+	}{{"bookshop@example.com", 0}, {"sara.payer@example.com", 3_000_000}, {"omid.payer@example.com", 200_000}} {
+		u, err := app.Server.Auth.SignUp(ctx, p.email, password, auth.RoleUser, "fa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[p.email] = u.ID
+		if p.rials > 0 {
+			w, err := app.Server.Wallets.ForUser(ctx, u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ledgertest.Fund(t, app.DB, w.AccountID, p.rials, p.email)
+		}
+	}
+	shop := ids["bookshop@example.com"]
+	if _, _, err := app.Server.Charges.MakeMerchant(ctx, shop, "Book Shop", nil); err != nil {
+		t.Fatal(err)
+	}
+	var waiting string
+	for i, c := range []struct {
+		order   string
+		rials   int64
+		capture charge.CaptureMethod
+		pay     bool
+	}{
+		{"1001", 450_000, charge.CaptureAutomatic, true},
+		{"1002", 1_200_000, charge.CaptureManual, true},
+		{"1003", 850_000, charge.CaptureAutomatic, false},
+	} {
+		res, err := app.Server.Charges.Create(ctx, charge.CreateRequest{MerchantUserID: shop, FormToken: fmt.Sprintf("screenshot-charge-%d", i),
+			AmountRials: c.rials, Description: "سفارش کتاب " + c.order, OrderID: c.order, Capture: c.capture})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.pay {
+			if _, err := app.Server.Charges.Confirm(ctx, ids["sara.payer@example.com"], res.Charge.PublicID); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			waiting = res.Charge.PublicID
+		}
+	}
+	return waiting
 }
