@@ -21,6 +21,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/cardrefund"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -185,6 +186,8 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 		}
 
 		const noWithdrawal = "wd_aaaaaaaaaaaaaaaaaaaaaaaa"
+		noCharge := charge.NewPublicID() // of no charge
+		forbidden := http.StatusForbidden
 		ok, see, nf, unp := http.StatusOK, http.StatusSeeOther, http.StatusNotFound, http.StatusUnprocessableEntity
 		moved := http.StatusMovedPermanently
 		noRefund := cardrefund.NewPublicID() // of no card refund
@@ -271,6 +274,19 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.APIChargeRefundsPattern, url: routes.APIChargeRefunds("ch_nosuchcharge"),
 				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
 			{path: routes.AdminUserMerchantPattern, url: routes.AdminUserMerchant(999999), post: p(adminOnly(nf))},
+			// The payer's checkout of an unknown charge; the merchant's page
+			// refuses anyone who is not a merchant; the admin's search.
+			{path: routes.CheckoutPattern, url: routes.Checkout(noCharge), get: p(who{see, nf, nf, nf}), post: p(who{see, nf, nf, nf})},
+			{path: routes.CheckoutCancelPattern, url: routes.CheckoutCancel(noCharge), post: p(who{see, nf, nf, nf})},
+			{path: routes.CheckoutTopUpPattern, url: routes.CheckoutTopUp(noCharge), get: p(who{see, nf, nf, nf})},
+			{path: routes.Merchant, get: p(signedIn(forbidden))},
+			{path: routes.MerchantChargesCSV, get: p(signedIn(forbidden))},
+			{path: routes.MerchantChargePattern, url: routes.MerchantCharge(noCharge), get: p(signedIn(forbidden))},
+			{path: routes.MerchantChargeCapturePattern, url: routes.MerchantChargeCapture(noCharge), post: p(signedIn(forbidden))},
+			{path: routes.MerchantChargeCancelPattern, url: routes.MerchantChargeCancel(noCharge), post: p(signedIn(forbidden))},
+			{path: routes.MerchantChargeRefundPattern, url: routes.MerchantChargeRefund(noCharge), post: p(signedIn(forbidden))},
+			{path: routes.AdminCharges, get: p(adminOnly(ok))},
+			{path: routes.AdminChargePattern, url: routes.AdminCharge(noCharge), get: p(adminOnly(nf))},
 			{path: routes.AdminTransfers, get: p(adminOnly(ok))},
 			{path: routes.AdminTransferPattern, url: routes.AdminTransfer("tr_nosuchtransfer"), get: p(adminOnly(nf))},
 			// The top-ups' old addresses: the bank's callback and the
