@@ -213,6 +213,7 @@ func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slo
 	if err != nil {
 		return err
 	}
+	defer srv.Close() // the read database's pool (DATABASE_READ_URL)
 	app := srv.App
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	go srv.Clock.Run(bgCtx) // keeps the app's clock on the database's
@@ -627,6 +628,7 @@ func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, l
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	rep, err := srv.TopUps.Reconcile(ctx)
 	fmt.Fprintf(stdout, "listed %d unverified at the gateway: %d ours, %d credited now (%d rials), %d foreign (%d rials), %d mismatches\n",
 		rep.Listed, rep.Ours, rep.Credited, rep.CreditedRials, rep.ForeignCount, rep.ForeignRials, rep.Mismatches)

@@ -78,6 +78,7 @@ func Start(t testing.TB, db *store.DB, o Options) *App {
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
+	t.Cleanup(func() { _ = srv.Close() })
 	go func() { _ = srv.App.Listener(ln) }()
 	t.Cleanup(func() { _ = srv.App.ShutdownWithTimeout(5 * time.Second) })
 	if o.Background {

@@ -34,10 +34,13 @@ const GatewaySandbox = drivers.Sandbox
 
 // Config is the whole of Kifpool's configuration.
 type Config struct {
-	DatabaseURL   string
-	ListenAddr    string
-	BaseURL       string
-	SessionSecret []byte
+	DatabaseURL string
+	// DatabaseReadURL is the pages' read database (DATABASE_READ_URL;
+	// "": every read on DatabaseURL).
+	DatabaseReadURL string
+	ListenAddr      string
+	BaseURL         string
+	SessionSecret   []byte
 	// Gateway is GATEWAYS as set: "sandbox", or the drivers' names
 	// joined by commas.
 	Gateway string
@@ -320,6 +323,11 @@ func (c *Config) check(l *loader) {
 				w += " (the built-in sandbox bank is called at BASE_URL/sandbank: top-ups fail when nothing answers there)"
 			}
 			c.Warnings = append(c.Warnings, w)
+		}
+	}
+	if c.DatabaseReadURL != "" && l.ok("DATABASE_URL", "DATABASE_READ_URL") {
+		if d, _, _ := dburl.Parse(c.DatabaseURL); d != dburl.Postgres {
+			l.bad("DATABASE_READ_URL", "needs DATABASE_URL on PostgreSQL: SQLite is one process with no replicas (unset DATABASE_READ_URL)")
 		}
 	}
 	if g := strings.TrimSpace(l.getenv("GATEWAY")); g != "" && l.set["GATEWAYS"] && l.ok("GATEWAY", "GATEWAYS") {

@@ -161,6 +161,10 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"database scheme", map[string]string{"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL"},
 		{"database sqlite without path", map[string]string{"DATABASE_URL": "sqlite:"}, "DATABASE_URL"},
+		{"read database scheme", map[string]string{"DATABASE_URL": "postgres://u@h/db", "DATABASE_READ_URL": "mysql://u@h/db"}, "DATABASE_READ_URL"},
+		{"read database on sqlite", map[string]string{"DATABASE_URL": "postgres://u@h/db", "DATABASE_READ_URL": "sqlite:./replica.db"}, "DATABASE_READ_URL"},
+		{"read database beside sqlite", map[string]string{"DATABASE_URL": "sqlite:./kifpool.db", "DATABASE_READ_URL": "postgres://u@replica/db"}, "DATABASE_READ_URL"},
+		{"read database beside the default sqlite", map[string]string{"DATABASE_READ_URL": "postgres://u@replica/db"}, "DATABASE_READ_URL"},
 		{"listen addr without port", map[string]string{"LISTEN_ADDR": "nope"}, "LISTEN_ADDR"},
 		{"listen addr bad port", map[string]string{"LISTEN_ADDR": "localhost:http"}, "LISTEN_ADDR"},
 		{"listen addr empty port", map[string]string{"LISTEN_ADDR": "localhost:"}, "LISTEN_ADDR"},
@@ -900,5 +904,29 @@ func TestOperatorSettings(t *testing.T) {
 	}
 	if _, err := config.Load(env(map[string]string{"ENAMAD_HTML": `<img src="http://trustseal.enamad.ir/logo.aspx">`})); err == nil {
 		t.Errorf("a seal image over http accepted")
+	}
+}
+
+// DATABASE_READ_URL: unset, every read on the primary; set beside a
+// PostgreSQL primary, kept as given (and shown without its password).
+func TestDatabaseReadURL(t *testing.T) {
+	tests := []struct {
+		name, primary, read, want string
+	}{
+		{"unset", "postgres://u@db/kifpool", "", ""},
+		{"blank", "postgres://u@db/kifpool", "  ", ""},
+		{"replica", "postgres://u@db/kifpool", "postgres://reader@replica:5432/kifpool?sslmode=require", "postgres://reader@replica:5432/kifpool?sslmode=require"},
+		{"postgresql scheme", "postgres://u@db/kifpool", "postgresql://reader@replica/kifpool", "postgresql://reader@replica/kifpool"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(map[string]string{"DATABASE_URL": tc.primary, "DATABASE_READ_URL": tc.read}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.DatabaseReadURL != tc.want {
+				t.Errorf("DatabaseReadURL = %q, want %q", c.DatabaseReadURL, tc.want)
+			}
+		})
 	}
 }

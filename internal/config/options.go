@@ -163,6 +163,31 @@ func ownOptions() []Option {
 					}
 					return c.DatabaseURL
 				}}},
+		{Name: "DATABASE_READ_URL", Group: groupServer,
+			DefaultDoc: "unset: every read on `DATABASE_URL`",
+			Doc:        "a second PostgreSQL (`postgres://…`, usually a streaming replica of `DATABASE_URL`) that the pages' reads go to: the admin console's lists, searches, dashboard and CSV, people, the payer's top-up list, CSV and wallet history, the API's lists; what must be fresh (a use case's reads before it writes, a receipt right after its move, one top-up, sessions, idempotency records, balances and limits) stays on `DATABASE_URL`; checked every 5 s, and while it does not answer its reads go to `DATABASE_URL`; the dashboard shows its lag; refused with SQLite (one process, no replicas); opens up to `DATABASE_MAX_CONNS` connections of its own; `kifpool config` shows it without its password",
+			p: parser{accepts: "`postgres://…` or unset",
+				set: func(c *Config, v string) error {
+					if v == "" {
+						c.DatabaseReadURL = ""
+						return nil
+					}
+					d, _, err := dburl.Parse(v)
+					if err != nil {
+						return err
+					}
+					if d != dburl.Postgres {
+						return fmt.Errorf("SQLite has no read replicas: a read URL is postgres://… (or leave it unset)")
+					}
+					c.DatabaseReadURL = v
+					return nil
+				},
+				show: func(c Config) string {
+					if u, err := url.Parse(c.DatabaseReadURL); err == nil && u.User != nil {
+						return u.Redacted()
+					}
+					return c.DatabaseReadURL
+				}}},
 		{Name: "DATABASE_MAX_CONNS", Group: groupServer, Default: "0",
 			DefaultDoc: "`0`: 4 per CPU, at least 8, at most 20",
 			Doc:        "PostgreSQL connections one instance opens at most (and keeps idle); N instances open up to N × this, which must stay under the server's `max_connections` (100 by default); idle ones are closed after 5 minutes",

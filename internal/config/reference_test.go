@@ -74,7 +74,8 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 	vars := map[string]string{
 		"GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "SESSION_SECRET": strongSecret,
 		"METRICS_TOKEN": "scrape-token-1234-abcdefghijklmnopqrs", "DATABASE_URL": "postgres://kifpool:db-password@db:5432/kifpool",
-		"WORKER_INTERVAL": "off", "WORKER_MAX_UNKNOWN": "90m",
+		"DATABASE_READ_URL": "postgres://reader:replica-password@replica:5432/kifpool",
+		"WORKER_INTERVAL":   "off", "WORKER_MAX_UNKNOWN": "90m",
 	}
 	c, err := config.Load(env(vars))
 	if err != nil {
@@ -89,7 +90,7 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 	if len(got) != len(config.Options()) {
 		t.Errorf("%d settings, want one per option (%d)", len(got), len(config.Options()))
 	}
-	for _, secret := range []string{merchant, strongSecret, "scrape-token-1234-abcdefghijklmnopqrs", "db-password"} {
+	for _, secret := range []string{merchant, strongSecret, "scrape-token-1234-abcdefghijklmnopqrs", "db-password", "replica-password"} {
 		if strings.Contains(all.String(), secret) {
 			t.Errorf("a secret is printed: %q in\n%s", secret, all.String())
 		}
@@ -99,6 +100,7 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 		{"SESSION_SECRET", "******** (32 characters)", "environment"},
 		{"METRICS_TOKEN", "******** (37 characters)", "environment"},
 		{"DATABASE_URL", "postgres://kifpool:xxxxx@db:5432/kifpool", "environment"},
+		{"DATABASE_READ_URL", "postgres://reader:xxxxx@replica:5432/kifpool", "environment"},
 		{"WORKER_INTERVAL", "off", "environment"},
 		{"WORKER_MAX_UNKNOWN", "1h30m", "environment"},
 		{"WORKER_AUTHORITY_LIFETIME", "20m", "default"},

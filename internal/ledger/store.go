@@ -853,6 +853,12 @@ type HistoryRow struct {
 // posting before (0: from the newest) and the cursor of the next page (0
 // when there is none).
 func (l *Ledger) History(ctx context.Context, accountID, before int64, limit int) ([]HistoryRow, int64, error) {
+	return l.HistoryFrom(ctx, l.db, accountID, before, limit)
+}
+
+// HistoryFrom is History read from db: the pages' read pool
+// (DATABASE_READ_URL), whose copy of the ledger may be a little behind.
+func (l *Ledger) HistoryFrom(ctx context.Context, db *store.DB, accountID, before int64, limit int) ([]HistoryRow, int64, error) {
 	if limit <= 0 || limit > 100 {
 		limit = 20
 	}
@@ -868,7 +874,7 @@ func (l *Ledger) History(ctx context.Context, accountID, before int64, limit int
 	}
 	q += ` ORDER BY lp.id DESC LIMIT ?`
 	args = append(args, limit+1)
-	rs, err := l.db.Gorm.WithContext(ctx).Raw(q, args...).Rows()
+	rs, err := db.Gorm.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, 0, fmt.Errorf("history of account %d: %w", accountID, err)
 	}

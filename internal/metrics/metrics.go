@@ -38,7 +38,12 @@ type Sources struct {
 	// PayoutReconciles is each payout provider's newest reconciliation
 	// (none while withdrawals are off).
 	PayoutReconciles func(ctx context.Context) ([]PayoutReconcile, error)
-	Log              *slog.Logger
+	// Replica is the read database of DATABASE_READ_URL (nil: none):
+	// whether it answers, how long ago it replayed the newest
+	// transaction while behind, and the WAL bytes it is behind (-1
+	// unknown).
+	Replica func(ctx context.Context) (up bool, lag time.Duration, lagBytes int64)
+	Log     *slog.Logger
 }
 
 // PayoutReconcile is one payout provider's newest reconciliation: when it
@@ -198,6 +203,9 @@ var (
 		"Unix time the payout provider's newest reconciliation finished (by any instance or kifpool reconcile).", []string{"provider"}, nil)
 	payoutReconErr = prometheus.NewDesc("kifpool_payout_reconcile_last_failed",
 		"1 if the payout provider's newest reconciliation could not read the provider's list (its report says why).", []string{"provider"}, nil)
+	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
+	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary: the age of its newest replayed transaction while WAL waits to be replayed, 0 caught up.", nil, nil)
+	replicaBytes = prometheus.NewDesc("kifpool_read_replica_lag_bytes", "WAL bytes between the primary's current position and the read database's replay.", nil, nil)
 )
 
 // scraped reads the gauges from their sources at scrape time.
@@ -219,6 +227,9 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- payoutDiffs
 	ch <- payoutRecon
 	ch <- payoutReconErr
+	ch <- replicaUp
+	ch <- replicaLag
+	ch <- replicaBytes
 }
 
 func (s *scraped) Collect(ch chan<- prometheus.Metric) {
@@ -288,6 +299,20 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(payoutDiffs, prometheus.GaugeValue, float64(r.Differences), r.Provider)
 			ch <- prometheus.MustNewConstMetric(payoutRecon, prometheus.GaugeValue, float64(r.Finished.Unix()), r.Provider)
 			ch <- prometheus.MustNewConstMetric(payoutReconErr, prometheus.GaugeValue, failed, r.Provider)
+		}
+	}
+	if s.src.Replica != nil {
+		up, lag, bytes := s.src.Replica(ctx)
+		v := 0.0
+		if up {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(replicaUp, prometheus.GaugeValue, v)
+		if up {
+			ch <- prometheus.MustNewConstMetric(replicaLag, prometheus.GaugeValue, lag.Seconds())
+			if bytes >= 0 {
+				ch <- prometheus.MustNewConstMetric(replicaBytes, prometheus.GaugeValue, float64(bytes))
+			}
 		}
 	}
 	if s.src.Backlog != nil {

@@ -13,13 +13,34 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 )
 
-// Reader reads the database for the admin pages about people.
+// Reader reads the database for the admin pages about people: pages
+// only, so every read goes to its read pool when it has one
+// (DATABASE_READ_URL; docs/design/scaling.md#read-replicas).
 type Reader struct {
-	db *store.DB
+	db    *store.DB
+	reads *store.ReadPool
 }
 
 // New returns a reader over db.
 func New(db *store.DB) *Reader { return &Reader{db: db} }
+
+// WithReadPool returns a reader whose reads go to pool.
+func (r *Reader) WithReadPool(pool *store.ReadPool) *Reader {
+	return &Reader{db: r.db, reads: pool}
+}
+
+// Fresh returns the reader with every read on the primary: for a page
+// that shows what was just written (the admin's page of one top-up, after
+// an action).
+func (r *Reader) Fresh() *Reader { return &Reader{db: r.db} }
+
+// page is the database a read goes to: the read pool's, else db.
+func (r *Reader) page() *store.DB {
+	if r.reads == nil {
+		return r.db
+	}
+	return r.reads.DB()
+}
 
 // ErrNotFound is returned for a user that does not exist.
 var ErrNotFound = errors.New("not found")
@@ -56,7 +77,7 @@ const userJoins = "LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_acco
 // User returns a user with their wallet.
 func (r *Reader) User(ctx context.Context, id int64) (User, error) {
 	var out []User
-	err := r.db.Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).
+	err := r.page().Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).
 		Joins(userJoins).Where("u.id = ?", id).Limit(1).Scan(&out).Error
 	if err != nil {
 		return User{}, fmt.Errorf("user %d: %w", id, err)
@@ -70,7 +91,7 @@ func (r *Reader) User(ctx context.Context, id int64) (User, error) {
 // Users finds users whose e-mail address contains q (any case), newest
 // first; with no q, the newest users.
 func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error) {
-	tx := r.db.Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).Joins(userJoins)
+	tx := r.page().Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).Joins(userJoins)
 	if q = strings.TrimSpace(q); q != "" {
 		tx = tx.Where(`lower(u.email) LIKE ? ESCAPE '\'`, "%"+likeEscape(strings.ToLower(q))+"%")
 	}
@@ -84,7 +105,7 @@ func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error)
 // Ledger returns a wallet's latest movements, newest first.
 func (r *Reader) Ledger(ctx context.Context, walletID int64, limit int) ([]LedgerEntry, error) {
 	var out []LedgerEntry
-	err := r.db.Gorm.WithContext(ctx).Table("ledger_postings AS lp").
+	err := r.page().Gorm.WithContext(ctx).Table("ledger_postings AS lp").
 		Select("t.id, t.topup_id, p.public_id AS topup_public_id, lp.amount_rials, lp.balance_after_rials AS balance_after, t.kind, lp.created_at").
 		Joins("JOIN ledger_accounts a ON a.id = lp.account_id").
 		Joins("JOIN ledger_transactions t ON t.id = lp.transaction_id").
@@ -107,7 +128,7 @@ func (r *Reader) Emails(ctx context.Context, ids []int64) (map[int64]string, err
 		ID    int64
 		Email string
 	}
-	if err := r.db.Gorm.WithContext(ctx).Table("users").Select("id, email").Where("id IN ?", ids).Scan(&rows).Error; err != nil {
+	if err := r.page().Gorm.WithContext(ctx).Table("users").Select("id, email").Where("id IN ?", ids).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("emails of users: %w", err)
 	}
 	for _, r := range rows {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/retention"
+	"github.com/kifpool/kifpool/internal/store"
 )
 
 // loop is one of an instance's background loops.
@@ -91,6 +92,11 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		}
 		s.Outbox.Tick(ctx)
 	}})
+	// The read database (DATABASE_READ_URL): up or down decides where
+	// the pages read; its lag is the dashboard's and the metric's.
+	if s.Config.DatabaseReadURL != "" {
+		ls = append(ls, loop{"read replica", every(store.ReplicaCheckEvery), s.checkReads(log)})
+	}
 	// Webhooks: the outbox, delivered by every instance (claims skip what
 	// another holds).
 	if cfg.WebhookInterval > 0 {

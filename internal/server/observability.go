@@ -6,6 +6,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/metrics"
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/internal/withdrawal"
@@ -21,10 +22,19 @@ type observability struct {
 
 // newObservability builds the metrics, whose gauges are read at scrape
 // time: the payments' totals and the worker's backlog from reads, the
-// webhook queue from hooks, the breakers through breakers, and each
-// payout provider's newest reconciliation through payoutReports.
-func newObservability(b base, reads *topupread.Reader, hooks *webhook.Service, breakers func() []resilient.BreakerState,
+// webhook queue from hooks, the breakers through breakers, each payout
+// provider's newest reconciliation through payoutReports, and the read
+// database (DATABASE_READ_URL) through pool.
+func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hooks *webhook.Service, breakers func() []resilient.BreakerState,
 	payoutReports func(ctx context.Context) ([]withdrawal.Report, error)) observability {
+	var replica func(ctx context.Context) (up bool, lag time.Duration, lagBytes int64)
+	if b.cfg.DatabaseReadURL != "" {
+		// Checked at the scrape, so that the figure is the scrape's own.
+		replica = func(ctx context.Context) (bool, time.Duration, int64) {
+			st := pool.Check(ctx, b.now())
+			return st.Up, st.Lag, st.LagBytes
+		}
+	}
 	return observability{Metrics: metrics.New(metrics.Sources{
 		// As the dashboard's totals: exact up to TotalCap per status (the
 		// open ones, which alerts watch), estimated above, so that a scrape
@@ -61,6 +71,7 @@ func newObservability(b base, reads *topupread.Reader, hooks *webhook.Service, b
 			}
 			return out, err
 		},
-		Log: b.log("metrics"),
+		Replica: replica,
+		Log:     b.log("metrics"),
 	})}
 }

@@ -149,6 +149,10 @@ type Server struct {
 	// CardRefunds give credited top-ups back to the card (an admin's
 	// action; its worker asks the bank what is unknown).
 	CardRefunds *cardrefund.Service
+	// Reads is where the pages read: the read database of
+	// DATABASE_READ_URL while it answers, else the primary (Close closes
+	// it).
+	Reads *store.ReadPool
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -179,6 +183,16 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	// The instance's one payment store: the service's, the call log's.
 	st := sqlstore.New(db).WithLedger(led)
 	reads := topupread.New(db)
+	pool, err := newReadPool(b)
+	if err != nil {
+		return nil, err
+	}
+	built := false
+	defer func() {
+		if !built {
+			_ = pool.Close() // the error being returned is the one to report
+		}
+	}()
 	// The metrics read the breakers at scrape time, once gws is built.
 	var gws gateways
 	// The payout providers are built after the metrics: their reports
@@ -190,7 +204,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		}
 		return po.Withdrawals.LatestReports(ctx)
 	}
-	obs := newObservability(b, reads, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports)
+	obs := newObservability(b, reads, pool, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports)
 	gws, err = newGateways(b, led, obs.Metrics.Recorder(topup.NewCallRecorder(st, b.log("gateway_calls"))))
 	if err != nil {
 		return nil, err
@@ -218,9 +232,10 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,
 		Metrics: obs.Metrics, Clock: clock, Config: cfg, db: db, Limits: uc.Limits,
 		Outbox: ml.Outbox, Notifier: ml.Notifier, ticks: o.Ticks, Webhooks: hooks, Hooks: uc.Hooks, Transfers: uc.Transfers,
-		CardRefunds: uc.CardRefunds, Charges: uc.Charges,
+		CardRefunds: uc.CardRefunds, Charges: uc.Charges, Reads: pool,
 	}
 	s.App = newWeb(b, s, gws, reads)
+	built = true
 	return s, nil
 }
 

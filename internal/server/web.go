@@ -32,6 +32,12 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, b.now)
 	}
 	labels := drivers.Labeler(cfg.Gateway == config.GatewaySandbox)
+	// The pages' lists, searches, histories and dashboard read the read
+	// pool (DATABASE_READ_URL, else the primary); one top-up, receipts and
+	// everything a use case decides on read the primary
+	// (docs/design/scaling.md#read-replicas).
+	pageReads := reads.WithReadPool(s.Reads)
+	pageWallets := s.Wallets.WithReadPool(s.Reads)
 	payDeps := pay.Deps{TopUps: s.TopUps, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
 	return web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
@@ -42,7 +48,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 		},
 		Features: web.Features{
 			API: api.Deps{
-				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: s.Wallets, TopUp: s.TopUp, Reads: reads,
+				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: pageWallets, TopUp: s.TopUp, Reads: pageReads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
 				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
 				Charges: s.Charges,
@@ -53,14 +59,14 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 				SignInPerMinute: cfg.RateLimitSignIn, SignUpPerMinute: cfg.RateLimitSignUp,
 			},
 			Wallet: wallet.Deps{
-				Wallets: s.Wallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: reads, Limits: s.Limits,
+				Wallets: pageWallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: pageReads, Limits: s.Limits,
 				UserTopUps: userTopUps, Transfers: s.Transfers, Withdrawals: s.Withdrawals, Charges: s.Charges,
 			},
 			Pay:      payDeps,
 			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},
 			Merchant: merchant.Deps{Charges: s.Charges, Wallets: s.Wallets, TopUps: s.TopUps},
 			Admin: admin.Deps{
-				TopUps: s.TopUps, Reads: reads, People: people.New(db), Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
+				TopUps: s.TopUps, Reads: pageReads, People: people.New(db).WithReadPool(s.Reads), Replica: s.Reads, Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
 				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
 				Transfers: s.Transfers, Ledger: s.Ledger, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,

@@ -66,11 +66,50 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	db, err := open(dialect, dsn)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.SQL().PingContext(pctx); err != nil {
+		_ = db.Close() // the ping's error is the one to report
+		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
+	}
+	return db, nil
+}
+
+// OpenReplica opens the pages' read database (DATABASE_READ_URL, a
+// PostgreSQL URL) without waiting for it to answer: a replica that is down
+// at start sends the reads to the primary (ReadPool.Check) until it is
+// back. Its sessions are read-only (default_transaction_read_only), so
+// that a write sent there by mistake fails instead of landing beside the
+// primary.
+func OpenReplica(url string) (*DB, error) {
+	dialect, dsn, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if dialect != Postgres {
+		return nil, errors.New("a read database is PostgreSQL (postgres://…)")
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return open(dialect, dsn+sep+"default_transaction_read_only=on")
+}
+
+// open makes the connection pool of a database without connecting yet.
+func open(dialect Dialect, dsn string) (*DB, error) {
+	var err error
 	cfg := &gorm.Config{
 		TranslateError: true,
 		Logger:         logger.Discard,
 		NowFunc:        func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		NamingStrategy: naming(),
+		// Open pings on its own (with a deadline); a replica may be down.
+		DisableAutomaticPing: true,
 	}
 	var gdb *gorm.DB
 	switch dialect {
@@ -118,12 +157,6 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 	db := &DB{Gorm: gdb, Dialect: dialect}
 	if dialect == SQLite && dsn != ":memory:" {
 		db.path = dsn
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.SQL().PingContext(pctx); err != nil {
-		_ = db.Close() // the ping's error is the one to report
-		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return db, nil
 }

@@ -111,7 +111,7 @@ func (r *Reader) Totals(ctx context.Context) ([]Total, error) {
 				}
 				t.N, t.Estimate = roughly(max(est, TotalCap+1)), true
 			default:
-				if err := r.db.Gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM topups WHERE status = " + literals([]string{st})).
+				if err := r.page().Gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM topups WHERE status = " + literals([]string{st})).
 					Scan(&t.N).Error; err != nil {
 					return nil, fmt.Errorf("count payments %s: %w", st, err)
 				}
@@ -126,7 +126,7 @@ func (r *Reader) Totals(ctx context.Context) ([]Total, error) {
 // plan's top "Plan Rows"): statistics only, the query is not run.
 func (r *Reader) plannedRows(ctx context.Context, query string) (int64, error) {
 	var plan string
-	if err := r.db.Gorm.WithContext(ctx).Raw("EXPLAIN (FORMAT JSON) " + query).Row().Scan(&plan); err != nil {
+	if err := r.page().Gorm.WithContext(ctx).Raw("EXPLAIN (FORMAT JSON) " + query).Row().Scan(&plan); err != nil {
 		return 0, err
 	}
 	var parsed []struct {
@@ -168,7 +168,7 @@ type UnresolvedRow struct {
 // so that it reads the partial index of open payments by creation time
 // (topups_open_created_idx) in a cached plan too.
 func (r *Reader) Unresolved(ctx context.Context, limit int) ([]UnresolvedRow, error) {
-	rs, err := r.db.Gorm.WithContext(ctx).Table("topups AS p").
+	rs, err := r.page().Gorm.WithContext(ctx).Table("topups AS p").
 		Select("p.public_id, u.email, p.amount_rials, p.status, p.status_reason, p.attempts, p.created_at, p.next_check_at").
 		Joins("JOIN users u ON u.id = p.user_id").
 		Where("p.status IN (" + literals(OpenStatuses) + ")").
@@ -194,7 +194,7 @@ func (r *Reader) Unresolved(ctx context.Context, limit int) ([]UnresolvedRow, er
 // Reconciles returns the latest reconciliation reports, newest first.
 func (r *Reader) Reconciles(ctx context.Context, limit int) ([]topup.ReconcileReport, error) {
 	var out []topup.ReconcileReport
-	if err := r.db.Gorm.WithContext(ctx).Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
+	if err := r.page().Gorm.WithContext(ctx).Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("reconciliation reports: %w", err)
 	}
 	return out, nil
@@ -251,7 +251,7 @@ func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket,
 			" WHERE status = " + literals([]string{st}) + " AND created_at >= ? AND created_at <= ? GROUP BY " + group
 		args = append(args, first, now)
 	}
-	err := r.db.Gorm.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error
+	err := r.page().Gorm.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("top-ups by hour: %w", err)
 	}
@@ -321,7 +321,7 @@ func (r *Reader) BankLatency(ctx context.Context, now time.Time) ([]Latency, err
 			GROUP BY operation, n ORDER BY operation`
 	}
 	var out []Latency
-	if err := r.db.Gorm.WithContext(ctx).Raw(q, now.UTC().Add(-24*time.Hour)).Scan(&out).Error; err != nil {
+	if err := r.page().Gorm.WithContext(ctx).Raw(q, now.UTC().Add(-24*time.Hour)).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("bank latency: %w", err)
 	}
 	return out, nil
@@ -344,7 +344,7 @@ type Backlog struct {
 func (r *Reader) WorkerBacklog(ctx context.Context, now time.Time, grace time.Duration) (Backlog, error) {
 	now = now.UTC()
 	cut := now.Add(-grace)
-	db := r.db.Gorm.WithContext(ctx)
+	db := r.page().Gorm.WithContext(ctx)
 	pending := func() *gorm.DB {
 		return db.Table("topups").Where("status = 'pending_verification' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
 	}
@@ -436,7 +436,7 @@ func (r *Reader) GatewayLatencies(ctx context.Context, now time.Time) ([]Gateway
 		Calls              int
 		P50, P90, P99      int64
 	}
-	if err := r.db.Gorm.WithContext(ctx).Raw(q, now.UTC().Add(-time.Hour)).Scan(&rows).Error; err != nil {
+	if err := r.page().Gorm.WithContext(ctx).Raw(q, now.UTC().Add(-time.Hour)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("gateway latency: %w", err)
 	}
 	out := make([]GatewayLatency, len(rows))

@@ -253,7 +253,7 @@ func (r *Reader) List(ctx context.Context, f Filter, after *Cursor, limit int) (
 	if limit <= 0 {
 		limit = PageSize
 	}
-	tx := r.db.Gorm.WithContext(ctx).Table("topups AS p").Select(topUpColumns).Joins("JOIN users u ON u.id = p.user_id")
+	tx := r.page().Gorm.WithContext(ctx).Table("topups AS p").Select(topUpColumns).Joins("JOIN users u ON u.id = p.user_id")
 	tx, err := r.where(tx, f, true)
 	if err != nil {
 		return nil, nil, err
@@ -340,7 +340,7 @@ func (r *Reader) StatusCounts(ctx context.Context, f Filter, limit int) (map[str
 	cols := make([]string, len(Statuses))
 	subs := make([]any, len(Statuses))
 	for i, st := range Statuses {
-		sub := r.db.Gorm.WithContext(ctx).Table("topups AS p").Select("1").Where("p.status = '" + st + "'")
+		sub := r.page().Gorm.WithContext(ctx).Table("topups AS p").Select("1").Where("p.status = '" + st + "'")
 		sub, err := r.where(sub, f, false)
 		if err != nil {
 			return nil, err
@@ -350,7 +350,7 @@ func (r *Reader) StatusCounts(ctx context.Context, f Filter, limit int) (map[str
 		subs[i] = sub.Order("p.created_at DESC, p.id DESC").Limit(limit + 1)
 		cols[i] = "(SELECT COUNT(*) FROM (?) AS t" + strconv.Itoa(i) + ") AS n" + strconv.Itoa(i)
 	}
-	row := r.db.Gorm.WithContext(ctx).Raw("SELECT "+strings.Join(cols, ", "), subs...).Row()
+	row := r.page().Gorm.WithContext(ctx).Raw("SELECT "+strings.Join(cols, ", "), subs...).Row()
 	ns := make([]int64, len(Statuses))
 	dest := make([]any, len(Statuses))
 	for i := range ns {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
 )
 
@@ -49,7 +50,8 @@ func (r *Reader) TopUps(ctx context.Context, userID, before int64, limit int) (i
 	if limit <= 0 || limit > 100 {
 		limit = 20
 	}
-	q := r.db.Gorm.WithContext(ctx).Where("user_id = ?", userID)
+	db := r.page() // a list: the read pool
+	q := db.Gorm.WithContext(ctx).Where("user_id = ?", userID)
 	if before > 0 {
 		q = q.Where("id < ?", before)
 	}
@@ -61,7 +63,7 @@ func (r *Reader) TopUps(ctx context.Context, userID, before int64, limit int) (i
 		rows = rows[:limit]
 		next = rows[limit-1].ID
 	}
-	items, err = r.withCredits(ctx, rows)
+	items, err = r.withCredits(ctx, db, rows)
 	return items, next, err
 }
 
@@ -78,14 +80,14 @@ func (r *Reader) TopUp(ctx context.Context, userID int64, publicID string) (Item
 	if len(rows) == 0 {
 		return Item{}, ErrNotFound
 	}
-	items, err := r.withCredits(ctx, rows)
+	items, err := r.withCredits(ctx, r.db, rows)
 	if err != nil {
 		return Item{}, err
 	}
 	return items[0], nil
 }
 
-func (r *Reader) withCredits(ctx context.Context, rows []topup.TopUp) ([]Item, error) {
+func (r *Reader) withCredits(ctx context.Context, db *store.DB, rows []topup.TopUp) ([]Item, error) {
 	items := make([]Item, len(rows))
 	var ids []int64
 	for i, p := range rows {
@@ -101,7 +103,7 @@ func (r *Reader) withCredits(ctx context.Context, rows []topup.TopUp) ([]Item, e
 		TopUpID   int64
 		CreatedAt time.Time
 	}
-	if err := r.db.Gorm.WithContext(ctx).Table("ledger_transactions").Select("topup_id, created_at").
+	if err := db.Gorm.WithContext(ctx).Table("ledger_transactions").Select("topup_id, created_at").
 		Where("topup_id IN ? AND kind = 'topup'", ids).Scan(&credits).Error; err != nil {
 		return nil, fmt.Errorf("credits of top-ups: %w", err)
 	}
@@ -152,7 +154,7 @@ func (r *Reader) ForPayer(ctx context.Context, userID int64, f PayerFilter, befo
 	if limit <= 0 || limit > 1000 {
 		limit = 20
 	}
-	q := r.db.Gorm.WithContext(ctx).Where("user_id = ?", userID)
+	q := r.page().Gorm.WithContext(ctx).Where("user_id = ?", userID) // a list: the read pool
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN ?", f.Statuses)
 	}

@@ -25,13 +25,36 @@ import (
 	"github.com/kifpool/kifpool/internal/topup"
 )
 
-// Reader reads payments.
+// Reader reads payments: lists, searches, the dashboard and the payer's
+// lists from its read pool (DATABASE_READ_URL, else the primary), one
+// top-up and what a use case decides on from the primary
+// (docs/design/scaling.md#read-replicas).
 type Reader struct {
-	db *store.DB
+	db    *store.DB
+	reads *store.ReadPool // nil: every read on db
 }
 
 // New returns a reader over db.
 func New(db *store.DB) *Reader { return &Reader{db: db} }
+
+// WithReadPool returns a reader whose page reads go to pool.
+func (r *Reader) WithReadPool(pool *store.ReadPool) *Reader {
+	return &Reader{db: r.db, reads: pool}
+}
+
+// Fresh returns the reader with every read on the primary: for a page
+// that shows what was just written (the admin's page of one top-up, after
+// an action).
+func (r *Reader) Fresh() *Reader { return &Reader{db: r.db} }
+
+// page is the database of a page's read: the read pool's, else the
+// primary.
+func (r *Reader) page() *store.DB {
+	if r.reads == nil {
+		return r.db
+	}
+	return r.reads.DB()
+}
 
 // ErrNotFound is returned for a payment that does not exist (or, for the
 // payer's reads, is not theirs).

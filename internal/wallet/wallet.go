@@ -104,6 +104,15 @@ func CreditTopUp(tx *gorm.DB, l *ledger.Ledger, c TopUpCredit) (ledger.Transacti
 type Service struct {
 	db     *store.DB
 	ledger *ledger.Ledger
+	// reads is where History reads (nil: db); the wallet's figures,
+	// which moves check, always come from db.
+	reads *store.ReadPool
+}
+
+// WithReadPool returns the service with its history read from pool
+// (DATABASE_READ_URL; docs/design/scaling.md#read-replicas).
+func (s *Service) WithReadPool(pool *store.ReadPool) *Service {
+	return &Service{db: s.db, ledger: s.ledger, reads: pool}
 }
 
 // NewService returns a wallet reader over db and the instance's ledger
@@ -136,5 +145,8 @@ type HistoryItem = ledger.HistoryRow
 // older than the posting before (0: from the newest). next is the cursor
 // for the following page, 0 when there is none (keyset pagination).
 func (s *Service) History(ctx context.Context, w Wallet, before int64, limit int) (items []HistoryItem, next int64, err error) {
+	if s.reads != nil {
+		return s.ledger.HistoryFrom(ctx, s.reads.DB(), w.AccountID, before, limit)
+	}
 	return s.ledger.History(ctx, w.AccountID, before, limit)
 }

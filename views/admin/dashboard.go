@@ -27,6 +27,31 @@ type DashboardView struct {
 	// PayoutDifferences are the payout providers whose newest
 	// reconciliation flagged differences (shown on the withdrawals page).
 	PayoutDifferences []PayoutDifferenceFlag
+	// Replica is the read database of DATABASE_READ_URL (nil: none).
+	Replica *ReplicaView
+}
+
+// ReplicaView is what the last check of the read database found.
+type ReplicaView struct {
+	Up, Standby bool
+	Lag         time.Duration
+	// LagBytes is the WAL it is behind (-1 unknown).
+	LagBytes int64
+}
+
+// State names the sentence that describes the replica.
+func (r ReplicaView) State() string {
+	switch {
+	case !r.Up:
+		return "down"
+	case !r.Standby:
+		return "not_standby"
+	case r.LagBytes < 0:
+		return "unknown"
+	case r.LagBytes == 0:
+		return "caught_up"
+	}
+	return "lag"
 }
 
 // PayoutDifferenceFlag is one payout provider's open differences.

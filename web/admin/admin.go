@@ -31,6 +31,7 @@ import (
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/transfer"
@@ -48,6 +49,9 @@ type Deps struct {
 	Reads *topupread.Reader
 	// People reads users, their wallets and ledgers.
 	People *people.Reader
+	// Replica, when set, is where the pages read (DATABASE_READ_URL): the
+	// dashboard checks it and shows its lag.
+	Replica *store.ReadPool
 	// Audit is the admins' audit log.
 	Audit *audit.Log
 	// Auth enrols and checks the admins' second factor.

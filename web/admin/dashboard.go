@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topupread"
 	adminview "github.com/kifpool/kifpool/views/admin"
@@ -21,6 +22,12 @@ const lateAfter = time.Minute
 func (h *handlers) dashboard(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	now := h.Now()
+	// The read database is checked first: found down, the dashboard's
+	// own reads go to the primary.
+	var replica store.ReplicaStatus
+	if h.Replica != nil {
+		replica = h.Replica.Check(ctx, now)
+	}
 	d, err := h.Reads.Dashboard(ctx, now, h.AbandonedAfter)
 	if err != nil {
 		return err
@@ -38,6 +45,9 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 		v.Latency = append(v.Latency, adminview.LatencyView{Operation: l.Operation, Calls: l.Calls, P50: l.P50, P90: l.P90, P99: l.P99})
 	}
 	v.Backlog = adminview.BacklogView{Due: backlog.Due, Lag: backlog.Lag}
+	if replica.Configured {
+		v.Replica = &adminview.ReplicaView{Up: replica.Up, Standby: replica.Standby, Lag: replica.Lag, LagBytes: replica.LagBytes}
+	}
 	v.Notice, _ = notice(c.Query("done"))
 	for _, t := range d.Totals {
 		v.Counts = append(v.Counts, adminview.StatusCount{Status: t.Status, N: t.N, Estimate: t.Estimate})

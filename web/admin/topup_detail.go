@@ -28,7 +28,11 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 	}
 	seam.WithTopUp(c, id)
 	ctx := c.UserContext()
-	d, err := h.Reads.Detail(ctx, id)
+	// The page of one top-up reads the primary, whole: it shows an
+	// action's outcome right after the action, and the owner of a top-up
+	// just started.
+	reads, people := h.Reads.Fresh(), h.People.Fresh()
+	d, err := reads.Detail(ctx, id)
 	if errors.Is(err, topupread.ErrNotFound) {
 		return fiber.ErrNotFound
 	}
@@ -36,7 +40,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 		return err
 	}
 	p, events, calls := d.TopUp, d.Events, d.Calls
-	owner, err := h.People.User(ctx, p.UserID)
+	owner, err := people.User(ctx, p.UserID)
 	if err != nil {
 		return err
 	}
@@ -44,7 +48,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 	if err != nil {
 		return err
 	}
-	recent, _, err := h.Reads.List(ctx, topupread.Filter{UserID: p.UserID}, nil, 10)
+	recent, _, err := reads.List(ctx, topupread.Filter{UserID: p.UserID}, nil, 10)
 	if err != nil {
 		return err
 	}
@@ -54,7 +58,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 			adminIDs = append(adminIDs, *e.AdminID)
 		}
 	}
-	emails, err := h.People.Emails(ctx, adminIDs)
+	emails, err := people.Emails(ctx, adminIDs)
 	if err != nil {
 		return err
 	}
