@@ -95,7 +95,7 @@ func (s *Server) loops(log *slog.Logger) []loop {
 	// The read database (DATABASE_READ_URL): up or down decides where
 	// the pages read; its lag is the dashboard's and the metric's.
 	if s.Config.DatabaseReadURL != "" {
-		ls = append(ls, loop{"read replica", every(store.ReplicaCheckEvery), s.checkReads(log)})
+		ls = append(ls, loop{"read replica", every(store.ReplicaCheckEvery), s.checkReads})
 	}
 	// Webhooks: the outbox, delivered by every instance (claims skip what
 	// another holds).

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/kifpool/kifpool/internal/store"
 )
@@ -14,7 +13,7 @@ import (
 // loop). Without DATABASE_READ_URL every read is on the primary.
 func newReadPool(b base) (*store.ReadPool, error) {
 	if b.cfg.DatabaseReadURL == "" {
-		return store.NewReadPool(b.db, nil), nil
+		return store.NewReadPool(b.db, nil, nil), nil
 	}
 	rdb, err := store.OpenReplica(b.cfg.DatabaseReadURL)
 	if err != nil {
@@ -24,27 +23,14 @@ func newReadPool(b base) (*store.ReadPool, error) {
 		_ = rdb.Close() // the pool's error is the one to report
 		return nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
 	}
-	pool := store.NewReadPool(b.db, rdb)
-	if st := pool.Check(context.Background(), b.now()); !st.Up {
-		b.log("reads").Warn("the read database (DATABASE_READ_URL) does not answer: the pages read the primary until it does", "err", st.Err)
-	}
+	pool := store.NewReadPool(b.db, rdb, b.log("reads"))
+	pool.Check(context.Background(), b.now()) // down: logged, reads on the primary
 	return pool, nil
 }
 
 // checkReads is one round of the "read replica" loop: where the pages
-// read from until the next one, and a log line when that changes.
-func (s *Server) checkReads(log *slog.Logger) func(context.Context) {
-	return func(ctx context.Context) {
-		before := s.Reads.Status().Up
-		st := s.Reads.Check(ctx, s.Clock.Now())
-		switch {
-		case before && !st.Up && ctx.Err() == nil:
-			log.Warn("the read database (DATABASE_READ_URL) does not answer: the pages read the primary", "err", st.Err)
-		case !before && st.Up:
-			log.Info("the read database (DATABASE_READ_URL) answers again: the pages read it")
-		}
-	}
-}
+// read from until the next one (the pool logs a change).
+func (s *Server) checkReads(ctx context.Context) { s.Reads.Check(ctx, s.Clock.Now()) }
 
 // Close closes what the server opened itself: the read database's pool
 // (the primary is its caller's).

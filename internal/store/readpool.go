@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -22,6 +23,7 @@ import (
 type ReadPool struct {
 	primary *DB
 	replica *DB // nil: none configured
+	log     *slog.Logger
 
 	mu   sync.Mutex
 	last ReplicaStatus
@@ -52,9 +54,13 @@ type ReplicaStatus struct {
 }
 
 // NewReadPool sends reads to replica while it answers, else to primary; a
-// nil replica sends every read to primary.
-func NewReadPool(primary, replica *DB) *ReadPool {
-	return &ReadPool{primary: primary, replica: replica,
+// nil replica sends every read to primary. log (nil: none) is told when
+// the reads move from one to the other.
+func NewReadPool(primary, replica *DB, log *slog.Logger) *ReadPool {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ReadPool{primary: primary, replica: replica, log: log,
 		last: ReplicaStatus{Configured: replica != nil, Up: replica != nil}}
 }
 
@@ -150,8 +156,15 @@ func (p *ReadPool) measureLag(ctx context.Context, st *ReplicaStatus) {
 
 func (p *ReadPool) set(st ReplicaStatus) {
 	p.mu.Lock()
+	was := p.last.Up
 	p.last = st
 	p.mu.Unlock()
+	switch {
+	case was && !st.Up:
+		p.log.Warn("the read database (DATABASE_READ_URL) does not answer: the pages read the primary", "err", st.Err)
+	case !was && st.Up:
+		p.log.Info("the read database (DATABASE_READ_URL) answers again: the pages read it")
+	}
 }
 
 // Close closes the read database's pool (the primary is its owner's).
