@@ -165,7 +165,7 @@ func ownOptions() []Option {
 				}}},
 		{Name: "DATABASE_READ_URL", Group: groupServer,
 			DefaultDoc: "unset: every read on `DATABASE_URL`",
-			Doc:        "a second PostgreSQL (`postgres://…`, usually a streaming replica of `DATABASE_URL`) that the pages' reads go to: the admin console's lists, searches, dashboard and CSV, people, the payer's top-up list, CSV and wallet history, the API's lists; what must be fresh (a use case's reads before it writes, a receipt right after its move, one top-up, sessions, idempotency records, balances and limits) stays on `DATABASE_URL`; checked every 5 s, and while it does not answer its reads go to `DATABASE_URL`; the dashboard shows its lag; refused with SQLite (one process, no replicas); opens up to `DATABASE_MAX_CONNS` connections of its own; `kifpool config` shows it without its password",
+			Doc:        "a second PostgreSQL (`postgres://…`, usually a streaming replica of `DATABASE_URL`) that the pages' reads go to: the admin console's lists, searches, dashboard and CSV, people, the payer's top-up list, CSV and wallet history, the API's lists of top-ups and of the wallet's history; what must be fresh (a use case's reads before it writes, a receipt right after its move, one top-up, sessions, idempotency records, balances and limits) stays on `DATABASE_URL`; checked every 5 s, and while it does not answer its reads go to `DATABASE_URL`; the dashboard shows its lag; refused with SQLite (one process, no replicas); opens up to `DATABASE_MAX_CONNS` connections of its own; `kifpool config` shows it without its password",
 			p: parser{accepts: "`postgres://…` or unset",
 				set: func(c *Config, v string) error {
 					if v == "" {
