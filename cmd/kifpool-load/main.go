@@ -73,6 +73,10 @@ func main() {
 	staticAddr := flag.String("static-addr", "", "internal: the -static-page server's address")
 	soak := flag.Duration("soak", 5*time.Minute, "the mixed soak's length (full counts)")
 	profile := flag.Duration("profile", 0, "with serve's PPROF_ADDR, take a CPU profile of the first this-long of each step (e.g. 8s) into -out, one .pprof per step")
+	admin := flag.Bool("admin", false, "the admin console and the payer's pages at scale (make bench-admin): seed -topups top-ups, then time every page")
+	topUps := flag.Int64("topups", fullScale.topUps, "with -admin: top-ups seeded (users, transfers and the heavy payer's top-ups scale with it)")
+	reuse := flag.Bool("reuse", false, "with -admin: keep the database a previous -admin run seeded (migrated to this build) instead of seeding it again")
+	fetches := flag.Int("fetches", 20, "with -admin: timed fetches per page")
 	flag.Parse()
 	if *staticPage > 0 {
 		if err := serveStatic(*staticAddr, *staticPage); err != nil {
@@ -83,6 +87,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *admin {
+		sz := scaleOf(*topUps)
+		if *isShort {
+			sz = smallScale
+		}
+		if err := runAdmin(ctx, *bin, *dbURL, *out, sz, *reuse, *fetches); err != nil {
+			fmt.Fprintln(os.Stderr, "kifpool-load -admin:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	sz := full
 	if *isShort {
 		sz = short

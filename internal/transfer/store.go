@@ -281,8 +281,14 @@ func (s *Store) search(ctx context.Context, q string, limit int) ([]Transfer, er
 	case strings.HasPrefix(q, "tr_"):
 		err = db.Raw(selectTransfer+` WHERE t.public_id = ?`, q).Scan(&ts).Error
 	default:
+		// Either side's newest, each from its own index (users by the
+		// unique lower(email), transfers by sender or recipient), as list
+		// does: an OR across the two joins read every transfer.
 		addr := strings.ToLower(q)
-		err = db.Raw(selectTransfer+` WHERE s.email = ? OR r.email = ? ORDER BY t.id DESC LIMIT ?`, addr, addr, limit).Scan(&ts).Error
+		err = db.Raw(selectTransfer+` WHERE t.id IN (
+				SELECT id FROM (SELECT id FROM transfers WHERE sender_user_id IN (SELECT id FROM users WHERE lower(email) = ?) ORDER BY id DESC LIMIT ?) AS a
+				UNION SELECT id FROM (SELECT id FROM transfers WHERE recipient_user_id IN (SELECT id FROM users WHERE lower(email) = ?) ORDER BY id DESC LIMIT ?) AS b)
+			ORDER BY t.id DESC LIMIT ?`, addr, limit, addr, limit, limit).Scan(&ts).Error
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search transfers: %w", err)

@@ -1,0 +1,441 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The admin console and the payer's pages at scale (`make bench-admin`,
+// kifpool-load -admin): seedScale writes top-ups, their events, their
+// ledger transactions and postings, transfers and theirs, directly with
+// generated SQL (INSERT … SELECT generate_series) on one connection;
+// scalePages is the list of pages measured (and, in scale_test.go,
+// EXPLAINed on PostgreSQL: no sequential scan of the money's tables).
+
+// scaleSize is how much seedScale writes.
+type scaleSize struct {
+	topUps    int64 // top-ups, 1 in 1,000 under review, the newest few open, a quarter failed, the rest credited
+	users     int64 // users with a wallet each
+	transfers int64 // transfers between users
+	heavy     int64 // top-ups of one user (user1@…), the payer measured
+}
+
+// fullScale is the issue's size; smallScale the test's and bench-short's.
+var (
+	fullScale  = scaleSize{topUps: 10_000_000, users: 100_000, transfers: 1_000_000, heavy: 100_000}
+	smallScale = scaleSize{topUps: 20_000, users: 2_000, transfers: 2_000, heavy: 1_000}
+)
+
+// scaleSample holds what the pages look up: ids found in the seeded rows
+// and the credentials of the admin and the heavy payer.
+type scaleSample struct {
+	adminSession, payerSession, payerAPIToken string
+	heavyEmail, fragment                      string
+	heavyUserID                               int64
+	publicID, authority, card4                string
+	refID, amount                             int64
+	detailID, heavyTopUpID, transferID        string
+	deepCursor                                string
+	payerTransferID                           string
+	rows                                      map[string]int64
+}
+
+// seedScale writes sz's rows into a migrated, empty database on conn.
+// The money's tables are loaded without their secondary indexes and
+// triggers (the ledger's balance check, the foreign keys: the rows are
+// generated consistent) and get them back at the end, as a restore does.
+func seedScale(ctx context.Context, conn *pgx.Conn, sz scaleSize, logf func(string, ...any)) (scaleSample, error) {
+	var s scaleSample
+	step := sz.topUps / max(sz.heavy, 1)
+	bigTables := []string{"topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "gateway_calls", "admin_actions"}
+	type idx struct{ Name, Def string }
+	var dropped []idx
+	rows, err := conn.Query(ctx, `SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
+		WHERE i.indrelid::regclass::text = ANY($1) AND NOT i.indisprimary
+		  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`, bigTables)
+	if err != nil {
+		return s, err
+	}
+	for rows.Next() {
+		var d idx
+		if err := rows.Scan(&d.Name, &d.Def); err != nil {
+			rows.Close()
+			return s, err
+		}
+		dropped = append(dropped, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s, err
+	}
+	n, u, tr := strconv.FormatInt(sz.topUps, 10), strconv.FormatInt(sz.users, 10), strconv.FormatInt(sz.transfers, 10)
+	stepS := strconv.FormatInt(max(step, 1), 10)
+	// h spreads the statuses over the top-ups (a multiplicative hash of g).
+	stmts := []struct{ name, sql string }{
+		{"settings", `SET maintenance_work_mem = '512MB'`},
+		{"settings", `SET work_mem = '256MB'`},
+		{"users", `INSERT INTO users (email, password_hash, role, locale, created_at)
+			SELECT 'user' || g || '@' || (ARRAY['gmail.com','yahoo.com','example.ir','chmail.ir'])[1 + g % 4], 'x', 'user', 'fa', now() - interval '400 days'
+			FROM generate_series(1, ` + u + `) g ORDER BY g`},
+		{"admin", `INSERT INTO users (email, password_hash, role, locale, created_at, totp_secret, totp_confirmed_at)
+			VALUES ('admin@example.com', 'x', 'admin', 'en', now(), 'BENCHBENCHBENCHBENCHBENCHBENCH22', now())`},
+		{"wallets", `INSERT INTO wallets (user_id, created_at, updated_at) SELECT id, created_at, created_at FROM users WHERE role = 'user' ORDER BY id`},
+		{"wallet accounts", `INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, created_at, updated_at)
+			SELECT 'wallet', 'wallet:' || id, id, user_id, FALSE, created_at, created_at FROM wallets ORDER BY id`},
+		{"drop indexes", ""}, // placeholder: the secondary indexes go here
+		{"triggers off", ""},
+		{"top-ups", `INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id,
+			  verified_amount_rials, card_pan_masked, status, status_reason, created_at, updated_at, opened_at, resolved_at)
+			SELECT substr(translate(md5(g::text), '0189', 'wxyz'), 1, 24), w.user_id, w.id, a.amount, 'zarinpal', 'ft' || g,
+			       'A' || lpad(g::text, 35, '0'),
+			       CASE WHEN s.st = 'credited' THEN 50000000000 + g END,
+			       CASE WHEN s.st = 'credited' THEN a.amount END,
+			       CASE WHEN s.st = 'credited' THEN '603799******' || lpad(((g * 37) % 10000)::text, 4, '0') ELSE '' END,
+			       s.st, CASE s.st WHEN 'credited' THEN 'verified_paid' WHEN 'failed' THEN 'bank_cancelled' ELSE '' END,
+			       c.at, c.at, c.at, CASE WHEN s.st IN ('credited', 'failed') THEN c.at END
+			FROM generate_series(1::bigint, ` + n + `) g
+			CROSS JOIN LATERAL (SELECT CASE WHEN g % ` + stepS + ` = 0 THEN 1 ELSE 2 + (g * 7919) % (` + u + ` - 1) END AS nth,
+			                           (g * 2654435761) % 1000 AS h) x
+			JOIN wallets w ON w.id = (SELECT MIN(id) FROM wallets) - 1 + x.nth
+			CROSS JOIN LATERAL (SELECT CASE
+			    WHEN x.h < 10 AND g <= 3000 THEN 'awaiting_payment'
+			    WHEN x.h < 20 AND g <= 3000 THEN 'pending_verification'
+			    WHEN x.h = 20 THEN 'needs_review'
+			    WHEN x.h < 270 THEN 'failed'
+			    ELSE 'credited' END AS st) s
+			CROSS JOIN LATERAL (SELECT (100000 + (g * 13 % 1000) * 10000)::bigint AS amount) a
+			CROSS JOIN LATERAL (SELECT date_trunc('second', now()) - ((g / 3) * interval '10 seconds') AS at) c
+			ORDER BY g DESC`},
+		{"top-up events", `INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, created_at)
+			SELECT p.id, e.from_status, CASE e.k WHEN 1 THEN 'awaiting_payment' ELSE p.status END, e.actor,
+			       CASE e.k WHEN 1 THEN '' ELSE p.status_reason END, p.created_at + (e.k - 1) * interval '90 seconds'
+			FROM topups p CROSS JOIN (VALUES (1, 'created', 'submit'), (2, 'awaiting_payment', 'callback')) AS e(k, from_status, actor)
+			WHERE e.k = 1 OR p.status <> 'awaiting_payment' ORDER BY p.id, e.k`},
+		{"top-up ledger transactions", `INSERT INTO ledger_transactions (kind, reference, topup_id, created_at)
+			SELECT 'topup', public_id, id, created_at FROM topups WHERE status = 'credited' ORDER BY id`},
+		{"transfers", `INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
+			SELECT 'tr_' || substr(translate(md5('t' || g), '0189', 'wxyz'), 1, 26), w1.user_id, w2.user_id, 10000 + (g % 50) * 1000, '', 'tt' || g,
+			       date_trunc('second', now()) - ((` + tr + ` - g) * interval '20 seconds')
+			FROM generate_series(1::bigint, ` + tr + `) g
+			CROSS JOIN LATERAL (SELECT CASE WHEN g % 100 = 0 THEN 0 ELSE 1 + (g * 31) % (` + u + ` - 1) END AS a) x
+			CROSS JOIN LATERAL (SELECT 1 + (x.a + 1 + g % 7) % (` + u + ` - 1) AS b) y
+			JOIN wallets w1 ON w1.id = (SELECT MIN(id) FROM wallets) + x.a
+			JOIN wallets w2 ON w2.id = (SELECT MIN(id) FROM wallets) + y.b
+			ORDER BY g`},
+		{"transfer ledger transactions", `INSERT INTO ledger_transactions (kind, reference, created_at)
+			SELECT 'transfer', public_id, created_at FROM transfers ORDER BY id`},
+		// Every posting with its account's balance after it: one running
+		// sum per account in the postings' id order (the transactions'
+		// order, clearing leg first).
+		{"postings", `INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
+			SELECT tid, account_id, amount, SUM(amount) OVER (PARTITION BY account_id ORDER BY tid, leg ROWS UNBOUNDED PRECEDING), created_at
+			FROM (
+			  SELECT t.id AS tid, c.id AS account_id, -p.amount_rials AS amount, t.created_at, 0 AS leg
+			    FROM ledger_transactions t JOIN topups p ON p.id = t.topup_id JOIN ledger_accounts c ON c.code = 'gateway:zarinpal'
+			   WHERE t.kind = 'topup'
+			  UNION ALL
+			  SELECT t.id, a.id, p.amount_rials, t.created_at, 1
+			    FROM ledger_transactions t JOIN topups p ON p.id = t.topup_id JOIN ledger_accounts a ON a.wallet_id = p.wallet_id
+			   WHERE t.kind = 'topup'
+			  UNION ALL
+			  SELECT t.id, a.id, -x.amount_rials, t.created_at, 0
+			    FROM ledger_transactions t JOIN transfers x ON x.public_id = t.reference JOIN ledger_accounts a ON a.user_id = x.sender_user_id AND a.kind = 'wallet'
+			   WHERE t.kind = 'transfer'
+			  UNION ALL
+			  SELECT t.id, a.id, x.amount_rials, t.created_at, 1
+			    FROM ledger_transactions t JOIN transfers x ON x.public_id = t.reference JOIN ledger_accounts a ON a.user_id = x.recipient_user_id AND a.kind = 'wallet'
+			   WHERE t.kind = 'transfer') legs
+			ORDER BY tid, leg`},
+		{"balances", `UPDATE ledger_accounts a SET posted_rials = s.total, updated_at = now()
+			FROM (SELECT account_id, SUM(amount_rials) AS total FROM ledger_postings GROUP BY account_id) s WHERE s.account_id = a.id`},
+		{"bank calls", `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome)
+			SELECT p.id, 'zarinpal', op.name, 1, p.created_at + op.after, 40 + (p.id * 7 + op.n * 13) % 400, 200, 100,
+			       CASE WHEN op.name = 'verify' AND p.status = 'credited' THEN 'paid' ELSE 'ok' END
+			FROM topups p CROSS JOIN (VALUES ('request', interval '0', 1), ('verify', interval '90 seconds', 2)) AS op(name, after, n)
+			WHERE p.created_at >= now() - interval '7 days' OR (op.name = 'verify' AND p.status = 'credited') ORDER BY p.id, op.n`},
+		{"audit", `INSERT INTO admin_actions (admin_id, action, topup_id, note, from_status, to_status, result, created_at)
+			SELECT (SELECT id FROM users WHERE role = 'admin'), 'recheck', p.id, '', p.status, p.status, 'unchanged', p.created_at + interval '1 hour'
+			FROM topups p WHERE p.status = 'needs_review' ORDER BY p.id`},
+		{"indexes", ""}, // placeholder: the dropped indexes are built again here
+		{"triggers on", ""},
+		{"analyze", `VACUUM ANALYZE users, wallets, ledger_accounts, topups, topup_events, ledger_transactions, ledger_postings, transfers, gateway_calls, admin_actions`},
+	}
+	for _, st := range stmts {
+		t0 := time.Now()
+		var sqls []string
+		switch st.name {
+		case "drop indexes":
+			for _, d := range dropped {
+				sqls = append(sqls, `DROP INDEX `+d.Name)
+			}
+		case "indexes":
+			for _, d := range dropped {
+				sqls = append(sqls, d.Def)
+			}
+		case "triggers off", "triggers on":
+			verb := map[string]string{"triggers off": "DISABLE", "triggers on": "ENABLE"}[st.name]
+			for _, t := range bigTables {
+				sqls = append(sqls, `ALTER TABLE `+t+` `+verb+` TRIGGER ALL`)
+			}
+		default:
+			sqls = []string{st.sql}
+		}
+		for _, q := range sqls {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				return s, fmt.Errorf("seed %s: %w\n%s", st.name, err, q)
+			}
+		}
+		if d := time.Since(t0); d > time.Second {
+			logf("seed %s: %.1f s", st.name, d.Seconds())
+		}
+	}
+	return s, scaleSampleOf(ctx, conn, sz, &s)
+}
+
+// scaleSampleOf finds what the pages look up and makes the sessions and
+// the API token of the admin and the heavy payer.
+func scaleSampleOf(ctx context.Context, conn *pgx.Conn, sz scaleSize, s *scaleSample) error {
+	q := func(sql string, dest ...any) error {
+		if err := conn.QueryRow(ctx, sql).Scan(dest...); err != nil {
+			return fmt.Errorf("%w\n%s", err, sql)
+		}
+		return nil
+	}
+	mid := strconv.FormatInt(sz.topUps/3, 10)
+	var card string
+	if err := q(`SELECT p.public_id, p.authority, p.ref_id, p.card_pan_masked, p.amount_rials FROM topups p
+		WHERE p.status = 'credited' AND p.id > `+mid+` ORDER BY p.id LIMIT 1`, &s.publicID, &s.authority, &s.refID, &card, &s.amount); err != nil {
+		return err
+	}
+	s.card4 = card[len(card)-4:]
+	s.detailID = s.publicID
+	if err := q(`SELECT u.id, u.email FROM users u JOIN wallets w ON w.user_id = u.id ORDER BY w.id LIMIT 1`, &s.heavyUserID, &s.heavyEmail); err != nil {
+		return err
+	}
+	// user123…: 111 users at 100,000 (user123, user1230–1239, user12300–12399).
+	s.fragment = "user123"
+	if err := q(`SELECT public_id FROM topups WHERE user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` ORDER BY id LIMIT 1`, &s.heavyTopUpID); err != nil {
+		return err
+	}
+	if err := q(`SELECT public_id FROM transfers ORDER BY id DESC LIMIT 1 OFFSET `+strconv.FormatInt(sz.transfers/2, 10), &s.transferID); err != nil {
+		return err
+	}
+	if err := q(`SELECT public_id FROM transfers WHERE sender_user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` ORDER BY id DESC LIMIT 1`, &s.payerTransferID); err != nil {
+		return err
+	}
+	var at time.Time
+	var id int64
+	if err := q(`SELECT created_at, id FROM topups ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET `+strconv.FormatInt(sz.topUps/2, 10), &at, &id); err != nil {
+		return err
+	}
+	s.deepCursor = strconv.FormatInt(at.UnixMicro(), 10) + "-" + strconv.FormatInt(id, 10)
+	token := func() (string, string) {
+		var b [32]byte
+		_, _ = crand.Read(b[:])
+		tok := base64.RawURLEncoding.EncodeToString(b[:])
+		sum := sha256.Sum256([]byte(tok))
+		return tok, hex.EncodeToString(sum[:])
+	}
+	var hash string
+	s.adminSession, hash = token()
+	if _, err := conn.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, second_factor_at)
+		SELECT $1, id, now(), now() + interval '1 day', now() FROM users WHERE role = 'admin'`, hash); err != nil {
+		return err
+	}
+	s.payerSession, hash = token()
+	if _, err := conn.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, now(), now() + interval '1 day')`, hash, s.heavyUserID); err != nil {
+		return err
+	}
+	var tok string
+	tok, _ = token()
+	s.payerAPIToken = "kp_" + tok
+	sum := sha256.Sum256([]byte(s.payerAPIToken))
+	if _, err := conn.Exec(ctx, `INSERT INTO api_tokens (user_id, name, token_hash, prefix, scope, created_at, expires_at)
+		VALUES ($1, 'bench', $2, $3, 'read', now(), now() + interval '1 day')`, s.heavyUserID, hex.EncodeToString(sum[:]), s.payerAPIToken[:9]); err != nil {
+		return err
+	}
+	s.rows = map[string]int64{}
+	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers"} {
+		var c int64
+		if err := q(`SELECT reltuples::bigint FROM pg_class WHERE oid = '`+t+`'::regclass`, &c); err != nil {
+			return err
+		}
+		s.rows[t] = c
+	}
+	var heavy int64
+	if err := q(`SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_accounts a ON a.id = lp.account_id WHERE a.user_id = `+strconv.FormatInt(s.heavyUserID, 10), &heavy); err != nil {
+		return err
+	}
+	s.rows["heavy payer's postings"] = heavy
+	return nil
+}
+
+// who a page is fetched as.
+type who int
+
+const (
+	asAdmin who = iota
+	asPayer
+	asAPI
+)
+
+// scalePage is one page measured: a path fetched as someone, answering 200.
+type scalePage struct {
+	name string
+	path string
+	who  who
+}
+
+// scalePages are the pages of the issue: every admin page, every search
+// kind, cursor paging, detail, users, audit, the dashboard, the payer's
+// wallet, top-ups and CSV, and the API's lists.
+func scalePages(s scaleSample) []scalePage {
+	persian := strings.NewReplacer("0", "۰", "1", "۱", "2", "۲", "3", "۳", "4", "۴", "5", "۵", "6", "۶", "7", "۷", "8", "۸", "9", "۹").Replace(strconv.FormatInt(s.refID, 10))
+	amount := strconv.FormatInt(s.amount/10, 10) // tomans
+	return []scalePage{
+		{"admin dashboard", "/admin", asAdmin},
+		{"admin top-ups (newest)", "/admin/topups", asAdmin},
+		{"admin top-ups (oldest first)", "/admin/topups?sort=oldest", asAdmin},
+		{"admin top-ups: cursor page (half-way)", "/admin/topups?cursor=" + s.deepCursor, asAdmin},
+		{"admin top-ups: status credited", "/admin/topups?status=credited", asAdmin},
+		{"admin top-ups: status needs_review", "/admin/topups?status=needs_review", asAdmin},
+		{"admin top-ups: status open", "/admin/topups?status=awaiting_payment&status=pending_verification", asAdmin},
+		{"admin top-ups: gateway", "/admin/topups?gateway=zarinpal", asAdmin},
+		{"admin top-ups: amount", "/admin/topups?min=" + amount + "&max=" + amount, asAdmin},
+		{"admin search: public id", "/admin/topups?q=" + s.publicID, asAdmin},
+		{"admin search: short reference", "/admin/topups?q=" + strings.ToUpper(s.publicID[:4]+"-"+s.publicID[4:8]+"-"+s.publicID[8:12]), asAdmin},
+		{"admin search: authority", "/admin/topups?q=" + s.authority, asAdmin},
+		{"admin search: bank reference", "/admin/topups?q=" + strconv.FormatInt(s.refID, 10), asAdmin},
+		{"admin search: bank reference, Persian digits", "/admin/topups?q=" + persian, asAdmin},
+		{"admin search: card last 4", "/admin/topups?q=" + s.card4, asAdmin},
+		{"admin search: e-mail (100k top-ups)", "/admin/topups?q=" + s.heavyEmail, asAdmin},
+		{"admin search: e-mail fragment", "/admin/topups?q=" + s.fragment, asAdmin},
+		{"admin top-ups CSV: needs_review", "/admin/topups.csv?status=needs_review", asAdmin},
+		{"admin top-up detail", "/admin/topups/" + s.detailID, asAdmin},
+		{"admin users", "/admin/users", asAdmin},
+		{"admin users: e-mail fragment", "/admin/users?q=" + s.fragment, asAdmin},
+		{"admin user detail (100k top-ups)", "/admin/users/" + strconv.FormatInt(s.heavyUserID, 10), asAdmin},
+		{"admin audit", "/admin/audit", asAdmin},
+		{"admin audit: one top-up", "/admin/audit?payment=" + s.detailID, asAdmin},
+		{"admin transfers", "/admin/transfers", asAdmin},
+		{"admin transfers: e-mail", "/admin/transfers?q=" + s.heavyEmail, asAdmin},
+		{"admin transfer detail", "/admin/transfers/" + s.transferID, asAdmin},
+		{"admin withdrawals", "/admin/withdrawals", asAdmin},
+		{"admin gateways", "/admin/gateways", asAdmin},
+		{"admin tokens", "/admin/tokens", asAdmin},
+		{"admin webhooks", "/admin/webhooks", asAdmin},
+		{"wallet (100k movements)", "/wallet", asPayer},
+		{"wallet top-ups", "/wallet/topups", asPayer},
+		{"wallet top-ups: credited", "/wallet/topups?status=credited", asPayer},
+		{"wallet top-ups CSV (100k)", "/wallet/topups.csv", asPayer},
+		{"payer's top-up page", "/topups/" + s.heavyTopUpID, asPayer},
+		{"payer's transfer receipt", "/transfers/" + s.payerTransferID, asPayer},
+		{"wallet transfer form", "/wallet/transfer", asPayer},
+		{"wallet withdraw form", "/wallet/withdraw", asPayer},
+		{"API top-ups", "/api/v1/topups", asAPI},
+		{"API top-up", "/api/v1/topups/" + s.heavyTopUpID, asAPI},
+		{"API wallet", "/api/v1/wallet", asAPI},
+		{"API wallet ledger", "/api/v1/wallet/ledger", asAPI},
+		{"API transfers", "/api/v1/transfers", asAPI},
+		{"API withdrawals", "/api/v1/withdrawals", asAPI},
+		{"API bank accounts", "/api/v1/bank-accounts", asAPI},
+	}
+}
+
+// scaleClient fetches the pages as the admin, the payer or the payer's
+// API token.
+type scaleClient struct {
+	base string
+	s    scaleSample
+	hc   *http.Client
+}
+
+func newScaleClient(base string, s scaleSample, tr http.RoundTripper) *scaleClient {
+	return &scaleClient{base: base, s: s, hc: &http.Client{Transport: tr, Timeout: 5 * time.Minute,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// get fetches p whole and fails unless it answers 200.
+func (c *scaleClient) get(ctx context.Context, p scalePage) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+p.path, nil)
+	if err != nil {
+		return 0, err
+	}
+	switch p.who {
+	case asAdmin:
+		req.Header.Set("Cookie", "kp_session="+c.s.adminSession+"; lang=en")
+	case asPayer:
+		req.Header.Set("Cookie", "kp_session="+c.s.payerSession+"; lang=en")
+	case asAPI:
+		req.Header.Set("Authorization", "Bearer "+c.s.payerAPIToken)
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return len(b), fmt.Errorf("%s: status %d (location %q): %.300s", p.path, res.StatusCode, res.Header.Get("Location"), b)
+	}
+	return len(b), nil
+}
+
+// pageTiming is one page's p50 and p95 over its fetches.
+type pageTiming struct {
+	Page    string  `json:"page"`
+	Path    string  `json:"path"`
+	Fetches int     `json:"fetches"`
+	Bytes   int     `json:"bytes"`
+	P50MS   float64 `json:"p50_ms"`
+	P95MS   float64 `json:"p95_ms"`
+	MaxMS   float64 `json:"max_ms"`
+}
+
+// timePages fetches each page once to warm it, then fetches times more,
+// one after another, and returns each page's p50 and p95.
+func timePages(ctx context.Context, c *scaleClient, pages []scalePage, fetches int) ([]pageTiming, error) {
+	var out []pageTiming
+	for _, p := range pages {
+		size, err := c.get(ctx, p)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", p.name, err)
+		}
+		lats := make([]time.Duration, 0, fetches)
+		for range fetches {
+			t0 := time.Now()
+			if _, err := c.get(ctx, p); err != nil {
+				return out, fmt.Errorf("%s: %w", p.name, err)
+			}
+			lats = append(lats, time.Since(t0))
+		}
+		slices.Sort(lats)
+		out = append(out, pageTiming{Page: p.name, Path: p.path, Fetches: fetches, Bytes: size,
+			P50MS: ms(lats[len(lats)/2]), P95MS: ms(lats[(len(lats)*95+99)/100-1]), MaxMS: ms(lats[len(lats)-1])})
+	}
+	return out, nil
+}
+
+// scaleOf is the issue's proportions at n top-ups: a hundred per user, a
+// transfer per ten top-ups, a hundredth of them the heavy payer's.
+func scaleOf(n int64) scaleSize {
+	if n == fullScale.topUps {
+		return fullScale
+	}
+	return scaleSize{topUps: n, users: max(n/100, 100), transfers: max(n/10, 100), heavy: max(n/100, 10)}
+}
