@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/store"
 )
 
 // SearchKind is what a search text is taken for.
@@ -247,29 +248,85 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 	return tx, nil
 }
 
+// FragmentUsers bounds a search by part of an e-mail address: a text found
+// in more addresses than this is refused (FragmentTooWide), so that the
+// list reads at most this many people's newest top-ups, a page each.
+const FragmentUsers = 200
+
+// emailFragment returns the LIKE pattern of f's search when it is part of
+// an e-mail address (not a whole one), else "".
+func emailFragment(f Filter) string {
+	q := NormalizeQuery(f.Query)
+	if KindOf(q) != SearchEmail || wholeEmailRE.MatchString(q) {
+		return ""
+	}
+	return "%" + likeEscape(strings.ToLower(q)) + "%"
+}
+
+// FragmentTooWide reports whether f searches by part of an e-mail address
+// that more than FragmentUsers addresses contain (the trigram index finds
+// them; at most FragmentUsers+1 are counted): the page then asks for a
+// longer part instead of reading their top-ups.
+func (r *Reader) FragmentTooWide(ctx context.Context, f Filter) (bool, error) {
+	pat := emailFragment(f)
+	if pat == "" {
+		return false, nil
+	}
+	var n int64
+	err := r.page().Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM (SELECT 1 FROM users WHERE lower(email) LIKE ? ESCAPE '\' LIMIT `+
+		strconv.Itoa(FragmentUsers+1)+`) AS m`, pat).Row().Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("users matching %q: %w", f.Query, err)
+	}
+	return n > FragmentUsers, nil
+}
+
 // List returns a page of the list under f, after the cursor (nil: the
 // first page), and the cursor of the next page (nil: this is the last).
+// A search by part of an e-mail address reads each matching person's
+// newest top-ups from their index (a page each, at most FragmentUsers
+// people) and keeps the newest of those: never every top-up of people
+// with thousands (on PostgreSQL, with LATERAL; SQLite, one process's
+// database, reads them as the other searches do).
 func (r *Reader) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]TopUp, *Cursor, error) {
 	if limit <= 0 {
 		limit = PageSize
 	}
-	tx := r.page().Gorm.WithContext(ctx).Table("topups AS p").Select(topUpColumns).Joins("JOIN users u ON u.id = p.user_id")
-	tx, err := r.where(tx, f, true)
-	if err != nil {
-		return nil, nil, err
-	}
+	order := "p.created_at DESC, p.id DESC"
 	if f.Oldest {
-		if after != nil {
-			tx = tx.Where("(p.created_at, p.id) > (?, ?)", after.CreatedAt.UTC(), after.ID)
-		}
-		tx = tx.Order("p.created_at ASC, p.id ASC")
-	} else {
-		if after != nil {
-			tx = tx.Where("(p.created_at, p.id) < (?, ?)", after.CreatedAt.UTC(), after.ID)
-		}
-		tx = tx.Order("p.created_at DESC, p.id DESC")
+		order = "p.created_at ASC, p.id ASC"
 	}
-	rows, err := scanTopUps(tx.Limit(limit + 1))
+	page := func(tx *gorm.DB) *gorm.DB {
+		if after != nil {
+			if f.Oldest {
+				tx = tx.Where("(p.created_at, p.id) > (?, ?)", after.CreatedAt.UTC(), after.ID)
+			} else {
+				tx = tx.Where("(p.created_at, p.id) < (?, ?)", after.CreatedAt.UTC(), after.ID)
+			}
+		}
+		return tx.Order(order).Limit(limit + 1)
+	}
+	var tx *gorm.DB
+	if pat := emailFragment(f); pat != "" && r.db.Dialect == store.Postgres {
+		g := f
+		g.Query = ""
+		inner, err := r.where(r.page().Gorm.Table("topups AS p").Select("p.*").Where("p.user_id = u.id"), g, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		tx = r.page().Gorm.WithContext(ctx).Table("users AS u").Select(topUpColumns).
+			Joins("CROSS JOIN LATERAL (?) AS p", page(inner)).
+			Where(`u.id IN (SELECT id FROM users WHERE lower(email) LIKE ? ESCAPE '\' LIMIT `+strconv.Itoa(FragmentUsers+1)+`)`, pat).
+			Order(order).Limit(limit + 1)
+	} else {
+		var err error
+		tx, err = r.where(r.page().Gorm.WithContext(ctx).Table("topups AS p").Select(topUpColumns).Joins("JOIN users u ON u.id = p.user_id"), f, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		tx = page(tx)
+	}
+	rows, err := scanTopUps(tx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list payments: %w", err)
 	}

@@ -225,3 +225,35 @@ func TestSearchKind(t *testing.T) {
 		}
 	}
 }
+
+// TestFragmentTooWide: a search by part of an e-mail address that more
+// than FragmentUsers addresses contain is refused (the page asks for a
+// longer part); at FragmentUsers it is run; a whole address or another
+// kind of search is never refused.
+func TestFragmentTooWide(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		c := topupread.New(db)
+		var emails []string
+		for i := range topupread.FragmentUsers {
+			emails = append(emails, fmt.Sprintf("wide%d@example.com", i))
+		}
+		topuptest.SeedUsers(t, db, emails...)
+		wide := func(q string) bool {
+			t.Helper()
+			w, err := c.FragmentTooWide(context.Background(), topupread.Filter{Query: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		if wide("WIDE") {
+			t.Errorf("%d addresses: refused", topupread.FragmentUsers)
+		}
+		topuptest.SeedUsers(t, db, "another.wide@example.com")
+		for q, want := range map[string]bool{"WIDE": true, "wide1": false, "wide1@example.com": false, "example.com": true, "1234": false} {
+			if got := wide(q); got != want {
+				t.Errorf("%q: too wide %v, want %v", q, got, want)
+			}
+		}
+	})
+}

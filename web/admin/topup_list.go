@@ -101,10 +101,27 @@ func (h *handlers) listQuery(c *fiber.Ctx) (f topupread.Filter, after *topupread
 	return f, after, form, errKey
 }
 
+// fragmentTooWide is the message key asking for a longer search when f
+// searches by a part of an e-mail address that more than
+// topupread.FragmentUsers addresses contain ("" otherwise).
+func (h *handlers) fragmentTooWide(c *fiber.Ctx, f topupread.Filter) (string, error) {
+	wide, err := h.Reads.FragmentTooWide(c.UserContext(), f)
+	if err != nil || !wide {
+		return "", err
+	}
+	return "admin.error.fragment_wide", nil
+}
+
 // paymentList is the admin's payment list.
 func (h *handlers) topUpList(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	f, after, v, errKey := h.listQuery(c)
+	if errKey == "" {
+		var err error
+		if errKey, err = h.fragmentTooWide(c, f); err != nil {
+			return err
+		}
+	}
 	status := fiber.StatusOK
 	checked := map[string]bool{}
 	for _, st := range f.Statuses {
@@ -163,6 +180,12 @@ func csvCell(s string) string {
 // UTF-8 byte order mark so that Excel reads Persian text right.
 func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 	f, _, _, errKey := h.listQuery(c)
+	if errKey == "" {
+		var err error
+		if errKey, err = h.fragmentTooWide(c, f); err != nil {
+			return err
+		}
+	}
 	if errKey != "" {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/topup/topuptest"
+	"github.com/kifpool/kifpool/internal/topupread"
 )
 
 var (
@@ -139,6 +141,40 @@ func TestConsoleTopUpListAndCSV(t *testing.T) {
 			if r := admin.Get(routes.AdminTopUpsCSV + "?" + q); r.Status != http.StatusBadRequest {
 				t.Errorf("csv %s: %d", q, r.Status)
 			}
+		}
+	})
+}
+
+// TestConsoleFragmentTooWide: a search by part of an e-mail address that
+// more than topupread.FragmentUsers addresses contain answers 400 with a
+// message asking for more of the address (in the page's language, with
+// the number), lists nothing, and its CSV is refused; a longer part lists.
+func TestConsoleFragmentTooWide(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		topuptest.SeedN(t, db, 10)
+		var emails []string
+		for i := range topupread.FragmentUsers + 1 {
+			emails = append(emails, fmt.Sprintf("many%d@example.org", i))
+		}
+		topuptest.SeedUsers(t, db, emails...)
+		admin := app.NewAdmin(t, "boss@example.com")
+		for _, l := range []i18n.Lang{i18n.EN, i18n.FA} {
+			r := admin.GetIn(string(l), routes.AdminTopUps+"?q=many")
+			el := apptest.Parse(r.Body).TestID("filter-error")
+			if r.Status != http.StatusBadRequest || el == nil || el.Text() != i18n.T(l, "admin.error.fragment_wide") {
+				t.Fatalf("%s: status %d, message %v", l, r.Status, el)
+			}
+			if !strings.Contains(el.Text(), i18n.Digits(l, strconv.Itoa(topupread.FragmentUsers))) {
+				t.Errorf("%s: %q does not say how many", l, el.Text())
+			}
+		}
+		if r := admin.Get(routes.AdminTopUpsCSV + "?q=many"); r.Status != http.StatusBadRequest {
+			t.Errorf("CSV of a too wide search: %d", r.Status)
+		}
+		if r := admin.Get(routes.AdminTopUps + "?q=" + url.QueryEscape("alice")); r.Status != http.StatusOK || len(publicIDAttr.FindAllString(r.Body, -1)) == 0 {
+			t.Errorf("a narrow part: status %d, no rows", r.Status)
 		}
 	})
 }

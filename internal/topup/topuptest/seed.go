@@ -143,3 +143,14 @@ func SeedFailed(t testing.TB, db *store.DB, userID, walletID, n int64) {
 		}
 	}
 }
+
+// SeedUsers inserts users with these e-mail addresses (no wallets, no
+// top-ups): people a search finds.
+func SeedUsers(t testing.TB, db *store.DB, emails ...string) {
+	t.Helper()
+	for _, e := range emails {
+		if err := db.Gorm.Exec(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?)`, e, SeedBase).Error; err != nil {
+			t.Fatalf("seed user %s: %v", e, err)
+		}
+	}
+}
