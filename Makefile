@@ -8,7 +8,7 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: image test-skips run build install test test-quick generate docs lint fmt bench bench-short bench-go screenshots browser-deps compat-deps clean
+.PHONY: image test-skips run build install test test-quick generate docs lint fmt bench bench-short bench-go bench-admin bench-admin-queries screenshots browser-deps compat-deps clean
 
 # The browser tests' Chromium and axe-core (same defaults as web/browsertest).
 CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}
@@ -160,19 +160,35 @@ bench: build
 bench-short: build
 	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
 	./bin/kifpool-load -short -bin $(BIN) -db '$(BENCH_DATABASE_URL)' -pgbench '$(PGBENCH)'
+	./bin/kifpool-load -admin -short -fetches 2 -bin $(BIN) -db '$(BENCH_ADMIN_SHORT_DATABASE_URL)'
 
 # In-process Go benchmarks (client, app and bank in one process; SQLite,
 # and PostgreSQL with TEST_DATABASE_URL).
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5s -timeout 10m ./web/scenario/ ./internal/money/
 
-# The admin console at scale: seeds BENCH_PAYMENTS (default 1,000,000)
-# payments, and the bank calls of the last week's, into a fresh PostgreSQL
-# schema of TEST_DATABASE_URL with generate_series, then for the payment
-# list's query kinds and the dashboard's reads prints each one's EXPLAIN
-# ANALYZE and its p50/p95 over 40 runs. A few minutes on a 2-core machine.
-bench-admin:
-	@test -n "$(TEST_DATABASE_URL)" || { echo "bench-admin needs TEST_DATABASE_URL (PostgreSQL)"; exit 1; }
+# The admin console and the payer's pages at scale (cmd/kifpool-load
+# -admin): seeds BENCH_TOPUPS (default 10,000,000) top-ups over a hundredth
+# as many users, their events, ledger transactions and postings, and a
+# tenth as many transfers, with generated SQL into BENCH_ADMIN_DATABASE_URL
+# (dropped and created afresh; REUSE=1 keeps a previous run's, migrated to
+# this build), then times every admin page, search kind, the payer's
+# pages and the API's lists from outside over HTTP (20 fetches each,
+# p50/p95) and `kifpool check`. Tens of minutes at 10M on 2 cores; disk:
+# about 20 GB. bench-short runs it at 20,000 top-ups.
+BENCH_ADMIN_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kifpool_bench_admin?sslmode=disable
+BENCH_ADMIN_SHORT_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kifpool_bench_admin_short?sslmode=disable
+BENCH_TOPUPS ?= 10000000
+bench-admin: build
+	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
+	./bin/kifpool-load -admin -bin $(BIN) -db '$(BENCH_ADMIN_DATABASE_URL)' -topups $(BENCH_TOPUPS) $(if $(REUSE),-reuse)
+
+# The payment list's and the dashboard's queries in process (no HTTP):
+# seeds BENCH_PAYMENTS (default 1,000,000) top-ups into a fresh schema of
+# TEST_DATABASE_URL and prints each query kind's EXPLAIN ANALYZE and its
+# p50/p95 over 40 runs.
+bench-admin-queries:
+	@test -n "$(TEST_DATABASE_URL)" || { echo "bench-admin-queries needs TEST_DATABASE_URL (PostgreSQL)"; exit 1; }
 	REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkAdmin$$' -benchtime 40x -timeout 30m ./internal/topupread/
 
 # PNGs of the main pages (fa/en, phone/desktop) into docs/screenshots/,

@@ -5,7 +5,7 @@ package topupread_test
 // from an index (never a sequential scan of payments);
 // BenchmarkAdminList seeds 1,000,000 payments (BENCH_PAYMENTS to change
 // it) and measures each query kind's p95, printing its EXPLAIN ANALYZE.
-// Run it with `make bench-admin`.
+// Run it with `make bench-admin-queries`.
 
 import (
 	"context"
