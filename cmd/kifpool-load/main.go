@@ -148,6 +148,8 @@ type bench struct {
 	out      string
 	stamp    string
 	profiles int
+	// env is added to serve's environment.
+	env map[string]string
 	// pgbench and the transfer's script (the ledger transfer's limit).
 	pgbenchBin, pgbenchScript string
 }
@@ -265,6 +267,9 @@ func (bn *bench) startServe(ctx context.Context, name string) (*proc, string, er
 		"RECONCILE_INTERVAL": "off", "RATE_LIMIT_SIGNIN": "0", "RATE_LIMIT_TOPUP": "0", "LOG_LEVEL": "warn",
 		"API_TOPUPS_PER_MINUTE": "1000000",
 		"METRICS_TOKEN":         metricsToken, "BREAKER_OPEN_TIMEOUT": "10m", "GOMAXPROCS": os.Getenv("GOMAXPROCS"),
+	}
+	for k, v := range bn.env {
+		env[k] = v
 	}
 	pprofAddr := ""
 	if bn.profile > 0 {
