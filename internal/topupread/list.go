@@ -238,8 +238,11 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 		tx = tx.Where(r.db.RightChars("p.card_pan_masked", 4)+" = ? AND p.card_pan_masked <> ''", q)
 	case SearchEmail:
 		if wholeEmailRE.MatchString(q) {
-			// A whole address is that user (the unique index on lower(email)).
-			tx = tx.Where(`p.user_id IN (SELECT id FROM users WHERE lower(email) = ?)`, strings.ToLower(q))
+			// A whole address is that user (the unique index on
+			// lower(email)): "=", not IN, so that the planner walks the
+			// user's top-ups in the list's order and stops at the page
+			// (or the count's cap) instead of sorting all of them.
+			tx = tx.Where(`p.user_id = (SELECT id FROM users WHERE lower(email) = ?)`, strings.ToLower(q))
 		} else {
 			tx = tx.Where(`p.user_id IN (SELECT id FROM users WHERE lower(email) LIKE ? ESCAPE '\')`,
 				"%"+likeEscape(strings.ToLower(q))+"%")
