@@ -107,10 +107,13 @@ func (r *Reader) Ledger(ctx context.Context, walletID int64, limit int) ([]Ledge
 	var out []LedgerEntry
 	err := r.page().Gorm.WithContext(ctx).Table("ledger_postings AS lp").
 		Select("t.id, t.topup_id, p.public_id AS topup_public_id, lp.amount_rials, lp.balance_after_rials AS balance_after, t.kind, lp.created_at").
-		Joins("JOIN ledger_accounts a ON a.id = lp.account_id").
 		Joins("JOIN ledger_transactions t ON t.id = lp.transaction_id").
 		Joins("LEFT JOIN topups p ON p.id = t.topup_id").
-		Where("a.wallet_id = ?", walletID).Order("lp.id DESC").Limit(limit).Scan(&out).Error
+		// The wallet's one account with "=" (not a join), so that the
+		// planner walks (account_id, id) newest first and stops at the
+		// limit instead of sorting every posting of the account (3.2 s
+		// for one with 80,000, make bench-admin).
+		Where("lp.account_id = (SELECT id FROM ledger_accounts WHERE wallet_id = ?)", walletID).Order("lp.id DESC").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("ledger of wallet %d: %w", walletID, err)
 	}
