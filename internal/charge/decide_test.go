@@ -145,3 +145,25 @@ func TestValidPublicID(t *testing.T) {
 		}
 	}
 }
+
+// What a merchant types: Persian spelled with its half-space (ZWNJ)
+// between letters passes; invisible or control characters do not.
+func TestCheckTexts(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		check    func(string) error
+		want     error
+	}{
+		{"Persian name with a half-space", "کتاب\u200cفروشی", charge.CheckDisplayName, nil},
+		{"name with a bidi override", "\u202eshop", charge.CheckDisplayName, charge.ErrBadName},
+		{"empty name", "", charge.CheckDisplayName, charge.ErrBadName},
+		{"description with a half-space", "خرید کتاب\u200cها\nدو خط", charge.CheckDescription, nil},
+		{"description with a zero-width space", "a\u200bb", charge.CheckDescription, charge.ErrBadDescription},
+		{"order id", "ORD-1403-۱۲", charge.CheckOrderID, nil},
+		{"order id with a line break", "ORD\n1", charge.CheckOrderID, charge.ErrBadOrderID},
+	} {
+		if err := tc.check(tc.in); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
