@@ -13,16 +13,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/kifpool/kifpool/cmd/kifpool-load/adminbench"
 )
 
 // runAdmin is `make bench-admin` (kifpool-load -admin): the database at
-// dbURL made afresh, migrated and seeded with sz (seedScale), or with
+// dbURL made afresh, migrated and seeded with sz (adminbench.Seed), or with
 // reuse the one a previous run seeded (migrated to this build by serve);
-// then serve and the sandbox bank as processes, every page of scalePages
+// then serve and the sandbox bank as processes, every page of adminbench.Pages
 // fetched from outside over HTTP, one after another, fetches times each
 // (after one warm-up), and `kifpool check` timed on the same database. A
 // table on screen and a JSON report under out.
-func runAdmin(ctx context.Context, bin, dbURL, out string, sz scaleSize, reuse bool, fetches int) error {
+func runAdmin(ctx context.Context, bin, dbURL, out string, sz adminbench.Size, reuse bool, fetches int) error {
 	started := time.Now()
 	logDir, err := os.MkdirTemp("", "kifpool-bench-admin-")
 	if err != nil {
@@ -50,18 +52,18 @@ func runAdmin(ctx context.Context, bin, dbURL, out string, sz scaleSize, reuse b
 		return err
 	}
 	defer conn.Close(ctx)
-	var sample scaleSample
+	var sample adminbench.Sample
 	if reuse {
-		err = scaleSampleOf(ctx, conn, sz, &sample)
+		err = adminbench.SampleOf(ctx, conn, sz, &sample)
 	} else {
 		t0 = time.Now()
-		sample, err = seedScale(ctx, conn, sz, func(f string, a ...any) { fmt.Printf("kifpool-load: "+f+"\n", a...) })
+		sample, err = adminbench.Seed(ctx, conn, sz, func(f string, a ...any) { fmt.Printf("kifpool-load: "+f+"\n", a...) })
 		notes = append(notes, fmt.Sprintf("seeded in %.0f s", time.Since(t0).Seconds()))
 	}
 	if err != nil {
 		return err
 	}
-	notes = append(notes, fmt.Sprintf("rows (estimates): %v", sample.rows))
+	notes = append(notes, fmt.Sprintf("rows (estimates): %v", sample.Rows))
 
 	// The seeded top-ups were never receipted: serve's mail loop would
 	// queue millions of receipts while the pages are timed.
@@ -78,9 +80,9 @@ func runAdmin(ctx context.Context, bin, dbURL, out string, sz scaleSize, reuse b
 		return err
 	}
 	defer p.stop()
-	c := newScaleClient(base, sample, newTransport(4))
+	c := adminbench.NewClient(base, sample, newTransport(4))
 	notes = append(notes, loadAverage("before the pages"))
-	timings, err := timePages(ctx, c, scalePages(sample), fetches)
+	timings, err := adminbench.TimePages(ctx, c, adminbench.Pages(sample), fetches)
 	if err != nil {
 		return err
 	}
@@ -110,7 +112,7 @@ func runAdmin(ctx context.Context, bin, dbURL, out string, sz scaleSize, reuse b
 	}
 	report := map[string]any{
 		"date": time.Now().UTC().Format(time.RFC3339), "cores": runtime.NumCPU(), "go": runtime.Version(),
-		"size":  map[string]int64{"topups": sz.topUps, "users": sz.users, "transfers": sz.transfers, "heavy": sz.heavy},
+		"size":  map[string]int64{"topups": sz.TopUps, "users": sz.Users, "transfers": sz.Transfers, "heavy": sz.Heavy},
 		"pages": timings, "notes": notes, "check_seconds": checkSecs, "check_output": lastLines(string(checkOut), 60),
 		"seconds": time.Since(started).Seconds(),
 	}

@@ -31,6 +31,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kifpool/kifpool/internal/routes"
+
+	"github.com/kifpool/kifpool/cmd/kifpool-load/adminbench"
 )
 
 // sizes are the counts of one run (full or short).
@@ -74,7 +76,7 @@ func main() {
 	soak := flag.Duration("soak", 5*time.Minute, "the mixed soak's length (full counts)")
 	profile := flag.Duration("profile", 0, "with serve's PPROF_ADDR, take a CPU profile of the first this-long of each step (e.g. 8s) into -out, one .pprof per step")
 	admin := flag.Bool("admin", false, "the admin console and the payer's pages at scale (make bench-admin): seed -topups top-ups, then time every page")
-	topUps := flag.Int64("topups", fullScale.topUps, "with -admin: top-ups seeded (users, transfers and the heavy payer's top-ups scale with it)")
+	topUps := flag.Int64("topups", adminbench.Full.TopUps, "with -admin: top-ups seeded (users, transfers and the heavy payer's top-ups scale with it)")
 	reuse := flag.Bool("reuse", false, "with -admin: keep the database a previous -admin run seeded (migrated to this build) instead of seeding it again")
 	fetches := flag.Int("fetches", 20, "with -admin: timed fetches per page")
 	flag.Parse()
@@ -88,9 +90,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *admin {
-		sz := scaleOf(*topUps)
+		sz := adminbench.SizeOf(*topUps)
 		if *isShort {
-			sz = smallScale
+			sz = adminbench.Small
 		}
 		if err := runAdmin(ctx, *bin, *dbURL, *out, sz, *reuse, *fetches); err != nil {
 			fmt.Fprintln(os.Stderr, "kifpool-load -admin:", err)

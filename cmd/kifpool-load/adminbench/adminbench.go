@@ -1,4 +1,7 @@
-package main
+// Package adminbench seeds the admin console's and the payer's pages at scale
+// and times them from outside (kifpool-load -admin, make bench-admin); its
+// page list is also what internal/e2e EXPLAINs.
+package adminbench
 
 import (
 	"context"
@@ -15,32 +18,35 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/kifpool/kifpool/internal/routes"
 )
 
 // The admin console and the payer's pages at scale (`make bench-admin`,
-// kifpool-load -admin): seedScale writes top-ups, their events, their
+// kifpool-load -admin): Seed writes top-ups, their events, their
 // ledger transactions and postings, transfers and theirs, directly with
 // generated SQL (INSERT … SELECT generate_series) on one connection;
-// scalePages is the list of pages measured (and, in scale_test.go,
-// EXPLAINed on PostgreSQL: no sequential scan of the money's tables).
+// Pages is the list of pages measured (and, in internal/e2e's
+// scalepages_test.go, EXPLAINed on PostgreSQL: no sequential scan of the
+// money's tables).
 
-// scaleSize is how much seedScale writes.
-type scaleSize struct {
-	topUps    int64 // top-ups, 1 in 1,000 under review, the newest few open, a quarter failed, the rest credited
-	users     int64 // users with a wallet each
-	transfers int64 // transfers between users
-	heavy     int64 // top-ups of one user (user1@…), the payer measured
+// Size is how much Seed writes.
+type Size struct {
+	TopUps    int64 // top-ups, 1 in 1,000 under review, the newest few open, a quarter failed, the rest credited
+	Users     int64 // users with a wallet each
+	Transfers int64 // transfers between users
+	Heavy     int64 // top-ups of one user (user1@…), the payer measured
 }
 
-// fullScale is the issue's size; smallScale the test's and bench-short's.
+// Full is the issue's size; Small the test's and bench-short's.
 var (
-	fullScale  = scaleSize{topUps: 10_000_000, users: 100_000, transfers: 1_000_000, heavy: 100_000}
-	smallScale = scaleSize{topUps: 20_000, users: 2_000, transfers: 2_000, heavy: 1_000}
+	Full  = Size{TopUps: 10_000_000, Users: 100_000, Transfers: 1_000_000, Heavy: 100_000}
+	Small = Size{TopUps: 20_000, Users: 2_000, Transfers: 2_000, Heavy: 1_000}
 )
 
-// scaleSample holds what the pages look up: ids found in the seeded rows
+// Sample holds what the pages look up: ids found in the seeded rows
 // and the credentials of the admin and the heavy payer.
-type scaleSample struct {
+type Sample struct {
 	adminSession, payerSession, payerAPIToken string
 	heavyEmail, fragment                      string
 	heavyUserID                               int64
@@ -49,16 +55,16 @@ type scaleSample struct {
 	detailID, heavyTopUpID, transferID        string
 	deepCursor                                string
 	payerTransferID                           string
-	rows                                      map[string]int64
+	Rows                                      map[string]int64
 }
 
-// seedScale writes sz's rows into a migrated, empty database on conn.
+// Seed writes sz's rows into a migrated, empty database on conn.
 // The money's tables are loaded without their secondary indexes and
 // triggers (the ledger's balance check, the foreign keys: the rows are
 // generated consistent) and get them back at the end, as a restore does.
-func seedScale(ctx context.Context, conn *pgx.Conn, sz scaleSize, logf func(string, ...any)) (scaleSample, error) {
-	var s scaleSample
-	step := sz.topUps / max(sz.heavy, 1)
+func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any)) (Sample, error) {
+	var s Sample
+	step := sz.TopUps / max(sz.Heavy, 1)
 	bigTables := []string{"topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "gateway_calls", "admin_actions"}
 	type idx struct{ Name, Def string }
 	var dropped []idx
@@ -80,7 +86,7 @@ func seedScale(ctx context.Context, conn *pgx.Conn, sz scaleSize, logf func(stri
 	if err := rows.Err(); err != nil {
 		return s, err
 	}
-	n, u, tr := strconv.FormatInt(sz.topUps, 10), strconv.FormatInt(sz.users, 10), strconv.FormatInt(sz.transfers, 10)
+	n, u, tr := strconv.FormatInt(sz.TopUps, 10), strconv.FormatInt(sz.Users, 10), strconv.FormatInt(sz.Transfers, 10)
 	stepS := strconv.FormatInt(max(step, 1), 10)
 	// h spreads the statuses over the top-ups (a multiplicative hash of g).
 	stmts := []struct{ name, sql string }{
@@ -201,19 +207,19 @@ func seedScale(ctx context.Context, conn *pgx.Conn, sz scaleSize, logf func(stri
 			logf("seed %s: %.1f s", st.name, d.Seconds())
 		}
 	}
-	return s, scaleSampleOf(ctx, conn, sz, &s)
+	return s, SampleOf(ctx, conn, sz, &s)
 }
 
-// scaleSampleOf finds what the pages look up and makes the sessions and
+// SampleOf finds what the pages look up and makes the sessions and
 // the API token of the admin and the heavy payer.
-func scaleSampleOf(ctx context.Context, conn *pgx.Conn, sz scaleSize, s *scaleSample) error {
+func SampleOf(ctx context.Context, conn *pgx.Conn, sz Size, s *Sample) error {
 	q := func(sql string, dest ...any) error {
 		if err := conn.QueryRow(ctx, sql).Scan(dest...); err != nil {
 			return fmt.Errorf("%w\n%s", err, sql)
 		}
 		return nil
 	}
-	mid := strconv.FormatInt(sz.topUps/3, 10)
+	mid := strconv.FormatInt(sz.TopUps/3, 10)
 	var card string
 	if err := q(`SELECT p.public_id, p.authority, p.ref_id, p.card_pan_masked, p.amount_rials FROM topups p
 		WHERE p.status = 'credited' AND p.id > `+mid+` ORDER BY p.id LIMIT 1`, &s.publicID, &s.authority, &s.refID, &card, &s.amount); err != nil {
@@ -229,7 +235,7 @@ func scaleSampleOf(ctx context.Context, conn *pgx.Conn, sz scaleSize, s *scaleSa
 	if err := q(`SELECT public_id FROM topups WHERE user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` ORDER BY id LIMIT 1`, &s.heavyTopUpID); err != nil {
 		return err
 	}
-	if err := q(`SELECT public_id FROM transfers ORDER BY id DESC LIMIT 1 OFFSET `+strconv.FormatInt(sz.transfers/2, 10), &s.transferID); err != nil {
+	if err := q(`SELECT public_id FROM transfers ORDER BY id DESC LIMIT 1 OFFSET `+strconv.FormatInt(sz.Transfers/2, 10), &s.transferID); err != nil {
 		return err
 	}
 	if err := q(`SELECT public_id FROM transfers WHERE sender_user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` ORDER BY id DESC LIMIT 1`, &s.payerTransferID); err != nil {
@@ -237,7 +243,7 @@ func scaleSampleOf(ctx context.Context, conn *pgx.Conn, sz scaleSize, s *scaleSa
 	}
 	var at time.Time
 	var id int64
-	if err := q(`SELECT created_at, id FROM topups ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET `+strconv.FormatInt(sz.topUps/2, 10), &at, &id); err != nil {
+	if err := q(`SELECT created_at, id FROM topups ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET `+strconv.FormatInt(sz.TopUps/2, 10), &at, &id); err != nil {
 		return err
 	}
 	s.deepCursor = strconv.FormatInt(at.UnixMicro(), 10) + "-" + strconv.FormatInt(id, 10)
@@ -266,19 +272,19 @@ func scaleSampleOf(ctx context.Context, conn *pgx.Conn, sz scaleSize, s *scaleSa
 		VALUES ($1, 'bench', $2, $3, 'read', now(), now() + interval '1 day')`, s.heavyUserID, hex.EncodeToString(sum[:]), s.payerAPIToken[:9]); err != nil {
 		return err
 	}
-	s.rows = map[string]int64{}
+	s.Rows = map[string]int64{}
 	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers"} {
 		var c int64
 		if err := q(`SELECT reltuples::bigint FROM pg_class WHERE oid = '`+t+`'::regclass`, &c); err != nil {
 			return err
 		}
-		s.rows[t] = c
+		s.Rows[t] = c
 	}
 	var heavy int64
 	if err := q(`SELECT COUNT(*) FROM ledger_postings lp JOIN ledger_accounts a ON a.id = lp.account_id WHERE a.user_id = `+strconv.FormatInt(s.heavyUserID, 10), &heavy); err != nil {
 		return err
 	}
-	s.rows["heavy payer's postings"] = heavy
+	s.Rows["heavy payer's postings"] = heavy
 	return nil
 }
 
@@ -291,85 +297,85 @@ const (
 	asAPI
 )
 
-// scalePage is one page measured: a path fetched as someone, answering 200.
-type scalePage struct {
-	name string
-	path string
+// Page is one page measured: a path fetched as someone, answering 200.
+type Page struct {
+	Name string
+	Path string
 	who  who
 }
 
-// scalePages are the pages of the issue: every admin page, every search
+// Pages are the pages of the issue: every admin page, every search
 // kind, cursor paging, detail, users, audit, the dashboard, the payer's
 // wallet, top-ups and CSV, and the API's lists.
-func scalePages(s scaleSample) []scalePage {
+func Pages(s Sample) []Page {
 	persian := strings.NewReplacer("0", "۰", "1", "۱", "2", "۲", "3", "۳", "4", "۴", "5", "۵", "6", "۶", "7", "۷", "8", "۸", "9", "۹").Replace(strconv.FormatInt(s.refID, 10))
 	amount := strconv.FormatInt(s.amount/10, 10) // tomans
-	return []scalePage{
-		{"admin dashboard", "/admin", asAdmin},
-		{"admin top-ups (newest)", "/admin/topups", asAdmin},
-		{"admin top-ups (oldest first)", "/admin/topups?sort=oldest", asAdmin},
-		{"admin top-ups: cursor page (half-way)", "/admin/topups?cursor=" + s.deepCursor, asAdmin},
-		{"admin top-ups: status credited", "/admin/topups?status=credited", asAdmin},
-		{"admin top-ups: status needs_review", "/admin/topups?status=needs_review", asAdmin},
-		{"admin top-ups: status open", "/admin/topups?status=awaiting_payment&status=pending_verification", asAdmin},
-		{"admin top-ups: gateway", "/admin/topups?gateway=zarinpal", asAdmin},
-		{"admin top-ups: amount", "/admin/topups?min=" + amount + "&max=" + amount, asAdmin},
-		{"admin search: public id", "/admin/topups?q=" + s.publicID, asAdmin},
-		{"admin search: short reference", "/admin/topups?q=" + strings.ToUpper(s.publicID[:4]+"-"+s.publicID[4:8]+"-"+s.publicID[8:12]), asAdmin},
-		{"admin search: authority", "/admin/topups?q=" + s.authority, asAdmin},
-		{"admin search: bank reference", "/admin/topups?q=" + strconv.FormatInt(s.refID, 10), asAdmin},
-		{"admin search: bank reference, Persian digits", "/admin/topups?q=" + persian, asAdmin},
-		{"admin search: card last 4", "/admin/topups?q=" + s.card4, asAdmin},
-		{"admin search: e-mail (100k top-ups)", "/admin/topups?q=" + s.heavyEmail, asAdmin},
-		{"admin search: e-mail fragment", "/admin/topups?q=" + s.fragment, asAdmin},
-		{"admin top-ups CSV: needs_review", "/admin/topups.csv?status=needs_review", asAdmin},
-		{"admin top-up detail", "/admin/topups/" + s.detailID, asAdmin},
-		{"admin users", "/admin/users", asAdmin},
-		{"admin users: e-mail fragment", "/admin/users?q=" + s.fragment, asAdmin},
-		{"admin user detail (100k top-ups)", "/admin/users/" + strconv.FormatInt(s.heavyUserID, 10), asAdmin},
-		{"admin audit", "/admin/audit", asAdmin},
-		{"admin audit: one top-up", "/admin/audit?payment=" + s.detailID, asAdmin},
-		{"admin transfers", "/admin/transfers", asAdmin},
-		{"admin transfers: e-mail", "/admin/transfers?q=" + s.heavyEmail, asAdmin},
-		{"admin transfer detail", "/admin/transfers/" + s.transferID, asAdmin},
-		{"admin withdrawals", "/admin/withdrawals", asAdmin},
-		{"admin gateways", "/admin/gateways", asAdmin},
-		{"admin tokens", "/admin/tokens", asAdmin},
-		{"admin webhooks", "/admin/webhooks", asAdmin},
-		{"wallet (100k movements)", "/wallet", asPayer},
-		{"wallet top-ups", "/wallet/topups", asPayer},
-		{"wallet top-ups: credited", "/wallet/topups?status=credited", asPayer},
-		{"wallet top-ups CSV (100k)", "/wallet/topups.csv", asPayer},
-		{"payer's top-up page", "/topups/" + s.heavyTopUpID, asPayer},
-		{"payer's transfer receipt", "/transfers/" + s.payerTransferID, asPayer},
-		{"wallet transfer form", "/wallet/transfer", asPayer},
-		{"wallet withdraw form", "/wallet/withdraw", asPayer},
-		{"API top-ups", "/api/v1/topups", asAPI},
-		{"API top-up", "/api/v1/topups/" + s.heavyTopUpID, asAPI},
-		{"API wallet", "/api/v1/wallet", asAPI},
-		{"API wallet ledger", "/api/v1/wallet/ledger", asAPI},
-		{"API transfers", "/api/v1/transfers", asAPI},
-		{"API withdrawals", "/api/v1/withdrawals", asAPI},
-		{"API bank accounts", "/api/v1/bank-accounts", asAPI},
+	return []Page{
+		{"admin dashboard", routes.Admin, asAdmin},
+		{"admin top-ups (newest)", routes.AdminTopUps, asAdmin},
+		{"admin top-ups (oldest first)", routes.AdminTopUps + "?sort=oldest", asAdmin},
+		{"admin top-ups: cursor page (half-way)", routes.AdminTopUps + "?cursor=" + s.deepCursor, asAdmin},
+		{"admin top-ups: status credited", routes.AdminTopUps + "?status=credited", asAdmin},
+		{"admin top-ups: status needs_review", routes.AdminTopUps + "?status=needs_review", asAdmin},
+		{"admin top-ups: status open", routes.AdminTopUps + "?status=awaiting_payment&status=pending_verification", asAdmin},
+		{"admin top-ups: gateway", routes.AdminTopUps + "?gateway=zarinpal", asAdmin},
+		{"admin top-ups: amount", routes.AdminTopUps + "?min=" + amount + "&max=" + amount, asAdmin},
+		{"admin search: public id", routes.AdminTopUps + "?q=" + s.publicID, asAdmin},
+		{"admin search: short reference", routes.AdminTopUps + "?q=" + strings.ToUpper(s.publicID[:4]+"-"+s.publicID[4:8]+"-"+s.publicID[8:12]), asAdmin},
+		{"admin search: authority", routes.AdminTopUps + "?q=" + s.authority, asAdmin},
+		{"admin search: bank reference", routes.AdminTopUps + "?q=" + strconv.FormatInt(s.refID, 10), asAdmin},
+		{"admin search: bank reference, Persian digits", routes.AdminTopUps + "?q=" + persian, asAdmin},
+		{"admin search: card last 4", routes.AdminTopUps + "?q=" + s.card4, asAdmin},
+		{"admin search: e-mail (100k top-ups)", routes.AdminTopUps + "?q=" + s.heavyEmail, asAdmin},
+		{"admin search: e-mail fragment", routes.AdminTopUps + "?q=" + s.fragment, asAdmin},
+		{"admin top-ups CSV: needs_review", routes.AdminTopUpsCSV + "?status=needs_review", asAdmin},
+		{"admin top-up detail", routes.AdminTopUp(s.detailID), asAdmin},
+		{"admin users", routes.AdminUsers, asAdmin},
+		{"admin users: e-mail fragment", routes.AdminUsers + "?q=" + s.fragment, asAdmin},
+		{"admin user detail (100k top-ups)", routes.AdminUser(s.heavyUserID), asAdmin},
+		{"admin audit", routes.AdminAudit, asAdmin},
+		{"admin audit: one top-up", routes.AdminAudit + "?payment=" + s.detailID, asAdmin},
+		{"admin transfers", routes.AdminTransfers, asAdmin},
+		{"admin transfers: e-mail", routes.AdminTransfers + "?q=" + s.heavyEmail, asAdmin},
+		{"admin transfer detail", routes.AdminTransfer(s.transferID), asAdmin},
+		{"admin withdrawals", routes.AdminWithdrawals, asAdmin},
+		{"admin gateways", routes.AdminGateways, asAdmin},
+		{"admin tokens", routes.AdminTokens, asAdmin},
+		{"admin webhooks", routes.AdminWebhooks, asAdmin},
+		{"wallet (100k movements)", routes.Wallet, asPayer},
+		{"wallet top-ups", routes.WalletTopUps, asPayer},
+		{"wallet top-ups: credited", routes.WalletTopUps + "?status=credited", asPayer},
+		{"wallet top-ups CSV (100k)", routes.WalletTopUpsCSV, asPayer},
+		{"payer's top-up page", routes.TopUpPage(s.heavyTopUpID), asPayer},
+		{"payer's transfer receipt", routes.TransferReceipt(s.payerTransferID), asPayer},
+		{"wallet transfer form", routes.Transfer, asPayer},
+		{"wallet withdraw form", routes.Withdraw, asPayer},
+		{"API top-ups", routes.APITopUps, asAPI},
+		{"API top-up", routes.APITopUp(s.heavyTopUpID), asAPI},
+		{"API wallet", routes.APIWallet, asAPI},
+		{"API wallet ledger", routes.APIWalletLedger, asAPI},
+		{"API transfers", routes.APITransfers, asAPI},
+		{"API withdrawals", routes.APIWithdrawals, asAPI},
+		{"API bank accounts", routes.APIBankAccounts, asAPI},
 	}
 }
 
-// scaleClient fetches the pages as the admin, the payer or the payer's
+// Client fetches the pages as the admin, the payer or the payer's
 // API token.
-type scaleClient struct {
+type Client struct {
 	base string
-	s    scaleSample
+	s    Sample
 	hc   *http.Client
 }
 
-func newScaleClient(base string, s scaleSample, tr http.RoundTripper) *scaleClient {
-	return &scaleClient{base: base, s: s, hc: &http.Client{Transport: tr, Timeout: 5 * time.Minute,
+func NewClient(base string, s Sample, tr http.RoundTripper) *Client {
+	return &Client{base: base, s: s, hc: &http.Client{Transport: tr, Timeout: 5 * time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // get fetches p whole and fails unless it answers 200.
-func (c *scaleClient) get(ctx context.Context, p scalePage) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+p.path, nil)
+func (c *Client) Get(ctx context.Context, p Page) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+p.Path, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -391,13 +397,13 @@ func (c *scaleClient) get(ctx context.Context, p scalePage) (int, error) {
 		return 0, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return len(b), fmt.Errorf("%s: status %d (location %q): %.300s", p.path, res.StatusCode, res.Header.Get("Location"), b)
+		return len(b), fmt.Errorf("%s: status %d (location %q): %.300s", p.Path, res.StatusCode, res.Header.Get("Location"), b)
 	}
 	return len(b), nil
 }
 
-// pageTiming is one page's p50 and p95 over its fetches.
-type pageTiming struct {
+// Timing is one page's p50 and p95 over its fetches.
+type Timing struct {
 	Page    string  `json:"page"`
 	Path    string  `json:"path"`
 	Fetches int     `json:"fetches"`
@@ -407,35 +413,38 @@ type pageTiming struct {
 	MaxMS   float64 `json:"max_ms"`
 }
 
-// timePages fetches each page once to warm it, then fetches times more,
+// TimePages fetches each page once to warm it, then fetches times more,
 // one after another, and returns each page's p50 and p95.
-func timePages(ctx context.Context, c *scaleClient, pages []scalePage, fetches int) ([]pageTiming, error) {
-	var out []pageTiming
+func TimePages(ctx context.Context, c *Client, pages []Page, fetches int) ([]Timing, error) {
+	var out []Timing
 	for _, p := range pages {
-		size, err := c.get(ctx, p)
+		size, err := c.Get(ctx, p)
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", p.name, err)
+			return out, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		lats := make([]time.Duration, 0, fetches)
 		for range fetches {
 			t0 := time.Now()
-			if _, err := c.get(ctx, p); err != nil {
-				return out, fmt.Errorf("%s: %w", p.name, err)
+			if _, err := c.Get(ctx, p); err != nil {
+				return out, fmt.Errorf("%s: %w", p.Name, err)
 			}
 			lats = append(lats, time.Since(t0))
 		}
 		slices.Sort(lats)
-		out = append(out, pageTiming{Page: p.name, Path: p.path, Fetches: fetches, Bytes: size,
+		out = append(out, Timing{Page: p.Name, Path: p.Path, Fetches: fetches, Bytes: size,
 			P50MS: ms(lats[len(lats)/2]), P95MS: ms(lats[(len(lats)*95+99)/100-1]), MaxMS: ms(lats[len(lats)-1])})
 	}
 	return out, nil
 }
 
-// scaleOf is the issue's proportions at n top-ups: a hundred per user, a
+// SizeOf is the issue's proportions at n top-ups: a hundred per user, a
 // transfer per ten top-ups, a hundredth of them the heavy payer's.
-func scaleOf(n int64) scaleSize {
-	if n == fullScale.topUps {
-		return fullScale
+func SizeOf(n int64) Size {
+	if n == Full.TopUps {
+		return Full
 	}
-	return scaleSize{topUps: n, users: max(n/100, 100), transfers: max(n/10, 100), heavy: max(n/100, 10)}
+	return Size{TopUps: n, Users: max(n/100, 100), Transfers: max(n/10, 100), Heavy: max(n/100, 10)}
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/kifpool/kifpool/cmd/kifpool-load/adminbench"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -149,11 +150,11 @@ func TestScalePagesUseIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	sample, err := seedScale(ctx, conn, smallScale, t.Logf)
+	sample, err := adminbench.Seed(ctx, conn, adminbench.Small, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seeded rows: %v", sample.rows)
+	t.Logf("seeded rows: %v", sample.Rows)
 	if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
 		t.Fatal(err)
 	}
@@ -176,12 +177,12 @@ func TestScalePagesUseIndexes(t *testing.T) {
 	captured := *db
 	captured.Gorm = db.Gorm.Session(&gorm.Session{Logger: cp})
 	app := apptest.Start(t, &captured, apptest.Options{})
-	c := newScaleClient(app.URL, sample, http.DefaultTransport)
+	c := adminbench.NewClient(app.URL, sample, http.DefaultTransport)
 	explained := 0
-	for _, p := range scalePages(sample) {
+	for _, p := range adminbench.Pages(sample) {
 		cp.take()
-		if _, err := c.get(ctx, p); err != nil {
-			t.Errorf("%s: %v", p.name, err)
+		if _, err := c.Get(ctx, p); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
 			continue
 		}
 		for _, sql := range cp.take() {
@@ -191,26 +192,26 @@ func TestScalePagesUseIndexes(t *testing.T) {
 			}
 			plan, whole, err := explainPlan(ctx, conn, sql, partial)
 			if err != nil {
-				t.Errorf("%s: explain: %v\n%s", p.name, err, sql)
+				t.Errorf("%s: explain: %v\n%s", p.Name, err, sql)
 				continue
 			}
 			explained++
 			if testing.Verbose() {
-				t.Logf("%s:\n%s\n%s", p.name, sql, plan)
+				t.Logf("%s:\n%s\n%s", p.Name, sql, plan)
 			}
 			if seqScanRE.MatchString(plan) {
-				t.Errorf("%s: a sequential scan (no index serves it):\n%s\n%s", p.name, sql, plan)
+				t.Errorf("%s: a sequential scan (no index serves it):\n%s\n%s", p.Name, sql, plan)
 			}
 			for _, w := range whole {
-				t.Errorf("%s: reads the whole of %s (an index walked without a condition or a bound):\n%s\n%s", p.name, w, sql, plan)
+				t.Errorf("%s: reads the whole of %s (an index walked without a condition or a bound):\n%s\n%s", p.Name, w, sql, plan)
 			}
 		}
 	}
-	if explained < len(scalePages(sample)) {
-		t.Errorf("only %d statements explained for %d pages: the capture misses the app's statements", explained, len(scalePages(sample)))
+	if explained < len(adminbench.Pages(sample)) {
+		t.Errorf("only %d statements explained for %d pages: the capture misses the app's statements", explained, len(adminbench.Pages(sample)))
 	}
 	// The bench's timing loop over the same pages (two fetches each).
-	if _, err := timePages(ctx, c, scalePages(sample), 2); err != nil {
+	if _, err := adminbench.TimePages(ctx, c, adminbench.Pages(sample), 2); err != nil {
 		t.Fatal(err)
 	}
 }
