@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,8 +64,8 @@ func TestWithdrawalWebhooks(t *testing.T) {
 		e := newEnv(t, db, "jibit")
 		withdrawaltest.Fund(t, db, e.wallet, 600_000_000)
 		adminID, _ := withdrawaltest.User(t, db, "admin@example.com")
-		kicks := 0
-		e.st.OnWebhookQueued(func() { kicks++ })
+		var kicks atomic.Int64 // the worker's rounds move withdrawals in parallel
+		e.st.OnWebhookQueued(func() { kicks.Add(1) })
 		hooks, err := webhook.New(db, e.clock.Now, webhook.Options{SessionSecret: []byte("0123456789abcdef0123456789abcdef-test"), AllowLoopback: true})
 		if err != nil {
 			t.Fatal(err)
@@ -177,8 +178,8 @@ func TestWithdrawalWebhooks(t *testing.T) {
 		if ds, err := hooks.Deliveries(ctx, other.ID, 100); err != nil || len(ds) != 0 {
 			t.Fatalf("the endpoint not subscribed got %d deliveries (%v)", len(ds), err)
 		}
-		if kicks != len(want) {
-			t.Errorf("the sender was woken %d times, want %d", kicks, len(want))
+		if kicks.Load() != int64(len(want)) {
+			t.Errorf("the sender was woken %d times, want %d", kicks.Load(), len(want))
 		}
 
 		s := webhook.NewSender(hooks, webhook.SenderOptions{})
