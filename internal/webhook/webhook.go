@@ -190,14 +190,7 @@ func EnqueueTransfer(tx *gorm.DB, e TransferEvent) (queued int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("webhook: event %s of transfer %d: %w", e.Type, e.TransferID, err)
 	}
-	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, transfer_id, type, body, status, next_attempt_at, created_at, retry_from)
-		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
-		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
-		id, e.TransferID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
-	if res.Error != nil {
-		return 0, fmt.Errorf("webhook: queue %s of transfer %d: %w", e.Type, e.TransferID, res.Error)
-	}
-	return res.RowsAffected, nil
+	return queueFor(tx, subjectTransfer, e.TransferID, e.UserID, id, e.Type, body, at)
 }
 
 // WithdrawalEvent is one event of a withdrawal (withdrawal.paid,
@@ -233,14 +226,7 @@ func EnqueueWithdrawal(tx *gorm.DB, e WithdrawalEvent) (queued int64, err error)
 	if err != nil {
 		return 0, fmt.Errorf("webhook: event %s of withdrawal %d: %w", e.Type, e.WithdrawalID, err)
 	}
-	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, withdrawal_id, type, body, status, next_attempt_at, created_at, retry_from)
-		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
-		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
-		id, e.WithdrawalID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
-	if res.Error != nil {
-		return 0, fmt.Errorf("webhook: queue %s of withdrawal %d: %w", e.Type, e.WithdrawalID, res.Error)
-	}
-	return res.RowsAffected, nil
+	return queueFor(tx, subjectWithdrawal, e.WithdrawalID, e.UserID, id, e.Type, body, at)
 }
 
 // ChargeEvent is one event of a charge (charge.*), to the merchant's
@@ -280,12 +266,46 @@ func EnqueueCharge(tx *gorm.DB, e ChargeEvent) (queued int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("webhook: event %s of charge %d: %w", e.Type, e.ChargeID, err)
 	}
-	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, charge_id, type, body, status, next_attempt_at, created_at, retry_from)
+	return queueFor(tx, subjectCharge, e.ChargeID, e.UserID, id, e.Type, body, at)
+}
+
+// subject is the column of webhook_deliveries that names what an event
+// is about (beside a top-up's topup_id).
+type subject int
+
+const (
+	subjectTransfer subject = iota
+	subjectWithdrawal
+	subjectCharge
+)
+
+// deliveries is the subject's name and its insert of one delivery per
+// endpoint of the user subscribed to the event's type.
+func (sub subject) deliveries() (name, insert string) {
+	switch sub {
+	case subjectTransfer:
+		return "transfer", `INSERT INTO webhook_deliveries (event_id, endpoint_id, transfer_id, type, body, status, next_attempt_at, created_at, retry_from)
 		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
-		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
-		id, e.ChargeID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
+		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`
+	case subjectWithdrawal:
+		return "withdrawal", `INSERT INTO webhook_deliveries (event_id, endpoint_id, withdrawal_id, type, body, status, next_attempt_at, created_at, retry_from)
+		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
+		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`
+	default:
+		return "charge", `INSERT INTO webhook_deliveries (event_id, endpoint_id, charge_id, type, body, status, next_attempt_at, created_at, retry_from)
+		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
+		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`
+	}
+}
+
+// queueFor writes event id's deliveries in tx, one per endpoint of
+// userID subscribed to typ, naming the subject's row subjectID: the
+// outbox of transfers', withdrawals' and charges' events.
+func queueFor(tx *gorm.DB, sub subject, subjectID, userID int64, id, typ string, body []byte, at time.Time) (int64, error) {
+	name, insert := sub.deliveries()
+	res := tx.Exec(insert, id, subjectID, typ, string(body), at, at, at, userID, "%,"+typ+",%")
 	if res.Error != nil {
-		return 0, fmt.Errorf("webhook: queue %s of charge %d: %w", e.Type, e.ChargeID, res.Error)
+		return 0, fmt.Errorf("webhook: queue %s of %s %d: %w", typ, name, subjectID, res.Error)
 	}
 	return res.RowsAffected, nil
 }
