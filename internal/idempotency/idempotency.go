@@ -240,13 +240,8 @@ func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
 		if err != nil {
 			return 0, Record{}, fmt.Errorf("load idempotency key: %w", err)
 		}
-		switch {
-		case old.RequestMethod != r.Method || old.RequestPath != r.Path || old.Fingerprint != r.Fingerprint:
-			return Mismatch, old, nil
-		case old.Finished():
-			return Replay, old, nil
-		case old.LockedUntil != nil && old.LockedUntil.After(now):
-			return InUse, old, nil
+		if out := s.decide(r, old, now); out != Acquired {
+			return out, old, nil
 		}
 		// Released, or its request died: take it over, if no one else
 		// just did.
@@ -262,6 +257,74 @@ func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
 		}
 	}
 	return InUse, Record{}, nil
+}
+
+// Lookup reads the key without writing and decides as Begin would: the
+// stored response (Replay), InUse, Mismatch, or Acquired for a key whose
+// request left it unfinished and unleased (the caller then goes through
+// Begin, which takes it over). found is false when the user has no such
+// key: the caller may Claim it in its own transaction.
+func (s *Store) Lookup(ctx context.Context, r Request) (out Outcome, rec Record, found bool, err error) {
+	if err := CheckKey(r.Key); err != nil {
+		return 0, Record{}, false, err
+	}
+	var recs []Record
+	if err := s.db.Gorm.WithContext(ctx).Where("user_id = ? AND idempotency_key = ?", r.UserID, r.Key).Limit(1).Find(&recs).Error; err != nil {
+		return 0, Record{}, false, fmt.Errorf("load idempotency key: %w", err)
+	}
+	if len(recs) == 0 {
+		return 0, Record{}, false, nil
+	}
+	return s.decide(r, recs[0], s.clock()), recs[0], true, nil
+}
+
+// decide is what a request finds in its key's record.
+func (s *Store) decide(r Request, old Record, now time.Time) Outcome {
+	switch {
+	case old.RequestMethod != r.Method || old.RequestPath != r.Path || old.Fingerprint != r.Fingerprint:
+		return Mismatch
+	case old.Finished():
+		return Replay
+	case old.LockedUntil != nil && old.LockedUntil.After(now):
+		return InUse
+	}
+	return Acquired
+}
+
+// Answer is a request's response as its key stores it.
+type Answer struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Claim inserts the key's record, already finished with its answer, in
+// the caller's transaction tx: the request's effect and its answer then
+// commit together, in one commit, or neither does. ok is false when the
+// user has the key already (the unique (user_id, key) index; on
+// PostgreSQL the insert first waits for a racing transaction that holds
+// it to end): the caller rolls back and answers from that record
+// (Lookup). Nothing else in tx may have been written before: a refusal
+// rolls the record back with the rest, as Discard forgets a key.
+func (s *Store) Claim(tx *gorm.DB, r Request, now time.Time, a Answer) (rec Record, ok bool, err error) {
+	if err := CheckKey(r.Key); err != nil {
+		return Record{}, false, err
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	status, body := a.Status, string(a.Body)
+	var ids []int64
+	if err := tx.Raw(`INSERT INTO idempotency_keys (user_id, idempotency_key, request_method, request_path, fingerprint,
+			response_status, response_type, response_body, created_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id`,
+		r.UserID, r.Key, r.Method, r.Path, r.Fingerprint, status, a.ContentType, body, now, now).Scan(&ids).Error; err != nil {
+		return Record{}, false, fmt.Errorf("store idempotency key: %w", err)
+	}
+	if len(ids) == 0 {
+		return Record{}, false, nil
+	}
+	return Record{ID: ids[0], UserID: r.UserID, IdempotencyKey: r.Key, RequestMethod: r.Method, RequestPath: r.Path,
+		Fingerprint: r.Fingerprint, ResponseStatus: &status, ResponseType: a.ContentType, ResponseBody: &body,
+		CreatedAt: now, FinishedAt: &now}, true, nil
 }
 
 // Finish stores the response of an acquired request and unlocks the key.

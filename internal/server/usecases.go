@@ -102,7 +102,7 @@ func newUseCases(b base, p useCaseParts) useCases {
 	})
 	u.Transfers = transfer.New(transfer.NewStore(b.db, p.ledger),
 		transfer.Config{MinRials: cfg.TransferMinRials, DailyMaxRials: cfg.TransferDailyMaxRials}, b.now, b.log("transfer")).
-		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick})
+		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick}).WithKeys(u.Keys)
 	u.Charges = charge.New(chargestore.New(b.db, p.ledger), charge.Config{BaseURL: cfg.BaseURL,
 		HoldTTL: time.Duration(cfg.ChargeHoldHours) * time.Hour}, b.now, b.log("charge")).
 		WithHooks(charge.Hooks{WebhookQueued: u.Hooks.Kick})

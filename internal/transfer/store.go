@@ -116,6 +116,10 @@ type write struct {
 	from, to int64 // the sender's and the recipient's wallet accounts
 	dailyMax int64
 	day      time.Time
+	// claim, when set, runs first in the transaction and returns the form
+	// token (an API request's idempotency key, stored with its answer:
+	// the key, the transfer and the answer commit together).
+	claim func(tx *gorm.DB) (string, error)
 }
 
 // written is what the write wrote besides the transfer.
@@ -130,9 +134,13 @@ const selectTransfer = `SELECT t.id, t.public_id, t.sender_user_id, t.recipient_
 	LEFT JOIN ledger_transactions lt ON lt.kind = 'transfer' AND lt.reference = t.public_id`
 
 // write writes a transfer whole in one database transaction, in this
-// order (the lock order every transfer keeps: the transfer's unique key,
-// the sender's day total, the two accounts in ascending id):
+// order (the lock order every transfer keeps: the API's idempotency key,
+// the transfer's unique key, the sender's day total, the two accounts in
+// ascending id):
 //
+//  0. through the API, the request's idempotency key with its answer
+//     (w.claim: idempotency.Store.Claim); a key taken already ends the
+//     transaction before anything is written;
 //  1. the transfer's row; when the sender's form token has one already
 //     (ON CONFLICT DO NOTHING waits for a racing first insert to commit
 //     or roll back), errReplay, and nothing is written;
@@ -150,10 +158,17 @@ func (s *Store) write(ctx context.Context, w write) (written, error) {
 	out := written{t: w.t}
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		t := &out.t
+		token := w.token
+		if w.claim != nil {
+			var err error
+			if token, err = w.claim(tx); err != nil {
+				return err
+			}
+		}
 		var ids []int64
 		if err := tx.Raw(`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sender_user_id, form_token) DO NOTHING RETURNING id`,
-			t.PublicID, t.SenderUserID, t.RecipientUserID, t.AmountRials, t.Note, w.token, t.CreatedAt).Scan(&ids).Error; err != nil {
+			t.PublicID, t.SenderUserID, t.RecipientUserID, t.AmountRials, t.Note, token, t.CreatedAt).Scan(&ids).Error; err != nil {
 			return fmt.Errorf("insert transfer: %w", err)
 		}
 		if len(ids) == 0 {

@@ -29,6 +29,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,8 +37,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/email"
 	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
@@ -146,6 +150,7 @@ type Service struct {
 	now   func() time.Time
 	log   *slog.Logger
 	hooks Hooks
+	keys  *idempotency.Store
 }
 
 // New returns the service over its store.
@@ -164,6 +169,9 @@ func New(st *Store, cfg Config, now func() time.Time, log *slog.Logger) *Service
 
 // WithHooks sets what is told of a committed transfer.
 func (s *Service) WithHooks(h Hooks) *Service { s.hooks = h; return s }
+
+// WithKeys sets the API's idempotency keys (SendKeyed).
+func (s *Service) WithKeys(k *idempotency.Store) *Service { s.keys = k; return s }
 
 // Config is the service's rules (for the form's hints).
 func (s *Service) Config() Config { return s.cfg }
@@ -299,6 +307,180 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 	}
 	s.log.InfoContext(ctx, "transfer made", "transfer", out.t.PublicID, "amount_rials", out.t.AmountRials)
 	return Result{Transfer: out.t}, nil
+}
+
+// Keyed is SendKeyed's answer. Outcome Acquired: the transfer was made
+// now (Transfer) and Answer is the response stored with its key; Replay:
+// Answer is the response the key's first request stored; InUse and
+// Mismatch as idempotency.Store.Begin decides them (nothing written).
+type Keyed struct {
+	Outcome  idempotency.Outcome
+	Answer   idempotency.Answer
+	Transfer Transfer
+}
+
+// The API's answer to a transfer made: 201 and the transfer as the sender
+// sees it.
+const (
+	answerStatus = 201
+	answerType   = "application/json"
+)
+
+// SendKeyed is POST /api/v1/transfers: Send for a request with an
+// Idempotency-Key, the key's record, the transfer and the stored answer
+// written in one database transaction (one commit):
+//
+//   - a key whose request finished answers with its stored response
+//     (one read, nothing written); a key of another request is a
+//     Mismatch, one still leased InUse;
+//   - a new key is claimed (idempotency.Store.Claim, its record already
+//     holding the answer) as the transaction's first statement, so that
+//     its unique index orders racing requests with one key before they
+//     touch anything else; the loser answers from the winner's record;
+//   - a refusal (every one Send has) rolls the key back with the rest:
+//     nothing is stored, and the same key works again once the balance
+//     or the limit allows it;
+//   - a key left unfinished by an older instance (Begin, Release) goes
+//     the old way: Begin takes it over, Send finds the transfer it may
+//     have made, Finish stores the answer.
+func (s *Service) SendKeyed(ctx context.Context, r Request, k idempotency.Request) (Keyed, error) {
+	if s.keys == nil {
+		return Keyed{}, errors.New("transfer: no idempotency keys (WithKeys)")
+	}
+	// A few rounds: a key claimed by a racing request that then rolled
+	// back, or deleted by the keys' cleanup, between the read and the
+	// claim, is looked at again.
+	for attempt := 0; attempt < 5; attempt++ {
+		out, rec, found, err := s.keys.Lookup(ctx, k)
+		switch {
+		case err != nil:
+			return Keyed{}, err
+		case found && out == idempotency.Acquired:
+			return s.sendLegacy(ctx, r, k)
+		case found:
+			return keyedAnswer(out, rec), nil
+		}
+		res, err := s.sendClaimed(ctx, r, k)
+		if errors.Is(err, errKeyTaken) {
+			continue
+		}
+		return res, err
+	}
+	return Keyed{Outcome: idempotency.InUse}, nil
+}
+
+// errKeyTaken: the request's key was claimed by another request first.
+var errKeyTaken = errors.New("transfer: idempotency key taken by another request")
+
+func keyedAnswer(out idempotency.Outcome, rec idempotency.Record) Keyed {
+	k := Keyed{Outcome: out}
+	if out == idempotency.Replay {
+		k.Answer = idempotency.Answer{Status: *rec.ResponseStatus, ContentType: rec.ResponseType, Body: []byte(*rec.ResponseBody)}
+	}
+	return k
+}
+
+// sendClaimed is Send with the key claimed inside the transfer's
+// transaction.
+func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Request) (Keyed, error) {
+	to, err := s.check(r)
+	if err != nil {
+		return Keyed{}, err
+	}
+	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
+	switch {
+	case err != nil:
+		return Keyed{}, err
+	case rcpt.ID == 0:
+		return Keyed{}, ErrRecipientNotFound
+	case rcpt.ID == r.SenderUserID:
+		return Keyed{}, ErrToSelf
+	case sender.ID == 0:
+		return Keyed{}, fmt.Errorf("transfer from user %d: %w", r.SenderUserID, ledger.ErrAccountNotFound)
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
+		RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note, CreatedAt: now}
+	// The answer is known before the write: every field of the view is.
+	body, err := json.Marshal(EventView(t, sender.ID))
+	if err != nil {
+		return Keyed{}, fmt.Errorf("transfer's answer: %w", err)
+	}
+	ans := idempotency.Answer{Status: answerStatus, ContentType: answerType, Body: body}
+	w := write{t: t, from: sender.AccountID, to: rcpt.AccountID, dailyMax: s.cfg.DailyMaxRials, day: limits.DayStart(now),
+		claim: func(tx *gorm.DB) (string, error) {
+			rec, ok, err := s.keys.Claim(tx, k, now, ans)
+			switch {
+			case err != nil:
+				return "", err
+			case !ok:
+				return "", errKeyTaken
+			}
+			return s.keys.FormToken(rec), nil
+		}}
+	out, err := s.st.write(ctx, w)
+	switch {
+	case errors.Is(err, ledger.ErrInsufficientFunds):
+		return Keyed{}, fmt.Errorf("%w: %w", ErrInsufficientFunds, err)
+	case err != nil:
+		// errKeyTaken, ErrDailyLimit, or a failure: the transaction
+		// rolled back, the key with it.
+		return Keyed{}, err
+	}
+	if out.webhooks > 0 && s.hooks.WebhookQueued != nil {
+		s.hooks.WebhookQueued()
+	}
+	s.log.InfoContext(ctx, "transfer made", "transfer", out.t.PublicID, "amount_rials", out.t.AmountRials)
+	return Keyed{Outcome: idempotency.Acquired, Answer: ans, Transfer: out.t}, nil
+}
+
+// sendLegacy is the way of a key its request left unfinished (an older
+// instance's Begin and Release): Begin takes it over, Send makes the
+// transfer or finds the one the first request made (the key's form
+// token), Finish stores the answer; a refusal discards the key, a failure
+// releases it for a retry.
+func (s *Service) sendLegacy(ctx context.Context, r Request, k idempotency.Request) (Keyed, error) {
+	out, rec, err := s.keys.Begin(ctx, k)
+	if err != nil {
+		return Keyed{}, err
+	}
+	if out != idempotency.Acquired {
+		return keyedAnswer(out, rec), nil
+	}
+	r.FormToken = s.keys.FormToken(rec)
+	res, err := s.Send(ctx, r)
+	switch {
+	case errors.Is(err, ErrInsufficientFunds), errors.Is(err, ErrRecipientNotFound), errors.Is(err, ErrToSelf),
+		errors.Is(err, ErrDailyLimit), errors.Is(err, ErrNoteTooLong), errors.Is(err, ErrNoteInvalid), isAmountRule(err):
+		if derr := s.keys.Discard(ctx, rec); derr != nil {
+			s.log.ErrorContext(ctx, "discard idempotency key", "err", derr)
+		}
+		return Keyed{}, err
+	case err != nil:
+		if rerr := s.keys.Release(ctx, rec); rerr != nil {
+			s.log.ErrorContext(ctx, "release idempotency key", "err", rerr)
+		}
+		return Keyed{}, err
+	}
+	body, err := json.Marshal(EventView(res.Transfer, r.SenderUserID))
+	if err != nil {
+		return Keyed{}, errors.Join(fmt.Errorf("transfer's answer: %w", err), s.keys.Release(ctx, rec))
+	}
+	ans := idempotency.Answer{Status: answerStatus, ContentType: answerType, Body: body}
+	if _, err := s.keys.Finish(ctx, rec, ans.Status, ans.ContentType, ans.Body, nil); err != nil {
+		s.log.ErrorContext(ctx, "store idempotent response", "err", err)
+	}
+	return Keyed{Outcome: idempotency.Acquired, Answer: ans, Transfer: res.Transfer}, nil
+}
+
+// isAmountRule: err is one of the amount's rules (money's errors).
+func isAmountRule(err error) bool {
+	for _, e := range []error{money.ErrNotPositive, money.ErrNotWholeTomans, money.ErrTooSmall, money.ErrTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse answers a request the rules refuse, unless its form token made a

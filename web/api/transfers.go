@@ -91,10 +91,12 @@ func (in transferRequest) fingerprint(method, path string) string {
 }
 
 // createTransfer is POST /api/v1/transfers, in the order of createTopUp:
-// the key's shape, the body and its rules (nothing stored), then the key
-// decides between running, replaying, or refusing (in use, reused). The
-// transfer's form token is derived from the key's record, so the
-// transfers' unique (sender, form token) index guards the API too.
+// the key's shape, the body and its rules (nothing stored), then the use
+// case (transfer.Service.SendKeyed) decides between replaying, refusing
+// (in use, reused) and running, where the key's record, the transfer and
+// the stored answer are one database transaction. The transfer's form
+// token is derived from the key's record, so the transfers' unique
+// (sender, form token) index guards the API too.
 func (h *handler) createTransfer(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	key := c.Get(HeaderIdempotencyKey)
@@ -133,45 +135,27 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	if err := transfer.CheckNote(note); err != nil {
 		return h.transferProblem(c, err)
 	}
-	out, rec, err := h.Keys.Begin(ctx, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
-	if err != nil {
+	res, err := h.Transfers.SendKeyed(ctx, r, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
+	switch {
+	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),
+		errors.Is(err, transfer.ErrToSelf), errors.Is(err, transfer.ErrDailyLimit), isAmountRule(err),
+		errors.Is(err, transfer.ErrNoteTooLong), errors.Is(err, transfer.ErrNoteInvalid):
+		// Refused, nothing written, the key not kept (the same key works
+		// once the balance or the limit allows it).
+		return h.transferProblem(c, err)
+	case err != nil:
 		return err
 	}
-	switch out {
+	switch res.Outcome {
 	case idempotency.Replay:
 		c.Set(HeaderReplayed, "true")
-		return send(c, *rec.ResponseStatus, rec.ResponseType, []byte(*rec.ResponseBody))
 	case idempotency.InUse:
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
 	case idempotency.Mismatch:
 		return problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
 	}
-	r.FormToken = h.Keys.FormToken(rec)
-	res, err := h.Transfers.Send(ctx, r)
-	switch {
-	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),
-		errors.Is(err, transfer.ErrToSelf), errors.Is(err, transfer.ErrDailyLimit), isAmountRule(err),
-		errors.Is(err, transfer.ErrNoteTooLong), errors.Is(err, transfer.ErrNoteInvalid):
-		// Refused, nothing written: forget the key (the same key works
-		// once the balance or the limit allows it).
-		if derr := h.Keys.Discard(ctx, rec); derr != nil {
-			h.Log.Error("discard idempotency key", "err", derr)
-		}
-		return h.transferProblem(c, err)
-	case err != nil:
-		// The transfer may exist: keep the key (without an answer) so
-		// that a retry with it finds that transfer instead of making
-		// another.
-		h.release(ctx, rec)
-		return err
-	}
-	body, err := json.Marshal(transfer.EventView(res.Transfer, p.UserID))
-	if err != nil {
-		h.release(ctx, rec)
-		return err
-	}
-	return h.finish(c, rec, fiber.StatusCreated, fiber.MIMEApplicationJSON, body, nil)
+	return send(c, res.Answer.Status, res.Answer.ContentType, res.Answer.Body)
 }
 
 func isAmountRule(err error) bool {
