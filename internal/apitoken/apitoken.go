@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -131,6 +132,11 @@ type Service struct {
 	// lastUsedEvery: last_used_at is written at most this often per token
 	// (a busy token does not write on every request).
 	lastUsedEvery time.Duration
+	// used are the last uses noted by Authenticate and not yet written
+	// (token id → when): FlushLastUsed writes them in one transaction,
+	// off the requests' path.
+	usedMu sync.Mutex
+	used   map[int64]time.Time
 }
 
 // NewService returns the token service over db with the default rules.
@@ -149,7 +155,7 @@ func New(db *store.DB, now func() time.Time, o Options) *Service {
 	if o.MaxLive <= 0 {
 		o.MaxLive = DefaultMaxLive
 	}
-	return &Service{db: db, now: now, opts: o, lastUsedEvery: time.Minute}
+	return &Service{db: db, now: now, opts: o, lastUsedEvery: time.Minute, used: map[int64]time.Time{}}
 }
 
 // Rules returns the default validity in days and the live-token cap.
@@ -286,8 +292,51 @@ func parseDays(s string) (int, bool) {
 	return n, n >= 1 && n <= MaxExpiresDays
 }
 
+// LastUsedFlushEvery is how often serve writes the tokens' noted last
+// uses (FlushLastUsed): last_used_at is at most this late, and at most a
+// minute early (written once a minute per token).
+const LastUsedFlushEvery = 10 * time.Second
+
+// FlushLastUsed writes the last uses Authenticate noted since the last
+// flush, in one transaction, each only if newer by a minute than the one
+// stored, and returns how many tokens it wrote. On failure the uses are
+// kept for the next flush.
+func (s *Service) FlushLastUsed(ctx context.Context) (int, error) {
+	s.usedMu.Lock()
+	used := s.used
+	s.used = map[int64]time.Time{}
+	s.usedMu.Unlock()
+	if len(used) == 0 {
+		return 0, nil
+	}
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		for id, at := range used {
+			if err := tx.Model(&Token{}).Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", id, at.Add(-s.lastUsedEvery)).
+				Update("last_used_at", at).Error; err != nil {
+				return fmt.Errorf("note token %d used: %w", id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.usedMu.Lock()
+		for id, at := range used {
+			if cur, ok := s.used[id]; !ok || cur.Before(at) {
+				s.used[id] = at
+			}
+		}
+		s.usedMu.Unlock()
+		return 0, err
+	}
+	return len(used), nil
+}
+
 // ForUser lists a user's tokens, newest first (revoked ones included).
+// This instance's noted last uses are written first.
 func (s *Service) ForUser(ctx context.Context, userID int64) ([]Token, error) {
+	if _, err := s.FlushLastUsed(ctx); err != nil {
+		return nil, err
+	}
 	var out []Token
 	if err := s.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Order("id DESC").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("tokens of user %d: %w", userID, err)
@@ -327,6 +376,9 @@ type AdminRow struct {
 func (s *Service) All(ctx context.Context, email string, limit int) ([]AdminRow, error) {
 	if limit <= 0 || limit > 500 {
 		limit = 200
+	}
+	if _, err := s.FlushLastUsed(ctx); err != nil {
+		return nil, err
 	}
 	q := s.db.Gorm.WithContext(ctx).Table("api_tokens AS t").
 		Select("t.*, u.email").Joins("JOIN users u ON u.id = t.user_id")
@@ -404,12 +456,12 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 		return Principal{}, ErrUnauthorized
 	}
 	if row.LastUsedAt == nil || now.Sub(*row.LastUsedAt) >= s.lastUsedEvery {
-		err := s.db.Gorm.WithContext(ctx).Model(&Token{}).
-			Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", row.ID, now.Add(-s.lastUsedEvery)).
-			Update("last_used_at", now).Error
-		if err != nil {
-			return Principal{}, fmt.Errorf("note token %d used: %w", row.ID, err)
-		}
+		// Noted in memory; written by FlushLastUsed (serve's loop, every
+		// LastUsedFlushEvery, and at shutdown), never on the request's
+		// path.
+		s.usedMu.Lock()
+		s.used[row.ID] = now
+		s.usedMu.Unlock()
 	}
 	return Principal{TokenID: row.ID, UserID: row.UserID, Email: row.Email, Scope: row.Scope}, nil
 }

@@ -120,3 +120,54 @@ func TestTokenLifecycle(t *testing.T) {
 		}
 	})
 }
+
+// A request notes its token's use in memory; FlushLastUsed writes it, at
+// most once a minute per token; nothing is written on the request's path.
+func TestLastUsedIsFlushed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+		s := apitoken.NewService(db, func() time.Time { return now })
+		alice, err := auth.NewService(db, auth.Options{BcryptCost: 4}).SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret, tok, err := s.Create(ctx, apitoken.CreateInput{UserID: alice.ID, Name: "ci", Scope: "read"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := func() *time.Time {
+			var ts []apitoken.Token
+			if err := db.Gorm.Where("id = ?", tok.ID).Find(&ts).Error; err != nil || len(ts) != 1 {
+				t.Fatalf("token: %v", err)
+			}
+			return ts[0].LastUsedAt
+		}
+		if _, err := s.Authenticate(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		if at := stored(); at != nil {
+			t.Fatalf("written on the request's path: %v", at)
+		}
+		if n, err := s.FlushLastUsed(ctx); n != 1 || err != nil {
+			t.Fatalf("flush: %d %v", n, err)
+		}
+		if at := stored(); at == nil || !at.Equal(now) {
+			t.Fatalf("last use after the flush: %v", at)
+		}
+		// Within the minute: nothing noted; past it: noted again.
+		now = now.Add(30 * time.Second)
+		_, _ = s.Authenticate(ctx, secret)
+		if n, _ := s.FlushLastUsed(ctx); n != 0 {
+			t.Fatalf("noted twice in a minute: %d", n)
+		}
+		now = now.Add(time.Minute)
+		_, _ = s.Authenticate(ctx, secret)
+		if n, err := s.FlushLastUsed(ctx); n != 1 || err != nil {
+			t.Fatalf("second flush: %d %v", n, err)
+		}
+		if at := stored(); at == nil || !at.Equal(now) {
+			t.Fatalf("last use after the second flush: %v, want %v", at, now)
+		}
+	})
+}

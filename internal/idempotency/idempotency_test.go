@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/idempotency"
@@ -222,6 +224,72 @@ func TestKeyLifecycle(t *testing.T) {
 		out, again, _ := s.Begin(ctx, req)
 		if out != idempotency.Acquired || again.ID == rec.ID || s.FormToken(again) == s.FormToken(rec) {
 			t.Fatalf("key after cleanup: %v", out)
+		}
+	})
+}
+
+// Claim stores a key already finished in the caller's transaction: it
+// commits with it (then Lookup and Begin replay it), rolls back with it
+// (no key), and a second claim of the key finds it taken.
+func TestClaimInTransaction(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+		alice, _ := auth.NewService(db, auth.Options{BcryptCost: 4}).SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
+		s := idempotency.NewStore(db, idempotency.Options{Secret: []byte("s3cret"), Now: func() time.Time { return now }})
+		req := idempotency.Request{UserID: alice.ID, Key: "claim-1", Method: "POST", Path: routes.APITransfers, Fingerprint: "fp-a"}
+		ans := idempotency.Answer{Status: 201, ContentType: "application/json", Body: []byte(`{"id":"tr_x"}`)}
+		rolledBack := errors.New("rolled back")
+
+		if _, _, found, err := s.Lookup(ctx, req); found || err != nil {
+			t.Fatalf("lookup of a new key: %v %v", found, err)
+		}
+		err := db.Tx(ctx, func(tx *gorm.DB) error {
+			if _, ok, err := s.Claim(tx, req, now, ans); !ok || err != nil {
+				t.Fatalf("claim: %v %v", ok, err)
+			}
+			return rolledBack
+		})
+		if !errors.Is(err, rolledBack) {
+			t.Fatal(err)
+		}
+		if _, _, found, err := s.Lookup(ctx, req); found || err != nil {
+			t.Fatalf("a rolled back claim left its key: %v %v", found, err)
+		}
+		var rec idempotency.Record
+		if err := db.Tx(ctx, func(tx *gorm.DB) error {
+			var ok bool
+			var err error
+			rec, ok, err = s.Claim(tx, req, now, ans)
+			if !ok || err != nil {
+				t.Fatalf("claim: %v %v", ok, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !formtoken.Valid(s.FormToken(rec)) {
+			t.Fatalf("form token of a claimed key %q", s.FormToken(rec))
+		}
+		if err := db.Tx(ctx, func(tx *gorm.DB) error {
+			if _, ok, err := s.Claim(tx, req, now, ans); ok || err != nil {
+				t.Fatalf("a second claim: %v %v", ok, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out, got, found, err := s.Lookup(ctx, req)
+		if err != nil || !found || out != idempotency.Replay || *got.ResponseBody != string(ans.Body) || *got.ResponseStatus != 201 || got.ID != rec.ID {
+			t.Fatalf("lookup: %v %+v %v %v", out, got, found, err)
+		}
+		if out, got, err := s.Begin(ctx, req); err != nil || out != idempotency.Replay || *got.ResponseBody != string(ans.Body) {
+			t.Fatalf("begin on a claimed key: %v %v", out, err)
+		}
+		other := req
+		other.Fingerprint = "fp-b"
+		if out, _, _, _ := s.Lookup(ctx, other); out != idempotency.Mismatch {
+			t.Fatalf("lookup with another body: %v", out)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/store"
@@ -29,13 +30,19 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 	for _, l := range s.loops(log) {
 		wg.Go(func() { l.Run(ctx, l.run) })
 	}
-	return wg.Wait
+	return func() {
+		wg.Wait()
+		// The tokens' last uses noted since the loop's last flush.
+		if _, err := s.Tokens.FlushLastUsed(context.WithoutCancel(ctx)); err != nil {
+			log.Error("note tokens' last use", "err", err)
+		}
+	}
 }
 
 // loops are the background loops, each on lifecycle.Loop (the options'
 // ticks): the payment worker, the card refunds' worker and the periodic
 // reconciliation (each when configured), mail, webhooks (when configured), the cleanup of expired
-// idempotency keys, the expiry of charges and of holds, and the hourly retention purge
+// idempotency keys, the API tokens' noted last uses, the expiry of charges and of holds, and the hourly retention purge
 // (expired sessions, quiet throttles, old calls of failed payments).
 func (s *Server) loops(log *slog.Logger) []loop {
 	cfg := s.Config
@@ -112,6 +119,13 @@ func (s *Server) loops(log *slog.Logger) []loop {
 				log.Error("delete expired idempotency keys", "err", err)
 			} else if n > 0 {
 				log.Info("deleted expired idempotency keys", "count", n)
+			}
+		}},
+		// The API tokens' last uses, noted in memory by the requests,
+		// written here (at most LastUsedFlushEvery late).
+		loop{"token last use", every(apitoken.LastUsedFlushEvery), func(ctx context.Context) {
+			if _, err := s.Tokens.FlushLastUsed(ctx); err != nil && ctx.Err() == nil {
+				log.Error("note tokens' last use", "err", err)
 			}
 		}},
 		// Charges past their time: checkouts not confirmed within 30

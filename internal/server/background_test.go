@@ -23,7 +23,7 @@ func TestLoops(t *testing.T) {
 		interval time.Duration
 		later    bool
 	}
-	always := []want{{"charges", time.Minute, false}, {"holds", time.Minute, false}, {"retention", time.Hour, false}}
+	always := []want{{"token last use", 10 * time.Second, false}, {"charges", time.Minute, false}, {"holds", time.Minute, false}, {"retention", time.Hour, false}}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string

@@ -112,8 +112,10 @@ func TestTransferAPI(t *testing.T) {
 	})
 }
 
-// Fifty requests with one key at once make one transfer; every answer is
-// the transfer, or "in use" while the first runs.
+// Fifty requests with one key at once make one transfer, and every one
+// answers it with the same bytes: the key is claimed in the transfer's
+// transaction, so a request that loses the race waits for the first's
+// commit and replays its stored answer (never "in use").
 func TestTransferAPIOneKeyAtOnce(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -125,6 +127,7 @@ func TestTransferAPIOneKeyAtOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		ids := map[string]int{}
+		bodies := map[string]int{}
 		inUse := 0
 		for range 50 {
 			wg.Add(1)
@@ -136,6 +139,7 @@ func TestTransferAPIOneKeyAtOnce(t *testing.T) {
 				switch {
 				case a.Status == http.StatusCreated:
 					ids[decode[api.Transfer](t, a).ID]++
+					bodies[a.Body]++
 				case a.Code() == "idempotency_key_in_use":
 					inUse++
 				default:
@@ -144,8 +148,8 @@ func TestTransferAPIOneKeyAtOnce(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if len(ids) != 1 {
-			t.Fatalf("answers name %d transfers: %v (in use %d)", len(ids), ids, inUse)
+		if len(ids) != 1 || len(bodies) != 1 || inUse != 0 {
+			t.Fatalf("answers name %d transfers in %d bodies: %v (in use %d)", len(ids), len(bodies), ids, inUse)
 		}
 		if ledgertest.Balance(t, db, aw) != 930_000 || ledgertest.Balance(t, db, bw) != 70_000 {
 			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
