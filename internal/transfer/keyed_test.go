@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/idempotency"
+	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/transfer"
@@ -26,8 +27,8 @@ func (f *fixture) keyed() *idempotency.Store {
 }
 
 func apiKey(p person, key string, r transfer.Request) idempotency.Request {
-	return idempotency.Request{UserID: p.ID, Key: key, Method: "POST", Path: "/api/v1/transfers",
-		Fingerprint: idempotency.Fingerprint("POST", "/api/v1/transfers", idempotency.String("to_email", &r.ToEmail),
+	return idempotency.Request{UserID: p.ID, Key: key, Method: "POST", Path: routes.APITransfers,
+		Fingerprint: idempotency.Fingerprint("POST", routes.APITransfers, idempotency.String("to_email", &r.ToEmail),
 			idempotency.Int("amount_rials", &r.AmountRials), idempotency.String("note", &r.Note))}
 }
 
