@@ -22,6 +22,7 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testwait"
 )
 
 // App is a running Kifpool.
@@ -87,6 +88,18 @@ func Start(t testing.TB, db *store.DB, o Options) *App {
 		t.Cleanup(func() { cancel(); wait() })
 	}
 	return &App{URL: base, DB: db, Server: srv, Config: cfg}
+}
+
+// KeepSessionCache runs the instance's session cache as serve's
+// background does (revocations heard, looked-up sessions kept for a
+// second) until the test ends, and waits until it serves.
+func (a *App) KeepSessionCache(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Server.Auth.KeepSessionCache(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testwait.Eventually(t, 10*time.Second, "the session cache to hear revocations", a.Server.Auth.SessionCacheServing)
 }
 
 // Client is a browser without JavaScript: it keeps cookies and does not

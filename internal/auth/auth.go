@@ -85,6 +85,9 @@ type Service struct {
 	// sign-in takes the same time whether or not the account exists.
 	dummyHash   []byte
 	resetMailer ResetMailer
+	// cache keeps looked-up sessions for a second (sessioncache.go).
+	cache  *sessionCache
+	listen store.ListenOptions
 }
 
 // Options tune the service; zero values take defaults.
@@ -94,6 +97,15 @@ type Options struct {
 	SessionTTL time.Duration // default 7 days
 	// ResetMailer queues password reset mail (nil: resets are refused).
 	ResetMailer ResetMailer
+	// SessionCacheTTL is how long a looked-up session may be served from
+	// memory (default DefaultSessionCacheTTL; negative: never), and only
+	// while KeepSessionCache runs (sessioncache.go).
+	SessionCacheTTL time.Duration
+	// SessionCacheMax bounds the sessions kept (default
+	// DefaultSessionCacheMax).
+	SessionCacheMax int
+	// Listen tunes KeepSessionCache's LISTEN connection.
+	Listen store.ListenOptions
 }
 
 // NewService returns the auth service over db.
@@ -107,8 +119,15 @@ func NewService(db *store.DB, o Options) *Service {
 	if o.SessionTTL == 0 {
 		o.SessionTTL = 7 * 24 * time.Hour
 	}
+	if o.SessionCacheTTL == 0 {
+		o.SessionCacheTTL = DefaultSessionCacheTTL
+	}
+	if o.SessionCacheMax <= 0 {
+		o.SessionCacheMax = DefaultSessionCacheMax
+	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("kifpool-timing-equaliser"), o.BcryptCost)
-	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy, resetMailer: o.ResetMailer}
+	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy, resetMailer: o.ResetMailer,
+		cache: newSessionCache(o.Now, o.SessionCacheTTL, o.SessionCacheMax), listen: o.Listen}
 }
 
 // SignUp creates a user and their wallet in one transaction.
@@ -220,14 +239,21 @@ func (s *Service) UserBySession(ctx context.Context, token string) (User, error)
 // Every request of a signed-in browser makes it, so it is one round trip
 // (the session joined to its user, by the token hash's unique index),
 // read as a row and scanned into the fields by position: no reflection
-// over the two structs on the hot path. It is never cached: "sign out
-// everywhere", a password change or reset ends a session on every
-// instance at its next request (TestSignOutEverywhere).
+// over the two structs on the hot path. While KeepSessionCache runs, a
+// session read is kept in memory for at most SessionCacheTTL and dropped
+// at once when it or its user changes, on every instance (sessioncache.go;
+// TestSignOutEverywhere, TestSessionCacheRevokedAcrossInstances).
 func (s *Service) Lookup(ctx context.Context, token string) (User, Session, error) {
 	if token == "" || len(token) > 100 {
 		return User{}, Session{}, ErrNoSession
 	}
-	row := s.db.Gorm.WithContext(ctx).Raw(lookupSQL, hashToken(token), s.now().UTC()).Row()
+	hash := hashToken(token)
+	if u, sess, ok := s.cache.get(hash); ok {
+		return u, sess, nil
+	}
+	epoch := s.cache.begin()
+	now := s.now()
+	row := s.db.Gorm.WithContext(ctx).Raw(lookupSQL, hash, now.UTC()).Row()
 	if row == nil {
 		return User{}, Session{}, errors.New("session lookup: no row")
 	}
@@ -243,6 +269,7 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 	case err != nil:
 		return User{}, Session{}, fmt.Errorf("session lookup: %w", err)
 	}
+	s.cache.put(epoch, hash, u, sess, now)
 	return u, sess, nil
 }
 
@@ -277,6 +304,7 @@ func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("end sessions: %w", err)
 	}
+	s.changed(userID)
 	return n, nil
 }
 
@@ -327,15 +355,26 @@ func (s *Service) EndSession(ctx context.Context, token string) error {
 	if token == "" {
 		return nil
 	}
+	var userIDs []int64
+	if err := s.db.Gorm.WithContext(ctx).Model(&Session{}).Where("token_hash = ?", hashToken(token)).Pluck("user_id", &userIDs).Error; err != nil {
+		return fmt.Errorf("end session: %w", err)
+	}
 	if err := s.db.Gorm.WithContext(ctx).Where("token_hash = ?", hashToken(token)).Delete(&Session{}).Error; err != nil {
 		return fmt.Errorf("end session: %w", err)
+	}
+	for _, id := range userIDs {
+		s.changed(id)
 	}
 	return nil
 }
 
 // SetLocale remembers the user's language.
 func (s *Service) SetLocale(ctx context.Context, userID int64, locale string) error {
-	return s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ?", userID).Update("locale", locale).Error
+	if err := s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ?", userID).Update("locale", locale).Error; err != nil {
+		return fmt.Errorf("set locale: %w", err)
+	}
+	s.changed(userID)
+	return nil
 }
 
 // PurgeExpiredSessions deletes sessions past their expiry.

@@ -110,5 +110,6 @@ func (s *Service) replacePassword(ctx context.Context, userID int64, keep, passw
 	if err != nil {
 		return Ended{}, fmt.Errorf("set password of user %d: %w", userID, err)
 	}
+	s.changed(userID)
 	return ended, nil
 }

@@ -57,5 +57,6 @@ func (s *Service) SetDisplayName(ctx context.Context, userID int64, name string)
 	if err := s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ?", userID).Update("display_name", name).Error; err != nil {
 		return "", fmt.Errorf("set display name of user %d: %w", userID, err)
 	}
+	s.changed(userID)
 	return name, nil
 }

@@ -173,6 +173,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (Us
 	if err != nil {
 		return User{}, Ended{}, fmt.Errorf("reset password: %w", err)
 	}
+	s.changed(u.ID)
 	// The address may ask for links again, and sign in, at once.
 	_ = s.clearAttempts(ctx, "reset:"+u.Email)
 	_ = s.clearAttempts(ctx, "signin:"+u.Email)
@@ -193,6 +194,7 @@ func (s *Service) SetReceipts(ctx context.Context, userID int64, on bool) error 
 	if err := s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ?", userID).Update("receipts_enabled", on).Error; err != nil {
 		return fmt.Errorf("set receipts of user %d: %w", userID, err)
 	}
+	s.changed(userID)
 	return nil
 }
 

@@ -74,5 +74,6 @@ func (s *Service) SetRole(ctx context.Context, email, role string) (RoleChange, 
 		}
 		return RoleChange{}, fmt.Errorf("set role of %s: %w", email, err)
 	}
+	s.changed(out.User.ID)
 	return out, nil
 }

@@ -83,6 +83,7 @@ func (s *Service) IssueEnrolmentCode(ctx context.Context, email string) (string,
 		return "", err
 	}
 	var code string
+	var userID int64
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var u User
 		if err := tx.Where("lower(email) = ?", email).Take(&u).Error; err != nil {
@@ -94,10 +95,14 @@ func (s *Service) IssueEnrolmentCode(ctx context.Context, email string) (string,
 		if !u.IsAdmin() {
 			return fmt.Errorf("%s is not an admin", email)
 		}
+		userID = u.ID
 		var err error
 		code, err = issueEnrolmentCode(tx, u.ID)
 		return err
 	})
+	if err == nil {
+		s.changed(userID) // after the commit
+	}
 	return code, err
 }
 
@@ -153,6 +158,7 @@ func (s *Service) BeginTOTP(ctx context.Context, userID int64, enrolCode string)
 			return Enrolment{}, fmt.Errorf("totp secret: %w", err)
 		}
 		// Only if still unset: a concurrent first visit keeps its secret.
+		defer s.changed(userID)
 		if err := s.db.Gorm.WithContext(ctx).Model(&User{}).Where("id = ? AND totp_secret = ''", userID).
 			Update("totp_secret", key.Secret()).Error; err != nil {
 			return Enrolment{}, fmt.Errorf("store totp secret: %w", err)
@@ -259,6 +265,9 @@ func newRecoveryCodes() ([]string, error) {
 // second factor (its token is returned), and ten recovery codes are made
 // and returned (the only time they are shown; only their hashes are kept).
 func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, enrolCode, code string) ([]string, string, error) {
+	// The user's row and sessions change: their cached sessions go,
+	// whatever the outcome (a spurious drop costs one read).
+	defer s.changed(userID)
 	key := "2fa:" + strconv.FormatInt(userID, 10)
 	if err := s.takeAttempt(ctx, key); err != nil {
 		return nil, "", err
@@ -316,6 +325,9 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, enro
 // as having passed by replacing it with a new one, whose token is
 // returned. Failures are throttled like sign-ins.
 func (s *Service) VerifySecondFactor(ctx context.Context, userID, sessionID int64, code string) (string, error) {
+	// The user's row and sessions change: their cached sessions go,
+	// whatever the outcome (a spurious drop costs one read).
+	defer s.changed(userID)
 	key := "2fa:" + strconv.FormatInt(userID, 10)
 	if err := s.takeAttempt(ctx, key); err != nil {
 		return "", err
@@ -395,6 +407,7 @@ func (s *Service) ConfirmSecondFactor(ctx context.Context, userID int64, code st
 		return err
 	}
 	now := s.now().UTC()
+	defer s.changed(userID)
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var u User
 		if err := tx.Where("id = ?", userID).Take(&u).Error; err != nil {
@@ -489,5 +502,6 @@ func (s *Service) ResetTOTP(ctx context.Context, email string) (User, string, er
 		}
 		return User{}, "", fmt.Errorf("reset two-factor: %w", err)
 	}
+	s.changed(u.ID)
 	return u, code, nil
 }

@@ -30,6 +30,11 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 	for _, l := range s.loops(log) {
 		wg.Go(func() { l.Run(ctx, l.run) })
 	}
+	// Revocations of sessions, heard (LISTEN on PostgreSQL): while they
+	// are, a looked-up session may be served from memory for a second
+	// (internal/auth's session cache); not running, every request reads
+	// the database.
+	wg.Go(func() { s.Auth.KeepSessionCache(ctx) })
 	return func() {
 		wg.Wait()
 		// The tokens' last uses noted since the loop's last flush.

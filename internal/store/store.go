@@ -45,6 +45,10 @@ type DB struct {
 	// path is the SQLite file ("" in memory and on PostgreSQL): its serve
 	// lock lives beside it (InstanceLock).
 	path string
+	// dsn is PostgreSQL's connection string, for Listen's own connection.
+	dsn string
+	// sig fans Signal out to this process's subscribers.
+	sig *signals
 }
 
 // DefaultSQLitePath is the zero-setup database file.
@@ -98,6 +102,19 @@ func OpenReplica(url string) (*DB, error) {
 		sep = "&"
 	}
 	return open(dialect, dsn+sep+"default_transaction_read_only=on")
+}
+
+// Reopen opens a second connection pool to db's database that shares
+// nothing in this process with db, as another instance's would (its
+// signals included); not for an in-memory SQLite database.
+func Reopen(db *DB) (*DB, error) {
+	switch {
+	case db.Dialect == Postgres:
+		return open(Postgres, db.dsn)
+	case db.path != "":
+		return open(SQLite, db.path)
+	}
+	return nil, errors.New("reopen: an in-memory database has no second pool")
 }
 
 // open makes the connection pool of a database without connecting yet.
@@ -154,7 +171,10 @@ func open(dialect Dialect, dsn string) (*DB, error) {
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(30 * time.Minute)
 	}
-	db := &DB{Gorm: gdb, Dialect: dialect}
+	db := &DB{Gorm: gdb, Dialect: dialect, sig: &signals{subs: map[int]subscriber{}}}
+	if dialect == Postgres {
+		db.dsn = dsn
+	}
 	if dialect == SQLite && dsn != ":memory:" {
 		db.path = dsn
 	}

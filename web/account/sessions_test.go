@@ -42,6 +42,10 @@ func TestSignOutEverywhere(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
 		other := apptest.Start(t, db, apptest.Options{}) // a second instance
+		// Both keep sessions in memory, as serve does: the sign-out must
+		// reach the other's cache too.
+		app.KeepSessionCache(t)
+		other.KeepSessionCache(t)
 		laptop := app.NewClient(t)
 		laptop.SignUp("everywhere@example.com")
 		phone := other.NewClient(t)

@@ -63,6 +63,7 @@ func SetEmail(t testing.TB, db *store.DB, from, to string) {
 	if err := db.Gorm.Table("users").Where("email = ?", from).Update("email", to).Error; err != nil {
 		t.Fatalf("set the address of %s: %v", from, err)
 	}
+	auth.SessionChanged(db, 0) // the instances' cached sessions
 }
 
 // Sessions is every session, of every user, oldest first.
@@ -157,4 +158,5 @@ func PassSecondFactor(t testing.TB, db *store.DB, email string, at time.Time) {
 		AND user_id = (SELECT id FROM users WHERE lower(email) = lower(?))`, at.UTC(), email).Error; err != nil {
 		t.Fatalf("pass the second factor of %s: %v", email, err)
 	}
+	auth.SessionChanged(db, 0) // the instances' cached sessions
 }
