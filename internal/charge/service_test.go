@@ -620,3 +620,64 @@ func TestRacingRefundsNeverExceedCaptured(t *testing.T) {
 		f.checkInvariants()
 	})
 }
+
+// TestHoldSweepLeavesChargeHolds: the ledger's general hold sweep (every
+// instance's "holds" loop) must not end a charge's hold: a charge's hold
+// ends only with the charge's own move. Before, an instance whose clock
+// ran a second ahead swept the hold as expired while the charge stayed
+// authorized: the merchant's capture then answered "expired" and left
+// it authorized, and its cancel failed with an internal error.
+func TestHoldSweepLeavesChargeHolds(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		m, _ := f.merchant("shop@example.com", "Shop")
+		payer := f.user("payer@example.com", 500_000)
+		toCapture := f.create(m, 100_000, "o-1", charge.CaptureManual)
+		toCancel := f.create(m, 50_000, "o-2", charge.CaptureManual)
+		for _, c := range []charge.Charge{toCapture, toCancel} {
+			if _, err := f.svc.Confirm(ctx, payer.ID, c.PublicID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another instance, a second ahead, sweeps at the holds' end.
+		f.advance(168*time.Hour - time.Second)
+		if _, err := f.l.ExpireDue(ctx, f.clock().Add(time.Second), 100, charge.HoldReason); err != nil {
+			t.Fatal(err)
+		}
+		if f.held(payer) != 150_000 {
+			t.Fatalf("the sweep ended a charge's hold: held %d", f.held(payer))
+		}
+		f.checkInvariants()
+		res, err := f.svc.Capture(ctx, m.ID, toCapture.PublicID, 60_000)
+		if err != nil || res.Charge.Status != charge.StatusSucceeded {
+			t.Fatalf("capture: %+v %v", res.Charge, err)
+		}
+		if res, err := f.svc.Cancel(ctx, m.ID, toCancel.PublicID); err != nil || res.Charge.Status != charge.StatusCanceled {
+			t.Fatalf("cancel: %+v %v", res.Charge, err)
+		}
+		if f.balance(payer) != 440_000 || f.held(payer) != 0 || f.merchantBalance(m) != 60_000 {
+			t.Fatalf("balance %d held %d merchant %d", f.balance(payer), f.held(payer), f.merchantBalance(m))
+		}
+		// A third authorization past its time: the charge loop expires
+		// it and its hold, the sweep never does.
+		late := f.create(m, 10_000, "o-3", charge.CaptureManual)
+		if _, err := f.svc.Confirm(ctx, payer.ID, late.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		f.advance(168 * time.Hour)
+		if n, err := f.l.ExpireDue(ctx, f.clock(), 100, charge.HoldReason); err != nil || n != 0 {
+			t.Fatalf("sweep: %d %v", n, err)
+		}
+		if got := f.get(m, late.PublicID); got.Status != charge.StatusAuthorized || f.held(payer) != 10_000 {
+			t.Fatalf("before the charge loop %+v held %d", got, f.held(payer))
+		}
+		if n, err := f.svc.ExpireDue(ctx, 10); err != nil || n != 1 {
+			t.Fatalf("charge loop: %d %v", n, err)
+		}
+		if got := f.get(m, late.PublicID); got.Status != charge.StatusExpired || f.held(payer) != 0 {
+			t.Fatalf("after the charge loop %+v held %d", got, f.held(payer))
+		}
+		f.checkInvariants()
+	})
+}

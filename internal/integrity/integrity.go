@@ -250,7 +250,7 @@ var rules = []Rule{
 				h.id IS NULL OR h.reason <> 'charge' OR h.reference <> c.public_id OR h.amount_rials <> c.amount_rials
 				OR h.account_id <> COALESCE((SELECT a.id FROM ledger_accounts a JOIN wallets w ON w.id = a.wallet_id
 					WHERE w.user_id = c.payer_user_id), 0)
-				OR (c.status = 'authorized' AND h.status NOT IN ('open', 'expired'))
+				OR (c.status = 'authorized' AND h.status <> 'open')
 				OR (c.status = 'succeeded' AND (h.status <> 'captured' OR h.captured_rials <> c.captured_rials
 					OR COALESCE((SELECT lp.amount_rials FROM ledger_postings lp WHERE lp.transaction_id = h.transaction_id
 						AND lp.account_id = m.account_id), 0) <> c.captured_rials))

@@ -710,11 +710,17 @@ func (l *Ledger) Release(ctx context.Context, id int64, now time.Time) (Hold, er
 // ExpireDue releases, as expired, up to batch open holds whose time has
 // passed, each in its own transaction; it returns how many it ended, and
 // the failures of those it could not end (the others are ended all the
-// same).
-func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int) (int, error) {
+// same). Holds whose reason is among owned are left alone: their owner
+// ends them with its own move (a charge's authorization, whose status
+// must change in the same transaction as its hold), so that this sweep
+// never leaves an owner's row pointing at a hold it ended behind its back.
+func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int, owned ...string) (int, error) {
 	var ids []int64
-	q := l.db.Gorm.WithContext(ctx).Table(holdsTable).Select("id").Where("status = 'open' AND expires_at <= ?", now.UTC()).
-		Order("expires_at").Limit(batch)
+	q := l.db.Gorm.WithContext(ctx).Table(holdsTable).Select("id").Where("status = 'open' AND expires_at <= ?", now.UTC())
+	if len(owned) > 0 {
+		q = q.Where("reason NOT IN ?", owned)
+	}
+	q = q.Order("expires_at").Limit(batch)
 	if err := q.Find(&ids).Error; err != nil {
 		return 0, fmt.Errorf("due holds: %w", err)
 	}

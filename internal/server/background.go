@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/store"
@@ -135,7 +136,8 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		}},
 		// Charges past their time: checkouts not confirmed within 30
 		// minutes, authorizations past CHARGE_HOLD_HOURS (their holds
-		// expired with them, before the holds' own sweep below).
+		// expired with them, by this loop only: the holds' sweep below
+		// skips them).
 		loop{"charges", every(time.Minute), func(ctx context.Context) {
 			if n, err := s.Charges.ExpireDue(ctx, 100); err != nil && ctx.Err() == nil {
 				log.Error("expire charges", "err", err)
@@ -144,9 +146,11 @@ func (s *Server) loops(log *slog.Logger) []loop {
 			}
 		}},
 		// Holds whose time has passed are released (expired) by every
-		// instance; each ends once, whoever gets there first.
+		// instance; each ends once, whoever gets there first. A charge's
+		// hold is the charge loop's alone (above): it ends with the
+		// charge's status, never before it.
 		loop{"holds", every(time.Minute), func(ctx context.Context) {
-			if n, err := s.Ledger.ExpireDue(ctx, s.Clock.Now(), 100); err != nil && ctx.Err() == nil {
+			if n, err := s.Ledger.ExpireDue(ctx, s.Clock.Now(), 100, charge.HoldReason); err != nil && ctx.Err() == nil {
 				log.Error("expire holds", "err", err)
 			} else if n > 0 {
 				log.Info("expired holds", "count", n)
