@@ -33,18 +33,24 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 		if short := ch.AmountRials - v.AvailableRials; short > 0 {
 			v.State, v.ShortRials = "short", short
 		}
+	// A charge that ended without money (canceled, expired) says so to
+	// whoever opens it, even one another payer had authorized: nobody
+	// paid it.
+	case ch.Status == charge.StatusCanceled:
+		v.State = "canceled"
+	case ch.Status == charge.StatusExpired:
+		v.State = "expired"
 	case ch.PayerUserID != 0 && ch.PayerUserID != u.ID:
 		v.State = "taken"
 	case ch.Status == charge.StatusSucceeded:
 		v.State = "paid"
 	case ch.Status == charge.StatusAuthorized:
 		v.State = "authorized"
-	case ch.Status == charge.StatusCanceled:
-		v.State = "canceled"
 	default:
 		v.State = "expired"
 	}
-	if v.State == "paid" || v.State == "authorized" || v.State == "canceled" || (v.State == "expired" && ch.PayerUserID == u.ID) {
+	if (v.State == "paid" || v.State == "authorized" || v.State == "canceled" || v.State == "expired") &&
+		(ch.PayerUserID == 0 || ch.PayerUserID == u.ID) && (v.State != "expired" || ch.PayerUserID == u.ID) {
 		v.ReturnURL = charge.ReturnTarget(ch)
 		if r, err := url.Parse(v.ReturnURL); err == nil {
 			v.ReturnHost = r.Host

@@ -1,6 +1,7 @@
 package merchant_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -295,4 +296,45 @@ func startAnother(t *testing.T, c *apptest.Client) (string, string) {
 		t.Fatalf("top-up: %d", r.Status)
 	}
 	return "", r.Location
+}
+
+// A charge authorized by one payer and then canceled by the merchant is
+// canceled for everyone who opens it: another person is told it was
+// canceled, not that someone else paid it (no money of anyone's moved).
+func TestCheckoutCanceledByMerchantIsNotTaken(t *testing.T) {
+	t.Parallel()
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	m := shop(t, app, "shop@example.com", "Book Shop")
+	signUpFunded(t, app, "payer@example.com", 500_000)
+	_, otherWallet := signUpFunded(t, app, "other@example.com", 500_000)
+	ch := newCharge(t, app, m, 100_000, "X-1", charge.CaptureManual)
+	c := app.NewClient(t)
+	c.SignIn("payer@example.com", pw)
+	if r := c.Submit(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), nil); r.Status != http.StatusSeeOther {
+		t.Fatalf("authorize: %d", r.Status)
+	}
+	o := app.NewClient(t)
+	o.SignIn("other@example.com", pw)
+	if st := apptest.Parse(o.Get(routes.Checkout(ch.PublicID)).Body).TestID("checkout").Attr("data-state"); st != "taken" {
+		t.Fatalf("authorized by another: %q", st)
+	}
+	if _, err := app.Server.Charges.Cancel(context.Background(), m, ch.PublicID); err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []*apptest.Client{c, o} {
+		d := apptest.Parse(who.GetIn("en", routes.Checkout(ch.PublicID)).Body)
+		if st := d.TestID("checkout").Attr("data-state"); st != "canceled" {
+			t.Errorf("a canceled charge shows %q", st)
+		}
+		if s := d.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "canceled") {
+			t.Errorf("status sentence: %v", s)
+		}
+		if who == o && d.TestID("checkout-return") != nil {
+			t.Errorf("another person is sent to the merchant's return_url")
+		}
+	}
+	if b := ledgertest.Balance(t, app.DB, otherWallet); b != 500_000 {
+		t.Errorf("balance %d", b)
+	}
+	apptest.CheckInvariants(t, app.DB)
 }
