@@ -294,3 +294,49 @@ func TestChargeWebhooks(t *testing.T) {
 		}
 	})
 }
+
+// A key sent with a capture or a cancel is honoured as on refunds: the
+// same key with another body, or on another charge, is refused and
+// changes nothing; with the same body it answers the first answer.
+func TestChargeCaptureCancelKeys(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		shop, _ := f.merchant(t, "shop@example.com")
+		_, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
+		wallet := f.fund(t, payerID, 1_000_000)
+		a := decode[api.Charge](t, shop.post(routes.APICharges, "c-1", chargeBody(400_000, "o-1", "manual")))
+		b := decode[api.Charge](t, shop.post(routes.APICharges, "c-2", chargeBody(100_000, "o-2", "manual")))
+		for _, id := range []string{a.ID, b.ID} {
+			if _, err := f.app.Server.Charges.Confirm(context.Background(), payerID, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := shop.post(routes.APIChargeCapture(a.ID), "k-1", `{"amount_rials": 250000}`); r.Status != http.StatusOK {
+			t.Fatalf("capture: %d %s", r.Status, r.Body)
+		}
+		if r := shop.post(routes.APIChargeCapture(a.ID), "k-1", `{"amount_rials": 300000}`); r.Code() != "idempotency_key_reused" {
+			t.Fatalf("same key, another amount: %d %s", r.Status, r.Body)
+		}
+		if r := shop.post(routes.APIChargeCapture(b.ID), "k-1", `{"amount_rials": 250000}`); r.Code() != "idempotency_key_reused" {
+			t.Fatalf("same key, another charge: %d %s", r.Status, r.Body)
+		}
+		if r := shop.post(routes.APIChargeCancel(b.ID), "k-1", ""); r.Code() != "idempotency_key_reused" {
+			t.Fatalf("same key, a cancel: %d %s", r.Status, r.Body)
+		}
+		first := shop.post(routes.APIChargeCancel(b.ID), "k-2", "")
+		if first.Status != http.StatusOK {
+			t.Fatalf("cancel: %d %s", first.Status, first.Body)
+		}
+		if r := shop.post(routes.APIChargeCancel(b.ID), "k-2", ""); r.Body != first.Body || r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("cancel replay: %d %s", r.Status, r.Body)
+		}
+		if got := decode[api.Charge](t, shop.get(routes.APICharge(b.ID))); got.Status != charge.StatusCanceled {
+			t.Fatalf("b %+v", got)
+		}
+		if ledgertest.Balance(t, db, wallet) != 750_000 || ledgertest.Held(t, db, wallet) != 0 {
+			t.Fatalf("balance %d held %d", ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet))
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
