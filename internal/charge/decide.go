@@ -181,6 +181,9 @@ func decideCapture(c Charge, r Request) Decision {
 func decideCancel(c Charge, r Request) Decision {
 	switch c.Status {
 	case StatusRequiresConfirmation:
+		if checkoutDue(c, r.Now) {
+			return expireNow(MoneyNone) // as the payer's moves: its time decides, not who comes first
+		}
 		return Decision{Apply: true, To: StatusCanceled, Event: webhook.TypeChargeCanceled}
 	case StatusAuthorized:
 		if holdDue(c, r.Now) {

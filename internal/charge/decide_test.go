@@ -69,6 +69,7 @@ func TestDecide(t *testing.T) {
 		{"capture unconfirmed", open, capture(5), false, "", 0, false, charge.ErrNotCapturable},
 		{"capture canceled", canceled, capture(5), false, "", 0, false, charge.ErrCanceled},
 		{"cancel checkout", open, cancel, true, charge.StatusCanceled, charge.MoneyNone, false, nil},
+		{"cancel a checkout past 30 minutes expires", openDue, cancel, true, charge.StatusExpired, charge.MoneyNone, false, charge.ErrExpired},
 		{"cancel authorization", auth, cancel, true, charge.StatusCanceled, charge.MoneyRelease, false, nil},
 		{"cancel authorization past its hold", authDue, cancel, true, charge.StatusExpired, charge.MoneyExpire, false, charge.ErrExpired},
 		{"cancel again", canceled, cancel, false, "", 0, true, nil},
