@@ -681,3 +681,68 @@ func TestHoldSweepLeavesChargeHolds(t *testing.T) {
 		f.checkInvariants()
 	})
 }
+
+// TestCaptureCancelExpireRace: captures, cancels and the charge loop at
+// the hold's last moment, racing on one authorization: exactly one of
+// them ends it, the hold ends once, the money matches the outcome.
+func TestCaptureCancelExpireRace(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		m, _ := f.merchant("shop@example.com", "Shop")
+		payer := f.user("payer@example.com", 500_000)
+		for round := range 3 {
+			c := f.create(m, 100_000, fmt.Sprintf("o-%d", round), charge.CaptureManual)
+			if _, err := f.svc.Confirm(ctx, payer.ID, c.PublicID); err != nil {
+				t.Fatal(err)
+			}
+			before := f.balance(payer)
+			merchantBefore := f.merchantBalance(m)
+			if round == 2 {
+				f.advance(charge.DefaultHoldTTL) // the last round races at the hold's end
+			}
+			var wg sync.WaitGroup
+			for i := range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var err error
+					switch i % 3 {
+					case 0:
+						_, err = f.svc.Capture(ctx, m.ID, c.PublicID, 70_000)
+					case 1:
+						_, err = f.svc.Cancel(ctx, m.ID, c.PublicID)
+					default:
+						_, err = f.svc.ExpireDue(ctx, 10)
+					}
+					if err != nil && !errors.Is(err, charge.ErrCanceled) && !errors.Is(err, charge.ErrNotCancelable) &&
+						!errors.Is(err, charge.ErrExpired) {
+						t.Errorf("round %d op %d: %v", round, i, err)
+					}
+				}()
+			}
+			wg.Wait()
+			got := f.get(m, c.PublicID)
+			switch got.Status {
+			case charge.StatusSucceeded:
+				if f.balance(payer) != before-70_000 || f.merchantBalance(m) != merchantBefore+70_000 {
+					t.Fatalf("captured: payer %d merchant %d", f.balance(payer), f.merchantBalance(m))
+				}
+			case charge.StatusCanceled, charge.StatusExpired:
+				if (got.Status == charge.StatusExpired) != (round == 2) || f.balance(payer) != before || f.merchantBalance(m) != merchantBefore {
+					t.Fatalf("canceled: payer %d merchant %d", f.balance(payer), f.merchantBalance(m))
+				}
+			default:
+				t.Fatalf("round %d: %+v", round, got)
+			}
+			if f.held(payer) != 0 {
+				t.Fatalf("held %d", f.held(payer))
+			}
+			evs, err := f.svc.Events(ctx, got.ID)
+			if err != nil || len(evs) != 2 {
+				t.Fatalf("events %+v %v", evs, err)
+			}
+			f.checkInvariants()
+		}
+	})
+}
