@@ -32,7 +32,10 @@ func (h *handlers) userDetail(c *fiber.Ctx) error {
 // (key, args), and name typed in the merchant form.
 func (h *handlers) renderUser(c *fiber.Ctx, id int64, status int, notice, errKey, name string, errArgs ...any) error {
 	ctx := c.UserContext()
-	u, err := h.People.User(ctx, id)
+	// One user (and their balance) from the primary, as one top-up is:
+	// the page an admin acts on and comes back to; their lists below
+	// read the read pool.
+	u, err := h.People.Fresh().User(ctx, id)
 	if errors.Is(err, people.ErrNotFound) {
 		return fiber.ErrNotFound
 	}

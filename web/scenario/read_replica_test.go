@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,8 +47,19 @@ func TestReadPagesUseTheReadDatabase(t *testing.T) {
 	if b := user.Balance(); b != 500_000 {
 		t.Fatalf("balance %d right after the credit (primary), want 500000", b)
 	}
-	if r := admin.Get(routes.AdminTopUp(id)); r.Status != http.StatusOK || !strings.Contains(r.Body, id) {
-		t.Fatalf("the admin's page of one top-up (primary): %d", r.Status)
+	one := admin.Get(routes.AdminTopUp(id))
+	if one.Status != http.StatusOK || !strings.Contains(one.Body, id) {
+		t.Fatalf("the admin's page of one top-up (primary): %d", one.Status)
+	}
+	// The admin's page of one user (where an admin makes a merchant and
+	// comes back to) reads the primary too: the user and their balance
+	// as they are, not 404 while the replica has not replayed the sign-up.
+	userPage := regexp.MustCompile(regexp.QuoteMeta(routes.AdminUsers) + `/[0-9]+`).FindString(one.Body)
+	if userPage == "" {
+		t.Fatal("the top-up's page links no user page")
+	}
+	if r := admin.Get(userPage); r.Status != http.StatusOK || !strings.Contains(r.Body, "payer@example.com") {
+		t.Fatalf("the admin's page of one user before the replica caught up (primary): %d", r.Status)
 	}
 
 	// The read pages have not seen it yet: they read the snapshot.
