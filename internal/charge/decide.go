@@ -169,6 +169,9 @@ func decideCapture(c Charge, r Request) Decision {
 		return Decision{Apply: true, To: StatusSucceeded, Money: MoneyCapture, CaptureRials: r.AmountRials,
 			Event: webhook.TypeChargeCaptured}
 	case StatusSucceeded:
+		if c.Capture != CaptureManual {
+			return Decision{Err: ErrNotCapturable} // paid at its confirmation: nothing was ever held
+		}
 		// Captured once: a second capture, whatever amount it names,
 		// answers with the first (as a hold's second capture does).
 		return Decision{Replay: true}

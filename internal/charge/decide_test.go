@@ -25,6 +25,9 @@ func TestDecide(t *testing.T) {
 		c.Status, c.Capture, c.PayerUserID, c.HoldID, c.HoldExpiresAt = charge.StatusAuthorized, charge.CaptureManual, 2, 9, &earlier
 	})
 	paid := with(func(c *charge.Charge) { c.Status, c.PayerUserID, c.CapturedRials = charge.StatusSucceeded, 2, 100_000 })
+	paidManual := with(func(c *charge.Charge) {
+		c.Status, c.Capture, c.PayerUserID, c.HoldID, c.CapturedRials = charge.StatusSucceeded, charge.CaptureManual, 2, 9, 60_000
+	})
 	canceled := with(func(c *charge.Charge) { c.Status = charge.StatusCanceled })
 	expired := with(func(c *charge.Charge) { c.Status = charge.StatusExpired })
 
@@ -65,7 +68,8 @@ func TestDecide(t *testing.T) {
 		{"capture more than held", auth, capture(100_001), false, "", 0, false, charge.ErrBadAmount},
 		{"capture nothing", auth, capture(0), false, "", 0, false, charge.ErrBadAmount},
 		{"capture past the hold", authDue, capture(10), true, charge.StatusExpired, charge.MoneyExpire, false, charge.ErrExpired},
-		{"capture again", paid, capture(5), false, "", 0, true, nil},
+		{"capture again", paidManual, capture(5), false, "", 0, true, nil},
+		{"capture an automatic charge", paid, capture(5), false, "", 0, false, charge.ErrNotCapturable},
 		{"capture unconfirmed", open, capture(5), false, "", 0, false, charge.ErrNotCapturable},
 		{"capture canceled", canceled, capture(5), false, "", 0, false, charge.ErrCanceled},
 		{"cancel checkout", open, cancel, true, charge.StatusCanceled, charge.MoneyNone, false, nil},
