@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/cardrefund"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
 // loop is one of an instance's background loops.
@@ -146,11 +148,12 @@ func (s *Server) loops(log *slog.Logger) []loop {
 			}
 		}},
 		// Holds whose time has passed are released (expired) by every
-		// instance; each ends once, whoever gets there first. A charge's
-		// hold is the charge loop's alone (above): it ends with the
-		// charge's status, never before it.
+		// instance; each ends once, whoever gets there first. The holds
+		// of a charge, a withdrawal and a card refund are their owners'
+		// alone (ownedHoldReasons): each ends with its owner's status,
+		// never by time behind it.
 		loop{"holds", every(time.Minute), func(ctx context.Context) {
-			if n, err := s.Ledger.ExpireDue(ctx, s.Clock.Now(), 100, charge.HoldReason); err != nil && ctx.Err() == nil {
+			if n, err := s.Ledger.ExpireDue(ctx, s.Clock.Now(), 100, ownedHoldReasons()...); err != nil && ctx.Err() == nil {
 				log.Error("expire holds", "err", err)
 			} else if n > 0 {
 				log.Info("expired holds", "count", n)
@@ -181,4 +184,13 @@ func (s *Server) retain(log *slog.Logger) func(context.Context) {
 			log.Error("purge password reset links", "err", err)
 		}
 	}
+}
+
+// ownedHoldReasons are the reasons of holds that only their owner's moves
+// end: a charge's authorization (the charge loop expires it with the
+// charge), a withdrawal's and a card refund's (money possibly already on
+// its way to a bank: released only when the provider or the gateway said
+// it did not move, whatever the hold's time says).
+func ownedHoldReasons() []string {
+	return []string{charge.HoldReason, withdrawal.HoldReason, cardrefund.HoldReason}
 }

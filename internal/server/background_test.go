@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -112,6 +115,62 @@ func TestMailLoopDeliversQueuedMail(t *testing.T) {
 		files, err := os.ReadDir(filepath.Join(cfg.DataDir, "mail"))
 		if err != nil || len(files) != 1 {
 			t.Fatalf("DATA_DIR/mail holds %v (%v), want the reset mail", files, err)
+		}
+	})
+}
+
+// The holds loop releases a plain hold past its time, and never one whose
+// owner ends it with its own status: a charge's, a withdrawal's or a card
+// refund's, however long past its time (a payout may be in flight).
+func TestHoldsLoopLeavesOwnedHolds(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+		s, err := New(testConfig(t, nil), db, Options{Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := s.Auth.SignUp(ctx, "holds@example.com", "correct horse battery", auth.RoleUser, "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.Wallets.ForUser(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgertest.Fund(t, db, w.AccountID, 1_000_000, "holds")
+		reasons := append(ownedHoldReasons(), "plain")
+		for _, reason := range reasons {
+			if _, err := s.Ledger.Hold(ctx, ledger.HoldRequest{AccountID: w.AccountID, AmountRials: 100_000, Reason: reason,
+				Reference: "ref-" + reason, ExpiresAt: now.Add(-time.Hour), Now: now.Add(-2 * time.Hour)}); err != nil {
+				t.Fatalf("hold %s: %v", reason, err)
+			}
+		}
+		var holds *loop
+		for _, l := range s.loops(slog.New(slog.DiscardHandler)) {
+			if l.name == "holds" {
+				holds = &l
+			}
+		}
+		if holds == nil {
+			t.Fatal("no holds loop")
+		}
+		holds.run(ctx)
+		for _, reason := range reasons {
+			h, err := s.Ledger.HoldBy(ctx, reason, "ref-"+reason)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ledger.HoldOpen
+			if reason == "plain" {
+				want = ledger.HoldExpired
+			}
+			if h.Status != want {
+				t.Errorf("%s hold: %s, want %s", reason, h.Status, want)
+			}
+		}
+		if got := ledgertest.Held(t, db, w.ID); got != 300_000 {
+			t.Errorf("held %d, want 300000 (the three owned holds)", got)
 		}
 	})
 }
