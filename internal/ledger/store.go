@@ -453,6 +453,86 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 	return t, nil
 }
 
+// PostToWallet posts e, a movement of amountRials from account from into
+// the account of wallet walletID, inside the caller's transaction tx: a
+// top-up's credit (wallet.CreditTopUp). As with CommittedWalletAccount, the
+// caller vouches that the wallet is older than tx, so the account id found
+// is remembered. e's Postings are ignored. On PostgreSQL, when the wallet's
+// account id is not remembered yet, the one statement finds it itself
+// (postToWalletOne): no read before it, one round trip fewer on the credit
+// path. Otherwise this is Post of ledger.Transfer(from, the account, amount).
+func (l *Ledger) PostToWallet(tx *gorm.DB, e Entry, from, walletID, amountRials int64) (Transaction, error) {
+	l.mu.RLock()
+	_, known := l.byWallet[walletID]
+	l.mu.RUnlock()
+	if known || l.db.Dialect != store.Postgres || e.ReversesID != 0 {
+		to, err := l.CommittedWalletAccount(tx, walletID)
+		if err != nil {
+			return Transaction{}, err
+		}
+		e.Postings = Transfer(from, to, amountRials)
+		return l.Post(tx, e)
+	}
+	// Validate the shape with a stand-in for the wallet's account (any id
+	// other than from's): the statement names the real one.
+	stand := from + 1
+	e.Postings = Transfer(from, stand, amountRials)
+	if _, err := Validate(e); err != nil {
+		return Transaction{}, err
+	}
+	return l.postToWalletOne(tx, e, from, walletID, amountRials)
+}
+
+// postToWalletOne is postOne for a movement from account from into the
+// account of wallet walletID, named by its wallet: w finds the account
+// (wallet_id is unique) and lk locks both in ascending id; a wallet
+// without an account locks one row only, writes nothing and is
+// ErrAccountNotFound.
+func (l *Ledger) postToWalletOne(tx *gorm.DB, e Entry, from, walletID, amountRials int64) (Transaction, error) {
+	at := e.At.UTC()
+	var topUpID *int64
+	if e.TopUpID != 0 {
+		topUpID = &e.TopUpID
+	}
+	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
+	err := tx.Raw(`WITH w AS (SELECT id FROM ledger_accounts WHERE wallet_id = ?),
+		lk AS (SELECT id FROM ledger_accounts WHERE id = ? OR id = (SELECT id FROM w) ORDER BY id FOR NO KEY UPDATE),
+		t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
+			SELECT ?::text, ?::text, ?::bigint, NULL::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = 2 RETURNING id),
+		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, updated_at = ?
+			FROM (VALUES (?::bigint, ?::bigint), ((SELECT id FROM w), ?::bigint)) AS v (account_id, amount)
+			WHERE a.id = v.account_id AND EXISTS (SELECT 1 FROM t) RETURNING a.id, a.posted_rials, v.amount)
+		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
+		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
+		RETURNING transaction_id, account_id, balance_after_rials`,
+		walletID, from, e.Kind, e.Reference, topUpID, e.Note, at, at, from, -amountRials, amountRials, at).Scan(&rows).Error
+	switch {
+	case store.IsUniqueViolation(err):
+		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
+	case store.IsCheckViolation(err):
+		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)
+	case err != nil:
+		return Transaction{}, fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
+	case len(rows) != 2:
+		return Transaction{}, fmt.Errorf("%s %s: account of wallet %d: %w", e.Kind, e.Reference, walletID, ErrAccountNotFound)
+	}
+	t := Transaction{ID: rows[0].TransactionID, Kind: e.Kind, Reference: e.Reference, TopUpID: topUpID, Note: e.Note, CreatedAt: at}
+	after := make(map[int64]int64, 2)
+	var to int64
+	for _, r := range rows {
+		after[r.AccountID] = r.BalanceAfterRials
+		if r.AccountID != from {
+			to = r.AccountID
+		}
+	}
+	l.rememberWallet(walletID, to)
+	for _, p := range Net(Transfer(from, to, amountRials)) {
+		t.Postings = append(t.Postings, PostingRow{TransactionID: t.ID, AccountID: p.AccountID, AmountRials: p.AmountRials,
+			BalanceAfterRials: after[p.AccountID], CreatedAt: at})
+	}
+	return t, nil
+}
+
 // move changes one account's posted figure by amount and its held figure
 // by held, guarded in the UPDATE itself: an account that may not go below
 // zero keeps posted − held ≥ 0, and held never goes below zero. It returns

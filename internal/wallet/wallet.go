@@ -79,21 +79,18 @@ func CreditTopUp(tx *gorm.DB, l *ledger.Ledger, c TopUpCredit) (ledger.Transacti
 	if c.AmountRials <= 0 {
 		return ledger.Transaction{}, fmt.Errorf("credit wallet %d: amount %d is not positive", c.WalletID, c.AmountRials)
 	}
-	// The wallet is older than tx: the payment being credited references
-	// it, and an earlier transaction made that payment.
-	to, err := l.CommittedWalletAccount(tx, c.WalletID)
-	if errors.Is(err, ledger.ErrAccountNotFound) {
-		return ledger.Transaction{}, fmt.Errorf("credit payment %s: wallet %d: %w: %w", c.PublicID, c.WalletID, ErrNotFound, err)
-	}
-	if err != nil {
-		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
-	}
 	from, err := l.ClearingAccount(tx, c.Gateway, c.TopUpID)
 	if err != nil {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w", c.PublicID, err)
 	}
-	t, err := l.Post(tx, ledger.Entry{Kind: ledger.KindTopUp, Reference: c.PublicID, TopUpID: c.TopUpID,
-		Postings: ledger.Transfer(from, to, c.AmountRials), At: c.At})
+	// The wallet is older than tx: the payment being credited references
+	// it, and an earlier transaction made that payment. Its account is
+	// found by the ledger's statement itself (PostToWallet).
+	t, err := l.PostToWallet(tx, ledger.Entry{Kind: ledger.KindTopUp, Reference: c.PublicID, TopUpID: c.TopUpID, At: c.At},
+		from, c.WalletID, c.AmountRials)
+	if errors.Is(err, ledger.ErrAccountNotFound) {
+		return ledger.Transaction{}, fmt.Errorf("credit payment %s: wallet %d: %w: %w", c.PublicID, c.WalletID, ErrNotFound, err)
+	}
 	if errors.Is(err, ledger.ErrDuplicate) {
 		return ledger.Transaction{}, fmt.Errorf("credit payment %s: %w: %w", c.PublicID, ErrAlreadyCredited, err)
 	}

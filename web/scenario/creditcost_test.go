@@ -40,23 +40,25 @@ func TestCreditPathStatements(t *testing.T) {
 			// transaction: the move, its event, the partners' webhook
 			// outbox (none here: one INSERT … SELECT of the user's
 			// endpoints), the verify's gateway_calls row, then the ledger:
-			// the wallet's account id on the instance's first credit of this
-			// wallet only (remembered after), then on PostgreSQL one
-			// statement (the accounts locked in ascending id, their
-			// balances, the transaction and its postings), on SQLite the
-			// transaction, each balance, the postings and the read-back of
-			// their sum.
+			// on PostgreSQL one statement (the wallet's account found by its
+			// wallet, the accounts locked in ascending id, their balances,
+			// the transaction and its postings); on SQLite the wallet's
+			// account id on the instance's first credit of this wallet only
+			// (remembered after), then the transaction, each balance, the
+			// postings and the read-back of their sum.
 			want := []string{
 				"SELECT FROM sessions", "SELECT FROM topups",
 				"UPDATE topups",
 				"UPDATE topups", "INSERT topup_events", "INSERT webhook_deliveries", "INSERT gateway_calls",
 			}
-			if i == 0 {
-				want = append(want, "SELECT FROM ledger_accounts") // the wallet's account; the clearing slots are made and known at start
-			}
 			if db.Dialect == store.Postgres {
+				// The wallet's account is found by the statement itself,
+				// also on the instance's first credit of this wallet.
 				want = append(want, "WITH")
 			} else {
+				if i == 0 {
+					want = append(want, "SELECT FROM ledger_accounts") // the wallet's account; the clearing slots are made and known at start
+				}
 				want = append(want, "INSERT ledger_transactions", "UPDATE ledger_accounts", "UPDATE ledger_accounts", "INSERT ledger_postings",
 					"SELECT FROM ledger_postings")
 			}
