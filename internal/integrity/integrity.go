@@ -61,11 +61,14 @@ var rules = []Rule{
 			FROM ledger_accounts WHERE kind NOT IN ('gateway', 'payout_rail')
 			AND (posted_rials < 0 OR held_rials < 0 OR posted_rials - held_rials < 0 OR may_go_negative) ORDER BY id`},
 	{Name: "ledger_running_balance", What: "each posting's balance after is the sum of its account's postings up to it",
+		// The running sum checked step by step (the first posting's balance
+		// after is its amount, each next one's the previous one's plus its
+		// amount): one pass in the account's order, in bigint.
 		query: `SELECT 'ledger transaction ' || transaction_id, 'account ' || account_id || ': balance after ' || balance_after_rials
-				|| ' rials, running sum ' || running || ' rials'
-			FROM (SELECT transaction_id, account_id, balance_after_rials,
-				SUM(amount_rials) OVER (PARTITION BY account_id ORDER BY id) AS running FROM ledger_postings) r
-			WHERE balance_after_rials <> running ORDER BY transaction_id`},
+				|| ' rials, ' || amount_rials || ' rials after ' || previous || ' rials'
+			FROM (SELECT transaction_id, account_id, amount_rials, balance_after_rials,
+				COALESCE(LAG(balance_after_rials) OVER (PARTITION BY account_id ORDER BY id), 0) AS previous FROM ledger_postings) r
+			WHERE balance_after_rials - amount_rials <> previous ORDER BY transaction_id`},
 	{Name: "reversed_at_most_once", What: "a ledger transaction is reversed at most once, by its exact opposite",
 		query: `SELECT 'ledger transaction ' || reverses_id, COUNT(*) || ' reversals' FROM ledger_transactions
 			WHERE reverses_id IS NOT NULL GROUP BY reverses_id HAVING COUNT(*) > 1
