@@ -1,5 +1,5 @@
 #!/bin/sh
-# credit-latency.sh DBURL SECONDS [CLIENTS]: runs tools/bench/credit.pgbench
+# credit-latency.sh DBURL SECONDS [CLIENTS]: runs cmd/kifpool-load/credit.pgbench
 # against a seeded database (make bench-admin's, or a smaller -topups one)
 # and prints credits/s and the latency p50/p95/p99 of each credit (ms),
 # with the load average. Writes into the database: top-ups credited
