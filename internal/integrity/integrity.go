@@ -38,8 +38,14 @@ type Rule struct {
 	// tests with a bare fake gateway do not.
 	CallLog bool
 	// Open marks the rule that needs Options.Now and the deadlines.
-	Open  bool
-	query string
+	Open bool
+	// sorted marks a rule that reads a whole table in an order other than
+	// its heap's: on PostgreSQL it reads the table once and sorts it
+	// (enable_indexscan off) rather than walk an index and jump through
+	// the heap for every row (measured faster at 1M postings, 13–18 s
+	// against 20–23 s, and the gap grows with the table).
+	sorted bool
+	query  string
 }
 
 // Rules are the rules Check runs, in order.
@@ -60,7 +66,7 @@ var rules = []Rule{
 		query: `SELECT 'account ' || code, 'posted ' || posted_rials || ' rials, held ' || held_rials || ' rials'
 			FROM ledger_accounts WHERE kind NOT IN ('gateway', 'payout_rail')
 			AND (posted_rials < 0 OR held_rials < 0 OR posted_rials - held_rials < 0 OR may_go_negative) ORDER BY id`},
-	{Name: "ledger_running_balance", What: "each posting's balance after is the sum of its account's postings up to it",
+	{Name: "ledger_running_balance", What: "each posting's balance after is the sum of its account's postings up to it", sorted: true,
 		// The running sum checked step by step (the first posting's balance
 		// after is its amount, each next one's the previous one's plus its
 		// amount): one pass in the account's order, in bigint.
@@ -358,7 +364,7 @@ func Check(ctx context.Context, db *store.DB, o Options) (Report, error) {
 			q = numbered(q)
 		}
 		started := time.Now()
-		vs, truncated, err := runRule(ctx, db, q, r.Name, args, o.MaxRows)
+		vs, truncated, err := runRule(ctx, db, r, q, args, o.MaxRows)
 		if err != nil {
 			return rep, fmt.Errorf("rule %s: %w", r.Name, err)
 		}
@@ -369,13 +375,18 @@ func Check(ctx context.Context, db *store.DB, o Options) (Report, error) {
 }
 
 // runRule runs one rule's query in a read-only transaction of its own.
-func runRule(ctx context.Context, db *store.DB, query, rule string, args []any, maxRows int) ([]Violation, bool, error) {
+func runRule(ctx context.Context, db *store.DB, r Rule, query string, args []any, maxRows int) ([]Violation, bool, error) {
 	tx, err := ReadOnlyTx(ctx, db)
 	if err != nil {
 		return nil, false, err
 	}
 	defer func() { _ = tx.Rollback() }() // read only: nothing to commit
-	return run(ctx, tx, query, rule, args, maxRows)
+	if r.sorted && db.Dialect == store.Postgres {
+		if _, err := tx.ExecContext(ctx, `SET LOCAL enable_indexscan = off`); err != nil {
+			return nil, false, fmt.Errorf("set enable_indexscan: %w", err)
+		}
+	}
+	return run(ctx, tx, query, r.Name, args, maxRows)
 }
 
 // ReadOnlyTx begins the transaction Check reads in: on PostgreSQL
