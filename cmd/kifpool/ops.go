@@ -97,14 +97,14 @@ func checkCmd(ctx context.Context, args []string, getenv config.Getenv, stdout i
 		case res.Skipped:
 			fmt.Fprintf(stdout, "  skip  %-32s %s\n", res.Rule.Name, res.Rule.What)
 		case len(res.Violations) == 0:
-			fmt.Fprintf(stdout, "  ok    %-32s %s\n", res.Rule.Name, res.Rule.What)
+			fmt.Fprintf(stdout, "  ok    %-32s %s (%s)\n", res.Rule.Name, res.Rule.What, took(res.Took))
 		default:
 			broken++
 			more := ""
 			if res.Truncated {
 				more = fmt.Sprintf(" (first %d shown)", len(res.Violations))
 			}
-			fmt.Fprintf(stdout, "  FAIL  %-32s %s: %d rows%s\n", res.Rule.Name, res.Rule.What, len(res.Violations), more)
+			fmt.Fprintf(stdout, "  FAIL  %-32s %s: %d rows%s (%s)\n", res.Rule.Name, res.Rule.What, len(res.Violations), more, took(res.Took))
 			for _, v := range res.Violations {
 				fmt.Fprintf(stdout, "        %s: %s\n", v.Subject, v.Detail)
 			}
@@ -114,8 +114,16 @@ func checkCmd(ctx context.Context, args []string, getenv config.Getenv, stdout i
 	if broken > 0 {
 		return fmt.Errorf("check: %d rules broken (rows named above)", broken)
 	}
-	fmt.Fprintln(stdout, "all rules hold")
+	fmt.Fprintf(stdout, "all rules hold (%s)\n", took(time.Since(started)))
 	return nil
+}
+
+// took is a rule's or the whole check's time as the operator reads it.
+func took(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
 
 const backupUsage = `usage: kifpool backup --to FILE
