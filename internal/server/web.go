@@ -31,6 +31,10 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	if b.o.RateLimits && cfg.RateLimitTopUp > 0 {
 		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, b.now)
 	}
+	var tokenCharges *ratelimit.Window
+	if cfg.APIChargesPerMinute > 0 {
+		tokenCharges = ratelimit.New(cfg.APIChargesPerMinute, time.Minute, b.now)
+	}
 	labels := drivers.Labeler(cfg.Gateway == config.GatewaySandbox)
 	// The pages' lists, searches, histories and dashboard read the read
 	// pool (DATABASE_READ_URL, else the primary); one top-up, receipts and
@@ -51,7 +55,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: pageWallets, TopUp: s.TopUp, Reads: pageReads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
 				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
-				Charges: s.Charges,
+				Charges: s.Charges, TokenCharges: tokenCharges,
 			},
 			Return: payDeps.Return(),
 			Account: account.Deps{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -95,6 +96,43 @@ func TestChargeMetrics(t *testing.T) {
 			if got := apptest.MetricValue(t, body, series); got != want {
 				t.Errorf("%s = %v, want %v", series, got, want)
 			}
+		}
+	})
+}
+
+// API_CHARGES_PER_MINUTE limits new charges per merchant token: above it,
+// 429 rate_limited with Retry-After, nothing written and nothing stored
+// (the same key goes through once the minute has passed); another token
+// of the same merchant has its own allowance.
+func TestChargeRateLimit(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		f := start(t, db, apptest.Options{Env: map[string]string{"API_CHARGES_PER_MINUTE": "2"}, Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		shop, shopID := f.merchant(t, "shop@example.com")
+		for i, key := range []string{"c-1", "c-2"} {
+			if a := shop.post(routes.APICharges, key, chargeBody(1_000, key, "automatic")); a.Status != http.StatusCreated {
+				t.Fatalf("charge %d: %d %s", i, a.Status, a.Body)
+			}
+		}
+		over := shop.post(routes.APICharges, "c-3", chargeBody(1_000, "c-3", "automatic"))
+		if over.Status != http.StatusTooManyRequests || over.Code() != "rate_limited" || over.Header.Get("Retry-After") == "" ||
+			over.Header.Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("over the limit: %d %s %v", over.Status, over.Body, over.Header)
+		}
+		if cs, _, err := f.app.Server.Charges.List(ctx, charge.Filter{MerchantUserID: shopID, Limit: 10}); err != nil || len(cs) != 2 {
+			t.Fatalf("%d charges written, want 2 (%v)", len(cs), err)
+		}
+		// Another token of the same merchant counts apart.
+		other := f.token(t, shopID, apitoken.ScopeCharges)
+		if a := other.post(routes.APICharges, "o-1", chargeBody(1_000, "o-1", "automatic")); a.Status != http.StatusCreated {
+			t.Fatalf("another token: %d %s", a.Status, a.Body)
+		}
+		// A minute on, the refused key goes through: its 429 was not stored.
+		clock.Advance(time.Minute + time.Second)
+		if a := shop.post(routes.APICharges, "c-3", chargeBody(1_000, "c-3", "automatic")); a.Status != http.StatusCreated {
+			t.Fatalf("after the minute: %d %s", a.Status, a.Body)
 		}
 	})
 }
