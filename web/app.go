@@ -54,6 +54,9 @@ type Deps struct {
 	RateLimits bool
 	Log        *slog.Logger
 	Now        func() time.Time
+	// IsMerchant, when set, tells whether a signed-in user is a merchant
+	// (the header then links to /merchant); an error counts as no.
+	IsMerchant func(ctx context.Context, userID int64) bool
 }
 
 // Features are the web app's parts by audience. Each registers its own
