@@ -30,7 +30,12 @@ type DeliveryRow struct {
 	ID            int64
 	EventID       string
 	Type          string
-	TopUpID       string
+	// Subject is the movement the event is about (its kind: topup,
+	// transfer, withdrawal or charge; its public id; its admin page),
+	// empty when the body names none.
+	SubjectKind   string
+	SubjectID     string
+	SubjectURL    string
 	Status        string
 	Attempts      int
 	LastHTTP      string
