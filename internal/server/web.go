@@ -42,6 +42,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	// (docs/design/scaling.md#read-replicas).
 	pageReads := reads.WithReadPool(s.Reads)
 	pageWallets := s.Wallets.WithReadPool(s.Reads)
+	pageTransfers := s.Transfers.WithReadPool(s.Reads)
 	payDeps := pay.Deps{TopUps: s.TopUps, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
 	return web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
@@ -58,7 +59,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			API: api.Deps{
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: pageWallets, TopUp: s.TopUp, Reads: pageReads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
-				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
+				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: pageTransfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
 				Charges: s.Charges, TokenCharges: tokenCharges,
 			},
 			Return: payDeps.Return(),
@@ -74,10 +75,10 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},
 			Merchant: merchant.Deps{Charges: s.Charges, Wallets: s.Wallets, TopUps: s.TopUps},
 			Admin: admin.Deps{
-				TopUps: s.TopUps, Reads: pageReads, People: people.New(db).WithReadPool(s.Reads), Replica: s.Reads, Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
+				TopUps: s.TopUps, Reads: pageReads, People: people.New(db).WithReadPool(s.Reads), Replica: s.Reads, Audit: audit.NewLog(db).WithReadPool(s.Reads), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
 				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
-				Transfers: s.Transfers, Ledger: s.Ledger, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
+				Transfers: pageTransfers, Ledger: s.Ledger, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
 				CardRefunds: s.CardRefunds, Charges: s.Charges,
 			},
 		},
