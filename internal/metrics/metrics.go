@@ -238,7 +238,7 @@ var (
 	payoutReconErr = prometheus.NewDesc("kifpool_payout_reconcile_last_failed",
 		"1 if the payout provider's newest reconciliation could not read the provider's list (its report says why).", []string{"provider"}, nil)
 	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
-	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary: the age of its newest replayed transaction while WAL waits to be replayed, 0 caught up.", nil, nil)
+	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary while WAL waits to be replayed (the primary's pg_stat_replication.replay_lag with one standby, else the age of its newest replayed transaction), 0 caught up.", nil, nil)
 	replicaBytes = prometheus.NewDesc("kifpool_read_replica_lag_bytes", "WAL bytes between the primary's current position and the read database's replay.", nil, nil)
 )
 
