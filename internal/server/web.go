@@ -47,10 +47,6 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	return web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
 		RateLimits: b.o.RateLimits, Log: log, Now: b.now,
-		IsMerchant: func(ctx context.Context, userID int64) bool {
-			_, err := s.Charges.Merchant(ctx, userID)
-			return err == nil
-		},
 		Probes: web.Probes{
 			Health: func(ctx context.Context) error { return db.SQL().PingContext(ctx) },
 			Ready:  func(ctx context.Context) error { return ready(ctx, db) },
