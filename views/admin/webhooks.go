@@ -27,9 +27,9 @@ type WebhookLogView struct {
 
 // DeliveryRow is one delivery in the log.
 type DeliveryRow struct {
-	ID            int64
-	EventID       string
-	Type          string
+	ID      int64
+	EventID string
+	Type    string
 	// Subject is the movement the event is about (its kind: topup,
 	// transfer, withdrawal or charge; its public id; its admin page),
 	// empty when the body names none.
