@@ -35,6 +35,8 @@ type Page struct {
 type UserInfo struct {
 	Email   string
 	IsAdmin bool
+	// IsMerchant: the header links to the merchant's page.
+	IsMerchant bool
 }
 
 // T translates key into the page's language.

@@ -101,10 +101,27 @@ func Record(tx *gorm.DB, e Entry) error {
 }
 
 // Log reads the audit log.
-type Log struct{ db *store.DB }
+type Log struct {
+	db    *store.DB
+	reads *store.ReadPool // nil: List reads db
+}
 
 // NewLog returns a reader over db.
 func NewLog(db *store.DB) *Log { return &Log{db: db} }
+
+// WithReadPool returns a reader whose list (List, the audit page) reads
+// pool (DATABASE_READ_URL, else the primary); OfTopUp, shown on a top-up's
+// page right after an action, reads the primary
+// (docs/design/scaling.md#read-replicas).
+func (l *Log) WithReadPool(pool *store.ReadPool) *Log { return &Log{db: l.db, reads: pool} }
+
+// page is the database of a list's read.
+func (l *Log) page() *store.DB {
+	if l.reads == nil {
+		return l.db
+	}
+	return l.reads.DB()
+}
 
 // OfTopUp lists the entries about a payment, oldest first.
 func (l *Log) OfTopUp(ctx context.Context, topUpID int64) ([]Entry, error) {
@@ -136,7 +153,7 @@ func (l *Log) List(ctx context.Context, q Query) ([]Listed, error) {
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = 100
 	}
-	tx := l.db.Gorm.WithContext(ctx).Table("admin_actions AS a").
+	tx := l.page().Gorm.WithContext(ctx).Table("admin_actions AS a").
 		Select("a.id, COALESCE(a.admin_id, 0) AS admin_id, a.action, a.topup_id, a.target_user_id, a.note, a.from_status, a.to_status, a.result, a.created_at, " +
 			"COALESCE(u.email, '') AS admin_email, COALESCE(p.public_id, '') AS topup_public_id").
 		Joins("LEFT JOIN users u ON u.id = a.admin_id").

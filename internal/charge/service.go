@@ -25,10 +25,60 @@ type Config struct {
 	HoldTTL time.Duration
 }
 
-// Hooks are told of committed moves (to wake the webhook sender); nil:
-// nothing is.
+// Hooks are told of committed moves (to wake the webhook sender, the
+// metrics); nil: nothing is.
 type Hooks struct {
 	WebhookQueued func()
+	Observer      Observer
+}
+
+// Observer learns of every committed charge move (the metrics), after
+// its transaction; replays and refused moves that wrote nothing are not
+// moves.
+type Observer interface {
+	// ChargeMoved: a charge was created, confirmed (succeeded or
+	// authorized), captured, canceled, expired or refunded (ObservedMove)
+	// by actor. rials is the money the move took to the merchant (an
+	// automatic confirm, a capture) or gave back to the payer (a
+	// refund); 0 for the others.
+	ChargeMoved(move ObservedMove, actor Actor, rials int64)
+}
+
+// ObservedMove names a committed move for the metrics.
+type ObservedMove string
+
+// The observed moves.
+const (
+	MoveCreated   ObservedMove = "created"
+	MoveConfirmed ObservedMove = "confirmed"
+	MoveCaptured  ObservedMove = "captured"
+	MoveCanceled  ObservedMove = "canceled"
+	MoveExpired   ObservedMove = "expired"
+	MoveRefunded  ObservedMove = "refunded"
+)
+
+// observedMove is the name of an applied decision d, and the rials it
+// took to the merchant.
+func observedMove(d Decision, c Charge) (ObservedMove, int64) {
+	switch d.To {
+	case StatusSucceeded:
+		if d.Money == MoneyCapture {
+			return MoveCaptured, d.CaptureRials
+		}
+		return MoveConfirmed, c.AmountRials
+	case StatusAuthorized:
+		return MoveConfirmed, 0
+	case StatusCanceled:
+		return MoveCanceled, 0
+	default:
+		return MoveExpired, 0
+	}
+}
+
+func (s *Service) observe(m ObservedMove, actor Actor, rials int64) {
+	if s.hooks.Observer != nil {
+		s.hooks.Observer.ChargeMoved(m, actor, rials)
+	}
 }
 
 // Service is the one use case of merchants and charges: the API, the
@@ -235,6 +285,7 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	s.observe(MoveCreated, ActorMerchant, 0)
 	s.log.InfoContext(ctx, "charge created", "charge", c.PublicID, "amount_rials", c.AmountRials)
 	c.Refunds = []Refund{}
 	return Result{Charge: c}, nil
@@ -275,6 +326,8 @@ func (s *Service) move(ctx context.Context, publicID string, merchantUserID int6
 	}
 	if d.Apply {
 		s.kick()
+		m, rials := observedMove(d, c)
+		s.observe(m, actor, rials)
 		s.log.InfoContext(ctx, "charge moved", "charge", c.PublicID, "status", c.Status, "actor", actor)
 	}
 	if d.Err != nil {
@@ -332,6 +385,7 @@ func (s *Service) Refund(ctx context.Context, r RefundRequest) (RefundResult, er
 		return RefundResult{}, err
 	}
 	s.kick()
+	s.observe(MoveRefunded, ActorMerchant, got.AmountRials)
 	s.log.InfoContext(ctx, "charge refunded", "charge", c.PublicID, "refund", got.PublicID, "amount_rials", got.AmountRials)
 	return RefundResult{Charge: c, Refund: got}, nil
 }

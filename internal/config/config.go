@@ -112,6 +112,9 @@ type Config struct {
 	RetentionSessions, RetentionThrottles, RetentionGatewayCalls, RetentionMail, RetentionWebhooks time.Duration
 	// APITopUpsPerMinute limits POST /api/v1/topups per API token.
 	APITopUpsPerMinute int
+	// APIChargesPerMinute limits POST /api/v1/charges per merchant's API
+	// token.
+	APIChargesPerMinute int
 	// APITokenDefaultDays is a new API token's validity when its creator
 	// gives none; APITokensPerUser caps a user's live tokens.
 	APITokenDefaultDays int

@@ -53,6 +53,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"ReconcileInterval", c.ReconcileInterval, 10 * time.Minute},
 		{"IdempotencyKeyTTL", c.IdempotencyKeyTTL, 24 * time.Hour},
 		{"APITopUpsPerMinute", c.APITopUpsPerMinute, 30},
+		{"APIChargesPerMinute", c.APIChargesPerMinute, 60},
 		{"MetricsToken", c.MetricsToken, ""},
 		{"DataDir", c.DataDir, "./data"},
 		{"Dev", c.Dev, true},

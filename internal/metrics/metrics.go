@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/topup"
 )
@@ -68,6 +69,10 @@ type Metrics struct {
 	hookTries   *prometheus.CounterVec
 	hookTime    prometheus.Histogram
 	hookGaveUp  prometheus.Counter
+	charges     *prometheus.CounterVec
+	chargePaid  prometheus.Counter
+	refunded    prometheus.Counter
+	refundSizes prometheus.Histogram
 }
 
 // BreakerStates are the states a breaker reports.
@@ -108,7 +113,22 @@ func New(src Sources) *Metrics {
 	m.hookGaveUp = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kifpool_webhook_gave_up_total", Help: "Webhook deliveries that gave up after the retry window (WEBHOOK_RETRY_FOR); their endpoint is marked failing.",
 	})
-	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, m.outboxFails, m.hookTries, m.hookTime, m.hookGaveUp, &scraped{src: src},
+	m.charges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kifpool_charge_moves_total",
+		Help: "Committed charge moves by move (created, confirmed, captured, canceled, expired, refunded) and actor (merchant, payer, worker, admin); replays are not counted.",
+	}, []string{"move", "actor"})
+	m.chargePaid = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kifpool_charge_paid_rials_total", Help: "Rials charges took from payers to merchants: automatic confirms and captures.",
+	})
+	m.refunded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kifpool_charge_refunded_rials_total", Help: "Rials merchants refunded to payers.",
+	})
+	m.refundSizes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "kifpool_charge_refund_amount_rials", Help: "Refunds by amount in rials.",
+		Buckets: []float64{1e4, 1e5, 1e6, 1e7, 1e8, 1e9},
+	})
+	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, m.outboxFails, m.hookTries, m.hookTime, m.hookGaveUp,
+		m.charges, m.chargePaid, m.refunded, m.refundSizes, &scraped{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -162,6 +182,20 @@ func (m *Metrics) WebhookAttempt(ok bool, d time.Duration) {
 // WebhookGaveUp implements webhook.Observer.
 func (m *Metrics) WebhookGaveUp() { m.hookGaveUp.Inc() }
 
+// ChargeMoved implements charge.Observer.
+func (m *Metrics) ChargeMoved(move charge.ObservedMove, actor charge.Actor, rials int64) {
+	m.charges.WithLabelValues(string(move), string(actor)).Inc()
+	if rials <= 0 {
+		return
+	}
+	if move == charge.MoveRefunded {
+		m.refunded.Add(float64(rials))
+		m.refundSizes.Observe(float64(rials))
+		return
+	}
+	m.chargePaid.Add(float64(rials))
+}
+
 // Recorder wraps a gateway call recorder: every attempt is also observed.
 func (m *Metrics) Recorder(next resilient.Recorder) resilient.Recorder {
 	return recorder{m: m, next: next}
@@ -204,7 +238,7 @@ var (
 	payoutReconErr = prometheus.NewDesc("kifpool_payout_reconcile_last_failed",
 		"1 if the payout provider's newest reconciliation could not read the provider's list (its report says why).", []string{"provider"}, nil)
 	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
-	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary: the age of its newest replayed transaction while WAL waits to be replayed, 0 caught up.", nil, nil)
+	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary while WAL waits to be replayed (the primary's pg_stat_replication.replay_lag with one standby, else the age of its newest replayed transaction), 0 caught up.", nil, nil)
 	replicaBytes = prometheus.NewDesc("kifpool_read_replica_lag_bytes", "WAL bytes between the primary's current position and the read database's replay.", nil, nil)
 )
 

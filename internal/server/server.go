@@ -225,6 +225,10 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	// A withdrawal's move that queued webhook deliveries wakes the sender.
 	po.Store.OnWebhookQueued(uc.Hooks.Kick)
+	// The withdrawals' lists read the pages' read pool.
+	if po.Withdrawals != nil {
+		po.Withdrawals.ListFrom(po.Store.WithReadPool(pool))
+	}
 	s := &Server{
 		Withdrawals: po.Withdrawals, BankAccounts: po.Accounts, PayoutWorker: po.Worker, PayoutStore: po.Store, payouts: po,
 		Bank: gws.Bank, TopUps: uc.TopUps, TopUp: uc.TopUp, Auth: uc.Auth, Wallets: uc.Wallets, Ledger: led,

@@ -105,7 +105,7 @@ func newUseCases(b base, p useCaseParts) useCases {
 		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick}).WithKeys(u.Keys)
 	u.Charges = charge.New(chargestore.New(b.db, p.ledger), charge.Config{BaseURL: cfg.BaseURL,
 		HoldTTL: time.Duration(cfg.ChargeHoldHours) * time.Hour}, b.now, b.log("charge")).
-		WithHooks(charge.Hooks{WebhookQueued: u.Hooks.Kick})
+		WithHooks(charge.Hooks{WebhookQueued: u.Hooks.Kick, Observer: p.metrics})
 	return u
 }
 

@@ -31,6 +31,10 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	if b.o.RateLimits && cfg.RateLimitTopUp > 0 {
 		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, b.now)
 	}
+	var tokenCharges *ratelimit.Window
+	if cfg.APIChargesPerMinute > 0 {
+		tokenCharges = ratelimit.New(cfg.APIChargesPerMinute, time.Minute, b.now)
+	}
 	labels := drivers.Labeler(cfg.Gateway == config.GatewaySandbox)
 	// The pages' lists, searches, histories and dashboard read the read
 	// pool (DATABASE_READ_URL, else the primary); one top-up, receipts and
@@ -38,6 +42,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	// (docs/design/scaling.md#read-replicas).
 	pageReads := reads.WithReadPool(s.Reads)
 	pageWallets := s.Wallets.WithReadPool(s.Reads)
+	pageTransfers := s.Transfers.WithReadPool(s.Reads)
 	payDeps := pay.Deps{TopUps: s.TopUps, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
 	return web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
@@ -50,8 +55,8 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			API: api.Deps{
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: pageWallets, TopUp: s.TopUp, Reads: pageReads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
-				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: s.Transfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
-				Charges: s.Charges,
+				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: pageTransfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
+				Charges: s.Charges, TokenCharges: tokenCharges,
 			},
 			Return: payDeps.Return(),
 			Account: account.Deps{
@@ -66,10 +71,10 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},
 			Merchant: merchant.Deps{Charges: s.Charges, Wallets: s.Wallets, TopUps: s.TopUps},
 			Admin: admin.Deps{
-				TopUps: s.TopUps, Reads: pageReads, People: people.New(db).WithReadPool(s.Reads), Replica: s.Reads, Audit: audit.NewLog(db), Auth: s.Auth, Tokens: s.Tokens,
+				TopUps: s.TopUps, Reads: pageReads, People: people.New(db).WithReadPool(s.Reads), Replica: s.Reads, Audit: audit.NewLog(db).WithReadPool(s.Reads), Auth: s.Auth, Tokens: s.Tokens,
 				Webhooks: s.Webhooks, Hooks: s.Hooks, Limits: s.Limits, Breakers: gws.breakers,
 				GatewayNames: s.Gateways.Names(), GatewayLabel: labels, AbandonedAfter: cfg.WorkerAbandonedAfter,
-				Transfers: s.Transfers, Ledger: s.Ledger, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
+				Transfers: pageTransfers, Ledger: s.Ledger, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
 				CardRefunds: s.CardRefunds, Charges: s.Charges,
 			},
 		},

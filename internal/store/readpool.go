@@ -42,8 +42,9 @@ type ReplicaStatus struct {
 	// Standby: it is a streaming replica (in recovery); a database that
 	// is not has no lag.
 	Standby bool
-	// Lag is how long ago the replica replayed the newest transaction it
-	// has, while it is behind the primary's WAL position (0 caught up).
+	// Lag is how far the replica is behind while it is behind the
+	// primary's WAL position (0 caught up): the primary's replay_lag, else
+	// how long ago it replayed the newest transaction it has (measureLag).
 	Lag time.Duration
 	// LagBytes is the WAL between the primary's current position and the
 	// replica's replay (0 caught up or not a standby; -1 unknown).
@@ -120,9 +121,11 @@ func (p *ReadPool) Check(ctx context.Context, now time.Time) ReplicaStatus {
 }
 
 // measureLag reads the primary's WAL position, then the replica's replay
-// of it: bytes behind, and, while behind, the age of the newest replayed
-// transaction (the age alone grows on an idle primary, so it counts only
-// while WAL is waiting). Errors leave the lag unknown, the replica up.
+// of it: bytes behind, and, while behind, the lag: the primary's
+// pg_stat_replication.replay_lag when it has one (replayLag), else the age
+// of the newest replayed transaction (the age alone grows on an idle
+// primary, so it counts only while WAL is waiting). Errors leave the lag
+// unknown, the replica up.
 func (p *ReadPool) measureLag(ctx context.Context, st *ReplicaStatus) {
 	var standby bool
 	if err := p.replica.SQL().QueryRowContext(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
@@ -149,9 +152,34 @@ func (p *ReadPool) measureLag(ctx context.Context, st *ReplicaStatus) {
 		return
 	}
 	st.LagBytes = max(0, int64(bytes))
-	if st.LagBytes > 0 && age != nil && *age > 0 {
+	if st.LagBytes == 0 {
+		return
+	}
+	if lag, ok := p.replayLag(ctx); ok {
+		st.Lag = lag
+		return
+	}
+	if age != nil && *age > 0 {
 		st.Lag = time.Duration(*age * float64(time.Second))
 	}
+}
+
+// replayLag is the primary's own measure of its standby's lag,
+// pg_stat_replication.replay_lag: how long WAL the primary flushed took to
+// be replayed, which stays right while the replica replays WAL without
+// commits (the newest replayed transaction's age then overstates it). It
+// counts only with exactly one standby (the row is then the read
+// database's) and a value (a role without pg_monitor sees none; a standby
+// idle for a while shows none): else ok is false and the age is used.
+func (p *ReadPool) replayLag(ctx context.Context) (time.Duration, bool) {
+	var n int
+	var secs *float64
+	err := p.primary.SQL().QueryRowContext(ctx, `SELECT count(*), max(EXTRACT(EPOCH FROM replay_lag))::float8
+		FROM pg_stat_replication`).Scan(&n, &secs)
+	if err != nil || n != 1 || secs == nil || *secs < 0 {
+		return 0, false
+	}
+	return time.Duration(*secs * float64(time.Second)), true
 }
 
 func (p *ReadPool) set(st ReplicaStatus) {

@@ -20,6 +20,16 @@ import (
 type Store struct {
 	db     *store.DB
 	ledger *ledger.Ledger
+	reads  *store.ReadPool // nil: the lists read db
+}
+
+// page is the database of a list's read: the read pool's, else the
+// primary. Nothing a transfer decides on reads it.
+func (s *Store) page() *store.DB {
+	if s.reads == nil {
+		return s.db
+	}
+	return s.reads.DB()
 }
 
 // NewStore returns the store over db and the instance's ledger.
@@ -250,7 +260,7 @@ func (s *Store) list(ctx context.Context, userID, before int64, limit int) ([]Tr
 		before = 1<<63 - 1
 	}
 	var ts []Transfer
-	err := s.db.Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.id IN (
+	err := s.page().Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.id IN (
 			SELECT id FROM (SELECT id FROM transfers WHERE sender_user_id = ? AND id < ? ORDER BY id DESC LIMIT ?) AS a
 			UNION SELECT id FROM (SELECT id FROM transfers WHERE recipient_user_id = ? AND id < ? ORDER BY id DESC LIMIT ?) AS b)
 		ORDER BY t.id DESC LIMIT ?`, userID, before, limit+1, userID, before, limit+1, limit+1).Scan(&ts).Error
@@ -288,7 +298,7 @@ func (s *Store) search(ctx context.Context, q string, limit int) ([]Transfer, er
 		limit = 50
 	}
 	var ts []Transfer
-	db := s.db.Gorm.WithContext(ctx)
+	db := s.page().Gorm.WithContext(ctx)
 	var err error
 	switch {
 	case q == "":

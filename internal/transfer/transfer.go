@@ -45,6 +45,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
 
@@ -165,6 +166,18 @@ func New(st *Store, cfg Config, now func() time.Time, log *slog.Logger) *Service
 		cfg.MinRials = money.RialsPerToman
 	}
 	return &Service{st: st, cfg: cfg, now: now, log: log}
+}
+
+// WithReadPool returns the service with its lists (List, Search) read
+// from pool (DATABASE_READ_URL, else the primary); a transfer, its
+// receipt (Get, Admin) and everything Send decides on read the primary
+// (docs/design/scaling.md#read-replicas).
+func (s *Service) WithReadPool(pool *store.ReadPool) *Service {
+	st := *s.st
+	st.reads = pool
+	cp := *s
+	cp.st = &st
+	return &cp
 }
 
 // WithHooks sets what is told of a committed transfer.

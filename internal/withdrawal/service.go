@@ -78,6 +78,19 @@ type Service struct {
 	// OnChange, when set, is told of every committed move (metrics,
 	// mail); wiring, set before use.
 	OnChange func(w Withdrawal, from Status)
+	// lists, when set, is where List and Queue read (ListFrom).
+	lists Store
+}
+
+// ListFrom sets the store List and Queue read (the pages' read pool);
+// wiring, set before use. Every move reads the service's own store.
+func (s *Service) ListFrom(st Store) { s.lists = st }
+
+func (s *Service) lister() Store {
+	if s.lists != nil {
+		return s.lists
+	}
+	return s.st
 }
 
 // New returns the service.
@@ -277,12 +290,12 @@ func (s *Service) UsedToday(ctx context.Context, userID int64) (int64, error) {
 // (before: the id to list below; next: the next page's cursor, 0 when
 // none).
 func (s *Service) List(ctx context.Context, userID, before int64, limit int) ([]Withdrawal, int64, error) {
-	return s.st.List(ctx, Filter{UserID: userID, Before: before, Limit: limit})
+	return s.lister().List(ctx, Filter{UserID: userID, Before: before, Limit: limit})
 }
 
 // Queue lists withdrawals by f for the admin's pages, newest first.
 func (s *Service) Queue(ctx context.Context, f Filter) ([]Withdrawal, error) {
-	ws, _, err := s.st.List(ctx, f)
+	ws, _, err := s.lister().List(ctx, f)
 	return ws, err
 }
 

@@ -27,10 +27,15 @@ type WebhookLogView struct {
 
 // DeliveryRow is one delivery in the log.
 type DeliveryRow struct {
-	ID            int64
-	EventID       string
-	Type          string
-	TopUpID       string
+	ID      int64
+	EventID string
+	Type    string
+	// Subject is the movement the event is about (its kind: topup,
+	// transfer, withdrawal or charge; its public id; its admin page),
+	// empty when the body names none.
+	SubjectKind   string
+	SubjectID     string
+	SubjectURL    string
 	Status        string
 	Attempts      int
 	LastHTTP      string

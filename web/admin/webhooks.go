@@ -80,14 +80,7 @@ func (h *handlers) webhookLog(c *fiber.Ctx) error {
 		row := adminview.DeliveryRow{ID: d.ID, EventID: d.EventID, Type: d.Type, Status: d.Status, Attempts: d.Attempts,
 			LastError: d.LastError, LastErrorKey: deliveryErrorKey(d.LastError), CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt,
 			Resendable: d.Status != webhook.StatusPending && v.Endpoint.State != "disabled"}
-		var body struct {
-			TopUp struct {
-				ID string `json:"id"`
-			} `json:"topup"`
-		}
-		if json.Unmarshal([]byte(d.Body), &body) == nil {
-			row.TopUpID = body.TopUp.ID
-		}
+		row.SubjectKind, row.SubjectID, row.SubjectURL = deliverySubject(d.Body)
 		if d.LastHTTPStatus != nil {
 			row.LastHTTP = strconv.Itoa(*d.LastHTTPStatus)
 		}
@@ -101,6 +94,35 @@ func (h *handlers) webhookLog(c *fiber.Ctx) error {
 		v.Deliveries = append(v.Deliveries, row)
 	}
 	return h.Render(c, fiber.StatusOK, adminview.WebhookLog(h.Page(c, "webhooks.log_title"), v))
+}
+
+// deliverySubject reads the movement a delivery's body is about: its
+// kind, public id and admin page (a withdrawal has no page of its own: the
+// withdrawals' queue). Each event type names exactly one of them.
+func deliverySubject(body string) (kind, id, url string) {
+	type ref struct {
+		ID string `json:"id"`
+	}
+	var b struct {
+		TopUp      *ref `json:"topup"`
+		Transfer   *ref `json:"transfer"`
+		Withdrawal *ref `json:"withdrawal"`
+		Charge     *ref `json:"charge"`
+	}
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return "", "", ""
+	}
+	switch {
+	case b.TopUp != nil && b.TopUp.ID != "":
+		return "topup", b.TopUp.ID, routes.AdminTopUp(b.TopUp.ID)
+	case b.Transfer != nil && b.Transfer.ID != "":
+		return "transfer", b.Transfer.ID, routes.AdminTransfer(b.Transfer.ID)
+	case b.Withdrawal != nil && b.Withdrawal.ID != "":
+		return "withdrawal", b.Withdrawal.ID, routes.AdminWithdrawals
+	case b.Charge != nil && b.Charge.ID != "":
+		return "charge", b.Charge.ID, routes.AdminCharge(b.Charge.ID)
+	}
+	return "", "", ""
 }
 
 // disableWebhook disables any endpoint (audited).

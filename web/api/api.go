@@ -57,6 +57,9 @@ type Deps struct {
 	// Charges are merchants' charges (scope charges; the checkout's use
 	// case too).
 	Charges *charge.Service
+	// TokenCharges, when set, is each token's allowance of new charges
+	// (API_CHARGES_PER_MINUTE).
+	TokenCharges *ratelimit.Window
 }
 
 type handler struct{ Deps }
@@ -93,7 +96,7 @@ func (d Deps) Register(r fiber.Router, _ seam.App) {
 	r.Post(routes.APIWithdrawals, h.need(apitoken.ScopeWithdraw), h.createWithdrawal)
 	r.Get(routes.APIWithdrawals, h.need(apitoken.ScopeRead), h.listWithdrawals)
 	r.Get(routes.APIWithdrawalPattern, h.need(apitoken.ScopeRead), h.getWithdrawal)
-	r.Post(routes.APICharges, h.need(apitoken.ScopeCharges), h.createCharge)
+	r.Post(routes.APICharges, h.need(apitoken.ScopeCharges), h.chargeLimit, h.createCharge)
 	r.Get(routes.APICharges, h.need(apitoken.ScopeRead), h.listCharges)
 	r.Get(routes.APIChargePattern, h.need(apitoken.ScopeRead), h.getCharge)
 	r.Post(routes.APIChargeCapturePattern, h.need(apitoken.ScopeCharges), h.captureCharge)
@@ -191,6 +194,22 @@ func (h *handler) userTopUpLimit(c *fiber.Ctx) error {
 		secs := max(int64((wait+time.Second-1)/time.Second), 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
 		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(h.UserTopUps.Max())+" top-ups a minute per user, through the site and every token together; retry after the Retry-After seconds.")
+	}
+	return c.Next()
+}
+
+// chargeLimit takes one charge from the token's allowance. It runs before
+// the idempotency layer, so a 429 is never stored and a retry after
+// Retry-After with the same key goes through.
+func (h *handler) chargeLimit(c *fiber.Ctx) error {
+	if h.TokenCharges == nil {
+		return c.Next()
+	}
+	ok, wait := h.TokenCharges.Take("t" + strconv.FormatInt(principal(c).TokenID, 10))
+	if !ok {
+		secs := max(int64((wait+time.Second-1)/time.Second), 1)
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
+		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(h.TokenCharges.Max())+" charges a minute per token; retry after the Retry-After seconds.")
 	}
 	return c.Next()
 }

@@ -11,6 +11,8 @@
 package merchant
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/charge"
@@ -27,6 +29,16 @@ type Deps struct {
 	// TopUps, when set, give the top-up form's minimum (the difference
 	// offered is never below it).
 	TopUps *topup.Service
+}
+
+// IsMerchant tells the site header whether userID is a merchant (its
+// link to /merchant); an error counts as no.
+func (d Deps) IsMerchant(ctx context.Context, userID int64) bool {
+	if d.Charges == nil {
+		return false
+	}
+	_, err := d.Charges.Merchant(ctx, userID)
+	return err == nil
 }
 
 type handlers struct {

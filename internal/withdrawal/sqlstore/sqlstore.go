@@ -39,6 +39,26 @@ type Store struct {
 	// queued, when set, is called after a move that queued webhook
 	// deliveries has committed (the sender's kick).
 	queued func()
+	// reads, when set, is where List reads (WithReadPool).
+	reads *store.ReadPool
+}
+
+// WithReadPool returns the store with List (the pages' and the API's
+// lists) read from pool (DATABASE_READ_URL, else the primary); every move
+// and what it decides on reads the primary
+// (docs/design/scaling.md#read-replicas).
+func (s *Store) WithReadPool(pool *store.ReadPool) *Store {
+	cp := *s
+	cp.reads = pool
+	return &cp
+}
+
+// page is the database of a list's read.
+func (s *Store) page() *store.DB {
+	if s.reads == nil {
+		return s.db
+	}
+	return s.reads.DB()
 }
 
 // OnWebhookQueued sets f to be called after a move that queued partners'
@@ -120,7 +140,7 @@ func (s *Store) List(ctx context.Context, f withdrawal.Filter) ([]withdrawal.Wit
 	if limit <= 0 || limit > 200 {
 		limit = 20
 	}
-	q := s.db.Gorm.WithContext(ctx).Table(table)
+	q := s.page().Gorm.WithContext(ctx).Table(table)
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
 	}
