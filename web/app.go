@@ -56,12 +56,6 @@ type Deps struct {
 	Now        func() time.Time
 }
 
-// merchantAsker is a feature that tells whether a signed-in user is a
-// merchant (web/merchant's Deps): the header then links to /merchant.
-type merchantAsker interface {
-	IsMerchant(ctx context.Context, userID int64) bool
-}
-
 // Features are the web app's parts by audience. Each registers its own
 // routes; web decides where in the middleware chain each goes.
 type Features struct {
@@ -104,8 +98,6 @@ type Server struct {
 	sessionCookie, csrfCookie string
 	// The Content-Security-Policy before and after its per-request nonce.
 	cspBefore, cspAfter string
-	// merchants answers the header's merchant link (nil: never shown).
-	merchants merchantAsker
 	// csrfMACs are reusable CSRF token computations (csrfToken).
 	csrfMACs sync.Pool
 }
@@ -128,7 +120,6 @@ func New(d Deps) *fiber.App {
 		}
 	}
 	s := &Server{Deps: d, csrfKey: d.Config.SessionSecret, secureCookie: d.Config.Secure(), trusted: parseTrusted(d.Config.TrustedProxies)}
-	s.merchants, _ = d.Features.Merchant.(merchantAsker)
 	s.baseHost = hostOf(d.Config.BaseURL)
 	if u, err := url.Parse(d.Config.BaseURL); err == nil {
 		s.baseScheme = u.Scheme

@@ -46,6 +46,11 @@ type User struct {
 	TOTPLastStep    int64      `gorm:"column:totp_last_step"`
 	// TOTPEnrolHash is the hash of the one-time enrolment code ('': none).
 	TOTPEnrolHash string `gorm:"column:totp_enrol_hash"`
+	// Merchant is set by the session lookup alone (the user has a row in
+	// merchants): the site header's hint that links to /merchant, read in
+	// the same statement as the session, so that a signed-in page costs
+	// no second round trip. The merchant's pages decide by their own read.
+	Merchant bool `gorm:"-"`
 }
 
 // IsAdmin reports whether the user may see the admin pages.
@@ -262,7 +267,7 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 	err := row.Scan(
 		&sess.ID, &sess.TokenHash, &sess.UserID, &sess.CreatedAt, &sess.ExpiresAt, &sess.SecondFactorAt,
 		&u.ID, &u.Email, &u.PasswordHash, &u.Role, &u.Locale, &u.CreatedAt,
-		&u.TOTPSecret, &u.TOTPConfirmedAt, &u.TOTPLastStep, &u.TOTPEnrolHash)
+		&u.TOTPSecret, &u.TOTPConfirmedAt, &u.TOTPLastStep, &u.TOTPEnrolHash, &u.Merchant)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return User{}, Session{}, ErrNoSession
@@ -276,8 +281,9 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 // lookupSQL is the session lookup's statement.
 const lookupSQL = `SELECT s.id, s.token_hash, s.user_id, s.created_at, s.expires_at, s.second_factor_at,
 		u.id, u.email, u.password_hash, u.role, u.locale, u.created_at,
-		u.totp_secret, u.totp_confirmed_at, u.totp_last_step, u.totp_enrol_hash
-		FROM sessions s JOIN users u ON u.id = s.user_id
+		u.totp_secret, u.totp_confirmed_at, u.totp_last_step, u.totp_enrol_hash,
+		m.user_id IS NOT NULL
+		FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN merchants m ON m.user_id = u.id
 		WHERE s.token_hash = ? AND s.expires_at > ?`
 
 // EndAllSessions signs the user out everywhere: every session of theirs

@@ -11,7 +11,6 @@
 package merchant
 
 import (
-	"context"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -29,16 +28,6 @@ type Deps struct {
 	// TopUps, when set, give the top-up form's minimum (the difference
 	// offered is never below it).
 	TopUps *topup.Service
-}
-
-// IsMerchant tells the site header whether userID is a merchant (its
-// link to /merchant); an error counts as no.
-func (d Deps) IsMerchant(ctx context.Context, userID int64) bool {
-	if d.Charges == nil {
-		return false
-	}
-	_, err := d.Charges.Merchant(ctx, userID)
-	return err == nil
 }
 
 type handlers struct {
