@@ -11,7 +11,6 @@
 package merchant
 
 import (
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/charge"
