@@ -18,9 +18,10 @@ func (s *Server) shared() seam.App {
 		Page: s.page, Render: render, Message: s.message,
 		User: currentUser, Session: currentSession, Lang: lang,
 		RequireUser: s.requireUser, FormValue: formValue, SafeNext: safeNext,
-		GatewayName:  s.gatewayName,
-		SessionToken: func(c *fiber.Ctx) string { return c.Cookies(s.sessionCookie) },
-		PassSession:  s.passSession,
+		GatewayName:   s.gatewayName,
+		GatewayNameIn: s.gatewayNameIn,
+		SessionToken:  func(c *fiber.Ctx) string { return c.Cookies(s.sessionCookie) },
+		PassSession:   s.passSession,
 		SignedOut: func(c *fiber.Ctx) {
 			s.clearCookie(c, s.sessionCookie)
 			s.rotateCSRF(c, "")
@@ -71,8 +72,13 @@ func (s *Server) passSession(c *fiber.Ctx, token string, expires time.Time) {
 // gatewayName names a gateway for the payer, in their language (the
 // registry's label for one the catalogue does not name).
 func (s *Server) gatewayName(c *fiber.Ctx, name string) string {
-	if key := "gateway.name." + name; i18n.Has(lang(c), key) {
-		return i18n.T(lang(c), key)
+	return s.gatewayNameIn(lang(c), name)
+}
+
+// gatewayNameIn is gatewayName in the language l.
+func (s *Server) gatewayNameIn(l i18n.Lang, name string) string {
+	if key := "gateway.name." + name; i18n.Has(l, key) {
+		return i18n.T(l, key)
 	}
 	if s.GatewayLabel == nil {
 		return name

@@ -90,9 +90,9 @@ func runAdmin(ctx context.Context, bin, dbURL, out string, sz adminbench.Size, r
 	p.stop()
 	// The pages' figures first: kifpool check at 10M takes a while.
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "page\tp50 ms\tp95 ms\tmax ms\tbytes\t\n")
+	fmt.Fprintf(tw, "page\tp50 ms\tp95 ms\tmax ms\tfirst byte p50\tp95\tbytes\t\n")
 	for _, r := range timings {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%d\t\n", r.Page, r.P50MS, r.P95MS, r.MaxMS, r.Bytes)
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t\n", r.Page, r.P50MS, r.P95MS, r.MaxMS, r.FirstP50MS, r.FirstP95MS, r.Bytes)
 	}
 	_ = tw.Flush()
 

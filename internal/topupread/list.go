@@ -207,11 +207,22 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 	if !f.To.IsZero() {
 		tx = tx.Where("p.created_at < ?", f.To.UTC())
 	}
-	if f.MinRials > 0 {
-		tx = tx.Where("p.amount_rials >= ?", f.MinRials)
-	}
-	if f.MaxRials > 0 {
-		tx = tx.Where("p.amount_rials <= ?", f.MaxRials)
+	switch {
+	case f.MinRials > 0 && f.MinRials == f.MaxRials:
+		// One amount ("exactly 50,000 tomans"): written as "=", so that
+		// the list walks (amount_rials, created_at, id) in its order and
+		// stops at the page, and each capped count per status is one
+		// range of (amount_rials, status, created_at, id) (migration
+		// 00031); as a range of one value the planner sorted every
+		// top-up of the amount and filtered each count by status.
+		tx = tx.Where("p.amount_rials = ?", f.MinRials)
+	default:
+		if f.MinRials > 0 {
+			tx = tx.Where("p.amount_rials >= ?", f.MinRials)
+		}
+		if f.MaxRials > 0 {
+			tx = tx.Where("p.amount_rials <= ?", f.MaxRials)
+		}
 	}
 	q := NormalizeQuery(f.Query)
 	switch KindOf(q) {

@@ -124,6 +124,8 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 			{"created range", topupread.Filter{From: from, To: to}, func(r topuptest.SeedRow) bool { return !r.CreatedAt.Before(from) && r.CreatedAt.Before(to) }},
 			{"amount range", topupread.Filter{MinRials: 200_000, MaxRials: 300_000},
 				func(r topuptest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
+			{"one amount (min = max)", topupread.Filter{MinRials: rows[6].AmountRials, MaxRials: rows[6].AmountRials},
+				func(r topuptest.SeedRow) bool { return r.AmountRials == rows[6].AmountRials }},
 			{"public id", topupread.Filter{Query: rows[6].PublicID}, func(r topuptest.SeedRow) bool { return r.ID == rows[6].ID }},
 			{"authority", topupread.Filter{Query: authority}, func(r topuptest.SeedRow) bool { return r.Authority != nil && *r.Authority == authority }},
 			{"bank reference", topupread.Filter{Query: fmt.Sprint(*credited.RefID)}, func(r topuptest.SeedRow) bool { return r.ID == credited.ID }},

@@ -156,7 +156,20 @@ func (r *Reader) ForPayer(ctx context.Context, userID int64, f PayerFilter, befo
 	}
 	q := r.page().Gorm.WithContext(ctx).Where("user_id = ?", userID) // a list: the read pool
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN ?", f.Statuses)
+		// Literals, checked against the known statuses: with the status
+		// as a parameter, PostgreSQL's generic plan (after five runs of
+		// the prepared statement) read every one of a payer's top-ups of
+		// the status and sorted them (930 ms for 7,000, make bench-admin
+		// at 1M); with the literal it walks (user_id, id) newest first
+		// for a common status and the status's range for a rare one.
+		list := make([]string, 0, len(f.Statuses))
+		for _, st := range f.Statuses {
+			if !ValidStatus(string(st)) {
+				return nil, 0, fmt.Errorf("top-ups of user %d: unknown status %q", userID, st)
+			}
+			list = append(list, string(st))
+		}
+		q = q.Where("status IN (" + literals(list) + ")")
 	}
 	if !f.From.IsZero() {
 		q = q.Where("created_at >= ?", f.From.UTC())

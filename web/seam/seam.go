@@ -59,6 +59,10 @@ type App struct {
 	// GatewayName names a gateway in the request's language, as payers
 	// see it.
 	GatewayName func(c *fiber.Ctx, name string) string
+	// GatewayNameIn is GatewayName in the language l: for work that
+	// outlives the request's context (a CSV streamed after the handler
+	// has returned).
+	GatewayNameIn func(l i18n.Lang, name string) string
 	// SessionToken is the browser's session cookie ("" when none).
 	SessionToken func(c *fiber.Ctx) string
 	// PassSession gives the browser a session that has just been made or

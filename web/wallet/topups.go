@@ -1,7 +1,7 @@
 package wallet
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/csv"
 	"net/url"
 	"strconv"
@@ -87,49 +87,80 @@ func (h *handlers) walletTopUps(c *fiber.Ctx) error {
 // csvMaxRows bounds one export (a payer's whole history fits many times).
 const csvMaxRows = 50_000
 
+// csvBatch is how many rows the export reads at a time (one keyset page
+// of the payer's top-ups) and writes out before reading the next.
+const csvBatch = 1000
+
 // walletPaymentsCSV exports the same rows for the payer: UTF-8 with a
 // BOM (spreadsheets then read Persian right), the Jalali date and Tehran
 // time beside the ISO UTC instant, and the status in the payer's language.
+// The first batch is read before the answer starts (a failure is then an
+// error page, not a cut file); the rest are streamed a keyset page at a
+// time, each sent before the next is read, so that neither the whole file
+// nor the whole history is ever held in memory and the first rows reach
+// the payer after one batch's query.
 func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 	f, _, ok := topUpsFilter(c)
 	if !ok {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
 	}
-	l := h.Lang(c)
-	var buf bytes.Buffer
-	buf.WriteString("\uFEFF")
-	w := csv.NewWriter(&buf)
-	t := func(k string) string { return i18n.T(l, k) }
-	_ = w.Write([]string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
-		t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card"), t("paylist.col_gateway")})
-	var before int64
-	n := 0
-	for n < csvMaxRows {
-		rows, next, err := h.Reads.ForPayer(c.UserContext(), h.User(c).ID, f, before, 1000)
-		if err != nil {
-			return err
-		}
-		for _, p := range rows {
-			ref := ""
-			if p.RefID != nil {
-				ref = strconv.FormatInt(*p.RefID, 10)
-			}
-			_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
-				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
-				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, h.GatewayName(c, p.Gateway)})
-			n++
-		}
-		if next == 0 {
-			break
-		}
-		before = next
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
+	ctx, userID, l := c.UserContext(), h.User(c).ID, h.Lang(c)
+	rows, next, err := h.Reads.ForPayer(ctx, userID, f, 0, csvBatch)
+	if err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-topups.csv"`)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.Send(buf.Bytes())
+	// The request's context ends with the handler: the stream uses only
+	// what is read here.
+	names := map[string]string{}
+	gatewayName := func(name string) string {
+		n, ok := names[name]
+		if !ok {
+			n = h.GatewayNameIn(l, name)
+			names[name] = n
+		}
+		return n
+	}
+	t := func(k string) string { return i18n.T(l, k) }
+	header := []string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
+		t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card"), t("paylist.col_gateway")}
+	log := h.Log
+	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
+		_, _ = bw.WriteString("\uFEFF")
+		w := csv.NewWriter(bw)
+		_ = w.Write(header)
+		n := 0
+		for {
+			for _, p := range rows {
+				if n >= csvMaxRows {
+					break
+				}
+				ref := ""
+				if p.RefID != nil {
+					ref = strconv.FormatInt(*p.RefID, 10)
+				}
+				_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
+					strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
+					i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, gatewayName(p.Gateway)})
+				n++
+			}
+			w.Flush()
+			if err = w.Error(); err == nil {
+				err = bw.Flush() // to the payer: nothing piles up here
+			}
+			if err != nil || next == 0 || n >= csvMaxRows {
+				break
+			}
+			if rows, next, err = h.Reads.ForPayer(ctx, userID, f, next, csvBatch); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			// Headers are gone: the payer sees a cut file.
+			log.WarnContext(ctx, "csv export stopped", "rows", n, "err", err)
+		}
+	})
+	return nil
 }
