@@ -431,15 +431,8 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
 		RETURNING transaction_id, account_id, balance_after_rials`, args...).Scan(&rows).Error
-	switch {
-	case store.IsUniqueViolation(err):
-		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
-	case store.IsCheckViolation(err):
-		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)
-	case err != nil:
-		return Transaction{}, fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
-	case len(rows) != len(net):
-		return Transaction{}, fmt.Errorf("%s %s: %d of %d accounts: %w", e.Kind, e.Reference, len(rows), len(net), ErrAccountNotFound)
+	if err := statementErr(e, err, len(rows), len(net), func() string { return fmt.Sprintf("%d of %d accounts", len(rows), len(net)) }); err != nil {
+		return Transaction{}, err
 	}
 	after := make(map[int64]int64, len(rows))
 	for _, r := range rows {
@@ -506,15 +499,8 @@ func (l *Ledger) postToWalletOne(tx *gorm.DB, e Entry, from, walletID, amountRia
 		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
 		RETURNING transaction_id, account_id, balance_after_rials`,
 		walletID, from, e.Kind, e.Reference, topUpID, e.Note, at, at, from, -amountRials, amountRials, at).Scan(&rows).Error
-	switch {
-	case store.IsUniqueViolation(err):
-		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
-	case store.IsCheckViolation(err):
-		return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)
-	case err != nil:
-		return Transaction{}, fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
-	case len(rows) != 2:
-		return Transaction{}, fmt.Errorf("%s %s: account of wallet %d: %w", e.Kind, e.Reference, walletID, ErrAccountNotFound)
+	if err := statementErr(e, err, len(rows), 2, func() string { return fmt.Sprintf("account of wallet %d", walletID) }); err != nil {
+		return Transaction{}, err
 	}
 	t := Transaction{ID: rows[0].TransactionID, Kind: e.Kind, Reference: e.Reference, TopUpID: topUpID, Note: e.Note, CreatedAt: at}
 	after := make(map[int64]int64, 2)
@@ -985,4 +971,24 @@ func (l *Ledger) HistoryFrom(ctx context.Context, db *store.DB, accountID, befor
 		next = out[limit-1].PostingID
 	}
 	return out, next, nil
+}
+
+// statementErr reads the outcome of a ledger transaction's one statement
+// (PostgreSQL): a unique violation is a replay (ErrDuplicate), a CHECK's
+// is a balance guard (ErrInsufficientFunds), and fewer postings than
+// accounts means an account was missing (nothing was written: the
+// statement inserts nothing unless it locked them all), named by missing
+// (called only then: no formatting on the path that succeeds).
+func statementErr(e Entry, err error, got, want int, missing func() string) error {
+	switch {
+	case store.IsUniqueViolation(err):
+		return fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
+	case store.IsCheckViolation(err):
+		return fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)
+	case err != nil:
+		return fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
+	case got != want:
+		return fmt.Errorf("%s %s: %s: %w", e.Kind, e.Reference, missing(), ErrAccountNotFound)
+	}
+	return nil
 }

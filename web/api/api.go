@@ -189,13 +189,8 @@ func (h *handler) userTopUpLimit(c *fiber.Ctx) error {
 	if h.UserTopUps == nil {
 		return c.Next()
 	}
-	ok, wait := h.UserTopUps.Take("u" + strconv.FormatInt(principal(c).UserID, 10))
-	if !ok {
-		secs := max(int64((wait+time.Second-1)/time.Second), 1)
-		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
-		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(h.UserTopUps.Max())+" top-ups a minute per user, through the site and every token together; retry after the Retry-After seconds.")
-	}
-	return c.Next()
+	return takeOrRefuse(c, h.UserTopUps, "u"+strconv.FormatInt(principal(c).UserID, 10),
+		" top-ups a minute per user, through the site and every token together; retry after the Retry-After seconds.")
 }
 
 // chargeLimit takes one charge from the token's allowance. It runs before
@@ -205,11 +200,19 @@ func (h *handler) chargeLimit(c *fiber.Ctx) error {
 	if h.TokenCharges == nil {
 		return c.Next()
 	}
-	ok, wait := h.TokenCharges.Take("t" + strconv.FormatInt(principal(c).TokenID, 10))
+	return takeOrRefuse(c, h.TokenCharges, "t"+strconv.FormatInt(principal(c).TokenID, 10),
+		" charges a minute per token; retry after the Retry-After seconds.")
+}
+
+// takeOrRefuse takes one from key's allowance in w and goes on, or
+// answers 429 rate_limited with Retry-After in whole seconds (at least
+// one) and "At most {max}{what}".
+func takeOrRefuse(c *fiber.Ctx, w *ratelimit.Window, key, what string) error {
+	ok, wait := w.Take(key)
 	if !ok {
 		secs := max(int64((wait+time.Second-1)/time.Second), 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
-		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(h.TokenCharges.Max())+" charges a minute per token; retry after the Retry-After seconds.")
+		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(w.Max())+what)
 	}
 	return c.Next()
 }
