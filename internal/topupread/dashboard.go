@@ -21,18 +21,24 @@ import (
 // payments.
 type Dashboard struct {
 	Totals     []Total         // by status, in Statuses' order
-	Unresolved []UnresolvedRow // open and under review, oldest first
-	Hours      []HourBucket    // the last 24 hours, oldest first
-	Latency    []Latency       // per bank operation, the last 24 hours
-	Backlog    Backlog
-	Reconciles []topup.ReconcileReport // newest first
+	Unresolved []UnresolvedRow // open and under review, oldest first, at most DashboardUnresolved
+	// MoreUnresolved: there are more than DashboardUnresolved (the admin's
+	// list of top-ups has them all).
+	MoreUnresolved bool
+	Hours          []HourBucket // the last 24 hours, oldest first
+	Latency        []Latency    // per bank operation, the last 24 hours
+	Backlog        Backlog
+	Reconciles     []topup.ReconcileReport // newest first
 }
 
-// Dashboard limits.
-const (
-	dashboardUnresolved = 200
-	dashboardReconciles = 5
-)
+// DashboardUnresolved is how many unresolved top-ups the dashboard lists,
+// oldest first: a page an admin reads, refreshed every 30 s, not the whole
+// queue (its link goes to the list of all of them). At 200 rows the page
+// was 248 KB and its slowest part at 10M top-ups (docs/benchmarks.md).
+const DashboardUnresolved = 50
+
+// dashboardReconciles is how many reconciliation reports it shows.
+const dashboardReconciles = 5
 
 // Dashboard reads the dashboard at now; grace is the worker's
 // WORKER_ABANDONED_AFTER (what counts as due in its backlog). Its six
@@ -42,7 +48,7 @@ func (r *Reader) Dashboard(ctx context.Context, now time.Time, grace time.Durati
 	reads := []func(context.Context) error{
 		func(ctx context.Context) (err error) { d.Totals, err = r.Totals(ctx); return },
 		func(ctx context.Context) (err error) {
-			d.Unresolved, err = r.Unresolved(ctx, dashboardUnresolved)
+			d.Unresolved, err = r.Unresolved(ctx, DashboardUnresolved+1)
 			return
 		},
 		func(ctx context.Context) (err error) { d.Hours, err = r.TopUpsByHour(ctx, now); return },
@@ -67,6 +73,9 @@ func (r *Reader) Dashboard(ctx context.Context, now time.Time, grace time.Durati
 		}()
 	}
 	wg.Wait()
+	if len(d.Unresolved) > DashboardUnresolved {
+		d.Unresolved, d.MoreUnresolved = d.Unresolved[:DashboardUnresolved], true
+	}
 	return d, errors.Join(errs...)
 }
 

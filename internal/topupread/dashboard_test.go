@@ -138,6 +138,14 @@ func TestTotals(t *testing.T) {
 		open := topuptest.InListOrder(rows, true, func(row topuptest.SeedRow) bool {
 			return row.Status != "credited" && row.Status != "failed"
 		})
+		if more := len(open) > topupread.DashboardUnresolved; more {
+			open = open[:topupread.DashboardUnresolved]
+			if !d.MoreUnresolved {
+				t.Error("more unresolved than shown, not said")
+			}
+		} else if d.MoreUnresolved {
+			t.Error("all unresolved shown, more said")
+		}
 		if len(d.Unresolved) != len(open) {
 			t.Fatalf("%d unresolved, want %d", len(d.Unresolved), len(open))
 		}
@@ -228,6 +236,47 @@ func TestBankLatencyNearestRank(t *testing.T) {
 			if l.Operation != fmt.Sprintf("op%05d", n) || l.Calls != n || l.P50 != rank(50, n) || l.P90 != rank(90, n) || l.P99 != rank(99, n) {
 				t.Errorf("n=%d: %+v, want p50 %d p90 %d p99 %d", n, l, rank(50, n), rank(90, n), rank(99, n))
 			}
+		}
+	})
+}
+
+// TestDashboardShowsTheOldestUnresolved: the dashboard lists at most
+// DashboardUnresolved unresolved top-ups, the oldest, and says when there
+// are more; with exactly that many it lists them all and says nothing.
+func TestDashboardShowsTheOldestUnresolved(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rows := topuptest.SeedN(t, db, 1)
+		r := topupread.New(db)
+		ctx := context.Background()
+		// Only these are unresolved: the seeded row is made final.
+		if err := db.Gorm.Exec(`UPDATE topups SET status = 'failed'`).Error; err != nil {
+			t.Fatal(err)
+		}
+		insert := func(from, to int) {
+			t.Helper()
+			err := db.Gorm.Exec(`WITH RECURSIVE g(n) AS (SELECT CAST(? AS INTEGER) UNION ALL SELECT n + 1 FROM g WHERE n < CAST(? AS INTEGER))
+				INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at)
+				SELECT 'open' || n, ?, ?, 10000, 'zarinpal', 'open' || n, 'needs_review', ?, ? FROM g`,
+				from, to, rows[0].UserID, rows[0].WalletID, topuptest.SeedBase, topuptest.SeedBase).Error
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := topupread.DashboardUnresolved
+		insert(1, n)
+		d, err := r.Dashboard(ctx, topuptest.SeedBase.Add(time.Hour), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Unresolved) != n || d.MoreUnresolved {
+			t.Fatalf("%d unresolved: %d shown, more %v; want all, no more", n, len(d.Unresolved), d.MoreUnresolved)
+		}
+		insert(n+1, n+1)
+		if d, err = r.Dashboard(ctx, topuptest.SeedBase.Add(time.Hour), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Unresolved) != n || !d.MoreUnresolved {
+			t.Fatalf("%d unresolved: %d shown, more %v; want %d and more", n+1, len(d.Unresolved), d.MoreUnresolved, n)
 		}
 	})
 }

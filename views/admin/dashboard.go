@@ -12,7 +12,10 @@ import (
 type DashboardView struct {
 	Notice     string          // message key of the last action's result
 	Unresolved []UnresolvedRow // the top-ups under review or late
-	Counts     []StatusCount
+	// UnresolvedAllURL links to every unresolved top-up, oldest first,
+	// when the dashboard shows only the oldest ("": it shows them all).
+	UnresolvedAllURL string
+	Counts           []StatusCount
 	// CountsEstimated: some count is an estimate; each status is counted
 	// exactly up to ExactUpTo payments.
 	CountsEstimated bool

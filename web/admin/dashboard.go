@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"net/url"
 	"strconv"
 	"time"
 
@@ -59,6 +60,9 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 			Late: (r.Status == topup.StatusAwaitingPayment || r.Status == topup.StatusPendingVerification || r.Status == topup.StatusSettling) &&
 				r.NextCheckAt != nil && r.NextCheckAt.Before(now.Add(-lateAfter))})
 	}
+	if d.MoreUnresolved {
+		v.UnresolvedAllURL = unresolvedListURL()
+	}
 	for _, r := range reports {
 		rv := adminview.ReconcileView{StartedAt: r.StartedAt, Listed: r.Listed, Ours: r.Ours, Credited: r.Credited,
 			CreditedRials: r.CreditedRials, Foreign: r.ForeignCount, ForeignRials: r.ForeignRials, Mismatches: r.Mismatches, Error: r.Error}
@@ -101,4 +105,11 @@ func (h *handlers) reconcile(c *fiber.Ctx) error {
 		return rerr
 	}
 	return c.Redirect(routes.Admin+"?done="+done, fiber.StatusSeeOther)
+}
+
+// unresolvedListURL is the admin's list of every unresolved top-up (the
+// dashboard's statuses), oldest first, as the dashboard orders them.
+func unresolvedListURL() string {
+	q := url.Values{"status": topupread.OpenStatuses, "sort": {"oldest"}}
+	return routes.AdminTopUps + "?" + q.Encode()
 }

@@ -3,7 +3,9 @@ package admin_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -43,6 +45,9 @@ func TestDashboardTotals(t *testing.T) {
 		}
 		if strings.Contains(page.Body, "data-estimate") || strings.Contains(page.Body, `data-testid="counts-estimated"`) {
 			t.Error("dashboard marks an exact count as an estimate")
+		}
+		if strings.Contains(page.Body, `data-testid="admin-unresolved-all"`) {
+			t.Error("every unresolved top-up is shown, yet a link to more") // 40 seeded, fewer unresolved than DashboardUnresolved
 		}
 
 		many := int64(topupread.TotalCap + 500)
@@ -87,6 +92,57 @@ func TestDashboardTotals(t *testing.T) {
 				if !strings.Contains(page.Body, fmt.Sprintf(`data-status="%s" data-count="%d">`, st, want[st])) {
 					t.Errorf("%s: %s is not shown as exactly %d", lang.code, st, want[st])
 				}
+			}
+		}
+	})
+}
+
+// unresolvedAll is the dashboard's link to every unresolved top-up.
+var unresolvedAll = regexp.MustCompile(`<a href="([^"]*)" data-testid="admin-unresolved-all">([^<]*)</a>`)
+
+// TestDashboardLinksToEveryUnresolved: the dashboard lists the oldest
+// topupread.DashboardUnresolved unresolved top-ups; when there are more,
+// it says so in both languages and links to the list of all of them,
+// oldest first (with fewer, no link: TestDashboardTotals).
+func TestDashboardLinksToEveryUnresolved(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		ctx := context.Background()
+		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignInAdmin("boss@example.com", "correct horse battery")
+		// Statuses in turn: five of every seven unresolved, more than shown.
+		rows := topuptest.SeedN(t, db, 2*topupread.DashboardUnresolved)
+		open := 0
+		for _, r := range rows {
+			if r.Status != "credited" && r.Status != "failed" {
+				open++
+			}
+		}
+		if open <= topupread.DashboardUnresolved {
+			t.Fatalf("only %d unresolved seeded", open)
+		}
+		for _, lang := range []struct{ code, phrase string }{{"fa", "همهٔ افزایش موجودی"}, {"en", "see every top-up without an outcome"}} {
+			admin.Get(routes.Admin + "?lang=" + lang.code)
+			page := admin.Get(routes.Admin)
+			if n := strings.Count(page.Body, `data-testid="admin-payment"`); n != topupread.DashboardUnresolved {
+				t.Fatalf("%s: %d rows shown, want %d", lang.code, n, topupread.DashboardUnresolved)
+			}
+			m := unresolvedAll.FindStringSubmatch(page.Body)
+			if m == nil {
+				t.Fatalf("%s: no link to every unresolved top-up", lang.code)
+			}
+			href, text := html.UnescapeString(m[1]), m[2]
+			if !strings.HasPrefix(href, routes.AdminTopUps+"?") || !strings.Contains(href, "sort=oldest") || !strings.Contains(href, "status=needs_review") ||
+				!strings.Contains(text, lang.phrase) {
+				t.Errorf("%s: link %q %q", lang.code, href, text)
+			}
+			list := admin.Get(href)
+			if list.Status != http.StatusOK {
+				t.Fatalf("%s: the link answers %d", lang.code, list.Status)
 			}
 		}
 	})
