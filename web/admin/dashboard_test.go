@@ -108,12 +108,7 @@ func TestDashboardLinksToEveryUnresolved(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app := apptest.Start(t, db, apptest.Options{})
-		ctx := context.Background()
-		if _, err := app.Server.Auth.SignUp(ctx, "boss@example.com", "correct horse battery", "admin", "en"); err != nil {
-			t.Fatal(err)
-		}
-		admin := app.NewClient(t)
-		admin.SignInAdmin("boss@example.com", "correct horse battery")
+		admin := app.NewAdmin(t, "boss@example.com")
 		// Statuses in turn: five of every seven unresolved, more than shown.
 		rows := topuptest.SeedN(t, db, 2*topupread.DashboardUnresolved)
 		open := 0
