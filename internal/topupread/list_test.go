@@ -259,3 +259,22 @@ func TestFragmentTooWide(t *testing.T) {
 		}
 	})
 }
+
+// TestLiteralsRefuseAnythingButAStatus: the statuses written into a
+// statement as literals are bare words; anything else panics before it
+// reaches SQL.
+func TestLiteralsRefuseAnythingButAStatus(t *testing.T) {
+	for _, bad := range []string{"", "credited' OR '1'='1", "Credited", "needs review", "a;b"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%q written as a literal", bad)
+				}
+			}()
+			_ = topupread.LiteralsForTest([]string{"credited", bad})
+		}()
+	}
+	if got := topupread.LiteralsForTest([]string{"credited", "needs_review"}); got != "'credited', 'needs_review'" {
+		t.Errorf("literals: %s", got)
+	}
+}

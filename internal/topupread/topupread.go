@@ -20,6 +20,8 @@ package topupread
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
@@ -84,9 +86,15 @@ func ValidStatus(s string) bool {
 // literals writes statuses as an SQL list of literals. They come from the
 // fixed sets above (never from a request), and literals, unlike
 // parameters, let PostgreSQL match a partial index in a generic plan.
+// A status that is not a bare lower-case word is a programming error and
+// panics: whatever a caller forgot to check, nothing but a status name is
+// ever written into a statement.
 func literals(statuses []string) string {
 	out := ""
 	for i, s := range statuses {
+		if s == "" || strings.Trim(s, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			panic(fmt.Sprintf("topupread: %q is not a status to write as an SQL literal", s))
+		}
 		if i > 0 {
 			out += ", "
 		}

@@ -1,0 +1,4 @@
+package topupread
+
+// LiteralsForTest is literals, for the external tests.
+var LiteralsForTest = literals
