@@ -210,6 +210,7 @@ func (s *Service) send(ctx context.Context, c CardRefund, t TopUp, actor Actor, 
 	if err != nil {
 		return c, err
 	}
+	testhook.At(testhook.BeforeCardRefundCall) // e2e: submitted, never sent
 	g := s.d.Gateways.For(t.Gateway)
 	refund := g.Ops().Refund
 	var res gateway.RefundResult

@@ -81,6 +81,9 @@ type Config struct {
 	WorkerStaleCreated      time.Duration
 	WorkerBackoffBase       time.Duration
 	WorkerBackoffMax        time.Duration
+	// CardRefundNotDoneAfter: a card refund the bank's record lacks is
+	// believed not made only this long after its call was sent.
+	CardRefundNotDoneAfter time.Duration
 	// PendingRecheckAfter: after an unknown verify outcome, the first new
 	// check (a reload of the pending page, or the worker) waits this long.
 	PendingRecheckAfter time.Duration
@@ -369,6 +372,9 @@ func (c *Config) check(l *loader) {
 	}
 	if l.ok("WORKER_STALE_CREATED", "GATEWAY_BUDGET") && c.WorkerStaleCreated <= c.Budget {
 		l.bad("WORKER_STALE_CREATED", "must be longer than GATEWAY_BUDGET (a submit may still be talking to the bank)")
+	}
+	if l.ok("CARD_REFUND_NOT_DONE_AFTER", "GATEWAY_BUDGET") && c.CardRefundNotDoneAfter <= 2*c.Budget {
+		l.bad("CARD_REFUND_NOT_DONE_AFTER", "must be longer than twice GATEWAY_BUDGET (a lost refund call may still be landing at the bank)")
 	}
 	if l.ok("WORKER_ABANDONED_AFTER", "WORKER_AUTHORITY_LIFETIME") && c.WorkerAbandonedAfter >= c.WorkerAuthorityLifetime {
 		l.bad("WORKER_ABANDONED_AFTER", "must be shorter than WORKER_AUTHORITY_LIFETIME")

@@ -228,6 +228,7 @@ func TestLoadErrors(t *testing.T) {
 		{"log level", map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
 		{"log format", map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
 		{"worker stale-created within the budget", map[string]string{"WORKER_STALE_CREATED": "5s"}, "WORKER_STALE_CREATED"},
+		{"card refund not-done within the budget", map[string]string{"CARD_REFUND_NOT_DONE_AFTER": "15s"}, "CARD_REFUND_NOT_DONE_AFTER"},
 		{"smtp url scheme", map[string]string{"SMTP_URL": "http://mail.example.com"}, "SMTP_URL"},
 		{"smtp url without host", map[string]string{"SMTP_URL": "smtp://"}, "SMTP_URL"},
 		{"mail from", map[string]string{"MAIL_FROM": "not an address"}, "MAIL_FROM"},

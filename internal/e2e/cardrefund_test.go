@@ -59,6 +59,7 @@ func cardRefundPoints(t *testing.T, d store.Dialect) {
 	}
 	cases := []cardRefundCase{
 		{"zarinpal", testhook.AfterCardRefundHold, 20_000},
+		{"zarinpal", testhook.BeforeCardRefundCall, 20_000},
 		{"zarinpal", testhook.AfterCardRefundAccepted, 30_000},
 		{"sep", testhook.AfterCardRefundHold, 40_000},
 		{"sep", testhook.AfterCardRefundAccepted, 40_000},
@@ -96,8 +97,13 @@ func cardRefundPoints(t *testing.T, d store.Dialect) {
 			t.Fatalf("%s at %s: %d card refunds: %v", c.point, c.gw, len(list), err)
 		}
 		cr, rials := list[0], c.tomans*10
-		wantLeft, wantAtBank := cardrefund.StatusHeld, int64(0)
-		if c.point == testhook.AfterCardRefundAccepted {
+		wantLeft, wantAtBank, wantEnd := cardrefund.StatusHeld, int64(0), cardrefund.StatusRefunded
+		switch c.point {
+		case testhook.BeforeCardRefundCall:
+			// Never sent: the bank's record lacks it, believed only
+			// CARD_REFUND_NOT_DONE_AFTER later; then it fails.
+			wantLeft, wantEnd = cardrefund.StatusSubmitted, cardrefund.StatusFailed
+		case testhook.AfterCardRefundAccepted:
 			wantLeft, wantAtBank = cardrefund.StatusSubmitted, rials
 		}
 		if cr.Status != wantLeft || cr.AmountRials != rials || ledgertest.Held(t, rig.db, walletID) != rials {
@@ -112,13 +118,16 @@ func cardRefundPoints(t *testing.T, d store.Dialect) {
 		if err := rig.srv.start(); err != nil {
 			t.Fatalf("restart: %v", err)
 		}
-		err = testwait.UntilContext(ctx, 60*time.Second, "the card refund to be refunded", func() bool {
+		err = testwait.UntilContext(ctx, 60*time.Second, "the card refund to end", func() bool {
 			got, err := refunds.Get(ctx, cr.ID)
-			return err == nil && got.Status == cardrefund.StatusRefunded
+			return err == nil && got.Status == wantEnd
 		})
 		if err != nil {
 			got, _ := refunds.Get(ctx, cr.ID)
 			t.Fatalf("%s at %s: after the restart the card refund is %s (%s)", c.point, c.gw, got.Status, got.StatusReason)
+		}
+		if wantEnd == cardrefund.StatusFailed {
+			rials = 0 // nothing went back, and the hold is released
 		}
 		if got := refundedAtBank(t, rig.bank, *tu.Authority); got != rials {
 			t.Fatalf("%s at %s: the bank gave back %d, want %d once", c.point, c.gw, got, rials)

@@ -30,7 +30,8 @@ import (
 // moneyOutPoints are the crash points of the money going out: the chaos
 // arms a restarted serve with them as with the top-ups' points.
 var moneyOutPoints = []string{testhook.AfterWithdrawalHold, testhook.AfterPayoutAccepted, testhook.AfterPayoutTransferred,
-	testhook.DuringWithdrawalReturn, testhook.AfterCardRefundHold, testhook.AfterCardRefundAccepted}
+	testhook.DuringWithdrawalReturn, testhook.AfterCardRefundHold, testhook.BeforeCardRefundCall,
+	testhook.AfterCardRefundAccepted}
 
 // moneyOut is the chaos's money going out, beside its top-ups: users
 // withdrawing to their verified accounts through the withdrawal form

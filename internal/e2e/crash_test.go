@@ -227,6 +227,10 @@ var crashServeEnv = map[string]string{
 	"PENDING_RECHECK_AFTER":     "1s",
 	"BREAKER_OPEN_TIMEOUT":      "1s",
 	"RECONCILE_INTERVAL":        "1s",
+	// A card refund sent by a serve killed mid-call, that never reached
+	// the sandbox bank, is believed not made this long after: the bank
+	// answers in milliseconds, so nothing can still land (10m in production).
+	"CARD_REFUND_NOT_DONE_AFTER": "5s",
 }
 
 // chaosPoints are the crash points a restarted serve is armed with during

@@ -114,6 +114,7 @@ func newUseCases(b base, p useCaseParts) useCases {
 func cardRefundConfig(cfg config.Config) cardrefund.Config {
 	c := cardrefund.DefaultConfig()
 	c.Lease = cfg.Budget + 2*time.Second
+	c.NotDoneAfter = cfg.CardRefundNotDoneAfter
 	c.BaseBackoff, c.MaxBackoff, c.Concurrency = cfg.WorkerBackoffBase, cfg.WorkerBackoffMax, cfg.WorkerConcurrency
 	return c
 }

@@ -27,7 +27,8 @@
 // recorded), after_payout_transferred (the provider said "transferred",
 // the move to paid not committed), during_withdrawal_return (inside the
 // return's database transaction), after_card_refund_hold (a card
-// refund and its hold committed, the bank not asked) and
+// refund and its hold committed, the bank not asked),
+// before_card_refund_call (recorded as submitted, the call not sent) and
 // after_card_refund_accepted (the bank accepted a card refund, nothing of
 // its answer recorded).
 package testhook
@@ -76,6 +77,9 @@ const (
 	// AfterCardRefundHold: a card refund and the wallet's hold committed
 	// (status held), the call not sent.
 	AfterCardRefundHold = "after_card_refund_hold"
+	// BeforeCardRefundCall: a card refund recorded as submitted (its
+	// attempt counted), the call to the bank not sent.
+	BeforeCardRefundCall = "before_card_refund_call"
 	// AfterCardRefundAccepted: the bank accepted a card refund (refunded
 	// or reversed), its answer not recorded.
 	AfterCardRefundAccepted = "after_card_refund_accepted"
