@@ -3,6 +3,8 @@ package topup_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +167,49 @@ func TestGatewayVerifyWindowInTheWorker(t *testing.T) {
 		}
 		e.assertUncredited(inWindow)
 		checkInvariants(t, db)
+	})
+}
+
+// TestReadSwitchesOnce: under ReadSwitchesOnce a request reads the
+// operator's switches once however often it asks what is offered, while
+// the breakers' health is read at each call; without it, each call reads.
+func TestReadSwitchesOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		other := topuptest.NewGateway()
+		other.GatewayName = "other"
+		reads := 0
+		cfg := topuptest.Config()
+		cfg.Disabled = func(context.Context) (map[string]bool, error) {
+			reads++
+			return map[string]bool{"other": reads > 1}, nil
+		}
+		svc := topup.NewService(sqlstore.New(db), gateway.Set{e.gw, other}, e.clock.Now, nil, cfg)
+		names := func(offers []topup.GatewayOffer) string {
+			var out []string
+			for _, o := range offers {
+				out = append(out, fmt.Sprintf("%s:%v", o.Name, o.Healthy))
+			}
+			return strings.Join(out, ",")
+		}
+
+		ctx := topup.ReadSwitchesOnce(context.Background())
+		first, err := svc.Offered(ctx)
+		if err != nil || names(first) != "fake:true,other:true" {
+			t.Fatalf("first: %s %v", names(first), err)
+		}
+		e.gw.Open.Store(true)
+		second, err := svc.Offered(ctx)
+		if err != nil || names(second) != "fake:false,other:true" || reads != 1 {
+			t.Fatalf("second in the same request: %s %v (%d reads), want the switches kept and the health new", names(second), err, reads)
+		}
+		// Another request reads them again (and sees "other" switched off).
+		third, err := svc.Offered(topup.ReadSwitchesOnce(context.Background()))
+		if err != nil || names(third) != "fake:false" || reads != 2 {
+			t.Fatalf("another request: %s %v (%d reads)", names(third), err, reads)
+		}
+		if _, err := svc.Offered(context.Background()); err != nil || reads != 3 {
+			t.Fatalf("without the memo: %v (%d reads)", err, reads)
+		}
 	})
 }

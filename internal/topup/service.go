@@ -237,12 +237,9 @@ func (s *Service) PayForm(p TopUp) *gateway.PayForm {
 // an operator has not switched off. Healthy reports, for each, whether
 // its breaker is closed.
 func (s *Service) Offered(ctx context.Context) ([]GatewayOffer, error) {
-	off := map[string]bool{}
-	if s.cfg.Disabled != nil {
-		var err error
-		if off, err = s.cfg.Disabled(ctx); err != nil {
-			return nil, fmt.Errorf("read the gateways switched off: %w", err)
-		}
+	off, err := s.switchedOff(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var out []GatewayOffer
 	for _, g := range s.gws {
@@ -251,6 +248,44 @@ func (s *Service) Offered(ctx context.Context) ([]GatewayOffer, error) {
 		}
 	}
 	return out, nil
+}
+
+// switchesKey is the context key of ReadSwitchesOnce's memo.
+type switchesKey struct{}
+
+// switchesMemo holds the gateways switched off as one request read them.
+type switchesMemo struct {
+	read bool
+	off  map[string]bool
+}
+
+// ReadSwitchesOnce returns a context under which Offered reads the
+// operator's gateway switches from the database at most once: a request
+// that asks twice (a top-up refused by an open breaker, then the fresh
+// form it shows) pays one round trip. The breakers' health is still read
+// at each call. The context is one request's: not shared between
+// goroutines.
+func ReadSwitchesOnce(ctx context.Context) context.Context {
+	return context.WithValue(ctx, switchesKey{}, &switchesMemo{})
+}
+
+// switchedOff names the gateways an operator switched off.
+func (s *Service) switchedOff(ctx context.Context) (map[string]bool, error) {
+	if s.cfg.Disabled == nil {
+		return nil, nil
+	}
+	m, _ := ctx.Value(switchesKey{}).(*switchesMemo)
+	if m != nil && m.read {
+		return m.off, nil
+	}
+	off, err := s.cfg.Disabled(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the gateways switched off: %w", err)
+	}
+	if m != nil {
+		m.read, m.off = true, off
+	}
+	return off, nil
 }
 
 // SwitchGateway switches a gateway off (disabled) or back on for new

@@ -156,7 +156,7 @@ func (in topUpRequest) fingerprint(method, path string) string {
 // the request, replaying the stored answer, or refusing (in use,
 // reused). Only answers given after the payment row may exist are stored.
 func (h *handler) createTopUp(c *fiber.Ctx) error {
-	ctx := c.UserContext()
+	ctx := topup.ReadSwitchesOnce(c.UserContext()) // the gateway check and Start: one read
 	key := c.Get(HeaderIdempotencyKey)
 	switch err := idempotency.CheckKey(key); {
 	case errors.Is(err, idempotency.ErrKeyMissing):

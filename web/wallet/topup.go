@@ -117,6 +117,8 @@ func (h *handlers) topUpForm(c *fiber.Ctx) error {
 // answers a repeat of the same form exactly as the first submit was.
 func (h *handlers) topUp(c *fiber.Ctx) error {
 	u := h.User(c)
+	// A refusal shows a fresh form: the switches read once for both.
+	c.SetUserContext(topup.ReadSwitchesOnce(c.UserContext()))
 	form := h.newTopUpForm()
 	form.Amount = c.FormValue("amount")
 	token := c.FormValue("token")

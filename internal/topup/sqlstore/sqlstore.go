@@ -735,7 +735,6 @@ func (s *Store) SaveReconcileReport(ctx context.Context, r *topup.ReconcileRepor
 	return nil
 }
 
-// RecordAdminAction implements payment.Store.
 // DisabledGateways names the gateways switched off (gateway_switches).
 func (s *Store) DisabledGateways(ctx context.Context) (map[string]bool, error) {
 	var names []string
