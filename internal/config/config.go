@@ -38,6 +38,9 @@ type Config struct {
 	// DatabaseReadURL is the pages' read database (DATABASE_READ_URL;
 	// "": every read on DatabaseURL).
 	DatabaseReadURL string
+	// DatabaseReadMaxLag: a read database further behind than this is
+	// not read (DATABASE_READ_MAX_LAG; 0: off).
+	DatabaseReadMaxLag time.Duration
 	ListenAddr      string
 	BaseURL         string
 	SessionSecret   []byte

@@ -188,6 +188,9 @@ func ownOptions() []Option {
 					}
 					return c.DatabaseReadURL
 				}}},
+		{Name: "DATABASE_READ_MAX_LAG", Group: groupServer, Default: "30s",
+			Doc: "a read database (`DATABASE_READ_URL`) found more than this far behind the primary at its check (its replay lag, or, while WAL waits to be replayed, the age of the newest transaction it replayed) sends the pages' reads to `DATABASE_URL` until a check finds it within it again; the dashboard says so; `off`: the reads stay on it however far behind",
+			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.DatabaseReadMaxLag })},
 		{Name: "DATABASE_MAX_CONNS", Group: groupServer, Default: "0",
 			DefaultDoc: "`0`: 4 per CPU, at least 8, at most 20",
 			Doc:        "PostgreSQL connections one instance opens at most (and keeps idle); N instances open up to N × this, which must stay under the server's `max_connections` (100 by default); idle ones are closed after 5 minutes",

@@ -59,7 +59,7 @@ func TestStreamingReplica(t *testing.T) {
 
 	_, bankURL := startBank(t)
 	srv, appURL := newServe(t, "serve", primaryURL, bankURL, map[string]string{
-		"DATABASE_READ_URL": replicaURL, "WORKER_INTERVAL": "200ms",
+		"DATABASE_READ_URL": replicaURL, "DATABASE_READ_MAX_LAG": "1s", "WORKER_INTERVAL": "200ms",
 	})
 	if err := srv.start(); err != nil {
 		t.Fatal(err)
@@ -90,6 +90,39 @@ func TestStreamingReplica(t *testing.T) {
 		t.Fatalf("dashboard: the replica not shown as a standby (%v)", m)
 	}
 	t.Logf("replica on the dashboard: %s, %s ms behind", m[1], m[2])
+
+	// The replica's replay paused: WAL waits, its data ages past
+	// DATABASE_READ_MAX_LAG, and the pages read the primary (a new credit
+	// is listed) until it replays again.
+	rdb := openDB(t, replicaURL)
+	if err := rdb.Gorm.Exec(`SELECT pg_wal_replay_pause()`).Error; err != nil {
+		t.Fatal(err)
+	}
+	paused := topUpCredited(ctx, t, rig, payer, "zarinpal", 5500)
+	state := func() string {
+		r, err := boss.do(ctx, http.MethodGet, routes.Admin, nil)
+		if err != nil || r.status != http.StatusOK {
+			return ""
+		}
+		if m := replicaRE.FindStringSubmatch(r.body); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	testwait.Eventually(t, 20*time.Second, "the dashboard to say the replica is behind", func() bool { return state() == "behind" })
+	if !listed(paused.PublicID) {
+		t.Fatal("a credit made while the replica's replay is paused is missing from the admin's list: no fallback past DATABASE_READ_MAX_LAG")
+	}
+	if n := srv.logCount("is further behind than DATABASE_READ_MAX_LAG"); n == 0 {
+		t.Error("no warning in serve's log that the replica is too far behind")
+	}
+	if err := rdb.Gorm.Exec(`SELECT pg_wal_replay_resume()`).Error; err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, 20*time.Second, "the replica to be read again once it replayed", func() bool {
+		s := state()
+		return s == "caught_up" || s == "lag"
+	})
 
 	// The replica stops: the pages read the primary.
 	pg.ctl(t, replica, "stop")

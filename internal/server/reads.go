@@ -23,7 +23,7 @@ func newReadPool(b base) (*store.ReadPool, error) {
 		_ = rdb.Close() // the pool's error is the one to report
 		return nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
 	}
-	pool := store.NewReadPool(b.db, rdb, b.log("reads"))
+	pool := store.NewReadPool(b.db, rdb, b.log("reads")).WithMaxLag(b.cfg.DatabaseReadMaxLag)
 	pool.Check(context.Background(), b.now()) // down: logged, reads on the primary
 	return pool, nil
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -18,12 +20,16 @@ import (
 //
 // Check pings the read database and measures its lag; the instance checks
 // it every ReplicaCheckEvery, and the dashboard and a metrics scrape check
-// it too. A read database found down sends reads to the primary until a
-// check finds it answering again.
+// it too. A read database found down, or further behind than its maximum
+// lag (WithMaxLag), sends reads to the primary until a check finds it
+// answering, and within it, again.
 type ReadPool struct {
 	primary *DB
 	replica *DB // nil: none configured
 	log     *slog.Logger
+	maxLag  time.Duration // 0: any lag is read
+
+	unreplayed walSamples
 
 	mu   sync.Mutex
 	last ReplicaStatus
@@ -36,9 +42,13 @@ const ReplicaCheckEvery = 5 * time.Second
 type ReplicaStatus struct {
 	// Configured: DATABASE_READ_URL is set (else nothing below applies).
 	Configured bool
-	// Up: it answered the last check (reads go to it); before the first
-	// check, it answered when the instance opened it.
+	// Up: it answered the last check; before the first check, it
+	// answered when the instance opened it. Reads go to it while it is
+	// up and not Behind.
 	Up bool
+	// Behind: up, but further behind than the pool's maximum lag at the
+	// last check (Stale): reads go to the primary.
+	Behind bool
 	// Standby: it is a streaming replica (in recovery); a database that
 	// is not has no lag.
 	Standby bool
@@ -49,6 +59,14 @@ type ReplicaStatus struct {
 	// LagBytes is the WAL between the primary's current position and the
 	// replica's replay (0 caught up or not a standby; -1 unknown).
 	LagBytes int64
+	// Stale is how stale the replica is at least: how long ago the
+	// primary had written WAL that it has still not replayed, as this
+	// instance's checks saw the primary's position (walSamples); 0 when it
+	// replayed every position seen. It decides Behind: replay_lag alone
+	// would understate a replica whose replay stopped (it moves only when
+	// replay does), the newest replayed transaction's age would overstate
+	// one whose primary rarely commits.
+	Stale time.Duration
 	// CheckedAt is when the check ran (zero: never); Err what failed.
 	CheckedAt time.Time
 	Err       string
@@ -65,6 +83,17 @@ func NewReadPool(primary, replica *DB, log *slog.Logger) *ReadPool {
 		last: ReplicaStatus{Configured: replica != nil, Up: replica != nil}}
 }
 
+// WithMaxLag makes a read database found further behind than max (its
+// Stale) send the reads to the primary until a check finds it within;
+// 0 reads it however far behind. It returns p.
+func (p *ReadPool) WithMaxLag(max time.Duration) *ReadPool {
+	p.maxLag = max
+	return p
+}
+
+// Serves reports whether reads go to the read database of this finding.
+func (st ReplicaStatus) Serves() bool { return st.Up && !st.Behind }
+
 // DB is the database a page's read goes to now.
 func (p *ReadPool) DB() *DB {
 	if p == nil {
@@ -74,9 +103,9 @@ func (p *ReadPool) DB() *DB {
 		return p.primary
 	}
 	p.mu.Lock()
-	up := p.last.Up
+	serves := p.last.Serves()
 	p.mu.Unlock()
-	if up {
+	if serves {
 		return p.replica
 	}
 	return p.primary
@@ -116,6 +145,7 @@ func (p *ReadPool) Check(ctx context.Context, now time.Time) ReplicaStatus {
 	} else {
 		st.LagBytes = 0
 	}
+	st.Behind = p.maxLag > 0 && st.Stale > p.maxLag
 	p.set(st)
 	return st
 }
@@ -142,26 +172,93 @@ func (p *ReadPool) measureLag(ctx context.Context, st *ReplicaStatus) {
 		st.Err = "lag: primary's position: " + err.Error()
 		return
 	}
-	var bytes float64
+	var replayedLSN *string
 	var age *float64
-	err := p.replica.SQL().QueryRowContext(ctx, `SELECT
-		COALESCE(pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn()), 0),
-		EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8`, primaryLSN).Scan(&bytes, &age)
+	err := p.replica.SQL().QueryRowContext(ctx, `SELECT pg_last_wal_replay_lsn()::text,
+		EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8`).Scan(&replayedLSN, &age)
 	if err != nil {
 		st.Err = "lag: " + err.Error()
 		return
 	}
-	st.LagBytes = max(0, int64(bytes))
-	if st.LagBytes == 0 {
+	written, ok1 := parseLSN(primaryLSN)
+	replayed, ok2 := uint64(0), replayedLSN != nil
+	if ok2 {
+		replayed, ok2 = parseLSN(*replayedLSN)
+	}
+	if !ok1 || !ok2 {
+		st.Err = "lag: unreadable WAL positions"
 		return
 	}
-	if lag, ok := p.replayLag(ctx); ok {
-		st.Lag = lag
+	st.Stale = p.unreplayed.stale(st.CheckedAt, written, replayed)
+	if written <= replayed {
+		st.LagBytes = 0
 		return
 	}
+	st.LagBytes = int64(min(written-replayed, 1<<62))
 	if age != nil && *age > 0 {
 		st.Lag = time.Duration(*age * float64(time.Second))
 	}
+	if lag, ok := p.replayLag(ctx); ok {
+		st.Lag = lag
+	}
+}
+
+// parseLSN reads PostgreSQL's text form of a WAL position, "X/Y" (two
+// hexadecimal halves).
+func parseLSN(s string) (uint64, bool) {
+	hi, lo, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, false
+	}
+	h, err1 := strconv.ParseUint(hi, 16, 32)
+	l, err2 := strconv.ParseUint(lo, 16, 32)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return h<<32 | l, true
+}
+
+// walSamples remembers the primary's WAL position at each check the
+// replica had not replayed yet: the oldest of them proves how stale the
+// replica is at least (it has not replayed what the primary had written
+// then). Unlike the age of the newest replayed transaction, this never
+// overstates on a primary that rarely commits; unlike replay_lag, it goes
+// on growing while the replica's replay is stuck.
+type walSamples struct {
+	mu sync.Mutex
+	s  []walSample
+}
+
+type walSample struct {
+	at  time.Time
+	lsn uint64
+}
+
+// maxWALSamples bounds the memory; past it the oldest is kept and the
+// second oldest dropped, so the bound stays a bound.
+const maxWALSamples = 256
+
+// stale records written at now, forgets what replayed covers, and
+// returns how long ago the oldest position still not replayed was
+// written (0: the replica has replayed every position we saw).
+func (w *walSamples) stale(now time.Time, written, replayed uint64) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if written > replayed {
+		w.s = append(w.s, walSample{at: now, lsn: written})
+		if len(w.s) > maxWALSamples {
+			w.s = append(w.s[:1], w.s[2:]...)
+		}
+	}
+	i := 0
+	for i < len(w.s) && w.s[i].lsn <= replayed {
+		i++
+	}
+	w.s = w.s[i:]
+	if len(w.s) == 0 {
+		return 0
+	}
+	return max(now.Sub(w.s[0].at), 0)
 }
 
 // replayLag is the primary's own measure of its standby's lag,
@@ -184,14 +281,17 @@ func (p *ReadPool) replayLag(ctx context.Context) (time.Duration, bool) {
 
 func (p *ReadPool) set(st ReplicaStatus) {
 	p.mu.Lock()
-	was := p.last.Up
+	was := p.last
 	p.last = st
 	p.mu.Unlock()
 	switch {
-	case was && !st.Up:
+	case was.Up && !st.Up:
 		p.log.Warn("the read database (DATABASE_READ_URL) does not answer: the pages read the primary", "err", st.Err)
-	case !was && st.Up:
-		p.log.Info("the read database (DATABASE_READ_URL) answers again: the pages read it")
+	case !was.Behind && st.Behind:
+		p.log.Warn("the read database (DATABASE_READ_URL) is further behind than DATABASE_READ_MAX_LAG: the pages read the primary",
+			"stale", st.Stale, "max", p.maxLag, "lag_bytes", st.LagBytes)
+	case !was.Serves() && st.Serves():
+		p.log.Info("the read database (DATABASE_READ_URL) answers, within its lag: the pages read it")
 	}
 }
 

@@ -85,3 +85,64 @@ func TestReadPoolOnASecondConnection(t *testing.T) {
 		t.Fatalf("a write on the read database: %v, want a read-only refusal", err)
 	}
 }
+
+func TestParseLSN(t *testing.T) {
+	tests := []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"0/0", 0, true},
+		{"0/16B3748", 0x16B3748, true},
+		{"1/0", 1 << 32, true},
+		{"FF/FFFFFFFF", 0xFF<<32 | 0xFFFFFFFF, true},
+		{"16B3748", 0, false},
+		{"0/XYZ", 0, false},
+		{"1/100000000", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := store.ParseLSN(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ParseLSN(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// The staleness bound: how long ago the primary had written WAL the
+// replica has still not replayed, as the checks saw it. A primary that
+// wrote nothing new for an hour does not make a caught-up replica stale
+// (the newest replayed transaction's age would); a stuck replay grows it
+// check after check (replay_lag would not).
+func TestReplicaStaleness(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	var w store.WALSamples
+	steps := []struct {
+		sec               int
+		written, replayed uint64
+		want              time.Duration
+	}{
+		{0, 100, 100, 0},                // caught up
+		{5, 200, 150, 0},                // behind, first seen now
+		{10, 300, 150, 5 * time.Second}, // still not at 200 (written at 5 s)
+		{15, 300, 250, 5 * time.Second}, // 200 replayed; 300 was seen at 10 s
+		{20, 300, 300, 0},               // caught up: forgotten
+		{3620, 300, 300, 0},             // an hour without writes: not stale
+		{3625, 400, 300, 0},             // WAL just written
+		{3660, 500, 300, 35 * time.Second},
+	}
+	for _, s := range steps {
+		if got := w.Stale(at(s.sec), s.written, s.replayed); got != s.want {
+			t.Errorf("at %d s (written %d, replayed %d): stale %v, want %v", s.sec, s.written, s.replayed, got, s.want)
+		}
+	}
+	// Bounded memory, the bound kept: 1,000 checks of a stuck replica.
+	var stuck store.WALSamples
+	for i := range 1000 {
+		stuck.Stale(at(i), uint64(1000+i), 10)
+	}
+	if got := stuck.Stale(at(1000), 5000, 10); got != 1000*time.Second {
+		t.Errorf("stuck for 1,000 checks: stale %v, want 1000s", got)
+	}
+}

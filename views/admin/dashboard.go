@@ -37,7 +37,11 @@ type DashboardView struct {
 // ReplicaView is what the last check of the read database found.
 type ReplicaView struct {
 	Up, Standby bool
-	Lag         time.Duration
+	// Behind: further behind than DATABASE_READ_MAX_LAG (Stale): the
+	// pages read the primary.
+	Behind bool
+	Stale  time.Duration
+	Lag    time.Duration
 	// LagBytes is the WAL it is behind (-1 unknown).
 	LagBytes int64
 }
@@ -47,6 +51,8 @@ func (r ReplicaView) State() string {
 	switch {
 	case !r.Up:
 		return "down"
+	case r.Behind:
+		return "behind"
 	case !r.Standby:
 		return "not_standby"
 	case r.LagBytes < 0:

@@ -47,7 +47,7 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 	}
 	v.Backlog = adminview.BacklogView{Due: backlog.Due, Lag: backlog.Lag}
 	if replica.Configured {
-		v.Replica = &adminview.ReplicaView{Up: replica.Up, Standby: replica.Standby, Lag: replica.Lag, LagBytes: replica.LagBytes}
+		v.Replica = &adminview.ReplicaView{Up: replica.Up, Standby: replica.Standby, Behind: replica.Behind, Stale: replica.Stale, Lag: replica.Lag, LagBytes: replica.LagBytes}
 	}
 	v.Notice, _ = notice(c.Query("done"))
 	for _, t := range d.Totals {
