@@ -41,15 +41,15 @@ type Deps struct {
 type handlers struct {
 	Deps
 	seam.App
-	// neutral keeps the neutral result pages of ended payments (neutral.go).
-	neutral *neutralPages
+	// kept keeps the pages of ended top-ups (kept.go).
+	kept *keptPages
 }
 
 func (d Deps) handlers(app seam.App) *handlers {
 	if d.ParseCallback == nil {
 		panic("pay: Deps.ParseCallback is required (the gateway driver's callback parser)")
 	}
-	return &handlers{Deps: d, App: app, neutral: newNeutralPages(neutralPagesMax)}
+	return &handlers{Deps: d, App: app, kept: newKeptPages(keptPagesMax)}
 }
 
 // Register adds the receipt's routes to r (behind the CSRF check).

@@ -91,6 +91,9 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 	if p.Status == topup.StatusPendingVerification || p.Status == topup.StatusSettling {
 		pg.RefreshURL, pg.RefreshSeconds = routes.TopUpPage(p.PublicID), pendingRefreshSeconds
 	}
+	if p.Status.Terminal() {
+		return h.topUpPage(c, keptReceipt, pg, v)
+	}
 	return h.Render(c, fiber.StatusOK, views.Receipt(pg, v))
 }
 

@@ -63,8 +63,8 @@ func (h *handlers) topUpReturn(c *fiber.Ctx) error {
 	}
 	h.withCheckout(c, &v)
 	pg := h.Page(c, views.ResultTitleKey(v.Status))
-	if v.Neutral && pg.User == nil && p.Status.Terminal() {
-		return h.neutral.write(c, pg, v)
+	if p.Status.Terminal() {
+		return h.topUpPage(c, keptResult, pg, v)
 	}
 	if !p.Status.Terminal() {
 		v.ReturnURL, v.RefreshSeconds = returnURL, pendingRefreshSeconds
