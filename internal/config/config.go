@@ -41,9 +41,9 @@ type Config struct {
 	// DatabaseReadMaxLag: a read database further behind than this is
 	// not read (DATABASE_READ_MAX_LAG; 0: off).
 	DatabaseReadMaxLag time.Duration
-	ListenAddr      string
-	BaseURL         string
-	SessionSecret   []byte
+	ListenAddr         string
+	BaseURL            string
+	SessionSecret      []byte
 	// Gateway is GATEWAYS as set: "sandbox", or the drivers' names
 	// joined by commas.
 	Gateway string

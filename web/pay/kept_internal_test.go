@@ -139,7 +139,7 @@ func TestKeptKeyCoversTheView(t *testing.T) {
 	ka, _ := keyOf(keptResult, pg, v)
 	kb, _ := keyOf(keptResult, other, v)
 	v2 := v
-	v2.CheckoutURL = "/checkout/x"
+	v2.CheckoutURL = routes.Checkout("ch_x")
 	kc, _ := keyOf(keptResult, pg, v2)
 	kr, _ := keyOf(keptReceipt, pg, v)
 	if ka == kb || ka == kc || ka == kr {
