@@ -241,7 +241,9 @@ func (s *Service) Request(ctx context.Context, r Request) (Requested, error) {
 	}
 	wal, err := s.wallets.ForUser(ctx, r.UserID)
 	if errors.Is(err, wallet.ErrNotFound) {
-		return Requested{}, ErrNoWallet
+		// No wallet yet: nothing to cash out, refused as any short
+		// balance, and nothing written.
+		return Requested{}, fmt.Errorf("%w: %w", ErrInsufficientFunds, ErrNoWallet)
 	}
 	if err != nil {
 		return Requested{}, err

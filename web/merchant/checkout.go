@@ -25,7 +25,7 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 	case ch.Status == charge.StatusRequiresConfirmation && ch.MerchantUserID == u.ID:
 		v.State = "own"
 	case ch.Status == charge.StatusRequiresConfirmation:
-		w, err := h.Wallets.ForUser(c.UserContext(), u.ID)
+		w, err := h.Wallets.Figures(c.UserContext(), u.ID)
 		if err != nil {
 			return v, err
 		}
