@@ -394,12 +394,20 @@ func (s *Store) Move(ctx context.Context, m charge.Move) (charge.Charge, charge.
 		if m.Request.Action == charge.ActConfirm && (d.To == charge.StatusSucceeded || d.To == charge.StatusAuthorized) {
 			vals["payer_user_id"], vals["confirmed_at"] = m.Request.PayerUserID, now
 			c.PayerUserID, c.ConfirmedAt = m.Request.PayerUserID, &now
+			if m.FormToken != "" {
+				vals["confirm_token"] = m.FormToken
+			}
 		}
 		if d.To == charge.StatusCanceled || d.To == charge.StatusExpired {
 			vals["ended_at"] = now
 			c.EndedAt = &now
 		}
 		res := tx.Table("charges").Where("id = ? AND status = ?", c.ID, c.Status).Updates(vals)
+		if res.Error != nil && vals["confirm_token"] != nil && store.IsUniqueViolation(res.Error) {
+			// The payer's form confirmed another charge: everything above
+			// rolls back with this transaction.
+			return fmt.Errorf("confirm charge %s: %w: %w", c.PublicID, charge.ErrFormReused, res.Error)
+		}
 		if res.Error != nil {
 			return fmt.Errorf("move charge %s: %w", c.PublicID, res.Error)
 		}
