@@ -347,6 +347,12 @@ func (s *Service) ByPublicID(ctx context.Context, publicID string) (Withdrawal, 
 	return s.st.ByPublicID(ctx, publicID)
 }
 
+// Events are a withdrawal's status changes, oldest first (the admin's
+// page of one withdrawal).
+func (s *Service) Events(ctx context.Context, w Withdrawal) ([]Event, error) {
+	return s.st.Events(ctx, w.ID)
+}
+
 // move takes one edge through the store's one writer.
 func (s *Service) move(ctx context.Context, w Withdrawal, m Move) (Withdrawal, error) {
 	if _, err := EdgeNeedsLease(m.From, m.To, m.Actor); err != nil {
