@@ -163,6 +163,12 @@ var (
 	ErrRefundExceeds = errors.New("charge: refunds would exceed the captured amount")
 	// ErrBadToken: an Idempotency-derived token of the wrong shape.
 	ErrBadToken = errors.New("charge: bad token")
+	// ErrBadFormToken: the checkout form's token is not of a form's
+	// shape (formtoken.Valid): an old or forged form.
+	ErrBadFormToken = errors.New("charge: bad checkout form token")
+	// ErrFormReused: the checkout form's token confirmed another charge
+	// already (the unique payer and token); nothing written.
+	ErrFormReused = errors.New("charge: checkout form already used for another charge")
 )
 
 // Merchant is a user who takes charges: a display name and an account.

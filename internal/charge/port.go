@@ -78,6 +78,10 @@ type Move struct {
 	HoldTTL time.Duration
 	// View is the webhook body's "charge" of a charge.
 	View func(Charge) any
+	// FormToken is the checkout form's token of a confirm (""; none),
+	// kept with the charge it confirms: a token that confirmed another
+	// of the payer's charges is ErrFormReused, and nothing is written.
+	FormToken string
 }
 
 // RefundWrite is one refund to write, in one transaction: the charge

@@ -318,9 +318,14 @@ func (s *Service) Events(ctx context.Context, chargeID int64) ([]Event, error) {
 
 // move runs one decided move and interprets its decision.
 func (s *Service) move(ctx context.Context, publicID string, merchantUserID int64, actor Actor, r Request) (Result, error) {
-	r.Now = s.clock()
-	c, d, err := s.st.Move(ctx, Move{PublicID: publicID, MerchantUserID: merchantUserID, Actor: actor, Request: r,
-		HoldTTL: s.cfg.HoldTTL, View: s.anyView})
+	return s.moveWith(ctx, Move{PublicID: publicID, MerchantUserID: merchantUserID, Actor: actor, Request: r})
+}
+
+// moveWith runs move m (its time, hold and view filled in here).
+func (s *Service) moveWith(ctx context.Context, m Move) (Result, error) {
+	m.Request.Now, m.HoldTTL, m.View = s.clock(), s.cfg.HoldTTL, s.anyView
+	actor := m.Actor
+	c, d, err := s.st.Move(ctx, m)
 	if err != nil {
 		return Result{Charge: c}, err
 	}
@@ -403,6 +408,20 @@ func (s *Service) Checkout(ctx context.Context, publicID string) (Charge, error)
 // payer's wallet, once.
 func (s *Service) Confirm(ctx context.Context, payerUserID int64, publicID string) (Result, error) {
 	return s.move(ctx, publicID, 0, ActorPayer, Request{Action: ActConfirm, PayerUserID: payerUserID})
+}
+
+// ConfirmForm is Confirm from the checkout's form, with its per-form
+// token (formtoken, as the top-up's and the transfer's forms): a token not
+// of a form's shape is ErrBadFormToken; the token is kept with the charge
+// it confirms, so that a second submit of the form (a double click,
+// another tab, a replay) answers the first result and a token that
+// confirmed another charge is ErrFormReused. Neither writes anything.
+func (s *Service) ConfirmForm(ctx context.Context, payerUserID int64, publicID, token string) (Result, error) {
+	if !formtoken.Valid(token) {
+		return Result{}, ErrBadFormToken
+	}
+	return s.moveWith(ctx, Move{PublicID: publicID, Actor: ActorPayer, Request: Request{Action: ActConfirm, PayerUserID: payerUserID},
+		FormToken: token})
 }
 
 // CancelCheckout cancels an unconfirmed charge at its checkout.

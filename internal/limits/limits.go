@@ -135,7 +135,7 @@ func (p *Policy) Usage(ctx context.Context, userID int64) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	w, err := p.wallets.ForUser(ctx, userID)
+	w, err := p.wallets.Figures(ctx, userID)
 	if err != nil {
 		return Usage{}, fmt.Errorf("limits: wallet of user %d: %w", userID, err)
 	}

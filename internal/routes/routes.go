@@ -187,7 +187,8 @@ const (
 )
 
 // Cash-out: the person's bank accounts, the withdrawal form, one
-// withdrawal's receipt and its cancel; the API's; the admin's queue.
+// withdrawal's receipt and its cancel; the API's; the admin's queue and
+// one withdrawal's page.
 const (
 	BankAccounts            = Account + "/bank-accounts"
 	Withdraw                = Wallet + "/withdraw"
@@ -202,6 +203,7 @@ const (
 	// reconciliation's reports).
 	AdminWithdrawals               = Admin + "/withdrawals"
 	AdminWithdrawalsReconcile      = AdminWithdrawals + "/reconcile"
+	AdminWithdrawalPattern         = AdminWithdrawals + "/:id"
 	AdminWithdrawalApprovePattern  = AdminWithdrawals + "/:id/approve"
 	AdminWithdrawalRejectPattern   = AdminWithdrawals + "/:id/reject"
 	AdminWithdrawalFailPattern     = AdminWithdrawals + "/:id/fail"
@@ -218,6 +220,9 @@ func WithdrawalCancel(publicID string) string { return Fill(WithdrawalCancelPatt
 
 // APIWithdrawal is one withdrawal in the API.
 func APIWithdrawal(publicID string) string { return Fill(APIWithdrawalPattern, publicID) }
+
+// AdminWithdrawal is one withdrawal's admin page.
+func AdminWithdrawal(publicID string) string { return Fill(AdminWithdrawalPattern, publicID) }
 
 // AdminWithdrawalApprove approves a withdrawal waiting for review.
 func AdminWithdrawalApprove(publicID string) string {
@@ -263,7 +268,7 @@ func Patterns() []string {
 		LegacyTopUpPattern, LegacyTopUpReturnPattern, LegacyTopUpAbandonPattern, LegacyWalletTopUps, LegacyWalletTopUpsCSV,
 		LegacyAdminTopUps, LegacyAdminTopUpsCSV, LegacyAdminTopUpPattern, LegacyAdminTopUpRecheckPattern, LegacyAdminTopUpClosePattern,
 		BankAccounts, Withdraw, WithdrawalPattern, WithdrawalCancelPattern, APIBankAccounts, APIWithdrawals, APIWithdrawalPattern,
-		AdminWithdrawals, AdminWithdrawalsReconcile, AdminWithdrawalApprovePattern, AdminWithdrawalRejectPattern,
+		AdminWithdrawals, AdminWithdrawalsReconcile, AdminWithdrawalPattern, AdminWithdrawalApprovePattern, AdminWithdrawalRejectPattern,
 		AdminWithdrawalFailPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
 		APICharges, APIChargePattern, APIChargeCapturePattern, APIChargeCancelPattern, APIChargeRefundsPattern,
 		AdminUserMerchantPattern,

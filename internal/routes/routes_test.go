@@ -93,6 +93,7 @@ func TestURLs(t *testing.T) {
 		{APIBankAccounts, "/api/v1/bank-accounts"}, {APIWithdrawals, "/api/v1/withdrawals"},
 		{APIWithdrawalPattern, "/api/v1/withdrawals/:id"}, {APIWithdrawal("wd_x"), "/api/v1/withdrawals/wd_x"},
 		{AdminWithdrawals, "/admin/withdrawals"}, {AdminWithdrawalsReconcile, "/admin/withdrawals/reconcile"},
+		{AdminWithdrawalPattern, "/admin/withdrawals/:id"}, {AdminWithdrawal("wd_x"), "/admin/withdrawals/wd_x"},
 		{AdminWithdrawalApprovePattern, "/admin/withdrawals/:id/approve"}, {AdminWithdrawalApprove("wd_x"), "/admin/withdrawals/wd_x/approve"},
 		{AdminWithdrawalRejectPattern, "/admin/withdrawals/:id/reject"}, {AdminWithdrawalReject("wd_x"), "/admin/withdrawals/wd_x/reject"},
 		{AdminWithdrawalFailPattern, "/admin/withdrawals/:id/fail"}, {AdminWithdrawalFail("wd_x"), "/admin/withdrawals/wd_x/fail"},

@@ -150,7 +150,9 @@ func (s *StartService) Start(ctx context.Context, r Request) (StartResult, error
 			quota = s.policy.Quota(rials)
 		}
 	}
-	w, err := s.wallets.ForUser(ctx, r.UserID)
+	// A user without a wallet yet (made before wallets were) gets it now:
+	// the top-up credits it.
+	w, err := s.wallets.Ensure(ctx, r.UserID, s.topUps.clock())
 	if err != nil {
 		return StartResult{}, errors.Join(ErrNoWallet, err)
 	}

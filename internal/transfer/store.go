@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -73,11 +74,12 @@ type party struct {
 
 // parties reads, in one statement, the sender (by id) and the recipient
 // (by stored-form address) with their wallets' accounts; a zero party is
-// not found (the same user when they are one).
+// not found (the same user when they are one); a party without a wallet
+// yet has AccountID 0.
 func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail string) (sender, recipient party, err error) {
 	var ps []party
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, a.id AS account_id FROM users u
-		JOIN wallets w ON w.user_id = u.id JOIN ledger_accounts a ON a.wallet_id = w.id
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, COALESCE(a.id, 0) AS account_id FROM users u
+		LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id
 		WHERE u.id = ? OR u.email = ?`, senderID, recipientEmail).Scan(&ps).Error; err != nil {
 		return party{}, party{}, fmt.Errorf("parties of a transfer: %w", err)
 	}
@@ -207,6 +209,15 @@ func (s *Store) write(ctx context.Context, w write) (written, error) {
 				return err
 			}
 			out.webhooks += n
+		}
+		if w.to == 0 {
+			// A recipient without a wallet yet receives: the wallet and
+			// its account are made here, in the transfer's transaction.
+			rw, err := wallet.Ensure(tx, t.RecipientUserID, t.CreatedAt)
+			if err != nil {
+				return err
+			}
+			w.to = rw.AccountID
 		}
 		// The accounts last, for the shortest lock: from this statement to
 		// the commit, with nothing but the commit between.

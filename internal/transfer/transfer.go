@@ -242,9 +242,9 @@ func (s *Service) Quote(ctx context.Context, r Request) (Quote, error) {
 		return Quote{}, ErrToSelf
 	}
 	acc, err := s.st.walletAccount(ctx, r.SenderUserID)
-	if err != nil {
+	if err != nil && !errors.Is(err, ledger.ErrAccountNotFound) {
 		return Quote{}, err
-	}
+	} // no wallet yet: nothing available
 	q := Quote{RecipientUserID: rcpt.ID, RecipientEmail: rcpt.Email, RecipientName: rcpt.DisplayName, AmountRials: r.AmountRials, Note: r.Note,
 		AvailableRials: acc.AvailableRials(), AfterRials: acc.AvailableRials() - r.AmountRials}
 	if q.AfterRials < 0 {
@@ -292,6 +292,9 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 		return s.refuse(ctx, r, ErrToSelf)
 	case sender.ID == 0:
 		return Result{}, fmt.Errorf("transfer from user %d: %w", r.SenderUserID, ledger.ErrAccountNotFound)
+	case sender.AccountID == 0:
+		// No wallet yet: nothing to send, refused as any short balance.
+		return s.refuse(ctx, r, ErrInsufficientFunds)
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
@@ -410,6 +413,8 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 		return Keyed{}, ErrToSelf
 	case sender.ID == 0:
 		return Keyed{}, fmt.Errorf("transfer from user %d: %w", r.SenderUserID, ledger.ErrAccountNotFound)
+	case sender.AccountID == 0:
+		return Keyed{}, ErrInsufficientFunds // no wallet yet: nothing to send
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,

@@ -16,8 +16,10 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 )
 
-// Wallet is a user's wallet with its account's figures. Every user has
-// exactly one.
+// Wallet is a user's wallet with its account's figures. A user has at
+// most one: signing up makes it, and a user without one yet (made before
+// wallets were, or by hand) gets it from Ensure the first time money
+// comes in; until then Figures reads an empty wallet.
 type Wallet struct {
 	ID        int64
 	UserID    int64
@@ -57,6 +59,35 @@ func Create(tx *gorm.DB, userID int64, now time.Time) (Wallet, error) {
 		return Wallet{}, err
 	}
 	return Wallet{ID: w.ID, UserID: userID, AccountID: acc, CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// Ensure returns the user's wallet, making it and its ledger account
+// inside the caller's transaction when the user has none yet. Two
+// transactions racing to make it: the unique wallets.user_id makes one
+// wait for the other (ON CONFLICT DO NOTHING), and the second reads the
+// first's. The figures are not read (zero).
+func Ensure(tx *gorm.DB, userID int64, now time.Time) (Wallet, error) {
+	var ids []int64
+	if err := tx.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (user_id) DO NOTHING RETURNING id`,
+		userID, now, now).Scan(&ids).Error; err != nil {
+		return Wallet{}, fmt.Errorf("ensure wallet of user %d: %w", userID, err)
+	}
+	if len(ids) == 1 {
+		acc, err := ledger.CreateWalletAccount(tx, ids[0], userID, now)
+		if err != nil {
+			return Wallet{}, err
+		}
+		return Wallet{ID: ids[0], UserID: userID, AccountID: acc, CreatedAt: now, UpdatedAt: now}, nil
+	}
+	var ws []Wallet
+	if err := tx.Raw(`SELECT w.id, w.user_id, a.id AS account_id, w.created_at, a.updated_at
+		FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).Scan(&ws).Error; err != nil {
+		return Wallet{}, fmt.Errorf("ensure wallet of user %d: %w", userID, err)
+	}
+	if len(ws) == 0 {
+		return Wallet{}, fmt.Errorf("ensure wallet of user %d: %w", userID, ErrNotFound)
+	}
+	return ws[0], nil
 }
 
 // TopUpCredit is a verified top-up to credit.
@@ -133,6 +164,33 @@ func (s *Service) ForUser(ctx context.Context, userID int64) (Wallet, error) {
 		return Wallet{}, ErrNotFound
 	}
 	return ws[0], nil
+}
+
+// Figures returns the user's wallet with its figures as a page shows
+// them: a user without a wallet yet has an empty one (ID 0, every figure
+// 0), and nothing is written.
+func (s *Service) Figures(ctx context.Context, userID int64) (Wallet, error) {
+	w, err := s.ForUser(ctx, userID)
+	if errors.Is(err, ErrNotFound) {
+		return Wallet{UserID: userID}, nil
+	}
+	return w, err
+}
+
+// Ensure returns the user's wallet, made at now in its own transaction
+// when they have none yet (Ensure), with its figures.
+func (s *Service) Ensure(ctx context.Context, userID int64, now time.Time) (Wallet, error) {
+	w, err := s.ForUser(ctx, userID)
+	if !errors.Is(err, ErrNotFound) {
+		return w, err
+	}
+	if err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		_, err := Ensure(tx, userID, now.UTC().Truncate(time.Microsecond))
+		return err
+	}); err != nil {
+		return Wallet{}, err
+	}
+	return s.ForUser(ctx, userID)
 }
 
 // HistoryItem is one ledger transaction that touched the wallet.

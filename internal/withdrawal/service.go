@@ -241,7 +241,9 @@ func (s *Service) Request(ctx context.Context, r Request) (Requested, error) {
 	}
 	wal, err := s.wallets.ForUser(ctx, r.UserID)
 	if errors.Is(err, wallet.ErrNotFound) {
-		return Requested{}, ErrNoWallet
+		// No wallet yet: nothing to cash out, refused as any short
+		// balance, and nothing written.
+		return Requested{}, fmt.Errorf("%w: %w", ErrInsufficientFunds, ErrNoWallet)
 	}
 	if err != nil {
 		return Requested{}, err
@@ -343,6 +345,12 @@ func (s *Service) ByPublicID(ctx context.Context, publicID string) (Withdrawal, 
 		return Withdrawal{}, ErrNotFound
 	}
 	return s.st.ByPublicID(ctx, publicID)
+}
+
+// Events are a withdrawal's status changes, oldest first (the admin's
+// page of one withdrawal).
+func (s *Service) Events(ctx context.Context, w Withdrawal) ([]Event, error) {
+	return s.st.Events(ctx, w.ID)
 }
 
 // move takes one edge through the store's one writer.

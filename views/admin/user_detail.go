@@ -6,6 +6,8 @@ type UserDetailView struct {
 	Ledger    []LedgerRow
 	TopUps    []TopUpRow
 	TopUpsURL string // the full list of their payments
+	// Withdrawals are their latest withdrawals, each linking to its page.
+	Withdrawals []WithdrawalRow
 	// Merchant: the user's merchant (IsMerchant false: none yet), and
 	// the form that makes them one or renames them.
 	Merchant UserMerchantView

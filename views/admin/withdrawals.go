@@ -59,3 +59,33 @@ type PayoutDiffRow struct {
 	Theirs      string
 	AmountRials int64
 }
+
+// WithdrawalDetailView is one withdrawal's admin page: its figures, its
+// status changes, its ledger transactions, and the admin's actions its
+// status allows (the queue's forms, through the same use cases).
+type WithdrawalDetailView struct {
+	Withdrawal WithdrawalRow
+	Email      string // the owner's address
+	// MaskedSheba is the account with all but its bank code and last
+	// four digits hidden.
+	MaskedSheba    string
+	Rail           string
+	ReviewRequired bool
+	UpdatedAt      time.Time
+	HoldID         int64 // the ledger's hold on the wallet
+	Events         []WithdrawalEventRow
+	Transactions   []LedgerTransactionRow
+	// CanReview: waiting for an admin's approval (approve, reject);
+	// CanFail: under review (close as failed).
+	CanReview, CanFail bool
+}
+
+// WithdrawalEventRow is one status change of a withdrawal.
+type WithdrawalEventRow struct {
+	From, To string // statuses ("" From: the request)
+	Actor    string
+	Reason   string // a reason code ("" none)
+	AdminID  int64  // the admin who acted (0: none)
+	Note     string
+	At       time.Time
+}

@@ -141,6 +141,7 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Get(routes.AdminTransferPattern, h.transferDetail)
 	r.Get(routes.AdminWithdrawals, h.withdrawals)
 	r.Post(routes.AdminWithdrawalsReconcile, h.reconcileWithdrawals)
+	r.Get(routes.AdminWithdrawalPattern, h.withdrawalDetail)
 	r.Post(routes.AdminWithdrawalApprovePattern, h.approveWithdrawal())
 	r.Post(routes.AdminWithdrawalRejectPattern, h.rejectWithdrawal())
 	r.Post(routes.AdminWithdrawalFailPattern, h.failWithdrawal())

@@ -29,6 +29,8 @@ import (
 	"github.com/kifpool/kifpool/internal/topup/topuptest"
 	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
 )
 
 // Latin words a Persian admin page may show: names that are not words of a
@@ -319,12 +321,21 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	if _, err := app.Server.Charges.Confirm(ctx, uid, chg.Charge.PublicID); err != nil {
 		t.Fatal(err)
 	}
+	// A withdrawal waiting for review, for its admin page (its actions
+	// shown).
+	withdrawaltest.FundUser(t, db, uid, 700_000_000)
+	wd, err := app.Server.Withdrawals.Request(ctx, withdrawal.Request{UserID: uid, FormToken: formtoken.New(),
+		BankAccountID: withdrawaltest.VerifiedAccount(t, db, uid, withdrawaltest.Sheba("017", 7)), AmountRials: 600_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	params := map[string][]string{
-		routes.AdminChargePattern:   {chg.Charge.PublicID},
-		routes.AdminTransferPattern: {tr.Transfer.PublicID},
-		routes.AdminTopUpPattern:    publicIDs,
-		routes.AdminUserPattern:     {strconv.FormatInt(uid, 10)},
-		routes.AdminWebhookPattern:  {strconv.FormatInt(hook.ID, 10), strconv.FormatInt(off.ID, 10)},
+		routes.AdminWithdrawalPattern: {wd.Withdrawal.PublicID},
+		routes.AdminChargePattern:     {chg.Charge.PublicID},
+		routes.AdminTransferPattern:   {tr.Transfer.PublicID},
+		routes.AdminTopUpPattern:      publicIDs,
+		routes.AdminUserPattern:       {strconv.FormatInt(uid, 10)},
+		routes.AdminWebhookPattern:    {strconv.FormatInt(hook.ID, 10), strconv.FormatInt(off.ID, 10)},
 	}
 	// Each page's notices (?done=) and filters, after the path.
 	extra := map[string][]string{

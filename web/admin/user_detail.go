@@ -67,6 +67,13 @@ func (h *handlers) renderUser(c *fiber.Ctx, id int64, status int, notice, errKey
 				TopUpPublicID: e.TopUpPublicID, CreatedAt: e.CreatedAt})
 		}
 	}
+	wds, _, err := h.Withdrawals.List(ctx, u.ID, 0, 20)
+	if err != nil {
+		return err
+	}
+	for _, w := range wds {
+		v.Withdrawals = append(v.Withdrawals, withdrawalRow(w))
+	}
 	rows, _, err := h.Reads.List(ctx, topupread.Filter{UserID: u.ID}, nil, 50)
 	if err != nil {
 		return err

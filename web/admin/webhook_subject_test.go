@@ -77,7 +77,7 @@ func TestWebhookLogSubjects(t *testing.T) {
 
 		want := map[string]struct{ id, href string }{
 			webhook.TypeTransferSent:    {tr.Transfer.PublicID, routes.AdminTransfer(tr.Transfer.PublicID)},
-			webhook.TypeWithdrawalPaid:  {w.PublicID, routes.AdminWithdrawals},
+			webhook.TypeWithdrawalPaid:  {w.PublicID, routes.AdminWithdrawal(w.PublicID)},
 			webhook.TypeChargeSucceeded: {ch.Charge.PublicID, routes.AdminCharge(ch.Charge.PublicID)},
 		}
 		kinds := map[string]string{webhook.TypeTransferSent: "transfer", webhook.TypeWithdrawalPaid: "withdrawal", webhook.TypeChargeSucceeded: "charge"}

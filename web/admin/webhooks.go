@@ -118,7 +118,7 @@ func deliverySubject(body string) (kind, id, url string) {
 	case b.Transfer != nil && b.Transfer.ID != "":
 		return "transfer", b.Transfer.ID, routes.AdminTransfer(b.Transfer.ID)
 	case b.Withdrawal != nil && b.Withdrawal.ID != "":
-		return "withdrawal", b.Withdrawal.ID, routes.AdminWithdrawals
+		return "withdrawal", b.Withdrawal.ID, routes.AdminWithdrawal(b.Withdrawal.ID)
 	case b.Charge != nil && b.Charge.ID != "":
 		return "charge", b.Charge.ID, routes.AdminCharge(b.Charge.ID)
 	}

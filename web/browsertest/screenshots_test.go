@@ -305,6 +305,7 @@ func eachMainPage(t *testing.T, devices []device, visit func(b *Tab, name, lang,
 			cashier.SignIn(cash.admin, password)
 			cash.passAdmin(t, cashier)
 			shot(cashier, "admin-withdrawals", routes.AdminWithdrawals, "wd-review-item")
+			shot(cashier, "admin-withdrawal", routes.AdminWithdrawal(cash.paid), "admin-withdrawal-events")
 			cashier.CheckNoProblems()
 			// The checkout, with enough money and short of it, and the
 			// merchant's page (issue 33 §2).

@@ -192,6 +192,10 @@ func TestWithdrawInTheBrowser(t *testing.T) {
 			}
 			a.Run(chromedp.WaitNotPresent(tid("approve-"+id), chromedp.ByQuery))
 			a.Audit("admin withdrawals, one approved")
+			// Its page: status, figures, status changes, ledger.
+			a.Go(routes.AdminWithdrawal(id))
+			a.Wait("admin-withdrawal-events")
+			a.Audit("admin withdrawal")
 			a.CheckNoProblems()
 		})
 	}

@@ -25,7 +25,7 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 	case ch.Status == charge.StatusRequiresConfirmation && ch.MerchantUserID == u.ID:
 		v.State = "own"
 	case ch.Status == charge.StatusRequiresConfirmation:
-		w, err := h.Wallets.ForUser(c.UserContext(), u.ID)
+		w, err := h.Wallets.Figures(c.UserContext(), u.ID)
 		if err != nil {
 			return v, err
 		}
@@ -110,18 +110,18 @@ func (h *handlers) done(c *fiber.Ctx, publicID string) error {
 }
 
 // pay is POST /checkout/{id}: the payer confirms with the form's own
-// token. The charge is paid (or authorized) once whatever the submits:
-// a second one, from this form or another tab, answers with the first.
+// token (charge.Service.ConfirmForm). The charge is paid (or authorized)
+// once whatever the submits: a second one, from this form or another
+// tab, answers with the first; the form's token once used pays no other
+// charge (409); a token of no form's shape is refused (400). A form of
+// another session fails the CSRF check first (403).
 func (h *handlers) pay(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	ch, err := h.loadCheckout(c)
 	if err != nil {
 		return err
 	}
-	if !formtoken.Valid(h.FormValue(c, "token")) {
-		return h.showCheckout(c, fiber.StatusBadRequest, ch, "checkout.error_form_expired", nil)
-	}
-	res, err := h.Charges.Confirm(c.UserContext(), h.User(c).ID, ch.PublicID)
+	res, err := h.Charges.ConfirmForm(c.UserContext(), h.User(c).ID, ch.PublicID, h.FormValue(c, "token"))
 	if err == nil {
 		return h.done(c, res.Charge.PublicID)
 	}
@@ -152,6 +152,10 @@ func (h *handlers) refused(c *fiber.Ctx, before, after charge.Charge, err error)
 	}
 	var key string
 	switch {
+	case errors.Is(err, charge.ErrBadFormToken):
+		return h.showCheckout(c, fiber.StatusBadRequest, ch, "checkout.error_form_expired", nil)
+	case errors.Is(err, charge.ErrFormReused):
+		key = "checkout.error_form_used"
 	case errors.Is(err, charge.ErrInsufficientFunds):
 		key = "checkout.error_funds"
 	case errors.Is(err, charge.ErrExpired):

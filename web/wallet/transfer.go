@@ -19,7 +19,7 @@ import (
 func (h *handlers) newTransferForm(c *fiber.Ctx) (views.TransferForm, error) {
 	cfg := h.Transfers.Config()
 	f := views.TransferForm{Token: formtoken.New(), MinRials: cfg.MinRials, DailyMaxRials: cfg.DailyMaxRials}
-	w, err := h.Wallets.ForUser(c.UserContext(), h.User(c).ID)
+	w, err := h.Wallets.Figures(c.UserContext(), h.User(c).ID)
 	if err != nil {
 		return f, err
 	}

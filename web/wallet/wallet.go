@@ -21,7 +21,7 @@ func (h *handlers) walletPage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	w, err := h.Wallets.ForUser(c.UserContext(), u.ID)
+	w, err := h.Wallets.Figures(c.UserContext(), u.ID)
 	if err != nil {
 		return err
 	}

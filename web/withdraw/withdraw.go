@@ -32,7 +32,7 @@ func (h *handlers) form(c *fiber.Ctx) (views.WithdrawForm, error) {
 			f.Accounts = append(f.Accounts, accountRow(a))
 		}
 	}
-	w, err := h.Wallets.ForUser(ctx, u.ID)
+	w, err := h.Wallets.Figures(ctx, u.ID)
 	if err != nil {
 		return f, err
 	}

@@ -306,7 +306,9 @@ func (s *Store) lock(tx *gorm.DB, publicID string, merchantUserID int64) (charge
 	return s.oneRow(tx, q, args...)
 }
 
-// walletAccount is the payer's wallet account, read in tx.
+// walletAccount is the payer's wallet account, read in tx. A payer
+// without a wallet yet has nothing to pay with: ErrInsufficientFunds, as
+// any short payer (the checkout offers to top up the difference).
 func walletAccount(tx *gorm.DB, userID int64) (int64, error) {
 	var ids []int64
 	if err := tx.Raw(`SELECT a.id FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).
@@ -314,7 +316,7 @@ func walletAccount(tx *gorm.DB, userID int64) (int64, error) {
 		return 0, fmt.Errorf("wallet of user %d: %w", userID, err)
 	}
 	if len(ids) == 0 {
-		return 0, fmt.Errorf("wallet of user %d: %w", userID, ledger.ErrAccountNotFound)
+		return 0, fmt.Errorf("wallet of user %d: none yet: %w: %w", userID, charge.ErrInsufficientFunds, ledger.ErrAccountNotFound)
 	}
 	return ids[0], nil
 }
@@ -392,12 +394,20 @@ func (s *Store) Move(ctx context.Context, m charge.Move) (charge.Charge, charge.
 		if m.Request.Action == charge.ActConfirm && (d.To == charge.StatusSucceeded || d.To == charge.StatusAuthorized) {
 			vals["payer_user_id"], vals["confirmed_at"] = m.Request.PayerUserID, now
 			c.PayerUserID, c.ConfirmedAt = m.Request.PayerUserID, &now
+			if m.FormToken != "" {
+				vals["confirm_token"] = m.FormToken
+			}
 		}
 		if d.To == charge.StatusCanceled || d.To == charge.StatusExpired {
 			vals["ended_at"] = now
 			c.EndedAt = &now
 		}
 		res := tx.Table("charges").Where("id = ? AND status = ?", c.ID, c.Status).Updates(vals)
+		if res.Error != nil && vals["confirm_token"] != nil && store.IsUniqueViolation(res.Error) {
+			// The payer's form confirmed another charge: everything above
+			// rolls back with this transaction.
+			return fmt.Errorf("confirm charge %s: %w: %w", c.PublicID, charge.ErrFormReused, res.Error)
+		}
 		if res.Error != nil {
 			return fmt.Errorf("move charge %s: %w", c.PublicID, res.Error)
 		}

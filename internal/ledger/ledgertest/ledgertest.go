@@ -68,10 +68,35 @@ func Transactions(t testing.TB, db *store.DB) int64 {
 	return count(t, db, `SELECT COUNT(*) FROM ledger_transactions`)
 }
 
-func count(t testing.TB, db *store.DB, q string) int64 {
+// Holds counts every hold, whatever its state.
+func Holds(t testing.TB, db *store.DB) int64 {
+	t.Helper()
+	return count(t, db, `SELECT COUNT(*) FROM ledger_holds`)
+}
+
+// Wallets counts the user's wallets (0: none yet, 1).
+func Wallets(t testing.TB, db *store.DB, userID int64) int64 {
+	t.Helper()
+	return count(t, db, `SELECT COUNT(*) FROM wallets WHERE user_id = ?`, userID)
+}
+
+// DropWallet takes away a fresh user's wallet and its account (which
+// must have no postings): a user made before wallets were, who has never
+// received money.
+func DropWallet(t testing.TB, db *store.DB, userID int64) {
+	t.Helper()
+	for _, q := range []string{`DELETE FROM ledger_accounts WHERE wallet_id IN (SELECT id FROM wallets WHERE user_id = ?)`,
+		`DELETE FROM wallets WHERE user_id = ?`} {
+		if err := db.Gorm.Exec(q, userID).Error; err != nil {
+			t.Fatalf("drop the wallet of user %d: %v", userID, err)
+		}
+	}
+}
+
+func count(t testing.TB, db *store.DB, q string, args ...any) int64 {
 	t.Helper()
 	var n int64
-	if err := db.Gorm.Raw(q).Scan(&n).Error; err != nil {
+	if err := db.Gorm.Raw(q, args...).Scan(&n).Error; err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n

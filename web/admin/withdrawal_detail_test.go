@@ -1,0 +1,178 @@
+package admin_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/iban"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
+)
+
+// TestWithdrawalDetail: /admin/withdrawals/{id} shows a withdrawal's
+// status, amount, masked Sheba, provider, status changes (actor, reason)
+// and ledger transactions, in both languages; it is linked from the queue
+// and the user's page; the actions its status allows post to the queue's
+// use cases (approve, reject, close as failed) with a note and a fresh
+// second factor; nobody but an admin sees it.
+func TestWithdrawalDetail(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const adminEmail = "boss@example.com"
+		admin := app.NewAdmin(t, adminEmail)
+		code := func() string {
+			clock.Advance(30 * time.Second)
+			return apptest.AdminTOTPCodeAt(t, db, adminEmail, app.Server.Clock.Now)
+		}
+		payee := app.NewClient(t)
+		payee.SignUp("payee@example.com")
+		uid := authtest.UserID(t, db, "payee@example.com")
+		withdrawaltest.FundUser(t, db, uid, 3_000_000_000)
+		sheba := withdrawaltest.Sheba("017", 42)
+		acct := withdrawaltest.VerifiedAccount(t, db, uid, sheba)
+		request := func(rials int64) withdrawal.Withdrawal {
+			r, err := app.Server.Withdrawals.Request(ctx, withdrawal.Request{UserID: uid, FormToken: formtoken.New(), BankAccountID: acct, AmountRials: rials})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Withdrawal
+		}
+		big, paid, unclear := request(600_000_000), request(2_500_000), request(1_000_000)
+		if _, err := app.Server.PayoutWorker.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w := withdrawaltest.Get(t, db, paid.PublicID)
+		if _, err := app.Server.Bank.Payouts().Settle(w.Provider, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.Server.Withdrawals.Resolve(ctx, w.ID, withdrawal.ActorWorker); err != nil {
+			t.Fatal(err)
+		}
+		if w = withdrawaltest.Get(t, db, paid.PublicID); w.Status != withdrawal.StatusPaid {
+			t.Fatalf("paid one is %s", w.Status)
+		}
+		withdrawaltest.ForceNeedsReview(t, db, unclear.PublicID)
+
+		// The paid one: figures, events, its ledger transaction; no action.
+		r := admin.Get(routes.AdminWithdrawal(paid.PublicID))
+		d := apptest.Parse(r.Body)
+		page := d.TestID("admin-withdrawal")
+		if r.Status != http.StatusOK || page == nil || page.Attr("data-status") != "paid" {
+			t.Fatalf("the paid withdrawal's page: %d %.400s", r.Status, r.Body)
+		}
+		if a := d.TestID("admin-withdrawal-amount"); a.Attr("data-rials") != "2500000" || !strings.Contains(a.Text(), "250,000") && !strings.Contains(a.Text(), "۲۵۰٬۰۰۰") {
+			t.Errorf("amount %q %q", a.Attr("data-rials"), a.Text())
+		}
+		if s := d.TestID("admin-withdrawal-sheba").Text(); s != iban.Sheba(sheba).Masked() || strings.Contains(r.Body, sheba) {
+			t.Errorf("the Sheba shown %q (want it masked)", s)
+		}
+		if p := d.TestID("admin-withdrawal-provider").Text(); !strings.Contains(p, w.Provider) {
+			t.Errorf("provider %q, want %q", p, w.Provider)
+		}
+		evs := d.TestIDs("admin-withdrawal-event")
+		if len(evs) < 3 || evs[0].Attr("data-to") != "requested" || evs[0].Attr("data-actor") != "user" ||
+			evs[len(evs)-1].Attr("data-to") != "paid" || evs[len(evs)-1].Attr("data-reason") != "transferred" {
+			t.Fatalf("events: %d", len(evs))
+		}
+		if lt := d.TestIDs("admin-ledger-transaction"); len(lt) != 1 || lt[0].Attr("data-kind") != "withdrawal" || lt[0].Attr("data-reference") != "hold:"+strconv.FormatInt(w.HoldID, 10) {
+			t.Fatalf("ledger transactions: %d", len(lt))
+		}
+		if d.TestID("form-approve-"+paid.PublicID) != nil || d.TestID("form-fail-"+paid.PublicID) != nil {
+			t.Error("a paid withdrawal offers an action")
+		}
+		enBody := admin.GetIn("en", routes.AdminWithdrawal(paid.PublicID)).Body
+		if en := apptest.Parse(enBody); !strings.Contains(enBody, "Status changes") || !strings.Contains(en.TestID("admin-withdrawal-status").Text(), "Paid") ||
+			!strings.Contains(enBody, "the payout provider paid it") {
+			t.Errorf("the English page: %.300s", en.TestID("admin-withdrawal").Text())
+		}
+
+		// Linked from the queue and from the user's page.
+		links := map[string]bool{}
+		for _, a := range apptest.Parse(admin.Get(routes.AdminWithdrawals).Body).TestIDs("wd-link") {
+			links[a.Attr("href")] = true
+		}
+		if !links[routes.AdminWithdrawal(big.PublicID)] || !links[routes.AdminWithdrawal(unclear.PublicID)] {
+			t.Errorf("the queue's links: %v", links)
+		}
+		user := apptest.Parse(admin.Get(routes.AdminUser(uid)).Body)
+		if items := user.TestIDs("user-withdrawal"); len(items) != 3 {
+			t.Errorf("the user's page lists %d withdrawals", len(items))
+		}
+		found := false
+		for _, a := range user.TestIDs("wd-link") {
+			found = found || a.Attr("href") == routes.AdminWithdrawal(paid.PublicID)
+		}
+		if !found {
+			t.Error("the user's page does not link to the withdrawal")
+		}
+
+		// Waiting for approval: approve from its page (the queue's use
+		// case: a wrong code changes nothing).
+		detail := routes.AdminWithdrawal(big.PublicID)
+		d = apptest.Parse(admin.Get(detail).Body)
+		if d.TestID("form-approve-"+big.PublicID) == nil || d.TestID("form-reject-"+big.PublicID) == nil {
+			t.Fatal("no approve or reject form")
+		}
+		if r := admin.Submit(detail, routes.AdminWithdrawalApprove(big.PublicID), url.Values{"note": {"called"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("a wrong code: %d", r.Status)
+		}
+		if s := withdrawaltest.Get(t, db, big.PublicID).Status; s != withdrawal.StatusRequested {
+			t.Fatalf("changed by a wrong code: %s", s)
+		}
+		if r := admin.Submit(detail, routes.AdminWithdrawalApprove(big.PublicID), url.Values{"note": {"called the payee"}, "code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("approve: %d", r.Status)
+		}
+		d = apptest.Parse(admin.Get(detail).Body)
+		last := d.TestIDs("admin-withdrawal-event")
+		if s := d.TestID("admin-withdrawal").Attr("data-status"); s != "approved" || len(last) < 2 ||
+			last[len(last)-1].Attr("data-actor") != "admin" || !strings.Contains(last[len(last)-1].Text(), "called the payee") {
+			t.Fatalf("after approving: %s", s)
+		}
+		if d.TestID("form-approve-"+big.PublicID) != nil {
+			t.Error("an approved withdrawal still offers approval")
+		}
+
+		// Under review: close as failed from its page.
+		detail = routes.AdminWithdrawal(unclear.PublicID)
+		if apptest.Parse(admin.Get(detail).Body).TestID("form-fail-"+unclear.PublicID) == nil {
+			t.Fatal("no close-as-failed form")
+		}
+		if r := admin.Submit(detail, routes.AdminWithdrawalFail(unclear.PublicID), url.Values{"note": {"not in the provider's panel"}, "code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("fail: %d", r.Status)
+		}
+		if s := withdrawaltest.Get(t, db, unclear.PublicID).Status; s != withdrawal.StatusFailed {
+			t.Fatalf("closed: %s", s)
+		}
+		for _, a := range []string{"withdrawal_approve", "withdrawal_fail"} {
+			if n := withdrawaltest.AuditActions(t, db, a); n != 1 {
+				t.Errorf("%s: %d audit rows", a, n)
+			}
+		}
+
+		// Unknown, malformed, and a payer: 404.
+		for _, p := range []string{routes.AdminWithdrawal("wd_aaaaaaaaaaaaaaaaaaaaaaaa"), routes.AdminWithdrawal("nope")} {
+			if r := admin.Get(p); r.Status != http.StatusNotFound {
+				t.Errorf("%s: %d", p, r.Status)
+			}
+		}
+		if r := payee.Get(routes.AdminWithdrawal(paid.PublicID)); r.Status != http.StatusNotFound {
+			t.Errorf("a payer: %d", r.Status)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
