@@ -24,7 +24,9 @@ type Wallet struct {
 
 // getWallet is GET /api/v1/wallet.
 func (h *handler) getWallet(c *fiber.Ctx) error {
-	w, err := h.Wallets.ForUser(c.UserContext(), principal(c).UserID)
+	// A user without a wallet yet (made before wallets were) has an empty
+	// one, never moved: every figure 0, updated_at the zero time.
+	w, err := h.Wallets.Figures(c.UserContext(), principal(c).UserID)
 	if err != nil {
 		return err
 	}
@@ -83,9 +85,12 @@ func (h *handler) listLedger(c *fiber.Ctx) error {
 	if detail != "" {
 		return problem(c, CodeInvalidParameter, detail)
 	}
-	w, err := h.Wallets.ForUser(c.UserContext(), principal(c).UserID)
+	w, err := h.Wallets.Figures(c.UserContext(), principal(c).UserID)
 	if err != nil {
 		return err
+	}
+	if w.ID == 0 { // no wallet yet: nothing ever moved
+		return sendJSON(c, fiber.StatusOK, LedgerPage{Items: []LedgerEntry{}})
 	}
 	items, next, err := h.Wallets.History(c.UserContext(), w, before, limit)
 	if err != nil {

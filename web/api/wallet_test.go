@@ -8,6 +8,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -78,5 +79,28 @@ func TestWalletFiguresAndLedgerKinds(t *testing.T) {
 			t.Errorf("reversal row: %s", mustJSON(rev))
 		}
 		apptest.CheckInvariants(t, db)
+	})
+}
+
+// A user without a wallet row yet (made before wallets were) reads an
+// empty wallet and an empty ledger through the API, not a 500; nothing
+// is written.
+func TestWalletWithoutAWalletRow(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		c, uid := f.user(t, "legacy@example.com", apitoken.ScopeRead)
+		ledgertest.DropWallet(t, db, uid)
+		w := decode[api.Wallet](t, c.get(routes.APIWallet))
+		if w.BalanceRials != 0 || w.HeldRials != 0 || w.AvailableRials != 0 || !w.UpdatedAt.IsZero() {
+			t.Fatalf("wallet %+v, want an empty one", w)
+		}
+		page := decode[api.LedgerPage](t, c.get(routes.APIWalletLedger))
+		if len(page.Items) != 0 || page.NextCursor != nil {
+			t.Fatalf("ledger: %s", mustJSON(page))
+		}
+		if n := ledgertest.Wallets(t, db, uid); n != 0 {
+			t.Fatalf("%d wallets made by a read", n)
+		}
 	})
 }
