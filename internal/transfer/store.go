@@ -55,7 +55,7 @@ type person struct {
 // userByEmail is the user of a stored-form address.
 func (s *Store) userByEmail(ctx context.Context, addr string) (person, error) {
 	var ps []person
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale, display_name FROM users WHERE email = ?`, addr).Scan(&ps).Error; err != nil {
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale, display_name FROM users WHERE lower(email) = lower(?)`, addr).Scan(&ps).Error; err != nil {
 		return person{}, fmt.Errorf("recipient: %w", err)
 	}
 	if len(ps) == 0 {
@@ -80,7 +80,7 @@ func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail stri
 	var ps []party
 	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, COALESCE(a.id, 0) AS account_id FROM users u
 		LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id
-		WHERE u.id = ? OR u.email = ?`, senderID, recipientEmail).Scan(&ps).Error; err != nil {
+		WHERE u.id = ? OR lower(u.email) = lower(?)`, senderID, recipientEmail).Scan(&ps).Error; err != nil {
 		return party{}, party{}, fmt.Errorf("parties of a transfer: %w", err)
 	}
 	for _, p := range ps {

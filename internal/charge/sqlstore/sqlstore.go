@@ -99,7 +99,7 @@ func (s *Store) Merchant(ctx context.Context, userID int64) (charge.Merchant, er
 // UserByEmail is the id of the user of a stored-form address.
 func (s *Store) UserByEmail(ctx context.Context, addr string) (int64, error) {
 	var ids []int64
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE email = ?`, addr).Scan(&ids).Error; err != nil {
+	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE lower(email) = lower(?)`, addr).Scan(&ids).Error; err != nil {
 		return 0, fmt.Errorf("user %s: %w", addr, err)
 	}
 	if len(ids) == 0 {
