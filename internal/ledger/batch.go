@@ -19,10 +19,12 @@ import (
 // Group commit (PostgreSQL, Write only): a transfer touching a hot account
 // holds that row's lock from its statement through its commit's WAL flush,
 // so transfers of one hot account run one commit at a time whatever the
-// client. With GroupCommit, concurrent Write calls queue; the ledger's one
-// batching goroutine takes what is waiting when its previous batch has
-// committed (up to max, with no delay added) and writes it as one database
-// transaction: several transfers per flush. See docs/design/ledger.md.
+// client. With GroupCommit, Write calls queue; a movement whose accounts
+// are in flight goes to the ledger's one group writer, which takes what is
+// waiting for it when its previous group has committed (up to size, with
+// no delay added) and writes it as one database transaction: several
+// transfers per flush. The others are written alone by their callers, side
+// by side. See docs/design/ledger.md.
 
 // Option configures a Ledger (New).
 type Option func(*Ledger)
