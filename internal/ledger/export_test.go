@@ -1,5 +1,7 @@
 package ledger
 
+import "github.com/kifpool/kifpool/internal/store"
+
 // SetCacheCap sets how many ids each of l's caches holds (tests).
 func SetCacheCap(l *Ledger, n int) {
 	l.mu.Lock()
@@ -13,3 +15,21 @@ func CacheSizes(l *Ledger) (codes, wallets int) {
 	defer l.mu.RUnlock()
 	return len(l.byCode), len(l.byWallet)
 }
+
+// NewBeforeGroup is New with every Write sent to the group commit's
+// writer, and before run each time that writer has taken a group, before
+// it is written (tests hold it there).
+func NewBeforeGroup(db *store.DB, before func(), opts ...Option) *Ledger {
+	return newLedger(db, before, true, opts...)
+}
+
+// Queued is how many Write calls wait in l's group commit queue.
+func Queued(l *Ledger) int {
+	if l.batch == nil {
+		return 0
+	}
+	return len(l.batch.queue) + len(l.batch.groupQ)
+}
+
+// Grouping reports whether l's Write groups concurrent calls.
+func Grouping(l *Ledger) bool { return l.batch != nil }

@@ -181,11 +181,22 @@ func valueKey(v any) string {
 // whitespace aside, with the script's variable where the store has a
 // parameter of that value, in the same order, with the same transaction
 // boundaries.
+//
+// With group commit (GroupCommit) a transfer written while none of its
+// accounts is in flight is written alone, by the same statement: the
+// script is checked against that path too. A group is N such movements,
+// each by groupSQL's guarded statement, in one transaction (not scripted).
 func TestPgbenchScriptIsTheStoresSQL(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { pgbenchScriptIsTheStoresSQL(t) })
+	t.Run("group commit, nothing in flight", func(t *testing.T) { pgbenchScriptIsTheStoresSQL(t, ledger.GroupCommit(64)) })
+}
+
+func pgbenchScriptIsTheStoresSQL(t *testing.T, opts ...ledger.Option) {
 	db := storetest.New(t, store.Postgres)
 	ctx := context.Background()
 	now := time.Date(2026, 12, 2, 6, 0, 0, 123456000, time.UTC)
-	l := ledger.New(db)
+	l := ledger.New(db, opts...)
+	t.Cleanup(l.Close)
 	gw, err := l.EnsureAccount(ctx, ledger.AccountGateway, ledger.GatewayCode("pgbenchtest"), 0)
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,11 @@ type Ledger struct {
 	// remembered from a read in a transaction. EnsureAccount, which
 	// commits its own, takes a code off.
 	madeInTx map[string]bool
+
+	// groupMax and batch are Write's group commit (GroupCommit), batch
+	// nil without it.
+	groupMax int
+	batch    *batcher
 }
 
 // codeEntry is an account's id and kind (exported fields: GORM scans
@@ -63,9 +68,23 @@ type codeEntry struct {
 // wallet) holds before it is emptied: about 5 MB at most for both.
 const DefaultCacheCap = 50_000
 
-// New returns the ledger over db.
-func New(db *store.DB) *Ledger {
-	return &Ledger{db: db, cacheCap: DefaultCacheCap, byCode: map[string]codeEntry{}, byWallet: map[int64]int64{}, madeInTx: map[string]bool{}}
+// New returns the ledger over db. With GroupCommit on PostgreSQL it
+// starts a goroutine of its own, which its owner stops with Close.
+func New(db *store.DB, opts ...Option) *Ledger {
+	return newLedger(db, nil, false, opts...)
+}
+
+// newLedger is New, with before run before each group is written and,
+// with all, every Write sent to the group writer (tests).
+func newLedger(db *store.DB, before func(), all bool, opts ...Option) *Ledger {
+	l := &Ledger{db: db, cacheCap: DefaultCacheCap, byCode: map[string]codeEntry{}, byWallet: map[int64]int64{}, madeInTx: map[string]bool{}}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.groupMax >= 2 && db.Dialect == store.Postgres {
+		l.batch = newBatcher(l, l.groupMax, before, all)
+	}
+	return l
 }
 
 // Account is a ledger account with its two figures.
@@ -570,12 +589,25 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 // COMMIT, and an account it locks (a hot merchant's, a clearing slot) is
 // held for the statement and its commit only, never across the client's
 // round trips. SQLite's several statements need the explicit transaction.
+//
+// With GroupCommit (PostgreSQL), concurrent calls are written several to
+// a database transaction (batch.go): each its own guarded statement, so
+// that its outcome is its own, exactly as written alone; a call alone is
+// written alone. A call whose ctx ends while it waits in the queue is not
+// written; one already in a group being committed answers with its
+// outcome.
 func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	var t Transaction
 	var err error
-	if l.db.Dialect == store.Postgres {
+	if l.batch != nil {
+		t, err = l.batch.write(ctx, e)
+	}
+	switch {
+	case l.batch != nil && !errors.Is(err, errSingly):
+		// Written in a group (or refused there): its own outcome.
+	case l.db.Dialect == store.Postgres:
 		t, err = l.Post(l.db.Gorm.WithContext(ctx), e)
-	} else {
+	default:
 		err = l.db.Tx(ctx, func(tx *gorm.DB) error {
 			var err error
 			t, err = l.Post(tx, e)

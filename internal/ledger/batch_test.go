@@ -1,0 +1,299 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
+)
+
+// gate holds a grouping ledger's goroutine at its first group until
+// opened: the Write calls started meanwhile wait in its queue, and are
+// taken as one group when it opens.
+type gate struct {
+	entered, open chan struct{}
+	once          sync.Once
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}), open: make(chan struct{})} }
+
+func (g *gate) before() {
+	g.once.Do(func() { close(g.entered) })
+	<-g.open
+}
+
+// grouping switches b to a ledger with group commit held at g (on SQLite
+// a ledger without it: GroupCommit does nothing there), closed with the
+// test.
+func (b *book) grouping(g *gate) {
+	b.t.Helper()
+	b.l = ledger.NewBeforeGroup(b.db, g.before, ledger.GroupCommit(64))
+	b.t.Cleanup(b.l.Close)
+	if ledger.Grouping(b.l) != (b.db.Dialect == store.Postgres) {
+		b.t.Fatalf("grouping on %s: %v", b.db.Dialect, ledger.Grouping(b.l))
+	}
+}
+
+type outcome struct {
+	t   ledger.Transaction
+	err error
+}
+
+// inOneGroup writes es at once through b's grouping ledger so that they
+// make one group: a first transfer (blocker, written alone) is taken and
+// held at the gate, es queue behind it, and the gate opens once all of them
+// wait. Without grouping (SQLite) they simply run at once.
+func (b *book) inOneGroup(g *gate, blocker ledger.Entry, es []ledger.Entry) []outcome {
+	b.t.Helper()
+	ctx := context.Background()
+	grouping := ledger.Grouping(b.l)
+	var wg sync.WaitGroup
+	var blockErr error
+	wg.Go(func() { _, blockErr = b.l.Write(ctx, blocker) })
+	if grouping {
+		<-g.entered
+	}
+	out := make([]outcome, len(es))
+	for i, e := range es {
+		wg.Go(func() {
+			t, err := b.l.Write(ctx, e)
+			out[i] = outcome{t, err}
+		})
+	}
+	if grouping {
+		testwait.Eventually(b.t, 10*time.Second, "every write queued", func() bool { return ledger.Queued(b.l) == len(es) })
+	}
+	close(g.open)
+	wg.Wait()
+	if blockErr != nil {
+		b.t.Fatalf("the first write: %v", blockErr)
+	}
+	return out
+}
+
+func transferEntry(ref string, from, to, rials int64, at time.Time) ledger.Entry {
+	return ledger.Entry{Kind: ledger.KindTransfer, Reference: ref, Postings: ledger.Transfer(from, to, rials), At: at}
+}
+
+// One group of transfers: each gets its own outcome, as if written alone.
+// A refused one (balance short, an account missing) writes nothing and
+// spoils no other; the same reference twice in the group is one transfer
+// and a replay; a reference committed before is a replay, or, with
+// another body, ErrReferenceReused.
+func TestGroupKeepsEachOutcome(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c, d, e, f := b.wallet(100_000), b.wallet(0), b.wallet(1_000), b.wallet(50_000), b.wallet(0)
+		y, z := b.wallet(1_000), b.wallet(0)
+		pre := b.write(ledger.KindTransfer, "pre-1", ledger.Transfer(a, c, 1_000))
+		g := newGate()
+		b.grouping(g)
+		es := []ledger.Entry{
+			transferEntry("g-ok-1", a, c, 10_000, b.now),
+			transferEntry("g-short", d, f, 1_001, b.now),
+			transferEntry("g-missing", c, 999_999, 5, b.now),
+			transferEntry("g-ok-2", e, f, 20_000, b.now),
+			transferEntry("g-twice", e, c, 5_000, b.now),
+			transferEntry("g-twice", e, c, 5_000, b.now),
+			transferEntry("pre-1", a, c, 1_000, b.now),
+			transferEntry("pre-1", a, c, 2_000, b.now),
+			transferEntry("g-exact", d, f, 1_000, b.now),
+		}
+		got := b.inOneGroup(g, transferEntry("blocker", y, z, 1_000, b.now), es)
+		for i, want := range []error{nil, ledger.ErrInsufficientFunds, ledger.ErrAccountNotFound, nil} {
+			if !errors.Is(got[i].err, want) || (want == nil) != (got[i].err == nil) {
+				t.Errorf("%s: %v, want %v", es[i].Reference, got[i].err, want)
+			}
+		}
+		for _, i := range []int{0, 3, 8} {
+			if got[i].err != nil || got[i].t.ID == 0 || len(got[i].t.Postings) != 2 {
+				t.Errorf("%s: %+v, %v", es[i].Reference, got[i].t, got[i].err)
+			}
+		}
+		if got[0].err == nil && (got[0].t.Postings[0].AccountID != a || got[0].t.Postings[0].BalanceAfterRials != 89_000 ||
+			got[0].t.Postings[1].BalanceAfterRials < 11_000) {
+			t.Errorf("g-ok-1's postings %+v", got[0].t.Postings)
+		}
+		// The same reference twice in one group: one transfer, one replay
+		// answering with it.
+		first, second := got[4], got[5]
+		if first.err != nil {
+			first, second = second, first
+		}
+		if first.err != nil || !errors.Is(second.err, ledger.ErrDuplicate) || second.t.ID != first.t.ID || first.t.ID == 0 {
+			t.Errorf("g-twice: %+v %v and %+v %v: want one transfer and its replay", first.t, first.err, second.t, second.err)
+		}
+		if !errors.Is(got[6].err, ledger.ErrDuplicate) || got[6].t.ID != pre.ID {
+			t.Errorf("a replay of pre-1: %+v, %v", got[6].t, got[6].err)
+		}
+		if !errors.Is(got[7].err, ledger.ErrReferenceReused) || got[7].t.ID != pre.ID {
+			t.Errorf("pre-1 with another amount: %+v, %v", got[7].t, got[7].err)
+		}
+		for _, ref := range []string{"g-short", "g-missing"} {
+			if _, err := b.l.ByReference(context.Background(), ledger.KindTransfer, ref); !errors.Is(err, ledger.ErrNotFound) {
+				t.Errorf("refused %s: %v", ref, err)
+			}
+		}
+		if n := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference = 'g-twice'`); n != 1 {
+			t.Errorf("g-twice written %d times", n)
+		}
+		b.figures(a, 89_000, 0)
+		b.figures(c, 16_000, 0)
+		b.figures(d, 0, 0)
+		b.figures(e, 25_000, 0)
+		b.figures(f, 21_000, 0)
+		b.figures(z, 1_000, 0)
+		if groups, n := b.l.GroupStats(); db.Dialect == store.Postgres && (groups != 1 || n != int64(len(es))) {
+			t.Errorf("%d groups of %d movements; want one of %d", groups, n, len(es))
+		}
+		b.check()
+	})
+}
+
+// A statement that raises (here a reversal of no transaction: a foreign
+// key) ends the group's transaction: nothing of it is committed, and each
+// movement is written alone, with its own outcome.
+func TestGroupWithAnErrorWritesEachAlone(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c, y, z := b.wallet(100_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+		g := newGate()
+		b.grouping(g)
+		es := []ledger.Entry{
+			transferEntry("ok-1", a, c, 1_000, b.now),
+			{Kind: ledger.KindReversal, Reference: "reversal:999999", ReversesID: 999_999, Postings: ledger.Transfer(a, c, 7), At: b.now},
+			transferEntry("ok-2", a, c, 500, b.now),
+		}
+		got := b.inOneGroup(g, transferEntry("blocker", y, z, 1_000, b.now), es)
+		if got[0].err != nil || got[2].err != nil || got[1].err == nil {
+			t.Fatalf("outcomes %v, %v, %v: want the two transfers written, the reversal refused", got[0].err, got[1].err, got[2].err)
+		}
+		b.figures(a, 98_500, 0)
+		b.figures(c, 1_500, 0)
+		if groups, _ := b.l.GroupStats(); groups != 0 {
+			t.Errorf("%d groups committed; want none", groups)
+		}
+		b.check()
+	})
+}
+
+// A call whose context ends while it waits in the queue returns at once
+// and is never written.
+func TestGroupWithdrawsACancelledCall(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c, y, z := b.wallet(100_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+		g := newGate()
+		b.grouping(g)
+		ctx, cancel := context.WithCancel(context.Background())
+		if !ledger.Grouping(b.l) {
+			cancel()
+			if _, err := b.l.Write(ctx, transferEntry("cancelled", a, c, 1_000, b.now)); err == nil {
+				t.Fatal("a cancelled write went through")
+			}
+			b.figures(a, 100_000, 0)
+			return
+		}
+		var wg sync.WaitGroup
+		var blockErr error
+		wg.Go(func() { _, blockErr = b.l.Write(context.Background(), transferEntry("blocker", y, z, 1_000, b.now)) })
+		<-g.entered
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.l.Write(ctx, transferEntry("cancelled", a, c, 1_000, b.now))
+			done <- err
+		}()
+		testwait.Eventually(t, 10*time.Second, "the write queued", func() bool { return ledger.Queued(b.l) == 1 })
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled write: %v", err)
+		}
+		close(g.open)
+		wg.Wait()
+		if blockErr != nil {
+			t.Fatal(blockErr)
+		}
+		// A later write goes through the same goroutine: the withdrawn one
+		// was skipped, not written.
+		b.write(ledger.KindTransfer, "after", ledger.Transfer(a, c, 1))
+		if _, err := b.l.ByReference(context.Background(), ledger.KindTransfer, "cancelled"); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("the cancelled write: %v", err)
+		}
+		b.check()
+	})
+}
+
+// Concurrent A→B and B→A through group commit never deadlock, and the
+// balances are exact; draining a balance never takes it below zero. Both
+// with every movement sent to the group writer, and as New routes them
+// (a movement with an account in flight grouped, the others alone).
+func TestGroupedTransfersConcurrently(t *testing.T) {
+	for _, all := range []bool{true, false} {
+		t.Run(fmt.Sprintf("all grouped %v", all), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) { groupedConcurrently(t, db, all) })
+		})
+	}
+}
+
+func groupedConcurrently(t *testing.T, db *store.DB, all bool) {
+	b := newBook(t, db)
+	ctx := context.Background()
+	a, c := b.wallet(1_000_000), b.wallet(1_000_000)
+	d, f := b.wallet(10_000), b.wallet(0)
+	if all {
+		g := newGate()
+		close(g.open)
+		b.grouping(g)
+	} else {
+		b.l = ledger.New(db, ledger.GroupCommit(64))
+		t.Cleanup(b.l.Close)
+	}
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := b.l.Write(ctx, transferEntry(fmt.Sprintf("ab-%d", i), a, c, 1_000, b.now))
+			errs <- err
+		})
+		wg.Go(func() {
+			_, err := b.l.Write(ctx, transferEntry(fmt.Sprintf("ba-%d", i), c, a, 3_000, b.now))
+			errs <- err
+		})
+		wg.Go(func() {
+			_, err := b.l.Write(ctx, transferEntry(fmt.Sprintf("d-%d", i), d, f, 1_000, b.now))
+			if errors.Is(err, ledger.ErrInsufficientFunds) {
+				err = nil
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.figures(a, 1_000_000+n*2_000, 0)
+	b.figures(c, 1_000_000-n*2_000, 0)
+	b.figures(d, 0, 0)
+	b.figures(f, 10_000, 0)
+	if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference LIKE 'd-%'`); k != 10 {
+		t.Errorf("%d drains written; want 10", k)
+	}
+	groups, moved := b.l.GroupStats()
+	t.Logf("%d groups of %d movements", groups, moved)
+	b.l.Close()
+	b.l.Close()
+	// After Close, a write is written alone.
+	b.write(ledger.KindTransfer, "after-close", ledger.Transfer(a, c, 1))
+	b.check()
+}
