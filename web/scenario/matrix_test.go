@@ -315,6 +315,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 				apiPost: a(apiWho{http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden})},
 			{path: routes.APIWithdrawalPattern, url: routes.APIWithdrawal(noWithdrawal), apiGet: a(apiWho{http.StatusUnauthorized, nf, nf})},
 			{path: routes.AdminWithdrawals, get: p(adminOnly(ok))},
+			{path: routes.AdminWithdrawalPattern, url: routes.AdminWithdrawal(noWithdrawal), get: p(adminOnly(nf))},
 			{path: routes.AdminWithdrawalsReconcile, post: p(adminOnly(see))},
 			{path: routes.AdminWithdrawalApprovePattern, url: routes.AdminWithdrawalApprove(noWithdrawal), post: p(adminOnly(unp))},
 			{path: routes.AdminWithdrawalRejectPattern, url: routes.AdminWithdrawalReject(noWithdrawal), post: p(adminOnly(unp))},
