@@ -7,14 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/iban"
 	"github.com/kifpool/kifpool/internal/routes"
-	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/withdrawal"
@@ -30,19 +27,8 @@ import (
 func TestWithdrawalDetail(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := withdrawaltest.ClockAt(time.Now())
-		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		app, admin, code, payee, uid := withdrawalAdminSetup(t, db)
 		ctx := context.Background()
-		const adminEmail = "boss@example.com"
-		admin := app.NewAdmin(t, adminEmail)
-		code := func() string {
-			clock.Advance(30 * time.Second)
-			return apptest.AdminTOTPCodeAt(t, db, adminEmail, app.Server.Clock.Now)
-		}
-		payee := app.NewClient(t)
-		payee.SignUp("payee@example.com")
-		uid := authtest.UserID(t, db, "payee@example.com")
-		withdrawaltest.FundUser(t, db, uid, 3_000_000_000)
 		sheba := withdrawaltest.Sheba("017", 42)
 		acct := withdrawaltest.VerifiedAccount(t, db, uid, sheba)
 		request := func(rials int64) withdrawal.Withdrawal {

@@ -28,19 +28,8 @@ import (
 func TestWithdrawalQueue(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := withdrawaltest.ClockAt(time.Now())
-		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		app, admin, code, payee, uid := withdrawalAdminSetup(t, db)
 		ctx := context.Background()
-		const adminEmail = "boss@example.com"
-		admin := app.NewAdmin(t, adminEmail)
-		code := func() string {
-			clock.Advance(30 * time.Second)
-			return apptest.AdminTOTPCodeAt(t, db, adminEmail, app.Server.Clock.Now)
-		}
-		payee := app.NewClient(t)
-		payee.SignUp("payee@example.com")
-		uid := authtest.UserID(t, db, "payee@example.com")
-		withdrawaltest.FundUser(t, db, uid, 3_000_000_000)
 		acct := withdrawaltest.VerifiedAccount(t, db, uid, withdrawaltest.Sheba("017", 42))
 		pending := withdrawaltest.PendingAccount(t, db, uid, withdrawaltest.Sheba("056", 43))
 		request := func(rials int64) withdrawal.Withdrawal {
@@ -137,4 +126,25 @@ func TestWithdrawalQueue(t *testing.T) {
 		_ = strconv.Itoa
 		withdrawaltest.CheckInvariants(t, db)
 	})
+}
+
+// withdrawalAdminSetup starts the app on a clock the test moves, with an
+// admin (boss@example.com) whose code() is a fresh second-factor code, and
+// a signed-up payee (payee@example.com, user uid) funded with 3,000,000,000
+// rials: what the withdrawal queue's and the withdrawal page's tests share.
+func withdrawalAdminSetup(t *testing.T, db *store.DB) (app *apptest.App, admin *apptest.Client, code func() string, payee *apptest.Client, uid int64) {
+	t.Helper()
+	clock := withdrawaltest.ClockAt(time.Now())
+	app = apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+	const adminEmail = "boss@example.com"
+	admin = app.NewAdmin(t, adminEmail)
+	code = func() string {
+		clock.Advance(30 * time.Second)
+		return apptest.AdminTOTPCodeAt(t, db, adminEmail, app.Server.Clock.Now)
+	}
+	payee = app.NewClient(t)
+	payee.SignUp("payee@example.com")
+	uid = authtest.UserID(t, db, "payee@example.com")
+	withdrawaltest.FundUser(t, db, uid, 3_000_000_000)
+	return app, admin, code, payee, uid
 }
