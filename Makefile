@@ -133,7 +133,8 @@ FUZZ_TARGETS := ./internal/money/:FuzzParseTomans ./internal/gateway/zarinpal/:F
 	./internal/gateway/zarinpal/:FuzzDecode ./internal/email/:FuzzNormalize \
 	./internal/idempotency/:FuzzFingerprint ./web/api/:FuzzTopUpFingerprint \
 	./internal/gateway/drivers/:FuzzEveryDriverCallback ./internal/gateway/mellat/:FuzzReadReturn \
-	./internal/gateway/sep/:FuzzVerifyAnswer ./internal/iban/:FuzzParse ./internal/iban/:FuzzParseNationalCode
+	./internal/gateway/sep/:FuzzVerifyAnswer ./internal/iban/:FuzzParse ./internal/iban/:FuzzParseNationalCode \
+	./internal/topup/:FuzzValidPublicID ./views/:FuzzLocalHref
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \

@@ -31,7 +31,6 @@ package topup
 import (
 	"crypto/rand"
 	"encoding/base32"
-	"regexp"
 	"strings"
 	"time"
 
@@ -178,7 +177,17 @@ func newPublicID() string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
-var publicIDRE = regexp.MustCompile(`^[a-z2-7]{24}$`)
-
-// ValidPublicID reports whether s has the shape of a payment's public id.
-func ValidPublicID(s string) bool { return publicIDRE.MatchString(s) }
+// ValidPublicID reports whether s has the shape of a payment's public id:
+// 24 characters of lower-case base32 (a–z, 2–7). A byte loop, not a
+// regular expression: every callback and receipt checks its path's id.
+func ValidPublicID(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}
