@@ -1,11 +1,15 @@
 package views
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/routes"
+)
 
 var hrefSeeds = []string{
-	"/topups/abcdefghijklmnopqrstuvwx/return?Authority=A000123&Status=OK&lang=en",
-	"/topups/abcdefghijklmnopqrstuvwx/return?lang=en&Status=OK", // keys out of order: sorted by the slow path
-	"/wallet?lang=fa", "/", "/a/b", "//evil.example/x", "/\\evil.example", "/\\t/evil.example", "/\\\\x",
+	routes.TopUpReturn("abcdefghijklmnopqrstuvwx") + "?Authority=A000123&Status=OK&lang=en",
+	routes.TopUpReturn("abcdefghijklmnopqrstuvwx") + "?lang=en&Status=OK", // keys out of order: sorted by the slow path
+	routes.Wallet + "?lang=fa", "/", "/a/b", "//evil.example/x", "/\\evil.example", "/\\t/evil.example", "/\\\\x",
 	"/a//b", "/a/", "/a?", "/a?x", "/a?=1", "/a?x=1&x=2", "/a?x=2&x=1", "/a?b=1&a=2", "/a?x=1&&y=2",
 	"/a?x=%41", "/a%2Fb", "/a b", "/a#frag", "/a?x=1#f", "/\u0641\u0627", "evil.example", "",
 }

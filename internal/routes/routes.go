@@ -318,21 +318,32 @@ func Prefixes() []string {
 // (":name" segments), in order. It panics when the counts differ: that
 // is a mistake in this file, and its tests catch it.
 func Fill(pattern string, args ...string) string {
-	segs := strings.Split(pattern, "/")
+	// One pass, one allocation: every replayed callback builds its return
+	// path here.
+	var b strings.Builder
+	b.Grow(len(pattern) + 32)
 	n := 0
-	for i, s := range segs {
-		if strings.HasPrefix(s, ":") {
+	for rest := pattern; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		if strings.HasPrefix(seg, ":") {
 			if n == len(args) {
 				panic("routes: too few arguments for " + pattern)
 			}
-			segs[i] = url.PathEscape(args[n])
+			b.WriteString(url.PathEscape(args[n]))
 			n++
+		} else {
+			b.WriteString(seg)
 		}
+		if !more {
+			break
+		}
+		b.WriteByte('/')
+		rest = after
 	}
 	if n != len(args) {
 		panic("routes: too many arguments for " + pattern)
 	}
-	return strings.Join(segs, "/")
+	return b.String()
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }

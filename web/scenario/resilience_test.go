@@ -376,7 +376,8 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 		// requests) end before it half-opens, even on a loaded machine;
 		// the wait for half-open below is a poll.
 		const openTimeout = 5 * time.Second
-		app := rsApp(t, db, bankURL, map[string]string{
+		counted, cnt := storetest.Counting(t, db)
+		app := rsApp(t, counted, bankURL, map[string]string{
 			"BREAKER_MIN_REQUESTS": "4", "BREAKER_OPEN_TIMEOUT": openTimeout.String(), "METRICS_TOKEN": rsMetricsToken,
 		}, apptest.Options{})
 		c := app.NewClient(t)
@@ -414,9 +415,12 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 
 		// Open: refused at once, and the bank is not called.
 		csrf, token := c.TopUpForm()
+		cnt.Reset()
 		start := time.Now()
 		r := c.PostTopUp(csrf, token, "10000")
 		took := time.Since(start)
+		stmts, txs := cnt.Take()
+		t.Logf("REFUSAL %d stmts %d txs: %s", len(stmts), txs, strings.Join(stmts, "; "))
 		t.Logf("top-up refused by the open breaker in %v", took)
 		if !gatewayFailed(r) {
 			t.Fatalf("top-up with the breaker open: status %d", r.Status)
