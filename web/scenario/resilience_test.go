@@ -420,7 +420,13 @@ func TestResilienceBankDownOpensBreaker(t *testing.T) {
 		r := c.PostTopUp(csrf, token, "10000")
 		took := time.Since(start)
 		stmts, txs := cnt.Take()
-		t.Logf("REFUSAL %d stmts %d txs: %s", len(stmts), txs, strings.Join(stmts, "; "))
+		// A refusal writes nothing and reads only what it must: the
+		// session, the operator's switches (once, for the check and the
+		// fresh form) and whether this form was submitted before.
+		if want := "SELECT FROM sessions; SELECT FROM gateway_switches; SELECT FROM topups"; strings.Join(stmts, "; ") != want || txs != 0 {
+			t.Errorf("the refusal ran %d statements in %d transactions:\n  %s\nwant, in none:\n  %s", len(stmts), txs,
+				strings.Join(stmts, "\n  "), want)
+		}
 		t.Logf("top-up refused by the open breaker in %v", took)
 		if !gatewayFailed(r) {
 			t.Fatalf("top-up with the breaker open: status %d", r.Status)
