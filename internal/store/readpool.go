@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -134,8 +136,12 @@ func (p *ReadPool) Check(ctx context.Context, now time.Time) ReplicaStatus {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	st := ReplicaStatus{Configured: true, CheckedAt: now, LagBytes: -1}
-	if err := p.replica.SQL().PingContext(ctx); err != nil {
+	if err := p.ping(ctx); err != nil {
 		st.Err = err.Error()
+		// Whatever it kept is of no use now, and its connections,
+		// ended by the replica, would fail the first reads once it is
+		// back.
+		p.replica.DropIdleConns()
 		p.set(st)
 		return st
 	}
@@ -148,6 +154,20 @@ func (p *ReadPool) Check(ctx context.Context, now time.Time) ReplicaStatus {
 	st.Behind = p.maxLag > 0 && st.Stale > p.maxLag
 	p.set(st)
 	return st
+}
+
+// ping asks the read database whether it answers. database/sql pings on
+// one idle connection and does not try another when that one is dead, so
+// a replica restarted since (which ended the pool's connections) would be
+// called down by each dead connection in turn: on a dead connection the
+// pool's idle ones are dropped and the ping is made again on a new one.
+func (p *ReadPool) ping(ctx context.Context) error {
+	err := p.replica.SQL().PingContext(ctx)
+	if errors.Is(err, driver.ErrBadConn) && ctx.Err() == nil {
+		p.replica.DropIdleConns()
+		err = p.replica.SQL().PingContext(ctx)
+	}
+	return err
 }
 
 // measureLag reads the primary's WAL position, then the replica's replay

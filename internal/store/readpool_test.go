@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +146,76 @@ func TestReplicaStaleness(t *testing.T) {
 	if got := stuck.Stale(at(1000), 5000, 10); got != 1000*time.Second {
 		t.Errorf("stuck for 1,000 checks: stale %v, want 1000s", got)
 	}
+}
+
+// A read database back after it was down (a restart) ended the
+// connections the pool kept from before: the check that finds it back
+// drops them, so that no page's read fails on one.
+func TestReadPoolBackAfterDownReadsOnNewConnections(t *testing.T) {
+	db := storetest.New(t, store.Postgres)
+	snap := storetest.SnapshotReplica(t, db)
+	ctx := context.Background()
+	rdb, err := store.OpenReplica(snap.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := store.NewReadPool(db, rdb, nil)
+	defer pool.Close()
+	if st := pool.Check(ctx, time.Now()); !st.Up {
+		t.Fatalf("first check: %+v", st)
+	}
+	// Three connections in the read pool, held at once so that they are
+	// three, then back in it, idle.
+	conns := make([]*sql.Conn, 3)
+	hold := func() {
+		t.Helper()
+		for i := range conns {
+			if conns[i], err = rdb.SQL().Conn(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := conns[i].PingContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	hold()
+	snap.Stop() // refuses logins and ends the role's connections
+	if st := pool.Check(ctx, time.Now()); st.Up {
+		t.Fatalf("check with the replica down: %+v, want down", st)
+	}
+	if pool.DB() != db {
+		t.Fatal("reads not on the primary while the replica is down")
+	}
+	snap.Start()
+	if st := pool.Check(ctx, time.Now()); !st.Up || st.Err != "" {
+		t.Fatalf("check with the replica back: %+v, want up", st)
+	}
+	if pool.DB() != rdb {
+		t.Fatal("reads not on the read database once it is back")
+	}
+	// As many reads as the pool had connections, one after another: each
+	// would take an idle connection from before if any were left.
+	reads := func(when string) {
+		t.Helper()
+		for i := range len(conns) + 1 {
+			var n int
+			if err := pool.DB().SQL().QueryRowContext(ctx, `SELECT 1`).Scan(&n); err != nil {
+				t.Fatalf("read %d on the read database %s: %v", i, when, err)
+			}
+		}
+	}
+	reads("back")
+
+	// Restarted between two checks, never seen down: the next check
+	// finds its dead connections and still calls it up.
+	hold()
+	snap.Stop()
+	snap.Start()
+	if st := pool.Check(ctx, time.Now()); !st.Up || st.Err != "" {
+		t.Fatalf("check after a restart no check saw: %+v, want up", st)
+	}
+	reads("after a restart no check saw")
 }

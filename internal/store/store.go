@@ -207,6 +207,23 @@ func (db *DB) SetPoolSize(n int) error {
 	return nil
 }
 
+// DropIdleConns closes the pool's idle connections (PostgreSQL); the
+// next queries open new ones. For a database known to have ended them
+// (a read database back after it was down): the first query on each dead
+// one would fail instead.
+func (db *DB) DropIdleConns() {
+	if db.Dialect != Postgres {
+		return
+	}
+	sqlDB, err := db.Gorm.DB()
+	if err != nil {
+		return
+	}
+	n := sqlDB.Stats().MaxOpenConnections // idle is kept equal to open (open, SetPoolSize)
+	sqlDB.SetMaxIdleConns(-1)             // closes every idle connection
+	sqlDB.SetMaxIdleConns(n)
+}
+
 // createPrivateFile creates the SQLite database file (and its folder)
 // readable by the owner only, before SQLite opens it: SQLite gives the
 // -wal and -shm files it creates later the database file's permissions.
