@@ -55,6 +55,14 @@ func (bn *bench) startStatic(ctx context.Context, n int) (*proc, string, error) 
 // staticReference measures Fiber's static page of the size of the page
 // at target (a replay, fetched once by u) at 50 connections.
 func (bn *bench) staticReference(ctx context.Context, u *user, target string) (Row, error) {
+	return bn.staticReferenceFor(ctx, u, target, newUser(bn.tr, 0, 0, ""), "3 static page: Fiber, same size (50 conns)")
+}
+
+// staticReferenceFor is staticReference of the page u gets at target,
+// fetched from the static page by client (a signed-in payer's client
+// sends its cookies there too: a cookie jar does not tell ports apart,
+// so both sides of the comparison send the same request) as step name.
+func (bn *bench) staticReferenceFor(ctx context.Context, u *user, target string, client *user, name string) (Row, error) {
 	r, err := u.do(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return Row{}, err
@@ -68,9 +76,8 @@ func (bn *bench) staticReference(ctx context.Context, u *user, target string) (R
 		return Row{}, err
 	}
 	defer p.stop()
-	client := newUser(bn.tr, 0, 0, "")
 	row := bn.measure(p, base, fmt.Sprintf("a bare Fiber app's page of %d bytes (the replay's size), its own process", n), func() Row {
-		return runLoad(ctx, "3 static page: Fiber, same size (50 conns)", 50, 0, bn.sz.replayDur, func(ctx context.Context, _ int, _ int64) error {
+		return runLoad(ctx, name, 50, 0, bn.sz.replayDur, func(ctx context.Context, _ int, _ int64) error {
 			return callback(ctx, client, base+"/", "credited")
 		})
 	})
