@@ -1,7 +1,8 @@
 // Package webhook is Kifpool's signed webhooks to partners and the return
 // origins of their API top-ups: a user's endpoints (URL, events, a signing
 // secret kept encrypted), the outbox rows written in a payment move's own
-// transaction (Enqueue, called only by the payment store's one writer),
+// transaction (Enqueue, or OutboxOf's insert folded into a credit's
+// statement, only by the payment store's writer),
 // and the sender that claims due rows and delivers them at least once, in
 // order per top-up (and per withdrawal), signed, over a client that refuses private networks.
 // It knows payments only as ids and JSON bodies (it sits below the payment
