@@ -209,11 +209,15 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 }
 
 // dbLimit runs the exact SQL of one credit — the conditional payment
-// update, the payment_events row, then the ledger's transaction as
-// ledger.Post writes it on PostgreSQL (the guarded updates of the
-// gateway's clearing account and the wallet's, locked in ascending id;
-// the transaction, the two balances and the postings in one statement) — in one transaction
-// per credit with pgx at conc, no HTTP, no bank.
+// update; the store's fold of the move's topup_events row, the verify's
+// gateway_calls row (its payment found by its public id) and the
+// partners' outbox INSERT … SELECT of the payer's endpoints (none here,
+// as on the credit path measured) in one statement; then the ledger's
+// transaction as ledger.Post writes it on PostgreSQL (the guarded updates
+// of the gateway's clearing account and the wallet's, locked in ascending
+// id; the transaction, the two balances and the postings in one
+// statement) — in one transaction per credit with pgx at conc, no HTTP,
+// no bank: the five round trips of sqlstore.Store.Credit.
 func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 	// The gateway's clearing account in its slots, as the store keeps it
 	// (ledger.ClearingCode): a credit takes its payment id's slot.
@@ -228,6 +232,7 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 	publics := make([]string, 0, n)
 	accounts := make([]int64, 0, n)
 	amounts := make([]int64, 0, n)
+	payers := make([]int64, 0, n)
 	for i := range n {
 		u := bn.users[int(i)%conc]
 		var id int64
@@ -239,23 +244,38 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 			return Row{}, err
 		}
 		ids, publics, accounts, amounts = append(ids, id), append(publics, pub), append(accounts, u.accountID), append(amounts, 10000)
+		payers = append(payers, u.id)
 	}
 	var ref atomic.Int64
 	ref.Store(time.Now().UnixNano() / 1000)
 	return runLoad(ctx, "2 database limit (credit SQL, pgx, no HTTP)", conc, n, 0, func(ctx context.Context, vu int, i int64) error {
 		return pgx.BeginFunc(ctx, bn.pool, func(tx pgx.Tx) error {
 			now := time.Now().UTC()
+			refID := ref.Add(1)
 			tag, err := tx.Exec(ctx, `UPDATE topups SET status = 'credited', status_reason = 'verified_paid', ref_id = $2, verified_amount_rials = $3,
 				card_pan_masked = '', last_checked_at = $4, attempts = attempts + 1, lease_until = NULL, lease_owner = '', resolved_at = $4,
-				next_check_at = NULL, updated_at = $4 WHERE id = $1 AND status = 'awaiting_payment'`, ids[i], ref.Add(1), amounts[i], now)
+				next_check_at = NULL, updated_at = $4 WHERE id = $1 AND status = 'awaiting_payment'`, ids[i], refID, amounts[i], now)
 			if err != nil {
 				return err
 			}
 			if tag.RowsAffected() != 1 {
 				return errors.New("not moved")
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, gateway_code, created_at)
-				VALUES ($1, 'awaiting_payment', 'credited', 'callback', 'verified_paid', 100, $2)`, ids[i], now); err != nil {
+			// The fold (sqlstore.foldCredit): the event, the verify's call
+			// and the outbox rows with a body as webhook.OutboxOf makes it.
+			evt := fmt.Sprintf("evt_%026d", i)
+			body := fmt.Sprintf(`{"event_id":%q,"type":"topup.credited","created_at":%q,"topup":{"id":%q,"status":"credited","amount_rials":%d,"gateway":"dblimit","payment_url":null,"ref_id":%d,"created_at":%q,"credited_at":%q}}`,
+				evt, now.Format(time.RFC3339Nano), publics[i], amounts[i], refID, now.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+			var queued int64
+			if err := tx.QueryRow(ctx, `WITH ev AS (INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, gateway_code, admin_id, created_at)
+					VALUES ($1, 'awaiting_payment', 'credited', 'callback', 'verified_paid', 100, NULL, $2)),
+				gc AS (INSERT INTO gateway_calls
+					(topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error) VALUES
+					((SELECT id FROM topups WHERE public_id = $3), 'dblimit', 'verify', 1, $2, 12, 200, 100, 'ok', '')),
+				wh AS (INSERT INTO webhook_deliveries (event_id, endpoint_id, topup_id, type, body, status, next_attempt_at, created_at, retry_from)
+					SELECT $4, id, $1, 'topup.credited', $5, 'pending', $2, $2, $2 FROM webhook_endpoints
+					WHERE user_id = $6 AND disabled_at IS NULL AND events LIKE '%,topup.credited,%' RETURNING 1)
+				SELECT (SELECT COUNT(*) FROM wh)`, ids[i], now, publics[i], evt, body, payers[i]).Scan(&queued); err != nil {
 				return err
 			}
 			// The ledger's one statement (ledger.postOne): the two accounts

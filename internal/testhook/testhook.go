@@ -52,7 +52,8 @@ const (
 	// is not recorded yet (it will be sent again).
 	AfterWebhookSent = "after_webhook_sent"
 	// InsideLedgerBeforePostings: inside a credit's database transaction,
-	// the payment moved and its calls written, no ledger row yet.
+	// the payment moved, its event, outbox rows and calls written (on
+	// PostgreSQL in one statement), no ledger row yet.
 	InsideLedgerBeforePostings = "inside_ledger_before_postings"
 	// InsideLedgerAfterPostings: inside a credit's database transaction,
 	// the ledger transaction, balances and postings written, not

@@ -1,7 +1,8 @@
 // Package webhook is Kifpool's signed webhooks to partners and the return
 // origins of their API top-ups: a user's endpoints (URL, events, a signing
 // secret kept encrypted), the outbox rows written in a payment move's own
-// transaction (Enqueue, called only by the payment store's one writer),
+// transaction (Enqueue, or OutboxOf's insert folded into a credit's
+// statement, only by the payment store's writer),
 // and the sender that claims due rows and delivers them at least once, in
 // order per top-up (and per withdrawal), signed, over a client that refuses private networks.
 // It knows payments only as ids and JSON bodies (it sits below the payment
@@ -120,8 +121,33 @@ func NewEventID() string {
 // bytes. queued is how many deliveries it wrote (0 for a user without a
 // subscribed endpoint: nothing for a sender to look for).
 func Enqueue(tx *gorm.DB, e Event) (queued int64, err error) {
+	o, err := OutboxOf(e)
+	if err != nil {
+		return 0, err
+	}
+	res := tx.Exec(o.Insert, o.Args...)
+	if res.Error != nil {
+		return 0, fmt.Errorf("webhook: queue %s of payment %d: %w", e.Type, e.TopUpID, res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// Outbox is a top-up event's outbox rows ready to write: Insert, the one
+// INSERT … SELECT of a delivery per subscribed endpoint, and its
+// arguments. Enqueue runs it alone; the payment store's credit on
+// PostgreSQL runs it as a part of its one statement (a data-modifying
+// WITH) with the move's event and gateway calls, counting the rows it
+// returns with RETURNING added.
+type Outbox struct {
+	Insert string
+	Args   []any
+}
+
+// OutboxOf is e's Outbox: a fresh event id and the body encoded once (its
+// fields and order as Body's), as Enqueue writes them.
+func OutboxOf(e Event) (Outbox, error) {
 	if !ValidType(e.Type) {
-		return 0, fmt.Errorf("webhook: unknown event type %q", e.Type)
+		return Outbox{}, fmt.Errorf("webhook: unknown event type %q", e.Type)
 	}
 	at := e.CreatedAt.UTC()
 	id := NewEventID()
@@ -134,16 +160,12 @@ func Enqueue(tx *gorm.DB, e Event) (queued int64, err error) {
 		CardRefund any       `json:"card_refund,omitempty"`
 	}{id, e.Type, at, e.TopUp, e.CardRefund})
 	if err != nil {
-		return 0, fmt.Errorf("webhook: event %s of payment %d: %w", e.Type, e.TopUpID, err)
+		return Outbox{}, fmt.Errorf("webhook: event %s of payment %d: %w", e.Type, e.TopUpID, err)
 	}
-	res := tx.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, topup_id, type, body, status, next_attempt_at, created_at, retry_from)
+	return Outbox{Insert: `INSERT INTO webhook_deliveries (event_id, endpoint_id, topup_id, type, body, status, next_attempt_at, created_at, retry_from)
 		SELECT ?, id, ?, ?, ?, 'pending', ?, ?, ? FROM webhook_endpoints
 		WHERE user_id = ? AND disabled_at IS NULL AND events LIKE ?`,
-		id, e.TopUpID, e.Type, string(body), at, at, at, e.UserID, "%,"+e.Type+",%")
-	if res.Error != nil {
-		return 0, fmt.Errorf("webhook: queue %s of payment %d: %w", e.Type, e.TopUpID, res.Error)
-	}
-	return res.RowsAffected, nil
+		Args: []any{id, e.TopUpID, e.Type, string(body), at, at, at, e.UserID, "%," + e.Type + ",%"}}, nil
 }
 
 // eventsColumn is the stored form of a set of types.

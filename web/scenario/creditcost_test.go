@@ -37,25 +37,27 @@ func TestCreditPathStatements(t *testing.T) {
 			}
 			// session; payment by public id; claim (first callback and
 			// lease, one statement, no transaction of its own); then one
-			// transaction: the move, its event, the partners' webhook
-			// outbox (none here: one INSERT … SELECT of the user's
-			// endpoints), the verify's gateway_calls row, then the ledger:
-			// on PostgreSQL one statement (the wallet's account found by its
-			// wallet, the accounts locked in ascending id, their balances,
-			// the transaction and its postings); on SQLite the wallet's
-			// account id on the instance's first credit of this wallet only
-			// (remembered after), then the transaction, each balance, the
-			// postings and the read-back of their sum.
-			want := []string{
-				"SELECT FROM sessions", "SELECT FROM topups",
-				"UPDATE topups",
-				"UPDATE topups", "INSERT topup_events", "INSERT webhook_deliveries", "INSERT gateway_calls",
-			}
+			// transaction: the move, then its event, the partners' webhook
+			// outbox (none here: an INSERT … SELECT of the user's
+			// endpoints) and the verify's gateway_calls row, then the
+			// ledger. On PostgreSQL the event, outbox and calls are one
+			// statement of data-modifying WITH parts (the credit's fold),
+			// and the ledger one statement (the wallet's account found by
+			// its wallet, the accounts locked in ascending id, their
+			// balances, the transaction and its postings): five round trips
+			// with BEGIN and COMMIT. On SQLite each is its own statement,
+			// and the ledger's are the wallet's account id on the
+			// instance's first credit of this wallet only (remembered
+			// after), then the transaction, each balance, the postings and
+			// the read-back of their sum.
+			want := []string{"SELECT FROM sessions", "SELECT FROM topups", "UPDATE topups", "UPDATE topups"}
 			if db.Dialect == store.Postgres {
-				// The wallet's account is found by the statement itself,
-				// also on the instance's first credit of this wallet.
-				want = append(want, "WITH")
+				// The fold, then the ledger's statement (the wallet's
+				// account is found by the statement itself, also on the
+				// instance's first credit of this wallet).
+				want = append(want, "WITH", "WITH")
 			} else {
+				want = append(want, "INSERT topup_events", "INSERT webhook_deliveries", "INSERT gateway_calls")
 				if i == 0 {
 					want = append(want, "SELECT FROM ledger_accounts") // the wallet's account; the clearing slots are made and known at start
 				}

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -483,48 +484,14 @@ func (s *Store) Move(ctx context.Context, m topup.Move) (topup.TopUp, error) {
 
 // moveTx takes the edge m.From → m.To with a conditional UPDATE on the
 // expected status (and the lease owner where the edge needs the lease)
-// and appends its event, in the caller's transaction.
+// and appends its event, audit entry, calls and outbox rows, in the
+// caller's transaction. It is every move's writer; the credit's on
+// PostgreSQL shares its UPDATE (moveRow) and writes the rest in one
+// statement (foldCredit).
 func (s *Store) moveTx(tx *gorm.DB, m topup.Move, queued *int64) (topup.TopUp, error) {
-	needLease, err := topup.EdgeNeedsLease(m.From, m.To, m.Actor)
+	out, unchanged, err := s.moveRow(tx, m)
 	if err != nil {
 		return topup.TopUp{}, err
-	}
-	vals := map[string]any{"status": m.To, "status_reason": string(m.Reason), "updated_at": m.Now}
-	if !m.KeepLease {
-		vals["lease_until"], vals["lease_owner"] = nil, ""
-	}
-	unchanged := false // the public outcome is the one before the last reopen
-	if m.To.Terminal() {
-		resolved := m.Now
-		if topup.ResolvedAtNeedsEvents(m.From, m.To) {
-			var evs []topup.Event
-			if err := tx.Table(eventsTable).Select("from_status", "to_status", "created_at").Where("topup_id = ?", m.TopUpID).
-				Order("id DESC").Find(&evs).Error; err != nil {
-				return topup.TopUp{}, fmt.Errorf("events of payment %s: %w", m.PublicID, err)
-			}
-			resolved = topup.ResolvedAt(m.From, m.To, m.Now, evs)
-			unchanged = topup.OutcomeUnchanged(m.From, m.To, evs)
-		}
-		vals["resolved_at"], vals["next_check_at"] = resolved, nil
-	} else {
-		vals["resolved_at"] = nil // open again: no outcome to show
-	}
-	fieldValues(m.Fields, vals)
-	// RETURNING hands back the row as changed: no reload afterwards.
-	var out topup.TopUp
-	q := tx.Model(&out).Clauses(clause.Returning{}).Where("id = ? AND status = ?", m.TopUpID, m.From)
-	if needLease {
-		if m.Lease == "" {
-			return topup.TopUp{}, fmt.Errorf("%w: %s → %s needs the lease", topup.ErrIllegalTransition, m.From, m.To)
-		}
-		q = q.Where("lease_owner = ?", m.Lease)
-	}
-	res := q.Updates(vals)
-	if res.Error != nil {
-		return topup.TopUp{}, fmt.Errorf("payment %s %s → %s: %w", m.PublicID, m.From, m.To, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return topup.TopUp{}, topup.ErrNotMoved
 	}
 	ev := topup.Event{TopUpID: m.TopUpID, FromStatus: m.From, ToStatus: m.To, Actor: m.Actor, Reason: m.Reason,
 		GatewayCode: m.GatewayCode, AdminID: m.AdminID, CreatedAt: m.Now}
@@ -550,25 +517,83 @@ func (s *Store) moveTx(tx *gorm.DB, m topup.Move, queued *int64) (topup.TopUp, e
 	return out, nil
 }
 
+// moveRow is a move's conditional UPDATE (RETURNING the row as moved),
+// payment.ErrNotMoved when the row is no longer as expected; unchanged
+// reports a public outcome partners heard already (no webhook).
+func (s *Store) moveRow(tx *gorm.DB, m topup.Move) (out topup.TopUp, unchanged bool, err error) {
+	needLease, err := topup.EdgeNeedsLease(m.From, m.To, m.Actor)
+	if err != nil {
+		return topup.TopUp{}, false, err
+	}
+	vals := map[string]any{"status": m.To, "status_reason": string(m.Reason), "updated_at": m.Now}
+	if !m.KeepLease {
+		vals["lease_until"], vals["lease_owner"] = nil, ""
+	}
+	// unchanged: the public outcome is the one before the last reopen.
+	if m.To.Terminal() {
+		resolved := m.Now
+		if topup.ResolvedAtNeedsEvents(m.From, m.To) {
+			var evs []topup.Event
+			if err := tx.Table(eventsTable).Select("from_status", "to_status", "created_at").Where("topup_id = ?", m.TopUpID).
+				Order("id DESC").Find(&evs).Error; err != nil {
+				return topup.TopUp{}, false, fmt.Errorf("events of payment %s: %w", m.PublicID, err)
+			}
+			resolved = topup.ResolvedAt(m.From, m.To, m.Now, evs)
+			unchanged = topup.OutcomeUnchanged(m.From, m.To, evs)
+		}
+		vals["resolved_at"], vals["next_check_at"] = resolved, nil
+	} else {
+		vals["resolved_at"] = nil // open again: no outcome to show
+	}
+	fieldValues(m.Fields, vals)
+	// RETURNING hands back the row as changed: no reload afterwards.
+	q := tx.Model(&out).Clauses(clause.Returning{}).Where("id = ? AND status = ?", m.TopUpID, m.From)
+	if needLease {
+		if m.Lease == "" {
+			return topup.TopUp{}, false, fmt.Errorf("%w: %s → %s needs the lease", topup.ErrIllegalTransition, m.From, m.To)
+		}
+		q = q.Where("lease_owner = ?", m.Lease)
+	}
+	res := q.Updates(vals)
+	if res.Error != nil {
+		return topup.TopUp{}, false, fmt.Errorf("payment %s %s → %s: %w", m.PublicID, m.From, m.To, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return topup.TopUp{}, false, topup.ErrNotMoved
+	}
+	return out, unchanged, nil
+}
+
 // enqueueWebhook writes the partners' outbox rows of a move to an
 // event-worthy status (payment.EventType) in the move's transaction: no
 // credit commits without its event, and no event without its credit. It is
-// called from moveTx only, the one writer every edge goes through.
+// called from moveTx only, the one writer every edge goes through (the
+// credit's fold on PostgreSQL writes the same rows: foldCredit).
 func enqueueWebhook(tx *gorm.DB, m topup.Move, p topup.TopUp) (int64, error) {
+	e, ok := webhookEvent(m, p)
+	if !ok {
+		return 0, nil
+	}
+	n, err := webhook.Enqueue(tx, e)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", topup.ErrOutbox, err)
+	}
+	return n, nil
+}
+
+// webhookEvent is the partners' event of the move m of p, the row as
+// moved; false for a status without one (payment.EventType).
+func webhookEvent(m topup.Move, p topup.TopUp) (webhook.Event, bool) {
 	typ := topup.EventType(m.To)
 	if typ == "" {
-		return 0, nil
+		return webhook.Event{}, false
 	}
 	var creditedAt *time.Time
 	if m.To == topup.StatusCredited {
 		creditedAt = &m.Now // the ledger entry's time (creditTx)
 	}
-	n, err := webhook.Enqueue(tx, webhook.Event{UserID: p.UserID, TopUpID: m.TopUpID, Type: typ,
-		TopUp: topup.ViewOf(p, creditedAt, nil), CreatedAt: m.Now})
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", topup.ErrOutbox, err)
-	}
-	return n, nil
+	return webhook.Event{UserID: p.UserID, TopUpID: m.TopUpID, Type: typ,
+		TopUp: topup.ViewOf(p, creditedAt, nil), CreatedAt: m.Now}, true
 }
 
 // Credit implements payment.Store: in one transaction, the move to
@@ -585,11 +610,11 @@ func (s *Store) Credit(ctx context.Context, m topup.Move, walletID int64, calls 
 		// from the status it has.
 		if m.From == topup.StatusAwaitingPayment || m.From == topup.StatusPendingVerification || m.From == topup.StatusSettling {
 			var err error
-			if out, err = s.moveTx(tx, m, &queued); !errors.Is(err, topup.ErrNotMoved) {
+			if out, err = s.creditMoveTx(tx, m, calls, &queued); !errors.Is(err, topup.ErrNotMoved) {
 				if err != nil {
 					return err
 				}
-				return s.creditTx(tx, m, out, calls)
+				return s.creditTx(tx, m, out)
 			}
 		}
 		var cur topup.TopUp
@@ -603,10 +628,10 @@ func (s *Store) Credit(ctx context.Context, m topup.Move, walletID int64, calls 
 		mm := m
 		mm.From = was
 		var err error
-		if out, err = s.moveTx(tx, mm, &queued); err != nil {
+		if out, err = s.creditMoveTx(tx, mm, calls, &queued); err != nil {
 			return err
 		}
-		return s.creditTx(tx, m, out, calls)
+		return s.creditTx(tx, m, out)
 	})
 	if err != nil {
 		return topup.TopUp{}, was, dup(err)
@@ -615,16 +640,106 @@ func (s *Store) Credit(ctx context.Context, m topup.Move, walletID int64, calls 
 	return out, was, nil
 }
 
-// creditTx writes the verify's calls, then the ledger transaction (gateway
-// clearing → wallet) last: the gateway's clearing account is every
-// credit's, so its row lock is taken as late as it can be and held only
-// until the commit.
-func (s *Store) creditTx(tx *gorm.DB, m topup.Move, p topup.TopUp, calls []resilient.Call) error {
+// creditMoveTx is the credit's move to credited with its event, outbox
+// rows and gateway calls (the move's, then the verify's calls). On
+// PostgreSQL: the move's UPDATE (moveRow, as every move's), then the
+// rest in one statement (foldCredit): the credit's transaction is five
+// round trips, not seven. SQLite has no data-modifying WITH: moveTx, then
+// the verify's calls, statement by statement. Both write the same rows
+// (TestCreditFoldWritesTheSameRows).
+func (s *Store) creditMoveTx(tx *gorm.DB, m topup.Move, calls []resilient.Call, queued *int64) (topup.TopUp, error) {
+	if s.db.Dialect != store.Postgres {
+		out, err := s.moveTx(tx, m, queued)
+		if err != nil {
+			return topup.TopUp{}, err
+		}
+		return out, insertCalls(tx, calls)
+	}
+	out, unchanged, err := s.moveRow(tx, m)
+	if err != nil {
+		return topup.TopUp{}, err
+	}
+	if m.Audit != nil { // an admin's credit: its entry as moveTx writes it
+		if err := audit.Record(tx, *m.Audit); err != nil {
+			return topup.TopUp{}, err
+		}
+	}
+	all := append(append(make([]resilient.Call, 0, len(m.Calls)+len(calls)), m.Calls...), calls...)
+	if *queued, err = foldCredit(tx, m, out, unchanged, all); err != nil {
+		return topup.TopUp{}, err
+	}
+	return out, nil
+}
+
+// foldCredit writes, in one PostgreSQL statement of data-modifying WITH
+// parts, the rows moveTx and insertCalls write one by one after the
+// move's UPDATE: the move's event, the gateway calls (each payment id
+// found by its public id, as insertCalls finds it) and, unless unchanged,
+// the partners' outbox rows (webhook.OutboxOf, the insert Enqueue runs).
+// It returns how many deliveries it queued. A failure of the outbox part
+// (PostgreSQL names its table) is payment.ErrOutbox, as Enqueue's.
+func foldCredit(tx *gorm.DB, m topup.Move, p topup.TopUp, unchanged bool, calls []resilient.Call) (int64, error) {
+	var q strings.Builder
+	q.WriteString(`WITH ev AS (INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, gateway_code, admin_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?))`)
+	args := []any{m.TopUpID, string(m.From), string(m.To), string(m.Actor), string(m.Reason), m.GatewayCode, m.AdminID, m.Now}
+	if len(calls) > 0 {
+		q.WriteString(`, gc AS (INSERT INTO gateway_calls
+		(topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error) VALUES `)
+		for i, c := range calls {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(`((SELECT id FROM topups WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			args = append(args, callArgs(c)...)
+		}
+		q.WriteString(")")
+	}
+	count := "0"
+	if e, ok := webhookEvent(m, p); ok && !unchanged {
+		o, err := webhook.OutboxOf(e)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", topup.ErrOutbox, err)
+		}
+		q.WriteString(", wh AS (" + o.Insert + " RETURNING 1)")
+		args = append(args, o.Args...)
+		count = "(SELECT COUNT(*) FROM wh)"
+	}
+	q.WriteString(" SELECT " + count)
+	var n int64
+	if err := tx.Raw(q.String(), args...).Scan(&n).Error; err != nil {
+		err = fmt.Errorf("event, calls and outbox of payment %s: %w", m.PublicID, err)
+		if outboxFailed(err) {
+			return 0, fmt.Errorf("%w: %w", topup.ErrOutbox, err)
+		}
+		return 0, err
+	}
+	return n, nil
+}
+
+// outboxFailed reports whether err, foldCredit's statement's, is its
+// outbox part's: PostgreSQL names the table of a refused row
+// (TableName) or, for a missing or forbidden one, in the message.
+func outboxFailed(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	for _, t := range []string{"webhook_deliveries", "webhook_endpoints"} {
+		if pe.TableName == t || strings.Contains(pe.Message, `"`+t+`"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// creditTx writes the ledger transaction (gateway clearing → wallet),
+// last in the credit's transaction: the gateway's clearing account is
+// every credit's, so its row lock is taken as late as it can be and held
+// only until the commit.
+func (s *Store) creditTx(tx *gorm.DB, m topup.Move, p topup.TopUp) error {
 	if m.Fields.VerifiedAmountRials == nil {
 		return fmt.Errorf("credit payment %s: no verified amount", m.PublicID)
-	}
-	if err := insertCalls(tx, calls); err != nil {
-		return err
 	}
 	testhook.At(testhook.InsideLedgerBeforePostings) // e2e: moved to credited, not committed
 	if _, err := wallet.CreditTopUp(tx, s.ledger, wallet.TopUpCredit{WalletID: p.WalletID, TopUpID: m.TopUpID, PublicID: p.PublicID,
@@ -701,14 +816,19 @@ func insertCalls(db *gorm.DB, calls []resilient.Call) error {
 	for _, c := range calls {
 		err := db.Exec(`INSERT INTO gateway_calls
 		(topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error)
-		VALUES ((SELECT id FROM topups WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.Ref, storableText(c.Gateway, 100), storableText(c.Operation, 100), c.Attempt, c.StartedAt.UTC(),
-			c.Duration.Milliseconds(), c.HTTPStatus, c.GatewayCode, storableText(c.Outcome, 100), storableText(c.Error, 500)).Error
+		VALUES ((SELECT id FROM topups WHERE public_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`, callArgs(c)...).Error
 		if err != nil {
 			return fmt.Errorf("record gateway call %s: %w", c.Operation, err)
 		}
 	}
 	return nil
+}
+
+// callArgs is an attempt's row in gateway_calls' column order, its
+// payment found by its public id (insertCalls, foldCredit).
+func callArgs(c resilient.Call) []any {
+	return []any{c.Ref, storableText(c.Gateway, 100), storableText(c.Operation, 100), c.Attempt, c.StartedAt.UTC(),
+		c.Duration.Milliseconds(), c.HTTPStatus, c.GatewayCode, storableText(c.Outcome, 100), storableText(c.Error, 500)}
 }
 
 // storableText is s as a text column always takes it: at most n bytes,
