@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apitoken/apitokentest"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
@@ -56,6 +57,27 @@ func requests(t *testing.T, s *apitoken.Service, counter *storetest.Counter, sec
 	return len(stmts)
 }
 
+// kept waits until a round of 3 requests with secret makes at most one
+// statement (read, then kept; or kept from the round before), the first
+// round reading it. On PostgreSQL the NOTIFY of a change the test made a
+// moment ago (the owner's previous token revoked, a fixture's write) may
+// arrive after the read and drop the entry once more: a later round is
+// clean.
+func kept(t *testing.T, s *apitoken.Service, counter *storetest.Counter, secret string) {
+	t.Helper()
+	n, total := 0, 0
+	if err := testwait.Until(5*time.Second, "the token to be kept", func() bool {
+		n = requests(t, s, counter, secret, 3)
+		total += n
+		return n <= 1
+	}); err != nil {
+		t.Fatalf("%v: 3 requests made %d statements (cache serving: %v)", err, n, s.CacheServing())
+	}
+	if total == 0 {
+		t.Fatal("a new token was served without being read")
+	}
+}
+
 // refused fails the test unless secret is refused now, by s.
 func refused(t *testing.T, s *apitoken.Service, what, secret string) {
 	t.Helper()
@@ -93,6 +115,7 @@ func TestTokenCacheServesWithinItsBound(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
+		authtest.DistinctUserIDs(t, db)
 		c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
 		cdb, counter := storetest.Counting(t, db)
 		s := cachedService(t, cdb, c, store.ListenOptions{})
@@ -135,9 +158,7 @@ func TestTokenCacheServesWithinItsBound(t *testing.T) {
 
 		// Past its expiry, neither memory nor the database lets it in.
 		apitokentest.Expire(t, db, secret, c.Now().Add(500*time.Millisecond))
-		if n := requests(t, s, counter, secret, 2); n != 1 {
-			t.Fatalf("requests before the new expiry: %d statements, want 1", n)
-		}
+		kept(t, s, counter, secret)
 		c.Add(500 * time.Millisecond)
 		refused(t, s, "its expiry", secret)
 
@@ -158,6 +179,7 @@ func TestTokenCacheRevokedOnNextRequest(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
+		authtest.DistinctUserIDs(t, db)
 		c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
 		cdb, counter := storetest.Counting(t, db)
 		s := cachedService(t, cdb, c, store.ListenOptions{})
@@ -170,9 +192,7 @@ func TestTokenCacheRevokedOnNextRequest(t *testing.T) {
 		cached := func() (string, int64) {
 			t.Helper()
 			secret := newToken(t, db, c, u.ID)
-			if n := requests(t, s, counter, secret, 3); n != 1 {
-				t.Fatalf("3 requests: %d statements, want 1 (then kept)", n)
-			}
+			kept(t, s, counter, secret)
 			p, err := s.Authenticate(ctx, secret)
 			if err != nil {
 				t.Fatal(err)
@@ -223,6 +243,7 @@ func TestTokenCacheRevokedAcrossInstances(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			dbA := storetest.New(t, d)
+			authtest.DistinctUserIDs(t, dbA)
 			dbB := dbA
 			if d == store.Postgres {
 				dbB = reopen(t, dbA)
@@ -235,9 +256,7 @@ func TestTokenCacheRevokedAcrossInstances(t *testing.T) {
 			cachedAtB := func() (string, int64) {
 				t.Helper()
 				secret := newToken(t, dbA, c, u.ID)
-				if n := requests(t, b, counter, secret, 3); n != 1 {
-					t.Fatalf("B's 3 requests: %d statements, want 1 (then kept)", n)
-				}
+				kept(t, b, counter, secret)
 				p, err := a.Authenticate(ctx, secret)
 				if err != nil {
 					t.Fatal(err)
@@ -292,6 +311,7 @@ func TestTokenCacheHearsAnyWriterOnPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := storetest.New(t, store.Postgres)
+	authtest.DistinctUserIDs(t, db)
 	c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
 	cdb, counter := storetest.Counting(t, db)
 	s := cachedService(t, cdb, c, store.ListenOptions{})
@@ -300,19 +320,22 @@ func TestTokenCacheHearsAnyWriterOnPostgres(t *testing.T) {
 		t.Fatalf("2 requests: %d statements, want 1", n)
 	}
 	other := reopen(t, db)
+	uid, marker := strconv.FormatInt(u.ID, 10), strconv.FormatInt(u.ID+1, 10)
 	// The last use alone notifies nothing (each instance's flush writes
-	// it every few seconds): heard on the channel, the first notification
-	// after its write is the marker sent after it on the same connection
-	// (a user id nobody has, so that the cache drops nothing of it).
+	// it every few seconds): heard on the channel, nothing names the user
+	// before the marker sent after the write on the same connection (an
+	// id nobody has, so that the cache drops nothing of it).
 	heard := listenTo(t, db, "kifpool_api_tokens")
 	if err := other.Gorm.Exec(`UPDATE api_tokens SET last_used_at = now() WHERE user_id = ?`, u.ID).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Gorm.Exec(`SELECT pg_notify('kifpool_api_tokens', '999999999')`).Error; err != nil {
+	if err := other.Gorm.Exec(`SELECT pg_notify('kifpool_api_tokens', ?)`, marker).Error; err != nil {
 		t.Fatal(err)
 	}
-	if got := heard(); got != "999999999" {
-		t.Fatalf("first notification after a last use's write: %q, want the marker", got)
+	for got := heard(); got != marker; got = heard() {
+		if got == uid {
+			t.Fatal("a write of the last use alone notified the user's id")
+		}
 	}
 	if n := requests(t, s, counter, secret, 2); n != 0 {
 		t.Fatalf("2 requests after a last use's write: %d statements, want 0 (still kept)", n)
@@ -322,8 +345,7 @@ func TestTokenCacheHearsAnyWriterOnPostgres(t *testing.T) {
 	if err := other.Gorm.Exec(`UPDATE users SET email = 'renamed@example.com' WHERE id = ?`, u.ID).Error; err != nil {
 		t.Fatal(err)
 	}
-	if got, want := heard(), strconv.FormatInt(u.ID, 10); got != want {
-		t.Fatalf("notification of the user's change: %q, want %q", got, want)
+	for got := heard(); got != uid; got = heard() {
 	}
 	testwait.Eventually(t, 5*time.Second, "the new address to be seen", func() bool {
 		p, err := s.Authenticate(ctx, secret)
@@ -339,10 +361,13 @@ func TestTokenCacheHearsAnyWriterOnPostgres(t *testing.T) {
 }
 
 // When the LISTEN connection drops, the cache stops serving at once and
-// every request reads the database until the connection is back.
+// every request reads the database until the connection is back. (Every
+// token cache's LISTEN of the database is ended, other tests' too; the
+// sessions' are left alone.)
 func TestTokenCacheStopsServingWhenTheListenDrops(t *testing.T) {
 	// Not parallel: it ends every LISTEN of the database.
 	db := storetest.New(t, store.Postgres)
+	authtest.DistinctUserIDs(t, db)
 	c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
 	cdb, counter := storetest.Counting(t, db)
 	// Reconnects only after the test has looked.
@@ -352,7 +377,7 @@ func TestTokenCacheStopsServingWhenTheListenDrops(t *testing.T) {
 		t.Fatalf("3 requests: %d statements, want 1", n)
 	}
 	if err := db.Gorm.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Error; err != nil {
+		WHERE datname = current_database() AND query = 'LISTEN "kifpool_api_tokens"' AND pid <> pg_backend_pid()`).Error; err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 5*time.Second, "the cache to stop serving", func() bool { return !s.CacheServing() })
@@ -369,7 +394,7 @@ func TestTokenCacheStopsServingWhenTheListenDrops(t *testing.T) {
 // ends; the returned function waits for the next notification's payload.
 func listenTo(t *testing.T, db *store.DB, channel string) func() string {
 	t.Helper()
-	payloads := make(chan string, 16)
+	payloads := make(chan string, 1024)
 	up := make(chan bool, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

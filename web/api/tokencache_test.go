@@ -10,6 +10,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -25,6 +26,7 @@ func TestTokenCacheSavesTheLookupAndHonoursRevocation(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
+		authtest.DistinctUserIDs(t, db) // other tests' users' changes are not this one's
 		counted, cnt := storetest.Counting(t, db)
 		clock := withdrawaltest.ClockAt(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 		f := start(t, counted, apptest.Options{Server: server.Options{Now: clock.Now}})
