@@ -65,9 +65,9 @@ type cachedToken struct {
 const (
 	DefaultCacheTTL = time.Second
 	DefaultCacheMax = 10000
-	// tokensChannel is the channel of migration 00037's NOTIFY and of the
+	// cacheChannel is the channel of migration 00037's NOTIFY and of the
 	// in-process signal: the payload is a user id, or "*" for all.
-	tokensChannel = "kifpool_api_tokens"
+	cacheChannel = "kifpool_api_tokens"
 )
 
 func newTokenCache(now func() time.Time, ttl time.Duration, max int) *tokenCache {
@@ -183,9 +183,9 @@ func (c *tokenCache) heard(payload string) {
 // signals) until ctx ends, and lets the token cache serve while they are
 // heard. Without it running, every Authenticate reads the database.
 func (s *Service) KeepCache(ctx context.Context) {
-	cancel := s.db.Subscribe(tokensChannel, s.cache.heard)
+	cancel := s.db.Subscribe(cacheChannel, s.cache.heard)
 	defer cancel()
-	s.db.Listen(ctx, tokensChannel, s.cache.heard, s.cache.setUp, s.listen)
+	s.db.Listen(ctx, cacheChannel, s.cache.heard, s.cache.setUp, s.listen)
 }
 
 // CacheServing reports whether looked-up tokens may be served from memory
@@ -215,5 +215,5 @@ func Changed(db *store.DB, userID int64) {
 	if userID != 0 {
 		payload = strconv.FormatInt(userID, 10)
 	}
-	db.Signal(tokensChannel, payload)
+	db.Signal(cacheChannel, payload)
 }
