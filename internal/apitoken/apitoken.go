@@ -122,6 +122,14 @@ type Options struct {
 	DefaultDays int
 	// MaxLive is how many unrevoked, unexpired tokens a user may hold.
 	MaxLive int
+	// CacheTTL is how long a looked-up token may be served from memory
+	// (default DefaultCacheTTL; negative: never), and only while KeepCache
+	// runs (cache.go).
+	CacheTTL time.Duration
+	// CacheMax bounds the tokens kept (default DefaultCacheMax).
+	CacheMax int
+	// Listen tunes KeepCache's LISTEN connection.
+	Listen store.ListenOptions
 }
 
 // Service creates, checks and revokes tokens.
@@ -137,6 +145,9 @@ type Service struct {
 	// off the requests' path.
 	usedMu sync.Mutex
 	used   map[int64]time.Time
+	// cache keeps looked-up tokens for a second (cache.go).
+	cache  *tokenCache
+	listen store.ListenOptions
 }
 
 // NewService returns the token service over db with the default rules.
@@ -155,7 +166,14 @@ func New(db *store.DB, now func() time.Time, o Options) *Service {
 	if o.MaxLive <= 0 {
 		o.MaxLive = DefaultMaxLive
 	}
-	return &Service{db: db, now: now, opts: o, lastUsedEvery: time.Minute, used: map[int64]time.Time{}}
+	if o.CacheTTL == 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.CacheMax <= 0 {
+		o.CacheMax = DefaultCacheMax
+	}
+	return &Service{db: db, now: now, opts: o, lastUsedEvery: time.Minute, used: map[int64]time.Time{},
+		cache: newTokenCache(now, o.CacheTTL, o.CacheMax), listen: o.Listen}
 }
 
 // Rules returns the default validity in days and the live-token cap.
@@ -268,7 +286,8 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 
 // RevokeAllForUser revokes every live token of the user inside tx (sign
 // out everywhere, a password change or reset): a stolen token dies with
-// the stolen password. It returns how many it revoked.
+// the stolen password. It returns how many it revoked. The caller calls
+// Changed once tx has committed (the token cache).
 func RevokeAllForUser(tx *gorm.DB, userID int64, now time.Time) (int64, error) {
 	res := tx.Model(&Token{}).Where("user_id = ? AND revoked_at IS NULL", userID).
 		Updates(map[string]any{"revoked_at": now.UTC().Truncate(time.Microsecond), "revoked_by": userID})
@@ -361,7 +380,9 @@ func (s *Service) Revoke(ctx context.Context, userID, tokenID int64) error {
 		if n == 0 {
 			return ErrNotFound
 		}
+		return nil
 	}
+	s.changed(userID)
 	return nil
 }
 
@@ -430,21 +451,35 @@ func (s *Service) AdminRevoke(ctx context.Context, adminID, tokenID int64) (Toke
 		}
 		return Token{}, fmt.Errorf("admin %d revokes token %d: %w", adminID, tokenID, err)
 	}
+	s.changed(t.UserID)
 	return t, nil
 }
 
 // Authenticate turns an Authorization header's bearer token into the
 // principal it acts for, and notes when the token was last used.
+//
+// Every API request makes it: one round trip (the token joined to its
+// owner, by the token hash's unique index). While KeepCache runs, a live
+// token read is kept in memory for at most CacheTTL and dropped at once
+// when it or its owner changes, on every instance (cache.go;
+// TestTokenCacheRevokedAcrossInstances).
 func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, error) {
 	if !strings.HasPrefix(secret, Prefix) || len(secret) > 200 {
 		return Principal{}, ErrUnauthorized
 	}
+	hash := Hash(secret)
+	if e, ok := s.cache.get(hash); ok {
+		s.noteUse(hash, e.p.TokenID, e.lastUsed, s.clock())
+		return e.p, nil
+	}
+	epoch := s.cache.begin()
+	read := s.now()
 	var row struct {
 		Token
 		Email string
 	}
 	err := s.db.Gorm.WithContext(ctx).Table("api_tokens AS t").Select("t.*, u.email").
-		Joins("JOIN users u ON u.id = t.user_id").Where("t.token_hash = ?", Hash(secret)).Take(&row).Error
+		Joins("JOIN users u ON u.id = t.user_id").Where("t.token_hash = ?", hash).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return Principal{}, ErrUnauthorized
 	}
@@ -455,13 +490,22 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if !row.Active(now) {
 		return Principal{}, ErrUnauthorized
 	}
-	if row.LastUsedAt == nil || now.Sub(*row.LastUsedAt) >= s.lastUsedEvery {
-		// Noted in memory; written by FlushLastUsed (serve's loop, every
-		// LastUsedFlushEvery, and at shutdown), never on the request's
-		// path.
-		s.usedMu.Lock()
-		s.used[row.ID] = now
-		s.usedMu.Unlock()
+	p := Principal{TokenID: row.ID, UserID: row.UserID, Email: row.Email, Scope: row.Scope}
+	s.cache.put(epoch, hash, cachedToken{p: p, expiresAt: row.ExpiresAt, lastUsed: row.LastUsedAt, read: read})
+	s.noteUse(hash, row.ID, row.LastUsedAt, now)
+	return p, nil
+}
+
+// noteUse notes the token's use at now unless its last use (stored, or
+// noted since) is within lastUsedEvery. Noted in memory; written by
+// FlushLastUsed (serve's loop, every LastUsedFlushEvery, and at shutdown),
+// never on the request's path.
+func (s *Service) noteUse(hash string, id int64, last *time.Time, now time.Time) {
+	if last != nil && now.Sub(*last) < s.lastUsedEvery {
+		return
 	}
-	return Principal{TokenID: row.ID, UserID: row.UserID, Email: row.Email, Scope: row.Scope}, nil
+	s.usedMu.Lock()
+	s.used[id] = now
+	s.usedMu.Unlock()
+	s.cache.noted(hash, now)
 }

@@ -102,6 +102,18 @@ func (a *App) KeepSessionCache(t testing.TB) {
 	testwait.Eventually(t, 10*time.Second, "the session cache to hear revocations", a.Server.Auth.SessionCacheServing)
 }
 
+// KeepTokenCache runs the instance's API token cache as serve's
+// background does (revocations heard, looked-up tokens kept for a second)
+// until the test ends, and waits until it serves.
+func (a *App) KeepTokenCache(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Server.Tokens.KeepCache(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testwait.Eventually(t, 10*time.Second, "the token cache to hear revocations", a.Server.Tokens.CacheServing)
+}
+
 // Client is a browser without JavaScript: it keeps cookies and does not
 // follow redirects unless asked.
 type Client struct {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -178,10 +179,11 @@ func (s *Service) SessionCacheServing() bool {
 	return s.cache.up && s.cache.ttl > 0
 }
 
-// changed drops the user's cached sessions in every instance of this
-// process, synchronously: called after a change to the user or one of
-// their sessions has committed (other processes hear it through the
-// database's NOTIFY). userID 0 is everyone.
+// changed drops the user's cached sessions and API tokens in every
+// instance of this process, synchronously: called after a change to the
+// user, one of their sessions or their tokens (endEverything) has
+// committed (other processes hear it through the database's NOTIFY).
+// userID 0 is everyone.
 func (s *Service) changed(userID int64) {
 	s.cache.forget(userID)
 	payload := "*"
@@ -189,6 +191,7 @@ func (s *Service) changed(userID int64) {
 		payload = strconv.FormatInt(userID, 10)
 	}
 	s.db.Signal(sessionsChannel, payload)
+	apitoken.Changed(s.db, userID)
 }
 
 // SessionChanged is changed for a writer outside this package (a test

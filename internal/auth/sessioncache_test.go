@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
@@ -46,6 +47,7 @@ func TestSessionCacheServesWithinItsBound(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
+		authtest.DistinctUserIDs(t, db)
 		c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 		cdb, counter := storetest.Counting(t, db)
 		s := cachedService(t, cdb, c, store.ListenOptions{})
@@ -105,6 +107,7 @@ func TestSessionCacheRevokedAcrossInstances(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			dbA := storetest.New(t, d)
+			authtest.DistinctUserIDs(t, dbA)
 			dbB := dbA // SQLite: one process, one instance's database
 			if d == store.Postgres {
 				dbB = reopen(t, dbA)
@@ -188,6 +191,7 @@ func TestSessionCacheHearsAnyWriterOnPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := storetest.New(t, store.Postgres)
+	authtest.DistinctUserIDs(t, db)
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	s := cachedService(t, db, c, store.ListenOptions{})
 	u, err := s.SignUp(ctx, "operator@example.com", "correct horse battery", "", "en")
@@ -217,6 +221,7 @@ func TestSessionCacheStopsServingWhenTheListenDrops(t *testing.T) {
 	// Not parallel: it ends every LISTEN of the database.
 	ctx := context.Background()
 	db := storetest.New(t, store.Postgres)
+	authtest.DistinctUserIDs(t, db)
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	cdb, counter := storetest.Counting(t, db)
 	// Reconnects only after the test has looked.
@@ -233,7 +238,7 @@ func TestSessionCacheStopsServingWhenTheListenDrops(t *testing.T) {
 		t.Fatalf("3 lookups: %d statements, want 1", n)
 	}
 	if err := db.Gorm.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Error; err != nil {
+		WHERE datname = current_database() AND query = 'LISTEN "kifpool_sessions"' AND pid <> pg_backend_pid()`).Error; err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 5*time.Second, "the cache to stop serving", func() bool { return !s.SessionCacheServing() })

@@ -38,6 +38,9 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 	// (internal/auth's session cache); not running, every request reads
 	// the database.
 	wg.Go(func() { s.Auth.KeepSessionCache(ctx) })
+	// Revocations of API tokens, heard likewise: a looked-up token may be
+	// served from memory for a second (internal/apitoken's token cache).
+	wg.Go(func() { s.Tokens.KeepCache(ctx) })
 	return func() {
 		wg.Wait()
 		// The tokens' last uses noted since the loop's last flush.

@@ -12,10 +12,11 @@ import (
 
 // Signals tell the parts of every instance that keep something in memory
 // that the database changed under them (the session cache of
-// internal/auth). Within one process, Signal calls each subscriber of the
-// channel before it returns: two instances over one *DB (SQLite's tests)
-// hear each other at once. Across processes, PostgreSQL's NOTIFY (sent by
-// the triggers of migration 00039, at commit) reaches Listen.
+// internal/auth, the token cache of internal/apitoken). Within one
+// process, Signal calls each subscriber of the channel before it returns:
+// two instances over one *DB (SQLite's tests) hear each other at once.
+// Across processes, PostgreSQL's NOTIFY (sent by the triggers of
+// migrations 00039 and 00037, at commit) reaches Listen.
 
 type subscriber struct {
 	channel string

@@ -44,4 +44,6 @@ func set(t testing.TB, db *store.DB, where string, arg any, cols map[string]any)
 	if err := db.Gorm.Model(&apitoken.Token{}).Where(where, arg).Updates(cols).Error; err != nil {
 		t.Fatalf("write token (%s %v): %v", where, arg, err)
 	}
+	// Every instance of this process forgets its cached tokens.
+	apitoken.Changed(db, 0)
 }

@@ -7,6 +7,7 @@
 package authtest
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +160,21 @@ func PassSecondFactor(t testing.TB, db *store.DB, email string, at time.Time) {
 		t.Fatalf("pass the second factor of %s: %v", email, err)
 	}
 	auth.SessionChanged(db, 0) // the instances' cached sessions
+}
+
+// DistinctUserIDs makes the users this test signs up from now on take ids
+// no other test's users have (on PostgreSQL; nothing on SQLite). Every
+// test's schema shares the database's NOTIFY channels, which name users
+// by id, and every schema's ids start at 1: a test that counts what its
+// instance's caches serve hears other tests' users' changes as its own
+// otherwise.
+func DistinctUserIDs(t testing.TB, db *store.DB) {
+	t.Helper()
+	if db.Dialect != store.Postgres {
+		return
+	}
+	start := 1_000_000_000 + rand.Int64N(1_000_000_000_000) // #nosec G404 -- spreads tests' ids apart, no secret
+	if err := db.Gorm.Exec(`SELECT setval('users_id_seq', ?)`, start).Error; err != nil {
+		t.Fatalf("restart the users' ids: %v", err)
+	}
 }
