@@ -52,9 +52,11 @@ type Ledger struct {
 	madeInTx map[string]bool
 
 	// groupMax and batch are Write's group commit (GroupCommit), batch
-	// nil without it.
-	groupMax int
-	batch    *batcher
+	// nil without it; groupTimeout bounds a group's round trip
+	// (batchTimeout when 0; tests shorten it).
+	groupMax     int
+	groupTimeout time.Duration
+	batch        *batcher
 }
 
 // codeEntry is an account's id and kind (exported fields: GORM scans
@@ -82,7 +84,11 @@ func newLedger(db *store.DB, before func(), all bool, opts ...Option) *Ledger {
 		o(l)
 	}
 	if l.groupMax >= 2 && db.Dialect == store.Postgres {
-		l.batch = newBatcher(l, l.groupMax, before, all)
+		timeout := l.groupTimeout
+		if timeout <= 0 {
+			timeout = batchTimeout
+		}
+		l.batch = newBatcher(l, l.groupMax, timeout, before, all)
 	}
 	return l
 }
