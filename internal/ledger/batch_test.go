@@ -440,3 +440,47 @@ func TestGroupTimeoutIsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// Close while movements wait for the group writer writes them first, each
+// caller told its own outcome, then stops; a Write after it is written
+// alone.
+func TestGroupCloseWritesWhatWaits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c, y, z := b.wallet(100_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+		g := newGate()
+		b.grouping(g)
+		if !ledger.Grouping(b.l) {
+			t.Skip("group commit is PostgreSQL's")
+		}
+		var wg sync.WaitGroup
+		var blockErr error
+		wg.Go(func() { _, blockErr = b.l.Write(context.Background(), transferEntry("blocker", y, z, 1_000, b.now)) })
+		<-g.entered
+		const n = 5
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = b.l.Write(context.Background(), transferEntry(fmt.Sprintf("waits-%d", i), a, c, 1_000, b.now))
+			})
+		}
+		testwait.Eventually(t, 10*time.Second, "every write queued", func() bool { return ledger.Queued(b.l) == n })
+		closed := make(chan struct{})
+		go func() { b.l.Close(); close(closed) }()
+		close(g.open)
+		<-closed
+		wg.Wait()
+		if blockErr != nil {
+			t.Fatal(blockErr)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("waits-%d: %v", i, err)
+			}
+		}
+		b.write(ledger.KindTransfer, "after-close", ledger.Transfer(a, c, 1_000))
+		b.figures(a, 100_000-(n+1)*1_000, 0)
+		b.figures(c, (n+1)*1_000, 0)
+		b.check()
+	})
+}
