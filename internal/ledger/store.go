@@ -601,7 +601,9 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 // that its outcome is its own, exactly as written alone; a call alone is
 // written alone. A call whose ctx ends while it waits in the queue is not
 // written; one already in a group being committed answers with its
-// outcome.
+// outcome, ErrOutcomeUnknown when the commit's answer was lost (the
+// movement may be written: look it up, or write it again under its
+// reference).
 func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	var t Transaction
 	var err error
