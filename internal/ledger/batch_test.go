@@ -484,3 +484,60 @@ func TestGroupCloseWritesWhatWaits(t *testing.T) {
 		b.check()
 	})
 }
+
+// A group whose connection PostgreSQL ends before its commit (here its
+// backend terminated while it waits for a row lock the test holds) wrote
+// nothing, and is known to have written nothing: each movement is written
+// alone by its caller, once, not answered ErrOutcomeUnknown.
+func TestGroupEndedBeforeItsCommitWritesEachAlone(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c, p, q, y, z := b.wallet(100_000), b.wallet(0), b.wallet(5_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+		g := newGate()
+		b.grouping(g)
+		if !ledger.Grouping(b.l) {
+			t.Skip("group commit is PostgreSQL's")
+		}
+		lock := db.Gorm.Begin()
+		defer lock.Rollback()
+		if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
+			t.Fatal(err)
+		}
+		freed := make(chan struct{})
+		go func() {
+			defer close(freed)
+			// The group's backend, once it waits for the lock: terminated.
+			// Then the movements, written alone, wait for it: freed.
+			waiting := func(like string) (pid int64) {
+				_ = db.Gorm.Raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+					AND query LIKE ? LIMIT 1`, like).Scan(&pid).Error
+				return pid
+			}
+			var pid int64
+			if err := testwait.Until(10*time.Second, "the group waits", func() bool { pid = waiting("SELECT id FROM ledger_accounts WHERE id = ANY%"); return pid != 0 }); err != nil {
+				t.Error(err)
+			}
+			db.Gorm.Exec(`SELECT pg_terminate_backend(?)`, pid)
+			if err := testwait.Until(10*time.Second, "a movement written alone waits", func() bool { return waiting("WITH lk AS%") != 0 }); err != nil {
+				t.Error(err)
+			}
+			lock.Rollback()
+		}()
+		es := []ledger.Entry{transferEntry("ended-1", a, c, 1_000, b.now), transferEntry("ended-2", p, q, 1_000, b.now)}
+		got := b.inOneGroup(g, transferEntry("blocker", y, z, 1_000, b.now), es)
+		<-freed
+		for i, o := range got {
+			if o.err != nil || o.t.ID == 0 {
+				t.Errorf("%s: %+v, %v; want written alone", es[i].Reference, o.t, o.err)
+			}
+		}
+		b.figures(a, 99_000, 0)
+		b.figures(c, 1_000, 0)
+		b.figures(p, 4_000, 0)
+		b.figures(q, 1_000, 0)
+		if groups, _ := b.l.GroupStats(); groups != 0 {
+			t.Errorf("%d groups committed; want none", groups)
+		}
+		b.check()
+	})
+}
