@@ -223,6 +223,7 @@ func TestGroupWithdrawsACancelledCall(t *testing.T) {
 		// A later write goes through the same goroutine: the withdrawn one
 		// was skipped, not written.
 		b.write(ledger.KindTransfer, "after", ledger.Transfer(a, c, 1))
+		testwait.Eventually(t, 10*time.Second, "no account left in flight", func() bool { return ledger.InFlight(b.l) == 0 })
 		if _, err := b.l.ByReference(context.Background(), ledger.KindTransfer, "cancelled"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("the cancelled write: %v", err)
 		}
@@ -289,6 +290,7 @@ func groupedConcurrently(t *testing.T, db *store.DB, all bool) {
 	if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference LIKE 'd-%'`); k != 10 {
 		t.Errorf("%d drains written; want 10", k)
 	}
+	testwait.Eventually(t, 10*time.Second, "no account left in flight", func() bool { return ledger.InFlight(b.l) == 0 })
 	groups, moved := b.l.GroupStats()
 	t.Logf("%d groups of %d movements", groups, moved)
 	b.l.Close()
@@ -361,6 +363,7 @@ func TestGroupCancelledAfterTaken(t *testing.T) {
 				if tc.wantWritten && partnerErr != nil {
 					t.Fatalf("the partner: %v", partnerErr)
 				}
+				testwait.Eventually(t, 10*time.Second, "no account left in flight", func() bool { return ledger.InFlight(b.l) == 0 })
 				n := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'transfer' AND reference = 'taken'`)
 				switch {
 				case errors.Is(got.err, ledger.ErrOutcomeUnknown):

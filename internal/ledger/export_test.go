@@ -52,3 +52,13 @@ func WaitingForWriter(l *Ledger) int {
 	}
 	return len(l.batch.groupQ)
 }
+
+// InFlight is how many accounts l's group commit holds in flight.
+func InFlight(l *Ledger) int {
+	if l.batch == nil {
+		return 0
+	}
+	l.batch.fmu.Lock()
+	defer l.batch.fmu.Unlock()
+	return len(l.batch.inflight)
+}
