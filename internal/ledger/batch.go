@@ -39,7 +39,7 @@ func GroupCommit(size int) Option {
 }
 
 // batchTimeout bounds one group's round trip: past it, the group's
-// callers are told its outcome is unknown.
+// callers are told its outcome is unknown (ErrOutcomeUnknown).
 const batchTimeout = 30 * time.Second
 
 // errSingly is a batcher's answer to a request it did not write: the
@@ -86,10 +86,13 @@ type batcher struct {
 	queue  chan *request // every Write, to the dispatcher
 	groupQ chan *request // those with an account in flight, to the group writer
 	wg     sync.WaitGroup
-	// before runs before each group is written, and all sends every
-	// movement to the group writer (tests hold the writer there).
+	// before runs once each group is taken, before it is written, and all
+	// sends every movement to the group writer (tests hold the writer
+	// there).
 	before func()
 	all    bool
+	// timeout bounds one group's round trip (batchTimeout).
+	timeout time.Duration
 
 	mu     sync.RWMutex // closed, and the queue's closing
 	closed bool
@@ -100,9 +103,9 @@ type batcher struct {
 	groups, grouped atomic.Int64 // groups of two or more written, and their movements
 }
 
-func newBatcher(l *Ledger, max int, before func(), all bool) *batcher {
+func newBatcher(l *Ledger, max int, timeout time.Duration, before func(), all bool) *batcher {
 	b := &batcher{l: l, max: max, queue: make(chan *request, 16*max), groupQ: make(chan *request, 16*max),
-		before: before, all: all, inflight: map[int64]int{}}
+		before: before, all: all, timeout: timeout, inflight: map[int64]int{}}
 	b.wg.Go(b.dispatch)
 	b.wg.Go(b.run)
 	return b
@@ -238,9 +241,6 @@ func (b *batcher) run() {
 				break fill
 			}
 		}
-		if b.before != nil {
-			b.before()
-		}
 		live := group[:0]
 		for _, r := range group {
 			switch {
@@ -255,7 +255,10 @@ func (b *batcher) run() {
 				b.release(r.net) // withdrawn
 			}
 		}
-		b.l.writeGroup(live)
+		if b.before != nil {
+			b.before()
+		}
+		b.l.writeGroup(live, b.timeout)
 		for _, r := range live {
 			b.release(r.net)
 		}
@@ -263,30 +266,33 @@ func (b *batcher) run() {
 	}
 }
 
-// writeGroup writes the requests of one group and answers each. One
-// request alone is written alone, postOne's statement as Write sends it
-// without group commit (the worker waits for it: meanwhile the next group
-// gathers). Two or more are sent in one round trip (a pipeline, one
-// implicit transaction, one commit): a statement locking every account of
-// the group in ascending id, then each request's own guarded statement
-// (groupSQL), which writes nothing and says why when it is refused, so
-// that one refusal spoils no other. An error PostgreSQL reports means
-// nothing of the group was committed: each request goes back to its
-// caller, to be written alone (errSingly). Any other error (the connection
-// lost) leaves the commit's outcome unknown, and fails every request of
-// the group.
-func (l *Ledger) writeGroup(reqs []*request) {
+// writeGroup writes the requests of one group and answers each, within
+// timeout. One request alone is written alone, postOne's statement as
+// Write sends it without group commit (the worker waits for it: meanwhile
+// the next group gathers). Two or more are sent in one round trip (a
+// pipeline, one implicit transaction, one commit): a statement locking
+// every account of the group in ascending id, then each request's own
+// guarded statement (groupSQL), which writes nothing and says why when it
+// is refused, so that one refusal spoils no other. An error PostgreSQL
+// reports means nothing of the group was committed: each request goes back
+// to its caller, to be written alone (errSingly). Any other error (the
+// connection lost, the timeout) leaves the commit's outcome unknown: every
+// request of the group, or the one alone, is answered ErrOutcomeUnknown.
+func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 	switch len(reqs) {
 	case 0:
 		return
 	case 1:
-		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		t, err := l.Post(l.db.Gorm.WithContext(ctx), reqs[0].e)
 		cancel()
+		if err != nil && !settled(err) {
+			err = fmt.Errorf("ledger: %s %s written alone: %w: %w", reqs[0].e.Kind, reqs[0].e.Reference, ErrOutcomeUnknown, err)
+		}
 		reqs[0].out <- result{t: t, err: err}
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	answer := func(err error) {
 		for _, r := range reqs {
@@ -328,8 +334,19 @@ func (l *Ledger) writeGroup(reqs []*request) {
 		// transaction rolled back whole.
 		answer(errSingly)
 	default:
-		answer(fmt.Errorf("ledger: a group of %d movements, its commit's outcome unknown: %w", len(reqs), err))
+		answer(fmt.Errorf("ledger: a group of %d movements: %w: %w", len(reqs), ErrOutcomeUnknown, err))
 	}
+}
+
+// settled reports whether err, from a statement sent alone in its own
+// transaction, says for sure that nothing was committed: a refusal, or an
+// error PostgreSQL reported (the statement, and so its transaction,
+// failed). Any other error (the connection lost, a timeout) may have come
+// after the commit.
+func settled(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
+		errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrUnbalanced)
 }
 
 // sendGroup sends reqs in one pipeline and reads each one's outcome.

@@ -223,6 +223,7 @@ func TestGroupWithdrawsACancelledCall(t *testing.T) {
 		// A later write goes through the same goroutine: the withdrawn one
 		// was skipped, not written.
 		b.write(ledger.KindTransfer, "after", ledger.Transfer(a, c, 1))
+		testwait.Eventually(t, 10*time.Second, "no account left in flight", func() bool { return ledger.InFlight(b.l) == 0 })
 		if _, err := b.l.ByReference(context.Background(), ledger.KindTransfer, "cancelled"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("the cancelled write: %v", err)
 		}
@@ -289,6 +290,7 @@ func groupedConcurrently(t *testing.T, db *store.DB, all bool) {
 	if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference LIKE 'd-%'`); k != 10 {
 		t.Errorf("%d drains written; want 10", k)
 	}
+	testwait.Eventually(t, 10*time.Second, "no account left in flight", func() bool { return ledger.InFlight(b.l) == 0 })
 	groups, moved := b.l.GroupStats()
 	t.Logf("%d groups of %d movements", groups, moved)
 	b.l.Close()
@@ -296,4 +298,249 @@ func groupedConcurrently(t *testing.T, db *store.DB, all bool) {
 	// After Close, a write is written alone.
 	b.write(ledger.KindTransfer, "after-close", ledger.Transfer(a, c, 1))
 	b.check()
+}
+
+// A caller whose context ends once its movement is taken into a group
+// waits for the group: it is told the committed movement, or, when the
+// group rolled back and its own write alone is then refused by its ended
+// context, an error, with nothing written. Never an error while the money
+// moved (a caller that took it for "not written" would move it again).
+func TestGroupCancelledAfterTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		wantWritten bool
+	}{
+		{"the group commits", true},
+		{"the group rolls back", false}, // its partner raises: each written alone
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				b := newBook(t, db)
+				a, c, p, q, y, z := b.wallet(100_000), b.wallet(0), b.wallet(5_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+				first, second := newGate(), newGate()
+				calls := 0 // the group writer's goroutine only
+				b.l = ledger.NewBeforeGroup(db, func() {
+					calls++
+					switch calls {
+					case 1:
+						first.before()
+					case 2:
+						second.before()
+					}
+				}, ledger.GroupCommit(64))
+				t.Cleanup(b.l.Close)
+				if !ledger.Grouping(b.l) {
+					t.Skip("group commit is PostgreSQL's")
+				}
+				partner := transferEntry("partner", p, q, 1_000, b.now)
+				if !tc.wantWritten {
+					partner = ledger.Entry{Kind: ledger.KindReversal, Reference: "reversal:999999", ReversesID: 999_999,
+						Postings: ledger.Transfer(p, q, 7), At: b.now}
+				}
+				var wg sync.WaitGroup
+				var blockErr, partnerErr error
+				wg.Go(func() { _, blockErr = b.l.Write(context.Background(), transferEntry("blocker", y, z, 1_000, b.now)) })
+				<-first.entered // the blocker taken, held before it is written
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan outcome, 1)
+				target := transferEntry("taken", a, c, 1_000, b.now)
+				go func() {
+					tr, err := b.l.Write(ctx, target)
+					done <- outcome{tr, err}
+				}()
+				wg.Go(func() { _, partnerErr = b.l.Write(context.Background(), partner) })
+				testwait.Eventually(t, 10*time.Second, "both routed to the group writer", func() bool { return ledger.WaitingForWriter(b.l) == 2 })
+				close(first.open)
+				<-second.entered // both taken as one group, held before it is written
+				cancel()
+				close(second.open)
+				got := <-done
+				wg.Wait()
+				if blockErr != nil {
+					t.Fatalf("the blocker: %v", blockErr)
+				}
+				if tc.wantWritten && partnerErr != nil {
+					t.Fatalf("the partner: %v", partnerErr)
+				}
+				testwait.Eventually(t, 10*time.Second, "no account left in flight", func() bool { return ledger.InFlight(b.l) == 0 })
+				n := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'transfer' AND reference = 'taken'`)
+				switch {
+				case errors.Is(got.err, ledger.ErrOutcomeUnknown):
+					t.Fatalf("told unknown with the group's outcome known: %v", got.err)
+				case tc.wantWritten && (got.err != nil || got.t.ID == 0 || n != 1):
+					t.Fatalf("a movement taken and committed: %+v, %v, written %d times", got.t, got.err, n)
+				case !tc.wantWritten && (got.err == nil || n != 0):
+					t.Fatalf("a movement of a rolled-back group, its caller gone: %+v, %v, written %d times", got.t, got.err, n)
+				}
+				if tc.wantWritten {
+					// Its caller's retry is a replay: the money moved once.
+					again, err := b.l.Write(context.Background(), target)
+					if !errors.Is(err, ledger.ErrDuplicate) || again.ID != got.t.ID {
+						t.Fatalf("the retry: %+v, %v", again, err)
+					}
+					b.figures(a, 99_000, 0)
+					b.figures(c, 1_000, 0)
+				} else {
+					b.figures(a, 100_000, 0)
+					b.figures(c, 0, 0)
+				}
+				b.check()
+			})
+		})
+	}
+}
+
+// A group whose round trip outlives its time (here its statement waits for
+// a row lock the test holds) is answered ErrOutcomeUnknown, alone or in a
+// group: its statements were sent, and PostgreSQL commits them once the
+// lock is free. A retry under the same reference is then a replay: the
+// money moves once.
+func TestGroupTimeoutIsUnknown(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("a group of %d", n), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				b := newBook(t, db)
+				a, c, p, q, y, z := b.wallet(100_000), b.wallet(0), b.wallet(5_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+				g := newGate()
+				b.l = ledger.NewBeforeGroup(db, g.before, ledger.GroupCommit(64), ledger.GroupTimeout(2*time.Second))
+				t.Cleanup(b.l.Close)
+				if !ledger.Grouping(b.l) {
+					t.Skip("group commit is PostgreSQL's")
+				}
+				lock := db.Gorm.Begin()
+				defer lock.Rollback()
+				if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
+					t.Fatal(err)
+				}
+				es := []ledger.Entry{transferEntry("late-1", a, c, 1_000, b.now), transferEntry("late-2", p, q, 1_000, b.now)}[:n]
+				got := b.inOneGroup(g, transferEntry("blocker", y, z, 1_000, b.now), es)
+				for i, o := range got {
+					if !errors.Is(o.err, ledger.ErrOutcomeUnknown) {
+						t.Errorf("%s: %+v, %v; want ErrOutcomeUnknown", es[i].Reference, o.t, o.err)
+					}
+				}
+				if err := lock.Rollback().Error; err != nil {
+					t.Fatal(err)
+				}
+				retry := ledger.New(db)
+				for _, e := range es {
+					if _, err := retry.Write(context.Background(), e); err != nil && !errors.Is(err, ledger.ErrDuplicate) {
+						t.Errorf("%s again: %v", e.Reference, err)
+					}
+					if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'transfer' AND reference = ?`, e.Reference); k != 1 {
+						t.Errorf("%s written %d times", e.Reference, k)
+					}
+				}
+				b.figures(a, 99_000, 0)
+				b.figures(c, 1_000, 0)
+				if n == 2 {
+					b.figures(p, 4_000, 0)
+					b.figures(q, 1_000, 0)
+				}
+				b.check()
+			})
+		})
+	}
+}
+
+// Close while movements wait for the group writer writes them first, each
+// caller told its own outcome, then stops; a Write after it is written
+// alone.
+func TestGroupCloseWritesWhatWaits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c, y, z := b.wallet(100_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+		g := newGate()
+		b.grouping(g)
+		if !ledger.Grouping(b.l) {
+			t.Skip("group commit is PostgreSQL's")
+		}
+		var wg sync.WaitGroup
+		var blockErr error
+		wg.Go(func() { _, blockErr = b.l.Write(context.Background(), transferEntry("blocker", y, z, 1_000, b.now)) })
+		<-g.entered
+		const n = 5
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = b.l.Write(context.Background(), transferEntry(fmt.Sprintf("waits-%d", i), a, c, 1_000, b.now))
+			})
+		}
+		testwait.Eventually(t, 10*time.Second, "every write queued", func() bool { return ledger.Queued(b.l) == n })
+		closed := make(chan struct{})
+		go func() { b.l.Close(); close(closed) }()
+		close(g.open)
+		<-closed
+		wg.Wait()
+		if blockErr != nil {
+			t.Fatal(blockErr)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("waits-%d: %v", i, err)
+			}
+		}
+		b.write(ledger.KindTransfer, "after-close", ledger.Transfer(a, c, 1_000))
+		b.figures(a, 100_000-(n+1)*1_000, 0)
+		b.figures(c, (n+1)*1_000, 0)
+		b.check()
+	})
+}
+
+// A group whose connection PostgreSQL ends before its commit (here its
+// backend terminated while it waits for a row lock the test holds) wrote
+// nothing, and is known to have written nothing: each movement is written
+// alone by its caller, once, not answered ErrOutcomeUnknown.
+func TestGroupEndedBeforeItsCommitWritesEachAlone(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c, p, q, y, z := b.wallet(100_000), b.wallet(0), b.wallet(5_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+		g := newGate()
+		b.grouping(g)
+		if !ledger.Grouping(b.l) {
+			t.Skip("group commit is PostgreSQL's")
+		}
+		lock := db.Gorm.Begin()
+		defer lock.Rollback()
+		if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
+			t.Fatal(err)
+		}
+		freed := make(chan struct{})
+		go func() {
+			defer close(freed)
+			// The group's backend, once it waits for the lock: terminated.
+			// Then the movements, written alone, wait for it: freed.
+			waiting := func(like string) (pid int64) {
+				_ = db.Gorm.Raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+					AND query LIKE ? LIMIT 1`, like).Scan(&pid).Error
+				return pid
+			}
+			var pid int64
+			if err := testwait.Until(10*time.Second, "the group waits", func() bool { pid = waiting("SELECT id FROM ledger_accounts WHERE id = ANY%"); return pid != 0 }); err != nil {
+				t.Error(err)
+			}
+			db.Gorm.Exec(`SELECT pg_terminate_backend(?)`, pid)
+			if err := testwait.Until(10*time.Second, "a movement written alone waits", func() bool { return waiting("WITH lk AS%") != 0 }); err != nil {
+				t.Error(err)
+			}
+			lock.Rollback()
+		}()
+		es := []ledger.Entry{transferEntry("ended-1", a, c, 1_000, b.now), transferEntry("ended-2", p, q, 1_000, b.now)}
+		got := b.inOneGroup(g, transferEntry("blocker", y, z, 1_000, b.now), es)
+		<-freed
+		for i, o := range got {
+			if o.err != nil || o.t.ID == 0 {
+				t.Errorf("%s: %+v, %v; want written alone", es[i].Reference, o.t, o.err)
+			}
+		}
+		b.figures(a, 99_000, 0)
+		b.figures(c, 1_000, 0)
+		b.figures(p, 4_000, 0)
+		b.figures(q, 1_000, 0)
+		if groups, _ := b.l.GroupStats(); groups != 0 {
+			t.Errorf("%d groups committed; want none", groups)
+		}
+		b.check()
+	})
 }

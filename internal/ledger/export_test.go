@@ -1,6 +1,10 @@
 package ledger
 
-import "github.com/kifpool/kifpool/internal/store"
+import (
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+)
 
 // SetCacheCap sets how many ids each of l's caches holds (tests).
 func SetCacheCap(l *Ledger, n int) {
@@ -33,3 +37,28 @@ func Queued(l *Ledger) int {
 
 // Grouping reports whether l's Write groups concurrent calls.
 func Grouping(l *Ledger) bool { return l.batch != nil }
+
+// GroupTimeout bounds each round trip of a grouping ledger's writer
+// (batchTimeout otherwise).
+func GroupTimeout(d time.Duration) Option {
+	return func(l *Ledger) { l.groupTimeout = d }
+}
+
+// WaitingForWriter is how many Write calls wait for l's group writer
+// (routed to it, not yet taken).
+func WaitingForWriter(l *Ledger) int {
+	if l.batch == nil {
+		return 0
+	}
+	return len(l.batch.groupQ)
+}
+
+// InFlight is how many accounts l's group commit holds in flight.
+func InFlight(l *Ledger) int {
+	if l.batch == nil {
+		return 0
+	}
+	l.batch.fmu.Lock()
+	defer l.batch.fmu.Unlock()
+	return len(l.batch.inflight)
+}

@@ -195,6 +195,12 @@ var (
 	// ErrInsufficientFunds: an account that may not go below zero would
 	// have (its available balance is short).
 	ErrInsufficientFunds = errors.New("ledger: insufficient funds")
+	// ErrOutcomeUnknown: Write's group commit (GroupCommit) lost the
+	// answer to a commit it sent (the connection lost, its time up): the
+	// movement may or may not be written. Not a refusal, and not "not
+	// written": the caller finds out by its reference (ByReference), or
+	// writes it again under the same reference (a replay if it was).
+	ErrOutcomeUnknown = errors.New("ledger: the commit's outcome is unknown")
 	// ErrAccountNotFound: no such account.
 	ErrAccountNotFound = errors.New("ledger: no such account")
 	// ErrNotFound: no such transaction or hold.

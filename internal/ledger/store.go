@@ -52,9 +52,11 @@ type Ledger struct {
 	madeInTx map[string]bool
 
 	// groupMax and batch are Write's group commit (GroupCommit), batch
-	// nil without it.
-	groupMax int
-	batch    *batcher
+	// nil without it; groupTimeout bounds a group's round trip
+	// (batchTimeout when 0; tests shorten it).
+	groupMax     int
+	groupTimeout time.Duration
+	batch        *batcher
 }
 
 // codeEntry is an account's id and kind (exported fields: GORM scans
@@ -82,7 +84,11 @@ func newLedger(db *store.DB, before func(), all bool, opts ...Option) *Ledger {
 		o(l)
 	}
 	if l.groupMax >= 2 && db.Dialect == store.Postgres {
-		l.batch = newBatcher(l, l.groupMax, before, all)
+		timeout := l.groupTimeout
+		if timeout <= 0 {
+			timeout = batchTimeout
+		}
+		l.batch = newBatcher(l, l.groupMax, timeout, before, all)
 	}
 	return l
 }
@@ -595,7 +601,9 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 // that its outcome is its own, exactly as written alone; a call alone is
 // written alone. A call whose ctx ends while it waits in the queue is not
 // written; one already in a group being committed answers with its
-// outcome.
+// outcome, ErrOutcomeUnknown when the commit's answer was lost (the
+// movement may be written: look it up, or write it again under its
+// reference).
 func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	var t Transaction
 	var err error
