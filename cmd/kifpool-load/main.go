@@ -51,7 +51,7 @@ type sizes struct {
 }
 
 var full = sizes{fullTopUps: 600, credits: 1500, replayDur: 6 * time.Second, walletEntries: 10_000,
-	adminTopUps: 1_000_000, pageDur: 6 * time.Second, slowUsers: 500, downRefusals: 400, twoInstances: 600, ledgerDur: 10 * time.Second}
+	adminTopUps: 1_000_000, pageDur: 6 * time.Second, slowUsers: 500, downRefusals: 4000, twoInstances: 600, ledgerDur: 10 * time.Second}
 
 var short = sizes{fullTopUps: 20, credits: 40, replayDur: 500 * time.Millisecond, walletEntries: 300,
 	adminTopUps: 2_000, pageDur: 500 * time.Millisecond, slowUsers: 20, downRefusals: 20, twoInstances: 20, ledgerDur: 3 * time.Second, soakDur: 3 * time.Second}
