@@ -22,6 +22,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/revocable"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -468,11 +469,11 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 		return Principal{}, ErrUnauthorized
 	}
 	hash := Hash(secret)
-	if e, ok := s.cache.get(hash); ok {
-		s.noteUse(hash, e.p.TokenID, e.lastUsed, s.clock())
-		return e.p, nil
+	if e, ok := s.cache.Get(hash); ok {
+		s.noteUse(hash, e.Value.p.TokenID, e.Value.lastUsed, s.clock())
+		return e.Value.p, nil
 	}
-	epoch := s.cache.begin()
+	epoch := s.cache.Begin()
 	read := s.now()
 	var row struct {
 		Token
@@ -491,7 +492,11 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 		return Principal{}, ErrUnauthorized
 	}
 	p := Principal{TokenID: row.ID, UserID: row.UserID, Email: row.Email, Scope: row.Scope}
-	s.cache.put(epoch, hash, cachedToken{p: p, expiresAt: row.ExpiresAt, lastUsed: row.LastUsedAt, read: read})
+	e := revocable.Entry[cachedToken]{Value: cachedToken{p: p, lastUsed: row.LastUsedAt}, UserID: p.UserID, Read: read}
+	if row.ExpiresAt != nil {
+		e.Expires = *row.ExpiresAt
+	}
+	s.cache.Put(epoch, hash, e)
 	s.noteUse(hash, row.ID, row.LastUsedAt, now)
 	return p, nil
 }
@@ -507,5 +512,5 @@ func (s *Service) noteUse(hash string, id int64, last *time.Time, now time.Time)
 	s.usedMu.Lock()
 	s.used[id] = now
 	s.usedMu.Unlock()
-	s.cache.noted(hash, now)
+	s.cache.Update(hash, func(t *cachedToken) { t.lastUsed = &now })
 }

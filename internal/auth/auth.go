@@ -22,6 +22,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/revocable"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
@@ -253,10 +254,10 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 		return User{}, Session{}, ErrNoSession
 	}
 	hash := hashToken(token)
-	if u, sess, ok := s.cache.get(hash); ok {
-		return u, sess, nil
+	if e, ok := s.cache.Get(hash); ok {
+		return e.Value.u, e.Value.s, nil
 	}
-	epoch := s.cache.begin()
+	epoch := s.cache.Begin()
 	now := s.now()
 	row := s.db.Gorm.WithContext(ctx).Raw(lookupSQL, hash, now.UTC()).Row()
 	if row == nil {
@@ -274,7 +275,7 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 	case err != nil:
 		return User{}, Session{}, fmt.Errorf("session lookup: %w", err)
 	}
-	s.cache.put(epoch, hash, u, sess, now)
+	s.cache.Put(epoch, hash, revocable.Entry[cachedSession]{Value: cachedSession{u: u, s: sess}, UserID: u.ID, Expires: sess.ExpiresAt, Read: now})
 	return u, sess, nil
 }
 
