@@ -114,6 +114,18 @@ func (a *App) KeepTokenCache(t testing.TB) {
 	testwait.Eventually(t, 10*time.Second, "the token cache to hear revocations", a.Server.Tokens.CacheServing)
 }
 
+// KeepSwitches keeps the operator's gateway switches in memory as serve's
+// background does (their changes heard, a read kept for a second) until
+// the test ends, and waits until it serves.
+func (a *App) KeepSwitches(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Server.KeepSwitches(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testwait.Eventually(t, 10*time.Second, "the gateway switches' changes to be heard", a.Server.SwitchesServing)
+}
+
 // Client is a browser without JavaScript: it keeps cookies and does not
 // follow redirects unless asked.
 type Client struct {

@@ -41,6 +41,9 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 	// Revocations of API tokens, heard likewise: a looked-up token may be
 	// served from memory for a second (internal/apitoken's token cache).
 	wg.Go(func() { s.Tokens.KeepCache(ctx) })
+	// Changes of the gateway switches, heard likewise: the switches may be
+	// served from memory for a second (internal/topup/sqlstore).
+	wg.Go(func() { s.KeepSwitches(ctx) })
 	return func() {
 		wg.Wait()
 		// The tokens' last uses noted since the loop's last flush.
@@ -49,6 +52,18 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 		}
 	}
 }
+
+// KeepSwitches hears changes of the operator's gateway switches until ctx
+// ends (RunBackground runs it): while they are heard, the switches may be
+// served from memory for a second (internal/topup/sqlstore, switches.go);
+// not running, every top-up reads them.
+func (s *Server) KeepSwitches(ctx context.Context) {
+	s.topUpStore.KeepSwitches(ctx, store.ListenOptions{})
+}
+
+// SwitchesServing reports whether the gateway switches may be served from
+// memory now.
+func (s *Server) SwitchesServing() bool { return s.topUpStore.SwitchesServing() }
 
 // loops are the background loops, each on lifecycle.Loop (the options'
 // ticks): the payment worker, the card refunds' worker and the periodic

@@ -128,7 +128,10 @@ type Server struct {
 	Clock  *store.Clock
 	Config config.Config
 	db     *store.DB
-	ticks  lifecycle.Ticks // the background loops' (Options.Ticks)
+	// topUpStore is the payment store (its switches' keeper runs in
+	// RunBackground).
+	topUpStore *sqlstore.Store
+	ticks      lifecycle.Ticks // the background loops' (Options.Ticks)
 	// Limits are the payers' daily and balance limits.
 	Limits *limits.Policy
 	// Outbox delivers queued mail; Notifier queues receipts and notices.
@@ -181,7 +184,9 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	}
 	led := ledger.New(db)
 	// The instance's one payment store: the service's, the call log's.
-	st := sqlstore.New(db).WithLedger(led)
+	// The gateway switches are kept in memory for a second at most, while
+	// their changes are heard (RunBackground's KeepSwitches).
+	st := sqlstore.New(db).WithLedger(led).CacheSwitches(b.now, switchesTTL)
 	reads := topupread.New(db)
 	pool, err := newReadPool(b)
 	if err != nil {
@@ -236,7 +241,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,
 		Metrics: obs.Metrics, Clock: clock, Config: cfg, db: db, Limits: uc.Limits,
 		Outbox: ml.Outbox, Notifier: ml.Notifier, ticks: o.Ticks, Webhooks: hooks, Hooks: uc.Hooks, Transfers: uc.Transfers,
-		CardRefunds: uc.CardRefunds, Charges: uc.Charges, Reads: pool,
+		CardRefunds: uc.CardRefunds, Charges: uc.Charges, Reads: pool, topUpStore: st,
 	}
 	s.App = newWeb(b, s, gws, reads)
 	built = true
@@ -300,6 +305,11 @@ func originOf(raw string) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// switchesTTL bounds how long the gateway switches are served from memory
+// after a read (internal/topup/sqlstore, switches.go): the bound of a
+// change nothing announced (on SQLite, a write by another process).
+const switchesTTL = time.Second
 
 // SandbankStateFile is the built-in sandbox bank's state, in DATA_DIR.
 const SandbankStateFile = "sandbank.json"

@@ -12,11 +12,12 @@ import (
 
 // Signals tell the parts of every instance that keep something in memory
 // that the database changed under them (the session cache of
-// internal/auth, the token cache of internal/apitoken). Within one
+// internal/auth, the token cache of internal/apitoken, the gateway
+// switches of internal/topup/sqlstore). Within one
 // process, Signal calls each subscriber of the channel before it returns:
 // two instances over one *DB (SQLite's tests) hear each other at once.
 // Across processes, PostgreSQL's NOTIFY (sent by the triggers of
-// migrations 00039 and 00037, at commit) reaches Listen.
+// migrations 00039, 00037 and 00040, at commit) reaches Listen.
 
 type subscriber struct {
 	channel string

@@ -45,6 +45,10 @@ type Store struct {
 	// ledger posts a credit's transaction (shared by the instance: it
 	// remembers account ids).
 	ledger *ledger.Ledger
+	// switches, when set (CacheSwitches), keeps the gateway switches in
+	// memory on the clock now (switches.go).
+	switches *switchCache
+	now      func() time.Time
 }
 
 var _ topup.Store = (*Store)(nil)
@@ -855,23 +859,10 @@ func (s *Store) SaveReconcileReport(ctx context.Context, r *topup.ReconcileRepor
 	return nil
 }
 
-// DisabledGateways names the gateways switched off (gateway_switches).
-func (s *Store) DisabledGateways(ctx context.Context) (map[string]bool, error) {
-	var names []string
-	if err := s.db.Gorm.WithContext(ctx).Table("gateway_switches").Where("disabled").Pluck("gateway", &names).Error; err != nil {
-		return nil, fmt.Errorf("gateways switched off: %w", err)
-	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out, nil
-}
-
 // SwitchGateway writes a gateway's switch (insert or update of its one
 // row) and the audit entry in one transaction.
 func (s *Store) SwitchGateway(ctx context.Context, gateway string, disabled bool, e audit.Entry) error {
-	return s.db.Gorm.WithContext(bg(ctx)).Transaction(func(tx *gorm.DB) error {
+	err := s.db.Gorm.WithContext(bg(ctx)).Transaction(func(tx *gorm.DB) error {
 		row := map[string]any{"gateway": gateway, "disabled": disabled, "note": storableText(e.Note, 500), "admin_id": e.AdminID, "updated_at": e.CreatedAt}
 		if err := tx.Table("gateway_switches").Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "gateway"}},
@@ -881,6 +872,10 @@ func (s *Store) SwitchGateway(ctx context.Context, gateway string, disabled bool
 		}
 		return audit.Record(tx, e)
 	})
+	if err == nil {
+		s.switched()
+	}
+	return err
 }
 
 func (s *Store) RecordAdminAction(ctx context.Context, e audit.Entry) error {
