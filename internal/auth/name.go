@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
 
@@ -41,7 +42,7 @@ func NormalizeDisplayName(s string) (string, error) {
 // DisplayName is the user's display name ("" when none was given).
 func (s *Service) DisplayName(ctx context.Context, userID int64) (string, error) {
 	var name string
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT display_name FROM users WHERE id = ?`, userID).Scan(&name).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT display_name FROM users WHERE id = ?`, userID), &name); err != nil {
 		return "", fmt.Errorf("display name of user %d: %w", userID, err)
 	}
 	return name, nil

@@ -313,10 +313,10 @@ func (s *Store) Claim(tx *gorm.DB, r Request, now time.Time, a Answer) (rec Reco
 	now = now.UTC().Truncate(time.Microsecond)
 	status, body := a.Status, string(a.Body)
 	var ids []int64
-	if err := tx.Raw(`INSERT INTO idempotency_keys (user_id, idempotency_key, request_method, request_path, fingerprint,
+	if err := store.Scan(tx.Raw(`INSERT INTO idempotency_keys (user_id, idempotency_key, request_method, request_path, fingerprint,
 			response_status, response_type, response_body, created_at, finished_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id`,
-		r.UserID, r.Key, r.Method, r.Path, r.Fingerprint, status, a.ContentType, body, now, now).Scan(&ids).Error; err != nil {
+		r.UserID, r.Key, r.Method, r.Path, r.Fingerprint, status, a.ContentType, body, now, now), &ids); err != nil {
 		return Record{}, false, fmt.Errorf("store idempotency key: %w", err)
 	}
 	if len(ids) == 0 {

@@ -24,7 +24,7 @@ func (l *Ledger) LockAccounts(tx *gorm.DB, ids ...int64) error {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	var got []int64
-	if err := tx.Raw(`SELECT id FROM ledger_accounts WHERE id IN ? ORDER BY id FOR NO KEY UPDATE`, ids).Scan(&got).Error; err != nil {
+	if err := store.Scan(tx.Raw(`SELECT id FROM ledger_accounts WHERE id IN ? ORDER BY id FOR NO KEY UPDATE`, ids), &got); err != nil {
 		return fmt.Errorf("lock accounts: %w", err)
 	}
 	if len(got) != len(ids) {

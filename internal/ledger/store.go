@@ -188,7 +188,7 @@ func ensureAccount(tx *gorm.DB, kind AccountKind, code string, userID int64, now
 		return 0, fmt.Errorf("account %s: %w", code, err)
 	}
 	var rows []codeEntry
-	if err := tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code).Scan(&rows).Error; err != nil || len(rows) == 0 {
+	if err := store.Scan(tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code), &rows); err != nil || len(rows) == 0 {
 		return 0, fmt.Errorf("account %s: %w", code, errors.Join(err, ErrAccountNotFound))
 	}
 	if rows[0].Kind != kind {
@@ -259,7 +259,7 @@ func (l *Ledger) ClearingAccount(tx *gorm.DB, gateway string, topUpID int64) (in
 	// lock on SQLite). A row found here is committed unless tx made it,
 	// and tx makes one only below, which madeInTx records first.
 	var rows []codeEntry
-	if err := tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code).Scan(&rows).Error; err != nil {
+	if err := store.Scan(tx.Raw(`SELECT id, kind FROM ledger_accounts WHERE code = ?`, code), &rows); err != nil {
 		return 0, fmt.Errorf("clearing account of %s: %w", gateway, err)
 	}
 	if len(rows) == 1 {
@@ -307,7 +307,7 @@ func (l *Ledger) walletAccount(db *gorm.DB, walletID int64, keep bool) (int64, e
 	if ok {
 		return id, nil
 	}
-	if err := db.Raw(`SELECT id FROM ledger_accounts WHERE wallet_id = ?`, walletID).Scan(&id).Error; err != nil {
+	if err := store.Scan(db.Raw(`SELECT id FROM ledger_accounts WHERE wallet_id = ?`, walletID), &id); err != nil {
 		return 0, fmt.Errorf("account of wallet %d: %w", walletID, err)
 	}
 	if id == 0 {
@@ -367,8 +367,8 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 // replay stops here, before any balance is touched), then each balance by
 // its guarded UPDATE, then the postings, and their sum read back.
 func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
-	if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at).Scan(&t.ID).Error; err != nil {
+	if err := store.Scan(tx.Raw(`INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at), &t.ID); err != nil {
 		if store.IsUniqueViolation(err) {
 			return Transaction{}, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
 		}
@@ -447,7 +447,7 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 	args = append(args, at)
 	// The count is the entry's shape, written into the text, not a value.
 	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
-	err := tx.Raw(`WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN (`+strings.Join(ids, ", ")+`) ORDER BY id FOR NO KEY UPDATE),
+	err := store.Scan(tx.Raw(`WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN (`+strings.Join(ids, ", ")+`) ORDER BY id FOR NO KEY UPDATE),
 		t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = `+strconv.Itoa(len(net))+` RETURNING id),
 		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = ?
@@ -455,7 +455,7 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 			WHERE a.id = v.account_id AND EXISTS (SELECT 1 FROM t) RETURNING a.id, a.posted_rials, v.amount)
 		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
-		RETURNING transaction_id, account_id, balance_after_rials`, args...).Scan(&rows).Error
+		RETURNING transaction_id, account_id, balance_after_rials`, args...), &rows)
 	if err := statementErr(e, err, len(rows), len(net), func() string { return fmt.Sprintf("%d of %d accounts", len(rows), len(net)) }); err != nil {
 		return Transaction{}, err
 	}
@@ -513,7 +513,7 @@ func (l *Ledger) postToWalletOne(tx *gorm.DB, e Entry, from, walletID, amountRia
 		topUpID = &e.TopUpID
 	}
 	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
-	err := tx.Raw(`WITH w AS (SELECT id FROM ledger_accounts WHERE wallet_id = ?),
+	err := store.Scan(tx.Raw(`WITH w AS (SELECT id FROM ledger_accounts WHERE wallet_id = ?),
 		lk AS (SELECT id FROM ledger_accounts WHERE id = ? OR id = (SELECT id FROM w) ORDER BY id FOR NO KEY UPDATE),
 		t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 			SELECT ?::text, ?::text, ?::bigint, NULL::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = 2 RETURNING id),
@@ -523,7 +523,7 @@ func (l *Ledger) postToWalletOne(tx *gorm.DB, e Entry, from, walletID, amountRia
 		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
 		RETURNING transaction_id, account_id, balance_after_rials`,
-		walletID, from, e.Kind, e.Reference, topUpID, e.Note, at, at, from, -amountRials, amountRials, at).Scan(&rows).Error
+		walletID, from, e.Kind, e.Reference, topUpID, e.Note, at, at, from, -amountRials, amountRials, at), &rows)
 	if err := statementErr(e, err, len(rows), 2, func() string { return fmt.Sprintf("account of wallet %d", walletID) }); err != nil {
 		return Transaction{}, err
 	}
@@ -550,9 +550,9 @@ func (l *Ledger) postToWalletOne(tx *gorm.DB, e Entry, from, walletID, amountRia
 // the posted balance after.
 func move(tx *gorm.DB, accountID, amount, held int64, at time.Time) (int64, error) {
 	var after []int64
-	if err := tx.Raw(`UPDATE ledger_accounts SET posted_rials = posted_rials + ?, held_rials = held_rials + ?, updated_at = ?
+	if err := store.Scan(tx.Raw(`UPDATE ledger_accounts SET posted_rials = posted_rials + ?, held_rials = held_rials + ?, updated_at = ?
 		WHERE id = ? AND held_rials + ? >= 0 AND (may_go_negative OR posted_rials + ? - (held_rials + ?) >= 0)
-		RETURNING posted_rials`, amount, held, at, accountID, held, amount, held).Scan(&after).Error; err != nil {
+		RETURNING posted_rials`, amount, held, at, accountID, held, amount, held), &after); err != nil {
 		if store.IsCheckViolation(err) {
 			return 0, fmt.Errorf("account %d: %w", accountID, ErrInsufficientFunds)
 		}
@@ -562,7 +562,7 @@ func move(tx *gorm.DB, accountID, amount, held int64, at time.Time) (int64, erro
 		return after[0], nil
 	}
 	var n int64
-	if err := tx.Raw(`SELECT COUNT(*) FROM ledger_accounts WHERE id = ?`, accountID).Scan(&n).Error; err != nil {
+	if err := store.Scan(tx.Raw(`SELECT COUNT(*) FROM ledger_accounts WHERE id = ?`, accountID), &n); err != nil {
 		return 0, fmt.Errorf("account %d: %w", accountID, err)
 	}
 	if n == 0 {
@@ -579,7 +579,7 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 		ids[i] = p.AccountID
 	}
 	var n int64
-	if err := tx.Raw(`SELECT COUNT(*) FROM ledger_accounts WHERE id IN ?`, ids).Scan(&n).Error; err != nil || n == int64(len(ids)) {
+	if err := store.Scan(tx.Raw(`SELECT COUNT(*) FROM ledger_accounts WHERE id IN ?`, ids), &n); err != nil || n == int64(len(ids)) {
 		return nil
 	}
 	return fmt.Errorf("%d of %d accounts: %w", n, len(ids), ErrAccountNotFound)
@@ -767,7 +767,7 @@ func (l *Ledger) holdTx(tx *gorm.DB, r HoldRequest) (Hold, error) {
 		lock += ` FOR NO KEY UPDATE`
 	}
 	var found []int64
-	if err := tx.Raw(lock, r.AccountID).Scan(&found).Error; err != nil {
+	if err := store.Scan(tx.Raw(lock, r.AccountID), &found); err != nil {
 		return Hold{}, fmt.Errorf("account %d: %w", r.AccountID, err)
 	}
 	if len(found) == 0 {

@@ -55,7 +55,7 @@ type person struct {
 // userByEmail is the user of a stored-form address.
 func (s *Store) userByEmail(ctx context.Context, addr string) (person, error) {
 	var ps []person
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale, display_name FROM users WHERE lower(email) = lower(?)`, addr).Scan(&ps).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale, display_name FROM users WHERE lower(email) = lower(?)`, addr), &ps); err != nil {
 		return person{}, fmt.Errorf("recipient: %w", err)
 	}
 	if len(ps) == 0 {
@@ -78,9 +78,9 @@ type party struct {
 // yet has AccountID 0.
 func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail string) (sender, recipient party, err error) {
 	var ps []party
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, COALESCE(a.id, 0) AS account_id FROM users u
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, COALESCE(a.id, 0) AS account_id FROM users u
 		LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id
-		WHERE u.id = ? OR lower(u.email) = lower(?)`, senderID, recipientEmail).Scan(&ps).Error; err != nil {
+		WHERE u.id = ? OR lower(u.email) = lower(?)`, senderID, recipientEmail), &ps); err != nil {
 		return party{}, party{}, fmt.Errorf("parties of a transfer: %w", err)
 	}
 	for _, p := range ps {
@@ -97,8 +97,8 @@ func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail stri
 // walletAccount is the user's wallet account with its figures.
 func (s *Store) walletAccount(ctx context.Context, userID int64) (ledger.Account, error) {
 	var as []ledger.Account
-	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT a.id, a.kind, a.code, a.wallet_id, a.user_id, a.posted_rials, a.held_rials
-		FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).Scan(&as).Error
+	err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT a.id, a.kind, a.code, a.wallet_id, a.user_id, a.posted_rials, a.held_rials
+		FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID), &as)
 	if err != nil {
 		return ledger.Account{}, fmt.Errorf("wallet of user %d: %w", userID, err)
 	}
@@ -111,8 +111,8 @@ func (s *Store) walletAccount(ctx context.Context, userID int64) (ledger.Account
 // sentOn is what the user has sent on the Tehran day starting at day.
 func (s *Store) sentOn(ctx context.Context, userID int64, day time.Time) (int64, error) {
 	var sent []int64
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT sent_rials FROM transfer_daily_totals WHERE user_id = ? AND day_start = ?`,
-		userID, day.UTC()).Scan(&sent).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT sent_rials FROM transfer_daily_totals WHERE user_id = ? AND day_start = ?`,
+		userID, day.UTC()), &sent); err != nil {
 		return 0, fmt.Errorf("sent today by user %d: %w", userID, err)
 	}
 	if len(sent) == 0 {
@@ -178,9 +178,9 @@ func (s *Store) write(ctx context.Context, w write) (written, error) {
 			}
 		}
 		var ids []int64
-		if err := tx.Raw(`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
+		if err := store.Scan(tx.Raw(`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sender_user_id, form_token) DO NOTHING RETURNING id`,
-			t.PublicID, t.SenderUserID, t.RecipientUserID, t.AmountRials, t.Note, token, t.CreatedAt).Scan(&ids).Error; err != nil {
+			t.PublicID, t.SenderUserID, t.RecipientUserID, t.AmountRials, t.Note, token, t.CreatedAt), &ids); err != nil {
 			return fmt.Errorf("insert transfer: %w", err)
 		}
 		if len(ids) == 0 {
@@ -189,10 +189,10 @@ func (s *Store) write(ctx context.Context, w write) (written, error) {
 		t.ID = ids[0]
 		if w.dailyMax > 0 {
 			var total []int64
-			if err := tx.Raw(`INSERT INTO transfer_daily_totals (user_id, day_start, sent_rials) VALUES (?, ?, ?)
+			if err := store.Scan(tx.Raw(`INSERT INTO transfer_daily_totals (user_id, day_start, sent_rials) VALUES (?, ?, ?)
 				ON CONFLICT (user_id, day_start) DO UPDATE SET sent_rials = transfer_daily_totals.sent_rials + excluded.sent_rials
 				WHERE transfer_daily_totals.sent_rials + excluded.sent_rials <= ?
-				RETURNING sent_rials`, t.SenderUserID, w.day.UTC(), t.AmountRials, w.dailyMax).Scan(&total).Error; err != nil {
+				RETURNING sent_rials`, t.SenderUserID, w.day.UTC(), t.AmountRials, w.dailyMax), &total); err != nil {
 				return fmt.Errorf("day total of user %d: %w", t.SenderUserID, err)
 			}
 			if len(total) == 0 {
@@ -252,7 +252,7 @@ func (s *Store) get(ctx context.Context, userID int64, publicID string) (Transfe
 
 func (s *Store) one(ctx context.Context, q string, args ...any) (Transfer, error) {
 	var ts []Transfer
-	if err := s.db.Gorm.WithContext(ctx).Raw(q, args...).Scan(&ts).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(q, args...), &ts); err != nil {
 		return Transfer{}, fmt.Errorf("read transfer: %w", err)
 	}
 	if len(ts) == 0 {
@@ -271,10 +271,10 @@ func (s *Store) list(ctx context.Context, userID, before int64, limit int) ([]Tr
 		before = 1<<63 - 1
 	}
 	var ts []Transfer
-	err := s.page().Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.id IN (
+	err := store.Scan(s.page().Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.id IN (
 			SELECT id FROM (SELECT id FROM transfers WHERE sender_user_id = ? AND id < ? ORDER BY id DESC LIMIT ?) AS a
 			UNION SELECT id FROM (SELECT id FROM transfers WHERE recipient_user_id = ? AND id < ? ORDER BY id DESC LIMIT ?) AS b)
-		ORDER BY t.id DESC LIMIT ?`, userID, before, limit+1, userID, before, limit+1, limit+1).Scan(&ts).Error
+		ORDER BY t.id DESC LIMIT ?`, userID, before, limit+1, userID, before, limit+1, limit+1), &ts)
 	if err != nil {
 		return nil, 0, fmt.Errorf("transfers of user %d: %w", userID, err)
 	}
@@ -293,8 +293,8 @@ func (s *Store) byPublicIDs(ctx context.Context, userID int64, ids []string) (ma
 		return out, nil
 	}
 	var ts []Transfer
-	if err := s.db.Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.public_id IN ? AND (t.sender_user_id = ? OR t.recipient_user_id = ?)`,
-		ids, userID, userID).Scan(&ts).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.public_id IN ? AND (t.sender_user_id = ? OR t.recipient_user_id = ?)`,
+		ids, userID, userID), &ts); err != nil {
 		return nil, fmt.Errorf("transfers of user %d: %w", userID, err)
 	}
 	for _, t := range ts {
@@ -313,18 +313,18 @@ func (s *Store) search(ctx context.Context, q string, limit int) ([]Transfer, er
 	var err error
 	switch {
 	case q == "":
-		err = db.Raw(selectTransfer+` ORDER BY t.id DESC LIMIT ?`, limit).Scan(&ts).Error
+		err = store.Scan(db.Raw(selectTransfer+` ORDER BY t.id DESC LIMIT ?`, limit), &ts)
 	case strings.HasPrefix(q, "tr_"):
-		err = db.Raw(selectTransfer+` WHERE t.public_id = ?`, q).Scan(&ts).Error
+		err = store.Scan(db.Raw(selectTransfer+` WHERE t.public_id = ?`, q), &ts)
 	default:
 		// Either side's newest, each from its own index (users by the
 		// unique lower(email), transfers by sender or recipient), as list
 		// does: an OR across the two joins read every transfer.
 		addr := strings.ToLower(q)
-		err = db.Raw(selectTransfer+` WHERE t.id IN (
+		err = store.Scan(db.Raw(selectTransfer+` WHERE t.id IN (
 				SELECT id FROM (SELECT id FROM transfers WHERE sender_user_id IN (SELECT id FROM users WHERE lower(email) = ?) ORDER BY id DESC LIMIT ?) AS a
 				UNION SELECT id FROM (SELECT id FROM transfers WHERE recipient_user_id IN (SELECT id FROM users WHERE lower(email) = ?) ORDER BY id DESC LIMIT ?) AS b)
-			ORDER BY t.id DESC LIMIT ?`, addr, limit, addr, limit, limit).Scan(&ts).Error
+			ORDER BY t.id DESC LIMIT ?`, addr, limit, addr, limit, limit), &ts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search transfers: %w", err)

@@ -68,8 +68,8 @@ func Create(tx *gorm.DB, userID int64, now time.Time) (Wallet, error) {
 // first's. The figures are not read (zero).
 func Ensure(tx *gorm.DB, userID int64, now time.Time) (Wallet, error) {
 	var ids []int64
-	if err := tx.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (user_id) DO NOTHING RETURNING id`,
-		userID, now, now).Scan(&ids).Error; err != nil {
+	if err := store.Scan(tx.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (user_id) DO NOTHING RETURNING id`,
+		userID, now, now), &ids); err != nil {
 		return Wallet{}, fmt.Errorf("ensure wallet of user %d: %w", userID, err)
 	}
 	if len(ids) == 1 {
@@ -80,8 +80,8 @@ func Ensure(tx *gorm.DB, userID int64, now time.Time) (Wallet, error) {
 		return Wallet{ID: ids[0], UserID: userID, AccountID: acc, CreatedAt: now, UpdatedAt: now}, nil
 	}
 	var ws []Wallet
-	if err := tx.Raw(`SELECT w.id, w.user_id, a.id AS account_id, w.created_at, a.updated_at
-		FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).Scan(&ws).Error; err != nil {
+	if err := store.Scan(tx.Raw(`SELECT w.id, w.user_id, a.id AS account_id, w.created_at, a.updated_at
+		FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID), &ws); err != nil {
 		return Wallet{}, fmt.Errorf("ensure wallet of user %d: %w", userID, err)
 	}
 	if len(ws) == 0 {
@@ -155,8 +155,8 @@ func NewService(db *store.DB, l *ledger.Ledger) *Service {
 // ForUser returns the user's wallet with its account's figures.
 func (s *Service) ForUser(ctx context.Context, userID int64) (Wallet, error) {
 	var ws []Wallet
-	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT w.id, w.user_id, a.id AS account_id, a.posted_rials AS balance_rials, a.held_rials,
-		w.created_at, a.updated_at FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).Scan(&ws).Error
+	err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT w.id, w.user_id, a.id AS account_id, a.posted_rials AS balance_rials, a.held_rials,
+		w.created_at, a.updated_at FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID), &ws)
 	if err != nil {
 		return Wallet{}, fmt.Errorf("wallet of user %d: %w", userID, err)
 	}

@@ -87,7 +87,7 @@ func (s *Store) MakeMerchant(ctx context.Context, userID int64, name string, by 
 // Merchant reads a merchant with its account's figures.
 func (s *Store) Merchant(ctx context.Context, userID int64) (charge.Merchant, error) {
 	var ms []charge.Merchant
-	if err := s.db.Gorm.WithContext(ctx).Raw(selectMerchant+` WHERE m.user_id = ?`, userID).Scan(&ms).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(selectMerchant+` WHERE m.user_id = ?`, userID), &ms); err != nil {
 		return charge.Merchant{}, fmt.Errorf("merchant %d: %w", userID, err)
 	}
 	if len(ms) == 0 {
@@ -99,7 +99,7 @@ func (s *Store) Merchant(ctx context.Context, userID int64) (charge.Merchant, er
 // UserByEmail is the id of the user of a stored-form address.
 func (s *Store) UserByEmail(ctx context.Context, addr string) (int64, error) {
 	var ids []int64
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE lower(email) = lower(?)`, addr).Scan(&ids).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE lower(email) = lower(?)`, addr), &ids); err != nil {
 		return 0, fmt.Errorf("user %s: %w", addr, err)
 	}
 	if len(ids) == 0 {
@@ -111,7 +111,7 @@ func (s *Store) UserByEmail(ctx context.Context, addr string) (int64, error) {
 // UserByID checks that user id exists.
 func (s *Store) UserByID(ctx context.Context, id int64) (int64, error) {
 	var ids []int64
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE id = ?`, id).Scan(&ids).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE id = ?`, id), &ids); err != nil {
 		return 0, fmt.Errorf("user %d: %w", id, err)
 	}
 	if len(ids) == 0 {
@@ -148,11 +148,11 @@ func (s *Store) Insert(ctx context.Context, c *charge.Charge, token string) erro
 			return charge.ErrDuplicate
 		}
 		var ids []int64
-		err := tx.Raw(`INSERT INTO charges (public_id, merchant_user_id, amount_rials, description, order_id, return_url,
+		err := store.Scan(tx.Raw(`INSERT INTO charges (public_id, merchant_user_id, amount_rials, description, order_id, return_url,
 			capture_method, status, form_token, expires_at, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			c.PublicID, c.MerchantUserID, c.AmountRials, c.Description, c.OrderID, c.ReturnURL, c.Capture, c.Status, token,
-			c.ExpiresAt.UTC(), c.CreatedAt.UTC(), c.UpdatedAt.UTC()).Scan(&ids).Error
+			c.ExpiresAt.UTC(), c.CreatedAt.UTC(), c.UpdatedAt.UTC()), &ids)
 		if err != nil {
 			return err
 		}
@@ -163,8 +163,8 @@ func (s *Store) Insert(ctx context.Context, c *charge.Charge, token string) erro
 		// A racing insert committed first: the same token is a replay,
 		// another one took the order id.
 		var sameToken []int64
-		if rerr := s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM charges WHERE merchant_user_id = ? AND form_token = ?`,
-			c.MerchantUserID, token).Scan(&sameToken).Error; rerr != nil {
+		if rerr := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM charges WHERE merchant_user_id = ? AND form_token = ?`,
+			c.MerchantUserID, token), &sameToken); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		if len(sameToken) > 0 {
@@ -202,7 +202,7 @@ func (s *Store) one(ctx context.Context, db *gorm.DB, q string, args ...any) (ch
 
 func (s *Store) oneRow(db *gorm.DB, q string, args ...any) (chargeRow, error) {
 	var rs []chargeRow
-	if err := db.Raw(q, args...).Scan(&rs).Error; err != nil {
+	if err := store.Scan(db.Raw(q, args...), &rs); err != nil {
 		return chargeRow{}, fmt.Errorf("read charge: %w", err)
 	}
 	if len(rs) == 0 {
@@ -213,8 +213,8 @@ func (s *Store) oneRow(db *gorm.DB, q string, args ...any) (chargeRow, error) {
 
 func refunds(db *gorm.DB, chargeID int64) ([]charge.Refund, error) {
 	rs := []charge.Refund{}
-	if err := db.Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds WHERE charge_id = ? ORDER BY id`,
-		chargeID).Scan(&rs).Error; err != nil {
+	if err := store.Scan(db.Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds WHERE charge_id = ? ORDER BY id`,
+		chargeID), &rs); err != nil {
 		return nil, fmt.Errorf("refunds of charge %d: %w", chargeID, err)
 	}
 	return rs, nil
@@ -246,7 +246,7 @@ func (s *Store) List(ctx context.Context, f charge.Filter) ([]charge.Charge, int
 	q += ` ORDER BY c.id DESC LIMIT ?`
 	args = append(args, f.Limit+1)
 	var rs []chargeRow
-	if err := s.db.Gorm.WithContext(ctx).Raw(q, args...).Scan(&rs).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(q, args...), &rs); err != nil {
 		return nil, 0, fmt.Errorf("list charges: %w", err)
 	}
 	var next int64
@@ -262,8 +262,8 @@ func (s *Store) List(ctx context.Context, f charge.Filter) ([]charge.Charge, int
 	}
 	if len(ids) > 0 {
 		var refs []charge.Refund
-		if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds
-			WHERE charge_id IN ? ORDER BY id`, ids).Scan(&refs).Error; err != nil {
+		if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds
+			WHERE charge_id IN ? ORDER BY id`, ids), &refs); err != nil {
 			return nil, 0, fmt.Errorf("refunds of charges: %w", err)
 		}
 		by := map[int64][]charge.Refund{}
@@ -283,8 +283,8 @@ func (s *Store) List(ctx context.Context, f charge.Filter) ([]charge.Charge, int
 // Events are a charge's events, oldest first.
 func (s *Store) Events(ctx context.Context, chargeID int64) ([]charge.Event, error) {
 	var es []charge.Event
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, charge_id, type, from_status, to_status, actor, amount_rials, refund_id, created_at
-		FROM charge_events WHERE charge_id = ? ORDER BY id`, chargeID).Scan(&es).Error; err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id, charge_id, type, from_status, to_status, actor, amount_rials, refund_id, created_at
+		FROM charge_events WHERE charge_id = ? ORDER BY id`, chargeID), &es); err != nil {
 		return nil, fmt.Errorf("events of charge %d: %w", chargeID, err)
 	}
 	return es, nil
@@ -418,7 +418,7 @@ func (s *Store) Move(ctx context.Context, m charge.Move) (charge.Charge, charge.
 		c.Status, c.UpdatedAt = d.To, now
 		if c.PayerEmail == "" && c.PayerUserID != 0 {
 			var addrs []string
-			if err := tx.Raw(`SELECT email FROM users WHERE id = ?`, c.PayerUserID).Scan(&addrs).Error; err != nil {
+			if err := store.Scan(tx.Raw(`SELECT email FROM users WHERE id = ?`, c.PayerUserID), &addrs); err != nil {
 				return fmt.Errorf("payer of charge %s: %w", c.PublicID, err)
 			}
 			if len(addrs) > 0 {
@@ -481,8 +481,8 @@ func (s *Store) Refund(ctx context.Context, w charge.RefundWrite) (charge.Charge
 		}
 		c := row.Charge
 		var firsts []charge.Refund
-		if err := tx.Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds WHERE charge_id = ? AND form_token = ?`,
-			c.ID, w.Token).Scan(&firsts).Error; err != nil {
+		if err := store.Scan(tx.Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds WHERE charge_id = ? AND form_token = ?`,
+			c.ID, w.Token), &firsts); err != nil {
 			return fmt.Errorf("refund by token: %w", err)
 		}
 		if len(firsts) > 0 {
@@ -500,8 +500,8 @@ func (s *Store) Refund(ctx context.Context, w charge.RefundWrite) (charge.Charge
 		ref.ChargeID = c.ID
 		at := ref.CreatedAt.UTC()
 		var ids []int64
-		if err := tx.Raw(`INSERT INTO charge_refunds (public_id, charge_id, amount_rials, form_token, created_at)
-			VALUES (?, ?, ?, ?, ?) RETURNING id`, ref.PublicID, c.ID, ref.AmountRials, w.Token, at).Scan(&ids).Error; err != nil {
+		if err := store.Scan(tx.Raw(`INSERT INTO charge_refunds (public_id, charge_id, amount_rials, form_token, created_at)
+			VALUES (?, ?, ?, ?, ?) RETURNING id`, ref.PublicID, c.ID, ref.AmountRials, w.Token, at), &ids); err != nil {
 			return fmt.Errorf("insert refund: %w", err)
 		}
 		ref.ID = ids[0]
@@ -553,8 +553,8 @@ func (s *Store) Refund(ctx context.Context, w charge.RefundWrite) (charge.Charge
 			return charge.Charge{}, charge.Refund{}, errors.Join(err, gerr)
 		}
 		var firsts []charge.Refund
-		if rerr := s.db.Gorm.WithContext(ctx).Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds
-			WHERE charge_id = ? AND form_token = ?`, c.ID, w.Token).Scan(&firsts).Error; rerr != nil || len(firsts) == 0 {
+		if rerr := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id, public_id, charge_id, amount_rials, created_at FROM charge_refunds
+			WHERE charge_id = ? AND form_token = ?`, c.ID, w.Token), &firsts); rerr != nil || len(firsts) == 0 {
 			return charge.Charge{}, charge.Refund{}, errors.Join(err, rerr)
 		}
 		return c, firsts[0], charge.ErrDuplicate
@@ -570,12 +570,12 @@ func (s *Store) Refund(ctx context.Context, w charge.RefundWrite) (charge.Charge
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
 	at := now.UTC()
-	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT public_id FROM (
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT public_id FROM (
 			SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'requires_confirmation' AND expires_at <= ?
 				ORDER BY expires_at LIMIT ?) AS a
 			UNION ALL SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'authorized' AND hold_expires_at <= ?
 				ORDER BY hold_expires_at LIMIT ?) AS b) AS due ORDER BY id LIMIT ?`,
-		at, limit, at, limit, limit).Scan(&ids).Error; err != nil {
+		at, limit, at, limit, limit), &ids); err != nil {
 		return nil, fmt.Errorf("due charges: %w", err)
 	}
 	return ids, nil
@@ -592,16 +592,16 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]charge.Charg
 	var err error
 	switch {
 	case q == "":
-		err = db.Raw(selectCharge+` ORDER BY c.id DESC LIMIT ?`, limit).Scan(&rs).Error
+		err = store.Scan(db.Raw(selectCharge+` ORDER BY c.id DESC LIMIT ?`, limit), &rs)
 	case strings.HasPrefix(q, "ch_"):
-		err = db.Raw(selectCharge+` WHERE c.public_id = ?`, q).Scan(&rs).Error
+		err = store.Scan(db.Raw(selectCharge+` WHERE c.public_id = ?`, q), &rs)
 	case strings.HasPrefix(q, "re_"):
-		err = db.Raw(selectCharge+` WHERE c.id IN (SELECT charge_id FROM charge_refunds WHERE public_id = ?)`, q).Scan(&rs).Error
+		err = store.Scan(db.Raw(selectCharge+` WHERE c.id IN (SELECT charge_id FROM charge_refunds WHERE public_id = ?)`, q), &rs)
 	case strings.Contains(q, "@"):
 		addr := strings.ToLower(q)
-		err = db.Raw(selectCharge+` WHERE mu.email = ? OR pu.email = ? ORDER BY c.id DESC LIMIT ?`, addr, addr, limit).Scan(&rs).Error
+		err = store.Scan(db.Raw(selectCharge+` WHERE mu.email = ? OR pu.email = ? ORDER BY c.id DESC LIMIT ?`, addr, addr, limit), &rs)
 	default:
-		err = db.Raw(selectCharge+` WHERE c.order_id = ? ORDER BY c.id DESC LIMIT ?`, q, limit).Scan(&rs).Error
+		err = store.Scan(db.Raw(selectCharge+` WHERE c.order_id = ? ORDER BY c.id DESC LIMIT ?`, q, limit), &rs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search charges: %w", err)
@@ -635,8 +635,8 @@ func (s *Store) ByReferences(ctx context.Context, payerUserID int64, refs []stri
 	db := s.db.Gorm.WithContext(ctx)
 	if len(pub) > 0 || len(holds) > 0 {
 		var rs []chargeRow
-		if err := db.Raw(selectCharge+` WHERE c.payer_user_id = ? AND (c.public_id IN ? OR c.hold_id IN ?)`,
-			payerUserID, append(pub, ""), append(holds, 0)).Scan(&rs).Error; err != nil {
+		if err := store.Scan(db.Raw(selectCharge+` WHERE c.payer_user_id = ? AND (c.public_id IN ? OR c.hold_id IN ?)`,
+			payerUserID, append(pub, ""), append(holds, 0)), &rs); err != nil {
 			return nil, fmt.Errorf("charges of references: %w", err)
 		}
 		for _, r := range rs {
@@ -651,7 +651,7 @@ func (s *Store) ByReferences(ctx context.Context, payerUserID int64, refs []stri
 			PublicID string
 			ChargeID int64
 		}
-		if err := db.Raw(`SELECT public_id, charge_id FROM charge_refunds WHERE public_id IN ?`, refunds).Scan(&rrs).Error; err != nil {
+		if err := store.Scan(db.Raw(`SELECT public_id, charge_id FROM charge_refunds WHERE public_id IN ?`, refunds), &rrs); err != nil {
 			return nil, fmt.Errorf("refunds of references: %w", err)
 		}
 		if len(rrs) > 0 {
@@ -660,7 +660,7 @@ func (s *Store) ByReferences(ctx context.Context, payerUserID int64, refs []stri
 				ids = append(ids, r.ChargeID)
 			}
 			var rs []chargeRow
-			if err := db.Raw(selectCharge+` WHERE c.payer_user_id = ? AND c.id IN ?`, payerUserID, ids).Scan(&rs).Error; err != nil {
+			if err := store.Scan(db.Raw(selectCharge+` WHERE c.payer_user_id = ? AND c.id IN ?`, payerUserID, ids), &rs); err != nil {
 				return nil, fmt.Errorf("charges of refunds: %w", err)
 			}
 			byID := map[int64]charge.Charge{}

@@ -138,7 +138,7 @@ func (s *Store) ByFormToken(ctx context.Context, userID int64, token string) (to
 // unique(user_id, form_token).
 func (s *Store) FormSubmitted(ctx context.Context, userID int64, token string) (bool, error) {
 	var n int64
-	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM topups WHERE user_id = ? AND form_token = ?`, userID, token).Scan(&n).Error
+	err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM topups WHERE user_id = ? AND form_token = ?`, userID, token), &n)
 	if err != nil {
 		return false, fmt.Errorf("form %s of user %d: %w", token, userID, err)
 	}
@@ -267,12 +267,12 @@ func (s *Store) CreateAdmitted(ctx context.Context, p *topup.TopUp, q topup.Quot
 		}
 		var u topup.Usage
 		since := q.Since.UTC()
-		if err := tx.Raw(`SELECT
+		if err := store.Scan(tx.Raw(`SELECT
 			COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 			COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
 			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials
 			FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
-			since, since, p.UserID, since).Scan(&u).Error; err != nil {
+			since, since, p.UserID, since), &u); err != nil {
 			return fmt.Errorf("limit usage of user %d: %w", p.UserID, err)
 		}
 		u.BalanceRials = w.BalanceRials
@@ -711,7 +711,7 @@ func foldCredit(tx *gorm.DB, m topup.Move, p topup.TopUp, unchanged bool, calls 
 	}
 	q.WriteString(" SELECT " + count)
 	var n int64
-	if err := tx.Raw(q.String(), args...).Scan(&n).Error; err != nil {
+	if err := store.Scan(tx.Raw(q.String(), args...), &n); err != nil {
 		err = fmt.Errorf("event, calls and outbox of payment %s: %w", m.PublicID, err)
 		if outboxFailed(err) {
 			return 0, fmt.Errorf("%w: %w", topup.ErrOutbox, err)
