@@ -47,16 +47,16 @@ func TestScanIsGormsScan(t *testing.T) {
 		}
 		cdb, counter := storetest.Counting(t, db)
 		for _, c := range cases {
-			run := func(scan func(q *gorm.DB, dest any) error) (any, error, int) {
+			run := func(scan func(q *gorm.DB, dest any) error) (any, int, error) {
 				t.Helper()
 				dest := c.dest()
 				counter.Reset()
 				err := scan(c.q(cdb.Gorm), dest)
 				stmts, _ := counter.Take()
-				return dest, err, len(stmts)
+				return dest, len(stmts), err
 			}
-			want, wantErr, _ := run(func(q *gorm.DB, dest any) error { return q.Scan(dest).Error })
-			got, err, n := run(store.Scan)
+			want, _, wantErr := run(func(q *gorm.DB, dest any) error { return q.Scan(dest).Error })
+			got, n, err := run(store.Scan)
 			if (err != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: got %+v (%v), GORM's Scan %+v (%v)", c.name, reflect.ValueOf(got).Elem(), err, reflect.ValueOf(want).Elem(), wantErr)
 			}
