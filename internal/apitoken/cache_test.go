@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,21 +13,12 @@ import (
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
-// clock is an adjustable time source.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// clock is the tests' adjustable clock.
+type clock = testclock.Clock
 
 // cachedService is an instance's token service with its cache running (as
 // serve's background does) until the test ends, on db.
@@ -116,7 +106,7 @@ func TestTokenCacheServesWithinItsBound(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		authtest.DistinctUserIDs(t, db)
-		c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+		c := testclock.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 		cdb, counter := storetest.Counting(t, db)
 		s := cachedService(t, cdb, c, store.ListenOptions{})
 		_, secret := owner(t, db, c, "cache@example.com")
@@ -180,7 +170,7 @@ func TestTokenCacheRevokedOnNextRequest(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		authtest.DistinctUserIDs(t, db)
-		c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+		c := testclock.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 		cdb, counter := storetest.Counting(t, db)
 		s := cachedService(t, cdb, c, store.ListenOptions{})
 		users := auth.NewService(db, auth.Options{BcryptCost: 4, Now: c.Now})
@@ -248,7 +238,7 @@ func TestTokenCacheRevokedAcrossInstances(t *testing.T) {
 			if d == store.Postgres {
 				dbB = reopen(t, dbA)
 			}
-			c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+			c := testclock.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 			a := cachedService(t, dbA, c, store.ListenOptions{})
 			cB, counter := storetest.Counting(t, dbB)
 			b := cachedService(t, cB, c, store.ListenOptions{})
@@ -312,7 +302,7 @@ func TestTokenCacheHearsAnyWriterOnPostgres(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.New(t, store.Postgres)
 	authtest.DistinctUserIDs(t, db)
-	c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+	c := testclock.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	cdb, counter := storetest.Counting(t, db)
 	s := cachedService(t, cdb, c, store.ListenOptions{})
 	u, secret := owner(t, db, c, "operator@example.com")
@@ -368,7 +358,7 @@ func TestTokenCacheStopsServingWhenTheListenDrops(t *testing.T) {
 	// Not parallel: it ends every LISTEN of the database.
 	db := storetest.New(t, store.Postgres)
 	authtest.DistinctUserIDs(t, db)
-	c := &clock{t: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+	c := testclock.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	cdb, counter := storetest.Counting(t, db)
 	// Reconnects only after the test has looked.
 	s := cachedService(t, cdb, c, store.ListenOptions{Retry: 2 * time.Second})

@@ -14,20 +14,11 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 )
 
-// clock is an adjustable time source for session expiry.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// clock is the tests' adjustable clock.
+type clock = testclock.Clock
 
 func newService(db *store.DB, c *clock) *auth.Service {
 	o := auth.Options{BcryptCost: bcrypt.MinCost, SessionTTL: time.Hour}
@@ -191,7 +182,7 @@ func TestAuthenticate(t *testing.T) {
 func TestSessions(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		c := &clock{t: time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC)}
+		c := testclock.New(time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC))
 		s := newService(db, c)
 		u, err := s.SignUp(ctx, "alice@example.com", "correct horse", "", "fa")
 		if err != nil {
@@ -297,7 +288,7 @@ func TestPurgeExpiredSessions(t *testing.T) {
 func TestLookupReturnsTheWholeSessionAndUser(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		c := &clock{t: time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC)}
+		c := testclock.New(time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC))
 		s := newService(db, c)
 		u, err := s.SignUp(ctx, "whole@example.com", "correct horse", auth.RoleAdmin, "en")
 		if err != nil {

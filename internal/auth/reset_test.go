@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 )
 
 // A reset link is sent only for a known address, works once even when two
@@ -20,7 +21,7 @@ import (
 func TestPasswordResetLink(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 		var mu sync.Mutex
 		var tokens []string
 		s := auth.NewService(db, auth.Options{Now: clk.Now, BcryptCost: bcrypt.MinCost,

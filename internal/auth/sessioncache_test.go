@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -48,7 +49,7 @@ func TestSessionCacheServesWithinItsBound(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		authtest.DistinctUserIDs(t, db)
-		c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+		c := testclock.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 		cdb, counter := storetest.Counting(t, db)
 		s := cachedService(t, cdb, c, store.ListenOptions{})
 		u, err := s.SignUp(ctx, "cache@example.com", "correct horse battery", "", "en")
@@ -112,7 +113,7 @@ func TestSessionCacheRevokedAcrossInstances(t *testing.T) {
 			if d == store.Postgres {
 				dbB = reopen(t, dbA)
 			}
-			c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+			c := testclock.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 			a := cachedService(t, dbA, c, store.ListenOptions{})
 			cB, counter := storetest.Counting(t, dbB)
 			b := cachedService(t, cB, c, store.ListenOptions{})
@@ -192,7 +193,7 @@ func TestSessionCacheHearsAnyWriterOnPostgres(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.New(t, store.Postgres)
 	authtest.DistinctUserIDs(t, db)
-	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	c := testclock.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	s := cachedService(t, db, c, store.ListenOptions{})
 	u, err := s.SignUp(ctx, "operator@example.com", "correct horse battery", "", "en")
 	if err != nil {
@@ -222,7 +223,7 @@ func TestSessionCacheStopsServingWhenTheListenDrops(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.New(t, store.Postgres)
 	authtest.DistinctUserIDs(t, db)
-	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	c := testclock.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	cdb, counter := storetest.Counting(t, db)
 	// Reconnects only after the test has looked.
 	s := cachedService(t, cdb, c, store.ListenOptions{Retry: 2 * time.Second})

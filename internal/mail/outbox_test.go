@@ -3,7 +3,6 @@ package mail_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,19 +10,8 @@ import (
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 type row struct {
 	Status    string
@@ -54,7 +42,7 @@ func TestOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.RootCAs = srv.RootCAs
-		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 		o := mail.NewOutbox(db, s, "Kifpool <noreply@example.com>", clk.Now, nil)
 		enqueue := func(r mail.Row) int64 {
 			t.Helper()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestEnable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
 		if err != nil {
 			t.Fatal(err)
@@ -184,7 +185,7 @@ func TestEnable(t *testing.T) {
 func TestFailingEndpointGetsNewEvents(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestOnlyA2xxInTimeIsDelivered(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +120,7 @@ func TestSenderTickDrainsFullBatches(t *testing.T) {
 func subscribed(t *testing.T, db *store.DB, email string, n int) (*webhook.Service, *receiver) {
 	t.Helper()
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
 	if err != nil {
 		t.Fatal(err)

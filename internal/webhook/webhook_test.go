@@ -15,20 +15,9 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 var secretKey = []byte("0123456789abcdef0123456789abcdef-test")
 
@@ -131,7 +120,7 @@ func deliveryRow(t *testing.T, db *store.DB, eventType string) webhook.Delivery 
 func TestSender(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
 		if err != nil {
 			t.Fatal(err)

@@ -7,13 +7,13 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/testclock"
 )
 
 const (
@@ -28,21 +28,12 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// clock is the tests' adjustable clock.
+type clock = testclock.Clock
 
 func newBank(t *testing.T) (*sandbank.Bank, *mellat.Client, *clock, string) {
 	t.Helper()
-	clk := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	bank := sandbank.New(sandbank.Options{Clock: clk.Now})
 	srv := httptest.NewServer(bank.Handler())
 	t.Cleanup(srv.Close)

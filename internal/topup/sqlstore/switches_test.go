@@ -9,26 +9,14 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/topup/sqlstore"
 )
 
-// switchClock is an adjustable time source.
-type switchClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *switchClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *switchClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // keptSwitches is an instance's store over db with its switches kept (as
 // serve's background does) until stop or the test's end.
-func keptSwitches(t *testing.T, db *store.DB, c *switchClock) (st *sqlstore.Store, stop func()) {
+func keptSwitches(t *testing.T, db *store.DB, c *testclock.Clock) (st *sqlstore.Store, stop func()) {
 	t.Helper()
 	st = sqlstore.New(db).CacheSwitches(c.Now, time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,7 +87,7 @@ func TestSwitchesKeptWhileHeard(t *testing.T) {
 				t.Cleanup(func() { _ = other.Close() })
 				dbB = other
 			}
-			c := &switchClock{t: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
+			c := testclock.New(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 			cA, counterA := storetest.Counting(t, f.db)
 			a, stopA := keptSwitches(t, cA, c)
 			cB, counterB := storetest.Counting(t, dbB)
