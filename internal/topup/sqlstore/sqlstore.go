@@ -872,9 +872,9 @@ func (s *Store) SwitchGateway(ctx context.Context, gateway string, disabled bool
 		}
 		return audit.Record(tx, e)
 	})
-	if err == nil {
-		s.switched()
-	}
+	// Dropped whatever the outcome: an error may come after the commit,
+	// and dropping the kept copy is never wrong.
+	s.switched()
 	return err
 }
 
