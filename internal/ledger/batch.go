@@ -47,6 +47,14 @@ const batchTimeout = 30 * time.Second
 // of the request was committed.
 var errSingly = errors.New("ledger: write on its own")
 
+// errNotSent marks a caller's context that ended before its movement was
+// sent (waiting for the queue, or in it): nothing of it was written, so
+// the outcome is known (settled), unlike a context that ends mid-statement.
+var errNotSent = errors.New("ledger: not sent")
+
+// notSent is ctxErr, the movement never sent.
+func notSent(ctxErr error) error { return fmt.Errorf("%w: %w", errNotSent, ctxErr) }
+
 // The states of a queued request: the batcher takes it, or its caller,
 // cancelled, withdraws it, whichever comes first.
 const (
@@ -146,7 +154,7 @@ func (b *batcher) write(ctx context.Context, e Entry) (Transaction, error) {
 		return Transaction{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Transaction{}, err
+		return Transaction{}, notSent(err)
 	}
 	r := &request{ctx: ctx, e: e, net: net, out: make(chan result, 1)}
 	b.mu.RLock()
@@ -158,7 +166,7 @@ func (b *batcher) write(ctx context.Context, e Entry) (Transaction, error) {
 	case b.queue <- r:
 	case <-ctx.Done():
 		b.mu.RUnlock()
-		return Transaction{}, ctx.Err()
+		return Transaction{}, notSent(ctx.Err())
 	}
 	b.mu.RUnlock()
 	var res result
@@ -166,7 +174,7 @@ func (b *batcher) write(ctx context.Context, e Entry) (Transaction, error) {
 	case res = <-r.out:
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(reqQueued, reqWithdrawn) {
-			return Transaction{}, ctx.Err() // not taken: never written
+			return Transaction{}, notSent(ctx.Err()) // not taken: never written
 		}
 		res = <-r.out // taken: its real outcome
 	}
@@ -197,7 +205,7 @@ func (b *batcher) dispatch() {
 	for r := range b.queue {
 		if r.ctx.Err() != nil {
 			if r.state.CompareAndSwap(reqQueued, reqWithdrawn) {
-				r.out <- result{err: r.ctx.Err()}
+				r.out <- result{err: notSent(r.ctx.Err())}
 			}
 			continue
 		}
@@ -246,7 +254,7 @@ func (b *batcher) run() {
 			switch {
 			case r.ctx.Err() != nil:
 				if r.state.CompareAndSwap(reqQueued, reqWithdrawn) {
-					r.out <- result{err: r.ctx.Err()}
+					r.out <- result{err: notSent(r.ctx.Err())}
 				}
 				b.release(r.net)
 			case r.state.CompareAndSwap(reqQueued, reqTaken):
@@ -341,11 +349,11 @@ func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 // settled reports whether err, from a statement sent alone in its own
 // transaction, says for sure that nothing was committed: a refusal, or an
 // error PostgreSQL reported (the statement, and so its transaction,
-// failed). Any other error (the connection lost, a timeout) may have come
+// failed), or a context that ended before it was sent. Any other error (the connection lost, a timeout) may have come
 // after the commit.
 func settled(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
+	return errors.As(err, &pgErr) || errors.Is(err, errNotSent) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
 		errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrUnbalanced)
 }
 

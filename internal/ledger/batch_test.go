@@ -544,3 +544,51 @@ func TestGroupEndedBeforeItsCommitWritesEachAlone(t *testing.T) {
 		b.check()
 	})
 }
+
+// A movement written alone (no group commit) whose caller's context ends
+// while its statement waits is not a failure on PostgreSQL: the commit
+// may still happen, so it answers ErrOutcomeUnknown, and a retry under
+// its reference writes it once. A context that ended before anything was
+// sent answers as it is, and nothing is written (both dialects).
+func TestWriteAloneEndedMidStatementIsUnknown(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		a, c := b.wallet(100_000), b.wallet(0)
+		gone, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := b.l.Write(gone, transferEntry("never-sent", a, c, 1_000, b.now))
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ledger.ErrOutcomeUnknown) {
+			t.Errorf("cancelled before sending: %v; want context.Canceled, not ErrOutcomeUnknown", err)
+		}
+		if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference = 'never-sent'`); k != 0 {
+			t.Errorf("never-sent written %d times", k)
+		}
+		if db.Dialect != store.Postgres {
+			b.check()
+			return // SQLite's transaction rolls back with its context: no unknown
+		}
+		lock := db.Gorm.Begin()
+		defer lock.Rollback()
+		if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
+			t.Fatal(err)
+		}
+		e := transferEntry("ended-mid-statement", a, c, 1_000, b.now)
+		short, stop := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer stop()
+		if _, err := b.l.Write(short, e); !errors.Is(err, ledger.ErrOutcomeUnknown) {
+			t.Errorf("ended while waiting for a lock: %v; want ErrOutcomeUnknown", err)
+		}
+		if err := lock.Rollback().Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.l.Write(context.Background(), e); err != nil && !errors.Is(err, ledger.ErrDuplicate) {
+			t.Errorf("again: %v", err)
+		}
+		if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference = ?`, e.Reference); k != 1 {
+			t.Errorf("written %d times, want 1", k)
+		}
+		b.figures(a, 99_000, 0)
+		b.figures(c, 1_000, 0)
+		b.check()
+	})
+}

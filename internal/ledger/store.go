@@ -70,6 +70,10 @@ type codeEntry struct {
 // wallet) holds before it is emptied: about 5 MB at most for both.
 const DefaultCacheCap = 50_000
 
+// lookupAfterError bounds Write's look-up of a movement whose write
+// failed, run even after the caller's context ended.
+const lookupAfterError = 5 * time.Second
+
 // New returns the ledger over db. With GroupCommit on PostgreSQL it
 // starts a goroutine of its own, which its owner stops with Close.
 func New(db *store.DB, opts ...Option) *Ledger {
@@ -604,6 +608,13 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 // outcome, ErrOutcomeUnknown when the commit's answer was lost (the
 // movement may be written: look it up, or write it again under its
 // reference).
+//
+// On PostgreSQL, any failure that does not say for sure that nothing was
+// committed (a context that ended mid-statement, a lost connection) is
+// ErrOutcomeUnknown too, with or without group commit, unless the look-up
+// that follows every failure finds the movement written (then its first
+// answer, ErrDuplicate). A context that ended before anything was sent is
+// returned as it is: nothing was written.
 func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	var t Transaction
 	var err error
@@ -614,6 +625,9 @@ func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	case l.batch != nil && !errors.Is(err, errSingly):
 		// Written in a group (or refused there): its own outcome.
 	case l.db.Dialect == store.Postgres:
+		if err = ctx.Err(); err != nil {
+			return Transaction{}, notSent(err)
+		}
 		t, err = l.Post(l.db.Gorm.WithContext(ctx), e)
 	default:
 		err = l.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -625,10 +639,25 @@ func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	if err == nil {
 		return t, nil
 	}
+	if errors.Is(err, errNotSent) {
+		return Transaction{}, err // nothing sent: nothing to look up
+	}
+	if l.db.Dialect == store.Postgres && !settled(err) && !errors.Is(err, ErrOutcomeUnknown) {
+		// Written alone, the context ended mid-statement or the
+		// connection was lost: the commit may have happened. Not a
+		// failure (a group's answer says so already).
+		err = fmt.Errorf("ledger: %s %s: %w: %w", e.Kind, e.Reference, ErrOutcomeUnknown, err)
+	}
 	// A replay: refused by the unique index, or before it (on PostgreSQL
 	// the balances move first, so a replay of money since spent stops at
 	// a guard). Either way the movement is on record: its first answer.
-	first, ferr := l.ByReference(ctx, e.Kind, e.Reference)
+	// The lookup runs also when ctx has ended (the caller gone, its
+	// deadline passed), within its own bound: it is what tells a movement
+	// committed just before its answer was lost, now known, from one that
+	// stays unknown.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterError)
+	defer cancel()
+	first, ferr := l.ByReference(lctx, e.Kind, e.Reference)
 	switch {
 	case ferr == nil && !SameMovement(e, first):
 		return first, fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrReferenceReused)
