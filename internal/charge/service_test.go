@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/wallet"
 )
 
@@ -29,8 +30,7 @@ type fixture struct {
 	ws  *wallet.Service
 	svc *charge.Service
 	gw  int64 // a gateway clearing account, to fund wallets from
-	mu  sync.Mutex
-	now time.Time
+	clk *testclock.Clock
 }
 
 func newFixture(t *testing.T, db *store.DB) *fixture {
@@ -40,22 +40,14 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: db, l: l, ws: wallet.NewService(db, l), gw: gw, now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	f := &fixture{t: t, db: db, l: l, ws: wallet.NewService(db, l), gw: gw, clk: testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))}
 	f.svc = charge.New(sqlstore.New(db, l), charge.Config{BaseURL: "https://kifpool.example"}, f.clock, nil)
 	return f
 }
 
-func (f *fixture) clock() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
+func (f *fixture) clock() time.Time { return f.clk.Now() }
 
-func (f *fixture) advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-}
+func (f *fixture) advance(d time.Duration) { f.clk.Add(d) }
 
 type person struct {
 	ID int64

@@ -26,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
 	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
+	"github.com/kifpool/kifpool/internal/testclock"
 )
 
 const (
@@ -35,24 +36,6 @@ const (
 )
 
 var authorityRE = regexp.MustCompile(`^S[0-9a-zA-Z]{35}$`)
-
-// fakeClock is a settable clock for expiry tests.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func newTestBank(t *testing.T, opts Options) (*Bank, *httptest.Server) {
 	t.Helper()
@@ -540,7 +523,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestUnverifiedOrderAndLimit(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC))
 	b, srv := newTestBank(t, Options{Clock: clock.Now, AuthorityTTL: time.Hour})
 	var paid []string
 	for i := 0; i < 105; i++ {
@@ -549,7 +532,7 @@ func TestUnverifiedOrderAndLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		paid = append(paid, a)
-		clock.Advance(time.Second)
+		clock.Add(time.Second)
 	}
 	res := unverified(t, srv, merchant)
 	list := res.Data["authorities"].([]any)
@@ -628,12 +611,12 @@ func TestVerifyErrors(t *testing.T) {
 }
 
 func TestExpiry(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
 	b, srv := newTestBank(t, Options{Clock: clock.Now, AuthorityTTL: 15 * time.Minute})
 	a := newPayment(t, srv, 10_000)
 	late := newPayment(t, srv, 10_000)
 
-	clock.Advance(14*time.Minute + 59*time.Second)
+	clock.Add(14*time.Minute + 59*time.Second)
 	if res := inquiry(t, srv, a); res.str("status") != "IN_BANK" {
 		t.Fatalf("before TTL: %s", res.Raw)
 	}
@@ -641,7 +624,7 @@ func TestExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clock.Advance(time.Second)
+	clock.Add(time.Second)
 	if res := inquiry(t, srv, a); res.str("status") != "FAILED" {
 		t.Fatalf("after TTL: %s", res.Raw)
 	}

@@ -7,7 +7,6 @@ package withdrawaltest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,36 +16,24 @@ import (
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
-// Clock is a clock tests move.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// Clock is a clock tests move (testclock's, with the name of its move
+// these tests use).
+type Clock struct{ *testclock.Clock }
 
 // NewClock starts at a working day's morning in Tehran (a Saturday,
 // 10:00 there).
-func NewClock() *Clock { return &Clock{now: time.Date(2025, 6, 7, 6, 30, 0, 0, time.UTC)} }
+func NewClock() *Clock { return ClockAt(time.Date(2025, 6, 7, 6, 30, 0, 0, time.UTC)) }
 
 // ClockAt is a clock at t (a web test's: its sessions' cookies must
 // not be expired in the client's real time).
-func ClockAt(t time.Time) *Clock { return &Clock{now: t} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func ClockAt(t time.Time) *Clock { return &Clock{testclock.New(t)} }
 
 // Advance moves the clock.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func (c *Clock) Advance(d time.Duration) { c.Add(d) }
 
 // User makes a user with a wallet and its ledger account; it returns
 // their ids.
