@@ -4,7 +4,9 @@
 //
 // The rules it keeps, and where each is enforced:
 //   - A transaction's postings sum to zero: Validate (pure, before any
-//     write), a deferred constraint trigger on PostgreSQL (migration 00019),
+//     write), a trigger on PostgreSQL that checks each INSERT's
+//     transactions whole at its end (migration 00041: all of a
+//     transaction's postings go in one statement, as every write here does),
 //     a read-back in the same transaction on SQLite, and `kifpool check`.
 //   - A replay is a no-op: (kind, reference) is unique, so a second
 //     transaction of one movement is refused by the database (ErrDuplicate),

@@ -775,7 +775,8 @@ func TestMixedOperationsNeverDeadlock(t *testing.T) {
 // The schema itself refuses what the ledger never does: an update or
 // delete of a posting or a transaction (both dialects), and on
 // PostgreSQL a transaction whose postings do not sum to zero, or have
-// one leg, at its commit.
+// one leg, or are written in two statements (each statement's
+// transactions are checked whole, migration 00041).
 func TestSchemaRefusesEdits(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		b := newBook(t, db)
@@ -799,7 +800,7 @@ func TestSchemaRefusesEdits(t *testing.T) {
 					t.Errorf("%s: allowed", q)
 				}
 			}
-			for name, legs := range map[string][]int64{"unbalanced": {-500, 400}, "one leg": {-500}} {
+			for name, legs := range map[string][]int64{"unbalanced": {-500, 400}, "one leg": {-500}, "balanced in two statements": {-500, 500}} {
 				err := db.Tx(context.Background(), func(tx *gorm.DB) error {
 					var id int64
 					if err := tx.Raw(`INSERT INTO ledger_transactions (kind, reference, created_at) VALUES ('adjustment', ?, ?) RETURNING id`, name, b.now).

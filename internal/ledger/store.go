@@ -594,8 +594,8 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 // taken kind and reference is ErrReferenceReused, with the first.
 //
 // On PostgreSQL the write is postOne's one statement sent on its own: the
-// statement is its own transaction (autocommit; the deferred Σ = 0 trigger
-// runs at its commit), one round trip instead of BEGIN, the statement and
+// statement is its own transaction (autocommit; the Σ = 0 trigger runs at
+// its end), one round trip instead of BEGIN, the statement and
 // COMMIT, and an account it locks (a hot merchant's, a clearing slot) is
 // held for the statement and its commit only, never across the client's
 // round trips. SQLite's several statements need the explicit transaction.

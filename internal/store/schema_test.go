@@ -135,9 +135,10 @@ func TestSchemaConstraints(t *testing.T) {
 			t.Fatalf("a balanced transaction: %v", err)
 		}
 		t2 := s.id(insTx, "adjustment", "adj-unbalanced", nil, nil, now)
-		// PostgreSQL's deferred trigger refuses a transaction whose
-		// postings do not sum to zero; SQLite has none (the store checks
-		// it, and so does kifpool check).
+		// PostgreSQL's trigger refuses a statement that leaves a
+		// transaction's postings not summing to zero (migration 00041);
+		// SQLite has none (the store checks it, and so does kifpool
+		// check).
 		unbalanced := none
 		if db.Dialect == store.Postgres {
 			unbalanced = check
@@ -229,6 +230,23 @@ func TestSchemaConstraints(t *testing.T) {
 				VALUES (?, 100, 'charge', 'h2', 'open', ?, ?, ?)`, []any{awAcc, now, now, now}, check},
 			{"ledger: a hold of nothing", `INSERT INTO ledger_holds (account_id, amount_rials, reason, reference, status, expires_at, created_at)
 				VALUES (?, 0, 'charge', 'h3', 'open', ?, ?)`, []any{awAcc, now, now}, check},
+		}
+		if db.Dialect == store.Postgres {
+			// The check is per statement (00041): each transaction a
+			// statement gives postings to is checked whole, the rows
+			// before the statement included; on SQLite the store's read
+			// back does it, and these rows would stay.
+			const ins3 = `INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)`
+			tests = append(tests, []struct {
+				name string
+				sql  string
+				args []any
+				want violation
+			}{
+				{"ledger: a posting added to a balanced transaction", insPosting, []any{t1, bwAcc, 5, 5, now}, check},
+				{"ledger: a balanced and an unbalanced transaction in one statement", ins3,
+					[]any{t2, gw, -5, -5, now, t2, awAcc, 5, 5, now, s.id(insTx, "adjustment", "adj-one-leg", nil, nil, now), bwAcc, 5, 5, now}, check},
+			}...)
 		}
 		for _, tt := range tests {
 			expect(t, tt.name, s.exec(tt.sql, tt.args...), tt.want)
