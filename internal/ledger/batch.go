@@ -338,8 +338,11 @@ func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 			r.out <- out[i]
 		}
 	case errors.Is(err, errSingly), errors.As(err, &pgErr):
-		// PostgreSQL refused a statement or the commit: the implicit
-		// transaction rolled back whole.
+		// PostgreSQL refused a statement or the commit (rolledBack): the
+		// implicit transaction rolled back whole. Or it ended the session
+		// (a FATAL), perhaps after the commit: written alone again under
+		// its reference, a movement that was committed is then a replay,
+		// answered with the first, and one that was not is written once.
 		answer(errSingly)
 	default:
 		answer(fmt.Errorf("ledger: a group of %d movements: %w: %w", len(reqs), ErrOutcomeUnknown, err))
@@ -348,13 +351,30 @@ func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 
 // settled reports whether err, from a statement sent alone in its own
 // transaction, says for sure that nothing was committed: a refusal, or an
-// error PostgreSQL reported (the statement, and so its transaction,
-// failed), or a context that ended before it was sent. Any other error (the connection lost, a timeout) may have come
-// after the commit.
+// error PostgreSQL reported as the statement's (rolledBack), or a context
+// that ended before it was sent. Any other error (the connection lost, a
+// timeout, the session ended by a FATAL) may have come after the commit.
 func settled(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) || errors.Is(err, errNotSent) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
+	return rolledBack(err) || errors.Is(err, errNotSent) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
 		errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrUnbalanced)
+}
+
+// rolledBack reports whether err is PostgreSQL's word that the statement
+// failed, and with it its transaction: an error at severity ERROR. A
+// FATAL or a PANIC ends the session instead (an administrator's or a
+// shutdown's termination, a crash), and PostgreSQL can send it after the
+// commit record is written and before the statement's answer: it says
+// nothing of the commit.
+func rolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	severity := pgErr.SeverityUnlocalized
+	if severity == "" {
+		severity = pgErr.Severity
+	}
+	return severity != "FATAL" && severity != "PANIC"
 }
 
 // sendGroup sends reqs in one pipeline and reads each one's outcome.

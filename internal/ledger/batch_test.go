@@ -592,3 +592,62 @@ func TestWriteAloneEndedMidStatementIsUnknown(t *testing.T) {
 		b.check()
 	})
 }
+
+// A session PostgreSQL ends (FATAL: an administrator's termination, a
+// shutdown) may end after its commit record: a lone Write whose session is
+// ended mid-statement is ErrOutcomeUnknown, not a plain failure, and the
+// movement written again under its reference is written once.
+func TestWriteAloneSessionEndedIsUnknown(t *testing.T) {
+	db := storetest.New(t, store.Postgres)
+	b := newBook(t, db)
+	a, c := b.wallet(100_000), b.wallet(0)
+	lock := db.Gorm.Begin()
+	defer lock.Rollback()
+	var holder int64
+	if err := lock.Raw(`SELECT pg_backend_pid()`).Row().Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
+		t.Fatal(err)
+	}
+	e := transferEntry("session-ended", a, c, 1_000, b.now)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.l.Write(context.Background(), e)
+		done <- err
+	}()
+	// The Write's backend, waiting for the lock held above: ended.
+	var ended bool
+	for range 500 {
+		if err := db.Gorm.Raw(`SELECT COALESCE(bool_or(pg_terminate_backend(pid)), FALSE) FROM pg_stat_activity
+			WHERE ?::int = ANY(pg_blocking_pids(pid))`, holder).Row().Scan(&ended); err != nil {
+			t.Fatal(err)
+		}
+		if ended {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Write returned before its session was ended: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if !ended {
+		t.Fatal("the Write's backend never waited for the lock")
+	}
+	if err := <-done; !errors.Is(err, ledger.ErrOutcomeUnknown) {
+		t.Errorf("session ended mid-statement: %v; want ErrOutcomeUnknown", err)
+	}
+	if err := lock.Rollback().Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Write(context.Background(), e); err != nil && !errors.Is(err, ledger.ErrDuplicate) {
+		t.Errorf("again: %v", err)
+	}
+	if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference = ?`, e.Reference); k != 1 {
+		t.Errorf("written %d times, want 1", k)
+	}
+	b.figures(a, 99_000, 0)
+	b.figures(c, 1_000, 0)
+	b.check()
+}
