@@ -47,6 +47,12 @@ const batchTimeout = 30 * time.Second
 // of the request was committed.
 var errSingly = errors.New("ledger: write on its own")
 
+// errSinglyUnsure is errSingly for a group whose session PostgreSQL ended
+// (a FATAL): perhaps after its commit. Written alone again under its
+// reference, a committed movement is a replay; a caller whose context has
+// ended cannot write it again, and looks it up instead (Write).
+var errSinglyUnsure = fmt.Errorf("%w: the group's session ended, perhaps after its commit", errSingly)
+
 // errNotSent marks a caller's context that ended before its movement was
 // sent (waiting for the queue, or in it): nothing of it was written, so
 // the outcome is known (settled), unlike a context that ends mid-statement.
@@ -327,7 +333,6 @@ func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 		out, err = sendGroup(ctx, c.Conn(), reqs)
 		return err
 	})
-	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
 		if l.batch != nil {
@@ -337,13 +342,14 @@ func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 		for i, r := range reqs {
 			r.out <- out[i]
 		}
-	case errors.Is(err, errSingly), errors.As(err, &pgErr):
-		// PostgreSQL refused a statement or the commit (rolledBack): the
-		// implicit transaction rolled back whole. Or it ended the session
-		// (a FATAL), perhaps after the commit: written alone again under
-		// its reference, a movement that was committed is then a replay,
-		// answered with the first, and one that was not is written once.
+	case errors.Is(err, errSingly), rolledBack(err):
+		// PostgreSQL refused a statement or the commit: the implicit
+		// transaction rolled back whole.
 		answer(errSingly)
+	case errors.As(err, new(*pgconn.PgError)):
+		// PostgreSQL ended the session (a FATAL), perhaps after the
+		// commit: each movement is written again under its reference.
+		answer(errSinglyUnsure)
 	default:
 		answer(fmt.Errorf("ledger: a group of %d movements: %w: %w", len(reqs), ErrOutcomeUnknown, err))
 	}
@@ -351,11 +357,13 @@ func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 
 // settled reports whether err, from a statement sent alone in its own
 // transaction, says for sure that nothing was committed: a refusal, or an
-// error PostgreSQL reported as the statement's (rolledBack), or a context
-// that ended before it was sent. Any other error (the connection lost, a
-// timeout, the session ended by a FATAL) may have come after the commit.
+// error PostgreSQL reported as the statement's (rolledBack), a connection
+// that could not be made (nothing was sent on it), or a context that ended
+// before it was sent. Any other error (the connection lost, a timeout, the
+// session ended by a FATAL) may have come after the commit.
 func settled(err error) bool {
-	return rolledBack(err) || errors.Is(err, errNotSent) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
+	var connErr *pgconn.ConnectError
+	return rolledBack(err) || errors.As(err, &connErr) || errors.Is(err, errNotSent) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
 		errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrUnbalanced)
 }
 
@@ -367,7 +375,8 @@ func settled(err error) bool {
 // nothing of the commit.
 func rolledBack(err error) bool {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	var connErr *pgconn.ConnectError
+	if !errors.As(err, &pgErr) || errors.As(err, &connErr) {
 		return false
 	}
 	severity := pgErr.SeverityUnlocalized
@@ -519,4 +528,11 @@ func groupSQL(e Entry, net []Posting) (string, []any) {
 			RETURNING transaction_id, account_id, balance_after_rials)
 		SELECT ok.found, ok.funded, ps.transaction_id, ps.account_id, ps.balance_after_rials FROM ok LEFT JOIN ps ON TRUE`
 	return sql, args
+}
+
+// unbalancedViolation reports whether err is the Σ = 0 trigger's refusal
+// (migration 00041 names its rule), not a balance's CHECK.
+func unbalancedViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.ConstraintName == "ledger_transaction_balanced"
 }

@@ -52,11 +52,16 @@ type outcome struct {
 // wait. Without grouping (SQLite) they simply run at once.
 func (b *book) inOneGroup(g *gate, blocker ledger.Entry, es []ledger.Entry) []outcome {
 	b.t.Helper()
-	ctx := context.Background()
+	return b.inOneGroupCtx(context.Background(), g, blocker, es)
+}
+
+// inOneGroupCtx is inOneGroup with es written under ctx.
+func (b *book) inOneGroupCtx(ctx context.Context, g *gate, blocker ledger.Entry, es []ledger.Entry) []outcome {
+	b.t.Helper()
 	grouping := ledger.Grouping(b.l)
 	var wg sync.WaitGroup
 	var blockErr error
-	wg.Go(func() { _, blockErr = b.l.Write(ctx, blocker) })
+	wg.Go(func() { _, blockErr = b.l.Write(context.Background(), blocker) })
 	if grouping {
 		<-g.entered
 	}
@@ -488,6 +493,64 @@ func TestGroupCloseWritesWhatWaits(t *testing.T) {
 	})
 }
 
+// The same group ended (FATAL), its callers gone meanwhile (their
+// contexts ended while the group waited): they cannot write again, and
+// the session may have ended after the commit, so each looks its movement
+// up and, not finding it, answers ErrOutcomeUnknown, never "not sent".
+// Written again, each is written once.
+func TestGroupEndedCallersGoneIsUnknown(t *testing.T) {
+	db := storetest.New(t, store.Postgres)
+	b := newBook(t, db)
+	a, c, p, q, y, z := b.wallet(100_000), b.wallet(0), b.wallet(5_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
+	g := newGate()
+	b.grouping(g)
+	lock := db.Gorm.Begin()
+	defer lock.Rollback()
+	var holder int64
+	if err := lock.Raw(`SELECT pg_backend_pid()`).Row().Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
+		t.Fatal(err)
+	}
+	ctx, gone := context.WithCancel(context.Background())
+	defer gone()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		var pid int64
+		if err := testwait.Until(10*time.Second, "the group waits", func() bool {
+			_ = db.Gorm.Raw(`SELECT pid FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid)) LIMIT 1`, holder).Scan(&pid).Error
+			return pid != 0
+		}); err != nil {
+			t.Error(err)
+		}
+		gone()
+		db.Gorm.Exec(`SELECT pg_terminate_backend(?)`, pid)
+	}()
+	es := []ledger.Entry{transferEntry("gone-1", a, c, 1_000, b.now), transferEntry("gone-2", p, q, 1_000, b.now)}
+	got := b.inOneGroupCtx(ctx, g, transferEntry("blocker", y, z, 1_000, b.now), es)
+	<-ended
+	if err := lock.Rollback().Error; err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range got {
+		if !errors.Is(o.err, ledger.ErrOutcomeUnknown) {
+			t.Errorf("%s: %v; want ErrOutcomeUnknown", es[i].Reference, o.err)
+		}
+	}
+	for _, e := range es {
+		if _, err := b.l.Write(context.Background(), e); err != nil {
+			t.Errorf("%s again: %v", e.Reference, err)
+		}
+	}
+	b.figures(a, 99_000, 0)
+	b.figures(c, 1_000, 0)
+	b.figures(p, 4_000, 0)
+	b.figures(q, 1_000, 0)
+	b.check()
+}
+
 // A group whose connection PostgreSQL ends before its commit (here its
 // backend terminated while it waits for a row lock the test holds) wrote
 // nothing, and is known to have written nothing: each movement is written
@@ -635,8 +698,13 @@ func TestWriteAloneSessionEndedIsUnknown(t *testing.T) {
 	if !ended {
 		t.Fatal("the Write's backend never waited for the lock")
 	}
-	if err := <-done; !errors.Is(err, ledger.ErrOutcomeUnknown) {
-		t.Errorf("session ended mid-statement: %v; want ErrOutcomeUnknown", err)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ledger.ErrOutcomeUnknown) {
+			t.Errorf("session ended mid-statement: %v; want ErrOutcomeUnknown", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Write did not return after its session was ended")
 	}
 	if err := lock.Rollback().Error; err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/ledger"
@@ -815,8 +816,13 @@ func TestSchemaRefusesEdits(t *testing.T) {
 					}
 					return nil
 				})
+				var pgErr *pgconn.PgError
 				if err == nil {
 					t.Errorf("a transaction %s was committed", name)
+				} else if !errors.As(err, &pgErr) || pgErr.ConstraintName != "ledger_transaction_balanced" {
+					// The rule is named, so the store tells it from a
+					// balance's CHECK (ErrUnbalanced, not insufficient funds).
+					t.Errorf("a transaction %s: %v, want the Σ = 0 rule named", name, err)
 				}
 			}
 		}

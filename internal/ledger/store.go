@@ -402,8 +402,9 @@ func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, 
 	if err := tx.Exec(ins.String(), args...).Error; err != nil {
 		return Transaction{}, fmt.Errorf("postings of %s %s: %w", e.Kind, e.Reference, err)
 	}
-	// No deferred constraint trigger on SQLite: read the sum back in the
-	// same transaction (PostgreSQL's trigger does this at commit).
+	// No Σ = 0 trigger on SQLite: read the sum back in the same
+	// transaction (PostgreSQL's trigger does this at the end of the
+	// statement, migration 00041).
 	var sum struct{ Total, N int64 }
 	if err := tx.Raw(`SELECT COALESCE(SUM(amount_rials), 0) AS total, COUNT(*) AS n FROM ledger_postings WHERE transaction_id = ?`, t.ID).
 		Scan(&sum).Error; err != nil {
@@ -625,10 +626,17 @@ func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 	case l.batch != nil && !errors.Is(err, errSingly):
 		// Written in a group (or refused there): its own outcome.
 	case l.db.Dialect == store.Postgres:
-		if err = ctx.Err(); err != nil {
-			return Transaction{}, notSent(err)
+		cerr := ctx.Err()
+		switch {
+		case cerr != nil && errors.Is(err, errSinglyUnsure):
+			// The group's session ended, perhaps after its commit, and
+			// this caller cannot write it again: the look-up below tells.
+			err = fmt.Errorf("ledger: %s %s: %w: %w: %w", e.Kind, e.Reference, ErrOutcomeUnknown, err, cerr)
+		case cerr != nil:
+			return Transaction{}, notSent(cerr)
+		default:
+			t, err = l.Post(l.db.Gorm.WithContext(ctx), e)
 		}
-		t, err = l.Post(l.db.Gorm.WithContext(ctx), e)
 	default:
 		err = l.db.Tx(ctx, func(tx *gorm.DB) error {
 			var err error
@@ -1044,7 +1052,8 @@ func (l *Ledger) HistoryFrom(ctx context.Context, db *store.DB, accountID, befor
 
 // statementErr reads the outcome of a ledger transaction's one statement
 // (PostgreSQL): a unique violation is a replay (ErrDuplicate), a CHECK's
-// is a balance guard (ErrInsufficientFunds), and fewer postings than
+// is a balance guard (ErrInsufficientFunds) unless it is the Σ = 0
+// trigger's (ErrUnbalanced), and fewer postings than
 // accounts means an account was missing (nothing was written: the
 // statement inserts nothing unless it locked them all), named by missing
 // (called only then: no formatting on the path that succeeds).
@@ -1052,6 +1061,8 @@ func statementErr(e Entry, err error, got, want int, missing func() string) erro
 	switch {
 	case store.IsUniqueViolation(err):
 		return fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
+	case unbalancedViolation(err):
+		return fmt.Errorf("%s %s: %w: %w", e.Kind, e.Reference, ErrUnbalanced, err)
 	case store.IsCheckViolation(err):
 		return fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)
 	case err != nil:

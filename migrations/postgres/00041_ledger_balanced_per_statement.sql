@@ -15,7 +15,8 @@
 -- movement), and so is every seed; a transaction's postings written in
 -- two statements are refused at the first. A posting added later to an
 -- existing transaction is refused as before: its transaction's sum is no
--- longer zero.
+-- longer zero. The error names the rule (CONSTRAINT), so that the store
+-- tells it from a balance's CHECK (internal/ledger: ErrUnbalanced).
 DROP TRIGGER ledger_postings_balanced ON ledger_postings;
 DROP FUNCTION ledger_transaction_balanced();
 -- +goose StatementBegin
@@ -31,7 +32,7 @@ BEGIN
         SELECT COALESCE(SUM(amount_rials), 0), COUNT(*) INTO total, n FROM ledger_postings WHERE transaction_id = tid;
         IF total <> 0 OR n < 2 THEN
             RAISE EXCEPTION 'ledger transaction % is not balanced: % postings summing to % rials', tid, n, total
-                USING ERRCODE = '23514';
+                USING ERRCODE = '23514', CONSTRAINT = 'ledger_transaction_balanced';
         END IF;
     END LOOP;
     RETURN NULL;
