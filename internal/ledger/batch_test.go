@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -81,6 +83,46 @@ func (b *book) inOneGroupCtx(ctx context.Context, g *gate, blocker ledger.Entry,
 		b.t.Fatalf("the first write: %v", blockErr)
 	}
 	return out
+}
+
+// lockAccount holds account id's row lock in a transaction of its own,
+// until the returned lock is rolled back (at the latest when the test
+// ends), and returns that transaction's backend pid (PostgreSQL).
+func (b *book) lockAccount(db *store.DB, id int64) (lock *gorm.DB, holder int64) {
+	b.t.Helper()
+	lock = db.Gorm.Begin()
+	b.t.Cleanup(func() { lock.Rollback() })
+	if err := lock.Raw(`SELECT pg_backend_pid()`).Row().Scan(&holder); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, id).Error; err != nil {
+		b.t.Fatal(err)
+	}
+	return lock, holder
+}
+
+// endBlocked ends (pg_terminate_backend: a FATAL) the backend that waits
+// for a lock held by backend holder, once one does: only what waits
+// behind the test's own lock, never another test's backend.
+func (b *book) endBlocked(db *store.DB, holder int64) error {
+	return testwait.Until(10*time.Second, "a backend waits for the lock", func() bool {
+		var ended bool
+		_ = db.Gorm.Raw(`SELECT COALESCE(bool_or(pg_terminate_backend(pid)), FALSE) FROM pg_stat_activity
+			WHERE ?::int = ANY(pg_blocking_pids(pid))`, holder).Row().Scan(&ended)
+		return ended
+	})
+}
+
+// againOnce writes e again, a replay if it was written, and checks that
+// it is written exactly once.
+func (b *book) againOnce(e ledger.Entry) {
+	b.t.Helper()
+	if _, err := b.l.Write(context.Background(), e); err != nil && !errors.Is(err, ledger.ErrDuplicate) {
+		b.t.Errorf("%s again: %v", e.Reference, err)
+	}
+	if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference = ?`, e.Reference); k != 1 {
+		b.t.Errorf("%s written %d times, want 1", e.Reference, k)
+	}
 }
 
 func transferEntry(ref string, from, to, rials int64, at time.Time) ledger.Entry {
@@ -504,29 +546,25 @@ func TestGroupEndedCallersGoneIsUnknown(t *testing.T) {
 	a, c, p, q, y, z := b.wallet(100_000), b.wallet(0), b.wallet(5_000), b.wallet(0), b.wallet(1_000), b.wallet(0)
 	g := newGate()
 	b.grouping(g)
-	lock := db.Gorm.Begin()
-	defer lock.Rollback()
-	var holder int64
-	if err := lock.Raw(`SELECT pg_backend_pid()`).Row().Scan(&holder); err != nil {
-		t.Fatal(err)
-	}
-	if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
-		t.Fatal(err)
-	}
+	lock, holder := b.lockAccount(db, a)
 	ctx, gone := context.WithCancel(context.Background())
 	defer gone()
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		var pid int64
+		// The group waits for the lock: its callers go, then its session
+		// is ended.
 		if err := testwait.Until(10*time.Second, "the group waits", func() bool {
-			_ = db.Gorm.Raw(`SELECT pid FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid)) LIMIT 1`, holder).Scan(&pid).Error
-			return pid != 0
+			var n int64
+			_ = db.Gorm.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))`, holder).Scan(&n).Error
+			return n != 0
 		}); err != nil {
 			t.Error(err)
 		}
 		gone()
-		db.Gorm.Exec(`SELECT pg_terminate_backend(?)`, pid)
+		if err := b.endBlocked(db, holder); err != nil {
+			t.Error(err)
+		}
 	}()
 	es := []ledger.Entry{transferEntry("gone-1", a, c, 1_000, b.now), transferEntry("gone-2", p, q, 1_000, b.now)}
 	got := b.inOneGroupCtx(ctx, g, transferEntry("blocker", y, z, 1_000, b.now), es)
@@ -540,9 +578,7 @@ func TestGroupEndedCallersGoneIsUnknown(t *testing.T) {
 		}
 	}
 	for _, e := range es {
-		if _, err := b.l.Write(context.Background(), e); err != nil {
-			t.Errorf("%s again: %v", e.Reference, err)
-		}
+		b.againOnce(e)
 	}
 	b.figures(a, 99_000, 0)
 	b.figures(c, 1_000, 0)
@@ -644,12 +680,7 @@ func TestWriteAloneEndedMidStatementIsUnknown(t *testing.T) {
 		if err := lock.Rollback().Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.l.Write(context.Background(), e); err != nil && !errors.Is(err, ledger.ErrDuplicate) {
-			t.Errorf("again: %v", err)
-		}
-		if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference = ?`, e.Reference); k != 1 {
-			t.Errorf("written %d times, want 1", k)
-		}
+		b.againOnce(e)
 		b.figures(a, 99_000, 0)
 		b.figures(c, 1_000, 0)
 		b.check()
@@ -664,15 +695,7 @@ func TestWriteAloneSessionEndedIsUnknown(t *testing.T) {
 	db := storetest.New(t, store.Postgres)
 	b := newBook(t, db)
 	a, c := b.wallet(100_000), b.wallet(0)
-	lock := db.Gorm.Begin()
-	defer lock.Rollback()
-	var holder int64
-	if err := lock.Raw(`SELECT pg_backend_pid()`).Row().Scan(&holder); err != nil {
-		t.Fatal(err)
-	}
-	if err := lock.Exec(`SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE`, a).Error; err != nil {
-		t.Fatal(err)
-	}
+	lock, holder := b.lockAccount(db, a)
 	e := transferEntry("session-ended", a, c, 1_000, b.now)
 	done := make(chan error, 1)
 	go func() {
@@ -680,23 +703,8 @@ func TestWriteAloneSessionEndedIsUnknown(t *testing.T) {
 		done <- err
 	}()
 	// The Write's backend, waiting for the lock held above: ended.
-	var ended bool
-	for range 500 {
-		if err := db.Gorm.Raw(`SELECT COALESCE(bool_or(pg_terminate_backend(pid)), FALSE) FROM pg_stat_activity
-			WHERE ?::int = ANY(pg_blocking_pids(pid))`, holder).Row().Scan(&ended); err != nil {
-			t.Fatal(err)
-		}
-		if ended {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Write returned before its session was ended: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	if !ended {
-		t.Fatal("the Write's backend never waited for the lock")
+	if err := b.endBlocked(db, holder); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
@@ -709,12 +717,7 @@ func TestWriteAloneSessionEndedIsUnknown(t *testing.T) {
 	if err := lock.Rollback().Error; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.l.Write(context.Background(), e); err != nil && !errors.Is(err, ledger.ErrDuplicate) {
-		t.Errorf("again: %v", err)
-	}
-	if k := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reference = ?`, e.Reference); k != 1 {
-		t.Errorf("written %d times, want 1", k)
-	}
+	b.againOnce(e)
 	b.figures(a, 99_000, 0)
 	b.figures(c, 1_000, 0)
 	b.check()
