@@ -151,12 +151,14 @@ fmt:
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kifpool_bench?sslmode=disable
 # ONLY=<part of a step's name> runs only those steps; PROFILE=8s takes a CPU
 # profile of each step's first 8 s (serve's PPROF_ADDR) into data/bench/.
+# CREDITS=12000 makes the credit path's step that many callbacks (1,500 by
+# default): a before/after of the credit path needs a longer step.
 # The ledger transfer's design limit is internal/ledger/transfer.pgbench run
 # by pgbench (PGBENCH: the newest PostgreSQL's, else pgbench on PATH).
 PGBENCH ?= $(or $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/pgbench))),pgbench)
 bench: build
 	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load
-	./bin/kifpool-load -bin $(BIN) -db '$(BENCH_DATABASE_URL)' -pgbench '$(PGBENCH)' $(if $(ONLY),-only '$(ONLY)') $(if $(PROFILE),-profile $(PROFILE)) $(if $(SOAK),-soak $(SOAK))
+	./bin/kifpool-load -bin $(BIN) -db '$(BENCH_DATABASE_URL)' -pgbench '$(PGBENCH)' $(if $(ONLY),-only '$(ONLY)') $(if $(PROFILE),-profile $(PROFILE)) $(if $(SOAK),-soak $(SOAK)) $(if $(CREDITS),-credits $(CREDITS))
 
 bench-short: build
 	$(GO) build -o bin/kifpool-load ./cmd/kifpool-load

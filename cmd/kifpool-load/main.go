@@ -79,6 +79,7 @@ func main() {
 	topUps := flag.Int64("topups", adminbench.Full.TopUps, "with -admin: top-ups seeded (users, transfers and the heavy payer's top-ups scale with it)")
 	reuse := flag.Bool("reuse", false, "with -admin: keep the database a previous -admin run seeded (migrated to this build) instead of seeding it again")
 	fetches := flag.Int("fetches", 20, "with -admin: timed fetches per page")
+	credits := flag.Int64("credits", 0, "the credit path's callbacks (0: 1,500, or 40 with -short): more makes a before/after of the credit path decidable on a noisy machine")
 	flag.Parse()
 	if *staticPage > 0 {
 		if err := serveStatic(*staticAddr, *staticPage); err != nil {
@@ -105,6 +106,9 @@ func main() {
 		sz = short
 	} else {
 		sz.soakDur = *soak
+	}
+	if *credits > 0 {
+		sz.credits = *credits
 	}
 	if err := run(ctx, *bin, *dbURL, *out, *isShort, *only, *profile, sz, *pgbench, *pgbenchScript); err != nil {
 		fmt.Fprintln(os.Stderr, "kifpool-load:", err)

@@ -351,11 +351,12 @@ func TestTokenCacheHearsAnyWriterOnPostgres(t *testing.T) {
 }
 
 // When the LISTEN connection drops, the cache stops serving at once and
-// every request reads the database until the connection is back. (Every
-// token cache's LISTEN of the database is ended, other tests' too; the
-// sessions' are left alone.)
+// every request reads the database until the connection is back. (Only
+// this test's own token LISTEN is ended: its backends carry its schema's
+// name as application_name; other tests' and the sessions' are left
+// alone.)
 func TestTokenCacheStopsServingWhenTheListenDrops(t *testing.T) {
-	// Not parallel: it ends every LISTEN of the database.
+	// It ends only its own schema's LISTEN (application_name).
 	db := storetest.New(t, store.Postgres)
 	authtest.DistinctUserIDs(t, db)
 	c := testclock.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
@@ -367,7 +368,8 @@ func TestTokenCacheStopsServingWhenTheListenDrops(t *testing.T) {
 		t.Fatalf("3 requests: %d statements, want 1", n)
 	}
 	if err := db.Gorm.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND query = 'LISTEN "kifpool_api_tokens"' AND pid <> pg_backend_pid()`).Error; err != nil {
+		WHERE datname = current_database() AND query = 'LISTEN "kifpool_api_tokens"' AND pid <> pg_backend_pid()
+		AND application_name = current_setting('application_name')`).Error; err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 5*time.Second, "the cache to stop serving", func() bool { return !s.CacheServing() })

@@ -219,7 +219,7 @@ func TestSessionCacheHearsAnyWriterOnPostgres(t *testing.T) {
 // When the LISTEN connection drops, the cache stops serving at once and
 // every lookup reads the database until the connection is back.
 func TestSessionCacheStopsServingWhenTheListenDrops(t *testing.T) {
-	// Not parallel: it ends every LISTEN of the database.
+	// It ends only its own schema's LISTEN (application_name).
 	ctx := context.Background()
 	db := storetest.New(t, store.Postgres)
 	authtest.DistinctUserIDs(t, db)
@@ -239,7 +239,8 @@ func TestSessionCacheStopsServingWhenTheListenDrops(t *testing.T) {
 		t.Fatalf("3 lookups: %d statements, want 1", n)
 	}
 	if err := db.Gorm.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND query = 'LISTEN "kifpool_sessions"' AND pid <> pg_backend_pid()`).Error; err != nil {
+		WHERE datname = current_database() AND query = 'LISTEN "kifpool_sessions"' AND pid <> pg_backend_pid()
+		AND application_name = current_setting('application_name')`).Error; err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 5*time.Second, "the cache to stop serving", func() bool { return !s.SessionCacheServing() })

@@ -612,7 +612,7 @@ func TestGroupEndedBeforeItsCommitWritesEachAlone(t *testing.T) {
 			// Then the movements, written alone, wait for it: freed.
 			waiting := func(like string) (pid int64) {
 				_ = db.Gorm.Raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-					AND query LIKE ? LIMIT 1`, like).Scan(&pid).Error
+					AND application_name = current_setting('application_name') AND query LIKE ? LIMIT 1`, like).Scan(&pid).Error
 				return pid
 			}
 			var pid int64

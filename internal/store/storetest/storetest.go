@@ -168,6 +168,11 @@ func postgresURL(t testing.TB) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	// Its sessions carry the schema's name, so that a test can find its
+	// own backends in pg_stat_activity (application_name =
+	// current_setting('application_name')) and end only those,
+	// never another package's running on the same database.
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
 	return fmt.Sprint(u)
 }
