@@ -232,7 +232,9 @@ func (bn *bench) pgbench(ctx context.Context, conc int, dur time.Duration, vars 
 	}
 	args = append(args, bn.dbURL)
 	cmd := exec.CommandContext(ctx, bn.pgbenchBin, args...) // #nosec G204 -- pgbench from the -pgbench flag with arguments built here
+	db := startDBMeter()
 	out, err := cmd.CombinedOutput()
+	dbCPU := db.Stop()
 	if err != nil {
 		return Row{}, fmt.Errorf("%s: %w\n%s", bn.pgbenchBin, err, out)
 	}
@@ -245,7 +247,8 @@ func (bn *bench) pgbench(ctx context.Context, conc int, dur time.Duration, vars 
 	if err != nil {
 		return Row{}, err
 	}
-	r := Row{Concurrency: conc, Requests: int64(len(lats)), Throughput: tps, Seconds: dur.Seconds()}
+	r := Row{Concurrency: conc, Requests: int64(len(lats)), Throughput: tps, Seconds: dur.Seconds(), DBCPUSeconds: dbCPU,
+		LoadCPUSeconds: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
 	if fm := regexp.MustCompile(`(?m)^number of failed transactions: ([0-9]+)`).FindSubmatch(out); fm != nil {
 		r.Errors, _ = strconv.ParseInt(string(fm[1]), 10, 64)
 	}

@@ -32,11 +32,17 @@ type Row struct {
 	P99MS       float64 `json:"p99_ms"`
 	MaxMS       float64 `json:"max_ms"`
 	CPUSeconds  float64 `json:"server_cpu_s"`
-	PeakRSSMB   float64 `json:"server_peak_rss_mb"`
-	Goroutines  int     `json:"server_goroutines_after"`
-	PeakGor     int     `json:"server_goroutines_peak,omitempty"`
-	Note        string  `json:"note,omitempty"`
-	FirstError  string  `json:"first_error,omitempty"`
+	// The database's CPU (every PostgreSQL process on this machine), the
+	// sandbox bank's and the load generator's (pgbench's for a pgbench
+	// row) over the step.
+	DBCPUSeconds   float64 `json:"db_cpu_s"`
+	BankCPUSeconds float64 `json:"bank_cpu_s"` // the sandbox bank's, beside serve
+	LoadCPUSeconds float64 `json:"load_cpu_s"`
+	PeakRSSMB      float64 `json:"server_peak_rss_mb"`
+	Goroutines     int     `json:"server_goroutines_after"`
+	PeakGor        int     `json:"server_goroutines_peak,omitempty"`
+	Note           string  `json:"note,omitempty"`
+	FirstError     string  `json:"first_error,omitempty"`
 }
 
 // work is one virtual user's operation number i; it returns an error for

@@ -142,6 +142,7 @@ type bench struct {
 	pool    *pgxpool.Pool
 	bank    *bank
 	bankURL string
+	bankPID int // the sandbox bank's process (its CPU per step)
 	a, b    *proc
 	baseA   string
 	baseB   string
@@ -180,6 +181,7 @@ func run(ctx context.Context, bin, dbURL, out string, isShort bool, only string,
 		return err
 	}
 	defer bp.stop()
+	bn.bankPID = bp.pid()
 	bn.bank = &bank{base: bn.bankURL, hc: &http.Client{Timeout: 30 * time.Second, Transport: bn.tr}}
 
 	if bn.a, bn.baseA, err = bn.startServe(ctx, "serve-a"); err != nil {
@@ -292,7 +294,8 @@ func (bn *bench) startServe(ctx context.Context, name string) (*proc, string, er
 // measure runs a scenario step while reading serve's CPU time, peak RSS
 // and goroutines.
 func (bn *bench) measure(p *proc, base string, note string, f func() Row) Row {
-	cpu0 := cpuSeconds(p.pid())
+	cpu0, self0, bank0 := cpuSeconds(p.pid()), cpuSeconds(os.Getpid()), bn.bankCPU()
+	db := startDBMeter()
 	reset := resetPeakRSS(p.pid())
 	stopSampling := make(chan struct{})
 	peak := make(chan int, 1)
@@ -335,6 +338,9 @@ func (bn *bench) measure(p *proc, base string, note string, f func() Row) Row {
 	close(stopSampling)
 	r.PeakGor = <-peak
 	r.CPUSeconds = cpuSeconds(p.pid()) - cpu0
+	r.LoadCPUSeconds = cpuSeconds(os.Getpid()) - self0
+	r.DBCPUSeconds = db.Stop()
+	r.BankCPUSeconds = bn.bankCPU() - bank0
 	r.PeakRSSMB = peakRSSMB(p.pid())
 	if !reset {
 		note = strings.TrimSpace(note + " (peak RSS since start)")
@@ -383,10 +389,10 @@ func (bn *bench) cpuProfile(addr string) string {
 
 func (bn *bench) print(inv invariants) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scenario\tconc\trequests\terrors\treq/s\tp50 ms\tp95 ms\tp99 ms\tmax ms\tCPU s\tpeak RSS MB\tgoroutines (peak/after)\t")
+	fmt.Fprintln(w, "scenario\tconc\trequests\terrors\treq/s\tp50 ms\tp95 ms\tp99 ms\tmax ms\tCPU s\tDB CPU s\tbank CPU s\tload CPU s\tpeak RSS MB\tgoroutines (peak/after)\t")
 	for _, r := range bn.rows {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.0f\t%d/%d\t\n", r.Scenario, r.Concurrency, r.Requests, r.Errors,
-			r.Throughput, r.P50MS, r.P95MS, r.P99MS, r.MaxMS, r.CPUSeconds, r.PeakRSSMB, r.PeakGor, r.Goroutines)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%d/%d\t\n", r.Scenario, r.Concurrency, r.Requests, r.Errors,
+			r.Throughput, r.P50MS, r.P95MS, r.P99MS, r.MaxMS, r.CPUSeconds, r.DBCPUSeconds, r.BankCPUSeconds, r.LoadCPUSeconds, r.PeakRSSMB, r.PeakGor, r.Goroutines)
 	}
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, "print table:", err)

@@ -100,19 +100,11 @@ func cpuSeconds(pid int) float64 {
 	if err != nil {
 		return 0
 	}
-	s := string(b)
-	// Fields after the command name (which may hold spaces) in parentheses.
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
+	_, ticks, ok := parseStat(string(b))
+	if !ok {
 		return 0
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ is 100 on Linux
+	return float64(ticks) / 100 // USER_HZ is 100 on Linux
 }
 
 // peakRSSMB is VmHWM (peak resident set) in MB.

@@ -157,7 +157,8 @@ func (bn *bench) scenarioCreditPath(ctx context.Context) error {
 	if limit.Throughput > 0 {
 		ratio = credit.Throughput / limit.Throughput
 	}
-	bn.notes = append(bn.notes, fmt.Sprintf("credit path = %.2f × the database's limit for the same SQL (%.0f vs %.0f credits/s; target ≥ 0.6)", ratio, credit.Throughput, limit.Throughput))
+	bn.notes = append(bn.notes, fmt.Sprintf("credit path = %.2f × the database's limit for the same SQL (%.0f vs %.0f credits/s; target ≥ 0.6)", ratio, credit.Throughput, limit.Throughput),
+		"credit path: "+cpuPer(credit, "serve")+"; the database's limit: "+cpuPer(limit, ""))
 	bn.rows[len(bn.rows)-2].Note = fmt.Sprintf("%.2f × the database limit", ratio)
 
 	var withSession Row
@@ -248,26 +249,28 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 	}
 	var ref atomic.Int64
 	ref.Store(time.Now().UnixNano() / 1000)
-	return runLoad(ctx, "2 database limit (credit SQL, pgx, no HTTP)", conc, n, 0, func(ctx context.Context, vu int, i int64) error {
-		return pgx.BeginFunc(ctx, bn.pool, func(tx pgx.Tx) error {
-			now := time.Now().UTC()
-			refID := ref.Add(1)
-			tag, err := tx.Exec(ctx, `UPDATE topups SET status = 'credited', status_reason = 'verified_paid', ref_id = $2, verified_amount_rials = $3,
+	// The database's CPU and ours, over the measured part only.
+	return withCPU(func() Row {
+		return runLoad(ctx, "2 database limit (credit SQL, pgx, no HTTP)", conc, n, 0, func(ctx context.Context, vu int, i int64) error {
+			return pgx.BeginFunc(ctx, bn.pool, func(tx pgx.Tx) error {
+				now := time.Now().UTC()
+				refID := ref.Add(1)
+				tag, err := tx.Exec(ctx, `UPDATE topups SET status = 'credited', status_reason = 'verified_paid', ref_id = $2, verified_amount_rials = $3,
 				card_pan_masked = '', last_checked_at = $4, attempts = attempts + 1, lease_until = NULL, lease_owner = '', resolved_at = $4,
 				next_check_at = NULL, updated_at = $4 WHERE id = $1 AND status = 'awaiting_payment'`, ids[i], refID, amounts[i], now)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() != 1 {
-				return errors.New("not moved")
-			}
-			// The fold (sqlstore.foldCredit): the event, the verify's call
-			// and the outbox rows with a body as webhook.OutboxOf makes it.
-			evt := fmt.Sprintf("evt_%026d", i)
-			body := fmt.Sprintf(`{"event_id":%q,"type":"topup.credited","created_at":%q,"topup":{"id":%q,"status":"credited","amount_rials":%d,"gateway":"dblimit","payment_url":null,"ref_id":%d,"created_at":%q,"credited_at":%q}}`,
-				evt, now.Format(time.RFC3339Nano), publics[i], amounts[i], refID, now.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
-			var queued int64
-			if err := tx.QueryRow(ctx, `WITH ev AS (INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, gateway_code, admin_id, created_at)
+				if err != nil {
+					return err
+				}
+				if tag.RowsAffected() != 1 {
+					return errors.New("not moved")
+				}
+				// The fold (sqlstore.foldCredit): the event, the verify's call
+				// and the outbox rows with a body as webhook.OutboxOf makes it.
+				evt := fmt.Sprintf("evt_%026d", i)
+				body := fmt.Sprintf(`{"event_id":%q,"type":"topup.credited","created_at":%q,"topup":{"id":%q,"status":"credited","amount_rials":%d,"gateway":"dblimit","payment_url":null,"ref_id":%d,"created_at":%q,"credited_at":%q}}`,
+					evt, now.Format(time.RFC3339Nano), publics[i], amounts[i], refID, now.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+				var queued int64
+				if err := tx.QueryRow(ctx, `WITH ev AS (INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, gateway_code, admin_id, created_at)
 					VALUES ($1, 'awaiting_payment', 'credited', 'callback', 'verified_paid', 100, NULL, $2)),
 				gc AS (INSERT INTO gateway_calls
 					(topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome, error) VALUES
@@ -276,16 +279,16 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 					SELECT $4, id, $1, 'topup.credited', $5, 'pending', $2, $2, $2 FROM webhook_endpoints
 					WHERE user_id = $6 AND disabled_at IS NULL AND events LIKE '%,topup.credited,%' RETURNING 1)
 				SELECT (SELECT COUNT(*) FROM wh)`, ids[i], now, publics[i], evt, body, payers[i]).Scan(&queued); err != nil {
-				return err
-			}
-			// The ledger's one statement (ledger.postOne): the two accounts
-			// locked in ascending id, their balances, the transaction and
-			// its postings.
-			lo, hi := struct{ account, amount int64 }{slots[ids[i]%ledger.ClearingSlots], -amounts[i]}, struct{ account, amount int64 }{accounts[i], amounts[i]}
-			if hi.account < lo.account {
-				lo, hi = hi, lo
-			}
-			_, err = tx.Exec(ctx, `WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN ($1, $2) ORDER BY id FOR NO KEY UPDATE),
+					return err
+				}
+				// The ledger's one statement (ledger.postOne): the two accounts
+				// locked in ascending id, their balances, the transaction and
+				// its postings.
+				lo, hi := struct{ account, amount int64 }{slots[ids[i]%ledger.ClearingSlots], -amounts[i]}, struct{ account, amount int64 }{accounts[i], amounts[i]}
+				if hi.account < lo.account {
+					lo, hi = hi, lo
+				}
+				_, err = tx.Exec(ctx, `WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN ($1, $2) ORDER BY id FOR NO KEY UPDATE),
 				t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 					SELECT $3::text, $4::text, $5::bigint, $6::bigint, $7::text, $8::timestamptz WHERE (SELECT count(*) FROM lk) = 2 RETURNING id),
 				mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = $9
@@ -294,8 +297,9 @@ func (bn *bench) dbLimit(ctx context.Context, conc int, n int64) (Row, error) {
 				INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 				SELECT t.id, mv.id, mv.amount, mv.posted_rials, $16 FROM t, mv
 				RETURNING transaction_id, account_id, balance_after_rials`,
-				lo.account, hi.account, "topup", publics[i], ids[i], nil, "", now, now, lo.account, lo.amount, 0, hi.account, hi.amount, 0, now)
-			return err
+					lo.account, hi.account, "topup", publics[i], ids[i], nil, "", now, now, lo.account, lo.amount, 0, hi.account, hi.amount, 0, now)
+				return err
+			})
 		})
 	}), nil
 }
@@ -556,11 +560,12 @@ func (bn *bench) scenarioBankDown(ctx context.Context) error {
 	if v, _ := metric(bn.baseA, metricsToken, "kifpool_gateway_breaker_open"); v != 1 {
 		return errors.New("the breaker did not open")
 	}
-	bn.measure(bn.a, bn.baseA, "breaker open; each answer: 503, no money was taken, a fresh form", func() Row {
+	r := bn.measure(bn.a, bn.baseA, "breaker open; each answer: 503, no money was taken, a fresh form", func() Row {
 		return runLoad(ctx, "6 bank down: top-up refused", conc, bn.sz.downRefusals, 0, func(ctx context.Context, vu int, _ int64) error {
 			return submit(ctx, vu)
 		})
 	})
+	bn.notes = append(bn.notes, fmt.Sprintf("refusal by the open breaker: p50 %.1f ms, p99 %.1f ms (goal < 5); %s", r.P50MS, r.P99MS, cpuPer(r, "serve")))
 	return nil
 }
 

@@ -99,6 +99,7 @@ func ratioNote(r, static Row) string {
 		return "not met"
 	}
 	ratio := r.Throughput / static.Throughput
-	return fmt.Sprintf("%.2f × the static page (%.0f vs %.0f req/s; goal ≥ 0.8: %s), p99 %.1f vs %.1f ms (goal ≤: %s)",
-		ratio, r.Throughput, static.Throughput, verdict(ratio >= 0.8), r.P99MS, static.P99MS, verdict(r.P99MS <= static.P99MS))
+	return fmt.Sprintf("%.2f × the static page (%.0f vs %.0f req/s; goal ≥ 0.8: %s), p99 %.1f vs %.1f ms (goal ≤: %s); ours: %s; the static page's: %s",
+		ratio, r.Throughput, static.Throughput, verdict(ratio >= 0.8), r.P99MS, static.P99MS, verdict(r.P99MS <= static.P99MS),
+		cpuPer(r, "serve"), cpuPer(static, "Fiber"))
 }

@@ -87,7 +87,8 @@ func (bn *bench) scenarioTransfer(ctx context.Context) error {
 		if k == 0 {
 			pgUniform, appUniform = pg, app
 			bn.notes = append(bn.notes, fmt.Sprintf("transfer over HTTP, random pairs: %.2f × pgbench (%.0f vs %.0f transfers/s; goal ≥ 0.5); p50 %.1f ms, p99 %.1f ms",
-				ratio(app.Throughput, pg.Throughput), app.Throughput, pg.Throughput, app.P50MS, app.P99MS))
+				ratio(app.Throughput, pg.Throughput), app.Throughput, pg.Throughput, app.P50MS, app.P99MS),
+				"transfer over HTTP, random pairs: "+cpuPer(app, "serve")+"; pgbench: "+cpuPer(pg, ""))
 			continue
 		}
 		bn.notes = append(bn.notes, fmt.Sprintf("transfer over HTTP, %d%% on one account: %.2f × pgbench's random pairs (%.0f vs %.0f; goal ≥ 0.3), %.2f × its own random pairs (no collapse: ≥ 0.33); p50 %.1f ms, p99 %.1f ms; pgbench itself %.0f",
