@@ -214,9 +214,20 @@ type Request struct {
 // Begin looks the key up for the user and decides: run the request
 // (Acquired, the key is now leased to the caller), replay the stored
 // response, refuse it as in use, or refuse it as a mismatch.
+//
+// A key seen before is answered by its one read (Lookup), writing
+// nothing: a partner's retries of a finished request cost no insert that
+// the unique index refuses, which on PostgreSQL left a dead row and spent
+// a transaction id each. A new key, or one its request left unfinished,
+// goes on to the insert, whose unique index decides between racing
+// requests as before.
 func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
-	if err := CheckKey(r.Key); err != nil {
+	out, old, found, err := s.Lookup(ctx, r)
+	switch {
+	case err != nil:
 		return 0, Record{}, err
+	case found && out != Acquired:
+		return out, old, nil
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		now := s.clock()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,6 +291,60 @@ func TestClaimInTransaction(t *testing.T) {
 		other.Fingerprint = "fp-b"
 		if out, _, _, _ := s.Lookup(ctx, other); out != idempotency.Mismatch {
 			t.Fatalf("lookup with another body: %v", out)
+		}
+	})
+}
+
+// A key seen before is answered by a read: a finished request's replays,
+// a mismatch and a key in use write nothing (no insert the unique index
+// refuses), and a new key still takes one insert.
+func TestBeginReadsBeforeWriting(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		users := auth.NewService(db, auth.Options{BcryptCost: 4})
+		alice, err := users.SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var writes atomic.Int64
+		count := func(*gorm.DB) { writes.Add(1) }
+		for _, reg := range []func() error{
+			func() error { return db.Gorm.Callback().Create().Before("gorm:create").Register("test:writes", count) },
+			func() error { return db.Gorm.Callback().Update().Before("gorm:update").Register("test:writes", count) },
+		} {
+			if err := reg(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := idempotency.NewStore(db, idempotency.Options{TTL: time.Hour, Lease: time.Minute, Secret: []byte("s3cret")})
+		req := idempotency.Request{UserID: alice.ID, Key: "key-r", Method: "POST", Path: routes.APITopUps, Fingerprint: "fp-a"}
+		out, rec, err := s.Begin(ctx, req)
+		if err != nil || out != idempotency.Acquired || writes.Load() != 1 {
+			t.Fatalf("new key: %v %v, %d writes (want 1)", out, err, writes.Load())
+		}
+		if out, _, _ := s.Begin(ctx, req); out != idempotency.InUse {
+			t.Fatalf("in flight: %v", out)
+		}
+		if _, err := s.Finish(ctx, rec, 201, "application/json", []byte(`{"id":"x"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		writes.Store(0)
+		other := req
+		other.Fingerprint = "fp-b"
+		for range 20 {
+			if out, got, err := s.Begin(ctx, req); err != nil || out != idempotency.Replay || *got.ResponseBody != `{"id":"x"}` {
+				t.Fatalf("replay: %v %v", out, err)
+			}
+			if out, _, _ := s.Begin(ctx, other); out != idempotency.Mismatch {
+				t.Fatalf("other body: %v", out)
+			}
+		}
+		if n := writes.Load(); n != 0 {
+			t.Fatalf("20 replays and 20 mismatches wrote %d times, want 0", n)
+		}
+		var rows int64
+		if err := db.Gorm.Raw(`SELECT COUNT(*) FROM idempotency_keys WHERE user_id = ?`, alice.ID).Row().Scan(&rows); err != nil || rows != 1 {
+			t.Fatalf("%d key rows (%v), want 1", rows, err)
 		}
 	})
 }
