@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testport"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -200,19 +200,9 @@ func TestReset2FA(t *testing.T) {
 }
 
 func TestServeStartsAndStops(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testport.Addr(t)
 	dir := t.TempDir()
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pprofAddr := pln.Addr().String()
-	pln.Close()
+	pprofAddr := testport.Addr(t)
 	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir,
 		"LISTEN_ADDR": addr, "BASE_URL": "http://" + addr, "PPROF_ADDR": pprofAddr}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -288,12 +278,7 @@ func (b *syncBuffer) String() string {
 // With LISTEN_ADDR alone, serve runs where it listens and a top-up reaches
 // the built-in bank there (issue 10, point 7): BASE_URL is derived.
 func TestServeListenAddrAlone(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testport.Addr(t)
 	dir := t.TempDir()
 	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir, "LISTEN_ADDR": addr}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,18 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+	"github.com/kifpool/kifpool/internal/testport"
+)
 
 // Issue 31, item 11: a second serve on the SQLite file a serve is using is
 // refused before it serves anything (its worker would ask its own
@@ -40,12 +31,12 @@ func TestSecondServeOnOneSQLiteFileIsRefused(t *testing.T) {
 		}()
 		return done
 	}
-	first := freeAddr(t)
+	first := testport.Addr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := serve(ctx, first)
 	waitHealthy(t, "http://"+first, done)
 
-	second := freeAddr(t)
+	second := testport.Addr(t)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel2()
 	select {
@@ -67,7 +58,7 @@ func TestSecondServeOnOneSQLiteFileIsRefused(t *testing.T) {
 	}
 	// The file is free again: a serve starts on it.
 	ctx3, cancel3 := context.WithCancel(context.Background())
-	third := freeAddr(t)
+	third := testport.Addr(t)
 	done3 := serve(ctx3, third)
 	waitHealthy(t, "http://"+third, done3)
 	cancel3()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/testport"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -95,7 +96,7 @@ func TestContainerImage(t *testing.T) {
 	}
 	// Started as the image's user on the image's file system: SQLite under
 	// /data, the built-in sandbox bank, a page served.
-	addr := freeAddr(t)
+	addr := testport.Addr(t)
 	cmd := exec.Command(chroot, "--userspec=65534:65534", fsRoot, "/kifpool", "serve") // #nosec G204 -- the test's own arguments
 	cmd.Env = []string{"DATA_DIR=/data", "ZONEINFO=/usr/share/zoneinfo", "LISTEN_ADDR=" + addr, "TZ=Asia/Tehran"}
 	logPath := filepath.Join(dir, "serve.log")

@@ -26,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/testport"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -87,18 +88,6 @@ func kifpoolBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
-}
-
-// freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // proc is a child process that can be killed and restarted with the same
@@ -312,7 +301,7 @@ const (
 // startBank runs a standalone sandbox bank with the given extra flags.
 func startBank(t *testing.T, flags ...string) (*proc, string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testport.Addr(t)
 	p := newProc(t, "sandbank", addr, "", nil, append([]string{"sandbank", "--addr", addr}, flags...)...)
 	if err := p.start(); err != nil {
 		t.Fatal(err)
@@ -375,7 +364,7 @@ func withAllGateways(t *testing.T, env map[string]string, bankURL string) {
 // newServe prepares (does not start) a serve process.
 func newServe(t *testing.T, name, dbURL, bankURL string, extra map[string]string) (*proc, string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testport.Addr(t)
 	p := newProc(t, name, addr, "http://"+addr+routes.Healthz, serveEnv(t, addr, dbURL, bankURL, extra), "serve")
 	return p, "http://" + addr
 }

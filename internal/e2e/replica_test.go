@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/testport"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -37,7 +37,7 @@ func TestStreamingReplica(t *testing.T) {
 	}
 	pg := newPGTools(t)
 	dir := pg.tempDir(t)
-	primaryPort, replicaPort := freePort(t), freePort(t)
+	primaryPort, replicaPort := testport.Port(t), testport.Port(t)
 	primary, replica := filepath.Join(dir, "primary"), filepath.Join(dir, "replica")
 
 	pg.run(t, "initdb", "-D", primary, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
@@ -238,15 +238,4 @@ func (pg pgTools) appendConf(t *testing.T, data string, port int, dir string) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freePort is a TCP port free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

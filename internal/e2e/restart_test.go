@@ -14,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testport"
 )
 
 // Issue 31, item 12: the built-in sandbox bank keeps its payments under
@@ -24,7 +25,7 @@ import (
 func TestBuiltInBankKeepsOpenTopUpsAcrossARestart(t *testing.T) {
 	eachDialect(t, func(t *testing.T, d store.Dialect) {
 		dbURL := storetest.URL(t, d)
-		addr := freeAddr(t)
+		addr := testport.Addr(t)
 		env := serveEnv(t, addr, dbURL, "", map[string]string{"GATEWAYS": "sandbox", "ALLOW_SANDBOX": "1", "WORKER_INTERVAL": "1h"})
 		for k := range env {
 			if strings.HasPrefix(k, "ZARINPAL_") || strings.HasPrefix(k, "ZIBAL_") {

@@ -29,6 +29,7 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testport"
 	"github.com/kifpool/kifpool/internal/testwait"
 )
 
@@ -54,7 +55,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 
 	dir := t.TempDir()
 	certFile, keyFile, pool := makeCert(t, dir)
-	proxyAddr := freeAddr(t)
+	proxyAddr := testport.Addr(t)
 	_, proxyPort, _ := net.SplitHostPort(proxyAddr)
 	base := "https://localhost:" + proxyPort
 
@@ -217,7 +218,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 	if err := b.start(); err != nil {
 		t.Fatalf("restart b: %v", err)
 	}
-	sbAddr := freeAddr(t)
+	sbAddr := testport.Addr(t)
 	sb := exec.Command(kifpoolBinary(t), "serve") // #nosec G204 -- the test's own binary
 	sb.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "DATABASE_URL=" + dbURL, "GATEWAY=sandbox",
 		"LISTEN_ADDR=" + sbAddr, "DATA_DIR=" + t.TempDir()}
@@ -280,7 +281,7 @@ func startNginx(t *testing.T, nginx, dir, addr, certFile, keyFile string, upstre
 		t.Fatal(err)
 	}
 	conf := string(site)
-	httpAddr := freeAddr(t)
+	httpAddr := testport.Addr(t)
 	var servers strings.Builder
 	for _, u := range upstreams {
 		fmt.Fprintf(&servers, "    server %s max_fails=1 fail_timeout=5s;\n", u)
