@@ -42,7 +42,10 @@ const dashboardReconciles = 5
 
 // Dashboard reads the dashboard at now; grace is the worker's
 // WORKER_ABANDONED_AFTER (what counts as due in its backlog). Its six
-// reads are independent and run at once, each on its own connection.
+// reads are independent and run at once, each on its own connection. The
+// chart's ended hours and the bank's latency come from the reader's cache
+// while fresh (EndedHoursFresh, LatencyFresh); everything else is read at
+// every load.
 func (r *Reader) Dashboard(ctx context.Context, now time.Time, grace time.Duration) (Dashboard, error) {
 	var d Dashboard
 	reads := []func(context.Context) error{
@@ -51,8 +54,8 @@ func (r *Reader) Dashboard(ctx context.Context, now time.Time, grace time.Durati
 			d.Unresolved, err = r.Unresolved(ctx, DashboardUnresolved+1)
 			return
 		},
-		func(ctx context.Context) (err error) { d.Hours, err = r.TopUpsByHour(ctx, now); return },
-		func(ctx context.Context) (err error) { d.Latency, err = r.BankLatency(ctx, now); return },
+		func(ctx context.Context) (err error) { d.Hours, err = r.dashboardHours(ctx, now); return },
+		func(ctx context.Context) (err error) { d.Latency, err = r.dashboardLatency(ctx, now); return },
 		func(ctx context.Context) (err error) { d.Backlog, err = r.WorkerBacklog(ctx, now, grace); return },
 		func(ctx context.Context) (err error) {
 			d.Reconciles, err = r.Reconciles(ctx, dashboardReconciles)
@@ -227,15 +230,58 @@ func (h HourBucket) SuccessRatio() float64 {
 }
 
 // TopUpsByHour counts the payments created in each of the 24 hours before
-// now (oldest first, every hour present). The hours are Tehran's (whole
-// hours of +03:30, i.e. from :30 UTC), so that the chart's "14:00" is the
-// hour from 14:00 to 15:00 as its readers live it.
+// now (oldest first, every hour present), exactly as of now. The hours are
+// Tehran's (whole hours of +03:30, i.e. from :30 UTC), so that the chart's
+// "14:00" is the hour from 14:00 to 15:00 as its readers live it. The
+// dashboard reads them through its cache instead (dashboardHours).
 func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket, error) {
+	w := hourWindowAt(now)
+	counts, err := r.countByHour(ctx, w, w.first, now, true)
+	if err != nil {
+		return nil, err
+	}
+	return w.buckets(counts), nil
+}
+
+// hourWindow is the chart's 24 hours on Tehran's clock: hour numbers
+// (whole hours since the epoch on that clock) base to base+23, the last
+// one the hour now is in.
+type hourWindow struct {
+	offset int       // Tehran's offset from UTC at now, seconds
+	base   int64     // the first hour's number
+	first  time.Time // the first hour's beginning, UTC
+}
+
+func hourWindowAt(now time.Time) hourWindow {
 	now = now.UTC()
 	_, offset := now.In(i18n.Tehran()).Zone()
 	off := int64(offset)
-	base := (now.Unix()+off)/3600 - 23 // the first hour, on Tehran's clock
-	first := time.Unix(base*3600-off, 0).UTC()
+	base := (now.Unix()+off)/3600 - 23
+	return hourWindow{offset: offset, base: base, first: time.Unix(base*3600-off, 0).UTC()}
+}
+
+// current is the number of the hour now is in, and its beginning.
+func (w hourWindow) current() (int64, time.Time) {
+	return w.base + 23, w.first.Add(23 * time.Hour)
+}
+
+// hourCount is one hour's top-ups: all, credited, failed.
+type hourCount struct{ total, credited, failed int64 }
+
+// buckets lays counts (by hour number) out as the 24 hours of the window,
+// oldest first, every hour present.
+func (w hourWindow) buckets(counts map[int64]hourCount) []HourBucket {
+	out := make([]HourBucket, 24)
+	for i := range out {
+		c := counts[w.base+int64(i)]
+		out[i] = HourBucket{Start: w.first.Add(time.Duration(i) * time.Hour), Total: c.total, Credited: c.credited, Failed: c.failed}
+	}
+	return out
+}
+
+// countByHour counts the payments created from from to to (to itself
+// included when inclusive) by Tehran hour number and status.
+func (r *Reader) countByHour(ctx context.Context, w hourWindow, from, to time.Time, inclusive bool) (map[int64]hourCount, error) {
 	var rows []struct {
 		Hour   int64
 		Status string
@@ -248,40 +294,39 @@ func (r *Reader) TopUpsByHour(ctx context.Context, now time.Time) ([]HourBucket,
 	// Tehran's clock, then the number of the hour once per group: numeric
 	// arithmetic per row cost more than the scan).
 	group := "created_at"
-	hour := r.db.LocalHourNumber("created_at", offset)
+	hour := r.db.LocalHourNumber("created_at", w.offset)
 	if r.db.Dialect == store.Postgres {
-		group = fmt.Sprintf("date_trunc('hour', (created_at AT TIME ZONE 'UTC') + interval '%d seconds')", offset)
+		group = fmt.Sprintf("date_trunc('hour', (created_at AT TIME ZONE 'UTC') + interval '%d seconds')", w.offset)
 		hour = r.db.HourNumber(group)
+	}
+	upTo := " AND created_at < ?"
+	if inclusive {
+		upTo = " AND created_at <= ?"
 	}
 	parts := make([]string, len(Statuses))
 	args := make([]any, 0, 2*len(Statuses))
 	for i, st := range Statuses {
 		parts[i] = "SELECT " + hour + " AS hour, " + literals([]string{st}) + " AS status, COUNT(*) AS n FROM topups" +
-			" WHERE status = " + literals([]string{st}) + " AND created_at >= ? AND created_at <= ? GROUP BY " + group
-		args = append(args, first, now)
+			" WHERE status = " + literals([]string{st}) + " AND created_at >= ?" + upTo + " GROUP BY " + group
+		args = append(args, from.UTC(), to.UTC())
 	}
 	err := r.page().Gorm.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("top-ups by hour: %w", err)
 	}
-	out := make([]HourBucket, 24)
-	for i := range out {
-		out[i].Start = first.Add(time.Duration(i) * time.Hour)
-	}
+	counts := make(map[int64]hourCount, 24)
 	for _, row := range rows {
-		i := row.Hour - base
-		if i < 0 || i >= 24 {
-			continue
-		}
-		out[i].Total += row.N
+		c := counts[row.Hour]
+		c.total += row.N
 		switch row.Status {
 		case "credited":
-			out[i].Credited += row.N
+			c.credited += row.N
 		case "failed":
-			out[i].Failed += row.N
+			c.failed += row.N
 		}
+		counts[row.Hour] = c
 	}
-	return out, nil
+	return counts, nil
 }
 
 // Latency is the bank's latency percentiles of one operation.

@@ -280,3 +280,87 @@ func TestDashboardShowsTheOldestUnresolved(t *testing.T) {
 		}
 	})
 }
+
+// TestDashboardKeepsEndedHoursAndLatencyBriefly: the dashboard counts the
+// hour in progress at every load, and keeps its counts of the ended hours
+// for topupread.EndedHoursFresh and the bank's latency for
+// topupread.LatencyFresh (a clock the test moves): a change in an ended
+// hour shows once that has passed, or as soon as another hour has begun;
+// a new call to the bank once its minute has passed.
+func TestDashboardKeepsEndedHoursAndLatencyBriefly(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		topuptest.SeedN(t, db, 48) // created at Base + 0..7 whole UTC hours (:30 on Tehran's clock)
+		r := topupread.New(db)
+		ctx := context.Background()
+		base := topuptest.SeedBase
+		// 19:15 UTC: the hour in progress (Tehran's 22:00, from 18:30 UTC)
+		// holds the top-ups of Base+7h; Base+0..6h are in ended hours.
+		t0 := base.Add(7*time.Hour + 15*time.Minute)
+		dash := func(at time.Time) topupread.Dashboard {
+			t.Helper()
+			d, err := r.Dashboard(ctx, at, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		exact := func(at time.Time) []topupread.HourBucket {
+			t.Helper()
+			h, err := r.TopUpsByHour(ctx, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if res := db.Gorm.Exec(q, args...); res.Error != nil || res.RowsAffected == 0 {
+				t.Fatalf("%s: %v, %d rows", q, res.Error, res.RowsAffected)
+			}
+		}
+		same := func(a, b []topupread.HourBucket) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+		d0 := dash(t0)
+		if !same(d0.Hours, exact(t0)) || len(d0.Latency) != 0 {
+			t.Fatalf("first load: hours %v, want %v; latency %+v, want none", d0.Hours, exact(t0), d0.Latency)
+		}
+		// Two ended hours change (a top-up's row moves from one to the
+		// other), one top-up moves into the hour in progress, the bank
+		// answers a call.
+		exec(`UPDATE topups SET created_at = ? WHERE public_id = ?`, base.Add(time.Hour), topuptest.SeedPublicID(3))
+		exec(`UPDATE topups SET created_at = ? WHERE public_id = ?`, t0.Add(-5*time.Minute), topuptest.SeedPublicID(2))
+		exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'verify', 1, ?, 70, 'paid')`, t0.Add(-time.Minute))
+
+		t1 := t0.Add(30 * time.Second)
+		d1, now1 := dash(t1), exact(t1)
+		if same(d0.Hours[:23], now1[:23]) {
+			t.Fatal("the changes did not touch the ended hours: the test proves nothing")
+		}
+		if !same(d1.Hours[:23], d0.Hours[:23]) || d1.Hours[23] != now1[23] {
+			t.Errorf("within %v: ended hours %v (want the first load's %v), hour in progress %+v (want %+v)",
+				topupread.EndedHoursFresh, d1.Hours[:23], d0.Hours[:23], d1.Hours[23], now1[23])
+		}
+		if len(d1.Latency) != 0 {
+			t.Errorf("within %v: latency %+v, want the first load's (none)", topupread.LatencyFresh, d1.Latency)
+		}
+
+		t2 := t0.Add(topupread.EndedHoursFresh + 7*time.Minute) // 19:27, same hour
+		d2 := dash(t2)
+		if want := exact(t2); !same(d2.Hours, want) {
+			t.Errorf("after %v: hours %v, want %v", topupread.EndedHoursFresh, d2.Hours, want)
+		}
+		if len(d2.Latency) != 1 || d2.Latency[0].Operation != "verify" || d2.Latency[0].P50 != 70 {
+			t.Errorf("after %v: latency %+v, want the verify's 70 ms", topupread.LatencyFresh, d2.Latency)
+		}
+
+		// Another ended hour changes, and a new hour begins 4 minutes
+		// after the last count: the hour just ended is counted, and so
+		// is the change.
+		exec(`UPDATE topups SET created_at = ? WHERE public_id = ?`, base.Add(time.Hour), topuptest.SeedPublicID(4))
+		t3 := t2.Add(4 * time.Minute) // 19:31: Tehran's 23:01
+		d3 := dash(t3)
+		if want := exact(t3); !same(d3.Hours, want) {
+			t.Errorf("in the next hour: hours %v, want %v", d3.Hours, want)
+		}
+	})
+}

@@ -34,20 +34,21 @@ import (
 type Reader struct {
 	db    *store.DB
 	reads *store.ReadPool // nil: every read on db
+	cache *dashCache      // shared by the reader's copies
 }
 
 // New returns a reader over db.
-func New(db *store.DB) *Reader { return &Reader{db: db} }
+func New(db *store.DB) *Reader { return &Reader{db: db, cache: &dashCache{}} }
 
 // WithReadPool returns a reader whose page reads go to pool.
 func (r *Reader) WithReadPool(pool *store.ReadPool) *Reader {
-	return &Reader{db: r.db, reads: pool}
+	return &Reader{db: r.db, reads: pool, cache: r.cache}
 }
 
 // Fresh returns the reader with every read on the primary: for a page
 // that shows what was just written (the admin's page of one top-up, after
 // an action).
-func (r *Reader) Fresh() *Reader { return &Reader{db: r.db} }
+func (r *Reader) Fresh() *Reader { return &Reader{db: r.db, cache: r.cache} }
 
 // page is the database of a page's read: the read pool's, else the
 // primary.

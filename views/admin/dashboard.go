@@ -24,9 +24,14 @@ type DashboardView struct {
 	Reconcile       []ReconcileView
 	// TopUps are the last 24 hours of top-ups, oldest first.
 	TopUps []HourView
-	// Latency is the bank's latency per operation over the last 24 hours.
-	Latency []LatencyView
-	Backlog BacklogView
+	// HoursFreshMinutes: the hours that have ended are counted again
+	// after this many minutes (the hour in progress at every load).
+	HoursFreshMinutes int64
+	// Latency is the bank's latency per operation over the last 24 hours,
+	// ranked again after LatencyFreshSeconds.
+	Latency             []LatencyView
+	LatencyFreshSeconds int64
+	Backlog             BacklogView
 	// PayoutDifferences are the payout providers whose newest
 	// reconciliation flagged differences (shown on the withdrawals page).
 	PayoutDifferences []PayoutDifferenceFlag

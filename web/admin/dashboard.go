@@ -34,7 +34,8 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 		return err
 	}
 	rows, reports, backlog := d.Unresolved, d.Reconciles, d.Backlog
-	v := adminview.DashboardView{Breakers: h.breakerViews(h.Lang(c)), ExactUpTo: topupread.TotalCap}
+	v := adminview.DashboardView{Breakers: h.breakerViews(h.Lang(c)), ExactUpTo: topupread.TotalCap,
+		HoursFreshMinutes: int64(topupread.EndedHoursFresh / time.Minute), LatencyFreshSeconds: int64(topupread.LatencyFresh / time.Second)}
 	for _, hr := range d.Hours {
 		hv := adminview.HourView{Start: hr.Start, Total: hr.Total, Credited: hr.Credited, Failed: hr.Failed, Ratio: -1}
 		if r := hr.SuccessRatio(); r >= 0 {

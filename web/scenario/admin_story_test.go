@@ -186,7 +186,7 @@ func TestDashboardCharts(t *testing.T) {
 			page := admin.Get(routes.Admin)
 			for _, hook := range []string{`data-testid="chart-topups"`, `data-testid="chart-latency"`, `<svg`, `role="img"`,
 				`data-testid="latency-row" data-operation="request"`, `data-testid="latency-row" data-operation="verify"`, `data-testid="worker-backlog"`,
-				`data-testid="admin-reconcile"`} {
+				`data-testid="admin-reconcile"`, `data-testid="topups-fresh"`, `data-testid="latency-fresh"`} {
 				if !strings.Contains(page.Body, hook) {
 					t.Errorf("%s: dashboard lacks %s", lang, hook)
 				}
