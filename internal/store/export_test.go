@@ -18,3 +18,6 @@ type WALSamples struct{ w walSamples }
 func (w *WALSamples) Stale(now time.Time, written, replayed uint64) time.Duration {
 	return w.w.stale(now, written, replayed)
 }
+
+// WithoutJIT exposes withoutJIT to the tests.
+func WithoutJIT(dsn string) string { return withoutJIT(dsn) }

@@ -152,7 +152,7 @@ func open(dialect Dialect, dsn string) (*DB, error) {
 		// from starving while writers queue on busy_timeout.
 		sqlDB.SetMaxOpenConns(4)
 	case Postgres:
-		gdb, err = gorm.Open(postgres.New(postgres.Config{DSN: dsn}), cfg)
+		gdb, err = gorm.Open(postgres.New(postgres.Config{DSN: withoutJIT(dsn)}), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
@@ -179,6 +179,37 @@ func open(dialect Dialect, dsn string) (*DB, error) {
 		db.path = dsn
 	}
 	return db, nil
+}
+
+// withoutJIT turns PostgreSQL's JIT compilation off for the pool's
+// sessions (the startup parameter jit=off), unless the URL sets jit
+// itself. Every statement Kifpool issues is a bounded index read or a
+// short write, but the planner's cost of a statement it only estimates
+// (the dashboard's EXPLAIN of the credited top-ups: 7.3M rows) or of a
+// capped count crosses jit_above_cost at scale: a session's first such
+// plan then loaded LLVM (65 ms on the 10M database, against 0.9 ms with
+// jit off), and each execution compiled its expressions (8 ms) for a
+// statement that reads a few thousand index entries. The dashboard's p95
+// at 10M was those loads (docs/benchmarks.md).
+func withoutJIT(dsn string) string {
+	if i := strings.Index(dsn, "?"); i >= 0 {
+		for _, kv := range strings.Split(dsn[i+1:], "&") {
+			if k, _, _ := strings.Cut(kv, "="); k == "jit" {
+				return dsn
+			}
+		}
+		return dsn + "&jit=off"
+	}
+	if strings.Contains(dsn, "://") {
+		return dsn + "?jit=off"
+	}
+	// A keyword/value connection string.
+	for _, kv := range strings.Fields(dsn) {
+		if k, _, _ := strings.Cut(kv, "="); k == "jit" {
+			return dsn
+		}
+	}
+	return dsn + " jit=off"
 }
 
 // DefaultPoolSize is the PostgreSQL pool of one instance without
