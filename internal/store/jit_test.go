@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/store"
@@ -42,10 +43,8 @@ func TestPostgresSessionsRunWithoutJIT(t *testing.T) {
 		t.Errorf("read database: jit %q, want off", v)
 	}
 	sep := "?"
-	for i := range url {
-		if url[i] == '?' {
-			sep = "&"
-		}
+	if strings.Contains(url, "?") {
+		sep = "&"
 	}
 	if v := jit(open(url + sep + "jit=on")); v != "on" {
 		t.Errorf("URL with jit=on: jit %q, want the URL's on", v)

@@ -68,10 +68,7 @@ func (r *Reader) dashboardHours(ctx context.Context, now time.Time) ([]HourBucke
 	if err != nil {
 		return nil, err
 	}
-	all := maps.Clone(ended)
-	if all == nil {
-		all = map[int64]hourCount{}
-	}
+	all := maps.Clone(ended) // countByHour's maps are never nil
 	all[cur] = live[cur]
 	return w.buckets(all), nil
 }
