@@ -145,6 +145,15 @@ const selectTransfer = `SELECT t.id, t.public_id, t.sender_user_id, t.recipient_
 	FROM transfers t JOIN users s ON s.id = t.sender_user_id JOIN users r ON r.id = t.recipient_user_id
 	LEFT JOIN ledger_transactions lt ON lt.kind = 'transfer' AND lt.reference = t.public_id`
 
+// selectTransferParties is selectTransfer without the ledger transaction
+// (ledger_transaction_id 0): for a reader that comes from the ledger and
+// has it. At 10M top-ups the ledger's join made a wallet page's read of
+// its 20 transfers cost 11 ms to plan and 6 ms to run (0.3 ms a probe of
+// the (kind, reference) index), against 1.7 and 0.5 ms without it.
+const selectTransferParties = `SELECT t.id, t.public_id, t.sender_user_id, t.recipient_user_id, s.email AS sender_email, r.email AS recipient_email,
+	t.amount_rials, t.note, t.created_at, 0 AS ledger_transaction_id
+	FROM transfers t JOIN users s ON s.id = t.sender_user_id JOIN users r ON r.id = t.recipient_user_id`
+
 // write writes a transfer whole in one database transaction, in this
 // order (the lock order every transfer keeps: the API's idempotency key,
 // the transfer's unique key, the sender's day total, the two accounts in
@@ -293,7 +302,7 @@ func (s *Store) byPublicIDs(ctx context.Context, userID int64, ids []string) (ma
 		return out, nil
 	}
 	var ts []Transfer
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(selectTransfer+` WHERE t.public_id IN ? AND (t.sender_user_id = ? OR t.recipient_user_id = ?)`,
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(selectTransferParties+` WHERE t.public_id IN ? AND (t.sender_user_id = ? OR t.recipient_user_id = ?)`,
 		ids, userID, userID), &ts); err != nil {
 		return nil, fmt.Errorf("transfers of user %d: %w", userID, err)
 	}

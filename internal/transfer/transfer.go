@@ -540,7 +540,9 @@ func (s *Service) List(ctx context.Context, userID, before int64, limit int) ([]
 }
 
 // ByReferences reads the user's transfers of the given public ids (the
-// references of the ledger rows of a wallet's history), by public id.
+// references of the ledger rows of a wallet's history), by public id,
+// without their LedgerTransactionID (0): the caller read them from the
+// ledger.
 func (s *Service) ByReferences(ctx context.Context, userID int64, publicIDs []string) (map[string]Transfer, error) {
 	return s.st.byPublicIDs(ctx, userID, publicIDs)
 }

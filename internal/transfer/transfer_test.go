@@ -152,6 +152,16 @@ func TestSendMovesMoneyOnce(t *testing.T) {
 			if err != nil || len(list) != 1 || next != 0 || list[0].PublicID != tr.PublicID {
 				t.Fatalf("list of %s: %+v %v", p.Email, list, err)
 			}
+			// The wallet's history names both people by its references;
+			// an unknown reference is left out.
+			byRef, err := f.svc.ByReferences(ctx, p.ID, []string{tr.PublicID, "tr_unknown"})
+			if got := byRef[tr.PublicID]; err != nil || len(byRef) != 1 || got.SenderEmail != "alice@example.com" ||
+				got.RecipientEmail != "bob@example.com" || got.AmountRials != 120_000 || got.Note != "ناهار" {
+				t.Fatalf("by references as %s: %+v %v", p.Email, byRef, err)
+			}
+		}
+		if byRef, err := f.svc.ByReferences(ctx, c.ID, []string{tr.PublicID}); err != nil || len(byRef) != 0 {
+			t.Fatalf("a third person reads it by reference: %+v %v", byRef, err)
 		}
 		f.checkInvariants()
 	})
