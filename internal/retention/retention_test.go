@@ -68,21 +68,28 @@ func TestPurge(t *testing.T) {
 			// failed again on the bank's word: resolved_at keeps the first
 			// failure, but today's calls are the evidence of today's answer.
 			{6, "failed", ago(year), []string{"created", "awaiting_payment", "failed", "pending_verification", "failed"}},
+			// Created and failed after the others (the purge walks the
+			// failed top-ups a batch at a time, in (created_at, id) order).
+			{7, "failed", ago(100 * 24 * time.Hour), []string{"created", "awaiting_payment", "failed"}},
 		} {
+			created := ago(year)
+			if p.id == 7 {
+				created = ago(200 * 24 * time.Hour)
+			}
 			var ref, verified any
 			if p.status == "credited" {
 				ref, verified = int64(77), int64(10000)
 			}
 			exec(t, db, `INSERT INTO topups (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, ref_id,
 				verified_amount_rials, status, created_at, updated_at, opened_at, resolved_at) VALUES (?, ?, 1, 1, 10000, 'zarinpal', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				p.id, "p"+p.status+string(rune('0'+p.id)), "f"+string(rune('0'+p.id)), "A"+string(rune('0'+p.id)), ref, verified, p.status, ago(year), ago(year), now.Add(-time.Minute), p.resolved)
+				p.id, "p"+p.status+string(rune('0'+p.id)), "f"+string(rune('0'+p.id)), "A"+string(rune('0'+p.id)), ref, verified, p.status, created, created, now.Add(-time.Minute), p.resolved)
 			for i := 1; i < len(p.chain); i++ {
 				exec(t, db, `INSERT INTO topup_events (topup_id, from_status, to_status, actor, created_at) VALUES (?, ?, ?, 'worker', ?)`,
-					p.id, p.chain[i-1], p.chain[i], ago(year))
+					p.id, p.chain[i-1], p.chain[i], created)
 			}
-			exec(t, db, `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'request', 1, ?, 5, 'ok')`, p.id, ago(year))
+			exec(t, db, `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'request', 1, ?, 5, 'ok')`, p.id, created)
 			exec(t, db, `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (?, 'zarinpal', 'verify', 1, ?, 5, ?)`,
-				p.id, ago(year), map[bool]string{true: "paid", false: "not_paid"}[p.status == "credited"])
+				p.id, created, map[bool]string{true: "paid", false: "not_paid"}[p.status == "credited"])
 		}
 		exec(t, db, `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, outcome) VALUES (6, 'zarinpal', 'verify', 1, ?, 5, 'not_paid')`, ago(time.Hour))
 		exec(t, db, `INSERT INTO ledger_transactions (id, kind, reference, topup_id, created_at) VALUES (1, 'topup', 'pcredited1', 1, ?)`, ago(year))
@@ -102,7 +109,7 @@ func TestPurge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (retention.Result{Sessions: 1, Throttles: 1, GatewayCalls: 3}); res != want {
+		if want := (retention.Result{Sessions: 1, Throttles: 1, GatewayCalls: 5}); res != want {
 			t.Fatalf("deleted %+v, want %+v", res, want)
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM sessions WHERE token_hash IN ('recent', 'valid')`); n != 2 || count(t, db, `SELECT COUNT(*) FROM sessions`) != 2 {
@@ -111,7 +118,7 @@ func TestPurge(t *testing.T) {
 		if n := count(t, db, `SELECT COUNT(*) FROM auth_throttles WHERE key IN ('locked', 'busy')`); n != 2 || count(t, db, `SELECT COUNT(*) FROM auth_throttles`) != 2 {
 			t.Errorf("throttles left: %d of locked/busy", n)
 		}
-		for id, want := range map[int64]int64{1: 2, 2: 0, 3: 2, 4: 2, 5: 2, 6: 3} {
+		for id, want := range map[int64]int64{1: 2, 2: 0, 3: 2, 4: 2, 5: 2, 6: 3, 7: 0} {
 			if n := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE topup_id = ?`, id); n != want {
 				t.Errorf("payment %d keeps %d calls, want %d", id, n, want)
 			}
