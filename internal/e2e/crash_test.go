@@ -32,19 +32,23 @@ import (
 // before the credit commits (after_verify), after a failed payment was
 // reopened and before the bank is asked (after_reopen), and Mellat's
 // after verify before settle (after_verify_before_settle) and after
-// settle before the credit (after_settle). Payers use all four gateways:
-// Zarinpal and Zibal (a 303 to the bank, a GET callback), SEP and Mellat
-// (our page posts a form to the bank, which posts the payer back). Some
-// payers pay after our worker failed their payment (their bank page was
-// still open); some of them come back, some never do (reconciliation
-// finds those; SEP's and Mellat's payers always come back, and Mellat's
-// never leave the bank's page nor pay late: bankGateway).
-// Clients retry a step or move on. After the chaos the faults are cleared
-// and the worker drains. Then each chosen point is hit once more on
-// purpose, in a known flow, at every gateway whose flow passes it. In the
-// end: the bank's paid set equals our credited set (every authority the
-// bank took money for credited exactly once, Mellat's settled, nothing
-// else credited), balances equal ledgers and what each user paid, one
+// settle before the credit (after_settle), and inside the credit's
+// ledger transaction before and after its postings
+// (inside_ledger_before_postings, inside_ledger_after_postings). Payers
+// use all four gateways: Zarinpal and Zibal (a 303 to the bank, a GET
+// callback), SEP and Mellat (our page posts a form to the bank, which
+// posts the payer back). Some payers pay after our worker failed their
+// payment (their bank page was still open); some of them come back, some
+// never do (reconciliation finds those; SEP's and Mellat's payers always
+// come back, and Mellat's never leave the bank's page nor pay late:
+// bankGateway). Clients retry a step or move on. After the chaos the
+// faults are cleared and the worker drains. Then each chosen point is hit
+// once more on purpose, in a known flow, at every gateway whose flow
+// passes it; on PostgreSQL a second serve, never armed, runs beside the
+// restarted one in each of those recoveries (pointsTest). In the end: the
+// bank's paid set equals our credited set (every authority the bank took
+// money for credited exactly once, Mellat's settled, nothing else
+// credited), balances equal ledgers and what each user paid, one
 // ledger entry per credited payment, every status change has its
 // payment_events row, and no payment is left open.
 //
@@ -130,6 +134,22 @@ func newCrashRigWith(t *testing.T, d store.Dialect, extra map[string]string, ban
 		t.Fatal(err)
 	}
 	return &crashRig{srv: srv, appURL: appURL, bankURL: bankURL, bank: newBankClient(bankURL), db: openDB(t, dbURL), dbURL: dbURL, env: env}
+}
+
+// second prepares (does not start), on PostgreSQL, a second instance
+// beside the rig's serve: the same database and bank and settings, never
+// armed with a crash point. A test starts it with the killed serve's
+// restart, so that its worker competes for the rows the crash left, and
+// stops it once they are finished. On SQLite it is nil: a second serve of
+// one database file is refused by design (serve holds an exclusive lock
+// beside the file, one serve per file).
+func (r *crashRig) second(t *testing.T, d store.Dialect) *proc {
+	t.Helper()
+	if d != store.Postgres {
+		return nil
+	}
+	p, _ := newServe(t, "serve-b", r.dbURL, r.bankURL, r.env)
+	return p
 }
 
 // check asserts the outcome once everything is resolved: every top-up

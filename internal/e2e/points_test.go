@@ -17,11 +17,19 @@ import (
 )
 
 // pointsTest hits each test-hook crash point once in a known flow at
-// each gateway whose flow passes it (crashPoints), then checks the
-// outcome as the chaos does. Each gateway has its own database, bank and
-// serve, all driven at once: a scenario mostly waits for the lease of
-// the killed holder (one budget and 2s) to run out. No webhooks here (the
-// chaos has them): a sender killed mid-delivery holds its row for 60s.
+// each gateway whose flow passes it (crashPoints), among them the two
+// inside the credit's ledger transaction (before and after its
+// postings), then checks the outcome as the chaos does: each paid top-up
+// credited by exactly one ledger transaction (no posting lost or
+// doubled), balances equal what each user paid, the bank agrees, and
+// every rule of kifpool check holds. On PostgreSQL a second serve, never
+// armed, runs beside the restarted one during each recovery, its worker
+// competing for the rows the crash left; on SQLite a second serve of one
+// database file is refused by design, so there is one. Each gateway has
+// its own database, bank and serve(s), all driven at once: a scenario
+// mostly waits for the lease of the killed holder (one budget and 2s) to
+// run out. No webhooks here (the chaos has them): a sender killed
+// mid-delivery holds its row for 60s.
 func pointsTest(t *testing.T, d store.Dialect) {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -30,7 +38,8 @@ func pointsTest(t *testing.T, d store.Dialect) {
 	for _, g := range bankGateways {
 		rig := newCrashRig(t, d)
 		email := g.name + "-points@e2e.example"
-		all = append(all, &crashPoints{crashRig: rig, t: t, ctx: ctx, gw: g, br: signedUp(ctx, t, rig.appURL, email), email: email})
+		all = append(all, &crashPoints{crashRig: rig, t: t, ctx: ctx, gw: g, br: signedUp(ctx, t, rig.appURL, email), email: email,
+			other: rig.second(t, d)})
 	}
 	ready := time.Now()
 	results := make([][]crashTopUp, len(all))
@@ -52,10 +61,11 @@ func pointsTest(t *testing.T, d store.Dialect) {
 }
 
 // crashPoints hits each test-hook crash point once in a known flow at
-// its gateway, if the gateway's flow passes it, on a calm bank, with one
-// serve: arm the point, drive the flow until serve kills itself there,
-// check what the crash left, restart serve unarmed and let it finish. It
-// runs beside the other gateways' (it fails the test with Errorf only).
+// its gateway, if the gateway's flow passes it, on a calm bank: arm the
+// point, drive the flow until serve kills itself there, check what the
+// crash left, restart serve unarmed (on PostgreSQL with a second
+// instance beside it) and let it finish. It runs beside the other
+// gateways' (it fails the test with Errorf only).
 type crashPoints struct {
 	*crashRig
 	t     *testing.T
@@ -63,6 +73,8 @@ type crashPoints struct {
 	gw    bankGateway
 	br    *browser
 	email string
+	// other joins each recovery (PostgreSQL; nil on SQLite: second).
+	other *proc
 }
 
 // pointScenario is one crash point in one flow.
@@ -103,7 +115,8 @@ var pointScenarios = []pointScenario{
 	// Killed inside the credit's database transaction, before and after
 	// its ledger rows: nothing of it commits (no posting, no balance, the
 	// payment still open); the worker asks the bank again ("already
-	// verified", Mellat: settle again) and credits it once. At SEP the
+	// verified", Mellat: settle again) and credits it once (on
+	// PostgreSQL whichever of the two instances takes it). At SEP the
 	// RefNum it verifies is on the row before that verify (the worker may
 	// check while the payer pays: a verify names only a RefNum the token's
 	// receipt named and the row kept), since SEP forgets the token's
@@ -187,8 +200,9 @@ func (c *crashPoints) start(r *pointRun) bool {
 }
 
 // one arms the point, pays r's top-up and waits for serve to die there;
-// then checks what the crash left, restarts serve unarmed and waits for
-// the credit.
+// then checks what the crash left, restarts serve unarmed (on PostgreSQL
+// with the second instance, whose worker competes for the same row),
+// waits for the credit and checks it is one ledger transaction.
 func (c *crashPoints) one(r *pointRun) bool {
 	t, ctx, point := c.t, c.ctx, r.sc.point
 	t.Helper()
@@ -252,22 +266,41 @@ func (c *crashPoints) one(r *pointRun) bool {
 	if bp := held[r.res.authority]; bp.State != wantBank || !bp.SettledAt.IsZero() != wantSettled {
 		return c.fail(r, "after the crash the bank says %s (settled %v), want %s (settled %v)", bp.State, !bp.SettledAt.IsZero(), wantBank, wantSettled)
 	}
-	// Restart unarmed: the payment is finished and credited.
+	// Restart unarmed (on PostgreSQL with the second instance): the
+	// payment is finished and credited, once.
 	crashed := time.Now()
 	c.srv.setEnv(testhook.EnvCrashAt, "")
 	if err := c.srv.start(); err != nil {
 		return c.fail(r, "restart: %v", err)
 	}
-	restarted := time.Now()
-	if p, ok := waitStatus(ctx, c.db, r.res.authority, topup.StatusCredited, 60*time.Second); !ok {
+	if c.other != nil {
+		if err := c.other.start(); err != nil {
+			return c.fail(r, "the second instance: %v", err)
+		}
+	}
+	restarted, instances := time.Now(), 1
+	p, ok = waitStatus(ctx, c.db, r.res.authority, topup.StatusCredited, 60*time.Second)
+	credited := time.Now()
+	if c.other != nil {
+		c.other.stop()
+		instances++
+	}
+	if !ok {
 		return c.fail(r, "not credited after the restart: %s (%s)", p.Status, p.StatusReason)
+	}
+	// Both instances have stopped working on it: it has its one ledger
+	// transaction (r.check asserts the rest, whole).
+	var txs int64
+	if err := c.db.Gorm.Raw(`SELECT COUNT(*) FROM ledger_transactions WHERE topup_id = ? AND kind = 'topup'`, p.ID).Scan(&txs).Error; err != nil || txs != 1 {
+		return c.fail(r, "credited with %d ledger transactions (%v), want one", txs, err)
 	}
 	if held, err = c.bank.list(); err != nil || r.sc.left == topup.StatusSettling && held[r.res.authority].VerifyCount != 1 {
 		return c.fail(r, "verify asked %d times, want once (a settling payment is settled, not verified again): %v",
 			held[r.res.authority].VerifyCount, err)
 	}
-	t.Logf("%s at %s (%s): crashed %s after arming, restarted in %s, credited %s later", point, c.gw.name, r.sc.name,
-		crashed.Sub(began).Round(time.Millisecond), restarted.Sub(crashed).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
+	t.Logf("%s at %s (%s): crashed %s after arming, restarted in %s (%d instances), credited %s later", point, c.gw.name, r.sc.name,
+		crashed.Sub(began).Round(time.Millisecond), restarted.Sub(crashed).Round(time.Millisecond), instances,
+		credited.Sub(restarted).Round(time.Millisecond))
 	return true
 }
 

@@ -76,10 +76,7 @@ func withdrawalPoints(t *testing.T, d store.Dialect) {
 	defer cancel()
 	rig := newCrashRigWith(t, d, withdrawalServeEnv("jibit"))
 	// On PostgreSQL a second instance joins each recovery.
-	var other *proc
-	if d == store.Postgres {
-		other, _ = newServe(t, "serve-b", rig.dbURL, rig.bankURL, rig.env)
-	}
+	other := rig.second(t, d)
 	const email = "withdrawer@e2e.example"
 	user := signedUp(ctx, t, rig.appURL, email)
 	var userID int64
