@@ -304,7 +304,7 @@ func (c *crashPoints) one(r *pointRun) bool {
 	return true
 }
 
-// paymentByAuthority reads our payment holding authority.
+// topUpByAuthority reads our top-up holding authority.
 func topUpByAuthority(t *testing.T, db *store.DB, authority string) (topup.TopUp, bool) {
 	var p topup.TopUp
 	err := db.Gorm.Where("authority = ?", authority).Take(&p).Error
