@@ -232,6 +232,10 @@ func TestAutomaticChargePaysOnce(t *testing.T) {
 		if err != nil || by[c.PublicID].MerchantName != "Shop" {
 			t.Fatalf("by references: %+v %v", by, err)
 		}
+		// Another person's history does not: the charge is the payer's.
+		if by, err := f.svc.ByReferences(ctx, other.ID, []string{c.PublicID}); err != nil || len(by) != 0 {
+			t.Fatalf("another person's references: %+v %v", by, err)
+		}
 		evs, err := f.svc.Events(ctx, res.Charge.ID)
 		if err != nil || len(evs) != 1 || evs[0].ToStatus != charge.StatusSucceeded || evs[0].Actor != charge.ActorPayer {
 			t.Fatalf("events %+v %v", evs, err)
@@ -475,6 +479,10 @@ func TestRefunds(t *testing.T) {
 		by, err := f.svc.ByReferences(ctx, payer.ID, []string{r1.Refund.PublicID, "hold:" + fmt.Sprint(r1.Charge.HoldID)})
 		if err != nil || by[r1.Refund.PublicID].PublicID != c.PublicID || by["hold:"+fmt.Sprint(r1.Charge.HoldID)].PublicID != c.PublicID {
 			t.Fatalf("by references %+v %v", by, err)
+		}
+		// The merchant is not the payer: its references read nothing here.
+		if by, err := f.svc.ByReferences(ctx, m.ID, []string{r1.Refund.PublicID, "hold:" + fmt.Sprint(r1.Charge.HoldID), c.PublicID}); err != nil || len(by) != 0 {
+			t.Fatalf("the merchant's references: %+v %v", by, err)
 		}
 		found, err := f.svc.Search(ctx, "o-1", 10)
 		if err != nil || len(found) != 1 {

@@ -301,13 +301,18 @@ func (s *Store) byPublicIDs(ctx context.Context, userID int64, ids []string) (ma
 	if len(ids) == 0 {
 		return out, nil
 	}
+	// By the unique public id alone, and the user's kept here: with the
+	// user in the WHERE, a prepared statement's generic plan read every
+	// transfer the user ever sent (10,000 at 10M: 24 ms) and filtered the
+	// ids out of them.
 	var ts []Transfer
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(selectTransferParties+` WHERE t.public_id IN ? AND (t.sender_user_id = ? OR t.recipient_user_id = ?)`,
-		ids, userID, userID), &ts); err != nil {
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(selectTransferParties+` WHERE t.public_id IN ?`, ids), &ts); err != nil {
 		return nil, fmt.Errorf("transfers of user %d: %w", userID, err)
 	}
 	for _, t := range ts {
-		out[t.PublicID] = t
+		if t.SenderUserID == userID || t.RecipientUserID == userID {
+			out[t.PublicID] = t
+		}
 	}
 	return out, nil
 }

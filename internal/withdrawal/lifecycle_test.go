@@ -33,6 +33,14 @@ func TestLifeOfAJibitWithdrawal(t *testing.T) {
 		if w.Status != withdrawal.StatusRequested || w.ReviewRequired || w.Provider != "jibit" || w.Rail != "paya" {
 			t.Fatalf("requested: %+v", w)
 		}
+		// The history names it for its owner, and for nobody else.
+		ctx := context.Background()
+		if by, err := e.svc.ByPublicIDs(ctx, w.UserID, []string{w.PublicID, "wd_unknown"}); err != nil || len(by) != 1 || by[w.PublicID].ID != w.ID {
+			t.Fatalf("by public ids: %+v %v", by, err)
+		}
+		if by, err := e.svc.ByPublicIDs(ctx, w.UserID+1000, []string{w.PublicID}); err != nil || len(by) != 0 {
+			t.Fatalf("another user's: %+v %v", by, err)
+		}
 		e.wantWallet(funded, 3_000_000)
 		e.round(time.Second)
 		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderInProgress || w.Submits != 1 {
