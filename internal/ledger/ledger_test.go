@@ -29,6 +29,8 @@ func TestValidate(t *testing.T) {
 		{"no postings", ledger.Entry{Kind: ledger.KindTransfer, Reference: "t5"}, false, ledger.ErrUnbalanced},
 		{"no account", ledger.Entry{Kind: ledger.KindTransfer, Reference: "t6", Postings: ledger.Transfer(0, 2, 500)}, false, nil},
 		{"unknown kind", ledger.Entry{Kind: "gift", Reference: "g1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},
+		{"a release (reserved: its hold records it)", ledger.Entry{Kind: ledger.KindRelease, Reference: "hold:1", Postings: ledger.Transfer(1, 2, 500)},
+			false, nil},
 		{"no reference", ledger.Entry{Kind: ledger.KindTransfer, Postings: ledger.Transfer(1, 2, 500)}, false, nil},
 		{"a top-up without its payment", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},
 		{"a reversal naming nothing", ledger.Entry{Kind: ledger.KindReversal, Reference: "r1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},

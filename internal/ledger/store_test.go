@@ -224,6 +224,29 @@ func TestSecondReversalRefusedByIndex(t *testing.T) {
 	})
 }
 
+// A release is never a transaction (its hold records it): the ledger
+// refuses to write one, whichever way it is asked, on both dialects.
+func TestReleaseIsNeverWritten(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		ctx := context.Background()
+		a, c := b.wallet(50_000), b.wallet(0)
+		e := ledger.Entry{Kind: ledger.KindRelease, Reference: "hold:1", Postings: ledger.Transfer(a, c, 1_000), At: b.now}
+		if _, err := b.l.Write(ctx, e); err == nil {
+			t.Fatal("Write wrote a release")
+		}
+		e.Reference = "hold:2"
+		if err := db.Tx(ctx, func(tx *gorm.DB) error { _, err := b.l.Post(tx, e); return err }); err == nil {
+			t.Fatal("Post wrote a release")
+		}
+		if n := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'release'`); n != 0 {
+			t.Fatalf("%d release transactions", n)
+		}
+		b.figures(a, 50_000, 0)
+		b.figures(c, 0, 0)
+	})
+}
+
 func TestHolds(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		b := newBook(t, db)
