@@ -18,7 +18,7 @@ import (
 // sqlInTests are the web tests that still reach into the database by
 // hand, with how many places each does: empty, and it stays so. A test of
 // the web app reads and writes the data through typed helpers where the
-// data lives (paymenttest, ledgertest, authtest, apitokentest,
+// data lives (topuptest, ledgertest, authtest, apitokentest,
 // idempotencytest, mailtest, storetest, apptest's reads over the
 // services), so that a change of the schema touches the stores and their
 // helpers, not the HTTP tests.

@@ -10,7 +10,7 @@ import (
 )
 
 // CheckInvariants asserts the promises of ARCHITECTURE §2 over the whole
-// database (see paymenttest.CheckInvariants).
+// database (see topuptest.CheckInvariants).
 func CheckInvariants(t testing.TB, db *store.DB) {
 	t.Helper()
 	topuptest.CheckInvariants(t, db)

@@ -11,9 +11,90 @@ import (
 	"testing"
 )
 
-// The test-support packages whose every file counts as test code.
-var testSupport = []string{"internal/apptest", "internal/store/storetest", "internal/payment/paymenttest",
-	"internal/mail/mailtest", "internal/testwait"}
+// The test-support packages whose every file counts as test code: every
+// package of the module named *test, and the tests' polling helper.
+// TestTestSupportListed keeps the list true: each entry exists, and no
+// package named *test is left out (a renamed package once escaped this
+// guard while the list named its old path).
+var testSupport = []string{"internal/apitoken/apitokentest", "internal/apptest", "internal/auth/authtest",
+	"internal/idempotency/idempotencytest", "internal/ledger/ledgertest", "internal/mail/mailtest", "internal/store/storetest",
+	"internal/testwait", "internal/topup/topuptest", "internal/withdrawal/withdrawaltest", "web/browsertest"}
+
+// TestTestSupportListed: testSupport names packages that exist, and every
+// package named *test.
+func TestTestSupportListed(t *testing.T) {
+	for _, p := range supportProblems(filepath.Join("..", ".."), testSupport) {
+		t.Error(p)
+	}
+}
+
+// supportProblems lists what is wrong with listed as the test-support
+// packages of the module at root: a listed directory without Go code (gone,
+// renamed), and a directory named *test with Go code that is not listed.
+func supportProblems(root string, listed []string) []string {
+	var out []string
+	for _, dir := range listed {
+		if !hasGo(filepath.Join(root, filepath.FromSlash(dir))) {
+			out = append(out, fmt.Sprintf("testSupport lists %s, which holds no Go package: remove it or give its new path", dir))
+		}
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if name := d.Name(); rel != "." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(d.Name(), "test") && hasGo(path) && !slices.Contains(listed, rel) {
+			out = append(out, fmt.Sprintf("%s is a test-support package missing from testSupport: its sleeps go unchecked", rel))
+		}
+		return nil
+	})
+	if err != nil {
+		out = append(out, err.Error())
+	}
+	return out
+}
+
+// hasGo reports whether dir holds a Go file.
+func hasGo(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".go") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSupportProblemsFindsThem runs the list's check on a made-up tree,
+// so that TestTestSupportListed cannot pass by seeing nothing.
+func TestSupportProblemsFindsThem(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"internal/apptest/apptest.go", "internal/topup/topuptest/topuptest.go", "internal/topup/topup.go",
+		"internal/sandbank/testdata/x.go", "internal/payment/README.md"} {
+		path := filepath.Join(root, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("package x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := supportProblems(root, []string{"internal/apptest", "internal/payment/paymenttest"})
+	if len(got) != 2 || !strings.Contains(got[0], "lists internal/payment/paymenttest") ||
+		!strings.HasPrefix(got[1], "internal/topup/topuptest is a test-support package") {
+		t.Errorf("found %q, want the gone paymenttest and the unlisted topuptest", got)
+	}
+}
 
 // TestNoSleepWithoutAReason: tests wait for the clock by advancing a fake
 // one, and for another goroutine or process through testwait.Eventually.

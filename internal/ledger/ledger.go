@@ -135,7 +135,7 @@ const (
 	KindTransfer         Kind = "transfer"          // wallet → wallet
 	KindCharge           Kind = "charge"            // wallet → merchant (a charge captured at once)
 	KindCapture          Kind = "capture"           // a hold's captured part → its destination
-	KindRelease          Kind = "release"           // reserved: a release moves no money, the hold records it
+	KindRelease          Kind = "release"           // reserved, never written: a release moves no money, the hold records it
 	KindRefund           Kind = "refund"            // merchant → wallet
 	KindWithdrawal       Kind = "withdrawal"        // wallet → payouts in flight
 	KindWithdrawalReturn Kind = "withdrawal_return" // a withdrawal the provider gave back
@@ -144,7 +144,9 @@ const (
 	KindAdjustment       Kind = "adjustment"        // an operator's correction, through suspense
 )
 
-// Kinds lists every transaction kind.
+// Kinds lists every transaction kind, KindRelease among them (the
+// glossary's, the schema's CHECK and the pages' labels have it), though
+// only the Written ones are ever written.
 func Kinds() []Kind {
 	return []Kind{KindTopUp, KindTransfer, KindCharge, KindCapture, KindRelease, KindRefund, KindWithdrawal,
 		KindWithdrawalReturn, KindCardRefund, KindReversal, KindAdjustment}
@@ -159,6 +161,13 @@ func (k Kind) Valid() bool {
 	}
 	return false
 }
+
+// Written reports whether a transaction of kind k may be written: every
+// known kind but KindRelease, which is reserved. A release moves no
+// money, so the hold records it and no transaction does; Validate refuses
+// a release, so that the API's list of kinds (openapi.json) is what the
+// ledger can hold.
+func (k Kind) Written() bool { return k.Valid() && k != KindRelease }
 
 // Posting is one leg of a transaction: a signed amount on an account
 // (positive adds to its balance).
@@ -236,12 +245,15 @@ func Net(ps []Posting) []Posting {
 }
 
 // Validate checks an entry before anything is written and returns its
-// postings netted (Net): a known kind, a reference, two or more accounts,
-// no account id missing, a sum of zero, and a reversal that names its
-// original.
+// postings netted (Net): a known kind that may be Written, a reference,
+// two or more accounts, no account id missing, a sum of zero, and a
+// reversal that names its original.
 func Validate(e Entry) ([]Posting, error) {
 	if !e.Kind.Valid() {
 		return nil, fmt.Errorf("ledger: unknown kind %q", e.Kind)
+	}
+	if !e.Kind.Written() {
+		return nil, fmt.Errorf("ledger: kind %q is reserved and never written (a release moves no money: its hold records it)", e.Kind)
 	}
 	if e.Reference == "" {
 		return nil, fmt.Errorf("ledger: %s without a reference", e.Kind)

@@ -3,9 +3,11 @@ package ledger_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/ledger"
 )
 
@@ -27,6 +29,8 @@ func TestValidate(t *testing.T) {
 		{"no postings", ledger.Entry{Kind: ledger.KindTransfer, Reference: "t5"}, false, ledger.ErrUnbalanced},
 		{"no account", ledger.Entry{Kind: ledger.KindTransfer, Reference: "t6", Postings: ledger.Transfer(0, 2, 500)}, false, nil},
 		{"unknown kind", ledger.Entry{Kind: "gift", Reference: "g1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},
+		{"a release (reserved: its hold records it)", ledger.Entry{Kind: ledger.KindRelease, Reference: "hold:1", Postings: ledger.Transfer(1, 2, 500)},
+			false, nil},
 		{"no reference", ledger.Entry{Kind: ledger.KindTransfer, Postings: ledger.Transfer(1, 2, 500)}, false, nil},
 		{"a top-up without its payment", ledger.Entry{Kind: ledger.KindTopUp, Reference: "p1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},
 		{"a reversal naming nothing", ledger.Entry{Kind: ledger.KindReversal, Reference: "r1", Postings: ledger.Transfer(1, 2, 500)}, false, nil},
@@ -81,6 +85,20 @@ func TestAccountKinds(t *testing.T) {
 	}
 	if len(ledger.Kinds()) != 11 {
 		t.Errorf("%d transaction kinds, want the glossary's 11", len(ledger.Kinds()))
+	}
+}
+
+// Every transaction kind has its words in Persian and English, not
+// empty: the pages build the key "ledger.kind."+kind at run time, which
+// the catalogue's "every used key exists" test cannot see.
+func TestEveryKindHasLabels(t *testing.T) {
+	for _, k := range ledger.Kinds() {
+		key := "ledger.kind." + string(k)
+		for _, l := range []i18n.Lang{i18n.FA, i18n.EN} {
+			if !i18n.Has(l, key) || strings.TrimSpace(i18n.T(l, key)) == "" {
+				t.Errorf("transaction kind %q has no %s label (%s)", k, l, key)
+			}
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
@@ -186,6 +188,62 @@ func TestReversal(t *testing.T) {
 			t.Fatalf("a refused reversal left %d rows", n)
 		}
 		b.check()
+	})
+}
+
+// The database itself reverses an original at most once: Reverse's fixed
+// reference ("reversal:<id>") makes (kind, reference) refuse a second
+// reversal before the partial unique index on reverses_id is reached, so
+// here a second reversal under another reference is posted directly
+// (Post, the lowest write) and the index alone must refuse it.
+func TestSecondReversalRefusedByIndex(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		ctx := context.Background()
+		a, c := b.wallet(50_000), b.wallet(0)
+		orig := b.write(ledger.KindTransfer, "tr-1", ledger.Transfer(a, c, 20_000))
+		if _, err := b.l.Reverse(ctx, orig.ID, "", b.now); err != nil {
+			t.Fatal(err)
+		}
+		b.write(ledger.KindTransfer, "tr-2", ledger.Transfer(a, c, 20_000)) // c can pay a second reversal
+		second := ledger.Entry{Kind: ledger.KindReversal, Reference: "manual-reversal-of-tr-1", ReversesID: orig.ID,
+			Postings: ledger.Opposite(ledger.Transfer(a, c, 20_000)), At: b.now}
+		err := db.Tx(ctx, func(tx *gorm.DB) error {
+			_, err := b.l.Post(tx, second)
+			return err
+		})
+		if !errors.Is(err, ledger.ErrDuplicate) {
+			t.Fatalf("a second reversal under another reference: %v, want the unique index's refusal", err)
+		}
+		if n := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reverses_id = ?`, orig.ID); n != 1 {
+			t.Fatalf("transaction %d reversed %d times", orig.ID, n)
+		}
+		b.figures(a, 30_000, 0)
+		b.figures(c, 20_000, 0)
+		b.check()
+	})
+}
+
+// A release is never a transaction (its hold records it): the ledger
+// refuses to write one, whichever way it is asked, on both dialects.
+func TestReleaseIsNeverWritten(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := newBook(t, db)
+		ctx := context.Background()
+		a, c := b.wallet(50_000), b.wallet(0)
+		e := ledger.Entry{Kind: ledger.KindRelease, Reference: "hold:1", Postings: ledger.Transfer(a, c, 1_000), At: b.now}
+		if _, err := b.l.Write(ctx, e); err == nil {
+			t.Fatal("Write wrote a release")
+		}
+		e.Reference = "hold:2"
+		if err := db.Tx(ctx, func(tx *gorm.DB) error { _, err := b.l.Post(tx, e); return err }); err == nil {
+			t.Fatal("Post wrote a release")
+		}
+		if n := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE kind = 'release'`); n != 0 {
+			t.Fatalf("%d release transactions", n)
+		}
+		b.figures(a, 50_000, 0)
+		b.figures(c, 0, 0)
 	})
 }
 

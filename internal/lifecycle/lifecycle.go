@@ -19,7 +19,7 @@
 //     until its context ends. Every background loop of an instance runs on
 //     it, so that a test drives any of them with fake ticks.
 //
-// The decisions stay pure functions of each lifecycle (payment.Decide);
+// The decisions stay pure functions of each lifecycle (topup.Decide);
 // its store keeps the SQL. A new lifecycle is a status type, an edge table,
 // a store with Claim/Unclaim and a resolve function: an instance of this,
 // not a copy.

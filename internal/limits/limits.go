@@ -157,7 +157,7 @@ func (p *Policy) Allow(ctx context.Context, userID, rials int64) error {
 }
 
 // Quota is the check of a new top-up of rials as the transaction that
-// inserts it runs it (payment.Quota), under a lock of the payer's wallet
+// inserts it runs it (topup.Quota), under a lock of the payer's wallet
 // row: two starts of one payer at once cannot both pass a limit that only
 // one of them fits. Allow's earlier read refuses most starts without that
 // lock; this is the one that holds under concurrency. Nil when every

@@ -1,7 +1,7 @@
 // Package metrics exposes Kifpool's Prometheus metrics (client_golang):
 // HTTP request durations by route pattern, gateway call durations, payment
 // transitions and credited rials (counted as they happen, through
-// payment.Observer and the gateway call recorder), and, read when scraped,
+// topup.Observer and the gateway call recorder), and, read when scraped,
 // payments by status, each gateway's breaker state, the worker's
 // backlog and lag, and each payout provider's newest reconciliation.
 package metrics
@@ -143,19 +143,19 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration)
 	m.http.WithLabelValues(route, method, itoa(status)).Observe(d.Seconds())
 }
 
-// Transitioned implements payment.Observer.
+// Transitioned implements topup.Observer.
 func (m *Metrics) Transitioned(gateway string, from, to topup.Status, actor topup.Actor) {
 	m.transitions.WithLabelValues(gateway, string(from), string(to), string(actor)).Inc()
 }
 
-// Credited implements payment.Observer.
+// Credited implements topup.Observer.
 func (m *Metrics) Credited(gateway string, amountRials int64) {
 	if amountRials > 0 {
 		m.credited.WithLabelValues(gateway).Add(float64(amountRials))
 	}
 }
 
-// CreditFailed implements payment.Observer.
+// CreditFailed implements topup.Observer.
 func (m *Metrics) CreditFailed(gateway string, escalated bool) {
 	then := "retry"
 	if escalated {
@@ -164,7 +164,7 @@ func (m *Metrics) CreditFailed(gateway string, escalated bool) {
 	m.creditFails.WithLabelValues(gateway, then).Inc()
 }
 
-// OutboxFailed implements payment.OutboxObserver.
+// OutboxFailed implements topup.OutboxObserver.
 func (m *Metrics) OutboxFailed(gateway string) {
 	m.outboxFails.WithLabelValues(gateway).Inc()
 }

@@ -6,14 +6,14 @@
 // charged the card ("returns within 72 hours"). Each is rendered in the
 // recipient's language, as text and HTML, and queued as a row (package
 // mail) that the background sender delivers. Receipts and notices are
-// found by reading payment_events after the fact, so nothing is added to
+// found by reading topup_events after the fact, so nothing is added to
 // the credit's transaction: a mail can never delay or fail a credit.
 //
 // Scan reads the events past a cursor (notice_cursors) once they are
-// older than Settle, and each mail has one dedupe key per payment. Its one query of
-// payment_events joined with payments runs in the same transaction as the
-// cursor and the queued mails, which is why it lives here and not in
-// package paymentread (which holds every other payment read).
+// older than Settle, and each mail has one dedupe key per top-up. Its one
+// query of topup_events joined with topups runs in the same transaction as
+// the cursor and the queued mails, which is why it lives here and not in
+// package topupread (which holds every other top-up read).
 package notify
 
 import (

@@ -1,6 +1,6 @@
 // Package people reads people for the admin pages: users found by
 // e-mail, a user with their wallet, a wallet's ledger, and admins' e-mail
-// addresses. It only reads. Payments are read by internal/paymentread.
+// addresses. It only reads. Top-ups are read by internal/topupread.
 package people
 
 import (

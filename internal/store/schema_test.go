@@ -111,7 +111,7 @@ func expect(t *testing.T, what string, err error, want violation) {
 // included (a credited payment without its ledger entry, statuses without
 // their payment_events rows): it tests what the database itself refuses,
 // whatever the code above it does, so it cannot go through the state
-// machine or paymenttest.ForceStatus, and paymenttest.CheckInvariants (which
+// machine or topuptest.ForceStatus, and topuptest.CheckInvariants (which
 // such rows break by design) is not run on it.
 func TestSchemaConstraints(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

@@ -2,7 +2,7 @@
 // goroutine or process does: poll a condition until it holds, within a
 // bound the caller states. Waiting for time itself to pass (a pacing
 // window, a countdown, a deadline) is not polling: those tests advance a
-// fake clock instead (server.Options.Now, paymenttest.Clock).
+// fake clock instead (server.Options.Now, topuptest.Clock).
 package testwait
 
 import (

@@ -1,7 +1,7 @@
 package topup_test
 
-// The test environment the payment tests share: a payer with a wallet, the
-// service over a fresh database, the fake gateway and clock of paymenttest.
+// The test environment the top-up tests share: a payer with a wallet, the
+// service over a fresh database, the fake gateway and clock of topuptest.
 
 import (
 	"context"

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// The payment package decides and orchestrates; SQL lives in its store
-// (internal/payment/sqlstore). Its code holds no SQL string, no column
+// The topup package decides and orchestrates; SQL lives in its store
+// (internal/topup/sqlstore). Its code holds no SQL string, no column
 // map (map[string]any keyed by column names), no GORM tag or table name,
 // and imports neither GORM, database/sql nor the store.
 func TestTopUpHoldsNoSQL(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 )
 
-// Store is the payment lifecycle's one port to its rows, declared here
-// and implemented once (internal/payment/sqlstore). It is no generic
+// Store is the top-up lifecycle's one port to its rows, declared here
+// and implemented once (internal/topup/sqlstore). It is no generic
 // repository: each method is one thing the lifecycle does. Each writing
 // method is one transaction guarded by one conditional statement — the
 // claim of a lease, the move of a status with its event, the credit with

@@ -371,7 +371,7 @@ func (o *outboxObserver) OutboxFailed(string) {
 // TestOutboxFailureIsObservedOnItsOwn (item 5): when the partners'
 // webhook outbox refuses a credit's event (its insert fails), the credit
 // of a bank-verified payment is rolled back; the failure is told apart
-// from the bank's (payment.ErrOutbox, OutboxObserver: its own metric and
+// from the bank's (topup.ErrOutbox, OutboxObserver: its own metric and
 // alert), and the payment is credited once the outbox works again.
 func TestOutboxFailureIsObservedOnItsOwn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

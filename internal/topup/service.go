@@ -156,7 +156,7 @@ func (c *Config) defaults() {
 	}
 	if len(missing) > 0 {
 		// A wiring mistake: the configuration always sets them.
-		panic("payment.NewService: required Config fields not set: " + strings.Join(missing, ", "))
+		panic("topup.NewService: required Config fields not set: " + strings.Join(missing, ", "))
 	}
 	if c.ReplayWait == 0 {
 		c.ReplayWait = c.VerifyTimeout

@@ -66,7 +66,7 @@ func (c *WorkerConfig) defaults() {
 	}
 	if len(missing) > 0 {
 		// A wiring mistake: the configuration always sets them.
-		panic("payment.NewWorker: required WorkerConfig fields not set: " + strings.Join(missing, ", "))
+		panic("topup.NewWorker: required WorkerConfig fields not set: " + strings.Join(missing, ", "))
 	}
 	if c.Batch <= 0 {
 		c.Batch = 20

@@ -3,7 +3,7 @@ package topupread
 // The payer's own payments: the wallet page's payments in progress, and
 // the JSON API's top-ups (the payment rows, newest first with keyset
 // pagination, and when each credited one was credited), and which of them
-// the payer dismissed (dismissed_payments, written by payment.Dismiss).
+// the payer dismissed (dismissed_payments, written by topup.Dismiss).
 
 import (
 	"context"

@@ -1,5 +1,5 @@
-// Package paymentread is the one home of payment reads: everything a page
-// or the API shows about payments, and nothing that changes one.
+// Package topupread is the one home of top-up reads: everything a page
+// or the API shows about top-ups, and nothing that changes one.
 //
 //   - the admin console's payment list: filters, search, keyset pagination
 //     and capped counts per status (list.go);
@@ -15,7 +15,7 @@
 // Its SQL is read-only and written for the indexes it reads
 // (docs/design/reads.md): status conditions as literals, so that PostgreSQL can match the
 // partial indexes of open payments in a cached generic plan. Every change
-// of a payment goes through internal/payment.
+// of a top-up goes through internal/topup.
 package topupread
 
 import (

@@ -5,10 +5,16 @@
 --
 -- ledger_entries (one row per credited top-up, single entry) is migrated
 -- into the new tables and DROPPED: each entry becomes a `topup`
--- transaction with the same id (the API's ids and cursors stay valid),
--- clearing of its payment's gateway → the user's wallet account, and the
--- wallet account's posted balance is wallets.balance_rials, which is then
--- dropped too: a balance lives in one place, ledger_accounts.
+-- transaction with the same id (the API's ids of history rows stay
+-- valid), clearing of its payment's gateway → the user's wallet account,
+-- and the wallet account's posted balance is wallets.balance_rials, which
+-- is then dropped too: a balance lives in one place, ledger_accounts.
+--
+-- The wallet history's cursor does NOT stay valid: it was a ledger_entries
+-- id and is now a ledger_postings id (lp.id < cursor), and each migrated
+-- entry has two postings, so posting ids run about twice the entry ids. A
+-- cursor kept from before the upgrade reads the page from about half its
+-- value down, skipping the rows between: start from the first page.
 
 CREATE TABLE ledger_accounts (
     id              BIGSERIAL PRIMARY KEY,

@@ -107,7 +107,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // audit log (web/admin's reconcile writes it; stored rows keep it).
 var reconcileNote = regexp.MustCompile(`^listed (\d+), credited (\d+), mismatches (\d+)$`)
 
-// switchNote is the note of a gateway's switch (payment.Service's
+// switchNote is the note of a gateway's switch (topup.Service's
 // SwitchGateway writes it): the gateway, "off" or "on", and the admin's
 // own note after ": ".
 var switchNote = regexp.MustCompile(`^(\S+) (off|on)(?:: ([\s\S]*))?$`)

@@ -18,7 +18,7 @@ import (
 )
 
 // TestDashboardTotals: GET /admin shows every status's total, exactly
-// while a status has at most paymentread.TotalCap payments. Beyond that,
+// while a status has at most topupread.TotalCap top-ups. Beyond that,
 // on PostgreSQL, the total is the database's estimate and the page says so
 // in both languages ("≈" and a sentence); SQLite still counts exactly.
 // The metrics gauge of payments by status reads the same totals.

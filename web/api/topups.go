@@ -33,7 +33,7 @@ const (
 )
 
 // TopUp is a top-up as the API shows it; webhook events carry the same
-// view (payment.TopUpView, one type for both).
+// view (topup.TopUpView, one type for both).
 type TopUp = topup.TopUpView
 
 func (h *handler) topUpView(it topupread.Item) TopUp {

@@ -89,7 +89,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 }
 
 // failWith moves a payment to failed with reason through edges of the
-// state machine (paymenttest.ForceStatus writes each event): a payment
+// state machine (topuptest.ForceStatus writes each event): a payment
 // already failed is reopened first.
 func failWith(t *testing.T, db *store.DB, id int64, reason string) {
 	t.Helper()

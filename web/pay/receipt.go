@@ -59,7 +59,7 @@ func (h *handlers) withCheckout(c *fiber.Ctx, v *views.TopUpView) {
 
 // publicStatus is the status as pages and their hooks show it: a payment
 // whose outcome is not yet known is pending verification to the payer
-// (settling too: payment.Status.Public).
+// (settling too: topup.Status.Public).
 func publicStatus(s topup.Status) string {
 	if s == topup.StatusCreated {
 		return string(topup.StatusAwaitingPayment)

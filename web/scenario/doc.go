@@ -12,7 +12,7 @@
 // beside its middleware; a scenario across features belongs to none of
 // them, and here they share nothing with any one feature's tests. They
 // run as HTTP clients only: no raw SQL, typed reads from the packages
-// that hold the data (paymenttest, ledgertest, storetest).
+// that hold the data (topuptest, ledgertest, storetest).
 //
 // The package has no code besides this comment.
 package scenario

@@ -1,4 +1,4 @@
-// Package sqlstore is the one implementation of payment.Store: the
+// Package sqlstore is the one implementation of topup.Store: the
 // payment lifecycle's rows in PostgreSQL or SQLite, through GORM. Every
 // SQL string, column name, dialect quirk, literal limit and text cleaning
 // of the payment code lives here. Each writing method is one transaction
@@ -30,7 +30,7 @@ import (
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
-// Store implements payment.Store over a database.
+// Store implements topup.Store over a database.
 type Store struct {
 	db *store.DB
 	// one runs a write that is a single statement as its own transaction
@@ -93,7 +93,7 @@ func (s *Store) kick(n int64) {
 // fate must finish once started, whatever the caller's request does.
 func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-// dup turns a unique-constraint violation into payment.ErrDuplicate.
+// dup turns a unique-constraint violation into topup.ErrDuplicate.
 func dup(err error) error {
 	if err != nil && store.IsUniqueViolation(err) {
 		return fmt.Errorf("%w: %w", topup.ErrDuplicate, err)
@@ -103,7 +103,7 @@ func dup(err error) error {
 
 // ---- reads ----
 
-// Get implements payment.Store.
+// Get implements topup.Store.
 func (s *Store) Get(ctx context.Context, id int64) (topup.TopUp, error) {
 	var p topup.TopUp
 	if err := s.db.Gorm.WithContext(bg(ctx)).Take(&p, id).Error; err != nil {
@@ -112,7 +112,7 @@ func (s *Store) Get(ctx context.Context, id int64) (topup.TopUp, error) {
 	return p, nil
 }
 
-// ByPublicID implements payment.Store.
+// ByPublicID implements topup.Store.
 func (s *Store) ByPublicID(ctx context.Context, publicID string) (topup.TopUp, error) {
 	var p topup.TopUp
 	err := s.db.Gorm.WithContext(ctx).Where("public_id = ?", publicID).Take(&p).Error
@@ -125,7 +125,7 @@ func (s *Store) ByPublicID(ctx context.Context, publicID string) (topup.TopUp, e
 	return p, nil
 }
 
-// ByFormToken implements payment.Store.
+// ByFormToken implements topup.Store.
 func (s *Store) ByFormToken(ctx context.Context, userID int64, token string) (topup.TopUp, error) {
 	var p topup.TopUp
 	if err := s.db.Gorm.WithContext(ctx).Where("user_id = ? AND form_token = ?", userID, token).Take(&p).Error; err != nil {
@@ -134,7 +134,7 @@ func (s *Store) ByFormToken(ctx context.Context, userID int64, token string) (to
 	return p, nil
 }
 
-// FormSubmitted implements payment.Store: one lookup on
+// FormSubmitted implements topup.Store: one lookup on
 // unique(user_id, form_token).
 func (s *Store) FormSubmitted(ctx context.Context, userID int64, token string) (bool, error) {
 	var n int64
@@ -145,17 +145,17 @@ func (s *Store) FormSubmitted(ctx context.Context, userID int64, token string) (
 	return n > 0, nil
 }
 
-// ByAuthority implements payment.Store.
+// ByAuthority implements topup.Store.
 func (s *Store) ByAuthority(ctx context.Context, gw, authority string) (topup.TopUp, bool, error) {
 	return s.find(ctx, "gateway = ? AND authority = ?", gw, authority)
 }
 
-// ReceiptHolder implements payment.Store.
+// ReceiptHolder implements topup.Store.
 func (s *Store) ReceiptHolder(ctx context.Context, gw, receipt string) (topup.TopUp, bool, error) {
 	return s.find(ctx, "gateway = ? AND receipt = ?", gw, receipt)
 }
 
-// ByGatewayPublicID implements payment.Store.
+// ByGatewayPublicID implements topup.Store.
 func (s *Store) ByGatewayPublicID(ctx context.Context, gw, publicID string) (topup.TopUp, bool, error) {
 	return s.find(ctx, "gateway = ? AND public_id = ?", gw, publicID)
 }
@@ -169,7 +169,7 @@ func (s *Store) find(ctx context.Context, where string, args ...any) (topup.TopU
 	return p, err == nil, err
 }
 
-// StaleCreated implements payment.Store.
+// StaleCreated implements topup.Store.
 func (s *Store) StaleCreated(ctx context.Context, before time.Time, limit int) ([]topup.TopUp, error) {
 	var out []topup.TopUp
 	err := s.db.Gorm.WithContext(ctx).Where("status = ? AND authority IS NULL AND created_at <= ?",
@@ -212,7 +212,7 @@ func (s *Store) RecentUncredited(ctx context.Context, gateway string, since time
 }
 
 // EventsOf lists a payment's status changes, oldest first (the contract
-// tests' view; pages read them through internal/paymentread).
+// tests' view; pages read them through internal/topupread).
 func (s *Store) EventsOf(ctx context.Context, topUpID int64) ([]topup.Event, error) {
 	var out []topup.Event
 	if err := s.db.Gorm.WithContext(ctx).Table(eventsTable).Where("topup_id = ?", topUpID).Order("id").Find(&out).Error; err != nil {
@@ -230,13 +230,13 @@ func (s *Store) CallsOf(ctx context.Context, topUpID int64) ([]topup.GatewayCall
 
 // ---- writes ----
 
-// Create implements payment.Store: unique(user_id, form_token) refuses a
-// second payment of one form (payment.ErrDuplicate).
+// Create implements topup.Store: unique(user_id, form_token) refuses a
+// second payment of one form (topup.ErrDuplicate).
 func (s *Store) Create(ctx context.Context, p *topup.TopUp) error {
 	return dup(s.one.WithContext(ctx).Create(p).Error)
 }
 
-// CreateAdmitted implements payment.Store. The payer's wallet row is
+// CreateAdmitted implements topup.Store. The payer's wallet row is
 // locked first (FOR UPDATE on PostgreSQL; SQLite's immediate transaction
 // holds the database's one write lock), so that two starts of one payer
 // cannot both read the usage before either inserts: the second waits for
@@ -284,7 +284,7 @@ func (s *Store) CreateAdmitted(ctx context.Context, p *topup.TopUp, q topup.Quot
 	return dup(err)
 }
 
-// Claim implements payment.Store: one conditional UPDATE takes the lease
+// Claim implements topup.Store: one conditional UPDATE takes the lease
 // when the payment is in one of the statuses, nobody holds it, and (when
 // paced) the bank was not asked since NotCheckedSince; with FirstReturn it
 // also records the first callback and requires that none came before.
@@ -314,7 +314,7 @@ func (s *Store) Claim(ctx context.Context, c topup.Claim) (topup.TopUp, bool, er
 	return p, false, err
 }
 
-// MarkReturned implements payment.Store.
+// MarkReturned implements topup.Store.
 func (s *Store) MarkReturned(ctx context.Context, id int64, now time.Time) (bool, error) {
 	res := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).
 		Where("id = ? AND returned_at IS NULL", id).Update("returned_at", now)
@@ -326,7 +326,7 @@ func (s *Store) MarkReturned(ctx context.Context, id int64, now time.Time) (bool
 
 // KeepReceipt stores a receipt on a payment without one, with where it
 // came from (one conditional UPDATE; unique (gateway, receipt) refuses
-// another payment's: payment.ErrDuplicate) and returns the row. A receipt
+// another payment's: topup.ErrDuplicate) and returns the row. A receipt
 // from the bank also confirms the same receipt kept from a callback.
 func (s *Store) KeepReceipt(ctx context.Context, id int64, receipt string, from topup.ReceiptSource) (topup.TopUp, error) {
 	q := s.db.Gorm.WithContext(bg(ctx)).Model(&topup.TopUp{})
@@ -342,9 +342,9 @@ func (s *Store) KeepReceipt(ctx context.Context, id int64, receipt string, from 
 	return s.Get(ctx, id)
 }
 
-// ReplaceReceipt implements payment.Store: one conditional UPDATE (the
+// ReplaceReceipt implements topup.Store: one conditional UPDATE (the
 // kept receipt still old, no ref id yet); unique (gateway, receipt)
-// refuses another payment's (payment.ErrDuplicate). The new receipt is
+// refuses another payment's (topup.ErrDuplicate). The new receipt is
 // the bank's.
 func (s *Store) ReplaceReceipt(ctx context.Context, id int64, old, receipt string) (topup.TopUp, error) {
 	res := s.db.Gorm.WithContext(bg(ctx)).Model(&topup.TopUp{}).
@@ -356,10 +356,10 @@ func (s *Store) ReplaceReceipt(ctx context.Context, id int64, old, receipt strin
 	return s.Get(ctx, id)
 }
 
-// TakeReceipt implements payment.Store: in one transaction, the other
+// TakeReceipt implements topup.Store: in one transaction, the other
 // payment of the gateway that holds receipt on a callback's word only
 // (source callback, no ref id) drops it — the guard: no such row, nothing
-// happens (payment.ErrNotMoved) — and id, holding no confirmed receipt,
+// happens (topup.ErrNotMoved) — and id, holding no confirmed receipt,
 // takes it as the bank's.
 func (s *Store) TakeReceipt(ctx context.Context, id int64, receipt string) (topup.TopUp, error) {
 	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
@@ -431,7 +431,7 @@ func fieldValues(f topup.Fields, vals map[string]any) map[string]any {
 	return vals
 }
 
-// Release implements payment.Store: gives up the lease tok if still
+// Release implements topup.Store: gives up the lease tok if still
 // ours, writing f with it; otherwise returns the row as it stands.
 func (s *Store) Release(ctx context.Context, id int64, tok string, f topup.Fields) (topup.TopUp, error) {
 	vals := fieldValues(f, map[string]any{"lease_until": nil, "lease_owner": ""})
@@ -447,7 +447,7 @@ func (s *Store) Release(ctx context.Context, id int64, tok string, f topup.Field
 	return s.Get(ctx, id) // the lease was no longer ours
 }
 
-// Schedule implements payment.Store: only an open payment is scheduled.
+// Schedule implements topup.Store: only an open payment is scheduled.
 func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
 	err := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).
 		Where("id = ? AND status IN ?", id, []topup.Status{topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling}).
@@ -458,7 +458,7 @@ func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
 	return nil
 }
 
-// Dismiss implements payment.Store: one INSERT … SELECT of the payment
+// Dismiss implements topup.Store: one INSERT … SELECT of the payment
 // only if it is the user's; a second dismissal changes nothing.
 func (s *Store) Dismiss(ctx context.Context, userID, topUpID int64, now time.Time) error {
 	err := s.one.WithContext(bg(ctx)).Exec(`INSERT INTO dismissed_topups (topup_id, user_id, dismissed_at)
@@ -470,7 +470,7 @@ func (s *Store) Dismiss(ctx context.Context, userID, topUpID int64, now time.Tim
 	return nil
 }
 
-// Move implements payment.Store: the state machine's one writer.
+// Move implements topup.Store: the state machine's one writer.
 func (s *Store) Move(ctx context.Context, m topup.Move) (topup.TopUp, error) {
 	var moved topup.TopUp
 	var queued int64
@@ -522,7 +522,7 @@ func (s *Store) moveTx(tx *gorm.DB, m topup.Move, queued *int64) (topup.TopUp, e
 }
 
 // moveRow is a move's conditional UPDATE (RETURNING the row as moved),
-// payment.ErrNotMoved when the row is no longer as expected; unchanged
+// topup.ErrNotMoved when the row is no longer as expected; unchanged
 // reports a public outcome partners heard already (no webhook).
 func (s *Store) moveRow(tx *gorm.DB, m topup.Move) (out topup.TopUp, unchanged bool, err error) {
 	needLease, err := topup.EdgeNeedsLease(m.From, m.To, m.Actor)
@@ -569,7 +569,7 @@ func (s *Store) moveRow(tx *gorm.DB, m topup.Move) (out topup.TopUp, unchanged b
 }
 
 // enqueueWebhook writes the partners' outbox rows of a move to an
-// event-worthy status (payment.EventType) in the move's transaction: no
+// event-worthy status (topup.EventType) in the move's transaction: no
 // credit commits without its event, and no event without its credit. It is
 // called from moveTx only, the one writer every edge goes through (the
 // credit's fold on PostgreSQL writes the same rows: foldCredit).
@@ -586,7 +586,7 @@ func enqueueWebhook(tx *gorm.DB, m topup.Move, p topup.TopUp) (int64, error) {
 }
 
 // webhookEvent is the partners' event of the move m of p, the row as
-// moved; false for a status without one (payment.EventType).
+// moved; false for a status without one (topup.EventType).
 func webhookEvent(m topup.Move, p topup.TopUp) (webhook.Event, bool) {
 	typ := topup.EventType(m.To)
 	if typ == "" {
@@ -600,7 +600,7 @@ func webhookEvent(m topup.Move, p topup.TopUp) (webhook.Event, bool) {
 		TopUp: topup.ViewOf(p, creditedAt, nil), CreatedAt: m.Now}, true
 }
 
-// Credit implements payment.Store: in one transaction, the move to
+// Credit implements topup.Store: in one transaction, the move to
 // credited (from the status as read, else from the status the locked row
 // has), the ledger entry with the balance, and the verify's attempts.
 func (s *Store) Credit(ctx context.Context, m topup.Move, walletID int64, calls []resilient.Call) (topup.TopUp, topup.Status, error) {
@@ -681,7 +681,7 @@ func (s *Store) creditMoveTx(tx *gorm.DB, m topup.Move, calls []resilient.Call, 
 // found by its public id, as insertCalls finds it) and, unless unchanged,
 // the partners' outbox rows (webhook.OutboxOf, the insert Enqueue runs).
 // It returns how many deliveries it queued. A failure of the outbox part
-// (PostgreSQL names its table) is payment.ErrOutbox, as Enqueue's.
+// (PostgreSQL names its table) is topup.ErrOutbox, as Enqueue's.
 func foldCredit(tx *gorm.DB, m topup.Move, p topup.TopUp, unchanged bool, calls []resilient.Call) (int64, error) {
 	var q strings.Builder
 	q.WriteString(`WITH ev AS (INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, gateway_code, admin_id, created_at)
@@ -754,7 +754,7 @@ func (s *Store) creditTx(tx *gorm.DB, m topup.Move, p topup.TopUp) error {
 	return nil
 }
 
-// ClaimDue implements payment.Store: picks due open payments and pushes
+// ClaimDue implements topup.Store: picks due open payments and pushes
 // their next check forward in one transaction (FOR UPDATE SKIP LOCKED on
 // PostgreSQL), so no other worker takes them meanwhile.
 func (s *Store) ClaimDue(ctx context.Context, c topup.DueClaim) ([]int64, error) {
@@ -795,7 +795,7 @@ func (s *Store) ClaimDue(ctx context.Context, c topup.DueClaim) ([]int64, error)
 	return ids, nil
 }
 
-// Unclaim implements payment.Store.
+// Unclaim implements topup.Store.
 func (s *Store) Unclaim(ctx context.Context, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
@@ -806,7 +806,7 @@ func (s *Store) Unclaim(ctx context.Context, ids []int64, at time.Time) error {
 	return nil
 }
 
-// RecordCalls implements payment.Store.
+// RecordCalls implements topup.Store.
 func (s *Store) RecordCalls(ctx context.Context, calls []resilient.Call) error {
 	if len(calls) == 0 {
 		return nil
@@ -850,7 +850,7 @@ func storableText(s string, n int) string {
 	return s[:n]
 }
 
-// SaveReconcileReport implements payment.Store.
+// SaveReconcileReport implements topup.Store.
 func (s *Store) SaveReconcileReport(ctx context.Context, r *topup.ReconcileReport) error {
 	r.Error = storableText(r.Error, 500)
 	if err := s.db.Gorm.WithContext(bg(ctx)).Table(reportsTable).Create(r).Error; err != nil {

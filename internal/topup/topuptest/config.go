@@ -6,9 +6,9 @@ import (
 	"github.com/kifpool/kifpool/internal/topup"
 )
 
-// Config is a payment.Config for tests: the time budgets a deployment runs
+// Config is a topup.Config for tests: the time budgets a deployment runs
 // with unless configured otherwise (the operator's settings have no
-// defaults in internal/payment), a short poll and the usual limits.
+// defaults in internal/topup), a short poll and the usual limits.
 func Config() topup.Config {
 	return topup.Config{
 		BaseURL: "http://app.test", MinRials: 10_000, MaxRials: 1_000_000_000,
@@ -17,7 +17,7 @@ func Config() topup.Config {
 	}
 }
 
-// WorkerConfig is a payment.WorkerConfig for tests, with a deployment's
+// WorkerConfig is a topup.WorkerConfig for tests, with a deployment's
 // usual tuning; a test changes what it is about.
 func WorkerConfig() topup.WorkerConfig {
 	return topup.WorkerConfig{

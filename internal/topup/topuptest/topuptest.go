@@ -1,10 +1,10 @@
-// Package paymenttest is the payment layer's test support, shared by the
-// tests of payment and of every layer above it: one scriptable fake
+// Package topuptest is the top-up lifecycle's test support, shared by the
+// tests of package topup and of every layer above it: one scriptable fake
 // gateway and one controllable clock; the invariants of ARCHITECTURE §2
 // checked over a whole database (CheckInvariants, CheckNoneOpenPast);
 // ForceStatus, which takes an edge of the transition table as the state
-// machine would; and Seed, payments of every status written straight into
-// the table for the reads' tests. It imports the payment layer and what
+// machine would; and Seed, top-ups of every status written straight into
+// the table for the reads' tests. It imports the top-up layer and what
 // lies below it, never the web app (ARCHITECTURE §1).
 package topuptest
 
