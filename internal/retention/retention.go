@@ -48,7 +48,8 @@ type Policy struct {
 	// Webhooks: a webhook delivery delivered, or given up, this long ago
 	// is deleted (a pending one never is).
 	Webhooks time.Duration
-	// Batch is the rows per delete statement (0: 1000).
+	// Batch is the rows per delete statement, and for the calls of failed
+	// top-ups the top-ups per statement (0: 1000).
 	Batch int
 }
 
@@ -139,7 +140,11 @@ func failedCalls(ctx context.Context, db *store.DB, batch int, cut time.Time) (i
 			Where("p.status = 'failed' AND p.created_at < ?", cut).
 			Where("EXISTS (SELECT 1 FROM gateway_calls c WHERE c.topup_id = p.id)")
 		if after != nil {
-			q = q.Where("(p.created_at > ? OR (p.created_at = ? AND p.id > ?))", after.CreatedAt, after.CreatedAt, after.ID)
+			// The plain bound starts the index's range at the last batch's
+			// end (an OR alone cannot: each batch would read from the
+			// oldest again); the OR then steps past that batch's ties.
+			q = q.Where("p.created_at >= ? AND (p.created_at > ? OR (p.created_at = ? AND p.id > ?))",
+				after.CreatedAt, after.CreatedAt, after.CreatedAt, after.ID)
 		}
 		var page []key
 		if err := store.Scan(q.Order("p.created_at, p.id").Limit(batch), &page); err != nil {
