@@ -148,7 +148,13 @@ func (r *crashRig) second(t *testing.T, d store.Dialect) *proc {
 	if d != store.Postgres {
 		return nil
 	}
-	p, _ := newServe(t, "serve-b", r.dbURL, r.bankURL, r.env)
+	// Two pooled connections (and its listeners): it only has to compete
+	// for a row, and every test package running at once shares
+	// PostgreSQL's max_connections (100), which four rigs' second
+	// instances with the default pool (8) took past it in CI.
+	env := maps.Clone(r.env)
+	env["DATABASE_MAX_CONNS"] = "2"
+	p, _ := newServe(t, "serve-b", r.dbURL, r.bankURL, env)
 	return p
 }
 

@@ -36,7 +36,10 @@ func pointsTest(t *testing.T, d store.Dialect) {
 	defer cancel()
 	var all []*crashPoints
 	for _, g := range bankGateways {
-		rig := newCrashRig(t, d)
+		// One top-up at a time per rig: four pooled connections are
+		// plenty, and leave PostgreSQL's max_connections room for the
+		// second instances and the other test packages running at once.
+		rig := newCrashRigWith(t, d, map[string]string{"DATABASE_MAX_CONNS": "4"})
 		email := g.name + "-points@e2e.example"
 		all = append(all, &crashPoints{crashRig: rig, t: t, ctx: ctx, gw: g, br: signedUp(ctx, t, rig.appURL, email), email: email,
 			other: rig.second(t, d)})
