@@ -1,14 +1,10 @@
 package integrity_test
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/store"
-	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 // seedCardRefunds adds to seed's history two card refunds as the app
@@ -63,12 +59,7 @@ func seedCardRefunds(t *testing.T, db *store.DB, now time.Time) {
 // TestCardRefundRules: card refunds as the app writes them pass every
 // rule; each deliberate breakage is named by its rule.
 func TestCardRefundRules(t *testing.T) {
-	cases := []struct {
-		name    string
-		breakIt []string
-		rule    string
-		subject string
-	}{
+	cases := []ruleCase{
 		{"healthy", nil, "", ""},
 		{"refunded, another hold captured", []string{`UPDATE card_refunds SET hold_id = (SELECT id FROM ledger_holds WHERE reference = 'ch_1') WHERE public_id = 'cr_a'`},
 			"card_refund_hold_in_step", "card refund cr_a"},
@@ -90,33 +81,5 @@ func TestCardRefundRules(t *testing.T) {
 		{"status changed without its event", []string{`UPDATE card_refunds SET status = 'needs_review' WHERE public_id = 'cr_b'`},
 			"card_refund_events_end_in_status", "card refund cr_b"},
 	}
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		for _, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				db := storetest.New(t, db.Dialect)
-				now := time.Now()
-				seed(t, db, now)
-				seedCardRefunds(t, db, now)
-				if tc.breakIt != nil {
-					tamper(t, db, tc.breakIt)
-				}
-				rep, err := integrity.Check(context.Background(), db, options(now))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc.rule == "" {
-					if !rep.OK() {
-						t.Fatalf("healthy card refunds break rules: %v", rep.Violations())
-					}
-					return
-				}
-				for _, v := range rep.Violations() {
-					if v.Rule == tc.rule && strings.HasPrefix(v.Subject, tc.subject) {
-						return
-					}
-				}
-				t.Fatalf("rule %s did not name %q; violations: %v", tc.rule, tc.subject, rep.Violations())
-			})
-		}
-	})
+	checkRuleCases(t, cases, seedCardRefunds)
 }

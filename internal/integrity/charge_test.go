@@ -1,14 +1,10 @@
 package integrity_test
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/store"
-	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 // seedCharges adds to seed's history a merchant and two charges as the
@@ -60,12 +56,7 @@ func seedCharges(t *testing.T, db *store.DB, now time.Time) {
 // TestChargeRules: charges as the app writes them pass every rule; each
 // deliberate breakage is named by its rule.
 func TestChargeRules(t *testing.T) {
-	cases := []struct {
-		name    string
-		breakIt []string
-		rule    string
-		subject string
-	}{
+	cases := []ruleCase{
 		{"healthy", nil, "", ""},
 		{"refunded without its refund", []string{`DELETE FROM ledger_postings WHERE transaction_id = (SELECT id FROM ledger_transactions WHERE reference = 're_1')`,
 			`DELETE FROM ledger_transactions WHERE reference = 're_1'`, `DELETE FROM charge_refunds WHERE public_id = 're_1'`},
@@ -88,33 +79,5 @@ func TestChargeRules(t *testing.T) {
 		{"status changed without its event", []string{`UPDATE charges SET status = 'canceled' WHERE public_id = 'ch_man'`},
 			"charge_events_end_in_status", "charge ch_man"},
 	}
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		for _, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				db := storetest.New(t, db.Dialect)
-				now := time.Now()
-				seed(t, db, now)
-				seedCharges(t, db, now)
-				if tc.breakIt != nil {
-					tamper(t, db, tc.breakIt)
-				}
-				rep, err := integrity.Check(context.Background(), db, options(now))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc.rule == "" {
-					if !rep.OK() {
-						t.Fatalf("healthy charges break rules: %v", rep.Violations())
-					}
-					return
-				}
-				for _, v := range rep.Violations() {
-					if v.Rule == tc.rule && strings.HasPrefix(v.Subject, tc.subject) {
-						return
-					}
-				}
-				t.Fatalf("rule %s did not name %q; violations: %v", tc.rule, tc.subject, rep.Violations())
-			})
-		}
-	})
+	checkRuleCases(t, cases, seedCharges)
 }

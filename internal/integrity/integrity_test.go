@@ -322,6 +322,51 @@ func TestCheckDoesNotBlockWriters(t *testing.T) {
 // the defences the schema has against them (the append-only and Σ = 0
 // triggers, the CHECK on balances), all on one connection (SQLite's
 // ignore_check_constraints is the connection's).
+// ruleCase is a deliberate breakage of a healthy database and the rule
+// that must name it; a case without a rule is the healthy database,
+// which must pass every rule.
+type ruleCase struct {
+	name    string
+	breakIt []string // statements run after the healthy seed
+	rule    string
+	subject string // the start of the violation's subject
+}
+
+// checkRuleCases runs each case on a fresh database of each dialect,
+// seeded by seed and then more, and broken by the case's statements.
+func checkRuleCases(t *testing.T, cases []ruleCase, more func(*testing.T, *store.DB, time.Time)) {
+	t.Helper()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				db := storetest.New(t, db.Dialect)
+				now := time.Now()
+				seed(t, db, now)
+				more(t, db, now)
+				if tc.breakIt != nil {
+					tamper(t, db, tc.breakIt)
+				}
+				rep, err := integrity.Check(context.Background(), db, options(now))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.rule == "" {
+					if !rep.OK() {
+						t.Fatalf("the healthy database breaks rules: %v", rep.Violations())
+					}
+					return
+				}
+				for _, v := range rep.Violations() {
+					if v.Rule == tc.rule && strings.HasPrefix(v.Subject, tc.subject) {
+						return
+					}
+				}
+				t.Fatalf("rule %s did not name %q; violations: %v", tc.rule, tc.subject, rep.Violations())
+			})
+		}
+	})
+}
+
 func tamper(t *testing.T, db *store.DB, stmts []string) {
 	t.Helper()
 	unlock := []string{`PRAGMA ignore_check_constraints = ON`, `DROP TRIGGER ledger_postings_no_update`, `DROP TRIGGER ledger_postings_no_delete`,

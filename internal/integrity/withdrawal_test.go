@@ -1,13 +1,10 @@
 package integrity_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/store"
-	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 // seedWithdrawals adds to seed's history four withdrawals from wallet:1
@@ -110,12 +107,7 @@ func seedWithdrawals(t *testing.T, db *store.DB, now time.Time) {
 // rule; each deliberate breakage is named by its rule, naming the
 // withdrawal (or the stray transaction).
 func TestWithdrawalRules(t *testing.T) {
-	cases := []struct {
-		name    string
-		breakIt []string
-		rule    string
-		subject string
-	}{
+	cases := []ruleCase{
 		{"healthy", nil, "", ""},
 		{"requested, its hold released", []string{`UPDATE ledger_holds SET status = 'released', ended_at = created_at WHERE reference = 'w_open'`,
 			`UPDATE ledger_accounts SET held_rials = 20000 WHERE code = 'wallet:1'`},
@@ -162,33 +154,5 @@ func TestWithdrawalRules(t *testing.T) {
 			WHERE withdrawal_id = (SELECT id FROM withdrawals WHERE public_id = 'w_fail') AND to_status = 'requested'`},
 			"withdrawal_events_chain", "withdrawal w_fail"},
 	}
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		for _, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				db := storetest.New(t, db.Dialect)
-				now := time.Now()
-				seed(t, db, now)
-				seedWithdrawals(t, db, now)
-				if tc.breakIt != nil {
-					tamper(t, db, tc.breakIt)
-				}
-				rep, err := integrity.Check(context.Background(), db, options(now))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc.rule == "" {
-					if !rep.OK() {
-						t.Fatalf("healthy withdrawals break rules: %v", rep.Violations())
-					}
-					return
-				}
-				for _, v := range rep.Violations() {
-					if v.Rule == tc.rule && v.Subject == tc.subject {
-						return
-					}
-				}
-				t.Fatalf("rule %s did not name %q; violations: %v", tc.rule, tc.subject, rep.Violations())
-			})
-		}
-	})
+	checkRuleCases(t, cases, seedWithdrawals)
 }
