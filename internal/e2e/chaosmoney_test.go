@@ -239,7 +239,9 @@ func (m *moneyOut) calm(ctx context.Context, limit time.Duration) {
 	err := testwait.UntilContext(ctx, limit, "every withdrawal and card refund ended", func() bool {
 		m.settle(ctx, rng, true)
 		open = nil
+		ours := map[string]withdrawal.Status{}
 		for _, w := range withdrawaltest.All(t, m.rig.db) {
+			ours[w.PublicID] = w.Status
 			switch w.Status {
 			case withdrawal.StatusPaid, withdrawal.StatusReturned, withdrawal.StatusFailed, withdrawal.StatusCancelled, withdrawal.StatusRejected:
 			case withdrawal.StatusNeedsReview:
@@ -257,8 +259,13 @@ func (m *moneyOut) calm(ctx context.Context, limit time.Duration) {
 			open = append(open, err.Error())
 		}
 		for _, p := range book {
-			if p.LateFail {
+			switch {
+			case p.LateFail:
 				open = append(open, "payout "+p.ID+" to be failed by hand")
+			case p.State == payouts.StateManuallyFailed && ours[p.ID] != withdrawal.StatusReturned:
+				// Failed by hand after it was paid: ours is paid until
+				// the worker's next look during its watch finds it.
+				open = append(open, "payout "+p.ID+" failed by hand, ours still "+string(ours[p.ID]))
 			}
 		}
 		for _, p := range allTopUps(t, m.rig.db) {
