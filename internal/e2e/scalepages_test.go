@@ -3,17 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/kifpool/kifpool/cmd/kifpool-load/adminbench"
 	"github.com/kifpool/kifpool/internal/apptest"
@@ -21,24 +20,52 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-// sqlCapture is a GORM logger keeping every statement run, its arguments
-// in place (as GORM logs them), to EXPLAIN it.
+// sent is one statement as the app sent it: its text with placeholders
+// and its arguments, and the same with its arguments inlined (as GORM
+// logs it).
+type sent struct {
+	sql      string
+	vars     []any
+	rendered string
+}
+
+// sqlCapture keeps every statement the app runs through GORM (its query,
+// row, raw, update and delete callbacks; store.Scan goes through the row
+// callback), to EXPLAIN it with its arguments known (a custom plan) and
+// unknown (the generic plan that pgx's prepared statements get after
+// five executions).
 type sqlCapture struct {
-	logger.Interface
 	mu   sync.Mutex
-	stmt []string
+	stmt []sent
 }
 
-func (c *sqlCapture) LogMode(logger.LogLevel) logger.Interface { return c }
-
-func (c *sqlCapture) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	sql, _ := fc()
-	c.mu.Lock()
-	c.stmt = append(c.stmt, sql)
-	c.mu.Unlock()
+func (c *sqlCapture) register(db *gorm.DB) error {
+	keep := func(tx *gorm.DB) {
+		sql := tx.Statement.SQL.String()
+		if sql == "" || tx.DryRun { // a subquery being built, not a statement sent
+			return
+		}
+		vars := append([]any(nil), tx.Statement.Vars...)
+		c.mu.Lock()
+		c.stmt = append(c.stmt, sent{sql: sql, vars: vars, rendered: tx.Dialector.Explain(sql, vars...)})
+		c.mu.Unlock()
+	}
+	cb := db.Callback()
+	for _, err := range []error{
+		cb.Query().After("gorm:query").Register("e2e:capture", keep),
+		cb.Row().After("gorm:row").Register("e2e:capture", keep),
+		cb.Raw().After("gorm:raw").Register("e2e:capture", keep),
+		cb.Update().After("gorm:update").Register("e2e:capture", keep),
+		cb.Delete().After("gorm:delete").Register("e2e:capture", keep),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (c *sqlCapture) take() []string {
+func (c *sqlCapture) take() []sent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.stmt
@@ -46,9 +73,25 @@ func (c *sqlCapture) take() []string {
 	return out
 }
 
+// genericPlan prepares st on conn (whose session has plan_cache_mode =
+// force_generic_plan) and explains its execution with st's arguments:
+// the plan PostgreSQL would cache for the statement, chosen without
+// knowing the arguments.
+func genericPlan(ctx context.Context, conn *pgx.Conn, dialector gorm.Dialector, st sent, partial map[string]bool) (string, []string, error) {
+	if _, err := conn.Exec(ctx, "PREPARE kp_generic AS "+st.sql); err != nil {
+		return "", nil, fmt.Errorf("prepare: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "DEALLOCATE kp_generic") }()
+	args := make([]string, len(st.vars))
+	for i, v := range st.vars {
+		args[i] = dialector.Explain("$1", v) // v as an SQL literal
+	}
+	return explainPlan(ctx, conn, "EXECUTE kp_generic("+strings.Join(args, ", ")+")", partial)
+}
+
 // moneyTables are the tables that grow with the money's movements: no page
 // may read one of them whole.
-var moneyTables = []string{"topups", "ledger_postings", "ledger_transactions", "topup_events", "transfers", "withdrawals", "users"}
+var moneyTables = []string{"topups", "ledger_postings", "ledger_transactions", "topup_events", "transfers", "withdrawals", "webhook_deliveries", "users"}
 
 // seqScanRE is a sequential scan of one of moneyTables in a text plan.
 var seqScanRE = regexp.MustCompile(`Seq Scan on (` + strings.Join(moneyTables, "|") + `)\b`)
@@ -173,10 +216,16 @@ func TestScalePagesUseIndexes(t *testing.T) {
 	}
 	prows.Close()
 
-	cp := &sqlCapture{Interface: logger.Discard}
-	captured := *db
-	captured.Gorm = db.Gorm.Session(&gorm.Session{Logger: cp})
-	app := apptest.Start(t, &captured, apptest.Options{})
+	// Every plan below with sequential scans off, and each statement's
+	// generic plan as the one PostgreSQL would keep for it.
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	cp := &sqlCapture{}
+	if err := cp.register(db.Gorm); err != nil {
+		t.Fatal(err)
+	}
+	app := apptest.Start(t, db, apptest.Options{})
 	c := adminbench.NewClient(app.URL, sample, http.DefaultTransport)
 	explained := 0
 	for _, p := range adminbench.Pages(sample) {
@@ -185,25 +234,41 @@ func TestScalePagesUseIndexes(t *testing.T) {
 			t.Errorf("%s: %v", p.Name, err)
 			continue
 		}
-		for _, sql := range cp.take() {
-			verb := strings.ToUpper(strings.Fields(sql)[0])
+		for _, st := range cp.take() {
+			verb := strings.ToUpper(strings.Fields(st.sql)[0])
 			if verb != "SELECT" && verb != "WITH" && verb != "UPDATE" && verb != "DELETE" {
 				continue
 			}
-			plan, whole, err := explainPlan(ctx, conn, sql, partial)
-			if err != nil {
-				t.Errorf("%s: explain: %v\n%s", p.Name, err, sql)
-				continue
+			plans := []struct {
+				kind  string
+				plan  func() (string, []string, error)
+				valid bool
+			}{
+				{"custom plan", func() (string, []string, error) { return explainPlan(ctx, conn, st.rendered, partial) }, true},
+				// Without arguments the generic plan is the custom one.
+				{"generic plan", func() (string, []string, error) {
+					return genericPlan(ctx, conn, db.Gorm.Dialector, st, partial)
+				}, len(st.vars) > 0},
 			}
-			explained++
-			if testing.Verbose() {
-				t.Logf("%s:\n%s\n%s", p.Name, sql, plan)
-			}
-			if seqScanRE.MatchString(plan) {
-				t.Errorf("%s: a sequential scan (no index serves it):\n%s\n%s", p.Name, sql, plan)
-			}
-			for _, w := range whole {
-				t.Errorf("%s: reads the whole of %s (an index walked without a condition or a bound):\n%s\n%s", p.Name, w, sql, plan)
+			for _, pl := range plans {
+				if !pl.valid {
+					continue
+				}
+				plan, whole, err := pl.plan()
+				if err != nil {
+					t.Errorf("%s: explain (%s): %v\n%s", p.Name, pl.kind, err, st.sql)
+					continue
+				}
+				explained++
+				if testing.Verbose() {
+					t.Logf("%s, %s:\n%s\n%s", p.Name, pl.kind, st.rendered, plan)
+				}
+				if seqScanRE.MatchString(plan) {
+					t.Errorf("%s, %s: a sequential scan (no index serves it):\n%s\n%s", p.Name, pl.kind, st.sql, plan)
+				}
+				for _, w := range whole {
+					t.Errorf("%s, %s: reads the whole of %s (an index walked without a condition or a bound):\n%s\n%s", p.Name, pl.kind, w, st.sql, plan)
+				}
 			}
 		}
 	}
