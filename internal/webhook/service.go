@@ -528,6 +528,13 @@ type Stats struct {
 	FailingEndpoints int64
 }
 
+// The conditions of the queue's figures, their statuses written into the
+// statements (see Stats).
+const (
+	pendingCond = "status = '" + StatusPending + "'"
+	failedCond  = "status = '" + StatusFailed + "'"
+)
+
 // Stats reads the queue's figures at now.
 func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
@@ -537,16 +544,16 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	// arguments: each statement then names its partial index's condition
 	// (status = 'pending', status = 'failed', migrations 00015 and 00042)
 	// in the plan PostgreSQL keeps for it too, which knows no argument.
-	if err := g.Model(&Delivery{}).Where("status = '" + StatusPending + "'").Count(&st.Pending).Error; err != nil {
+	if err := g.Model(&Delivery{}).Where(pendingCond).Count(&st.Pending).Error; err != nil {
 		return st, err
 	}
-	if err := g.Model(&Delivery{}).Where("status = '" + StatusPending + "'").Order("created_at").Limit(1).Pluck("created_at", &oldest).Error; err != nil {
+	if err := g.Model(&Delivery{}).Where(pendingCond).Order("created_at").Limit(1).Pluck("created_at", &oldest).Error; err != nil {
 		return st, err
 	}
 	if len(oldest) == 1 {
 		st.OldestAge = max(s.clock().Sub(oldest[0]), 0)
 	}
-	if err := g.Model(&Delivery{}).Where("status = '" + StatusFailed + "'").Count(&st.Failed).Error; err != nil {
+	if err := g.Model(&Delivery{}).Where(failedCond).Count(&st.Failed).Error; err != nil {
 		return st, err
 	}
 	if err := g.Model(&Endpoint{}).Where("failing_since IS NOT NULL AND disabled_at IS NULL").Count(&st.FailingEndpoints).Error; err != nil {
