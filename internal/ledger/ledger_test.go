@@ -45,6 +45,12 @@ func TestValidate(t *testing.T) {
 			{AccountID: 1, AmountRials: math.MinInt64}, {AccountID: 2, AmountRials: math.MinInt64}}}, false, ledger.ErrUnbalanced},
 		{"a transfer naming an original", ledger.Entry{Kind: ledger.KindTransfer, Reference: "t7", ReversesID: 4, Postings: ledger.Transfer(1, 2, 500)},
 			false, nil},
+		{"a reversal under its original's reference", ledger.Entry{Kind: ledger.KindReversal, Reference: ledger.ReversalReference(4), ReversesID: 4,
+			Postings: ledger.Transfer(1, 2, 500)}, true, nil},
+		{"a reversal under another reference", ledger.Entry{Kind: ledger.KindReversal, Reference: "manual-reversal-of-4", ReversesID: 4,
+			Postings: ledger.Transfer(1, 2, 500)}, false, nil},
+		{"a reversal under another original's reference", ledger.Entry{Kind: ledger.KindReversal, Reference: ledger.ReversalReference(5), ReversesID: 4,
+			Postings: ledger.Transfer(1, 2, 500)}, false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

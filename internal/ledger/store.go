@@ -694,7 +694,7 @@ func (l *Ledger) Reverse(ctx context.Context, id int64, note string, now time.Ti
 	for i, p := range orig.Postings {
 		ps[i] = Posting{AccountID: p.AccountID, AmountRials: -p.AmountRials}
 	}
-	return l.Write(ctx, Entry{Kind: KindReversal, Reference: "reversal:" + strconv.FormatInt(id, 10), ReversesID: id,
+	return l.Write(ctx, Entry{Kind: KindReversal, Reference: ReversalReference(id), ReversesID: id,
 		TopUpID: deref(orig.TopUpID), Note: note, Postings: ps, At: now})
 }
 

@@ -191,29 +191,45 @@ func TestReversal(t *testing.T) {
 	})
 }
 
-// The database itself reverses an original at most once: Reverse's fixed
-// reference ("reversal:<id>") makes (kind, reference) refuse a second
-// reversal before the partial unique index on reverses_id is reached, so
-// here a second reversal under another reference is posted directly
-// (Post, the lowest write) and the index alone must refuse it.
-func TestSecondReversalRefusedByIndex(t *testing.T) {
+// An original is reversed at most once. Reverse's fixed reference
+// (ReversalReference) makes a second Reverse a replay, answered with the
+// first; a reversal under any other reference is refused before anything
+// is written, by Write and by Post alike (Validate), so that nothing
+// reaches the partial unique index on reverses_id with nothing to answer.
+// The index itself, the database's own guard, is then hit directly.
+func TestSecondReversalRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		b := newBook(t, db)
 		ctx := context.Background()
 		a, c := b.wallet(50_000), b.wallet(0)
 		orig := b.write(ledger.KindTransfer, "tr-1", ledger.Transfer(a, c, 20_000))
-		if _, err := b.l.Reverse(ctx, orig.ID, "", b.now); err != nil {
+		first, err := b.l.Reverse(ctx, orig.ID, "", b.now)
+		if err != nil {
 			t.Fatal(err)
 		}
 		b.write(ledger.KindTransfer, "tr-2", ledger.Transfer(a, c, 20_000)) // c can pay a second reversal
+		again, err := b.l.Reverse(ctx, orig.ID, "", b.now)
+		if !errors.Is(err, ledger.ErrDuplicate) || again.ID != first.ID {
+			t.Fatalf("Reverse again: %d, %v; want the first reversal %d and ErrDuplicate", again.ID, err, first.ID)
+		}
 		second := ledger.Entry{Kind: ledger.KindReversal, Reference: "manual-reversal-of-tr-1", ReversesID: orig.ID,
 			Postings: ledger.Opposite(ledger.Transfer(a, c, 20_000)), At: b.now}
-		err := db.Tx(ctx, func(tx *gorm.DB) error {
+		if _, err := b.l.Write(ctx, second); err == nil || errors.Is(err, ledger.ErrDuplicate) {
+			t.Fatalf("Write of a reversal under another reference: %v, want a refusal that is not a replay", err)
+		}
+		err = db.Tx(ctx, func(tx *gorm.DB) error {
 			_, err := b.l.Post(tx, second)
 			return err
 		})
-		if !errors.Is(err, ledger.ErrDuplicate) {
-			t.Fatalf("a second reversal under another reference: %v, want the unique index's refusal", err)
+		if err == nil || errors.Is(err, ledger.ErrDuplicate) {
+			t.Fatalf("Post of a reversal under another reference: %v, want a refusal that is not a replay", err)
+		}
+		// The index: a second transaction reversing orig, inserted as a
+		// writer that skipped the ledger's rules would.
+		err = db.Gorm.Exec(`INSERT INTO ledger_transactions (kind, reference, reverses_id, note, created_at) VALUES ('reversal', 'by-hand', ?, '', ?)`,
+			orig.ID, b.now).Error
+		if !store.IsUniqueViolation(err) {
+			t.Fatalf("a second reversal inserted directly: %v, want the unique index's refusal", err)
 		}
 		if n := b.count(`SELECT COUNT(*) FROM ledger_transactions WHERE reverses_id = ?`, orig.ID); n != 1 {
 			t.Fatalf("transaction %d reversed %d times", orig.ID, n)

@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -47,7 +46,7 @@ func (h *handlers) transferDetail(c *fiber.Ctx) error {
 	var txs []ledger.Transaction
 	if lt, err := h.Ledger.ByReference(ctx, ledger.KindTransfer, t.PublicID); err == nil {
 		txs = append(txs, lt)
-		if rev, err := h.Ledger.ByReference(ctx, ledger.KindReversal, "reversal:"+strconv.FormatInt(lt.ID, 10)); err == nil {
+		if rev, err := h.Ledger.ByReference(ctx, ledger.KindReversal, ledger.ReversalReference(lt.ID)); err == nil {
 			txs = append(txs, rev)
 		} else if !errors.Is(err, ledger.ErrNotFound) {
 			return err
