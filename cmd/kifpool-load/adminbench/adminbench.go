@@ -329,6 +329,9 @@ func Pages(s Sample) []Page {
 		{"admin search: card last 4", routes.AdminTopUps + "?q=" + s.card4, asAdmin},
 		{"admin search: e-mail (100k top-ups)", routes.AdminTopUps + "?q=" + s.heavyEmail, asAdmin},
 		{"admin search: e-mail fragment", routes.AdminTopUps + "?q=" + s.fragment, asAdmin},
+		// Twelve lower-case letters: a receipt's short reference typed
+		// without dashes, or part of an address (a name).
+		{"admin search: twelve letters", routes.AdminTopUps + "?q=mohammadreza", asAdmin},
 		{"admin top-ups CSV: needs_review", routes.AdminTopUpsCSV + "?status=needs_review", asAdmin},
 		{"admin top-up detail", routes.AdminTopUp(s.detailID), asAdmin},
 		{"admin users", routes.AdminUsers, asAdmin},
@@ -340,6 +343,9 @@ func Pages(s Sample) []Page {
 		{"admin transfers: e-mail", routes.AdminTransfers + "?q=" + s.heavyEmail, asAdmin},
 		{"admin transfer detail", routes.AdminTransfer(s.transferID), asAdmin},
 		{"admin withdrawals", routes.AdminWithdrawals, asAdmin},
+		{"admin charges", routes.AdminCharges, asAdmin},
+		{"admin charges: e-mail", routes.AdminCharges + "?q=" + s.heavyEmail, asAdmin},
+		{"admin charges: order id", routes.AdminCharges + "?q=order-1", asAdmin},
 		{"admin gateways", routes.AdminGateways, asAdmin},
 		{"admin tokens", routes.AdminTokens, asAdmin},
 		{"admin webhooks", routes.AdminWebhooks, asAdmin},

@@ -598,9 +598,18 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]charge.Charg
 	case strings.HasPrefix(q, "re_"):
 		err = store.Scan(db.Raw(selectCharge+` WHERE c.id IN (SELECT charge_id FROM charge_refunds WHERE public_id = ?)`, q), &rs)
 	case strings.Contains(q, "@"):
+		// Either side's newest, each from its own index (the person by
+		// the unique lower(email), their charges by merchant or by
+		// payer), as the transfers' search does: an OR across the two
+		// joins walked every charge.
 		addr := strings.ToLower(q)
-		err = store.Scan(db.Raw(selectCharge+` WHERE mu.email = ? OR pu.email = ? ORDER BY c.id DESC LIMIT ?`, addr, addr, limit), &rs)
+		err = store.Scan(db.Raw(selectCharge+` WHERE c.id IN (
+				SELECT id FROM (SELECT id FROM charges WHERE merchant_user_id IN (SELECT id FROM users WHERE lower(email) = ?) ORDER BY id DESC LIMIT ?) AS a
+				UNION SELECT id FROM (SELECT id FROM charges WHERE payer_user_id IN (SELECT id FROM users WHERE lower(email) = ?) AND payer_user_id IS NOT NULL
+					ORDER BY id DESC LIMIT ?) AS b)
+			ORDER BY c.id DESC LIMIT ?`, addr, limit, addr, limit, limit), &rs)
 	default:
+		// Any merchant's order (charges_order_idx, migration 00043).
 		err = store.Scan(db.Raw(selectCharge+` WHERE c.order_id = ? ORDER BY c.id DESC LIMIT ?`, q, limit), &rs)
 	}
 	if err != nil {
