@@ -148,7 +148,7 @@ func TestCallbacksNeverHammerTheBank(t *testing.T) {
 func TestHealthzReportsTheDatabase(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t, store.SQLite)
-	app := apptest.Start(t, db, apptest.Options{})
+	app := apptest.Start(t, db, apptest.Options{Unchecked: "it closes the database"})
 	c := app.NewClient(t)
 	if r := c.Get(routes.Healthz); r.Status != http.StatusOK || r.Body != "ok" {
 		t.Fatalf("healthy: %d %q", r.Status, r.Body)
