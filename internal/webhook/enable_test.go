@@ -296,3 +296,59 @@ func sameJSON(t *testing.T, a, b string) bool {
 	ys, _ := json.Marshal(y)
 	return string(xs) == string(ys)
 }
+
+// The admin reads one endpoint by its id, with its owner and its pending
+// and failed deliveries counted, wherever it falls in the admin's list
+// (its log page once looked it up in the list's first 500); the queue's
+// figures count the same rows.
+func TestAdminEndpointAndStats(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, pays := seedTopUp(t, db, "owner@example.com", 3)
+		other, _ := seedTopUp(t, db, "other@example.com", 0)
+		first, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/first", webhook.Types())
+		if err != nil {
+			t.Fatal(err)
+		}
+		newer, _, err := svc.Create(ctx, other, "http://127.0.0.1:9/newer", webhook.Types())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pays {
+			enqueue(t, db, webhook.Event{UserID: uid, TopUpID: p, Type: webhook.TypeCredited, TopUp: map[string]any{"p": p}, CreatedAt: clk.Now()})
+		}
+		// One of the three gave up.
+		if err := db.Gorm.Exec(`UPDATE webhook_deliveries SET status = 'failed' WHERE id = (SELECT MIN(id) FROM webhook_deliveries)`).Error; err != nil {
+			t.Fatal(err)
+		}
+		list, err := svc.All(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].ID != newer.ID {
+			t.Fatalf("the list's first: %+v, want endpoint %d alone", list, newer.ID)
+		}
+		got, err := svc.AdminEndpoint(ctx, first.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != first.ID || got.Email != "owner@example.com" || got.Pending != 2 || got.Failed != 1 {
+			t.Fatalf("endpoint %d: id %d, %s, %d pending, %d failed; want owner@example.com, 2 pending, 1 failed", first.ID, got.ID, got.Email, got.Pending, got.Failed)
+		}
+		if _, err := svc.AdminEndpoint(ctx, newer.ID+1000); !errors.Is(err, webhook.ErrNotFound) {
+			t.Fatalf("no such endpoint: %v, want ErrNotFound", err)
+		}
+		st, err := svc.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Pending != 2 || st.Failed != 1 {
+			t.Fatalf("stats: %+v, want 2 pending and 1 failed", st)
+		}
+	})
+}

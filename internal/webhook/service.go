@@ -349,19 +349,39 @@ type AdminEndpoint struct {
 	Failed  int64
 }
 
-// All lists every endpoint (failing first, then newest), at most limit.
-func (s *Service) All(ctx context.Context, limit int) ([]AdminEndpoint, error) {
-	var out []AdminEndpoint
-	err := s.db.Gorm.WithContext(ctx).Table("webhook_endpoints AS e").
+// adminEndpoints is the admin's read of endpoints: each with its owner's
+// address and its pending and failed deliveries counted (each count a
+// range of a partial index: webhook_deliveries_order_idx, 00042's
+// webhook_deliveries_failed_idx).
+func (s *Service) adminEndpoints(ctx context.Context) *gorm.DB {
+	return s.db.Gorm.WithContext(ctx).Table("webhook_endpoints AS e").
 		Select(`e.*, u.email AS email,
 			(SELECT COUNT(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
 			(SELECT COUNT(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed`).
-		Joins("JOIN users u ON u.id = e.user_id").
-		Order("CASE WHEN e.failing_since IS NULL THEN 1 ELSE 0 END, e.id DESC").Limit(limit).Scan(&out).Error
+		Joins("JOIN users u ON u.id = e.user_id")
+}
+
+// All lists every endpoint (failing first, then newest), at most limit.
+func (s *Service) All(ctx context.Context, limit int) ([]AdminEndpoint, error) {
+	var out []AdminEndpoint
+	err := s.adminEndpoints(ctx).Order("CASE WHEN e.failing_since IS NULL THEN 1 ELSE 0 END, e.id DESC").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("webhook endpoints: %w", err)
 	}
 	return out, nil
+}
+
+// AdminEndpoint reads endpoint id as All lists it, whoever owns it;
+// ErrNotFound when there is none.
+func (s *Service) AdminEndpoint(ctx context.Context, id int64) (AdminEndpoint, error) {
+	var out []AdminEndpoint
+	if err := s.adminEndpoints(ctx).Where("e.id = ?", id).Limit(1).Scan(&out).Error; err != nil {
+		return AdminEndpoint{}, fmt.Errorf("webhook endpoint %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		return AdminEndpoint{}, ErrNotFound
+	}
+	return out[0], nil
 }
 
 // AdminDisable stops any endpoint; the audit log records it.

@@ -52,20 +52,14 @@ func (h *handlers) webhookLog(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	all, err := h.Webhooks.All(ctx, 500)
+	e, err := h.Webhooks.AdminEndpoint(ctx, id)
+	if errors.Is(err, webhook.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
 	if err != nil {
 		return err
 	}
-	var v adminview.WebhookLogView
-	found := false
-	for _, e := range all {
-		if e.ID == id {
-			v.Endpoint, found = account.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed), true
-		}
-	}
-	if !found {
-		return fiber.ErrNotFound
-	}
+	v := adminview.WebhookLogView{Endpoint: account.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed)}
 	switch c.Query("done") {
 	case "resent":
 		v.Notice = "webhooks.admin_resent"
