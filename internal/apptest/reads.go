@@ -7,6 +7,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -83,4 +84,32 @@ func (a *App) Deliveries(t testing.TB) []webhook.Delivery {
 		out = append(out, ds...)
 	}
 	return out
+}
+
+// Charges is every merchant's charges, newest first, each with its
+// refunds (the admin console's reads).
+func (a *App) Charges(t testing.TB) []charge.Charge {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := a.Server.Charges.Search(ctx, "", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]charge.Charge, len(rows))
+	for i, r := range rows {
+		if out[i], err = a.Server.Charges.Admin(ctx, r.PublicID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// ChargeRows counts every charge and every refund of one.
+func (a *App) ChargeRows(t testing.TB) (charges, refunds int) {
+	t.Helper()
+	cs := a.Charges(t)
+	for _, c := range cs {
+		refunds += len(c.Refunds)
+	}
+	return len(cs), refunds
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 func TestDecide(t *testing.T) {
@@ -48,43 +49,44 @@ func TestDecide(t *testing.T) {
 		apply  bool
 		to     charge.Status
 		money  charge.Money
+		event  string // the webhook event of the move ("" : none)
 		replay bool
 		err    error
 	}{
-		{"confirm automatic pays", open, confirm(2), true, charge.StatusSucceeded, charge.MoneyCharge, false, nil},
-		{"confirm manual holds", openManual, confirm(2), true, charge.StatusAuthorized, charge.MoneyHold, false, nil},
-		{"confirm by the merchant", open, confirm(1), false, "", 0, false, charge.ErrPayToSelf},
-		{"confirm past 30 minutes expires", openDue, confirm(2), true, charge.StatusExpired, charge.MoneyNone, false, charge.ErrExpired},
-		{"confirm again by the payer", paid, confirm(2), false, "", 0, true, nil},
-		{"confirm an authorization again", auth, confirm(2), false, "", 0, true, nil},
-		{"confirm by another payer", paid, confirm(3), false, "", 0, false, charge.ErrPaidByAnother},
-		{"confirm canceled", canceled, confirm(2), false, "", 0, false, charge.ErrCanceled},
-		{"confirm expired", expired, confirm(2), false, "", 0, false, charge.ErrExpired},
-		{"payer cancels", open, payerCancel, true, charge.StatusCanceled, charge.MoneyNone, false, nil},
-		{"payer cancels again", canceled, payerCancel, false, "", 0, true, nil},
-		{"payer cancels a paid charge", paid, payerCancel, false, "", 0, false, charge.ErrNotCancelable},
-		{"capture part", auth, capture(60_000), true, charge.StatusSucceeded, charge.MoneyCapture, false, nil},
-		{"capture all", auth, capture(100_000), true, charge.StatusSucceeded, charge.MoneyCapture, false, nil},
-		{"capture more than held", auth, capture(100_001), false, "", 0, false, charge.ErrBadAmount},
-		{"capture nothing", auth, capture(0), false, "", 0, false, charge.ErrBadAmount},
-		{"capture past the hold", authDue, capture(10), true, charge.StatusExpired, charge.MoneyExpire, false, charge.ErrExpired},
-		{"capture again", paidManual, capture(5), false, "", 0, true, nil},
-		{"capture an automatic charge", paid, capture(5), false, "", 0, false, charge.ErrNotCapturable},
-		{"capture unconfirmed", open, capture(5), false, "", 0, false, charge.ErrNotCapturable},
-		{"capture canceled", canceled, capture(5), false, "", 0, false, charge.ErrCanceled},
-		{"cancel checkout", open, cancel, true, charge.StatusCanceled, charge.MoneyNone, false, nil},
-		{"cancel a checkout past 30 minutes expires", openDue, cancel, true, charge.StatusExpired, charge.MoneyNone, false, charge.ErrExpired},
-		{"cancel authorization", auth, cancel, true, charge.StatusCanceled, charge.MoneyRelease, false, nil},
-		{"cancel authorization past its hold", authDue, cancel, true, charge.StatusExpired, charge.MoneyExpire, false, charge.ErrExpired},
-		{"cancel again", canceled, cancel, false, "", 0, true, nil},
-		{"cancel succeeded", paid, cancel, false, "", 0, false, charge.ErrNotCancelable},
-		{"cancel expired", expired, cancel, false, "", 0, false, charge.ErrExpired},
-		{"expire a due checkout", openDue, expire, true, charge.StatusExpired, charge.MoneyNone, false, nil},
-		{"expire a due authorization", authDue, expire, true, charge.StatusExpired, charge.MoneyExpire, false, nil},
-		{"expire a checkout not due", open, expire, false, "", 0, false, nil},
-		{"expire an authorization not due", auth, expire, false, "", 0, false, nil},
-		{"expire again", expired, expire, false, "", 0, true, nil},
-		{"expire a paid charge", paid, expire, false, "", 0, false, nil},
+		{"confirm automatic pays", open, confirm(2), true, charge.StatusSucceeded, charge.MoneyCharge, webhook.TypeChargeSucceeded, false, nil},
+		{"confirm manual holds", openManual, confirm(2), true, charge.StatusAuthorized, charge.MoneyHold, webhook.TypeChargeAuthorized, false, nil},
+		{"confirm by the merchant", open, confirm(1), false, "", 0, "", false, charge.ErrPayToSelf},
+		{"confirm past 30 minutes expires", openDue, confirm(2), true, charge.StatusExpired, charge.MoneyNone, webhook.TypeChargeExpired, false, charge.ErrExpired},
+		{"confirm again by the payer", paid, confirm(2), false, "", 0, "", true, nil},
+		{"confirm an authorization again", auth, confirm(2), false, "", 0, "", true, nil},
+		{"confirm by another payer", paid, confirm(3), false, "", 0, "", false, charge.ErrPaidByAnother},
+		{"confirm canceled", canceled, confirm(2), false, "", 0, "", false, charge.ErrCanceled},
+		{"confirm expired", expired, confirm(2), false, "", 0, "", false, charge.ErrExpired},
+		{"payer cancels", open, payerCancel, true, charge.StatusCanceled, charge.MoneyNone, webhook.TypeChargeCanceled, false, nil},
+		{"payer cancels again", canceled, payerCancel, false, "", 0, "", true, nil},
+		{"payer cancels a paid charge", paid, payerCancel, false, "", 0, "", false, charge.ErrNotCancelable},
+		{"capture part", auth, capture(60_000), true, charge.StatusSucceeded, charge.MoneyCapture, webhook.TypeChargeCaptured, false, nil},
+		{"capture all", auth, capture(100_000), true, charge.StatusSucceeded, charge.MoneyCapture, webhook.TypeChargeCaptured, false, nil},
+		{"capture more than held", auth, capture(100_001), false, "", 0, "", false, charge.ErrBadAmount},
+		{"capture nothing", auth, capture(0), false, "", 0, "", false, charge.ErrBadAmount},
+		{"capture past the hold", authDue, capture(10), true, charge.StatusExpired, charge.MoneyExpire, webhook.TypeChargeExpired, false, charge.ErrExpired},
+		{"capture again", paidManual, capture(5), false, "", 0, "", true, nil},
+		{"capture an automatic charge", paid, capture(5), false, "", 0, "", false, charge.ErrNotCapturable},
+		{"capture unconfirmed", open, capture(5), false, "", 0, "", false, charge.ErrNotCapturable},
+		{"capture canceled", canceled, capture(5), false, "", 0, "", false, charge.ErrCanceled},
+		{"cancel checkout", open, cancel, true, charge.StatusCanceled, charge.MoneyNone, webhook.TypeChargeCanceled, false, nil},
+		{"cancel a checkout past 30 minutes expires", openDue, cancel, true, charge.StatusExpired, charge.MoneyNone, webhook.TypeChargeExpired, false, charge.ErrExpired},
+		{"cancel authorization", auth, cancel, true, charge.StatusCanceled, charge.MoneyRelease, webhook.TypeChargeCanceled, false, nil},
+		{"cancel authorization past its hold", authDue, cancel, true, charge.StatusExpired, charge.MoneyExpire, webhook.TypeChargeExpired, false, charge.ErrExpired},
+		{"cancel again", canceled, cancel, false, "", 0, "", true, nil},
+		{"cancel succeeded", paid, cancel, false, "", 0, "", false, charge.ErrNotCancelable},
+		{"cancel expired", expired, cancel, false, "", 0, "", false, charge.ErrExpired},
+		{"expire a due checkout", openDue, expire, true, charge.StatusExpired, charge.MoneyNone, webhook.TypeChargeExpired, false, nil},
+		{"expire a due authorization", authDue, expire, true, charge.StatusExpired, charge.MoneyExpire, webhook.TypeChargeExpired, false, nil},
+		{"expire a checkout not due", open, expire, false, "", 0, "", false, nil},
+		{"expire an authorization not due", auth, expire, false, "", 0, "", false, nil},
+		{"expire again", expired, expire, false, "", 0, "", true, nil},
+		{"expire a paid charge", paid, expire, false, "", 0, "", false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := charge.Decide(tc.c, tc.r)
@@ -93,6 +95,9 @@ func TestDecide(t *testing.T) {
 			}
 			if tc.apply && (d.To != tc.to || d.Money != tc.money || d.Event == "") {
 				t.Fatalf("decision %+v, want to %s money %d", d, tc.to, tc.money)
+			}
+			if d.Event != tc.event {
+				t.Fatalf("decision %+v: event %q, want %q", d, d.Event, tc.event)
 			}
 		})
 	}

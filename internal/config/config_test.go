@@ -54,6 +54,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"IdempotencyKeyTTL", c.IdempotencyKeyTTL, 24 * time.Hour},
 		{"APITopUpsPerMinute", c.APITopUpsPerMinute, 30},
 		{"APIChargesPerMinute", c.APIChargesPerMinute, 60},
+		{"ChargeHoldHours", c.ChargeHoldHours, 168},
 		{"MetricsToken", c.MetricsToken, ""},
 		{"DataDir", c.DataDir, "./data"},
 		{"Dev", c.Dev, true},

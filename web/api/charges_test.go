@@ -13,12 +13,15 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -231,7 +234,11 @@ func TestChargeParallelCaptures(t *testing.T) {
 func TestChargeWebhooks(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		f := start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}})
+		// The clock starts 31 minutes back and moves to now once every
+		// charge is made, so that a checkout left alone is past its 30
+		// minutes and every delivery is signed at the receiver's time.
+		clock := withdrawaltest.ClockAt(time.Now().Add(-31 * time.Minute))
+		f := start(t, db, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}, Server: server.Options{Now: clock.Now}})
 		ctx := context.Background()
 		shop, shopID := f.merchant(t, "shop@example.com")
 		_, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
@@ -248,6 +255,7 @@ func TestChargeWebhooks(t *testing.T) {
 		man := decode[api.Charge](t, shop.post(routes.APICharges, "c-2", chargeBody(100_000, "o-2", "manual")))
 		man2 := decode[api.Charge](t, shop.post(routes.APICharges, "c-3", chargeBody(100_000, "o-3", "manual")))
 		gone := decode[api.Charge](t, shop.post(routes.APICharges, "c-4", chargeBody(100_000, "o-4", "manual")))
+		stale := decode[api.Charge](t, shop.post(routes.APICharges, "c-5", chargeBody(100_000, "o-5", "automatic")))
 		for _, id := range []string{auto.ID, man.ID, man2.ID} {
 			if _, err := f.app.Server.Charges.Confirm(ctx, payerID, id); err != nil {
 				t.Fatal(err)
@@ -259,9 +267,15 @@ func TestChargeWebhooks(t *testing.T) {
 		if _, err := f.app.Server.Charges.CancelCheckout(ctx, payerID, gone.ID); err != nil {
 			t.Fatal(err)
 		}
+		// The last checkout is never confirmed: past its 30 minutes the
+		// worker's round expires it, and only it.
+		clock.Advance(31 * time.Minute)
+		if n, err := f.app.Server.Charges.ExpireDue(ctx, 10); err != nil || n != 1 {
+			t.Fatalf("expired %d, %v", n, err)
+		}
 		s := webhook.NewSender(f.app.Server.Webhooks, webhook.SenderOptions{BaseBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 		want := map[string]int{webhook.TypeChargeSucceeded: 1, webhook.TypeChargeAuthorized: 2, webhook.TypeChargeCaptured: 1,
-			webhook.TypeChargeCanceled: 2, webhook.TypeChargeRefunded: 1}
+			webhook.TypeChargeCanceled: 2, webhook.TypeChargeExpired: 1, webhook.TypeChargeRefunded: 1}
 		testwait.Eventually(t, 20*time.Second, "the charge events at the merchant's endpoint", func() bool {
 			if _, err := s.DeliverDue(ctx); err != nil {
 				t.Fatal(err)
@@ -277,6 +291,10 @@ func TestChargeWebhooks(t *testing.T) {
 		body, _ := refunded["charge"].(map[string]any)
 		if body["id"] != auto.ID || body["refunded_rials"] != float64(1000) || refunded["refund"] == nil {
 			t.Fatalf("charge.refunded %v", refunded)
+		}
+		if expired, _ := rec.byType(webhook.TypeChargeExpired)[0]["charge"].(map[string]any); expired["id"] != stale.ID ||
+			expired["status"] != string(charge.StatusExpired) {
+			t.Fatalf("charge.expired %v", expired)
 		}
 		// In order per charge: authorized before captured.
 		var seen []string
@@ -338,5 +356,196 @@ func TestChargeCaptureCancelKeys(t *testing.T) {
 			t.Fatalf("balance %d held %d", ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet))
 		}
 		apptest.CheckInvariants(t, db)
+	})
+}
+
+// CHARGE_HOLD_HOURS is how long an authorization holds the payer's
+// money: the hold ends that many hours after the payer confirmed, not a
+// second earlier; then the worker's round expires the charge and the
+// payer's money is theirs to spend again.
+func TestChargeHoldHours(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		f := start(t, db, apptest.Options{Env: map[string]string{"CHARGE_HOLD_HOURS": "2"}, Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		shop, shopID := f.merchant(t, "shop@example.com")
+		payer, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
+		wallet := f.fund(t, payerID, 1_000_000)
+		figures := func(balance, held, available int64) {
+			t.Helper()
+			if w := decode[api.Wallet](t, payer.get(routes.APIWallet)); w.BalanceRials != balance || w.HeldRials != held || w.AvailableRials != available {
+				t.Fatalf("payer's wallet %+v, want balance %d held %d available %d", w, balance, held, available)
+			}
+			if ledgertest.Balance(t, db, wallet) != balance || ledgertest.Held(t, db, wallet) != held {
+				t.Fatalf("payer's ledger: balance %d held %d", ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet))
+			}
+		}
+		ch := decode[api.Charge](t, shop.post(routes.APICharges, "c-1", chargeBody(400_000, "o-1", "manual")))
+		// Confirmed a while after it was made: the hold counts from the
+		// confirmation.
+		clock.Advance(10 * time.Minute)
+		confirmedAt := clock.Now().UTC().Truncate(time.Microsecond)
+		if _, err := f.app.Server.Charges.Confirm(ctx, payerID, ch.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := decode[api.Charge](t, shop.get(routes.APICharge(ch.ID)))
+		if got.Status != charge.StatusAuthorized || got.HoldExpiresAt == nil || !got.HoldExpiresAt.Equal(confirmedAt.Add(2*time.Hour)) {
+			t.Fatalf("authorized %+v (hold until %v), want the hold until %v", got, got.HoldExpiresAt, confirmedAt.Add(2*time.Hour))
+		}
+		figures(1_000_000, 400_000, 600_000)
+
+		// A second before the hold ends, the worker's round leaves it.
+		clock.Advance(2*time.Hour - time.Second)
+		if n, err := f.app.Server.Charges.ExpireDue(ctx, 10); err != nil || n != 0 {
+			t.Fatalf("expired %d before the hold's end, %v", n, err)
+		}
+		if got := decode[api.Charge](t, shop.get(routes.APICharge(ch.ID))); got.Status != charge.StatusAuthorized {
+			t.Fatalf("before the hold's end %+v", got)
+		}
+		figures(1_000_000, 400_000, 600_000)
+
+		// Past it, the charge expires and the hold with it.
+		clock.Advance(2 * time.Second)
+		if n, err := f.app.Server.Charges.ExpireDue(ctx, 10); err != nil || n != 1 {
+			t.Fatalf("expired %d after the hold's end, %v", n, err)
+		}
+		got = decode[api.Charge](t, shop.get(routes.APICharge(ch.ID)))
+		if got.Status != charge.StatusExpired || got.CapturedRials != 0 || got.HoldExpiresAt == nil ||
+			!got.HoldExpiresAt.Equal(confirmedAt.Add(2*time.Hour)) {
+			t.Fatalf("after the hold's end %+v", got)
+		}
+		figures(1_000_000, 0, 1_000_000)
+		if m, err := f.app.Server.Charges.Merchant(ctx, shopID); err != nil || m.PostedRials != 0 {
+			t.Fatalf("merchant %+v, %v", m, err)
+		}
+		if a := shop.post(routes.APIChargeCapture(ch.ID), "", `{"amount_rials": 1000}`); a.Status != http.StatusConflict || a.Code() != "charge_expired" {
+			t.Fatalf("capture an expired charge: %d %s", a.Status, a.Body)
+		}
+		figures(1_000_000, 0, 1_000_000)
+	})
+}
+
+// A charge and a refund each take an Idempotency-Key: without one, 400
+// idempotency_key_missing, and nothing is written: no charge, no
+// refund, no money moved.
+func TestChargeKeyRequired(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		ctx := context.Background()
+		shop, shopID := f.merchant(t, "shop@example.com")
+		_, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
+		wallet := f.fund(t, payerID, 1_000_000)
+		paid := decode[api.Charge](t, shop.post(routes.APICharges, "c-1", chargeBody(300_000, "o-1", "automatic")))
+		if _, err := f.app.Server.Charges.Confirm(ctx, payerID, paid.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name, path, body string
+		}{
+			{"charge", routes.APICharges, chargeBody(1_000, "o-2", "automatic")},
+			{"refund", routes.APIChargeRefunds(paid.ID), `{"amount_rials": 1000}`},
+		} {
+			charges, refunds := f.app.ChargeRows(t)
+			moves := ledgertest.Transactions(t, db)
+			a := shop.do(http.MethodPost, tc.path, map[string]string{"Idempotency-Key": ""}, tc.body, true)
+			if a.Status != http.StatusBadRequest || a.Code() != "idempotency_key_missing" {
+				t.Errorf("%s without a key: %d %s", tc.name, a.Status, a.Body)
+			}
+			if c, r := f.app.ChargeRows(t); c != charges || r != refunds {
+				t.Errorf("%s without a key: %d charges and %d refunds, had %d and %d", tc.name, c, r, charges, refunds)
+			}
+			if n := ledgertest.Transactions(t, db); n != moves {
+				t.Errorf("%s without a key: %d ledger transactions, had %d", tc.name, n, moves)
+			}
+		}
+		if cs, _, err := f.app.Server.Charges.List(ctx, charge.Filter{MerchantUserID: shopID, Limit: 10}); err != nil || len(cs) != 1 {
+			t.Fatalf("%d charges, want 1 (%v)", len(cs), err)
+		}
+		if got := decode[api.Charge](t, shop.get(routes.APICharge(paid.ID))); got.RefundedRials != 0 || len(got.Refunds) != 0 {
+			t.Fatalf("after a refund without a key %+v", got)
+		}
+		if ledgertest.Balance(t, db, wallet) != 700_000 {
+			t.Fatalf("payer's balance %d", ledgertest.Balance(t, db, wallet))
+		}
+	})
+}
+
+// drainMerchant takes rials out of a merchant's balance by an operator's
+// adjustment to suspense, written by the ledger under its rules (as the
+// charge service's refund test drains one): a merchant whose money has
+// left since its charges were paid.
+func (f *fixture) drainMerchant(t *testing.T, merchantUserID, rials int64) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := f.app.Server.Charges.Merchant(ctx, merchantUserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.New(f.db)
+	sus, err := l.EnsureAccount(ctx, ledger.AccountSuspense, ledger.CodeSuspense, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Write(ctx, ledger.Entry{Kind: ledger.KindAdjustment, Reference: fmt.Sprint("drain:merchant-", merchantUserID),
+		Postings: ledger.Transfer(m.AccountID, sus, rials), At: time.Now()}); err != nil {
+		t.Fatalf("drain merchant %d: %v", merchantUserID, err)
+	}
+}
+
+// A refund the merchant's available balance cannot pay, though within
+// what was captured, is refused with 422 insufficient_funds: no refund,
+// refunded_rials as before, neither balance moved, and the key not kept.
+func TestChargeRefundInsufficientFunds(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		ctx := context.Background()
+		shop, shopID := f.merchant(t, "shop@example.com")
+		_, payerID := f.user(t, "payer@example.com", apitoken.ScopeRead)
+		wallet := f.fund(t, payerID, 1_000_000)
+		ch := decode[api.Charge](t, shop.post(routes.APICharges, "c-1", chargeBody(300_000, "o-1", "automatic")))
+		if _, err := f.app.Server.Charges.Confirm(ctx, payerID, ch.ID); err != nil {
+			t.Fatal(err)
+		}
+		if a := shop.post(routes.APIChargeRefunds(ch.ID), "r-1", `{"amount_rials": 50000}`); a.Status != http.StatusCreated {
+			t.Fatalf("refund: %d %s", a.Status, a.Body)
+		}
+		merchantBalance := func() int64 {
+			t.Helper()
+			m, err := f.app.Server.Charges.Merchant(ctx, shopID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.AvailableRials()
+		}
+		f.drainMerchant(t, shopID, 210_000)
+		if merchantBalance() != 40_000 || ledgertest.Balance(t, db, wallet) != 750_000 {
+			t.Fatalf("before: merchant %d payer %d", merchantBalance(), ledgertest.Balance(t, db, wallet))
+		}
+
+		a := shop.post(routes.APIChargeRefunds(ch.ID), "r-2", `{"amount_rials": 100000}`)
+		if a.Status != http.StatusUnprocessableEntity || a.Code() != "insufficient_funds" {
+			t.Fatalf("refund beyond the merchant's balance: %d %s", a.Status, a.Body)
+		}
+		got := decode[api.Charge](t, shop.get(routes.APICharge(ch.ID)))
+		if got.Status != charge.StatusSucceeded || got.RefundedRials != 50_000 || len(got.Refunds) != 1 {
+			t.Fatalf("after a refused refund %+v", got)
+		}
+		if _, n := f.app.ChargeRows(t); n != 1 {
+			t.Fatalf("%d refunds written, want 1", n)
+		}
+		if merchantBalance() != 40_000 || ledgertest.Balance(t, db, wallet) != 750_000 {
+			t.Fatalf("after: merchant %d payer %d", merchantBalance(), ledgertest.Balance(t, db, wallet))
+		}
+		// The refused key was not kept: with it, what is left refunds.
+		a = shop.post(routes.APIChargeRefunds(ch.ID), "r-2", `{"amount_rials": 40000}`)
+		if a.Status != http.StatusCreated || decode[api.ChargeRefund](t, a).Charge.RefundedRials != 90_000 {
+			t.Fatalf("refund what is left: %d %s", a.Status, a.Body)
+		}
+		if merchantBalance() != 0 || ledgertest.Balance(t, db, wallet) != 790_000 {
+			t.Fatalf("at last: merchant %d payer %d", merchantBalance(), ledgertest.Balance(t, db, wallet))
+		}
 	})
 }
