@@ -63,8 +63,12 @@ type Filter struct {
 	Status Status
 	// Before: older than this charge id (0: from the newest).
 	Before int64
-	Limit  int
+	// Limit: at most this many (0: 20; above MaxListLimit, MaxListLimit).
+	Limit int
 }
+
+// MaxListLimit is the most charges one List reads: a CSV's batch.
+const MaxListLimit = 1000
 
 // Move is one decided move of a charge.
 type Move struct {

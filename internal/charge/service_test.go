@@ -746,3 +746,52 @@ func TestCaptureCancelExpireRace(t *testing.T) {
 		}
 	})
 }
+
+// A list reads as many as it is asked for, up to MaxListLimit (a CSV's
+// batch), in pages that end where the next begins: once any limit above
+// 200 fell back to 20, and the merchant's CSV read its charges 20 at a
+// time.
+func TestListLimits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		shop, _ := f.merchant("shop@example.com", "Shop")
+		const n = 230
+		for i := range n {
+			f.create(shop, 10_000, fmt.Sprintf("o-%d", i), charge.CaptureAutomatic)
+		}
+		for _, tc := range []struct {
+			limit, want int
+		}{{0, 20}, {7, 7}, {500, n}, {charge.MaxListLimit + 1, n}} {
+			got, next, err := f.svc.List(ctx, charge.Filter{MerchantUserID: shop.ID, Limit: tc.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.want || (next == 0) != (tc.want == n) {
+				t.Errorf("limit %d: %d charges, next %d; want %d", tc.limit, len(got), next, tc.want)
+			}
+		}
+		// Pages of 100 read each charge once, newest first.
+		seen := map[string]bool{}
+		var before, last int64
+		for {
+			page, next, err := f.svc.List(ctx, charge.Filter{MerchantUserID: shop.ID, Before: before, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range page {
+				if seen[c.PublicID] || (last != 0 && c.ID >= last) {
+					t.Fatalf("charge %s (id %d) out of order or twice", c.PublicID, c.ID)
+				}
+				seen[c.PublicID], last = true, c.ID
+			}
+			if next == 0 {
+				break
+			}
+			before = next
+		}
+		if len(seen) != n {
+			t.Fatalf("pages of 100 read %d charges, want %d", len(seen), n)
+		}
+	})
+}

@@ -222,8 +222,11 @@ func refunds(db *gorm.DB, chargeID int64) ([]charge.Refund, error) {
 
 // List reads charges by f, newest first.
 func (s *Store) List(ctx context.Context, f charge.Filter) ([]charge.Charge, int64, error) {
-	if f.Limit <= 0 || f.Limit > 200 {
+	switch {
+	case f.Limit <= 0:
 		f.Limit = 20
+	case f.Limit > charge.MaxListLimit:
+		f.Limit = charge.MaxListLimit
 	}
 	q := selectCharge + ` WHERE 1 = 1`
 	var args []any
