@@ -189,7 +189,7 @@ func ownOptions() []Option {
 					return c.DatabaseReadURL
 				}}},
 		{Name: "DATABASE_READ_MAX_LAG", Group: groupServer, Default: "30s",
-			Doc: "a read database (`DATABASE_READ_URL`) found more than this far behind the primary at its check (its replay lag, or, while WAL waits to be replayed, the age of the newest transaction it replayed) sends the pages' reads to `DATABASE_URL` until a check finds it within it again; the dashboard says so; `off`: the reads stay on it however far behind",
+			Doc: "a read database (`DATABASE_READ_URL`) found more than this far behind the primary at its check (how long ago the primary had written WAL that the replica has still not replayed, as this instance's checks saw the primary's position) sends the pages' reads to `DATABASE_URL` until a check finds it within it again; the dashboard says so; `off`: the reads stay on it however far behind",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.DatabaseReadMaxLag })},
 		{Name: "DATABASE_MAX_CONNS", Group: groupServer, Default: "0",
 			DefaultDoc: "`0`: 4 per CPU, at least 8, at most 20",
