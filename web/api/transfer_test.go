@@ -112,6 +112,48 @@ func TestTransferAPI(t *testing.T) {
 	})
 }
 
+// TRANSFER_MIN_RIALS is the transfer's own minimum, not the top-up's
+// (whose default, 10,000 rials, is the transfer's default too): set to
+// 50,000, a transfer of 40,000 is refused amount_too_small, naming that
+// minimum, and writes nothing; one of 50,000 is sent.
+func TestTransferAPIMinimumIsItsOwn(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{Env: map[string]string{"TRANSFER_MIN_RIALS": "50000"}})
+		alice, aliceID := f.user(t, "alice@example.com", apitoken.ScopeTransfer)
+		bob, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		aw, bw := f.fund(t, aliceID, 1_000_000), f.fund(t, bobID, 0)
+
+		r := alice.post(routes.APITransfers, "small", `{"to_email": "bob@example.com", "amount_rials": 40000}`)
+		if r.Status != http.StatusUnprocessableEntity || r.Code() != "amount_too_small" || !strings.Contains(r.Body, "at least 50000") {
+			t.Fatalf("40,000 rials under a minimum of 50,000: %d %s", r.Status, r.Body)
+		}
+		for who, c := range map[string]*apiClient{"sender": alice, "recipient": bob} {
+			if page := decode[api.TransferPage](t, c.get(routes.APITransfers)); len(page.Items) != 0 {
+				t.Fatalf("the %s's transfers after the refusal: %+v", who, page.Items)
+			}
+		}
+		if ledgertest.Balance(t, db, aw) != 1_000_000 || ledgertest.Balance(t, db, bw) != 0 {
+			t.Fatalf("balances after the refusal %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
+		}
+
+		ok := alice.post(routes.APITransfers, "at-min", `{"to_email": "bob@example.com", "amount_rials": 50000}`)
+		if ok.Status != http.StatusCreated {
+			t.Fatalf("50,000 rials, the minimum: %d %s", ok.Status, ok.Body)
+		}
+		if tr := decode[api.Transfer](t, ok); tr.AmountRials != 50_000 || tr.Status != "completed" {
+			t.Fatalf("transfer %+v", tr)
+		}
+		if page := decode[api.TransferPage](t, bob.get(routes.APITransfers)); len(page.Items) != 1 {
+			t.Fatalf("the recipient's transfers: %+v", page.Items)
+		}
+		if ledgertest.Balance(t, db, aw) != 950_000 || ledgertest.Balance(t, db, bw) != 50_000 {
+			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
 // Fifty requests with one key at once make one transfer, and every one
 // answers it with the same bytes: the key is claimed in the transfer's
 // transaction, so a request that loses the race waits for the first's

@@ -80,6 +80,8 @@ type fixture struct {
 	ShotPayURL string
 	// PaidPayURL is the bank's page of a payment already paid.
 	PaidPayURL string
+
+	spent *spending // the admin's charge and transfer pages' data, once made
 }
 
 func newFixture(t *testing.T) *fixture {

@@ -427,7 +427,7 @@ func adminPages(t *testing.T, f *fixture, l i18n.Lang, lang, vp string, view chr
 	b.Go(routes.AdminTopUps + "?from=yesterday")
 	b.Wait("filter-error")
 	b.checkPage(lang, vp, "admin payments (bad filter)")
-	for _, p := range adminPageList(f) {
+	for _, p := range adminPageList(t, f) {
 		if p.path == routes.Admin || strings.HasPrefix(p.path, routes.AdminTopUps+"?") {
 			continue
 		}

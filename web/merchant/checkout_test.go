@@ -131,87 +131,125 @@ func TestCheckoutPayAutomatic(t *testing.T) {
 // the browser goes back with status=authorized.
 func TestCheckoutAuthorizeManual(t *testing.T) {
 	t.Parallel()
-	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
-	m := shop(t, app, "shop@example.com", "Book Shop")
-	_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
-	ch := newCharge(t, app, m, 200_000, "M-1", charge.CaptureManual)
-	c := app.NewClient(t)
-	c.SignIn("payer@example.com", pw)
-	r := c.Submit(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), nil)
-	if r.Status != http.StatusSeeOther {
-		t.Fatalf("pay: %d %.300s", r.Status, r.Body)
-	}
-	done := apptest.Parse(c.Get(r.Location).Body)
-	if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "authorized" {
-		t.Fatalf("outcome %v", s)
-	}
-	if !strings.Contains(done.TestID("checkout-return").Attr("href"), "status=authorized") {
-		t.Errorf("return link %q", done.TestID("checkout-return").Attr("href"))
-	}
-	if b, h := ledgertest.Balance(t, app.DB, wallet), ledgertest.Held(t, app.DB, wallet); b != 500_000 || h != 200_000 {
-		t.Errorf("balance %d held %d", b, h)
-	}
-	apptest.CheckInvariants(t, app.DB)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
+		ch := newCharge(t, app, m, 200_000, "M-1", charge.CaptureManual)
+		c := app.NewClient(t)
+		c.SignIn("payer@example.com", pw)
+		r := c.Submit(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), nil)
+		if r.Status != http.StatusSeeOther {
+			t.Fatalf("pay: %d %.300s", r.Status, r.Body)
+		}
+		done := apptest.Parse(c.Get(r.Location).Body)
+		if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "authorized" {
+			t.Fatalf("outcome %v", s)
+		}
+		if !strings.Contains(done.TestID("checkout-return").Attr("href"), "status=authorized") {
+			t.Errorf("return link %q", done.TestID("checkout-return").Attr("href"))
+		}
+		if b, h := ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet); b != 500_000 || h != 200_000 {
+			t.Errorf("balance %d held %d", b, h)
+		}
+		apptest.CheckInvariants(t, db)
+	})
 }
 
 // Cancel: nothing moves, the browser goes back with status=canceled, and
 // the checkout says so; pay after it is refused with one sentence.
 func TestCheckoutCancel(t *testing.T) {
 	t.Parallel()
-	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
-	m := shop(t, app, "shop@example.com", "Book Shop")
-	_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
-	ch := newCharge(t, app, m, 100_000, "C-1", charge.CaptureAutomatic)
-	c := app.NewClient(t)
-	c.SignIn("payer@example.com", pw)
-	payForm := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).Form(routes.Checkout(ch.PublicID)).Hidden()
-	r := c.Submit(routes.Checkout(ch.PublicID), routes.CheckoutCancel(ch.PublicID), nil)
-	if r.Status != http.StatusSeeOther {
-		t.Fatalf("cancel: %d", r.Status)
-	}
-	done := apptest.Parse(c.Get(r.Location).Body)
-	if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "canceled" ||
-		!strings.Contains(done.TestID("checkout-return").Attr("href"), "status=canceled") {
-		t.Fatalf("outcome %v", s)
-	}
-	r = c.Post(routes.Checkout(ch.PublicID), payForm)
-	if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-error") == nil || d.TestID("checkout-pay") != nil {
-		t.Errorf("pay after cancel: %d", r.Status)
-	}
-	if b := ledgertest.Balance(t, app.DB, wallet); b != 500_000 {
-		t.Errorf("balance %d", b)
-	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
+		ch := newCharge(t, app, m, 100_000, "C-1", charge.CaptureAutomatic)
+		c := app.NewClient(t)
+		c.SignIn("payer@example.com", pw)
+		payForm := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).Form(routes.Checkout(ch.PublicID)).Hidden()
+		r := c.Submit(routes.Checkout(ch.PublicID), routes.CheckoutCancel(ch.PublicID), nil)
+		if r.Status != http.StatusSeeOther {
+			t.Fatalf("cancel: %d", r.Status)
+		}
+		done := apptest.Parse(c.Get(r.Location).Body)
+		if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "canceled" ||
+			!strings.Contains(done.TestID("checkout-return").Attr("href"), "status=canceled") {
+			t.Fatalf("outcome %v", s)
+		}
+		r = c.Post(routes.Checkout(ch.PublicID), payForm)
+		if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-error") == nil || d.TestID("checkout-pay") != nil {
+			t.Errorf("pay after cancel: %d", r.Status)
+		}
+		if b := ledgertest.Balance(t, db, wallet); b != 500_000 {
+			t.Errorf("balance %d", b)
+		}
+	})
 }
 
-// States: an expired checkout, the merchant's own, a stale form.
+// States: an expired checkout, the merchant's own, a stale form, a
+// balance spent between opening the checkout and Pay.
 func TestCheckoutStates(t *testing.T) {
 	t.Parallel()
-	clock := topuptest.NewFrozenClock()
-	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{Server: server.Options{Now: clock.Now}})
-	m := shop(t, app, "shop@example.com", "Book Shop")
-	signUpFunded(t, app, "payer@example.com", 500_000)
-	ch := newCharge(t, app, m, 100_000, "E-1", charge.CaptureAutomatic)
-	own := app.NewClient(t)
-	own.SignIn("shop@example.com", pw)
-	if d := apptest.Parse(own.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout").Attr("data-state") != "own" || d.TestID("checkout-pay") != nil {
-		t.Errorf("the merchant's own checkout: %q", d.TestID("checkout").Attr("data-state"))
-	}
-	c := app.NewClient(t)
-	c.SignIn("payer@example.com", pw)
-	form := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).Form(routes.Checkout(ch.PublicID)).Hidden()
-	stale := url.Values{"_csrf": {form.Get("_csrf")}, "token": {"nope"}}
-	if r := c.Post(routes.Checkout(ch.PublicID), stale); r.Status != http.StatusBadRequest {
-		t.Errorf("a stale form: %d", r.Status)
-	}
-	clock.Advance(charge.DefaultCheckoutTTL + time.Second)
-	d := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body)
-	if d.TestID("checkout").Attr("data-state") != "expired" || d.TestID("checkout-pay") != nil {
-		t.Errorf("expired checkout: %q", d.TestID("checkout").Attr("data-state"))
-	}
-	r := c.Post(routes.Checkout(ch.PublicID), form)
-	if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-status").Attr("data-status") != "expired" {
-		t.Errorf("pay after expiry: %d", r.Status)
-	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clock := topuptest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
+		ch := newCharge(t, app, m, 100_000, "E-1", charge.CaptureAutomatic)
+		own := app.NewClient(t)
+		own.SignIn("shop@example.com", pw)
+		if d := apptest.Parse(own.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout").Attr("data-state") != "own" || d.TestID("checkout-pay") != nil {
+			t.Errorf("the merchant's own checkout: %q", d.TestID("checkout").Attr("data-state"))
+		}
+		c := app.NewClient(t)
+		c.SignIn("payer@example.com", pw)
+		form := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).Form(routes.Checkout(ch.PublicID)).Hidden()
+		stale := url.Values{"_csrf": {form.Get("_csrf")}, "token": {"nope"}}
+		if r := c.Post(routes.Checkout(ch.PublicID), stale); r.Status != http.StatusBadRequest {
+			t.Errorf("a stale form: %d", r.Status)
+		}
+		// Enough when the checkout opened, short at Pay: another checkout
+		// paid in between (another tab) spent the balance. Pay is refused
+		// with its one sentence; nothing is written.
+		big, other := newCharge(t, app, m, 400_000, "F-1", charge.CaptureAutomatic), newCharge(t, app, m, 200_000, "F-2", charge.CaptureAutomatic)
+		page := apptest.Parse(c.GetIn("en", routes.Checkout(big.PublicID)).Body)
+		if page.TestID("checkout").Attr("data-state") != "open" {
+			t.Fatalf("a checkout the balance covers: %q", page.TestID("checkout").Attr("data-state"))
+		}
+		bigForm := page.Form(routes.Checkout(big.PublicID)).Hidden()
+		if r := c.Submit(routes.Checkout(other.PublicID), routes.Checkout(other.PublicID), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("pay the other checkout: %d", r.Status)
+		}
+		r := c.Post(routes.Checkout(big.PublicID), bigForm)
+		d := apptest.Parse(r.Body)
+		if e := d.TestID("checkout-error").Text(); r.Status != http.StatusConflict || e != "Your available balance is too low for this payment." {
+			t.Errorf("pay with the balance spent: %d, error %q", r.Status, e)
+		}
+		if d.TestID("checkout").Attr("data-state") != "short" || d.TestID("checkout-pay") != nil {
+			t.Errorf("after the refusal the checkout is %q", d.TestID("checkout").Attr("data-state"))
+		}
+		if got, err := app.Server.Charges.Checkout(ctx, big.PublicID); err != nil || got.Status != charge.StatusRequiresConfirmation || got.PayerUserID != 0 {
+			t.Errorf("the refused charge: %s payer %d (%v)", got.Status, got.PayerUserID, err)
+		}
+		if b, h := ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet); b != 300_000 || h != 0 {
+			t.Errorf("payer's balance %d held %d, want 300000 and 0 (the other checkout only)", b, h)
+		}
+		if mm, err := app.Server.Charges.Merchant(ctx, m); err != nil || mm.PostedRials != 200_000 {
+			t.Errorf("merchant's balance %d (%v), want 200000", mm.PostedRials, err)
+		}
+		clock.Advance(charge.DefaultCheckoutTTL + time.Second)
+		d = apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body)
+		if d.TestID("checkout").Attr("data-state") != "expired" || d.TestID("checkout-pay") != nil {
+			t.Errorf("expired checkout: %q", d.TestID("checkout").Attr("data-state"))
+		}
+		r = c.Post(routes.Checkout(ch.PublicID), form)
+		if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-status").Attr("data-status") != "expired" {
+			t.Errorf("pay after expiry: %d", r.Status)
+		}
+		apptest.CheckInvariants(t, db)
+	})
 }
 
 // A short balance: the checkout offers to top up the difference (the
@@ -271,21 +309,23 @@ func TestCheckoutShortBalanceTopUpAndBack(t *testing.T) {
 // (a path, another site) leads nowhere.
 func TestCheckoutReturnCookieIsNoOpenRedirect(t *testing.T) {
 	t.Parallel()
-	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
-	c, bankURL := app.StartTopUp(t, "p@example.com", "10000")
-	u, _ := url.Parse(app.URL)
-	for _, v := range []string{"//evil.example/", "https:%2F%2Fevil.example", "ch_../../admin"} {
-		c.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "checkout", Value: v, Path: "/"}})
-		back := c.PayAtBank(bankURL, "pay")
-		res := c.Get(back)
-		for res.Status == http.StatusSeeOther {
-			res = c.Get(res.Location)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		c, bankURL := app.StartTopUp(t, "p@example.com", "10000")
+		u, _ := url.Parse(app.URL)
+		for _, v := range []string{"//evil.example/", "https:%2F%2Fevil.example", "ch_../../admin"} {
+			c.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "checkout", Value: v, Path: "/"}})
+			back := c.PayAtBank(bankURL, "pay")
+			res := c.Get(back)
+			for res.Status == http.StatusSeeOther {
+				res = c.Get(res.Location)
+			}
+			if apptest.Parse(res.Body).TestID("continue-checkout") != nil {
+				t.Errorf("cookie %q: a link back", v)
+			}
+			_, bankURL = startAnother(t, c)
 		}
-		if apptest.Parse(res.Body).TestID("continue-checkout") != nil {
-			t.Errorf("cookie %q: a link back", v)
-		}
-		_, bankURL = startAnother(t, c)
-	}
+	})
 }
 
 func startAnother(t *testing.T, c *apptest.Client) (string, string) {
@@ -303,38 +343,40 @@ func startAnother(t *testing.T, c *apptest.Client) (string, string) {
 // canceled, not that someone else paid it (no money of anyone's moved).
 func TestCheckoutCanceledByMerchantIsNotTaken(t *testing.T) {
 	t.Parallel()
-	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
-	m := shop(t, app, "shop@example.com", "Book Shop")
-	signUpFunded(t, app, "payer@example.com", 500_000)
-	_, otherWallet := signUpFunded(t, app, "other@example.com", 500_000)
-	ch := newCharge(t, app, m, 100_000, "X-1", charge.CaptureManual)
-	c := app.NewClient(t)
-	c.SignIn("payer@example.com", pw)
-	if r := c.Submit(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), nil); r.Status != http.StatusSeeOther {
-		t.Fatalf("authorize: %d", r.Status)
-	}
-	o := app.NewClient(t)
-	o.SignIn("other@example.com", pw)
-	if st := apptest.Parse(o.Get(routes.Checkout(ch.PublicID)).Body).TestID("checkout").Attr("data-state"); st != "taken" {
-		t.Fatalf("authorized by another: %q", st)
-	}
-	if _, err := app.Server.Charges.Cancel(context.Background(), m, ch.PublicID); err != nil {
-		t.Fatal(err)
-	}
-	for _, who := range []*apptest.Client{c, o} {
-		d := apptest.Parse(who.GetIn("en", routes.Checkout(ch.PublicID)).Body)
-		if st := d.TestID("checkout").Attr("data-state"); st != "canceled" {
-			t.Errorf("a canceled charge shows %q", st)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		signUpFunded(t, app, "payer@example.com", 500_000)
+		_, otherWallet := signUpFunded(t, app, "other@example.com", 500_000)
+		ch := newCharge(t, app, m, 100_000, "X-1", charge.CaptureManual)
+		c := app.NewClient(t)
+		c.SignIn("payer@example.com", pw)
+		if r := c.Submit(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), nil); r.Status != http.StatusSeeOther {
+			t.Fatalf("authorize: %d", r.Status)
 		}
-		if s := d.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "canceled") {
-			t.Errorf("status sentence: %v", s)
+		o := app.NewClient(t)
+		o.SignIn("other@example.com", pw)
+		if st := apptest.Parse(o.Get(routes.Checkout(ch.PublicID)).Body).TestID("checkout").Attr("data-state"); st != "taken" {
+			t.Fatalf("authorized by another: %q", st)
 		}
-		if who == o && d.TestID("checkout-return") != nil {
-			t.Errorf("another person is sent to the merchant's return_url")
+		if _, err := app.Server.Charges.Cancel(context.Background(), m, ch.PublicID); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if b := ledgertest.Balance(t, app.DB, otherWallet); b != 500_000 {
-		t.Errorf("balance %d", b)
-	}
-	apptest.CheckInvariants(t, app.DB)
+		for _, who := range []*apptest.Client{c, o} {
+			d := apptest.Parse(who.GetIn("en", routes.Checkout(ch.PublicID)).Body)
+			if st := d.TestID("checkout").Attr("data-state"); st != "canceled" {
+				t.Errorf("a canceled charge shows %q", st)
+			}
+			if s := d.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "canceled") {
+				t.Errorf("status sentence: %v", s)
+			}
+			if who == o && d.TestID("checkout-return") != nil {
+				t.Errorf("another person is sent to the merchant's return_url")
+			}
+		}
+		if b := ledgertest.Balance(t, db, otherWallet); b != 500_000 {
+			t.Errorf("balance %d", b)
+		}
+		apptest.CheckInvariants(t, db)
+	})
 }

@@ -2,11 +2,14 @@ package merchant_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 )
 
@@ -51,4 +54,20 @@ func newCharge(t *testing.T, app *apptest.App, m int64, rials int64, order strin
 		t.Fatal(err)
 	}
 	return res.Charge
+}
+
+// drainMerchant moves rials out of a merchant account into suspense, as
+// an operator's correction would: money the shop no longer has to refund
+// from.
+func drainMerchant(t *testing.T, app *apptest.App, accountID, rials int64) {
+	t.Helper()
+	ctx := context.Background()
+	sus, err := app.Server.Ledger.EnsureAccount(ctx, ledger.AccountSuspense, ledger.CodeSuspense, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Server.Ledger.Write(ctx, ledger.Entry{Kind: ledger.KindAdjustment, Reference: "drain-" + strconv.FormatInt(accountID, 10),
+		Postings: ledger.Transfer(accountID, sus, rials), At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 }

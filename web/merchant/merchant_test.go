@@ -18,8 +18,9 @@ import (
 
 // The merchant's page: its balance, its charges by status, the CSV;
 // capture (part of an authorization, the rest released), cancel, and
-// refunds whose form token makes a double submit refund once, all
-// through the charge use case; CSRF-protected; others are refused.
+// refunds whose form token makes a double submit refund once (and one the
+// shop's available balance cannot cover refused), all through the charge
+// use case; CSRF-protected; others are refused.
 func TestMerchantPage(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -122,6 +123,26 @@ func TestMerchantPage(t *testing.T) {
 		mm, _ := app.Server.Charges.Merchant(ctx, m)
 		if mm.PostedRials != 350_000 {
 			t.Errorf("merchant's balance %d", mm.PostedRials)
+		}
+		// The shop's available balance short of a refund the charge still
+		// allows (a correction took 300,000 of its 350,000): refused with
+		// its one sentence, nothing written.
+		drainMerchant(t, app, mm.AccountID, 300_000)
+		c.GetIn("en", routes.MerchantCharge(paid.PublicID))
+		r = c.Submit(routes.MerchantCharge(paid.PublicID), routes.MerchantChargeRefund(paid.PublicID), url.Values{"amount": {"10000"}})
+		if e := apptest.Parse(r.Body).TestID("merchant-error").Text(); r.Status != http.StatusConflict ||
+			e != "The shop's available balance is too low for this refund." {
+			t.Errorf("a refund above the shop's balance: %d, error %q", r.Status, e)
+		}
+		d = apptest.Parse(c.Get(routes.MerchantCharge(paid.PublicID)).Body)
+		if n := len(d.TestIDs("merchant-refund-row")); n != 1 || d.TestID("merchant-charge-refunded").Attr("data-rials") != "100000" {
+			t.Errorf("after a refused refund: %d refunds, refunded %q", n, d.TestID("merchant-charge-refunded").Attr("data-rials"))
+		}
+		if b := ledgertest.Balance(t, db, wallet); b != 650_000 {
+			t.Errorf("payer's balance after a refused refund %d", b)
+		}
+		if mm, _ := app.Server.Charges.Merchant(ctx, m); mm.PostedRials != 50_000 {
+			t.Errorf("merchant's balance after a refused refund %d", mm.PostedRials)
 		}
 		// Another merchant's charge: 404; a non-merchant: a refusal.
 		shop(t, app, "other@example.com", "Other")

@@ -143,17 +143,30 @@ func TestTransferPageFlow(t *testing.T) {
 		if n := rec.TestID("transfer-receipt-note"); n == nil || n.Text() != "ناهار دیروز" {
 			t.Errorf("receipt note: %v", n)
 		}
-		// The sender's history: "to bob" with the note.
-		row := apptest.Parse(c.Get(routes.Wallet).Body).TestID("history-transfer")
-		if row == nil || !strings.Contains(row.Text(), "bob@example.com") || !strings.Contains(row.Text(), "ناهار دیروز") {
-			t.Errorf("sender's history row: %v", row)
+		// The sender's history: "to bob" with the note, in both languages;
+		// the recipient's: "from alice" (the words of history.transfer_to
+		// and history.transfer_from).
+		historyRow := func(r apptest.Response) string {
+			t.Helper()
+			row := apptest.Parse(r.Body).TestID("history-transfer")
+			if row == nil {
+				t.Fatal("no transfer in the history")
+			}
+			return row.Text()
 		}
-		// The recipient's: "from alice", and the receipt; English too.
+		if row := historyRow(c.Get(routes.Wallet)); !strings.Contains(row, "انتقال به bob@example.com") || !strings.Contains(row, "ناهار دیروز") {
+			t.Errorf("sender's history row: %q", row)
+		}
+		if row := historyRow(c.GetIn("en", routes.Wallet)); !strings.Contains(row, "Transfer to bob@example.com") || !strings.Contains(row, "ناهار دیروز") ||
+			strings.Contains(row, "from") {
+			t.Errorf("sender's history row in English: %q", row)
+		}
+		// The recipient's, and the receipt.
 		b := app.NewClient(t)
 		b.SignIn("bob@example.com", transferPW)
-		row = apptest.Parse(b.GetIn("en", routes.Wallet).Body).TestID("history-transfer")
-		if row == nil || !strings.Contains(row.Text(), "Transfer from alice@example.com") {
-			t.Errorf("recipient's history row: %v", row)
+		if row := historyRow(b.GetIn("en", routes.Wallet)); !strings.Contains(row, "Transfer from alice@example.com") || !strings.Contains(row, "ناهار دیروز") ||
+			strings.Contains(row, "Transfer to") {
+			t.Errorf("recipient's history row: %q", row)
 		}
 		if r := b.Get(locs[0]); r.Status != http.StatusOK || apptest.Parse(r.Body).TestID("transfer-receipt") == nil {
 			t.Errorf("the recipient's receipt: %d", r.Status)
