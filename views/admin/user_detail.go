@@ -25,4 +25,7 @@ type UserMerchantView struct {
 	// Action is where the form posts; Name what it shows typed.
 	Action string
 	Name   string
+	// CodeInvalid: the second factor's code typed was refused (the
+	// field is marked, described by the page's error).
+	CodeInvalid bool
 }

@@ -79,14 +79,14 @@ func UserDetail(p views.Page, v UserDetailView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.ErrorKey != "" {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p class=\"error wide\" role=\"alert\" data-testid=\"admin-error\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p class=\"error wide\" id=\"form-error\" role=\"alert\" data-testid=\"admin-error\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var4 string
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(p.T(v.ErrorKey, v.ErrorArgs...))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/user_detail.templ`, Line: 16, Col: 97}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/user_detail.templ`, Line: 16, Col: 113}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
@@ -722,7 +722,7 @@ func merchantCard(p views.Page, m UserMerchantView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = views.SecondFactorField(p, "code-merchant", false).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.SecondFactorField(p, "code-merchant", m.CodeInvalid).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -44,7 +44,7 @@ func (h *handlers) renderUser(c *fiber.Ctx, id int64, status int, notice, errKey
 	}
 	v := adminview.UserDetailView{User: userRow(u), TopUpsURL: routes.AdminTopUps + "?q=" + url.QueryEscape(u.Email),
 		Notice: notice, ErrorKey: errKey, ErrorArgs: errArgs,
-		Merchant: adminview.UserMerchantView{Action: routes.AdminUserMerchant(u.ID), Name: name}}
+		Merchant: adminview.UserMerchantView{Action: routes.AdminUserMerchant(u.ID), Name: name, CodeInvalid: errKey == "fresh2fa.wrong"}}
 	if h.Charges != nil {
 		m, err := h.Charges.Merchant(ctx, u.ID)
 		switch {

@@ -192,6 +192,9 @@ func TestMakeMerchantInABrowser(t *testing.T) {
 	if got := b.Attr(tid("merchant-display-name"), "value"); got != "Book Shop" {
 		t.Errorf("the name typed is lost: %q", got)
 	}
+	if got := b.Attr(tid("code-merchant"), "aria-invalid"); got != "true" {
+		t.Errorf("the refused code's field is not marked invalid: aria-invalid %q", got)
+	}
 	if _, err := f.App.Server.Charges.Merchant(ctx, u.ID); !errors.Is(err, charge.ErrNotMerchant) {
 		t.Fatalf("a wrong code made a merchant: %v", err)
 	}
