@@ -58,8 +58,11 @@ type Options struct {
 func Start(t testing.TB, db *store.DB, o Options) *App {
 	t.Helper()
 	if o.Unchecked == "" {
-		// Registered first, so that it runs last of Start's: after the
-		// server and its background work have stopped writing.
+		// Registered first, so that it runs last of Start's: after this
+		// server and its background work have stopped writing. (A test
+		// that starts two instances on one database runs it for each;
+		// each rule reads in a snapshot of its own, so the first check
+		// sees the other instance's committed work only.)
 		t.Cleanup(func() {
 			if !t.Failed() {
 				CheckInvariants(t, db)

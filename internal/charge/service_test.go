@@ -492,6 +492,17 @@ func TestRefunds(t *testing.T) {
 		if err != nil || len(found) != 1 {
 			t.Fatalf("search by payer: %+v %v", found, err)
 		}
+		// The merchant's side, and a charge nobody has paid yet (no payer).
+		open := f.create(m, 5_000, "o-2", charge.CaptureAutomatic)
+		found, err = f.svc.Search(ctx, "Shop@Example.com", 10)
+		if err != nil || len(found) != 2 || found[0].PublicID != open.PublicID || found[1].PublicID != c.PublicID {
+			t.Fatalf("search by merchant: %+v %v, want %s then %s", found, err, open.PublicID, c.PublicID)
+		}
+		// Another person's address finds none of them.
+		f.user("stranger@example.com", 0)
+		if found, err := f.svc.Search(ctx, "stranger@example.com", 10); err != nil || len(found) != 0 {
+			t.Fatalf("search by a stranger: %+v %v", found, err)
+		}
 		f.checkInvariants()
 	})
 }

@@ -245,15 +245,15 @@ func Net(ps []Posting) []Posting {
 	return out
 }
 
-// Validate checks an entry before anything is written and returns its
-// postings netted (Net): a known kind that may be Written, a reference,
-// two or more accounts, no account id missing, a sum of zero, and a
-// reversal that names its original.
 // ReversalReference is the reference of transaction id's reversal: one
 // per original, so that the unique (kind, reference) makes a second
 // reversal a replay of the first (Validate refuses any other).
 func ReversalReference(id int64) string { return "reversal:" + strconv.FormatInt(id, 10) }
 
+// Validate checks an entry before anything is written and returns its
+// postings netted (Net): a known kind that may be Written, a reference,
+// two or more accounts, no account id missing, a sum of zero, and a
+// reversal that names its original under ReversalReference.
 func Validate(e Entry) ([]Posting, error) {
 	if !e.Kind.Valid() {
 		return nil, fmt.Errorf("ledger: unknown kind %q", e.Kind)
@@ -272,7 +272,7 @@ func Validate(e Entry) ([]Posting, error) {
 	// answered with the first, never a movement under another reference
 	// that the reverses_id index refuses with nothing to answer.
 	if e.Kind == KindReversal && e.Reference != ReversalReference(e.ReversesID) {
-		return nil, fmt.Errorf("ledger: the reversal of transaction %d is referenced %q, not %q", e.ReversesID, ReversalReference(e.ReversesID), e.Reference)
+		return nil, fmt.Errorf("ledger: the reversal of transaction %d must be referenced %q, got %q", e.ReversesID, ReversalReference(e.ReversesID), e.Reference)
 	}
 	if e.Kind == KindTopUp && e.TopUpID == 0 {
 		return nil, fmt.Errorf("ledger: a top-up without its payment")

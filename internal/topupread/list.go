@@ -27,8 +27,8 @@ const (
 	SearchCard      SearchKind = "card"      // the last four digits of the card
 	SearchShortRef  SearchKind = "short_ref" // the receipt's reference: the public id's first 12 characters
 	// SearchShortRefOrEmail: 12 lower-case letters, which may be a short
-	// reference typed without dashes or part of an e-mail address: both
-	// are searched.
+	// reference typed without dashes or part of an e-mail address: a
+	// Reader settles which before it searches (Reader.settle).
 	SearchShortRefOrEmail SearchKind = "short_ref_or_email"
 	SearchEmail           SearchKind = "email" // any other text: part of an e-mail address
 )
@@ -113,8 +113,25 @@ type Filter struct {
 	settled SearchKind
 }
 
-// kind is f's search kind: KindOf its text, unless settle decided it.
+// prefixRange is the range of the public ids that start with pre: pre
+// itself, up to pre followed by as many z's as make a whole id. A public
+// id is 24 of [a-z2-7], and z sorts after every one of them in byte order
+// and in a linguistic collation alike (a bound such as pre + "~" holds in
+// byte order only: ICU and glibc's en_US sort punctuation before letters,
+// and the range would be empty).
+func prefixRange(pre string) (lo, hi string) {
+	return pre, pre + strings.Repeat("z", max(publicIDLen-len(pre), 0))
+}
+
+// publicIDLen is the length of a top-up's public id (publicIDRE).
+const publicIDLen = 24
+
+// kind is f's search kind: KindOf its text, unless settle decided it;
+// none for an empty text, whatever was settled.
 func (f Filter) kind() SearchKind {
+	if NormalizeQuery(f.Query) == "" {
+		return SearchNone
+	}
 	if f.settled != "" {
 		return f.settled
 	}
@@ -137,8 +154,9 @@ func (r *Reader) settle(ctx context.Context, f Filter) (Filter, error) {
 	}
 	pre, _ := shortRef(NormalizeQuery(f.Query))
 	var n int64
-	if err := r.page().Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM (SELECT 1 FROM topups WHERE public_id >= ? AND public_id < ? LIMIT 1) AS m`,
-		pre, pre+"~").Row().Scan(&n); err != nil {
+	lo, hi := prefixRange(pre)
+	if err := r.page().Gorm.WithContext(ctx).Raw(`SELECT COUNT(*) FROM (SELECT 1 FROM topups WHERE public_id BETWEEN ? AND ? LIMIT 1) AS m`,
+		lo, hi).Row().Scan(&n); err != nil {
 		return f, fmt.Errorf("top-ups whose reference starts with %q: %w", pre, err)
 	}
 	f.settled = SearchEmail
@@ -269,9 +287,10 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 		tx = tx.Where("p.public_id = ?", q)
 	case SearchShortRef:
 		// A prefix of the unique public id, as a range the index serves
-		// on both databases ('~' sorts after every base32 character).
+		// on both databases.
 		pre, _ := shortRef(q)
-		tx = tx.Where("p.public_id >= ? AND p.public_id < ?", pre, pre+"~")
+		lo, hi := prefixRange(pre)
+		tx = tx.Where("p.public_id BETWEEN ? AND ?", lo, hi)
 	case SearchShortRefOrEmail:
 		return nil, errors.New("topupread: a search that may be a reference or part of an address is searched once settled")
 	case SearchAuthority:
@@ -368,7 +387,7 @@ func (r *Reader) List(ctx context.Context, f Filter, after *Cursor, limit int) (
 	var tx *gorm.DB
 	if pat := emailFragment(f); pat != "" && r.db.Dialect == store.Postgres {
 		g := f
-		g.Query = ""
+		g.Query, g.settled = "", ""
 		inner, err := r.where(r.page().Gorm.Table("topups AS p").Select("p.*").Where("p.user_id = u.id"), g, true)
 		if err != nil {
 			return nil, nil, err

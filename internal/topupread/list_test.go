@@ -91,7 +91,9 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 		rows[20].PublicID = realID
 		// A short reference of letters only, which people also type in
 		// lower case without dashes, and an address with a run of twelve
-		// letters: such a search looks for both.
+		// letters: such a search is the reference when a top-up's id
+		// starts with it (also when an address holds the same twelve
+		// letters), else part of an address.
 		const lettersID = "qwsxinduugazbcdefghijklm"
 		if err := db.Gorm.Exec(`UPDATE topups SET public_id = ? WHERE id = ?`, lettersID, rows[21].ID).Error; err != nil {
 			t.Fatal(err)
@@ -109,6 +111,19 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows[22].UserID, rows[22].WalletID, rows[22].Email = uid, wid, twelveEmail
+		// An address holding the reference's twelve letters too.
+		const refInEmail = "qwsxinduugaz.fan@example.org"
+		var uid2, wid2 int64
+		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, refInEmail, topuptest.SeedBase).Scan(&uid2).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid2, topuptest.SeedBase, topuptest.SeedBase).Scan(&wid2).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Exec(`UPDATE topups SET user_id = ?, wallet_id = ? WHERE id = ?`, uid2, wid2, rows[23].ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		rows[23].UserID, rows[23].WalletID, rows[23].Email = uid2, wid2, refInEmail
 		cases := []struct {
 			name string
 			f    topupread.Filter
@@ -137,6 +152,7 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 			{"short reference of letters, lower case, no dashes", topupread.Filter{Query: "qwsxinduugaz"}, func(r topuptest.SeedRow) bool { return r.ID == rows[21].ID }},
 			{"same shape, upper case: only the reference", topupread.Filter{Query: "QWSXINDUUGAZ"}, func(r topuptest.SeedRow) bool { return r.ID == rows[21].ID }},
 			{"twelve letters of an address", topupread.Filter{Query: "mohammadreza"}, func(r topuptest.SeedRow) bool { return r.ID == rows[22].ID }},
+			{"twelve letters of a reference and of an address: the reference", topupread.Filter{Query: "qwsxinduugaz"}, func(r topuptest.SeedRow) bool { return r.ID == rows[21].ID }},
 			{"twelve letters with a status", topupread.Filter{Query: "qwsxinduugaz", Statuses: []string{rows[22].Status}}, func(r topuptest.SeedRow) bool { return r.ID == rows[21].ID && r.Status == rows[22].Status }},
 			{"email part, any case", topupread.Filter{Query: "BOB.smith"}, func(r topuptest.SeedRow) bool { return r.Email == "Bob.Smith@Example.com" }},
 			{"whole email", topupread.Filter{Query: "alice@example.com"}, func(r topuptest.SeedRow) bool { return r.Email == "alice@example.com" }},
@@ -276,5 +292,42 @@ func TestLiteralsRefuseAnythingButAStatus(t *testing.T) {
 	}
 	if got := topupread.LiteralsForTest([]string{"credited", "needs_review"}); got != "'credited', 'needs_review'" {
 		t.Errorf("literals: %s", got)
+	}
+}
+
+// The range of the public ids a short reference starts with holds in a
+// linguistic collation too (PostgreSQL's ICU): a bound such as the prefix
+// and "~" holds in byte order only, where punctuation sorts after letters.
+func TestPrefixRangeUnderLinguisticCollation(t *testing.T) {
+	db := storetest.New(t, store.Postgres)
+	const id = "qwsxinduugazbcdefghijklm"
+	lo, hi := topupread.PrefixRangeForTest("qwsxinduugaz")
+	var icu int64
+	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM pg_collation WHERE collname = 'en-US-x-icu'`).Scan(&icu).Error; err != nil {
+		t.Fatal(err)
+	}
+	collations := []string{"C"}
+	if icu > 0 {
+		collations = append(collations, "en-US-x-icu")
+	}
+	for _, coll := range collations {
+		var in, tilde bool
+		if err := db.Gorm.Raw(`SELECT ?::text COLLATE "`+coll+`" BETWEEN ? AND ?, ?::text COLLATE "`+coll+`" < ?`,
+			id, lo, hi, id, "qwsxinduugaz~").Row().Scan(&in, &tilde); err != nil {
+			t.Fatal(err)
+		}
+		if !in {
+			t.Errorf("collation %s: %s is not in [%s, %s]", coll, id, lo, hi)
+		}
+		t.Logf("collation %s: the old bound (prefix + \"~\") held: %v", coll, tilde)
+	}
+	for _, other := range []string{"qwsxinduugaa" + "zzzzzzzzzzzz", "qwsxinduugb2" + "222222222222"} {
+		var in bool
+		if err := db.Gorm.Raw(`SELECT ?::text BETWEEN ? AND ?`, other, lo, hi).Row().Scan(&in); err != nil {
+			t.Fatal(err)
+		}
+		if in {
+			t.Errorf("%s, another prefix, is in [%s, %s]", other, lo, hi)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 -- +goose NO TRANSACTION
 -- +goose Up
 -- The webhook deliveries that gave up, counted by the metrics at every
--- scrape (kifpool_webhook_failed, in every instance) and per endpoint on
+-- scrape (kifpool_webhook_failed_deliveries, in every instance) and per endpoint on
 -- the admin's webhooks page. The table grows with every movement of money
 -- (a transfer queues one delivery to each side's endpoints) until
 -- retention deletes it, and no index named its failed rows: each count
