@@ -99,31 +99,24 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows[21].PublicID = lettersID
-		const twelveEmail = "Mohammadreza.K@example.net"
-		var uid, wid int64
-		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, twelveEmail, topuptest.SeedBase).Scan(&uid).Error; err != nil {
-			t.Fatal(err)
+		// moveTo gives top-up i to a new user of address email.
+		moveTo := func(i int, email string) {
+			t.Helper()
+			var uid, wid int64
+			if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, email, topuptest.SeedBase).Scan(&uid).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid, topuptest.SeedBase, topuptest.SeedBase).Scan(&wid).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Gorm.Exec(`UPDATE topups SET user_id = ?, wallet_id = ? WHERE id = ?`, uid, wid, rows[i].ID).Error; err != nil {
+				t.Fatal(err)
+			}
+			rows[i].UserID, rows[i].WalletID, rows[i].Email = uid, wid, email
 		}
-		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid, topuptest.SeedBase, topuptest.SeedBase).Scan(&wid).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Gorm.Exec(`UPDATE topups SET user_id = ?, wallet_id = ? WHERE id = ?`, uid, wid, rows[22].ID).Error; err != nil {
-			t.Fatal(err)
-		}
-		rows[22].UserID, rows[22].WalletID, rows[22].Email = uid, wid, twelveEmail
+		moveTo(22, "Mohammadreza.K@example.net")
 		// An address holding the reference's twelve letters too.
-		const refInEmail = "qwsxinduugaz.fan@example.org"
-		var uid2, wid2 int64
-		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'fa', ?) RETURNING id`, refInEmail, topuptest.SeedBase).Scan(&uid2).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid2, topuptest.SeedBase, topuptest.SeedBase).Scan(&wid2).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Gorm.Exec(`UPDATE topups SET user_id = ?, wallet_id = ? WHERE id = ?`, uid2, wid2, rows[23].ID).Error; err != nil {
-			t.Fatal(err)
-		}
-		rows[23].UserID, rows[23].WalletID, rows[23].Email = uid2, wid2, refInEmail
+		moveTo(23, "qwsxinduugaz.fan@example.org")
 		cases := []struct {
 			name string
 			f    topupread.Filter
