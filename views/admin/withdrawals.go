@@ -15,7 +15,23 @@ type WithdrawalsView struct {
 	Reports                     []PayoutReportRow
 	// Off: withdrawals are not offered (PAYOUTS=none).
 	Off bool
+	// Refused is the form whose submission was just refused, if any.
+	Refused Refusal
 }
+
+// Refusal is a review form's refused submission: Form is its id on the
+// page ("approve-" and the withdrawal's public id, …), Field the field
+// at fault ("code", "note" or "" for neither), Note the note it carried
+// (typed again into the form).
+type Refusal struct {
+	Form, Field, Note string
+}
+
+// ReviewForm is the id on the queue's page of the review form of action
+// ("approve", "reject", "fail"; "account-approve", "account-reject")
+// for subject (a withdrawal's public id, a bank account's id): the
+// handler names a refused form by it.
+func ReviewForm(action, subject string) string { return action + "-" + subject }
 
 // WithdrawalRow is one withdrawal in the admin's lists.
 type WithdrawalRow struct {

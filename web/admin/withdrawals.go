@@ -85,25 +85,30 @@ func (h *handlers) withdrawals(c *fiber.Ctx) error {
 }
 
 // withdrawalsError shows the queue with one sentence (nothing changed).
-func (h *handlers) withdrawalsError(c *fiber.Ctx, status int, key string, args ...any) error {
+// form is the refused form's id on the page ("approve-" and the
+// withdrawal's public id, …) and field its field at fault ("code",
+// "note" or "" for neither): that field is marked invalid and described
+// by the sentence, and the form keeps the note typed into it.
+func (h *handlers) withdrawalsError(c *fiber.Ctx, form, field string, status int, key string, args ...any) error {
 	v, err := h.withdrawalsView(c)
 	if err != nil {
 		return err
 	}
 	v.ErrorKey, v.ErrorArgs = key, args
+	v.Refused = adminview.Refusal{Form: form, Field: field, Note: h.FormValue(c, "note")}
 	return h.Render(c, status, adminview.Withdrawals(h.Page(c, "admin.wd.title"), v))
 }
 
 // freshFactor checks the fresh second factor every cash-out action
 // asks for (the form's code): true when the action may go on; otherwise
-// it has answered.
-func (h *handlers) freshFactor(c *fiber.Ctx) (bool, error) {
+// it has answered, with form's code field marked invalid.
+func (h *handlers) freshFactor(c *fiber.Ctx, form string) (bool, error) {
 	status, key, args, err := h.checkFresh(c)
 	if err != nil {
 		return false, err
 	}
 	if key != "" {
-		return false, h.withdrawalsError(c, status, key, args...)
+		return false, h.withdrawalsError(c, form, "code", status, key, args...)
 	}
 	return true, nil
 }
@@ -130,9 +135,12 @@ func (h *handlers) checkFresh(c *fiber.Ctx) (status int, key string, args []any,
 
 // reviewWithdrawal approves or rejects one waiting for review, or closes
 // one under review as failed, with a note and a fresh second factor.
-func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fiber.Ctx, adminID int64, id, note string) (withdrawal.Withdrawal, error), done string) fiber.Handler {
+// form is the action's form id on the page, less the withdrawal's id
+// ("approve", "reject", "fail").
+func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fiber.Ctx, adminID int64, id, note string) (withdrawal.Withdrawal, error), form, done string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if ok, err := h.freshFactor(c); !ok {
+		formID := adminview.ReviewForm(form, c.Params("id"))
+		if ok, err := h.freshFactor(c, formID); !ok {
 			return err
 		}
 		_, err := act(h.Withdrawals)(c, h.User(c).ID, c.Params("id"), h.FormValue(c, "note"))
@@ -140,11 +148,11 @@ func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fi
 		case errors.Is(err, withdrawal.ErrNotFound):
 			return fiber.ErrNotFound
 		case errors.Is(err, withdrawal.ErrNoteRequired):
-			return h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "admin.wd.error_note")
+			return h.withdrawalsError(c, formID, "note", fiber.StatusUnprocessableEntity, "admin.wd.error_note")
 		case errors.Is(err, withdrawal.ErrNotReviewable):
-			return h.withdrawalsError(c, fiber.StatusConflict, "admin.wd.error_state")
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_state")
 		case errors.Is(err, withdrawal.ErrBusy):
-			return h.withdrawalsError(c, fiber.StatusConflict, "admin.wd.error_busy")
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_busy")
 		case err != nil:
 			return err
 		}
@@ -157,7 +165,7 @@ func (h *handlers) approveWithdrawal() fiber.Handler {
 		return func(c *fiber.Ctx, admin int64, id, note string) (withdrawal.Withdrawal, error) {
 			return svc.Approve(c.UserContext(), admin, id, note)
 		}
-	}, "approved")
+	}, "approve", "approved")
 }
 
 func (h *handlers) rejectWithdrawal() fiber.Handler {
@@ -165,7 +173,7 @@ func (h *handlers) rejectWithdrawal() fiber.Handler {
 		return func(c *fiber.Ctx, admin int64, id, note string) (withdrawal.Withdrawal, error) {
 			return svc.Reject(c.UserContext(), admin, id, note)
 		}
-	}, "rejected")
+	}, "reject", "rejected")
 }
 
 func (h *handlers) failWithdrawal() fiber.Handler {
@@ -173,7 +181,7 @@ func (h *handlers) failWithdrawal() fiber.Handler {
 		return func(c *fiber.Ctx, admin int64, id, note string) (withdrawal.Withdrawal, error) {
 			return svc.AdminFail(c.UserContext(), admin, id, note)
 		}
-	}, "failed")
+	}, "fail", "failed")
 }
 
 // reviewBankAccount verifies or rejects an account waiting for review,
@@ -184,7 +192,12 @@ func (h *handlers) reviewBankAccount(approve bool) fiber.Handler {
 		if err != nil || id <= 0 {
 			return fiber.ErrNotFound
 		}
-		if ok, err := h.freshFactor(c); !ok {
+		action := "account-reject"
+		if approve {
+			action = "account-approve"
+		}
+		form := adminview.ReviewForm(action, strconv.FormatInt(id, 10))
+		if ok, err := h.freshFactor(c, form); !ok {
 			return err
 		}
 		_, err = h.BankAccounts.Review(c.UserContext(), h.User(c).ID, id, approve, h.FormValue(c, "note"))
@@ -192,9 +205,9 @@ func (h *handlers) reviewBankAccount(approve bool) fiber.Handler {
 		case errors.Is(err, bankaccount.ErrNotFound):
 			return fiber.ErrNotFound
 		case errors.Is(err, bankaccount.ErrNoteRequired):
-			return h.withdrawalsError(c, fiber.StatusUnprocessableEntity, "admin.wd.error_note")
+			return h.withdrawalsError(c, form, "note", fiber.StatusUnprocessableEntity, "admin.wd.error_note")
 		case errors.Is(err, bankaccount.ErrNotPending):
-			return h.withdrawalsError(c, fiber.StatusConflict, "admin.wd.error_state")
+			return h.withdrawalsError(c, form, "", fiber.StatusConflict, "admin.wd.error_state")
 		case err != nil:
 			return err
 		}

@@ -56,17 +56,51 @@ func TestWithdrawalQueue(t *testing.T) {
 			}
 		}
 		approve := routes.AdminWithdrawalApprove(big.PublicID)
-		// A wrong code, then no note: nothing changes.
-		if r := admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
+		// A wrong code, then no note: nothing changes. The refused form's
+		// field at fault is marked invalid and described by the sentence,
+		// and the form keeps its note; the other forms are untouched.
+		refused := func(r apptest.Response, field string) {
+			t.Helper()
+			page := apptest.Parse(r.Body)
+			if page.TestID("admin-error") == nil || page.TestID("admin-error").Attr("id") != "form-error" {
+				t.Fatalf("no sentence to describe the field: %.300s", r.Body)
+			}
+			id := "approve-" + big.PublicID
+			for _, f := range []string{"code", "note"} {
+				el := page.TestID(f + "-" + id)
+				if el == nil {
+					t.Fatalf("no %s field in the refused form", f)
+				}
+				if got, want := el.Attr("aria-invalid") == "true", f == field; got != want {
+					t.Errorf("%s field invalid: %v, want %v", f, got, want)
+				}
+				if f == field && !strings.Contains(el.Attr("aria-describedby"), "form-error") {
+					t.Errorf("%s field not described by the sentence: %q", f, el.Attr("aria-describedby"))
+				}
+			}
+			if got := page.TestID("note-" + id).Attr("value"); field == "code" && got != "called the payee" {
+				t.Errorf("the refused form lost its note: %q", got)
+			}
+			for _, name := range []string{"code-reject-" + big.PublicID, "code-approve-" + other.PublicID, "note-reject-" + big.PublicID} {
+				if el := page.TestID(name); el == nil || el.Attr("aria-invalid") != "" || el.Attr("value") != "" {
+					t.Errorf("another form's field %s is marked or filled", name)
+				}
+			}
+		}
+		r := admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {"000000"}})
+		if r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("a wrong code: %d", r.Status)
 		}
-		if r := admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {""}, "code": {code()}}); r.Status != http.StatusUnprocessableEntity {
+		refused(r, "code")
+		r = admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {""}, "code": {code()}})
+		if r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("no note: %d", r.Status)
 		}
+		refused(r, "note")
 		if s := withdrawaltest.Get(t, db, big.PublicID).Status; s != withdrawal.StatusRequested {
 			t.Fatalf("changed to %s", s)
 		}
-		r := admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {code()}})
+		r = admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {code()}})
 		if r.Status != http.StatusSeeOther || r.Location != routes.AdminWithdrawals+"?done=approved" {
 			t.Fatalf("approve: %d %q", r.Status, r.Location)
 		}
@@ -94,7 +128,18 @@ func TestWithdrawalQueue(t *testing.T) {
 		if s := withdrawaltest.Get(t, db, small.PublicID).Status; s != withdrawal.StatusFailed {
 			t.Fatalf("closed: %s", s)
 		}
-		// The bank account.
+		// The bank account: a wrong code marks that form's code field.
+		r = admin.Submit(routes.AdminWithdrawals, routes.AdminBankAccountApprove(pending), url.Values{"note": {"saw the card"}, "code": {"000000"}})
+		if r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("account, a wrong code: %d", r.Status)
+		}
+		form := "account-approve-" + strconv.FormatInt(pending, 10)
+		if el := apptest.Parse(r.Body).TestID("code-" + form); el == nil || el.Attr("aria-invalid") != "true" {
+			t.Errorf("account, a wrong code: %s's code field not marked invalid", form)
+		}
+		if el := apptest.Parse(r.Body).TestID("note-" + form); el == nil || el.Attr("value") != "saw the card" {
+			t.Errorf("account, a wrong code: %s lost its note", form)
+		}
 		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminBankAccountApprove(pending), url.Values{"note": {"saw the card"}, "code": {code()}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("account: %d", r.Status)
 		}
