@@ -2,10 +2,13 @@ package scenario_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/formtoken"
@@ -35,6 +38,40 @@ func TestMovementListsUseTheReadDatabase(t *testing.T) {
 	sender := authtest.UserID(t, db, "sender@example.com")
 	withdrawaltest.FundUser(t, db, sender, 5_000_000)
 	acct := withdrawaltest.VerifiedAccount(t, db, sender, withdrawaltest.Sheba("017", 42))
+	secret, _, err := app.Server.Tokens.Create(ctx, apitoken.CreateInput{UserID: sender, Name: "lists", Scope: string(apitoken.ScopeRead)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// apiList is the public ids one of the sender's API lists answers.
+	apiList := func(path string) []string {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, app.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Items []struct {
+				ID string `json:"id"`
+			} `json:"items"`
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		ids := make([]string, 0, len(body.Items))
+		for _, d := range body.Items {
+			ids = append(ids, d.ID)
+		}
+		return ids
+	}
 	snap.Refresh()
 
 	audits := func() int { return len(apptest.Parse(admin.Get(routes.AdminAudit).Body).TestIDs("audit-row")) }
@@ -73,6 +110,12 @@ func TestMovementListsUseTheReadDatabase(t *testing.T) {
 	if ws, _, err := app.Server.Withdrawals.List(ctx, sender, 0, 20); err != nil || len(ws) != 0 {
 		t.Errorf("the payer's withdrawals before the replica caught up: %d (%v), want none", len(ws), err)
 	}
+	apiLists := []struct{ path, want string }{{routes.APITransfers, tid}, {routes.APIWithdrawals, wid}}
+	for _, l := range apiLists {
+		if ids := apiList(l.path); slices.Contains(ids, l.want) {
+			t.Errorf("GET %s shows %s before the replica has it: it read the primary", l.path, l.want)
+		}
+	}
 	if n := audits(); n != auditsBefore {
 		t.Errorf("audit log: %d rows before the replica caught up, want %d", n, auditsBefore)
 	}
@@ -85,6 +128,11 @@ func TestMovementListsUseTheReadDatabase(t *testing.T) {
 	}
 	if ws, _, err := app.Server.Withdrawals.List(ctx, sender, 0, 20); err != nil || len(ws) != 1 || ws[0].PublicID != wid {
 		t.Errorf("the payer's withdrawals after the replica caught up: %d (%v)", len(ws), err)
+	}
+	for _, l := range apiLists {
+		if ids := apiList(l.path); !slices.Contains(ids, l.want) {
+			t.Errorf("GET %s after the replica caught up: %v, %s missing", l.path, ids, l.want)
+		}
 	}
 	if n := audits(); n != auditsBefore+1 {
 		t.Errorf("audit log: %d rows after the replica caught up, want %d", n, auditsBefore+1)
