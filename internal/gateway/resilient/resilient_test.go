@@ -613,12 +613,16 @@ func TestTimeoutAttribution(t *testing.T) {
 		{name: "the caller's earlier deadline is excluded", attemptTimeout: time.Second, budget: time.Second,
 			callerTimeout: 20 * time.Millisecond, wantExclusions: 1},
 		// A caller that bounds the call by the very budget we would use
-		// (the payment service does) does not hide a slow bank.
-		{name: "a caller deadline as long as our budget: ours, a failure", attemptTimeout: time.Second, budget: 100 * time.Millisecond,
-			callerTimeout: 100 * time.Millisecond, wantFailures: 1},
+		// (the payment service does) does not hide a slow bank. A whole
+		// second each: the slack that tells "as long as ours" is 1/20 of
+		// the bound, and with 100 ms (5 ms of slack) a loaded machine's
+		// scheduling between the test's WithTimeout and the caller's check
+		// made the caller's deadline look earlier (seen in CI).
+		{name: "a caller deadline as long as our budget: ours, a failure", attemptTimeout: time.Second, budget: time.Second,
+			callerTimeout: time.Second, wantFailures: 1},
 		{name: "request: a caller deadline as long as the request time-out: ours, a failure", op: OpRequest,
-			attemptTimeout: 20 * time.Millisecond, budget: time.Second, requestTimeout: 100 * time.Millisecond,
-			callerTimeout: 100 * time.Millisecond, wantFailures: 1},
+			attemptTimeout: 20 * time.Millisecond, budget: 2 * time.Second, requestTimeout: time.Second,
+			callerTimeout: time.Second, wantFailures: 1},
 		{name: "request: our request time-out is a failure", op: OpRequest,
 			attemptTimeout: 20 * time.Millisecond, budget: time.Second, requestTimeout: 50 * time.Millisecond, wantFailures: 1},
 		{name: "request: the caller's earlier deadline is excluded", op: OpRequest,
