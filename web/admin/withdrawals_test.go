@@ -59,31 +59,33 @@ func TestWithdrawalQueue(t *testing.T) {
 		// A wrong code, then no note: nothing changes. The refused form's
 		// field at fault is marked invalid and described by the sentence,
 		// and the form keeps its note; the other forms are untouched.
-		refused := func(r apptest.Response, field string) {
+		// refused checks a refused submission of form id (typed with note):
+		// its field at fault (or none) is marked, the form keeps its note,
+		// and the forms named in others are untouched.
+		refused := func(r apptest.Response, id, field, note string, others ...string) {
 			t.Helper()
 			page := apptest.Parse(r.Body)
 			if page.TestID("admin-error") == nil || page.TestID("admin-error").Attr("id") != "form-error" {
-				t.Fatalf("no sentence to describe the field: %.300s", r.Body)
+				t.Fatalf("%s: no sentence to describe the field: %.300s", id, r.Body)
 			}
-			id := "approve-" + big.PublicID
 			for _, f := range []string{"code", "note"} {
 				el := page.TestID(f + "-" + id)
 				if el == nil {
-					t.Fatalf("no %s field in the refused form", f)
+					t.Fatalf("%s: no %s field in the refused form", id, f)
 				}
 				if got, want := el.Attr("aria-invalid") == "true", f == field; got != want {
-					t.Errorf("%s field invalid: %v, want %v", f, got, want)
+					t.Errorf("%s: %s field invalid: %v, want %v", id, f, got, want)
 				}
 				if f == field && !strings.Contains(el.Attr("aria-describedby"), "form-error") {
-					t.Errorf("%s field not described by the sentence: %q", f, el.Attr("aria-describedby"))
+					t.Errorf("%s: %s field not described by the sentence: %q", id, f, el.Attr("aria-describedby"))
 				}
 			}
-			if got := page.TestID("note-" + id).Attr("value"); field == "code" && got != "called the payee" {
-				t.Errorf("the refused form lost its note: %q", got)
+			if got := page.TestID("note-" + id).Attr("value"); got != note {
+				t.Errorf("%s: the refused form's note is %q, want %q", id, got, note)
 			}
-			for _, name := range []string{"code-reject-" + big.PublicID, "code-approve-" + other.PublicID, "note-reject-" + big.PublicID} {
+			for _, name := range others {
 				if el := page.TestID(name); el == nil || el.Attr("aria-invalid") != "" || el.Attr("value") != "" {
-					t.Errorf("another form's field %s is marked or filled", name)
+					t.Errorf("%s: another form's field %s is missing, marked or filled", id, name)
 				}
 			}
 		}
@@ -91,12 +93,13 @@ func TestWithdrawalQueue(t *testing.T) {
 		if r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("a wrong code: %d", r.Status)
 		}
-		refused(r, "code")
+		others := []string{"code-reject-" + big.PublicID, "code-approve-" + other.PublicID, "note-reject-" + big.PublicID}
+		refused(r, "approve-"+big.PublicID, "code", "called the payee", others...)
 		r = admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {""}, "code": {code()}})
 		if r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("no note: %d", r.Status)
 		}
-		refused(r, "note")
+		refused(r, "approve-"+big.PublicID, "note", "", others...)
 		if s := withdrawaltest.Get(t, db, big.PublicID).Status; s != withdrawal.StatusRequested {
 			t.Fatalf("changed to %s", s)
 		}
@@ -106,6 +109,20 @@ func TestWithdrawalQueue(t *testing.T) {
 		}
 		if s := withdrawaltest.Get(t, db, big.PublicID).Status; s != withdrawal.StatusApproved {
 			t.Fatalf("approved: %s", s)
+		}
+		// A rejection refused for a wrong code, then for no note.
+		r = admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalReject(other.PublicID), url.Values{"note": {"no answer"}, "code": {"000000"}})
+		if r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("reject, a wrong code: %d", r.Status)
+		}
+		refused(r, "reject-"+other.PublicID, "code", "no answer", "code-approve-"+other.PublicID, "note-approve-"+other.PublicID)
+		r = admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalReject(other.PublicID), url.Values{"note": {"  "}, "code": {code()}})
+		if r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("reject, no note: %d", r.Status)
+		}
+		refused(r, "reject-"+other.PublicID, "note", "  ", "code-approve-"+other.PublicID)
+		if s := withdrawaltest.Get(t, db, other.PublicID).Status; s != withdrawal.StatusRequested {
+			t.Fatalf("a refused rejection changed it to %s", s)
 		}
 		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalReject(other.PublicID), url.Values{"note": {"no answer"}, "code": {code()}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("reject: %d", r.Status)
@@ -122,6 +139,20 @@ func TestWithdrawalQueue(t *testing.T) {
 		if page.TestID("wd-under-review-item") == nil {
 			t.Fatal("nothing under review")
 		}
+		// Closing it refused for a wrong code, then for no note.
+		for _, c := range []struct{ note, code, field string }{
+			{"the provider's panel has no such payout", "000000", "code"},
+			{"", code(), "note"},
+		} {
+			r = admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalFail(small.PublicID), url.Values{"note": {c.note}, "code": {c.code}})
+			if r.Status != http.StatusUnprocessableEntity {
+				t.Fatalf("fail refused for its %s: %d", c.field, r.Status)
+			}
+			refused(r, "fail-"+small.PublicID, c.field, c.note)
+		}
+		if s := withdrawaltest.Get(t, db, small.PublicID).Status; s == withdrawal.StatusFailed {
+			t.Fatal("a refused close failed it")
+		}
 		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalFail(small.PublicID), url.Values{"note": {"the provider's panel has no such payout"}, "code": {code()}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("fail: %d %.300s", r.Status, r.Body)
 		}
@@ -133,12 +164,16 @@ func TestWithdrawalQueue(t *testing.T) {
 		if r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("account, a wrong code: %d", r.Status)
 		}
-		form := "account-approve-" + strconv.FormatInt(pending, 10)
-		if el := apptest.Parse(r.Body).TestID("code-" + form); el == nil || el.Attr("aria-invalid") != "true" {
-			t.Errorf("account, a wrong code: %s's code field not marked invalid", form)
+		acctID := strconv.FormatInt(pending, 10)
+		refused(r, "account-approve-"+acctID, "code", "saw the card", "code-account-reject-"+acctID, "note-account-reject-"+acctID)
+		// Rejecting it without a note: its note field.
+		r = admin.Submit(routes.AdminWithdrawals, routes.AdminBankAccountReject(pending), url.Values{"note": {""}, "code": {code()}})
+		if r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("account reject, no note: %d", r.Status)
 		}
-		if el := apptest.Parse(r.Body).TestID("note-" + form); el == nil || el.Attr("value") != "saw the card" {
-			t.Errorf("account, a wrong code: %s lost its note", form)
+		refused(r, "account-reject-"+acctID, "note", "", "code-account-approve-"+acctID)
+		if s := withdrawaltest.BankAccountStatus(t, db, pending); s != "pending_review" {
+			t.Fatalf("a refused review changed the account to %s", s)
 		}
 		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminBankAccountApprove(pending), url.Values{"note": {"saw the card"}, "code": {code()}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("account: %d", r.Status)
