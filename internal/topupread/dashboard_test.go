@@ -281,12 +281,15 @@ func TestDashboardShowsTheOldestUnresolved(t *testing.T) {
 	})
 }
 
-// TestDashboardKeepsEndedHoursAndLatencyBriefly: the dashboard counts the
-// hour in progress at every load, and keeps its counts of the ended hours
-// for topupread.EndedHoursFresh and the bank's latency for
-// topupread.LatencyFresh (a clock the test moves): a change in an ended
-// hour shows once that has passed, or as soon as another hour has begun;
-// a new call to the bank once its minute has passed.
+// TestDashboardKeepsEndedHoursAndLatencyBriefly: the dashboard keeps its
+// counts of the chart up to a minute before it counted for
+// topupread.EndedHoursFresh, and the bank's latency for
+// topupread.LatencyFresh (a clock the test moves). A top-up created since
+// then shows at every load, even one whose insert was in flight when the
+// counts were taken; a change in what was counted (an ended hour, or the
+// hour in progress before the count) shows once EndedHoursFresh has
+// passed, or as soon as another hour has begun; a new call to the bank
+// once its minute has passed.
 func TestDashboardKeepsEndedHoursAndLatencyBriefly(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		topuptest.SeedN(t, db, 48) // created at Base + 0..7 whole UTC hours (:30 on Tehran's clock)
@@ -325,20 +328,37 @@ func TestDashboardKeepsEndedHoursAndLatencyBriefly(t *testing.T) {
 			t.Fatalf("first load: hours %v, want %v; latency %+v, want none", d0.Hours, exact(t0), d0.Latency)
 		}
 		// Two ended hours change (a top-up's row moves from one to the
-		// other), one top-up moves into the hour in progress, the bank
-		// answers a call.
+		// other); one top-up moves into the hour in progress, created 20 s
+		// before the first load (after the counts' minute: an insert that
+		// was in flight); one counted in the hour in progress fails after
+		// all; the bank answers a call.
 		exec(`UPDATE topups SET created_at = ? WHERE public_id = ?`, base.Add(time.Hour), topuptest.SeedPublicID(3))
-		exec(`UPDATE topups SET created_at = ? WHERE public_id = ?`, t0.Add(-5*time.Minute), topuptest.SeedPublicID(2))
+		exec(`UPDATE topups SET created_at = ? WHERE public_id = ?`, t0.Add(-20*time.Second), topuptest.SeedPublicID(2))
+		var moved string
+		if err := db.Gorm.Raw(`SELECT status FROM topups WHERE public_id = ?`, topuptest.SeedPublicID(2)).Scan(&moved).Error; err != nil {
+			t.Fatal(err)
+		}
+		exec(`UPDATE topups SET status = 'failed' WHERE id = (SELECT MIN(id) FROM topups WHERE status <> 'failed' AND created_at >= ? AND created_at < ?)`,
+			base.Add(7*time.Hour-45*time.Minute), t0.Add(-2*time.Minute))
 		exec(`INSERT INTO gateway_calls (gateway, operation, attempt, started_at, duration_ms, outcome) VALUES ('zarinpal', 'verify', 1, ?, 70, 'paid')`, t0.Add(-time.Minute))
 
 		t1 := t0.Add(30 * time.Second)
 		d1, now1 := dash(t1), exact(t1)
-		if same(d0.Hours[:23], now1[:23]) {
-			t.Fatal("the changes did not touch the ended hours: the test proves nothing")
+		if same(d0.Hours[:23], now1[:23]) || now1[23].Failed != d0.Hours[23].Failed+1 {
+			t.Fatal("the changes did not touch the counted hours: the test proves nothing")
 		}
-		if !same(d1.Hours[:23], d0.Hours[:23]) || d1.Hours[23] != now1[23] {
+		// The hour in progress: the first load's counts, and the new one.
+		want := d0.Hours[23]
+		want.Total++
+		switch moved {
+		case "credited":
+			want.Credited++
+		case "failed":
+			want.Failed++
+		}
+		if !same(d1.Hours[:23], d0.Hours[:23]) || d1.Hours[23] != want {
 			t.Errorf("within %v: ended hours %v (want the first load's %v), hour in progress %+v (want %+v)",
-				topupread.EndedHoursFresh, d1.Hours[:23], d0.Hours[:23], d1.Hours[23], now1[23])
+				topupread.EndedHoursFresh, d1.Hours[:23], d0.Hours[:23], d1.Hours[23], want)
 		}
 		if len(d1.Latency) != 0 {
 			t.Errorf("within %v: latency %+v, want the first load's (none)", topupread.LatencyFresh, d1.Latency)

@@ -24,8 +24,8 @@ type DashboardView struct {
 	Reconcile       []ReconcileView
 	// TopUps are the last 24 hours of top-ups, oldest first.
 	TopUps []HourView
-	// HoursFreshMinutes: the hours that have ended are counted again
-	// after this many minutes (the hour in progress at every load).
+	// HoursFreshMinutes: the chart is counted again after this many
+	// minutes (top-ups started since the last count at every load).
 	HoursFreshMinutes int64
 	// Latency is the bank's latency per operation over the last 24 hours,
 	// ranked again after LatencyFreshSeconds.
