@@ -55,7 +55,7 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 			t.Errorf("refused requests wrote: %v → %v", before, after)
 		}
 		// The same filters without the NUL are served.
-		for _, path := range []string{routes.AdminTopUps + "?q=ab", routes.AdminUsers + "?q=x", routes.AdminAudit + "?admin=root@example.com", routes.AdminTokens + "?email=x"} {
+		for _, path := range []string{routes.AdminTopUps + "?q=abc", routes.AdminUsers + "?q=xyz", routes.AdminAudit + "?admin=root@example.com", routes.AdminTokens + "?email=x"} {
 			if r := admin.Get(path); r.Status != http.StatusOK {
 				t.Errorf("GET %s: %d, want 200", path, r.Status)
 			}

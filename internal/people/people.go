@@ -45,6 +45,11 @@ func (r *Reader) page() *store.DB {
 // ErrNotFound is returned for a user that does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrSearchTooShort is returned for a search by part of an address that
+// holds no three letters or digits in a row: no index can find it, and
+// it would read every user (store.TrigramSearchable).
+var ErrSearchTooShort = errors.New("people: search text too short")
+
 // User is a person as the admin pages show them, with their wallet.
 type User struct {
 	ID           int64
@@ -89,10 +94,14 @@ func (r *Reader) User(ctx context.Context, id int64) (User, error) {
 }
 
 // Users finds users whose e-mail address contains q (any case), newest
-// first; with no q, the newest users.
+// first; with no q, the newest users. A q without three letters or digits
+// in a row is refused with ErrSearchTooShort.
 func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error) {
 	tx := r.page().Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).Joins(userJoins)
 	if q = strings.TrimSpace(q); q != "" {
+		if !store.TrigramSearchable(q) {
+			return nil, ErrSearchTooShort
+		}
 		tx = tx.Where(`lower(u.email) LIKE ? ESCAPE '\'`, "%"+likeEscape(strings.ToLower(q))+"%")
 	}
 	var out []User

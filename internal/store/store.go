@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -442,6 +443,25 @@ func IsCheckViolation(err error) bool {
 // Tx runs fn in a transaction on ctx.
 func (db *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return db.Gorm.WithContext(ctx).Transaction(fn)
+}
+
+// TrigramSearchable reports whether a search for text anywhere in a
+// column (LIKE '%text%') can be served by a trigram index (pg_trgm, as on
+// users' e-mail addresses): the text must hold three letters or digits
+// in a row. pg_trgm takes its trigrams from runs of letters and digits;
+// from "ab" or "a.b" it takes none, and such a search reads every row.
+func TrigramSearchable(text string) bool {
+	run := 0
+	for _, c := range text {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			run = 0
+			continue
+		}
+		if run++; run == 3 {
+			return true
+		}
+	}
+	return false
 }
 
 // RightChars is the SQL expression of the last n characters of expr

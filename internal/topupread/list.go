@@ -333,6 +333,18 @@ func emailFragment(f Filter) string {
 	return "%" + likeEscape(strings.ToLower(q)) + "%"
 }
 
+// FragmentTooShort reports whether f searches by part of an e-mail address
+// that holds no three letters or digits in a row: the trigram index finds
+// nothing by it, and the search would read every user
+// (store.TrigramSearchable); the page then asks for a longer part.
+func (r *Reader) FragmentTooShort(ctx context.Context, f Filter) (bool, error) {
+	f, err := r.settle(ctx, f)
+	if err != nil {
+		return false, err
+	}
+	return emailFragment(f) != "" && !store.TrigramSearchable(NormalizeQuery(f.Query)), nil
+}
+
 // FragmentTooWide reports whether f searches by part of an e-mail address
 // that more than FragmentUsers addresses contain (the trigram index finds
 // them; at most FragmentUsers+1 are counted): the page then asks for a

@@ -4,4 +4,7 @@ package admin
 type UserListView struct {
 	Query string
 	Users []UserRow
+	// ErrorKey is the message of a refused search ("": none); the search
+	// field is then marked invalid.
+	ErrorKey string
 }

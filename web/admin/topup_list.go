@@ -102,9 +102,17 @@ func (h *handlers) listQuery(c *fiber.Ctx) (f topupread.Filter, after *topupread
 }
 
 // fragmentTooWide is the message key asking for a longer search when f
-// searches by a part of an e-mail address that more than
+// searches by a part of an e-mail address too short for the index to find
+// (fewer than three letters or digits in a row) or that more than
 // topupread.FragmentUsers addresses contain ("" otherwise).
 func (h *handlers) fragmentTooWide(c *fiber.Ctx, f topupread.Filter) (string, error) {
+	short, err := h.Reads.FragmentTooShort(c.UserContext(), f)
+	if err != nil {
+		return "", err
+	}
+	if short {
+		return "admin.error.fragment_short", nil
+	}
 	wide, err := h.Reads.FragmentTooWide(c.UserContext(), f)
 	if err != nil || !wide {
 		return "", err

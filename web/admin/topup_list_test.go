@@ -178,3 +178,54 @@ func TestConsoleFragmentTooWide(t *testing.T) {
 		}
 	})
 }
+
+// TestSearchTooShort: a search by part of an e-mail address without three
+// letters or digits in a row (no index can find it: it would read every
+// user) answers 400 with a sentence asking for more, in the page's
+// language, on the payments list, its CSV and the users list, and lists
+// nothing; the users list marks its field. Three in a row search.
+func TestSearchTooShort(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{Unchecked: "topuptest.SeedN writes top-ups without their events and ledger transactions"})
+		topuptest.SeedN(t, db, 10)
+		admin := app.NewAdmin(t, "boss@example.com")
+		for _, q := range []string{"al", "a.l", "b.s@e", "a_%"} {
+			for _, l := range []i18n.Lang{i18n.EN, i18n.FA} {
+				want := i18n.T(l, "admin.error.fragment_short")
+				r := admin.GetIn(string(l), routes.AdminTopUps+"?q="+url.QueryEscape(q))
+				page := apptest.Parse(r.Body)
+				if el := page.TestID("filter-error"); r.Status != http.StatusBadRequest || el == nil || el.Text() != want {
+					t.Errorf("payments ?q=%s (%s): status %d, message %v", q, l, r.Status, el)
+				}
+				if n := len(publicIDAttr.FindAllString(r.Body, -1)); n != 0 {
+					t.Errorf("payments ?q=%s: %d rows listed", q, n)
+				}
+				r = admin.GetIn(string(l), routes.AdminUsers+"?q="+url.QueryEscape(q))
+				page = apptest.Parse(r.Body)
+				el := page.TestID("users-error")
+				if r.Status != http.StatusBadRequest || el == nil || el.Text() != want || el.Attr("id") != "users-error" {
+					t.Fatalf("users ?q=%s (%s): status %d, message %v", q, l, r.Status, el)
+				}
+				if in := page.ByID("u-q"); in == nil || in.Attr("aria-invalid") != "true" || in.Attr("aria-describedby") != "users-error" || in.Attr("value") != q {
+					t.Errorf("users ?q=%s: the field is not marked, or lost the text", q)
+				}
+				if len(page.TestIDs("user-row")) != 0 || page.TestID("no-users") != nil {
+					t.Errorf("users ?q=%s: a result section is shown", q)
+				}
+			}
+			if r := admin.Get(routes.AdminTopUpsCSV + "?q=" + url.QueryEscape(q)); r.Status != http.StatusBadRequest {
+				t.Errorf("CSV ?q=%s: %d", q, r.Status)
+			}
+		}
+		// Three in a row, anywhere in the text: found.
+		for _, q := range []string{"ali", "b.smi", "x@tes"} {
+			if r := admin.Get(routes.AdminTopUps + "?q=" + url.QueryEscape(q)); r.Status != http.StatusOK || len(publicIDAttr.FindAllString(r.Body, -1)) == 0 {
+				t.Errorf("payments ?q=%s: status %d, no rows", q, r.Status)
+			}
+			if r := admin.Get(routes.AdminUsers + "?q=" + url.QueryEscape(q)); r.Status != http.StatusOK || strings.Count(r.Body, `data-testid="user-row"`) != 1 {
+				t.Errorf("users ?q=%s: status %d, %d rows, want 1", q, r.Status, strings.Count(r.Body, `data-testid="user-row"`))
+			}
+		}
+	})
+}
