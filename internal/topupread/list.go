@@ -238,6 +238,10 @@ func statusList(statuses []string) (string, error) {
 	return strings.Join(quoted, ", "), nil
 }
 
+// gatewayNameRE is a gateway's name that is safe to write as an SQL
+// literal.
+var gatewayNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+
 // where applies the filter to a query over "payments AS p" (the status
 // condition only when withStatus).
 func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error) {
@@ -253,7 +257,16 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 		}
 	}
 	if f.Gateway != "" {
-		tx = tx.Where("p.gateway = ?", f.Gateway)
+		// A literal when it can be one (every gateway's name is a bare
+		// lower-case word): the generic plan of "p.gateway = $1" assumes
+		// an average gateway and walks the newest top-ups filtering by it,
+		// which for a gateway that takes one top-up in a thousand reads
+		// almost every top-up (TestScalePagesUseIndexes).
+		if gatewayNameRE.MatchString(f.Gateway) {
+			tx = tx.Where("p.gateway = '" + f.Gateway + "'")
+		} else {
+			tx = tx.Where("p.gateway = ?", f.Gateway)
+		}
 	}
 	if f.UserID != 0 {
 		tx = tx.Where("p.user_id = ?", f.UserID)

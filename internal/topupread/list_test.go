@@ -129,6 +129,8 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 					return r.Status == "awaiting_payment" || r.Status == "pending_verification"
 				}},
 			{"gateway", topupread.Filter{Gateway: "otherbank"}, func(r topuptest.SeedRow) bool { return r.Gateway == "otherbank" }},
+			// Not a name to write as a literal: a parameter, and nothing found.
+			{"gateway not a name", topupread.Filter{Gateway: "other'bank"}, func(topuptest.SeedRow) bool { return false }},
 			{"created range", topupread.Filter{From: from, To: to}, func(r topuptest.SeedRow) bool { return !r.CreatedAt.Before(from) && r.CreatedAt.Before(to) }},
 			{"amount range", topupread.Filter{MinRials: 200_000, MaxRials: 300_000},
 				func(r topuptest.SeedRow) bool { return r.AmountRials >= 200_000 && r.AmountRials <= 300_000 }},
