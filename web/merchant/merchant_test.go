@@ -2,6 +2,7 @@ package merchant_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -165,5 +166,35 @@ func TestMerchantPage(t *testing.T) {
 			t.Errorf("a non-merchant's cancel: %d", r.Status)
 		}
 		apptest.CheckInvariants(t, db)
+	})
+}
+
+// TestMerchantCSVEveryBatch: the export streams the merchant's charges a
+// keyset page of 1,000 at a time; across the page boundary every charge is
+// there once, newest first.
+func TestMerchantCSVEveryBatch(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		const n = 1_005
+		for i := range n {
+			newCharge(t, app, m, 10_000, fmt.Sprintf("B-%04d", i), charge.CaptureAutomatic)
+		}
+		c := app.NewClient(t)
+		c.SignIn("shop@example.com", pw)
+		r := c.Get(routes.MerchantChargesCSV)
+		if r.Status != http.StatusOK {
+			t.Fatalf("CSV: %d", r.Status)
+		}
+		lines := strings.Split(strings.TrimSuffix(r.Body, "\n"), "\n")
+		if len(lines) != n+1 {
+			t.Fatalf("CSV: %d lines, want a header and %d charges", len(lines), n)
+		}
+		for i, line := range lines[1:] {
+			if want := fmt.Sprintf(",B-%04d,", n-1-i); !strings.Contains(line, want) {
+				t.Fatalf("row %d: %q, want the order %s (newest first, each once)", i+1, line, want)
+			}
+		}
 	})
 }
