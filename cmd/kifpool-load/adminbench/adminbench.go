@@ -25,7 +25,8 @@ import (
 
 // The admin console and the payer's pages at scale (`make bench-admin`,
 // kifpool-load -admin): Seed writes top-ups, their events, their
-// ledger transactions and postings, transfers and theirs, directly with
+// ledger transactions and postings, transfers and theirs, and one
+// merchant's charges with their events, refunds and theirs, directly with
 // generated SQL (INSERT … SELECT generate_series) on one connection;
 // Pages is the list of pages measured (and, in internal/e2e's
 // scalepages_test.go, EXPLAINed on PostgreSQL: no sequential scan of the
@@ -37,18 +38,25 @@ type Size struct {
 	Users     int64 // users with a wallet each
 	Transfers int64 // transfers between users
 	Heavy     int64 // top-ups of one user (user1@…), the payer measured
+	// Charges are "Pay with Kifpool" charges of one merchant (the last
+	// user), paid from the other users' wallets (a hundredth from the
+	// heavy payer's): nine in ten succeeded (one in a hundred of those
+	// refunded by half), the rest expired or canceled.
+	Charges int64
 }
 
 // Full is the issue's size; Small the test's and bench-short's.
 var (
-	Full  = Size{TopUps: 10_000_000, Users: 100_000, Transfers: 1_000_000, Heavy: 100_000}
-	Small = Size{TopUps: 20_000, Users: 2_000, Transfers: 2_000, Heavy: 1_000}
+	Full  = Size{TopUps: 10_000_000, Users: 100_000, Transfers: 1_000_000, Heavy: 100_000, Charges: 1_000_000}
+	Small = Size{TopUps: 20_000, Users: 2_000, Transfers: 2_000, Heavy: 1_000, Charges: 2_000}
 )
 
 // Sample holds what the pages look up: ids found in the seeded rows
 // and the credentials of the admin and the heavy payer.
 type Sample struct {
 	adminSession, payerSession, payerAPIToken string
+	merchantSession, merchantAPIToken         string
+	chargeID, orderID                         string
 	heavyEmail, fragment                      string
 	heavyUserID                               int64
 	publicID, authority, card4                string
@@ -66,7 +74,8 @@ type Sample struct {
 func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any)) (Sample, error) {
 	var s Sample
 	step := sz.TopUps / max(sz.Heavy, 1)
-	bigTables := []string{"topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "gateway_calls", "admin_actions"}
+	bigTables := []string{"topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "gateway_calls", "admin_actions",
+		"charges", "charge_events", "charge_refunds"}
 	type idx struct{ Name, Def string }
 	var dropped []idx
 	rows, err := conn.Query(ctx, `SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
@@ -88,6 +97,7 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 		return s, err
 	}
 	n, u, tr := strconv.FormatInt(sz.TopUps, 10), strconv.FormatInt(sz.Users, 10), strconv.FormatInt(sz.Transfers, 10)
+	ch := strconv.FormatInt(sz.Charges, 10)
 	stepS := strconv.FormatInt(max(step, 1), 10)
 	// h spreads the statuses over the top-ups (a multiplicative hash of g).
 	stmts := []struct{ name, sql string }{
@@ -143,6 +153,44 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 			ORDER BY g`},
 		{"transfer ledger transactions", `INSERT INTO ledger_transactions (kind, reference, created_at)
 			SELECT 'transfer', public_id, created_at FROM transfers ORDER BY id`},
+		// The merchant is the last user; its payers are the others (the
+		// heavy payer for a hundredth), never itself.
+		{"merchant account", `INSERT INTO ledger_accounts (kind, code, user_id, may_go_negative, created_at, updated_at)
+			SELECT 'merchant', 'merchant:' || id, id, FALSE, created_at, created_at FROM users WHERE role = 'user' ORDER BY id DESC LIMIT 1`},
+		{"merchant", `INSERT INTO merchants (user_id, display_name, account_id, created_at)
+			SELECT user_id, 'Bench Shop', id, created_at FROM ledger_accounts WHERE kind = 'merchant'`},
+		{"charges", `INSERT INTO charges (public_id, merchant_user_id, payer_user_id, amount_rials, description, order_id, return_url, capture_method,
+			  status, captured_rials, form_token, expires_at, confirmed_at, captured_at, ended_at, created_at, updated_at)
+			SELECT 'ch_' || substr(translate(md5('c' || g), '0189', 'wxyz'), 1, 26), m.user_id, CASE WHEN s.st = 'succeeded' THEN w.user_id END,
+			       a.amount, 'Order ' || g, 'order-' || g, 'https://shop.example/return', 'automatic', s.st,
+			       CASE WHEN s.st = 'succeeded' THEN a.amount ELSE 0 END, 'ct' || g, c.at + interval '30 minutes',
+			       CASE WHEN s.st = 'succeeded' THEN c.at + interval '1 minute' END, CASE WHEN s.st = 'succeeded' THEN c.at + interval '1 minute' END,
+			       c.at + CASE s.st WHEN 'succeeded' THEN interval '1 minute' WHEN 'canceled' THEN interval '2 minutes' ELSE interval '30 minutes' END,
+			       c.at, c.at + interval '30 minutes'
+			FROM generate_series(1::bigint, ` + ch + `) g
+			CROSS JOIN (SELECT user_id FROM merchants) m
+			CROSS JOIN LATERAL (SELECT CASE WHEN g % 100 = 0 THEN 0 ELSE 1 + (g * 7919) % (` + u + ` - 2) END AS nth,
+			                           (g * 2654435761) % 1000 AS h) x
+			JOIN wallets w ON w.id = (SELECT MIN(id) FROM wallets) + x.nth
+			CROSS JOIN LATERAL (SELECT CASE WHEN x.h < 900 THEN 'succeeded' WHEN x.h < 950 THEN 'expired' ELSE 'canceled' END AS st) s
+			CROSS JOIN LATERAL (SELECT (10000 + (g % 50) * 1000)::bigint AS amount) a
+			CROSS JOIN LATERAL (SELECT date_trunc('second', now()) - interval '1 hour' - ((` + ch + ` - g) * interval '30 seconds') AS at) c
+			ORDER BY g`},
+		{"charge events", `INSERT INTO charge_events (charge_id, type, from_status, to_status, actor, amount_rials, created_at)
+			SELECT id, 'charge.' || status, 'requires_confirmation', status, CASE status WHEN 'expired' THEN 'worker' ELSE 'payer' END,
+			       captured_rials, ended_at
+			FROM charges ORDER BY id`},
+		{"charge ledger transactions", `INSERT INTO ledger_transactions (kind, reference, created_at)
+			SELECT 'charge', public_id, captured_at FROM charges WHERE status = 'succeeded' ORDER BY id`},
+		// One succeeded charge in a hundred refunded by half, ten minutes on.
+		{"charge refunds", `INSERT INTO charge_refunds (public_id, charge_id, amount_rials, form_token, created_at)
+			SELECT 're_' || substr(translate(md5('r' || id), '0189', 'wxyz'), 1, 26), id, amount_rials / 2, 'rt' || id, captured_at + interval '10 minutes'
+			FROM charges WHERE status = 'succeeded' AND id % 100 = 7 ORDER BY id`},
+		{"charges refunded", `UPDATE charges c SET refunded_rials = r.amount_rials, updated_at = r.created_at FROM charge_refunds r WHERE r.charge_id = c.id`},
+		{"refund events", `INSERT INTO charge_events (charge_id, type, from_status, to_status, actor, amount_rials, refund_id, created_at)
+			SELECT charge_id, 'charge.refunded', 'succeeded', 'succeeded', 'merchant', amount_rials, id, created_at FROM charge_refunds ORDER BY id`},
+		{"refund ledger transactions", `INSERT INTO ledger_transactions (kind, reference, note, created_at)
+			SELECT 'refund', r.public_id, c.public_id, r.created_at FROM charge_refunds r JOIN charges c ON c.id = r.charge_id ORDER BY r.id`},
 		// Every posting with its account's balance after it: one running
 		// sum per account in the postings' id order (the transactions'
 		// order, clearing leg first).
@@ -163,7 +211,25 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 			  UNION ALL
 			  SELECT t.id, a.id, x.amount_rials, t.created_at, 1
 			    FROM ledger_transactions t JOIN transfers x ON x.public_id = t.reference JOIN ledger_accounts a ON a.user_id = x.recipient_user_id AND a.kind = 'wallet'
-			   WHERE t.kind = 'transfer') legs
+			   WHERE t.kind = 'transfer'
+			  UNION ALL
+			  SELECT t.id, a.id, -c.amount_rials, t.created_at, 0
+			    FROM ledger_transactions t JOIN charges c ON c.public_id = t.reference JOIN ledger_accounts a ON a.user_id = c.payer_user_id AND a.kind = 'wallet'
+			   WHERE t.kind = 'charge'
+			  UNION ALL
+			  SELECT t.id, m.account_id, c.amount_rials, t.created_at, 1
+			    FROM ledger_transactions t JOIN charges c ON c.public_id = t.reference JOIN merchants m ON m.user_id = c.merchant_user_id
+			   WHERE t.kind = 'charge'
+			  UNION ALL
+			  SELECT t.id, m.account_id, -r.amount_rials, t.created_at, 0
+			    FROM ledger_transactions t JOIN charge_refunds r ON r.public_id = t.reference JOIN charges c ON c.id = r.charge_id
+			    JOIN merchants m ON m.user_id = c.merchant_user_id
+			   WHERE t.kind = 'refund'
+			  UNION ALL
+			  SELECT t.id, a.id, r.amount_rials, t.created_at, 1
+			    FROM ledger_transactions t JOIN charge_refunds r ON r.public_id = t.reference JOIN charges c ON c.id = r.charge_id
+			    JOIN ledger_accounts a ON a.user_id = c.payer_user_id AND a.kind = 'wallet'
+			   WHERE t.kind = 'refund') legs
 			ORDER BY tid, leg`},
 		{"balances", `UPDATE ledger_accounts a SET posted_rials = s.total, updated_at = now()
 			FROM (SELECT account_id, SUM(amount_rials) AS total FROM ledger_postings GROUP BY account_id) s WHERE s.account_id = a.id`},
@@ -177,7 +243,8 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 			FROM topups p WHERE p.status = 'needs_review' ORDER BY p.id`},
 		{"indexes", ""}, // placeholder: the dropped indexes are built again here
 		{"triggers on", ""},
-		{"analyze", `VACUUM ANALYZE users, wallets, ledger_accounts, topups, topup_events, ledger_transactions, ledger_postings, transfers, gateway_calls, admin_actions`},
+		{"analyze", `VACUUM ANALYZE users, wallets, ledger_accounts, topups, topup_events, ledger_transactions, ledger_postings, transfers, gateway_calls, admin_actions,
+			merchants, charges, charge_events, charge_refunds`},
 	}
 	for _, st := range stmts {
 		t0 := time.Now()
@@ -265,16 +332,36 @@ func SampleOf(ctx context.Context, conn *pgx.Conn, sz Size, s *Sample) error {
 	if _, err := conn.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, now(), now() + interval '1 day')`, hash, s.heavyUserID); err != nil {
 		return err
 	}
-	var tok string
-	tok, _ = token()
-	s.payerAPIToken = "kp_" + tok
-	sum := sha256.Sum256([]byte(s.payerAPIToken))
-	if _, err := conn.Exec(ctx, `INSERT INTO api_tokens (user_id, name, token_hash, prefix, scope, created_at, expires_at)
-		VALUES ($1, 'bench', $2, $3, 'read', now(), now() + interval '1 day')`, s.heavyUserID, hex.EncodeToString(sum[:]), s.payerAPIToken[:9]); err != nil {
+	apiToken := func(userID int64, scope string) (string, error) {
+		tok, _ := token()
+		tok = "kp_" + tok
+		sum := sha256.Sum256([]byte(tok))
+		_, err := conn.Exec(ctx, `INSERT INTO api_tokens (user_id, name, token_hash, prefix, scope, created_at, expires_at)
+			VALUES ($1, 'bench', $2, $3, $4, now(), now() + interval '1 day')`, userID, hex.EncodeToString(sum[:]), tok[:9], scope)
+		return tok, err
+	}
+	var err error
+	if s.payerAPIToken, err = apiToken(s.heavyUserID, "read"); err != nil {
+		return err
+	}
+	// The merchant: a charge half-way down its list, its session and
+	// its API token (scope charges).
+	var merchantID int64
+	if err := q(`SELECT user_id FROM merchants`, &merchantID); err != nil {
+		return err
+	}
+	if err := q(`SELECT public_id, order_id FROM charges ORDER BY id LIMIT 1 OFFSET `+strconv.FormatInt(sz.Charges/2, 10), &s.chargeID, &s.orderID); err != nil {
+		return err
+	}
+	s.merchantSession, hash = token()
+	if _, err := conn.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, now(), now() + interval '1 day')`, hash, merchantID); err != nil {
+		return err
+	}
+	if s.merchantAPIToken, err = apiToken(merchantID, "charges"); err != nil {
 		return err
 	}
 	s.Rows = map[string]int64{}
-	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers"} {
+	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "charges"} {
 		var c int64
 		if err := q(`SELECT reltuples::bigint FROM pg_class WHERE oid = '`+t+`'::regclass`, &c); err != nil {
 			return err
@@ -296,6 +383,8 @@ const (
 	asAdmin who = iota
 	asPayer
 	asAPI
+	asMerchant
+	asMerchantAPI
 )
 
 // Page is one page measured: a path fetched as someone, answering 200.
@@ -345,7 +434,9 @@ func Pages(s Sample) []Page {
 		{"admin withdrawals", routes.AdminWithdrawals, asAdmin},
 		{"admin charges", routes.AdminCharges, asAdmin},
 		{"admin charges: e-mail", routes.AdminCharges + "?q=" + s.heavyEmail, asAdmin},
-		{"admin charges: order id", routes.AdminCharges + "?q=order-1", asAdmin},
+		{"admin charges: order id", routes.AdminCharges + "?q=" + s.orderID, asAdmin},
+		{"admin charges: charge id", routes.AdminCharges + "?q=" + s.chargeID, asAdmin},
+		{"admin charge detail", routes.AdminCharge(s.chargeID), asAdmin},
 		{"admin gateways", routes.AdminGateways, asAdmin},
 		{"admin tokens", routes.AdminTokens, asAdmin},
 		{"admin webhooks", routes.AdminWebhooks, asAdmin},
@@ -364,6 +455,13 @@ func Pages(s Sample) []Page {
 		{"API transfers", routes.APITransfers, asAPI},
 		{"API withdrawals", routes.APIWithdrawals, asAPI},
 		{"API bank accounts", routes.APIBankAccounts, asAPI},
+		{"merchant charges", routes.Merchant, asMerchant},
+		{"merchant charges: succeeded", routes.Merchant + "?status=succeeded", asMerchant},
+		{"merchant charges: canceled", routes.Merchant + "?status=canceled", asMerchant},
+		{"merchant charge", routes.MerchantCharge(s.chargeID), asMerchant},
+		{"merchant charges CSV", routes.MerchantChargesCSV, asMerchant},
+		{"API charges (merchant)", routes.APICharges, asMerchantAPI},
+		{"API charge (merchant)", routes.Fill(routes.APIChargePattern, s.chargeID), asMerchantAPI},
 	}
 }
 
@@ -404,6 +502,10 @@ func (c *Client) fetch(ctx context.Context, p Page) (int, time.Duration, error) 
 		req.Header.Set("Cookie", "kp_session="+c.s.payerSession+"; lang=en")
 	case asAPI:
 		req.Header.Set("Authorization", "Bearer "+c.s.payerAPIToken)
+	case asMerchant:
+		req.Header.Set("Cookie", "kp_session="+c.s.merchantSession+"; lang=en")
+	case asMerchantAPI:
+		req.Header.Set("Authorization", "Bearer "+c.s.merchantAPIToken)
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
@@ -473,7 +575,7 @@ func SizeOf(n int64) Size {
 	if n == Full.TopUps {
 		return Full
 	}
-	return Size{TopUps: n, Users: max(n/100, 100), Transfers: max(n/10, 100), Heavy: max(n/100, 10)}
+	return Size{TopUps: n, Users: max(n/100, 100), Transfers: max(n/10, 100), Heavy: max(n/100, 10), Charges: max(n/10, 100)}
 }
 
 // ms is d in milliseconds.
