@@ -57,7 +57,8 @@ func fresh(at, now time.Time, within time.Duration) bool {
 // minute before the last count from the cache while EndedHoursFresh (and
 // while the chart's first hour is the same), what was created since then
 // counted now. At every load it reads at most the top-ups of the last
-// EndedHoursFresh + countedSettle, not the whole hour in progress.
+// EndedHoursFresh + countedSettle + a minute (the count ends on a whole
+// minute): seven minutes, not the whole hour in progress.
 func (r *Reader) dashboardHours(ctx context.Context, now time.Time) ([]HourBucket, error) {
 	w := hourWindowAt(now)
 	c := r.cache
