@@ -260,11 +260,6 @@ func hourWindowAt(now time.Time) hourWindow {
 	return hourWindow{offset: offset, base: base, first: time.Unix(base*3600-off, 0).UTC()}
 }
 
-// current is the number of the hour now is in, and its beginning.
-func (w hourWindow) current() (int64, time.Time) {
-	return w.base + 23, w.first.Add(23 * time.Hour)
-}
-
 // hourCount is one hour's top-ups: all, credited, failed.
 type hourCount struct{ total, credited, failed int64 }
 
