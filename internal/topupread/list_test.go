@@ -128,6 +128,8 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 				func(r topuptest.SeedRow) bool {
 					return r.Status == "awaiting_payment" || r.Status == "pending_verification"
 				}},
+			{"a status named twice", topupread.Filter{Statuses: []string{"failed", "credited", "failed"}},
+				func(r topuptest.SeedRow) bool { return r.Status == "failed" || r.Status == "credited" }},
 			{"gateway", topupread.Filter{Gateway: "otherbank"}, func(r topuptest.SeedRow) bool { return r.Gateway == "otherbank" }},
 			// Not a name to write as a literal: a parameter, and nothing found.
 			{"gateway not a name", topupread.Filter{Gateway: "other'bank"}, func(topuptest.SeedRow) bool { return false }},
