@@ -6,6 +6,7 @@ package email
 import (
 	"errors"
 	"net/mail"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,6 +15,15 @@ import (
 	"golang.org/x/text/secure/precis"
 	"golang.org/x/text/unicode/norm"
 )
+
+// wholeRE is the shape of a whole address: one "@", a dot after it, no
+// spaces.
+var wholeRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
+
+// LooksWhole reports whether a search text has the shape of a whole
+// address (searched exactly, by the unique index on lower(email)), not of
+// a part of one. It checks the shape only, not that the address is valid.
+func LooksWhole(s string) bool { return wholeRE.MatchString(s) }
 
 // ErrInvalid: not an address Kifpool accepts.
 var ErrInvalid = errors.New("email address is not valid")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/email"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -94,14 +95,20 @@ func (r *Reader) User(ctx context.Context, id int64) (User, error) {
 }
 
 // Users finds users whose e-mail address contains q (any case), newest
-// first; with no q, the newest users. A q without three letters or digits
-// in a row is refused with ErrSearchTooShort.
+// first; with no q, the newest users; with a whole address, that person.
+// A part of an address without three letters or digits in a row is
+// refused with ErrSearchTooShort.
 func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error) {
 	tx := r.page().Gorm.WithContext(ctx).Table("users AS u").Select(userColumns).Joins(userJoins)
-	if q = strings.TrimSpace(q); q != "" {
-		if !store.TrigramSearchable(q) {
-			return nil, ErrSearchTooShort
-		}
+	switch q = strings.TrimSpace(q); {
+	case q == "":
+	case email.LooksWhole(q):
+		// A whole address is that person (the unique index on
+		// lower(email)), however short.
+		tx = tx.Where(`lower(u.email) = ?`, strings.ToLower(q))
+	case !store.TrigramSearchable(q):
+		return nil, ErrSearchTooShort
+	default:
 		tx = tx.Where(`lower(u.email) LIKE ? ESCAPE '\'`, "%"+likeEscape(strings.ToLower(q))+"%")
 	}
 	var out []User

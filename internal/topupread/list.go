@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/email"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/store"
 )
@@ -38,8 +39,6 @@ var (
 	publicIDRE  = regexp.MustCompile(`^[a-z2-7]{24}$`)
 	authorityRE = regexp.MustCompile(`^[A-Za-z0-9]{25,64}$`)
 	digitsRE    = regexp.MustCompile(`^[0-9]{1,19}$`)
-	// wholeEmailRE is a whole address (searched exactly, not as a part).
-	wholeEmailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
 )
 
 // shortRefRE is the receipt's short reference as people read it out:
@@ -318,7 +317,7 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 	case SearchCard:
 		tx = tx.Where(r.db.RightChars("p.card_pan_masked", 4)+" = ? AND p.card_pan_masked <> ''", q)
 	case SearchEmail:
-		if wholeEmailRE.MatchString(q) {
+		if email.LooksWhole(q) {
 			// A whole address is that user (the unique index on
 			// lower(email)): "=", not IN, so that the planner walks the
 			// user's top-ups in the list's order and stops at the page
@@ -341,7 +340,7 @@ const FragmentUsers = 200
 // an e-mail address (not a whole one), else "".
 func emailFragment(f Filter) string {
 	q := NormalizeQuery(f.Query)
-	if f.kind() != SearchEmail || wholeEmailRE.MatchString(q) {
+	if f.kind() != SearchEmail || email.LooksWhole(q) {
 		return ""
 	}
 	return "%" + likeEscape(strings.ToLower(q)) + "%"

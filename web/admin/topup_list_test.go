@@ -183,7 +183,9 @@ func TestConsoleFragmentTooWide(t *testing.T) {
 // letters or digits in a row (no index can find it: it would read every
 // user) answers 400 with a sentence asking for more, in the page's
 // language, on the payments list, its CSV and the users list, and lists
-// nothing; the users list marks its field. Three in a row search.
+// nothing; the users list marks its field. Three in a row search, and so
+// does a whole address however short (exactly: not "ax@y.ir" for
+// "x@y.ir").
 func TestSearchTooShort(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -217,6 +219,15 @@ func TestSearchTooShort(t *testing.T) {
 			if r := admin.Get(routes.AdminTopUpsCSV + "?q=" + url.QueryEscape(q)); r.Status != http.StatusBadRequest {
 				t.Errorf("CSV ?q=%s: %d", q, r.Status)
 			}
+		}
+		// A whole address is that person, however short: searched exactly.
+		topuptest.SeedUsers(t, db, "x@y.ir", "ax@y.ir")
+		if r := admin.Get(routes.AdminUsers + "?q=" + url.QueryEscape("X@y.ir")); r.Status != http.StatusOK || strings.Count(r.Body, `data-testid="user-row"`) != 1 ||
+			!strings.Contains(r.Body, "x@y.ir") {
+			t.Errorf("users ?q=X@y.ir: status %d, %d rows, want the one person", r.Status, strings.Count(r.Body, `data-testid="user-row"`))
+		}
+		if r := admin.Get(routes.AdminTopUps + "?q=" + url.QueryEscape("x@y.ir")); r.Status != http.StatusOK {
+			t.Errorf("payments ?q=x@y.ir: status %d, want 200 (a whole address)", r.Status)
 		}
 		// Three in a row, anywhere in the text: found.
 		for _, q := range []string{"ali", "b.smi", "x@tes"} {

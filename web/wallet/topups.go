@@ -112,8 +112,9 @@ func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-topups.csv"`)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	// The request's context ends with the handler: the stream uses only
-	// what is read here.
+	// The stream runs after the handler has returned: it uses only what
+	// is read here, and the request's context (a value, never cancelled
+	// when the handler returns), not Fiber's Ctx.
 	names := map[string]string{}
 	gatewayName := func(name string) string {
 		n, ok := names[name]
