@@ -131,13 +131,17 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 			{"a status named twice", topupread.Filter{Statuses: []string{"failed", "credited", "failed"}},
 				func(r topuptest.SeedRow) bool { return r.Status == "failed" || r.Status == "credited" }},
 			{"two statuses and a gateway", topupread.Filter{Statuses: []string{"failed", "credited"}, Gateway: "otherbank"},
-				func(r topuptest.SeedRow) bool { return (r.Status == "failed" || r.Status == "credited") && r.Gateway == "otherbank" }},
+				func(r topuptest.SeedRow) bool {
+					return (r.Status == "failed" || r.Status == "credited") && r.Gateway == "otherbank"
+				}},
 			{"two statuses and an amount range", topupread.Filter{Statuses: []string{"awaiting_payment", "credited"}, MinRials: 200_000, MaxRials: 300_000},
 				func(r topuptest.SeedRow) bool {
 					return (r.Status == "awaiting_payment" || r.Status == "credited") && r.AmountRials >= 200_000 && r.AmountRials <= 300_000
 				}},
 			{"two statuses of one whole address", topupread.Filter{Statuses: []string{"failed", "credited"}, Query: "alice@example.com"},
-				func(r topuptest.SeedRow) bool { return (r.Status == "failed" || r.Status == "credited") && r.Email == "alice@example.com" }},
+				func(r topuptest.SeedRow) bool {
+					return (r.Status == "failed" || r.Status == "credited") && r.Email == "alice@example.com"
+				}},
 			{"gateway", topupread.Filter{Gateway: "otherbank"}, func(r topuptest.SeedRow) bool { return r.Gateway == "otherbank" }},
 			// Not a name to write as a literal: a parameter, and nothing found.
 			{"gateway not a name", topupread.Filter{Gateway: "other'bank"}, func(topuptest.SeedRow) bool { return false }},
