@@ -1,8 +1,6 @@
 package merchant
 
 import (
-	"bufio"
-	"encoding/csv"
 	"errors"
 	"strconv"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 const (
@@ -118,45 +117,18 @@ func (h *handlers) merchantCSV(c *fiber.Ctx) error {
 	}
 	l := h.Lang(c)
 	t := func(k string) string { return i18n.T(l, k) }
-	header := []string{t("csv.utc"), t("merchant.col_id"), t("merchant.col_order"), t("merchant.col_description"), t("csv.status"),
-		t("csv.status_code"), t("merchant.col_capture"), t("csv.amount_rials"), t("merchant.col_captured_rials"),
-		t("merchant.col_refunded_rials"), t("merchant.col_payer")}
-	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-charges.csv"`)
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	log := h.Log
-	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
-		_, _ = bw.WriteString("\uFEFF")
-		w := csv.NewWriter(bw)
-		_ = w.Write(header)
-		n := 0
-		for {
-			for _, ch := range cs {
-				if n >= csvMaxRows {
-					break
-				}
-				_ = w.Write([]string{ch.CreatedAt.UTC().Format(time.RFC3339), ch.PublicID, csvSafe(ch.OrderID), csvSafe(ch.Description),
-					t("merchant.status." + string(ch.Status)), string(ch.Status), string(ch.Capture), strconv.FormatInt(ch.AmountRials, 10),
-					strconv.FormatInt(ch.CapturedRials, 10), strconv.FormatInt(ch.RefundedRials, 10), ch.PayerEmail})
-				n++
-			}
-			w.Flush()
-			if err = w.Error(); err == nil {
-				err = bw.Flush() // to the merchant: nothing piles up here
-			}
-			if err != nil || next == 0 || n >= csvMaxRows {
-				break
-			}
-			if cs, next, err = page(next); err != nil {
-				break
-			}
-		}
-		if err != nil {
-			// Headers are gone: the merchant sees a cut file.
-			log.WarnContext(ctx, "csv export stopped", "rows", n, "err", err)
-		}
+	return seam.StreamCSV(c, h.Log, seam.CSVExport[charge.Charge]{
+		Filename: "kifpool-charges.csv",
+		Header: []string{t("csv.utc"), t("merchant.col_id"), t("merchant.col_order"), t("merchant.col_description"), t("csv.status"),
+			t("csv.status_code"), t("merchant.col_capture"), t("csv.amount_rials"), t("merchant.col_captured_rials"),
+			t("merchant.col_refunded_rials"), t("merchant.col_payer")},
+		First: cs, Next: next, MaxRows: csvMaxRows, Page: page,
+		Row: func(ch charge.Charge) []string {
+			return []string{ch.CreatedAt.UTC().Format(time.RFC3339), ch.PublicID, csvSafe(ch.OrderID), csvSafe(ch.Description),
+				t("merchant.status." + string(ch.Status)), string(ch.Status), string(ch.Capture), strconv.FormatInt(ch.AmountRials, 10),
+				strconv.FormatInt(ch.CapturedRials, 10), strconv.FormatInt(ch.RefundedRials, 10), ch.PayerEmail}
+		},
 	})
-	return nil
 }
 
 // csvSafe keeps a spreadsheet from reading a merchant's text as a

@@ -13,6 +13,8 @@
 package seam
 
 import (
+	"bufio"
+	"encoding/csv"
 	"log/slog"
 	"strconv"
 	"time"
@@ -115,4 +117,64 @@ func RetryAfter(c *fiber.Ctx, d time.Duration) int64 {
 	secs := max(int64((d+time.Second-1)/time.Second), 1)
 	c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
 	return secs
+}
+
+// CSVExport is a download read a keyset page at a time: First is the
+// first page (read by the handler before the answer starts, so that a
+// failure is still an error page, not a cut file) and Next the cursor
+// after it (0: the last); Page reads the page after a cursor; Row writes
+// one item as its cells.
+type CSVExport[T any] struct {
+	Filename string
+	Header   []string
+	First    []T
+	Next     int64
+	Page     func(after int64) ([]T, int64, error)
+	Row      func(T) []string
+	MaxRows  int
+}
+
+// StreamCSV answers with e as a CSV file, UTF-8 with a byte order mark
+// (spreadsheets then read Persian right), not cached: the header and the
+// first page, then each page sent before the next is read, so that
+// neither the whole file nor the whole list is held in memory, up to
+// e.MaxRows rows. The stream runs after the handler has returned: it uses
+// only e and the request's context (a value, never cancelled when the
+// handler returns), not Fiber's Ctx. An error past the first page cuts
+// the file (the headers are gone) and is logged.
+func StreamCSV[T any](c *fiber.Ctx, log *slog.Logger, e CSVExport[T]) error {
+	ctx := c.UserContext()
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+e.Filename+`"`)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
+		_, _ = bw.WriteString("\uFEFF")
+		w := csv.NewWriter(bw)
+		_ = w.Write(e.Header)
+		items, next, n := e.First, e.Next, 0
+		var err error
+		for {
+			for _, it := range items {
+				if n >= e.MaxRows {
+					break
+				}
+				_ = w.Write(e.Row(it))
+				n++
+			}
+			w.Flush()
+			if err = w.Error(); err == nil {
+				err = bw.Flush() // to the client: nothing piles up here
+			}
+			if err != nil || next == 0 || n >= e.MaxRows {
+				break
+			}
+			if items, next, err = e.Page(next); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			log.WarnContext(ctx, "csv export stopped", "rows", n, "err", err)
+		}
+	})
+	return nil
 }

@@ -1,8 +1,6 @@
 package wallet
 
 import (
-	"bufio"
-	"encoding/csv"
 	"net/url"
 	"strconv"
 	"time"
@@ -10,8 +8,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/i18n"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 const topUpsPageSize = 25
@@ -109,12 +109,6 @@ func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename="kifpool-topups.csv"`)
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	// The stream runs after the handler has returned: it uses only what
-	// is read here, and the request's context (a value, never cancelled
-	// when the handler returns), not Fiber's Ctx.
 	names := map[string]string{}
 	gatewayName := func(name string) string {
 		n, ok := names[name]
@@ -125,43 +119,22 @@ func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 		return n
 	}
 	t := func(k string) string { return i18n.T(l, k) }
-	header := []string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
-		t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card"), t("paylist.col_gateway")}
-	log := h.Log
-	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
-		_, _ = bw.WriteString("\uFEFF")
-		w := csv.NewWriter(bw)
-		_ = w.Write(header)
-		n := 0
-		for {
-			for _, p := range rows {
-				if n >= csvMaxRows {
-					break
-				}
-				ref := ""
-				if p.RefID != nil {
-					ref = strconv.FormatInt(*p.RefID, 10)
-				}
-				_ = w.Write([]string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
-					strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
-					i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, gatewayName(p.Gateway)})
-				n++
+	return seam.StreamCSV(c, h.Log, seam.CSVExport[topup.TopUp]{
+		Filename: "kifpool-topups.csv",
+		Header: []string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
+			t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card"), t("paylist.col_gateway")},
+		First: rows, Next: next, MaxRows: csvMaxRows,
+		Page: func(after int64) ([]topup.TopUp, int64, error) {
+			return h.Reads.ForPayer(ctx, userID, f, after, csvBatch)
+		},
+		Row: func(p topup.TopUp) []string {
+			ref := ""
+			if p.RefID != nil {
+				ref = strconv.FormatInt(*p.RefID, 10)
 			}
-			w.Flush()
-			if err = w.Error(); err == nil {
-				err = bw.Flush() // to the payer: nothing piles up here
-			}
-			if err != nil || next == 0 || n >= csvMaxRows {
-				break
-			}
-			if rows, next, err = h.Reads.ForPayer(ctx, userID, f, next, csvBatch); err != nil {
-				break
-			}
-		}
-		if err != nil {
-			// Headers are gone: the payer sees a cut file.
-			log.WarnContext(ctx, "csv export stopped", "rows", n, "err", err)
-		}
+			return []string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
+				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
+				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, gatewayName(p.Gateway)}
+		},
 	})
-	return nil
 }
