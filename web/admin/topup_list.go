@@ -3,6 +3,7 @@ package admin
 import (
 	"bufio"
 	"encoding/csv"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/internal/topupread"
 	"github.com/kifpool/kifpool/internal/usertext"
 	adminview "github.com/kifpool/kifpool/views/admin"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 // listQuery reads the payment list's query parameters (q, status
@@ -197,13 +199,10 @@ func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 	if errKey != "" {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
 	}
+	seam.SetDownload(c, "text/csv; charset=utf-8", "payments-"+h.Now().UTC().Format("20060102-150405")+".csv")
 	ctx := c.UserContext()
-	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename="payments-`+h.Now().UTC().Format("20060102-150405")+`.csv"`)
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	log := h.Log
 	l := h.Lang(c)
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+	seam.Stream(c, h.Log, "csv export", func(w *bufio.Writer) error {
 		_, _ = w.WriteString("\ufeff")
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"public_id", "created_at_utc", "status", "amount_rials", "amount_tomans", "gateway",
@@ -241,10 +240,9 @@ func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 			err = cw.Error()
 		}
 		if err != nil {
-			// Headers are gone: the client sees a cut file.
-			log.WarnContext(ctx, "csv export stopped", "rows", n, "err", err)
+			return fmt.Errorf("after %d rows: %w", n, err)
 		}
-		_ = w.Flush()
+		return w.Flush()
 	})
 	return nil
 }

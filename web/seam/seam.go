@@ -15,7 +15,9 @@ package seam
 import (
 	"bufio"
 	"encoding/csv"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -138,21 +140,15 @@ type CSVExport[T any] struct {
 // (spreadsheets then read Persian right), not cached: the header and the
 // first page, then each page sent before the next is read, so that
 // neither the whole file nor the whole list is held in memory, up to
-// e.MaxRows rows. The stream runs after the handler has returned: it uses
-// only e and the request's context (a value, never cancelled when the
-// handler returns), not Fiber's Ctx. An error past the first page cuts
-// the file (the headers are gone) and is logged.
+// e.MaxRows rows. The stream runs after the handler has returned (see
+// Stream): it uses only e and the request's context, not Fiber's Ctx.
 func StreamCSV[T any](c *fiber.Ctx, log *slog.Logger, e CSVExport[T]) error {
-	ctx := c.UserContext()
-	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+e.Filename+`"`)
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
+	SetDownload(c, "text/csv; charset=utf-8", e.Filename)
+	Stream(c, log, "csv export", func(bw *bufio.Writer) error {
 		_, _ = bw.WriteString("\uFEFF")
 		w := csv.NewWriter(bw)
 		_ = w.Write(e.Header)
 		items, next, n := e.First, e.Next, 0
-		var err error
 		for {
 			for _, it := range items {
 				if n >= e.MaxRows {
@@ -162,19 +158,58 @@ func StreamCSV[T any](c *fiber.Ctx, log *slog.Logger, e CSVExport[T]) error {
 				n++
 			}
 			w.Flush()
-			if err = w.Error(); err == nil {
+			err := w.Error()
+			if err == nil {
 				err = bw.Flush() // to the client: nothing piles up here
 			}
-			if err != nil || next == 0 || n >= e.MaxRows {
-				break
+			if err == nil && next != 0 && n < e.MaxRows {
+				items, next, err = e.Page(next)
+			} else if err == nil {
+				return nil
 			}
-			if items, next, err = e.Page(next); err != nil {
-				break
+			if err != nil {
+				return fmt.Errorf("after %d rows: %w", n, err)
 			}
-		}
-		if err != nil {
-			log.WarnContext(ctx, "csv export stopped", "rows", n, "err", err)
 		}
 	})
 	return nil
+}
+
+// SetDownload sets the headers of a file to save, never cached.
+func SetDownload(c *fiber.Ctx, contentType, filename string) {
+	c.Set(fiber.HeaderContentType, contentType)
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+filename+`"`)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+}
+
+// Stream answers with the body write produces, sent as it is written
+// (chunked), after the handler has returned: write must not use Fiber's
+// Ctx (it is reused by then), only what it was given and the request's
+// context (a value, never cancelled when the handler returns).
+//
+// The headers are gone by the time write fails, so a failure (an error
+// it returns, or a panic, which would otherwise end the whole process:
+// the stream runs on a goroutine of its own, outside Fiber's recover) is
+// logged and the connection closed before the body's end is sent: the
+// client sees an answer cut short, an error, never a shorter file that
+// looks whole.
+func Stream(c *fiber.Ctx, log *slog.Logger, what string, write func(w *bufio.Writer) error) {
+	ctx := c.UserContext()
+	conn := c.Context().Conn()
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		failed := true
+		defer func() {
+			if p := recover(); p != nil {
+				log.ErrorContext(ctx, what+" panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+			if failed {
+				_ = conn.Close()
+			}
+		}()
+		if err := write(w); err != nil {
+			log.WarnContext(ctx, what+" stopped", "err", err)
+			return
+		}
+		failed = false
+	})
 }
