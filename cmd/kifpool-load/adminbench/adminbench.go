@@ -43,12 +43,18 @@ type Size struct {
 	// heavy payer's): nine in ten succeeded (one in a hundred of those
 	// refunded by half), the rest expired or canceled.
 	Charges int64
+	// Withdrawals are cash-outs to a bank account (one verified account
+	// per user) from the users' wallets but the merchant's (a hundredth
+	// from the heavy payer's), each with its hold: nine in ten paid and
+	// settled, the rest returned, failed, rejected or cancelled, one in
+	// 500 waiting for an admin's review, the newest 500 still open.
+	Withdrawals int64
 }
 
 // Full is the issue's size; Small the test's and bench-short's.
 var (
-	Full  = Size{TopUps: 10_000_000, Users: 100_000, Transfers: 1_000_000, Heavy: 100_000, Charges: 1_000_000}
-	Small = Size{TopUps: 20_000, Users: 2_000, Transfers: 2_000, Heavy: 1_000, Charges: 2_000}
+	Full  = Size{TopUps: 10_000_000, Users: 100_000, Transfers: 1_000_000, Heavy: 100_000, Charges: 1_000_000, Withdrawals: 1_000_000}
+	Small = Size{TopUps: 20_000, Users: 2_000, Transfers: 2_000, Heavy: 1_000, Charges: 2_000, Withdrawals: 2_000}
 )
 
 // Sample holds what the pages look up: ids found in the seeded rows
@@ -63,7 +69,7 @@ type Sample struct {
 	refID, amount                             int64
 	detailID, heavyTopUpID, transferID        string
 	deepCursor                                string
-	payerTransferID                           string
+	payerTransferID, withdrawalID             string
 	Rows                                      map[string]int64
 }
 
@@ -75,7 +81,7 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 	var s Sample
 	step := sz.TopUps / max(sz.Heavy, 1)
 	bigTables := []string{"topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "gateway_calls", "admin_actions",
-		"charges", "charge_events", "charge_refunds"}
+		"charges", "charge_events", "charge_refunds", "ledger_holds", "withdrawals", "withdrawal_events"}
 	type idx struct{ Name, Def string }
 	var dropped []idx
 	rows, err := conn.Query(ctx, `SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
@@ -98,6 +104,7 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 	}
 	n, u, tr := strconv.FormatInt(sz.TopUps, 10), strconv.FormatInt(sz.Users, 10), strconv.FormatInt(sz.Transfers, 10)
 	ch := strconv.FormatInt(sz.Charges, 10)
+	wd := strconv.FormatInt(max(sz.Withdrawals, 1), 10)
 	stepS := strconv.FormatInt(max(step, 1), 10)
 	// h spreads the statuses over the top-ups (a multiplicative hash of g).
 	stmts := []struct{ name, sql string }{
@@ -191,6 +198,103 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 			SELECT charge_id, 'charge.refunded', 'succeeded', 'succeeded', 'merchant', amount_rials, id, created_at FROM charge_refunds ORDER BY id`},
 		{"refund ledger transactions", `INSERT INTO ledger_transactions (kind, reference, note, created_at)
 			SELECT 'refund', r.public_id, c.public_id, r.created_at FROM charge_refunds r JOIN charges c ON c.id = r.charge_id ORDER BY r.id`},
+		// Withdrawals (the provider "sandbank"): one verified bank account
+		// per user (a valid Sheba of bank 054), then each withdrawal's row
+		// worked out once in a temporary table, its ledger transactions
+		// (the hold's capture into payouts in flight, the settlement to the
+		// rail, a return), its hold (ids given here, so that a capture's
+		// reference "hold:<id>" is known before the hold is written), the
+		// withdrawal and its events, as withdrawal/sqlstore writes them.
+		{"payout accounts", `INSERT INTO ledger_accounts (kind, code, may_go_negative, created_at, updated_at)
+			VALUES ('payouts_in_flight', 'payouts_in_flight:sandbank', FALSE, now() - interval '400 days', now() - interval '400 days'),
+			       ('payout_rail', 'payout_rail:sandbank', TRUE, now() - interval '400 days', now() - interval '400 days')
+			ON CONFLICT DO NOTHING`},
+		{"bank accounts", `INSERT INTO bank_accounts (user_id, sheba, bank_code, status, checked_by, created_at, updated_at)
+			SELECT u.id, 'IR' || lpad((98 - (b.bban || '182700')::numeric % 97)::text, 2, '0') || b.bban, '054', 'verified', 'sandbank',
+			       u.created_at, u.created_at
+			FROM users u CROSS JOIN LATERAL (SELECT '054' || lpad(u.id::text, 19, '0') AS bban) b
+			WHERE u.role = 'user' ORDER BY u.id`},
+		{"withdrawal plan", `CREATE TEMPORARY TABLE bench_withdrawals AS
+			SELECT g, 'wd_' || substr(translate(md5('w' || g), '0189', 'wxyz'), 1, 24) AS public_id, w.user_id, w.id AS wallet_id,
+			       a.id AS account_id, b.id AS bank_account_id, b.sheba,
+			       GREATEST(1000, LEAST(500000 + (g % 100) * 50000, c.credited / 40 / 1000 * 1000))::bigint AS amount,
+			       s.st, (s.st = 'requested' AND x.h < 200) AS review,
+			       date_trunc('second', now()) - interval '2 hours' - ((` + wd + ` - g) * interval '30 seconds') AS at,
+			       (SELECT COALESCE(MAX(id), 0) FROM ledger_holds) + g AS hold_id
+			FROM generate_series(1::bigint, ` + wd + `) g
+			CROSS JOIN LATERAL (SELECT CASE WHEN g % 100 = 0 THEN 0 ELSE 1 + (g * 7907) % (` + u + ` - 2) END AS nth,
+			                           (g * 2654435761) % 1000 AS h) x
+			JOIN wallets w ON w.id = (SELECT MIN(id) FROM wallets) + x.nth
+			JOIN ledger_accounts a ON a.wallet_id = w.id
+			JOIN bank_accounts b ON b.user_id = w.user_id
+			-- At most a fortieth of what the wallet took in: no wallet is
+			-- drawn below zero by its withdrawals, transfers and charges.
+			JOIN (SELECT wallet_id, SUM(amount_rials) AS credited FROM topups WHERE status = 'credited' GROUP BY wallet_id) c ON c.wallet_id = w.id
+			CROSS JOIN LATERAL (SELECT CASE
+			    WHEN g > ` + wd + ` - 500 AND x.h < 300 THEN 'requested'
+			    WHEN g > ` + wd + ` - 500 AND x.h < 400 THEN 'approved'
+			    WHEN g > ` + wd + ` - 500 AND x.h < 600 THEN 'submitted'
+			    WHEN x.h < 2 THEN 'needs_review'
+			    WHEN x.h < 20 THEN 'returned'
+			    WHEN x.h < 60 THEN 'failed'
+			    WHEN x.h < 80 THEN 'rejected'
+			    WHEN x.h < 100 THEN 'cancelled'
+			    ELSE 'paid' END AS st) s`},
+		{"withdrawal ledger transactions", `INSERT INTO ledger_transactions (kind, reference, created_at)
+			SELECT kind, reference, at FROM (
+			  SELECT 1 AS k, g, 'withdrawal' AS kind, 'hold:' || hold_id AS reference, at + interval '5 minutes' AS at
+			    FROM bench_withdrawals WHERE st IN ('paid', 'returned')
+			  UNION ALL
+			  SELECT 2, g, 'withdrawal', 'settle:' || public_id, at + interval '1 hour' FROM bench_withdrawals WHERE st = 'paid'
+			  UNION ALL
+			  SELECT 3, g, 'withdrawal_return', public_id, at + interval '2 hours' FROM bench_withdrawals WHERE st = 'returned') m
+			ORDER BY k, g`},
+		{"withdrawal holds", `INSERT INTO ledger_holds (id, account_id, amount_rials, reason, reference, status, captured_rials, transaction_id,
+			  expires_at, created_at, ended_at)
+			SELECT w.hold_id, w.account_id, w.amount, 'withdrawal', w.public_id,
+			       CASE WHEN w.st IN ('paid', 'returned') THEN 'captured' WHEN w.st IN ('failed', 'rejected', 'cancelled') THEN 'released' ELSE 'open' END,
+			       CASE WHEN w.st IN ('paid', 'returned') THEN w.amount ELSE 0 END, t.id,
+			       w.at + interval '36500 days', w.at,
+			       CASE WHEN w.st IN ('paid', 'returned') THEN w.at + interval '5 minutes'
+			            WHEN w.st IN ('failed', 'rejected', 'cancelled') THEN w.at + interval '10 minutes' END
+			FROM bench_withdrawals w LEFT JOIN ledger_transactions t ON t.kind = 'withdrawal' AND t.reference = 'hold:' || w.hold_id
+			ORDER BY w.g`},
+		{"hold ids", `SELECT setval(pg_get_serial_sequence('ledger_holds', 'id'), (SELECT MAX(id) FROM ledger_holds))`},
+		{"withdrawals", `INSERT INTO withdrawals (public_id, user_id, wallet_id, bank_account_id, sheba, bank_code, amount_rials, provider, rail,
+			  form_token, status, status_reason, review_required, hold_id, provider_ref, submits, checks, submitted_at, paid_at, settled_at,
+			  returned_at, resolved_at, next_check_at, created_at, updated_at)
+			SELECT public_id, user_id, wallet_id, bank_account_id, sheba, '054', amount, 'sandbank', CASE WHEN amount > 3000000 THEN 'satna' ELSE 'paya' END,
+			       'wt' || g, st, CASE st WHEN 'failed' THEN 'provider_failed' WHEN 'returned' THEN 'provider_returned' ELSE '' END, review, hold_id,
+			       CASE WHEN st IN ('paid', 'returned', 'failed', 'submitted', 'needs_review') THEN 'sb-' || g ELSE '' END,
+			       CASE WHEN st IN ('requested', 'approved', 'rejected', 'cancelled') THEN 0 ELSE 1 END,
+			       CASE WHEN st IN ('requested', 'approved', 'rejected', 'cancelled') THEN 0 ELSE 1 END,
+			       CASE WHEN st IN ('paid', 'returned', 'failed', 'submitted', 'needs_review') THEN at + interval '1 minute' END,
+			       CASE WHEN st IN ('paid', 'returned') THEN at + interval '5 minutes' END,
+			       CASE WHEN st = 'paid' THEN at + interval '1 hour' END,
+			       CASE WHEN st = 'returned' THEN at + interval '2 hours' END,
+			       CASE st WHEN 'paid' THEN at + interval '5 minutes' WHEN 'returned' THEN at + interval '2 hours'
+			               WHEN 'failed' THEN at + interval '10 minutes' WHEN 'rejected' THEN at + interval '10 minutes'
+			               WHEN 'cancelled' THEN at + interval '10 minutes' END,
+			       CASE WHEN st IN ('approved', 'submitted') THEN now() + interval '1 hour' END,
+			       at, at + interval '10 minutes'
+			FROM bench_withdrawals ORDER BY g`},
+		{"withdrawal events", `INSERT INTO withdrawal_events (withdrawal_id, from_status, to_status, actor, created_at)
+			SELECT wr.id, e.from_status, e.to_status, e.actor, w.at + e.k * interval '1 minute'
+			FROM bench_withdrawals w JOIN withdrawals wr ON wr.public_id = w.public_id
+			JOIN (VALUES
+			  ('requested', 1, '', 'requested', 'user'),
+			  ('approved', 1, '', 'requested', 'user'), ('approved', 2, 'requested', 'approved', 'admin'),
+			  ('rejected', 1, '', 'requested', 'user'), ('rejected', 2, 'requested', 'rejected', 'admin'),
+			  ('cancelled', 1, '', 'requested', 'user'), ('cancelled', 2, 'requested', 'cancelled', 'user'),
+			  ('submitted', 1, '', 'requested', 'user'), ('submitted', 2, 'requested', 'submitted', 'worker'),
+			  ('needs_review', 1, '', 'requested', 'user'), ('needs_review', 2, 'requested', 'submitted', 'worker'),
+			  ('needs_review', 3, 'submitted', 'needs_review', 'worker'),
+			  ('failed', 1, '', 'requested', 'user'), ('failed', 2, 'requested', 'submitted', 'worker'), ('failed', 3, 'submitted', 'failed', 'worker'),
+			  ('paid', 1, '', 'requested', 'user'), ('paid', 2, 'requested', 'submitted', 'worker'), ('paid', 3, 'submitted', 'paid', 'worker'),
+			  ('returned', 1, '', 'requested', 'user'), ('returned', 2, 'requested', 'submitted', 'worker'),
+			  ('returned', 3, 'submitted', 'paid', 'worker'), ('returned', 4, 'paid', 'returned', 'reconcile')
+			) AS e(st, k, from_status, to_status, actor) ON e.st = w.st
+			ORDER BY w.g, e.k`},
 		// Every posting with its account's balance after it: one running
 		// sum per account in the postings' id order (the transactions'
 		// order, clearing leg first).
@@ -229,10 +333,28 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 			  SELECT t.id, a.id, r.amount_rials, t.created_at, 1
 			    FROM ledger_transactions t JOIN charge_refunds r ON r.public_id = t.reference JOIN charges c ON c.id = r.charge_id
 			    JOIN ledger_accounts a ON a.user_id = c.payer_user_id AND a.kind = 'wallet'
-			   WHERE t.kind = 'refund') legs
+			   WHERE t.kind = 'refund'
+			  UNION ALL
+			  SELECT t.id, CASE l.leg WHEN 0 THEN w.account_id ELSE f.id END, CASE l.leg WHEN 0 THEN -w.amount ELSE w.amount END, t.created_at, l.leg
+			    FROM ledger_transactions t JOIN bench_withdrawals w ON t.reference = 'hold:' || w.hold_id
+			    CROSS JOIN (SELECT id FROM ledger_accounts WHERE code = 'payouts_in_flight:sandbank') f CROSS JOIN (VALUES (0), (1)) AS l(leg)
+			   WHERE t.kind = 'withdrawal'
+			  UNION ALL
+			  SELECT t.id, CASE l.leg WHEN 0 THEN f.id ELSE r.id END, CASE l.leg WHEN 0 THEN -w.amount ELSE w.amount END, t.created_at, l.leg
+			    FROM ledger_transactions t JOIN bench_withdrawals w ON t.reference = 'settle:' || w.public_id
+			    CROSS JOIN (SELECT id FROM ledger_accounts WHERE code = 'payouts_in_flight:sandbank') f
+			    CROSS JOIN (SELECT id FROM ledger_accounts WHERE code = 'payout_rail:sandbank') r CROSS JOIN (VALUES (0), (1)) AS l(leg)
+			   WHERE t.kind = 'withdrawal'
+			  UNION ALL
+			  SELECT t.id, CASE l.leg WHEN 0 THEN f.id ELSE w.account_id END, CASE l.leg WHEN 0 THEN -w.amount ELSE w.amount END, t.created_at, l.leg
+			    FROM ledger_transactions t JOIN bench_withdrawals w ON t.reference = w.public_id
+			    CROSS JOIN (SELECT id FROM ledger_accounts WHERE code = 'payouts_in_flight:sandbank') f CROSS JOIN (VALUES (0), (1)) AS l(leg)
+			   WHERE t.kind = 'withdrawal_return') legs
 			ORDER BY tid, leg`},
 		{"balances", `UPDATE ledger_accounts a SET posted_rials = s.total, updated_at = now()
 			FROM (SELECT account_id, SUM(amount_rials) AS total FROM ledger_postings GROUP BY account_id) s WHERE s.account_id = a.id`},
+		{"held", `UPDATE ledger_accounts a SET held_rials = s.total
+			FROM (SELECT account_id, SUM(amount_rials) AS total FROM ledger_holds WHERE status = 'open' GROUP BY account_id) s WHERE s.account_id = a.id`},
 		{"bank calls", `INSERT INTO gateway_calls (topup_id, gateway, operation, attempt, started_at, duration_ms, http_status, gateway_code, outcome)
 			SELECT p.id, 'zarinpal', op.name, 1, p.created_at + op.after, 40 + (p.id * 7 + op.n * 13) % 400, 200, 100,
 			       CASE WHEN op.name = 'verify' AND p.status = 'credited' THEN 'paid' ELSE 'ok' END
@@ -244,7 +366,7 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 		{"indexes", ""}, // placeholder: the dropped indexes are built again here
 		{"triggers on", ""},
 		{"analyze", `VACUUM ANALYZE users, wallets, ledger_accounts, topups, topup_events, ledger_transactions, ledger_postings, transfers, gateway_calls, admin_actions,
-			merchants, charges, charge_events, charge_refunds`},
+			merchants, charges, charge_events, charge_refunds, bank_accounts, ledger_holds, withdrawals, withdrawal_events`},
 	}
 	for _, st := range stmts {
 		t0 := time.Now()
@@ -309,6 +431,9 @@ func SampleOf(ctx context.Context, conn *pgx.Conn, sz Size, s *Sample) error {
 	if err := q(`SELECT public_id FROM transfers WHERE sender_user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` ORDER BY id DESC LIMIT 1`, &s.payerTransferID); err != nil {
 		return err
 	}
+	if err := q(`SELECT public_id FROM withdrawals WHERE user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` AND status = 'paid' ORDER BY id DESC LIMIT 1`, &s.withdrawalID); err != nil {
+		return err
+	}
 	var at time.Time
 	var id int64
 	if err := q(`SELECT created_at, id FROM topups ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET `+strconv.FormatInt(sz.TopUps/2, 10), &at, &id); err != nil {
@@ -361,7 +486,7 @@ func SampleOf(ctx context.Context, conn *pgx.Conn, sz Size, s *Sample) error {
 		return err
 	}
 	s.Rows = map[string]int64{}
-	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "charges"} {
+	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "charges", "withdrawals"} {
 		var c int64
 		if err := q(`SELECT reltuples::bigint FROM pg_class WHERE oid = '`+t+`'::regclass`, &c); err != nil {
 			return err
@@ -432,6 +557,7 @@ func Pages(s Sample) []Page {
 		{"admin transfers: e-mail", routes.AdminTransfers + "?q=" + s.heavyEmail, asAdmin},
 		{"admin transfer detail", routes.AdminTransfer(s.transferID), asAdmin},
 		{"admin withdrawals", routes.AdminWithdrawals, asAdmin},
+		{"admin withdrawal detail", routes.AdminWithdrawal(s.withdrawalID), asAdmin},
 		{"admin charges", routes.AdminCharges, asAdmin},
 		{"admin charges: e-mail", routes.AdminCharges + "?q=" + s.heavyEmail, asAdmin},
 		{"admin charges: order id", routes.AdminCharges + "?q=" + s.orderID, asAdmin},
@@ -448,12 +574,14 @@ func Pages(s Sample) []Page {
 		{"payer's transfer receipt", routes.TransferReceipt(s.payerTransferID), asPayer},
 		{"wallet transfer form", routes.Transfer, asPayer},
 		{"wallet withdraw form", routes.Withdraw, asPayer},
+		{"payer's withdrawal receipt", routes.Withdrawal(s.withdrawalID), asPayer},
 		{"API top-ups", routes.APITopUps, asAPI},
 		{"API top-up", routes.APITopUp(s.heavyTopUpID), asAPI},
 		{"API wallet", routes.APIWallet, asAPI},
 		{"API wallet ledger", routes.APIWalletLedger, asAPI},
 		{"API transfers", routes.APITransfers, asAPI},
 		{"API withdrawals", routes.APIWithdrawals, asAPI},
+		{"API withdrawal", routes.APIWithdrawal(s.withdrawalID), asAPI},
 		{"API bank accounts", routes.APIBankAccounts, asAPI},
 		{"merchant charges", routes.Merchant, asMerchant},
 		{"merchant charges: succeeded", routes.Merchant + "?status=succeeded", asMerchant},
@@ -575,7 +703,7 @@ func SizeOf(n int64) Size {
 	if n == Full.TopUps {
 		return Full
 	}
-	return Size{TopUps: n, Users: max(n/100, 100), Transfers: max(n/10, 100), Heavy: max(n/100, 10), Charges: max(n/10, 100)}
+	return Size{TopUps: n, Users: max(n/100, 100), Transfers: max(n/10, 100), Heavy: max(n/100, 10), Charges: max(n/10, 100), Withdrawals: max(n/10, 100)}
 }
 
 // ms is d in milliseconds.
