@@ -70,6 +70,7 @@ type Sample struct {
 	detailID, heavyTopUpID, transferID        string
 	deepCursor                                string
 	payerTransferID, withdrawalID             string
+	merchantEndpoint                          int64
 	Rows                                      map[string]int64
 }
 
@@ -81,7 +82,7 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 	var s Sample
 	step := sz.TopUps / max(sz.Heavy, 1)
 	bigTables := []string{"topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "gateway_calls", "admin_actions",
-		"charges", "charge_events", "charge_refunds", "ledger_holds", "withdrawals", "withdrawal_events"}
+		"charges", "charge_events", "charge_refunds", "ledger_holds", "withdrawals", "withdrawal_events", "webhook_deliveries"}
 	type idx struct{ Name, Def string }
 	var dropped []idx
 	rows, err := conn.Query(ctx, `SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
@@ -295,6 +296,36 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 			  ('returned', 3, 'submitted', 'paid', 'worker'), ('returned', 4, 'paid', 'returned', 'reconcile')
 			) AS e(st, k, from_status, to_status, actor) ON e.st = w.st
 			ORDER BY w.g, e.k`},
+		// Webhooks: the merchant's endpoint with a delivery per charge, the
+		// heavy payer's with one per ended top-up and withdrawal; one in a
+		// thousand failed for good, the rest delivered (none pending: the
+		// serve under measurement has nobody to deliver to).
+		{"webhook endpoints", `INSERT INTO webhook_endpoints (user_id, url, events, secret_enc, created_at, last_success_at)
+			SELECT user_id, 'https://shop.example/kifpool/hooks', ',charge.succeeded,charge.authorized,charge.captured,charge.canceled,charge.expired,charge.refunded,',
+			       'bench', now() - interval '400 days', now() FROM merchants
+			UNION ALL
+			SELECT user_id, 'https://payer.example/hooks', ',topup.credited,topup.failed,withdrawal.paid,withdrawal.failed,withdrawal.returned,',
+			       'bench', now() - interval '400 days', now() FROM (SELECT user_id FROM wallets ORDER BY id LIMIT 1) h`},
+		{"webhook deliveries", `INSERT INTO webhook_deliveries (event_id, endpoint_id, topup_id, withdrawal_id, charge_id, type, body, status, attempts,
+			  next_attempt_at, last_attempt_at, last_http_status, last_latency_ms, last_error, created_at, retry_from, delivered_at)
+			SELECT d.event_id, d.endpoint_id, d.topup_id, d.withdrawal_id, d.charge_id, d.type,
+			       '{"id":"' || d.event_id || '","type":"' || d.type || '","subject":"' || d.subject || '"}',
+			       CASE WHEN d.n % 1000 = 0 THEN 'failed' ELSE 'delivered' END, CASE WHEN d.n % 1000 = 0 THEN 12 ELSE 1 END,
+			       d.at, d.at + interval '1 second', CASE WHEN d.n % 1000 = 0 THEN 503 ELSE 200 END, 40 + d.n % 300,
+			       CASE WHEN d.n % 1000 = 0 THEN 'HTTP 503' ELSE '' END, d.at, d.at,
+			       CASE WHEN d.n % 1000 <> 0 THEN d.at + interval '1 second' END
+			FROM (
+			  SELECT 'evt_c' || c.id AS event_id, e.id AS endpoint_id, NULL::bigint AS topup_id, NULL::bigint AS withdrawal_id, c.id AS charge_id,
+			         'charge.' || c.status AS type, c.public_id AS subject, c.ended_at AS at, c.id AS n
+			    FROM charges c JOIN webhook_endpoints e ON e.user_id = c.merchant_user_id
+			  UNION ALL
+			  SELECT 'evt_t' || p.id, e.id, p.id, NULL, NULL, 'topup.' || p.status, p.public_id, p.resolved_at, p.id
+			    FROM topups p JOIN webhook_endpoints e ON e.user_id = p.user_id WHERE p.status IN ('credited', 'failed')
+			  UNION ALL
+			  SELECT 'evt_w' || w.id, e.id, NULL, w.id, NULL, 'withdrawal.' || CASE w.status WHEN 'rejected' THEN 'failed' ELSE w.status END,
+			         w.public_id, w.resolved_at, w.id
+			    FROM withdrawals w JOIN webhook_endpoints e ON e.user_id = w.user_id WHERE w.status IN ('paid', 'failed', 'rejected', 'returned')) d
+			ORDER BY d.at, d.event_id`},
 		// Every posting with its account's balance after it: one running
 		// sum per account in the postings' id order (the transactions'
 		// order, clearing leg first).
@@ -366,7 +397,8 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 		{"indexes", ""}, // placeholder: the dropped indexes are built again here
 		{"triggers on", ""},
 		{"analyze", `VACUUM ANALYZE users, wallets, ledger_accounts, topups, topup_events, ledger_transactions, ledger_postings, transfers, gateway_calls, admin_actions,
-			merchants, charges, charge_events, charge_refunds, bank_accounts, ledger_holds, withdrawals, withdrawal_events`},
+			merchants, charges, charge_events, charge_refunds, bank_accounts, ledger_holds, withdrawals, withdrawal_events,
+			webhook_endpoints, webhook_deliveries`},
 	}
 	for _, st := range stmts {
 		t0 := time.Now()
@@ -431,6 +463,9 @@ func SampleOf(ctx context.Context, conn *pgx.Conn, sz Size, s *Sample) error {
 	if err := q(`SELECT public_id FROM transfers WHERE sender_user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` ORDER BY id DESC LIMIT 1`, &s.payerTransferID); err != nil {
 		return err
 	}
+	if err := q(`SELECT e.id FROM webhook_endpoints e JOIN merchants m ON m.user_id = e.user_id`, &s.merchantEndpoint); err != nil {
+		return err
+	}
 	if err := q(`SELECT public_id FROM withdrawals WHERE user_id = `+strconv.FormatInt(s.heavyUserID, 10)+` AND status = 'paid' ORDER BY id DESC LIMIT 1`, &s.withdrawalID); err != nil {
 		return err
 	}
@@ -486,7 +521,7 @@ func SampleOf(ctx context.Context, conn *pgx.Conn, sz Size, s *Sample) error {
 		return err
 	}
 	s.Rows = map[string]int64{}
-	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "charges", "withdrawals"} {
+	for _, t := range []string{"users", "topups", "topup_events", "ledger_transactions", "ledger_postings", "transfers", "charges", "withdrawals", "webhook_deliveries"} {
 		var c int64
 		if err := q(`SELECT reltuples::bigint FROM pg_class WHERE oid = '`+t+`'::regclass`, &c); err != nil {
 			return err
@@ -547,6 +582,7 @@ func Pages(s Sample) []Page {
 		// without dashes, or part of an address (a name).
 		{"admin search: twelve letters", routes.AdminTopUps + "?q=mohammadreza", asAdmin},
 		{"admin top-ups CSV: needs_review", routes.AdminTopUpsCSV + "?status=needs_review", asAdmin},
+		{"admin top-ups CSV: open (two statuses)", routes.AdminTopUpsCSV + "?status=awaiting_payment&status=pending_verification", asAdmin},
 		{"admin top-up detail", routes.AdminTopUp(s.detailID), asAdmin},
 		{"admin users", routes.AdminUsers, asAdmin},
 		{"admin users: e-mail fragment", routes.AdminUsers + "?q=" + s.fragment, asAdmin},
@@ -566,6 +602,7 @@ func Pages(s Sample) []Page {
 		{"admin gateways", routes.AdminGateways, asAdmin},
 		{"admin tokens", routes.AdminTokens, asAdmin},
 		{"admin webhooks", routes.AdminWebhooks, asAdmin},
+		{"admin webhook log (the merchant's, 1M deliveries)", routes.AdminWebhook(s.merchantEndpoint), asAdmin},
 		{"wallet (100k movements)", routes.Wallet, asPayer},
 		{"wallet top-ups", routes.WalletTopUps, asPayer},
 		{"wallet top-ups: credited", routes.WalletTopUps + "?status=credited", asPayer},
@@ -574,6 +611,7 @@ func Pages(s Sample) []Page {
 		{"payer's transfer receipt", routes.TransferReceipt(s.payerTransferID), asPayer},
 		{"wallet transfer form", routes.Transfer, asPayer},
 		{"wallet withdraw form", routes.Withdraw, asPayer},
+		{"payer's webhooks", routes.Webhooks, asPayer},
 		{"payer's withdrawal receipt", routes.Withdrawal(s.withdrawalID), asPayer},
 		{"API top-ups", routes.APITopUps, asAPI},
 		{"API top-up", routes.APITopUp(s.heavyTopUpID), asAPI},
@@ -588,6 +626,7 @@ func Pages(s Sample) []Page {
 		{"merchant charges: canceled", routes.Merchant + "?status=canceled", asMerchant},
 		{"merchant charge", routes.MerchantCharge(s.chargeID), asMerchant},
 		{"merchant charges CSV", routes.MerchantChargesCSV, asMerchant},
+		{"merchant's webhooks", routes.Webhooks, asMerchant},
 		{"API charges (merchant)", routes.APICharges, asMerchantAPI},
 		{"API charge (merchant)", routes.Fill(routes.APIChargePattern, s.chargeID), asMerchantAPI},
 	}
