@@ -548,7 +548,9 @@ func (s *Service) ByReferences(ctx context.Context, userID int64, publicIDs []st
 }
 
 // Search finds transfers for the admin console: by public id, or by the
-// e-mail address of either person; newest first, at most limit.
+// e-mail address of either person; newest first, at most limit. The
+// list and the address search leave LedgerTransactionID 0 (the
+// transfer's page reads its ledger transaction).
 func (s *Service) Search(ctx context.Context, q string, limit int) ([]Transfer, error) {
 	return s.st.search(ctx, strings.TrimSpace(q), limit)
 }

@@ -134,12 +134,12 @@ const selectCharge = chargeColumns + ` FROM charges c` + chargeJoins
 // ("c"), for a list that picks its page of charges first.
 const (
 	chargeColumns = `SELECT c.id, c.public_id, c.merchant_user_id, m.display_name AS merchant_name, mu.email AS merchant_email,
-	COALESCE(c.payer_user_id, 0) AS payer_user_id, COALESCE(pu.email, '') AS payer_email,
+	COALESCE(c.payer_user_id, 0) AS payer_user_id,
+	COALESCE((SELECT pu.email FROM users pu WHERE pu.id = c.payer_user_id), '') AS payer_email,
 	c.amount_rials, c.description, c.order_id, c.return_url, c.capture_method, c.status, c.captured_rials, c.refunded_rials,
 	COALESCE(c.hold_id, 0) AS hold_id, c.expires_at, c.hold_expires_at, c.confirmed_at, c.captured_at, c.ended_at,
 	c.created_at, c.updated_at, m.account_id AS merchant_account_id`
-	chargeJoins = ` JOIN merchants m ON m.user_id = c.merchant_user_id JOIN users mu ON mu.id = c.merchant_user_id
-	LEFT JOIN users pu ON pu.id = c.payer_user_id`
+	chargeJoins = ` JOIN merchants m ON m.user_id = c.merchant_user_id JOIN users mu ON mu.id = c.merchant_user_id`
 )
 
 // Insert writes a new charge.
