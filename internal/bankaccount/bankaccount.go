@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -245,7 +246,7 @@ func (s *Service) Pending(ctx context.Context, limit int) ([]Waiting, error) {
 	var out []Waiting
 	err := s.db.Gorm.WithContext(ctx).Raw(`SELECT b.*, u.email, COALESCE(n.national_code, '') AS national_code
 		FROM bank_accounts b JOIN users u ON u.id = b.user_id LEFT JOIN national_codes n ON n.user_id = b.user_id
-		WHERE b.status = 'pending_review' ORDER BY b.created_at, b.id LIMIT ?`, limit).Scan(&out).Error
+		WHERE b.status = 'pending_review' ORDER BY b.created_at, b.id LIMIT ` + strconv.Itoa(limit)).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("pending bank accounts: %w", err)
 	}

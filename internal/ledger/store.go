@@ -1021,8 +1021,7 @@ func (l *Ledger) HistoryFrom(ctx context.Context, db *store.DB, accountID, befor
 		q += ` AND lp.id < ?`
 		args = append(args, before)
 	}
-	q += ` ORDER BY lp.id DESC LIMIT ?`
-	args = append(args, limit+1)
+	q += ` ORDER BY lp.id DESC LIMIT ` + strconv.Itoa(limit+1) // a literal: a parameter's generic plan guesses a tenth of the table
 	rs, err := db.Gorm.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, 0, fmt.Errorf("history of account %d: %w", accountID, err)

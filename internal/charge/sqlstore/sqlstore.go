@@ -595,10 +595,10 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, er
 	at := now.UTC()
 	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT public_id FROM (
 			SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'requires_confirmation' AND expires_at <= ?
-				ORDER BY expires_at LIMIT ?) AS a
+				ORDER BY expires_at LIMIT `+strconv.Itoa(limit)+`) AS a
 			UNION ALL SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'authorized' AND hold_expires_at <= ?
-				ORDER BY hold_expires_at LIMIT ?) AS b) AS due ORDER BY id LIMIT ?`,
-		at, limit, at, limit, limit), &ids); err != nil {
+				ORDER BY hold_expires_at LIMIT `+strconv.Itoa(limit)+`) AS b) AS due ORDER BY id LIMIT `+strconv.Itoa(limit),
+		at, at), &ids); err != nil {
 		return nil, fmt.Errorf("due charges: %w", err)
 	}
 	return ids, nil
@@ -613,9 +613,13 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]charge.Charg
 	db := s.db.Gorm.WithContext(ctx)
 	var rs []chargeRow
 	var err error
+	// The limit as a literal, as List writes it: as a parameter the
+	// generic plan guesses a tenth of the table and may plan parallel
+	// workers for a page.
+	n := strconv.Itoa(limit)
 	switch {
 	case q == "":
-		err = store.Scan(db.Raw(selectCharge+` ORDER BY c.id DESC LIMIT ?`, limit), &rs)
+		err = store.Scan(db.Raw(selectCharge+` ORDER BY c.id DESC LIMIT `+n), &rs)
 	case strings.HasPrefix(q, "ch_"):
 		err = store.Scan(db.Raw(selectCharge+` WHERE c.public_id = ?`, q), &rs)
 	case strings.HasPrefix(q, "re_"):
@@ -629,13 +633,13 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]charge.Charg
 		// the merchant index whole for anyone else's address.
 		addr := strings.ToLower(q)
 		err = store.Scan(db.Raw(selectCharge+` WHERE c.id IN (
-				SELECT id FROM (SELECT id FROM charges WHERE merchant_user_id = (SELECT id FROM users WHERE lower(email) = ?) ORDER BY id DESC LIMIT ?) AS a
+				SELECT id FROM (SELECT id FROM charges WHERE merchant_user_id = (SELECT id FROM users WHERE lower(email) = ?) ORDER BY id DESC LIMIT `+n+`) AS a
 				UNION SELECT id FROM (SELECT id FROM charges WHERE payer_user_id = (SELECT id FROM users WHERE lower(email) = ?) AND payer_user_id IS NOT NULL
-					ORDER BY id DESC LIMIT ?) AS b)
-			ORDER BY c.id DESC LIMIT ?`, addr, limit, addr, limit, limit), &rs)
+					ORDER BY id DESC LIMIT `+n+`) AS b)
+			ORDER BY c.id DESC LIMIT `+n, addr, addr), &rs)
 	default:
 		// Any merchant's order (charges_order_idx, migration 00043).
-		err = store.Scan(db.Raw(selectCharge+` WHERE c.order_id = ? ORDER BY c.id DESC LIMIT ?`, q, limit), &rs)
+		err = store.Scan(db.Raw(selectCharge+` WHERE c.order_id = ? ORDER BY c.id DESC LIMIT `+n, q), &rs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search charges: %w", err)
