@@ -59,8 +59,7 @@ func TestStreamCSVFailures(t *testing.T) {
 		{name: "page panics", wantErr: true, wantLog: "csv export panicked",
 			page: func(after int64) ([]int, int64, error) {
 				if after == 2 {
-					var m map[string]int
-					m["boom"] = 1
+					panic(fmt.Errorf("driver bug at cursor %d", after))
 				}
 				return []int{int(after) * 10}, after + 1, nil
 			}},
