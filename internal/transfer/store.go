@@ -335,8 +335,8 @@ func (s *Store) search(ctx context.Context, q string, limit int) ([]Transfer, er
 	db := s.page().Gorm.WithContext(ctx)
 	var err error
 	// The limit is written as a literal: as a parameter, PostgreSQL's
-	// generic plan guesses a tenth of the table and plans parallel
-	// workers for it (at 10M, 18 ms a page of 100 for starting them).
+	// generic plan guesses a tenth of the table (at 10M transfers it
+	// planned two parallel workers for a page of 100).
 	n := strconv.Itoa(limit)
 	switch {
 	case q == "":
