@@ -592,12 +592,12 @@ func (s *Store) Refund(ctx context.Context, w charge.RefundWrite) (charge.Charge
 // uncaptured authorizations (each by its own partial index).
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
-	at := now.UTC()
+	at, n := now.UTC(), strconv.Itoa(limit) // the limit a literal, as Search writes it
 	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT public_id FROM (
 			SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'requires_confirmation' AND expires_at <= ?
-				ORDER BY expires_at LIMIT `+strconv.Itoa(limit)+`) AS a
+				ORDER BY expires_at LIMIT `+n+`) AS a
 			UNION ALL SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'authorized' AND hold_expires_at <= ?
-				ORDER BY hold_expires_at LIMIT `+strconv.Itoa(limit)+`) AS b) AS due ORDER BY id LIMIT `+strconv.Itoa(limit),
+				ORDER BY hold_expires_at LIMIT `+n+`) AS b) AS due ORDER BY id LIMIT `+n,
 		at, at), &ids); err != nil {
 		return nil, fmt.Errorf("due charges: %w", err)
 	}
