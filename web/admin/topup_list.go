@@ -177,14 +177,6 @@ func (h *handlers) topUpList(c *fiber.Ctx) error {
 	return h.Render(c, status, adminview.TopUpList(h.Page(c, "admin.topups.title"), v))
 }
 
-// csvCell keeps a spreadsheet from reading a cell as a formula.
-func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
-
 // paymentsCSV exports the list under the current filter (the same
 // query parameters, every page) as CSV, streamed a batch at a time, with a
 // UTF-8 byte order mark so that Excel reads Persian text right.
@@ -212,10 +204,10 @@ func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 		err := h.Reads.EachTopUp(ctx, f, func(p topupread.TopUp) error {
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
 				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), h.gatewayLabel(i18n.EN, p.Gateway),
-				csvCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", csvCell(p.CardPANMasked), "",
+				seam.CSVCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", seam.CSVCell(p.CardPANMasked), "",
 				i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), i18n.T(l, "status."+p.Status)}
 			if p.Authority != nil {
-				rec[8] = csvCell(*p.Authority)
+				rec[8] = seam.CSVCell(*p.Authority)
 			}
 			if p.RefID != nil {
 				rec[9] = strconv.FormatInt(*p.RefID, 10)

@@ -124,20 +124,11 @@ func (h *handlers) merchantCSV(c *fiber.Ctx) error {
 			t("merchant.col_refunded_rials"), t("merchant.col_payer")},
 		First: cs, Next: next, MaxRows: csvMaxRows, Page: page,
 		Row: func(ch charge.Charge) []string {
-			return []string{ch.CreatedAt.UTC().Format(time.RFC3339), ch.PublicID, csvSafe(ch.OrderID), csvSafe(ch.Description),
+			return []string{ch.CreatedAt.UTC().Format(time.RFC3339), ch.PublicID, seam.CSVCell(ch.OrderID), seam.CSVCell(ch.Description),
 				t("merchant.status." + string(ch.Status)), string(ch.Status), string(ch.Capture), strconv.FormatInt(ch.AmountRials, 10),
 				strconv.FormatInt(ch.CapturedRials, 10), strconv.FormatInt(ch.RefundedRials, 10), ch.PayerEmail}
 		},
 	})
-}
-
-// csvSafe keeps a spreadsheet from reading a merchant's text as a
-// formula.
-func csvSafe(s string) string {
-	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
-		return "'" + s
-	}
-	return s
 }
 
 // chargePage is GET /merchant/charges/{id}: one of the merchant's charges

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -173,6 +174,16 @@ func StreamCSV[T any](c *fiber.Ctx, log *slog.Logger, e CSVExport[T]) error {
 		}
 	})
 	return nil
+}
+
+// CSVCell keeps a spreadsheet from reading a cell of someone's text as a
+// formula (a leading =, +, -, @, tab or carriage return): it is written
+// after a quote.
+func CSVCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // SetDownload sets the headers of a file to save, never cached.

@@ -148,3 +148,23 @@ func TestStreamCSVFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestCSVCell: a cell that a spreadsheet would read as a formula is
+// written after a quote; any other text is left as it is.
+func TestCSVCell(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                  "",
+		"order-1":           "order-1",
+		"=HYPERLINK(\"x\")": "'=HYPERLINK(\"x\")",
+		"+98912":            "'+98912",
+		"-1":                "'-1",
+		"@SUM(A1)":          "'@SUM(A1)",
+		"\tcmd":             "'\tcmd",
+		"\rcmd":             "'\rcmd",
+		"سفارش =1":          "سفارش =1",
+	} {
+		if got := seam.CSVCell(in); got != want {
+			t.Errorf("CSVCell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
