@@ -32,6 +32,7 @@ type env struct {
 	st      *sqlstore.Store
 	svc     *withdrawal.Service
 	accts   *bankaccount.Service
+	offers  []withdrawal.Offer
 	clock   *withdrawaltest.Clock
 	userID  int64
 	wallet  int64
@@ -77,6 +78,7 @@ func newEnv(t *testing.T, db *store.DB, providers ...string) *env {
 		t.Fatal(err)
 	}
 	e.accts = bankaccount.New(db, e.clock.Now, inquiryBy, inquiry, nil)
+	e.offers = offers
 	e.svc = withdrawal.New(e.st, e.accts, wallet.NewService(db, l), offers, testConfig(), e.clock.Now, nil)
 	e.userID, e.wallet = withdrawaltest.User(t, db, "payee@example.com")
 	withdrawaltest.Fund(t, db, e.wallet, 50_000_000)

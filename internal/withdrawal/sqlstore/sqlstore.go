@@ -261,10 +261,16 @@ func (s *Store) LatestReports(ctx context.Context) ([]withdrawal.Report, error) 
 
 // ---- writes ----
 
-// Create implements withdrawal.Store: the wallet's row locked, the day's
-// usage read and admitted, the hold made (its guarded write refuses an
-// amount above the available balance), the row and its first event, in
-// one transaction.
+// Create implements withdrawal.Store: the wallet's row locked, the form
+// looked for (a repeat is ErrDuplicate), the day's usage read and
+// admitted, the hold made (its guarded write refuses an amount above the
+// available balance), the row and its first event, in one transaction.
+// The form is looked for under the lock, before the limit and the hold:
+// a double click whose two requests both missed the service's fast path
+// waits here for the first, and is answered as its repeat, not refused by
+// the balance or the day's limit the first just used (the payer would
+// read "insufficient balance" while the money leaves); the unique (user,
+// form) index stays the guarantee.
 func (s *Store) Create(ctx context.Context, w *withdrawal.Withdrawal, q withdrawal.Quota) error {
 	acct, err := s.ledger.CommittedWalletAccount(s.db.Gorm.WithContext(ctx), w.WalletID)
 	if err != nil {
@@ -274,6 +280,13 @@ func (s *Store) Create(ctx context.Context, w *withdrawal.Withdrawal, q withdraw
 		var locked []int64
 		if err := s.db.ForUpdate(tx.Table("wallets").Select("id").Where("id = ?", w.WalletID)).Scan(&locked).Error; err != nil {
 			return fmt.Errorf("lock wallet %d: %w", w.WalletID, err)
+		}
+		var made int64
+		if err := tx.Table(table).Where("user_id = ? AND form_token = ?", w.UserID, w.FormToken).Count(&made).Error; err != nil {
+			return fmt.Errorf("form of user %d: %w", w.UserID, err)
+		}
+		if made > 0 {
+			return withdrawal.ErrDuplicate
 		}
 		if q.Admit != nil {
 			used, err := usedToday(tx, w.UserID, q.DayStart)
