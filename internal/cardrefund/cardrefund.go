@@ -199,6 +199,11 @@ var publicIDRE = regexp.MustCompile(`^cr_[a-z2-7]{26}$`)
 // ValidPublicID reports whether s has the shape of a card refund's id.
 func ValidPublicID(s string) bool { return publicIDRE.MatchString(s) }
 
+// HoldLife is how long a card refund's hold is made for (Config.HoldFor):
+// as withdrawal.HoldLife, a hundred years, so that only the refund's own
+// moves end it.
+const HoldLife = 100 * 365 * 24 * time.Hour
+
 // HoldReason is the reason of a card refund's ledger hold (its reference
 // is the card refund's public id).
 const HoldReason = "card_refund"

@@ -17,8 +17,12 @@ type Config struct {
 	// CheckBudget: a refund still unknown this long after the call goes to
 	// an admin (needs_review), its money still held.
 	CheckBudget time.Duration
-	// HoldFor is how long the wallet's hold lasts at most: far past any
-	// budget and review, a backstop (the lifecycle ends every hold).
+	// HoldFor is how long the wallet's hold is made for: longer than any
+	// card refund stays open, so that it never expires under a refund the
+	// bank may have made (the hold ends by the refund's own moves, never
+	// by time; the ledger's sweep skips it). A shorter one would refuse
+	// the capture of a refund an admin confirms late, and leave only the
+	// release: money back in the wallet that the card also received.
 	HoldFor time.Duration
 	// ReverseMargin: a reverse is offered, and sent, only while at least
 	// this much of its window is left (the call itself takes time, and our
@@ -38,7 +42,7 @@ func DefaultConfig() Config {
 	return Config{
 		NotDoneAfter:  10 * time.Minute,
 		CheckBudget:   72 * time.Hour,
-		HoldFor:       180 * 24 * time.Hour,
+		HoldFor:       HoldLife,
 		ReverseMargin: 5 * time.Minute,
 		Lease:         2 * time.Minute,
 		BaseBackoff:   30 * time.Second,

@@ -353,6 +353,45 @@ func TestFiguresThatDifferGoToReview(t *testing.T) {
 	})
 }
 
+// TestConfirmedLongAfterIsRecorded: a card refund under review that an
+// admin confirms as made half a year on (the bank's panel shows it) is
+// recorded as refunded, its hold captured: the hold was made to outlive
+// any review, and the ledger's sweep, which skips card refunds' holds,
+// has not ended it. (A hold made for 180 days refused that capture, and
+// closing it as not made was the only move left: the money back in the
+// wallet as well as on the card.)
+func TestConfirmedLongAfterIsRecorded(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		p := e.credit("zarinpal", 300_000)
+		fault(t, e, "refund", sandbank.OpFaults{DropRate: 1})
+		c := e.mustStart(p, 100_000, cardrefund.StatusSubmitted)
+		e.bank.SetFaults(sandbank.Faults{})
+		outOfBand(t, e, p, 50_000)
+		e.clock.Advance(time.Minute)
+		e.round()
+		if got := e.get(c); got.Status != cardrefund.StatusNeedsReview {
+			t.Fatalf("%+v", got)
+		}
+		ctx := context.Background()
+		e.clock.Advance(200 * 24 * time.Hour)
+		if _, err := e.led.ExpireDue(ctx, e.clock.Now(), 100, cardrefund.HoldReason); err != nil {
+			t.Fatal(err)
+		}
+		e.round()
+		e.wantFigures(300_000, 100_000)
+		closed, err := e.svc.Close(ctx, c.PublicID, e.admin.ID, true, "the bank's panel shows our 100,000 refund")
+		if err != nil || closed.Status != cardrefund.StatusRefunded || closed.StatusReason != cardrefund.ReasonAdminConfirmed {
+			t.Fatalf("confirm 200 days on: %+v %v", closed, err)
+		}
+		e.wantFigures(200_000, 0)
+		if n := ledgerBalance(t, db, ledger.CodeCardRefundsInFlight); n != 0 {
+			t.Fatalf("%d rials left in flight to cards", n)
+		}
+		e.check()
+	})
+}
+
 // TestCrashAfterTheHold: the request died with the card refund held and
 // nothing sent: the worker sends it (once) and records the answer.
 func TestCrashAfterTheHold(t *testing.T) {
