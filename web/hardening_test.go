@@ -4,7 +4,9 @@ package web_test
 // attacker would, on SQLite and PostgreSQL.
 
 import (
+	"bytes"
 	"context"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -59,6 +61,71 @@ func TestNULBytesAreBadRequests(t *testing.T) {
 			if r := admin.Get(path); r.Status != http.StatusOK {
 				t.Errorf("GET %s: %d, want 200", path, r.Status)
 			}
+		}
+	})
+}
+
+// The same check holds for a multipart body, which Fiber's FormValue
+// reads too: a NUL or invalid UTF-8 in a field's name or value, or in a
+// file's name, is a 400 that writes nothing, and the same form without
+// it is served (a token is made).
+func TestNULBytesInMultipartFormsAreBadRequests(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		user := app.NewClient(t)
+		user.SignUp("multipart@example.com")
+		csrf := apptest.Input(user.Get(routes.Tokens).Body, "_csrf")
+		post := func(fields [][2]string, fileName string) apptest.Response {
+			t.Helper()
+			var body bytes.Buffer
+			w := multipart.NewWriter(&body)
+			for _, f := range fields {
+				if err := w.WriteField(f[0], f[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if fileName != "" {
+				fw, err := w.CreateFormFile("attachment", fileName)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = fw.Write([]byte("x"))
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, app.URL+routes.Tokens, &body)
+			req.Header.Set("Content-Type", w.FormDataContentType())
+			req.Header.Set("Origin", app.URL)
+			return user.Do(req)
+		}
+		fields := func(name string) [][2]string {
+			return [][2]string{{"_csrf", csrf}, {"name", name}, {"scope", "read"}, {"password", "correct horse battery"}}
+		}
+		before := dbState(t, db)
+		for _, c := range []struct {
+			what   string
+			fields [][2]string
+			file   string
+		}{
+			{"NUL in a value", fields("a\x00b"), ""},
+			{"invalid UTF-8 in a value", fields("bad \xff utf8"), ""},
+			{"NUL in a field's name", append(fields("ok"), [2]string{"x\x00", "1"}), ""},
+			{"NUL in a file's name", fields("ok"), "a\x00.txt"},
+		} {
+			if r := post(c.fields, c.file); r.Status != http.StatusBadRequest {
+				t.Errorf("%s: %d, want 400", c.what, r.Status)
+			}
+		}
+		if after := dbState(t, db); after["api_tokens"] != before["api_tokens"] {
+			t.Fatalf("refused multipart forms wrote: %v → %v", before, after)
+		}
+		if r := post(fields("multipart token"), ""); r.Status >= 400 {
+			t.Fatalf("the same form without NUL: %d", r.Status)
+		}
+		if after := dbState(t, db); after["api_tokens"] != before["api_tokens"]+1 {
+			t.Fatalf("the multipart form without NUL made %d tokens, want 1", after["api_tokens"]-before["api_tokens"])
 		}
 	})
 }

@@ -8,12 +8,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// cleanInput refuses (400) a request whose query string or form body holds
-// a NUL byte or invalid UTF-8 in any name or value: PostgreSQL refuses
-// such text in a parameter, and nothing a person types or a bank sends
-// contains it. It runs before every handler, so a search filter, a token
-// name or a note with NUL is a clear 400 that changes nothing, not a 500
-// from the database. (Other control and invisible characters are refused
+// cleanInput refuses (400) a request whose query string or form body
+// (URL-encoded or multipart) holds a NUL byte or invalid UTF-8 in any
+// name or value: PostgreSQL refuses such text in a parameter, and nothing
+// a person types or a bank sends contains it. It runs before every
+// handler, so a search filter, a token name or a note with NUL is a clear
+// 400 that changes nothing, not a 500 from the database. (Other control and invisible characters are refused
 // per field by internal/usertext; JSON bodies are the API's to check.)
 func cleanInput(c *fiber.Ctx) error {
 	bad := false
@@ -25,9 +25,27 @@ func cleanInput(c *fiber.Ctx) error {
 	for k, v := range c.Request().URI().QueryArgs().All() {
 		check(k, v)
 	}
-	if strings.HasPrefix(strings.ToLower(c.Get(fiber.HeaderContentType)), fiber.MIMEApplicationForm) {
+	switch ct := strings.ToLower(c.Get(fiber.HeaderContentType)); {
+	case strings.HasPrefix(ct, fiber.MIMEApplicationForm):
 		for k, v := range c.Request().PostArgs().All() {
 			check(k, v)
+		}
+	case strings.HasPrefix(ct, fiber.MIMEMultipartForm):
+		// No page uploads a file, but Fiber's FormValue (and formValue)
+		// read a multipart body too: its fields are checked alike. A body
+		// that does not parse gives every field as empty, refused by the
+		// handler (the CSRF check first).
+		if f, err := c.MultipartForm(); err == nil {
+			for k, vs := range f.Value {
+				for _, v := range vs {
+					check([]byte(k), []byte(v))
+				}
+			}
+			for k, fs := range f.File {
+				for _, fh := range fs {
+					check([]byte(k), []byte(fh.Filename))
+				}
+			}
 		}
 	}
 	if bad {
