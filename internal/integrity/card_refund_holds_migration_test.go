@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/store"
-	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 // Migration 00045: an open card refund's hold, made for 180 days before
@@ -18,14 +17,7 @@ func TestMigrationCardRefundHoldsOutliveReview(t *testing.T) {
 	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			db, err := store.Open(ctx, storetest.URL(t, d), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := provider(t, db).UpTo(ctx, 44); err != nil {
-				t.Fatalf("migrate up to 44: %v", err)
-			}
+			db, _ := openAt(t, d, 44)
 			made := time.Now().Add(-10 * 24 * time.Hour).UTC().Truncate(time.Millisecond)
 			old := made.Add(180 * 24 * time.Hour)
 			var account int64

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/store"
-	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
 // Migration 00018 lets payments.status be settling: on a database at 00017
@@ -23,15 +22,7 @@ func TestMigrationSettling(t *testing.T) {
 	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			db, err := store.Open(ctx, storetest.URL(t, d), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			p := provider(t, db)
-			if _, err := p.UpTo(ctx, 17); err != nil {
-				t.Fatalf("migrate up to 17: %v", err)
-			}
+			db, p := openAt(t, d, 17)
 			now := time.Now()
 			fillAt(t, db, 17, now)
 			x := func(sql string, args ...any) {

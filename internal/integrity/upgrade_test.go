@@ -33,15 +33,7 @@ func TestUpgradeFromEveryVersion(t *testing.T) {
 			for v := int64(1); v < latest; v++ {
 				t.Run(fmt.Sprintf("from_%05d", v), func(t *testing.T) {
 					ctx := context.Background()
-					db, err := store.Open(ctx, storetest.URL(t, d), nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer db.Close()
-					p := provider(t, db)
-					if _, err := p.UpTo(ctx, v); err != nil {
-						t.Fatalf("migrate up to %d: %v", v, err)
-					}
+					db, _ := openAt(t, d, v)
 					now := time.Now()
 					fillAt(t, db, v, now)
 					counts := tableCounts(t, db, v)
@@ -97,6 +89,23 @@ func provider(t *testing.T, db *store.DB) *goose.Provider {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// openAt opens a database of its own of dialect d, migrated up to
+// version v, closed when the test ends; p migrates it further.
+func openAt(t *testing.T, d store.Dialect, v int64) (db *store.DB, p *goose.Provider) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, storetest.URL(t, d), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	p = provider(t, db)
+	if _, err := p.UpTo(ctx, v); err != nil {
+		t.Fatalf("migrate up to %d: %v", v, err)
+	}
+	return db, p
 }
 
 func latestVersion(t *testing.T, d store.Dialect) int64 {
