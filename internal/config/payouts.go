@@ -144,7 +144,7 @@ func payoutOptions() []Option {
 			Doc: "how long the worker keeps asking about a paid withdrawal a provider may still fail by hand (Jibit's `MANUALLY_FAILED`); the daily reconciliation goes on comparing after it",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.Withdrawals.WatchPaid })},
 		{Name: "PAYOUT_RECONCILE_INTERVAL", Group: groupWithdrawals, Default: "24h",
-			Doc: "how often our paid, returned and in-flight withdrawals are compared with each provider's list (or inquiry) and the report stored for the admins; differences are flagged, never fixed",
+			Doc: "how often our paid, returned and in-flight withdrawals are compared with each provider's list (or inquiry) and the report stored for the admins; differences are flagged, never fixed. Each instance asks every 10 minutes whether a provider's newest stored report is this old (a failed run: an hour), so restarts do not put it off",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.Withdrawals.ReconcileInterval })},
 		{Name: "PAYA_CYCLES", Group: groupWithdrawals, Default: "03:45,09:45,12:45,18:45",
 			Doc: "the cut-offs of Paya's cycles on working days, Tehran time (the published ones): the withdrawal page's arrival estimate",

@@ -65,6 +65,10 @@ func (s *Server) KeepSwitches(ctx context.Context) {
 // memory now.
 func (s *Server) SwitchesServing() bool { return s.topUpStore.SwitchesServing() }
 
+// PayoutReconcileCheckEvery is how often the payout reconciliation loop
+// asks whether a provider's reconciliation is due.
+const PayoutReconcileCheckEvery = 10 * time.Minute
+
 // loops are the background loops, each on lifecycle.Loop (the options'
 // ticks): the payment worker, the card refunds' worker and the periodic
 // reconciliation (each when configured), mail, webhooks (when configured), the cleanup of expired
@@ -103,10 +107,14 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		}})
 	}
 	if cfg.Withdrawals.ReconcileInterval > 0 && s.Withdrawals.On() {
-		l := every(cfg.Withdrawals.ReconcileInterval)
+		// Asked every few minutes; each provider is reconciled when its
+		// newest stored report is an interval old (a process's own timer
+		// of 24 hours never fires on instances deployed daily).
+		interval := cfg.Withdrawals.ReconcileInterval
+		l := every(min(interval, PayoutReconcileCheckEvery))
 		l.Later = true
 		ls = append(ls, loop{"payout reconcile", l, func(ctx context.Context) {
-			if _, err := s.Withdrawals.Reconcile(ctx, s.PayoutStore); err != nil && ctx.Err() == nil {
+			if _, err := s.Withdrawals.ReconcileIfDue(ctx, s.PayoutStore, interval); err != nil && ctx.Err() == nil {
 				log.Error("payout reconciliation", "err", err)
 			}
 		}})

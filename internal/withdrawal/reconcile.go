@@ -104,6 +104,56 @@ func (s *Service) Reconcile(ctx context.Context, l Lister) ([]Report, error) {
 	return out, errors.Join(errs...)
 }
 
+// ReconcileRetry is how soon a provider whose last reconciliation ended
+// in an error (its list or inquiry unreached) is tried again, when the
+// interval is longer.
+const ReconcileRetry = time.Hour
+
+// ReconcileDue reports whether a provider's reconciliation is due at now
+// (pure): it has no report yet, its newest started interval or more ago,
+// or that one ended in an error ReconcileRetry (at most interval) ago.
+func ReconcileDue(latest *Report, now time.Time, interval time.Duration) bool {
+	if latest == nil {
+		return true
+	}
+	wait := interval
+	if latest.Error != "" {
+		wait = min(interval, ReconcileRetry)
+	}
+	return !now.Before(latest.StartedAt.Add(wait))
+}
+
+// ReconcileIfDue reconciles the providers whose reconciliation is due
+// (ReconcileDue of each one's newest stored report): the periodic loop's
+// step. It is decided from the stored reports, not from a process's
+// timer, so that instances restarted more often than the interval (a
+// daily deploy, a 24-hour interval) still reconcile, and an instance
+// that finds another's fresh report does not run again.
+func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, interval time.Duration) ([]Report, error) {
+	latest, err := s.st.LatestReports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	newest := map[string]*Report{}
+	for i := range latest {
+		newest[latest[i].Provider] = &latest[i]
+	}
+	now := s.clock()
+	var out []Report
+	var errs []error
+	for _, o := range s.offers {
+		if !ReconcileDue(newest[o.Name], now, interval) {
+			continue
+		}
+		r, err := s.reconcileOne(ctx, l, o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.Name, err))
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
 func (s *Service) reconcileOne(ctx context.Context, l Lister, o Offer) (Report, error) {
 	now := s.clock()
 	r := Report{Provider: o.Name, StartedAt: now}

@@ -1,0 +1,86 @@
+package withdrawal_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/sandbank/payouts"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+)
+
+func TestReconcileDue(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	report := func(ago time.Duration, failed bool) *withdrawal.Report {
+		r := &withdrawal.Report{Provider: "jibit", StartedAt: now.Add(-ago)}
+		if failed {
+			r.Error = "HTTP 503"
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name     string
+		latest   *withdrawal.Report
+		interval time.Duration
+		due      bool
+	}{
+		{"never reconciled", nil, day, true},
+		{"an hour ago", report(time.Hour, false), day, false},
+		{"just under the interval", report(day-time.Second, false), day, false},
+		{"the interval ago", report(day, false), day, true},
+		{"failed half an hour ago", report(30*time.Minute, true), day, false},
+		{"failed an hour ago", report(time.Hour, true), day, true},
+		{"failed, a shorter interval", report(20*time.Minute, true), 20 * time.Minute, true},
+	} {
+		if got := withdrawal.ReconcileDue(c.latest, now, c.interval); got != c.due {
+			t.Errorf("%s: due %v, want %v", c.name, got, c.due)
+		}
+	}
+}
+
+// TestReconcileIfDueReadsTheStoredReports: the periodic step reconciles
+// a provider with no report at once, not again while its newest report is
+// younger than the interval (another instance's, or one made before a
+// restart), again once it is as old; a run that failed is tried again
+// after ReconcileRetry, not a whole interval later.
+func TestReconcileIfDueReadsTheStoredReports(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		e.paid(1_000_000)
+		interval := 24 * time.Hour
+		run := func(want int) []withdrawal.Report {
+			t.Helper()
+			reps, err := e.svc.ReconcileIfDue(ctx, e.st, interval)
+			if len(reps) != want {
+				t.Fatalf("at %s: %d reports (%v), want %d", e.clock.Now().Format(time.RFC3339), len(reps), err, want)
+			}
+			return reps
+		}
+		if reps := run(1); reps[0].Error != "" || reps[0].Paid != 1 {
+			t.Fatalf("the first run: %+v", reps[0])
+		}
+		run(0)
+		e.clock.Advance(interval - time.Minute)
+		run(0)
+		e.clock.Advance(time.Minute)
+		e.faults("jibit", payouts.ProviderFaults{Maintenance: true})
+		if reps := run(1); reps[0].Error == "" {
+			t.Fatalf("a run against a provider under maintenance: %+v", reps[0])
+		}
+		e.clock.Advance(withdrawal.ReconcileRetry - time.Minute)
+		run(0)
+		e.faults("jibit", payouts.ProviderFaults{})
+		e.clock.Advance(time.Minute)
+		if reps := run(1); reps[0].Error != "" || reps[0].Paid != 1 {
+			t.Fatalf("the retry: %+v", reps[0])
+		}
+		latest, err := e.svc.LatestReports(ctx)
+		if err != nil || len(latest) != 1 || latest[0].Error != "" {
+			t.Fatalf("latest reports: %+v %v", latest, err)
+		}
+	})
+}
