@@ -224,6 +224,67 @@ func TestReconcileMellatBySale(t *testing.T) {
 	})
 }
 
+// TestMellatVerifyUnansweredUntilTheWindow: the payer came back with a
+// sale, the bank verified it, and every answer to our verify was lost
+// until Mellat's verify window closed here: the worker sends the payment
+// to review (returned_to_payer), keeping the sale's reference the verify
+// went out with. An admin's recheck then asks the bank with it (43, then
+// settle) and credits it once; so would reconciliation. (The reference
+// was dropped with that move: the recheck made no call and failed the
+// payment, bank_cancelled, on no word; the sale was never settled.)
+func TestMellatVerifyUnansweredUntilTheWindow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "mellat")
+		p := e.start(140_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": {CommitThenHang: true, HangMS: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+		if err != nil || got.Status != topup.StatusPendingVerification {
+			t.Fatalf("callback with the verify's answer lost: %s, %v", dump(got), err)
+		}
+		// Then Mellat answers nothing at all until the window closes.
+		down := sandbank.OpFaults{DropRate: 1}
+		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": down, "mellat-inquiry": down, "mellat-settle": down}}); err != nil {
+			t.Fatal(err)
+		}
+		w := e.svc.NewWorker(topuptest.WorkerConfig())
+		for range 25 {
+			e.clock.Advance(time.Minute)
+			if _, err := w.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := e.row(p.ID)
+		if r.Status != topup.StatusNeedsReview || r.StatusReason != string(topup.ReasonReturnedToPayer) ||
+			r.ReceiptString() != cb.Form["SaleReferenceId"] {
+			t.Fatalf("past the verify window: %s, receipt %q; want under review with the sale's reference", dump(r), r.ReceiptString())
+		}
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified {
+			t.Fatalf("at the bank: %+v", bp)
+		}
+		bank.ClearFaults()
+		if got, err := e.svc.AdminRecheck(ctx, p.PublicID, e.user.ID); err != nil || got.Status != topup.StatusCredited {
+			t.Fatalf("the admin's recheck: %s, %v", dump(got), err)
+		}
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.SettledAt.IsZero() {
+			t.Errorf("not settled at the bank: %+v", bp)
+		}
+		if e.balance() != 140_000 {
+			t.Errorf("balance %d, want 140,000", e.balance())
+		}
+		if rep, items := e.reconcile(); rep.Credited != 0 || len(items) != 0 || e.balance() != 140_000 {
+			t.Errorf("reconciliation after the credit: %+v %+v, balance %d", rep, items, e.balance())
+		}
+		checkInvariants(t, db)
+	})
+}
+
 // TestMellatWithoutCallbackEndsAtTheWindow: a Mellat payment whose payer
 // paid and never came back cannot be verified (the sale's reference comes
 // only with the callback) nor asked about. The worker keeps it open until

@@ -295,10 +295,8 @@ func Decide(in Input) Decision {
 			return Decision{Action: ActionNone}
 		}
 		if to, reason, ok := Expiry(in.TopUp, in.Now, in.Rules); ok {
-			// A receipt the bank never confirmed is dropped with every
-			// move that ends the payment (Fields.ClearReceipt drops only
-			// an unconfirmed one): it must hold no other payment's.
-			return Decision{Action: ActionMove, To: to, Reason: reason, Deadline: true, ClearReceipt: in.TopUp.Receipt != nil}
+			return Decision{Action: ActionMove, To: to, Reason: reason, Deadline: true,
+				ClearReceipt: in.TopUp.Receipt != nil && !KeepsReceiptAtDeadline(in.TopUp, to, in.Rules)}
 		}
 		return Decision{Action: ActionNone}
 	}
@@ -692,6 +690,22 @@ func Expiry(p TopUp, now time.Time, r Rules) (Status, Reason, bool) {
 		return StatusNeedsReview, ReasonUnknownTooLong, true
 	}
 	return "", "", false
+}
+
+// KeepsReceiptAtDeadline reports whether a deadline's move of p to `to`
+// keeps p's unconfirmed receipt (pure). A receipt the bank never
+// confirmed is dropped with every move that ends the payment
+// (Fields.ClearReceipt drops only an unconfirmed one): it must hold no
+// other payment's. Except the one a verify went out with and never heard
+// back about, at a gateway whose sale can be asked about only by it
+// (Rules.CallbackOnly: Mellat's SaleReferenceId), on its way to review:
+// the bank may have verified the sale, and that receipt is all that lets
+// an admin's recheck or reconciliation ask (dropped, a recheck made no
+// call and failed the payment, bank_cancelled, on no word, and the sale
+// was never settled). Should it be another payment's, that payment's own
+// verify takes it (Decision.TakeReceipt).
+func KeepsReceiptAtDeadline(p TopUp, to Status, r Rules) bool {
+	return to == StatusNeedsReview && r.CallbackOnly && p.Receipt != nil && Reason(p.StatusReason) == ReasonVerifyUnknown
 }
 
 // NewReceiptTooSoon reports whether a callback bringing receipt to p

@@ -280,3 +280,30 @@ func TestSettleUnknownOutlivesTheVerifyWindow(t *testing.T) {
 		t.Fatalf("verify unknown after an hour: %s %v", reason, ok)
 	}
 }
+
+// A deadline's move to review keeps the receipt a verify went out with
+// and never heard back about, at a gateway whose sale can be asked about
+// only by it (Mellat); every other unconfirmed receipt goes with the move.
+func TestKeepsReceiptAtDeadline(t *testing.T) {
+	sale := "184467440737"
+	mellat := topup.Rules{CallbackOnly: true}
+	for _, c := range []struct {
+		name    string
+		receipt *string
+		reason  topup.Reason
+		to      topup.Status
+		rules   topup.Rules
+		keep    bool
+	}{
+		{"verify unanswered, to review", &sale, topup.ReasonVerifyUnknown, topup.StatusNeedsReview, mellat, true},
+		{"no receipt", nil, topup.ReasonVerifyUnknown, topup.StatusNeedsReview, mellat, false},
+		{"never sent to verify", &sale, topup.ReasonReopened, topup.StatusNeedsReview, mellat, false},
+		{"to failed", &sale, topup.ReasonVerifyUnknown, topup.StatusFailed, mellat, false},
+		{"a gateway with another way to ask", &sale, topup.ReasonVerifyUnknown, topup.StatusNeedsReview, topup.Rules{}, false},
+	} {
+		p := topup.TopUp{ID: 1, AmountRials: 50_000, Status: topup.StatusPendingVerification, Receipt: c.receipt, StatusReason: string(c.reason)}
+		if got := topup.KeepsReceiptAtDeadline(p, c.to, c.rules); got != c.keep {
+			t.Errorf("%s: keep %v, want %v", c.name, got, c.keep)
+		}
+	}
+}

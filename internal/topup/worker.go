@@ -254,8 +254,11 @@ func (w *Worker) expire(ctx context.Context, p TopUp, d Decision) (TopUp, error)
 	if err != nil || tok == "" {
 		return cur, err
 	}
+	// The receipt as it stands now (a callback may have brought one since
+	// the decision's read).
+	keep := KeepsReceiptAtDeadline(cur, d.To, w.rulesFor(cur))
 	out, err := w.s.move(ctx, cur, cur.Status, change{to: d.To, actor: ActorWorker, reason: d.Reason, lease: tok,
-		set: Fields{ClearReceipt: d.ClearReceipt || cur.Receipt != nil}})
+		set: Fields{ClearReceipt: (d.ClearReceipt || cur.Receipt != nil) && !keep}})
 	if errors.Is(err, errNotMoved) {
 		return w.s.release(ctx, cur, tok, Fields{})
 	}
