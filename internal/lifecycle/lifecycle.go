@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -135,6 +136,19 @@ type Worker interface {
 	Failed(ctx context.Context, id int64, err error)
 }
 
+// resolve is w.Resolve(ctx, id), a panic in it returned as an error
+// (with its stack): the item is Failed like any other, its claim's push
+// the back-off, and the round and the process go on. The store's
+// transaction it was in, if any, was rolled back by the panic.
+func resolve(ctx context.Context, w Worker, id int64) (ended bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ended, err = false, fmt.Errorf("panic resolving %d: %v\n%s", id, v, debug.Stack())
+		}
+	}()
+	return w.Resolve(ctx, id)
+}
+
 // RoundResult counts what one round did.
 type RoundResult struct {
 	Claimed int
@@ -165,7 +179,7 @@ func Round(ctx context.Context, w Worker, concurrency int, inFlight time.Duratio
 			defer func() { <-sem }()
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inFlight)
 			defer cancel()
-			ended, err := w.Resolve(wctx, id)
+			ended, err := resolve(wctx, w, id)
 			if err != nil {
 				w.Failed(ctx, id, err)
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,6 +88,8 @@ type fakeWorker struct {
 	running   int
 	peak      int
 	gate      chan struct{}
+	panicOn   int64 // Resolve panics on this id (0: none)
+	errs      map[int64]error
 }
 
 func (w *fakeWorker) Claim(context.Context) ([]int64, error) { return w.ids, nil }
@@ -106,6 +109,9 @@ func (w *fakeWorker) Resolve(ctx context.Context, id int64) (bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.running--
+	if id == w.panicOn {
+		panic("a reply nobody expected")
+	}
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
@@ -115,10 +121,32 @@ func (w *fakeWorker) Resolve(ctx context.Context, id int64) (bool, error) {
 	w.resolved = append(w.resolved, id)
 	return id%2 == 0, nil
 }
-func (w *fakeWorker) Failed(_ context.Context, id int64, _ error) {
+func (w *fakeWorker) Failed(_ context.Context, id int64, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.failed = append(w.failed, id)
+	if w.errs == nil {
+		w.errs = map[int64]error{}
+	}
+	w.errs[id] = err
+}
+
+// A panic resolving one item fails that item (its error says so, with the
+// stack) and the round goes on with the others.
+func TestRoundSurvivesAPanic(t *testing.T) {
+	w := &fakeWorker{ids: []int64{1, 2, 3, 4}, panicOn: 3}
+	rr, err := lifecycle.Round(context.Background(), w, 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(w.resolved)
+	if rr.Claimed != 4 || !slices.Equal(w.failed, []int64{3}) || !slices.Equal(w.resolved, []int64{1, 2, 4}) {
+		t.Fatalf("round %+v, failed %v, resolved %v", rr, w.failed, w.resolved)
+	}
+	if e := w.errs[3]; e == nil || !strings.Contains(e.Error(), "panic resolving 3: a reply nobody expected") ||
+		!strings.Contains(e.Error(), "goroutine") {
+		t.Fatalf("the panicked item's error: %v", e)
+	}
 }
 
 func TestRound(t *testing.T) {

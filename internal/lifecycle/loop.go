@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"runtime/debug"
 	"time"
 )
 
@@ -30,6 +31,11 @@ type Loop struct {
 	Later bool
 	// Ticks makes the ticker (nil: RealTicks).
 	Ticks Ticks
+	// Recovered, when set, is told of a panic in a run (its value and
+	// stack), and the loop goes on at its next tick: one bad row or
+	// answer does not end the instance, HTTP included, nor every instance
+	// in turn as each claims that row. Unset, a panic ends the process.
+	Recovered func(v any, stack []byte)
 }
 
 // Run runs fn as the loop says until ctx ends.
@@ -41,7 +47,7 @@ func (l Loop) Run(ctx context.Context, fn func(context.Context)) {
 	c, stop := ticks(l.Interval)
 	defer stop()
 	if !l.Later {
-		fn(ctx)
+		l.once(ctx, fn)
 	}
 	for {
 		select {
@@ -50,8 +56,20 @@ func (l Loop) Run(ctx context.Context, fn func(context.Context)) {
 		case <-c:
 		case <-l.Wake:
 		}
-		fn(ctx)
+		l.once(ctx, fn)
 	}
+}
+
+// once runs fn, recovering a panic when the loop says so.
+func (l Loop) once(ctx context.Context, fn func(context.Context)) {
+	if l.Recovered != nil {
+		defer func() {
+			if v := recover(); v != nil {
+				l.Recovered(v, debug.Stack())
+			}
+		}()
+	}
+	fn(ctx)
 }
 
 // Every runs fn at once and then every d, until ctx ends; a run in

@@ -65,6 +65,38 @@ func TestLoop(t *testing.T) {
 	}
 }
 
+// With Recovered set, a run that panics is reported (value and stack)
+// and the loop runs again at its next tick.
+func TestLoopRecoversAPanic(t *testing.T) {
+	fake := &fakeTicks{c: make(chan time.Time)}
+	ctx, cancel := context.WithCancel(context.Background())
+	runs := 0
+	var got []any
+	var stacks int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lifecycle.Loop{Interval: time.Minute, Ticks: fake.ticks, Recovered: func(v any, stack []byte) {
+			got = append(got, v)
+			if len(stack) > 0 {
+				stacks++
+			}
+		}}.Run(ctx, func(context.Context) {
+			runs++
+			if runs == 1 {
+				panic("a poison row")
+			}
+		})
+	}()
+	fake.c <- time.Time{}
+	fake.c <- time.Time{}
+	cancel()
+	<-done
+	if runs != 3 || len(got) != 1 || got[0] != "a poison row" || stacks != 1 {
+		t.Fatalf("%d runs, recovered %v (%d stacks); want 3 runs, the first recovered", runs, got, stacks)
+	}
+}
+
 func TestEveryStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0

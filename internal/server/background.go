@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -31,6 +32,12 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 	}
 	var wg sync.WaitGroup
 	for _, l := range s.loops(log) {
+		// A panic in a run is logged with its stack and the loop goes on:
+		// one bad row or answer must not end the instance (its HTTP
+		// too), nor every instance in turn as each claims that row.
+		l.Recovered = func(v any, stack []byte) {
+			log.Error("background loop panicked", "loop", l.name, "panic", fmt.Sprint(v), "stack", string(stack))
+		}
 		wg.Go(func() { l.Run(ctx, l.run) })
 	}
 	// Revocations of sessions, heard (LISTEN on PostgreSQL): while they
