@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
@@ -80,5 +81,9 @@ func withdrawalConfig(b base) withdrawal.Config {
 		UnknownReviewAfter: w.UnknownReviewAfter, WatchPaid: w.WatchPaid,
 		LeaseDuration: cfg.Budget + cfg.RequestTimeout + 10e9,
 		BaseBackoff:   cfg.WorkerBackoffBase, MaxBackoff: cfg.WorkerBackoffMax, Schedule: w.Schedule,
+		// Spread in time: withdrawals asked about together (a provider's
+		// outage) are not all asked again at the same moment, by every
+		// instance.
+		Jitter: rand.Float64, // #nosec G404 -- spreads retries in time; no secret
 	}
 }
