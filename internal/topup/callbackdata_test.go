@@ -168,18 +168,7 @@ func TestReconcileMellatBySale(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e, bank := newBankEnv(t, db, "mellat")
-		p := e.start(150_000)
-		cb, err := bank.Finish(p.AuthorityString(), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": {CommitThenHang: true, HangMS: 1}}}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
-		if err != nil || got.Status != topup.StatusPendingVerification || got.ReceiptString() != cb.Form["SaleReferenceId"] {
-			t.Fatalf("callback with the verify's answer lost: %s, %v", dump(got), err)
-		}
+		p := verifyAnswerLost(ctx, t, e, bank, 150_000)
 		bank.ClearFaults()
 		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified {
 			t.Fatalf("at the bank: %+v", bp)
@@ -224,6 +213,26 @@ func TestReconcileMellatBySale(t *testing.T) {
 	})
 }
 
+// verifyAnswerLost starts a Mellat top-up of amount that the payer pays
+// and comes back from with a sale, whose verify the bank commits and never
+// answers: pending verification, the sale's reference kept (the callback's).
+func verifyAnswerLost(ctx context.Context, t *testing.T, e *env, bank *sandbank.Bank, amount int64) topup.TopUp {
+	t.Helper()
+	p := e.start(amount)
+	cb, err := bank.Finish(p.AuthorityString(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": {CommitThenHang: true, HangMS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+	if err != nil || got.Status != topup.StatusPendingVerification || got.ReceiptString() != cb.Form["SaleReferenceId"] {
+		t.Fatalf("callback with the verify's answer lost: %s, %v", dump(got), err)
+	}
+	return got
+}
+
 // TestMellatVerifyUnansweredUntilTheWindow: the payer came back with a
 // sale, the bank verified it, and every answer to our verify was lost
 // until Mellat's verify window closed here: the worker sends the payment
@@ -236,18 +245,8 @@ func TestMellatVerifyUnansweredUntilTheWindow(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e, bank := newBankEnv(t, db, "mellat")
-		p := e.start(140_000)
-		cb, err := bank.Finish(p.AuthorityString(), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": {CommitThenHang: true, HangMS: 1}}}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
-		if err != nil || got.Status != topup.StatusPendingVerification {
-			t.Fatalf("callback with the verify's answer lost: %s, %v", dump(got), err)
-		}
+		p := verifyAnswerLost(ctx, t, e, bank, 140_000)
+		sale := p.ReceiptString()
 		// Then Mellat answers nothing at all until the window closes.
 		down := sandbank.OpFaults{DropRate: 1}
 		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-verify": down, "mellat-inquiry": down, "mellat-settle": down}}); err != nil {
@@ -262,7 +261,7 @@ func TestMellatVerifyUnansweredUntilTheWindow(t *testing.T) {
 		}
 		r := e.row(p.ID)
 		if r.Status != topup.StatusNeedsReview || r.StatusReason != string(topup.ReasonReturnedToPayer) ||
-			r.ReceiptString() != cb.Form["SaleReferenceId"] {
+			r.ReceiptString() != sale {
 			t.Fatalf("past the verify window: %s, receipt %q; want under review with the sale's reference", dump(r), r.ReceiptString())
 		}
 		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified {
