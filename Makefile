@@ -77,8 +77,8 @@ VIEWS_COVERED = mkdir -p bin && VIEWS_COVERPROFILE=$(CURDIR)/$(VIEWS_COVER) $(GO
 
 test:
 	@mkdir -p bin
-	@echo "$(GO) test -race -count=1 -timeout 20m -coverpkg=./views,./views/admin,./internal/sandbank/page -coverprofile=$(VIEWS_COVER) $(PKGS)"
-	@$(GO) test -race -count=1 -timeout 20m -coverpkg=./views,./views/admin,./internal/sandbank/page -coverprofile=$(VIEWS_COVER) $(PKGS) && $(VIEWS_COVERED); rc=$$?; $(SKIPPED); exit $$rc
+	@echo "$(GO) test -race -count=1 -timeout 30m -coverpkg=./views,./views/admin,./internal/sandbank/page -coverprofile=$(VIEWS_COVER) $(PKGS)"
+	@$(GO) test -race -count=1 -timeout 30m -coverpkg=./views,./views/admin,./internal/sandbank/page -coverprofile=$(VIEWS_COVER) $(PKGS) && $(VIEWS_COVERED); rc=$$?; $(SKIPPED); exit $$rc
 
 # The lines `make test` prints for skipped suites, alone (tested in
 # cmd/kifpool, so that they cannot go stale).
