@@ -284,20 +284,7 @@ func TestDashboardQueriesUseIndexes(t *testing.T) {
 			if k.name == "unresolved payments" || k.name == "latest reconciliations" {
 				continue // they show the rows themselves
 			}
-			var lines []string
-			err := db.Gorm.Connection(func(tx *gorm.DB) error {
-				for _, set := range []string{"SET enable_seqscan = off", "SET enable_indexscan = off", "SET enable_bitmapscan = off"} {
-					if err := tx.Exec(set).Error; err != nil {
-						return err
-					}
-				}
-				defer tx.Exec("RESET ALL")
-				return tx.Raw("EXPLAIN (COSTS OFF) " + sql).Scan(&lines).Error
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			only := strings.Join(lines, "\n")
+			only := indexOnlyPlan(t, db, sql)
 			if strings.Contains(only, "Seq Scan") || strings.Contains(only, "Index Scan") || strings.Contains(only, "Bitmap") ||
 				!strings.Contains(only, "Index Only Scan") {
 				t.Errorf("%s: cannot be answered from an index alone:\n%s\n%s", k.name, sql, only)
@@ -645,20 +632,7 @@ func TestFragmentReadsEachPersonsKeysFromTheIndex(t *testing.T) {
 			continue
 		}
 		lateral++
-		var lines []string
-		err := db.Gorm.Connection(func(tx *gorm.DB) error {
-			for _, set := range []string{"SET enable_seqscan = off", "SET enable_indexscan = off", "SET enable_bitmapscan = off"} {
-				if err := tx.Exec(set).Error; err != nil {
-					return err
-				}
-			}
-			defer tx.Exec("RESET ALL")
-			return tx.Raw("EXPLAIN (COSTS OFF) " + sql).Scan(&lines).Error
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan := strings.Join(lines, "\n")
+		plan := indexOnlyPlan(t, db, sql)
 		if !keysOnlyRE.MatchString(plan) {
 			t.Errorf("each person's page is not read from the index alone:\n%s\n%s", sql, plan)
 		}
@@ -666,4 +640,24 @@ func TestFragmentReadsEachPersonsKeysFromTheIndex(t *testing.T) {
 	if lateral != 3 {
 		t.Errorf("%d statements with LATERAL captured, want one per page (3)", lateral)
 	}
+}
+
+// indexOnlyPlan is sql's plan with only index-only scans allowed (every
+// other scan off, on one connection, reset after).
+func indexOnlyPlan(t *testing.T, db *store.DB, sql string) string {
+	t.Helper()
+	var lines []string
+	err := db.Gorm.Connection(func(tx *gorm.DB) error {
+		for _, set := range []string{"SET enable_seqscan = off", "SET enable_indexscan = off", "SET enable_bitmapscan = off"} {
+			if err := tx.Exec(set).Error; err != nil {
+				return err
+			}
+		}
+		defer tx.Exec("RESET ALL")
+		return tx.Raw("EXPLAIN (COSTS OFF) " + sql).Scan(&lines).Error
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }
