@@ -40,7 +40,7 @@ type Config struct {
 // DefaultConfig is the lifecycle's tuning unless a caller says otherwise.
 func DefaultConfig() Config {
 	return Config{
-		NotDoneAfter:  10 * time.Minute,
+		NotDoneAfter:  24 * time.Hour,
 		CheckBudget:   72 * time.Hour,
 		HoldFor:       HoldLife,
 		ReverseMargin: 5 * time.Minute,

@@ -134,7 +134,8 @@ func TestAfterStatus(t *testing.T) {
 	}{
 		{"made", st(gateway.RefundDone), nil, time.Minute, false, cardrefund.StatusRefunded, cardrefund.ReasonBankConfirmed},
 		{"not made, too soon", st(gateway.RefundNotDone), nil, 5 * time.Minute, true, "", ""},
-		{"not made, long after", st(gateway.RefundNotDone), nil, 10 * time.Minute, false, cardrefund.StatusFailed, cardrefund.ReasonNotAtBank},
+		{"not made, an hour after", st(gateway.RefundNotDone), nil, time.Hour, true, "", ""},
+		{"not made, long after", st(gateway.RefundNotDone), nil, 24 * time.Hour, false, cardrefund.StatusFailed, cardrefund.ReasonNotAtBank},
 		{"differs", st(gateway.RefundDiffers), nil, time.Minute, false, cardrefund.StatusNeedsReview, cardrefund.ReasonBankDiffers},
 		{"no answer", gateway.RefundState{}, errors.New("timeout"), time.Hour, true, "", ""},
 		{"no answer past the budget", gateway.RefundState{}, errors.New("timeout"), 72 * time.Hour, false, cardrefund.StatusNeedsReview, cardrefund.ReasonBudgetSpent},

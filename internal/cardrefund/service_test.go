@@ -267,7 +267,14 @@ func TestNeverReachedTheBank(t *testing.T) {
 			t.Fatalf("within NotDoneAfter: %+v", got)
 		}
 		e.wantFigures(300_000, 100_000)
-		e.clock.Advance(10 * time.Minute)
+		// An hour short of NotDoneAfter (a day): still believed possible.
+		e.clock.Advance(e.svc.Config().NotDoneAfter - time.Hour)
+		e.round()
+		if got := e.get(c); got.Status != cardrefund.StatusSubmitted {
+			t.Fatalf("an hour before NotDoneAfter: %+v", got)
+		}
+		e.wantFigures(300_000, 100_000)
+		e.clock.Advance(time.Hour)
 		e.round()
 		got := e.get(c)
 		if got.Status != cardrefund.StatusFailed || got.StatusReason != cardrefund.ReasonNotAtBank {
