@@ -234,7 +234,7 @@ var (
 		"Differences between our withdrawals and the payout provider's word in its newest reconciliation report, flagged for an admin and never fixed by Kifpool (0 once a run finds none).",
 		[]string{"provider"}, nil)
 	payoutRecon = prometheus.NewDesc("kifpool_payout_reconcile_last_finished_timestamp_seconds",
-		"Unix time the payout provider's newest reconciliation finished (by any instance or kifpool reconcile).", []string{"provider"}, nil)
+		"Unix time the payout provider's newest reconciliation finished (by any instance or kifpool reconcile); 0 for a provider never reconciled.", []string{"provider"}, nil)
 	payoutReconErr = prometheus.NewDesc("kifpool_payout_reconcile_last_failed",
 		"1 if the payout provider's newest reconciliation could not read the provider's list (its report says why).", []string{"provider"}, nil)
 	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
@@ -331,7 +331,11 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 				failed = 1
 			}
 			ch <- prometheus.MustNewConstMetric(payoutDiffs, prometheus.GaugeValue, float64(r.Differences), r.Provider)
-			ch <- prometheus.MustNewConstMetric(payoutRecon, prometheus.GaugeValue, float64(r.Finished.Unix()), r.Provider)
+			finished := 0.0 // never
+			if !r.Finished.IsZero() {
+				finished = float64(r.Finished.Unix())
+			}
+			ch <- prometheus.MustNewConstMetric(payoutRecon, prometheus.GaugeValue, finished, r.Provider)
 			ch <- prometheus.MustNewConstMetric(payoutReconErr, prometheus.GaugeValue, failed, r.Provider)
 		}
 	}

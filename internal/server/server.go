@@ -207,7 +207,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		if po.Withdrawals == nil || !po.Withdrawals.On() {
 			return nil, nil
 		}
-		return po.Withdrawals.LatestReports(ctx)
+		return po.Withdrawals.NewestReports(ctx)
 	}
 	obs := newObservability(b, reads, pool, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports)
 	gws, err = newGateways(b, led, obs.Metrics.Recorder(topup.NewCallRecorder(st, b.log("gateway_calls"))))

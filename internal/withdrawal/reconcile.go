@@ -134,15 +134,12 @@ func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, interval time.Du
 	if err != nil {
 		return nil, err
 	}
-	newest := map[string]*Report{}
-	for i := range latest {
-		newest[latest[i].Provider] = &latest[i]
-	}
 	now := s.clock()
 	var out []Report
 	var errs []error
-	for _, o := range s.offers {
-		if !ReconcileDue(newest[o.Name], now, interval) {
+	for i, newest := range newestOfOffers(latest, s.offers) {
+		o := s.offers[i]
+		if !newest.StartedAt.IsZero() && !ReconcileDue(&newest, now, interval) {
 			continue
 		}
 		r, err := s.reconcileOne(ctx, l, o)
@@ -152,6 +149,35 @@ func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, interval time.Du
 		out = append(out, r)
 	}
 	return out, errors.Join(errs...)
+}
+
+// NewestReports is each offered provider's newest stored report, in the
+// offers' order; a provider never reconciled has a Report of its name
+// alone (zero times), so that the metrics can say "never" rather than
+// say nothing (an alert on a stale report cannot fire without one).
+func (s *Service) NewestReports(ctx context.Context) ([]Report, error) {
+	latest, err := s.st.LatestReports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newestOfOffers(latest, s.offers), nil
+}
+
+// newestOfOffers picks each offer's report from latest (pure).
+func newestOfOffers(latest []Report, offers []Offer) []Report {
+	byName := make(map[string]Report, len(latest))
+	for _, r := range latest {
+		byName[r.Provider] = r
+	}
+	out := make([]Report, 0, len(offers))
+	for _, o := range offers {
+		r, ok := byName[o.Name]
+		if !ok {
+			r = Report{Provider: o.Name}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func (s *Service) reconcileOne(ctx context.Context, l Lister, o Offer) (Report, error) {

@@ -84,3 +84,25 @@ func TestReconcileIfDueReadsTheStoredReports(t *testing.T) {
 		}
 	})
 }
+
+// TestNewestReportsNameTheNeverReconciled: a provider with no stored
+// report is listed with zero times (the metrics' "never"), then with its
+// first report once reconciled.
+func TestNewestReportsNameTheNeverReconciled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		e.paid(1_000_000)
+		reps, err := e.svc.NewestReports(ctx)
+		if err != nil || len(reps) != 1 || reps[0].Provider != "jibit" || !reps[0].FinishedAt.IsZero() || reps[0].ID != 0 {
+			t.Fatalf("before any run: %+v %v", reps, err)
+		}
+		if _, err := e.svc.ReconcileIfDue(ctx, e.st, 24*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		reps, err = e.svc.NewestReports(ctx)
+		if err != nil || len(reps) != 1 || reps[0].FinishedAt.IsZero() || reps[0].Paid != 1 {
+			t.Fatalf("after the first run: %+v %v", reps, err)
+		}
+	})
+}

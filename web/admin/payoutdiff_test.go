@@ -72,6 +72,12 @@ func TestPayoutDifferencesFlagged(t *testing.T) {
 		if dash := apptest.Parse(admin.Get(routes.Admin).Body); dash.TestID("payout-differences") != nil {
 			t.Fatal("a flag before any reconciliation")
 		}
+		// Never reconciled: the series says so (0), for the alert on a
+		// provider never reconciled.
+		finished := `kifpool_payout_reconcile_last_finished_timestamp_seconds{provider="` + w.Provider + `"}`
+		if got := metric(finished); got != 0 {
+			t.Fatalf("before any reconciliation %s = %v, want 0", finished, got)
+		}
 
 		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalsReconcile, nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("reconcile: %d", r.Status)
@@ -97,7 +103,7 @@ func TestPayoutDifferencesFlagged(t *testing.T) {
 		if got := metric(`kifpool_payout_reconcile_last_failed{provider="` + w.Provider + `"}`); got != 0 {
 			t.Fatalf("last failed %v", got)
 		}
-		if got := metric(`kifpool_payout_reconcile_last_finished_timestamp_seconds{provider="` + w.Provider + `"}`); got < float64(clock.Now().Unix()-5) {
+		if got := metric(finished); got < float64(clock.Now().Unix()-5) {
 			t.Fatalf("last finished %v", got)
 		}
 
