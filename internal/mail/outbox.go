@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -75,8 +77,12 @@ type Outbox struct {
 	// MaxAttempts: after so many failed attempts a mail is failed.
 	MaxAttempts int
 	// BaseBackoff is the wait after the first failure (doubling, up to
-	// MaxBackoff).
+	// MaxBackoff), of which Jitter takes a random part of the second half
+	// (lifecycle.Backoff): instances whose SMTP relay was down together
+	// do not all retry at the same second.
 	BaseBackoff, MaxBackoff time.Duration
+	// Jitter returns a number in [0, 1) (math/rand/v2's Float64).
+	Jitter func() float64
 	// Lease: a mail being sent is not picked by another instance for so long.
 	Lease time.Duration
 }
@@ -90,7 +96,7 @@ func NewOutbox(db *store.DB, sender Sender, from string, now func() time.Time, l
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Outbox{db: db, sender: sender, from: from, now: now, log: log, kick: make(chan struct{}, 1),
-		MaxAttempts: 12, BaseBackoff: 30 * time.Second, MaxBackoff: time.Hour, Lease: 2 * time.Minute}
+		MaxAttempts: 12, BaseBackoff: 30 * time.Second, MaxBackoff: time.Hour, Jitter: rand.Float64, Lease: 2 * time.Minute}
 }
 
 // Sender is where mail goes (for the start banner).
@@ -198,9 +204,5 @@ func (o *Outbox) deliver(ctx context.Context, r Row) bool {
 }
 
 func (o *Outbox) backoff(attempts int) time.Duration {
-	d := o.BaseBackoff
-	for i := 1; i < attempts && d < o.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, o.MaxBackoff)
+	return lifecycle.Backoff(attempts, o.BaseBackoff, o.MaxBackoff, o.Jitter())
 }

@@ -44,6 +44,9 @@ func TestOutbox(t *testing.T) {
 		s.RootCAs = srv.RootCAs
 		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 		o := mail.NewOutbox(db, s, "Kifpool <noreply@example.com>", clk.Now, nil)
+		// The least jitter: the first retry half the base back-off
+		// (15 s) after the failure, not sooner.
+		o.Jitter = func() float64 { return 0 }
 		enqueue := func(r mail.Row) int64 {
 			t.Helper()
 			r.CreatedAt = clk.Now()
@@ -91,7 +94,11 @@ func TestOutbox(t *testing.T) {
 		if sent, _ := o.DeliverDue(ctx); sent != 0 {
 			t.Fatalf("retried at once: %d", sent)
 		}
-		clk.Add(31 * time.Second)
+		clk.Add(14 * time.Second)
+		if sent, _ := o.DeliverDue(ctx); sent != 0 {
+			t.Fatalf("retried 14 s after: %d", sent)
+		}
+		clk.Add(time.Second)
 		if sent, err := o.DeliverDue(ctx); err != nil || sent != 1 {
 			t.Fatalf("retry: %d sent, %v", sent, err)
 		}

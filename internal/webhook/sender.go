@@ -19,6 +19,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -363,11 +364,5 @@ func (s *Sender) deliver(ctx context.Context, r claimed) {
 // off ("equal jitter": never sooner than half, so receivers that are down
 // are not hammered, and instances spread out).
 func (s *Sender) Backoff(attempts int) time.Duration {
-	d := s.o.BaseBackoff
-	for i := 1; i < attempts && d < s.o.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, s.o.MaxBackoff)
-	half := d / 2
-	return half + time.Duration(s.o.Jitter()*float64(d-half))
+	return lifecycle.Backoff(attempts, s.o.BaseBackoff, s.o.MaxBackoff, s.o.Jitter())
 }
