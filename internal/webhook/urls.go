@@ -145,8 +145,10 @@ func CanonicalOrigin(raw string, allowLoopback bool) (string, error) {
 }
 
 // sameEndpointURL reports whether two endpoint URLs name the same
-// receiver: equal once the scheme and host are in lower case, a default
-// port is dropped, an empty path is "/" and a fragment is ignored.
+// receiver: equal once the scheme and host are in lower case, a port's
+// leading zeros and a default port are dropped, the path and query are
+// decoded and escaped again in one way (%6b is k), an empty path is "/"
+// and a fragment is ignored.
 func sameEndpointURL(a, b string) bool {
 	ca, okA := canonicalEndpoint(a)
 	cb, okB := canonicalEndpoint(b)
@@ -154,26 +156,21 @@ func sameEndpointURL(a, b string) bool {
 }
 
 func canonicalEndpoint(raw string) (string, bool) {
-	u, err := url.Parse(raw)
+	u, origin, err := parseAbsolute(raw)
 	if err != nil {
 		return "", false
 	}
-	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
-	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
-		port = ""
-	}
-	if port != "" {
-		host = net.JoinHostPort(host, port)
-	} else if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	path := u.EscapedPath()
+	path := (&url.URL{Path: u.Path}).EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	out := scheme + "://" + host + path
+	out := origin + path
 	if u.RawQuery != "" {
-		out += "?" + u.RawQuery
+		if q, err := url.ParseQuery(u.RawQuery); err == nil {
+			out += "?" + q.Encode()
+		} else {
+			out += "?" + u.RawQuery
+		}
 	}
 	return out, true
 }

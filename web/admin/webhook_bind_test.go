@@ -56,7 +56,8 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 			apptest.Parse(r.Body).TestID("webhooks-list-error") == nil {
 			t.Fatalf("the owner's delete of an admin's disable: %d", r.Status)
 		}
-		for _, again := range []string{hookURL, "https://HOOKS.example:443/kifpool"} {
+		for _, again := range []string{hookURL, "https://HOOKS.example:443/kifpool", "https://hooks.example:0443/kifpool",
+			"https://hooks.example/%6bifpool", "https://hooks.example/kifpool#x"} {
 			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {again}, "events": {webhook.TypeCredited}})
 			if r.Status != http.StatusConflict || apptest.Parse(r.Body).TestID("new-secret") != nil {
 				t.Fatalf("the owner adds %s again after an admin's disable: %d", again, r.Status)
