@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apitoken/apitokentest"
@@ -376,6 +377,47 @@ func TestEnrolmentNeedsTheOperatorsCode(t *testing.T) {
 		}
 		if r := intruder.Get(routes.Admin); r.Status != http.StatusSeeOther {
 			t.Fatalf("the intruder's /admin: %d", r.Status)
+		}
+	})
+}
+
+// A path with raw bytes that are not UTF-8 (fasthttp takes them in the
+// request line, and a route's parameter is the path's own bytes) was a
+// 500 on PostgreSQL where the parameter reached a query (a transfer's or
+// a charge's id). It is a 400 before any handler; the same request with a
+// well-formed unknown id is the API's 404.
+func TestInvalidUTF8InThePathIsABadRequest(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		user := app.NewClient(t)
+		user.SignUp("rawpath@example.com")
+		uid := authtest.UserID(t, db, "rawpath@example.com")
+		secret, _, err := app.Server.Tokens.Create(context.Background(), apitoken.CreateInput{UserID: uid, Name: "raw", Scope: "read"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			path string
+			want int
+		}{
+			{routes.APITransfers + "/tr_\xff\xfe", http.StatusBadRequest},
+			{routes.APICharges + "/ch_\xff", http.StatusBadRequest},
+			{routes.APITransfers + "/tr_unknown", http.StatusNotFound},
+		} {
+			rc, err := dialApp(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = rc.Write([]byte("GET " + c.path + " HTTP/1.1\r\nHost: kifpool.test\r\nAuthorization: Bearer " + secret + "\r\nConnection: close\r\n\r\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := rc.answer(10 * time.Second)
+			_ = rc.Close()
+			if err != nil || got != c.want {
+				t.Fatalf("GET %q: %d %v, want %d", c.path, got, err, c.want)
+			}
 		}
 	})
 }

@@ -8,9 +8,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// cleanInput refuses (400) a request whose query string or form body
-// (URL-encoded or multipart) holds a NUL byte or invalid UTF-8 in any
-// name or value: PostgreSQL refuses such text in a parameter, and nothing
+// cleanInput refuses (400) a request whose path, query string or form
+// body (URL-encoded or multipart) holds a NUL byte or invalid UTF-8 in any
+// name or value (the path as sent: fasthttp takes raw bytes above 0x7F in
+// the request line, and route parameters are the path's own bytes):
+// PostgreSQL refuses such text in a parameter, and nothing
 // a person types or a bank sends contains it. It runs before every
 // handler, so a search filter, a token name or a note with NUL is a clear
 // 400 that changes nothing, not a 500 from the database. (Other control and invisible characters are refused
@@ -22,6 +24,7 @@ func cleanInput(c *fiber.Ctx) error {
 			bad = true
 		}
 	}
+	check(nil, c.Request().URI().PathOriginal())
 	for k, v := range c.Request().URI().QueryArgs().All() {
 		check(k, v)
 	}

@@ -80,9 +80,10 @@ var resetPathPrefix = strings.TrimSuffix(routes.PasswordReset("x"), "x")
 
 // loggedPath is the request's path as a log line may hold it: a password
 // reset link's token (it sets the account's password for 30 minutes) is
-// never written, only that the path was a reset link.
+// never written, only that the path was a reset link; in any case of its
+// letters, as routing matches it (a mail gateway may rewrite a link).
 func loggedPath(c *fiber.Ctx) string {
-	if p := c.Path(); !strings.HasPrefix(p, resetPathPrefix) {
+	if p := c.Path(); !strings.HasPrefix(strings.ToLower(p), resetPathPrefix) {
 		return p
 	}
 	return routes.PasswordResetPattern

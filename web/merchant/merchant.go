@@ -126,7 +126,7 @@ func (h *handlers) merchantCSV(c *fiber.Ctx) error {
 		Row: func(ch charge.Charge) []string {
 			return []string{ch.CreatedAt.UTC().Format(time.RFC3339), ch.PublicID, seam.CSVCell(ch.OrderID), seam.CSVCell(ch.Description),
 				t("merchant.status." + string(ch.Status)), string(ch.Status), string(ch.Capture), strconv.FormatInt(ch.AmountRials, 10),
-				strconv.FormatInt(ch.CapturedRials, 10), strconv.FormatInt(ch.RefundedRials, 10), ch.PayerEmail}
+				strconv.FormatInt(ch.CapturedRials, 10), strconv.FormatInt(ch.RefundedRials, 10), seam.CSVCell(ch.PayerEmail)}
 		},
 	})
 }

@@ -28,7 +28,8 @@ func TestMerchantPage(t *testing.T) {
 		ctx := context.Background()
 		app := apptest.Start(t, db, apptest.Options{})
 		m := shop(t, app, "shop@example.com", "Book Shop")
-		payer, wallet := signUpFunded(t, app, "payer@example.com", 1_000_000)
+		// An address a spreadsheet would read as a formula.
+		payer, wallet := signUpFunded(t, app, "=payer@example.com", 1_000_000)
 		paid := newCharge(t, app, m, 300_000, "P-1", charge.CaptureAutomatic)
 		held := newCharge(t, app, m, 200_000, "P-2", charge.CaptureManual)
 		held2 := newCharge(t, app, m, 100_000, "P-3", charge.CaptureManual)
@@ -62,8 +63,8 @@ func TestMerchantPage(t *testing.T) {
 			strings.Count(csv.Body, "\n") != 3 || !strings.Contains(csv.Body, held.PublicID) || strings.Contains(csv.Body, paid.PublicID) {
 			t.Errorf("CSV: %d %q", csv.Status, csv.Body)
 		}
-		if all := c.Get(routes.MerchantChargesCSV).Body; !strings.Contains(all, "'=1+1") {
-			t.Errorf("a formula-like order id is not defused: %q", all)
+		if all := c.Get(routes.MerchantChargesCSV).Body; !strings.Contains(all, "'=1+1") || !strings.Contains(all, ",'=payer@example.com") {
+			t.Errorf("a formula-like order id or payer's address is not defused: %q", all)
 		}
 
 		// Capture 150,000 of 200,000: the rest released.
@@ -153,7 +154,7 @@ func TestMerchantPage(t *testing.T) {
 			t.Errorf("another merchant's charge: %d", r.Status)
 		}
 		p := app.NewClient(t)
-		p.SignIn("payer@example.com", pw)
+		p.SignIn("=payer@example.com", pw)
 		if apptest.Parse(p.Get(routes.Wallet).Body).TestID("merchant-link") != nil {
 			t.Error("a link to a shop's page on a payer's wallet")
 		}

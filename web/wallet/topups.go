@@ -134,7 +134,7 @@ func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 			}
 			return []string{i18n.JalaliDate(i18n.EN, p.CreatedAt), i18n.TehranClock(p.CreatedAt), p.CreatedAt.UTC().Format(time.RFC3339),
 				strconv.FormatInt(p.AmountRials, 10), strconv.FormatInt(p.AmountRials/10, 10),
-				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, p.CardPANMasked, gatewayName(p.Gateway)}
+				i18n.T(l, "status."+string(p.Status.Public())), string(p.Status.Public()), views.ShortRef(p.PublicID), p.PublicID, ref, seam.CSVCell(p.CardPANMasked), gatewayName(p.Gateway)}
 		},
 	})
 }
