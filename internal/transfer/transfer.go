@@ -189,13 +189,6 @@ func (s *Service) WithKeys(k *idempotency.Store) *Service { s.keys = k; return s
 // Config is the service's rules (for the form's hints).
 func (s *Service) Config() Config { return s.cfg }
 
-// CheckAmount applies the amount rules to rials (money's errors).
-func (s *Service) CheckAmount(rials int64) error { return s.cfg.Limits().Check(rials) }
-
-// ParseAmount reads an amount a person typed in tomans (Persian or Latin
-// digits, separators) and applies the rules.
-func (s *Service) ParseAmount(typed string) (int64, error) { return s.cfg.Limits().ParseTomans(typed) }
-
 // CheckNote applies the note's rules.
 func CheckNote(note string) error {
 	if utf8.RuneCountInString(note) > MaxNoteLen {
@@ -210,7 +203,7 @@ func CheckNote(note string) error {
 // check is every rule a request must pass before the database is asked,
 // in a fixed order; it returns the recipient's address in its stored form.
 func (s *Service) check(r Request) (string, error) {
-	if err := s.CheckAmount(r.AmountRials); err != nil {
+	if err := s.cfg.Limits().Check(r.AmountRials); err != nil {
 		return "", err
 	}
 	if s.cfg.DailyMaxRials > 0 && r.AmountRials > s.cfg.DailyMaxRials {

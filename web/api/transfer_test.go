@@ -115,7 +115,8 @@ func TestTransferAPI(t *testing.T) {
 // TRANSFER_MIN_RIALS is the transfer's own minimum, not the top-up's
 // (whose default, 10,000 rials, is the transfer's default too): set to
 // 50,000, a transfer of 40,000 is refused amount_too_small, naming that
-// minimum, and writes nothing; one of 50,000 is sent.
+// minimum, and writes nothing; one of 50,000 is sent, and its retry after
+// the minimum rose is still that transfer.
 func TestTransferAPIMinimumIsItsOwn(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -149,6 +150,22 @@ func TestTransferAPIMinimumIsItsOwn(t *testing.T) {
 		}
 		if ledgertest.Balance(t, db, aw) != 950_000 || ledgertest.Balance(t, db, bw) != 50_000 {
 			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
+		}
+
+		// The operator raises the minimum to 60,000 and restarts: the
+		// retry of the transfer made (its answer lost) is that transfer,
+		// the same bytes, not a refusal that says nothing was sent.
+		raised := &fixture{app: apptest.Start(t, db, apptest.Options{Env: map[string]string{"TRANSFER_MIN_RIALS": "60000"}}), db: db, spec: f.spec}
+		alice2 := newAPIClient(t, raised.app, raised.spec, alice.token)
+		again := alice2.post(routes.APITransfers, "at-min", `{"to_email": "bob@example.com", "amount_rials": 50000}`)
+		if again.Status != http.StatusCreated || again.Body != ok.Body || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the retry after the minimum rose: %d %s", again.Status, again.Body)
+		}
+		if r := alice2.post(routes.APITransfers, "new-small", `{"to_email": "bob@example.com", "amount_rials": 50000}`); r.Status != http.StatusUnprocessableEntity || r.Code() != "amount_too_small" {
+			t.Fatalf("a new transfer under the raised minimum: %d %s", r.Status, r.Body)
+		}
+		if ledgertest.Balance(t, db, aw) != 950_000 || ledgertest.Balance(t, db, bw) != 50_000 {
+			t.Fatalf("balances after the retry %d %d", ledgertest.Balance(t, db, aw), ledgertest.Balance(t, db, bw))
 		}
 		apptest.CheckInvariants(t, db)
 	})

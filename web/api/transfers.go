@@ -127,14 +127,10 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	}
 	p := principal(c)
 	r := transfer.Request{SenderUserID: p.UserID, ToEmail: *in.ToEmail, AmountRials: *in.AmountRials, Note: note}
-	// The rules that need no database, before the key is taken (a refusal
-	// stores nothing); Send applies them again.
-	if err := h.Transfers.CheckAmount(r.AmountRials); err != nil {
-		return h.transferProblem(c, err)
-	}
-	if err := transfer.CheckNote(note); err != nil {
-		return h.transferProblem(c, err)
-	}
+	// The amount's and the note's rules are SendKeyed's, after the key's
+	// lookup: a retry of a transfer made before the operator raised
+	// TRANSFER_MIN_RIALS is answered with that transfer, not refused (a
+	// refusal says nothing was sent, and the client would pay again).
 	res, err := h.Transfers.SendKeyed(ctx, r, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
 	switch {
 	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),

@@ -60,7 +60,10 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 	if c.FormValue("edit") == "1" {
 		return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.title"), f))
 	}
-	rials, err := h.Transfers.ParseAmount(f.Amount)
+	// Only read here: the amount's limits are Quote's and Send's, after
+	// the form's token is looked up, so that the form of a transfer made
+	// before the operator changed them answers with its receipt.
+	rials, err := money.ParseTomans(f.Amount)
 	if err != nil {
 		return h.transferRefused(c, f, err)
 	}

@@ -277,3 +277,43 @@ func TestTransferMails(t *testing.T) {
 		}
 	})
 }
+
+// A transfer's form sent again after the operator raised
+// TRANSFER_MIN_RIALS above its amount (and restarted) is answered with its
+// receipt, Send and Continue alike: the limits apply only once the form's
+// token is looked up, so a made transfer is never shown as refused.
+func TestTransferFormAgainAfterTheMinimumRose(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		alice := signUpFunded(t, app, "alice@example.com", 5_000_000)
+		bob := signUpFunded(t, app, "bob@example.com", 0)
+		c := app.NewClient(t)
+		c.SignIn("alice@example.com", transferPW)
+		send := apptest.Parse(review(t, c, "bob@example.com", "2000", "").Body).Form(routes.Transfer).Hidden()
+		first := c.Post(routes.Transfer, send)
+		if first.Status != http.StatusSeeOther || !strings.HasPrefix(first.Location, "/transfers/") {
+			t.Fatalf("send: %d %s", first.Status, first.Location)
+		}
+
+		raised := apptest.Start(t, db, apptest.Options{Env: map[string]string{"TRANSFER_MIN_RIALS": "50000"}})
+		c2 := raised.NewClient(t)
+		c2.SignIn("alice@example.com", transferPW)
+		if r := review(t, c2, "bob@example.com", "2000", ""); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("a new form of 20,000 rials under a minimum of 50,000: %d", r.Status)
+		}
+		csrf := apptest.Input(c2.Get(routes.Transfer).Body, "_csrf")
+		for _, confirmed := range []string{"1", ""} {
+			again := url.Values{"_csrf": {csrf}, "token": {send.Get("token")}, "to": {send.Get("to")}, "amount": {send.Get("amount")}, "note": {""}}
+			if confirmed != "" {
+				again.Set("confirmed", confirmed)
+			}
+			if r := c2.Post(routes.Transfer, again); r.Status != http.StatusSeeOther || r.Location != first.Location {
+				t.Fatalf("the form again (confirmed %q) after the minimum rose: %d %s, want the receipt %s", confirmed, r.Status, r.Location, first.Location)
+			}
+		}
+		if ledgertest.Balance(t, db, alice) != 4_980_000 || ledgertest.Balance(t, db, bob) != 20_000 {
+			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, alice), ledgertest.Balance(t, db, bob))
+		}
+	})
+}
