@@ -156,15 +156,8 @@ func (h *handler) keyed(c *fiber.Ctx, optional bool, fp string,
 	if err != nil {
 		return err
 	}
-	switch out {
-	case idempotency.Replay:
-		c.Set(HeaderReplayed, "true")
-		return send(c, *rec.ResponseStatus, rec.ResponseType, []byte(*rec.ResponseBody))
-	case idempotency.InUse:
-		c.Set(fiber.HeaderRetryAfter, "1")
-		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
-	case idempotency.Mismatch:
-		return problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
+	if answered, err := answerKey(c, out, rec); answered {
+		return err
 	}
 	status, body, refused, err := run(h.Keys.FormToken(rec))
 	if err != nil {
@@ -183,6 +176,47 @@ func (h *handler) keyed(c *fiber.Ctx, optional bool, fp string,
 		return err
 	}
 	return h.finish(c, rec, status, fiber.MIMEApplicationJSON, b, nil)
+}
+
+// answerKey answers a request whose key's record decides it (Begin's or
+// Lookup's outcome): the stored answer replayed, "in use" or "reused"
+// (answered true); Acquired is the caller's to run.
+func answerKey(c *fiber.Ctx, out idempotency.Outcome, rec idempotency.Record) (answered bool, err error) {
+	switch out {
+	case idempotency.Replay:
+		c.Set(HeaderReplayed, "true")
+		return true, send(c, *rec.ResponseStatus, rec.ResponseType, []byte(*rec.ResponseBody))
+	case idempotency.InUse:
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return true, problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
+	case idempotency.Mismatch:
+		return true, problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
+	}
+	return false, nil
+}
+
+// unlessAnswered answers a request refused before its key is taken, by a
+// rule that may have changed since the key's first request (a limit, a
+// gateway switched off, a return origin removed, withdrawals turned off):
+// a key that already holds an answer, or is in use or reused, is
+// answered as Begin would (a retry of a request that was made gets its
+// first answer, never a refusal that says nothing was made); otherwise
+// the refusal. The read is only on the way to a refusal.
+func (h *handler) unlessAnswered(c *fiber.Ctx, fp string, refusal func() error) error {
+	key := c.Get(HeaderIdempotencyKey)
+	if idempotency.CheckKey(key) != nil || len(c.Request().Header.PeekAll(HeaderIdempotencyKey)) > 1 {
+		return refusal()
+	}
+	out, rec, found, err := h.Keys.Lookup(c.UserContext(), idempotency.Request{UserID: principal(c).UserID, Key: key, Method: c.Method(), Path: c.Route().Path, Fingerprint: fp})
+	if err != nil {
+		return err
+	}
+	if found {
+		if answered, err := answerKey(c, out, rec); answered {
+			return err
+		}
+	}
+	return refusal()
 }
 
 // merchant is the caller as a merchant, or a problem sent (ok false).
@@ -230,17 +264,20 @@ func (h *handler) createCharge(c *fiber.Ctx) error {
 	if err := r.Check(); err != nil {
 		return h.chargeProblem(c, err)
 	}
+	fp := f.fingerprint(c.Method(), c.Route().Path, "", createChargeInts, createChargeStrs)
 	if raw := f.str("return_url"); raw != "" {
 		u, err := h.Webhooks.CheckReturnURL(c.UserContext(), m.UserID, raw)
 		if errors.Is(err, webhook.ErrReturnURLNotAllowed) {
-			return problem(c, CodeReturnURL, "return_url must be an absolute URL on one of your registered return origins (/account/webhooks).")
+			// The origin may have been removed since this key's charge.
+			return h.unlessAnswered(c, fp, func() error {
+				return problem(c, CodeReturnURL, "return_url must be an absolute URL on one of your registered return origins (/account/webhooks).")
+			})
 		}
 		if err != nil {
 			return err
 		}
 		r.ReturnURL = u
 	}
-	fp := f.fingerprint(c.Method(), c.Route().Path, "", createChargeInts, createChargeStrs)
 	return h.keyed(c, false, fp, func(token string) (int, any, func() error, error) {
 		r.FormToken = token
 		res, err := h.Charges.Create(c.UserContext(), r)

@@ -71,6 +71,24 @@ func TestChargeAPI(t *testing.T) {
 		if again.Status != http.StatusCreated || again.Body != first.Body || again.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay: %d %s", again.Status, again.Body)
 		}
+		// The merchant removes its return origin meanwhile: the replay is
+		// still the charge made, not return_url_not_allowed.
+		origins, err := f.app.Server.Webhooks.Origins(ctx, shopID)
+		if err != nil || len(origins) != 1 {
+			t.Fatalf("origins %+v %v", origins, err)
+		}
+		if err := f.app.Server.Webhooks.DeleteOrigin(ctx, shopID, origins[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if again := shop.post(routes.APICharges, "c-1", chargeBody(300_000, "o-1", "automatic")); again.Status != http.StatusCreated || again.Body != first.Body {
+			t.Fatalf("replay after the origin was removed: %d %s", again.Status, again.Body)
+		}
+		if a := shop.post(routes.APICharges, "c-1b", chargeBody(300_000, "o-1b", "automatic")); a.Code() != "return_url_not_allowed" {
+			t.Fatalf("a new charge to a removed origin: %d %s", a.Status, a.Body)
+		}
+		if _, err := f.app.Server.Webhooks.AddOrigin(ctx, shopID, "https://shop.example"); err != nil {
+			t.Fatal(err)
+		}
 		// The same order with another key: 409 order_id_taken.
 		if a := shop.post(routes.APICharges, "c-2", chargeBody(300_000, "o-1", "automatic")); a.Status != http.StatusConflict || a.Code() != "order_id_taken" {
 			t.Fatalf("order id taken: %d %s", a.Status, a.Body)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,6 +36,26 @@ func TestTopUpGateway(t *testing.T) {
 		tu := decode[api.TopUp](t, a)
 		if a.Status != http.StatusCreated || tu.Gateway != "zibal" || tu.PaymentURL == nil || !strings.Contains(*tu.PaymentURL, routes.Sandbank+"/start/") {
 			t.Fatalf("zibal: %d %s", a.Status, a.Body)
+		}
+		// Zibal switched off by an admin (its bank slow, say) while the
+		// client retries k2 (its answer lost): the retry is the top-up
+		// made, not "gateway_unknown" (which says nothing was started).
+		boss, err := f.app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.app.Server.TopUps.SwitchGateway(context.Background(), boss.ID, "zibal", true, ""); err != nil {
+			t.Fatal(err)
+		}
+		if again := c.post(routes.APITopUps, "k2", `{"amount_rials": 500000, "gateway": "zibal"}`); again.Status != http.StatusCreated ||
+			again.Body != a.Body || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("k2 again with zibal off: %d %s", again.Status, again.Body)
+		}
+		if a := c.post(routes.APITopUps, "k2b", `{"amount_rials": 500000, "gateway": "zibal"}`); a.Status != http.StatusUnprocessableEntity || a.Code() != "gateway_unknown" {
+			t.Fatalf("a new top-up with zibal off: %d %s", a.Status, a.Body)
+		}
+		if err := f.app.Server.TopUps.SwitchGateway(context.Background(), boss.ID, "zibal", false, ""); err != nil {
+			t.Fatal(err)
 		}
 		for _, body := range []string{`{"amount_rials": 500000, "gateway": "paypal"}`, `{"amount_rials": 500000, "gateway": ""}`} {
 			if a := c.post(routes.APITopUps, "k3", body); a.Status != http.StatusUnprocessableEntity || a.Code() != "gateway_unknown" {

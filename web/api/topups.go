@@ -180,9 +180,12 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 		return problem(c, CodeAmountInvalid, "amount_rials must be a positive integer number of rials.")
 	}
 	// The same rules as the form's, checked before the key is taken (a
-	// refusal stores nothing); Start applies them again.
+	// refusal stores nothing); Start applies them again. Those that can
+	// change (the limits, the gateways offered, the return origins) refuse
+	// through unlessAnswered: the retry of a top-up made before the change
+	// is answered with it.
 	if _, err := h.TopUp.Amount(topup.Rials(*in.AmountRials)); err != nil {
-		return amountProblem(c, err, h.TopUp.Limits())
+		return h.unlessAnswered(c, fp, func() error { return amountProblem(c, err, h.TopUp.Limits()) })
 	}
 	if in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionLen {
 		return problem(c, CodeDescriptionTooLong, "description is at most 255 characters.")
@@ -198,7 +201,9 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 			return err
 		}
 		if _, err := topup.PickGateway(offers, gw); gw == "" || errors.Is(err, topup.ErrUnknownGateway) {
-			return problem(c, CodeGatewayUnknown, "gateway must be one of the gateways offered: "+offeredNames(offers)+".")
+			return h.unlessAnswered(c, fp, func() error {
+				return problem(c, CodeGatewayUnknown, "gateway must be one of the gateways offered: "+offeredNames(offers)+".")
+			})
 		}
 	}
 
@@ -212,7 +217,9 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 			u, err = h.Webhooks.CheckReturnURL(ctx, p.UserID, *in.ReturnURL)
 		}
 		if errors.Is(err, webhook.ErrReturnURLNotAllowed) {
-			return problem(c, CodeReturnURL, "return_url must be an absolute URL on an origin (scheme, host and port) registered at /account/webhooks.")
+			return h.unlessAnswered(c, fp, func() error {
+				return problem(c, CodeReturnURL, "return_url must be an absolute URL on an origin (scheme, host and port) registered at /account/webhooks.")
+			})
 		}
 		if err != nil {
 			return err
@@ -223,15 +230,8 @@ func (h *handler) createTopUp(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	switch out {
-	case idempotency.Replay:
-		c.Set(HeaderReplayed, "true")
-		return send(c, *rec.ResponseStatus, rec.ResponseType, []byte(*rec.ResponseBody))
-	case idempotency.InUse:
-		c.Set(fiber.HeaderRetryAfter, "1")
-		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
-	case idempotency.Mismatch:
-		return problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
+	if answered, err := answerKey(c, out, rec); answered {
+		return err
 	}
 	desc := ""
 	if in.Description != nil {

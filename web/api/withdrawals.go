@@ -193,29 +193,26 @@ func (h *handler) createWithdrawal(c *fiber.Ctx) error {
 		account == nil || amount == nil {
 		return problem(c, CodeInvalidBody, "The body must be one JSON object with bank_account_id and amount_rials (integers), each once, names in lower case.")
 	}
+	path := c.Route().Path
+	fp := idempotency.Fingerprint(c.Method(), path, idempotency.Int("bank_account_id", account), idempotency.Int("amount_rials", amount))
+	// Withdrawals turned off, or the limits changed, since this key's
+	// withdrawal: its retry is answered with it (unlessAnswered).
 	if !h.Withdrawals.On() {
-		return problem(c, CodeWithdrawalsOff, "Withdrawals are not offered right now.")
+		return h.unlessAnswered(c, fp, func() error { return problem(c, CodeWithdrawalsOff, "Withdrawals are not offered right now.") })
 	}
 	cfg := h.Withdrawals.Config()
 	if err := cfg.Limits().Check(*amount); err != nil {
-		return amountProblem(c, err, money.Limits{MinRials: cfg.MinRials, MaxRials: cfg.Limits().MaxRials})
+		return h.unlessAnswered(c, fp, func() error {
+			return amountProblem(c, err, money.Limits{MinRials: cfg.MinRials, MaxRials: cfg.Limits().MaxRials})
+		})
 	}
-	path := c.Route().Path
-	fp := idempotency.Fingerprint(c.Method(), path, idempotency.Int("bank_account_id", account), idempotency.Int("amount_rials", amount))
 	p := principal(c)
 	out, rec, err := h.Keys.Begin(ctx, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
 	if err != nil {
 		return err
 	}
-	switch out {
-	case idempotency.Replay:
-		c.Set(HeaderReplayed, "true")
-		return send(c, *rec.ResponseStatus, rec.ResponseType, []byte(*rec.ResponseBody))
-	case idempotency.InUse:
-		c.Set(fiber.HeaderRetryAfter, "1")
-		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key is still running; retry with the same key.")
-	case idempotency.Mismatch:
-		return problem(c, CodeKeyReused, "This Idempotency-Key was used for another request (method, path or body differ); use a new key for a new request.")
+	if answered, err := answerKey(c, out, rec); answered {
+		return err
 	}
 	res, err := h.Withdrawals.Request(ctx, withdrawal.Request{UserID: p.UserID, FormToken: h.Keys.FormToken(rec), BankAccountID: *account, AmountRials: *amount})
 	discard := func() {

@@ -137,6 +137,14 @@ func TestWithdrawalsAPI(t *testing.T) {
 		if a := c.post(routes.APIWithdrawals, "key-1", body(verified, 2_000_000)); a.Code() != "idempotency_key_reused" {
 			t.Fatalf("another body: %s", a.Code())
 		}
+		// The operator raises WITHDRAWAL_MIN_RIALS above it and restarts:
+		// key-1's retry (its answer lost) is still that withdrawal, not
+		// amount_too_small (which says nothing was withdrawn).
+		raised := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WITHDRAWAL_MIN_RIALS": "2000000"}})
+		again := newAPIClient(t, raised, f.spec, c.token).post(routes.APIWithdrawals, "key-1", body(verified, 1_000_000))
+		if again.Status != http.StatusCreated || decode[api.Withdrawal](t, again).ID != ids[0] || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("key-1 again after the minimum rose: %d %s", again.Status, again.Body)
+		}
 		w := decode[api.Withdrawal](t, c.get(routes.APIWithdrawal(ids[0])))
 		if w.Status != "requested" || w.AmountRials != 1_000_000 || w.BankAccountID != verified || w.Rail != "paya" || w.IBANLast4 != "0042" {
 			t.Fatalf("get %+v", w)
