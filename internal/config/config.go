@@ -107,6 +107,10 @@ type Config struct {
 	// apart from sign-ins.
 	RateLimitSignUp int
 	RateLimitTopUp  int
+	// RateLimitUnknownRecipients is transfers refused for an address with
+	// no account, per user and hour, through the page and the API
+	// together; past it every transfer of the user waits (0: no limit).
+	RateLimitUnknownRecipients int
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
 	ReconcileInterval time.Duration
 	// IdempotencyKeyTTL: API idempotency keys are kept at least this long,

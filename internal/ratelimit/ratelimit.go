@@ -49,6 +49,22 @@ func (w *Window) Take(key string) (bool, time.Duration) {
 	return true, 0
 }
 
+// Allowed reports whether key has allowance left, counting nothing, and
+// when it has none how long until the oldest act leaves the window: for
+// a limit on what a request turns out to be (a transfer to an address
+// with no account), checked before the request and taken after it.
+func (w *Window) Allowed(key string) (bool, time.Duration) {
+	now := w.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.live(w.hits[key], now)
+	w.hits[key] = h
+	if len(h) >= w.max {
+		return false, h[0].Add(w.per).Sub(now)
+	}
+	return true, 0
+}
+
 // live drops the acts older than the window.
 func (w *Window) live(h []time.Time, now time.Time) []time.Time {
 	i := 0

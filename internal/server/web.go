@@ -31,6 +31,12 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	if b.o.RateLimits && cfg.RateLimitTopUp > 0 {
 		userTopUps = ratelimit.New(cfg.RateLimitTopUp, time.Minute, b.now)
 	}
+	// Transfers refused for an unknown address: one allowance per user,
+	// shared by the page and the API.
+	var unknownRecipients *ratelimit.Window
+	if b.o.RateLimits && cfg.RateLimitUnknownRecipients > 0 {
+		unknownRecipients = ratelimit.New(cfg.RateLimitUnknownRecipients, time.Hour, b.now)
+	}
 	var tokenCharges *ratelimit.Window
 	if cfg.APIChargesPerMinute > 0 {
 		tokenCharges = ratelimit.New(cfg.APIChargesPerMinute, time.Minute, b.now)
@@ -56,7 +62,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: pageWallets, TopUp: s.TopUp, Reads: pageReads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
 				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: pageTransfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
-				Charges: s.Charges, TokenCharges: tokenCharges,
+				Charges: s.Charges, TokenCharges: tokenCharges, UnknownRecipients: unknownRecipients,
 			},
 			Return: payDeps.Return(),
 			Account: account.Deps{
@@ -66,6 +72,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			Wallet: wallet.Deps{
 				Wallets: pageWallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: pageReads, Limits: s.Limits,
 				UserTopUps: userTopUps, Transfers: s.Transfers, Withdrawals: s.Withdrawals, Charges: s.Charges,
+				UnknownRecipients: unknownRecipients,
 			},
 			Pay:      payDeps,
 			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},

@@ -60,6 +60,10 @@ type Deps struct {
 	// TokenCharges, when set, is each token's allowance of new charges
 	// (API_CHARGES_PER_MINUTE).
 	TokenCharges *ratelimit.Window
+	// UnknownRecipients, when set, is each user's allowance of transfers
+	// refused for an address with no account (RATE_LIMIT_UNKNOWN_RECIPIENTS
+	// an hour), shared with the page.
+	UnknownRecipients *ratelimit.Window
 }
 
 type handler struct{ Deps }
@@ -208,13 +212,18 @@ func (h *handler) chargeLimit(c *fiber.Ctx) error {
 // answers 429 rate_limited with Retry-After in whole seconds (at least
 // one) and "At most {max}{what}".
 func takeOrRefuse(c *fiber.Ctx, w *ratelimit.Window, key, what string) error {
-	ok, wait := w.Take(key)
-	if !ok {
-		secs := max(int64((wait+time.Second-1)/time.Second), 1)
-		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
-		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(w.Max())+what)
+	if ok, wait := w.Take(key); !ok {
+		return rateLimited(c, w, wait, what)
 	}
 	return c.Next()
+}
+
+// rateLimited answers 429 rate_limited with Retry-After in whole seconds
+// (at least one) and "At most {max}{what}".
+func rateLimited(c *fiber.Ctx, w *ratelimit.Window, wait time.Duration, what string) error {
+	secs := max(int64((wait+time.Second-1)/time.Second), 1)
+	c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(secs, 10))
+	return problem(c, CodeRateLimited, "At most "+strconv.Itoa(w.Max())+what)
 }
 
 // cursorParams reads ?cursor= (a positive integer, from next_cursor) and

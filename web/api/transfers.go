@@ -131,7 +131,19 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	// lookup: a retry of a transfer made before the operator raised
 	// TRANSFER_MIN_RIALS is answered with that transfer, not refused (a
 	// refusal says nothing was sent, and the client would pay again).
+	// Whether an address has an account must not be asked without end:
+	// past the user's allowance of unknown addresses (shared with the
+	// page), every transfer waits, before any address is looked up.
+	allowance := "u" + strconv.FormatInt(p.UserID, 10)
+	if h.UnknownRecipients != nil {
+		if ok, wait := h.UnknownRecipients.Allowed(allowance); !ok {
+			return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; retry after the Retry-After seconds.")
+		}
+	}
 	res, err := h.Transfers.SendKeyed(ctx, r, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
+	if h.UnknownRecipients != nil && errors.Is(err, transfer.ErrRecipientNotFound) {
+		h.UnknownRecipients.Take(allowance)
+	}
 	switch {
 	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),
 		errors.Is(err, transfer.ErrToSelf), errors.Is(err, transfer.ErrDailyLimit), isAmountRule(err),

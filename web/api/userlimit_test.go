@@ -2,16 +2,20 @@ package api_test
 
 import (
 	"net/http"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/topup/topuptest"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
 )
 
 // The top-up limit counts per user, through the form and every token
@@ -55,6 +59,66 @@ func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
 		other, _ := f.user(t, "calm@example.com", apitoken.ScopeTopUp)
 		if r := other.post(routes.APITopUps, "k1", `{"amount_rials": 500000}`); r.Status != http.StatusCreated {
 			t.Fatalf("another user: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// RATE_LIMIT_UNKNOWN_RECIPIENTS: transfers refused for an address with no
+// account count per user and hour, through the API and the page together.
+// Past the allowance every transfer of the user is answered 429 with
+// Retry-After before any address is looked up (a known one too, so the
+// answer tells nothing), and writes nothing; an hour later the user sends
+// again. Another user is not touched.
+func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_UNKNOWN_RECIPIENTS": "2"},
+			Server: server.Options{RateLimits: true, Now: clock.Now}})
+		prober, proberID := f.user(t, "prober@example.com", apitoken.ScopeTransfer)
+		wallet := f.fund(t, proberID, 1_000_000)
+		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		bw := f.fund(t, bobID, 0)
+		send := func(key, to string) answer {
+			t.Helper()
+			return prober.post(routes.APITransfers, key, `{"to_email": "`+to+`", "amount_rials": 20000}`)
+		}
+		if a := send("u-1", "nobody1@example.com"); a.Code() != "recipient_not_found" {
+			t.Fatalf("first unknown: %d %s", a.Status, a.Body)
+		}
+		// The second unknown address through the page.
+		page := f.app.NewClient(t)
+		page.SignIn("prober@example.com", "correct horse battery")
+		form := page.Submit(routes.Transfer, routes.Transfer, url.Values{"to": {"nobody2@example.com"}, "amount": {"2000"}})
+		if form.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("second unknown, by the page: %d", form.Status)
+		}
+		for _, to := range []string{"nobody3@example.com", "bob@example.com"} {
+			a := send("after-"+to, to)
+			if a.Status != http.StatusTooManyRequests || a.Code() != "rate_limited" || a.Header.Get("Retry-After") == "" {
+				t.Fatalf("%s past the allowance: %d %s", to, a.Status, a.Body)
+			}
+		}
+		r := page.Submit(routes.Transfer, routes.Transfer, url.Values{"to": {"bob@example.com"}, "amount": {"2000"}})
+		if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || apptest.Parse(r.Body).TestID("transfer-confirm") != nil {
+			t.Fatalf("the page past the allowance: %d", r.Status)
+		}
+		if ledgertest.Balance(t, db, wallet) != 1_000_000 || ledgertest.Balance(t, db, bw) != 0 {
+			t.Fatal("money moved past the allowance")
+		}
+		// Another user is not limited by the prober.
+		other, otherID := f.user(t, "other@example.com", apitoken.ScopeTransfer)
+		f.fund(t, otherID, 100_000)
+		if a := other.post(routes.APITransfers, "o-1", `{"to_email": "bob@example.com", "amount_rials": 20000}`); a.Status != http.StatusCreated {
+			t.Fatalf("another user: %d %s", a.Status, a.Body)
+		}
+		// An hour on, the prober sends again.
+		clock.Advance(time.Hour)
+		if a := send("later", "bob@example.com"); a.Status != http.StatusCreated {
+			t.Fatalf("an hour later: %d %s", a.Status, a.Body)
+		}
+		if ledgertest.Balance(t, db, bw) != 40_000 {
+			t.Fatalf("bob's balance %d", ledgertest.Balance(t, db, bw))
 		}
 	})
 }

@@ -42,6 +42,11 @@ type Deps struct {
 	// (RATE_LIMIT_TOPUP a minute), shared by the form and the API: more
 	// tokens or more browsers give no more top-ups.
 	UserTopUps *ratelimit.Window
+	// UnknownRecipients, when set, is each user's allowance of transfers
+	// refused for an address with no account (RATE_LIMIT_UNKNOWN_RECIPIENTS
+	// an hour), shared with the API: checked before an address is looked
+	// up, taken when one is unknown.
+	UnknownRecipients *ratelimit.Window
 	// Transfers sends money between people (the API's use case too).
 	Transfers *transfer.Service
 	// Withdrawals, when set, name the withdrawals of the history's lines

@@ -2,6 +2,7 @@ package wallet
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/transfer"
 	"github.com/kifpool/kifpool/views"
+	"github.com/kifpool/kifpool/web/seam"
 )
 
 // newTransferForm is an empty form with a fresh token and the sender's
@@ -68,6 +70,21 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		return h.transferRefused(c, f, err)
 	}
 	r := transfer.Request{SenderUserID: u.ID, FormToken: token, ToEmail: f.To, AmountRials: rials, Note: f.Note}
+	allowance := "u" + strconv.FormatInt(u.ID, 10)
+	if h.UnknownRecipients != nil {
+		if ok, wait := h.UnknownRecipients.Allowed(allowance); !ok {
+			secs := seam.RetryAfter(c, wait)
+			f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_too_many_unknown", []any{"minutes", (secs + 59) / 60}, "to"
+			return h.Render(c, fiber.StatusTooManyRequests, views.Transfer(h.Page(c, "transfer.title"), f))
+		}
+	}
+	// An unknown address counts against the allowance.
+	refused := func(err error) error {
+		if h.UnknownRecipients != nil && errors.Is(err, transfer.ErrRecipientNotFound) {
+			h.UnknownRecipients.Take(allowance)
+		}
+		return h.transferRefused(c, f, err)
+	}
 	if c.FormValue("confirmed") != "1" {
 		// The form again after its transfer was made (Back, then
 		// Continue): where that transfer stands.
@@ -78,7 +95,7 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		}
 		q, err := h.Transfers.Quote(c.UserContext(), r)
 		if err != nil {
-			return h.transferRefused(c, f, err)
+			return refused(err)
 		}
 		f.Confirm = &views.TransferConfirmView{RecipientMasked: transfer.MaskEmail(q.RecipientEmail), RecipientName: q.RecipientName, AmountRials: rials,
 			AmountWords: i18n.Words(h.Lang(c), rials/money.RialsPerToman), AfterRials: q.AfterRials, Note: f.Note}
@@ -89,7 +106,7 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		return h.Message(c, fiber.StatusConflict, "transfer.reused_title", "transfer.reused", routes.Transfer, "transfer.another")
 	}
 	if err != nil {
-		return h.transferRefused(c, f, err)
+		return refused(err)
 	}
 	return c.Redirect(routes.TransferReceipt(res.Transfer.PublicID), fiber.StatusSeeOther)
 }

@@ -292,7 +292,7 @@ func TestTransferFormAgainAfterTheMinimumRose(t *testing.T) {
 		c.SignIn("alice@example.com", transferPW)
 		send := apptest.Parse(review(t, c, "bob@example.com", "2000", "").Body).Form(routes.Transfer).Hidden()
 		first := c.Post(routes.Transfer, send)
-		if first.Status != http.StatusSeeOther || !strings.HasPrefix(first.Location, "/transfers/") {
+		if first.Status != http.StatusSeeOther || !strings.HasPrefix(first.Location, routes.Transfers+"/") {
 			t.Fatalf("send: %d %s", first.Status, first.Location)
 		}
 
