@@ -57,7 +57,15 @@ func (w *Window) Allowed(key string) (bool, time.Duration) {
 	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h := w.live(w.hits[key], now)
+	h, seen := w.hits[key]
+	if !seen {
+		return true, 0 // nothing kept for a key never counted
+	}
+	h = w.live(h, now)
+	if len(h) == 0 {
+		delete(w.hits, key)
+		return true, 0
+	}
 	w.hits[key] = h
 	if len(h) >= w.max {
 		return false, h[0].Add(w.per).Sub(now)
