@@ -38,6 +38,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,18 +241,18 @@ func (c *Client) Submit(ctx context.Context, o payout.Order) (payout.Submitted, 
 
 // refusedForNow sorts a refusal: our access (a token, an IP, the source
 // bank) or the balance refuse it for now; the transfer's own data for
-// good.
+// good. The words are whole parts of the code, between dots and
+// underscores ("transfers.0.source_bank.not_supported", "balances.
+// not_enough"): "ip" inside "description" or "recipient" is not one.
 func refusedForNow(a answer) bool {
 	if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
 		return true
 	}
-	for _, w := range []string{"balance", "source_bank", "token", "ip", "access", "forbidden"} {
-		if strings.Contains(strings.ToLower(a.code), w) {
-			return true
-		}
-	}
-	return false
+	return forNowCode.MatchString(strings.ToLower(a.code))
 }
+
+// forNowCode matches the refusals that are about our access or balance.
+var forNowCode = regexp.MustCompile(`(^|[._])(balances?|source_bank|token|ip|access|forbidden)($|[._])`)
 
 // Status asks about the transfer of our id.
 func (c *Client) Status(ctx context.Context, id string) (payout.Status, error) {

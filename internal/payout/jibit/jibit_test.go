@@ -267,3 +267,40 @@ func TestSettingsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// A refusal's code is sorted by its whole words: our access or balance
+// refuse for now; the transfer's own data (its description, its
+// recipient: "ip" is inside both words) for good.
+func TestRefusalCodes(t *testing.T) {
+	code := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/tokens/generate") {
+			_, _ = w.Write([]byte(`{"accessToken":"tok","refreshToken":"r"}`))
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"errors":[{"code":"` + code + `","message":"no"}]}`))
+	}))
+	defer srv.Close()
+	p, err := jibit.New(jibit.Config{APIKey: "key-12345678", SecretKey: "secret-12345678", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 10*time.Second)
+	for c, forNow := range map[string]bool{
+		"balances.not_enough":                       true,
+		"transfers.0.source_bank.not_supported":     true,
+		"security.ip_not_allowed":                   true,
+		"security.token_invalid":                    true,
+		"transfers.0.description.too_long":          false,
+		"transfers.0.destination.recipient_blocked": false,
+		"transfers.0.destination.invalid":           false,
+	} {
+		code = c
+		_, err := p.Submit(ctx, order("w-"+c))
+		if refused, now := payout.IsRefused(err); !refused || now != forNow {
+			t.Errorf("%s: refused %v, for now %v; want for now %v", c, refused, now, forNow)
+		}
+	}
+}
