@@ -29,10 +29,19 @@ type Decision struct {
 }
 
 // DecideSubmit is what a submit's answer means (err is the submit's
-// error, following payout.Provider's contract).
-func DecideSubmit(res payout.Submitted, err error) Decision {
+// error, following payout.Provider's contract). resend: an earlier submit
+// of this payout has an unknown outcome (the provider may hold it, and
+// pay it). A refusal of this one, for good or for now, or this one never
+// sent, says nothing of that one: the outcome stays unknown, asked about
+// until the provider knows the payout, or a person looks
+// (UnknownReviewAfter); never failed, its money never released, on the
+// word of a call about another submit.
+func DecideSubmit(res payout.Submitted, err error, resend bool) Decision {
 	if err == nil {
 		return Decision{State: ProviderInProgress, Ref: res.Ref}
+	}
+	if resend {
+		return Decision{State: ProviderUnknown}
 	}
 	if refused, forNow := payout.IsRefused(err); refused {
 		if forNow {
@@ -101,18 +110,39 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 				return Decision{To: StatusNeedsReview, Reason: ReasonContradiction}
 			}
 			return Decision{}
+		case w.Status != StatusSubmitted:
+			// In review: a person decides; nothing is sent from there.
+			return Decision{}
 		case w.ProviderState == ProviderNotTaken:
 			return Decision{Resubmit: true}
+		case unknownTooLong(w, p, now):
+			return Decision{To: StatusNeedsReview, Reason: ReasonUnknownTooLong}
 		case p.IdempotentSubmit:
 			// Never taken, or not recorded yet: the same id again is one
 			// payout whatever happened.
 			return Decision{Resubmit: true}
-		case w.Status == StatusSubmitted && w.UnknownSince != nil && now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter:
-			return Decision{To: StatusNeedsReview, Reason: ReasonUnknownTooLong}
 		}
 		return Decision{}
 	}
 	return Decision{}
+}
+
+// DecideUnanswered is what a status question that got no answer means:
+// nothing (ask again later), unless the submit's outcome has been unknown
+// for UnknownReviewAfter, when a person looks: a provider whose status
+// cannot be read must not hold the money with no one able to act.
+func DecideUnanswered(w Withdrawal, p Policy, now time.Time) Decision {
+	if unknownTooLong(w, p, now) {
+		return Decision{To: StatusNeedsReview, Reason: ReasonUnknownTooLong}
+	}
+	return Decision{}
+}
+
+// unknownTooLong: w was submitted, and its outcome has been unknown for
+// UnknownReviewAfter or longer.
+func unknownTooLong(w Withdrawal, p Policy, now time.Time) bool {
+	return w.Status == StatusSubmitted && w.ProviderState == ProviderUnknown && w.UnknownSince != nil &&
+		now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter
 }
 
 func disagree(w Withdrawal) Decision {

@@ -28,8 +28,40 @@ func TestDecideSubmit(t *testing.T) {
 		{"5xx", &gateway.TransientError{Op: "payout_submit", HTTPStatus: 502, Err: errors.New("bad gateway")}, "", withdrawal.ProviderUnknown},
 		{"an untyped error", errors.New("encode"), "", withdrawal.ProviderUnknown},
 	} {
-		d := withdrawal.DecideSubmit(payout.Submitted{}, tc.err)
+		d := withdrawal.DecideSubmit(payout.Submitted{}, tc.err, false)
 		if d.To != tc.to || d.State != tc.state || d.Resubmit {
+			t.Errorf("%s: %+v", tc.name, d)
+		}
+		// Sent again while an earlier submit's outcome is unknown: only
+		// an acceptance says anything; every other answer leaves it
+		// unknown (the earlier one may be paid).
+		want := withdrawal.ProviderUnknown
+		if tc.err == nil {
+			want = withdrawal.ProviderInProgress
+		}
+		if d := withdrawal.DecideSubmit(payout.Submitted{}, tc.err, true); d.To != "" || d.State != want || d.Resubmit {
+			t.Errorf("%s, sent again: %+v", tc.name, d)
+		}
+	}
+}
+
+// TestDecideUnanswered: a status question without an answer changes
+// nothing, until the submit's outcome has been unknown too long.
+func TestDecideUnanswered(t *testing.T) {
+	now := time.Date(2025, 6, 7, 10, 0, 0, 0, time.UTC)
+	long, recent := now.Add(-25*time.Hour), now.Add(-time.Hour)
+	p := withdrawal.Policy{IdempotentSubmit: true, UnknownReviewAfter: 24 * time.Hour}
+	for _, tc := range []struct {
+		name string
+		w    withdrawal.Withdrawal
+		to   withdrawal.Status
+	}{
+		{"unknown, recent", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderUnknown, UnknownSince: &recent}, ""},
+		{"unknown, too long", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderUnknown, UnknownSince: &long}, withdrawal.StatusNeedsReview},
+		{"in progress", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderInProgress}, ""},
+		{"in review already", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, ProviderState: withdrawal.ProviderUnknown, UnknownSince: &long}, ""},
+	} {
+		if d := withdrawal.DecideUnanswered(tc.w, p, now); d.To != tc.to {
 			t.Errorf("%s: %+v", tc.name, d)
 		}
 	}
@@ -59,7 +91,9 @@ func TestDecideStatus(t *testing.T) {
 		{"failed", sub(withdrawal.ProviderInProgress, nil), st(payout.StateFailed), once, withdrawal.StatusFailed, "", false, false},
 		{"returned before we knew it paid", sub(withdrawal.ProviderInProgress, nil), st(payout.StateReturned), once, withdrawal.StatusPaid, withdrawal.StatusReturned, false, false},
 		{"in progress", sub(withdrawal.ProviderUnknown, &recent), st(payout.StateInProgress), once, "", "", false, false},
-		{"not found, unknown, repeatable", sub(withdrawal.ProviderUnknown, &long), st(payout.StateNotFound), idem, "", "", true, false},
+		{"not found, unknown, repeatable", sub(withdrawal.ProviderUnknown, &recent), st(payout.StateNotFound), idem, "", "", true, false},
+		{"not found, unknown, repeatable, too long", sub(withdrawal.ProviderUnknown, &long), st(payout.StateNotFound), idem, withdrawal.StatusNeedsReview, "", false, false},
+		{"review: not found, repeatable", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, ProviderState: withdrawal.ProviderUnknown, UnknownSince: &long}, st(payout.StateNotFound), idem, "", "", false, false},
 		{"not found, unknown, not repeatable, recent", sub(withdrawal.ProviderUnknown, &recent), st(payout.StateNotFound), once, "", "", false, false},
 		{"not found, unknown, not repeatable, too long", sub(withdrawal.ProviderUnknown, &long), st(payout.StateNotFound), once, withdrawal.StatusNeedsReview, "", false, false},
 		{"not found, never taken", sub(withdrawal.ProviderNotTaken, nil), st(payout.StateNotFound), once, "", "", true, false},

@@ -317,7 +317,7 @@ func (s *Service) resolveWith(ctx context.Context, w Withdrawal, st payout.Statu
 	if !ok {
 		return w, ErrBusy
 	}
-	dec := DecideStatus(w, st, Policy{IdempotentSubmit: o.Caps.IdempotentSubmit, UnknownReviewAfter: s.cfg.UnknownReviewAfter}, now)
+	dec := DecideStatus(w, st, s.policy(o), now)
 	dec.Resubmit = false // reconciliation never sends
 	if dec.To == "" {
 		_, err := s.st.Update(ctx, w.ID, tok, Fields{}, false)

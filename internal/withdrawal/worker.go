@@ -122,7 +122,14 @@ func (s *Service) backoff(n int) time.Duration {
 func (s *Service) send(ctx context.Context, w Withdrawal, tok string, o Offer, actor Actor) (Withdrawal, error) {
 	now := s.clock()
 	unknown := ProviderUnknown
-	f := Fields{ProviderState: &unknown, CountSubmit: true, UnknownSince: &now}
+	// Sending again while an earlier submit's outcome is unknown: that
+	// one may still be paid, so this one's refusal decides nothing
+	// (DecideSubmit), and the time it has been unknown keeps counting.
+	resend := w.Status == StatusSubmitted && w.ProviderState == ProviderUnknown
+	f := Fields{ProviderState: &unknown, CountSubmit: true}
+	if !resend || w.UnknownSince == nil {
+		f.UnknownSince = &now
+	}
 	var err error
 	if w.Status == StatusSubmitted {
 		w, err = s.st.Update(ctx, w.ID, tok, f, true)
@@ -140,7 +147,12 @@ func (s *Service) send(ctx context.Context, w Withdrawal, tok string, o Offer, a
 	} else {
 		s.log.WarnContext(ctx, "payout submit", "withdrawal", w.PublicID, "provider", w.Provider, "err", serr)
 	}
-	return s.apply(ctx, w, tok, o, actor, DecideSubmit(res, serr), false)
+	return s.apply(ctx, w, tok, o, actor, DecideSubmit(res, serr, resend), false)
+}
+
+// policy is what o's decisions depend on besides the provider's answer.
+func (s *Service) policy(o Offer) Policy {
+	return Policy{IdempotentSubmit: o.Caps.IdempotentSubmit, UnknownReviewAfter: s.cfg.UnknownReviewAfter}
 }
 
 // ask asks the provider where w stands, under the lease tok, and applies
@@ -150,10 +162,13 @@ func (s *Service) ask(ctx context.Context, w Withdrawal, tok string, o Offer, ac
 	now := s.clock()
 	if err != nil {
 		s.log.WarnContext(ctx, "payout status unknown", "withdrawal", w.PublicID, "provider", w.Provider, "err", err)
+		if d := DecideUnanswered(w, s.policy(o), now); d.To != "" {
+			return s.apply(ctx, w, tok, o, actor, d, true)
+		}
 		next := now.Add(s.backoff(w.Checks + 1))
 		return s.st.Update(ctx, w.ID, tok, Fields{CountCheck: true, LastCheckedAt: &now, NextCheckAt: &next}, false)
 	}
-	d := DecideStatus(w, st, Policy{IdempotentSubmit: o.Caps.IdempotentSubmit, UnknownReviewAfter: s.cfg.UnknownReviewAfter}, now)
+	d := DecideStatus(w, st, s.policy(o), now)
 	if d.Resubmit {
 		return s.send(ctx, w, tok, o, actor)
 	}
