@@ -224,9 +224,18 @@ func (s *Service) reconcileOne(ctx context.Context, l Lister, o Offer) (Report, 
 		diffs = append(diffs, s.compare(ctx, w, st, o, &r)...)
 	}
 	for id, it := range theirs {
-		if !known[id] && (it.State == payout.StateTransferred || it.State == payout.StateInProgress || it.State == payout.StateReturned) {
-			diffs = append(diffs, Difference{Kind: DiffUnknownPayout, PublicID: id, Theirs: string(it.State), AmountRials: it.AmountRials})
+		if known[id] || (it.State != payout.StateTransferred && it.State != payout.StateInProgress && it.State != payout.StateReturned) {
+			continue
 		}
+		// Listed by the provider's own time: one of ours sent or paid
+		// before the lookback is compared all the same, never taken for a
+		// payout of no withdrawal (its late return gives the money back).
+		if w, err := s.st.ByPublicID(ctx, id); err == nil && w.Provider == o.Name && w.Submits > 0 {
+			r.Checked++
+			diffs = append(diffs, s.compare(ctx, w, payout.Status{State: it.State, Raw: it.Raw, AmountRials: it.AmountRials}, o, &r)...)
+			continue
+		}
+		diffs = append(diffs, Difference{Kind: DiffUnknownPayout, PublicID: id, Theirs: string(it.State), AmountRials: it.AmountRials})
 	}
 	if diffs == nil {
 		diffs = []Difference{}

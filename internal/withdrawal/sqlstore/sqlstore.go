@@ -210,7 +210,11 @@ func usedToday(db *gorm.DB, userID int64, since time.Time) (int64, error) {
 func (s *Store) ForReconcile(ctx context.Context, provider string, since time.Time) ([]withdrawal.Withdrawal, error) {
 	var out []withdrawal.Withdrawal
 	err := s.db.Gorm.WithContext(ctx).Table(table).
-		Where("provider = ? AND created_at >= ? AND status NOT IN ('requested', 'approved') AND submits > 0", provider, since.UTC()).
+		// Asked for, first sent or paid since: a withdrawal paid days after
+		// it was asked for is compared for the lookback after its payment
+		// (migration 00046 indexes each time by provider).
+		Where("provider = ? AND (created_at >= ? OR submitted_at >= ? OR paid_at >= ?) AND status NOT IN ('requested', 'approved') AND submits > 0",
+			provider, since.UTC(), since.UTC(), since.UTC()).
 		Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("withdrawals of %s to reconcile: %w", provider, err)
