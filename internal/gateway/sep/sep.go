@@ -260,7 +260,16 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 	}
 	a, status, err := c.receipt(ctx, in.Authority)
 	switch {
-	case err != nil && (status != http.StatusNotFound || in.Receipt == ""):
+	case err != nil && status == http.StatusNotFound && in.Receipt == "":
+		// SEP no longer keeps the token's receipt (an hour on, or after a
+		// verify or reversal) and we keep no RefNum: nothing to verify.
+		// The outcome is unknown, but the bank is up and answered about
+		// this payment alone: a refusal for this payment, neither retried
+		// nor counted for the breaker (anyone holding old return links
+		// could otherwise keep SEP's breaker open for every payer).
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
+			Err: &gateway.PerPaymentRefusal{Code: status, Message: "the token's receipt is gone and no RefNum is kept"}}
+	case err != nil && status != http.StatusNotFound:
 		return gateway.VerifyResult{}, fmt.Errorf("sep verify %s: the token's receipt: %w", quote(in.Authority), err)
 	case err != nil && !in.ReceiptConfirmed:
 		// SEP no longer keeps the token's receipt, and nothing the bank

@@ -338,8 +338,8 @@ func TestVerifyWithoutCallback(t *testing.T) {
 		t.Fatalf("verify without the callback: %+v %v; bank %+v", vr, err, p)
 	}
 	var te *gateway.TransientError
-	if _, err := c.Verify(ctxT(t), in); !errors.As(err, &te) || te.HTTPStatus != 404 {
-		t.Fatalf("second verify without a RefNum: %v, want outcome unknown (404)", err)
+	if _, err := c.Verify(ctxT(t), in); !errors.As(err, &te) || te.HTTPStatus != 404 || !gateway.IsPerPaymentRefusal(err) {
+		t.Fatalf("second verify without a RefNum: %v, want outcome unknown (404), a refusal for this payment (not the breaker's)", err)
 	}
 }
 
