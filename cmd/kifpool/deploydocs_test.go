@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -138,5 +139,27 @@ func TestWebhookDocsSayHowToTestEndpointsLocally(t *testing.T) {
 	endpoints := section(t, readRepoFile(t, "docs/webhooks.md"), "## Webhook endpoints")
 	if !strings.Contains(endpoints, "WEBHOOK_ALLOW_LOOPBACK=1") || !strings.Contains(endpoints, "http://127.0.0.1:") {
 		t.Error("docs/webhooks.md's endpoints section does not say how to test a local receiver")
+	}
+}
+
+// The environment file is read by systemd (EnvironmentFile) and, for
+// `kifpool check` and `kifpool reconcile`, sourced by a shell: every line,
+// the commented examples too once uncommented, is a valid assignment that
+// sets exactly its value (a value with spaces or < > unquoted stopped the
+// shell half-way, and check ran with half the settings).
+func TestEnvFileSourcesInAShell(t *testing.T) {
+	env := readRepoFile(t, "deploy/kifpool.env.example")
+	on := regexp.MustCompile(`(?m)^#([A-Z][A-Z0-9_]+=)`).ReplaceAllString(env, "$1")
+	path := filepath.Join(t.TempDir(), "kifpool.env")
+	if err := os.WriteFile(path, []byte(on), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("sh", "-ec", `set -a; . "$1"; set +a; printf '%s\n' "$MAIL_FROM" "$OPERATOR_NAME" "$SUPPORT_PHONE" "$METRICS_TOKEN"`, "sh", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sourcing the environment file: %v\n%s", err, out)
+	}
+	want := "Kifpool <noreply@pay.example.com>\nCHANGE-ME Company Ltd\n+98 21 1234 5678\nCHANGE-ME-another-random-token\n"
+	if string(out) != want {
+		t.Fatalf("sourced values:\n%s\nwant:\n%s", out, want)
 	}
 }

@@ -65,6 +65,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 		"WORKER_INTERVAL": "200ms", "WORKER_ABANDONED_AFTER": "2s", "PENDING_RECHECK_AFTER": "1s",
 		"WORKER_BACKOFF_BASE": "500ms", "WORKER_BACKOFF_MAX": "1s",
 		"RATE_LIMIT_SIGNIN": "3",
+		"METRICS_TOKEN":     topologyMetricsToken,
 	}
 	a, aURL := newServe(t, "serve-a", dbURL, bankURL, extra)
 	b, bURL := newServe(t, "serve-b", dbURL, bankURL, extra)
@@ -110,6 +111,16 @@ func TestTopologyBehindNginx(t *testing.T) {
 	}
 	if len(res.Cookies()) == 0 {
 		t.Fatal("GET /signup set no cookie")
+	}
+	// /metrics answers its token on each instance's own port, and nginx
+	// refuses it in every spelling serve would route, token or not.
+	if got := metricsStatus(ctx, t, http.DefaultClient, aURL+routes.Metrics); got != http.StatusOK {
+		t.Fatalf("/metrics on the instance's own port: %d", got)
+	}
+	for _, p := range []string{routes.Metrics, routes.Metrics + "/", strings.ToUpper(routes.Metrics), "/Metrics"} {
+		if got := metricsStatus(ctx, t, payer.hc, base+p); got != http.StatusNotFound {
+			t.Errorf("%s through nginx with the token: %d, want 404", p, got)
+		}
 	}
 	for _, c := range res.Cookies() {
 		if !strings.HasPrefix(c.Name, "__Host-") || !c.Secure || c.Path != "/" || c.Domain != "" {
@@ -529,4 +540,20 @@ func runWithTimeout(cmd *exec.Cmd, limit time.Duration) (string, error) {
 		<-done
 		return out.String(), fmt.Errorf("still running after %s", limit)
 	}
+}
+
+// topologyMetricsToken is the instances' METRICS_TOKEN in the topology test.
+const topologyMetricsToken = "topology-metrics-token-0123456789abcdef"
+
+// metricsStatus is the status of a GET of u with the metrics token.
+func metricsStatus(ctx context.Context, t *testing.T, hc *http.Client, u string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req.Header.Set("Authorization", "Bearer "+topologyMetricsToken)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
