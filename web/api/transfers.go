@@ -137,7 +137,10 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	allowance := "u" + strconv.FormatInt(p.UserID, 10)
 	if h.UnknownRecipients != nil {
 		if ok, wait := h.UnknownRecipients.Allowed(allowance); !ok {
-			return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; retry after the Retry-After seconds.")
+			// A retry of a transfer made is replayed all the same.
+			return h.unlessAnswered(c, fp, func() error {
+				return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; retry after the Retry-After seconds.")
+			})
 		}
 	}
 	res, err := h.Transfers.SendKeyed(ctx, r, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})

@@ -83,12 +83,22 @@ func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
 			t.Helper()
 			return prober.post(routes.APITransfers, key, `{"to_email": "`+to+`", "amount_rials": 20000}`)
 		}
+		// One transfer made first, through the API and through the page.
+		made := send("made", "bob@example.com")
+		if made.Status != http.StatusCreated {
+			t.Fatalf("a transfer to bob: %d %s", made.Status, made.Body)
+		}
+		page := f.app.NewClient(t)
+		page.SignIn("prober@example.com", "correct horse battery")
+		sendForm := apptest.Parse(page.Submit(routes.Transfer, routes.Transfer, url.Values{"to": {"bob@example.com"}, "amount": {"2000"}}).Body).Form(routes.Transfer).Hidden()
+		first := page.Post(routes.Transfer, sendForm)
+		if first.Status != http.StatusSeeOther {
+			t.Fatalf("a transfer to bob by the page: %d", first.Status)
+		}
 		if a := send("u-1", "nobody1@example.com"); a.Code() != "recipient_not_found" {
 			t.Fatalf("first unknown: %d %s", a.Status, a.Body)
 		}
 		// The second unknown address through the page.
-		page := f.app.NewClient(t)
-		page.SignIn("prober@example.com", "correct horse battery")
 		form := page.Submit(routes.Transfer, routes.Transfer, url.Values{"to": {"nobody2@example.com"}, "amount": {"2000"}})
 		if form.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("second unknown, by the page: %d", form.Status)
@@ -103,8 +113,16 @@ func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
 		if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || apptest.Parse(r.Body).TestID("transfer-confirm") != nil {
 			t.Fatalf("the page past the allowance: %d", r.Status)
 		}
-		if ledgertest.Balance(t, db, wallet) != 1_000_000 || ledgertest.Balance(t, db, bw) != 0 {
+		if ledgertest.Balance(t, db, wallet) != 960_000 || ledgertest.Balance(t, db, bw) != 40_000 {
 			t.Fatal("money moved past the allowance")
+		}
+		// What was made is still answered: the API's retry replays, the
+		// page's Send again shows its receipt.
+		if again := send("made", "bob@example.com"); again.Status != http.StatusCreated || again.Body != made.Body {
+			t.Fatalf("the retry of a transfer made, past the allowance: %d %s", again.Status, again.Body)
+		}
+		if r := page.Post(routes.Transfer, sendForm); r.Status != http.StatusSeeOther || r.Location != first.Location {
+			t.Fatalf("the page's Send again, past the allowance: %d %s", r.Status, r.Location)
 		}
 		// Another user is not limited by the prober.
 		other, otherID := f.user(t, "other@example.com", apitoken.ScopeTransfer)
@@ -117,7 +135,7 @@ func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
 		if a := send("later", "bob@example.com"); a.Status != http.StatusCreated {
 			t.Fatalf("an hour later: %d %s", a.Status, a.Body)
 		}
-		if ledgertest.Balance(t, db, bw) != 40_000 {
+		if ledgertest.Balance(t, db, bw) != 80_000 {
 			t.Fatalf("bob's balance %d", ledgertest.Balance(t, db, bw))
 		}
 	})

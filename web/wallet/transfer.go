@@ -73,6 +73,13 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 	allowance := "u" + strconv.FormatInt(u.ID, 10)
 	if h.UnknownRecipients != nil {
 		if ok, wait := h.UnknownRecipients.Allowed(allowance); !ok {
+			// A form whose transfer was made is answered with it all the
+			// same (a double click, Back then Send): only new ones wait.
+			if first, err := h.Transfers.ByToken(c.UserContext(), u.ID, token); err == nil {
+				return h.transferDone(c, r, first)
+			} else if !errors.Is(err, transfer.ErrNotFound) {
+				return err
+			}
 			secs := seam.RetryAfter(c, wait)
 			f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_too_many_unknown", []any{"minutes", (secs + 59) / 60}, "to"
 			return h.Render(c, fiber.StatusTooManyRequests, views.Transfer(h.Page(c, "transfer.title"), f))
