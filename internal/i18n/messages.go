@@ -457,7 +457,7 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"receipt.ref_id":        "Bank reference",
 	"receipt.card":          "Card",
 	"receipt.created":       "Created",
-	"receipt.resolved":      "Completed",
+	"receipt.resolved":      "Outcome recorded",
 	"receipt.id":            "Payment reference",
 	"receipt.copy":          "Copy",
 	"receipt.copied":        "Copied",

@@ -82,8 +82,13 @@ func TestFailurePageSaysWhy(t *testing.T) {
 	// A payment under review offers no "try again".
 	topuptest.ForceStatus(t, app.DB, p.ID, string(topup.StatusPendingVerification), string(topup.ReasonReopened))
 	topuptest.ForceStatus(t, app.DB, p.ID, string(topup.StatusNeedsReview), string(topup.ReasonUnknownTooLong))
-	if doc := apptest.Parse(c.Get(routes.TopUpPage(p.PublicID)).Body); doc.TestID("try-again") != nil || doc.TestID("failure-cause") != nil {
+	doc := apptest.Parse(c.Get(routes.TopUpPage(p.PublicID)).Body)
+	if doc.TestID("try-again") != nil || doc.TestID("failure-cause") != nil {
 		t.Errorf("a payment under review offers to try again")
+	}
+	// Nor does it show a time of its outcome: it has none yet.
+	if doc.TestID("receipt-resolved") != nil {
+		t.Errorf("a payment under review shows a time of its outcome")
 	}
 	apptest.CheckInvariants(t, app.DB)
 }
