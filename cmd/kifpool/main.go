@@ -635,6 +635,12 @@ func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, l
 	for _, it := range rep.Items() {
 		fmt.Fprintf(stdout, "  %-16s %s %d rials %s %s\n", it.Kind, it.Authority, it.AmountRials, it.PublicID, it.Detail)
 	}
+	if n := rep.Left(); n > 0 {
+		// Paid at the bank, not credited yet: an incident's runbook must
+		// not read this run as done.
+		fmt.Fprintf(stdout, "%d listed top-ups were not reconciled (an error, or the run's time spent): run kifpool reconcile again\n", n)
+		err = errors.Join(err, fmt.Errorf("%d listed top-ups not reconciled", n))
+	}
 	if !srv.Withdrawals.On() {
 		return err
 	}

@@ -79,6 +79,20 @@ func (r ReconcileReport) Items() []ReconcileItem {
 	return items
 }
 
+// Left counts the lines this run could not settle: an error (a verify or
+// a credit that failed) or not reached (the run's budget spent). They are
+// still paid at the bank and not credited: the run must be repeated (kifpool
+// reconcile exits non-zero for them).
+func (r ReconcileReport) Left() int {
+	n := 0
+	for _, it := range r.Items() {
+		if it.Kind == "error" || it.Kind == "not_reached" {
+			n++
+		}
+	}
+	return n
+}
+
 // ReconcileConfig bounds one reconciliation.
 type ReconcileConfig struct {
 	Concurrency int           // items worked at once (default 4)

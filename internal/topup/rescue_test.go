@@ -344,6 +344,10 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 		if n != rep.Unreached {
 			t.Errorf("%d items not reached, report says %d", n, rep.Unreached)
 		}
+		// What kifpool reconcile counts as left to do (and exits 1 for).
+		if rep.Left() != n {
+			t.Errorf("Left %d, want the %d not reached", rep.Left(), n)
+		}
 		checkInvariants(t, db)
 	})
 }
