@@ -137,3 +137,16 @@ func (e *env) bankPayouts(provider, id string) int {
 	}
 	return n
 }
+
+// unknownInMaintenance requests a withdrawal of rials while provider is
+// in maintenance: its submit's outcome is unknown (submitted, unknown).
+func (e *env) unknownInMaintenance(provider string, rials int64) withdrawal.Withdrawal {
+	e.t.Helper()
+	e.faults(provider, payouts.ProviderFaults{Maintenance: true})
+	w := e.request(rials)
+	e.round(time.Second)
+	if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderUnknown {
+		e.t.Fatalf("%s in maintenance: %+v", provider, w)
+	}
+	return w
+}

@@ -183,12 +183,7 @@ func TestTimeOutAfterAccepting(t *testing.T) {
 func TestMaintenanceDuringSubmit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, "jibit")
-		e.faults("jibit", payouts.ProviderFaults{Maintenance: true})
-		w := e.request(1_000_000)
-		e.round(time.Second)
-		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderUnknown {
-			t.Fatalf("jibit in maintenance: %+v", w)
-		}
+		w := e.unknownInMaintenance("jibit", 1_000_000)
 		e.faults("jibit", payouts.ProviderFaults{})
 		e.round(time.Minute)
 		if w = e.get(w); w.ProviderState != withdrawal.ProviderInProgress || w.Submits != 2 || e.bankPayouts("jibit", w.PublicID) != 1 {
@@ -198,9 +193,7 @@ func TestMaintenanceDuringSubmit(t *testing.T) {
 	})
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, "zibal")
-		e.faults("zibal", payouts.ProviderFaults{Maintenance: true})
-		w := e.request(1_000_000)
-		e.round(time.Second)
+		w := e.unknownInMaintenance("zibal", 1_000_000)
 		e.faults("zibal", payouts.ProviderFaults{})
 		for range 5 {
 			e.round(time.Hour)

@@ -92,12 +92,7 @@ func TestRefusedResendAfterAnUnknownSubmit(t *testing.T) {
 func TestStatusUnreadableGoesToAPerson(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, "jibit")
-		e.faults("jibit", payouts.ProviderFaults{Maintenance: true})
-		w := e.request(1_000_000)
-		e.round(time.Second)
-		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderUnknown {
-			t.Fatalf("after the submit: %+v", w)
-		}
+		w := e.unknownInMaintenance("jibit", 1_000_000)
 		for range 22 {
 			e.round(time.Hour)
 		}
