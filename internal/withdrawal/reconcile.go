@@ -192,7 +192,11 @@ func (s *Service) reconcileOne(ctx context.Context, l Lister, o Offer) (Report, 
 	theirs := map[string]payout.Listed{}
 	listed := false
 	if o.Caps.Reconcile == payout.ReconcileList && o.Provider.Ops().List != nil {
-		items, lerr := o.Provider.Ops().List(ctx, since.Add(-time.Hour), now.Add(time.Minute))
+		// The provider lists by when it took a payout: from the earliest
+		// of ours first sent, so that one taken before the lookback and
+		// paid or returned within it is on its list, never "not theirs".
+		from := listFrom(ours, since)
+		items, lerr := o.Provider.Ops().List(ctx, from.Add(-time.Hour), now.Add(time.Minute))
 		if lerr != nil {
 			r.Error = lerr.Error()
 		} else {
@@ -249,6 +253,18 @@ func (s *Service) reconcileOne(ctx context.Context, l Lister, o Offer) (Report, 
 		s.log.WarnContext(ctx, "payout reconciliation: differences for an admin", "provider", o.Name, "differences", len(diffs), "report", r.ID)
 	}
 	return r, nil
+}
+
+// listFrom is where the provider's list must start to hold every one of
+// ours: since, or the earliest first submit among them (pure).
+func listFrom(ours []Withdrawal, since time.Time) time.Time {
+	from := since
+	for _, w := range ours {
+		if w.SubmittedAt != nil && w.SubmittedAt.Before(from) {
+			from = *w.SubmittedAt
+		}
+	}
+	return from
 }
 
 // compare is one withdrawal against the provider's word.

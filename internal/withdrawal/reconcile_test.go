@@ -172,42 +172,54 @@ func TestReconcileFlagsDifferences(t *testing.T) {
 }
 
 // A withdrawal paid days after it was asked for (an admin's review over a
-// long holiday, a provider short of balance) and failed by the provider by
-// hand after the worker's watch: reconciliation compares withdrawals by
-// when they were sent or paid, not only by when they were asked for, so
-// the late return still gives the money back, once, and Jibit's list of
-// it is not taken for a payout of no withdrawal of ours.
+// long holiday, a provider short of balance, a Paya cycle days away) and
+// failed by the provider by hand after the worker's watch: reconciliation
+// compares withdrawals by when they were sent or paid, not only by when
+// they were asked for, and asks the provider's list from the first submit
+// of its oldest one, so the late return still gives the money back, once,
+// and neither side's record is taken for a payout the other lacks.
 func TestReconcileSeesALatePaymentsLateReturn(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		e := newEnv(t, db, "jibit")
-		w := e.request(1_000_000)
-		e.clock.Advance(5 * 24 * time.Hour) // asked for on day 0, sent on day 5
-		e.round(time.Second)
-		if _, err := e.bank.Payouts().Settle(payouts.Jibit, w.PublicID); err != nil {
-			t.Fatal(err)
-		}
-		e.round(time.Minute)
-		if w = e.get(w); w.Status != withdrawal.StatusPaid {
-			t.Fatalf("paid on day 5: %+v", w)
-		}
-		e.clock.Advance(4 * 24 * time.Hour) // day 9: the 72-hour watch is over
-		if _, err := e.bank.Payouts().Return(payouts.Jibit, w.PublicID); err != nil {
-			t.Fatal(err)
-		}
-		reps, err := e.svc.ReconcileIfDue(ctx, e.st, 24*time.Hour)
-		if err != nil || len(reps) != 1 {
-			t.Fatalf("reconcile: %+v %v", reps, err)
-		}
-		if w = e.get(w); w.Status != withdrawal.StatusReturned {
-			t.Fatalf("after reconciliation on day 9: %+v (report %+v)", w, reps[0])
-		}
-		for _, d := range reps[0].Items() {
-			if d.Kind == withdrawal.DiffUnknownPayout {
-				t.Fatalf("our own withdrawal reported as a payout of none: %+v", d)
-			}
-		}
-		e.wantWallet(50_000_000, 0)
-		withdrawaltest.CheckInvariants(t, db)
-	})
+	for _, tc := range []struct {
+		name                string
+		beforeSend, toPayed time.Duration
+	}{
+		{"sent on day 5", 5 * 24 * time.Hour, time.Minute},
+		{"sent on day 0, paid on day 5", 0, 5 * 24 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e := newEnv(t, db, "jibit")
+				w := e.request(1_000_000)
+				e.clock.Advance(tc.beforeSend)
+				e.round(time.Second)
+				e.clock.Advance(tc.toPayed)
+				if _, err := e.bank.Payouts().Settle(payouts.Jibit, w.PublicID); err != nil {
+					t.Fatal(err)
+				}
+				e.round(time.Minute)
+				if w = e.get(w); w.Status != withdrawal.StatusPaid {
+					t.Fatalf("paid on day 5: %+v", w)
+				}
+				e.clock.Advance(4 * 24 * time.Hour) // day 9: the 72-hour watch is over
+				if _, err := e.bank.Payouts().Return(payouts.Jibit, w.PublicID); err != nil {
+					t.Fatal(err)
+				}
+				reps, err := e.svc.ReconcileIfDue(ctx, e.st, 24*time.Hour)
+				if err != nil || len(reps) != 1 {
+					t.Fatalf("reconcile: %+v %v", reps, err)
+				}
+				if w = e.get(w); w.Status != withdrawal.StatusReturned {
+					t.Fatalf("after reconciliation on day 9: %+v (report %+v)", w, reps[0])
+				}
+				for _, d := range reps[0].Items() {
+					if d.Kind != withdrawal.DiffLateReturn {
+						t.Fatalf("a difference other than the late return: %+v", d)
+					}
+				}
+				e.wantWallet(50_000_000, 0)
+				withdrawaltest.CheckInvariants(t, db)
+			})
+		})
+	}
 }
