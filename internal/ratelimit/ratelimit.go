@@ -49,28 +49,20 @@ func (w *Window) Take(key string) (bool, time.Duration) {
 	return true, 0
 }
 
-// Allowed reports whether key has allowance left, counting nothing, and
-// when it has none how long until the oldest act leaves the window: for
-// a limit on what a request turns out to be (a transfer to an address
-// with no account), checked before the request and taken after it.
-func (w *Window) Allowed(key string) (bool, time.Duration) {
-	now := w.now()
+// Undo takes back key's newest act: for a limit on what a request turns
+// out to be, taken before the request (so that requests at once cannot
+// all pass a check that counted none of them) and given back when it
+// did not count.
+func (w *Window) Undo(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h, seen := w.hits[key]
-	if !seen {
-		return true, 0 // nothing kept for a key never counted
-	}
-	h = w.live(h, now)
-	if len(h) == 0 {
+	h := w.hits[key]
+	switch {
+	case len(h) > 1:
+		w.hits[key] = h[:len(h)-1]
+	case len(h) == 1:
 		delete(w.hits, key)
-		return true, 0
 	}
-	w.hits[key] = h
-	if len(h) >= w.max {
-		return false, h[0].Add(w.per).Sub(now)
-	}
-	return true, 0
 }
 
 // live drops the acts older than the window.

@@ -51,31 +51,25 @@ func TestSweepForgetsIdleKeys(t *testing.T) {
 	}
 }
 
-// Allowed counts nothing: it says what Take would, keeps nothing for a
-// key never counted, and forgets a key whose acts all left the window.
-func TestAllowedCountsNothing(t *testing.T) {
+// Undo gives back the newest act: a key at its limit has room again, and
+// a key whose only act is undone is forgotten.
+func TestUndo(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	w := New(2, time.Hour, func() time.Time { return now })
-	for range 5 {
-		if ok, _ := w.Allowed("u1"); !ok {
-			t.Fatal("a key never counted is not allowed")
-		}
+	w.Take("u1")
+	w.Take("u1")
+	if ok, _ := w.Take("u1"); ok {
+		t.Fatal("a third act within the window")
 	}
+	w.Undo("u1")
+	if ok, _ := w.Take("u1"); !ok {
+		t.Fatal("no room after an undo")
+	}
+	w.Undo("u1")
+	w.Undo("u1")
+	w.Undo("u1") // nothing left: no-op
+	w.Undo("never")
 	if len(w.hits) != 0 {
-		t.Fatalf("%d keys kept by Allowed alone", len(w.hits))
-	}
-	w.Take("u1")
-	now = now.Add(10 * time.Minute)
-	w.Take("u1")
-	if ok, wait := w.Allowed("u1"); ok || wait != 50*time.Minute {
-		t.Fatalf("full: ok=%v wait=%s, want refused for 50m", ok, wait)
-	}
-	now = now.Add(50 * time.Minute)
-	if ok, _ := w.Allowed("u1"); !ok {
-		t.Fatal("refused after the oldest act left the window")
-	}
-	now = now.Add(time.Hour)
-	if ok, _ := w.Allowed("u1"); !ok || len(w.hits) != 0 {
-		t.Fatalf("ok=%v, %d keys kept once every act left", ok, len(w.hits))
+		t.Fatalf("%d keys kept after every act was undone", len(w.hits))
 	}
 }

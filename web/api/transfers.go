@@ -132,11 +132,13 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	// TRANSFER_MIN_RIALS is answered with that transfer, not refused (a
 	// refusal says nothing was sent, and the client would pay again).
 	// Whether an address has an account must not be asked without end:
-	// past the user's allowance of unknown addresses (shared with the
-	// page), every transfer waits, before any address is looked up.
+	// every transfer takes one of the user's allowance of unknown
+	// addresses (shared with the page) before any address is looked up, so
+	// that requests at once cannot all pass, and gives it back unless its
+	// address turned out unknown.
 	allowance := "u" + strconv.FormatInt(p.UserID, 10)
 	if h.UnknownRecipients != nil {
-		if ok, wait := h.UnknownRecipients.Allowed(allowance); !ok {
+		if ok, wait := h.UnknownRecipients.Take(allowance); !ok {
 			// A retry of a transfer made is replayed all the same.
 			return h.unlessAnswered(c, fp, func() error {
 				return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; retry after the Retry-After seconds.")
@@ -144,8 +146,8 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 		}
 	}
 	res, err := h.Transfers.SendKeyed(ctx, r, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
-	if h.UnknownRecipients != nil && errors.Is(err, transfer.ErrRecipientNotFound) {
-		h.UnknownRecipients.Take(allowance)
+	if h.UnknownRecipients != nil && !errors.Is(err, transfer.ErrRecipientNotFound) {
+		h.UnknownRecipients.Undo(allowance)
 	}
 	switch {
 	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),

@@ -3,6 +3,9 @@ package api_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,6 +140,38 @@ func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
 		}
 		if ledgertest.Balance(t, db, bw) != 80_000 {
 			t.Fatalf("bob's balance %d", ledgertest.Balance(t, db, bw))
+		}
+	})
+}
+
+// Requests at once to addresses with no account cannot all pass the
+// allowance: each takes its share before any address is looked up, so of
+// ten at once with an allowance of two, two are answered
+// recipient_not_found and eight wait (429).
+func TestUnknownRecipientsAtOnceCannotAllPass(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_UNKNOWN_RECIPIENTS": "2"}, Server: server.Options{RateLimits: true}})
+		prober, _ := f.user(t, "burst@example.com", apitoken.ScopeTransfer)
+		prober.fail = t.Errorf
+		var wg sync.WaitGroup
+		var notFound, limited atomic.Int32
+		for i := range 10 {
+			wg.Go(func() {
+				a := prober.post(routes.APITransfers, "b-"+strconv.Itoa(i), `{"to_email": "nobody`+strconv.Itoa(i)+`@example.com", "amount_rials": 20000}`)
+				switch a.Code() {
+				case "recipient_not_found":
+					notFound.Add(1)
+				case "rate_limited":
+					limited.Add(1)
+				default:
+					t.Errorf("request %d: %d %s", i, a.Status, a.Body)
+				}
+			})
+		}
+		wg.Wait()
+		if notFound.Load() != 2 || limited.Load() != 8 {
+			t.Fatalf("%d recipient_not_found and %d rate_limited, want 2 and 8", notFound.Load(), limited.Load())
 		}
 	})
 }

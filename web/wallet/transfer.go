@@ -71,8 +71,14 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 	}
 	r := transfer.Request{SenderUserID: u.ID, FormToken: token, ToEmail: f.To, AmountRials: rials, Note: f.Note}
 	allowance := "u" + strconv.FormatInt(u.ID, 10)
+	// Whether an address has an account must not be asked without end:
+	// every submit takes one of the user's allowance of unknown addresses
+	// before any address is looked up (so that submits at once cannot all
+	// pass), and gives it back unless its address turned out unknown.
+	unknown := false
 	if h.UnknownRecipients != nil {
-		if ok, wait := h.UnknownRecipients.Allowed(allowance); !ok {
+		ok, wait := h.UnknownRecipients.Take(allowance)
+		if !ok {
 			// A form whose transfer was made is answered with it all the
 			// same (a double click, Back then Send): only new ones wait.
 			if first, err := h.Transfers.ByToken(c.UserContext(), u.ID, token); err == nil {
@@ -84,12 +90,14 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 			f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_too_many_unknown", []any{"minutes", (secs + 59) / 60}, "to"
 			return h.Render(c, fiber.StatusTooManyRequests, views.Transfer(h.Page(c, "transfer.title"), f))
 		}
+		defer func() {
+			if !unknown {
+				h.UnknownRecipients.Undo(allowance)
+			}
+		}()
 	}
-	// An unknown address counts against the allowance.
 	refused := func(err error) error {
-		if h.UnknownRecipients != nil && errors.Is(err, transfer.ErrRecipientNotFound) {
-			h.UnknownRecipients.Take(allowance)
-		}
+		unknown = errors.Is(err, transfer.ErrRecipientNotFound)
 		return h.transferRefused(c, f, err)
 	}
 	if c.FormValue("confirmed") != "1" {
