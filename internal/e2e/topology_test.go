@@ -122,6 +122,17 @@ func TestTopologyBehindNginx(t *testing.T) {
 			t.Errorf("%s through nginx with the token: %d, want 404", p, got)
 		}
 	}
+	// A reset link's path, in any case of its letters, is kept out of
+	// nginx's access log (serve routes it all the same).
+	const secretToken = "TopologyResetToken0123456789abcdefghijklmnopq"
+	for _, p := range []string{routes.PasswordReset(secretToken), strings.ToUpper(routes.PasswordReset("")) + secretToken} {
+		metricsStatus(ctx, t, payer.hc, base+p)
+	}
+	if logged, err := os.ReadFile(filepath.Join(dir, "access.log")); err != nil {
+		t.Fatal(err)
+	} else if strings.Contains(string(logged), secretToken) {
+		t.Errorf("nginx's access log holds a reset link's token:\n%s", logged)
+	}
 	for _, c := range res.Cookies() {
 		if !strings.HasPrefix(c.Name, "__Host-") || !c.Secure || c.Path != "/" || c.Domain != "" {
 			t.Errorf("cookie %s: Secure %v Path %q Domain %q, want a __Host- cookie", c.Name, c.Secure, c.Path, c.Domain)

@@ -200,8 +200,10 @@ func answerKey(c *fiber.Ctx, out idempotency.Outcome, rec idempotency.Record) (a
 // gateway switched off, a return origin removed, withdrawals turned off):
 // a key that already holds an answer, or is in use or reused, is
 // answered as Begin would (a retry of a request that was made gets its
-// first answer, never a refusal that says nothing was made); otherwise
-// the refusal. The read is only on the way to a refusal.
+// first answer, never a refusal that says nothing was made), and one
+// whose first request died unanswered is "in use" (what it made cannot
+// be told here); otherwise the refusal. The read is only on the way to a
+// refusal.
 func (h *handler) unlessAnswered(c *fiber.Ctx, fp string, refusal func() error) error {
 	key := c.Get(HeaderIdempotencyKey)
 	if idempotency.CheckKey(key) != nil || len(c.Request().Header.PeekAll(HeaderIdempotencyKey)) > 1 {
@@ -215,6 +217,14 @@ func (h *handler) unlessAnswered(c *fiber.Ctx, fp string, refusal func() error) 
 		if answered, err := answerKey(c, out, rec); answered {
 			return err
 		}
+		// Its first request died, or failed, unanswered (Acquired): what
+		// it asked for may exist, and only the use case, through the key's
+		// form token, could say. A refusal now could make the client ask
+		// again under a new key: "in use" (retry later) instead, until the
+		// rule allows the request and Begin takes the key over, its use
+		// case then answering with what the first one made.
+		c.Set(fiber.HeaderRetryAfter, "60")
+		return problem(c, CodeKeyInUse, "The first request with this Idempotency-Key did not finish, and what it asked for may exist; it cannot be settled now. Retry later with the same key.")
 	}
 	return refusal()
 }

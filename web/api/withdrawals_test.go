@@ -10,6 +10,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank/payouts"
 	"github.com/kifpool/kifpool/internal/store"
@@ -144,6 +145,21 @@ func TestWithdrawalsAPI(t *testing.T) {
 		again := newAPIClient(t, raised, f.spec, c.token).post(routes.APIWithdrawals, "key-1", body(verified, 1_000_000))
 		if again.Status != http.StatusCreated || decode[api.Withdrawal](t, again).ID != ids[0] || again.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("key-1 again after the minimum rose: %d %s", again.Status, again.Body)
+		}
+		// A key whose first request died unanswered (what it made cannot
+		// be told before its use case runs) is "in use", not refused as
+		// too small: the client retries later with it.
+		amount := int64(1_000_000)
+		dead := idempotency.Request{UserID: uid, Key: "key-dead", Method: http.MethodPost, Path: routes.APIWithdrawals,
+			Fingerprint: idempotency.Fingerprint(http.MethodPost, routes.APIWithdrawals, idempotency.Int("bank_account_id", &verified), idempotency.Int("amount_rials", &amount))}
+		if out, rec, err := f.app.Server.Keys.Begin(context.Background(), dead); err != nil || out != idempotency.Acquired {
+			t.Fatalf("begin key-dead: %v %v", out, err)
+		} else if err := f.app.Server.Keys.Release(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		if a := newAPIClient(t, raised, f.spec, c.token).post(routes.APIWithdrawals, "key-dead", body(verified, 1_000_000)); a.Status != http.StatusConflict ||
+			a.Code() != "idempotency_key_in_use" || a.Header.Get("Retry-After") == "" {
+			t.Fatalf("a key whose request died, after the minimum rose: %d %s", a.Status, a.Body)
 		}
 		w := decode[api.Withdrawal](t, c.get(routes.APIWithdrawal(ids[0])))
 		if w.Status != "requested" || w.AmountRials != 1_000_000 || w.BankAccountID != verified || w.Rail != "paya" || w.IBANLast4 != "0042" {
