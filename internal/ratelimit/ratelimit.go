@@ -14,8 +14,12 @@ type Window struct {
 	per time.Duration
 	now func() time.Time
 
-	mu   sync.Mutex
-	hits map[string][]time.Time // per key, oldest first, at most max
+	// pendingMax bounds each key's open reservations (0: none taken).
+	pendingMax int
+
+	mu      sync.Mutex
+	hits    map[string][]time.Time // per key, oldest first
+	pending map[string]int         // per key, open reservations
 }
 
 // New returns a window allowing max acts per key in any span of per;
@@ -24,7 +28,72 @@ func New(max int, per time.Duration, now func() time.Time) *Window {
 	if now == nil {
 		now = time.Now
 	}
-	return &Window{max: max, per: per, now: now, hits: map[string][]time.Time{}}
+	return &Window{max: max, per: per, now: now, hits: map[string][]time.Time{}, pending: map[string]int{}}
+}
+
+// LimitPending lets Reserve hold at most n open reservations per key, and
+// returns w.
+func (w *Window) LimitPending(n int) *Window {
+	w.pendingMax = n
+	return w
+}
+
+// Reservation is a place Reserve took for a request whose act may count;
+// exactly one of Count and Release ends it.
+type Reservation struct {
+	w   *Window
+	key string
+}
+
+// Reserve takes a place for a request whose act counts only once it is
+// known (a transfer to an address that turns out to have no account):
+// while the key's counted acts are below Max and fewer than LimitPending
+// of its reservations are open. Requests at once cannot all pass a check
+// that counted none of them: at most LimitPending are open, so at most
+// that many acts beyond Max are counted in one burst. Refused, it says how
+// long to wait: until the oldest act leaves the window when the allowance
+// is spent, a second when only the open reservations are in the way.
+func (w *Window) Reserve(key string) (*Reservation, time.Duration, bool) {
+	now := w.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.live(w.hits[key], now)
+	if len(h) > 0 {
+		w.hits[key] = h
+	} else {
+		delete(w.hits, key)
+	}
+	switch {
+	case len(h) >= w.max:
+		return nil, h[0].Add(w.per).Sub(now), false
+	case w.pending[key] >= w.pendingMax:
+		return nil, time.Second, false
+	}
+	w.pending[key]++
+	return &Reservation{w: w, key: key}, 0, true
+}
+
+// Count ends the reservation with its act counted.
+func (r *Reservation) Count() {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	r.w.release(r.key)
+	r.w.hits[r.key] = append(r.w.hits[r.key], r.w.now())
+}
+
+// Release ends the reservation with nothing counted.
+func (r *Reservation) Release() {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	r.w.release(r.key)
+}
+
+func (w *Window) release(key string) {
+	if w.pending[key] <= 1 {
+		delete(w.pending, key)
+		return
+	}
+	w.pending[key]--
 }
 
 // Max is the number of acts allowed per window.
@@ -47,22 +116,6 @@ func (w *Window) Take(key string) (bool, time.Duration) {
 		w.sweep(now)
 	}
 	return true, 0
-}
-
-// Undo takes back key's newest act: for a limit on what a request turns
-// out to be, taken before the request (so that requests at once cannot
-// all pass a check that counted none of them) and given back when it
-// did not count.
-func (w *Window) Undo(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	h := w.hits[key]
-	switch {
-	case len(h) > 1:
-		w.hits[key] = h[:len(h)-1]
-	case len(h) == 1:
-		delete(w.hits, key)
-	}
 }
 
 // live drops the acts older than the window.

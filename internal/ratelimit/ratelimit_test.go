@@ -51,25 +51,43 @@ func TestSweepForgetsIdleKeys(t *testing.T) {
 	}
 }
 
-// Undo gives back the newest act: a key at its limit has room again, and
-// a key whose only act is undone is forgotten.
-func TestUndo(t *testing.T) {
+// Reserve: a place per request while the allowance lasts and fewer than
+// LimitPending are open; Count records the act, Release nothing; a key
+// with nothing counted or open is forgotten.
+func TestReserve(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	w := New(2, time.Hour, func() time.Time { return now })
-	w.Take("u1")
-	w.Take("u1")
-	if ok, _ := w.Take("u1"); ok {
-		t.Fatal("a third act within the window")
+	w := New(2, time.Hour, func() time.Time { return now }).LimitPending(3)
+	var open []*Reservation
+	for i := range 3 {
+		r, _, ok := w.Reserve("u1")
+		if !ok {
+			t.Fatalf("reservation %d refused", i+1)
+		}
+		open = append(open, r)
 	}
-	w.Undo("u1")
-	if ok, _ := w.Take("u1"); !ok {
-		t.Fatal("no room after an undo")
+	if _, wait, ok := w.Reserve("u1"); ok || wait != time.Second {
+		t.Fatalf("a fourth open reservation: ok=%v wait=%s, want refused for a second", ok, wait)
 	}
-	w.Undo("u1")
-	w.Undo("u1")
-	w.Undo("u1") // nothing left: no-op
-	w.Undo("never")
-	if len(w.hits) != 0 {
-		t.Fatalf("%d keys kept after every act was undone", len(w.hits))
+	if _, _, ok := w.Reserve("u2"); !ok {
+		t.Fatal("another key shares the open reservations")
+	}
+	open[0].Release()
+	open[1].Count()
+	now = now.Add(10 * time.Minute)
+	open[2].Count()
+	if _, wait, ok := w.Reserve("u1"); ok || wait != 50*time.Minute {
+		t.Fatalf("allowance spent: ok=%v wait=%s, want refused for 50m", ok, wait)
+	}
+	now = now.Add(2 * time.Hour)
+	r, _, ok := w.Reserve("u1")
+	if !ok {
+		t.Fatal("refused once every act left the window")
+	}
+	r.Release()
+	w.mu.Lock()
+	n, p := len(w.hits), len(w.pending)
+	w.mu.Unlock()
+	if n != 0 || p != 1 { // u2's reservation is still open
+		t.Fatalf("%d keys with acts, %d with open reservations kept", n, p)
 	}
 }

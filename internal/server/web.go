@@ -35,7 +35,10 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	// shared by the page and the API.
 	var unknownRecipients *ratelimit.Window
 	if b.o.RateLimits && cfg.RateLimitUnknownRecipients > 0 {
-		unknownRecipients = ratelimit.New(cfg.RateLimitUnknownRecipients, time.Hour, b.now)
+		// At most 64 lookups open at once per user: a burst learns at
+		// most that many addresses beyond the allowance, while a partner
+		// sending many transfers at once to known people is not held up.
+		unknownRecipients = ratelimit.New(cfg.RateLimitUnknownRecipients, time.Hour, b.now).LimitPending(64)
 	}
 	var tokenCharges *ratelimit.Window
 	if cfg.APIChargesPerMinute > 0 {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/transfer"
 )
 
@@ -132,13 +134,16 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	// TRANSFER_MIN_RIALS is answered with that transfer, not refused (a
 	// refusal says nothing was sent, and the client would pay again).
 	// Whether an address has an account must not be asked without end:
-	// every transfer takes one of the user's allowance of unknown
+	// every transfer reserves a place in the user's allowance of unknown
 	// addresses (shared with the page) before any address is looked up, so
-	// that requests at once cannot all pass, and gives it back unless its
-	// address turned out unknown.
+	// that requests at once cannot all pass, counted only if its address
+	// turned out unknown.
 	allowance := "u" + strconv.FormatInt(p.UserID, 10)
+	var place *ratelimit.Reservation
 	if h.UnknownRecipients != nil {
-		if ok, wait := h.UnknownRecipients.Take(allowance); !ok {
+		var wait time.Duration
+		var ok bool
+		if place, wait, ok = h.UnknownRecipients.Reserve(allowance); !ok {
 			// A retry of a transfer made is replayed all the same.
 			return h.unlessAnswered(c, fp, func() error {
 				return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; retry after the Retry-After seconds.")
@@ -146,8 +151,12 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 		}
 	}
 	res, err := h.Transfers.SendKeyed(ctx, r, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
-	if h.UnknownRecipients != nil && !errors.Is(err, transfer.ErrRecipientNotFound) {
-		h.UnknownRecipients.Undo(allowance)
+	if place != nil {
+		if errors.Is(err, transfer.ErrRecipientNotFound) {
+			place.Count()
+		} else {
+			place.Release()
+		}
 	}
 	switch {
 	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),

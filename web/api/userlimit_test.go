@@ -145,33 +145,55 @@ func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
 }
 
 // Requests at once to addresses with no account cannot all pass the
-// allowance: each takes its share before any address is looked up, so of
-// ten at once with an allowance of two, two are answered
-// recipient_not_found and eight wait (429).
+// allowance: each reserves a place before any address is looked up, at
+// most 64 open per user, so a burst of a hundred learns at most 64 beyond
+// the allowance (not a hundred), and the allowance is spent after it.
+// Transfers at once to someone who has an account are never held up by
+// it.
 func TestUnknownRecipientsAtOnceCannotAllPass(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_UNKNOWN_RECIPIENTS": "2"}, Server: server.Options{RateLimits: true}})
-		prober, _ := f.user(t, "burst@example.com", apitoken.ScopeTransfer)
+		prober, proberID := f.user(t, "burst@example.com", apitoken.ScopeTransfer)
 		prober.fail = t.Errorf
-		var wg sync.WaitGroup
-		var notFound, limited atomic.Int32
-		for i := range 10 {
-			wg.Go(func() {
-				a := prober.post(routes.APITransfers, "b-"+strconv.Itoa(i), `{"to_email": "nobody`+strconv.Itoa(i)+`@example.com", "amount_rials": 20000}`)
-				switch a.Code() {
-				case "recipient_not_found":
-					notFound.Add(1)
-				case "rate_limited":
-					limited.Add(1)
-				default:
-					t.Errorf("request %d: %d %s", i, a.Status, a.Body)
-				}
-			})
+		f.fund(t, proberID, 10_000_000)
+		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		bw := f.fund(t, bobID, 0)
+		burst := func(n int, to func(i int) string) (created, notFound, limited int32) {
+			var wg sync.WaitGroup
+			var c, nf, l atomic.Int32
+			for i := range n {
+				wg.Go(func() {
+					a := prober.post(routes.APITransfers, to(i)+"-"+strconv.Itoa(i), `{"to_email": "`+to(i)+`", "amount_rials": 20000}`)
+					switch {
+					case a.Status == http.StatusCreated:
+						c.Add(1)
+					case a.Code() == "recipient_not_found":
+						nf.Add(1)
+					case a.Code() == "rate_limited":
+						l.Add(1)
+					default:
+						t.Errorf("request %d: %d %s", i, a.Status, a.Body)
+					}
+				})
+			}
+			wg.Wait()
+			return c.Load(), nf.Load(), l.Load()
 		}
-		wg.Wait()
-		if notFound.Load() != 2 || limited.Load() != 8 {
-			t.Fatalf("%d recipient_not_found and %d rate_limited, want 2 and 8", notFound.Load(), limited.Load())
+		// Thirty at once to bob: none held up.
+		if c, nf, l := burst(30, func(int) string { return "bob@example.com" }); c != 30 || nf != 0 || l != 0 {
+			t.Fatalf("thirty to bob at once: %d sent, %d not found, %d limited", c, nf, l)
+		}
+		if ledgertest.Balance(t, db, bw) != 600_000 {
+			t.Fatalf("bob's balance %d", ledgertest.Balance(t, db, bw))
+		}
+		// A hundred at once to addresses with no account.
+		_, nf, l := burst(100, func(i int) string { return "nobody" + strconv.Itoa(i) + "@example.com" })
+		if nf < 2 || nf > 2+64 || nf+l != 100 {
+			t.Fatalf("a burst of 100 unknown: %d not found, %d limited; want at most 66 told", nf, l)
+		}
+		if a := prober.post(routes.APITransfers, "after", `{"to_email": "bob@example.com", "amount_rials": 20000}`); a.Code() != "rate_limited" {
+			t.Fatalf("after the burst: %d %s, want the allowance spent", a.Status, a.Body)
 		}
 	})
 }

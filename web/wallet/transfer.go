@@ -72,12 +72,12 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 	r := transfer.Request{SenderUserID: u.ID, FormToken: token, ToEmail: f.To, AmountRials: rials, Note: f.Note}
 	allowance := "u" + strconv.FormatInt(u.ID, 10)
 	// Whether an address has an account must not be asked without end:
-	// every submit takes one of the user's allowance of unknown addresses
-	// before any address is looked up (so that submits at once cannot all
-	// pass), and gives it back unless its address turned out unknown.
+	// every submit reserves a place in the user's allowance of unknown
+	// addresses before any address is looked up (so that submits at once
+	// cannot all pass), counted only if its address turned out unknown.
 	unknown := false
 	if h.UnknownRecipients != nil {
-		ok, wait := h.UnknownRecipients.Take(allowance)
+		place, wait, ok := h.UnknownRecipients.Reserve(allowance)
 		if !ok {
 			// A form whose transfer was made is answered with it all the
 			// same (a double click, Back then Send): only new ones wait.
@@ -91,8 +91,10 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 			return h.Render(c, fiber.StatusTooManyRequests, views.Transfer(h.Page(c, "transfer.title"), f))
 		}
 		defer func() {
-			if !unknown {
-				h.UnknownRecipients.Undo(allowance)
+			if unknown {
+				place.Count()
+			} else {
+				place.Release()
 			}
 		}()
 	}
