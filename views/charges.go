@@ -16,6 +16,10 @@ type CheckoutView struct {
 	// it lacks for the charge (0: enough).
 	AvailableRials int64
 	ShortRials     int64
+	// TopUpRials is what "top up" offers and fills the form with: the
+	// shortfall in whole tomans, at least the top-up minimum, at most its
+	// maximum.
+	TopUpRials int64
 	// State is what the page offers: "open" (pay or cancel), "short"
 	// (top up the difference, or cancel), "own" (the merchant's own
 	// charge), "paid" (automatic capture), "authorized" (manual),

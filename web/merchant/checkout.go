@@ -14,6 +14,22 @@ import (
 	"github.com/kifpool/kifpool/views"
 )
 
+// topUpOffer is the top-up the checkout offers for a shortfall of short
+// rials: whole tomans, at least the top-up minimum, at most its maximum
+// (a shortfall above it takes more than one top-up), so that the button
+// names the amount the form opens with.
+func (h *handlers) topUpOffer(short int64) int64 {
+	offer := (short + money.RialsPerToman - 1) / money.RialsPerToman * money.RialsPerToman
+	if h.TopUps != nil {
+		minRials, maxRials := h.TopUps.Limits()
+		offer = max(offer, minRials)
+		if maxRials > 0 {
+			offer = min(offer, maxRials)
+		}
+	}
+	return offer
+}
+
 // checkoutView is charge ch as the signed-in payer's checkout shows it.
 func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutView, error) {
 	u := h.User(c)
@@ -31,7 +47,7 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 		}
 		v.AvailableRials, v.State = w.AvailableRials(), "open"
 		if short := ch.AmountRials - v.AvailableRials; short > 0 {
-			v.State, v.ShortRials = "short", short
+			v.State, v.ShortRials, v.TopUpRials = "short", short, h.topUpOffer(short)
 		}
 	// A charge that ended without money (canceled, expired) says so to
 	// whoever opens it, even one another payer had authorized: nobody
@@ -195,13 +211,7 @@ func (h *handlers) topUpDifference(c *fiber.Ctx) error {
 	if v.State != "short" {
 		return c.Redirect(routes.Checkout(ch.PublicID), fiber.StatusSeeOther)
 	}
-	short := v.ShortRials
-	if h.TopUps != nil {
-		if minRials, _ := h.TopUps.Limits(); short < minRials {
-			short = minRials
-		}
-	}
-	tomans := (short + money.RialsPerToman - 1) / money.RialsPerToman
+	tomans := v.TopUpRials / money.RialsPerToman
 	h.SetPendingCheckout(c, ch.PublicID)
 	return c.Redirect(routes.TopUp+"?amount="+strconv.FormatInt(tomans, 10), fiber.StatusSeeOther)
 }

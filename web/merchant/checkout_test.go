@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -379,4 +380,29 @@ func TestCheckoutCanceledByMerchantIsNotTaken(t *testing.T) {
 		}
 		apptest.CheckInvariants(t, db)
 	})
+}
+
+// A shortfall below the top-up minimum: the button names the amount the
+// form opens with (the minimum), not the shortfall the form would refuse.
+func TestCheckoutOffersATopUpTheFormTakes(t *testing.T) {
+	t.Parallel()
+	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{})
+	m := shop(t, app, "shop@example.com", "Book Shop")
+	signUpFunded(t, app, "payer@example.com", 95_000)
+	ch := newCharge(t, app, m, 100_000, "S-2", charge.CaptureAutomatic)
+	c := app.NewClient(t)
+	c.SignIn("payer@example.com", pw)
+	minRials, _ := app.Server.TopUps.Limits()
+	if minRials <= 5_000 {
+		t.Fatalf("the test wants a top-up minimum above the 5,000-rial shortfall, got %d", minRials)
+	}
+	d := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body)
+	top := d.TestID("checkout-topup")
+	if d.TestID("checkout-short").Attr("data-rials") != "5000" || top == nil || top.Attr("data-rials") != strconv.FormatInt(minRials, 10) {
+		t.Fatalf("short by 5,000 rials: offers %v", top)
+	}
+	r := c.Get(top.Attr("href"))
+	if r.Status != http.StatusSeeOther || r.Location != routes.TopUp+"?amount="+strconv.FormatInt(minRials/10, 10) {
+		t.Fatalf("the form opens at %q, the button offered %s rials", r.Location, top.Attr("data-rials"))
+	}
 }
