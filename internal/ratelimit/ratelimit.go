@@ -78,7 +78,11 @@ func (r *Reservation) Count() {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	r.w.release(r.key)
-	r.w.hits[r.key] = append(r.w.hits[r.key], r.w.now())
+	now := r.w.now()
+	r.w.hits[r.key] = append(r.w.hits[r.key], now)
+	if len(r.w.hits) > 4096 {
+		r.w.sweep(now)
+	}
 }
 
 // Release ends the reservation with nothing counted.

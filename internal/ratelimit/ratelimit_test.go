@@ -91,3 +91,23 @@ func TestReserve(t *testing.T) {
 		t.Fatalf("%d keys with acts, %d with open reservations kept", n, p)
 	}
 }
+
+// Counted reservations of keys never seen again are swept as Take's are:
+// the map stays bounded by the keys active within one window.
+func TestCountSweepsIdleKeys(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	w := New(1, time.Minute, func() time.Time { return now }).LimitPending(1)
+	for i := range 5000 {
+		if i == 4000 {
+			now = now.Add(2 * time.Minute) // the first 4,000 leave the window
+		}
+		r, _, ok := w.Reserve(time.Duration(i).String())
+		if !ok {
+			t.Fatalf("key %d refused", i)
+		}
+		r.Count()
+	}
+	if n := len(w.hits); n > 4097 {
+		t.Fatalf("%d keys kept", n)
+	}
+}
