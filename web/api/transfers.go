@@ -6,13 +6,11 @@ import (
 	"errors"
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/money"
-	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/transfer"
 )
 
@@ -138,26 +136,27 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	// addresses (shared with the page) before any address is looked up, so
 	// that requests at once cannot all pass, counted only if its address
 	// turned out unknown.
-	allowance := "u" + strconv.FormatInt(p.UserID, 10)
-	var place *ratelimit.Reservation
+	unknown := false
 	if h.UnknownRecipients != nil {
-		var wait time.Duration
-		var ok bool
-		if place, wait, ok = h.UnknownRecipients.Reserve(allowance); !ok {
+		place, wait, ok := h.UnknownRecipients.Reserve("u" + strconv.FormatInt(p.UserID, 10))
+		if !ok {
 			// A retry of a transfer made is replayed all the same.
 			return h.unlessAnswered(c, fp, func() error {
 				return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; retry after the Retry-After seconds.")
 			})
 		}
+		// Ended however the request ends (a panic too): counted when the
+		// address was unknown, given back otherwise.
+		defer func() {
+			if unknown {
+				place.Count()
+			} else {
+				place.Release()
+			}
+		}()
 	}
 	res, err := h.Transfers.SendKeyed(ctx, r, idempotency.Request{UserID: p.UserID, Key: key, Method: c.Method(), Path: path, Fingerprint: fp})
-	if place != nil {
-		if errors.Is(err, transfer.ErrRecipientNotFound) {
-			place.Count()
-		} else {
-			place.Release()
-		}
-	}
+	unknown = errors.Is(err, transfer.ErrRecipientNotFound)
 	switch {
 	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),
 		errors.Is(err, transfer.ErrToSelf), errors.Is(err, transfer.ErrDailyLimit), isAmountRule(err),

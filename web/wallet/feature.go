@@ -44,8 +44,8 @@ type Deps struct {
 	UserTopUps *ratelimit.Window
 	// UnknownRecipients, when set, is each user's allowance of transfers
 	// refused for an address with no account (RATE_LIMIT_UNKNOWN_RECIPIENTS
-	// an hour), shared with the API: checked before an address is looked
-	// up, taken when one is unknown.
+	// an hour), shared with the API: a place reserved before an address is
+	// looked up, counted when it is unknown.
 	UnknownRecipients *ratelimit.Window
 	// Transfers sends money between people (the API's use case too).
 	Transfers *transfer.Service
