@@ -36,6 +36,33 @@ type CheckoutView struct {
 	// ErrorKey is a refusal's one sentence.
 	ErrorKey  string
 	ErrorArgs []any
+	// OrderID is the merchant's order id (shown to whoever may pay or
+	// has paid it; "" to anyone else).
+	OrderID string
+	// Receipt is the outcome's details for the payer who confirmed it
+	// (nil: not confirmed, or not by this payer).
+	Receipt *CheckoutReceipt
+}
+
+// CheckoutReceipt is what the payer keeps of a charge they confirmed:
+// what the merchant took of it (a manual capture may take less than the
+// amount, the rest released), what came back, and when.
+type CheckoutReceipt struct {
+	CapturedRials int64
+	RefundedRials int64
+	ConfirmedAt   time.Time
+	// HoldUntil is when an authorization not captured is released (nil:
+	// not held).
+	HoldUntil *time.Time
+}
+
+// OutcomeRials is the amount the outcome's sentence names: what was
+// taken of a charge the payer paid, else its amount.
+func (v CheckoutView) OutcomeRials() int64 {
+	if v.State == "paid" && v.Receipt != nil {
+		return v.Receipt.CapturedRials
+	}
+	return v.AmountRials
 }
 
 // Open reports whether the checkout may still be paid or canceled.

@@ -72,6 +72,16 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 			v.ReturnHost = r.Host
 		}
 	}
+	if v.State != "taken" {
+		v.OrderID = ch.OrderID
+	}
+	if ch.PayerUserID == u.ID && ch.ConfirmedAt != nil {
+		r := &views.CheckoutReceipt{CapturedRials: ch.CapturedRials, RefundedRials: ch.RefundedRials, ConfirmedAt: *ch.ConfirmedAt}
+		if ch.Status == charge.StatusAuthorized {
+			r.HoldUntil = ch.HoldExpiresAt
+		}
+		v.Receipt = r
+	}
 	return v, nil
 }
 

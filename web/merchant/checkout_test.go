@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
@@ -111,12 +112,32 @@ func TestCheckoutPayAutomatic(t *testing.T) {
 		if s := later.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "paid to Book Shop") || later.TestID("checkout-return").Has("data-autofollow") {
 			t.Errorf("later visit: %v", s)
 		}
+		// The payer's receipt: the order, when, the payment's id; all of
+		// it taken, nothing refunded yet.
+		for id, want := range map[string]string{"checkout-order": "A-1", "checkout-reference": ch.PublicID} {
+			if got := later.TestID(id).Text(); got != want {
+				t.Errorf("%s: %q, want %q", id, got, want)
+			}
+		}
+		if later.TestID("checkout-when").Text() == "" || later.TestID("checkout-captured") != nil || later.TestID("checkout-refunded") != nil ||
+			later.TestID("checkout-hold-until") != nil {
+			t.Errorf("receipt rows wrong: %.2000s", later.TestID("checkout").Text())
+		}
+		// A partial refund shows on it.
+		if _, err := app.Server.Charges.Refund(t.Context(), charge.RefundRequest{MerchantUserID: m, ChargeID: ch.PublicID,
+			FormToken: formtoken.New(), AmountRials: 20_000}); err != nil {
+			t.Fatal(err)
+		}
+		if d := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout-refunded").Attr("data-rials") != "20000" {
+			t.Errorf("refunded row: %v", d.TestID("checkout-refunded"))
+		}
 		// Another signed-in person: paid by someone else, no return link.
 		o := app.NewClient(t)
 		signUpFunded(t, app, "other@example.com", 0)
 		o.SignIn("other@example.com", pw)
-		if d := apptest.Parse(o.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout").Attr("data-state") != "taken" || d.TestID("checkout-return") != nil {
-			t.Errorf("another person's view: %q", d.TestID("checkout").Attr("data-state"))
+		if d := apptest.Parse(o.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout").Attr("data-state") != "taken" || d.TestID("checkout-return") != nil ||
+			d.TestID("checkout-order") != nil || d.TestID("checkout-reference") != nil || d.TestID("checkout-when") != nil {
+			t.Errorf("another person's view: %q, or it shows the payer's receipt", d.TestID("checkout").Attr("data-state"))
 		}
 		// An id of the wrong shape, or unknown: 404.
 		for _, p := range []string{routes.Checkout("nope"), routes.Checkout(charge.NewPublicID())} {
@@ -152,6 +173,25 @@ func TestCheckoutAuthorizeManual(t *testing.T) {
 		}
 		if b, h := ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet); b != 500_000 || h != 200_000 {
 			t.Errorf("balance %d held %d", b, h)
+		}
+		if done.TestID("checkout-hold-until").Text() == "" || done.TestID("checkout-order").Text() != "M-1" {
+			t.Errorf("an authorization's receipt says until when, and the order")
+		}
+		// The merchant takes part of it: the page says what was paid, not
+		// what was asked, and no longer says until when.
+		if _, err := app.Server.Charges.Capture(t.Context(), m, ch.PublicID, 150_000); err != nil {
+			t.Fatal(err)
+		}
+		after := apptest.Parse(c.GetIn("en", routes.Checkout(ch.PublicID)).Body)
+		if s := after.TestID("checkout-status"); s == nil || s.Attr("data-status") != "paid" || !strings.Contains(s.Text(), "15,000 tomans") ||
+			strings.Contains(s.Text(), "20,000") {
+			t.Errorf("after a partial capture: %q", s.Text())
+		}
+		if after.TestID("checkout-captured").Attr("data-rials") != "150000" || after.TestID("checkout-hold-until") != nil {
+			t.Errorf("captured row or hold row wrong")
+		}
+		if b := ledgertest.Balance(t, db, wallet); b != 350_000 {
+			t.Errorf("balance after capture %d", b)
 		}
 		apptest.CheckInvariants(t, db)
 	})
