@@ -494,10 +494,20 @@ func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 	if !ok {
 		return fmt.Errorf("sep reverse %s: %w", quote(refNum), undecided(opReverse, status, errors.New("no ResultCode")))
 	}
-	if code != resultOK {
-		return &gateway.RejectedError{Op: opReverse, Code: int(code), Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
+	switch code {
+	case resultOK:
+		return nil
+	case resultTimeout, resultException, resultReversed:
+		// -9998 (SEP's own time-out) and -9999 (an exception) say nothing
+		// of whether the sale was reversed; 5 says it is reversed, by this
+		// call's lost twin or by another hand. None is a refusal: taken as
+		// one, a card refund would fail and give the money back to the
+		// wallet while the card has it too. Unknown: the reversal's status
+		// (RefundStatus) decides.
+		return fmt.Errorf("sep reverse %s: %w", quote(refNum), &gateway.TransientError{Op: opReverse, HTTPStatus: status,
+			Err: fmt.Errorf("SEP ResultCode %d: outcome unknown", code)})
 	}
-	return nil
+	return &gateway.RejectedError{Op: opReverse, Code: int(code), Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
 }
 
 // post sends one JSON call: the answer's body when it arrived with a

@@ -286,6 +286,53 @@ func TestVerifyDecoding(t *testing.T) {
 	}
 }
 
+// A reversal's answer: only 0 is made and only a definite code a
+// refusal; SEP's time-out, its exception and "already reversed" are
+// unknown (a card refund taken as refused gives the money back to the
+// wallet while the card may have it).
+func TestReverseDecoding(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		status     int
+		refused    bool
+		unknown    bool
+	}{
+		{"made", `{"ResultCode":0,"Success":true}`, 200, false, false},
+		{"made as a string", `{"ResultCode":"0"}`, 200, false, false},
+		{"sep time-out", `{"ResultCode":-9998}`, 200, false, true},
+		{"sep exception", `{"ResultCode":"-9999","ResultDescription":"exception"}`, 200, false, true},
+		{"already reversed", `{"ResultCode":5}`, 200, false, true},
+		{"too late", `{"ResultCode":-6}`, 200, true, false},
+		{"not found", `{"ResultCode":-2}`, 200, true, false},
+		{"terminal", `{"ResultCode":-105}`, 200, true, false},
+		{"html", `<html>bad gateway</html>`, 502, false, true},
+		{"no code", `{"Success":true}`, 200, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			c, err := sep.New(sep.Config{TerminalID: "123", BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := gateway.VerifyInput{Authority: "T1", AmountRials: 10000, Receipt: "R1"}
+			_, err = c.Refund(ctxT(t), gateway.RefundInput{Payment: in, AmountRials: 10000, Reference: "cr_x"})
+			var te *gateway.TransientError
+			switch {
+			case tt.refused != gateway.IsRejected(err):
+				t.Fatalf("err %v, want refused=%v", err, tt.refused)
+			case tt.unknown != errors.As(err, &te):
+				t.Fatalf("err %v, want unknown=%v", err, tt.unknown)
+			case !tt.refused && !tt.unknown && err != nil:
+				t.Fatalf("err %v, want made", err)
+			}
+		})
+	}
+}
+
 // The callback parser: the token is required; a RefNum claims a payment
 // only with State OK; GET (SEP's GetMethod) works too.
 func TestParseCallback(t *testing.T) {
@@ -498,9 +545,14 @@ func TestRefundIsAReversal(t *testing.T) {
 	if st, err := c.RefundStatus(ctxT(t), in); err != nil || st.Outcome != gateway.RefundDone || st.Code != 5 {
 		t.Fatalf("status after: %+v %v", st, err)
 	}
-	// A second reversal is refused: never twice.
-	if _, err := c.Refund(ctxT(t), in); !gateway.IsRejected(err) {
-		t.Fatalf("second reversal: %v", err)
+	// A second reversal is not made (5, already reversed), nor taken as
+	// a refusal: unknown, and the status says it is reversed.
+	calls := bank.Stats()["sep-reverse"].Calls
+	if _, err := c.Refund(ctxT(t), in); err == nil || gateway.IsRejected(err) {
+		t.Fatalf("second reversal: %v, want outcome unknown", err)
+	}
+	if p, _ := bank.Payment(in.Payment.Authority); p.State != sandbank.StateReversed || bank.Stats()["sep-reverse"].Calls != calls+1 {
+		t.Fatalf("bank holds %s after a second reversal", p.State)
 	}
 	// Past the window: refused by the bank.
 	late := paid(80_000)

@@ -235,8 +235,12 @@ func (s *SEP) verify(w http.ResponseWriter, r *http.Request, reverse bool) {
 	case reverse && rec.State == book.StateVerified && now.Sub(rec.PaidAt) < sepReverseLim:
 		rec.State, rec.ReversedAt = book.StateReversed, now
 		s.env.Log.Info("sandbank: sep reversed", "token", rec.Authority)
+	case reverse && rec.State == book.StateReversed && !rec.VerifiedAt.IsZero():
+		// A verified sale reversed before (a lost answer's twin, or by
+		// another hand): 5, as verify says of it.
+		code, desc = sepReversed, "transaction reversed"
 	case reverse:
-		code, desc = sepTooLate, "reverse not possible (not verified, reversed, or more than 50 minutes)"
+		code, desc = sepTooLate, "reverse not possible (not verified, or more than 50 minutes)"
 	case rec.State == book.StatePaid:
 		rec.VerifyCount++
 		rec.State, rec.VerifiedAt = book.StateVerified, now
