@@ -138,6 +138,10 @@ const (
 	NotPaidCancelled NotPaidCause = "cancelled"
 	// NotPaidExpired: the bank's page expired before the payer paid.
 	NotPaidExpired NotPaidCause = "expired"
+	// NotPaidReversed: the payer paid, and the bank returned the money
+	// itself before it was verified (Mellat's 48 to a verify, with
+	// VerifyNoSale): the payer's card was charged, then given back.
+	NotPaidReversed NotPaidCause = "reversed"
 )
 
 // VerifyResult is a definite verify answer.
@@ -157,7 +161,8 @@ type VerifyResult struct {
 	CardHash      string
 	FeeRials      int64
 	// NotPaid: with VerifyNotPaid, why (the page expired, or the payer
-	// left it); NotPaidUnknown when the driver cannot tell.
+	// left it); NotPaidUnknown when the driver cannot tell. With
+	// VerifyNoSale, NotPaidReversed when the sale was reversed.
 	NotPaid NotPaidCause
 	// ReceiptAlone: the answer is a verify of the payment's kept receipt
 	// on its own (VerifyInput.ReceiptConfirmed), the bank's record of the

@@ -450,6 +450,11 @@ func decideCheck(in Input) Decision {
 		// another payment's) must not hold the unique (gateway, receipt)
 		// against the real callback of this payment or of the other one.
 		// The real one then reopens the payment (a first receipt).
+		if vr.NotPaid == gateway.NotPaidReversed {
+			// The bank's definite word: paid, then returned to the card
+			// (Mellat's 48). Its payer hears the money is on its way back.
+			return stay(StatusFailed, ReasonBankReversed, &code)
+		}
 		if in.TopUp.ReturnedAt != nil {
 			return stay(StatusFailed, ReasonBankCancelled, &code)
 		}

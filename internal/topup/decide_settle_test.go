@@ -259,6 +259,25 @@ func TestDecideNoSale(t *testing.T) {
 			t.Errorf("%s: reason %s", tt.name, d.Reason)
 		}
 	}
+	// Reversed (Mellat's 48: paid, not verified in time, returned by the
+	// bank): failed as reversed, back or not, settling too, so that the
+	// payer hears the money is on its way back to the card.
+	rev := gateway.VerifyResult{Outcome: gateway.VerifyNoSale, Code: 48, NotPaid: gateway.NotPaidReversed}
+	for _, tt := range []struct {
+		name     string
+		status   topup.Status
+		returned *time.Time
+	}{
+		{"reversed, came back", topup.StatusAwaitingPayment, &returned},
+		{"reversed, not back", topup.StatusAwaitingPayment, nil},
+		{"reversed while settling", topup.StatusSettling, &returned},
+	} {
+		p := topup.TopUp{ID: 1, AmountRials: 50_000, Status: tt.status, ReturnedAt: tt.returned, Receipt: &sale}
+		d := topup.Decide(topup.Input{Step: topup.StepCheck, Actor: topup.ActorWorker, TopUp: p, Now: t0, Rules: rules, Verify: rev})
+		if d.Action != topup.ActionMove || d.To != topup.StatusFailed || d.Reason != topup.ReasonBankReversed {
+			t.Errorf("%s: %+v", tt.name, d)
+		}
+	}
 }
 
 // A verified payment whose settle is unknown is not "returned to the

@@ -227,6 +227,10 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		res.Outcome, res.RefID, res.AmountRials = gateway.VerifyPaid, ref, in.AmountRials
 	case code == codeAlreadyVerified:
 		res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAlreadyVerified, ref, in.AmountRials
+	case code == codeReversed:
+		// Paid, then returned by the bank (not verified in time): the
+		// payer's card was charged and given back.
+		res.Outcome, res.NotPaid = gateway.VerifyNoSale, gateway.NotPaidReversed
 	case noSale(code):
 		res.Outcome = gateway.VerifyNoSale
 	default:

@@ -144,7 +144,7 @@ func TestCancelForgedTooLate(t *testing.T) {
 	cb, _ = bank.Finish(ref2, true)
 	_, receipt, _ = parse(t, cb)
 	clk.Add(21 * time.Minute)
-	if vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: ref2, AmountRials: 20_000, OrderID: "laterlaterlaterlaterlate", Receipt: receipt}); err != nil || vr.Outcome != gateway.VerifyNoSale || vr.Code != 48 {
+	if vr, err := c.Verify(ctxT(t), gateway.VerifyInput{Authority: ref2, AmountRials: 20_000, OrderID: "laterlaterlaterlaterlate", Receipt: receipt}); err != nil || vr.Outcome != gateway.VerifyNoSale || vr.Code != 48 || vr.NotPaid != gateway.NotPaidReversed {
 		t.Fatalf("verify after 21 minutes: %+v %v", vr, err)
 	}
 }
