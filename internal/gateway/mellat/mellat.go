@@ -65,6 +65,7 @@ const (
 	codeAlreadyVerified = 43
 	codeAlreadySettled  = 45
 	codeReversed        = 48
+	codeSystemError     = 34 // the bank's own error: nothing definite
 	maxMessage          = 200
 )
 
@@ -233,10 +234,26 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		res.Outcome, res.NotPaid = gateway.VerifyNoSale, gateway.NotPaidReversed
 	case noSale(code):
 		res.Outcome = gateway.VerifyNoSale
+	case !definite(code):
+		// 34 (the bank's system error) or a code its table does not
+		// have: nothing is known of the sale; asked again.
+		return gateway.VerifyResult{}, fmt.Errorf("mellat bpVerifyRequest %s: %w", quote(in.Receipt), unknownCode(opVerify, code))
 	default:
 		res.Outcome = gateway.VerifyInvalid
 	}
 	return res, nil
+}
+
+// definite reports whether code is one of the bank's table whose meaning
+// is a definite answer (34, its system error, is not; nor is a code the
+// table does not have).
+func definite(code int) bool {
+	return code != codeSystemError && describe(code) != "code "+strconv.Itoa(code)
+}
+
+// unknownCode is the error of an answer whose code says nothing definite.
+func unknownCode(op string, code int) error {
+	return &gateway.TransientError{Op: op, Err: fmt.Errorf("Mellat result code %d (%s): outcome unknown", code, describe(code))}
 }
 
 // noSale reports the codes saying the bank holds no paid sale: card and
@@ -265,6 +282,9 @@ func (c *Client) Settle(ctx context.Context, in gateway.VerifyInput) (gateway.Se
 	case codeReversed:
 		res.Outcome = gateway.SettleReversed
 	default:
+		if !definite(code) {
+			return gateway.SettleResult{}, fmt.Errorf("mellat bpSettleRequest %s: %w", quote(in.Receipt), unknownCode(opSettle, code))
+		}
 		res.Outcome = gateway.SettleRefused
 	}
 	return res, nil
@@ -355,8 +375,11 @@ func (c *Client) call(ctx context.Context, op, method string, fields [][2]string
 		case wire.Retryable(status) && fault == "" && err != nil:
 			err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), c.now()),
 				Err: fmt.Errorf("HTTP %d %s", status, http.StatusText(status))}
-		case fault != "" && op == opRequest:
+		case fault != "" && op == opRequest && !wire.Retryable(status):
 			// A fault on bpPayRequest started nothing the payer can pay.
+			// With a status of an outage (502, 503, 504, ...) it is the
+			// bank's trouble, not a refusal of ours: counted as a failure
+			// by the breaker (below), so that top-ups fail over.
 			err = &gateway.RejectedError{Op: op, Message: "SOAP fault: " + wire.Clean(fault, maxMessage)}
 		case fault != "":
 			// A fault says nothing definite about the sale.
@@ -457,6 +480,8 @@ func describe(code int) string {
 		return "invalid merchant credentials"
 	case 25:
 		return "invalid amount"
+	case codeSystemError:
+		return "system error"
 	case 41:
 		return "duplicate order id"
 	case codeSaleNotFound:

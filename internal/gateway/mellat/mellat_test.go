@@ -196,6 +196,92 @@ func TestRefusalsAndFaults(t *testing.T) {
 	}
 }
 
+// What each answer of the bank means, call by call: only its table's
+// definite codes are answers; its system error (34), a code it does not
+// list and a fault in an outage are outcome unknown (counted by the
+// breaker, asked again), a fault otherwise refuses a request.
+func TestAnswerCodes(t *testing.T) {
+	soap := func(method, ret string) string {
+		return `<?xml version="1.0"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><ns2:` + method +
+			`Response xmlns:ns2="http://interfaces.core.sw.bps.com/"><return>` + ret + `</return></ns2:` + method + `Response></soap:Body></soap:Envelope>`
+	}
+	fault := `<?xml version="1.0"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><soap:Fault>` +
+		`<faultcode>soap:Server</faultcode><faultstring>service down</faultstring></soap:Fault></soap:Body></soap:Envelope>`
+	const (
+		made = iota
+		refused
+		unknown
+	)
+	for _, tt := range []struct {
+		name, op string
+		status   int
+		body     string
+		want     int
+		outcome  string
+	}{
+		{"verify 0", "verify", 200, soap("bpVerifyRequest", "0"), made, string(gateway.VerifyPaid)},
+		{"verify 43", "verify", 200, soap("bpVerifyRequest", "43"), made, string(gateway.VerifyAlreadyVerified)},
+		{"verify 17", "verify", 200, soap("bpVerifyRequest", "17"), made, string(gateway.VerifyNoSale)},
+		{"verify 48", "verify", 200, soap("bpVerifyRequest", "48"), made, string(gateway.VerifyNoSale)},
+		{"verify 24", "verify", 200, soap("bpVerifyRequest", "24"), made, string(gateway.VerifyInvalid)},
+		{"verify 34", "verify", 200, soap("bpVerifyRequest", "34"), unknown, ""},
+		{"verify 999", "verify", 200, soap("bpVerifyRequest", "999"), unknown, ""},
+		{"verify fault", "verify", 500, fault, unknown, ""},
+		{"settle 0", "settle", 200, soap("bpSettleRequest", "0"), made, string(gateway.SettleDone)},
+		{"settle 48", "settle", 200, soap("bpSettleRequest", "48"), made, string(gateway.SettleReversed)},
+		{"settle 46", "settle", 200, soap("bpSettleRequest", "46"), made, string(gateway.SettleRefused)},
+		{"settle 34", "settle", 200, soap("bpSettleRequest", "34"), unknown, ""},
+		{"settle 777", "settle", 200, soap("bpSettleRequest", "777"), unknown, ""},
+		{"request 0", "request", 200, soap("bpPayRequest", "0,ABCDEF0123456789"), made, ""},
+		{"request 41", "request", 200, soap("bpPayRequest", "41"), refused, ""},
+		{"request fault in an outage", "request", 500, fault, unknown, ""},
+		{"request fault 503", "request", 503, fault, unknown, ""},
+		{"request fault 200", "request", 200, fault, refused, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			c, err := mellat.New(mellat.Config{TerminalID: mellat.SandboxTerminalID, Username: mellat.SandboxUsername, Password: mellat.SandboxPassword, BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := gateway.VerifyInput{Authority: "ABCDEF0123456789", AmountRials: 30_000, OrderID: publicID, Receipt: "184467440737"}
+			var outcome string
+			switch tt.op {
+			case "verify":
+				var vr gateway.VerifyResult
+				vr, err = c.Verify(ctxT(t), in)
+				outcome = string(vr.Outcome)
+			case "settle":
+				var sr gateway.SettleResult
+				sr, err = c.Settle(ctxT(t), in)
+				outcome = string(sr.Outcome)
+			default:
+				_, err = c.Request(ctxT(t), gateway.RequestInput{AmountRials: 30_000, CallbackURL: callbackURL, OrderID: publicID})
+			}
+			var te *gateway.TransientError
+			switch tt.want {
+			case made:
+				if err != nil || outcome != tt.outcome {
+					t.Fatalf("%s %v, want %s", outcome, err, tt.outcome)
+				}
+			case refused:
+				if !gateway.IsRejected(err) {
+					t.Fatalf("%v, want refused", err)
+				}
+			case unknown:
+				if !errors.As(err, &te) || gateway.IsRejected(err) {
+					t.Fatalf("%s %v, want outcome unknown", outcome, err)
+				}
+			}
+		})
+	}
+}
+
 // SOAP answers are read leniently: any prefix, spaces, a fault.
 func TestReadReturn(t *testing.T) {
 	for _, tt := range []struct{ body, ret, fault string }{

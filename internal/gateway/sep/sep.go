@@ -383,10 +383,15 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 		// Reversed, or too late (SEP returned the money): definite, and
 		// not a payment of ours to credit; an operator reads the code.
 		res.Outcome = gateway.VerifyInvalid
-	default:
-		// Terminal or address refused (-104, -105, -106, -18) and codes
-		// we do not know: definite refusals, never a credit.
+	case -104, -105, -106, -18:
+		// Terminal or address refused: definite refusals of the call,
+		// never a credit; an operator fixes the terminal.
 		res.Outcome = gateway.VerifyInvalid
+	default:
+		// A code SEP's table does not have says nothing definite of the
+		// sale: asked again (reconciliation and the deadline end it).
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
+			Err: fmt.Errorf("SEP ResultCode %d (%s): outcome unknown", code, res.Message)}
 	}
 	return res, nil
 }
