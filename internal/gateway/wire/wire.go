@@ -7,6 +7,7 @@ package wire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -220,10 +221,14 @@ func FlexString(raw []byte) string {
 		return ""
 	}
 	if strings.HasPrefix(s, `"`) {
-		if u, err := strconv.Unquote(s); err == nil {
+		// JSON's own escapes (\/, surrogate pairs), not Go's: a RefNum
+		// in base64 written by an encoder that escapes "/" must read as
+		// the bank wrote it.
+		var u string
+		if err := json.Unmarshal([]byte(s), &u); err == nil {
 			return u
 		}
-		return strings.Trim(s, `"`)
+		return ""
 	}
 	if s[0] == '-' || (s[0] >= '0' && s[0] <= '9') {
 		return s

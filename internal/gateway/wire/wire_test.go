@@ -78,6 +78,11 @@ func TestBaseURLAndNumbers(t *testing.T) {
 	if FlexString([]byte(`"a\"b"`)) != `a"b` || FlexString([]byte(`42`)) != "42" || FlexString([]byte(`true`)) != "" {
 		t.Error("FlexString")
 	}
+	for in, want := range map[string]string{`"ab\/cd+e="`: "ab/cd+e=", `"\ud83d\ude00"`: "\U0001F600", `"bad\q"`: "", `" x "`: " x "} {
+		if got := FlexString([]byte(in)); got != want {
+			t.Errorf("FlexString(%s) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestRetryAfter(t *testing.T) {
