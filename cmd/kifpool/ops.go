@@ -25,8 +25,10 @@ postings and open holds, no wallet below zero, reversed at most once, one
 credit per payment, every status change chained in topup_events, every credited payment has the bank's verify on record, no
 payment open past the worker's deadlines. It exits non-zero and names each
 row that breaks a rule. Safe against production at any time: it runs plain
-SELECTs in one read-only transaction (PostgreSQL: a REPEATABLE READ READ
-ONLY snapshot), takes no locks that stop writers, and never migrates.
+SELECTs, each rule in a read-only transaction of its own (PostgreSQL: a
+REPEATABLE READ READ ONLY snapshot per rule, so two rules may see the
+database at different moments), takes no locks that stop writers, and
+never migrates.
 `
 
 // openExisting opens the database of DATABASE_URL without creating or

@@ -389,11 +389,12 @@ func runRule(ctx context.Context, db *store.DB, r Rule, query string, args []any
 	return run(ctx, tx, query, r.Name, args, maxRows)
 }
 
-// ReadOnlyTx begins the transaction Check reads in: on PostgreSQL
-// REPEATABLE READ READ ONLY (one snapshot for every rule, no row locks,
-// cannot write); on SQLite a deferred transaction (ReadOnly makes the
-// driver BEGIN without IMMEDIATE), a WAL read snapshot beside which
-// writers go on. The caller rolls it back.
+// ReadOnlyTx begins the transaction one rule of Check reads in (each rule
+// begins its own, so two rules may see the database at different
+// moments): on PostgreSQL REPEATABLE READ READ ONLY (one snapshot for the
+// rule's query, no row locks, cannot write); on SQLite a deferred
+// transaction (ReadOnly makes the driver BEGIN without IMMEDIATE), a WAL
+// read snapshot beside which writers go on. The caller rolls it back.
 func ReadOnlyTx(ctx context.Context, db *store.DB) (*sql.Tx, error) {
 	opts := &sql.TxOptions{ReadOnly: true}
 	if db.Dialect == store.Postgres {
