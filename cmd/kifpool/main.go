@@ -87,8 +87,63 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, log); err != nil {
 		fmt.Fprintln(os.Stderr, "kifpool:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// usageError is a command line its command does not take (an unknown
+// flag, a stray argument): main exits 2 for it, as the flag package does,
+// and 1 for any other failure.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// exitCode is main's exit status for run's error.
+func exitCode(err error) int {
+	var u *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u):
+		return 2
+	}
+	return 1
+}
+
+// newFlagSet is a subcommand's flags: -h or --help prints usage (and the
+// flags, if it has any) to stdout.
+func newFlagSet(name, usage string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		fmt.Fprint(stdout, usage)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprint(stdout, "\nflags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseFlags parses a subcommand's arguments. help is true when they asked
+// for usage (-h, --help): fs.Usage has printed it and the command must do
+// nothing else. An unknown flag, or any argument left after the flags (no
+// subcommand takes one), is a usageError ending in the usage's first line.
+func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err error) {
+	line, _, _ := strings.Cut(usage, "\n")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, &usageError{fmt.Errorf("%s: %w\n%s", fs.Name(), err, line)}
+	}
+	if fs.NArg() > 0 {
+		return false, &usageError{fmt.Errorf("%s: unexpected argument %q\n%s", fs.Name(), fs.Arg(0), line)}
+	}
+	return false, nil
 }
 
 func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
@@ -98,9 +153,9 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, getenv, stdout, log)
+		return serve(ctx, args[1:], getenv, stdout, log)
 	case "migrate":
-		return migrate(ctx, getenv, log)
+		return migrate(ctx, args[1:], getenv, stdout, log)
 	case "user":
 		return userCmd(ctx, args[1:], getenv, stdin, stdout, log)
 	case "merchant":
@@ -108,7 +163,7 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 	case "sandbank":
 		return sandbankCmd(ctx, args[1:], getenv, stdout, log)
 	case "reconcile":
-		return reconcileCmd(ctx, getenv, stdout, log)
+		return reconcileCmd(ctx, args[1:], getenv, stdout, log)
 	case "check":
 		return checkCmd(ctx, args[1:], getenv, stdout, log)
 	case "backup":
@@ -173,7 +228,19 @@ func setup(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.
 	return cfg, db, nil
 }
 
-func migrate(ctx context.Context, getenv config.Getenv, log *slog.Logger) error {
+const migrateUsage = `usage: kifpool migrate
+
+Brings the schema of the database of DATABASE_URL up to date (the
+migrations embedded in this build) and exits; serve does the same at
+start. On PostgreSQL it takes an advisory lock, so instances and migrate
+runs starting together wait for one another. It takes no flags: the
+configuration is the environment (docs/configuration.md).
+`
+
+func migrate(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	if help, err := parseFlags(newFlagSet("migrate", migrateUsage, stdout), args, migrateUsage); help || err != nil {
+		return err
+	}
 	_, db, err := setup(ctx, getenv, log)
 	if err != nil {
 		return err
@@ -183,7 +250,19 @@ func migrate(ctx context.Context, getenv config.Getenv, log *slog.Logger) error 
 	return nil
 }
 
-func serve(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+const serveUsage = `usage: kifpool serve
+
+Runs the web app on LISTEN_ADDR, with its background work (the worker,
+reconciliation, retention and the rest), after bringing the database
+schema up to date. SIGINT or SIGTERM stops it: requests in flight finish
+first. It takes no flags: the configuration is the environment (kifpool
+config prints it; docs/configuration.md).
+`
+
+func serve(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	if help, err := parseFlags(newFlagSet("serve", serveUsage, stdout), args, serveUsage); help || err != nil {
+		return err
+	}
 	log.Info("kifpool starting", current().LogArgs()...)
 	// A real gateway never runs on the development secret (checked before
 	// anything is written: no secret file, no migration).
@@ -332,18 +411,10 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 		fmt.Fprint(stdout, userUsage)
 		return errors.New("usage: kifpool user create --email E [--admin] (password on stdin) | user set-password --email E (password on stdin) | user promote|demote|reset-2fa --email E")
 	}
-	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() {
-		fmt.Fprint(stdout, userUsage+"\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("user create", userUsage, stdout)
 	email := fs.String("email", "", "email address of the new user")
 	admin := fs.Bool("admin", false, "make the user an admin")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args[1:], userUsage); help || err != nil {
 		return err
 	}
 	if *email == "" {
@@ -399,18 +470,10 @@ func merchantCmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 		fmt.Fprint(stdout, merchantUsage)
 		return errors.New("usage: kifpool merchant create --email E --name N")
 	}
-	fs := flag.NewFlagSet("merchant create", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() {
-		fmt.Fprint(stdout, merchantUsage+"\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("merchant create", merchantUsage, stdout)
 	email := fs.String("email", "", "email address of the user")
 	name := fs.String("name", "", "the merchant's display name")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args[1:], merchantUsage); help || err != nil {
 		return err
 	}
 	if *email == "" || strings.TrimSpace(*name) == "" {
@@ -481,13 +544,9 @@ func readPassword(stdin io.Reader, stdout io.Writer, cmd string) (string, error)
 // setPasswordCmd gives a user a new password (see readPassword), ends their
 // sessions and revokes their API tokens.
 func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("user set-password", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := newFlagSet("user set-password", userUsage, stdout)
 	email := fs.String("email", "", "email address of the user")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args, "usage: kifpool user set-password --email E (the password on stdin)"); help || err != nil {
 		return err
 	}
 	if *email == "" {
@@ -520,9 +579,9 @@ func printEnrolmentCode(stdout io.Writer, email, code string) {
 // roleCmd makes an existing user an admin (promote) or an ordinary user
 // (demote).
 func roleCmd(ctx context.Context, verb string, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("user "+verb, flag.ContinueOnError)
+	fs := newFlagSet("user "+verb, userUsage, stdout)
 	email := fs.String("email", "", "email address of the user")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseFlags(fs, args, "usage: kifpool user "+verb+" --email E"); help || err != nil {
 		return err
 	}
 	if *email == "" {
@@ -556,13 +615,9 @@ func roleCmd(ctx context.Context, verb string, args []string, getenv config.Gete
 
 // reset2FACmd removes a locked-out admin's authenticator.
 func reset2FACmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("user reset-2fa", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := newFlagSet("user reset-2fa", userUsage, stdout)
 	email := fs.String("email", "", "email address of the admin")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args, "usage: kifpool user reset-2fa --email E"); help || err != nil {
 		return err
 	}
 	if *email == "" {
@@ -593,10 +648,7 @@ func sandbankCmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 	addr := fs.String("addr", "127.0.0.1:9090", "HOST:PORT to listen on")
 	ttl := fs.Duration("authority-ttl", sandbank.DefaultAuthorityTTL, "how long an authority may wait for payment")
 	faults := sandbank.ParseFaultFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args, "usage: kifpool sandbank --addr HOST:PORT [fault flags] (-h lists them)"); help || err != nil {
 		return err
 	}
 	f, err := faults()
@@ -616,7 +668,23 @@ func sandbankCmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 	return bank.Serve(ctx, ln)
 }
 
-func reconcileCmd(ctx context.Context, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+const reconcileUsage = `usage: kifpool reconcile
+
+Asks the gateways for the payments paid at the bank but not verified,
+verifies and credits those that are ours and reports the rest (foreign
+payments, mismatches); then, with withdrawals on, compares them with each
+payout provider's list (the report on /admin/withdrawals). It exits 1
+when a listed payment could not be settled or a provider's list could not
+be read: run it again. With GATEWAYS=sandbox the bank is the one inside
+a running serve, at BASE_URL/sandbank. It brings the schema up to date
+first, and takes no flags: the configuration is the environment
+(docs/configuration.md).
+`
+
+func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
+	if help, err := parseFlags(newFlagSet("reconcile", reconcileUsage, stdout), args, reconcileUsage); help || err != nil {
+		return err
+	}
 	// With GATEWAY=sandbox the bank lives inside the running serve and is
 	// reached over HTTP at BASE_URL/sandbank, like any gateway.
 	cfg, db, err := setup(ctx, getenv, log)
@@ -669,14 +737,8 @@ func configCmd(args []string, getenv config.Getenv, stdout io.Writer) error {
 	fs := flag.NewFlagSet("config", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	reference := fs.Bool("reference", false, "print the configuration reference (Markdown) instead")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args, "usage: kifpool config [--reference]"); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("config: unexpected argument %q", fs.Arg(0))
 	}
 	if *reference {
 		_, err := io.WriteString(stdout, config.Reference())

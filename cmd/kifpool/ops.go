@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -64,14 +63,9 @@ func checkDeadlines(cfg config.Config) (created, open time.Duration) {
 }
 
 func checkCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() { fmt.Fprint(stdout, checkUsage+"\nflags:\n"); fs.PrintDefaults() }
+	fs := newFlagSet("check", checkUsage, stdout)
 	maxRows := fs.Int("max-rows", 100, "rows named per broken rule at most")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args, checkUsage); help || err != nil {
 		return err
 	}
 	cfg, db, err := openExisting(ctx, getenv, log)
@@ -142,14 +136,9 @@ command refuses it.
 `
 
 func backupCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() { fmt.Fprint(stdout, backupUsage+"\nflags:\n"); fs.PrintDefaults() }
+	fs := newFlagSet("backup", backupUsage, stdout)
 	to := fs.String("to", "", "the backup file to write (must not exist)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args, backupUsage); help || err != nil {
 		return err
 	}
 	if *to == "" {
