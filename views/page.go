@@ -117,6 +117,10 @@ type AccountView struct {
 	// was refused).
 	Name         string
 	NameErrorKey string
+	// SignOutErrorKey is why "sign out everywhere" was refused (an
+	// admin's fresh second factor).
+	SignOutErrorKey  string
+	SignOutErrorArgs []any
 }
 
 // TopUpForm is the top-up form.

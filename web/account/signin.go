@@ -103,12 +103,8 @@ func (h *handlers) signOut(c *fiber.Ctx) error {
 // accountPage shows the signed-in account and offers to sign out
 // everywhere.
 func (h *handlers) accountPage(c *fiber.Ctx) error {
-	u := h.User(c)
-	v, err := h.accountView(c, u.ID, u.Email)
+	v, err := h.accountWithName(c)
 	if err != nil {
-		return err
-	}
-	if v.Name, err = h.Auth.DisplayName(c.UserContext(), u.ID); err != nil {
 		return err
 	}
 	switch c.Query("done") {
@@ -120,6 +116,18 @@ func (h *handlers) accountPage(c *fiber.Ctx) error {
 		v.Notice = "account.name_saved"
 	}
 	return h.Render(c, fiber.StatusOK, views.Account(h.Page(c, "account.title"), v))
+}
+
+// accountWithName is the signed-in user's account page as it stands:
+// its figures and the display name.
+func (h *handlers) accountWithName(c *fiber.Ctx) (views.AccountView, error) {
+	u := h.User(c)
+	v, err := h.accountView(c, u.ID, u.Email)
+	if err != nil {
+		return v, err
+	}
+	v.Name, err = h.Auth.DisplayName(c.UserContext(), u.ID)
+	return v, err
 }
 
 // accountView is the account page's figures: live sessions and the
@@ -140,6 +148,19 @@ func (h *handlers) accountView(c *fiber.Ctx, userID int64, addr string) (views.A
 // instance, this one included.
 func (h *handlers) signOutEverywhere(c *fiber.Ctx) error {
 	u := h.User(c)
+	// An admin types a fresh second factor: the password alone (a
+	// session that has not passed the second factor) must not sign the
+	// admin out everywhere and revoke every token, again and again.
+	if r, err := h.freshSecondFactor(c, u); err != nil {
+		return err
+	} else if r != nil {
+		v, err := h.accountWithName(c)
+		if err != nil {
+			return err
+		}
+		v.SignOutErrorKey, v.SignOutErrorArgs = r.key, r.args
+		return h.Render(c, r.status, views.Account(h.Page(c, "account.title"), v))
+	}
 	n, err := h.Auth.EndAllSessions(c.UserContext(), u.ID)
 	if err != nil {
 		return err
