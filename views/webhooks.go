@@ -25,9 +25,10 @@ type WebhooksView struct {
 
 // WebhookForm is the endpoint form as submitted.
 type WebhookForm struct {
-	URL      string
-	Events   []string
-	ErrorKey string
+	URL       string
+	Events    []string
+	ErrorKey  string
+	ErrorArgs []any
 }
 
 // Has reports whether the form checked event type t (a fresh form checks

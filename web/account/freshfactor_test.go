@@ -108,6 +108,33 @@ func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 			}
 		}
 
+		// Nor add a webhook endpoint.
+		if apptest.Parse(intruder.Get(routes.Webhooks).Body).TestID("webhook-code") == nil {
+			t.Fatal("an admin's webhook form asks for no code")
+		}
+		if r := intruder.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {"https://hooks.example/x"}, "events": {"topup.credited"},
+			"password": {pw}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity || hookSecret(r.Body) != "" {
+			t.Fatalf("webhook with the password only: %d", r.Status)
+		}
+		// Nor can the password alone sign the admin out everywhere (and
+		// revoke the token just made), again and again.
+		if apptest.Parse(intruder.Get(routes.Account).Body).TestID("signout-everywhere-code") == nil {
+			t.Fatal("an admin's sign-out-everywhere form asks for no code")
+		}
+		for _, guess := range []string{"", "000000"} {
+			r := intruder.Submit(routes.Account, routes.AccountSignOutEverywhere, url.Values{"code": {guess}})
+			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("form-error") == nil {
+				t.Fatalf("sign out everywhere with code %q and the password only: %d", guess, r.Status)
+			}
+		}
+		adminWorks("after the intruder's sign-out-everywhere")
+		if n := tokens(); n != 1 {
+			t.Fatalf("%d tokens after the intruder's sign-out-everywhere, want 1", n)
+		}
+		if r := intruder.Get(routes.Account); r.Status != http.StatusOK {
+			t.Fatalf("the intruder's session: %d", r.Status)
+		}
+
 		// The admin, with a fresh code: a new password.
 		r = admin.Submit(routes.AccountPassword, routes.AccountPassword, url.Values{
 			"current_password": {pw}, "new_password": {"a brand new password"}, "code": {code()}})
@@ -116,6 +143,13 @@ func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 		}
 		if r := intruder.Get(routes.Account); r.Status != http.StatusSeeOther {
 			t.Fatalf("the intruder's session outlived the new password: %d", r.Status)
+		}
+		// With a fresh code the admin signs out everywhere.
+		if r := admin.Submit(routes.Account, routes.AccountSignOutEverywhere, url.Values{"code": {code()}}); r.Status != http.StatusSeeOther || r.Location != routes.SignIn {
+			t.Fatalf("the admin's sign-out-everywhere with a fresh code: %d %q", r.Status, r.Location)
+		}
+		if r := admin.Get(routes.Account); r.Status != http.StatusSeeOther {
+			t.Fatalf("signed out everywhere, the admin's session still answers %d", r.Status)
 		}
 	})
 }

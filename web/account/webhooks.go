@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
@@ -88,10 +89,32 @@ func webhookErrorKey(err error) string {
 
 // createWebhook registers an endpoint and shows its signing secret once
 // (rendered, never redirected: the secret is in no URL and no later page).
+// It asks for the password first (and an admin's fresh second factor).
 func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	form := views.WebhookForm{URL: c.FormValue("url")}
 	for _, e := range c.Request().PostArgs().PeekMulti("events") {
 		form.Events = append(form.Events, string(e))
+	}
+	// A new endpoint receives the account's events (amounts, addresses,
+	// notes) until someone stops it, past "sign out everywhere" and a new
+	// password: a borrowed or stolen session alone cannot add one, as it
+	// cannot mint a token. An admin types a fresh second factor too.
+	if r, err := h.freshSecondFactor(c, h.User(c)); err != nil {
+		return err
+	} else if r != nil {
+		form.ErrorKey, form.ErrorArgs = r.key, r.args
+		return h.renderWebhooks(c, r.status, views.WebhooksView{Form: form})
+	}
+	var throttled *auth.ThrottledError
+	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, c.FormValue("password")); {
+	case errors.As(err, &throttled):
+		form.ErrorKey, form.ErrorArgs = "tokens.error_throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}
+		return h.renderWebhooks(c, fiber.StatusTooManyRequests, views.WebhooksView{Form: form})
+	case errors.Is(err, auth.ErrBadCredentials):
+		form.ErrorKey = "webhooks.error_password"
+		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{Form: form})
+	case err != nil:
+		return err
 	}
 	ep, secret, err := h.Webhooks.Create(c.UserContext(), h.User(c).ID, form.URL, form.Events)
 	if errors.Is(err, webhook.ErrDisabledByAdmin) {

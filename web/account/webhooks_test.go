@@ -72,15 +72,26 @@ func TestWebhooksPages(t *testing.T) {
 			t.Fatalf("page: %d", page.Status)
 		}
 		for _, bad := range []string{"https://10.1.2.3/hook", "http://partner.example/hook", "https://user:pw@partner.example/"} {
-			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {bad}, "events": {"topup.credited"}})
+			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"password": {"correct horse battery"}, "url": {bad}, "events": {"topup.credited"}})
 			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("webhook-error") == nil || hookSecret(r.Body) != "" {
 				t.Fatalf("%s: %d", bad, r.Status)
 			}
 		}
-		if r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {srv.URL}}); r.Status != http.StatusUnprocessableEntity {
+		if r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"password": {"correct horse battery"}, "url": {srv.URL}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("no events: %d", r.Status)
 		}
-		r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {srv.URL + "/hook"}, "events": {"topup.credited", "topup.needs_review"}})
+		// A session alone (a borrowed or stolen one) adds no endpoint: the
+		// password is asked again.
+		for _, pw := range []string{"", "wrong password!"} {
+			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"password": {pw}, "url": {srv.URL + "/hook"}, "events": {"topup.credited"}})
+			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("webhook-error").Text() != i18n.T(i18n.FA, "webhooks.error_password") || hookSecret(r.Body) != "" {
+				t.Fatalf("password %q: %d", pw, r.Status)
+			}
+		}
+		if eps, err := app.Server.Webhooks.ForUser(ctx, userID(t, db, "partner@example.com")); err != nil || len(eps) != 0 {
+			t.Fatalf("endpoints without the password: %d %v", len(eps), err)
+		}
+		r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"password": {"correct horse battery"}, "url": {srv.URL + "/hook"}, "events": {"topup.credited", "topup.needs_review"}})
 		secret := hookSecret(r.Body)
 		// The key's own words, and no repository path for end users
 		// (issue 29, item 11).

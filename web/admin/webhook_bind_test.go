@@ -58,7 +58,7 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 		}
 		for _, again := range []string{hookURL, "https://HOOKS.example:443/kifpool", "https://hooks.example:0443/kifpool",
 			"https://hooks.example/%6bifpool", "https://hooks.example/kifpool#x"} {
-			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {again}, "events": {webhook.TypeCredited}})
+			r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"password": {"correct horse battery"}, "url": {again}, "events": {webhook.TypeCredited}})
 			if r.Status != http.StatusConflict || apptest.Parse(r.Body).TestID("new-secret") != nil {
 				t.Fatalf("the owner adds %s again after an admin's disable: %d", again, r.Status)
 			}
@@ -70,7 +70,7 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 			t.Fatalf("the admin's disable was undone: %+v %v", e, err)
 		}
 		// Another URL is the owner's to add.
-		if r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {"https://other.example/kifpool"}, "events": {webhook.TypeCredited}}); r.Status != http.StatusOK {
+		if r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"password": {"correct horse battery"}, "url": {"https://other.example/kifpool"}, "events": {webhook.TypeCredited}}); r.Status != http.StatusOK {
 			t.Fatalf("another URL: %d", r.Status)
 		}
 		// An admin lifts it: the owner deletes it and may add it anew.
@@ -80,7 +80,7 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 		if r := owner.Forge(routes.Webhooks, routes.WebhookDelete(ep.ID), nil); r.Status != http.StatusSeeOther {
 			t.Fatalf("delete after the admin's enable: %d", r.Status)
 		}
-		if r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {hookURL}, "events": {webhook.TypeCredited}}); r.Status != http.StatusOK {
+		if r := owner.Submit(routes.Webhooks, routes.Webhooks, url.Values{"password": {"correct horse battery"}, "url": {hookURL}, "events": {webhook.TypeCredited}}); r.Status != http.StatusOK {
 			t.Fatalf("the URL again after the admin's enable: %d", r.Status)
 		}
 	})

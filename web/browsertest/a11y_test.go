@@ -257,6 +257,7 @@ func TestAccessibility(t *testing.T) {
 			b.Wait("webhook-error")
 			check(b, "webhooks with an error")
 			b.Type(tid("webhook-url"), "https://partner.example/kifpool")
+			b.Type(tid("webhook-password"), password)
 			b.Click("webhook-submit")
 			b.Wait("webhook-secret")
 			check(b, "webhooks (new secret)")
