@@ -173,18 +173,38 @@ func (s *Service) SignUp(ctx context.Context, email, password, role, locale stri
 	return u, nil
 }
 
-// Authenticate checks an email and password. Attempts are throttled per
-// address (known or not, so the throttle tells nothing about which
-// accounts exist): see takeAttempt; a throttled attempt returns a
-// *ThrottledError without the password being looked at.
+// Authenticate checks an email and password from a client not named (a
+// tool, a test): AuthenticateFrom with the client "".
 func (s *Service) Authenticate(ctx context.Context, email, password string) (User, error) {
+	return s.AuthenticateFrom(ctx, email, password, "")
+}
+
+// AccountFreeAttempts is how many failed sign-ins in a row an address
+// takes from every client together before each further one waits (the
+// waits of takeAttempt, doubling): past what one client can make in a
+// day (about 110, its own waits capped at MaxThrottleDelay), so that no
+// single stranger can lock an owner out, while guesses spread over many
+// clients still slow down.
+const AccountFreeAttempts = 200
+
+// AuthenticateFrom checks an email and password sent by client (the
+// requester's IP). Attempts are throttled per address and client (known
+// or not, so the throttle tells nothing about which accounts exist), and
+// per address from every client together past AccountFreeAttempts: a
+// stranger's guesses delay their own attempts, not the owner's from
+// another address. A throttled attempt returns a *ThrottledError without
+// the password being looked at; a success clears both counts.
+func (s *Service) AuthenticateFrom(ctx context.Context, email, password, client string) (User, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil || len(password) > MaxPasswordLen {
 		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(password))
 		return User{}, ErrBadCredentials
 	}
-	key := "signin:" + email
+	key, account := signInKey(email)+client, "signin:"+email
 	if err := s.takeAttempt(ctx, key); err != nil {
+		return User{}, err
+	}
+	if err := s.takeAttemptFree(ctx, account, AccountFreeAttempts); err != nil {
 		return User{}, err
 	}
 	var u User
@@ -202,8 +222,18 @@ func (s *Service) Authenticate(ctx context.Context, email, password string) (Use
 	if err := s.clearAttempts(ctx, key); err != nil {
 		return User{}, err
 	}
+	if err := s.clearAttempts(ctx, account); err != nil {
+		return User{}, err
+	}
 	return u, nil
 }
+
+// signInKey is the prefix of an address's sign-in throttles per client
+// (the client follows it).
+func signInKey(email string) string { return "signin:" + email + "|" }
+
+// resetKey is the prefix of an address's reset throttles per client.
+func resetKey(email string) string { return "reset:" + email + "|" }
 
 func hashToken(tok string) string {
 	h := sha256.Sum256([]byte(tok))

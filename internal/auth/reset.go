@@ -57,7 +57,7 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(email)) // same time either way
 		return nil
 	}
-	if err := s.takeAttempt(ctx, "reset:"+email+"|"+client); err != nil {
+	if err := s.takeAttempt(ctx, resetKey(email)+client); err != nil {
 		return err
 	}
 	var u User
@@ -174,8 +174,10 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (Us
 		return User{}, Ended{}, fmt.Errorf("reset password: %w", err)
 	}
 	s.changed(u.ID)
-	// The address may ask for links again, and sign in, at once.
-	_ = s.clearAttempts(ctx, "reset:"+u.Email)
+	// The address may ask for links again, and sign in, at once, from
+	// every client (the owner's own guesses before the reset included).
+	_ = s.clearAttemptsPrefix(ctx, resetKey(u.Email))
+	_ = s.clearAttemptsPrefix(ctx, signInKey(u.Email))
 	_ = s.clearAttempts(ctx, "signin:"+u.Email)
 	return u, ended, nil
 }

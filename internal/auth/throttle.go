@@ -112,6 +112,16 @@ func (s *Service) clearAttempts(ctx context.Context, key string) error {
 	return nil
 }
 
+// clearAttemptsPrefix forgets the attempts on every key that starts with
+// prefix (an address's keys of every client). Compared as a substring,
+// not with LIKE: an address may hold "_" or "%".
+func (s *Service) clearAttemptsPrefix(ctx context.Context, prefix string) error {
+	if err := s.db.Gorm.WithContext(ctx).Where("substr(key, 1, ?) = ?", len([]rune(prefix)), prefix).Delete(&authThrottle{}).Error; err != nil {
+		return fmt.Errorf("clear throttles: %w", err)
+	}
+	return nil
+}
+
 // PurgeThrottles deletes throttle rows quiet for longer than they are
 // remembered.
 func (s *Service) PurgeThrottles(ctx context.Context) (int64, error) {

@@ -58,7 +58,7 @@ func (h *handlers) signInForm(c *fiber.Ctx) error {
 
 func (h *handlers) signIn(c *fiber.Ctx) error {
 	email := c.FormValue("email")
-	u, err := h.Auth.Authenticate(c.UserContext(), email, c.FormValue("password"))
+	u, err := h.Auth.AuthenticateFrom(c.UserContext(), email, c.FormValue("password"), h.ClientIP(c))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {
 		secs := int64(throttled.RetryAfter.Seconds() + 0.999)
