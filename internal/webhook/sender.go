@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +52,20 @@ type SenderOptions struct {
 	// Lease is how long a claimed row is not taken by another sender
 	// (its attempt's timeout and a margin; 60 s).
 	Lease time.Duration
-	Batch int // rows claimed at once, sent concurrently (16)
+	// Batch is the most attempts under way at once on this sender (16):
+	// a place is freed as soon as its attempt ends, and filled by the
+	// next claim.
+	Batch int
+	// PerEndpoint is the most attempts under way at once to one endpoint
+	// on this sender (1): an endpoint that hangs holds that many places,
+	// not the sender.
+	PerEndpoint int
+	// Interval is how often Tick, while attempts are under way, looks for
+	// rows that came due meanwhile (2 s, WEBHOOK_INTERVAL's default); an
+	// attempt ending or a Kick makes it look at once.
+	Interval time.Duration
+	// Ticks makes Interval's ticker (nil: lifecycle.RealTicks).
+	Ticks lifecycle.Ticks
 	// Jitter returns a number in [0, 1) (math/rand/v2's Float64); tests
 	// fix it.
 	Jitter   func() float64
@@ -67,11 +82,29 @@ type SenderOptions struct {
 // sender that died mid-attempt lets another retry it when the lease ends.
 // A row is not claimed while an earlier row of the same top-up for the
 // same endpoint is pending: events of a top-up arrive in order.
+//
+// Attempts run side by side, at most Batch at once and PerEndpoint to one
+// endpoint; each frees its place when it ends, and the next claim fills
+// it. A claim passes over the rows of an endpoint with PerEndpoint
+// attempts under way on this sender, so an endpoint that accepts
+// connections and never answers holds one place (per instance) for its
+// timeout while every other endpoint's rows go out. Rows of a disabled
+// endpoint are never sent: a claim that meets one ends it
+// (LastErrorEndpointDisabled).
 type Sender struct {
 	svc    *Service
 	o      SenderOptions
 	client *http.Client
 	kick   chan struct{}
+	// ended hears that an attempt ended (its place is free; the next
+	// event of its subject may be due).
+	ended chan struct{}
+	// claiming serialises start: a claim sees the places it fills.
+	claiming sync.Mutex
+	// mu guards the attempts under way: flying in all, busy by endpoint.
+	mu     sync.Mutex
+	flying int
+	busy   map[int64]int
 }
 
 // NewSender returns the sender of svc's endpoints.
@@ -94,6 +127,15 @@ func NewSender(svc *Service, o SenderOptions) *Sender {
 	if o.Batch <= 0 {
 		o.Batch = 16
 	}
+	if o.PerEndpoint <= 0 {
+		o.PerEndpoint = 1
+	}
+	if o.Interval <= 0 {
+		o.Interval = 2 * time.Second
+	}
+	if o.Ticks == nil {
+		o.Ticks = lifecycle.RealTicks
+	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Float64
 	}
@@ -104,7 +146,7 @@ func NewSender(svc *Service, o SenderOptions) *Sender {
 	if c == nil {
 		c = NewClient(o.Timeout, svc.allowLoopback)
 	}
-	return &Sender{svc: svc, o: o, client: c, kick: make(chan struct{}, 1)}
+	return &Sender{svc: svc, o: o, client: c, kick: make(chan struct{}, 1), ended: make(chan struct{}, 1), busy: map[int64]int{}}
 }
 
 // errBlockedAddress: the target resolved to an address webhooks may not
@@ -151,17 +193,39 @@ func (s *Sender) Kick() {
 // (internal/server runs it on lifecycle.Loop).
 func (s *Sender) Kicks() <-chan struct{} { return s.kick }
 
-// Tick delivers the rows due now, batch after batch while batches come
-// back full, logging a failure: one beat of the background loop. Attempts
-// in flight finish first.
+// Tick delivers the rows due now, logging a failure: one beat of the
+// background loop. It claims rows into the free places as long as it
+// finds some, and while attempts are under way it looks again whenever
+// one ends, on a Kick and every Interval; it returns when none is under
+// way and nothing more is due. When ctx ends, the attempts under way
+// finish first.
 func (s *Sender) Tick(ctx context.Context) {
-	for {
-		n, err := s.DeliverDue(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var ticks <-chan time.Time
+	for ctx.Err() == nil {
+		started, ended, idle, err := s.start(ctx, &wg)
 		if err != nil && ctx.Err() == nil {
 			s.o.Log.Error("deliver webhooks", "err", err)
 		}
-		if n < s.o.Batch || ctx.Err() != nil {
-			return // a full batch would mean more may be due at once
+		if err == nil && started+ended > 0 {
+			continue // more may be due, of other endpoints
+		}
+		if idle {
+			return // nothing under way, nothing found
+		}
+		// An attempt that ended since the claim has left its word in
+		// s.ended: the claim is made again at once.
+		if ticks == nil {
+			c, stop := s.o.Ticks(s.o.Interval)
+			defer stop()
+			ticks = c
+		}
+		select {
+		case <-s.ended:
+		case <-s.kick:
+		case <-ticks:
+		case <-ctx.Done():
 		}
 	}
 }
@@ -175,40 +239,133 @@ type claimed struct {
 	Lease     time.Time `gorm:"-"`
 }
 
-// DeliverDue claims the rows due now (at most Batch), sends them at once
-// and returns how many it claimed.
+// DeliverDue claims the rows due now into the sender's free places (at
+// most Batch, at most PerEndpoint of one endpoint), sends them at once,
+// waits for their outcomes and returns how many it claimed: one round of
+// Tick.
 func (s *Sender) DeliverDue(ctx context.Context) (int, error) {
-	rows, err := s.claim(ctx)
-	if err != nil || len(rows) == 0 {
-		return 0, err
-	}
 	var wg sync.WaitGroup
-	for _, r := range rows {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.deliver(ctx, r)
-		}()
-	}
+	n, _, _, err := s.start(ctx, &wg)
 	wg.Wait()
-	return len(rows), nil
+	return n, err
 }
 
-func (s *Sender) claim(ctx context.Context) ([]claimed, error) {
+// start claims due rows into the free places and starts their attempts
+// (counted in wg), each freeing its place when it ends. It returns how
+// many it started, how many rows of disabled endpoints it ended, and
+// whether no attempt was under way when it claimed.
+func (s *Sender) start(ctx context.Context, wg *sync.WaitGroup) (started, ended int, idle bool, err error) {
+	s.claiming.Lock()
+	defer s.claiming.Unlock()
+	s.mu.Lock()
+	free, idle := s.o.Batch-s.flying, s.flying == 0
+	busy := maps.Clone(s.busy)
+	s.mu.Unlock()
+	if free <= 0 {
+		return 0, 0, false, nil
+	}
+	rows, ended, err := s.claim(ctx, free, busy)
+	if err != nil {
+		return 0, ended, idle, err
+	}
+	s.mu.Lock()
+	for _, r := range rows {
+		s.flying++
+		s.busy[r.EndpointID]++
+	}
+	s.mu.Unlock()
+	for _, r := range rows {
+		wg.Go(func() {
+			defer s.free(r.EndpointID)
+			s.deliver(ctx, r)
+		})
+	}
+	return len(rows), ended, idle, nil
+}
+
+// free gives back the place of an attempt to endpoint that ended.
+func (s *Sender) free(endpoint int64) {
+	s.mu.Lock()
+	s.flying--
+	if s.busy[endpoint]--; s.busy[endpoint] <= 0 {
+		delete(s.busy, endpoint)
+	}
+	s.mu.Unlock()
+	select {
+	case s.ended <- struct{}{}:
+	default:
+	}
+}
+
+// candidate is a due row a claim may take.
+type candidate struct {
+	ID         int64
+	EndpointID int64
+}
+
+// claim claims at most limit due rows in one transaction, none of an
+// endpoint that busy (attempts under way here) holds at PerEndpoint and
+// at most PerEndpoint of one endpoint in all. A due row of a disabled
+// endpoint is not claimed but ended (failed, LastErrorEndpointDisabled):
+// an event queued as its endpoint was being disabled is never sent.
+// ended is how many it ended.
+func (s *Sender) claim(ctx context.Context, limit int, busy map[int64]int) (rows []claimed, ended int, err error) {
 	now := s.svc.clock()
 	lease := now.Add(s.o.Lease)
-	var rows []claimed
-	err := s.svc.db.Tx(ctx, func(tx *gorm.DB) error {
-		var ids []int64
-		q := tx.Table("webhook_deliveries AS d").Select("d.id").
+	var full []int64
+	for ep, n := range busy {
+		if n >= s.o.PerEndpoint {
+			full = append(full, ep)
+		}
+	}
+	err = s.svc.db.Tx(ctx, func(tx *gorm.DB) error {
+		var cands []candidate
+		q := tx.Table("webhook_deliveries AS d").Select("d.id, d.endpoint_id").
 			Where("d.status = 'pending' AND d.next_attempt_at <= ?", now).
 			Where(`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint_id = d.endpoint_id
 				AND (e.topup_id = d.topup_id OR e.withdrawal_id = d.withdrawal_id) AND e.status = 'pending' AND e.id < d.id)`).
 			Where(`d.charge_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint_id = d.endpoint_id
-				AND e.charge_id = d.charge_id AND e.status = 'pending' AND e.id < d.id)`).
-			Order("d.next_attempt_at, d.id").Limit(s.o.Batch)
-		if err := s.svc.db.SkipLocked(q).Find(&ids).Error; err != nil {
+				AND e.charge_id = d.charge_id AND e.status = 'pending' AND e.id < d.id)`)
+		if len(full) > 0 {
+			q = q.Where("d.endpoint_id NOT IN ?", full)
+		}
+		// More than limit: rows of one endpoint beyond PerEndpoint are
+		// passed over, the next endpoints' taken.
+		q = q.Order("d.next_attempt_at, d.id").Limit(limit * 4)
+		if err := s.svc.db.SkipLocked(q).Find(&cands).Error; err != nil {
 			return err
+		}
+		if len(cands) == 0 {
+			return nil
+		}
+		var eps, off []int64
+		for _, c := range cands {
+			eps = append(eps, c.EndpointID)
+		}
+		if err := tx.Model(&Endpoint{}).Where("id IN ? AND disabled_at IS NOT NULL", eps).Pluck("id", &off).Error; err != nil {
+			return err
+		}
+		taken := map[int64]int{}
+		var ids, gone []int64
+		for _, c := range cands {
+			switch {
+			case slices.Contains(off, c.EndpointID):
+				gone = append(gone, c.ID)
+			case len(ids) < limit && busy[c.EndpointID]+taken[c.EndpointID] < s.o.PerEndpoint:
+				taken[c.EndpointID]++
+				ids = append(ids, c.ID)
+			}
+		}
+		if len(gone) > 0 {
+			// Only the rows this claim holds: ending every pending row of
+			// the endpoint would wait on other claimers' locks.
+			res := tx.Model(&Delivery{}).
+				Where("id IN ? AND status = 'pending' AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled_at IS NOT NULL)", gone).
+				Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled})
+			if res.Error != nil {
+				return res.Error
+			}
+			ended = int(res.RowsAffected)
 		}
 		if len(ids) == 0 {
 			return nil
@@ -220,15 +377,18 @@ func (s *Sender) claim(ctx context.Context) ([]claimed, error) {
 		return tx.Table("webhook_deliveries AS d").
 			Select("d.*, e.url AS url, e.user_id AS user_id, e.secret_enc AS secret_enc").
 			Joins("JOIN webhook_endpoints e ON e.id = d.endpoint_id").
-			Where("d.id IN ? AND d.next_attempt_at = ?", ids, lease).Order("d.id").Scan(&rows).Error
+			Where("d.id IN ? AND d.next_attempt_at = ? AND e.disabled_at IS NULL", ids, lease).Order("d.id").Scan(&rows).Error
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+		return nil, 0, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	if ended > 0 {
+		s.o.Log.Warn("webhook deliveries of a disabled endpoint ended unsent", "count", ended)
 	}
 	for i := range rows {
 		rows[i].Lease = lease
 	}
-	return rows, nil
+	return rows, ended, nil
 }
 
 // attempt is one attempt's outcome.
@@ -332,20 +492,26 @@ func (s *Sender) deliver(ctx context.Context, r claimed) {
 	giveUpAt := r.RetryFrom.Add(s.o.RetryFor)
 	if !now.Before(giveUpAt) {
 		upd["status"] = StatusFailed
+		gaveUp := false
 		err := s.svc.db.Tx(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
 			res := tx.Model(&Delivery{}).Where("id = ? AND status = 'pending' AND next_attempt_at = ?", r.ID, r.Lease).Updates(upd)
 			if res.Error != nil || res.RowsAffected == 0 {
 				return res.Error
 			}
+			gaveUp = true
 			return tx.Model(&Endpoint{}).Where("id = ? AND failing_since IS NULL", r.EndpointID).Update("failing_since", now).Error
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			log.Error("record webhook failure", "err", err)
+		case !gaveUp:
+			log.Warn("webhook not delivered; the row is no longer this attempt's (ended meanwhile, or claimed again after its lease)", "err", a.err)
+		default:
+			if s.o.Observer != nil {
+				s.o.Observer.WebhookGaveUp()
+			}
+			log.Error("webhook gave up: endpoint marked failing", "err", a.err)
 		}
-		if s.o.Observer != nil {
-			s.o.Observer.WebhookGaveUp()
-		}
-		log.Error("webhook gave up: endpoint marked failing", "err", a.err)
 		return
 	}
 	next := now.Add(s.Backoff(r.Attempts))
@@ -353,10 +519,15 @@ func (s *Sender) deliver(ctx context.Context, r claimed) {
 		next = giveUpAt // one last attempt at the end of the window
 	}
 	upd["next_attempt_at"] = next
-	if err := g.Model(&Delivery{}).Where("id = ? AND status = 'pending' AND next_attempt_at = ?", r.ID, r.Lease).Updates(upd).Error; err != nil {
-		log.Error("record webhook failure", "err", err)
+	res := g.Model(&Delivery{}).Where("id = ? AND status = 'pending' AND next_attempt_at = ?", r.ID, r.Lease).Updates(upd)
+	switch {
+	case res.Error != nil:
+		log.Error("record webhook failure", "err", res.Error)
+	case res.RowsAffected == 0:
+		log.Warn("webhook not delivered; the row is no longer this attempt's (ended meanwhile, or claimed again after its lease)", "err", a.err)
+	default:
+		log.Warn("webhook not delivered, will retry", "err", a.err, "next", next)
 	}
-	log.Warn("webhook not delivered, will retry", "err", a.err, "next", next)
 }
 
 // Backoff is the wait after the attempts-th failed attempt: BaseBackoff

@@ -87,16 +87,17 @@ func TestOnlyA2xxInTimeIsDelivered(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// One Tick of the background loop delivers batch after batch while they
-// come back full: a backlog does not wait a period per batch. A kick
-// reaches the loop once, however often it is given.
+// One Tick of the background loop delivers everything due, each place
+// filled again as its attempt ends: a backlog does not wait a period per
+// batch (here one endpoint's, one attempt at a time). A kick reaches the
+// loop once, however often it is given.
 func TestSenderTickDrainsFullBatches(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		svc, rec := subscribed(t, db, "tick@example.com", 7)
 		s := webhook.NewSender(svc, webhook.SenderOptions{Batch: 3})
 		s.Tick(context.Background())
 		if got := len(rec.received()); got != 7 {
-			t.Errorf("one tick delivered %d of 7 (batches of 3)", got)
+			t.Errorf("one tick delivered %d of 7", got)
 		}
 		s.Kick()
 		s.Kick()
