@@ -184,3 +184,34 @@ func TestLatinDigits(t *testing.T) {
 		}
 	}
 }
+
+// The pages' amounts that are not whole tomans read back as the rials
+// they are.
+func TestParseTomansRials(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		err  error
+	}{
+		{"1,234.5", 12_345, nil},
+		{"۱٬۲۳۴٫۵", 12_345, nil},
+		{"1234", 12_340, nil},
+		{"1,234.50", 12_345, nil},
+		{"0.5", 5, nil},
+		{".5", 5, nil},
+		{"1.0", 10, nil},
+		{"1.", 10, nil},
+		{"1.25", 0, money.ErrDecimal},
+		{"0.0", 0, money.ErrNotPositive},
+		{"0", 0, money.ErrNotPositive},
+		{"-1.5", 0, money.ErrNegative},
+		{"1.x", 0, money.ErrInvalid},
+		{"a.5", 0, money.ErrInvalid},
+		{"", 0, money.ErrEmpty},
+	} {
+		got, err := money.ParseTomansRials(tt.in)
+		if got != tt.want || !errors.Is(err, tt.err) || (tt.err == nil && err != nil) {
+			t.Errorf("ParseTomansRials(%q) = %d, %v; want %d, %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}

@@ -179,9 +179,11 @@ func actionDone(c *fiber.Ctx, publicID, done string) error {
 	return c.Redirect(routes.MerchantCharge(publicID)+"?done="+done, fiber.StatusSeeOther)
 }
 
-// amountOf reads a form's amount in tomans, as rials.
+// amountOf reads a form's amount in tomans, as rials: one digit after a
+// decimal mark is rials (a charge need not be whole tomans; the capture
+// form is filled with the amount as the page writes it).
 func amountOf(typed string) (int64, error) {
-	rials, err := money.ParseTomans(typed)
+	rials, err := money.ParseTomansRials(typed)
 	if err != nil {
 		return 0, err
 	}

@@ -199,3 +199,52 @@ func TestMerchantCSVEveryBatch(t *testing.T) {
 		}
 	})
 }
+
+// A charge need not be whole tomans (the API takes rials): its capture
+// form's own value captures all of it, and the last rials refund from
+// the page as they are written ("0.5" tomans), in both languages.
+func TestMerchantPageTakesRials(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		payer, _ := signUpFunded(t, app, "payer@example.com", 1_000_000)
+		c := app.NewClient(t)
+		c.SignIn("shop@example.com", pw)
+		for _, lang := range []string{"fa", "en"} {
+			ch := newCharge(t, app, m, 12_345, "R-"+lang, charge.CaptureManual)
+			if _, err := app.Server.Charges.Confirm(ctx, payer, ch.PublicID); err != nil {
+				t.Fatal(err)
+			}
+			page := routes.MerchantCharge(ch.PublicID)
+			f := apptest.Parse(c.GetIn(lang, page).Body).Form(routes.MerchantChargeCapture(ch.PublicID))
+			form := f.Hidden()
+			form.Set("amount", f.Input("amount"))
+			if want := map[string]string{"fa": "۱٬۲۳۴٫۵", "en": "1,234.5"}[lang]; form.Get("amount") != want {
+				t.Fatalf("%s: the capture form holds %q, want %q", lang, form.Get("amount"), want)
+			}
+			if r := c.Post(routes.MerchantChargeCapture(ch.PublicID), form); r.Status != http.StatusSeeOther {
+				t.Fatalf("%s: capture with the form's own amount %q: %d", lang, form.Get("amount"), r.Status)
+			}
+			got, err := app.Server.Charges.Get(ctx, m, ch.PublicID)
+			if err != nil || got.CapturedRials != 12_345 {
+				t.Fatalf("%s: captured %d (%v), want 12345", lang, got.CapturedRials, err)
+			}
+			for _, amount := range []string{"1,234", "0.5"} {
+				if lang == "fa" {
+					amount = map[string]string{"1,234": "۱٬۲۳۴", "0.5": "۰٫۵"}[amount]
+				}
+				tok := apptest.Parse(c.GetIn(lang, page).Body).Form(routes.MerchantChargeRefund(ch.PublicID)).Hidden()
+				tok.Set("amount", amount)
+				if r := c.Post(routes.MerchantChargeRefund(ch.PublicID), tok); r.Status != http.StatusSeeOther {
+					t.Fatalf("%s: refund %q: %d", lang, amount, r.Status)
+				}
+			}
+			if got, _ := app.Server.Charges.Get(ctx, m, ch.PublicID); got.RefundedRials != 12_345 {
+				t.Fatalf("%s: refunded %d, want all 12345", lang, got.RefundedRials)
+			}
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
