@@ -260,7 +260,15 @@ func (s *Service) apply(ctx context.Context, c CardRefund, t TopUp, from Status,
 	if errors.Is(err, ErrNotMoved) {
 		// Another actor recorded it first (a late answer of an actor whose
 		// lease ran out): what it recorded stands.
-		return s.d.Store.Get(ctx, c.ID)
+		now, gerr := s.d.Store.Get(ctx, c.ID)
+		if gerr == nil && step.To == StatusRefunded && now.Status != StatusRefunded {
+			// The bank's definite "made" came too late to be recorded, and
+			// the row says otherwise (failed: the money given back to the
+			// wallet too; or in review): a person must know.
+			s.d.Log.ErrorContext(ctx, "card refund: the bank accepted it, but the row had moved on; the money may be out twice",
+				"card_refund", c.PublicID, "status", now.Status, "reason", now.StatusReason, "bank_reference", m.BankReference)
+		}
+		return now, gerr
 	}
 	if err != nil {
 		return c, err
