@@ -37,7 +37,7 @@ type Row struct {
 	TextBody      string
 	HTMLBody      string `gorm:"column:html_body"`
 	Status        string
-	Attempts      int
+	Attempts      int // attempts begun: each claim counts one
 	NextAttemptAt time.Time
 	ExpiresAt     *time.Time
 	LastError     string
@@ -83,7 +83,9 @@ type Outbox struct {
 	BaseBackoff, MaxBackoff time.Duration
 	// Jitter returns a number in [0, 1) (math/rand/v2's Float64).
 	Jitter func() float64
-	// Lease: a mail being sent is not picked by another instance for so long.
+	// Lease: a mail being sent is not picked by another instance for so
+	// long from its claim (the clock read as it is claimed, not when the
+	// call began).
 	Lease time.Duration
 }
 
@@ -129,8 +131,10 @@ func (o *Outbox) Tick(ctx context.Context) {
 func (o *Outbox) clock() time.Time { return o.now().UTC().Truncate(time.Microsecond) }
 
 // DeliverDue sends every mail due now (at most 50 per call) and returns
-// how many were sent. Each is claimed first with a conditional update, so
-// instances never send one mail twice at once.
+// how many were sent. Mails go one after another, each claimed first
+// with a conditional update (claim), so instances never send one mail
+// twice at once; a failed attempt is recorded only while its claim still
+// holds (deliver).
 func (o *Outbox) DeliverDue(ctx context.Context) (int, error) {
 	now := o.clock()
 	g := o.db.Gorm.WithContext(ctx)
@@ -148,57 +152,88 @@ func (o *Outbox) DeliverDue(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		res := g.Model(&Row{}).Where("id = ? AND status = ? AND next_attempt_at = ?", r.ID, StatusQueued, r.NextAttemptAt).
-			Update("next_attempt_at", now.Add(o.Lease))
-		if res.Error != nil {
-			return sent, fmt.Errorf("claim mail %d: %w", r.ID, res.Error)
+		lease, ok, err := o.claim(ctx, r)
+		if err != nil {
+			return sent, err
 		}
-		if res.RowsAffected == 0 {
-			continue // another instance took it
+		if !ok {
+			continue // another instance took it, or it expired meanwhile
 		}
-		if o.deliver(ctx, r) {
+		r.Attempts++
+		if o.deliver(ctx, r, lease) {
 			sent++
 		}
 	}
 	return sent, nil
 }
 
-// deliver sends one claimed mail and records the outcome.
-func (o *Outbox) deliver(ctx context.Context, r Row) bool {
-	m := Message{To: r.ToAddr, Subject: r.Subject, Text: r.TextBody, HTML: r.HTMLBody}
+// claim takes r, as DeliverDue read it, for one attempt: unless another
+// instance took it since, or it has expired by now (the mails sent before
+// it in this call took their time), it moves next_attempt_at to the
+// clock read now plus Lease and counts the attempt. lease is the
+// attempt's, the mark its outcome is recorded under.
+func (o *Outbox) claim(ctx context.Context, r Row) (lease time.Time, ok bool, err error) {
 	now := o.clock()
-	raw, err := Build(o.from, m, now)
+	lease = now.Add(o.Lease)
+	res := o.db.Gorm.WithContext(ctx).Model(&Row{}).
+		Where("id = ? AND status = ? AND next_attempt_at = ? AND (expires_at IS NULL OR expires_at > ?)", r.ID, StatusQueued, r.NextAttemptAt, now).
+		Updates(map[string]any{"next_attempt_at": lease, "attempts": gorm.Expr("attempts + 1")})
+	if res.Error != nil {
+		return lease, false, fmt.Errorf("claim mail %d: %w", r.ID, res.Error)
+	}
+	return lease, res.RowsAffected == 1, nil
+}
+
+// deliver sends one claimed mail (r.Attempts its attempt, counted) and
+// records the outcome. Sent is recorded whoever holds the mail now (the
+// mail is out); a failure only while lease is still its claim, so that
+// an attempt that outlived its lease does not overwrite what the
+// instance that took it over recorded.
+func (o *Outbox) deliver(ctx context.Context, r Row, lease time.Time) bool {
+	m := Message{To: r.ToAddr, Subject: r.Subject, Text: r.TextBody, HTML: r.HTMLBody}
+	raw, err := Build(o.from, m, o.clock())
 	if err == nil {
 		err = o.sender.Send(ctx, o.from, m, raw)
 	}
 	g := o.db.Gorm.WithContext(context.WithoutCancel(ctx))
+	now := o.clock()
 	if err == nil {
-		upd := map[string]any{"status": StatusSent, "sent_at": o.clock(), "attempts": r.Attempts + 1, "last_error": ""}
+		upd := map[string]any{"status": StatusSent, "sent_at": now, "last_error": ""}
 		if r.Secret {
 			upd["text_body"], upd["html_body"] = "", ""
 		}
-		if err := g.Model(&Row{}).Where("id = ?", r.ID).Updates(upd).Error; err != nil {
-			o.log.Error("mail sent but not marked sent", "mail", r.ID, "err", err)
+		res := g.Model(&Row{}).Where("id = ? AND status = ?", r.ID, StatusQueued).Updates(upd)
+		switch {
+		case res.Error != nil:
+			o.log.Error("mail sent but not marked sent", "mail", r.ID, "err", res.Error)
+		case res.RowsAffected == 0:
+			o.log.Warn("mail sent; another attempt had already ended it", "mail", r.ID, "kind", r.Kind)
+		default:
+			o.log.Info("mail sent", "mail", r.ID, "kind", r.Kind)
 		}
-		o.log.Info("mail sent", "mail", r.ID, "kind", r.Kind)
 		return true
 	}
-	attempts := r.Attempts + 1
-	upd := map[string]any{"attempts": attempts, "last_error": usertext.Cut(err.Error(), 500)}
+	upd := map[string]any{"last_error": usertext.Cut(err.Error(), 500)}
 	var perm *PermanentError
-	switch {
-	case errors.As(err, &perm) || attempts >= o.MaxAttempts:
+	failed := errors.As(err, &perm) || r.Attempts >= o.MaxAttempts
+	if failed {
 		upd["status"] = StatusFailed
 		if r.Secret {
 			upd["text_body"], upd["html_body"] = "", ""
 		}
-		o.log.Error("mail failed for good", "mail", r.ID, "kind", r.Kind, "attempts", attempts, "err", err)
-	default:
-		upd["next_attempt_at"] = now.Add(o.backoff(attempts))
-		o.log.Warn("mail not sent, will retry", "mail", r.ID, "kind", r.Kind, "attempts", attempts, "err", err)
+	} else {
+		upd["next_attempt_at"] = now.Add(o.backoff(r.Attempts))
 	}
-	if err := g.Model(&Row{}).Where("id = ?", r.ID).Updates(upd).Error; err != nil {
-		o.log.Error("record mail failure", "mail", r.ID, "err", err)
+	res := g.Model(&Row{}).Where("id = ? AND status = ? AND next_attempt_at = ?", r.ID, StatusQueued, lease).Updates(upd)
+	switch {
+	case res.Error != nil:
+		o.log.Error("record mail failure", "mail", r.ID, "err", res.Error)
+	case res.RowsAffected == 0:
+		o.log.Warn("mail not sent; its lease had passed, another attempt records it", "mail", r.ID, "kind", r.Kind, "err", err)
+	case failed:
+		o.log.Error("mail failed for good", "mail", r.ID, "kind", r.Kind, "attempts", r.Attempts, "err", err)
+	default:
+		o.log.Warn("mail not sent, will retry", "mail", r.ID, "kind", r.Kind, "attempts", r.Attempts, "err", err)
 	}
 	return false
 }

@@ -2,7 +2,9 @@ package mail_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +122,149 @@ func TestOutbox(t *testing.T) {
 		}
 		if r := rowOf(t, db, stale); r.Status != "expired" || r.TextBody != "" {
 			t.Fatalf("stale reset mail: %+v", r)
+		}
+	})
+}
+
+// stubSender is a mail server whose every delivery takes step on the
+// test's clock and ends with err; during, when set, runs inside the n-th
+// delivery (from 1), after the clock moved.
+type stubSender struct {
+	clk    *testclock.Clock
+	step   time.Duration
+	err    error
+	during func(n int, m mail.Message)
+	mu     sync.Mutex
+	to     []string
+}
+
+func (s *stubSender) Send(_ context.Context, _ string, m mail.Message, _ []byte) error {
+	s.mu.Lock()
+	s.to = append(s.to, m.To)
+	n := len(s.to)
+	s.mu.Unlock()
+	s.clk.Add(s.step)
+	if s.during != nil {
+		s.during(n, m)
+	}
+	return s.err
+}
+
+func (s *stubSender) Describe() string { return "stub" }
+
+func (s *stubSender) sent() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.to...)
+}
+
+// mailTo is the one mail to addr.
+func mailTo(t *testing.T, db *store.DB, addr string) mail.Row {
+	t.Helper()
+	for _, r := range mailtest.Rows(t, db) {
+		if r.ToAddr == addr {
+			return r
+		}
+	}
+	t.Fatalf("no mail to %s", addr)
+	return mail.Row{}
+}
+
+// Mails go one after another, each as slow as the server: each is
+// claimed with the clock read at its claim (its lease runs from then),
+// so another instance ticking while it is sent leaves it alone; a reset
+// link that expired while the mails before it went is not sent; and an
+// attempt that outlived its lease does not overwrite what the instance
+// that took the mail over recorded.
+func TestOutboxLeaseIsEachMails(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		const from = "Kifpool <noreply@example.com>"
+		enqueue := func(r mail.Row) {
+			t.Helper()
+			r.Kind, r.Subject, r.TextBody, r.CreatedAt = "notice", "hello", "text", clk.Now()
+			if err := mail.Enqueue(db.Gorm, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		outbox := func(s mail.Sender) *mail.Outbox {
+			o := mail.NewOutbox(db, s, from, clk.Now, nil)
+			o.Jitter = func() float64 { return 0 }
+			return o
+		}
+
+		// Each delivery takes three quarters of a lease: the second mail
+		// is claimed after the first lease of the tick has run out.
+		other := &stubSender{clk: clk}
+		b := outbox(other)
+		a := &stubSender{clk: clk}
+		o := outbox(a)
+		a.step = o.Lease * 3 / 4
+		a.during = func(n int, m mail.Message) {
+			if n != 2 {
+				return
+			}
+			claimedAt := clk.Now().Add(-a.step)
+			if lease := mailTo(t, db, m.To).NextAttemptAt; !lease.Equal(claimedAt.Add(o.Lease)) {
+				t.Errorf("the second mail's lease ends %s, want %s (its claim at %s and the lease)", lease, claimedAt.Add(o.Lease), claimedAt)
+			}
+			// Another instance ticks while the second mail is being sent.
+			if sent, err := b.DeliverDue(ctx); sent != 0 || err != nil {
+				t.Errorf("another instance sent %d (%v) while the second mail was being sent", sent, err)
+			}
+		}
+		enqueue(mail.Row{ToAddr: "one@example.com"})
+		enqueue(mail.Row{ToAddr: "two@example.com"})
+		if sent, err := o.DeliverDue(ctx); sent != 2 || err != nil {
+			t.Fatalf("sent %d, %v", sent, err)
+		}
+		if got := other.sent(); len(got) != 0 {
+			t.Errorf("the other instance sent %v too", got)
+		}
+		for _, to := range []string{"one@example.com", "two@example.com"} {
+			if r := mailTo(t, db, to); r.Status != mail.StatusSent || r.Attempts != 1 {
+				t.Errorf("mail to %s: %s after %d attempts", to, r.Status, r.Attempts)
+			}
+		}
+
+		// A reset link that expires while the mail before it is sent is
+		// not sent after it, and ends expired.
+		a.during = nil
+		exp := clk.Now().Add(time.Minute)
+		enqueue(mail.Row{ToAddr: "three@example.com"})
+		enqueue(mail.Row{ToAddr: "reset@example.com", Secret: true, ExpiresAt: &exp})
+		if sent, err := o.DeliverDue(ctx); sent != 1 || err != nil {
+			t.Errorf("sent %d (%v), want only the first", sent, err)
+		}
+		if got := a.sent(); got[len(got)-1] != "three@example.com" {
+			t.Errorf("sent %v: the expired reset link went", got)
+		}
+		if _, err := o.DeliverDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r := mailTo(t, db, "reset@example.com"); r.Status != mail.StatusExpired || r.TextBody != "" {
+			t.Errorf("the expired reset link: %s, body %q", r.Status, r.TextBody)
+		}
+
+		// An attempt longer than its lease, refused: the other instance
+		// took the mail over meanwhile (refused too) and recorded its
+		// attempt; the late one does not overwrite it.
+		a.step, a.err = o.Lease+time.Minute, errors.New("first instance: 451 try later")
+		other.err = errors.New("other instance: 451 try later")
+		a.during = func(int, mail.Message) {
+			if sent, err := b.DeliverDue(ctx); sent != 0 || err != nil {
+				t.Errorf("the other instance: %d sent, %v", sent, err)
+			}
+		}
+		enqueue(mail.Row{ToAddr: "slow@example.com"})
+		if sent, err := o.DeliverDue(ctx); sent != 0 || err != nil {
+			t.Fatalf("sent %d, %v", sent, err)
+		}
+		r := mailTo(t, db, "slow@example.com")
+		if r.Status != mail.StatusQueued || r.Attempts != 2 || !strings.Contains(r.LastError, "other instance") ||
+			!r.NextAttemptAt.Equal(clk.Now().Add(b.BaseBackoff)) {
+			t.Fatalf("after both attempts: %s, %d attempts, next %s, last error %q", r.Status, r.Attempts, r.NextAttemptAt, r.LastError)
 		}
 	})
 }
