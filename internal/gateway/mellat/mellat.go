@@ -253,7 +253,7 @@ func definite(code int) bool {
 
 // unknownCode is the error of an answer whose code says nothing definite.
 func unknownCode(op string, code int) error {
-	return &gateway.TransientError{Op: op, Err: fmt.Errorf("Mellat result code %d (%s): outcome unknown", code, describe(code))}
+	return &gateway.TransientError{Op: op, Err: fmt.Errorf("result code %d (%s): outcome unknown", code, describe(code))}
 }
 
 // noSale reports the codes saying the bank holds no paid sale: card and
