@@ -11,7 +11,6 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
-	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
 
@@ -26,11 +25,7 @@ import (
 func TestEnable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		uid, pays := seedTopUp(t, db, "owner@example.com", 4)
 		stranger, _ := seedTopUp(t, db, "stranger@example.com", 0)
 		admin, _ := seedTopUp(t, db, "admin@example.com", 0)
@@ -185,11 +180,7 @@ func TestEnable(t *testing.T) {
 func TestFailingEndpointGetsNewEvents(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		down := true
 		rec := &receiver{t: t, now: clk.Now, answer: func(int) int {
 			if down {
@@ -304,11 +295,7 @@ func sameJSON(t *testing.T, a, b string) bool {
 func TestAdminEndpointAndStats(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		uid, pays := seedTopUp(t, db, "owner@example.com", 3)
 		other, _ := seedTopUp(t, db, "other@example.com", 0)
 		first, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/first", webhook.Types())

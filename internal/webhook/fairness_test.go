@@ -11,7 +11,6 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
-	"github.com/kifpool/kifpool/internal/testclock"
 	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/webhook"
 )
@@ -23,11 +22,7 @@ import (
 // the hanging endpoint is under way beside it.
 func TestHangingEndpointHoldsOnePlace(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		release := make(chan struct{})
 		var hanging atomic.Int32
 		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,11 +98,7 @@ func TestHangingEndpointHoldsOnePlace(t *testing.T) {
 func TestDisabledEndpointIsNotSent(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		var requests atomic.Int32
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			requests.Add(1)
@@ -152,11 +143,7 @@ func (c *counter) WebhookGaveUp()                     { c.gaveUp.Add(1) }
 func TestGaveUpCountedOnlyWhenRecorded(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		var owner, disableMe atomic.Int64
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)

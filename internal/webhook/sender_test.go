@@ -23,11 +23,7 @@ import (
 func TestOnlyA2xxInTimeIsDelivered(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/slow":

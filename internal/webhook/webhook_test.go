@@ -23,6 +23,18 @@ var secretKey = []byte("0123456789abcdef0123456789abcdef-test")
 
 // seedPayment inserts a user with a wallet and n payments; it returns
 // the user id and the payments' ids.
+// newService is the webhook service of the tests on db, loopback URLs
+// allowed, at a fake clock.
+func newService(t *testing.T, db *store.DB) (*webhook.Service, *testclock.Clock) {
+	t.Helper()
+	clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, clk
+}
+
 func seedTopUp(t *testing.T, db *store.DB, email string, n int) (int64, []int64) {
 	t.Helper()
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -120,11 +132,7 @@ func deliveryRow(t *testing.T, db *store.DB, eventType string) webhook.Delivery 
 func TestSender(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		svc, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, clk := newService(t, db)
 		rec := &receiver{t: t, now: clk.Now}
 		fails := 2
 		rec.answer = func(n int) int {
