@@ -184,7 +184,27 @@ func (s *Service) Start(ctx context.Context, r StartRequest) (CardRefund, error)
 	if err != nil || !ok {
 		return c, err // the worker has it
 	}
-	return s.send(ctx, c, t, ActorAdmin, lease)
+	return s.send(ctx, c, t, byAdmin(r.AdminID), lease)
+}
+
+// by is who acts on a card refund: the worker, or an admin (whose id
+// each event of the act records: the outcome of an admin's "ask the bank
+// again" says which admin asked).
+type by struct {
+	actor Actor
+	admin int64
+}
+
+var byWorker = by{actor: ActorWorker}
+
+func byAdmin(id int64) by { return by{actor: ActorAdmin, admin: id} }
+
+// adminID is the admin's id for an event (0: not an admin's act).
+func (b by) adminID() int64 {
+	if b.actor != ActorAdmin {
+		return 0
+	}
+	return b.admin
 }
 
 // input is what the bank is asked with about c.
@@ -199,14 +219,14 @@ func input(c CardRefund, t TopUp) gateway.RefundInput {
 // send sends a held card refund, whose lease the caller holds: the
 // attempt recorded first (held → submitted), then the one call, then what
 // it said.
-func (s *Service) send(ctx context.Context, c CardRefund, t TopUp, actor Actor, lease string) (CardRefund, error) {
+func (s *Service) send(ctx context.Context, c CardRefund, t TopUp, who by, lease string) (CardRefund, error) {
 	now := s.d.Now()
 	caps, _ := s.capabilities(t.Gateway)
 	if step, ok := BeforeSend(c, t, caps, s.canRefund(t.Gateway), now, s.cfg); !ok {
-		return s.apply(ctx, c, t, StatusHeld, step, actor, lease, nil)
+		return s.apply(ctx, c, t, StatusHeld, step, who, lease, nil)
 	}
-	c, err := s.d.Store.Move(ctx, Move{CardRefund: c, From: StatusHeld, To: StatusSubmitted, Actor: actor, Reason: ReasonSent,
-		Lease: lease, KeepLease: true, Sent: true, Now: now})
+	c, err := s.d.Store.Move(ctx, Move{CardRefund: c, From: StatusHeld, To: StatusSubmitted, Actor: who.actor, Reason: ReasonSent,
+		Lease: lease, KeepLease: true, Sent: true, AdminID: who.adminID(), Now: now})
 	if err != nil {
 		return c, err
 	}
@@ -225,12 +245,12 @@ func (s *Service) send(ctx context.Context, c CardRefund, t TopUp, actor Actor, 
 	if callErr != nil && step.Stay {
 		s.d.Log.WarnContext(ctx, "card refund: outcome unknown, the bank will be asked", "card_refund", c.PublicID, "err", callErr)
 	}
-	return s.apply(ctx, c, t, StatusSubmitted, step, actor, lease, &res)
+	return s.apply(ctx, c, t, StatusSubmitted, step, who, lease, &res)
 }
 
 // apply writes a decided step of c, which is in from and whose lease
 // lease holds.
-func (s *Service) apply(ctx context.Context, c CardRefund, t TopUp, from Status, step Step, actor Actor, lease string, res *gateway.RefundResult) (CardRefund, error) {
+func (s *Service) apply(ctx context.Context, c CardRefund, t TopUp, from Status, step Step, who by, lease string, res *gateway.RefundResult) (CardRefund, error) {
 	now := s.d.Now()
 	if step.Stay {
 		if err := s.d.Store.Schedule(ctx, c.ID, lease, step.NextCheck, false, now); err != nil {
@@ -238,7 +258,8 @@ func (s *Service) apply(ctx context.Context, c CardRefund, t TopUp, from Status,
 		}
 		return s.d.Store.Get(ctx, c.ID)
 	}
-	m := Move{CardRefund: c, From: from, To: step.To, Actor: actor, Reason: step.Reason, Lease: lease, BankCode: step.Code, Now: now}
+	m := Move{CardRefund: c, From: from, To: step.To, Actor: who.actor, Reason: step.Reason, Lease: lease, BankCode: step.Code,
+		AdminID: who.adminID(), Now: now}
 	if res != nil {
 		m.BankReference = res.BankReference
 	}
@@ -279,7 +300,7 @@ func (s *Service) apply(ctx context.Context, c CardRefund, t TopUp, from Status,
 
 // check asks the bank's record about a submitted card refund whose
 // answer never came, and records what it says.
-func (s *Service) check(ctx context.Context, c CardRefund, t TopUp, actor Actor, lease string) (CardRefund, error) {
+func (s *Service) check(ctx context.Context, c CardRefund, t TopUp, who by, lease string) (CardRefund, error) {
 	status := s.d.Gateways.For(t.Gateway).Ops().RefundStatus
 	var st gateway.RefundState
 	err := fmt.Errorf("%s: no refund status: %w", t.Gateway, gateway.ErrUnavailable)
@@ -294,7 +315,7 @@ func (s *Service) check(ctx context.Context, c CardRefund, t TopUp, actor Actor,
 		}
 		return s.d.Store.Get(ctx, c.ID)
 	}
-	return s.apply(ctx, c, t, StatusSubmitted, step, actor, lease, nil)
+	return s.apply(ctx, c, t, StatusSubmitted, step, who, lease, nil)
 }
 
 // Resolve works one card refund for the worker: a held one is sent (or,
@@ -321,12 +342,12 @@ func (s *Service) Resolve(ctx context.Context, id int64) (ended bool, err error)
 	switch c.Status {
 	case StatusHeld:
 		if step, never := NeverSent(c, now, s.cfg); never {
-			c, err = s.apply(ctx, c, t, StatusHeld, step, ActorWorker, lease, nil)
+			c, err = s.apply(ctx, c, t, StatusHeld, step, byWorker, lease, nil)
 		} else {
-			c, err = s.send(ctx, c, t, ActorWorker, lease)
+			c, err = s.send(ctx, c, t, byWorker, lease)
 		}
 	default:
-		c, err = s.check(ctx, c, t, ActorWorker, lease)
+		c, err = s.check(ctx, c, t, byWorker, lease)
 	}
 	return c.Status.Terminal(), err
 }
@@ -347,7 +368,7 @@ func (s *Service) Recheck(ctx context.Context, publicID string, adminID int64) (
 	if err != nil {
 		return c, err
 	}
-	return s.check(ctx, c, t, ActorAdmin, lease)
+	return s.check(ctx, c, t, byAdmin(adminID), lease)
 }
 
 // Close is an admin's word on a card refund under review, read from the

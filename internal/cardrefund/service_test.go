@@ -338,6 +338,26 @@ func TestFiguresThatDifferGoToReview(t *testing.T) {
 		if r, err := e.svc.Recheck(ctx, c.PublicID, e.admin.ID); err != nil || r.Status != cardrefund.StatusNeedsReview {
 			t.Fatalf("recheck: %+v %v", r, err)
 		}
+		// Every event of an admin's act says which admin: the start, the
+		// recheck and what the bank's answer to it moved.
+		_, evs, err := e.svc.Get(ctx, c.PublicID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admins := 0
+		for _, ev := range evs {
+			switch {
+			case ev.Actor == cardrefund.ActorAdmin && (ev.AdminID == nil || *ev.AdminID != e.admin.ID):
+				t.Errorf("an admin's event %s → %s (%s) names no admin", ev.FromStatus, ev.ToStatus, ev.Reason)
+			case ev.Actor == cardrefund.ActorAdmin:
+				admins++
+			case ev.AdminID != nil:
+				t.Errorf("the %s's event %s → %s names admin %d", ev.Actor, ev.FromStatus, ev.ToStatus, *ev.AdminID)
+			}
+		}
+		if last := evs[len(evs)-1]; admins < 3 || last.Actor != cardrefund.ActorAdmin || last.ToStatus != cardrefund.StatusNeedsReview {
+			t.Errorf("%d admin events, the last %+v", admins, last)
+		}
 		closed, err := e.svc.Close(ctx, c.PublicID, e.admin.ID, false, "the panel shows only the 50,000 refund")
 		if err != nil || closed.Status != cardrefund.StatusFailed || closed.StatusReason != cardrefund.ReasonAdminClosed {
 			t.Fatalf("close: %+v %v", closed, err)
