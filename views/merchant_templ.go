@@ -1286,7 +1286,7 @@ func MerchantCharge(p Page, v MerchantView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 108, "</label><div class=\"amount-row\"><input id=\"capture-amount\" name=\"amount\" inputmode=\"numeric\" autocomplete=\"off\" required value=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 108, "</label><div class=\"amount-row\"><input id=\"capture-amount\" name=\"amount\" inputmode=\"decimal\" autocomplete=\"off\" required value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1396,7 +1396,7 @@ func MerchantCharge(p Page, v MerchantView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 117, "</p><div class=\"amount-row\"><input id=\"refund-amount\" name=\"amount\" inputmode=\"numeric\" autocomplete=\"off\" required aria-describedby=\"refund-hint\" data-testid=\"merchant-refund-amount\"> <span class=\"unit\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 117, "</p><div class=\"amount-row\"><input id=\"refund-amount\" name=\"amount\" inputmode=\"decimal\" autocomplete=\"off\" required aria-describedby=\"refund-hint\" data-testid=\"merchant-refund-amount\"> <span class=\"unit\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -26,7 +26,9 @@ type Ended struct {
 // is ErrBadCredentials.
 func (s *Service) VerifyPassword(ctx context.Context, userID int64, password string) error {
 	key := "reauth:" + strconv.FormatInt(userID, 10)
-	if len(password) > MaxPasswordLen {
+	if password == "" || len(password) > MaxPasswordLen {
+		// Never a password: not a guess, not counted (a form sent with the
+		// field left empty does not bring the owner closer to a wait).
 		return ErrBadCredentials
 	}
 	if err := s.takeAttempt(ctx, key); err != nil {

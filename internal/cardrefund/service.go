@@ -282,7 +282,7 @@ func (s *Service) apply(ctx context.Context, c CardRefund, t TopUp, from Status,
 		// Another actor recorded it first (a late answer of an actor whose
 		// lease ran out): what it recorded stands.
 		now, gerr := s.d.Store.Get(ctx, c.ID)
-		if gerr == nil && step.To == StatusRefunded && now.Status != StatusRefunded {
+		if gerr == nil && step.To == StatusRefunded && (now.Status == StatusFailed || now.Status == StatusNeedsReview) {
 			// The bank's definite "made" came too late to be recorded, and
 			// the row says otherwise (failed: the money given back to the
 			// wallet too; or in review): a person must know.

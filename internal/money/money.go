@@ -73,15 +73,16 @@ func ParseTomans(s string) (int64, error) {
 
 // ParseTomansRials reads an amount in tomans that may carry rials, as the
 // pages write one that is not whole tomans: one digit after a decimal
-// mark ("1,234.5", "۱٬۲۳۴٫۵": 12,345 rials; zeros after that digit are
-// allowed). Without a decimal mark it is ParseTomans.
+// mark ("1,234.5", "۱٬۲۳۴٫۵": 12,345 rials), exactly one: "1.000" may
+// be a thousand written with a dot, and an amount is never guessed.
+// Without a decimal mark it is ParseTomans.
 func ParseTomansRials(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := strings.IndexAny(t, ".٫")
 	if i < 0 {
 		return ParseTomans(t)
 	}
-	whole, frac := t[:i], strings.TrimRight(strings.TrimSpace(t[i+utf8.RuneLen([]rune(t[i:])[0]):]), "0۰٠")
+	whole, frac := t[:i], strings.TrimSpace(t[i+utf8.RuneLen([]rune(t[i:])[0]):])
 	var rials int64
 	if strings.ContainsFunc(whole, func(r rune) bool { d, ok := digitValue(r); return ok && d != 0 }) {
 		w, err := ParseTomans(whole)
@@ -92,16 +93,15 @@ func ParseTomansRials(s string) (int64, error) {
 	} else if strings.TrimFunc(whole, func(r rune) bool { _, ok := digitValue(r); return ok || isSeparator(r) }) != "" {
 		return 0, invalidKind(whole)
 	}
-	switch r := []rune(frac); {
-	case len(r) > 1:
+	r := []rune(frac)
+	if len(r) != 1 {
 		return 0, ErrDecimal
-	case len(r) == 1:
-		d, ok := digitValue(r[0])
-		if !ok {
-			return 0, ErrInvalid
-		}
-		rials += int64(d)
 	}
+	d, ok := digitValue(r[0])
+	if !ok {
+		return 0, ErrInvalid
+	}
+	rials += int64(d)
 	if rials <= 0 {
 		return 0, ErrNotPositive
 	}

@@ -61,7 +61,7 @@ func newUseCases(b base, p useCaseParts) useCases {
 	cfg := b.cfg
 	var u useCases
 	u.Hooks = webhook.NewSender(p.webhooks, webhook.SenderOptions{RetryFor: cfg.WebhookRetryFor, Observer: p.metrics,
-		BaseBackoff: cfg.WebhookBackoffBase, MaxBackoff: cfg.WebhookBackoffMax, Interval: cfg.WebhookInterval, Log: b.log("webhook")})
+		BaseBackoff: cfg.WebhookBackoffBase, MaxBackoff: cfg.WebhookBackoffMax, Interval: cfg.WebhookInterval, Ticks: b.o.Ticks, Log: b.log("webhook")})
 	// A move that queued webhook deliveries wakes this instance's sender
 	// once it has committed; a move that queued none (a payer without
 	// endpoints, most credits) wakes nothing.

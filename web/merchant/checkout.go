@@ -72,8 +72,8 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 			v.ReturnHost = r.Host
 		}
 	}
-	if v.State != "taken" {
-		v.OrderID = ch.OrderID
+	if ch.PayerUserID == 0 || ch.PayerUserID == u.ID {
+		v.OrderID = ch.OrderID // not to someone else than the payer who confirmed it
 	}
 	if ch.PayerUserID == u.ID && ch.ConfirmedAt != nil {
 		r := &views.CheckoutReceipt{CapturedRials: ch.CapturedRials, RefundedRials: ch.RefundedRials, ConfirmedAt: *ch.ConfirmedAt}

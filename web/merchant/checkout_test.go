@@ -411,8 +411,11 @@ func TestCheckoutCanceledByMerchantIsNotTaken(t *testing.T) {
 			if s := d.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "canceled") {
 				t.Errorf("status sentence: %v", s)
 			}
-			if who == o && d.TestID("checkout-return") != nil {
-				t.Errorf("another person is sent to the merchant's return_url")
+			if who == o && (d.TestID("checkout-return") != nil || d.TestID("checkout-order") != nil || d.TestID("checkout-reference") != nil) {
+				t.Errorf("another person is sent to the merchant's return_url, or sees the payer's order")
+			}
+			if who == c && d.TestID("checkout-order").Text() != "X-1" {
+				t.Errorf("the payer does not see the order")
 			}
 		}
 		if b := ledgertest.Balance(t, db, otherWallet); b != 500_000 {

@@ -375,11 +375,12 @@ func (c *Client) call(ctx context.Context, op, method string, fields [][2]string
 		case wire.Retryable(status) && fault == "" && err != nil:
 			err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), c.now()),
 				Err: fmt.Errorf("HTTP %d %s", status, http.StatusText(status))}
-		case fault != "" && op == opRequest && !wire.Retryable(status):
+		case fault != "" && op == opRequest && (clientFault(raw) || !wire.Retryable(status)):
 			// A fault on bpPayRequest started nothing the payer can pay.
-			// With a status of an outage (502, 503, 504, ...) it is the
-			// bank's trouble, not a refusal of ours: counted as a failure
-			// by the breaker (below), so that top-ups fail over.
+			// One of ours (faultcode Client) is a refusal; any other comes
+			// with 500 as SOAP 1.1 sends every fault, and is the bank's
+			// trouble: counted as a failure by the breaker (below), so
+			// that top-ups fail over.
 			err = &gateway.RejectedError{Op: op, Message: "SOAP fault: " + wire.Clean(fault, maxMessage)}
 		case fault != "":
 			// A fault says nothing definite about the sale.
@@ -453,6 +454,33 @@ func ReadReturn(raw []byte) (ret, fault string, err error) {
 		return "", "SOAP fault without a faultstring", nil
 	}
 	return "", "", errors.New("no <return> in the SOAP answer")
+}
+
+// clientFault reports whether a SOAP answer is a fault whose faultcode
+// blames the caller (SOAP 1.1 "Client", SOAP 1.2 "Sender"), as opposed
+// to the server ("Server", "Receiver", or none said).
+func clientFault(raw []byte) bool {
+	dec := xml.NewDecoder(bytes.NewReader(raw))
+	dec.Strict = false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok || (se.Name.Local != "faultcode" && se.Name.Local != "Value") {
+			continue
+		}
+		var code string
+		if dec.DecodeElement(&code, &se) != nil {
+			return false
+		}
+		_, local, _ := strings.Cut(strings.TrimSpace(code), ":")
+		if local == "" {
+			local = strings.TrimSpace(code)
+		}
+		return strings.HasPrefix(local, "Client") || strings.HasPrefix(local, "Sender")
+	}
 }
 
 func (c *Client) logCall(ctx context.Context, op string, status int, start time.Time, err error) {

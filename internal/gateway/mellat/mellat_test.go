@@ -205,8 +205,11 @@ func TestAnswerCodes(t *testing.T) {
 		return `<?xml version="1.0"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><ns2:` + method +
 			`Response xmlns:ns2="http://interfaces.core.sw.bps.com/"><return>` + ret + `</return></ns2:` + method + `Response></soap:Body></soap:Envelope>`
 	}
-	fault := `<?xml version="1.0"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><soap:Fault>` +
-		`<faultcode>soap:Server</faultcode><faultstring>service down</faultstring></soap:Fault></soap:Body></soap:Envelope>`
+	faultOf := func(code string) string {
+		return `<?xml version="1.0"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><soap:Fault>` +
+			`<faultcode>` + code + `</faultcode><faultstring>it went wrong</faultstring></soap:Fault></soap:Body></soap:Envelope>`
+	}
+	fault, ours := faultOf("soap:Server"), faultOf("soap:Client")
 	const (
 		made = iota
 		refused
@@ -237,6 +240,8 @@ func TestAnswerCodes(t *testing.T) {
 		{"request fault in an outage", "request", 500, fault, unknown, ""},
 		{"request fault 503", "request", 503, fault, unknown, ""},
 		{"request fault 200", "request", 200, fault, refused, ""},
+		{"request fault of ours, on 500 as SOAP sends it", "request", 500, ours, refused, ""},
+		{"verify fault of ours", "verify", 500, ours, unknown, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

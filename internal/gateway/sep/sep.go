@@ -511,8 +511,13 @@ func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 		// (RefundStatus) decides.
 		return fmt.Errorf("sep reverse %s: %w", quote(refNum), &gateway.TransientError{Op: opReverse, HTTPStatus: status,
 			Err: fmt.Errorf("SEP ResultCode %d: outcome unknown", code)})
+	case resultNotFound, resultTooLate, resultNoTransaction, resultEmptyReceipt, resultReceiptNotB64, -104, -105, -106, -18:
+		// The table's refusals: nothing reversed.
+		return &gateway.RejectedError{Op: opReverse, Code: int(code), Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
 	}
-	return &gateway.RejectedError{Op: opReverse, Code: int(code), Message: wire.Clean(wire.FlexString(a.ResultDescription), maxMessage)}
+	// A code the table does not have says nothing of the reversal.
+	return fmt.Errorf("sep reverse %s: %w", quote(refNum), &gateway.TransientError{Op: opReverse, HTTPStatus: status,
+		Err: fmt.Errorf("SEP ResultCode %d (%s): outcome unknown", code, wire.Clean(wire.FlexString(a.ResultDescription), maxMessage))})
 }
 
 // post sends one JSON call: the answer's body when it arrived with a

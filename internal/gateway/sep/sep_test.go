@@ -307,6 +307,7 @@ func TestReverseDecoding(t *testing.T) {
 		{"too late", `{"ResultCode":-6}`, 200, true, false},
 		{"not found", `{"ResultCode":-2}`, 200, true, false},
 		{"terminal", `{"ResultCode":-105}`, 200, true, false},
+		{"a code not in the table", `{"ResultCode":-77}`, 200, false, true},
 		{"html", `<html>bad gateway</html>`, 502, false, true},
 		{"no code", `{"Success":true}`, 200, false, true},
 	} {
