@@ -2,9 +2,11 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,6 +199,36 @@ func TestGaveUpCountedOnlyWhenRecorded(t *testing.T) {
 		}
 		if e, _ := svc.Get(ctx, meanwhile.ID); e.FailingSince != nil {
 			t.Fatal("an endpoint disabled meanwhile marked failing")
+		}
+	})
+}
+
+// Endpoints and return origins asked for at once never pass their limits:
+// the owner's row is locked before the count that allows the insert.
+func TestLimitsHoldUnderConcurrentCreates(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc, _ := newService(t, db)
+		uid, _ := seedTopUp(t, db, "many@example.com", 0)
+		var wg sync.WaitGroup
+		for i := range 2 * webhook.MaxEndpoints {
+			wg.Go(func() {
+				_, _, _ = svc.Create(ctx, uid, fmt.Sprintf("https://hooks%d.example/kifpool", i), []string{webhook.TypeCredited})
+			})
+		}
+		for i := range 2 * webhook.MaxOrigins {
+			wg.Go(func() {
+				_, _ = svc.AddOrigin(ctx, uid, fmt.Sprintf("https://shop%d.example", i))
+			})
+		}
+		wg.Wait()
+		eps, err := svc.ForUser(ctx, uid)
+		if err != nil || len(eps) != webhook.MaxEndpoints {
+			t.Fatalf("%d endpoints (%v), want exactly %d", len(eps), err, webhook.MaxEndpoints)
+		}
+		var origins int64
+		if err := db.Gorm.Table("webhook_return_origins").Where("user_id = ?", uid).Count(&origins).Error; err != nil || origins != webhook.MaxOrigins {
+			t.Fatalf("%d origins (%v), want exactly %d", origins, err, webhook.MaxOrigins)
 		}
 	})
 }

@@ -176,6 +176,9 @@ func (s *Service) Create(ctx context.Context, userID int64, rawURL string, event
 	}
 	ep := Endpoint{UserID: userID, URL: u, Events: eventsColumn(types), SecretEnc: enc, CreatedAt: s.clock()}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := s.lockOwner(tx, userID); err != nil {
+			return err
+		}
 		var n int64
 		if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", userID).Count(&n).Error; err != nil {
 			return err
@@ -268,6 +271,9 @@ func (s *Service) enable(tx *gorm.DB, ep Endpoint) error {
 		return nil
 	}
 	if ep.DisabledAt != nil {
+		if err := s.lockOwner(tx, ep.UserID); err != nil {
+			return err
+		}
 		var n int64
 		if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", ep.UserID).Count(&n).Error; err != nil {
 			return err
@@ -491,6 +497,9 @@ func (s *Service) AddOrigin(ctx context.Context, userID int64, raw string) (Orig
 	}
 	o := Origin{UserID: userID, Origin: origin, CreatedAt: s.clock()}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := s.lockOwner(tx, userID); err != nil {
+			return err
+		}
 		var n int64
 		if err := tx.Model(&Origin{}).Where("user_id = ?", userID).Count(&n).Error; err != nil {
 			return err
@@ -589,4 +598,18 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	return st, nil
+}
+
+// lockOwner locks the owner's user row until tx ends, before a count of
+// their endpoints or origins and the insert it allows: two requests at
+// once cannot both count one below the limit and both insert. (SQLite's
+// immediate transactions serialise writers already.)
+func (s *Service) lockOwner(tx *gorm.DB, userID int64) error {
+	if s.db.Dialect != store.Postgres {
+		return nil
+	}
+	if err := tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, userID).Error; err != nil {
+		return fmt.Errorf("lock user %d: %w", userID, err)
+	}
+	return nil
 }
