@@ -37,6 +37,9 @@ type UserInfo struct {
 	IsAdmin bool
 	// IsMerchant: the header links to the merchant's page.
 	IsMerchant bool
+	// Unverified: the address is not confirmed yet (no one can send the
+	// user money); the wallet and account pages say so.
+	Unverified bool
 }
 
 // T translates key into the page's language.
@@ -111,6 +114,8 @@ type AccountView struct {
 	Email    string
 	Sessions int64  // live sessions (signed-in browsers)
 	Notice   string // message key of the last action's result
+	// NoticeArgs are the notice's arguments.
+	NoticeArgs []any
 	// Receipts: receipts by e-mail are on.
 	Receipts bool
 	// Name is the display name (as typed, when NameErrorKey says why it
@@ -121,6 +126,17 @@ type AccountView struct {
 	// admin's fresh second factor).
 	SignOutErrorKey  string
 	SignOutErrorArgs []any
+}
+
+// VerifyView is the page of a link that confirms an address.
+type VerifyView struct {
+	Token string // the link's secret, posted back by its form
+	Email string
+	// SignInURL, when set, is where this signed-out browser signs in
+	// to the link's account first (back to the link after).
+	SignInURL string
+	// OtherAccount: this browser is signed in to another account.
+	OtherAccount bool
 }
 
 // TopUpForm is the top-up form.

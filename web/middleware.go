@@ -74,19 +74,25 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 	return err
 }
 
-// resetPathPrefix starts every reset link's path; what follows is its
-// token.
-var resetPathPrefix = strings.TrimSuffix(routes.PasswordReset("x"), "x")
+// secretPaths are the patterns whose last segment is a link's secret
+// token: a password reset link (it sets the account's password for 30
+// minutes) and an address's confirmation link.
+func secretPaths() [2]string {
+	return [2]string{routes.PasswordResetPattern, routes.EmailVerifyPattern}
+}
 
-// loggedPath is the request's path as a log line may hold it: a password
-// reset link's token (it sets the account's password for 30 minutes) is
-// never written, only that the path was a reset link; in any case of its
-// letters, as routing matches it (a mail gateway may rewrite a link).
+// loggedPath is the request's path as a log line may hold it: a secret
+// link's token is never written, only which kind of link the path was; in
+// any case of its letters, as routing matches it (a mail gateway may
+// rewrite a link).
 func loggedPath(c *fiber.Ctx) string {
-	if p := c.Path(); !strings.HasPrefix(strings.ToLower(p), resetPathPrefix) {
-		return p
+	p := c.Path()
+	for _, pattern := range secretPaths() {
+		if strings.HasPrefix(strings.ToLower(p), strings.TrimSuffix(pattern, ":token")) {
+			return pattern
+		}
 	}
-	return routes.PasswordResetPattern
+	return p
 }
 
 // plainRequestID reports whether a caller's X-Request-Id is a plain token

@@ -29,7 +29,7 @@ func (s *Server) page(c *fiber.Ctx, titleKey string) views.Page {
 	p.CSRF, _ = c.Locals(localCSRF).(string)
 	p.Nonce, _ = c.Locals(localNonce).(string)
 	if u := currentUser(c); u != nil {
-		p.User = &views.UserInfo{Email: u.Email, IsAdmin: u.IsAdmin(), IsMerchant: u.Merchant}
+		p.User = &views.UserInfo{Email: u.Email, IsAdmin: u.IsAdmin(), IsMerchant: u.Merchant, Unverified: !u.Verified()}
 	}
 	p.SwitchLangURL = switchLangURL(c.Path(), c.Request().URI().QueryArgs().All(), string(l.Other()))
 	return p

@@ -176,8 +176,8 @@ func (bn *bench) addRow(r Row) {
 // credited top-up; it returns the accounts' ids in order.
 func (bn *bench) seedLedgerWallets(ctx context.Context, n int) ([]int64, error) {
 	rows, err := bn.pool.Query(ctx, `WITH u AS (
-			INSERT INTO users (email, password_hash, role, locale, created_at)
-			SELECT 'ledger' || g || '@example.com', 'x', 'user', 'en', now() FROM generate_series(1, $1::int) g RETURNING id),
+			INSERT INTO users (email, password_hash, role, locale, created_at, email_verified_at)
+			SELECT 'ledger' || g || '@example.com', 'x', 'user', 'en', now(), now() FROM generate_series(1, $1::int) g RETURNING id),
 		w AS (INSERT INTO wallets (user_id, created_at, updated_at) SELECT id, now(), now() FROM u ORDER BY id RETURNING id, user_id)
 		INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, created_at, updated_at)
 		SELECT 'wallet', 'wallet:' || id, id, user_id, FALSE, now(), now() FROM w ORDER BY id RETURNING id`, n)

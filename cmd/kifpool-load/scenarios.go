@@ -42,7 +42,7 @@ func (bn *bench) seedUsers(ctx context.Context, n int) error {
 			role = "admin"
 		}
 		var id, walletID int64
-		if err := tx.QueryRow(ctx, `INSERT INTO users (email, password_hash, role, locale, created_at) VALUES ($1, $2, $3, 'en', now()) RETURNING id`,
+		if err := tx.QueryRow(ctx, `INSERT INTO users (email, password_hash, role, locale, created_at, email_verified_at) VALUES ($1, $2, $3, 'en', now(), now()) RETURNING id`,
 			fmt.Sprintf("bench%d@example.com", i), string(hash), role).Scan(&id); err != nil {
 			return err
 		}

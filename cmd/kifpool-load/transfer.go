@@ -164,8 +164,8 @@ func (bn *bench) apiPost(ctx context.Context, token, path, key, body string, sta
 // each; it returns them in account order.
 func (bn *bench) seedAPIUsers(ctx context.Context, n int, prefix, scope string) ([]apiUser, error) {
 	rows, err := bn.pool.Query(ctx, `WITH u AS (
-			INSERT INTO users (email, password_hash, role, locale, created_at)
-			SELECT $2 || g || '@example.com', 'x', 'user', 'en', now() FROM generate_series(1, $1::int) g RETURNING id, email),
+			INSERT INTO users (email, password_hash, role, locale, created_at, email_verified_at)
+			SELECT $2 || g || '@example.com', 'x', 'user', 'en', now(), now() FROM generate_series(1, $1::int) g RETURNING id, email),
 		w AS (INSERT INTO wallets (user_id, created_at, updated_at) SELECT id, now(), now() FROM u ORDER BY id RETURNING id, user_id),
 		a AS (INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, created_at, updated_at)
 			SELECT 'wallet', 'wallet:' || id, id, user_id, FALSE, now(), now() FROM w ORDER BY id RETURNING id, user_id)

@@ -491,6 +491,8 @@ func merchantCmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 		return fmt.Errorf("no user %s: create the user first (kifpool user create)", *email)
 	case errors.Is(err, charge.ErrBadName):
 		return errors.New("--name must be 1 to 100 characters, without control or invisible characters")
+	case errors.Is(err, charge.ErrAddressUnconfirmed):
+		return fmt.Errorf("%s has not confirmed the e-mail address yet (the link mailed at sign-up, or a password reset): a merchant's account must be its owner's", *email)
 	case err != nil:
 		return fmt.Errorf("merchant create: %w", err)
 	}

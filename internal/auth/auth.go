@@ -47,6 +47,9 @@ type User struct {
 	TOTPLastStep    int64      `gorm:"column:totp_last_step"`
 	// TOTPEnrolHash is the hash of the one-time enrolment code ('': none).
 	TOTPEnrolHash string `gorm:"column:totp_enrol_hash"`
+	// EmailVerifiedAt is when the owner confirmed the address (verify.go;
+	// nil: not yet).
+	EmailVerifiedAt *time.Time
 	// Merchant is set by the session lookup alone (the user has a row in
 	// merchants): the site header's hint that links to /merchant, read in
 	// the same statement as the session, so that a signed-in page costs
@@ -91,6 +94,8 @@ type Service struct {
 	// sign-in takes the same time whether or not the account exists.
 	dummyHash   []byte
 	resetMailer ResetMailer
+	// verifyMailer queues the link that confirms an address (verify.go).
+	verifyMailer VerifyMailer
 	// cache keeps looked-up sessions for a second (sessioncache.go).
 	cache  *sessionCache
 	listen store.ListenOptions
@@ -103,6 +108,9 @@ type Options struct {
 	SessionTTL time.Duration // default 7 days
 	// ResetMailer queues password reset mail (nil: resets are refused).
 	ResetMailer ResetMailer
+	// VerifyMailer queues the link that confirms a new account's address
+	// (nil: Register is refused).
+	VerifyMailer VerifyMailer
 	// SessionCacheTTL is how long a looked-up session may be served from
 	// memory (default DefaultSessionCacheTTL; negative: never), and only
 	// while KeepSessionCache runs (sessioncache.go).
@@ -132,12 +140,20 @@ func NewService(db *store.DB, o Options) *Service {
 		o.SessionCacheMax = DefaultSessionCacheMax
 	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("kifpool-timing-equaliser"), o.BcryptCost)
-	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy, resetMailer: o.ResetMailer,
+	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy, resetMailer: o.ResetMailer, verifyMailer: o.VerifyMailer,
 		cache: newSessionCache(o.Now, o.SessionCacheTTL, o.SessionCacheMax), listen: o.Listen}
 }
 
-// SignUp creates a user and their wallet in one transaction.
+// SignUp creates a user and their wallet in one transaction, for an
+// operator or a tool: the address counts as confirmed (the operator
+// vouches for it). A person signing up on the site uses Register.
 func (s *Service) SignUp(ctx context.Context, email, password, role, locale string) (User, error) {
+	return s.signUp(ctx, email, password, role, locale, true)
+}
+
+// signUp creates a user and their wallet in one transaction: with the
+// address confirmed, or else with the mail of a link that confirms it.
+func (s *Service) signUp(ctx context.Context, email, password, role, locale string, verified bool) (User, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return User{}, err
@@ -157,12 +173,20 @@ func (s *Service) SignUp(ctx context.Context, email, password, role, locale stri
 	}
 	now := s.now().UTC()
 	u := User{Email: email, PasswordHash: string(hash), Role: role, Locale: locale, CreatedAt: now}
+	if verified {
+		u.EmailVerifiedAt = &now
+	}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(&u).Error; err != nil {
 			return err
 		}
-		_, err := wallet.Create(tx, u.ID, now)
-		return err
+		if _, err := wallet.Create(tx, u.ID, now); err != nil {
+			return err
+		}
+		if verified {
+			return nil
+		}
+		return s.addVerification(tx, u)
 	})
 	if store.IsUniqueViolation(err) {
 		return User{}, ErrEmailTaken
@@ -298,7 +322,7 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 	err := row.Scan(
 		&sess.ID, &sess.TokenHash, &sess.UserID, &sess.CreatedAt, &sess.ExpiresAt, &sess.SecondFactorAt,
 		&u.ID, &u.Email, &u.PasswordHash, &u.Role, &u.Locale, &u.CreatedAt,
-		&u.TOTPSecret, &u.TOTPConfirmedAt, &u.TOTPLastStep, &u.TOTPEnrolHash, &u.Merchant)
+		&u.TOTPSecret, &u.TOTPConfirmedAt, &u.TOTPLastStep, &u.TOTPEnrolHash, &u.EmailVerifiedAt, &u.Merchant)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return User{}, Session{}, ErrNoSession
@@ -312,7 +336,7 @@ func (s *Service) Lookup(ctx context.Context, token string) (User, Session, erro
 // lookupSQL is the session lookup's statement.
 const lookupSQL = `SELECT s.id, s.token_hash, s.user_id, s.created_at, s.expires_at, s.second_factor_at,
 		u.id, u.email, u.password_hash, u.role, u.locale, u.created_at,
-		u.totp_secret, u.totp_confirmed_at, u.totp_last_step, u.totp_enrol_hash,
+		u.totp_secret, u.totp_confirmed_at, u.totp_last_step, u.totp_enrol_hash, u.email_verified_at,
 		m.user_id IS NOT NULL
 		FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN merchants m ON m.user_id = u.id
 		WHERE s.token_hash = ? AND s.expires_at > ?`
@@ -329,10 +353,8 @@ func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, erro
 		// session this ends is either revoked here or refused there
 		// (SessionLive), never left live. SQLite's transactions are one
 		// at a time already.
-		if s.db.Dialect == store.Postgres {
-			if err := tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, userID).Error; err != nil {
-				return err
-			}
+		if err := lockUser(tx, s.db, userID); err != nil {
+			return err
 		}
 		var err error
 		n, _, err = endEverything(tx, userID, "", s.now())
@@ -375,6 +397,15 @@ func endEverything(tx *gorm.DB, userID int64, keep string, now time.Time) (sessi
 	}
 	tokens, err = apitoken.RevokeAllForUser(tx, userID, now)
 	return res.RowsAffected, tokens, err
+}
+
+// lockUser locks the user's row until tx ends, on PostgreSQL (SQLite's
+// transactions are one at a time already).
+func lockUser(tx *gorm.DB, db *store.DB, userID int64) error {
+	if db.Dialect != store.Postgres {
+		return nil
+	}
+	return tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, userID).Error
 }
 
 // CountSessions is how many live sessions the user has.

@@ -127,8 +127,9 @@ func (s *Service) CheckReset(ctx context.Context, token string) (User, error) {
 
 // ResetPassword uses a reset link once: in one transaction the link is
 // spent (a conditional update: two uses at once cannot both succeed),
-// every other link of the user dies, the password is replaced, every
-// session ends and every API token is revoked.
+// every other link of the user dies, the password is replaced, the
+// address is confirmed, every session ends and every API token is
+// revoked.
 func (s *Service) ResetPassword(ctx context.Context, token, password string) (User, Ended, error) {
 	if token == "" || len(token) > 100 {
 		return User{}, Ended{}, ErrResetInvalid
@@ -159,6 +160,13 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (Us
 			return err
 		}
 		if err := tx.Model(&User{}).Where("id = ?", r.UserID).Update("password_hash", string(hash)).Error; err != nil {
+			return err
+		}
+		// The link reached the address's inbox: the address is
+		// confirmed, as by its own link (verify.go). The owner whose
+		// address a stranger signed up with takes the account back
+		// this way: every session and token of the stranger ends.
+		if err := confirmEmail(tx, r.UserID, now); err != nil {
 			return err
 		}
 		if err := tx.Take(&u, r.UserID).Error; err != nil {

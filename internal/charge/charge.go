@@ -125,6 +125,11 @@ var (
 	ErrNotMerchant = errors.New("charge: not a merchant")
 	// ErrNotFound: no such charge (of this merchant), or refund.
 	ErrNotFound = errors.New("charge: not found")
+	// ErrAddressUnconfirmed: the user's e-mail address is not confirmed
+	// (auth's verify.go): the account may be a stranger's who signed up
+	// with the address, and is made no merchant (payers' money would go
+	// to the stranger).
+	ErrAddressUnconfirmed = errors.New("charge: the user's e-mail address is not confirmed")
 	// ErrOrderIDTaken: the merchant has a charge with this order id
 	// (made with another Idempotency-Key).
 	ErrOrderIDTaken = errors.New("charge: order_id already used")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -30,6 +31,8 @@ func TestTransferCrash(t *testing.T) {
 		rig := newCrashRig(t, d)
 		alice := signedUp(ctx, t, rig.appURL, "alice-transfer@e2e.example")
 		signedUp(ctx, t, rig.appURL, "bob-transfer@e2e.example")
+		// Bob used the link mailed to him: his address receives.
+		authtest.ConfirmEmail(t, rig.db, "bob-transfer@e2e.example")
 		ws := wallet.NewService(rig.db, nil)
 		walletOf := func(email string) wallet.Wallet {
 			var uid int64

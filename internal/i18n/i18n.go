@@ -57,9 +57,9 @@ func (l Lang) Other() Lang {
 
 func table(l Lang) []map[string]string {
 	if l == EN {
-		return []map[string]string{messagesEN, adminEN, tokensEN, accountEN, webhooksEN, transferEN, withdrawEN, cardRefundEN, merchantAdminEN, checkoutEN}
+		return []map[string]string{messagesEN, adminEN, tokensEN, accountEN, webhooksEN, transferEN, withdrawEN, cardRefundEN, merchantAdminEN, checkoutEN, verifyEN}
 	}
-	return []map[string]string{messagesFA, adminFA, tokensFA, accountFA, webhooksFA, transferFA, withdrawFA, cardRefundFA, merchantAdminFA, checkoutFA}
+	return []map[string]string{messagesFA, adminFA, tokensFA, accountFA, webhooksFA, transferFA, withdrawFA, cardRefundFA, merchantAdminFA, checkoutFA, verifyFA}
 }
 
 // T returns the message for key in language l. args are name/value pairs

@@ -39,6 +39,7 @@ import (
 // Mail kinds (mails.kind).
 const (
 	KindReset   = "password_reset"
+	KindVerify  = "email_verify"
 	KindReceipt = "receipt"
 	KindNotice  = "failure_notice"
 )
@@ -173,16 +174,38 @@ func (n *Notifier) ResetMailer() auth.ResetMailer {
 			LinkText: i18n.T(l, "mail.reset.link"),
 			Footer:   []string{i18n.T(l, "mail.reset.ignore")},
 		}
-		c = n.sign(c, false)
-		r, err := c.render(u.Email)
-		if err != nil {
-			return err
-		}
-		now := n.now().UTC().Truncate(time.Microsecond)
-		uid := u.ID
-		r.UserID, r.Kind, r.Secret, r.CreatedAt, r.ExpiresAt = &uid, KindReset, true, now, &expires
-		return mail.Enqueue(tx, r)
+		return n.queueSecret(tx, c, u, KindReset, expires)
 	}
+}
+
+// VerifyMailer queues the link that confirms a new account's address for
+// auth.Service (inside its transaction). The mail is secret (its body is
+// blanked once sent) and expires with the link.
+func (n *Notifier) VerifyMailer() auth.VerifyMailer {
+	return func(tx *gorm.DB, u auth.User, token string, expires time.Time) error {
+		l := langOf(u.Locale)
+		c := content{Lang: l, Subject: i18n.T(l, "mail.verify.subject"),
+			Intro:    []string{i18n.T(l, "mail.verify.intro", "email", u.Email), i18n.T(l, "mail.verify.valid", "hours", int64(auth.VerifyLifetime/time.Hour))},
+			Link:     n.baseURL + routes.EmailVerify(token),
+			LinkText: i18n.T(l, "mail.verify.link"),
+			Footer:   []string{i18n.T(l, "mail.verify.ignore")},
+		}
+		return n.queueSecret(tx, c, u, KindVerify, expires)
+	}
+}
+
+// queueSecret renders c to u and queues it as a secret mail of kind that
+// expires with its link.
+func (n *Notifier) queueSecret(tx *gorm.DB, c content, u auth.User, kind string, expires time.Time) error {
+	c = n.sign(c, false)
+	r, err := c.render(u.Email)
+	if err != nil {
+		return err
+	}
+	now := n.now().UTC().Truncate(time.Microsecond)
+	uid := u.ID
+	r.UserID, r.Kind, r.Secret, r.CreatedAt, r.ExpiresAt = &uid, kind, true, now, &expires
+	return mail.Enqueue(tx, r)
 }
 
 // MayHaveCharged reports whether a payment that failed for this reason

@@ -53,14 +53,17 @@ var ErrSearchTooShort = errors.New("people: search text too short")
 
 // User is a person as the admin pages show them, with their wallet.
 type User struct {
-	ID           int64
-	Email        string
-	Role         string
-	Locale       string
-	CreatedAt    time.Time
-	WalletID     int64
-	BalanceRials int64
-	HeldRials    int64
+	ID        int64
+	Email     string
+	Role      string
+	Locale    string
+	CreatedAt time.Time
+	// EmailVerifiedAt is when the owner confirmed the address (nil:
+	// not yet; only a confirmed address receives transfers).
+	EmailVerifiedAt *time.Time
+	WalletID        int64
+	BalanceRials    int64
+	HeldRials       int64
 }
 
 // LedgerEntry is one ledger transaction of a wallet (ID is the
@@ -75,7 +78,7 @@ type LedgerEntry struct {
 	CreatedAt     time.Time
 }
 
-const userColumns = "u.id, u.email, u.role, u.locale, u.created_at, w.id AS wallet_id, a.posted_rials AS balance_rials, a.held_rials"
+const userColumns = "u.id, u.email, u.role, u.locale, u.created_at, u.email_verified_at, w.id AS wallet_id, a.posted_rials AS balance_rials, a.held_rials"
 
 // userJoins bring in the user's wallet and its ledger account.
 const userJoins = "LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id"

@@ -55,6 +55,9 @@ const (
 	SignOut              = "/signout"
 	PasswordForgot       = "/password/forgot"
 	PasswordResetPattern = "/password/reset/:token"
+	// EmailVerifyPattern is the page a mailed link that confirms an
+	// account's address opens (GET: the question; POST: confirm).
+	EmailVerifyPattern = "/email/verify/:token"
 )
 
 // The signed-in person's account and API tokens.
@@ -64,8 +67,11 @@ const (
 	AccountName              = Account + "/name"
 	AccountSignOutEverywhere = Account + "/signout-everywhere"
 	AccountPassword          = Account + "/password"
-	Tokens                   = Account + "/tokens"
-	TokenRevokePattern       = Tokens + "/:id/revoke"
+	// AccountEmailVerify mails the signed-in person a new link that
+	// confirms their address (POST).
+	AccountEmailVerify = Account + "/email/verify"
+	Tokens             = Account + "/tokens"
+	TokenRevokePattern = Tokens + "/:id/revoke"
 	// Webhook endpoints and the return_url origins.
 	Webhooks                   = Account + "/webhooks"
 	WebhookDisablePattern      = Webhooks + "/:id/disable"
@@ -254,7 +260,7 @@ func Patterns() []string {
 	return []string{
 		Home, SandbankAll, Healthz, Readyz, Metrics,
 		APIOpenAPI, APITopUps, APITopUpPattern, APIWallet, APIWalletLedger,
-		SignUp, SignIn, SignOut, PasswordForgot, PasswordResetPattern,
+		SignUp, SignIn, SignOut, PasswordForgot, PasswordResetPattern, EmailVerifyPattern, AccountEmailVerify,
 		Account, AccountReceipts, AccountName, AccountSignOutEverywhere, AccountPassword, Tokens, TokenRevokePattern,
 		Webhooks, WebhookDisablePattern, WebhookEnablePattern, WebhookDeletePattern, WebhookOrigins, WebhookOriginDeletePattern,
 		Wallet, WalletTopUps, WalletTopUpsCSV, TopUp,
@@ -350,6 +356,9 @@ func id(n int64) string { return strconv.FormatInt(n, 10) }
 
 // PasswordReset is the page a reset link opens.
 func PasswordReset(token string) string { return Fill(PasswordResetPattern, token) }
+
+// EmailVerify is the page a link that confirms an address opens.
+func EmailVerify(token string) string { return Fill(EmailVerifyPattern, token) }
 
 // TokenRevoke revokes one of the signed-in person's API tokens.
 func TokenRevoke(tokenID int64) string { return Fill(TokenRevokePattern, id(tokenID)) }

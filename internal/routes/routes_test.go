@@ -30,6 +30,8 @@ func TestURLs(t *testing.T) {
 		{SignUp, "/signup"}, {SignIn, "/signin"}, {SignOut, "/signout"},
 		{PasswordForgot, "/password/forgot"}, {PasswordResetPattern, "/password/reset/:token"},
 		{PasswordReset("tok-_EN"), "/password/reset/tok-_EN"},
+		{EmailVerifyPattern, "/email/verify/:token"}, {EmailVerify("tok-_EN"), "/email/verify/tok-_EN"},
+		{AccountEmailVerify, "/account/email/verify"},
 		{Account, "/account"}, {AccountReceipts, "/account/receipts"}, {AccountSignOutEverywhere, "/account/signout-everywhere"},
 		{AccountPassword, "/account/password"}, {AccountName, "/account/name"}, {Tokens, "/account/tokens"}, {TokenRevokePattern, "/account/tokens/:id/revoke"},
 		{TokenRevoke(42), "/account/tokens/42/revoke"},

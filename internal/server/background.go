@@ -216,6 +216,9 @@ func (s *Server) retain(log *slog.Logger) func(context.Context) {
 		if _, err := s.Auth.PurgeResets(ctx); err != nil && ctx.Err() == nil {
 			log.Error("purge password reset links", "err", err)
 		}
+		if _, err := s.Auth.PurgeVerifications(ctx); err != nil && ctx.Err() == nil {
+			log.Error("purge address confirmation links", "err", err)
+		}
 	}
 }
 

@@ -223,7 +223,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		return nil, err
 	}
 	uc := newUseCases(b, useCaseParts{store: st, ledger: led, reads: reads, gateways: gws, metrics: obs.Metrics,
-		webhooks: hooks, resets: ml.Notifier.ResetMailer(), cardRefunds: crs})
+		webhooks: hooks, resets: ml.Notifier.ResetMailer(), verifies: ml.Notifier.VerifyMailer(), cardRefunds: crs})
 	po, err = newPayouts(b, led, uc.Wallets)
 	if err != nil {
 		return nil, err

@@ -227,7 +227,7 @@ func (s *Service) Quote(ctx context.Context, r Request) (Quote, error) {
 	if err != nil {
 		return Quote{}, err
 	}
-	rcpt, err := s.st.userByEmail(ctx, to)
+	rcpt, err := s.st.userByEmail(ctx, to, r.SenderUserID)
 	if err != nil {
 		return Quote{}, err
 	}

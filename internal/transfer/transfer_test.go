@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/ledger"
@@ -173,6 +175,15 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		ctx := context.Background()
 		a, _ := f.user("alice@example.com", 1_000_000), f.user("bob@example.com", 0)
 		poor := f.user("poor@example.com", 50_000)
+		// An account whose address its owner has not confirmed: maybe a
+		// stranger's who signed up with it.
+		users := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
+			VerifyMailer: func(*gorm.DB, auth.User, string, time.Time) error { return nil }})
+		squatter, err := users.Register(ctx, "carol@example.com", "correct horse battery", "fa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		squatterP := person{ID: squatter.ID, Email: squatter.Email}
 		long := make([]rune, 141)
 		for i := range long {
 			long[i] = 'x'
@@ -186,6 +197,8 @@ func TestRefusalsWriteNothing(t *testing.T) {
 			{"unknown recipient", req(a, "nobody@example.com", 20_000), transfer.ErrRecipientNotFound},
 			{"not an address", req(a, "bob", 20_000), transfer.ErrRecipientNotFound},
 			{"self", req(a, "ALICE@example.com", 20_000), transfer.ErrToSelf},
+			{"unconfirmed recipient", req(a, "carol@example.com", 20_000), transfer.ErrRecipientNotFound},
+			{"unconfirmed self", req(squatterP, "Carol@example.com", 20_000), transfer.ErrToSelf},
 			{"below the minimum", req(a, "bob@example.com", 9_990), money.ErrTooSmall},
 			{"not whole tomans", req(a, "bob@example.com", 20_005), money.ErrNotWholeTomans},
 			{"zero", req(a, "bob@example.com", 0), money.ErrNotPositive},
@@ -205,6 +218,17 @@ func TestRefusalsWriteNothing(t *testing.T) {
 					t.Fatalf("a refusal wrote: %v → %v", before, after)
 				}
 			})
+		}
+		if _, err := f.svc.Quote(ctx, req(a, "carol@example.com", 20_000)); !errors.Is(err, transfer.ErrRecipientNotFound) {
+			t.Fatalf("quote to an unconfirmed address: %v", err)
+		}
+		if _, err := f.svc.Quote(ctx, req(squatterP, "carol@example.com", 20_000)); !errors.Is(err, transfer.ErrToSelf) {
+			t.Fatalf("quote to one's own unconfirmed address: %v", err)
+		}
+		// Once its owner confirms it, the address receives.
+		authtest.ConfirmEmail(t, db, "carol@example.com")
+		if _, err := f.svc.Quote(ctx, req(a, "carol@example.com", 20_000)); err != nil {
+			t.Fatalf("quote to a confirmed address: %v", err)
 		}
 		// The daily limit counts the day's transfers: 200,000 then 100,000
 		// pass, 10 more rials do not; the next Tehran day they do.

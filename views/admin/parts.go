@@ -66,6 +66,9 @@ type UserRow struct {
 	Role         string
 	CreatedAt    time.Time
 	BalanceRials int64
+	// EmailVerifiedAt is when the owner confirmed the address (nil: not
+	// yet).
+	EmailVerifiedAt *time.Time
 }
 
 // AuditRow is one entry of the audit log.

@@ -40,6 +40,19 @@ type refusal struct {
 	status int
 }
 
+// unconfirmed refuses an act that gives the account something lasting (an
+// API token, a webhook endpoint, a return origin) while its address is
+// not confirmed: the account may be a stranger's who signed up with
+// someone else's address, which the owner takes back by a password reset
+// (sessions and tokens end then, but an endpoint would keep feeding the
+// stranger the account's events).
+func unconfirmed(u *auth.User) *refusal {
+	if u.Verified() {
+		return nil
+	}
+	return &refusal{"verify.needed", nil, fiber.StatusForbidden}
+}
+
 // freshSecondFactor asks an admin (only) for a fresh second factor before
 // an act that changes their credentials (a new password, a new API
 // token): the form's code is spent whatever the session passed before, so

@@ -20,7 +20,7 @@ func (h *handlers) signUpForm(c *fiber.Ctx) error {
 
 func (h *handlers) signUp(c *fiber.Ctx) error {
 	email, password := c.FormValue("email"), c.FormValue("password")
-	u, err := h.Auth.SignUp(c.UserContext(), email, password, auth.RoleUser, string(h.Lang(c)))
+	u, err := h.Auth.Register(c.UserContext(), email, password, string(h.Lang(c)))
 	if err != nil {
 		key := ""
 		switch {
@@ -42,6 +42,9 @@ func (h *handlers) signUp(c *fiber.Ctx) error {
 		return h.Render(c, fiber.StatusUnprocessableEntity, views.SignUp(h.Page(c, "signup.title"), views.AuthForm{Email: email, ErrorKey: key}))
 	}
 	h.Log.InfoContext(c.UserContext(), "user signed up", "user", u.ID)
+	if h.MailQueued != nil { // the confirmation link, which the person waits for
+		h.MailQueued()
+	}
 	return h.startSession(c, u, routes.Wallet)
 }
 
@@ -114,6 +117,14 @@ func (h *handlers) accountPage(c *fiber.Ctx) error {
 		v.Notice = "account.receipts_saved"
 	case "name":
 		v.Notice = "account.name_saved"
+	case "verify", "verify_pending":
+		if h.User(c).Verified() {
+			break
+		}
+		v.Notice, v.NoticeArgs = "verify.resent", []any{"email", h.User(c).Email}
+		if c.Query("done") == "verify_pending" {
+			v.Notice = "verify.pending"
+		}
 	}
 	return h.Render(c, fiber.StatusOK, views.Account(h.Page(c, "account.title"), v))
 }

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -64,7 +65,7 @@ func (h *handlers) createToken(c *fiber.Ctx) error {
 	status := fiber.StatusOK
 	if r, err := h.freshSecondFactor(c, h.User(c)); err != nil {
 		return err
-	} else if r != nil {
+	} else if r = cmp.Or(unconfirmed(h.User(c)), r); r != nil {
 		form.ErrorKey, form.ErrorArgs = r.key, r.args
 		v, err := h.tokensView(c, views.TokensView{Form: form})
 		if err != nil {

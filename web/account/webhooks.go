@@ -1,6 +1,7 @@
 package account
 
 import (
+	"cmp"
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
@@ -101,7 +102,7 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	// cannot mint a token. An admin types a fresh second factor too.
 	if r, err := h.freshSecondFactor(c, h.User(c)); err != nil {
 		return err
-	} else if r != nil {
+	} else if r = cmp.Or(unconfirmed(h.User(c)), r); r != nil {
 		form.ErrorKey, form.ErrorArgs = r.key, r.args
 		return h.renderWebhooks(c, r.status, views.WebhooksView{Form: form})
 	}
@@ -192,6 +193,9 @@ func (h *handlers) deleteWebhook(c *fiber.Ctx) error {
 // return_origin).
 func (h *handlers) addReturnOrigin(c *fiber.Ctx) error {
 	raw := c.FormValue("return_origin")
+	if r := unconfirmed(h.User(c)); r != nil {
+		return h.renderWebhooks(c, r.status, views.WebhooksView{OriginValue: raw, OriginErrorKey: r.key})
+	}
 	if _, err := h.Webhooks.AddOrigin(c.UserContext(), h.User(c).ID, raw); err != nil {
 		key := webhookErrorKey(err)
 		if key == "" {

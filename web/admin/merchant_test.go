@@ -34,13 +34,23 @@ func TestAdminMakesMerchant(t *testing.T) {
 			return apptest.AdminTOTPCodeAt(t, db, adminEmail, app.Server.Clock.Now)
 		}
 		shop := app.NewClient(t)
-		shop.SignUp("shop@example.com")
+		shop.SignUpUnconfirmed("shop@example.com")
 		uid := authtest.UserID(t, db, "shop@example.com")
 		page := routes.AdminUser(uid)
 		if p := apptest.Parse(admin.Get(page).Body); p.TestID("form-merchant") == nil || p.TestID("merchant-name") != nil {
 			t.Fatal("the user's page has no merchant form, or names a merchant")
 		}
 		action := routes.AdminUserMerchant(uid)
+		// Not while the address is unconfirmed: the account may be a
+		// stranger's who signed up with the shop's address.
+		if r := admin.Submit(page, action, url.Values{"display_name": {"Book Shop"}, "code": {code()}}); r.Status != http.StatusUnprocessableEntity ||
+			apptest.Parse(r.Body).TestID("admin-error") == nil {
+			t.Fatalf("an unconfirmed address: %d", r.Status)
+		}
+		if _, err := app.Server.Charges.Merchant(ctx, uid); !errors.Is(err, charge.ErrNotMerchant) {
+			t.Fatalf("an unconfirmed address made a merchant: %v", err)
+		}
+		authtest.ConfirmEmail(t, db, "shop@example.com")
 		if r := admin.Submit(page, action, url.Values{"display_name": {"Book Shop"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("a wrong code: %d", r.Status)
 		}

@@ -106,6 +106,8 @@ func (h *handlers) makeMerchant(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	case errors.Is(err, charge.ErrBadName):
 		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_name", name)
+	case errors.Is(err, charge.ErrAddressUnconfirmed):
+		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_unconfirmed", name)
 	case err != nil:
 		return err
 	}

@@ -195,7 +195,7 @@ func (h *handler) transferProblem(c *fiber.Ctx, err error) error {
 	case errors.Is(err, transfer.ErrInsufficientFunds):
 		return problem(c, CodeInsufficientFunds, "The wallet's available balance is less than amount_rials; nothing was sent.")
 	case errors.Is(err, transfer.ErrRecipientNotFound):
-		return problem(c, CodeRecipientNotFound, "No Kifpool user has the address to_email; nothing was sent.")
+		return problem(c, CodeRecipientNotFound, "No Kifpool user has the address to_email, or its owner has not confirmed it yet; nothing was sent.")
 	case errors.Is(err, transfer.ErrToSelf):
 		return problem(c, CodeTransferToSelf, "to_email is your own address: a transfer goes to another person.")
 	case errors.Is(err, transfer.ErrDailyLimit):

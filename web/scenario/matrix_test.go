@@ -221,6 +221,8 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.AccountName, post: p(signedIn(see))},
 			{path: routes.PasswordForgot, get: p(all(ok)), post: p(all(ok))}, // the same answer for any address
 			{path: routes.PasswordResetPattern, url: routes.PasswordReset("no-such-link"), get: p(all(http.StatusGone)), post: p(all(http.StatusGone))},
+			{path: routes.EmailVerifyPattern, url: routes.EmailVerify("no-such-link"), get: p(all(http.StatusGone)), post: p(all(http.StatusGone))},
+			{path: routes.AccountEmailVerify, post: p(signedIn(see))},
 			{path: routes.TopUpAbandonPattern, url: routes.TopUpAbandon(ownTopUp), post: p(who{see, see, nf, nf})},
 			{path: routes.WalletTopUps, get: p(signedIn(ok))},
 			{path: routes.WalletTopUpsCSV, get: p(signedIn(ok))},

@@ -50,6 +50,18 @@ func (h *handlers) accountsView(c *fiber.Ctx) (views.BankAccountsView, error) {
 func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 	u := h.User(c)
 	typedIBAN, typedNC := h.FormValue(c, "iban"), h.FormValue(c, "national_code")
+	// Not while the address is unconfirmed: the account may be a
+	// stranger's who signed up with someone else's address, and a bank
+	// account (with its national code, one per person) would outlast
+	// the owner's taking it back by a password reset.
+	if !u.Verified() {
+		v, err := h.accountsView(c)
+		if err != nil {
+			return err
+		}
+		v.IBAN, v.ErrorKey = typedIBAN, "verify.needed"
+		return h.Render(c, fiber.StatusForbidden, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
+	}
 	if typedNC == "" {
 		// The national code on file, when the form did not ask for it.
 		if nc, ok, err := h.BankAccounts.NationalCode(c.UserContext(), u.ID); err != nil {

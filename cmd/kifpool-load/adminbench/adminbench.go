@@ -111,11 +111,11 @@ func Seed(ctx context.Context, conn *pgx.Conn, sz Size, logf func(string, ...any
 	stmts := []struct{ name, sql string }{
 		{"settings", `SET maintenance_work_mem = '512MB'`},
 		{"settings", `SET work_mem = '256MB'`},
-		{"users", `INSERT INTO users (email, password_hash, role, locale, created_at)
-			SELECT 'user' || g || '@' || (ARRAY['gmail.com','yahoo.com','example.ir','chmail.ir'])[1 + g % 4], 'x', 'user', 'fa', now() - interval '400 days'
+		{"users", `INSERT INTO users (email, password_hash, role, locale, created_at, email_verified_at)
+			SELECT 'user' || g || '@' || (ARRAY['gmail.com','yahoo.com','example.ir','chmail.ir'])[1 + g % 4], 'x', 'user', 'fa', now() - interval '400 days', now() - interval '400 days'
 			FROM generate_series(1, ` + u + `) g ORDER BY g`},
-		{"admin", `INSERT INTO users (email, password_hash, role, locale, created_at, totp_secret, totp_confirmed_at)
-			VALUES ('admin@example.com', 'x', 'admin', 'en', now(), 'BENCHBENCHBENCHBENCHBENCHBENCH22', now())`},
+		{"admin", `INSERT INTO users (email, password_hash, role, locale, created_at, totp_secret, totp_confirmed_at, email_verified_at)
+			VALUES ('admin@example.com', 'x', 'admin', 'en', now(), 'BENCHBENCHBENCHBENCHBENCHBENCH22', now(), now())`},
 		{"wallets", `INSERT INTO wallets (user_id, created_at, updated_at) SELECT id, created_at, created_at FROM users WHERE role = 'user' ORDER BY id`},
 		{"wallet accounts", `INSERT INTO ledger_accounts (kind, code, wallet_id, user_id, may_go_negative, created_at, updated_at)
 			SELECT 'wallet', 'wallet:' || id, id, user_id, FALSE, created_at, created_at FROM wallets ORDER BY id`},

@@ -178,3 +178,17 @@ func DistinctUserIDs(t testing.TB, db *store.DB) {
 		t.Fatalf("restart the users' ids: %v", err)
 	}
 }
+
+// ConfirmEmail marks the address of the user with that e-mail address as
+// confirmed, as its owner's use of the mailed link does (a fixture for
+// tests about something else; the link itself is tested in auth and
+// web/account).
+func ConfirmEmail(t testing.TB, db *store.DB, email string) {
+	t.Helper()
+	res := db.Gorm.Exec(`UPDATE users SET email_verified_at = ? WHERE lower(email) = lower(?) AND email_verified_at IS NULL`, time.Now().UTC(), email)
+	if res.Error != nil {
+		t.Fatalf("confirm the address of %s: %v", email, res.Error)
+	}
+	// Sessions read before forget it, as after the link.
+	auth.SessionChanged(db, UserID(t, db, email))
+}

@@ -49,8 +49,17 @@ const selectMerchant = `SELECT m.user_id, u.email, m.display_name, m.account_id,
 // MakeMerchant makes the merchant's account (its own transaction, made
 // once whatever happens next), then its row, or renames it.
 func (s *Store) MakeMerchant(ctx context.Context, userID int64, name string, by *int64, now time.Time) (charge.Merchant, bool, error) {
-	if _, err := s.UserByID(ctx, userID); err != nil {
-		return charge.Merchant{}, false, err
+	// Only an account whose address is confirmed (a confirmation is
+	// never undone: the check holds at the insert).
+	var confirmed []bool
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT email_verified_at IS NOT NULL FROM users WHERE id = ?`, userID), &confirmed); err != nil {
+		return charge.Merchant{}, false, fmt.Errorf("user %d: %w", userID, err)
+	}
+	switch {
+	case len(confirmed) == 0:
+		return charge.Merchant{}, false, charge.ErrNotFound
+	case !confirmed[0]:
+		return charge.Merchant{}, false, charge.ErrAddressUnconfirmed
 	}
 	acct, err := s.ledger.EnsureAccount(ctx, ledger.AccountMerchant, ledger.MerchantCode(userID), userID)
 	if err != nil {
@@ -101,18 +110,6 @@ func (s *Store) UserByEmail(ctx context.Context, addr string) (int64, error) {
 	var ids []int64
 	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE lower(email) = lower(?)`, addr), &ids); err != nil {
 		return 0, fmt.Errorf("user %s: %w", addr, err)
-	}
-	if len(ids) == 0 {
-		return 0, charge.ErrNotFound
-	}
-	return ids[0], nil
-}
-
-// UserByID checks that user id exists.
-func (s *Store) UserByID(ctx context.Context, id int64) (int64, error) {
-	var ids []int64
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id FROM users WHERE id = ?`, id), &ids); err != nil {
-		return 0, fmt.Errorf("user %d: %w", id, err)
 	}
 	if len(ids) == 0 {
 		return 0, charge.ErrNotFound

@@ -18,3 +18,12 @@ func Rows(t testing.TB, db *store.DB) []mail.Row {
 	}
 	return out
 }
+
+// DropQueued deletes the mails of kind to addr not sent yet (a fixture
+// whose test has no use for them, so that its mail is only its own).
+func DropQueued(t testing.TB, db *store.DB, kind, addr string) {
+	t.Helper()
+	if err := db.Gorm.Exec(`DELETE FROM mails WHERE kind = ? AND status = ? AND lower(to_addr) = lower(?)`, kind, mail.StatusQueued, addr).Error; err != nil {
+		t.Fatalf("drop the queued %s mails to %s: %v", kind, addr, err)
+	}
+}
