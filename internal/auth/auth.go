@@ -264,11 +264,12 @@ func hashToken(tok string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// newSessionToken is a session's secret: 256 random bits.
-func newSessionToken() (string, error) {
+// newSecret is a session's or a mailed link's secret: 256 random bits,
+// URL-safe. Only its hash (hashToken) is stored.
+func newSecret() (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("session token: %w", err)
+		return "", fmt.Errorf("random secret: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
@@ -276,7 +277,7 @@ func newSessionToken() (string, error) {
 // NewSession starts a session for the user and returns its secret token
 // (for the cookie) and expiry.
 func (s *Service) NewSession(ctx context.Context, userID int64) (string, time.Time, error) {
-	tok, err := newSessionToken()
+	tok, err := newSecret()
 	if err != nil {
 		return "", time.Time{}, err
 	}

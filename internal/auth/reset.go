@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -86,11 +84,10 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 	if live >= maxLiveResets {
 		return nil
 	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return fmt.Errorf("reset token: %w", err)
+	tok, err := newSecret()
+	if err != nil {
+		return err
 	}
-	tok := base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.now().UTC().Truncate(time.Microsecond)
 	r := passwordReset{UserID: u.ID, TokenHash: hashToken(tok), CreatedAt: now, ExpiresAt: now.Add(ResetLifetime)}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {

@@ -437,7 +437,7 @@ func passSession(tx *gorm.DB, userID, sessionID int64, now time.Time) (string, e
 		}
 		return "", err
 	}
-	tok, err := newSessionToken()
+	tok, err := newSecret()
 	if err != nil {
 		return "", err
 	}

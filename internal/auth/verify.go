@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -105,11 +103,10 @@ func (s *Service) RequestVerification(ctx context.Context, userID int64) (bool, 
 
 // addVerification stores a new confirmation link of u and queues its mail.
 func (s *Service) addVerification(tx *gorm.DB, u User) error {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return fmt.Errorf("confirmation token: %w", err)
+	tok, err := newSecret()
+	if err != nil {
+		return err
 	}
-	tok := base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.now().UTC().Truncate(time.Microsecond)
 	v := emailVerification{UserID: u.ID, TokenHash: hashToken(tok), CreatedAt: now, ExpiresAt: now.Add(VerifyLifetime)}
 	if err := tx.Create(&v).Error; err != nil {
