@@ -599,6 +599,9 @@ func roleCmd(ctx context.Context, verb string, args []string, getenv config.Gete
 	}
 	defer db.Close()
 	ch, err := auth.NewService(db, auth.Options{}).SetRole(ctx, *email, role)
+	if errors.Is(err, auth.ErrAddressUnconfirmed) {
+		return fmt.Errorf("%s %s: the address is not confirmed yet (the link mailed at sign-up, or a password reset): an admin's account must be the address owner's", verb, *email)
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, *email, err)
 	}

@@ -160,10 +160,18 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (Us
 			return err
 		}
 		// The link reached the address's inbox: the address is
-		// confirmed, as by its own link (verify.go). The owner whose
-		// address a stranger signed up with takes the account back
-		// this way: every session and token of the stranger ends.
+		// confirmed, as by its own link (verify.go), whose links die.
+		// The owner whose address a stranger signed up with takes the
+		// account back this way: every session and token of the
+		// stranger ends, and the name the stranger chose goes (an
+		// unconfirmed account got nothing else that lasts).
+		if err := tx.Exec(`UPDATE users SET display_name = '' WHERE id = ? AND email_verified_at IS NULL`, r.UserID).Error; err != nil {
+			return err
+		}
 		if err := confirmEmail(tx, r.UserID, now); err != nil {
+			return err
+		}
+		if err := tx.Model(&emailVerification{}).Where("user_id = ? AND used_at IS NULL", r.UserID).Update("used_at", now).Error; err != nil {
 			return err
 		}
 		if err := tx.Take(&u, r.UserID).Error; err != nil {

@@ -45,6 +45,11 @@ func (s *Service) SetRole(ctx context.Context, email, role string) (RoleChange, 
 			}
 			return err
 		}
+		// An admin's account must be its address's owner's: not one a
+		// stranger signed up with (a confirmation is never undone).
+		if role == RoleAdmin && !u.Verified() {
+			return ErrAddressUnconfirmed
+		}
 		from := u.Role
 		if err := tx.Model(&User{}).Where("id = ?", u.ID).Update("role", role).Error; err != nil {
 			return err

@@ -20,6 +20,11 @@ const maxLiveVerifications = 5
 // ErrVerifyInvalid: the confirmation link is unknown, used or expired.
 var ErrVerifyInvalid = errors.New("confirmation link is unknown, used or expired")
 
+// ErrAddressUnconfirmed: the account's address is not confirmed, and the
+// act needs its owner (the account may be a stranger's who signed up
+// with the address).
+var ErrAddressUnconfirmed = errors.New("the account's e-mail address is not confirmed")
+
 // VerifyMailer queues the mail with the link that confirms u's address,
 // inside tx (so the link exists if and only if its mail is queued). token
 // is the link's secret; only its hash is stored.

@@ -239,6 +239,9 @@ func TestResetLinkConfirmsTheAddress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := s.SetDisplayName(ctx, u.ID, "Not the owner"); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.RequestReset(ctx, "owner@example.com", "10.0.0.9"); err != nil {
 			t.Fatal(err)
 		}
@@ -247,6 +250,12 @@ func TestResetLinkConfirmsTheAddress(t *testing.T) {
 		}
 		if verifiedAt(t, db, u.ID) == nil {
 			t.Fatal("the reset did not confirm the address")
+		}
+		if name, err := s.DisplayName(ctx, u.ID); err != nil || name != "" {
+			t.Fatalf("the stranger's display name %q survived the reset (%v)", name, err)
+		}
+		if _, err := s.CheckVerification(ctx, links.last(t, true)); !errors.Is(err, auth.ErrVerifyInvalid) {
+			t.Fatalf("the confirmation link after the reset: %v", err)
 		}
 		if _, err := s.UserBySession(ctx, stranger); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("the stranger's session: %v", err)
@@ -263,6 +272,32 @@ func TestRegisterNeedsAMailer(t *testing.T) {
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM users`); n != 0 {
 			t.Fatalf("%d users", n)
+		}
+	})
+}
+
+// An account whose address is not confirmed is made no admin (it may be a
+// stranger's who signed up with the address); confirmed, it is.
+func TestPromoteNeedsAConfirmedAddress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		s, links := verifyService(t, db, clk)
+		u, err := s.Register(ctx, "would-be-admin@example.com", "correct horse battery", "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SetRole(ctx, u.Email, auth.RoleAdmin); !errors.Is(err, auth.ErrAddressUnconfirmed) {
+			t.Fatalf("promote unconfirmed: %v", err)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM users WHERE role = 'admin'`); n != 0 {
+			t.Fatalf("%d admins", n)
+		}
+		if _, err := s.Verify(ctx, links.last(t, true), u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if ch, err := s.SetRole(ctx, u.Email, auth.RoleAdmin); err != nil || ch.User.Role != auth.RoleAdmin {
+			t.Fatalf("promote confirmed: %v", err)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package account
 
 import (
-	"cmp"
 	"errors"
 	"time"
 
@@ -63,9 +62,15 @@ func (h *handlers) tokensPage(c *fiber.Ctx) error {
 func (h *handlers) createToken(c *fiber.Ctx) error {
 	form := views.TokenForm{Name: c.FormValue("name"), Scope: c.FormValue("scope"), ExpiresDays: c.FormValue("expires_days")}
 	status := fiber.StatusOK
-	if r, err := h.freshSecondFactor(c, h.User(c)); err != nil {
-		return err
-	} else if r = cmp.Or(unconfirmed(h.User(c)), r); r != nil {
+	// Unconfirmed first: a refusal spends no admin's code.
+	r := unconfirmed(h.User(c))
+	if r == nil {
+		var err error
+		if r, err = h.freshSecondFactor(c, h.User(c)); err != nil {
+			return err
+		}
+	}
+	if r != nil {
 		form.ErrorKey, form.ErrorArgs = r.key, r.args
 		v, err := h.tokensView(c, views.TokensView{Form: form})
 		if err != nil {

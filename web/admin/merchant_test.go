@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -43,14 +44,20 @@ func TestAdminMakesMerchant(t *testing.T) {
 		action := routes.AdminUserMerchant(uid)
 		// Not while the address is unconfirmed: the account may be a
 		// stranger's who signed up with the shop's address.
-		if r := admin.Submit(page, action, url.Values{"display_name": {"Book Shop"}, "code": {code()}}); r.Status != http.StatusUnprocessableEntity ||
-			apptest.Parse(r.Body).TestID("admin-error") == nil {
+		// Its refusal spends no code: the same code works after.
+		first := code()
+		if r := admin.Submit(page, action, url.Values{"display_name": {"Book Shop"}, "code": {first}}); r.Status != http.StatusUnprocessableEntity ||
+			apptest.Parse(r.Body).TestID("admin-error").Text() != i18n.T(i18n.EN, "admin.merchant.error_unconfirmed") {
 			t.Fatalf("an unconfirmed address: %d", r.Status)
 		}
 		if _, err := app.Server.Charges.Merchant(ctx, uid); !errors.Is(err, charge.ErrNotMerchant) {
 			t.Fatalf("an unconfirmed address made a merchant: %v", err)
 		}
 		authtest.ConfirmEmail(t, db, "shop@example.com")
+		if r := admin.Submit(page, action, url.Values{"display_name": {"Book\u202eShop"}, "code": {first}}); r.Status != http.StatusUnprocessableEntity ||
+			apptest.Parse(r.Body).TestID("admin-error").Text() != i18n.T(i18n.EN, "admin.merchant.error_name") {
+			t.Fatalf("the code the refusal did not spend: %d", r.Status)
+		}
 		if r := admin.Submit(page, action, url.Values{"display_name": {"Book Shop"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("a wrong code: %d", r.Status)
 		}

@@ -93,6 +93,16 @@ func (h *handlers) makeMerchant(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	name := h.FormValue(c, "display_name")
+	// An unconfirmed address first, so that its refusal spends no code
+	// (the write checks it again: charge.ErrAddressUnconfirmed).
+	switch u, err := h.People.Fresh().User(c.UserContext(), id); {
+	case errors.Is(err, people.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	case u.EmailVerifiedAt == nil:
+		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_unconfirmed", name)
+	}
 	if status, key, args, err := h.checkFresh(c); err != nil || key != "" {
 		if err != nil {
 			return err
