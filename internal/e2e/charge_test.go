@@ -10,6 +10,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/charge"
 	chargestore "github.com/kifpool/kifpool/internal/charge/sqlstore"
 	"github.com/kifpool/kifpool/internal/formtoken"
@@ -52,6 +53,8 @@ func TestChargeCaptureCrash(t *testing.T) {
 
 		// The merchant, its authorized charge (the checkout's use case),
 		// and its token of scope charges.
+		// The shop confirmed its address (a merchant's must be).
+		authtest.ConfirmEmail(t, rig.db, "shop-capture@e2e.example")
 		svc := charge.New(chargestore.New(rig.db, nil), charge.Config{}, nil, nil)
 		_, _, err = svc.MakeMerchant(ctx, shopID, "Capture Shop", nil)
 		if err != nil {
