@@ -53,6 +53,17 @@ func unconfirmed(u *auth.User) *refusal {
 	return &refusal{"verify.needed", nil, fiber.StatusForbidden}
 }
 
+// mayAddCredential is the refusal, if any, of adding something lasting to
+// the signed-in account (an API token, a webhook endpoint): an
+// unconfirmed address first, so that its refusal spends no admin's code,
+// then an admin's fresh second factor.
+func (h *handlers) mayAddCredential(c *fiber.Ctx) (*refusal, error) {
+	if r := unconfirmed(h.User(c)); r != nil {
+		return r, nil
+	}
+	return h.freshSecondFactor(c, h.User(c))
+}
+
 // freshSecondFactor asks an admin (only) for a fresh second factor before
 // an act that changes their credentials (a new password, a new API
 // token): the form's code is spent whatever the session passed before, so

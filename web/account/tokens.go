@@ -62,13 +62,9 @@ func (h *handlers) tokensPage(c *fiber.Ctx) error {
 func (h *handlers) createToken(c *fiber.Ctx) error {
 	form := views.TokenForm{Name: c.FormValue("name"), Scope: c.FormValue("scope"), ExpiresDays: c.FormValue("expires_days")}
 	status := fiber.StatusOK
-	// Unconfirmed first: a refusal spends no admin's code.
-	r := unconfirmed(h.User(c))
-	if r == nil {
-		var err error
-		if r, err = h.freshSecondFactor(c, h.User(c)); err != nil {
-			return err
-		}
+	r, err := h.mayAddCredential(c)
+	if err != nil {
+		return err
 	}
 	if r != nil {
 		form.ErrorKey, form.ErrorArgs = r.key, r.args
@@ -78,7 +74,7 @@ func (h *handlers) createToken(c *fiber.Ctx) error {
 		}
 		return h.Render(c, r.status, views.Tokens(h.Page(c, "tokens.title"), v))
 	}
-	err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, c.FormValue("password"))
+	err = h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, c.FormValue("password"))
 	var throttled *auth.ThrottledError
 	var secret string
 	switch {

@@ -99,13 +99,9 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	// notes) until someone stops it, past "sign out everywhere" and a new
 	// password: a borrowed or stolen session alone cannot add one, as it
 	// cannot mint a token. An admin types a fresh second factor too.
-	// Unconfirmed first: a refusal spends no admin's code.
-	r := unconfirmed(h.User(c))
-	if r == nil {
-		var err error
-		if r, err = h.freshSecondFactor(c, h.User(c)); err != nil {
-			return err
-		}
+	r, err := h.mayAddCredential(c)
+	if err != nil {
+		return err
 	}
 	if r != nil {
 		form.ErrorKey, form.ErrorArgs = r.key, r.args
