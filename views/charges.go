@@ -21,7 +21,8 @@ type CheckoutView struct {
 	// maximum.
 	TopUpRials int64
 	// State is what the page offers: "open" (pay or cancel), "short"
-	// (top up the difference, or cancel), "own" (the merchant's own
+	// (top up the difference, or cancel), "unconfirmed" (the payer
+	// confirms their address first, or cancels), "own" (the merchant's own
 	// charge), "paid" (automatic capture), "authorized" (manual),
 	// "canceled", "expired", or "taken" (another payer's).
 	State string

@@ -19,6 +19,9 @@ type TransferForm struct {
 	DailyMaxRials  int64
 	AvailableRials int64
 	Confirm        *TransferConfirmView
+	// Unconfirmed: the sender has not confirmed their address; the page
+	// says so, with "send the link again", instead of the form.
+	Unconfirmed bool
 }
 
 // TransferConfirmView is what the confirmation step shows.

@@ -128,7 +128,8 @@ var (
 	// ErrAddressUnconfirmed: the user's e-mail address is not confirmed
 	// (auth's verify.go): the account may be a stranger's who signed up
 	// with the address, and is made no merchant (payers' money would go
-	// to the stranger).
+	// to the stranger), nor pays a charge (the charge would name the
+	// stranger as the address's owner to the merchant).
 	ErrAddressUnconfirmed = errors.New("charge: the user's e-mail address is not confirmed")
 	// ErrOrderIDTaken: the merchant has a charge with this order id
 	// (made with another Idempotency-Key).

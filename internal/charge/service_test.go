@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/charge/sqlstore"
 	"github.com/kifpool/kifpool/internal/formtoken"
@@ -278,6 +280,63 @@ func TestShortBalanceWritesNothing(t *testing.T) {
 		}
 		if f.balance(payer) != 0 || f.merchantBalance(m) != 80_000 {
 			t.Fatalf("balances %d %d", f.balance(payer), f.merchantBalance(m))
+		}
+		f.checkInvariants()
+	})
+}
+
+// A payer whose address is not confirmed (maybe a stranger's who signed
+// up with it) pays nothing, whatever its balance, by either capture and
+// from the form: the charge stays open and nothing moves; once the owner
+// confirms the address, the same payer pays.
+func TestUnconfirmedPayerPaysNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		m, _ := f.merchant("shop@example.com", "Shop")
+		users := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
+			VerifyMailer: func(*gorm.DB, auth.User, string, time.Time) error { return nil }})
+		u, err := users.Register(ctx, "payer@example.com", "correct horse battery", "fa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := f.ws.ForUser(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.fund(w.AccountID, 500_000, "fund:payer")
+		payer := person{ID: u.ID, W: w}
+		tables := []string{"charges", "charge_events", "ledger_transactions", "ledger_postings", "ledger_holds", "webhook_deliveries"}
+		var open []charge.Charge
+		for _, capture := range []charge.CaptureMethod{charge.CaptureAutomatic, charge.CaptureManual} {
+			c := f.create(m, 80_000, "o-"+string(capture), capture)
+			open = append(open, c)
+			before := storetest.Rows(t, db, tables...)
+			if _, err := f.svc.Confirm(ctx, payer.ID, c.PublicID); !errors.Is(err, charge.ErrAddressUnconfirmed) {
+				t.Fatalf("%s: unconfirmed payer: %v", capture, err)
+			}
+			if _, err := f.svc.ConfirmForm(ctx, payer.ID, c.PublicID, formtoken.New()); !errors.Is(err, charge.ErrAddressUnconfirmed) {
+				t.Fatalf("%s: unconfirmed payer's form: %v", capture, err)
+			}
+			if after := storetest.Rows(t, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Fatalf("%s: a refusal wrote: %v → %v", capture, before, after)
+			}
+			if got := f.get(m, c.PublicID); got.Status != charge.StatusRequiresConfirmation || got.PayerUserID != 0 {
+				t.Fatalf("%s: after a refusal %+v", capture, got)
+			}
+		}
+		if f.balance(payer) != 500_000 || f.held(payer) != 0 || f.merchantBalance(m) != 0 {
+			t.Fatalf("balances %d held %d merchant %d", f.balance(payer), f.held(payer), f.merchantBalance(m))
+		}
+		authtest.ConfirmEmail(t, db, "payer@example.com")
+		if res, err := f.svc.Confirm(ctx, payer.ID, open[0].PublicID); err != nil || res.Charge.Status != charge.StatusSucceeded {
+			t.Fatalf("automatic, once confirmed: %+v %v", res, err)
+		}
+		if res, err := f.svc.ConfirmForm(ctx, payer.ID, open[1].PublicID, formtoken.New()); err != nil || res.Charge.Status != charge.StatusAuthorized {
+			t.Fatalf("manual, once confirmed: %+v %v", res, err)
+		}
+		if f.balance(payer) != 420_000 || f.held(payer) != 80_000 || f.merchantBalance(m) != 80_000 {
+			t.Fatalf("balances once confirmed %d held %d merchant %d", f.balance(payer), f.held(payer), f.merchantBalance(m))
 		}
 		f.checkInvariants()
 	})

@@ -46,48 +46,29 @@ func NewStore(db *store.DB, l *ledger.Ledger) *Store {
 // index refused a second): the caller answers with the first.
 var errReplay = errors.New("transfer: form token already has its transfer")
 
-type person struct {
+// party is one side of a transfer: the user, their address, their name and
+// their wallet's account.
+type party struct {
 	ID          int64
 	Email       string
-	Locale      string
 	DisplayName string
-}
-
-// userByEmail is the user of a stored-form address, if its owner confirmed
-// it (auth's verify.go) or it is the sender's own (refused as to self):
-// an account whose address is not confirmed may be a stranger's who
-// signed up with it, and is no one to send money to; it is refused as
-// unknown, telling the sender nothing about it.
-func (s *Store) userByEmail(ctx context.Context, addr string, senderID int64) (person, error) {
-	var ps []person
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id, email, locale, display_name FROM users
-		WHERE lower(email) = lower(?) AND (email_verified_at IS NOT NULL OR id = ?)`, addr, senderID), &ps); err != nil {
-		return person{}, fmt.Errorf("recipient: %w", err)
-	}
-	if len(ps) == 0 {
-		return person{}, ErrRecipientNotFound
-	}
-	return ps[0], nil
-}
-
-// party is one side of a transfer: the user, their address and their
-// wallet's account.
-type party struct {
-	ID        int64
-	Email     string
-	AccountID int64
-	// Verified: the address is confirmed (userByEmail).
+	AccountID   int64
+	// Verified: the address is confirmed (auth's verify.go). An account
+	// whose address is not confirmed may be a stranger's who signed up
+	// with it: it is no one to send money to (refused as unknown, telling
+	// the sender nothing about it), and it sends nothing in that
+	// address's name (admit).
 	Verified bool
 }
 
 // parties reads, in one statement, the sender (by id) and the recipient
-// (by stored-form address) with their wallets' accounts; a zero party is
-// not found (the same user when they are one), as is a recipient whose
-// address is not confirmed (userByEmail) unless they are the sender; a
+// (by stored-form address) with their names and their wallets' accounts;
+// a zero party is not found (the same user when they are one), as is a
+// recipient whose address is not confirmed unless they are the sender; a
 // party without a wallet yet has AccountID 0.
 func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail string) (sender, recipient party, err error) {
 	var ps []party
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, COALESCE(a.id, 0) AS account_id,
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, u.display_name, COALESCE(a.id, 0) AS account_id,
 		u.email_verified_at IS NOT NULL AS verified FROM users u
 		LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id
 		WHERE u.id = ? OR lower(u.email) = lower(?)`, senderID, recipientEmail), &ps); err != nil {

@@ -64,7 +64,11 @@ const StatusCompleted = "completed"
 var (
 	// ErrInsufficientFunds: the sender's available balance is short.
 	ErrInsufficientFunds = errors.New("transfer: available balance is short")
-	// ErrRecipientNotFound: no user has the recipient's address.
+	// ErrSenderUnconfirmed: the sender has not confirmed their own
+	// address yet; until they do, nothing is sent in its name.
+	ErrSenderUnconfirmed = errors.New("transfer: the sender's address is not confirmed")
+	// ErrRecipientNotFound: no user has the recipient's address (or its
+	// owner has not confirmed it).
 	ErrRecipientNotFound = errors.New("transfer: no such recipient")
 	// ErrToSelf: the recipient is the sender.
 	ErrToSelf = errors.New("transfer: recipient is the sender")
@@ -219,6 +223,30 @@ func (s *Service) check(r Request) (string, error) {
 	return to, nil
 }
 
+// admit is the rules of a transfer's two people, in a fixed order: the
+// sender exists (an error, not a refusal, when not) and has confirmed
+// their address (a transfer names its sender's address to the recipient,
+// and an unconfirmed one may be a stranger's); the recipient is known,
+// confirmed and not the sender; the sender has a wallet (none yet:
+// nothing to send, refused as any short balance). The address is
+// confirmed once for good (a confirmation is never undone), so this read
+// outside the write holds at the write.
+func admit(senderID int64, sender, rcpt party) error {
+	switch {
+	case sender.ID == 0:
+		return fmt.Errorf("transfer from user %d: %w", senderID, ledger.ErrAccountNotFound)
+	case !sender.Verified:
+		return ErrSenderUnconfirmed
+	case rcpt.ID == 0:
+		return ErrRecipientNotFound
+	case rcpt.ID == senderID:
+		return ErrToSelf
+	case sender.AccountID == 0:
+		return ErrInsufficientFunds
+	}
+	return nil
+}
+
 // Quote checks a request as Send would, without writing: the recipient,
 // the amount, the note, and the balance now and after. A quote is no
 // promise: Send checks everything again, in the write.
@@ -227,17 +255,17 @@ func (s *Service) Quote(ctx context.Context, r Request) (Quote, error) {
 	if err != nil {
 		return Quote{}, err
 	}
-	rcpt, err := s.st.userByEmail(ctx, to, r.SenderUserID)
+	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
 	if err != nil {
 		return Quote{}, err
 	}
-	if rcpt.ID == r.SenderUserID {
-		return Quote{}, ErrToSelf
-	}
+	if err := admit(r.SenderUserID, sender, rcpt); err != nil && !errors.Is(err, ErrInsufficientFunds) {
+		return Quote{}, err
+	} // no wallet yet: nothing available, refused below
 	acc, err := s.st.walletAccount(ctx, r.SenderUserID)
 	if err != nil && !errors.Is(err, ledger.ErrAccountNotFound) {
 		return Quote{}, err
-	} // no wallet yet: nothing available
+	}
 	q := Quote{RecipientUserID: rcpt.ID, RecipientEmail: rcpt.Email, RecipientName: rcpt.DisplayName, AmountRials: r.AmountRials, Note: r.Note,
 		AvailableRials: acc.AvailableRials(), AfterRials: acc.AvailableRials() - r.AmountRials}
 	if q.AfterRials < 0 {
@@ -276,18 +304,14 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 		return s.refuse(ctx, r, err)
 	}
 	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
-	switch {
-	case err != nil:
+	if err != nil {
 		return Result{}, err
-	case rcpt.ID == 0:
-		return s.refuse(ctx, r, ErrRecipientNotFound)
-	case rcpt.ID == r.SenderUserID:
-		return s.refuse(ctx, r, ErrToSelf)
-	case sender.ID == 0:
-		return Result{}, fmt.Errorf("transfer from user %d: %w", r.SenderUserID, ledger.ErrAccountNotFound)
-	case sender.AccountID == 0:
-		// No wallet yet: nothing to send, refused as any short balance.
-		return s.refuse(ctx, r, ErrInsufficientFunds)
+	}
+	if err := admit(r.SenderUserID, sender, rcpt); err != nil {
+		if errors.Is(err, ledger.ErrAccountNotFound) {
+			return Result{}, err
+		}
+		return s.refuse(ctx, r, err)
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
@@ -397,17 +421,11 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 		return Keyed{}, err
 	}
 	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
-	switch {
-	case err != nil:
+	if err != nil {
 		return Keyed{}, err
-	case rcpt.ID == 0:
-		return Keyed{}, ErrRecipientNotFound
-	case rcpt.ID == r.SenderUserID:
-		return Keyed{}, ErrToSelf
-	case sender.ID == 0:
-		return Keyed{}, fmt.Errorf("transfer from user %d: %w", r.SenderUserID, ledger.ErrAccountNotFound)
-	case sender.AccountID == 0:
-		return Keyed{}, ErrInsufficientFunds // no wallet yet: nothing to send
+	}
+	if err := admit(r.SenderUserID, sender, rcpt); err != nil {
+		return Keyed{}, err
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
@@ -462,7 +480,7 @@ func (s *Service) sendLegacy(ctx context.Context, r Request, k idempotency.Reque
 	res, err := s.Send(ctx, r)
 	switch {
 	case errors.Is(err, ErrInsufficientFunds), errors.Is(err, ErrRecipientNotFound), errors.Is(err, ErrToSelf),
-		errors.Is(err, ErrDailyLimit), errors.Is(err, ErrNoteTooLong), errors.Is(err, ErrNoteInvalid), isAmountRule(err):
+		errors.Is(err, ErrSenderUnconfirmed), errors.Is(err, ErrDailyLimit), errors.Is(err, ErrNoteTooLong), errors.Is(err, ErrNoteInvalid), isAmountRule(err):
 		if derr := s.keys.Discard(ctx, rec); derr != nil {
 			s.log.ErrorContext(ctx, "discard idempotency key", "err", derr)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/idempotency"
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
@@ -198,7 +199,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 			{"not an address", req(a, "bob", 20_000), transfer.ErrRecipientNotFound},
 			{"self", req(a, "ALICE@example.com", 20_000), transfer.ErrToSelf},
 			{"unconfirmed recipient", req(a, "carol@example.com", 20_000), transfer.ErrRecipientNotFound},
-			{"unconfirmed self", req(squatterP, "Carol@example.com", 20_000), transfer.ErrToSelf},
+			{"unconfirmed sender to self", req(squatterP, "Carol@example.com", 20_000), transfer.ErrSenderUnconfirmed},
 			{"below the minimum", req(a, "bob@example.com", 9_990), money.ErrTooSmall},
 			{"not whole tomans", req(a, "bob@example.com", 20_005), money.ErrNotWholeTomans},
 			{"zero", req(a, "bob@example.com", 0), money.ErrNotPositive},
@@ -222,13 +223,17 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		if _, err := f.svc.Quote(ctx, req(a, "carol@example.com", 20_000)); !errors.Is(err, transfer.ErrRecipientNotFound) {
 			t.Fatalf("quote to an unconfirmed address: %v", err)
 		}
-		if _, err := f.svc.Quote(ctx, req(squatterP, "carol@example.com", 20_000)); !errors.Is(err, transfer.ErrToSelf) {
-			t.Fatalf("quote to one's own unconfirmed address: %v", err)
+		if _, err := f.svc.Quote(ctx, req(squatterP, "carol@example.com", 20_000)); !errors.Is(err, transfer.ErrSenderUnconfirmed) {
+			t.Fatalf("quote from an unconfirmed address to itself: %v", err)
 		}
-		// Once its owner confirms it, the address receives.
+		// Once its owner confirms it, the address receives, and sending to
+		// it is refused as to oneself.
 		authtest.ConfirmEmail(t, db, "carol@example.com")
 		if _, err := f.svc.Quote(ctx, req(a, "carol@example.com", 20_000)); err != nil {
 			t.Fatalf("quote to a confirmed address: %v", err)
+		}
+		if _, err := f.svc.Quote(ctx, req(squatterP, "carol@example.com", 20_000)); !errors.Is(err, transfer.ErrToSelf) {
+			t.Fatalf("quote to one's own address: %v", err)
 		}
 		// The daily limit counts the day's transfers: 200,000 then 100,000
 		// pass, 10 more rials do not; the next Tehran day they do.
@@ -457,5 +462,67 @@ func TestSendQueuesWebhooks(t *testing.T) {
 				t.Errorf("body of %s: %+v", want, body)
 			}
 		}
+	})
+}
+
+// An account whose address is not confirmed (maybe a stranger's who signed
+// up with it) sends nothing in its name, whatever its balance: not from
+// the form (Send, Quote), not through the API (SendKeyed, the key not
+// kept); once its owner confirms the address, the same requests pass.
+func TestUnconfirmedSenderSendsNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, cfg)
+		f.keyed()
+		ctx := context.Background()
+		b := f.user("bob@example.com", 0)
+		users := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
+			VerifyMailer: func(*gorm.DB, auth.User, string, time.Time) error { return nil }})
+		u, err := users.Register(ctx, "carol@example.com", "correct horse battery", "fa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := f.ws.ForUser(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.l.Write(ctx, ledger.Entry{Kind: ledger.KindAdjustment, Reference: "fund:carol", Postings: ledger.Transfer(f.gw, w.AccountID, 500_000), At: f.now}); err != nil {
+			t.Fatal(err)
+		}
+		carol := person{ID: u.ID, Email: u.Email, W: w}
+		tables := []string{"transfers", "ledger_transactions", "ledger_postings", "transfer_daily_totals", "idempotency_keys", "webhook_deliveries"}
+		before := storetest.Rows(t, db, tables...)
+		r := req(carol, "bob@example.com", 100_000)
+		if _, err := f.svc.Quote(ctx, r); !errors.Is(err, transfer.ErrSenderUnconfirmed) {
+			t.Fatalf("quote: %v", err)
+		}
+		// The unknown recipient is not looked at first: the refusal tells
+		// nothing about the address.
+		if _, err := f.svc.Send(ctx, req(carol, "nobody@example.com", 100_000)); !errors.Is(err, transfer.ErrSenderUnconfirmed) {
+			t.Fatalf("send to an unknown address: %v", err)
+		}
+		if _, err := f.svc.Send(ctx, r); !errors.Is(err, transfer.ErrSenderUnconfirmed) {
+			t.Fatalf("send: %v", err)
+		}
+		k := apiKey(carol, "k-unconfirmed", r)
+		if _, err := f.svc.SendKeyed(ctx, r, k); !errors.Is(err, transfer.ErrSenderUnconfirmed) {
+			t.Fatalf("send keyed: %v", err)
+		}
+		if after := storetest.Rows(t, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("a refusal wrote: %v → %v", before, after)
+		}
+		if f.balance(carol) != 500_000 || f.balance(b) != 0 {
+			t.Fatalf("balances %d %d", f.balance(carol), f.balance(b))
+		}
+		authtest.ConfirmEmail(t, db, "carol@example.com")
+		if _, err := f.svc.Send(ctx, r); err != nil {
+			t.Fatalf("send once confirmed: %v", err)
+		}
+		if res, err := f.svc.SendKeyed(ctx, req(carol, "bob@example.com", 100_000), k); err != nil || res.Outcome != idempotency.Acquired {
+			t.Fatalf("the same key once confirmed: %+v %v", res, err)
+		}
+		if f.balance(carol) != 300_000 || f.balance(b) != 200_000 {
+			t.Fatalf("balances once confirmed %d %d", f.balance(carol), f.balance(b))
+		}
+		f.checkInvariants()
 	})
 }

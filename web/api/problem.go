@@ -38,7 +38,10 @@ const (
 	CodeInsufficientFunds Code = "insufficient_funds"
 	CodeRecipientNotFound Code = "recipient_not_found"
 	CodeTransferToSelf    Code = "transfer_to_self"
-	CodeNoteInvalid       Code = "note_invalid"
+	// CodeAddressUnconfirmed: the caller has not confirmed their own
+	// e-mail address, and sends nothing in its name until they do.
+	CodeAddressUnconfirmed Code = "address_unconfirmed"
+	CodeNoteInvalid        Code = "note_invalid"
 	// Withdrawals and bank accounts.
 	CodeBankAccountUnverified Code = "bank_account_unverified"
 	CodeBankAccountMismatch   Code = "bank_account_mismatch"
@@ -88,6 +91,7 @@ var codeInfo = map[Code]struct {
 	CodeInsufficientFunds:     {fiber.StatusUnprocessableEntity, "Available balance too low"},
 	CodeRecipientNotFound:     {fiber.StatusUnprocessableEntity, "No such recipient"},
 	CodeTransferToSelf:        {fiber.StatusUnprocessableEntity, "A transfer goes to another person"},
+	CodeAddressUnconfirmed:    {fiber.StatusForbidden, "Confirm your e-mail address first"},
 	CodeNoteInvalid:           {fiber.StatusUnprocessableEntity, "Note invalid"},
 	CodeBankAccountUnverified: {fiber.StatusUnprocessableEntity, "No verified bank account of yours has this id"},
 	CodeBankAccountMismatch:   {fiber.StatusUnprocessableEntity, "The Sheba does not belong to this national code"},

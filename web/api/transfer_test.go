@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -324,6 +325,38 @@ func TestTransferWebhooks(t *testing.T) {
 			if n := len(recs[uid].byType(webhook.TypeCredited)); n != 0 {
 				t.Errorf("user %d got %d top-up events", uid, n)
 			}
+		}
+	})
+}
+
+// A sender whose address is not confirmed (a token made before the rule,
+// or by an operator) sends nothing: 403 address_unconfirmed, nothing
+// written and the key not kept; once the address is confirmed, the same
+// key sends.
+func TestTransferAPIWaitsForTheSendersAddress(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		dora, doraID := f.user(t, "dora@example.com", apitoken.ScopeTransfer)
+		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		dw, bw := f.fund(t, doraID, 1_000_000), f.fund(t, bobID, 0)
+		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = NULL WHERE id = ?`, doraID).Error; err != nil {
+			t.Fatal(err)
+		}
+		body := `{"to_email": "bob@example.com", "amount_rials": 150000}`
+		before := storetest.Rows(t, db, "transfers", "ledger_postings", "idempotency_keys")
+		if r := dora.post(routes.APITransfers, "tr-u", body); r.Status != http.StatusForbidden || r.Code() != "address_unconfirmed" {
+			t.Fatalf("unconfirmed sender: %d %s", r.Status, r.Body)
+		}
+		if after := storetest.Rows(t, db, "transfers", "ledger_postings", "idempotency_keys"); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("a refusal wrote: %v → %v", before, after)
+		}
+		authtest.ConfirmEmail(t, db, "dora@example.com")
+		if r := dora.post(routes.APITransfers, "tr-u", body); r.Status != http.StatusCreated {
+			t.Fatalf("once confirmed: %d %s", r.Status, r.Body)
+		}
+		if ledgertest.Balance(t, db, dw) != 850_000 || ledgertest.Balance(t, db, bw) != 150_000 {
+			t.Fatalf("balances %d %d", ledgertest.Balance(t, db, dw), ledgertest.Balance(t, db, bw))
 		}
 	})
 }

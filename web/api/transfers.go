@@ -160,6 +160,7 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),
 		errors.Is(err, transfer.ErrToSelf), errors.Is(err, transfer.ErrDailyLimit), isAmountRule(err),
+		errors.Is(err, transfer.ErrSenderUnconfirmed),
 		errors.Is(err, transfer.ErrNoteTooLong), errors.Is(err, transfer.ErrNoteInvalid):
 		// Refused, nothing written, the key not kept (the same key works
 		// once the balance or the limit allows it).
@@ -196,6 +197,8 @@ func (h *handler) transferProblem(c *fiber.Ctx, err error) error {
 		return problem(c, CodeInsufficientFunds, "The wallet's available balance is less than amount_rials; nothing was sent.")
 	case errors.Is(err, transfer.ErrRecipientNotFound):
 		return problem(c, CodeRecipientNotFound, "No Kifpool user has the address to_email, or its owner has not confirmed it yet; nothing was sent.")
+	case errors.Is(err, transfer.ErrSenderUnconfirmed):
+		return problem(c, CodeAddressUnconfirmed, "Confirm your own e-mail address first, by the link mailed at sign-up (your account page sends it again); nothing was sent.")
 	case errors.Is(err, transfer.ErrToSelf):
 		return problem(c, CodeTransferToSelf, "to_email is your own address: a transfer goes to another person.")
 	case errors.Is(err, transfer.ErrDailyLimit):

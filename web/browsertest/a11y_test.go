@@ -185,6 +185,11 @@ func TestAccessibility(t *testing.T) {
 			b = f.Tab(t, lang, "")
 			b.SignUp("new-" + lang + "@example.com")
 			check(b, "wallet (empty)")
+			// Its address not confirmed yet: the transfer page says so
+			// instead of offering the form.
+			b.Go(routes.Transfer)
+			b.Wait("transfer-unconfirmed")
+			check(b, "transfer (address not confirmed)")
 
 			// The user with a history.
 			b = f.Tab(t, lang, f.User)

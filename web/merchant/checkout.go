@@ -40,6 +40,10 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 		v.State = "expired" // the worker has not written it yet; a confirm would
 	case ch.Status == charge.StatusRequiresConfirmation && ch.MerchantUserID == u.ID:
 		v.State = "own"
+	case ch.Status == charge.StatusRequiresConfirmation && !u.Verified():
+		// Paying names the payer's address to the merchant: not before
+		// its owner confirms it (the write refuses it as well).
+		v.State = "unconfirmed"
 	case ch.Status == charge.StatusRequiresConfirmation:
 		w, err := h.Wallets.Figures(c.UserContext(), u.ID)
 		if err != nil {
@@ -195,6 +199,8 @@ func (h *handlers) refused(c *fiber.Ctx, before, after charge.Charge, err error)
 		key = "checkout.error_taken"
 	case errors.Is(err, charge.ErrPayToSelf):
 		key = "checkout.error_own"
+	case errors.Is(err, charge.ErrAddressUnconfirmed):
+		return h.showCheckout(c, fiber.StatusForbidden, ch, "checkout.error_unconfirmed", nil)
 	case errors.Is(err, charge.ErrNotFound):
 		return fiber.ErrNotFound
 	default:

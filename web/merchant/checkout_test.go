@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
@@ -225,6 +226,60 @@ func TestCheckoutCancel(t *testing.T) {
 		if b := ledgertest.Balance(t, db, wallet); b != 500_000 {
 			t.Errorf("balance %d", b)
 		}
+	})
+}
+
+// A payer whose address is not confirmed pays nothing: the checkout says
+// so, with "send the link again" and Cancel but no Pay; a form posted all
+// the same is refused with 403 and writes nothing; once the address is
+// confirmed, the same session pays.
+func TestCheckoutWaitsForThePayersAddress(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		ch := newCharge(t, app, m, 100_000, "U-1", charge.CaptureAutomatic)
+		c := app.NewClient(t)
+		c.GetIn("en", routes.SignUp)
+		c.SignUpUnconfirmed("payer@example.com")
+		u, err := app.Server.Auth.Authenticate(context.Background(), "payer@example.com", pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := app.Server.Wallets.ForUser(context.Background(), u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgertest.Fund(t, db, w.AccountID, 500_000, "payer")
+		r := c.Get(routes.Checkout(ch.PublicID))
+		doc := apptest.Parse(r.Body)
+		if s := doc.TestID("checkout-status"); r.Status != http.StatusOK || s == nil || s.Attr("data-status") != "unconfirmed" ||
+			doc.TestID("checkout-pay") != nil || doc.TestID("checkout-cancel") == nil || doc.Form(routes.AccountEmailVerify) == nil {
+			t.Fatalf("checkout while unconfirmed: %d\n%s", r.Status, r.Body)
+		}
+		token := formtoken.New()
+		r = c.Forge(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), url.Values{"token": {token}})
+		if d := apptest.Parse(r.Body); r.Status != http.StatusForbidden || d.TestID("checkout-error") == nil ||
+			!strings.Contains(d.TestID("checkout-error").Text(), "not confirmed") || d.TestID("checkout-pay") != nil {
+			t.Fatalf("pay while unconfirmed: %d\n%s", r.Status, r.Body)
+		}
+		if got, err := app.Server.Charges.Get(context.Background(), m, ch.PublicID); err != nil || got.Status != charge.StatusRequiresConfirmation || got.PayerUserID != 0 {
+			t.Fatalf("the charge after the refusal: %+v %v", got, err)
+		}
+		if b := ledgertest.Balance(t, db, w.ID); b != 500_000 {
+			t.Fatalf("balance %d", b)
+		}
+		authtest.ConfirmEmail(t, db, "payer@example.com")
+		if s := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body).TestID("checkout-status"); s != nil {
+			t.Fatalf("once confirmed the checkout is not open: %v", s.Attr("data-status"))
+		}
+		if r := c.Forge(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), url.Values{"token": {token}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("pay once confirmed: %d\n%s", r.Status, r.Body)
+		}
+		if b := ledgertest.Balance(t, db, w.ID); b != 400_000 {
+			t.Fatalf("balance once paid %d", b)
+		}
+		apptest.CheckInvariants(t, db)
 	})
 }
 

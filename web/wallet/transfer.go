@@ -36,6 +36,9 @@ func (h *handlers) transferForm(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Until the sender confirms their address, the page says so instead
+	// of offering a form the service would refuse (ErrSenderUnconfirmed).
+	f.Unconfirmed = !h.User(c).Verified()
 	return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.title"), f))
 }
 
@@ -143,6 +146,8 @@ func (h *handlers) transferRefused(c *fiber.Ctx, f views.TransferForm, err error
 	cfg := h.Transfers.Config()
 	status := fiber.StatusUnprocessableEntity
 	switch {
+	case errors.Is(err, transfer.ErrSenderUnconfirmed):
+		f.Unconfirmed, status = true, fiber.StatusForbidden
 	case errors.Is(err, transfer.ErrInsufficientFunds):
 		f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_funds", []any{"available", i18n.Money(f.AvailableRials)}, "amount"
 	case errors.Is(err, transfer.ErrRecipientNotFound):

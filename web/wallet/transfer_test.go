@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -227,6 +229,62 @@ func TestTransferPageRefusals(t *testing.T) {
 		}
 		if ts, _, err := app.Server.Transfers.List(context.Background(), 1, 0, 10); err != nil || len(ts) != 0 {
 			t.Fatalf("transfers after refusals: %v %v", ts, err)
+		}
+		apptest.CheckInvariants(t, db)
+	})
+}
+
+// An account whose address is not confirmed sends nothing, whatever its
+// balance: the page says so with "send the link again" instead of the
+// form, and a form posted all the same (Continue or Send) is refused with
+// 403 and writes nothing; once the address is confirmed, the same session
+// sends.
+func TestTransferWaitsForTheSendersAddress(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		bob := signUpFunded(t, app, "bob@example.com", 0)
+		c := app.NewClient(t)
+		c.GetIn("en", routes.SignUp)
+		c.SignUpUnconfirmed("carol@example.com")
+		u, err := app.Server.Auth.Authenticate(context.Background(), "carol@example.com", transferPW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := app.Server.Wallets.ForUser(context.Background(), u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgertest.Fund(t, db, w.AccountID, 1_000_000, "carol")
+		page := c.Get(routes.Transfer)
+		doc := apptest.Parse(page.Body)
+		if page.Status != http.StatusOK || doc.TestID("transfer-unconfirmed") == nil || doc.TestID("transfer-form") != nil ||
+			doc.Form(routes.AccountEmailVerify) == nil || !strings.Contains(doc.TestID("transfer-unconfirmed").Text(), "Confirm your e-mail address") {
+			t.Fatalf("the page while unconfirmed: %d\n%s", page.Status, page.Body)
+		}
+		token := formtoken.New()
+		for _, confirmed := range []string{"", "1"} {
+			r := c.Forge(routes.Transfer, routes.Transfer, url.Values{"token": {token}, "to": {"bob@example.com"}, "amount": {"10000"}, "confirmed": {confirmed}})
+			if d := apptest.Parse(r.Body); r.Status != http.StatusForbidden || d.TestID("transfer-unconfirmed") == nil || d.TestID("transfer-confirm") != nil {
+				t.Fatalf("posted while unconfirmed (confirmed=%q): %d\n%s", confirmed, r.Status, r.Body)
+			}
+		}
+		if ledgertest.Balance(t, db, w.ID) != 1_000_000 || ledgertest.Balance(t, db, bob) != 0 {
+			t.Fatal("a refusal moved money")
+		}
+		if ts, _, err := app.Server.Transfers.List(context.Background(), u.ID, 0, 10); err != nil || len(ts) != 0 {
+			t.Fatalf("transfers while unconfirmed: %v %v", ts, err)
+		}
+		authtest.ConfirmEmail(t, db, "carol@example.com")
+		if d := apptest.Parse(c.Get(routes.Transfer).Body); d.TestID("transfer-form") == nil || d.TestID("transfer-unconfirmed") != nil {
+			t.Fatal("no form once confirmed")
+		}
+		r := c.Forge(routes.Transfer, routes.Transfer, url.Values{"token": {token}, "to": {"bob@example.com"}, "amount": {"10000"}, "confirmed": {"1"}})
+		if r.Status != http.StatusSeeOther {
+			t.Fatalf("send once confirmed: %d\n%s", r.Status, r.Body)
+		}
+		if ledgertest.Balance(t, db, w.ID) != 900_000 || ledgertest.Balance(t, db, bob) != 100_000 {
+			t.Fatalf("balances once confirmed %d %d", ledgertest.Balance(t, db, w.ID), ledgertest.Balance(t, db, bob))
 		}
 		apptest.CheckInvariants(t, db)
 	})

@@ -341,6 +341,31 @@ func walletAccount(tx *gorm.DB, userID int64) (int64, error) {
 	return ids[0], nil
 }
 
+// payerAccount is the wallet account of the payer confirming a charge,
+// read in tx: a payer whose address is not confirmed pays nothing
+// (ErrAddressUnconfirmed: the charge would name a stranger's address to
+// the merchant; a confirmation is never undone, so the read holds), one
+// without a wallet yet is short (walletAccount).
+func payerAccount(tx *gorm.DB, userID int64) (int64, error) {
+	var rows []struct {
+		AccountID int64
+		Confirmed bool
+	}
+	if err := store.Scan(tx.Raw(`SELECT COALESCE(a.id, 0) AS account_id, u.email_verified_at IS NOT NULL AS confirmed FROM users u
+		LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id WHERE u.id = ?`, userID), &rows); err != nil {
+		return 0, fmt.Errorf("payer %d: %w", userID, err)
+	}
+	switch {
+	case len(rows) == 0:
+		return 0, fmt.Errorf("payer %d: %w", userID, charge.ErrNotFound)
+	case !rows[0].Confirmed:
+		return 0, fmt.Errorf("payer %d: %w", userID, charge.ErrAddressUnconfirmed)
+	case rows[0].AccountID == 0:
+		return 0, fmt.Errorf("wallet of user %d: none yet: %w: %w", userID, charge.ErrInsufficientFunds, ledger.ErrAccountNotFound)
+	}
+	return rows[0].AccountID, nil
+}
+
 // Move locks the charge, decides and applies the decision in one
 // transaction, in this order (the lock order of every charge move: the
 // charge's row, the hold's, the accounts in ascending id):
@@ -373,7 +398,7 @@ func (s *Store) Move(ctx context.Context, m charge.Move) (charge.Charge, charge.
 		vals := map[string]any{"status": d.To, "updated_at": now}
 		switch d.Money {
 		case charge.MoneyCharge:
-			wallet, err := walletAccount(tx, m.Request.PayerUserID)
+			wallet, err := payerAccount(tx, m.Request.PayerUserID)
 			if err != nil {
 				return err
 			}
@@ -384,7 +409,7 @@ func (s *Store) Move(ctx context.Context, m charge.Move) (charge.Charge, charge.
 			vals["captured_rials"], vals["captured_at"] = c.AmountRials, now
 			c.CapturedRials, c.CapturedAt = c.AmountRials, &now
 		case charge.MoneyHold:
-			wallet, err := walletAccount(tx, m.Request.PayerUserID)
+			wallet, err := payerAccount(tx, m.Request.PayerUserID)
 			if err != nil {
 				return err
 			}
