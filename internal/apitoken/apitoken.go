@@ -22,6 +22,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/revocable"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
@@ -246,11 +247,12 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (secret string, t 
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		// The user's row is locked first (SQLite's immediate transaction
 		// serialises writers already), so two creates at once cannot both
-		// count MaxLive-1 live tokens and both insert.
-		if s.db.Dialect == store.Postgres {
-			if err := tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, in.UserID).Error; err != nil {
-				return err
-			}
+		// count MaxLive-1 live tokens and both insert; and an account
+		// whose address is not confirmed gets none (owner.ErrUnconfirmed:
+		// a stranger's token would outlast the owner's password reset
+		// only if made before it, and it sends in the address's name).
+		if err := owner.LockConfirmed(tx, s.db.Dialect, in.UserID); err != nil {
+			return err
 		}
 		if in.Still != nil {
 			if err := in.Still(tx); err != nil {

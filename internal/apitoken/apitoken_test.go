@@ -9,6 +9,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/auth"
+	userrow "github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -168,6 +169,31 @@ func TestLastUsedIsFlushed(t *testing.T) {
 		}
 		if at := stored(); at == nil || !at.Equal(now) {
 			t.Fatalf("last use after the second flush: %v, want %v", at, now)
+		}
+	})
+}
+
+// An account whose address is not confirmed gets no token, whatever the
+// form in front of the service: nothing is written.
+func TestNoTokenForAnUnconfirmedAddress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+		var uid int64
+		if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, created_at) VALUES ('squat@example.com', 'x', ?) RETURNING id`, now).Scan(&uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		s := apitoken.NewService(db, func() time.Time { return now })
+		if _, _, err := s.Create(context.Background(), apitoken.CreateInput{UserID: uid, Name: "app", Scope: string(apitoken.ScopeRead)}); !errors.Is(err, userrow.ErrUnconfirmed) {
+			t.Fatalf("create: %v", err)
+		}
+		if n := storetest.Rows(t, db, "api_tokens")["api_tokens"]; n != 0 {
+			t.Fatalf("%d tokens written", n)
+		}
+		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = ? WHERE id = ?`, now, uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Create(context.Background(), apitoken.CreateInput{UserID: uid, Name: "app", Scope: string(apitoken.ScopeRead)}); err != nil {
+			t.Fatalf("create once confirmed: %v", err)
 		}
 	})
 }

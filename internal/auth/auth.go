@@ -22,6 +22,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/apitoken"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/revocable"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -406,7 +407,8 @@ func lockUser(tx *gorm.DB, db *store.DB, userID int64) error {
 	if db.Dialect != store.Postgres {
 		return nil
 	}
-	return tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, userID).Error
+	_, err := owner.Lock(tx, db.Dialect, userID)
+	return err
 }
 
 // CountSessions is how many live sessions the user has.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/owner"
 )
 
 // VerifyLifetime is how long a link that confirms an address works.
@@ -22,8 +24,9 @@ var ErrVerifyInvalid = errors.New("confirmation link is unknown, used or expired
 
 // ErrAddressUnconfirmed: the account's address is not confirmed, and the
 // act needs its owner (the account may be a stranger's who signed up
-// with the address).
-var ErrAddressUnconfirmed = errors.New("the account's e-mail address is not confirmed")
+// with the address). It is owner.ErrUnconfirmed, which every service
+// that checks the address answers.
+var ErrAddressUnconfirmed = owner.ErrUnconfirmed
 
 // VerifyMailer queues the mail with the link that confirms u's address,
 // inside tx (so the link exists if and only if its mail is queued). token

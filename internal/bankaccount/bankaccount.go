@@ -21,6 +21,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/iban"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/payout"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
@@ -132,13 +133,19 @@ type Added struct {
 	Existed bool
 }
 
-// Add checks and stores a bank account of the user: typed Sheba and
+// Add checks and stores a bank account of the user, one whose address is
+// confirmed (owner.ErrUnconfirmed): typed Sheba and
 // national code are parsed (iban's errors), the national code must be
 // the one on file (given once), and the provider's inquiry decides
 // verified, refused (ErrMismatch, nothing stored) or pending_review. A
 // Sheba the user has already is answered with its account, asking
 // nothing.
 func (s *Service) Add(ctx context.Context, userID int64, typedSheba, typedNationalCode string) (Added, error) {
+	// Only for an account whose address is confirmed (before the
+	// provider is asked): money leaves for it.
+	if err := owner.RequireConfirmed(s.db.Gorm.WithContext(ctx), userID); err != nil {
+		return Added{}, err
+	}
 	sh, err := iban.Parse(typedSheba)
 	if err != nil {
 		return Added{}, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/iban"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/payout"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -16,8 +17,9 @@ import (
 func user(t *testing.T, db *store.DB, email string) int64 {
 	t.Helper()
 	var id int64
-	if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'en', ?) RETURNING id`,
-		email, time.Now()).Scan(&id).Error; err != nil {
+	now := time.Now()
+	if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at, email_verified_at) VALUES (?, 'x', 'user', 'en', ?, ?) RETURNING id`,
+		email, now, now).Scan(&id).Error; err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -133,6 +135,36 @@ func TestNationalCodeOnceAndReview(t *testing.T) {
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = 'bank_account_approve'`); n != 1 {
 			t.Fatalf("%d audit rows", n)
+		}
+	})
+}
+
+// An account whose address is not confirmed adds no bank account,
+// whatever the form in front of the service (the page, the API): the
+// provider is not asked and nothing is written.
+func TestNoBankAccountForAnUnconfirmedAddress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		uid := user(t, db, "squat@example.com")
+		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = NULL WHERE id = ?`, uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		asked := 0
+		s := bankaccount.New(db, nil, "zibal", func(context.Context, string, string) (payout.Ownership, error) {
+			asked++
+			return payout.OwnerMatch, nil
+		}, nil)
+		if _, err := s.Add(ctx, uid, sheba, code); !errors.Is(err, owner.ErrUnconfirmed) {
+			t.Fatalf("add: %v", err)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM bank_accounts`) + count(t, db, `SELECT COUNT(*) FROM national_codes`); n != 0 || asked != 0 {
+			t.Fatalf("%d rows written, provider asked %d times", n, asked)
+		}
+		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = created_at WHERE id = ?`, uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if added, err := s.Add(ctx, uid, sheba, code); err != nil || added.Account.Status != bankaccount.StatusVerified || asked != 1 {
+			t.Fatalf("add once confirmed: %+v %v (asked %d)", added, err, asked)
 		}
 	})
 }

@@ -38,6 +38,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -130,7 +131,8 @@ var (
 	// with the address, and is made no merchant (payers' money would go
 	// to the stranger), nor pays a charge (the charge would name the
 	// stranger as the address's owner to the merchant).
-	ErrAddressUnconfirmed = errors.New("charge: the user's e-mail address is not confirmed")
+	// It is owner.ErrUnconfirmed, as every service answers it.
+	ErrAddressUnconfirmed = owner.ErrUnconfirmed
 	// ErrOrderIDTaken: the merchant has a charge with this order id
 	// (made with another Idempotency-Key).
 	ErrOrderIDTaken = errors.New("charge: order_id already used")

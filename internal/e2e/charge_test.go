@@ -53,8 +53,10 @@ func TestChargeCaptureCrash(t *testing.T) {
 
 		// The merchant, its authorized charge (the checkout's use case),
 		// and its token of scope charges.
-		// The shop confirmed its address (a merchant's must be).
+		// Both confirmed their addresses (a merchant's must be, and only
+		// a confirmed payer pays).
 		authtest.ConfirmEmail(t, rig.db, "shop-capture@e2e.example")
+		authtest.ConfirmEmail(t, rig.db, "payer-capture@e2e.example")
 		svc := charge.New(chargestore.New(rig.db, nil), charge.Config{}, nil, nil)
 		_, _, err = svc.MakeMerchant(ctx, shopID, "Capture Shop", nil)
 		if err != nil {

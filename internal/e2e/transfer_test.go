@@ -31,7 +31,9 @@ func TestTransferCrash(t *testing.T) {
 		rig := newCrashRig(t, d)
 		alice := signedUp(ctx, t, rig.appURL, "alice-transfer@e2e.example")
 		signedUp(ctx, t, rig.appURL, "bob-transfer@e2e.example")
-		// Bob used the link mailed to him: his address receives.
+		// Both used the link mailed to them: Alice's address sends, Bob's
+		// receives.
+		authtest.ConfirmEmail(t, rig.db, "alice-transfer@e2e.example")
 		authtest.ConfirmEmail(t, rig.db, "bob-transfer@e2e.example")
 		ws := wallet.NewService(rig.db, nil)
 		walletOf := func(email string) wallet.Wallet {

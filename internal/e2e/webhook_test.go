@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testhook"
@@ -97,7 +98,9 @@ func (s *hookSink) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// register gives each user an endpoint subscribed to every event type.
+// register gives each user an endpoint subscribed to every event type,
+// once they used the link that confirms their address (an unconfirmed
+// account gets no endpoint).
 func (s *hookSink) register(t *testing.T, db *store.DB, emails []string) {
 	t.Helper()
 	svc, err := webhook.New(db, nil, webhook.Options{SessionSecret: []byte(testSecret), AllowLoopback: true})
@@ -105,6 +108,7 @@ func (s *hookSink) register(t *testing.T, db *store.DB, emails []string) {
 		t.Fatal(err)
 	}
 	for _, email := range emails {
+		authtest.ConfirmEmail(t, db, email)
 		var uid int64
 		if err := db.Gorm.Raw(`SELECT id FROM users WHERE email = ?`, email).Scan(&uid).Error; err != nil || uid == 0 {
 			t.Fatalf("user %s: %v", email, err)

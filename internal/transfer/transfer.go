@@ -45,6 +45,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -65,8 +66,9 @@ var (
 	// ErrInsufficientFunds: the sender's available balance is short.
 	ErrInsufficientFunds = errors.New("transfer: available balance is short")
 	// ErrSenderUnconfirmed: the sender has not confirmed their own
-	// address yet; until they do, nothing is sent in its name.
-	ErrSenderUnconfirmed = errors.New("transfer: the sender's address is not confirmed")
+	// address yet; until they do, nothing is sent in its name. It is
+	// owner.ErrUnconfirmed, as every service answers it.
+	ErrSenderUnconfirmed = owner.ErrUnconfirmed
 	// ErrRecipientNotFound: no user has the recipient's address (or its
 	// owner has not confirmed it).
 	ErrRecipientNotFound = errors.New("transfer: no such recipient")

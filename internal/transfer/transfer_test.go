@@ -510,6 +510,21 @@ func TestUnconfirmedSenderSendsNothing(t *testing.T) {
 		if after := storetest.Rows(t, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("a refusal wrote: %v → %v", before, after)
 		}
+		// A key an older instance began and released (the legacy way):
+		// refused the same, and the key discarded.
+		keys := f.keyed()
+		old := apiKey(carol, "k-old", r)
+		if out, rec, err := keys.Begin(ctx, old); err != nil || out != idempotency.Acquired {
+			t.Fatalf("begin: %v %v", out, err)
+		} else if err := keys.Release(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.SendKeyed(ctx, r, old); !errors.Is(err, transfer.ErrSenderUnconfirmed) {
+			t.Fatalf("send keyed, an unfinished key: %v", err)
+		}
+		if after := storetest.Rows(t, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("a refusal wrote (an unfinished key): %v → %v", before, after)
+		}
 		if f.balance(carol) != 500_000 || f.balance(b) != 0 {
 			t.Fatalf("balances %d %d", f.balance(carol), f.balance(b))
 		}

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -176,7 +177,9 @@ func (s *Service) Create(ctx context.Context, userID int64, rawURL string, event
 	}
 	ep := Endpoint{UserID: userID, URL: u, Events: eventsColumn(types), SecretEnc: enc, CreatedAt: s.clock()}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		if err := s.lockOwner(tx, userID); err != nil {
+		// Locked, and only for an account whose address is confirmed
+		// (owner.ErrUnconfirmed).
+		if err := owner.LockConfirmed(tx, s.db.Dialect, userID); err != nil {
 			return err
 		}
 		var n int64
@@ -497,7 +500,7 @@ func (s *Service) AddOrigin(ctx context.Context, userID int64, raw string) (Orig
 	}
 	o := Origin{UserID: userID, Origin: origin, CreatedAt: s.clock()}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		if err := s.lockOwner(tx, userID); err != nil {
+		if err := owner.LockConfirmed(tx, s.db.Dialect, userID); err != nil {
 			return err
 		}
 		var n int64
@@ -608,7 +611,7 @@ func (s *Service) lockOwner(tx *gorm.DB, userID int64) error {
 	if s.db.Dialect != store.Postgres {
 		return nil
 	}
-	if err := tx.Exec(`SELECT id FROM users WHERE id = ? FOR UPDATE`, userID).Error; err != nil {
+	if _, err := owner.Lock(tx, s.db.Dialect, userID); err != nil {
 		return fmt.Errorf("lock user %d: %w", userID, err)
 	}
 	return nil

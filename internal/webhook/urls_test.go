@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/webhook"
@@ -153,4 +154,39 @@ func TestClientRefusesPrivateAndRedirects(t *testing.T) {
 	if resp.StatusCode != http.StatusFound {
 		t.Fatalf("redirect followed: %d", resp.StatusCode)
 	}
+}
+
+// An account whose address is not confirmed registers no endpoint and no
+// return origin, whatever the form in front of the service: nothing is
+// written; once confirmed, both are.
+func TestNothingForAnUnconfirmedAddress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc, err := webhook.New(db, nil, webhook.Options{SessionSecret: secretKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := seedTopUp(t, db, "squat@example.com", 0)
+		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = NULL WHERE id = ?`, uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.Create(ctx, uid, "https://partner.example/hooks", []string{webhook.TypeCredited}); !errors.Is(err, owner.ErrUnconfirmed) {
+			t.Fatalf("endpoint: %v", err)
+		}
+		if _, err := svc.AddOrigin(ctx, uid, "https://shop.example"); !errors.Is(err, owner.ErrUnconfirmed) {
+			t.Fatalf("return origin: %v", err)
+		}
+		if n := storetest.Rows(t, db, "webhook_endpoints", "webhook_return_origins"); n["webhook_endpoints"]+n["webhook_return_origins"] != 0 {
+			t.Fatalf("written: %v", n)
+		}
+		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = created_at WHERE id = ?`, uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.Create(ctx, uid, "https://partner.example/hooks", []string{webhook.TypeCredited}); err != nil {
+			t.Fatalf("endpoint once confirmed: %v", err)
+		}
+		if _, err := svc.AddOrigin(ctx, uid, "https://shop.example"); err != nil {
+			t.Fatalf("return origin once confirmed: %v", err)
+		}
+	})
 }

@@ -40,7 +40,7 @@ func seedTopUp(t *testing.T, db *store.DB, email string, n int) (int64, []int64)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	g := db.Gorm
 	var uid, wid int64
-	if err := g.Raw(`INSERT INTO users (email, password_hash, created_at) VALUES (?, 'x', ?) RETURNING id`, email, now).Scan(&uid).Error; err != nil {
+	if err := g.Raw(`INSERT INTO users (email, password_hash, created_at, email_verified_at) VALUES (?, 'x', ?, ?) RETURNING id`, email, now, now).Scan(&uid).Error; err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, uid, now, now).Scan(&wid).Error; err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 	"github.com/kifpool/kifpool/web/seam"
@@ -117,12 +118,19 @@ func (h *handlers) createToken(c *fiber.Ctx) error {
 		form.ErrorKey = "tokens.error_merchant"
 	case errors.Is(err, apitoken.ErrBadExpiry):
 		form.ErrorKey = "tokens.error_expiry"
+	case errors.Is(err, owner.ErrUnconfirmed):
+		// The service's own refusal (the session's check above answers
+		// first; this one holds whatever the session read).
+		form.ErrorKey, status = "verify.needed", fiber.StatusForbidden
 	case err != nil:
 		return err
 	}
 	v := views.TokensView{}
 	if form.ErrorKey != "" {
-		status, v.Form = fiber.StatusUnprocessableEntity, form
+		if status == fiber.StatusOK {
+			status = fiber.StatusUnprocessableEntity
+		}
+		v.Form = form
 	} else {
 		v.NewToken = secret
 		h.Log.Info("api token created", "user", h.User(c).ID)

@@ -69,7 +69,11 @@ func (h *handlers) verify(c *fiber.Ctx) error {
 	h.Log.InfoContext(c.UserContext(), "e-mail address confirmed", "user", u.ID)
 	// The header and notices of this very page already know.
 	cur.EmailVerifiedAt = u.EmailVerifiedAt
-	return h.Render(c, fiber.StatusOK, views.VerifyDone(h.Page(c, "verify.done_title"), u.Email))
+	checkout := "" // a checkout that waited for the address: back to it
+	if h.PendingCheckout != nil {
+		checkout = h.PendingCheckout(c)
+	}
+	return h.Render(c, fiber.StatusOK, views.VerifyDone(h.Page(c, "verify.done_title"), u.Email, checkout))
 }
 
 // resendVerify mails the signed-in person a new confirmation link (none

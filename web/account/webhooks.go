@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	"github.com/kifpool/kifpool/views"
@@ -119,9 +120,13 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	ep, secret, err := h.Webhooks.Create(c.UserContext(), h.User(c).ID, form.URL, form.Events)
-	if errors.Is(err, webhook.ErrDisabledByAdmin) {
+	switch {
+	case errors.Is(err, webhook.ErrDisabledByAdmin):
 		form.ErrorKey = "webhooks.error_add_by_admin"
 		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{Form: form})
+	case errors.Is(err, owner.ErrUnconfirmed):
+		form.ErrorKey = "verify.needed" // the service's own refusal
+		return h.renderWebhooks(c, fiber.StatusForbidden, views.WebhooksView{Form: form})
 	}
 	if err != nil {
 		if form.ErrorKey = webhookErrorKey(err); form.ErrorKey == "" {
@@ -198,6 +203,9 @@ func (h *handlers) addReturnOrigin(c *fiber.Ctx) error {
 		return h.renderWebhooks(c, r.status, views.WebhooksView{OriginValue: raw, OriginErrorKey: r.key})
 	}
 	if _, err := h.Webhooks.AddOrigin(c.UserContext(), h.User(c).ID, raw); err != nil {
+		if errors.Is(err, owner.ErrUnconfirmed) {
+			return h.renderWebhooks(c, fiber.StatusForbidden, views.WebhooksView{OriginValue: raw, OriginErrorKey: "verify.needed"})
+		}
 		key := webhookErrorKey(err)
 		if key == "" {
 			return err

@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/webhook"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
 	"github.com/kifpool/kifpool/web/api"
 )
 
@@ -329,26 +330,29 @@ func TestTransferWebhooks(t *testing.T) {
 	})
 }
 
-// A sender whose address is not confirmed (a token made before the rule,
-// or by an operator) sends nothing: 403 address_unconfirmed, nothing
-// written and the key not kept; once the address is confirmed, the same
-// key sends.
-func TestTransferAPIWaitsForTheSendersAddress(t *testing.T) {
+// A sender whose address is not confirmed (a token made before the rule)
+// sends nothing and adds no bank account: 403 address_unconfirmed,
+// nothing written and the key not kept; once the address is confirmed,
+// the same key sends.
+func TestAPIWaitsForTheOwnersAddress(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := start(t, db, apptest.Options{})
 		dora, doraID := f.user(t, "dora@example.com", apitoken.ScopeTransfer)
 		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
 		dw, bw := f.fund(t, doraID, 1_000_000), f.fund(t, bobID, 0)
-		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = NULL WHERE id = ?`, doraID).Error; err != nil {
-			t.Fatal(err)
-		}
+		payee := f.token(t, doraID, apitoken.ScopeWithdraw)
+		authtest.UnconfirmEmail(t, db, "dora@example.com")
 		body := `{"to_email": "bob@example.com", "amount_rials": 150000}`
-		before := storetest.Rows(t, db, "transfers", "ledger_postings", "idempotency_keys")
+		before := storetest.Rows(t, db, "transfers", "ledger_postings", "idempotency_keys", "bank_accounts", "national_codes")
+		bank := `{"iban":"` + withdrawaltest.Sheba("017", 42) + `","national_code":"` + withdrawaltest.NationalCode(123456) + `"}`
+		if r := payee.post(routes.APIBankAccounts, "", bank); r.Status != http.StatusForbidden || r.Code() != "address_unconfirmed" {
+			t.Fatalf("bank account of an unconfirmed address: %d %s", r.Status, r.Body)
+		}
 		if r := dora.post(routes.APITransfers, "tr-u", body); r.Status != http.StatusForbidden || r.Code() != "address_unconfirmed" {
 			t.Fatalf("unconfirmed sender: %d %s", r.Status, r.Body)
 		}
-		if after := storetest.Rows(t, db, "transfers", "ledger_postings", "idempotency_keys"); fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := storetest.Rows(t, db, "transfers", "ledger_postings", "idempotency_keys", "bank_accounts", "national_codes"); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("a refusal wrote: %v → %v", before, after)
 		}
 		authtest.ConfirmEmail(t, db, "dora@example.com")

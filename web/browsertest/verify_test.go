@@ -1,12 +1,16 @@
 package browsertest
 
 import (
+	"context"
 	"net/url"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/charge"
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
@@ -18,9 +22,10 @@ import (
 var verifyLinkRE = regexp.MustCompile(`http://[^\s"<]+` + regexp.QuoteMeta(routes.EmailVerify("")) + `[A-Za-z0-9_-]+`)
 
 // A person signs up in a real browser; the wallet says the address is not
-// confirmed; the mail arrives over a real SMTP exchange, its link opens a
-// page that asks, and its button confirms; the wallet then no longer asks.
-// Every page passes axe, in both languages.
+// confirmed, and a shop's checkout offers no Pay until it is; the mail
+// arrives over a real SMTP exchange, its link opens a page that asks, and
+// its button confirms and leads back to the checkout, now open; the wallet
+// then no longer asks. Every page passes axe, in both languages.
 func TestConfirmAddressEndToEnd(t *testing.T) {
 	axeSource(t)
 	browserContext(t)
@@ -33,11 +38,29 @@ func TestConfirmAddressEndToEnd(t *testing.T) {
 				Background: true,
 			})
 			email := "confirm-" + lang + "@example.com"
+			shop, err := app.Server.Auth.SignUp(context.Background(), "shop-"+lang+"@example.com", password, auth.RoleUser, lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := app.Server.Charges.MakeMerchant(context.Background(), shop.ID, "Book Shop", nil); err != nil {
+				t.Fatal(err)
+			}
+			ch, err := app.Server.Charges.Create(context.Background(), charge.CreateRequest{MerchantUserID: shop.ID, FormToken: formtoken.New(),
+				AmountRials: 120_000, Description: "Order 1", OrderID: "V-1", ReturnURL: "https://shop.example/back", Capture: charge.CaptureAutomatic})
+			if err != nil {
+				t.Fatal(err)
+			}
 			b := NewTab(t, app.URL)
 			b.Go(routes.SignUp + "?lang=" + lang)
 			b.SignUp(email)
 			b.Wait("verify-notice")
 			b.Audit("wallet with the address not confirmed")
+			b.Go(routes.Checkout(ch.Charge.PublicID))
+			b.Wait("checkout-status")
+			if s := b.Attr(tid("checkout-status"), "data-status"); s != "unconfirmed" {
+				t.Fatalf("checkout before the address is confirmed: %q", s)
+			}
+			b.Audit("checkout with the address not confirmed")
 
 			// The outbox is kicked by the sign-up: no tick to wait for.
 			m := smtpSrv.Wait(t, 20*time.Second, func(m mailtest.Received) bool { return m.To == email })
@@ -52,6 +75,8 @@ func TestConfirmAddressEndToEnd(t *testing.T) {
 			b.Click("verify-submit")
 			b.Wait("verify-done")
 			b.Audit("address confirmed")
+			b.Click("verify-to-checkout")
+			b.Wait("checkout-short") // open now; the new wallet is empty
 			b.Go(routes.Wallet)
 			b.Wait("balance")
 			var notices int

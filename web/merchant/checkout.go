@@ -121,7 +121,12 @@ func (h *handlers) showCheckout(c *fiber.Ctx, status int, ch charge.Charge, errK
 	if err != nil {
 		return err
 	}
-	if !v.Open() && h.PendingCheckout(c) == ch.PublicID {
+	switch {
+	case v.State == "unconfirmed":
+		// Remembered, so that the page that confirms the address leads
+		// back here.
+		h.SetPendingCheckout(c, ch.PublicID)
+	case !v.Open() && h.PendingCheckout(c) == ch.PublicID:
 		h.SetPendingCheckout(c, "") // nothing to come back to any more
 	}
 	v.AutoReturn = c.Query("done") == "1" && v.ReturnURL != "" && errKey == ""
@@ -200,7 +205,9 @@ func (h *handlers) refused(c *fiber.Ctx, before, after charge.Charge, err error)
 	case errors.Is(err, charge.ErrPayToSelf):
 		key = "checkout.error_own"
 	case errors.Is(err, charge.ErrAddressUnconfirmed):
-		return h.showCheckout(c, fiber.StatusForbidden, ch, "checkout.error_unconfirmed", nil)
+		// The page's own state says it (the session read the address
+		// as confirmed a moment ago at most: it reads it again now).
+		return h.showCheckout(c, fiber.StatusForbidden, ch, "", nil)
 	case errors.Is(err, charge.ErrNotFound):
 		return fiber.ErrNotFound
 	default:

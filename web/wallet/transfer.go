@@ -17,10 +17,12 @@ import (
 )
 
 // newTransferForm is an empty form with a fresh token and the sender's
-// available balance.
+// available balance; until the sender confirms their address, the page
+// says so instead of offering a form the service would refuse
+// (ErrSenderUnconfirmed).
 func (h *handlers) newTransferForm(c *fiber.Ctx) (views.TransferForm, error) {
 	cfg := h.Transfers.Config()
-	f := views.TransferForm{Token: formtoken.New(), MinRials: cfg.MinRials, DailyMaxRials: cfg.DailyMaxRials}
+	f := views.TransferForm{Token: formtoken.New(), MinRials: cfg.MinRials, DailyMaxRials: cfg.DailyMaxRials, Unconfirmed: !h.User(c).Verified()}
 	w, err := h.Wallets.Figures(c.UserContext(), h.User(c).ID)
 	if err != nil {
 		return f, err
@@ -36,9 +38,6 @@ func (h *handlers) transferForm(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	// Until the sender confirms their address, the page says so instead
-	// of offering a form the service would refuse (ErrSenderUnconfirmed).
-	f.Unconfirmed = !h.User(c).Verified()
 	return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.title"), f))
 }
 
@@ -57,6 +56,20 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 	}
 	token := c.FormValue("token")
 	f.To, f.Amount, f.Note = strings.TrimSpace(c.FormValue("to")), c.FormValue("amount"), c.FormValue("note")
+	if f.Unconfirmed {
+		// Nothing of the form is looked at (nor any address: the
+		// unknown-recipient allowance is not touched), unless its token
+		// made a transfer already: that one's receipt.
+		if formtoken.Valid(token) {
+			if first, err := h.Transfers.ByToken(c.UserContext(), u.ID, token); err == nil {
+				rials, _ := money.ParseTomans(f.Amount)
+				return h.transferDone(c, transfer.Request{ToEmail: f.To, Note: f.Note, AmountRials: rials}, first)
+			} else if !errors.Is(err, transfer.ErrNotFound) {
+				return err
+			}
+		}
+		return h.Render(c, fiber.StatusForbidden, views.Transfer(h.Page(c, "transfer.title"), f))
+	}
 	if !formtoken.Valid(token) {
 		f.ErrorKey = "transfer.error_form_expired"
 		return h.Render(c, fiber.StatusBadRequest, views.Transfer(h.Page(c, "transfer.title"), f))

@@ -2,6 +2,7 @@ package wallet_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -263,10 +264,24 @@ func TestTransferWaitsForTheSendersAddress(t *testing.T) {
 			t.Fatalf("the page while unconfirmed: %d\n%s", page.Status, page.Body)
 		}
 		token := formtoken.New()
-		for _, confirmed := range []string{"", "1"} {
-			r := c.Forge(routes.Transfer, routes.Transfer, url.Values{"token": {token}, "to": {"bob@example.com"}, "amount": {"10000"}, "confirmed": {confirmed}})
-			if d := apptest.Parse(r.Body); r.Status != http.StatusForbidden || d.TestID("transfer-unconfirmed") == nil || d.TestID("transfer-confirm") != nil {
-				t.Fatalf("posted while unconfirmed (confirmed=%q): %d\n%s", confirmed, r.Status, r.Body)
+		// Continue, Send, Edit, a stale form, an amount that does not
+		// parse, unknown addresses past the hourly allowance: each is
+		// the same refusal, with no form.
+		posts := []url.Values{
+			{"token": {token}, "to": {"bob@example.com"}, "amount": {"10000"}},
+			{"token": {token}, "to": {"bob@example.com"}, "amount": {"10000"}, "confirmed": {"1"}},
+			{"token": {token}, "to": {"bob@example.com"}, "amount": {"10000"}, "edit": {"1"}},
+			{"token": {"stale"}, "to": {"bob@example.com"}, "amount": {"10000"}},
+			{"token": {token}, "to": {"bob@example.com"}, "amount": {"abc"}},
+		}
+		for i := range 30 {
+			posts = append(posts, url.Values{"token": {formtoken.New()}, "to": {fmt.Sprintf("nobody%d@example.com", i)}, "amount": {"10000"}})
+		}
+		for _, form := range posts {
+			r := c.Forge(routes.Transfer, routes.Transfer, form)
+			if d := apptest.Parse(r.Body); r.Status != http.StatusForbidden || d.TestID("transfer-unconfirmed") == nil || d.TestID("transfer-form") != nil ||
+				d.TestID("transfer-confirm") != nil {
+				t.Fatalf("posted while unconfirmed (%v): %d\n%s", form, r.Status, r.Body)
 			}
 		}
 		if ledgertest.Balance(t, db, w.ID) != 1_000_000 || ledgertest.Balance(t, db, bob) != 0 {

@@ -1,8 +1,11 @@
 package withdraw
 
 import (
+	"errors"
+
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
@@ -55,12 +58,7 @@ func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 	// account (with its national code, one per person) would outlast
 	// the owner's taking it back by a password reset.
 	if !u.Verified() {
-		v, err := h.accountsView(c)
-		if err != nil {
-			return err
-		}
-		v.IBAN, v.ErrorKey = typedIBAN, "verify.needed"
-		return h.Render(c, fiber.StatusForbidden, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
+		return h.bankAccountUnconfirmed(c, typedIBAN)
 	}
 	if typedNC == "" {
 		// The national code on file, when the form did not ask for it.
@@ -71,6 +69,9 @@ func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 		}
 	}
 	added, err := h.BankAccounts.Add(c.UserContext(), u.ID, typedIBAN, typedNC)
+	if errors.Is(err, owner.ErrUnconfirmed) {
+		return h.bankAccountUnconfirmed(c, typedIBAN) // the service's own refusal
+	}
 	if key, ok := bankAccountErrorKey(err); ok {
 		v, verr := h.accountsView(c)
 		if verr != nil {
@@ -93,4 +94,15 @@ func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 		done = "verified"
 	}
 	return c.Redirect(routes.BankAccounts+"?done="+done, fiber.StatusSeeOther)
+}
+
+// bankAccountUnconfirmed refuses a bank account to an account whose
+// address is not confirmed (403, nothing written), keeping what was typed.
+func (h *handlers) bankAccountUnconfirmed(c *fiber.Ctx, typedIBAN string) error {
+	v, err := h.accountsView(c)
+	if err != nil {
+		return err
+	}
+	v.IBAN, v.ErrorKey = typedIBAN, "verify.needed"
+	return h.Render(c, fiber.StatusForbidden, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
 }

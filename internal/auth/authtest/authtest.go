@@ -192,3 +192,16 @@ func ConfirmEmail(t testing.TB, db *store.DB, email string) {
 	// Sessions read before forget it, as after the link.
 	auth.SessionChanged(db, UserID(t, db, email))
 }
+
+// UnconfirmEmail marks the address of the user with that e-mail address
+// as not confirmed: an account as it stands when something it was given
+// before a rule (an API token) meets the rule. Nothing in the app ever
+// does this: a confirmation is never undone.
+func UnconfirmEmail(t testing.TB, db *store.DB, email string) {
+	t.Helper()
+	res := db.Gorm.Exec(`UPDATE users SET email_verified_at = NULL WHERE lower(email) = lower(?)`, email)
+	if res.Error != nil || res.RowsAffected != 1 {
+		t.Fatalf("unconfirm the address of %s: %v (%d rows)", email, res.Error, res.RowsAffected)
+	}
+	auth.SessionChanged(db, UserID(t, db, email))
+}

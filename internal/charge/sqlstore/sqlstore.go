@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/webhook"
@@ -51,15 +52,11 @@ const selectMerchant = `SELECT m.user_id, u.email, m.display_name, m.account_id,
 func (s *Store) MakeMerchant(ctx context.Context, userID int64, name string, by *int64, now time.Time) (charge.Merchant, bool, error) {
 	// Only an account whose address is confirmed (a confirmation is
 	// never undone: the check holds at the insert).
-	var confirmed []bool
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT email_verified_at IS NOT NULL FROM users WHERE id = ?`, userID), &confirmed); err != nil {
-		return charge.Merchant{}, false, fmt.Errorf("user %d: %w", userID, err)
-	}
-	switch {
-	case len(confirmed) == 0:
-		return charge.Merchant{}, false, charge.ErrNotFound
-	case !confirmed[0]:
-		return charge.Merchant{}, false, charge.ErrAddressUnconfirmed
+	switch err := owner.RequireConfirmed(s.db.Gorm.WithContext(ctx), userID); {
+	case errors.Is(err, owner.ErrNotFound):
+		return charge.Merchant{}, false, fmt.Errorf("%w: %w", charge.ErrNotFound, err)
+	case err != nil:
+		return charge.Merchant{}, false, err
 	}
 	acct, err := s.ledger.EnsureAccount(ctx, ledger.AccountMerchant, ledger.MerchantCode(userID), userID)
 	if err != nil {

@@ -35,13 +35,13 @@ func ClockAt(t time.Time) *Clock { return &Clock{testclock.New(t)} }
 // Advance moves the clock.
 func (c *Clock) Advance(d time.Duration) { c.Add(d) }
 
-// User makes a user with a wallet and its ledger account; it returns
-// their ids.
+// User makes a user (address confirmed) with a wallet and its ledger
+// account; it returns their ids.
 func User(t testing.TB, db *store.DB, email string) (userID, walletID int64) {
 	t.Helper()
 	now := time.Now().UTC()
-	if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at) VALUES (?, 'x', 'user', 'en', ?) RETURNING id`,
-		email, now).Scan(&userID).Error; err != nil {
+	if err := db.Gorm.Raw(`INSERT INTO users (email, password_hash, role, locale, created_at, email_verified_at) VALUES (?, 'x', 'user', 'en', ?, ?) RETURNING id`,
+		email, now, now).Scan(&userID).Error; err != nil {
 		t.Fatalf("user %s: %v", email, err)
 	}
 	if err := db.Gorm.Raw(`INSERT INTO wallets (user_id, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, userID, now, now).
