@@ -20,6 +20,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/config"
+	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/notify"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -159,6 +160,18 @@ type Client struct {
 	// LastRecoveryCodes are the recovery codes shown when this client
 	// enrolled an admin's authenticator.
 	LastRecoveryCodes []string
+}
+
+// Fund puts rials into the wallet of the user with that e-mail address
+// (made if it is not yet), as a top-up would, and returns the wallet's id.
+func (a *App) Fund(t testing.TB, email string, rials int64) int64 {
+	t.Helper()
+	w, err := a.Server.Wallets.ForUser(context.Background(), authtest.UserID(t, a.DB, email))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.Fund(t, a.DB, w.AccountID, rials, email)
+	return w.ID
 }
 
 // NewClient returns a fresh client (its own cookies).

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
-	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
@@ -294,12 +293,7 @@ func TestUnconfirmedPayerPaysNothing(t *testing.T) {
 		f := newFixture(t, db)
 		ctx := context.Background()
 		m, _ := f.merchant("shop@example.com", "Shop")
-		users := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
-			VerifyMailer: func(*gorm.DB, auth.User, string, time.Time) error { return nil }})
-		u, err := users.Register(ctx, "payer@example.com", "correct horse battery", "fa")
-		if err != nil {
-			t.Fatal(err)
-		}
+		u := authtest.Register(t, db, "payer@example.com")
 		w, err := f.ws.ForUser(ctx, u.ID)
 		if err != nil {
 			t.Fatal(err)

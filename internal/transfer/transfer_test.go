@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
-	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
@@ -178,12 +177,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		poor := f.user("poor@example.com", 50_000)
 		// An account whose address its owner has not confirmed: maybe a
 		// stranger's who signed up with it.
-		users := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
-			VerifyMailer: func(*gorm.DB, auth.User, string, time.Time) error { return nil }})
-		squatter, err := users.Register(ctx, "carol@example.com", "correct horse battery", "fa")
-		if err != nil {
-			t.Fatal(err)
-		}
+		squatter := authtest.Register(t, db, "carol@example.com")
 		squatterP := person{ID: squatter.ID, Email: squatter.Email}
 		long := make([]rune, 141)
 		for i := range long {
@@ -475,12 +469,7 @@ func TestUnconfirmedSenderSendsNothing(t *testing.T) {
 		f.keyed()
 		ctx := context.Background()
 		b := f.user("bob@example.com", 0)
-		users := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
-			VerifyMailer: func(*gorm.DB, auth.User, string, time.Time) error { return nil }})
-		u, err := users.Register(ctx, "carol@example.com", "correct horse battery", "fa")
-		if err != nil {
-			t.Fatal(err)
-		}
+		u := authtest.Register(t, db, "carol@example.com")
 		w, err := f.ws.ForUser(ctx, u.ID)
 		if err != nil {
 			t.Fatal(err)

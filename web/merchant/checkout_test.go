@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
-	"github.com/kifpool/kifpool/internal/mail/mailtest"
-	"github.com/kifpool/kifpool/internal/notify"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/mail/mailtest"
+	"github.com/kifpool/kifpool/internal/notify"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -244,15 +244,7 @@ func TestCheckoutWaitsForThePayersAddress(t *testing.T) {
 		c := app.NewClient(t)
 		c.GetIn("en", routes.SignUp)
 		c.SignUpUnconfirmed("payer@example.com")
-		u, err := app.Server.Auth.Authenticate(context.Background(), "payer@example.com", pw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := app.Server.Wallets.ForUser(context.Background(), u.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ledgertest.Fund(t, db, w.AccountID, 500_000, "payer")
+		wallet := app.Fund(t, "payer@example.com", 500_000)
 		r := c.Get(routes.Checkout(ch.PublicID))
 		doc := apptest.Parse(r.Body)
 		if s := doc.TestID("checkout-status"); r.Status != http.StatusOK || s == nil || s.Attr("data-status") != "unconfirmed" ||
@@ -268,7 +260,7 @@ func TestCheckoutWaitsForThePayersAddress(t *testing.T) {
 		if got, err := app.Server.Charges.Get(context.Background(), m, ch.PublicID); err != nil || got.Status != charge.StatusRequiresConfirmation || got.PayerUserID != 0 {
 			t.Fatalf("the charge after the refusal: %+v %v", got, err)
 		}
-		if b := ledgertest.Balance(t, db, w.ID); b != 500_000 {
+		if b := ledgertest.Balance(t, db, wallet); b != 500_000 {
 			t.Fatalf("balance %d", b)
 		}
 		// The payer opens the link mailed at sign-up in this browser:
@@ -276,7 +268,7 @@ func TestCheckoutWaitsForThePayersAddress(t *testing.T) {
 		var link string
 		for _, mail := range mailtest.Rows(t, db) {
 			if mail.Kind == notify.KindVerify && mail.ToAddr == "payer@example.com" {
-				if l := regexp.MustCompile(`/email/verify/[A-Za-z0-9_-]+`).FindString(mail.TextBody); l != "" {
+				if l := regexp.MustCompile(regexp.QuoteMeta(routes.EmailVerify("")) + `[A-Za-z0-9_-]+`).FindString(mail.TextBody); l != "" {
 					link = l
 				}
 			}
@@ -294,7 +286,7 @@ func TestCheckoutWaitsForThePayersAddress(t *testing.T) {
 		if r := c.Forge(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), url.Values{"token": {token}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("pay once confirmed: %d\n%s", r.Status, r.Body)
 		}
-		if b := ledgertest.Balance(t, db, w.ID); b != 400_000 {
+		if b := ledgertest.Balance(t, db, wallet); b != 400_000 {
 			t.Fatalf("balance once paid %d", b)
 		}
 		apptest.CheckInvariants(t, db)

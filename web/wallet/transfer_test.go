@@ -248,15 +248,7 @@ func TestTransferWaitsForTheSendersAddress(t *testing.T) {
 		c := app.NewClient(t)
 		c.GetIn("en", routes.SignUp)
 		c.SignUpUnconfirmed("carol@example.com")
-		u, err := app.Server.Auth.Authenticate(context.Background(), "carol@example.com", transferPW)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := app.Server.Wallets.ForUser(context.Background(), u.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ledgertest.Fund(t, db, w.AccountID, 1_000_000, "carol")
+		carol := app.Fund(t, "carol@example.com", 1_000_000)
 		page := c.Get(routes.Transfer)
 		doc := apptest.Parse(page.Body)
 		if page.Status != http.StatusOK || doc.TestID("transfer-unconfirmed") == nil || doc.TestID("transfer-form") != nil ||
@@ -284,10 +276,10 @@ func TestTransferWaitsForTheSendersAddress(t *testing.T) {
 				t.Fatalf("posted while unconfirmed (%v): %d\n%s", form, r.Status, r.Body)
 			}
 		}
-		if ledgertest.Balance(t, db, w.ID) != 1_000_000 || ledgertest.Balance(t, db, bob) != 0 {
+		if ledgertest.Balance(t, db, carol) != 1_000_000 || ledgertest.Balance(t, db, bob) != 0 {
 			t.Fatal("a refusal moved money")
 		}
-		if ts, _, err := app.Server.Transfers.List(context.Background(), u.ID, 0, 10); err != nil || len(ts) != 0 {
+		if ts, _, err := app.Server.Transfers.List(context.Background(), authtest.UserID(t, db, "carol@example.com"), 0, 10); err != nil || len(ts) != 0 {
 			t.Fatalf("transfers while unconfirmed: %v %v", ts, err)
 		}
 		authtest.ConfirmEmail(t, db, "carol@example.com")
@@ -298,8 +290,8 @@ func TestTransferWaitsForTheSendersAddress(t *testing.T) {
 		if r.Status != http.StatusSeeOther {
 			t.Fatalf("send once confirmed: %d\n%s", r.Status, r.Body)
 		}
-		if ledgertest.Balance(t, db, w.ID) != 900_000 || ledgertest.Balance(t, db, bob) != 100_000 {
-			t.Fatalf("balances once confirmed %d %d", ledgertest.Balance(t, db, w.ID), ledgertest.Balance(t, db, bob))
+		if ledgertest.Balance(t, db, carol) != 900_000 || ledgertest.Balance(t, db, bob) != 100_000 {
+			t.Fatalf("balances once confirmed %d %d", ledgertest.Balance(t, db, carol), ledgertest.Balance(t, db, bob))
 		}
 		apptest.CheckInvariants(t, db)
 	})

@@ -7,10 +7,14 @@
 package authtest
 
 import (
+	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/store"
@@ -204,4 +208,17 @@ func UnconfirmEmail(t testing.TB, db *store.DB, email string) {
 		t.Fatalf("unconfirm the address of %s: %v (%d rows)", email, res.Error, res.RowsAffected)
 	}
 	auth.SessionChanged(db, UserID(t, db, email))
+}
+
+// Register signs a user up as the site does (auth.Service.Register): the
+// address not confirmed, the confirmation mail dropped.
+func Register(t testing.TB, db *store.DB, email string) auth.User {
+	t.Helper()
+	users := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
+		VerifyMailer: func(*gorm.DB, auth.User, string, time.Time) error { return nil }})
+	u, err := users.Register(context.Background(), email, "correct horse battery", "fa")
+	if err != nil {
+		t.Fatalf("register %s: %v", email, err)
+	}
+	return u
 }
