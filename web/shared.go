@@ -25,6 +25,7 @@ func (s *Server) shared() seam.App {
 		SignedOut: func(c *fiber.Ctx) {
 			s.clearCookie(c, s.sessionCookie)
 			s.rotateCSRF(c, "")
+			s.setPendingCheckout(c, "") // the browser's next person has no checkout to come back to
 		},
 		ClearSession: func(c *fiber.Ctx) { s.clearCookie(c, s.sessionCookie) },
 		ClientIP:     s.clientIP,
@@ -63,10 +64,13 @@ func (s *Server) setPendingCheckout(c *fiber.Ctx, publicID string) {
 }
 
 // passSession gives the browser a session that has just been made or
-// passed the second factor: its cookie, and a CSRF token bound to it.
+// passed the second factor: its cookie, and a CSRF token bound to it. A
+// checkout remembered before belongs to whoever was signed in then (a
+// shared browser): forgotten.
 func (s *Server) passSession(c *fiber.Ctx, token string, expires time.Time) {
 	s.setCookie(c, s.sessionCookie, token, expires, true)
 	s.rotateCSRF(c, token)
+	s.setPendingCheckout(c, "")
 }
 
 // gatewayName names a gateway for the payer, in their language (the

@@ -163,7 +163,9 @@ type Client struct {
 }
 
 // Fund puts rials into the wallet of the user with that e-mail address
-// (made if it is not yet), as a top-up would, and returns the wallet's id.
+// (made if it is not yet) by a ledger adjustment from a gateway's account,
+// and returns the wallet's id. Once per address (the adjustment's
+// reference is the address).
 func (a *App) Fund(t testing.TB, email string, rials int64) int64 {
 	t.Helper()
 	w, err := a.Server.Wallets.ForUser(context.Background(), authtest.UserID(t, a.DB, email))

@@ -274,7 +274,9 @@ func (s *Service) enable(tx *gorm.DB, ep Endpoint) error {
 		return nil
 	}
 	if ep.DisabledAt != nil {
-		if err := s.lockOwner(tx, ep.UserID); err != nil {
+		// Locked for the count, and only for an account whose address
+		// is confirmed, as a new endpoint (Create).
+		if err := owner.LockConfirmed(tx, s.db.Dialect, ep.UserID); err != nil {
 			return err
 		}
 		var n int64
@@ -601,18 +603,4 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	return st, nil
-}
-
-// lockOwner locks the owner's user row until tx ends, before a count of
-// their endpoints or origins and the insert it allows: two requests at
-// once cannot both count one below the limit and both insert. (SQLite's
-// immediate transactions serialise writers already.)
-func (s *Service) lockOwner(tx *gorm.DB, userID int64) error {
-	if s.db.Dialect != store.Postgres {
-		return nil
-	}
-	if _, err := owner.Lock(tx, s.db.Dialect, userID); err != nil {
-		return fmt.Errorf("lock user %d: %w", userID, err)
-	}
-	return nil
 }

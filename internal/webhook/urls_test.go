@@ -157,8 +157,9 @@ func TestClientRefusesPrivateAndRedirects(t *testing.T) {
 }
 
 // An account whose address is not confirmed registers no endpoint and no
-// return origin, whatever the form in front of the service: nothing is
-// written; once confirmed, both are.
+// return origin, nor gets a disabled endpoint back (by itself or by an
+// admin), whatever the form in front of the service: nothing is written;
+// once confirmed, all are.
 func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -167,8 +168,35 @@ func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 			t.Fatal(err)
 		}
 		uid, _ := seedTopUp(t, db, "squat@example.com", 0)
+		adminID, _ := seedTopUp(t, db, "admin@example.com", 0)
+		// Two endpoints from before the rule: one its owner disabled, one
+		// an admin did.
+		var old []int64
+		for _, path := range []string{"/old-1", "/old-2"} {
+			ep, _, err := svc.Create(ctx, uid, "https://partner.example"+path, []string{webhook.TypeCredited})
+			if err != nil {
+				t.Fatal(err)
+			}
+			old = append(old, ep.ID)
+		}
+		if err := svc.Disable(ctx, uid, old[0]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.AdminDisable(ctx, adminID, old[1]); err != nil {
+			t.Fatal(err)
+		}
 		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = NULL WHERE id = ?`, uid).Error; err != nil {
 			t.Fatal(err)
+		}
+		if err := svc.Enable(ctx, uid, old[0]); !errors.Is(err, owner.ErrUnconfirmed) {
+			t.Fatalf("enable: %v", err)
+		}
+		if _, err := svc.AdminEnable(ctx, adminID, old[1]); !errors.Is(err, owner.ErrUnconfirmed) {
+			t.Fatalf("admin's enable: %v", err)
+		}
+		var live int64
+		if err := db.Gorm.Table("webhook_endpoints").Where("disabled_at IS NULL").Count(&live).Error; err != nil || live != 0 {
+			t.Fatalf("%d endpoints enabled (%v)", live, err)
 		}
 		if _, _, err := svc.Create(ctx, uid, "https://partner.example/hooks", []string{webhook.TypeCredited}); !errors.Is(err, owner.ErrUnconfirmed) {
 			t.Fatalf("endpoint: %v", err)
@@ -176,7 +204,7 @@ func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 		if _, err := svc.AddOrigin(ctx, uid, "https://shop.example"); !errors.Is(err, owner.ErrUnconfirmed) {
 			t.Fatalf("return origin: %v", err)
 		}
-		if n := storetest.Rows(t, db, "webhook_endpoints", "webhook_return_origins"); n["webhook_endpoints"]+n["webhook_return_origins"] != 0 {
+		if n := storetest.Rows(t, db, "webhook_endpoints", "webhook_return_origins"); n["webhook_endpoints"] != 2 || n["webhook_return_origins"] != 0 {
 			t.Fatalf("written: %v", n)
 		}
 		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = created_at WHERE id = ?`, uid).Error; err != nil {
@@ -187,6 +215,12 @@ func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 		}
 		if _, err := svc.AddOrigin(ctx, uid, "https://shop.example"); err != nil {
 			t.Fatalf("return origin once confirmed: %v", err)
+		}
+		if err := svc.Enable(ctx, uid, old[0]); err != nil {
+			t.Fatalf("enable once confirmed: %v", err)
+		}
+		if _, err := svc.AdminEnable(ctx, adminID, old[1]); err != nil {
+			t.Fatalf("admin's enable once confirmed: %v", err)
 		}
 	})
 }

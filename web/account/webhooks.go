@@ -170,6 +170,8 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_by_admin"})
 	case errors.Is(err, webhook.ErrTooMany):
 		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{ListErrorKey: "webhooks.error_too_many"})
+	case errors.Is(err, owner.ErrUnconfirmed):
+		return h.renderWebhooks(c, fiber.StatusForbidden, views.WebhooksView{ListErrorKey: "verify.needed"})
 	case err != nil:
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/webhook"
 	adminview "github.com/kifpool/kifpool/views/admin"
@@ -37,6 +38,8 @@ func (h *handlers) webhooks(c *fiber.Ctx) error {
 		v.Notice = "webhooks.admin_owner_disabled"
 	case "too_many":
 		v.Notice = "webhooks.error_too_many"
+	case "unconfirmed":
+		v.Notice = "webhooks.admin_unconfirmed"
 	}
 	for _, e := range all {
 		v.Endpoints = append(v.Endpoints, account.WebhookRow(e.Endpoint, e.Email, e.Pending, e.Failed))
@@ -152,6 +155,8 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 		return c.Redirect(routes.AdminWebhooks+"?done=owner", fiber.StatusSeeOther)
 	case errors.Is(err, webhook.ErrTooMany):
 		return c.Redirect(routes.AdminWebhooks+"?done=too_many", fiber.StatusSeeOther)
+	case errors.Is(err, owner.ErrUnconfirmed):
+		return c.Redirect(routes.AdminWebhooks+"?done=unconfirmed", fiber.StatusSeeOther)
 	case err != nil:
 		return err
 	}

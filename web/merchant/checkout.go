@@ -205,9 +205,14 @@ func (h *handlers) refused(c *fiber.Ctx, before, after charge.Charge, err error)
 	case errors.Is(err, charge.ErrPayToSelf):
 		key = "checkout.error_own"
 	case errors.Is(err, charge.ErrAddressUnconfirmed):
-		// The page's own state says it (the session read the address
-		// as confirmed a moment ago at most: it reads it again now).
-		return h.showCheckout(c, fiber.StatusForbidden, ch, "", nil)
+		// The page's own state ("unconfirmed", from the session) says
+		// it; a session that still read the address as confirmed gets
+		// the sentence instead.
+		key := ""
+		if h.User(c).Verified() {
+			key = "verify.needed"
+		}
+		return h.showCheckout(c, fiber.StatusForbidden, ch, key, nil)
 	case errors.Is(err, charge.ErrNotFound):
 		return fiber.ErrNotFound
 	default:

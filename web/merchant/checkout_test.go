@@ -283,6 +283,34 @@ func TestCheckoutWaitsForThePayersAddress(t *testing.T) {
 		if d := apptest.Parse(c.Get(routes.Checkout(ch.PublicID)).Body); d.TestID("checkout").Attr("data-state") != "open" || d.TestID("checkout-pay") == nil {
 			t.Fatalf("once confirmed the checkout is not open: %q", d.TestID("checkout").Attr("data-state"))
 		}
+		// The checkout is remembered for this browser's person only: the
+		// next one to sign in here has none to come back to.
+		base, _ := url.Parse(app.URL)
+		remembered := func() bool {
+			for _, k := range c.HTTP.Jar.Cookies(base) {
+				if k.Name == "checkout" && k.Value == ch.PublicID {
+					return true
+				}
+			}
+			return false
+		}
+		if !remembered() {
+			t.Fatal("the checkout is not remembered")
+		}
+		c.Post(routes.SignOut, url.Values{"_csrf": {apptest.Input(c.Get(routes.Wallet).Body, "_csrf")}})
+		if remembered() {
+			t.Fatal("the checkout outlived the sign-out")
+		}
+		// One left behind (a browser that was not signed out): a sign-in
+		// forgets it.
+		c.HTTP.Jar.SetCookies(base, []*http.Cookie{{Name: "checkout", Value: ch.PublicID, Path: "/"}})
+		if !remembered() {
+			t.Fatal("the planted cookie is not there")
+		}
+		c.SignIn("payer@example.com", pw)
+		if remembered() {
+			t.Fatal("a checkout remembered across a sign-in")
+		}
 		if r := c.Forge(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), url.Values{"token": {token}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("pay once confirmed: %d\n%s", r.Status, r.Body)
 		}
