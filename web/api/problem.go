@@ -111,6 +111,13 @@ var codeInfo = map[Code]struct {
 	CodeRefundExceeds:         {fiber.StatusConflict, "Refunds would exceed the captured amount"},
 }
 
+// unconfirmedProblem answers a request refused because its caller has not
+// confirmed their own address (owner.ErrUnconfirmed); nothing was done
+// ("sent", "stored").
+func unconfirmedProblem(c *fiber.Ctx, done string) error {
+	return problem(c, CodeAddressUnconfirmed, "Confirm your own e-mail address first, by the link mailed at sign-up (your account page sends it again); nothing was "+done+".")
+}
+
 // Problem is an RFC 9457 problem details object with our code.
 type Problem struct {
 	Type   string `json:"type"`

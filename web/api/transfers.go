@@ -198,7 +198,7 @@ func (h *handler) transferProblem(c *fiber.Ctx, err error) error {
 	case errors.Is(err, transfer.ErrRecipientNotFound):
 		return problem(c, CodeRecipientNotFound, "No Kifpool user has the address to_email, or its owner has not confirmed it yet; nothing was sent.")
 	case errors.Is(err, transfer.ErrSenderUnconfirmed):
-		return problem(c, CodeAddressUnconfirmed, "Confirm your own e-mail address first, by the link mailed at sign-up (your account page sends it again); nothing was sent.")
+		return unconfirmedProblem(c, "sent")
 	case errors.Is(err, transfer.ErrToSelf):
 		return problem(c, CodeTransferToSelf, "to_email is your own address: a transfer goes to another person.")
 	case errors.Is(err, transfer.ErrDailyLimit):

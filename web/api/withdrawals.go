@@ -149,7 +149,7 @@ func (h *handler) addBankAccount(c *fiber.Ctx) error {
 	added, err := h.BankAccounts.Add(c.UserContext(), p.UserID, *ib, typedNC)
 	switch {
 	case errors.Is(err, owner.ErrUnconfirmed):
-		return problem(c, CodeAddressUnconfirmed, "Confirm your own e-mail address first, by the link mailed at sign-up (your account page sends it again); nothing was stored.")
+		return unconfirmedProblem(c, "stored")
 	case errors.Is(err, iban.ErrEmpty), errors.Is(err, iban.ErrFormat), errors.Is(err, iban.ErrChecksum), errors.Is(err, iban.ErrUnknownBank):
 		return problem(c, CodeIBANInvalid, "iban must be an Iranian Sheba: IR and 24 digits with matching check digits and a known bank ("+err.Error()+").")
 	case errors.Is(err, iban.ErrNationalCodeFormat), errors.Is(err, iban.ErrNationalCodeCheck):

@@ -61,10 +61,8 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		// unknown-recipient allowance is not touched), unless its token
 		// made a transfer already: that one's receipt.
 		if formtoken.Valid(token) {
-			if first, err := h.Transfers.ByToken(c.UserContext(), u.ID, token); err == nil {
-				rials, _ := money.ParseTomans(f.Amount)
-				return h.transferDone(c, transfer.Request{ToEmail: f.To, Note: f.Note, AmountRials: rials}, first)
-			} else if !errors.Is(err, transfer.ErrNotFound) {
+			rials, _ := money.ParseTomans(f.Amount)
+			if done, err := h.answerMade(c, transfer.Request{SenderUserID: u.ID, FormToken: token, ToEmail: f.To, Note: f.Note, AmountRials: rials}); done || err != nil {
 				return err
 			}
 		}
@@ -97,9 +95,7 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		if !ok {
 			// A form whose transfer was made is answered with it all the
 			// same (a double click, Back then Send): only new ones wait.
-			if first, err := h.Transfers.ByToken(c.UserContext(), u.ID, token); err == nil {
-				return h.transferDone(c, r, first)
-			} else if !errors.Is(err, transfer.ErrNotFound) {
+			if done, err := h.answerMade(c, r); done || err != nil {
 				return err
 			}
 			secs := seam.RetryAfter(c, wait)
@@ -121,9 +117,7 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 	if c.FormValue("confirmed") != "1" {
 		// The form again after its transfer was made (Back, then
 		// Continue): where that transfer stands.
-		if first, err := h.Transfers.ByToken(c.UserContext(), u.ID, token); err == nil {
-			return h.transferDone(c, r, first)
-		} else if !errors.Is(err, transfer.ErrNotFound) {
+		if done, err := h.answerMade(c, r); done || err != nil {
 			return err
 		}
 		q, err := h.Transfers.Quote(c.UserContext(), r)
@@ -142,6 +136,19 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		return refused(err)
 	}
 	return c.Redirect(routes.TransferReceipt(res.Transfer.PublicID), fiber.StatusSeeOther)
+}
+
+// answerMade answers r when its form token made a transfer already
+// (done: the answer is sent, or err); not done, nothing was written to c.
+func (h *handlers) answerMade(c *fiber.Ctx, r transfer.Request) (done bool, err error) {
+	first, err := h.Transfers.ByToken(c.UserContext(), r.SenderUserID, r.FormToken)
+	switch {
+	case errors.Is(err, transfer.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return true, err
+	}
+	return true, h.transferDone(c, r, first)
 }
 
 // transferDone answers a form whose token made a transfer already: its
