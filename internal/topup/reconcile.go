@@ -206,7 +206,14 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			it := s.reconcileItem(ctx, gw.Name(), u)
+			it := items[i]
+			if ctx.Err() != nil {
+				// The budget ran out before this goroutine ran: nothing
+				// was asked, so the item was not reached.
+				it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
+			} else {
+				it = s.reconcileItem(ctx, gw.Name(), u)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			items[i] = it
@@ -221,6 +228,8 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 			case "amount_mismatch", "already_resolved", "unresolved", "authority_conflict":
 				rep.Ours++
 				rep.Mismatches++
+			case "not_reached":
+				rep.Unreached++
 			case "error":
 			default:
 				rep.Ours++
