@@ -332,10 +332,19 @@ func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 	if err != nil {
 		return fmt.Errorf("mellat bpReversalRequest %s: %w", quote(in.Receipt), err)
 	}
-	if code != codeOK {
-		return &gateway.RejectedError{Op: opReversal, Code: code, Message: describe(code)}
+	switch {
+	case code == codeOK:
+		return nil
+	case code == codeReversed || !definite(code):
+		// 48 says the sale is reversed, by this call's lost twin or by
+		// another hand; 34 (the bank's system error) and a code the table
+		// does not have say nothing. None is a refusal: taken as one, a
+		// card refund would give the money back to the wallet while the
+		// card has it too. Unknown: the sale's inquiry (RefundStatus)
+		// decides.
+		return fmt.Errorf("mellat bpReversalRequest %s: %w", quote(in.Receipt), unknownCode(opReversal, code))
 	}
-	return nil
+	return &gateway.RejectedError{Op: opReversal, Code: code, Message: describe(code)}
 }
 
 // ListUnverified: Mellat has no list of payments; always empty.

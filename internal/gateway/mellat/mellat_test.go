@@ -235,6 +235,12 @@ func TestAnswerCodes(t *testing.T) {
 		{"settle 46", "settle", 200, soap("bpSettleRequest", "46"), made, string(gateway.SettleRefused)},
 		{"settle 34", "settle", 200, soap("bpSettleRequest", "34"), unknown, ""},
 		{"settle 777", "settle", 200, soap("bpSettleRequest", "777"), unknown, ""},
+		{"reverse 0", "reverse", 200, soap("bpReversalRequest", "0"), made, ""},
+		{"reverse 45", "reverse", 200, soap("bpReversalRequest", "45"), refused, ""},
+		{"reverse 48", "reverse", 200, soap("bpReversalRequest", "48"), unknown, ""},
+		{"reverse 34", "reverse", 200, soap("bpReversalRequest", "34"), unknown, ""},
+		{"reverse 888", "reverse", 200, soap("bpReversalRequest", "888"), unknown, ""},
+		{"reverse fault", "reverse", 500, fault, unknown, ""},
 		{"request 0", "request", 200, soap("bpPayRequest", "0,ABCDEF0123456789"), made, ""},
 		{"request 41", "request", 200, soap("bpPayRequest", "41"), refused, ""},
 		{"request fault in an outage", "request", 500, fault, unknown, ""},
@@ -265,6 +271,8 @@ func TestAnswerCodes(t *testing.T) {
 				var sr gateway.SettleResult
 				sr, err = c.Settle(ctxT(t), in)
 				outcome = string(sr.Outcome)
+			case "reverse":
+				err = c.Reverse(ctxT(t), in)
 			default:
 				_, err = c.Request(ctxT(t), gateway.RequestInput{AmountRials: 30_000, CallbackURL: callbackURL, OrderID: publicID})
 			}
@@ -355,6 +363,12 @@ func TestRefundIsAReversalBeforeSettle(t *testing.T) {
 	}
 	if st, err := c.RefundStatus(ctxT(t), in); err != nil || st.Outcome != gateway.RefundDone || st.Code != 48 {
 		t.Fatalf("status after: %+v %v", st, err)
+	}
+	// Sent again (its first answer lost): the bank says 48, which is not
+	// a refusal, or the wallet would get back what the card already has.
+	var te *gateway.TransientError
+	if _, err := c.Refund(ctxT(t), in); !errors.As(err, &te) || gateway.IsRejected(err) {
+		t.Fatalf("reversal sent again: %v, want outcome unknown", err)
 	}
 	settled := verified("zzzzzzzzzzzzzzzzzzzzzzzz", 90_000)
 	if sr, err := c.Settle(ctxT(t), settled.Payment); err != nil || !sr.Done() {
