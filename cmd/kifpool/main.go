@@ -651,7 +651,7 @@ func sandbankCmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 	fs := flag.NewFlagSet("sandbank", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	addr := fs.String("addr", "127.0.0.1:9090", "HOST:PORT to listen on")
-	ttl := fs.Duration("authority-ttl", sandbank.DefaultAuthorityTTL, "how long an authority may wait for payment")
+	ttl := fs.Duration("authority-ttl", 0, "how long an authority may wait for payment, every gateway's (0: each its own, 15m; SEP's token 20m)")
 	faults := sandbank.ParseFaultFlags(fs)
 	if help, err := parseFlags(fs, args, "usage: kifpool sandbank --addr HOST:PORT [fault flags] (-h lists them)"); help || err != nil {
 		return err

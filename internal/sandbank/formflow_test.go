@@ -2,8 +2,12 @@ package sandbank
 
 import (
 	"encoding/json"
+	"fmt"
+	"time"
+
 	"github.com/kifpool/kifpool/internal/i18n"
 	bankpage "github.com/kifpool/kifpool/internal/sandbank/page"
+	"github.com/kifpool/kifpool/internal/testclock"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -194,4 +198,35 @@ func mustURL(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// Each page waits for the payer as long as its bank's does: SEP's token
+// 20 minutes (its default, no TokenExpiryInMin), the others 15; a bank
+// made with AuthorityTTL uses that for every one.
+func TestEachPageWaitsItsOwnTime(t *testing.T) {
+	for _, tt := range []struct {
+		gw    string
+		fixed time.Duration
+		lasts time.Duration
+	}{
+		{gatewaySEP, 0, 20 * time.Minute},
+		{gatewayMellat, 0, DefaultAuthorityTTL},
+		{gatewaySEP, 15 * time.Minute, 15 * time.Minute},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tt.gw, tt.fixed), func(t *testing.T) {
+			clock := testclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+			b := New(Options{Clock: clock.Now, AuthorityTTL: tt.fixed})
+			srv := httptest.NewServer(b.Handler())
+			defer srv.Close()
+			tok := newFormPayment(t, srv, tt.gw)
+			clock.Add(tt.lasts - time.Second)
+			if p, ok := b.Payment(tok); !ok || p.State != StateInBank {
+				t.Fatalf("a second before %v: %+v", tt.lasts, p)
+			}
+			clock.Add(time.Second)
+			if p, ok := b.Payment(tok); !ok || p.State != StateFailed || p.FailReason != FailExpired {
+				t.Fatalf("at %v: %+v, want expired", tt.lasts, p)
+			}
+		})
+	}
 }

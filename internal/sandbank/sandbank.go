@@ -87,7 +87,8 @@ type Payment = book.Payment
 // fields are in its query) or a POST of Form to URL (SEP, Mellat).
 type CallbackRequest = book.CallbackRequest
 
-// DefaultAuthorityTTL is how long an authority may wait for the payer.
+// DefaultAuthorityTTL is how long an authority may wait for the payer,
+// unless its protocol's page says otherwise (SEP's token: 20 minutes).
 const DefaultAuthorityTTL = 15 * time.Minute
 
 // Options configures a Bank. The zero value is usable.
@@ -101,8 +102,9 @@ type Options struct {
 	// ChaCha8 stream seeded from it): same seed, same sequence of calls, same
 	// authorities and reference ids.
 	Seed uint64
-	// AuthorityTTL is how long a payment may stay IN_BANK before it becomes
-	// FAILED (expired); default DefaultAuthorityTTL.
+	// AuthorityTTL, when set, is how long a payment of any protocol may
+	// stay IN_BANK before it becomes FAILED (expired); unset, each
+	// protocol's own (DefaultAuthorityTTL; SEP 20 minutes).
 	AuthorityTTL time.Duration
 	// Logger receives one line per state change; default: discard.
 	Logger *slog.Logger
@@ -159,7 +161,7 @@ func New(opts Options) *Bank {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	bk := book.New(book.Options{Clock: opts.Clock, Rand: opts.Rand, Seed: opts.Seed, TTL: ttl, Logger: log})
+	bk := book.New(book.Options{Clock: opts.Clock, Rand: opts.Rand, Seed: opts.Seed, TTL: ttl, FixedTTL: opts.AuthorityTTL > 0, Logger: log})
 	origin := strings.ToLower(strings.TrimSuffix(opts.CallbackOrigin, "/"))
 	env := protocol.Env{Book: bk, Pages: bankpage.New(bk, log, origin), Log: log, CallbackOrigin: origin}
 	b := &Bank{

@@ -147,6 +147,10 @@ type Rules struct {
 	// OrderKey, when set, indexes the payments by the merchant's order
 	// (Mellat refuses a terminal's order number twice): "" for none.
 	OrderKey func(rec *Record) string
+	// PageTTL is how long this protocol's page waits for the payer (SEP's
+	// token: 20 minutes); 0: the book's TTL. A book made with FixedTTL
+	// ignores it.
+	PageTTL time.Duration
 }
 
 // Options configures a Book.
@@ -158,8 +162,11 @@ type Options struct {
 	Rand io.Reader
 	// Seed, when non-zero and Rand is nil, makes the book deterministic.
 	Seed uint64
-	// TTL is how long a payment may stay IN_BANK.
+	// TTL is how long a payment may stay IN_BANK, unless its protocol's
+	// Rules.PageTTL says otherwise.
 	TTL time.Duration
+	// FixedTTL makes TTL every protocol's (a test's chosen time).
+	FixedTTL bool
 	// Logger receives one line per state change; default: discard.
 	Logger *slog.Logger
 }
@@ -169,6 +176,7 @@ type Options struct {
 type Book struct {
 	clock  func() time.Time
 	ttl    time.Duration
+	fixed  bool
 	log    *slog.Logger
 	tehran *time.Location
 	rules  map[string]Rules
@@ -187,6 +195,7 @@ func New(opts Options) *Book {
 	b := &Book{
 		clock:    opts.Clock,
 		ttl:      opts.TTL,
+		fixed:    opts.FixedTTL,
 		log:      opts.Logger,
 		rand:     opts.Rand,
 		rules:    make(map[string]Rules),
@@ -349,7 +358,15 @@ func (b *Book) View(token, referer string) (View, bool) {
 	if rec.StartReferer == "" {
 		rec.StartReferer = referer
 	}
-	return View{Payment: rec.snapshot(), Card: rec.CardNumber, ExpiresAt: rec.CreatedAt.Add(b.ttl)}, true
+	return View{Payment: rec.snapshot(), Card: rec.CardNumber, ExpiresAt: rec.CreatedAt.Add(b.ttlOf(rec))}, true
+}
+
+// ttlOf is how long rec's page waits for the payer.
+func (b *Book) ttlOf(rec *Record) time.Duration {
+	if d := b.rules[rec.Gateway].PageTTL; d > 0 && !b.fixed {
+		return d
+	}
+	return b.ttl
 }
 
 // Callback is the request that takes the payer of a payment back to the
@@ -429,12 +446,13 @@ func (b *Book) ExpireLocked(rec *Record, now time.Time) {
 		}
 		return
 	}
-	if rec.State != StateInBank || now.Sub(rec.CreatedAt) < b.ttl {
+	ttl := b.ttlOf(rec)
+	if rec.State != StateInBank || now.Sub(rec.CreatedAt) < ttl {
 		return
 	}
 	rec.State = StateFailed
 	rec.FailReason = FailExpired
-	rec.FailedAt = rec.CreatedAt.Add(b.ttl)
+	rec.FailedAt = rec.CreatedAt.Add(ttl)
 	b.log.Info("sandbank: authority expired", "authority", rec.Authority)
 }
 

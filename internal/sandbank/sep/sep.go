@@ -45,7 +45,8 @@ const (
 	opSEPVerify    = "sep-verify"
 	opSEPReverse   = "sep-reverse"
 	opSEPReceipt   = "sep-inquiry"
-	opSEPStart     = "sep-startpay" // the pages (page.Form)
+	opSEPStart     = "sep-startpay"   // the pages (page.Form)
+	sepTokenLife   = 20 * time.Minute // the page takes a token this long (no TokenExpiryInMin)
 	sepVerifyLimit = 30 * time.Minute
 	sepReverseLim  = 50 * time.Minute
 	sepReceiptLife = time.Hour
@@ -79,10 +80,11 @@ func (s *SEP) Name() string { return Protocol }
 // Gateway is "sep".
 func (s *SEP) Gateway() string { return Gateway }
 
-// Rules: a paid payment is reversed 30 minutes on without verify; paying
-// gives it a RefNum and a TraceNo; the callback is a POST.
+// Rules: the page takes the token for 20 minutes (SEP's default, no
+// TokenExpiryInMin); a paid payment is reversed 30 minutes on without
+// verify; paying gives it a RefNum and a TraceNo; the callback is a POST.
 func (s *SEP) Rules() book.Rules {
-	return book.Rules{VerifyDeadline: sepVerifyLimit, Paid: paid, Callback: sepCallback}
+	return book.Rules{PageTTL: sepTokenLife, VerifyDeadline: sepVerifyLimit, Paid: paid, Callback: sepCallback}
 }
 
 // paid gives a paid payment its RefNum (40 letters and digits, unique) and
