@@ -6,10 +6,13 @@ package cardrefund_test
 // one clock for both and the bank.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -46,6 +49,25 @@ type env struct {
 	admin  auth.User
 	wallet wallet.Wallet
 	hooks  *webhook.Service
+	logs   *lockedBuffer // the service's log lines
+}
+
+// lockedBuffer is a log's text, written and read from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 var seq atomic.Int64
@@ -61,7 +83,7 @@ func newEnv(t *testing.T, db *store.DB) *env {
 func newEnvWrapped(t *testing.T, db *store.DB, wrap func(gateway.Gateway) gateway.Gateway) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, db: db, clock: topuptest.NewClock()}
+	e := &env{t: t, db: db, clock: topuptest.NewClock(), logs: &lockedBuffer{}}
 	as := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost})
 	var err error
 	n := seq.Add(1)
@@ -104,7 +126,7 @@ func newEnvWrapped(t *testing.T, db *store.DB, wrap func(gateway.Gateway) gatewa
 		TopUpView: func(ctx context.Context, t cardrefund.TopUp) (any, error) {
 			return map[string]any{"id": t.PublicID}, nil
 		},
-		Jitter: func() float64 { return 0 }})
+		Jitter: func() float64 { return 0 }, Log: slog.New(slog.NewTextHandler(e.logs, nil))})
 	if e.hooks, err = webhook.New(db, e.clock.Now, webhook.Options{SessionSecret: make([]byte, 32), AllowLoopback: true}); err != nil {
 		t.Fatal(err)
 	}

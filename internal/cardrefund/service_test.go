@@ -540,3 +540,65 @@ func ledgerBalance(t *testing.T, db *store.DB, code string) int64 {
 	}
 	return out[0]
 }
+
+// lateRefund is a gateway whose card refund runs before first, while the
+// admin's call is with the bank.
+type lateRefund struct {
+	gateway.Gateway
+	before func()
+}
+
+func (g lateRefund) Ops() gateway.Ops {
+	ops := g.Gateway.Ops()
+	if refund := ops.Refund; refund != nil {
+		ops.Refund = func(ctx context.Context, in gateway.RefundInput) (gateway.RefundResult, error) {
+			if g.before != nil {
+				g.before()
+			}
+			return refund(ctx, in)
+		}
+	}
+	return ops
+}
+
+// TestBankAcceptedAfterTheRowMovedOn: the admin's call stalls past its
+// lease and past NotDoneAfter; the worker, asking the bank's record,
+// finds no refund and fails the card refund (the wallet's money
+// released). Then the stalled call reaches the bank, which accepts it:
+// the money is out twice. What the row says stands, and the log says so
+// at ERROR, for a person to act on.
+func TestBankAcceptedAfterTheRowMovedOn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var e *env
+		var stalled sync.Once
+		e = newEnvWrapped(t, db, func(g gateway.Gateway) gateway.Gateway {
+			return lateRefund{Gateway: g, before: func() {
+				stalled.Do(func() {
+					e.clock.Advance(e.svc.Config().NotDoneAfter + time.Hour)
+					e.round()
+				})
+			}}
+		})
+		p := e.credit("zarinpal", 300_000)
+		c, err := e.start(p, 120_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Status != cardrefund.StatusFailed || c.StatusReason != cardrefund.ReasonNotAtBank {
+			t.Fatalf("the admin's answer: %+v, want what the worker recorded", c)
+		}
+		if got := e.get(c); got.Status != cardrefund.StatusFailed {
+			t.Fatalf("row %+v", got)
+		}
+		if e.refundedAtBank(p) != 120_000 {
+			t.Fatalf("the bank refunded %d", e.refundedAtBank(p))
+		}
+		e.wantFigures(300_000, 0)
+		logs := e.logs.String()
+		if !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "the money may be out twice") ||
+			!strings.Contains(logs, "card_refund="+c.PublicID) || !strings.Contains(logs, "status=failed") {
+			t.Fatalf("no ERROR line naming the card refund:\n%s", logs)
+		}
+		e.check()
+	})
+}
