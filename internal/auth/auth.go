@@ -100,6 +100,9 @@ type Service struct {
 	// cache keeps looked-up sessions for a second (sessioncache.go).
 	cache  *sessionCache
 	listen store.ListenOptions
+	// resetAfter and wait pad RequestReset's answer (reset.go).
+	resetAfter time.Duration
+	wait       func(ctx context.Context, d time.Duration)
 }
 
 // Options tune the service; zero values take defaults.
@@ -121,6 +124,12 @@ type Options struct {
 	SessionCacheMax int
 	// Listen tunes KeepSessionCache's LISTEN connection.
 	Listen store.ListenOptions
+	// ResetAnswerAfter: RequestReset answers no sooner than this after it
+	// began, whether or not an account has the address (0: at once; the
+	// server uses DefaultResetAnswerAfter).
+	ResetAnswerAfter time.Duration
+	// Wait waits d or until ctx ends (nil: a timer).
+	Wait func(ctx context.Context, d time.Duration)
 }
 
 // NewService returns the auth service over db.
@@ -140,9 +149,22 @@ func NewService(db *store.DB, o Options) *Service {
 	if o.SessionCacheMax <= 0 {
 		o.SessionCacheMax = DefaultSessionCacheMax
 	}
+	if o.Wait == nil {
+		o.Wait = waitTimer
+	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("kifpool-timing-equaliser"), o.BcryptCost)
 	return &Service{db: db, now: o.Now, bcryptCost: o.BcryptCost, sessionTTL: o.SessionTTL, dummyHash: dummy, resetMailer: o.ResetMailer, verifyMailer: o.VerifyMailer,
-		cache: newSessionCache(o.Now, o.SessionCacheTTL, o.SessionCacheMax), listen: o.Listen}
+		cache: newSessionCache(o.Now, o.SessionCacheTTL, o.SessionCacheMax), listen: o.Listen, resetAfter: o.ResetAnswerAfter, wait: o.Wait}
+}
+
+// waitTimer waits d, or until ctx ends.
+func waitTimer(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // SignUp creates a user and their wallet in one transaction, for an

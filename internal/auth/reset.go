@@ -36,11 +36,32 @@ type passwordReset struct {
 
 func (passwordReset) TableName() string { return "password_resets" }
 
+// DefaultResetAnswerAfter is how long RequestReset takes at least, on the
+// site: more than the work of either path (the password hash's compare,
+// and for a known address the link's write and its mail's), so that both
+// take the same time.
+const DefaultResetAnswerAfter = 500 * time.Millisecond
+
 // RequestReset sends a reset link to the address if an account has it.
-// The caller answers the same either way. Requests are throttled per
-// address (known or not) and per client (the requester's IP), as sign-in
-// guesses are: a *ThrottledError says how long to wait.
+// The caller answers the same either way, and no sooner than
+// Options.ResetAnswerAfter after the call began: the link's write would
+// otherwise tell who has an account. Requests are throttled per address
+// (known or not) and per client (the requester's IP), as sign-in guesses
+// are: a *ThrottledError says how long to wait (at once: the throttle
+// answers alike for any address).
 func (s *Service) RequestReset(ctx context.Context, email, client string) error {
+	start := s.now()
+	err := s.requestReset(ctx, email, client)
+	var throttled *ThrottledError
+	if s.resetAfter > 0 && !errors.As(err, &throttled) {
+		if left := s.resetAfter - s.now().Sub(start); left > 0 {
+			s.wait(ctx, left)
+		}
+	}
+	return err
+}
+
+func (s *Service) requestReset(ctx context.Context, email, client string) error {
 	// Per client: 20 free (an office behind one address), then waits
 	// that double; per address and client: 5, as sign-in. The address's
 	// throttle is the requester's, never the address's alone: a stranger

@@ -104,3 +104,57 @@ func TestPasswordResetLink(t *testing.T) {
 		}
 	})
 }
+
+// RequestReset answers no sooner than ResetAnswerAfter after it began,
+// for a known address (whose link and mail are written), an unknown one
+// and one that is not an address: the time tells nothing. A throttled
+// request answers at once.
+func TestResetAnswersInTheSameTime(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		const after = 500 * time.Millisecond
+		var waited []time.Duration
+		links := 0
+		s := auth.NewService(db, auth.Options{Now: clk.Now, BcryptCost: bcrypt.MinCost, ResetAnswerAfter: after,
+			Wait: func(_ context.Context, d time.Duration) { waited = append(waited, d); clk.Add(d) },
+			ResetMailer: func(*gorm.DB, auth.User, string, time.Time) error {
+				clk.Add(70 * time.Millisecond) // the link's write takes its time
+				links++
+				return nil
+			}})
+		if _, err := s.SignUp(ctx, "known@example.com", "correct horse battery", "", "fa"); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			email string
+			wait  time.Duration
+			links int
+		}{
+			{"known@example.com", after - 70*time.Millisecond, 1},
+			{"nobody@example.com", after, 1},
+			{"not an address", after, 1},
+		} {
+			waited = nil
+			start := clk.Now()
+			if err := s.RequestReset(ctx, tt.email, "10.0.0.1"); err != nil {
+				t.Fatalf("%s: %v", tt.email, err)
+			}
+			if took := clk.Now().Sub(start); took != after || len(waited) != 1 || waited[0] != tt.wait || links != tt.links {
+				t.Errorf("%s: took %v (waited %v), %d links; want %v (waited %v), %d links", tt.email, took, waited, links, after, tt.wait, tt.links)
+			}
+		}
+		// Throttled: the answer comes at once, for any address.
+		var throttled *auth.ThrottledError
+		for i := 0; i < 30 && throttled == nil; i++ {
+			waited = nil
+			err := s.RequestReset(ctx, "nobody@example.com", "10.0.0.2")
+			if errors.As(err, &throttled) && len(waited) != 0 {
+				t.Fatalf("a throttled request waited %v", waited)
+			}
+		}
+		if throttled == nil {
+			t.Fatal("never throttled")
+		}
+	})
+}

@@ -72,7 +72,8 @@ func newUseCases(b base, p useCaseParts) useCases {
 	u.TopUps = topup.NewService(p.store, p.gateways.Set, b.now, b.log("payment"), pc)
 	u.WorkerConfig = workerConfig(cfg)
 	u.Worker = u.TopUps.NewWorker(u.WorkerConfig)
-	u.Auth = auth.NewService(b.db, auth.Options{Now: b.now, BcryptCost: b.o.BcryptCost, ResetMailer: p.resets, VerifyMailer: p.verifies})
+	u.Auth = auth.NewService(b.db, auth.Options{Now: b.now, BcryptCost: b.o.BcryptCost, ResetMailer: p.resets, VerifyMailer: p.verifies,
+		ResetAnswerAfter: auth.DefaultResetAnswerAfter})
 	u.Wallets = wallet.NewService(b.db, p.ledger)
 	u.Tokens = apitoken.New(b.db, b.now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
 	u.Limits = limits.NewPolicy(limits.Rules{DailyMaxRials: cfg.TopUpDailyMaxRials, DailyMaxCount: cfg.TopUpDailyMaxCount,
