@@ -254,7 +254,7 @@ func (b *Bank) Finish(authority string, paid bool) (CallbackRequest, error) {
 }
 
 // Expire acts as the payer's page running out of time now, as it does
-// Options.AuthorityTTL after the request: an IN_BANK payment becomes
+// its protocol's time after the request (Options.AuthorityTTL when set): an IN_BANK payment becomes
 // FAILED with FailReason "expired". As Zarinpal does, the bank then
 // answers as for a cancel: the page sends the payer back with Status=NOK
 // (the returned callback URL), verify answers -51 and inquiry FAILED; only

@@ -199,8 +199,10 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			items[i].Kind, items[i].Detail = "not_reached", "reconciliation budget spent"
+			mu.Lock()
+			items[i] = notReached(items[i])
 			rep.Unreached++
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
@@ -208,11 +210,9 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 			defer func() { <-sem; wg.Done() }()
 			it := items[i]
 			if ctx.Err() != nil {
-				// The budget ran out before this goroutine ran: nothing
-				// was asked, so the item was not reached.
-				it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
+				it = notReached(it)
 			} else {
-				it = s.reconcileItem(ctx, gw.Name(), u)
+				it = cutByBudget(ctx, s.reconcileItem(ctx, gw.Name(), u))
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -239,6 +239,27 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 	wg.Wait()
 	err = s.saveReport(ctx, &rep, items, "by its list")
 	return rep, err
+}
+
+// notReached is an item the run's budget ran out before: nothing was
+// asked of the bank for it (an item begun before, but whose goroutine
+// ran after, included).
+func notReached(it ReconcileItem) ReconcileItem {
+	it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
+	return it
+}
+
+// budgetCutPrefix begins the detail of an item whose work failed once
+// the run's budget had run out: the bank may have been asked, so it is an
+// error (left to do, as one not reached), named for what cut it.
+const budgetCutPrefix = "cut by the reconciliation budget: "
+
+// cutByBudget names an error met after the budget ran out.
+func cutByBudget(ctx context.Context, it ReconcileItem) ReconcileItem {
+	if it.Kind == "error" && ctx.Err() != nil {
+		it.Detail = budgetCutPrefix + it.Detail
+	}
+	return it
 }
 
 // saveReport ends one gateway's report: its end time and lines, stored
@@ -410,21 +431,28 @@ func (s *Service) reconcileByInquiry(ctx context.Context, gw gateway.Gateway, rc
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
+		unreached := func() {
 			mu.Lock()
-			items = append(items, ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID,
-				Kind: "not_reached", Detail: "reconciliation budget spent"})
+			defer mu.Unlock()
+			items = append(items, notReached(ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID}))
 			rep.Unreached++
-			mu.Unlock()
+		}
+		if ctx.Err() != nil {
+			unreached()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if ctx.Err() != nil {
+				unreached()
+				return
+			}
 			it, ok := s.inquireEnded(ctx, gw, p)
 			if !ok {
 				return
 			}
+			it = cutByBudget(ctx, it)
 			mu.Lock()
 			defer mu.Unlock()
 			items = append(items, it)
@@ -600,15 +628,18 @@ func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gatewa
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
-			add(it)
+			add(notReached(it))
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if ctx.Err() != nil {
+				add(notReached(it))
+				return
+			}
 			if it, ok := s.askByCallbackData(ctx, gw, p, plan.Ask, it); ok {
-				add(it)
+				add(cutByBudget(ctx, it))
 			}
 		}()
 	}

@@ -233,7 +233,8 @@ func TestStartTopUpReplayStillProcessing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newEnvWith(t, db, func(c *topup.Config) { c.ReplayWait = 30 * time.Millisecond })
-		e.gw.Set(func(f *topuptest.Gateway) { f.RequestDelay = 300 * time.Millisecond })
+		gate := make(chan struct{}) // the bank answers the first once the repeat has
+		e.gw.Set(func(f *topuptest.Gateway) { f.RequestGate = gate })
 		tok := topup.NewFormToken()
 		first := make(chan error, 1)
 		var r1 topup.StartResult
@@ -247,6 +248,7 @@ func TestStartTopUpReplayStillProcessing(t *testing.T) {
 		if !errors.Is(err, topup.ErrStillProcessing) || !r2.Replayed || r2.PayURL != "" || r2.TopUp.Status != topup.StatusCreated {
 			t.Errorf("repeat while the first is at the bank = %+v, %v; want ErrStillProcessing", r2, err)
 		}
+		close(gate)
 		if err := <-first; err != nil || r1.TopUp.Status != topup.StatusAwaitingPayment {
 			t.Fatalf("first submit = %+v, %v", r1, err)
 		}
@@ -267,7 +269,8 @@ func TestStartTopUpAbandonedFirstSubmit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newEnv(t, db)
-		e.gw.Set(func(f *topuptest.Gateway) { f.RequestDelay = 300 * time.Millisecond })
+		gate := make(chan struct{}) // the bank answers the first once the repeat has failed it
+		e.gw.Set(func(f *topuptest.Gateway) { f.RequestGate = gate })
 		tok := topup.NewFormToken()
 		type result struct {
 			r   topup.StartResult
@@ -284,6 +287,7 @@ func TestStartTopUpAbandonedFirstSubmit(t *testing.T) {
 		if !errors.Is(err, topup.ErrGatewayFailed) || r2.TopUp.Status != topup.StatusFailed || r2.PayURL != "" {
 			t.Errorf("repeat of an abandoned submit = %+v, %v; want a failed payment", r2, err)
 		}
+		close(gate)
 		r1 := <-first
 		if r1.r.PayURL != "" || r1.r.TopUp.Status != topup.StatusFailed || !errors.Is(r1.err, topup.ErrGatewayFailed) {
 			t.Errorf("late first submit = %+v, %v; want the failed payment and no bank URL", r1.r, r1.err)

@@ -102,8 +102,12 @@ func TestBankHangingOnRequestOpensBreaker(t *testing.T) {
 				csrf, token := c.TopUpForm()
 				start := time.Now()
 				r := c.PostTopUp(csrf, token, "10000")
-				if took := time.Since(start); r.Status != http.StatusServiceUnavailable || took > rsBudget/2 {
-					t.Errorf("top-up with the breaker open: status %d after %v, want a fast refusal", r.Status, took)
+				// That no call reached the bank (below) is the proof; the
+				// time only guards against waiting on the hanging bank (a
+				// loaded machine has taken longer than the budget to answer
+				// anything at all).
+				if took := time.Since(start); r.Status != http.StatusServiceUnavailable || took > rsBudget+rsMargin {
+					t.Errorf("top-up with the breaker open: status %d after %v, want a refusal", r.Status, took)
 				}
 				if got := bank.Stats()["request"].Calls; got != calls {
 					t.Errorf("the open breaker let a request through (%d, then %d)", calls, got)

@@ -676,16 +676,18 @@ func TestResilienceVerifyHangsReturnWithinBudget(t *testing.T) {
 		if p.Status != topup.StatusPendingVerification || p.Attempts != 1 || rsLedgerRows(t, db, p.ID) != 0 {
 			t.Fatalf("after the hung verify: %s attempts %d", p.Status, p.Attempts)
 		}
-		testwait.Eventually(t, 2*time.Second, "the bank to notice the abandoned verifies", func() bool {
+		// Every verify sent was abandoned (a retry fits the budget on a
+		// quiet machine; a slow one may leave time for one attempt only).
+		testwait.Eventually(t, rsOutcome, "the bank to notice the abandoned verifies", func() bool {
 			st := bank.Stats()["verify"]
-			return st.Abandoned == st.Calls && st.Calls >= 2
+			return st.Abandoned == st.Calls && st.Calls >= 1
 		})
 		if bp := rsBankPayment(t, bank, authority); bp.State != sandbank.StatePaid || bp.VerifyCount != 0 {
 			t.Errorf("bank record %s verified %d times, want PAID and never verified", bp.State, bp.VerifyCount)
 		}
 
 		bank.ClearFaults()
-		testwait.Eventually(t, 5*time.Second, "the return page to show the credit", func() bool {
+		testwait.Eventually(t, rsOutcome, "the return page to show the credit", func() bool {
 			return apptest.TopUpStatus(c.Get(back).Body) == "credited"
 		})
 		rsAssertCreditedOnce(t, db, bank, publicID)

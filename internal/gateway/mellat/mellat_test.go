@@ -182,10 +182,12 @@ func TestRefusalsAndFaults(t *testing.T) {
 	if vr, err := c.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyPaid {
 		t.Fatalf("verify: %+v %v", vr, err)
 	}
-	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-settle": {CommitThenHang: true, HangMS: 2000}}}); err != nil {
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"mellat-settle": {CommitThenHang: true, HangMS: 30_000}}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Time enough for the bank to commit on a loaded machine, far
+	// short of its hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := c.Settle(ctx, in); !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hung settle: %v", err)

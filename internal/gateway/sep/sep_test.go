@@ -216,10 +216,12 @@ func TestFaults(t *testing.T) {
 	if !errors.As(err, &te) || te.HTTPStatus != 503 {
 		t.Fatalf("5xx verify: %v", err)
 	}
-	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sep-verify": {CommitThenHang: true, HangMS: 2000}}}); err != nil {
+	if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sep-verify": {CommitThenHang: true, HangMS: 30_000}}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Time enough for the bank to commit on a loaded machine, far
+	// short of its hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := c.Verify(ctx, in); !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hung verify: %v", err)

@@ -122,7 +122,7 @@ func TestFaults(t *testing.T) {
 		faults payouts.ProviderFaults
 		check  func(t *testing.T, b *sandbank.Bank, s payout.Submitted, err error)
 	}{
-		{"time-out after accepting: unknown, and taken", payouts.ProviderFaults{AcceptThenHangRate: 1, HangMS: 5000},
+		{"time-out after accepting: unknown, and taken", payouts.ProviderFaults{AcceptThenHangRate: 1, HangMS: 30_000},
 			func(t *testing.T, b *sandbank.Bank, _ payout.Submitted, err error) {
 				var te *gateway.TransientError
 				if !errors.As(err, &te) {
@@ -151,7 +151,7 @@ func TestFaults(t *testing.T) {
 			if err := b.Payouts().SetFaults(payouts.Faults{Providers: map[string]payouts.ProviderFaults{payouts.Zibal: tc.faults}}); err != nil {
 				t.Fatal(err)
 			}
-			s, err := p.Submit(ctxT(t, 300*time.Millisecond), order("w"))
+			s, err := p.Submit(ctxT(t, 3*time.Second), order("w"))
 			tc.check(t, b, s, err)
 		})
 	}

@@ -35,7 +35,10 @@ type InquireFunc func(authority string) (gateway.InquiryResult, error)
 type Gateway struct {
 	mu           sync.Mutex
 	RequestDelay time.Duration
-	RequestErr   error
+	// RequestGate, when set, holds each request until it is closed (or
+	// the call's context ends): a bank as slow as the test needs.
+	RequestGate chan struct{}
+	RequestErr  error
 	// AnswerLost: the bank creates the transaction, but its answer to
 	// request never reaches us (a time-out).
 	AnswerLost  bool
@@ -115,8 +118,15 @@ func (g *Gateway) Request(ctx context.Context, in gateway.RequestInput) (gateway
 	g.mu.Lock()
 	g.requests++
 	g.RequestInputs = append(g.RequestInputs, in)
-	delay, err := g.RequestDelay, g.RequestErr
+	delay, err, gate := g.RequestDelay, g.RequestErr, g.RequestGate
 	g.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return gateway.RequestResult{}, &gateway.TransientError{Op: "request", Err: ctx.Err()}
+		}
+	}
 	if delay > 0 {
 		select {
 		case <-time.After(delay):
