@@ -567,8 +567,10 @@ func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, st
 	if err != nil {
 		return fmt.Errorf("set-password %s: %w", *email, err)
 	}
-	log.Warn("password set from the command line", "user_id", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
-	fmt.Fprintf(stdout, "password of %s set (id %d): %d sessions signed out, %d API tokens revoked\n", u.Email, u.ID, ended.Sessions, ended.Tokens)
+	log.Warn("password set from the command line", "user_id", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens,
+		"webhook_endpoints_disabled", ended.Endpoints)
+	fmt.Fprintf(stdout, "password of %s set (id %d): %d sessions signed out, %d API tokens revoked, %d webhook endpoints turned off\n",
+		u.Email, u.ID, ended.Sessions, ended.Tokens, ended.Endpoints)
 	return nil
 }
 

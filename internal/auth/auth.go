@@ -26,6 +26,7 @@ import (
 	"github.com/kifpool/kifpool/internal/revocable"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // Roles.
@@ -368,7 +369,8 @@ const lookupSQL = `SELECT s.id, s.token_hash, s.user_id, s.created_at, s.expires
 // EndAllSessions signs the user out everywhere: every session of theirs
 // is deleted, on every instance at once, and every API token of theirs is
 // revoked in the same transaction (a thief who kept a token is locked out
-// too).
+// too), and every webhook endpoint of theirs turned off (one a thief
+// added hears nothing more).
 func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, error) {
 	var n int64
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -381,7 +383,7 @@ func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, erro
 			return err
 		}
 		var err error
-		n, _, err = endEverything(tx, userID, "", s.now())
+		n, _, _, err = endEverything(tx, userID, "", s.now())
 		return err
 	})
 	if err != nil {
@@ -409,18 +411,22 @@ func SessionLive(token string) func(tx *gorm.DB) error {
 }
 
 // endEverything deletes the user's sessions (all but the one whose token
-// is keep, when keep is not empty) and revokes all their API tokens.
-func endEverything(tx *gorm.DB, userID int64, keep string, now time.Time) (sessions, tokens int64, err error) {
+// is keep, when keep is not empty), revokes all their API tokens and turns
+// off all their webhook endpoints.
+func endEverything(tx *gorm.DB, userID int64, keep string, now time.Time) (sessions, tokens, endpoints int64, err error) {
 	q := tx.Where("user_id = ?", userID)
 	if keep != "" {
 		q = q.Where("token_hash <> ?", hashToken(keep))
 	}
 	res := q.Delete(&Session{})
 	if res.Error != nil {
-		return 0, 0, res.Error
+		return 0, 0, 0, res.Error
 	}
-	tokens, err = apitoken.RevokeAllForUser(tx, userID, now)
-	return res.RowsAffected, tokens, err
+	if tokens, err = apitoken.RevokeAllForUser(tx, userID, now); err != nil {
+		return 0, 0, 0, err
+	}
+	endpoints, err = webhook.DisableAllForUser(tx, userID, now)
+	return res.RowsAffected, tokens, endpoints, err
 }
 
 // lockUser locks the user's row until tx ends, on PostgreSQL (SQLite's

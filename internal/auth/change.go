@@ -16,8 +16,9 @@ var ErrPasswordSame = errors.New("the new password is the current password")
 
 // Ended says what a password change ended besides the password itself.
 type Ended struct {
-	Sessions int64 // sessions signed out
-	Tokens   int64 // API tokens revoked
+	Sessions  int64 // sessions signed out
+	Tokens    int64 // API tokens revoked
+	Endpoints int64 // webhook endpoints turned off
 }
 
 // VerifyPassword checks the signed-in user's password again (before a
@@ -103,7 +104,7 @@ func (s *Service) replacePassword(ctx context.Context, userID int64, keep, passw
 			Update("used_at", s.now().UTC().Truncate(time.Microsecond)).Error; err != nil {
 			return err
 		}
-		ended.Sessions, ended.Tokens, err = endEverything(tx, userID, keep, s.now())
+		ended.Sessions, ended.Tokens, ended.Endpoints, err = endEverything(tx, userID, keep, s.now())
 		return err
 	})
 	if errors.Is(err, ErrNoUser) {

@@ -198,7 +198,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (Us
 		if err := tx.Take(&u, r.UserID).Error; err != nil {
 			return err
 		}
-		ended.Sessions, ended.Tokens, err = endEverything(tx, r.UserID, "", now)
+		ended.Sessions, ended.Tokens, ended.Endpoints, err = endEverything(tx, r.UserID, "", now)
 		return err
 	})
 	if errors.Is(err, ErrResetInvalid) {

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/testclock"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // A reset link is sent only for a known address, works once even when two
@@ -155,6 +157,87 @@ func TestResetAnswersInTheSameTime(t *testing.T) {
 		}
 		if throttled == nil {
 			t.Fatal("never throttled")
+		}
+	})
+}
+
+// Everything that ends every session (sign out everywhere, a password
+// change, a reset by mail, set-password) turns off the user's webhook
+// endpoints too, as their owner would, and says how many: one that
+// someone added while signed in hears nothing more of the account.
+func TestEndingEverythingTurnsOffWebhooks(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		var token string
+		s := auth.NewService(db, auth.Options{Now: clk.Now, BcryptCost: bcrypt.MinCost,
+			ResetMailer: func(_ *gorm.DB, _ auth.User, tok string, _ time.Time) error { token = tok; return nil }})
+		hooks, err := webhook.New(db, clk.Now, webhook.Options{SessionSecret: make([]byte, 32), AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bystander, err := s.SignUp(ctx, "bystander@example.com", "correct horse battery", "", "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, _, err := hooks.Create(ctx, bystander.ID, "http://127.0.0.1:9/bystander", webhook.Types())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tt := range []struct {
+			name string
+			end  func(u auth.User) (int64, error)
+		}{
+			{"sign out everywhere", func(u auth.User) (int64, error) {
+				_, err := s.EndAllSessions(ctx, u.ID)
+				return -1, err
+			}},
+			{"password change", func(u auth.User) (int64, error) {
+				tok, _, err := s.NewSession(ctx, u.ID)
+				if err != nil {
+					return 0, err
+				}
+				ended, err := s.ChangePassword(ctx, u.ID, tok, "correct horse battery", "another long password")
+				return ended.Endpoints, err
+			}},
+			{"reset by mail", func(u auth.User) (int64, error) {
+				if err := s.RequestReset(ctx, u.Email, "10.0.0.1"); err != nil {
+					return 0, err
+				}
+				_, ended, err := s.ResetPassword(ctx, token, "another long password")
+				return ended.Endpoints, err
+			}},
+			{"set-password", func(u auth.User) (int64, error) {
+				_, ended, err := s.SetPassword(ctx, u.Email, "another long password")
+				return ended.Endpoints, err
+			}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				u, err := s.SignUp(ctx, fmt.Sprintf("owner%d@example.com", i), "correct horse battery", "", "en")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var eps []webhook.Endpoint
+				for _, path := range []string{"a", "b"} {
+					ep, _, err := hooks.Create(ctx, u.ID, "http://127.0.0.1:9/"+path, webhook.Types())
+					if err != nil {
+						t.Fatal(err)
+					}
+					eps = append(eps, ep)
+				}
+				n, err := tt.end(u)
+				if err != nil || (n != -1 && n != 2) {
+					t.Fatalf("%d endpoints turned off, %v; want 2", n, err)
+				}
+				for _, ep := range eps {
+					if e, err := hooks.Get(ctx, ep.ID); err != nil || e.DisabledAt == nil || e.DisabledByAdmin() {
+						t.Errorf("endpoint %s: %+v %v, want off as by its owner", ep.URL, e, err)
+					}
+				}
+				if e, _ := hooks.Get(ctx, theirs.ID); e.DisabledAt != nil {
+					t.Errorf("another user's endpoint: %+v", e)
+				}
+			})
 		}
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/webhook"
@@ -336,6 +338,79 @@ func TestAdminEndpointAndStats(t *testing.T) {
 		}
 		if st.Pending != 2 || st.Failed != 1 {
 			t.Fatalf("stats: %+v, want 2 pending and 1 failed", st)
+		}
+	})
+}
+
+// DisableAllForUser (what ends with every session): every endpoint of the
+// user still on is turned off as its owner would, its pending deliveries
+// end, and the owner may turn each on again; one an admin disabled stays
+// the admin's, one already off stays as it was, and another user's
+// endpoints and deliveries are not touched.
+func TestDisableAllForUser(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc, clk := newService(t, db)
+		uid, pays := seedTopUp(t, db, "owner@example.com", 1)
+		other, otherPays := seedTopUp(t, db, "other@example.com", 1)
+		admin, _ := seedTopUp(t, db, "admin@example.com", 0)
+		create := func(user int64, url string) webhook.Endpoint {
+			t.Helper()
+			ep, _, err := svc.Create(ctx, user, url, webhook.Types())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ep
+		}
+		on1, on2 := create(uid, "http://127.0.0.1:9/one"), create(uid, "http://127.0.0.1:9/two")
+		byOwner, byAdmin := create(uid, "http://127.0.0.1:9/three"), create(uid, "http://127.0.0.1:9/four")
+		theirs := create(other, "http://127.0.0.1:9/theirs")
+		if err := svc.Disable(ctx, uid, byOwner.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.AdminDisable(ctx, admin, byAdmin.ID); err != nil {
+			t.Fatal(err)
+		}
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"p": 1}, CreatedAt: clk.Now()})
+		enqueue(t, db, webhook.Event{UserID: other, TopUpID: otherPays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"p": 2}, CreatedAt: clk.Now()})
+		var n int64
+		if err := db.Tx(ctx, func(tx *gorm.DB) error {
+			var err error
+			n, err = webhook.DisableAllForUser(tx, uid, clk.Now())
+			return err
+		}); err != nil || n != 2 {
+			t.Fatalf("turned off %d, %v; want 2", n, err)
+		}
+		for _, ep := range []webhook.Endpoint{on1, on2, byOwner} {
+			if e, err := svc.Get(ctx, ep.ID); err != nil || e.DisabledAt == nil || e.DisabledByAdmin() {
+				t.Errorf("%s: %+v %v, want off as by its owner", ep.URL, e, err)
+			}
+		}
+		if e, _ := svc.Get(ctx, byAdmin.ID); e.DisabledAt == nil || !e.DisabledByAdmin() {
+			t.Errorf("the admin's disable: %+v", e)
+		}
+		if e, _ := svc.Get(ctx, theirs.ID); e.DisabledAt != nil {
+			t.Errorf("another user's endpoint: %+v", e)
+		}
+		if d := deliveryRowOf(t, db, pays[0], on1.ID); d.Status != webhook.StatusFailed || d.LastError != webhook.LastErrorEndpointDisabled {
+			t.Errorf("the owner's pending delivery: %s %q", d.Status, d.LastError)
+		}
+		if d := deliveryRowOf(t, db, otherPays[0], theirs.ID); d.Status != webhook.StatusPending {
+			t.Errorf("another user's pending delivery: %s", d.Status)
+		}
+		// Nothing left on: a second call turns off nothing.
+		if err := db.Tx(ctx, func(tx *gorm.DB) error {
+			var err error
+			n, err = webhook.DisableAllForUser(tx, uid, clk.Now())
+			return err
+		}); err != nil || n != 0 {
+			t.Fatalf("again: %d, %v", n, err)
+		}
+		if err := svc.Enable(ctx, uid, on1.ID); err != nil {
+			t.Fatalf("the owner turns one on again: %v", err)
+		}
+		if e, _ := svc.Get(ctx, on1.ID); e.DisabledAt != nil {
+			t.Errorf("after the owner's enable: %+v", e)
 		}
 	})
 }

@@ -257,6 +257,33 @@ func (s *Service) disable(tx *gorm.DB, where string, args []any, by int64) error
 		Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled}).Error
 }
 
+// DisableAllForUser stops every endpoint of the user still on, inside tx,
+// as its owner would (the owner may enable each again, with the
+// password): part of what ends with every session (sign out everywhere, a
+// password change or reset), so that an endpoint someone else added while
+// signed in does not go on hearing of the account's money. Their pending
+// deliveries end, as when one endpoint is disabled. It returns how many
+// it stopped.
+func DisableAllForUser(tx *gorm.DB, userID int64, now time.Time) (int64, error) {
+	var ids []int64
+	if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", userID).Pluck("id", &ids).Error; err != nil {
+		return 0, fmt.Errorf("endpoints of user %d: %w", userID, err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	res := tx.Model(&Endpoint{}).Where("id IN ? AND disabled_at IS NULL", ids).
+		Updates(map[string]any{"disabled_at": now.UTC().Truncate(time.Microsecond), "disabled_by": userID})
+	if res.Error != nil {
+		return 0, fmt.Errorf("disable endpoints of user %d: %w", userID, res.Error)
+	}
+	if err := tx.Model(&Delivery{}).Where("endpoint_id IN ? AND status = '"+StatusPending+"'", ids).
+		Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled}).Error; err != nil {
+		return 0, fmt.Errorf("end deliveries of user %d: %w", userID, err)
+	}
+	return res.RowsAffected, nil
+}
+
 // Disable stops one of the user's endpoints.
 func (s *Service) Disable(ctx context.Context, userID, id int64) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {

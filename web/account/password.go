@@ -115,7 +115,8 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 	status := fiber.StatusUnprocessableEntity
 	switch {
 	case err == nil:
-		h.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+		h.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens,
+			"webhook_endpoints_disabled", ended.Endpoints)
 		return h.startSession(c, *u, routes.Account+"?done=password")
 	case errors.As(err, &throttled):
 		status = fiber.StatusTooManyRequests
@@ -191,7 +192,8 @@ func (h *handlers) reset(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	h.Log.InfoContext(c.UserContext(), "password reset by e-mail link", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens)
+	h.Log.InfoContext(c.UserContext(), "password reset by e-mail link", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens,
+		"webhook_endpoints_disabled", ended.Endpoints)
 	// This browser's session (if any) ended with the others.
 	h.SignedOut(c)
 	return c.Redirect(routes.SignIn+"?done=reset", fiber.StatusSeeOther)
