@@ -93,6 +93,10 @@ const (
 	ReasonAdminRecheck   Reason = "admin_recheck"   // an admin asks the bank again
 	ReasonAdminConfirmed Reason = "admin_confirmed" // an admin saw it made at the bank
 	ReasonAdminClosed    Reason = "admin_closed"    // an admin saw it not made
+	// ReasonBankAcceptedLate notes (an event that changes no status) the
+	// bank's acceptance of a call whose card refund had meanwhile ended
+	// failed here: the money may be out twice.
+	ReasonBankAcceptedLate Reason = "bank_accepted_late"
 )
 
 // Method is how the gateway gives the money back.

@@ -43,6 +43,11 @@ type Store interface {
 	// lease and sets when it is asked about next (checked: the bank was
 	// asked just now, one more check).
 	Schedule(ctx context.Context, id int64, owner string, next time.Time, checked bool, now time.Time) error
+	// Note records what happened to a card refund without moving it
+	// (ReasonBankAcceptedLate): its reason, and an event from status to
+	// status, in one transaction, only while it is still in status; false
+	// when it is not.
+	Note(ctx context.Context, id int64, status Status, actor Actor, reason Reason, now time.Time) (bool, error)
 	// ClaimDue takes up to batch card refunds due for the worker (held or
 	// submitted, their lease free, next check past), pushing their next
 	// check to until in the claiming transaction.

@@ -565,8 +565,8 @@ func (g lateRefund) Ops() gateway.Ops {
 // lease and past NotDoneAfter; the worker, asking the bank's record,
 // finds no refund and fails the card refund (the wallet's money
 // released). Then the stalled call reaches the bank, which accepts it:
-// the money is out twice. What the row says stands, and the log says so
-// at ERROR, for a person to act on.
+// the money is out twice. The row stays failed; its reason, a note among
+// its events and an ERROR line say so, for a person to act on.
 func TestBankAcceptedAfterTheRowMovedOn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var e *env
@@ -587,8 +587,18 @@ func TestBankAcceptedAfterTheRowMovedOn(t *testing.T) {
 		if c.Status != cardrefund.StatusFailed || c.StatusReason != cardrefund.ReasonNotAtBank {
 			t.Fatalf("the admin's answer: %+v, want what the worker recorded", c)
 		}
-		if got := e.get(c); got.Status != cardrefund.StatusFailed {
+		// The row stays failed, and says why a person must look: its
+		// reason, and a note among its events.
+		if got := e.get(c); got.Status != cardrefund.StatusFailed || got.StatusReason != cardrefund.ReasonBankAcceptedLate {
 			t.Fatalf("row %+v", got)
+		}
+		evs, err := e.st.EventsOf(context.Background(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := evs[len(evs)-1]; last.FromStatus != cardrefund.StatusFailed || last.ToStatus != cardrefund.StatusFailed ||
+			last.Reason != cardrefund.ReasonBankAcceptedLate || last.Actor != cardrefund.ActorAdmin {
+			t.Errorf("last event %+v, want the note", last)
 		}
 		if e.refundedAtBank(p) != 120_000 {
 			t.Fatalf("the bank refunded %d", e.refundedAtBank(p))

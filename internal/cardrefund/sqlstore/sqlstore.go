@@ -367,6 +367,27 @@ func (s *Store) Schedule(ctx context.Context, id int64, owner string, next time.
 	return nil
 }
 
+// Note implements cardrefund.Store: in one transaction, the row's reason
+// (conditional on its status) and, when it was still in that status, the
+// event.
+func (s *Store) Note(ctx context.Context, id int64, status cardrefund.Status, actor cardrefund.Actor, reason cardrefund.Reason, now time.Time) (bool, error) {
+	noted := false
+	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
+		res := tx.Model(&row{}).Where("id = ? AND status = ?", id, string(status)).
+			Updates(map[string]any{"status_reason": string(reason), "updated_at": now.UTC()})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		noted = true
+		return tx.Create(&eventRow{CardRefundID: id, FromStatus: string(status), ToStatus: string(status), Actor: string(actor),
+			Reason: string(reason), CreatedAt: now.UTC()}).Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("note on card refund %d: %w", id, err)
+	}
+	return noted, nil
+}
+
 // Move implements cardrefund.Store: the lifecycle's one writer.
 func (s *Store) Move(ctx context.Context, m cardrefund.Move) (cardrefund.CardRefund, error) {
 	needLease, err := cardrefund.EdgeNeedsLease(m.From, m.To, m.Actor)
