@@ -249,15 +249,24 @@ func notReached(it ReconcileItem) ReconcileItem {
 	return it
 }
 
-// budgetCutPrefix begins the detail of an item whose work failed once
-// the run's budget had run out: the bank may have been asked, so it is an
-// error (left to do, as one not reached), named for what cut it.
+// budgetCutPrefix begins the detail of an item whose work the run's
+// budget cut: the bank may have been asked, so it is an error (left to do,
+// as one not reached, and kifpool reconcile exits 1), named for what cut
+// it.
 const budgetCutPrefix = "cut by the reconciliation budget: "
 
-// cutByBudget names an error met after the budget ran out.
+// cutByBudget names an error met after the budget ran out, and makes one
+// an error that the budget left open (its verify cut short: the payment
+// still waits for the bank's word).
 func cutByBudget(ctx context.Context, it ReconcileItem) ReconcileItem {
-	if it.Kind == "error" && ctx.Err() != nil {
+	if ctx.Err() == nil {
+		return it
+	}
+	switch it.Kind {
+	case "error":
 		it.Detail = budgetCutPrefix + it.Detail
+	case "open":
+		it.Kind, it.Detail = "error", budgetCutPrefix+"still "+it.Detail
 	}
 	return it
 }

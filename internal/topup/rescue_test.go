@@ -535,3 +535,31 @@ func TestReconcileCountsACreditedItemAsCredited(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// An item whose verify the run's budget cut short is left to do: not
+// "open" (which kifpool reconcile would take as done), but an error that
+// says the budget cut it; the payment still waits for the bank's word.
+func TestReconcileBudgetCutsAVerify(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		p := e.start(10_000)
+		e.gw.Set(func(f *topuptest.Gateway) {
+			f.Unverified = []gateway.Unverified{{Authority: p.AuthorityString(), AmountRials: 10_000}}
+			f.VerifyDelay = time.Minute // the context cuts it
+		})
+		rep, err := e.svc.ReconcileWith(ctx, topup.ReconcileConfig{Concurrency: 1, Budget: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := rep.Items()
+		if len(items) != 1 || items[0].Kind != "error" || !strings.HasPrefix(items[0].Detail, "cut by the reconciliation budget: ") ||
+			rep.Left() != 1 || rep.Credited != 0 {
+			t.Fatalf("report %+v, items %+v: want one item left, cut by the budget", rep, items)
+		}
+		if got := e.row(p.ID); got.Status.Terminal() {
+			t.Errorf("the payment ended without the bank's word: %s", dump(got))
+		}
+		checkInvariants(t, db)
+	})
+}
