@@ -322,10 +322,9 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 					}
 				}
 				if n > 2 {
-					// Real time: a slow bank against reconciliation's
-					// real-time budget; the first two answer at once, so
-					// something is credited however slow the machine.
-					time.Sleep(time.Second)
+					// The first two answer at once, so something is
+					// credited however slow the machine.
+					time.Sleep(time.Second) // real time: a slow bank against reconciliation's real-time budget
 				}
 				return topuptest.Paid(int64(60_000+n))(n, in)
 			}
