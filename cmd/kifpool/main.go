@@ -8,7 +8,7 @@
 //	                                    compare withdrawals with each payout provider's word
 //	kifpool user promote|demote --email E      make a user an admin, or not
 //	kifpool user reset-2fa --email E           remove a locked-out admin's authenticator
-//	kifpool user set-password --email E        new password from stdin; ends sessions, revokes tokens
+//	kifpool user set-password --email E        new password from stdin; ends sessions, revokes tokens, turns off webhooks
 //	kifpool sandbank --addr HOST:PORT   run the sandbox bank on its own
 //	kifpool check                       read-only audit of the database's money rules
 //	kifpool backup --to FILE            online backup of the SQLite database
@@ -58,8 +58,8 @@ commands:
   user promote --email E           make an existing user an admin
   user demote --email E            make an admin an ordinary user again
   user reset-2fa --email E         remove an admin's authenticator and recovery codes (locked out)
-  user set-password --email E      set a user's password (read from stdin); signs them out everywhere
-                                   and revokes their API tokens
+  user set-password --email E      set a user's password (read from stdin); signs them out everywhere,
+                                   revokes their API tokens and turns off their webhook endpoints
   merchant create --email E --name N
                                    make a user a merchant with display name N (again: renames it)
   reconcile                        verify and credit paid-but-unverified payments, report the rest;
@@ -374,7 +374,8 @@ ordinary user again. reset-2fa removes the authenticator and recovery codes
 of an admin who lost them: their next visit to /admin enrols a new one, and
 none of their sessions counts as having passed the second factor.
 set-password gives a user a new password (asked for, or read, as for create), signs
-them out of every browser and revokes every API token of theirs.
+them out of every browser, revokes every API token of theirs and turns off every
+webhook endpoint of theirs.
 `
 
 // banner tells the person who started serve where it runs and on what.
@@ -544,7 +545,7 @@ func readPassword(stdin io.Reader, stdout io.Writer, cmd string) (string, error)
 }
 
 // setPasswordCmd gives a user a new password (see readPassword), ends their
-// sessions and revokes their API tokens.
+// sessions, revokes their API tokens and turns off their webhook endpoints.
 func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
 	fs := newFlagSet("user set-password", userUsage, stdout)
 	email := fs.String("email", "", "email address of the user")
@@ -569,7 +570,7 @@ func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, st
 	}
 	log.Warn("password set from the command line", "user_id", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens,
 		"webhook_endpoints_disabled", ended.Endpoints)
-	fmt.Fprintf(stdout, "password of %s set (id %d): %d sessions signed out, %d API tokens revoked, %d webhook endpoints turned off\n",
+	fmt.Fprintf(stdout, "password of %s set (id %d): %d sessions signed out, %d API tokens revoked, %d webhook endpoints disabled\n",
 		u.Email, u.ID, ended.Sessions, ended.Tokens, ended.Endpoints)
 	return nil
 }

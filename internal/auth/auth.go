@@ -2,9 +2,10 @@
 //
 // Passwords are changed by their owner, set by an operator (`kifpool user
 // set-password`) or reset through a link sent by mail; roles say who is an
-// admin. A new password or "sign out everywhere" ends the user's sessions
-// and revokes their API tokens in one transaction, and a new password also
-// spends the reset links asked for before.
+// admin. A new password or "sign out everywhere" ends the user's sessions,
+// revokes their API tokens and turns off their webhook endpoints in one
+// transaction, and a new password also spends the reset links asked for
+// before.
 package auth
 
 import (

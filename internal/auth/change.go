@@ -48,7 +48,7 @@ func (s *Service) VerifyPassword(ctx context.Context, userID int64, password str
 // ChangePassword replaces the signed-in user's password after checking
 // the current one (throttled as VerifyPassword). In one transaction it
 // ends every other session (the one whose token is keepSession stays
-// signed in) and revokes every API token.
+// signed in), revokes every API token and turns off every webhook endpoint.
 func (s *Service) ChangePassword(ctx context.Context, userID int64, keepSession, current, next string) (Ended, error) {
 	if err := s.VerifyPassword(ctx, userID, current); err != nil {
 		return Ended{}, err
@@ -60,8 +60,8 @@ func (s *Service) ChangePassword(ctx context.Context, userID int64, keepSession,
 }
 
 // SetPassword gives the user with this email a new password (the
-// operator's `kifpool user set-password`), ends every session of theirs
-// and revokes every API token.
+// operator's `kifpool user set-password`), ends every session of theirs,
+// revokes every API token and turns off every webhook endpoint.
 func (s *Service) SetPassword(ctx context.Context, email, password string) (User, Ended, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
@@ -80,7 +80,8 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) (User
 }
 
 // replacePassword checks the password rules, stores the new hash, ends the
-// user's sessions (but keep's), revokes their tokens and spends their reset
+// user's sessions (but keep's), revokes their tokens, turns off their
+// webhook endpoints and spends their reset
 // links (one asked for before the change must not undo it), in one
 // transaction.
 func (s *Service) replacePassword(ctx context.Context, userID int64, keep, password string) (Ended, error) {

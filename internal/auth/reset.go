@@ -54,7 +54,9 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 	err := s.requestReset(ctx, email, client)
 	var throttled *ThrottledError
 	if s.resetAfter > 0 && !errors.As(err, &throttled) {
-		if left := s.resetAfter - s.now().Sub(start); left > 0 {
+		// At most resetAfter: s.now is the database's clock, which a sync
+		// may step back.
+		if left := min(s.resetAfter-s.now().Sub(start), s.resetAfter); left > 0 {
 			s.wait(ctx, left)
 		}
 	}
@@ -146,8 +148,8 @@ func (s *Service) CheckReset(ctx context.Context, token string) (User, error) {
 // ResetPassword uses a reset link once: in one transaction the link is
 // spent (a conditional update: two uses at once cannot both succeed),
 // every other link of the user dies, the password is replaced, the
-// address is confirmed, every session ends and every API token is
-// revoked.
+// address is confirmed, every session ends, every API token is revoked
+// and every webhook endpoint turned off.
 func (s *Service) ResetPassword(ctx context.Context, token, password string) (User, Ended, error) {
 	if token == "" || len(token) > 100 {
 		return User{}, Ended{}, ErrResetInvalid

@@ -43,7 +43,7 @@ var cardRefundFA = map[string]string{ // #nosec G101 -- UI text, not credentials
 	"admin.cardrefund.reason.admin_recheck":        "مدیر دوباره از بانک پرسید",
 	"admin.cardrefund.reason.admin_confirmed":      "مدیر در پنل بانک انجام‌شده دید",
 	"admin.cardrefund.reason.admin_closed":         "مدیر در پنل بانک انجام‌نشده دید",
-	"admin.cardrefund.reason.bank_accepted_late":   "بانک پس از ناموفق شدن اینجا آن را پذیرفت: شاید پول دو بار برگشته باشد؛ پنل بانک و کیف‌پول را بررسی کنید",
+	"admin.cardrefund.reason.bank_accepted_late":   "بانک بازپرداخت را پس از آن‌که اینجا ناموفق ثبت شده بود پذیرفت: ممکن است پول دو بار پس داده شده باشد (به کارت و به کیف‌پول)؛ پنل بانک و کیف‌پول را بررسی کنید",
 	"admin.cardrefund.bank_ref":                    "شناسهٔ بانک",
 	"admin.cardrefund.recheck":                     "پرسش دوباره از بانک",
 	"admin.cardrefund.close_legend":                "پنل خود بانک چه می‌گوید؟",

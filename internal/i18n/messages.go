@@ -73,7 +73,7 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"account.title":                   "حساب من",
 	"account.sessions":                "دستگاه‌های فعال",
 	"account.signout_everywhere":      "خروج از همهٔ دستگاه‌ها",
-	"account.signout_everywhere_text": "از همهٔ مرورگرها و دستگاه‌هایی که با این حساب وارد شده‌اید، از جمله همین دستگاه، خارج می‌شوید، همهٔ توکن‌های API شما باطل و همهٔ وب‌هوک‌هایتان خاموش می‌شوند.",
+	"account.signout_everywhere_text": "از همهٔ مرورگرها و دستگاه‌هایی که با این حساب وارد شده‌اید، از جمله همین دستگاه، خارج می‌شوید، همهٔ توکن‌های API شما باطل و همهٔ وب‌هوک‌های شما غیرفعال می‌شوند.",
 
 	"signup.title":                 "ساخت حساب",
 	"signup.have_account":          "حساب دارید؟",
@@ -376,7 +376,7 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"account.title":                   "Your account",
 	"account.sessions":                "Active devices",
 	"account.signout_everywhere":      "Sign out of all devices",
-	"account.signout_everywhere_text": "Signs this account out of every browser and device, this one included, revokes every API token of yours and turns off every webhook endpoint of yours.",
+	"account.signout_everywhere_text": "Signs this account out of every browser and device, this one included, revokes every API token of yours and disables every webhook endpoint of yours.",
 
 	"signup.title":                 "Create an account",
 	"signup.have_account":          "Already have an account?",

@@ -248,22 +248,25 @@ func (s *Service) disable(tx *gorm.DB, where string, args []any, by int64) error
 		}
 		return tx.Model(&Endpoint{}).Where("id = ?", ep.ID).Update("disabled_by", by).Error
 	}
-	if err := tx.Model(&Endpoint{}).Where("id = ?", ep.ID).Updates(map[string]any{"disabled_at": now, "disabled_by": by}).Error; err != nil {
+	// The deliveries before the endpoint, in the sender's order (it
+	// records an attempt on the delivery, then on its endpoint): two
+	// transactions taking the rows the other way round could deadlock.
+	// 'pending' as a literal: the pending deliveries' partial index serves
+	// it, not every delivery the endpoint ever had. One queued between
+	// the two statements is ended by the claim (a disabled endpoint's).
+	if err := tx.Model(&Delivery{}).Where("endpoint_id = ? AND status = '"+StatusPending+"'", ep.ID).
+		Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled}).Error; err != nil {
 		return err
 	}
-	// 'pending' as a literal: the pending deliveries' partial index serves
-	// it, not every delivery the endpoint ever had.
-	return tx.Model(&Delivery{}).Where("endpoint_id = ? AND status = '"+StatusPending+"'", ep.ID).
-		Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled}).Error
+	return tx.Model(&Endpoint{}).Where("id = ?", ep.ID).Updates(map[string]any{"disabled_at": now, "disabled_by": by}).Error
 }
 
 // DisableAllForUser stops every endpoint of the user still on, inside tx,
-// as its owner would (the owner may enable each again, with the
-// password): part of what ends with every session (sign out everywhere, a
-// password change or reset), so that an endpoint someone else added while
-// signed in does not go on hearing of the account's money. Their pending
-// deliveries end, as when one endpoint is disabled. It returns how many
-// it stopped.
+// as its owner would (the owner may enable each again): part of what
+// ends with every session (sign out everywhere, a password change or
+// reset), so that an endpoint someone else added while signed in does not
+// go on hearing of the account's money. Their pending deliveries end, as
+// when one endpoint is disabled. It returns how many it stopped.
 func DisableAllForUser(tx *gorm.DB, userID int64, now time.Time) (int64, error) {
 	var ids []int64
 	if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", userID).Pluck("id", &ids).Error; err != nil {
@@ -272,14 +275,15 @@ func DisableAllForUser(tx *gorm.DB, userID int64, now time.Time) (int64, error) 
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	// The deliveries before the endpoints, in the sender's order (disable).
+	if err := tx.Model(&Delivery{}).Where("endpoint_id IN ? AND status = '"+StatusPending+"'", ids).
+		Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled}).Error; err != nil {
+		return 0, fmt.Errorf("end deliveries of user %d: %w", userID, err)
+	}
 	res := tx.Model(&Endpoint{}).Where("id IN ? AND disabled_at IS NULL", ids).
 		Updates(map[string]any{"disabled_at": now.UTC().Truncate(time.Microsecond), "disabled_by": userID})
 	if res.Error != nil {
 		return 0, fmt.Errorf("disable endpoints of user %d: %w", userID, res.Error)
-	}
-	if err := tx.Model(&Delivery{}).Where("endpoint_id IN ? AND status = '"+StatusPending+"'", ids).
-		Updates(map[string]any{"status": StatusFailed, "last_error": LastErrorEndpointDisabled}).Error; err != nil {
-		return 0, fmt.Errorf("end deliveries of user %d: %w", userID, err)
 	}
 	return res.RowsAffected, nil
 }
@@ -425,10 +429,30 @@ func (s *Service) AdminEndpoint(ctx context.Context, id int64) (AdminEndpoint, e
 	return out[0], nil
 }
 
+// lockOwnerOf locks the row of endpoint id's owner first (ErrNotFound for
+// no such endpoint): an admin's action writes the endpoint, then its
+// audit row, which refers to the owner's row; "sign out everywhere" locks
+// that row, then writes the endpoints. Taken in the same order, the two
+// wait for each other instead of deadlocking.
+func (s *Service) lockOwnerOf(tx *gorm.DB, id int64) error {
+	var uid []int64
+	if err := tx.Model(&Endpoint{}).Where("id = ?", id).Pluck("user_id", &uid).Error; err != nil {
+		return err
+	}
+	if len(uid) == 0 {
+		return ErrNotFound
+	}
+	_, err := owner.Lock(tx, s.db.Dialect, uid[0])
+	return err
+}
+
 // AdminDisable stops any endpoint; the audit log records it.
 func (s *Service) AdminDisable(ctx context.Context, adminID, id int64) (Endpoint, error) {
 	var ep Endpoint
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := s.lockOwnerOf(tx, id); err != nil {
+			return err
+		}
 		if err := s.disable(tx, "id = ?", []any{id}, adminID); err != nil {
 			return err
 		}
@@ -448,6 +472,9 @@ func (s *Service) AdminDisable(ctx context.Context, adminID, id int64) (Endpoint
 func (s *Service) AdminEnable(ctx context.Context, adminID, id int64) (Endpoint, error) {
 	var ep Endpoint
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := s.lockOwnerOf(tx, id); err != nil {
+			return err
+		}
 		if err := tx.Take(&ep, id).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return ErrNotFound

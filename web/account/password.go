@@ -94,7 +94,8 @@ func (h *handlers) passwordForm(c *fiber.Ctx) error {
 }
 
 // changePassword checks the current password, sets the new one, signs
-// every other browser out and revokes every API token, then says so on the
+// every other browser out, revokes every API token and turns off every
+// webhook endpoint, then says so on the
 // account page. This browser stays signed in on a new session: a copy of
 // its old session cookie (the thief's) dies with the others.
 //
@@ -171,7 +172,8 @@ func (h *handlers) resetForm(c *fiber.Ctx) error {
 }
 
 // reset uses the link once: new password, every session ended, every API
-// token revoked; then the sign-in page says so.
+// token revoked, every webhook endpoint turned off; then the sign-in page
+// says so.
 func (h *handlers) reset(c *fiber.Ctx) error {
 	tok := c.Params("token")
 	if _, err := h.Auth.CheckReset(c.UserContext(), tok); errors.Is(err, auth.ErrResetInvalid) {

@@ -97,9 +97,10 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 		form.Events = append(form.Events, string(e))
 	}
 	// A new endpoint receives the account's events (amounts, addresses,
-	// notes) until someone stops it, past "sign out everywhere" and a new
-	// password: a borrowed or stolen session alone cannot add one, as it
-	// cannot mint a token. An admin types a fresh second factor too.
+	// notes) until someone stops it ("sign out everywhere" and a new
+	// password turn it off): a borrowed or stolen session alone cannot add
+	// one, as it cannot mint a token. An admin types a fresh second factor
+	// too.
 	r, err := h.mayAddCredential(c)
 	if err != nil {
 		return err
