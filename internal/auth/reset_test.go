@@ -180,7 +180,7 @@ func TestEndingEverythingTurnsOffWebhooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		theirs, _, err := hooks.Create(ctx, bystander.ID, "http://127.0.0.1:9/bystander", webhook.Types())
+		theirs, _, err := hooks.Create(ctx, bystander.ID, "http://127.0.0.1:9/bystander", webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestEndingEverythingTurnsOffWebhooks(t *testing.T) {
 				}
 				var eps []webhook.Endpoint
 				for _, path := range []string{"a", "b"} {
-					ep, _, err := hooks.Create(ctx, u.ID, "http://127.0.0.1:9/"+path, webhook.Types())
+					ep, _, err := hooks.Create(ctx, u.ID, "http://127.0.0.1:9/"+path, webhook.Types(), nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -130,7 +130,7 @@ func newEnvWrapped(t *testing.T, db *store.DB, wrap func(gateway.Gateway) gatewa
 	if e.hooks, err = webhook.New(db, e.clock.Now, webhook.Options{SessionSecret: make([]byte, 32), AllowLoopback: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.hooks.Create(ctx, e.user.ID, "http://127.0.0.1:9/hook", []string{webhook.TypeRefunded}); err != nil {
+	if _, _, err := e.hooks.Create(ctx, e.user.ID, "http://127.0.0.1:9/hook", []string{webhook.TypeRefunded}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return e

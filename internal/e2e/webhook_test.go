@@ -114,7 +114,7 @@ func (s *hookSink) register(t *testing.T, db *store.DB, emails []string) {
 			t.Fatalf("user %s: %v", email, err)
 		}
 		path := fmt.Sprintf("/hooks/%d", uid)
-		_, secret, err := svc.Create(context.Background(), uid, s.srv.URL+path, webhook.Types())
+		_, secret, err := svc.Create(context.Background(), uid, s.srv.URL+path, webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -275,7 +275,7 @@ func TestAnEventSaysSomethingNew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := hooks.Create(ctx, e.user.ID, "http://127.0.0.1:1/all", webhook.Types()); err != nil {
+		if _, _, err := hooks.Create(ctx, e.user.ID, "http://127.0.0.1:1/all", webhook.Types(), nil); err != nil {
 			t.Fatal(err)
 		}
 		deliveries := func(p topup.TopUp, typ string) int64 {

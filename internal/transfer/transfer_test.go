@@ -418,7 +418,7 @@ func TestSendQueuesWebhooks(t *testing.T) {
 		}
 		eps := map[int64]webhook.Endpoint{}
 		for _, p := range []person{a, b} {
-			ep, _, err := hooks.Create(ctx, p.ID, "http://127.0.0.1:9/hook", webhook.Types())
+			ep, _, err := hooks.Create(ctx, p.ID, "http://127.0.0.1:9/hook", webhook.Types(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func TestEnable(t *testing.T) {
 		uid, pays := seedTopUp(t, db, "owner@example.com", 4)
 		stranger, _ := seedTopUp(t, db, "stranger@example.com", 0)
 		admin, _ := seedTopUp(t, db, "admin@example.com", 0)
-		ep, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/hook", webhook.Types())
+		ep, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/hook", webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,10 +65,10 @@ func TestEnable(t *testing.T) {
 			t.Fatalf("after the owner's disable: %+v", e)
 		}
 		enqueue(t, db, ev(pays[1]))
-		if err := svc.Enable(ctx, stranger, ep.ID); !errors.Is(err, webhook.ErrNotFound) {
+		if err := svc.Enable(ctx, stranger, ep.ID, nil); !errors.Is(err, webhook.ErrNotFound) {
 			t.Fatalf("another user's enable: %v", err)
 		}
-		if err := svc.Enable(ctx, uid, ep.ID); err != nil {
+		if err := svc.Enable(ctx, uid, ep.ID, nil); err != nil {
 			t.Fatal(err)
 		}
 		if e := get(); e.DisabledAt != nil || e.DisabledBy != nil || e.FailingSince != nil {
@@ -84,7 +84,7 @@ func TestEnable(t *testing.T) {
 		if d := deliveryRowOf(t, db, pays[2]); d.Status != webhook.StatusPending {
 			t.Fatalf("the event after enable: %+v", d)
 		}
-		if err := svc.Enable(ctx, uid, ep.ID); err != nil {
+		if err := svc.Enable(ctx, uid, ep.ID, nil); err != nil {
 			t.Fatalf("enabling an enabled endpoint: %v", err)
 		}
 
@@ -104,7 +104,7 @@ func TestEnable(t *testing.T) {
 			if e := get(); e.DisabledAt == nil || !e.DisabledByAdmin() {
 				t.Fatalf("owner first %v: after the admin's disable: %+v", ownerFirst, e)
 			}
-			if err := svc.Enable(ctx, uid, ep.ID); !errors.Is(err, webhook.ErrDisabledByAdmin) {
+			if err := svc.Enable(ctx, uid, ep.ID, nil); !errors.Is(err, webhook.ErrDisabledByAdmin) {
 				t.Fatalf("owner first %v: the owner enabled an admin's disable: %v", ownerFirst, err)
 			}
 			if e := get(); e.DisabledAt == nil {
@@ -128,7 +128,7 @@ func TestEnable(t *testing.T) {
 		// Disabled by an admin whose account is gone (NULL): the owner's
 		// enable is refused all the same.
 		db.Gorm.Exec(`UPDATE webhook_endpoints SET disabled_by = NULL WHERE id = ?`, ep.ID)
-		if err := svc.Enable(ctx, uid, ep.ID); !errors.Is(err, webhook.ErrDisabledByAdmin) {
+		if err := svc.Enable(ctx, uid, ep.ID, nil); !errors.Is(err, webhook.ErrDisabledByAdmin) {
 			t.Fatalf("the owner enabled a disable of unknown origin: %v", err)
 		}
 		if _, err := svc.AdminEnable(ctx, admin, ep.ID); err != nil {
@@ -139,7 +139,7 @@ func TestEnable(t *testing.T) {
 		// delivery that gave up stays failed (an admin may send it again).
 		db.Gorm.Exec(`UPDATE webhook_deliveries SET status = 'failed', last_error = 'HTTP 500' WHERE topup_id = ?`, pays[2])
 		db.Gorm.Exec(`UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?`, clk.Now(), ep.ID)
-		if err := svc.Enable(ctx, uid, ep.ID); err != nil {
+		if err := svc.Enable(ctx, uid, ep.ID, nil); err != nil {
 			t.Fatal(err)
 		}
 		if e := get(); e.FailingSince != nil || e.DisabledAt != nil {
@@ -162,11 +162,11 @@ func TestEnable(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range webhook.MaxEndpoints {
-			if _, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/more/"+strconv.Itoa(i), webhook.Types()); err != nil {
+			if _, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/more/"+strconv.Itoa(i), webhook.Types(), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := svc.Enable(ctx, uid, ep.ID); !errors.Is(err, webhook.ErrTooMany) {
+		if err := svc.Enable(ctx, uid, ep.ID, nil); !errors.Is(err, webhook.ErrTooMany) {
 			t.Fatalf("enabled past the limit: %v", err)
 		}
 		if e := get(); e.DisabledAt == nil {
@@ -193,7 +193,7 @@ func TestFailingEndpointGetsNewEvents(t *testing.T) {
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
 		uid, pays := seedTopUp(t, db, "a@example.com", 2)
-		failing, secret, err := svc.Create(ctx, uid, srv.URL+"/failing", webhook.Types())
+		failing, secret, err := svc.Create(ctx, uid, srv.URL+"/failing", webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,11 +209,11 @@ func TestFailingEndpointGetsNewEvents(t *testing.T) {
 		if e, _ := svc.Get(ctx, failing.ID); e.FailingSince == nil {
 			t.Fatalf("not failing after the window: %+v", e)
 		}
-		other, _, err := svc.Create(ctx, uid, srv.URL+"/other", webhook.Types())
+		other, _, err := svc.Create(ctx, uid, srv.URL+"/other", webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		off, _, err := svc.Create(ctx, uid, srv.URL+"/off", webhook.Types())
+		off, _, err := svc.Create(ctx, uid, srv.URL+"/off", webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,11 +300,11 @@ func TestAdminEndpointAndStats(t *testing.T) {
 		svc, clk := newService(t, db)
 		uid, pays := seedTopUp(t, db, "owner@example.com", 3)
 		other, _ := seedTopUp(t, db, "other@example.com", 0)
-		first, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/first", webhook.Types())
+		first, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/first", webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		newer, _, err := svc.Create(ctx, other, "http://127.0.0.1:9/newer", webhook.Types())
+		newer, _, err := svc.Create(ctx, other, "http://127.0.0.1:9/newer", webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +356,7 @@ func TestDisableAllForUser(t *testing.T) {
 		admin, _ := seedTopUp(t, db, "admin@example.com", 0)
 		create := func(user int64, url string) webhook.Endpoint {
 			t.Helper()
-			ep, _, err := svc.Create(ctx, user, url, webhook.Types())
+			ep, _, err := svc.Create(ctx, user, url, webhook.Types(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -406,7 +406,7 @@ func TestDisableAllForUser(t *testing.T) {
 		}); err != nil || n != 0 {
 			t.Fatalf("again: %d, %v", n, err)
 		}
-		if err := svc.Enable(ctx, uid, on1.ID); err != nil {
+		if err := svc.Enable(ctx, uid, on1.ID, nil); err != nil {
 			t.Fatalf("the owner turns one on again: %v", err)
 		}
 		if e, _ := svc.Get(ctx, on1.ID); e.DisabledAt != nil {

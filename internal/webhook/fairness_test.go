@@ -51,14 +51,14 @@ func TestHangingEndpointHoldsOnePlace(t *testing.T) {
 
 		ctx := context.Background()
 		a, aPays := seedTopUp(t, db, "slow@example.com", 20)
-		if _, _, err := svc.Create(ctx, a, slow.URL, webhook.Types()); err != nil {
+		if _, _, err := svc.Create(ctx, a, slow.URL, webhook.Types(), nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range aPays {
 			enqueue(t, db, webhook.Event{UserID: a, TopUpID: p, Type: webhook.TypeCredited, TopUp: map[string]any{"p": p}, CreatedAt: clk.Now()})
 		}
 		b, bPays := seedTopUp(t, db, "fast@example.com", 1)
-		bEndpoint, _, err := svc.Create(ctx, b, fast.URL, webhook.Types())
+		bEndpoint, _, err := svc.Create(ctx, b, fast.URL, webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestDisabledEndpointIsNotSent(t *testing.T) {
 		}))
 		defer srv.Close()
 		uid, pays := seedTopUp(t, db, "off@example.com", 1)
-		ep, _, err := svc.Create(ctx, uid, srv.URL, webhook.Types())
+		ep, _, err := svc.Create(ctx, uid, srv.URL, webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestGaveUpCountedOnlyWhenRecorded(t *testing.T) {
 		defer srv.Close()
 		uid, pays := seedTopUp(t, db, "down@example.com", 2)
 		owner.Store(uid)
-		down, _, err := svc.Create(ctx, uid, srv.URL+"/down", []string{webhook.TypeCredited})
+		down, _, err := svc.Create(ctx, uid, srv.URL+"/down", []string{webhook.TypeCredited}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestGaveUpCountedOnlyWhenRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		meanwhile, _, err := svc.Create(ctx, uid, srv.URL+"/disable-meanwhile", []string{webhook.TypeCredited})
+		meanwhile, _, err := svc.Create(ctx, uid, srv.URL+"/disable-meanwhile", []string{webhook.TypeCredited}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestLimitsHoldUnderConcurrentCreates(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 2 * webhook.MaxEndpoints {
 			wg.Go(func() {
-				_, _, _ = svc.Create(ctx, uid, fmt.Sprintf("https://hooks%d.example/kifpool", i), []string{webhook.TypeCredited})
+				_, _, _ = svc.Create(ctx, uid, fmt.Sprintf("https://hooks%d.example/kifpool", i), []string{webhook.TypeCredited}, nil)
 			})
 		}
 		for i := range 2 * webhook.MaxOrigins {

@@ -62,7 +62,7 @@ func TestOnlyA2xxInTimeIsDelivered(t *testing.T) {
 			{"/slow", false, "/slow\": "}, // "context deadline exceeded" or "timeout awaiting response headers"
 		} {
 			uid, pays := seedTopUp(t, db, "u"+itoa(i)+"@example.com", 1)
-			if _, _, err := svc.Create(ctx, uid, srv.URL+c.path, webhook.Types()); err != nil {
+			if _, _, err := svc.Create(ctx, uid, srv.URL+c.path, webhook.Types(), nil); err != nil {
 				t.Fatal(err)
 			}
 			enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": c.path}, CreatedAt: clk.Now()})
@@ -128,7 +128,7 @@ func subscribed(t *testing.T, db *store.DB, email string, n int) (*webhook.Servi
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	uid, pays := seedTopUp(t, db, email, n)
-	if _, rec.secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types()); err != nil {
+	if _, rec.secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types(), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pays {

@@ -146,9 +146,17 @@ func (s *Service) AllowLoopback() bool { return s.allowLoopback }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
+// Still is a check an owner's write runs in its transaction once the
+// user's row is locked: the web passes auth.SessionLive, so that an
+// endpoint asked for by a session that "sign out everywhere" (or a new
+// password) ended meanwhile is refused with that check's error, never
+// left enabled. Nil checks nothing (tests, operators).
+type Still func(tx *gorm.DB) error
+
 // Create registers an endpoint for userID and returns it with its signing
-// secret, which is never shown again.
-func (s *Service) Create(ctx context.Context, userID int64, rawURL string, events []string) (Endpoint, string, error) {
+// secret, which is never shown again. still runs after the user's row is
+// locked (Still).
+func (s *Service) Create(ctx context.Context, userID int64, rawURL string, events []string, still Still) (Endpoint, string, error) {
 	u, err := CheckEndpointURL(rawURL, s.allowLoopback)
 	if err != nil {
 		return Endpoint{}, "", err
@@ -181,6 +189,11 @@ func (s *Service) Create(ctx context.Context, userID int64, rawURL string, event
 		// (owner.ErrUnconfirmed).
 		if err := owner.LockConfirmed(tx, s.db.Dialect, userID); err != nil {
 			return err
+		}
+		if still != nil {
+			if err := still(tx); err != nil {
+				return err
+			}
 		}
 		var n int64
 		if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", userID).Count(&n).Error; err != nil {
@@ -300,15 +313,20 @@ func (s *Service) Disable(ctx context.Context, userID, id int64) error {
 // when it was disabled) stay as they are, and events of the time it was
 // disabled were never queued for it. A disabled endpoint counts again
 // towards the owner's MaxEndpoints.
-func (s *Service) enable(tx *gorm.DB, ep Endpoint) error {
+func (s *Service) enable(tx *gorm.DB, ep Endpoint, still Still) error {
 	if ep.DisabledAt == nil && ep.FailingSince == nil {
 		return nil
 	}
 	if ep.DisabledAt != nil {
 		// Locked for the count, and only for an account whose address
-		// is confirmed, as a new endpoint (Create).
+		// is confirmed, as a new endpoint (Create); still as there.
 		if err := owner.LockConfirmed(tx, s.db.Dialect, ep.UserID); err != nil {
 			return err
+		}
+		if still != nil {
+			if err := still(tx); err != nil {
+				return err
+			}
 		}
 		var n int64
 		if err := tx.Model(&Endpoint{}).Where("user_id = ? AND disabled_at IS NULL", ep.UserID).Count(&n).Error; err != nil {
@@ -340,8 +358,10 @@ func (s *Service) enable(tx *gorm.DB, ep Endpoint) error {
 
 // Enable brings back one of the user's endpoints that its owner disabled
 // or that is marked failing (enable). One an administrator disabled stays
-// disabled: ErrDisabledByAdmin.
-func (s *Service) Enable(ctx context.Context, userID, id int64) error {
+// disabled: ErrDisabledByAdmin. still is as Create's: an endpoint that
+// "sign out everywhere" turned off while this request was on its way
+// stays off.
+func (s *Service) Enable(ctx context.Context, userID, id int64, still Still) error {
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var ep Endpoint
 		if err := tx.Where("id = ? AND user_id = ?", id, userID).Take(&ep).Error; err != nil {
@@ -353,7 +373,7 @@ func (s *Service) Enable(ctx context.Context, userID, id int64) error {
 		if ep.DisabledByAdmin() {
 			return ErrDisabledByAdmin
 		}
-		return s.enable(tx, ep)
+		return s.enable(tx, ep, still)
 	})
 	if err != nil {
 		return fmt.Errorf("enable webhook endpoint %d: %w", id, err)
@@ -487,7 +507,7 @@ func (s *Service) AdminEnable(ctx context.Context, adminID, id int64) (Endpoint,
 		if ep.DisabledAt == nil && ep.FailingSince == nil {
 			return nil // nothing to do, nothing to record
 		}
-		if err := s.enable(tx, ep); err != nil {
+		if err := s.enable(tx, ep, nil); err != nil {
 			return err
 		}
 		owner := ep.UserID

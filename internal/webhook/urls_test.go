@@ -173,7 +173,7 @@ func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 		// an admin did.
 		var old []int64
 		for _, path := range []string{"/old-1", "/old-2"} {
-			ep, _, err := svc.Create(ctx, uid, "https://partner.example"+path, []string{webhook.TypeCredited})
+			ep, _, err := svc.Create(ctx, uid, "https://partner.example"+path, []string{webhook.TypeCredited}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = NULL WHERE id = ?`, uid).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.Enable(ctx, uid, old[0]); !errors.Is(err, owner.ErrUnconfirmed) {
+		if err := svc.Enable(ctx, uid, old[0], nil); !errors.Is(err, owner.ErrUnconfirmed) {
 			t.Fatalf("enable: %v", err)
 		}
 		if _, err := svc.AdminEnable(ctx, adminID, old[1]); !errors.Is(err, owner.ErrUnconfirmed) {
@@ -198,7 +198,7 @@ func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 		if err := db.Gorm.Table("webhook_endpoints").Where("disabled_at IS NULL").Count(&live).Error; err != nil || live != 0 {
 			t.Fatalf("%d endpoints enabled (%v)", live, err)
 		}
-		if _, _, err := svc.Create(ctx, uid, "https://partner.example/hooks", []string{webhook.TypeCredited}); !errors.Is(err, owner.ErrUnconfirmed) {
+		if _, _, err := svc.Create(ctx, uid, "https://partner.example/hooks", []string{webhook.TypeCredited}, nil); !errors.Is(err, owner.ErrUnconfirmed) {
 			t.Fatalf("endpoint: %v", err)
 		}
 		if _, err := svc.AddOrigin(ctx, uid, "https://shop.example"); !errors.Is(err, owner.ErrUnconfirmed) {
@@ -210,13 +210,13 @@ func TestNothingForAnUnconfirmedAddress(t *testing.T) {
 		if err := db.Gorm.Exec(`UPDATE users SET email_verified_at = created_at WHERE id = ?`, uid).Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := svc.Create(ctx, uid, "https://partner.example/hooks", []string{webhook.TypeCredited}); err != nil {
+		if _, _, err := svc.Create(ctx, uid, "https://partner.example/hooks", []string{webhook.TypeCredited}, nil); err != nil {
 			t.Fatalf("endpoint once confirmed: %v", err)
 		}
 		if _, err := svc.AddOrigin(ctx, uid, "https://shop.example"); err != nil {
 			t.Fatalf("return origin once confirmed: %v", err)
 		}
-		if err := svc.Enable(ctx, uid, old[0]); err != nil {
+		if err := svc.Enable(ctx, uid, old[0], nil); err != nil {
 			t.Fatalf("enable once confirmed: %v", err)
 		}
 		if _, err := svc.AdminEnable(ctx, adminID, old[1]); err != nil {

@@ -90,7 +90,7 @@ func TestDocsVerifier(t *testing.T) {
 		}))
 		defer srv.Close()
 		uid, pays := seedTopUp(t, db, "a@example.com", 1)
-		if _, secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types()); err != nil {
+		if _, secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types(), nil); err != nil {
 			t.Fatal(err)
 		}
 		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p"}, CreatedAt: time.Now()})

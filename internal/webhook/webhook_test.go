@@ -145,12 +145,12 @@ func TestSender(t *testing.T) {
 		defer srv.Close()
 		uid, pays := seedTopUp(t, db, "a@example.com", 2)
 		other, otherPays := seedTopUp(t, db, "b@example.com", 1)
-		ep, secret, err := svc.Create(ctx, uid, srv.URL+"/hook", []string{webhook.TypeCredited, webhook.TypeFailed})
+		ep, secret, err := svc.Create(ctx, uid, srv.URL+"/hook", []string{webhook.TypeCredited, webhook.TypeFailed}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec.secret = secret
-		if _, _, err := svc.Create(ctx, other, srv.URL+"/other", []string{webhook.TypeNeedsReview}); err != nil {
+		if _, _, err := svc.Create(ctx, other, srv.URL+"/other", []string{webhook.TypeNeedsReview}, nil); err != nil {
 			t.Fatal(err)
 		}
 		s := webhook.NewSender(svc, webhook.SenderOptions{Jitter: func() float64 { return 0 }, RetryFor: time.Hour})

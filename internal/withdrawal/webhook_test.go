@@ -74,12 +74,12 @@ func TestWithdrawalWebhooks(t *testing.T) {
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
 		ep, secret, err := hooks.Create(ctx, e.userID, srv.URL+"/hooks",
-			[]string{webhook.TypeWithdrawalPaid, webhook.TypeWithdrawalFailed, webhook.TypeWithdrawalReturned})
+			[]string{webhook.TypeWithdrawalPaid, webhook.TypeWithdrawalFailed, webhook.TypeWithdrawalReturned}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec.secret = secret
-		other, _, err := hooks.Create(ctx, e.userID, srv.URL+"/credited", []string{webhook.TypeCredited})
+		other, _, err := hooks.Create(ctx, e.userID, srv.URL+"/credited", []string{webhook.TypeCredited}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,8 +120,13 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	ep, secret, err := h.Webhooks.Create(c.UserContext(), h.User(c).ID, form.URL, form.Events)
+	ep, secret, err := h.Webhooks.Create(c.UserContext(), h.User(c).ID, form.URL, form.Events, webhook.Still(auth.SessionLive(h.SessionToken(c))))
 	switch {
+	case errors.Is(err, auth.ErrNoSession):
+		// Signed out everywhere (or the password changed) while the
+		// endpoint was being added: no endpoint.
+		h.ClearSession(c)
+		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 	case errors.Is(err, webhook.ErrDisabledByAdmin):
 		form.ErrorKey = "webhooks.error_add_by_admin"
 		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{Form: form})
@@ -164,7 +169,10 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	switch err := h.Webhooks.Enable(c.UserContext(), h.User(c).ID, id); {
+	switch err := h.Webhooks.Enable(c.UserContext(), h.User(c).ID, id, webhook.Still(auth.SessionLive(h.SessionToken(c)))); {
+	case errors.Is(err, auth.ErrNoSession):
+		h.ClearSession(c)
+		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, webhook.ErrDisabledByAdmin):

@@ -344,7 +344,7 @@ func TestWebhookMetrics(t *testing.T) {
 		}))
 		defer srv.Close()
 		user, payURL := app.StartTopUp(t, "metrics-hooks@example.com", "20000")
-		if _, _, err := app.Server.Webhooks.Create(ctx, userID(t, db, "metrics-hooks@example.com"), srv.URL, webhook.Types()); err != nil {
+		if _, _, err := app.Server.Webhooks.Create(ctx, userID(t, db, "metrics-hooks@example.com"), srv.URL, webhook.Types(), nil); err != nil {
 			t.Fatal(err)
 		}
 		back, err := app.Server.Bank.Pay(apptest.Authority(payURL))

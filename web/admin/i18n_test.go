@@ -182,11 +182,11 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	defer partner.Close()
-	hook, _, err := app.Server.Webhooks.Create(ctx, uid, partner.URL+"/kifpool/hooks", webhook.Types())
+	hook, _, err := app.Server.Webhooks.Create(ctx, uid, partner.URL+"/kifpool/hooks", webhook.Types(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, _, err := app.Server.Webhooks.Create(ctx, uid, partner.URL+"/old", webhook.Types())
+	off, _, err := app.Server.Webhooks.Create(ctx, uid, partner.URL+"/old", webhook.Types(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

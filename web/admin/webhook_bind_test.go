@@ -32,7 +32,7 @@ func TestAdminDisableBindsTheURL(t *testing.T) {
 		owner.SignUp("partner@example.com")
 		uid := authtest.UserID(t, db, "partner@example.com")
 		const hookURL = "https://hooks.example/kifpool"
-		ep, _, err := app.Server.Webhooks.Create(ctx, uid, hookURL, []string{webhook.TypeCredited})
+		ep, _, err := app.Server.Webhooks.Create(ctx, uid, hookURL, []string{webhook.TypeCredited}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

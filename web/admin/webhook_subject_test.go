@@ -39,7 +39,7 @@ func TestWebhookLogSubjects(t *testing.T) {
 		shopID, payerID := authtest.UserID(t, db, "shop@example.com"), authtest.UserID(t, db, "payer@example.com")
 		withdrawaltest.FundUser(t, db, shopID, 5_000_000)
 		withdrawaltest.FundUser(t, db, payerID, 1_000_000)
-		ep, _, err := app.Server.Webhooks.Create(ctx, shopID, srv.URL, webhook.Types())
+		ep, _, err := app.Server.Webhooks.Create(ctx, shopID, srv.URL, webhook.Types(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

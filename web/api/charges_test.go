@@ -264,7 +264,7 @@ func TestChargeWebhooks(t *testing.T) {
 		rec := &hookReceiver{t: t, spec: f.spec, events: map[string]map[string]any{}}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
-		_, secret, err := f.app.Server.Webhooks.Create(ctx, shopID, srv.URL+"/kifpool", webhook.ChargeTypes())
+		_, secret, err := f.app.Server.Webhooks.Create(ctx, shopID, srv.URL+"/kifpool", webhook.ChargeTypes(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

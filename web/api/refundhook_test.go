@@ -36,7 +36,7 @@ func TestRefundedWebhook(t *testing.T) {
 		rec := &hookReceiver{t: t, spec: f.spec, events: map[string]map[string]any{}}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
-		_, secret, err := f.app.Server.Webhooks.Create(ctx, uid, srv.URL+"/kifpool", []string{webhook.TypeRefunded})
+		_, secret, err := f.app.Server.Webhooks.Create(ctx, uid, srv.URL+"/kifpool", []string{webhook.TypeRefunded}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

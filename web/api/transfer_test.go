@@ -302,7 +302,7 @@ func TestTransferWebhooks(t *testing.T) {
 			rec := &hookReceiver{t: t, spec: f.spec, fail: 1, events: map[string]map[string]any{}}
 			srv := httptest.NewServer(rec)
 			defer srv.Close()
-			_, secret, err := hooks.Create(ctx, uid, srv.URL+"/kifpool", webhook.Types())
+			_, secret, err := hooks.Create(ctx, uid, srv.URL+"/kifpool", webhook.Types(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -114,7 +114,7 @@ func TestReturnURLAndWebhook(t *testing.T) {
 		rec := &hookReceiver{t: t, spec: f.spec, fail: 1, events: map[string]map[string]any{}}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
-		_, secret, err := hooks.Create(ctx, uid, srv.URL+"/kifpool", []string{webhook.TypeCredited, webhook.TypeFailed})
+		_, secret, err := hooks.Create(ctx, uid, srv.URL+"/kifpool", []string{webhook.TypeCredited, webhook.TypeFailed}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

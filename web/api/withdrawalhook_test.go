@@ -43,7 +43,7 @@ func TestWithdrawalWebhooks(t *testing.T) {
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
 		_, secret, err := f.app.Server.Webhooks.Create(ctx, uid, srv.URL+"/kifpool",
-			[]string{webhook.TypeWithdrawalPaid, webhook.TypeWithdrawalFailed, webhook.TypeWithdrawalReturned})
+			[]string{webhook.TypeWithdrawalPaid, webhook.TypeWithdrawalFailed, webhook.TypeWithdrawalReturned}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -567,7 +567,7 @@ func TestTokenAndWebhookTablesFit(t *testing.T) {
 		}
 	}
 	hook := "http://127.0.0.1:9/" + strings.Repeat("callbacks/kifpool/", 6) + "top-ups"
-	if _, _, err := app.Server.Webhooks.Create(ctx, u.ID, hook, []string{"topup.credited", "topup.failed", "topup.needs_review"}); err != nil {
+	if _, _, err := app.Server.Webhooks.Create(ctx, u.ID, hook, []string{"topup.credited", "topup.failed", "topup.needs_review"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, lang := range []string{"fa", "en"} {

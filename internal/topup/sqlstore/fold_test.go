@@ -67,7 +67,7 @@ func creditRows(t *testing.T, db *store.DB, now time.Time) string {
 		{"http://127.0.0.1:1/failed", []string{webhook.TypeFailed}, false},
 		{"http://127.0.0.1:1/off", webhook.Types(), true},
 	} {
-		e, _, err := hooks.Create(ctx, f.user, ep.url, ep.types)
+		e, _, err := hooks.Create(ctx, f.user, ep.url, ep.types, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

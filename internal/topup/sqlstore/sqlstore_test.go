@@ -448,10 +448,10 @@ func TestOutboxWrittenWithMove(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/all", webhook.Types()); err != nil {
+		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/all", webhook.Types(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/credits", []string{webhook.TypeCredited}); err != nil {
+		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/credits", []string{webhook.TypeCredited}, nil); err != nil {
 			t.Fatal(err)
 		}
 		rows := func(pid int64, typ string) []webhook.Delivery {
@@ -636,7 +636,7 @@ func TestWebhookKickOnlyWhenQueued(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/credits", []string{webhook.TypeCredited}); err != nil {
+		if _, _, err := hooks.Create(ctx, f.user, "http://127.0.0.1:1/credits", []string{webhook.TypeCredited}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := credit(f.topUp(topup.StatusAwaitingPayment), 7002); err != nil {
