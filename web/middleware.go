@@ -400,11 +400,13 @@ func safeNext(next string) bool {
 
 // clientIP is the address rate limits key on. Behind trusted proxies it is
 // the right-most X-Forwarded-For address that is not one of them (the
-// left-most entries are whatever the client chose to send).
+// left-most entries are whatever the client chose to send). An IPv6
+// client is its /64 (clientKey): one subscriber holds a whole /64, and
+// counted per address it would have 2^64 allowances.
 func (s *Server) clientIP(c *fiber.Ctx) string {
 	remote := c.Context().RemoteIP()
 	if len(s.trusted) == 0 || !s.isTrusted(remote) {
-		return remote.String()
+		return clientKey(remote)
 	}
 	parts := strings.Split(c.Get(fiber.HeaderXForwardedFor), ",")
 	for i := len(parts) - 1; i >= 0; i-- {
@@ -413,10 +415,22 @@ func (s *Server) clientIP(c *fiber.Ctx) string {
 			break
 		}
 		if !s.isTrusted(ip) {
-			return ip.String()
+			return clientKey(ip)
 		}
 	}
-	return remote.String()
+	return clientKey(remote)
+}
+
+// clientKey is an address as limits count it: an IPv4 address (also one
+// written as IPv4-mapped IPv6) as itself, an IPv6 address as its /64.
+func clientKey(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	if len(ip) != net.IPv6len {
+		return ip.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 func (s *Server) isTrusted(ip net.IP) bool {

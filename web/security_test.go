@@ -90,6 +90,22 @@ func TestRateLimitKeysOnTheRealClient(t *testing.T) {
 	if st := signIn("203.0.113.8"); st != http.StatusUnauthorized {
 		t.Fatalf("another client: %d, want 401", st)
 	}
+	// An IPv6 client is its /64: one rotating through its own /64 (every
+	// subscriber has 2^64 addresses) is still one client; the next /64 is
+	// another.
+	for i := range 25 {
+		last = signIn("2001:db8:1:2:" + strconv.FormatInt(int64(i), 16) + "::1")
+	}
+	if last != http.StatusTooManyRequests {
+		t.Fatalf("after 25 attempts from one /64: %d, want 429", last)
+	}
+	if st := signIn("2001:db8:1:3::1"); st != http.StatusUnauthorized {
+		t.Fatalf("another /64: %d, want 401", st)
+	}
+	// Written as IPv4-mapped IPv6, an IPv4 client is itself.
+	if st := signIn("::ffff:203.0.113.7"); st != http.StatusTooManyRequests {
+		t.Fatalf("the first client as IPv4-mapped IPv6: %d, want 429", st)
+	}
 }
 
 // Callbacks need no session (the bank calls them), so anyone can send

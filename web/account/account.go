@@ -36,7 +36,8 @@ type Deps struct {
 	MailQueued func()
 	// SignInPerMinute and SignUpPerMinute are each client address's
 	// allowance (RATE_LIMIT_SIGNIN, RATE_LIMIT_SIGNUP); a reset link's
-	// form counts with sign-ins.
+	// form counts with sign-ins, a reset request has a sign-up's
+	// allowance, counted apart.
 	SignInPerMinute, SignUpPerMinute int
 }
 
@@ -61,10 +62,16 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 		return h.Render(c, fiber.StatusTooManyRequests, views.SignUp(h.Page(c, "signup.title"),
 			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signup.too_many", ErrorArgs: []any{"seconds", secs}}))
 	})
+	// A reset request sends a mail, as a sign-up does: the same
+	// allowance, counted apart, before the database's own throttle.
+	forgotLimit := h.Limit(d.SignUpPerMinute, func(c *fiber.Ctx, secs int64) error {
+		return h.Render(c, fiber.StatusTooManyRequests, views.Forgot(h.Page(c, "forgot.title"),
+			views.ForgotView{Email: c.FormValue("email"), ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
+	})
 	r.Get(routes.SignUp, h.signUpForm)
 	r.Post(routes.SignUp, signUpLimit, h.signUp)
 	r.Get(routes.PasswordForgot, h.forgotForm)
-	r.Post(routes.PasswordForgot, h.forgot)
+	r.Post(routes.PasswordForgot, forgotLimit, h.forgot)
 	r.Get(routes.PasswordResetPattern, h.resetForm)
 	r.Post(routes.PasswordResetPattern, signInLimit, h.reset)
 	r.Get(routes.EmailVerifyPattern, h.verifyForm)

@@ -135,4 +135,16 @@ func TestSignInAndSignUpLimitsAreSeparate(t *testing.T) {
 	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "Too many sign-ups from your network") {
 		t.Fatalf("third sign-up: %d", r.Status)
 	}
+	// "Forgot password" sends a mail, as a sign-up does: a sign-up's
+	// allowance, counted apart (the sign-ups above used none of it), and
+	// its own form says how long to wait.
+	for i := range 2 {
+		if r := c.Post(routes.PasswordForgot, url.Values{"_csrf": {csrf}, "email": {"lost" + string(rune('a'+i)) + "@example.com"}}); r.Status != http.StatusOK {
+			t.Fatalf("reset request %d: %d", i+1, r.Status)
+		}
+	}
+	r = c.Post(routes.PasswordForgot, url.Values{"_csrf": {csrf}, "email": {"lostc@example.com"}})
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "Too many requests. Try again in") {
+		t.Fatalf("third reset request: %d %q", r.Status, r.Header.Get("Retry-After"))
+	}
 }
