@@ -46,8 +46,9 @@ type Store interface {
 	// Note records what happened to a card refund without moving it
 	// (ReasonBankAcceptedLate): its reason, and an event from status to
 	// status, in one transaction, only while it is still in status; false
-	// when it is not.
-	Note(ctx context.Context, id int64, status Status, actor Actor, reason Reason, now time.Time) (bool, error)
+	// when it is not. bankRef, when the row has none yet, becomes its
+	// bank reference (the late acceptance's id, for the bank's panel).
+	Note(ctx context.Context, id int64, status Status, actor Actor, reason Reason, bankRef string, now time.Time) (bool, error)
 	// ClaimDue takes up to batch card refunds due for the worker (held or
 	// submitted, their lease free, next check past), pushing their next
 	// check to until in the claiming transaction.

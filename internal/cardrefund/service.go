@@ -288,11 +288,11 @@ func (s *Service) apply(ctx context.Context, c CardRefund, t TopUp, from Status,
 			// wallet too; or in review): a person must know.
 			s.d.Log.ErrorContext(ctx, "card refund: the bank accepted it, but the row had moved on; the money may be out twice",
 				"card_refund", c.PublicID, "status", now.Status, "reason", now.StatusReason, "bank_reference", m.BankReference)
-			// And on a failed card refund itself, for the admin who opens it
-			// (one in review still holds its money: the admin's review
+			// And on a failed card refund itself, for the admin who opens it,
+			// with the bank's reference of the refund it made (one in review still holds its money: the admin's review
 			// decides it, and its reason stays).
 			if now.Status == StatusFailed {
-				if _, err := s.d.Store.Note(ctx, c.ID, now.Status, who.actor, ReasonBankAcceptedLate, s.d.Now()); err != nil {
+				if _, err := s.d.Store.Note(ctx, c.ID, now.Status, who.actor, ReasonBankAcceptedLate, m.BankReference, s.d.Now()); err != nil {
 					s.d.Log.ErrorContext(ctx, "card refund: the late acceptance could not be noted", "card_refund", c.PublicID, "err", err)
 				}
 			}

@@ -589,7 +589,9 @@ func TestBankAcceptedAfterTheRowMovedOn(t *testing.T) {
 		}
 		// The row stays failed, and says why a person must look: its
 		// reason, and a note among its events.
-		if got := e.get(c); got.Status != cardrefund.StatusFailed || got.StatusReason != cardrefund.ReasonBankAcceptedLate {
+		// With the bank's reference of the refund it made, for the bank's
+		// panel.
+		if got := e.get(c); got.Status != cardrefund.StatusFailed || got.StatusReason != cardrefund.ReasonBankAcceptedLate || got.BankReference == "" {
 			t.Fatalf("row %+v", got)
 		}
 		evs, err := e.st.EventsOf(context.Background(), c.ID)

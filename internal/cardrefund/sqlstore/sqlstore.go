@@ -369,12 +369,16 @@ func (s *Store) Schedule(ctx context.Context, id int64, owner string, next time.
 
 // Note implements cardrefund.Store: in one transaction, the row's reason
 // (conditional on its status) and, when it was still in that status, the
-// event.
-func (s *Store) Note(ctx context.Context, id int64, status cardrefund.Status, actor cardrefund.Actor, reason cardrefund.Reason, now time.Time) (bool, error) {
+// event; bankRef fills the row's bank reference only where it is empty
+// (a reference the bank gave before stays).
+func (s *Store) Note(ctx context.Context, id int64, status cardrefund.Status, actor cardrefund.Actor, reason cardrefund.Reason, bankRef string, now time.Time) (bool, error) {
 	noted := false
+	vals := map[string]any{"status_reason": string(reason), "updated_at": now.UTC()}
+	if bankRef != "" {
+		vals["bank_reference"] = gorm.Expr("CASE WHEN bank_reference = '' THEN ? ELSE bank_reference END", cut(bankRef, 100))
+	}
 	err := s.db.Tx(bg(ctx), func(tx *gorm.DB) error {
-		res := tx.Model(&row{}).Where("id = ? AND status = ?", id, string(status)).
-			Updates(map[string]any{"status_reason": string(reason), "updated_at": now.UTC()})
+		res := tx.Model(&row{}).Where("id = ? AND status = ?", id, string(status)).Updates(vals)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
