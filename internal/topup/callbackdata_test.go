@@ -99,8 +99,21 @@ func TestReconcileSEPByReceipt(t *testing.T) {
 		topuptest.ForceStatus(t, db, failed.ID, string(topup.StatusFailed), string(topup.ReasonNotPaidAfterLife))
 		topuptest.ForceStatus(t, db, cancelled.ID, string(topup.StatusFailed), string(topup.ReasonBankCancelled))
 
+		// A run whose budget is spent once its list is read, before it
+		// asks anything: each payment is not reached, none counted as ours
+		// looked at (as the other sources count), nothing credited.
+		e.store.set(func(h *hookStore) { h.listed = func(ctx context.Context) { <-ctx.Done() } })
+		spent, err := e.svc.ReconcileWith(context.Background(), topup.ReconcileConfig{Budget: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.store.set(func(h *hookStore) { h.listed = nil })
+		if spent.Unreached != 3 || spent.Ours != 0 || spent.Credited != 0 || spent.Left() != 3 || e.balance() != 0 {
+			t.Fatalf("a spent budget's run: %+v, balance %d", spent, e.balance())
+		}
+
 		rep, items := e.reconcile()
-		if rep.Gateway != "sep" || rep.Listed != 3 || rep.Credited != 2 || rep.CreditedRials != 300_000 || len(items) != 2 {
+		if rep.Gateway != "sep" || rep.Listed != 3 || rep.Ours != 2 || rep.Credited != 2 || rep.CreditedRials != 300_000 || len(items) != 2 {
 			t.Fatalf("report %+v, items %+v", rep, items)
 		}
 		for _, p := range []topup.TopUp{failed, open} {

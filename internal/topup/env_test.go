@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -175,6 +176,20 @@ type hookStore struct {
 	credit func(m topup.Move) error
 	// claimDue rewrites the worker's claim.
 	claimDue func(ids []int64) []int64
+	// listed, when set, runs once RecentUncredited has read its list,
+	// with the caller's context, before the list is returned.
+	listed func(ctx context.Context)
+}
+
+func (h *hookStore) RecentUncredited(ctx context.Context, gw string, since time.Time, limit int) ([]topup.TopUp, error) {
+	ps, err := h.Store.RecentUncredited(ctx, gw, since, limit)
+	h.mu.Lock()
+	listed := h.listed
+	h.mu.Unlock()
+	if listed != nil {
+		listed(ctx)
+	}
+	return ps, err
 }
 
 func (h *hookStore) hooks() (func(topup.TopUp) topup.TopUp, func(topup.Move) error, func(topup.Move) error, func([]int64) []int64) {

@@ -56,11 +56,14 @@ func ReconcileKinds() []string {
 
 // ReconcileReport is the stored result of one reconciliation.
 type ReconcileReport struct {
-	ID            int64
-	Gateway       string
-	StartedAt     time.Time
-	FinishedAt    time.Time
-	Listed        int
+	ID         int64
+	Gateway    string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Listed     int
+	// Ours counts the report's lines about our own payments that were
+	// looked at, in every source alike: not those not reached, nor (in
+	// the bank's list) an error, whose line may not be ours.
 	Ours          int
 	Credited      int
 	CreditedRials int64
@@ -610,6 +613,10 @@ func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gatewa
 		mu.Lock()
 		defer mu.Unlock()
 		items = append(items, it)
+		if it.Kind == "not_reached" {
+			rep.Unreached++
+			return
+		}
 		rep.Ours++
 		switch it.Kind {
 		case "credited":
@@ -617,8 +624,6 @@ func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gatewa
 			rep.CreditedRials += it.creditedRials
 		case "amount_mismatch", "unresolved":
 			rep.Mismatches++
-		case "not_reached":
-			rep.Unreached++
 		}
 	}
 	for _, p := range ps {
