@@ -536,8 +536,9 @@ func TestPendingPageUpdatesItself(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	// One background check (after 5 s) finds nothing new: no reload.
-	testwait.Eventually(t, 10*time.Second, "a background check (and no reload)", func() bool {
+	// One background check (after 5 s; 20 s allowed for a loaded
+	// machine) finds nothing new: no reload.
+	testwait.Eventually(t, 20*time.Second, "a background check (and no reload)", func() bool {
 		mu.Lock()
 		l, c := loads, checks
 		mu.Unlock()

@@ -945,10 +945,13 @@ func TestDefiniteAnswersNeverTrip(t *testing.T) {
 func TestBreakerWindowForgetsOldFailures(t *testing.T) {
 	f := newFake(map[string][]step{OpInquire: {{err: http503()}}})
 	o := breakerOpts(nil, nil, 2, time.Minute)
-	o.Breaker.Window = 200 * time.Millisecond
+	// A window of a second: the second and third calls below must fall
+	// in one window however loaded the machine (with 200 ms, a stall
+	// between them could expire the second failure).
+	o.Breaker.Window = time.Second
 	g := New(f, o)
 	_ = call(g, context.Background(), OpInquire)
-	time.Sleep(300 * time.Millisecond) // real time: gobreaker's window runs on the wall clock (it takes no clock)
+	time.Sleep(1500 * time.Millisecond) // real time: gobreaker's window runs on the wall clock (it takes no clock)
 	_ = call(g, context.Background(), OpInquire)
 	if st := g.BreakerState(); st.State != "closed" || st.Failures != 1 {
 		t.Fatalf("state = %+v, the first failure should have expired", st)
