@@ -394,15 +394,16 @@ func (s *Service) EndAllSessions(ctx context.Context, userID int64) (int64, erro
 	return n, nil
 }
 
-// SessionLive is the check a new API token's insert runs (apitoken's
-// CreateInput.Still) for the session asking for it: ErrNoSession once a
-// password change, a reset or "sign out everywhere" ended that session,
-// even while the token was being made.
+// SessionLive is the check a new credential's write runs for the
+// session asking for it, under the user's row lock (apitoken's
+// CreateInput.Still; webhook's Still for an endpoint added or enabled
+// again): ErrNoSession once a password change, a reset or "sign out
+// everywhere" ended that session, even while the write was on its way.
 func SessionLive(token string) func(tx *gorm.DB) error {
 	return func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&Session{}).Where("token_hash = ?", hashToken(token)).Count(&n).Error; err != nil {
-			return fmt.Errorf("session of the new token: %w", err)
+			return fmt.Errorf("is the session still live: %w", err)
 		}
 		if token == "" || n == 0 {
 			return ErrNoSession

@@ -102,8 +102,12 @@ func TestReconcileSEPByReceipt(t *testing.T) {
 		// A run whose budget is spent once its list is read, before it
 		// asks anything: each payment is not reached, none counted as ours
 		// looked at (as the other sources count), nothing credited.
-		e.store.set(func(h *hookStore) { h.listed = func(ctx context.Context) { <-ctx.Done() } })
-		spent, err := e.svc.ReconcileWith(context.Background(), topup.ReconcileConfig{Budget: 50 * time.Millisecond})
+		// (The run's context ends once the list is read: as a budget
+		// spent, with no real time to race.)
+		runCtx, spend := context.WithCancel(context.Background())
+		defer spend()
+		e.store.set(func(h *hookStore) { h.listed = func(context.Context) { spend() } })
+		spent, err := e.svc.ReconcileWith(runCtx, topup.ReconcileConfig{Budget: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
