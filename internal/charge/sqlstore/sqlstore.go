@@ -323,27 +323,14 @@ func (s *Store) lock(tx *gorm.DB, publicID string, merchantUserID int64) (charge
 	return s.oneRow(tx, q, args...)
 }
 
-// walletAccount is the payer's wallet account, read in tx. A payer
-// without a wallet yet has nothing to pay with: ErrInsufficientFunds, as
-// any short payer (the checkout offers to top up the difference).
-func walletAccount(tx *gorm.DB, userID int64) (int64, error) {
-	var ids []int64
-	if err := tx.Raw(`SELECT a.id FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID).
-		Scan(&ids).Error; err != nil {
-		return 0, fmt.Errorf("wallet of user %d: %w", userID, err)
-	}
-	if len(ids) == 0 {
-		return 0, fmt.Errorf("wallet of user %d: none yet: %w: %w", userID, charge.ErrInsufficientFunds, ledger.ErrAccountNotFound)
-	}
-	return ids[0], nil
-}
-
-// payerAccount is the wallet account of the payer confirming a charge,
-// read in tx: a payer whose address is not confirmed pays nothing
-// (ErrAddressUnconfirmed: the charge would name a stranger's address to
-// the merchant; a confirmation is never undone, so the read holds), one
-// without a wallet yet is short (walletAccount).
-func payerAccount(tx *gorm.DB, userID int64) (int64, error) {
+// payerAccount is the wallet account of the payer of a charge, read in
+// tx. Confirming a charge (confirming true), a payer whose address is not
+// confirmed pays nothing (ErrAddressUnconfirmed: the charge would name a
+// stranger's address to the merchant; a confirmation is never undone, so
+// the read holds); a refund goes to whoever paid. A payer without a
+// wallet yet has nothing to pay with: ErrInsufficientFunds, as any short
+// payer (the checkout offers to top up the difference).
+func payerAccount(tx *gorm.DB, userID int64, confirming bool) (int64, error) {
 	var rows []struct {
 		AccountID int64
 		Confirmed bool
@@ -355,7 +342,7 @@ func payerAccount(tx *gorm.DB, userID int64) (int64, error) {
 	switch {
 	case len(rows) == 0:
 		return 0, fmt.Errorf("payer %d: %w", userID, charge.ErrNotFound)
-	case !rows[0].Confirmed:
+	case confirming && !rows[0].Confirmed:
 		return 0, fmt.Errorf("payer %d: %w", userID, charge.ErrAddressUnconfirmed)
 	case rows[0].AccountID == 0:
 		return 0, fmt.Errorf("wallet of user %d: none yet: %w: %w", userID, charge.ErrInsufficientFunds, ledger.ErrAccountNotFound)
@@ -395,7 +382,7 @@ func (s *Store) Move(ctx context.Context, m charge.Move) (charge.Charge, charge.
 		vals := map[string]any{"status": d.To, "updated_at": now}
 		switch d.Money {
 		case charge.MoneyCharge:
-			wallet, err := payerAccount(tx, m.Request.PayerUserID)
+			wallet, err := payerAccount(tx, m.Request.PayerUserID, true)
 			if err != nil {
 				return err
 			}
@@ -406,7 +393,7 @@ func (s *Store) Move(ctx context.Context, m charge.Move) (charge.Charge, charge.
 			vals["captured_rials"], vals["captured_at"] = c.AmountRials, now
 			c.CapturedRials, c.CapturedAt = c.AmountRials, &now
 		case charge.MoneyHold:
-			wallet, err := payerAccount(tx, m.Request.PayerUserID)
+			wallet, err := payerAccount(tx, m.Request.PayerUserID, true)
 			if err != nil {
 				return err
 			}
@@ -559,7 +546,7 @@ func (s *Store) Refund(ctx context.Context, w charge.RefundWrite) (charge.Charge
 		if res.RowsAffected != 1 {
 			return charge.ErrRefundExceeds
 		}
-		wallet, err := walletAccount(tx, c.PayerUserID)
+		wallet, err := payerAccount(tx, c.PayerUserID, false)
 		if err != nil {
 			return err
 		}
