@@ -106,6 +106,9 @@ type Config struct {
 	// RateLimitSignUp is sign-ups per minute per client address, counted
 	// apart from sign-ins.
 	RateLimitSignUp int
+	// RateLimitForgot is "forgot password" requests per minute per client
+	// address, counted apart (each may send a mail).
+	RateLimitForgot int
 	RateLimitTopUp  int
 	// RateLimitUnknownRecipients is transfers refused for an address with
 	// no account, per user and hour, through the page and the API

@@ -237,6 +237,7 @@ func TestLoadErrors(t *testing.T) {
 		{"daily count words", map[string]string{"TOPUP_DAILY_MAX_COUNT": "ten"}, "TOPUP_DAILY_MAX_COUNT"},
 		{"balance max", map[string]string{"BALANCE_MAX_RIALS": "1.5"}, "BALANCE_MAX_RIALS"},
 		{"signup rate", map[string]string{"RATE_LIMIT_SIGNUP": "-3"}, "RATE_LIMIT_SIGNUP"},
+		{"forgot rate", map[string]string{"RATE_LIMIT_FORGOT": "-3"}, "RATE_LIMIT_FORGOT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

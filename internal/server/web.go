@@ -70,7 +70,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			Return: payDeps.Return(),
 			Account: account.Deps{
 				Auth: s.Auth, Tokens: s.Tokens, Webhooks: s.Webhooks, MailQueued: s.Outbox.Kick,
-				SignInPerMinute: cfg.RateLimitSignIn, SignUpPerMinute: cfg.RateLimitSignUp,
+				SignInPerMinute: cfg.RateLimitSignIn, SignUpPerMinute: cfg.RateLimitSignUp, ForgotPerMinute: cfg.RateLimitForgot,
 			},
 			Wallet: wallet.Deps{
 				Wallets: pageWallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: pageReads, Limits: s.Limits,

@@ -36,9 +36,9 @@ type Deps struct {
 	MailQueued func()
 	// SignInPerMinute and SignUpPerMinute are each client address's
 	// allowance (RATE_LIMIT_SIGNIN, RATE_LIMIT_SIGNUP); a reset link's
-	// form counts with sign-ins, a reset request has a sign-up's
-	// allowance, counted apart.
-	SignInPerMinute, SignUpPerMinute int
+	// form counts with sign-ins. ForgotPerMinute is a reset request's
+	// (RATE_LIMIT_FORGOT), counted apart.
+	SignInPerMinute, SignUpPerMinute, ForgotPerMinute int
 }
 
 type handlers struct {
@@ -62,9 +62,9 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 		return h.Render(c, fiber.StatusTooManyRequests, views.SignUp(h.Page(c, "signup.title"),
 			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signup.too_many", ErrorArgs: []any{"seconds", secs}}))
 	})
-	// A reset request sends a mail, as a sign-up does: the same
-	// allowance, counted apart, before the database's own throttle.
-	forgotLimit := h.Limit(d.SignUpPerMinute, func(c *fiber.Ctx, secs int64) error {
+	// A reset request may send a mail: its own allowance, before the
+	// database's own throttle.
+	forgotLimit := h.Limit(d.ForgotPerMinute, func(c *fiber.Ctx, secs int64) error {
 		return h.Render(c, fiber.StatusTooManyRequests, views.Forgot(h.Page(c, "forgot.title"),
 			views.ForgotView{Email: c.FormValue("email"), ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
 	})

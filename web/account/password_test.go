@@ -106,7 +106,7 @@ func TestPasswordChange(t *testing.T) {
 func TestSignInAndSignUpLimitsAreSeparate(t *testing.T) {
 	t.Parallel()
 	app := apptest.Start(t, storetest.New(t, store.SQLite), apptest.Options{
-		Env:    map[string]string{"RATE_LIMIT_SIGNIN": "3", "RATE_LIMIT_SIGNUP": "2"},
+		Env:    map[string]string{"RATE_LIMIT_SIGNIN": "3", "RATE_LIMIT_SIGNUP": "2", "RATE_LIMIT_FORGOT": "2"},
 		Server: server.Options{RateLimits: true},
 	})
 	c := app.NewClient(t)
@@ -135,9 +135,8 @@ func TestSignInAndSignUpLimitsAreSeparate(t *testing.T) {
 	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "Too many sign-ups from your network") {
 		t.Fatalf("third sign-up: %d", r.Status)
 	}
-	// "Forgot password" sends a mail, as a sign-up does: a sign-up's
-	// allowance, counted apart (the sign-ups above used none of it), and
-	// its own form says how long to wait.
+	// "Forgot password" has its own allowance (the sign-ups and sign-ins
+	// above used none of it), and its own form says how long to wait.
 	for i := range 2 {
 		if r := c.Post(routes.PasswordForgot, url.Values{"_csrf": {csrf}, "email": {"lost" + string(rune('a'+i)) + "@example.com"}}); r.Status != http.StatusOK {
 			t.Fatalf("reset request %d: %d", i+1, r.Status)
