@@ -10,7 +10,6 @@ import (
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/routes"
-	"github.com/kifpool/kifpool/internal/store"
 )
 
 // KindCardRefund is the mail telling a payer that part or all of a
@@ -40,15 +39,8 @@ type cardRefundEvent struct {
 func (n *Notifier) scanCardRefunds(ctx context.Context, now time.Time) (int, error) {
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, cardRefundCursor).Error; err != nil {
-			return err
-		}
-		lock := ""
-		if n.db.Dialect == store.Postgres {
-			lock = " FOR UPDATE"
-		}
-		var cursor int64
-		if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, cardRefundCursor).Scan(&cursor).Error; err != nil {
+		cursor, horizon, err := n.openCursor(tx, cardRefundCursor, "card_refund_events", now)
+		if err != nil {
 			return err
 		}
 		var evs []cardRefundEvent
@@ -61,7 +53,7 @@ func (n *Notifier) scanCardRefunds(ctx context.Context, now time.Time) (int, err
 		}
 		last := cursor
 		for _, e := range evs {
-			if e.CreatedAt.After(now.Add(-n.Settle)) {
+			if e.CreatedAt.After(horizon) {
 				break // younger events: next scan (a lower id may still commit)
 			}
 			last = e.ID

@@ -53,7 +53,9 @@ type Notifier struct {
 	log     *slog.Logger
 	// Settle: events younger than this are left for the next scan, so
 	// that a transaction still committing a lower event id is never
-	// skipped by the cursor.
+	// skipped by the cursor. On PostgreSQL a transaction that has written
+	// to the scanned table and is still open holds the horizon further
+	// back, whatever its age (openCursor).
 	Settle time.Duration
 }
 
@@ -239,6 +241,51 @@ type event struct {
 	ReceiptsEnabled bool
 }
 
+// openCursor makes sure the scan's cursor exists, reads it (locked on
+// PostgreSQL: two instances' scans take turns) and says up to when the
+// scanned table's rows are final: rows created before the horizon can no
+// longer be joined by a lower id. That is Settle before now and, on
+// PostgreSQL, Settle before the start of the oldest other transaction
+// still open that wrote to table (its row lock on the table says so; a
+// row it inserted has an id below the ones committed after it, and a
+// transaction may stay open longer than Settle: a lock wait, a paused
+// process). SQLite's writers take turns, so an id it shows is never
+// followed by a lower one committing later.
+func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (cursor int64, horizon time.Time, err error) {
+	if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, name).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("cursor %s: %w", name, err)
+	}
+	lock := ""
+	if n.db.Dialect == store.Postgres {
+		lock = " FOR UPDATE"
+	}
+	if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, name).Scan(&cursor).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("cursor %s: %w", name, err)
+	}
+	horizon = now.Add(-n.Settle)
+	if n.db.Dialect != store.Postgres {
+		return cursor, horizon, nil
+	}
+	// The writers still open on table, and the start of the oldest; one
+	// whose start this role may not see counts as starting now.
+	var open []struct {
+		Writers int64
+		Oldest  *time.Time
+	}
+	if err := store.Scan(tx.Raw(`SELECT COUNT(*) AS writers, MIN(COALESCE(a.xact_start, now())) AS oldest
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'relation' AND l.relation = CAST(? AS regclass) AND l.mode = 'RowExclusiveLock' AND l.granted
+			AND l.pid <> pg_backend_pid()`, table), &open); err != nil {
+		return 0, time.Time{}, fmt.Errorf("writers of %s still open: %w", table, err)
+	}
+	if len(open) == 1 && open[0].Writers > 0 && open[0].Oldest != nil {
+		if h := open[0].Oldest.UTC().Add(-n.Settle); h.Before(horizon) {
+			horizon = h
+		}
+	}
+	return cursor, horizon, nil
+}
+
 const cursorName = "payments"
 
 // Scan queues the receipts and notices of the payment events since the
@@ -252,19 +299,12 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 	now := n.now().UTC().Truncate(time.Microsecond)
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, cursorName).Error; err != nil {
-			return err
-		}
-		lock := ""
-		if n.db.Dialect == store.Postgres {
-			lock = " FOR UPDATE"
-		}
-		var cursor int64
-		if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, cursorName).Scan(&cursor).Error; err != nil {
+		cursor, horizon, err := n.openCursor(tx, cursorName, "topup_events", now)
+		if err != nil {
 			return err
 		}
 		var evs []event
-		err := tx.Raw(`SELECT e.id, e.topup_id, e.to_status, e.reason, e.created_at, p.public_id, p.amount_rials,
+		err = tx.Raw(`SELECT e.id, e.topup_id, e.to_status, e.reason, e.created_at, p.public_id, p.amount_rials,
 				p.verified_amount_rials AS verified_rials, p.ref_id, p.card_pan_masked, u.id AS user_id, u.email, u.locale, u.receipts_enabled
 			FROM topup_events e JOIN topups p ON p.id = e.topup_id JOIN users u ON u.id = p.user_id
 			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cursor).Scan(&evs).Error
@@ -273,7 +313,7 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 		}
 		last := cursor
 		for _, e := range evs {
-			if e.CreatedAt.After(now.Add(-n.Settle)) {
+			if e.CreatedAt.After(horizon) {
 				break // younger events: next scan (a lower id may still commit)
 			}
 			last = e.ID
@@ -399,15 +439,8 @@ func (n *Notifier) ScanTransfers(ctx context.Context) (int, error) {
 	now := n.now().UTC().Truncate(time.Microsecond)
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, transferCursor).Error; err != nil {
-			return err
-		}
-		lock := ""
-		if n.db.Dialect == store.Postgres {
-			lock = " FOR UPDATE"
-		}
-		var cursor int64
-		if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, transferCursor).Scan(&cursor).Error; err != nil {
+		cursor, horizon, err := n.openCursor(tx, transferCursor, "transfers", now)
+		if err != nil {
 			return err
 		}
 		var trs []transferRow
@@ -420,7 +453,7 @@ func (n *Notifier) ScanTransfers(ctx context.Context) (int, error) {
 		}
 		last := cursor
 		for _, t := range trs {
-			if t.CreatedAt.After(now.Add(-n.Settle)) {
+			if t.CreatedAt.After(horizon) {
 				break
 			}
 			last = t.ID

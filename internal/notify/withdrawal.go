@@ -11,7 +11,6 @@ import (
 	"github.com/kifpool/kifpool/internal/iban"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/routes"
-	"github.com/kifpool/kifpool/internal/store"
 )
 
 // Mail kinds of a withdrawal (mails.kind), at most one of each per
@@ -55,15 +54,8 @@ type withdrawalEvent struct {
 func (n *Notifier) scanWithdrawals(ctx context.Context, now time.Time) (int, error) {
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, withdrawalCursor).Error; err != nil {
-			return err
-		}
-		lock := ""
-		if n.db.Dialect == store.Postgres {
-			lock = " FOR UPDATE"
-		}
-		var cursor int64
-		if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, withdrawalCursor).Scan(&cursor).Error; err != nil {
+		cursor, horizon, err := n.openCursor(tx, withdrawalCursor, "withdrawal_events", now)
+		if err != nil {
 			return err
 		}
 		var evs []withdrawalEvent
@@ -75,7 +67,7 @@ func (n *Notifier) scanWithdrawals(ctx context.Context, now time.Time) (int, err
 		}
 		last := cursor
 		for _, e := range evs {
-			if e.CreatedAt.After(now.Add(-n.Settle)) {
+			if e.CreatedAt.After(horizon) {
 				break // younger events: next scan (a lower id may still commit)
 			}
 			last = e.ID

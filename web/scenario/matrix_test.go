@@ -446,6 +446,12 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			if strings.HasPrefix(target, routes.APITopUps) && method == http.MethodPost {
 				req.Header.Set("Idempotency-Key", strings.ReplaceAll(fmt.Sprintf("matrix-%s-%s", role, v.name), " ", "-"))
 			}
+			// Go's client sends a request again on a fresh connection when
+			// a kept-alive one turns out closed before any answer, but a
+			// POST only when it says it may be (this header, which the app
+			// does not read): a loaded machine's closed connection is not
+			// what this test is about (seen once: "EOF" on a POST).
+			req.Header.Set("X-Idempotency-Key", "matrix")
 			return c.Do(req).Status
 		}
 
