@@ -23,6 +23,7 @@ type cardRefundEvent struct {
 	ID            int64
 	ToStatus      string
 	CreatedAt     time.Time
+	InsertedAt    *time.Time // the database's time (PostgreSQL)
 	RefundID      string
 	AmountRials   int64
 	PublicID      string // the top-up's
@@ -39,21 +40,21 @@ type cardRefundEvent struct {
 func (n *Notifier) scanCardRefunds(ctx context.Context, now time.Time) (int, error) {
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		cursor, horizon, err := n.openCursor(tx, cardRefundCursor, "card_refund_events", now)
+		cur, err := n.openCursor(tx, cardRefundCursor, "card_refund_events", now)
 		if err != nil {
 			return err
 		}
 		var evs []cardRefundEvent
-		if err := tx.Raw(`SELECT e.id, e.to_status, e.created_at, c.public_id AS refund_id, c.amount_rials, p.public_id, p.card_pan_masked,
+		if err := tx.Raw(`SELECT e.id, e.to_status, e.created_at, e.inserted_at, c.public_id AS refund_id, c.amount_rials, p.public_id, p.card_pan_masked,
 				u.id AS user_id, u.email, u.locale
 			FROM card_refund_events e JOIN card_refunds c ON c.id = e.card_refund_id JOIN topups p ON p.id = c.topup_id
 			JOIN users u ON u.id = c.user_id
-			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cursor).Scan(&evs).Error; err != nil {
+			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cur.id).Scan(&evs).Error; err != nil {
 			return err
 		}
-		last := cursor
+		last := cur.id
 		for _, e := range evs {
-			if e.CreatedAt.After(horizon) {
+			if !cur.final(e.CreatedAt, e.InsertedAt) {
 				break // younger events: next scan (a lower id may still commit)
 			}
 			last = e.ID
@@ -69,7 +70,7 @@ func (n *Notifier) scanCardRefunds(ctx context.Context, now time.Time) (int, err
 			}
 			queued++
 		}
-		if last == cursor {
+		if last == cur.id {
 			return nil
 		}
 		return tx.Exec(`UPDATE notice_cursors SET last_event_id = ? WHERE name = ?`, last, cardRefundCursor).Error

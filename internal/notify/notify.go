@@ -54,8 +54,8 @@ type Notifier struct {
 	// Settle: events younger than this are left for the next scan, so
 	// that a transaction still committing a lower event id is never
 	// skipped by the cursor. On PostgreSQL a transaction that has written
-	// to the scanned table and is still open holds the horizon further
-	// back, whatever its age (openCursor).
+	// to the scanned table and is still open holds back the rows inserted
+	// after it began, whatever their age (openCursor).
 	Settle time.Duration
 }
 
@@ -230,6 +230,7 @@ type event struct {
 	ToStatus        string
 	Reason          string
 	CreatedAt       time.Time
+	InsertedAt      *time.Time // the database's time (PostgreSQL)
 	PublicID        string
 	AmountRials     int64
 	VerifiedRials   *int64
@@ -241,50 +242,93 @@ type event struct {
 	ReceiptsEnabled bool
 }
 
+// scanCursor is where a mail scan stands and which rows past it are final.
+type scanCursor struct {
+	id int64
+	// horizon: rows created (by the app's clock) after it are left for a
+	// later scan: Settle before now.
+	horizon time.Time
+	// writersFrom, on PostgreSQL, is the start (the database's clock) of
+	// the oldest transaction still open that wrote to the scanned table:
+	// a row inserted after it may have a lower id still to commit, so the
+	// scan stops there. Nil when no writer is open.
+	writersFrom *time.Time
+}
+
+// final reports whether the scan may pass a row created at created (the
+// app's clock) and inserted at inserted (the database's, nil on SQLite
+// and for rows older than migration 00048).
+func (c scanCursor) final(created time.Time, inserted *time.Time) bool {
+	if created.After(c.horizon) {
+		return false
+	}
+	// A second's margin for the database's clock stepping back.
+	return c.writersFrom == nil || inserted == nil || inserted.Before(c.writersFrom.Add(-time.Second))
+}
+
 // openCursor makes sure the scan's cursor exists, reads it (locked on
-// PostgreSQL: two instances' scans take turns) and says up to when the
-// scanned table's rows are final: rows created before the horizon can no
-// longer be joined by a lower id. That is Settle before now and, on
-// PostgreSQL, Settle before the start of the oldest other transaction
-// still open that wrote to table (its row lock on the table says so; a
-// row it inserted has an id below the ones committed after it, and a
-// transaction may stay open longer than Settle: a lock wait, a paused
-// process). SQLite's writers take turns, so an id it shows is never
-// followed by a lower one committing later.
-func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (cursor int64, horizon time.Time, err error) {
+// PostgreSQL: two instances' scans take turns) and says which rows past it
+// are final (scanCursor). Rows younger than Settle wait. On PostgreSQL a
+// transaction that wrote to table and is still open (its lock on the table
+// says so) may hold a lower id than rows committed after it, and may stay
+// open longer than Settle (a lock wait, a paused process): rows inserted
+// after it began wait too, whatever their age. A writer whose start this
+// role may not see (another role's session, track_activities off) counts
+// as begun Settle ago, the time rule alone. SQLite's writers take turns:
+// an id it shows is never followed by a lower one committing later.
+func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (scanCursor, error) {
+	c := scanCursor{horizon: now.Add(-n.Settle)}
 	if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, name).Error; err != nil {
-		return 0, time.Time{}, fmt.Errorf("cursor %s: %w", name, err)
+		return c, fmt.Errorf("cursor %s: %w", name, err)
 	}
 	lock := ""
 	if n.db.Dialect == store.Postgres {
 		lock = " FOR UPDATE"
 	}
-	if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, name).Scan(&cursor).Error; err != nil {
-		return 0, time.Time{}, fmt.Errorf("cursor %s: %w", name, err)
+	if err := tx.Raw(`SELECT last_event_id FROM notice_cursors WHERE name = ?`+lock, name).Scan(&c.id).Error; err != nil {
+		return c, fmt.Errorf("cursor %s: %w", name, err)
 	}
-	horizon = now.Add(-n.Settle)
 	if n.db.Dialect != store.Postgres {
-		return cursor, horizon, nil
+		return c, nil
 	}
-	// The writers still open on table, and the start of the oldest; one
-	// whose start this role may not see counts as starting now.
 	var open []struct {
 		Writers int64
+		Hidden  bool
 		Oldest  *time.Time
+		DBNow   time.Time
 	}
-	if err := store.Scan(tx.Raw(`SELECT COUNT(*) AS writers, MIN(COALESCE(a.xact_start, now())) AS oldest
-		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE l.locktype = 'relation' AND l.relation = CAST(? AS regclass) AND l.mode = 'RowExclusiveLock' AND l.granted
-			AND l.pid <> pg_backend_pid()`, table), &open); err != nil {
-		return 0, time.Time{}, fmt.Errorf("writers of %s still open: %w", table, err)
+	if err := store.Scan(tx.Raw(`SELECT COUNT(*) AS writers, COALESCE(bool_or(a.xact_start IS NULL), false) AS hidden,
+			MIN(a.xact_start) AS oldest, now() AS db_now
+		FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND l.relation = CAST(? AS regclass) AND l.mode = 'RowExclusiveLock' AND l.granted
+			AND l.pid IS DISTINCT FROM pg_backend_pid()`, table), &open); err != nil {
+		return c, fmt.Errorf("writers of %s still open: %w", table, err)
 	}
-	if len(open) == 1 && open[0].Writers > 0 && open[0].Oldest != nil {
-		if h := open[0].Oldest.UTC().Add(-n.Settle); h.Before(horizon) {
-			horizon = h
+	if len(open) != 1 || open[0].Writers == 0 {
+		return c, nil
+	}
+	o := open[0]
+	from := o.Oldest
+	if o.Hidden {
+		if h := o.DBNow.Add(-n.Settle); from == nil || h.Before(*from) {
+			from = &h
 		}
 	}
-	return cursor, horizon, nil
+	if from == nil {
+		return c, nil
+	}
+	f := from.UTC()
+	c.writersFrom = &f
+	if held := o.DBNow.Sub(f); held > heldTooLong {
+		n.log.Warn("mail scan held back by a transaction still open", "table", table, "open_for", held.Round(time.Second))
+	}
+	return c, nil
 }
+
+// heldTooLong is how long a writer may hold a mail scan back before each
+// scan says so in the log: no money transaction takes this long.
+const heldTooLong = 5 * time.Minute
 
 const cursorName = "payments"
 
@@ -299,21 +343,21 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 	now := n.now().UTC().Truncate(time.Microsecond)
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		cursor, horizon, err := n.openCursor(tx, cursorName, "topup_events", now)
+		cur, err := n.openCursor(tx, cursorName, "topup_events", now)
 		if err != nil {
 			return err
 		}
 		var evs []event
-		err = tx.Raw(`SELECT e.id, e.topup_id, e.to_status, e.reason, e.created_at, p.public_id, p.amount_rials,
+		err = tx.Raw(`SELECT e.id, e.topup_id, e.to_status, e.reason, e.created_at, e.inserted_at, p.public_id, p.amount_rials,
 				p.verified_amount_rials AS verified_rials, p.ref_id, p.card_pan_masked, u.id AS user_id, u.email, u.locale, u.receipts_enabled
 			FROM topup_events e JOIN topups p ON p.id = e.topup_id JOIN users u ON u.id = p.user_id
-			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cursor).Scan(&evs).Error
+			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cur.id).Scan(&evs).Error
 		if err != nil {
 			return err
 		}
-		last := cursor
+		last := cur.id
 		for _, e := range evs {
-			if e.CreatedAt.After(horizon) {
+			if !cur.final(e.CreatedAt, e.InsertedAt) {
 				break // younger events: next scan (a lower id may still commit)
 			}
 			last = e.ID
@@ -329,7 +373,7 @@ func (n *Notifier) Scan(ctx context.Context) (int, error) {
 			}
 			queued++
 		}
-		if last == cursor {
+		if last == cur.id {
 			return nil
 		}
 		return tx.Exec(`UPDATE notice_cursors SET last_event_id = ? WHERE name = ?`, last, cursorName).Error
@@ -417,6 +461,7 @@ type transferRow struct {
 	AmountRials       int64
 	Note              string
 	CreatedAt         time.Time
+	InsertedAt        *time.Time // the database's time (PostgreSQL)
 	SenderID          int64
 	SenderEmail       string
 	SenderLocale      string
@@ -439,21 +484,21 @@ func (n *Notifier) ScanTransfers(ctx context.Context) (int, error) {
 	now := n.now().UTC().Truncate(time.Microsecond)
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		cursor, horizon, err := n.openCursor(tx, transferCursor, "transfers", now)
+		cur, err := n.openCursor(tx, transferCursor, "transfers", now)
 		if err != nil {
 			return err
 		}
 		var trs []transferRow
-		if err := tx.Raw(`SELECT t.id, t.public_id, t.amount_rials, t.note, t.created_at,
+		if err := tx.Raw(`SELECT t.id, t.public_id, t.amount_rials, t.note, t.created_at, t.inserted_at,
 				s.id AS sender_id, s.email AS sender_email, s.locale AS sender_locale, s.receipts_enabled AS sender_receipts,
 				r.id AS recipient_id, r.email AS recipient_email, r.locale AS recipient_locale, r.receipts_enabled AS recipient_receipts
 			FROM transfers t JOIN users s ON s.id = t.sender_user_id JOIN users r ON r.id = t.recipient_user_id
-			WHERE t.id > ? ORDER BY t.id LIMIT 200`, cursor).Scan(&trs).Error; err != nil {
+			WHERE t.id > ? ORDER BY t.id LIMIT 200`, cur.id).Scan(&trs).Error; err != nil {
 			return err
 		}
-		last := cursor
+		last := cur.id
 		for _, t := range trs {
-			if t.CreatedAt.After(horizon) {
+			if !cur.final(t.CreatedAt, t.InsertedAt) {
 				break
 			}
 			last = t.ID
@@ -468,7 +513,7 @@ func (n *Notifier) ScanTransfers(ctx context.Context) (int, error) {
 				queued++
 			}
 		}
-		if last == cursor {
+		if last == cur.id {
 			return nil
 		}
 		return tx.Exec(`UPDATE notice_cursors SET last_event_id = ? WHERE name = ?`, last, transferCursor).Error

@@ -20,8 +20,8 @@ import (
 // A transfer's mails go out once it is older than Settle; and on
 // PostgreSQL, a transaction that wrote a transfer and is still open when
 // the scan runs, older than Settle or not, holds the scan's cursor back:
-// a transfer committed after it with a higher id waits, and once the
-// open one commits, both are mailed. (The cursor used to move past the
+// transfers inserted after it began (with higher ids) wait, whatever time
+// the app stamped on them, and once the open one commits, all are mailed. (The cursor used to move past the
 // open transaction's lower id for good once a later transfer was older
 // than Settle: that transfer's mails were never sent.)
 func TestScanWaitsForAnOpenWriter(t *testing.T) {
@@ -45,11 +45,11 @@ func TestScanWaitsForAnOpenWriter(t *testing.T) {
 			return storetest.Count(t, db, `SELECT COUNT(*) FROM mails WHERE kind <> ?`, notify.KindVerify)
 		}
 		seq := 0
-		insert := func(tx *gorm.DB) {
+		insert := func(tx *gorm.DB, at time.Time) {
 			t.Helper()
 			seq++
 			if err := tx.Exec(`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
-				VALUES (?, ?, ?, 10000, '', ?, ?)`, fmt.Sprintf("tr_settle%d", seq), a.ID, b.ID, fmt.Sprint("settle-", seq), clk.Now()).Error; err != nil {
+				VALUES (?, ?, ?, 10000, '', ?, ?)`, fmt.Sprintf("tr_settle%d", seq), a.ID, b.ID, fmt.Sprint("settle-", seq), at).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -63,7 +63,7 @@ func TestScanWaitsForAnOpenWriter(t *testing.T) {
 		}
 
 		// Committed, then older than Settle: mailed to both.
-		insert(db.Gorm)
+		insert(db.Gorm, clk.Now())
 		if q := scan(); q != 0 {
 			t.Fatalf("a transfer younger than Settle: %d mails", q)
 		}
@@ -75,16 +75,19 @@ func TestScanWaitsForAnOpenWriter(t *testing.T) {
 			return // SQLite's writers take turns: no id commits behind a higher one
 		}
 
-		// One transaction writes a transfer and stays open; another
-		// transfer commits after it, with a higher id; both grow older than
-		// Settle by the test's clock.
+		// One transaction writes a transfer and stays open; two transfers
+		// commit after it, with higher ids; all grow older than Settle by
+		// the test's clock. The first of them was stamped long before (by
+		// the app, before a stall): its time says nothing of when its id was
+		// taken; the database's time of its insert does.
 		open := db.Gorm.Begin()
 		if open.Error != nil {
 			t.Fatal(open.Error)
 		}
 		defer open.Rollback()
-		insert(open)
-		insert(db.Gorm)
+		insert(open, clk.Now())
+		insert(db.Gorm, clk.Now().Add(-3*n.Settle))
+		insert(db.Gorm, clk.Now())
 		clk.Add(n.Settle + time.Second)
 		if q := scan(); q != 0 {
 			t.Fatalf("with a writer still open: %d mails queued, want the later transfer held back", q)
@@ -92,8 +95,8 @@ func TestScanWaitsForAnOpenWriter(t *testing.T) {
 		if err := open.Commit().Error; err != nil {
 			t.Fatal(err)
 		}
-		if q := scan(); q != 4 || mails() != 6 {
-			t.Fatalf("once it committed: %d mails queued, %d in all; want both transfers' 4", q, mails())
+		if q := scan(); q != 6 || mails() != 8 {
+			t.Fatalf("once it committed: %d mails queued, %d in all; want the three transfers' 6", q, mails())
 		}
 	})
 }

@@ -34,6 +34,7 @@ type withdrawalEvent struct {
 	ID          int64
 	ToStatus    string
 	CreatedAt   time.Time
+	InsertedAt  *time.Time // the database's time (PostgreSQL)
 	PublicID    string
 	AmountRials int64
 	Sheba       string
@@ -54,20 +55,20 @@ type withdrawalEvent struct {
 func (n *Notifier) scanWithdrawals(ctx context.Context, now time.Time) (int, error) {
 	queued := 0
 	err := n.db.Tx(ctx, func(tx *gorm.DB) error {
-		cursor, horizon, err := n.openCursor(tx, withdrawalCursor, "withdrawal_events", now)
+		cur, err := n.openCursor(tx, withdrawalCursor, "withdrawal_events", now)
 		if err != nil {
 			return err
 		}
 		var evs []withdrawalEvent
-		if err := tx.Raw(`SELECT e.id, e.to_status, e.created_at, w.public_id, w.amount_rials, w.sheba, w.bank_code, w.provider_ref,
+		if err := tx.Raw(`SELECT e.id, e.to_status, e.created_at, e.inserted_at, w.public_id, w.amount_rials, w.sheba, w.bank_code, w.provider_ref,
 				u.id AS user_id, u.email, u.locale, u.receipts_enabled AS receipts
 			FROM withdrawal_events e JOIN withdrawals w ON w.id = e.withdrawal_id JOIN users u ON u.id = w.user_id
-			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cursor).Scan(&evs).Error; err != nil {
+			WHERE e.id > ? ORDER BY e.id LIMIT 200`, cur.id).Scan(&evs).Error; err != nil {
 			return err
 		}
-		last := cursor
+		last := cur.id
 		for _, e := range evs {
-			if e.CreatedAt.After(horizon) {
+			if !cur.final(e.CreatedAt, e.InsertedAt) {
 				break // younger events: next scan (a lower id may still commit)
 			}
 			last = e.ID
@@ -83,7 +84,7 @@ func (n *Notifier) scanWithdrawals(ctx context.Context, now time.Time) (int, err
 			}
 			queued++
 		}
-		if last == cursor {
+		if last == cur.id {
 			return nil
 		}
 		return tx.Exec(`UPDATE notice_cursors SET last_event_id = ? WHERE name = ?`, last, withdrawalCursor).Error
