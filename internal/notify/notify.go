@@ -249,9 +249,10 @@ type scanCursor struct {
 	// later scan: Settle before now.
 	horizon time.Time
 	// writersFrom, on PostgreSQL, is the start (the database's clock) of
-	// the oldest transaction still open that wrote to the scanned table:
-	// a row inserted after it may have a lower id still to commit, so the
-	// scan stops there. Nil when no writer is open.
+	// the oldest transaction still open that wrote to the scanned table,
+	// or the time of that check when it is earlier: a row inserted after
+	// it may have a lower id still to commit, so the scan stops there.
+	// Nil on SQLite.
 	writersFrom *time.Time
 }
 
@@ -262,8 +263,7 @@ func (c scanCursor) final(created time.Time, inserted *time.Time) bool {
 	if created.After(c.horizon) {
 		return false
 	}
-	// A second's margin for the database's clock stepping back.
-	return c.writersFrom == nil || inserted == nil || inserted.Before(c.writersFrom.Add(-time.Second))
+	return c.writersFrom == nil || inserted == nil || inserted.Before(*c.writersFrom)
 }
 
 // openCursor makes sure the scan's cursor exists, reads it (locked on
@@ -272,10 +272,12 @@ func (c scanCursor) final(created time.Time, inserted *time.Time) bool {
 // transaction that wrote to table and is still open (its lock on the table
 // says so) may hold a lower id than rows committed after it, and may stay
 // open longer than Settle (a lock wait, a paused process): rows inserted
-// after it began wait too, whatever their age. A writer whose start this
-// role may not see (another role's session, track_activities off) counts
-// as begun Settle ago, the time rule alone. SQLite's writers take turns:
-// an id it shows is never followed by a lower one committing later.
+// after it began wait too, whatever their age, and so do rows inserted
+// after this check (a writer may begin between the check and the rows'
+// read). While a writer's start is hidden from this role (another role's
+// session, track_activities off), every row stamped with its insert
+// waits, and the log says so. SQLite's writers take turns: an id it shows
+// is never followed by a lower one committing later.
 func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (scanCursor, error) {
 	c := scanCursor{horizon: now.Add(-n.Settle)}
 	if err := tx.Exec(`INSERT INTO notice_cursors (name, last_event_id) VALUES (?, 0) ON CONFLICT (name) DO NOTHING`, name).Error; err != nil {
@@ -292,37 +294,41 @@ func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (s
 		return c, nil
 	}
 	var open []struct {
-		Writers int64
-		Hidden  bool
-		Oldest  *time.Time
-		DBNow   time.Time
+		Writers   int64
+		Hidden    bool
+		Oldest    *time.Time
+		CheckedAt time.Time
 	}
 	if err := store.Scan(tx.Raw(`SELECT COUNT(*) AS writers, COALESCE(bool_or(a.xact_start IS NULL), false) AS hidden,
-			MIN(a.xact_start) AS oldest, now() AS db_now
+			MIN(a.xact_start) AS oldest, clock_timestamp() AS checked_at
 		FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			AND l.relation = CAST(? AS regclass) AND l.mode = 'RowExclusiveLock' AND l.granted
 			AND l.pid IS DISTINCT FROM pg_backend_pid()`, table), &open); err != nil {
 		return c, fmt.Errorf("writers of %s still open: %w", table, err)
 	}
-	if len(open) != 1 || open[0].Writers == 0 {
-		return c, nil
+	if len(open) != 1 {
+		return c, fmt.Errorf("writers of %s still open: %d rows", table, len(open))
 	}
 	o := open[0]
-	from := o.Oldest
-	if o.Hidden {
-		if h := o.DBNow.Add(-n.Settle); from == nil || h.Before(*from) {
-			from = &h
+	// A writer that begins after this check takes its ids after it: rows
+	// inserted since wait for the next scan, which the rows' read (after
+	// this check) could otherwise pass.
+	from := o.CheckedAt.UTC()
+	switch {
+	case o.Hidden:
+		// Its start unknown: nothing inserted since the table's rows got
+		// their time passes until it ends (mail waits, none is lost).
+		from = time.Time{}
+		n.log.Warn("mail scan held back by a transaction whose start this role cannot see (grant it pg_read_all_stats)", "table", table)
+	case o.Oldest != nil && o.Oldest.Add(-time.Second).Before(from):
+		// A second's margin for the database's clock stepping back.
+		from = o.Oldest.UTC().Add(-time.Second)
+		if held := o.CheckedAt.Sub(from); held > heldTooLong {
+			n.log.Warn("mail scan held back by a transaction still open", "table", table, "open_for", held.Round(time.Second))
 		}
 	}
-	if from == nil {
-		return c, nil
-	}
-	f := from.UTC()
-	c.writersFrom = &f
-	if held := o.DBNow.Sub(f); held > heldTooLong {
-		n.log.Warn("mail scan held back by a transaction still open", "table", table, "open_for", held.Round(time.Second))
-	}
+	c.writersFrom = &from
 	return c, nil
 }
 

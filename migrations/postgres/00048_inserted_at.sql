@@ -5,6 +5,11 @@
 -- is still open, whose lower id may commit later. Added without a default
 -- first (no rewrite of a large table), then given one for new rows; rows
 -- from before are NULL, all committed (the ALTER waited for their writers).
+-- Each ALTER takes its table's strongest lock for a moment; queued behind
+-- a long reader (a dump, a report), it would stop every credit and
+-- transfer behind it: past 5 s of waiting the migration fails instead,
+-- changing nothing, and is run again.
+SET LOCAL lock_timeout = '5s';
 ALTER TABLE topup_events ADD COLUMN inserted_at TIMESTAMPTZ;
 ALTER TABLE topup_events ALTER COLUMN inserted_at SET DEFAULT clock_timestamp();
 ALTER TABLE transfers ADD COLUMN inserted_at TIMESTAMPTZ;
