@@ -81,10 +81,13 @@ func TestScanWaitsForAnOpenWriter(t *testing.T) {
 		// the app, before a stall): its time says nothing of when its id was
 		// taken; the database's time of its insert does.
 		// A transfer committed well before the writer began is not held by
-		// it (more than the rule's one second of margin, by the database's
-		// clock).
+		// it: its insert dated a minute back by the database's clock (past
+		// the rule's one second of margin), as if it came a minute earlier.
 		insert(db.Gorm, clk.Now())
-		time.Sleep(1500 * time.Millisecond) // real time: the database's clock dates the inserts and the writer's start
+		if err := db.Gorm.Exec(`UPDATE transfers SET inserted_at = clock_timestamp() - interval '1 minute' WHERE public_id = ?`,
+			fmt.Sprintf("tr_settle%d", seq)).Error; err != nil {
+			t.Fatal(err)
+		}
 		open := db.Gorm.Begin()
 		if open.Error != nil {
 			t.Fatal(open.Error)
