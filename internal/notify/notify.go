@@ -51,6 +51,9 @@ type Notifier struct {
 	op      config.Operator // the company named in every mail, support's contacts
 	now     func() time.Time
 	log     *slog.Logger
+	// afterLook, when set (tests), runs between the look at the table's
+	// open writers and the read of its rows (openCursor's window).
+	afterLook func(table string)
 	// Settle: events younger than this are left for the next scan, so
 	// that a transaction still committing a lower event id is never
 	// skipped by the cursor. On PostgreSQL a transaction that has written
@@ -300,7 +303,7 @@ func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (s
 		CheckedAt time.Time
 	}
 	if err := store.Scan(tx.Raw(`SELECT COUNT(*) AS writers, COALESCE(bool_or(a.xact_start IS NULL), false) AS hidden,
-			MIN(a.xact_start) AS oldest, clock_timestamp() AS checked_at
+			MIN(a.xact_start) AS oldest, statement_timestamp() AS checked_at
 		FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			AND l.relation = CAST(? AS regclass) AND l.mode = 'RowExclusiveLock' AND l.granted
@@ -311,9 +314,12 @@ func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (s
 		return c, fmt.Errorf("writers of %s still open: %d rows", table, len(open))
 	}
 	o := open[0]
-	// A writer that begins after this check takes its ids after it: rows
-	// inserted since wait for the next scan, which the rows' read (after
-	// this check) could otherwise pass.
+	// A writer that takes its lock on the table after this check began
+	// (statement_timestamp: before pg_locks is read, where clock_timestamp
+	// would be after it) takes its ids and its inserts' time after it:
+	// rows inserted since wait for the next scan, which the rows' read
+	// (after this check) could otherwise pass. A writer that held its
+	// lock when the check began is in pg_locks.
 	from := o.CheckedAt.UTC()
 	switch {
 	case o.Hidden:
@@ -329,6 +335,9 @@ func (n *Notifier) openCursor(tx *gorm.DB, name, table string, now time.Time) (s
 		}
 	}
 	c.writersFrom = &from
+	if n.afterLook != nil {
+		n.afterLook(table)
+	}
 	return c, nil
 }
 

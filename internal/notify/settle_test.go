@@ -26,41 +26,7 @@ import (
 // than Settle: that transfer's mails were never sent.)
 func TestScanWaitsForAnOpenWriter(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		// The database's own clock dates the open transaction: the test's
-		// clock starts at the real time.
-		clk := testclock.New(time.Now().UTC().Truncate(time.Microsecond))
-		users := auth.NewService(db, auth.Options{Now: clk.Now, BcryptCost: bcrypt.MinCost})
-		a, err := users.SignUp(ctx, "settle-a@example.com", "correct horse battery", "", "en")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := users.SignUp(ctx, "settle-b@example.com", "correct horse battery", "", "en")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := notify.New(db, "https://kifpool.example", config.Operator{}, clk.Now, nil)
-		mails := func() int64 {
-			t.Helper()
-			return storetest.Count(t, db, `SELECT COUNT(*) FROM mails WHERE kind <> ?`, notify.KindVerify)
-		}
-		seq := 0
-		insert := func(tx *gorm.DB, at time.Time) {
-			t.Helper()
-			seq++
-			if err := tx.Exec(`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
-				VALUES (?, ?, ?, 10000, '', ?, ?)`, fmt.Sprintf("tr_settle%d", seq), a.ID, b.ID, fmt.Sprint("settle-", seq), at).Error; err != nil {
-				t.Fatal(err)
-			}
-		}
-		scan := func() int {
-			t.Helper()
-			q, err := n.ScanTransfers(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return q
-		}
+		clk, n, insert, scan, mails := settleFixture(t, db)
 
 		// Committed, then older than Settle: mailed to both.
 		insert(db.Gorm, clk.Now())
@@ -84,8 +50,8 @@ func TestScanWaitsForAnOpenWriter(t *testing.T) {
 		// it: its insert dated a minute back by the database's clock (past
 		// the rule's one second of margin), as if it came a minute earlier.
 		insert(db.Gorm, clk.Now())
-		if err := db.Gorm.Exec(`UPDATE transfers SET inserted_at = clock_timestamp() - interval '1 minute' WHERE public_id = ?`,
-			fmt.Sprintf("tr_settle%d", seq)).Error; err != nil {
+		if err := db.Gorm.Exec(`UPDATE transfers SET inserted_at = clock_timestamp() - interval '1 minute'
+			WHERE id = (SELECT MAX(id) FROM transfers)`).Error; err != nil {
 			t.Fatal(err)
 		}
 		open := db.Gorm.Begin()
@@ -105,6 +71,91 @@ func TestScanWaitsForAnOpenWriter(t *testing.T) {
 		}
 		if q := scan(); q != 6 || mails() != 10 {
 			t.Fatalf("once it committed: %d mails queued, %d in all; want the three transfers' 6", q, mails())
+		}
+	})
+}
+
+// settleFixture is a mail scan of transfers between two new people on db:
+// the test's clock (at the real time: the database's own clock dates
+// transactions), the notifier, insert (a transfer through tx, created at
+// at by the app's clock), scan (ScanTransfers' count of mails queued) and
+// mails (every mail queued but the sign-up's).
+func settleFixture(t *testing.T, db *store.DB) (*testclock.Clock, *notify.Notifier, func(tx *gorm.DB, at time.Time), func() int, func() int64) {
+	t.Helper()
+	ctx := context.Background()
+	clk := testclock.New(time.Now().UTC().Truncate(time.Microsecond))
+	users := auth.NewService(db, auth.Options{Now: clk.Now, BcryptCost: bcrypt.MinCost})
+	a, err := users.SignUp(ctx, "settle-a@example.com", "correct horse battery", "", "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := users.SignUp(ctx, "settle-b@example.com", "correct horse battery", "", "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := notify.New(db, "https://kifpool.example", config.Operator{}, clk.Now, nil)
+	mails := func() int64 {
+		t.Helper()
+		return storetest.Count(t, db, `SELECT COUNT(*) FROM mails WHERE kind <> ?`, notify.KindVerify)
+	}
+	seq := 0
+	insert := func(tx *gorm.DB, at time.Time) {
+		t.Helper()
+		seq++
+		if err := tx.Exec(`INSERT INTO transfers (public_id, sender_user_id, recipient_user_id, amount_rials, note, form_token, created_at)
+			VALUES (?, ?, ?, 10000, '', ?, ?)`, fmt.Sprintf("tr_settle%d", seq), a.ID, b.ID, fmt.Sprint("settle-", seq), at).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func() int {
+		t.Helper()
+		q, err := n.ScanTransfers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	return clk, n, insert, scan, mails
+}
+
+// A writer that begins between the scan's look at the table's open
+// writers and its read of the rows (so the look did not see it) holds a
+// lower id than a transfer committed after it: that later transfer, old
+// by the app's clock, waits too, and once the writer commits both are
+// mailed. (Had the scan passed the later transfer, the cursor would have
+// moved past the writer's id for good.)
+func TestScanPassesNothingOfAWriterBegunAfterItsLook(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk, n, insert, scan, mails := settleFixture(t, db)
+		if db.Dialect != store.Postgres {
+			return // SQLite's writers take turns: no id commits behind a higher one
+		}
+		long := clk.Now().Add(-3 * n.Settle)
+		var open *gorm.DB
+		notify.SetAfterLook(n, func(table string) {
+			if table != "transfers" || open != nil {
+				return
+			}
+			open = db.Gorm.Begin()
+			if open.Error != nil {
+				t.Fatal(open.Error)
+			}
+			insert(open, long)
+			insert(db.Gorm, long)
+		})
+		defer func() {
+			if open != nil {
+				open.Rollback()
+			}
+		}()
+		if q := scan(); q != 0 || open == nil {
+			t.Fatalf("a writer begun after the look (hooked: %v): %d mails queued, want the later transfer held back", open != nil, q)
+		}
+		if err := open.Commit().Error; err != nil {
+			t.Fatal(err)
+		}
+		if q := scan(); q != 4 || mails() != 4 {
+			t.Fatalf("once it committed: %d mails queued, %d in all; want both transfers' 4", q, mails())
 		}
 	})
 }
