@@ -26,6 +26,7 @@ func (s *Server) shared() seam.App {
 			s.clearCookie(c, s.sessionCookie)
 			s.rotateCSRF(c, "")
 			s.setPendingCheckout(c, "") // the browser's next person has no checkout to come back to
+			s.setCheckoutDone(c, "")
 		},
 		ClearSession: func(c *fiber.Ctx) { s.clearCookie(c, s.sessionCookie) },
 		ClientIP:     s.clientIP,
@@ -34,33 +35,56 @@ func (s *Server) shared() seam.App {
 		},
 		PendingCheckout:    s.pendingCheckout,
 		SetPendingCheckout: s.setPendingCheckout,
+		CheckoutDone:       func(c *fiber.Ctx) string { return s.chargeCookie(c, cookieCheckoutDone) },
+		SetCheckoutDone:    s.setCheckoutDone,
 		Log:                s.Log, Now: s.Now,
 	}
 }
 
 // cookieCheckout names the checkout a payer left to top up (a charge's
-// public id, for half an hour: a checkout's life).
-const cookieCheckout = "checkout"
+// public id, for half an hour: a checkout's life); cookieCheckoutDone the
+// checkout this browser has just paid or canceled (two minutes: its
+// outcome's page goes on to the merchant once).
+const (
+	cookieCheckout     = "checkout"
+	cookieCheckoutDone = "checkout_done"
+	checkoutDoneFor    = 2 * time.Minute
+)
 
-// pendingCheckout is the checkout the payer left to top up, only when the
-// cookie holds a charge's id (never a path or an address: no open
-// redirect can be built from it).
-func (s *Server) pendingCheckout(c *fiber.Ctx) string {
-	if id := c.Cookies(cookieCheckout); charge.ValidPublicID(id) {
+// chargeCookie is the charge id the cookie name holds, only when it holds
+// one (never a path or an address: no open redirect can be built from
+// it); "" otherwise.
+func (s *Server) chargeCookie(c *fiber.Ctx, name string) string {
+	if id := c.Cookies(name); charge.ValidPublicID(id) {
 		return id
 	}
 	return ""
 }
 
-// setPendingCheckout remembers checkout publicID ("" forgets it).
-func (s *Server) setPendingCheckout(c *fiber.Ctx, publicID string) {
+// setChargeCookie remembers charge publicID in the cookie name for ttl
+// ("" forgets it).
+func (s *Server) setChargeCookie(c *fiber.Ctx, name, publicID string, ttl time.Duration) {
 	if publicID == "" || !charge.ValidPublicID(publicID) {
-		if c.Cookies(cookieCheckout) != "" {
-			s.clearCookie(c, cookieCheckout)
+		if c.Cookies(name) != "" {
+			s.clearCookie(c, name)
 		}
 		return
 	}
-	s.setCookie(c, cookieCheckout, publicID, s.Now().Add(charge.DefaultCheckoutTTL), true)
+	s.setCookie(c, name, publicID, s.Now().Add(ttl), true)
+}
+
+// pendingCheckout is the checkout the payer left to top up.
+func (s *Server) pendingCheckout(c *fiber.Ctx) string { return s.chargeCookie(c, cookieCheckout) }
+
+// setPendingCheckout remembers checkout publicID ("" forgets it).
+func (s *Server) setPendingCheckout(c *fiber.Ctx, publicID string) {
+	s.setChargeCookie(c, cookieCheckout, publicID, charge.DefaultCheckoutTTL)
+}
+
+// setCheckoutDone remembers the checkout just paid or canceled ("" forgets
+// it).
+func (s *Server) setCheckoutDone(c *fiber.Ctx, publicID string) {
+	s.setChargeCookie(c, cookieCheckoutDone, publicID, checkoutDoneFor)
 }
 
 // passSession gives the browser a session that has just been made or
@@ -71,6 +95,7 @@ func (s *Server) passSession(c *fiber.Ctx, token string, expires time.Time) {
 	s.setCookie(c, s.sessionCookie, token, expires, true)
 	s.rotateCSRF(c, token)
 	s.setPendingCheckout(c, "")
+	s.setCheckoutDone(c, "")
 }
 
 // gatewayName names a gateway for the payer, in their language (the

@@ -34,6 +34,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -162,6 +163,10 @@ var (
 	ErrPayToSelf = errors.New("charge: the merchant cannot pay its own charge")
 	// ErrNotCapturable: only an authorized charge is captured.
 	ErrNotCapturable = errors.New("charge: not authorized, nothing to capture")
+	// ErrCapturedOtherAmount: the charge was captured for another amount
+	// than this capture names (a stale page, a second call with a new
+	// amount): only a capture of the same amount is its replay.
+	ErrCapturedOtherAmount = fmt.Errorf("%w: captured already, for another amount", ErrNotCapturable)
 	// ErrNotCancelable: a charge that succeeded is refunded, not
 	// canceled; an expired one is over.
 	ErrNotCancelable = errors.New("charge: cannot be canceled")
@@ -270,9 +275,11 @@ func NewPublicID() string { return newID("ch_") }
 func NewRefundID() string { return newID("re_") }
 
 // CheckOrderID applies the order id's rules: 1 to 100 characters, no
-// control or invisible ones.
+// control or invisible ones, no space at either end (a retry that adds
+// one would otherwise name another order, and make a second charge for
+// it).
 func CheckOrderID(s string) error {
-	if s == "" || utf8.RuneCountInString(s) > MaxOrderIDLen || usertext.CheckName(s) != nil {
+	if s == "" || utf8.RuneCountInString(s) > MaxOrderIDLen || usertext.CheckName(s) != nil || strings.TrimSpace(s) != s {
 		return ErrBadOrderID
 	}
 	return nil

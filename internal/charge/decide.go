@@ -172,8 +172,16 @@ func decideCapture(c Charge, r Request) Decision {
 		if c.Capture != CaptureManual {
 			return Decision{Err: ErrNotCapturable} // paid at its confirmation: nothing was ever held
 		}
-		// Captured once: a second capture, whatever amount it names,
-		// answers with the first (as a hold's second capture does).
+		// Captured once: a second capture of the same amount answers
+		// with the first (as a hold's second capture does). Another
+		// amount is not its replay: answered as captured, a merchant's
+		// system would record a capture that never happened.
+		if r.AmountRials <= 0 || r.AmountRials > c.AmountRials {
+			return Decision{Err: ErrBadAmount}
+		}
+		if r.AmountRials != c.CapturedRials {
+			return Decision{Err: ErrCapturedOtherAmount}
+		}
 		return Decision{Replay: true}
 	case StatusRequiresConfirmation:
 		return Decision{Err: ErrNotCapturable}

@@ -70,7 +70,10 @@ func TestDecide(t *testing.T) {
 		{"capture more than held", auth, capture(100_001), false, "", 0, "", false, charge.ErrBadAmount},
 		{"capture nothing", auth, capture(0), false, "", 0, "", false, charge.ErrBadAmount},
 		{"capture past the hold", authDue, capture(10), true, charge.StatusExpired, charge.MoneyExpire, webhook.TypeChargeExpired, false, charge.ErrExpired},
-		{"capture again", paidManual, capture(5), false, "", 0, "", true, nil},
+		{"capture again", paidManual, capture(60_000), false, "", 0, "", true, nil},
+		{"capture again for another amount", paidManual, capture(5), false, "", 0, "", false, charge.ErrCapturedOtherAmount},
+		{"capture again for nothing", paidManual, capture(0), false, "", 0, "", false, charge.ErrBadAmount},
+		{"capture again for more than the charge", paidManual, capture(100_001), false, "", 0, "", false, charge.ErrBadAmount},
 		{"capture an automatic charge", paid, capture(5), false, "", 0, "", false, charge.ErrNotCapturable},
 		{"capture unconfirmed", open, capture(5), false, "", 0, "", false, charge.ErrNotCapturable},
 		{"capture canceled", canceled, capture(5), false, "", 0, "", false, charge.ErrCanceled},
@@ -171,6 +174,11 @@ func TestCheckTexts(t *testing.T) {
 		{"description with a zero-width space", "a\u200bb", charge.CheckDescription, charge.ErrBadDescription},
 		{"order id", "ORD-1403-۱۲", charge.CheckOrderID, nil},
 		{"order id with a line break", "ORD\n1", charge.CheckOrderID, charge.ErrBadOrderID},
+		{"order id with a space inside", "ORD 1", charge.CheckOrderID, nil},
+		{"order id with a space after", "ORD-1 ", charge.CheckOrderID, charge.ErrBadOrderID},
+		{"order id with a space before", " ORD-1", charge.CheckOrderID, charge.ErrBadOrderID},
+		{"order id of spaces", "   ", charge.CheckOrderID, charge.ErrBadOrderID},
+		{"order id with a no-break space after", "ORD-1\u00a0", charge.CheckOrderID, charge.ErrBadOrderID},
 	} {
 		if err := tc.check(tc.in); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)

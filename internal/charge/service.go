@@ -102,7 +102,8 @@ func (s *Service) observe(m ObservedMove, actor Actor, rials int64) {
 //     a cursor (the next page's Before).
 //   - Capture(ctx, merchantUserID, publicID, amountRials): an authorized
 //     charge captured once (succeeded, captured_rials = amount, the rest
-//     released); a second capture answers with the first; past its hold's
+//     released); a second capture of that amount answers with the first,
+//     of another amount it is ErrCapturedOtherAmount; past its hold's
 //     time the charge expires and the capture is ErrExpired.
 //   - Cancel(ctx, merchantUserID, publicID): a checkout or an
 //     authorization canceled once (its hold released); a replay answers

@@ -365,10 +365,14 @@ func TestManualCaptureOnceRestReleased(t *testing.T) {
 		if err != nil || cap1.Charge.Status != charge.StatusSucceeded || cap1.Charge.CapturedRials != 150_000 {
 			t.Fatalf("capture: %+v %v", cap1, err)
 		}
-		// Captured once: a second capture answers with the first.
-		cap2, err := f.svc.Capture(ctx, m.ID, c.PublicID, 10_000)
+		// Captured once: a second capture of that amount answers with the
+		// first; of another amount, it is refused, nothing moved.
+		cap2, err := f.svc.Capture(ctx, m.ID, c.PublicID, 150_000)
 		if err != nil || !cap2.Replayed || cap2.Charge.CapturedRials != 150_000 {
 			t.Fatalf("capture again: %+v %v", cap2, err)
+		}
+		if _, err := f.svc.Capture(ctx, m.ID, c.PublicID, 10_000); !errors.Is(err, charge.ErrCapturedOtherAmount) {
+			t.Fatalf("capture again for another amount: %v", err)
 		}
 		if f.balance(payer) != 350_000 || f.held(payer) != 0 || f.merchantBalance(m) != 150_000 {
 			t.Fatalf("after capture: balance %d held %d merchant %d", f.balance(payer), f.held(payer), f.merchantBalance(m))
@@ -610,7 +614,16 @@ func TestParallelCapturesCaptureOnce(t *testing.T) {
 		if _, err := f.svc.Confirm(ctx, payer.ID, c.PublicID); err != nil {
 			t.Fatal(err)
 		}
+		// Half of them name one amount, the other half each its own: one
+		// capture is made; a capture of its amount is its replay, any
+		// other amount is refused (never answered as captured).
 		const n = 50
+		amount := func(i int) int64 {
+			if i%2 == 0 {
+				return 60_000
+			}
+			return int64(60_000 + i)
+		}
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		fresh := make([]bool, n)
@@ -618,21 +631,24 @@ func TestParallelCapturesCaptureOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := f.svc.Capture(ctx, m.ID, c.PublicID, int64(60_000+i))
+				res, err := f.svc.Capture(ctx, m.ID, c.PublicID, amount(i))
 				errs[i], fresh[i] = err, err == nil && !res.Replayed
 			}()
 		}
 		wg.Wait()
+		got := f.get(m, c.PublicID)
 		captures := 0
 		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("capture %d: %v", i, err)
+			switch {
+			case amount(i) == got.CapturedRials && err != nil:
+				t.Fatalf("capture %d of the captured amount: %v", i, err)
+			case amount(i) != got.CapturedRials && !errors.Is(err, charge.ErrCapturedOtherAmount):
+				t.Fatalf("capture %d of %d, another amount than the %d captured: %v", i, amount(i), got.CapturedRials, err)
 			}
 			if fresh[i] {
 				captures++
 			}
 		}
-		got := f.get(m, c.PublicID)
 		if captures != 1 || got.Status != charge.StatusSucceeded {
 			t.Fatalf("%d captures, charge %+v", captures, got)
 		}

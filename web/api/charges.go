@@ -338,7 +338,8 @@ func (h *handler) listCharges(c *fiber.Ctx) error {
 
 // captureCharge is POST /api/v1/charges/{id}/capture {amount_rials}: an
 // authorized charge captured once (amount_rials absent: all of it), the
-// rest released; a second capture answers with the charge as captured.
+// rest released; a second capture of the amount captured answers with the
+// charge as captured, of another amount it is refused (409).
 // An Idempotency-Key is optional.
 func (h *handler) captureCharge(c *fiber.Ctx) error {
 	f, err := parseFields(c.Body(), true, amountInts, nil)
@@ -466,12 +467,12 @@ func (h *handler) chargeProblem(c *fiber.Ctx, err error) error {
 		CodeOrderIDTaken:        "You have a charge with this order_id already; use a new order_id for a new order.",
 		CodeAmountInvalid:       "amount_rials must be a positive integer number of rials, a capture at most the charge's amount.",
 		CodeCaptureInvalid:      "capture must be \"automatic\" or \"manual\".",
-		CodeOrderIDInvalid:      "order_id must be 1 to 100 characters, without control or invisible characters.",
+		CodeOrderIDInvalid:      "order_id must be 1 to 100 characters, without control or invisible characters, and with no space at either end.",
 		CodeDescriptionInvalid:  "description must be at most 500 characters, without control or invisible characters.",
 		CodeInsufficientFunds:   "Your merchant balance is less than amount_rials; nothing was refunded.",
 		CodeChargeExpired:       "The charge expired (its checkout was not confirmed in time, or its authorization was not captured in time).",
 		CodeChargeCanceled:      "The charge was canceled.",
-		CodeChargeNotCapturable: "Only an authorized charge (capture \"manual\", confirmed by its payer) is captured.",
+		CodeChargeNotCapturable: "Only an authorized charge (capture \"manual\", confirmed by its payer) is captured; a charge captured already answers only a capture of the amount it was captured for.",
 		CodeChargeNotCancelable: "A charge that succeeded is refunded, not canceled.",
 		CodeChargeNotRefundable: "Only a charge that succeeded is refunded.",
 		CodeRefundExceeds:       "The refunds of a charge add up to at most what was captured (captured_rials − refunded_rials is left).",

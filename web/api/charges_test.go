@@ -170,10 +170,17 @@ func TestChargeAPI(t *testing.T) {
 		if a := shop.post(routes.APIChargeCapture(man.ID), "cap-1", `{"amount_rials": 250000}`); a.Body != capt.Body || a.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("capture replay: %d %s", a.Status, a.Body)
 		}
-		// Without a key, a second capture answers with the first.
-		if a := shop.post(routes.APIChargeCapture(man.ID), "", `{"amount_rials": 5}`); a.Status != http.StatusOK ||
+		// Without a key, a second capture of the same amount answers with
+		// the first; of another amount (or all of it, by an empty body),
+		// it is refused: it was not captured so.
+		if a := shop.post(routes.APIChargeCapture(man.ID), "", `{"amount_rials": 250000}`); a.Status != http.StatusOK ||
 			decode[api.Charge](t, a).CapturedRials != 250_000 {
 			t.Fatalf("second capture: %d %s", a.Status, a.Body)
+		}
+		for _, body := range []string{`{"amount_rials": 5}`, ""} {
+			if a := shop.post(routes.APIChargeCapture(man.ID), "", body); a.Status != http.StatusConflict || a.Code() != "charge_not_capturable" {
+				t.Fatalf("second capture for another amount (%q): %d %s", body, a.Status, a.Body)
+			}
 		}
 		if ledgertest.Balance(t, db, wallet) != 750_000 || ledgertest.Held(t, db, wallet) != 0 {
 			t.Fatalf("after capture: balance %d held %d", ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet))
@@ -208,8 +215,9 @@ func TestChargeAPI(t *testing.T) {
 	})
 }
 
-// Fifty parallel captures of one authorization make one capture; the
-// answers all show that capture.
+// Fifty parallel captures of one authorization make one capture: those
+// of one amount all answer with it (200), those of another amount, each
+// its own, are refused unless theirs is the one captured.
 func TestChargeParallelCaptures(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -222,26 +230,39 @@ func TestChargeParallelCaptures(t *testing.T) {
 			t.Fatal(err)
 		}
 		shop.fail = t.Errorf
+		amount := func(i int) int64 {
+			if i%2 == 0 {
+				return 100_000
+			}
+			return int64(100_000 + i)
+		}
 		var wg sync.WaitGroup
+		status := make([]int, 50)
 		captured := make([]int64, 50)
-		for i := range captured {
+		for i := range status {
 			wg.Go(func() {
-				a := shop.post(routes.APIChargeCapture(ch.ID), "", fmt.Sprintf(`{"amount_rials": %d}`, 100_000+i))
-				if a.Status != http.StatusOK {
+				a := shop.post(routes.APIChargeCapture(ch.ID), "", fmt.Sprintf(`{"amount_rials": %d}`, amount(i)))
+				status[i] = a.Status
+				switch {
+				case a.Status == http.StatusOK:
+					captured[i] = decode[api.Charge](t, a).CapturedRials
+				case a.Status != http.StatusConflict || a.Code() != "charge_not_capturable":
 					t.Errorf("capture %d: %d %s", i, a.Status, a.Body)
-					return
 				}
-				captured[i] = decode[api.Charge](t, a).CapturedRials
 			})
 		}
 		wg.Wait()
-		for i, c := range captured {
-			if c != captured[0] {
-				t.Fatalf("capture %d answered %d, capture 0 %d", i, c, captured[0])
+		got := decode[api.Charge](t, shop.get(routes.APICharge(ch.ID)))
+		for i := range status {
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusConflict}[amount(i) == got.CapturedRials]; status[i] != want {
+				t.Fatalf("capture %d of %d: %d, want %d (%d captured)", i, amount(i), status[i], want, got.CapturedRials)
+			}
+			if status[i] == http.StatusOK && captured[i] != got.CapturedRials {
+				t.Fatalf("capture %d answered %d, the charge has %d", i, captured[i], got.CapturedRials)
 			}
 		}
-		if ledgertest.Balance(t, db, wallet) != 1_000_000-captured[0] || ledgertest.Held(t, db, wallet) != 0 {
-			t.Fatalf("balance %d held %d captured %d", ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet), captured[0])
+		if got.Status != charge.StatusSucceeded || ledgertest.Balance(t, db, wallet) != 1_000_000-got.CapturedRials || ledgertest.Held(t, db, wallet) != 0 {
+			t.Fatalf("charge %s, balance %d held %d captured %d", got.Status, ledgertest.Balance(t, db, wallet), ledgertest.Held(t, db, wallet), got.CapturedRials)
 		}
 		apptest.CheckInvariants(t, db)
 	})

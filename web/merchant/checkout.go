@@ -104,8 +104,8 @@ func (h *handlers) loadCheckout(c *fiber.Ctx) (charge.Charge, error) {
 
 // checkout is GET /checkout/{id}: the charge, the payer's balance, and
 // what they may do (pay, cancel, top up the difference), or the outcome;
-// ?done=1 (right after paying or canceling) sends the browser on to the
-// merchant's return_url at once.
+// ?done=1 right after paying or canceling (done's cookie) sends the
+// browser on to the merchant's return_url at once, that once.
 func (h *handlers) checkout(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	ch, err := h.loadCheckout(c)
@@ -129,7 +129,14 @@ func (h *handlers) showCheckout(c *fiber.Ctx, status int, ch charge.Charge, errK
 	case !v.Open() && h.PendingCheckout(c) == ch.PublicID:
 		h.SetPendingCheckout(c, "") // nothing to come back to any more
 	}
-	v.AutoReturn = c.Query("done") == "1" && v.ReturnURL != "" && errKey == ""
+	// The outcome goes on to the merchant by itself once, in the browser
+	// that has just paid or canceled (done's cookie): a link to
+	// ?done=1 opened later, or sent to someone, is no redirect off-site,
+	// only a page with the merchant's link.
+	if c.Query("done") == "1" && h.CheckoutDone(c) == ch.PublicID {
+		h.SetCheckoutDone(c, "")
+		v.AutoReturn = v.ReturnURL != "" && errKey == ""
+	}
 	v.ErrorKey, v.ErrorArgs = errKey, args
 	return h.Render(c, status, views.Checkout(h.Page(c, "checkout.page_title"), v))
 }
@@ -141,6 +148,7 @@ func (h *handlers) done(c *fiber.Ctx, publicID string) error {
 	if h.PendingCheckout(c) == publicID {
 		h.SetPendingCheckout(c, "")
 	}
+	h.SetCheckoutDone(c, publicID)
 	return c.Redirect(routes.Checkout(publicID)+"?done=1", fiber.StatusSeeOther)
 }
 

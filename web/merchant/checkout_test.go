@@ -110,10 +110,20 @@ func TestCheckoutPayAutomatic(t *testing.T) {
 			u.Query().Get("order") != "A-1" {
 			t.Errorf("return link %q", ret.Attr("href"))
 		}
-		// A later visit shows the outcome, and does not leave by itself.
+		// A later visit shows the outcome, and does not leave by itself:
+		// neither the page, nor its ?done=1 link opened again, nor that link
+		// in the payer's other browser.
 		later := apptest.Parse(c.GetIn("en", routes.Checkout(ch.PublicID)).Body)
 		if s := later.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "paid to Book Shop") || later.TestID("checkout-return").Has("data-autofollow") {
 			t.Errorf("later visit: %v", s)
+		}
+		if again := apptest.Parse(c.Get(want).Body); again.TestID("checkout-return") == nil || again.TestID("checkout-return").Has("data-autofollow") {
+			t.Errorf("the outcome's link opened again follows itself (or shows no return link)")
+		}
+		elsewhere := app.NewClient(t)
+		elsewhere.SignIn("payer@example.com", pw)
+		if other := apptest.Parse(elsewhere.Get(want).Body); other.TestID("checkout-return") == nil || other.TestID("checkout-return").Has("data-autofollow") {
+			t.Errorf("the outcome's link, in the payer's other browser, follows itself (or shows no return link)")
 		}
 		// The payer's receipt: the order, when, the payment's id; all of
 		// it taken, nothing refunded yet.

@@ -90,6 +90,13 @@ type App struct {
 	// cookie, so that the credited top-up's page leads back to it.
 	PendingCheckout    func(c *fiber.Ctx) string
 	SetPendingCheckout func(c *fiber.Ctx, publicID string)
+	// CheckoutDone is the checkout this browser has just paid or canceled
+	// (a charge's public id, checked; "" when none), and SetCheckoutDone
+	// remembers one ("": forgets it) for two minutes: the outcome's page
+	// goes on to the merchant by itself once, in the browser that acted,
+	// never for a link opened later or elsewhere.
+	CheckoutDone    func(c *fiber.Ctx) string
+	SetCheckoutDone func(c *fiber.Ctx, publicID string)
 	// Log is the web app's logger and Now its clock (the instance's,
 	// synced to the database's).
 	Log *slog.Logger
