@@ -368,6 +368,19 @@ func (c *Config) check(l *loader) {
 			}
 		}
 	}
+	// Transfers are shown and typed in tomans: a limit of a fraction of a
+	// toman could be neither shown nor typed (a minimum of 1,500.5
+	// tomans refuses 1,500), and a daily maximum below the minimum refuses
+	// every transfer.
+	if l.ok("TRANSFER_MIN_RIALS") && c.TransferMinRials%money.RialsPerToman != 0 {
+		l.bad("TRANSFER_MIN_RIALS", "must be whole tomans (a multiple of %d rials), got %d", money.RialsPerToman, c.TransferMinRials)
+	}
+	if l.ok("TRANSFER_DAILY_MAX_RIALS") && c.TransferDailyMaxRials%money.RialsPerToman != 0 {
+		l.bad("TRANSFER_DAILY_MAX_RIALS", "must be whole tomans (a multiple of %d rials), or 0, got %d", money.RialsPerToman, c.TransferDailyMaxRials)
+	}
+	if l.ok("TRANSFER_MIN_RIALS", "TRANSFER_DAILY_MAX_RIALS") && c.TransferDailyMaxRials > 0 && c.TransferDailyMaxRials < c.TransferMinRials {
+		l.bad("TRANSFER_DAILY_MAX_RIALS", "must not be below TRANSFER_MIN_RIALS (%d), or 0 for no limit, got %d", c.TransferMinRials, c.TransferDailyMaxRials)
+	}
 	if l.ok("GATEWAY_BUDGET", "GATEWAY_ATTEMPT_TIMEOUT") && c.Budget < c.AttemptTimeout {
 		l.bad("GATEWAY_BUDGET", "must not be shorter than GATEWAY_ATTEMPT_TIMEOUT")
 	}

@@ -533,11 +533,19 @@ func (s *Service) refuse(ctx context.Context, r Request, refusal error) (Result,
 // replay answers a submit whose token made a transfer already: that
 // transfer when the request is the same, ErrTokenReused when not.
 func (s *Service) replay(ctx context.Context, r Request, first Transfer) (Result, error) {
-	to, _ := email.Normalize(strings.TrimSpace(r.ToEmail))
-	if to != first.RecipientEmail || r.AmountRials != first.AmountRials || r.Note != first.Note {
+	if !SameRequest(r, first) {
 		return Result{Transfer: first}, ErrTokenReused
 	}
 	return Result{Transfer: first, Replayed: true}, nil
+}
+
+// SameRequest reports whether r asks for the transfer first made: the
+// same amount and note, and the same recipient once its address is
+// normalised as the transfer's was (an address typed in another case,
+// in full-width letters or with an IDN domain in Unicode is the same).
+func SameRequest(r Request, first Transfer) bool {
+	to, _ := email.Normalize(strings.TrimSpace(r.ToEmail))
+	return to == first.RecipientEmail && r.AmountRials == first.AmountRials && r.Note == first.Note
 }
 
 // Get reads a transfer the user sent or received.

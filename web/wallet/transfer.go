@@ -154,7 +154,7 @@ func (h *handlers) answerMade(c *fiber.Ctx, r transfer.Request) (done bool, err 
 // transferDone answers a form whose token made a transfer already: its
 // receipt when the form asks for the same, else "already sent".
 func (h *handlers) transferDone(c *fiber.Ctx, r transfer.Request, first transfer.Transfer) error {
-	if first.AmountRials == r.AmountRials && first.Note == r.Note && strings.EqualFold(first.RecipientEmail, r.ToEmail) {
+	if transfer.SameRequest(r, first) {
 		return c.Redirect(routes.TransferReceipt(first.PublicID), fiber.StatusSeeOther)
 	}
 	return h.Message(c, fiber.StatusConflict, "transfer.reused_title", "transfer.reused", routes.Transfer, "transfer.another")
