@@ -32,6 +32,7 @@ const (
 	ActionWithdrawalApprove  Action = "withdrawal_approve"   // approved a withdrawal waiting for review
 	ActionWithdrawalReject   Action = "withdrawal_reject"    // rejected one: its amount released
 	ActionWithdrawalFail     Action = "withdrawal_fail"      // closed one under review as failed after checking with the provider
+	ActionWithdrawalPaid     Action = "withdrawal_paid"      // closed one under review as paid, on the provider's word that it transferred it
 	ActionBankAccountApprove Action = "bank_account_approve" // verified a bank account the provider's inquiry could not
 	ActionBankAccountReject  Action = "bank_account_reject"  // rejected one
 	ActionPayoutReconcile    Action = "payout_reconcile"     // ran the payout reconciliation now

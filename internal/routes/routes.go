@@ -213,6 +213,7 @@ const (
 	AdminWithdrawalApprovePattern  = AdminWithdrawals + "/:id/approve"
 	AdminWithdrawalRejectPattern   = AdminWithdrawals + "/:id/reject"
 	AdminWithdrawalFailPattern     = AdminWithdrawals + "/:id/fail"
+	AdminWithdrawalPaidPattern     = AdminWithdrawals + "/:id/paid"
 	AdminBankAccounts              = Admin + "/bank-accounts"
 	AdminBankAccountApprovePattern = AdminBankAccounts + "/:id/approve"
 	AdminBankAccountRejectPattern  = AdminBankAccounts + "/:id/reject"
@@ -242,6 +243,10 @@ func AdminWithdrawalReject(publicID string) string {
 
 // AdminWithdrawalFail closes a withdrawal under review as failed.
 func AdminWithdrawalFail(publicID string) string { return Fill(AdminWithdrawalFailPattern, publicID) }
+
+// AdminWithdrawalPaid closes a withdrawal under review as paid, on the
+// provider's word that it transferred it.
+func AdminWithdrawalPaid(publicID string) string { return Fill(AdminWithdrawalPaidPattern, publicID) }
 
 // AdminBankAccountApprove verifies a bank account waiting for review.
 func AdminBankAccountApprove(id int64) string {
@@ -275,7 +280,7 @@ func Patterns() []string {
 		LegacyAdminTopUps, LegacyAdminTopUpsCSV, LegacyAdminTopUpPattern, LegacyAdminTopUpRecheckPattern, LegacyAdminTopUpClosePattern,
 		BankAccounts, Withdraw, WithdrawalPattern, WithdrawalCancelPattern, APIBankAccounts, APIWithdrawals, APIWithdrawalPattern,
 		AdminWithdrawals, AdminWithdrawalsReconcile, AdminWithdrawalPattern, AdminWithdrawalApprovePattern, AdminWithdrawalRejectPattern,
-		AdminWithdrawalFailPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
+		AdminWithdrawalFailPattern, AdminWithdrawalPaidPattern, AdminBankAccountApprovePattern, AdminBankAccountRejectPattern,
 		APICharges, APIChargePattern, APIChargeCapturePattern, APIChargeCancelPattern, APIChargeRefundsPattern,
 		AdminUserMerchantPattern,
 		CheckoutPattern, CheckoutCancelPattern, CheckoutTopUpPattern, Merchant, MerchantChargesCSV, MerchantChargePattern,

@@ -99,6 +99,7 @@ func TestURLs(t *testing.T) {
 		{AdminWithdrawalApprovePattern, "/admin/withdrawals/:id/approve"}, {AdminWithdrawalApprove("wd_x"), "/admin/withdrawals/wd_x/approve"},
 		{AdminWithdrawalRejectPattern, "/admin/withdrawals/:id/reject"}, {AdminWithdrawalReject("wd_x"), "/admin/withdrawals/wd_x/reject"},
 		{AdminWithdrawalFailPattern, "/admin/withdrawals/:id/fail"}, {AdminWithdrawalFail("wd_x"), "/admin/withdrawals/wd_x/fail"},
+		{AdminWithdrawalPaidPattern, "/admin/withdrawals/:id/paid"}, {AdminWithdrawalPaid("wd_x"), "/admin/withdrawals/wd_x/paid"},
 		{AdminBankAccounts, "/admin/bank-accounts"},
 		{AdminBankAccountApprovePattern, "/admin/bank-accounts/:id/approve"}, {AdminBankAccountApprove(3), "/admin/bank-accounts/3/approve"},
 		{AdminBankAccountRejectPattern, "/admin/bank-accounts/:id/reject"}, {AdminBankAccountReject(3), "/admin/bank-accounts/3/reject"},

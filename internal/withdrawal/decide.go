@@ -77,7 +77,7 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 			return Decision{Anomaly: "transferred while " + string(w.Status)}
 		}
 		if st.AmountRials != 0 && st.AmountRials != w.AmountRials {
-			return disagree(w)
+			return disagree(w, st)
 		}
 		return Decision{To: StatusPaid, Reason: ReasonTransferred, State: ProviderTransferred, Ref: st.Ref}
 	case payout.StateReturned:
@@ -114,7 +114,7 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 			// In review: a person decides; nothing is sent from there.
 			return Decision{}
 		case w.ProviderState == ProviderNotTaken:
-			return Decision{Resubmit: true}
+			return DecideNotTaken(w, p, now)
 		case unknownTooLong(w, p, now):
 			return Decision{To: StatusNeedsReview, Reason: ReasonUnknownTooLong}
 		case p.IdempotentSubmit:
@@ -145,9 +145,27 @@ func unknownTooLong(w Withdrawal, p Policy, now time.Time) bool {
 		now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter
 }
 
-func disagree(w Withdrawal) Decision {
+// disagree is the provider's word that it transferred w for another
+// amount: a person looks (never failed: the money left), with the
+// provider's word recorded, so that the review may close it only as paid
+// (Service.AdminPay), never as failed, which would pay the amount twice.
+func disagree(w Withdrawal, st payout.Status) Decision {
 	if w.Status == StatusSubmitted {
-		return Decision{To: StatusNeedsReview, Reason: ReasonAmountDisagrees}
+		return Decision{To: StatusNeedsReview, Reason: ReasonAmountDisagrees, State: ProviderTransferred, Ref: st.Ref}
 	}
-	return Decision{Anomaly: "amount disagrees"}
+	return Decision{Anomaly: "amount disagrees", State: ProviderTransferred, Ref: st.Ref}
+}
+
+// DecideNotTaken is what a submitted withdrawal the provider has not
+// taken (every submit refused for now: its balance short, our address
+// not allowed, its own pause) calls for at now: sent again, until it has
+// waited UnknownReviewAfter since it was first submitted; then a person
+// looks, who may close it as failed (nothing was taken, so nothing can
+// be paid twice). Without it the money stayed held, sent again and again
+// with no one able to act (the owner may not cancel what was sent).
+func DecideNotTaken(w Withdrawal, p Policy, now time.Time) Decision {
+	if w.Status == StatusSubmitted && w.SubmittedAt != nil && now.Sub(*w.SubmittedAt) >= p.UnknownReviewAfter {
+		return Decision{To: StatusNeedsReview, Reason: ReasonNotTakenTooLong}
+	}
+	return Decision{Resubmit: true}
 }

@@ -97,6 +97,10 @@ func TestDecideStatus(t *testing.T) {
 		{"not found, unknown, not repeatable, recent", sub(withdrawal.ProviderUnknown, &recent), st(payout.StateNotFound), once, "", "", false, false},
 		{"not found, unknown, not repeatable, too long", sub(withdrawal.ProviderUnknown, &long), st(payout.StateNotFound), once, withdrawal.StatusNeedsReview, "", false, false},
 		{"not found, never taken", sub(withdrawal.ProviderNotTaken, nil), st(payout.StateNotFound), once, "", "", true, false},
+		{"not found, never taken, a day after its first submit", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderNotTaken, SubmittedAt: &long},
+			st(payout.StateNotFound), once, withdrawal.StatusNeedsReview, "", false, false},
+		{"review: transferred, another amount", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, AmountRials: 1000},
+			payout.Status{State: payout.StateTransferred, AmountRials: 999}, once, "", "", false, true},
 		{"not found after it had it", sub(withdrawal.ProviderInProgress, nil), st(payout.StateNotFound), idem, withdrawal.StatusNeedsReview, "", false, false},
 		{"review: transferred", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview}, st(payout.StateTransferred), once, withdrawal.StatusPaid, "", false, false},
 		{"review: failed", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview}, st(payout.StateFailed), once, withdrawal.StatusFailed, "", false, false},
@@ -140,5 +144,46 @@ func TestEveryEdgeHasItsMoney(t *testing.T) {
 	}
 	if !withdrawal.ValidPublicID(withdrawal.NewPublicID()) || withdrawal.ValidPublicID("wd_x") {
 		t.Error("public ids")
+	}
+}
+
+// TestDecideKeepsTheProviderPaidWord: a transfer for another amount is
+// recorded as the provider's word that the money left (in review, and
+// when it comes again in review), so that no one closes it as failed.
+func TestDecideKeepsTheProviderPaidWord(t *testing.T) {
+	now := time.Date(2025, 6, 7, 10, 0, 0, 0, time.UTC)
+	p := withdrawal.Policy{UnknownReviewAfter: 24 * time.Hour}
+	other := payout.Status{State: payout.StateTransferred, AmountRials: 999, Ref: "R-1"}
+	for _, w := range []withdrawal.Withdrawal{
+		{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderInProgress, AmountRials: 1000},
+		{Status: withdrawal.StatusNeedsReview, ProviderState: withdrawal.ProviderUnknown, AmountRials: 1000},
+	} {
+		if d := withdrawal.DecideStatus(w, other, p, now); d.State != withdrawal.ProviderTransferred || d.Ref != "R-1" || d.To == withdrawal.StatusFailed {
+			t.Errorf("%s: %+v", w.Status, d)
+		}
+	}
+}
+
+// TestDecideNotTaken: a submit refused for now is sent again until a day
+// after the first submit, then a person looks.
+func TestDecideNotTaken(t *testing.T) {
+	now := time.Date(2025, 6, 7, 10, 0, 0, 0, time.UTC)
+	p := withdrawal.Policy{UnknownReviewAfter: 24 * time.Hour}
+	at := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+	for _, tc := range []struct {
+		name     string
+		w        withdrawal.Withdrawal
+		to       withdrawal.Status
+		resubmit bool
+	}{
+		{"an hour after", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderNotTaken, SubmittedAt: at(time.Hour)}, "", true},
+		{"just short of a day", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderNotTaken, SubmittedAt: at(24*time.Hour - time.Second)}, "", true},
+		{"a day after", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderNotTaken, SubmittedAt: at(24 * time.Hour)}, withdrawal.StatusNeedsReview, false},
+		{"no first submit on record", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: withdrawal.ProviderNotTaken}, "", true},
+	} {
+		d := withdrawal.DecideNotTaken(tc.w, p, now)
+		if d.To != tc.to || d.Resubmit != tc.resubmit || (d.To != "" && d.Reason != withdrawal.ReasonNotTakenTooLong) {
+			t.Errorf("%s: %+v", tc.name, d)
+		}
 	}
 }

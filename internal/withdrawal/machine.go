@@ -19,7 +19,7 @@ import (
 //	submitted ──transferred────▶ paid      [lease] hold captured into payouts in flight
 //	submitted ──failed, refused─▶ failed   [lease] hold released
 //	submitted ──unknown too long▶ needs_review [lease]
-//	needs_review ─transferred──▶ paid      [lease]
+//	needs_review ─transferred──▶ paid      [lease] (an admin: on the provider's word)
 //	needs_review ─failed, admin─▶ failed   [lease] hold released
 //	paid ───────returned───────▶ returned  [lease] withdrawal_return: the money back
 //
@@ -36,7 +36,7 @@ var machine = lifecycle.NewMachine(map[[2]Status]lifecycle.Rule[Actor]{
 	{StatusSubmitted, StatusPaid}:        {Actors: []Actor{ActorWorker, ActorReconcile}, Lease: true},
 	{StatusSubmitted, StatusFailed}:      {Actors: []Actor{ActorWorker, ActorReconcile}, Lease: true},
 	{StatusSubmitted, StatusNeedsReview}: {Actors: []Actor{ActorWorker, ActorReconcile}, Lease: true},
-	{StatusNeedsReview, StatusPaid}:      {Actors: []Actor{ActorWorker, ActorReconcile}, Lease: true},
+	{StatusNeedsReview, StatusPaid}:      {Actors: []Actor{ActorWorker, ActorReconcile, ActorAdmin}, Lease: true},
 	{StatusNeedsReview, StatusFailed}:    {Actors: []Actor{ActorWorker, ActorReconcile, ActorAdmin}, Lease: true},
 	{StatusPaid, StatusReturned}:         {Actors: []Actor{ActorWorker, ActorReconcile}, Lease: true},
 })

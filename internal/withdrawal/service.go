@@ -452,9 +452,27 @@ func (s *Service) review(ctx context.Context, adminID int64, publicID, note stri
 
 // AdminFail closes a withdrawal under review as failed, after the admin
 // checked with the provider that it will not pay it: its amount is
-// released. It takes the lease (ErrBusy while the worker asks the
-// provider). Audited.
+// released. Refused (ErrProviderPaid) once the provider has said it
+// transferred it: that money left, and released it would be paid twice.
+// It takes the lease (ErrBusy while the worker asks the provider).
+// Audited.
 func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
+	return s.closeReview(ctx, adminID, publicID, note, StatusFailed)
+}
+
+// AdminPay closes a withdrawal under review as paid, on the provider's
+// recorded word that it transferred it (for another amount than ours, so
+// a person looked): its hold is captured, as the worker's move to paid
+// does. Refused (ErrProviderNotPaid) without that word. It takes the
+// lease (ErrBusy while the worker asks the provider). Audited.
+func (s *Service) AdminPay(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
+	return s.closeReview(ctx, adminID, publicID, note, StatusPaid)
+}
+
+// closeReview is an admin's close of a withdrawal under review, to
+// StatusFailed or StatusPaid, checked against the provider's word on
+// the row it claimed.
+func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note string, to Status) (Withdrawal, error) {
 	note, err := checkNote(note)
 	if err != nil {
 		return Withdrawal{}, err
@@ -478,9 +496,30 @@ func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note s
 		}
 		return w, ErrBusy
 	}
+	// The provider's word as the claimed row holds it: the lease keeps
+	// the worker from changing it until this move is written.
+	transferred := w.ProviderState == ProviderTransferred
+	reason, action := ReasonClosedByAdmin, audit.ActionWithdrawalFail
+	f := Fields{ReviewedBy: &adminID, ReviewNote: &note, ClearNext: true}
+	switch {
+	case to == StatusFailed && transferred:
+		err = ErrProviderPaid
+	case to == StatusPaid && !transferred:
+		err = ErrProviderNotPaid
+	case to == StatusPaid:
+		reason, action = ReasonPaidByAdmin, audit.ActionWithdrawalPaid
+		o, known := s.offer(w.Provider)
+		s.watchPaid(o, known, now, &f)
+	}
+	if err != nil {
+		if _, uerr := s.st.Update(ctx, w.ID, tok, Fields{}, false); uerr != nil {
+			return w, errors.Join(err, uerr)
+		}
+		return w, err
+	}
 	uid := w.UserID
-	return s.move(ctx, w, Move{From: StatusNeedsReview, To: StatusFailed, Actor: ActorAdmin, Reason: ReasonClosedByAdmin, Lease: tok,
-		AdminID: &adminID, Note: note, Now: now, Fields: Fields{ReviewedBy: &adminID, ReviewNote: &note, ClearNext: true},
-		Audit: &audit.Entry{AdminID: adminID, Action: audit.ActionWithdrawalFail, TargetUserID: &uid, Note: w.PublicID + ": " + note,
-			FromStatus: string(StatusNeedsReview), ToStatus: string(StatusFailed), Result: audit.ResultDone, CreatedAt: now}})
+	return s.move(ctx, w, Move{From: StatusNeedsReview, To: to, Actor: ActorAdmin, Reason: reason, Lease: tok,
+		AdminID: &adminID, Note: note, Now: now, Fields: f,
+		Audit: &audit.Entry{AdminID: adminID, Action: action, TargetUserID: &uid, Note: w.PublicID + ": " + note,
+			FromStatus: string(StatusNeedsReview), ToStatus: string(to), Result: audit.ResultDone, CreatedAt: now}})
 }

@@ -113,19 +113,21 @@ type Reason string
 
 // The reasons.
 const (
-	ReasonApproved        Reason = "approved"         // an admin approved it
-	ReasonRejected        Reason = "rejected"         // an admin rejected it
-	ReasonCancelled       Reason = "cancelled"        // its owner cancelled it
-	ReasonSubmitting      Reason = "submitting"       // handed to the provider (the intent, before the call)
-	ReasonTransferred     Reason = "transferred"      // the provider transferred it
-	ReasonProviderFailed  Reason = "provider_failed"  // the provider failed or cancelled it
-	ReasonRefused         Reason = "refused"          // the provider refused it for good (its Sheba, its amount)
-	ReasonUnknownTooLong  Reason = "unknown_too_long" // the provider still does not know it, and a submit cannot be repeated
-	ReasonContradiction   Reason = "contradiction"    // the provider took it, then did not know it
-	ReasonReturned        Reason = "returned"         // failed by the provider after it was paid; money back
-	ReasonClosedByAdmin   Reason = "closed_by_admin"  // an admin closed it as failed after checking with the provider
-	ReasonReconcileFound  Reason = "reconcile_found"  // reconciliation found the provider's word first
-	ReasonAmountDisagrees Reason = "amount_disagrees" // the provider holds another amount for it
+	ReasonApproved        Reason = "approved"           // an admin approved it
+	ReasonRejected        Reason = "rejected"           // an admin rejected it
+	ReasonCancelled       Reason = "cancelled"          // its owner cancelled it
+	ReasonSubmitting      Reason = "submitting"         // handed to the provider (the intent, before the call)
+	ReasonTransferred     Reason = "transferred"        // the provider transferred it
+	ReasonProviderFailed  Reason = "provider_failed"    // the provider failed or cancelled it
+	ReasonRefused         Reason = "refused"            // the provider refused it for good (its Sheba, its amount)
+	ReasonUnknownTooLong  Reason = "unknown_too_long"   // the provider still does not know it, and a submit cannot be repeated
+	ReasonContradiction   Reason = "contradiction"      // the provider took it, then did not know it
+	ReasonReturned        Reason = "returned"           // failed by the provider after it was paid; money back
+	ReasonClosedByAdmin   Reason = "closed_by_admin"    // an admin closed it as failed after checking with the provider
+	ReasonReconcileFound  Reason = "reconcile_found"    // reconciliation found the provider's word first
+	ReasonAmountDisagrees Reason = "amount_disagrees"   // the provider holds another amount for it
+	ReasonNotTakenTooLong Reason = "not_taken_too_long" // the provider refused every submit for now, for too long
+	ReasonPaidByAdmin     Reason = "paid_by_admin"      // an admin closed it as paid, on the provider's word that it transferred it
 )
 
 // ProviderState is what we last learned from the provider, on the row.
@@ -234,5 +236,11 @@ var (
 	ErrNotReviewable        = errors.New("withdrawal: not waiting for an admin")
 	ErrNoteRequired         = errors.New("withdrawal: a note is required")
 	ErrBusy                 = errors.New("withdrawal: being worked on right now")
-	ErrNoWallet             = errors.New("withdrawal: no wallet")
+	// ErrProviderPaid: the provider said it transferred the withdrawal;
+	// closed as failed, its amount would be paid twice.
+	ErrProviderPaid = errors.New("withdrawal: the payout provider said it transferred it: close it as paid")
+	// ErrProviderNotPaid: closing as paid needs the provider's word that
+	// it transferred the withdrawal.
+	ErrProviderNotPaid = errors.New("withdrawal: the payout provider has not said it transferred it")
+	ErrNoWallet        = errors.New("withdrawal: no wallet")
 )

@@ -93,7 +93,13 @@ func (s *Service) Resolve(ctx context.Context, id int64, actor Actor) (ended boo
 		return false, err
 	}
 	switch {
-	case w.Status == StatusRequested || w.Status == StatusApproved || (w.Status == StatusSubmitted && w.ProviderState == ProviderNotTaken):
+	case w.Status == StatusSubmitted && w.ProviderState == ProviderNotTaken:
+		if d := DecideNotTaken(w, s.policy(offer), now); d.To != "" {
+			w, err = s.apply(ctx, w, tok, offer, actor, d, false)
+		} else {
+			w, err = s.send(ctx, w, tok, offer, actor)
+		}
+	case w.Status == StatusRequested || w.Status == StatusApproved:
 		w, err = s.send(ctx, w, tok, offer, actor)
 	default:
 		w, err = s.ask(ctx, w, tok, offer, actor)
@@ -211,12 +217,7 @@ func (s *Service) apply(ctx context.Context, w Withdrawal, tok string, o Offer, 
 	}
 	if d.To == StatusPaid {
 		testhook.At(testhook.AfterPayoutTransferred)
-		if o.Caps.LateFailure {
-			watch, next := now.Add(s.cfg.WatchPaid), now.Add(s.backoff(1))
-			f.WatchUntil, f.NextCheckAt = &watch, &next
-		} else {
-			f.ClearNext = true
-		}
+		s.watchPaid(o, true, now, &f)
 	} else {
 		f.ClearNext = true
 	}
@@ -230,6 +231,18 @@ func (s *Service) apply(ctx context.Context, w Withdrawal, tok string, o Offer, 
 	}
 	return s.move(ctx, moved, Move{From: moved.Status, To: d.Then, Actor: actor, Reason: ReasonReturned, Lease: tok, Now: now,
 		Fields: Fields{ClearNext: true}})
+}
+
+// watchPaid sets f for a move to paid at now: watched for
+// WatchPaid when provider o may fail a payout by hand after it paid it,
+// else never asked again.
+func (s *Service) watchPaid(o Offer, known bool, now time.Time, f *Fields) {
+	if known && o.Caps.LateFailure {
+		watch, next := now.Add(s.cfg.WatchPaid), now.Add(s.backoff(1))
+		f.WatchUntil, f.NextCheckAt, f.ClearNext = &watch, &next, false
+		return
+	}
+	f.ClearNext = true
 }
 
 // railOf is a stored rail.

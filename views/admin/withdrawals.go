@@ -44,6 +44,11 @@ type WithdrawalRow struct {
 	Status      string
 	Reason      string
 	CreatedAt   time.Time
+	// ProviderState and ProviderRef are the provider's last word and
+	// its reference ("" none); ProviderPaid: under review with the
+	// provider's word that it transferred it (closed as paid only).
+	ProviderState, ProviderRef string
+	ProviderPaid               bool
 }
 
 // BankAccountReviewRow is a bank account waiting for review.
@@ -92,8 +97,9 @@ type WithdrawalDetailView struct {
 	Events         []WithdrawalEventRow
 	Transactions   []LedgerTransactionRow
 	// CanReview: waiting for an admin's approval (approve, reject);
-	// CanFail: under review (close as failed).
-	CanReview, CanFail bool
+	// CanFail: under review (close as failed); CanPay: under review with
+	// the provider's word that it transferred it (close as paid, only).
+	CanReview, CanFail, CanPay bool
 }
 
 // WithdrawalEventRow is one status change of a withdrawal.

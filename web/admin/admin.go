@@ -145,6 +145,7 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Post(routes.AdminWithdrawalApprovePattern, h.approveWithdrawal())
 	r.Post(routes.AdminWithdrawalRejectPattern, h.rejectWithdrawal())
 	r.Post(routes.AdminWithdrawalFailPattern, h.failWithdrawal())
+	r.Post(routes.AdminWithdrawalPaidPattern, h.paidWithdrawal())
 	r.Post(routes.AdminBankAccountApprovePattern, h.reviewBankAccount(true))
 	r.Post(routes.AdminBankAccountRejectPattern, h.reviewBankAccount(false))
 }

@@ -28,7 +28,9 @@ func (h *handlers) withdrawalDetail(c *fiber.Ctx) error {
 	}
 	v := adminview.WithdrawalDetailView{Withdrawal: withdrawalRow(w), MaskedSheba: iban.Sheba(w.Sheba).Masked(), Rail: w.Rail,
 		ReviewRequired: w.ReviewRequired, UpdatedAt: w.UpdatedAt, HoldID: w.HoldID,
-		CanReview: w.Status == withdrawal.StatusRequested && w.ReviewRequired, CanFail: w.Status == withdrawal.StatusNeedsReview}
+		CanReview: w.Status == withdrawal.StatusRequested && w.ReviewRequired,
+		CanFail:   w.Status == withdrawal.StatusNeedsReview && w.ProviderState != withdrawal.ProviderTransferred,
+		CanPay:    w.Status == withdrawal.StatusNeedsReview && w.ProviderState == withdrawal.ProviderTransferred}
 	u, err := h.People.Fresh().User(ctx, w.UserID)
 	if err != nil && !errors.Is(err, people.ErrNotFound) {
 		return err

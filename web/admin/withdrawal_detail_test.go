@@ -162,3 +162,62 @@ func TestWithdrawalDetail(t *testing.T) {
 		withdrawaltest.CheckInvariants(t, db)
 	})
 }
+
+// TestWithdrawalClosedAsPaid: a withdrawal under review that the provider
+// said it transferred (for another amount) shows the provider's word and
+// offers only "close as paid", in the queue and on its page; posted with a
+// note and a fresh code it is paid, its hold captured (the wallet keeps
+// nothing back); "close as failed" posted anyway is refused and changes
+// nothing.
+func TestWithdrawalClosedAsPaid(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app, admin, code, _, uid := withdrawalAdminSetup(t, db)
+		ctx := context.Background()
+		acct := withdrawaltest.VerifiedAccount(t, db, uid, withdrawaltest.Sheba("017", 42))
+		r, err := app.Server.Withdrawals.Request(ctx, withdrawal.Request{UserID: uid, FormToken: formtoken.New(), BankAccountID: acct, AmountRials: 2_500_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := r.Withdrawal
+		if _, err := app.Server.PayoutWorker.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		withdrawaltest.ForceProviderPaid(t, db, w.PublicID, "PROV-9")
+		w = withdrawaltest.Get(t, db, w.PublicID)
+		held := withdrawaltest.Wallet(t, db, w.WalletID)
+
+		queue := apptest.Parse(admin.Get(routes.AdminWithdrawals).Body)
+		if queue.TestID("form-paid-"+w.PublicID) == nil || queue.TestID("form-fail-"+w.PublicID) != nil {
+			t.Fatal("the queue does not offer close as paid, only")
+		}
+		detail := routes.AdminWithdrawal(w.PublicID)
+		d := apptest.Parse(admin.Get(detail).Body)
+		if s := d.TestID("admin-withdrawal-provider-state"); s == nil || s.Attr("data-state") != "transferred" || !strings.Contains(s.Text(), "PROV-9") {
+			t.Fatalf("the provider's word: %v", s)
+		}
+		if d.TestID("form-paid-"+w.PublicID) == nil || d.TestID("form-fail-"+w.PublicID) != nil {
+			t.Fatal("the page does not offer close as paid, only")
+		}
+		if r := admin.Forge(detail, routes.AdminWithdrawalFail(w.PublicID), url.Values{"note": {"not in the panel"}, "code": {code()}}); r.Status != http.StatusConflict {
+			t.Fatalf("close as failed: %d", r.Status)
+		}
+		if got := withdrawaltest.Get(t, db, w.PublicID); got.Status != withdrawal.StatusNeedsReview {
+			t.Fatalf("after close as failed was refused: %s", got.Status)
+		}
+		if r := admin.Submit(detail, routes.AdminWithdrawalPaid(w.PublicID), url.Values{"note": {"the provider took its fee; see its panel"}, "code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("close as paid: %d", r.Status)
+		}
+		if got := withdrawaltest.Get(t, db, w.PublicID); got.Status != withdrawal.StatusPaid || got.StatusReason != string(withdrawal.ReasonPaidByAdmin) {
+			t.Fatalf("closed as paid: %s %s", got.Status, got.StatusReason)
+		}
+		after := withdrawaltest.Wallet(t, db, w.WalletID)
+		if after.Posted != held.Posted-2_500_000 || after.Held != held.Held-2_500_000 {
+			t.Fatalf("wallet before %+v, after %+v: want the hold captured", held, after)
+		}
+		if n := withdrawaltest.AuditActions(t, db, "withdrawal_paid"); n != 1 {
+			t.Errorf("%d audit rows of the close as paid", n)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}

@@ -19,7 +19,9 @@ import (
 // withdrawalRow is a withdrawal as the admin's lists show it.
 func withdrawalRow(w withdrawal.Withdrawal) adminview.WithdrawalRow {
 	return adminview.WithdrawalRow{PublicID: w.PublicID, UserID: w.UserID, AmountRials: w.AmountRials, BankCode: w.BankCode,
-		Last4: w.Last4(), Provider: w.Provider, Status: string(w.Status), Reason: w.StatusReason, CreatedAt: w.CreatedAt}
+		Last4: w.Last4(), Provider: w.Provider, Status: string(w.Status), Reason: w.StatusReason, CreatedAt: w.CreatedAt,
+		ProviderState: string(w.ProviderState), ProviderRef: w.ProviderRef,
+		ProviderPaid: w.Status == withdrawal.StatusNeedsReview && w.ProviderState == withdrawal.ProviderTransferred}
 }
 
 // withdrawalsView reads the queue.
@@ -78,7 +80,7 @@ func (h *handlers) withdrawals(c *fiber.Ctx) error {
 		return err
 	}
 	switch d := c.Query("done"); d {
-	case "approved", "rejected", "failed", "account", "reconciled":
+	case "approved", "rejected", "failed", "paid", "account", "reconciled":
 		v.Notice = "admin.wd.done." + d
 	}
 	return h.Render(c, fiber.StatusOK, adminview.Withdrawals(h.Page(c, "admin.wd.title"), v))
@@ -134,9 +136,9 @@ func (h *handlers) checkFresh(c *fiber.Ctx) (status int, key string, args []any,
 }
 
 // reviewWithdrawal approves or rejects one waiting for review, or closes
-// one under review as failed, with a note and a fresh second factor.
-// form is the action's form id on the page, less the withdrawal's id
-// ("approve", "reject", "fail").
+// one under review as failed or paid, with a note and a fresh second
+// factor. form is the action's form id on the page, less the
+// withdrawal's id ("approve", "reject", "fail", "paid").
 func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fiber.Ctx, adminID int64, id, note string) (withdrawal.Withdrawal, error), form, done string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		formID := adminview.ReviewForm(form, c.Params("id"))
@@ -153,6 +155,10 @@ func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fi
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_state")
 		case errors.Is(err, withdrawal.ErrBusy):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_busy")
+		case errors.Is(err, withdrawal.ErrProviderPaid):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_paid")
+		case errors.Is(err, withdrawal.ErrProviderNotPaid):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_not_paid")
 		case err != nil:
 			return err
 		}
@@ -182,6 +188,16 @@ func (h *handlers) failWithdrawal() fiber.Handler {
 			return svc.AdminFail(c.UserContext(), admin, id, note)
 		}
 	}, "fail", "failed")
+}
+
+// paidWithdrawal closes one under review as paid, on the provider's
+// recorded word that it transferred it.
+func (h *handlers) paidWithdrawal() fiber.Handler {
+	return h.reviewWithdrawal(func(svc *withdrawal.Service) func(*fiber.Ctx, int64, string, string) (withdrawal.Withdrawal, error) {
+		return func(c *fiber.Ctx, admin int64, id, note string) (withdrawal.Withdrawal, error) {
+			return svc.AdminPay(c.UserContext(), admin, id, note)
+		}
+	}, "paid", "paid")
 }
 
 // reviewBankAccount verifies or rejects an account waiting for review,

@@ -323,6 +323,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.AdminWithdrawalApprovePattern, url: routes.AdminWithdrawalApprove(noWithdrawal), post: p(adminOnly(unp))},
 			{path: routes.AdminWithdrawalRejectPattern, url: routes.AdminWithdrawalReject(noWithdrawal), post: p(adminOnly(unp))},
 			{path: routes.AdminWithdrawalFailPattern, url: routes.AdminWithdrawalFail(noWithdrawal), post: p(adminOnly(unp))},
+			{path: routes.AdminWithdrawalPaidPattern, url: routes.AdminWithdrawalPaid(noWithdrawal), post: p(adminOnly(unp))},
 			{path: routes.AdminBankAccountApprovePattern, url: routes.AdminBankAccountApprove(999999), post: p(adminOnly(unp))},
 			{path: routes.AdminBankAccountRejectPattern, url: routes.AdminBankAccountReject(999999), post: p(adminOnly(unp))},
 		}

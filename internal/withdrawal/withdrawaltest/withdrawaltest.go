@@ -351,3 +351,16 @@ func RestampAccounts(t testing.TB, db *store.DB, userID int64, at time.Time) {
 		t.Fatalf("restamp the national code of user %d: %v", userID, err)
 	}
 }
+
+// ForceProviderPaid puts a submitted withdrawal under review as the
+// worker does when the provider says it transferred it for another
+// amount: reason amount_disagrees, the provider's word transferred, with
+// its reference ref.
+func ForceProviderPaid(t testing.TB, db *store.DB, publicID, ref string) {
+	t.Helper()
+	ForceNeedsReview(t, db, publicID)
+	if err := db.Gorm.Exec(`UPDATE withdrawals SET status_reason = 'amount_disagrees', provider_state = 'transferred', provider_ref = ?
+		WHERE public_id = ?`, ref, publicID).Error; err != nil {
+		t.Fatal(err)
+	}
+}

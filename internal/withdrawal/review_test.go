@@ -1,0 +1,140 @@
+package withdrawal_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/wallet"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
+)
+
+// worded is a provider whose status may answer "transferred" for another
+// amount, and whose submits may be refused for now, whatever the provider
+// behind it holds.
+type worded struct {
+	payout.Provider
+	paidRials    int64 // >0: every Status answers transferred, for this amount
+	refuseForNow bool  // every Submit is refused for now
+}
+
+func (s *worded) Status(ctx context.Context, id string) (payout.Status, error) {
+	if s.paidRials > 0 {
+		return payout.Status{State: payout.StateTransferred, AmountRials: s.paidRials, Ref: "PROV-77"}, nil
+	}
+	return s.Provider.Status(ctx, id)
+}
+
+func (s *worded) Submit(ctx context.Context, o payout.Order) (payout.Submitted, error) {
+	if s.refuseForNow {
+		return payout.Submitted{}, payout.Refused(payout.OpSubmit, true, 403, "ip.not_allowed")
+	}
+	return s.Provider.Submit(ctx, o)
+}
+
+func (e *env) withWorded(name string) *worded {
+	s := &worded{Provider: e.offers[0].Provider}
+	e.svc = withdrawal.New(e.st, e.accts, wallet.NewService(e.db, ledger.New(e.db)),
+		[]withdrawal.Offer{{Name: name, Provider: s, Caps: e.offers[0].Caps}}, testConfig(), e.clock.Now, nil)
+	return s
+}
+
+// The provider says it transferred a withdrawal, for another amount than
+// ours: a person looks, with the provider's word recorded, and may close
+// it only as paid (its hold captured, once). Closing it as failed, the
+// only action there was, released the amount the provider had paid out:
+// paid twice.
+func TestAmountDisagreementClosesOnlyAsPaid(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		s := e.withWorded("jibit")
+		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+		w := e.request(1_500_000)
+		e.round(time.Second)
+		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderInProgress {
+			t.Fatalf("submitted: %+v", w)
+		}
+		s.paidRials = 1_500_010
+		e.round(time.Minute)
+		if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.StatusReason != string(withdrawal.ReasonAmountDisagrees) ||
+			w.ProviderState != withdrawal.ProviderTransferred || w.ProviderRef != "PROV-77" {
+			t.Fatalf("another amount transferred: %+v", w)
+		}
+		e.wantWallet(50_000_000, 1_500_000)
+		if _, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the panel shows it"); !errors.Is(err, withdrawal.ErrProviderPaid) {
+			t.Fatalf("closed as failed: %v", err)
+		}
+		if w = e.get(w); w.Status != withdrawal.StatusNeedsReview {
+			t.Fatalf("after the refused close: %+v", w)
+		}
+		e.wantWallet(50_000_000, 1_500_000)
+		// The refusal gave the lease back: the close as paid goes through.
+		paid, err := e.svc.AdminPay(ctx, admin, w.PublicID, "paid 1,500,010 rials, the provider's fee; see its panel")
+		if err != nil || paid.Status != withdrawal.StatusPaid || paid.StatusReason != string(withdrawal.ReasonPaidByAdmin) {
+			t.Fatalf("closed as paid: %+v %v", paid, err)
+		}
+		e.wantWallet(48_500_000, 0)
+		if _, err := e.svc.AdminPay(ctx, admin, w.PublicID, "again"); !errors.Is(err, withdrawal.ErrNotReviewable) {
+			t.Fatalf("closed as paid again: %v", err)
+		}
+		e.wantWallet(48_500_000, 0)
+		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = ? AND admin_id = ?`, "withdrawal_paid", admin); n != 1 {
+			t.Fatalf("%d audit rows of the close as paid, want 1", n)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// A provider that refuses every submit for now (our address not allowed,
+// its balance short) keeps a withdrawal submitted, sent again and again;
+// a day after its first submit a person looks, its money still held, and
+// may close it as failed (nothing was taken) but not as paid. Before, it
+// was sent again for ever, and neither its owner nor an admin could act.
+func TestRefusedForNowGoesToAPerson(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		s := e.withWorded("jibit")
+		s.refuseForNow = true
+		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+		w := e.request(1_000_000)
+		e.round(time.Second)
+		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderNotTaken {
+			t.Fatalf("refused for now: %+v", w)
+		}
+		for range 23 {
+			e.round(time.Hour)
+		}
+		if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.Submits < 20 {
+			t.Fatalf("23 hours on: %+v", w)
+		}
+		e.round(2 * time.Hour)
+		if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.StatusReason != string(withdrawal.ReasonNotTakenTooLong) {
+			t.Fatalf("a day on: %+v", w)
+		}
+		submits := w.Submits
+		e.round(3 * time.Hour)
+		if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.Submits != submits {
+			t.Fatalf("in review, sent again: %+v (%d submits before)", w, submits)
+		}
+		e.wantWallet(50_000_000, 1_000_000)
+		if _, err := e.svc.AdminPay(ctx, admin, w.PublicID, "looks paid"); !errors.Is(err, withdrawal.ErrProviderNotPaid) {
+			t.Fatalf("closed as paid without the provider's word: %v", err)
+		}
+		if w, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the provider never took it: our IP is not allowed"); err != nil || w.Status != withdrawal.StatusFailed {
+			t.Fatalf("closed as failed: %+v %v", w, err)
+		}
+		e.wantWallet(50_000_000, 0)
+		if n := e.bankPayouts("jibit", w.PublicID); n != 0 {
+			t.Fatalf("%d payouts at the provider", n)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
