@@ -254,22 +254,31 @@ func refusedForNow(a answer) bool {
 // forNowCode matches the refusals that are about our access or balance.
 var forNowCode = regexp.MustCompile(`(^|[._])(balances?|source_bank|token|ip|access|forbidden)($|[._])`)
 
-// Status asks about the transfer of our id.
+// Status asks about the transfer of our id. "Not found" is Jibit's own
+// word only: its list answered with no transfer, or a 404 carrying its
+// error body. A 404 without one (a proxy's, a maintenance page) or an
+// answer without the list says nothing of the payout: an error, asked
+// again. Taken as "not found", it would move a payout the provider holds
+// to review as a contradiction.
 func (c *Client) Status(ctx context.Context, id string) (payout.Status, error) {
 	var out struct {
-		Transfers []transfer `json:"transfers"`
+		Transfers *[]transfer `json:"transfers"`
 	}
 	ans, err := c.call(ctx, payout.OpStatus, http.MethodGet, "/v2/transfers?transferID="+url.QueryEscape(id), nil, &out)
 	if err != nil {
 		return payout.Status{}, err
 	}
-	if ans.status == http.StatusNotFound || (ans.status < 400 && len(out.Transfers) == 0) {
+	switch {
+	case ans.status == http.StatusNotFound && ans.code != "":
+		return payout.Status{State: payout.StateNotFound, Raw: "not_found"}, nil
+	case ans.status >= 400:
+		return payout.Status{}, &gateway.TransientError{Op: payout.OpStatus, HTTPStatus: ans.status, Err: errors.New(ans.code + ": " + ans.message)}
+	case out.Transfers == nil:
+		return payout.Status{}, &gateway.TransientError{Op: payout.OpStatus, HTTPStatus: ans.status, Err: errors.New("an answer without transfers")}
+	case len(*out.Transfers) == 0:
 		return payout.Status{State: payout.StateNotFound, Raw: "not_found"}, nil
 	}
-	if ans.status >= 400 {
-		return payout.Status{}, &gateway.TransientError{Op: payout.OpStatus, HTTPStatus: ans.status, Err: errors.New(ans.code + ": " + ans.message)}
-	}
-	t := out.Transfers[0]
+	t := (*out.Transfers)[0]
 	st := payout.Status{State: stateOf(t.State), Raw: wire.Clean(t.State, 40), AmountRials: t.rials()}
 	if t.BankTransferID != nil {
 		st.Ref = wire.Clean(*t.BankTransferID, 64)

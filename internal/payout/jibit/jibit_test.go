@@ -256,6 +256,53 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
+// "Not found" is Jibit's own word: an empty list, or a 404 with its
+// error body. A 404 page of a proxy or an answer without the list is an
+// error (asked again), never "not found", which moves a payout the
+// provider holds to review.
+func TestNotFoundIsJibitsWord(t *testing.T) {
+	var status int
+	var body, ctype string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/tokens/generate") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"accessToken":"tok","refreshToken":"r"}`))
+			return
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	p, err := jibit.New(jibit.Config{APIKey: "key-12345678", SecretKey: "secret-12345678", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 10*time.Second)
+	for _, tc := range []struct {
+		name         string
+		status       int
+		ctype, body  string
+		wantNotFound bool
+	}{
+		{"an empty list", http.StatusOK, "application/json", `{"transfers":[]}`, true},
+		{"a 404 with Jibit's error", http.StatusNotFound, "application/json", `{"errors":[{"code":"transfer.not_found","message":"no such transfer"}]}`, true},
+		{"a proxy's 404 page", http.StatusNotFound, "text/html", `<html><body>404 Not Found</body></html>`, false},
+		{"a 404 with no body", http.StatusNotFound, "text/plain", ``, false},
+		{"an answer without the list", http.StatusOK, "application/json", `{"result":"ok"}`, false},
+		{"a null list", http.StatusOK, "application/json", `{"transfers":null}`, false},
+	} {
+		status, ctype, body = tc.status, tc.ctype, tc.body
+		st, err := p.Status(ctx, "w")
+		switch {
+		case tc.wantNotFound && (err != nil || st.State != payout.StateNotFound):
+			t.Errorf("%s: %+v %v, want not found", tc.name, st, err)
+		case !tc.wantNotFound && !errors.As(err, new(*gateway.TransientError)):
+			t.Errorf("%s: %+v %v, want an error to ask again", tc.name, st, err)
+		}
+	}
+}
+
 func TestSettingsAreChecked(t *testing.T) {
 	for _, c := range []jibit.Config{
 		{APIKey: "short", SecretKey: "secret-12345678", BaseURL: jibit.ProductionBaseURL},
