@@ -77,8 +77,11 @@ var (
 	// ErrRejected: an admin rejected this Sheba for the user.
 	ErrRejected = errors.New("bank account: rejected by an admin")
 	// ErrTooMany: the user has as many accounts as allowed.
-	ErrTooMany  = errors.New("bank account: too many accounts")
-	ErrNotFound = errors.New("bank account: not found")
+	ErrTooMany = errors.New("bank account: too many accounts")
+	// ErrTooManyInquiries: the user's new accounts made InquiriesPerDay
+	// ownership inquiries in the last 24 hours; nothing was asked.
+	ErrTooManyInquiries = errors.New("bank account: too many ownership checks today")
+	ErrNotFound         = errors.New("bank account: not found")
 	// ErrNotPending: an admin reviewed an account not waiting for review.
 	ErrNotPending   = errors.New("bank account: not waiting for review")
 	ErrNoteRequired = errors.New("bank account: a note is required")
@@ -86,6 +89,13 @@ var (
 
 // MaxPerUser is how many accounts a user may have.
 const MaxPerUser = 10
+
+// InquiriesPerDay is how many ownership inquiries one user's new
+// accounts may make in 24 hours (bank_inquiries, counted in the write, on
+// every instance alike): each costs the provider's credit, and a
+// mismatch stores nothing, so without a count it could be asked without
+// end (whose a Sheba is, pair by pair).
+const InquiriesPerDay = 10
 
 // Inquiry is the ownership inquiry the service asks (the first provider
 // offered that has one); nil: none, every account waits for an admin.
@@ -178,6 +188,9 @@ func (s *Service) Add(ctx context.Context, userID int64, typedSheba, typedNation
 	}
 	status, by := StatusPendingReview, ""
 	if s.inquiry != nil {
+		if err := s.countInquiry(ctx, userID); err != nil {
+			return Added{}, err
+		}
 		owner, err := s.inquiry(ctx, string(sh), string(nc))
 		switch {
 		case err != nil:
@@ -192,6 +205,12 @@ func (s *Service) Add(ctx context.Context, userID int64, typedSheba, typedNation
 	now := s.clock()
 	a := Account{UserID: userID, Sheba: string(sh), BankCode: sh.BankCode(), Status: status, CheckedBy: by, CreatedAt: now, UpdatedAt: now}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// The cap, in the write: the user's row locked (PostgreSQL;
+		// SQLite's writers take turns), so that adds at once cannot
+		// each see room for one more.
+		if err := lockAccounts(tx, s.db.Dialect, userID, MaxPerUser); err != nil {
+			return err
+		}
 		if err := tx.Exec(`INSERT INTO national_codes (user_id, national_code, created_at) VALUES (?, ?, ?) ON CONFLICT (user_id) DO NOTHING`,
 			userID, string(nc), now).Error; err != nil {
 			return fmt.Errorf("national code: %w", err)
@@ -205,8 +224,9 @@ func (s *Service) Add(ctx context.Context, userID int64, typedSheba, typedNation
 		}
 		return tx.Create(&a).Error
 	})
-	if err != nil && store.IsUniqueViolation(err) {
-		// The same Sheba added meanwhile (a double click): that one.
+	if err != nil && (store.IsUniqueViolation(err) || errors.Is(err, ErrTooMany)) {
+		// The same Sheba added meanwhile (a double click; its insert may
+		// also have taken the last place): that one.
 		var again Account
 		if rerr := s.db.Gorm.WithContext(ctx).Where("user_id = ? AND sheba = ?", userID, string(sh)).Take(&again).Error; rerr == nil {
 			return Added{Account: again, Existed: true}, nil
@@ -217,6 +237,50 @@ func (s *Service) Add(ctx context.Context, userID int64, typedSheba, typedNation
 	}
 	s.log.InfoContext(ctx, "bank account added", "user", userID, "account", a.ID, "bank", a.BankCode, "status", a.Status)
 	return Added{Account: a}, nil
+}
+
+// countInquiry counts one ownership inquiry of the user's, refused
+// (ErrTooManyInquiries, nothing counted) when InquiriesPerDay were made
+// in the last 24 hours, or (ErrTooMany) when the user has no room for
+// another account. Counted before the inquiry is asked: one that fails
+// counts too, as the provider may charge for it.
+func (s *Service) countInquiry(ctx context.Context, userID int64) error {
+	now := s.clock()
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := lockAccounts(tx, s.db.Dialect, userID, MaxPerUser); err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.Raw(`SELECT COUNT(*) FROM bank_inquiries WHERE user_id = ? AND created_at > ?`, userID, now.Add(-24*time.Hour)).
+			Scan(&n).Error; err != nil {
+			return fmt.Errorf("ownership inquiries of user %d: %w", userID, err)
+		}
+		if n >= InquiriesPerDay {
+			s.log.WarnContext(ctx, "ownership inquiries refused: the user's daily count is used", "user", userID, "count", n)
+			return ErrTooManyInquiries
+		}
+		if err := tx.Exec(`INSERT INTO bank_inquiries (user_id, created_at) VALUES (?, ?)`, userID, now).Error; err != nil {
+			return fmt.Errorf("count an ownership inquiry of user %d: %w", userID, err)
+		}
+		return nil
+	})
+}
+
+// lockAccounts locks the user's row until tx ends (PostgreSQL; SQLite's
+// writers take turns), refusing an unconfirmed address, and refuses
+// (ErrTooMany) when the user has max accounts already.
+func lockAccounts(tx *gorm.DB, dialect store.Dialect, userID int64, max int) error {
+	if err := owner.LockConfirmed(tx, dialect, userID); err != nil {
+		return err
+	}
+	var n int64
+	if err := tx.Raw(`SELECT COUNT(*) FROM bank_accounts WHERE user_id = ?`, userID).Scan(&n).Error; err != nil {
+		return fmt.Errorf("bank accounts of user %d: %w", userID, err)
+	}
+	if n >= int64(max) {
+		return ErrTooMany
+	}
+	return nil
 }
 
 // List is the user's accounts, oldest first.

@@ -3,6 +3,8 @@ package bankaccount_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/kifpool/kifpool/internal/payout"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 )
 
 func user(t *testing.T, db *store.DB, email string) int64 {
@@ -165,6 +168,79 @@ func TestNoBankAccountForAnUnconfirmedAddress(t *testing.T) {
 		}
 		if added, err := s.Add(ctx, uid, sheba, code); err != nil || added.Account.Status != bankaccount.StatusVerified || asked != 1 {
 			t.Fatalf("add once confirmed: %+v %v (asked %d)", added, err, asked)
+		}
+	})
+}
+
+// The ownership inquiries one user's new accounts make are counted, on
+// every instance alike: InquiriesPerDay in 24 hours, mismatches (which
+// store nothing) and unanswered ones too; past them nothing is asked or
+// stored until the oldest is a day old. Before, a mismatch stored
+// nothing and counted nothing: the provider's paid inquiry could be
+// asked without end, whose any Sheba is learned pair by pair.
+func TestOwnershipInquiriesAreCountedPerDay(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		uid := user(t, db, "asker@example.com")
+		clk := testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+		asked := 0
+		s := bankaccount.New(db, clk.Now, "zibal", func(context.Context, string, string) (payout.Ownership, error) {
+			asked++
+			if asked == 3 {
+				return payout.OwnerUnknown, errors.New("provider time-out")
+			}
+			return payout.OwnerMismatch, nil
+		}, nil)
+		shebaOf := func(n int) string { return string(iban.Make("017", fmt.Sprintf("%019d", 900+n))) }
+		refused := 0
+		for n := range bankaccount.InquiriesPerDay {
+			if _, err := s.Add(ctx, uid, shebaOf(n), code); errors.Is(err, bankaccount.ErrMismatch) {
+				refused++
+			} else if err != nil {
+				t.Fatalf("inquiry %d: %v", n, err)
+			}
+		}
+		if asked != bankaccount.InquiriesPerDay || refused != bankaccount.InquiriesPerDay-1 {
+			t.Fatalf("asked %d times, %d refused", asked, refused)
+		}
+		clk.Add(23 * time.Hour)
+		if _, err := s.Add(ctx, uid, shebaOf(99), code); !errors.Is(err, bankaccount.ErrTooManyInquiries) || asked != bankaccount.InquiriesPerDay {
+			t.Fatalf("one more the same day: %v (asked %d)", err, asked)
+		}
+		// The one the provider did not answer waits for review, stored.
+		if n := count(t, db, `SELECT COUNT(*) FROM bank_accounts WHERE user_id = ?`, uid); n != 1 {
+			t.Fatalf("%d accounts stored, want the unanswered one", n)
+		}
+		clk.Add(time.Hour + time.Second)
+		if _, err := s.Add(ctx, uid, shebaOf(99), code); !errors.Is(err, bankaccount.ErrMismatch) || asked != bankaccount.InquiriesPerDay+1 {
+			t.Fatalf("a day after: %v (asked %d)", err, asked)
+		}
+	})
+}
+
+// Adds at once cannot pass the cap of accounts: each counts in its own
+// write, with the user's row locked.
+func TestAccountsAtOnceKeepTheCap(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		uid := user(t, db, "many@example.com")
+		s := bankaccount.New(db, nil, "", nil, nil) // no inquiry: each waits for review
+		const tries = bankaccount.MaxPerUser + 6
+		var wg sync.WaitGroup
+		errs := make([]error, tries)
+		for n := range tries {
+			wg.Go(func() {
+				_, errs[n] = s.Add(ctx, uid, string(iban.Make("017", fmt.Sprintf("%019d", 500+n))), code)
+			})
+		}
+		wg.Wait()
+		for n, err := range errs {
+			if err != nil && !errors.Is(err, bankaccount.ErrTooMany) {
+				t.Errorf("add %d: %v", n, err)
+			}
+		}
+		if got := count(t, db, `SELECT COUNT(*) FROM bank_accounts WHERE user_id = ?`, uid); got > bankaccount.MaxPerUser {
+			t.Fatalf("%d accounts, past the cap of %d", got, bankaccount.MaxPerUser)
 		}
 	})
 }

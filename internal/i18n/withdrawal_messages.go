@@ -34,6 +34,7 @@ var withdrawFA = map[string]string{
 	"bankaccounts.error_nc_differs":      "کد ملی دیگری برای شما ثبت شده است و تغییر نمی‌کند؛ اگر اشتباه ثبت شده، با پشتیبانی تماس بگیرید.",
 	"bankaccounts.error_rejected":        "این حساب را پشتیبانی رد کرده است.",
 	"bankaccounts.error_too_many":        "بیش از این حساب نمی‌توانید بیفزایید.",
+	"bankaccounts.error_checks":          "امروز حساب‌های زیادی را بررسی کرده‌اید؛ فردا دوباره امتحان کنید. چیزی ذخیره نشد.",
 
 	"withdraw.title":              "برداشت به حساب بانکی",
 	"withdraw.link":               "برداشت",
@@ -238,6 +239,7 @@ var withdrawEN = map[string]string{
 	"bankaccounts.error_nc_differs":      "Another national code is on file for you and cannot be changed; if it is wrong, contact support.",
 	"bankaccounts.error_rejected":        "Support has rejected this account.",
 	"bankaccounts.error_too_many":        "You cannot add more accounts.",
+	"bankaccounts.error_checks":          "You have checked many accounts today; try again tomorrow. Nothing was stored.",
 
 	"withdraw.title":              "Withdraw to a bank account",
 	"withdraw.link":               "Withdraw",

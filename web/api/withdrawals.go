@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -162,6 +163,9 @@ func (h *handler) addBankAccount(c *fiber.Ctx) error {
 		return problem(c, CodeBankAccountMismatch, "Support rejected this account.")
 	case errors.Is(err, bankaccount.ErrTooMany):
 		return problem(c, CodeInvalidBody, "No more accounts may be added.")
+	case errors.Is(err, bankaccount.ErrTooManyInquiries):
+		c.Set(fiber.HeaderRetryAfter, "86400")
+		return problem(c, CodeRateLimited, fmt.Sprintf("This user's new accounts were checked with the payout provider %d times in the last 24 hours, the most allowed; nothing was asked or stored. Try again tomorrow.", bankaccount.InquiriesPerDay))
 	case err != nil:
 		return err
 	}

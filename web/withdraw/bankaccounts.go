@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
@@ -81,7 +82,12 @@ func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 		if v.NationalCode == "" {
 			v.NationalCodeTyped = typedNC
 		}
-		return h.Render(c, fiber.StatusUnprocessableEntity, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
+		status := fiber.StatusUnprocessableEntity
+		if errors.Is(err, bankaccount.ErrTooManyInquiries) {
+			status = fiber.StatusTooManyRequests
+			c.Set(fiber.HeaderRetryAfter, "86400")
+		}
+		return h.Render(c, status, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
 	}
 	if err != nil {
 		return err

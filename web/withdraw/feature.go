@@ -63,6 +63,7 @@ func bankAccountErrorKey(err error) (string, bool) {
 		{iban.ErrNationalCodeFormat, "bankaccounts.error_nc_format"}, {iban.ErrNationalCodeCheck, "bankaccounts.error_nc_check"},
 		{bankaccount.ErrMismatch, "bankaccounts.error_mismatch"}, {bankaccount.ErrNationalCodeDiffers, "bankaccounts.error_nc_differs"},
 		{bankaccount.ErrRejected, "bankaccounts.error_rejected"}, {bankaccount.ErrTooMany, "bankaccounts.error_too_many"},
+		{bankaccount.ErrTooManyInquiries, "bankaccounts.error_checks"},
 	} {
 		if errors.Is(err, e.err) {
 			return e.key, true
