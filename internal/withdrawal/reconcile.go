@@ -272,8 +272,10 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 	d := func(kind string) []Difference {
 		return []Difference{{Kind: kind, PublicID: w.PublicID, Ours: w.Status, Theirs: string(st.State), AmountRials: w.AmountRials}}
 	}
-	if st.AmountRials != 0 && st.AmountRials != w.AmountRials && st.State != payout.StateNotFound {
-		return []Difference{{Kind: DiffAmount, PublicID: w.PublicID, Ours: w.Status, Theirs: fmt.Sprintf("%s %d", st.State, st.AmountRials), AmountRials: w.AmountRials}}
+	amount := []Difference{{Kind: DiffAmount, PublicID: w.PublicID, Ours: w.Status, Theirs: fmt.Sprintf("%s %d", st.State, st.AmountRials), AmountRials: w.AmountRials}}
+	lateReturn := w.Status == StatusPaid && st.State == payout.StateReturned
+	if st.AmountRials != 0 && st.AmountRials != w.AmountRials && st.State != payout.StateNotFound && !lateReturn {
+		return amount
 	}
 	switch w.Status {
 	case StatusSubmitted, StatusNeedsReview:
@@ -309,8 +311,15 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 			}
 			return nil
 		case payout.StateReturned:
+			// Returned whatever amount the provider names (as the worker
+			// does): the money came back to the provider, and what our
+			// wallet gets back is what it gave. A different amount is
+			// reported beside it.
 			if moved, err := s.resolveWith(ctx, w, st, o); err == nil && moved.Status == StatusReturned {
 				r.Returned++
+				if st.AmountRials != 0 && st.AmountRials != w.AmountRials {
+					return append(d(DiffLateReturn), amount...)
+				}
 				return d(DiffLateReturn)
 			}
 			return d(DiffUnreached)

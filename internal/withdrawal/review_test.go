@@ -8,6 +8,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/sandbank/payouts"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -20,15 +21,26 @@ import (
 // behind it holds.
 type worded struct {
 	payout.Provider
-	paidRials    int64 // >0: every Status answers transferred, for this amount
-	refuseForNow bool  // every Submit is refused for now
+	paidRials     int64 // >0: every Status answers transferred, for this amount
+	returnedRials int64 // >0: every Status answers returned, for this amount
+	refuseForNow  bool  // every Submit is refused for now
 }
 
 func (s *worded) Status(ctx context.Context, id string) (payout.Status, error) {
-	if s.paidRials > 0 {
+	switch {
+	case s.paidRials > 0:
 		return payout.Status{State: payout.StateTransferred, AmountRials: s.paidRials, Ref: "PROV-77"}, nil
+	case s.returnedRials > 0:
+		return payout.Status{State: payout.StateReturned, AmountRials: s.returnedRials, Ref: "PROV-77"}, nil
 	}
 	return s.Provider.Status(ctx, id)
+}
+
+// Ops has no list: reconciliation asks Status payout by payout.
+func (s *worded) Ops() payout.Ops {
+	o := s.Provider.Ops()
+	o.List = nil
+	return o
 }
 
 func (s *worded) Submit(ctx context.Context, o payout.Order) (payout.Submitted, error) {
@@ -135,6 +147,51 @@ func TestRefusedForNowGoesToAPerson(t *testing.T) {
 		if n := e.bankPayouts("jibit", w.PublicID); n != 0 {
 			t.Fatalf("%d payouts at the provider", n)
 		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// A payout returned after the worker's watch, for another amount than
+// ours (a fee kept, a unit mixed up): reconciliation still gives the
+// money back, once, and reports the amount beside the late return.
+// Before, the amount's difference was reported alone and the money
+// stayed at the provider.
+func TestReconcileReturnsAPayoutOfAnotherAmount(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		s := e.withWorded("jibit")
+		w := e.request(1_000_000)
+		e.round(time.Second)
+		if _, err := e.bank.Payouts().Settle(payouts.Jibit, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		e.round(time.Minute)
+		if w = e.get(w); w.Status != withdrawal.StatusPaid {
+			t.Fatalf("paid: %+v", w)
+		}
+		e.wantWallet(49_000_000, 0)
+		e.clock.Advance(4 * 24 * time.Hour) // the 72-hour watch is over
+		s.returnedRials = 990_000
+		reps, err := e.svc.ReconcileIfDue(ctx, e.st, 24*time.Hour)
+		if err != nil || len(reps) != 1 {
+			t.Fatalf("reconcile: %+v %v", reps, err)
+		}
+		if w = e.get(w); w.Status != withdrawal.StatusReturned {
+			t.Fatalf("after reconciliation: %+v (report %+v)", w, reps[0])
+		}
+		kinds := map[string]int{}
+		for _, d := range reps[0].Items() {
+			kinds[d.Kind]++
+		}
+		if kinds[withdrawal.DiffLateReturn] != 1 || kinds[withdrawal.DiffAmount] != 1 || len(kinds) != 2 {
+			t.Fatalf("differences %v, want the late return and the amount", kinds)
+		}
+		e.wantWallet(50_000_000, 0)
+		if _, err := e.svc.ReconcileIfDue(ctx, e.st, 0); err != nil {
+			t.Fatal(err)
+		}
+		e.wantWallet(50_000_000, 0)
 		withdrawaltest.CheckInvariants(t, db)
 	})
 }
