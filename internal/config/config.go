@@ -114,6 +114,9 @@ type Config struct {
 	// no account, per user and hour, through the page and the API
 	// together; past it every transfer of the user waits (0: no limit).
 	RateLimitUnknownRecipients int
+	// RateLimitRecipientPreviews is transfer confirmation pages that
+	// name a recipient, per user and hour (0: no limit).
+	RateLimitRecipientPreviews int
 	// ReconcileInterval: how often serve reconciles with the gateway (0: off).
 	ReconcileInterval time.Duration
 	// IdempotencyKeyTTL: API idempotency keys are kept at least this long,

@@ -40,6 +40,10 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 		// sending many transfers at once to known people is not held up.
 		unknownRecipients = ratelimit.New(cfg.RateLimitUnknownRecipients, time.Hour, b.now).LimitPending(64)
 	}
+	var recipientPreviews *ratelimit.Window
+	if b.o.RateLimits && cfg.RateLimitRecipientPreviews > 0 {
+		recipientPreviews = ratelimit.New(cfg.RateLimitRecipientPreviews, time.Hour, b.now).LimitPending(64)
+	}
 	var tokenCharges *ratelimit.Window
 	if cfg.APIChargesPerMinute > 0 {
 		tokenCharges = ratelimit.New(cfg.APIChargesPerMinute, time.Minute, b.now)
@@ -75,7 +79,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 			Wallet: wallet.Deps{
 				Wallets: pageWallets, TopUps: s.TopUps, TopUp: s.TopUp, Reads: pageReads, Limits: s.Limits,
 				UserTopUps: userTopUps, Transfers: s.Transfers, Withdrawals: s.Withdrawals, Charges: s.Charges,
-				UnknownRecipients: unknownRecipients,
+				UnknownRecipients: unknownRecipients, RecipientPreviews: recipientPreviews,
 			},
 			Pay:      payDeps,
 			Withdraw: withdraw.Deps{Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts, Wallets: s.Wallets},

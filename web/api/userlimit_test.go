@@ -197,3 +197,56 @@ func TestUnknownRecipientsAtOnceCannotAllPass(t *testing.T) {
 		}
 	})
 }
+
+// RATE_LIMIT_RECIPIENT_PREVIEWS: the transfer page's confirmations that
+// name a recipient count per user and hour. Past the allowance the form
+// answers 429 with Retry-After, naming no one; a preview that named no
+// one (an unknown address) did not count; a form whose transfer was made
+// still answers with its receipt; an hour later the user looks again.
+func TestRecipientPreviewsAreLimitedPerUser(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_RECIPIENT_PREVIEWS": "2"},
+			Server: server.Options{RateLimits: true, Now: clock.Now}})
+		_, proberID := f.user(t, "looker@example.com", apitoken.ScopeRead)
+		f.fund(t, proberID, 1_000_000)
+		for _, e := range []string{"ann@example.com", "ben@example.com", "cy@example.com"} {
+			_, id := f.user(t, e, apitoken.ScopeRead)
+			f.fund(t, id, 0)
+		}
+		page := f.app.NewClient(t)
+		page.SignIn("looker@example.com", "correct horse battery")
+		preview := func(to string) apptest.Response {
+			t.Helper()
+			return page.Submit(routes.Transfer, routes.Transfer, url.Values{"to": {to}, "amount": {"2000"}})
+		}
+		first := preview("ann@example.com")
+		if first.Status != http.StatusOK || apptest.Parse(first.Body).TestID("transfer-confirm") == nil {
+			t.Fatalf("first preview: %d", first.Status)
+		}
+		sendForm := apptest.Parse(first.Body).Form(routes.Transfer).Hidden()
+		made := page.Post(routes.Transfer, sendForm)
+		if made.Status != http.StatusSeeOther {
+			t.Fatalf("send to ann: %d", made.Status)
+		}
+		if r := preview("nobody@example.com"); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("an unknown address: %d", r.Status)
+		}
+		if r := preview("ben@example.com"); r.Status != http.StatusOK || apptest.Parse(r.Body).TestID("transfer-confirm") == nil {
+			t.Fatalf("second preview: %d", r.Status)
+		}
+		r := preview("cy@example.com")
+		if doc := apptest.Parse(r.Body); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" ||
+			doc.TestID("transfer-confirm") != nil || doc.TestID("confirm-recipient-name") != nil {
+			t.Fatalf("past the allowance: %d", r.Status)
+		}
+		if again := page.Post(routes.Transfer, sendForm); again.Status != http.StatusSeeOther || again.Location != made.Location {
+			t.Fatalf("the made transfer's Send again, past the allowance: %d %s", again.Status, again.Location)
+		}
+		clock.Advance(time.Hour)
+		if r := preview("cy@example.com"); r.Status != http.StatusOK || apptest.Parse(r.Body).TestID("transfer-confirm") == nil {
+			t.Fatalf("an hour later: %d", r.Status)
+		}
+	})
+}

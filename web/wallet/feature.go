@@ -47,6 +47,11 @@ type Deps struct {
 	// an hour), shared with the API: a place reserved before an address is
 	// looked up, counted when it is unknown.
 	UnknownRecipients *ratelimit.Window
+	// RecipientPreviews, when set, is each user's allowance of
+	// confirmation pages that name a recipient
+	// (RATE_LIMIT_RECIPIENT_PREVIEWS an hour): a place reserved before the
+	// address is looked up, counted when the page named someone.
+	RecipientPreviews *ratelimit.Window
 	// Transfers sends money between people (the API's use case too).
 	Transfers *transfer.Service
 	// Withdrawals, when set, name the withdrawals of the history's lines

@@ -120,10 +120,29 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		if done, err := h.answerMade(c, r); done || err != nil {
 			return err
 		}
+		// Each page that names a recipient counts: the names behind a
+		// list of addresses are not read off one after another.
+		named := false
+		if h.RecipientPreviews != nil {
+			place, wait, ok := h.RecipientPreviews.Reserve(allowance)
+			if !ok {
+				secs := seam.RetryAfter(c, wait)
+				f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_too_many_previews", []any{"minutes", (secs + 59) / 60}, "to"
+				return h.Render(c, fiber.StatusTooManyRequests, views.Transfer(h.Page(c, "transfer.title"), f))
+			}
+			defer func() {
+				if named {
+					place.Count()
+				} else {
+					place.Release()
+				}
+			}()
+		}
 		q, err := h.Transfers.Quote(c.UserContext(), r)
 		if err != nil {
 			return refused(err)
 		}
+		named = true
 		f.Confirm = &views.TransferConfirmView{RecipientMasked: transfer.MaskEmail(q.RecipientEmail), RecipientName: q.RecipientName, AmountRials: rials,
 			AmountWords: i18n.Words(h.Lang(c), rials/money.RialsPerToman), AfterRials: q.AfterRials, Note: f.Note}
 		return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.confirm_title"), f))
