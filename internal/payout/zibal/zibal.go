@@ -45,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/wire"
@@ -94,6 +95,32 @@ const (
 // DuplicateMessage is Zibal's answer to a second payout of one
 // uniqueCode.
 const DuplicateMessage = "این درخواست تسویه قبلا ثبت شده است"
+
+// isDuplicate reports whether a refusal's message is DuplicateMessage,
+// as Zibal may write it: with a tanvin (قبلاً), Arabic yeh or kaf, a
+// zero-width non-joiner, or other spacing. Missed, a duplicate would be
+// taken for a refusal for good, and the payout Zibal holds failed.
+func isDuplicate(message string) bool {
+	return strings.Contains(persianKey(message), persianKey(DuplicateMessage))
+}
+
+// persianKey is s without spacing, joiners and diacritics, in Persian
+// letters: two spellings of one Persian phrase have one key.
+func persianKey(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == 'ي' || r == 'ى':
+			b.WriteRune('ی')
+		case r == 'ك':
+			b.WriteRune('ک')
+		case r == '\u200c' || r == '\u200d' || r == '\u200f' || unicode.IsSpace(r) || unicode.Is(unicode.Mn, r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 // Driver is Zibal's wallet checkout as a payout plug-in.
 func Driver() payout.Driver {
@@ -229,7 +256,7 @@ func (c *Client) Submit(ctx context.Context, o payout.Order) (payout.Submitted, 
 		_ = json.Unmarshal(r.Data, &d)
 		return payout.Submitted{Ref: wire.Clean(wire.FlexString(d.ID), 64)}, nil
 	}
-	if strings.Contains(r.message, DuplicateMessage) {
+	if isDuplicate(r.message) {
 		return payout.Submitted{Duplicate: true}, nil
 	}
 	return payout.Submitted{}, payout.Refused(payout.OpSubmit, forNow(r.result), r.result, r.message)

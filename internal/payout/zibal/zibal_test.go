@@ -183,6 +183,19 @@ func TestResultCodes(t *testing.T) {
 		}
 		srv.Close()
 	}
+	// The duplicate's answer, however Zibal spells it, is the payout it
+	// holds: never a refusal for good (which would fail it).
+	for _, msg := range []string{zibal.DuplicateMessage, "این درخواست تسویه قبلاً ثبت شده است", "اين درخواست تسويه قبلا ثبت شده است.",
+		"این درخواست\u200cتسویه  قبلا ثبت\u200cشده است"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte(`{"result":22,"message":"` + msg + `"}`))
+		}))
+		p, _ := zibal.New(zibal.Config{Token: "token-12345678", Wallet: "1", BaseURL: srv.URL})
+		if s, err := p.Submit(ctxT(t, 5*time.Second), order("w")); err != nil || !s.Duplicate {
+			t.Errorf("duplicate %q: %+v %v", msg, s, err)
+		}
+		srv.Close()
+	}
 	garbled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`<html>`)) }))
 	defer garbled.Close()
 	p, _ := zibal.New(zibal.Config{Token: "token-12345678", Wallet: "1", BaseURL: garbled.URL})
