@@ -70,7 +70,13 @@ func (s *Server) setChargeCookie(c *fiber.Ctx, name, publicID string, ttl time.D
 		}
 		return
 	}
-	s.setCookie(c, name, publicID, s.Now().Add(ttl), true)
+	// Its life is also given as Max-Age, which a browser counts from
+	// now by its own clock: a device whose clock runs ahead (an hour, by
+	// an old daylight-saving rule) would take the date alone for the
+	// past, and drop the cookie at once.
+	ck := &fiber.Cookie{Name: name, Value: publicID, Path: "/", HTTPOnly: true, Secure: s.secureCookie, SameSite: fiber.CookieSameSiteLaxMode,
+		Expires: s.Now().Add(ttl), MaxAge: int(ttl / time.Second)}
+	c.Cookie(ck)
 }
 
 // pendingCheckout is the checkout the payer left to top up.

@@ -239,8 +239,8 @@ func TestAccountsAtOnceKeepTheCap(t *testing.T) {
 				t.Errorf("add %d: %v", n, err)
 			}
 		}
-		if got := count(t, db, `SELECT COUNT(*) FROM bank_accounts WHERE user_id = ?`, uid); got > bankaccount.MaxPerUser {
-			t.Fatalf("%d accounts, past the cap of %d", got, bankaccount.MaxPerUser)
+		if got := count(t, db, `SELECT COUNT(*) FROM bank_accounts WHERE user_id = ?`, uid); got != bankaccount.MaxPerUser {
+			t.Fatalf("%d accounts, want the cap of %d: no more, and none refused while there was room", got, bankaccount.MaxPerUser)
 		}
 	})
 }

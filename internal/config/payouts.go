@@ -138,7 +138,7 @@ func payoutOptions() []Option {
 			Doc: "a withdrawal above this waits in `/admin/withdrawals` for an admin to approve or reject it before it is sent; `0`: none waits",
 			p:   limitField(func(c *Config) *int64 { return &c.Withdrawals.ReviewAboveRials })},
 		{Name: "WITHDRAWAL_UNKNOWN_REVIEW_AFTER", Group: groupWithdrawals, Default: "24h",
-			Doc: "a payout whose submit's outcome is still unknown after this long waits for an admin (`needs_review`, its money held): one the provider does not know, or whose status cannot be read at all; until then a provider that keeps one payout per id (Jibit) is sent it again, one that cannot (Zibal) only asked",
+			Doc: "a payout whose submit's outcome is still unknown after this long waits for an admin (`needs_review`, its money held): one the provider does not know, or whose status cannot be read at all; until then a provider that keeps one payout per id (Jibit) is sent it again, one that cannot (Zibal) only asked. A payout the provider refused \"for now\" at every submit (its balance short, our address not allowed) goes to the admin this long after its first submit too, and is no longer sent",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.Withdrawals.UnknownReviewAfter })},
 		{Name: "WITHDRAWAL_WATCH_PAID", Group: groupWithdrawals, Default: "72h",
 			Doc: "how long the worker keeps asking about a paid withdrawal a provider may still fail by hand (Jibit's `MANUALLY_FAILED`); the daily reconciliation goes on comparing after it",

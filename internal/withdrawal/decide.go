@@ -91,6 +91,12 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 		}
 		return Decision{Anomaly: "returned while " + string(w.Status)}
 	case payout.StateFailed:
+		if open && w.ProviderState == ProviderTransferred {
+			// It said it transferred it (for another amount: in review):
+			// failed now contradicts that, and the money may have left.
+			// A person decides; the word stays.
+			return Decision{Anomaly: "failed after it said transferred"}
+		}
 		if open {
 			return Decision{To: StatusFailed, Reason: ReasonProviderFailed, State: ProviderFailed}
 		}
@@ -98,6 +104,11 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 	case payout.StateInProgress:
 		if w.Status == StatusPaid {
 			return Decision{Anomaly: "in progress while paid"}
+		}
+		if w.ProviderState == ProviderTransferred {
+			// Never overwritten by a vaguer word (an unknown state string
+			// reads as in progress): it keeps the close as failed away.
+			return Decision{Anomaly: "in progress after it said transferred"}
 		}
 		return Decision{State: ProviderInProgress, Ref: st.Ref}
 	case payout.StateNotFound:

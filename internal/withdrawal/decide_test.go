@@ -162,6 +162,18 @@ func TestDecideKeepsTheProviderPaidWord(t *testing.T) {
 			t.Errorf("%s: %+v", w.Status, d)
 		}
 	}
+	// Once said, the word stays: a vaguer one (in progress, as an unknown
+	// state reads) or a contradicting "failed" moves nothing and changes
+	// no state; a person decides. A return is still applied.
+	said := withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, ProviderState: withdrawal.ProviderTransferred, AmountRials: 1000}
+	for _, st := range []payout.State{payout.StateInProgress, payout.StateFailed} {
+		if d := withdrawal.DecideStatus(said, payout.Status{State: st}, p, now); d.To != "" || d.State != "" || d.Anomaly == "" {
+			t.Errorf("%s after transferred: %+v", st, d)
+		}
+	}
+	if d := withdrawal.DecideStatus(said, payout.Status{State: payout.StateReturned}, p, now); d.To != withdrawal.StatusPaid || d.Then != withdrawal.StatusReturned {
+		t.Errorf("returned after transferred: %+v", d)
+	}
 }
 
 // TestDecideNotTaken: a submit refused for now is sent again until a day

@@ -272,10 +272,18 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 	d := func(kind string) []Difference {
 		return []Difference{{Kind: kind, PublicID: w.PublicID, Ours: w.Status, Theirs: string(st.State), AmountRials: w.AmountRials}}
 	}
-	amount := []Difference{{Kind: DiffAmount, PublicID: w.PublicID, Ours: w.Status, Theirs: fmt.Sprintf("%s %d", st.State, st.AmountRials), AmountRials: w.AmountRials}}
-	lateReturn := w.Status == StatusPaid && st.State == payout.StateReturned
-	if st.AmountRials != 0 && st.AmountRials != w.AmountRials && st.State != payout.StateNotFound && !lateReturn {
-		return amount
+	// Another amount than ours is reported; it stops nothing the
+	// provider's word does to our record where that word is plain: a
+	// return gives back what our wallet gave, whatever amount it names,
+	// and a paid withdrawal (one an admin closed as paid on that very
+	// word) is settled all the same. Elsewhere it is reported alone, and
+	// the worker sends the withdrawal to a person.
+	var amount []Difference
+	if st.AmountRials != 0 && st.AmountRials != w.AmountRials && st.State != payout.StateNotFound {
+		amount = []Difference{{Kind: DiffAmount, PublicID: w.PublicID, Ours: w.Status, Theirs: fmt.Sprintf("%s %d", st.State, st.AmountRials), AmountRials: w.AmountRials}}
+		if st.State != payout.StateReturned && (w.Status != StatusPaid || st.State != payout.StateTransferred) {
+			return amount
+		}
 	}
 	switch w.Status {
 	case StatusSubmitted, StatusNeedsReview:
@@ -298,7 +306,7 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 		case payout.StateInProgress:
 			r.InFlight++
 		}
-		return nil
+		return amount
 	case StatusPaid:
 		switch st.State {
 		case payout.StateTransferred:
@@ -309,7 +317,7 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 					r.Settled++
 				}
 			}
-			return nil
+			return amount
 		case payout.StateReturned:
 			// Returned whatever amount the provider names (as the worker
 			// does): the money came back to the provider, and what our
@@ -317,10 +325,7 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 			// reported beside it.
 			if moved, err := s.resolveWith(ctx, w, st, o); err == nil && moved.Status == StatusReturned {
 				r.Returned++
-				if st.AmountRials != 0 && st.AmountRials != w.AmountRials {
-					return append(d(DiffLateReturn), amount...)
-				}
-				return d(DiffLateReturn)
+				return append(d(DiffLateReturn), amount...)
 			}
 			return d(DiffUnreached)
 		}
@@ -328,7 +333,7 @@ func (s *Service) compare(ctx context.Context, w Withdrawal, st payout.Status, o
 	case StatusReturned:
 		if st.State == payout.StateReturned {
 			r.Returned++
-			return nil
+			return amount
 		}
 		return d(DiffReturnedNotTheirs)
 	case StatusFailed, StatusRejected, StatusCancelled:

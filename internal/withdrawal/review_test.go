@@ -100,6 +100,18 @@ func TestAmountDisagreementClosesOnlyAsPaid(t *testing.T) {
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM admin_actions WHERE action = ? AND admin_id = ?`, "withdrawal_paid", admin); n != 1 {
 			t.Fatalf("%d audit rows of the close as paid, want 1", n)
 		}
+		// Reconciliation settles it like any paid withdrawal (its amount
+		// leaves payouts in flight) and reports the provider's amount.
+		reps, err := e.svc.ReconcileIfDue(ctx, e.st, 0)
+		if err != nil || len(reps) != 1 {
+			t.Fatalf("reconcile: %+v %v", reps, err)
+		}
+		if w = e.get(w); w.Status != withdrawal.StatusPaid || w.SettledAt == nil {
+			t.Fatalf("after reconciliation: %+v (report %+v)", w, reps[0])
+		}
+		if items := reps[0].Items(); len(items) != 1 || items[0].Kind != withdrawal.DiffAmount {
+			t.Fatalf("differences %+v, want the amount alone", items)
+		}
 		withdrawaltest.CheckInvariants(t, db)
 	})
 }

@@ -226,7 +226,22 @@ func TestCheckoutCancel(t *testing.T) {
 		if r.Status != http.StatusSeeOther {
 			t.Fatalf("cancel: %d", r.Status)
 		}
+		// The cookie that lets the outcome go on to the merchant once
+		// counts its two minutes from the browser's own clock (Max-Age),
+		// so that a device whose clock runs ahead does not drop it.
+		var doneCookie string
+		for _, sc := range r.Header.Values("Set-Cookie") {
+			if strings.HasPrefix(sc, "checkout_done="+ch.PublicID) {
+				doneCookie = sc
+			}
+		}
+		if !strings.Contains(doneCookie, "max-age=120") && !strings.Contains(doneCookie, "Max-Age=120") {
+			t.Errorf("the outcome's cookie %q, want Max-Age=120", doneCookie)
+		}
 		done := apptest.Parse(c.Get(r.Location).Body)
+		if ret := done.TestID("checkout-return"); ret == nil || !ret.Has("data-autofollow") {
+			t.Errorf("the outcome right after the cancel does not go on to the merchant")
+		}
 		if s := done.TestID("checkout-status"); s == nil || s.Attr("data-status") != "canceled" ||
 			!strings.Contains(done.TestID("checkout-return").Attr("href"), "status=canceled") {
 			t.Fatalf("outcome %v", s)
