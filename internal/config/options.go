@@ -564,7 +564,7 @@ func ownOptions() []Option {
 			Doc: "expired sessions are deleted this long after they expired (`off` keeps them); see docs/operations.md",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.RetentionSessions })},
 		{Name: "RETENTION_THROTTLES", Group: groupRetention, Default: "24h",
-			Doc: "sign-in throttles quiet this long (and holding no lock-out) are deleted; at least `24h`, or `off`",
+			Doc: "sign-in throttles quiet this long (and holding no lock-out) are deleted, and the bank accounts' counted ownership inquiries this old; at least `24h`, or `off`",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.RetentionThrottles })},
 		{Name: "RETENTION_GATEWAY_CALLS", Group: groupRetention, Default: "2160h",
 			DefaultDoc: "`2160h` (90 days)",

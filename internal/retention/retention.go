@@ -37,7 +37,9 @@ type Policy struct {
 	// ExpiredSessions: a session is deleted this long after it expired.
 	ExpiredSessions time.Duration
 	// Throttles: a sign-in throttle is deleted when it has been quiet this
-	// long and holds no lock-out (at least MinThrottles).
+	// long and holds no lock-out (at least MinThrottles); so is a counted
+	// ownership inquiry of a bank account (bank_inquiries, counted over
+	// 24 hours).
 	Throttles time.Duration
 	// GatewayCalls: the calls of a payment failed this long ago, and calls
 	// of no payment this old, are deleted.
@@ -76,6 +78,9 @@ func Purge(ctx context.Context, db *store.DB, now time.Time, p Policy) (Result, 
 		n, err := batches(ctx, db, p.Batch, `DELETE FROM auth_throttles WHERE key IN (SELECT key FROM auth_throttles
 			WHERE updated_at < ? AND locked_until < ? LIMIT ?)`, now.Add(-keep), now)
 		res.Throttles, errs = n, append(errs, wrap("throttles", err))
+		n, err = batches(ctx, db, p.Batch, `DELETE FROM bank_inquiries WHERE id IN (SELECT id FROM bank_inquiries
+			WHERE created_at < ? LIMIT ?)`, now.Add(-keep))
+		res.Throttles, errs = res.Throttles+n, append(errs, wrap("bank inquiries", err))
 	}
 	if p.GatewayCalls > 0 {
 		cut := now.Add(-p.GatewayCalls)

@@ -51,6 +51,10 @@ func TestPurge(t *testing.T) {
 		exec(t, db, `INSERT INTO auth_throttles (key, failures, locked_until, updated_at) VALUES ('quiet', 3, ?, ?)`, ago(48*time.Hour), ago(48*time.Hour))
 		exec(t, db, `INSERT INTO auth_throttles (key, failures, locked_until, updated_at) VALUES ('locked', 9, ?, ?)`, now.Add(time.Hour), ago(48*time.Hour))
 		exec(t, db, `INSERT INTO auth_throttles (key, failures, locked_until, updated_at) VALUES ('busy', 1, ?, ?)`, ago(time.Hour), ago(time.Hour))
+		// Counted ownership inquiries: two days old (goes), an hour old
+		// (stays: it still counts).
+		exec(t, db, `INSERT INTO bank_inquiries (user_id, created_at) VALUES (1, ?)`, ago(48*time.Hour))
+		exec(t, db, `INSERT INTO bank_inquiries (user_id, created_at) VALUES (1, ?)`, ago(time.Hour))
 		// TopUps a year old: credited, failed, under review, open; one
 		// failed a day ago. Each has two calls a year old.
 		for _, p := range []struct {
@@ -109,7 +113,7 @@ func TestPurge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (retention.Result{Sessions: 1, Throttles: 1, GatewayCalls: 5}); res != want {
+		if want := (retention.Result{Sessions: 1, Throttles: 2, GatewayCalls: 5}); res != want {
 			t.Fatalf("deleted %+v, want %+v", res, want)
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM sessions WHERE token_hash IN ('recent', 'valid')`); n != 2 || count(t, db, `SELECT COUNT(*) FROM sessions`) != 2 {
@@ -117,6 +121,9 @@ func TestPurge(t *testing.T) {
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM auth_throttles WHERE key IN ('locked', 'busy')`); n != 2 || count(t, db, `SELECT COUNT(*) FROM auth_throttles`) != 2 {
 			t.Errorf("throttles left: %d of locked/busy", n)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM bank_inquiries WHERE created_at > ?`, ago(2*time.Hour)); n != 1 || count(t, db, `SELECT COUNT(*) FROM bank_inquiries`) != 1 {
+			t.Errorf("ownership inquiries left: %d recent", n)
 		}
 		for id, want := range map[int64]int64{1: 2, 2: 0, 3: 2, 4: 2, 5: 2, 6: 3, 7: 0} {
 			if n := count(t, db, `SELECT COUNT(*) FROM gateway_calls WHERE topup_id = ?`, id); n != want {
