@@ -39,8 +39,8 @@ type Withdrawals struct {
 	// Settings are the drivers' checked settings (against the sandbox
 	// bank, their sandbox settings).
 	Settings gateway.Settings
-	// MinRials is the smallest withdrawal, DailyMaxRials the most a user
-	// may withdraw per Tehran day (0: no limit), ReviewAboveRials the
+	// MinRials is the smallest withdrawal, DailyMaxRials the most a person
+	// (a national code) may withdraw per Tehran day (0: no limit), ReviewAboveRials the
 	// amount above which a withdrawal waits for an admin (0: none does).
 	MinRials, DailyMaxRials, ReviewAboveRials int64
 	// UnknownReviewAfter: a submitted payout the provider still does not
@@ -132,7 +132,7 @@ func payoutOptions() []Option {
 			Doc: "smallest withdrawal; whole tomans, at least each provider's minimum",
 			p:   rialsField(func(c *Config) *int64 { return &c.Withdrawals.MinRials })},
 		{Name: "WITHDRAWAL_DAILY_MAX_RIALS", Group: groupWithdrawals, Default: "2000000000",
-			Doc: "rials a user may withdraw per Tehran calendar day (withdrawals not failed, rejected or cancelled); the API answers `422` `daily_limit_exceeded`; the default is the published cap of Paya and Satna orders per person and day (200 M toman); `0` turns it off",
+			Doc: "rials a person may withdraw per Tehran calendar day, counted over every account that gave the same national code (withdrawals not failed, rejected or cancelled); the API answers `422` `daily_limit_exceeded`; the default is the published cap of Paya and Satna orders per person and day (200 M toman); `0` turns it off",
 			p:   limitField(func(c *Config) *int64 { return &c.Withdrawals.DailyMaxRials })},
 		{Name: "WITHDRAWAL_REVIEW_ABOVE_RIALS", Group: groupWithdrawals, Default: "500000000",
 			Doc: "a withdrawal above this waits in `/admin/withdrawals` for an admin to approve or reject it before it is sent; `0`: none waits",

@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/sandbank/payouts"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/withdrawal"
 	"github.com/kifpool/kifpool/internal/withdrawal/sqlstore"
 	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
@@ -464,5 +465,103 @@ func TestHoldNeverExpiresUnderAPayout(t *testing.T) {
 		if h := withdrawaltest.Hold(t, db, e.get(w).HoldID); h.Status != ledger.HoldOpen {
 			t.Fatalf("hold %+v", h)
 		}
+	})
+}
+
+// The daily limit binds a person, not an account: a second account that
+// gave the same national code (verified by the provider's inquiry, as any
+// account is) shares the first one's day, at once as one after the other;
+// another person's is their own.
+func TestDailyLimitIsAPersons(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "zibal") // Zibal asks whose a Sheba is
+		ctx := context.Background()
+		code := withdrawaltest.NationalCodeOf(t, db, e.userID)
+		withdrawaltest.Fund(t, db, e.wallet, 5_000_000_000)
+		second, secondWallet := withdrawaltest.User(t, db, "second@example.com")
+		withdrawaltest.Fund(t, db, secondWallet, 5_000_000_000)
+		added, err := e.accts.Add(ctx, second, withdrawaltest.Sheba("017", 42), code)
+		if err != nil || !added.Account.Verified() {
+			t.Fatalf("the second account's bank account: %+v %v", added, err)
+		}
+		stranger, strangerWallet := withdrawaltest.User(t, db, "stranger@example.com")
+		withdrawaltest.Fund(t, db, strangerWallet, 3_000_000_000)
+		strangers := withdrawaltest.VerifiedAccount(t, db, stranger, withdrawaltest.Sheba("056", 9))
+		req := func(user, account, rials int64) error {
+			_, err := e.svc.Request(ctx, withdrawal.Request{UserID: user, FormToken: formtoken.New(), BankAccountID: account, AmountRials: rials})
+			return err
+		}
+		var dl *withdrawal.DailyLimitError
+		if err := req(e.userID, e.account, 1_500_000_000); err != nil {
+			t.Fatal(err)
+		}
+		if err := req(second, added.Account.ID, 600_000_000); !errors.As(err, &dl) || dl.Left != 500_000_000 {
+			t.Fatalf("the same person's second account past the day's limit: %v", err)
+		}
+		if err := req(second, added.Account.ID, 500_000_000); err != nil {
+			t.Fatalf("what is left of the day: %v", err)
+		}
+		for _, u := range []int64{e.userID, second} {
+			if used, err := e.svc.UsedToday(ctx, u); err != nil || used != 2_000_000_000 {
+				t.Fatalf("used today by user %d: %d %v", u, used, err)
+			}
+		}
+		if err := req(stranger, strangers, 2_000_000_000); err != nil {
+			t.Fatalf("another person's day: %v", err)
+		}
+		// The next day, both accounts at once, 400 M each try: five fit
+		// in the person's 2 bn, never six.
+		e.clock.Advance(24 * time.Hour)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok, refused := 0, 0
+		for i := range 10 {
+			user, account := e.userID, e.account
+			if i%2 == 1 {
+				user, account = second, added.Account.ID
+			}
+			wg.Go(func() {
+				err := req(user, account, 400_000_000)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.As(err, new(*withdrawal.DailyLimitError)):
+					refused++
+				default:
+					t.Errorf("request: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if ok != 5 || refused != 5 {
+			t.Fatalf("%d admitted and %d refused at once; want 5 and 5", ok, refused)
+		}
+		if used, err := e.svc.UsedToday(ctx, second); err != nil || used != 2_000_000_000 {
+			t.Fatalf("used the next day: %d %v", used, err)
+		}
+		if db.Dialect == store.Postgres {
+			// What makes it so: one account's write waits for the other's
+			// while it holds the person's national codes (SQLite's writers
+			// take turns whatever they write).
+			e.clock.Advance(24 * time.Hour)
+			release := withdrawaltest.HoldPerson(t, db, e.userID)
+			done := make(chan error, 1)
+			go func() { done <- req(second, added.Account.ID, 400_000_000) }()
+			testwait.Eventually(t, 10*time.Second, "the second account's withdrawal waiting for the person", func() bool {
+				return withdrawaltest.WaitingForANationalCode(t, db)
+			})
+			select {
+			case err := <-done:
+				t.Fatalf("the withdrawal did not wait for the person's lock: %v", err)
+			default:
+			}
+			release()
+			if err := <-done; err != nil {
+				t.Fatalf("after the lock: %v", err)
+			}
+		}
+		withdrawaltest.CheckInvariants(t, db)
 	})
 }

@@ -51,8 +51,10 @@ type Store interface {
 	List(ctx context.Context, f Filter) (ws []Withdrawal, next int64, err error)
 	// Events are a withdrawal's status changes, oldest first.
 	Events(ctx context.Context, id int64) ([]Event, error)
-	// UsedToday is the rials of the user's withdrawals created at or
-	// after since that count against the daily limit.
+	// UsedToday is the rials of the withdrawals of the user's person
+	// (every account that gave its national code:
+	// bankaccount.SamePerson) created at or after since that count
+	// against the daily limit.
 	UsedToday(ctx context.Context, userID int64, since time.Time) (int64, error)
 	// ForReconcile lists a provider's withdrawals created at or after
 	// since that were handed to it.
@@ -78,9 +80,10 @@ var (
 )
 
 // Quota is the daily limit a request is admitted under, applied inside
-// Create's transaction: Admit is asked with the rials of the user's
-// withdrawals since the start of DayStart (not failed, rejected,
-// cancelled or returned), and its error refuses the request.
+// Create's transaction: Admit is asked with the rials of the withdrawals
+// since the start of DayStart (not failed, rejected, cancelled or
+// returned) of the user's person, every account that gave its national
+// code (their rows locked meanwhile), and its error refuses the request.
 type Quota struct {
 	DayStart time.Time
 	Admit    func(usedToday int64) error

@@ -41,8 +41,8 @@ type Offer struct {
 type Config struct {
 	// MinRials and MaxRials bound one withdrawal (whole tomans).
 	MinRials, MaxRials int64
-	// DailyMaxRials bounds a user's withdrawals per Tehran day (0: no
-	// limit); ReviewAboveRials sends larger ones to an admin first (0:
+	// DailyMaxRials bounds a person's withdrawals per Tehran day, over
+	// every account that gave the same national code (0: no limit); ReviewAboveRials sends larger ones to an admin first (0:
 	// none).
 	DailyMaxRials, ReviewAboveRials int64
 	// UnknownReviewAfter: see Policy.
@@ -282,8 +282,9 @@ func (s *Service) Request(ctx context.Context, r Request) (Requested, error) {
 	return Requested{Withdrawal: w}, nil
 }
 
-// UsedToday is the rials of the user's withdrawals today (Tehran) that
-// count against the daily limit.
+// UsedToday is the rials withdrawn today (Tehran) that count against
+// the user's daily limit: by every account of the person's (the same
+// national code).
 func (s *Service) UsedToday(ctx context.Context, userID int64) (int64, error) {
 	return s.st.UsedToday(ctx, userID, DayStart(s.clock()))
 }

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/store"
@@ -193,15 +194,21 @@ const countsAgainstLimit = "status NOT IN ('failed', 'rejected', 'cancelled', 'r
 
 // UsedToday implements withdrawal.Store.
 func (s *Store) UsedToday(ctx context.Context, userID int64, since time.Time) (int64, error) {
-	return usedToday(s.db.Gorm.WithContext(ctx), userID, since)
+	db := s.db.Gorm.WithContext(ctx)
+	person, err := bankaccount.SamePerson(db, s.db.Dialect, userID, false)
+	if err != nil {
+		return 0, err
+	}
+	return usedToday(db, person, since)
 }
 
-func usedToday(db *gorm.DB, userID int64, since time.Time) (int64, error) {
+// usedToday is the rials the users (one person's accounts) withdrew since.
+func usedToday(db *gorm.DB, users []int64, since time.Time) (int64, error) {
 	var n int64
-	err := db.Raw(`SELECT COALESCE(SUM(amount_rials), 0) FROM withdrawals WHERE user_id = ? AND created_at >= ? AND `+countsAgainstLimit,
-		userID, since.UTC()).Scan(&n).Error
+	err := db.Raw(`SELECT COALESCE(SUM(amount_rials), 0) FROM withdrawals WHERE user_id IN ? AND created_at >= ? AND `+countsAgainstLimit,
+		users, since.UTC()).Scan(&n).Error
 	if err != nil {
-		return 0, fmt.Errorf("withdrawals of user %d today: %w", userID, err)
+		return 0, fmt.Errorf("withdrawals of users %v today: %w", users, err)
 	}
 	return n, nil
 }
@@ -293,7 +300,14 @@ func (s *Store) Create(ctx context.Context, w *withdrawal.Withdrawal, q withdraw
 			return withdrawal.ErrDuplicate
 		}
 		if q.Admit != nil {
-			used, err := usedToday(tx, w.UserID, q.DayStart)
+			// The person's rows locked, every account of theirs counted:
+			// a second account with the same national code has no limit
+			// of its own.
+			person, err := bankaccount.SamePerson(tx, s.db.Dialect, w.UserID, true)
+			if err != nil {
+				return err
+			}
+			used, err := usedToday(tx, person, q.DayStart)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/iban"
 	"github.com/kifpool/kifpool/internal/integrity"
 	"github.com/kifpool/kifpool/internal/ledger"
@@ -363,4 +364,53 @@ func ForceProviderPaid(t testing.TB, db *store.DB, publicID, ref string) {
 		WHERE public_id = ?`, ref, publicID).Error; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// HoldPerson locks the national codes of userID's person, as a
+// withdrawal's write does, in a transaction of its own that lasts until
+// release is called (its error, if any, is the test's). On SQLite the
+// transaction is a writer: every other writer waits for it.
+func HoldPerson(t testing.TB, db *store.DB, userID int64) (release func()) {
+	t.Helper()
+	locked, done, stop := make(chan error, 1), make(chan error, 1), make(chan struct{})
+	go func() {
+		done <- db.Tx(context.Background(), func(tx *gorm.DB) error {
+			_, err := bankaccount.SamePerson(tx, db.Dialect, userID, true)
+			if err == nil && db.Dialect != store.Postgres {
+				// SQLite: a read does not make the transaction a writer.
+				err = tx.Exec(`UPDATE national_codes SET national_code = national_code WHERE user_id = ?`, userID).Error
+			}
+			locked <- err
+			if err != nil {
+				return err
+			}
+			<-stop
+			return nil
+		})
+	}()
+	if err := <-locked; err != nil {
+		t.Fatalf("hold the person of user %d: %v", userID, err)
+	}
+	return func() {
+		t.Helper()
+		close(stop)
+		if err := <-done; err != nil {
+			t.Fatalf("release the person of user %d: %v", userID, err)
+		}
+	}
+}
+
+// WaitingForANationalCode reports whether a session of the database
+// waits for a row lock of national_codes (PostgreSQL; false on SQLite).
+func WaitingForANationalCode(t testing.TB, db *store.DB) bool {
+	t.Helper()
+	if db.Dialect != store.Postgres {
+		return false
+	}
+	var n int64
+	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+		AND query LIKE '%national_codes%' AND pid <> pg_backend_pid()`).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
 }
