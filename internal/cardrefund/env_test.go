@@ -118,15 +118,7 @@ func newEnvWrapped(t *testing.T, db *store.DB, wrap func(gateway.Gateway) gatewa
 	if e.st, err = sqlstore.New(ctx, db, e.led); err != nil {
 		t.Fatal(err)
 	}
-	e.svc = cardrefund.New(cardrefund.Deps{Store: e.st, Gateways: e.gws, Now: e.clock.Now,
-		Capabilities: func(name string) (gateway.Capabilities, bool) {
-			d, ok := drivers.Lookup(name)
-			return d.Capabilities, ok
-		},
-		TopUpView: func(ctx context.Context, t cardrefund.TopUp) (any, error) {
-			return map[string]any{"id": t.PublicID}, nil
-		},
-		Jitter: func() float64 { return 0 }, Log: slog.New(slog.NewTextHandler(e.logs, nil))})
+	e.svc = cardrefund.New(e.deps(e.st))
 	if e.hooks, err = webhook.New(db, e.clock.Now, webhook.Options{SessionSecret: make([]byte, 32), AllowLoopback: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +126,19 @@ func newEnvWrapped(t *testing.T, db *store.DB, wrap func(gateway.Gateway) gatewa
 		t.Fatal(err)
 	}
 	return e
+}
+
+// deps are the service's dependencies over st.
+func (e *env) deps(st cardrefund.Store) cardrefund.Deps {
+	return cardrefund.Deps{Store: st, Gateways: e.gws, Now: e.clock.Now,
+		Capabilities: func(name string) (gateway.Capabilities, bool) {
+			d, ok := drivers.Lookup(name)
+			return d.Capabilities, ok
+		},
+		TopUpView: func(ctx context.Context, t cardrefund.TopUp) (any, error) {
+			return map[string]any{"id": t.PublicID}, nil
+		},
+		Jitter: func() float64 { return 0 }, Log: slog.New(slog.NewTextHandler(e.logs, nil))}
 }
 
 // credit tops the wallet up by amount at gateway, at the bank: requested,

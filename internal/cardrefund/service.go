@@ -369,14 +369,14 @@ func (s *Service) Recheck(ctx context.Context, publicID string, adminID int64) (
 	}
 	now := s.d.Now()
 	tid := t.ID
-	c, err = s.d.Store.Move(ctx, Move{CardRefund: c, From: StatusNeedsReview, To: StatusSubmitted, Actor: ActorAdmin,
+	moved, err := s.d.Store.Move(ctx, Move{CardRefund: c, From: StatusNeedsReview, To: StatusSubmitted, Actor: ActorAdmin,
 		Reason: ReasonAdminRecheck, Lease: lease, KeepLease: true, AdminID: adminID, Now: now,
 		Audit: &audit.Entry{AdminID: adminID, Action: audit.ActionCardRefundRecheck, TopUpID: &tid, Note: c.PublicID,
 			FromStatus: string(StatusNeedsReview), ToStatus: string(StatusSubmitted), Result: audit.ResultDone, CreatedAt: now}})
 	if err != nil {
-		return c, err
+		return s.lapsed(ctx, c, err)
 	}
-	return s.check(ctx, c, t, byAdmin(adminID), lease)
+	return s.check(ctx, moved, t, byAdmin(adminID), lease)
 }
 
 // Close is an admin's word on a card refund under review, read from the
@@ -404,7 +404,29 @@ func (s *Service) Close(ctx context.Context, publicID string, adminID int64, mad
 			return c, err
 		}
 	}
-	return s.d.Store.Move(ctx, m)
+	moved, err := s.d.Store.Move(ctx, m)
+	if err != nil {
+		return s.lapsed(ctx, c, err)
+	}
+	return moved, nil
+}
+
+// lapsed is an admin's move refused for ErrNotMoved: the lease taken by
+// review lapsed before the move (a stalled database) and the worker took
+// the card refund. Nothing was written: ErrNotUnderReview when it has
+// moved on, ErrBusy while the worker holds it; any other error as it is.
+func (s *Service) lapsed(ctx context.Context, c CardRefund, err error) (CardRefund, error) {
+	if !errors.Is(err, ErrNotMoved) {
+		return c, err
+	}
+	cur, gerr := s.d.Store.Get(ctx, c.ID)
+	if gerr != nil {
+		return c, errors.Join(err, gerr)
+	}
+	if cur.Status != StatusNeedsReview {
+		return cur, ErrNotUnderReview
+	}
+	return cur, ErrBusy
 }
 
 // review takes the lease of a card refund under review.

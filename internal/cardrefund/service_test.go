@@ -614,3 +614,55 @@ func TestBankAcceptedAfterTheRowMovedOn(t *testing.T) {
 		e.check()
 	})
 }
+
+// lapsing is the store with a hook run before an admin's move: the moment
+// a stalled database lets the admin's lease lapse and the worker take the
+// card refund.
+type lapsing struct {
+	cardrefund.Store
+	before func()
+}
+
+func (l lapsing) Move(ctx context.Context, m cardrefund.Move) (cardrefund.CardRefund, error) {
+	if m.Actor == cardrefund.ActorAdmin && l.before != nil {
+		l.before()
+	}
+	return l.Store.Move(ctx, m)
+}
+
+// An admin's close or recheck whose lease lapsed before its move writes
+// nothing and says the card refund is being worked on (it was a 500);
+// once the worker's lease is over, the close goes through.
+func TestAdminMoveAfterItsLeaseLapsed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		_, c := figuresDiffer(t, e)
+		ctx := context.Background()
+		lapse := func() {
+			later := e.clock.Now().Add(time.Hour)
+			if _, ok, err := e.st.TakeLease(ctx, c.ID, []cardrefund.Status{cardrefund.StatusNeedsReview}, "worker-lease",
+				later.Add(time.Minute), later); err != nil || !ok {
+				t.Fatalf("the worker's lease after the lapse: %v %v", ok, err)
+			}
+		}
+		svc := cardrefund.New(e.deps(lapsing{Store: e.st, before: lapse}))
+		if _, err := svc.Close(ctx, c.PublicID, e.admin.ID, false, "the panel shows only the 50,000 refund"); !errors.Is(err, cardrefund.ErrBusy) {
+			t.Fatalf("a close whose lease lapsed: %v, want ErrBusy", err)
+		}
+		e.clock.Advance(2 * time.Hour)
+		if _, err := svc.Recheck(ctx, c.PublicID, e.admin.ID); !errors.Is(err, cardrefund.ErrBusy) {
+			t.Fatalf("a recheck whose lease lapsed: %v, want ErrBusy", err)
+		}
+		if got := e.get(c); got.Status != cardrefund.StatusNeedsReview {
+			t.Fatalf("after the lapsed moves: %+v", got)
+		}
+		e.wantFigures(300_000, 100_000)
+		e.clock.Advance(2 * time.Hour)
+		closed, err := e.svc.Close(ctx, c.PublicID, e.admin.ID, false, "the panel shows only the 50,000 refund")
+		if err != nil || closed.Status != cardrefund.StatusFailed {
+			t.Fatalf("the close again: %+v %v", closed, err)
+		}
+		e.wantFigures(300_000, 0)
+		e.check()
+	})
+}

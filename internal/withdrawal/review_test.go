@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/wallet"
 	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/sqlstore"
 	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
 )
 
@@ -202,6 +203,65 @@ func TestReconcileReturnsAPayoutOfAnotherAmount(t *testing.T) {
 		e.wantWallet(50_000_000, 0)
 		if _, err := e.svc.ReconcileIfDue(ctx, e.st, 0); err != nil {
 			t.Fatal(err)
+		}
+		e.wantWallet(50_000_000, 0)
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}
+
+// lapsing is the store with a hook run before an admin's move: the moment
+// a stalled database lets the admin's lease lapse and the worker take the
+// row.
+type lapsing struct {
+	*sqlstore.Store
+	before func()
+}
+
+func (l lapsing) Move(ctx context.Context, m withdrawal.Move) (withdrawal.Withdrawal, error) {
+	if m.Actor == withdrawal.ActorAdmin && l.before != nil {
+		l.before()
+	}
+	return l.Store.Move(ctx, m)
+}
+
+// An admin's close whose lease lapsed before its move writes nothing and
+// says the withdrawal is being worked on (it was a 500); once the worker
+// lets go, the close goes through, once.
+func TestAdminCloseAfterItsLeaseLapsed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+		w := e.request(1_500_000)
+		e.round(time.Second)
+		withdrawaltest.ForceNeedsReview(t, db, w.PublicID)
+		w = e.get(w)
+		other := "worker-lease"
+		lapse := func() {
+			later := e.clock.Now().Add(time.Hour)
+			if _, ok, err := e.st.Claim(ctx, withdrawal.Claim{ID: w.ID, Statuses: []withdrawal.Status{withdrawal.StatusNeedsReview},
+				Token: other, Now: later, Until: later.Add(time.Minute)}); err != nil || !ok {
+				t.Fatalf("the worker's claim after the lapse: %v %v", ok, err)
+			}
+		}
+		svc := withdrawal.New(lapsing{Store: e.st, before: lapse}, e.accts, wallet.NewService(db, ledger.New(db)), e.offers, testConfig(),
+			e.clock.Now, nil)
+		if _, err := svc.AdminFail(ctx, admin, w.PublicID, "the provider says it never paid"); !errors.Is(err, withdrawal.ErrBusy) {
+			t.Fatalf("a close whose lease lapsed: %v, want ErrBusy", err)
+		}
+		if got := e.get(w); got.Status != withdrawal.StatusNeedsReview {
+			t.Fatalf("after the lapsed close: %+v", got)
+		}
+		e.wantWallet(50_000_000, 1_500_000)
+		if n := withdrawaltest.AuditActions(t, db, "withdrawal_fail"); n != 0 {
+			t.Fatalf("%d audit rows of a close that wrote nothing", n)
+		}
+		if _, err := e.st.Update(ctx, w.ID, other, withdrawal.Fields{}, false); err != nil {
+			t.Fatal(err)
+		}
+		closed, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the provider says it never paid")
+		if err != nil || closed.Status != withdrawal.StatusFailed {
+			t.Fatalf("the close again: %+v %v", closed, err)
 		}
 		e.wantWallet(50_000_000, 0)
 		withdrawaltest.CheckInvariants(t, db)

@@ -519,8 +519,18 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		return w, err
 	}
 	uid := w.UserID
-	return s.move(ctx, w, Move{From: StatusNeedsReview, To: to, Actor: ActorAdmin, Reason: reason, Lease: tok,
+	moved, err := s.move(ctx, w, Move{From: StatusNeedsReview, To: to, Actor: ActorAdmin, Reason: reason, Lease: tok,
 		AdminID: &adminID, Note: note, Now: now, Fields: f,
 		Audit: &audit.Entry{AdminID: adminID, Action: action, TargetUserID: &uid, Note: w.PublicID + ": " + note,
 			FromStatus: string(StatusNeedsReview), ToStatus: string(to), Result: audit.ResultDone, CreatedAt: now}})
+	if errors.Is(err, ErrNotMoved) {
+		// The lease lapsed before the move (a stalled database) and the
+		// worker took the row: nothing written; the admin sees it as it
+		// is now and may try again.
+		if cur, gerr := s.st.Get(ctx, w.ID); gerr == nil && cur.Status != StatusNeedsReview {
+			return cur, ErrNotReviewable
+		}
+		return w, ErrBusy
+	}
+	return moved, err
 }
