@@ -164,6 +164,11 @@ func disagree(w Withdrawal, st payout.Status) Decision {
 	if w.Status == StatusSubmitted {
 		return Decision{To: StatusNeedsReview, Reason: ReasonAmountDisagrees, State: ProviderTransferred, Ref: st.Ref}
 	}
+	if w.ProviderState == ProviderTransferred {
+		// The word on record, said again at every check while a person
+		// looks: nothing new, and no error logged each time.
+		return Decision{State: ProviderTransferred, Ref: st.Ref}
+	}
 	return Decision{Anomaly: "amount disagrees", State: ProviderTransferred, Ref: st.Ref}
 }
 

@@ -101,6 +101,8 @@ func TestDecideStatus(t *testing.T) {
 			st(payout.StateNotFound), once, withdrawal.StatusNeedsReview, "", false, false},
 		{"review: transferred, another amount", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, AmountRials: 1000},
 			payout.Status{State: payout.StateTransferred, AmountRials: 999}, once, "", "", false, true},
+		{"review: transferred, another amount, the word on record", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, AmountRials: 1000,
+			ProviderState: withdrawal.ProviderTransferred}, payout.Status{State: payout.StateTransferred, AmountRials: 999}, once, "", "", false, false},
 		{"not found after it had it", sub(withdrawal.ProviderInProgress, nil), st(payout.StateNotFound), idem, withdrawal.StatusNeedsReview, "", false, false},
 		{"review: transferred", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview}, st(payout.StateTransferred), once, withdrawal.StatusPaid, "", false, false},
 		{"review: failed", withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview}, st(payout.StateFailed), once, withdrawal.StatusFailed, "", false, false},
