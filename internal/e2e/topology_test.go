@@ -122,16 +122,28 @@ func TestTopologyBehindNginx(t *testing.T) {
 			t.Errorf("%s through nginx with the token: %d, want 404", p, got)
 		}
 	}
-	// A reset link's path, in any case of its letters, is kept out of
-	// nginx's access log (serve routes it all the same).
+	// A reset or confirmation link's token is kept out of nginx's access
+	// log: its path in any case of its letters (serve routes it all the
+	// same), a sign-in page whose next= names one, and the Referer of what
+	// such a page loads. The rest is logged.
 	const secretToken = "TopologyResetToken0123456789abcdefghijklmnopq"
-	for _, p := range []string{routes.PasswordReset(secretToken), strings.ToUpper(routes.PasswordReset("")) + secretToken} {
+	for _, p := range []string{routes.PasswordReset(secretToken), strings.ToUpper(routes.PasswordReset("")) + secretToken,
+		routes.EmailVerify(secretToken), strings.ToUpper(routes.EmailVerify("")) + secretToken,
+		routes.SignIn + "?next=" + url.QueryEscape(routes.EmailVerify(secretToken))} {
 		metricsStatus(ctx, t, payer.hc, base+p)
+	}
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/static/app.css", nil)
+	req.Header.Set("Referer", base+routes.PasswordReset(secretToken))
+	if res, err := payer.hc.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		res.Body.Close()
 	}
 	if logged, err := os.ReadFile(filepath.Join(dir, "access.log")); err != nil {
 		t.Fatal(err)
-	} else if strings.Contains(string(logged), secretToken) {
-		t.Errorf("nginx's access log holds a reset link's token:\n%s", logged)
+	} else if strings.Contains(string(logged), secretToken) || !strings.Contains(string(logged), "/static/app.css") ||
+		!strings.Contains(string(logged), routes.SignUp) {
+		t.Errorf("nginx's access log holds a link's token, or misses the requests it should hold:\n%s", logged)
 	}
 	for _, c := range res.Cookies() {
 		if !strings.HasPrefix(c.Name, "__Host-") || !c.Secure || c.Path != "/" || c.Domain != "" {
@@ -317,6 +329,7 @@ func startNginx(t *testing.T, nginx, dir, addr, certFile, keyFile string, upstre
 		{"server_name pay.example.com;", "server_name localhost;"},
 		{"/etc/ssl/kifpool/fullchain.pem", certFile},
 		{"/etc/ssl/kifpool/privkey.pem", keyFile},
+		{"/var/log/nginx/kifpool-access.log", filepath.Join(dir, "access.log")},
 	} {
 		if !strings.Contains(conf, r.old) {
 			t.Fatalf("deploy/nginx/kifpool.conf no longer has %q (update the test with the site)", r.old)
