@@ -326,8 +326,21 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if code >= 500 {
 		s.Log.ErrorContext(c.UserContext(), "request failed", "path", loggedPath(c), "err", err)
 	}
+	if a, ok := s.Features.API.(seam.ErrorAnswerer); ok && underAPI(c.Path()) {
+		// A partner's client reads problem+json, never a page: a request
+		// refused before the API's handlers ran (framing, input, size) or
+		// a recovered panic.
+		return a.AnswerError(c, code)
+	}
 	c.Response().ResetBody()
 	return s.message(c, code, key+"_title", key, routes.Home, "nav.home")
+}
+
+// underAPI reports whether path is the API's, in any case of its letters
+// (as routing matches it).
+func underAPI(path string) bool {
+	p := strings.ToLower(path)
+	return p == routes.API || strings.HasPrefix(p, routes.API+"/")
 }
 
 // detached hands h a request whose strings are its own. Fiber's adaptor

@@ -68,6 +68,9 @@ type Deps struct {
 
 type handler struct{ Deps }
 
+// AnswerError implements seam.ErrorAnswerer: StatusProblem.
+func (Deps) AnswerError(c *fiber.Ctx, status int) error { return StatusProblem(c, status) }
+
 const localPrincipal = "api_principal"
 
 // Register adds the API's routes (internal/routes: everything under
@@ -122,17 +125,11 @@ func (h *handler) problems(c *fiber.Ctx) error {
 		return nil
 	}
 	var fe *fiber.Error
-	if errors.As(err, &fe) {
-		switch fe.Code {
-		case fiber.StatusNotFound:
-			return problem(c, CodeNotFound, "")
-		case fiber.StatusBadRequest:
-			return problem(c, CodeInvalidBody, "")
-		}
+	if errors.As(err, &fe) && fe.Code < 500 {
+		return StatusProblem(c, fe.Code)
 	}
 	h.Log.Error("api request failed", "method", c.Method(), "path", c.Path(), "request_id", c.Locals("requestid"), "err", err)
-	c.Response().ResetBody()
-	return problem(c, CodeInternal, "Something went wrong on our side; retry later (with the same Idempotency-Key for a POST).")
+	return StatusProblem(c, fiber.StatusInternalServerError)
 }
 
 // authenticate accepts "Authorization: Bearer kp_…" only. Cookies are

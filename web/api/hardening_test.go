@@ -7,6 +7,8 @@ package api_test
 
 import (
 	"bufio"
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -180,4 +182,59 @@ func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
 			t.Fatalf("a plain Persian description: %d %s", a.Status, a.Body)
 		}
 	})
+}
+
+// A request refused before the API's handlers run (a NUL in the query,
+// a body over the limit, a path in capitals) is answered as the API
+// answers, application/problem+json with its code, never the site's HTML
+// error page a partner's client cannot read.
+func TestRefusedBeforeTheHandlersIsAProblem(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := start(t, db, apptest.Options{})
+		c, _ := f.user(t, "early@example.com", apitoken.ScopeTopUp)
+		for _, tc := range []struct {
+			name, method, path, body string
+			status                   int
+			code                     string
+		}{
+			{"a NUL in the query", http.MethodGet, routes.APITopUps + "?cursor=%00", "", http.StatusBadRequest, "invalid_body"},
+			{"a body over the limit", http.MethodPost, routes.APITopUps, `{"amount_rials": 100000, "description": "` +
+				strings.Repeat("x", 70<<10) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
+			{"no such path", http.MethodGet, routes.APIv1 + "/nothing", "", http.StatusNotFound, "not_found"},
+		} {
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(tc.body)
+			}
+			req, err := http.NewRequestWithContext(context.Background(), tc.method, c.app.URL+tc.path, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+c.token)
+			req.Header.Set("Idempotency-Key", "early-1")
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			a := answer{Status: res.StatusCode, Header: res.Header, Body: string(b)}
+			if a.Status != tc.status || a.Code() != tc.code {
+				t.Errorf("%s: %d %s %q, want %d %s", tc.name, a.Status, a.Header.Get("Content-Type"), usertextCut(a.Body), tc.status, tc.code)
+			}
+		}
+		if n := topuptest.Count(t, db); n != 0 {
+			t.Fatalf("%d top-ups after refused requests", n)
+		}
+	})
+}
+
+// usertextCut is at most 200 bytes of s, for a failure's message.
+func usertextCut(s string) string {
+	if len(s) > 200 {
+		return s[:200]
+	}
+	return s
 }

@@ -60,6 +60,10 @@ const (
 	CodeChargeNotCancelable Code = "charge_not_cancelable"
 	CodeChargeNotRefundable Code = "charge_not_refundable"
 	CodeRefundExceeds       Code = "refund_exceeds_captured"
+
+	// Refused before the API's own handlers ran (StatusProblem).
+	CodeRequestTooLarge  Code = "request_too_large"
+	CodeMethodNotAllowed Code = "method_not_allowed"
 )
 
 var codeInfo = map[Code]struct {
@@ -109,7 +113,41 @@ var codeInfo = map[Code]struct {
 	CodeChargeNotCancelable:   {fiber.StatusConflict, "The charge cannot be canceled"},
 	CodeChargeNotRefundable:   {fiber.StatusConflict, "The charge has not succeeded"},
 	CodeRefundExceeds:         {fiber.StatusConflict, "Refunds would exceed the captured amount"},
+	CodeRequestTooLarge:       {fiber.StatusRequestEntityTooLarge, "Request too large"},
+	CodeMethodNotAllowed:      {fiber.StatusMethodNotAllowed, "Method not allowed"},
 }
+
+// StatusProblem answers an API request that failed with an HTTP status
+// and no problem of its own, whether before the API's handlers ran (the
+// framing and input checks, the body limit, a recovered panic: the app's
+// error handler calls it for every path under the API) or in them: the
+// problem nearest the status, never an HTML page. 404 not_found, 405
+// method_not_allowed, 413, 414 and 431 request_too_large, 429
+// rate_limited, any other 4xx invalid_body, anything else internal_error.
+func StatusProblem(c *fiber.Ctx, status int) error {
+	code := CodeInternal
+	switch {
+	case status == fiber.StatusNotFound:
+		code = CodeNotFound
+	case status == fiber.StatusMethodNotAllowed:
+		code = CodeMethodNotAllowed
+	case status == fiber.StatusRequestEntityTooLarge, status == fiber.StatusRequestURITooLong,
+		status == fiber.StatusRequestHeaderFieldsTooLarge:
+		code = CodeRequestTooLarge
+	case status == fiber.StatusTooManyRequests:
+		code = CodeRateLimited
+	case status >= 400 && status < 500:
+		code = CodeInvalidBody
+	}
+	c.Response().ResetBody()
+	if code == CodeInternal {
+		return problem(c, code, internalDetail)
+	}
+	return problem(c, code, "")
+}
+
+// internalDetail is what an internal error tells the caller.
+const internalDetail = "Something went wrong on our side; retry later (with the same Idempotency-Key for a POST)."
 
 // unconfirmedProblem answers a request refused because its caller has not
 // confirmed their own address (owner.ErrUnconfirmed); nothing was done

@@ -38,6 +38,14 @@ type Feature interface {
 	Register(r fiber.Router, app App)
 }
 
+// ErrorAnswerer is a feature that answers its own paths' errors in its
+// own format (the API: problem+json), even those raised before its
+// handlers ran; the web app's error handler asks it for every path under
+// the feature.
+type ErrorAnswerer interface {
+	AnswerError(c *fiber.Ctx, status int) error
+}
+
 // App is what the web app shares with its features.
 type App struct {
 	// Page is what every page needs for this request (language, CSRF
