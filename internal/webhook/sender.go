@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -411,7 +412,7 @@ func (s *Sender) send(ctx context.Context, r claimed) attempt {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(body))
 	if err != nil {
-		return attempt{err: err.Error()}
+		return attempt{err: "the endpoint's URL is invalid"}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Kifpool-Webhooks/1")
@@ -420,7 +421,7 @@ func (s *Sender) send(ctx context.Context, r claimed) attempt {
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return attempt{latency: time.Since(start), err: err.Error()}
+		return attempt{latency: time.Since(start), err: transportError(err)}
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
@@ -433,6 +434,21 @@ func (s *Sender) send(ctx context.Context, r claimed) attempt {
 		}
 	}
 	return a
+}
+
+// transportError is a failed request's error as the row and the log keep
+// it: without the URL (Go's *url.Error names it whole, and an endpoint's
+// query may hold the partner's own secret), what went wrong only (a
+// refused connection, a time-out, an address refused).
+func transportError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return "timed out: " + ue.Err.Error()
+		}
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // printable is b as log text: valid UTF-8, no control characters, short.

@@ -542,7 +542,9 @@ func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delive
 		res := tx.Model(&Delivery{}).
 			Where("id = ? AND status IN ? AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL)",
 				deliveryID, []string{StatusFailed, StatusDelivered}).
-			Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "retry_from": now})
+			// Its backoff starts over with the window: counted on from the
+			// attempts that gave up, the first retry would wait hours.
+			Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "retry_from": now, "attempts": 0})
 		if res.Error != nil {
 			return res.Error
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,9 +42,17 @@ func kifpoolHook(secret string, store func(eventID string, body []byte) error) h
 			http.Error(w, "bad signature", http.StatusBadRequest)
 			return
 		}
-		// Store first (a unique event id makes a repeat a no-op), answer,
-		// then process stored events elsewhere.
-		if err := store(r.Header.Get("Kifpool-Event-Id"), body); err != nil {
+		// The event's id from the signed body (the Kifpool-Event-Id header
+		// repeats it, unsigned). Store first (a unique event id makes a
+		// repeat a no-op), answer, then process stored events elsewhere.
+		var ev struct {
+			EventID string `json:"event_id"`
+		}
+		if err := json.Unmarshal(body, &ev); err != nil || ev.EventID == "" {
+			http.Error(w, "no event id", http.StatusBadRequest)
+			return
+		}
+		if err := store(ev.EventID, body); err != nil {
 			http.Error(w, "try again", http.StatusServiceUnavailable)
 			return
 		}
@@ -109,6 +118,14 @@ func TestDocsVerifier(t *testing.T) {
 		if resp, err := http.DefaultClient.Do(again); err != nil || resp.StatusCode != 204 {
 			t.Fatalf("repeat: %v %v", resp, err)
 		}
+		// Seen once, replayed within the five minutes under another id
+		// header: the signed body's id is the one stored.
+		renamed, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader([]byte(d.Body)))
+		renamed.Header.Set("Kifpool-Event-Id", "evt_another")
+		renamed.Header.Set("Kifpool-Signature", again.Header.Get("Kifpool-Signature"))
+		if resp, err := http.DefaultClient.Do(renamed); err != nil || resp.StatusCode != 204 {
+			t.Fatalf("replayed under another id header: %v %v", resp, err)
+		}
 		forged, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader([]byte(d.Body)))
 		forged.Header.Set("Kifpool-Signature", webhook.Sign("whsec_guess", time.Now(), []byte(d.Body)))
 		if resp, err := http.DefaultClient.Do(forged); err != nil || resp.StatusCode != 400 {
@@ -121,7 +138,7 @@ func TestDocsVerifier(t *testing.T) {
 		}
 		// The receiver's own store dedupes: the map counts calls per id; a
 		// database's unique key would keep one row.
-		if len(seen) != 1 || seen[d.EventID] != 2 {
+		if len(seen) != 1 || seen[d.EventID] != 3 {
 			t.Fatalf("stored %v", seen)
 		}
 	})

@@ -233,8 +233,9 @@ func TestSender(t *testing.T) {
 		if err != nil || st.Failed != 1 || st.FailingEndpoints != 1 || st.Pending != 0 {
 			t.Fatalf("stats %+v %v", st, err)
 		}
-		// Send again: delivered, the mark cleared.
-		fails = 0
+		// Send again: its backoff starts over (the first retry 15 s on, not
+		// hours as after the attempts of the window that gave up); then
+		// delivered, the mark cleared.
 		admin, _ := seedTopUp(t, db, "admin@example.com", 0)
 		if _, err := svc.Resend(ctx, admin, d.ID); err != nil {
 			t.Fatal(err)
@@ -244,6 +245,14 @@ func TestSender(t *testing.T) {
 		}
 		if n, _ := s.DeliverDue(ctx); n != 1 {
 			t.Fatalf("resend claimed %d", n)
+		}
+		if d = deliveryRow(t, db, webhook.TypeFailed); d.Status != webhook.StatusPending || d.NextAttemptAt.Sub(clk.Now()) > 30*time.Second {
+			t.Fatalf("the first failure after a resend: next attempt %s after now, %+v", d.NextAttemptAt.Sub(clk.Now()), d)
+		}
+		fails = 0
+		clk.Add(time.Minute)
+		if n, _ := s.DeliverDue(ctx); n != 1 {
+			t.Fatalf("the retry after the resend claimed %d", n)
 		}
 		if got, _ := svc.Get(ctx, ep.ID); got.FailingSince != nil || got.LastSuccessAt == nil {
 			t.Fatalf("endpoint after a success: %+v", got)
@@ -343,4 +352,32 @@ func TestBackoff(t *testing.T) {
 	if s0.Backoff(1) != 7500*time.Millisecond || s0.Backoff(30) != 3*time.Hour {
 		t.Fatalf("backoff(1)=%s backoff(30)=%s", s0.Backoff(1), s0.Backoff(30))
 	}
+}
+
+// A delivery that found no one (a refused connection) keeps what went
+// wrong, never the endpoint's URL: a partner's URL may carry its own
+// secret in the query, and the row and the log are read by others.
+func TestFailedDeliveryKeepsNoURL(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc, err := webhook.New(db, nil, webhook.Options{SessionSecret: secretKey, AllowLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := httptest.NewServer(http.NotFoundHandler())
+		addr := closed.URL
+		closed.Close()
+		uid, pays := seedTopUp(t, db, "nourl@example.com", 1)
+		if _, _, err := svc.Create(ctx, uid, addr+"/hook?token=PartnerSecret0123", webhook.Types(), nil); err != nil {
+			t.Fatal(err)
+		}
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p"}, CreatedAt: time.Now()})
+		if n, err := webhook.NewSender(svc, webhook.SenderOptions{}).DeliverDue(ctx); n != 1 || err != nil {
+			t.Fatalf("deliver: %d %v", n, err)
+		}
+		d := deliveryRow(t, db, webhook.TypeCredited)
+		if d.LastError == "" || strings.Contains(d.LastError, "PartnerSecret0123") || strings.Contains(d.LastError, "/hook") {
+			t.Fatalf("the failed attempt's error: %q", d.LastError)
+		}
+	})
 }
