@@ -1,6 +1,10 @@
 package gateway
 
-import "context"
+import (
+	"context"
+
+	"github.com/kifpool/kifpool/internal/gateway/callback"
+)
 
 // Ops are a gateway's optional operations, as one value: a field is nil
 // when the gateway has no such operation. A driver resolves them once,
@@ -55,6 +59,15 @@ type Ops struct {
 	// was called with) whose answer never came: read-only, a safe
 	// operation. Errors follow Gateway's contract. Set with Refund.
 	RefundStatus func(ctx context.Context, in RefundInput) (RefundState, error)
+
+	// MatchCallback checks what a callback says of the sale against the
+	// payment it came back to (publicID, amountRials): an error when it
+	// names another order, or an amount the payer paid other than ours
+	// (Mellat's SaleOrderId, which its guide requires the merchant to
+	// check, and FinalAmount after a discount). A refused callback keeps
+	// nothing and is never verified: the bank returns a sale it does not
+	// see verified. No call is made. Nil: nothing to check.
+	MatchCallback func(publicID string, amountRials int64, cb callback.Params) error
 
 	// Down reports whether the bank is known to be down right now (the
 	// resilient caller's open circuit breaker): the top-up offers

@@ -9,11 +9,14 @@ package topup_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
+	"github.com/kifpool/kifpool/internal/gateway/drivers"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -427,4 +430,55 @@ func TestNewReceiptTooSoon(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// TestMellatCallbackOfAnotherSale: Mellat's guide requires the merchant to
+// check a callback's SaleOrderId before any verify, and its FinalAmount is
+// what the payer paid after an online discount. Another sale's callback
+// brought to A (its RefId A's, the rest B's) and B's own with a lower
+// FinalAmount are refused, nothing kept and nothing verified; B's
+// callback as the bank sent it credits B its amount.
+func TestMellatCallbackOfAnotherSale(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "mellat")
+		d, _ := drivers.Lookup("mellat")
+		parse := func(form map[string]string) func(string) (callback.Params, bool) {
+			return func(string) (callback.Params, bool) {
+				return d.ParseCallback(func(string) string { return "" }, func(k string) string { return form[k] }, true)
+			}
+		}
+		a, b := e.start(110_000), e.start(130_000)
+		cbB, err := bank.Finish(b.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := maps.Clone(cbB.Form)
+		forged["RefId"] = a.AuthorityString()
+		if _, _, err := e.svc.Return(ctx, a.PublicID, parse(forged)); !errors.Is(err, topup.ErrBadCallback) {
+			t.Fatalf("B's sale brought to A: %v, want ErrBadCallback", err)
+		}
+		if ra := e.row(a.ID); ra.Receipt != nil || ra.ReturnedAt != nil || ra.Status != topup.StatusAwaitingPayment {
+			t.Fatalf("A after another sale's callback: %s receipt %q", dump(ra), ra.ReceiptString())
+		}
+		discounted := maps.Clone(cbB.Form)
+		discounted["FinalAmount"] = "120000"
+		if _, _, err := e.svc.Return(ctx, b.PublicID, parse(discounted)); !errors.Is(err, topup.ErrBadCallback) {
+			t.Fatalf("B paid 120,000 of 130,000: %v, want ErrBadCallback", err)
+		}
+		if rb := e.row(b.ID); rb.Receipt != nil || rb.ReturnedAt != nil {
+			t.Fatalf("B after the discounted callback: %s", dump(rb))
+		}
+		if bp, _ := bank.Payment(b.AuthorityString()); bp.VerifyCount != 0 {
+			t.Fatalf("B verified %d times on refused callbacks", bp.VerifyCount)
+		}
+		got, _, err := e.svc.Return(ctx, b.PublicID, parse(cbB.Form))
+		if err != nil || got.Status != topup.StatusCredited || got.AmountRials != 130_000 {
+			t.Fatalf("B's own callback: %s %v", dump(got), err)
+		}
+		if e.balance() != 130_000 {
+			t.Fatalf("balance %d, want 130,000", e.balance())
+		}
+		checkInvariants(t, db)
+	})
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // ErrBadCallback: the callback carries no usable token in its gateway's
-// own field names.
+// own field names, or names a sale that is not this payment's
+// (gateway.Ops.MatchCallback).
 var ErrBadCallback = errors.New("callback carries no usable token")
 
 // Return is the one entry point of the bank's return (its callback, GET
@@ -40,6 +41,14 @@ func (s *Service) Return(ctx context.Context, publicID string, parse func(gatewa
 	cb, ok := parse(p.Gateway)
 	if !ok {
 		return TopUp{}, cb, ErrBadCallback
+	}
+	if match := s.gw(p).Ops().MatchCallback; match != nil {
+		// Another sale's order, or an amount the payer paid other than
+		// ours: nothing kept, never verified (the bank returns the sale).
+		if err := match(p.PublicID, p.AmountRials, cb); err != nil {
+			s.log.WarnContext(ctx, "callback refused: not this payment's sale", "payment", p.PublicID, "err", err)
+			return TopUp{}, cb, fmt.Errorf("%w: %w", ErrBadCallback, err)
+		}
 	}
 	p, err = s.returnOf(ctx, p, cb.Authority, cb.Receipt, cb.ClaimsPaid)
 	return p, cb, err

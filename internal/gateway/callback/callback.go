@@ -4,7 +4,8 @@
 // payer paid. Each driver parses its own callback (gateway.Driver's
 // ParseCallback) into Params. They are hints: the token must match the
 // payment's own, and the claim only paces how soon the bank is asked;
-// nothing else is ever read from a callback.
+// nothing else is ever trusted from a callback (an order or amount it
+// names can only refuse it).
 package callback
 
 // MaxAuthorityLen bounds the token a callback may carry (Zarinpal's
@@ -25,6 +26,14 @@ type Params struct {
 	// payer did not pay. The payment keeps the first one (unique per
 	// gateway: a receipt another payment holds is a replay, refused).
 	Receipt string
+	// Order and PaidRials are what the callback says of the sale, where
+	// the gateway names them (Mellat's SaleOrderId and FinalAmount, the
+	// amount after an online discount): "" and 0 when it does not. The
+	// gateway's check (gateway.Ops.MatchCallback) refuses a callback
+	// whose order is not the payment's, or whose amount is not ours,
+	// before anything of it is kept.
+	Order     string
+	PaidRials int64
 }
 
 // Token checks a token taken from a callback: present, at most

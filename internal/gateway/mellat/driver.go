@@ -2,12 +2,15 @@ package mellat
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/gateway/wire"
+	"github.com/kifpool/kifpool/internal/usertext"
 )
 
 // Its settings (environment variables).
@@ -93,12 +96,13 @@ func Driver() gateway.Driver {
 }
 
 // ParseCallback reads Mellat's callback: POST form fields (the query too)
-// RefId, ResCode, SaleOrderId, SaleReferenceId (and CardHolderPan,
-// FinalAmount, which nothing here trusts). The RefId is required; the
+// RefId, ResCode, SaleOrderId, SaleReferenceId, FinalAmount (and
+// CardHolderPan, which nothing here reads). The RefId is required; the
 // SaleReferenceId, a positive number, is the receipt verify and settle
 // need. Only ResCode 0 with a SaleReferenceId claims a payment. The
-// callback's SaleOrderId is never used: verify and settle send the order
-// number derived from the payment's own id (OrderNumber).
+// SaleOrderId and FinalAmount are only checked against the payment
+// (matchCallback): verify and settle send the order number derived from
+// the payment's own id (OrderNumber) and credit our amount.
 func ParseCallback(query, form func(key string) string, isPost bool) (callback.Params, bool) {
 	get := callback.FormFirst(query, form, isPost)
 	raw := get("RefId")
@@ -116,7 +120,32 @@ func ParseCallback(query, form func(key string) string, isPost bool) (callback.P
 		receipt = ""
 	}
 	paid := receipt != "" && strings.TrimSpace(get("ResCode")) == "0"
-	return callback.Params{Authority: refID, Receipt: receipt, ClaimsPaid: paid}, true
+	p := callback.Params{Authority: refID, Receipt: receipt, ClaimsPaid: paid, Order: strings.TrimSpace(get("SaleOrderId"))}
+	if n, err := strconv.ParseInt(strings.TrimSpace(get("FinalAmount")), 10, 64); err == nil && n > 0 {
+		p.PaidRials = n
+	}
+	return p, true
+}
+
+// matchCallback refuses a callback that is not of this payment's sale, as
+// Mellat's guide requires before any verify: a SaleOrderId other than the
+// payment's order number (another sale's reference brought to this
+// payment), or a FinalAmount other than ours (the payer paid less, after
+// an online discount: crediting our amount would credit money the bank
+// never took). Refused, the sale is never verified, and Mellat returns it
+// to the payer. An absent field is not checked (the payer's cancel may
+// carry neither).
+func matchCallback(publicID string, amountRials int64, cb callback.Params) error {
+	if cb.Order != "" {
+		n, err := strconv.ParseInt(cb.Order, 10, 64)
+		if err != nil || n != OrderNumber(publicID) {
+			return fmt.Errorf("mellat callback: SaleOrderId %q is not this payment's order", usertext.Cut(cb.Order, 40))
+		}
+	}
+	if cb.PaidRials != 0 && cb.PaidRials != amountRials {
+		return fmt.Errorf("mellat callback: FinalAmount %d is not the payment's %d rials", cb.PaidRials, amountRials)
+	}
+	return nil
 }
 
 func checkText(v string) (string, error) {

@@ -126,7 +126,7 @@ func New(cfg Config) (*Client, error) {
 		c.tehran = time.FixedZone("+0330", 3*3600+30*60)
 	}
 	c.ops = gateway.Ops{PayForm: c.PayForm, Settle: c.Settle, InquireSale: c.InquireSale, Reverse: c.Reverse,
-		Refund: c.Refund, RefundStatus: c.RefundStatus}
+		Refund: c.Refund, RefundStatus: c.RefundStatus, MatchCallback: matchCallback}
 	return c, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
 	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/testclock"
@@ -379,5 +380,45 @@ func TestRefundIsAReversalBeforeSettle(t *testing.T) {
 	var rej *gateway.RejectedError
 	if _, err := c.Refund(ctxT(t), settled); !errors.As(err, &rej) || rej.Code != 45 {
 		t.Fatalf("reversal of a settled sale: %v, want refused with 45", err)
+	}
+}
+
+// The callback's check (Ops.MatchCallback) refuses another order's
+// SaleOrderId and a FinalAmount other than ours, and lets a callback that
+// names neither through.
+func TestMatchCallback(t *testing.T) {
+	bank, c, _, _ := newBank(t)
+	match := c.Ops().MatchCallback
+	if match == nil {
+		t.Fatal("no callback check")
+	}
+	ours := strconv.FormatInt(mellat.OrderNumber(publicID), 10)
+	for _, tc := range []struct {
+		name  string
+		order string
+		paid  int64
+		ok    bool
+	}{
+		{"its order and amount", ours, 150_000, true},
+		{"neither named (a cancel)", "", 0, true},
+		{"another order", strconv.FormatInt(mellat.OrderNumber("another-payment-id-00000"), 10), 150_000, false},
+		{"an order that is no number", "12ab", 0, false},
+		{"a discounted amount", ours, 140_000, false},
+		{"more than ours", ours, 160_000, false},
+	} {
+		err := match(publicID, 150_000, callback.Params{Authority: "R", Order: tc.order, PaidRials: tc.paid})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	// The sandbox bank's callback names both, as Mellat's does, and
+	// passes.
+	cb, err := bank.Finish(request(t, c, publicID, 150_000), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := mellat.ParseCallback(func(string) string { return "" }, func(k string) string { return cb.Form[k] }, true)
+	if !ok || p.Order != ours || p.PaidRials != 150_000 || match(publicID, 150_000, p) != nil {
+		t.Fatalf("the bank's own callback: %+v", p)
 	}
 }

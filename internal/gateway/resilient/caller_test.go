@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/gateway/callback"
 )
 
 // service is a fake remote service that is no payment gateway (a payout
@@ -235,6 +236,12 @@ func (f optsFake) Ops() gateway.Ops {
 			_, err := f.run(ctx, OpReverse)
 			return err
 		},
+		MatchCallback: func(id string, _ int64, _ callback.Params) error {
+			if id != "ours" {
+				return errors.New("another sale")
+			}
+			return nil
+		},
 		Down: func() bool { return true }, // the caller's breaker says, not the driver
 	}
 }
@@ -255,6 +262,9 @@ func TestGatewayWrapsEachOptionalOp(t *testing.T) {
 	}
 	if form := ops.PayForm("A1"); form.Action != f.form.Action || f.total() != 0 {
 		t.Fatalf("form %+v after %d calls", form, f.total())
+	}
+	if ops.MatchCallback == nil || ops.MatchCallback("ours", 1, callback.Params{}) != nil || ops.MatchCallback("theirs", 1, callback.Params{}) == nil {
+		t.Fatal("the callback's check is not the driver's")
 	}
 	if res, err := ops.Settle(context.Background(), gateway.VerifyInput{}); err != nil || res != done || f.count(OpSettle) != 2 {
 		t.Fatalf("Settle = %+v, %v after %d calls", res, err, f.count(OpSettle))

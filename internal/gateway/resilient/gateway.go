@@ -36,7 +36,8 @@ func New(inner gateway.Gateway, opts Options) *Gateway {
 // wrap runs each optional operation the driver has through the Caller,
 // once; the breaker is this caller's (Down).
 func (g *Gateway) wrap(in gateway.Ops) gateway.Ops {
-	out := gateway.Ops{PayForm: in.PayForm, Down: g.BreakerOpen} // the form makes no call
+	// The form and the callback's check make no call.
+	out := gateway.Ops{PayForm: in.PayForm, MatchCallback: in.MatchCallback, Down: g.BreakerOpen}
 	if settle := in.Settle; settle != nil {
 		// Idempotent at the bank (a second settle answers 45): safe.
 		out.Settle = func(ctx context.Context, vin gateway.VerifyInput) (gateway.SettleResult, error) {

@@ -371,6 +371,13 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 				// an operator reverses it within the window.
 				res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAmountMismatch, 0, 0
 			}
+			if paid, ok := wire.FlexInt(d.AffectiveAmount); ok && paid > 0 && paid != in.AmountRials {
+				// What the card paid (after an online discount) is not our
+				// amount: crediting ours would credit money the bank never
+				// took. Never credited; a person looks, within the window
+				// in which the payment can be reversed.
+				res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAmountMismatch, 0, 0
+			}
 		}
 	case resultNotFound, resultNoTransaction, resultEmptyReceipt, resultReceiptNotB64:
 		// No transaction behind this receipt: the inquiry (the token's

@@ -252,6 +252,9 @@ func TestVerifyDecoding(t *testing.T) {
 		// its own (issue 31): no RRN, no reference (review, no_ref_id).
 		{"trace number only", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","StraceNo":"123456","OrginalAmount":10000}}`, 200, gateway.VerifyPaid, 0, false},
 		{"RRN and trace number", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"14411779381","StraceNo":"123456","OrginalAmount":10000}}`, 200, gateway.VerifyPaid, 14411779381, false},
+		{"the card paid our amount", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"7","OrginalAmount":10000,"AffectiveAmount":10000}}`, 200, gateway.VerifyPaid, 7, false},
+		// An online discount: the card paid less than our amount.
+		{"the card paid less", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"7","OrginalAmount":10000,"AffectiveAmount":"9000"}}`, 200, gateway.VerifyAmountMismatch, 0, false},
 		{"duplicate without detail", `{"ResultCode":2,"ResultDescription":"تکراری"}`, 200, gateway.VerifyAlreadyVerified, 0, false},
 		{"success false", `{"ResultCode":0,"Success":false}`, 200, "", 0, true},
 		{"other receipt", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R2","RRN":"5","OrginalAmount":10000}}`, 200, "", 0, true},
