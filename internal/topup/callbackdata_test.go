@@ -562,3 +562,73 @@ func TestSEPForgedRefNumGivesWay(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileZarinpalVerifiedByTheBank: with its panel's auto-verify
+// on, Zarinpal verifies a paid payment by itself, and lists it no more
+// as unverified. One that ended here first (its page's lifetime passed
+// with no word from the bank, the payer's callback lost) was found by
+// nothing. Reconciliation now asks such an ended payment by inquiry and
+// credits it, once; one the bank said was never paid is not asked.
+func TestReconcileZarinpalVerifiedByTheBank(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnv(t, db, "zarinpal")
+		late, cancelled := e.start(100_000), e.start(200_000)
+		if _, err := bank.Pay(late.AuthorityString()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bank.Cancel(cancelled.AuthorityString()); err != nil {
+			t.Fatal(err)
+		}
+		// The bank's own verify of the paid one: its auto-verify.
+		srv := httptest.NewServer(bank.Handler())
+		t.Cleanup(srv.Close)
+		d, _ := drivers.Lookup("zarinpal")
+		auto, err := d.New(d.Sandbox.Settings(srv.URL), gateway.Deps{HTTPClient: srv.Client(), Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vr, err := auto.Verify(ctx, gateway.VerifyInput{Authority: late.AuthorityString(), AmountRials: 100_000}); err != nil || vr.Outcome != gateway.VerifyPaid {
+			t.Fatalf("the bank's own verify: %+v %v", vr, err)
+		}
+		e.clock.Advance(30 * time.Minute)
+		topuptest.ForceStatus(t, db, late.ID, string(topup.StatusFailed), string(topup.ReasonNotPaidAfterLife))
+		topuptest.ForceStatus(t, db, cancelled.ID, string(topup.StatusFailed), string(topup.ReasonBankCancelled))
+
+		rep, items := e.reconcile()
+		if rep.Credited != 1 || rep.CreditedRials != 100_000 || items[late.PublicID].Kind != "credited" || len(items) != 1 {
+			t.Fatalf("report %+v, items %+v", rep, items)
+		}
+		if r := e.row(late.ID); r.Status != topup.StatusCredited || r.RefID == nil {
+			t.Fatalf("the late one after reconciliation: %s", dump(r))
+		}
+		if r := e.row(cancelled.ID); r.Status != topup.StatusFailed || r.StatusReason != string(topup.ReasonBankCancelled) {
+			t.Fatalf("the cancelled one: %s", dump(r))
+		}
+		if e.balance() != 100_000 {
+			t.Fatalf("balance %d, want 100,000", e.balance())
+		}
+		// Again: nothing more to credit.
+		if rep, _ := e.reconcile(); rep.Credited != 0 || e.balance() != 100_000 {
+			t.Fatalf("a second run: %+v, balance %d", rep, e.balance())
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// UnsureEnded keeps the ended payments the bank gave no word on.
+func TestUnsureEnded(t *testing.T) {
+	ps := []topup.TopUp{
+		{PublicID: "lifetime", Status: topup.StatusFailed, StatusReason: string(topup.ReasonNotPaidAfterLife)},
+		{PublicID: "review", Status: topup.StatusNeedsReview, StatusReason: string(topup.ReasonUnknownTooLong)},
+		{PublicID: "cancelled", Status: topup.StatusFailed, StatusReason: string(topup.ReasonBankCancelled)},
+		{PublicID: "admin", Status: topup.StatusFailed, StatusReason: "closed_by_admin"},
+	}
+	var got []string
+	for _, p := range topup.UnsureEnded(ps) {
+		got = append(got, p.PublicID)
+	}
+	if !slices.Equal(got, []string{"lifetime", "review"}) {
+		t.Fatalf("unsure: %v", got)
+	}
+}
