@@ -29,6 +29,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -120,8 +121,15 @@ type Record struct {
 	ResponseType   string
 	ResponseBody   *string
 	TopUpID        *int64
-	CreatedAt      time.Time
-	FinishedAt     *time.Time
+	// Token is the token the request's effect is created with (FormToken),
+	// drawn when the record is made; "" for a record made before it was
+	// kept (migration 00052), whose token is derived.
+	Token      string `gorm:"column:form_token"`
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+	// takenOver: Begin took this record over from a request that left it
+	// unfinished, which may have made its effect (Discard keeps it).
+	takenOver bool `gorm:"-"`
 }
 
 // TableName maps Record to idempotency_keys.
@@ -169,7 +177,8 @@ type Options struct {
 	// takes the key over (default 1 minute). It must be longer than the
 	// slowest request.
 	Lease time.Duration
-	// Secret keys the tokens derived from records (FormToken).
+	// Secret keys the tokens derived from records made before each kept
+	// its own (FormToken).
 	Secret []byte
 	Now    func() time.Time
 }
@@ -233,7 +242,7 @@ func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
 		now := s.clock()
 		until := now.Add(s.lease)
 		rec := Record{UserID: r.UserID, IdempotencyKey: r.Key, RequestMethod: r.Method, RequestPath: r.Path,
-			Fingerprint: r.Fingerprint, LockedUntil: &until, CreatedAt: now}
+			Fingerprint: r.Fingerprint, LockedUntil: &until, Token: formtoken.New(), CreatedAt: now}
 		err := s.db.Gorm.WithContext(ctx).Create(&rec).Error
 		if err == nil {
 			return Acquired, rec, nil
@@ -263,7 +272,7 @@ func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
 			return 0, Record{}, fmt.Errorf("take over idempotency key %d: %w", old.ID, res.Error)
 		}
 		if res.RowsAffected == 1 {
-			old.LockedUntil = &until
+			old.LockedUntil, old.takenOver = &until, true
 			return Acquired, old, nil
 		}
 	}
@@ -369,8 +378,14 @@ func (s *Store) Release(ctx context.Context, rec Record) error {
 }
 
 // Discard forgets an acquired key whose request failed before any side
-// effect: the client may fix the request and retry with the same key.
+// effect: the client may fix the request and retry with the same key. A
+// record Begin took over is only released (Release): the request that
+// left it may have made its effect, which the next retry must find by
+// the record's token, not make again under a new record's.
 func (s *Store) Discard(ctx context.Context, rec Record) error {
+	if rec.takenOver {
+		return s.Release(ctx, rec)
+	}
 	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).
 		Where("id = ? AND response_status IS NULL", rec.ID).Delete(&Record{}).Error
 	if err != nil {
@@ -379,11 +394,17 @@ func (s *Store) Discard(ctx context.Context, rec Record) error {
 	return nil
 }
 
-// FormToken derives from a record the token its payment is created with
-// (22 base64url characters, the shape of a form token): the payments'
-// unique (user_id, form_token) index then also guards the API, and a
-// retry that takes a key over finds the payment its first request made.
+// FormToken is the token a record's effect is created with (22 base64url
+// characters, the shape of a form token): the effects' unique (user_id,
+// form_token) indexes then also guard the API, and a retry that takes a
+// key over finds the effect its first request made. It is the record's
+// own, kept with it, so that it does not depend on a secret an instance
+// may not share; a record made before it was kept derives it from the
+// record with the secret, as then.
 func (s *Store) FormToken(rec Record) string {
+	if rec.Token != "" {
+		return rec.Token
+	}
 	m := hmac.New(sha256.New, s.secret)
 	fmt.Fprintf(m, "idempotency-key:%d:%d", rec.UserID, rec.ID)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])

@@ -348,3 +348,45 @@ func TestBeginReadsBeforeWriting(t *testing.T) {
 		}
 	})
 }
+
+// A retry that takes a key over after a crash finds the first request's
+// effect by its token on an instance with another SESSION_SECRET (rotated,
+// or not shared): the token is the record's own. A refusal of that retry
+// only releases the key: the first request may have made its effect.
+func TestTakeoverKeepsTheTokenWhateverTheSecret(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+		var mu sync.Mutex
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		users := auth.NewService(db, auth.Options{BcryptCost: 4})
+		alice, _ := users.SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
+		first := idempotency.NewStore(db, idempotency.Options{Lease: 30 * time.Second, Secret: []byte("old-secret"), Now: clock})
+		second := idempotency.NewStore(db, idempotency.Options{Lease: 30 * time.Second, Secret: []byte("new-secret"), Now: clock})
+		req := idempotency.Request{UserID: alice.ID, Key: "crash-1", Method: "POST", Path: routes.APIWithdrawals, Fingerprint: "fp"}
+		out, died, err := first.Begin(ctx, req)
+		if err != nil || out != idempotency.Acquired {
+			t.Fatalf("first: %v %v", out, err)
+		}
+		tok := first.FormToken(died)
+		if !formtoken.Valid(tok) {
+			t.Fatalf("token %q", tok)
+		}
+		mu.Lock()
+		now = now.Add(31 * time.Second) // its process died: the lease lapses
+		mu.Unlock()
+		out, taken, err := second.Begin(ctx, req)
+		if err != nil || out != idempotency.Acquired || taken.ID != died.ID || second.FormToken(taken) != tok {
+			t.Fatalf("the takeover under another secret: %v %v, token %q, want %q", out, err, second.FormToken(taken), tok)
+		}
+		// The retry is refused before any effect of its own (withdrawals
+		// switched off meanwhile): the key stays, with its token.
+		if err := second.Discard(ctx, taken); err != nil {
+			t.Fatal(err)
+		}
+		out, again, err := second.Begin(ctx, req)
+		if err != nil || out != idempotency.Acquired || again.ID != died.ID || second.FormToken(again) != tok {
+			t.Fatalf("after a refused takeover: %v %v, record %d token %q", out, err, again.ID, second.FormToken(again))
+		}
+	})
+}
