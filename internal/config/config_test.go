@@ -870,7 +870,7 @@ func TestOperatorSettings(t *testing.T) {
 
 	with := map[string]string{"SUPPORT_PHONE": "+98 21 1234-5678", "SUPPORT_URL": "https://help.example.com/ticket",
 		"OPERATOR_NAME": "Example Pay Co.", "TERMS_URL": "https://example.com/terms", "PRIVACY_URL": "https://example.com/privacy",
-		"ENAMAD_HTML": `<a referrerpolicy='origin' target='_blank' href='https://trustseal.enamad.ir/?id=1&Code=x'><img referrerpolicy='origin' src='https://trustseal.enamad.ir/logo.aspx?id=1&Code=x' alt='' style='cursor:pointer' onclick='alert(1)' code='x'></a>`}
+		"ENAMAD_HTML": `<a referrerpolicy='unsafe-url' target='_blank' href='https://trustseal.enamad.ir/?id=1&Code=x'><img referrerpolicy='no-referrer-when-downgrade' src='https://trustseal.enamad.ir/logo.aspx?id=1&Code=x' alt='' style='cursor:pointer' onclick='alert(1)' code='x'></a>`}
 	for k, v := range real {
 		with[k] = v
 	}
@@ -889,7 +889,8 @@ func TestOperatorSettings(t *testing.T) {
 		t.Errorf("operator %+v", o)
 	}
 	if strings.Contains(o.SealHTML, "style") || strings.Contains(o.SealHTML, "onclick") || !strings.Contains(o.SealHTML, `src="https://trustseal.enamad.ir/logo.aspx?id=1&amp;Code=x"`) ||
-		!strings.Contains(o.SealHTML, `rel="noopener"`) || len(o.SealOrigins) != 1 || o.SealOrigins[0] != "https://trustseal.enamad.ir" {
+		!strings.Contains(o.SealHTML, `rel="noopener"`) || len(o.SealOrigins) != 1 || o.SealOrigins[0] != "https://trustseal.enamad.ir" ||
+		strings.Count(o.SealHTML, `referrerpolicy="origin"`) != 2 || strings.Contains(o.SealHTML, "unsafe-url") || strings.Contains(o.SealHTML, "downgrade") {
 		t.Errorf("seal %q, origins %q", o.SealHTML, o.SealOrigins)
 	}
 	with["SUPPORT_EMAIL"] = "help@example.com"

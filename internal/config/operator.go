@@ -136,8 +136,8 @@ var sealParser = parser{accepts: "an HTML snippet of links and images over `http
 
 // sealAttrs are the attributes kept, per element.
 var sealAttrs = map[atom.Atom][]string{
-	atom.A:   {"href", "target", "referrerpolicy", "id", "title"},
-	atom.Img: {"src", "alt", "width", "height", "referrerpolicy", "id", "code"},
+	atom.A:   {"href", "target", "id", "title"},
+	atom.Img: {"src", "alt", "width", "height", "id", "code"},
 }
 
 func sanitizeSeal(v string) (string, []string, error) {
@@ -180,6 +180,10 @@ func sanitizeSeal(v string) (string, []string, error) {
 			if n.DataAtom == atom.A && slices.ContainsFunc(attrs, func(a html.Attribute) bool { return a.Key == "target" }) {
 				attrs = append(attrs, html.Attribute{Key: "rel", Val: "noopener"})
 			}
+			// The seal is on every page, a reset link's too: eNamad is told
+			// the site (it checks the referring origin), never a page's
+			// address, whatever the snippet asked (its own is "origin").
+			attrs = append(attrs, html.Attribute{Key: "referrerpolicy", Val: "origin"})
 			n.Attr = attrs
 			for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
 				if err := clean(ch); err != nil {

@@ -558,7 +558,7 @@ func ownOptions() []Option {
 			p:          operatorField("an absolute `http(s)://` URL", checkPublicURL, func(c *Config) *string { return &c.Operator.PrivacyURL })},
 		{Name: "ENAMAD_HTML", Group: groupOperator,
 			DefaultDoc: "unset: no seal",
-			Doc:        "the eNamad trust seal's snippet as eNamad gives it (a link around an image), shown in every page's footer; only `<a>` and `<img>` with `https://` links are kept (inline styles, scripts and event handlers are dropped, anything else is refused), and the CSP allows the images' origins",
+			Doc:        "the eNamad trust seal's snippet as eNamad gives it (a link around an image), shown in every page's footer; only `<a>` and `<img>` with `https://` links are kept (inline styles, scripts and event handlers are dropped, anything else is refused), each with `referrerpolicy=origin` whatever the snippet says (eNamad learns the site, never a page's address, which on a reset page holds its token), and the CSP allows the images' origins",
 			p:          sealParser},
 		{Name: "RETENTION_SESSIONS", Group: groupRetention, Default: "24h",
 			Doc: "expired sessions are deleted this long after they expired (`off` keeps them); see docs/operations.md",
