@@ -139,10 +139,17 @@ func TestTopologyBehindNginx(t *testing.T) {
 	} else {
 		res.Body.Close()
 	}
-	if logged, err := os.ReadFile(filepath.Join(dir, "access.log")); err != nil {
-		t.Fatal(err)
-	} else if strings.Contains(string(logged), secretToken) || !strings.Contains(string(logged), "/static/app.css") ||
-		!strings.Contains(string(logged), routes.SignUp) {
+	// nginx writes a request's line once it has answered: the last one
+	// may come a moment after its answer.
+	var logged []byte
+	testwait.Eventually(t, 10*time.Second, "nginx's access log line of the static file", func() bool {
+		var err error
+		if logged, err = os.ReadFile(filepath.Join(dir, "access.log")); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(logged), "/static/app.css")
+	})
+	if strings.Contains(string(logged), secretToken) || !strings.Contains(string(logged), routes.SignUp) {
 		t.Errorf("nginx's access log holds a link's token, or misses the requests it should hold:\n%s", logged)
 	}
 	for _, c := range res.Cookies() {
