@@ -29,7 +29,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -122,8 +121,9 @@ type Record struct {
 	ResponseBody   *string
 	TopUpID        *int64
 	// Token is the token the request's effect is created with (FormToken),
-	// drawn when the record is made; "" for a record made before it was
-	// kept (migration 00052), whose token is derived.
+	// derived when the record is made and kept; "" for a record made
+	// before it was kept (migration 00052), or by an instance without the
+	// column, whose token is derived.
 	Token      string `gorm:"column:form_token"`
 	CreatedAt  time.Time
 	FinishedAt *time.Time
@@ -242,9 +242,19 @@ func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
 		now := s.clock()
 		until := now.Add(s.lease)
 		rec := Record{UserID: r.UserID, IdempotencyKey: r.Key, RequestMethod: r.Method, RequestPath: r.Path,
-			Fingerprint: r.Fingerprint, LockedUntil: &until, Token: formtoken.New(), CreatedAt: now}
+			Fingerprint: r.Fingerprint, LockedUntil: &until, CreatedAt: now}
 		err := s.db.Gorm.WithContext(ctx).Create(&rec).Error
 		if err == nil {
+			// The token, kept: the one an instance without the column
+			// derives (a rolling upgrade's old instances agree on it), and
+			// from now on the record's own, whatever the secret becomes.
+			// Should this write fail, the record's token is derived, as
+			// before: the same value under this secret.
+			rec.Token = s.derive(rec)
+			if err := s.db.Gorm.WithContext(ctx).Model(&Record{}).Where("id = ? AND form_token = ''", rec.ID).
+				Update("form_token", rec.Token).Error; err != nil {
+				rec.Token = ""
+			}
 			return Acquired, rec, nil
 		}
 		if !store.IsUniqueViolation(err) {
@@ -405,6 +415,12 @@ func (s *Store) FormToken(rec Record) string {
 	if rec.Token != "" {
 		return rec.Token
 	}
+	return s.derive(rec)
+}
+
+// derive is a record's token derived from it with the secret (22
+// base64url characters, the shape of a form token).
+func (s *Store) derive(rec Record) string {
 	m := hmac.New(sha256.New, s.secret)
 	fmt.Fprintf(m, "idempotency-key:%d:%d", rec.UserID, rec.ID)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
