@@ -509,6 +509,19 @@ func TestDailyLimitIsAPersons(t *testing.T) {
 		if err := req(stranger, strangers, 2_000_000_000); err != nil {
 			t.Fatalf("another person's day: %v", err)
 		}
+		// A code typed without the provider's word (its inquiry went
+		// unanswered: the account waits for review) joins no one: that
+		// account neither reads the person's day nor counts in it.
+		e.faults("zibal", payouts.ProviderFaults{ErrorRate: 1})
+		claimer, _ := withdrawaltest.User(t, db, "claimer@example.com")
+		claimed, err := e.accts.Add(ctx, claimer, withdrawaltest.Sheba("017", 43), code)
+		e.faults("zibal", payouts.ProviderFaults{})
+		if err != nil || claimed.Account.Verified() || withdrawaltest.NationalCodeOf(t, db, claimer) != code {
+			t.Fatalf("the claimer's account: %+v %v", claimed, err)
+		}
+		if used, err := e.svc.UsedToday(ctx, claimer); err != nil || used != 0 {
+			t.Fatalf("the claimer reads %d %v of the person's day", used, err)
+		}
 		// The next day, both accounts at once, 400 M each try: five fit
 		// in the person's 2 bn, never six.
 		e.clock.Advance(24 * time.Hour)
