@@ -616,19 +616,24 @@ func TestReconcileZarinpalVerifiedByTheBank(t *testing.T) {
 	})
 }
 
-// UnsureEnded keeps the ended payments the bank gave no word on.
+// UnsureEnded keeps the ended payments the bank gave no word on: failed
+// at the lifetime within the window, or under review.
 func TestUnsureEnded(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	recent, long := now.Add(-10*time.Minute), now.Add(-2*time.Hour)
 	ps := []topup.TopUp{
-		{PublicID: "lifetime", Status: topup.StatusFailed, StatusReason: string(topup.ReasonNotPaidAfterLife)},
-		{PublicID: "review", Status: topup.StatusNeedsReview, StatusReason: string(topup.ReasonUnknownTooLong)},
-		{PublicID: "cancelled", Status: topup.StatusFailed, StatusReason: string(topup.ReasonBankCancelled)},
-		{PublicID: "admin", Status: topup.StatusFailed, StatusReason: "closed_by_admin"},
+		{PublicID: "lifetime", Status: topup.StatusFailed, StatusReason: string(topup.ReasonNotPaidAfterLife), ResolvedAt: &recent},
+		{PublicID: "lifetime long ago", Status: topup.StatusFailed, StatusReason: string(topup.ReasonNotPaidAfterLife), ResolvedAt: &long},
+		{PublicID: "lifetime, no end time", Status: topup.StatusFailed, StatusReason: string(topup.ReasonNotPaidAfterLife), UpdatedAt: recent},
+		{PublicID: "review", Status: topup.StatusNeedsReview, StatusReason: string(topup.ReasonUnknownTooLong), ResolvedAt: &long},
+		{PublicID: "cancelled", Status: topup.StatusFailed, StatusReason: string(topup.ReasonBankCancelled), ResolvedAt: &recent},
+		{PublicID: "admin", Status: topup.StatusFailed, StatusReason: "closed_by_admin", ResolvedAt: &recent},
 	}
 	var got []string
-	for _, p := range topup.UnsureEnded(ps) {
+	for _, p := range topup.UnsureEnded(ps, now) {
 		got = append(got, p.PublicID)
 	}
-	if !slices.Equal(got, []string{"lifetime", "review"}) {
+	if !slices.Equal(got, []string{"lifetime", "lifetime, no end time", "review"}) {
 		t.Fatalf("unsure: %v", got)
 	}
 }

@@ -253,7 +253,7 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 			rep.Error = strings.TrimPrefix(rep.Error+"; list our ended payments: "+lerr.Error(), "; ")
 		}
 		var unsure []TopUp
-		for _, p := range UnsureEnded(ended) {
+		for _, p := range UnsureEnded(ended, s.clock()) {
 			if !listed[p.AuthorityString()] {
 				unsure = append(unsure, p)
 			}
@@ -513,16 +513,32 @@ func (s *Service) inquireEach(ctx context.Context, gw gateway.Gateway, ps []TopU
 	return items
 }
 
+// UnsureWindow is how long after a payment failed at its page's lifetime
+// reconciliation asks the bank about it by inquiry (UnsureEnded): a payer
+// still on the bank's page then pays within minutes, and a bank that
+// verifies by itself does so at once. Every payment abandoned at the
+// bank ends so: asked at every run for a day, they would be most of the
+// bank's calls.
+const UnsureWindow = time.Hour
+
 // UnsureEnded are the payments of ps (ended: failed or under review)
-// whose end was not the bank's word that nothing was paid: failed when
-// the page's lifetime passed with no word from the bank, or waiting for
-// a person. A gateway that lists its paid, unverified payments
-// (Zarinpal) lists no payment it verified by itself (its panel's
-// auto-verify) after ours had ended: those are asked one by one. Pure.
-func UnsureEnded(ps []TopUp) []TopUp {
+// whose end was not the bank's word that nothing was paid, at now:
+// failed when the page's lifetime passed with no word from the bank,
+// within UnsureWindow of that end, or waiting for a person. A gateway
+// that lists its paid, unverified payments (Zarinpal) lists no payment
+// it verified by itself (its panel's auto-verify) after ours had ended:
+// those are asked one by one. Pure.
+func UnsureEnded(ps []TopUp, now time.Time) []TopUp {
 	var out []TopUp
 	for _, p := range ps {
-		if p.Status == StatusNeedsReview || (p.Status == StatusFailed && Reason(p.StatusReason) == ReasonNotPaidAfterLife) {
+		ended := p.UpdatedAt
+		if p.ResolvedAt != nil {
+			ended = *p.ResolvedAt
+		}
+		switch {
+		case p.Status == StatusNeedsReview:
+			out = append(out, p)
+		case p.Status == StatusFailed && Reason(p.StatusReason) == ReasonNotPaidAfterLife && now.Sub(ended) <= UnsureWindow:
 			out = append(out, p)
 		}
 	}
