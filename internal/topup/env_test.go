@@ -6,6 +6,7 @@ package topup_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/callback"
+	"github.com/kifpool/kifpool/internal/gateway/mellat"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/store"
@@ -250,10 +252,18 @@ func (e *env) back(ctx context.Context, publicID, authority string) (topup.TopUp
 }
 
 // backWith is back for a callback that also carries a receipt (SEP's
-// RefNum, Mellat's SaleReferenceId; "" for none) and its own claim.
+// RefNum, Mellat's SaleReferenceId; "" for none) and its own claim. A
+// Mellat sale's callback names the order and the amount paid, as the
+// bank's does: the payment's own.
 func (e *env) backWith(ctx context.Context, publicID, authority, receipt string, claimsPaid bool) (topup.TopUp, error) {
-	p, _, err := e.svc.Return(ctx, publicID, func(string) (callback.Params, bool) {
-		return callback.Params{Authority: authority, Receipt: receipt, ClaimsPaid: claimsPaid}, true
+	p, _, err := e.svc.Return(ctx, publicID, func(gw string) (callback.Params, bool) {
+		cb := callback.Params{Authority: authority, Receipt: receipt, ClaimsPaid: claimsPaid}
+		if gw == mellat.Name && receipt != "" {
+			if row, err := e.svc.ByPublicID(ctx, publicID); err == nil {
+				cb.Order, cb.PaidRials = strconv.FormatInt(mellat.OrderNumber(publicID), 10), row.AmountRials
+			}
+		}
+		return cb, true
 	})
 	return p, err
 }

@@ -466,6 +466,11 @@ func TestMellatCallbackOfAnotherSale(t *testing.T) {
 		if _, _, err := e.svc.Return(ctx, b.PublicID, parse(discounted)); !errors.Is(err, topup.ErrBadCallback) {
 			t.Fatalf("B paid 120,000 of 130,000: %v, want ErrBadCallback", err)
 		}
+		// The payer sends it again without the FinalAmount that refused it.
+		delete(discounted, "FinalAmount")
+		if _, _, err := e.svc.Return(ctx, b.PublicID, parse(discounted)); !errors.Is(err, topup.ErrBadCallback) {
+			t.Fatalf("B's sale without its FinalAmount: %v, want ErrBadCallback", err)
+		}
 		if rb := e.row(b.ID); rb.Receipt != nil || rb.ReturnedAt != nil {
 			t.Fatalf("B after the discounted callback: %s", dump(rb))
 		}

@@ -185,7 +185,8 @@ func TestDescriptionsWithInvisibleCharactersAreRefused(t *testing.T) {
 }
 
 // A request refused before the API's handlers run (a NUL in the query,
-// a body over the limit, a path in capitals) is answered as the API
+// also under a path in capitals, which routes alike; a body over the
+// limit; no such path) is answered as the API
 // answers, application/problem+json with its code, never the site's HTML
 // error page a partner's client cannot read.
 func TestRefusedBeforeTheHandlersIsAProblem(t *testing.T) {
@@ -199,6 +200,7 @@ func TestRefusedBeforeTheHandlersIsAProblem(t *testing.T) {
 			code                     string
 		}{
 			{"a NUL in the query", http.MethodGet, routes.APITopUps + "?cursor=%00", "", http.StatusBadRequest, "invalid_body"},
+			{"a NUL in the query, the path in capitals", http.MethodGet, strings.ToUpper(routes.APITopUps) + "?cursor=%00", "", http.StatusBadRequest, "invalid_body"},
 			{"a body over the limit", http.MethodPost, routes.APITopUps, `{"amount_rials": 100000, "description": "` +
 				strings.Repeat("x", 70<<10) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
 			{"no such path", http.MethodGet, routes.APIv1 + "/nothing", "", http.StatusNotFound, "not_found"},

@@ -123,7 +123,8 @@ var codeInfo = map[Code]struct {
 // error handler calls it for every path under the API) or in them: the
 // problem nearest the status, never an HTML page. 404 not_found, 405
 // method_not_allowed, 413, 414 and 431 request_too_large, 429
-// rate_limited, any other 4xx invalid_body, anything else internal_error.
+// rate_limited, any other 4xx invalid_body, anything else internal_error;
+// the answer's status is the code's own (a 414 answers 413, a 415 400).
 func StatusProblem(c *fiber.Ctx, status int) error {
 	code := CodeInternal
 	switch {

@@ -133,9 +133,14 @@ func ParseCallback(query, form func(key string) string, isPost bool) (callback.P
 // payment), or a FinalAmount other than ours (the payer paid less, after
 // an online discount: crediting our amount would credit money the bank
 // never took). Refused, the sale is never verified, and Mellat returns it
-// to the payer. An absent field is not checked (the payer's cancel may
-// carry neither).
+// to the payer. A callback naming a sale (a SaleReferenceId) must carry
+// both, as Mellat's does: the callback passes through the payer's
+// browser, which could otherwise drop the one that refused it. A cancel
+// (no sale) may carry neither.
 func matchCallback(publicID string, amountRials int64, cb callback.Params) error {
+	if cb.Receipt != "" && (cb.Order == "" || cb.PaidRials == 0) {
+		return errors.New("mellat callback: a sale without its SaleOrderId or FinalAmount")
+	}
 	if cb.Order != "" {
 		n, err := strconv.ParseInt(cb.Order, 10, 64)
 		if err != nil || n != OrderNumber(publicID) {

@@ -394,19 +394,22 @@ func TestMatchCallback(t *testing.T) {
 	}
 	ours := strconv.FormatInt(mellat.OrderNumber(publicID), 10)
 	for _, tc := range []struct {
-		name  string
-		order string
-		paid  int64
-		ok    bool
+		name    string
+		receipt string
+		order   string
+		paid    int64
+		ok      bool
 	}{
-		{"its order and amount", ours, 150_000, true},
-		{"neither named (a cancel)", "", 0, true},
-		{"another order", strconv.FormatInt(mellat.OrderNumber("another-payment-id-00000"), 10), 150_000, false},
-		{"an order that is no number", "12ab", 0, false},
-		{"a discounted amount", ours, 140_000, false},
-		{"more than ours", ours, 160_000, false},
+		{"its order and amount", "777", ours, 150_000, true},
+		{"neither named (a cancel)", "", "", 0, true},
+		{"a sale without its FinalAmount", "777", ours, 0, false},
+		{"a sale without its SaleOrderId", "777", "", 150_000, false},
+		{"another order", "777", strconv.FormatInt(mellat.OrderNumber("another-payment-id-00000"), 10), 150_000, false},
+		{"an order that is no number", "", "12ab", 0, false},
+		{"a discounted amount", "777", ours, 140_000, false},
+		{"more than ours", "777", ours, 160_000, false},
 	} {
-		err := match(publicID, 150_000, callback.Params{Authority: "R", Order: tc.order, PaidRials: tc.paid})
+		err := match(publicID, 150_000, callback.Params{Authority: "R", Receipt: tc.receipt, Order: tc.order, PaidRials: tc.paid})
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
 		}

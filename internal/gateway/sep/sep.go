@@ -371,11 +371,12 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 				// an operator reverses it within the window.
 				res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAmountMismatch, 0, 0
 			}
-			if paid, ok := wire.FlexInt(d.AffectiveAmount); ok && paid > 0 && paid != in.AmountRials {
-				// What the card paid (after an online discount) is not our
-				// amount: crediting ours would credit money the bank never
-				// took. Never credited; a person looks, within the window
-				// in which the payment can be reversed.
+			if paid, ok := wire.FlexInt(d.AffectiveAmount); ok && paid > 0 && paid < in.AmountRials {
+				// The card paid less than our amount (an online discount):
+				// crediting ours would credit money the bank never took.
+				// Never credited; a person looks, within the window in
+				// which the payment can be reversed. (More than ours is a
+				// fee the terminal charges the payer: ours is credited.)
 				res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAmountMismatch, 0, 0
 			}
 		}

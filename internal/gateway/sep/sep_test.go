@@ -255,6 +255,7 @@ func TestVerifyDecoding(t *testing.T) {
 		{"the card paid our amount", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"7","OrginalAmount":10000,"AffectiveAmount":10000}}`, 200, gateway.VerifyPaid, 7, false},
 		// An online discount: the card paid less than our amount.
 		{"the card paid less", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"7","OrginalAmount":10000,"AffectiveAmount":"9000"}}`, 200, gateway.VerifyAmountMismatch, 0, false},
+		{"the card paid our amount and a fee", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R1","RRN":"7","OrginalAmount":10000,"AffectiveAmount":10500}}`, 200, gateway.VerifyPaid, 7, false},
 		{"duplicate without detail", `{"ResultCode":2,"ResultDescription":"تکراری"}`, 200, gateway.VerifyAlreadyVerified, 0, false},
 		{"success false", `{"ResultCode":0,"Success":false}`, 200, "", 0, true},
 		{"other receipt", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R2","RRN":"5","OrginalAmount":10000}}`, 200, "", 0, true},
