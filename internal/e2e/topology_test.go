@@ -132,7 +132,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 		routes.SignIn + "?next=" + url.QueryEscape(routes.EmailVerify(secretToken))} {
 		metricsStatus(ctx, t, payer.hc, base+p)
 	}
-	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/static/app.css", nil)
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+routes.Asset("app.css"), nil)
 	req.Header.Set("Referer", base+routes.PasswordReset(secretToken))
 	if res, err := payer.hc.Do(req); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestTopologyBehindNginx(t *testing.T) {
 		if logged, err = os.ReadFile(filepath.Join(dir, "access.log")); err != nil {
 			t.Fatal(err)
 		}
-		return strings.Contains(string(logged), "/static/app.css")
+		return strings.Contains(string(logged), routes.Asset("app.css"))
 	})
 	if strings.Contains(string(logged), secretToken) || !strings.Contains(string(logged), routes.SignUp) {
 		t.Errorf("nginx's access log holds a link's token, or misses the requests it should hold:\n%s", logged)
