@@ -468,8 +468,9 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 // sendLegacy is the way of a key its request left unfinished (an older
 // instance's Begin and Release): Begin takes it over, Send makes the
 // transfer or finds the one the first request made (the key's form
-// token), Finish stores the answer; a refusal discards the key, a failure
-// releases it for a retry.
+// token), Finish stores the answer; a refusal only releases the key it
+// took over (Discard: that request may have made its effect), as a
+// failure does, for a retry.
 func (s *Service) sendLegacy(ctx context.Context, r Request, k idempotency.Request) (Keyed, error) {
 	out, rec, err := s.keys.Begin(ctx, k)
 	if err != nil {

@@ -500,7 +500,9 @@ func TestUnconfirmedSenderSendsNothing(t *testing.T) {
 			t.Fatalf("a refusal wrote: %v → %v", before, after)
 		}
 		// A key an older instance began and released (the legacy way):
-		// refused the same, and the key discarded.
+		// refused the same, nothing written, and the key kept (released:
+		// the request that left it may have made its effect, which a
+		// retry finds by the key's token).
 		keys := f.keyed()
 		old := apiKey(carol, "k-old", r)
 		if out, rec, err := keys.Begin(ctx, old); err != nil || out != idempotency.Acquired {
@@ -508,11 +510,15 @@ func TestUnconfirmedSenderSendsNothing(t *testing.T) {
 		} else if err := keys.Release(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
+		before = storetest.Rows(t, db, tables...)
 		if _, err := f.svc.SendKeyed(ctx, r, old); !errors.Is(err, transfer.ErrSenderUnconfirmed) {
 			t.Fatalf("send keyed, an unfinished key: %v", err)
 		}
 		if after := storetest.Rows(t, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("a refusal wrote (an unfinished key): %v → %v", before, after)
+		}
+		if out, _, _, err := keys.Lookup(ctx, old); err != nil || out != idempotency.Acquired {
+			t.Fatalf("the unfinished key after the refusal: %v %v, want kept and free to take", out, err)
 		}
 		if f.balance(carol) != 500_000 || f.balance(b) != 0 {
 			t.Fatalf("balances %d %d", f.balance(carol), f.balance(b))
