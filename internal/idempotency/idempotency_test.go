@@ -18,6 +18,7 @@ import (
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testclock"
 )
 
 func TestCheckKey(t *testing.T) {
@@ -357,13 +358,10 @@ func TestBeginReadsBeforeWriting(t *testing.T) {
 func TestTakeoverKeepsTheTokenWhateverTheSecret(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
-		var mu sync.Mutex
-		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		users := auth.NewService(db, auth.Options{BcryptCost: 4})
-		alice, _ := users.SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
-		first := idempotency.NewStore(db, idempotency.Options{Lease: 30 * time.Second, Secret: []byte("old-secret"), Now: clock})
-		second := idempotency.NewStore(db, idempotency.Options{Lease: 30 * time.Second, Secret: []byte("new-secret"), Now: clock})
+		clock := testclock.New(time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC))
+		alice, _ := auth.NewService(db, auth.Options{BcryptCost: 4}).SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
+		first := idempotency.NewStore(db, idempotency.Options{Lease: 30 * time.Second, Secret: []byte("old-secret"), Now: clock.Now})
+		second := idempotency.NewStore(db, idempotency.Options{Lease: 30 * time.Second, Secret: []byte("new-secret"), Now: clock.Now})
 		req := idempotency.Request{UserID: alice.ID, Key: "crash-1", Method: "POST", Path: routes.APIWithdrawals, Fingerprint: "fp"}
 		out, died, err := first.Begin(ctx, req)
 		if err != nil || out != idempotency.Acquired {
@@ -378,9 +376,7 @@ func TestTakeoverKeepsTheTokenWhateverTheSecret(t *testing.T) {
 		if old := first.FormToken(idempotency.Record{ID: died.ID, UserID: died.UserID}); old != tok {
 			t.Fatalf("the token an instance without the column derives: %q, kept %q", old, tok)
 		}
-		mu.Lock()
-		now = now.Add(31 * time.Second) // its process died: the lease lapses
-		mu.Unlock()
+		clock.Add(31 * time.Second) // its process died: the lease lapses
 		out, taken, err := second.Begin(ctx, req)
 		if err != nil || out != idempotency.Acquired || taken.ID != died.ID || second.FormToken(taken) != tok {
 			t.Fatalf("the takeover under another secret: %v %v, token %q, want %q", out, err, second.FormToken(taken), tok)

@@ -42,8 +42,8 @@ type Config struct {
 	// MinRials and MaxRials bound one withdrawal (whole tomans).
 	MinRials, MaxRials int64
 	// DailyMaxRials bounds a person's withdrawals per Tehran day, over
-	// every account that gave the same national code (0: no limit); ReviewAboveRials sends larger ones to an admin first (0:
-	// none).
+	// every account that gave the same national code (0: no limit);
+	// ReviewAboveRials sends larger ones to an admin first (0: none).
 	DailyMaxRials, ReviewAboveRials int64
 	// UnknownReviewAfter: see Policy.
 	UnknownReviewAfter time.Duration
