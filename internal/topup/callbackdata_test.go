@@ -59,7 +59,13 @@ func newBankEnvWrapped(t *testing.T, db *store.DB, name string, wrap func(gatewa
 // reconcile runs reconciliation and returns its items by payment.
 func (e *env) reconcile() (topup.ReconcileReport, map[string]topup.ReconcileItem) {
 	e.t.Helper()
-	rep, err := e.svc.ReconcileWith(context.Background(), topup.ReconcileConfig{Budget: time.Minute})
+	return e.reconcileWith(topup.ReconcileConfig{Budget: time.Minute})
+}
+
+// reconcileWith is reconcile with explicit bounds.
+func (e *env) reconcileWith(rc topup.ReconcileConfig) (topup.ReconcileReport, map[string]topup.ReconcileItem) {
+	e.t.Helper()
+	rep, err := e.svc.ReconcileWith(context.Background(), rc)
 	if err != nil {
 		e.t.Fatalf("reconcile: %v (%+v)", err, rep)
 	}
@@ -611,6 +617,50 @@ func TestReconcileZarinpalVerifiedByTheBank(t *testing.T) {
 		// Again: nothing more to credit.
 		if rep, _ := e.reconcile(); rep.Credited != 0 || e.balance() != 100_000 {
 			t.Fatalf("a second run: %+v, balance %d", rep, e.balance())
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// TestReconcileCoversMoreThanOneRun: a gateway with more ended payments
+// in the day than one run reads (Batch) has them all asked over the runs,
+// least recently asked first. Before, each run read the newest ones, and
+// an older payment the bank holds paid was never asked again.
+func TestReconcileCoversMoreThanOneRun(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e, bank := newBankEnv(t, db, "zibal")
+		var ps []topup.TopUp
+		for range 4 {
+			ps = append(ps, e.start(100_000))
+			e.clock.Advance(time.Minute)
+		}
+		paid := ps[0] // the oldest
+		if _, err := bank.Pay(paid.AuthorityString()); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			topuptest.ForceStatus(t, db, p.ID, string(topup.StatusFailed), string(topup.ReasonNotPaidAfterLife))
+		}
+		rc := topup.ReconcileConfig{Budget: time.Minute, Batch: 2}
+		rep, _ := e.reconcileWith(rc)
+		if rep.Listed != 2 || rep.Credited != 0 {
+			t.Fatalf("first run: %+v", rep)
+		}
+		e.clock.Advance(time.Minute)
+		rep, items := e.reconcileWith(rc)
+		if rep.Listed != 2 || rep.Credited != 1 || items[paid.PublicID].Kind != "credited" {
+			t.Fatalf("second run: %+v %+v", rep, items)
+		}
+		if r := e.row(paid.ID); r.Status != topup.StatusCredited || r.RefID == nil || len(e.ledgerOf(paid.ID)) != 1 {
+			t.Fatalf("the paid one after two runs: %s", dump(r))
+		}
+		for _, p := range ps[1:] {
+			if r := e.row(p.ID); r.Status != topup.StatusFailed || r.ReconciledAt == nil {
+				t.Fatalf("%s after two runs: %s", p.PublicID, dump(r))
+			}
+		}
+		if e.balance() != 100_000 {
+			t.Fatalf("balance %d, want 100,000", e.balance())
 		}
 		checkInvariants(t, db)
 	})

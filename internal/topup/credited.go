@@ -62,7 +62,7 @@ func (c *creditedCache) put(p TopUp) {
 
 // detached copies p without sharing its pointer fields with the caller's
 // copy, so that no caller can change what another one is handed. The
-// lease and pacing fields are dropped: they are not part of what was
+// lease, pacing and reconciliation fields are dropped: they are not part of what was
 // credited, and they are the only ones that still change afterwards.
 func detached(p TopUp) TopUp {
 	p.Authority = clonePtr(p.Authority)
@@ -71,7 +71,7 @@ func detached(p TopUp) TopUp {
 	p.ReturnedAt = clonePtr(p.ReturnedAt)
 	p.OpenedAt = clonePtr(p.OpenedAt)
 	p.ResolvedAt = clonePtr(p.ResolvedAt)
-	p.NextCheckAt, p.LeaseUntil, p.LeaseOwner, p.LastCheckedAt = nil, nil, "", nil
+	p.NextCheckAt, p.LeaseUntil, p.LeaseOwner, p.LastCheckedAt, p.ReconciledAt = nil, nil, "", nil, nil
 	return p
 }
 

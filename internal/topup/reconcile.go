@@ -100,6 +100,10 @@ func (r ReconcileReport) Left() int {
 type ReconcileConfig struct {
 	Concurrency int           // items worked at once (default 4)
 	Budget      time.Duration // the whole run; items not reached are reported (default 2m)
+	// Batch is how many of a gateway's payments one run reads from each
+	// of our lists, least recently looked at first (default 500: a day
+	// with more is covered over the runs).
+	Batch int
 }
 
 // Reconcile asks the gateway for payments it holds as paid but not
@@ -130,6 +134,9 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	}
 	if rc.Budget <= 0 {
 		rc.Budget = 2 * time.Minute
+	}
+	if rc.Batch <= 0 {
+		rc.Batch = 500
 	}
 	ctx, cancel := context.WithTimeout(ctx, rc.Budget)
 	defer cancel()
@@ -248,17 +255,20 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 		for _, u := range list {
 			listed[u.Authority] = true
 		}
-		ended, lerr := s.st.RecentEnded(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
+		now := s.clock()
+		ended, lerr := s.st.RecentUnsure(ctx, gw.Name(), now.Add(-ReconcileLookback), now.Add(-UnsureWindow), rc.Batch)
 		if lerr != nil {
 			rep.Error = strings.TrimPrefix(rep.Error+"; list our ended payments: "+lerr.Error(), "; ")
 		}
 		var unsure []TopUp
-		for _, p := range UnsureEnded(ended, s.clock()) {
+		for _, p := range UnsureEnded(ended, now) {
 			if !listed[p.AuthorityString()] {
 				unsure = append(unsure, p)
 			}
 		}
-		items = append(items, s.inquireEach(ctx, gw, unsure, rc, &rep)...)
+		asked := s.inquireEach(ctx, gw, unsure, rc, &rep)
+		items = append(items, asked...)
+		s.reconciled(ctx, ended, asked)
 	}
 	err = s.saveReport(ctx, &rep, items, "by its list")
 	return rep, err
@@ -447,12 +457,13 @@ const ReconcileLookback = 24 * time.Hour
 // counted as listed only.
 func (s *Service) reconcileByInquiry(ctx context.Context, gw gateway.Gateway, rc ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
-	ended, err := s.st.RecentEnded(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
+	ended, err := s.st.RecentEnded(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), rc.Batch)
 	if err != nil {
 		rep.Error = "list our ended payments: " + err.Error()
 	}
 	rep.Listed = len(ended)
 	items := s.inquireEach(ctx, gw, ended, rc, &rep)
+	s.reconciled(ctx, ended, items)
 	err = s.saveReport(ctx, &rep, items, "by inquiry")
 	return rep, err
 }
@@ -511,6 +522,28 @@ func (s *Service) inquireEach(ctx context.Context, gw gateway.Gateway, ps []TopU
 	}
 	wg.Wait()
 	return items
+}
+
+// reconciled records that the run looked at ps (their turn in the lists
+// comes after the others'), except those its items say it did not reach
+// or could not ask (an error): those keep their place at the front. A
+// failure to record is logged: the next run looks at them again.
+func (s *Service) reconciled(ctx context.Context, ps []TopUp, items []ReconcileItem) {
+	again := map[string]bool{}
+	for _, it := range items {
+		if (it.Kind == "not_reached" || it.Kind == "error") && it.PublicID != "" {
+			again[it.PublicID] = true
+		}
+	}
+	ids := make([]int64, 0, len(ps))
+	for _, p := range ps {
+		if !again[p.PublicID] {
+			ids = append(ids, p.ID)
+		}
+	}
+	if err := s.st.Reconciled(context.WithoutCancel(ctx), ids, s.clock()); err != nil {
+		s.log.WarnContext(ctx, "reconcile: record the payments looked at", "err", err)
+	}
 }
 
 // UnsureWindow is how long after a payment failed at its page's lifetime
@@ -661,7 +694,7 @@ func CallbackDataVerdict(p TopUp, ir gateway.InquiryResult) (act bool, kind, det
 // asked.
 func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gateway, rules GatewayRules, rc ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
-	ps, err := s.st.RecentUncredited(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), 500)
+	ps, err := s.st.RecentUncredited(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), rc.Batch)
 	if err != nil {
 		rep.Error = "list our uncredited payments: " + err.Error()
 	}
@@ -720,6 +753,7 @@ func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gatewa
 		}()
 	}
 	wg.Wait()
+	s.reconciled(ctx, ps, items)
 	err = s.saveReport(ctx, &rep, items, "by the callback's data")
 	return rep, err
 }

@@ -112,6 +112,10 @@ type TopUp struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	ResolvedAt          *time.Time
+	// ReconciledAt is when reconciliation last looked at it (asked the
+	// bank, or found nothing to ask): its lists take the least recently
+	// looked at first.
+	ReconciledAt *time.Time
 	// ReturnURL is where the payer's browser goes after the bank (an API
 	// top-up's return_url; nil: Kifpool's own result page).
 	ReturnURL *string

@@ -180,23 +180,59 @@ func (s *Store) StaleCreated(ctx context.Context, before time.Time, limit int) (
 	return out, nil
 }
 
+// reconcileOrder is the order of reconciliation's lists: those it
+// looked at least recently first (never, then longest ago), newest first
+// among equals, so that a day with more payments than one run takes is
+// covered over the runs.
+const reconcileOrder = "reconciled_at IS NOT NULL, reconciled_at, created_at DESC"
+
 // RecentEnded lists a gateway's failed or needs-review payments with an
-// authority created at or after since, newest first. The statuses are
-// literals (the (status, created_at) index, as the dashboard's reads).
+// authority created at or after since, in reconcileOrder. The statuses
+// are literals (the (status, created_at) index, as the dashboard's reads).
 func (s *Store) RecentEnded(ctx context.Context, gateway string, since time.Time, limit int) ([]topup.TopUp, error) {
 	var out []topup.TopUp
 	err := s.db.Gorm.WithContext(ctx).
 		Where("status IN ('failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?", gateway, since).
-		Order("created_at DESC").Limit(limit).Find(&out).Error
+		Order(reconcileOrder).Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("find recent ended payments of %s: %w", gateway, err)
 	}
 	return out, nil
 }
 
+// RecentUnsure lists those of RecentEnded's payments under review, or
+// failed at the page's lifetime at or after lifetimeSince (ended: resolved,
+// else last updated), in reconcileOrder.
+func (s *Store) RecentUnsure(ctx context.Context, gateway string, since, lifetimeSince time.Time, limit int) ([]topup.TopUp, error) {
+	var out []topup.TopUp
+	err := s.db.Gorm.WithContext(ctx).
+		Where("status IN ('failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?", gateway, since).
+		Where("(status = 'needs_review' OR (status_reason = ? AND COALESCE(resolved_at, updated_at) >= ?))",
+			string(topup.ReasonNotPaidAfterLife), lifetimeSince).
+		Order(reconcileOrder).Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("find recent unsure payments of %s: %w", gateway, err)
+	}
+	return out, nil
+}
+
+// Reconciled implements topup.Store: one UPDATE of the column alone (no
+// updated_at: nothing about the payment changed).
+func (s *Store) Reconciled(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).Where("id IN ?", ids).
+		UpdateColumn("reconciled_at", at).Error
+	if err != nil {
+		return fmt.Errorf("record %d payments reconciled: %w", len(ids), err)
+	}
+	return nil
+}
+
 // RecentUncredited lists a gateway's payments with an authority, open or
-// ended without a credit, created at or after since, newest first. The
-// statuses are literals (the (status, created_at) index); 'settling'
+// ended without a credit, created at or after since, in reconcileOrder.
+// The statuses are literals (the (status, created_at) index); 'settling'
 // (Mellat's verified, unsettled payments) is listed ahead of the status
 // itself: a value no row has yet matches nothing.
 func (s *Store) RecentUncredited(ctx context.Context, gateway string, since time.Time, limit int) ([]topup.TopUp, error) {
@@ -204,7 +240,7 @@ func (s *Store) RecentUncredited(ctx context.Context, gateway string, since time
 	err := s.db.Gorm.WithContext(ctx).
 		Where("status IN ('awaiting_payment', 'pending_verification', 'settling', 'failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?",
 			gateway, since).
-		Order("created_at DESC").Limit(limit).Find(&out).Error
+		Order(reconcileOrder).Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("find recent uncredited payments of %s: %w", gateway, err)
 	}

@@ -685,6 +685,86 @@ func TestRecentUncredited(t *testing.T) {
 	})
 }
 
+// TestReconcileListsRotate: reconciliation's lists take the payments it
+// looked at least recently first (never, then longest ago), so that more
+// payments than one run reads are all looked at over the runs; recording
+// a look changes nothing else about the payment. RecentUnsure keeps only
+// the ended payments whose end was not the bank's word.
+func TestReconcileListsRotate(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		ids := func(ps []topup.TopUp) map[int64]bool {
+			out := map[int64]bool{}
+			for _, p := range ps {
+				out[p.ID] = true
+			}
+			return out
+		}
+		all := map[int64]bool{}
+		for _, st := range []topup.Status{topup.StatusFailed, topup.StatusFailed, topup.StatusNeedsReview, topup.StatusFailed} {
+			all[f.topUp(st).ID] = true
+		}
+		since := f.now.Add(-time.Minute)
+		looks := 0
+		read := func(lister func(context.Context, string, time.Time, int) ([]topup.TopUp, error)) map[int64]bool {
+			t.Helper()
+			looks++
+			at := f.now.Add(time.Duration(looks) * time.Hour)
+			got, err := lister(ctx, "fake", since, 2)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("listed %d, %v; want 2", len(got), err)
+			}
+			before, _ := f.st.Get(ctx, got[0].ID)
+			if err := f.st.Reconciled(ctx, []int64{got[0].ID, got[1].ID}, at); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := f.st.Get(ctx, got[0].ID)
+			if after.ReconciledAt == nil || !after.ReconciledAt.Equal(at) || !after.UpdatedAt.Equal(before.UpdatedAt) || after.Status != before.Status {
+				t.Fatalf("recorded look: %+v, was %+v", after, before)
+			}
+			return ids(got)
+		}
+		for _, lister := range []func(context.Context, string, time.Time, int) ([]topup.TopUp, error){f.st.RecentEnded, f.st.RecentUncredited} {
+			first := read(lister)
+			second := read(lister)
+			for id := range first {
+				if second[id] {
+					t.Fatalf("%d read twice before the others once: %v then %v", id, first, second)
+				}
+			}
+			if len(first)+len(second) != len(all) {
+				t.Fatalf("two reads took %v and %v of %v", first, second, all)
+			}
+			if third := read(lister); fmt.Sprint(third) != fmt.Sprint(first) {
+				t.Fatalf("third read %v, want the longest ago looked at %v", third, first)
+			}
+		}
+		// RecentUnsure: under review; failed at the page's lifetime since
+		// lifetimeSince; not a failure on the bank's word, nor an old one.
+		review, recent, old, definite := f.topUp(topup.StatusNeedsReview), f.topUp(topup.StatusFailed), f.topUp(topup.StatusFailed), f.topUp(topup.StatusFailed)
+		for _, c := range []struct {
+			p      topup.TopUp
+			reason topup.Reason
+			ended  time.Time
+		}{{recent, topup.ReasonNotPaidAfterLife, f.now}, {old, topup.ReasonNotPaidAfterLife, f.now.Add(-2 * time.Hour)}, {definite, topup.ReasonBankCancelled, f.now}} {
+			if err := db.Gorm.Exec(`UPDATE topups SET status_reason = ?, resolved_at = ? WHERE id = ?`, string(c.reason), c.ended, c.p.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := f.st.RecentUnsure(ctx, "fake", since, f.now.Add(-time.Hour), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := ids(got); !g[review.ID] || !g[recent.ID] || g[old.ID] || g[definite.ID] {
+			t.Fatalf("unsure %v: want %d and %d, not %d (ended long ago) or %d (the bank's word)", g, review.ID, recent.ID, old.ID, definite.ID)
+		}
+		if got, err := f.st.RecentUnsure(ctx, "other", since, f.now.Add(-time.Hour), 100); err != nil || len(got) != 0 {
+			t.Errorf("another gateway: %d, %v", len(got), err)
+		}
+	})
+}
+
 // Receipt provenance (issue 31): a receipt is kept with where it came
 // from; a bank's receipt confirms the same one kept from a callback;
 // TakeReceipt takes a receipt only from a holder whose hold the bank never
