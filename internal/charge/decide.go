@@ -160,11 +160,13 @@ func decideCancelCheckout(c Charge, r Request) Decision {
 func decideCapture(c Charge, r Request) Decision {
 	switch c.Status {
 	case StatusAuthorized:
+		if holdDue(c, r.Now) {
+			// Its time decides first: past the hold, any capture (a bad
+			// amount too) finds it expired, and it is expired now.
+			return expireNow(MoneyExpire)
+		}
 		if r.AmountRials <= 0 || r.AmountRials > c.AmountRials {
 			return Decision{Err: ErrBadAmount}
-		}
-		if holdDue(c, r.Now) {
-			return expireNow(MoneyExpire)
 		}
 		return Decision{Apply: true, To: StatusSucceeded, Money: MoneyCapture, CaptureRials: r.AmountRials,
 			Event: webhook.TypeChargeCaptured}

@@ -70,6 +70,7 @@ func TestDecide(t *testing.T) {
 		{"capture more than held", auth, capture(100_001), false, "", 0, "", false, charge.ErrBadAmount},
 		{"capture nothing", auth, capture(0), false, "", 0, "", false, charge.ErrBadAmount},
 		{"capture past the hold", authDue, capture(10), true, charge.StatusExpired, charge.MoneyExpire, webhook.TypeChargeExpired, false, charge.ErrExpired},
+		{"capture more than held past the hold", authDue, capture(100_001), true, charge.StatusExpired, charge.MoneyExpire, webhook.TypeChargeExpired, false, charge.ErrExpired},
 		{"capture again", paidManual, capture(60_000), false, "", 0, "", true, nil},
 		{"capture again for another amount", paidManual, capture(5), false, "", 0, "", false, charge.ErrCapturedOtherAmount},
 		{"capture again for nothing", paidManual, capture(0), false, "", 0, "", false, charge.ErrBadAmount},

@@ -174,7 +174,7 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		// expired with them, by this loop only: the holds' sweep below
 		// skips them).
 		loop{"charges", every(time.Minute), func(ctx context.Context) {
-			if n, err := s.Charges.ExpireDue(ctx, 100); err != nil && ctx.Err() == nil {
+			if n, err := sweepAll(ctx, sweepBatch, sweepRounds, s.Charges.ExpireDue); err != nil && ctx.Err() == nil {
 				log.Error("expire charges", "err", err)
 			} else if n > 0 {
 				log.Info("expired charges", "count", n)
@@ -186,7 +186,10 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		// alone (ownedHoldReasons): each ends with its owner's status,
 		// never by time behind it.
 		loop{"holds", every(time.Minute), func(ctx context.Context) {
-			if n, err := s.Ledger.ExpireDue(ctx, s.Clock.Now(), 100, ownedHoldReasons()...); err != nil && ctx.Err() == nil {
+			n, err := sweepAll(ctx, sweepBatch, sweepRounds, func(ctx context.Context, limit int) (int, error) {
+				return s.Ledger.ExpireDue(ctx, s.Clock.Now(), limit, ownedHoldReasons()...)
+			})
+			if err != nil && ctx.Err() == nil {
 				log.Error("expire holds", "err", err)
 			} else if n > 0 {
 				log.Info("expired holds", "count", n)
@@ -197,6 +200,33 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		// once).
 		loop{"retention", every(time.Hour), s.retain(log)},
 	)
+}
+
+// A sweep of things past their time (charges, holds) takes sweepBatch of
+// them per round, and runs again at once while a round ended a whole
+// batch (a backlog), up to sweepRounds rounds per tick: a backlog of
+// authorizations ending together is released within the minute, not at
+// a hundred a minute.
+const (
+	sweepBatch  = 100
+	sweepRounds = 50
+)
+
+// sweepAll runs sweep(ctx, batch) until a round ends fewer than batch
+// items, fails, or rounds rounds have run, or ctx ends; it returns how
+// many it ended in all. A round that ends fewer than it found (items
+// another instance ended first, or failures) stops it: the next tick
+// takes the rest.
+func sweepAll(ctx context.Context, batch, rounds int, sweep func(context.Context, int) (int, error)) (int, error) {
+	total := 0
+	for range rounds {
+		n, err := sweep(ctx, batch)
+		total += n
+		if err != nil || n < batch || ctx.Err() != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // retain is one retention round: the purge of RETENTION_*'s rows and of

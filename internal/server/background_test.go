@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -173,4 +174,42 @@ func TestHoldsLoopLeavesOwnedHolds(t *testing.T) {
 			t.Errorf("held %d, want 300000 (the three owned holds)", got)
 		}
 	})
+}
+
+// A sweep runs again at once while a round ends a whole batch, so a
+// backlog clears within one tick; it stops at a short round, an error or
+// the rounds' bound.
+func TestSweepAll(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name       string
+		backlog    int   // items due
+		failAt     int   // round that fails (0: none)
+		wantTotal  int   // ended
+		wantRounds int   // rounds run
+		wantErr    error // returned
+	}{
+		{"nothing due", 0, 0, 0, 1, nil},
+		{"less than a batch", 7, 0, 7, 1, nil},
+		{"a backlog of 2.5 batches", 25, 0, 25, 3, nil},
+		{"exactly two batches", 20, 0, 20, 3, nil},
+		{"more than the rounds take", 1000, 0, 40, 4, nil},
+		{"a failing round stops it", 25, 2, 10, 2, boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			left, rounds := tc.backlog, 0
+			total, err := sweepAll(context.Background(), 10, 4, func(_ context.Context, limit int) (int, error) {
+				rounds++
+				if rounds == tc.failAt {
+					return 0, boom
+				}
+				n := min(limit, left)
+				left -= n
+				return n, nil
+			})
+			if total != tc.wantTotal || rounds != tc.wantRounds || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("ended %d in %d rounds, err %v; want %d in %d, %v", total, rounds, err, tc.wantTotal, tc.wantRounds, tc.wantErr)
+			}
+		})
+	}
 }

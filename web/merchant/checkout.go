@@ -70,7 +70,7 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 		v.State = "expired"
 	}
 	if (v.State == "paid" || v.State == "authorized" || v.State == "canceled" || v.State == "expired") &&
-		(ch.PayerUserID == 0 || ch.PayerUserID == u.ID) && (v.State != "expired" || ch.PayerUserID == u.ID) {
+		(ch.PayerUserID == 0 || ch.PayerUserID == u.ID) {
 		v.ReturnURL = charge.ReturnTarget(ch)
 		if r, err := url.Parse(v.ReturnURL); err == nil {
 			v.ReturnHost = r.Host

@@ -404,8 +404,14 @@ func TestCheckoutStates(t *testing.T) {
 			t.Errorf("expired checkout: %q", d.TestID("checkout").Attr("data-state"))
 		}
 		r = c.Post(routes.Checkout(ch.PublicID), form)
-		if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-status").Attr("data-status") != "expired" {
+		d = apptest.Parse(r.Body)
+		if r.Status != http.StatusConflict || d.TestID("checkout-status").Attr("data-status") != "expired" {
 			t.Errorf("pay after expiry: %d", r.Status)
+		}
+		// Nobody confirmed it: the payer is led back to the shop, told it
+		// expired, not stranded here.
+		if a := d.TestID("checkout-return"); a == nil || !strings.Contains(a.Attr("href"), "status=expired") {
+			t.Errorf("no way back to the shop from an expired checkout: %v", a)
 		}
 		apptest.CheckInvariants(t, db)
 	})
