@@ -235,6 +235,7 @@ func TestAdminCloseAfterItsLeaseLapsed(t *testing.T) {
 		w := e.request(1_500_000)
 		e.round(time.Second)
 		withdrawaltest.ForceNeedsReview(t, db, w.PublicID)
+		e.dropFromBook(w.PublicID) // asked before the fail, the provider does not know it
 		w = e.get(w)
 		other := "worker-lease"
 		lapse := func() {
@@ -266,4 +267,61 @@ func TestAdminCloseAfterItsLeaseLapsed(t *testing.T) {
 		e.wantWallet(50_000_000, 0)
 		withdrawaltest.CheckInvariants(t, db)
 	})
+}
+
+// An admin's fail asks the provider first: a payout it has in progress
+// is not failed under it (Jibit's transfers cannot be called back: the
+// amount released here would be paid twice), one it has transferred or
+// failed meanwhile ends by its word, and one it does not know is the
+// admin's to fail.
+func TestAdminFailAsksTheProvider(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		provider  func(e *env, id string)
+		wantErr   error
+		status    withdrawal.Status
+		posted    int64
+		held      int64
+		auditRows int64
+	}{
+		{"in progress there", func(*env, string) {}, withdrawal.ErrProviderHasIt, withdrawal.StatusNeedsReview, 50_000_000, 1_500_000, 0},
+		{"transferred there", func(e *env, id string) {
+			if _, err := e.bank.Payouts().Settle(payouts.Jibit, id); err != nil {
+				e.t.Fatal(err)
+			}
+		}, withdrawal.ErrProviderEnded, withdrawal.StatusPaid, 48_500_000, 0, 0},
+		{"failed there", func(e *env, id string) {
+			if _, err := e.bank.Payouts().Fail(payouts.Jibit, id); err != nil {
+				e.t.Fatal(err)
+			}
+		}, nil, withdrawal.StatusFailed, 50_000_000, 0, 0},
+		{"unknown there", func(e *env, id string) { e.dropFromBook(id) }, nil, withdrawal.StatusFailed, 50_000_000, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e := newEnv(t, db, "jibit")
+				admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+				w := e.request(1_500_000)
+				e.round(time.Second)
+				if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderInProgress {
+					t.Fatalf("submitted: %+v", w)
+				}
+				withdrawaltest.ForceNeedsReview(t, db, w.PublicID)
+				tc.provider(e, w.PublicID)
+				got, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the panel shows nothing")
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("AdminFail: %v, want %v", err, tc.wantErr)
+				}
+				if r := e.get(w); r.Status != tc.status || got.Status != tc.status || r.LeaseOwner != "" {
+					t.Fatalf("after the fail: %+v (returned %s), want %s and no lease", r, got.Status, tc.status)
+				}
+				e.wantWallet(tc.posted, tc.held)
+				if n := withdrawaltest.AuditActions(t, db, "withdrawal_fail"); n != tc.auditRows {
+					t.Fatalf("%d audit rows of the admin's fail, want %d", n, tc.auditRows)
+				}
+				withdrawaltest.CheckInvariants(t, db)
+			})
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/bankaccount"
 	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/gateway/resilient"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/money"
@@ -461,6 +462,37 @@ func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note s
 	return s.closeReview(ctx, adminID, publicID, note, StatusFailed)
 }
 
+// askBeforeFail asks w's provider, under the lease tok, where w stands
+// before an admin fails it. A word that ends or moves it (transferred,
+// failed, returned) is applied as the worker applies it, and ended is
+// true: the withdrawal is failed when the provider failed it, else the
+// error is ErrProviderEnded. Any other word is recorded on the row, the
+// lease kept for the admin's move, and gone is true when the provider
+// does not know the payout. With no answer (its breaker open, its
+// provider no longer offered, an error) the row's word stands.
+func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (_ Withdrawal, ended, gone bool, _ error) {
+	o, known := s.offer(w.Provider)
+	if !known || payout.Down(o.Provider) {
+		return w, false, false, nil
+	}
+	st, err := o.Provider.Status(resilient.WithRef(ctx, w.PublicID), w.PublicID)
+	if err != nil {
+		s.log.WarnContext(ctx, "payout status before an admin's fail: unknown; the recorded word stands", "withdrawal", w.PublicID, "provider", w.Provider, "err", err)
+		return w, false, false, nil
+	}
+	now := s.clock()
+	d := DecideStatus(w, st, s.policy(o), now)
+	if d.To != "" {
+		moved, err := s.apply(ctx, w, tok, o, ActorAdmin, d, true)
+		if err == nil && moved.Status != StatusFailed {
+			err = ErrProviderEnded
+		}
+		return moved, true, false, err
+	}
+	w, err = s.st.Update(ctx, w.ID, tok, decisionFields(d, true, now), true)
+	return w, false, st.State == payout.StateNotFound, err
+}
+
 // AdminPay closes a withdrawal under review as paid, on the provider's
 // recorded word that it transferred it (for another amount than ours, so
 // a person looked): its hold is captured, as the worker's move to paid
@@ -497,6 +529,15 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		}
 		return w, ErrBusy
 	}
+	gone := false // the provider's word now: it does not know the payout
+	if to == StatusFailed {
+		// The provider's word now, not as the last check left it: a
+		// failure releases the amount, which must not be out there too.
+		var ended bool
+		if w, ended, gone, err = s.askBeforeFail(ctx, w, tok); err != nil || ended {
+			return w, s.lapsed(ctx, w, err)
+		}
+	}
 	// The provider's word as the claimed row holds it: the lease keeps
 	// the worker from changing it until this move is written.
 	transferred := w.ProviderState == ProviderTransferred
@@ -505,6 +546,12 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 	switch {
 	case to == StatusFailed && transferred:
 		err = ErrProviderPaid
+	case to == StatusFailed && w.ProviderState == ProviderInProgress && !gone:
+		// It has the payout and has not failed it (a transfer sent
+		// cannot be called back): the worker keeps asking, and its word
+		// ends it. One it had and now does not know is the admin's to
+		// judge from its panel.
+		err = ErrProviderHasIt
 	case to == StatusPaid && !transferred:
 		err = ErrProviderNotPaid
 	case to == StatusPaid:
@@ -523,14 +570,19 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		AdminID: &adminID, Note: note, Now: now, Fields: f,
 		Audit: &audit.Entry{AdminID: adminID, Action: action, TargetUserID: &uid, Note: w.PublicID + ": " + note,
 			FromStatus: string(StatusNeedsReview), ToStatus: string(to), Result: audit.ResultDone, CreatedAt: now}})
-	if errors.Is(err, ErrNotMoved) {
-		// The lease lapsed before the move (a stalled database) and the
-		// worker took the row: nothing written; the admin sees it as it
-		// is now and may try again.
-		if cur, gerr := s.st.Get(ctx, w.ID); gerr == nil && cur.Status != StatusNeedsReview {
-			return cur, ErrNotReviewable
-		}
-		return w, ErrBusy
+	return moved, s.lapsed(ctx, w, err)
+}
+
+// lapsed is err, unless it says the lease on w lapsed before a move (a
+// stalled database) and another actor took the row: nothing was
+// written, and the admin hears it is not under review any more
+// (ErrNotReviewable) or is being worked on (ErrBusy), and may try again.
+func (s *Service) lapsed(ctx context.Context, w Withdrawal, err error) error {
+	if !errors.Is(err, ErrNotMoved) {
+		return err
 	}
-	return moved, err
+	if cur, gerr := s.st.Get(ctx, w.ID); gerr == nil && cur.Status != StatusNeedsReview {
+		return ErrNotReviewable
+	}
+	return ErrBusy
 }

@@ -239,6 +239,14 @@ var (
 	// ErrProviderPaid: the provider said it transferred the withdrawal;
 	// closed as failed, its amount would be paid twice.
 	ErrProviderPaid = errors.New("withdrawal: the payout provider said it transferred it: close it as paid")
+	// ErrProviderHasIt: the provider has the payout in progress: it is
+	// not failed under it (a transfer sent is not called back); its word
+	// ends it.
+	ErrProviderHasIt = errors.New("withdrawal: the payout provider has it in progress")
+	// ErrProviderEnded: asked before an admin's close, the provider said
+	// it transferred (or returned) the payout: its word ended the
+	// withdrawal, as the worker's would.
+	ErrProviderEnded = errors.New("withdrawal: the payout provider just said it transferred it")
 	// ErrProviderNotPaid: closing as paid needs the provider's word that
 	// it transferred the withdrawal.
 	ErrProviderNotPaid = errors.New("withdrawal: the payout provider has not said it transferred it")

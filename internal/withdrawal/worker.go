@@ -185,19 +185,7 @@ func (s *Service) ask(ctx context.Context, w Withdrawal, tok string, o Offer, ac
 // a payout found returned), or the fields and the next check.
 func (s *Service) apply(ctx context.Context, w Withdrawal, tok string, o Offer, actor Actor, d Decision, checked bool) (Withdrawal, error) {
 	now := s.clock()
-	f := Fields{}
-	if checked {
-		f.CountCheck, f.LastCheckedAt = true, &now
-	}
-	if d.State != "" {
-		f.ProviderState = &d.State
-		if d.State != ProviderUnknown {
-			f.ClearUnknown = true
-		}
-	}
-	if d.Ref != "" {
-		f.ProviderRef = &d.Ref
-	}
+	f := decisionFields(d, checked, now)
 	if d.Anomaly != "" {
 		s.log.ErrorContext(ctx, "payout provider contradicts our record", "withdrawal", w.PublicID, "status", w.Status,
 			"provider", w.Provider, "anomaly", d.Anomaly)
@@ -231,6 +219,25 @@ func (s *Service) apply(ctx context.Context, w Withdrawal, tok string, o Offer, 
 	}
 	return s.move(ctx, moved, Move{From: moved.Status, To: d.Then, Actor: actor, Reason: ReasonReturned, Lease: tok, Now: now,
 		Fields: Fields{ClearNext: true}})
+}
+
+// decisionFields are the fields d writes at now, with the check counted
+// when checked: the provider's word and its reference.
+func decisionFields(d Decision, checked bool, now time.Time) Fields {
+	f := Fields{}
+	if checked {
+		f.CountCheck, f.LastCheckedAt = true, &now
+	}
+	if d.State != "" {
+		f.ProviderState = &d.State
+		if d.State != ProviderUnknown {
+			f.ClearUnknown = true
+		}
+	}
+	if d.Ref != "" {
+		f.ProviderRef = &d.Ref
+	}
+	return f
 }
 
 // watchPaid sets f for a move to paid at now: watched for

@@ -53,6 +53,7 @@ func TestWithdrawalDetail(t *testing.T) {
 			t.Fatalf("paid one is %s", w.Status)
 		}
 		withdrawaltest.ForceNeedsReview(t, db, unclear.PublicID)
+		app.Server.Bank.Payouts().Forget(unclear.Provider, unclear.PublicID) // not in the provider's panel
 
 		// The paid one: figures, events, its ledger transaction; no action.
 		r := admin.Get(routes.AdminWithdrawal(paid.PublicID))

@@ -157,6 +157,10 @@ func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fi
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_busy")
 		case errors.Is(err, withdrawal.ErrProviderPaid):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_paid")
+		case errors.Is(err, withdrawal.ErrProviderHasIt):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_has_it")
+		case errors.Is(err, withdrawal.ErrProviderEnded):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_ended")
 		case errors.Is(err, withdrawal.ErrProviderNotPaid):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_not_paid")
 		case err != nil:

@@ -155,6 +155,18 @@ func (b *Book) Payout(provider, id string) (Payout, bool) {
 	return *p, true
 }
 
+// Forget drops one payout from the book, as a provider that lost its
+// record of it: its status answers "not found" from then on. It reports
+// whether there was one.
+func (b *Book) Forget(provider, id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := key(provider, id)
+	_, ok := b.payouts[k]
+	delete(b.payouts, k)
+	return ok
+}
+
 // Balance is what a provider may still pay out.
 func (b *Book) Balance(provider string) int64 {
 	b.mu.Lock()
