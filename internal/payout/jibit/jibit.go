@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,7 +229,10 @@ func (c *Client) Submit(ctx context.Context, o payout.Order) (payout.Submitted, 
 		if ans.code == CodeAlreadyExists {
 			return payout.Submitted{Duplicate: true}, nil
 		}
-		return payout.Submitted{}, payout.Refused(payout.OpSubmit, refusedForNow(ans), ans.status, ans.code+": "+ans.message)
+		// A refusal without Jibit's error body (a proxy's 4xx, a
+		// firewall's) is not Jibit's word on the transfer: refused for
+		// now, sent again under the same transferID (one transfer per id).
+		return payout.Submitted{}, payout.Refused(payout.OpSubmit, ans.code == "" || refusedForNow(ans), ans.status, ans.code+": "+ans.message)
 	}
 	if out.SubmittedCount == nil {
 		return payout.Submitted{}, &gateway.TransientError{Op: payout.OpSubmit, HTTPStatus: ans.status, Err: errors.New("an answer without submittedCount")}
@@ -278,7 +282,14 @@ func (c *Client) Status(ctx context.Context, id string) (payout.Status, error) {
 	case len(*out.Transfers) == 0:
 		return payout.Status{State: payout.StateNotFound, Raw: "not_found"}, nil
 	}
-	t := (*out.Transfers)[0]
+	// Ours only: another transfer's word (a filter ignored, a prefix
+	// matched) must never pay or fail this one.
+	i := slices.IndexFunc(*out.Transfers, func(t transfer) bool { return t.TransferID == id })
+	if i < 0 {
+		return payout.Status{}, &gateway.TransientError{Op: payout.OpStatus, HTTPStatus: ans.status,
+			Err: fmt.Errorf("an answer of %d transfers, none of our id", len(*out.Transfers))}
+	}
+	t := (*out.Transfers)[i]
 	st := payout.Status{State: stateOf(t.State), Raw: wire.Clean(t.State, 40), AmountRials: t.rials()}
 	if t.BankTransferID != nil {
 		st.Ref = wire.Clean(*t.BankTransferID, 64)
@@ -467,7 +478,13 @@ func (c *Client) do(ctx context.Context, op, method, path, tok string, body, out
 		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: fmt.Errorf("HTTP %d", status)}
 	case out != nil:
 		if derr := json.Unmarshal(raw, out); derr != nil {
-			err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: fmt.Errorf("undecodable answer: %s", wire.Clean(string(raw), 120))}
+			// The start of the answer helps tell a proxy's page from
+			// Jibit's, except a token's: it would hold the token itself.
+			shown := wire.Clean(string(raw), 120)
+			if strings.HasPrefix(path, "/v2/tokens/") {
+				shown = fmt.Sprintf("%d bytes, not shown", len(raw))
+			}
+			err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: fmt.Errorf("undecodable answer: %s", shown)}
 		}
 	}
 	c.logCall(ctx, op, path, status, ans.code, start, err)

@@ -291,6 +291,9 @@ func TestNotFoundIsJibitsWord(t *testing.T) {
 		{"a 404 with no body", http.StatusNotFound, "text/plain", ``, false},
 		{"an answer without the list", http.StatusOK, "application/json", `{"result":"ok"}`, false},
 		{"a null list", http.StatusOK, "application/json", `{"transfers":null}`, false},
+		// Another transfer's word (a filter ignored, a prefix matched)
+		// never stands for ours: it would pay or fail this one.
+		{"another transfer only", http.StatusOK, "application/json", `{"transfers":[{"transferID":"w2","state":"TRANSFERRED","amount":1,"currency":"RIALS"}]}`, false},
 	} {
 		status, ctype, body = tc.status, tc.ctype, tc.body
 		st, err := p.Status(ctx, "w")
@@ -349,5 +352,37 @@ func TestRefusalCodes(t *testing.T) {
 		if refused, now := payout.IsRefused(err); !refused || now != forNow {
 			t.Errorf("%s: refused %v, for now %v; want for now %v", c, refused, now, forNow)
 		}
+	}
+	// A 4xx without Jibit's error body (a proxy's, a firewall's) is not
+	// Jibit's word on the transfer: refused for now, never for good.
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/tokens/generate") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"accessToken":"tok","refreshToken":"r"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		_, _ = w.Write([]byte(`<html>413</html>`))
+	}))
+	defer bare.Close()
+	p3, _ := jibit.New(jibit.Config{APIKey: "key-12345678", SecretKey: "secret-12345678", BaseURL: bare.URL})
+	if _, err := p3.Submit(ctx, order("w")); func() bool { r, now := payout.IsRefused(err); return !r || !now }() {
+		t.Errorf("a proxy's 413: %v, want a refusal for now", err)
+	}
+}
+
+// A token answer that cannot be read is an error that does not carry
+// the answer: it holds the token.
+func TestUndecodableTokenIsNotShown(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"accessToken":"eyJSECRETTOKENPART","refreshToken":`))
+	}))
+	defer srv.Close()
+	p, _ := jibit.New(jibit.Config{APIKey: "key-12345678", SecretKey: "secret-12345678", BaseURL: srv.URL})
+	_, err := p.Status(ctxT(t, 10*time.Second), "w")
+	if err == nil || strings.Contains(err.Error(), "SECRETTOKEN") {
+		t.Fatalf("a garbled token answer: %v", err)
 	}
 }

@@ -74,22 +74,34 @@ const (
 
 // Result codes.
 const (
-	resultOK            = 1
-	resultKeyMissing    = 2
-	resultKeyWrong      = 3
-	resultNoAccess      = 4
-	resultFieldMissing  = 6
-	resultIPNotAllowed  = 7
-	resultKeyDisabled   = 8
-	resultWalletMissing = 10
-	resultBalanceShort  = 11
-	resultDelayRefused  = 13
-	resultNotFound      = 14
-	resultDelayRefused2 = 15
-	resultTypeRefused   = 16
-	resultInquiryCredit = 29
-	resultIBANNotFound  = 44
-	resultNoUpstream    = 45
+	resultOK                = 1
+	resultKeyMissing        = 2
+	resultKeyWrong          = 3
+	resultNoAccess          = 4
+	resultBadCallback       = 5
+	resultFieldMissing      = 6
+	resultIPNotAllowed      = 7
+	resultKeyDisabled       = 8
+	resultAmountMin         = 9
+	resultWalletMissing     = 10
+	resultBalanceShort      = 11
+	resultPayoutMin         = 12
+	resultDelayRefused      = 13
+	resultNotFound          = 14
+	resultDelayRefused2     = 15
+	resultTypeRefused       = 16
+	resultInstantMax        = 17
+	resultMerchantOff       = 18
+	resultNameMissing       = 20
+	resultIBANInvalid       = 21
+	resultBeneficiaryExists = 22
+	resultBeneficiaryBad    = 23
+	resultBeneficiaryOff    = 24
+	resultBeneficiaryLocked = 25
+	resultRefundRefused     = 26
+	resultInquiryCredit     = 29
+	resultIBANNotFound      = 44
+	resultNoUpstream        = 45
 )
 
 // DuplicateMessage is Zibal's answer to a second payout of one
@@ -256,19 +268,41 @@ func (c *Client) Submit(ctx context.Context, o payout.Order) (payout.Submitted, 
 		_ = json.Unmarshal(r.Data, &d)
 		return payout.Submitted{Ref: wire.Clean(wire.FlexString(d.ID), 64)}, nil
 	}
-	if isDuplicate(r.message) {
+	switch {
+	case isDuplicate(r.message):
 		return payout.Submitted{Duplicate: true}, nil
+	case forNow(r.result):
+		return payout.Submitted{}, payout.Refused(payout.OpSubmit, true, r.result, r.message)
+	case forGood(r.result):
+		return payout.Submitted{}, payout.Refused(payout.OpSubmit, false, r.result, r.message)
 	}
-	return payout.Submitted{}, payout.Refused(payout.OpSubmit, forNow(r.result), r.result, r.message)
+	// A result this driver does not know (a new code, an internal error
+	// answered 200): nothing says the payout was not taken. Its outcome
+	// is unknown, and it is asked about, never failed on this word.
+	return payout.Submitted{}, &gateway.TransientError{Op: payout.OpSubmit,
+		Err: fmt.Errorf("result %d (%s), not one known to refuse: outcome unknown", r.result, wire.Clean(r.message, 120))}
 }
 
 // forNow sorts a refused payout: Zibal's own state (our access, the
-// wallet, its balance, what the account may do) refuses it for now; the
-// payout's own data (amount, Sheba, …) for good.
+// wallet, its balance, what the account may do, the merchant itself)
+// refuses it for now; forGood, the payout's own data (amount, Sheba, the
+// beneficiary, …).
 func forNow(result int) bool {
 	switch result {
 	case resultKeyMissing, resultKeyWrong, resultNoAccess, resultIPNotAllowed, resultKeyDisabled, resultWalletMissing,
-		resultBalanceShort, resultDelayRefused, resultDelayRefused2, resultTypeRefused:
+		resultBalanceShort, resultDelayRefused, resultDelayRefused2, resultTypeRefused, resultMerchantOff:
+		return true
+	}
+	return false
+}
+
+// forGood: the result codes that refuse the payout's own data, which
+// sending it again cannot change (reference: Zibal's platform codes).
+func forGood(result int) bool {
+	switch result {
+	case resultBadCallback, resultFieldMissing, resultAmountMin, resultPayoutMin, resultInstantMax, resultNameMissing,
+		resultIBANInvalid, resultBeneficiaryExists, resultBeneficiaryBad, resultBeneficiaryOff, resultBeneficiaryLocked,
+		resultRefundRefused, resultIBANNotFound:
 		return true
 	}
 	return false

@@ -170,6 +170,13 @@ func TestResultCodes(t *testing.T) {
 		{`{"result":3,"message":"key"}`, true, true},
 		{`{"result":7,"message":"ip"}`, true, true},
 		{`{"result":10,"message":"wallet"}`, true, true},
+		{`{"result":18,"message":"merchant disabled"}`, true, true},
+		{`{"result":23,"message":"beneficiary invalid"}`, true, false},
+		// A code the driver does not know (a new one, an internal error
+		// answered 200): no refusal, for good or for now; the outcome is
+		// unknown, and the payout is asked about.
+		{`{"result":99,"message":"internal error"}`, false, false},
+		{`{"result":0,"message":""}`, false, false},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(tc.body)) }))
 		p, err := zibal.New(zibal.Config{Token: "token-12345678", Wallet: "1", BaseURL: srv.URL})
@@ -178,7 +185,7 @@ func TestResultCodes(t *testing.T) {
 		}
 		_, err = p.Submit(ctxT(t, 5*time.Second), order("w"))
 		refused, forNow := payout.IsRefused(err)
-		if refused != tc.refused || forNow != tc.forNow {
+		if refused != tc.refused || forNow != tc.forNow || err == nil || payout.NotSent(err) {
 			t.Errorf("%s: %v (refused %v, for now %v)", tc.body, err, refused, forNow)
 		}
 		srv.Close()
