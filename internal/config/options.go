@@ -423,7 +423,7 @@ func ownOptions() []Option {
 			Doc: "smallest transfer between people; whole tomans; always on. The page refuses a smaller one with one sentence, the API answers `422` `amount_too_small`",
 			p:   rialsField(func(c *Config) *int64 { return &c.TransferMinRials })},
 		{Name: "TRANSFER_DAILY_MAX_RIALS", Group: groupLimits, Default: "0",
-			Doc: "rials one person may send to others per Tehran calendar day, enforced in the transfer's write (racing transfers never pass it); the API answers `422` `daily_limit_exceeded`; whole tomans, not below `TRANSFER_MIN_RIALS`; `0` turns it off",
+			Doc: "rials one person may send to others per Tehran calendar day, enforced in the transfer's write (racing transfers never pass it); the API answers `422` `daily_limit_exceeded`; whole tomans, not below `TRANSFER_MIN_RIALS`; `0` turns it off (nothing is counted while it is off: turned on during a day, it counts that day's transfers from then on)",
 			p:   limitField(func(c *Config) *int64 { return &c.TransferDailyMaxRials })},
 		{Name: "CHARGE_HOLD_HOURS", Group: groupLimits, Default: "168",
 			Doc: "hours a merchant's charge with manual capture holds the payer's money once authorized; not captured by then, the charge expires and the hold is released",
