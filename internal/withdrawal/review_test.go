@@ -224,6 +224,20 @@ func (l lapsing) Move(ctx context.Context, m withdrawal.Move) (withdrawal.Withdr
 	return l.Store.Move(ctx, m)
 }
 
+// inReview is a withdrawal of rials submitted to the provider, which has
+// it in progress, then moved to review; and an admin's id.
+func (e *env) inReview(rials int64) (withdrawal.Withdrawal, int64) {
+	e.t.Helper()
+	admin, _ := withdrawaltest.User(e.t, e.db, "admin@example.com")
+	w := e.request(rials)
+	e.round(time.Second)
+	if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderInProgress {
+		e.t.Fatalf("submitted: %+v", w)
+	}
+	withdrawaltest.ForceNeedsReview(e.t, e.db, w.PublicID)
+	return e.get(w), admin
+}
+
 // An admin's close whose lease lapsed before its move writes nothing and
 // says the withdrawal is being worked on (it was a 500); once the worker
 // lets go, the close goes through, once.
@@ -231,12 +245,8 @@ func TestAdminCloseAfterItsLeaseLapsed(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newEnv(t, db, "jibit")
-		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
-		w := e.request(1_500_000)
-		e.round(time.Second)
-		withdrawaltest.ForceNeedsReview(t, db, w.PublicID)
+		w, admin := e.inReview(1_500_000)
 		e.dropFromBook(w.PublicID) // asked before the fail, the provider does not know it
-		w = e.get(w)
 		other := "worker-lease"
 		lapse := func() {
 			later := e.clock.Now().Add(time.Hour)
@@ -301,13 +311,7 @@ func TestAdminFailAsksTheProvider(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
 				ctx := context.Background()
 				e := newEnv(t, db, "jibit")
-				admin, _ := withdrawaltest.User(t, db, "admin@example.com")
-				w := e.request(1_500_000)
-				e.round(time.Second)
-				if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderInProgress {
-					t.Fatalf("submitted: %+v", w)
-				}
-				withdrawaltest.ForceNeedsReview(t, db, w.PublicID)
+				w, admin := e.inReview(1_500_000)
 				tc.provider(e, w.PublicID)
 				got, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the panel shows nothing")
 				if !errors.Is(err, tc.wantErr) {
