@@ -406,18 +406,14 @@ func (s *Service) All(ctx context.Context, email string, limit int) ([]AdminRow,
 	}
 	q := s.db.Gorm.WithContext(ctx).Table("api_tokens AS t").
 		Select("t.*, u.email").Joins("JOIN users u ON u.id = t.user_id")
-	if e := strings.ToLower(strings.TrimSpace(email)); e != "" {
-		q = q.Where("lower(u.email) LIKE ?", "%"+escapeLike(e)+"%")
+	if e := strings.ToLower(strings.TrimSpace(money.LatinDigits(email))); e != "" {
+		q = q.Where(`lower(u.email) LIKE ? ESCAPE '\'`, store.Containing(e))
 	}
 	var out []AdminRow
 	if err := q.Order("t.id DESC").Limit(limit).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	return out, nil
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`%`, ``, `_`, ``, `\`, ``).Replace(s)
 }
 
 // AdminRevoke revokes any user's token and records it in the audit log,

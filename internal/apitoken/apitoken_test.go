@@ -106,6 +106,23 @@ func TestTokenLifecycle(t *testing.T) {
 		if err != nil || len(rows) != 1 || rows[0].Email != "bob@example.com" {
 			t.Fatalf("admin list: %+v %v", rows, err)
 		}
+		// An address with an underscore is found by it, and the
+		// underscore is no wildcard; Persian digits are read as Latin.
+		under, _ := users.SignUp(ctx, "first_last7@example.com", "correct horse battery", "", "en")
+		wild, _ := users.SignUp(ctx, "firstXlast7@example.com", "correct horse battery", "", "en")
+		for _, u := range []int64{under.ID, wild.ID} {
+			if _, _, err := s.Create(ctx, apitoken.CreateInput{UserID: u, Name: "leaked", Scope: "read"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, q := range []string{"first_last7@example.com", "st_la", "first_last۷"} {
+			if rows, err := s.All(ctx, q, 0); err != nil || len(rows) != 1 || rows[0].Email != "first_last7@example.com" {
+				t.Errorf("admin list by %q: %+v %v", q, rows, err)
+			}
+		}
+		if rows, err := s.All(ctx, "%", 0); err != nil || len(rows) != 0 {
+			t.Errorf("admin list by %%: %d rows %v, want none (no address holds it)", len(rows), err)
+		}
 		if _, err := s.AdminRevoke(ctx, admin.ID, tok3.ID); err != nil {
 			t.Fatal(err)
 		}

@@ -112,7 +112,7 @@ func (r *Reader) Users(ctx context.Context, q string, limit int) ([]User, error)
 	case !store.TrigramSearchable(q):
 		return nil, ErrSearchTooShort
 	default:
-		tx = tx.Where(`lower(u.email) LIKE ? ESCAPE '\'`, "%"+likeEscape(strings.ToLower(q))+"%")
+		tx = tx.Where(`lower(u.email) LIKE ? ESCAPE '\'`, store.Containing(strings.ToLower(q)))
 	}
 	var out []User
 	if err := tx.Order("u.id DESC").Limit(limit).Scan(&out).Error; err != nil {
@@ -157,9 +157,4 @@ func (r *Reader) Emails(ctx context.Context, ids []int64) (map[int64]string, err
 		out[r.ID] = r.Email
 	}
 	return out, nil
-}
-
-// likeEscape escapes LIKE's wildcards in s (the pattern uses ESCAPE '\').
-func likeEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

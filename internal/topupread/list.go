@@ -218,11 +218,6 @@ const PageSize = 50
 const topUpColumns = "p.id, p.public_id, p.user_id, u.email, p.amount_rials, p.gateway, p.authority, p.ref_id, " +
 	"p.card_pan_masked, p.status, p.status_reason, p.created_at, p.resolved_at"
 
-// likeEscape escapes LIKE's wildcards in s (the pattern uses ESCAPE '\').
-func likeEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
 // statusList writes statuses as SQL literals. They are checked against the
 // fixed set first, so no text of the request reaches the SQL; literals
 // (not parameters) let PostgreSQL match the partial index of open
@@ -325,7 +320,7 @@ func (r *Reader) where(tx *gorm.DB, f Filter, withStatus bool) (*gorm.DB, error)
 			tx = tx.Where(`p.user_id = (SELECT id FROM users WHERE lower(email) = ?)`, strings.ToLower(q))
 		} else {
 			tx = tx.Where(`p.user_id IN (SELECT id FROM users WHERE lower(email) LIKE ? ESCAPE '\')`,
-				"%"+likeEscape(strings.ToLower(q))+"%")
+				store.Containing(strings.ToLower(q)))
 		}
 	}
 	return tx, nil
@@ -343,7 +338,7 @@ func emailFragment(f Filter) string {
 	if f.kind() != SearchEmail || email.LooksWhole(q) {
 		return ""
 	}
-	return "%" + likeEscape(strings.ToLower(q)) + "%"
+	return store.Containing(strings.ToLower(q))
 }
 
 // FragmentTooShort reports whether f searches by part of an e-mail address
