@@ -82,11 +82,16 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			`kifpool_gateway_breaker_state{gateway="zarinpal",state="closed"}`:                                           1,
 			`kifpool_gateway_breaker_state{gateway="zarinpal",state="open"}`:                                             0,
 			`kifpool_gateway_breaker_open{gateway="zarinpal"}`:                                                           0,
-			`kifpool_worker_backlog`:                            0,
-			`kifpool_webhook_queue_depth`:                       0,
-			`kifpool_webhook_oldest_pending_age_seconds`:        0,
-			`kifpool_webhook_failing_endpoints`:                 0,
-			`kifpool_reconcile_last_finished_timestamp_seconds`: 0,
+			`kifpool_worker_backlog`:                                                0,
+			`kifpool_webhook_queue_depth`:                                           0,
+			`kifpool_webhook_oldest_pending_age_seconds`:                            0,
+			`kifpool_webhook_failing_endpoints`:                                     0,
+			`kifpool_reconcile_last_finished_timestamp_seconds{gateway="zarinpal"}`: 0,
+			// Born at 0, so that an alert's increase() sees the first
+			// failure.
+			`kifpool_credit_failures_total{gateway="zarinpal",then="retry"}`:                                                   0,
+			`kifpool_credit_failures_total{gateway="zarinpal",then="needs_review"}`:                                            0,
+			`kifpool_webhook_outbox_failures_total{gateway="zarinpal"}`:                                                        0,
 			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="request",outcome="ok"}`:                 3,
 			`kifpool_gateway_call_duration_seconds_count{gateway="zarinpal",operation="verify",outcome="paid"}`:                1,
 			`kifpool_http_request_duration_seconds_count{method="POST",route="` + routes.TopUp + `",status="303"}`:             3,
@@ -109,10 +114,10 @@ func TestMetricsAfterAScriptedFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 		body = get("Bearer " + apptest.MetricsToken).Body
-		if got := apptest.MetricValue(t, body, "kifpool_reconcile_last_finished_timestamp_seconds"); got < float64(before) || got > float64(time.Now().Unix()+1) {
+		if got := apptest.MetricValue(t, body, `kifpool_reconcile_last_finished_timestamp_seconds{gateway="zarinpal"}`); got < float64(before) || got > float64(time.Now().Unix()+1) {
 			t.Errorf("last reconciliation at %v, want about %d", got, before)
 		}
-		if got := apptest.MetricValue(t, body, "kifpool_reconcile_last_failed"); got != 0 {
+		if got := apptest.MetricValue(t, body, `kifpool_reconcile_last_failed{gateway="zarinpal"}`); got != 0 {
 			t.Errorf("kifpool_reconcile_last_failed = %v", got)
 		}
 		// Route patterns, not paths: no payment id in any label.

@@ -30,9 +30,13 @@ type Sources struct {
 	// Backlog is the worker's queue: payments due, and how long the oldest
 	// has waited past its time.
 	Backlog func(ctx context.Context) (due int64, lag time.Duration, err error)
-	// LastReconcile is when the newest stored reconciliation finished
-	// (zero: never), and whether it ended in an error.
-	LastReconcile func(ctx context.Context) (finished time.Time, failed bool, err error)
+	// Gateways are the configured gateways: their counters are exported
+	// at 0 from the start, so that an alert's increase() sees the first
+	// failure (a series born at 1 shows no increase).
+	Gateways []string
+	// Reconciles is each gateway's newest stored reconciliation: when it
+	// finished (zero: never), and whether it ended in an error.
+	Reconciles func(ctx context.Context) ([]Reconcile, error)
 	// Webhooks is the partners' outbox: deliveries pending, the age of the
 	// oldest, deliveries that gave up, endpoints marked failing.
 	Webhooks func(ctx context.Context) (pending int64, oldest time.Duration, failed, failingEndpoints int64, err error)
@@ -45,6 +49,14 @@ type Sources struct {
 	// unknown).
 	Replica func(ctx context.Context) (up bool, lag time.Duration, lagBytes int64)
 	Log     *slog.Logger
+}
+
+// Reconcile is one gateway's newest reconciliation: when it finished
+// (zero: never) and whether it ended in an error.
+type Reconcile struct {
+	Gateway  string
+	Finished time.Time
+	Failed   bool
 }
 
 // PayoutReconcile is one payout provider's newest reconciliation: when it
@@ -127,6 +139,16 @@ func New(src Sources) *Metrics {
 		Name: "kifpool_charge_refund_amount_rials", Help: "Refunds by amount in rials.",
 		Buckets: []float64{1e4, 1e5, 1e6, 1e7, 1e8, 1e9},
 	})
+	// Every series an alert counts the increase of exists from the start,
+	// at 0.
+	for _, gw := range src.Gateways {
+		m.credited.WithLabelValues(gw)
+		m.creditFails.WithLabelValues(gw, "retry")
+		m.creditFails.WithLabelValues(gw, "needs_review")
+		m.outboxFails.WithLabelValues(gw)
+	}
+	m.hookTries.WithLabelValues("delivered")
+	m.hookTries.WithLabelValues("failed")
 	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, m.outboxFails, m.hookTries, m.hookTime, m.hookGaveUp,
 		m.charges, m.chargePaid, m.refunded, m.refundSizes, &scraped{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -224,8 +246,8 @@ var (
 	backlogDesc = prometheus.NewDesc("kifpool_worker_backlog", "Open payments due for a check by the worker.", nil, nil)
 	lagDesc     = prometheus.NewDesc("kifpool_worker_lag_seconds", "How long the oldest due payment has waited past its check time.", nil, nil)
 	reconDesc   = prometheus.NewDesc("kifpool_reconcile_last_finished_timestamp_seconds",
-		"Unix time the newest stored reconciliation finished (by any instance or kifpool reconcile); 0 if none ever ran.", nil, nil)
-	reconErrDesc = prometheus.NewDesc("kifpool_reconcile_last_failed", "1 if the newest stored reconciliation ended in an error.", nil, nil)
+		"Unix time the gateway's newest stored reconciliation finished (by any instance or kifpool reconcile); 0 if none ever ran.", []string{"gateway"}, nil)
+	reconErrDesc = prometheus.NewDesc("kifpool_reconcile_last_failed", "1 if the gateway's newest stored reconciliation ended in an error.", []string{"gateway"}, nil)
 	hookQueue    = prometheus.NewDesc("kifpool_webhook_queue_depth", "Webhook deliveries not yet delivered (pending, retrying included).", nil, nil)
 	hookOldest   = prometheus.NewDesc("kifpool_webhook_oldest_pending_age_seconds", "Age of the oldest undelivered webhook event; 0 when none waits.", nil, nil)
 	hookFailed   = prometheus.NewDesc("kifpool_webhook_failed_deliveries", "Webhook deliveries that gave up (or whose endpoint was disabled), still stored.", nil, nil)
@@ -305,19 +327,21 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(breakerRatio, prometheus.GaugeValue, ratio, b.Name)
 		}
 	}
-	if s.src.LastReconcile != nil {
-		if at, failed, err := s.src.LastReconcile(ctx); err != nil {
-			s.logErr("last reconciliation", err)
-		} else {
+	if s.src.Reconciles != nil {
+		reps, err := s.src.Reconciles(ctx)
+		if err != nil {
+			s.logErr("last reconciliations", err)
+		}
+		for _, r := range reps {
 			v, f := 0.0, 0.0
-			if !at.IsZero() {
-				v = float64(at.Unix())
+			if !r.Finished.IsZero() {
+				v = float64(r.Finished.Unix())
 			}
-			if failed {
+			if r.Failed {
 				f = 1
 			}
-			ch <- prometheus.MustNewConstMetric(reconDesc, prometheus.GaugeValue, v)
-			ch <- prometheus.MustNewConstMetric(reconErrDesc, prometheus.GaugeValue, f)
+			ch <- prometheus.MustNewConstMetric(reconDesc, prometheus.GaugeValue, v, r.Gateway)
+			ch <- prometheus.MustNewConstMetric(reconErrDesc, prometheus.GaugeValue, f, r.Gateway)
 		}
 	}
 	if s.src.PayoutReconciles != nil {

@@ -52,12 +52,20 @@ func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hoo
 			bl, err := reads.WorkerBacklog(ctx, b.now(), b.cfg.WorkerAbandonedAfter)
 			return bl.Due, bl.Lag, err
 		},
-		LastReconcile: func(ctx context.Context) (time.Time, bool, error) {
-			reps, err := reads.Reconciles(ctx, 1)
-			if err != nil || len(reps) == 0 {
-				return time.Time{}, false, err
+		Gateways: b.cfg.Gateways,
+		// Each gateway's own: with several, one failing on every run
+		// stays visible behind the others' good runs.
+		Reconciles: func(ctx context.Context) ([]metrics.Reconcile, error) {
+			newest, err := reads.NewestReconciles(ctx, b.cfg.Gateways)
+			out := make([]metrics.Reconcile, 0, len(b.cfg.Gateways))
+			for _, gw := range b.cfg.Gateways {
+				r, ok := newest[gw]
+				if !ok && err != nil {
+					continue
+				}
+				out = append(out, metrics.Reconcile{Gateway: gw, Finished: r.FinishedAt, Failed: r.Error != ""})
 			}
-			return reps[0].FinishedAt, reps[0].Error != "", nil
+			return out, err
 		},
 		Webhooks: func(ctx context.Context) (int64, time.Duration, int64, int64, error) {
 			st, err := hooks.Stats(ctx)

@@ -212,6 +212,23 @@ func (r *Reader) Reconciles(ctx context.Context, limit int) ([]topup.ReconcileRe
 	return out, nil
 }
 
+// NewestReconciles returns each of the gateways' newest reconciliation
+// report, by gateway (none: not in the map). One indexed read each: the
+// table's id order, walked back to the gateway's newest.
+func (r *Reader) NewestReconciles(ctx context.Context, gateways []string) (map[string]topup.ReconcileReport, error) {
+	out := make(map[string]topup.ReconcileReport, len(gateways))
+	for _, gw := range gateways {
+		var reps []topup.ReconcileReport
+		if err := r.page().Gorm.WithContext(ctx).Where("gateway = ?", gw).Order("id DESC").Limit(1).Find(&reps).Error; err != nil {
+			return out, fmt.Errorf("newest reconciliation of %s: %w", gw, err)
+		}
+		if len(reps) == 1 {
+			out[gw] = reps[0]
+		}
+	}
+	return out, nil
+}
+
 // HourBucket is one hour of top-ups.
 type HourBucket struct {
 	Start    time.Time // the hour's beginning, UTC
