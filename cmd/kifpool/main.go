@@ -47,6 +47,7 @@ import (
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
 const usage = `usage: kifpool <command> [flags]
@@ -99,9 +100,21 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-// exitCode is main's exit status for run's error.
+// findingsError is a run that did its work and found what a person must
+// look at (reconcile's mismatches, a payout provider's differences):
+// main exits 3 for it, so that a cron job or a runbook does not read the
+// run as clean, nor as broken (1).
+type findingsError struct{ what string }
+
+func (e *findingsError) Error() string { return e.what }
+
+// exitCode is main's exit status for run's error: 0 none, 2 a usage
+// error, 3 findings for a person only, 1 any other failure.
 func exitCode(err error) int {
 	var u *usageError
+	if _, findings := err.(*findingsError); findings {
+		return 3 // the findings alone, no failure joined to them
+	}
 	switch {
 	case err == nil:
 		return 0
@@ -109,6 +122,26 @@ func exitCode(err error) int {
 		return 2
 	}
 	return 1
+}
+
+// reconcileFindings is the findings of a reconciliation that ran: the
+// top-ups whose bank answer disagrees with ours (an amount, an end, an
+// authority) and the differences each payout provider's report flagged,
+// both for an admin. Nil when there are none.
+func reconcileFindings(mismatches int, payoutReports []withdrawal.Report) error {
+	var parts []string
+	if mismatches > 0 {
+		parts = append(parts, fmt.Sprintf("%d top-ups disagree with their bank", mismatches))
+	}
+	for _, r := range payoutReports {
+		if r.Differences > 0 {
+			parts = append(parts, fmt.Sprintf("payouts %s: %d differences", r.Provider, r.Differences))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &findingsError{what: "for an admin: " + strings.Join(parts, "; ") + " (the admin dashboard shows them)"}
 }
 
 // newFlagSet is a subcommand's flags: -h or --help prints usage (and the
@@ -683,7 +716,8 @@ verifies and credits those that are ours and reports the rest (foreign
 payments, mismatches); then, with withdrawals on, compares them with each
 payout provider's list (the report on /admin/withdrawals). It exits 1
 when a listed payment could not be settled or a provider's list could not
-be read: run it again. With GATEWAYS=sandbox the bank is the one inside
+be read: run it again; 3 when it ran but found what an admin must look at
+(a top-up its bank disagrees with, a payout provider's differences). With GATEWAYS=sandbox the bank is the one inside
 a running serve, at BASE_URL/sandbank. It brings the schema up to date
 first, and takes no flags: the configuration is the environment
 (docs/configuration.md).
@@ -718,7 +752,7 @@ func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdo
 		err = errors.Join(err, fmt.Errorf("%d listed top-ups not reconciled", n))
 	}
 	if !srv.Withdrawals.On() {
-		return err
+		return orFindings(err, reconcileFindings(rep.Mismatches, nil))
 	}
 	// The payout providers' reconciliation, as serve's daily loop runs it
 	// (stored, shown on /admin/withdrawals, counted in the metrics).
@@ -735,7 +769,15 @@ func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdo
 			fmt.Fprintf(stdout, "  %-20s %s ours %s theirs %s %d rials\n", d.Kind, d.PublicID, d.Ours, d.Theirs, d.AmountRials)
 		}
 	}
-	return errors.Join(err, perr)
+	return orFindings(errors.Join(err, perr), reconcileFindings(rep.Mismatches, reps))
+}
+
+// orFindings is err when the run failed, else its findings (nil: none).
+func orFindings(err, findings error) error {
+	if err != nil {
+		return err
+	}
+	return findings
 }
 
 // configCmd prints the configuration in effect, each value with where it

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
 // usageEnv is an environment whose SQLite file and DATA_DIR do not exist
@@ -116,5 +118,30 @@ func TestExitCode(t *testing.T) {
 	}
 	if exitCode(nil) != 0 {
 		t.Fatal("no error: exit status is not 0")
+	}
+}
+
+// A reconciliation that ran and found what a person must look at exits
+// 3: neither clean (0) nor broken (1); a failure beside findings is 1.
+func TestReconcileFindingsExit(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		mismatches int
+		reports    []withdrawal.Report
+		err        error
+		want       int
+		says       string
+	}{
+		{"clean", 0, []withdrawal.Report{{Provider: "jibit"}}, nil, 0, ""},
+		{"top-ups disagree", 2, nil, nil, 3, "2 top-ups disagree with their bank"},
+		{"payout differences", 0, []withdrawal.Report{{Provider: "jibit"}, {Provider: "zibal", Differences: 1}}, nil, 3, "payouts zibal: 1 differences"},
+		{"a failure beside findings", 2, nil, errors.New("3 listed top-ups not reconciled"), 1, "not reconciled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := orFindings(tc.err, reconcileFindings(tc.mismatches, tc.reports))
+			if got := exitCode(err); got != tc.want || (tc.says != "" && !strings.Contains(err.Error(), tc.says)) {
+				t.Fatalf("exit %d (%v), want %d saying %q", got, err, tc.want, tc.says)
+			}
+		})
 	}
 }
