@@ -167,6 +167,17 @@ func backupCmd(ctx context.Context, args []string, getenv config.Getenv, stdout 
 	defer db.Close()
 	tmp := dest + ".partial"
 	_ = os.Remove(tmp) // a leftover of an interrupted backup
+	// Made empty first, readable by its owner alone: VACUUM INTO writes
+	// into an empty file, and one it created itself would be readable by
+	// others (the umask) while the whole database is copied into it.
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("backup into %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("backup into %s: %w", tmp, err)
+	}
 	started := time.Now()
 	// VACUUM INTO reads one snapshot (a read transaction: WAL writers go
 	// on) and writes a compact copy; its argument is an SQL string literal.

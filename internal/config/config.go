@@ -212,10 +212,7 @@ func (c Config) DatabaseDescription() string {
 	if d == dburl.SQLite {
 		return "SQLite " + dsn
 	}
-	if u, err := url.Parse(c.DatabaseURL); err == nil {
-		return "PostgreSQL " + u.Redacted()
-	}
-	return "PostgreSQL"
+	return "PostgreSQL " + dburl.Redacted(c.DatabaseURL)
 }
 
 // TopUpLimits are the top-up amount rules (TOPUP_MIN_RIALS, TOPUP_MAX_RIALS).
@@ -492,8 +489,12 @@ func (c Config) ServeRefusal() error {
 	return nil
 }
 
-// checkSecret refuses secrets that are short or have little variety.
+// checkSecret refuses secrets that are short, have little variety, or
+// are still the example's placeholder (deploy/kifpool.env.example).
 func checkSecret(s string) error {
+	if k := strings.ToLower(s); strings.Contains(k, "change-me") || strings.Contains(k, "changeme") {
+		return fmt.Errorf("still the example's placeholder: set a random value (e.g. openssl rand -base64 32)")
+	}
 	if len(s) < 32 {
 		return fmt.Errorf("too weak: use at least 32 random characters (e.g. openssl rand -base64 32)")
 	}

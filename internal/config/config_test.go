@@ -203,6 +203,10 @@ func TestLoadErrors(t *testing.T) {
 		{"short secret", map[string]string{"SESSION_SECRET": "short"}, "SESSION_SECRET"},
 		{"secret of one letter", map[string]string{"SESSION_SECRET": strings.Repeat("a", 40)}, "SESSION_SECRET"},
 		{"secret of few letters", map[string]string{"SESSION_SECRET": strings.Repeat("abc", 20)}, "SESSION_SECRET"},
+		// The example file's placeholder passes the length and variety
+		// checks: a copied file must not run on a publicly known key.
+		{"the example's secret", map[string]string{"SESSION_SECRET": "CHANGE-ME-to-32-random-bytes-in-base64"}, "placeholder"},
+		{"the example's token", map[string]string{"METRICS_TOKEN": "CHANGE-ME-another-random-token-long-enough"}, "placeholder"},
 		{"budget not a duration", map[string]string{"GATEWAY_BUDGET": "soon"}, "GATEWAY_BUDGET"},
 		{"budget without unit", map[string]string{"GATEWAY_BUDGET": "12"}, "GATEWAY_BUDGET"},
 		{"budget negative", map[string]string{"GATEWAY_BUDGET": "-1s"}, "GATEWAY_BUDGET"},
@@ -512,12 +516,15 @@ func TestDatabaseDescription(t *testing.T) {
 		{"", "SQLite " + dburl.DefaultSQLitePath},
 		{"sqlite:/tmp/x.db", "SQLite /tmp/x.db"},
 		{"postgres://u:secret@db:5432/kifpool?sslmode=disable", "PostgreSQL postgres://u:xxxxx@db:5432/kifpool?sslmode=disable"},
+		// libpq takes the password in the query too: hidden there as well.
+		{"postgres://u@db:5432/kifpool?password=secret&sslmode=require", "PostgreSQL postgres://u@db:5432/kifpool?password=xxxxx&sslmode=require"},
+		{"postgres://u@db/kifpool?sslmode=verify-full&sslpassword=secret", "PostgreSQL postgres://u@db/kifpool?sslmode=verify-full&sslpassword=xxxxx"},
 	} {
 		c, err := config.Load(env(map[string]string{"DATABASE_URL": tc.url}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.DatabaseDescription(); got != tc.want {
+		if got := c.DatabaseDescription(); got != tc.want || strings.Contains(got, "secret") {
 			t.Errorf("%q: %q, want %q", tc.url, got, tc.want)
 		}
 	}

@@ -157,12 +157,7 @@ func ownOptions() []Option {
 					c.DatabaseURL = v
 					return nil
 				},
-				show: func(c Config) string {
-					if u, err := url.Parse(c.DatabaseURL); err == nil && u.User != nil {
-						return u.Redacted()
-					}
-					return c.DatabaseURL
-				}}},
+				show: func(c Config) string { return dburl.Redacted(c.DatabaseURL) }}},
 		{Name: "DATABASE_READ_URL", Group: groupServer,
 			DefaultDoc: "unset: every read on `DATABASE_URL`",
 			Doc:        "a second PostgreSQL (`postgres://…`, usually a streaming replica of `DATABASE_URL`) that the pages' reads go to: the admin console's lists, searches, dashboard and CSV, people, the payer's top-up list, CSV and wallet history, the API's lists of top-ups and of the wallet's history; what must be fresh (a use case's reads before it writes, a receipt right after its move, one top-up, sessions, idempotency records, balances and limits) stays on `DATABASE_URL`; checked every 5 s, and while it does not answer its reads go to `DATABASE_URL`; the dashboard shows its lag; refused with SQLite (one process, no replicas); opens up to `DATABASE_MAX_CONNS` connections of its own; `kifpool config` shows it without its password",
@@ -182,12 +177,7 @@ func ownOptions() []Option {
 					c.DatabaseReadURL = v
 					return nil
 				},
-				show: func(c Config) string {
-					if u, err := url.Parse(c.DatabaseReadURL); err == nil && u.User != nil {
-						return u.Redacted()
-					}
-					return c.DatabaseReadURL
-				}}},
+				show: func(c Config) string { return dburl.Redacted(c.DatabaseReadURL) }}},
 		{Name: "DATABASE_READ_MAX_LAG", Group: groupServer, Default: "30s",
 			Doc: "a read database (`DATABASE_READ_URL`) found more than this far behind the primary at its check (how long ago the primary had written WAL that the replica has still not replayed, as this instance's checks saw the primary's position) sends the pages' reads to `DATABASE_URL` until a check finds it within it again; the dashboard says so; `off`: the reads stay on it however far behind",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.DatabaseReadMaxLag })},

@@ -1,10 +1,11 @@
 // Package dburl reads DATABASE_URL: which engine, and the DSN its driver
-// takes. It imports nothing, so that the configuration can check the
+// takes. It imports no Kifpool package, so that the configuration can check the
 // setting without linking the database code (package store opens it).
 package dburl
 
 import (
 	"errors"
+	neturl "net/url"
 	"strings"
 )
 
@@ -37,4 +38,27 @@ func Parse(url string) (Dialect, string, error) {
 		return Postgres, url, nil
 	}
 	return "", "", errors.New("unsupported DATABASE_URL scheme (want postgres://… or sqlite:PATH)")
+}
+
+// Redacted is the URL raw for people (a banner, logs, kifpool config):
+// its password hidden, in the user part or in the query (libpq's
+// password= and sslpassword=). raw itself when it is not a URL.
+func Redacted(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return raw
+	}
+	if q := u.Query(); len(q) > 0 {
+		hidden := false
+		for k := range q {
+			if lk := strings.ToLower(k); lk == "password" || lk == "sslpassword" {
+				q.Set(k, "xxxxx")
+				hidden = true
+			}
+		}
+		if hidden {
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.Redacted()
 }
