@@ -242,6 +242,20 @@ func loadConfig(getenv config.Getenv) (config.Config, error) {
 
 // setup loads the configuration and opens the migrated database.
 func setup(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.Config, *store.DB, error) {
+	cfg, db, err := openUnmigrated(ctx, getenv, log)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if err := db.Migrate(ctx, log); err != nil {
+		_ = db.Close() // the migration's error is the one to report
+		return cfg, nil, err
+	}
+	return cfg, db, nil
+}
+
+// openUnmigrated loads the configuration and opens the database with its
+// pool sized, its schema as it is.
+func openUnmigrated(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.Config, *store.DB, error) {
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return cfg, nil, err
@@ -252,10 +266,6 @@ func setup(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.
 	}
 	if err := db.SetPoolSize(cfg.DatabaseMaxConns); err != nil {
 		_ = db.Close() // the pool's error is the one to report
-		return cfg, nil, err
-	}
-	if err := db.Migrate(ctx, log); err != nil {
-		_ = db.Close() // the migration's error is the one to report
 		return cfg, nil, err
 	}
 	return cfg, db, nil
@@ -304,7 +314,7 @@ func serve(ctx context.Context, args []string, getenv config.Getenv, stdout io.W
 			return fmt.Errorf("configuration:\n%w", err)
 		}
 	}
-	cfg, db, err := setup(ctx, getenv, log)
+	cfg, db, err := openUnmigrated(ctx, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -315,11 +325,17 @@ func serve(ctx context.Context, args []string, getenv config.Getenv, stdout io.W
 		log.Warn("configuration", "warning", w)
 		fmt.Fprintln(stdout, "warning:", w)
 	}
+	// The instance's lock before the migrations: a serve refused (a
+	// second one on an SQLite file, beside a sandbox's serve) has changed
+	// no schema under the one that runs.
 	release, err := instanceLock(ctx, cfg, db)
 	if err != nil {
 		return err
 	}
 	defer release()
+	if err := db.Migrate(ctx, log); err != nil {
+		return err
+	}
 
 	srv, err := newServer(ctx, cfg, db, server.Options{Log: log, RateLimits: true})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testport"
 )
 
@@ -36,6 +37,22 @@ func TestSecondServeOnOneSQLiteFileIsRefused(t *testing.T) {
 	done := serve(ctx, first)
 	waitHealthy(t, "http://"+first, done)
 
+	// The second one, a newer build: it has a migration the running one
+	// has not (the newest one's record removed). It is refused before it
+	// migrates anything under the running serve (it would fail on the
+	// migration made twice otherwise).
+	db, err := store.Open(context.Background(), dbURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var newest int64
+	if err := db.Gorm.Raw(`SELECT MAX(version_id) FROM goose_db_version`).Scan(&newest).Error; err != nil || newest == 0 {
+		t.Fatalf("newest migration: %d %v", newest, err)
+	}
+	if err := db.Gorm.Exec(`DELETE FROM goose_db_version WHERE version_id = ?`, newest).Error; err != nil {
+		t.Fatal(err)
+	}
 	second := testport.Addr(t)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel2()
@@ -46,6 +63,14 @@ func TestSecondServeOnOneSQLiteFileIsRefused(t *testing.T) {
 		}
 	case <-ctx2.Done():
 		t.Fatal("a second serve on the same SQLite file started")
+	}
+	var applied int64
+	db.Gorm.Raw(`SELECT COUNT(*) FROM goose_db_version WHERE version_id = ?`, newest).Scan(&applied)
+	if applied != 0 {
+		t.Fatal("the refused serve ran the migrations")
+	}
+	if err := db.Gorm.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, ?)`, newest, true).Error; err != nil {
+		t.Fatal(err)
 	}
 	if c, err := net.Dial("tcp", second); err == nil {
 		c.Close()
