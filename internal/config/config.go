@@ -416,6 +416,7 @@ func (c *Config) check(l *loader) {
 			filepath.Join(c.DataDir, "mail")+" and nobody receives it")
 	}
 	c.Warnings = append(c.Warnings, unusedGatewaySettings(c, l)...)
+	c.Warnings = append(c.Warnings, unreachableReturn(c)...)
 	c.checkPayouts(l)
 	if c.Gateway != GatewaySandbox && !c.Operator.HasSupport() {
 		c.Warnings = append(c.Warnings, "no support contact is set (SUPPORT_EMAIL, SUPPORT_PHONE or SUPPORT_URL): payers told to \"contact support\" on failure pages and in mails have no way to")
@@ -444,6 +445,33 @@ func (c *Config) check(l *loader) {
 			}
 		}
 	}
+}
+
+// unreachableReturn warns of a BASE_URL that a real bank's payers cannot
+// come back to: a gateway whose API is not on this machine (a bank, not
+// a standalone sandbox) sends each payer's browser to BASE_URL's
+// callback after paying. On this machine's address, the payer lands on
+// their own computer, and the credit waits for the worker or
+// reconciliation; over plain http, the cookies lose their Secure flag.
+func unreachableReturn(c *Config) []string {
+	var real []string
+	for _, name := range c.Gateways {
+		if u := c.GatewayURLOf(name); u != "" && !loopbackURL(u) {
+			real = append(real, name)
+		}
+	}
+	if len(real) == 0 || c.BaseURL == "" {
+		return nil
+	}
+	switch {
+	case loopbackURL(c.BaseURL):
+		return []string{fmt.Sprintf("BASE_URL %s is this machine, but %s sends payers back to it from the bank: set BASE_URL to the site's public https address",
+			c.BaseURL, strings.Join(real, ", "))}
+	case strings.HasPrefix(strings.ToLower(c.BaseURL), "http://"):
+		return []string{fmt.Sprintf("BASE_URL %s is plain http with %s: payers come back from the bank without TLS, and cookies lose their Secure flag; use https",
+			c.BaseURL, strings.Join(real, ", "))}
+	}
+	return nil
 }
 
 // unusedGatewaySettings warns of a gateway's variables set while GATEWAYS

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -809,6 +810,52 @@ func TestMailSettings(t *testing.T) {
 		c.TopUpDailyMaxRials != 5_000_000 || c.BalanceMaxRials != 20_000_000 || c.TopUpDailyMaxCount != 0 {
 		t.Fatalf("%v %+v", err, c)
 	}
+}
+
+// A real bank sends each payer back to BASE_URL: on this machine's
+// address they land on their own computer, over plain http without TLS.
+// Start warns; a gateway on this machine (a standalone sandbox bank) and
+// the built-in sandbox say nothing.
+func TestUnreachableReturnWarns(t *testing.T) {
+	zp := map[string]string{"GATEWAYS": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555", "SESSION_SECRET": strongSecret}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string // "" for no such warning
+	}{
+		{"Zarinpal, BASE_URL left to the listen address", withVars(zp, "LISTEN_ADDR", "127.0.0.1:8080"), "BASE_URL http://127.0.0.1:8080 is this machine, but zarinpal sends payers back to it"},
+		{"Zarinpal, BASE_URL on localhost", withVars(zp, "BASE_URL", "https://localhost"), "is this machine"},
+		{"Zarinpal, BASE_URL plain http", withVars(zp, "BASE_URL", "http://pay.example.com"), "is plain http with zarinpal"},
+		{"Zarinpal, BASE_URL https", withVars(zp, "BASE_URL", "https://pay.example.com"), ""},
+		{"a standalone sandbox bank on this machine", withVars(withVars(zp, "ZARINPAL_BASE_URL", "http://127.0.0.1:9090"), "BASE_URL", "http://127.0.0.1:8080"), ""},
+		{"the built-in sandbox", map[string]string{"BASE_URL": "http://127.0.0.1:8080"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Load(env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range c.Warnings {
+				if strings.HasPrefix(w, "BASE_URL ") {
+					got = append(got, w)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("warnings %q, want one saying %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// withVars is env with k set to v (a copy).
+func withVars(env map[string]string, k, v string) map[string]string {
+	out := maps.Clone(env)
+	out[k] = v
+	return out
 }
 
 // A gateway's variables set while GATEWAYS does not name it are not read:
