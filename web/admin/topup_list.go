@@ -3,6 +3,7 @@ package admin
 import (
 	"bufio"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -201,7 +202,15 @@ func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 			"email", "user_id", "authority", "ref_id", "card_pan_masked", "resolved_at_utc",
 			"created_date_jalali", "created_time_tehran", "status_" + string(l)})
 		n := 0
+		var last time.Time
 		err := h.Reads.EachTopUp(ctx, f, func(p topupread.TopUp) error {
+			if n >= adminCSVMaxRows {
+				// More remain: said in the file's last row, which names
+				// the day to export the rest up to.
+				_ = cw.Write([]string{i18n.T(l, "csv.cut_dates"), "to=" + last.In(i18n.Tehran()).Format("2006-01-02")})
+				return errCSVCut
+			}
+			last = p.CreatedAt
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
 				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), h.gatewayLabel(i18n.EN, p.Gateway),
 				seam.CSVCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", seam.CSVCell(p.CardPANMasked), "",
@@ -228,7 +237,7 @@ func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 			return nil
 		})
 		cw.Flush()
-		if err == nil {
+		if err == nil || errors.Is(err, errCSVCut) {
 			err = cw.Error()
 		}
 		if err != nil {
@@ -238,3 +247,11 @@ func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 	})
 	return nil
 }
+
+// adminCSVMaxRows bounds one export of the payments list: a filter that
+// matches more (every payment ever) is cut there, the file's last row
+// saying so, rather than holding a database reader for many minutes.
+const adminCSVMaxRows = 200_000
+
+// errCSVCut stops the export's walk at adminCSVMaxRows.
+var errCSVCut = errors.New("csv export cut at its row limit")

@@ -107,11 +107,15 @@ func (h *handlers) merchantCSV(c *fiber.Ctx) error {
 	if !ok {
 		return fiber.NewError(fiber.StatusBadRequest, "bad status")
 	}
+	before, err := cursor(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.UserContext()
 	page := func(before int64) ([]charge.Charge, int64, error) {
 		return h.Charges.List(ctx, charge.Filter{MerchantUserID: m.UserID, Status: status, Before: before, Limit: csvBatch})
 	}
-	cs, next, err := page(0)
+	cs, next, err := page(before)
 	if err != nil {
 		return err
 	}
@@ -123,6 +127,9 @@ func (h *handlers) merchantCSV(c *fiber.Ctx) error {
 			t("csv.status_code"), t("merchant.col_capture"), t("csv.amount_rials"), t("merchant.col_captured_rials"),
 			t("merchant.col_refunded_rials"), t("merchant.col_payer")},
 		First: cs, Next: next, MaxRows: csvMaxRows, Page: page,
+		Cut: func(last charge.Charge) []string {
+			return []string{t("csv.cut"), "before=" + strconv.FormatInt(last.ID, 10)}
+		},
 		Row: func(ch charge.Charge) []string {
 			return []string{ch.CreatedAt.UTC().Format(time.RFC3339), ch.PublicID, seam.CSVCell(ch.OrderID), seam.CSVCell(ch.Description),
 				t("merchant.status." + string(ch.Status)), string(ch.Status), string(ch.Capture), strconv.FormatInt(ch.AmountRials, 10),

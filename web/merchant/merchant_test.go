@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -179,8 +180,12 @@ func TestMerchantCSVEveryBatch(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		m := shop(t, app, "shop@example.com", "Book Shop")
 		const n = 1_005
+		var sixth charge.Charge
 		for i := range n {
-			newCharge(t, app, m, 10_000, fmt.Sprintf("B-%04d", i), charge.CaptureAutomatic)
+			ch := newCharge(t, app, m, 10_000, fmt.Sprintf("B-%04d", i), charge.CaptureAutomatic)
+			if i == 5 {
+				sixth = ch
+			}
 		}
 		c := app.NewClient(t)
 		c.SignIn("shop@example.com", pw)
@@ -196,6 +201,16 @@ func TestMerchantCSVEveryBatch(t *testing.T) {
 			if want := fmt.Sprintf(",B-%04d,", n-1-i); !strings.Contains(line, want) {
 				t.Fatalf("row %d: %q, want the order %s (newest first, each once)", i+1, line, want)
 			}
+		}
+		// The rest of a cut file: ?before= the id its last row names
+		// exports the older ones only.
+		r = c.Get(routes.MerchantChargesCSV + "?before=" + strconv.FormatInt(sixth.ID, 10))
+		older := strings.Split(strings.TrimSuffix(r.Body, "\n"), "\n")[1:]
+		if r.Status != http.StatusOK || len(older) != 5 || !strings.Contains(older[0], ",B-0004,") || !strings.Contains(older[4], ",B-0000,") {
+			t.Fatalf("CSV before the sixth: %d, %q", r.Status, older)
+		}
+		if r := c.Get(routes.MerchantChargesCSV + "?before=x"); r.Status != http.StatusBadRequest {
+			t.Errorf("a bad cursor: %d", r.Status)
 		}
 	})
 }

@@ -150,13 +150,18 @@ type CSVExport[T any] struct {
 	Page     func(after int64) ([]T, int64, error)
 	Row      func(T) []string
 	MaxRows  int
+	// Cut is the last row of a file cut at MaxRows while more rows
+	// remain, given the last row written: it says so, and how to export
+	// the rest (a file that ends without it holds every row).
+	Cut func(last T) []string
 }
 
 // StreamCSV answers with e as a CSV file, UTF-8 with a byte order mark
 // (spreadsheets then read Persian right), not cached: the header and the
 // first page, then each page sent before the next is read, so that
 // neither the whole file nor the whole list is held in memory, up to
-// e.MaxRows rows. The stream runs after the handler has returned (see
+// e.MaxRows rows, then e.Cut's row when more remain. The stream runs
+// after the handler has returned (see
 // Stream): it uses only e and the request's context, not Fiber's Ctx.
 func StreamCSV[T any](c *fiber.Ctx, log *slog.Logger, e CSVExport[T]) error {
 	SetDownload(c, "text/csv; charset=utf-8", e.Filename)
@@ -165,20 +170,27 @@ func StreamCSV[T any](c *fiber.Ctx, log *slog.Logger, e CSVExport[T]) error {
 		w := csv.NewWriter(bw)
 		_ = w.Write(e.Header)
 		items, next, n := e.First, e.Next, 0
+		var last T
 		for {
+			cut := false
 			for _, it := range items {
 				if n >= e.MaxRows {
+					cut = true
 					break
 				}
 				_ = w.Write(e.Row(it))
-				n++
+				last, n = it, n+1
+			}
+			cut = cut || (n >= e.MaxRows && next != 0)
+			if cut && e.Cut != nil {
+				_ = w.Write(e.Cut(last))
 			}
 			w.Flush()
 			err := w.Error()
 			if err == nil {
 				err = bw.Flush() // to the client: nothing piles up here
 			}
-			if err == nil && next != 0 && n < e.MaxRows {
+			if err == nil && !cut && next != 0 {
 				items, next, err = e.Page(next)
 			} else if err == nil {
 				return nil

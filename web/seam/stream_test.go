@@ -168,3 +168,52 @@ func TestCSVCell(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamCSVCut: a file cut at MaxRows while rows remain ends with the
+// Cut row, which names the last row written; a file that holds every row
+// (MaxRows reached by the last one, or not reached) has no such row.
+func TestStreamCSVCut(t *testing.T) {
+	// Four pages of two rows: 0 1, 10 11, 20 21, 30 31.
+	page := func(after int64) ([]int, int64, error) {
+		next := after + 1
+		if after == 3 {
+			next = 0
+		}
+		return []int{int(after) * 10, int(after)*10 + 1}, next, nil
+	}
+	for _, tc := range []struct {
+		max  int
+		want string
+	}{
+		{3, "v\n0\n1\n10\ncut,after 10\n"},
+		{4, "v\n0\n1\n10\n11\ncut,after 11\n"},
+		{8, "v\n0\n1\n10\n11\n20\n21\n30\n31\n"},
+		{100, "v\n0\n1\n10\n11\n20\n21\n30\n31\n"},
+	} {
+		t.Run(fmt.Sprint(tc.max), func(t *testing.T) {
+			app := fiber.New(fiber.Config{DisableStartupMessage: true})
+			app.Get("/csv", func(c *fiber.Ctx) error {
+				return seam.StreamCSV(c, slog.New(slog.DiscardHandler), seam.CSVExport[int]{
+					Filename: "x.csv", Header: []string{"v"}, First: []int{0, 1}, Next: 1, Page: page, MaxRows: tc.max,
+					Row: func(v int) []string { return []string{fmt.Sprint(v)} },
+					Cut: func(last int) []string { return []string{"cut", fmt.Sprint("after ", last)} },
+				})
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = app.Listener(ln) }()
+			defer func() { _ = app.Shutdown() }()
+			res, err := http.Get("http://" + ln.Addr().String() + "/csv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			if err != nil || string(body) != "\uFEFF"+tc.want {
+				t.Fatalf("MaxRows %d: %q, %v; want %q", tc.max, body, err, tc.want)
+			}
+		})
+	}
+}

@@ -104,8 +104,12 @@ func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 	if !ok {
 		return fiber.NewError(fiber.StatusBadRequest, "bad filter")
 	}
+	before, err := beforeCursor(c)
+	if err != nil {
+		return err
+	}
 	ctx, userID, l := c.UserContext(), h.User(c).ID, h.Lang(c)
-	rows, next, err := h.Reads.ForPayer(ctx, userID, f, 0, csvBatch)
+	rows, next, err := h.Reads.ForPayer(ctx, userID, f, before, csvBatch)
 	if err != nil {
 		return err
 	}
@@ -124,6 +128,9 @@ func (h *handlers) walletTopUpsCSV(c *fiber.Ctx) error {
 		Header: []string{t("csv.date_jalali"), t("csv.time_tehran"), t("csv.utc"), t("csv.amount_rials"), t("csv.amount_tomans"),
 			t("csv.status"), t("csv.status_code"), t("receipt.id"), t("csv.public_id"), t("receipt.ref_id"), t("receipt.card"), t("paylist.col_gateway")},
 		First: rows, Next: next, MaxRows: csvMaxRows,
+		Cut: func(last topup.TopUp) []string {
+			return []string{t("csv.cut"), "before=" + strconv.FormatInt(last.ID, 10)}
+		},
 		Page: func(after int64) ([]topup.TopUp, int64, error) {
 			return h.Reads.ForPayer(ctx, userID, f, after, csvBatch)
 		},
