@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -559,6 +560,19 @@ func TestRefunds(t *testing.T) {
 		f.user("stranger@example.com", 0)
 		if found, err := f.svc.Search(ctx, "stranger@example.com", 10); err != nil || len(found) != 0 {
 			t.Fatalf("search by a stranger: %+v %v", found, err)
+		}
+		// As typed: an id in capitals, an order id in Persian digits, and
+		// order ids that look like an id or an address.
+		f.create(m, 5_000, "77", charge.CaptureAutomatic)
+		odd := f.create(m, 5_000, "ch_not-an-id", charge.CaptureAutomatic)
+		mail := f.create(m, 5_000, "orders@shop", charge.CaptureAutomatic)
+		for q, want := range map[string]string{" " + strings.ToUpper(open.PublicID) + " ": open.PublicID, "ch_not-an-id": odd.PublicID, "orders@shop": mail.PublicID} {
+			if found, err := f.svc.Search(ctx, q, 10); err != nil || len(found) != 1 || found[0].PublicID != want {
+				t.Errorf("search %q: %+v %v, want %s", q, found, err, want)
+			}
+		}
+		if found, err := f.svc.Search(ctx, "۷۷", 10); err != nil || len(found) != 1 || found[0].OrderID != "77" {
+			t.Errorf("search by an order id in Persian digits: %+v %v", found, err)
 		}
 		f.checkInvariants()
 	})

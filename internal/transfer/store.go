@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
 	"github.com/kifpool/kifpool/internal/wallet"
@@ -328,12 +329,14 @@ func (s *Store) search(ctx context.Context, q string, limit int) ([]Transfer, er
 	// generic plan guesses a tenth of the table (at 10M transfers it
 	// planned two parallel workers for a page of 100).
 	n := strconv.Itoa(limit)
+	// As typed: Persian digits read as Latin, an id pasted in capitals.
+	q = strings.TrimSpace(money.LatinDigits(q))
 	switch {
 	case q == "":
 		// Without the ledger's join: nothing on the list shows it.
 		err = store.Scan(db.Raw(selectTransferParties+` ORDER BY t.id DESC LIMIT `+n), &ts)
-	case strings.HasPrefix(q, "tr_"):
-		err = store.Scan(db.Raw(selectTransfer+` WHERE t.public_id = ?`, q), &ts)
+	case strings.HasPrefix(strings.ToLower(q), "tr_"):
+		err = store.Scan(db.Raw(selectTransfer+` WHERE t.public_id = ?`, strings.ToLower(q)), &ts)
 	default:
 		// Either side's newest, each from its own index (users by the
 		// unique lower(email), transfers by sender or recipient), as list

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
@@ -40,7 +41,7 @@ func TestAdminFindsTransfers(t *testing.T) {
 		}
 		id := res.Transfer.PublicID
 		admin := app.NewAdmin(t, "root@example.com")
-		for _, q := range []string{id, "bob@example.com", "ALICE@example.com"} {
+		for _, q := range []string{id, " " + strings.ToUpper(id) + " ", "bob@example.com", "ALICE@example.com"} {
 			doc := apptest.Parse(admin.Get(routes.AdminTransfers + "?" + url.Values{"q": {q}}.Encode()).Body)
 			rows := doc.TestIDs("admin-transfer-row")
 			if len(rows) != 1 || rows[0].Attr("data-id") != id {

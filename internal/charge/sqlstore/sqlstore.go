@@ -19,6 +19,7 @@ import (
 	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/ledger"
+	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
@@ -623,13 +624,19 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]charge.Charg
 	// generic plan guesses a tenth of the table and may plan parallel
 	// workers for a page.
 	n := strconv.Itoa(limit)
+	// As typed: Persian digits read as Latin, an id pasted in capitals
+	// found; an order id that looks like an id or an address (any text
+	// is a merchant's order id) is looked up as one when nothing else is.
+	q = strings.TrimSpace(money.LatinDigits(q))
+	lq := strings.ToLower(q)
+	byOrder := false
 	switch {
 	case q == "":
 		err = store.Scan(db.Raw(selectCharge+` ORDER BY c.id DESC LIMIT `+n), &rs)
-	case strings.HasPrefix(q, "ch_"):
-		err = store.Scan(db.Raw(selectCharge+` WHERE c.public_id = ?`, q), &rs)
-	case strings.HasPrefix(q, "re_"):
-		err = store.Scan(db.Raw(selectCharge+` WHERE c.id IN (SELECT charge_id FROM charge_refunds WHERE public_id = ?)`, q), &rs)
+	case strings.HasPrefix(lq, "ch_"):
+		err = store.Scan(db.Raw(selectCharge+` WHERE c.public_id = ?`, lq), &rs)
+	case strings.HasPrefix(lq, "re_"):
+		err = store.Scan(db.Raw(selectCharge+` WHERE c.id IN (SELECT charge_id FROM charge_refunds WHERE public_id = ?)`, lq), &rs)
 	case strings.Contains(q, "@"):
 		// Either side's newest, each from its own index (the person by
 		// the unique lower(email), their charges by merchant or by
@@ -644,6 +651,9 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]charge.Charg
 					ORDER BY id DESC LIMIT `+n+`) AS b)
 			ORDER BY c.id DESC LIMIT `+n, addr, addr), &rs)
 	default:
+		byOrder = true
+	}
+	if err == nil && q != "" && (byOrder || len(rs) == 0) {
 		// Any merchant's order (charges_order_idx, migration 00043).
 		err = store.Scan(db.Raw(selectCharge+` WHERE c.order_id = ? ORDER BY c.id DESC LIMIT `+n, q), &rs)
 	}
