@@ -210,7 +210,7 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		return nil
 	}
 	fmt.Fprint(stdout, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return &usageError{fmt.Errorf("unknown command %q", args[0])}
 }
 
 // isHelp reports whether arg asks for usage.

@@ -119,6 +119,11 @@ func TestExitCode(t *testing.T) {
 	if exitCode(nil) != 0 {
 		t.Fatal("no error: exit status is not 0")
 	}
+	// An unknown command is a usage error, as an unknown flag is.
+	err = run(context.Background(), []string{"frobnicate"}, envOf(map[string]string{}), strings.NewReader(""), &bytes.Buffer{}, slog.New(slog.DiscardHandler))
+	if err == nil || exitCode(err) != 2 {
+		t.Fatalf("an unknown command: error %v, exit %d; want exit 2", err, exitCode(err))
+	}
 }
 
 // A reconciliation that ran and found what a person must look at exits

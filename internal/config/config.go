@@ -417,6 +417,7 @@ func (c *Config) check(l *loader) {
 	}
 	c.Warnings = append(c.Warnings, unusedGatewaySettings(c, l)...)
 	c.Warnings = append(c.Warnings, unreachableReturn(c)...)
+	c.Warnings = append(c.Warnings, loopbackHooksLive(c)...)
 	c.checkPayouts(l)
 	if c.Gateway != GatewaySandbox && !c.Operator.HasSupport() {
 		c.Warnings = append(c.Warnings, "no support contact is set (SUPPORT_EMAIL, SUPPORT_PHONE or SUPPORT_URL): payers told to \"contact support\" on failure pages and in mails have no way to")
@@ -472,6 +473,16 @@ func unreachableReturn(c *Config) []string {
 			c.BaseURL, strings.Join(real, ", "))}
 	}
 	return nil
+}
+
+// loopbackHooksLive warns of WEBHOOK_ALLOW_LOOPBACK with a real bank:
+// any partner may then point its webhooks at this machine's own
+// services (another instance, a profiler, a database's HTTP port).
+func loopbackHooksLive(c *Config) []string {
+	if !c.WebhookAllowLoopback || c.Gateway == GatewaySandbox {
+		return nil
+	}
+	return []string{"WEBHOOK_ALLOW_LOOPBACK=1 with a real gateway: partners may point webhooks and return addresses at this machine's own services; it is for development and tests only"}
 }
 
 // unusedGatewaySettings warns of a gateway's variables set while GATEWAYS

@@ -851,6 +851,34 @@ func TestUnreachableReturnWarns(t *testing.T) {
 	}
 }
 
+// WEBHOOK_ALLOW_LOOPBACK with a real gateway is a deployment opening its
+// own machine to partners' webhooks: start warns; with the sandbox, not.
+func TestLoopbackHooksLiveWarns(t *testing.T) {
+	zp := map[string]string{"GATEWAYS": "zarinpal", "ZARINPAL_MERCHANT_ID": "11111111-2222-3333-4444-555555555555", "SESSION_SECRET": strongSecret,
+		"BASE_URL": "https://pay.example.com", "WEBHOOK_ALLOW_LOOPBACK": "1"}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"a real gateway", zp, true},
+		{"a real gateway, unset", withVars(zp, "WEBHOOK_ALLOW_LOOPBACK", ""), false},
+		{"the sandbox", map[string]string{"WEBHOOK_ALLOW_LOOPBACK": "1"}, false},
+	} {
+		c, err := config.Load(env(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for _, w := range c.Warnings {
+			got = got || strings.HasPrefix(w, "WEBHOOK_ALLOW_LOOPBACK=1 with a real gateway")
+		}
+		if got != tc.want {
+			t.Errorf("%s: warned %v, want %v (%q)", tc.name, got, tc.want, c.Warnings)
+		}
+	}
+}
+
 // withVars is env with k set to v (a copy).
 func withVars(env map[string]string, k, v string) map[string]string {
 	out := maps.Clone(env)
