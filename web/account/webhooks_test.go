@@ -374,7 +374,7 @@ func TestWebhookMetrics(t *testing.T) {
 			"kifpool_webhook_oldest_pending_age_seconds":      90,
 			"kifpool_webhook_failed_deliveries":               0,
 			"kifpool_webhook_failing_endpoints":               0,
-			`kifpool_webhook_attempts_total{result="failed"}`: -1,
+			`kifpool_webhook_attempts_total{result="failed"}`: 0, // born at 0 (increase() sees the first)
 			"kifpool_webhook_attempt_duration_seconds_count":  0,
 			"kifpool_webhook_gave_up_total":                   0,
 		})
