@@ -624,8 +624,9 @@ func TestReconcileZarinpalVerifiedByTheBank(t *testing.T) {
 
 // TestReconcileCoversMoreThanOneRun: a gateway with more ended payments
 // in the day than one run reads (Batch) has them all asked over the runs,
-// least recently asked first. Before, each run read the newest ones, and
-// an older payment the bank holds paid was never asked again.
+// least recently asked first (past their hot hour, which every run asks).
+// Before, each run read the newest ones, and an older payment the bank
+// holds paid was never asked again.
 func TestReconcileCoversMoreThanOneRun(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e, bank := newBankEnv(t, db, "zibal")
@@ -641,6 +642,8 @@ func TestReconcileCoversMoreThanOneRun(t *testing.T) {
 		for _, p := range ps {
 			topuptest.ForceStatus(t, db, p.ID, string(topup.StatusFailed), string(topup.ReasonNotPaidAfterLife))
 		}
+		// Past the hot hour, when they are read by their turn.
+		e.clock.Advance(2 * time.Hour)
 		rc := topup.ReconcileConfig{Budget: time.Minute, Batch: 2}
 		rep, _ := e.reconcileWith(rc)
 		if rep.Listed != 2 || rep.Credited != 0 {
@@ -661,6 +664,19 @@ func TestReconcileCoversMoreThanOneRun(t *testing.T) {
 		}
 		if e.balance() != 100_000 {
 			t.Fatalf("balance %d, want 100,000", e.balance())
+		}
+		// A payment that ended within the hot hour is asked at every run,
+		// ahead of the others, however recently it was asked.
+		fresh := e.start(50_000)
+		topuptest.ForceStatus(t, db, fresh.ID, string(topup.StatusFailed), string(topup.ReasonNotPaidAfterLife))
+		one := topup.ReconcileConfig{Budget: time.Minute, Batch: 1}
+		for run := range 2 {
+			e.clock.Advance(10 * time.Minute)
+			started := e.clock.Now().Truncate(time.Millisecond)
+			e.reconcileWith(one)
+			if r := e.row(fresh.ID); r.ReconciledAt == nil || r.ReconciledAt.Before(started) {
+				t.Fatalf("run %d: the hot payment looked at %v, want in this run (from %v)", run+1, r.ReconciledAt, started)
+			}
 		}
 		checkInvariants(t, db)
 	})

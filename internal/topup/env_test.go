@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -183,8 +182,8 @@ type hookStore struct {
 	listed func(ctx context.Context)
 }
 
-func (h *hookStore) RecentUncredited(ctx context.Context, gw string, since time.Time, limit int) ([]topup.TopUp, error) {
-	ps, err := h.Store.RecentUncredited(ctx, gw, since, limit)
+func (h *hookStore) RecentUncredited(ctx context.Context, b topup.ReconcileBatch) ([]topup.TopUp, error) {
+	ps, err := h.Store.RecentUncredited(ctx, b)
 	h.mu.Lock()
 	listed := h.listed
 	h.mu.Unlock()

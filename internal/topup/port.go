@@ -34,22 +34,19 @@ type Store interface {
 	// StaleCreated lists "created" payments without an authority created
 	// at or before before.
 	StaleCreated(ctx context.Context, before time.Time, limit int) ([]TopUp, error)
-	// RecentEnded lists up to limit of a gateway's payments with an
-	// authority that ended failed or under review and were created at or
-	// after since, those reconciliation looked at least recently first
-	// (never, then longest ago), newest first among equals
-	// (reconciliation by inquiry, for gateways without a list).
-	RecentEnded(ctx context.Context, gateway string, since time.Time, limit int) ([]TopUp, error)
-	// RecentUnsure lists, in RecentEnded's order, those of RecentEnded's
-	// payments whose end was not the bank's word: under review, or failed
-	// at the page's lifetime at or after lifetimeSince (UnsureEnded is
-	// the definition; this is its fast path).
-	RecentUnsure(ctx context.Context, gateway string, since, lifetimeSince time.Time, limit int) ([]TopUp, error)
-	// RecentUncredited lists up to limit of a gateway's payments with an
-	// authority that are open or ended without a credit and were created
-	// at or after since, in RecentEnded's order (reconciliation of
-	// gateways whose verify needs the callback's data: SEP, Mellat).
-	RecentUncredited(ctx context.Context, gateway string, since time.Time, limit int) ([]TopUp, error)
+	// RecentEnded lists, in b's order, a gateway's payments with an
+	// authority that ended failed or under review (reconciliation by
+	// inquiry, for gateways without a list).
+	RecentEnded(ctx context.Context, b ReconcileBatch) ([]TopUp, error)
+	// RecentUnsure lists, in b's order, those of RecentEnded's payments
+	// whose end was not the bank's word: under review, or failed at the
+	// page's lifetime at or after lifetimeSince (UnsureEnded is the
+	// definition; this is its fast path).
+	RecentUnsure(ctx context.Context, b ReconcileBatch, lifetimeSince time.Time) ([]TopUp, error)
+	// RecentUncredited lists, in b's order, a gateway's payments with an
+	// authority that are open or ended without a credit (reconciliation
+	// of gateways whose verify needs the callback's data: SEP, Mellat).
+	RecentUncredited(ctx context.Context, b ReconcileBatch) ([]TopUp, error)
 	// Reconciled records that reconciliation looked at the payments ids
 	// at: their turn in its lists comes after the others'.
 	Reconciled(ctx context.Context, ids []int64, at time.Time) error

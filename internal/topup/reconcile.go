@@ -101,8 +101,7 @@ type ReconcileConfig struct {
 	Concurrency int           // items worked at once (default 4)
 	Budget      time.Duration // the whole run; items not reached are reported (default 2m)
 	// Batch is how many of a gateway's payments one run reads from each
-	// of our lists, least recently looked at first (default 500: a day
-	// with more is covered over the runs).
+	// of our lists (default 500; ReconcileBatch says in which order).
 	Batch int
 }
 
@@ -256,7 +255,7 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 			listed[u.Authority] = true
 		}
 		now := s.clock()
-		ended, lerr := s.st.RecentUnsure(ctx, gw.Name(), now.Add(-ReconcileLookback), now.Add(-UnsureWindow), rc.Batch)
+		ended, lerr := s.st.RecentUnsure(ctx, s.batch(gw.Name(), rc, UnsureWindow), now.Add(-UnsureWindow))
 		if lerr != nil {
 			rep.Error = strings.TrimPrefix(rep.Error+"; list our ended payments: "+lerr.Error(), "; ")
 		}
@@ -457,7 +456,7 @@ const ReconcileLookback = 24 * time.Hour
 // counted as listed only.
 func (s *Service) reconcileByInquiry(ctx context.Context, gw gateway.Gateway, rc ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
-	ended, err := s.st.RecentEnded(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), rc.Batch)
+	ended, err := s.st.RecentEnded(ctx, s.batch(gw.Name(), rc, UnsureWindow))
 	if err != nil {
 		rep.Error = "list our ended payments: " + err.Error()
 	}
@@ -526,12 +525,14 @@ func (s *Service) inquireEach(ctx context.Context, gw gateway.Gateway, ps []TopU
 
 // reconciled records that the run looked at ps (their turn in the lists
 // comes after the others'), except those its items say it did not reach
-// or could not ask (an error): those keep their place at the front. A
-// failure to record is logged: the next run looks at them again.
+// within its budget: those keep their place at the front. One whose
+// question failed (an error) takes its turn like the others: failing at
+// every run, at the front it would take the batch from them. A failure
+// to record is logged: the next run looks at them again.
 func (s *Service) reconciled(ctx context.Context, ps []TopUp, items []ReconcileItem) {
 	again := map[string]bool{}
 	for _, it := range items {
-		if (it.Kind == "not_reached" || it.Kind == "error") && it.PublicID != "" {
+		if it.Kind == "not_reached" && it.PublicID != "" {
 			again[it.PublicID] = true
 		}
 	}
@@ -544,6 +545,26 @@ func (s *Service) reconciled(ctx context.Context, ps []TopUp, items []ReconcileI
 	if err := s.st.Reconciled(context.WithoutCancel(ctx), ids, s.clock()); err != nil {
 		s.log.WarnContext(ctx, "reconcile: record the payments looked at", "err", err)
 	}
+}
+
+// ReconcileBatch is what one of reconciliation's lists reads: up to
+// Limit of a gateway's payments created at or after Since. Those created
+// at or after Hot come first, newest first: they are asked at every run
+// while what the bank holds of them can still change (a payer still
+// paying, a receipt the bank keeps for an hour). Then the others, those
+// reconciliation looked at least recently first (never, then longest
+// ago; newest first among equals), so that a day with more payments
+// than one run reads is covered over the runs.
+type ReconcileBatch struct {
+	Gateway    string
+	Since, Hot time.Time
+	Limit      int
+}
+
+// batch is rc's batch of gw's payments at now, hot for the last hot.
+func (s *Service) batch(gw string, rc ReconcileConfig, hot time.Duration) ReconcileBatch {
+	now := s.clock()
+	return ReconcileBatch{Gateway: gw, Since: now.Add(-ReconcileLookback), Hot: now.Add(-hot), Limit: rc.Batch}
 }
 
 // UnsureWindow is how long after a payment failed at its page's lifetime
@@ -694,7 +715,9 @@ func CallbackDataVerdict(p TopUp, ir gateway.InquiryResult) (act bool, kind, det
 // asked.
 func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gateway, rules GatewayRules, rc ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{Gateway: gw.Name(), StartedAt: s.clock(), Details: "[]"}
-	ps, err := s.st.RecentUncredited(ctx, gw.Name(), s.clock().Add(-ReconcileLookback), rc.Batch)
+	// Hot while the bank keeps a token's receipt (SEP's hour), and at
+	// least UnsureWindow.
+	ps, err := s.st.RecentUncredited(ctx, s.batch(gw.Name(), rc, max(UnsureWindow, rules.ReceiptLife)))
 	if err != nil {
 		rep.Error = "list our uncredited payments: " + err.Error()
 	}

@@ -491,8 +491,7 @@ func scanTopUps(tx *gorm.DB) ([]TopUp, error) {
 
 // EachTopUp calls fn for every payment under f, in the list's order,
 // reading a batch at a time (never the whole result in memory).
-func (r *Reader) EachTopUp(ctx context.Context, f Filter, fn func(TopUp) error) error {
-	var after *Cursor
+func (r *Reader) EachTopUp(ctx context.Context, f Filter, after *Cursor, fn func(TopUp) error) error {
 	for {
 		rows, next, err := r.List(ctx, f, after, 500)
 		if err != nil {

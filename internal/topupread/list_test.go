@@ -209,7 +209,7 @@ func TestTopUpListFiltersSearchAndPagination(t *testing.T) {
 		}
 		// Every row once, through EachPayment.
 		var each []int64
-		if err := c.EachTopUp(context.Background(), topupread.Filter{}, func(p topupread.TopUp) error { each = append(each, p.ID); return nil }); err != nil {
+		if err := c.EachTopUp(context.Background(), topupread.Filter{}, nil, func(p topupread.TopUp) error { each = append(each, p.ID); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(each, expect(rows, false, func(topuptest.SeedRow) bool { return true })) {

@@ -6,5 +6,10 @@
 -- every run and the rest never.
 ALTER TABLE topups ADD COLUMN reconciled_at TIMESTAMPTZ;
 
+-- Each gateway's newest report (the metrics read it at every scrape): by
+-- index, not a walk back through every gateway's reports.
+CREATE INDEX IF NOT EXISTS reconcile_reports_gateway_idx ON reconcile_reports (gateway, id);
+
 -- +goose Down
+DROP INDEX IF EXISTS reconcile_reports_gateway_idx;
 ALTER TABLE topups DROP COLUMN reconciled_at;

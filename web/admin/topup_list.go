@@ -182,7 +182,7 @@ func (h *handlers) topUpList(c *fiber.Ctx) error {
 // query parameters, every page) as CSV, streamed a batch at a time, with a
 // UTF-8 byte order mark so that Excel reads Persian text right.
 func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
-	f, _, _, errKey := h.listQuery(c)
+	f, after, _, errKey := h.listQuery(c)
 	if errKey == "" {
 		var err error
 		if errKey, err = h.fragmentTooWide(c, f); err != nil {
@@ -202,15 +202,16 @@ func (h *handlers) topUpsCSV(c *fiber.Ctx) error {
 			"email", "user_id", "authority", "ref_id", "card_pan_masked", "resolved_at_utc",
 			"created_date_jalali", "created_time_tehran", "status_" + string(l)})
 		n := 0
-		var last time.Time
-		err := h.Reads.EachTopUp(ctx, f, func(p topupread.TopUp) error {
+		var last topupread.Cursor
+		err := h.Reads.EachTopUp(ctx, f, after, func(p topupread.TopUp) error {
 			if n >= adminCSVMaxRows {
 				// More remain: said in the file's last row, which names
-				// the day to export the rest up to.
-				_ = cw.Write([]string{i18n.T(l, "csv.cut_dates"), "to=" + last.In(i18n.Tehran()).Format("2006-01-02")})
+				// the list's cursor after the last row written (in the
+				// list's order, newest or oldest first).
+				_ = cw.Write([]string{i18n.T(l, "csv.cut"), "cursor=" + last.String()})
 				return errCSVCut
 			}
-			last = p.CreatedAt
+			last = topupread.Cursor{CreatedAt: p.CreatedAt, ID: p.ID}
 			rec := []string{p.PublicID, p.CreatedAt.UTC().Format(time.RFC3339Nano), p.Status,
 				strconv.FormatInt(p.AmountRials, 10), i18n.TomansNumber(i18n.EN, p.AmountRials), h.gatewayLabel(i18n.EN, p.Gateway),
 				seam.CSVCell(p.Email), strconv.FormatInt(p.UserID, 10), "", "", seam.CSVCell(p.CardPANMasked), "",

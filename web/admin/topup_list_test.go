@@ -84,7 +84,8 @@ func TestConsoleTopUpListAndCSV(t *testing.T) {
 			{"public id", "q=" + rows[7].PublicID, false, func(r topuptest.SeedRow) bool { return r.ID == rows[7].ID }},
 		}
 		for _, tc := range cases {
-			want := publicIDs(topuptest.InListOrder(rows, tc.oldest, tc.keep))
+			ordered := topuptest.InListOrder(rows, tc.oldest, tc.keep)
+			want := publicIDs(ordered)
 			got := listAll(t, admin, routes.AdminTopUps+"?"+tc.query)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: got %d rows %v, want %d %v", tc.name, len(got), got, len(want), want)
@@ -110,6 +111,24 @@ func TestConsoleTopUpListAndCSV(t *testing.T) {
 			}
 			if !slices.Equal(csvIDs, want) {
 				t.Errorf("%s: csv rows %v, want %v", tc.name, csvIDs, want)
+			}
+			// From the list's cursor (what a cut file's last row names):
+			// the rows after it, in the list's order.
+			if len(ordered) > 10 {
+				cur := topupread.Cursor{CreatedAt: ordered[9].CreatedAt, ID: ordered[9].ID}
+				q := url.Values{"cursor": {cur.String()}}.Encode()
+				if tc.query != "" {
+					q = tc.query + "&" + q
+				}
+				r := admin.Get(routes.AdminTopUpsCSV + "?" + q)
+				recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(r.Body, "\ufeff"))).ReadAll()
+				var rest []string
+				for _, rec := range recs[1:] {
+					rest = append(rest, rec[0])
+				}
+				if err != nil || !slices.Equal(rest, want[10:]) {
+					t.Errorf("%s: csv after the cursor: %v (%v), want %v", tc.name, rest, err, want[10:])
+				}
 			}
 		}
 		// A credited payment's CSV line carries its details.

@@ -180,40 +180,45 @@ func (s *Store) StaleCreated(ctx context.Context, before time.Time, limit int) (
 	return out, nil
 }
 
-// reconcileOrder is the order of reconciliation's lists: those it
-// looked at least recently first (never, then longest ago), newest first
-// among equals, so that a day with more payments than one run takes is
-// covered over the runs.
+// reconcileOrder is the order of reconciliation's lists past their hot
+// payments: those it looked at least recently first (never, then longest
+// ago), newest first among equals.
 const reconcileOrder = "reconciled_at IS NOT NULL, reconciled_at, created_at DESC"
 
-// RecentEnded lists a gateway's failed or needs-review payments with an
-// authority created at or after since, in reconcileOrder. The statuses
-// are literals (the (status, created_at) index, as the dashboard's reads).
-func (s *Store) RecentEnded(ctx context.Context, gateway string, since time.Time, limit int) ([]topup.TopUp, error) {
-	var out []topup.TopUp
-	err := s.db.Gorm.WithContext(ctx).
-		Where("status IN ('failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?", gateway, since).
-		Order(reconcileOrder).Limit(limit).Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("find recent ended payments of %s: %w", gateway, err)
+// reconcileList reads b's batch of a gateway's payments matching where
+// (literal statuses, for the (status, created_at) index): the hot ones
+// newest first, then the rest in reconcileOrder, up to b.Limit in all.
+func (s *Store) reconcileList(ctx context.Context, what string, b topup.ReconcileBatch, where string, args ...any) ([]topup.TopUp, error) {
+	q := func() *gorm.DB {
+		return s.db.Gorm.WithContext(ctx).Where(where, args...).Where("gateway = ? AND authority IS NOT NULL", b.Gateway)
 	}
-	return out, nil
+	var hot []topup.TopUp
+	if err := q().Where("created_at >= ?", b.Hot).Order("created_at DESC, id DESC").Limit(b.Limit).Find(&hot).Error; err != nil {
+		return nil, fmt.Errorf("find %s payments of %s: %w", what, b.Gateway, err)
+	}
+	if len(hot) >= b.Limit {
+		return hot, nil
+	}
+	var rest []topup.TopUp
+	if err := q().Where("created_at >= ? AND created_at < ?", b.Since, b.Hot).Order(reconcileOrder).Limit(b.Limit - len(hot)).Find(&rest).Error; err != nil {
+		return nil, fmt.Errorf("find %s payments of %s: %w", what, b.Gateway, err)
+	}
+	return append(hot, rest...), nil
+}
+
+// RecentEnded lists a gateway's failed or needs-review payments with an
+// authority in b's order.
+func (s *Store) RecentEnded(ctx context.Context, b topup.ReconcileBatch) ([]topup.TopUp, error) {
+	return s.reconcileList(ctx, "recent ended", b, "status IN ('failed', 'needs_review')")
 }
 
 // RecentUnsure lists those of RecentEnded's payments under review, or
-// failed at the page's lifetime at or after lifetimeSince (ended: resolved,
-// else last updated), in reconcileOrder.
-func (s *Store) RecentUnsure(ctx context.Context, gateway string, since, lifetimeSince time.Time, limit int) ([]topup.TopUp, error) {
-	var out []topup.TopUp
-	err := s.db.Gorm.WithContext(ctx).
-		Where("status IN ('failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?", gateway, since).
-		Where("(status = 'needs_review' OR (status_reason = ? AND COALESCE(resolved_at, updated_at) >= ?))",
-			string(topup.ReasonNotPaidAfterLife), lifetimeSince).
-		Order(reconcileOrder).Limit(limit).Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("find recent unsure payments of %s: %w", gateway, err)
-	}
-	return out, nil
+// failed at the page's lifetime at or after lifetimeSince (ended:
+// resolved, else last updated), in b's order.
+func (s *Store) RecentUnsure(ctx context.Context, b topup.ReconcileBatch, lifetimeSince time.Time) ([]topup.TopUp, error) {
+	return s.reconcileList(ctx, "recent unsure", b,
+		"status IN ('failed', 'needs_review') AND (status = 'needs_review' OR (status_reason = ? AND COALESCE(resolved_at, updated_at) >= ?))",
+		string(topup.ReasonNotPaidAfterLife), lifetimeSince)
 }
 
 // Reconciled implements topup.Store: one UPDATE of the column alone (no
@@ -231,20 +236,13 @@ func (s *Store) Reconciled(ctx context.Context, ids []int64, at time.Time) error
 }
 
 // RecentUncredited lists a gateway's payments with an authority, open or
-// ended without a credit, created at or after since, in reconcileOrder.
-// The statuses are literals (the (status, created_at) index); 'settling'
-// (Mellat's verified, unsettled payments) is listed ahead of the status
-// itself: a value no row has yet matches nothing.
-func (s *Store) RecentUncredited(ctx context.Context, gateway string, since time.Time, limit int) ([]topup.TopUp, error) {
-	var out []topup.TopUp
-	err := s.db.Gorm.WithContext(ctx).
-		Where("status IN ('awaiting_payment', 'pending_verification', 'settling', 'failed', 'needs_review') AND gateway = ? AND authority IS NOT NULL AND created_at >= ?",
-			gateway, since).
-		Order(reconcileOrder).Limit(limit).Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("find recent uncredited payments of %s: %w", gateway, err)
-	}
-	return out, nil
+// ended without a credit, in b's order. The statuses are literals (the
+// (status, created_at) index); 'settling' (Mellat's verified, unsettled
+// payments) is listed ahead of the status itself: a value no row has yet
+// matches nothing.
+func (s *Store) RecentUncredited(ctx context.Context, b topup.ReconcileBatch) ([]topup.TopUp, error) {
+	return s.reconcileList(ctx, "recent uncredited", b,
+		"status IN ('awaiting_payment', 'pending_verification', 'settling', 'failed', 'needs_review')")
 }
 
 // EventsOf lists a payment's status changes, oldest first (the contract

@@ -667,7 +667,10 @@ func TestRecentUncredited(t *testing.T) {
 		for _, st := range []topup.Status{topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusFailed, topup.StatusNeedsReview} {
 			want[f.topUp(st).ID] = true
 		}
-		got, err := f.st.RecentUncredited(ctx, "fake", f.now.Add(-time.Minute), 100)
+		batch := func(gw string, since time.Time) topup.ReconcileBatch {
+			return topup.ReconcileBatch{Gateway: gw, Since: since, Hot: f.now.Add(-time.Second), Limit: 100}
+		}
+		got, err := f.st.RecentUncredited(ctx, batch("fake", f.now.Add(-time.Minute)))
 		if err != nil || len(got) != len(want) {
 			t.Fatalf("listed %d, %v; want %d", len(got), err, len(want))
 		}
@@ -676,20 +679,22 @@ func TestRecentUncredited(t *testing.T) {
 				t.Errorf("listed %d (%s)", p.ID, p.Status)
 			}
 		}
-		if got, err := f.st.RecentUncredited(ctx, "other", f.now.Add(-time.Minute), 100); err != nil || len(got) != 0 {
+		if got, err := f.st.RecentUncredited(ctx, batch("other", f.now.Add(-time.Minute))); err != nil || len(got) != 0 {
 			t.Errorf("another gateway: %d, %v", len(got), err)
 		}
-		if got, err := f.st.RecentUncredited(ctx, "fake", f.now.Add(time.Second), 100); err != nil || len(got) != 0 {
+		if got, err := f.st.RecentUncredited(ctx, topup.ReconcileBatch{Gateway: "fake", Since: f.now.Add(time.Second), Hot: f.now.Add(time.Second), Limit: 100}); err != nil || len(got) != 0 {
 			t.Errorf("created before since: %d, %v", len(got), err)
 		}
 	})
 }
 
-// TestReconcileListsRotate: reconciliation's lists take the payments it
-// looked at least recently first (never, then longest ago), so that more
-// payments than one run reads are all looked at over the runs; recording
-// a look changes nothing else about the payment. RecentUnsure keeps only
-// the ended payments whose end was not the bank's word.
+// TestReconcileListsRotate: reconciliation's lists take the hot payments
+// (created since the batch's Hot) first at every read, newest first; then
+// the others, those looked at least recently first (never, then longest
+// ago), so that more payments than one run reads are all looked at over
+// the runs. Recording a look changes nothing else about the payment.
+// RecentUnsure keeps only the ended payments whose end was not the
+// bank's word.
 func TestReconcileListsRotate(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
@@ -706,12 +711,15 @@ func TestReconcileListsRotate(t *testing.T) {
 			all[f.topUp(st).ID] = true
 		}
 		since := f.now.Add(-time.Minute)
+		// Every payment was made at f.now: none is hot.
+		cold := topup.ReconcileBatch{Gateway: "fake", Since: since, Hot: f.now.Add(time.Second), Limit: 2}
+		type lister func(context.Context, topup.ReconcileBatch) ([]topup.TopUp, error)
 		looks := 0
-		read := func(lister func(context.Context, string, time.Time, int) ([]topup.TopUp, error)) map[int64]bool {
+		readIn := func(list lister, b topup.ReconcileBatch) map[int64]bool {
 			t.Helper()
 			looks++
 			at := f.now.Add(time.Duration(looks) * time.Hour)
-			got, err := lister(ctx, "fake", since, 2)
+			got, err := list(ctx, b)
 			if err != nil || len(got) != 2 {
 				t.Fatalf("listed %d, %v; want 2", len(got), err)
 			}
@@ -725,7 +733,8 @@ func TestReconcileListsRotate(t *testing.T) {
 			}
 			return ids(got)
 		}
-		for _, lister := range []func(context.Context, string, time.Time, int) ([]topup.TopUp, error){f.st.RecentEnded, f.st.RecentUncredited} {
+		read := func(list lister) map[int64]bool { t.Helper(); return readIn(list, cold) }
+		for _, lister := range []lister{f.st.RecentEnded, f.st.RecentUncredited} {
 			first := read(lister)
 			second := read(lister)
 			for id := range first {
@@ -738,6 +747,13 @@ func TestReconcileListsRotate(t *testing.T) {
 			}
 			if third := read(lister); fmt.Sprint(third) != fmt.Sprint(first) {
 				t.Fatalf("third read %v, want the longest ago looked at %v", third, first)
+			}
+			// Hot (every payment made since Hot): the newest two at every
+			// read, looked at or not.
+			hot := cold
+			hot.Hot = since
+			if a, b := readIn(lister, hot), readIn(lister, hot); fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("hot reads %v then %v, want the newest both times", a, b)
 			}
 		}
 		// RecentUnsure: under review; failed at the page's lifetime since
@@ -752,14 +768,14 @@ func TestReconcileListsRotate(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := f.st.RecentUnsure(ctx, "fake", since, f.now.Add(-time.Hour), 100)
+		got, err := f.st.RecentUnsure(ctx, topup.ReconcileBatch{Gateway: "fake", Since: since, Hot: since, Limit: 100}, f.now.Add(-time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if g := ids(got); !g[review.ID] || !g[recent.ID] || g[old.ID] || g[definite.ID] {
 			t.Fatalf("unsure %v: want %d and %d, not %d (ended long ago) or %d (the bank's word)", g, review.ID, recent.ID, old.ID, definite.ID)
 		}
-		if got, err := f.st.RecentUnsure(ctx, "other", since, f.now.Add(-time.Hour), 100); err != nil || len(got) != 0 {
+		if got, err := f.st.RecentUnsure(ctx, topup.ReconcileBatch{Gateway: "other", Since: since, Hot: since, Limit: 100}, f.now.Add(-time.Hour)); err != nil || len(got) != 0 {
 			t.Errorf("another gateway: %d, %v", len(got), err)
 		}
 	})
