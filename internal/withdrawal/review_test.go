@@ -25,10 +25,13 @@ type worded struct {
 	paidRials     int64 // >0: every Status answers transferred, for this amount
 	returnedRials int64 // >0: every Status answers returned, for this amount
 	refuseForNow  bool  // every Submit is refused for now
+	statusErr     error // non-nil: every Status answers it
 }
 
 func (s *worded) Status(ctx context.Context, id string) (payout.Status, error) {
 	switch {
+	case s.statusErr != nil:
+		return payout.Status{}, s.statusErr
 	case s.paidRials > 0:
 		return payout.Status{State: payout.StateTransferred, AmountRials: s.paidRials, Ref: "PROV-77"}, nil
 	case s.returnedRials > 0:
@@ -281,9 +284,9 @@ func TestAdminCloseAfterItsLeaseLapsed(t *testing.T) {
 
 // An admin's fail asks the provider first: a payout it has in progress
 // is not failed under it (Jibit's transfers cannot be called back: the
-// amount released here would be paid twice), one it has transferred or
-// failed meanwhile ends by its word, and one it does not know is the
-// admin's to fail.
+// amount released here would be paid twice), one it has transferred
+// meanwhile ends by its word, and one it failed or does not know is the
+// admin's to fail (audited, with the provider's word on the row).
 func TestAdminFailAsksTheProvider(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -304,7 +307,7 @@ func TestAdminFailAsksTheProvider(t *testing.T) {
 			if _, err := e.bank.Payouts().Fail(payouts.Jibit, id); err != nil {
 				e.t.Fatal(err)
 			}
-		}, nil, withdrawal.StatusFailed, 50_000_000, 0, 0},
+		}, nil, withdrawal.StatusFailed, 50_000_000, 0, 1},
 		{"unknown there", func(e *env, id string) { e.dropFromBook(id) }, nil, withdrawal.StatusFailed, 50_000_000, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,4 +331,24 @@ func TestAdminFailAsksTheProvider(t *testing.T) {
 			})
 		})
 	}
+}
+
+// With no answer from the provider at the admin's fail, the row's word
+// stands: a payout last said in progress is not failed.
+func TestAdminFailWithoutAnAnswer(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		w, admin := e.inReview(1_500_000)
+		s := e.withWorded("jibit")
+		s.statusErr = errors.New("connection reset")
+		if _, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the panel shows nothing"); !errors.Is(err, withdrawal.ErrProviderHasIt) {
+			t.Fatalf("no answer, last word in progress: %v, want ErrProviderHasIt", err)
+		}
+		if r := e.get(w); r.Status != withdrawal.StatusNeedsReview || r.LeaseOwner != "" {
+			t.Fatalf("after the refusal: %+v", r)
+		}
+		e.wantWallet(50_000_000, 1_500_000)
+		withdrawaltest.CheckInvariants(t, db)
+	})
 }

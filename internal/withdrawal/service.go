@@ -463,25 +463,33 @@ func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note s
 }
 
 // askBeforeFail asks w's provider, under the lease tok, where w stands
-// before an admin fails it. A word that ends or moves it (transferred,
-// failed, returned) is applied as the worker applies it, and ended is
-// true: the withdrawal is failed when the provider failed it, else the
-// error is ErrProviderEnded. Any other word is recorded on the row, the
-// lease kept for the admin's move, and gone is true when the provider
-// does not know the payout. With no answer (its breaker open, its
-// provider no longer offered, an error) the row's word stands.
+// before an admin fails it, within half the lease (the move needs the
+// rest). A word that moves it otherwise (transferred, returned) is
+// applied as the worker applies it, and ended is true, with
+// ErrProviderEnded. Any other word is recorded on the row and the lease
+// kept for the admin's move (audited, with its note): failed by the
+// provider, or unknown to it (gone), the admin's close goes on. With no
+// answer (its breaker open, its provider no longer offered, an error)
+// the row's word stands.
 func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (_ Withdrawal, ended, gone bool, _ error) {
 	o, known := s.offer(w.Provider)
 	if !known || payout.Down(o.Provider) {
 		return w, false, false, nil
 	}
-	st, err := o.Provider.Status(resilient.WithRef(ctx, w.PublicID), w.PublicID)
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseDuration/2)
+	st, err := o.Provider.Status(resilient.WithRef(sctx, w.PublicID), w.PublicID)
+	cancel()
 	if err != nil {
 		s.log.WarnContext(ctx, "payout status before an admin's fail: unknown; the recorded word stands", "withdrawal", w.PublicID, "provider", w.Provider, "err", err)
 		return w, false, false, nil
 	}
 	now := s.clock()
 	d := DecideStatus(w, st, s.policy(o), now)
+	if d.To == StatusFailed {
+		// What the admin asked for: its close (audited, its note) goes
+		// on, the provider's word recorded.
+		d.To = ""
+	}
 	if d.To != "" {
 		moved, err := s.apply(ctx, w, tok, o, ActorAdmin, d, true)
 		if err == nil && moved.Status != StatusFailed {
@@ -490,7 +498,7 @@ func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (
 		return moved, true, false, err
 	}
 	w, err = s.st.Update(ctx, w.ID, tok, decisionFields(d, true, now), true)
-	return w, false, st.State == payout.StateNotFound, err
+	return w, false, st.State == payout.StateNotFound || st.State == payout.StateFailed, err
 }
 
 // AdminPay closes a withdrawal under review as paid, on the provider's

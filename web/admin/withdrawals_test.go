@@ -135,6 +135,15 @@ func TestWithdrawalQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		withdrawaltest.ForceNeedsReview(t, db, small.PublicID)
+		// The provider still has it in progress: the close is refused,
+		// with the sentence, and nothing changes.
+		r = admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalFail(small.PublicID), url.Values{"note": {"the panel shows nothing"}, "code": {code()}})
+		if r.Status != http.StatusConflict || !strings.Contains(r.Body, "has just said it has this payout in progress") {
+			t.Fatalf("fail of a payout in progress: %d %.300s", r.Status, r.Body)
+		}
+		if s := withdrawaltest.Get(t, db, small.PublicID).Status; s != withdrawal.StatusNeedsReview {
+			t.Fatalf("a refused close moved it to %s", s)
+		}
 		app.Server.Bank.Payouts().Forget(small.Provider, small.PublicID) // the provider's panel has no such payout
 		page = apptest.Parse(admin.Get(routes.AdminWithdrawals).Body)
 		if page.TestID("wd-under-review-item") == nil {
