@@ -47,6 +47,7 @@ import (
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/testhook"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
@@ -124,14 +125,29 @@ func exitCode(err error) int {
 	return 1
 }
 
-// reconcileFindings is the findings of a reconciliation that ran: the
-// top-ups whose bank answer disagrees with ours (an amount, an end, an
-// authority) and the differences each payout provider's report flagged,
-// both for an admin. Nil when there are none.
-func reconcileFindings(mismatches int, payoutReports []withdrawal.Report) error {
+// reconcileFindings is the findings of a reconciliation that ran, each
+// for an admin: the top-ups whose bank answer disagrees with ours (an
+// amount, an end, an authority), the payments at a bank that are none of
+// ours (foreign: a lost row, or another shop on the same merchant
+// account), the top-ups only the bank's portal can answer for (past the
+// receipt's hour, no callback), and the differences each payout
+// provider's report flagged. Nil when there are none.
+func reconcileFindings(rep topup.ReconcileReport, payoutReports []withdrawal.Report) error {
 	var parts []string
-	if mismatches > 0 {
-		parts = append(parts, fmt.Sprintf("%d top-ups disagree with their bank", mismatches))
+	if rep.Mismatches > 0 {
+		parts = append(parts, fmt.Sprintf("%d top-ups disagree with their bank", rep.Mismatches))
+	}
+	if rep.ForeignCount > 0 {
+		parts = append(parts, fmt.Sprintf("%d payments at a bank are none of ours", rep.ForeignCount))
+	}
+	portal := 0
+	for _, it := range rep.Items() {
+		if it.Kind == topup.KindReceiptExpired || it.Kind == topup.KindNoCallback {
+			portal++
+		}
+	}
+	if portal > 0 {
+		parts = append(parts, fmt.Sprintf("%d top-ups to look up in the bank's portal", portal))
 	}
 	for _, r := range payoutReports {
 		if r.Differences > 0 {
@@ -733,7 +749,8 @@ payments, mismatches); then, with withdrawals on, compares them with each
 payout provider's list (the report on /admin/withdrawals). It exits 1
 when a listed payment could not be settled or a provider's list could not
 be read: run it again; 3 when it ran but found what an admin must look at
-(a top-up its bank disagrees with, a payout provider's differences). With GATEWAYS=sandbox the bank is the one inside
+(a top-up its bank disagrees with, a foreign payment, a top-up only the
+bank's portal can answer for, a payout provider's differences). With GATEWAYS=sandbox the bank is the one inside
 a running serve, at BASE_URL/sandbank. It brings the schema up to date
 first, and takes no flags: the configuration is the environment
 (docs/configuration.md).
@@ -768,7 +785,7 @@ func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdo
 		err = errors.Join(err, fmt.Errorf("%d listed top-ups not reconciled", n))
 	}
 	if !srv.Withdrawals.On() {
-		return orFindings(err, reconcileFindings(rep.Mismatches, nil))
+		return orFindings(err, reconcileFindings(rep, nil))
 	}
 	// The payout providers' reconciliation, as serve's daily loop runs it
 	// (stored, shown on /admin/withdrawals, counted in the metrics).
@@ -785,7 +802,7 @@ func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdo
 			fmt.Fprintf(stdout, "  %-20s %s ours %s theirs %s %d rials\n", d.Kind, d.PublicID, d.Ours, d.Theirs, d.AmountRials)
 		}
 	}
-	return orFindings(errors.Join(err, perr), reconcileFindings(rep.Mismatches, reps))
+	return orFindings(errors.Join(err, perr), reconcileFindings(rep, reps))
 }
 
 // orFindings is err when the run failed, else its findings (nil: none).

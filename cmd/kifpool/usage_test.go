@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/withdrawal"
 )
 
@@ -129,21 +131,24 @@ func TestExitCode(t *testing.T) {
 // A reconciliation that ran and found what a person must look at exits
 // 3: neither clean (0) nor broken (1); a failure beside findings is 1.
 func TestReconcileFindingsExit(t *testing.T) {
+	portal, _ := json.Marshal([]topup.ReconcileItem{{Kind: topup.KindReceiptExpired}, {Kind: "credited"}, {Kind: topup.KindNoCallback}})
 	for _, tc := range []struct {
-		name       string
-		mismatches int
-		reports    []withdrawal.Report
-		err        error
-		want       int
-		says       string
+		name    string
+		rep     topup.ReconcileReport
+		reports []withdrawal.Report
+		err     error
+		want    int
+		says    string
 	}{
-		{"clean", 0, []withdrawal.Report{{Provider: "jibit"}}, nil, 0, ""},
-		{"top-ups disagree", 2, nil, nil, 3, "2 top-ups disagree with their bank"},
-		{"payout differences", 0, []withdrawal.Report{{Provider: "jibit"}, {Provider: "zibal", Differences: 1}}, nil, 3, "payouts zibal: 1 differences"},
-		{"a failure beside findings", 2, nil, errors.New("3 listed top-ups not reconciled"), 1, "not reconciled"},
+		{"clean", topup.ReconcileReport{Credited: 2}, []withdrawal.Report{{Provider: "jibit"}}, nil, 0, ""},
+		{"top-ups disagree", topup.ReconcileReport{Mismatches: 2}, nil, nil, 3, "2 top-ups disagree with their bank"},
+		{"foreign payments", topup.ReconcileReport{ForeignCount: 1}, nil, nil, 3, "1 payments at a bank are none of ours"},
+		{"the portal's to answer", topup.ReconcileReport{Details: string(portal)}, nil, nil, 3, "2 top-ups to look up in the bank's portal"},
+		{"payout differences", topup.ReconcileReport{}, []withdrawal.Report{{Provider: "jibit"}, {Provider: "zibal", Differences: 1}}, nil, 3, "payouts zibal: 1 differences"},
+		{"a failure beside findings", topup.ReconcileReport{Mismatches: 2}, nil, errors.New("3 listed top-ups not reconciled"), 1, "not reconciled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := orFindings(tc.err, reconcileFindings(tc.mismatches, tc.reports))
+			err := orFindings(tc.err, reconcileFindings(tc.rep, tc.reports))
 			if got := exitCode(err); got != tc.want || (tc.says != "" && !strings.Contains(err.Error(), tc.says)) {
 				t.Fatalf("exit %d (%v), want %d saying %q", got, err, tc.want, tc.says)
 			}
