@@ -153,6 +153,16 @@ func TestWalletTopUpsListAndCSV(t *testing.T) {
 		if len(all) != 34 {
 			t.Fatalf("csv of everything: %d rows, want 33 and the header", len(all))
 		}
+		// From a cursor (what a cut file's last row names): the older
+		// rows only, as the list's next page (25 a page).
+		older := apptest.Parse(c.Get(routes.WalletTopUps).Body).TestID("payments-older").Attr("href")
+		rest, _ := csv.NewReader(strings.NewReader(strings.TrimPrefix(c.Get(routes.WalletTopUpsCSV+strings.TrimPrefix(older, routes.WalletTopUps)).Body, "\uFEFF"))).ReadAll()
+		if !strings.Contains(older, "before=") || len(rest) != 34-25 {
+			t.Fatalf("csv before %q: %d rows, want %d and the header", older, len(rest), 33-25)
+		}
+		if r := c.Get(routes.WalletTopUpsCSV + "?before=x"); r.Status != http.StatusBadRequest {
+			t.Errorf("a bad cursor: %d", r.Status)
+		}
 		if strings.Contains(c.Get(routes.WalletTopUpsCSV).Body, "700000") {
 			t.Fatal("another payer's payment is in the export")
 		}
