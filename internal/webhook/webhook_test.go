@@ -292,14 +292,30 @@ func TestSendersRace(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				s := webhook.NewSender(svc, webhook.SenderOptions{Batch: 3})
-				for range 20 {
+				// A round may claim nothing while the others' claims hold
+				// the last rows (SKIP LOCKED): each sender goes on until
+				// nothing is pending, as the background loop's next tick
+				// would, within a bound far above the 20 rows.
+				for range 500 {
 					if _, err := s.DeliverDue(ctx); err != nil {
 						t.Error(err)
+						return
+					}
+					var pending int64
+					if err := db.Gorm.Raw(`SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&pending).Error; err != nil {
+						t.Error(err)
+						return
+					}
+					if pending == 0 {
+						return
 					}
 				}
 			}()
 		}
 		wg.Wait()
+		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'delivered' AND attempts = 1`); n != 20 {
+			t.Errorf("%d rows delivered at their first attempt, want 20", n)
+		}
 		got := rec.received()
 		seen := map[string]int{}
 		for _, b := range got {
