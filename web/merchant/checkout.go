@@ -206,6 +206,12 @@ func (h *handlers) refused(c *fiber.Ctx, before, after charge.Charge, err error)
 		if ch.Status == charge.StatusRequiresConfirmation {
 			ch.Status = charge.StatusExpired
 		}
+	case errors.Is(err, charge.ErrNotCancelable) && ch.Status == charge.StatusAuthorized:
+		// The payer's own authorization: only the merchant ends it now,
+		// or its time, which gives the money back.
+		key = "checkout.error_held"
+	case errors.Is(err, charge.ErrNotCancelable) && ch.Status == charge.StatusSucceeded:
+		key = "checkout.error_paid"
 	case errors.Is(err, charge.ErrCanceled), errors.Is(err, charge.ErrNotCancelable):
 		key = "checkout.error_over"
 	case errors.Is(err, charge.ErrPaidByAnother):

@@ -256,6 +256,44 @@ func TestCheckoutCancel(t *testing.T) {
 	})
 }
 
+// A payer who paid or authorized and then sends the cancel form of the
+// earlier page (another tab, Back) is told what stands and who can undo
+// it, not merely that the payment is over; nothing moves.
+func TestCheckoutCancelAfterPaying(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		m := shop(t, app, "shop@example.com", "Book Shop")
+		_, wallet := signUpFunded(t, app, "payer@example.com", 500_000)
+		c := app.NewClient(t)
+		c.SignIn("payer@example.com", pw)
+		for _, tc := range []struct {
+			capture charge.CaptureMethod
+			want    string
+			balance int64
+		}{
+			// The ledger's balance: a hold keeps it, a payment takes it.
+			{charge.CaptureManual, "the merchant takes or releases it", 500_000},
+			{charge.CaptureAutomatic, "ask the merchant for a refund", 400_000},
+		} {
+			ch := newCharge(t, app, m, 100_000, "A-"+string(tc.capture), tc.capture)
+			page := apptest.Parse(c.GetIn("en", routes.Checkout(ch.PublicID)).Body)
+			cancel := page.Form(routes.CheckoutCancel(ch.PublicID)).Hidden()
+			if r := c.Submit(routes.Checkout(ch.PublicID), routes.Checkout(ch.PublicID), nil); r.Status != http.StatusSeeOther {
+				t.Fatalf("%s: pay %d", tc.capture, r.Status)
+			}
+			r := c.Post(routes.CheckoutCancel(ch.PublicID), cancel)
+			d := apptest.Parse(r.Body)
+			if e := d.TestID("checkout-error"); r.Status != http.StatusConflict || e == nil || !strings.Contains(e.Text(), tc.want) {
+				t.Errorf("%s: cancel after paying: %d %v", tc.capture, r.Status, e)
+			}
+			if b := ledgertest.Balance(t, db, wallet); b != tc.balance {
+				t.Errorf("%s: balance %d, want %d", tc.capture, b, tc.balance)
+			}
+		}
+	})
+}
+
 // A payer whose address is not confirmed pays nothing: the checkout says
 // so, with "send the link again" and Cancel but no Pay; a form posted all
 // the same is refused with 403 and writes nothing; once the address is
