@@ -262,9 +262,22 @@ func setup(ctx context.Context, getenv config.Getenv, log *slog.Logger) (config.
 	if err != nil {
 		return cfg, nil, err
 	}
+	before, err := db.Migrations(ctx)
+	if err != nil {
+		_ = db.Close() // the schema's error is the one to report
+		return cfg, nil, err
+	}
 	if err := db.Migrate(ctx, log); err != nil {
 		_ = db.Close() // the migration's error is the one to report
 		return cfg, nil, err
+	}
+	if before.Current == 0 {
+		// A command run without the server's environment (DATA_DIR,
+		// DATABASE_URL) finds an empty database of its own and fills it:
+		// an admin made there, or a reconciliation run there, reaches
+		// nothing the server sees. Said where the operator looks.
+		log.Warn("this database had no schema and was made now; if the server runs on another one, run this command with the server's environment (DATABASE_URL, DATA_DIR)",
+			"database", cfg.DatabaseDescription())
 	}
 	return cfg, db, nil
 }

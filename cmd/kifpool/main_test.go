@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -482,4 +483,25 @@ func withEnv(env map[string]string, name, value string) map[string]string {
 		}
 	}
 	return out
+}
+
+// A command that finds an empty database (run without the server's
+// environment) says it made the schema there, naming the database; one
+// run on a database that has it says nothing of the kind.
+func TestCommandOnEmptyDatabaseWarns(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir}
+	ctx := context.Background()
+	for i, want := range []bool{true, false} {
+		var logs, out bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&logs, nil))
+		email := "u" + strconv.Itoa(i) + "@example.com"
+		if err := run(ctx, []string{"user", "create", "--email", email}, envOf(env), strings.NewReader("a long enough password\n"), &out, log); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(logs.String(), "had no schema and was made now")
+		if got != want || (want && !strings.Contains(logs.String(), filepath.Join(dir, "k.db"))) {
+			t.Errorf("run %d: warned %v, want %v: %s", i, got, want, logs.String())
+		}
+	}
 }
