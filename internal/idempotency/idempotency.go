@@ -243,20 +243,22 @@ func (s *Store) Begin(ctx context.Context, r Request) (Outcome, Record, error) {
 		until := now.Add(s.lease)
 		rec := Record{UserID: r.UserID, IdempotencyKey: r.Key, RequestMethod: r.Method, RequestPath: r.Path,
 			Fingerprint: r.Fingerprint, LockedUntil: &until, CreatedAt: now}
-		err := s.db.Gorm.WithContext(ctx).Create(&rec).Error
-		if err == nil {
-			// The token, kept: the one an instance without the column
-			// derives (a rolling upgrade's old instances agree on it), and
-			// from now on the record's own, whatever the secret becomes.
-			// Should this write fail, the record's token is derived, as
-			// before: the same value under this secret.
-			rec.Token = s.derive(rec)
-			if err := s.db.Gorm.WithContext(ctx).Model(&Record{}).Where("id = ? AND form_token = ''", rec.ID).
-				Update("form_token", rec.Token).Error; err != nil {
-				rec.Token = ""
+		// The record and its token in one transaction: the token is the
+		// one an instance without the column derives (a rolling upgrade's
+		// old instances agree on it), and from then on the record's own,
+		// whatever the secret becomes. A record is never left without
+		// it, which a later secret would derive otherwise.
+		err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+			if err := tx.Create(&rec).Error; err != nil {
+				return err
 			}
+			rec.Token = s.derive(rec)
+			return tx.Model(&Record{}).Where("id = ?", rec.ID).Update("form_token", rec.Token).Error
+		})
+		if err == nil {
 			return Acquired, rec, nil
 		}
+		rec.Token = ""
 		if !store.IsUniqueViolation(err) {
 			return 0, Record{}, fmt.Errorf("store idempotency key: %w", err)
 		}
@@ -361,15 +363,14 @@ func (s *Store) Claim(tx *gorm.DB, r Request, now time.Time, a Answer) (rec Reco
 func (s *Store) Finish(ctx context.Context, rec Record, status int, contentType string, body []byte, topUpID *int64) (Record, error) {
 	now := s.clock()
 	b := string(body)
-	res := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}).
-		Where("id = ? AND response_status IS NULL", rec.ID).
+	res := s.held(s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}), rec).
 		Updates(map[string]any{"response_status": status, "response_type": contentType, "response_body": b,
 			"topup_id": topUpID, "locked_until": nil, "finished_at": now})
 	if res.Error != nil {
 		return rec, fmt.Errorf("store response of idempotency key %d: %w", rec.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return rec, fmt.Errorf("store response of idempotency key %d: already finished or deleted", rec.ID)
+		return rec, fmt.Errorf("store response of idempotency key %d: already finished, deleted, or taken over by a retry after its lease", rec.ID)
 	}
 	rec.ResponseStatus, rec.ResponseType, rec.ResponseBody, rec.TopUpID, rec.LockedUntil, rec.FinishedAt = &status, contentType, &b, topUpID, nil, &now
 	return rec, nil
@@ -379,8 +380,8 @@ func (s *Store) Finish(ctx context.Context, rec Record, status int, contentType 
 // have had an effect (a payment row), so the key stays, and a retry of the
 // same request takes it over at once and finds that effect.
 func (s *Store) Release(ctx context.Context, rec Record) error {
-	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}).
-		Where("id = ? AND response_status IS NULL", rec.ID).Update("locked_until", nil).Error
+	err := s.held(s.db.Gorm.WithContext(context.WithoutCancel(ctx)).Model(&Record{}), rec).
+		Update("locked_until", nil).Error
 	if err != nil {
 		return fmt.Errorf("release idempotency key %d: %w", rec.ID, err)
 	}
@@ -396,12 +397,27 @@ func (s *Store) Discard(ctx context.Context, rec Record) error {
 	if rec.takenOver {
 		return s.Release(ctx, rec)
 	}
-	err := s.db.Gorm.WithContext(context.WithoutCancel(ctx)).
-		Where("id = ? AND response_status IS NULL", rec.ID).Delete(&Record{}).Error
+	err := s.held(s.db.Gorm.WithContext(context.WithoutCancel(ctx)), rec).Delete(&Record{}).Error
 	if err != nil {
 		return fmt.Errorf("discard idempotency key %d: %w", rec.ID, err)
 	}
 	return nil
+}
+
+// held narrows q to rec's row while the caller still holds it: no
+// response yet, and the lease Begin gave this caller. A request that ran
+// past its lease, whose key a retry took over, changes nothing of the
+// retry's: its Discard does not delete the record the retry works under
+// (whose next retry would then make the effect again under a new token),
+// its Release does not end the retry's lease, and its Finish does not
+// answer for it. The key's effect is one either way (the token's unique
+// indexes): the request that lost its lease only loses the say.
+func (s *Store) held(q *gorm.DB, rec Record) *gorm.DB {
+	q = q.Where("id = ? AND response_status IS NULL", rec.ID)
+	if rec.LockedUntil != nil {
+		q = q.Where("locked_until = ?", *rec.LockedUntil)
+	}
+	return q
 }
 
 // FormToken is the token a record's effect is created with (22 base64url
@@ -426,12 +442,21 @@ func (s *Store) derive(rec Record) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
-// Cleanup deletes the keys older than the TTL (except one whose request is
-// somehow still running) and returns how many.
+// UnfinishedTTL is how long a key whose request never stored its answer
+// (it died, or failed after it may have made its effect) is kept at least,
+// whatever the TTL: its client never had an answer and may still be
+// retrying, and a retry that finds no key would make the effect again
+// under a new token.
+const UnfinishedTTL = 7 * 24 * time.Hour
+
+// Cleanup deletes the answered keys older than the TTL, and the unanswered
+// ones older than the longer of the TTL and UnfinishedTTL (never one whose
+// request is somehow still running), and returns how many.
 func (s *Store) Cleanup(ctx context.Context) (int64, error) {
 	now := s.clock()
 	res := s.db.Gorm.WithContext(ctx).
-		Where("created_at < ? AND (locked_until IS NULL OR locked_until <= ?)", now.Add(-s.ttl), now).
+		Where("(locked_until IS NULL OR locked_until <= ?)", now).
+		Where("(response_status IS NOT NULL AND created_at < ?) OR created_at < ?", now.Add(-s.ttl), now.Add(-max(s.ttl, UnfinishedTTL))).
 		Delete(&Record{})
 	if res.Error != nil {
 		return 0, fmt.Errorf("delete expired idempotency keys: %w", res.Error)

@@ -166,7 +166,11 @@ func TestKeyLifecycle(t *testing.T) {
 		}
 		advance(2 * time.Second)
 		var wg sync.WaitGroup
-		outs := make(chan idempotency.Outcome, 10)
+		type begun struct {
+			out idempotency.Outcome
+			rec idempotency.Record
+		}
+		outs := make(chan begun, 10)
 		for range 10 {
 			wg.Add(1)
 			go func() {
@@ -178,24 +182,43 @@ func TestKeyLifecycle(t *testing.T) {
 				if out == idempotency.Acquired && r.ID != died.ID {
 					t.Errorf("takeover made a new record")
 				}
-				outs <- out
+				outs <- begun{out, r}
 			}()
 		}
 		wg.Wait()
 		close(outs)
 		acquired := 0
-		for o := range outs {
-			if o == idempotency.Acquired {
+		var taker idempotency.Record
+		for b := range outs {
+			if b.out == idempotency.Acquired {
 				acquired++
-			} else if o != idempotency.InUse {
-				t.Errorf("concurrent takeover: %v", o)
+				taker = b.rec
+			} else if b.out != idempotency.InUse {
+				t.Errorf("concurrent takeover: %v", b.out)
 			}
 		}
 		if acquired != 1 {
 			t.Fatalf("%d takeovers, want 1", acquired)
 		}
-		// Released: the next retry takes it at once.
-		if err := s.Release(ctx, died); err != nil {
+		// The request that died comes back late: its lease is over, so
+		// nothing it does touches the taker's hold (its Discard would
+		// otherwise delete the record, and the next retry make the
+		// effect again under a new token).
+		for name, late := range map[string]func() error{
+			"discard": func() error { return s.Discard(ctx, died) },
+			"release": func() error { return s.Release(ctx, died) },
+			"finish": func() error {
+				_, err := s.Finish(ctx, died, 201, "application/json", []byte(`{"late":true}`), nil)
+				return err
+			},
+		} {
+			_ = late()
+			if out, r, _ := s.Begin(ctx, req2); out != idempotency.InUse || r.ID != died.ID {
+				t.Fatalf("after the late request's %s: %v (record %d, want %d held)", name, out, r.ID, died.ID)
+			}
+		}
+		// Released by its holder: the next retry takes it at once.
+		if err := s.Release(ctx, taker); err != nil {
 			t.Fatal(err)
 		}
 		if out, r, _ := s.Begin(ctx, req2); out != idempotency.Acquired || r.ID != died.ID {
@@ -213,15 +236,24 @@ func TestKeyLifecycle(t *testing.T) {
 			t.Fatalf("after discard: %v", out)
 		}
 
-		// TTL: nothing is deleted before it; after it, every key (the
-		// finished one too) goes and the key starts a new request.
+		// TTL: nothing is deleted before it; after it, the answered key
+		// goes and the key starts a new request. The unanswered ones
+		// (key-2, bob's, key-3's second) stay UnfinishedTTL: their clients
+		// had no answer and may retry.
 		if n, err := s.Cleanup(ctx); err != nil || n != 0 {
 			t.Fatalf("cleanup before the TTL: %d %v", n, err)
 		}
 		advance(24 * time.Hour)
 		n, err := s.Cleanup(ctx)
-		if err != nil || n != 3 { // the key-3 made 31 s later stays
+		if err != nil || n != 1 {
 			t.Fatalf("cleanup after the TTL: %d %v", n, err)
+		}
+		if out, r, _ := s.Begin(ctx, req2); out != idempotency.Acquired || r.ID != died.ID {
+			t.Fatalf("an unanswered key a day on: %v, record %d", out, r.ID)
+		}
+		advance(idempotency.UnfinishedTTL)
+		if n, err := s.Cleanup(ctx); err != nil || n != 3 {
+			t.Fatalf("cleanup after UnfinishedTTL: %d %v", n, err)
 		}
 		out, again, _ := s.Begin(ctx, req)
 		if out != idempotency.Acquired || again.ID == rec.ID || s.FormToken(again) == s.FormToken(rec) {
