@@ -73,7 +73,7 @@ func (h *handlers) freshSecondFactor(c *fiber.Ctx, u *auth.User) (*refusal, erro
 	if !u.IsAdmin() {
 		return nil, nil
 	}
-	err := h.Auth.ConfirmSecondFactor(c.UserContext(), u.ID, c.FormValue("code"))
+	err := h.Auth.ConfirmSecondFactor(c.UserContext(), u.ID, h.FormValue(c, "code"))
 	var throttled *auth.ThrottledError
 	switch {
 	case err == nil:
@@ -110,7 +110,7 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 			views.PasswordView{ErrorKey: r.key, ErrorArgs: r.args, ErrorField: "code"}))
 	}
 	ended, err := h.Auth.ChangePassword(c.UserContext(), u.ID, h.SessionToken(c),
-		c.FormValue("current_password"), c.FormValue("new_password"))
+		h.FormValue(c, "current_password"), h.FormValue(c, "new_password"))
 	var throttled *auth.ThrottledError
 	v := views.PasswordView{}
 	status := fiber.StatusUnprocessableEntity
@@ -181,7 +181,7 @@ func (h *handlers) reset(c *fiber.Ctx) error {
 	} else if err != nil {
 		return err
 	}
-	u, ended, err := h.Auth.ResetPassword(c.UserContext(), tok, c.FormValue("password"))
+	u, ended, err := h.Auth.ResetPassword(c.UserContext(), tok, h.FormValue(c, "password"))
 	switch {
 	case errors.Is(err, auth.ErrResetInvalid):
 		return h.Render(c, fiber.StatusGone, views.ResetInvalid(h.Page(c, "reset.invalid_title")))

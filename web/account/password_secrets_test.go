@@ -216,3 +216,24 @@ func TestForgotIsThrottledPerClient(t *testing.T) {
 		t.Fatalf("%d client throttles, want this client's", n)
 	}
 }
+
+// A password is read from the form's body only: one put in the URL (which
+// proxies' access logs keep) signs no one in, while the same password in
+// the body does.
+func TestPasswordInTheQueryIsNotRead(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		app.NewClient(t).SignUp("query@example.com")
+		c := app.NewClient(t)
+		form := apptest.Parse(c.Get(routes.SignIn).Body).Form(routes.SignIn).Hidden()
+		form.Set("email", "query@example.com")
+		if r := c.Post(routes.SignIn+"?password="+url.QueryEscape("correct horse battery"), form); r.Status == http.StatusSeeOther {
+			t.Fatalf("signed in with the password in the query: %d → %s", r.Status, r.Location)
+		}
+		form.Set("password", "correct horse battery")
+		if r := c.Post(routes.SignIn, form); r.Status != http.StatusSeeOther {
+			t.Fatalf("the same password in the body: %d", r.Status)
+		}
+	})
+}

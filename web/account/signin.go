@@ -19,7 +19,7 @@ func (h *handlers) signUpForm(c *fiber.Ctx) error {
 }
 
 func (h *handlers) signUp(c *fiber.Ctx) error {
-	email, password := c.FormValue("email"), c.FormValue("password")
+	email, password := c.FormValue("email"), h.FormValue(c, "password")
 	u, err := h.Auth.Register(c.UserContext(), email, password, string(h.Lang(c)))
 	if err != nil {
 		key := ""
@@ -61,7 +61,7 @@ func (h *handlers) signInForm(c *fiber.Ctx) error {
 
 func (h *handlers) signIn(c *fiber.Ctx) error {
 	email := c.FormValue("email")
-	u, err := h.Auth.AuthenticateFrom(c.UserContext(), email, c.FormValue("password"), h.ClientIP(c))
+	u, err := h.Auth.AuthenticateFrom(c.UserContext(), email, h.FormValue(c, "password"), h.ClientIP(c))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {
 		secs := int64(throttled.RetryAfter.Seconds() + 0.999)

@@ -75,7 +75,7 @@ func (h *handlers) createToken(c *fiber.Ctx) error {
 		}
 		return h.Render(c, r.status, views.Tokens(h.Page(c, "tokens.title"), v))
 	}
-	err = h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, c.FormValue("password"))
+	err = h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password"))
 	var throttled *auth.ThrottledError
 	var secret string
 	switch {

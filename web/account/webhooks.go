@@ -110,7 +110,7 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 		return h.renderWebhooks(c, r.status, views.WebhooksView{Form: form})
 	}
 	var throttled *auth.ThrottledError
-	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, c.FormValue("password")); {
+	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password")); {
 	case errors.As(err, &throttled):
 		form.ErrorKey, form.ErrorArgs = "tokens.error_throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}
 		return h.renderWebhooks(c, fiber.StatusTooManyRequests, views.WebhooksView{Form: form})
