@@ -78,10 +78,21 @@ func TestAdminActionsOnTopUpsUnderReview(t *testing.T) {
 		if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"  "}}); r.Location != routes.Admin+"?done=error_note" {
 			t.Fatalf("close without note: %q", r.Location)
 		}
-		if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}}); r.Location != routes.Admin+"?done=done_closed" {
+		// And a fresh second factor: none, or a wrong one, closes nothing.
+		for _, code := range []string{"", "000000"} {
+			if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"bank statement shows no debit"}, "code": {code}}); r.Location != routes.Admin+"?done=error_code" {
+				t.Fatalf("close with code %q: %q", code, r.Location)
+			}
+		}
+		if st := topuptest.ByPublicID(t, db, unpaidID).Status; st != "needs_review" {
+			t.Fatalf("closed without the second factor: %s", st)
+		}
+		if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"bank statement shows no debit"},
+			"code": {apptest.AdminTOTPCode(t, db, "boss@example.com")}}); r.Location != routes.Admin+"?done=done_closed" {
 			t.Fatalf("close: %q", r.Location)
 		}
-		if r := post(admin, routes.AdminTopUpClose(paidID), url.Values{"note": {"x"}}); r.Location != routes.Admin+"?done=error_not_review" {
+		// (A recovery code: the authenticator's next one is a step away.)
+		if r := post(admin, routes.AdminTopUpClose(paidID), url.Values{"note": {"x"}, "code": {admin.LastRecoveryCodes[0]}}); r.Location != routes.Admin+"?done=error_not_review" {
 			t.Fatalf("close a credited payment: %q", r.Location)
 		}
 		closed := topuptest.ByPublicID(t, db, unpaidID)

@@ -104,7 +104,7 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 			t.Fatalf("refused requests changed something: %s → %s", before, after)
 		}
 		// With the token, the admin's actions go through (and are recorded).
-		if r := admin.Post(actions[1].path, url.Values{"_csrf": {adminCSRF}, "note": {"the bank says no"}}); r.Status != http.StatusSeeOther {
+		if r := admin.Post(actions[1].path, url.Values{"_csrf": {adminCSRF}, "note": {"the bank says no"}, "code": {admin.LastRecoveryCodes[0]}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("admin close: %d", r.Status)
 		}
 		if n := app.CountAudit(t, "close_failed"); n != 1 {

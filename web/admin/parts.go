@@ -41,7 +41,7 @@ func notice(done string) (key, kind string) {
 	switch done {
 	case "done_recheck_credited", "done_recheck_unchanged", "done_recheck_failed", "done_recheck_open", "done_closed", "done_reconcile":
 		return "admin." + done, "ok"
-	case "error_note", "error_not_review", "error_busy", "error_nothing_to_ask", "error_reconcile":
+	case "error_note", "error_not_review", "error_busy", "error_nothing_to_ask", "error_reconcile", "error_code", "error_code_throttled":
 		return "admin." + done, "error"
 	}
 	return cardRefundNotice(done)

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -151,7 +152,22 @@ func (h *handlers) closeFailed(c *fiber.Ctx) error {
 	if topup.ValidPublicID(c.Params("id")) {
 		seam.WithTopUp(c, c.Params("id"))
 	}
-	_, err := h.TopUps.AdminCloseFailed(c.UserContext(), c.Params("id"), h.User(c).ID, c.FormValue("note"))
+	note := h.FormValue(c, "note")
+	if strings.TrimSpace(note) == "" {
+		return afterAction(c, "error_note") // before the code: a code is spent once
+	}
+	// A close denies the payer's credit for good (callbacks no longer
+	// reopen it): a fresh second factor, as every close of a withdrawal
+	// or card refund asks.
+	switch _, key, _, err := h.checkFresh(c); {
+	case err != nil:
+		return err
+	case key == "fresh2fa.throttled":
+		return afterAction(c, "error_code_throttled")
+	case key != "":
+		return afterAction(c, "error_code")
+	}
+	_, err := h.TopUps.AdminCloseFailed(c.UserContext(), c.Params("id"), h.User(c).ID, note)
 	switch {
 	case errors.Is(err, topup.ErrNotFound):
 		return fiber.ErrNotFound
