@@ -96,17 +96,6 @@ func (s *Service) requestReset(ctx context.Context, email, client string) error 
 	if s.resetMailer == nil {
 		return errors.New("password reset: no mailer configured")
 	}
-	// At most maxLiveResets live links per account: past them no new mail
-	// is sent (the same answer), and the owner already has a working link
-	// in the inbox.
-	var live int64
-	if err := s.db.Gorm.WithContext(ctx).Model(&passwordReset{}).
-		Where("user_id = ? AND used_at IS NULL AND expires_at > ?", u.ID, s.now().UTC()).Count(&live).Error; err != nil {
-		return fmt.Errorf("password reset for user %d: %w", u.ID, err)
-	}
-	if live >= maxLiveResets {
-		return nil
-	}
 	tok, err := newSecret()
 	if err != nil {
 		return err
@@ -114,6 +103,21 @@ func (s *Service) requestReset(ctx context.Context, email, client string) error 
 	now := s.now().UTC().Truncate(time.Microsecond)
 	r := passwordReset{UserID: u.ID, TokenHash: hashToken(tok), CreatedAt: now, ExpiresAt: now.Add(ResetLifetime)}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// At most maxLiveResets live links per account: past them no new
+		// mail is sent (the same answer), and the owner already has a
+		// working link in the inbox. Counted under the account's lock,
+		// so that requests at once cannot each find room and queue more.
+		if err := lockUser(tx, s.db, u.ID); err != nil {
+			return err
+		}
+		var live int64
+		if err := tx.Model(&passwordReset{}).
+			Where("user_id = ? AND used_at IS NULL AND expires_at > ?", u.ID, now).Count(&live).Error; err != nil {
+			return err
+		}
+		if live >= maxLiveResets {
+			return nil
+		}
 		if err := tx.Create(&r).Error; err != nil {
 			return err
 		}

@@ -241,3 +241,35 @@ func TestEndingEverythingTurnsOffWebhooks(t *testing.T) {
 		}
 	})
 }
+
+// Requests at once for one account never queue more than five live reset
+// links: each counts them under the account's lock.
+func TestResetLinksCappedUnderConcurrency(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		mails := 0
+		s := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost,
+			ResetMailer: func(*gorm.DB, auth.User, string, time.Time) error {
+				mu.Lock()
+				defer mu.Unlock()
+				mails++
+				return nil
+			}})
+		if _, err := s.SignUp(ctx, "flood@example.com", "correct horse battery", "", "en"); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				if err := s.RequestReset(ctx, "flood@example.com", fmt.Sprintf("10.0.1.%d", i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM password_resets`); n != 5 || mails != 5 {
+			t.Fatalf("%d live links, %d mails; want 5 of each", n, mails)
+		}
+	})
+}
