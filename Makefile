@@ -23,7 +23,7 @@ define SKIPPED
 if [ -z "$$TEST_DATABASE_URL" ]; then echo "make test: SKIPPED the PostgreSQL suites (TEST_DATABASE_URL is unset); to run them: createdb kifpool_test && TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/kifpool_test?sslmode=disable' make test"; \
 elif [ "$$REQUIRE_POSTGRES" != 1 ] && command -v pg_isready >/dev/null 2>&1 && ! pg_isready -q -d "$$TEST_DATABASE_URL"; then echo "make test: SKIPPED the PostgreSQL suites (no PostgreSQL answers at TEST_DATABASE_URL); start PostgreSQL, or run with REQUIRE_POSTGRES=1 to make this a failure"; fi; \
 if [ "$$REQUIRE_BROWSER" != 1 ]; then \
-  if [ ! -x "$(CHROMIUM_BIN)" ]; then echo "make test: SKIPPED the browser suite (web/browsertest: no Chromium at $(CHROMIUM_BIN)); to run it: apt-get install -y chromium && make browser-deps && make test"; \
+  if [ ! -x "$(CHROMIUM_BIN)" ]; then echo "make test: SKIPPED the browser suite (web/browsertest: no Chromium at $(CHROMIUM_BIN)); to run it: apt-get install -y chromium nodejs npm && make browser-deps && make test"; \
   elif [ ! -f "$(AXE_JS)" ]; then echo "make test: SKIPPED the browser suite (web/browsertest: no axe-core at $(AXE_JS)); to run it: make browser-deps && make test"; fi; \
 fi; \
 if [ "$$REQUIRE_COMPAT" != 1 ]; then \
