@@ -130,7 +130,11 @@ func (o *Outbox) Tick(ctx context.Context) {
 
 func (o *Outbox) clock() time.Time { return o.now().UTC().Truncate(time.Microsecond) }
 
-// DeliverDue sends every mail due now (at most 50 per call) and returns
+// dueBatch is how many due mails one DeliverDue reads at most.
+const dueBatch = 50
+
+// DeliverDue sends every mail due now (at most dueBatch per call, those
+// with a time-limited link first) and returns
 // how many were sent. Mails go one after another, each claimed first
 // with a conditional update (claim), so instances never send one mail
 // twice at once; a failed attempt is recorded only while its claim still
@@ -143,9 +147,20 @@ func (o *Outbox) DeliverDue(ctx context.Context) (int, error) {
 		Updates(map[string]any{"status": StatusExpired, "text_body": "", "html_body": ""}).Error; err != nil {
 		return 0, fmt.Errorf("expire mail: %w", err)
 	}
-	var due []Row
-	if err := g.Where("status = ? AND next_attempt_at <= ?", StatusQueued, now).Order("next_attempt_at, id").Limit(50).Find(&due).Error; err != nil {
+	// The mails whose link has a time limit (a reset, a confirmation)
+	// first, then the rest: a flood of receipts (transfers bounced back
+	// and forth) must not hold a reset link behind it until it expires.
+	var due, rest []Row
+	if err := g.Where("status = ? AND expires_at IS NOT NULL AND next_attempt_at <= ?", StatusQueued, now).
+		Order("next_attempt_at, id").Limit(dueBatch).Find(&due).Error; err != nil {
 		return 0, fmt.Errorf("due mail: %w", err)
+	}
+	if left := dueBatch - len(due); left > 0 {
+		if err := g.Where("status = ? AND expires_at IS NULL AND next_attempt_at <= ?", StatusQueued, now).
+			Order("next_attempt_at, id").Limit(left).Find(&rest).Error; err != nil {
+			return 0, fmt.Errorf("due mail: %w", err)
+		}
+		due = append(due, rest...)
 	}
 	sent := 0
 	for _, r := range due {

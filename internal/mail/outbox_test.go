@@ -3,6 +3,7 @@ package mail_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -229,10 +230,11 @@ func TestOutboxLeaseIsEachMails(t *testing.T) {
 		}
 
 		// A reset link that expires while the mail before it is sent is
-		// not sent after it, and ends expired.
+		// not sent after it, and ends expired. (Links go before other
+		// mail: the one before it is a confirmation link's.)
 		a.during = nil
-		exp := clk.Now().Add(time.Minute)
-		enqueue(mail.Row{ToAddr: "three@example.com"})
+		exp, later := clk.Now().Add(time.Minute), clk.Now().Add(time.Hour)
+		enqueue(mail.Row{ToAddr: "three@example.com", Secret: true, ExpiresAt: &later})
 		enqueue(mail.Row{ToAddr: "reset@example.com", Secret: true, ExpiresAt: &exp})
 		if sent, err := o.DeliverDue(ctx); sent != 1 || err != nil {
 			t.Errorf("sent %d (%v), want only the first", sent, err)
@@ -265,6 +267,36 @@ func TestOutboxLeaseIsEachMails(t *testing.T) {
 		if r.Status != mail.StatusQueued || r.Attempts != 2 || !strings.Contains(r.LastError, "other instance") ||
 			!r.NextAttemptAt.Equal(clk.Now().Add(b.BaseBackoff)) {
 			t.Fatalf("after both attempts: %s, %d attempts, next %s, last error %q", r.Status, r.Attempts, r.NextAttemptAt, r.LastError)
+		}
+	})
+}
+
+// Mails with a time-limited link (a reset, a confirmation) go before the
+// rest, whatever was queued first: a flood of receipts does not hold a
+// reset link in the queue until it expires.
+func TestOutboxSendsLinksFirst(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := testclock.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		for i := range 120 {
+			r := mail.Row{ToAddr: fmt.Sprintf("r%d@example.com", i), Kind: "receipt", Subject: "paid", TextBody: "text", CreatedAt: clk.Now()}
+			if err := mail.Enqueue(db.Gorm, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Add(time.Second)
+		exp := clk.Now().Add(30 * time.Minute)
+		if err := mail.Enqueue(db.Gorm, mail.Row{ToAddr: "reset@example.com", Kind: "reset", Subject: "reset", TextBody: "link",
+			Secret: true, ExpiresAt: &exp, CreatedAt: clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		s := &stubSender{clk: clk}
+		o := mail.NewOutbox(db, s, "Kifpool <noreply@example.com>", clk.Now, nil)
+		if sent, err := o.DeliverDue(ctx); sent != 50 || err != nil {
+			t.Fatalf("sent %d, %v", sent, err)
+		}
+		if got := s.sent(); got[0] != "reset@example.com" {
+			t.Fatalf("first sent %q of %d, want the reset link", got[0], len(got))
 		}
 	})
 }

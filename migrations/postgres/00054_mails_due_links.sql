@@ -1,0 +1,9 @@
+-- +goose Up
+-- The due mails that carry a link with a time limit (a password reset, an
+-- address confirmation), read before the rest at every round: a flood of
+-- receipts must not hold a reset link in the queue until it expires.
+CREATE INDEX IF NOT EXISTS mails_due_links_idx ON mails (next_attempt_at, id)
+    WHERE status = 'queued' AND expires_at IS NOT NULL;
+
+-- +goose Down
+DROP INDEX IF EXISTS mails_due_links_idx;
