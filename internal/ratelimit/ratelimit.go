@@ -20,7 +20,14 @@ type Window struct {
 	mu      sync.Mutex
 	hits    map[string][]time.Time // per key, oldest first
 	pending map[string]int         // per key, open reservations
+	// sweepAt is how many keys trigger the next sweep: twice those the
+	// last one kept (at least minSweep), so that with many keys live a
+	// request does not walk them all each time (amortised O(1)).
+	sweepAt int
 }
+
+// minSweep is the fewest keys a sweep waits for.
+const minSweep = 4096
 
 // New returns a window allowing max acts per key in any span of per;
 // now is the clock (time.Now when nil).
@@ -28,7 +35,7 @@ func New(max int, per time.Duration, now func() time.Time) *Window {
 	if now == nil {
 		now = time.Now
 	}
-	return &Window{max: max, per: per, now: now, hits: map[string][]time.Time{}, pending: map[string]int{}}
+	return &Window{max: max, per: per, now: now, hits: map[string][]time.Time{}, pending: map[string]int{}, sweepAt: minSweep}
 }
 
 // LimitPending lets Reserve hold at most n open reservations per key, and
@@ -80,9 +87,7 @@ func (r *Reservation) Count() {
 	r.w.release(r.key)
 	now := r.w.now()
 	r.w.hits[r.key] = append(r.w.hits[r.key], now)
-	if len(r.w.hits) > 4096 {
-		r.w.sweep(now)
-	}
+	r.w.maybeSweep(now)
 }
 
 // Release ends the reservation with nothing counted.
@@ -116,9 +121,7 @@ func (w *Window) Take(key string) (bool, time.Duration) {
 		return false, h[0].Add(w.per).Sub(now)
 	}
 	w.hits[key] = append(h, now)
-	if len(w.hits) > 4096 {
-		w.sweep(now)
-	}
+	w.maybeSweep(now)
 	return true, 0
 }
 
@@ -131,8 +134,18 @@ func (w *Window) live(h []time.Time, now time.Time) []time.Time {
 	return h[i:]
 }
 
+// maybeSweep sweeps once the keys reach sweepAt, and sets the next mark
+// at twice the keys it kept.
+func (w *Window) maybeSweep(now time.Time) {
+	if len(w.hits) <= w.sweepAt {
+		return
+	}
+	w.sweep(now)
+	w.sweepAt = max(minSweep, 2*len(w.hits))
+}
+
 // sweep forgets keys without acts in the window (memory stays bounded by
-// the keys active within one window).
+// twice the keys active within one window).
 func (w *Window) sweep(now time.Time) {
 	for k, h := range w.hits {
 		if len(w.live(h, now)) == 0 {

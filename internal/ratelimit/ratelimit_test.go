@@ -40,10 +40,13 @@ func TestSweepForgetsIdleKeys(t *testing.T) {
 	w.Take("late-1")
 	w.Take("late-2")
 	w.mu.Lock()
-	n := len(w.hits)
+	n, at := len(w.hits), w.sweepAt
 	w.mu.Unlock()
-	if n > 4097 {
-		t.Fatalf("%d keys kept", n)
+	// 5,000 keys live at once: the sweep at 4,097 kept them all, and the
+	// next waits for twice as many (a request does not walk every live
+	// key each time); memory stays within twice the live keys.
+	if n > 2*5000+2 || at != 2*(minSweep+1) {
+		t.Fatalf("%d keys kept, next sweep at %d", n, at)
 	}
 	w.sweep(now)
 	if len(w.hits) != 2 {
@@ -109,5 +112,9 @@ func TestCountSweepsIdleKeys(t *testing.T) {
 	}
 	if n := len(w.hits); n > 4097 {
 		t.Fatalf("%d keys kept", n)
+	}
+	// With few live keys left, the next sweep comes at the floor again.
+	if w.sweepAt != minSweep {
+		t.Fatalf("next sweep at %d, want %d", w.sweepAt, minSweep)
 	}
 }
