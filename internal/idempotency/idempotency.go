@@ -452,14 +452,28 @@ const UnfinishedTTL = 7 * 24 * time.Hour
 // Cleanup deletes the answered keys older than the TTL, and the unanswered
 // ones older than the longer of the TTL and UnfinishedTTL (never one whose
 // request is somehow still running), and returns how many.
+//
+// It deletes in batches of cleanupBatch, each its own statement: a
+// backlog (a client that sends a new key with every request) is never one
+// long delete holding its locks.
 func (s *Store) Cleanup(ctx context.Context) (int64, error) {
 	now := s.clock()
-	res := s.db.Gorm.WithContext(ctx).
-		Where("(locked_until IS NULL OR locked_until <= ?)", now).
-		Where("(response_status IS NOT NULL AND created_at < ?) OR created_at < ?", now.Add(-s.ttl), now.Add(-max(s.ttl, UnfinishedTTL))).
-		Delete(&Record{})
-	if res.Error != nil {
-		return 0, fmt.Errorf("delete expired idempotency keys: %w", res.Error)
+	var total int64
+	for {
+		expired := s.db.Gorm.Model(&Record{}).Select("id").
+			Where("(locked_until IS NULL OR locked_until <= ?)", now).
+			Where("(response_status IS NOT NULL AND created_at < ?) OR created_at < ?", now.Add(-s.ttl), now.Add(-max(s.ttl, UnfinishedTTL))).
+			Limit(cleanupBatch)
+		res := s.db.Gorm.WithContext(ctx).Where("id IN (?)", expired).Delete(&Record{})
+		if res.Error != nil {
+			return total, fmt.Errorf("delete expired idempotency keys: %w", res.Error)
+		}
+		total += res.RowsAffected
+		if res.RowsAffected < cleanupBatch || ctx.Err() != nil {
+			return total, nil
+		}
 	}
-	return res.RowsAffected, nil
 }
+
+// cleanupBatch is how many keys one of Cleanup's deletes takes at most.
+const cleanupBatch = 1000

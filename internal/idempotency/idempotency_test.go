@@ -424,3 +424,31 @@ func TestTakeoverKeepsTheTokenWhateverTheSecret(t *testing.T) {
 		}
 	})
 }
+
+// Cleanup deletes a backlog bigger than one of its batches, all of it,
+// and nothing that is still within its time.
+func TestCleanupInBatches(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+		alice, _ := auth.NewService(db, auth.Options{BcryptCost: 4}).SignUp(ctx, "alice@example.com", "correct horse battery", "", "en")
+		status, body := 201, "{}"
+		var recs []idempotency.Record
+		for i := range 2100 {
+			recs = append(recs, idempotency.Record{UserID: alice.ID, IdempotencyKey: "old-" + strconv.Itoa(i), RequestMethod: "POST",
+				RequestPath: routes.APITopUps, Fingerprint: "fp", ResponseStatus: &status, ResponseBody: &body, CreatedAt: now.Add(-48 * time.Hour)})
+		}
+		recs = append(recs, idempotency.Record{UserID: alice.ID, IdempotencyKey: "fresh", RequestMethod: "POST",
+			RequestPath: routes.APITopUps, Fingerprint: "fp", ResponseStatus: &status, ResponseBody: &body, CreatedAt: now})
+		if err := db.Gorm.CreateInBatches(&recs, 300).Error; err != nil {
+			t.Fatal(err)
+		}
+		s := idempotency.NewStore(db, idempotency.Options{Now: func() time.Time { return now }})
+		if n, err := s.Cleanup(ctx); err != nil || n != 2100 {
+			t.Fatalf("cleanup: %d, %v; want 2100", n, err)
+		}
+		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 1 {
+			t.Fatalf("%d keys left, want the fresh one", n)
+		}
+	})
+}
