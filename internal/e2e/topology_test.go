@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -185,6 +186,19 @@ func TestTopologyBehindNginx(t *testing.T) {
 	}
 	if st := signInAttempt(ctx, t, httpsBrowser(t, base, pool, "127.0.0.4"), "other@example.com", ""); st == http.StatusTooManyRequests {
 		t.Fatal("another address was limited too: the limit is not keyed on the payer's address")
+	}
+	// nginx's own zone for the credential forms holds across instances:
+	// past its burst (20), one address's POSTs are refused by nginx
+	// itself, before any instance counts them.
+	burst := httpsBrowser(t, base, pool, "127.0.0.5")
+	byProxy := 0
+	for i := 0; i < 30; i++ {
+		if signInAttemptFromProxy(ctx, t, burst, fmt.Sprintf("burst%d@example.com", i)) {
+			byProxy++
+		}
+	}
+	if byProxy == 0 {
+		t.Fatal("30 sign-in posts at once from one address were never refused by nginx's credential zone")
 	}
 
 	// Users top up through nginx while instance b is stopped; the
@@ -462,6 +476,26 @@ func signInAttempt(ctx context.Context, t *testing.T, b *browser, email, xff str
 	}
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// signInAttemptFromProxy posts a wrong password for email and reports
+// whether nginx itself refused it (its own 429 page, not serve's).
+func signInAttemptFromProxy(ctx context.Context, t *testing.T, b *browser, email string) bool {
+	t.Helper()
+	r, err := b.do(ctx, http.MethodGet, routes.SignIn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"_csrf": {apptest.Parse(r.body).Form(routes.SignIn).Hidden().Get("_csrf")}, "email": {email}, "password": {"wrong password here"}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+routes.SignIn, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := b.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode == http.StatusTooManyRequests && strings.Contains(string(body), "<center>nginx</center>")
 }
 
 // topUpThrough makes one top-up as a payer: the form, paying at the bank,
