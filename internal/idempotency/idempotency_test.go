@@ -443,9 +443,15 @@ func TestCleanupInBatches(t *testing.T) {
 		if err := db.Gorm.CreateInBatches(&recs, 300).Error; err != nil {
 			t.Fatal(err)
 		}
-		s := idempotency.NewStore(db, idempotency.Options{Now: func() time.Time { return now }})
+		counted, counter := storetest.Counting(t, db)
+		s := idempotency.NewStore(counted, idempotency.Options{Now: func() time.Time { return now }})
+		idempotency.SetCleanupBatch(s, 500)
+		counter.Reset()
 		if n, err := s.Cleanup(ctx); err != nil || n != 2100 {
 			t.Fatalf("cleanup: %d, %v; want 2100", n, err)
+		}
+		if stmts, _ := counter.Take(); len(stmts) != 5 { // 500 × 4 and the last 100
+			t.Fatalf("cleanup ran %d statements, want 5 deletes of at most 500: %v", len(stmts), stmts)
 		}
 		if n := storetest.Count(t, db, `SELECT COUNT(*) FROM idempotency_keys`); n != 1 {
 			t.Fatalf("%d keys left, want the fresh one", n)

@@ -151,7 +151,10 @@ func (o *Outbox) DeliverDue(ctx context.Context) (int, error) {
 	// first, then the rest: a flood of receipts (transfers bounced back
 	// and forth) must not hold a reset link behind it until it expires.
 	var due, rest []Row
-	if err := g.Where("status = ? AND expires_at IS NOT NULL AND next_attempt_at <= ?", StatusQueued, now).
+	// The status as a literal (StatusQueued): the partial index of the
+	// links (migration 00054) names it so, and a generic plan of a
+	// prepared statement matches a literal only.
+	if err := g.Where("status = 'queued' AND expires_at IS NOT NULL AND next_attempt_at <= ?", now).
 		Order("next_attempt_at, id").Limit(dueBatch).Find(&due).Error; err != nil {
 		return 0, fmt.Errorf("due mail: %w", err)
 	}
