@@ -13,6 +13,8 @@ type WebhooksView struct {
 	// Origin form and list.
 	OriginValue    string
 	OriginErrorKey string
+	// OriginErrorArgs are OriginErrorKey's (a throttle's seconds).
+	OriginErrorArgs []any
 	Origins        []OriginRow
 	// EventTypes are the types offered (checkboxes "events").
 	EventTypes []string

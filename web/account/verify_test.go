@@ -241,7 +241,7 @@ func TestUnconfirmedAccountGetsNothingLasting(t *testing.T) {
 		}{
 			{"token", routes.Tokens, routes.Tokens, url.Values{"name": {"app"}, "scope": {"read"}, "password": {"correct horse battery"}}, "Confirm your e-mail address first"},
 			{"webhook", routes.Webhooks, routes.Webhooks, url.Values{"url": {"http://127.0.0.1:9/hook"}, "events": {"topup.credited"}, "password": {"correct horse battery"}}, "Confirm your e-mail address first"},
-			{"return origin", routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {"https://shop.example.com"}}, "Confirm your e-mail address first"},
+			{"return origin", routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {"https://shop.example.com"}, "password": {"correct horse battery"}}, "Confirm your e-mail address first"},
 			{"bank account", routes.BankAccounts, routes.BankAccounts, url.Values{"iban": {"IR820540102680020817909002"}, "national_code": {"0499370899"}}, "Confirm your e-mail address first"},
 		}
 		for _, a := range acts {

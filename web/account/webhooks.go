@@ -209,9 +209,29 @@ func (h *handlers) deleteWebhook(c *fiber.Ctx) error {
 // addReturnOrigin registers an origin for return_url (field
 // return_origin).
 func (h *handlers) addReturnOrigin(c *fiber.Ctx) error {
-	raw := c.FormValue("return_origin")
-	if r := unconfirmed(h.User(c)); r != nil {
-		return h.renderWebhooks(c, r.status, views.WebhooksView{OriginValue: raw, OriginErrorKey: r.key})
+	raw := h.FormValue(c, "return_origin")
+	refuse := func(status int, key string, args ...any) error {
+		return h.renderWebhooks(c, status, views.WebhooksView{OriginValue: raw, OriginErrorKey: key, OriginErrorArgs: args})
+	}
+	// An origin lets a charge's or a top-up's payer be sent there with
+	// its outcome: as for an endpoint or a token, a borrowed or stolen
+	// session alone cannot add one (the password, and an admin's fresh
+	// second factor).
+	r, err := h.mayAddCredential(c)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return refuse(r.status, r.key, r.args...)
+	}
+	var throttled *auth.ThrottledError
+	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password")); {
+	case errors.As(err, &throttled):
+		return refuse(fiber.StatusTooManyRequests, "tokens.error_throttled", "seconds", seam.RetryAfter(c, throttled.RetryAfter))
+	case errors.Is(err, auth.ErrBadCredentials):
+		return refuse(fiber.StatusUnprocessableEntity, "webhooks.error_password")
+	case err != nil:
+		return err
 	}
 	if _, err := h.Webhooks.AddOrigin(c.UserContext(), h.User(c).ID, raw); err != nil {
 		if errors.Is(err, owner.ErrUnconfirmed) {

@@ -117,12 +117,21 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		id := eps[0].ID
 
-		// Return origins.
-		if r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {"https://Shop.Example:443/"}}); r.Status != http.StatusSeeOther {
+		// Return origins: the password again (a session alone adds none).
+		for _, pw := range []string{"", "not the password"} {
+			r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {"https://shop.example"}, "password": {pw}})
+			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `data-testid="origin-error"`) {
+				t.Fatalf("origin with password %q: %d", pw, r.Status)
+			}
+			if n := storetest.Count(t, db, `SELECT COUNT(*) FROM webhook_return_origins`); n != 0 {
+				t.Fatalf("an origin added without the password")
+			}
+		}
+		if r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {"https://Shop.Example:443/"}, "password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("origin: %d", r.Status)
 		}
 		for _, bad := range []string{"https://shop.example", "https://shop.example/path", "ftp://x.example"} {
-			if r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {bad}}); r.Status != http.StatusUnprocessableEntity ||
+			if r := owner.Submit(routes.Webhooks, routes.WebhookOrigins, url.Values{"return_origin": {bad}, "password": {"correct horse battery"}}); r.Status != http.StatusUnprocessableEntity ||
 				apptest.Parse(r.Body).TestID("origin-error") == nil {
 				t.Fatalf("origin %s: %d", bad, r.Status)
 			}
