@@ -15,7 +15,7 @@ type WebhooksView struct {
 	OriginErrorKey string
 	// OriginErrorArgs are OriginErrorKey's (a throttle's seconds).
 	OriginErrorArgs []any
-	Origins        []OriginRow
+	Origins         []OriginRow
 	// EventTypes are the types offered (checkboxes "events").
 	EventTypes []string
 	// Loopback: http on loopback is accepted (development).

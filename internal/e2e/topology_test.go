@@ -460,6 +460,23 @@ func httpsBrowser(t *testing.T, base string, pool *x509.CertPool, from string) *
 // and returns the status.
 func signInAttempt(ctx context.Context, t *testing.T, b *browser, email, xff string) int {
 	t.Helper()
+	status, _ := postWrongPassword(ctx, t, b, email, xff)
+	return status
+}
+
+// signInAttemptFromProxy posts a wrong password for email and reports
+// whether nginx itself refused it (its own 429 page, not serve's).
+func signInAttemptFromProxy(ctx context.Context, t *testing.T, b *browser, email string) bool {
+	t.Helper()
+	status, body := postWrongPassword(ctx, t, b, email, "")
+	return status == http.StatusTooManyRequests && strings.Contains(body, "<center>nginx</center>")
+}
+
+// postWrongPassword signs in as email with a wrong password through the
+// sign-in form (X-Forwarded-For xff when set) and returns the answer's
+// status and body.
+func postWrongPassword(ctx context.Context, t *testing.T, b *browser, email, xff string) (int, string) {
+	t.Helper()
 	r, err := b.do(ctx, http.MethodGet, routes.SignIn, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -474,28 +491,9 @@ func signInAttempt(ctx context.Context, t *testing.T, b *browser, email, xff str
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
-	return res.StatusCode
-}
-
-// signInAttemptFromProxy posts a wrong password for email and reports
-// whether nginx itself refused it (its own 429 page, not serve's).
-func signInAttemptFromProxy(ctx context.Context, t *testing.T, b *browser, email string) bool {
-	t.Helper()
-	r, err := b.do(ctx, http.MethodGet, routes.SignIn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	form := url.Values{"_csrf": {apptest.Parse(r.body).Form(routes.SignIn).Hidden().Get("_csrf")}, "email": {email}, "password": {"wrong password here"}}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.base+routes.SignIn, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	res, err := b.hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode == http.StatusTooManyRequests && strings.Contains(string(body), "<center>nginx</center>")
+	return res.StatusCode, string(body)
 }
 
 // topUpThrough makes one top-up as a payer: the form, paying at the bank,
