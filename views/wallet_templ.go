@@ -1233,7 +1233,7 @@ func TopUpFields(p Page, f TopUpForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if f.Left.Any() {
+		if f.Left.Shown() {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 111, "<ul class=\"hint\" data-testid=\"limits-left\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -88,6 +88,10 @@ func Start(t testing.TB, db *store.DB, o Options) *App {
 		"ALLOW_SANDBOX": "1",
 		// Mail without SMTP_URL is written here, not into the package.
 		"DATA_DIR": t.TempDir(),
+		// Tests leave many top-ups of one user at the bank's page (lists,
+		// paging, races of distinct forms); the cap's own tests turn it
+		// on, as the rate limits are (server.Options.RateLimits).
+		"TOPUP_WAITING_MAX_COUNT": "0",
 	}
 	for k, v := range o.Env {
 		env[k] = v

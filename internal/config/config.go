@@ -151,6 +151,9 @@ type Config struct {
 	TopUpDailyMaxRials int64
 	TopUpDailyMaxCount int64
 	BalanceMaxRials    int64
+	// TopUpWaitingMaxCount: how many top-ups a user may have waiting for
+	// payment at the bank at once (0: no cap).
+	TopUpWaitingMaxCount int64
 	// Transfers between people: the smallest transfer (never off) and
 	// what one sender may send per Tehran day (0: no limit).
 	TransferMinRials      int64

@@ -1,6 +1,7 @@
 // Package limits holds a payer's top-up limits: how much and how many
-// top-ups a day (a Tehran calendar day), and the most a wallet may hold
-// (TOPUP_DAILY_MAX_RIALS, TOPUP_DAILY_MAX_COUNT, BALANCE_MAX_RIALS; 0
+// top-ups a day (a Tehran calendar day), the most a wallet may hold, and
+// how many top-ups may wait at the bank at once (TOPUP_DAILY_MAX_RIALS,
+// TOPUP_DAILY_MAX_COUNT, BALANCE_MAX_RIALS, TOPUP_WAITING_MAX_COUNT; 0
 // turns each off). The rules are pure functions of a Usage; Policy reads
 // the usage and is what the one top-up start asks before it writes
 // anything. A limit never touches a credit: a payment the bank already
@@ -24,10 +25,22 @@ type Rules struct {
 	DailyMaxRials   int64
 	DailyMaxCount   int64
 	BalanceMaxRials int64
+	// WaitingMaxCount is how many of a payer's top-ups may wait for
+	// payment at once (started, the payer not yet back from the bank):
+	// each start is a call to the bank, so a script cannot make the
+	// bank's pages by the thousand while a lifetime runs.
+	WaitingMaxCount int64
 }
 
 // Any reports whether any limit is on.
-func (r Rules) Any() bool { return r.DailyMaxRials > 0 || r.DailyMaxCount > 0 || r.BalanceMaxRials > 0 }
+func (r Rules) Any() bool { return r.Shown() || r.WaitingMaxCount > 0 }
+
+// Shown reports whether a limit the top-up form shows what is left of is
+// on (the daily ones and the balance cap; the waiting cap is only said
+// when it refuses).
+func (r Rules) Shown() bool {
+	return r.DailyMaxRials > 0 || r.DailyMaxCount > 0 || r.BalanceMaxRials > 0
+}
 
 // Usage is what counts against the limits now.
 type Usage struct {
@@ -35,6 +48,7 @@ type Usage struct {
 	TodayCount   int64
 	BalanceRials int64 // the wallet's balance
 	OpenRials    int64 // payments still open: they may yet be credited
+	WaitingCount int64 // payments waiting for payment (created, awaiting_payment)
 }
 
 // Kinds of limit.
@@ -42,12 +56,14 @@ const (
 	KindDailyAmount = "daily_amount"
 	KindDailyCount  = "daily_count"
 	KindBalance     = "balance"
+	KindWaiting     = "waiting_count"
 )
 
 // Sentinels matched by errors.Is on an *Exceeded.
 var (
 	ErrDaily   = errors.New("daily top-up limit reached")
 	ErrBalance = errors.New("wallet balance limit reached")
+	ErrWaiting = errors.New("too many top-ups waiting for payment")
 )
 
 // Exceeded is a refused top-up: which limit, and what is left under it
@@ -62,10 +78,14 @@ func (e *Exceeded) Error() string {
 	return fmt.Sprintf("top-up limit %s (%d) reached: %d left", e.Kind, e.Limit, e.Left)
 }
 
-// Is makes errors.Is(err, ErrDaily/ErrBalance) true for the right kinds.
+// Is makes errors.Is(err, ErrDaily/ErrBalance/ErrWaiting) true for the
+// right kinds.
 func (e *Exceeded) Is(target error) bool {
-	if e.Kind == KindBalance {
+	switch e.Kind {
+	case KindBalance:
 		return target == ErrBalance
+	case KindWaiting:
+		return target == ErrWaiting
 	}
 	return target == ErrDaily
 }
@@ -89,6 +109,8 @@ func (r Rules) Left(u Usage) Left {
 func (r Rules) Check(u Usage, rials int64) error {
 	left := r.Left(u)
 	switch {
+	case r.WaitingMaxCount > 0 && u.WaitingCount >= r.WaitingMaxCount:
+		return &Exceeded{Kind: KindWaiting, Limit: r.WaitingMaxCount, Left: 0}
 	case r.DailyMaxCount > 0 && left.TodayCount < 1:
 		return &Exceeded{Kind: KindDailyCount, Limit: r.DailyMaxCount, Left: 0}
 	case r.DailyMaxRials > 0 && rials > left.TodayRials:
@@ -131,10 +153,11 @@ func (p *Policy) Rules() Rules { return p.rules }
 func (p *Policy) Usage(ctx context.Context, userID int64) (Usage, error) {
 	var u Usage
 	var err error
-	u.TodayRials, u.TodayCount, u.OpenRials, err = p.reader.Usage(ctx, userID, DayStart(p.now()))
+	got, err := p.reader.Usage(ctx, userID, DayStart(p.now()))
 	if err != nil {
 		return Usage{}, err
 	}
+	u = Usage{TodayRials: got.SinceRials, TodayCount: got.SinceCount, OpenRials: got.OpenRials, WaitingCount: got.WaitingCount}
 	w, err := p.wallets.Figures(ctx, userID)
 	if err != nil {
 		return Usage{}, fmt.Errorf("limits: wallet of user %d: %w", userID, err)
@@ -167,6 +190,7 @@ func (p *Policy) Quota(rials int64) *topup.Quota {
 		return nil
 	}
 	return &topup.Quota{Since: DayStart(p.now()), Admit: func(u topup.Usage) error {
-		return p.rules.Check(Usage{TodayRials: u.SinceRials, TodayCount: u.SinceCount, BalanceRials: u.BalanceRials, OpenRials: u.OpenRials}, rials)
+		return p.rules.Check(Usage{TodayRials: u.SinceRials, TodayCount: u.SinceCount, BalanceRials: u.BalanceRials,
+			OpenRials: u.OpenRials, WaitingCount: u.WaitingCount}, rials)
 	}}
 }

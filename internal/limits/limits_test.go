@@ -24,6 +24,10 @@ func TestCheck(t *testing.T) {
 		{"balance counts open payments", r, Usage{BalanceRials: 4_000_000, OpenRials: 900_000}, 200_000, KindBalance, 100_000},
 		{"all off", Rules{}, Usage{TodayRials: 1 << 40, TodayCount: 1 << 20, BalanceRials: 1 << 40}, 1 << 40, "", 0},
 		{"only balance on", Rules{BalanceMaxRials: 100}, Usage{TodayCount: 99}, 100, "", 0},
+		{"waiting below the cap", Rules{WaitingMaxCount: 3}, Usage{WaitingCount: 2}, 1 << 40, "", 0},
+		{"waiting at the cap", Rules{WaitingMaxCount: 3}, Usage{WaitingCount: 3}, 10, KindWaiting, 0},
+		{"waiting is said before the daily limits", Rules{WaitingMaxCount: 1, DailyMaxCount: 1}, Usage{WaitingCount: 1, TodayCount: 1}, 10, KindWaiting, 0},
+		{"waiting off", Rules{DailyMaxCount: 5}, Usage{WaitingCount: 1 << 20}, 10, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.rules.Check(tc.u, tc.rials)
@@ -37,9 +41,9 @@ func TestCheck(t *testing.T) {
 			if !errors.As(err, &ex) || ex.Kind != tc.kind || ex.Left != tc.left {
 				t.Fatalf("got %v, want %s with %d left", err, tc.kind, tc.left)
 			}
-			want := ErrDaily
-			if tc.kind == KindBalance {
-				want = ErrBalance
+			want := map[string]error{KindBalance: ErrBalance, KindWaiting: ErrWaiting}[tc.kind]
+			if want == nil {
+				want = ErrDaily
 			}
 			if !errors.Is(err, want) {
 				t.Fatalf("%v is not %v", err, want)

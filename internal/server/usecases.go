@@ -77,7 +77,7 @@ func newUseCases(b base, p useCaseParts) useCases {
 	u.Wallets = wallet.NewService(b.db, p.ledger)
 	u.Tokens = apitoken.New(b.db, b.now, apitoken.Options{DefaultDays: cfg.APITokenDefaultDays, MaxLive: cfg.APITokensPerUser})
 	u.Limits = limits.NewPolicy(limits.Rules{DailyMaxRials: cfg.TopUpDailyMaxRials, DailyMaxCount: cfg.TopUpDailyMaxCount,
-		BalanceMaxRials: cfg.BalanceMaxRials}, p.reads, u.Wallets, b.now)
+		BalanceMaxRials: cfg.BalanceMaxRials, WaitingMaxCount: cfg.TopUpWaitingMaxCount}, p.reads, u.Wallets, b.now)
 	u.TopUp = topup.NewStartService(u.TopUps, u.Wallets, cfg.TopUpLimits()).WithPolicy(u.Limits)
 	if b.o.WrapTopUp != nil {
 		u.TopUp = b.o.WrapTopUp(u.TopUp)

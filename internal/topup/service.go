@@ -381,10 +381,12 @@ type StartInput struct {
 // Usage is what counts against a payer's limits, as read in the
 // transaction that inserts a new payment: the payments created since
 // Quota.Since that did not fail (amount and number), the amount of the
-// payer's open payments (they may yet be credited) and the wallet's
-// balance.
+// payer's open payments (they may yet be credited), the wallet's balance,
+// and how many of the payer's payments wait for payment (created or
+// awaiting_payment: the bank was asked for a page the payer has not
+// come back from).
 type Usage struct {
-	SinceRials, SinceCount, OpenRials, BalanceRials int64
+	SinceRials, SinceCount, OpenRials, BalanceRials, WaitingCount int64
 }
 
 // Quota admits a new payment of a payer, or refuses it with Admit's

@@ -192,24 +192,21 @@ func (r *Reader) ForPayer(ctx context.Context, userID int64, f PayerFilter, befo
 
 // Usage sums what counts against a user's limits: the amount and number
 // of their top-ups started since since that did not fail (credited, open
-// or under review), and the amount of all their payments still open (they
-// may yet be credited).
-func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (sinceRials, sinceCount, openRials int64, err error) {
-	var row struct {
-		SinceRials int64
-		SinceCount int64
-		OpenRials  int64
-	}
-	err = r.db.Gorm.WithContext(ctx).Raw(`SELECT
+// or under review), the amount of all their payments still open (they
+// may yet be credited), and how many wait for payment.
+func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (topup.Usage, error) {
+	var u topup.Usage
+	err := r.db.Gorm.WithContext(ctx).Raw(`SELECT
 		COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 		COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
-		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials
+		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials,
+		COUNT(CASE WHEN status IN ('created', 'awaiting_payment') THEN 1 END) AS waiting_count
 		FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
-		since.UTC(), since.UTC(), userID, since.UTC()).Scan(&row).Error
+		since.UTC(), since.UTC(), userID, since.UTC()).Scan(&u).Error
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("limit usage of user %d: %w", userID, err)
+		return topup.Usage{}, fmt.Errorf("limit usage of user %d: %w", userID, err)
 	}
-	return row.SinceRials, row.SinceCount, row.OpenRials, nil
+	return u, nil
 }
 
 // Dismissed returns which of the user's payments ids were dismissed.

@@ -129,6 +129,7 @@ func TestTopUpLimitsHoldUnderConcurrentStarts(t *testing.T) {
 		{"daily count", map[string]string{"TOPUP_DAILY_MAX_COUNT": "3"}, 100_000, 3, "daily_limit_exceeded"},
 		{"daily amount", map[string]string{"TOPUP_DAILY_MAX_RIALS": "450000"}, 100_000, 4, "daily_limit_exceeded"},
 		{"balance", map[string]string{"BALANCE_MAX_RIALS": "250000"}, 100_000, 2, "balance_limit_exceeded"},
+		{"waiting", map[string]string{"TOPUP_WAITING_MAX_COUNT": "5"}, 100_000, 5, "waiting_limit_exceeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {

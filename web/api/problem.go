@@ -32,6 +32,7 @@ const (
 	CodeGatewayUnknown     Code = "gateway_unknown"
 	CodeDailyLimit         Code = "daily_limit_exceeded"
 	CodeBalanceLimit       Code = "balance_limit_exceeded"
+	CodeWaitingLimit       Code = "waiting_limit_exceeded"
 	CodeReturnURL          Code = "return_url_not_allowed"
 	CodeInternal           Code = "internal_error"
 	// A transfer's refusals.
@@ -90,6 +91,7 @@ var codeInfo = map[Code]struct {
 	CodeGatewayUnknown:        {fiber.StatusUnprocessableEntity, "No such gateway is offered"},
 	CodeDailyLimit:            {fiber.StatusUnprocessableEntity, "Daily limit reached"},
 	CodeBalanceLimit:          {fiber.StatusUnprocessableEntity, "Wallet balance limit reached"},
+	CodeWaitingLimit:          {fiber.StatusUnprocessableEntity, "Too many top-ups waiting for payment"},
 	CodeReturnURL:             {fiber.StatusUnprocessableEntity, "return_url is not on a registered origin"},
 	CodeInternal:              {fiber.StatusInternalServerError, "Internal error"},
 	CodeInsufficientFunds:     {fiber.StatusUnprocessableEntity, "Available balance too low"},

@@ -285,6 +285,8 @@ func (h *handler) runTopUp(c *fiber.Ctx, rec idempotency.Record, userID int64, e
 			return problem(c, CodeDailyLimit, "At most "+itoa(exceeded.Limit)+" top-ups a day (Tehran time); try again tomorrow.")
 		case limits.KindDailyAmount:
 			return problem(c, CodeDailyLimit, "At most "+itoa(exceeded.Limit)+" rials of top-ups a day (Tehran time); "+itoa(exceeded.Left)+" rials are left today.")
+		case limits.KindWaiting:
+			return problem(c, CodeWaitingLimit, "At most "+itoa(exceeded.Limit)+" top-ups may wait for payment at once; pay one, or try again when one has ended.")
 		}
 		return problem(c, CodeBalanceLimit, "A wallet may hold at most "+itoa(exceeded.Limit)+" rials (open payments included); at most "+itoa(exceeded.Left)+" rials more.")
 	case errors.Is(err, topup.ErrNoWallet):

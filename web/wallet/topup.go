@@ -71,7 +71,7 @@ func (h *handlers) withGateways(c *fiber.Ctx, f views.TopUpForm, want, avoid str
 
 // withLeft fills in what the user's limits still allow today.
 func (h *handlers) withLeft(c *fiber.Ctx, f views.TopUpForm) (views.TopUpForm, error) {
-	if h.Limits == nil || !h.Limits.Rules().Any() {
+	if h.Limits == nil || !h.Limits.Rules().Shown() {
 		return f, nil
 	}
 	u, err := h.Limits.Usage(c.UserContext(), h.User(c).ID)
@@ -89,6 +89,8 @@ func limitErrorKey(ex *limits.Exceeded) (string, []any) {
 		return "limits.error_daily_count", []any{"limit", ex.Limit}
 	case limits.KindDailyAmount:
 		return "limits.error_daily_amount", []any{"limit", i18n.Money(ex.Limit), "left", i18n.Money(ex.Left)}
+	case limits.KindWaiting:
+		return "limits.error_waiting", []any{"limit", ex.Limit}
 	}
 	return "limits.error_balance", []any{"limit", i18n.Money(ex.Limit), "left", i18n.Money(ex.Left)}
 }
