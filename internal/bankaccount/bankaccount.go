@@ -85,6 +85,9 @@ var (
 	// ErrNotPending: an admin reviewed an account not waiting for review.
 	ErrNotPending   = errors.New("bank account: not waiting for review")
 	ErrNoteRequired = errors.New("bank account: a note is required")
+	// ErrOwnAccount: an admin does not review their own account (its
+	// Sheba would skip the ownership check on their word alone).
+	ErrOwnAccount = errors.New("bank account: an admin's own account is reviewed by another admin")
 )
 
 // MaxPerUser is how many accounts a user may have.
@@ -339,14 +342,20 @@ func (s *Service) Review(ctx context.Context, adminID, id int64, approve bool, n
 	now := s.clock()
 	var a Account
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&Account{}).Where("id = ? AND status = ?", id, StatusPendingReview).
+		res := tx.Model(&Account{}).Where("id = ? AND status = ? AND user_id <> ?", id, StatusPendingReview, adminID).
 			Updates(map[string]any{"status": to, "reviewed_by": adminID, "review_note": note, "updated_at": now})
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			if err := tx.Where("id = ?", id).Take(&a).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+			err := tx.Where("id = ?", id).Take(&a).Error
+			switch {
+			case errors.Is(err, gorm.ErrRecordNotFound):
 				return ErrNotFound
+			case err != nil:
+				return err
+			case a.UserID == adminID:
+				return ErrOwnAccount
 			}
 			return ErrNotPending
 		}

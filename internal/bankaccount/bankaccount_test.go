@@ -124,6 +124,9 @@ func TestNationalCodeOnceAndReview(t *testing.T) {
 			t.Fatalf("pending %+v %v", waiting, err)
 		}
 		admin := user(t, db, "admin@example.com")
+		if _, err := s.Review(ctx, uid, pending.Account.ID, true, "it is mine"); !errors.Is(err, bankaccount.ErrOwnAccount) {
+			t.Fatalf("an admin's review of their own account: %v, want ErrOwnAccount", err)
+		}
 		if _, err := s.Review(ctx, admin, pending.Account.ID, true, ""); !errors.Is(err, bankaccount.ErrNoteRequired) {
 			t.Fatalf("no note: %v", err)
 		}

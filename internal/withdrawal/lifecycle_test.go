@@ -412,6 +412,15 @@ func TestReviewAndCancel(t *testing.T) {
 		if big = e.get(big); big.Status != withdrawal.StatusRequested || e.bankPayouts("jibit", big.PublicID) != 0 {
 			t.Fatalf("sent before the approval: %+v", big)
 		}
+		for _, own := range []func() error{
+			func() error { _, err := e.svc.Approve(ctx, e.userID, big.PublicID, "mine"); return err },
+			func() error { _, err := e.svc.Reject(ctx, e.userID, big.PublicID, "mine"); return err },
+			func() error { _, err := e.svc.AdminFail(ctx, e.userID, big.PublicID, "mine"); return err },
+		} {
+			if err := own(); !errors.Is(err, withdrawal.ErrOwnWithdrawal) {
+				t.Fatalf("an admin's action on their own withdrawal: %v, want ErrOwnWithdrawal", err)
+			}
+		}
 		if _, err := e.svc.Approve(ctx, admin, big.PublicID, " "); !errors.Is(err, withdrawal.ErrNoteRequired) {
 			t.Fatalf("approve without a note: %v", err)
 		}

@@ -303,6 +303,17 @@ func TestAdminFailAsksTheProvider(t *testing.T) {
 				e.t.Fatal(err)
 			}
 		}, withdrawal.ErrProviderEnded, withdrawal.StatusPaid, 48_500_000, 0, 0},
+		// Paid and then failed by hand there (Jibit's MANUALLY_FAILED):
+		// both moves are the provider's, applied as the worker applies
+		// them, and the amount is back in the wallet.
+		{"returned there", func(e *env, id string) {
+			if _, err := e.bank.Payouts().Settle(payouts.Jibit, id); err != nil {
+				e.t.Fatal(err)
+			}
+			if _, err := e.bank.Payouts().Return(payouts.Jibit, id); err != nil {
+				e.t.Fatal(err)
+			}
+		}, withdrawal.ErrProviderReturned, withdrawal.StatusReturned, 50_000_000, 0, 0},
 		{"failed there", func(e *env, id string) {
 			if _, err := e.bank.Payouts().Fail(payouts.Jibit, id); err != nil {
 				e.t.Fatal(err)
@@ -331,6 +342,43 @@ func TestAdminFailAsksTheProvider(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A payout whose submit's answer stayed unknown (the provider never said
+// whether it took it) is not failed by an admin while the provider does
+// not answer: released, it could be paid twice. Once the provider says
+// it does not know it, the admin's close goes on.
+func TestAdminFailOfAnUnknownPayoutWaitsForTheProvider(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		admin, _ := withdrawaltest.User(e.t, e.db, "admin@example.com")
+		w := e.request(1_500_000)
+		e.round(time.Second)
+		withdrawaltest.ForceProviderUnknown(t, db, w.PublicID)
+		s := e.withWorded("jibit")
+		s.statusErr = errors.New("connection reset")
+		if _, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the panel shows nothing"); !errors.Is(err, withdrawal.ErrProviderUnreachable) {
+			t.Fatalf("no answer, the provider's word unknown: %v, want ErrProviderUnreachable", err)
+		}
+		if r := e.get(w); r.Status != withdrawal.StatusNeedsReview || r.LeaseOwner != "" {
+			t.Fatalf("after the refusal: %+v", r)
+		}
+		e.wantWallet(50_000_000, 1_500_000)
+		if n := withdrawaltest.AuditActions(t, db, "withdrawal_fail"); n != 0 {
+			t.Fatalf("%d audit rows of a refused fail", n)
+		}
+		s.statusErr = nil
+		e.dropFromBook(w.PublicID)
+		if _, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the panel shows nothing"); err != nil {
+			t.Fatalf("the provider does not know it: %v", err)
+		}
+		if r := e.get(w); r.Status != withdrawal.StatusFailed {
+			t.Fatalf("after the fail: %+v", r)
+		}
+		e.wantWallet(50_000_000, 0)
+		withdrawaltest.CheckInvariants(t, db)
+	})
 }
 
 // With no answer from the provider at the admin's fail, the row's word

@@ -429,6 +429,9 @@ func (s *Service) review(ctx context.Context, adminID int64, publicID, note stri
 	if err != nil {
 		return w, err
 	}
+	if w.UserID == adminID {
+		return w, ErrOwnWithdrawal
+	}
 	if w.Status != StatusRequested || !w.ReviewRequired {
 		return w, ErrNotReviewable
 	}
@@ -469,19 +472,22 @@ func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note s
 // ErrProviderEnded. Any other word is recorded on the row and the lease
 // kept for the admin's move (audited, with its note): failed by the
 // provider, or unknown to it (gone), the admin's close goes on. With no
-// answer (its breaker open, its provider no longer offered, an error)
-// the row's word stands.
-func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (_ Withdrawal, ended, gone bool, _ error) {
+// answer (its breaker open, an error; unasked, when its provider is no
+// longer offered) the row's word stands, and unanswered says so.
+func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (_ Withdrawal, ended, gone, unanswered bool, _ error) {
 	o, known := s.offer(w.Provider)
-	if !known || payout.Down(o.Provider) {
-		return w, false, false, nil
+	if !known {
+		return w, false, false, false, nil
+	}
+	if payout.Down(o.Provider) {
+		return w, false, false, true, nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseDuration/2)
 	st, err := o.Provider.Status(resilient.WithRef(sctx, w.PublicID), w.PublicID)
 	cancel()
 	if err != nil {
 		s.log.WarnContext(ctx, "payout status before an admin's fail: unknown; the recorded word stands", "withdrawal", w.PublicID, "provider", w.Provider, "err", err)
-		return w, false, false, nil
+		return w, false, false, true, nil
 	}
 	now := s.clock()
 	d := DecideStatus(w, st, s.policy(o), now)
@@ -491,14 +497,20 @@ func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (
 		d.To = ""
 	}
 	if d.To != "" {
-		moved, err := s.apply(ctx, w, tok, o, ActorAdmin, d, true)
-		if err == nil && moved.Status != StatusFailed {
+		// The provider's word, not the admin's: its moves (paid, and then
+		// returned when it failed the payout by hand since) are the
+		// worker's, as the worker would apply them.
+		moved, err := s.apply(ctx, w, tok, o, ActorWorker, d, true)
+		switch {
+		case err == nil && moved.Status == StatusReturned:
+			err = ErrProviderReturned
+		case err == nil && moved.Status != StatusFailed:
 			err = ErrProviderEnded
 		}
-		return moved, true, false, err
+		return moved, true, false, false, err
 	}
 	w, err = s.st.Update(ctx, w.ID, tok, decisionFields(d, true, now), true)
-	return w, false, st.State == payout.StateNotFound || st.State == payout.StateFailed, err
+	return w, false, st.State == payout.StateNotFound || st.State == payout.StateFailed, false, err
 }
 
 // AdminPay closes a withdrawal under review as paid, on the provider's
@@ -522,6 +534,9 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 	if err != nil {
 		return w, err
 	}
+	if w.UserID == adminID {
+		return w, ErrOwnWithdrawal
+	}
 	if w.Status != StatusNeedsReview {
 		return w, ErrNotReviewable
 	}
@@ -537,12 +552,13 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		}
 		return w, ErrBusy
 	}
-	gone := false // the provider's word now: it does not know the payout
+	gone := false       // the provider's word now: it does not know the payout
+	unanswered := false // the provider, still offered, was asked and did not answer
 	if to == StatusFailed {
 		// The provider's word now, not as the last check left it: a
 		// failure releases the amount, which must not be out there too.
 		var ended bool
-		if w, ended, gone, err = s.askBeforeFail(ctx, w, tok); err != nil || ended {
+		if w, ended, gone, unanswered, err = s.askBeforeFail(ctx, w, tok); err != nil || ended {
 			return w, s.lapsed(ctx, w, err)
 		}
 	}
@@ -560,6 +576,11 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		// ends it. One it had and now does not know is the admin's to
 		// judge from its panel.
 		err = ErrProviderHasIt
+	case to == StatusFailed && w.ProviderState == ProviderUnknown && unanswered:
+		// We never learnt whether it took the payout, and it cannot be
+		// asked now: released, the amount could be paid out twice if it
+		// has it. Held, it waits for an answer (the admin tries again).
+		err = ErrProviderUnreachable
 	case to == StatusPaid && !transferred:
 		err = ErrProviderNotPaid
 	case to == StatusPaid:

@@ -247,6 +247,18 @@ var (
 	// it transferred (or returned) the payout: its word ended the
 	// withdrawal, as the worker's would.
 	ErrProviderEnded = errors.New("withdrawal: the payout provider just said it transferred it")
+	// ErrOwnWithdrawal: an admin does not approve, reject or close their
+	// own withdrawal; another admin does.
+	ErrOwnWithdrawal = errors.New("withdrawal: an admin's own withdrawal is reviewed by another admin")
+	// ErrProviderUnreachable: an admin's fail of a withdrawal whose
+	// provider never said whether it took it, while that provider (still
+	// offered) does not answer: nothing is released until it does.
+	ErrProviderUnreachable = errors.New("withdrawal: the payout provider did not answer, and it may have the payout")
+	// ErrProviderReturned: asked before an admin's fail, the provider
+	// said it transferred the withdrawal and failed it by hand since
+	// (Jibit's MANUALLY_FAILED): both were recorded, the amount is back in
+	// the wallet (returned), and the admin's close was not needed.
+	ErrProviderReturned = errors.New("withdrawal: the payout provider just said it failed the transfer by hand")
 	// ErrProviderNotPaid: closing as paid needs the provider's word that
 	// it transferred the withdrawal.
 	ErrProviderNotPaid = errors.New("withdrawal: the payout provider has not said it transferred it")

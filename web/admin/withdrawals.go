@@ -159,6 +159,12 @@ func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fi
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_paid")
 		case errors.Is(err, withdrawal.ErrProviderHasIt):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_has_it")
+		case errors.Is(err, withdrawal.ErrOwnWithdrawal):
+			return h.withdrawalsError(c, formID, "", fiber.StatusForbidden, "admin.wd.error_own")
+		case errors.Is(err, withdrawal.ErrProviderUnreachable):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_unreachable")
+		case errors.Is(err, withdrawal.ErrProviderReturned):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_returned")
 		case errors.Is(err, withdrawal.ErrProviderEnded):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_ended")
 		case errors.Is(err, withdrawal.ErrProviderNotPaid):
@@ -226,6 +232,8 @@ func (h *handlers) reviewBankAccount(approve bool) fiber.Handler {
 			return fiber.ErrNotFound
 		case errors.Is(err, bankaccount.ErrNoteRequired):
 			return h.withdrawalsError(c, form, "note", fiber.StatusUnprocessableEntity, "admin.wd.error_note")
+		case errors.Is(err, bankaccount.ErrOwnAccount):
+			return h.withdrawalsError(c, form, "", fiber.StatusForbidden, "admin.wd.error_own")
 		case errors.Is(err, bankaccount.ErrNotPending):
 			return h.withdrawalsError(c, form, "", fiber.StatusConflict, "admin.wd.error_state")
 		case err != nil:

@@ -366,6 +366,17 @@ func ForceProviderPaid(t testing.TB, db *store.DB, publicID, ref string) {
 	}
 }
 
+// ForceProviderUnknown puts a submitted withdrawal under review as the
+// worker does when the provider's answer to its submit stayed unknown
+// too long: the provider's word unknown.
+func ForceProviderUnknown(t testing.TB, db *store.DB, publicID string) {
+	t.Helper()
+	ForceNeedsReview(t, db, publicID)
+	if err := db.Gorm.Exec(`UPDATE withdrawals SET provider_state = 'unknown' WHERE public_id = ?`, publicID).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // HoldPerson locks the national codes of userID's person, as a
 // withdrawal's write does, in a transaction of its own that lasts until
 // release is called (its error, if any, is the test's). On SQLite the
