@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -221,7 +222,8 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 			if ctx.Err() != nil {
 				it = notReached(it)
 			} else {
-				it = cutByBudget(ctx, s.reconcileItem(ctx, gw.Name(), u))
+				it, _ = s.guarded(ctx, it, func() (ReconcileItem, bool) { return s.reconcileItem(ctx, gw.Name(), u), true })
+				it = cutByBudget(ctx, it)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -248,8 +250,12 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 	wg.Wait()
 	// A payment the bank verified by itself after it ended here is on no
 	// list of unverified ones: the ended ones it never gave its word on,
-	// not listed, are asked one by one.
-	if ctx.Err() == nil {
+	// not listed, are asked one by one (none when the budget is spent:
+	// one item not reached says so, and the run is not done).
+	if ctx.Err() != nil {
+		items = append(items, ReconcileItem{Kind: "not_reached", Detail: "reconciliation budget spent before our ended payments were asked"})
+		rep.Unreached++
+	} else {
 		listed := make(map[string]bool, len(list))
 		for _, u := range list {
 			listed[u.Authority] = true
@@ -276,6 +282,23 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 // notReached is an item the run's budget ran out before: nothing was
 // asked of the bank for it (an item begun before, but whose goroutine
 // ran after, included).
+// guarded runs ask, the work on one item in a goroutine of its own: a
+// panic in it (a driver's bug on an odd answer) is that item's error,
+// logged with its stack, and the run and the process go on (no loop's
+// recovery covers these goroutines). A payment's lease taken meanwhile
+// lapses as after a crash.
+func (s *Service) guarded(ctx context.Context, it ReconcileItem, ask func() (ReconcileItem, bool)) (out ReconcileItem, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.ErrorContext(ctx, "reconciliation: panic on one item", "authority", it.Authority, "payment", it.PublicID,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			it.Kind, it.Detail = "error", usertext.Cut(fmt.Sprintf("panic: %v", v), 200)
+			out, ok = it, true
+		}
+	}()
+	return ask()
+}
+
 func notReached(it ReconcileItem) ReconcileItem {
 	it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
 	return it
@@ -501,7 +524,8 @@ func (s *Service) inquireEach(ctx context.Context, gw gateway.Gateway, ps []TopU
 				unreached()
 				return
 			}
-			it, ok := s.inquireEnded(ctx, gw, p)
+			it, ok := s.guarded(ctx, ReconcileItem{Authority: p.AuthorityString(), AmountRials: p.AmountRials, PublicID: p.PublicID},
+				func() (ReconcileItem, bool) { return s.inquireEnded(ctx, gw, p) })
 			if !ok {
 				return
 			}
@@ -770,7 +794,7 @@ func (s *Service) reconcileByCallbackData(ctx context.Context, gw gateway.Gatewa
 				add(notReached(it))
 				return
 			}
-			if it, ok := s.askByCallbackData(ctx, gw, p, plan.Ask, it); ok {
+			if it, ok := s.guarded(ctx, it, func() (ReconcileItem, bool) { return s.askByCallbackData(ctx, gw, p, plan.Ask, it) }); ok {
 				add(cutByBudget(ctx, it))
 			}
 		}()

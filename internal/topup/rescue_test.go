@@ -336,7 +336,8 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 		if peak.Load() > 2 {
 			t.Errorf("%d verifies at once, want at most 2", peak.Load())
 		}
-		if rep.Unreached == 0 || rep.Credited == 0 || rep.Credited+rep.Unreached > 12 {
+		// 13 items: the 12 listed, and our ended payments, never asked.
+		if rep.Unreached == 0 || rep.Credited == 0 || rep.Credited+rep.Unreached > 13 {
 			t.Errorf("report %+v: want some credited, some not reached", rep)
 		}
 		n, cut := 0, 0
@@ -360,8 +361,8 @@ func TestReconcileBoundedConcurrencyAndBudget(t *testing.T) {
 			t.Errorf("%d items not reached, report says %d", n, rep.Unreached)
 		}
 		// What kifpool reconcile counts as left to do (and exits 1 for).
-		if rep.Left() != n+cut || rep.Credited+rep.Left() != 12 {
-			t.Errorf("Left %d, want the %d not reached and the %d cut; credited %d of 12", rep.Left(), n, cut, rep.Credited)
+		if rep.Left() != n+cut || rep.Credited+rep.Left() != 13 {
+			t.Errorf("Left %d, want the %d not reached and the %d cut; credited %d of 12 (and the ended payments)", rep.Left(), n, cut, rep.Credited)
 		}
 		checkInvariants(t, db)
 	})
@@ -535,6 +536,45 @@ func TestReconcileCountsACreditedItemAsCredited(t *testing.T) {
 	})
 }
 
+// A panic on one item (a driver's bug on an odd answer) is that item's
+// error, left to do: the run goes on to the others and the process lives
+// (the goroutine an item runs in is no loop's, whose recovery it lacks).
+func TestReconcileSurvivesAPanicOnOneItem(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		odd, fine := e.start(10_000), e.start(20_000)
+		e.gw.Set(func(f *topuptest.Gateway) {
+			f.VerifyFn = func(n int, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+				if in.Authority == odd.AuthorityString() {
+					panic("index out of range in the driver")
+				}
+				return topuptest.Paid(77_001)(n, in)
+			}
+			f.Unverified = []gateway.Unverified{
+				{Authority: odd.AuthorityString(), AmountRials: 10_000, CallbackURL: e.svc.CallbackURL(odd.PublicID)},
+				{Authority: fine.AuthorityString(), AmountRials: 20_000, CallbackURL: e.svc.CallbackURL(fine.PublicID)},
+			}
+		})
+		rep, err := e.svc.ReconcileWith(ctx, topup.ReconcileConfig{Concurrency: 1, Budget: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]string{}
+		for _, it := range rep.Items() {
+			kinds[it.Authority] = it.Kind + " " + it.Detail
+		}
+		if !strings.HasPrefix(kinds[odd.AuthorityString()], "error panic: index out of range") || rep.Credited != 1 || rep.Left() != 1 {
+			t.Fatalf("report %+v, items %v: want the panic as one item's error, the other credited", rep, kinds)
+		}
+		e.assertCredited(fine, 77_001)
+		if got := e.row(odd.ID); got.Status.Terminal() {
+			t.Errorf("the payment whose check panicked ended: %s", dump(got))
+		}
+		checkInvariants(t, db)
+	})
+}
+
 // An item whose verify the run's budget cut short is left to do: not
 // "open" (which kifpool reconcile would take as done), but an error that
 // says the budget cut it; the payment still waits for the bank's word.
@@ -551,10 +591,12 @@ func TestReconcileBudgetCutsAVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Left: the verify cut, and our ended payments, never asked.
 		items := rep.Items()
-		if len(items) != 1 || items[0].Kind != "error" || !strings.HasPrefix(items[0].Detail, "cut by the reconciliation budget: ") ||
-			rep.Left() != 1 || rep.Credited != 0 {
-			t.Fatalf("report %+v, items %+v: want one item left, cut by the budget", rep, items)
+		if len(items) != 2 || items[0].Kind != "error" || !strings.HasPrefix(items[0].Detail, "cut by the reconciliation budget: ") ||
+			items[1].Kind != "not_reached" || !strings.Contains(items[1].Detail, "ended payments") ||
+			rep.Left() != 2 || rep.Credited != 0 {
+			t.Fatalf("report %+v, items %+v: want the item cut by the budget and the ended payments left", rep, items)
 		}
 		if got := e.row(p.ID); got.Status.Terminal() {
 			t.Errorf("the payment ended without the bank's word: %s", dump(got))

@@ -451,6 +451,9 @@ func chargeCode(err error) Code {
 		{charge.ErrNotCancelable, CodeChargeNotCancelable},
 		{charge.ErrNotRefundable, CodeChargeNotRefundable},
 		{charge.ErrRefundExceeds, CodeRefundExceeds},
+		// The key's form token made another charge or refund: the key's
+		// own fingerprint refuses that first, so this is a last guard.
+		{charge.ErrTokenReused, CodeKeyReused},
 	} {
 		if errors.Is(err, m.err) {
 			return m.code
@@ -476,6 +479,7 @@ func (h *handler) chargeProblem(c *fiber.Ctx, err error) error {
 		CodeChargeNotCancelable: "A charge that succeeded is refunded, not canceled.",
 		CodeChargeNotRefundable: "Only a charge that succeeded is refunded.",
 		CodeRefundExceeds:       "The refunds of a charge add up to at most what was captured (captured_rials − refunded_rials is left).",
+		CodeKeyReused:           "This Idempotency-Key was used for another request; use a new key for a new one.",
 	}
 	code := chargeCode(err)
 	if code == "" {
