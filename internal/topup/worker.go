@@ -121,18 +121,17 @@ type RoundResult struct {
 // skeleton's round).
 func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 	var rr RoundResult
-	n, err := w.failStaleCreated(ctx)
+	// A stale payment that could not be failed is reported, and the
+	// round goes on: one bad row does not hold up every due payment.
+	n, staleErr := w.failStaleCreated(ctx)
 	rr.Failed = n
-	if err != nil {
-		return rr, err
-	}
 	if w.allDown() {
-		return rr, nil // every bank is down: postpone, do not spend checks
+		return rr, staleErr // every bank is down: postpone, do not spend checks
 	}
 	// In-flight work finishes even when shutdown starts.
 	r, err := lifecycle.Round(ctx, round{w}, w.cfg.Concurrency, 2*w.s.cfg.VerifyTimeout+5*time.Second)
 	rr.Claimed, rr.Resolved = r.Claimed, r.Ended
-	return rr, err
+	return rr, errors.Join(staleErr, err)
 }
 
 // round is the worker's side of the lifecycle skeleton's round.
@@ -280,6 +279,7 @@ func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	n := 0
+	var errs []error
 	for _, p := range stale {
 		d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, TopUp: p, Now: now, Rules: w.rules()})
 		if d.Action != ActionMove {
@@ -290,7 +290,8 @@ func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
 		// paid), and failing it under its feet would strand the money.
 		tok, cur, err := w.s.claim(ctx, p.ID, []Status{StatusCreated})
 		if err != nil {
-			return n, fmt.Errorf("claim stale payment %s: %w", p.PublicID, err)
+			errs = append(errs, fmt.Errorf("claim stale payment %s: %w", p.PublicID, err))
+			continue
 		}
 		if tok == "" {
 			continue
@@ -301,11 +302,17 @@ func (w *Worker) failStaleCreated(ctx context.Context) (int, error) {
 			n++
 		case errors.Is(err, errNotMoved):
 			if _, err := w.s.release(ctx, cur, tok, Fields{}); err != nil {
-				return n, fmt.Errorf("release stale payment %s: %w", p.PublicID, err)
+				errs = append(errs, fmt.Errorf("release stale payment %s: %w", p.PublicID, err))
 			}
 		default:
-			return n, fmt.Errorf("fail stale payment %s: %w", p.PublicID, err)
+			// Not failed: its lease is let go at once, so that the next
+			// round (or reconciliation) tries it again, and the others
+			// of this round go on.
+			errs = append(errs, fmt.Errorf("fail stale payment %s: %w", p.PublicID, err))
+			if _, rerr := w.s.release(ctx, cur, tok, Fields{}); rerr != nil {
+				errs = append(errs, fmt.Errorf("release stale payment %s: %w", p.PublicID, rerr))
+			}
 		}
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ package topup_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -316,6 +317,56 @@ func TestDeadlineNeverOverrulesAVerifyInFlight(t *testing.T) {
 		}
 		if b := e.balance(); b != 50_000 {
 			t.Errorf("balance %d, want 50000", b)
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// A stale "created" payment that cannot be failed (its write refused)
+// costs the round nothing else: the due payments are still resolved in
+// the same round, the error is reported, and the stale one's lease is let
+// go at once, so that the next round fails it.
+func TestOneBadStalePaymentDoesNotHoldUpTheRound(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		now := e.clock.Now()
+		if err := db.Gorm.Exec(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
+			VALUES ('stalecreated00000000002', ?, ?, 20000, 'zarinpal', 'stale-form-2', 'created', ?, ?, ?)`,
+			e.user.ID, e.wallet.ID, now, now, now).Error; err != nil {
+			t.Fatal(err)
+		}
+		stale := e.count(`SELECT id FROM topups WHERE form_token = 'stale-form-2'`)
+		paid := e.start(30_000) // paid at the bank, its payer never came back
+		e.gw.Set(func(f *topuptest.Gateway) { f.VerifyFn = topuptest.Paid(91_001) })
+		e.clock.Advance(5 * time.Minute)
+		refused := errors.New("the outbox refused the row")
+		e.store.set(func(h *hookStore) {
+			h.move = func(m topup.Move) error {
+				if m.TopUpID == stale {
+					return refused
+				}
+				return nil
+			}
+		})
+		w := e.svc.NewWorker(topuptest.WorkerConfig())
+		rr, err := w.RunOnce(ctx)
+		if !errors.Is(err, refused) {
+			t.Fatalf("RunOnce: %v, want the stale payment's error reported", err)
+		}
+		if rr.Resolved != 1 {
+			t.Fatalf("round %+v: the due payment was not resolved", rr)
+		}
+		e.assertCredited(paid, 91_001)
+		if row := e.row(stale); row.Status != topup.StatusCreated || row.LeaseOwner != "" {
+			t.Fatalf("the stale payment after its refused move: %s, want created and unheld", dump(row))
+		}
+		e.store.set(func(h *hookStore) { h.move = nil })
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if row := e.row(stale); row.Status != topup.StatusFailed {
+			t.Fatalf("the next round: %s, want failed", dump(row))
 		}
 		checkInvariants(t, db)
 	})
