@@ -126,7 +126,7 @@ func TestReadmeIsShortAndSaysWhatItPromises(t *testing.T) {
 		}
 	}
 	// The variables of accounts, mail and limits (issue 18).
-	for _, v := range []string{"SMTP_URL", "MAIL_FROM", "TOPUP_DAILY_MAX_RIALS", "TOPUP_DAILY_MAX_COUNT", "BALANCE_MAX_RIALS",
+	for _, v := range []string{"SMTP_URL", "MAIL_FROM", "TOPUP_DAILY_MAX_RIALS", "TOPUP_DAILY_MAX_COUNT", "BALANCE_MAX_RIALS", "TOPUP_WAITING_MAX_COUNT",
 		"API_TOKEN_DEFAULT_DAYS", "API_TOKENS_PER_USER", "RATE_LIMIT_SIGNIN", "RATE_LIMIT_SIGNUP", "RETENTION_MAIL"} {
 		if !strings.Contains(readme, "`"+v+"`") {
 			t.Errorf("README.md does not name %s", v)

@@ -279,9 +279,6 @@ func (s *Service) reconcileList(ctx context.Context, gw gateway.Gateway, rc Reco
 	return rep, err
 }
 
-// notReached is an item the run's budget ran out before: nothing was
-// asked of the bank for it (an item begun before, but whose goroutine
-// ran after, included).
 // guarded runs ask, the work on one item in a goroutine of its own: a
 // panic in it (a driver's bug on an odd answer) is that item's error,
 // logged with its stack, and the run and the process go on (no loop's
@@ -299,6 +296,9 @@ func (s *Service) guarded(ctx context.Context, it ReconcileItem, ask func() (Rec
 	return ask()
 }
 
+// notReached is an item the run's budget ran out before: nothing was
+// asked of the bank for it (an item begun before, but whose goroutine
+// ran after, included).
 func notReached(it ReconcileItem) ReconcileItem {
 	it.Kind, it.Detail = "not_reached", "reconciliation budget spent"
 	return it

@@ -145,9 +145,15 @@ func (s *StartService) Start(ctx context.Context, r Request) (StartResult, error
 		}
 		if !seen {
 			if err := s.policy.Allow(ctx, r.UserID, rials); err != nil {
-				return StartResult{}, err
+				// A double click's twin may have inserted this form's
+				// payment between the two reads, and counted it: then
+				// this is a repeat, answered as that submit was.
+				if again, ferr := s.topUps.FormSubmitted(ctx, r.UserID, r.FormToken); ferr != nil || !again {
+					return StartResult{}, err
+				}
+			} else {
+				quota = s.policy.Quota(rials)
 			}
-			quota = s.policy.Quota(rials)
 		}
 	}
 	// A user without a wallet yet (made before wallets were) gets it now:

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/money"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/wallet"
 )
 
 // TestAmountOneRuleForBothForms: an amount typed in tomans (the form) and
@@ -51,4 +54,58 @@ func TestStartRefusesBeforeAnyRead(t *testing.T) {
 	if _, err := uc.Start(ctx, topup.Request{UserID: 1, FormToken: topup.NewFormToken(), Amount: topup.Typed("abc")}); !errors.Is(err, money.ErrInvalid) {
 		t.Errorf("bad amount: %v", err)
 	}
+}
+
+// twinFirst is a policy whose first Allow lets a double click's twin
+// submit the same form first (its payment inserted and counted between
+// this submit's two reads), and then refuses, as a limit the twin filled
+// would.
+type twinFirst struct {
+	twin   func()
+	refuse error
+}
+
+func (p *twinFirst) Allow(context.Context, int64, int64) error {
+	if twin := p.twin; twin != nil {
+		p.twin = nil
+		twin()
+	}
+	return p.refuse
+}
+
+func (p *twinFirst) Quota(int64) *topup.Quota { return nil }
+
+// A double click at a limit: the twin's payment counts against the limit
+// this submit is checked for, but this submit is a repeat of that form,
+// so it gets the twin's answer, never the limit's refusal; a new form is
+// refused.
+func TestARepeatIsNeverRefusedByTheLimitItsTwinFilled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		rules := money.Limits{MinRials: 10_000, MaxRials: 5_000_000}
+		wallets := wallet.NewService(db, nil)
+		plain := topup.NewStartService(e.svc, wallets, rules)
+		full := errors.New("limit reached")
+		req := topup.Request{UserID: e.user.ID, Email: e.user.Email, FormToken: topup.NewFormToken(), Amount: topup.Rials(50_000)}
+		var first topup.StartResult
+		var firstErr error
+		p := &twinFirst{refuse: full, twin: func() { first, firstErr = plain.Start(ctx, req) }}
+		capped := topup.NewStartService(e.svc, wallets, rules).WithPolicy(p)
+		got, err := capped.Start(ctx, req)
+		if firstErr != nil || err != nil {
+			t.Fatalf("the twin: %v; this submit: %v, want both answered", firstErr, err)
+		}
+		if got.TopUp.ID != first.TopUp.ID || got.PayURL != first.PayURL {
+			t.Fatalf("this submit got payment %d (%s), the twin %d (%s): want the twin's answer", got.TopUp.ID, got.PayURL, first.TopUp.ID, first.PayURL)
+		}
+		other := req
+		other.FormToken = topup.NewFormToken()
+		if _, err := capped.Start(ctx, other); !errors.Is(err, full) {
+			t.Fatalf("a new form at the limit: %v, want refused", err)
+		}
+		if n := e.count(`SELECT COUNT(*) FROM topups WHERE user_id = ?`, e.user.ID); n != 1 {
+			t.Fatalf("%d payments, want the twin's one", n)
+		}
+	})
 }

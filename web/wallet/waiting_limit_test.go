@@ -59,6 +59,14 @@ func TestWaitingTopUpsAreCapped(t *testing.T) {
 				if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, want) {
 					t.Fatalf("%s: %s: %d, want 422 with %q", l, what, r.Status, want)
 				}
+				// It links to the open top-ups, where each waits.
+				link := apptest.Parse(r.Body).TestID("waiting-list")
+				if link == nil {
+					t.Fatalf("%s: %s: no link to the open top-ups", l, what)
+				}
+				if list := c.Get(link.Attr("href")); list.Status != http.StatusOK || len(apptest.Parse(list.Body).TestIDs("payment-row")) < 2 {
+					t.Fatalf("%s: the open top-ups at %s: %d", l, link.Attr("href"), list.Status)
+				}
 			}
 			refused("a third top-up while two wait at the bank")
 			if n := len(payments()); n != 2 {
