@@ -183,6 +183,9 @@ var (
 	ErrNoteRequired   = errors.New("card refund: a note is required")
 	ErrNotUnderReview = errors.New("card refund: not under review")
 	ErrBusy           = errors.New("card refund: another actor holds it")
+	// ErrOwnTopUp: an admin does not refund their own top-up to their
+	// card, nor close their own card refund; another admin does.
+	ErrOwnTopUp = errors.New("card refund: an admin's own top-up is another admin's to refund")
 	// ErrNotMoved: the row was not in the expected status (or not held
 	// by the lease): another actor moved it first.
 	ErrNotMoved = errors.New("card refund: not moved")

@@ -152,6 +152,9 @@ func (s *Service) Start(ctx context.Context, r StartRequest) (CardRefund, error)
 	if err != nil {
 		return CardRefund{}, err
 	}
+	if t.UserID == r.AdminID {
+		return CardRefund{}, ErrOwnTopUp
+	}
 	f, err := s.facts(ctx, t)
 	if err != nil {
 		return CardRefund{}, err
@@ -363,7 +366,7 @@ func (s *Service) Resolve(ctx context.Context, id int64) (ended bool, err error)
 // Recheck is an admin's "ask the bank again" about a card refund under
 // review: back to submitted, and the bank's record asked now.
 func (s *Service) Recheck(ctx context.Context, publicID string, adminID int64) (CardRefund, error) {
-	c, t, lease, err := s.review(ctx, publicID)
+	c, t, lease, err := s.review(ctx, publicID, 0)
 	if err != nil {
 		return c, err
 	}
@@ -386,7 +389,7 @@ func (s *Service) Close(ctx context.Context, publicID string, adminID int64, mad
 	if err != nil {
 		return CardRefund{}, err
 	}
-	c, t, lease, err := s.review(ctx, publicID)
+	c, t, lease, err := s.review(ctx, publicID, adminID)
 	if err != nil {
 		return c, err
 	}
@@ -429,11 +432,15 @@ func (s *Service) lapsed(ctx context.Context, c CardRefund, err error) (CardRefu
 	return cur, ErrBusy
 }
 
-// review takes the lease of a card refund under review.
-func (s *Service) review(ctx context.Context, publicID string) (CardRefund, TopUp, string, error) {
+// review takes the lease of a card refund under review; closer, when
+// not 0, is the admin who would close it, refused on their own.
+func (s *Service) review(ctx context.Context, publicID string, closer int64) (CardRefund, TopUp, string, error) {
 	c, err := s.d.Store.ByPublicID(ctx, publicID)
 	if err != nil {
 		return CardRefund{}, TopUp{}, "", err
+	}
+	if closer != 0 && c.UserID == closer {
+		return c, TopUp{}, "", ErrOwnTopUp
 	}
 	if c.Status != StatusNeedsReview {
 		return c, TopUp{}, "", ErrNotUnderReview

@@ -41,6 +41,11 @@ func TestZarinpalRefundsPartThenTheRest(t *testing.T) {
 		if _, err := e.svc.Start(context.Background(), cardrefund.StartRequest{TopUpPublicID: p.PublicID, AmountRials: 100_000, AdminID: e.admin.ID}); !errors.Is(err, cardrefund.ErrNoteRequired) {
 			t.Fatalf("without a note: %v", err)
 		}
+		// The payer, were they an admin, does not refund their own.
+		if _, err := e.svc.Start(context.Background(), cardrefund.StartRequest{TopUpPublicID: p.PublicID, AmountRials: 100_000, AdminID: e.user.ID,
+			Note: "mine"}); !errors.Is(err, cardrefund.ErrOwnTopUp) {
+			t.Fatalf("a refund of one's own top-up: %v, want ErrOwnTopUp", err)
+		}
 		first := e.mustStart(p, 200_000, cardrefund.StatusRefunded)
 		if first.Attempts != 1 || first.StatusReason != cardrefund.ReasonBankAccepted || first.BankReference == "" || first.RefundedBeforeRials != 0 {
 			t.Fatalf("first %+v", first)
@@ -333,6 +338,13 @@ func TestFiguresThatDifferGoToReview(t *testing.T) {
 		ctx := context.Background()
 		if _, err := e.svc.Close(ctx, c.PublicID, e.admin.ID, false, " "); !errors.Is(err, cardrefund.ErrNoteRequired) {
 			t.Fatalf("close without a note: %v", err)
+		}
+		// The payer, were they an admin, does not close their own.
+		if _, err := e.svc.Close(ctx, c.PublicID, e.user.ID, false, "it never came"); !errors.Is(err, cardrefund.ErrOwnTopUp) {
+			t.Fatalf("a close of one's own card refund: %v, want ErrOwnTopUp", err)
+		}
+		if cur, _, _ := e.svc.Get(ctx, c.PublicID); cur.Status != cardrefund.StatusNeedsReview || cur.LeaseOwner != "" {
+			t.Fatalf("after the refused close: %+v", cur)
 		}
 		// Asking again changes nothing: the figures still differ.
 		if r, err := e.svc.Recheck(ctx, c.PublicID, e.admin.ID); err != nil || r.Status != cardrefund.StatusNeedsReview {

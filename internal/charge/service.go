@@ -191,6 +191,9 @@ func (s *Service) kick() {
 // MakeMerchant makes user userID a merchant named name (by: the admin,
 // nil for the CLI); created is false when it was one (renamed).
 func (s *Service) MakeMerchant(ctx context.Context, userID int64, name string, by *int64) (Merchant, bool, error) {
+	if by != nil && *by == userID {
+		return Merchant{}, false, ErrOwnMerchant
+	}
 	name = strings.TrimSpace(name)
 	if err := CheckDisplayName(name); err != nil {
 		return Merchant{}, false, err

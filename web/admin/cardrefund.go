@@ -145,6 +145,8 @@ func (h *handlers) startCardRefund(c *fiber.Ctx) error {
 	u := h.User(c)
 	cr, err := h.CardRefunds.Start(ctx, cardrefund.StartRequest{TopUpPublicID: id, AmountRials: rials, AdminID: u.ID, Note: form.Note})
 	switch {
+	case errors.Is(err, cardrefund.ErrOwnTopUp):
+		return refuse(fiber.StatusForbidden, "admin.cardrefund.error.own")
 	case errors.Is(err, cardrefund.ErrNoteRequired):
 		return refuse(fiber.StatusUnprocessableEntity, "admin.cardrefund.error.note")
 	case errors.Is(err, cardrefund.ErrInProgress):
@@ -255,6 +257,8 @@ func (h *handlers) closeCardRefund(c *fiber.Ctx) error {
 	}
 	_, err = h.CardRefunds.Close(c.UserContext(), refundID, h.User(c).ID, made == "yes", note)
 	switch {
+	case errors.Is(err, cardrefund.ErrOwnTopUp):
+		return h.renderTopUpDetail(c, fiber.StatusForbidden, cardRefundForm{ErrorKey: "admin.cardrefund.error.own"})
 	case errors.Is(err, cardrefund.ErrNoteRequired):
 		return h.renderTopUpDetail(c, fiber.StatusUnprocessableEntity, cardRefundForm{ErrorKey: "admin.cardrefund.error.close"})
 	case errors.Is(err, cardrefund.ErrNotUnderReview):

@@ -88,5 +88,22 @@ func TestAdminMakesMerchant(t *testing.T) {
 		if n := withdrawaltest.AuditActions(t, db, "merchant"); n != 2 {
 			t.Fatalf("%d audit rows", n)
 		}
+		// Not their own account: another admin makes it a merchant. The
+		// refusal spends no code, and writes nothing.
+		self := authtest.UserID(t, db, adminEmail)
+		mine := code()
+		if r := admin.Submit(routes.AdminUser(self), routes.AdminUserMerchant(self), url.Values{"display_name": {"My Shop"}, "code": {mine}}); r.Status != http.StatusForbidden ||
+			apptest.Parse(r.Body).TestID("admin-error").Text() != i18n.T(i18n.EN, "admin.merchant.error_own") {
+			t.Fatalf("an admin made themselves a merchant: %d", r.Status)
+		}
+		if _, _, err := app.Server.Charges.MakeMerchant(ctx, self, "My Shop", &self); !errors.Is(err, charge.ErrOwnMerchant) {
+			t.Fatalf("the use case: %v, want ErrOwnMerchant", err)
+		}
+		if _, err := app.Server.Charges.Merchant(ctx, self); !errors.Is(err, charge.ErrNotMerchant) {
+			t.Fatalf("the admin is a merchant: %v", err)
+		}
+		if r := admin.Submit(page, action, url.Values{"display_name": {"Books & Co."}, "code": {mine}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("the code the refusal did not spend: %d", r.Status)
+		}
 	})
 }

@@ -102,6 +102,8 @@ func (h *handlers) makeMerchant(c *fiber.Ctx) error {
 		return err
 	case u.EmailVerifiedAt == nil:
 		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_unconfirmed", name)
+	case u.ID == h.User(c).ID:
+		return h.renderUser(c, id, fiber.StatusForbidden, "", "admin.merchant.error_own", name)
 	}
 	if status, key, args, err := h.checkFresh(c); err != nil || key != "" {
 		if err != nil {
@@ -114,6 +116,8 @@ func (h *handlers) makeMerchant(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, charge.ErrNotFound):
 		return fiber.ErrNotFound
+	case errors.Is(err, charge.ErrOwnMerchant):
+		return h.renderUser(c, id, fiber.StatusForbidden, "", "admin.merchant.error_own", name)
 	case errors.Is(err, charge.ErrBadName):
 		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_name", name)
 	case errors.Is(err, charge.ErrAddressUnconfirmed):
