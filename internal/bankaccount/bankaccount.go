@@ -327,13 +327,24 @@ func (s *Service) Pending(ctx context.Context, limit int) ([]Waiting, error) {
 	return out, nil
 }
 
+// CheckNote is an admin's note on a review: required, one line of
+// printable text (ErrNoteRequired otherwise); a page checks it before it
+// spends a code.
+func CheckNote(note string) (string, error) {
+	note = strings.TrimSpace(note)
+	if note == "" || len(note) > 500 || usertext.CheckName(note) != nil {
+		return "", ErrNoteRequired
+	}
+	return note, nil
+}
+
 // Review is an admin's decision on an account waiting for one (after
 // checking ownership by other means): verified or rejected, with a note,
 // recorded in the audit log in the same transaction.
 func (s *Service) Review(ctx context.Context, adminID, id int64, approve bool, note string) (Account, error) {
-	note = strings.TrimSpace(note)
-	if note == "" || len(note) > 500 || usertext.CheckName(note) != nil {
-		return Account{}, ErrNoteRequired
+	note, err := CheckNote(note)
+	if err != nil {
+		return Account{}, err
 	}
 	to, action := StatusRejected, audit.ActionBankAccountReject
 	if approve {
@@ -341,7 +352,7 @@ func (s *Service) Review(ctx context.Context, adminID, id int64, approve bool, n
 	}
 	now := s.clock()
 	var a Account
-	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Account{}).Where("id = ? AND status = ? AND user_id <> ?", id, StatusPendingReview, adminID).
 			Updates(map[string]any{"status": to, "reviewed_by": adminID, "review_note": note, "updated_at": now})
 		if res.Error != nil {

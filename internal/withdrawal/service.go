@@ -399,8 +399,9 @@ func (s *Service) Cancel(ctx context.Context, userID int64, publicID string) (Wi
 	return moved, err
 }
 
-// checkNote is an admin's note: required, one line of printable text.
-func checkNote(note string) (string, error) {
+// CheckNote is an admin's note: required, one line of printable text
+// (ErrNoteRequired otherwise); a page checks it before it spends a code.
+func CheckNote(note string) (string, error) {
 	note = strings.TrimSpace(note)
 	if note == "" || len(note) > 500 || usertext.CheckName(note) != nil {
 		return "", ErrNoteRequired
@@ -421,7 +422,7 @@ func (s *Service) Reject(ctx context.Context, adminID int64, publicID, note stri
 }
 
 func (s *Service) review(ctx context.Context, adminID int64, publicID, note string, approve bool) (Withdrawal, error) {
-	note, err := checkNote(note)
+	note, err := CheckNote(note)
 	if err != nil {
 		return Withdrawal{}, err
 	}
@@ -526,7 +527,7 @@ func (s *Service) AdminPay(ctx context.Context, adminID int64, publicID, note st
 // StatusFailed or StatusPaid, checked against the provider's word on
 // the row it claimed.
 func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note string, to Status) (Withdrawal, error) {
-	note, err := checkNote(note)
+	note, err := CheckNote(note)
 	if err != nil {
 		return Withdrawal{}, err
 	}

@@ -142,6 +142,14 @@ func (h *handlers) checkFresh(c *fiber.Ctx) (status int, key string, args []any,
 func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fiber.Ctx, adminID int64, id, note string) (withdrawal.Withdrawal, error), form, done string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		formID := adminview.ReviewForm(form, c.Params("id"))
+		// Refusals that need no code spend none: a missing note, the
+		// admin's own withdrawal (the use case refuses both again).
+		if _, err := withdrawal.CheckNote(h.FormValue(c, "note")); err != nil {
+			return h.withdrawalsError(c, formID, "note", fiber.StatusUnprocessableEntity, "admin.wd.error_note")
+		}
+		if w, err := h.Withdrawals.ByPublicID(c.UserContext(), c.Params("id")); err == nil && w.UserID == h.User(c).ID {
+			return h.withdrawalsError(c, formID, "", fiber.StatusForbidden, "admin.wd.error_own")
+		}
 		if ok, err := h.freshFactor(c, formID); !ok {
 			return err
 		}
@@ -223,6 +231,12 @@ func (h *handlers) reviewBankAccount(approve bool) fiber.Handler {
 			action = "account-approve"
 		}
 		form := adminview.ReviewForm(action, strconv.FormatInt(id, 10))
+		if _, err := bankaccount.CheckNote(h.FormValue(c, "note")); err != nil {
+			return h.withdrawalsError(c, form, "note", fiber.StatusUnprocessableEntity, "admin.wd.error_note")
+		}
+		if _, err := h.BankAccounts.Get(c.UserContext(), h.User(c).ID, id); err == nil {
+			return h.withdrawalsError(c, form, "", fiber.StatusForbidden, "admin.wd.error_own")
+		}
 		if ok, err := h.freshFactor(c, form); !ok {
 			return err
 		}

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
@@ -95,7 +97,8 @@ func TestWithdrawalQueue(t *testing.T) {
 		}
 		others := []string{"code-reject-" + big.PublicID, "code-approve-" + other.PublicID, "note-reject-" + big.PublicID}
 		refused(r, "approve-"+big.PublicID, "code", "called the payee", others...)
-		r = admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {""}, "code": {code()}})
+		unspent := code()
+		r = admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {""}, "code": {unspent}})
 		if r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("no note: %d", r.Status)
 		}
@@ -103,7 +106,8 @@ func TestWithdrawalQueue(t *testing.T) {
 		if s := withdrawaltest.Get(t, db, big.PublicID).Status; s != withdrawal.StatusRequested {
 			t.Fatalf("changed to %s", s)
 		}
-		r = admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {code()}})
+		// The refusal for the note spent no code: the same one approves.
+		r = admin.Submit(routes.AdminWithdrawals, approve, url.Values{"note": {"called the payee"}, "code": {unspent}})
 		if r.Status != http.StatusSeeOther || r.Location != routes.AdminWithdrawals+"?done=approved" {
 			t.Fatalf("approve: %d %q", r.Status, r.Location)
 		}
@@ -237,4 +241,40 @@ func withdrawalAdminSetup(t *testing.T, db *store.DB) (app *apptest.App, admin *
 	uid = authtest.UserID(t, db, "payee@example.com")
 	withdrawaltest.FundUser(t, db, uid, 3_000_000_000)
 	return app, admin, code, payee, uid
+}
+
+// An admin's own withdrawal and own bank account waiting for review are
+// another admin's: the page refuses them (403) before a code is spent,
+// and nothing changes.
+func TestAdminsOwnWithdrawalIsAnotherAdmins(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app, admin, code, _, _ := withdrawalAdminSetup(t, db)
+		ctx := context.Background()
+		self := authtest.UserID(t, db, "boss@example.com")
+		withdrawaltest.FundUser(t, db, self, 1_000_000_000)
+		acct := withdrawaltest.VerifiedAccount(t, db, self, withdrawaltest.Sheba("017", 52))
+		pending := withdrawaltest.PendingAccount(t, db, self, withdrawaltest.Sheba("056", 53))
+		r, err := app.Server.Withdrawals.Request(ctx, withdrawal.Request{UserID: self, FormToken: formtoken.New(), BankAccountID: acct, AmountRials: 600_000_000})
+		if err != nil || !r.Withdrawal.ReviewRequired {
+			t.Fatalf("the admin's own withdrawal: %+v %v", r.Withdrawal, err)
+		}
+		unspent := code()
+		for _, action := range []string{routes.AdminWithdrawalApprove(r.Withdrawal.PublicID), routes.AdminBankAccountApprove(pending)} {
+			resp := admin.Submit(routes.AdminWithdrawals, action, url.Values{"note": {"it is mine"}, "code": {unspent}})
+			if resp.Status != http.StatusForbidden || !strings.Contains(resp.Body, html.EscapeString(i18n.T(i18n.EN, "admin.wd.error_own"))) {
+				t.Fatalf("%s by its own admin: %d", action, resp.Status)
+			}
+		}
+		if s := withdrawaltest.Get(t, db, r.Withdrawal.PublicID).Status; s != withdrawal.StatusRequested {
+			t.Fatalf("the admin's own withdrawal moved to %s", s)
+		}
+		if s := withdrawaltest.BankAccountStatus(t, db, pending); s != "pending_review" {
+			t.Fatalf("the admin's own bank account is %s", s)
+		}
+		// No code was spent: it still passes the console's own check.
+		if err := app.Server.Auth.ConfirmSecondFactor(ctx, self, unspent); err != nil {
+			t.Fatalf("the code the refusals did not spend: %v", err)
+		}
+	})
 }
