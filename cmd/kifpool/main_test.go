@@ -198,6 +198,16 @@ func TestReset2FA(t *testing.T) {
 	if left != 0 {
 		t.Fatalf("%d traces of the old second factor left", left)
 	}
+	// Not for a user who is no admin: their account has no second factor
+	// to reset, and the audit log would say an admin's was.
+	if err := run(ctx, []string{"user", "create", "--email", "payer@example.com"}, envOf(env), strings.NewReader("a long enough password\n"), &out, log); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(ctx, []string{"user", "reset-2fa", "--email", "payer@example.com"}, envOf(env), strings.NewReader(""), &out, log); !errors.Is(err, auth.ErrNotAdmin) ||
+		strings.Contains(out.String(), "enrol") {
+		t.Fatalf("reset-2fa of a user who is no admin: %v, output %q", err, out.String())
+	}
 }
 
 func TestServeStartsAndStops(t *testing.T) {

@@ -13,6 +13,10 @@ import (
 // ErrNoUser is returned when no user has the email address given.
 var ErrNoUser = errors.New("no user with this email address")
 
+// ErrNotAdmin: the command is an admin's (reset-2fa), and the user with
+// this address is not one; nothing was changed.
+var ErrNotAdmin = errors.New("the user with this email address is not an admin")
+
 // RoleChange is what SetRole did.
 type RoleChange struct {
 	User User

@@ -476,6 +476,12 @@ func (s *Service) ResetTOTP(ctx context.Context, email string) (User, string, er
 			}
 			return err
 		}
+		if !u.IsAdmin() {
+			// Only the admin console asks for a second factor: an
+			// enrolment code for anyone else opens nothing, and its audit
+			// row would say an admin was reset.
+			return ErrNotAdmin
+		}
 		if err := tx.Model(&User{}).Where("id = ?", u.ID).
 			Updates(map[string]any{"totp_secret": "", "totp_confirmed_at": nil, "totp_last_step": 0}).Error; err != nil {
 			return err
@@ -497,7 +503,7 @@ func (s *Service) ResetTOTP(ctx context.Context, email string) (User, string, er
 		return tx.Model(&Session{}).Where("user_id = ?", u.ID).Update("second_factor_at", nil).Error
 	})
 	if err != nil {
-		if errors.Is(err, ErrNoUser) {
+		if errors.Is(err, ErrNoUser) || errors.Is(err, ErrNotAdmin) {
 			return User{}, "", err
 		}
 		return User{}, "", fmt.Errorf("reset two-factor: %w", err)
