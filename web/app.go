@@ -333,6 +333,13 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		return a.AnswerError(c, code)
 	}
 	c.Response().ResetBody()
+	if code >= 500 && c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+		// A form sent (a top-up, a transfer, a payment, a withdrawal)
+		// whose outcome we could not tell: not "try again", which could
+		// make a second one from a new form, but look first. A repeat of
+		// the same form is answered as its first submit was.
+		return s.message(c, code, "error.internal_title", "error.internal_post", routes.Wallet, "nav.back_wallet")
+	}
 	return s.message(c, code, key+"_title", key, routes.Home, "nav.home")
 }
 

@@ -205,6 +205,7 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 
 	"error.internal_title":    "خطای داخلی",
 	"error.internal":          "مشکلی پیش آمد. دوباره تلاش کنید؛ اگر ادامه داشت با پشتیبانی تماس بگیرید.",
+	"error.internal_post":     "نتوانستیم این کار را تمام کنیم و هنوز معلوم نیست انجام شده است یا نه. پیش از تلاش دوباره، کیف‌پول و تاریخچهٔ خود را ببینید؛ فرستادن دوباره‌ی همین فرم هرگز پول را دو بار جابه‌جا نمی‌کند.",
 	"error.not_found_title":   "پیدا نشد",
 	"error.not_found":         "صفحه‌ای که دنبالش هستید وجود ندارد.",
 	"error.method_title":      "درخواست پشتیبانی نمی‌شود",
@@ -510,6 +511,7 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 
 	"error.internal_title":    "Something went wrong",
 	"error.internal":          "Something went wrong on our side. Please try again; if it keeps happening, contact support.",
+	"error.internal_post":     "We could not finish this, and cannot tell yet whether it went through. Look at your wallet and its history before you try again; sending this same form again never moves money twice.",
 	"error.not_found_title":   "Not found",
 	"error.not_found":         "The page you are looking for does not exist.",
 	"error.method_title":      "Not supported",

@@ -63,6 +63,10 @@ type Options struct {
 	// WrapTopUp, when set, wraps the top-up start use case (tests
 	// observe what the form and the API ask of it).
 	WrapTopUp func(topup.Starter) topup.Starter
+	// WrapTopUpStore, when set, wraps the store the top-up service
+	// resolves payments through (tests: a database that fails at a
+	// chosen moment); the worker and the pages share that service.
+	WrapTopUpStore func(topup.Store) topup.Store
 	// BcryptCost lowers password hashing cost in tests.
 	BcryptCost int
 	// MailRootCAs, when set, is trusted for the SMTP server's certificate

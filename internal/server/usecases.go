@@ -69,7 +69,11 @@ func newUseCases(b base, p useCaseParts) useCases {
 	p.store.OnWebhookQueued(u.Hooks.Kick)
 	pc := topUpConfig(cfg, p.gateways.Drivers)
 	pc.Observer, pc.Disabled = p.metrics, p.store.DisabledGateways
-	u.TopUps = topup.NewService(p.store, p.gateways.Set, b.now, b.log("payment"), pc)
+	var ts topup.Store = p.store
+	if b.o.WrapTopUpStore != nil {
+		ts = b.o.WrapTopUpStore(ts)
+	}
+	u.TopUps = topup.NewService(ts, p.gateways.Set, b.now, b.log("payment"), pc)
 	u.WorkerConfig = workerConfig(cfg)
 	u.Worker = u.TopUps.NewWorker(u.WorkerConfig)
 	u.Auth = auth.NewService(b.db, auth.Options{Now: b.now, BcryptCost: b.o.BcryptCost, ResetMailer: p.resets, VerifyMailer: p.verifies,

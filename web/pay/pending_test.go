@@ -2,7 +2,10 @@ package pay_test
 
 import (
 	"context"
+	"errors"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,5 +97,59 @@ func TestUnknownVerifyOutcomeIsPendingThenCredited(t *testing.T) {
 			t.Fatalf("balance %d", c.Balance())
 		}
 		apptest.CheckInvariants(t, db)
+	})
+}
+
+// flakyReads is the top-up store with reads of a payment that fail while
+// down is set, as a database does for a moment.
+type flakyReads struct {
+	topup.Store
+	down atomic.Bool
+}
+
+func (f *flakyReads) ByPublicID(ctx context.Context, id string) (topup.TopUp, error) {
+	if f.down.Load() {
+		return topup.TopUp{}, errors.New("read payment: connection reset by peer")
+	}
+	return f.Store.ByPublicID(ctx, id)
+}
+
+// The payer comes back from paying while the database fails for a
+// moment: not an error page (whose "try again" could send them to pay a
+// second time) but the pending page, 503, which asks again through the
+// same return a few seconds later; once the database answers, the
+// payment is credited and shown so.
+func TestReturnWhileTheDatabaseFailsIsPending(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var reads *flakyReads
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{WrapTopUpStore: func(s topup.Store) topup.Store {
+			reads = &flakyReads{Store: s}
+			return reads
+		}}})
+		c, payURL := app.StartTopUp(t, "flaky@example.com", "20000")
+		back := c.PayAtBank(payURL, "pay")
+		reads.down.Store(true)
+		res := c.Get(back)
+		doc := apptest.Parse(res.Body)
+		if res.Status != http.StatusServiceUnavailable || apptest.TopUpStatus(res.Body) != "pending_verification" ||
+			!strings.Contains(res.Body, `http-equiv="refresh"`) || doc.TestID("amount") != nil {
+			t.Fatalf("the return while the database fails: %d %q %.300s", res.Status, apptest.TopUpStatus(res.Body), res.Body)
+		}
+		if c.Balance() != 0 {
+			t.Fatal("credited while the payment could not be read")
+		}
+		m := regexp.MustCompile(`http-equiv="refresh" content="\d+;url=([^"]+)"`).FindStringSubmatch(res.Body)
+		if m == nil || !strings.HasSuffix(back, html.UnescapeString(m[1])) || !strings.Contains(m[1], "/return?") {
+			t.Fatalf("the page refreshes to %q, want the same return %q", m, back)
+		}
+		again := html.UnescapeString(m[1])
+		reads.down.Store(false)
+		if res = c.Get(again); res.Status != http.StatusOK || apptest.TopUpStatus(res.Body) != "credited" {
+			t.Fatalf("the refresh once the database answers: %d %q", res.Status, apptest.TopUpStatus(res.Body))
+		}
+		if c.Balance() != 200_000 {
+			t.Fatalf("balance %d after paying 20,000 tomans", c.Balance())
+		}
 	})
 }

@@ -3,6 +3,7 @@ package pay
 import (
 	"errors"
 	"net/url"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -30,6 +31,14 @@ func (h *handlers) topUpReturn(c *fiber.Ctx) error {
 	case errors.Is(err, topup.ErrAuthorityMismatch), errors.Is(err, topup.ErrBadCallback),
 		errors.Is(err, topup.ErrReceiptReused), errors.Is(err, topup.ErrReceiptMismatch):
 		return h.Message(c, fiber.StatusBadRequest, "return.bad_title", "return.bad", routes.Wallet, "nav.back_wallet")
+	case err != nil && p.ID == 0 && topup.ValidPublicID(id):
+		// The payment could not even be read (a database that failed
+		// for a moment), just as its payer comes back from paying: not
+		// an error page, whose "try again" could send them to pay a
+		// second time, but the pending page, asking again in a few
+		// seconds. The worker asks the bank meanwhile.
+		h.Log.ErrorContext(c.UserContext(), "return: payment not read; shown as pending", "payment", id, "err", err)
+		return h.notReadYet(c, id)
 	case err != nil && p.ID == 0:
 		return err
 	case err != nil:
@@ -74,6 +83,26 @@ func (h *handlers) topUpReturn(c *fiber.Ctx) error {
 		}
 	}
 	return h.Render(c, fiber.StatusOK, views.Result(pg, v))
+}
+
+// notReadYet is the pending page of payment id, which could not be read:
+// neutral (whose it is was not read either), 503, refreshed by the same
+// return when the bank's was a GET (safe to repeat: its parameters are
+// hints), else through the payment's receipt (a POST is not repeated).
+func (h *handlers) notReadYet(c *fiber.Ctx, id string) error {
+	again := routes.TopUpPage(id)
+	if c.Method() == fiber.MethodGet {
+		again = routes.TopUpReturn(id)
+		if q := string(c.Request().URI().QueryString()); q != "" {
+			again += "?" + q
+		}
+	}
+	v := views.TopUpView{PublicID: id, Status: string(topup.StatusPendingVerification), Neutral: true,
+		ReturnURL: again, RefreshSeconds: pendingRefreshSeconds}
+	pg := h.Page(c, views.ResultTitleKey(v.Status))
+	pg.RefreshURL, pg.RefreshSeconds = again, pendingRefreshSeconds
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(pendingRefreshSeconds))
+	return h.Render(c, fiber.StatusServiceUnavailable, views.Result(pg, v))
 }
 
 // handOver sends the payer to an API top-up's return_url (target) on the
