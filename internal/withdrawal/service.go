@@ -391,8 +391,12 @@ func (s *Service) Cancel(ctx context.Context, userID int64, publicID string) (Wi
 	moved, err := s.move(ctx, w, Move{From: w.Status, To: StatusCancelled, Actor: ActorUser, Reason: ReasonCancelled,
 		Fields: Fields{ClearNext: true}})
 	if errors.Is(err, ErrNotMoved) {
-		if cur, gerr := s.st.Get(ctx, w.ID); gerr == nil && cur.Status == StatusCancelled {
+		cur, gerr := s.st.Get(ctx, w.ID)
+		switch {
+		case gerr == nil && cur.Status == StatusCancelled:
 			return cur, nil
+		case gerr == nil:
+			return cur, ErrNotCancellable // as it stands now: the page says why
 		}
 		return w, ErrNotCancellable
 	}

@@ -88,7 +88,10 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 	}
 	h.withCheckout(c, &v)
 	pg := h.Page(c, v.ReceiptTitle())
-	if p.Status == topup.StatusPendingVerification || p.Status == topup.StatusSettling {
+	if views.StatusClass(v.Status) == "pending" && !v.Unpaid() && !v.Dismissed {
+		// The page says it updates itself: it does, whatever the open
+		// status (a top-up being started, one whose payer came back
+		// before the bank's word).
 		pg.RefreshURL, pg.RefreshSeconds = routes.TopUpPage(p.PublicID), pendingRefreshSeconds
 	}
 	if p.Status.Terminal() {

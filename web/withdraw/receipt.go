@@ -35,6 +35,10 @@ func (h *handlers) cancel(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, withdrawal.ErrNotFound):
 		return fiber.ErrNotFound
+	case errors.Is(err, withdrawal.ErrNotCancellable) && w.Status.Ended():
+		// Ended meanwhile (rejected, failed, returned): its
+		// receipt says how, and "it was sent to the bank" would not.
+		return c.Redirect(routes.Withdrawal(w.PublicID), fiber.StatusSeeOther)
 	case errors.Is(err, withdrawal.ErrNotCancellable):
 		v := withdrawalView(w)
 		v.ErrorKey = "withdrawal.not_cancellable"

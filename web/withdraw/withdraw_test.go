@@ -235,7 +235,7 @@ func TestWithdrawJourney(t *testing.T) {
 func TestWithdrawRefusals(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t, store.SQLite)
-	app := apptest.Start(t, db, apptest.Options{})
+	app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"WITHDRAWAL_REVIEW_ABOVE_RIALS": "250000"}})
 	c := app.NewClient(t)
 	c.SignUp("payee@example.com")
 	uid := authtest.UserID(t, db, "payee@example.com")
@@ -271,10 +271,10 @@ func TestWithdrawRefusals(t *testing.T) {
 		t.Fatalf("%d withdrawals from refusals", n)
 	}
 	// Cancel, then a cancel of one already sent.
-	mk := func() string {
+	mkOf := func(tomans string) string {
 		form := apptest.Parse(c.Get(routes.Withdraw).Body).Form(routes.Withdraw).Hidden()
 		form.Set("bank_account", account)
-		form.Set("amount", "20000")
+		form.Set("amount", tomans)
 		form.Set("confirm", "1")
 		r := c.Post(routes.Withdraw, form)
 		if r.Status != http.StatusSeeOther {
@@ -282,6 +282,7 @@ func TestWithdrawRefusals(t *testing.T) {
 		}
 		return strings.TrimPrefix(r.Location, routes.Withdrawals+"/")
 	}
+	mk := func() string { return mkOf("20000") }
 	first := mk()
 	r := c.Submit(routes.Withdrawal(first), routes.WithdrawalCancel(first), nil)
 	if r.Status != http.StatusSeeOther {
@@ -298,6 +299,24 @@ func TestWithdrawRefusals(t *testing.T) {
 	r = c.Post(routes.WithdrawalCancel(second), url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
 	if r.Status != http.StatusConflict || apptest.Parse(r.Body).TestID("withdrawal-error") == nil {
 		t.Fatalf("cancel once sent: %d", r.Status)
+	}
+	// A cancel from a page read before the withdrawal ended (here: an
+	// admin rejected it) shows how it ended, not "it was sent".
+	third := mkOf("30000")
+	page = c.Get(routes.Withdrawal(third))
+	boss, err := app.Server.Auth.SignUp(context.Background(), "boss@example.com", "correct horse battery", "admin", "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Server.Withdrawals.Reject(context.Background(), boss.ID, third, "not this one"); err != nil {
+		t.Fatal(err)
+	}
+	r = c.Post(routes.WithdrawalCancel(third), url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}})
+	if r.Status != http.StatusSeeOther || r.Location != routes.Withdrawal(third) {
+		t.Fatalf("cancel of one that ended: %d %q", r.Status, r.Location)
+	}
+	if doc := apptest.Parse(c.Get(r.Location).Body); doc.TestID("withdrawal-receipt").Attr("data-status") != "rejected" || doc.TestID("withdrawal-error") != nil {
+		t.Fatal("the receipt of one that ended, after a cancel")
 	}
 	if f := withdrawaltest.WalletOf(t, db, uid); f.Held != 200_000 {
 		t.Fatalf("held %d", f.Held)
