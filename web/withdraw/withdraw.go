@@ -57,7 +57,8 @@ func (h *handlers) withdrawForm(c *fiber.Ctx) error {
 	return h.Render(c, fiber.StatusOK, views.Withdraw(h.Page(c, "withdraw.title"), f))
 }
 
-// withdraw is the form's two steps: without confirm, the amount and the
+// withdraw is the form's two steps (and "Change", edit=1, the form again
+// filled in): without confirm, the amount and the
 // account are checked and the confirmation page shows the rail and the
 // arrival estimate; with confirm, the withdrawal is made (its amount
 // held) and the browser goes to its receipt (303). The form's token makes
@@ -82,6 +83,13 @@ func (h *handlers) withdraw(c *fiber.Ctx) error {
 	if !formtoken.Valid(token) {
 		f.ErrorKey = "withdraw.error_form_expired"
 		return h.Render(c, fiber.StatusBadRequest, views.Withdraw(h.Page(c, "withdraw.title"), f))
+	}
+	if h.FormValue(c, "edit") == "1" {
+		// "Change" on the confirmation: the form again, filled in as
+		// sent, under the same token (one form, one withdrawal).
+		f.Token = token
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return h.Render(c, fiber.StatusOK, views.Withdraw(h.Page(c, "withdraw.title"), f))
 	}
 	cfg := h.Withdrawals.Config()
 	rials, err := cfg.Limits().ParseTomans(f.Amount)

@@ -176,6 +176,23 @@ func TestWithdrawJourney(t *testing.T) {
 		t.Fatalf("confirm: %d %.500s", confirm.Status, confirm.Body)
 	}
 	post := cd.Form(routes.Withdraw).Hidden()
+	// "Change" brings the form back as it was filled in, under the same
+	// token, writing nothing.
+	if cd.TestID("withdraw-change").Attr("name") != "edit" {
+		t.Fatal("the confirmation's change is not the form's edit")
+	}
+	edit := cd.Form(routes.Withdraw).Hidden()
+	edit.Set("edit", "1")
+	e := c.Post(routes.Withdraw, edit)
+	ed := apptest.Parse(e.Body)
+	if e.Status != http.StatusOK || ed.TestID("withdraw-form") == nil || ed.Input("amount") != persian("200,000") ||
+		ed.Form(routes.Withdraw).Hidden().Get("token") != post.Get("token") ||
+		!ed.TestID("bank-account-"+values.Get("bank_account")).Has("checked") {
+		t.Fatalf("change: %d, amount %q", e.Status, ed.Input("amount"))
+	}
+	if n := len(withdrawaltest.ByUser(t, db, uid)); n != 0 {
+		t.Fatalf("%d withdrawals after a change", n)
+	}
 	r := c.Post(routes.Withdraw, post)
 	if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, routes.Withdrawals+"/wd_") {
 		t.Fatalf("withdraw: %d %q %.300s", r.Status, r.Location, r.Body)
