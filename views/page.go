@@ -105,8 +105,11 @@ type AuthForm struct {
 	Email     string
 	ErrorKey  string // message key of the error, if any
 	ErrorArgs []any  // its arguments
-	Next      string // where to go after signing in (a local path)
-	Notice    string // message key of a notice above the form
+	// ErrorField is the field at fault ("password"; "" the address, or
+	// the pair): it is marked invalid and takes the focus.
+	ErrorField string
+	Next       string // where to go after signing in (a local path)
+	Notice     string // message key of a notice above the form
 }
 
 // AccountView is the account page.

@@ -54,7 +54,10 @@ type BankAccountsView struct {
 	// an error).
 	IBAN, NationalCodeTyped string
 	ErrorKey                string
-	Notice                  string
+	// ErrorField is the field at fault: "national_code", or "" for the
+	// Sheba (marked invalid, it takes the focus).
+	ErrorField string
+	Notice     string
 }
 
 // WithdrawForm is the withdrawal form.
@@ -71,6 +74,9 @@ type WithdrawForm struct {
 	ReviewAboveRials              int64
 	ErrorKey                      string
 	ErrorArgs                     []any
+	// ErrorField is the field at fault: "bank_account", or "" for the
+	// amount (marked invalid, it takes the focus).
+	ErrorField string
 	// Off: withdrawals are not offered (PAYOUTS=none).
 	Off bool
 }

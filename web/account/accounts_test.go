@@ -23,14 +23,15 @@ func TestSignUpRefusesWeakPasswordsAndLookalikes(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{})
 		c := app.NewClient(t)
 		c.SignUp("admin@example.com")
-		for _, tc := range []struct{ name, email, password, key string }{
-			{"eight spaces", "new@example.com", "        ", "at least 10 characters"},
-			{"short once trimmed", "new@example.com", "  abc12345  ", "at least 10 characters"},
-			{"one kind of character", "new@example.com", "abcdefghijklmn", "two kinds of characters"},
-			{"common password", "new@example.com", "Password123", "list of common passwords"},
-			{"zero-width space", "admin\u200b@example.com", "correct horse battery", "email address is not valid"},
-			{"Cyrillic a", "\u0430dmin@example.com", "correct horse battery", "email address is not valid"},
-			{"fullwidth copy of an account", "ａｄｍｉｎ@example.com", "correct horse battery", "already exists"},
+		// Each refusal marks the field at fault, which takes the focus.
+		for _, tc := range []struct{ name, email, password, key, field string }{
+			{"eight spaces", "new@example.com", "        ", "at least 10 characters", "password"},
+			{"short once trimmed", "new@example.com", "  abc12345  ", "at least 10 characters", "password"},
+			{"one kind of character", "new@example.com", "abcdefghijklmn", "two kinds of characters", "password"},
+			{"common password", "new@example.com", "Password123", "list of common passwords", "password"},
+			{"zero-width space", "admin\u200b@example.com", "correct horse battery", "email address is not valid", "email"},
+			{"Cyrillic a", "\u0430dmin@example.com", "correct horse battery", "email address is not valid", "email"},
+			{"fullwidth copy of an account", "ａｄｍｉｎ@example.com", "correct horse battery", "already exists", "email"},
 		} {
 			fresh := app.NewClient(t)
 			fresh.Get(routes.SignUp + "?lang=en")
@@ -38,6 +39,13 @@ func TestSignUpRefusesWeakPasswordsAndLookalikes(t *testing.T) {
 			r := fresh.Post(routes.SignUp, url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "email": {tc.email}, "password": {tc.password}})
 			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, tc.key) {
 				t.Errorf("%s: %d, want 422 saying %q", tc.name, r.Status, tc.key)
+			}
+			doc := apptest.Parse(r.Body)
+			for _, f := range []string{"email", "password"} {
+				e := doc.ByID(f)
+				if marked := e != nil && e.Attr("aria-invalid") == "true" && e.Has("autofocus"); marked != (f == tc.field) {
+					t.Errorf("%s: field %s marked invalid: %v, want only %s", tc.name, f, marked, tc.field)
+				}
 			}
 		}
 		if n := authtest.CountUsers(t, db, nil); n != 1 {

@@ -22,7 +22,11 @@ func (h *handlers) signUp(c *fiber.Ctx) error {
 	email, password := c.FormValue("email"), h.FormValue(c, "password")
 	u, err := h.Auth.Register(c.UserContext(), email, password, string(h.Lang(c)))
 	if err != nil {
-		key := ""
+		key, field := "", "password"
+		switch {
+		case errors.Is(err, auth.ErrEmailInvalid), errors.Is(err, auth.ErrEmailTaken):
+			field = ""
+		}
 		switch {
 		case errors.Is(err, auth.ErrEmailInvalid):
 			key = "signup.error_email"
@@ -39,7 +43,7 @@ func (h *handlers) signUp(c *fiber.Ctx) error {
 		default:
 			return err
 		}
-		return h.Render(c, fiber.StatusUnprocessableEntity, views.SignUp(h.Page(c, "signup.title"), views.AuthForm{Email: email, ErrorKey: key}))
+		return h.Render(c, fiber.StatusUnprocessableEntity, views.SignUp(h.Page(c, "signup.title"), views.AuthForm{Email: email, ErrorKey: key, ErrorField: field}))
 	}
 	h.Log.InfoContext(c.UserContext(), "user signed up", "user", u.ID)
 	if h.MailQueued != nil { // the confirmation link, which the person waits for

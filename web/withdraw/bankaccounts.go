@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/bankaccount"
+	"github.com/kifpool/kifpool/internal/iban"
 	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
@@ -81,6 +82,9 @@ func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 		v.IBAN, v.ErrorKey = typedIBAN, key
 		if v.NationalCode == "" {
 			v.NationalCodeTyped = typedNC
+			if errors.Is(err, iban.ErrNationalCodeFormat) || errors.Is(err, iban.ErrNationalCodeCheck) || errors.Is(err, bankaccount.ErrNationalCodeDiffers) {
+				v.ErrorField = "national_code"
+			}
 		}
 		status := fiber.StatusUnprocessableEntity
 		if errors.Is(err, bankaccount.ErrTooManyInquiries) {

@@ -75,6 +75,9 @@ func (h *handlers) withdraw(c *fiber.Ctx) error {
 	f.Account, _ = strconv.ParseInt(h.FormValue(c, "bank_account"), 10, 64)
 	refuse := func(status int, key string, args ...any) error {
 		f.Token, f.ErrorKey, f.ErrorArgs = token, key, args
+		if key == "withdraw.error_account" {
+			f.ErrorField = "bank_account"
+		}
 		return h.Render(c, status, views.Withdraw(h.Page(c, "withdraw.title"), f))
 	}
 	if f.Off {

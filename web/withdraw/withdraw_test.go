@@ -73,6 +73,20 @@ func TestBankAccounts(t *testing.T) {
 		t.Fatalf("empty page: %d", page.Status)
 	}
 	typed := persian(sheba[2:6] + " " + sheba[6:14] + " " + sheba[14:])
+	// A wrong national code marks its own field, not the Sheba's, and
+	// keeps both as typed.
+	marked := func(doc *apptest.Doc, id string) bool {
+		e := doc.ByID(id)
+		return e != nil && e.Attr("aria-invalid") == "true" && e.Has("autofocus")
+	}
+	bad := apptest.Parse(addAccount(c, typed, "123").Body)
+	if !marked(bad, "national-code") || marked(bad, "iban") || bad.Input("iban") != typed || bad.Input("national_code") != "123" {
+		t.Fatal("a wrong national code: its field is not the one marked, or the form lost what was typed")
+	}
+	bad = apptest.Parse(addAccount(c, "IR12", persian(nationalCode)).Body)
+	if !marked(bad, "iban") || marked(bad, "national-code") {
+		t.Fatal("a wrong Sheba: its field is not the one marked")
+	}
 	r := addAccount(c, typed, persian(nationalCode))
 	if r.Status != http.StatusSeeOther || r.Location != routes.BankAccounts+"?done=verified" {
 		t.Fatalf("add: %d %q %.300s", r.Status, r.Location, r.Body)
@@ -279,9 +293,14 @@ func TestWithdrawRefusals(t *testing.T) {
 			form.Set("token", tc.token)
 		}
 		r := c.Post(routes.Withdraw, form)
-		e := apptest.Parse(r.Body).TestID("withdraw-error")
+		doc := apptest.Parse(r.Body)
+		e := doc.TestID("withdraw-error")
 		if r.Status != tc.status || e == nil || !strings.Contains(e.Text(), tc.text) {
 			t.Errorf("%s: %d", tc.name, r.Status)
+		}
+		// The account refused marks the accounts, not the amount.
+		if amountMarked := doc.ByID("amount").Attr("aria-invalid") == "true"; tc.account == itoa(pending) && (amountMarked || doc.TestID("bank-account-"+account).Attr("aria-invalid") != "true") {
+			t.Errorf("%s: the amount is marked invalid, or the accounts are not", tc.name)
 		}
 	}
 	if n := len(withdrawaltest.ByUser(t, db, uid)); n != 0 {
