@@ -252,6 +252,10 @@ type TopUpView struct {
 	// BankForm, for a gateway reached only by POST (Mellat), is the form
 	// that takes the payer back to the bank's page instead of BankURL.
 	BankForm *ToBankView
+	// ToCardRials and ToCardPendingRials are what of a credited top-up
+	// went back to its card, and what is on its way there (its payer's
+	// receipt only).
+	ToCardRials, ToCardPendingRials int64
 	// Dismissed: the payer said they will not pay it; the bank has not
 	// said it failed yet.
 	Dismissed bool

@@ -93,6 +93,27 @@ func (s *Service) Offer(ctx context.Context, publicID string) (Standing, error) 
 	return Standing{TopUp: t, Offer: OfferFor(f, s.cfg), Refunds: list}, nil
 }
 
+// ToCard is what of the top-up topUpID went back to its card, as its
+// payer's receipt says it: refunded (the bank accepted it) and on its
+// way (held, sent, or waiting for a person); a failed one went back to
+// the wallet and counts in neither.
+func (s *Service) ToCard(ctx context.Context, topUpID int64) (refunded, onItsWay int64, err error) {
+	list, err := s.d.Store.OfTopUp(ctx, topUpID)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, c := range list {
+		switch c.Status {
+		case StatusRefunded:
+			refunded += c.AmountRials
+		case StatusFailed:
+		default:
+			onItsWay += c.AmountRials
+		}
+	}
+	return refunded, onItsWay, nil
+}
+
 func (s *Service) facts(ctx context.Context, t TopUp) (Facts, error) {
 	open, refunded, available, err := s.d.Store.Standing(ctx, t)
 	if err != nil {

@@ -56,7 +56,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	pageReads := reads.WithReadPool(s.Reads)
 	pageWallets := s.Wallets.WithReadPool(s.Reads)
 	pageTransfers := s.Transfers.WithReadPool(s.Reads)
-	payDeps := pay.Deps{TopUps: s.TopUps, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback}
+	payDeps := pay.Deps{TopUps: s.TopUps, Reads: reads, Webhooks: s.Webhooks, ParseCallback: ParseCallback, ToCard: s.CardRefunds.ToCard}
 	return web.New(web.Deps{
 		Config: cfg, Auth: s.Auth, GatewayLabel: labels, Metrics: s.Metrics, Bank: gws.BankHandler,
 		RateLimits: b.o.RateLimits, Log: log, Now: b.now,

@@ -53,6 +53,11 @@ func TestRefundToCardFromTheTopUpPage(t *testing.T) {
 		}
 		page := routes.AdminTopUp(tu.PublicID)
 		action := routes.AdminTopUpCardRefund(tu.PublicID)
+		// The payer's receipt, read (and kept) before any refund, says
+		// nothing went back to the card.
+		if d := apptest.Parse(payer.Get(routes.TopUpPage(tu.PublicID)).Body); d.TestID("to-card") != nil || d.TestID("to-card-pending") != nil {
+			t.Fatal("the receipt names a refund to the card before any")
+		}
 		doc := apptest.Parse(admin.Get(page).Body)
 		if doc.TestID("card-refund-form") == nil || doc.TestID("card-refund-figures").Attr("data-left-rials") != "500000" ||
 			doc.TestID("card-refund-amount").Attr("value") != "50000" { // the admin reads English
@@ -102,6 +107,10 @@ func TestRefundToCardFromTheTopUpPage(t *testing.T) {
 		}
 		if payer.Balance() != 300_000 || app.CountAudit(t, audit.ActionCardRefund) != 1 {
 			t.Fatalf("balance %d, audited %d", payer.Balance(), app.CountAudit(t, audit.ActionCardRefund))
+		}
+		// The payer's receipt says what went back to the card.
+		if d := apptest.Parse(payer.Get(routes.TopUpPage(tu.PublicID)).Body); d.TestID("to-card").Attr("data-rials") != "200000" || d.TestID("to-card-pending") != nil {
+			t.Fatal("the payer's receipt does not say 20,000 tomans went back to the card")
 		}
 		history := apptest.Parse(payer.Get(routes.Wallet).Body).TestID("history-row")
 		if history.Attr("data-kind") != "card_refund" || history.Attr("data-rials") != "-200000" {

@@ -61,23 +61,25 @@ type keptKey struct {
 // keptView is views.TopUpView as a comparable value (no pointers): every
 // field but BankForm (a page with one is not kept).
 type keptView struct {
-	PublicID        string
-	AmountRials     int64
-	Status          string
-	RefID           int64
-	CardPANMasked   string
-	CreatedAt       time.Time
-	HasResolved     bool
-	ResolvedAt      time.Time
-	FailureCause    string
-	TryAgainURL     string
-	OtherGatewayURL string
-	CheckoutURL     string
-	ReturnURL       string
-	RefreshSeconds  int
-	Neutral         bool
-	BankURL         string
-	Dismissed       bool
+	PublicID           string
+	AmountRials        int64
+	Status             string
+	RefID              int64
+	CardPANMasked      string
+	CreatedAt          time.Time
+	HasResolved        bool
+	ResolvedAt         time.Time
+	FailureCause       string
+	TryAgainURL        string
+	OtherGatewayURL    string
+	CheckoutURL        string
+	ReturnURL          string
+	RefreshSeconds     int
+	Neutral            bool
+	BankURL            string
+	Dismissed          bool
+	ToCardRials        int64
+	ToCardPendingRials int64
 }
 
 // keyOf is the key of the page tmpl renders from pg and v; ok is false
@@ -91,6 +93,7 @@ func keyOf(tmpl byte, pg views.Page, v views.TopUpView) (k keptKey, ok bool) {
 		CreatedAt: v.CreatedAt.UTC(), FailureCause: v.FailureCause, TryAgainURL: v.TryAgainURL,
 		OtherGatewayURL: v.OtherGatewayURL, CheckoutURL: v.CheckoutURL, ReturnURL: v.ReturnURL,
 		Neutral: v.Neutral, BankURL: v.BankURL, Dismissed: v.Dismissed,
+		ToCardRials: v.ToCardRials, ToCardPendingRials: v.ToCardPendingRials,
 	}}
 	if v.ResolvedAt != nil {
 		k.v.HasResolved, k.v.ResolvedAt = true, v.ResolvedAt.UTC()

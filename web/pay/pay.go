@@ -13,6 +13,7 @@
 package pay
 
 import (
+	"context"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/gateway/callback"
@@ -36,6 +37,9 @@ type Deps struct {
 	// the named gateway (gateway.Driver.ParseCallback); ok is false for a
 	// gateway it does not know or a callback without a usable token.
 	ParseCallback func(gateway string, query, form func(key string) string, isPost bool) (callback.Params, bool)
+	// ToCard, when set, says what of a credited top-up went back to its
+	// card (cardrefund.Service.ToCard), for its payer's receipt.
+	ToCard func(ctx context.Context, topUpID int64) (refunded, onItsWay int64, err error)
 }
 
 type handlers struct {

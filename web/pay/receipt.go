@@ -87,6 +87,11 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 		return err
 	}
 	h.withCheckout(c, &v)
+	if p.Status == topup.StatusCredited && h.ToCard != nil {
+		if v.ToCardRials, v.ToCardPendingRials, err = h.ToCard(c.UserContext(), p.ID); err != nil {
+			return err
+		}
+	}
 	pg := h.Page(c, v.ReceiptTitle())
 	if views.StatusClass(v.Status) == "pending" && !v.Unpaid() && !v.Dismissed {
 		// The page says it updates itself: it does, whatever the open
