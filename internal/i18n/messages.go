@@ -193,7 +193,7 @@ var messagesFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"status.needs_review":         "در حال بررسی",
 
 	"return.bad_title": "درخواست نامعتبر",
-	"return.bad":       "این پیوند بازگشت از بانک معتبر نیست. هیچ تغییری در کیف‌پول شما داده نشد.",
+	"return.bad":       "این پیوند بازگشت از بانک معتبر نیست. هیچ تغییری در کیف‌پول شما داده نشد؛ اگر برای این پرداخت پولی از کارت شما کم شده باشد، بانک معمولاً تا ۷۲ ساعت آن را به کارت برمی‌گرداند.",
 
 	"return.handover_title":    "رفتن به سایت دیگر",
 	"return.handover_body":     "این پیوند شما را از کیف‌پول به {host} می‌برد، سایتی که این پرداخت را آغاز کرد. اگر آن را نمی‌شناسید، به آن نروید.",
@@ -501,7 +501,7 @@ var messagesEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"status.needs_review":         "Under review",
 
 	"return.bad_title": "Invalid request",
-	"return.bad":       "This return link from the bank is not valid. Nothing in your wallet was changed.",
+	"return.bad":       "This return link from the bank is not valid. Nothing in your wallet was changed; if money was taken from your card for this payment, the bank gives it back to the card, usually within 72 hours.",
 
 	"return.handover_title":    "Leaving for another site",
 	"return.handover_body":     "This link takes you from the wallet to {host}, the site that started this payment. If you do not know it, do not go there.",
