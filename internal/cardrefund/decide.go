@@ -155,11 +155,15 @@ func OfferFor(f Facts, cfg Config) Offer {
 			o.Why = WhyAllRefunded // what is left is below the bank's smallest refund
 		case o.MaxRials < c.MinAmountRials:
 			o.Why = WhySpent
+		case !c.Partial && f.AvailableRials < left:
+			// A bank that refunds only the whole of what is left cannot
+			// be sent less: the wallet must still hold all of it.
+			o.Why = WhySpent
 		default:
 			o.OK = true
 		}
 		if !c.Partial {
-			o.Whole, o.MinRials = true, o.MaxRials
+			o.Whole, o.MinRials, o.MaxRials = true, left, left
 		}
 	}
 	return o

@@ -71,6 +71,18 @@ func TestOfferFor(t *testing.T) {
 		{"sep: reversed once", facts("sep", 150_000, 150_000, 150_000, t0), false, cardrefund.WhyReversed, 0, 0},
 		{"mellat: settled", facts("mellat", 150_000, 0, 150_000, t0), false, cardrefund.WhySettled, 0, 0},
 		{"zibal: no way", facts("zibal", 150_000, 0, 150_000, t0), false, cardrefund.WhyNoWay, 0, 0},
+		// A refund API that takes only the whole of what is left: that
+		// much, or nothing while the wallet holds less.
+		{"whole only: what is left", func() cardrefund.Facts {
+			f := facts("zarinpal", 500_000, 200_000, 900_000, t0)
+			f.Capabilities.CardRefund.Partial = false
+			return f
+		}(), true, "", 300_000, 300_000},
+		{"whole only: part spent", func() cardrefund.Facts {
+			f := facts("zarinpal", 500_000, 200_000, 250_000, t0)
+			f.Capabilities.CardRefund.Partial = false
+			return f
+		}(), false, cardrefund.WhySpent, 300_000, 300_000},
 		{"a gateway removed", func() cardrefund.Facts { f := facts("zarinpal", 500_000, 0, 900_000, t0); f.Known = false; return f }(),
 			false, cardrefund.WhyNoWay, 0, 0},
 	} {
