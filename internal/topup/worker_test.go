@@ -330,13 +330,7 @@ func TestOneBadStalePaymentDoesNotHoldUpTheRound(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newEnv(t, db)
-		now := e.clock.Now()
-		if err := db.Gorm.Exec(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
-			VALUES ('stalecreated00000000002', ?, ?, 20000, 'zarinpal', 'stale-form-2', 'created', ?, ?, ?)`,
-			e.user.ID, e.wallet.ID, now, now, now).Error; err != nil {
-			t.Fatal(err)
-		}
-		stale := e.count(`SELECT id FROM topups WHERE form_token = 'stale-form-2'`)
+		stale := e.staleCreated("stalecreated00000000002")
 		paid := e.start(30_000) // paid at the bank, its payer never came back
 		e.gw.Set(func(f *topuptest.Gateway) { f.VerifyFn = topuptest.Paid(91_001) })
 		e.clock.Advance(5 * time.Minute)
@@ -372,6 +366,19 @@ func TestOneBadStalePaymentDoesNotHoldUpTheRound(t *testing.T) {
 	})
 }
 
+// staleCreated writes a payment whose submit died before the bank
+// answered (created, no authority), made now, and returns its id.
+func (e *env) staleCreated(publicID string) int64 {
+	e.t.Helper()
+	now := e.clock.Now()
+	if err := e.db.Gorm.Exec(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
+		VALUES (?, ?, ?, 20000, 'zarinpal', ?, 'created', ?, ?, ?)`,
+		publicID, e.user.ID, e.wallet.ID, "form-"+publicID, now, now, now).Error; err != nil {
+		e.t.Fatal(err)
+	}
+	return e.count(`SELECT id FROM topups WHERE public_id = ?`, publicID)
+}
+
 // The worker's "submit died" deadline takes the lease like every other
 // actor: a created payment that reconciliation is recovering (it holds the
 // lease, the bank lists the authority paid) is not failed under its feet;
@@ -380,13 +387,7 @@ func TestStaleCreatedWaitsForTheLeaseHolder(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newEnv(t, db)
-		now := e.clock.Now()
-		if err := db.Gorm.Exec(`INSERT INTO topups (public_id, user_id, wallet_id, amount_rials, gateway, form_token, status, created_at, updated_at, opened_at)
-			VALUES ('stalecreated00000000001', ?, ?, 20000, 'zarinpal', 'stale-form', 'created', ?, ?, ?)`,
-			e.user.ID, e.wallet.ID, now, now, now).Error; err != nil {
-			t.Fatal(err)
-		}
-		id := e.count(`SELECT id FROM topups WHERE form_token = 'stale-form'`)
+		id := e.staleCreated("stalecreated00000000001")
 		e.clock.Advance(5 * time.Minute) // well past StaleCreated (1 min)
 		at := e.clock.Now()
 		if _, ok, err := e.store.Claim(ctx, topup.Claim{ID: id, Statuses: []topup.Status{topup.StatusCreated},
