@@ -333,7 +333,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		return a.AnswerError(c, code)
 	}
 	c.Response().ResetBody()
-	if code >= 500 && c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+	if code >= 500 && c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead && movesMoney(c.Path()) {
 		// A form sent (a top-up, a transfer, a payment, a withdrawal)
 		// whose outcome we could not tell: not "try again", which could
 		// make a second one from a new form, but look first. A repeat of
@@ -341,6 +341,19 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		return s.message(c, code, "error.internal_title", "error.internal_post", routes.Wallet, "nav.back_wallet")
 	}
 	return s.message(c, code, key+"_title", key, routes.Home, "nav.home")
+}
+
+// movesMoney reports whether path is a payer's or a merchant's form that
+// moves money (a top-up, a transfer, a withdrawal and its cancel, a
+// checkout, a merchant's capture or refund), whose unknown outcome the
+// error page must not answer with "try again".
+func movesMoney(path string) bool {
+	for _, prefix := range []string{routes.Wallet + "/", routes.Checkouts + "/", routes.Merchant + "/", routes.TopUps + "/", routes.Withdrawals + "/"} {
+		if strings.HasPrefix(strings.ToLower(path), prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // underAPI reports whether path is the API's, in any case of its letters

@@ -147,12 +147,12 @@ var (
 	// ErrBadOrderID, ErrBadDescription: the fields break their rules.
 	ErrBadOrderID     = errors.New("charge: order_id must be 1 to 100 visible characters")
 	ErrBadDescription = errors.New("charge: description longer than 500 characters or with control characters")
-	// ErrBadName: a merchant's display name breaks its rules.
 	// ErrOwnMerchant: an admin does not make themselves a merchant, nor
 	// rename their own merchant; another admin (or the operator's
 	// kifpool merchant create) does.
 	ErrOwnMerchant = errors.New("charge: an admin's own account is made a merchant by another admin")
-	ErrBadName     = errors.New("charge: a merchant's display name is 1 to 100 characters, no control characters")
+	// ErrBadName: a merchant's display name breaks its rules.
+	ErrBadName = errors.New("charge: a merchant's display name is 1 to 100 characters, no control characters")
 	// ErrInsufficientFunds: the payer's (a refund: the merchant's)
 	// available balance is short; nothing written.
 	ErrInsufficientFunds = errors.New("charge: available balance is short")

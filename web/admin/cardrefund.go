@@ -121,6 +121,10 @@ func (h *handlers) startCardRefund(c *fiber.Ctx) error {
 	}
 	rials, err := money.ParseTomans(form.Amount) // typed in tomans, read in rials
 	switch {
+	case st.TopUp.UserID == h.User(c).ID:
+		// Before the code: a refusal that needs none spends none (the
+		// use case refuses it again).
+		return refuse(fiber.StatusForbidden, "admin.cardrefund.error.own")
 	case !st.Offer.OK:
 		return refuse(fiber.StatusConflict, "admin.cardrefund.why."+string(st.Offer.Why))
 	case err != nil:
@@ -249,6 +253,10 @@ func (h *handlers) closeCardRefund(c *fiber.Ctx) error {
 	note := h.FormValue(c, "note")
 	if (made != "yes" && made != "no") || note == "" {
 		return h.renderTopUpDetail(c, fiber.StatusUnprocessableEntity, cardRefundForm{ErrorKey: "admin.cardrefund.error.close"})
+	}
+	if cr, _, err := h.CardRefunds.Get(c.UserContext(), refundID); err == nil && cr.UserID == h.User(c).ID {
+		// Before the code, as the start's (the use case refuses it again).
+		return h.renderTopUpDetail(c, fiber.StatusForbidden, cardRefundForm{ErrorKey: "admin.cardrefund.error.own"})
 	}
 	if ok, r, err := h.secondFactor(c); err != nil {
 		return err

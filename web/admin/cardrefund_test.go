@@ -231,3 +231,36 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 func gatewayRefund(ref, rials int64) gateway.RefundInput {
 	return gateway.RefundInput{RefID: ref, AmountRials: rials}
 }
+
+// An admin's own top-up is another admin's to refund to the card: the
+// page refuses it (403) before the code is spent, and nothing is held.
+func TestOwnTopUpIsAnotherAdminsToRefund(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := topuptest.NewClock()
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const boss = "boss@example.com"
+		admin := app.NewAdmin(t, boss)
+		csrf, token := admin.TopUpForm()
+		r := admin.PostTopUp(csrf, token, "50000")
+		admin.Get(admin.PayAtBank(r.Location, "pay"))
+		tu := topuptest.Last(t, db)
+		if tu.Status != "credited" {
+			t.Fatalf("the admin's own top-up is %s", tu.Status)
+		}
+		clock.Advance(30 * time.Second)
+		unspent := apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
+		resp := admin.Submit(routes.AdminTopUp(tu.PublicID), routes.AdminTopUpCardRefund(tu.PublicID),
+			url.Values{"amount": {"20000"}, "note": {"mine"}, "code": {unspent}})
+		if resp.Status != http.StatusForbidden || apptest.Parse(resp.Body).TestID("card-refund-error") == nil {
+			t.Fatalf("a refund of the admin's own top-up: %d", resp.Status)
+		}
+		if st, err := app.Server.CardRefunds.Offer(ctx, tu.PublicID); err != nil || len(st.Refunds) != 0 {
+			t.Fatalf("card refunds %+v %v", st.Refunds, err)
+		}
+		if err := app.Server.Auth.ConfirmSecondFactor(ctx, authtest.UserID(t, db, boss), unspent); err != nil {
+			t.Fatalf("the code the refusal did not spend: %v", err)
+		}
+	})
+}

@@ -35,7 +35,7 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 			t.Fatal(err)
 		}
 		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		do := func(method, u string, form url.Values) (*http.Response, string) {
+		doWith := func(method, u string, form url.Values, fetchMode string) (*http.Response, string) {
 			t.Helper()
 			var body io.Reader
 			if form != nil {
@@ -48,6 +48,9 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 			if form != nil {
 				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			}
+			if fetchMode != "" {
+				req.Header.Set("Sec-Fetch-Mode", fetchMode)
+			}
 			resp, err := noFollow.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -55,6 +58,10 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
 			return resp, string(b)
+		}
+		do := func(method, u string, form url.Values) (*http.Response, string) {
+			t.Helper()
+			return doWith(method, u, form, "")
 		}
 		toShop := func(what string, resp *http.Response, id string) {
 			t.Helper()
@@ -90,14 +97,20 @@ func TestReturnLinkIsNoOpenRedirect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, _ := do(http.MethodGet, back, nil)
+		// A page's background check of the link (app.js's fetch, after a
+		// 503 whose refresh carries the bank's fields) does not spend the
+		// hand-over, which the browser would not follow to another site;
+		// the navigation after it takes it.
+		resp, body := doWith(http.MethodGet, back, nil, "cors")
+		staysHere("a background check of the bank's return", resp, body, tu.ID)
+		resp, _ = doWith(http.MethodGet, back, nil, "navigate")
 		toShop("the bank's return", resp, tu.ID)
 		for i := 0; i < 3; i++ {
 			resp, body := do(http.MethodGet, back, nil)
 			staysHere("the same link again", resp, body, tu.ID)
 		}
 		own := f.app.URL + routes.TopUpReturn(tu.ID) + "?" + callback.OwnTokenParam + "=" + url.QueryEscape(authority)
-		resp, body := do(http.MethodGet, own, nil)
+		resp, body = do(http.MethodGet, own, nil)
 		staysHere("our own return URL", resp, body, tu.ID)
 
 		// SEP: the bank's POST hands over; a second POST, and our own

@@ -93,7 +93,8 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 		}
 	}
 	pg := h.Page(c, v.ReceiptTitle())
-	if views.StatusClass(v.Status) == "pending" && !v.Unpaid() && !v.Dismissed {
+	if p.Status == topup.StatusPendingVerification || p.Status == topup.StatusSettling ||
+		(views.StatusClass(v.Status) == "pending" && !v.Unpaid() && !v.Dismissed) {
 		// The page says it updates itself: it does, whatever the open
 		// status (a top-up being started, one whose payer came back
 		// before the bank's word).

@@ -117,6 +117,14 @@ func (h *handlers) handOver(c *fiber.Ctx, topUpID int64, target, returnURL strin
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	args := c.Context().QueryArgs()
 	ownURL := c.Method() == fiber.MethodGet && args.Len() == 1 && args.Has(callback.OwnTokenParam)
+	// A page's own background check (app.js's fetch of its refresh URL,
+	// which may carry the bank's fields after a 503) never takes the
+	// claim: the browser does not follow a fetch to another site, so the
+	// hand-over would be spent unseen. The navigation that follows it
+	// takes it.
+	if mode := c.Get("Sec-Fetch-Mode"); mode != "" && mode != "navigate" {
+		ownURL = true
+	}
 	if !ownURL {
 		first, err := h.Webhooks.ClaimReturn(c.UserContext(), topUpID)
 		if err != nil {
