@@ -446,7 +446,7 @@ func ownOptions() []Option {
 				},
 				show: func(c Config) string { return strings.Join(c.TrustedProxies, ",") }}},
 		{Name: "RECONCILE_INTERVAL", Group: groupWorker, Default: "10m",
-			Doc: "periodic reconciliation with each gateway's own source (Zarinpal's unverified list, Zibal's inquiry, SEP's receipt within its hour, Mellat's inquiry of a sale)",
+			Doc: "periodic reconciliation with each gateway's own source (Zarinpal's unverified list, Zibal's inquiry, SEP's receipt within its hour, Mellat's inquiry of a sale). One schedule for all instances: each asks every minute whether a gateway's newest stored report is this old, so several instances do not multiply the banks' load and restarts do not put it off",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 		{Name: "LOG_LEVEL", Group: groupSecurity, Default: "info",
 			Doc: "the least important lines logged",

@@ -72,6 +72,10 @@ func (s *Server) KeepSwitches(ctx context.Context) {
 // memory now.
 func (s *Server) SwitchesServing() bool { return s.topUpStore.SwitchesServing() }
 
+// ReconcileCheckEvery is how often the top-ups' reconciliation loop asks
+// whether a gateway's reconciliation is due.
+const ReconcileCheckEvery = time.Minute
+
 // PayoutReconcileCheckEvery is how often the payout reconciliation loop
 // asks whether a provider's reconciliation is due.
 const PayoutReconcileCheckEvery = 10 * time.Minute
@@ -92,11 +96,14 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		ls = append(ls, loop{"card refunds", every(cfg.WorkerInterval), s.CardRefunds.Worker().Tick})
 	}
 	if cfg.ReconcileInterval > 0 {
-		// The first one an interval after the start.
-		l := every(cfg.ReconcileInterval)
+		// Asked every minute (at most every interval); each gateway is
+		// reconciled when its newest stored report, by any instance, is
+		// an interval old: the instances share one schedule.
+		interval := cfg.ReconcileInterval
+		l := every(min(interval, ReconcileCheckEvery))
 		l.Later = true
 		ls = append(ls, loop{"reconcile", l, func(ctx context.Context) {
-			if _, err := s.TopUps.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			if _, _, err := s.TopUps.ReconcileIfDue(ctx, interval); err != nil && ctx.Err() == nil {
 				log.Error("periodic reconciliation", "err", err)
 			}
 		}})

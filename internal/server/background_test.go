@@ -33,7 +33,7 @@ func TestLoops(t *testing.T) {
 		env  map[string]string
 		want []want
 	}{
-		{name: "defaults", want: append([]want{{"worker", 2 * time.Second, false}, {"card refunds", 2 * time.Second, false}, {"reconcile", 10 * time.Minute, true},
+		{name: "defaults", want: append([]want{{"worker", 2 * time.Second, false}, {"card refunds", 2 * time.Second, false}, {"reconcile", ReconcileCheckEvery, true},
 			{"withdrawals", 2 * time.Second, false}, {"payout reconcile", PayoutReconcileCheckEvery, true}, {"mail", 10 * time.Second, false}, {"webhooks", 2 * time.Second, false}, {"idempotency keys", 10 * time.Minute, false}}, always...)},
 		{name: "off, or set", env: map[string]string{"WORKER_INTERVAL": "off", "RECONCILE_INTERVAL": "0", "WEBHOOK_INTERVAL": "off",
 			"MAIL_INTERVAL": "20ms", "IDEMPOTENCY_KEY_TTL": "1m", "PAYOUT_RECONCILE_INTERVAL": "off"},

@@ -123,6 +123,9 @@ type Store interface {
 	RecordCalls(ctx context.Context, calls []resilient.Call) error
 	// SaveReconcileReport stores a report (its ID is set).
 	SaveReconcileReport(ctx context.Context, r *ReconcileReport) error
+	// NewestReconcileReports reads each of the gateways' newest stored
+	// report, by gateway (none stored: not in the map), on the primary.
+	NewestReconcileReports(ctx context.Context, gateways []string) (map[string]ReconcileReport, error)
 	// RecordAdminAction appends to the admins' audit log.
 	RecordAdminAction(ctx context.Context, e audit.Entry) error
 }

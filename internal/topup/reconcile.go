@@ -129,6 +129,51 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 // Mellat's inquiry of a sale). The answer sums them (Gateway names them
 // all).
 func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (ReconcileReport, error) {
+	return s.reconcileGateways(ctx, rc, s.gws)
+}
+
+// ReconcileDue reports whether a gateway's reconciliation is due at now
+// (pure): none is stored yet (found false), or its newest started
+// interval or more ago.
+func ReconcileDue(newest ReconcileReport, found bool, now time.Time, interval time.Duration) bool {
+	return !found || !now.Before(newest.StartedAt.Add(interval))
+}
+
+// ReconcileIfDue is the periodic loop's step: it reconciles, within one
+// run's bounds, the gateways whose reconciliation is due (ReconcileDue of
+// each one's newest stored report, whoever stored it: an instance or
+// kifpool reconcile), and reports whether any was. It is decided from
+// the stored reports, not from a process's timer, so that several
+// instances share one schedule instead of each asking the banks at its
+// own, and a restart does not put a gateway's run off. Two instances
+// that look in the same moment both run; each payment is still checked
+// by the holder of its lease alone.
+func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (ReconcileReport, bool, error) {
+	names := make([]string, len(s.gws))
+	for i, gw := range s.gws {
+		names[i] = gw.Name()
+	}
+	newest, err := s.st.NewestReconcileReports(ctx, names)
+	if err != nil {
+		return ReconcileReport{}, false, err
+	}
+	now := s.clock()
+	var due gateway.Set
+	for _, gw := range s.gws {
+		rep, found := newest[gw.Name()]
+		if ReconcileDue(rep, found, now, interval) {
+			due = append(due, gw)
+		}
+	}
+	if len(due) == 0 {
+		return ReconcileReport{}, false, nil
+	}
+	rep, err := s.reconcileGateways(ctx, ReconcileConfig{}, due)
+	return rep, true, err
+}
+
+// reconcileGateways is ReconcileWith over the gateways gws.
+func (s *Service) reconcileGateways(ctx context.Context, rc ReconcileConfig, gws gateway.Set) (ReconcileReport, error) {
 	if rc.Concurrency <= 0 {
 		rc.Concurrency = 4
 	}
@@ -144,7 +189,7 @@ func (s *Service) ReconcileWith(ctx context.Context, rc ReconcileConfig) (Reconc
 	var names, errs []string
 	var items []ReconcileItem
 	var saveErr error
-	for _, gw := range s.gws {
+	for _, gw := range gws {
 		var rep ReconcileReport
 		var err error
 		switch rules := s.cfg.Gateways[gw.Name()]; {

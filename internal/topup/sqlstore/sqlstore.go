@@ -894,6 +894,22 @@ func (s *Store) SaveReconcileReport(ctx context.Context, r *topup.ReconcileRepor
 	return nil
 }
 
+// NewestReconcileReports implements topup.Store: one indexed read per
+// gateway, the table's id order walked back to the gateway's newest.
+func (s *Store) NewestReconcileReports(ctx context.Context, gateways []string) (map[string]topup.ReconcileReport, error) {
+	out := make(map[string]topup.ReconcileReport, len(gateways))
+	for _, gw := range gateways {
+		var reps []topup.ReconcileReport
+		if err := s.db.Gorm.WithContext(ctx).Table(reportsTable).Where("gateway = ?", gw).Order("id DESC").Limit(1).Find(&reps).Error; err != nil {
+			return out, fmt.Errorf("newest reconciliation of %s: %w", gw, err)
+		}
+		if len(reps) == 1 {
+			out[gw] = reps[0]
+		}
+	}
+	return out, nil
+}
+
 // SwitchGateway writes a gateway's switch (insert or update of its one
 // row) and the audit entry in one transaction.
 func (s *Store) SwitchGateway(ctx context.Context, gateway string, disabled bool, e audit.Entry) error {

@@ -1,0 +1,104 @@
+package topup_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/sqlstore"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+)
+
+// TestReconcileDue: a gateway's periodic reconciliation is due when none
+// is stored, or when its newest started an interval or more ago.
+func TestReconcileDue(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	const interval = 10 * time.Minute
+	for _, c := range []struct {
+		name    string
+		started time.Time
+		found   bool
+		want    bool
+	}{
+		{"never reconciled", time.Time{}, false, true},
+		{"just now", now, true, false},
+		{"a second short of the interval", now.Add(-interval + time.Second), true, false},
+		{"exactly the interval", now.Add(-interval), true, true},
+		{"long ago", now.Add(-24 * time.Hour), true, true},
+		{"in the future (another's clock)", now.Add(time.Minute), true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := topup.ReconcileDue(topup.ReconcileReport{StartedAt: c.started}, c.found, now, interval)
+			if got != c.want {
+				t.Errorf("due %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestReconcileIfDueSharesOneSchedule: instances over one database share
+// the periodic reconciliation's schedule through the stored reports. The
+// first to look reconciles every gateway; another instance looking within
+// the interval asks no bank; once a gateway's newest report is an interval
+// old, the next look reconciles that gateway alone, and what it finds is
+// credited.
+func TestReconcileIfDueSharesOneSchedule(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		const interval = 10 * time.Minute
+		e := newEnv(t, db)
+		other := topuptest.NewGateway()
+		other.GatewayName = "other"
+		gws := gateway.Set{e.gw, other}
+		first := topup.NewService(sqlstore.New(db), gws, e.clock.Now, nil, topuptest.Config())
+		second := topup.NewService(sqlstore.New(db), gws, e.clock.Now, nil, topuptest.Config())
+
+		rep, ran, err := first.ReconcileIfDue(ctx, interval)
+		if err != nil || !ran || rep.Gateway != "fake,other" {
+			t.Fatalf("first look: ran %v, gateways %q, %v", ran, rep.Gateway, err)
+		}
+		if n := len(topuptest.Reconciles(t, db)); n != 2 {
+			t.Fatalf("%d reports after the first look, want one per gateway", n)
+		}
+		e.clock.Advance(interval - time.Second)
+		if _, ran, err := second.ReconcileIfDue(ctx, interval); err != nil || ran {
+			t.Fatalf("another instance within the interval: ran %v, %v", ran, err)
+		}
+		if n := len(topuptest.Reconciles(t, db)); n != 2 {
+			t.Fatalf("%d reports after a look within the interval, want 2", n)
+		}
+
+		// "other" reconciled by hand meanwhile (kifpool reconcile, an
+		// admin): only "fake" is due when the interval has passed.
+		e.clock.Advance(time.Second / 2)
+		if _, err := topup.NewService(sqlstore.New(db), gateway.Set{other}, e.clock.Now, nil, topuptest.Config()).Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lost := e.start(70_000)
+		e.gw.Set(func(g *topuptest.Gateway) {
+			g.Unverified = []gateway.Unverified{{Authority: lost.AuthorityString(), AmountRials: 70_000, CallbackURL: e.svc.CallbackURL(lost.PublicID)}}
+		})
+		e.clock.Advance(time.Second / 2)
+		rep, ran, err = second.ReconcileIfDue(ctx, interval)
+		if err != nil || !ran || rep.Gateway != "fake" || rep.Credited != 1 || rep.CreditedRials != 70_000 {
+			t.Fatalf("the look past the interval: ran %v, %+v, %v", ran, rep, err)
+		}
+		if got := e.row(lost.ID); got.Status != topup.StatusCredited {
+			t.Errorf("the payment the bank listed: %s", dump(got))
+		}
+		if b := e.balance(); b != 70_000 {
+			t.Errorf("balance %d, want 70000", b)
+		}
+		if _, ran, err := first.ReconcileIfDue(ctx, interval); err != nil || ran {
+			t.Errorf("the first instance right after: ran %v, %v", ran, err)
+		}
+		if n := len(topuptest.Reconciles(t, db)); n != 4 {
+			t.Errorf("%d reports, want 4 (two, other's by hand, fake's)", n)
+		}
+		checkInvariants(t, db)
+	})
+}
