@@ -105,7 +105,8 @@ type Rules struct {
 	StaleCreated      time.Duration
 	// VerifyDeadline is the payment's gateway's verify window (0: not
 	// documented): a payment whose outcome is still unknown this long
-	// after it was created has been returned to the payer by the bank, so
+	// after the sale (the payer's first return, else its creation:
+	// saleBy) has been returned to the payer by the bank, so
 	// it goes to review (returned_to_payer) without waiting for
 	// MaxUnknown.
 	VerifyDeadline time.Duration
@@ -657,6 +658,20 @@ func decideRefReused(in Input) Decision {
 // pending_verification, and for awaiting_payment of a CallbackOnly
 // gateway without a callback, needs_review at the gateway's window;
 // needs_review (settle window closed, or unknown too long) for settling.
+// saleBy is the latest the payer can have paid at the bank, from which
+// its verify window counts: the payer's first return (the bank sends the
+// browser back once the sale is made), else the top-up's creation. The
+// bank's window closes no later than that, and counting from creation
+// would give up on a payer who paid late in the page's life while the
+// bank still takes the verify; a verify after the bank's own deadline is
+// answered by the bank (returned: the word to end it on).
+func saleBy(p TopUp) time.Time {
+	if p.ReturnedAt != nil && p.ReturnedAt.After(p.CreatedAt) {
+		return *p.ReturnedAt
+	}
+	return p.CreatedAt
+}
+
 // Deadlines count from opened_at (creation, the last reopen, or for
 // settling the verify that began it).
 func Expiry(p TopUp, now time.Time, r Rules) (Status, Reason, bool) {
@@ -676,10 +691,10 @@ func Expiry(p TopUp, now time.Time, r Rules) (Status, Reason, bool) {
 		return "", "", false
 	case status == StatusAwaitingPayment && r.AuthorityLifetime > 0 && age > r.AuthorityLifetime:
 		return StatusFailed, ReasonNotPaidAfterLife, true
-	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(p.CreatedAt) > r.VerifyDeadline &&
+	case status == StatusPendingVerification && r.VerifyDeadline > 0 && now.Sub(saleBy(p)) > r.VerifyDeadline &&
 		Reason(p.StatusReason) != ReasonSettleUnknown && p.RefID == nil:
 		// The bank's window counts from the payment at the bank, which a
-		// reopen here does not move. A payment the bank verified and whose
+		// reopen here does not move (saleBy). A payment the bank verified and whose
 		// settle is unknown (Mellat) is past that window's reach: the bank
 		// does not return a verified payment; it waits for settle (and
 		// MaxUnknown below). Nor is one the bank verified (a reference on

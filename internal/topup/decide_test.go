@@ -491,10 +491,11 @@ func TestPageTime(t *testing.T) {
 }
 
 // TestGatewayVerifyDeadline: a payment still unknown when its gateway's
-// verify window (from its creation, which a reopen does not move) has
-// closed was returned to the payer by the bank: review, with that reason,
-// before WORKER_MAX_UNKNOWN; a payment awaiting payment keeps its own
-// rule, and without a documented window nothing changes.
+// verify window (from the sale: the payer's first return, else its
+// creation; a reopen does not move it) has closed was returned to the
+// payer by the bank: review, with that reason, before WORKER_MAX_UNKNOWN;
+// a payment awaiting payment keeps its own rule, and without a documented
+// window nothing changes.
 func TestGatewayVerifyDeadline(t *testing.T) {
 	r := topup.Rules{AuthorityLifetime: 40 * time.Minute, MaxUnknown: 2 * time.Hour}
 	for _, tt := range []struct {
@@ -503,19 +504,26 @@ func TestGatewayVerifyDeadline(t *testing.T) {
 		deadline time.Duration
 		created  time.Duration // ago
 		opened   time.Duration // ago (a reopen)
+		returned time.Duration // ago (the payer's first return; 0: none)
 		to       topup.Status
 		reason   topup.Reason
 	}{
-		{"unknown past the window", topup.StatusPendingVerification, 20 * time.Minute, 21 * time.Minute, 21 * time.Minute, topup.StatusNeedsReview, topup.ReasonReturnedToPayer},
-		{"unknown within the window", topup.StatusPendingVerification, 20 * time.Minute, 19 * time.Minute, 19 * time.Minute, "", ""},
-		{"reopened lately, created long ago", topup.StatusPendingVerification, 20 * time.Minute, 50 * time.Minute, time.Minute, topup.StatusNeedsReview, topup.ReasonReturnedToPayer},
-		{"no documented window", topup.StatusPendingVerification, 0, 50 * time.Minute, 50 * time.Minute, "", ""},
-		{"no documented window, past max unknown", topup.StatusPendingVerification, 0, 3 * time.Hour, 3 * time.Hour, topup.StatusNeedsReview, topup.ReasonUnknownTooLong},
-		{"awaiting payment keeps its lifetime rule", topup.StatusAwaitingPayment, 20 * time.Minute, 30 * time.Minute, 30 * time.Minute, "", ""},
+		{"unknown past the window", topup.StatusPendingVerification, 20 * time.Minute, 21 * time.Minute, 21 * time.Minute, 0, topup.StatusNeedsReview, topup.ReasonReturnedToPayer},
+		{"unknown within the window", topup.StatusPendingVerification, 20 * time.Minute, 19 * time.Minute, 19 * time.Minute, 0, "", ""},
+		{"reopened lately, created long ago", topup.StatusPendingVerification, 20 * time.Minute, 50 * time.Minute, time.Minute, 0, topup.StatusNeedsReview, topup.ReasonReturnedToPayer},
+		{"no documented window", topup.StatusPendingVerification, 0, 50 * time.Minute, 50 * time.Minute, 0, "", ""},
+		{"no documented window, past max unknown", topup.StatusPendingVerification, 0, 3 * time.Hour, 3 * time.Hour, 0, topup.StatusNeedsReview, topup.ReasonUnknownTooLong},
+		{"paid late in the page's life: the window from the return", topup.StatusPendingVerification, 20 * time.Minute, 30 * time.Minute, 30 * time.Minute, 15 * time.Minute, "", ""},
+		{"paid late in the page's life, the window from the return closed", topup.StatusPendingVerification, 20 * time.Minute, 40 * time.Minute, 40 * time.Minute, 21 * time.Minute, topup.StatusNeedsReview, topup.ReasonReturnedToPayer},
+		{"reopened lately, returned long ago", topup.StatusPendingVerification, 20 * time.Minute, 50 * time.Minute, time.Minute, 45 * time.Minute, topup.StatusNeedsReview, topup.ReasonReturnedToPayer},
+		{"awaiting payment keeps its lifetime rule", topup.StatusAwaitingPayment, 20 * time.Minute, 30 * time.Minute, 30 * time.Minute, 0, "", ""},
 	} {
 		rules := r
 		rules.VerifyDeadline = tt.deadline
 		p := topup.TopUp{ID: 1, Status: tt.status, CreatedAt: t0.Add(-tt.created), OpenedAt: ptr(t0.Add(-tt.opened))}
+		if tt.returned > 0 {
+			p.ReturnedAt = ptr(t0.Add(-tt.returned))
+		}
 		d := topup.Decide(topup.Input{Step: topup.StepDeadline, Actor: topup.ActorWorker, TopUp: p, Now: t0, Rules: rules})
 		if tt.to == "" {
 			if d.Action != topup.ActionNone {
