@@ -234,9 +234,12 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		res.Outcome, res.NotPaid = gateway.VerifyNoSale, gateway.NotPaidReversed
 	case noSale(code):
 		res.Outcome = gateway.VerifyNoSale
-	case !definite(code):
-		// 34 (the bank's system error) or a code its table does not
-		// have: nothing is known of the sale; asked again.
+	case !definite(code) || terminalRefusal(code):
+		// 34 (the bank's system error), a code its table does not have,
+		// or our terminal refused (its merchant, credentials or address,
+		// not the sale): nothing is known of the sale; asked again, so
+		// that a verify refused while an operator fixes the terminal is
+		// still made within the bank's window.
 		return gateway.VerifyResult{}, fmt.Errorf("mellat bpVerifyRequest %s: %w", quote(in.Receipt), unknownCode(opVerify, code))
 	default:
 		res.Outcome = gateway.VerifyInvalid
@@ -250,6 +253,13 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 func definite(code int) bool {
 	return code != codeSystemError && describe(code) != "code "+strconv.Itoa(code)
 }
+
+// terminalRefusal reports the codes refusing our terminal, not the sale:
+// 21 invalid merchant, 24 invalid credentials, 421 our address not
+// allowed. The bank checks these before it looks at the sale, so a
+// verify or settle refused so says nothing of it (an operator fixes the
+// terminal meanwhile); a reversal refused so reversed nothing.
+func terminalRefusal(code int) bool { return code == 21 || code == 24 || code == 421 }
 
 // unknownCode is the error of an answer whose code says nothing definite.
 func unknownCode(op string, code int) error {
@@ -282,7 +292,7 @@ func (c *Client) Settle(ctx context.Context, in gateway.VerifyInput) (gateway.Se
 	case codeReversed:
 		res.Outcome = gateway.SettleReversed
 	default:
-		if !definite(code) {
+		if !definite(code) || terminalRefusal(code) {
 			return gateway.SettleResult{}, fmt.Errorf("mellat bpSettleRequest %s: %w", quote(in.Receipt), unknownCode(opSettle, code))
 		}
 		res.Outcome = gateway.SettleRefused

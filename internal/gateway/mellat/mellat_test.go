@@ -168,7 +168,9 @@ func TestRefusalsAndFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vr, err := wrong.Verify(ctxT(t), in); err != nil || vr.Outcome != gateway.VerifyInvalid || vr.Code != 24 {
+	// Our terminal refused (24), not the sale: the outcome stays unknown.
+	var terr *gateway.TransientError
+	if vr, err := wrong.Verify(ctxT(t), in); !errors.As(err, &terr) || !strings.Contains(err.Error(), "code 24") {
 		t.Fatalf("verify with a wrong password: %+v %v", vr, err)
 	}
 
@@ -229,7 +231,13 @@ func TestAnswerCodes(t *testing.T) {
 		{"verify 43", "verify", 200, soap("bpVerifyRequest", "43"), made, string(gateway.VerifyAlreadyVerified)},
 		{"verify 17", "verify", 200, soap("bpVerifyRequest", "17"), made, string(gateway.VerifyNoSale)},
 		{"verify 48", "verify", 200, soap("bpVerifyRequest", "48"), made, string(gateway.VerifyNoSale)},
-		{"verify 24", "verify", 200, soap("bpVerifyRequest", "24"), made, string(gateway.VerifyInvalid)},
+		// Our terminal refused (its merchant, credentials or address):
+		// nothing known of the sale; a reversal so refused reversed nothing.
+		{"verify 24", "verify", 200, soap("bpVerifyRequest", "24"), unknown, ""},
+		{"verify 421", "verify", 200, soap("bpVerifyRequest", "421"), unknown, ""},
+		{"verify 21", "verify", 200, soap("bpVerifyRequest", "21"), unknown, ""},
+		{"settle 421", "settle", 200, soap("bpSettleRequest", "421"), unknown, ""},
+		{"reverse 421", "reverse", 200, soap("bpReversalRequest", "421"), refused, ""},
 		{"verify 34", "verify", 200, soap("bpVerifyRequest", "34"), unknown, ""},
 		{"verify 999", "verify", 200, soap("bpVerifyRequest", "999"), unknown, ""},
 		{"verify fault", "verify", 500, fault, unknown, ""},

@@ -392,9 +392,11 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 		// not a payment of ours to credit; an operator reads the code.
 		res.Outcome = gateway.VerifyInvalid
 	case -104, -105, -106, -18:
-		// Terminal or address refused: definite refusals of the call,
-		// never a credit; an operator fixes the terminal.
-		res.Outcome = gateway.VerifyInvalid
+		// Our terminal or address refused, not the sale: nothing is known
+		// of it, so it is asked again (an operator fixes the terminal
+		// meanwhile, within the bank's window); never a credit.
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
+			Err: fmt.Errorf("SEP ResultCode %d (our terminal refused): %s", code, res.Message)}
 	default:
 		// A code SEP's table does not have says nothing definite of the
 		// sale: asked again (reconciliation and the deadline end it).

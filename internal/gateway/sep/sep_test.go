@@ -260,8 +260,11 @@ func TestVerifyDecoding(t *testing.T) {
 		{"success false", `{"ResultCode":0,"Success":false}`, 200, "", 0, true},
 		{"other receipt", `{"ResultCode":0,"Success":true,"TransactionDetail":{"RefNum":"R2","RRN":"5","OrginalAmount":10000}}`, 200, "", 0, true},
 		{"not found", `{"ResultCode":-2}`, 200, gateway.VerifyNotPaid, 0, false},
-		{"terminal", `{"ResultCode":-105}`, 200, gateway.VerifyInvalid, 0, false},
-		{"address refused", `{"ResultCode":-106}`, 200, gateway.VerifyInvalid, 0, false},
+		// Our terminal or address refused: nothing known of the sale.
+		{"terminal", `{"ResultCode":-105}`, 200, "", 0, true},
+		{"address refused", `{"ResultCode":-106}`, 200, "", 0, true},
+		{"terminal unknown", `{"ResultCode":-104}`, 200, "", 0, true},
+		{"address refused (-18)", `{"ResultCode":-18}`, 200, "", 0, true},
 		{"a code not in the table", `{"ResultCode":-77}`, 200, "", 0, true},
 		{"sep timeout", `{"ResultCode":-9998}`, 200, "", 0, true},
 		{"html", `<html>bad gateway</html>`, 502, "", 0, true},

@@ -102,6 +102,18 @@ func classifyCode(code int) codeClass {
 	}
 }
 
+// terminalRefusal reports the codes refusing our terminal rather than a
+// payment (-10 wrong merchant or server address, -11 terminal not active,
+// -15 suspended, -16 and -17 the merchant's level): a verify refused so
+// says nothing of the payment.
+func terminalRefusal(code int) bool {
+	switch code {
+	case -10, -11, -15, -16, -17:
+		return true
+	}
+	return false
+}
+
 // codeFailure is the error for a code that is not a success of op (see
 // codeClass).
 func codeFailure(op string, r reply) error {
@@ -157,6 +169,11 @@ func verifyResult(r reply) (gateway.VerifyResult, error) {
 		res.Outcome = gateway.VerifyNotPaid
 	case r.code == codeAmountMismatch:
 		res.Outcome = gateway.VerifyAmountMismatch
+	case terminalRefusal(r.code):
+		// Our terminal refused, not the payment: nothing is known of it;
+		// asked again while an operator fixes the terminal.
+		return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: r.status,
+			Err: fmt.Errorf("gateway code %d (our terminal refused): %s", r.code, r.message)}
 	case classifyCode(r.code) == classRefused:
 		res.Outcome = gateway.VerifyInvalid
 	default:

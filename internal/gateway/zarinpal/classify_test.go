@@ -20,10 +20,14 @@ func TestCodeClassification(t *testing.T) {
 		others string // request, inquiry, unverified
 	}{
 		{-9, "invalid", "rejected"},
-		{-10, "invalid", "rejected"},
-		{-11, "invalid", "rejected"},
+		// Our terminal refused (-10, -11, -15, -16, -17): a verify
+		// learns nothing of the payment, so its outcome stays unknown.
+		{-10, "transient", "rejected"},
+		{-11, "transient", "rejected"},
 		{-12, "refusal", "refusal"},
-		{-15, "invalid", "rejected"},
+		{-15, "transient", "rejected"},
+		{-16, "transient", "rejected"},
+		{-17, "transient", "rejected"},
 		{-50, "amount_mismatch", "rejected"},
 		{-51, "not_paid", "rejected"},
 		{-52, "transient", "transient"},
