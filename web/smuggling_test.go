@@ -98,3 +98,48 @@ func TestSmugglingRequestsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedBodiesAreRefused: a request body said to be compressed is
+// refused (415) before anything reads it, in any of its Content-Encoding
+// lines; "identity" is a plain body.
+func TestEncodedBodiesAreRefused(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t, store.SQLite)
+	app := apptest.Start(t, db, apptest.Options{})
+	host := strings.TrimPrefix(app.URL, "http://")
+	post := func(encodings ...string) string {
+		raw := "POST " + routes.SignIn + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 3\r\n"
+		for _, e := range encodings {
+			raw += "Content-Encoding: " + e + "\r\n"
+		}
+		return raw + "\r\na=b"
+	}
+	for _, tc := range []struct {
+		name    string
+		raw     string
+		refused bool
+	}{
+		{"gzip", post("gzip"), true},
+		{"brotli", post("br"), true},
+		{"deflate in capitals", post("DEFLATE"), true},
+		{"identity, then gzip", post("identity", "gzip"), true},
+		{"gzip twice in one line", post("gzip, gzip"), true},
+		{"identity", post("identity"), false},
+		{"none", post(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, err := dialApp(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			if _, err := io.WriteString(rc, tc.raw); err != nil {
+				t.Fatal(err)
+			}
+			status, err := rc.answer(30 * time.Second)
+			if got := status == http.StatusUnsupportedMediaType; got != tc.refused || status == 0 {
+				t.Errorf("status %d (%v), refused %v", status, err, tc.refused)
+			}
+		})
+	}
+}
