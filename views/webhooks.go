@@ -23,6 +23,17 @@ type WebhooksView struct {
 	// ListErrorKey is the message key of an action refused on a listed
 	// endpoint (enabling one an administrator disabled).
 	ListErrorKey string
+	// Enable asks for the password (an admin's fresh second factor too)
+	// before one of the owner's endpoints is enabled again.
+	Enable *WebhookEnableForm
+}
+
+// WebhookEnableForm confirms "enable again" of one endpoint.
+type WebhookEnableForm struct {
+	ID        int64
+	URL       string
+	ErrorKey  string
+	ErrorArgs []any
 }
 
 // WebhookForm is the endpoint form as submitted.

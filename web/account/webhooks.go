@@ -161,12 +161,57 @@ func (h *handlers) disableWebhook(c *fiber.Ctx) error {
 }
 
 // enableWebhook brings back one of the user's endpoints that they
-// disabled or that is marked failing. One an administrator disabled stays
-// disabled (409, the page says so); re-enabling past the limit of enabled
-// endpoints is refused (422).
+// disabled or that is marked failing. An endpoint enabled again receives
+// the account's events, as a new one does, so the same proof is asked:
+// the list's button shows a form for the password (an admin's fresh
+// second factor too), and only that form's answer enables it; a borrowed
+// session alone cannot turn back on what "sign out everywhere" turned
+// off. One an administrator disabled stays disabled (409, the page says
+// so); re-enabling past the limit of enabled endpoints is refused (422).
 func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 	id, err := seam.IDParam(c)
 	if err != nil {
+		return err
+	}
+	form := &views.WebhookEnableForm{ID: id}
+	v, err := h.webhooksView(c, views.WebhooksView{})
+	if err != nil {
+		return err
+	}
+	byAdmin := false
+	for _, row := range v.Endpoints {
+		if row.ID == id {
+			form.URL, byAdmin = row.URL, row.ByAdmin
+		}
+	}
+	switch {
+	case form.URL == "":
+		return fiber.ErrNotFound
+	case byAdmin:
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_by_admin"})
+	}
+	refuse := func(status int, key string, args ...any) error {
+		form.ErrorKey, form.ErrorArgs = key, args
+		return h.renderWebhooks(c, status, views.WebhooksView{Enable: form})
+	}
+	if c.Request().PostArgs().Peek("password") == nil {
+		// The list's button: ask.
+		return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Enable: form})
+	}
+	r, err := h.mayAddCredential(c)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return refuse(r.status, r.key, r.args...)
+	}
+	var throttled *auth.ThrottledError
+	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password")); {
+	case errors.As(err, &throttled):
+		return refuse(fiber.StatusTooManyRequests, "tokens.error_throttled", "seconds", seam.RetryAfter(c, throttled.RetryAfter))
+	case errors.Is(err, auth.ErrBadCredentials):
+		return refuse(fiber.StatusUnprocessableEntity, "webhooks.error_password")
+	case err != nil:
 		return err
 	}
 	switch err := h.Webhooks.Enable(c.UserContext(), h.User(c).ID, id, webhook.Still(auth.SessionLive(h.SessionToken(c)))); {

@@ -155,7 +155,25 @@ func TestWebhooksPages(t *testing.T) {
 		if row := state(owner); row.Attr("data-state") != "disabled" || row.Has("data-by-admin") {
 			t.Fatalf("after the owner's disable: %q", row.Text())
 		}
-		if r := owner.Submit(routes.Webhooks, routes.WebhookEnable(id), nil); r.Status != http.StatusSeeOther {
+		// "Enable again" asks for the password first, as adding one does:
+		// the button alone, or a wrong password, enables nothing.
+		r = owner.Submit(routes.Webhooks, routes.WebhookEnable(id), nil)
+		if doc := apptest.Parse(r.Body); r.Status != http.StatusOK || doc.TestID("webhook-enable-form") == nil ||
+			!strings.Contains(doc.TestID("webhook-enable-card").Text(), srv.URL+"/hook") {
+			t.Fatalf("enable's button: %d, want the password's form", r.Status)
+		}
+		if row := state(owner); row.Attr("data-state") != "disabled" {
+			t.Fatalf("after enable's button alone: %q", row.Text())
+		}
+		csrf := apptest.Input(r.Body, "_csrf")
+		if r := owner.Post(routes.WebhookEnable(id), url.Values{"_csrf": {csrf}, "password": {"wrong horse battery"}}); r.Status != http.StatusUnprocessableEntity ||
+			apptest.Parse(r.Body).TestID("webhook-enable-error") == nil {
+			t.Fatalf("enable with a wrong password: %d", r.Status)
+		}
+		if row := state(owner); row.Attr("data-state") != "disabled" {
+			t.Fatalf("after a wrong password: %q", row.Text())
+		}
+		if r := owner.Post(routes.WebhookEnable(id), url.Values{"_csrf": {csrf}, "password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("enable: %d", r.Status)
 		}
 		if row := state(owner); row.Attr("data-state") != "active" {
