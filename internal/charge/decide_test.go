@@ -131,8 +131,22 @@ func TestCheckRefund(t *testing.T) {
 
 func TestReturnTarget(t *testing.T) {
 	c := charge.Charge{PublicID: "ch_x", Status: charge.StatusSucceeded, ReturnURL: "https://shop.example/done?order=7&status=old"}
-	if got := charge.ReturnTarget(c); got != "https://shop.example/done?charge_id=ch_x&order=7&status=succeeded" {
+	if got := charge.ReturnTarget(c); got != "https://shop.example/done?order=7&charge_id=ch_x&status=succeeded" {
 		t.Fatalf("return target %s", got)
+	}
+	// The merchant's own pairs stay as registered, in their order, even
+	// those Go's query parser would drop; ours replace any of their names.
+	for _, tc := range []struct{ in, want string }{
+		{"https://shop.example/back?ref=a;b&x=%zz&o=7", "https://shop.example/back?ref=a;b&x=%zz&o=7&charge_id=ch_x&status=succeeded"},
+		{"https://shop.example/back?sig=AbC%2Bd&b=2&a=1", "https://shop.example/back?sig=AbC%2Bd&b=2&a=1&charge_id=ch_x&status=succeeded"},
+		{"https://shop.example/back?charge_id=forged&stat%75s=paid&k", "https://shop.example/back?k&charge_id=ch_x&status=succeeded"},
+		{"https://shop.example/back", "https://shop.example/back?charge_id=ch_x&status=succeeded"},
+		{"https://shop.example/back?", "https://shop.example/back?charge_id=ch_x&status=succeeded"},
+	} {
+		c.ReturnURL = tc.in
+		if got := charge.ReturnTarget(c); got != tc.want {
+			t.Errorf("return target of %s: %s, want %s", tc.in, got, tc.want)
+		}
 	}
 	if got := charge.ReturnTarget(charge.Charge{}); got != "" {
 		t.Fatalf("no return_url: %q", got)

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/email"
 	"github.com/kifpool/kifpool/internal/formtoken"
+	"github.com/kifpool/kifpool/internal/webhook"
 )
 
 // Config are the charges' rules.
@@ -491,13 +491,9 @@ func ReturnTarget(c Charge) string {
 	if c.ReturnURL == "" {
 		return ""
 	}
-	u, err := url.Parse(c.ReturnURL)
+	target, err := webhook.ReturnWith(c.ReturnURL, "charge_id", c.PublicID, string(c.Status))
 	if err != nil {
 		return ""
 	}
-	q := u.Query()
-	q.Set("charge_id", c.PublicID)
-	q.Set("status", string(c.Status))
-	u.RawQuery = q.Encode()
-	return u.String()
+	return target
 }

@@ -178,14 +178,32 @@ func canonicalEndpoint(raw string) (string, bool) {
 // ReturnTarget is where the payer goes after the bank: u with topup_id
 // and status set in its query (replacing any of those names).
 func ReturnTarget(returnURL, topUpID, status string) (string, error) {
+	return ReturnWith(returnURL, "topup_id", topUpID, status)
+}
+
+// ReturnWith is returnURL with idName=id and status=status added to its
+// query, after whatever pairs of those names it had are taken out. The
+// partner's own pairs stay exactly as registered, in their order: not
+// decoded and encoded again, which would drop a pair Go's parser refuses
+// (a ';', a bad escape) and break a partner who signs its query.
+func ReturnWith(returnURL, idName, id, status string) (string, error) {
 	u, err := url.Parse(returnURL)
 	if err != nil {
 		return "", err
 	}
-	q := u.Query()
-	q.Set("topup_id", topUpID)
-	q.Set("status", status)
-	u.RawQuery = q.Encode()
+	var kept []string
+	for _, pair := range strings.Split(u.RawQuery, "&") {
+		key, _, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if pair == "" || key == idName || key == "status" {
+			continue
+		}
+		kept = append(kept, pair)
+	}
+	kept = append(kept, idName+"="+url.QueryEscape(id), "status="+url.QueryEscape(status))
+	u.RawQuery = strings.Join(kept, "&")
 	return u.String(), nil
 }
 

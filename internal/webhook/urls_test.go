@@ -122,7 +122,7 @@ func TestCheckReturnURL(t *testing.T) {
 			}
 		}
 		got, err := webhook.ReturnTarget("https://shop.example/done?order=7&status=fake", "abc", "credited")
-		if err != nil || got != "https://shop.example/done?order=7&status=credited&topup_id=abc" {
+		if err != nil || got != "https://shop.example/done?order=7&topup_id=abc&status=credited" {
 			t.Fatalf("return target %q %v", got, err)
 		}
 	})
