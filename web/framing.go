@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp"
 )
 
 // strictFraming refuses (400, connection closed) a request whose head a
@@ -33,7 +32,7 @@ func strictFraming(c *fiber.Ctx) error {
 		c.Context().SetConnectionClose()
 		return fiber.NewError(fiber.StatusBadRequest, "malformed request framing: "+reason)
 	}
-	if encodedBody(&c.Request().Header) {
+	if encodedBody(c) {
 		return fiber.NewError(fiber.StatusUnsupportedMediaType, "compressed request bodies are not accepted")
 	}
 	return c.Next()
@@ -45,9 +44,9 @@ func strictFraming(c *fiber.Ctx) error {
 // brotli, chained, without a bound, while the body limit counts the bytes
 // on the wire, so 60 KiB could unpack to gigabytes in memory. No form,
 // bank callback or API client of ours sends one.
-func encodedBody(h *fasthttp.RequestHeader) bool {
+func encodedBody(c *fiber.Ctx) bool {
 	encoded := false
-	h.VisitAll(func(k, v []byte) {
+	c.Request().Header.VisitAll(func(k, v []byte) {
 		if bytes.EqualFold(k, []byte(fiber.HeaderContentEncoding)) && !bytes.EqualFold(bytes.TrimSpace(v), []byte("identity")) {
 			encoded = true
 		}

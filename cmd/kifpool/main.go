@@ -741,7 +741,7 @@ func sandbankCmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 	if err != nil {
 		return err
 	}
-	if !config.LoopbackListen(*addr) && getenv("ALLOW_SANDBOX") != "1" {
+	if !config.LoopbackListen(*addr) && strings.TrimSpace(getenv("ALLOW_SANDBOX")) != "1" {
 		return fmt.Errorf("sandbank: --addr %s is not a loopback address: the sandbox bank confirms payments without real money and never listens where others could reach it; "+
 			"use 127.0.0.1:PORT, or set ALLOW_SANDBOX=1 for a demo", *addr)
 	}

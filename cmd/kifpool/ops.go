@@ -81,8 +81,15 @@ func checkCmd(ctx context.Context, args []string, getenv config.Getenv, stdout i
 		return fmt.Errorf("the database is at migration %d, this build at %d: run kifpool migrate (or check with the build that runs on it)", st.Current, st.Latest)
 	}
 	created, open := checkDeadlines(cfg)
+	// The deadlines on the database's clock, as the worker's are: a
+	// cron host whose clock is off would see top-ups past them that
+	// are not, or miss some that are.
+	clock := store.NewClock(db, nil, 0, log)
+	if err := clock.Sync(ctx); err != nil {
+		return fmt.Errorf("read the database's clock: %w", err)
+	}
 	started := time.Now()
-	rep, err := integrity.Check(ctx, db, integrity.Options{Now: time.Now(), CreatedDeadline: created, OpenDeadline: open, MaxRows: *maxRows})
+	rep, err := integrity.Check(ctx, db, integrity.Options{Now: clock.Now(), CreatedDeadline: created, OpenDeadline: open, MaxRows: *maxRows})
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}

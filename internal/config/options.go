@@ -333,7 +333,7 @@ func ownOptions() []Option {
 			Doc: "how long it stays open before one probe call is let through",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.BreakerOpenTimeout })},
 		{Name: "WORKER_INTERVAL", Group: groupWorker, Default: "2s",
-			Doc: "how often the worker looks for top-ups to resolve",
+			Doc: "how often the worker looks for top-ups to resolve; the withdrawals' worker (sending approved withdrawals to their provider and asking about them) and the card refunds' worker run at the same pace, so `off` stops all three: only for an instance that must not talk to banks, never on every instance",
 			p:   durationOrOffField(func(c *Config) *time.Duration { return &c.WorkerInterval })},
 		{Name: "WORKER_CONCURRENCY", Group: groupWorker, Default: "4",
 			Doc: "top-ups a worker resolves at once",
