@@ -315,6 +315,28 @@ type Waiting struct {
 	NationalCode string
 }
 
+// AwaitingAdmin counts the accounts waiting for an admin's review, with
+// the creation of the oldest (zero: none).
+func (s *Service) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
+	q := func() *gorm.DB {
+		return s.db.Gorm.WithContext(ctx).Table("bank_accounts").Where("status = 'pending_review'")
+	}
+	var n int64
+	if err := q().Count(&n).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("bank accounts awaiting an admin: %w", err)
+	}
+	var oldest []Account
+	if n > 0 {
+		if err := q().Select("id, created_at").Order("created_at").Limit(1).Find(&oldest).Error; err != nil {
+			return 0, time.Time{}, fmt.Errorf("oldest bank account awaiting an admin: %w", err)
+		}
+	}
+	if len(oldest) == 0 {
+		return n, time.Time{}, nil
+	}
+	return n, oldest[0].CreatedAt, nil
+}
+
 // Pending lists the accounts waiting for an admin, oldest first.
 func (s *Service) Pending(ctx context.Context, limit int) ([]Waiting, error) {
 	var out []Waiting

@@ -107,6 +107,13 @@ const (
 	MethodReverse Method = "reverse" // a reversal of the whole sale (SEP)
 )
 
+// Waiting is a card refund under review, with its top-up's public id
+// (the admin's page where it is resolved).
+type Waiting struct {
+	CardRefund
+	TopUpPublicID string
+}
+
 // CardRefund is one card refund.
 type CardRefund struct {
 	ID          int64

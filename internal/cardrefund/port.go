@@ -31,6 +31,12 @@ type Store interface {
 	ByPublicID(ctx context.Context, publicID string) (CardRefund, error)
 	// OfTopUp lists a top-up's card refunds, newest first.
 	OfTopUp(ctx context.Context, topUpID int64) ([]CardRefund, error)
+	// AwaitingAdmin counts the refunds under review, with the creation
+	// of the oldest (zero: none).
+	AwaitingAdmin(ctx context.Context) (n int64, oldest time.Time, err error)
+	// UnderReview lists the refunds under review, oldest first, at most
+	// limit, each with its top-up's public id.
+	UnderReview(ctx context.Context, limit int) ([]Waiting, error)
 	// EventsOf lists a card refund's status changes, oldest first.
 	EventsOf(ctx context.Context, id int64) ([]Event, error)
 	// TakeLease takes the card refund's lease for owner until until, when

@@ -479,6 +479,19 @@ func (s *Service) review(ctx context.Context, publicID string, closer int64) (Ca
 	return c, t, lease, err
 }
 
+// AwaitingAdmin counts the refunds under review (their amount held from
+// the payer's wallet until an admin resolves them), with the creation of
+// the oldest.
+func (s *Service) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
+	return s.d.Store.AwaitingAdmin(ctx)
+}
+
+// UnderReview lists the refunds under review, oldest first (at most
+// limit): the admin's dashboard links each to its top-up's page.
+func (s *Service) UnderReview(ctx context.Context, limit int) ([]Waiting, error) {
+	return s.d.Store.UnderReview(ctx, limit)
+}
+
 // Get reads a card refund by its public id, with its events.
 func (s *Service) Get(ctx context.Context, publicID string) (CardRefund, []Event, error) {
 	c, err := s.d.Store.ByPublicID(ctx, publicID)

@@ -346,6 +346,10 @@ func TestFiguresThatDifferGoToReview(t *testing.T) {
 		if cur, _, _ := e.svc.Get(ctx, c.PublicID); cur.Status != cardrefund.StatusNeedsReview || cur.LeaseOwner != "" {
 			t.Fatalf("after the refused close: %+v", cur)
 		}
+		// It waits for an admin (the metrics' kifpool_awaiting_admin).
+		if n, oldest, err := e.svc.AwaitingAdmin(ctx); err != nil || n != 1 || !oldest.Equal(c.CreatedAt) {
+			t.Fatalf("awaiting an admin: %d since %v (%v), want 1 since %v", n, oldest, err, c.CreatedAt)
+		}
 		// Asking again changes nothing: the figures still differ.
 		if r, err := e.svc.Recheck(ctx, c.PublicID, e.admin.ID); err != nil || r.Status != cardrefund.StatusNeedsReview {
 			t.Fatalf("recheck: %+v %v", r, err)

@@ -48,8 +48,24 @@ type Sources struct {
 	// transaction while behind, and the WAL bytes it is behind (-1
 	// unknown).
 	Replica func(ctx context.Context) (up bool, lag time.Duration, lagBytes int64)
-	Log     *slog.Logger
+	// AwaitingAdmin is what waits for an admin's decision, by kind
+	// (AwaitingKinds), each with the money or the account it holds up.
+	AwaitingAdmin func(ctx context.Context) ([]Awaiting, error)
+	Log           *slog.Logger
 }
+
+// Awaiting is one kind of thing waiting for an admin: how many, and when
+// the oldest of them was made (zero: none).
+type Awaiting struct {
+	Kind   string
+	Count  int64
+	Oldest time.Time
+}
+
+// AwaitingKinds are the kinds of kifpool_awaiting_admin: withdrawals to
+// approve or under review, bank accounts (Shebas) to verify, card refunds
+// under review. Top-ups under review are kifpool_topups{status="needs_review"}.
+var AwaitingKinds = []string{"withdrawal", "bank_account", "card_refund"}
 
 // Reconcile is one gateway's newest reconciliation: when it finished
 // (zero: never) and whether it ended in an error.
@@ -259,6 +275,10 @@ var (
 		"Unix time the payout provider's newest reconciliation finished (by any instance or kifpool reconcile); 0 for a provider never reconciled.", []string{"provider"}, nil)
 	payoutReconErr = prometheus.NewDesc("kifpool_payout_reconcile_last_failed",
 		"1 if the payout provider's newest reconciliation could not read the provider's list (its report says why).", []string{"provider"}, nil)
+	awaitingDesc = prometheus.NewDesc("kifpool_awaiting_admin",
+		"What waits for an admin's decision, by kind: withdrawal (to approve above the review threshold, or under review; its money held), bank_account (a Sheba to verify), card_refund (under review; its amount held).", []string{"kind"}, nil)
+	awaitingOldest = prometheus.NewDesc("kifpool_awaiting_admin_oldest_timestamp_seconds",
+		"Unix time the oldest of each kind waiting for an admin was made; 0 when none waits.", []string{"kind"}, nil)
 	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
 	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary while WAL waits to be replayed (the primary's pg_stat_replication.replay_lag with one standby, else the age of its newest replayed transaction), 0 caught up.", nil, nil)
 	replicaBytes = prometheus.NewDesc("kifpool_read_replica_lag_bytes", "WAL bytes between the primary's current position and the read database's replay.", nil, nil)
@@ -284,6 +304,8 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- payoutRecon
 	ch <- payoutReconErr
 	ch <- replicaUp
+	ch <- awaitingDesc
+	ch <- awaitingOldest
 	ch <- replicaLag
 	ch <- replicaBytes
 }
@@ -361,6 +383,20 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(payoutRecon, prometheus.GaugeValue, finished, r.Provider)
 			ch <- prometheus.MustNewConstMetric(payoutReconErr, prometheus.GaugeValue, failed, r.Provider)
+		}
+	}
+	if s.src.AwaitingAdmin != nil {
+		if waits, err := s.src.AwaitingAdmin(ctx); err != nil {
+			s.logErr("what awaits an admin", err)
+		} else {
+			for _, w := range waits {
+				oldest := 0.0
+				if !w.Oldest.IsZero() {
+					oldest = float64(w.Oldest.Unix())
+				}
+				ch <- prometheus.MustNewConstMetric(awaitingDesc, prometheus.GaugeValue, float64(w.Count), w.Kind)
+				ch <- prometheus.MustNewConstMetric(awaitingOldest, prometheus.GaugeValue, oldest, w.Kind)
+			}
 		}
 	}
 	if s.src.Replica != nil {

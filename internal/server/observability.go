@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
@@ -20,13 +21,34 @@ type observability struct {
 	Metrics *metrics.Metrics
 }
 
+// awaitingAdmin reads what waits for an admin, one source per kind of
+// metrics.AwaitingKinds in its order (nil: that kind is off, reported
+// as none).
+func awaitingAdmin(ctx context.Context, sources []func(context.Context) (int64, time.Time, error)) ([]metrics.Awaiting, error) {
+	out := make([]metrics.Awaiting, 0, len(metrics.AwaitingKinds))
+	var errs []error
+	for i, kind := range metrics.AwaitingKinds {
+		if i >= len(sources) || sources[i] == nil {
+			out = append(out, metrics.Awaiting{Kind: kind})
+			continue
+		}
+		n, oldest, err := sources[i](ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, metrics.Awaiting{Kind: kind, Count: n, Oldest: oldest})
+	}
+	return out, errors.Join(errs...)
+}
+
 // newObservability builds the metrics, whose gauges are read at scrape
 // time: the payments' totals and the worker's backlog from reads, the
 // webhook queue from hooks, the breakers through breakers, each payout
 // provider's newest reconciliation through payoutReports, and the read
 // database (DATABASE_READ_URL) through pool.
 func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hooks *webhook.Service, breakers func() []resilient.BreakerState,
-	payoutReports func(ctx context.Context) ([]withdrawal.Report, error)) observability {
+	payoutReports func(ctx context.Context) ([]withdrawal.Report, error), awaiting func(ctx context.Context) ([]metrics.Awaiting, error)) observability {
 	var replica func(ctx context.Context) (up bool, lag time.Duration, lagBytes int64)
 	if b.cfg.DatabaseReadURL != "" {
 		// Checked at the scrape, so that the figure is the scrape's own.
@@ -79,7 +101,8 @@ func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hoo
 			}
 			return out, err
 		},
-		Replica: replica,
-		Log:     b.log("metrics"),
+		Replica:       replica,
+		AwaitingAdmin: awaiting,
+		Log:           b.log("metrics"),
 	})}
 }

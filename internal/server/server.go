@@ -213,7 +213,23 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		}
 		return po.Withdrawals.NewestReports(ctx)
 	}
-	obs := newObservability(b, reads, pool, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports)
+	// What waits for an admin, read at scrape time through po and crs
+	// (set below).
+	var crs *crstore.Store
+	awaiting := func(ctx context.Context) ([]metrics.Awaiting, error) {
+		sources := make([]func(context.Context) (int64, time.Time, error), len(metrics.AwaitingKinds))
+		if po.Withdrawals != nil && po.Withdrawals.On() {
+			sources[0] = po.Withdrawals.AwaitingAdmin
+		}
+		if po.Accounts != nil {
+			sources[1] = po.Accounts.AwaitingAdmin
+		}
+		if crs != nil {
+			sources[2] = crs.AwaitingAdmin
+		}
+		return awaitingAdmin(ctx, sources)
+	}
+	obs := newObservability(b, reads, pool, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports, awaiting)
 	gws, err = newGateways(b, led, obs.Metrics.Recorder(topup.NewCallRecorder(st, b.log("gateway_calls"))))
 	if err != nil {
 		return nil, err
@@ -222,7 +238,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	crs, err := crstore.New(context.Background(), db, led)
+	crs, err = crstore.New(context.Background(), db, led)
 	if err != nil {
 		return nil, err
 	}

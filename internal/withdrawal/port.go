@@ -64,6 +64,10 @@ type Store interface {
 	// LatestReports is each provider's newest reconciliation report, by
 	// provider name.
 	LatestReports(ctx context.Context) ([]Report, error)
+	// AwaitingAdmin counts the withdrawals waiting for an admin (a
+	// review required before sending, or needs_review), with the
+	// creation of the oldest (zero: none).
+	AwaitingAdmin(ctx context.Context) (n int64, oldest time.Time, err error)
 	// ByPublicIDs maps public ids to the user's withdrawals (the wallet's
 	// history names the withdrawal of its lines).
 	ByPublicIDs(ctx context.Context, userID int64, ids []string) (map[string]Withdrawal, error)

@@ -316,6 +316,13 @@ func (s *Service) LatestReports(ctx context.Context) ([]Report, error) {
 	return s.st.LatestReports(ctx)
 }
 
+// AwaitingAdmin counts the withdrawals waiting for an admin (to approve
+// one above WITHDRAWAL_REVIEW_ABOVE_RIALS, or to resolve one under
+// review), their money held meanwhile, with the creation of the oldest.
+func (s *Service) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
+	return s.st.AwaitingAdmin(ctx)
+}
+
 // Lister is the store's reading of what reconciliation compares.
 func (s *Service) Lister() Lister { return s.st }
 

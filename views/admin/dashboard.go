@@ -35,6 +35,9 @@ type DashboardView struct {
 	// PayoutDifferences are the payout providers whose newest
 	// reconciliation flagged differences (shown on the withdrawals page).
 	PayoutDifferences []PayoutDifferenceFlag
+	// CardRefundsUnderReview wait for an admin on their top-ups' pages
+	// (oldest first, at most CardRefundsShown).
+	CardRefundsUnderReview []CardRefundFlag
 	// Replica is the read database of DATABASE_READ_URL (nil: none).
 	Replica *ReplicaView
 }
@@ -66,6 +69,20 @@ func (r ReplicaView) State() string {
 		return "caught_up"
 	}
 	return "lag"
+}
+
+// CardRefundsShown is how many card refunds under review the dashboard
+// lists.
+const CardRefundsShown = 20
+
+// CardRefundFlag is one card refund under review: its amount held from
+// the payer's wallet until an admin resolves it on the top-up's page.
+type CardRefundFlag struct {
+	PublicID      string
+	TopUpPublicID string
+	AmountRials   int64
+	Reason        string
+	Since         time.Time
 }
 
 // PayoutDifferenceFlag is one payout provider's open differences.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -202,6 +203,12 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 			t.Fatalf("under review the page shows %s", row.Attr("data-status"))
 		}
 		id := row.Attr("data-public-id")
+		// The dashboard lists it, linked to its top-up's page.
+		dash := apptest.Parse(admin.Get(routes.Admin).Body)
+		if item := dash.TestID("card-refund-review-item"); item == nil || item.Attr("data-public-id") != id ||
+			!slices.Contains(item.Attrs("href"), routes.AdminTopUp(tu.PublicID)) {
+			t.Fatalf("the dashboard does not list the card refund under review")
+		}
 		if r := admin.Submit(page, routes.AdminTopUpCardRefundRecheck(tu.PublicID, id), nil); r.Location != page+"?done=cardrefund_recheck" {
 			t.Fatalf("recheck: %d %q", r.Status, r.Location)
 		}
@@ -214,6 +221,9 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 		}
 		if st := apptest.Parse(admin.Get(page).Body).TestID("card-refund-row").Attr("data-status"); st != "failed" || payer.Balance() != 300_000 {
 			t.Fatalf("after the close: %s, balance %d", st, payer.Balance())
+		}
+		if apptest.Parse(admin.Get(routes.Admin).Body).TestID("card-refunds-review") != nil {
+			t.Fatalf("the dashboard still lists a card refund under review after its close")
 		}
 		if n := app.CountAudit(t, audit.ActionCardRefundRecheck, audit.ActionCardRefundClose); n != 2 {
 			t.Fatalf("%d audit rows of the review", n)

@@ -86,6 +86,18 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 			}
 		}
 	}
+	// Card refunds under review wait on their top-ups' pages: listed
+	// here, the one place an admin looks for what waits.
+	if h.CardRefunds != nil {
+		waiting, err := h.CardRefunds.UnderReview(ctx, adminview.CardRefundsShown)
+		if err != nil {
+			return err
+		}
+		for _, w := range waiting {
+			v.CardRefundsUnderReview = append(v.CardRefundsUnderReview, adminview.CardRefundFlag{PublicID: w.PublicID, TopUpPublicID: w.TopUpPublicID,
+				AmountRials: w.AmountRials, Reason: string(w.StatusReason), Since: w.CreatedAt})
+		}
+	}
 	pg := h.Page(c, "admin.title")
 	pg.RefreshURL, pg.RefreshSeconds = routes.Admin, 30
 	return h.Render(c, fiber.StatusOK, adminview.Dashboard(pg, v))

@@ -233,6 +233,46 @@ func (s *Store) one(ctx context.Context, where string, arg any) (cardrefund.Card
 	return r.refund(), nil
 }
 
+// UnderReview implements cardrefund.Store.
+func (s *Store) UnderReview(ctx context.Context, limit int) ([]cardrefund.Waiting, error) {
+	var rs []struct {
+		Refund        row    `gorm:"embedded"`
+		TopUpPublicID string `gorm:"column:topup_public_id"`
+	}
+	err := s.db.Gorm.WithContext(ctx).Table(refundsTable+" AS r").Select("r.*, t.public_id AS topup_public_id").
+		Joins("JOIN topups t ON t.id = r.topup_id").Where("r.status = ?", cardrefund.StatusNeedsReview).
+		Order("r.created_at, r.id").Limit(limit).Find(&rs).Error
+	if err != nil {
+		return nil, fmt.Errorf("card refunds under review: %w", err)
+	}
+	out := make([]cardrefund.Waiting, len(rs))
+	for i, r := range rs {
+		out[i] = cardrefund.Waiting{CardRefund: r.Refund.refund(), TopUpPublicID: r.TopUpPublicID}
+	}
+	return out, nil
+}
+
+// OfTopUp implements cardrefund.Store.
+func (s *Store) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
+	q := func() *gorm.DB {
+		return s.db.Gorm.WithContext(ctx).Table(refundsTable).Where("status = ?", cardrefund.StatusNeedsReview)
+	}
+	var n int64
+	if err := q().Count(&n).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("card refunds under review: %w", err)
+	}
+	var oldest []row
+	if n > 0 {
+		if err := q().Select("id, created_at").Order("created_at").Limit(1).Find(&oldest).Error; err != nil {
+			return 0, time.Time{}, fmt.Errorf("oldest card refund under review: %w", err)
+		}
+	}
+	if len(oldest) == 0 {
+		return n, time.Time{}, nil
+	}
+	return n, oldest[0].CreatedAt, nil
+}
+
 // OfTopUp implements cardrefund.Store.
 func (s *Store) OfTopUp(ctx context.Context, topUpID int64) ([]cardrefund.CardRefund, error) {
 	var rs []row

@@ -260,6 +260,27 @@ func (s *Store) Reports(ctx context.Context, limit int) ([]withdrawal.Report, er
 }
 
 // LatestReports implements withdrawal.Store.
+func (s *Store) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
+	q := func() *gorm.DB {
+		return s.db.Gorm.WithContext(ctx).Table(table).Where("(status = 'requested' AND review_required) OR status = 'needs_review'")
+	}
+	var n int64
+	if err := q().Count(&n).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("withdrawals awaiting an admin: %w", err)
+	}
+	var oldest []withdrawal.Withdrawal
+	if n > 0 {
+		if err := q().Select("id, created_at").Order("created_at").Limit(1).Find(&oldest).Error; err != nil {
+			return 0, time.Time{}, fmt.Errorf("oldest withdrawal awaiting an admin: %w", err)
+		}
+	}
+	if len(oldest) == 0 {
+		return n, time.Time{}, nil
+	}
+	return n, oldest[0].CreatedAt, nil
+}
+
+// LatestReports implements withdrawal.Store.
 func (s *Store) LatestReports(ctx context.Context) ([]withdrawal.Report, error) {
 	var out []withdrawal.Report
 	err := s.db.Gorm.WithContext(ctx).Table(reportsTable + " AS r").
