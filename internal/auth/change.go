@@ -56,7 +56,15 @@ func (s *Service) ChangePassword(ctx context.Context, userID int64, keepSession,
 	if current == next {
 		return Ended{}, ErrPasswordSame
 	}
-	return s.replacePassword(ctx, userID, keepSession, next)
+	ended, err := s.replacePassword(ctx, userID, keepSession, next)
+	if err != nil {
+		return ended, err
+	}
+	var u User
+	if err := s.db.Gorm.WithContext(ctx).Take(&u, userID).Error; err == nil {
+		s.clearSignInThrottles(ctx, u.Email)
+	}
+	return ended, nil
 }
 
 // SetPassword gives the user with this email a new password (the
@@ -76,6 +84,9 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) (User
 		return User{}, Ended{}, fmt.Errorf("find user %s: %w", email, err)
 	}
 	ended, err := s.replacePassword(ctx, u.ID, "", password)
+	if err == nil {
+		s.clearSignInThrottles(ctx, u.Email)
+	}
 	return u, ended, err
 }
 

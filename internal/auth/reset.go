@@ -216,9 +216,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (Us
 	s.changed(u.ID)
 	// The address may ask for links again, and sign in, at once, from
 	// every client (the owner's own guesses before the reset included).
-	_ = s.clearAttemptsPrefix(ctx, resetKey(u.Email))
-	_ = s.clearAttemptsPrefix(ctx, signInKey(u.Email))
-	_ = s.clearAttempts(ctx, "signin:"+u.Email)
+	s.clearSignInThrottles(ctx, u.Email)
 	return u, ended, nil
 }
 

@@ -66,6 +66,32 @@ func (s *Service) takeAttempt(ctx context.Context, key string) error {
 	return s.takeAttemptFree(ctx, key, FreeAttempts)
 }
 
+// lockedFor is how long key stays locked (0: it is not), counting
+// nothing: for a check that must refuse while locked even an answer it
+// would take (a right code), and count only the wrong ones.
+func (s *Service) lockedFor(ctx context.Context, key string) (time.Duration, error) {
+	var rows []authThrottle
+	if err := s.db.Gorm.WithContext(ctx).Where("key = ?", key).Limit(1).Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("throttle %s: %w", key, err)
+	}
+	now := s.now().UTC()
+	if len(rows) == 0 || !rows[0].LockedUntil.After(now) {
+		return 0, nil
+	}
+	return rows[0].LockedUntil.Sub(now), nil
+}
+
+// clearSignInThrottles lets an address sign in, and ask for links, at
+// once from every client once its password was set anew (a reset, an
+// operator's set-password, the owner's change): the guesses that locked
+// it were against a password that is gone, and the owner must not wait
+// out a stranger's lock with the new one.
+func (s *Service) clearSignInThrottles(ctx context.Context, email string) {
+	_ = s.clearAttemptsPrefix(ctx, resetKey(email))
+	_ = s.clearAttemptsPrefix(ctx, signInKey(email))
+	_ = s.clearAttempts(ctx, "signin:"+email)
+}
+
 // takeAttemptFree is takeAttempt with free attempts before the waits
 // start (a client address shared by an office gets more than an account).
 func (s *Service) takeAttemptFree(ctx context.Context, key string, free int) error {

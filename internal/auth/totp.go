@@ -144,9 +144,17 @@ func (s *Service) BeginTOTP(ctx context.Context, userID int64, enrolCode string)
 	}
 	// A wrong code counts as a failed second-factor attempt (throttled
 	// like one); a right one takes none, so that showing the page again
-	// after a wrong first code does not use up attempts.
+	// after a wrong first code does not use up attempts. While the key is
+	// locked even a right one is refused: otherwise the lock would cost a
+	// guesser nothing.
+	throttle := "2fa:" + strconv.FormatInt(userID, 10)
+	if wait, err := s.lockedFor(ctx, throttle); err != nil {
+		return Enrolment{}, err
+	} else if wait > 0 {
+		return Enrolment{}, &ThrottledError{RetryAfter: wait}
+	}
 	if !enrolmentCodeOK(u, enrolCode) {
-		if err := s.takeAttempt(ctx, "2fa:"+strconv.FormatInt(userID, 10)); err != nil {
+		if err := s.takeAttempt(ctx, throttle); err != nil {
 			return Enrolment{}, err
 		}
 		return Enrolment{}, ErrEnrolmentCode
