@@ -253,6 +253,13 @@ func (h *handlers) topUpDifference(c *fiber.Ctx) error {
 	if v.State != "short" {
 		return c.Redirect(routes.Checkout(ch.PublicID), fiber.StatusSeeOther)
 	}
+	if site := c.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		// A link from another site would make its charge the one the
+		// payer's next credited top-up leads back to: the checkout's own
+		// page first, where the payer sees whose charge it is and follows
+		// its own "top up" link.
+		return c.Redirect(routes.Checkout(ch.PublicID), fiber.StatusSeeOther)
+	}
 	tomans := v.TopUpRials / money.RialsPerToman
 	h.SetPendingCheckout(c, ch.PublicID)
 	return c.Redirect(routes.TopUp+"?amount="+strconv.FormatInt(tomans, 10), fiber.StatusSeeOther)

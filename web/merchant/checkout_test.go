@@ -472,6 +472,13 @@ func TestCheckoutShortBalanceTopUpAndBack(t *testing.T) {
 			t.Fatalf("short checkout: %q", d.TestID("checkout").Attr("data-state"))
 		}
 		link := d.TestID("checkout-topup").Attr("href")
+		// The same link followed from another site remembers nothing: it
+		// leads to the checkout's own page.
+		req, _ := http.NewRequest(http.MethodGet, app.URL+link, nil)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		if r := c.Do(req); r.Status != http.StatusSeeOther || r.Location != routes.Checkout(ch.PublicID) {
+			t.Fatalf("top up the difference from another site: %d %q", r.Status, r.Location)
+		}
 		r := c.Get(link)
 		if r.Status != http.StatusSeeOther || r.Location != routes.TopUp+"?amount=7000" {
 			t.Fatalf("top up the difference: %d %q", r.Status, r.Location)
