@@ -508,26 +508,23 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 		return err
 	}
 	defer db.Close()
-	role := auth.RoleUser
-	if *admin {
-		role = auth.RoleAdmin
-	}
 	svc := auth.NewService(db, auth.Options{})
-	u, err := svc.SignUp(ctx, *email, password, role, "fa")
+	if *admin {
+		// One transaction: killed half-way, nothing is left to confuse
+		// a second run ("already registered" for an admin without a code).
+		u, code, err := svc.CreateAdmin(ctx, *email, password, "fa")
+		if err != nil {
+			return fmt.Errorf("create user: %w", err)
+		}
+		fmt.Fprintf(stdout, "created %s %s (id %d)\n", u.Role, u.Email, u.ID)
+		printEnrolmentCode(stdout, u.Email, code)
+		return nil
+	}
+	u, err := svc.SignUp(ctx, *email, password, auth.RoleUser, "fa")
 	if err != nil {
 		return fmt.Errorf("create user: %w", err)
 	}
 	fmt.Fprintf(stdout, "created %s %s (id %d)\n", u.Role, u.Email, u.ID)
-	if u.IsAdmin() {
-		code, err := svc.IssueEnrolmentCode(ctx, u.Email)
-		if err != nil {
-			return fmt.Errorf("enrolment code: %w", err)
-		}
-		if err := svc.RecordAdminCreated(ctx, u.ID); err != nil {
-			return err
-		}
-		printEnrolmentCode(stdout, u.Email, code)
-	}
 	return nil
 }
 

@@ -173,12 +173,13 @@ func waitTimer(ctx context.Context, d time.Duration) {
 // operator or a tool: the address counts as confirmed (the operator
 // vouches for it). A person signing up on the site uses Register.
 func (s *Service) SignUp(ctx context.Context, email, password, role, locale string) (User, error) {
-	return s.signUp(ctx, email, password, role, locale, true)
+	return s.signUp(ctx, email, password, role, locale, true, nil)
 }
 
 // signUp creates a user and their wallet in one transaction: with the
-// address confirmed, or else with the mail of a link that confirms it.
-func (s *Service) signUp(ctx context.Context, email, password, role, locale string, verified bool) (User, error) {
+// address confirmed, or else with the mail of a link that confirms it;
+// then (when set) runs in the same transaction.
+func (s *Service) signUp(ctx context.Context, email, password, role, locale string, verified bool, then func(tx *gorm.DB, u User) error) (User, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return User{}, err
@@ -207,6 +208,11 @@ func (s *Service) signUp(ctx context.Context, email, password, role, locale stri
 		}
 		if _, err := wallet.Create(tx, u.ID, now); err != nil {
 			return err
+		}
+		if then != nil {
+			if err := then(tx, u); err != nil {
+				return err
+			}
 		}
 		if verified {
 			return nil

@@ -92,3 +92,38 @@ func TestNewPasswordLiftsTheSignInLock(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateAdminIsOneTransaction: `kifpool user create --admin` makes
+// the admin, their wallet, their enrolment code and the audit entry
+// together. When the last write fails, nothing is left (the command can
+// be run again); when it works, the code printed enrols the admin.
+func TestCreateAdminIsOneTransaction(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc := auth.NewService(db, auth.Options{BcryptCost: bcrypt.MinCost})
+		// The audit log unwritable: the whole creation is refused.
+		if err := db.Gorm.Exec(`ALTER TABLE admin_actions RENAME TO admin_actions_away`).Error; err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := svc.CreateAdmin(ctx, "boss@example.com", "correct horse battery", "en")
+		if rerr := db.Gorm.Exec(`ALTER TABLE admin_actions_away RENAME TO admin_actions`).Error; rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err == nil {
+			t.Fatal("created an admin without its audit entry")
+		}
+		if _, err := svc.Authenticate(ctx, "boss@example.com", "correct horse battery"); !errors.Is(err, auth.ErrBadCredentials) {
+			t.Fatalf("after the refused creation the address signs in: %v", err)
+		}
+		u, code, err := svc.CreateAdmin(ctx, "boss@example.com", "correct horse battery", "en")
+		if err != nil || !u.IsAdmin() || code == "" {
+			t.Fatalf("run again: %+v %q %v", u, code, err)
+		}
+		if en, err := svc.BeginTOTP(ctx, u.ID, code); err != nil || en.Secret == "" {
+			t.Fatalf("the printed code does not enrol: %v", err)
+		}
+		if _, _, err := svc.CreateAdmin(ctx, "boss@example.com", "correct horse battery", "en"); !errors.Is(err, auth.ErrEmailTaken) {
+			t.Fatalf("a third run: %v, want ErrEmailTaken", err)
+		}
+	})
+}

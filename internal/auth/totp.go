@@ -109,8 +109,32 @@ func (s *Service) IssueEnrolmentCode(ctx context.Context, email string) (string,
 // RecordAdminCreated writes `kifpool user create --admin` to the audit
 // log.
 func (s *Service) RecordAdminCreated(ctx context.Context, userID int64) error {
-	return audit.Record(s.db.Gorm.WithContext(ctx), audit.Entry{Action: audit.ActionCLIAdmin, TargetUserID: &userID,
-		ToStatus: RoleAdmin, Note: "from the command line", Result: audit.ResultDone, CreatedAt: s.now().UTC()})
+	return audit.Record(s.db.Gorm.WithContext(ctx), s.adminCreated(userID))
+}
+
+// adminCreated is the audit entry of `kifpool user create --admin`.
+func (s *Service) adminCreated(userID int64) audit.Entry {
+	return audit.Entry{Action: audit.ActionCLIAdmin, TargetUserID: &userID,
+		ToStatus: RoleAdmin, Note: "from the command line", Result: audit.ResultDone, CreatedAt: s.now().UTC()}
+}
+
+// CreateAdmin is `kifpool user create --admin`: the admin, their wallet,
+// their enrolment code and the audit entry in one transaction, so that a
+// process killed half-way leaves either nothing (run it again) or an
+// admin who can enrol with the code printed. The code is returned once.
+func (s *Service) CreateAdmin(ctx context.Context, email, password, locale string) (User, string, error) {
+	var code string
+	u, err := s.signUp(ctx, email, password, RoleAdmin, locale, true, func(tx *gorm.DB, u User) error {
+		var err error
+		if code, err = issueEnrolmentCode(tx, u.ID); err != nil {
+			return err
+		}
+		return audit.Record(tx, s.adminCreated(u.ID))
+	})
+	if err != nil {
+		return User{}, "", err
+	}
+	return u, code, nil
 }
 
 // enrolmentCodeOK reports whether code is the user's current enrolment

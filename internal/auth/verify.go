@@ -55,7 +55,7 @@ func (s *Service) Register(ctx context.Context, email, password, locale string) 
 	if s.verifyMailer == nil {
 		return User{}, errors.New("sign up: no mailer configured for the confirmation link")
 	}
-	return s.signUp(ctx, email, password, RoleUser, locale, false)
+	return s.signUp(ctx, email, password, RoleUser, locale, false, nil)
 }
 
 // Verified reports whether the user's address is confirmed.
