@@ -894,7 +894,7 @@ func (l *Ledger) end(ctx context.Context, id int64, a EndAction, amount, to int6
 	var decided error
 	err := l.db.Tx(ctx, func(tx *gorm.DB) error {
 		var err error
-		out, decided, err = l.endTx(tx, id, a, amount, to, kind, "", now)
+		out, decided, err = l.endTx(tx, id, a, amount, to, kind, "", 0, now)
 		return err
 	})
 	if err != nil {
@@ -910,7 +910,14 @@ func (l *Ledger) end(ctx context.Context, id int64, a EndAction, amount, to int6
 // of a hold ended otherwise or past its time is ErrHoldEnded (past its
 // time, the hold has expired in tx: commit it, or roll back).
 func (l *Ledger) CaptureIn(tx *gorm.DB, id, amountRials, to int64, kind Kind, note string, now time.Time) (Hold, error) {
-	h, decided, err := l.endTx(tx, id, EndCapture, amountRials, to, kind, note, now)
+	return l.CaptureInFor(tx, id, amountRials, to, kind, note, 0, now)
+}
+
+// CaptureInFor is CaptureIn of a hold that belongs to a top-up (a refund
+// of it to the card): the capture's transaction names the top-up, so that
+// the wallet's history links its line to the top-up's page.
+func (l *Ledger) CaptureInFor(tx *gorm.DB, id, amountRials, to int64, kind Kind, note string, topUpID int64, now time.Time) (Hold, error) {
+	h, decided, err := l.endTx(tx, id, EndCapture, amountRials, to, kind, note, topUpID, now)
 	if err != nil {
 		return h, err
 	}
@@ -921,7 +928,7 @@ func (l *Ledger) CaptureIn(tx *gorm.DB, id, amountRials, to int64, kind Kind, no
 // release answers with the hold and ErrDuplicate; a hold captured or
 // expired is ErrHoldEnded.
 func (l *Ledger) ReleaseIn(tx *gorm.DB, id int64, now time.Time) (Hold, error) {
-	h, decided, err := l.endTx(tx, id, EndRelease, 0, 0, "", "", now)
+	h, decided, err := l.endTx(tx, id, EndRelease, 0, 0, "", "", 0, now)
 	if err != nil {
 		return h, err
 	}
@@ -933,7 +940,7 @@ func (l *Ledger) ReleaseIn(tx *gorm.DB, id int64, now time.Time) (Hold, error) {
 // charge's authorization expiring). A hold already expired answers with
 // it and ErrDuplicate; a hold not yet due, or ended otherwise, is an error.
 func (l *Ledger) ExpireIn(tx *gorm.DB, id int64, now time.Time) (Hold, error) {
-	h, decided, err := l.endTx(tx, id, EndExpire, 0, 0, "", "", now)
+	h, decided, err := l.endTx(tx, id, EndExpire, 0, 0, "", "", 0, now)
 	if err != nil {
 		return h, err
 	}
@@ -943,7 +950,7 @@ func (l *Ledger) ExpireIn(tx *gorm.DB, id int64, now time.Time) (Hold, error) {
 // endTx ends hold id as a (DecideEnd) in tx: decided is the decision's
 // own answer (ErrDuplicate for a replay, the refusal of a capture too
 // late whose expiry is written); err means tx must be rolled back.
-func (l *Ledger) endTx(tx *gorm.DB, id int64, a EndAction, amount, to int64, kind Kind, note string, now time.Time) (out Hold, decided, err error) {
+func (l *Ledger) endTx(tx *gorm.DB, id int64, a EndAction, amount, to int64, kind Kind, note string, topUpID int64, now time.Time) (out Hold, decided, err error) {
 	var h Hold
 	if err := l.db.ForUpdate(tx.Table(holdsTable)).Take(&h, id).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -961,7 +968,7 @@ func (l *Ledger) endTx(tx *gorm.DB, id int64, a EndAction, amount, to int64, kin
 	at := now.UTC()
 	vals := map[string]any{"status": d.To, "ended_at": at}
 	if d.To == HoldCaptured {
-		t, err := l.post(tx, Entry{Kind: kind, Reference: "hold:" + strconv.FormatInt(h.ID, 10), Note: note,
+		t, err := l.post(tx, Entry{Kind: kind, Reference: "hold:" + strconv.FormatInt(h.ID, 10), Note: note, TopUpID: topUpID,
 			Postings: Transfer(h.AccountID, to, amount), At: now}, map[int64]int64{h.AccountID: h.AmountRials})
 		if err != nil {
 			return h, nil, err

@@ -117,6 +117,11 @@ func TestRefundToCardFromTheTopUpPage(t *testing.T) {
 		if history.Attr("data-kind") != "card_refund" || history.Attr("data-rials") != "-200000" {
 			t.Fatalf("the payer's history shows %s %s first", history.Attr("data-kind"), history.Attr("data-rials"))
 		}
+		// Its line leads to the top-up it went back from, whose page says
+		// what of it went to the card.
+		if !slices.Contains(history.Attrs("href"), routes.TopUpPage(tu.PublicID)) {
+			t.Fatalf("the card refund's line links %q, not its top-up's page", history.Attrs("href"))
+		}
 		if bp, _ := app.Server.Bank.Payment(tu.AuthorityString()); bp.RefundedAmount != 200_000 || len(bp.Refunds) != 1 {
 			t.Fatalf("the bank refunded %d in %d refunds", bp.RefundedAmount, len(bp.Refunds))
 		}

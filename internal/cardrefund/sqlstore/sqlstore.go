@@ -533,7 +533,7 @@ func (s *Store) money(tx *gorm.DB, r row, to cardrefund.Status, now time.Time) e
 			return err
 		}
 		note := "card refund " + r.PublicID
-		if _, err := s.ledger.CaptureIn(tx, r.HoldID, r.AmountRials, s.inFlight, ledger.KindCardRefund, note, now); err != nil &&
+		if _, err := s.ledger.CaptureInFor(tx, r.HoldID, r.AmountRials, s.inFlight, ledger.KindCardRefund, note, r.TopUpID, now); err != nil &&
 			!errors.Is(err, ledger.ErrDuplicate) {
 			return fmt.Errorf("capture of card refund %s: %w", r.PublicID, err)
 		}
