@@ -126,6 +126,10 @@ type Store interface {
 	// NewestReconcileReports reads each of the gateways' newest stored
 	// report, by gateway (none stored: not in the map), on the primary.
 	NewestReconcileReports(ctx context.Context, gateways []string) (map[string]ReconcileReport, error)
+	// ClaimReconcileTurn takes the gateway's turn to reconcile when it is
+	// due at now (or the gateway has none yet), moving it to next; false:
+	// another instance holds it.
+	ClaimReconcileTurn(ctx context.Context, gateway string, now, next time.Time) (bool, error)
 	// RecordAdminAction appends to the admins' audit log.
 	RecordAdminAction(ctx context.Context, e audit.Entry) error
 }

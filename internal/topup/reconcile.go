@@ -145,9 +145,9 @@ func ReconcileDue(newest ReconcileReport, found bool, now time.Time, interval ti
 // kifpool reconcile), and reports whether any was. It is decided from
 // the stored reports, not from a process's timer, so that several
 // instances share one schedule instead of each asking the banks at its
-// own, and a restart does not put a gateway's run off. Two instances
-// that look in the same moment both run; each payment is still checked
-// by the holder of its lease alone.
+// own, and a restart does not put a gateway's run off; of the instances
+// that find a gateway due, the one that takes its turn
+// (ClaimReconcileTurn) runs it, the others wait for the next.
 func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (ReconcileReport, bool, error) {
 	names := make([]string, len(s.gws))
 	for i, gw := range s.gws {
@@ -161,7 +161,17 @@ func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (R
 	var due gateway.Set
 	for _, gw := range s.gws {
 		rep, found := newest[gw.Name()]
-		if ReconcileDue(rep, found, now, interval) {
+		if !ReconcileDue(rep, found, now, interval) {
+			continue
+		}
+		// Its report is stored only when a run ends: the turn, taken by
+		// one conditional statement, keeps a second instance from
+		// starting while another's run is still asking the bank.
+		claimed, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), now, now.Add(interval))
+		if err != nil {
+			return ReconcileReport{}, false, err
+		}
+		if claimed {
 			due = append(due, gw)
 		}
 	}

@@ -41,11 +41,13 @@ func TestReconcileDue(t *testing.T) {
 }
 
 // TestReconcileIfDueSharesOneSchedule: instances over one database share
-// the periodic reconciliation's schedule through the stored reports. The
-// first to look reconciles every gateway; another instance looking within
-// the interval asks no bank; once a gateway's newest report is an interval
-// old, the next look reconciles that gateway alone, and what it finds is
-// credited.
+// the periodic reconciliation's schedule through the stored reports and
+// each gateway's turn. The first to look reconciles every gateway;
+// another instance looking within the interval asks no bank; once a
+// gateway's newest report is an interval old, the next look reconciles
+// that gateway alone, and what it finds is credited; while another
+// instance holds a gateway's turn (its run still asking the bank, its
+// report not yet stored), a look that finds the gateway due leaves it.
 func TestReconcileIfDueSharesOneSchedule(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -98,6 +100,29 @@ func TestReconcileIfDueSharesOneSchedule(t *testing.T) {
 		}
 		if n := len(topuptest.Reconciles(t, db)); n != 4 {
 			t.Errorf("%d reports, want 4 (two, other's by hand, fake's)", n)
+		}
+
+		// An interval on, a third instance has taken both turns and is
+		// still running: the two others find the gateways due by their
+		// reports, and leave them.
+		e.clock.Advance(interval)
+		st := sqlstore.New(db)
+		now := e.clock.Now()
+		for _, gw := range []string{"fake", "other"} {
+			if ok, err := st.ClaimReconcileTurn(ctx, gw, now, now.Add(interval)); err != nil || !ok {
+				t.Fatalf("the third instance's turn of %s: %v %v", gw, ok, err)
+			}
+			if ok, err := st.ClaimReconcileTurn(ctx, gw, now, now.Add(interval)); err != nil || ok {
+				t.Fatalf("a second claim of %s at the same moment: %v %v", gw, ok, err)
+			}
+		}
+		for _, svc := range []*topup.Service{first, second} {
+			if _, ran, err := svc.ReconcileIfDue(ctx, interval); err != nil || ran {
+				t.Errorf("a look while another instance holds the turns: ran %v, %v", ran, err)
+			}
+		}
+		if n := len(topuptest.Reconciles(t, db)); n != 4 {
+			t.Errorf("%d reports after the looks during another's run, want 4", n)
 		}
 		checkInvariants(t, db)
 	})

@@ -910,6 +910,27 @@ func (s *Store) NewestReconcileReports(ctx context.Context, gateways []string) (
 	return out, nil
 }
 
+// ClaimReconcileTurn implements topup.Store: one conditional UPDATE of
+// the gateway's row, or, when it has none, an insert the primary key lets
+// one instance make.
+func (s *Store) ClaimReconcileTurn(ctx context.Context, gateway string, now, next time.Time) (bool, error) {
+	claimed := false
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE reconcile_turns SET next_at = ? WHERE gateway = ? AND next_at <= ?`, next.UTC(), gateway, now.UTC())
+		if res.Error != nil || res.RowsAffected == 1 {
+			claimed = res.RowsAffected == 1
+			return res.Error
+		}
+		res = tx.Exec(`INSERT INTO reconcile_turns (gateway, next_at) VALUES (?, ?) ON CONFLICT (gateway) DO NOTHING`, gateway, next.UTC())
+		claimed = res.RowsAffected == 1
+		return res.Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim the reconciliation's turn of %s: %w", gateway, err)
+	}
+	return claimed, nil
+}
+
 // SwitchGateway writes a gateway's switch (insert or update of its one
 // row) and the audit entry in one transaction.
 func (s *Store) SwitchGateway(ctx context.Context, gateway string, disabled bool, e audit.Entry) error {
