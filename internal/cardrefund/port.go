@@ -31,8 +31,8 @@ type Store interface {
 	ByPublicID(ctx context.Context, publicID string) (CardRefund, error)
 	// OfTopUp lists a top-up's card refunds, newest first.
 	OfTopUp(ctx context.Context, topUpID int64) ([]CardRefund, error)
-	// AwaitingAdmin counts the refunds under review, with the creation
-	// of the oldest (zero: none).
+	// AwaitingAdmin counts the refunds under review, with when the one
+	// waiting longest went to review (zero: none).
 	AwaitingAdmin(ctx context.Context) (n int64, oldest time.Time, err error)
 	// UnderReview lists the refunds under review, oldest first, at most
 	// limit, each with its top-up's public id.

@@ -480,8 +480,8 @@ func (s *Service) review(ctx context.Context, publicID string, closer int64) (Ca
 }
 
 // AwaitingAdmin counts the refunds under review (their amount held from
-// the payer's wallet until an admin resolves them), with the creation of
-// the oldest.
+// the payer's wallet until an admin resolves them), with when the one
+// waiting longest went to review.
 func (s *Service) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
 	return s.d.Store.AwaitingAdmin(ctx)
 }

@@ -346,9 +346,15 @@ func TestFiguresThatDifferGoToReview(t *testing.T) {
 		if cur, _, _ := e.svc.Get(ctx, c.PublicID); cur.Status != cardrefund.StatusNeedsReview || cur.LeaseOwner != "" {
 			t.Fatalf("after the refused close: %+v", cur)
 		}
-		// It waits for an admin (the metrics' kifpool_awaiting_admin).
-		if n, oldest, err := e.svc.AwaitingAdmin(ctx); err != nil || n != 1 || !oldest.Equal(c.CreatedAt) {
-			t.Fatalf("awaiting an admin: %d since %v (%v), want 1 since %v", n, oldest, err, c.CreatedAt)
+		// It waits for an admin (the metrics' kifpool_awaiting_admin) since
+		// its move to review, a minute after it was made.
+		_, evs, err := e.svc.Get(ctx, c.PublicID)
+		if err != nil || len(evs) == 0 || evs[len(evs)-1].ToStatus != cardrefund.StatusNeedsReview {
+			t.Fatalf("events %+v %v", evs, err)
+		}
+		reviewed := evs[len(evs)-1].CreatedAt
+		if n, since, err := e.svc.AwaitingAdmin(ctx); err != nil || n != 1 || !since.Equal(reviewed) || !since.After(c.CreatedAt) {
+			t.Fatalf("awaiting an admin: %d since %v (%v), want 1 since %v (made %v)", n, since, err, reviewed, c.CreatedAt)
 		}
 		// Asking again changes nothing: the figures still differ.
 		if r, err := e.svc.Recheck(ctx, c.PublicID, e.admin.ID); err != nil || r.Status != cardrefund.StatusNeedsReview {
@@ -356,7 +362,7 @@ func TestFiguresThatDifferGoToReview(t *testing.T) {
 		}
 		// Every event of an admin's act says which admin: the start, the
 		// recheck and what the bank's answer to it moved.
-		_, evs, err := e.svc.Get(ctx, c.PublicID)
+		_, evs, err = e.svc.Get(ctx, c.PublicID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,8 +54,8 @@ type Sources struct {
 	Log           *slog.Logger
 }
 
-// Awaiting is one kind of thing waiting for an admin: how many, and when
-// the oldest of them was made (zero: none).
+// Awaiting is one kind of thing waiting for an admin: how many, and
+// since when the one waiting longest has waited (zero: none).
 type Awaiting struct {
 	Kind   string
 	Count  int64
@@ -278,7 +278,7 @@ var (
 	awaitingDesc = prometheus.NewDesc("kifpool_awaiting_admin",
 		"What waits for an admin's decision, by kind: withdrawal (to approve above the review threshold, or under review; its money held), bank_account (a Sheba to verify), card_refund (under review; its amount held).", []string{"kind"}, nil)
 	awaitingOldest = prometheus.NewDesc("kifpool_awaiting_admin_oldest_timestamp_seconds",
-		"Unix time the oldest of each kind waiting for an admin was made; 0 when none waits.", []string{"kind"}, nil)
+		"Unix time since which the one of each kind waiting longest for an admin has waited (a withdrawal to approve: its request; one under review, a card refund: their move to review; a bank account: its addition); 0 when none waits.", []string{"kind"}, nil)
 	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
 	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary while WAL waits to be replayed (the primary's pg_stat_replication.replay_lag with one standby, else the age of its newest replayed transaction), 0 caught up.", nil, nil)
 	replicaBytes = prometheus.NewDesc("kifpool_read_replica_lag_bytes", "WAL bytes between the primary's current position and the read database's replay.", nil, nil)
@@ -386,17 +386,19 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if s.src.AwaitingAdmin != nil {
-		if waits, err := s.src.AwaitingAdmin(ctx); err != nil {
+		// The kinds read are reported even when another could not be:
+		// its series is missing (and its error logged), not all of them.
+		waits, err := s.src.AwaitingAdmin(ctx)
+		if err != nil {
 			s.logErr("what awaits an admin", err)
-		} else {
-			for _, w := range waits {
-				oldest := 0.0
-				if !w.Oldest.IsZero() {
-					oldest = float64(w.Oldest.Unix())
-				}
-				ch <- prometheus.MustNewConstMetric(awaitingDesc, prometheus.GaugeValue, float64(w.Count), w.Kind)
-				ch <- prometheus.MustNewConstMetric(awaitingOldest, prometheus.GaugeValue, oldest, w.Kind)
+		}
+		for _, w := range waits {
+			oldest := 0.0
+			if !w.Oldest.IsZero() {
+				oldest = float64(w.Oldest.Unix())
 			}
+			ch <- prometheus.MustNewConstMetric(awaitingDesc, prometheus.GaugeValue, float64(w.Count), w.Kind)
+			ch <- prometheus.MustNewConstMetric(awaitingOldest, prometheus.GaugeValue, oldest, w.Kind)
 		}
 	}
 	if s.src.Replica != nil {

@@ -65,8 +65,9 @@ type Store interface {
 	// provider name.
 	LatestReports(ctx context.Context) ([]Report, error)
 	// AwaitingAdmin counts the withdrawals waiting for an admin (a
-	// review required before sending, or needs_review), with the
-	// creation of the oldest (zero: none).
+	// review required before sending, or needs_review), with since when
+	// the one waiting longest has waited: its request, or its move to
+	// review (zero: none).
 	AwaitingAdmin(ctx context.Context) (n int64, oldest time.Time, err error)
 	// ByPublicIDs maps public ids to the user's withdrawals (the wallet's
 	// history names the withdrawal of its lines).

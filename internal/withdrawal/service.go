@@ -318,7 +318,8 @@ func (s *Service) LatestReports(ctx context.Context) ([]Report, error) {
 
 // AwaitingAdmin counts the withdrawals waiting for an admin (to approve
 // one above WITHDRAWAL_REVIEW_ABOVE_RIALS, or to resolve one under
-// review), their money held meanwhile, with the creation of the oldest.
+// review), their money held meanwhile, with since when the one waiting
+// longest has waited.
 func (s *Service) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
 	return s.st.AwaitingAdmin(ctx)
 }

@@ -95,7 +95,7 @@ func TestWebhookWriteOfAnEndedSessionIsRefused(t *testing.T) {
 	if _, err := other.Server.Auth.EndAllSessions(ctx, uid); err != nil {
 		t.Fatal(err)
 	}
-	r = again.Post(routes.WebhookEnable(first.ID), url.Values{"_csrf": {csrf}, "password": {"correct horse battery"}})
+	r = again.Post(routes.WebhookEnable(first.ID), url.Values{"_csrf": {csrf}, "confirm": {"1"}, "password": {"correct horse battery"}})
 	if r.Status != http.StatusSeeOther || r.Location != routes.SignIn {
 		t.Fatalf("an enable by the ended session: %d %q, want 303 to the sign-in page", r.Status, r.Location)
 	}

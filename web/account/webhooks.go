@@ -194,7 +194,7 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 		form.ErrorKey, form.ErrorArgs = key, args
 		return h.renderWebhooks(c, status, views.WebhooksView{Enable: form})
 	}
-	if c.Request().PostArgs().Peek("password") == nil {
+	if h.FormValue(c, "confirm") != "1" {
 		// The list's button: ask.
 		return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Enable: form})
 	}
@@ -210,7 +210,7 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 	case errors.As(err, &throttled):
 		return refuse(fiber.StatusTooManyRequests, "tokens.error_throttled", "seconds", seam.RetryAfter(c, throttled.RetryAfter))
 	case errors.Is(err, auth.ErrBadCredentials):
-		return refuse(fiber.StatusUnprocessableEntity, "webhooks.error_password")
+		return refuse(fiber.StatusUnprocessableEntity, "webhooks.error_enable_password")
 	case err != nil:
 		return err
 	}

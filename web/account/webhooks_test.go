@@ -166,14 +166,18 @@ func TestWebhooksPages(t *testing.T) {
 			t.Fatalf("after enable's button alone: %q", row.Text())
 		}
 		csrf := apptest.Input(r.Body, "_csrf")
-		if r := owner.Post(routes.WebhookEnable(id), url.Values{"_csrf": {csrf}, "password": {"wrong horse battery"}}); r.Status != http.StatusUnprocessableEntity ||
+		if r := owner.Post(routes.WebhookEnable(id), url.Values{"_csrf": {csrf}, "confirm": {"1"}, "password": {""}}); r.Status != http.StatusUnprocessableEntity ||
+			apptest.Parse(r.Body).TestID("webhook-enable-error") == nil {
+			t.Fatalf("enable with no password: %d", r.Status)
+		}
+		if r := owner.Post(routes.WebhookEnable(id), url.Values{"_csrf": {csrf}, "confirm": {"1"}, "password": {"wrong horse battery"}}); r.Status != http.StatusUnprocessableEntity ||
 			apptest.Parse(r.Body).TestID("webhook-enable-error") == nil {
 			t.Fatalf("enable with a wrong password: %d", r.Status)
 		}
 		if row := state(owner); row.Attr("data-state") != "disabled" {
 			t.Fatalf("after a wrong password: %q", row.Text())
 		}
-		if r := owner.Post(routes.WebhookEnable(id), url.Values{"_csrf": {csrf}, "password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
+		if r := owner.Post(routes.WebhookEnable(id), url.Values{"_csrf": {csrf}, "confirm": {"1"}, "password": {"correct horse battery"}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("enable: %d", r.Status)
 		}
 		if row := state(owner); row.Attr("data-state") != "active" {

@@ -252,25 +252,33 @@ func (s *Store) UnderReview(ctx context.Context, limit int) ([]cardrefund.Waitin
 	return out, nil
 }
 
-// OfTopUp implements cardrefund.Store.
+// AwaitingAdmin implements cardrefund.Store: since when the one that
+// waits longest has waited, from its move into needs_review (its last
+// event there), not its creation (a refund reaches review only after the
+// bank's answer was awaited for days).
 func (s *Store) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
-	q := func() *gorm.DB {
-		return s.db.Gorm.WithContext(ctx).Table(refundsTable).Where("status = ?", cardrefund.StatusNeedsReview)
-	}
+	const since = "COALESCE((SELECT MAX(e.created_at) FROM " + eventsTable + " e WHERE e.card_refund_id = r.id AND e.to_status = 'needs_review'), r.created_at)"
 	var n int64
-	if err := q().Count(&n).Error; err != nil {
+	if err := s.db.Gorm.WithContext(ctx).Table(refundsTable).Where("status = ?", cardrefund.StatusNeedsReview).Count(&n).Error; err != nil {
 		return 0, time.Time{}, fmt.Errorf("card refunds under review: %w", err)
 	}
+	if n == 0 {
+		return 0, time.Time{}, nil
+	}
 	var oldest []row
-	if n > 0 {
-		if err := q().Select("id, created_at").Order("created_at").Limit(1).Find(&oldest).Error; err != nil {
-			return 0, time.Time{}, fmt.Errorf("oldest card refund under review: %w", err)
-		}
+	if err := s.db.Gorm.WithContext(ctx).Table(refundsTable+" AS r").Select("r.id, r.created_at").Where("r.status = ?", cardrefund.StatusNeedsReview).
+		Order(since + ", r.id").Limit(1).Find(&oldest).Error; err != nil || len(oldest) == 0 {
+		return 0, time.Time{}, fmt.Errorf("oldest card refund under review: %w", err)
 	}
-	if len(oldest) == 0 {
-		return n, time.Time{}, nil
+	var evs []eventRow
+	if err := s.db.Gorm.WithContext(ctx).Where("card_refund_id = ? AND to_status = ?", oldest[0].ID, cardrefund.StatusNeedsReview).
+		Order("id DESC").Limit(1).Find(&evs).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("when card refund %d went to review: %w", oldest[0].ID, err)
 	}
-	return n, oldest[0].CreatedAt, nil
+	if len(evs) == 0 {
+		return n, oldest[0].CreatedAt.UTC(), nil
+	}
+	return n, evs[0].CreatedAt.UTC(), nil
 }
 
 // OfTopUp implements cardrefund.Store.

@@ -259,25 +259,38 @@ func (s *Store) Reports(ctx context.Context, limit int) ([]withdrawal.Report, er
 	return out, nil
 }
 
-// LatestReports implements withdrawal.Store.
+// AwaitingAdmin implements withdrawal.Store: since when the one that
+// waits longest has waited, a withdrawal to approve from its request, one
+// under review from its move there (its last event into needs_review:
+// the worker's later checks do not move it).
 func (s *Store) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
-	q := func() *gorm.DB {
-		return s.db.Gorm.WithContext(ctx).Table(table).Where("(status = 'requested' AND review_required) OR status = 'needs_review'")
-	}
+	const waiting = "(w.status = 'requested' AND w.review_required) OR w.status = 'needs_review'"
+	const since = "COALESCE((SELECT MAX(e.created_at) FROM " + eventsTable + " e WHERE e.withdrawal_id = w.id AND e.to_status = 'needs_review' AND w.status = 'needs_review'), w.created_at)"
 	var n int64
-	if err := q().Count(&n).Error; err != nil {
+	if err := s.db.Gorm.WithContext(ctx).Table(table + " AS w").Where(waiting).Count(&n).Error; err != nil {
 		return 0, time.Time{}, fmt.Errorf("withdrawals awaiting an admin: %w", err)
 	}
+	if n == 0 {
+		return 0, time.Time{}, nil
+	}
 	var oldest []withdrawal.Withdrawal
-	if n > 0 {
-		if err := q().Select("id, created_at").Order("created_at").Limit(1).Find(&oldest).Error; err != nil {
-			return 0, time.Time{}, fmt.Errorf("oldest withdrawal awaiting an admin: %w", err)
-		}
+	if err := s.db.Gorm.WithContext(ctx).Table(table + " AS w").Select("w.id, w.status, w.created_at").Where(waiting).
+		Order(since + ", w.id").Limit(1).Find(&oldest).Error; err != nil || len(oldest) == 0 {
+		return 0, time.Time{}, fmt.Errorf("oldest withdrawal awaiting an admin: %w", err)
 	}
-	if len(oldest) == 0 {
-		return n, time.Time{}, nil
+	w := oldest[0]
+	if w.Status != withdrawal.StatusNeedsReview {
+		return n, w.CreatedAt, nil
 	}
-	return n, oldest[0].CreatedAt, nil
+	var evs []withdrawal.Event
+	if err := s.db.Gorm.WithContext(ctx).Table(eventsTable).Where("withdrawal_id = ? AND to_status = 'needs_review'", w.ID).
+		Order("id DESC").Limit(1).Find(&evs).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("when withdrawal %d went to review: %w", w.ID, err)
+	}
+	if len(evs) == 0 {
+		return n, w.CreatedAt, nil
+	}
+	return n, evs[0].CreatedAt, nil
 }
 
 // LatestReports implements withdrawal.Store.
