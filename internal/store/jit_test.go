@@ -65,3 +65,35 @@ func TestWithoutJITKeepsTheURLsOwnSetting(t *testing.T) {
 		}
 	}
 }
+
+// A primary's session that holds a transaction open and does nothing
+// (a frozen process) is ended by PostgreSQL after
+// store.IdleInTransactionTimeout, its locks with it; the URL may set its
+// own.
+func TestPostgresSessionsEndWhenIdleInATransaction(t *testing.T) {
+	url := storetest.URL(t, store.Postgres)
+	ctx := context.Background()
+	show := func(u string) string {
+		t.Helper()
+		db, err := store.Open(ctx, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var v string
+		if err := db.SQL().QueryRowContext(ctx, "SHOW idle_in_transaction_session_timeout").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := show(url); v != "1min" {
+		t.Errorf("idle_in_transaction_session_timeout %q, want 1min", v)
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	if v := show(url + sep + "idle_in_transaction_session_timeout=5000"); v != "5s" {
+		t.Errorf("with the URL's own: %q, want 5s", v)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -153,7 +154,8 @@ func open(dialect Dialect, dsn string) (*DB, error) {
 		// from starving while writers queue on busy_timeout.
 		sqlDB.SetMaxOpenConns(4)
 	case Postgres:
-		gdb, err = gorm.Open(postgres.New(postgres.Config{DSN: withoutJIT(dsn)}), cfg)
+		sessions := withParam(withoutJIT(dsn), "idle_in_transaction_session_timeout", strconv.FormatInt(IdleInTransactionTimeout.Milliseconds(), 10))
+		gdb, err = gorm.Open(postgres.New(postgres.Config{DSN: sessions}), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
@@ -192,25 +194,39 @@ func open(dialect Dialect, dsn string) (*DB, error) {
 // jit off), and each execution compiled its expressions (8 ms) for a
 // statement that reads a few thousand index entries. The dashboard's p95
 // at 10M was those loads (docs/benchmarks.md).
-func withoutJIT(dsn string) string {
+func withoutJIT(dsn string) string { return withParam(dsn, "jit", "off") }
+
+// IdleInTransactionTimeout ends a session that holds a transaction open
+// and does nothing for this long (PostgreSQL's
+// idle_in_transaction_session_timeout, a startup parameter of every
+// session unless the URL sets it): no transaction of Kifpool waits on
+// anything but the database (no bank is asked inside one), so only a
+// process that froze or lost its peer mid-transaction (a stopped VM, a
+// half-open connection) stays idle in one, and its row locks (a wallet's,
+// a top-up's) would otherwise stop every credit to them until TCP gave up.
+const IdleInTransactionTimeout = time.Minute
+
+// withParam sets the startup parameter key of the pool's sessions to
+// value, unless the URL (or keyword/value string) sets it already.
+func withParam(dsn, key, value string) string {
 	if i := strings.Index(dsn, "?"); i >= 0 {
 		for _, kv := range strings.Split(dsn[i+1:], "&") {
-			if k, _, _ := strings.Cut(kv, "="); k == "jit" {
+			if k, _, _ := strings.Cut(kv, "="); k == key {
 				return dsn
 			}
 		}
-		return dsn + "&jit=off"
+		return dsn + "&" + key + "=" + value
 	}
 	if strings.Contains(dsn, "://") {
-		return dsn + "?jit=off"
+		return dsn + "?" + key + "=" + value
 	}
 	// A keyword/value connection string.
 	for _, kv := range strings.Fields(dsn) {
-		if k, _, _ := strings.Cut(kv, "="); k == "jit" {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
 			return dsn
 		}
 	}
-	return dsn + " jit=off"
+	return dsn + " " + key + "=" + value
 }
 
 // DefaultPoolSize is the PostgreSQL pool of one instance without
