@@ -116,17 +116,9 @@ func (o *Outbox) Kick() {
 	}
 }
 
-// Kicks receives Kick's requests: the wake-up of the loop that runs Tick
+// Kicks receives Kick's requests: the wake-up of the loop that runs DeliverDue
 // (internal/server runs it on lifecycle.Loop).
 func (o *Outbox) Kicks() <-chan struct{} { return o.kick }
-
-// Tick delivers the mail due now, logging a failure: one beat of the
-// background loop.
-func (o *Outbox) Tick(ctx context.Context) {
-	if _, err := o.DeliverDue(ctx); err != nil && ctx.Err() == nil {
-		o.log.Error("deliver mail", "err", err)
-	}
-}
 
 func (o *Outbox) clock() time.Time { return o.now().UTC().Truncate(time.Microsecond) }
 

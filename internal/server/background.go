@@ -72,6 +72,10 @@ func (s *Server) KeepSwitches(ctx context.Context) {
 // memory now.
 func (s *Server) SwitchesServing() bool { return s.topUpStore.SwitchesServing() }
 
+// mailRounds is how many times a beat of the mail loop repeats each of
+// its steps while that step still finds work.
+const mailRounds = 10
+
 // ReconcileCheckEvery is how often the top-ups' reconciliation loop asks
 // whether a gateway's reconciliation is due.
 const ReconcileCheckEvery = time.Minute
@@ -139,13 +143,29 @@ func (s *Server) loops(log *slog.Logger) []loop {
 	mail := every(cfg.MailInterval)
 	mail.Wake = s.Outbox.Kicks()
 	ls = append(ls, loop{"mail", mail, func(ctx context.Context) {
-		if _, err := s.Notifier.Scan(ctx); err != nil && ctx.Err() == nil {
-			log.Error("queue receipts and notices", "err", err)
+		// Each step again while it still finds work, up to mailRounds a
+		// beat: one batch a beat (200 events, 50 mails) would fall behind
+		// for good under a burst (transfers bounced back and forth queue
+		// two receipts each).
+		steps := []struct {
+			what string
+			run  func(context.Context) (int, error)
+		}{
+			{"queue receipts and notices", s.Notifier.Scan},
+			{"queue transfers' mails", s.Notifier.ScanTransfers},
+			{"deliver mail", s.Outbox.DeliverDue},
 		}
-		if _, err := s.Notifier.ScanTransfers(ctx); err != nil && ctx.Err() == nil {
-			log.Error("queue transfers' mails", "err", err)
+		for _, st := range steps {
+			for range mailRounds {
+				n, err := st.run(ctx)
+				if err != nil && ctx.Err() == nil {
+					log.Error(st.what, "err", err)
+				}
+				if err != nil || n == 0 || ctx.Err() != nil {
+					break
+				}
+			}
 		}
-		s.Outbox.Tick(ctx)
 	}})
 	// The read database (DATABASE_READ_URL): up or down decides where
 	// the pages read; its lag is the dashboard's and the metric's.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
@@ -116,6 +120,41 @@ func TestMailLoopDeliversQueuedMail(t *testing.T) {
 		files, err := os.ReadDir(filepath.Join(cfg.DataDir, "mail"))
 		if err != nil || len(files) != 1 {
 			t.Fatalf("DATA_DIR/mail holds %v (%v), want the reset mail", files, err)
+		}
+	})
+}
+
+// One beat of the mail loop delivers more than one batch when more is
+// due: 120 mails queued at once (a burst of receipts) all go out in it,
+// not 50 a beat while the queue grows behind.
+func TestMailLoopDrainsABurst(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		cfg := testConfig(t, nil)
+		s, err := New(cfg, db, Options{BcryptCost: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		now := time.Now().UTC().Add(-time.Minute)
+		if err := db.Gorm.Transaction(func(tx *gorm.DB) error {
+			for i := range 120 {
+				if err := mail.Enqueue(tx, mail.Row{Kind: "receipt", ToAddr: fmt.Sprintf("payer%d@example.com", i), Subject: "receipt",
+					TextBody: "paid", CreatedAt: now}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range s.loops(nil) {
+			if l.name == "mail" {
+				l.run(ctx)
+			}
+		}
+		files, err := os.ReadDir(filepath.Join(cfg.DataDir, "mail"))
+		if err != nil || len(files) != 120 {
+			t.Fatalf("DATA_DIR/mail holds %d files (%v) after one beat, want all 120", len(files), err)
 		}
 	})
 }
