@@ -226,7 +226,20 @@ func finishBackup(tmp, dest string) error {
 	if err := os.Link(tmp, dest); err != nil { // fails if dest appeared meanwhile
 		return fmt.Errorf("backup: %w", err)
 	}
-	return os.Remove(tmp)
+	if err := os.Remove(tmp); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	// The new name on disk before "backup written" is said: a power cut
+	// right after must not lose it.
+	dir, err := os.Open(filepath.Dir(dest)) // #nosec G304 -- the operator's --to path
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer func() { _ = dir.Close() }() // read-only: its close has nothing to flush
+	if err := dir.Sync(); err != nil {
+		return fmt.Errorf("backup: sync %s: %w", filepath.Dir(dest), err)
+	}
+	return nil
 }
 
 // instanceLock refuses a serve that cannot work beside the others on its

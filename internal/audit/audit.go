@@ -49,13 +49,16 @@ const (
 	ActionCLIAdmin    Action = "cli_create"    // `kifpool user create --admin`
 	ActionCLIReset2FA Action = "cli_reset_2fa" // `kifpool user reset-2fa`
 	ActionCLIMerchant Action = "cli_merchant"  // `kifpool merchant create` (TargetUserID: who; Note: the display name)
+	// ActionCLISetPassword: `kifpool user set-password` (TargetUserID:
+	// whose), the operator's way into any account: recorded as the rest.
+	ActionCLISetPassword Action = "cli_set_password"
 )
 
 // FromCLI reports whether the action is the operator's on the command
 // line, which has no admin behind it.
 func (a Action) FromCLI() bool {
 	switch a {
-	case ActionCLIPromote, ActionCLIDemote, ActionCLIAdmin, ActionCLIReset2FA, ActionCLIMerchant:
+	case ActionCLIPromote, ActionCLIDemote, ActionCLIAdmin, ActionCLIReset2FA, ActionCLIMerchant, ActionCLISetPassword:
 		return true
 	}
 	return false

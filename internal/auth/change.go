@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
+
+	"github.com/kifpool/kifpool/internal/audit"
 )
 
 // ErrPasswordSame: the new password is the current one.
@@ -56,7 +58,7 @@ func (s *Service) ChangePassword(ctx context.Context, userID int64, keepSession,
 	if current == next {
 		return Ended{}, ErrPasswordSame
 	}
-	ended, err := s.replacePassword(ctx, userID, keepSession, next)
+	ended, err := s.replacePassword(ctx, userID, keepSession, next, nil)
 	if err != nil {
 		return ended, err
 	}
@@ -83,7 +85,12 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) (User
 	if err != nil {
 		return User{}, Ended{}, fmt.Errorf("find user %s: %w", email, err)
 	}
-	ended, err := s.replacePassword(ctx, u.ID, "", password)
+	// Recorded in the audit log in the same transaction: the operator's
+	// way into any account leaves a trace beside the log's line.
+	ended, err := s.replacePassword(ctx, u.ID, "", password, func(tx *gorm.DB) error {
+		return audit.Record(tx, audit.Entry{Action: audit.ActionCLISetPassword, TargetUserID: &u.ID, Note: "from the command line",
+			Result: audit.ResultDone, CreatedAt: s.now().UTC()})
+	})
 	if err == nil {
 		s.clearSignInThrottles(ctx, u.Email)
 	}
@@ -95,7 +102,7 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) (User
 // webhook endpoints and spends their reset
 // links (one asked for before the change must not undo it), in one
 // transaction.
-func (s *Service) replacePassword(ctx context.Context, userID int64, keep, password string) (Ended, error) {
+func (s *Service) replacePassword(ctx context.Context, userID int64, keep, password string, record func(tx *gorm.DB) error) (Ended, error) {
 	if err := CheckPassword(password); err != nil {
 		return Ended{}, err
 	}
@@ -117,7 +124,10 @@ func (s *Service) replacePassword(ctx context.Context, userID int64, keep, passw
 			return err
 		}
 		ended.Sessions, ended.Tokens, ended.Endpoints, err = endEverything(tx, userID, keep, s.now())
-		return err
+		if err != nil || record == nil {
+			return err
+		}
+		return record(tx)
 	})
 	if errors.Is(err, ErrNoUser) {
 		return Ended{}, err

@@ -80,6 +80,11 @@ func TestNewPasswordLiftsTheSignInLock(t *testing.T) {
 		if _, _, err := svc.SetPassword(ctx, "owner@example.com", "a brand new password"); err != nil {
 			t.Fatal(err)
 		}
+		// The operator's way into the account is in the audit log.
+		var logged int64
+		if err := db.Gorm.Table("admin_actions").Where("action = ? AND target_user_id = ?", "cli_set_password", u.ID).Count(&logged).Error; err != nil || logged != 1 {
+			t.Fatalf("set-password audited %d times (%v), want once", logged, err)
+		}
 		if _, err := svc.AuthenticateFrom(ctx, "owner@example.com", "a brand new password", "203.0.113.7"); err != nil {
 			t.Fatalf("sign-in with the operator's new password: %v", err)
 		}
