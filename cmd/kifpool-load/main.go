@@ -272,7 +272,7 @@ func (bn *bench) startServe(ctx context.Context, name string) (*proc, string, er
 	env := map[string]string{
 		"DATABASE_URL": bn.dbURL, "LISTEN_ADDR": addr, "BASE_URL": base, "SESSION_SECRET": secret,
 		"DATA_DIR": bn.logDir, "GATEWAY": "zarinpal", "ZARINPAL_MERCHANT_ID": merchant, "ZARINPAL_BASE_URL": bn.bankURL,
-		"RECONCILE_INTERVAL": "off", "RATE_LIMIT_SIGNIN": "0", "RATE_LIMIT_TOPUP": "0", "TOPUP_WAITING_MAX_COUNT": "0", "LOG_LEVEL": "warn",
+		"RECONCILE_INTERVAL": "off", "RATE_LIMIT_SIGNIN": "0", "RATE_LIMIT_TOPUP": "0", "RATE_LIMIT_TRANSFERS": "0", "TOPUP_WAITING_MAX_COUNT": "0", "LOG_LEVEL": "warn",
 		"API_TOPUPS_PER_MINUTE": "1000000",
 		"METRICS_TOKEN":         metricsToken, "BREAKER_OPEN_TIMEOUT": "10m", "GOMAXPROCS": os.Getenv("GOMAXPROCS"),
 	}

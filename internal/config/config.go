@@ -114,6 +114,9 @@ type Config struct {
 	// no account, per user and hour, through the page and the API
 	// together; past it every transfer of the user waits (0: no limit).
 	RateLimitUnknownRecipients int
+	// RateLimitTransfers is transfers made per sender and minute, through
+	// the page and the API together (0: no limit).
+	RateLimitTransfers int
 	// RateLimitRecipientPreviews is transfer confirmation pages that
 	// name a recipient, per user and hour (0: no limit).
 	RateLimitRecipientPreviews int

@@ -17,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/metrics"
+	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topup/sqlstore"
 	"github.com/kifpool/kifpool/internal/topupread"
@@ -109,6 +110,11 @@ func newUseCases(b base, p useCaseParts) useCases {
 	u.Transfers = transfer.New(transfer.NewStore(b.db, p.ledger),
 		transfer.Config{MinRials: cfg.TransferMinRials, DailyMaxRials: cfg.TransferDailyMaxRials}, b.now, b.log("transfer")).
 		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick}).WithKeys(u.Keys)
+	if b.o.RateLimits && cfg.RateLimitTransfers > 0 {
+		// At most 64 open at once per sender: a burst cannot all pass a
+		// check that counted none of them.
+		u.Transfers.WithPace(ratelimit.New(cfg.RateLimitTransfers, time.Minute, b.now).LimitPending(64))
+	}
 	u.Charges = charge.New(chargestore.New(b.db, p.ledger), charge.Config{BaseURL: cfg.BaseURL,
 		HoldTTL: time.Duration(cfg.ChargeHoldHours) * time.Hour}, b.now, b.log("charge")).
 		WithHooks(charge.Hooks{WebhookQueued: u.Hooks.Kick, Observer: p.metrics})

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -46,6 +47,7 @@ import (
 	"github.com/kifpool/kifpool/internal/limits"
 	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/owner"
+	"github.com/kifpool/kifpool/internal/ratelimit"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -158,6 +160,7 @@ type Service struct {
 	log   *slog.Logger
 	hooks Hooks
 	keys  *idempotency.Store
+	pace  *ratelimit.Window // each sender's transfers made a minute (nil: none)
 }
 
 // New returns the service over its store.
@@ -191,6 +194,43 @@ func (s *Service) WithHooks(h Hooks) *Service { s.hooks = h; return s }
 
 // WithKeys sets the API's idempotency keys (SendKeyed).
 func (s *Service) WithKeys(k *idempotency.Store) *Service { s.keys = k; return s }
+
+// WithPace bounds each sender's transfers made (RATE_LIMIT_TRANSFERS a
+// minute, through the page and every token together) and returns s: a
+// transfer past it is refused with a *PaceError before anything is
+// written; a replay (a form or key that made its transfer) is never
+// refused, nor counted.
+func (s *Service) WithPace(w *ratelimit.Window) *Service { s.pace = w; return s }
+
+// PaceError refuses a transfer past the sender's RATE_LIMIT_TRANSFERS:
+// nothing was written; retry after Wait.
+type PaceError struct {
+	Wait time.Duration
+	Max  int
+}
+
+func (e *PaceError) Error() string {
+	return fmt.Sprintf("transfer: more than %d a minute; retry in %v", e.Max, e.Wait)
+}
+
+// reserve takes a place in the sender's pace (a no-op without one): done
+// ends it, counted when the transfer was made.
+func (s *Service) reserve(userID int64) (done func(made bool), err error) {
+	if s.pace == nil {
+		return func(bool) {}, nil
+	}
+	place, wait, ok := s.pace.Reserve("u" + strconv.FormatInt(userID, 10))
+	if !ok {
+		return nil, &PaceError{Wait: wait, Max: s.pace.Max()}
+	}
+	return func(made bool) {
+		if made {
+			place.Count()
+		} else {
+			place.Release()
+		}
+	}, nil
+}
 
 // Config is the service's rules (for the form's hints).
 func (s *Service) Config() Config { return s.cfg }
@@ -319,7 +359,16 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
 		RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note, CreatedAt: now}
 	w := write{t: t, token: r.FormToken, from: sender.AccountID, to: rcpt.AccountID, dailyMax: s.cfg.DailyMaxRials, day: limits.DayStart(now)}
+	done, err := s.reserve(r.SenderUserID)
+	if err != nil {
+		// A repeat of a form that made its transfer is answered with it.
+		if first, ferr := s.st.byToken(ctx, r.SenderUserID, r.FormToken); ferr == nil {
+			return s.replay(ctx, r, first)
+		}
+		return Result{}, err
+	}
 	out, err := s.st.write(ctx, w)
+	done(err == nil)
 	switch {
 	case errors.Is(err, ErrDailyLimit), errors.Is(err, ledger.ErrInsufficientFunds):
 		// Refused by the write; a replay never reaches it (its insert
@@ -449,7 +498,12 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 			}
 			return s.keys.FormToken(rec), nil
 		}}
+	done, err := s.reserve(r.SenderUserID)
+	if err != nil {
+		return Keyed{}, err
+	}
 	out, err := s.st.write(ctx, w)
+	done(err == nil)
 	switch {
 	case errors.Is(err, ledger.ErrInsufficientFunds):
 		return Keyed{}, fmt.Errorf("%w: %w", ErrInsufficientFunds, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -161,7 +162,7 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 	case errors.Is(err, transfer.ErrInsufficientFunds), errors.Is(err, transfer.ErrRecipientNotFound),
 		errors.Is(err, transfer.ErrToSelf), errors.Is(err, transfer.ErrDailyLimit), isAmountRule(err),
 		errors.Is(err, transfer.ErrSenderUnconfirmed),
-		errors.Is(err, transfer.ErrNoteTooLong), errors.Is(err, transfer.ErrNoteInvalid):
+		errors.Is(err, transfer.ErrNoteTooLong), errors.Is(err, transfer.ErrNoteInvalid), isPace(err):
 		// Refused, nothing written, the key not kept (the same key works
 		// once the balance or the limit allows it).
 		return h.transferProblem(c, err)
@@ -208,7 +209,18 @@ func (h *handler) transferProblem(c *fiber.Ctx, err error) error {
 	case errors.Is(err, transfer.ErrNoteInvalid):
 		return problem(c, CodeNoteInvalid, "note must not hold control characters or invisible formatting characters (bidi overrides and isolates, zero-width characters).")
 	}
+	var pace *transfer.PaceError
+	if errors.As(err, &pace) {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((pace.Wait+time.Second-1)/time.Second), 1), 10))
+		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(pace.Max)+" transfers a minute, through the site and every token together; nothing was sent; retry after the Retry-After seconds.")
+	}
 	return amountProblem(c, err, cfg.Limits())
+}
+
+// isPace: a transfer refused by the sender's RATE_LIMIT_TRANSFERS.
+func isPace(err error) bool {
+	var pace *transfer.PaceError
+	return errors.As(err, &pace)
 }
 
 // getTransfer is GET /api/v1/transfers/{id}: one the caller sent or

@@ -144,6 +144,53 @@ func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
 	})
 }
 
+// TestTransfersArePacedPerUser: past RATE_LIMIT_TRANSFERS a minute, a
+// sender's new transfer is refused, 429 rate_limited with Retry-After
+// through the API and a sentence through the page, nothing moved; a
+// retry of one made is answered with it; a minute later it goes through.
+func TestTransfersArePacedPerUser(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_TRANSFERS": "2"},
+			Server: server.Options{RateLimits: true, Now: clock.Now}})
+		sender, senderID := f.user(t, "busy@example.com", apitoken.ScopeTransfer)
+		f.fund(t, senderID, 1_000_000)
+		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		bw := f.fund(t, bobID, 0)
+		send := func(key string) answer {
+			t.Helper()
+			return sender.post(routes.APITransfers, key, `{"to_email": "bob@example.com", "amount_rials": 20000}`)
+		}
+		first := send("p-1")
+		if first.Status != http.StatusCreated || send("p-2").Status != http.StatusCreated {
+			t.Fatalf("the two allowed: %d %s", first.Status, first.Body)
+		}
+		if a := send("p-3"); a.Status != http.StatusTooManyRequests || a.Code() != "rate_limited" || a.Header.Get("Retry-After") == "" {
+			t.Fatalf("the third in a minute: %d %s", a.Status, a.Body)
+		}
+		page := f.app.NewClient(t)
+		page.SignIn("busy@example.com", "correct horse battery")
+		form := apptest.Parse(page.Submit(routes.Transfer, routes.Transfer, url.Values{"to": {"bob@example.com"}, "amount": {"2000"}}).Body).Form(routes.Transfer).Hidden()
+		if r := page.Post(routes.Transfer, form); r.Status != http.StatusTooManyRequests || apptest.Parse(r.Body).TestID("transfer-error") == nil {
+			t.Fatalf("the page's transfer past the pace: %d", r.Status)
+		}
+		if got := ledgertest.Balance(t, db, bw); got != 40_000 {
+			t.Fatalf("bob has %d past the pace, want 40000", got)
+		}
+		if again := send("p-1"); again.Status != http.StatusCreated || again.Body != first.Body {
+			t.Fatalf("the retry of one made: %d %s", again.Status, again.Body)
+		}
+		clock.Advance(time.Minute)
+		if a := send("p-3"); a.Status != http.StatusCreated {
+			t.Fatalf("a minute later: %d %s", a.Status, a.Body)
+		}
+		if got := ledgertest.Balance(t, db, bw); got != 60_000 {
+			t.Errorf("bob has %d, want 60000", got)
+		}
+	})
+}
+
 // Requests at once to addresses with no account cannot all pass the
 // allowance: each reserves a place before any address is looked up, at
 // most 64 open per user, so a burst of a hundred learns at most 64 beyond
@@ -153,7 +200,9 @@ func TestUnknownRecipientsAreLimitedPerUser(t *testing.T) {
 func TestUnknownRecipientsAtOnceCannotAllPass(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_UNKNOWN_RECIPIENTS": "2"}, Server: server.Options{RateLimits: true}})
+		// The pace of transfers made is off: a burst to bob is this test's
+		// point (TestTransfersArePacedPerUser has the pace).
+		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_UNKNOWN_RECIPIENTS": "2", "RATE_LIMIT_TRANSFERS": "0"}, Server: server.Options{RateLimits: true}})
 		prober, proberID := f.user(t, "burst@example.com", apitoken.ScopeTransfer)
 		prober.fail = t.Errorf
 		f.fund(t, proberID, 10_000_000)

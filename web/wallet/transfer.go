@@ -179,6 +179,12 @@ func (h *handlers) transferDone(c *fiber.Ctx, r transfer.Request, first transfer
 	return h.Message(c, fiber.StatusConflict, "transfer.reused_title", "transfer.reused", routes.Transfer, "transfer.another")
 }
 
+// isPace: a transfer refused by the sender's RATE_LIMIT_TRANSFERS.
+func isPace(err error) bool {
+	var pace *transfer.PaceError
+	return errors.As(err, &pace)
+}
+
 // transferRefused shows the form again with the refusal's one sentence;
 // nothing was written, and the form keeps its token.
 func (h *handlers) transferRefused(c *fiber.Ctx, f views.TransferForm, err error) error {
@@ -201,6 +207,11 @@ func (h *handlers) transferRefused(c *fiber.Ctx, f views.TransferForm, err error
 		f.ErrorKey, f.ErrorField = "transfer.error_note_invalid", "note"
 	case errors.Is(err, transfer.ErrBadFormToken):
 		f.ErrorKey, status = "transfer.error_form_expired", fiber.StatusBadRequest
+	case isPace(err):
+		var pace *transfer.PaceError
+		errors.As(err, &pace)
+		secs := seam.RetryAfter(c, pace.Wait)
+		f.ErrorKey, f.ErrorArgs, status = "transfer.error_too_many", []any{"seconds", secs}, fiber.StatusTooManyRequests
 	case errors.Is(err, money.ErrEmpty):
 		f.ErrorKey, f.ErrorField = "transfer.error_empty", "amount"
 	case errors.Is(err, money.ErrTooSmall):
