@@ -64,6 +64,26 @@ func (h *handlers) mayAddCredential(c *fiber.Ctx) (*refusal, error) {
 	return h.freshSecondFactor(c, h.User(c))
 }
 
+// proveCredential is what adding a credential (an endpoint, a return
+// origin, an endpoint enabled again) asks: mayAddCredential, then the
+// password again (throttled). A refusal carries its sentence (wrongKey
+// for a wrong password); nil, nil: proven.
+func (h *handlers) proveCredential(c *fiber.Ctx, wrongKey string) (*refusal, error) {
+	if r, err := h.mayAddCredential(c); r != nil || err != nil {
+		return r, err
+	}
+	var throttled *auth.ThrottledError
+	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password")); {
+	case errors.As(err, &throttled):
+		return &refusal{"tokens.error_throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}, fiber.StatusTooManyRequests}, nil
+	case errors.Is(err, auth.ErrBadCredentials):
+		return &refusal{wrongKey, nil, fiber.StatusUnprocessableEntity}, nil
+	case err != nil:
+		return nil, err
+	}
+	return nil, nil
+}
+
 // freshSecondFactor asks an admin (only) for a fresh second factor before
 // an act that changes their credentials (a new password, a new API
 // token): the form's code is spent whatever the session passed before, so

@@ -101,24 +101,13 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	// password turn it off): a borrowed or stolen session alone cannot add
 	// one, as it cannot mint a token. An admin types a fresh second factor
 	// too.
-	r, err := h.mayAddCredential(c)
+	r, err := h.proveCredential(c, "webhooks.error_password")
 	if err != nil {
 		return err
 	}
 	if r != nil {
 		form.ErrorKey, form.ErrorArgs = r.key, r.args
 		return h.renderWebhooks(c, r.status, views.WebhooksView{Form: form})
-	}
-	var throttled *auth.ThrottledError
-	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password")); {
-	case errors.As(err, &throttled):
-		form.ErrorKey, form.ErrorArgs = "tokens.error_throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}
-		return h.renderWebhooks(c, fiber.StatusTooManyRequests, views.WebhooksView{Form: form})
-	case errors.Is(err, auth.ErrBadCredentials):
-		form.ErrorKey = "webhooks.error_password"
-		return h.renderWebhooks(c, fiber.StatusUnprocessableEntity, views.WebhooksView{Form: form})
-	case err != nil:
-		return err
 	}
 	ep, secret, err := h.Webhooks.Create(c.UserContext(), h.User(c).ID, form.URL, form.Events, webhook.Still(auth.SessionLive(h.SessionToken(c))))
 	switch {
@@ -198,21 +187,12 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 		// The list's button: ask.
 		return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Enable: form})
 	}
-	r, err := h.mayAddCredential(c)
+	r, err := h.proveCredential(c, "webhooks.error_enable_password")
 	if err != nil {
 		return err
 	}
 	if r != nil {
 		return refuse(r.status, r.key, r.args...)
-	}
-	var throttled *auth.ThrottledError
-	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password")); {
-	case errors.As(err, &throttled):
-		return refuse(fiber.StatusTooManyRequests, "tokens.error_throttled", "seconds", seam.RetryAfter(c, throttled.RetryAfter))
-	case errors.Is(err, auth.ErrBadCredentials):
-		return refuse(fiber.StatusUnprocessableEntity, "webhooks.error_enable_password")
-	case err != nil:
-		return err
 	}
 	switch err := h.Webhooks.Enable(c.UserContext(), h.User(c).ID, id, webhook.Still(auth.SessionLive(h.SessionToken(c)))); {
 	case errors.Is(err, auth.ErrNoSession):
@@ -262,21 +242,12 @@ func (h *handlers) addReturnOrigin(c *fiber.Ctx) error {
 	// its outcome: as for an endpoint or a token, a borrowed or stolen
 	// session alone cannot add one (the password, and an admin's fresh
 	// second factor).
-	r, err := h.mayAddCredential(c)
+	r, err := h.proveCredential(c, "webhooks.error_password")
 	if err != nil {
 		return err
 	}
 	if r != nil {
 		return refuse(r.status, r.key, r.args...)
-	}
-	var throttled *auth.ThrottledError
-	switch err := h.Auth.VerifyPassword(c.UserContext(), h.User(c).ID, h.FormValue(c, "password")); {
-	case errors.As(err, &throttled):
-		return refuse(fiber.StatusTooManyRequests, "tokens.error_throttled", "seconds", seam.RetryAfter(c, throttled.RetryAfter))
-	case errors.Is(err, auth.ErrBadCredentials):
-		return refuse(fiber.StatusUnprocessableEntity, "webhooks.error_password")
-	case err != nil:
-		return err
 	}
 	if _, err := h.Webhooks.AddOrigin(c.UserContext(), h.User(c).ID, raw); err != nil {
 		if errors.Is(err, owner.ErrUnconfirmed) {

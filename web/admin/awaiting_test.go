@@ -18,6 +18,20 @@ import (
 	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
 )
 
+// scrapedMetric is series' value in app's /metrics, scraped now.
+func scrapedMetric(t *testing.T, app *apptest.App, series string) float64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
+	req.Header.Set("Authorization", "Bearer "+apptest.MetricsToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return apptest.MetricValue(t, string(body), series)
+}
+
 // TestAwaitingAdminMetrics: what waits for an admin's decision, its money
 // or account held meanwhile, is counted at every scrape by kind, with the
 // time the oldest was made (0 when none), so that an alert can say it
@@ -31,18 +45,7 @@ func TestAwaitingAdminMetrics(t *testing.T) {
 		app := apptest.Start(t, db, apptest.Options{Env: map[string]string{"METRICS_TOKEN": apptest.MetricsToken}, Server: server.Options{Now: clock.Now}})
 		ctx := context.Background()
 		app.NewAdmin(t, "boss@example.com")
-		metric := func(series string) float64 {
-			t.Helper()
-			req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
-			req.Header.Set("Authorization", "Bearer "+apptest.MetricsToken)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			return apptest.MetricValue(t, string(body), series)
-		}
+		metric := func(series string) float64 { t.Helper(); return scrapedMetric(t, app, series) }
 		for _, kind := range []string{"withdrawal", "bank_account", "card_refund"} {
 			if n, at := metric(`kifpool_awaiting_admin{kind="`+kind+`"}`), metric(`kifpool_awaiting_admin_oldest_timestamp_seconds{kind="`+kind+`"}`); n != 0 || at != 0 {
 				t.Fatalf("%s before anything: %v since %v, want 0 since 0", kind, n, at)

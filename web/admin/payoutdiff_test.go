@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -56,18 +55,7 @@ func TestPayoutDifferencesFlagged(t *testing.T) {
 		if _, err := book.Return(w.Provider, w.PublicID); err != nil {
 			t.Fatal(err)
 		}
-		metric := func(series string) float64 {
-			t.Helper()
-			req, _ := http.NewRequest(http.MethodGet, app.URL+routes.Metrics, nil)
-			req.Header.Set("Authorization", "Bearer "+apptest.MetricsToken)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			return apptest.MetricValue(t, string(body), series)
-		}
+		metric := func(series string) float64 { t.Helper(); return scrapedMetric(t, app, series) }
 		diffs := `kifpool_payout_reconcile_differences{provider="` + w.Provider + `"}`
 		if dash := apptest.Parse(admin.Get(routes.Admin).Body); dash.TestID("payout-differences") != nil {
 			t.Fatal("a flag before any reconciliation")
