@@ -45,13 +45,12 @@ func strictFraming(c *fiber.Ctx) error {
 // on the wire, so 60 KiB could unpack to gigabytes in memory. No form,
 // bank callback or API client of ours sends one.
 func encodedBody(c *fiber.Ctx) bool {
-	encoded := false
-	c.Request().Header.VisitAll(func(k, v []byte) {
+	for k, v := range c.Request().Header.All() {
 		if bytes.EqualFold(k, []byte(fiber.HeaderContentEncoding)) && !bytes.EqualFold(bytes.TrimSpace(v), []byte("identity")) {
-			encoded = true
+			return true
 		}
-	})
-	return encoded
+	}
+	return false
 }
 
 // badFraming names what is wrong with a request's raw header block (its
