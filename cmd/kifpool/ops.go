@@ -237,7 +237,7 @@ func finishBackup(tmp, dest string) error {
 	}
 	defer func() { _ = dir.Close() }() // read-only: its close has nothing to flush
 	if err := dir.Sync(); err != nil {
-		return fmt.Errorf("backup: sync %s: %w", filepath.Dir(dest), err)
+		return fmt.Errorf("backup: %s is written, but its directory could not be synced (a power cut now may lose its name; check it, or move it away and run again): %w", dest, err)
 	}
 	return nil
 }

@@ -16,6 +16,9 @@ type Window struct {
 
 	// pendingMax bounds each key's open reservations (0: none taken).
 	pendingMax int
+	// pendingCounts: open reservations count against Max as acts do
+	// (CountPending).
+	pendingCounts bool
 
 	mu      sync.Mutex
 	hits    map[string][]time.Time // per key, oldest first
@@ -42,6 +45,17 @@ func New(max int, per time.Duration, now func() time.Time) *Window {
 // returns w.
 func (w *Window) LimitPending(n int) *Window {
 	w.pendingMax = n
+	return w
+}
+
+// CountPending makes Reserve count each key's open reservations against
+// Max as if they were acts, and returns w: for an allowance whose
+// reservations are mostly counted in the end (transfers made), so that
+// requests at once never pass more than Max in a window. Without it, at
+// most LimitPending beyond Max pass in one burst (fit for an allowance
+// whose reservations are mostly given back).
+func (w *Window) CountPending() *Window {
+	w.pendingCounts = true
 	return w
 }
 
@@ -73,7 +87,7 @@ func (w *Window) Reserve(key string) (*Reservation, time.Duration, bool) {
 	switch {
 	case len(h) >= w.max:
 		return nil, h[0].Add(w.per).Sub(now), false
-	case w.pending[key] >= w.pendingMax:
+	case w.pending[key] >= w.pendingMax, w.pendingCounts && len(h)+w.pending[key] >= w.max:
 		return nil, time.Second, false
 	}
 	w.pending[key]++

@@ -95,6 +95,36 @@ func TestReserve(t *testing.T) {
 	}
 }
 
+// With CountPending, open reservations count against Max as acts do: an
+// act counted and two open take all three places, where without it two
+// more could open; a place given back frees one.
+func TestReserveCountingPending(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	w := New(3, time.Minute, func() time.Time { return now }).LimitPending(64).CountPending()
+	first, _, _ := w.Reserve("u1")
+	first.Count()
+	a, _, okA := w.Reserve("u1")
+	_, _, okB := w.Reserve("u1")
+	if !okA || !okB {
+		t.Fatal("the second and third places refused")
+	}
+	if _, wait, ok := w.Reserve("u1"); ok || wait != time.Second {
+		t.Fatalf("a fourth while two are open and one counted: ok=%v wait=%s, want refused for a second", ok, wait)
+	}
+	a.Release()
+	if _, _, ok := w.Reserve("u1"); !ok {
+		t.Fatal("a place given back is not free again")
+	}
+	loose := New(3, time.Minute, func() time.Time { return now }).LimitPending(64)
+	done, _, _ := loose.Reserve("u1")
+	done.Count()
+	for i := range 3 {
+		if _, _, ok := loose.Reserve("u1"); !ok {
+			t.Fatalf("without CountPending, open place %d refused", i+1)
+		}
+	}
+}
+
 // Counted reservations of keys never seen again are swept as Take's are:
 // the map stays bounded by the keys active within one window.
 func TestCountSweepsIdleKeys(t *testing.T) {

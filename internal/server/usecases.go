@@ -111,9 +111,9 @@ func newUseCases(b base, p useCaseParts) useCases {
 		transfer.Config{MinRials: cfg.TransferMinRials, DailyMaxRials: cfg.TransferDailyMaxRials}, b.now, b.log("transfer")).
 		WithHooks(transfer.Hooks{WebhookQueued: u.Hooks.Kick}).WithKeys(u.Keys)
 	if b.o.RateLimits && cfg.RateLimitTransfers > 0 {
-		// At most 64 open at once per sender: a burst cannot all pass a
-		// check that counted none of them.
-		u.Transfers.WithPace(ratelimit.New(cfg.RateLimitTransfers, time.Minute, b.now).LimitPending(64))
+		// Open places count as transfers made: a burst at once passes no
+		// more than the pace allows.
+		u.Transfers.WithPace(ratelimit.New(cfg.RateLimitTransfers, time.Minute, b.now).LimitPending(cfg.RateLimitTransfers).CountPending())
 	}
 	u.Charges = charge.New(chargestore.New(b.db, p.ledger), charge.Config{BaseURL: cfg.BaseURL,
 		HoldTTL: time.Duration(cfg.ChargeHoldHours) * time.Hour}, b.now, b.log("charge")).

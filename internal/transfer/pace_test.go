@@ -3,6 +3,8 @@ package transfer_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +69,42 @@ func TestPacePerSender(t *testing.T) {
 		}
 		if got := f.balance(b); got != 50_000 {
 			t.Errorf("bob has %d, want 50000", got)
+		}
+		f.checkInvariants()
+	})
+}
+
+// TestPaceHoldsAgainstABurst: transfers sent at once by one sender pass
+// no more than the pace allows, whatever their number (open places count
+// as transfers made), and each refused one wrote nothing.
+func TestPaceHoldsAgainstABurst(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, cfg)
+		ctx := context.Background()
+		f.svc.WithPace(ratelimit.New(3, time.Minute, func() time.Time { return f.now }).LimitPending(3).CountPending())
+		a, b := f.user("alice@example.com", 1_000_000), f.user("bob@example.com", 0)
+		var wg sync.WaitGroup
+		var made, paced atomic.Int32
+		for range 12 {
+			wg.Go(func() {
+				_, err := f.svc.Send(ctx, req(a, b.Email, 10_000))
+				var pace *transfer.PaceError
+				switch {
+				case err == nil:
+					made.Add(1)
+				case errors.As(err, &pace):
+					paced.Add(1)
+				default:
+					t.Errorf("a transfer of the burst: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if made.Load() > 3 || made.Load()+paced.Load() != 12 {
+			t.Fatalf("%d made, %d paced, want at most 3 made and the rest paced", made.Load(), paced.Load())
+		}
+		if got := f.balance(b); got != int64(made.Load())*10_000 {
+			t.Errorf("bob has %d for %d transfers made", got, made.Load())
 		}
 		f.checkInvariants()
 	})

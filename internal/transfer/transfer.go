@@ -367,8 +367,10 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 		}
 		return Result{}, err
 	}
+	made := false
+	defer func() { done(made) }() // a panic in the write gives the place back too
 	out, err := s.st.write(ctx, w)
-	done(err == nil)
+	made = err == nil
 	switch {
 	case errors.Is(err, ErrDailyLimit), errors.Is(err, ledger.ErrInsufficientFunds):
 		// Refused by the write; a replay never reaches it (its insert
@@ -445,7 +447,18 @@ func (s *Service) SendKeyed(ctx context.Context, r Request, k idempotency.Reques
 			return keyedAnswer(out, rec), nil
 		}
 		res, err := s.sendClaimed(ctx, r, k)
-		if errors.Is(err, errKeyTaken) {
+		var pace *PaceError
+		if errors.Is(err, errKeyTaken) || errors.As(err, &pace) && attempt == 0 {
+			// Taken by a racing request; or paced, which a retry racing
+			// its own original (committed since the read, and the
+			// sender's last of the minute) must not be: its answer is
+			// read once more.
+			if pace != nil {
+				if out, rec, found, lerr := s.keys.Lookup(ctx, k); lerr == nil && found && out != idempotency.Acquired {
+					return keyedAnswer(out, rec), nil
+				}
+				return res, err
+			}
 			continue
 		}
 		return res, err
@@ -502,8 +515,10 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 	if err != nil {
 		return Keyed{}, err
 	}
+	made := false
+	defer func() { done(made) }() // a panic in the write gives the place back too
 	out, err := s.st.write(ctx, w)
-	done(err == nil)
+	made = err == nil
 	switch {
 	case errors.Is(err, ledger.ErrInsufficientFunds):
 		return Keyed{}, fmt.Errorf("%w: %w", ErrInsufficientFunds, err)
