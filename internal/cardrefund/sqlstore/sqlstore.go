@@ -239,8 +239,8 @@ func (s *Store) UnderReview(ctx context.Context, limit int) ([]cardrefund.Waitin
 		Refund        row    `gorm:"embedded"`
 		TopUpPublicID string `gorm:"column:topup_public_id"`
 	}
-	err := s.db.Gorm.WithContext(ctx).Table(refundsTable+" AS r").Select("r.*, t.public_id AS topup_public_id").
-		Joins("JOIN topups t ON t.id = r.topup_id").Where("r.status = ?", cardrefund.StatusNeedsReview).
+	err := s.db.Gorm.WithContext(ctx).Table(refundsTable + " AS r").Select("r.*, t.public_id AS topup_public_id").
+		Joins("JOIN topups t ON t.id = r.topup_id").Where("r.status = 'needs_review'"). // a literal: card_refunds_review_idx
 		Order("r.created_at, r.id").Limit(limit).Find(&rs).Error
 	if err != nil {
 		return nil, fmt.Errorf("card refunds under review: %w", err)
@@ -259,14 +259,14 @@ func (s *Store) UnderReview(ctx context.Context, limit int) ([]cardrefund.Waitin
 func (s *Store) AwaitingAdmin(ctx context.Context) (int64, time.Time, error) {
 	const since = "COALESCE((SELECT MAX(e.created_at) FROM " + eventsTable + " e WHERE e.card_refund_id = r.id AND e.to_status = 'needs_review'), r.created_at)"
 	var n int64
-	if err := s.db.Gorm.WithContext(ctx).Table(refundsTable).Where("status = ?", cardrefund.StatusNeedsReview).Count(&n).Error; err != nil {
+	if err := s.db.Gorm.WithContext(ctx).Table(refundsTable).Where("status = 'needs_review'").Count(&n).Error; err != nil {
 		return 0, time.Time{}, fmt.Errorf("card refunds under review: %w", err)
 	}
 	if n == 0 {
 		return 0, time.Time{}, nil
 	}
 	var oldest []row
-	if err := s.db.Gorm.WithContext(ctx).Table(refundsTable+" AS r").Select("r.id, r.created_at").Where("r.status = ?", cardrefund.StatusNeedsReview).
+	if err := s.db.Gorm.WithContext(ctx).Table(refundsTable + " AS r").Select("r.id, r.created_at").Where("r.status = 'needs_review'").
 		Order(since + ", r.id").Limit(1).Find(&oldest).Error; err != nil || len(oldest) == 0 {
 		return 0, time.Time{}, fmt.Errorf("oldest card refund under review: %w", err)
 	}
