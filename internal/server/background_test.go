@@ -112,16 +112,21 @@ func TestMailLoopDeliversQueuedMail(t *testing.T) {
 		if err := s.Auth.RequestReset(ctx, "reset@example.com", "test"); err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range s.loops(nil) {
-			if l.name == "mail" {
-				l.run(ctx)
-			}
-		}
+		runLoop(ctx, s, "mail")
 		files, err := os.ReadDir(filepath.Join(cfg.DataDir, "mail"))
 		if err != nil || len(files) != 1 {
 			t.Fatalf("DATA_DIR/mail holds %v (%v), want the reset mail", files, err)
 		}
 	})
+}
+
+// runLoop runs one beat of the background loop name.
+func runLoop(ctx context.Context, s *Server, name string) {
+	for _, l := range s.loops(nil) {
+		if l.name == name {
+			l.run(ctx)
+		}
+	}
 }
 
 // One beat of the mail loop delivers more than one batch when more is
@@ -147,11 +152,7 @@ func TestMailLoopDrainsABurst(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range s.loops(nil) {
-			if l.name == "mail" {
-				l.run(ctx)
-			}
-		}
+		runLoop(ctx, s, "mail")
 		files, err := os.ReadDir(filepath.Join(cfg.DataDir, "mail"))
 		if err != nil || len(files) != 120 {
 			t.Fatalf("DATA_DIR/mail holds %d files (%v) after one beat, want all 120", len(files), err)

@@ -447,19 +447,17 @@ func (s *Service) SendKeyed(ctx context.Context, r Request, k idempotency.Reques
 			return keyedAnswer(out, rec), nil
 		}
 		res, err := s.sendClaimed(ctx, r, k)
-		var pace *PaceError
-		if errors.Is(err, errKeyTaken) || errors.As(err, &pace) && attempt == 0 {
-			// Taken by a racing request; or paced, which a retry racing
-			// its own original (committed since the read, and the
-			// sender's last of the minute) must not be: its answer is
-			// read once more.
-			if pace != nil {
-				if out, rec, found, lerr := s.keys.Lookup(ctx, k); lerr == nil && found && out != idempotency.Acquired {
-					return keyedAnswer(out, rec), nil
-				}
-				return res, err
-			}
+		if errors.Is(err, errKeyTaken) {
 			continue
+		}
+		var pace *PaceError
+		if errors.As(err, &pace) {
+			// A retry racing its own original (committed since the read,
+			// and the sender's last of the minute) is not paced: its
+			// answer is read once more.
+			if out, rec, found, lerr := s.keys.Lookup(ctx, k); lerr == nil && found && out != idempotency.Acquired {
+				return keyedAnswer(out, rec), nil
+			}
 		}
 		return res, err
 	}
