@@ -144,11 +144,14 @@ type Query struct {
 	Limit         int
 }
 
-// Listed is an entry with the admin's e-mail and the payment's public id.
+// Listed is an entry with the admin's e-mail, the payment's public id and
+// the e-mail of the account acted on (TargetUserID; "" when none, or when
+// that user no longer exists).
 type Listed struct {
 	Entry
 	AdminEmail    string
 	TopUpPublicID string
+	TargetEmail   string
 }
 
 // List returns entries matching q, newest first. It only reads: the log
@@ -159,8 +162,9 @@ func (l *Log) List(ctx context.Context, q Query) ([]Listed, error) {
 	}
 	tx := l.page().Gorm.WithContext(ctx).Table("admin_actions AS a").
 		Select("a.id, COALESCE(a.admin_id, 0) AS admin_id, a.action, a.topup_id, a.target_user_id, a.note, a.from_status, a.to_status, a.result, a.created_at, " +
-			"COALESCE(u.email, '') AS admin_email, COALESCE(p.public_id, '') AS topup_public_id").
+			"COALESCE(u.email, '') AS admin_email, COALESCE(p.public_id, '') AS topup_public_id, COALESCE(t.email, '') AS target_email").
 		Joins("LEFT JOIN users u ON u.id = a.admin_id").
+		Joins("LEFT JOIN users t ON t.id = a.target_user_id").
 		Joins("LEFT JOIN topups p ON p.id = a.topup_id")
 	if q.AdminEmail != "" {
 		tx = tx.Where("lower(u.email) = lower(?)", q.AdminEmail)

@@ -79,6 +79,7 @@ type AuditRow struct {
 	Result        string
 	TopUpPublicID string
 	TargetUserID  int64
+	TargetEmail   string // the account acted on ("" when none)
 	From, To      string
 	Note          string
 }

@@ -28,7 +28,8 @@ func TestAuditRowsInThePagesLanguage(t *testing.T) {
 	if err := app.Server.Auth.RecordAdminCreated(ctx, boss.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Server.Auth.SignUp(ctx, "sara@example.com", "correct horse battery", "user", "fa"); err != nil {
+	sara, err := app.Server.Auth.SignUp(ctx, "sara@example.com", "correct horse battery", "user", "fa")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := app.Server.Auth.SetRole(ctx, "sara@example.com", "admin"); err != nil {
@@ -70,6 +71,20 @@ func TestAuditRowsInThePagesLanguage(t *testing.T) {
 		cli := d.TestID("audit-cli")
 		if cli == nil || len(cli.Attrs("translate")) != 1 || !strings.Contains(cli.Text(), "(kifpool user)") {
 			t.Errorf("%s: the command line's cell does not isolate the command", l)
+		}
+		// A command-line row names the account it acted on, linked to
+		// that user's page.
+		named := false
+		for _, cell := range d.TestIDs("audit-target") {
+			if strings.Contains(cell.Text(), "sara@example.com") {
+				named = true
+				if hrefs := cell.Attrs("href"); len(hrefs) != 1 || hrefs[0] != routes.AdminUser(sara.ID) {
+					t.Errorf("%s: the promoted account links to %q, want %q", l, hrefs, routes.AdminUser(sara.ID))
+				}
+			}
+		}
+		if !named {
+			t.Errorf("%s: no audit row names the promoted account sara@example.com", l)
 		}
 		want := i18n.T(l, "admin.audit.switched_off", "gateway", "\u2068"+i18n.T(l, "gateway.name.zarinpal")+"\u2069")
 		if !strings.Contains(text, want) {

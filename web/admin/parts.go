@@ -57,7 +57,7 @@ func auditRows(rows []audit.Listed) []adminview.AuditRow {
 	out := make([]adminview.AuditRow, 0, len(rows))
 	for _, r := range rows {
 		a := adminview.AuditRow{At: r.CreatedAt, AdminEmail: r.AdminEmail, Action: string(r.Action), Result: r.Result,
-			TopUpPublicID: r.TopUpPublicID, From: r.FromStatus, To: r.ToStatus, Note: r.Note}
+			TopUpPublicID: r.TopUpPublicID, TargetEmail: r.TargetEmail, From: r.FromStatus, To: r.ToStatus, Note: r.Note}
 		if r.TargetUserID != nil {
 			a.TargetUserID = *r.TargetUserID
 		}
