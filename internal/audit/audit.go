@@ -114,8 +114,8 @@ type Log struct {
 func NewLog(db *store.DB) *Log { return &Log{db: db} }
 
 // WithReadPool returns a reader whose list (List, the audit page) reads
-// pool (DATABASE_READ_URL, else the primary); OfTopUp, shown on a top-up's
-// page right after an action, reads the primary
+// pool (DATABASE_READ_URL, else the primary); Fresh's reads the primary,
+// for a top-up's page right after an action
 // (docs/design/scaling.md#read-replicas).
 func (l *Log) WithReadPool(pool *store.ReadPool) *Log { return &Log{db: l.db, reads: pool} }
 
@@ -127,14 +127,10 @@ func (l *Log) page() *store.DB {
 	return l.reads.DB()
 }
 
-// OfTopUp lists the entries about a payment, oldest first.
-func (l *Log) OfTopUp(ctx context.Context, topUpID int64) ([]Entry, error) {
-	var out []Entry
-	if err := l.db.Gorm.WithContext(ctx).Where("topup_id = ?", topUpID).Order("id").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("audit of payment %d: %w", topUpID, err)
-	}
-	return out, nil
-}
+// Fresh returns a reader whose list reads the primary: the entries a
+// top-up's page shows right after an admin's action on it, which a
+// lagging replica may not have yet.
+func (l *Log) Fresh() *Log { return &Log{db: l.db} }
 
 // Query selects entries of the audit log.
 type Query struct {

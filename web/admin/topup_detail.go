@@ -45,7 +45,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 	if err != nil {
 		return err
 	}
-	actions, err := h.Audit.List(ctx, audit.Query{TopUpPublicID: p.PublicID, Limit: 200})
+	actions, err := h.Audit.Fresh().List(ctx, audit.Query{TopUpPublicID: p.PublicID, Limit: 200})
 	if err != nil {
 		return err
 	}

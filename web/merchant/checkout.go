@@ -35,9 +35,13 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 	u := h.User(c)
 	v := views.CheckoutView{PublicID: ch.PublicID, MerchantName: ch.MerchantName, Description: ch.Description,
 		AmountRials: ch.AmountRials, Token: formtoken.New()}
+	if ch.Status == charge.StatusRequiresConfirmation && !h.Now().Before(ch.ExpiresAt) {
+		// Past its time: the worker has not written it yet, and a confirm
+		// would be refused. The page and the way back to the merchant
+		// both say expired, never "requires_confirmation".
+		ch.Status = charge.StatusExpired
+	}
 	switch {
-	case ch.Status == charge.StatusRequiresConfirmation && !h.Now().Before(ch.ExpiresAt):
-		v.State = "expired" // the worker has not written it yet; a confirm would
 	case ch.Status == charge.StatusRequiresConfirmation && ch.MerchantUserID == u.ID:
 		v.State = "own"
 	case ch.Status == charge.StatusRequiresConfirmation && !u.Verified():
@@ -76,8 +80,10 @@ func (h *handlers) checkoutView(c *fiber.Ctx, ch charge.Charge) (views.CheckoutV
 			v.ReturnHost = r.Host
 		}
 	}
-	if ch.PayerUserID == 0 || ch.PayerUserID == u.ID {
-		v.OrderID = ch.OrderID // not to someone else than the payer who confirmed it
+	if ch.PayerUserID == u.ID || (ch.PayerUserID == 0 && ch.Status == charge.StatusRequiresConfirmation) {
+		// The order's own reference: to the payer who confirmed it, or
+		// while it waits for one; not on a charge that ended unpaid.
+		v.OrderID = ch.OrderID
 	}
 	if ch.PayerUserID == u.ID && ch.ConfirmedAt != nil {
 		r := &views.CheckoutReceipt{CapturedRials: ch.CapturedRials, RefundedRials: ch.RefundedRials, ConfirmedAt: *ch.ConfirmedAt}

@@ -441,6 +441,16 @@ func TestCheckoutStates(t *testing.T) {
 		if d.TestID("checkout").Attr("data-state") != "expired" || d.TestID("checkout-pay") != nil {
 			t.Errorf("expired checkout: %q", d.TestID("checkout").Attr("data-state"))
 		}
+		// Before the worker writes it, the way back to the shop already
+		// says expired (a shop reading the status from the link must not
+		// keep the order waiting), and the unpaid order's reference is
+		// no longer shown.
+		if a := d.TestID("checkout-return"); a == nil || !strings.Contains(a.Attr("href"), "status=expired") {
+			t.Errorf("the way back from a checkout past its time: %v", a)
+		}
+		if d.TestID("checkout-order") != nil {
+			t.Error("the order id of a charge that ended unpaid is shown")
+		}
 		r = c.Post(routes.Checkout(ch.PublicID), form)
 		d = apptest.Parse(r.Body)
 		if r.Status != http.StatusConflict || d.TestID("checkout-status").Attr("data-status") != "expired" {

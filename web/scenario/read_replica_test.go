@@ -1,15 +1,19 @@
 package scenario_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/people"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topupread"
 )
 
 // TestReadPagesUseTheReadDatabase runs the app with DATABASE_READ_URL on a
@@ -50,6 +54,24 @@ func TestReadPagesUseTheReadDatabase(t *testing.T) {
 	one := admin.Get(routes.AdminTopUp(id))
 	if one.Status != http.StatusOK || !strings.Contains(one.Body, id) {
 		t.Fatalf("the admin's page of one top-up (primary): %d", one.Status)
+	}
+	// An admin's action on it, recorded after the snapshot: the top-up's
+	// page lists it at once (the audit rows read the primary too), so
+	// the admin who just acted sees their action, not a page without it.
+	d, err := topupread.New(db).Detail(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := d.TopUp.ID
+	boss, err := people.New(db).Users(context.Background(), "boss@example.com", 1)
+	if err != nil || len(boss) != 1 {
+		t.Fatalf("the admin: %v %v", boss, err)
+	}
+	if err := audit.NewLog(db).Record(context.Background(), audit.Entry{AdminID: boss[0].ID, Action: audit.ActionRecheck, TopUpID: &tid, Result: "unchanged"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := admin.Get(routes.AdminTopUp(id)); !strings.Contains(r.Body, `data-action="recheck"`) {
+		t.Error("the admin's page of one top-up does not show an action recorded after the replica's snapshot: its audit rows read the replica")
 	}
 	// The admin's page of one user (where an admin makes a merchant and
 	// comes back to) reads the primary too: the user and their balance

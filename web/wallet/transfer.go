@@ -218,6 +218,8 @@ func (h *handlers) transferRefused(c *fiber.Ctx, f views.TransferForm, err error
 		f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_min", []any{"min", i18n.Money(cfg.MinRials)}, "amount"
 	case errors.Is(err, money.ErrTooLarge), errors.Is(err, money.ErrTooLong):
 		f.ErrorKey, f.ErrorField = "transfer.error_max", "amount"
+	case errors.Is(err, money.ErrNotPositive):
+		f.ErrorKey, f.ErrorField = "topup.error_positive", "amount"
 	case isAmountError(err), errors.Is(err, money.ErrNegative), errors.Is(err, money.ErrDecimal):
 		f.ErrorKey, f.ErrorField = "transfer.error_amount", "amount"
 	default:

@@ -203,6 +203,7 @@ func TestTransferPageRefusals(t *testing.T) {
 			{"below the minimum", "bob@example.com", "500", "", "کمترین مبلغ", "smallest transfer"},
 			{"not a number", "bob@example.com", "abc", "", "عددی درست", "whole number"},
 			{"empty", "bob@example.com", "", "", "مبلغ را بنویسید", "Enter an amount"},
+			{"zero", "bob@example.com", "۰", "", "بیشتر از صفر", "more than zero"},
 			{"daily limit", "bob@example.com", "2500000", "", "سقف انتقال روزانه", "daily transfer limit"},
 			{"note too long", "bob@example.com", "10000", strings.Repeat("x", 141), "۱۴۰", "140"},
 		} {
