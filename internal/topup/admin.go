@@ -63,6 +63,18 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 	return after, s.recordAction(ctx, p, adminID, audit.ActionRecheck, audit.ResultDone, after.Status)
 }
 
+// CheckCloseNote reports whether note may close a payment as failed
+// (ErrNoteRequired: empty, over 1,000 characters, or with characters a
+// note may not hold). The admin's page checks it before the second
+// factor's code is spent; AdminCloseFailed checks it again.
+func CheckCloseNote(note string) error {
+	note = strings.TrimSpace(note)
+	if note == "" || utf8.RuneCountInString(note) > 1000 || usertext.CheckNote(note) != nil {
+		return ErrNoteRequired
+	}
+	return nil
+}
+
 // AdminCloseFailed ends a payment under review as failed, with a note: for
 // when the bank confirms (by phone, by statement) that no money of the
 // payer is held. It takes the payment's lease like every other actor, so
@@ -70,8 +82,8 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 // paid after all, it is still credited (a bank-verified payment always is).
 func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID int64, note string) (TopUp, error) {
 	note = strings.TrimSpace(note)
-	if note == "" || utf8.RuneCountInString(note) > 1000 || usertext.CheckNote(note) != nil {
-		return TopUp{}, ErrNoteRequired
+	if err := CheckCloseNote(note); err != nil {
+		return TopUp{}, err
 	}
 	p, err := s.ByPublicID(ctx, publicID)
 	if err != nil {

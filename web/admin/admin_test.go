@@ -87,8 +87,14 @@ func TestAdminActionsOnTopUpsUnderReview(t *testing.T) {
 		if st := topuptest.ByPublicID(t, db, unpaidID).Status; st != "needs_review" {
 			t.Fatalf("closed without the second factor: %s", st)
 		}
+		// A note the use case would refuse is refused before the code: the
+		// same code closes it after.
+		closeCode := apptest.AdminTOTPCode(t, db, "boss@example.com")
+		if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"bank\u202e statement"}, "code": {closeCode}}); r.Location != routes.Admin+"?done=error_note" {
+			t.Fatalf("close with a note holding a bidi override: %q", r.Location)
+		}
 		if r := post(admin, routes.AdminTopUpClose(unpaidID), url.Values{"note": {"bank statement shows no debit"},
-			"code": {apptest.AdminTOTPCode(t, db, "boss@example.com")}}); r.Location != routes.Admin+"?done=done_closed" {
+			"code": {closeCode}}); r.Location != routes.Admin+"?done=done_closed" {
 			t.Fatalf("close: %q", r.Location)
 		}
 		// (A recovery code: the authenticator's next one is a step away.)

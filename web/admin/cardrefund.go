@@ -136,7 +136,7 @@ func (h *handlers) startCardRefund(c *fiber.Ctx) error {
 		l := h.Lang(c)
 		return refuse(fiber.StatusUnprocessableEntity, "admin.cardrefund.range",
 			"min", i18n.Tomans(l, st.Offer.MinRials), "max", i18n.Tomans(l, st.Offer.MaxRials))
-	case form.Note == "":
+	case cardrefund.CheckNote(form.Note) != nil:
 		return refuse(fiber.StatusUnprocessableEntity, "admin.cardrefund.error.note")
 	}
 	// The second factor again, only for input the offer takes: a code is

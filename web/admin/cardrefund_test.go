@@ -82,6 +82,7 @@ func TestRefundToCardFromTheTopUpPage(t *testing.T) {
 			{"below Zarinpal's smallest refund", url.Values{"amount": {"1999"}, "note": {"asked"}, "code": {"123456"}}, http.StatusUnprocessableEntity},
 			{"not a number", url.Values{"amount": {"many"}, "note": {"asked"}, "code": {"123456"}}, http.StatusUnprocessableEntity},
 			{"no note", url.Values{"amount": {"20000"}, "note": {"  "}, "code": {"123456"}}, http.StatusUnprocessableEntity},
+			{"a note with a bidi override", url.Values{"amount": {"20000"}, "note": {"asked\u202e"}, "code": {"123456"}}, http.StatusUnprocessableEntity},
 		} {
 			r := admin.Submit(page, action, tc.form)
 			if r.Status != tc.status || apptest.Parse(r.Body).TestID("card-refund-error") == nil {

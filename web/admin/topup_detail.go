@@ -2,7 +2,6 @@ package admin
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -153,7 +152,7 @@ func (h *handlers) closeFailed(c *fiber.Ctx) error {
 		seam.WithTopUp(c, c.Params("id"))
 	}
 	note := h.FormValue(c, "note")
-	if strings.TrimSpace(note) == "" {
+	if topup.CheckCloseNote(note) != nil {
 		return afterAction(c, "error_note") // before the code: a code is spent once
 	}
 	// A close denies the payer's credit for good (callbacks no longer

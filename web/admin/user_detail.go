@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -104,6 +105,8 @@ func (h *handlers) makeMerchant(c *fiber.Ctx) error {
 		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_unconfirmed", name)
 	case u.ID == h.User(c).ID:
 		return h.renderUser(c, id, fiber.StatusForbidden, "", "admin.merchant.error_own", name)
+	case charge.CheckDisplayName(strings.TrimSpace(name)) != nil:
+		return h.renderUser(c, id, fiber.StatusUnprocessableEntity, "", "admin.merchant.error_name", name)
 	}
 	if status, key, args, err := h.checkFresh(c); err != nil || key != "" {
 		if err != nil {
