@@ -40,6 +40,18 @@ type DashboardView struct {
 	CardRefundsUnderReview []CardRefundFlag
 	// Replica is the read database of DATABASE_READ_URL (nil: none).
 	Replica *ReplicaView
+	// Waiting is what waits for an admin's decision, by kind, in the
+	// order the section lists them (only kinds with some waiting).
+	Waiting []WaitingKind
+}
+
+// WaitingKind is how many of one kind wait for an admin, and since when
+// the one waiting longest has.
+type WaitingKind struct {
+	Kind  string // withdrawals, bank_accounts, card_refunds
+	N     int64
+	Since time.Time
+	URL   string // where an admin resolves them
 }
 
 // ReplicaView is what the last check of the read database found.

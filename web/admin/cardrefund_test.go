@@ -215,6 +215,9 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 			!slices.Contains(item.Attrs("href"), routes.AdminTopUp(tu.PublicID)) {
 			t.Fatalf("the dashboard does not list the card refund under review")
 		}
+		if k := dash.TestIDs("admin-waiting-kind"); len(k) != 1 || k[0].Attr("data-kind") != "card_refunds" || k[0].Attr("data-count") != "1" {
+			t.Fatalf("the dashboard's count of what waits for an admin: %d kinds", len(k))
+		}
 		if r := admin.Submit(page, routes.AdminTopUpCardRefundRecheck(tu.PublicID, id), nil); r.Location != page+"?done=cardrefund_recheck" {
 			t.Fatalf("recheck: %d %q", r.Status, r.Location)
 		}
@@ -228,7 +231,7 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 		if st := apptest.Parse(admin.Get(page).Body).TestID("card-refund-row").Attr("data-status"); st != "failed" || payer.Balance() != 300_000 {
 			t.Fatalf("after the close: %s, balance %d", st, payer.Balance())
 		}
-		if apptest.Parse(admin.Get(routes.Admin).Body).TestID("card-refunds-review") != nil {
+		if d := apptest.Parse(admin.Get(routes.Admin).Body); d.TestID("card-refunds-review") != nil || d.TestID("admin-waiting") != nil {
 			t.Fatalf("the dashboard still lists a card refund under review after its close")
 		}
 		if n := app.CountAudit(t, audit.ActionCardRefundRecheck, audit.ActionCardRefundClose); n != 2 {

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 	"time"
@@ -98,9 +100,43 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 				AmountRials: w.AmountRials, Reason: string(w.StatusReason), Since: w.CreatedAt})
 		}
 	}
+	if v.Waiting, err = h.waiting(ctx); err != nil {
+		return err
+	}
 	pg := h.Page(c, "admin.title")
 	pg.RefreshURL, pg.RefreshSeconds = routes.Admin, 30
 	return h.Render(c, fiber.StatusOK, adminview.Dashboard(pg, v))
+}
+
+// waiting counts what waits for an admin's decision, by kind: the one
+// place that says how much waits and for how long (the lists stop at a
+// page; the metrics are the same counts).
+func (h *handlers) waiting(ctx context.Context) ([]adminview.WaitingKind, error) {
+	type source struct {
+		kind, url string
+		count     func(context.Context) (int64, time.Time, error)
+	}
+	var sources []source
+	if h.Withdrawals != nil && h.Withdrawals.On() {
+		sources = append(sources, source{"withdrawals", routes.AdminWithdrawals, h.Withdrawals.AwaitingAdmin})
+	}
+	if h.BankAccounts != nil {
+		sources = append(sources, source{"bank_accounts", routes.AdminWithdrawals + "#wd-accounts", h.BankAccounts.AwaitingAdmin})
+	}
+	if h.CardRefunds != nil {
+		sources = append(sources, source{"card_refunds", routes.Admin + "#card-refunds-review", h.CardRefunds.AwaitingAdmin})
+	}
+	var out []adminview.WaitingKind
+	for _, s := range sources {
+		n, since, err := s.count(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s waiting for an admin: %w", s.kind, err)
+		}
+		if n > 0 {
+			out = append(out, adminview.WaitingKind{Kind: s.kind, N: n, Since: since, URL: s.url})
+		}
+	}
+	return out, nil
 }
 
 // reconcile runs reconciliation with the gateway now ("run

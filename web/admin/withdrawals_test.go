@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,6 +189,12 @@ func TestWithdrawalQueue(t *testing.T) {
 		refused(r, "account-reject-"+acctID, "note", "", "code-account-approve-"+acctID)
 		if s := withdrawaltest.BankAccountStatus(t, db, pending); s != "pending_review" {
 			t.Fatalf("a refused review changed the account to %s", s)
+		}
+		// The dashboard says what waits: the account, linked to its queue.
+		if k := apptest.Parse(admin.Get(routes.Admin).Body).TestIDs("admin-waiting-kind"); !slices.ContainsFunc(k, func(e *apptest.Element) bool {
+			return e.Attr("data-kind") == "bank_accounts" && e.Attr("data-count") == "1" && slices.Contains(e.Attrs("href"), routes.AdminWithdrawals+"#wd-accounts")
+		}) {
+			t.Fatal("the dashboard does not count the bank account waiting for review")
 		}
 		if r := admin.Submit(routes.AdminWithdrawals, routes.AdminBankAccountApprove(pending), url.Values{"note": {"saw the card"}, "code": {code()}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("account: %d", r.Status)
