@@ -193,6 +193,18 @@ var (
 	// ErrOwnTopUp: an admin does not refund their own top-up to their
 	// card, nor close their own card refund; another admin does.
 	ErrOwnTopUp = errors.New("card refund: an admin's own top-up is another admin's to refund")
+	// ErrBankMadeIt: an admin's close as not made, refused: asked first,
+	// the bank's record shows the refund made, or figures that match
+	// neither (a refund made elsewhere, another amount). Released, the
+	// amount would be back in the wallet as well as on the card. The
+	// admin looks at the bank's panel, and closes it as made or asks the
+	// bank again.
+	ErrBankMadeIt = errors.New("card refund: the bank's record shows the refund made, or figures that differ; not closed as not made")
+	// ErrBankNoAnswer: an admin's close as not made, refused: asked
+	// first, the bank gave no definite word that the refund was not made
+	// (no answer, or no way to ask it: the gateway not configured). The
+	// amount stays held; the admin tries again later.
+	ErrBankNoAnswer = errors.New("card refund: the bank gave no definite word that the refund was not made; not closed as not made")
 	// ErrNotMoved: the row was not in the expected status (or not held
 	// by the lease): another actor moved it first.
 	ErrNotMoved = errors.New("card refund: not moved")

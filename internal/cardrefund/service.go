@@ -404,7 +404,11 @@ func (s *Service) Recheck(ctx context.Context, publicID string, adminID int64) (
 }
 
 // Close is an admin's word on a card refund under review, read from the
-// bank's own panel: made (refunded) or not (failed), with a note.
+// bank's own panel: made (refunded) or not (failed), with a note. Not
+// made releases the amount to the wallet, so the bank is asked first,
+// under the lease (askBeforeNotMade): the close goes on only on its
+// definite word that the refund was not made (ErrBankMadeIt,
+// ErrBankNoAnswer otherwise, the amount still held).
 func (s *Service) Close(ctx context.Context, publicID string, adminID int64, made bool, note string) (CardRefund, error) {
 	note, err := checkNote(note)
 	if err != nil {
@@ -413,6 +417,24 @@ func (s *Service) Close(ctx context.Context, publicID string, adminID int64, mad
 	c, t, lease, err := s.review(ctx, publicID, adminID)
 	if err != nil {
 		return c, err
+	}
+	if !made {
+		if err := s.askBeforeNotMade(ctx, c, t); err != nil {
+			// Nothing written but the question: the lease given back.
+			now := s.d.Now()
+			next := now
+			if c.NextCheckAt != nil {
+				next = *c.NextCheckAt
+			}
+			if serr := s.d.Store.Schedule(ctx, c.ID, lease, next, false, now); serr != nil {
+				return c, errors.Join(err, serr)
+			}
+			cur, gerr := s.d.Store.Get(ctx, c.ID)
+			if gerr != nil {
+				return c, errors.Join(err, gerr)
+			}
+			return cur, err
+		}
 	}
 	now := s.d.Now()
 	tid := t.ID
@@ -433,6 +455,50 @@ func (s *Service) Close(ctx context.Context, publicID string, adminID int64, mad
 		return s.lapsed(ctx, c, err)
 	}
 	return moved, nil
+}
+
+// askBeforeNotMade asks the bank's record about c, under the lease the
+// caller holds, before an admin closes it as not made, within half the
+// lease (the move needs the rest). nil only on the bank's definite word
+// that it was not made: the refund call has no idempotency key
+// (Zarinpal), and a refund made there and released here too is the
+// money out twice. That word is "not made" (the bank's
+// refunded total is what it was before ours), or figures that differ
+// but are short of what they would be had ours been made (a refund in
+// the bank's panel meanwhile, ours not among them: totals only grow).
+// The bank's word that it was made, or figures that differ and could
+// hold ours (or that it does not give): ErrBankMadeIt. No answer, or no
+// way to ask (the gateway no longer configured): ErrBankNoAnswer.
+func (s *Service) askBeforeNotMade(ctx context.Context, c CardRefund, t TopUp) error {
+	status := s.d.Gateways.For(t.Gateway).Ops().RefundStatus
+	if status == nil {
+		s.d.Log.WarnContext(ctx, "card refund: close as not made refused: the bank cannot be asked", "card_refund", c.PublicID, "gateway", t.Gateway)
+		return ErrBankNoAnswer
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.Lease/2)
+	st, err := status(resilient.WithRef(sctx, t.PublicID), input(c, t))
+	cancel()
+	if err != nil {
+		s.d.Log.WarnContext(ctx, "card refund: close as not made refused: the bank did not answer", "card_refund", c.PublicID, "err", err)
+		return ErrBankNoAnswer
+	}
+	notMade := false
+	switch st.Outcome {
+	case gateway.RefundNotDone:
+		notMade = true
+	case gateway.RefundDiffers:
+		notMade = st.RefundedRials >= 0 && st.RefundedRials < c.RefundedBeforeRials+c.AmountRials
+	case gateway.RefundDone:
+	default:
+		s.d.Log.WarnContext(ctx, "card refund: close as not made refused: a word of the bank none known", "card_refund", c.PublicID, "outcome", st.Outcome)
+		return ErrBankNoAnswer
+	}
+	if !notMade {
+		s.d.Log.WarnContext(ctx, "card refund: close as not made refused: the bank's record may hold it made", "card_refund", c.PublicID,
+			"outcome", st.Outcome, "code", st.Code, "refunded_rials", st.RefundedRials)
+		return ErrBankMadeIt
+	}
+	return nil
 }
 
 // lapsed is an admin's move refused for ErrNotMoved: the lease taken by

@@ -486,11 +486,13 @@ func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note s
 // kept for the admin's move (audited, with its note): failed by the
 // provider, or unknown to it (gone), the admin's close goes on. With no
 // answer (its breaker open, an error; unasked, when its provider is no
-// longer offered) the row's word stands, and unanswered says so.
+// longer offered) the row's word stands, and unanswered says so: a
+// provider no longer configured may still pay what it took, so its
+// silence is no answer either.
 func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (_ Withdrawal, ended, gone, unanswered bool, _ error) {
 	o, known := s.offer(w.Provider)
 	if !known {
-		return w, false, false, false, nil
+		return w, false, false, true, nil
 	}
 	if payout.Down(o.Provider) {
 		return w, false, false, true, nil
@@ -566,7 +568,7 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		return w, ErrBusy
 	}
 	gone := false       // the provider's word now: it does not know the payout
-	unanswered := false // the provider, still offered, was asked and did not answer
+	unanswered := false // the provider did not answer, or is no longer offered and cannot be asked
 	if to == StatusFailed {
 		// The provider's word now, not as the last check left it: a
 		// failure releases the amount, which must not be out there too.
@@ -591,8 +593,10 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		err = ErrProviderHasIt
 	case to == StatusFailed && w.ProviderState == ProviderUnknown && unanswered:
 		// We never learnt whether it took the payout, and it cannot be
-		// asked now: released, the amount could be paid out twice if it
-		// has it. Held, it waits for an answer (the admin tries again).
+		// asked now (no answer, or no longer configured): released, the
+		// amount could be paid out twice if it has it. Held, it waits
+		// for an answer (the admin tries again, or an operator
+		// configures the provider again).
 		err = ErrProviderUnreachable
 	case to == StatusPaid && !transferred:
 		err = ErrProviderNotPaid

@@ -251,8 +251,9 @@ var (
 	// own withdrawal; another admin does.
 	ErrOwnWithdrawal = errors.New("withdrawal: an admin's own withdrawal is reviewed by another admin")
 	// ErrProviderUnreachable: an admin's fail of a withdrawal whose
-	// provider never said whether it took it, while that provider (still
-	// offered) does not answer: nothing is released until it does.
+	// provider never said whether it took it, while that provider does
+	// not answer, or cannot be asked (no longer configured): nothing is
+	// released until it answers.
 	ErrProviderUnreachable = errors.New("withdrawal: the payout provider did not answer, and it may have the payout")
 	// ErrProviderReturned: asked before an admin's fail, the provider
 	// said it transferred the withdrawal and failed it by hand since

@@ -81,8 +81,15 @@ func (s *Service) Resolve(ctx context.Context, id int64, actor Actor) (ended boo
 		return w.Status.Ended(), err
 	case !known:
 		// Its provider is no longer offered: nobody can ask; an
-		// operator must configure it again.
+		// operator must configure it again. A submit whose outcome is
+		// unknown (or never taken) for as long as the known path allows
+		// goes to a person, as there: its money stays held (no answer
+		// of a provider that cannot be asked ever releases it).
 		s.log.ErrorContext(ctx, "withdrawal of a provider no longer configured", "withdrawal", w.PublicID, "provider", w.Provider)
+		if d := s.decideUnoffered(w, now); d.To != "" {
+			w, err = s.apply(ctx, w, tok, offer, actor, d, false)
+			return w.Status.Ended(), err
+		}
 		next := now.Add(s.cfg.MaxBackoff)
 		_, err := s.st.Update(ctx, w.ID, tok, Fields{NextCheckAt: &next}, false)
 		return false, err
@@ -105,6 +112,26 @@ func (s *Service) Resolve(ctx context.Context, id int64, actor Actor) (ended boo
 		w, err = s.ask(ctx, w, tok, offer, actor)
 	}
 	return w.Status.Ended(), err
+}
+
+// decideUnoffered is what a withdrawal of a provider no longer offered
+// calls for at now: nothing can be sent or asked, so only the moves to a
+// person that the known path makes without an answer (DecideUnanswered,
+// DecideNotTaken's review); never a move that releases its money.
+func (s *Service) decideUnoffered(w Withdrawal, now time.Time) Decision {
+	p := Policy{UnknownReviewAfter: s.cfg.UnknownReviewAfter}
+	var d Decision
+	switch {
+	case w.Status != StatusSubmitted:
+	case w.ProviderState == ProviderNotTaken:
+		d = DecideNotTaken(w, p, now)
+	default:
+		d = DecideUnanswered(w, p, now)
+	}
+	if d.To != StatusNeedsReview {
+		return Decision{}
+	}
+	return d
 }
 
 // watching reports whether a paid withdrawal is still asked about: its

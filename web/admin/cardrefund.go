@@ -234,6 +234,11 @@ func (h *handlers) recheckCardRefund(c *fiber.Ctx) error {
 		return backToTopUp(c, topUpID, "cardrefund_not_review")
 	case errors.Is(err, cardrefund.ErrBusy):
 		return backToTopUp(c, topUpID, "cardrefund_busy")
+	case errors.Is(err, cardrefund.ErrBankMadeIt):
+		// Asked first: the bank's record shows it made (or may hold it).
+		return h.renderTopUpDetail(c, fiber.StatusConflict, cardRefundForm{ErrorKey: "admin.cardrefund.error.bank_made"})
+	case errors.Is(err, cardrefund.ErrBankNoAnswer):
+		return h.renderTopUpDetail(c, fiber.StatusConflict, cardRefundForm{ErrorKey: "admin.cardrefund.error.bank_no_answer"})
 	case err != nil:
 		return err
 	}
@@ -273,6 +278,11 @@ func (h *handlers) closeCardRefund(c *fiber.Ctx) error {
 		return backToTopUp(c, topUpID, "cardrefund_not_review")
 	case errors.Is(err, cardrefund.ErrBusy):
 		return backToTopUp(c, topUpID, "cardrefund_busy")
+	case errors.Is(err, cardrefund.ErrBankMadeIt):
+		// Asked first: the bank's record shows it made (or may hold it).
+		return h.renderTopUpDetail(c, fiber.StatusConflict, cardRefundForm{ErrorKey: "admin.cardrefund.error.bank_made"})
+	case errors.Is(err, cardrefund.ErrBankNoAnswer):
+		return h.renderTopUpDetail(c, fiber.StatusConflict, cardRefundForm{ErrorKey: "admin.cardrefund.error.bank_no_answer"})
 	case err != nil:
 		return err
 	}

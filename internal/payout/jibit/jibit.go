@@ -226,13 +226,19 @@ func (c *Client) Submit(ctx context.Context, o payout.Order) (payout.Submitted, 
 		return payout.Submitted{}, err
 	}
 	if ans.status >= 400 {
+		if ans.code == "" {
+			// A 4xx without Jibit's error body (a proxy's, a firewall's)
+			// is not Jibit's word on the transfer: the request may have
+			// reached Jibit and been taken. Its outcome is unknown: the
+			// worker asks Status, and sends it again under the same
+			// transferID only as a resend (one transfer per id).
+			return payout.Submitted{}, &gateway.TransientError{Op: payout.OpSubmit, HTTPStatus: ans.status,
+				Err: fmt.Errorf("HTTP %d without Jibit's error body: outcome unknown", ans.status)}
+		}
 		if ans.code == CodeAlreadyExists {
 			return payout.Submitted{Duplicate: true}, nil
 		}
-		// A refusal without Jibit's error body (a proxy's 4xx, a
-		// firewall's) is not Jibit's word on the transfer: refused for
-		// now, sent again under the same transferID (one transfer per id).
-		return payout.Submitted{}, payout.Refused(payout.OpSubmit, ans.code == "" || refusedForNow(ans), ans.status, ans.code+": "+ans.message)
+		return payout.Submitted{}, payout.Refused(payout.OpSubmit, refusedForNow(ans), ans.status, ans.code+": "+ans.message)
 	}
 	if out.SubmittedCount == nil {
 		return payout.Submitted{}, &gateway.TransientError{Op: payout.OpSubmit, HTTPStatus: ans.status, Err: errors.New("an answer without submittedCount")}
@@ -375,7 +381,11 @@ type answer struct {
 // answered by a new token and the call made once more (a 401 call did
 // nothing). 4xx answers are returned with their first error's code;
 // transport errors, 408, 429, 5xx and undecodable 2xx answers are
-// *gateway.TransientError.
+// *gateway.TransientError. A 401 without Jibit's error body (a proxy's)
+// is not Jibit's word that the call did nothing: a read is made again,
+// a submit is not (the answer is returned, its outcome unknown), since
+// a refusal of the second submit, or of a new token, would be taken as
+// the word on a transfer the first one may have made.
 func (c *Client) call(ctx context.Context, op, method, path string, body, out any) (answer, error) {
 	for attempt := 0; ; attempt++ {
 		tok, err := c.token(ctx, op, attempt > 0)
@@ -383,7 +393,7 @@ func (c *Client) call(ctx context.Context, op, method, path string, body, out an
 			return answer{}, err
 		}
 		ans, err := c.do(ctx, op, method, path, tok, body, out)
-		if err == nil && ans.status == http.StatusUnauthorized && attempt == 0 {
+		if err == nil && ans.status == http.StatusUnauthorized && attempt == 0 && (ans.code != "" || method == http.MethodGet) {
 			continue
 		}
 		return ans, err

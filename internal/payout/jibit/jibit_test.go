@@ -353,22 +353,44 @@ func TestRefusalCodes(t *testing.T) {
 			t.Errorf("%s: refused %v, for now %v; want for now %v", c, refused, now, forNow)
 		}
 	}
-	// A 4xx without Jibit's error body (a proxy's, a firewall's) is not
-	// Jibit's word on the transfer: refused for now, never for good.
-	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/tokens/generate") {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"accessToken":"tok","refreshToken":"r"}`))
-			return
+}
+
+// A submit answered with a 4xx that is not Jibit's own error body (a
+// proxy's page, a firewall's) is not Jibit's word: the request may have
+// reached Jibit and been taken, so its outcome is unknown (an error, no
+// refusal, never "not sent"), and a bodiless 401 is not answered by a
+// second submit. Taken as refused for now, the withdrawal read "nothing
+// taken", and its next submit's refusal failed it while Jibit paid.
+func TestBodilessRefusalOfASubmitIsUnknown(t *testing.T) {
+	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests, http.StatusBadRequest,
+		http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge} {
+		for _, body := range []string{`<html><body><h1>` + http.StatusText(status) + `</h1></body></html>`, ``, `{"message":"blocked"}`} {
+			var submits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/tokens/generate") {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write([]byte(`{"accessToken":"tok","refreshToken":"r"}`))
+					return
+				}
+				submits.Add(1)
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte(body))
+			}))
+			p, err := jibit.New(jibit.Config{APIKey: "key-12345678", SecretKey: "secret-12345678", BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Submit(ctxT(t, 10*time.Second), order("w"))
+			var te *gateway.TransientError
+			if refused, _ := payout.IsRefused(err); refused || !errors.As(err, &te) || payout.NotSent(err) || gateway.IsRejected(err) {
+				t.Errorf("HTTP %d %q: %v, want an unknown outcome", status, body, err)
+			}
+			if n := submits.Load(); n != 1 {
+				t.Errorf("HTTP %d %q: %d submits, want 1", status, body, n)
+			}
+			srv.Close()
 		}
-		w.Header().Set("Content-Type", "text/html")
-		w.WriteHeader(http.StatusRequestEntityTooLarge)
-		_, _ = w.Write([]byte(`<html>413</html>`))
-	}))
-	defer bare.Close()
-	p3, _ := jibit.New(jibit.Config{APIKey: "key-12345678", SecretKey: "secret-12345678", BaseURL: bare.URL})
-	if _, err := p3.Submit(ctx, order("w")); func() bool { r, now := payout.IsRefused(err); return !r || !now }() {
-		t.Errorf("a proxy's 413: %v, want a refusal for now", err)
 	}
 }
 

@@ -211,3 +211,28 @@ func TestResultCodes(t *testing.T) {
 		t.Fatalf("an undecodable answer: %v, want unknown", err)
 	}
 }
+
+// A submit answered with a 4xx that is not Zibal's {result, message} (a
+// proxy's page, a firewall's) is not Zibal's word: its outcome is
+// unknown, never a refusal (which would read "nothing taken").
+func TestBodilessRefusalOfASubmitIsUnknown(t *testing.T) {
+	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests, http.StatusBadRequest, http.StatusUnauthorized} {
+		for _, body := range []string{`<html><body>` + http.StatusText(status) + `</body></html>`, ``, `{"message":"blocked"}`} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte(body))
+			}))
+			p, err := zibal.New(zibal.Config{Token: "token-12345678", Wallet: "1", BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Submit(ctxT(t, 5*time.Second), order("w"))
+			var te *gateway.TransientError
+			if refused, _ := payout.IsRefused(err); refused || !errors.As(err, &te) || payout.NotSent(err) {
+				t.Errorf("HTTP %d %q: %v, want an unknown outcome", status, body, err)
+			}
+			srv.Close()
+		}
+	}
+}
