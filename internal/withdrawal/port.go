@@ -137,7 +137,10 @@ type Filter struct {
 	// review required).
 	ReviewOnly bool
 	Before     int64 // the id to list below (0: from the newest)
-	Limit      int
+	// Oldest: oldest first (the admin's queues: who has waited longest
+	// first); Before is then ignored.
+	Oldest bool
+	Limit  int
 }
 
 // Claim is one conditional take of a withdrawal's lease.

@@ -297,10 +297,12 @@ func (s *Service) List(ctx context.Context, userID, before int64, limit int) ([]
 	return s.lister().List(ctx, Filter{UserID: userID, Before: before, Limit: limit})
 }
 
-// Queue lists withdrawals by f for the admin's pages, newest first.
-func (s *Service) Queue(ctx context.Context, f Filter) ([]Withdrawal, error) {
-	ws, _, err := s.lister().List(ctx, f)
-	return ws, err
+// Queue lists withdrawals by f for the admin's pages (newest first, or
+// oldest with f.Oldest); more reports whether others match beyond
+// f.Limit.
+func (s *Service) Queue(ctx context.Context, f Filter) (ws []Withdrawal, more bool, err error) {
+	ws, next, err := s.lister().List(ctx, f)
+	return ws, next != 0, err
 }
 
 // Reports lists the latest payout reconciliation reports.

@@ -9,8 +9,10 @@ type WithdrawalsView struct {
 	Notice    string // message key of the last action's result
 	ErrorKey  string
 	ErrorArgs []any
-	// Review: requested, above the review amount; UnderReview: needs_review.
+	// Review: requested, above the review amount; UnderReview: needs_review
+	// (each the QueueShown oldest; More…: others wait beyond them).
 	Review, UnderReview, Recent []WithdrawalRow
+	MoreReview, MoreUnderReview bool
 	Accounts                    []BankAccountReviewRow
 	Reports                     []PayoutReportRow
 	// Off: withdrawals are not offered (PAYOUTS=none).
@@ -18,6 +20,9 @@ type WithdrawalsView struct {
 	// Refused is the form whose submission was just refused, if any.
 	Refused Refusal
 }
+
+// QueueShown is how many of each queue the page shows, oldest first.
+const QueueShown = 100
 
 // Refusal is a review form's refused submission: Form is its id on the
 // page ("approve-" and the withdrawal's public id, …), Field the field

@@ -28,15 +28,18 @@ func withdrawalRow(w withdrawal.Withdrawal) adminview.WithdrawalRow {
 func (h *handlers) withdrawalsView(c *fiber.Ctx) (adminview.WithdrawalsView, error) {
 	ctx := c.UserContext()
 	v := adminview.WithdrawalsView{Off: !h.Withdrawals.On()}
-	review, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{ReviewOnly: true, Limit: 100})
+	// The queues oldest first, a page each: who has waited longest is
+	// never the one past the page.
+	review, moreReview, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{ReviewOnly: true, Oldest: true, Limit: adminview.QueueShown})
 	if err != nil {
 		return v, err
 	}
-	under, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{Statuses: []withdrawal.Status{withdrawal.StatusNeedsReview}, Limit: 100})
+	under, moreUnder, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{Statuses: []withdrawal.Status{withdrawal.StatusNeedsReview}, Oldest: true, Limit: adminview.QueueShown})
 	if err != nil {
 		return v, err
 	}
-	recent, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{Limit: 20})
+	v.MoreReview, v.MoreUnderReview = moreReview, moreUnder
+	recent, _, err := h.Withdrawals.Queue(ctx, withdrawal.Filter{Limit: 20})
 	if err != nil {
 		return v, err
 	}

@@ -164,11 +164,15 @@ func (s *Store) List(ctx context.Context, f withdrawal.Filter) ([]withdrawal.Wit
 	if f.ReviewOnly {
 		q = q.Where("status = 'requested' AND review_required")
 	}
-	if f.Before > 0 {
+	order := "id DESC"
+	switch {
+	case f.Oldest:
+		order = "id"
+	case f.Before > 0:
 		q = q.Where("id < ?", f.Before)
 	}
 	var out []withdrawal.Withdrawal
-	if err := q.Order("id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+	if err := q.Order(order).Limit(limit + 1).Find(&out).Error; err != nil {
 		return nil, 0, fmt.Errorf("list withdrawals: %w", err)
 	}
 	var next int64
