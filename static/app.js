@@ -71,25 +71,50 @@
 
 // 2. The amount field shows the amount as the bank will see it, formatted
 //    in the page's digits, while the person types (any digits, separators).
+//    It reads what the server reads (internal/money.ParseTomans) and shows
+//    nothing for what the server refuses.
 (function () {
   "use strict";
   var input = document.getElementById("amount");
   var out = document.getElementById("amount-preview");
   if (!input || !out || !window.Intl) { return; }
   var fmt = new Intl.NumberFormat(out.dataset.locale || "fa-IR");
+  // Go's unicode.IsSpace (not \s, which has U+FEFF and lacks U+0085).
+  var space = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+  var edges = new RegExp("^" + space.source + "+|" + space.source + "+$", "g");
+  // The kind of group separator c is ("" for none): all spaces are one
+  // kind, both apostrophes one, each other separator its own.
+  function kindOf(c) {
+    if (",\u066c\u060c_".indexOf(c) >= 0) { return c; }
+    if (c === "'" || c === "\u2019") { return "'"; }
+    return space.test(c) ? " " : "";
+  }
+  // The Latin digits of a whole number of tomans, "" if it is not one.
+  // Separators stand only between groups of three digits (a first group of
+  // one to three), one kind in a number: "12,5" and "1 5" are refused, not
+  // read as 125 and 15. ZWNJ, LRM and RLM are ignored anywhere.
   function digits(s) {
-    var r = "";
+    s = s.replace(/[\u200c\u200e\u200f]/g, "").replace(edges, "").replace(/^\+/, "");
+    var r = "", group = 0, kind = "";
     for (var i = 0; i < s.length; i++) {
-      var c = s.charCodeAt(i);
+      var c = s.charCodeAt(i), k;
       if (c >= 0x06F0 && c <= 0x06F9) { r += String(c - 0x06F0); }
       else if (c >= 0x0660 && c <= 0x0669) { r += String(c - 0x0660); }
       else if (c >= 48 && c <= 57) { r += s[i]; }
-      else if (",٬، _'".indexOf(s[i]) < 0 && !/\s/.test(s[i])) { return ""; }
+      else {
+        k = kindOf(s[i]);
+        if (!k || group === 0 || (kind ? group !== 3 || k !== kind : group > 3)) { return ""; }
+        kind = k;
+        group = 0;
+        continue;
+      }
+      group++;
+      if (kind && group > 3) { return ""; }
     }
-    return r;
+    return kind && group !== 3 ? "" : r;
   }
   function update() {
-    var d = digits(input.value.trim()).replace(/^0+/, "");
+    var d = digits(input.value).replace(/^0+/, "");
     out.textContent = d && d.length <= 15 ? fmt.format(Number(d)) + " " + out.dataset.unit : "";
   }
   // In the Persian page, digits typed in Latin or Arabic-Indic show as

@@ -44,12 +44,17 @@ func Tomans(l Lang, rials int64) string {
 }
 
 // TomansNumber is Tomans without the unit.
+// The sign is written on its own: -5 rials is "-0.5", whose whole tomans
+// (-5/10) are a zero without a sign.
 func TomansNumber(l Lang, rials int64) string {
-	s := Group(l, rials/10)
-	if r := rials % 10; r != 0 {
-		if r < 0 {
-			r = -r
-		}
+	tomans, r := rials/10, rials%10
+	sign := ""
+	if rials < 0 {
+		// -tomans cannot overflow: |rials/10| < math.MaxInt64.
+		tomans, r, sign = -tomans, -r, "-"
+	}
+	s := sign + Group(l, tomans)
+	if r != 0 {
 		dot := "."
 		if l == FA {
 			dot = "٫"

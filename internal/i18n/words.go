@@ -2,25 +2,40 @@ package i18n
 
 import "strings"
 
-// Words writes a whole number n ≥ 0 in words in language l ("صد و بیست
+// Words writes a whole number n in words in language l ("صد و بیست
 // هزار", "one hundred twenty thousand"): a confirmation step says an
-// amount in words as well as in digits, as a cheque does.
+// amount in words as well as in digits, as a cheque does. A negative
+// number starts with «منفی» / "minus" (never dropped: an amount in words
+// must say what the digits say), math.MinInt64 included.
 func Words(l Lang, n int64) string {
+	sign := ""
 	if n < 0 {
-		return Words(l, -n) // never for money: amounts shown in words are positive
+		sign = "minus "
+		if l == FA {
+			sign = "منفی "
+		}
+	}
+	// The magnitude as milliards and the rest, both ≥ 0, without -n,
+	// which overflows at math.MinInt64.
+	hi, lo := n/billion, n%billion
+	if n < 0 {
+		hi, lo = -hi, -lo
 	}
 	if l == FA {
-		return wordsFA(n)
+		return sign + wordsFA(hi, lo)
 	}
-	return wordsEN(n)
+	return sign + wordsEN(hi, lo)
 }
+
+// billion is 10^9, «میلیارد».
+const billion = 1_000_000_000
 
 var (
 	faOnes     = []string{"", "یک", "دو", "سه", "چهار", "پنج", "شش", "هفت", "هشت", "نه"}
 	faTeens    = []string{"ده", "یازده", "دوازده", "سیزده", "چهارده", "پانزده", "شانزده", "هفده", "هجده", "نوزده"}
 	faTens     = []string{"", "", "بیست", "سی", "چهل", "پنجاه", "شصت", "هفتاد", "هشتاد", "نود"}
 	faHundreds = []string{"", "صد", "دویست", "سیصد", "چهارصد", "پانصد", "ششصد", "هفتصد", "هشتصد", "نهصد"}
-	faScales   = []string{"", "هزار", "میلیون", "میلیارد", "هزار میلیارد", "میلیون میلیارد", "میلیارد میلیارد"}
+	faScales   = []string{"", "هزار", "میلیون", "میلیارد"}
 
 	enOnes   = []string{"", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
 	enTeens  = []string{"ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"}
@@ -28,22 +43,38 @@ var (
 	enScales = []string{"", "thousand", "million", "billion", "trillion", "quadrillion", "quintillion"}
 )
 
-// groups splits n into groups of three digits, lowest first.
-func groups(n int64) []int {
+// groups splits hi·10^9 + lo (0 ≤ lo < 10^9) into groups of three
+// digits, lowest first.
+func groups(hi, lo int64) []int {
 	var out []int
-	for n > 0 {
-		out = append(out, int(n%1000))
-		n /= 1000
+	for i := 0; lo > 0 || (hi > 0 && i < 3); i++ {
+		out = append(out, int(lo%1000))
+		lo /= 1000
+	}
+	for hi > 0 {
+		out = append(out, int(hi%1000))
+		hi /= 1000
 	}
 	return out
 }
 
-func wordsFA(n int64) string {
-	if n == 0 {
+// wordsFA says hi·10^9 + lo in Persian.
+func wordsFA(hi, lo int64) string {
+	if hi == 0 && lo == 0 {
 		return "صفر"
 	}
+	// From 10^12 up Persian counts milliards, the count said as a number
+	// of its own: «هزار میلیارد», «هزار و پانصد میلیارد», «دو میلیون
+	// میلیارد» (a smaller number: this ends).
+	if hi >= 1000 {
+		s := wordsFA(hi/billion, hi%billion) + " " + faScales[3]
+		if lo > 0 {
+			s += " و " + wordsFA(0, lo)
+		}
+		return s
+	}
 	var parts []string
-	gs := groups(n)
+	gs := groups(hi, lo)
 	for i := len(gs) - 1; i >= 0; i-- {
 		g := gs[i]
 		if g == 0 {
@@ -77,12 +108,13 @@ func wordsFA(n int64) string {
 	return strings.Join(parts, " و ")
 }
 
-func wordsEN(n int64) string {
-	if n == 0 {
+// wordsEN says hi·10^9 + lo in English.
+func wordsEN(hi, lo int64) string {
+	if hi == 0 && lo == 0 {
 		return "zero"
 	}
 	var parts []string
-	gs := groups(n)
+	gs := groups(hi, lo)
 	for i := len(gs) - 1; i >= 0; i-- {
 		g := gs[i]
 		if g == 0 {

@@ -33,21 +33,47 @@ var (
 // ParseTomans reads a whole number of tomans as typed by a person and
 // returns it in rials. It accepts Latin, Persian (۰-۹) and Arabic-Indic
 // (٠-٩) digits, and the usual group separators: ',', '٬' (U+066C), '،'
-// (U+060C), '_' , apostrophes and any kind of space. A leading '+' is
-// allowed. Anything else (signs, decimal points, exponents, letters) is
+// (U+060C), '_' , apostrophes and any kind of space, each only where it
+// groups thousands ("1,000,000", "۱٬۰۰۰", "12 500": a first group of one
+// to three digits, then groups of exactly three) and one kind in a
+// number. "12,5", "1 5" or "1,,000" are refused, not read as 125 or 15:
+// a comma may be someone's decimal mark. The invisible marks ZWNJ, LRM
+// and RLM are ignored wherever they are. A leading '+' is allowed.
+// Anything else (signs, decimal points, exponents, letters) is
 // rejected: an amount of money is never guessed.
 func ParseTomans(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, ErrEmpty
 	}
-	s = strings.TrimPrefix(s, "+")
+	s = strings.TrimPrefix(strings.TrimSpace(withoutMarks(s)), "+")
+	n, err := readWhole(s)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, ErrNotPositive
+	}
+	return n * RialsPerToman, nil
+}
+
+// readWhole reads s, digits with separators between groups of three (no
+// sign, no surrounding space, no invisible marks), as a whole number of
+// tomans, zero included.
+func readWhole(s string) (int64, error) {
 	var n int64
-	digits := 0
+	digits := 0     // significant digits read
+	seen := false   // a digit was read
+	group := 0      // digits since the last separator (or the start)
+	var kind rune   // the kind of separator the number uses, once one is seen
+	grouped := true // every separator so far is where one belongs
 	for _, r := range s {
-		d, ok := digitValue(r)
-		switch {
-		case ok:
+		if d, ok := digitValue(r); ok {
+			seen = true
+			group++
+			if kind != 0 && group > 3 {
+				grouped = false
+			}
 			if n == 0 && d == 0 {
 				continue // leading zeros carry no value
 			}
@@ -56,19 +82,27 @@ func ParseTomans(s string) (int64, error) {
 				return 0, ErrTooLong
 			}
 			n = n*10 + int64(d)
-		case isSeparator(r):
 			continue
-		default:
+		}
+		k := separatorKind(r)
+		if k == 0 {
 			return 0, invalidKind(s)
 		}
+		// A separator closes a group: the first of one to three digits,
+		// the others of exactly three, all with the same separator.
+		switch {
+		case group == 0, kind == 0 && group > 3, kind != 0 && (group != 3 || k != kind):
+			grouped = false
+		}
+		kind, group = k, 0
 	}
-	if !strings.ContainsFunc(s, func(r rune) bool { _, ok := digitValue(r); return ok }) {
+	if !seen {
 		return 0, ErrInvalid
 	}
-	if n <= 0 {
-		return 0, ErrNotPositive
+	if !grouped || (kind != 0 && group != 3) {
+		return 0, ErrInvalid
 	}
-	return n * RialsPerToman, nil
+	return n, nil
 }
 
 // ParseTomansRials reads an amount in tomans that may carry rials, as the
@@ -90,8 +124,10 @@ func ParseTomansRials(s string) (int64, error) {
 			return 0, err
 		}
 		rials = w
-	} else if strings.TrimFunc(whole, func(r rune) bool { _, ok := digitValue(r); return ok || isSeparator(r) }) != "" {
-		return 0, invalidKind(whole)
+	} else if w := strings.TrimSpace(withoutMarks(whole)); w != "" {
+		if _, err := readWhole(w); err != nil { // zero tomans, grouped as any amount
+			return 0, err
+		}
 	}
 	r := []rune(frac)
 	if len(r) != 1 {
@@ -120,12 +156,34 @@ func digitValue(r rune) (int, bool) {
 	return 0, false
 }
 
-func isSeparator(r rune) bool {
+// separatorKind says which kind of group separator r is, 0 if none: each
+// character is its own kind, except that all spaces are one and both
+// apostrophes are one (they look alike).
+func separatorKind(r rune) rune {
 	switch r {
-	case ',', '٬', '،', '_', '\'', '’':
-		return true
+	case ',', '٬', '،', '_':
+		return r
+	case '\'', '’':
+		return '\''
 	}
-	return unicode.IsSpace(r) || r == '\u200c' || r == '\u200f' || r == '\u200e'
+	if unicode.IsSpace(r) {
+		return ' '
+	}
+	return 0
+}
+
+// isMark reports the invisible characters a Persian keyboard or a pasted
+// text puts anywhere (ZWNJ, LRM, RLM): they are ignored.
+func isMark(r rune) bool { return r == '\u200c' || r == '\u200e' || r == '\u200f' }
+
+// withoutMarks is s without its invisible marks.
+func withoutMarks(s string) string {
+	return strings.Map(func(r rune) rune {
+		if isMark(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // LatinDigits rewrites Persian (۰-۹) and Arabic-Indic (٠-٩) digits of s

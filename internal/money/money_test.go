@@ -29,7 +29,7 @@ func TestParseTomansAccepted(t *testing.T) {
 		{"surrounding spaces", "  2500 ", 25_000},
 		{"tab and newline around", "\t2500\n", 25_000},
 		{"mixed digits", "۱0٠0۰", 100_000},
-		{"mixed digits and separators", "۱٬0,٠0۰", 100_000},
+		{"mixed digits and separators", "۱0٬٠0۰", 100_000},
 		{"leading zeros", "0005000", 50_000},
 		{"persian leading zeros", "۰۰۱", 10},
 		{"one toman", "1", 10},
@@ -44,6 +44,67 @@ func TestParseTomansAccepted(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Fatalf("ParseTomans(%q) = %d rials, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseTomansGrouping: a separator is read only where it groups
+// thousands, one kind in a number. Anything else may be a decimal mark
+// ("12,5" is twelve and a half to many) or a slip, and is refused rather
+// than read as 125: an amount is never guessed.
+func TestParseTomansGrouping(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   string
+		want int64 // rials; 0: refused with ErrInvalid
+	}{
+		{"comma millions", "1,000,000", 10_000_000},
+		{"persian thousands separator millions", "۱٬۰۰۰٬۰۰۰", 10_000_000},
+		{"space thousands", "1 000", 10_000},
+		{"comma thousands", "12,500", 125_000},
+		{"three digit first group", "123,456", 1_234_560},
+		{"arabic comma thousands", "۱۲،۵۰۰", 125_000},
+		{"no-break space millions", "1\u00a0000\u00a0000", 10_000_000},
+		{"narrow no-break and plain space are one kind", "1\u202f000 000", 10_000_000},
+		{"both apostrophes are one kind", "1'000’000", 10_000_000},
+		{"underscore thousands", "10_000", 100_000},
+		{"leading zeros in the first group", "001,000", 10_000},
+		{"rlm anywhere", "\u200f1,\u200f000\u200f", 10_000},
+		{"zwnj inside a group", "۱۰\u200c۰۰۰", 100_000},
+		{"plus then grouped", "+1,000", 10_000},
+		{"plain run stays valid", "12500", 125_000},
+
+		{"comma as decimal mark", "12,5", 0},
+		{"persian comma as decimal mark", "۱۲،۵", 0},
+		{"arabic thousands separator in a short group", "۱۲٬۵", 0},
+		{"space between digits", "1 5", 0},
+		{"two digit group", "1,00", 0},
+		{"four digit group", "1,0000", 0},
+		{"four digit first group", "1000,000", 0},
+		{"short group in the middle", "1,00,000", 0},
+		{"indian grouping", "1,00,00,000", 0},
+		{"leading separator", ",000", 0},
+		{"trailing separator", "1,000,", 0},
+		{"repeated separator", "1,,000", 0},
+		{"two spaces", "1  000", 0},
+		{"separator after plus", "+,1000", 0},
+		{"space after plus", "+ 1000", 0},
+		{"mixed separators", "1,000 000", 0},
+		{"mixed persian separators", "۱٬۰۰۰،۰۰۰", 0},
+		{"mixed digits and separators", "۱٬0,٠0۰", 0},
+		{"separators only", ",", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := money.ParseTomans(tt.in)
+			if tt.want == 0 {
+				if !errors.Is(err, money.ErrInvalid) || got != 0 {
+					t.Fatalf("ParseTomans(%q) = %d, %v; want ErrInvalid", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseTomans(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
 			}
 		})
 	}
@@ -194,6 +255,10 @@ func TestParseTomansRials(t *testing.T) {
 		err  error
 	}{
 		{"1,234.5", 12_345, nil},
+		{"1,23.5", 0, money.ErrInvalid},
+		{"12,5.5", 0, money.ErrInvalid},
+		{"0,0.5", 0, money.ErrInvalid},
+		{"0,000.5", 5, nil},
 		{"۱٬۲۳۴٫۵", 12_345, nil},
 		{"1234", 12_340, nil},
 		{"1,234.50", 0, money.ErrDecimal},
