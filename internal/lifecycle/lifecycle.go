@@ -170,11 +170,22 @@ func Round(ctx context.Context, w Worker, concurrency int, inFlight time.Duratio
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i, id := range ids {
+		// Waiting for a place ends when shutdown starts, and ctx is looked
+		// at again once one is taken: a shutdown that began meanwhile
+		// starts no fresh check, and what is left is given back.
+		taken := false
+		select {
+		case sem <- struct{}{}:
+			taken = true
+		case <-ctx.Done():
+		}
 		if ctx.Err() != nil {
+			if taken {
+				<-sem
+			}
 			w.Unclaim(ids[i:])
 			break
 		}
-		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inFlight)

@@ -188,3 +188,61 @@ func TestRoundGivesBackOnShutdown(t *testing.T) {
 		t.Fatalf("resolved %v, given back %v", w.resolved, w.unclaimed)
 	}
 }
+
+// lookingCtx is a context that runs looked each time Err or Done is
+// called (after taking its answer): a test cancels at a chosen look.
+type lookingCtx struct {
+	context.Context
+	looked func()
+}
+
+func (c lookingCtx) Err() error {
+	err := c.Context.Err()
+	c.looked()
+	return err
+}
+
+func (c lookingCtx) Done() <-chan struct{} {
+	d := c.Context.Done()
+	c.looked()
+	return d
+}
+
+// A shutdown that begins while the round waits for a place (the first
+// item's check under way, concurrency 1) starts no fresh check: the item
+// under way finishes, and every other is given back, whether the context
+// ends just after the round last looked at it or while it waits.
+func TestRoundStartsNothingAfterShutdownWhileWaitingForAPlace(t *testing.T) {
+	for _, cancelAt := range []int{2, 3} {
+		w := &fakeWorker{ids: []int64{1, 2, 3, 4}, gate: make(chan struct{})}
+		base, cancel := context.WithCancel(context.Background())
+		var mu sync.Mutex
+		looks := 0
+		ctx := lookingCtx{Context: base, looked: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if looks++; looks == cancelAt {
+				cancel()
+			}
+		}}
+		done := make(chan lifecycle.RoundResult)
+		go func() {
+			rr, _ := lifecycle.Round(ctx, w, 1, time.Minute)
+			done <- rr
+		}()
+		select {
+		case <-base.Done(): // shut down, the first check still under way
+		case <-time.After(10 * time.Second): // real time: a bound on another goroutine
+			close(w.gate)
+			<-done
+			t.Fatalf("cancel at look %d: the round never looked at its context %d times (it waited for a place, deaf to the shutdown)", cancelAt, cancelAt)
+		}
+		close(w.gate)
+		rr := <-done
+		slices.Sort(w.unclaimed)
+		if rr.Claimed != 4 || !slices.Equal(w.resolved, []int64{1}) || !slices.Equal(w.unclaimed, []int64{2, 3, 4}) || len(w.failed) != 0 {
+			t.Errorf("cancel at look %d: round %+v, resolved %v, given back %v, failed %v; want 1 resolved, 2-4 given back",
+				cancelAt, rr, w.resolved, w.unclaimed, w.failed)
+		}
+	}
+}

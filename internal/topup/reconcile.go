@@ -497,6 +497,11 @@ func PublicIDFromCallbackURL(raw string) string {
 // answered, we never stored it) the authority the bank lists for its
 // callback URL, moves it to pending_verification and verifies it.
 func (s *Service) recoverAuthority(ctx context.Context, p TopUp, authority string) (TopUp, error) {
+	// The verify is bounded by one budget from the moment the lease is
+	// taken (sized to it), as every bank check: the move between them,
+	// however slow, does not let the verify outlive the lease.
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
+	defer cancel()
 	tok, cur, err := s.claim(ctx, p.ID, []Status{StatusCreated, StatusFailed})
 	if err != nil || tok == "" {
 		return cur, err
@@ -515,8 +520,6 @@ func (s *Service) recoverAuthority(ctx context.Context, p TopUp, authority strin
 		return cur, fmt.Errorf("recover authority of %s: %w", p.PublicID, err)
 	}
 	s.log.WarnContext(ctx, "authority recovered from the bank's list", "payment", p.PublicID)
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.VerifyTimeout)
-	defer cancel()
 	return s.verifyAndApply(vctx, moved, tok, ActorReconcile, "")
 }
 

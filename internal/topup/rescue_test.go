@@ -604,3 +604,73 @@ func TestReconcileBudgetCutsAVerify(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// deadlineGateway is the fake gateway that keeps the deadline of each
+// verify's context.
+type deadlineGateway struct {
+	*topuptest.Gateway
+	mu        sync.Mutex
+	deadlines []time.Time
+}
+
+func (g *deadlineGateway) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	if d, ok := ctx.Deadline(); ok {
+		g.mu.Lock()
+		g.deadlines = append(g.deadlines, d)
+		g.mu.Unlock()
+	}
+	return g.Gateway.Verify(ctx, in)
+}
+
+// Reconciliation's recovery of a lost authority bounds its verify by one
+// budget from the moment it took the lease (sized to that budget), not
+// from after the move to pending_verification that comes between: a slow
+// move does not let the verify outlive the lease.
+func TestRecoveredAuthorityVerifiesWithinTheLeasesBudget(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		gw := &deadlineGateway{Gateway: e.gw}
+		cfg := topuptest.Config()
+		e.svc = topup.NewService(e.store, gateway.Set{gw}, e.clock.Now, nil, cfg)
+		// Our request reached the bank, its answer was lost: failed here,
+		// no authority; the bank lists the payment as paid.
+		e.gw.Set(func(f *topuptest.Gateway) { f.AnswerLost = true })
+		r, err := e.svc.StartTopUp(ctx, e.input(topup.NewFormToken(), 60_000))
+		if !errors.Is(err, topup.ErrGatewayFailed) || r.TopUp.Authority != nil {
+			t.Fatalf("answer lost: %+v %v", r, err)
+		}
+		lost := r.TopUp
+		lostAuthority := e.gw.LastAuthority()
+		e.gw.Set(func(f *topuptest.Gateway) {
+			f.AnswerLost = false
+			f.Unverified = []gateway.Unverified{{Authority: lostAuthority, AmountRials: 60_000, CallbackURL: e.svc.CallbackURL(lost.PublicID)}}
+		})
+		// The recovery's move, under the lease taken before it: every
+		// instant of it lies after the claim.
+		var moveStarted time.Time
+		e.store.set(func(h *hookStore) {
+			h.move = func(m topup.Move) error {
+				if m.Reason == topup.ReasonAuthorityRecovered && moveStarted.IsZero() {
+					moveStarted = time.Now()
+				}
+				return nil
+			}
+		})
+		if _, err := e.svc.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.store.set(func(h *hookStore) { h.move = nil })
+		if got := e.row(lost.ID); got.Status != topup.StatusCredited || got.AuthorityString() != lostAuthority {
+			t.Fatalf("the recovered payment: %s", dump(got))
+		}
+		gw.mu.Lock()
+		defer gw.mu.Unlock()
+		if moveStarted.IsZero() || len(gw.deadlines) != 1 {
+			t.Fatalf("move at %v, %d verifies with a deadline; want the recovery's move and one verify", moveStarted, len(gw.deadlines))
+		}
+		if limit := moveStarted.Add(cfg.VerifyTimeout); gw.deadlines[0].After(limit) {
+			t.Errorf("the verify's deadline is %v later than one budget from before the move: it was counted from after it", gw.deadlines[0].Sub(limit))
+		}
+	})
+}

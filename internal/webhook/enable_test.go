@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -411,6 +412,43 @@ func TestDisableAllForUser(t *testing.T) {
 		}
 		if e, _ := svc.Get(ctx, on1.ID); e.DisabledAt != nil {
 			t.Errorf("after the owner's enable: %+v", e)
+		}
+	})
+}
+
+// The audit log (append-only) keeps an endpoint's URL without its query
+// or fragment: a partner's query may hold its own secret. Each admin
+// action on an endpoint is recorded with the URL as far as its path.
+func TestAuditNotesKeepNoURLQuery(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc, clk := newService(t, db)
+		uid, pays := seedTopUp(t, db, "secretive@example.com", 1)
+		admin, _ := seedTopUp(t, db, "auditor@example.com", 0)
+		ep, _, err := svc.Create(ctx, uid, "http://127.0.0.1:9/hook?token=PartnerSecret0123#frag", webhook.Types(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"p": pays[0]}, CreatedAt: clk.Now()})
+		if _, err := svc.AdminDisable(ctx, admin, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.AdminEnable(ctx, admin, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		d := deliveryRowOf(t, db, pays[0], ep.ID) // ended by the disable
+		if _, err := svc.Resend(ctx, admin, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, action := range []string{"webhook_disable", "webhook_enable", "webhook_resend"} {
+			var notes []string
+			if err := db.Gorm.Raw(`SELECT note FROM admin_actions WHERE action = ? AND admin_id = ?`, action, admin).Scan(&notes).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(notes) != 1 || !strings.Contains(notes[0], "http://127.0.0.1:9/hook") ||
+				strings.ContainsAny(notes[0], "?#") || strings.Contains(notes[0], "PartnerSecret0123") {
+				t.Errorf("%s: audit notes %q, want one with the URL up to its path and no query", action, notes)
+			}
 		}
 	})
 }

@@ -37,7 +37,9 @@ func TestHangingEndpointHoldsOnePlace(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent)
 		}))
 		t.Cleanup(slow.Close)
-		t.Cleanup(func() { close(release) })
+		var releaseOnce sync.Once
+		answer := func() { releaseOnce.Do(func() { close(release) }) }
+		t.Cleanup(answer)
 		reached := make(chan struct{}, 1)
 		fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
@@ -73,6 +75,9 @@ func TestHangingEndpointHoldsOnePlace(t *testing.T) {
 			s.Tick(tickCtx)
 		}()
 		defer func() {
+			// An attempt under way finishes when Tick's context ends
+			// (shutdown): the hanging endpoint answers, then Tick stops.
+			answer()
 			cancel()
 			select {
 			case <-done:

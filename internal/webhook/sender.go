@@ -198,8 +198,9 @@ func (s *Sender) Kicks() <-chan struct{} { return s.kick }
 // background loop. It claims rows into the free places as long as it
 // finds some, and while attempts are under way it looks again whenever
 // one ends, on a Kick and every Interval; it returns when none is under
-// way and nothing more is due. When ctx ends, the attempts under way
-// finish first.
+// way and nothing more is due. When ctx ends (shutdown), no row is
+// claimed any more and the attempts under way finish first, each within
+// Timeout (send detaches them from ctx).
 func (s *Sender) Tick(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -408,7 +409,11 @@ func (s *Sender) send(ctx context.Context, r claimed) attempt {
 		return attempt{err: err.Error()}
 	}
 	body := []byte(r.Body)
-	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	// Detached from ctx's cancellation, bounded by the timeout: an attempt
+	// under way when shutdown starts finishes (an attempt cut short would
+	// be recorded as failed, backed off, and at the end of the window give
+	// the row up), and no attempt outlives its timeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(body))
 	if err != nil {

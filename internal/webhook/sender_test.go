@@ -136,3 +136,85 @@ func subscribed(t *testing.T, db *store.DB, email string, n int) (*webhook.Servi
 	}
 	return svc, rec
 }
+
+// gatedTransport holds each request until release is closed, then sends
+// it: a delivery under way for as long as the test needs (a slow
+// network), its start told on started.
+type gatedTransport struct {
+	next    http.RoundTripper
+	started chan<- struct{}
+	release <-chan struct{}
+}
+
+func (g gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.started <- struct{}{}
+	<-g.release
+	return g.next.RoundTrip(r)
+}
+
+// A shutdown (Tick's context ending) does not cut the attempts under way:
+// one whose answer comes after the shutdown began is delivered; one whose
+// endpoint is slower than the timeout is an ordinary failed attempt (timed
+// out, retried after the backoff), never "context canceled".
+func TestShutdownLetsAttemptsUnderWayFinish(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc, clk := newService(t, db)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			if r.URL.Path == "/slow" {
+				select { // until the sender gives up waiting
+				case <-r.Context().Done():
+				case <-time.After(30 * time.Second): // real time: a bound should the close go unnoticed
+				}
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		defer srv.Close()
+		for i, c := range []struct {
+			name, path string
+			timeout    time.Duration
+			status     string
+			lastError  string
+		}{
+			{"answers after the shutdown began", "/ok", time.Minute, webhook.StatusDelivered, ""},
+			{"slower than the timeout", "/slow", 200 * time.Millisecond, webhook.StatusPending, "timed out: "},
+		} {
+			uid, pays := seedTopUp(t, db, "shutdown"+itoa(i)+"@example.com", 1)
+			ep, _, err := svc.Create(context.Background(), uid, srv.URL+c.path, webhook.Types(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": c.path}, CreatedAt: clk.Now()})
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			s := webhook.NewSender(svc, webhook.SenderOptions{Timeout: c.timeout, Jitter: func() float64 { return 0 },
+				Client: &http.Client{Transport: gatedTransport{next: tr, started: started, release: release}}})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.Tick(ctx)
+			}()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second): // real time: a bound on another goroutine
+				t.Fatalf("%s: no attempt started", c.name)
+			}
+			cancel() // SIGTERM, the request under way
+			close(release)
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second): // real time: a bound on another goroutine
+				t.Fatalf("%s: Tick did not return once its attempt ended", c.name)
+			}
+			d := deliveryRowOf(t, db, pays[0], ep.ID)
+			if d.Status != c.status || d.Attempts != 1 || !strings.Contains(d.LastError, c.lastError) || strings.Contains(d.LastError, "cancel") {
+				t.Errorf("%s: %s after %d attempt(s), last error %q; want %s, error with %q", c.name, d.Status, d.Attempts, d.LastError, c.status, c.lastError)
+			}
+			if c.status == webhook.StatusPending && !d.NextAttemptAt.Equal(clk.Now().Add(7500*time.Millisecond)) {
+				t.Errorf("%s: not retried after the backoff: next %s", c.name, d.NextAttemptAt)
+			}
+		}
+	})
+}

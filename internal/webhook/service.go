@@ -481,7 +481,7 @@ func (s *Service) AdminDisable(ctx context.Context, adminID, id int64) (Endpoint
 		}
 		owner := ep.UserID
 		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookDisable, TargetUserID: &owner,
-			Note: ep.URL, Result: audit.ResultDone, CreatedAt: s.clock()})
+			Note: noteURL(ep.URL), Result: audit.ResultDone, CreatedAt: s.clock()})
 	})
 	return ep, err
 }
@@ -512,7 +512,7 @@ func (s *Service) AdminEnable(ctx context.Context, adminID, id int64) (Endpoint,
 		}
 		owner := ep.UserID
 		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookEnable, TargetUserID: &owner,
-			Note: ep.URL, Result: audit.ResultDone, CreatedAt: s.clock()})
+			Note: noteURL(ep.URL), Result: audit.ResultDone, CreatedAt: s.clock()})
 	})
 	return ep, err
 }
@@ -563,7 +563,7 @@ func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delive
 		}
 		owner := ep.UserID
 		return audit.Record(tx, audit.Entry{AdminID: adminID, Action: audit.ActionWebhookResend, TargetUserID: &owner, TopUpID: d.TopUpID,
-			Note: d.EventID + " → " + ep.URL, Result: audit.ResultDone, CreatedAt: now})
+			Note: d.EventID + " → " + noteURL(ep.URL), Result: audit.ResultDone, CreatedAt: now})
 	})
 	return d, err
 }

@@ -175,6 +175,20 @@ func canonicalEndpoint(raw string) (string, bool) {
 	return out, true
 }
 
+// noteURL is an endpoint's URL as the audit log keeps it: scheme, host
+// and path, without user info, query or fragment. A partner's query may
+// hold its own secret (failed deliveries drop the URL for that reason),
+// and the audit log is append-only.
+func noteURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Not a stored endpoint's (those are checked URLs): nothing of it.
+		return "(URL not shown)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
 // ReturnTarget is where the payer goes after the bank: u with topup_id
 // and status set in its query (replacing any of those names).
 func ReturnTarget(returnURL, topUpID, status string) (string, error) {
