@@ -12,6 +12,7 @@ import (
 	"github.com/kifpool/kifpool/internal/apitoken"
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/server"
@@ -52,8 +53,20 @@ func TestTopUpLimitIsPerUserAcrossFormAndTokens(t *testing.T) {
 			t.Fatalf("fourth top-up by token: %d %s", r.Status, r.Body)
 		}
 		csrf, tok = web.TopUpForm()
-		if r := web.PostTopUp(csrf, tok, "50000"); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
-			t.Fatalf("fourth top-up by form: %d", r.Status)
+		page := web.PostTopUp(csrf, tok, "50000")
+		if page.Status != http.StatusTooManyRequests || page.Header.Get("Retry-After") == "" {
+			t.Fatalf("fourth top-up by form: %d", page.Status)
+		}
+		// The form again, as typed, saying how long to wait: not an
+		// error page that loses the amount.
+		doc := apptest.Parse(page.Body)
+		secs, _ := strconv.ParseInt(page.Header.Get("Retry-After"), 10, 64)
+		if e := doc.TestID("amount-error"); e == nil || (e.Text() != i18n.T(i18n.FA, "topup.error_too_many", "seconds", secs) &&
+			e.Text() != i18n.T(i18n.EN, "topup.error_too_many", "seconds", secs)) {
+			t.Errorf("fourth top-up by form: no sentence saying to wait: %v", e)
+		}
+		if doc.Input("amount") != "50000" || doc.Input("token") != tok {
+			t.Errorf("fourth top-up by form: the form lost what was typed (%q, token kept %v)", doc.Input("amount"), doc.Input("token") == tok)
 		}
 		if n := topuptest.Count(t, db); n != 3 {
 			t.Fatalf("%d payments, want 3", n)

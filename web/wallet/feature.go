@@ -10,6 +10,7 @@ package wallet
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -89,8 +90,13 @@ func (h *handlers) topUpLimit(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	if ok, wait := h.UserTopUps.Take("u" + strconv.FormatInt(h.User(c).ID, 10)); !ok {
-		seam.RetryAfter(c, wait)
-		return fiber.NewError(fiber.StatusTooManyRequests, "too many top-ups")
+		// The form again, as typed, with the wait in its sentence: its
+		// token unspent, the same submit works once the wait is over.
+		secs := seam.RetryAfter(c, wait)
+		form := h.newTopUpForm()
+		form.Amount, form.Token = c.FormValue("amount"), c.FormValue("token")
+		form.ErrorKey, form.ErrorArgs = "topup.error_too_many", []any{"seconds", secs}
+		return h.topUpAgain(c, fiber.StatusTooManyRequests, form, strings.TrimSpace(c.FormValue("gateway")))
 	}
 	return c.Next()
 }

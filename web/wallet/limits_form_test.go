@@ -45,6 +45,12 @@ func TestTopUpFormSaysEachLimitInBothLanguages(t *testing.T) {
 					t.Errorf("%s: %s on the form, want %q", l, id, want)
 				}
 			}
+			// A refusal of the amount keeps what is left of today on the
+			// form, as the fresh form says it.
+			csrf, tok := c.TopUpForm()
+			if r := apptest.Parse(c.PostTopUp(csrf, tok, "12,5").Body); r.TestID("left-today") == nil || r.TestID("left-count") == nil {
+				t.Errorf("%s: a refused amount's form lost what is left of today", l)
+			}
 			for _, tc := range []struct {
 				tomans string
 				key    string
@@ -65,7 +71,7 @@ func TestTopUpFormSaysEachLimitInBothLanguages(t *testing.T) {
 					t.Fatalf("%s: a top-up within the limits: %d", l, r.Status)
 				}
 			}
-			csrf, tok := c.TopUpForm()
+			csrf, tok = c.TopUpForm()
 			r := c.PostTopUp(csrf, tok, "10000")
 			if r.Status != http.StatusUnprocessableEntity || !says(r, "limits.error_daily_count", "limit", int64(2)) {
 				t.Errorf("%s: the third top-up of the day: %d", l, r.Status)

@@ -129,34 +129,24 @@ func (h *handlers) topUp(c *fiber.Ctx) error {
 		UserID: u.ID, Email: u.Email, FormToken: token, Amount: topup.Typed(form.Amount),
 		English: h.Lang(c) == i18n.EN, Gateway: chosen,
 	})
-	if err != nil && !errors.Is(err, topup.ErrGatewayFailed) {
-		// A form shown again keeps the payer's choice.
-		var gerr error
-		if form, gerr = h.withGateways(c, form, chosen, ""); gerr != nil {
-			return gerr
-		}
-	}
 	var reused *topup.FormReusedError
 	var exceeded *limits.Exceeded
 	switch {
 	case errors.As(err, &exceeded):
 		form.Token = token
 		form.ErrorKey, form.ErrorArgs = limitErrorKey(exceeded)
-		if form, err = h.withLeft(c, form); err != nil {
-			return err
-		}
-		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
+		return h.topUpAgain(c, fiber.StatusUnprocessableEntity, form, chosen)
 	case errors.Is(err, topup.ErrBadFormToken):
 		form.ErrorKey = "topup.error_form_expired"
-		return h.Render(c, fiber.StatusBadRequest, views.TopUp(h.Page(c, "topup.title"), form))
+		return h.topUpAgain(c, fiber.StatusBadRequest, form, chosen)
 	case isAmountError(err):
 		form.Token = token
 		form.ErrorKey, form.ErrorArgs = amountErrorKey(err, form.MinRials, form.MaxRials)
-		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
+		return h.topUpAgain(c, fiber.StatusUnprocessableEntity, form, chosen)
 	case errors.Is(err, topup.ErrUnknownGateway):
 		form.Token = token
 		form.ErrorKey = "topup.error_gateway"
-		return h.Render(c, fiber.StatusUnprocessableEntity, views.TopUp(h.Page(c, "topup.title"), form))
+		return h.topUpAgain(c, fiber.StatusUnprocessableEntity, form, chosen)
 	case errors.As(err, &reused):
 		return h.Message(c, fiber.StatusConflict, "topup.reused_title", "topup.reused", routes.TopUp, "topup.new_form")
 	case errors.Is(err, topup.ErrGatewayFailed):
@@ -187,6 +177,20 @@ func (h *handlers) topUp(c *fiber.Ctx) error {
 	}
 	// A repeat submit after the payment moved on: show where it stands.
 	return c.Redirect(routes.TopUpPage(res.TopUp.PublicID), fiber.StatusSeeOther)
+}
+
+// topUpAgain shows form again after a refusal, as typed: the payer's
+// choice of gateway kept, and what is left of today's limits (the same
+// hints as the fresh form).
+func (h *handlers) topUpAgain(c *fiber.Ctx, status int, form views.TopUpForm, chosen string) error {
+	form, err := h.withGateways(c, form, chosen, "")
+	if err != nil {
+		return err
+	}
+	if form, err = h.withLeft(c, form); err != nil {
+		return err
+	}
+	return h.Render(c, status, views.TopUp(h.Page(c, "topup.title"), form))
 }
 
 // gatewayFailed says that the bank could not start the payment and no
