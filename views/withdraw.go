@@ -54,8 +54,11 @@ type BankAccountsView struct {
 	// an error).
 	IBAN, NationalCodeTyped string
 	ErrorKey                string
-	// ErrorField is the field at fault: "national_code", or "" for the
-	// Sheba (marked invalid, it takes the focus).
+	// ErrorField is the field at fault, marked invalid, described by
+	// the error and focused: "sheba" or "national_code"; "" for an
+	// error about the whole form or the account (the address not
+	// confirmed, a mismatch, a rejected Sheba, too many accounts or
+	// checks), which marks no field.
 	ErrorField string
 	Notice     string
 }
@@ -74,8 +77,10 @@ type WithdrawForm struct {
 	ReviewAboveRials              int64
 	ErrorKey                      string
 	ErrorArgs                     []any
-	// ErrorField is the field at fault: "bank_account", or "" for the
-	// amount (marked invalid, it takes the focus).
+	// ErrorField is the field at fault, marked invalid, described by
+	// the error (and the amount focused): "amount" or "bank_account";
+	// "" for an error about the whole form (an expired form, no
+	// provider), which marks no field.
 	ErrorField string
 	// Off: withdrawals are not offered (PAYOUTS=none).
 	Off bool

@@ -194,7 +194,7 @@ func BankAccounts(p Page, v BankAccountsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.ErrorKey != "" && v.ErrorField != "national_code" {
+			if v.ErrorKey != "" && v.ErrorField == "sheba" {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, " aria-invalid=\"true\" aria-describedby=\"bank-account-error iban-hint\" autofocus")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -271,7 +271,7 @@ func BankAccounts(p Page, v BankAccountsView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if v.ErrorField == "national_code" {
+				if v.ErrorKey != "" && v.ErrorField == "national_code" {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, " aria-invalid=\"true\" aria-describedby=\"bank-account-error national-code-hint\" autofocus")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -739,7 +739,7 @@ func Withdraw(p Page, f WithdrawForm) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if f.ErrorField == "bank_account" {
+					if f.ErrorKey != "" && f.ErrorField == "bank_account" {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 68, " aria-invalid=\"true\" aria-describedby=\"withdraw-error\"")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -834,7 +834,7 @@ func Withdraw(p Page, f WithdrawForm) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if f.ErrorKey != "" && f.ErrorField != "bank_account" {
+				if f.ErrorKey != "" && f.ErrorField == "amount" {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, " aria-invalid=\"true\" aria-describedby=\"withdraw-error amount-hint\" autofocus")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -6,7 +6,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/bankaccount"
-	"github.com/kifpool/kifpool/internal/iban"
 	"github.com/kifpool/kifpool/internal/owner"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
@@ -51,7 +50,8 @@ func (h *handlers) accountsView(c *fiber.Ctx) (views.BankAccountsView, error) {
 
 // addBankAccount checks and adds an account, then says how it went on
 // the accounts page (303); a refusal shows the form again with its one
-// sentence (422) and changes nothing.
+// sentence (422), what was typed and the field at fault, and changes
+// nothing.
 func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 	u := h.User(c)
 	typedIBAN, typedNC := h.FormValue(c, "iban"), h.FormValue(c, "national_code")
@@ -60,38 +60,28 @@ func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 	// account (with its national code, one per person) would outlast
 	// the owner's taking it back by a password reset.
 	if !u.Verified() {
-		return h.bankAccountUnconfirmed(c, typedIBAN)
+		return h.bankAccountUnconfirmed(c, typedIBAN, typedNC)
 	}
-	if typedNC == "" {
+	nc := typedNC
+	if nc == "" {
 		// The national code on file, when the form did not ask for it.
-		if nc, ok, err := h.BankAccounts.NationalCode(c.UserContext(), u.ID); err != nil {
+		if onFile, ok, err := h.BankAccounts.NationalCode(c.UserContext(), u.ID); err != nil {
 			return err
 		} else if ok {
-			typedNC = string(nc)
+			nc = string(onFile)
 		}
 	}
-	added, err := h.BankAccounts.Add(c.UserContext(), u.ID, typedIBAN, typedNC)
+	added, err := h.BankAccounts.Add(c.UserContext(), u.ID, typedIBAN, nc)
 	if errors.Is(err, owner.ErrUnconfirmed) {
-		return h.bankAccountUnconfirmed(c, typedIBAN) // the service's own refusal
+		return h.bankAccountUnconfirmed(c, typedIBAN, typedNC) // the service's own refusal
 	}
-	if key, ok := bankAccountErrorKey(err); ok {
-		v, verr := h.accountsView(c)
-		if verr != nil {
-			return verr
-		}
-		v.IBAN, v.ErrorKey = typedIBAN, key
-		if v.NationalCode == "" {
-			v.NationalCodeTyped = typedNC
-			if errors.Is(err, iban.ErrNationalCodeFormat) || errors.Is(err, iban.ErrNationalCodeCheck) || errors.Is(err, bankaccount.ErrNationalCodeDiffers) {
-				v.ErrorField = "national_code"
-			}
-		}
+	if key, field, ok := bankAccountError(err); ok {
 		status := fiber.StatusUnprocessableEntity
 		if errors.Is(err, bankaccount.ErrTooManyInquiries) {
 			status = fiber.StatusTooManyRequests
 			c.Set(fiber.HeaderRetryAfter, "86400")
 		}
-		return h.Render(c, status, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
+		return h.refuseBankAccount(c, status, key, field, typedIBAN, typedNC)
 	}
 	if err != nil {
 		return err
@@ -107,12 +97,25 @@ func (h *handlers) addBankAccount(c *fiber.Ctx) error {
 }
 
 // bankAccountUnconfirmed refuses a bank account to an account whose
-// address is not confirmed (403, nothing written), keeping what was typed.
-func (h *handlers) bankAccountUnconfirmed(c *fiber.Ctx, typedIBAN string) error {
+// address is not confirmed (403, nothing written), keeping what was
+// typed; it is about the account, no field.
+func (h *handlers) bankAccountUnconfirmed(c *fiber.Ctx, typedIBAN, typedNC string) error {
+	return h.refuseBankAccount(c, fiber.StatusForbidden, "verify.needed", "", typedIBAN, typedNC)
+}
+
+// refuseBankAccount shows the form again with the refusal's sentence,
+// the field at fault (views.BankAccountsView.ErrorField; "" for the
+// whole form) and what was typed.
+func (h *handlers) refuseBankAccount(c *fiber.Ctx, status int, key, field, typedIBAN, typedNC string) error {
 	v, err := h.accountsView(c)
 	if err != nil {
 		return err
 	}
-	v.IBAN, v.ErrorKey = typedIBAN, "verify.needed"
-	return h.Render(c, fiber.StatusForbidden, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
+	v.IBAN, v.ErrorKey, v.ErrorField = typedIBAN, key, field
+	if v.NationalCode == "" {
+		v.NationalCodeTyped = typedNC
+	} else if field == "national_code" {
+		v.ErrorField = "" // the code on file: the form has no such field
+	}
+	return h.Render(c, status, views.BankAccounts(h.Page(c, "bankaccounts.title"), v))
 }

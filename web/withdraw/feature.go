@@ -52,24 +52,29 @@ func accountRow(a bankaccount.Account) views.BankAccountRow {
 	return views.BankAccountRow{ID: a.ID, BankCode: a.BankCode, Grouped: iban.Sheba(a.Sheba).Grouped(), Last4: a.Last4(), Status: string(a.Status)}
 }
 
-// bankAccountErrorKey is the one sentence of a refused account.
-func bankAccountErrorKey(err error) (string, bool) {
+// bankAccountError is the one sentence of a refused account and the
+// field at fault: "sheba", "national_code", or "" for a refusal about
+// the whole form or the account (a mismatch, a rejected Sheba, too many
+// accounts or checks).
+func bankAccountError(err error) (key, field string, ok bool) {
 	for _, e := range []struct {
-		err error
-		key string
+		err        error
+		key, field string
 	}{
-		{iban.ErrEmpty, "bankaccounts.error_iban_empty"}, {iban.ErrFormat, "bankaccounts.error_iban_format"},
-		{iban.ErrChecksum, "bankaccounts.error_iban_checksum"}, {iban.ErrUnknownBank, "bankaccounts.error_iban_bank"},
-		{iban.ErrNationalCodeFormat, "bankaccounts.error_nc_format"}, {iban.ErrNationalCodeCheck, "bankaccounts.error_nc_check"},
-		{bankaccount.ErrMismatch, "bankaccounts.error_mismatch"}, {bankaccount.ErrNationalCodeDiffers, "bankaccounts.error_nc_differs"},
-		{bankaccount.ErrRejected, "bankaccounts.error_rejected"}, {bankaccount.ErrTooMany, "bankaccounts.error_too_many"},
-		{bankaccount.ErrTooManyInquiries, "bankaccounts.error_checks"},
+		{iban.ErrEmpty, "bankaccounts.error_iban_empty", "sheba"}, {iban.ErrFormat, "bankaccounts.error_iban_format", "sheba"},
+		{iban.ErrChecksum, "bankaccounts.error_iban_checksum", "sheba"}, {iban.ErrUnknownBank, "bankaccounts.error_iban_bank", "sheba"},
+		{iban.ErrNationalCodeFormat, "bankaccounts.error_nc_format", "national_code"},
+		{iban.ErrNationalCodeCheck, "bankaccounts.error_nc_check", "national_code"},
+		{bankaccount.ErrNationalCodeDiffers, "bankaccounts.error_nc_differs", "national_code"},
+		{bankaccount.ErrMismatch, "bankaccounts.error_mismatch", ""},
+		{bankaccount.ErrRejected, "bankaccounts.error_rejected", ""}, {bankaccount.ErrTooMany, "bankaccounts.error_too_many", ""},
+		{bankaccount.ErrTooManyInquiries, "bankaccounts.error_checks", ""},
 	} {
 		if errors.Is(err, e.err) {
-			return e.key, true
+			return e.key, e.field, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // amountErrorKey is the one sentence of an amount the rules refuse.

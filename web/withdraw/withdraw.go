@@ -73,18 +73,19 @@ func (h *handlers) withdraw(c *fiber.Ctx) error {
 	token := h.FormValue(c, "token")
 	f.Amount = h.FormValue(c, "amount")
 	f.Account, _ = strconv.ParseInt(h.FormValue(c, "bank_account"), 10, 64)
-	refuse := func(status int, key string, args ...any) error {
-		f.Token, f.ErrorKey, f.ErrorArgs = token, key, args
-		if key == "withdraw.error_account" {
-			f.ErrorField = "bank_account"
-		}
+	// refuse shows the form again, as it was filled in, with the
+	// sentence and the field at fault ("amount", "bank_account", or ""
+	// for the whole form).
+	refuse := func(status int, field, key string, args ...any) error {
+		f.Token, f.ErrorKey, f.ErrorArgs, f.ErrorField = token, key, args, field
 		return h.Render(c, status, views.Withdraw(h.Page(c, "withdraw.title"), f))
 	}
 	if f.Off {
 		return h.Render(c, fiber.StatusServiceUnavailable, views.Withdraw(h.Page(c, "withdraw.title"), f))
 	}
 	if !formtoken.Valid(token) {
-		f.ErrorKey = "withdraw.error_form_expired"
+		// A fresh token (the one sent is no form's); no field is at fault.
+		f.ErrorKey, f.ErrorField = "withdraw.error_form_expired", ""
 		return h.Render(c, fiber.StatusBadRequest, views.Withdraw(h.Page(c, "withdraw.title"), f))
 	}
 	if h.FormValue(c, "edit") == "1" {
@@ -97,25 +98,25 @@ func (h *handlers) withdraw(c *fiber.Ctx) error {
 	cfg := h.Withdrawals.Config()
 	rials, err := cfg.Limits().ParseTomans(f.Amount)
 	if key, args, ok := amountErrorKey(err, cfg.MinRials, cfg.Limits().MaxRials); ok {
-		return refuse(fiber.StatusUnprocessableEntity, key, args...)
+		return refuse(fiber.StatusUnprocessableEntity, "amount", key, args...)
 	}
 	acct, err := h.BankAccounts.Get(ctx, u.ID, f.Account)
 	if errors.Is(err, bankaccount.ErrNotFound) || (err == nil && !acct.Verified()) {
-		return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_account")
+		return refuse(fiber.StatusUnprocessableEntity, "bank_account", "withdraw.error_account")
 	}
 	if err != nil {
 		return err
 	}
 	if h.FormValue(c, "confirm") != "1" {
 		if rials > f.AvailableRials {
-			return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_insufficient", "available", i18n.Money(f.AvailableRials))
+			return refuse(fiber.StatusUnprocessableEntity, "amount", "withdraw.error_insufficient", "available", i18n.Money(f.AvailableRials))
 		}
 		if cfg.DailyMaxRials > 0 && rials > f.LeftTodayRials {
-			return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_daily", "left", i18n.Money(f.LeftTodayRials))
+			return refuse(fiber.StatusUnprocessableEntity, "amount", "withdraw.error_daily", "left", i18n.Money(f.LeftTodayRials))
 		}
 		est, ok := h.Withdrawals.Estimate(rials)
 		if !ok {
-			return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_no_provider")
+			return refuse(fiber.StatusUnprocessableEntity, "", "withdraw.error_no_provider")
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return h.Render(c, fiber.StatusOK, views.WithdrawConfirm(h.Page(c, "withdraw.confirm_title"), views.WithdrawConfirmView{
@@ -129,13 +130,13 @@ func (h *handlers) withdraw(c *fiber.Ctx) error {
 	case err == nil:
 		return c.Redirect(routes.Withdrawal(res.Withdrawal.PublicID), fiber.StatusSeeOther)
 	case errors.As(err, &daily):
-		return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_daily", "left", i18n.Money(daily.Left))
+		return refuse(fiber.StatusUnprocessableEntity, "amount", "withdraw.error_daily", "left", i18n.Money(daily.Left))
 	case errors.Is(err, withdrawal.ErrInsufficientFunds):
-		return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_insufficient", "available", i18n.Money(f.AvailableRials))
+		return refuse(fiber.StatusUnprocessableEntity, "amount", "withdraw.error_insufficient", "available", i18n.Money(f.AvailableRials))
 	case errors.Is(err, withdrawal.ErrBankAccountMissing), errors.Is(err, withdrawal.ErrBankAccountUnchecked):
-		return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_account")
+		return refuse(fiber.StatusUnprocessableEntity, "bank_account", "withdraw.error_account")
 	case errors.Is(err, withdrawal.ErrNoProvider):
-		return refuse(fiber.StatusUnprocessableEntity, "withdraw.error_no_provider")
+		return refuse(fiber.StatusUnprocessableEntity, "", "withdraw.error_no_provider")
 	case errors.Is(err, withdrawal.ErrOff):
 		f.Off = true
 		return h.Render(c, fiber.StatusServiceUnavailable, views.Withdraw(h.Page(c, "withdraw.title"), f))
