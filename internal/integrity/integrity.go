@@ -85,6 +85,11 @@ var rules = []Rule{
 					WHERE op.transaction_id = r.reverses_id AND op.account_id = rp.account_id AND op.amount_rials = -rp.amount_rials))
 				OR EXISTS (SELECT 1 FROM ledger_postings op WHERE op.transaction_id = r.reverses_id AND NOT EXISTS (SELECT 1 FROM ledger_postings rp
 					WHERE rp.transaction_id = r.id AND rp.account_id = op.account_id AND rp.amount_rials = -op.amount_rials)))`},
+	{Name: "no_reversal_of_reversal", What: "no ledger transaction reverses a reversal: a correction of a correction is a new movement",
+		query: `SELECT 'ledger transaction ' || r.id, 'reverses transaction ' || o.id || ', itself a reversal (of transaction '
+				|| COALESCE(CAST(o.reverses_id AS TEXT), 'none') || ')'
+			FROM ledger_transactions r JOIN ledger_transactions o ON o.id = r.reverses_id
+			WHERE r.reverses_id IS NOT NULL AND o.kind = 'reversal' ORDER BY r.id`},
 	{Name: "hold_captured_once", What: "a captured hold's transaction takes exactly its captured amount off its account, and is no other hold's",
 		query: `SELECT 'hold ' || h.reason || ' ' || h.reference, 'captured ' || h.captured_rials || ' rials by transaction '
 				|| COALESCE(CAST(h.transaction_id AS TEXT), 'none') || ', which takes ' || COALESCE(CAST((SELECT -SUM(lp.amount_rials)

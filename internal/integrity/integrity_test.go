@@ -173,6 +173,12 @@ func TestBrokenDataIsNamed(t *testing.T) {
 		{"a reversal that is not the opposite", []string{
 			`UPDATE ledger_postings SET account_id = (SELECT id FROM ledger_accounts WHERE code = 'fees') WHERE transaction_id = 4 AND amount_rials < 0`},
 			"reversed_at_most_once", "ledger transaction 4", 0},
+		{"a reversal of a reversal", []string{
+			`INSERT INTO ledger_transactions (id, kind, reference, reverses_id, created_at) VALUES (5, 'reversal', 'reversal:4', 4, '2026-01-01 00:00:00+00')`,
+			`INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at) VALUES
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), -10000, 140000, '2026-01-01 00:00:00+00'),
+				(5, (SELECT id FROM ledger_accounts WHERE code = 'suspense'), 10000, 10000, '2026-01-01 00:00:00+00')`},
+			"no_reversal_of_reversal", "ledger transaction 5", 0},
 		{"a hold captured for another amount than its transaction took", []string{
 			`INSERT INTO ledger_holds (account_id, amount_rials, reason, reference, status, captured_rials, transaction_id, expires_at, created_at, ended_at)
 				VALUES ((SELECT id FROM ledger_accounts WHERE code = 'wallet:1'), 12000, 'charge', 'ch_2', 'captured', 5000, 3,

@@ -185,8 +185,12 @@ func (b *batcher) write(ctx context.Context, e Entry) (Transaction, error) {
 		res = <-r.out // taken: its real outcome
 	}
 	if r.alone {
-		// Nothing of its accounts in flight: written alone, here.
+		// Nothing of its accounts in flight: written alone, here, unless
+		// ctx ended meanwhile: then nothing is sent, and nothing written.
 		defer b.release(r.net)
+		if err := ctx.Err(); err != nil {
+			return Transaction{}, notSent(err)
+		}
 		return b.l.Post(b.l.db.Gorm.WithContext(ctx), e)
 	}
 	return res.t, res.err
@@ -364,7 +368,7 @@ func (l *Ledger) writeGroup(reqs []*request, timeout time.Duration) {
 func settled(err error) bool {
 	var connErr *pgconn.ConnectError
 	return rolledBack(err) || errors.As(err, &connErr) || errors.Is(err, errNotSent) || errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInsufficientFunds) ||
-		errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrUnbalanced)
+		errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrUnbalanced) || errors.Is(err, ErrReversalReversed)
 }
 
 // rolledBack reports whether err is PostgreSQL's word that the statement
@@ -426,12 +430,12 @@ func readGroup(br pgx.BatchResults, reqs []*request) ([]result, error) {
 		if err != nil {
 			return nil, err
 		}
-		var found, funded bool
+		var found, funded, plain bool
 		after := make(map[int64]int64, len(r.net))
 		var txID int64
 		for rows.Next() {
 			var tid, aid, bal *int64
-			if err := rows.Scan(&found, &funded, &tid, &aid, &bal); err != nil {
+			if err := rows.Scan(&found, &funded, &plain, &tid, &aid, &bal); err != nil {
 				rows.Close()
 				return nil, err
 			}
@@ -444,17 +448,19 @@ func readGroup(br pgx.BatchResults, reqs []*request) ([]result, error) {
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		out[i] = groupResult(r, found, funded, txID, after)
+		out[i] = groupResult(r, found, funded, plain, txID, after)
 	}
 	return out, nil
 }
 
 // groupResult is one request's outcome from its statement's rows.
-func groupResult(r *request, found, funded bool, txID int64, after map[int64]int64) result {
+func groupResult(r *request, found, funded, plain bool, txID int64, after map[int64]int64) result {
 	e := r.e
 	switch {
 	case !found:
 		return result{err: fmt.Errorf("%s %s: an account of %d: %w", e.Kind, e.Reference, len(r.net), ErrAccountNotFound)}
+	case !plain:
+		return result{err: fmt.Errorf("%s %s: transaction %d is a reversal: %w", e.Kind, e.Reference, e.ReversesID, ErrReversalReversed)}
 	case !funded:
 		return result{err: fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)}
 	case txID == 0:
@@ -485,7 +491,8 @@ func groupResult(r *request, found, funded bool, txID int64, after map[int64]int
 // group's first statement) and reads their figures, ok says whether all
 // exist (found) and whether every one that may not go below zero keeps
 // available ≥ 0 and held ≥ 0 after it (funded: the CHECK constraints'
-// rules, read under the lock), t inserts the transaction only then, and a
+// rules, read under the lock) and whether the original a reversal names
+// is not a reversal itself (plain), t inserts the transaction only then, and a
 // taken (kind, reference) or original inserts nothing (ON CONFLICT DO
 // NOTHING: a replay); mv and the postings follow t as in postOne. It
 // always returns ok's row, with the postings when written.
@@ -513,20 +520,27 @@ func groupSQL(e Entry, net []Posting) (string, []any) {
 	k := 3 * n
 	args = append(args, string(e.Kind), e.Reference, topUp, reverses, e.Note, e.At.UTC())
 	p := func(j int) string { return "$" + strconv.Itoa(k+j) }
+	// plain: a reversal's original is not a reversal (only a reversal's
+	// statement reads it; every other one's says TRUE).
+	plain := "TRUE"
+	if e.ReversesID != 0 {
+		plain = `NOT EXISTS (SELECT 1 FROM ledger_transactions o WHERE o.id = ` + p(4) + `::bigint AND o.kind = 'reversal')`
+	}
 	sql := `WITH v (account_id, amount, held) AS (VALUES ` + vals.String() + `),
 		lk AS (SELECT a.id, a.posted_rials, a.held_rials, a.may_go_negative FROM ledger_accounts a WHERE a.id IN (` + ids.String() + `) ORDER BY a.id FOR NO KEY UPDATE),
 		ok AS (SELECT (SELECT count(*) FROM lk) = ` + strconv.Itoa(n) + ` AS found,
 			NOT EXISTS (SELECT 1 FROM lk JOIN v ON v.account_id = lk.id
-				WHERE lk.held_rials + v.held < 0 OR NOT (lk.may_go_negative OR lk.posted_rials + v.amount - (lk.held_rials + v.held) >= 0)) AS funded),
+				WHERE lk.held_rials + v.held < 0 OR NOT (lk.may_go_negative OR lk.posted_rials + v.amount - (lk.held_rials + v.held) >= 0)) AS funded,
+			` + plain + ` AS plain),
 		t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 			SELECT ` + p(1) + `::text, ` + p(2) + `::text, ` + p(3) + `::bigint, ` + p(4) + `::bigint, ` + p(5) + `::text, ` + p(6) + `::timestamptz
-			WHERE (SELECT found AND funded FROM ok) ON CONFLICT DO NOTHING RETURNING id),
+			WHERE (SELECT found AND funded AND plain FROM ok) ON CONFLICT DO NOTHING RETURNING id),
 		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = ` + p(6) + `
 			FROM v WHERE a.id = v.account_id AND EXISTS (SELECT 1 FROM t) RETURNING a.id, a.posted_rials, v.amount),
 		ps AS (INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 			SELECT t.id, mv.id, mv.amount, mv.posted_rials, ` + p(6) + ` FROM t, mv
 			RETURNING transaction_id, account_id, balance_after_rials)
-		SELECT ok.found, ok.funded, ps.transaction_id, ps.account_id, ps.balance_after_rials FROM ok LEFT JOIN ps ON TRUE`
+		SELECT ok.found, ok.funded, ok.plain, ps.transaction_id, ps.account_id, ps.balance_after_rials FROM ok LEFT JOIN ps ON TRUE`
 	return sql, args
 }
 

@@ -213,6 +213,12 @@ var (
 	// written": the caller finds out by its reference (ByReference), or
 	// writes it again under the same reference (a replay if it was).
 	ErrOutcomeUnknown = errors.New("ledger: the commit's outcome is unknown")
+	// ErrReversalReversed: the transaction a reversal names is itself a
+	// reversal. A reversal is never reversed (a correction of a
+	// correction is a new movement); refused in the write itself, under
+	// the same statement or transaction that inserts the reversal, and
+	// nothing is written.
+	ErrReversalReversed = errors.New("ledger: a reversal is never reversed: correct it with a new movement")
 	// ErrAccountNotFound: no such account.
 	ErrAccountNotFound = errors.New("ledger: no such account")
 	// ErrNotFound: no such transaction or hold.

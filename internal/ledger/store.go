@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"github.com/kifpool/kifpool/internal/store"
@@ -371,6 +372,14 @@ func (l *Ledger) post(tx *gorm.DB, e Entry, release map[int64]int64) (Transactio
 // replay stops here, before any balance is touched), then each balance by
 // its guarded UPDATE, then the postings, and their sum read back.
 func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, release map[int64]int64, at time.Time) (Transaction, error) {
+	if e.ReversesID != 0 {
+		// A reversal of a reversal is refused here, in the transaction
+		// that writes it (a transaction's kind never changes: the row is
+		// append-only).
+		if err := refuseReversalOfReversal(tx, e); err != nil {
+			return Transaction{}, err
+		}
+	}
 	if err := store.Scan(tx.Raw(`INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at), &t.ID); err != nil {
 		if store.IsUniqueViolation(err) {
@@ -423,7 +432,9 @@ func (l *Ledger) postSQLite(tx *gorm.DB, e Entry, t Transaction, net []Posting, 
 //     UPDATE locks rows in the order it returns them);
 //  2. t inserts the transaction once lk has locked every account (it
 //     reads lk's count; when an account is missing it inserts nothing,
-//     and nothing else is written: ErrAccountNotFound). A replay is
+//     and nothing else is written: ErrAccountNotFound), and only when
+//     the original a reversal names is not a reversal itself (otherwise
+//     it inserts nothing either: ErrReversalReversed). A replay is
 //     refused here by the unique (kind, reference) (ErrDuplicate), before
 //     any balance moves: a replay of money spent since is a replay, not
 //     ErrInsufficientFunds, as on SQLite;
@@ -444,7 +455,17 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 		ids[i] = "?"
 		args = append(args, p.AccountID)
 	}
-	args = append(args, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at, at)
+	args = append(args, t.Kind, t.Reference, t.TopUpID, t.ReversesID, t.Note, at)
+	// A reversal only: its original must not be a reversal (the text of
+	// every other movement's statement stays as it was: one prepared
+	// statement per shape, transfer.pgbench's).
+	notOfReversal := ""
+	if e.ReversesID != 0 {
+		notOfReversal = `
+			AND NOT EXISTS (SELECT 1 FROM ledger_transactions o WHERE o.id = ?::bigint AND o.kind = 'reversal')`
+		args = append(args, t.ReversesID)
+	}
+	args = append(args, at)
 	for i, p := range net {
 		vals[i] = "(?::bigint, ?::bigint, ?::bigint)"
 		args = append(args, p.AccountID, p.AmountRials, -release[p.AccountID])
@@ -454,13 +475,20 @@ func (l *Ledger) postOne(tx *gorm.DB, e Entry, t Transaction, net []Posting, rel
 	var rows []struct{ TransactionID, AccountID, BalanceAfterRials int64 }
 	err := store.Scan(tx.Raw(`WITH lk AS (SELECT id FROM ledger_accounts WHERE id IN (`+strings.Join(ids, ", ")+`) ORDER BY id FOR NO KEY UPDATE),
 		t AS (INSERT INTO ledger_transactions (kind, reference, topup_id, reverses_id, note, created_at)
-			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = `+strconv.Itoa(len(net))+` RETURNING id),
+			SELECT ?::text, ?::text, ?::bigint, ?::bigint, ?::text, ?::timestamptz WHERE (SELECT count(*) FROM lk) = `+strconv.Itoa(len(net))+notOfReversal+` RETURNING id),
 		mv AS (UPDATE ledger_accounts a SET posted_rials = a.posted_rials + v.amount, held_rials = a.held_rials + v.held, updated_at = ?
 			FROM (VALUES `+strings.Join(vals, ", ")+`) AS v (account_id, amount, held)
 			WHERE a.id = v.account_id AND EXISTS (SELECT 1 FROM t) RETURNING a.id, a.posted_rials, v.amount)
 		INSERT INTO ledger_postings (transaction_id, account_id, amount_rials, balance_after_rials, created_at)
 		SELECT t.id, mv.id, mv.amount, mv.posted_rials, ? FROM t, mv
 		RETURNING transaction_id, account_id, balance_after_rials`, args...), &rows)
+	if err == nil && len(rows) == 0 && e.ReversesID != 0 {
+		// Nothing inserted: an account missing, or the original a
+		// reversal (its kind never changes, so reading it now tells).
+		if rerr := refuseReversalOfReversal(tx, e); rerr != nil {
+			return Transaction{}, rerr
+		}
+	}
 	if err := statementErr(e, err, len(rows), len(net), func() string { return fmt.Sprintf("%d of %d accounts", len(rows), len(net)) }); err != nil {
 		return Transaction{}, err
 	}
@@ -558,7 +586,7 @@ func move(tx *gorm.DB, accountID, amount, held int64, at time.Time) (int64, erro
 	if err := store.Scan(tx.Raw(`UPDATE ledger_accounts SET posted_rials = posted_rials + ?, held_rials = held_rials + ?, updated_at = ?
 		WHERE id = ? AND held_rials + ? >= 0 AND (may_go_negative OR posted_rials + ? - (held_rials + ?) >= 0)
 		RETURNING posted_rials`, amount, held, at, accountID, held, amount, held), &after); err != nil {
-		if store.IsCheckViolation(err) {
+		if balanceViolation(err) {
 			return 0, fmt.Errorf("account %d: %w", accountID, ErrInsufficientFunds)
 		}
 		return 0, fmt.Errorf("account %d: %w", accountID, err)
@@ -588,6 +616,20 @@ func missingAccount(tx *gorm.DB, ps []Posting) error {
 		return nil
 	}
 	return fmt.Errorf("%d of %d accounts: %w", n, len(ids), ErrAccountNotFound)
+}
+
+// refuseReversalOfReversal is ErrReversalReversed when the original
+// reversal e names is itself a reversal, read through tx; nil when it is
+// not, or is not there (the foreign key refuses that).
+func refuseReversalOfReversal(tx *gorm.DB, e Entry) error {
+	var kinds []Kind
+	if err := store.Scan(tx.Raw(`SELECT kind FROM ledger_transactions WHERE id = ?`, e.ReversesID), &kinds); err != nil {
+		return fmt.Errorf("%s %s: original %d: %w", e.Kind, e.Reference, e.ReversesID, err)
+	}
+	if len(kinds) == 1 && kinds[0] == KindReversal {
+		return fmt.Errorf("%s %s: transaction %d is a reversal: %w", e.Kind, e.Reference, e.ReversesID, ErrReversalReversed)
+	}
+	return nil
 }
 
 // Write posts e in a transaction of its own. A replay (ErrDuplicate)
@@ -656,9 +698,11 @@ func (l *Ledger) Write(ctx context.Context, e Entry) (Transaction, error) {
 		// failure (a group's answer says so already).
 		err = fmt.Errorf("ledger: %s %s: %w: %w", e.Kind, e.Reference, ErrOutcomeUnknown, err)
 	}
-	// A replay: refused by the unique index, or before it (on PostgreSQL
-	// the balances move first, so a replay of money since spent stops at
-	// a guard). Either way the movement is on record: its first answer.
+	// A replay: refused by the unique index (written alone, the
+	// transaction's row goes in before any balance moves, postOne and
+	// postSQLite alike, so a replay of money since spent is ErrDuplicate),
+	// or, in a group, by groupSQL's funds check, which comes before its
+	// insert. Either way the movement is on record: its first answer.
 	// The lookup runs also when ctx has ended (the caller gone, its
 	// deadline passed), within its own bound: it is what tells a movement
 	// committed just before its answer was lost, now known, from one that
@@ -688,7 +732,7 @@ func (l *Ledger) Reverse(ctx context.Context, id int64, note string, now time.Ti
 		return Transaction{}, err
 	}
 	if orig.Kind == KindReversal {
-		return Transaction{}, fmt.Errorf("ledger: transaction %d is a reversal: correct it with a new movement", id)
+		return Transaction{}, fmt.Errorf("ledger: transaction %d is a reversal: %w", id, ErrReversalReversed)
 	}
 	ps := make([]Posting, len(orig.Postings))
 	for i, p := range orig.Postings {
@@ -739,10 +783,10 @@ func (l *Ledger) Account(ctx context.Context, id int64) (Account, error) {
 
 // Hold reserves r.AmountRials of an account until r.ExpiresAt, in one
 // transaction: the hold row ((reason, reference) unique: a repeat answers
-// with the first hold, as it stands, and ErrDuplicate; another account or
-// amount under the same reason and reference, ErrReferenceReused) and the
-// account's held figure, guarded so that its available balance stays ≥ 0
-// (ErrInsufficientFunds, nothing written).
+// with the first hold, as it stands, and ErrDuplicate; another account,
+// amount or expiry under the same reason and reference, ErrReferenceReused)
+// and the account's held figure, guarded so that its available balance
+// stays ≥ 0 (ErrInsufficientFunds, nothing written).
 //
 // The account is locked first (FOR NO KEY UPDATE on PostgreSQL), before
 // the hold's row is inserted: the insert's foreign key takes a KEY SHARE
@@ -766,7 +810,7 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 		if ferr != nil {
 			return Hold{}, errors.Join(err, ferr)
 		}
-		if first.AccountID != r.AccountID || first.AmountRials != r.AmountRials {
+		if first.AccountID != r.AccountID || first.AmountRials != r.AmountRials || !sameInstant(first.ExpiresAt, r.ExpiresAt) {
 			return first, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, ErrReferenceReused)
 		}
 		return first, ErrDuplicate
@@ -775,6 +819,14 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Hold, error) {
 		return Hold{}, fmt.Errorf("hold %s %s: %w", r.Reason, r.Reference, err)
 	}
 	return h, nil
+}
+
+// sameInstant reports whether a stored time and a requested one are the
+// same instant to the stored precision: PostgreSQL keeps microseconds
+// (rounding or truncating what it is sent), SQLite what it is sent.
+func sameInstant(stored, asked time.Time) bool {
+	d := stored.Sub(asked)
+	return d > -time.Microsecond && d < time.Microsecond
 }
 
 // HoldIn is Hold inside the caller's transaction tx, so that a hold is
@@ -857,34 +909,62 @@ func (l *Ledger) Release(ctx context.Context, id int64, now time.Time) (Hold, er
 // ends them with its own move (a charge's authorization, whose status
 // must change in the same transaction as its hold), so that this sweep
 // never leaves an owner's row pointing at a hold it ended behind its back.
+//
+// The due holds are read a page of batch at a time in (expires_at, id)
+// order, each page after the last hold of the one before (a keyset), until
+// batch holds are ended or none is left: holds that cannot end are gone
+// past, never read again in the same call, so that however many of them
+// there are, the holds due after them are ended.
 func (l *Ledger) ExpireDue(ctx context.Context, now time.Time, batch int, owned ...string) (int, error) {
-	var ids []int64
-	q := l.db.Gorm.WithContext(ctx).Table(holdsTable).Select("id").Where("status = 'open' AND expires_at <= ?", now.UTC())
-	if len(owned) > 0 {
-		q = q.Where("reason NOT IN ?", owned)
+	if batch <= 0 {
+		return 0, nil
 	}
-	q = q.Order("expires_at").Limit(batch)
-	if err := q.Find(&ids).Error; err != nil {
-		return 0, fmt.Errorf("due holds: %w", err)
+	type due struct {
+		ID        int64
+		ExpiresAt time.Time
 	}
 	n := 0
 	var errs []error
-	for _, id := range ids {
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
+	var last *due
+	for n < batch {
+		var page []due
+		q := l.db.Gorm.WithContext(ctx).Table(holdsTable).Select("id, expires_at").Where("status = 'open' AND expires_at <= ?", now.UTC())
+		if len(owned) > 0 {
+			q = q.Where("reason NOT IN ?", owned)
+		}
+		if last != nil {
+			at := last.ExpiresAt.UTC()
+			q = q.Where("(expires_at > ? OR (expires_at = ? AND id > ?))", at, at, last.ID)
+		}
+		if err := q.Order("expires_at, id").Limit(batch).Find(&page).Error; err != nil {
+			errs = append(errs, fmt.Errorf("due holds: %w", err))
 			break
 		}
-		_, err := l.end(ctx, id, EndExpire, 0, 0, "", now)
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, ErrHoldEnded), errors.Is(err, ErrDuplicate):
-			// captured or released meanwhile: nothing to expire
-		default:
-			// One hold that cannot end (its account's figures broken) must
-			// not keep every hold due after it open: go on, and report it.
-			errs = append(errs, fmt.Errorf("expire hold %d: %w", id, err))
+		for i := range page {
+			if n == batch {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return n, errors.Join(append(errs, err)...)
+			}
+			id := page[i].ID
+			_, err := l.end(ctx, id, EndExpire, 0, 0, "", now)
+			switch {
+			case err == nil:
+				n++
+			case errors.Is(err, ErrHoldEnded), errors.Is(err, ErrDuplicate):
+				// captured or released meanwhile: nothing to expire
+			default:
+				// One hold that cannot end (its account's figures broken)
+				// must not keep every hold due after it open: go past it,
+				// and report it.
+				errs = append(errs, fmt.Errorf("expire hold %d: %w", id, err))
+			}
 		}
+		if len(page) < batch {
+			break
+		}
+		last = &page[len(page)-1]
 	}
 	return n, errors.Join(errs...)
 }
@@ -1057,9 +1137,10 @@ func (l *Ledger) HistoryFrom(ctx context.Context, db *store.DB, accountID, befor
 }
 
 // statementErr reads the outcome of a ledger transaction's one statement
-// (PostgreSQL): a unique violation is a replay (ErrDuplicate), a CHECK's
-// is a balance guard (ErrInsufficientFunds) unless it is the Σ = 0
-// trigger's (ErrUnbalanced), and fewer postings than
+// (PostgreSQL): a unique violation is a replay (ErrDuplicate), the Σ = 0
+// trigger's is ErrUnbalanced, a balance guard's CHECK (balanceViolation)
+// is ErrInsufficientFunds, any other CHECK (the transaction's own, the
+// append-only trigger's) is returned as it is, and fewer postings than
 // accounts means an account was missing (nothing was written: the
 // statement inserts nothing unless it locked them all), named by missing
 // (called only then: no formatting on the path that succeeds).
@@ -1069,7 +1150,7 @@ func statementErr(e Entry, err error, got, want int, missing func() string) erro
 		return fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrDuplicate)
 	case unbalancedViolation(err):
 		return fmt.Errorf("%s %s: %w: %w", e.Kind, e.Reference, ErrUnbalanced, err)
-	case store.IsCheckViolation(err):
+	case balanceViolation(err):
 		return fmt.Errorf("%s %s: %w", e.Kind, e.Reference, ErrInsufficientFunds)
 	case err != nil:
 		return fmt.Errorf("ledger transaction %s %s: %w", e.Kind, e.Reference, err)
@@ -1077,4 +1158,30 @@ func statementErr(e Entry, err error, got, want int, missing func() string) erro
 		return fmt.Errorf("%s %s: %s: %w", e.Kind, e.Reference, missing(), ErrAccountNotFound)
 	}
 	return nil
+}
+
+// The CHECK constraints of ledger_accounts that keep an account from going
+// below zero (migration 00019): available ≥ 0 unless it may go negative,
+// and held ≥ 0 (a column CHECK, named by PostgreSQL after its column; on
+// SQLite, whose message names no unnamed constraint, by its expression).
+const (
+	checkAvailable = "ledger_accounts_available_not_negative"
+	checkHeld      = "ledger_accounts_held_rials_check"
+	checkHeldExpr  = "held_rials >= 0"
+)
+
+// balanceViolation reports whether err is a refusal by one of the balance
+// guards' CHECK constraints (ErrInsufficientFunds), not another CHECK's
+// (a transaction's own, the append-only trigger's, the Σ = 0 trigger's):
+// those are not a short balance, and are returned as they are.
+func balanceViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23514" && (pgErr.ConstraintName == checkAvailable || pgErr.ConstraintName == checkHeld)
+	}
+	if err == nil || !store.IsCheckViolation(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, checkAvailable) || strings.Contains(msg, checkHeldExpr)
 }
