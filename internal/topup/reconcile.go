@@ -139,15 +139,22 @@ func ReconcileDue(newest ReconcileReport, found bool, now time.Time, interval ti
 	return !found || !now.Before(newest.StartedAt.Add(interval))
 }
 
+// ReconcileHold is how long a run holds its gateway's turn
+// (ClaimReconcileTurn): the default budget of a run (ReconcileConfig)
+// and a margin for storing its report. A run gives its turn back when it
+// ends; one killed half-way holds it until then.
+const ReconcileHold = 2*time.Minute + time.Minute
+
 // ReconcileIfDue is the periodic loop's step: it reconciles, within one
 // run's bounds, the gateways whose reconciliation is due (ReconcileDue of
-// each one's newest stored report, whoever stored it: an instance or
-// kifpool reconcile), and reports whether any was. It is decided from
-// the stored reports, not from a process's timer, so that several
+// each one's newest stored report, whoever stored it: an instance, an
+// admin or kifpool reconcile), and reports whether any was. It is decided
+// from the stored reports, not from a process's timer, so that several
 // instances share one schedule instead of each asking the banks at its
 // own, and a restart does not put a gateway's run off; of the instances
 // that find a gateway due, the one that takes its turn
-// (ClaimReconcileTurn) runs it, the others wait for the next.
+// (ClaimReconcileTurn) runs it, the others leave it (their next look
+// finds its report).
 func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (ReconcileReport, bool, error) {
 	names := make([]string, len(s.gws))
 	for i, gw := range s.gws {
@@ -160,26 +167,110 @@ func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (R
 	now := s.clock()
 	var due gateway.Set
 	for _, gw := range s.gws {
-		rep, found := newest[gw.Name()]
-		if !ReconcileDue(rep, found, now, interval) {
-			continue
-		}
-		// Its report is stored only when a run ends: the turn, taken by
-		// one conditional statement, keeps a second instance from
-		// starting while another's run is still asking the bank.
-		claimed, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), now, now.Add(interval))
-		if err != nil {
-			return ReconcileReport{}, false, err
-		}
-		if claimed {
+		if rep, found := newest[gw.Name()]; ReconcileDue(rep, found, now, interval) {
 			due = append(due, gw)
 		}
 	}
-	if len(due) == 0 {
+	claimed, _, err := s.claimTurns(ctx, due, now, false)
+	if err != nil || len(claimed) == 0 {
+		return ReconcileReport{}, false, err
+	}
+	defer s.releaseTurns(ctx, claimed, now)
+	// A run that ended (and gave its turn back) between the read and
+	// the claim has stored its report: read again, and leave what it did.
+	names = names[:0]
+	for _, gw := range claimed {
+		names = append(names, gw.Name())
+	}
+	if newest, err = s.st.NewestReconcileReports(ctx, names); err != nil {
+		return ReconcileReport{}, false, err
+	}
+	var run gateway.Set
+	for _, gw := range claimed {
+		if rep, found := newest[gw.Name()]; ReconcileDue(rep, found, now, interval) {
+			run = append(run, gw)
+		}
+	}
+	if len(run) == 0 {
 		return ReconcileReport{}, false, nil
 	}
-	rep, err := s.reconcileGateways(ctx, ReconcileConfig{}, due)
+	rep, err := s.reconcileGateways(ctx, ReconcileConfig{}, run)
 	return rep, true, err
+}
+
+// ReconcileNow is an admin's "reconcile now": every gateway, due or not,
+// but each only with its turn (ClaimReconcileTurn), the one the periodic
+// runs take, so that a double click, a second admin or a retried request
+// never starts a second run of a gateway while one is still asking the
+// bank. held names the gateways whose turn another run holds, not run
+// now (the first held and those after it); ran is false when none was
+// run (rep is then empty).
+func (s *Service) ReconcileNow(ctx context.Context) (rep ReconcileReport, held []string, ran bool, err error) {
+	now := s.clock()
+	claimed, held, err := s.claimTurns(ctx, s.gws, now, true)
+	if err != nil || len(claimed) == 0 {
+		return ReconcileReport{}, held, false, err
+	}
+	defer s.releaseTurns(ctx, claimed, now)
+	rep, err = s.reconcileGateways(ctx, ReconcileConfig{}, claimed)
+	return rep, held, true, err
+}
+
+// ClaimReconcileTurn takes the reconciliation's turn named name (a
+// gateway's, or a payout provider's: withdrawal.TurnName) when it is
+// free at now, holding it until next: the store's one conditional
+// statement, for the payout reconciliation's turns that share the table.
+func (s *Service) ClaimReconcileTurn(ctx context.Context, name string, now, next time.Time) (bool, error) {
+	return s.st.ClaimReconcileTurn(ctx, name, now, next)
+}
+
+// claimTurns takes the turn of each of gws at now, until ReconcileHold
+// on: a report is stored only when a run ends, so the turn, taken by one
+// conditional statement, keeps a second run from starting while another
+// is still asking the bank. held are the gateways another run holds;
+// with stop, the first one held ends the claims (held then names it and
+// those after it): two runs that claim in the same order at once do not
+// share the gateways out, one runs and the other runs none. On an error
+// the turns taken are given back.
+func (s *Service) claimTurns(ctx context.Context, gws gateway.Set, now time.Time, stop bool) (claimed gateway.Set, held []string, err error) {
+	for i, gw := range gws {
+		ok, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), now, now.Add(ReconcileHold))
+		if err != nil {
+			s.releaseTurns(ctx, claimed, now)
+			return nil, nil, err
+		}
+		switch {
+		case ok:
+			claimed = append(claimed, gw)
+		case stop:
+			for _, rest := range gws[i:] {
+				held = append(held, rest.Name())
+			}
+			return claimed, held, nil
+		default:
+			held = append(held, gw.Name())
+		}
+	}
+	return claimed, held, nil
+}
+
+// releaseTurns gives back the turns of gws taken at claimedAt, when the
+// run has ended: the same conditional statement, which moves a turn that
+// is still this run's (until claimedAt+ReconcileHold; a later claim holds
+// it past that) to now, so that the next run, an admin's, need not wait
+// out the hold. A turn not given back (an error) ends with its hold.
+func (s *Service) releaseTurns(ctx context.Context, gws gateway.Set, claimedAt time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	until, now := claimedAt.Add(ReconcileHold), s.clock()
+	if !now.Before(until) {
+		return // the hold is over: the turn may be another run's now
+	}
+	for _, gw := range gws {
+		if _, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), until, now); err != nil {
+			s.log.WarnContext(ctx, "reconciliation: giving back the gateway's turn", "gateway", gw.Name(), "err", err)
+		}
+	}
 }
 
 // reconcileGateways is ReconcileWith over the gateways gws.

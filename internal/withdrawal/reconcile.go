@@ -104,6 +104,72 @@ func (s *Service) Reconcile(ctx context.Context, l Lister) ([]Report, error) {
 	return out, errors.Join(errs...)
 }
 
+// Turns hold the reconciliations' turns (reconcile_turns, shared with
+// the top-ups' gateways: topup.Service implements it): one conditional
+// statement takes the turn named name when it is free at now (or has
+// none yet) and holds it until next; false: another run holds it.
+type Turns interface {
+	ClaimReconcileTurn(ctx context.Context, name string, now, next time.Time) (bool, error)
+}
+
+// ReconcileHold is how long a payout reconciliation holds its provider's
+// turn: a run gives it back when it ends, one killed half-way holds it
+// until then.
+const ReconcileHold = 15 * time.Minute
+
+// TurnName is a provider's turn among the reconciliations' turns (apart
+// from a gateway's of the same name).
+func TurnName(provider string) string { return "payout:" + provider }
+
+// ReconcileNow is an admin's "reconcile now": Reconcile, each provider
+// only with its turn (Turns), so that a double click, a second admin or a
+// retried request never starts a second run with a provider while one is
+// still asking it. held names the providers not reconciled now: the
+// first whose turn another run holds, and those after it.
+func (s *Service) ReconcileNow(ctx context.Context, l Lister, turns Turns) (reps []Report, held []string, err error) {
+	now := s.clock()
+	until := now.Add(ReconcileHold)
+	var claimed []Offer
+	defer func() {
+		// Given back when the run ends (the same statement, matching
+		// only a turn still this run's), so that the next run need not
+		// wait out the hold.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if end := s.clock(); end.Before(until) {
+			for _, o := range claimed {
+				if _, rerr := turns.ClaimReconcileTurn(rctx, TurnName(o.Name), until, end); rerr != nil {
+					s.log.WarnContext(rctx, "payout reconciliation: giving back the provider's turn", "provider", o.Name, "err", rerr)
+				}
+			}
+		}
+	}()
+	// In the offers' order, up to the first held: two runs at once do
+	// not share the providers out, one runs and the other runs none.
+	for i, o := range s.offers {
+		ok, cerr := turns.ClaimReconcileTurn(ctx, TurnName(o.Name), now, until)
+		if cerr != nil {
+			return nil, nil, cerr
+		}
+		if !ok {
+			for _, rest := range s.offers[i:] {
+				held = append(held, rest.Name)
+			}
+			break
+		}
+		claimed = append(claimed, o)
+	}
+	var errs []error
+	for _, o := range claimed {
+		r, rerr := s.reconcileOne(ctx, l, o)
+		if rerr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.Name, rerr))
+		}
+		reps = append(reps, r)
+	}
+	return reps, held, errors.Join(errs...)
+}
+
 // ReconcileRetry is how soon a provider whose last reconciliation ended
 // in an error (its list or inquiry unreached) is tried again, when the
 // interval is longer.

@@ -53,6 +53,9 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 		v.Replica = &adminview.ReplicaView{Up: replica.Up, Standby: replica.Standby, Behind: replica.Behind, Stale: replica.Stale, Lag: replica.Lag, LagBytes: replica.LagBytes}
 	}
 	v.Notice, _ = notice(c.Query("done"))
+	if c.Query("done") == busyReconcile {
+		v.Notice = "admin." + busyReconcile
+	}
 	for _, t := range d.Totals {
 		v.Counts = append(v.Counts, adminview.StatusCount{Status: t.Status, N: t.N, Estimate: t.Estimate})
 		v.CountsEstimated = v.CountsEstimated || t.Estimate
@@ -139,15 +142,27 @@ func (h *handlers) waiting(ctx context.Context) ([]adminview.WaitingKind, error)
 	return out, nil
 }
 
+// resultFailed is the audit result of a reconciliation run by an admin
+// that did not complete (top-ups' and payouts' alike; admin.result.failed).
+const resultFailed = "failed"
+
 // reconcile runs reconciliation with the gateway now ("run
-// reconciliation now"), recorded in the audit log.
+// reconciliation now"), recorded in the audit log. It takes each
+// gateway's turn as the periodic runs do: while another run (the
+// schedule's, another admin's, this one's first click) holds the turns,
+// none is started, and the admin is told so.
 func (h *handlers) reconcile(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	rep, err := h.TopUps.Reconcile(ctx)
+	rep, held, ran, err := h.TopUps.ReconcileNow(ctx)
+	if !ran && err == nil {
+		return c.Redirect(routes.Admin+"?done="+busyReconcile, fiber.StatusSeeOther)
+	}
 	result, done := audit.ResultDone, "done_reconcile"
 	if err != nil {
 		h.Log.ErrorContext(ctx, "reconciliation run by an admin failed", "err", err)
-		result, done = "failed", "error_reconcile"
+		result, done = resultFailed, "error_reconcile"
+	} else if len(held) > 0 {
+		done = busyReconcile
 	}
 	note := "listed " + strconv.Itoa(rep.Listed) + ", credited " + strconv.Itoa(rep.Credited) + ", mismatches " + strconv.Itoa(rep.Mismatches)
 	if rerr := h.Audit.Record(ctx, audit.Entry{AdminID: h.User(c).ID, Action: audit.ActionReconcile, Note: note, Result: result, CreatedAt: h.Now().UTC()}); rerr != nil {
@@ -155,6 +170,10 @@ func (h *handlers) reconcile(c *fiber.Ctx) error {
 	}
 	return c.Redirect(routes.Admin+"?done="+done, fiber.StatusSeeOther)
 }
+
+// busyReconcile is the dashboard's ?done= when another run held a
+// gateway's turn: that gateway was not reconciled again.
+const busyReconcile = "busy_reconcile"
 
 // unresolvedListURL is the admin's list of every unresolved top-up (the
 // dashboard's statuses), oldest first, as the dashboard orders them.

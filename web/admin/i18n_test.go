@@ -340,7 +340,7 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 	// Each page's notices (?done=) and filters, after the path.
 	extra := map[string][]string{
 		routes.AdminTopUps: {"?status=failed", "?status=needs_review", "?q=payer%40example.com", "?q=no-such-thing"},
-		routes.AdminDashboardPattern: {"?done=done_recheck_credited", "?done=done_closed", "?done=done_reconcile", "?done=error_reconcile",
+		routes.AdminDashboardPattern: {"?done=done_recheck_credited", "?done=done_closed", "?done=done_reconcile", "?done=error_reconcile", "?done=busy_reconcile",
 			"?done=error_note", "?done=error_not_review", "?done=error_busy", "?done=error_nothing_to_ask"},
 		routes.AdminTopUpPattern:   {"?done=done_recheck_unchanged", "?done=error_note"},
 		routes.AdminUsers:          {"?q=payer", "?q=nobody"},
@@ -349,6 +349,7 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 		routes.AdminTokens:         {"?done=revoked", "?email=payer", "?email=nobody"},
 		routes.AdminWebhooks:       {"?done=disabled"},
 		routes.AdminWebhookPattern: {"?done=resent", "?done=pending"},
+		routes.AdminWithdrawals:    {"?done=reconciled", "?done=reconcile_busy"},
 	}
 	seen := map[string]bool{}
 	moved := map[string]bool{} // old addresses: a 301, no page

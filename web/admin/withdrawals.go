@@ -83,7 +83,7 @@ func (h *handlers) withdrawals(c *fiber.Ctx) error {
 		return err
 	}
 	switch d := c.Query("done"); d {
-	case "approved", "rejected", "failed", "paid", "account", "reconciled":
+	case "approved", "rejected", "failed", "paid", "account", "reconciled", "reconcile_busy":
 		v.Notice = "admin.wd.done." + d
 	}
 	return h.Render(c, fiber.StatusOK, adminview.Withdrawals(h.Page(c, "admin.wd.title"), v))
@@ -260,21 +260,34 @@ func (h *handlers) reviewBankAccount(approve bool) fiber.Handler {
 	}
 }
 
-// reconcileWithdrawals runs the payout reconciliation now (audited).
+// reconcileWithdrawals runs the payout reconciliation now (audited),
+// each provider with its turn: while another run holds a provider's,
+// that provider is not reconciled again, and the admin is told so.
 func (h *handlers) reconcileWithdrawals(c *fiber.Ctx) error {
-	reps, err := h.Withdrawals.Reconcile(c.UserContext(), h.Withdrawals.Lister())
+	ctx := c.UserContext()
+	reps, held, err := h.Withdrawals.ReconcileNow(ctx, h.Withdrawals.Lister(), h.TopUps)
+	done := "reconciled"
+	if len(held) > 0 {
+		done = "reconcile_busy"
+	}
+	if len(reps) == 0 && len(held) > 0 && err == nil {
+		return c.Redirect(routes.AdminWithdrawals+"?done="+done, fiber.StatusSeeOther)
+	}
 	diffs := 0
 	for _, r := range reps {
 		diffs += r.Differences
+		if r.Error != "" && err == nil {
+			err = errors.New(r.Provider + ": " + r.Error)
+		}
 	}
 	result := audit.ResultDone
 	if err != nil {
-		result = audit.ResultError
-		h.Log.ErrorContext(c.UserContext(), "payout reconciliation", "err", err)
+		result = resultFailed
+		h.Log.ErrorContext(ctx, "payout reconciliation", "err", err)
 	}
-	if aerr := h.Audit.Record(c.UserContext(), audit.Entry{AdminID: h.User(c).ID, Action: audit.ActionPayoutReconcile,
+	if aerr := h.Audit.Record(ctx, audit.Entry{AdminID: h.User(c).ID, Action: audit.ActionPayoutReconcile,
 		Note: strconv.Itoa(len(reps)) + " providers, " + strconv.Itoa(diffs) + " differences", Result: result, CreatedAt: h.Now()}); aerr != nil {
 		return aerr
 	}
-	return c.Redirect(routes.AdminWithdrawals+"?done=reconciled", fiber.StatusSeeOther)
+	return c.Redirect(routes.AdminWithdrawals+"?done="+done, fiber.StatusSeeOther)
 }
