@@ -386,7 +386,7 @@ func ownOptions() []Option {
 			Doc: "sign-in attempts (and password reset submits) per minute per client address (an IPv6 client is its /64); above it the page says how many seconds to wait, with `Retry-After`; `0` turns the limit off (load runs only)",
 			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitSignIn })},
 		{Name: "RATE_LIMIT_TOPUP", Group: groupLimits, Default: "30",
-			Doc: "top-ups per minute per user, through the form and the API together (every token of the user shares it); replays of one form (a double click: the same form token) do not count; `0` turns the limit off (load runs only)",
+			Doc: "top-ups per minute per user, through the form and the API together (every token of the user shares it); replays of one form (a double click: the same form token) do not count; past it the form answers 429 with the form again as typed and the seconds to wait (its token unspent), the API 429 `rate_limited`; `0` turns the limit off (load runs only)",
 			p:   perMinuteField(func(c *Config) *int { return &c.RateLimitTopUp })},
 		{Name: "RATE_LIMIT_UNKNOWN_RECIPIENTS", Group: groupLimits, Default: "20",
 			Doc: "transfers refused because the recipient's address has no account, per user and hour, through the page and the API together; past it the user's transfers are answered `429` with `Retry-After` (the page says how long to wait) before any address is looked up, so that whether an address has an account cannot be asked again and again; `0` turns the limit off",
