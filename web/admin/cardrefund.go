@@ -256,7 +256,7 @@ func (h *handlers) closeCardRefund(c *fiber.Ctx) error {
 	}
 	made := h.FormValue(c, "made")
 	note := h.FormValue(c, "note")
-	if (made != "yes" && made != "no") || note == "" {
+	if (made != "yes" && made != "no") || cardrefund.CheckNote(note) != nil {
 		return h.renderTopUpDetail(c, fiber.StatusUnprocessableEntity, cardRefundForm{ErrorKey: "admin.cardrefund.error.close"})
 	}
 	if cr, _, err := h.CardRefunds.Get(c.UserContext(), refundID); err == nil && cr.UserID == h.User(c).ID {

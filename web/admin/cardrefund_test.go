@@ -225,7 +225,13 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel's 50,000"}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("close with a wrong code: %d", r.Status)
 		}
-		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel's 50,000"}, "code": {code()}}); r.Location != page+"?done=cardrefund_closed" {
+		// A note the use case would refuse is refused before the code: the
+		// same code closes it after.
+		closeCode := code()
+		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel\u202e"}, "code": {closeCode}}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("close with a note holding a bidi override: %d", r.Status)
+		}
+		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel's 50,000"}, "code": {closeCode}}); r.Location != page+"?done=cardrefund_closed" {
 			t.Fatalf("close: %d %q", r.Status, r.Location)
 		}
 		if st := apptest.Parse(admin.Get(page).Body).TestID("card-refund-row").Attr("data-status"); st != "failed" || payer.Balance() != 300_000 {
