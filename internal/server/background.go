@@ -132,7 +132,7 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		l := every(min(interval, PayoutReconcileCheckEvery))
 		l.Later = true
 		ls = append(ls, loop{"payout reconcile", l, func(ctx context.Context) {
-			if _, err := s.Withdrawals.ReconcileIfDue(ctx, s.PayoutStore, interval); err != nil && ctx.Err() == nil {
+			if _, err := s.Withdrawals.ReconcileIfDue(ctx, s.PayoutStore, s.TopUps, interval); err != nil && ctx.Err() == nil {
 				log.Error("payout reconciliation", "err", err)
 			}
 		}})

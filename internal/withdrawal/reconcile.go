@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
@@ -122,43 +123,20 @@ const ReconcileHold = 15 * time.Minute
 func TurnName(provider string) string { return "payout:" + provider }
 
 // ReconcileNow is an admin's "reconcile now": Reconcile, each provider
-// only with its turn (Turns), so that a double click, a second admin or a
-// retried request never starts a second run with a provider while one is
-// still asking it. held names the providers not reconciled now: the
-// first whose turn another run holds, and those after it.
+// only with its turn (Turns), so that a double click, a second admin, a
+// retried request or the periodic run never starts a second run with a
+// provider while one is still asking it. held names the providers not
+// reconciled now: the first whose turn another run holds, and those
+// after it.
 func (s *Service) ReconcileNow(ctx context.Context, l Lister, turns Turns) (reps []Report, held []string, err error) {
 	now := s.clock()
-	until := now.Add(ReconcileHold)
-	var claimed []Offer
-	defer func() {
-		// Given back when the run ends (the same statement, matching
-		// only a turn still this run's), so that the next run need not
-		// wait out the hold.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if end := s.clock(); end.Before(until) {
-			for _, o := range claimed {
-				if _, rerr := turns.ClaimReconcileTurn(rctx, TurnName(o.Name), until, end); rerr != nil {
-					s.log.WarnContext(rctx, "payout reconciliation: giving back the provider's turn", "provider", o.Name, "err", rerr)
-				}
-			}
-		}
-	}()
 	// In the offers' order, up to the first held: two runs at once do
 	// not share the providers out, one runs and the other runs none.
-	for i, o := range s.offers {
-		ok, cerr := turns.ClaimReconcileTurn(ctx, TurnName(o.Name), now, until)
-		if cerr != nil {
-			return nil, nil, cerr
-		}
-		if !ok {
-			for _, rest := range s.offers[i:] {
-				held = append(held, rest.Name)
-			}
-			break
-		}
-		claimed = append(claimed, o)
+	claimed, held, err := s.claimTurns(ctx, turns, s.offers, now, true)
+	if err != nil {
+		return nil, nil, err
 	}
+	defer s.releaseTurns(ctx, turns, claimed, now)
 	var errs []error
 	for _, o := range claimed {
 		r, rerr := s.reconcileOne(ctx, l, o)
@@ -168,6 +146,55 @@ func (s *Service) ReconcileNow(ctx context.Context, l Lister, turns Turns) (reps
 		reps = append(reps, r)
 	}
 	return reps, held, errors.Join(errs...)
+}
+
+// claimTurns takes the turn of each of offers at now, until ReconcileHold
+// on (turns nil: every one, no turns kept). held names those another run
+// holds; with stop, the first one held ends the claims (held then names
+// it and those after it). On an error the turns taken are given back.
+func (s *Service) claimTurns(ctx context.Context, turns Turns, offers []Offer, now time.Time, stop bool) (claimed []Offer, held []string, err error) {
+	if turns == nil {
+		return offers, nil, nil
+	}
+	for i, o := range offers {
+		ok, cerr := turns.ClaimReconcileTurn(ctx, TurnName(o.Name), now, now.Add(ReconcileHold))
+		if cerr != nil {
+			s.releaseTurns(ctx, turns, claimed, now)
+			return nil, nil, cerr
+		}
+		switch {
+		case ok:
+			claimed = append(claimed, o)
+		case stop:
+			for _, rest := range offers[i:] {
+				held = append(held, rest.Name)
+			}
+			return claimed, held, nil
+		default:
+			held = append(held, o.Name)
+		}
+	}
+	return claimed, held, nil
+}
+
+// releaseTurns gives back the turns of offers taken at claimedAt when the
+// run ends (the same statement, matching only a turn still this run's),
+// so that the next run need not wait out the hold.
+func (s *Service) releaseTurns(ctx context.Context, turns Turns, offers []Offer, claimedAt time.Time) {
+	if turns == nil || len(offers) == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	until, end := claimedAt.Add(ReconcileHold), s.clock()
+	if !end.Before(until) {
+		return // the hold is over: the turn may be another run's now
+	}
+	for _, o := range offers {
+		if _, err := turns.ClaimReconcileTurn(rctx, TurnName(o.Name), until, end); err != nil {
+			s.log.WarnContext(rctx, "payout reconciliation: giving back the provider's turn", "provider", o.Name, "err", err)
+		}
+	}
 }
 
 // ReconcileRetry is how soon a provider whose last reconciliation ended
@@ -194,20 +221,36 @@ func ReconcileDue(latest *Report, now time.Time, interval time.Duration) bool {
 // step. It is decided from the stored reports, not from a process's
 // timer, so that instances restarted more often than the interval (a
 // daily deploy, a 24-hour interval) still reconcile, and an instance
-// that finds another's fresh report does not run again.
-func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, interval time.Duration) ([]Report, error) {
-	latest, err := s.st.LatestReports(ctx)
-	if err != nil {
+// that finds another's fresh report does not run again. Each due
+// provider is run only with its turn (turns; nil: none kept), the one an
+// admin's ReconcileNow takes, so that two instances, or an instance and
+// an admin, never ask a provider at once; one held is left to the run
+// that holds it.
+func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, turns Turns, interval time.Duration) ([]Report, error) {
+	due, err := s.dueOffers(ctx, interval)
+	if err != nil || len(due) == 0 {
 		return nil, err
 	}
 	now := s.clock()
+	claimed, _, err := s.claimTurns(ctx, turns, due, now, false)
+	if err != nil || len(claimed) == 0 {
+		return nil, err
+	}
+	defer s.releaseTurns(ctx, turns, claimed, now)
+	if turns != nil {
+		// A run that ended (and gave its turn back) between the read and
+		// the claim has stored its report: read again, leave what it did.
+		still, err := s.dueOffers(ctx, interval)
+		if err != nil {
+			return nil, err
+		}
+		claimed = slices.DeleteFunc(claimed, func(o Offer) bool {
+			return !slices.ContainsFunc(still, func(d Offer) bool { return d.Name == o.Name })
+		})
+	}
 	var out []Report
 	var errs []error
-	for i, newest := range newestOfOffers(latest, s.offers) {
-		o := s.offers[i]
-		if !newest.StartedAt.IsZero() && !ReconcileDue(&newest, now, interval) {
-			continue
-		}
+	for _, o := range claimed {
 		r, err := s.reconcileOne(ctx, l, o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", o.Name, err))
@@ -215,6 +258,23 @@ func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, interval time.Du
 		out = append(out, r)
 	}
 	return out, errors.Join(errs...)
+}
+
+// dueOffers are the offered providers whose reconciliation is due at the
+// clock's now, by their newest stored reports.
+func (s *Service) dueOffers(ctx context.Context, interval time.Duration) ([]Offer, error) {
+	latest, err := s.st.LatestReports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	var due []Offer
+	for i, newest := range newestOfOffers(latest, s.offers) {
+		if newest.StartedAt.IsZero() || ReconcileDue(&newest, now, interval) {
+			due = append(due, s.offers[i])
+		}
+	}
+	return due, nil
 }
 
 // NewestReports is each offered provider's newest stored report, in the

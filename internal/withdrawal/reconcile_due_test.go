@@ -2,6 +2,7 @@ package withdrawal_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func TestReconcileIfDueReadsTheStoredReports(t *testing.T) {
 		interval := 24 * time.Hour
 		run := func(want int) []withdrawal.Report {
 			t.Helper()
-			reps, err := e.svc.ReconcileIfDue(ctx, e.st, interval)
+			reps, err := e.svc.ReconcileIfDue(ctx, e.st, nil, interval)
 			if len(reps) != want {
 				t.Fatalf("at %s: %d reports (%v), want %d", e.clock.Now().Format(time.RFC3339), len(reps), err, want)
 			}
@@ -97,12 +98,61 @@ func TestNewestReportsNameTheNeverReconciled(t *testing.T) {
 		if err != nil || len(reps) != 1 || reps[0].Provider != "jibit" || !reps[0].FinishedAt.IsZero() || reps[0].ID != 0 {
 			t.Fatalf("before any run: %+v %v", reps, err)
 		}
-		if _, err := e.svc.ReconcileIfDue(ctx, e.st, 24*time.Hour); err != nil {
+		if _, err := e.svc.ReconcileIfDue(ctx, e.st, nil, 24*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		reps, err = e.svc.NewestReports(ctx)
 		if err != nil || len(reps) != 1 || reps[0].FinishedAt.IsZero() || reps[0].Paid != 1 {
 			t.Fatalf("after the first run: %+v %v", reps, err)
+		}
+	})
+}
+
+// memTurns is reconcile_turns in memory: a turn is taken when free at
+// now (its next at or before now), held until next.
+type memTurns struct {
+	mu    sync.Mutex
+	next  map[string]time.Time
+	taken []string
+}
+
+func (m *memTurns) ClaimReconcileTurn(_ context.Context, name string, now, next time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if at, ok := m.next[name]; ok && at.After(now) {
+		return false, nil
+	}
+	m.next[name] = next
+	m.taken = append(m.taken, name)
+	return true, nil
+}
+
+// TestReconcileIfDueTakesTheProvidersTurn: the periodic step runs a due
+// provider only with its turn, the one an admin's "reconcile now" takes:
+// while another run holds it, nothing is asked and no report is stored;
+// once free, the step runs and gives the turn back when it ends.
+func TestReconcileIfDueTakesTheProvidersTurn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		e.paid(1_000_000)
+		turns := &memTurns{next: map[string]time.Time{}}
+		name := withdrawal.TurnName("jibit")
+		now := e.clock.Now()
+		turns.next[name] = now.Add(withdrawal.ReconcileHold) // another run's
+		if reps, err := e.svc.ReconcileIfDue(ctx, e.st, turns, 24*time.Hour); err != nil || len(reps) != 0 {
+			t.Fatalf("with the turn held elsewhere: %d reports (%v), want none", len(reps), err)
+		}
+		if latest, err := e.svc.LatestReports(ctx); err != nil || len(latest) != 0 {
+			t.Fatalf("a report stored while the turn was held elsewhere: %+v %v", latest, err)
+		}
+		turns.next[name] = now // given back
+		reps, err := e.svc.ReconcileIfDue(ctx, e.st, turns, 24*time.Hour)
+		if err != nil || len(reps) != 1 || reps[0].Paid != 1 {
+			t.Fatalf("with the turn free: %+v %v", reps, err)
+		}
+		if at := turns.next[name]; at.After(e.clock.Now()) {
+			t.Fatalf("the turn is still held until %s after the run ended", at)
 		}
 	})
 }

@@ -219,7 +219,7 @@ func TestReconcileSeesALatePaymentsLateReturn(t *testing.T) {
 				if _, err := e.bank.Payouts().Return(payouts.Jibit, w.PublicID); err != nil {
 					t.Fatal(err)
 				}
-				reps, err := e.svc.ReconcileIfDue(ctx, e.st, 24*time.Hour)
+				reps, err := e.svc.ReconcileIfDue(ctx, e.st, nil, 24*time.Hour)
 				if err != nil || len(reps) != 1 {
 					t.Fatalf("reconcile: %+v %v", reps, err)
 				}

@@ -106,7 +106,7 @@ func TestAmountDisagreementClosesOnlyAsPaid(t *testing.T) {
 		}
 		// Reconciliation settles it like any paid withdrawal (its amount
 		// leaves payouts in flight) and reports the provider's amount.
-		reps, err := e.svc.ReconcileIfDue(ctx, e.st, 0)
+		reps, err := e.svc.ReconcileIfDue(ctx, e.st, nil, 0)
 		if err != nil || len(reps) != 1 {
 			t.Fatalf("reconcile: %+v %v", reps, err)
 		}
@@ -189,7 +189,7 @@ func TestReconcileReturnsAPayoutOfAnotherAmount(t *testing.T) {
 		e.wantWallet(49_000_000, 0)
 		e.clock.Advance(4 * 24 * time.Hour) // the 72-hour watch is over
 		s.returnedRials = 990_000
-		reps, err := e.svc.ReconcileIfDue(ctx, e.st, 24*time.Hour)
+		reps, err := e.svc.ReconcileIfDue(ctx, e.st, nil, 24*time.Hour)
 		if err != nil || len(reps) != 1 {
 			t.Fatalf("reconcile: %+v %v", reps, err)
 		}
@@ -204,7 +204,7 @@ func TestReconcileReturnsAPayoutOfAnotherAmount(t *testing.T) {
 			t.Fatalf("differences %v, want the late return and the amount", kinds)
 		}
 		e.wantWallet(50_000_000, 0)
-		if _, err := e.svc.ReconcileIfDue(ctx, e.st, 0); err != nil {
+		if _, err := e.svc.ReconcileIfDue(ctx, e.st, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.wantWallet(50_000_000, 0)
