@@ -328,7 +328,7 @@ var adminEN = map[string]string{ // #nosec G101 -- UI text, not credentials: tra
 	"dash.replica.unknown":              "Lists and searches read the replica; its lag could not be measured.",
 	"dash.replica.down":                 "The replica does not answer: lists and searches read the primary database.",
 	"dash.worker":                       "Background checks",
-	"dash.backlog":                      "{n} top-ups due for a check",
+	"dash.backlog":                      "{n} {n|top-up|top-ups} due for a check",
 	"dash.lag":                          "the oldest has waited {s} s",
 	"dash.error_ratio":                  "{pct}% errors",
 	"dash.since":                        "last change {when}",

@@ -81,6 +81,7 @@ func T(l Lang, key string, args ...any) string {
 	if len(args) == 0 {
 		return msg
 	}
+	msg = plural(msg, args)
 	pairs := make([]string, 0, len(args))
 	for i := 0; i+1 < len(args); i += 2 {
 		name := fmt.Sprint(args[i])
@@ -98,6 +99,60 @@ func T(l Lang, key string, args ...any) string {
 		pairs = append(pairs, "{"+name+"}", val)
 	}
 	return substitute(msg, pairs)
+}
+
+// plural picks each {name|one|other} of msg by the argument name: one
+// when it is the number 1, other otherwise (English's two forms: "1 day",
+// "2 days"; Persian says a number with the singular, and needs none).
+func plural(msg string, args []any) string {
+	if strings.IndexByte(msg, '|') < 0 {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '{')
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		j := strings.IndexByte(msg[i:], '}')
+		if j < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		parts := strings.Split(msg[i+1:i+j], "|")
+		if len(parts) != 3 {
+			b.WriteString(msg[:i+j+1])
+			msg = msg[i+j+1:]
+			continue
+		}
+		form := parts[2]
+		if isOne(args, parts[0]) {
+			form = parts[1]
+		}
+		b.WriteString(msg[:i])
+		b.WriteString(form)
+		msg = msg[i+j+1:]
+	}
+}
+
+// isOne reports whether the argument name of args is the number 1.
+func isOne(args []any, name string) bool {
+	for i := 0; i+1 < len(args); i += 2 {
+		if fmt.Sprint(args[i]) != name {
+			continue
+		}
+		switch v := args[i+1].(type) {
+		case int:
+			return v == 1
+		case int64:
+			return v == 1
+		case string:
+			return v == "1"
+		}
+		return false
+	}
+	return false
 }
 
 // substitute is strings.NewReplacer(pairs...).Replace(msg) for pairs whose
