@@ -517,8 +517,7 @@ func userCmd(ctx context.Context, args []string, getenv config.Getenv, stdin io.
 			return fmt.Errorf("create user: %w", err)
 		}
 		fmt.Fprintf(stdout, "created %s %s (id %d)\n", u.Role, u.Email, u.ID)
-		printEnrolmentCode(stdout, u.Email, code)
-		return nil
+		return printEnrolmentCode(stdout, u.Email, code)
 	}
 	u, err := svc.SignUp(ctx, *email, password, auth.RoleUser, "fa")
 	if err != nil {
@@ -651,9 +650,16 @@ func setPasswordCmd(ctx context.Context, args []string, getenv config.Getenv, st
 }
 
 // printEnrolmentCode shows an admin's one-time enrolment code: /admin/2fa
-// asks for it before it shows a new authenticator's secret.
-func printEnrolmentCode(stdout io.Writer, email, code string) {
-	fmt.Fprintf(stdout, "enrolment code for %s: %s\n  give it to them privately: /admin/2fa asks for it once, before it shows their new authenticator\n", email, code)
+// asks for it before it shows a new authenticator's secret. The code is
+// stored only as a hash: a failed write (a closed pipe, a full disk) is
+// an error, so that the command exits non-zero instead of reporting a
+// code no one saw; reset-2fa issues a new one.
+func printEnrolmentCode(stdout io.Writer, email, code string) error {
+	_, err := fmt.Fprintf(stdout, "enrolment code for %s: %s\n  give it to them privately: /admin/2fa asks for it once, before it shows their new authenticator\n", email, code)
+	if err != nil {
+		return fmt.Errorf("the enrolment code of %s was not written (%w); run `kifpool user reset-2fa --email %s` for a new one", email, err, email)
+	}
+	return nil
 }
 
 // roleCmd makes an existing user an admin (promote) or an ordinary user
@@ -691,7 +697,7 @@ func roleCmd(ctx context.Context, verb string, args []string, getenv config.Gete
 	}
 	fmt.Fprintf(stdout, "%s is now %s (id %d); every session of theirs types a new second-factor code\n", u.Email, what, u.ID)
 	if ch.EnrolmentCode != "" {
-		printEnrolmentCode(stdout, u.Email, ch.EnrolmentCode)
+		return printEnrolmentCode(stdout, u.Email, ch.EnrolmentCode)
 	}
 	return nil
 }
@@ -717,8 +723,7 @@ func reset2FACmd(ctx context.Context, args []string, getenv config.Getenv, stdou
 	}
 	log.Warn("two-factor sign-in reset from the command line", "user_id", u.ID)
 	fmt.Fprintf(stdout, "two-factor sign-in of %s reset: the next visit to /admin enrols a new authenticator (id %d)\n", u.Email, u.ID)
-	printEnrolmentCode(stdout, u.Email, code)
-	return nil
+	return printEnrolmentCode(stdout, u.Email, code)
 }
 
 // sandbankCmd runs the sandbox bank on its own. Like the built-in one it

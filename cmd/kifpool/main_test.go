@@ -515,3 +515,27 @@ func TestCommandOnEmptyDatabaseWarns(t *testing.T) {
 		}
 	}
 }
+
+// failingWriter refuses every write, as a closed pipe or a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// An enrolment code that could not be written is an error, not a silent
+// success: the code is kept only as a hash, so no one could ever type
+// it; the error names the way to a new one.
+func TestEnrolmentCodeNotWrittenIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir}
+	log := slog.New(slog.DiscardHandler)
+	err := run(context.Background(), []string{"user", "create", "--email", "boss@example.com", "--admin"}, envOf(env),
+		strings.NewReader("a long enough password\n"), failingWriter{}, log)
+	if err == nil || !strings.Contains(err.Error(), "reset-2fa") {
+		t.Fatalf("create --admin with its output refused: %v, want an error naming reset-2fa", err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"user", "reset-2fa", "--email", "boss@example.com"}, envOf(env), strings.NewReader(""), &out, log); err != nil ||
+		!strings.Contains(out.String(), "enrolment code for boss@example.com") {
+		t.Fatalf("reset-2fa after a lost code: %v %q", err, out.String())
+	}
+}
