@@ -117,6 +117,11 @@ type Config struct {
 	// RateLimitTransfers is transfers made per sender and minute, through
 	// the page and the API together (0: no limit).
 	RateLimitTransfers int
+	// RateLimitAPIAuthFailures is API requests refused for an unknown,
+	// revoked or expired token (or none), per client address and minute;
+	// past it the address's API requests are answered 429 before any
+	// token is looked up (0: no limit).
+	RateLimitAPIAuthFailures int
 	// RateLimitRecipientPreviews is transfer confirmation pages that
 	// name a recipient, per user and hour (0: no limit).
 	RateLimitRecipientPreviews int

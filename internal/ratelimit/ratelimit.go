@@ -122,6 +122,26 @@ func (w *Window) release(key string) {
 // Max is the number of acts allowed per window.
 func (w *Window) Max() int { return w.max }
 
+// Spent reports whether key's allowance is spent, counting nothing, and
+// if so how long until the oldest act leaves the window: for a check that
+// comes before the act is known (an API token's lookup, counted with Take
+// only when it fails).
+func (w *Window) Spent(key string) (bool, time.Duration) {
+	now := w.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.live(w.hits[key], now)
+	if len(h) > 0 {
+		w.hits[key] = h
+	} else {
+		delete(w.hits, key)
+	}
+	if len(h) >= w.max {
+		return true, h[0].Add(w.per).Sub(now)
+	}
+	return false, 0
+}
+
 // Take counts one act for key if the key has allowance left and returns
 // true; otherwise it counts nothing and returns false with how long until
 // the oldest act leaves the window.

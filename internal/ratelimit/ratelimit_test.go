@@ -148,3 +148,29 @@ func TestCountSweepsIdleKeys(t *testing.T) {
 		t.Fatalf("next sweep at %d, want %d", w.sweepAt, minSweep)
 	}
 }
+
+// Spent says whether a key's allowance is spent without counting: a
+// check before the act is known (an API token's lookup), counted with
+// Take only when it fails.
+func TestSpentCountsNothing(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	w := New(2, time.Minute, func() time.Time { return now })
+	for range 5 {
+		if spent, _ := w.Spent("a"); spent {
+			t.Fatal("spent before any act")
+		}
+	}
+	w.Take("a")
+	w.Take("a")
+	spent, wait := w.Spent("a")
+	if !spent || wait != time.Minute {
+		t.Fatalf("after two acts: spent %v, wait %s, want true and a minute", spent, wait)
+	}
+	if spent, _ := w.Spent("b"); spent {
+		t.Fatal("another key spent")
+	}
+	now = now.Add(time.Minute)
+	if spent, _ := w.Spent("a"); spent {
+		t.Fatal("still spent once the window has passed")
+	}
+}

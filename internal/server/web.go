@@ -44,6 +44,12 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 	if b.o.RateLimits && cfg.RateLimitRecipientPreviews > 0 {
 		recipientPreviews = ratelimit.New(cfg.RateLimitRecipientPreviews, time.Hour, b.now).LimitPending(64)
 	}
+	// API requests refused for their token, per client address: one
+	// allowance for every instance's own memory, as the sign-in's.
+	var apiAuthFailures *ratelimit.Window
+	if b.o.RateLimits && cfg.RateLimitAPIAuthFailures > 0 {
+		apiAuthFailures = ratelimit.New(cfg.RateLimitAPIAuthFailures, time.Minute, b.now)
+	}
 	var tokenCharges *ratelimit.Window
 	if cfg.APIChargesPerMinute > 0 {
 		tokenCharges = ratelimit.New(cfg.APIChargesPerMinute, time.Minute, b.now)
@@ -69,7 +75,7 @@ func newWeb(b base, s *Server, gws gateways, reads *topupread.Reader) *fiber.App
 				Tokens: s.Tokens, Keys: s.Keys, TopUps: s.TopUps, Wallets: pageWallets, TopUp: s.TopUp, Reads: pageReads,
 				Log: log.With("component", "api"), TopUpsPerMinute: cfg.APITopUpsPerMinute,
 				UserTopUps: userTopUps, Webhooks: s.Webhooks, Transfers: pageTransfers, Withdrawals: s.Withdrawals, BankAccounts: s.BankAccounts,
-				Charges: s.Charges, TokenCharges: tokenCharges, UnknownRecipients: unknownRecipients,
+				Charges: s.Charges, TokenCharges: tokenCharges, UnknownRecipients: unknownRecipients, AuthFailures: apiAuthFailures,
 			},
 			Return: payDeps.Return(),
 			Account: account.Deps{

@@ -64,9 +64,16 @@ type Deps struct {
 	// refused for an address with no account (RATE_LIMIT_UNKNOWN_RECIPIENTS
 	// an hour), shared with the page.
 	UnknownRecipients *ratelimit.Window
+	// AuthFailures, when set, is each client address's allowance of
+	// requests refused for their token (RATE_LIMIT_API_AUTH_FAILURES a
+	// minute); spent, the address is refused before any token is read.
+	AuthFailures *ratelimit.Window
 }
 
-type handler struct{ Deps }
+type handler struct {
+	Deps
+	clientIP func(c *fiber.Ctx) string
+}
 
 // AnswerError implements seam.ErrorAnswerer: StatusProblem.
 func (Deps) AnswerError(c *fiber.Ctx, status int) error { return StatusProblem(c, status) }
@@ -78,14 +85,14 @@ const localPrincipal = "api_principal"
 // session and CSRF middleware: nothing under routes.API falls through to
 // them. The API shares nothing with the pages (seam.App): it answers in
 // JSON, to bearer tokens.
-func (d Deps) Register(r fiber.Router, _ seam.App) {
+func (d Deps) Register(r fiber.Router, app seam.App) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	if d.TopUpsPerMinute <= 0 {
 		d.TopUpsPerMinute = 30
 	}
-	h := &handler{d}
+	h := &handler{Deps: d, clientIP: app.ClientIP}
 	r.Use(routes.APIAll, h.problems)
 	r.Get(routes.APIOpenAPI, serveOpenAPI)
 
@@ -135,14 +142,31 @@ func (h *handler) problems(c *fiber.Ctx) error {
 // authenticate accepts "Authorization: Bearer kp_…" only. Cookies are
 // never looked at.
 func (h *handler) authenticate(c *fiber.Ctx) error {
+	// An address that has spent its refusals is refused before its token
+	// is read: guessing tokens costs the database nothing more.
+	client := ""
+	if h.AuthFailures != nil && h.clientIP != nil {
+		client = h.clientIP(c)
+		if spent, wait := h.AuthFailures.Spent(client); spent {
+			seam.RetryAfter(c, wait)
+			return problem(c, CodeRateLimited, "Too many requests with an unknown, revoked or expired token from this address; retry after the Retry-After seconds.")
+		}
+	}
+	refused := func() {
+		if client != "" {
+			h.AuthFailures.Take(client)
+		}
+	}
 	authz := c.Get(fiber.HeaderAuthorization)
 	scheme, secret, ok := strings.Cut(authz, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		refused()
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="kifpool"`)
 		return problem(c, CodeUnauthorized, "Send a personal API token: Authorization: Bearer kp_… (create one at /account/tokens).")
 	}
 	p, err := h.Tokens.Authenticate(c.UserContext(), strings.TrimSpace(secret))
 	if errors.Is(err, apitoken.ErrUnauthorized) {
+		refused()
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="kifpool", error="invalid_token"`)
 		return problem(c, CodeUnauthorized, "The token is unknown, revoked or expired.")
 	}
