@@ -295,6 +295,12 @@ func TestWebhooksPages(t *testing.T) {
 			t.Fatal("log does not show the delivery")
 		}
 
+		// A page read before the disable below still offers to send the
+		// delivered one again.
+		stale := apptest.Parse(admin.Get(routes.AdminWebhook(id)).Body).Form(routes.AdminDeliveryResend(rows[1].ID))
+		if stale == nil {
+			t.Fatal("a delivered delivery is not offered to be sent again")
+		}
 		// An admin's disable: the owner sees who, is not offered to enable
 		// it and cannot (409, nothing changed).
 		if r := admin.Submit(routes.AdminWebhook(id), routes.AdminWebhookDisable(id), nil); r.Status != http.StatusSeeOther {
@@ -302,6 +308,14 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		if n := app.CountAudit(t, "webhook_disable", "webhook_resend"); n != 2 {
 			t.Fatalf("%d audit rows", n)
+		}
+		// Sent again from that page: refused, saying the endpoint is
+		// disabled (not "still queued"), nothing queued or audited.
+		if r := admin.Post(routes.AdminDeliveryResend(rows[1].ID), stale.Hidden()); r.Location != routes.AdminWebhook(id)+"?done=endpoint_disabled" {
+			t.Fatalf("resend to a disabled endpoint: %d %q", r.Status, r.Location)
+		}
+		if n := app.CountAudit(t, "webhook_resend"); n != 1 {
+			t.Fatalf("%d resends audited after a refused one, want 1", n)
 		}
 		// The waiting delivery ended with the endpoint: said in the page's
 		// language, not as the stored English.

@@ -68,6 +68,8 @@ func (h *handlers) webhookLog(c *fiber.Ctx) error {
 		v.Notice = "webhooks.admin_resent"
 	case "pending":
 		v.Notice = "webhooks.admin_not_resendable"
+	case "endpoint_disabled":
+		v.Notice = "webhooks.admin_resend_disabled"
 	}
 	ds, err := h.Webhooks.Deliveries(ctx, id, 200)
 	if err != nil {
@@ -174,6 +176,10 @@ func (h *handlers) resendDelivery(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrNotResendable) && d.Status != webhook.StatusPending:
+		// Delivered or given up, yet not queued again: its endpoint was
+		// disabled since the page was read.
+		return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=endpoint_disabled", fiber.StatusSeeOther)
 	case errors.Is(err, webhook.ErrNotResendable):
 		return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=pending", fiber.StatusSeeOther)
 	case err != nil:
