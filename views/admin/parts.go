@@ -66,6 +66,9 @@ type UserRow struct {
 	Role         string
 	CreatedAt    time.Time
 	BalanceRials int64
+	// HeldRials is held from the balance (charges authorized, withdrawals
+	// and card refunds under way): not available to spend.
+	HeldRials int64
 	// EmailVerifiedAt is when the owner confirmed the address (nil: not
 	// yet).
 	EmailVerifiedAt *time.Time

@@ -49,7 +49,7 @@ func notice(done string) (key, kind string) {
 
 // userRow is a user with their wallet, as the admin's pages show them.
 func userRow(u people.User) adminview.UserRow {
-	return adminview.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt, BalanceRials: u.BalanceRials, EmailVerifiedAt: u.EmailVerifiedAt}
+	return adminview.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt, BalanceRials: u.BalanceRials, HeldRials: u.HeldRials, EmailVerifiedAt: u.EmailVerifiedAt}
 }
 
 // auditRows are audit log entries as the admin's pages list them.

@@ -135,6 +135,13 @@ func TestWithdrawalQueue(t *testing.T) {
 		if f := withdrawaltest.WalletOf(t, db, uid); f.Held != 600_000_000+1_000_000 {
 			t.Fatalf("held %d after the rejection", f.Held)
 		}
+		// The user's page shows what is held and what is left to spend:
+		// an admin deciding on their withdrawals sees both.
+		up := apptest.Parse(admin.Get(routes.AdminUser(uid)).Body)
+		if h, av := up.TestID("user-held"), up.TestID("user-available"); h == nil || av == nil ||
+			h.Attr("data-rials") != strconv.Itoa(600_000_000+1_000_000) || av.Attr("data-rials") != strconv.Itoa(3_000_000_000-600_000_000-1_000_000) {
+			t.Fatalf("the user's page: held %v, available %v", h, av)
+		}
 		// One under review, closed as failed.
 		if _, err := app.Server.PayoutWorker.RunOnce(ctx); err != nil {
 			t.Fatal(err)
