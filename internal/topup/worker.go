@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
@@ -87,12 +88,42 @@ func (c *WorkerConfig) defaults() {
 type Worker struct {
 	s   *Service
 	cfg WorkerConfig
+
+	// failures counts, per top-up, its resolves in a row that failed in
+	// this worker (an error, a panic): one that always fails is asked
+	// less and less often (failedResolveBackoff) instead of at every
+	// claim's push, and a success forgets it.
+	mu       sync.Mutex
+	failures map[int64]int
 }
 
 // NewWorker returns a worker over the payment service.
 func (s *Service) NewWorker(cfg WorkerConfig) *Worker {
 	cfg.defaults()
-	return &Worker{s: s, cfg: cfg}
+	return &Worker{s: s, cfg: cfg, failures: map[int64]int{}}
+}
+
+// failedResolveMax is the longest wait before a top-up whose resolves
+// keep failing is claimed again: its deadlines still come round, and a
+// bug fixed by a deploy is noticed within it.
+const failedResolveMax = 10 * time.Minute
+
+// resolved notes the outcome of a resolve of id: ok forgets its failures;
+// a failure counts one more and says how many in a row.
+func (w *Worker) resolved(id int64, ok bool) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ok {
+		delete(w.failures, id)
+		return 0
+	}
+	if len(w.failures) >= 10_000 {
+		// Ids resolved elsewhere since (a callback) are never forgotten
+		// here: a bound, and a fresh count for all.
+		clear(w.failures)
+	}
+	w.failures[id]++
+	return w.failures[id]
 }
 
 // Run works every Interval until ctx ends; in-flight payments are
@@ -141,10 +172,26 @@ func (r round) Claim(ctx context.Context) ([]int64, error) { return r.w.claim(ct
 func (r round) Unclaim(ids []int64)                        { r.w.unclaim(ids) }
 func (r round) Resolve(ctx context.Context, id int64) (bool, error) {
 	p, err := r.w.resolveOne(ctx, id)
+	if err == nil {
+		r.w.resolved(id, true)
+	}
 	return err == nil && p.Status.Terminal(), err
 }
+
+// Failed backs a top-up whose resolve failed (an error, a panic) off
+// beyond the claim's push, more with each failure in a row, up to
+// failedResolveMax: a row that always fails is not asked, and logged,
+// every half minute for ever.
 func (r round) Failed(ctx context.Context, id int64, err error) {
-	r.w.s.log.ErrorContext(ctx, "worker: resolve failed", "topup_id", id, "err", err)
+	n := r.w.resolved(id, false)
+	// From twice the claim's own push: never sooner than it.
+	wait := Backoff(n+1, r.w.s.cfg.LeaseDuration+r.w.s.cfg.VerifyTimeout, failedResolveMax, r.w.cfg.Jitter())
+	r.w.s.log.ErrorContext(ctx, "worker: resolve failed", "topup_id", id, "failures_in_a_row", n, "next_in", wait.String(), "err", err)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if serr := r.w.s.st.Schedule(sctx, id, r.w.s.clock().Add(wait)); serr != nil {
+		r.w.s.log.ErrorContext(ctx, "worker: schedule after a failed resolve", "topup_id", id, "err", serr)
+	}
 }
 
 // claim picks due payments and pushes their next check forward, in one

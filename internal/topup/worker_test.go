@@ -411,3 +411,55 @@ func TestStaleCreatedWaitsForTheLeaseHolder(t *testing.T) {
 		checkInvariants(t, db)
 	})
 }
+
+// A top-up whose resolve always fails (here a panic reading it) is backed
+// off further with each failure in a row, never sooner than the claim's
+// own push, up to a bound: it is not asked, and logged, every half minute
+// for ever; the round goes on.
+func TestAResolveThatKeepsFailingIsBackedOff(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		gw := topuptest.NewGateway()
+		clock := topuptest.NewFrozenClock()
+		cfg := topuptest.Config()
+		hs := &hookStore{Store: sqlstore.New(db)}
+		svc := topup.NewService(hs, gateway.Set{gw}, clock.Now, nil, cfg)
+		wc := topuptest.WorkerConfig()
+		wc.AbandonedAfter = time.Second
+		wc.Jitter = func() float64 { return 0.999 }
+		w := svc.NewWorker(wc)
+		p := wkStart(t, svc, wkPayer(t, db), 50_000)
+		clock.Advance(2 * time.Second)
+		hs.mu.Lock()
+		hs.read = func(r topup.TopUp) topup.TopUp {
+			if r.ID == p.ID {
+				panic("a row this build cannot read")
+			}
+			return r
+		}
+		hs.mu.Unlock()
+		push := cfg.LeaseDuration + cfg.VerifyTimeout // the claim's own
+		prev := time.Duration(0)
+		for k := 1; k <= 8; k++ {
+			rr, err := w.RunOnce(context.Background())
+			if err != nil || rr.Claimed != 1 {
+				t.Fatalf("failure %d: %+v %v", k, rr, err)
+			}
+			row := wkRow(t, db, p.ID)
+			if row.NextCheckAt == nil {
+				t.Fatalf("failure %d: no next check", k)
+			}
+			wait := row.NextCheckAt.Sub(clock.Now())
+			if wait <= push || wait > 10*time.Minute || wait < prev {
+				t.Fatalf("failure %d: next check in %s, want more than the claim's push %s, at least the last %s, at most 10m", k, wait, push, prev)
+			}
+			prev = wait
+			clock.Advance(wait)
+		}
+		if prev < 5*time.Minute {
+			t.Errorf("after 8 failures in a row the wait is %s, want it near the bound", prev)
+		}
+		if st := wkRow(t, db, p.ID).Status; st != topup.StatusAwaitingPayment {
+			t.Errorf("status %s: a failing resolve changed it", st)
+		}
+	})
+}
