@@ -244,9 +244,15 @@ func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, turns Turns, int
 		if err != nil {
 			return nil, err
 		}
-		claimed = slices.DeleteFunc(claimed, func(o Offer) bool {
-			return !slices.ContainsFunc(still, func(d Offer) bool { return d.Name == o.Name })
-		})
+		// Into a new slice: the deferred release gives back every turn
+		// taken, those left to the run that ended too.
+		var run []Offer
+		for _, o := range claimed {
+			if slices.ContainsFunc(still, func(d Offer) bool { return d.Name == o.Name }) {
+				run = append(run, o)
+			}
+		}
+		claimed = run
 	}
 	var out []Report
 	var errs []error

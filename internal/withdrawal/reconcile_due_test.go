@@ -114,17 +114,56 @@ type memTurns struct {
 	mu    sync.Mutex
 	next  map[string]time.Time
 	taken []string
+	// claimed, when set, runs after a turn is taken (once per name).
+	claimed func(name string)
 }
 
 func (m *memTurns) ClaimReconcileTurn(_ context.Context, name string, now, next time.Time) (bool, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if at, ok := m.next[name]; ok && at.After(now) {
+		m.mu.Unlock()
 		return false, nil
 	}
 	m.next[name] = next
 	m.taken = append(m.taken, name)
+	hook := m.claimed
+	m.claimed = nil
+	m.mu.Unlock()
+	if hook != nil {
+		hook(name)
+	}
 	return true, nil
+}
+
+// TestReconcileIfDueGivesBackATurnItLeaves: a provider found due whose
+// run ends elsewhere between the read and the claim (its report stored,
+// its turn given back) is left to that run, and the turn this step took
+// is given back all the same, not held for ReconcileHold (which would
+// answer an admin's "reconcile now" busy with nothing running).
+func TestReconcileIfDueGivesBackATurnItLeaves(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		e.paid(1_000_000)
+		turns := &memTurns{next: map[string]time.Time{}}
+		turns.claimed = func(string) {
+			// Another instance's run, ending just now.
+			if reps, err := e.svc.ReconcileIfDue(ctx, e.st, nil, 24*time.Hour); err != nil || len(reps) != 1 {
+				t.Errorf("the other run: %d reports (%v)", len(reps), err)
+			}
+		}
+		reps, err := e.svc.ReconcileIfDue(ctx, e.st, turns, 24*time.Hour)
+		if err != nil || len(reps) != 0 {
+			t.Fatalf("this step: %d reports (%v), want none (the other run's report is fresh)", len(reps), err)
+		}
+		name := withdrawal.TurnName("jibit")
+		if at := turns.next[name]; at.After(e.clock.Now()) {
+			t.Fatalf("the turn left to the other run is held until %s", at)
+		}
+		if _, junk := turns.next[withdrawal.TurnName("")]; junk {
+			t.Fatal("a turn of no provider was written")
+		}
+	})
 }
 
 // TestReconcileIfDueTakesTheProvidersTurn: the periodic step runs a due
