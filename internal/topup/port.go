@@ -99,6 +99,10 @@ type Store interface {
 	Release(ctx context.Context, id int64, tok string, f Fields) (TopUp, error)
 	// Schedule sets when the worker checks an open payment next.
 	Schedule(ctx context.Context, id int64, at time.Time) error
+	// Postpone moves an open payment's next check from from to to, only
+	// if it is still from (the worker's claim wrote it, and no other
+	// actor has set one since); false when it was not.
+	Postpone(ctx context.Context, id int64, from, to time.Time) (bool, error)
 	// Dismiss notes that the payer will not pay their payment paymentID:
 	// it leaves their "in progress" list. It changes no payment (its
 	// status stays the bank's business) and is idempotent; a payment of

@@ -160,17 +160,25 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundResult, error) {
 		return rr, staleErr // every bank is down: postpone, do not spend checks
 	}
 	// In-flight work finishes even when shutdown starts.
-	r, err := lifecycle.Round(ctx, round{w}, w.cfg.Concurrency, 2*w.s.cfg.VerifyTimeout+5*time.Second)
+	r, err := lifecycle.Round(ctx, &round{w: w}, w.cfg.Concurrency, 2*w.s.cfg.VerifyTimeout+5*time.Second)
 	rr.Claimed, rr.Resolved = r.Claimed, r.Ended
 	return rr, errors.Join(staleErr, err)
 }
 
-// round is the worker's side of the lifecycle skeleton's round.
-type round struct{ w *Worker }
+// round is the worker's side of the lifecycle skeleton's round: until is
+// the next check its claim wrote.
+type round struct {
+	w     *Worker
+	until time.Time
+}
 
-func (r round) Claim(ctx context.Context) ([]int64, error) { return r.w.claim(ctx) }
-func (r round) Unclaim(ids []int64)                        { r.w.unclaim(ids) }
-func (r round) Resolve(ctx context.Context, id int64) (bool, error) {
+func (r *round) Claim(ctx context.Context) ([]int64, error) {
+	ids, until, err := r.w.claim(ctx)
+	r.until = until
+	return ids, err
+}
+func (r *round) Unclaim(ids []int64) { r.w.unclaim(ids) }
+func (r *round) Resolve(ctx context.Context, id int64) (bool, error) {
 	p, err := r.w.resolveOne(ctx, id)
 	if err == nil {
 		r.w.resolved(id, true)
@@ -182,25 +190,29 @@ func (r round) Resolve(ctx context.Context, id int64) (bool, error) {
 // beyond the claim's push, more with each failure in a row, up to
 // failedResolveMax: a row that always fails is not asked, and logged,
 // every half minute for ever.
-func (r round) Failed(ctx context.Context, id int64, err error) {
+func (r *round) Failed(ctx context.Context, id int64, err error) {
 	n := r.w.resolved(id, false)
 	// From twice the claim's own push: never sooner than it.
 	wait := Backoff(n+1, r.w.s.cfg.LeaseDuration+r.w.s.cfg.VerifyTimeout, failedResolveMax, r.w.cfg.Jitter())
 	r.w.s.log.ErrorContext(ctx, "worker: resolve failed", "topup_id", id, "failures_in_a_row", n, "next_in", wait.String(), "err", err)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if serr := r.w.s.st.Schedule(sctx, id, r.w.s.clock().Add(wait)); serr != nil {
-		r.w.s.log.ErrorContext(ctx, "worker: schedule after a failed resolve", "topup_id", id, "err", serr)
+	// Only the check this claim scheduled is moved: one another actor set
+	// since (a callback's, a reopen's) stands.
+	if _, serr := r.w.s.st.Postpone(sctx, id, r.until, r.w.s.clock().Add(wait)); serr != nil {
+		r.w.s.log.ErrorContext(ctx, "worker: postpone after a failed resolve", "topup_id", id, "err", serr)
 	}
 }
 
 // claim picks due payments and pushes their next check forward, in one
 // transaction, so no other worker takes them meanwhile.
-func (w *Worker) claim(ctx context.Context) ([]int64, error) {
+func (w *Worker) claim(ctx context.Context) ([]int64, time.Time, error) {
 	now := w.s.clock()
+	until := now.Add(w.s.cfg.LeaseDuration + w.s.cfg.VerifyTimeout)
 	// The claim: nobody else finds these until the resolve is over.
-	return w.s.st.ClaimDue(ctx, DueClaim{Now: now, AbandonedBefore: now.Add(-w.cfg.AbandonedAfter),
-		ReturnedSince: now.Add(-w.cfg.VerifyWindow), Until: now.Add(w.s.cfg.LeaseDuration + w.s.cfg.VerifyTimeout), Batch: w.cfg.Batch})
+	ids, err := w.s.st.ClaimDue(ctx, DueClaim{Now: now, AbandonedBefore: now.Add(-w.cfg.AbandonedAfter),
+		ReturnedSince: now.Add(-w.cfg.VerifyWindow), Until: until, Batch: w.cfg.Batch})
+	return ids, until, err
 }
 
 func (w *Worker) unclaim(ids []int64) {

@@ -461,5 +461,25 @@ func TestAResolveThatKeepsFailingIsBackedOff(t *testing.T) {
 		if st := wkRow(t, db, p.ID).Status; st != topup.StatusAwaitingPayment {
 			t.Errorf("status %s: a failing resolve changed it", st)
 		}
+		// A next check another actor sets meanwhile (a callback's) stands:
+		// only the one this claim wrote is moved.
+		soon := clock.Now().Add(3 * time.Second)
+		hs.mu.Lock()
+		hs.read = func(r topup.TopUp) topup.TopUp {
+			if r.ID == p.ID {
+				if err := hs.Store.Schedule(context.Background(), p.ID, soon); err != nil {
+					t.Error(err)
+				}
+				panic("a row this build cannot read")
+			}
+			return r
+		}
+		hs.mu.Unlock()
+		if rr, err := w.RunOnce(context.Background()); err != nil || rr.Claimed != 1 {
+			t.Fatalf("the last failure: %+v %v", rr, err)
+		}
+		if next := wkRow(t, db, p.ID).NextCheckAt; next == nil || !next.Equal(soon) {
+			t.Errorf("next check %v, want the other actor's %s kept", next, soon)
+		}
 	})
 }

@@ -493,6 +493,19 @@ func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
 	return nil
 }
 
+// Postpone implements topup.Store: one UPDATE conditional on the next
+// check still being from.
+func (s *Store) Postpone(ctx context.Context, id int64, from, to time.Time) (bool, error) {
+	res := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).
+		Where("id = ? AND next_check_at = ? AND status IN ?", id, from,
+			[]topup.Status{topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling}).
+		Update("next_check_at", to)
+	if res.Error != nil {
+		return false, fmt.Errorf("postpone payment %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // Dismiss implements topup.Store: one INSERT … SELECT of the payment
 // only if it is the user's; a second dismissal changes nothing.
 func (s *Store) Dismiss(ctx context.Context, userID, topUpID int64, now time.Time) error {
