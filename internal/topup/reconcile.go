@@ -171,11 +171,15 @@ func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (R
 			due = append(due, gw)
 		}
 	}
-	claimed, _, err := s.claimTurns(ctx, due, now, false)
+	// Held at most an interval: a run killed half-way puts the next
+	// off by no more than the schedule would (a short interval's runs
+	// may then overlap, as two beats of the old timer could).
+	hold := min(ReconcileHold, interval)
+	claimed, _, err := s.claimTurns(ctx, due, now, hold, false)
 	if err != nil || len(claimed) == 0 {
 		return ReconcileReport{}, false, err
 	}
-	defer s.releaseTurns(ctx, claimed, now)
+	defer s.releaseTurns(ctx, claimed, now, hold)
 	// A run that ended (and gave its turn back) between the read and
 	// the claim has stored its report: read again, and leave what it did.
 	names = names[:0]
@@ -207,11 +211,11 @@ func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (R
 // run (rep is then empty).
 func (s *Service) ReconcileNow(ctx context.Context) (rep ReconcileReport, held []string, ran bool, err error) {
 	now := s.clock()
-	claimed, held, err := s.claimTurns(ctx, s.gws, now, true)
+	claimed, held, err := s.claimTurns(ctx, s.gws, now, ReconcileHold, true)
 	if err != nil || len(claimed) == 0 {
 		return ReconcileReport{}, held, false, err
 	}
-	defer s.releaseTurns(ctx, claimed, now)
+	defer s.releaseTurns(ctx, claimed, now, ReconcileHold)
 	rep, err = s.reconcileGateways(ctx, ReconcileConfig{}, claimed)
 	return rep, held, true, err
 }
@@ -232,11 +236,11 @@ func (s *Service) ClaimReconcileTurn(ctx context.Context, name string, now, next
 // those after it): two runs that claim in the same order at once do not
 // share the gateways out, one runs and the other runs none. On an error
 // the turns taken are given back.
-func (s *Service) claimTurns(ctx context.Context, gws gateway.Set, now time.Time, stop bool) (claimed gateway.Set, held []string, err error) {
+func (s *Service) claimTurns(ctx context.Context, gws gateway.Set, now time.Time, hold time.Duration, stop bool) (claimed gateway.Set, held []string, err error) {
 	for i, gw := range gws {
-		ok, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), now, now.Add(ReconcileHold))
+		ok, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), now, now.Add(hold))
 		if err != nil {
-			s.releaseTurns(ctx, claimed, now)
+			s.releaseTurns(ctx, claimed, now, hold)
 			return nil, nil, err
 		}
 		switch {
@@ -259,10 +263,10 @@ func (s *Service) claimTurns(ctx context.Context, gws gateway.Set, now time.Time
 // is still this run's (until claimedAt+ReconcileHold; a later claim holds
 // it past that) to now, so that the next run, an admin's, need not wait
 // out the hold. A turn not given back (an error) ends with its hold.
-func (s *Service) releaseTurns(ctx context.Context, gws gateway.Set, claimedAt time.Time) {
+func (s *Service) releaseTurns(ctx context.Context, gws gateway.Set, claimedAt time.Time, hold time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	until, now := claimedAt.Add(ReconcileHold), s.clock()
+	until, now := claimedAt.Add(hold), s.clock()
 	if !now.Before(until) {
 		return // the hold is over: the turn may be another run's now
 	}

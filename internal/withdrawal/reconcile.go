@@ -132,11 +132,11 @@ func (s *Service) ReconcileNow(ctx context.Context, l Lister, turns Turns) (reps
 	now := s.clock()
 	// In the offers' order, up to the first held: two runs at once do
 	// not share the providers out, one runs and the other runs none.
-	claimed, held, err := s.claimTurns(ctx, turns, s.offers, now, true)
+	claimed, held, err := s.claimTurns(ctx, turns, s.offers, now, ReconcileHold, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.releaseTurns(ctx, turns, claimed, now)
+	defer s.releaseTurns(ctx, turns, claimed, now, ReconcileHold)
 	var errs []error
 	for _, o := range claimed {
 		r, rerr := s.reconcileOne(ctx, l, o)
@@ -152,14 +152,14 @@ func (s *Service) ReconcileNow(ctx context.Context, l Lister, turns Turns) (reps
 // on (turns nil: every one, no turns kept). held names those another run
 // holds; with stop, the first one held ends the claims (held then names
 // it and those after it). On an error the turns taken are given back.
-func (s *Service) claimTurns(ctx context.Context, turns Turns, offers []Offer, now time.Time, stop bool) (claimed []Offer, held []string, err error) {
+func (s *Service) claimTurns(ctx context.Context, turns Turns, offers []Offer, now time.Time, hold time.Duration, stop bool) (claimed []Offer, held []string, err error) {
 	if turns == nil {
 		return offers, nil, nil
 	}
 	for i, o := range offers {
-		ok, cerr := turns.ClaimReconcileTurn(ctx, TurnName(o.Name), now, now.Add(ReconcileHold))
+		ok, cerr := turns.ClaimReconcileTurn(ctx, TurnName(o.Name), now, now.Add(hold))
 		if cerr != nil {
-			s.releaseTurns(ctx, turns, claimed, now)
+			s.releaseTurns(ctx, turns, claimed, now, hold)
 			return nil, nil, cerr
 		}
 		switch {
@@ -180,13 +180,13 @@ func (s *Service) claimTurns(ctx context.Context, turns Turns, offers []Offer, n
 // releaseTurns gives back the turns of offers taken at claimedAt when the
 // run ends (the same statement, matching only a turn still this run's),
 // so that the next run need not wait out the hold.
-func (s *Service) releaseTurns(ctx context.Context, turns Turns, offers []Offer, claimedAt time.Time) {
+func (s *Service) releaseTurns(ctx context.Context, turns Turns, offers []Offer, claimedAt time.Time, hold time.Duration) {
 	if turns == nil || len(offers) == 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	until, end := claimedAt.Add(ReconcileHold), s.clock()
+	until, end := claimedAt.Add(hold), s.clock()
 	if !end.Before(until) {
 		return // the hold is over: the turn may be another run's now
 	}
@@ -232,11 +232,14 @@ func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, turns Turns, int
 		return nil, err
 	}
 	now := s.clock()
-	claimed, _, err := s.claimTurns(ctx, turns, due, now, false)
+	// Held at most an interval: a run killed half-way puts the next off
+	// by no more than the schedule would.
+	hold := min(ReconcileHold, interval)
+	claimed, _, err := s.claimTurns(ctx, turns, due, now, hold, false)
 	if err != nil || len(claimed) == 0 {
 		return nil, err
 	}
-	defer s.releaseTurns(ctx, turns, claimed, now)
+	defer s.releaseTurns(ctx, turns, claimed, now, hold)
 	if turns != nil {
 		// A run that ended (and gave its turn back) between the read and
 		// the claim has stored its report: read again, leave what it did.
