@@ -765,7 +765,9 @@ payout provider's list (the report on /admin/withdrawals). It exits 1
 when a listed payment could not be settled or a provider's list could not
 be read: run it again; 3 when it ran but found what an admin must look at
 (a top-up its bank disagrees with, a foreign payment, a top-up only the
-bank's portal can answer for, a payout provider's differences). With GATEWAYS=sandbox the bank is the one inside
+bank's portal can answer for, a payout provider's differences). A gateway
+or provider another run is reconciling (serve's periodic run, an
+admin's) is left to it, and the command exits 1. With GATEWAYS=sandbox the bank is the one inside
 a running serve, at BASE_URL/sandbank. It brings the schema up to date
 first, and takes no flags: the configuration is the environment
 (docs/configuration.md).
@@ -787,9 +789,15 @@ func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdo
 		return err
 	}
 	defer srv.Close()
-	rep, err := srv.TopUps.Reconcile(ctx)
-	fmt.Fprintf(stdout, "listed %d unverified at the gateway: %d ours, %d credited now (%d rials), %d foreign (%d rials), %d mismatches\n",
-		rep.Listed, rep.Ours, rep.Credited, rep.CreditedRials, rep.ForeignCount, rep.ForeignRials, rep.Mismatches)
+	// Each gateway and provider only with its turn, the one serve's
+	// periodic run and an admin's "reconcile now" take: an operator's run
+	// during an incident never asks a bank at the same time as another.
+	rep, held, ran, err := srv.TopUps.ReconcileNow(ctx)
+	err = errors.Join(err, heldTurns(stdout, "gateway", held))
+	if ran {
+		fmt.Fprintf(stdout, "listed %d unverified at the gateway: %d ours, %d credited now (%d rials), %d foreign (%d rials), %d mismatches\n",
+			rep.Listed, rep.Ours, rep.Credited, rep.CreditedRials, rep.ForeignCount, rep.ForeignRials, rep.Mismatches)
+	}
 	for _, it := range rep.Items() {
 		fmt.Fprintf(stdout, "  %-16s %s %d rials %s %s\n", it.Kind, it.Authority, it.AmountRials, it.PublicID, it.Detail)
 	}
@@ -804,7 +812,8 @@ func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdo
 	}
 	// The payout providers' reconciliation, as serve's daily loop runs it
 	// (stored, shown on /admin/withdrawals, counted in the metrics).
-	reps, perr := srv.Withdrawals.Reconcile(ctx, srv.PayoutStore)
+	reps, pheld, perr := srv.Withdrawals.ReconcileNow(ctx, srv.PayoutStore, srv.TopUps)
+	perr = errors.Join(perr, heldTurns(stdout, "payout provider", pheld))
 	for _, r := range reps {
 		fmt.Fprintf(stdout, "payouts %s: checked %d, paid %d (%d rials), returned %d, in flight %d, settled %d, %d differences for an admin",
 			r.Provider, r.Checked, r.Paid, r.PaidRials, r.Returned, r.InFlight, r.Settled, r.Differences)
@@ -818,6 +827,19 @@ func reconcileCmd(ctx context.Context, args []string, getenv config.Getenv, stdo
 		}
 	}
 	return orFindings(errors.Join(err, perr), reconcileFindings(rep, reps))
+}
+
+// heldTurns says which of names (kind: "gateway", "payout provider")
+// were not reconciled because another run holds their turn, and is the
+// error that makes the command exit 1 (run it again) when there is one.
+func heldTurns(stdout io.Writer, kind string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	for _, n := range names {
+		fmt.Fprintf(stdout, "%s %s: not reconciled now: another run (serve's or an admin's) is reconciling it; its report will be on the admin console; run kifpool reconcile again when it ends\n", kind, n)
+	}
+	return fmt.Errorf("%d %s(s) not reconciled: another run holds the turn", len(names), kind)
 }
 
 // orFindings is err when the run failed, else its findings (nil: none).

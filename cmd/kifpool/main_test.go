@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -537,5 +538,50 @@ func TestEnrolmentCodeNotWrittenIsAnError(t *testing.T) {
 	if err := run(context.Background(), []string{"user", "reset-2fa", "--email", "boss@example.com"}, envOf(env), strings.NewReader(""), &out, log); err != nil ||
 		!strings.Contains(out.String(), "enrolment code for boss@example.com") {
 		t.Fatalf("reset-2fa after a lost code: %v %q", err, out.String())
+	}
+}
+
+// reconcile takes each gateway's and provider's turn, as serve's runs and
+// an admin's do: one another run holds is left to it, said by name, and
+// the command exits with an error (run it again), having asked nothing.
+func TestReconcileLeavesAHeldTurn(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "k.db"), "DATA_DIR": dir, "BASE_URL": "http://127.0.0.1:9"}
+	log := slog.New(slog.DiscardHandler)
+	ctx := context.Background()
+	if err := run(ctx, []string{"migrate"}, envOf(env), strings.NewReader(""), io.Discard, log); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, env["DATABASE_URL"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	later := time.Now().Add(time.Hour).UTC()
+	for _, name := range []string{"zarinpal", "zibal", "sep", "mellat", "payout:jibit", "payout:zibal"} {
+		if err := db.Gorm.Exec(`INSERT INTO reconcile_turns (gateway, next_at) VALUES (?, ?)`, name, later).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"reconcile"}, envOf(env), strings.NewReader(""), &out, log)
+	if err == nil || !strings.Contains(err.Error(), "another run holds the turn") {
+		t.Fatalf("error %v, want the held turn's", err)
+	}
+	for _, want := range []string{"gateway zarinpal: not reconciled now", "gateway mellat: not reconciled now", "payout provider jibit: not reconciled now"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output %q, want %q", out.String(), want)
+		}
+	}
+	for _, not := range []string{"listed ", "payouts jibit:", "payouts zibal:"} {
+		if strings.Contains(out.String(), not) {
+			t.Fatalf("output %q: a held turn's run was made (%q)", out.String(), not)
+		}
+	}
+	var reports, payoutReports int64
+	db.Gorm.Raw(`SELECT COUNT(*) FROM reconcile_reports`).Scan(&reports)
+	db.Gorm.Raw(`SELECT COUNT(*) FROM payout_reconcile_reports`).Scan(&payoutReports)
+	if reports+payoutReports != 0 {
+		t.Fatalf("%d+%d reconciliation reports stored, want none", reports, payoutReports)
 	}
 }
