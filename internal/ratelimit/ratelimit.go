@@ -78,12 +78,7 @@ func (w *Window) Reserve(key string) (*Reservation, time.Duration, bool) {
 	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h := w.live(w.hits[key], now)
-	if len(h) > 0 {
-		w.hits[key] = h
-	} else {
-		delete(w.hits, key)
-	}
+	h := w.liveHits(key, now)
 	switch {
 	case len(h) >= w.max:
 		return nil, h[0].Add(w.per).Sub(now), false
@@ -130,12 +125,7 @@ func (w *Window) Spent(key string) (bool, time.Duration) {
 	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h := w.live(w.hits[key], now)
-	if len(h) > 0 {
-		w.hits[key] = h
-	} else {
-		delete(w.hits, key)
-	}
+	h := w.liveHits(key, now)
 	if len(h) >= w.max {
 		return true, h[0].Add(w.per).Sub(now)
 	}
@@ -157,6 +147,18 @@ func (w *Window) Take(key string) (bool, time.Duration) {
 	w.hits[key] = append(h, now)
 	w.maybeSweep(now)
 	return true, 0
+}
+
+// liveHits is key's acts still in the window at now, kept as key's
+// acts, or key forgotten when none is (w.mu held).
+func (w *Window) liveHits(key string, now time.Time) []time.Time {
+	h := w.live(w.hits[key], now)
+	if len(h) > 0 {
+		w.hits[key] = h
+	} else {
+		delete(w.hits, key)
+	}
+	return h
 }
 
 // live drops the acts older than the window.
