@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/usertext"
 )
@@ -141,8 +143,9 @@ func ReconcileDue(newest ReconcileReport, found bool, now time.Time, interval ti
 
 // ReconcileHold is how long a run holds its gateway's turn
 // (ClaimReconcileTurn): the default budget of a run (ReconcileConfig)
-// and a margin for storing its report. A run gives its turn back when it
-// ends; one killed half-way holds it until then.
+// and a margin for storing its report. A run keeps its turn while it
+// goes on (lifecycle.Turns.Keep, renewed every third of the hold) and
+// gives it back when it ends; one killed half-way holds it until then.
 const ReconcileHold = 2*time.Minute + time.Minute
 
 // ReconcileIfDue is the periodic loop's step: it reconciles, within one
@@ -156,11 +159,7 @@ const ReconcileHold = 2*time.Minute + time.Minute
 // (ClaimReconcileTurn) runs it, the others leave it (their next look
 // finds its report).
 func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (ReconcileReport, bool, error) {
-	names := make([]string, len(s.gws))
-	for i, gw := range s.gws {
-		names[i] = gw.Name()
-	}
-	newest, err := s.st.NewestReconcileReports(ctx, names)
+	newest, err := s.st.NewestReconcileReports(ctx, gatewayNames(s.gws))
 	if err != nil {
 		return ReconcileReport{}, false, err
 	}
@@ -171,22 +170,20 @@ func (s *Service) ReconcileIfDue(ctx context.Context, interval time.Duration) (R
 			due = append(due, gw)
 		}
 	}
-	// Held at most an interval: a run killed half-way puts the next
-	// off by no more than the schedule would (a short interval's runs
-	// may then overlap, as two beats of the old timer could).
+	// Held at most an interval, so that a run killed half-way puts the
+	// next off by no more than the schedule would; a run that goes on
+	// keeps it (Turns.Keep), however long it takes, so that no other
+	// starts beside it.
 	hold := min(ReconcileHold, interval)
 	claimed, _, err := s.claimTurns(ctx, due, now, hold, false)
 	if err != nil || len(claimed) == 0 {
 		return ReconcileReport{}, false, err
 	}
-	defer s.releaseTurns(ctx, claimed, now, hold)
+	ctx, done := s.turns().Keep(ctx, gatewayNames(claimed), now, hold)
+	defer done()
 	// A run that ended (and gave its turn back) between the read and
 	// the claim has stored its report: read again, and leave what it did.
-	names = names[:0]
-	for _, gw := range claimed {
-		names = append(names, gw.Name())
-	}
-	if newest, err = s.st.NewestReconcileReports(ctx, names); err != nil {
+	if newest, err = s.st.NewestReconcileReports(ctx, gatewayNames(claimed)); err != nil {
 		return ReconcileReport{}, false, err
 	}
 	var run gateway.Set
@@ -215,7 +212,8 @@ func (s *Service) ReconcileNow(ctx context.Context) (rep ReconcileReport, held [
 	if err != nil || len(claimed) == 0 {
 		return ReconcileReport{}, held, false, err
 	}
-	defer s.releaseTurns(ctx, claimed, now, ReconcileHold)
+	ctx, done := s.turns().Keep(ctx, gatewayNames(claimed), now, ReconcileHold)
+	defer done()
 	rep, err = s.reconcileGateways(ctx, ReconcileConfig{}, claimed)
 	return rep, held, true, err
 }
@@ -228,53 +226,31 @@ func (s *Service) ClaimReconcileTurn(ctx context.Context, name string, now, next
 	return s.st.ClaimReconcileTurn(ctx, name, now, next)
 }
 
-// claimTurns takes the turn of each of gws at now, until ReconcileHold
-// on: a report is stored only when a run ends, so the turn, taken by one
-// conditional statement, keeps a second run from starting while another
-// is still asking the bank. held are the gateways another run holds;
-// with stop, the first one held ends the claims (held then names it and
-// those after it): two runs that claim in the same order at once do not
-// share the gateways out, one runs and the other runs none. On an error
-// the turns taken are given back.
-func (s *Service) claimTurns(ctx context.Context, gws gateway.Set, now time.Time, hold time.Duration, stop bool) (claimed gateway.Set, held []string, err error) {
-	for i, gw := range gws {
-		ok, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), now, now.Add(hold))
-		if err != nil {
-			s.releaseTurns(ctx, claimed, now, hold)
-			return nil, nil, err
-		}
-		switch {
-		case ok:
-			claimed = append(claimed, gw)
-		case stop:
-			for _, rest := range gws[i:] {
-				held = append(held, rest.Name())
-			}
-			return claimed, held, nil
-		default:
-			held = append(held, gw.Name())
-		}
-	}
-	return claimed, held, nil
+// turns are the reconciliations' turns (ClaimReconcileTurn), in the
+// service's clock.
+func (s *Service) turns() lifecycle.Turns {
+	return lifecycle.Turns{Store: s.st, Clock: s.clock, Log: s.log}
 }
 
-// releaseTurns gives back the turns of gws taken at claimedAt, when the
-// run has ended: the same conditional statement, which moves a turn that
-// is still this run's (until claimedAt+ReconcileHold; a later claim holds
-// it past that) to now, so that the next run, an admin's, need not wait
-// out the hold. A turn not given back (an error) ends with its hold.
-func (s *Service) releaseTurns(ctx context.Context, gws gateway.Set, claimedAt time.Time, hold time.Duration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	until, now := claimedAt.Add(hold), s.clock()
-	if !now.Before(until) {
-		return // the hold is over: the turn may be another run's now
-	}
+// claimTurns is Turns.Claim of the gateways gws: those whose turn this
+// run took, and the names of those another run holds.
+func (s *Service) claimTurns(ctx context.Context, gws gateway.Set, now time.Time, hold time.Duration, stop bool) (claimed gateway.Set, held []string, err error) {
+	names, held, err := s.turns().Claim(ctx, gatewayNames(gws), now, hold, stop)
 	for _, gw := range gws {
-		if _, err := s.st.ClaimReconcileTurn(ctx, gw.Name(), until, now); err != nil {
-			s.log.WarnContext(ctx, "reconciliation: giving back the gateway's turn", "gateway", gw.Name(), "err", err)
+		if slices.Contains(names, gw.Name()) {
+			claimed = append(claimed, gw)
 		}
 	}
+	return claimed, held, err
+}
+
+// gatewayNames are the names of gws.
+func gatewayNames(gws gateway.Set) []string {
+	names := make([]string, len(gws))
+	for i, gw := range gws {
+		names[i] = gw.Name()
+	}
+	return names
 }
 
 // reconcileGateways is ReconcileWith over the gateways gws.

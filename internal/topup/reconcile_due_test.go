@@ -8,6 +8,7 @@ import (
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/testwait"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topup/sqlstore"
 	"github.com/kifpool/kifpool/internal/topup/topuptest"
@@ -125,5 +126,65 @@ func TestReconcileIfDueSharesOneSchedule(t *testing.T) {
 			t.Errorf("%d reports after the looks during another's run, want 4", n)
 		}
 		checkInvariants(t, db)
+	})
+}
+
+// slowList is a gateway whose list answers only when the test says.
+type slowList struct {
+	*topuptest.Gateway
+	entered, answer chan struct{}
+}
+
+func (g slowList) ListUnverified(ctx context.Context) ([]gateway.Unverified, error) {
+	close(g.entered)
+	<-g.answer
+	return g.Gateway.ListUnverified(ctx)
+}
+
+// TestAPeriodicRunKeepsItsTurnWhileItGoesOn: a periodic run holds its
+// gateway's turn for at most an interval (here a second), but keeps it
+// while it goes on: a run still asking the bank past its hold is not
+// joined by another instance's, and gives the turn back when it ends.
+func TestAPeriodicRunKeepsItsTurnWhileItGoesOn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		const interval = time.Second
+		e := newEnv(t, db)
+		slow := slowList{Gateway: e.gw, entered: make(chan struct{}), answer: make(chan struct{})}
+		first := topup.NewService(sqlstore.New(db), gateway.Set{slow}, e.clock.Now, nil, topuptest.Config())
+		second := topup.NewService(sqlstore.New(db), gateway.Set{e.gw}, e.clock.Now, nil, topuptest.Config())
+		held := func() bool {
+			var n int64
+			if err := db.Gorm.Raw(`SELECT COUNT(*) FROM reconcile_turns WHERE gateway = ? AND next_at > ?`, e.gw.Name(), e.clock.Now().UTC()).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n == 1
+		}
+		type result struct {
+			ran bool
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			_, ran, err := first.ReconcileIfDue(ctx, interval)
+			done <- result{ran, err}
+		}()
+		<-slow.entered
+		// Five holds on, the run still asking: its turn is kept.
+		e.clock.Advance(5 * interval)
+		testwait.Eventually(t, 10*time.Second, "the running run's turn kept past its hold", held)
+		if _, ran, err := second.ReconcileIfDue(ctx, interval); err != nil || ran {
+			t.Fatalf("another instance beside a running run: ran %v, %v", ran, err)
+		}
+		close(slow.answer)
+		if r := <-done; r.err != nil || !r.ran {
+			t.Fatalf("the slow run: ran %v, %v", r.ran, r.err)
+		}
+		if held() {
+			t.Fatal("the turn was not given back when the run ended")
+		}
+		if n := len(topuptest.Reconciles(t, db)); n != 1 {
+			t.Fatalf("%d reports, want the one run's", n)
+		}
 	})
 }

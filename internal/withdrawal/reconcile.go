@@ -136,7 +136,8 @@ func (s *Service) ReconcileNow(ctx context.Context, l Lister, turns Turns) (reps
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.releaseTurns(ctx, turns, claimed, now, ReconcileHold)
+	ctx, done := s.keepTurns(ctx, turns, claimed, now, ReconcileHold)
+	defer done()
 	var errs []error
 	for _, o := range claimed {
 		r, rerr := s.reconcileOne(ctx, l, o)
@@ -148,53 +149,46 @@ func (s *Service) ReconcileNow(ctx context.Context, l Lister, turns Turns) (reps
 	return reps, held, errors.Join(errs...)
 }
 
-// claimTurns takes the turn of each of offers at now, until ReconcileHold
-// on (turns nil: every one, no turns kept). held names those another run
-// holds; with stop, the first one held ends the claims (held then names
-// it and those after it). On an error the turns taken are given back.
+// claimTurns is lifecycle.Turns.Claim of the providers offers (turns
+// nil: every one, no turns kept): those whose turn this run took, and
+// the names of those another run holds.
 func (s *Service) claimTurns(ctx context.Context, turns Turns, offers []Offer, now time.Time, hold time.Duration, stop bool) (claimed []Offer, held []string, err error) {
 	if turns == nil {
 		return offers, nil, nil
 	}
+	names := make([]string, len(offers))
 	for i, o := range offers {
-		ok, cerr := turns.ClaimReconcileTurn(ctx, TurnName(o.Name), now, now.Add(hold))
-		if cerr != nil {
-			s.releaseTurns(ctx, turns, claimed, now, hold)
-			return nil, nil, cerr
-		}
-		switch {
-		case ok:
+		names[i] = TurnName(o.Name)
+	}
+	took, heldTurns, err := s.turnsOf(turns).Claim(ctx, names, now, hold, stop)
+	for _, o := range offers {
+		if slices.Contains(took, TurnName(o.Name)) {
 			claimed = append(claimed, o)
-		case stop:
-			for _, rest := range offers[i:] {
-				held = append(held, rest.Name)
-			}
-			return claimed, held, nil
-		default:
+		}
+		if slices.Contains(heldTurns, TurnName(o.Name)) {
 			held = append(held, o.Name)
 		}
 	}
-	return claimed, held, nil
+	return claimed, held, err
 }
 
-// releaseTurns gives back the turns of offers taken at claimedAt when the
-// run ends (the same statement, matching only a turn still this run's),
-// so that the next run need not wait out the hold.
-func (s *Service) releaseTurns(ctx context.Context, turns Turns, offers []Offer, claimedAt time.Time, hold time.Duration) {
-	if turns == nil || len(offers) == 0 {
-		return
+// keepTurns is lifecycle.Turns.Keep of the turns of offers, claimed at
+// claimedAt for hold: the run's context, which ends when a turn could
+// not be kept, and done, which gives them back.
+func (s *Service) keepTurns(ctx context.Context, turns Turns, offers []Offer, claimedAt time.Time, hold time.Duration) (context.Context, func()) {
+	if turns == nil {
+		return ctx, func() {}
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	until, end := claimedAt.Add(hold), s.clock()
-	if !end.Before(until) {
-		return // the hold is over: the turn may be another run's now
+	names := make([]string, len(offers))
+	for i, o := range offers {
+		names[i] = TurnName(o.Name)
 	}
-	for _, o := range offers {
-		if _, err := turns.ClaimReconcileTurn(rctx, TurnName(o.Name), until, end); err != nil {
-			s.log.WarnContext(rctx, "payout reconciliation: giving back the provider's turn", "provider", o.Name, "err", err)
-		}
-	}
+	return s.turnsOf(turns).Keep(ctx, names, claimedAt, hold)
+}
+
+// turnsOf is turns in the service's clock.
+func (s *Service) turnsOf(turns Turns) lifecycle.Turns {
+	return lifecycle.Turns{Store: turns, Clock: s.clock, Log: s.log}
 }
 
 // ReconcileRetry is how soon a provider whose last reconciliation ended
@@ -232,14 +226,16 @@ func (s *Service) ReconcileIfDue(ctx context.Context, l Lister, turns Turns, int
 		return nil, err
 	}
 	now := s.clock()
-	// Held at most an interval: a run killed half-way puts the next off
-	// by no more than the schedule would.
+	// Held at most an interval, so that a run killed half-way puts the
+	// next off by no more than the schedule would; a run that goes on
+	// keeps it (lifecycle.Turns.Keep), however long it takes.
 	hold := min(ReconcileHold, interval)
 	claimed, _, err := s.claimTurns(ctx, turns, due, now, hold, false)
 	if err != nil || len(claimed) == 0 {
 		return nil, err
 	}
-	defer s.releaseTurns(ctx, turns, claimed, now, hold)
+	ctx, done := s.keepTurns(ctx, turns, claimed, now, hold)
+	defer done()
 	if turns != nil {
 		// A run that ended (and gave its turn back) between the read and
 		// the claim has stored its report: read again, leave what it did.
@@ -381,7 +377,9 @@ func (s *Service) reconcileOne(ctx context.Context, l Lister, o Offer) (Report, 
 	}
 	b, _ := json.Marshal(diffs)
 	r.Details, r.Differences, r.FinishedAt = string(b), len(diffs), s.clock()
-	if err := s.st.SaveReport(ctx, &r); err != nil {
+	// Stored even when the run was stopped (its turn lost, the process
+	// ending): what it found is said.
+	if err := s.st.SaveReport(context.WithoutCancel(ctx), &r); err != nil {
 		return r, err
 	}
 	if len(diffs) > 0 {
