@@ -47,6 +47,10 @@ type Withdrawals struct {
 	// know after this long, with a provider whose submit cannot be
 	// repeated, waits for an admin.
 	UnknownReviewAfter time.Duration
+	// InProgressReviewAfter: a payout the provider still has in progress
+	// this long after its first submit waits for an admin too (its money
+	// held, still asked about).
+	InProgressReviewAfter time.Duration
 	// WatchPaid: how long the worker keeps asking about a paid withdrawal
 	// whose provider may still fail it (Jibit's MANUALLY_FAILED).
 	WatchPaid time.Duration
@@ -140,6 +144,9 @@ func payoutOptions() []Option {
 		{Name: "WITHDRAWAL_UNKNOWN_REVIEW_AFTER", Group: groupWithdrawals, Default: "24h",
 			Doc: "a payout whose submit's outcome is still unknown after this long waits for an admin (`needs_review`, its money held): one the provider does not know, or whose status cannot be read at all; until then a provider that keeps one payout per id (Jibit) is sent it again, one that cannot (Zibal) only asked. A payout the provider refused \"for now\" at every submit (its balance short, our address not allowed) goes to the admin this long after its first submit too, and is no longer sent",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.Withdrawals.UnknownReviewAfter })},
+		{Name: "WITHDRAWAL_IN_PROGRESS_REVIEW_AFTER", Group: groupWithdrawals, Default: "96h",
+			Doc: "a payout the provider still has in progress this long after its first submit waits for an admin too (`needs_review`, reason `in_progress_too_long`): its money stays held, an admin cannot close it as failed while the provider's last word is in progress, and the worker keeps asking, so the provider's transferred or failed still ends it. Paya settles in cycles on working days only, so a payout sent before a long holiday may rightly take days: the default (four days) covers a weekend and a holiday or two",
+			p:   durationField(0, func(c *Config) *time.Duration { return &c.Withdrawals.InProgressReviewAfter })},
 		{Name: "WITHDRAWAL_WATCH_PAID", Group: groupWithdrawals, Default: "72h",
 			Doc: "how long the worker keeps asking about a paid withdrawal a provider may still fail by hand (Jibit's `MANUALLY_FAILED`); the daily reconciliation goes on comparing after it",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.Withdrawals.WatchPaid })},

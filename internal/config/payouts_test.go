@@ -57,6 +57,8 @@ func TestPayouts(t *testing.T) {
 		{"holiday cycles", map[string]string{"PAYA_HOLIDAY_CYCLES": ""}, drivers.SandboxNames(), "sandbox", ""},
 		{"satna", map[string]string{"SATNA_CUTOFF": "2pm"}, nil, "", "SATNA_CUTOFF"},
 		{"unknown review", map[string]string{"WITHDRAWAL_UNKNOWN_REVIEW_AFTER": "0"}, nil, "", "WITHDRAWAL_UNKNOWN_REVIEW_AFTER"},
+		{"in-progress review", map[string]string{"WITHDRAWAL_IN_PROGRESS_REVIEW_AFTER": "0"}, nil, "", "WITHDRAWAL_IN_PROGRESS_REVIEW_AFTER"},
+		{"in-progress review not a duration", map[string]string{"WITHDRAWAL_IN_PROGRESS_REVIEW_AFTER": "4d"}, nil, "", "WITHDRAWAL_IN_PROGRESS_REVIEW_AFTER"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := config.Load(env(tt.env))
@@ -87,8 +89,13 @@ func TestPayoutDefaults(t *testing.T) {
 	}
 	w := c.Withdrawals
 	if rail.FormatCycles(w.Schedule.PayaCycles) != "03:45,09:45,12:45,18:45" || w.Schedule.SatnaCutoff.String() != "14:30" ||
-		w.Schedule.PayoutDelay != time.Hour || w.MinRials != 100_000 || w.UnknownReviewAfter != 24*time.Hour || w.ReconcileInterval != 24*time.Hour {
+		w.Schedule.PayoutDelay != time.Hour || w.MinRials != 100_000 || w.UnknownReviewAfter != 24*time.Hour || w.ReconcileInterval != 24*time.Hour ||
+		w.InProgressReviewAfter != 96*time.Hour {
 		t.Fatalf("%+v", w)
+	}
+	if set, err := config.Load(env(map[string]string{"WITHDRAWAL_IN_PROGRESS_REVIEW_AFTER": "120h"})); err != nil ||
+		set.Withdrawals.InProgressReviewAfter != 120*time.Hour {
+		t.Fatalf("WITHDRAWAL_IN_PROGRESS_REVIEW_AFTER=120h: %v", err)
 	}
 	if got := w.Settings["JIBIT_BASE_URL"]; got != c.BaseURL+routes.Sandbank+"/trf" {
 		t.Fatalf("the sandbox's Jibit base: %q", got)

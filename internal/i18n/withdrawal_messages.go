@@ -199,6 +199,8 @@ var withdrawFA = map[string]string{
 	"admin.wd.reason.not_taken_too_long":  "سرویس پرداخت مدت\u200cها هر بار ارسال را فعلاً نپذیرفت",
 	"admin.wd.reason.paid_by_admin":       "مدیر بنا بر پاسخ سرویس پرداخت به\u200cعنوان واریزشده بست",
 
+	"admin.wd.reason.in_progress_too_long": "سرویس پرداخت آن را مدت\u200cها پس از ارسال هنوز در حال انجام می\u200cداند",
+
 	"admin.payout_diff.unknown_payout":      "سرویس پرداختی را فهرست کرده که هیچ برداشتی از ما نیست",
 	"admin.payout_diff.paid_not_theirs":     "نزد ما واریزشده، نزد سرویس نه",
 	"admin.payout_diff.ended_but_theirs":    "نزد ما پایان‌یافته و مبلغ برگشته، نزد سرویس گرفته یا واریزشده: احتمال پرداخت دوباره",
@@ -409,6 +411,8 @@ var withdrawEN = map[string]string{
 	"admin.wd.reason.amount_disagrees":    "the payout provider holds another amount for it",
 	"admin.wd.reason.not_taken_too_long":  "the payout provider refused every submit for now, for too long",
 	"admin.wd.reason.paid_by_admin":       "an admin closed it as paid, on the payout provider's word",
+
+	"admin.wd.reason.in_progress_too_long": "the payout provider still has it in progress, long after it was sent",
 
 	"admin.payout_diff.unknown_payout":      "the provider lists a payout that is no withdrawal of ours",
 	"admin.payout_diff.paid_not_theirs":     "paid here, not at the provider",

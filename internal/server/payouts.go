@@ -78,7 +78,7 @@ func withdrawalConfig(b base) withdrawal.Config {
 	w := cfg.Withdrawals
 	return withdrawal.Config{
 		MinRials: w.MinRials, DailyMaxRials: w.DailyMaxRials, ReviewAboveRials: w.ReviewAboveRials,
-		UnknownReviewAfter: w.UnknownReviewAfter, WatchPaid: w.WatchPaid,
+		UnknownReviewAfter: w.UnknownReviewAfter, InProgressReviewAfter: w.InProgressReviewAfter, WatchPaid: w.WatchPaid,
 		LeaseDuration: cfg.Budget + cfg.RequestTimeout + 10e9,
 		BaseBackoff:   cfg.WorkerBackoffBase, MaxBackoff: cfg.WorkerBackoffMax, Schedule: w.Schedule,
 		// Spread in time: withdrawals asked about together (a provider's

@@ -62,6 +62,11 @@ type Policy struct {
 	// UnknownReviewAfter: how long an unknown outcome may last before a
 	// person looks (without IdempotentSubmit).
 	UnknownReviewAfter time.Duration
+	// InProgressReviewAfter: how long after its first submit a payout may
+	// stay in progress at the provider (Paya settles in cycles, none on
+	// holidays) before a person looks; 0: never. Its money stays held,
+	// and the worker keeps asking: the provider's word still ends it.
+	InProgressReviewAfter time.Duration
 }
 
 // DecideStatus is what the provider's word on the payout of w means, at
@@ -110,6 +115,13 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 			// reads as in progress): it keeps the close as failed away.
 			return Decision{Anomaly: "in progress after it said transferred"}
 		}
+		if inProgressTooLong(w, p, now) {
+			// Still not paid, days after it was sent: a person looks
+			// (the provider's panel, its support), its money held. The
+			// word stays in progress, so that no one closes it as failed
+			// under the provider (a transfer sent is not called back).
+			return Decision{To: StatusNeedsReview, Reason: ReasonInProgressTooLong, State: ProviderInProgress, Ref: st.Ref}
+		}
 		return Decision{State: ProviderInProgress, Ref: st.Ref}
 	case payout.StateNotFound:
 		switch {
@@ -140,13 +152,25 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 
 // DecideUnanswered is what a status question that got no answer means:
 // nothing (ask again later), unless the submit's outcome has been unknown
-// for UnknownReviewAfter, when a person looks: a provider whose status
-// cannot be read must not hold the money with no one able to act.
+// for UnknownReviewAfter, or its provider's last word, in progress, is
+// InProgressReviewAfter old, when a person looks: a provider whose status
+// cannot be read (or who is no longer configured) must not hold the
+// money with no one able to act.
 func DecideUnanswered(w Withdrawal, p Policy, now time.Time) Decision {
-	if unknownTooLong(w, p, now) {
+	switch {
+	case unknownTooLong(w, p, now):
 		return Decision{To: StatusNeedsReview, Reason: ReasonUnknownTooLong}
+	case w.ProviderState == ProviderInProgress && inProgressTooLong(w, p, now):
+		return Decision{To: StatusNeedsReview, Reason: ReasonInProgressTooLong}
 	}
 	return Decision{}
+}
+
+// inProgressTooLong: w is submitted, and was first submitted
+// InProgressReviewAfter ago or longer (0: never too long).
+func inProgressTooLong(w Withdrawal, p Policy, now time.Time) bool {
+	return w.Status == StatusSubmitted && p.InProgressReviewAfter > 0 && w.SubmittedAt != nil &&
+		now.Sub(*w.SubmittedAt) >= p.InProgressReviewAfter
 }
 
 // unknownTooLong: w was submitted, and its outcome has been unknown for

@@ -201,3 +201,73 @@ func TestDecideNotTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideInProgressTooLong: a payout the provider still has in
+// progress InProgressReviewAfter after its first submit goes to a person,
+// the provider's word kept (in progress: never closed as failed under
+// it); in review it is only recorded again. A status question without an
+// answer, the last word in progress, goes to a person at the same time
+// (a provider that cannot be read, or is no longer configured).
+func TestDecideInProgressTooLong(t *testing.T) {
+	now := time.Date(2025, 6, 7, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+	p := withdrawal.Policy{UnknownReviewAfter: 24 * time.Hour, InProgressReviewAfter: 96 * time.Hour}
+	off := withdrawal.Policy{UnknownReviewAfter: 24 * time.Hour}
+	w := func(s withdrawal.Status, ps withdrawal.ProviderState, submitted *time.Time) withdrawal.Withdrawal {
+		return withdrawal.Withdrawal{Status: s, ProviderState: ps, SubmittedAt: submitted, AmountRials: 1000}
+	}
+	sub, review := withdrawal.StatusSubmitted, withdrawal.StatusNeedsReview
+	inp := withdrawal.ProviderInProgress
+	for _, tc := range []struct {
+		name    string
+		w       withdrawal.Withdrawal
+		p       withdrawal.Policy
+		to      withdrawal.Status
+		state   withdrawal.ProviderState
+		anomaly bool
+	}{
+		{"an hour after", w(sub, inp, at(time.Hour)), p, "", inp, false},
+		{"just short of four days", w(sub, inp, at(96*time.Hour-time.Second)), p, "", inp, false},
+		{"four days after", w(sub, inp, at(96*time.Hour)), p, review, inp, false},
+		{"a week after", w(sub, inp, at(7*24*time.Hour)), p, review, inp, false},
+		{"unknown until now, four days after", w(sub, withdrawal.ProviderUnknown, at(97*time.Hour)), p, review, inp, false},
+		{"no first submit on record", w(sub, inp, nil), p, "", inp, false},
+		{"no review time set", w(sub, inp, at(30*24*time.Hour)), off, "", inp, false},
+		{"in review already", w(review, inp, at(30*24*time.Hour)), p, "", inp, false},
+		{"in review after it said transferred", w(review, withdrawal.ProviderTransferred, at(30*24*time.Hour)), p, "", "", true},
+		{"paid", w(withdrawal.StatusPaid, withdrawal.ProviderTransferred, at(30*24*time.Hour)), p, "", "", true},
+	} {
+		d := withdrawal.DecideStatus(tc.w, payout.Status{State: payout.StateInProgress, Ref: "R-9"}, tc.p, now)
+		if d.To != tc.to || d.State != tc.state || (d.Anomaly != "") != tc.anomaly || d.Resubmit || d.Then != "" {
+			t.Errorf("%s: %+v", tc.name, d)
+		}
+		if d.To != "" {
+			if d.Reason != withdrawal.ReasonInProgressTooLong || d.Ref != "R-9" {
+				t.Errorf("%s: %+v", tc.name, d)
+			}
+			if _, err := withdrawal.EdgeNeedsLease(tc.w.Status, d.To, withdrawal.ActorWorker); err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			if withdrawal.MoneyOf(d.To) != withdrawal.MoneyNone {
+				t.Errorf("%s: the move to %s moves money", tc.name, d.To)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		w    withdrawal.Withdrawal
+		p    withdrawal.Policy
+		to   withdrawal.Status
+	}{
+		{"no answer, in progress, recent", w(sub, inp, at(time.Hour)), p, ""},
+		{"no answer, in progress, four days after", w(sub, inp, at(96*time.Hour)), p, review},
+		{"no answer, in progress, no review time set", w(sub, inp, at(30*24*time.Hour)), off, ""},
+		{"no answer, in review already", w(review, inp, at(30*24*time.Hour)), p, ""},
+		{"no answer, never taken, four days after", w(sub, withdrawal.ProviderNotTaken, at(96*time.Hour)), p, ""},
+	} {
+		d := withdrawal.DecideUnanswered(tc.w, tc.p, now)
+		if d.To != tc.to || (d.To != "" && d.Reason != withdrawal.ReasonInProgressTooLong) || d.State != "" {
+			t.Errorf("%s: %+v", tc.name, d)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 //	approved ───worker send────▶ submitted [lease]
 //	submitted ──transferred────▶ paid      [lease] hold captured into payouts in flight
 //	submitted ──failed, refused─▶ failed   [lease] hold released
-//	submitted ──unknown too long▶ needs_review [lease]
+//	submitted ──unknown, not taken, in progress too long▶ needs_review [lease]
 //	needs_review ─transferred──▶ paid      [lease] (an admin: on the provider's word)
 //	needs_review ─failed, admin─▶ failed   [lease] hold released
 //	paid ───────returned───────▶ returned  [lease] withdrawal_return: the money back

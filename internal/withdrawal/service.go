@@ -46,8 +46,8 @@ type Config struct {
 	// every account that gave the same national code (0: no limit);
 	// ReviewAboveRials sends larger ones to an admin first (0: none).
 	DailyMaxRials, ReviewAboveRials int64
-	// UnknownReviewAfter: see Policy.
-	UnknownReviewAfter time.Duration
+	// UnknownReviewAfter and InProgressReviewAfter: see Policy.
+	UnknownReviewAfter, InProgressReviewAfter time.Duration
 	// WatchPaid: how long a paid withdrawal is asked about when its
 	// provider may still fail it.
 	WatchPaid time.Duration

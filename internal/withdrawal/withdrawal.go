@@ -66,8 +66,9 @@ const (
 	// StatusReturned: paid, then failed by the provider and the money
 	// came back: credited back to the wallet.
 	StatusReturned Status = "returned"
-	// StatusNeedsReview: the provider's answer is unknown for too long
-	// (or contradicts itself): a person looks; the hold stays.
+	// StatusNeedsReview: the provider's answer is unknown for too long,
+	// or in progress for too long (or contradicts itself): a person
+	// looks; the hold stays.
 	StatusNeedsReview Status = "needs_review"
 )
 
@@ -128,7 +129,18 @@ const (
 	ReasonAmountDisagrees Reason = "amount_disagrees"   // the provider holds another amount for it
 	ReasonNotTakenTooLong Reason = "not_taken_too_long" // the provider refused every submit for now, for too long
 	ReasonPaidByAdmin     Reason = "paid_by_admin"      // an admin closed it as paid, on the provider's word that it transferred it
+	// ReasonInProgressTooLong: the provider still has it in progress, long
+	// after it was sent (InProgressReviewAfter).
+	ReasonInProgressTooLong Reason = "in_progress_too_long"
 )
+
+// Reasons lists every reason (each has its words in both languages,
+// under "admin.wd.reason.").
+func Reasons() []Reason {
+	return []Reason{ReasonApproved, ReasonRejected, ReasonCancelled, ReasonSubmitting, ReasonTransferred, ReasonProviderFailed,
+		ReasonRefused, ReasonUnknownTooLong, ReasonContradiction, ReasonReturned, ReasonClosedByAdmin, ReasonReconcileFound,
+		ReasonAmountDisagrees, ReasonNotTakenTooLong, ReasonPaidByAdmin, ReasonInProgressTooLong}
+}
 
 // ProviderState is what we last learned from the provider, on the row.
 type ProviderState string

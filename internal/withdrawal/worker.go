@@ -82,9 +82,10 @@ func (s *Service) Resolve(ctx context.Context, id int64, actor Actor) (ended boo
 	case !known:
 		// Its provider is no longer offered: nobody can ask; an
 		// operator must configure it again. A submit whose outcome is
-		// unknown (or never taken) for as long as the known path allows
-		// goes to a person, as there: its money stays held (no answer
-		// of a provider that cannot be asked ever releases it).
+		// unknown (or never taken, or last said in progress) for as
+		// long as the known path allows goes to a person, as there: its
+		// money stays held (no answer of a provider that cannot be
+		// asked ever releases it).
 		s.log.ErrorContext(ctx, "withdrawal of a provider no longer configured", "withdrawal", w.PublicID, "provider", w.Provider)
 		if d := s.decideUnoffered(w, now); d.To != "" {
 			w, err = s.apply(ctx, w, tok, offer, actor, d, false)
@@ -116,10 +117,11 @@ func (s *Service) Resolve(ctx context.Context, id int64, actor Actor) (ended boo
 
 // decideUnoffered is what a withdrawal of a provider no longer offered
 // calls for at now: nothing can be sent or asked, so only the moves to a
-// person that the known path makes without an answer (DecideUnanswered,
-// DecideNotTaken's review); never a move that releases its money.
+// person that the known path makes without an answer (DecideUnanswered:
+// unknown or in progress too long; DecideNotTaken's review); never a
+// move that releases its money.
 func (s *Service) decideUnoffered(w Withdrawal, now time.Time) Decision {
-	p := Policy{UnknownReviewAfter: s.cfg.UnknownReviewAfter}
+	p := s.policy(Offer{})
 	var d Decision
 	switch {
 	case w.Status != StatusSubmitted:
@@ -185,7 +187,8 @@ func (s *Service) send(ctx context.Context, w Withdrawal, tok string, o Offer, a
 
 // policy is what o's decisions depend on besides the provider's answer.
 func (s *Service) policy(o Offer) Policy {
-	return Policy{IdempotentSubmit: o.Caps.IdempotentSubmit, UnknownReviewAfter: s.cfg.UnknownReviewAfter}
+	return Policy{IdempotentSubmit: o.Caps.IdempotentSubmit, UnknownReviewAfter: s.cfg.UnknownReviewAfter,
+		InProgressReviewAfter: s.cfg.InProgressReviewAfter}
 }
 
 // ask asks the provider where w stands, under the lease tok, and applies
