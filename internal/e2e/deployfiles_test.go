@@ -104,7 +104,7 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, alert := range []string{"KifpoolInstanceDown", "KifpoolNotScraped", "KifpoolGatewayBreakerOpen", "KifpoolWorkerLag", "KifpoolTopUpsNeedReview", "KifpoolCreditsFailing", "KifpoolHigh5xxRate", "KifpoolReconciliationNotRun", "KifpoolReconciliationNeverRun", "KifpoolPayoutDifferences", "KifpoolPayoutReconciliationNotRun", "KifpoolPayoutReconciliationNeverRun", "KifpoolReadReplicaDown", "KifpoolReadReplicaLag", "KifpoolWaitingForAnAdmin"} {
+	for _, alert := range []string{"KifpoolInstanceDown", "KifpoolNotScraped", "KifpoolGatewayBreakerOpen", "KifpoolWorkerLag", "KifpoolTopUpsNeedReview", "KifpoolCreditsFailing", "KifpoolHigh5xxRate", "KifpoolReconciliationNotRun", "KifpoolReconciliationNeverRun", "KifpoolPayoutDifferences", "KifpoolPayoutReconciliationNotRun", "KifpoolPayoutReconciliationNeverRun", "KifpoolReadReplicaDown", "KifpoolReadReplicaLag", "KifpoolWaitingForAnAdmin", "KifpoolWebhookSenderStalled", "KifpoolWebhookGaveUp", "KifpoolMailQueueStalled"} {
 		if !strings.Contains(string(b), "alert: "+alert+"\n") {
 			t.Errorf("alerts.yml has no %s", alert)
 		}

@@ -3,13 +3,16 @@
 // transitions and credited rials (counted as they happen, through
 // topup.Observer and the gateway call recorder), and, read when scraped,
 // payments by status, each gateway's breaker state, the worker's
-// backlog and lag, and each payout provider's newest reconciliation.
+// backlog and lag, each payout provider's newest reconciliation, the
+// webhook and mail queues (each source with its own timeout, its failures
+// counted in kifpool_metrics_source_errors_total).
 package metrics
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,9 +40,8 @@ type Sources struct {
 	// Reconciles is each gateway's newest stored reconciliation: when it
 	// finished (zero: never), and whether it ended in an error.
 	Reconciles func(ctx context.Context) ([]Reconcile, error)
-	// Webhooks is the partners' outbox: deliveries pending, the age of the
-	// oldest, deliveries that gave up, endpoints marked failing.
-	Webhooks func(ctx context.Context) (pending int64, oldest time.Duration, failed, failingEndpoints int64, err error)
+	// Webhooks is the partners' outbox (Outbox).
+	Webhooks func(ctx context.Context) (Outbox, error)
 	// PayoutReconciles is each payout provider's newest reconciliation
 	// (none while withdrawals are off).
 	PayoutReconciles func(ctx context.Context) ([]PayoutReconcile, error)
@@ -51,7 +53,48 @@ type Sources struct {
 	// AwaitingAdmin is what waits for an admin's decision, by kind
 	// (AwaitingKinds), each with the money or the account it holds up.
 	AwaitingAdmin func(ctx context.Context) ([]Awaiting, error)
-	Log           *slog.Logger
+	// Mail is the outgoing mail queue: mails queued (not yet sent, failed
+	// or expired), and how long the one due longest has waited past its
+	// attempt time (zero: none due).
+	Mail func(ctx context.Context) (queued int64, overdue time.Duration, err error)
+	Log  *slog.Logger
+	// Timeout bounds each source's read at a scrape, every source on its
+	// own (0: SourceTimeout).
+	Timeout time.Duration
+}
+
+// SourceTimeout is how long each source read at a scrape may take.
+const SourceTimeout = 3 * time.Second
+
+// Source names of kifpool_metrics_source_errors_total: the sources read
+// at a scrape that can fail.
+const (
+	SourceStatusCounts     = "topups"
+	SourceBacklog          = "worker_backlog"
+	SourceReconciles       = "reconciles"
+	SourceWebhooks         = "webhooks"
+	SourcePayoutReconciles = "payout_reconciles"
+	SourceAwaitingAdmin    = "awaiting_admin"
+	SourceMail             = "mail"
+)
+
+// SourceNames are the sources of kifpool_metrics_source_errors_total, its
+// whole label set (each exported at 0 from the start).
+var SourceNames = []string{SourceStatusCounts, SourceBacklog, SourceReconciles, SourceWebhooks,
+	SourcePayoutReconciles, SourceAwaitingAdmin, SourceMail}
+
+// Outbox is the partners' webhook outbox at a scrape.
+type Outbox struct {
+	// Pending deliveries, and the age of the oldest (zero: none).
+	Pending   int64
+	OldestAge time.Duration
+	// Overdue is how long the delivery due longest has waited past its
+	// attempt time (zero: none due): the sender not running, not a
+	// partner's endpoint in its backoff.
+	Overdue time.Duration
+	// Failed deliveries (gave up, or their endpoint disabled), and
+	// endpoints marked failing.
+	Failed, FailingEndpoints int64
 }
 
 // Awaiting is one kind of thing waiting for an admin: how many, and
@@ -101,6 +144,7 @@ type Metrics struct {
 	chargePaid  prometheus.Counter
 	refunded    prometheus.Counter
 	refundSizes prometheus.Histogram
+	srcErrors   *prometheus.CounterVec
 }
 
 // BreakerStates are the states a breaker reports.
@@ -155,6 +199,13 @@ func New(src Sources) *Metrics {
 		Name: "kifpool_charge_refund_amount_rials", Help: "Refunds by amount in rials.",
 		Buckets: []float64{1e4, 1e5, 1e6, 1e7, 1e8, 1e9},
 	})
+	m.srcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kifpool_metrics_source_errors_total",
+		Help: "Scrapes at which a source of the gauges read at scrape time failed or timed out (its gauges missing from that scrape, the others there), by source.",
+	}, []string{"source"})
+	for _, name := range SourceNames {
+		m.srcErrors.WithLabelValues(name)
+	}
 	// Every series an alert counts the increase of exists from the start,
 	// at 0.
 	for _, gw := range src.Gateways {
@@ -166,7 +217,7 @@ func New(src Sources) *Metrics {
 	m.hookTries.WithLabelValues("delivered")
 	m.hookTries.WithLabelValues("failed")
 	m.reg.MustRegister(m.http, m.gateway, m.transitions, m.credited, m.creditFails, m.outboxFails, m.hookTries, m.hookTime, m.hookGaveUp,
-		m.charges, m.chargePaid, m.refunded, m.refundSizes, &scraped{src: src},
+		m.charges, m.chargePaid, m.refunded, m.refundSizes, m.srcErrors, &scraped{src: src, errors: m.srcErrors},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -266,6 +317,7 @@ var (
 	reconErrDesc = prometheus.NewDesc("kifpool_reconcile_last_failed", "1 if the gateway's newest stored reconciliation ended in an error.", []string{"gateway"}, nil)
 	hookQueue    = prometheus.NewDesc("kifpool_webhook_queue_depth", "Webhook deliveries not yet delivered (pending, retrying included).", nil, nil)
 	hookOldest   = prometheus.NewDesc("kifpool_webhook_oldest_pending_age_seconds", "Age of the oldest undelivered webhook event; 0 when none waits.", nil, nil)
+	hookOverdue  = prometheus.NewDesc("kifpool_webhook_oldest_due_age_seconds", "How long the pending webhook delivery due longest has waited past its attempt time; 0 when none is due (one waiting out its endpoint's backoff is not due).", nil, nil)
 	hookFailed   = prometheus.NewDesc("kifpool_webhook_failed_deliveries", "Webhook deliveries that gave up (or whose endpoint was disabled), still stored.", nil, nil)
 	hookFailing  = prometheus.NewDesc("kifpool_webhook_failing_endpoints", "Enabled webhook endpoints marked failing (a delivery gave up since their last success).", nil, nil)
 	payoutDiffs  = prometheus.NewDesc("kifpool_payout_reconcile_differences",
@@ -282,10 +334,16 @@ var (
 	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
 	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary while WAL waits to be replayed (the primary's pg_stat_replication.replay_lag with one standby, else the age of its newest replayed transaction), 0 caught up.", nil, nil)
 	replicaBytes = prometheus.NewDesc("kifpool_read_replica_lag_bytes", "WAL bytes between the primary's current position and the read database's replay.", nil, nil)
+	mailQueue    = prometheus.NewDesc("kifpool_mail_queue_depth", "Outgoing mails queued: not yet sent, failed or expired (retrying ones included).", nil, nil)
+	mailOverdue  = prometheus.NewDesc("kifpool_mail_oldest_due_age_seconds",
+		"How long the queued mail due longest has waited past its attempt time (a mail waiting out its retry backoff is not due); 0 when none is due.", nil, nil)
 )
 
 // scraped reads the gauges from their sources at scrape time.
-type scraped struct{ src Sources }
+type scraped struct {
+	src    Sources
+	errors *prometheus.CounterVec
+}
 
 func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- topUpsDesc
@@ -298,6 +356,7 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- reconErrDesc
 	ch <- hookQueue
 	ch <- hookOldest
+	ch <- hookOverdue
 	ch <- hookFailed
 	ch <- hookFailing
 	ch <- payoutDiffs
@@ -308,22 +367,40 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- awaitingOldest
 	ch <- replicaLag
 	ch <- replicaBytes
+	ch <- mailQueue
+	ch <- mailOverdue
 }
 
+// Collect reads every source at once, each with its own timeout: a slow
+// or failing one leaves its own gauges out of the scrape (its error
+// logged and counted), never the others'.
 func (s *scraped) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
+	timeout := s.src.Timeout
+	if timeout <= 0 {
+		timeout = SourceTimeout
+	}
+	var wg sync.WaitGroup
+	run := func(read func(ctx context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			read(ctx)
+		}()
+	}
 	if s.src.StatusCounts != nil {
-		counts, err := s.src.StatusCounts(ctx)
-		if err != nil {
-			s.logErr("top-ups by status", err)
-		}
-		for _, st := range []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification,
-			topup.StatusSettling, topup.StatusNeedsReview, topup.StatusCredited, topup.StatusFailed} {
-			if err == nil {
+		run(func(ctx context.Context) {
+			counts, err := s.src.StatusCounts(ctx)
+			if err != nil {
+				s.failed(SourceStatusCounts, "top-ups by status", err)
+				return
+			}
+			for _, st := range []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification,
+				topup.StatusSettling, topup.StatusNeedsReview, topup.StatusCredited, topup.StatusFailed} {
 				ch <- prometheus.MustNewConstMetric(topUpsDesc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
 			}
-		}
+		})
 	}
 	if s.src.Breakers != nil {
 		for _, b := range s.src.Breakers() {
@@ -350,91 +427,125 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if s.src.Reconciles != nil {
-		reps, err := s.src.Reconciles(ctx)
-		if err != nil {
-			s.logErr("last reconciliations", err)
-		}
-		for _, r := range reps {
-			v, f := 0.0, 0.0
-			if !r.Finished.IsZero() {
-				v = float64(r.Finished.Unix())
+		run(func(ctx context.Context) {
+			reps, err := s.src.Reconciles(ctx)
+			if err != nil {
+				s.failed(SourceReconciles, "last reconciliations", err)
 			}
-			if r.Failed {
-				f = 1
+			for _, r := range reps {
+				v, f := 0.0, 0.0
+				if !r.Finished.IsZero() {
+					v = float64(r.Finished.Unix())
+				}
+				if r.Failed {
+					f = 1
+				}
+				ch <- prometheus.MustNewConstMetric(reconDesc, prometheus.GaugeValue, v, r.Gateway)
+				ch <- prometheus.MustNewConstMetric(reconErrDesc, prometheus.GaugeValue, f, r.Gateway)
 			}
-			ch <- prometheus.MustNewConstMetric(reconDesc, prometheus.GaugeValue, v, r.Gateway)
-			ch <- prometheus.MustNewConstMetric(reconErrDesc, prometheus.GaugeValue, f, r.Gateway)
-		}
+		})
 	}
 	if s.src.PayoutReconciles != nil {
-		reps, err := s.src.PayoutReconciles(ctx)
-		if err != nil {
-			s.logErr("payout reconciliations", err)
-		}
-		for _, r := range reps {
-			failed := 0.0
-			if r.Failed {
-				failed = 1
+		run(func(ctx context.Context) {
+			reps, err := s.src.PayoutReconciles(ctx)
+			if err != nil {
+				s.failed(SourcePayoutReconciles, "payout reconciliations", err)
 			}
-			ch <- prometheus.MustNewConstMetric(payoutDiffs, prometheus.GaugeValue, float64(r.Differences), r.Provider)
-			finished := 0.0 // never
-			if !r.Finished.IsZero() {
-				finished = float64(r.Finished.Unix())
+			for _, r := range reps {
+				failed := 0.0
+				if r.Failed {
+					failed = 1
+				}
+				ch <- prometheus.MustNewConstMetric(payoutDiffs, prometheus.GaugeValue, float64(r.Differences), r.Provider)
+				finished := 0.0 // never
+				if !r.Finished.IsZero() {
+					finished = float64(r.Finished.Unix())
+				}
+				ch <- prometheus.MustNewConstMetric(payoutRecon, prometheus.GaugeValue, finished, r.Provider)
+				ch <- prometheus.MustNewConstMetric(payoutReconErr, prometheus.GaugeValue, failed, r.Provider)
 			}
-			ch <- prometheus.MustNewConstMetric(payoutRecon, prometheus.GaugeValue, finished, r.Provider)
-			ch <- prometheus.MustNewConstMetric(payoutReconErr, prometheus.GaugeValue, failed, r.Provider)
-		}
+		})
 	}
 	if s.src.AwaitingAdmin != nil {
-		// The kinds read are reported even when another could not be:
-		// its series is missing (and its error logged), not all of them.
-		waits, err := s.src.AwaitingAdmin(ctx)
-		if err != nil {
-			s.logErr("what awaits an admin", err)
-		}
-		for _, w := range waits {
-			oldest := 0.0
-			if !w.Oldest.IsZero() {
-				oldest = float64(w.Oldest.Unix())
+		run(func(ctx context.Context) {
+			// The kinds read are reported even when another could not be:
+			// its series is missing (and its error logged), not all of them.
+			waits, err := s.src.AwaitingAdmin(ctx)
+			if err != nil {
+				s.failed(SourceAwaitingAdmin, "what awaits an admin", err)
 			}
-			ch <- prometheus.MustNewConstMetric(awaitingDesc, prometheus.GaugeValue, float64(w.Count), w.Kind)
-			ch <- prometheus.MustNewConstMetric(awaitingOldest, prometheus.GaugeValue, oldest, w.Kind)
-		}
+			for _, w := range waits {
+				oldest := 0.0
+				if !w.Oldest.IsZero() {
+					oldest = float64(w.Oldest.Unix())
+				}
+				ch <- prometheus.MustNewConstMetric(awaitingDesc, prometheus.GaugeValue, float64(w.Count), w.Kind)
+				ch <- prometheus.MustNewConstMetric(awaitingOldest, prometheus.GaugeValue, oldest, w.Kind)
+			}
+		})
 	}
 	if s.src.Replica != nil {
-		up, lag, bytes := s.src.Replica(ctx)
-		v := 0.0
-		if up {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(replicaUp, prometheus.GaugeValue, v)
-		if up {
-			ch <- prometheus.MustNewConstMetric(replicaLag, prometheus.GaugeValue, lag.Seconds())
-			if bytes >= 0 {
-				ch <- prometheus.MustNewConstMetric(replicaBytes, prometheus.GaugeValue, float64(bytes))
+		run(func(ctx context.Context) {
+			up, lag, bytes := s.src.Replica(ctx)
+			v := 0.0
+			if up {
+				v = 1
 			}
-		}
+			ch <- prometheus.MustNewConstMetric(replicaUp, prometheus.GaugeValue, v)
+			if up {
+				ch <- prometheus.MustNewConstMetric(replicaLag, prometheus.GaugeValue, lag.Seconds())
+				if bytes >= 0 {
+					ch <- prometheus.MustNewConstMetric(replicaBytes, prometheus.GaugeValue, float64(bytes))
+				}
+			}
+		})
 	}
 	if s.src.Backlog != nil {
-		due, lag, err := s.src.Backlog(ctx)
-		if err != nil {
-			s.logErr("worker backlog", err)
-			return
-		}
-		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(due))
-		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, lag.Seconds())
+		run(func(ctx context.Context) {
+			due, lag, err := s.src.Backlog(ctx)
+			if err != nil {
+				s.failed(SourceBacklog, "worker backlog", err)
+				return
+			}
+			ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(due))
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, lag.Seconds())
+		})
 	}
 	if s.src.Webhooks != nil {
-		pending, oldest, failed, failing, err := s.src.Webhooks(ctx)
-		if err != nil {
-			s.logErr("webhook queue", err)
-			return
-		}
-		ch <- prometheus.MustNewConstMetric(hookQueue, prometheus.GaugeValue, float64(pending))
-		ch <- prometheus.MustNewConstMetric(hookOldest, prometheus.GaugeValue, oldest.Seconds())
-		ch <- prometheus.MustNewConstMetric(hookFailed, prometheus.GaugeValue, float64(failed))
-		ch <- prometheus.MustNewConstMetric(hookFailing, prometheus.GaugeValue, float64(failing))
+		run(func(ctx context.Context) {
+			o, err := s.src.Webhooks(ctx)
+			if err != nil {
+				s.failed(SourceWebhooks, "webhook queue", err)
+				return
+			}
+			ch <- prometheus.MustNewConstMetric(hookQueue, prometheus.GaugeValue, float64(o.Pending))
+			ch <- prometheus.MustNewConstMetric(hookOldest, prometheus.GaugeValue, o.OldestAge.Seconds())
+			ch <- prometheus.MustNewConstMetric(hookOverdue, prometheus.GaugeValue, o.Overdue.Seconds())
+			ch <- prometheus.MustNewConstMetric(hookFailed, prometheus.GaugeValue, float64(o.Failed))
+			ch <- prometheus.MustNewConstMetric(hookFailing, prometheus.GaugeValue, float64(o.FailingEndpoints))
+		})
 	}
+	if s.src.Mail != nil {
+		run(func(ctx context.Context) {
+			queued, overdue, err := s.src.Mail(ctx)
+			if err != nil {
+				s.failed(SourceMail, "mail queue", err)
+				return
+			}
+			ch <- prometheus.MustNewConstMetric(mailQueue, prometheus.GaugeValue, float64(queued))
+			ch <- prometheus.MustNewConstMetric(mailOverdue, prometheus.GaugeValue, max(overdue, 0).Seconds())
+		})
+	}
+	wg.Wait()
+}
+
+// failed logs a source's error and counts it under source (one of
+// SourceNames).
+func (s *scraped) failed(source, what string, err error) {
+	if s.errors != nil {
+		s.errors.WithLabelValues(source).Inc()
+	}
+	s.logErr(what, err)
 }
 
 func (s *scraped) logErr(what string, err error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kifpool/kifpool/internal/gateway/resilient"
+	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topupread"
@@ -45,8 +46,8 @@ func awaitingAdmin(ctx context.Context, sources []func(context.Context) (int64, 
 // newObservability builds the metrics, whose gauges are read at scrape
 // time: the payments' totals and the worker's backlog from reads, the
 // webhook queue from hooks, the breakers through breakers, each payout
-// provider's newest reconciliation through payoutReports, and the read
-// database (DATABASE_READ_URL) through pool.
+// provider's newest reconciliation through payoutReports, the read
+// database (DATABASE_READ_URL) through pool, and the mail queue.
 func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hooks *webhook.Service, breakers func() []resilient.BreakerState,
 	payoutReports func(ctx context.Context) ([]withdrawal.Report, error), awaiting func(ctx context.Context) ([]metrics.Awaiting, error)) observability {
 	var replica func(ctx context.Context) (up bool, lag time.Duration, lagBytes int64)
@@ -89,9 +90,9 @@ func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hoo
 			}
 			return out, err
 		},
-		Webhooks: func(ctx context.Context) (int64, time.Duration, int64, int64, error) {
+		Webhooks: func(ctx context.Context) (metrics.Outbox, error) {
 			st, err := hooks.Stats(ctx)
-			return st.Pending, st.OldestAge, st.Failed, st.FailingEndpoints, err
+			return metrics.Outbox{Pending: st.Pending, OldestAge: st.OldestAge, Overdue: st.Overdue, Failed: st.Failed, FailingEndpoints: st.FailingEndpoints}, err
 		},
 		PayoutReconciles: func(ctx context.Context) ([]metrics.PayoutReconcile, error) {
 			reps, err := payoutReports(ctx)
@@ -103,6 +104,10 @@ func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hoo
 		},
 		Replica:       replica,
 		AwaitingAdmin: awaiting,
-		Log:           b.log("metrics"),
+		Mail: func(ctx context.Context) (int64, time.Duration, error) {
+			q, err := mail.QueueStats(ctx, b.db, b.now())
+			return q.Queued, q.Overdue, err
+		},
+		Log: b.log("metrics"),
 	})}
 }

@@ -641,8 +641,13 @@ func (s *Service) CheckReturnURL(ctx context.Context, userID int64, raw string) 
 // Stats are the queue's figures (metrics, admin page).
 type Stats struct {
 	// Pending deliveries, and the age of the oldest (zero when none).
-	Pending          int64
-	OldestAge        time.Duration
+	Pending   int64
+	OldestAge time.Duration
+	// Overdue: how long the pending delivery due longest has waited past
+	// its attempt time (zero when none is due). A delivery waiting out its
+	// endpoint's backoff, or claimed by a sender (its time moved on by
+	// the lease), is not due: a large one means no sender runs.
+	Overdue          time.Duration
 	Failed           int64 // deliveries that gave up (or whose endpoint was disabled)
 	FailingEndpoints int64
 }
@@ -671,6 +676,14 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	}
 	if len(oldest) == 1 {
 		st.OldestAge = max(s.clock().Sub(oldest[0]), 0)
+	}
+	// The due index (next_attempt_at where pending, migration 00015).
+	var due []time.Time
+	if err := g.Model(&Delivery{}).Where(pendingCond).Order("next_attempt_at").Limit(1).Pluck("next_attempt_at", &due).Error; err != nil {
+		return st, err
+	}
+	if len(due) == 1 {
+		st.Overdue = max(s.clock().Sub(due[0]), 0)
 	}
 	if err := g.Model(&Delivery{}).Where(failedCond).Count(&st.Failed).Error; err != nil {
 		return st, err

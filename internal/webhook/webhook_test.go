@@ -249,8 +249,17 @@ func TestSender(t *testing.T) {
 		if d = deliveryRow(t, db, webhook.TypeFailed); d.Status != webhook.StatusPending || d.NextAttemptAt.Sub(clk.Now()) > 30*time.Second {
 			t.Fatalf("the first failure after a resend: next attempt %s after now, %+v", d.NextAttemptAt.Sub(clk.Now()), d)
 		}
+		// Waiting out its backoff, it is pending but not overdue; a minute
+		// on, no sender having run, it is overdue by what it waited past
+		// its time (the alert on a stalled sender reads this).
+		if st, err := svc.Stats(ctx); err != nil || st.Pending != 1 || st.Overdue != 0 {
+			t.Fatalf("stats in its backoff: %+v %v", st, err)
+		}
 		fails = 0
 		clk.Add(time.Minute)
+		if st, err := svc.Stats(ctx); err != nil || st.Overdue != clk.Now().Sub(d.NextAttemptAt) || st.Overdue <= 0 {
+			t.Fatalf("stats past its time: %+v %v, want overdue %s", st, err, clk.Now().Sub(d.NextAttemptAt))
+		}
 		if n, _ := s.DeliverDue(ctx); n != 1 {
 			t.Fatalf("the retry after the resend claimed %d", n)
 		}
