@@ -12,6 +12,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ type Sources struct {
 	StatusCounts func(ctx context.Context) (map[string]int64, error)
 	// Breakers report each gateway's circuit breaker.
 	Breakers func() []resilient.BreakerState
+	// Loops are the instance's background loops started, each with when
+	// it last ran to its end (its start until then).
+	Loops func() []Loop
 	// Backlog is the worker's queue: payments due, and how long the oldest
 	// has waited past its time.
 	Backlog func(ctx context.Context) (due int64, lag time.Duration, err error)
@@ -82,6 +86,14 @@ const (
 // whole label set (each exported at 0 from the start).
 var SourceNames = []string{SourceStatusCounts, SourceBacklog, SourceReconciles, SourceWebhooks,
 	SourcePayoutReconciles, SourceAwaitingAdmin, SourceMail}
+
+// Loop is one of an instance's background loops: its name, its period
+// and when a run of it last ended (its start until its first run ends).
+type Loop struct {
+	Name     string
+	Interval time.Duration
+	LastRun  time.Time
+}
 
 // Outbox is the partners' webhook outbox at a scrape.
 type Outbox struct {
@@ -334,6 +346,9 @@ var (
 	replicaUp    = prometheus.NewDesc("kifpool_read_replica_up", "1 when the read database (DATABASE_READ_URL) answers and the pages read it, 0 when they read the primary instead.", nil, nil)
 	replicaLag   = prometheus.NewDesc("kifpool_read_replica_lag_seconds", "How far the read database is behind the primary while WAL waits to be replayed (the primary's pg_stat_replication.replay_lag with one standby, else the age of its newest replayed transaction), 0 caught up.", nil, nil)
 	replicaBytes = prometheus.NewDesc("kifpool_read_replica_lag_bytes", "WAL bytes between the primary's current position and the read database's replay.", nil, nil)
+	loopRun      = prometheus.NewDesc("kifpool_background_last_run_timestamp_seconds",
+		"Unix time a run of the instance's background loop last ended (the loop's start until its first run ends; a run that panicked is not counted).", []string{"loop"}, nil)
+	loopInterval = prometheus.NewDesc("kifpool_background_interval_seconds", "The period of the instance's background loop.", []string{"loop"}, nil)
 	mailQueue    = prometheus.NewDesc("kifpool_mail_queue_depth", "Outgoing mails queued: not yet sent, failed or expired (retrying ones included).", nil, nil)
 	mailOverdue  = prometheus.NewDesc("kifpool_mail_oldest_due_age_seconds",
 		"How long the queued mail due longest has waited past its attempt time (a mail waiting out its retry backoff is not due); 0 when none is due.", nil, nil)
@@ -369,6 +384,8 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaBytes
 	ch <- mailQueue
 	ch <- mailOverdue
+	ch <- loopRun
+	ch <- loopInterval
 }
 
 // Collect reads every source at once, each with its own timeout: a slow
@@ -401,6 +418,13 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(topUpsDesc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
 			}
 		})
+	}
+	if s.src.Loops != nil {
+		for _, l := range s.src.Loops() {
+			name := strings.ReplaceAll(l.Name, " ", "_")
+			ch <- prometheus.MustNewConstMetric(loopRun, prometheus.GaugeValue, float64(l.LastRun.UnixMilli())/1000, name)
+			ch <- prometheus.MustNewConstMetric(loopInterval, prometheus.GaugeValue, l.Interval.Seconds(), name)
+		}
 	}
 	if s.src.Breakers != nil {
 		for _, b := range s.src.Breakers() {

@@ -165,6 +165,22 @@ func TestMailGauges(t *testing.T) {
 	}
 }
 
+// Each background loop's last run and period, its name with
+// underscores (a label value without spaces).
+func TestLoopGauges(t *testing.T) {
+	src := healthySources()
+	src.Loops = func() []Loop {
+		return []Loop{{Name: "card refunds", Interval: 2 * time.Second, LastRun: time.Unix(1_700_000_000, 500_000_000)}}
+	}
+	m := New(src)
+	if v := value(t, m.reg, "kifpool_background_last_run_timestamp_seconds", "loop", "card_refunds"); v != 1_700_000_000.5 {
+		t.Errorf("kifpool_background_last_run_timestamp_seconds = %v, want 1700000000.5", v)
+	}
+	if v := value(t, m.reg, "kifpool_background_interval_seconds", "loop", "card_refunds"); v != 2 {
+		t.Errorf("kifpool_background_interval_seconds = %v, want 2", v)
+	}
+}
+
 // sourceErrors reads kifpool_metrics_source_errors_total{source}
 // without a scrape of the sources (which would count again).
 func sourceErrors(t *testing.T, m *Metrics, source string) float64 {

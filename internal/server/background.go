@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/cardrefund"
 	"github.com/kifpool/kifpool/internal/charge"
 	"github.com/kifpool/kifpool/internal/lifecycle"
+	"github.com/kifpool/kifpool/internal/metrics"
 	"github.com/kifpool/kifpool/internal/retention"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/withdrawal"
@@ -23,6 +26,49 @@ type loop struct {
 	run func(context.Context)
 }
 
+// loopRuns is when each background loop last ran to its end, by name
+// (the loop's start until its first run ends).
+type loopRuns struct {
+	mu   sync.Mutex
+	runs map[string]metrics.Loop
+}
+
+// ran notes that the loop name, of period interval, ran at at.
+func (r *loopRuns) ran(name string, interval time.Duration, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs == nil {
+		r.runs = map[string]metrics.Loop{}
+	}
+	r.runs[name] = metrics.Loop{Name: name, Interval: interval, LastRun: at}
+}
+
+// all are the loops started, by name.
+func (r *loopRuns) all() []metrics.Loop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]metrics.Loop, 0, len(r.runs))
+	for _, l := range r.runs {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b metrics.Loop) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// noted is l with each of its runs that ends noted in loopRuns (a
+// panicked one is not), from now on: a loop stuck in a call, or
+// panicking at every beat, shows in the metrics
+// (kifpool_background_last_run_timestamp_seconds).
+func (s *Server) noted(l loop) loop {
+	run := l.run
+	s.loopRuns.ran(l.name, l.Interval, s.Clock.Now())
+	l.run = func(ctx context.Context) {
+		run(ctx)
+		s.loopRuns.ran(l.name, l.Interval, s.Clock.Now())
+	}
+	return l
+}
+
 // RunBackground starts the instance's background loops (loops) until ctx
 // ends. The returned function waits for them to stop; in-flight work
 // finishes first.
@@ -32,6 +78,7 @@ func (s *Server) RunBackground(ctx context.Context, log *slog.Logger) (wait func
 	}
 	var wg sync.WaitGroup
 	for _, l := range s.loops(log) {
+		l = s.noted(l)
 		// A panic in a run is logged with its stack and the loop goes on:
 		// one bad row or answer must not end the instance (its HTTP
 		// too), nor every instance in turn as each claims that row.

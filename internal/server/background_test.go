@@ -17,6 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth"
 	"github.com/kifpool/kifpool/internal/ledger"
 	"github.com/kifpool/kifpool/internal/ledger/ledgertest"
+	"github.com/kifpool/kifpool/internal/lifecycle"
 	"github.com/kifpool/kifpool/internal/mail"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
@@ -92,6 +93,54 @@ func TestRunBackgroundStartsAndStopsEveryLoop(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) || stopped != len(want) {
 			t.Errorf("tickers of %v, %d stopped; want %v, all stopped", got, stopped, want)
+		}
+		// Each loop started is in the metrics' list, with its period.
+		var noted []time.Duration
+		for _, l := range s.loopRuns.all() {
+			noted = append(noted, l.Interval)
+		}
+		slices.Sort(noted)
+		if !slices.Equal(noted, want) {
+			t.Errorf("loops noted with periods %v, want %v", noted, want)
+		}
+	})
+}
+
+// A loop's run that ends is noted with its time; one that panics is not,
+// so that a loop panicking at every beat looks stuck to the metrics.
+func TestALoopsRunsAreNoted(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s, err := New(testConfig(t, nil), db, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		panics := true
+		l := s.noted(loop{name: "test loop", Loop: lifecycle.Loop{Interval: time.Minute}, run: func(context.Context) {
+			if panics {
+				panic("a bad row")
+			}
+		}})
+		last := func() time.Time {
+			for _, r := range s.loopRuns.all() {
+				if r.Name == "test loop" {
+					return r.LastRun
+				}
+			}
+			t.Fatal("the loop is not noted")
+			return time.Time{}
+		}
+		start := last()
+		func() {
+			defer func() { _ = recover() }()
+			l.run(context.Background())
+		}()
+		if got := last(); !got.Equal(start) {
+			t.Fatalf("a panicked run was noted: %v", got)
+		}
+		panics = false
+		l.run(context.Background())
+		if got := last(); !got.After(start) {
+			t.Fatalf("a run that ended noted at %v, want after %v", got, start)
 		}
 	})
 }

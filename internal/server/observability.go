@@ -49,7 +49,8 @@ func awaitingAdmin(ctx context.Context, sources []func(context.Context) (int64, 
 // provider's newest reconciliation through payoutReports, the read
 // database (DATABASE_READ_URL) through pool, and the mail queue.
 func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hooks *webhook.Service, breakers func() []resilient.BreakerState,
-	payoutReports func(ctx context.Context) ([]withdrawal.Report, error), awaiting func(ctx context.Context) ([]metrics.Awaiting, error)) observability {
+	payoutReports func(ctx context.Context) ([]withdrawal.Report, error), awaiting func(ctx context.Context) ([]metrics.Awaiting, error),
+	loops func() []metrics.Loop) observability {
 	var replica func(ctx context.Context) (up bool, lag time.Duration, lagBytes int64)
 	if b.cfg.DatabaseReadURL != "" {
 		// Checked at the scrape, so that the figure is the scrape's own.
@@ -71,6 +72,7 @@ func newObservability(b base, reads *topupread.Reader, pool *store.ReadPool, hoo
 			return out, err
 		},
 		Breakers: breakers,
+		Loops:    loops,
 		Backlog: func(ctx context.Context) (int64, time.Duration, error) {
 			bl, err := reads.WorkerBacklog(ctx, b.now(), b.cfg.WorkerAbandonedAfter)
 			return bl.Due, bl.Lag, err

@@ -160,6 +160,9 @@ type Server struct {
 	// DATABASE_READ_URL while it answers, else the primary (Close closes
 	// it).
 	Reads *store.ReadPool
+	// loopRuns is when each background loop last ran to its end (the
+	// metrics').
+	loopRuns *loopRuns
 }
 
 // NewHTTPClient is the client for bank calls: pooled connections, bounded
@@ -229,7 +232,8 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		}
 		return awaitingAdmin(ctx, sources)
 	}
-	obs := newObservability(b, reads, pool, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports, awaiting)
+	runs := &loopRuns{}
+	obs := newObservability(b, reads, pool, hooks, func() []resilient.BreakerState { return gws.breakers() }, payoutReports, awaiting, runs.all)
 	gws, err = newGateways(b, led, obs.Metrics.Recorder(topup.NewCallRecorder(st, b.log("gateway_calls"))))
 	if err != nil {
 		return nil, err
@@ -261,7 +265,7 @@ func New(cfg config.Config, db *store.DB, o Options) (*Server, error) {
 		Resilient: gws.Resilients[0], Resilients: gws.Resilients, Worker: uc.Worker, WorkerConfig: uc.WorkerConfig,
 		Metrics: obs.Metrics, Clock: clock, Config: cfg, db: db, Limits: uc.Limits,
 		Outbox: ml.Outbox, Notifier: ml.Notifier, ticks: o.Ticks, Webhooks: hooks, Hooks: uc.Hooks, Transfers: uc.Transfers,
-		CardRefunds: uc.CardRefunds, Charges: uc.Charges, Reads: pool, topUpStore: st,
+		CardRefunds: uc.CardRefunds, Charges: uc.Charges, Reads: pool, topUpStore: st, loopRuns: runs,
 	}
 	s.App = newWeb(b, s, gws, reads)
 	built = true
