@@ -64,8 +64,9 @@ func table(l Lang) []map[string]string {
 
 // T returns the message for key in language l. args are name/value pairs
 // substituted for {name} placeholders; numbers given as int/int64 are
-// written with the language's digits. A missing key returns the key itself
-// in brackets so that it is visible (and a test fails on it).
+// written with the language's digits, a UserText bidi-isolated (Isolate).
+// A missing key returns the key itself in brackets so that it is visible
+// (and a test fails on it).
 func T(l Lang, key string, args ...any) string {
 	var msg string
 	found := false
@@ -89,6 +90,8 @@ func T(l Lang, key string, args ...any) string {
 		switch v := args[i+1].(type) {
 		case Money:
 			val = Tomans(l, int64(v))
+		case UserText:
+			val = Isolate(string(v))
 		case int:
 			val = Digits(l, fmt.Sprint(v))
 		case int64:

@@ -102,7 +102,7 @@ func (n *Notifier) sign(c content, support bool) content {
 		}
 	}
 	if n.op.Name != "" {
-		c.Operator = i18n.T(c.Lang, "mail.operator", "name", n.op.Name)
+		c.Operator = i18n.T(c.Lang, "mail.operator", "name", i18n.UserText(n.op.Name))
 	}
 	return c
 }
@@ -174,7 +174,7 @@ func (n *Notifier) ResetMailer() auth.ResetMailer {
 	return func(tx *gorm.DB, u auth.User, token string, expires time.Time) error {
 		l := langOf(u.Locale)
 		c := content{Lang: l, Subject: i18n.T(l, "mail.reset.subject"),
-			Intro:    []string{i18n.T(l, "mail.reset.intro", "email", u.Email), i18n.T(l, "mail.reset.valid", "minutes", int64(auth.ResetLifetime/time.Minute))},
+			Intro:    []string{i18n.T(l, "mail.reset.intro", "email", i18n.UserText(u.Email)), i18n.T(l, "mail.reset.valid", "minutes", int64(auth.ResetLifetime/time.Minute))},
 			Link:     n.baseURL + routes.PasswordReset(token),
 			LinkText: i18n.T(l, "mail.reset.link"),
 			Footer:   []string{i18n.T(l, "mail.reset.ignore")},
@@ -190,7 +190,7 @@ func (n *Notifier) VerifyMailer() auth.VerifyMailer {
 	return func(tx *gorm.DB, u auth.User, token string, expires time.Time) error {
 		l := langOf(u.Locale)
 		c := content{Lang: l, Subject: i18n.T(l, "mail.verify.subject"),
-			Intro:    []string{i18n.T(l, "mail.verify.intro", "email", u.Email), i18n.T(l, "mail.verify.valid", "hours", int64(auth.VerifyLifetime/time.Hour))},
+			Intro:    []string{i18n.T(l, "mail.verify.intro", "email", i18n.UserText(u.Email)), i18n.T(l, "mail.verify.valid", "hours", int64(auth.VerifyLifetime/time.Hour))},
 			Link:     n.baseURL + routes.EmailVerify(token),
 			LinkText: i18n.T(l, "mail.verify.link"),
 			Footer:   []string{i18n.T(l, "mail.verify.ignore")},
@@ -559,7 +559,7 @@ func (n *Notifier) transferMails(t transferRow, now time.Time) ([]mail.Row, erro
 			key, kind = "mail.transfer_received.", KindTransferReceived
 		}
 		c := content{Lang: l, Subject: i18n.T(l, key+"subject", "amount", i18n.Money(t.AmountRials)),
-			Intro: []string{i18n.T(l, key+"intro", "amount", i18n.Money(t.AmountRials), "who", side.other)},
+			Intro: []string{i18n.T(l, key+"intro", "amount", i18n.Money(t.AmountRials), "who", i18n.UserText(side.other))},
 			Rows: [][2]string{
 				{i18n.T(l, "receipt.amount"), i18n.Tomans(l, t.AmountRials) + " (" + i18n.Rials(l, t.AmountRials) + ")"},
 				{i18n.T(l, "transfer.id"), t.PublicID},

@@ -137,10 +137,10 @@ func auditNote(p views.Page, r AuditRow) string {
 			}
 			// The gateway by its name in the page's language, isolated
 			// (FSI…PDI) so that a Latin name keeps its place in a
-			// Persian sentence.
-			text := p.T(key, "gateway", "\u2068"+tOr(p, "gateway.name."+m[1], m[1])+"\u2069")
+			// Persian sentence; the admin's note after it too.
+			text := p.T(key, "gateway", i18n.UserText(tOr(p, "gateway.name."+m[1], m[1])))
 			if m[3] != "" {
-				text += ": " + m[3]
+				text += ": " + i18n.Isolate(m[3])
 			}
 			return text
 		}

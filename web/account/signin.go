@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/auth"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/views"
 )
@@ -125,7 +126,7 @@ func (h *handlers) accountPage(c *fiber.Ctx) error {
 		if h.User(c).Verified() {
 			break
 		}
-		v.Notice, v.NoticeArgs = "verify.resent", []any{"email", h.User(c).Email}
+		v.Notice, v.NoticeArgs = "verify.resent", []any{"email", i18n.UserText(h.User(c).Email)}
 		if c.Query("done") == "verify_pending" {
 			v.Notice = "verify.pending"
 		}

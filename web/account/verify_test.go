@@ -72,7 +72,7 @@ func TestSignUpConfirmsTheAddressByMail(t *testing.T) {
 			t.Fatalf("a transfer to an unconfirmed address: %v", err)
 		}
 		w := c.Get(routes.Wallet)
-		if n := apptest.Parse(w.Body).TestID("verify-notice"); n == nil || !strings.Contains(w.Body, "new@example.com is not confirmed yet") {
+		if n := apptest.Parse(w.Body).TestID("verify-notice"); n == nil || !strings.Contains(w.Body, "\u2068new@example.com\u2069 is not confirmed yet") {
 			t.Fatalf("the wallet does not say the address is unconfirmed:\n%s", w.Body)
 		}
 		if a := c.Get(routes.Account); !strings.Contains(a.Body, `data-testid="account-email-status" data-verified="false"`) {
@@ -181,7 +181,7 @@ func TestConfirmationLinkSentAgain(t *testing.T) {
 		if r.Status != http.StatusSeeOther || r.Location != routes.Account+"?done=verify" {
 			t.Fatalf("send again: %d %q", r.Status, r.Location)
 		}
-		if a := c.Get(r.Location); !strings.Contains(a.Body, "We sent a new link to again@example.com") {
+		if a := c.Get(r.Location); !strings.Contains(a.Body, "We sent a new link to \u2068again@example.com\u2069") {
 			t.Fatalf("the account page does not say where the link went:\n%s", a.Body)
 		}
 		toks := verifyLinks(t, db, "again@example.com")
@@ -197,7 +197,7 @@ func TestConfirmationLinkSentAgain(t *testing.T) {
 		if r.Location != routes.Account+"?done=verify_pending" {
 			t.Fatalf("send again past the limit: %d %q", r.Status, r.Location)
 		}
-		if a := c.Get(r.Location); !strings.Contains(a.Body, "The links we sent to again@example.com earlier still work") {
+		if a := c.Get(r.Location); !strings.Contains(a.Body, "The links we sent to \u2068again@example.com\u2069 earlier still work") {
 			t.Fatalf("the account page does not say the earlier links still work:\n%s", a.Body)
 		}
 		if n := len(verifyLinks(t, db, "again@example.com")); n != 5 {

@@ -114,7 +114,7 @@ func TestCheckoutPayAutomatic(t *testing.T) {
 		// neither the page, nor its ?done=1 link opened again, nor that link
 		// in the payer's other browser.
 		later := apptest.Parse(c.GetIn("en", routes.Checkout(ch.PublicID)).Body)
-		if s := later.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "paid to Book Shop") || later.TestID("checkout-return").Has("data-autofollow") {
+		if s := later.TestID("checkout-status"); s == nil || !strings.Contains(s.Text(), "paid to \u2068Book Shop\u2069") || later.TestID("checkout-return").Has("data-autofollow") {
 			t.Errorf("later visit: %v", s)
 		}
 		if again := apptest.Parse(c.Get(want).Body); again.TestID("checkout-return") == nil || again.TestID("checkout-return").Has("data-autofollow") {

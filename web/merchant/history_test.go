@@ -40,8 +40,8 @@ func TestHistoryNamesTheMerchant(t *testing.T) {
 		c := app.NewClient(t)
 		c.SignIn("payer@example.com", pw)
 		for lang, want := range map[string][]string{
-			"en": {"Refund from Book Shop", "Paid to Book Shop", "Paid to Book Shop"},
-			"fa": {"بازپرداخت از Book Shop", "پرداخت به Book Shop", "پرداخت به Book Shop"},
+			"en": {"Refund from \u2068Book Shop\u2069", "Paid to \u2068Book Shop\u2069", "Paid to \u2068Book Shop\u2069"},
+			"fa": {"بازپرداخت از \u2068Book Shop\u2069", "پرداخت به \u2068Book Shop\u2069", "پرداخت به \u2068Book Shop\u2069"},
 		} {
 			doc := apptest.Parse(c.GetIn(lang, routes.Wallet).Body)
 			rows := doc.TestIDs("history-charge")

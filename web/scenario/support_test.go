@@ -55,7 +55,7 @@ func TestSupportContactsEverywhere(t *testing.T) {
 		c.Get(routes.SignIn + "?lang=" + string(l)) // sets the language, then back here
 		r := c.Get(routes.SignIn)
 		d := apptest.Parse(r.Body)
-		if got := d.TestID("footer-operator"); got == nil || got.Text() != i18n.T(l, "footer.operator", "name", "Example Pay") {
+		if got := d.TestID("footer-operator"); got == nil || got.Text() != i18n.T(l, "footer.operator", "name", "\u2068Example Pay\u2069") {
 			t.Errorf("%s: footer does not name the operator", l)
 		}
 		checkSupport(t, string(l)+" footer", d.TestID("footer-support"), l)
@@ -100,7 +100,7 @@ func TestSupportContactsEverywhere(t *testing.T) {
 	app.DeliverMail(t)
 	m := smtpSrv.Wait(t, 5*time.Second, func(m mailtest.Received) bool { return m.To == "payer@example.com" })
 	for _, want := range []string{i18n.T(i18n.FA, "mail.notice.support"), "help@example.com", "۰۲۱ ۱۲۳۴ ۵۶۷۸", "https://help.example.com",
-		i18n.T(i18n.FA, "mail.operator", "name", "Example Pay")} {
+		i18n.T(i18n.FA, "mail.operator", "name", "\u2068Example Pay\u2069")} {
 		if !strings.Contains(m.Text, want) || !strings.Contains(m.HTML, want) {
 			t.Errorf("notice mail lacks %q:\n%s", want, m.Text)
 		}

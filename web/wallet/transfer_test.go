@@ -157,17 +157,17 @@ func TestTransferPageFlow(t *testing.T) {
 			}
 			return row.Text()
 		}
-		if row := historyRow(c.Get(routes.Wallet)); !strings.Contains(row, "انتقال به bob@example.com") || !strings.Contains(row, "ناهار دیروز") {
+		if row := historyRow(c.Get(routes.Wallet)); !strings.Contains(row, "انتقال به \u2068bob@example.com\u2069") || !strings.Contains(row, "ناهار دیروز") {
 			t.Errorf("sender's history row: %q", row)
 		}
-		if row := historyRow(c.GetIn("en", routes.Wallet)); !strings.Contains(row, "Transfer to bob@example.com") || !strings.Contains(row, "ناهار دیروز") ||
+		if row := historyRow(c.GetIn("en", routes.Wallet)); !strings.Contains(row, "Transfer to \u2068bob@example.com\u2069") || !strings.Contains(row, "ناهار دیروز") ||
 			strings.Contains(row, "from") {
 			t.Errorf("sender's history row in English: %q", row)
 		}
 		// The recipient's, and the receipt.
 		b := app.NewClient(t)
 		b.SignIn("bob@example.com", transferPW)
-		if row := historyRow(b.GetIn("en", routes.Wallet)); !strings.Contains(row, "Transfer from alice@example.com") || !strings.Contains(row, "ناهار دیروز") ||
+		if row := historyRow(b.GetIn("en", routes.Wallet)); !strings.Contains(row, "Transfer from \u2068alice@example.com\u2069") || !strings.Contains(row, "ناهار دیروز") ||
 			strings.Contains(row, "Transfer to") {
 			t.Errorf("recipient's history row: %q", row)
 		}
