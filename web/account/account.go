@@ -56,17 +56,17 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 			return h.resetLimited(c, tok, secs)
 		}
 		return h.Render(c, fiber.StatusTooManyRequests, views.SignIn(h.Page(c, "signin.title"),
-			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signin.too_many", ErrorArgs: []any{"seconds", secs}, Next: h.nextParam(c)}))
+			views.AuthForm{Email: h.FormValue(c, "email"), ErrorKey: "signin.too_many", ErrorArgs: []any{"seconds", secs}, Next: h.nextParam(c)}))
 	})
 	signUpLimit := h.Limit(d.SignUpPerMinute, func(c *fiber.Ctx, secs int64) error {
 		return h.Render(c, fiber.StatusTooManyRequests, views.SignUp(h.Page(c, "signup.title"),
-			views.AuthForm{Email: c.FormValue("email"), ErrorKey: "signup.too_many", ErrorArgs: []any{"seconds", secs}}))
+			views.AuthForm{Email: h.FormValue(c, "email"), ErrorKey: "signup.too_many", ErrorArgs: []any{"seconds", secs}}))
 	})
 	// A reset request may send a mail: its own allowance, before the
 	// database's own throttle.
 	forgotLimit := h.Limit(d.ForgotPerMinute, func(c *fiber.Ctx, secs int64) error {
 		return h.Render(c, fiber.StatusTooManyRequests, views.Forgot(h.Page(c, "forgot.title"),
-			views.ForgotView{Email: c.FormValue("email"), ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
+			views.ForgotView{Email: h.FormValue(c, "email"), ErrorKey: "forgot.throttled", ErrorArgs: []any{"seconds", secs}}))
 	})
 	r.Get(routes.SignUp, h.signUpForm)
 	r.Post(routes.SignUp, signUpLimit, h.signUp)

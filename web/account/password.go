@@ -159,7 +159,7 @@ func (h *handlers) forgotForm(c *fiber.Ctx) error {
 // forgot queues a reset link if an account has the address, and answers
 // the same either way (the answer never says whether it exists).
 func (h *handlers) forgot(c *fiber.Ctx) error {
-	email := c.FormValue("email")
+	email := h.FormValue(c, "email")
 	err := h.Auth.RequestReset(c.UserContext(), email, h.ClientIP(c))
 	var throttled *auth.ThrottledError
 	switch {
@@ -240,7 +240,7 @@ func (h *handlers) resetLimited(c *fiber.Ctx, tok string, secs int64) error {
 // name as typed.
 func (h *handlers) setName(c *fiber.Ctx) error {
 	u := h.User(c)
-	typed := c.FormValue("name")
+	typed := h.FormValue(c, "name")
 	_, err := h.Auth.SetDisplayName(c.UserContext(), u.ID, typed)
 	var key string
 	switch {
@@ -263,7 +263,7 @@ func (h *handlers) setName(c *fiber.Ctx) error {
 
 // setReceipts turns receipts by e-mail on or off.
 func (h *handlers) setReceipts(c *fiber.Ctx) error {
-	on := c.FormValue("receipts") == "on"
+	on := h.FormValue(c, "receipts") == "on"
 	if err := h.Auth.SetReceipts(c.UserContext(), h.User(c).ID, on); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func (h *handlers) signUpForm(c *fiber.Ctx) error {
 }
 
 func (h *handlers) signUp(c *fiber.Ctx) error {
-	email, password := c.FormValue("email"), h.FormValue(c, "password")
+	email, password := h.FormValue(c, "email"), h.FormValue(c, "password")
 	u, err := h.Auth.Register(c.UserContext(), email, password, string(h.Lang(c)))
 	if err != nil {
 		key, field := "", "password"
@@ -65,7 +65,7 @@ func (h *handlers) signInForm(c *fiber.Ctx) error {
 }
 
 func (h *handlers) signIn(c *fiber.Ctx) error {
-	email := c.FormValue("email")
+	email := h.FormValue(c, "email")
 	u, err := h.Auth.AuthenticateFrom(c.UserContext(), email, h.FormValue(c, "password"), h.ClientIP(c))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {

@@ -61,7 +61,7 @@ func (h *handlers) tokensPage(c *fiber.Ctx) error {
 // An admin types a fresh second factor too (freshSecondFactor), checked
 // first: an admin's token must never come from the password alone.
 func (h *handlers) createToken(c *fiber.Ctx) error {
-	form := views.TokenForm{Name: c.FormValue("name"), Scope: c.FormValue("scope"), ExpiresDays: c.FormValue("expires_days")}
+	form := views.TokenForm{Name: h.FormValue(c, "name"), Scope: h.FormValue(c, "scope"), ExpiresDays: h.FormValue(c, "expires_days")}
 	status := fiber.StatusOK
 	r, err := h.mayAddCredential(c)
 	if err != nil {

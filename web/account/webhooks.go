@@ -92,7 +92,7 @@ func webhookErrorKey(err error) string {
 // (rendered, never redirected: the secret is in no URL and no later page).
 // It asks for the password first (and an admin's fresh second factor).
 func (h *handlers) createWebhook(c *fiber.Ctx) error {
-	form := views.WebhookForm{URL: c.FormValue("url")}
+	form := views.WebhookForm{URL: h.FormValue(c, "url")}
 	for _, e := range c.Request().PostArgs().PeekMulti("events") {
 		form.Events = append(form.Events, string(e))
 	}

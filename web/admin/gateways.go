@@ -64,14 +64,14 @@ func (h *handlers) gateways(c *fiber.Ctx) error {
 func (h *handlers) switchGateway(c *fiber.Ctx) error {
 	name := c.Params("name")
 	var disabled bool
-	switch c.FormValue("off") {
+	switch h.FormValue(c, "off") {
 	case "1":
 		disabled = true
 	case "0":
 	default:
 		return fiber.ErrBadRequest
 	}
-	note := c.FormValue("note")
+	note := h.FormValue(c, "note")
 	if len(note) > 200 || usertext.CheckName(note) != nil {
 		return fiber.ErrBadRequest
 	}

@@ -108,8 +108,8 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 
 // afterAction sends the admin back after an action: to the payment's page
 // when the action came from it, else to the dashboard, with the result.
-func afterAction(c *fiber.Ctx, key string) error {
-	if c.FormValue("back") == "payment" && topup.ValidPublicID(c.Params("id")) {
+func (h *handlers) afterAction(c *fiber.Ctx, key string) error {
+	if h.FormValue(c, "back") == "payment" && topup.ValidPublicID(c.Params("id")) {
 		return c.Redirect(routes.AdminTopUp(c.Params("id"))+"?done="+key, fiber.StatusSeeOther)
 	}
 	return c.Redirect(routes.Admin+"?done="+key, fiber.StatusSeeOther)
@@ -126,24 +126,24 @@ func (h *handlers) recheck(c *fiber.Ctx) error {
 	case errors.Is(err, topup.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, topup.ErrNotUnderReview):
-		return afterAction(c, "error_not_review")
+		return h.afterAction(c, "error_not_review")
 	case errors.Is(err, topup.ErrTopUpBusy):
-		return afterAction(c, "error_busy")
+		return h.afterAction(c, "error_busy")
 	case errors.Is(err, topup.ErrNothingToAsk):
-		return afterAction(c, "error_nothing_to_ask")
+		return h.afterAction(c, "error_nothing_to_ask")
 	case err != nil:
 		return err
 	}
 	h.Log.WarnContext(c.UserContext(), "admin rechecked a payment", "payment", p.PublicID, "admin", h.User(c).ID, "status", p.Status)
 	switch p.Status {
 	case topup.StatusCredited:
-		return afterAction(c, "done_recheck_credited")
+		return h.afterAction(c, "done_recheck_credited")
 	case topup.StatusFailed:
-		return afterAction(c, "done_recheck_failed")
+		return h.afterAction(c, "done_recheck_failed")
 	case topup.StatusNeedsReview:
-		return afterAction(c, "done_recheck_unchanged")
+		return h.afterAction(c, "done_recheck_unchanged")
 	}
-	return afterAction(c, "done_recheck_open")
+	return h.afterAction(c, "done_recheck_open")
 }
 
 // closeFailed closes a payment under review as failed, with a note.
@@ -153,7 +153,7 @@ func (h *handlers) closeFailed(c *fiber.Ctx) error {
 	}
 	note := h.FormValue(c, "note")
 	if topup.CheckCloseNote(note) != nil {
-		return afterAction(c, "error_note") // before the code: a code is spent once
+		return h.afterAction(c, "error_note") // before the code: a code is spent once
 	}
 	// A close denies the payer's credit for good (callbacks no longer
 	// reopen it): a fresh second factor, as every close of a withdrawal
@@ -162,22 +162,22 @@ func (h *handlers) closeFailed(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	case key == "fresh2fa.throttled":
-		return afterAction(c, "error_code_throttled")
+		return h.afterAction(c, "error_code_throttled")
 	case key != "":
-		return afterAction(c, "error_code")
+		return h.afterAction(c, "error_code")
 	}
 	_, err := h.TopUps.AdminCloseFailed(c.UserContext(), c.Params("id"), h.User(c).ID, note)
 	switch {
 	case errors.Is(err, topup.ErrNotFound):
 		return fiber.ErrNotFound
 	case errors.Is(err, topup.ErrNoteRequired):
-		return afterAction(c, "error_note")
+		return h.afterAction(c, "error_note")
 	case errors.Is(err, topup.ErrNotUnderReview):
-		return afterAction(c, "error_not_review")
+		return h.afterAction(c, "error_not_review")
 	case errors.Is(err, topup.ErrTopUpBusy):
-		return afterAction(c, "error_busy")
+		return h.afterAction(c, "error_busy")
 	case err != nil:
 		return err
 	}
-	return afterAction(c, "done_closed")
+	return h.afterAction(c, "done_closed")
 }

@@ -94,9 +94,9 @@ func (h *handlers) topUpLimit(c *fiber.Ctx) error {
 		// token unspent, the same submit works once the wait is over.
 		secs := seam.RetryAfter(c, wait)
 		form := h.newTopUpForm()
-		form.Amount, form.Token = c.FormValue("amount"), c.FormValue("token")
+		form.Amount, form.Token = h.FormValue(c, "amount"), h.FormValue(c, "token")
 		form.ErrorKey, form.ErrorArgs = "topup.error_too_many", []any{"seconds", secs}
-		return h.topUpAgain(c, fiber.StatusTooManyRequests, form, strings.TrimSpace(c.FormValue("gateway")))
+		return h.topUpAgain(c, fiber.StatusTooManyRequests, form, strings.TrimSpace(h.FormValue(c, "gateway")))
 	}
 	return c.Next()
 }

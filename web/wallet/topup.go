@@ -122,9 +122,9 @@ func (h *handlers) topUp(c *fiber.Ctx) error {
 	// A refusal shows a fresh form: the switches read once for both.
 	c.SetUserContext(topup.ReadSwitchesOnce(c.UserContext()))
 	form := h.newTopUpForm()
-	form.Amount = c.FormValue("amount")
-	token := c.FormValue("token")
-	chosen := strings.TrimSpace(c.FormValue("gateway"))
+	form.Amount = h.FormValue(c, "amount")
+	token := h.FormValue(c, "token")
+	chosen := strings.TrimSpace(h.FormValue(c, "gateway"))
 	res, err := h.TopUp.Start(c.UserContext(), topup.Request{
 		UserID: u.ID, Email: u.Email, FormToken: token, Amount: topup.Typed(form.Amount),
 		English: h.Lang(c) == i18n.EN, Gateway: chosen,
@@ -244,7 +244,7 @@ func (h *handlers) formReplay(c *fiber.Ctx) bool {
 	if u == nil {
 		return false
 	}
-	seen, err := h.TopUp.Submitted(c.UserContext(), u.ID, c.FormValue("token"))
+	seen, err := h.TopUp.Submitted(c.UserContext(), u.ID, h.FormValue(c, "token"))
 	if err != nil {
 		h.Log.WarnContext(c.UserContext(), "top-up rate limit: replay check", "err", err)
 		return false

@@ -54,8 +54,8 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	token := c.FormValue("token")
-	f.To, f.Amount, f.Note = strings.TrimSpace(c.FormValue("to")), c.FormValue("amount"), c.FormValue("note")
+	token := h.FormValue(c, "token")
+	f.To, f.Amount, f.Note = strings.TrimSpace(h.FormValue(c, "to")), h.FormValue(c, "amount"), h.FormValue(c, "note")
 	if f.Unconfirmed {
 		// Nothing of the form is looked at (nor any address: the
 		// unknown-recipient allowance is not touched), unless its token
@@ -73,7 +73,7 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		return h.Render(c, fiber.StatusBadRequest, views.Transfer(h.Page(c, "transfer.title"), f))
 	}
 	f.Token = token
-	if c.FormValue("edit") == "1" {
+	if h.FormValue(c, "edit") == "1" {
 		return h.Render(c, fiber.StatusOK, views.Transfer(h.Page(c, "transfer.title"), f))
 	}
 	// Only read here: the amount's limits are Quote's and Send's, after
@@ -114,7 +114,7 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 		unknown = errors.Is(err, transfer.ErrRecipientNotFound)
 		return h.transferRefused(c, f, err)
 	}
-	if c.FormValue("confirmed") != "1" {
+	if h.FormValue(c, "confirmed") != "1" {
 		// The form again after its transfer was made (Back, then
 		// Continue): where that transfer stands.
 		if done, err := h.answerMade(c, r); done || err != nil {

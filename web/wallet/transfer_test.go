@@ -383,3 +383,26 @@ func TestTransferFormAgainAfterTheMinimumRose(t *testing.T) {
 		}
 	})
 }
+
+// A transfer's fields come from the form's body alone: a query string on
+// the form's address (a link's, or a page's that posts to itself) names
+// neither the recipient nor the amount.
+func TestTransferReadsTheFormNotTheQuery(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		alice := signUpFunded(t, app, "alice@example.com", 5_000_000)
+		bob := signUpFunded(t, app, "bob@example.com", 0)
+		carol := signUpFunded(t, app, "carol@example.com", 0)
+		c := app.NewClient(t)
+		c.SignIn("alice@example.com", transferPW)
+		send := apptest.Parse(review(t, c, "bob@example.com", "10000", "").Body).Form(routes.Transfer).Hidden()
+		query := url.Values{"to": {"carol@example.com"}, "amount": {"400000"}, "token": {send.Get("token")}, "confirmed": {"1"}}
+		if r := c.Post(routes.Transfer+"?"+query.Encode(), send); r.Status != http.StatusSeeOther {
+			t.Fatalf("send: %d %s", r.Status, r.Body)
+		}
+		if a, b, cb := ledgertest.Balance(t, db, alice), ledgertest.Balance(t, db, bob), ledgertest.Balance(t, db, carol); a != 4_900_000 || b != 100_000 || cb != 0 {
+			t.Fatalf("balances alice %d bob %d carol %d, want the form's 10,000 tomans to bob", a, b, cb)
+		}
+	})
+}
