@@ -259,6 +259,10 @@ type TopUpView struct {
 	// Dismissed: the payer said they will not pay it; the bank has not
 	// said it failed yet.
 	Dismissed bool
+	// Reversing: the bank verified the payment but it cannot be credited,
+	// and the bank is asked to return it to the card (pending to the
+	// payer, its page says the money goes back to the card).
+	Reversing bool
 }
 
 // Unpaid reports whether the payment is still open at the bank and the
@@ -285,6 +289,9 @@ func (v TopUpView) ReceiptTitle() string {
 func (v TopUpView) StatusKey() string {
 	if v.Cancelled() {
 		return "status.dismissed"
+	}
+	if v.Reversing {
+		return "status.reversing"
 	}
 	return "status." + v.Status
 }

@@ -40,8 +40,10 @@ type Ops struct {
 	// in.Receipt, Mellat's bpReversalRequest of the sale in.Receipt, not
 	// yet settled). nil error: reversed; a refusal is a *RejectedError
 	// with the bank's code; any other error leaves the outcome unknown.
-	// Not known to be idempotent: never retried. Nothing in the payment
-	// flow calls it yet. Nil: the driver cannot reverse.
+	// Not known to be idempotent: never retried. The top-up worker calls
+	// it once for a verified payment it cannot credit
+	// (topup.StatusReversing: the intent written first, a lost answer
+	// settled by RefundStatus). Nil: the driver cannot reverse.
 	Reverse func(ctx context.Context, in VerifyInput) error
 
 	// Refund gives part or all of a verified payment back to the payer's

@@ -414,7 +414,7 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 				return
 			}
 			for _, st := range []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification,
-				topup.StatusSettling, topup.StatusNeedsReview, topup.StatusCredited, topup.StatusFailed} {
+				topup.StatusSettling, topup.StatusReversing, topup.StatusNeedsReview, topup.StatusCredited, topup.StatusFailed} {
 				ch <- prometheus.MustNewConstMetric(topUpsDesc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
 			}
 		})

@@ -15,7 +15,8 @@ import (
 var (
 	ErrNotUnderReview = errors.New("payment is not under review")
 	ErrNoteRequired   = errors.New("a note saying why is required")
-	// ErrNothingToAsk: the payment never got an authority, or is credited.
+	// ErrNothingToAsk: the payment never got an authority, is credited,
+	// or is reversing or ended by its reverse.
 	ErrNothingToAsk = errors.New("there is nothing to ask the bank about this payment")
 	// ErrTopUpBusy: another actor holds the payment right now.
 	ErrTopUpBusy = errors.New("the payment is being checked right now; try again in a moment")
@@ -33,7 +34,10 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 	if err != nil {
 		return p, err
 	}
-	if p.Status == StatusCredited || p.Authority == nil {
+	if p.Status == StatusCredited || p.Authority == nil || p.Status == StatusReversing || ReverseEnded(p) {
+		// Reversing, or ended by its reverse: the worker's reverse (or the
+		// bank's record of it) is the answer; a verify again could only
+		// hear "already verified" of a sale we cannot credit.
 		return p, ErrNothingToAsk
 	}
 	var after TopUp

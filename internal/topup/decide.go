@@ -61,6 +61,13 @@ const (
 	// (Mellat); Payment carries the verified facts (Verified), as its
 	// settling row or as the verify just gave them.
 	StepSettle Step = "settle"
+	// StepReverse: the worker's turn on a reversing payment (a verified
+	// payment that cannot be credited): before its one reverse is sent
+	// (ReverseSentAt unset, nothing asked: may it still go?), the
+	// answer to that reverse (ReverseSent, ReverseErr), or, once it was
+	// sent and its answer lost, the bank's record of it (ReverseLooked,
+	// ReverseState, ReverseStateErr).
+	StepReverse Step = "reverse"
 )
 
 // Action is what a decision asks the caller to do.
@@ -89,7 +96,17 @@ const (
 	// settle it and decide with the answer (StepSettle). Only a settled
 	// payment is credited.
 	ActionSettle Action = "settle"
+	// ActionReverse (StepReverse): send the payment's one reverse now:
+	// write the intent (ReverseSentAt) first, then call the gateway's
+	// Reverse once, and decide with its answer.
+	ActionReverse Action = "reverse"
 )
+
+// ReverseMargin: a reverse is sent only while at least this much of the
+// gateway's reverse window is left (the call takes time, our clock is not
+// the bank's, and the window counts from the payment at the bank, which
+// the top-up's creation precedes).
+const ReverseMargin = 5 * time.Minute
 
 // Rules are the time rules a decision applies.
 type Rules struct {
@@ -126,6 +143,15 @@ type Rules struct {
 	// MaxCreditFailures: a bank-verified payment whose credit failed this
 	// many times goes to review instead of being retried (0: never).
 	MaxCreditFailures int
+	// ReverseWindow is the payment's gateway's reverse window (0: none,
+	// or the gateway cannot reverse): a verified payment that cannot be
+	// credited is reversed while ReverseUntil has not passed, else it
+	// goes to review.
+	ReverseWindow time.Duration
+	// ReverseLands: how long after a reverse was sent its call may still
+	// be in flight (the lease it was sent under): the bank's record that
+	// it holds no reversal is believed only after that.
+	ReverseLands time.Duration
 }
 
 // Input is everything a decision depends on.
@@ -161,6 +187,20 @@ type Input struct {
 	// StepSettle: the settle's answer.
 	Settle    gateway.SettleResult
 	SettleErr error
+
+	// CanReverse: the payment's gateway reverses a verified payment
+	// (Ops.Reverse, and Ops.RefundStatus to ask what became of one):
+	// with Rules.ReverseWindow, a verified payment that cannot be
+	// credited becomes reversing rather than needs_review (StepCheck,
+	// StepSettle, StepRefReused).
+	CanReverse bool
+	// StepReverse: the reverse's answer (ReverseSent: it was called), or
+	// the bank's record of it (ReverseLooked).
+	ReverseSent     bool
+	ReverseErr      error
+	ReverseLooked   bool
+	ReverseState    gateway.RefundState
+	ReverseStateErr error
 
 	// StepTokenReceipt: the bank's record of our token (SEP's receipt,
 	// asked as the inquiry) and, once its receipt was to be kept,
@@ -212,6 +252,10 @@ type Decision struct {
 	// ClearReceipt: the bank found no sale for the kept callback receipt;
 	// the move drops it (Fields.ClearReceipt).
 	ClearReceipt bool
+	// ClearReverseSent (StepReverse): nothing of the sent reverse can
+	// still land and the bank holds none (or it was never sent): the
+	// intent is dropped, and the next turn decides again whether to send.
+	ClearReverseSent bool
 	// TakeReceipt (ActionCredit, ActionSettle): the bank confirmed, for
 	// this payment, the receipt another payment held on a callback's
 	// word (Input.CandidateReceipt): this payment takes it before the
@@ -277,6 +321,8 @@ func Decide(in Input) Decision {
 		return decideTokenReceipt(in)
 	case StepCallback:
 		return decideCallback(in)
+	case StepReverse:
+		return decideReverse(in)
 	case StepSettle:
 		d := decideSettle(in)
 		if in.LeaseLost && d.Action != ActionCredit {
@@ -358,6 +404,17 @@ func decideCheck(in Input) Decision {
 		}
 		return stay(StatusPendingVerification, ReasonVerifyUnknown, nil)
 	}
+	// notCreditable: the bank verified the payment (the money is the
+	// merchant's) but it cannot be credited: reversed while its window
+	// is open (the worker sends the one reverse at once), else a person
+	// looks.
+	notCreditable := func(reason Reason, code *int) Decision {
+		if Reversible(in) {
+			d.Action, d.To, d.Reason, d.GatewayCode, d.NextCheckAt = ActionMove, StatusReversing, reason, code, &now
+			return d
+		}
+		return stay(StatusNeedsReview, reason, code)
+	}
 	if err := in.VerifyErr; err != nil {
 		if gateway.IsRejected(err) {
 			return stay(StatusNeedsReview, ReasonVerifyRejected, rejectedCode(err))
@@ -379,16 +436,18 @@ func decideCheck(in Input) Decision {
 		if vr.ReceiptAlone && vr.Outcome == gateway.VerifyPaid {
 			// A receipt verified on its own, the bank's record of our token
 			// gone: "already verified" is ours, but a fresh success does
-			// not say whose sale it was. A person looks.
-			return stay(StatusNeedsReview, ReasonReceiptUnconfirmed, &code)
+			// not say whose sale it was. Never credited: reversed (the
+			// verify made it the merchant's), else a person looks.
+			return notCreditable(ReasonReceiptUnconfirmed, &code)
 		}
 		if vr.RefID <= 0 {
-			return stay(StatusNeedsReview, ReasonNoRefID, &code)
+			return notCreditable(ReasonNoRefID, &code)
 		}
 		if vr.AmountRials != in.TopUp.AmountRials {
 			// The bank verified another amount (or did not say which):
-			// never credit a different amount, a person looks.
-			return stay(StatusNeedsReview, ReasonAmountMismatch, &code)
+			// never credit a different amount; reversed, else a person
+			// looks.
+			return notCreditable(ReasonAmountMismatch, &code)
 		}
 		d.Action, d.To, d.GatewayCode = ActionCredit, StatusCredited, &code
 		d.Reason = ReasonVerifiedPaid
@@ -435,7 +494,10 @@ func decideCheck(in Input) Decision {
 		// not the bank's definite word either: keep asking.
 		return unknown()
 	case gateway.VerifyAmountMismatch:
-		return stay(StatusNeedsReview, ReasonAmountMismatch, &code)
+		// At a gateway that reverses (SEP), the verify succeeded for
+		// another amount: the money is the merchant's, and it is
+		// reversed. Elsewhere (Zarinpal -50) nothing was verified.
+		return notCreditable(ReasonAmountMismatch, &code)
 	case gateway.VerifyNoSale:
 		// No sale the bank could verify, and no inquiry can say more
 		// (Mellat without a SaleReferenceId). A payer who came back from
@@ -570,6 +632,11 @@ func decideSettle(in Input) Decision {
 		return Decision{Action: ActionNone} // only a settling payment ends on a settle's word
 	case in.Settle.Outcome == gateway.SettleReversed:
 		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusFailed, ReasonBankReversed, &code
+	case Reversible(in):
+		// Verified, never settled: the merchant holds the money until the
+		// bank returns it; reversed (before settle) while the window is
+		// open.
+		d.Action, d.To, d.Reason, d.GatewayCode, d.NextCheckAt = ActionMove, StatusReversing, ReasonSettleRefused, &code, &now
 	default:
 		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusNeedsReview, ReasonSettleRefused, &code
 	}
@@ -592,6 +659,14 @@ func Verified(p TopUp) bool {
 func decideReopen(in Input) Decision {
 	p := in.TopUp
 	if in.LeaseLost || (p.Status != StatusFailed && p.Status != StatusNeedsReview) {
+		return Decision{Action: ActionNone}
+	}
+	if ReverseEnded(p) {
+		// Our reverse ended it (returned to the card, or refused, or
+		// unknown at its window): asked again, the bank answers "already
+		// verified" for a sale it reversed or that we could not credit,
+		// and a receipt verified on its own would be credited. Nobody
+		// reopens it; an admin closes one under review.
 		return Decision{Action: ActionNone}
 	}
 	if in.Actor == ActorCallback && !CallbackMayReopen(p) {
@@ -646,6 +721,12 @@ func decideRefReused(in Input) Decision {
 	case p.Status == StatusFailed:
 		return d
 	case p.Status.open() && !in.LeaseLost:
+		if Reversible(in) {
+			// Verified for this payment's own receipt, never creditable:
+			// reversed while the window is open.
+			now := in.Now
+			d.To, d.NextCheckAt = StatusReversing, &now
+		}
 		return d
 	case p.Status == StatusNeedsReview && !in.LeaseLost:
 		return Decision{Action: ActionKeep, To: p.Status, Checked: true, CountAttempt: true}
@@ -699,6 +780,13 @@ func Expiry(p TopUp, now time.Time, r Rules) (Status, Reason, bool) {
 		// does not return a verified payment; it waits for settle (and
 		// MaxUnknown below). Nor is one the bank verified (a reference on
 		// the row): the merchant kept that money.
+		if Reason(p.StatusReason) == ReasonVerifyUnknown {
+			// A verify went out and its answer never came: the bank may
+			// have verified it and kept the money, so the payer is not
+			// told it went back (unknown, for a person and
+			// reconciliation to settle).
+			return StatusNeedsReview, ReasonUnknownTooLong, true
+		}
 		return StatusNeedsReview, ReasonReturnedToPayer, true
 	case status == StatusPendingVerification && r.MaxUnknown > 0 && age > r.MaxUnknown:
 		return StatusNeedsReview, ReasonUnknownTooLong, true
@@ -825,7 +913,127 @@ func ResolvedAt(from, to Status, now time.Time, newestFirst []Event) time.Time {
 // admin's "ask the bank now" and reconciliation (the bank's own list or
 // receipt) still can.
 func CallbackMayReopen(p TopUp) bool {
-	return !(p.Status == StatusFailed && Reason(p.StatusReason) == ReasonClosedByAdmin)
+	return !(p.Status == StatusFailed && Reason(p.StatusReason) == ReasonClosedByAdmin) && !ReverseEnded(p)
+}
+
+// ReverseEnded reports whether p ended on its reverse (reversing →
+// failed or needs_review): it is never reopened (decideReopen).
+func ReverseEnded(p TopUp) bool {
+	switch Reason(p.StatusReason) {
+	case ReasonReversedToCard, ReasonReverseRefused, ReasonReverseClosed, ReasonReverseDiffers:
+		return p.Status == StatusFailed || p.Status == StatusNeedsReview
+	}
+	return p.Status == StatusNeedsReview && p.ReverseSentAt != nil
+}
+
+// ReverseUntil is when a reverse of p can last be sent: its gateway's
+// window (rules) counted from the top-up's creation, which precedes the
+// payment at the bank (so it closes early, never late), less
+// ReverseMargin. Zero when the gateway has no window.
+func ReverseUntil(p TopUp, r Rules) time.Time {
+	if r.ReverseWindow <= 0 {
+		return time.Time{}
+	}
+	return p.CreatedAt.Add(r.ReverseWindow - ReverseMargin)
+}
+
+// Reversible reports whether a verified payment that cannot be credited
+// is to be reversed now (pure): its gateway can (Input.CanReverse), its
+// window is open, it is open here (the caller's to move), and it holds
+// the receipt the reverse names (SEP's RefNum, Mellat's SaleReferenceId).
+func Reversible(in Input) bool {
+	p := in.TopUp
+	return in.CanReverse && in.Rules.ReverseWindow > 0 && p.Status.open() && p.Receipt != nil &&
+		in.Now.Before(ReverseUntil(p, in.Rules))
+}
+
+// decideReverse: the worker's turn on a reversing payment, under its
+// lease. The reverse is sent once: its intent (ReverseSentAt) is written
+// before the call, and while it stands the bank's record (RefundStatus)
+// is asked instead of the reverse. So:
+//   - not sent yet: sent (ActionReverse) while the window is open and the
+//     gateway can; else review (reverse_window_closed);
+//   - its answer: accepted → failed (reversed_to_card: on its way back
+//     to the card); refused → review (reverse_refused); certainly not
+//     sent (an open breaker) → the intent dropped, sent at the next turn
+//     if still in time; anything else (a time-out, a 5xx, "already
+//     reversed") is unknown → the record is asked later;
+//   - the record: reversed → failed (reversed_to_card); standing (not
+//     reversed), once the call cannot still land (Rules.ReverseLands) →
+//     the intent dropped (the next turn sends it again if still in time,
+//     else review); differing → review (reverse_differs); an error →
+//     asked again, and past MaxUnknown since the send, review.
+func decideReverse(in Input) Decision {
+	p := in.TopUp
+	if p.Status != StatusReversing || in.LeaseLost || in.Actor != ActorWorker {
+		return Decision{Action: ActionNone}
+	}
+	now := in.Now
+	next := now.Add(in.Rules.RecheckDelay)
+	move := func(to Status, reason Reason, code *int) Decision {
+		return Decision{Action: ActionMove, To: to, Reason: reason, GatewayCode: code, Checked: true, CountAttempt: true}
+	}
+	keep := func(at time.Time, clear bool) Decision {
+		return Decision{Action: ActionKeep, To: StatusReversing, NextCheckAt: &at, ClearReverseSent: clear}
+	}
+	switch {
+	case in.ReverseSent:
+		var rej *gateway.RejectedError
+		switch err := in.ReverseErr; {
+		case err == nil:
+			return move(StatusFailed, ReasonReversedToCard, nil)
+		case errors.As(err, &rej):
+			code := rej.Code
+			return move(StatusNeedsReview, ReasonReverseRefused, &code)
+		case errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrRefundNotSent):
+			d := keep(next, true) // never sent: nothing can land
+			return d
+		}
+		d := keep(next, false)
+		d.Checked, d.CountAttempt = true, true
+		return d
+	case p.ReverseSentAt == nil:
+		if !in.CanReverse || !now.Before(ReverseUntil(p, in.Rules)) {
+			return Decision{Action: ActionMove, To: StatusNeedsReview, Reason: ReasonReverseClosed}
+		}
+		return Decision{Action: ActionReverse}
+	case !in.ReverseLooked:
+		return Decision{Action: ActionNone} // the record is to be asked first
+	}
+	sent := *p.ReverseSentAt
+	if err := in.ReverseStateErr; err != nil {
+		if in.Rules.MaxUnknown > 0 && now.Sub(sent) > in.Rules.MaxUnknown {
+			return Decision{Action: ActionMove, To: StatusNeedsReview, Reason: ReasonUnknownTooLong}
+		}
+		d := keep(next, false)
+		d.Checked, d.CountAttempt = true, !errors.Is(err, gateway.ErrUnavailable)
+		return d
+	}
+	code := in.ReverseState.Code
+	switch in.ReverseState.Outcome {
+	case gateway.RefundDone:
+		return move(StatusFailed, ReasonReversedToCard, &code)
+	case gateway.RefundNotDone:
+		landed := sent.Add(in.Rules.ReverseLands)
+		if now.Before(landed) {
+			d := keep(maxT(next, landed), false)
+			d.Checked, d.CountAttempt = true, true
+			return d
+		}
+		// The bank holds the sale as standing, long after the call could
+		// land: it was not made. The next turn sends it while in time.
+		d := keep(now, true)
+		d.Checked, d.CountAttempt = true, true
+		return d
+	}
+	return move(StatusNeedsReview, ReasonReverseDiffers, &code)
+}
+
+func maxT(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // OutcomeUnchanged reports whether a move from → to only confirms the

@@ -294,9 +294,17 @@ func TestSettleUnknownOutlivesTheVerifyWindow(t *testing.T) {
 	if to, reason, ok := topup.Expiry(p, t0.Add(2*time.Hour), r); !ok || to != topup.StatusNeedsReview || reason != topup.ReasonUnknownTooLong {
 		t.Fatalf("settle unknown after three hours: %s %s %v", to, reason, ok)
 	}
+	// A verify whose answer never came: the bank may have kept the
+	// money, so not "returned to the payer"; unknown, for a person.
 	p.StatusReason = string(topup.ReasonVerifyUnknown)
-	if _, reason, ok := topup.Expiry(p, t0, r); !ok || reason != topup.ReasonReturnedToPayer {
+	if _, reason, ok := topup.Expiry(p, t0, r); !ok || reason != topup.ReasonUnknownTooLong {
 		t.Fatalf("verify unknown after an hour: %s %v", reason, ok)
+	}
+	// Still waiting for the bank's first word (no verify unanswered):
+	// its window closed, the bank returned it.
+	p.StatusReason = string(topup.ReasonReopened)
+	if _, reason, ok := topup.Expiry(p, t0, r); !ok || reason != topup.ReasonReturnedToPayer {
+		t.Fatalf("reopened, past the window: %s %v", reason, ok)
 	}
 }
 

@@ -63,6 +63,7 @@ func TestDecideReachesEveryEdge(t *testing.T) {
 	t.Run("check", func(t *testing.T) { testDecideCheck(t, l) })
 	t.Run("other steps", func(t *testing.T) { testDecideSteps(t, l) })
 	t.Run("settle", func(t *testing.T) { testDecideSettle(t, l) })
+	t.Run("reverse", func(t *testing.T) { testDecideReverse(t, l) })
 	for key := range l.table {
 		if !l.reached[key] {
 			t.Errorf("no row of the decision tables takes the edge %s", key)

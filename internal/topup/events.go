@@ -46,6 +46,10 @@ const (
 	ReasonSettled            Reason = "settled"                 // the bank settled it (Mellat 0, or 45: settled before): credited
 	ReasonSettleWindowClosed Reason = "settle_window_closed"    // verified, settle still unknown when the gateway's settle window closed
 	ReasonReceiptUnconfirmed Reason = "receipt_unconfirmed"     // the payment's receipt is a callback's word the bank never tied to it (SEP), or its verify on its own answered a fresh success
+	ReasonReversedToCard     Reason = "reversed_to_card"        // verified but not creditable: our reverse returned it to the payer's card (the bank accepted it, or its record says reversed)
+	ReasonReverseRefused     Reason = "reverse_refused"         // verified but not creditable: the bank refused our reverse
+	ReasonReverseClosed      Reason = "reverse_window_closed"   // verified but not creditable: the reverse window closed before the bank reversed it
+	ReasonReverseDiffers     Reason = "reverse_differs"         // verified but not creditable: the bank's record of our reverse says neither reversed nor standing
 )
 
 // Event is one status change of a payment (table payment_events,

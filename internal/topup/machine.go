@@ -39,6 +39,12 @@ import (
 //	pending_verification ─▶ credited           the bank verified it
 //	failed ───────────────▶ credited           the bank verified it (a verifier whose lease ran out)
 //	needs_review ─────────▶ credited           the bank verified it (a verifier whose lease ran out)
+//	awaiting_payment ─────▶ reversing          verified but not creditable (amount, no reference, receipt alone,
+//	                                            reference reused), within the gateway's reverse window [lease]
+//	pending_verification ─▶ reversing          as above [lease]
+//	settling ─────────────▶ reversing          settle refused, or reference reused, before settle (Mellat) [lease]
+//	reversing ────────────▶ failed             the worker's one reverse was accepted, or the bank's record says reversed [lease]
+//	reversing ────────────▶ needs_review       the reverse refused, the window closed, the bank's record differs [lease]
 //
 // A bank-verified payment is always credited, lease or not: the bank holds
 // the payer's money as ours, and the unique ledger entry per payment keeps
@@ -80,6 +86,11 @@ var machine = lifecycle.NewMachine(map[[2]Status]lifecycle.Rule[Actor]{
 	{StatusSettling, StatusCredited}:                   {Actors: verifiers},
 	{StatusSettling, StatusFailed}:                     {Actors: verifiers, Lease: true},
 	{StatusSettling, StatusNeedsReview}:                {Actors: verifiers, Lease: true},
+	{StatusAwaitingPayment, StatusReversing}:           {Actors: verifiers, Lease: true},
+	{StatusPendingVerification, StatusReversing}:       {Actors: verifiers, Lease: true},
+	{StatusSettling, StatusReversing}:                  {Actors: verifiers, Lease: true},
+	{StatusReversing, StatusFailed}:                    {Actors: []Actor{ActorWorker}, Lease: true},
+	{StatusReversing, StatusNeedsReview}:               {Actors: []Actor{ActorWorker}, Lease: true},
 })
 
 // Edge is one allowed status change, as documentation and tests see it.
@@ -212,9 +223,4 @@ func (s *Service) claimFirstReturn(ctx context.Context, id int64) (string, TopUp
 // (a next check, the time the bank was asked). The status is unchanged.
 func (s *Service) release(ctx context.Context, p TopUp, tok string, set Fields) (TopUp, error) {
 	return s.st.Release(ctx, p.ID, tok, set)
-}
-
-// schedule sets when the worker checks an open payment next.
-func (s *Service) schedule(ctx context.Context, p TopUp, at time.Time) error {
-	return s.st.Schedule(ctx, p.ID, at)
 }

@@ -97,8 +97,12 @@ type Store interface {
 	// Release gives the lease tok back if still held, writing f with it,
 	// and returns the row as it now stands.
 	Release(ctx context.Context, id int64, tok string, f Fields) (TopUp, error)
-	// Schedule sets when the worker checks an open payment next.
-	Schedule(ctx context.Context, id int64, at time.Time) error
+	// Schedule sets when the worker checks an open payment next, moving
+	// its next check from from to at, only if it is still from (what the
+	// worker's claim, or its own check under the claim, wrote); false
+	// when it was not: another actor (a callback, an admin, another
+	// instance's claim) set one since, and that one stands.
+	Schedule(ctx context.Context, id int64, from, at time.Time) (bool, error)
 	// Postpone moves an open payment's next check from from to to, only
 	// if it is still from (the worker's claim wrote it, and no other
 	// actor has set one since); false when it was not.
@@ -121,10 +125,16 @@ type Store interface {
 	Credit(ctx context.Context, m Move, walletID int64, calls []resilient.Call) (p TopUp, was Status, err error)
 	// ClaimDue claims the worker's due payments (see DueClaim).
 	ClaimDue(ctx context.Context, c DueClaim) ([]int64, error)
-	// Unclaim makes claimed payments due at at.
-	Unclaim(ctx context.Context, ids []int64, at time.Time) error
+	// Unclaim makes claimed payments due at at: those whose next check is
+	// still from (the claim's); one another actor set since stands.
+	Unclaim(ctx context.Context, ids []int64, from, at time.Time) error
 	// RecordCalls appends gateway attempts.
 	RecordCalls(ctx context.Context, calls []resilient.Call) error
+	// MarkReverseSent writes a reversing payment's reverse intent
+	// (reverse_sent_at = now) before its one call, only if it is
+	// reversing, its lease is tok's and unexpired at now, and no intent
+	// stands: ErrNotMoved otherwise (nothing changed, nothing to send).
+	MarkReverseSent(ctx context.Context, id int64, tok string, now time.Time) (TopUp, error)
 	// SaveReconcileReport stores a report (its ID is set).
 	SaveReconcileReport(ctx context.Context, r *ReconcileReport) error
 	// NewestReconcileReports reads each of the gateways' newest stored
@@ -217,6 +227,9 @@ type Fields struct {
 	// (ReceiptFromBank): a receipt the bank did not confirm blocks neither
 	// the payer's real one nor another payment's.
 	ClearReceipt bool
+	// ClearReverseSent drops a reversing payment's reverse intent
+	// (reverse_sent_at): the reverse was certainly not made.
+	ClearReverseSent bool
 }
 
 // EdgeNeedsLease checks that actor may take from → to and reports whether

@@ -415,7 +415,7 @@ func (s *Service) verifyAndApply(ctx context.Context, p TopUp, tok string, actor
 	}
 	vr, err := gw.Verify(vctx, vin)
 	in := Input{Step: StepCheck, Actor: actor, TopUp: p, Now: s.clock(), Rules: s.checkRules(p), Verify: vr, VerifyErr: err,
-		NeedsSettle: needsSettle, CandidateReceipt: cand}
+		NeedsSettle: needsSettle, CandidateReceipt: cand, CanReverse: canReverse(gw)}
 	d := Decide(in)
 	if d.TakeReceipt != "" {
 		// The bank confirmed, for this payment, the receipt another
@@ -598,7 +598,7 @@ func (s *Service) beginSettling(ctx context.Context, p TopUp, tok string, actor 
 			wctx := context.WithoutCancel(ctx)
 			s.writeHeld(wctx, held)
 			s.log.ErrorContext(ctx, "bank reference already used by another payment", "payment", p.PublicID, "ref_id", d.RefID)
-			rd := Decide(Input{Step: StepRefReused, Actor: actor, TopUp: p, Now: s.clock(), Rules: s.rules()})
+			rd := Decide(Input{Step: StepRefReused, Actor: actor, TopUp: p, Now: s.clock(), Rules: s.checkRules(p), CanReverse: canReverse(s.gw(p))})
 			rd.GatewayCode = d.GatewayCode
 			return s.apply(wctx, p, tok, actor, rd)
 		default:
@@ -622,8 +622,8 @@ func (s *Service) settleAndApply(ctx context.Context, p TopUp, tok string, actor
 	settler gateway.SettleFunc, vin gateway.VerifyInput, held *heldCalls, lost bool) (TopUp, error) {
 	log := s.log.With("payment", p.PublicID, "actor", actor)
 	sr, serr := settler(ctx, vin)
-	d := Decide(Input{Step: StepSettle, Actor: actor, TopUp: p, Now: s.clock(), Rules: s.rules(), LeaseLost: lost,
-		NeedsSettle: true, Settle: sr, SettleErr: serr})
+	d := Decide(Input{Step: StepSettle, Actor: actor, TopUp: p, Now: s.clock(), Rules: s.checkRules(p), LeaseLost: lost,
+		NeedsSettle: true, Settle: sr, SettleErr: serr, CanReverse: canReverse(s.gw(p))})
 	ctx = context.WithoutCancel(ctx)
 	switch {
 	case serr != nil:
@@ -650,6 +650,7 @@ func (s *Service) checkRules(p TopUp) Rules {
 	r := s.rules()
 	g := s.cfg.Gateways[p.Gateway]
 	r.VerifyDeadline, r.CallbackOnly = g.VerifyDeadline, g.callbackOnly()
+	r.ReverseWindow, r.ReverseLands = g.ReverseWindow, s.cfg.LeaseDuration
 	return r
 }
 
@@ -657,7 +658,8 @@ func (s *Service) checkRules(p TopUp) Rules {
 // was asked, one more attempt if the call reached it (an open breaker
 // postpones a check, it does not spend one), and the next check.
 func checkedSet(d Decision, now time.Time) Fields {
-	f := Fields{CountAttempt: d.CountAttempt, NextCheckAt: d.NextCheckAt, CountCreditFailure: d.CountCreditFailure, ClearReceipt: d.ClearReceipt}
+	f := Fields{CountAttempt: d.CountAttempt, NextCheckAt: d.NextCheckAt, CountCreditFailure: d.CountCreditFailure, ClearReceipt: d.ClearReceipt,
+		ClearReverseSent: d.ClearReverseSent}
 	if d.Checked {
 		f.LastCheckedAt = &now
 	}
@@ -739,8 +741,8 @@ func (s *Service) credit(ctx context.Context, p TopUp, tok string, actor Actor, 
 		if rerr != nil {
 			return p, rerr
 		}
-		rd := Decide(Input{Step: StepRefReused, Actor: actor, TopUp: cur, Now: s.clock(), Rules: s.rules(),
-			LeaseLost: cur.LeaseOwner != tok})
+		rd := Decide(Input{Step: StepRefReused, Actor: actor, TopUp: cur, Now: s.clock(), Rules: s.checkRules(cur),
+			LeaseLost: cur.LeaseOwner != tok, CanReverse: canReverse(s.gw(cur))})
 		rd.GatewayCode = d.GatewayCode // the verify's code, on the move's event
 		return s.apply(ctx, cur, tok, actor, rd)
 	}

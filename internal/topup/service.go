@@ -63,6 +63,12 @@ type GatewayRules struct {
 	// a payment whose callback was lost. 0: only the callback carries it
 	// (Mellat): such a payment without a callback cannot be asked about.
 	ReceiptLife time.Duration
+	// ReverseWindow: how long after a payment a verified one can be
+	// reversed (Capabilities.ReverseWindow, for a gateway whose way back
+	// is a reverse: SEP, Mellat before settle; 0: none): a verified
+	// payment that cannot be credited is reversed within it
+	// (StatusReversing), else it goes to review.
+	ReverseWindow time.Duration
 }
 
 // RulesOf are the payment code's rules of a gateway, from its capability
@@ -80,6 +86,9 @@ func RulesOf(c gateway.Capabilities) GatewayRules {
 	}
 	if c.Settle.Kind == gateway.WindowWithin {
 		r.SettleWindow = c.Settle.Within
+	}
+	if c.ReverseWindow.Kind == gateway.WindowWithin && c.CardRefund.Method == gateway.CardRefundReverse {
+		r.ReverseWindow = c.ReverseWindow.Within
 	}
 	return r
 }

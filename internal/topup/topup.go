@@ -26,6 +26,11 @@
 //	needs_review ──reopen──▶ pending_verification
 //	needs_review ──admin close──▶ failed
 //	needs_review ──paid──▶ credited
+//	awaiting_payment ──verified, not creditable, reversible──▶ reversing
+//	pending_verification ──verified, not creditable, reversible──▶ reversing
+//	settling ──settle refused, reversible──▶ reversing
+//	reversing ──reversed (the worker's one reverse, or the bank's record)──▶ failed
+//	reversing ──reverse refused, window closed, bank differs──▶ needs_review
 package topup
 
 import (
@@ -52,14 +57,25 @@ const (
 	StatusCredited    Status = "credited"
 	StatusFailed      Status = "failed"
 	StatusNeedsReview Status = "needs_review"
+	// StatusReversing: the bank verified the payment (the money is the
+	// merchant's), but it cannot be credited (another amount, no
+	// reference, a receipt verified on its own, a reference another
+	// payment holds, a settle refused): the worker asks the bank to
+	// reverse it, once (ReverseSentAt is written before the call), and
+	// a lost answer is settled by the bank's record, never by a second
+	// blind reverse. Never credited; a callback or a recheck does not
+	// reopen it.
+	StatusReversing Status = "reversing"
 )
 
 // Public is the status as payers and partners see it (pages, the API,
-// webhooks, a return_url): settling is pending_verification to them — the
-// bank is still being asked, nothing is credited yet — so the API's six
-// statuses stay its contract. The admin console shows settling itself.
+// webhooks, a return_url): settling and reversing are pending_verification
+// to them — the bank is still being asked, nothing is credited yet, no
+// outcome is final — so the API's six statuses stay its contract (the
+// payer's page says a reversing payment's money is on its way back). The
+// admin console shows both as they are.
 func (s Status) Public() Status {
-	if s == StatusSettling {
+	if s == StatusSettling || s == StatusReversing {
 		return StatusPendingVerification
 	}
 	return s
@@ -119,6 +135,11 @@ type TopUp struct {
 	// ReturnURL is where the payer's browser goes after the bank (an API
 	// top-up's return_url; nil: Kifpool's own result page).
 	ReturnURL *string
+	// ReverseSentAt: when the worker was about to send this payment's one
+	// reverse (reversing; written before the call). Set: the call may
+	// have reached the bank, and only its record (Ops.RefundStatus) says
+	// what became of it.
+	ReverseSentAt *time.Time
 }
 
 // AuthorityString returns the authority or "".

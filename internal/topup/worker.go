@@ -14,11 +14,13 @@ import (
 )
 
 // WorkerConfig tunes the background resolver of open payments. Every
-// field but Batch and Jitter is an operator's setting (WORKER_*, whose
-// defaults are written once, in internal/config): NewWorker refuses to
-// run without them, but for Interval, which only Run needs
-// (WORKER_INTERVAL=off leaves it 0: the instance runs no loop, and its
-// worker is still built for RunOnce).
+// field but Batch, VerifyWindow and Jitter is an operator's setting
+// (WORKER_*, whose defaults are written once, in internal/config):
+// NewWorker refuses to run without them, but for Interval, which only Run
+// needs (WORKER_INTERVAL=off leaves it 0: the instance runs no loop, and
+// its worker is still built for RunOnce). Batch, VerifyWindow and Jitter
+// are no settings: their defaults are written here, and only tests set
+// them.
 type WorkerConfig struct {
 	Interval    time.Duration // how often Run looks for due payments
 	Batch       int           // payments claimed per round (default 20)
@@ -41,8 +43,8 @@ type WorkerConfig struct {
 	StaleCreated time.Duration
 	// VerifyWindow: a payment failed at its authority's lifetime whose
 	// payer came back from the bank within this long is asked about again
-	// (the bank keeps an unverified payment verifiable for 20–30 minutes;
-	// default 30m).
+	// (the bank keeps an unverified payment verifiable for 20–30 minutes:
+	// 30m, the banks' rule, not an operator's setting).
 	VerifyWindow time.Duration
 	BaseBackoff  time.Duration // first re-check delay
 	MaxBackoff   time.Duration // longest re-check delay
@@ -91,8 +93,9 @@ type Worker struct {
 
 	// failures counts, per top-up, its resolves in a row that failed in
 	// this worker (an error, a panic): one that always fails is asked
-	// less and less often (failedResolveBackoff) instead of at every
-	// claim's push, and a success forgets it.
+	// less and less often (round.Failed) instead of at every claim's
+	// push, and a success forgets it. A resolve skipped because another
+	// actor held the top-up (busy) is neither: the count stands.
 	mu       sync.Mutex
 	failures map[int64]int
 }
@@ -177,10 +180,10 @@ func (r *round) Claim(ctx context.Context) ([]int64, error) {
 	r.until = until
 	return ids, err
 }
-func (r *round) Unclaim(ids []int64) { r.w.unclaim(ids) }
+func (r *round) Unclaim(ids []int64) { r.w.unclaim(ids, r.until) }
 func (r *round) Resolve(ctx context.Context, id int64) (bool, error) {
-	p, err := r.w.resolveOne(ctx, id)
-	if err == nil {
+	p, busy, err := r.w.resolveOne(ctx, id, r.until)
+	if err == nil && !busy {
 		r.w.resolved(id, true)
 	}
 	return err == nil && p.Status.Terminal(), err
@@ -215,33 +218,41 @@ func (w *Worker) claim(ctx context.Context) ([]int64, time.Time, error) {
 	return ids, until, err
 }
 
-func (w *Worker) unclaim(ids []int64) {
-	if err := w.s.st.Unclaim(context.Background(), ids, w.s.clock()); err != nil {
+// unclaim makes the payments claimed with until but not started due now:
+// those whose next check another actor set since keep it.
+func (w *Worker) unclaim(ids []int64, until time.Time) {
+	if err := w.s.st.Unclaim(context.Background(), ids, until, w.s.clock()); err != nil {
 		w.s.log.Error("worker: release claims", "err", err)
 	}
 }
 
-// resolveOne checks one claimed payment with the bank (unless another
-// actor holds it), applies the deadlines and schedules the next check.
-func (w *Worker) resolveOne(ctx context.Context, id int64) (TopUp, error) {
-	p, err := w.s.reload(ctx, id)
+// resolveOne checks one payment claimed with until with the bank (unless
+// another actor holds it), applies the deadlines and schedules the next
+// check. busy: another actor held the payment (or asked the bank about it
+// since it was read), so this worker neither checked nor ended it.
+func (w *Worker) resolveOne(ctx context.Context, id int64, until time.Time) (p TopUp, busy bool, err error) {
+	p, err = w.s.reload(ctx, id)
 	if err != nil {
-		return p, err
+		return p, false, err
+	}
+	if p.Status == StatusReversing {
+		return w.reverseTurn(ctx, p) // reverse.go
 	}
 	if p.Status == StatusFailed {
 		// Failed at its lifetime, but its payer came back from the bank
 		// (N1): ask again, paced — reopened at once, checked when the
 		// pacing window since the last check has passed.
-		p, _, err = w.s.reopenPaced(ctx, p, ActorWorker, nil, true, true, "")
-		return p, err
+		var ran bool
+		p, ran, err = w.s.reopenPaced(ctx, p, ActorWorker, nil, true, true, "")
+		return p, err == nil && !ran && heldBy(p, w.s.clock()), err
 	}
 	if !p.Status.open() {
-		return p, nil
+		return p, false, nil
 	}
 	if gateway.Down(w.s.gw(p)) {
 		// This payment's bank is down (its breaker is open): postpone the
 		// check and the deadlines, do not spend them.
-		return p, w.s.schedule(ctx, p, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
+		return p, false, w.schedule(ctx, p, until, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
 	}
 	if at, ok := WaitsForCallback(p, w.rulesFor(p)); ok {
 		// Nothing can be asked before the payer comes back (a callback is
@@ -254,13 +265,24 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (TopUp, error) {
 		if now := w.s.clock(); !at.After(now) {
 			at = now.Add(w.s.cfg.RecheckDelay)
 		}
-		return p, w.s.schedule(ctx, p, at)
+		return p, false, w.schedule(ctx, p, until, at)
 	}
+	// from is the next check the row carries if no other actor has set one
+	// since: the claim's, or the one this worker's own check wrote.
+	from := until
 	if w.s.dueForCheck(p) {
 		// Paced in the claim: a callback may have asked since the row was
 		// read (N3).
-		if p, _, err = w.s.resolveNow(ctx, id, ActorWorker, true); err != nil || !p.Status.open() {
-			return p, err
+		var ran bool
+		if p, ran, err = w.s.resolveNow(ctx, id, ActorWorker, true); err != nil || !p.Status.open() {
+			return p, false, err
+		}
+		if !ran {
+			// Another actor holds it, or asked the bank since the read:
+			// no check of this worker's, whatever follows.
+			busy = true
+		} else if p.NextCheckAt != nil {
+			from = *p.NextCheckAt
 		}
 	}
 	d := Decide(Input{Step: StepDeadline, Actor: ActorWorker, TopUp: p, Now: w.s.clock(), Rules: w.rulesFor(p)})
@@ -270,11 +292,27 @@ func (w *Worker) resolveOne(ctx context.Context, id int64) (TopUp, error) {
 		}
 		// Failed past the authority's lifetime: should the payer pay after
 		// all, the callback (or reconciliation) reopens and credits it.
-		return w.expire(ctx, p, d)
+		out, held, err := w.expire(ctx, p, d)
+		return out, busy || held, err
 	}
 	// Still open: the next check with backoff and jitter, never sooner
 	// than the pacing window after the last one.
-	return p, w.s.schedule(ctx, p, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
+	return p, busy, w.schedule(ctx, p, from, NextCheck(p, w.s.clock(), w.backoff(p.Attempts), w.s.cfg.RecheckDelay))
+}
+
+// schedule moves p's next check from from (what this worker's claim, or
+// its own check, wrote) to at. A next check another actor set since (a
+// callback's, an admin's, another instance's claim) stands: someone else
+// decided, and this worker leaves it.
+func (w *Worker) schedule(ctx context.Context, p TopUp, from, at time.Time) error {
+	_, err := w.s.st.Schedule(ctx, p.ID, from, at)
+	return err
+}
+
+// heldBy reports whether another actor holds p's lease at now (p as read
+// after a claim of ours was refused).
+func heldBy(p TopUp, now time.Time) bool {
+	return p.LeaseUntil != nil && p.LeaseUntil.After(now)
 }
 
 // rules are the decision core's time rules with the worker's deadlines.
@@ -306,11 +344,12 @@ func (w *Worker) allDown() bool {
 }
 
 // expire ends an open payment past one of its deadlines, under the lease
-// like every other actor, so it cannot overrule a check in flight.
-func (w *Worker) expire(ctx context.Context, p TopUp, d Decision) (TopUp, error) {
+// like every other actor, so it cannot overrule a check in flight. busy:
+// another actor held it (nothing done).
+func (w *Worker) expire(ctx context.Context, p TopUp, d Decision) (_ TopUp, busy bool, err error) {
 	tok, cur, err := w.s.claim(ctx, p.ID, []Status{p.Status})
 	if err != nil || tok == "" {
-		return cur, err
+		return cur, err == nil && heldBy(cur, w.s.clock()), err
 	}
 	// The receipt as it stands now (a callback may have brought one since
 	// the decision's read).
@@ -318,9 +357,9 @@ func (w *Worker) expire(ctx context.Context, p TopUp, d Decision) (TopUp, error)
 	out, err := w.s.move(ctx, cur, cur.Status, change{to: d.To, actor: ActorWorker, reason: d.Reason, lease: tok,
 		set: Fields{ClearReceipt: (d.ClearReceipt || cur.Receipt != nil) && !keep}})
 	if errors.Is(err, errNotMoved) {
-		return w.s.release(ctx, cur, tok, Fields{})
+		out, err = w.s.release(ctx, cur, tok, Fields{})
 	}
-	return out, err
+	return out, false, err
 }
 
 // backoff is the delay before the next check after n attempts: exponential

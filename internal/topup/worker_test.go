@@ -467,9 +467,7 @@ func TestAResolveThatKeepsFailingIsBackedOff(t *testing.T) {
 		hs.mu.Lock()
 		hs.read = func(r topup.TopUp) topup.TopUp {
 			if r.ID == p.ID {
-				if err := hs.Store.Schedule(context.Background(), p.ID, soon); err != nil {
-					t.Error(err)
-				}
+				otherSchedules(t, hs.Store, p.ID, clock.Now(), soon)
 				panic("a row this build cannot read")
 			}
 			return r
@@ -480,6 +478,178 @@ func TestAResolveThatKeepsFailingIsBackedOff(t *testing.T) {
 		}
 		if next := wkRow(t, db, p.ID).NextCheckAt; next == nil || !next.Equal(soon) {
 			t.Errorf("next check %v, want the other actor's %s kept", next, soon)
+		}
+	})
+}
+
+// otherSchedules is another actor (a callback) setting a payment's next
+// check to at, at now, as it does: under the payment's lease, released
+// with the next check.
+func otherSchedules(t *testing.T, st topup.Store, id int64, now, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if _, ok, err := st.Claim(ctx, topup.Claim{ID: id, Statuses: []topup.Status{topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling},
+		Token: "other-actor", Now: now, Until: now.Add(time.Minute)}); err != nil || !ok {
+		t.Errorf("the other actor's claim: %v %v", ok, err)
+		return
+	}
+	if _, err := st.Release(ctx, id, "other-actor", topup.Fields{NextCheckAt: &at}); err != nil {
+		t.Error(err)
+	}
+}
+
+// A resolve skipped because another actor held the top-up (a callback, an
+// admin's check) is neither a success nor a failure: a top-up whose
+// resolves keep failing goes on backing off across it, instead of
+// starting again from the first failure's wait.
+func TestABusySkipKeepsTheFailureCount(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		gw := topuptest.NewGateway()
+		clock := topuptest.NewFrozenClock()
+		cfg := topuptest.Config()
+		cfg.LeaseDuration = cfg.VerifyTimeout + 2*time.Second // set: the claim's push is computed below
+		hs := &hookStore{Store: sqlstore.New(db)}
+		svc := topup.NewService(hs, gateway.Set{gw}, clock.Now, nil, cfg)
+		wc := topuptest.WorkerConfig()
+		wc.AbandonedAfter = time.Second
+		wc.Jitter = func() float64 { return 0.999 }
+		w := svc.NewWorker(wc)
+		p := wkStart(t, svc, wkPayer(t, db), 50_000)
+		clock.Advance(2 * time.Second)
+		ctx := context.Background()
+		failing := func(r topup.TopUp) topup.TopUp {
+			if r.ID == p.ID {
+				panic("a row this build cannot read")
+			}
+			return r
+		}
+		push := cfg.LeaseDuration + cfg.VerifyTimeout // the claim's own
+		fail := func(n int) {
+			t.Helper()
+			hs.set(func(h *hookStore) { h.read, h.claimDue = failing, nil })
+			if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 1 {
+				t.Fatalf("failure %d: %+v %v", n, rr, err)
+			}
+			row := wkRow(t, db, p.ID)
+			want := topup.Backoff(n+1, push, 10*time.Minute, 0.999)
+			if row.NextCheckAt == nil {
+				t.Fatalf("failure %d: no next check", n)
+			}
+			if wait := row.NextCheckAt.Sub(clock.Now()); wait != want {
+				t.Fatalf("failure %d in a row: next check in %s, want %s", n, wait, want)
+			}
+			clock.Advance(row.NextCheckAt.Sub(clock.Now()))
+		}
+		fail(1)
+		fail(2)
+		// A callback takes the lease right after the worker's claim: the
+		// worker's check is skipped.
+		hs.set(func(h *hookStore) {
+			h.read = nil
+			h.claimDue = func(ids []int64) []int64 {
+				now := clock.Now()
+				if _, ok, err := hs.Store.Claim(ctx, topup.Claim{ID: p.ID, Statuses: []topup.Status{topup.StatusAwaitingPayment},
+					Token: "callback", Now: now, Until: now.Add(time.Minute)}); err != nil || !ok {
+					t.Errorf("the callback's claim: %v %v", ok, err)
+				}
+				return ids
+			}
+		})
+		if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 1 {
+			t.Fatalf("the busy round: %+v %v", rr, err)
+		}
+		if _, v := gw.VerifyCounts(); v != 0 {
+			t.Fatalf("%d verifies under another actor's lease", v)
+		}
+		if _, err := hs.Store.Release(ctx, p.ID, "callback", topup.Fields{}); err != nil {
+			t.Fatal(err)
+		}
+		row := wkRow(t, db, p.ID)
+		if row.NextCheckAt == nil || row.LeaseOwner != "" {
+			t.Fatalf("after the busy round: %s", dump(row))
+		}
+		clock.Advance(row.NextCheckAt.Sub(clock.Now()))
+		// The third failure in a row is backed off as the third, not as a
+		// first.
+		fail(3)
+	})
+}
+
+// The worker's next check after a resolve, and the give-back of claims
+// at shutdown, move only the next check its claim wrote: one another
+// actor (a callback) set after the claim stands.
+func TestTheWorkerLeavesANextCheckAnotherActorSet(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		gw := topuptest.NewGateway()
+		gw.Unknown.Store(true)
+		clock := topuptest.NewFrozenClock()
+		hs := &hookStore{Store: sqlstore.New(db)}
+		svc := topup.NewService(hs, gateway.Set{gw}, clock.Now, nil, topuptest.Config())
+		wc := topuptest.WorkerConfig()
+		wc.AbandonedAfter = time.Second
+		wc.Jitter = func() float64 { return 0.5 }
+		w := svc.NewWorker(wc)
+		in := wkPayer(t, db)
+		p := wkStart(t, svc, in, 50_000)
+		clock.Advance(2 * time.Second)
+		ctx := context.Background()
+
+		// A callback asks the bank between the worker's claim and its
+		// resolve, and sets the next check: the worker asks nothing, and
+		// its next check does not replace the callback's.
+		other := clock.Now().Add(42*time.Second + 7*time.Millisecond)
+		hs.set(func(h *hookStore) {
+			h.claimDue = func(ids []int64) []int64 {
+				now := clock.Now()
+				if _, ok, err := hs.Store.Claim(ctx, topup.Claim{ID: p.ID, Statuses: []topup.Status{topup.StatusAwaitingPayment},
+					Token: "callback", Now: now, Until: now.Add(time.Minute)}); err != nil || !ok {
+					t.Errorf("the callback's claim: %v %v", ok, err)
+				}
+				if _, err := hs.Store.Release(ctx, p.ID, "callback", topup.Fields{LastCheckedAt: &now, NextCheckAt: &other}); err != nil {
+					t.Error(err)
+				}
+				return ids
+			}
+		})
+		if rr, err := w.RunOnce(ctx); err != nil || rr.Claimed != 1 {
+			t.Fatalf("round: %+v %v", rr, err)
+		}
+		if _, v := gw.VerifyCounts(); v != 0 {
+			t.Errorf("%d verifies right after the callback's", v)
+		}
+		if next := wkRow(t, db, p.ID).NextCheckAt; next == nil || !next.Equal(other) {
+			t.Errorf("next check %v, want the callback's %s kept", next, other)
+		}
+
+		// Shutdown right after a claim: what was claimed is due again at
+		// once, but for a next check a callback set meanwhile.
+		clock.Advance(time.Minute)
+		q := wkStart(t, svc, in, 60_000)
+		clock.Advance(2 * time.Second)
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		other = clock.Now().Add(17*time.Second + 3*time.Millisecond)
+		hs.set(func(h *hookStore) {
+			h.claimDue = func(ids []int64) []int64 {
+				if len(ids) != 2 {
+					t.Errorf("claimed %v, want both", ids)
+				}
+				otherSchedules(t, hs.Store, p.ID, clock.Now(), other)
+				cancel() // shutdown starts: nothing claimed is started
+				return ids
+			}
+		})
+		if rr, _ := w.RunOnce(rctx); rr.Claimed != 2 || rr.Resolved != 0 {
+			t.Fatalf("round at shutdown: %+v", rr)
+		}
+		if _, v := gw.VerifyCounts(); v != 0 {
+			t.Errorf("%d verifies at shutdown", v)
+		}
+		if next := wkRow(t, db, p.ID).NextCheckAt; next == nil || !next.Equal(other) {
+			t.Errorf("given back: next check %v, want the callback's %s kept", next, other)
+		}
+		if next := wkRow(t, db, q.ID).NextCheckAt; next == nil || !next.Equal(clock.Now()) {
+			t.Errorf("given back: next check %v, want now (%s)", next, clock.Now())
 		}
 	})
 }

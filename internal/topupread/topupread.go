@@ -65,8 +65,8 @@ var ErrNotFound = errors.New("payment not found")
 
 // Statuses are the payment statuses, in the order the console lists them.
 var Statuses = []string{string(topup.StatusCreated), string(topup.StatusAwaitingPayment),
-	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusNeedsReview), string(topup.StatusCredited),
-	string(topup.StatusFailed)}
+	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusReversing), string(topup.StatusNeedsReview),
+	string(topup.StatusCredited), string(topup.StatusFailed)}
 
 // OpenStatuses are the statuses of payments whose outcome is not final
 // (and needs_review, which waits for an admin); a partial index covers

@@ -29,7 +29,9 @@ func failureCause(reason string) string {
 		return causeUnavailable
 	case topup.ReasonNotPaidAfterLife, topup.ReasonBankExpired:
 		return causeExpired
-	case topup.ReasonBankReversed:
+	case topup.ReasonBankReversed, topup.ReasonReversedToCard:
+		// Reversed by the bank, or at our request (a verified payment we
+		// could not credit): on its way back to the card.
 		return causeReversed
 	case topup.ReasonClosedByAdmin:
 		return causeClosed

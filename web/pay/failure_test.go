@@ -40,6 +40,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		{string(topup.ReasonNotPaidAfterLife), "expired"},
 		{string(topup.ReasonBankExpired), "expired"},
 		{string(topup.ReasonBankReversed), "reversed"},
+		{string(topup.ReasonReversedToCard), "reversed"},
 		{string(topup.ReasonClosedByAdmin), "closed"},
 		{string(topup.ReasonAmountMismatch), "generic"},
 		{"not paid (code -51, bank state FAILED)", "generic"}, // an older free-text reason

@@ -80,6 +80,7 @@ type keptView struct {
 	Dismissed          bool
 	ToCardRials        int64
 	ToCardPendingRials int64
+	Reversing          bool
 }
 
 // keyOf is the key of the page tmpl renders from pg and v; ok is false
@@ -93,7 +94,7 @@ func keyOf(tmpl byte, pg views.Page, v views.TopUpView) (k keptKey, ok bool) {
 		CreatedAt: v.CreatedAt.UTC(), FailureCause: v.FailureCause, TryAgainURL: v.TryAgainURL,
 		OtherGatewayURL: v.OtherGatewayURL, CheckoutURL: v.CheckoutURL, ReturnURL: v.ReturnURL,
 		Neutral: v.Neutral, BankURL: v.BankURL, Dismissed: v.Dismissed,
-		ToCardRials: v.ToCardRials, ToCardPendingRials: v.ToCardPendingRials,
+		ToCardRials: v.ToCardRials, ToCardPendingRials: v.ToCardPendingRials, Reversing: v.Reversing,
 	}}
 	if v.ResolvedAt != nil {
 		k.v.HasResolved, k.v.ResolvedAt = true, v.ResolvedAt.UTC()

@@ -21,6 +21,7 @@ func topUpView(p topup.TopUp) views.TopUpView {
 		PublicID: p.PublicID, AmountRials: p.AmountRials, Status: publicStatus(p.Status),
 		RefID: p.RefIDValue(), CardPANMasked: p.CardPANMasked, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt,
 	}
+	v.Reversing = p.Status == topup.StatusReversing
 	if p.Status == topup.StatusFailed {
 		v.FailureCause = failureCause(string(p.StatusReason))
 		v.TryAgainURL = routes.TopUp + "?amount=" + strconv.FormatInt(p.AmountRials/10, 10)
@@ -93,7 +94,7 @@ func (h *handlers) receipt(c *fiber.Ctx) error {
 		}
 	}
 	pg := h.Page(c, v.ReceiptTitle())
-	if p.Status == topup.StatusPendingVerification || p.Status == topup.StatusSettling ||
+	if p.Status == topup.StatusPendingVerification || p.Status == topup.StatusSettling || p.Status == topup.StatusReversing ||
 		(views.StatusClass(v.Status) == "pending" && !v.Unpaid() && !v.Dismissed) {
 		// The page says it updates itself: it does, whatever the open
 		// status (a top-up being started, one whose payer came back

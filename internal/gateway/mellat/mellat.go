@@ -335,8 +335,9 @@ func (c *Client) InquireSale(ctx context.Context, in gateway.VerifyInput) (gatew
 }
 
 // Reverse asks bpReversalRequest to return a verified, unsettled sale's
-// money (within 3 hours of verify), as gateway.Ops.Reverse. Not called
-// by the payment flow.
+// money (within 3 hours of verify), as gateway.Ops.Reverse. Called by the
+// top-up worker, once, for a verified sale it cannot credit (its settle
+// refused: topup.StatusReversing).
 func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 	code, err := c.codeCall(ctx, opReversal, "bpReversalRequest", c.saleFields(in))
 	if err != nil {

@@ -367,16 +367,18 @@ func verifyResult(status int, raw []byte, in gateway.VerifyInput) (gateway.Verif
 				res.AmountRials = amount
 			}
 			if ok && amount != in.AmountRials {
-				// SEP verified another amount than ours: never credited;
-				// an operator reverses it within the window.
+				// SEP verified another amount than ours: never credited.
+				// The verify made it the merchant's: the payment code
+				// reverses it (topup.StatusReversing) within the window.
 				res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAmountMismatch, 0, 0
 			}
 			if paid, ok := wire.FlexInt(d.AffectiveAmount); ok && paid > 0 && paid < in.AmountRials {
 				// The card paid less than our amount (an online discount):
 				// crediting ours would credit money the bank never took.
-				// Never credited; a person looks, within the window in
-				// which the payment can be reversed. (More than ours is a
-				// fee the terminal charges the payer: ours is credited.)
+				// Never credited; the payment code reverses it within the
+				// window (topup.StatusReversing), else a person looks.
+				// (More than ours is a fee the terminal charges the payer:
+				// ours is credited.)
 				res.Outcome, res.RefID, res.AmountRials = gateway.VerifyAmountMismatch, 0, 0
 			}
 		}
@@ -494,7 +496,8 @@ func (c *Client) ListUnverified(context.Context) ([]gateway.Unverified, error) {
 
 // Reverse returns a verified payment's money to the payer (within 50
 // minutes of the payment): the RefNum in.Receipt, as gateway.Ops.Reverse.
-// Not called by the payment flow.
+// Called by the card refund (Refund) and by the top-up worker for a
+// verified payment it cannot credit (topup.StatusReversing), each once.
 func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 	refNum := in.Receipt
 	status, raw, err := c.post(ctx, opReverse, PathReverse, refNumBody{RefNum: refNum, TerminalNumber: c.terminalNum})

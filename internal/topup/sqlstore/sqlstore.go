@@ -457,6 +457,9 @@ func fieldValues(f topup.Fields, vals map[string]any) map[string]any {
 	if f.CardPANMasked != nil {
 		vals["card_pan_masked"] = *f.CardPANMasked
 	}
+	if f.ClearReverseSent {
+		vals["reverse_sent_at"] = nil
+	}
 	if f.ClearReceipt {
 		// Only a receipt the bank did not confirm is dropped.
 		keep := "receipt_source = 'bank' OR ref_id IS NOT NULL"
@@ -482,28 +485,35 @@ func (s *Store) Release(ctx context.Context, id int64, tok string, f topup.Field
 	return s.Get(ctx, id) // the lease was no longer ours
 }
 
-// Schedule implements topup.Store: only an open payment is scheduled.
-func (s *Store) Schedule(ctx context.Context, id int64, at time.Time) error {
-	err := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).
-		Where("id = ? AND status IN ?", id, []topup.Status{topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling}).
-		Update("next_check_at", at).Error
+// Schedule implements topup.Store: one UPDATE conditional on the
+// payment being open and its next check still being from (what the
+// worker's claim, or its own check under it, wrote).
+func (s *Store) Schedule(ctx context.Context, id int64, from, at time.Time) (bool, error) {
+	ok, err := s.moveNextCheck(ctx, id, from, at)
 	if err != nil {
-		return fmt.Errorf("schedule payment %d: %w", id, err)
+		return false, fmt.Errorf("schedule payment %d: %w", id, err)
 	}
-	return nil
+	return ok, nil
 }
 
 // Postpone implements topup.Store: one UPDATE conditional on the next
 // check still being from.
 func (s *Store) Postpone(ctx context.Context, id int64, from, to time.Time) (bool, error) {
+	ok, err := s.moveNextCheck(ctx, id, from, to)
+	if err != nil {
+		return false, fmt.Errorf("postpone payment %d: %w", id, err)
+	}
+	return ok, nil
+}
+
+// moveNextCheck is Schedule's and Postpone's one statement: an open
+// payment's next check from from to to, only if it is still from.
+func (s *Store) moveNextCheck(ctx context.Context, id int64, from, to time.Time) (bool, error) {
 	res := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).
 		Where("id = ? AND next_check_at = ? AND status IN ?", id, from,
 			[]topup.Status{topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling}).
 		Update("next_check_at", to)
-	if res.Error != nil {
-		return false, fmt.Errorf("postpone payment %d: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
+	return res.RowsAffected == 1, res.Error
 }
 
 // Dismiss implements topup.Store: one INSERT … SELECT of the payment
@@ -811,8 +821,8 @@ func (s *Store) ClaimDue(ctx context.Context, c topup.DueClaim) ([]int64, error)
 		q := tx.Model(&topup.TopUp{}).Select("id").
 			Where("(lease_until IS NULL OR lease_until < ?)", c.Now).
 			Where("(next_check_at IS NULL OR next_check_at <= ?)", c.Now).
-			Where("(status IN (?, ?) OR (status = ? AND opened_at <= ?))",
-				topup.StatusPendingVerification, topup.StatusSettling, topup.StatusAwaitingPayment, c.AbandonedBefore).
+			Where("(status IN (?, ?, ?) OR (status = ? AND opened_at <= ?))",
+				topup.StatusPendingVerification, topup.StatusSettling, topup.StatusReversing, topup.StatusAwaitingPayment, c.AbandonedBefore).
 			Order("CASE WHEN next_check_at IS NULL THEN 0 ELSE 1 END, next_check_at").Limit(c.Batch)
 		if err := s.db.SkipLocked(q).Find(&ids).Error; err != nil {
 			return err
@@ -843,15 +853,34 @@ func (s *Store) ClaimDue(ctx context.Context, c topup.DueClaim) ([]int64, error)
 	return ids, nil
 }
 
-// Unclaim implements topup.Store.
-func (s *Store) Unclaim(ctx context.Context, ids []int64, at time.Time) error {
+// Unclaim implements topup.Store: one UPDATE conditional on each next
+// check still being from (the claim's); the others are left as they are.
+func (s *Store) Unclaim(ctx context.Context, ids []int64, from, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).Where("id IN ?", ids).Update("next_check_at", at).Error; err != nil {
+	if err := s.one.WithContext(bg(ctx)).Model(&topup.TopUp{}).Where("id IN ? AND next_check_at = ?", ids, from).
+		Update("next_check_at", at).Error; err != nil {
 		return fmt.Errorf("release claims: %w", err)
 	}
 	return nil
+}
+
+// MarkReverseSent implements topup.Store: one UPDATE conditional on the
+// payment being reversing, held by tok at now, with no intent yet.
+func (s *Store) MarkReverseSent(ctx context.Context, id int64, tok string, now time.Time) (topup.TopUp, error) {
+	var out topup.TopUp
+	res := s.one.WithContext(bg(ctx)).Model(&out).Clauses(clause.Returning{}).
+		Where("id = ? AND status = ? AND lease_owner = ? AND lease_until >= ? AND reverse_sent_at IS NULL",
+			id, topup.StatusReversing, tok, now).
+		Updates(map[string]any{"reverse_sent_at": now, "updated_at": now})
+	if res.Error != nil {
+		return topup.TopUp{}, fmt.Errorf("mark the reverse of payment %d sent: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return topup.TopUp{}, topup.ErrNotMoved
+	}
+	return out, nil
 }
 
 // RecordCalls implements topup.Store.

@@ -379,7 +379,7 @@ func TestClaimDue(t *testing.T) {
 		for id := range want {
 			all = append(all, id)
 		}
-		if err := f.st.Unclaim(ctx, all, f.now); err != nil {
+		if err := f.st.Unclaim(ctx, all, f.now.Add(time.Hour), f.now); err != nil {
 			t.Fatal(err)
 		}
 		ids, _ = f.st.ClaimDue(ctx, topup.DueClaim{Now: f.now.Add(2 * time.Second), AbandonedBefore: f.now.Add(-time.Minute), Until: f.now.Add(time.Hour), Batch: 10})
@@ -419,6 +419,71 @@ func TestClaimDue(t *testing.T) {
 }
 
 // A failed credit is counted in the release that records it.
+// The worker's writes of a next check (Schedule, Unclaim) move only the
+// one its claim wrote (or its own check under the claim): a next check
+// another actor set since (a callback, an admin, another instance) stands,
+// and that is no error. A claim's time finer than the databases keep
+// (nanoseconds) still matches, as does the row's own read of it.
+func TestScheduleAndUnclaimLeaveAnotherActorsNextCheck(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		mine, theirs, back, theirsBack := f.topUp(topup.StatusPendingVerification), f.topUp(topup.StatusPendingVerification),
+			f.topUp(topup.StatusPendingVerification), f.topUp(topup.StatusPendingVerification)
+		until := f.now.Add(time.Hour + 1_234_567*time.Nanosecond)
+		ids, err := f.st.ClaimDue(ctx, topup.DueClaim{Now: f.now.Add(time.Second), AbandonedBefore: f.now.Add(-time.Minute), Until: until, Batch: 10})
+		if err != nil || len(ids) != 4 {
+			t.Fatalf("claim: %v %v", ids, err)
+		}
+		// Another actor (a callback) sets a next check, under the lease.
+		other := f.now.Add(3 * time.Second)
+		for _, p := range []topup.TopUp{theirs, theirsBack} {
+			tok := f.claim(p.ID, []topup.Status{p.Status})
+			if _, err := f.st.Release(ctx, p.ID, tok, topup.Fields{NextCheckAt: &other}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		next := func(id int64) time.Time {
+			t.Helper()
+			p, err := f.st.Get(ctx, id)
+			if err != nil || p.NextCheckAt == nil {
+				t.Fatalf("payment %d: next %v, %v", id, p.NextCheckAt, err)
+			}
+			return *p.NextCheckAt
+		}
+		at := f.now.Add(5 * time.Minute)
+		if ok, err := f.st.Schedule(ctx, mine.ID, until, at); err != nil || !ok {
+			t.Fatalf("schedule of the claim's own: %v %v", ok, err)
+		}
+		if got := next(mine.ID); !got.Equal(at) {
+			t.Errorf("scheduled %s, want %s", got, at)
+		}
+		if ok, err := f.st.Schedule(ctx, theirs.ID, until, at); err != nil || ok {
+			t.Fatalf("schedule over another actor's: %v %v, want false and no error", ok, err)
+		}
+		if got := next(theirs.ID); !got.Equal(other) {
+			t.Errorf("next check %s, want the other actor's %s kept", got, other)
+		}
+		// From the next check as read back (the worker's own check's).
+		later := at.Add(time.Minute)
+		if ok, err := f.st.Schedule(ctx, mine.ID, next(mine.ID), later); err != nil || !ok {
+			t.Fatalf("schedule from the row's own read: %v %v", ok, err)
+		}
+		if got := next(mine.ID); !got.Equal(later) {
+			t.Errorf("scheduled %s, want %s", got, later)
+		}
+		if err := f.st.Unclaim(ctx, []int64{back.ID, theirsBack.ID}, until, f.now); err != nil {
+			t.Fatal(err)
+		}
+		if got := next(back.ID); !got.Equal(f.now) {
+			t.Errorf("unclaimed: next check %s, want %s", got, f.now)
+		}
+		if got := next(theirsBack.ID); !got.Equal(other) {
+			t.Errorf("unclaimed over another actor's: next check %s, want the other actor's %s kept", got, other)
+		}
+	})
+}
+
 func TestCountCreditFailure(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)

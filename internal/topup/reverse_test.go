@@ -1,0 +1,201 @@
+package topup_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/sandbank"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/topuptest"
+)
+
+// sepOtherAmount is SEP whose verify reports another amount than ours
+// (as SEP does when the card paid another amount: VerifyTransaction
+// succeeded, the money is the merchant's, sep.go classifies it as
+// VerifyAmountMismatch). The sandbox bank verified the sale for real;
+// only the amount its answer carries differs.
+type sepOtherAmount struct{ gateway.Gateway }
+
+func (g sepOtherAmount) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.VerifyResult, error) {
+	r, err := g.Gateway.Verify(ctx, in)
+	if err == nil && r.Outcome == gateway.VerifyPaid {
+		r.Outcome, r.RefID, r.AmountRials = gateway.VerifyAmountMismatch, 0, 0
+	}
+	return r, err
+}
+
+// mellatSettleRefused is Mellat whose settle the bank refuses (a definite
+// code other than 45 and 48): the sale stays verified, never settled.
+type mellatSettleRefused struct{ gateway.Gateway }
+
+func (g mellatSettleRefused) Ops() gateway.Ops {
+	ops := g.Gateway.Ops()
+	ops.Settle = func(context.Context, gateway.VerifyInput) (gateway.SettleResult, error) {
+		return gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 46, Message: "not settled"}, nil
+	}
+	return ops
+}
+
+// runWorker runs the worker's rounds until p leaves reversing (or n
+// rounds), the clock moved on between them.
+func runWorker(t *testing.T, e *env, w *topup.Worker, p topup.TopUp, n int) topup.TopUp {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := w.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.row(p.ID); r.Status != topup.StatusReversing && r.Status.Terminal() {
+			return r
+		}
+		e.clock.Advance(2 * time.Minute)
+	}
+	return e.row(p.ID)
+}
+
+func assertReversed(t *testing.T, e *env, bank *sandbank.Bank, p topup.TopUp, db *store.DB, reverseOp string, calls int64) {
+	t.Helper()
+	r := e.row(p.ID)
+	if r.Status != topup.StatusFailed || topup.Reason(r.StatusReason) != topup.ReasonReversedToCard || r.ReverseSentAt == nil {
+		t.Fatalf("after the worker: %s, want failed (reversed_to_card) with its reverse's intent", dump(r))
+	}
+	if e.balance() != 0 {
+		t.Errorf("balance %d: a payment reversed to the card is never credited", e.balance())
+	}
+	bp, _ := bank.Payment(p.AuthorityString())
+	if bp.State != sandbank.StateReversed || bp.ReversedAt.IsZero() {
+		t.Errorf("bank: %+v, want the sale reversed", bp)
+	}
+	if n := bank.Stats()[reverseOp].Calls; n != calls {
+		t.Errorf("%d reverse calls, want %d", n, calls)
+	}
+	edges := strings.Join(e.edges(p.ID), ", ")
+	if !strings.Contains(edges, "reversing→failed") {
+		t.Errorf("edges %s: want …, reversing→failed", edges)
+	}
+	// Nothing reopens it into a credit: a callback, reconciliation, the
+	// worker.
+	if got, err := e.backWith(context.Background(), p.PublicID, p.AuthorityString(), r.ReceiptString(), true); err != nil ||
+		got.Status != topup.StatusFailed {
+		t.Errorf("a late callback: %s, %v; want it left failed", dump(got), err)
+	}
+	if _, err := e.svc.AdminRecheck(context.Background(), p.PublicID, 1); !errors.Is(err, topup.ErrNothingToAsk) {
+		t.Errorf("an admin's recheck: %v, want ErrNothingToAsk", err)
+	}
+	e.clock.Advance(5 * time.Minute)
+	e.reconcile()
+	if r := e.row(p.ID); r.Status != topup.StatusFailed || e.balance() != 0 {
+		t.Errorf("after reconciliation: %s, balance %d", dump(r), e.balance())
+	}
+	if n := bank.Stats()[reverseOp].Calls; n != calls {
+		t.Errorf("%d reverse calls after the callback and reconciliation, want %d", n, calls)
+	}
+	checkInvariants(t, db)
+}
+
+// TestSEPAmountMismatchIsReversed: SEP verified the payer's sale for
+// another amount (the money is the merchant's once verified): never
+// credited, the worker reverses it once within SEP's window, the sandbox
+// bank's sale is reversed, and the payment fails as returned to the card.
+func TestSEPAmountMismatchIsReversed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnvWrapped(t, db, "sep", func(g gateway.Gateway) gateway.Gateway { return sepOtherAmount{g} })
+		p := e.start(150_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.backWith(ctx, p.PublicID, p.AuthorityString(), cb.Form["RefNum"], true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != topup.StatusReversing || topup.Reason(got.StatusReason) != topup.ReasonAmountMismatch || got.ReverseSentAt != nil {
+			t.Fatalf("after the callback: %s, want reversing (amount_mismatch), nothing sent yet", dump(got))
+		}
+		if got.Status.Public() != topup.StatusPendingVerification {
+			t.Errorf("public status %s", got.Status.Public())
+		}
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateVerified {
+			t.Fatalf("bank: %+v, want verified", bp)
+		}
+		runWorker(t, e, e.svc.NewWorker(topuptest.WorkerConfig()), p, 3)
+		assertReversed(t, e, bank, p, db, "sep-reverse", 1)
+	})
+}
+
+// TestMellatSettleRefusedIsReversed: Mellat verified the sale and refused
+// its settle: the sale is the bank's to return before settle; the worker
+// reverses it (bpReversalRequest) once.
+func TestMellatSettleRefusedIsReversed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnvWrapped(t, db, "mellat", func(g gateway.Gateway) gateway.Gateway { return mellatSettleRefused{g} })
+		p := e.start(150_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != topup.StatusReversing || topup.Reason(got.StatusReason) != topup.ReasonSettleRefused {
+			t.Fatalf("after the callback: %s, want reversing (settle_refused)", dump(got))
+		}
+		runWorker(t, e, e.svc.NewWorker(topuptest.WorkerConfig()), p, 3)
+		assertReversed(t, e, bank, p, db, "mellat-reversal", 1)
+		if bp, _ := bank.Payment(p.AuthorityString()); !bp.SettledAt.IsZero() {
+			t.Errorf("bank: %+v, want never settled", bp)
+		}
+	})
+}
+
+// TestLostReverseAnswerIsResolvedByTheBanksRecord: the bank reverses the
+// sale and the answer is lost (sandbank's answer_lost on sep-reverse):
+// the worker never sends the reverse again; its next turn asks the bank's
+// record (SEP's verify of the RefNum: 5, reversed) and fails the payment
+// as returned to the card.
+func TestLostReverseAnswerIsResolvedByTheBanksRecord(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnvWrapped(t, db, "sep", func(g gateway.Gateway) gateway.Gateway { return sepOtherAmount{g} })
+		p := e.start(150_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.backWith(ctx, p.PublicID, p.AuthorityString(), cb.Form["RefNum"], true); err != nil || got.Status != topup.StatusReversing {
+			t.Fatalf("after the callback: %s, %v", dump(got), err)
+		}
+		if err := bank.SetFaults(sandbank.Faults{Seed: 1, Ops: map[string]sandbank.OpFaults{"sep-reverse": {AnswerLostRate: 1, HangMS: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		w := e.svc.NewWorker(topuptest.WorkerConfig())
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := e.row(p.ID)
+		if r.Status != topup.StatusReversing || r.ReverseSentAt == nil {
+			t.Fatalf("after the lost answer: %s, want reversing with its intent", dump(r))
+		}
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.State != sandbank.StateReversed {
+			t.Fatalf("bank: %+v, want reversed (the answer only was lost)", bp)
+		}
+		verifies := bank.Stats()["sep-verify"].Calls
+		// The next turns ask the record, never the reverse (the fault
+		// stays: a second reverse would be counted).
+		e.clock.Advance(2 * time.Minute)
+		runWorker(t, e, w, p, 3)
+		if bank.Stats()["sep-verify"].Calls <= verifies {
+			t.Error("the bank's record (verify of the RefNum) was never asked")
+		}
+		bank.ClearFaults()
+		assertReversed(t, e, bank, p, db, "sep-reverse", 1)
+	})
+}

@@ -1,0 +1,81 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
+)
+
+// A reversing payment's reverse is sent once: MarkReverseSent writes the
+// intent only for the lease holder, only while reversing, only when none
+// stands; of many racing holders' tries exactly one wins. The intent is
+// dropped (ClearReverseSent) only by a decision that proves nothing was
+// made, and a reversing payment is claimed by the worker when due.
+func TestMarkReverseSent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newFixture(t, db)
+		p := f.topUp(topup.StatusPendingVerification)
+		tok := f.claim(p.ID, []topup.Status{p.Status})
+		now := f.now
+		p = f.move(p, topup.StatusReversing, topup.ActorWorker, tok, topup.Fields{NextCheckAt: &now})
+		if p.Status != topup.StatusReversing || p.ReverseSentAt != nil {
+			t.Fatalf("moved: %+v", p)
+		}
+		if _, err := f.st.MarkReverseSent(ctx, p.ID, "not-the-holder", f.now); !errors.Is(err, topup.ErrNotMoved) {
+			t.Fatalf("without the lease: %v, want ErrNotMoved", err)
+		}
+		ids, err := f.st.ClaimDue(ctx, topup.DueClaim{Now: f.now, AbandonedBefore: f.now, Until: f.now.Add(time.Minute), Batch: 10})
+		if err != nil || len(ids) != 1 || ids[0] != p.ID {
+			t.Fatalf("the worker's claim: %v, %v; want the reversing payment", ids, err)
+		}
+		tok = f.claim(p.ID, []topup.Status{topup.StatusReversing})
+		if _, err := f.st.MarkReverseSent(ctx, p.ID, tok, f.now.Add(2*time.Minute)); !errors.Is(err, topup.ErrNotMoved) {
+			t.Fatalf("past the lease: %v, want ErrNotMoved", err)
+		}
+		won := race(8, func(int) bool {
+			_, err := f.st.MarkReverseSent(ctx, p.ID, tok, f.now)
+			if err != nil && !errors.Is(err, topup.ErrNotMoved) {
+				t.Error(err)
+			}
+			return err == nil
+		})
+		if won != 1 {
+			t.Fatalf("%d intents written, want exactly 1", won)
+		}
+		got, err := f.st.Get(ctx, p.ID)
+		if err != nil || got.ReverseSentAt == nil || !got.ReverseSentAt.Equal(f.now) {
+			t.Fatalf("after: %+v, %v", got, err)
+		}
+		// Kept under the lease, the intent stands; dropped only on purpose.
+		got, err = f.st.Release(ctx, p.ID, tok, topup.Fields{})
+		if err != nil || got.ReverseSentAt == nil {
+			t.Fatalf("release: %+v, %v; want the intent kept", got, err)
+		}
+		tok = f.claim(p.ID, []topup.Status{topup.StatusReversing})
+		if got, err = f.st.Release(ctx, p.ID, tok, topup.Fields{ClearReverseSent: true}); err != nil || got.ReverseSentAt != nil {
+			t.Fatalf("release clearing the intent: %+v, %v", got, err)
+		}
+		// Only a reversing payment takes an intent.
+		for _, st := range []topup.Status{topup.StatusPendingVerification, topup.StatusNeedsReview} {
+			q := f.topUp(st)
+			tok := f.claim(q.ID, []topup.Status{st})
+			if _, err := f.st.MarkReverseSent(ctx, q.ID, tok, f.now); !errors.Is(err, topup.ErrNotMoved) {
+				t.Errorf("%s: %v, want ErrNotMoved", st, err)
+			}
+		}
+		// Never credited from reversing: no such edge.
+		if _, _, err := f.st.Credit(ctx, topup.Move{TopUpID: p.ID, PublicID: p.PublicID, From: topup.StatusReversing, To: topup.StatusCredited,
+			Actor: topup.ActorCallback, Reason: "test", Now: f.now}, f.wallet.ID, nil); err == nil {
+			t.Error("a reversing payment was credited")
+		}
+		if got, _ := f.st.Get(ctx, p.ID); got.Status != topup.StatusReversing {
+			t.Errorf("after the refused credit: %s", got.Status)
+		}
+	})
+}
