@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 	"github.com/kifpool/kifpool/internal/store"
 )
 
-const checkUsage = `usage: kifpool check [--max-rows N]
+const checkUsage = `usage: kifpool check [--max-rows N] [--metrics-file PATH]
 
 A read-only audit of the database named by DATABASE_URL: every ledger
 transaction balances, each account's balance and held amount equal its
@@ -28,6 +29,18 @@ SELECTs, each rule in a read-only transaction of its own (PostgreSQL: a
 REPEATABLE READ READ ONLY snapshot per rule, so two rules may see the
 database at different moments), takes no locks that stop writers, and
 never migrates.
+
+--metrics-file PATH writes the run's outcome for node_exporter's textfile
+collector once every rule has run, broken or not (PATH.tmp in the same
+directory, synced, then renamed over PATH; readable by all):
+kifpool_check_last_run_timestamp_seconds, kifpool_check_broken_rules,
+kifpool_check_violations{rule} for every rule that ran (the rows named, at
+most --max-rows; a skipped rule has no series) and
+kifpool_check_duration_seconds. A run that fails before its end (the
+database out of reach, an old schema) writes nothing, so the timestamp
+goes stale. PATH's directory must exist. The output and exit status are
+the check's, except that a file it could not write fails a run whose
+rules all hold (with broken rules, the failure to write is logged).
 `
 
 // openExisting opens the database of DATABASE_URL without creating or
@@ -65,8 +78,14 @@ func checkDeadlines(cfg config.Config) (created, open time.Duration) {
 func checkCmd(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer, log *slog.Logger) error {
 	fs := newFlagSet("check", checkUsage, stdout)
 	maxRows := fs.Int("max-rows", 100, "rows named per broken rule at most")
+	metricsFile := fs.String("metrics-file", "", "write the outcome for node_exporter's textfile collector to this `PATH` (e.g. /var/lib/prometheus/node-exporter/kifpool_check.prom)")
 	if help, err := parseFlags(fs, args, checkUsage); help || err != nil {
 		return err
+	}
+	if *metricsFile != "" {
+		if err := checkMetricsDir(*metricsFile); err != nil {
+			return err
+		}
 	}
 	cfg, db, err := openExisting(ctx, getenv, log)
 	if err != nil {
@@ -113,11 +132,98 @@ func checkCmd(ctx context.Context, args []string, getenv config.Getenv, stdout i
 			}
 		}
 	}
-	log.Info("check finished", "broken_rules", broken, "took", time.Since(started).Round(time.Millisecond))
+	finished := time.Now()
+	log.Info("check finished", "broken_rules", broken, "took", finished.Sub(started).Round(time.Millisecond))
+	var werr error
+	if *metricsFile != "" {
+		werr = writeCheckMetrics(*metricsFile, rep, broken, finished, finished.Sub(started))
+	}
 	if broken > 0 {
+		if werr != nil { // the broken rules are the louder news
+			log.Error("write the check's metrics", "file", *metricsFile, "err", werr)
+		}
 		return fmt.Errorf("check: %d rules broken (rows named above)", broken)
 	}
-	fmt.Fprintf(stdout, "all rules hold (%s)\n", took(time.Since(started)))
+	fmt.Fprintf(stdout, "all rules hold (%s)\n", took(finished.Sub(started)))
+	return werr
+}
+
+// checkMetricsDir refuses a --metrics-file whose directory is missing,
+// before anything runs: a typo in the timer's path would otherwise be
+// found only after the whole check.
+func checkMetricsDir(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("--metrics-file %s: its directory: %w", path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("--metrics-file %s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
+// checkMetrics is the check's outcome in Prometheus's text format: for
+// every rule that ran, the rows it named (0 when it holds); a skipped
+// rule has no series.
+func checkMetrics(rep integrity.Report, broken int, finished time.Time, took time.Duration) []byte {
+	var b strings.Builder
+	b.WriteString("# HELP kifpool_check_last_run_timestamp_seconds When the last kifpool check that ran every rule ended (unix seconds).\n")
+	b.WriteString("# TYPE kifpool_check_last_run_timestamp_seconds gauge\n")
+	fmt.Fprintf(&b, "kifpool_check_last_run_timestamp_seconds %d\n", finished.Unix())
+	b.WriteString("# HELP kifpool_check_broken_rules Rules of the last kifpool check that named rows breaking them.\n")
+	b.WriteString("# TYPE kifpool_check_broken_rules gauge\n")
+	fmt.Fprintf(&b, "kifpool_check_broken_rules %d\n", broken)
+	b.WriteString("# HELP kifpool_check_violations Rows the last kifpool check named breaking a rule (at most --max-rows); skipped rules are absent.\n")
+	b.WriteString("# TYPE kifpool_check_violations gauge\n")
+	for _, res := range rep.Results {
+		if res.Skipped {
+			continue
+		}
+		fmt.Fprintf(&b, "kifpool_check_violations{rule=%q} %d\n", res.Rule.Name, len(res.Violations))
+	}
+	b.WriteString("# HELP kifpool_check_duration_seconds How long the last kifpool check's rules took.\n")
+	b.WriteString("# TYPE kifpool_check_duration_seconds gauge\n")
+	fmt.Fprintf(&b, "kifpool_check_duration_seconds %s\n", strconv.FormatFloat(took.Seconds(), 'f', 3, 64))
+	return []byte(b.String())
+}
+
+// writeCheckMetrics writes the outcome to path atomically: PATH.tmp in
+// the same directory, synced, renamed over path, the directory synced, so
+// that node_exporter never reads half a file.
+func writeCheckMetrics(path string, rep integrity.Report, broken int, finished time.Time, took time.Duration) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644) // #nosec G302 G304 -- the operator's --metrics-file; node_exporter reads it as another user
+	if err != nil {
+		return fmt.Errorf("metrics file: %w", err)
+	}
+	fail := func(err error) error {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("metrics file %s: %w", tmp, err)
+	}
+	// Readable by node_exporter's user whatever the umask (the unit's is 0077).
+	if err := f.Chmod(0o644); err != nil { // #nosec G302 -- metrics, not secrets
+		return fail(err)
+	}
+	if _, err := f.Write(checkMetrics(rep, broken, finished, took)); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("metrics file %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("metrics file: %w", err)
+	}
+	if dir, err := os.Open(filepath.Dir(path)); err == nil { // #nosec G304 -- the operator's --metrics-file
+		_ = dir.Sync() // best effort: the file is complete under either name
+		_ = dir.Close()
+	}
 	return nil
 }
 

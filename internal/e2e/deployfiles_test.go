@@ -40,7 +40,7 @@ func needTool(t *testing.T, name, pkg string) string {
 	return ""
 }
 
-// The systemd units pass `systemd-analyze verify` with no complaint at
+// The systemd units and timers pass `systemd-analyze verify` with no complaint at
 // all (a misspelt option is only a warning there, so any output fails).
 // The units name /usr/local/bin/kifpool, which verify wants to exist: the
 // test verifies copies that name an executable of its own.
@@ -76,6 +76,22 @@ func TestSystemdUnitsVerify(t *testing.T) {
 		}
 		names = append(names, name)
 	}
+	// The timers too (a misspelt key there is the same warning), beside
+	// the services they start.
+	timers, err := filepath.Glob(filepath.Join(repoRoot(t), "deploy", "systemd", "*.timer"))
+	if err != nil || len(timers) == 0 {
+		t.Fatalf("timers: %v %v", timers, err)
+	}
+	for _, u := range timers {
+		b, err := os.ReadFile(u) // #nosec G304 -- the repository's own files
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.Base(u))
+	}
 	cmd := exec.Command(analyze, append([]string{"verify"}, names...)...) // #nosec G204 -- the test's own arguments
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -104,7 +120,7 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, alert := range []string{"KifpoolInstanceDown", "KifpoolNotScraped", "KifpoolGatewayBreakerOpen", "KifpoolWorkerLag", "KifpoolTopUpsNeedReview", "KifpoolCreditsFailing", "KifpoolHigh5xxRate", "KifpoolReconciliationNotRun", "KifpoolReconciliationNeverRun", "KifpoolPayoutDifferences", "KifpoolPayoutReconciliationNotRun", "KifpoolPayoutReconciliationNeverRun", "KifpoolReadReplicaDown", "KifpoolReadReplicaLag", "KifpoolWaitingForAnAdmin", "KifpoolWebhookSenderStalled", "KifpoolWebhookGaveUp", "KifpoolMailQueueStalled"} {
+	for _, alert := range []string{"KifpoolInstanceDown", "KifpoolNotScraped", "KifpoolGatewayBreakerOpen", "KifpoolWorkerLag", "KifpoolTopUpsNeedReview", "KifpoolCreditsFailing", "KifpoolHigh5xxRate", "KifpoolReconciliationNotRun", "KifpoolReconciliationNeverRun", "KifpoolPayoutDifferences", "KifpoolPayoutReconciliationNotRun", "KifpoolPayoutReconciliationNeverRun", "KifpoolReadReplicaDown", "KifpoolReadReplicaLag", "KifpoolWaitingForAnAdmin", "KifpoolWebhookSenderStalled", "KifpoolWebhookGaveUp", "KifpoolMailQueueStalled", "KifpoolBackgroundLoopStalled", "KifpoolCheckFoundViolations", "KifpoolCheckNotRun"} {
 		if !strings.Contains(string(b), "alert: "+alert+"\n") {
 			t.Errorf("alerts.yml has no %s", alert)
 		}
