@@ -161,6 +161,10 @@ var (
 	// insert failed), so the move (a credit too) was rolled back. Not the
 	// bank's doing: observed on its own (OutboxObserver).
 	ErrOutbox = errors.New("the webhook outbox refused the event")
+	// ErrReverseSent: the payment is being reversed, or its reverse was
+	// sent: it is never credited (the money is on its way back to the
+	// card), whatever a late verify answered. Nothing changed.
+	ErrReverseSent = errors.New("the payment's reverse was sent: never credited")
 )
 
 // errNotMoved is ErrNotMoved (the package's own spelling).

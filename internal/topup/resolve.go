@@ -733,6 +733,9 @@ func (s *Service) credit(ctx context.Context, p TopUp, tok string, actor Actor, 
 		return out, nil
 	case errors.Is(err, errNotMoved), errors.Is(err, wallet.ErrAlreadyCredited):
 		return s.release(ctx, p, tok, Fields{}) // someone else credited it: a replay
+	case errors.Is(err, ErrReverseSent):
+		s.log.ErrorContext(ctx, "the bank verified a payment whose reverse was sent; not credited", "payment", p.PublicID, "ref_id", d.RefID)
+		return s.release(ctx, p, tok, Fields{})
 	case errors.Is(err, ErrDuplicate):
 		// unique (gateway, ref_id): the bank's reference already belongs to
 		// another payment. Never credit twice for one bank payment.

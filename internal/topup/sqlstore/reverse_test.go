@@ -57,6 +57,7 @@ func TestMarkReverseSent(t *testing.T) {
 		if err != nil || got.ReverseSentAt == nil {
 			t.Fatalf("release: %+v, %v; want the intent kept", got, err)
 		}
+
 		tok = f.claim(p.ID, []topup.Status{topup.StatusReversing})
 		if got, err = f.st.Release(ctx, p.ID, tok, topup.Fields{ClearReverseSent: true}); err != nil || got.ReverseSentAt != nil {
 			t.Fatalf("release clearing the intent: %+v, %v", got, err)
@@ -76,6 +77,27 @@ func TestMarkReverseSent(t *testing.T) {
 		}
 		if got, _ := f.st.Get(ctx, p.ID); got.Status != topup.StatusReversing {
 			t.Errorf("after the refused credit: %s", got.Status)
+		}
+		// Reversed (failed, its intent kept), a verifier whose lease ran
+		// out mid-call answers late, from the status it read: failed →
+		// credited needs no lease, yet its credit is refused, and the
+		// money goes back to the card only.
+		r := f.topUp(topup.StatusPendingVerification)
+		tok = f.claim(r.ID, []topup.Status{r.Status})
+		r = f.move(r, topup.StatusReversing, topup.ActorWorker, tok, topup.Fields{NextCheckAt: &now})
+		tok = f.claim(r.ID, []topup.Status{topup.StatusReversing})
+		if _, err := f.st.MarkReverseSent(ctx, r.ID, tok, f.now); err != nil {
+			t.Fatal(err)
+		}
+		r = f.move(r, topup.StatusFailed, topup.ActorWorker, tok, topup.Fields{})
+		ref, amount := int64(9001), r.AmountRials
+		if _, _, err := f.st.Credit(ctx, topup.Move{TopUpID: r.ID, PublicID: r.PublicID, From: topup.StatusPendingVerification, To: topup.StatusCredited,
+			Actor: topup.ActorCallback, Reason: topup.ReasonVerifiedPaid, Now: f.now,
+			Fields: topup.Fields{RefID: &ref, VerifiedAmountRials: &amount}}, f.wallet.ID, nil); !errors.Is(err, topup.ErrReverseSent) {
+			t.Fatalf("a late verifier's credit of a reversed payment: %v, want ErrReverseSent", err)
+		}
+		if got, _ := f.st.Get(ctx, r.ID); got.Status != topup.StatusFailed {
+			t.Errorf("after the refused late credit: %s", got.Status)
 		}
 	})
 }

@@ -680,12 +680,18 @@ func (s *Store) Credit(ctx context.Context, m topup.Move, walletID int64, calls 
 			}
 		}
 		var cur topup.TopUp
-		if err := s.db.ForUpdate(tx).Select("status").Take(&cur, m.TopUpID).Error; err != nil {
+		if err := s.db.ForUpdate(tx).Select("status", "reverse_sent_at").Take(&cur, m.TopUpID).Error; err != nil {
 			return err
 		}
 		was = cur.Status
 		if was == topup.StatusCredited {
 			return topup.ErrNotMoved
+		}
+		if was == topup.StatusReversing || cur.ReverseSentAt != nil {
+			// A verifier whose lease ran out mid-call, answered after
+			// another actor sent the reverse: the money goes back to the
+			// card, never into the wallet too.
+			return topup.ErrReverseSent
 		}
 		mm := m
 		mm.From = was
