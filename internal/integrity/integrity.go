@@ -287,7 +287,7 @@ var rules = []Rule{
 		// Parameters: the cut-off for created, then for the other open statuses.
 		query: `SELECT 'top-up ' || public_id, 'status ' || status || ' since ' || CAST(COALESCE(opened_at, created_at) AS TEXT)
 			FROM topups WHERE (status = 'created' AND COALESCE(opened_at, created_at) < ?)
-				OR (status IN ('awaiting_payment', 'pending_verification', 'settling') AND COALESCE(opened_at, created_at) < ?) ORDER BY id`},
+				OR (status IN ('awaiting_payment', 'pending_verification', 'settling', 'reversing') AND COALESCE(opened_at, created_at) < ?) ORDER BY id`},
 }
 
 // Rules lists the rules Check runs, in order.

@@ -80,8 +80,10 @@ func TestMigrationReversing(t *testing.T) {
 			if err := db.Gorm.Raw(`SELECT from_status || ' → ' || to_status FROM topup_events WHERE topup_id = 5 ORDER BY id DESC LIMIT 1`).Row().Scan(&last); err != nil {
 				t.Fatal(err)
 			}
-			if st != "needs_review" || reason != "reverse_window_closed" || last != "reversing → needs_review" {
-				t.Errorf("after down: %s %s, last event %s; want needs_review with its event", st, reason, last)
+			// Its reverse was sent: not "window closed" (read as never
+			// sent), but unknown, for a person to ask the bank.
+			if st != "needs_review" || reason != "unknown_too_long" || last != "reversing → needs_review" {
+				t.Errorf("after down: %s %s, last event %s; want needs_review (unknown_too_long) with its event", st, reason, last)
 			}
 			conns = holdConns(t, db, 4)
 			for i, c := range conns {

@@ -402,7 +402,7 @@ type Backlog struct {
 }
 
 // WorkerBacklog measures the worker's queue at now, with the worker's own
-// rule of what is due: pending_verification and settling whose next check has come, and
+// rule of what is due: pending_verification, settling and reversing whose next check has come, and
 // awaiting_payment opened at least grace ago (WORKER_ABANDONED_AFTER) whose
 // next check has come. Every read is a range of the index on (status,
 // next_check_at, opened_at) (migration 00010), one status at a time, so
@@ -417,11 +417,16 @@ func (r *Reader) WorkerBacklog(ctx context.Context, now time.Time, grace time.Du
 	settling := func() *gorm.DB {
 		return db.Table("topups").Where("status = 'settling' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
 	}
+	// A reversing payment's one reverse has a window (SEP: under an
+	// hour): one the worker does not get to is what lag must show.
+	reversing := func() *gorm.DB {
+		return db.Table("topups").Where("status = 'reversing' AND (next_check_at IS NULL OR next_check_at <= ?)", now)
+	}
 	awaiting := func() *gorm.DB {
 		return db.Table("topups").Where("status = 'awaiting_payment' AND (next_check_at IS NULL OR next_check_at <= ?) AND opened_at <= ?", now, cut)
 	}
 	var b Backlog
-	for _, due := range []func() *gorm.DB{pending, settling, awaiting} {
+	for _, due := range []func() *gorm.DB{pending, settling, reversing, awaiting} {
 		var n int64
 		if err := due().Count(&n).Error; err != nil {
 			return Backlog{}, fmt.Errorf("worker backlog: %w", err)
@@ -451,9 +456,11 @@ func (r *Reader) WorkerBacklog(ctx context.Context, now time.Time, grace time.Du
 	}{
 		{pending().Where("next_check_at IS NOT NULL"), "next_check_at", 0},
 		{settling().Where("next_check_at IS NOT NULL"), "next_check_at", 0},
+		{reversing().Where("next_check_at IS NOT NULL"), "next_check_at", 0},
 		{awaiting().Where("next_check_at IS NOT NULL"), "next_check_at", 0},
 		{pending().Where("next_check_at IS NULL AND opened_at IS NOT NULL"), "opened_at", 0},
 		{settling().Where("next_check_at IS NULL AND opened_at IS NOT NULL"), "opened_at", 0},
+		{reversing().Where("next_check_at IS NULL AND opened_at IS NOT NULL"), "opened_at", 0},
 		{awaiting().Where("next_check_at IS NULL"), "opened_at", grace},
 	} {
 		if err := wait(c.q, c.col, c.extra); err != nil {

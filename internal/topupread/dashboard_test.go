@@ -106,6 +106,17 @@ func TestDashboardAggregates(t *testing.T) {
 		if b.Due != due || b.Lag != now.Sub(oldest) {
 			t.Errorf("backlog %+v, want %d due, lag %v", b, due, now.Sub(oldest))
 		}
+		// A reversing payment whose check is two days late (its reverse's
+		// window long gone): in the backlog, its wait the lag.
+		for _, r := range rows {
+			if r.Status == "credited" {
+				db.Gorm.Exec(`UPDATE topups SET status = 'reversing', next_check_at = ? WHERE id = ?`, now.Add(-48*time.Hour), r.ID)
+				break
+			}
+		}
+		if b, err = c.WorkerBacklog(ctx, now, time.Hour); err != nil || b.Due != due+1 || b.Lag != 48*time.Hour {
+			t.Errorf("backlog with a reversing payment due %+v %v, want %d due, lag 48h", b, err, due+1)
+		}
 	})
 }
 

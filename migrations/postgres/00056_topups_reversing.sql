@@ -24,15 +24,20 @@ RESET lock_timeout;
 
 -- +goose Down
 -- Reversing payments go to review (a person looks at the bank), with
--- their event, before the CHECK loses reversing.
+-- their event, before the CHECK loses reversing. One whose reverse was
+-- sent (reverse_sent_at, dropped below) says its outcome is unknown
+-- (unknown_too_long), never "window closed", which reads as not sent:
+-- an admin who refunded it by hand would pay the payer twice.
 SET lock_timeout = '5s';
 WITH moved AS (
-    UPDATE topups SET status = 'needs_review', status_reason = 'reverse_window_closed', lease_until = NULL, lease_owner = ''
+    UPDATE topups SET status = 'needs_review',
+           status_reason = CASE WHEN reverse_sent_at IS NULL THEN 'reverse_window_closed' ELSE 'unknown_too_long' END,
+           lease_until = NULL, lease_owner = ''
      WHERE status = 'reversing'
-    RETURNING id, updated_at
+    RETURNING id, status_reason, updated_at
 )
 INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, created_at)
-SELECT id, 'reversing', 'needs_review', 'worker', 'reverse_window_closed', updated_at FROM moved ORDER BY id;
+SELECT id, 'reversing', 'needs_review', 'worker', status_reason, updated_at FROM moved ORDER BY id;
 ALTER TABLE topups
     DROP CONSTRAINT IF EXISTS topups_status_check,
     ADD CONSTRAINT topups_status_check CHECK (status IN

@@ -16,11 +16,17 @@ ALTER TABLE topups ADD COLUMN reverse_sent_at DATETIME;
 
 -- +goose Down
 -- Reversing payments go to review (a person looks at the bank), with
--- their event, before the CHECK loses reversing.
+-- their event, before the CHECK loses reversing. One whose reverse was
+-- sent (reverse_sent_at, dropped below) says its outcome is unknown
+-- (unknown_too_long), never "window closed", which reads as not sent:
+-- an admin who refunded it by hand would pay the payer twice.
 INSERT INTO topup_events (topup_id, from_status, to_status, actor, reason, created_at)
-SELECT id, 'reversing', 'needs_review', 'worker', 'reverse_window_closed', updated_at
+SELECT id, 'reversing', 'needs_review', 'worker',
+       CASE WHEN reverse_sent_at IS NULL THEN 'reverse_window_closed' ELSE 'unknown_too_long' END, updated_at
   FROM topups WHERE status = 'reversing' ORDER BY id;
-UPDATE topups SET status = 'needs_review', status_reason = 'reverse_window_closed', lease_until = NULL, lease_owner = ''
+UPDATE topups SET status = 'needs_review',
+       status_reason = CASE WHEN reverse_sent_at IS NULL THEN 'reverse_window_closed' ELSE 'unknown_too_long' END,
+       lease_until = NULL, lease_owner = ''
  WHERE status = 'reversing';
 PRAGMA writable_schema = ON;
 UPDATE sqlite_master

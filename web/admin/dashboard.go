@@ -63,7 +63,8 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 	for _, r := range rows {
 		v.Unresolved = append(v.Unresolved, adminview.UnresolvedRow{PublicID: r.PublicID, Email: r.Email, AmountRials: r.AmountRials,
 			Status: string(r.Status), Reason: reasonText(h.Lang(c), r.StatusReason), Attempts: r.Attempts, CreatedAt: r.CreatedAt, NextCheckAt: r.NextCheckAt,
-			Late: (r.Status == topup.StatusAwaitingPayment || r.Status == topup.StatusPendingVerification || r.Status == topup.StatusSettling) &&
+			Late: (r.Status == topup.StatusAwaitingPayment || r.Status == topup.StatusPendingVerification || r.Status == topup.StatusSettling ||
+				r.Status == topup.StatusReversing) &&
 				r.NextCheckAt != nil && r.NextCheckAt.Before(now.Add(-lateAfter))})
 	}
 	if d.MoreUnresolved {
