@@ -122,8 +122,9 @@ func TestFailoverByHealth(t *testing.T) {
 
 // TestGatewayVerifyWindowInTheWorker: the worker applies each payment's
 // own gateway's verify window: a payment whose outcome is still unknown
-// when its gateway's window has closed goes to review with reason
-// returned_to_payer (the bank has given the money back), while a payment
+// when its gateway's window has closed goes to review (unknown_too_long
+// when its verifies went out unanswered: the bank may have kept it;
+// returned_to_payer otherwise), while a payment
 // of a gateway without a documented window stays open until
 // WORKER_MAX_UNKNOWN. Nothing is credited.
 func TestGatewayVerifyWindowInTheWorker(t *testing.T) {
@@ -159,7 +160,9 @@ func TestGatewayVerifyWindowInTheWorker(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := e.row(inWindow.ID); got.Status != topup.StatusNeedsReview || got.StatusReason != string(topup.ReasonReturnedToPayer) {
+		// Its verifies went out unanswered: the bank may have verified it
+		// and kept the money, so it is unknown, not "returned to payer".
+		if got := e.row(inWindow.ID); got.Status != topup.StatusNeedsReview || got.StatusReason != string(topup.ReasonUnknownTooLong) {
 			t.Errorf("past its gateway's window: %s", dump(got))
 		}
 		if got := e.row(plain.ID); got.Status != topup.StatusPendingVerification {
