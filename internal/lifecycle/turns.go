@@ -108,7 +108,11 @@ func (t Turns) Keep(ctx context.Context, names []string, claimedAt time.Time, ho
 func (t Turns) renew(ctx context.Context, names []string, untils []time.Time, hold time.Duration) bool {
 	next := t.Clock().Add(hold)
 	for i, name := range names {
-		ok, err := t.Store.ClaimReconcileTurn(ctx, name, untils[i], next)
+		// No longer than the turn still lasts: a store that hangs past
+		// its end must not leave this run asking while another starts.
+		rctx, cancel := context.WithTimeout(ctx, max(untils[i].Sub(t.Clock()), time.Millisecond))
+		ok, err := t.Store.ClaimReconcileTurn(rctx, name, untils[i], next)
+		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && t.Clock().Before(untils[i]):
 			// Held still: the next tick tries again.
