@@ -266,6 +266,11 @@ func (m *moneyOut) calm(ctx context.Context, limit time.Duration) {
 				// Failed by hand after it was paid: ours is paid until
 				// the worker's next look during its watch finds it.
 				open = append(open, "payout "+p.ID+" failed by hand, ours still "+string(ours[p.ID]))
+			case p.State == payouts.StateTransferred && ours[p.ID] == withdrawal.StatusNeedsReview:
+				// Transferred by the provider's settling above, after the
+				// worker's last look at one in review (still asked about,
+				// every WORKER_BACKOFF_MAX): its next look makes it paid.
+				open = append(open, "payout "+p.ID+" transferred, ours still in review")
 			}
 		}
 		for _, p := range allTopUps(t, m.rig.db) {
