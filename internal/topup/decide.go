@@ -923,7 +923,9 @@ func ReverseEnded(p TopUp) bool {
 	case ReasonReversedToCard, ReasonReverseRefused, ReasonReverseClosed, ReasonReverseDiffers:
 		return p.Status == StatusFailed || p.Status == StatusNeedsReview
 	}
-	return p.Status == StatusNeedsReview && p.ReverseSentAt != nil
+	// A reverse was sent (its answer unknown, or closed by an admin
+	// since): never reopened towards a credit.
+	return (p.Status == StatusNeedsReview || p.Status == StatusFailed) && p.ReverseSentAt != nil
 }
 
 // ReverseUntil is when a reverse of p can last be sent: its gateway's

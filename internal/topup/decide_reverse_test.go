@@ -258,7 +258,10 @@ func testDecideReverse(t *testing.T, l *edgeLog) {
 		}
 		unknown := open(topup.StatusNeedsReview)
 		unknown.StatusReason, unknown.ReverseSentAt = string(topup.ReasonUnknownTooLong), ptr(t0.Add(-3*time.Hour))
-		ended = append(ended, unknown, open(topup.StatusReversing))
+		// Closed by an admin after its reverse went out unanswered.
+		closed := open(topup.StatusFailed)
+		closed.StatusReason, closed.ReverseSentAt = string(topup.ReasonClosedByAdmin), ptr(t0.Add(-3*time.Hour))
+		ended = append(ended, unknown, closed, open(topup.StatusReversing))
 		for _, p := range ended {
 			for _, a := range []topup.Actor{topup.ActorCallback, topup.ActorReconcile, topup.ActorAdmin, topup.ActorWorker} {
 				for _, now := range []bool{false, true} {

@@ -99,5 +99,18 @@ func TestMarkReverseSent(t *testing.T) {
 		if got, _ := f.st.Get(ctx, r.ID); got.Status != topup.StatusFailed {
 			t.Errorf("after the refused late credit: %s", got.Status)
 		}
+		// Brought back to pending_verification (an admin's close, then a
+		// reopen), its intent still on the row: the credit's first,
+		// unlocked statement from the status it read is refused too.
+		tok = f.claim(r.ID, []topup.Status{topup.StatusFailed})
+		r = f.move(r, topup.StatusPendingVerification, topup.ActorWorker, tok, topup.Fields{})
+		if _, _, err := f.st.Credit(ctx, topup.Move{TopUpID: r.ID, PublicID: r.PublicID, From: topup.StatusPendingVerification, To: topup.StatusCredited,
+			Actor: topup.ActorCallback, Reason: topup.ReasonVerifiedPaid, Now: f.now,
+			Fields: topup.Fields{RefID: &ref, VerifiedAmountRials: &amount}}, f.wallet.ID, nil); !errors.Is(err, topup.ErrReverseSent) {
+			t.Fatalf("a reopened payment whose reverse was sent, credited from the status read: %v, want ErrReverseSent", err)
+		}
+		if got, _ := f.st.Get(ctx, r.ID); got.Status != topup.StatusPendingVerification {
+			t.Errorf("after the refused credit: %s", got.Status)
+		}
 	})
 }

@@ -616,6 +616,12 @@ func (s *Store) moveRow(tx *gorm.DB, m topup.Move) (out topup.TopUp, unchanged b
 		}
 		q = q.Where("lease_owner = ?", m.Lease)
 	}
+	if m.To == topup.StatusCredited {
+		// Never a payment whose reverse was sent, from any status (one
+		// an admin closed and a reopen brought back included): the
+		// credit's locked read then says why (ErrReverseSent).
+		q = q.Where("reverse_sent_at IS NULL")
+	}
 	res := q.Updates(vals)
 	if res.Error != nil {
 		return topup.TopUp{}, false, fmt.Errorf("payment %s %s → %s: %w", m.PublicID, m.From, m.To, res.Error)
