@@ -284,14 +284,22 @@ var rules = []Rule{
 				ORDER BY e.id DESC LIMIT 1), 'requires_confirmation') ORDER BY c.id`},
 	{Name: "none_open_past_deadline", Open: true,
 		What: "no top-up is still open past the worker's deadlines",
-		// Parameters: the cut-off for created, then for the other open statuses.
+		// Parameters: the cut-off for created, for the other open statuses,
+		// then for reversing (from creation: ReverseWindowMax).
 		query: `SELECT 'top-up ' || public_id, 'status ' || status || ' since ' || CAST(COALESCE(opened_at, created_at) AS TEXT)
 			FROM topups WHERE (status = 'created' AND COALESCE(opened_at, created_at) < ?)
-				OR (status IN ('awaiting_payment', 'pending_verification', 'settling', 'reversing') AND COALESCE(opened_at, created_at) < ?) ORDER BY id`},
+				OR (status IN ('awaiting_payment', 'pending_verification', 'settling') AND COALESCE(opened_at, created_at) < ?)
+				OR (status = 'reversing' AND created_at < ?) ORDER BY id`},
 }
 
 // Rules lists the rules Check runs, in order.
 func Rules() []Rule { return append([]Rule(nil), rules...) }
+
+// ReverseWindowMax is the longest reverse window of any gateway (Mellat's
+// three hours, before settle; SEP's is under one): a reversing top-up is
+// past its deadline only this long after its creation and an open
+// payment's deadline on.
+const ReverseWindowMax = 3 * time.Hour
 
 // Options say which rules run and the deadlines of open payments.
 type Options struct {
@@ -362,7 +370,10 @@ func Check(ctx context.Context, db *store.DB, o Options) (Report, error) {
 			rep.Results = append(rep.Results, res)
 			continue
 		case r.Open:
-			args = []any{o.Now.Add(-o.CreatedDeadline).UTC(), o.Now.Add(-o.OpenDeadline).UTC()}
+			// A reversing payment's reverse may be sent until its window
+			// closes (at most ReverseWindowMax from its creation), and
+			// its answer waited for as long as any open payment's.
+			args = []any{o.Now.Add(-o.CreatedDeadline).UTC(), o.Now.Add(-o.OpenDeadline).UTC(), o.Now.Add(-o.OpenDeadline - ReverseWindowMax).UTC()}
 		}
 		q := r.query
 		if db.Dialect == store.Postgres {

@@ -43,7 +43,7 @@ func TestRulesNeverReadATablePerRow(t *testing.T) {
 			}
 			var args []any
 			if r.Open {
-				args = []any{now, now}
+				args = []any{now, now, now}
 			}
 			var js []byte
 			if err := tx.QueryRowContext(ctx, "EXPLAIN (COSTS OFF, FORMAT JSON) "+integrity.QueryOf(r), args...).Scan(&js); err != nil {
