@@ -170,9 +170,25 @@ func TestAPeriodicRunKeepsItsTurnWhileItGoesOn(t *testing.T) {
 			done <- result{ran, err}
 		}()
 		<-slow.entered
-		// Five holds on, the run still asking: its turn is kept.
-		e.clock.Advance(5 * interval)
-		testwait.Eventually(t, 10*time.Second, "the running run's turn kept past its hold", held)
+		// Five holds on, the run still asking: its turn is kept. The
+		// clock moves a fifth of the hold at a time, each step only once
+		// the turn was renewed since (a hold from then on): a jump past
+		// the turn's end would be a renewal come too late, which rightly
+		// stops the run.
+		for range 25 {
+			e.clock.Advance(interval / 5)
+			step := e.clock.Now()
+			testwait.Eventually(t, 10*time.Second, "the running run's turn renewed past its hold", func() bool {
+				var n int64
+				if err := db.Gorm.Raw(`SELECT COUNT(*) FROM reconcile_turns WHERE gateway = ? AND next_at >= ?`, e.gw.Name(), step.Add(interval).UTC()).Scan(&n).Error; err != nil {
+					t.Fatal(err)
+				}
+				return n == 1
+			})
+		}
+		if !held() {
+			t.Fatal("the running run's turn is not held")
+		}
 		if _, ran, err := second.ReconcileIfDue(ctx, interval); err != nil || ran {
 			t.Fatalf("another instance beside a running run: ran %v, %v", ran, err)
 		}
