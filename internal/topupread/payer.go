@@ -17,11 +17,11 @@ import (
 // openForUserStatuses is the status condition of OpenForUser, written as
 // literals: with parameters PostgreSQL could not prove, in a cached
 // generic plan, that the condition implies the partial index
-// topups_user_open_idx (migration 00008), and would walk all of the
+// topups_user_open_idx (migration 00008; 00057's list), and would walk all of the
 // user's payments (or the whole table) instead. SQLite uses the index only
 // when the condition is written as the index's is.
 var openForUserStatuses = "status IN (" + literals([]string{string(topup.StatusAwaitingPayment),
-	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusNeedsReview)}) + ")"
+	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusReversing), string(topup.StatusNeedsReview)}) + ")"
 
 // OpenForUser lists the user's payments whose outcome is not known yet,
 // newest first (the wallet page shows them as in progress). It reads the
@@ -137,7 +137,7 @@ func StatusGroup(name string) (statuses []topup.Status, ok bool) {
 	case "credited":
 		return []topup.Status{topup.StatusCredited}, true
 	case "open":
-		return []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling}, true
+		return []topup.Status{topup.StatusCreated, topup.StatusAwaitingPayment, topup.StatusPendingVerification, topup.StatusSettling, topup.StatusReversing}, true
 	case "failed":
 		return []topup.Status{topup.StatusFailed}, true
 	case "needs_review":
@@ -199,9 +199,9 @@ func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (topu
 	err := r.db.Gorm.WithContext(ctx).Raw(`SELECT
 		COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 		COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
-		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials,
+		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review') THEN amount_rials END), 0) AS open_rials,
 		COUNT(CASE WHEN status IN ('created', 'awaiting_payment') THEN 1 END) AS waiting_count
-		FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
+		FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review'))`,
 		since.UTC(), since.UTC(), userID, since.UTC()).Scan(&u).Error
 	if err != nil {
 		return topup.Usage{}, fmt.Errorf("limit usage of user %d: %w", userID, err)

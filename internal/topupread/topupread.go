@@ -70,9 +70,10 @@ var Statuses = []string{string(topup.StatusCreated), string(topup.StatusAwaiting
 
 // OpenStatuses are the statuses of payments whose outcome is not final
 // (and needs_review, which waits for an admin); a partial index covers
-// exactly these (topups_open_created_idx, migration 00007).
+// exactly these (topups_open_created_idx, migration 00007, with settling
+// since 00018 and reversing since 00057).
 var OpenStatuses = []string{string(topup.StatusCreated), string(topup.StatusAwaitingPayment),
-	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusNeedsReview)}
+	string(topup.StatusPendingVerification), string(topup.StatusSettling), string(topup.StatusReversing), string(topup.StatusNeedsReview)}
 
 // ValidStatus reports whether s is a payment status.
 func ValidStatus(s string) bool {

@@ -304,9 +304,9 @@ func (s *Store) CreateAdmitted(ctx context.Context, p *topup.TopUp, q topup.Quot
 		if err := store.Scan(tx.Raw(`SELECT
 			COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
 			COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
-			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review') THEN amount_rials END), 0) AS open_rials,
+			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review') THEN amount_rials END), 0) AS open_rials,
 			COUNT(CASE WHEN status IN ('created', 'awaiting_payment') THEN 1 END) AS waiting_count
-			FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'needs_review'))`,
+			FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review'))`,
 			since, since, p.UserID, since), &u); err != nil {
 			return fmt.Errorf("limit usage of user %d: %w", p.UserID, err)
 		}
