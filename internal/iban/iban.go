@@ -8,8 +8,9 @@
 // The rules, from the Central Bank's Sheba standard (ISO 13616) and the
 // national code's published check digit:
 //   - Sheba: "IR" and 24 digits. Moved to the end, "IR" becomes 18 27, and
-//     the 26-digit number mod 97 is 1. Characters 5 to 7 are the bank's
-//     code (017 Melli, 012 Mellat, …).
+//     the 26-digit number mod 97 is 1, with check digits 02 to 98 (00,
+//     01 and 99 would be other spellings of 97, 98 and 02). Characters 5
+//     to 7 are the bank's code (017 Melli, 012 Mellat, …).
 //   - National code: 10 digits, not all the same; s = Σ dᵢ·(11−i) over the
 //     first nine, r = s mod 11; valid when r < 2 and d₁₀ = r, or r ≥ 2 and
 //     d₁₀ = 11 − r. Eight or nine digits are left-padded with zeros.
@@ -120,7 +121,10 @@ func Parse(typed string) (Sheba, error) {
 	if len(s) != Length || s[:2] != "IR" || !allDigits(s[2:]) {
 		return "", ErrFormat
 	}
-	if mod97(s) != 1 {
+	// ISO 7064 MOD 97-10 check digits are 02 to 98: 00, 01 and 99 pass
+	// mod-97 too, but only as other spellings of 97, 98 and 02, and one
+	// account must have one stored form.
+	if cd := s[2:4]; cd < "02" || cd > "98" || mod97(s) != 1 {
 		return "", ErrChecksum
 	}
 	if _, ok := BankByCode(s[4:7]); !ok {

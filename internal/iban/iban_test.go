@@ -2,6 +2,7 @@ package iban_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,6 +41,15 @@ func TestParse(t *testing.T) {
 		{"two digits swapped", "IR820540102680020817909020", "", iban.ErrChecksum},
 		{"check digits wrong", "IR830540102680020817909002", "", iban.ErrChecksum},
 		{"a valid number of no bank", "IR062960000000100324200001", "", iban.ErrUnknownBank},
+		// Check digits 00, 01 and 99 pass mod-97 as 97, 98 and 02 do: the
+		// same account spelt twice. Only 02 to 98 are check digits.
+		{"check digits 97", "IR970170000000000000000011", "IR970170000000000000000011", nil},
+		{"check digits 00, alias of 97", "IR000170000000000000000011", "", iban.ErrChecksum},
+		{"check digits 00 without IR", "000170000000000000000011", "", iban.ErrChecksum},
+		{"check digits 98", "IR980170000000000000000090", "IR980170000000000000000090", nil},
+		{"check digits 01, alias of 98", "IR010170000000000000000090", "", iban.ErrChecksum},
+		{"check digits 02", "IR020170000000000000000072", "IR020170000000000000000072", nil},
+		{"check digits 99, alias of 02", "IR990170000000000000000072", "", iban.ErrChecksum},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := iban.Parse(tc.typed)
@@ -103,6 +113,31 @@ func TestCheckDigits(t *testing.T) {
 	}
 	if iban.Make("54", "0102680020817909002") != "" || iban.Make("054", "1") != "" {
 		t.Error("Make of bad parts")
+	}
+}
+
+// Of the hundred check digits 00 to 99 before one bank code and account,
+// exactly one is accepted, CheckDigits's, in 02 to 98; the alias that also
+// passes mod-97 (00 for 97, 01 for 98, 99 for 02) is refused.
+func TestOneSpellingPerAccount(t *testing.T) {
+	for _, bban := range []string{
+		"0540102680020817909002", // 82
+		"0170000000000000000011", // 97, alias 00
+		"0170000000000000000090", // 98, alias 01
+		"0170000000000000000072", // 02, alias 99
+	} {
+		want := iban.CheckDigits(bban)
+		for cd := 0; cd <= 99; cd++ {
+			typed := fmt.Sprintf("IR%02d%s", cd, bban)
+			got, err := iban.Parse(typed)
+			if typed[2:4] == want {
+				if err != nil || string(got) != typed {
+					t.Errorf("Parse(%q) = %q, %v; want it accepted", typed, got, err)
+				}
+			} else if !errors.Is(err, iban.ErrChecksum) {
+				t.Errorf("Parse(%q) = %q, %v; want %v", typed, got, err, iban.ErrChecksum)
+			}
+		}
 	}
 }
 

@@ -25,7 +25,10 @@
 //   - checkoutDelay 0 is the next Paya cycle (-1, instant, is not used).
 //   - Inquiry: POST /v1/report/checkout/inquire {walletId, uniqueCode} →
 //     data {type: "checkoutQueue" (waiting) | "canceledCheckout" | …,
-//     details [{checkoutStatus: 0 done, 1 or 2 cancelled, refCode}]}.
+//     details [{checkoutStatus: 0 done, 1 or 2 cancelled, refCode,
+//     uniqueCode}]}. Several details may be listed (attempts of one
+//     payout); only those of our uniqueCode count, and disagreeing ones
+//     say nothing definite.
 //   - Balance: POST /v1/wallet/balance {id} → data {withdrawableBalance}.
 //   - Ownership: POST /v1/facility/checkIbanWithNationalCode {nationalCode,
 //     birthDate, IBAN} → data {matched}; 44 the Sheba does not exist, 45 no
@@ -324,31 +327,30 @@ func (c *Client) Status(ctx context.Context, id string) (payout.Status, error) {
 		return payout.Status{}, &gateway.TransientError{Op: payout.OpStatus, Err: payout.Refused(payout.OpStatus, true, r.result, r.message)}
 	}
 	var d struct {
-		Type    string `json:"type"`
-		Details []struct {
-			CheckoutStatus json.RawMessage `json:"checkoutStatus"`
-			RefCode        json.RawMessage `json:"refCode"`
-			Amount         json.RawMessage `json:"amount"`
-		} `json:"details"`
+		Type    string   `json:"type"`
+		Details []detail `json:"details"`
 	}
 	if err := json.Unmarshal(r.Data, &d); err != nil {
 		return payout.Status{}, &gateway.TransientError{Op: payout.OpStatus, Err: fmt.Errorf("undecodable inquiry: %w", err)}
 	}
-	st := payout.Status{Raw: wire.Clean(d.Type, 40)}
-	switch d.Type {
-	case "canceledCheckout":
-		st.State = payout.StateFailed
-		return st, nil
-	case "checkoutQueue":
-		st.State = payout.StateInProgress
-		return st, nil
+	st, err := judge(id, d.Type, d.Details)
+	if err != nil {
+		return payout.Status{}, &gateway.TransientError{Op: payout.OpStatus, Err: err}
 	}
-	if len(d.Details) == 0 {
-		st.State = payout.StateInProgress
-		return st, nil
-	}
-	det := d.Details[0]
-	st.Ref = wire.Clean(wire.FlexString(det.RefCode), 64)
+	return st, nil
+}
+
+// detail is one attempt of the inquiry's details.
+type detail struct {
+	UniqueCode     json.RawMessage `json:"uniqueCode"`
+	CheckoutStatus json.RawMessage `json:"checkoutStatus"`
+	RefCode        json.RawMessage `json:"refCode"`
+	Amount         json.RawMessage `json:"amount"`
+}
+
+// status is what one detail says.
+func (det detail) status() payout.Status {
+	st := payout.Status{Ref: wire.Clean(wire.FlexString(det.RefCode), 64)}
 	st.AmountRials, _ = wire.FlexInt(det.Amount)
 	code, known := wire.FlexInt(det.CheckoutStatus)
 	switch {
@@ -361,7 +363,51 @@ func (c *Client) Status(ctx context.Context, id string) (payout.Status, error) {
 	default:
 		st.State, st.Raw = payout.StateInProgress, "checkoutStatus "+strconv.FormatInt(code, 10)
 	}
-	return st, nil
+	return st
+}
+
+// judge reads an inquiry's type and details about the payout of our id.
+// Only the details of our uniqueCode count (one without a uniqueCode is
+// taken as ours: the inquiry asked by it). Zibal may list several
+// attempts of one payout (a cancelled one, then one paid): when the
+// details that count, or they and a "canceledCheckout" type, disagree,
+// or when no detail is ours, nothing definite is said, and judge returns
+// an error: the outcome is unknown and asked again, never failed.
+func judge(id, typ string, details []detail) (payout.Status, error) {
+	var ours []payout.Status
+	for _, det := range details {
+		if code := wire.FlexString(det.UniqueCode); code != "" && code != id {
+			continue
+		}
+		ours = append(ours, det.status())
+	}
+	if len(details) > 0 && len(ours) == 0 {
+		return payout.Status{}, fmt.Errorf("inquiry of %q (%s) lists %d details, none of that uniqueCode: outcome unknown",
+			id, wire.Clean(typ, 40), len(details))
+	}
+	for _, o := range ours {
+		if o.State != ours[0].State {
+			return payout.Status{}, fmt.Errorf("inquiry of %q (%s): its details disagree (%s, %s): outcome unknown",
+				id, wire.Clean(typ, 40), ours[0].State, o.State)
+		}
+	}
+	raw := payout.Status{Raw: wire.Clean(typ, 40)}
+	switch typ {
+	case "canceledCheckout":
+		if len(ours) > 0 && ours[0].State != payout.StateFailed {
+			return payout.Status{}, fmt.Errorf("inquiry of %q: canceledCheckout, and a detail %s: outcome unknown", id, ours[0].State)
+		}
+		raw.State = payout.StateFailed
+		return raw, nil
+	case "checkoutQueue":
+		raw.State = payout.StateInProgress
+		return raw, nil
+	}
+	if len(ours) == 0 {
+		raw.State = payout.StateInProgress
+		return raw, nil
+	}
+	return ours[0], nil
 }
 
 // checkOwner asks whether sheba belongs to nationalCode.

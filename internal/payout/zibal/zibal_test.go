@@ -236,3 +236,71 @@ func TestBodilessRefusalOfASubmitIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// The inquiry's details, as Zibal may list them: only those of our
+// uniqueCode count, and details of ours that disagree (a cancelled
+// attempt, then one queued or paid) say nothing definite: an unknown,
+// asked again, never "failed".
+func TestInquiryDetails(t *testing.T) {
+	const ours = "w_1"
+	for _, tc := range []struct {
+		name, data string
+		want       payout.Status // zero: unknown (an error)
+	}{
+		{"one detail, paid", `{"type":"checkout","details":[{"checkoutStatus":0,"refCode":"R1","amount":2000000}]}`,
+			payout.Status{State: payout.StateTransferred, Ref: "R1", Raw: "checkoutStatus 0", AmountRials: 2_000_000}},
+		{"one detail, cancelled", `{"type":"checkout","details":[{"checkoutStatus":1,"refCode":"R1","amount":2000000}]}`,
+			payout.Status{State: payout.StateFailed, Ref: "R1", Raw: "checkoutStatus 1", AmountRials: 2_000_000}},
+		{"one detail of ours, paid", `{"type":"checkout","details":[{"uniqueCode":"w_1","checkoutStatus":0,"refCode":"R1","amount":2000000}]}`,
+			payout.Status{State: payout.StateTransferred, Ref: "R1", Raw: "checkoutStatus 0", AmountRials: 2_000_000}},
+		{"one detail, status not known", `{"type":"checkout","details":[{"checkoutStatus":7}]}`,
+			payout.Status{State: payout.StateInProgress, Raw: "checkoutStatus 7"}},
+		{"no details", `{"type":"checkout"}`, payout.Status{State: payout.StateInProgress, Raw: "checkout"}},
+		{"queued", `{"type":"checkoutQueue"}`, payout.Status{State: payout.StateInProgress, Raw: "checkoutQueue"}},
+		{"cancelled", `{"type":"canceledCheckout"}`, payout.Status{State: payout.StateFailed, Raw: "canceledCheckout"}},
+		{"two details agreeing", `{"type":"checkout","details":[{"uniqueCode":"w_1","checkoutStatus":2,"refCode":"R1"},{"checkoutStatus":1,"refCode":"R2"}]}`,
+			payout.Status{State: payout.StateFailed, Ref: "R1", Raw: "checkoutStatus 2"}},
+		{"two details: cancelled, then paid", `{"type":"checkout","details":[{"checkoutStatus":1,"refCode":"R1"},{"checkoutStatus":0,"refCode":"R2"}]}`,
+			payout.Status{}},
+		{"two details of ours: cancelled, then paid", `{"type":"checkout","details":[{"uniqueCode":"w_1","checkoutStatus":2},{"uniqueCode":"w_1","checkoutStatus":0,"refCode":"R2"}]}`,
+			payout.Status{}},
+		{"two details: cancelled, then one not known", `{"type":"checkout","details":[{"checkoutStatus":1},{"checkoutStatus":5}]}`,
+			payout.Status{}},
+		{"cancelled type, a detail paid", `{"type":"canceledCheckout","details":[{"checkoutStatus":1},{"checkoutStatus":0,"refCode":"R2"}]}`,
+			payout.Status{}},
+		{"cancelled type, its one detail paid", `{"type":"canceledCheckout","details":[{"uniqueCode":"w_1","checkoutStatus":0}]}`,
+			payout.Status{}},
+		{"another id's cancelled detail ignored", `{"type":"checkout","details":[{"uniqueCode":"w_9","checkoutStatus":1,"refCode":"X"},{"uniqueCode":"w_1","checkoutStatus":0,"refCode":"R1","amount":2000000}]}`,
+			payout.Status{State: payout.StateTransferred, Ref: "R1", Raw: "checkoutStatus 0", AmountRials: 2_000_000}},
+		{"another id's paid detail ignored", `{"type":"checkout","details":[{"uniqueCode":"w_1","checkoutStatus":1,"refCode":"R1"},{"uniqueCode":"w_10","checkoutStatus":0,"refCode":"X"}]}`,
+			payout.Status{State: payout.StateFailed, Ref: "R1", Raw: "checkoutStatus 1"}},
+		{"a numeric uniqueCode of another id ignored", `{"type":"checkout","details":[{"uniqueCode":17,"checkoutStatus":1},{"checkoutStatus":0,"refCode":"R1"}]}`,
+			payout.Status{State: payout.StateTransferred, Ref: "R1", Raw: "checkoutStatus 0"}},
+		{"only another id's detail", `{"type":"checkout","details":[{"uniqueCode":"w_2","checkoutStatus":1}]}`,
+			payout.Status{}},
+		{"cancelled type, only another id's detail", `{"type":"canceledCheckout","details":[{"uniqueCode":"w_2","checkoutStatus":1}]}`,
+			payout.Status{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = w.Write([]byte(`{"result":1,"message":"success","data":` + tc.data + `}`))
+			}))
+			defer srv.Close()
+			p, err := zibal.New(zibal.Config{Token: "token-12345678", Wallet: "1", BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := p.Status(ctxT(t, 5*time.Second), ours)
+			if tc.want == (payout.Status{}) {
+				var te *gateway.TransientError
+				if !errors.As(err, &te) || st.State != "" {
+					t.Fatalf("Status = %+v, %v; want an unknown (a transient error)", st, err)
+				}
+				return
+			}
+			if err != nil || st != tc.want {
+				t.Fatalf("Status = %+v, %v; want %+v", st, err, tc.want)
+			}
+		})
+	}
+}
