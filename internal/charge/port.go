@@ -39,15 +39,29 @@ type Store interface {
 	// Refund writes a refund in one transaction (see RefundWrite).
 	// ErrDuplicate: the token made a refund already (first: that one).
 	Refund(ctx context.Context, w RefundWrite) (c Charge, r Refund, err error)
-	// Due lists the public ids of up to limit charges past their time
-	// at now (checkouts unconfirmed, authorizations uncaptured).
-	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// Due lists up to limit charges past their time at now (checkouts
+	// unconfirmed, authorizations uncaptured) in the order of their time,
+	// then their id: those after after (nil: from the first), a keyset
+	// page (see DueCharge).
+	Due(ctx context.Context, now time.Time, after *DueCharge, limit int) ([]DueCharge, error)
 	// Search finds charges for the admin console (see Service.Search).
 	Search(ctx context.Context, q string, limit int) ([]Charge, error)
 	// ByReferences maps ledger references of the payer's wallet history
 	// (a charge's public id, "hold:{id}" of its capture, a refund's
 	// public id) to their charges.
 	ByReferences(ctx context.Context, payerUserID int64, refs []string) (map[string]Charge, error)
+}
+
+// DueCharge is a charge past its time, as Due lists it. Its time and id
+// are its place in the sweep's order: the last of a page is the cursor
+// of the next, so that a sweep goes past the charges it could not
+// expire instead of reading them again.
+type DueCharge struct {
+	ID       int64
+	PublicID string
+	// DueAt is when it fell due: a checkout's ExpiresAt, an
+	// authorization's HoldExpiresAt.
+	DueAt time.Time
 }
 
 // ErrDuplicate: a unique token was taken (a replay to look up).

@@ -436,29 +436,49 @@ func (s *Service) CancelCheckout(ctx context.Context, payerUserID int64, publicI
 // ---- the worker, history, admin ----
 
 // ExpireDue expires up to limit charges past their time, each in its own
-// transaction; it returns how many it expired.
+// transaction; it returns how many it expired, and the failures of those
+// it could not expire (the others are expired all the same).
+//
+// The due charges are read a page of limit at a time in the order of
+// their time, then id (Store.Due), each page after the last charge of the
+// one before, until limit charges are expired or none is left: a charge
+// that cannot expire (its data inconsistent, say its hold ended outside
+// its own moves) is gone past and reported, never read again in the same
+// call, so that however many of them there are, the charges due after
+// them are expired (and their payers' holds released).
 func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	ids, err := s.st.Due(ctx, s.clock(), limit)
-	if err != nil {
-		return 0, err
-	}
+	now := s.clock()
 	n := 0
 	var errs []error
-	for _, id := range ids {
-		if err := ctx.Err(); err != nil {
+	var last *DueCharge
+	for n < limit {
+		page, err := s.st.Due(ctx, now, last, limit)
+		if err != nil {
 			errs = append(errs, err)
 			break
 		}
-		res, err := s.move(ctx, id, 0, ActorWorker, Request{Action: ActExpire})
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("expire charge %s: %w", id, err))
-		case !res.Replayed && res.Charge.Status == StatusExpired:
-			n++
+		for _, d := range page {
+			if n == limit {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return n, errors.Join(append(errs, err)...)
+			}
+			res, err := s.move(ctx, d.PublicID, 0, ActorWorker, Request{Action: ActExpire})
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("expire charge %s: %w", d.PublicID, err))
+			case !res.Replayed && res.Charge.Status == StatusExpired:
+				n++
+			}
 		}
+		if len(page) < limit {
+			break
+		}
+		last = &page[len(page)-1]
 	}
 	return n, errors.Join(errs...)
 }

@@ -776,6 +776,79 @@ func TestHoldSweepLeavesChargeHolds(t *testing.T) {
 	})
 }
 
+// TestExpireDueGoesPastFailures: authorizations that cannot expire (their
+// holds ended outside the charges' own moves, as inconsistent data would
+// have them), more than a batch of them and due first, must not keep the
+// charges due after them: each sweep goes past them (reporting each once)
+// and expires the later ones, their holds released. Before, each sweep
+// read the same first batch again, expired none of it and stopped, and
+// the later payers' money stayed held.
+func TestExpireDueGoesPastFailures(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const batch = 3
+		f := newFixture(t, db)
+		ctx := context.Background()
+		m, _ := f.merchant("shop@example.com", "Shop")
+		payer := f.user("payer@example.com", 1_000_000)
+		authorize := func(order string, rials int64) charge.Charge {
+			t.Helper()
+			c := f.create(m, rials, order, charge.CaptureManual)
+			res, err := f.svc.Confirm(ctx, payer.ID, c.PublicID)
+			if err != nil || res.Charge.Status != charge.StatusAuthorized || res.Charge.HoldID == 0 {
+				t.Fatalf("confirm %s: %+v %v", order, res.Charge, err)
+			}
+			return res.Charge
+		}
+		// More than a batch of broken authorizations, all due at the same
+		// moment (their order then their ids'): each hold released in the
+		// ledger alone, the charge left authorized.
+		var bad []charge.Charge
+		for i := range 2*batch + 1 {
+			c := authorize(fmt.Sprintf("bad-%d", i), 10_000)
+			if _, err := f.l.Release(ctx, c.HoldID, f.clock()); err != nil {
+				t.Fatal(err)
+			}
+			bad = append(bad, f.get(m, c.PublicID))
+		}
+		// Good ones after them: one due at the same moment (after them by
+		// id), one a minute later.
+		same := authorize("good-same", 50_000)
+		f.advance(time.Minute)
+		later := authorize("good-later", 70_000)
+		if f.held(payer) != 120_000 {
+			t.Fatalf("held before %d", f.held(payer))
+		}
+		f.advance(charge.DefaultHoldTTL)
+		n, err := f.svc.ExpireDue(ctx, batch)
+		if n != 2 || !errors.Is(err, ledger.ErrHoldEnded) {
+			t.Fatalf("expire: %d %v", n, err)
+		}
+		for _, c := range bad {
+			if got := strings.Count(err.Error(), c.PublicID); got != 1 {
+				t.Fatalf("%s reported %d times: %v", c.PublicID, got, err)
+			}
+		}
+		for _, c := range []charge.Charge{same, later} {
+			if got := f.get(m, c.PublicID); got.Status != charge.StatusExpired || got.EndedAt == nil {
+				t.Fatalf("good charge %+v", got)
+			}
+		}
+		if available := f.balance(payer) - f.held(payer); available != 1_000_000 || f.held(payer) != 0 || f.merchantBalance(m) != 0 {
+			t.Fatalf("available %d held %d merchant %d", available, f.held(payer), f.merchantBalance(m))
+		}
+		// The broken ones are left as they were, reported again by the
+		// next sweep, which expires nothing more.
+		for _, c := range bad {
+			if got := f.get(m, c.PublicID); got.Status != charge.StatusAuthorized || got.EndedAt != nil || !got.UpdatedAt.Equal(c.UpdatedAt) {
+				t.Fatalf("broken charge moved: %+v (was %+v)", got, c)
+			}
+		}
+		if n, err := f.svc.ExpireDue(ctx, batch); n != 0 || !errors.Is(err, ledger.ErrHoldEnded) {
+			t.Fatalf("second sweep: %d %v", n, err)
+		}
+	})
+}
+
 // TestCaptureCancelExpireRace: captures, cancels and the charge loop at
 // the hold's last moment, racing on one authorization: exactly one of
 // them ends it, the hold ends once, the money matches the outcome.

@@ -596,19 +596,42 @@ func (s *Store) Refund(ctx context.Context, w charge.RefundWrite) (charge.Charge
 }
 
 // Due lists charges past their time: unconfirmed checkouts and
-// uncaptured authorizations (each by its own partial index).
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	var ids []string
+// uncaptured authorizations (each by its own partial index), in the
+// order of their time (expires_at, hold_expires_at), then id, after the
+// cursor after when there is one (a keyset: see charge.DueCharge).
+func (s *Store) Due(ctx context.Context, now time.Time, after *charge.DueCharge, limit int) ([]charge.DueCharge, error) {
 	at, n := now.UTC(), strconv.Itoa(limit) // the limit a literal, as Search writes it
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT public_id FROM (
-			SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'requires_confirmation' AND expires_at <= ?
-				ORDER BY expires_at LIMIT `+n+`) AS a
-			UNION ALL SELECT public_id, id FROM (SELECT public_id, id FROM charges WHERE status = 'authorized' AND hold_expires_at <= ?
-				ORDER BY hold_expires_at LIMIT `+n+`) AS b) AS due ORDER BY id LIMIT `+n,
-		at, at), &ids); err != nil {
+	// Each side's keyset: its time at or after the cursor's (the index's
+	// range), and past the cursor's (time, id).
+	checkouts, holds := "", ""
+	args := []any{at}
+	if after != nil {
+		t := after.DueAt.UTC()
+		checkouts = ` AND expires_at >= ? AND (expires_at > ? OR id > ?)`
+		holds = ` AND hold_expires_at >= ? AND (hold_expires_at > ? OR id > ?)`
+		args = append(args, t, t, after.ID)
+	}
+	args = append(args, args...)
+	var rows []struct {
+		ID       int64
+		PublicID string
+		DueAt    time.Time
+	}
+	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT id, public_id, due_at FROM (
+			SELECT id, public_id, due_at FROM (SELECT id, public_id, expires_at AS due_at FROM charges
+				WHERE status = 'requires_confirmation' AND expires_at <= ?`+checkouts+`
+				ORDER BY expires_at, id LIMIT `+n+`) AS a
+			UNION ALL SELECT id, public_id, due_at FROM (SELECT id, public_id, hold_expires_at AS due_at FROM charges
+				WHERE status = 'authorized' AND hold_expires_at <= ?`+holds+`
+				ORDER BY hold_expires_at, id LIMIT `+n+`) AS b) AS due ORDER BY due_at, id LIMIT `+n,
+		args...), &rows); err != nil {
 		return nil, fmt.Errorf("due charges: %w", err)
 	}
-	return ids, nil
+	out := make([]charge.DueCharge, len(rows))
+	for i, r := range rows {
+		out[i] = charge.DueCharge{ID: r.ID, PublicID: r.PublicID, DueAt: r.DueAt}
+	}
+	return out, nil
 }
 
 // Search finds charges by public id ("ch_…"), by a refund's ("re_…"), by
