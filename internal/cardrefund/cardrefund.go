@@ -42,6 +42,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -205,6 +206,16 @@ var (
 	// (no answer, or no way to ask it: the gateway not configured). The
 	// amount stays held; the admin tries again later.
 	ErrBankNoAnswer = errors.New("card refund: the bank gave no definite word that the refund was not made; not closed as not made")
+	// ErrTooEarlyToCloseNotMade: an admin's close as not made, refused:
+	// the bank's word that the refund was not made is not believed yet,
+	// so soon after the call (Config.NotDoneAfter, as the worker's
+	// AfterStatus): a refund the bank accepted may not be in its record
+	// yet (pending), and released here it would land on the card too. The
+	// amount stays held; the admin closes it from TooEarlyError.From on.
+	// The refusal is a *TooEarlyError, which is ErrBankNoAnswer too (no
+	// definite word yet): pages that know only that one say "try again
+	// later".
+	ErrTooEarlyToCloseNotMade = errors.New("card refund: too soon after the call to believe the bank's word that the refund was not made; not closed as not made")
 	// ErrNotMoved: the row was not in the expected status (or not held
 	// by the lease): another actor moved it first.
 	ErrNotMoved = errors.New("card refund: not moved")
@@ -212,6 +223,23 @@ var (
 	// lacks).
 	ErrIllegalTransition = errors.New("card refund: illegal transition")
 )
+
+// TooEarlyError is an admin's close as not made refused for
+// ErrTooEarlyToCloseNotMade: From is when it may be closed as not made
+// (the call's time plus Config.NotDoneAfter). errors.Is matches it with
+// ErrTooEarlyToCloseNotMade and with ErrBankNoAnswer.
+type TooEarlyError struct {
+	From time.Time
+}
+
+func (e *TooEarlyError) Error() string {
+	return fmt.Sprintf("%s (it may be closed as not made from %s)", ErrTooEarlyToCloseNotMade, e.From.UTC().Format(time.RFC3339))
+}
+
+// Is makes the refusal both ErrTooEarlyToCloseNotMade and ErrBankNoAnswer.
+func (e *TooEarlyError) Is(target error) bool {
+	return target == ErrTooEarlyToCloseNotMade || target == ErrBankNoAnswer
+}
 
 // NewPublicID is a fresh public id: "cr_" and 26 base32 characters.
 func NewPublicID() string {

@@ -277,6 +277,19 @@ func AfterStatus(c CardRefund, st gateway.RefundState, err error, now time.Time,
 	return Step{Stay: true, NextCheck: next}
 }
 
+// NotMadeFrom is when an admin's close of c as not made may first be
+// believed (pure): as the worker's (AfterStatus), NotDoneAfter after the
+// call was sent (SubmittedAt, written with each attempt). Before it, the
+// bank's record showing ours not made (nothing, or figures short of ours)
+// may be a refund it accepted and has not counted yet. Zero when no call
+// was ever sent (no SubmittedAt): nothing can land, it closes at once.
+func NotMadeFrom(c CardRefund, cfg Config) time.Time {
+	if c.SubmittedAt == nil {
+		return time.Time{}
+	}
+	return c.SubmittedAt.Add(cfg.NotDoneAfter)
+}
+
 // backoff is the delay before the next question after n attempts
 // (lifecycle.Backoff), at least a second.
 func backoff(n int, cfg Config, jitter float64) time.Duration {

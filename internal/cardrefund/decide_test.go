@@ -225,3 +225,17 @@ func TestHoldsNoSQL(t *testing.T) {
 		})
 	}
 }
+
+// TestNotMadeFrom: an admin's close as not made is believed no sooner
+// than the worker's (NotDoneAfter after the call); a card refund never
+// sent (no call time) may be closed at once.
+func TestNotMadeFrom(t *testing.T) {
+	cfg := cardrefund.DefaultConfig()
+	sent := t0
+	if got := cardrefund.NotMadeFrom(cardrefund.CardRefund{SubmittedAt: &sent, Attempts: 1}, cfg); !got.Equal(sent.Add(cfg.NotDoneAfter)) {
+		t.Errorf("sent: closable from %v, want %v", got, sent.Add(cfg.NotDoneAfter))
+	}
+	if got := cardrefund.NotMadeFrom(cardrefund.CardRefund{}, cfg); !got.IsZero() {
+		t.Errorf("never sent: closable from %v, want at once", got)
+	}
+}

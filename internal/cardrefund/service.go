@@ -407,8 +407,10 @@ func (s *Service) Recheck(ctx context.Context, publicID string, adminID int64) (
 // bank's own panel: made (refunded) or not (failed), with a note. Not
 // made releases the amount to the wallet, so the bank is asked first,
 // under the lease (askBeforeNotMade): the close goes on only on its
-// definite word that the refund was not made (ErrBankMadeIt,
-// ErrBankNoAnswer otherwise, the amount still held).
+// definite word that the refund was not made, and only once that word
+// is believed, NotDoneAfter after the call, as the worker's
+// (ErrBankMadeIt, ErrBankNoAnswer or ErrTooEarlyToCloseNotMade otherwise,
+// the amount still held).
 func (s *Service) Close(ctx context.Context, publicID string, adminID int64, made bool, note string) (CardRefund, error) {
 	note, err := checkNote(note)
 	if err != nil {
@@ -468,7 +470,12 @@ func (s *Service) Close(ctx context.Context, publicID string, adminID int64, mad
 // the bank's panel meanwhile, ours not among them: totals only grow).
 // The bank's word that it was made, or figures that differ and could
 // hold ours (or that it does not give): ErrBankMadeIt. No answer, or no
-// way to ask (the gateway no longer configured): ErrBankNoAnswer.
+// way to ask (the gateway no longer configured): ErrBankNoAnswer. And
+// the bank's "not made" is believed no sooner than the worker believes
+// it (NotMadeFrom: NotDoneAfter after the call): a refund it accepted may
+// show as not made, or be missing from its figures, for a while (pending
+// at Zarinpal); sooner, a *TooEarlyError (ErrTooEarlyToCloseNotMade, and
+// ErrBankNoAnswer too).
 func (s *Service) askBeforeNotMade(ctx context.Context, c CardRefund, t TopUp) error {
 	status := s.d.Gateways.For(t.Gateway).Ops().RefundStatus
 	if status == nil {
@@ -497,6 +504,11 @@ func (s *Service) askBeforeNotMade(ctx context.Context, c CardRefund, t TopUp) e
 		s.d.Log.WarnContext(ctx, "card refund: close as not made refused: the bank's record may hold it made", "card_refund", c.PublicID,
 			"outcome", st.Outcome, "code", st.Code, "refunded_rials", st.RefundedRials)
 		return ErrBankMadeIt
+	}
+	if from := NotMadeFrom(c, s.cfg); s.d.Now().Before(from) {
+		s.d.Log.WarnContext(ctx, "card refund: close as not made refused: too soon after the call to believe the bank's word", "card_refund", c.PublicID,
+			"outcome", st.Outcome, "refunded_rials", st.RefundedRials, "closable_from", from)
+		return &TooEarlyError{From: from}
 	}
 	return nil
 }

@@ -227,6 +227,17 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 		}
 		// A note the use case would refuse is refused before the code: the
 		// same code closes it after.
+		// The bank's figures fall short of ours, but the refund may still
+		// be on its way to the card: "not made" is refused until the
+		// worker itself would believe it (CARD_REFUND's not-done window
+		// after the call), and nothing moves.
+		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel's 50,000"}, "code": {code()}}); r.Status != http.StatusConflict {
+			t.Fatalf("close as not made minutes after the call: %d %q", r.Status, r.Location)
+		}
+		if st := apptest.Parse(admin.Get(page).Body).TestID("card-refund-row").Attr("data-status"); st != "needs_review" || payer.Balance() != 200_000 || held() != "100000" {
+			t.Fatalf("after a refused close: %s, balance %d, held %s", st, payer.Balance(), held())
+		}
+		clock.Advance(24 * time.Hour)
 		closeCode := code()
 		if r := admin.Submit(page, closeAt, url.Values{"made": {"no"}, "note": {"only the panel\u202e"}, "code": {closeCode}}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("close with a note holding a bidi override: %d", r.Status)
