@@ -285,8 +285,10 @@ var rules = []Rule{
 	{Name: "none_open_past_deadline", Open: true,
 		What: "no top-up is still open past the worker's deadlines",
 		// Parameters: the cut-off for created, for the other open statuses,
-		// then for reversing (from creation: ReverseWindowMax).
-		query: `SELECT 'top-up ' || public_id, 'status ' || status || ' since ' || CAST(COALESCE(opened_at, created_at) AS TEXT)
+		// then for reversing (from creation: ReverseWindowMax). The line
+		// shows the time each is judged from: a reversing one's creation.
+		query: `SELECT 'top-up ' || public_id, 'status ' || status || ' since ' || CASE WHEN status = 'reversing'
+				THEN CAST(created_at AS TEXT) || ' (created)' ELSE CAST(COALESCE(opened_at, created_at) AS TEXT) END
 			FROM topups WHERE (status = 'created' AND COALESCE(opened_at, created_at) < ?)
 				OR (status IN ('awaiting_payment', 'pending_verification', 'settling') AND COALESCE(opened_at, created_at) < ?)
 				OR (status = 'reversing' AND created_at < ?) ORDER BY id`},

@@ -233,7 +233,62 @@ func TestBrokenDataIsNamed(t *testing.T) {
 		{"open past its deadline", nil, "none_open_past_deadline", "top-up p_waiting", 4 * time.Hour},
 		{"created past its deadline", nil, "none_open_past_deadline", "top-up p_created", 10 * time.Minute},
 	}
+	// A reversing top-up is judged from its creation (its reverse window
+	// counts from it: OpenDeadline + ReverseWindowMax), however lately it
+	// opened: one a minute past that cut-off is named, its line showing
+	// its creation; one a minute inside it is not, though it opened
+	// longer than OpenDeadline ago.
+	open := options(time.Time{}).OpenDeadline
+	reversing := []struct {
+		name            string
+		created, opened time.Duration // before now
+		named           bool
+	}{
+		{"reversing just past its deadline, opened lately", open + integrity.ReverseWindowMax + time.Minute, time.Minute, true},
+		{"reversing just inside its deadline, opened long ago", open + integrity.ReverseWindowMax - time.Minute, open + time.Minute, false},
+	}
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		for _, tc := range reversing {
+			t.Run(tc.name, func(t *testing.T) {
+				db := storetest.New(t, db.Dialect)
+				now := time.Now()
+				seed(t, db, now)
+				created, opened := now.Add(-tc.created).UTC(), now.Add(-tc.opened).UTC()
+				for _, s := range []struct {
+					sql  string
+					args []any
+				}{
+					{`INSERT INTO topups (id, public_id, user_id, wallet_id, amount_rials, gateway, form_token, authority, receipt, status, status_reason,
+						created_at, updated_at, opened_at) VALUES (6, 'p_reversing', 1, 1, 60000, 'sep', 'form-p_reversing', 'Ap_reversing', 'RN6',
+						'reversing', 'amount_mismatch', ?, ?, ?)`, []any{created, opened, opened}},
+					{`INSERT INTO topup_events (topup_id, from_status, to_status, actor, created_at) VALUES (6, 'created', 'awaiting_payment', 'submit', ?),
+						(6, 'awaiting_payment', 'reversing', 'callback', ?)`, []any{created, opened}},
+				} {
+					if err := db.Gorm.Exec(s.sql, s.args...).Error; err != nil {
+						t.Fatalf("%s: %v", s.sql, err)
+					}
+				}
+				rep, err := integrity.Check(context.Background(), db, options(now))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var named []integrity.Violation
+				for _, v := range rep.Violations() {
+					if v.Rule == "none_open_past_deadline" && v.Subject == "top-up p_reversing" {
+						named = append(named, v)
+					}
+				}
+				switch {
+				case !tc.named && len(named) > 0:
+					t.Fatalf("named within its deadline: %v", named)
+				case tc.named && len(named) != 1:
+					t.Fatalf("not named past its deadline; violations: %v", rep.Violations())
+				case tc.named && (!strings.HasPrefix(named[0].Detail, "status reversing since ") || !strings.HasSuffix(named[0].Detail, " (created)") ||
+					!strings.Contains(named[0].Detail, created.Format("15:04"))):
+					t.Errorf("detail %q: want the time it is judged from, its creation (%s)", named[0].Detail, created.Format(time.RFC3339))
+				}
+			})
+		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				db := storetest.New(t, db.Dialect)

@@ -83,7 +83,11 @@ func CheckCloseNote(note string) error {
 // when the bank confirms (by phone, by statement) that no money of the
 // payer is held. It takes the payment's lease like every other actor, so
 // it cannot overrule a check in flight. Should the bank later verify it as
-// paid after all, it is still credited (a bank-verified payment always is).
+// paid after all, it is still credited (a bank-verified payment always is)
+// — unless its reverse ended it (ReverseEnded): that one keeps its
+// reverse's reason (StepClose; the note is in the audit log) and is never
+// reopened, since the bank verified it already and the payer may have been
+// refunded by hand.
 func (s *Service) AdminCloseFailed(ctx context.Context, publicID string, adminID int64, note string) (TopUp, error) {
 	note = strings.TrimSpace(note)
 	if err := CheckCloseNote(note); err != nil {

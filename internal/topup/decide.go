@@ -312,6 +312,15 @@ func Decide(in Input) Decision {
 		if in.LeaseLost || in.TopUp.Status != StatusNeedsReview {
 			return Decision{Action: ActionNone}
 		}
+		if r := Reason(in.TopUp.StatusReason); reverseEndReason(r) {
+			// Its reverse ended it (refused, its window closed — perhaps
+			// never sent —, or the bank's record differs): it keeps that
+			// reason, so that it stays ended by its reverse (ReverseEnded)
+			// and nothing reopens or credits it after the admin may have
+			// refunded the payer by hand. The admin's note is in the audit
+			// log, the close in its event (actor admin).
+			return Decision{Action: ActionMove, To: StatusFailed, Reason: r}
+		}
 		return Decision{Action: ActionMove, To: StatusFailed, Reason: ReasonClosedByAdmin}
 	case StepCreditFailed:
 		return decideCreditFailed(in)
@@ -917,15 +926,28 @@ func CallbackMayReopen(p TopUp) bool {
 }
 
 // ReverseEnded reports whether p ended on its reverse (reversing →
-// failed or needs_review): it is never reopened (decideReopen).
+// failed or needs_review, and an admin's close of one under review since):
+// it is never reopened (decideReopen).
 func ReverseEnded(p TopUp) bool {
-	switch Reason(p.StatusReason) {
-	case ReasonReversedToCard, ReasonReverseRefused, ReasonReverseClosed, ReasonReverseDiffers:
-		return p.Status == StatusFailed || p.Status == StatusNeedsReview
+	if p.Status != StatusFailed && p.Status != StatusNeedsReview {
+		return false
 	}
-	// A reverse was sent (its answer unknown, or closed by an admin
-	// since): never reopened towards a credit.
-	return (p.Status == StatusNeedsReview || p.Status == StatusFailed) && p.ReverseSentAt != nil
+	// Ended by its reverse's reason (which an admin's close keeps:
+	// StepClose), or a reverse was sent (its answer unknown, or closed by
+	// an admin since): never reopened towards a credit. The reason alone
+	// marks one whose reverse was never sent (reverse_window_closed,
+	// reverse_sent_at NULL).
+	return reverseEndReason(Reason(p.StatusReason)) || p.ReverseSentAt != nil
+}
+
+// reverseEndReason reports whether r is a reason only a reverse's end
+// gives (decideReverse).
+func reverseEndReason(r Reason) bool {
+	switch r {
+	case ReasonReversedToCard, ReasonReverseRefused, ReasonReverseClosed, ReasonReverseDiffers:
+		return true
+	}
+	return false
 }
 
 // ReverseUntil is when a reverse of p can last be sent: its gateway's

@@ -261,8 +261,34 @@ func testDecideReverse(t *testing.T, l *edgeLog) {
 		// Closed by an admin after its reverse went out unanswered.
 		closed := open(topup.StatusFailed)
 		closed.StatusReason, closed.ReverseSentAt = string(topup.ReasonClosedByAdmin), ptr(t0.Add(-3*time.Hour))
+		// Closed by an admin (StepClose) from review after its reverse
+		// ended it: refused, differing, unknown, and its window closed
+		// with the reverse never sent (or its intent dropped on the
+		// bank's record that the sale stands): reverse_sent_at NULL.
+		reviewed := []topup.TopUp{unknown}
+		for _, r := range []topup.Reason{topup.ReasonReverseRefused, topup.ReasonReverseDiffers, topup.ReasonReverseClosed} {
+			p := open(topup.StatusNeedsReview)
+			p.StatusReason = string(r)
+			if r != topup.ReasonReverseClosed {
+				p.ReverseSentAt = ptr(t0.Add(-3 * time.Hour))
+			}
+			reviewed = append(reviewed, p)
+		}
+		for _, p := range reviewed {
+			d := topup.Decide(topup.Input{Step: topup.StepClose, Actor: topup.ActorAdmin, TopUp: p, Now: t0, Rules: rr})
+			if d.Action != topup.ActionMove || d.To != topup.StatusFailed {
+				t.Fatalf("admin close of %s (%s): %+v", p.Status, p.StatusReason, d)
+			}
+			l.took(t, p.Status, d, topup.ActorAdmin)
+			p.Status, p.StatusReason = d.To, string(d.Reason)
+			ended = append(ended, p)
+		}
 		ended = append(ended, unknown, closed, open(topup.StatusReversing))
 		for _, p := range ended {
+			if p.Status != topup.StatusReversing && !topup.ReverseEnded(p) {
+				// AdminRecheck refuses it (ErrNothingToAsk) on this alone.
+				t.Errorf("%s (%s, reverse sent %v): not ReverseEnded", p.Status, p.StatusReason, p.ReverseSentAt != nil)
+			}
 			for _, a := range []topup.Actor{topup.ActorCallback, topup.ActorReconcile, topup.ActorAdmin, topup.ActorWorker} {
 				for _, now := range []bool{false, true} {
 					if d := topup.Decide(topup.Input{Step: topup.StepReopen, Actor: a, TopUp: p, Now: t0, Rules: rr, CheckNow: now}); d.Action != topup.ActionNone {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/audit"
 	"github.com/kifpool/kifpool/internal/gateway"
 	"github.com/kifpool/kifpool/internal/sandbank"
 	"github.com/kifpool/kifpool/internal/store"
@@ -197,5 +198,69 @@ func TestLostReverseAnswerIsResolvedByTheBanksRecord(t *testing.T) {
 		}
 		bank.ClearFaults()
 		assertReversed(t, e, bank, p, db, "sep-reverse", 1)
+	})
+}
+
+// TestReverseWindowClosedStaysEndedAfterAdminClose: SEP verified a sale
+// we cannot credit and the worker's turn came only after its reverse
+// window closed (the breaker open through it, say): under review
+// (reverse_window_closed) with no reverse sent. An admin closes it as
+// failed (the payer perhaps refunded by hand): it keeps its reason, so
+// that it stays ended by its reverse, and nothing reopens or credits it —
+// not the admin's recheck, not a callback, not reconciliation while SEP
+// still keeps the token's receipt (whose verify would answer "already
+// verified" of the receipt alone, and credit it: paid twice).
+func TestReverseWindowClosedStaysEndedAfterAdminClose(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnvWrapped(t, db, "sep", func(g gateway.Gateway) gateway.Gateway { return sepOtherAmount{g} })
+		p := e.start(150_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.backWith(ctx, p.PublicID, p.AuthorityString(), cb.Form["RefNum"], true); err != nil || got.Status != topup.StatusReversing {
+			t.Fatalf("after the callback: %s, %v; want reversing", dump(got), err)
+		}
+		// SEP reverses within 50 minutes (less ReverseMargin) of the
+		// top-up's creation; the worker comes after.
+		e.clock.Advance(46 * time.Minute)
+		runWorker(t, e, e.svc.NewWorker(topuptest.WorkerConfig()), p, 1)
+		r := e.row(p.ID)
+		if r.Status != topup.StatusNeedsReview || topup.Reason(r.StatusReason) != topup.ReasonReverseClosed || r.ReverseSentAt != nil {
+			t.Fatalf("after the worker: %s, want needs_review (reverse_window_closed), no reverse sent", dump(r))
+		}
+		if n := bank.Stats()["sep-reverse"].Calls; n != 0 {
+			t.Fatalf("%d reverse calls past the window, want 0", n)
+		}
+		got, err := e.svc.AdminCloseFailed(ctx, p.PublicID, e.user.ID, "refunded to the payer's card by hand")
+		if err != nil || got.Status != topup.StatusFailed || topup.Reason(got.StatusReason) != topup.ReasonReverseClosed || !topup.ReverseEnded(got) {
+			t.Fatalf("admin close: %s, %v; want failed, still reverse_window_closed", dump(got), err)
+		}
+		if n := e.count(`SELECT COUNT(*) FROM admin_actions WHERE topup_id = ? AND action = ?`, p.ID, string(audit.ActionCloseFailed)); n != 1 {
+			t.Errorf("%d audit entries of the close, want 1", n)
+		}
+		verifies := bank.Stats()["sep-verify"].Calls
+		if _, err := e.svc.AdminRecheck(ctx, p.PublicID, e.user.ID); !errors.Is(err, topup.ErrNothingToAsk) {
+			t.Errorf("an admin's recheck after the close: %v, want ErrNothingToAsk", err)
+		}
+		if got, err := e.backWith(ctx, p.PublicID, p.AuthorityString(), cb.Form["RefNum"], true); err != nil || got.Status != topup.StatusFailed {
+			t.Errorf("a late callback: %s, %v; want it left failed", dump(got), err)
+		}
+		// Within SEP's receipt hour: reconciliation asks the token's
+		// receipt, which the bank holds verified.
+		e.clock.Advance(5 * time.Minute)
+		e.reconcile()
+		r = e.row(p.ID)
+		if r.Status != topup.StatusFailed || topup.Reason(r.StatusReason) != topup.ReasonReverseClosed || e.balance() != 0 {
+			t.Errorf("after reconciliation: %s, balance %d; want failed (reverse_window_closed), never credited", dump(r), e.balance())
+		}
+		if n := bank.Stats()["sep-verify"].Calls; n != verifies {
+			t.Errorf("%d verifies after the close, want none", n-verifies)
+		}
+		if edges := strings.Join(e.edges(p.ID), ", "); strings.Contains(edges, "failed→pending_verification") {
+			t.Errorf("edges %s: reopened after the close", edges)
+		}
+		checkInvariants(t, db)
 	})
 }

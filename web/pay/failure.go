@@ -33,7 +33,9 @@ func failureCause(reason string) string {
 		// Reversed by the bank, or at our request (a verified payment we
 		// could not credit): on its way back to the card.
 		return causeReversed
-	case topup.ReasonClosedByAdmin:
+	case topup.ReasonClosedByAdmin, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers:
+		// A failed payment keeps its reverse's reason only when an admin
+		// closed its review (StepClose: so that nothing reopens it).
 		return causeClosed
 	}
 	return causeGeneric

@@ -42,6 +42,9 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		{string(topup.ReasonBankReversed), "reversed"},
 		{string(topup.ReasonReversedToCard), "reversed"},
 		{string(topup.ReasonClosedByAdmin), "closed"},
+		{string(topup.ReasonReverseRefused), "closed"},
+		{string(topup.ReasonReverseClosed), "closed"},
+		{string(topup.ReasonReverseDiffers), "closed"},
 		{string(topup.ReasonAmountMismatch), "generic"},
 		{"not paid (code -51, bank state FAILED)", "generic"}, // an older free-text reason
 		{"", "generic"},
