@@ -26,6 +26,14 @@ type Decision struct {
 	// so (a paid withdrawal the provider calls failed, or does not
 	// know): logged, and reconciliation reports it.
 	Anomaly string
+	// Lost: the provider had the payout (its word on record: in
+	// progress, transferred) and does not know it now. The time it has
+	// not known it counts from now (UnknownSince), unless it counts
+	// already; any word of its that knows the payout again (State) ends
+	// the count. An admin's close as failed waits for UnknownReviewAfter
+	// of it (DecideClose): an inquiry that forgets payouts once they
+	// leave its queue is no word that the payout failed.
+	Lost bool
 }
 
 // DecideSubmit is what a submit's answer means (err is the submit's
@@ -99,7 +107,8 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 		if open && w.ProviderState == ProviderTransferred {
 			// It said it transferred it (for another amount: in review):
 			// failed now contradicts that, and the money may have left.
-			// A person decides; the word stays.
+			// A person decides; the word stays (an admin's close judges
+			// the provider's word then: DecideClose).
 			return Decision{Anomaly: "failed after it said transferred"}
 		}
 		if open {
@@ -128,11 +137,12 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 		case w.Status == StatusPaid:
 			return Decision{Anomaly: "not found while paid"}
 		case w.ProviderState == ProviderInProgress || w.ProviderState == ProviderTransferred:
-			// It had it, and now does not know it.
+			// It had it, and now does not know it: a person looks, and
+			// the time it has not known it counts (Lost).
 			if w.Status == StatusSubmitted {
-				return Decision{To: StatusNeedsReview, Reason: ReasonContradiction}
+				return Decision{To: StatusNeedsReview, Reason: ReasonContradiction, Lost: true}
 			}
-			return Decision{}
+			return Decision{Lost: true}
 		case w.Status != StatusSubmitted:
 			// In review: a person decides; nothing is sent from there.
 			return Decision{}
@@ -183,7 +193,9 @@ func unknownTooLong(w Withdrawal, p Policy, now time.Time) bool {
 // disagree is the provider's word that it transferred w for another
 // amount: a person looks (never failed: the money left), with the
 // provider's word recorded, so that the review may close it only as paid
-// (Service.AdminPay), never as failed, which would pay the amount twice.
+// (Service.AdminPay, on its "transferred" again then), never as failed,
+// which would pay the amount twice, unless the provider says for certain
+// then that it failed it (DecideClose).
 func disagree(w Withdrawal, st payout.Status) Decision {
 	if w.Status == StatusSubmitted {
 		return Decision{To: StatusNeedsReview, Reason: ReasonAmountDisagrees, State: ProviderTransferred, Ref: st.Ref}
@@ -194,6 +206,59 @@ func disagree(w Withdrawal, st payout.Status) Decision {
 		return Decision{State: ProviderTransferred, Ref: st.Ref}
 	}
 	return Decision{Anomaly: "amount disagrees", State: ProviderTransferred, Ref: st.Ref}
+}
+
+// Heard is the provider's answer to the question asked just before an
+// admin's close (Service.AdminFail, Service.AdminPay).
+type Heard struct {
+	// Answered: it answered. False: an error, its breaker open, or its
+	// provider no longer offered (not asked).
+	Answered bool
+	// State is its word on the payout, when it answered.
+	State payout.State
+}
+
+// DecideClose is whether an admin may close w, under review, as to
+// (StatusFailed or StatusPaid), at now, on h, the provider's answer
+// asked just before (already recorded on w, the lease held): nil, or the
+// refusal. The answer now is judged, not a stale word on the row:
+//   - paid needs the provider's word now that it transferred the payout
+//     (ErrPaidUnconfirmed otherwise: no answer, in progress, not found,
+//     failed); the hold would be captured for money that never left.
+//   - failed is allowed on its definite "failed" now, even after an older
+//     "transferred". Otherwise "transferred" on record refuses it
+//     (ErrProviderPaid); "in progress" on record refuses it
+//     (ErrProviderHasIt), and so does a payout it had and now does not
+//     know until it has not known it for UnknownReviewAfter
+//     (ErrProviderForgot: its inquiry may forget payouts it still pays);
+//     a submit whose outcome it never told us is not failed without an
+//     answer (ErrProviderUnreachable). Anything else (it does not know a
+//     payout it never said it had, it never took it) is the admin's
+//     judgement.
+func DecideClose(w Withdrawal, to Status, h Heard, p Policy, now time.Time) error {
+	said := func(st payout.State) bool { return h.Answered && h.State == st }
+	if to == StatusPaid {
+		if said(payout.StateTransferred) && w.ProviderState == ProviderTransferred {
+			return nil
+		}
+		return ErrPaidUnconfirmed
+	}
+	switch {
+	case said(payout.StateFailed):
+		return nil
+	case w.ProviderState == ProviderTransferred:
+		return ErrProviderPaid
+	case w.ProviderState == ProviderInProgress && said(payout.StateNotFound):
+		if w.UnknownSince != nil && now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter {
+			return nil
+		}
+		return ErrProviderForgot
+	case w.ProviderState == ProviderInProgress:
+		return ErrProviderHasIt
+	case w.ProviderState == ProviderUnknown && !h.Answered:
+		return ErrProviderUnreachable
+	}
+	return nil
 }
 
 // DecideNotTaken is what a submitted withdrawal the provider has not

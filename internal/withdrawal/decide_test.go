@@ -271,3 +271,65 @@ func TestDecideInProgressTooLong(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideClose: an admin's close against the provider's word on the
+// row and its answer now. Paid needs "transferred" now; failed is allowed
+// on "failed" now whatever was said before, and waits a day after a
+// payout the provider had stopped being known to it.
+func TestDecideClose(t *testing.T) {
+	now := time.Date(2025, 6, 7, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+	p := withdrawal.Policy{UnknownReviewAfter: 24 * time.Hour}
+	rev := func(ps withdrawal.ProviderState, since *time.Time) withdrawal.Withdrawal {
+		return withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, ProviderState: ps, UnknownSince: since, AmountRials: 1000}
+	}
+	said := func(st payout.State) withdrawal.Heard { return withdrawal.Heard{Answered: true, State: st} }
+	silent := withdrawal.Heard{}
+	paid, failed := withdrawal.StatusPaid, withdrawal.StatusFailed
+	tr, inp, unk, nt := withdrawal.ProviderTransferred, withdrawal.ProviderInProgress, withdrawal.ProviderUnknown, withdrawal.ProviderNotTaken
+	for _, tc := range []struct {
+		name string
+		w    withdrawal.Withdrawal
+		to   withdrawal.Status
+		h    withdrawal.Heard
+		want error
+	}{
+		{"paid: transferred now", rev(tr, nil), paid, said(payout.StateTransferred), nil},
+		{"paid: failed now after transferred", rev(tr, nil), paid, said(payout.StateFailed), withdrawal.ErrPaidUnconfirmed},
+		{"paid: in progress now after transferred", rev(tr, nil), paid, said(payout.StateInProgress), withdrawal.ErrPaidUnconfirmed},
+		{"paid: not found now after transferred", rev(tr, nil), paid, said(payout.StateNotFound), withdrawal.ErrPaidUnconfirmed},
+		{"paid: no answer after transferred", rev(tr, nil), paid, silent, withdrawal.ErrPaidUnconfirmed},
+		{"paid: in progress", rev(inp, nil), paid, said(payout.StateInProgress), withdrawal.ErrPaidUnconfirmed},
+		{"failed: failed now after transferred", rev(tr, nil), failed, said(payout.StateFailed), nil},
+		{"failed: not found now after transferred", rev(tr, at(30*24*time.Hour)), failed, said(payout.StateNotFound), withdrawal.ErrProviderPaid},
+		{"failed: no answer after transferred", rev(tr, nil), failed, silent, withdrawal.ErrProviderPaid},
+		{"failed: in progress now", rev(inp, nil), failed, said(payout.StateInProgress), withdrawal.ErrProviderHasIt},
+		{"failed: no answer after in progress", rev(inp, nil), failed, silent, withdrawal.ErrProviderHasIt},
+		{"failed: had it, not found just now", rev(inp, at(0)), failed, said(payout.StateNotFound), withdrawal.ErrProviderForgot},
+		{"failed: had it, not found for just short of a day", rev(inp, at(24*time.Hour-time.Second)), failed, said(payout.StateNotFound), withdrawal.ErrProviderForgot},
+		{"failed: had it, not found for a day", rev(inp, at(24*time.Hour)), failed, said(payout.StateNotFound), nil},
+		{"failed: had it, not found, no time on record", rev(inp, nil), failed, said(payout.StateNotFound), withdrawal.ErrProviderForgot},
+		{"failed: unknown, not found now", rev(unk, at(time.Hour)), failed, said(payout.StateNotFound), nil},
+		{"failed: unknown, no answer", rev(unk, at(48*time.Hour)), failed, silent, withdrawal.ErrProviderUnreachable},
+		{"failed: never taken, no answer", rev(nt, nil), failed, silent, nil},
+		{"failed: failed on record and now", rev(withdrawal.ProviderFailed, nil), failed, said(payout.StateFailed), nil},
+	} {
+		err := withdrawal.DecideClose(tc.w, tc.to, tc.h, p, now)
+		if err != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if !errors.Is(withdrawal.ErrPaidUnconfirmed, withdrawal.ErrProviderNotPaid) || !errors.Is(withdrawal.ErrProviderForgot, withdrawal.ErrProviderHasIt) {
+		t.Error("the new refusals are not the ones the admin's page shows")
+	}
+	// Not found after it had it: the time it has not known it counts
+	// (Lost), in review as on the move there.
+	for _, w := range []withdrawal.Withdrawal{rev(inp, nil), rev(tr, nil), {Status: withdrawal.StatusSubmitted, ProviderState: inp}} {
+		if d := withdrawal.DecideStatus(w, payout.Status{State: payout.StateNotFound}, p, now); !d.Lost || d.State != "" {
+			t.Errorf("%s/%s, not found: %+v", w.Status, w.ProviderState, d)
+		}
+	}
+	if d := withdrawal.DecideStatus(rev(unk, at(time.Hour)), payout.Status{State: payout.StateNotFound}, p, now); d.Lost {
+		t.Errorf("unknown, not found: %+v", d)
+	}
+}

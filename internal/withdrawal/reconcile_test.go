@@ -2,6 +2,7 @@ package withdrawal_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -98,6 +99,12 @@ func TestReconcileFlagsDifferences(t *testing.T) {
 			// it; later it has transferred it after all.
 			held, _ := e.bank.Payouts().Payout(payouts.Jibit, w.PublicID)
 			e.dropFromBook(w.PublicID)
+			// It had it: the fail waits until it has not known it for a
+			// day.
+			if _, err := e.svc.AdminFail(context.Background(), adminID, w.PublicID, "never arrived, says the panel"); !errors.Is(err, withdrawal.ErrProviderForgot) {
+				e.t.Fatalf("failed at once: %v", err)
+			}
+			e.clock.Advance(25 * time.Hour)
 			if _, err := e.svc.AdminFail(context.Background(), adminID, w.PublicID, "never arrived, says the panel"); err != nil {
 				e.t.Fatal(err)
 			}

@@ -22,16 +22,19 @@ import (
 // behind it holds.
 type worded struct {
 	payout.Provider
-	paidRials     int64 // >0: every Status answers transferred, for this amount
-	returnedRials int64 // >0: every Status answers returned, for this amount
-	refuseForNow  bool  // every Submit is refused for now
-	statusErr     error // non-nil: every Status answers it
+	paidRials     int64        // >0: every Status answers transferred, for this amount
+	returnedRials int64        // >0: every Status answers returned, for this amount
+	refuseForNow  bool         // every Submit is refused for now
+	statusErr     error        // non-nil: every Status answers it
+	state         payout.State // set: every Status answers this state (no amount)
 }
 
 func (s *worded) Status(ctx context.Context, id string) (payout.Status, error) {
 	switch {
 	case s.statusErr != nil:
 		return payout.Status{}, s.statusErr
+	case s.state != "":
+		return payout.Status{State: s.state}, nil
 	case s.paidRials > 0:
 		return payout.Status{State: payout.StateTransferred, AmountRials: s.paidRials, Ref: "PROV-77"}, nil
 	case s.returnedRials > 0:
@@ -249,7 +252,10 @@ func TestAdminCloseAfterItsLeaseLapsed(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, db, "jibit")
 		w, admin := e.inReview(1_500_000)
-		e.dropFromBook(w.PublicID) // asked before the fail, the provider does not know it
+		// Asked before the fail, the provider says it failed it.
+		if _, err := e.bank.Payouts().Fail(payouts.Jibit, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
 		other := "worker-lease"
 		lapse := func() {
 			later := e.clock.Now().Add(time.Hour)
@@ -284,8 +290,9 @@ func TestAdminCloseAfterItsLeaseLapsed(t *testing.T) {
 
 // An admin's fail asks the provider first: a payout it has in progress
 // is not failed under it (Jibit's transfers cannot be called back: the
-// amount released here would be paid twice), one it has transferred
-// meanwhile ends by its word, and one it failed or does not know is the
+// amount released here would be paid twice), nor one it had and does
+// not know now (TestAdminFailOfAPayoutTheProviderForgot), one it has
+// transferred meanwhile ends by its word, and one it failed is the
 // admin's to fail (audited, with the provider's word on the row).
 func TestAdminFailAsksTheProvider(t *testing.T) {
 	for _, tc := range []struct {
@@ -319,7 +326,7 @@ func TestAdminFailAsksTheProvider(t *testing.T) {
 				e.t.Fatal(err)
 			}
 		}, nil, withdrawal.StatusFailed, 50_000_000, 0, 1},
-		{"unknown there", func(e *env, id string) { e.dropFromBook(id) }, nil, withdrawal.StatusFailed, 50_000_000, 0, 1},
+		{"unknown there", func(e *env, id string) { e.dropFromBook(id) }, withdrawal.ErrProviderForgot, withdrawal.StatusNeedsReview, 50_000_000, 1_500_000, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {

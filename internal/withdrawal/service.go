@@ -472,45 +472,59 @@ func (s *Service) review(ctx context.Context, adminID int64, publicID, note stri
 
 // AdminFail closes a withdrawal under review as failed, after the admin
 // checked with the provider that it will not pay it: its amount is
-// released. Refused (ErrProviderPaid) once the provider has said it
-// transferred it: that money left, and released it would be paid twice.
-// It takes the lease (ErrBusy while the worker asks the provider).
-// Audited.
+// released. The provider is asked first (askBeforeClose) and its answer
+// judged (DecideClose): refused (ErrProviderPaid) once the provider has
+// said it transferred it, unless it says now, for certain, that it
+// failed it (that money left, and released it would be paid twice);
+// refused (ErrProviderHasIt, ErrProviderForgot) while it has it, or
+// while it has not known a payout it had for UnknownReviewAfter. It
+// takes the lease (ErrBusy while the worker asks the provider). Audited.
 func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
 	return s.closeReview(ctx, adminID, publicID, note, StatusFailed)
 }
 
-// askBeforeFail asks w's provider, under the lease tok, where w stands
-// before an admin fails it, within half the lease (the move needs the
-// rest). A word that moves it otherwise (transferred, returned) is
-// applied as the worker applies it, and ended is true, with
-// ErrProviderEnded. Any other word is recorded on the row and the lease
-// kept for the admin's move (audited, with its note): failed by the
-// provider, or unknown to it (gone), the admin's close goes on. With no
-// answer (its breaker open, an error; unasked, when its provider is no
-// longer offered) the row's word stands, and unanswered says so: a
-// provider no longer configured may still pay what it took, so its
-// silence is no answer either.
-func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (_ Withdrawal, ended, gone, unanswered bool, _ error) {
+// askBeforeClose asks w's provider, under the lease tok, where w stands
+// before an admin closes it as to, within half the lease (the move needs
+// the rest). A word that moves it otherwise (transferred or returned
+// before a fail, returned before a pay) is applied as the worker applies
+// it, and ended is true, with ErrProviderEnded or ErrProviderReturned.
+// Any other word is recorded on the row and the lease kept for the
+// admin's move (audited, with its note), which DecideClose judges by h,
+// the word heard now. With no answer (its breaker open, an error;
+// unasked, when its provider is no longer offered) h says so: a provider
+// no longer configured may still pay what it took, so its silence is no
+// answer either.
+func (s *Service) askBeforeClose(ctx context.Context, w Withdrawal, tok string, to Status) (_ Withdrawal, ended bool, h Heard, _ error) {
 	o, known := s.offer(w.Provider)
 	if !known {
-		return w, false, false, true, nil
+		return w, false, Heard{}, nil
 	}
 	if payout.Down(o.Provider) {
-		return w, false, false, true, nil
+		return w, false, Heard{}, nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseDuration/2)
 	st, err := o.Provider.Status(resilient.WithRef(sctx, w.PublicID), w.PublicID)
 	cancel()
 	if err != nil {
-		s.log.WarnContext(ctx, "payout status before an admin's fail: unknown; the recorded word stands", "withdrawal", w.PublicID, "provider", w.Provider, "err", err)
-		return w, false, false, true, nil
+		s.log.WarnContext(ctx, "payout status before an admin's close: unknown; the recorded word stands", "withdrawal", w.PublicID, "provider", w.Provider, "to", to, "err", err)
+		return w, false, Heard{}, nil
 	}
+	h = Heard{Answered: true, State: st.State}
 	now := s.clock()
 	d := DecideStatus(w, st, s.policy(o), now)
-	if d.To == StatusFailed {
+	if d.Anomaly != "" {
+		s.log.WarnContext(ctx, "payout provider contradicts our record, asked before an admin's close", "withdrawal", w.PublicID,
+			"provider", w.Provider, "anomaly", d.Anomaly, "to", to)
+	}
+	switch {
+	case d.To == to && d.Then == "":
 		// What the admin asked for: its close (audited, its note) goes
 		// on, the provider's word recorded.
+		d.To = ""
+	case d.To == StatusFailed:
+		// Failed, where the admin closes it as paid: refused
+		// (DecideClose); its word recorded, the worker's next question
+		// ends it.
 		d.To = ""
 	}
 	if d.To != "" {
@@ -521,27 +535,30 @@ func (s *Service) askBeforeFail(ctx context.Context, w Withdrawal, tok string) (
 		switch {
 		case err == nil && moved.Status == StatusReturned:
 			err = ErrProviderReturned
-		case err == nil && moved.Status != StatusFailed:
+		case err == nil && moved.Status != to:
 			err = ErrProviderEnded
 		}
-		return moved, true, false, false, err
+		return moved, true, h, err
 	}
 	w, err = s.st.Update(ctx, w.ID, tok, decisionFields(d, true, now), true)
-	return w, false, st.State == payout.StateNotFound || st.State == payout.StateFailed, false, err
+	return w, false, h, err
 }
 
-// AdminPay closes a withdrawal under review as paid, on the provider's
-// recorded word that it transferred it (for another amount than ours, so
-// a person looked): its hold is captured, as the worker's move to paid
-// does. Refused (ErrProviderNotPaid) without that word. It takes the
-// lease (ErrBusy while the worker asks the provider). Audited.
+// AdminPay closes a withdrawal under review as paid (the provider
+// transferred it for another amount than ours, so a person looked): its
+// hold is captured, as the worker's move to paid does. The provider is
+// asked first, as before a fail, and only its word now that it
+// transferred it lets the close go on (ErrPaidUnconfirmed otherwise: no
+// answer, in progress, not found, failed; a word on the row from before
+// is not enough). It takes the lease (ErrBusy while the worker asks the
+// provider). Audited.
 func (s *Service) AdminPay(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
 	return s.closeReview(ctx, adminID, publicID, note, StatusPaid)
 }
 
 // closeReview is an admin's close of a withdrawal under review, to
-// StatusFailed or StatusPaid, checked against the provider's word on
-// the row it claimed.
+// StatusFailed or StatusPaid, after the provider was asked on the row
+// it claimed, judged by DecideClose.
 func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note string, to Status) (Withdrawal, error) {
 	note, err := CheckNote(note)
 	if err != nil {
@@ -569,42 +586,28 @@ func (s *Service) closeReview(ctx context.Context, adminID int64, publicID, note
 		}
 		return w, ErrBusy
 	}
-	gone := false       // the provider's word now: it does not know the payout
-	unanswered := false // the provider did not answer, or is no longer offered and cannot be asked
-	if to == StatusFailed {
-		// The provider's word now, not as the last check left it: a
-		// failure releases the amount, which must not be out there too.
-		var ended bool
-		if w, ended, gone, unanswered, err = s.askBeforeFail(ctx, w, tok); err != nil || ended {
-			return w, s.lapsed(ctx, w, err)
-		}
+	// The provider's word now, not as the last check left it: a failure
+	// releases the amount, which must not be out there too; a close as
+	// paid captures it, which must have left.
+	w, ended, h, err := s.askBeforeClose(ctx, w, tok, to)
+	if err != nil || ended {
+		return w, s.lapsed(ctx, w, err)
 	}
-	// The provider's word as the claimed row holds it: the lease keeps
-	// the worker from changing it until this move is written.
-	transferred := w.ProviderState == ProviderTransferred
+	o, known := s.offer(w.Provider)
 	reason, action := ReasonClosedByAdmin, audit.ActionWithdrawalFail
 	f := Fields{ReviewedBy: &adminID, ReviewNote: &note, ClearNext: true}
+	// The provider's word as the claimed row holds it, and as heard now:
+	// the lease keeps the worker from changing it until this move is
+	// written.
+	err = DecideClose(w, to, h, s.policy(o), s.clock())
 	switch {
-	case to == StatusFailed && transferred:
-		err = ErrProviderPaid
-	case to == StatusFailed && w.ProviderState == ProviderInProgress && !gone:
-		// It has the payout and has not failed it (a transfer sent
-		// cannot be called back): the worker keeps asking, and its word
-		// ends it. One it had and now does not know is the admin's to
-		// judge from its panel.
-		err = ErrProviderHasIt
-	case to == StatusFailed && w.ProviderState == ProviderUnknown && unanswered:
-		// We never learnt whether it took the payout, and it cannot be
-		// asked now (no answer, or no longer configured): released, the
-		// amount could be paid out twice if it has it. Held, it waits
-		// for an answer (the admin tries again, or an operator
-		// configures the provider again).
-		err = ErrProviderUnreachable
-	case to == StatusPaid && !transferred:
-		err = ErrProviderNotPaid
+	case err != nil:
+	case to == StatusFailed && h.Answered && h.State == payout.StateFailed:
+		// Its definite word now, recorded over an older one.
+		failed := ProviderFailed
+		f.ProviderState = &failed
 	case to == StatusPaid:
 		reason, action = ReasonPaidByAdmin, audit.ActionWithdrawalPaid
-		o, known := s.offer(w.Provider)
 		s.watchPaid(o, known, now, &f)
 	}
 	if err != nil {

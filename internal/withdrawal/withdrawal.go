@@ -183,7 +183,7 @@ type Withdrawal struct {
 	ProviderRef    string
 	Submits        int
 	Checks         int
-	UnknownSince   *time.Time
+	UnknownSince   *time.Time // the submit's outcome unknown, or a payout it had not known (Decision.Lost), since
 	SubmittedAt    *time.Time
 	PaidAt         *time.Time
 	SettledAt      *time.Time
@@ -276,4 +276,26 @@ var (
 	// it transferred the withdrawal.
 	ErrProviderNotPaid = errors.New("withdrawal: the payout provider has not said it transferred it")
 	ErrNoWallet        = errors.New("withdrawal: no wallet")
+	// ErrPaidUnconfirmed: asked before an admin's close as paid, the
+	// provider did not say it transferred the withdrawal (no answer, in
+	// progress, not found, failed): its hold is not captured for money
+	// that may never have left. Is ErrProviderNotPaid (the admin's page
+	// shows that message).
+	ErrPaidUnconfirmed error = &refusal{msg: "withdrawal: the payout provider did not say just now that it transferred it", is: ErrProviderNotPaid}
+	// ErrProviderForgot: the provider had the payout (in progress) and
+	// now does not know it: not failed by an admin until it has not
+	// known it for UnknownReviewAfter (an inquiry that forgets payouts
+	// once they leave its queue may still pay them). Is ErrProviderHasIt
+	// (the admin's page shows that message).
+	ErrProviderForgot error = &refusal{msg: "withdrawal: the payout provider had it and does not know it now: a failure waits until it has not known it for the unknown-review time", is: ErrProviderHasIt}
 )
+
+// refusal is a sentinel refusal that is also (errors.Is) the refusal an
+// older caller already shows.
+type refusal struct {
+	msg string
+	is  error
+}
+
+func (r *refusal) Error() string { return r.msg }
+func (r *refusal) Unwrap() error { return r.is }

@@ -267,6 +267,11 @@ func decisionFields(d Decision, checked bool, now time.Time) Fields {
 	if d.Ref != "" {
 		f.ProviderRef = &d.Ref
 	}
+	if d.Lost {
+		// Since when it has not known a payout it had: the store keeps
+		// the first time (the count goes on).
+		f.UnknownSince = &now
+	}
 	return f
 }
 

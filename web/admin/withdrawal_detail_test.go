@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/formtoken"
@@ -27,7 +28,7 @@ import (
 func TestWithdrawalDetail(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		app, admin, code, payee, uid := withdrawalAdminSetup(t, db)
+		app, admin, code, payee, uid, clock := withdrawalAdminSetupClock(t, db)
 		ctx := context.Background()
 		sheba := withdrawaltest.Sheba("017", 42)
 		acct := withdrawaltest.VerifiedAccount(t, db, uid, sheba)
@@ -139,6 +140,12 @@ func TestWithdrawalDetail(t *testing.T) {
 		if apptest.Parse(admin.Get(detail).Body).TestID("form-fail-"+unclear.PublicID) == nil {
 			t.Fatal("no close-as-failed form")
 		}
+		// The provider had it and does not know it now: refused until it
+		// has not known it for WITHDRAWAL_UNKNOWN_REVIEW_AFTER.
+		if r := admin.Submit(detail, routes.AdminWithdrawalFail(unclear.PublicID), url.Values{"note": {"not in the provider's panel"}, "code": {code()}}); r.Status != http.StatusConflict {
+			t.Fatalf("fail at once: %d", r.Status)
+		}
+		clock.Advance(24*time.Hour + time.Minute)
 		if r := admin.Submit(detail, routes.AdminWithdrawalFail(unclear.PublicID), url.Values{"note": {"not in the provider's panel"}, "code": {code()}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("fail: %d", r.Status)
 		}
@@ -184,6 +191,11 @@ func TestWithdrawalClosedAsPaid(t *testing.T) {
 		if _, err := app.Server.PayoutWorker.RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// The provider transferred it (another amount, say): asked before
+		// the close as paid, it still says so.
+		if _, err := app.Server.Bank.Payouts().Settle(w.Provider, w.PublicID); err != nil {
+			t.Fatal(err)
+		}
 		withdrawaltest.ForceProviderPaid(t, db, w.PublicID, "PROV-9")
 		w = withdrawaltest.Get(t, db, w.PublicID)
 		held := withdrawaltest.Wallet(t, db, w.WalletID)
@@ -200,17 +212,20 @@ func TestWithdrawalClosedAsPaid(t *testing.T) {
 		if d.TestID("form-paid-"+w.PublicID) == nil || d.TestID("form-fail-"+w.PublicID) != nil {
 			t.Fatal("the page does not offer close as paid, only")
 		}
-		if r := admin.Forge(detail, routes.AdminWithdrawalFail(w.PublicID), url.Values{"note": {"not in the panel"}, "code": {code()}}); r.Status != http.StatusConflict {
-			t.Fatalf("close as failed: %d", r.Status)
-		}
-		if got := withdrawaltest.Get(t, db, w.PublicID); got.Status != withdrawal.StatusNeedsReview {
-			t.Fatalf("after close as failed was refused: %s", got.Status)
-		}
+		// Asked first, the provider says it transferred it: the close as
+		// paid goes on.
 		if r := admin.Submit(detail, routes.AdminWithdrawalPaid(w.PublicID), url.Values{"note": {"the provider took its fee; see its panel"}, "code": {code()}}); r.Status != http.StatusSeeOther {
 			t.Fatalf("close as paid: %d", r.Status)
 		}
 		if got := withdrawaltest.Get(t, db, w.PublicID); got.Status != withdrawal.StatusPaid || got.StatusReason != string(withdrawal.ReasonPaidByAdmin) {
 			t.Fatalf("closed as paid: %s %s", got.Status, got.StatusReason)
+		}
+		// "Close as failed" posted anyway is refused and changes nothing.
+		if r := admin.Forge(detail, routes.AdminWithdrawalFail(w.PublicID), url.Values{"note": {"not in the panel"}, "code": {code()}}); r.Status != http.StatusConflict {
+			t.Fatalf("close as failed: %d", r.Status)
+		}
+		if got := withdrawaltest.Get(t, db, w.PublicID); got.Status != withdrawal.StatusPaid || got.StatusReason != string(withdrawal.ReasonPaidByAdmin) {
+			t.Fatalf("after close as failed was refused: %s %s", got.Status, got.StatusReason)
 		}
 		after := withdrawaltest.Wallet(t, db, w.WalletID)
 		if after.Posted != held.Posted-2_500_000 || after.Held != held.Held-2_500_000 {

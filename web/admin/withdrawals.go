@@ -168,6 +168,8 @@ func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fi
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_busy")
 		case errors.Is(err, withdrawal.ErrProviderPaid):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_paid")
+		case errors.Is(err, withdrawal.ErrProviderForgot):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_forgot")
 		case errors.Is(err, withdrawal.ErrProviderHasIt):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_has_it")
 		case errors.Is(err, withdrawal.ErrOwnWithdrawal):

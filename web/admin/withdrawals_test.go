@@ -31,7 +31,7 @@ import (
 func TestWithdrawalQueue(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		app, admin, code, payee, uid := withdrawalAdminSetup(t, db)
+		app, admin, code, payee, uid, clock := withdrawalAdminSetupClock(t, db)
 		ctx := context.Background()
 		acct := withdrawaltest.VerifiedAccount(t, db, uid, withdrawaltest.Sheba("017", 42))
 		pending := withdrawaltest.PendingAccount(t, db, uid, withdrawaltest.Sheba("056", 43))
@@ -157,6 +157,18 @@ func TestWithdrawalQueue(t *testing.T) {
 			t.Fatalf("a refused close moved it to %s", s)
 		}
 		app.Server.Bank.Payouts().Forget(small.Provider, small.PublicID) // the provider's panel has no such payout
+		// The provider had it in progress and now does not know it: it may
+		// still pay it (an inquiry that forgets payouts once they leave
+		// its queue), so a close as failed waits until it has not known it
+		// for WITHDRAWAL_UNKNOWN_REVIEW_AFTER (24h), and nothing moves.
+		r = admin.Submit(routes.AdminWithdrawals, routes.AdminWithdrawalFail(small.PublicID), url.Values{"note": {"the panel shows nothing"}, "code": {code()}})
+		if r.Status != http.StatusConflict || !strings.Contains(r.Body, "now says it does not know it") {
+			t.Fatalf("fail of a payout the provider just forgot: %d %.300s", r.Status, r.Body)
+		}
+		if s, f := withdrawaltest.Get(t, db, small.PublicID).Status, withdrawaltest.WalletOf(t, db, uid); s != withdrawal.StatusNeedsReview || f.Held != 600_000_000+1_000_000 {
+			t.Fatalf("a refused close of a forgotten payout: %s, held %d", s, f.Held)
+		}
+		clock.Advance(24*time.Hour + time.Minute)
 		page = apptest.Parse(admin.Get(routes.AdminWithdrawals).Body)
 		if page.TestID("wd-under-review-item") == nil {
 			t.Fatal("nothing under review")
@@ -242,7 +254,15 @@ func TestWithdrawalQueue(t *testing.T) {
 // rials: what the withdrawal queue's and the withdrawal page's tests share.
 func withdrawalAdminSetup(t *testing.T, db *store.DB) (app *apptest.App, admin *apptest.Client, code func() string, payee *apptest.Client, uid int64) {
 	t.Helper()
-	clock := withdrawaltest.ClockAt(time.Now())
+	app, admin, code, payee, uid, _ = withdrawalAdminSetupClock(t, db)
+	return app, admin, code, payee, uid
+}
+
+// withdrawalAdminSetupClock is withdrawalAdminSetup, with the app's clock
+// (for the tests whose waits it moves past).
+func withdrawalAdminSetupClock(t *testing.T, db *store.DB) (app *apptest.App, admin *apptest.Client, code func() string, payee *apptest.Client, uid int64, clock *withdrawaltest.Clock) {
+	t.Helper()
+	clock = withdrawaltest.ClockAt(time.Now())
 	app = apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
 	const adminEmail = "boss@example.com"
 	admin = app.NewAdmin(t, adminEmail)
@@ -254,7 +274,7 @@ func withdrawalAdminSetup(t *testing.T, db *store.DB) (app *apptest.App, admin *
 	payee.SignUp("payee@example.com")
 	uid = authtest.UserID(t, db, "payee@example.com")
 	withdrawaltest.FundUser(t, db, uid, 3_000_000_000)
-	return app, admin, code, payee, uid
+	return app, admin, code, payee, uid, clock
 }
 
 // An admin's own withdrawal and own bank account waiting for review are

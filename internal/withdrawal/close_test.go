@@ -1,0 +1,206 @@
+package withdrawal_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kifpool/kifpool/internal/payout"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/withdrawal"
+	"github.com/kifpool/kifpool/internal/withdrawal/withdrawaltest"
+)
+
+// An admin's close judges the provider's word now, not the word on the
+// row. A payout the provider said it transferred for another amount (in
+// review, its word "transferred" recorded) and now says it failed: the
+// close as failed goes through (it was refused: ErrProviderPaid, the
+// amount held for ever), and the close as paid is refused (it captured
+// the hold for money that never reached the user). The close as paid
+// asks the provider first, and needs its "transferred" now: no answer,
+// in progress or not found refuse it too.
+func TestAdminCloseJudgesTheProvidersWordNow(t *testing.T) {
+	const rials = 1_500_000
+	for _, tc := range []struct {
+		name    string
+		word    func(s *worded)
+		pay     bool // AdminPay, else AdminFail
+		wantErr error
+		status  withdrawal.Status
+		posted  int64
+		held    int64
+		state   withdrawal.ProviderState // the provider's word on the row after
+		reason  withdrawal.Reason        // the admin's move's reason ("": no move)
+	}{
+		{"failed now, closed as failed", func(s *worded) { s.state = payout.StateFailed }, false, nil,
+			withdrawal.StatusFailed, 50_000_000, 0, withdrawal.ProviderFailed, withdrawal.ReasonClosedByAdmin},
+		{"failed now, closed as paid", func(s *worded) { s.state = payout.StateFailed }, true, withdrawal.ErrPaidUnconfirmed,
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+		{"in progress now, closed as paid", func(s *worded) { s.state = payout.StateInProgress }, true, withdrawal.ErrPaidUnconfirmed,
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+		{"not found now, closed as paid", func(s *worded) { s.state = payout.StateNotFound }, true, withdrawal.ErrPaidUnconfirmed,
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+		{"no answer, closed as paid", func(s *worded) { s.statusErr = errors.New("connection reset") }, true, withdrawal.ErrPaidUnconfirmed,
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+		{"not found now, closed as failed", func(s *worded) { s.state = payout.StateNotFound }, false, withdrawal.ErrProviderPaid,
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+		{"no answer, closed as failed", func(s *worded) { s.statusErr = errors.New("connection reset") }, false, withdrawal.ErrProviderPaid,
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+		{"transferred now, closed as paid", func(s *worded) { s.paidRials = rials + 10 }, true, nil,
+			withdrawal.StatusPaid, 50_000_000 - rials, 0, withdrawal.ProviderTransferred, withdrawal.ReasonPaidByAdmin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e := newEnv(t, db, "jibit")
+				s := e.withWorded("jibit")
+				admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+				w := e.request(rials)
+				e.round(time.Second)
+				s.paidRials = rials + 10
+				e.round(time.Minute)
+				if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
+					t.Fatalf("transferred for another amount: %+v", w)
+				}
+				s.paidRials = 0
+				tc.word(s)
+				// The worker hears it too: a contradiction it only logs.
+				e.round(time.Hour)
+				if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
+					t.Fatalf("after the worker heard the provider: %+v", w)
+				}
+				events := len(withdrawaltest.Events(t, db, w.ID))
+				act, action := e.svc.AdminFail, "withdrawal_fail"
+				if tc.pay {
+					act, action = e.svc.AdminPay, "withdrawal_paid"
+				}
+				got, err := act(ctx, admin, w.PublicID, "checked the provider's panel")
+				if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+					t.Fatalf("close: %v, want %v", err, tc.wantErr)
+				}
+				if errors.Is(err, withdrawal.ErrPaidUnconfirmed) && !errors.Is(err, withdrawal.ErrProviderNotPaid) {
+					t.Fatalf("%v is not ErrProviderNotPaid: the admin's page would not say why", err)
+				}
+				r := e.get(w)
+				if r.Status != tc.status || got.Status != tc.status || r.ProviderState != tc.state || r.LeaseOwner != "" {
+					t.Fatalf("after the close: %+v (returned %s), want %s, word %s, no lease", r, got.Status, tc.status, tc.state)
+				}
+				e.wantWallet(tc.posted, tc.held)
+				evs := withdrawaltest.Events(t, db, w.ID)
+				wantAudit := int64(0)
+				if tc.reason != "" {
+					wantAudit = 1
+					last := evs[len(evs)-1]
+					if len(evs) != events+1 || last.Actor != withdrawal.ActorAdmin || last.ToStatus != tc.status || last.Reason != tc.reason {
+						t.Fatalf("events %+v, want one more: the admin's to %s (%s)", evs, tc.status, tc.reason)
+					}
+				} else if len(evs) != events {
+					t.Fatalf("events %+v after a refused close, want %d", evs, events)
+				}
+				if n := withdrawaltest.AuditActions(t, db, action); n != wantAudit {
+					t.Fatalf("%d audit rows of %s, want %d", n, action, wantAudit)
+				}
+				withdrawaltest.CheckInvariants(t, db)
+			})
+		})
+	}
+}
+
+// A payout the provider had (in progress) and now does not know is not
+// failed by an admin at once: an inquiry that forgets payouts once they
+// leave its queue would have its amount released while it pays it.
+// The fail waits until the provider has not known it for
+// UnknownReviewAfter (a day here), counted from the first time it was
+// heard not to know it (by the worker or by the admin's own question),
+// and counted again when the provider knows it in between.
+func TestAdminFailOfAPayoutTheProviderForgot(t *testing.T) {
+	const rials = 1_500_000
+	type step struct {
+		advance time.Duration
+		state   payout.State // the provider's word ("": the sandbox's, in progress)
+		want    error        // the admin's fail
+	}
+	forgot, has := withdrawal.ErrProviderForgot, withdrawal.ErrProviderHasIt
+	for _, tc := range []struct {
+		name string
+		// workerFirst: the worker heard "not found" first (submitted →
+		// needs_review, a contradiction); else an admin's review of a
+		// payout in progress.
+		workerFirst bool
+		steps       []step
+	}{
+		{"not known since the admin asked", false, []step{
+			{0, payout.StateNotFound, forgot},
+			{24*time.Hour - time.Second, payout.StateNotFound, forgot},
+			{time.Second, payout.StateNotFound, nil},
+		}},
+		{"not known since the worker asked", true, []step{
+			{0, payout.StateNotFound, forgot},
+			{23 * time.Hour, payout.StateNotFound, forgot},
+			{time.Hour, payout.StateNotFound, nil},
+		}},
+		{"known again in between", false, []step{
+			{0, payout.StateNotFound, forgot},
+			{20 * time.Hour, "", has},
+			{time.Hour, payout.StateNotFound, forgot},
+			{20 * time.Hour, payout.StateNotFound, forgot},
+			{4 * time.Hour, payout.StateNotFound, nil},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e := newEnv(t, db, "jibit")
+				s := e.withWorded("jibit")
+				admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+				w := e.request(rials)
+				e.round(time.Second)
+				if w = e.get(w); w.Status != withdrawal.StatusSubmitted || w.ProviderState != withdrawal.ProviderInProgress {
+					t.Fatalf("submitted: %+v", w)
+				}
+				if tc.workerFirst {
+					s.state = payout.StateNotFound
+					e.round(time.Minute)
+					if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.StatusReason != string(withdrawal.ReasonContradiction) {
+						t.Fatalf("not found after in progress: %+v", w)
+					}
+				} else {
+					withdrawaltest.ForceNeedsReview(t, db, w.PublicID)
+				}
+				for i, st := range tc.steps {
+					e.clock.Advance(st.advance)
+					s.state = st.state
+					got, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the panel has no such payout")
+					if !errors.Is(err, st.want) || (st.want == nil) != (err == nil) || (st.want != forgot && errors.Is(err, forgot)) {
+						t.Fatalf("step %d: %v, want %v", i, err, st.want)
+					}
+					r := e.get(w)
+					if st.want != nil {
+						if r.Status != withdrawal.StatusNeedsReview || r.ProviderState != withdrawal.ProviderInProgress || r.LeaseOwner != "" {
+							t.Fatalf("step %d, refused: %+v", i, r)
+						}
+						e.wantWallet(50_000_000, rials)
+						if n := withdrawaltest.AuditActions(t, db, "withdrawal_fail"); n != 0 {
+							t.Fatalf("step %d: %d audit rows of a refused fail", i, n)
+						}
+						continue
+					}
+					if r.Status != withdrawal.StatusFailed || got.Status != withdrawal.StatusFailed {
+						t.Fatalf("step %d: %+v", i, r)
+					}
+				}
+				e.wantWallet(50_000_000, 0)
+				evs := withdrawaltest.Events(t, db, w.ID)
+				if last := evs[len(evs)-1]; last.Actor != withdrawal.ActorAdmin || last.ToStatus != withdrawal.StatusFailed || last.Reason != withdrawal.ReasonClosedByAdmin {
+					t.Fatalf("the close's event %+v", last)
+				}
+				if n := withdrawaltest.AuditActions(t, db, "withdrawal_fail"); n != 1 {
+					t.Fatalf("%d audit rows of the fail, want 1", n)
+				}
+				withdrawaltest.CheckInvariants(t, db)
+			})
+		})
+	}
+}
