@@ -368,7 +368,7 @@ func instanceLock(ctx context.Context, cfg config.Config, db *store.DB) (func(),
 	if errors.Is(err, store.ErrInstanceConflict) {
 		if sandbox {
 			return nil, errors.New("another kifpool serve runs on this database: the built-in sandbox bank (GATEWAY=sandbox) lives in one process's memory, " +
-				"so payments started on one instance are unknown to the others. Run one instance, or start `kifpool sandbank` and set GATEWAY=zarinpal " +
+				"so payments started on one instance are unknown to the others. Run one instance, or start `kifpool sandbank` and set GATEWAYS=zarinpal " +
 				"and ZARINPAL_BASE_URL to it on every instance (docs/operations.md)")
 		}
 		return nil, errors.New("a kifpool serve with the built-in sandbox bank (GATEWAY=sandbox) runs on this database and must be alone there: " +

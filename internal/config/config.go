@@ -426,6 +426,7 @@ func (c *Config) check(l *loader) {
 		c.Warnings = append(c.Warnings, "SMTP_URL is not set: mail (password reset links, receipts) is only written into "+
 			filepath.Join(c.DataDir, "mail")+" and nobody receives it")
 	}
+	c.checkSettingPairs(l)
 	c.Warnings = append(c.Warnings, unusedGatewaySettings(c, l)...)
 	c.Warnings = append(c.Warnings, unreachableReturn(c)...)
 	c.Warnings = append(c.Warnings, loopbackHooksLive(c)...)
@@ -494,6 +495,26 @@ func loopbackHooksLive(c *Config) []string {
 		return nil
 	}
 	return []string{"WEBHOOK_ALLOW_LOOPBACK=1 with a real gateway: partners may point webhooks and return addresses at this machine's own services; it is for development and tests only"}
+}
+
+// checkSettingPairs refuses a gateway's setting set without the one it
+// goes with (gateway.Setting.With), naming both: the driver would refuse
+// them only when serve builds it, after migrating, with neither name.
+func (c *Config) checkSettingPairs(l *loader) {
+	for _, name := range c.Gateways {
+		d, ok := drivers.Lookup(name)
+		if !ok {
+			continue
+		}
+		for _, st := range d.Settings {
+			if st.With == "" || !l.ok(st.Env, st.With) {
+				continue
+			}
+			if c.GatewaySettings[st.Env] != "" && c.GatewaySettings[st.With] == "" {
+				l.bad(st.With, "must be set with %s (set both, or neither)", st.Env)
+			}
+		}
+	}
 }
 
 // unusedGatewaySettings warns of a gateway's variables set while GATEWAYS

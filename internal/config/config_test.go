@@ -201,6 +201,13 @@ func TestLoadErrors(t *testing.T) {
 			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "http://payment.zarinpal.com"}, "ZARINPAL_BASE_URL"},
 		{"zarinpal over plain http to a LAN address", map[string]string{"GATEWAY": "zarinpal",
 			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_BASE_URL": "http://10.0.0.7:9090"}, "ZARINPAL_BASE_URL"},
+		// The card refund's two settings go together: one alone is
+		// refused at start naming the other (the driver would refuse it
+		// only when serve builds it, after migrating).
+		{"zarinpal access token without terminal", map[string]string{"GATEWAY": "zarinpal",
+			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_ACCESS_TOKEN": "sandbox-access-token"}, "ZARINPAL_TERMINAL_ID: must be set with ZARINPAL_ACCESS_TOKEN"},
+		{"zarinpal terminal without access token", map[string]string{"GATEWAY": "zarinpal",
+			"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be", "ZARINPAL_TERMINAL_ID": "42"}, "ZARINPAL_ACCESS_TOKEN: must be set with ZARINPAL_TERMINAL_ID"},
 		{"short secret", map[string]string{"SESSION_SECRET": "short"}, "SESSION_SECRET"},
 		{"secret of one letter", map[string]string{"SESSION_SECRET": strings.Repeat("a", 40)}, "SESSION_SECRET"},
 		{"secret of few letters", map[string]string{"SESSION_SECRET": strings.Repeat("abc", 20)}, "SESSION_SECRET"},

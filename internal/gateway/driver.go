@@ -50,6 +50,10 @@ type Setting struct {
 	// Secret: never shown (logs, `kifpool config`, errors).
 	Secret bool
 	Doc    string // one sentence for the configuration reference
+	// With names another of the driver's settings that must be set
+	// whenever this one is (and this one with it): the configuration is
+	// refused at start, naming both, when only one is set.
+	With string
 	// Check validates the value (trimmed, default applied) and returns it
 	// normalized (e.g. lower case, no trailing slash).
 	Check func(v string) (string, error)
