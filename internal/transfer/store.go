@@ -124,6 +124,12 @@ type write struct {
 	// token (an API request's idempotency key, stored with its answer:
 	// the key, the transfer and the answer commit together).
 	claim func(tx *gorm.DB) (string, error)
+	// pace, when set, takes the sender's place in RATE_LIMIT_TRANSFERS
+	// once the request's key and form token are its own (after the key's
+	// claim and the transfer's row): a repeat of a request still in
+	// flight has waited on their unique indexes by then and is answered
+	// with its first, never refused by the pace (Service.paced).
+	pace func() error
 }
 
 // written is what the write wrote besides the transfer.
@@ -163,7 +169,9 @@ const selectTransferParties = `SELECT t.id, t.public_id, t.sender_user_id, t.rec
 //     transaction before anything is written;
 //  1. the transfer's row; when the sender's form token has one already
 //     (ON CONFLICT DO NOTHING waits for a racing first insert to commit
-//     or roll back), errReplay, and nothing is written;
+//     or roll back), errReplay, and nothing is written; then, the key and
+//     the token being this request's own, the sender's place in the pace
+//     (w.pace: a *PaceError rolls back the key and the row);
 //  2. the sender's day total, by an upsert whose WHERE is the limit
 //     (no row back: ErrDailyLimit), when the limit is on;
 //  3. the webhook outbox rows;
@@ -195,6 +203,11 @@ func (s *Store) write(ctx context.Context, w write) (written, error) {
 			return errReplay
 		}
 		t.ID = ids[0]
+		if w.pace != nil {
+			if err := w.pace(); err != nil {
+				return err
+			}
+		}
 		if w.dailyMax > 0 {
 			var total []int64
 			if err := store.Scan(tx.Raw(`INSERT INTO transfer_daily_totals (user_id, day_start, sent_rials) VALUES (?, ?, ?)

@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
@@ -81,7 +82,7 @@ var (
 	ErrDailyLimit = errors.New("transfer: daily limit reached")
 	// ErrNoteTooLong and ErrNoteInvalid: the note breaks its rules.
 	ErrNoteTooLong = errors.New("transfer: note longer than 140 characters")
-	ErrNoteInvalid = errors.New("transfer: note holds control or invisible characters")
+	ErrNoteInvalid = errors.New("transfer: note holds control, line-break or invisible characters")
 	// ErrBadFormToken: the form's token has not the shape of one (an
 	// old or forged form).
 	ErrBadFormToken = errors.New("transfer: bad form token")
@@ -197,13 +198,18 @@ func (s *Service) WithKeys(k *idempotency.Store) *Service { s.keys = k; return s
 
 // WithPace bounds each sender's transfers made (RATE_LIMIT_TRANSFERS a
 // minute, through the page and every token together) and returns s: a
-// transfer past it is refused with a *PaceError before anything is
-// written; a replay (a form or key that made its transfer) is never
-// refused, nor counted.
+// transfer past it is refused with a *PaceError, its transaction rolled
+// back (it wrote nothing). The place is taken inside the transfer's
+// transaction, once the request's Idempotency-Key (claimed) and form
+// token (its transfer's row) are its own: a repeat of a form or key
+// whose first request is still in flight waits on their unique indexes
+// and is answered with the first (a replay, or in use), never refused by
+// the pace; a replay is never refused, nor counted.
 func (s *Service) WithPace(w *ratelimit.Window) *Service { s.pace = w; return s }
 
 // PaceError refuses a transfer past the sender's RATE_LIMIT_TRANSFERS:
-// nothing was written; retry after Wait.
+// this request wrote nothing, and its key or form token made no transfer
+// (the place is taken only once they are its own); retry after Wait.
 type PaceError struct {
 	Wait time.Duration
 	Max  int
@@ -213,38 +219,61 @@ func (e *PaceError) Error() string {
 	return fmt.Sprintf("transfer: more than %d a minute; retry in %v", e.Max, e.Wait)
 }
 
-// reserve takes a place in the sender's pace (a no-op without one): done
-// ends it, counted when the transfer was made.
-func (s *Service) reserve(userID int64) (done func(made bool), err error) {
+// paced is the sender's pace for one write (write.pace: nil without a
+// pace) and the end of the place it took: done, called once the write
+// returned, counts the place when the transfer was made and gives it back
+// otherwise (nothing when no place was taken: a replay, a refusal before
+// the pace, or the pace's own refusal).
+func (s *Service) paced(userID int64) (take func() error, done func(made bool)) {
 	if s.pace == nil {
-		return func(bool) {}, nil
+		return nil, func(bool) {}
 	}
-	place, wait, ok := s.pace.Reserve("u" + strconv.FormatInt(userID, 10))
-	if !ok {
-		return nil, &PaceError{Wait: wait, Max: s.pace.Max()}
+	var place *ratelimit.Reservation
+	take = func() error {
+		p, wait, ok := s.pace.Reserve("u" + strconv.FormatInt(userID, 10))
+		if !ok {
+			return &PaceError{Wait: wait, Max: s.pace.Max()}
+		}
+		place = p
+		return nil
 	}
-	return func(made bool) {
-		if made {
+	return take, func(made bool) {
+		switch {
+		case place == nil:
+		case made:
 			place.Count()
-		} else {
+		default:
 			place.Release()
 		}
-	}, nil
+	}
 }
 
 // Config is the service's rules (for the form's hints).
 func (s *Service) Config() Config { return s.cfg }
 
-// CheckNote applies the note's rules.
+// CheckNote applies the note's rules: at most MaxNoteLen characters, on
+// one line. A note is shown inside the receipts (the recipient's
+// plain-text mail among them), so a line break in it could forge a
+// receipt's lines: it is a name's text (usertext.CheckName: no Cc
+// character, line feeds, carriage returns and tabs included, no Cf but
+// the ZWNJ Persian is spelled with), and no line or paragraph separator
+// (U+2028, U+2029) either.
 func CheckNote(note string) error {
 	if utf8.RuneCountInString(note) > MaxNoteLen {
 		return ErrNoteTooLong
 	}
-	if note != "" && usertext.CheckNote(note) != nil {
+	if note == "" {
+		return nil
+	}
+	if usertext.CheckName(note) != nil || strings.ContainsFunc(note, lineBreak) {
 		return ErrNoteInvalid
 	}
 	return nil
 }
+
+// lineBreak: r ends a line though it is no control character (Zl U+2028,
+// Zp U+2029).
+func lineBreak(r rune) bool { return unicode.In(r, unicode.Zl, unicode.Zp) }
 
 // check is every rule a request must pass before the database is asked,
 // in a fixed order; it returns the recipient's address in its stored form.
@@ -358,15 +387,9 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
 		RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note, CreatedAt: now}
-	w := write{t: t, token: r.FormToken, from: sender.AccountID, to: rcpt.AccountID, dailyMax: s.cfg.DailyMaxRials, day: limits.DayStart(now)}
-	done, err := s.reserve(r.SenderUserID)
-	if err != nil {
-		// A repeat of a form that made its transfer is answered with it.
-		if first, ferr := s.st.byToken(ctx, r.SenderUserID, r.FormToken); ferr == nil {
-			return s.replay(ctx, r, first)
-		}
-		return Result{}, err
-	}
+	take, done := s.paced(r.SenderUserID)
+	w := write{t: t, token: r.FormToken, from: sender.AccountID, to: rcpt.AccountID, dailyMax: s.cfg.DailyMaxRials, day: limits.DayStart(now),
+		pace: take}
 	made := false
 	defer func() { done(made) }() // a panic in the write gives the place back too
 	out, err := s.st.write(ctx, w)
@@ -386,6 +409,8 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 		}
 		return s.replay(ctx, r, first)
 	case err != nil:
+		// A *PaceError too: the form's token was this request's (its
+		// row inserted, then rolled back), so it made no transfer.
 		return Result{}, err
 	}
 	if out.webhooks > 0 && s.hooks.WebhookQueued != nil {
@@ -423,9 +448,13 @@ const (
 //     holding the answer) as the transaction's first statement, so that
 //     its unique index orders racing requests with one key before they
 //     touch anything else; the loser answers from the winner's record;
-//   - a refusal (every one Send has) rolls the key back with the rest:
-//     nothing is stored, and the same key works again once the balance
-//     or the limit allows it;
+//   - the sender's place in RATE_LIMIT_TRANSFERS (WithPace) is taken in
+//     that transaction, after the key's claim: a request whose key is
+//     held by another, in flight or done, is answered from it (replay or
+//     in use), never paced before its key is settled;
+//   - a refusal (every one Send has, and the pace's) rolls the key back
+//     with the rest: nothing is stored, and the same key works again
+//     once the balance or the limit allows it;
 //   - a key left unfinished by an older instance (Begin, Release) goes
 //     the old way: Begin takes it over, Send finds the transfer it may
 //     have made, Finish stores the answer.
@@ -452,9 +481,11 @@ func (s *Service) SendKeyed(ctx context.Context, r Request, k idempotency.Reques
 		}
 		var pace *PaceError
 		if errors.As(err, &pace) {
-			// A retry racing its own original (committed since the read,
-			// and the sender's last of the minute) is not paced: its
-			// answer is read once more.
+			// Paced only once the key was this request's (claimed, then
+			// rolled back with the rest): a request with the same key
+			// that was waiting on its unique index may have claimed it
+			// since, and is answered (in use, or its replay) rather than
+			// a refusal.
 			if out, rec, found, lerr := s.keys.Lookup(ctx, k); lerr == nil && found && out != idempotency.Acquired {
 				return keyedAnswer(out, rec), nil
 			}
@@ -498,7 +529,12 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 		return Keyed{}, fmt.Errorf("transfer's answer: %w", err)
 	}
 	ans := idempotency.Answer{Status: answerStatus, ContentType: answerType, Body: body}
-	w := write{t: t, from: sender.AccountID, to: rcpt.AccountID, dailyMax: s.cfg.DailyMaxRials, day: limits.DayStart(now),
+	// The sender's place in the pace is taken in the write, after the
+	// key's claim: a request whose key another request holds (in flight
+	// or done) waits on the key's unique index and answers from it, never
+	// refused by the pace before its key is settled.
+	take, done := s.paced(r.SenderUserID)
+	w := write{t: t, from: sender.AccountID, to: rcpt.AccountID, dailyMax: s.cfg.DailyMaxRials, day: limits.DayStart(now), pace: take,
 		claim: func(tx *gorm.DB) (string, error) {
 			rec, ok, err := s.keys.Claim(tx, k, now, ans)
 			switch {
@@ -509,10 +545,6 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 			}
 			return s.keys.FormToken(rec), nil
 		}}
-	done, err := s.reserve(r.SenderUserID)
-	if err != nil {
-		return Keyed{}, err
-	}
 	made := false
 	defer func() { done(made) }() // a panic in the write gives the place back too
 	out, err := s.st.write(ctx, w)
@@ -521,8 +553,8 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 	case errors.Is(err, ledger.ErrInsufficientFunds):
 		return Keyed{}, fmt.Errorf("%w: %w", ErrInsufficientFunds, err)
 	case err != nil:
-		// errKeyTaken, ErrDailyLimit, or a failure: the transaction
-		// rolled back, the key with it.
+		// errKeyTaken, ErrDailyLimit, a *PaceError, or a failure: the
+		// transaction rolled back, the key with it.
 		return Keyed{}, err
 	}
 	if out.webhooks > 0 && s.hooks.WebhookQueued != nil {

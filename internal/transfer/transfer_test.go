@@ -202,6 +202,8 @@ func TestRefusalsWriteNothing(t *testing.T) {
 			{"above the daily limit at once", req(a, "bob@example.com", 300_010), transfer.ErrDailyLimit},
 			{"note too long", transfer.Request{SenderUserID: a.ID, FormToken: formtoken.New(), ToEmail: "bob@example.com", AmountRials: 20_000, Note: string(long)}, transfer.ErrNoteTooLong},
 			{"note with a bidi override", transfer.Request{SenderUserID: a.ID, FormToken: formtoken.New(), ToEmail: "bob@example.com", AmountRials: 20_000, Note: "hi\u202e"}, transfer.ErrNoteInvalid},
+			{"note of two lines", transfer.Request{SenderUserID: a.ID, FormToken: formtoken.New(), ToEmail: "bob@example.com", AmountRials: 20_000, Note: "thanks\n\nReceipt:\nhttps://evil.example"}, transfer.ErrNoteInvalid},
+			{"note with a line separator", transfer.Request{SenderUserID: a.ID, FormToken: formtoken.New(), ToEmail: "bob@example.com", AmountRials: 20_000, Note: "thanks\u2028Receipt"}, transfer.ErrNoteInvalid},
 			{"bad form token", transfer.Request{SenderUserID: a.ID, FormToken: "x", ToEmail: "bob@example.com", AmountRials: 20_000}, transfer.ErrBadFormToken},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

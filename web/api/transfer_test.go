@@ -88,11 +88,23 @@ func TestTransferAPI(t *testing.T) {
 			{"not whole tomans", `{"to_email": "bob@example.com", "amount_rials": 10005}`, "amount_invalid"},
 			{"daily limit", `{"to_email": "bob@example.com", "amount_rials": 3000010}`, "daily_limit_exceeded"},
 			{"note", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "` + strings.Repeat("n", 141) + `"}`, "note_invalid"},
+			// A note is one line: it is shown in the receipts (the
+			// recipient's plain-text mail among them).
+			{"note of lines", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "thanks\n\nReceipt:\nhttps://evil.example"}`, "note_invalid"},
+			{"note with a carriage return", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "a\rb"}`, "note_invalid"},
+			{"note with a tab", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "a\tb"}`, "note_invalid"},
+			{"note with a line separator", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "a\u2028b"}`, "note_invalid"},
+			{"note with a paragraph separator", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "a\u2029b"}`, "note_invalid"},
 		} {
 			r := alice.do(http.MethodPost, routes.APITransfers, map[string]string{"Idempotency-Key": "refused"}, tc.body, tc.name == "note")
 			if r.Status != http.StatusUnprocessableEntity || r.Code() != tc.code {
 				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
 			}
+		}
+		// A note in Persian, with its half-space (ZWNJ), and English.
+		if r := alice.post(routes.APITransfers, "one-line", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "اجاره‌ی March"}`); r.Status != http.StatusCreated ||
+			decode[api.Transfer](t, r).Note != "اجاره\u200cی March" {
+			t.Fatalf("a note of one line with a ZWNJ: %d %s", r.Status, r.Body)
 		}
 		if r := alice.post(routes.APITransfers, "refused", `{"to_email": "bob@example.com", "amount_rials": 10000}`); r.Status != http.StatusCreated {
 			t.Fatalf("the key of a refused request: %d %s", r.Status, r.Body)
@@ -107,7 +119,7 @@ func TestTransferAPI(t *testing.T) {
 		if r := alice.do(http.MethodPost, routes.APITransfers, map[string]string{"Idempotency-Key": ""}, body, true); r.Status != http.StatusBadRequest || r.Code() != "idempotency_key_missing" {
 			t.Errorf("no key: %d %s", r.Status, r.Body)
 		}
-		if ledgertest.Balance(t, db, aw) != 1_840_000 {
+		if ledgertest.Balance(t, db, aw) != 1_830_000 {
 			t.Fatalf("balance after refusals %d", ledgertest.Balance(t, db, aw))
 		}
 		apptest.CheckInvariants(t, db)

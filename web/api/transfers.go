@@ -207,12 +207,16 @@ func (h *handler) transferProblem(c *fiber.Ctx, err error) error {
 	case errors.Is(err, transfer.ErrNoteTooLong):
 		return problem(c, CodeNoteInvalid, "note is at most 140 characters.")
 	case errors.Is(err, transfer.ErrNoteInvalid):
-		return problem(c, CodeNoteInvalid, "note must not hold control characters or invisible formatting characters (bidi overrides and isolates, zero-width characters).")
+		return problem(c, CodeNoteInvalid, "note is one line: it must not hold line breaks (\\n, \\r, U+2028, U+2029), tabs or other control characters, or invisible formatting characters (bidi overrides and isolates, zero-width characters).")
 	}
 	var pace *transfer.PaceError
 	if errors.As(err, &pace) {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((pace.Wait+time.Second-1)/time.Second), 1), 10))
-		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(pace.Max)+" transfers a minute, through the site and every token together; nothing was sent; retry after the Retry-After seconds.")
+		// The pace is taken only once the key is this request's (claimed
+		// in the transfer's transaction): this request made no transfer.
+		// Another with the same key may run after it, so the text asks
+		// for the same key, never a new one.
+		return problem(c, CodeRateLimited, "At most "+strconv.Itoa(pace.Max)+" transfers a minute, through the site and every token together; this request made no transfer. Retry with the same Idempotency-Key after the Retry-After seconds: if a request with this key is still running or has made its transfer, the retry is answered with it.")
 	}
 	return amountProblem(c, err, cfg.Limits())
 }

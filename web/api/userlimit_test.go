@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,6 +201,60 @@ func TestTransfersArePacedPerUser(t *testing.T) {
 		}
 		if got := ledgertest.Balance(t, db, bw); got != 60_000 {
 			t.Errorf("bob has %d, want 60000", got)
+		}
+	})
+}
+
+// Fifty requests with one Idempotency-Key at once, when the sender has
+// one transfer left in the minute (RATE_LIMIT_TRANSFERS): one transfer,
+// every answer its 201 byte for byte; none is 429 (whose "this request
+// made no transfer" would be false for a request whose key made one, and
+// a client believing it would pay again under a new key). The place is
+// taken after the key is claimed, so the losers wait on the key and
+// replay it. A new key is still refused, and its 429 asks for the same
+// key, never claiming that nothing was sent.
+func TestTransferPaceNeverRefusesAKeysRetry(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := withdrawaltest.ClockAt(time.Now())
+		f := start(t, db, apptest.Options{Env: map[string]string{"RATE_LIMIT_TRANSFERS": "2"},
+			Server: server.Options{RateLimits: true, Now: clock.Now}})
+		sender, senderID := f.user(t, "busy@example.com", apitoken.ScopeTransfer)
+		sender.fail = t.Errorf
+		sw := f.fund(t, senderID, 1_000_000)
+		_, bobID := f.user(t, "bob@example.com", apitoken.ScopeRead)
+		bw := f.fund(t, bobID, 0)
+		if a := sender.post(routes.APITransfers, "before", `{"to_email": "bob@example.com", "amount_rials": 20000}`); a.Status != http.StatusCreated {
+			t.Fatalf("the first of the minute: %d %s", a.Status, a.Body)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		bodies := map[string]int{}
+		for range 50 {
+			wg.Go(func() {
+				a := sender.post(routes.APITransfers, "last-place", `{"to_email": "bob@example.com", "amount_rials": 70000}`)
+				mu.Lock()
+				defer mu.Unlock()
+				if a.Status != http.StatusCreated {
+					t.Errorf("a request with the key of the last place: %d %s", a.Status, a.Body)
+					return
+				}
+				bodies[a.Body]++
+			})
+		}
+		wg.Wait()
+		if len(bodies) != 1 {
+			t.Fatalf("the answers name %d transfers: %v", len(bodies), bodies)
+		}
+		a := sender.post(routes.APITransfers, "new-key", `{"to_email": "bob@example.com", "amount_rials": 20000}`)
+		if a.Status != http.StatusTooManyRequests || a.Code() != "rate_limited" || a.Header.Get("Retry-After") == "" {
+			t.Fatalf("a new key past the pace: %d %s", a.Status, a.Body)
+		}
+		if strings.Contains(a.Body, "nothing was sent") || !strings.Contains(a.Body, "this request made no transfer") || !strings.Contains(a.Body, "same Idempotency-Key") {
+			t.Fatalf("the 429's text: %s", a.Body)
+		}
+		if ledgertest.Balance(t, db, sw) != 910_000 || ledgertest.Balance(t, db, bw) != 90_000 {
+			t.Fatalf("balances %d %d, want 910000 90000", ledgertest.Balance(t, db, sw), ledgertest.Balance(t, db, bw))
 		}
 	})
 }
