@@ -223,14 +223,64 @@ func currentSession(c *fiber.Ctx) *auth.Session {
 	return sess
 }
 
+// requireUser sends someone who is not signed in to sign in, and holds
+// an admin whose session has not passed the second factor (signed in
+// with the password alone) to reading: their state-changing requests (a
+// top-up, a transfer, a payment, a withdrawal, a merchant's capture or
+// refund, a new credential, a setting) are refused before any handler
+// and sent to the second-factor page, so that someone holding only an
+// admin's password moves none of the admin's money and changes nothing
+// of theirs. The few acts such a session may still do (the second-factor
+// page itself, and acts that only take away) are registered with
+// requireUserBeforeSecondFactor instead.
 func (s *Server) requireUser(c *fiber.Ctx) error {
 	if currentUser(c) == nil {
-		if c.Method() == fiber.MethodGet && safeNext(c.OriginalURL()) {
-			return c.Redirect(routes.SignIn+"?next="+urlQueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
-		}
-		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
+		return s.toSignIn(c)
+	}
+	if !safeMethod(c.Method()) && shortOfSecondFactor(currentUser(c), currentSession(c)) {
+		s.Log.WarnContext(c.UserContext(), "admin's request without the second factor refused",
+			"path", loggedPath(c), "method", c.Method(), "user", currentUser(c).ID)
+		return c.Redirect(routes.AdminTwoFactor, fiber.StatusSeeOther)
 	}
 	return c.Next()
+}
+
+// requireUserBeforeSecondFactor is requireUser without the admin's second
+// factor: for the second-factor page, and for the acts SECURITY.md lets an
+// admin signed in with the password alone do, each of which takes
+// something of theirs away and adds nothing (revoking their own API
+// token, disabling or deleting their own webhook endpoint, deleting their
+// own return origin). Signing out needs no sign-in at all.
+func (s *Server) requireUserBeforeSecondFactor(c *fiber.Ctx) error {
+	if currentUser(c) == nil {
+		return s.toSignIn(c)
+	}
+	return c.Next()
+}
+
+// toSignIn sends a visitor to sign in (back to the page they asked for,
+// when it was one).
+func (s *Server) toSignIn(c *fiber.Ctx) error {
+	if c.Method() == fiber.MethodGet && safeNext(c.OriginalURL()) {
+		return c.Redirect(routes.SignIn+"?next="+urlQueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
+	}
+	return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
+}
+
+// safeMethod reports whether a request of this method only reads (GET,
+// HEAD): pages stay viewable to an admin short of the second factor.
+func safeMethod(m string) bool {
+	return m == fiber.MethodGet || m == fiber.MethodHead
+}
+
+// shortOfSecondFactor reports whether u is an admin whose session has not
+// passed the second factor (or who has no authenticator enrolled yet), as
+// the admin console's own check (web/admin) decides it.
+func shortOfSecondFactor(u *auth.User, sess *auth.Session) bool {
+	if u == nil || !u.IsAdmin() {
+		return false
+	}
+	return sess == nil || sess.SecondFactorAt == nil || u.TOTPConfirmedAt == nil
 }
 
 // csrfToken derives the form token from the browser's random CSRF cookie

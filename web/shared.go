@@ -17,7 +17,9 @@ func (s *Server) shared() seam.App {
 	return seam.App{
 		Page: s.page, Render: render, Message: s.message,
 		User: currentUser, Session: currentSession, Lang: lang,
-		RequireUser: s.requireUser, FormValue: formValue, SafeNext: safeNext,
+		RequireUser:                   s.requireUser,
+		RequireUserBeforeSecondFactor: s.requireUserBeforeSecondFactor,
+		FormValue:                     formValue, SafeNext: safeNext,
 		GatewayName:   s.gatewayName,
 		GatewayNameIn: s.gatewayNameIn,
 		SessionToken:  func(c *fiber.Ctx) string { return c.Cookies(s.sessionCookie) },

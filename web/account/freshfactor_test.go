@@ -19,9 +19,11 @@ import (
 // need a fresh second factor typed in the same form. A session that has
 // only the admin's password (it never passed the second factor) can do
 // neither: no password change (which would sign the real admin out
-// everywhere), no token. The admin, with a fresh code, can; the code is
-// spent (the same code twice is refused). And an admin's API token never
-// opens /admin.
+// everywhere), no token; its forms are refused before any handler and
+// sent to /admin/2fa. The admin, whose session passed the second factor,
+// still types a fresh code in the form: a wrong one is refused. With a
+// fresh code the admin can; the code is spent (the same code twice is
+// refused). And an admin's API token never opens /admin.
 func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -48,30 +50,43 @@ func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 
 		intruder := app.NewClient(t) // knows the password only
 		intruder.SignIn(email, pw)
+		// refused: a form of the password-only session is sent to the
+		// second factor, nothing done.
+		refused := func(what string, r apptest.Response) {
+			t.Helper()
+			if r.Status != http.StatusSeeOther || r.Location != routes.AdminTwoFactor {
+				t.Fatalf("%s with the password only: %d %q, want 303 to %s", what, r.Status, r.Location, routes.AdminTwoFactor)
+			}
+		}
+		// wrongCode: the admin's own form with a wrong fresh code.
+		wrongCode := func(what string, r apptest.Response) {
+			t.Helper()
+			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("form-error") == nil {
+				t.Fatalf("%s: %d", what, r.Status)
+			}
+		}
 		page := intruder.Get(routes.AccountPassword)
 		if apptest.Parse(page.Body).TestID("password-code") == nil {
 			t.Fatalf("an admin's password form asks for no code:\n%s", page.Body)
 		}
 		for _, guess := range []string{"", "000000", "AAAA-BBBB-CCCC-DDDD"} {
-			r := intruder.Submit(routes.AccountPassword, routes.AccountPassword, url.Values{
-				"current_password": {pw}, "new_password": {"a brand new password"}, "code": {guess}})
-			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("form-error") == nil {
-				t.Fatalf("password change with code %q and the password only: %d", guess, r.Status)
-			}
+			form := url.Values{"current_password": {pw}, "new_password": {"a brand new password"}, "code": {guess}}
+			refused("password change with code "+guess, intruder.Submit(routes.AccountPassword, routes.AccountPassword, form))
+			wrongCode("the admin's password change with code "+guess, admin.Submit(routes.AccountPassword, routes.AccountPassword, form))
 		}
 		adminWorks("after the intruder's password changes")
 		if apptest.Parse(intruder.Get(routes.Tokens).Body).TestID("token-code") == nil {
 			t.Fatal("an admin's token form asks for no code")
 		}
 		for _, guess := range []string{"", "123456"} {
-			r := intruder.Submit(routes.Tokens, routes.Tokens, url.Values{
-				"name": {"mine"}, "scope": {"read"}, "password": {pw}, "code": {guess}})
-			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("new-token") != nil {
-				t.Fatalf("token with code %q and the password only: %d", guess, r.Status)
+			form := url.Values{"name": {"mine"}, "scope": {"read"}, "password": {pw}, "code": {guess}}
+			refused("token with code "+guess, intruder.Submit(routes.Tokens, routes.Tokens, form))
+			if r := admin.Submit(routes.Tokens, routes.Tokens, form); r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("new-token") != nil {
+				t.Fatalf("the admin's token with code %q: %d", guess, r.Status)
 			}
 		}
 		if n := tokens(); n != 0 {
-			t.Fatalf("%d tokens made with the password only", n)
+			t.Fatalf("%d tokens made without a fresh code", n)
 		}
 
 		// The admin, with a fresh code: a token (once per code).
@@ -112,9 +127,10 @@ func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 		if apptest.Parse(intruder.Get(routes.Webhooks).Body).TestID("webhook-code") == nil {
 			t.Fatal("an admin's webhook form asks for no code")
 		}
-		if r := intruder.Submit(routes.Webhooks, routes.Webhooks, url.Values{"url": {"https://hooks.example/x"}, "events": {"topup.credited"},
-			"password": {pw}, "code": {"000000"}}); r.Status != http.StatusUnprocessableEntity || hookSecret(r.Body) != "" {
-			t.Fatalf("webhook with the password only: %d", r.Status)
+		hook := url.Values{"url": {"https://hooks.example/x"}, "events": {"topup.credited"}, "password": {pw}, "code": {"000000"}}
+		refused("webhook", intruder.Submit(routes.Webhooks, routes.Webhooks, hook))
+		if r := admin.Submit(routes.Webhooks, routes.Webhooks, hook); r.Status != http.StatusUnprocessableEntity || hookSecret(r.Body) != "" {
+			t.Fatalf("the admin's webhook with a wrong code: %d", r.Status)
 		}
 		// Nor can the password alone sign the admin out everywhere (and
 		// revoke the token just made), again and again.
@@ -122,10 +138,9 @@ func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 			t.Fatal("an admin's sign-out-everywhere form asks for no code")
 		}
 		for _, guess := range []string{"", "000000"} {
-			r := intruder.Submit(routes.Account, routes.AccountSignOutEverywhere, url.Values{"code": {guess}})
-			if r.Status != http.StatusUnprocessableEntity || apptest.Parse(r.Body).TestID("form-error") == nil {
-				t.Fatalf("sign out everywhere with code %q and the password only: %d", guess, r.Status)
-			}
+			refused("sign out everywhere with code "+guess, intruder.Submit(routes.Account, routes.AccountSignOutEverywhere, url.Values{"code": {guess}}))
+			wrongCode("the admin's sign out everywhere with code "+guess,
+				admin.Submit(routes.Account, routes.AccountSignOutEverywhere, url.Values{"code": {guess}}))
 		}
 		adminWorks("after the intruder's sign-out-everywhere")
 		if n := tokens(); n != 1 {
@@ -144,7 +159,13 @@ func TestAdminCredentialsNeedAFreshSecondFactor(t *testing.T) {
 		if r := intruder.Get(routes.Account); r.Status != http.StatusSeeOther {
 			t.Fatalf("the intruder's session outlived the new password: %d", r.Status)
 		}
-		// With a fresh code the admin signs out everywhere.
+		// The new session this browser was given has not passed the second
+		// factor (the admin types a code at /admin/2fa again), then, with a
+		// fresh code, the admin signs out everywhere.
+		refused("sign out everywhere on the new session", admin.Submit(routes.Account, routes.AccountSignOutEverywhere, url.Values{"code": {code()}}))
+		if r := admin.Submit(routes.AdminTwoFactor, routes.AdminTwoFactor, url.Values{"code": {code()}}); r.Status != http.StatusSeeOther {
+			t.Fatalf("the second factor on the new session: %d", r.Status)
+		}
 		if r := admin.Submit(routes.Account, routes.AccountSignOutEverywhere, url.Values{"code": {code()}}); r.Status != http.StatusSeeOther || r.Location != routes.SignIn {
 			t.Fatalf("the admin's sign-out-everywhere with a fresh code: %d %q", r.Status, r.Location)
 		}

@@ -114,10 +114,14 @@ func (h *handlers) passwordForm(c *fiber.Ctx) error {
 }
 
 // changePassword checks the current password, sets the new one, signs
-// every other browser out, revokes every API token and turns off every
-// webhook endpoint, then says so on the
-// account page. This browser stays signed in on a new session: a copy of
-// its old session cookie (the thief's) dies with the others.
+// every browser out (this one's session too, in the password change's own
+// transaction), revokes every API token and turns off every webhook
+// endpoint, then says so on the account page. This browser goes on signed
+// in on a new session made after that: a copy of its old session cookie
+// (the thief's) died with the others, whatever happens next. Should the
+// new session fail, the browser is signed out and the sign-in page says
+// the password was changed and every browser signed out (reset.done),
+// which is then true.
 //
 // An admin types a fresh second factor too (freshSecondFactor), checked
 // first: a wrong code spends no password attempt and changes nothing.
@@ -129,7 +133,9 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 		return h.Render(c, r.status, views.PasswordChange(h.Page(c, "password.change_title"),
 			views.PasswordView{ErrorKey: r.key, ErrorArgs: r.args, ErrorField: "code"}))
 	}
-	ended, err := h.Auth.ChangePassword(c.UserContext(), u.ID, h.SessionToken(c),
+	// No session kept: this one ends with the others, atomically with
+	// the new password, never in a later step that could fail.
+	ended, err := h.Auth.ChangePassword(c.UserContext(), u.ID, "",
 		h.FormValue(c, "current_password"), h.FormValue(c, "new_password"))
 	var throttled *auth.ThrottledError
 	v := views.PasswordView{}
@@ -138,7 +144,7 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 	case err == nil:
 		h.Log.InfoContext(c.UserContext(), "password changed", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens,
 			"webhook_endpoints_disabled", ended.Endpoints)
-		return h.startSession(c, *u, routes.Account+"?done=password")
+		return h.sessionAfterPasswordChange(c, *u)
 	case errors.As(err, &throttled):
 		status = fiber.StatusTooManyRequests
 		v.ErrorKey, v.ErrorArgs, v.ErrorField = "password.throttled", []any{"seconds", seam.RetryAfter(c, throttled.RetryAfter)}, "current_password"
@@ -150,6 +156,22 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 		return err
 	}
 	return h.Render(c, status, views.PasswordChange(h.Page(c, "password.change_title"), v))
+}
+
+// sessionAfterPasswordChange signs this browser in again on a new session
+// once the password change has ended every session of the user (the
+// browser's old one included): there is no old session left to end. If
+// the new session cannot be made, the browser is signed out and sent to
+// sign in with the new password, told what was done.
+func (h *handlers) sessionAfterPasswordChange(c *fiber.Ctx, u auth.User) error {
+	tok, exp, err := h.newSession(c, u.ID)
+	if err != nil {
+		h.Log.ErrorContext(c.UserContext(), "password changed, but no new session: signed out", "user", u.ID, "err", err)
+		h.SignedOut(c)
+		return c.Redirect(routes.SignIn+"?done=reset", fiber.StatusSeeOther)
+	}
+	h.PassSession(c, tok, exp)
+	return c.Redirect(routes.Account+"?done=password", fiber.StatusSeeOther)
 }
 
 func (h *handlers) forgotForm(c *fiber.Ctx) error {

@@ -89,10 +89,16 @@ func (h *handlers) signIn(c *fiber.Ctx) error {
 }
 
 // startSession signs the browser in with a brand-new session (the old one,
-// if any, is ended: no session fixation) and a new CSRF cookie.
+// if any, is ended first: no session fixation) and a new CSRF cookie. If
+// the old session cannot be ended, no new one is made: the request fails
+// (logged, the error page), never leaving a token alive that the browser
+// was told had been replaced.
 func (h *handlers) startSession(c *fiber.Ctx, u auth.User, next string) error {
-	_ = h.Auth.EndSession(c.UserContext(), h.SessionToken(c))
-	tok, exp, err := h.Auth.NewSession(c.UserContext(), u.ID)
+	if err := h.endSession(c, h.SessionToken(c)); err != nil {
+		h.Log.ErrorContext(c.UserContext(), "old session not ended: no new session made", "user", u.ID, "err", err)
+		return err
+	}
+	tok, exp, err := h.newSession(c, u.ID)
 	if err != nil {
 		return err
 	}

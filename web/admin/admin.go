@@ -97,15 +97,17 @@ type handlers struct {
 
 // Register adds the admin console's routes to r. The second-factor page
 // needs sign-in and the admin role, but is registered before the admin
-// group's middleware, so that it is the one admin page an admin reaches
-// before passing the second factor. Every other admin route lives under
+// group's middleware (and with RequireUserBeforeSecondFactor, not
+// RequireUser, which refuses an admin's forms before the second factor),
+// so that it is the one admin page an admin reaches before passing the
+// second factor. Every other admin route lives under
 // routes.Admin: its middleware (sign-in, admin role, and the second factor
 // once per session) covers them all, routes added later included.
 func (d Deps) Register(r fiber.Router, app seam.App) {
 	h := &handlers{Deps: d, App: app}
-	r.Get(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, h.twoFactorForm)
-	r.Post(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, h.twoFactorSubmit)
-	r.Use(routes.AdminTwoFactor, h.RequireUser, h.requireAdmin, seam.NotFound) // its other methods
+	r.Get(routes.AdminTwoFactor, h.RequireUserBeforeSecondFactor, h.requireAdmin, h.twoFactorForm)
+	r.Post(routes.AdminTwoFactor, h.RequireUserBeforeSecondFactor, h.requireAdmin, h.twoFactorSubmit)
+	r.Use(routes.AdminTwoFactor, h.RequireUserBeforeSecondFactor, h.requireAdmin, seam.NotFound) // its other methods
 
 	r.Use(routes.Admin, h.RequireUser, h.requireAdmin, h.requireSecondFactor)
 	r.Get(routes.AdminDashboardPattern, h.dashboard)

@@ -62,8 +62,17 @@ type App struct {
 	Session func(c *fiber.Ctx) *auth.Session
 	// Lang is the request's page language.
 	Lang func(c *fiber.Ctx) i18n.Lang
-	// RequireUser sends someone who is not signed in to sign in.
+	// RequireUser sends someone who is not signed in to sign in, and
+	// refuses every state-changing request (not GET or HEAD) of an admin
+	// whose session has not passed the second factor: it is sent to the
+	// second-factor page (303), before any handler runs.
 	RequireUser fiber.Handler
+	// RequireUserBeforeSecondFactor is RequireUser that lets an admin
+	// short of the second factor act: only for the second-factor page and
+	// the acts that take away and add nothing (SECURITY.md: revoking
+	// one's own API token, disabling or deleting one's own webhook
+	// endpoint, deleting one's own return origin).
+	RequireUserBeforeSecondFactor fiber.Handler
 	// FormValue is a field of the request's form body, never of its query
 	// string.
 	FormValue func(c *fiber.Ctx, name string) string

@@ -1,0 +1,66 @@
+package account_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/kifpool/kifpool/internal/apptest"
+	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/routes"
+	"github.com/kifpool/kifpool/internal/store"
+	"github.com/kifpool/kifpool/internal/store/storetest"
+)
+
+// sessionCookie is the browser's session cookie ("" when none).
+func sessionCookie(t *testing.T, app *apptest.App, c *apptest.Client) string {
+	t.Helper()
+	base, _ := url.Parse(app.URL)
+	for _, ck := range c.HTTP.Jar.Cookies(base) {
+		if ck.Name == "kp_session" {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// stolenCopy is another browser with a copy of c's cookies (a thief's).
+func stolenCopy(t *testing.T, app *apptest.App, c *apptest.Client) *apptest.Client {
+	t.Helper()
+	base, _ := url.Parse(app.URL)
+	stolen := app.NewClient(t)
+	stolen.HTTP.Jar.SetCookies(base, c.HTTP.Jar.Cookies(base))
+	if r := stolen.Get(routes.Wallet); r.Status != http.StatusOK {
+		t.Fatalf("the copied cookie: %d", r.Status)
+	}
+	return stolen
+}
+
+// A password change ends this browser's old session in its own
+// transaction, with the other sessions: no later step that could fail
+// (ending it separately, say with the database gone for a moment) can
+// leave a copy of the old cookie (the thief's) alive while the page says
+// every other browser was signed out.
+func TestPasswordChangeEndsTheOldSessionWithThePassword(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app := apptest.Start(t, db, apptest.Options{})
+		laptop := app.NewClient(t)
+		laptop.SignUp("rotate-fault@example.com")
+		stolen := stolenCopy(t, app, laptop)
+
+		r := laptop.Submit(routes.AccountPassword, routes.AccountPassword, url.Values{"current_password": {"correct horse battery"}, "new_password": {"a brand new password"}})
+		if r.Status != http.StatusSeeOther || r.Location != routes.Account+"?done=password" {
+			t.Fatalf("change: %d %q", r.Status, r.Location)
+		}
+		if r := stolen.Get(routes.Wallet); r.Status != http.StatusSeeOther {
+			t.Fatalf("the copied cookie after the change: %d", r.Status)
+		}
+		if acc := laptop.Get(r.Location); acc.Status != http.StatusOK || apptest.Parse(acc.Body).TestID("account-sessions").Attr("data-count") != "1" {
+			t.Fatalf("this browser after the change: %d", acc.Status)
+		}
+		if n := authtest.CountSessions(t, db); n != 1 {
+			t.Fatalf("%d sessions, want this browser's new one", n)
+		}
+	})
+}
