@@ -12,18 +12,6 @@ import (
 	"github.com/kifpool/kifpool/internal/store/storetest"
 )
 
-// sessionCookie is the browser's session cookie ("" when none).
-func sessionCookie(t *testing.T, app *apptest.App, c *apptest.Client) string {
-	t.Helper()
-	base, _ := url.Parse(app.URL)
-	for _, ck := range c.HTTP.Jar.Cookies(base) {
-		if ck.Name == "kp_session" {
-			return ck.Value
-		}
-	}
-	return ""
-}
-
 // stolenCopy is another browser with a copy of c's cookies (a thief's).
 func stolenCopy(t *testing.T, app *apptest.App, c *apptest.Client) *apptest.Client {
 	t.Helper()

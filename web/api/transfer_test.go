@@ -102,7 +102,7 @@ func TestTransferAPI(t *testing.T) {
 			}
 		}
 		// A note in Persian, with its half-space (ZWNJ), and English.
-		if r := alice.post(routes.APITransfers, "one-line", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "اجاره‌ی March"}`); r.Status != http.StatusCreated ||
+		if r := alice.post(routes.APITransfers, "one-line", `{"to_email": "bob@example.com", "amount_rials": 10000, "note": "اجاره\u200cی March"}`); r.Status != http.StatusCreated ||
 			decode[api.Transfer](t, r).Note != "اجاره\u200cی March" {
 			t.Fatalf("a note of one line with a ZWNJ: %d %s", r.Status, r.Body)
 		}
