@@ -220,7 +220,10 @@ func (n *Notifier) queueSecret(tx *gorm.DB, c content, u auth.User, kind string,
 // the bank says was not completed, took nothing.
 func MayHaveCharged(reason string) bool {
 	switch reason {
-	case "bank_reversed", "reversed_to_card", "amount_mismatch", "verify_rejected", "no_ref_id", "ref_id_reused", "closed_by_admin":
+	case "bank_reversed", "reversed_to_card", "amount_mismatch", "verify_rejected", "no_ref_id", "ref_id_reused", "closed_by_admin",
+		// An admin's close of a top-up under review after its reverse
+		// ended keeps the reverse's reason (topup.StepClose).
+		"reverse_refused", "reverse_window_closed", "reverse_differs":
 		return true
 	}
 	return false

@@ -16,8 +16,10 @@ import (
 // An admin's close judges the provider's word now, not the word on the
 // row. A payout the provider said it transferred for another amount (in
 // review, its word "transferred" recorded) and now says it failed: the
-// close as failed goes through (it was refused: ErrProviderPaid, the
-// amount held for ever), and the close as paid is refused (it captured
+// close as failed goes through once that "failed" has stood for
+// WITHDRAWAL_UNKNOWN_REVIEW_AFTER (it was refused for ever:
+// ErrProviderPaid, the amount held; believed at once, a stale or flapping
+// inquiry would pay it twice), and the close as paid is refused (it captured
 // the hold for money that never reached the user). The close as paid
 // asks the provider first, and needs its "transferred" now: no answer,
 // in progress or not found refuse it too.
@@ -33,23 +35,26 @@ func TestAdminCloseJudgesTheProvidersWordNow(t *testing.T) {
 		held    int64
 		state   withdrawal.ProviderState // the provider's word on the row after
 		reason  withdrawal.Reason        // the admin's move's reason ("": no move)
+		after   time.Duration            // how long after the worker heard the word the admin closes
 	}{
-		{"failed now, closed as failed", func(s *worded) { s.state = payout.StateFailed }, false, nil,
-			withdrawal.StatusFailed, 50_000_000, 0, withdrawal.ProviderFailed, withdrawal.ReasonClosedByAdmin},
+		{"failed now, closed as failed at once", func(s *worded) { s.state = payout.StateFailed }, false, withdrawal.ErrFailedAfterTransferred,
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, "", 0},
+		{"failed for a day, closed as failed", func(s *worded) { s.state = payout.StateFailed }, false, nil,
+			withdrawal.StatusFailed, 50_000_000, 0, withdrawal.ProviderFailed, withdrawal.ReasonClosedByAdmin, 25 * time.Hour},
 		{"failed now, closed as paid", func(s *worded) { s.state = payout.StateFailed }, true, withdrawal.ErrPaidUnconfirmed,
-			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, "", 0},
 		{"in progress now, closed as paid", func(s *worded) { s.state = payout.StateInProgress }, true, withdrawal.ErrPaidUnconfirmed,
-			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, "", 0},
 		{"not found now, closed as paid", func(s *worded) { s.state = payout.StateNotFound }, true, withdrawal.ErrPaidUnconfirmed,
-			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, "", 0},
 		{"no answer, closed as paid", func(s *worded) { s.statusErr = errors.New("connection reset") }, true, withdrawal.ErrPaidUnconfirmed,
-			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, "", 0},
 		{"not found now, closed as failed", func(s *worded) { s.state = payout.StateNotFound }, false, withdrawal.ErrProviderPaid,
-			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, "", 0},
 		{"no answer, closed as failed", func(s *worded) { s.statusErr = errors.New("connection reset") }, false, withdrawal.ErrProviderPaid,
-			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, ""},
+			withdrawal.StatusNeedsReview, 50_000_000, rials, withdrawal.ProviderTransferred, "", 0},
 		{"transferred now, closed as paid", func(s *worded) { s.paidRials = rials + 10 }, true, nil,
-			withdrawal.StatusPaid, 50_000_000 - rials, 0, withdrawal.ProviderTransferred, withdrawal.ReasonPaidByAdmin},
+			withdrawal.StatusPaid, 50_000_000 - rials, 0, withdrawal.ProviderTransferred, withdrawal.ReasonPaidByAdmin, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -70,6 +75,12 @@ func TestAdminCloseJudgesTheProvidersWordNow(t *testing.T) {
 				e.round(time.Hour)
 				if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
 					t.Fatalf("after the worker heard the provider: %+v", w)
+				}
+				if tc.after > 0 {
+					e.round(tc.after)
+					if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
+						t.Fatalf("%v after the worker heard the provider: %+v", tc.after, w)
+					}
 				}
 				events := len(withdrawaltest.Events(t, db, w.ID))
 				act, action := e.svc.AdminFail, "withdrawal_fail"

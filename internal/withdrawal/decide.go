@@ -107,9 +107,11 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 		if open && w.ProviderState == ProviderTransferred {
 			// It said it transferred it (for another amount: in review):
 			// failed now contradicts that, and the money may have left.
-			// A person decides; the word stays (an admin's close judges
-			// the provider's word then: DecideClose).
-			return Decision{Anomaly: "failed after it said transferred"}
+			// A person decides; the word stays, and the time it has
+			// contradicted it counts (Lost): an admin's close as failed
+			// waits until its "failed" has stood for UnknownReviewAfter
+			// (DecideClose).
+			return Decision{Anomaly: "failed after it said transferred", Lost: true}
 		}
 		if open {
 			return Decision{To: StatusFailed, Reason: ReasonProviderFailed, State: ProviderFailed}
@@ -214,6 +216,9 @@ type Heard struct {
 	// Answered: it answered. False: an error, its breaker open, or its
 	// provider no longer offered (not asked).
 	Answered bool
+	// Unoffered: its provider is no longer offered (not asked, and never
+	// will be): the word on record is the last there will be.
+	Unoffered bool
 	// State is its word on the payout, when it answered.
 	State payout.State
 }
@@ -225,8 +230,9 @@ type Heard struct {
 //   - paid needs the provider's word now that it transferred the payout
 //     (ErrPaidUnconfirmed otherwise: no answer, in progress, not found,
 //     failed); the hold would be captured for money that never left.
-//   - failed is allowed on its definite "failed" now, even after an older
-//     "transferred". Otherwise "transferred" on record refuses it
+//   - failed is allowed on its definite "failed" now; after an older
+//     "transferred" only once that contradiction has stood for
+//     UnknownReviewAfter (ErrFailedAfterTransferred). Otherwise "transferred" on record refuses it
 //     (ErrProviderPaid); "in progress" on record refuses it
 //     (ErrProviderHasIt), and so does a payout it had and now does not
 //     know until it has not known it for UnknownReviewAfter
@@ -238,12 +244,24 @@ type Heard struct {
 func DecideClose(w Withdrawal, to Status, h Heard, p Policy, now time.Time) error {
 	said := func(st payout.State) bool { return h.Answered && h.State == st }
 	if to == StatusPaid {
-		if said(payout.StateTransferred) && w.ProviderState == ProviderTransferred {
+		// Its word now, or, its provider no longer offered, the last word
+		// it gave (no other will come: refused, the hold would stay for
+		// good).
+		if w.ProviderState == ProviderTransferred && (said(payout.StateTransferred) || h.Unoffered) {
 			return nil
 		}
 		return ErrPaidUnconfirmed
 	}
 	switch {
+	case w.ProviderState == ProviderTransferred && said(payout.StateFailed):
+		// It said the money left, and now that it failed: a flapping or
+		// stale inquiry would pay the amount twice if believed at once.
+		// Its contradiction must have stood for UnknownReviewAfter
+		// (UnknownSince: Lost, from the first "failed" or "not found").
+		if w.UnknownSince != nil && now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter {
+			return nil
+		}
+		return ErrFailedAfterTransferred
 	case said(payout.StateFailed):
 		return nil
 	case w.ProviderState == ProviderTransferred:

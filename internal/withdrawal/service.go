@@ -497,7 +497,7 @@ func (s *Service) AdminFail(ctx context.Context, adminID int64, publicID, note s
 func (s *Service) askBeforeClose(ctx context.Context, w Withdrawal, tok string, to Status) (_ Withdrawal, ended bool, h Heard, _ error) {
 	o, known := s.offer(w.Provider)
 	if !known {
-		return w, false, Heard{}, nil
+		return w, false, Heard{Unoffered: true}, nil
 	}
 	if payout.Down(o.Provider) {
 		return w, false, Heard{}, nil

@@ -97,3 +97,29 @@ func TestAdminFailOfAnUnknownPayoutOfAProviderNoLongerOffered(t *testing.T) {
 		withdrawaltest.CheckInvariants(t, db)
 	})
 }
+
+// A withdrawal under review that its provider said it transferred for
+// another amount, whose provider is no longer offered: no other word will
+// come, so an admin's close as paid goes on the word on record (its hold
+// captured), and a close as failed stays refused.
+func TestAdminPayOfATransferOfAProviderNoLongerOffered(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+		w := e.request(1_500_000)
+		e.round(time.Second)
+		withdrawaltest.ForceProviderPaid(t, db, w.PublicID, "PROV-1")
+		e.svc = withdrawal.New(e.st, e.accts, wallet.NewService(db, ledger.New(db)), nil, testConfig(), e.clock.Now, nil)
+		if _, err := e.svc.AdminFail(ctx, admin, w.PublicID, "the provider is gone"); !errors.Is(err, withdrawal.ErrProviderPaid) {
+			t.Fatalf("an admin's fail: %v, want ErrProviderPaid", err)
+		}
+		e.wantWallet(50_000_000, 1_500_000)
+		got, err := e.svc.AdminPay(ctx, admin, w.PublicID, "the provider's panel showed it paid")
+		if err != nil || got.Status != withdrawal.StatusPaid {
+			t.Fatalf("an admin's close as paid: %+v %v", got.Status, err)
+		}
+		e.wantWallet(50_000_000-1_500_000, 0)
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}

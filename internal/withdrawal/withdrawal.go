@@ -287,7 +287,12 @@ var (
 	// known it for UnknownReviewAfter (an inquiry that forgets payouts
 	// once they leave its queue may still pay them). Is ErrProviderHasIt
 	// (the admin's page shows that message).
-	ErrProviderForgot error = &refusal{msg: "withdrawal: the payout provider had it and does not know it now: a failure waits until it has not known it for the unknown-review time", is: ErrProviderHasIt}
+	// ErrFailedAfterTransferred: the provider said it transferred the
+	// payout and now says it failed it: not failed by an admin until
+	// that has stood for UnknownReviewAfter (a stale or flapping inquiry
+	// believed at once would pay the amount twice). Is ErrProviderPaid.
+	ErrFailedAfterTransferred error = &refusal{msg: "withdrawal: the payout provider said it transferred it and says now it failed: a failure waits until it has said so for the unknown-review time", is: ErrProviderPaid}
+	ErrProviderForgot         error = &refusal{msg: "withdrawal: the payout provider had it and does not know it now: a failure waits until it has not known it for the unknown-review time", is: ErrProviderHasIt}
 )
 
 // refusal is a sentinel refusal that is also (errors.Is) the refusal an

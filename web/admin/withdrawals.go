@@ -166,6 +166,8 @@ func (h *handlers) reviewWithdrawal(act func(svc *withdrawal.Service) func(c *fi
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_state")
 		case errors.Is(err, withdrawal.ErrBusy):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_busy")
+		case errors.Is(err, withdrawal.ErrFailedAfterTransferred):
+			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_failed_after_paid")
 		case errors.Is(err, withdrawal.ErrProviderPaid):
 			return h.withdrawalsError(c, formID, "", fiber.StatusConflict, "admin.wd.error_provider_paid")
 		case errors.Is(err, withdrawal.ErrProviderForgot):
