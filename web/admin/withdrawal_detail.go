@@ -29,8 +29,12 @@ func (h *handlers) withdrawalDetail(c *fiber.Ctx) error {
 	v := adminview.WithdrawalDetailView{Withdrawal: withdrawalRow(w), MaskedSheba: iban.Sheba(w.Sheba).Masked(), Rail: w.Rail,
 		ReviewRequired: w.ReviewRequired, UpdatedAt: w.UpdatedAt, HoldID: w.HoldID,
 		CanReview: w.Status == withdrawal.StatusRequested && w.ReviewRequired,
-		CanFail:   w.Status == withdrawal.StatusNeedsReview && w.ProviderState != withdrawal.ProviderTransferred,
-		CanPay:    w.Status == withdrawal.StatusNeedsReview && w.ProviderState == withdrawal.ProviderTransferred}
+		// After "transferred", close as failed is offered once the
+		// provider has contradicted it since (unknown_since: its
+		// "failed" or "not found"); the use case asks it again and waits
+		// until that has stood long enough.
+		CanFail: w.Status == withdrawal.StatusNeedsReview && (w.ProviderState != withdrawal.ProviderTransferred || w.UnknownSince != nil),
+		CanPay:  w.Status == withdrawal.StatusNeedsReview && w.ProviderState == withdrawal.ProviderTransferred}
 	u, err := h.People.Fresh().User(ctx, w.UserID)
 	if err != nil && !errors.Is(err, people.ErrNotFound) {
 		return err

@@ -212,6 +212,12 @@ func TestWithdrawalClosedAsPaid(t *testing.T) {
 		if d.TestID("form-paid-"+w.PublicID) == nil || d.TestID("form-fail-"+w.PublicID) != nil {
 			t.Fatal("the page does not offer close as paid, only")
 		}
+		// Once the provider has contradicted its "transferred" since,
+		// close as failed is offered too (the use case asks it again).
+		withdrawaltest.ForceContradicted(t, db, w.PublicID, time.Now())
+		if d := apptest.Parse(admin.Get(detail).Body); d.TestID("form-fail-"+w.PublicID) == nil || d.TestID("form-paid-"+w.PublicID) == nil {
+			t.Fatal("a contradicted transfer's page does not offer both closes")
+		}
 		// Asked first, the provider says it transferred it: the close as
 		// paid goes on.
 		if r := admin.Submit(detail, routes.AdminWithdrawalPaid(w.PublicID), url.Values{"note": {"the provider took its fee; see its panel"}, "code": {code()}}); r.Status != http.StatusSeeOther {

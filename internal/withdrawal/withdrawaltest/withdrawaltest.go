@@ -366,6 +366,16 @@ func ForceProviderPaid(t testing.TB, db *store.DB, publicID, ref string) {
 	}
 }
 
+// ForceContradicted records that the provider has contradicted its word
+// on publicID since since (unknown_since: its "failed" or "not found"
+// after it said it had or transferred the payout).
+func ForceContradicted(t testing.TB, db *store.DB, publicID string, since time.Time) {
+	t.Helper()
+	if err := db.Gorm.Exec(`UPDATE withdrawals SET unknown_since = ? WHERE public_id = ?`, since.UTC(), publicID).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ForceProviderUnknown puts a submitted withdrawal under review as the
 // worker does when the provider's answer to its submit stayed unknown
 // too long: the provider's word unknown.
