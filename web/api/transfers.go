@@ -143,7 +143,7 @@ func (h *handler) createTransfer(c *fiber.Ctx) error {
 		if !ok {
 			// A retry of a transfer made is replayed all the same.
 			return h.unlessAnswered(c, fp, func() error {
-				return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; retry after the Retry-After seconds.")
+				return rateLimited(c, h.UnknownRecipients, wait, " transfers an hour to addresses with no account, through the site and every token together; this request made no transfer: retry after the Retry-After seconds with the same Idempotency-Key (an earlier request with it may still be in flight).")
 			})
 		}
 		// Ended however the request ends (a panic too): counted when the
