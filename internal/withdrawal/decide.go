@@ -124,7 +124,10 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 		if w.ProviderState == ProviderTransferred {
 			// Never overwritten by a vaguer word (an unknown state string
 			// reads as in progress): it keeps the close as failed away.
-			return Decision{Anomaly: "in progress after it said transferred"}
+			// Its word "transferred" is written again (the same), which
+			// ends the count of a contradiction heard before (unknown_since:
+			// a "failed" then must stand anew before a close as failed).
+			return Decision{Anomaly: "in progress after it said transferred", State: ProviderTransferred}
 		}
 		if inProgressTooLong(w, p, now) {
 			// Still not paid, days after it was sent: a person looks
@@ -216,8 +219,8 @@ type Heard struct {
 	// Answered: it answered. False: an error, its breaker open, or its
 	// provider no longer offered (not asked).
 	Answered bool
-	// Unoffered: its provider is no longer offered (not asked, and never
-	// will be): the word on record is the last there will be.
+	// Unoffered: its provider is not offered now (not in PAYOUTS: not
+	// asked): the word on record is the last one heard.
 	Unoffered bool
 	// State is its word on the payout, when it answered.
 	State payout.State
@@ -229,7 +232,9 @@ type Heard struct {
 // refusal. The answer now is judged, not a stale word on the row:
 //   - paid needs the provider's word now that it transferred the payout
 //     (ErrPaidUnconfirmed otherwise: no answer, in progress, not found,
-//     failed); the hold would be captured for money that never left.
+//     failed); the hold would be captured for money that never left. Its
+//     provider not offered now (Heard.Unoffered), the word on record
+//     stands, only when nothing contradicted it since (UnknownSince).
 //   - failed is allowed on its definite "failed" now; after an older
 //     "transferred" only once that contradiction has stood for
 //     UnknownReviewAfter (ErrFailedAfterTransferred). Otherwise "transferred" on record refuses it
@@ -244,10 +249,10 @@ type Heard struct {
 func DecideClose(w Withdrawal, to Status, h Heard, p Policy, now time.Time) error {
 	said := func(st payout.State) bool { return h.Answered && h.State == st }
 	if to == StatusPaid {
-		// Its word now, or, its provider no longer offered, the last word
-		// it gave (no other will come: refused, the hold would stay for
-		// good).
-		if w.ProviderState == ProviderTransferred && (said(payout.StateTransferred) || h.Unoffered) {
+		// Its word now, or, its provider not offered now (not asked), its
+		// last word when nothing contradicted it since (refused, the hold
+		// would stay until the provider is configured again).
+		if w.ProviderState == ProviderTransferred && (said(payout.StateTransferred) || h.Unoffered && w.UnknownSince == nil) {
 			return nil
 		}
 		return ErrPaidUnconfirmed

@@ -168,8 +168,10 @@ func TestDecideKeepsTheProviderPaidWord(t *testing.T) {
 	// state reads) or a contradicting "failed" moves nothing and changes
 	// no state; a person decides. A return is still applied.
 	said := withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, ProviderState: withdrawal.ProviderTransferred, AmountRials: 1000}
-	for _, st := range []payout.State{payout.StateInProgress, payout.StateFailed} {
-		if d := withdrawal.DecideStatus(said, payout.Status{State: st}, p, now); d.To != "" || d.State != "" || d.Anomaly == "" {
+	// (In progress writes the same word "transferred" again: it ends the
+	// count of an earlier contradiction.)
+	for st, state := range map[payout.State]withdrawal.ProviderState{payout.StateInProgress: withdrawal.ProviderTransferred, payout.StateFailed: ""} {
+		if d := withdrawal.DecideStatus(said, payout.Status{State: st}, p, now); d.To != "" || d.State != state || d.Anomaly == "" {
 			t.Errorf("%s after transferred: %+v", st, d)
 		}
 	}
@@ -234,7 +236,7 @@ func TestDecideInProgressTooLong(t *testing.T) {
 		{"no first submit on record", w(sub, inp, nil), p, "", inp, false},
 		{"no review time set", w(sub, inp, at(30*24*time.Hour)), off, "", inp, false},
 		{"in review already", w(review, inp, at(30*24*time.Hour)), p, "", inp, false},
-		{"in review after it said transferred", w(review, withdrawal.ProviderTransferred, at(30*24*time.Hour)), p, "", "", true},
+		{"in review after it said transferred", w(review, withdrawal.ProviderTransferred, at(30*24*time.Hour)), p, "", withdrawal.ProviderTransferred, true},
 		{"paid", w(withdrawal.StatusPaid, withdrawal.ProviderTransferred, at(30*24*time.Hour)), p, "", "", true},
 	} {
 		d := withdrawal.DecideStatus(tc.w, payout.Status{State: payout.StateInProgress, Ref: "R-9"}, tc.p, now)
@@ -306,6 +308,7 @@ func TestDecideClose(t *testing.T) {
 		{"failed: failed now after transferred for a day", rev(tr, at(24*time.Hour)), failed, said(payout.StateFailed), nil},
 		{"paid: its provider no longer offered, transferred on record", rev(tr, nil), paid, withdrawal.Heard{Unoffered: true}, nil},
 		{"paid: its provider no longer offered, in progress on record", rev(inp, nil), paid, withdrawal.Heard{Unoffered: true}, withdrawal.ErrPaidUnconfirmed},
+		{"paid: its provider no longer offered, transferred then contradicted", rev(tr, at(time.Hour)), paid, withdrawal.Heard{Unoffered: true}, withdrawal.ErrPaidUnconfirmed},
 		{"failed: not found now after transferred", rev(tr, at(30*24*time.Hour)), failed, said(payout.StateNotFound), withdrawal.ErrProviderPaid},
 		{"failed: no answer after transferred", rev(tr, nil), failed, silent, withdrawal.ErrProviderPaid},
 		{"failed: in progress now", rev(inp, nil), failed, said(payout.StateInProgress), withdrawal.ErrProviderHasIt},
@@ -326,6 +329,11 @@ func TestDecideClose(t *testing.T) {
 	}
 	if !errors.Is(withdrawal.ErrPaidUnconfirmed, withdrawal.ErrProviderNotPaid) || !errors.Is(withdrawal.ErrProviderForgot, withdrawal.ErrProviderHasIt) {
 		t.Error("the new refusals are not the ones the admin's page shows")
+	}
+	// In progress after "transferred": the word is kept (written again),
+	// which ends the count of an earlier contradiction.
+	if d := withdrawal.DecideStatus(rev(tr, at(time.Hour)), payout.Status{State: payout.StateInProgress}, p, now); d.State != withdrawal.ProviderTransferred || d.To != "" || d.Lost {
+		t.Errorf("in progress after transferred: %+v, want the word transferred kept, no move", d)
 	}
 	// Not found after it had it: the time it has not known it counts
 	// (Lost), in review as on the move there.

@@ -550,7 +550,8 @@ func (s *Service) askBeforeClose(ctx context.Context, w Withdrawal, tok string, 
 // asked first, as before a fail, and only its word now that it
 // transferred it lets the close go on (ErrPaidUnconfirmed otherwise: no
 // answer, in progress, not found, failed; a word on the row from before
-// is not enough). It takes the lease (ErrBusy while the worker asks the
+// is not enough, unless its provider is not offered now and nothing
+// contradicted that word since: DecideClose). It takes the lease (ErrBusy while the worker asks the
 // provider). Audited.
 func (s *Service) AdminPay(ctx context.Context, adminID int64, publicID, note string) (Withdrawal, error) {
 	return s.closeReview(ctx, adminID, publicID, note, StatusPaid)
