@@ -164,7 +164,7 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 // the new session cannot be made, the browser is signed out and sent to
 // sign in with the new password, told what was done.
 func (h *handlers) sessionAfterPasswordChange(c *fiber.Ctx, u auth.User) error {
-	tok, exp, err := h.newSession(c, u.ID)
+	tok, exp, err := h.Auth.NewSession(c.UserContext(), u.ID)
 	if err != nil {
 		h.Log.ErrorContext(c.UserContext(), "password changed, but no new session: signed out", "user", u.ID, "err", err)
 		h.SignedOut(c)

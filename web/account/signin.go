@@ -94,11 +94,11 @@ func (h *handlers) signIn(c *fiber.Ctx) error {
 // (logged, the error page), never leaving a token alive that the browser
 // was told had been replaced.
 func (h *handlers) startSession(c *fiber.Ctx, u auth.User, next string) error {
-	if err := h.endSession(c, h.SessionToken(c)); err != nil {
+	if err := h.Auth.EndSession(c.UserContext(), h.SessionToken(c)); err != nil {
 		h.Log.ErrorContext(c.UserContext(), "old session not ended: no new session made", "user", u.ID, "err", err)
 		return err
 	}
-	tok, exp, err := h.newSession(c, u.ID)
+	tok, exp, err := h.Auth.NewSession(c.UserContext(), u.ID)
 	if err != nil {
 		return err
 	}
