@@ -12,6 +12,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topup/sqlstore"
 )
 
 // openForUserStatuses is the status condition of OpenForUser, written as
@@ -190,23 +191,10 @@ func (r *Reader) ForPayer(ctx context.Context, userID int64, f PayerFilter, befo
 	return items, next, nil
 }
 
-// Usage sums what counts against a user's limits: the amount and number
-// of their top-ups started since since that did not fail (credited, open
-// or under review), the amount of all their payments still open (they
-// may yet be credited), and how many wait for payment.
+// Usage sums what counts against a user's limits (sqlstore.UsageOf,
+// the query the start's admission runs under the wallet's lock).
 func (r *Reader) Usage(ctx context.Context, userID int64, since time.Time) (topup.Usage, error) {
-	var u topup.Usage
-	err := r.db.Gorm.WithContext(ctx).Raw(`SELECT
-		COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
-		COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
-		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review') THEN amount_rials END), 0) AS open_rials,
-		COUNT(CASE WHEN status IN ('created', 'awaiting_payment') THEN 1 END) AS waiting_count
-		FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review'))`,
-		since.UTC(), since.UTC(), userID, since.UTC()).Scan(&u).Error
-	if err != nil {
-		return topup.Usage{}, fmt.Errorf("limit usage of user %d: %w", userID, err)
-	}
-	return u, nil
+	return sqlstore.UsageOf(r.db.Gorm.WithContext(ctx), userID, since)
 }
 
 // Dismissed returns which of the user's payments ids were dismissed.

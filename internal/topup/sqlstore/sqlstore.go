@@ -299,16 +299,9 @@ func (s *Store) CreateAdmitted(ctx context.Context, p *topup.TopUp, q topup.Quot
 			// submit was, never refused by a limit.
 			return fmt.Errorf("%w: form already submitted", topup.ErrDuplicate)
 		}
-		var u topup.Usage
-		since := q.Since.UTC()
-		if err := store.Scan(tx.Raw(`SELECT
-			COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
-			COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
-			COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review') THEN amount_rials END), 0) AS open_rials,
-			COUNT(CASE WHEN status IN ('created', 'awaiting_payment') THEN 1 END) AS waiting_count
-			FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review'))`,
-			since, since, p.UserID, since), &u); err != nil {
-			return fmt.Errorf("limit usage of user %d: %w", p.UserID, err)
+		u, err := UsageOf(tx, p.UserID, q.Since)
+		if err != nil {
+			return err
 		}
 		u.BalanceRials = w.BalanceRials
 		if err := q.Admit(u); err != nil {
@@ -1006,4 +999,26 @@ func (s *Store) SwitchGateway(ctx context.Context, gateway string, disabled bool
 
 func (s *Store) RecordAdminAction(ctx context.Context, e audit.Entry) error {
 	return audit.Record(s.db.Gorm.WithContext(bg(ctx)), e)
+}
+
+// UsageOf sums what counts against a user's limits, in db's transaction
+// or statement: the amount and number of their top-ups started since
+// since that did not fail (credited, open or under review), the amount of
+// all their payments still open (they may yet be credited), and how many
+// wait for payment. The one query behind both the start's admission
+// (CreateAdmitted, under the wallet's lock) and the limits page's read.
+// The open statuses are literals, as the partial indexes' conditions are.
+func UsageOf(db *gorm.DB, userID int64, since time.Time) (topup.Usage, error) {
+	var u topup.Usage
+	since = since.UTC()
+	if err := store.Scan(db.Raw(`SELECT
+		COALESCE(SUM(CASE WHEN created_at >= ? AND status <> 'failed' THEN amount_rials END), 0) AS since_rials,
+		COUNT(CASE WHEN created_at >= ? AND status <> 'failed' THEN 1 END) AS since_count,
+		COALESCE(SUM(CASE WHEN status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review') THEN amount_rials END), 0) AS open_rials,
+		COUNT(CASE WHEN status IN ('created', 'awaiting_payment') THEN 1 END) AS waiting_count
+		FROM topups WHERE user_id = ? AND (created_at >= ? OR status IN ('created', 'awaiting_payment', 'pending_verification', 'settling', 'reversing', 'needs_review'))`,
+		since, since, userID, since), &u); err != nil {
+		return topup.Usage{}, fmt.Errorf("limit usage of user %d: %w", userID, err)
+	}
+	return u, nil
 }
