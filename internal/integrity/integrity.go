@@ -21,9 +21,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kifpool/kifpool/internal/iban"
 	"github.com/kifpool/kifpool/internal/store"
 )
 
@@ -201,6 +203,19 @@ var rules = []Rule{
 			FROM withdrawal_events e JOIN withdrawals w ON w.id = e.withdrawal_id
 			WHERE e.from_status <> COALESCE((SELECT e2.to_status FROM withdrawal_events e2 WHERE e2.withdrawal_id = e.withdrawal_id
 				AND e2.id < e.id ORDER BY e2.id DESC LIMIT 1), '')`},
+	{Name: "bank_account_sheba_canonical", What: "a bank account's Sheba is in its one spelling, check digits 02 to 98: never 00, 01 or 99, which pass mod-97 as other spellings of 97, 98 and 02 (refused since, stored before), so that no one has an account twice",
+		// Not money, but where it goes: an alias stored before iban.Parse
+		// refused them lets the same account be added again in its
+		// canonical spelling. Each alias row is named once, with the
+		// user's canonical row of the same account when there is one (a
+		// lookup in unique(user_id, sheba)); the Sheba masked as
+		// iban.Sheba.Masked does for logs.
+		query: `SELECT 'bank account ' || b.id, 'user ' || b.user_id || ', ' || b.status || ', ' || ` + maskedSheba("b.sheba") + `
+				|| ': check digits ' || substr(b.sheba, 3, 2) || ' spell ' || ` + canonicalCheckDigits("b.sheba") + ` || ', '
+				|| COALESCE('the same account as bank account ' || CAST(c.id AS TEXT) || ' (' || c.status || ')', 'not stored in that spelling')
+			FROM bank_accounts b LEFT JOIN bank_accounts c ON c.user_id = b.user_id
+				AND c.sheba = 'IR' || ` + canonicalCheckDigits("b.sheba") + ` || substr(b.sheba, 5)
+			WHERE ` + aliasCheckDigits("b.sheba") + ` ORDER BY b.id`},
 	{Name: "card_refund_hold_in_step", What: "a card refund's hold is its own (its wallet, amount and id) and in step with its status: open while unresolved, captured whole when refunded, ended otherwise when failed",
 		query: `SELECT 'card refund ' || c.public_id, 'status ' || c.status || ', hold ' || COALESCE(h.status, 'missing') || ' of '
 				|| COALESCE(CAST(h.amount_rials AS TEXT), '?') || ' rials, captured ' || COALESCE(CAST(h.captured_rials AS TEXT), '?')
@@ -292,6 +307,43 @@ var rules = []Rule{
 			FROM topups WHERE (status = 'created' AND COALESCE(opened_at, created_at) < ?)
 				OR (status IN ('awaiting_payment', 'pending_verification', 'settling') AND COALESCE(opened_at, created_at) < ?)
 				OR (status = 'reversing' AND created_at < ?) ORDER BY id`},
+}
+
+// shebaAliases are the check digits that pass mod-97 without being a
+// Sheba's, each with the check digits of the spelling it stands for: the
+// ones iban.Parse refuses (its package doc: 00, 01 and 99 are other
+// spellings of 97, 98 and 02; ISO 7064 MOD 97-10 has 02 to 98). A test
+// holds them to iban's Parse and CheckDigits.
+var shebaAliases = [][2]string{{"00", "97"}, {"01", "98"}, {"99", "02"}}
+
+// aliasCheckDigits is the SQL condition that the Sheba in column has
+// alias check digits.
+func aliasCheckDigits(column string) string {
+	in := make([]string, len(shebaAliases))
+	for i, a := range shebaAliases {
+		in[i] = "'" + a[0] + "'"
+	}
+	return "substr(" + column + ", 3, 2) IN (" + strings.Join(in, ", ") + ")"
+}
+
+// canonicalCheckDigits is the SQL expression of the check digits an
+// alias in column stands for (NULL for any other).
+func canonicalCheckDigits(column string) string {
+	var b strings.Builder
+	b.WriteString("CASE substr(" + column + ", 3, 2)")
+	for _, a := range shebaAliases {
+		b.WriteString(" WHEN '" + a[0] + "' THEN '" + a[1] + "'")
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
+// maskedSheba is the SQL expression of the Sheba in column as
+// iban.Sheba.Masked writes it for logs and lists: its country, check
+// digits and bank code, the rest hidden but the last four digits.
+func maskedSheba(column string) string {
+	return "substr(" + column + ", 1, 7) || '" + strings.Repeat("•", iban.Length-11) + "' || substr(" + column + ", " +
+		strconv.Itoa(iban.Length-3) + ")"
 }
 
 // Rules lists the rules Check runs, in order.
