@@ -132,7 +132,9 @@ func (s *Service) observe(m ObservedMove, actor Actor, rials int64) {
 // Others:
 //   - ExpireDue(ctx, limit): the worker's round: checkouts unconfirmed
 //     after CheckoutTTL and authorizations past their hold end expired
-//     (their holds expired), each in its own transaction.
+//     (their holds expired), each in its own transaction, going past
+//     those that fail. ExpirySweep(): one tick's rounds of it, each after
+//     the last charge the round before read.
 //   - ByReferences(ctx, payerUserID, refs): the charges of a payer's
 //     wallet history rows (kinds charge, capture, refund), for the labels
 //     "paid to {merchant}" and "refund from {merchant}".
@@ -446,14 +448,51 @@ func (s *Service) CancelCheckout(ctx context.Context, payerUserID int64, publicI
 // its own moves) is gone past and reported, never read again in the same
 // call, so that however many of them there are, the charges due after
 // them are expired (and their payers' holds released).
+//
+// Each call starts from the first charge due: one that failed is tried
+// again by the next call. The worker's loop, which calls it round after
+// round while a round expires a whole batch, uses an ExpirySweep instead,
+// whose rounds go on after the last charge the round before read.
 func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
+	n, _, err := s.expireDue(ctx, limit, nil)
+	return n, err
+}
+
+// ExpirySweep is one tick of the worker's expiry: its rounds (ExpireDue)
+// read on in the charges' (due time, id) order after the last charge the
+// round before read, so that a charge that cannot expire is tried once a
+// tick, not once a round, and never stands in front of the charges due
+// after it. A new sweep (the next tick) starts from the first charge due:
+// a charge whose expiry failed is tried again then, never skipped for
+// good; its expiry, when it comes, is one transaction from its status, so
+// it is applied once. One sweep is for one goroutine; it holds no more
+// than its cursor.
+type ExpirySweep struct {
+	s     *Service
+	after *DueCharge
+}
+
+// ExpirySweep starts a sweep from the first charge due.
+func (s *Service) ExpirySweep() *ExpirySweep { return &ExpirySweep{s: s} }
+
+// ExpireDue is Service.ExpireDue from after the last charge the sweep's
+// previous round read (expired, gone past or failed).
+func (w *ExpirySweep) ExpireDue(ctx context.Context, limit int) (int, error) {
+	n, last, err := w.s.expireDue(ctx, limit, w.after)
+	w.after = last
+	return n, err
+}
+
+// expireDue is ExpireDue from after the charge after (nil: from the
+// first); it also returns the last charge it read (after when none).
+func (s *Service) expireDue(ctx context.Context, limit int, after *DueCharge) (int, *DueCharge, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	now := s.clock()
 	n := 0
 	var errs []error
-	var last *DueCharge
+	last := after
 	for n < limit {
 		page, err := s.st.Due(ctx, now, last, limit)
 		if err != nil {
@@ -465,22 +504,22 @@ func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
 				break
 			}
 			if err := ctx.Err(); err != nil {
-				return n, errors.Join(append(errs, err)...)
+				return n, last, errors.Join(append(errs, err)...)
 			}
 			res, err := s.move(ctx, d.PublicID, 0, ActorWorker, Request{Action: ActExpire})
 			switch {
 			case err != nil:
-				errs = append(errs, fmt.Errorf("expire charge %s: %w", d.PublicID, err))
+				errs = append(errs, fmt.Errorf("expire charge %s (due %s): %w", d.PublicID, d.DueAt.UTC().Format(time.RFC3339), err))
 			case !res.Replayed && res.Charge.Status == StatusExpired:
 				n++
 			}
+			last = &d
 		}
 		if len(page) < limit {
 			break
 		}
-		last = &page[len(page)-1]
 	}
-	return n, errors.Join(errs...)
+	return n, last, errors.Join(errs...)
 }
 
 // ByReferences maps the references of the payer's wallet history rows to

@@ -849,6 +849,88 @@ func TestExpireDueGoesPastFailures(t *testing.T) {
 	})
 }
 
+// TestExpirySweepReadsOn: a tick's rounds (one ExpirySweep) read on
+// after the last charge the round before read, so that charges that
+// cannot expire, due first, are tried once a tick and every charge due
+// after them is expired in the tick's rounds, each once; the next tick's
+// sweep tries the broken ones again, and expires nothing twice.
+func TestExpirySweepReadsOn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const batch = 3
+		f := newFixture(t, db)
+		ctx := context.Background()
+		m, _ := f.merchant("shop@example.com", "Shop")
+		payer := f.user("payer@example.com", 1_000_000)
+		authorize := func(order string) charge.Charge {
+			t.Helper()
+			c := f.create(m, 10_000, order, charge.CaptureManual)
+			res, err := f.svc.Confirm(ctx, payer.ID, c.PublicID)
+			if err != nil || res.Charge.Status != charge.StatusAuthorized {
+				t.Fatalf("confirm %s: %+v %v", order, res.Charge, err)
+			}
+			return res.Charge
+		}
+		var bad []charge.Charge
+		for i := range 2 {
+			c := authorize(fmt.Sprintf("bad-%d", i))
+			if _, err := f.l.Release(ctx, c.HoldID, f.clock()); err != nil {
+				t.Fatal(err)
+			}
+			bad = append(bad, c)
+		}
+		f.advance(time.Second)
+		var good []charge.Charge
+		for i := range 2*batch + 1 {
+			good = append(good, authorize(fmt.Sprintf("good-%d", i)))
+		}
+		f.advance(charge.DefaultHoldTTL)
+		reported := func(err error) int {
+			t.Helper()
+			if err == nil {
+				return 0
+			}
+			n := 0
+			for _, c := range bad {
+				n += strings.Count(err.Error(), c.PublicID)
+			}
+			return n
+		}
+		// One tick: the broken ones reported by its first round only.
+		sweep := f.svc.ExpirySweep()
+		for round, want := range []struct{ expired, reported int }{{batch, 2}, {batch, 0}, {1, 0}, {0, 0}} {
+			n, err := sweep.ExpireDue(ctx, batch)
+			if n != want.expired || reported(err) != want.reported || (want.reported == 0) != (err == nil) {
+				t.Fatalf("round %d: expired %d (%v), want %d and %d broken reported", round, n, err, want.expired, want.reported)
+			}
+			if want.reported > 0 && !errors.Is(err, ledger.ErrHoldEnded) {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		for _, c := range good {
+			if got := f.get(m, c.PublicID); got.Status != charge.StatusExpired || got.EndedAt == nil {
+				t.Fatalf("good charge %+v", got)
+			}
+		}
+		if f.held(payer) != 0 || f.balance(payer) != 1_000_000 || f.merchantBalance(m) != 0 {
+			t.Fatalf("held %d balance %d merchant %d", f.held(payer), f.balance(payer), f.merchantBalance(m))
+		}
+		// The next tick tries the broken ones again; nothing is expired
+		// twice.
+		f.advance(time.Minute)
+		if n, err := f.svc.ExpirySweep().ExpireDue(ctx, batch); n != 0 || reported(err) != 2 || !errors.Is(err, ledger.ErrHoldEnded) {
+			t.Fatalf("next tick: %d %v", n, err)
+		}
+		for _, c := range bad {
+			if got := f.get(m, c.PublicID); got.Status != charge.StatusAuthorized || got.EndedAt != nil {
+				t.Fatalf("broken charge moved: %+v", got)
+			}
+		}
+		if f.held(payer) != 0 || f.balance(payer) != 1_000_000 {
+			t.Fatalf("after the next tick: held %d balance %d", f.held(payer), f.balance(payer))
+		}
+	})
+}
+
 // TestCaptureCancelExpireRace: captures, cancels and the charge loop at
 // the hold's last moment, racing on one authorization: exactly one of
 // them ends it, the hold ends once, the money matches the outcome.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -247,10 +248,16 @@ func (s *Server) loops(log *slog.Logger) []loop {
 		// minutes, authorizations past CHARGE_HOLD_HOURS (their holds
 		// expired with them, by this loop only: the holds' sweep below
 		// skips them).
+		// A charge that cannot expire is reported and gone past: the
+		// tick's rounds (one ExpirySweep) read on after it, so it neither
+		// holds back nor slows the others, and the next tick tries it
+		// again.
 		loop{"charges", every(time.Minute), func(ctx context.Context) {
-			if n, err := sweepAll(ctx, sweepBatch, sweepRounds, s.Charges.ExpireDue); err != nil && ctx.Err() == nil {
-				log.Error("expire charges", "err", err)
-			} else if n > 0 {
+			n, err := sweepAll(ctx, sweepBatch, sweepRounds, s.Charges.ExpirySweep().ExpireDue)
+			if err != nil && ctx.Err() == nil {
+				log.Error("expire charges", "expired", n, "failures", len(sweepErrors(err)), "err", err)
+			}
+			if n > 0 {
 				log.Info("expired charges", "count", n)
 			}
 		}},
@@ -264,8 +271,9 @@ func (s *Server) loops(log *slog.Logger) []loop {
 				return s.Ledger.ExpireDue(ctx, s.Clock.Now(), limit, ownedHoldReasons()...)
 			})
 			if err != nil && ctx.Err() == nil {
-				log.Error("expire holds", "err", err)
-			} else if n > 0 {
+				log.Error("expire holds", "expired", n, "failures", len(sweepErrors(err)), "err", err)
+			}
+			if n > 0 {
 				log.Info("expired holds", "count", n)
 			}
 		}},
@@ -286,21 +294,75 @@ const (
 	sweepRounds = 50
 )
 
-// sweepAll runs sweep(ctx, batch) until a round ends fewer than batch
-// items, fails, or rounds rounds have run, or ctx ends; it returns how
-// many it ended in all. A round that ends fewer than it found (items
-// another instance ended first, or failures) stops it: the next tick
-// takes the rest.
+// sweepAll runs sweep(ctx, batch) round after round while a round ends a
+// whole batch, up to rounds rounds or until ctx ends; it returns how many
+// it ended in all, and the failures of all its rounds joined, each once.
+//
+// A sweep goes past the items it cannot end (reporting them in its error)
+// until it has ended batch items or none is left (charge.Service's and
+// ledger.Ledger's ExpireDue page on past them), so a round's error does
+// not stop the tick: a round that ended a whole batch may have more behind
+// it, failures or not, and the next round goes on (the charges' rounds
+// after the last charge read, an ExpirySweep; the holds' from the first
+// again, a failing hold tried again each round and reported once). A round
+// that ends fewer than batch stops it: nothing more was due (or another
+// instance ended it first, or the round's listing failed). What failed is
+// left as it was, for the next tick to try again.
 func sweepAll(ctx context.Context, batch, rounds int, sweep func(context.Context, int) (int, error)) (int, error) {
 	total := 0
+	var errs []error
 	for range rounds {
 		n, err := sweep(ctx, batch)
 		total += n
-		if err != nil || n < batch || ctx.Err() != nil {
-			return total, err
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if n < batch || ctx.Err() != nil {
+			break
 		}
 	}
-	return total, nil
+	return total, joinOnce(errs)
+}
+
+// sweepErrors are the failures err joins (errors.Join's, flattened), or
+// err alone.
+func sweepErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts := j.Unwrap()
+		msgs := make([]string, len(parts))
+		for i, p := range parts {
+			msgs[i] = p.Error()
+		}
+		// errors.Join's own (its text its parts' lines), not an error
+		// wrapping several under a text of its own.
+		if strings.Join(msgs, "\n") == err.Error() {
+			var out []error
+			for _, p := range parts {
+				out = append(out, sweepErrors(p)...)
+			}
+			return out
+		}
+	}
+	return []error{err}
+}
+
+// joinOnce joins the failures of errs, each text once (a hold that fails
+// in every round is reported once a tick).
+func joinOnce(errs []error) error {
+	seen := map[string]bool{}
+	var out []error
+	for _, err := range errs {
+		for _, e := range sweepErrors(err) {
+			if !seen[e.Error()] {
+				seen[e.Error()] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return errors.Join(out...)
 }
 
 // retain is one retention round: the purge of RETENTION_*'s rows and of
