@@ -26,6 +26,11 @@ var (
 	ErrNotFound      = errors.New("webhook: not found")
 	ErrDuplicate     = errors.New("webhook: already registered")
 	ErrNotResendable = errors.New("webhook: only a delivery that gave up or was delivered can be sent again")
+	// ErrSuperseded: a later event of the same top-up, withdrawal or
+	// charge to the same endpoint is delivered or queued; sent again, the
+	// older event would arrive after it (out of order) and a partner
+	// could act on the outdated state.
+	ErrSuperseded = errors.New("webhook: a later event of the same subject was delivered or is queued; the older one is not sent again")
 	// ErrDisabledByAdmin: an administrator disabled the endpoint; only an
 	// administrator enables it again.
 	ErrDisabledByAdmin = errors.New("webhook: endpoint disabled by an administrator")
@@ -532,9 +537,26 @@ func (s *Service) Deliveries(ctx context.Context, endpointID int64, limit int) (
 	return out, nil
 }
 
+// laterOfSubject holds for a row of webhook_deliveries (the statement's
+// own table, unaliased) that a later delivery (a greater id: the order
+// the sender keeps) of the same endpoint and the same top-up, withdrawal
+// or charge supersedes: one pending (queued, or being sent) or delivered.
+// A transfer has one event per endpoint and no order to keep.
+const laterOfSubject = `EXISTS (SELECT 1 FROM webhook_deliveries later
+	WHERE later.endpoint_id = webhook_deliveries.endpoint_id AND later.id > webhook_deliveries.id
+	AND later.status IN ('pending', 'delivered')
+	AND (later.topup_id = webhook_deliveries.topup_id OR later.withdrawal_id = webhook_deliveries.withdrawal_id
+		OR later.charge_id = webhook_deliveries.charge_id))`
+
 // Resend queues a delivery again now, with a fresh retry window (an
 // admin's "send again"; audited). A delivery still pending is already
 // going to be sent: ErrNotResendable. So is one of a disabled endpoint.
+// One that a later event of its subject to the same endpoint, delivered
+// or pending, supersedes is ErrSuperseded: sent again it would arrive
+// after that event (the sender orders only pending rows), and the partner
+// would apply an outdated state (topup.failed after topup.credited). The
+// one conditional UPDATE checks it all, so a move racing it cannot slip
+// between a check and the write.
 func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delivery, error) {
 	var d Delivery
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -542,6 +564,7 @@ func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delive
 		res := tx.Model(&Delivery{}).
 			Where("id = ? AND status IN ? AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL)",
 				deliveryID, []string{StatusFailed, StatusDelivered}).
+			Where("NOT " + laterOfSubject).
 			// Its backoff starts over with the window: counted on from the
 			// attempts that gave up, the first retry would wait hours.
 			Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "retry_from": now, "attempts": 0})
@@ -551,6 +574,19 @@ func (s *Service) Resend(ctx context.Context, adminID, deliveryID int64) (Delive
 		if res.RowsAffected == 0 {
 			if err := tx.Take(&d, deliveryID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
 				return ErrNotFound
+			} else if err != nil {
+				return err
+			}
+			if d.Status == StatusPending {
+				return ErrNotResendable
+			}
+			// Why not: told apart after the fact, for the page's word only.
+			var later int64
+			if err := tx.Model(&Delivery{}).Where("id = ? AND "+laterOfSubject, deliveryID).Count(&later).Error; err != nil {
+				return err
+			}
+			if later > 0 {
+				return ErrSuperseded
 			}
 			return ErrNotResendable
 		}

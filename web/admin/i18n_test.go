@@ -348,7 +348,7 @@ func TestAdminInPersianHasNoEnglishLabels(t *testing.T) {
 		routes.AdminGateways:       {"?done=off", "?done=on"},
 		routes.AdminTokens:         {"?done=revoked", "?email=payer", "?email=nobody"},
 		routes.AdminWebhooks:       {"?done=disabled"},
-		routes.AdminWebhookPattern: {"?done=resent", "?done=pending", "?done=endpoint_disabled"},
+		routes.AdminWebhookPattern: {"?done=resent", "?done=pending", "?done=endpoint_disabled", "?done=superseded"},
 		routes.AdminWithdrawals:    {"?done=reconciled", "?done=reconcile_busy"},
 	}
 	seen := map[string]bool{}

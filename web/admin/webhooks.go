@@ -70,6 +70,8 @@ func (h *handlers) webhookLog(c *fiber.Ctx) error {
 		v.Notice = "webhooks.admin_not_resendable"
 	case "endpoint_disabled":
 		v.Notice = "webhooks.admin_resend_disabled"
+	case "superseded":
+		v.Notice = "webhooks.admin_superseded"
 	}
 	ds, err := h.Webhooks.Deliveries(ctx, id, 200)
 	if err != nil {
@@ -176,6 +178,10 @@ func (h *handlers) resendDelivery(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrSuperseded):
+		// A later event of its top-up, withdrawal or charge was delivered
+		// or is queued: sent again, this one would arrive after it.
+		return c.Redirect(routes.AdminWebhook(d.EndpointID)+"?done=superseded", fiber.StatusSeeOther)
 	case errors.Is(err, webhook.ErrNotResendable) && d.Status != webhook.StatusPending:
 		// Delivered or given up, yet not queued again: its endpoint was
 		// disabled since the page was read.
