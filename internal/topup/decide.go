@@ -615,8 +615,11 @@ func decideTokenReceipt(in Input) Decision {
 // (Mellat). Settle 0 or 45 (settled before) credits the facts the verify
 // gave; a time-out, an error or an open breaker keeps the payment
 // settling, asked again after the pacing window (settle is idempotent at
-// the bank: 45); 48 (reversed) fails it; any other definite refusal goes
-// to review.
+// the bank: 45); 48 (reversed) fails it; any other definite refusal is
+// reversed while the window is open (settle_refused), else goes to review
+// — to review always for a payment back from reversing because the bank
+// refused its reverse as settled (reason settled: settledAgain), so that
+// settle and reverse never take turns.
 func decideSettle(in Input) Decision {
 	p := in.TopUp
 	if !Verified(p) {
@@ -641,6 +644,11 @@ func decideSettle(in Input) Decision {
 		return Decision{Action: ActionNone} // only a settling payment ends on a settle's word
 	case in.Settle.Outcome == gateway.SettleReversed:
 		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusFailed, ReasonBankReversed, &code
+	case Reason(p.StatusReason) == ReasonSettled:
+		// Back from reversing on the bank's word that the sale is settled
+		// (settledAgain), and now its settle is refused again: the bank
+		// contradicts itself. A person looks; no second reverse.
+		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusNeedsReview, ReasonSettleRefused, &code
 	case Reversible(in):
 		// Verified, never settled: the merchant holds the money until the
 		// bank returns it; reversed (before settle) while the window is
@@ -978,7 +986,10 @@ func Reversible(in Input) bool {
 //   - not sent yet: sent (ActionReverse) while the window is open and the
 //     gateway can; else review (reverse_window_closed);
 //   - its answer: accepted → failed (reversed_to_card: on its way back
-//     to the card); refused → review (reverse_refused); certainly not
+//     to the card); refused because the sale is settled, for a verified
+//     payment whose settle was refused → settling again (settled: the
+//     next settle answers 45 and credits it; settledAgain); any other
+//     refusal → review (reverse_refused); certainly not
 //     sent (an open breaker) → the intent dropped, sent at the next turn
 //     if still in time; anything else (a time-out, a 5xx, "already
 //     reversed") is unknown → the record is asked later;
@@ -1008,6 +1019,16 @@ func decideReverse(in Input) Decision {
 			return move(StatusFailed, ReasonReversedToCard, nil)
 		case errors.As(err, &rej):
 			code := rej.Code
+			if settledAgain(p, err) {
+				// Refused because the sale is settled (Mellat 45: two
+				// settles raced, and the one we heard was refused): the
+				// merchant has the money. Settling again, the intent
+				// dropped (nothing was reversed): the next settle answers
+				// 45 and credits the verified facts, once.
+				d := move(StatusSettling, ReasonSettled, &code)
+				d.ClearReverseSent, d.NextCheckAt = true, &next
+				return d
+			}
 			return move(StatusNeedsReview, ReasonReverseRefused, &code)
 		case errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrRefundNotSent):
 			d := keep(next, true) // never sent: nothing can land
@@ -1051,6 +1072,21 @@ func decideReverse(in Input) Decision {
 		return d
 	}
 	return move(StatusNeedsReview, ReasonReverseDiffers, &code)
+}
+
+// settledAgain reports whether the reversing payment p, whose reverse
+// the bank refused with err, goes back to settling (pure): the bank
+// refused because the sale is settled — the driver's refusal says so
+// with a SaleSettled method (Mellat's bpReversalRequest 45), as net.Error
+// says Timeout —, p carries the bank's verified facts for its own amount
+// (Verified), and it is reversing because its settle was refused
+// (settle_refused), not reversing a sale it must never credit (another
+// amount, a reference another payment holds, …): that one goes to review
+// as any refusal.
+func settledAgain(p TopUp, err error) bool {
+	var s interface{ SaleSettled() bool }
+	return p.Status == StatusReversing && Reason(p.StatusReason) == ReasonSettleRefused && Verified(p) &&
+		errors.As(err, &s) && s.SaleSettled()
 }
 
 func maxT(a, b time.Time) time.Time {

@@ -247,6 +247,10 @@ func testDecideReverse(t *testing.T, l *edgeLog) {
 		}
 	})
 
+	t.Run("reverse refused as settled", func(t *testing.T) {
+		testReverseRefusedAsSettled(t, l, open(topup.StatusReversing), rr)
+	})
+
 	t.Run("never reopened, never credited", func(t *testing.T) {
 		ended := []topup.TopUp{}
 		for _, r := range []topup.Reason{topup.ReasonReversedToCard, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers} {
@@ -330,5 +334,152 @@ func look(st gateway.RefundState, err error) func(topup.Input) topup.Input {
 	return func(in topup.Input) topup.Input {
 		in.ReverseLooked, in.ReverseState, in.ReverseStateErr = true, st, err
 		return in
+	}
+}
+
+// saleSettled is a gateway's refusal that says the sale is settled (as
+// Mellat's bpReversalRequest 45 does: SaleSettled), still a
+// *gateway.RejectedError to errors.As.
+type saleSettled struct{ *gateway.RejectedError }
+
+func (e saleSettled) Unwrap() error     { return e.RejectedError }
+func (e saleSettled) SaleSettled() bool { return true }
+
+// settledUnknown says SaleSettled on an answer that is no refusal.
+type settledUnknown struct{ *gateway.TransientError }
+
+func (e settledUnknown) Unwrap() error   { return e.TransientError }
+func (settledUnknown) SaleSettled() bool { return true }
+
+// A reverse of a payment whose settle was refused, refused by the bank
+// because the sale is settled (Mellat 45: two settles raced), sends it
+// back to settling — only when it carries the verified facts for its own
+// amount (Verified) and its reverse's reason is settle_refused — with the
+// intent dropped and the settle asked after the pacing window; every
+// other refusal, and that refusal of any other reversing payment, goes to
+// review as before. Back in settling, a settle 45 credits the verified
+// amount; a settle refused again goes to review, never to a second
+// reverse.
+func testReverseRefusedAsSettled(t *testing.T, l *edgeLog, base topup.TopUp, rr topup.Rules) {
+	ref, amount, other := int64(9001), base.AmountRials, base.AmountRials-1
+	settled := saleSettled{&gateway.RejectedError{Op: "reversal", Code: 45, Message: "already settled"}}
+	plain45 := &gateway.RejectedError{Op: "reversal", Code: 45, Message: "already settled"}
+	refused := &gateway.RejectedError{Op: "reversal", Code: 54, Message: "refused"}
+	// SaleSettled on an answer that is no refusal says nothing: unknown.
+	unknown := settledUnknown{&gateway.TransientError{Op: "reversal", Err: errors.New("time-out")}}
+	verified := func(reason topup.Reason) func(topup.TopUp) topup.TopUp {
+		return func(p topup.TopUp) topup.TopUp {
+			p.StatusReason, p.RefID, p.VerifiedAmountRials, p.CardPANMasked = string(reason), &ref, &amount, "610433******0003"
+			p.ReverseSentAt = ptr(t0)
+			return p
+		}
+	}
+	then := func(f, g func(topup.TopUp) topup.TopUp) func(topup.TopUp) topup.TopUp {
+		return func(p topup.TopUp) topup.TopUp { return g(f(p)) }
+	}
+	for _, tt := range []struct {
+		name   string
+		p      func(topup.TopUp) topup.TopUp
+		err    error
+		action topup.Action
+		to     topup.Status
+		reason topup.Reason
+		code   int
+	}{
+		{"settle refused, verified, 45 settled", verified(topup.ReasonSettleRefused), settled,
+			topup.ActionMove, topup.StatusSettling, topup.ReasonSettled, 45},
+		{"settle refused, verified, 45 settled (wrapped)", verified(topup.ReasonSettleRefused), fmt.Errorf("mellat bpReversalRequest: %w", settled),
+			topup.ActionMove, topup.StatusSettling, topup.ReasonSettled, 45},
+		{"settle refused, verified, 45 not said to be settled", verified(topup.ReasonSettleRefused), plain45,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 45},
+		{"settle refused, verified, another refusal", verified(topup.ReasonSettleRefused), refused,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 54},
+		{"settle refused, verified, unknown saying settled", verified(topup.ReasonSettleRefused), unknown,
+			topup.ActionKeep, topup.StatusReversing, "", 0},
+		{"settle refused, no reference", then(verified(topup.ReasonSettleRefused), func(p topup.TopUp) topup.TopUp { p.RefID = nil; return p }), settled,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 45},
+		{"settle refused, another amount verified", then(verified(topup.ReasonSettleRefused), func(p topup.TopUp) topup.TopUp { p.VerifiedAmountRials = &other; return p }), settled,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 45},
+		{"reference reused, 45 settled", verified(topup.ReasonRefIDReused), settled,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 45},
+		{"amount mismatch, 45 settled", verified(topup.ReasonAmountMismatch), settled,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 45},
+		{"no reference, 45 settled", verified(topup.ReasonNoRefID), settled,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 45},
+		{"receipt alone, 45 settled", verified(topup.ReasonReceiptUnconfirmed), settled,
+			topup.ActionMove, topup.StatusNeedsReview, topup.ReasonReverseRefused, 45},
+	} {
+		p := tt.p(base)
+		in := topup.Input{Step: topup.StepReverse, Actor: topup.ActorWorker, TopUp: p, Now: t0, Rules: rr, CanReverse: true,
+			ReverseSent: true, ReverseErr: tt.err}
+		d := topup.Decide(in)
+		if d.Action != tt.action || d.To != tt.to || d.Reason != tt.reason || (tt.code != 0 && deref(d.GatewayCode) != tt.code) {
+			t.Errorf("%s: %+v, want %s %s (%s, code %d)", tt.name, d, tt.action, tt.to, tt.reason, tt.code)
+		}
+		back := d.To == topup.StatusSettling
+		if back != d.ClearReverseSent {
+			t.Errorf("%s: clear intent %v, want it dropped only when back to settling", tt.name, d.ClearReverseSent)
+		}
+		if back && (d.NextCheckAt == nil || !d.NextCheckAt.Equal(t0.Add(recheck)) || !d.Checked || !d.CountAttempt) {
+			t.Errorf("%s: %+v, want the reverse counted and the settle asked after the pacing window", tt.name, d)
+		}
+		l.took(t, p.Status, d, topup.ActorWorker)
+		// Only the worker, holding the lease, on a reversing payment.
+		for _, st := range allStatuses {
+			x := in
+			x.TopUp.Status = st
+			if d := topup.Decide(x); st != topup.StatusReversing && d.Action != topup.ActionNone {
+				t.Errorf("%s from %s: %+v, want nothing", tt.name, st, d)
+			}
+		}
+		for _, other := range []topup.Actor{topup.ActorCallback, topup.ActorReconcile, topup.ActorAdmin} {
+			x := in
+			x.Actor = other
+			if d := topup.Decide(x); d.Action != topup.ActionNone {
+				t.Errorf("%s by %s: %+v, want nothing", tt.name, other, d)
+			}
+		}
+		in.LeaseLost = true
+		if d := topup.Decide(in); d.Action != topup.ActionNone {
+			t.Errorf("%s, lease lost: %+v, want nothing", tt.name, d)
+		}
+	}
+	if n, err := topup.EdgeNeedsLease(topup.StatusReversing, topup.StatusSettling, topup.ActorWorker); err != nil || !n {
+		t.Errorf("reversing → settling: lease %v, %v; want the worker's edge under the lease", n, err)
+	}
+	for _, a := range []topup.Actor{topup.ActorSubmit, topup.ActorCallback, topup.ActorReconcile, topup.ActorAdmin} {
+		if _, err := topup.EdgeNeedsLease(topup.StatusReversing, topup.StatusSettling, a); err == nil {
+			t.Errorf("reversing → settling by %s", a)
+		}
+	}
+
+	// Back in settling (reason settled, the intent dropped): the settle
+	// decides, as for any settling payment, except that a refusal goes
+	// to review, never reversed again.
+	p := verified(topup.ReasonSettled)(base)
+	p.Status, p.ReverseSentAt = topup.StatusSettling, nil
+	for _, tt := range []struct {
+		name   string
+		settle gateway.SettleResult
+		err    error
+		action topup.Action
+		to     topup.Status
+		reason topup.Reason
+	}{
+		{"settled before (45)", gateway.SettleResult{Outcome: gateway.SettleAlready, Code: 45}, nil, topup.ActionCredit, topup.StatusCredited, topup.ReasonSettled},
+		{"settled (0)", gateway.SettleResult{Outcome: gateway.SettleDone, Code: 0}, nil, topup.ActionCredit, topup.StatusCredited, topup.ReasonSettled},
+		{"unknown", gateway.SettleResult{}, &gateway.TransientError{Op: "settle", Err: errors.New("time-out")}, topup.ActionKeep, topup.StatusSettling, ""},
+		{"refused again", gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 46}, nil, topup.ActionMove, topup.StatusNeedsReview, topup.ReasonSettleRefused},
+		{"reversed (48)", gateway.SettleResult{Outcome: gateway.SettleReversed, Code: 48}, nil, topup.ActionMove, topup.StatusFailed, topup.ReasonBankReversed},
+	} {
+		d := topup.Decide(topup.Input{Step: topup.StepSettle, Actor: topup.ActorWorker, TopUp: p, Now: t0, Rules: rr, NeedsSettle: true,
+			Settle: tt.settle, SettleErr: tt.err, CanReverse: true})
+		if d.Action != tt.action || d.To != tt.to || d.Reason != tt.reason {
+			t.Errorf("back in settling, %s: %+v, want %s %s (%s)", tt.name, d, tt.action, tt.to, tt.reason)
+		}
+		if d.Action == topup.ActionCredit && (d.CreditedRials != amount || d.RefID != ref) {
+			t.Errorf("back in settling, %s: credits %d (ref %d), want the verified %d (ref %d)", tt.name, d.CreditedRials, d.RefID, amount, ref)
+		}
+		l.took(t, p.Status, d, topup.ActorWorker)
 	}
 }

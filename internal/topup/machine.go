@@ -45,6 +45,8 @@ import (
 //	settling ─────────────▶ reversing          settle refused, or reference reused, before settle (Mellat) [lease]
 //	reversing ────────────▶ failed             the worker's one reverse was accepted, or the bank's record says reversed [lease]
 //	reversing ────────────▶ needs_review       the reverse refused, the window closed, the bank's record differs [lease]
+//	reversing ────────────▶ settling           the reverse refused because the sale is settled (Mellat 45), of a
+//	                                            verified payment whose settle was refused: settled again (45), credited [lease]
 //
 // A bank-verified payment is always credited, lease or not: the bank holds
 // the payer's money as ours, and the unique ledger entry per payment keeps
@@ -91,6 +93,7 @@ var machine = lifecycle.NewMachine(map[[2]Status]lifecycle.Rule[Actor]{
 	{StatusSettling, StatusReversing}:                  {Actors: verifiers, Lease: true},
 	{StatusReversing, StatusFailed}:                    {Actors: []Actor{ActorWorker}, Lease: true},
 	{StatusReversing, StatusNeedsReview}:               {Actors: []Actor{ActorWorker}, Lease: true},
+	{StatusReversing, StatusSettling}:                  {Actors: []Actor{ActorWorker}, Lease: true},
 })
 
 // Edge is one allowed status change, as documentation and tests see it.

@@ -21,7 +21,11 @@ import (
 //  1. the intent first (Store.MarkReverseSent: reverse_sent_at, only if
 //     none stands), then the one call;
 //  2. accepted → failed (reversed_to_card: on its way back to the card);
-//     refused → needs_review (reverse_refused); certainly not sent (an
+//     refused because the sale is settled (Mellat 45: two settles raced;
+//     the driver's refusal says SaleSettled), for a verified payment whose
+//     settle was refused → settling again (settled), the intent dropped:
+//     the next settle answers 45 and credits it, once; any other refusal
+//     → needs_review (reverse_refused); certainly not sent (an
 //     open breaker) → the intent dropped, sent at a later turn while the
 //     window is open; unknown (a time-out, a 5xx, "already reversed") →
 //     the intent stands;
@@ -110,6 +114,8 @@ func (s *Service) reverseUnder(ctx context.Context, p TopUp, tok string, r Rules
 		switch {
 		case rerr == nil:
 			log.InfoContext(ctx, "reverse accepted: the payment goes back to the payer's card")
+		case d.Action == ActionMove && d.To == StatusSettling:
+			log.WarnContext(ctx, "reverse refused: the bank holds the sale as settled; settled again and credited", "err", rerr)
 		case gateway.IsRejected(rerr):
 			log.ErrorContext(ctx, "reverse refused by the bank: a person looks", "err", rerr)
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,6 +261,175 @@ func TestReverseWindowClosedStaysEndedAfterAdminClose(t *testing.T) {
 		}
 		if edges := strings.Join(e.edges(p.ID), ", "); strings.Contains(edges, "failed→pending_verification") {
 			t.Errorf("edges %s: reopened after the close", edges)
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// mellatSettleRaced is Mellat whose first settle raced its twin: the bank
+// settled the sale, and the answer we heard was a refusal (46). Every
+// later settle is the bank's own (45: settled before).
+type mellatSettleRaced struct {
+	gateway.Gateway
+	first *atomic.Bool
+}
+
+func (g mellatSettleRaced) Ops() gateway.Ops {
+	ops := g.Gateway.Ops()
+	settle := ops.Settle
+	ops.Settle = func(ctx context.Context, in gateway.VerifyInput) (gateway.SettleResult, error) {
+		r, err := settle(ctx, in)
+		if err == nil && r.Done() && g.first.CompareAndSwap(true, false) {
+			return gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 46, Message: "not settled"}, nil
+		}
+		return r, err
+	}
+	return ops
+}
+
+// mellatReverseRefused is mellatSettleRaced whose reverse the bank
+// refuses with another code than 45 (one that says nothing of a settle).
+type mellatReverseRefused struct{ mellatSettleRaced }
+
+func (g mellatReverseRefused) Ops() gateway.Ops {
+	ops := g.mellatSettleRaced.Ops()
+	ops.Reverse = func(context.Context, gateway.VerifyInput) error {
+		return &gateway.RejectedError{Op: "reversal", Code: 54, Message: "refused"}
+	}
+	return ops
+}
+
+// TestMellatReverseRefusedAsSettledIsCredited: two settles raced at
+// Mellat; the one we heard was refused, so the verified payment became
+// reversing (settle_refused). The worker's one reverse is refused with
+// 45 (the sandbox bank holds the sale settled): the merchant has the
+// money, so the payment goes back to settling, its reverse's intent
+// dropped; the next settle answers 45 and credits the verified amount,
+// exactly once. A reverse refused with any other code still goes to
+// review, never credited.
+func TestMellatReverseRefusedAsSettledIsCredited(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		first := &atomic.Bool{}
+		first.Store(true)
+		e, bank := newBankEnvWrapped(t, db, "mellat", func(g gateway.Gateway) gateway.Gateway { return mellatSettleRaced{g, first} })
+		p := e.start(150_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != topup.StatusReversing || topup.Reason(got.StatusReason) != topup.ReasonSettleRefused || !topup.Verified(got) {
+			t.Fatalf("after the callback: %s, want reversing (settle_refused) with the verified facts", dump(got))
+		}
+		if bp, _ := bank.Payment(p.AuthorityString()); bp.SettledAt.IsZero() {
+			t.Fatalf("bank: %+v, want the sale settled (the racing twin)", bp)
+		}
+		ref := *got.RefID
+
+		// The worker's turn: the reverse, refused as settled (45).
+		w := e.svc.NewWorker(topuptest.WorkerConfig())
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := e.row(p.ID)
+		if r.Status != topup.StatusSettling || topup.Reason(r.StatusReason) != topup.ReasonSettled || r.ReverseSentAt != nil ||
+			r.LeaseUntil != nil || r.NextCheckAt == nil || !topup.Verified(r) || e.balance() != 0 {
+			t.Fatalf("after the refused reverse: %s, balance %d; want settling (settled), the intent dropped, nothing credited yet", dump(r), e.balance())
+		}
+		if n := bank.Stats()["mellat-reversal"].Calls; n != 1 {
+			t.Fatalf("%d reverse calls, want 1", n)
+		}
+
+		// The next turn settles: 45, settled before: credited, once.
+		for i := 0; i < 5 && e.row(p.ID).Status != topup.StatusCredited; i++ {
+			e.clock.Advance(time.Minute)
+			if _, err := w.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r = e.row(p.ID)
+		if r.Status != topup.StatusCredited || topup.Reason(r.StatusReason) != topup.ReasonSettled || *r.RefID != ref ||
+			*r.VerifiedAmountRials != 150_000 || r.ReverseSentAt != nil {
+			t.Fatalf("after the settle: %s, want credited (settled)", dump(r))
+		}
+		if es := e.ledgerOf(p.ID); len(es) != 1 || es[0].AmountRials != 150_000 || e.balance() != 150_000 {
+			t.Fatalf("ledger %+v, balance %d; want one credit of the verified 150000", es, e.balance())
+		}
+		want := "created→awaiting_payment awaiting_payment→settling settling→reversing reversing→settling settling→credited"
+		if got := join(e.edges(p.ID)); got != want {
+			t.Errorf("events %s, want %s", got, want)
+		}
+		evs, err := topuptest.Events(ctx, db, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs[3:] {
+			if ev.Actor != topup.ActorWorker || ev.Reason != topup.ReasonSettled || ev.GatewayCode == nil || *ev.GatewayCode != 45 {
+				t.Errorf("event %s→%s: %s (%s, code %v), want the worker's, settled, 45", ev.FromStatus, ev.ToStatus, ev.Actor, ev.Reason, deref(ev.GatewayCode))
+			}
+		}
+		if n := bank.Stats()["mellat-reversal"].Calls; n != 1 {
+			t.Errorf("%d reverse calls, want 1", n)
+		}
+
+		// Nothing more: further rounds, a late callback, reconciliation.
+		e.clock.Advance(time.Minute)
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil || got.Status != topup.StatusCredited {
+			t.Errorf("a late callback: %s, %v", dump(got), err)
+		}
+		e.clock.Advance(5 * time.Minute)
+		e.reconcile()
+		if e.balance() != 150_000 || len(e.ledgerOf(p.ID)) != 1 {
+			t.Errorf("balance %d, %d ledger entries after the repeats; want one credit", e.balance(), len(e.ledgerOf(p.ID)))
+		}
+		checkInvariants(t, db)
+	})
+}
+
+// TestMellatReverseRefusedOtherwiseGoesToReview: as above, but the bank
+// refuses the reverse with another code: review (reverse_refused), never
+// settled again nor credited.
+func TestMellatReverseRefusedOtherwiseGoesToReview(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		first := &atomic.Bool{}
+		first.Store(true)
+		e, bank := newBankEnvWrapped(t, db, "mellat", func(g gateway.Gateway) gateway.Gateway {
+			return mellatReverseRefused{mellatSettleRaced{g, first}}
+		})
+		p := e.start(150_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil ||
+			got.Status != topup.StatusReversing || topup.Reason(got.StatusReason) != topup.ReasonSettleRefused {
+			t.Fatalf("after the callback: %s, %v; want reversing (settle_refused)", dump(got), err)
+		}
+		settles := bank.Stats()["mellat-settle"].Calls
+		r := runWorker(t, e, e.svc.NewWorker(topuptest.WorkerConfig()), p, 3)
+		if r.Status != topup.StatusNeedsReview || topup.Reason(r.StatusReason) != topup.ReasonReverseRefused || r.ReverseSentAt == nil {
+			t.Fatalf("after the worker: %s, want needs_review (reverse_refused) with its reverse's intent", dump(r))
+		}
+		if evs, err := topuptest.Events(ctx, db, p.ID); err != nil || len(evs) == 0 || deref(evs[len(evs)-1].GatewayCode) != 54 {
+			t.Errorf("events %+v, %v; want the last with the reverse's code 54", evs, err)
+		}
+		if e.balance() != 0 || len(e.ledgerOf(p.ID)) != 0 {
+			t.Errorf("balance %d: a refused reverse is never credited", e.balance())
+		}
+		if n := bank.Stats()["mellat-settle"].Calls; n != settles {
+			t.Errorf("%d settles after the refused reverse, want none", n-settles)
+		}
+		want := "created→awaiting_payment awaiting_payment→settling settling→reversing reversing→needs_review"
+		if got := join(e.edges(p.ID)); got != want {
+			t.Errorf("events %s, want %s", got, want)
 		}
 		checkInvariants(t, db)
 	})

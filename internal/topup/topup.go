@@ -31,6 +31,7 @@
 //	settling ──settle refused, reversible──▶ reversing
 //	reversing ──reversed (the worker's one reverse, or the bank's record)──▶ failed
 //	reversing ──reverse refused, window closed, bank differs──▶ needs_review
+//	reversing ──reverse refused as settled (Mellat 45), settle was refused──▶ settling
 package topup
 
 import (
@@ -64,7 +65,9 @@ const (
 	// reverse it, once (ReverseSentAt is written before the call), and
 	// a lost answer is settled by the bank's record, never by a second
 	// blind reverse. Never credited; a callback or a recheck does not
-	// reopen it.
+	// reopen it. One whose settle was refused and whose reverse the bank
+	// refuses because the sale is settled (Mellat 45) goes back to
+	// settling, its intent dropped, and is credited by the next settle.
 	StatusReversing Status = "reversing"
 )
 

@@ -337,7 +337,9 @@ func (c *Client) InquireSale(ctx context.Context, in gateway.VerifyInput) (gatew
 // Reverse asks bpReversalRequest to return a verified, unsettled sale's
 // money (within 3 hours of verify), as gateway.Ops.Reverse. Called by the
 // top-up worker, once, for a verified sale it cannot credit (its settle
-// refused: topup.StatusReversing).
+// refused: topup.StatusReversing). 0 reversed; 45 (settled before) is a
+// refusal that says the sale is settled (settledRefusal); any other
+// definite code a refusal; 48 and the codes that say nothing, unknown.
 func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 	code, err := c.codeCall(ctx, opReversal, "bpReversalRequest", c.saleFields(in))
 	if err != nil {
@@ -355,8 +357,30 @@ func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 		// decides.
 		return fmt.Errorf("mellat bpReversalRequest %s: %w", quote(in.Receipt), unknownCode(opReversal, code))
 	}
-	return &gateway.RejectedError{Op: opReversal, Code: code, Message: describe(code)}
+	rej := &gateway.RejectedError{Op: opReversal, Code: code, Message: describe(code)}
+	if code == codeAlreadySettled {
+		// 45: refused because the sale is settled (two settles raced, or
+		// one answered refused after its twin settled it): the merchant
+		// has the money. Still a refusal; it also says why (SaleSettled).
+		return &settledRefusal{rej}
+	}
+	return rej
 }
+
+// settledRefusal is bpReversalRequest's 45: the reversal refused because
+// the sale is settled. It is a *gateway.RejectedError to errors.As (a
+// card refund is refused by it as by any other code), and tells code that
+// asks for the behaviour — as net.Error tells Timeout — that the bank
+// holds the sale as settled (SaleSettled): the top-up whose settle was
+// refused is then settled again (45) and credited, not left uncredited.
+type settledRefusal struct{ rej *gateway.RejectedError }
+
+func (e *settledRefusal) Error() string { return e.rej.Error() }
+func (e *settledRefusal) Unwrap() error { return e.rej }
+
+// SaleSettled reports that the bank refused the reversal because the
+// sale is settled: the money is the merchant's.
+func (e *settledRefusal) SaleSettled() bool { return true }
 
 // ListUnverified: Mellat has no list of payments; always empty.
 func (c *Client) ListUnverified(context.Context) ([]gateway.Unverified, error) { return nil, nil }

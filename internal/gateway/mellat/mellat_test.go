@@ -297,6 +297,11 @@ func TestAnswerCodes(t *testing.T) {
 				if !gateway.IsRejected(err) {
 					t.Fatalf("%v, want refused", err)
 				}
+				// Only the reversal's 45 says why: the sale is settled.
+				var s interface{ SaleSettled() bool }
+				if settled := errors.As(err, &s) && s.SaleSettled(); settled != (tt.name == "reverse 45") {
+					t.Fatalf("%v: says the sale is settled: %v", err, settled)
+				}
 			case unknown:
 				if !errors.As(err, &te) || gateway.IsRejected(err) {
 					t.Fatalf("%s %v, want outcome unknown", outcome, err)
@@ -388,6 +393,12 @@ func TestRefundIsAReversalBeforeSettle(t *testing.T) {
 	var rej *gateway.RejectedError
 	if _, err := c.Refund(ctxT(t), settled); !errors.As(err, &rej) || rej.Code != 45 {
 		t.Fatalf("reversal of a settled sale: %v, want refused with 45", err)
+	}
+	// The reversal's refusal says why (the top-up worker settles such a
+	// sale again rather than leave it uncredited).
+	var s interface{ SaleSettled() bool }
+	if err := c.Reverse(ctxT(t), settled.Payment); !errors.As(err, &s) || !s.SaleSettled() || !errors.As(err, &rej) || rej.Code != 45 {
+		t.Fatalf("reversal of a settled sale: %v, want refused with 45, saying the sale is settled", err)
 	}
 }
 

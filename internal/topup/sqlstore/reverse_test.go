@@ -114,3 +114,95 @@ func TestMarkReverseSent(t *testing.T) {
 		}
 	})
 }
+
+// A reversing payment goes back to settling (its reverse refused as
+// settled) only when it is reversing because its settle was refused and
+// carries the bank's verified facts for its own amount: Move's UPDATE is
+// conditional on both, so that the next settle credits those facts. Its
+// reverse's intent is dropped with the move (the credit refuses a payment
+// whose intent stands), and the credit then takes it, once.
+func TestBackToSettlingOnlyVerifiedSettleRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newFixture(t, db)
+		move := func(p topup.TopUp, to topup.Status, reason topup.Reason, tok string, fields topup.Fields) (topup.TopUp, error) {
+			code := 45
+			return f.st.Move(ctx, topup.Move{TopUpID: p.ID, PublicID: p.PublicID, From: p.Status, To: to, Actor: topup.ActorWorker,
+				Reason: reason, GatewayCode: &code, Lease: tok, Now: f.now, Fields: fields})
+		}
+		// reversing sets up a reversing payment with its reverse's
+		// intent: reason, and the verified facts (ref 0: none; amount
+		// the verified amount).
+		reversing := func(reason topup.Reason, ref, amount int64) topup.TopUp {
+			p := f.topUp(topup.StatusPendingVerification)
+			tok := f.claim(p.ID, []topup.Status{p.Status})
+			fields := topup.Fields{VerifiedAmountRials: &amount}
+			if ref != 0 {
+				fields.RefID = &ref
+			}
+			p, err := move(p, topup.StatusSettling, topup.ReasonVerifiedPaid, tok, fields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok = f.claim(p.ID, []topup.Status{topup.StatusSettling})
+			if p, err = move(p, topup.StatusReversing, reason, tok, topup.Fields{}); err != nil {
+				t.Fatal(err)
+			}
+			tok = f.claim(p.ID, []topup.Status{topup.StatusReversing})
+			if p, err = f.st.MarkReverseSent(ctx, p.ID, tok, f.now); err != nil {
+				t.Fatal(err)
+			}
+			p.LeaseOwner = tok
+			return p
+		}
+		ref := 9100 + seq.Add(1)
+		for _, tt := range []struct {
+			name   string
+			reason topup.Reason
+			ref    int64
+			amount int64
+		}{
+			{"reversing for a reference reused", topup.ReasonRefIDReused, ref, 50_000},
+			{"reversing for another amount", topup.ReasonAmountMismatch, ref + 1, 50_000},
+			{"settle refused without a reference", topup.ReasonSettleRefused, 0, 50_000},
+			{"settle refused, another amount verified", topup.ReasonSettleRefused, ref + 2, 40_000},
+		} {
+			p := reversing(tt.reason, tt.ref, tt.amount)
+			if _, err := move(p, topup.StatusSettling, topup.ReasonSettled, p.LeaseOwner, topup.Fields{ClearReverseSent: true}); !errors.Is(err, topup.ErrNotMoved) {
+				t.Errorf("%s: back to settling: %v, want ErrNotMoved", tt.name, err)
+			}
+			if got, _ := f.st.Get(ctx, p.ID); got.Status != topup.StatusReversing || got.ReverseSentAt == nil || len(f.events(p.ID)) != 4 {
+				t.Errorf("%s: after the refused move: %+v, want reversing with its intent, no event", tt.name, got)
+			}
+		}
+
+		p := reversing(topup.ReasonSettleRefused, ref+3, 50_000)
+		// Without the lease, nothing.
+		if _, err := move(p, topup.StatusSettling, topup.ReasonSettled, "not-the-holder", topup.Fields{ClearReverseSent: true}); !errors.Is(err, topup.ErrNotMoved) {
+			t.Fatalf("without the lease: %v, want ErrNotMoved", err)
+		}
+		next := f.now.Add(20 * time.Second)
+		got, err := move(p, topup.StatusSettling, topup.ReasonSettled, p.LeaseOwner, topup.Fields{ClearReverseSent: true, NextCheckAt: &next})
+		if err != nil || got.Status != topup.StatusSettling || got.ReverseSentAt != nil || got.LeaseOwner != "" || got.ResolvedAt != nil ||
+			got.NextCheckAt == nil || !got.NextCheckAt.Equal(next) {
+			t.Fatalf("back to settling: %+v, %v", got, err)
+		}
+		evs := f.events(p.ID)
+		if last := evs[len(evs)-1]; last.FromStatus != topup.StatusReversing || last.ToStatus != topup.StatusSettling ||
+			last.Reason != topup.ReasonSettled || last.GatewayCode == nil || *last.GatewayCode != 45 {
+			t.Fatalf("event %+v", last)
+		}
+		amount, r := got.AmountRials, ref+3
+		out, was, err := f.st.Credit(ctx, topup.Move{TopUpID: p.ID, PublicID: p.PublicID, From: topup.StatusSettling, To: topup.StatusCredited,
+			Actor: topup.ActorWorker, Reason: topup.ReasonSettled, Now: f.now,
+			Fields: topup.Fields{RefID: &r, VerifiedAmountRials: &amount}}, f.wallet.ID, nil)
+		if err != nil || was != topup.StatusSettling || out.Status != topup.StatusCredited {
+			t.Fatalf("credit after settling again: %+v, %s, %v", out, was, err)
+		}
+		if _, _, err := f.st.Credit(ctx, topup.Move{TopUpID: p.ID, PublicID: p.PublicID, From: topup.StatusSettling, To: topup.StatusCredited,
+			Actor: topup.ActorWorker, Reason: topup.ReasonSettled, Now: f.now,
+			Fields: topup.Fields{RefID: &r, VerifiedAmountRials: &amount}}, f.wallet.ID, nil); err == nil {
+			t.Fatal("credited twice")
+		}
+	})
+}

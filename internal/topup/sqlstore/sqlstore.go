@@ -615,6 +615,13 @@ func (s *Store) moveRow(tx *gorm.DB, m topup.Move) (out topup.TopUp, unchanged b
 		// credit's locked read then says why (ErrReverseSent).
 		q = q.Where("reverse_sent_at IS NULL")
 	}
+	if m.From == topup.StatusReversing && m.To == topup.StatusSettling {
+		// Back to settling (its reverse refused as settled) only a
+		// payment reversing because its settle was refused, with the
+		// bank's verified facts for its own amount (topup.Verified): the
+		// next settle credits those.
+		q = q.Where("status_reason = ? AND ref_id > 0 AND verified_amount_rials = amount_rials", string(topup.ReasonSettleRefused))
+	}
 	res := q.Updates(vals)
 	if res.Error != nil {
 		return topup.TopUp{}, false, fmt.Errorf("payment %s %s → %s: %w", m.PublicID, m.From, m.To, res.Error)
