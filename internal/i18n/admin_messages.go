@@ -185,6 +185,14 @@ var adminFA = map[string]string{ // #nosec G101 -- UI text, not credentials: tra
 	"admin.details":                     "جزئیات",
 	"dash.approx":                       "≈ {n}",
 	"dash.approx_note":                  "≈ تخمینی از آمار پایگاه داده است، نه شمارش دقیق: شمردن یکایک این همه پرداخت صفحه را کند می‌کند. تا {n} پرداخت در هر وضعیت دقیق شمرده می‌شود.",
+
+	// A top-up an admin closed after its reverse ended (it keeps the
+	// reverse's reason): its reason as history, never "our staff are
+	// looking into it" (web/admin's topUpReasonText).
+	"admin.topup.closed_after_reverse":                "مدیر پس از بررسی آن را ناموفق بست؛ پیش از آن، {reverse}",
+	"admin.topup.reverse_ended.reverse_refused":       "بانک پرداخت را تأیید کرد ولی افزودنش به کیف\u200cپول ممکن نبود، و بانک برگشت مبلغ به کارت را نپذیرفت",
+	"admin.topup.reverse_ended.reverse_window_closed": "بانک پرداخت را تأیید کرد ولی افزودنش به کیف\u200cپول ممکن نبود، و مهلت برگشت مبلغ به کارت پیش از برگشت آن تمام شد",
+	"admin.topup.reverse_ended.reverse_differs":       "پاسخ بانک دربارهٔ برگشت مبلغ به کارت با هیچ نتیجه\u200cای جور نبود",
 }
 
 var adminEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
@@ -370,4 +378,12 @@ var adminEN = map[string]string{ // #nosec G101 -- UI text, not credentials: tra
 	"admin.details":                     "Details",
 	"dash.approx":                       "≈ {n}",
 	"dash.approx_note":                  "≈ is an estimate from the database's statistics, not an exact count: counting so many payments one by one would slow this page down. Up to {n} payments per status are counted exactly.",
+
+	// A top-up an admin closed after its reverse ended (it keeps the
+	// reverse's reason): its reason as history, never "our staff are
+	// looking into it" (web/admin's topUpReasonText).
+	"admin.topup.closed_after_reverse":                "closed as failed by an admin after review; before that, {reverse}",
+	"admin.topup.reverse_ended.reverse_refused":       "verified by the bank but not creditable, and the bank refused to return it to the card",
+	"admin.topup.reverse_ended.reverse_window_closed": "verified by the bank but not creditable, and the reverse window closed before the bank returned it to the card",
+	"admin.topup.reverse_ended.reverse_differs":       "the bank's record of our reverse matched neither outcome",
 }

@@ -103,3 +103,23 @@ func (r *Reader) Events(ctx context.Context, topUpID int64) ([]Event, error) {
 	}
 	return out, nil
 }
+
+// ClosedByAdmin reports whether a top-up (or one of its events) in status
+// with reason was closed as failed by an admin after review: the reason
+// closed_by_admin, or a reverse's end (refused, its window closed, the
+// bank's record differs) that the admin's close keeps so that nothing
+// reopens or credits it (topup's StepClose). A reverse's own end puts a
+// payment under review, never failed: failed with one of those reasons is
+// always an admin's close. The payer's page (web/pay) and the admin's page
+// of a top-up (web/admin) say it as closed; neither may say its review is
+// still going on.
+func ClosedByAdmin(status topup.Status, reason topup.Reason) bool {
+	if status != topup.StatusFailed {
+		return false
+	}
+	switch reason {
+	case topup.ReasonClosedByAdmin, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers:
+		return true
+	}
+	return false
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/kifpool/kifpool/internal/audit"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topupread"
@@ -63,7 +64,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 		return err
 	}
 	l := h.Lang(c)
-	v := adminview.TopUpDetailView{PublicID: p.PublicID, Status: string(p.Status), Reason: reasonText(l, p.StatusReason),
+	v := adminview.TopUpDetailView{PublicID: p.PublicID, Status: string(p.Status), Reason: topUpReasonText(l, p.Status, p.Status, p.StatusReason),
 		AmountRials: p.AmountRials, Gateway: h.gatewayLabel(l, p.Gateway), Authority: p.AuthorityString(), RefID: p.RefIDValue(),
 		Card: p.CardPANMasked, Attempts: p.Attempts, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt, NextCheckAt: p.NextCheckAt,
 		LastCheckedAt: p.LastCheckedAt,
@@ -78,7 +79,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 	}
 	for _, e := range events {
 		te := adminview.TimelineEvent{From: string(e.FromStatus), To: string(e.ToStatus), Actor: string(e.Actor),
-			Reason: reasonText(l, string(e.Reason)), GatewayCode: e.GatewayCode, At: e.CreatedAt}
+			Reason: topUpReasonText(l, e.ToStatus, p.Status, string(e.Reason)), GatewayCode: e.GatewayCode, At: e.CreatedAt}
 		if e.AdminID != nil {
 			te.AdminEmail = emails[*e.AdminID]
 		}
@@ -104,6 +105,24 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 		return err
 	}
 	return h.Render(c, status, adminview.TopUpDetail(h.Page(c, "admin.topup.title"), v))
+}
+
+// topUpReasonText says the reason a top-up (or one of its events) in
+// status has, as true for the top-up now in current. A reverse's end says
+// "our staff are looking into it" only while its review is open: once an
+// admin closed it (it keeps the reverse's reason, topupread.ClosedByAdmin,
+// the payer's page's rule too) it says the close and the reverse's end as
+// history, and so does the timeline's event that sent it to review.
+func topUpReasonText(l i18n.Lang, status, current topup.Status, reason string) string {
+	history := "admin.topup.reverse_ended." + reason
+	switch {
+	case reason == "" || !i18n.Has(l, history):
+	case topupread.ClosedByAdmin(status, topup.Reason(reason)):
+		return i18n.T(l, "admin.topup.closed_after_reverse", "reverse", i18n.T(l, history))
+	case current != topup.StatusNeedsReview:
+		return i18n.T(l, history)
+	}
+	return reasonText(l, reason)
 }
 
 // afterAction sends the admin back after an action: to the payment's page

@@ -2,6 +2,7 @@ package pay
 
 import (
 	"github.com/kifpool/kifpool/internal/topup"
+	"github.com/kifpool/kifpool/internal/topupread"
 )
 
 // Why a failed payment failed, as its page says it: one true sentence per
@@ -20,6 +21,12 @@ const (
 // A reason this version does not know (or an older free-text one) gets the
 // generic sentence, which promises nothing about the money.
 func failureCause(reason string) string {
+	if topupread.ClosedByAdmin(topup.StatusFailed, topup.Reason(reason)) {
+		// closed_by_admin, or the reverse's end an admin's close keeps
+		// (StepClose: so that nothing reopens it); the admin's page of
+		// the top-up says the same.
+		return causeClosed
+	}
 	switch topup.Reason(reason) {
 	case topup.ReasonBankCancelled:
 		return causeCancelled
@@ -33,10 +40,6 @@ func failureCause(reason string) string {
 		// Reversed by the bank, or at our request (a verified payment we
 		// could not credit): on its way back to the card.
 		return causeReversed
-	case topup.ReasonClosedByAdmin, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers:
-		// A failed payment keeps its reverse's reason only when an admin
-		// closed its review (StepClose: so that nothing reopens it).
-		return causeClosed
 	}
 	return causeGeneric
 }
