@@ -34,10 +34,7 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 	if err != nil {
 		return p, err
 	}
-	if p.Status == StatusCredited || p.Authority == nil || p.Status == StatusReversing || ReverseEnded(p) {
-		// Reversing, or ended by its reverse: the worker's reverse (or the
-		// bank's record of it) is the answer; a verify again could only
-		// hear "already verified" of a sale we cannot credit.
+	if !MayRecheck(p) {
 		return p, ErrNothingToAsk
 	}
 	var after TopUp
@@ -65,6 +62,16 @@ func (s *Service) AdminRecheck(ctx context.Context, publicID string, adminID int
 		return after, ErrTopUpBusy
 	}
 	return after, s.recordAction(ctx, p, adminID, audit.ActionRecheck, audit.ResultDone, after.Status)
+}
+
+// MayRecheck reports whether an admin's recheck of p can ask the bank
+// anything (AdminRecheck's ErrNothingToAsk otherwise; the admin's page
+// offers the button only when it can): not credited, with an authority,
+// and neither reversing nor ended by its reverse, whose answer is the
+// worker's reverse (or the bank's record of it), since a verify again
+// could only hear "already verified" of a sale we cannot credit.
+func MayRecheck(p TopUp) bool {
+	return p.Status != StatusCredited && p.Authority != nil && p.Status != StatusReversing && !ReverseEnded(p)
 }
 
 // CheckCloseNote reports whether note may close a payment as failed

@@ -20,7 +20,8 @@ import (
 // its reverse's reason (so that nothing reopens it), and its page says the
 // close, with the reverse's end as history: never that staff are still
 // looking into it — in the status line or in the timeline, in either
-// language. The payer's page says it was closed too.
+// language. The payer's page says it was closed too. Neither page of the
+// admin offers to ask the bank again: its reverse is the answer.
 func TestClosedReverseEndSaysClosed(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -39,6 +40,11 @@ func TestClosedReverseEndSaysClosed(t *testing.T) {
 			if !strings.Contains(page.Body, lookingInto[i18n.EN]) {
 				t.Fatalf("%s under review: the page does not say staff are looking into it", reason)
 			}
+			// Its reverse is the answer: the page offers no recheck, which
+			// could only be refused (nothing to ask).
+			if strings.Contains(page.Body, routes.AdminTopUpRecheck(p.PublicID)) {
+				t.Errorf("%s under review: the page offers to ask the bank again", reason)
+			}
 			form := url.Values{"_csrf": {apptest.Input(page.Body, "_csrf")}, "back": {"payment"},
 				"note": {"bank statement shows the money stayed with the bank"}, "code": {admin.LastRecoveryCodes[i]}}
 			if r := admin.Post(routes.AdminTopUpClose(p.PublicID), form); r.Location != routes.AdminTopUp(p.PublicID)+"?done=done_closed" {
@@ -53,6 +59,9 @@ func TestClosedReverseEndSaysClosed(t *testing.T) {
 				detail, timeline := doc.TestID("payment-detail"), doc.TestID("timeline")
 				if detail == nil || timeline == nil {
 					t.Fatalf("%s %s: no detail or timeline", reason, lang)
+				}
+				if strings.Contains(page.Body, routes.AdminTopUpRecheck(p.PublicID)) {
+					t.Errorf("%s %s: a closed top-up's page offers to ask the bank again", reason, lang)
 				}
 				if strings.Contains(page.Body, lookingInto[lang]) {
 					t.Errorf("%s %s: a closed top-up's page still says staff are looking into it", reason, lang)

@@ -70,7 +70,7 @@ func (h *handlers) renderTopUpDetail(c *fiber.Ctx, status int, form cardRefundFo
 		LastCheckedAt: p.LastCheckedAt,
 		// "Ask the bank now" is the only way to credit from here, and it
 		// credits only on the bank's verify.
-		CanRecheck: p.Status != topup.StatusCredited && p.Authority != nil,
+		CanRecheck: topup.MayRecheck(p),
 		CanClose:   p.Status == topup.StatusNeedsReview,
 		User:       userRow(owner), Actions: auditRows(actions)}
 	v.Notice, v.NoticeKind = notice(c.Query("done"))
