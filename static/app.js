@@ -64,8 +64,9 @@
       }
     });
   });
-  // Move focus to the first error so screen readers announce it.
-  var err = document.querySelector("[aria-invalid=true]");
+  // Move focus to the first error so screen readers announce it: the
+  // field at fault, else a refusal with no field (made focusable for it).
+  var err = document.querySelector("[aria-invalid=true]") || document.querySelector("[role=alert][tabindex='-1']");
   if (err) { err.focus(); }
 })();
 

@@ -107,6 +107,21 @@ func TestCheckoutInTheBrowser(t *testing.T) {
 				t.Errorf("payer's balance %d", got)
 			}
 
+			// Canceled by the merchant while the page is open: the
+			// refusal, with no field at fault, takes the focus (axe).
+			ch = f.charge("C-"+lang, 10_000, charge.CaptureAutomatic)
+			b.Go(routes.Checkout(ch.PublicID))
+			b.Wait("checkout-pay")
+			if _, err := f.app.Server.Charges.Cancel(context.Background(), f.merchant, ch.PublicID); err != nil {
+				t.Fatal(err)
+			}
+			b.Click("checkout-pay")
+			b.Wait("checkout-error")
+			b.Audit("checkout, refused")
+			if id := b.focused(); id != "checkout-error" {
+				t.Errorf("a refused checkout: focus on %q, want the refusal", id)
+			}
+
 			// Short of money: top up the difference, come back, pay.
 			_, poor := f.person("poor-"+lang+"@example.com", 20_000)
 			ch = f.charge("S-"+lang, 120_000, charge.CaptureAutomatic)
@@ -182,6 +197,17 @@ func TestMerchantPageInTheBrowser(t *testing.T) {
 			b.Go(routes.MerchantCharge(ch.PublicID))
 			b.Wait("merchant-capture")
 			b.Audit("merchant charge, authorized")
+			// More than the charge: refused, the amount as typed (not the
+			// whole charge), its field focused (axe).
+			b.Type(tid("merchant-capture-amount"), "300000")
+			b.Click("merchant-capture")
+			b.Wait("merchant-error")
+			b.Audit("merchant charge, capture refused")
+			var typed string
+			b.Eval(`document.getElementById("capture-amount").value`, &typed)
+			if id := b.focused(); id != "capture-amount" || typed != "300000" {
+				t.Errorf("a refused capture: focus on %q, the field holds %q, want the field holding 300000", id, typed)
+			}
 			b.Type(tid("merchant-capture-amount"), "20000")
 			b.Click("merchant-capture")
 			b.Wait("merchant-notice")

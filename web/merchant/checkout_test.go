@@ -250,6 +250,10 @@ func TestCheckoutCancel(t *testing.T) {
 		if d := apptest.Parse(r.Body); r.Status != http.StatusConflict || d.TestID("checkout-error") == nil || d.TestID("checkout-pay") != nil {
 			t.Errorf("pay after cancel: %d", r.Status)
 		}
+		// No field is at fault: the refusal itself takes the focus (app.js).
+		if e := apptest.Parse(r.Body).TestID("checkout-error"); e.Attr("role") != "alert" || e.Attr("tabindex") != "-1" {
+			t.Errorf("the refusal is not focusable: role %q, tabindex %q", e.Attr("role"), e.Attr("tabindex"))
+		}
 		if b := ledgertest.Balance(t, db, wallet); b != 500_000 {
 			t.Errorf("balance %d", b)
 		}

@@ -141,12 +141,13 @@ func (h *handlers) merchantCSV(c *fiber.Ctx) error {
 // chargePage is GET /merchant/charges/{id}: one of the merchant's charges
 // with its refunds, its history and the actions it allows.
 func (h *handlers) chargePage(c *fiber.Ctx) error {
-	return h.showCharge(c, fiber.StatusOK, c.Query("done"), "", nil)
+	return h.showCharge(c, fiber.StatusOK, c.Query("done"), "", nil, views.ChargeForm{})
 }
 
 // showCharge renders the route's charge of the signed-in merchant, with
-// an action's outcome (notice: done's key; errKey: a refusal).
-func (h *handlers) showCharge(c *fiber.Ctx, status int, notice, errKey string, args []any) error {
+// an action's outcome (notice: done's key; errKey: a refusal; f: the form
+// whose amount the refusal is about, shown as typed).
+func (h *handlers) showCharge(c *fiber.Ctx, status int, notice, errKey string, args []any, f views.ChargeForm) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	m, ok, err := h.merchantOf(c)
 	if !ok {
@@ -177,7 +178,7 @@ func (h *handlers) showCharge(c *fiber.Ctx, status int, notice, errKey string, a
 	v.NoticeKey = map[string]string{"captured": "merchant.done_captured", "canceled": "merchant.done_canceled",
 		"refunded": "merchant.done_refunded"}[notice]
 	v.ErrorKey, v.ErrorArgs = errKey, args
-	return h.Render(c, status, views.MerchantCharge(h.Page(c, "merchant.charge_title"), v))
+	return h.Render(c, status, views.MerchantCharge(h.Page(c, "merchant.charge_title"), v, f))
 }
 
 // actionDone goes back to the charge's page, told what was done
@@ -208,12 +209,15 @@ func (h *handlers) capture(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rials, err := amountOf(h.FormValue(c, "amount"))
+	// A refused amount comes back as typed: the field refilled with the
+	// whole charge would capture all of it on the next press.
+	f := views.ChargeForm{Action: "capture", Amount: h.FormValue(c, "amount")}
+	rials, err := amountOf(f.Amount)
 	if err != nil {
-		return h.showCharge(c, fiber.StatusUnprocessableEntity, "", "merchant.error_amount", nil)
+		return h.showCharge(c, fiber.StatusUnprocessableEntity, "", "merchant.error_amount", nil, f)
 	}
 	if _, err := h.Charges.Capture(c.UserContext(), m.UserID, id, rials); err != nil {
-		return h.actionRefused(c, err)
+		return h.actionRefused(c, err, f)
 	}
 	return actionDone(c, id, "captured")
 }
@@ -229,7 +233,7 @@ func (h *handlers) cancel(c *fiber.Ctx) error {
 		return err
 	}
 	if _, err := h.Charges.Cancel(c.UserContext(), m.UserID, id); err != nil {
-		return h.actionRefused(c, err)
+		return h.actionRefused(c, err, views.ChargeForm{})
 	}
 	return actionDone(c, id, "canceled")
 }
@@ -248,22 +252,28 @@ func (h *handlers) refund(c *fiber.Ctx) error {
 	}
 	token := h.FormValue(c, "token")
 	if !formtoken.Valid(token) {
-		return h.showCharge(c, fiber.StatusBadRequest, "", "merchant.error_form_expired", nil)
+		return h.showCharge(c, fiber.StatusBadRequest, "", "merchant.error_form_expired", nil, views.ChargeForm{})
 	}
-	rials, err := amountOf(h.FormValue(c, "amount"))
+	f := views.ChargeForm{Action: "refund", Amount: h.FormValue(c, "amount")}
+	rials, err := amountOf(f.Amount)
 	if err != nil {
-		return h.showCharge(c, fiber.StatusUnprocessableEntity, "", "merchant.error_amount", nil)
+		return h.showCharge(c, fiber.StatusUnprocessableEntity, "", "merchant.error_amount", nil, f)
 	}
 	_, err = h.Charges.Refund(c.UserContext(), charge.RefundRequest{MerchantUserID: m.UserID, ChargeID: id, FormToken: token, AmountRials: rials})
 	if err != nil {
-		return h.actionRefused(c, err)
+		return h.actionRefused(c, err, f)
 	}
 	return actionDone(c, id, "refunded")
 }
 
 // actionRefused shows the charge again with the refusal's one sentence;
-// nothing was written.
-func (h *handlers) actionRefused(c *fiber.Ctx, err error) error {
+// nothing was written. A refusal of the amount (f: the action's form, as
+// typed) shows that form's amount as typed, its field at fault; any other
+// shows the forms afresh.
+func (h *handlers) actionRefused(c *fiber.Ctx, err error, f views.ChargeForm) error {
+	if !errors.Is(err, charge.ErrBadAmount) && !errors.Is(err, charge.ErrRefundExceeds) && !errors.Is(err, charge.ErrInsufficientFunds) {
+		f = views.ChargeForm{}
+	}
 	for _, e := range []struct {
 		err error
 		key string
@@ -279,7 +289,7 @@ func (h *handlers) actionRefused(c *fiber.Ctx, err error) error {
 		{charge.ErrTokenReused, "merchant.error_form_used"},
 	} {
 		if errors.Is(err, e.err) {
-			return h.showCharge(c, fiber.StatusConflict, "", e.key, nil)
+			return h.showCharge(c, fiber.StatusConflict, "", e.key, nil, f)
 		}
 	}
 	if errors.Is(err, charge.ErrNotFound) {
