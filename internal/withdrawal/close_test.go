@@ -76,6 +76,18 @@ func TestAdminCloseJudgesTheProvidersWordNow(t *testing.T) {
 				if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
 					t.Fatalf("after the worker heard the provider: %+v", w)
 				}
+				// Its contradicting word is recorded: the admin's page
+				// offers a close as failed after "failed", never after
+				// "not found" (refused at every press).
+				word := map[payout.State]withdrawal.Contradiction{payout.StateFailed: withdrawal.ContradictionFailed,
+					payout.StateNotFound: withdrawal.ContradictionNotFound}[s.state]
+				if s.statusErr != nil {
+					word = withdrawal.ContradictionNone
+				}
+				if w.Contradiction != word || (w.UnknownSince != nil) != (word != "") ||
+					withdrawal.FailMayGo(w) != (word == withdrawal.ContradictionFailed) {
+					t.Fatalf("the contradiction recorded: %q since %v (offered %v), want %q", w.Contradiction, w.UnknownSince, withdrawal.FailMayGo(w), word)
+				}
 				if tc.after > 0 {
 					e.round(tc.after)
 					if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
@@ -191,6 +203,12 @@ func TestAdminFailOfAPayoutTheProviderForgot(t *testing.T) {
 					if st.want != nil {
 						if r.Status != withdrawal.StatusNeedsReview || r.ProviderState != withdrawal.ProviderInProgress || r.LeaseOwner != "" {
 							t.Fatalf("step %d, refused: %+v", i, r)
+						}
+						// Its word recorded with the count, cleared with it
+						// when it knows the payout again.
+						if word := map[bool]withdrawal.Contradiction{true: withdrawal.ContradictionNotFound}[st.state == payout.StateNotFound]; r.Contradiction != word ||
+							(r.UnknownSince != nil) != (word != "") {
+							t.Fatalf("step %d: contradiction %q since %v, want %q", i, r.Contradiction, r.UnknownSince, word)
 						}
 						e.wantWallet(50_000_000, rials)
 						if n := withdrawaltest.AuditActions(t, db, "withdrawal_fail"); n != 0 {

@@ -34,6 +34,10 @@ type Decision struct {
 	// of it (DecideClose): an inquiry that forgets payouts once they
 	// leave its queue is no word that the payout failed.
 	Lost bool
+	// Contradiction is the word that contradicted it (with Lost): kept
+	// on the row, the latest one heard, so that the admin's page offers
+	// a close as failed only where DecideClose may allow it (FailMayGo).
+	Contradiction Contradiction
 }
 
 // DecideSubmit is what a submit's answer means (err is the submit's
@@ -111,7 +115,7 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 			// contradicted it counts (Lost): an admin's close as failed
 			// waits until its "failed" has stood for UnknownReviewAfter
 			// (DecideClose).
-			return Decision{Anomaly: "failed after it said transferred", Lost: true}
+			return Decision{Anomaly: "failed after it said transferred", Lost: true, Contradiction: ContradictionFailed}
 		}
 		if open {
 			return Decision{To: StatusFailed, Reason: ReasonProviderFailed, State: ProviderFailed}
@@ -145,9 +149,9 @@ func DecideStatus(w Withdrawal, st payout.Status, p Policy, now time.Time) Decis
 			// It had it, and now does not know it: a person looks, and
 			// the time it has not known it counts (Lost).
 			if w.Status == StatusSubmitted {
-				return Decision{To: StatusNeedsReview, Reason: ReasonContradiction, Lost: true}
+				return Decision{To: StatusNeedsReview, Reason: ReasonContradiction, Lost: true, Contradiction: ContradictionNotFound}
 			}
-			return Decision{Lost: true}
+			return Decision{Lost: true, Contradiction: ContradictionNotFound}
 		case w.Status != StatusSubmitted:
 			// In review: a person decides; nothing is sent from there.
 			return Decision{}
@@ -282,6 +286,28 @@ func DecideClose(w Withdrawal, to Status, h Heard, p Policy, now time.Time) erro
 		return ErrProviderUnreachable
 	}
 	return nil
+}
+
+// FailMayGo reports whether DecideClose may let an admin close w as
+// failed, as far as its row tells: the admin's page offers the close only
+// then (a hint; DecideClose, on the provider's word asked just before,
+// stays the guard). Under review, and, once the provider said it
+// transferred it, only after it contradicted that with "failed" (the
+// close waits until that has stood for UnknownReviewAfter and the
+// provider says it again then). After "not found" (its latest
+// contradiction) a close as failed is always refused (ErrProviderPaid:
+// it needs "failed" now): the admin asks the provider, whose word the
+// worker hears at its next check. A row whose contradiction was not
+// recorded (ContradictionNone: from before migration 00058, until its
+// next check) is offered, as it was.
+func FailMayGo(w Withdrawal) bool {
+	if w.Status != StatusNeedsReview {
+		return false
+	}
+	if w.ProviderState != ProviderTransferred {
+		return true
+	}
+	return w.UnknownSince != nil && w.Contradiction != ContradictionNotFound
 }
 
 // DecideNotTaken is what a submitted withdrawal the provider has not

@@ -338,8 +338,40 @@ func TestDecideClose(t *testing.T) {
 	// Not found after it had it: the time it has not known it counts
 	// (Lost), in review as on the move there.
 	for _, w := range []withdrawal.Withdrawal{rev(inp, nil), rev(tr, nil), {Status: withdrawal.StatusSubmitted, ProviderState: inp}} {
-		if d := withdrawal.DecideStatus(w, payout.Status{State: payout.StateNotFound}, p, now); !d.Lost || d.State != "" {
+		if d := withdrawal.DecideStatus(w, payout.Status{State: payout.StateNotFound}, p, now); !d.Lost || d.State != "" ||
+			d.Contradiction != withdrawal.ContradictionNotFound {
 			t.Errorf("%s/%s, not found: %+v", w.Status, w.ProviderState, d)
+		}
+	}
+	// Failed after "transferred": counted too, and told apart from "not
+	// found" (the page's offer of a close as failed, FailMayGo).
+	if d := withdrawal.DecideStatus(rev(tr, nil), payout.Status{State: payout.StateFailed}, p, now); !d.Lost || d.State != "" ||
+		d.Contradiction != withdrawal.ContradictionFailed {
+		t.Errorf("transferred, failed: %+v", d)
+	}
+	// The page offers close as failed only where DecideClose may allow
+	// it: after "transferred", only once "failed" was its last
+	// contradiction (or none recorded, a row from before it was kept).
+	by := func(w withdrawal.Withdrawal, c withdrawal.Contradiction) withdrawal.Withdrawal {
+		w.Contradiction = c
+		return w
+	}
+	for _, tc := range []struct {
+		name string
+		w    withdrawal.Withdrawal
+		want bool
+	}{
+		{"transferred", rev(tr, nil), false},
+		{"transferred, then failed", by(rev(tr, at(time.Hour)), withdrawal.ContradictionFailed), true},
+		{"transferred, then not found", by(rev(tr, at(time.Hour)), withdrawal.ContradictionNotFound), false},
+		{"transferred, contradicted, word not recorded", rev(tr, at(time.Hour)), true},
+		{"in progress", rev(inp, nil), true},
+		{"in progress, then not found", by(rev(inp, at(time.Hour)), withdrawal.ContradictionNotFound), true},
+		{"unknown", rev(unk, at(time.Hour)), true},
+		{"submitted", withdrawal.Withdrawal{Status: withdrawal.StatusSubmitted, ProviderState: inp}, false},
+	} {
+		if got := withdrawal.FailMayGo(tc.w); got != tc.want {
+			t.Errorf("FailMayGo, %s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	if d := withdrawal.DecideStatus(rev(unk, at(time.Hour)), payout.Status{State: payout.StateNotFound}, p, now); d.Lost {

@@ -118,7 +118,11 @@ type Fields struct {
 	CountSubmit   bool
 	CountCheck    bool
 	UnknownSince  *time.Time
-	// ClearUnknown clears UnknownSince (the provider's word arrived).
+	// Contradiction is the provider's word that contradicted the one on
+	// record (with UnknownSince, Decision.Lost): written over the last.
+	Contradiction Contradiction
+	// ClearUnknown clears UnknownSince, and Contradiction (the
+	// provider's word arrived).
 	ClearUnknown  bool
 	SubmittedAt   *time.Time
 	NextCheckAt   *time.Time

@@ -162,6 +162,26 @@ const (
 	ProviderReturned    ProviderState = "returned"
 )
 
+// Contradiction is the provider's last word that contradicted the one on
+// record (Decision.Lost), kept on the row while that contradiction
+// counts (UnknownSince): it tells a "failed" that an admin's close as
+// failed may follow, once it has stood for UnknownReviewAfter, from a
+// "not found" that it never follows (FailMayGo).
+type Contradiction string
+
+// The contradictions.
+const (
+	// ContradictionNone: none heard, or not recorded (a row from before
+	// migration 00058, until its next check).
+	ContradictionNone Contradiction = ""
+	// ContradictionFailed: it said it failed a payout it had said it
+	// transferred.
+	ContradictionFailed Contradiction = "failed"
+	// ContradictionNotFound: it does not know a payout it had said it
+	// had (in progress) or transferred.
+	ContradictionNotFound Contradiction = "not_found"
+)
+
 // Withdrawal is one cash-out.
 type Withdrawal struct {
 	ID             int64
@@ -183,7 +203,8 @@ type Withdrawal struct {
 	ProviderRef    string
 	Submits        int
 	Checks         int
-	UnknownSince   *time.Time // the submit's outcome unknown, or a payout it had not known (Decision.Lost), since
+	UnknownSince   *time.Time    // the submit's outcome unknown, or a payout it had not known (Decision.Lost), since
+	Contradiction  Contradiction // the provider's last word that contradicted the one on record, while UnknownSince counts it
 	SubmittedAt    *time.Time
 	PaidAt         *time.Time
 	SettledAt      *time.Time

@@ -269,8 +269,8 @@ func decisionFields(d Decision, checked bool, now time.Time) Fields {
 	}
 	if d.Lost {
 		// Since when it has not known a payout it had: the store keeps
-		// the first time (the count goes on).
-		f.UnknownSince = &now
+		// the first time (the count goes on), and the word it heard last.
+		f.UnknownSince, f.Contradiction = &now, d.Contradiction
 	}
 	return f
 }

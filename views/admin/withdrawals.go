@@ -102,9 +102,15 @@ type WithdrawalDetailView struct {
 	Events         []WithdrawalEventRow
 	Transactions   []LedgerTransactionRow
 	// CanReview: waiting for an admin's approval (approve, reject);
-	// CanFail: under review (close as failed); CanPay: under review with
-	// the provider's word that it transferred it (close as paid, only).
+	// CanFail: under review (close as failed; after the provider's
+	// "transferred", only once it said "failed" since); CanPay: under
+	// review with the provider's word that it transferred it (close as
+	// paid).
 	CanReview, CanFail, CanPay bool
+	// FailWaitsForWord: under review, the provider said it transferred it
+	// and now does not know it: close as failed is not offered (it needs
+	// the provider's "failed"); the page says what to do instead.
+	FailWaitsForWord bool
 }
 
 // WithdrawalEventRow is one status change of a withdrawal.

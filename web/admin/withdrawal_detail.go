@@ -30,11 +30,14 @@ func (h *handlers) withdrawalDetail(c *fiber.Ctx) error {
 		ReviewRequired: w.ReviewRequired, UpdatedAt: w.UpdatedAt, HoldID: w.HoldID,
 		CanReview: w.Status == withdrawal.StatusRequested && w.ReviewRequired,
 		// After "transferred", close as failed is offered once the
-		// provider has contradicted it since (unknown_since: its
-		// "failed" or "not found"); the use case asks it again and waits
-		// until that has stood long enough.
-		CanFail: w.Status == withdrawal.StatusNeedsReview && (w.ProviderState != withdrawal.ProviderTransferred || w.UnknownSince != nil),
-		CanPay:  w.Status == withdrawal.StatusNeedsReview && w.ProviderState == withdrawal.ProviderTransferred}
+		// provider has contradicted it since with "failed", never after
+		// its "not found" (refused at every press: it needs "failed"
+		// now), where the page says what to do instead; the use case asks
+		// it again and waits until that has stood long enough.
+		CanFail: withdrawal.FailMayGo(w),
+		FailWaitsForWord: w.Status == withdrawal.StatusNeedsReview && w.ProviderState == withdrawal.ProviderTransferred &&
+			w.UnknownSince != nil && w.Contradiction == withdrawal.ContradictionNotFound,
+		CanPay: w.Status == withdrawal.StatusNeedsReview && w.ProviderState == withdrawal.ProviderTransferred}
 	u, err := h.People.Fresh().User(ctx, w.UserID)
 	if err != nil && !errors.Is(err, people.ErrNotFound) {
 		return err

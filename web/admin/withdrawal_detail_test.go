@@ -243,3 +243,93 @@ func TestWithdrawalClosedAsPaid(t *testing.T) {
 		withdrawaltest.CheckInvariants(t, db)
 	})
 }
+
+// TestWithdrawalFailOfferedAfterFailedOnly: a withdrawal under review that
+// the provider said it transferred (for another amount) is offered "close
+// as failed" on its page once the provider has said since that it failed
+// it (the worker records that word; the close waits until it has stood
+// long enough), never once it said since that it does not know it: every
+// such close is refused (it needs "failed" now), so the page says what to
+// do instead and offers close as paid only. Posted anyway, that close is
+// refused and changes nothing.
+func TestWithdrawalFailOfferedAfterFailedOnly(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		app, admin, code, _, uid := withdrawalAdminSetup(t, db)
+		ctx := context.Background()
+		acct := withdrawaltest.VerifiedAccount(t, db, uid, withdrawaltest.Sheba("017", 42))
+		request := func(rials int64) withdrawal.Withdrawal {
+			r, err := app.Server.Withdrawals.Request(ctx, withdrawal.Request{UserID: uid, FormToken: formtoken.New(), BankAccountID: acct, AmountRials: rials})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Withdrawal
+		}
+		failed, forgot := request(2_500_000), request(1_500_000)
+		if _, err := app.Server.PayoutWorker.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Both under review on the provider's word that it transferred
+		// them (another amount, say).
+		withdrawaltest.ForceProviderPaid(t, db, failed.PublicID, "PROV-1")
+		withdrawaltest.ForceProviderPaid(t, db, forgot.PublicID, "PROV-2")
+		// (a) The provider says now that it failed the one; (b) it does
+		// not know the other. The worker's next check records each word.
+		if _, err := app.Server.Bank.Payouts().Fail(failed.Provider, failed.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		app.Server.Bank.Payouts().Forget(forgot.Provider, forgot.PublicID)
+		for _, w := range []withdrawal.Withdrawal{failed, forgot} {
+			if _, err := app.Server.Withdrawals.Resolve(ctx, w.ID, withdrawal.ActorWorker); err != nil {
+				t.Fatal(err)
+			}
+			if got := withdrawaltest.Get(t, db, w.PublicID); got.Status != withdrawal.StatusNeedsReview ||
+				got.ProviderState != withdrawal.ProviderTransferred || got.UnknownSince == nil {
+				t.Fatalf("%s after the check: %s, %q, contradicted since %v", w.PublicID, got.Status, got.ProviderState, got.UnknownSince)
+			}
+		}
+
+		// (a): both closes offered, no word of waiting.
+		d := apptest.Parse(admin.Get(routes.AdminWithdrawal(failed.PublicID)).Body)
+		if d.TestID("form-fail-"+failed.PublicID) == nil || d.TestID("form-paid-"+failed.PublicID) == nil {
+			t.Fatal(`after "transferred" then "failed" the page does not offer both closes`)
+		}
+		if d.TestID("admin-withdrawal-fail-waits") != nil {
+			t.Fatal(`after "failed" the page says the close as failed waits`)
+		}
+
+		// (b): no close as failed; the page says what to do instead.
+		detail := routes.AdminWithdrawal(forgot.PublicID)
+		d = apptest.Parse(admin.Get(detail).Body)
+		if d.TestID("form-fail-"+forgot.PublicID) != nil {
+			t.Fatal(`after "transferred" then "not found" the page offers close as failed, which is refused at every press`)
+		}
+		if d.TestID("form-paid-"+forgot.PublicID) == nil {
+			t.Fatal("the page does not offer close as paid")
+		}
+		if s := d.TestID("admin-withdrawal-fail-waits"); s == nil || !strings.Contains(s.Text(), "WITHDRAWAL_UNKNOWN_REVIEW_AFTER") {
+			t.Fatalf("the page does not say what to do instead: %v", s)
+		}
+		// Posted anyway, it is refused (the provider, asked first, still
+		// does not know it) and nothing changes.
+		if r := admin.Forge(detail, routes.AdminWithdrawalFail(forgot.PublicID), url.Values{"note": {"not in the panel"}, "code": {code()}}); r.Status != http.StatusConflict {
+			t.Fatalf("close as failed: %d", r.Status)
+		}
+		if got := withdrawaltest.Get(t, db, forgot.PublicID); got.Status != withdrawal.StatusNeedsReview || got.Contradiction != withdrawal.ContradictionNotFound {
+			t.Fatalf("after close as failed was refused: %s, %q", got.Status, got.Contradiction)
+		}
+
+		// The same on the words as recorded (the fixture's, both ways):
+		// "not found" last hides it, "failed" last offers it.
+		withdrawaltest.ForceContradictedBy(t, db, failed.PublicID, withdrawal.ContradictionNotFound, time.Now())
+		if d := apptest.Parse(admin.Get(routes.AdminWithdrawal(failed.PublicID)).Body); d.TestID("form-fail-"+failed.PublicID) != nil ||
+			d.TestID("admin-withdrawal-fail-waits") == nil {
+			t.Fatal(`"not found" recorded last: close as failed still offered`)
+		}
+		withdrawaltest.ForceContradictedBy(t, db, forgot.PublicID, withdrawal.ContradictionFailed, time.Now())
+		if d := apptest.Parse(admin.Get(detail).Body); d.TestID("form-fail-"+forgot.PublicID) == nil || d.TestID("admin-withdrawal-fail-waits") != nil {
+			t.Fatal(`"failed" recorded last: close as failed not offered`)
+		}
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}

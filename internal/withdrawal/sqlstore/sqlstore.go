@@ -424,8 +424,11 @@ func fieldValues(f withdrawal.Fields, vals map[string]any) {
 	if f.UnknownSince != nil {
 		vals["unknown_since"] = gorm.Expr("COALESCE(unknown_since, ?)", f.UnknownSince.UTC())
 	}
+	if f.Contradiction != "" {
+		vals["contradiction"] = string(f.Contradiction)
+	}
 	if f.ClearUnknown {
-		vals["unknown_since"] = nil
+		vals["unknown_since"], vals["contradiction"] = nil, ""
 	}
 	if f.SubmittedAt != nil {
 		vals["submitted_at"] = gorm.Expr("COALESCE(submitted_at, ?)", f.SubmittedAt.UTC())

@@ -368,10 +368,23 @@ func ForceProviderPaid(t testing.TB, db *store.DB, publicID, ref string) {
 
 // ForceContradicted records that the provider has contradicted its word
 // on publicID since since (unknown_since: its "failed" or "not found"
-// after it said it had or transferred the payout).
+// after it said it had or transferred the payout), which word not
+// recorded, as on a row contradicted before migration 00058
+// (ForceContradictedBy records it).
 func ForceContradicted(t testing.TB, db *store.DB, publicID string, since time.Time) {
 	t.Helper()
 	if err := db.Gorm.Exec(`UPDATE withdrawals SET unknown_since = ? WHERE public_id = ?`, since.UTC(), publicID).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ForceContradictedBy records that the provider has contradicted its
+// word on publicID since since, last with word (the worker's record of
+// its "failed" after "transferred", or of its "not found" after it had
+// the payout).
+func ForceContradictedBy(t testing.TB, db *store.DB, publicID string, word withdrawal.Contradiction, since time.Time) {
+	t.Helper()
+	if err := db.Gorm.Exec(`UPDATE withdrawals SET unknown_since = ?, contradiction = ? WHERE public_id = ?`, since.UTC(), string(word), publicID).Error; err != nil {
 		t.Fatal(err)
 	}
 }
