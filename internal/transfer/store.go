@@ -60,19 +60,31 @@ type party struct {
 	// the sender nothing about it), and it sends nothing in that
 	// address's name (admit).
 	Verified bool
+	// AvailableRials is the wallet's available balance (posted less
+	// held; 0 without a wallet), and SentRials what the user has sent on
+	// the day parties was asked about: the sender's, read with the
+	// recipient so that a short balance or a day's limit is refused
+	// before the recipient is looked at (admit).
+	AvailableRials int64
+	SentRials      int64
 }
 
 // parties reads, in one statement, the sender (by id) and the recipient
-// (by stored-form address) with their names and their wallets' accounts;
-// a zero party is not found (the same user when they are one), as is a
-// recipient whose address is not confirmed unless they are the sender; a
-// party without a wallet yet has AccountID 0.
-func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail string) (sender, recipient party, err error) {
+// (by stored-form address) with their names, their wallets' accounts and
+// available balances, and what each sent on the Tehran day starting at
+// day; a zero party is not found (the same user when they are one), as is
+// a recipient whose address is not confirmed unless they are the sender;
+// a party without a wallet yet has AccountID 0 and nothing available.
+// The figures are a read, not the write's guard: the guarded UPDATE and
+// upsert of the write decide.
+func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail string, day time.Time) (sender, recipient party, err error) {
 	var ps []party
 	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT u.id, u.email, u.display_name, COALESCE(a.id, 0) AS account_id,
-		u.email_verified_at IS NOT NULL AS verified FROM users u
+		u.email_verified_at IS NOT NULL AS verified, COALESCE(a.posted_rials - a.held_rials, 0) AS available_rials,
+		COALESCE(d.sent_rials, 0) AS sent_rials FROM users u
 		LEFT JOIN wallets w ON w.user_id = u.id LEFT JOIN ledger_accounts a ON a.wallet_id = w.id
-		WHERE u.id = ? OR lower(u.email) = lower(?)`, senderID, recipientEmail), &ps); err != nil {
+		LEFT JOIN transfer_daily_totals d ON d.user_id = u.id AND d.day_start = ?
+		WHERE u.id = ? OR lower(u.email) = lower(?)`, day.UTC(), senderID, recipientEmail), &ps); err != nil {
 		return party{}, party{}, fmt.Errorf("parties of a transfer: %w", err)
 	}
 	for _, p := range ps {
@@ -84,33 +96,6 @@ func (s *Store) parties(ctx context.Context, senderID int64, recipientEmail stri
 		}
 	}
 	return sender, recipient, nil
-}
-
-// walletAccount is the user's wallet account with its figures.
-func (s *Store) walletAccount(ctx context.Context, userID int64) (ledger.Account, error) {
-	var as []ledger.Account
-	err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT a.id, a.kind, a.code, a.wallet_id, a.user_id, a.posted_rials, a.held_rials
-		FROM wallets w JOIN ledger_accounts a ON a.wallet_id = w.id WHERE w.user_id = ?`, userID), &as)
-	if err != nil {
-		return ledger.Account{}, fmt.Errorf("wallet of user %d: %w", userID, err)
-	}
-	if len(as) == 0 {
-		return ledger.Account{}, fmt.Errorf("wallet of user %d: %w", userID, ledger.ErrAccountNotFound)
-	}
-	return as[0], nil
-}
-
-// sentOn is what the user has sent on the Tehran day starting at day.
-func (s *Store) sentOn(ctx context.Context, userID int64, day time.Time) (int64, error) {
-	var sent []int64
-	if err := store.Scan(s.db.Gorm.WithContext(ctx).Raw(`SELECT sent_rials FROM transfer_daily_totals WHERE user_id = ? AND day_start = ?`,
-		userID, day.UTC()), &sent); err != nil {
-		return 0, fmt.Errorf("sent today by user %d: %w", userID, err)
-	}
-	if len(sent) == 0 {
-		return 0, nil
-	}
-	return sent[0], nil
 }
 
 // write is one transfer to write.

@@ -297,61 +297,53 @@ func (s *Service) check(r Request) (string, error) {
 // admit is the rules of a transfer's two people, in a fixed order: the
 // sender exists (an error, not a refusal, when not) and has confirmed
 // their address (a transfer names its sender's address to the recipient,
-// and an unconfirmed one may be a stranger's); the recipient is known,
-// confirmed and not the sender; the sender has a wallet (none yet:
-// nothing to send, refused as any short balance). The address is
-// confirmed once for good (a confirmation is never undone), so this read
-// outside the write holds at the write.
-func admit(senderID int64, sender, rcpt party) error {
+// and an unconfirmed one may be a stranger's); the sender's available
+// balance covers the amount (no wallet yet: nothing available) and the
+// day's limit allows it; then only the recipient is known, confirmed and
+// not the sender. The sender's own refusals come before any about the
+// recipient, so that a refusal never tells whether an address has an
+// account unless the request could otherwise have been made: a short
+// wallet is refused alike for every address, and its refusal takes
+// nothing of the unknown-recipient allowance (docs/design/transfers.md).
+// The balance and the day's total are a read here; the write's guarded
+// UPDATE and upsert decide. The address is confirmed once for good (a
+// confirmation is never undone), so this read outside the write holds at
+// the write.
+func (s *Service) admit(r Request, sender, rcpt party) error {
 	switch {
 	case sender.ID == 0:
-		return fmt.Errorf("transfer from user %d: %w", senderID, ledger.ErrAccountNotFound)
+		return fmt.Errorf("transfer from user %d: %w", r.SenderUserID, ledger.ErrAccountNotFound)
 	case !sender.Verified:
 		return ErrSenderUnconfirmed
+	case sender.AccountID == 0, r.AmountRials > sender.AvailableRials:
+		return ErrInsufficientFunds
+	case s.cfg.DailyMaxRials > 0 && sender.SentRials+r.AmountRials > s.cfg.DailyMaxRials:
+		return ErrDailyLimit
 	case rcpt.ID == 0:
 		return ErrRecipientNotFound
-	case rcpt.ID == senderID:
+	case rcpt.ID == r.SenderUserID:
 		return ErrToSelf
-	case sender.AccountID == 0:
-		return ErrInsufficientFunds
 	}
 	return nil
 }
 
-// Quote checks a request as Send would, without writing: the recipient,
-// the amount, the note, and the balance now and after. A quote is no
-// promise: Send checks everything again, in the write.
+// Quote checks a request as Send would, without writing: the sender's
+// balance and day, then the recipient, the balance now and after. A
+// quote is no promise: Send checks everything again, in the write.
 func (s *Service) Quote(ctx context.Context, r Request) (Quote, error) {
 	to, err := s.check(r)
 	if err != nil {
 		return Quote{}, err
 	}
-	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
+	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to, limits.DayStart(s.now()))
 	if err != nil {
 		return Quote{}, err
 	}
-	if err := admit(r.SenderUserID, sender, rcpt); err != nil && !errors.Is(err, ErrInsufficientFunds) {
-		return Quote{}, err
-	} // no wallet yet: nothing available, refused below
-	acc, err := s.st.walletAccount(ctx, r.SenderUserID)
-	if err != nil && !errors.Is(err, ledger.ErrAccountNotFound) {
+	if err := s.admit(r, sender, rcpt); err != nil {
 		return Quote{}, err
 	}
-	q := Quote{RecipientUserID: rcpt.ID, RecipientEmail: rcpt.Email, RecipientName: rcpt.DisplayName, AmountRials: r.AmountRials, Note: r.Note,
-		AvailableRials: acc.AvailableRials(), AfterRials: acc.AvailableRials() - r.AmountRials}
-	if q.AfterRials < 0 {
-		return q, ErrInsufficientFunds
-	}
-	if s.cfg.DailyMaxRials > 0 {
-		sent, err := s.st.sentOn(ctx, r.SenderUserID, limits.DayStart(s.now()))
-		if err != nil {
-			return Quote{}, err
-		}
-		if sent+r.AmountRials > s.cfg.DailyMaxRials {
-			return q, ErrDailyLimit
-		}
-	}
-	return q, nil
+	return Quote{RecipientUserID: rcpt.ID, RecipientEmail: rcpt.Email, RecipientName: rcpt.DisplayName, AmountRials: r.AmountRials, Note: r.Note,
+		AvailableRials: sender.AvailableRials, AfterRials: sender.AvailableRials - r.AmountRials}, nil
 }
 
 // Result is Send's answer.
@@ -374,17 +366,17 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return s.refuse(ctx, r, err)
 	}
-	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
+	now := s.now().UTC().Truncate(time.Microsecond)
+	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to, limits.DayStart(now))
 	if err != nil {
 		return Result{}, err
 	}
-	if err := admit(r.SenderUserID, sender, rcpt); err != nil {
+	if err := s.admit(r, sender, rcpt); err != nil {
 		if errors.Is(err, ledger.ErrAccountNotFound) {
 			return Result{}, err
 		}
 		return s.refuse(ctx, r, err)
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
 		RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note, CreatedAt: now}
 	take, done := s.paced(r.SenderUserID)
@@ -480,12 +472,15 @@ func (s *Service) SendKeyed(ctx context.Context, r Request, k idempotency.Reques
 			continue
 		}
 		var pace *PaceError
-		if errors.As(err, &pace) {
+		if errors.As(err, &pace) || errors.Is(err, ErrInsufficientFunds) || errors.Is(err, ErrDailyLimit) {
 			// Paced only once the key was this request's (claimed, then
 			// rolled back with the rest): a request with the same key
 			// that was waiting on its unique index may have claimed it
 			// since, and is answered (in use, or its replay) rather than
-			// a refusal.
+			// a refusal. The balance and the day's total are read before
+			// the claim too (admit): a request with the same key that
+			// committed after the lookup above may be what made them
+			// short, and this one is its replay, not a refusal.
 			if out, rec, found, lerr := s.keys.Lookup(ctx, k); lerr == nil && found && out != idempotency.Acquired {
 				return keyedAnswer(out, rec), nil
 			}
@@ -513,14 +508,14 @@ func (s *Service) sendClaimed(ctx context.Context, r Request, k idempotency.Requ
 	if err != nil {
 		return Keyed{}, err
 	}
-	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to)
+	now := s.now().UTC().Truncate(time.Microsecond)
+	sender, rcpt, err := s.st.parties(ctx, r.SenderUserID, to, limits.DayStart(now))
 	if err != nil {
 		return Keyed{}, err
 	}
-	if err := admit(r.SenderUserID, sender, rcpt); err != nil {
+	if err := s.admit(r, sender, rcpt); err != nil {
 		return Keyed{}, err
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
 	t := Transfer{PublicID: NewPublicID(), SenderUserID: sender.ID, RecipientUserID: rcpt.ID, SenderEmail: sender.Email,
 		RecipientEmail: rcpt.Email, AmountRials: r.AmountRials, Note: r.Note, CreatedAt: now}
 	// The answer is known before the write: every field of the view is.

@@ -223,8 +223,17 @@ func TestRefusalsWriteNothing(t *testing.T) {
 			t.Fatalf("quote from an unconfirmed address to itself: %v", err)
 		}
 		// Once its owner confirms it, the address receives, and sending to
-		// it is refused as to oneself.
+		// it is refused as to oneself (with the money to send: a short
+		// wallet is refused as short first, whatever the address).
 		authtest.ConfirmEmail(t, db, "carol@example.com")
+		if _, err := f.svc.Quote(ctx, req(squatterP, "carol@example.com", 20_000)); !errors.Is(err, transfer.ErrInsufficientFunds) {
+			t.Fatalf("quote to one's own address, no money: %v", err)
+		}
+		if w, err := f.ws.ForUser(ctx, squatter.ID); err != nil {
+			t.Fatal(err)
+		} else if _, err := f.l.Write(ctx, ledger.Entry{Kind: ledger.KindAdjustment, Reference: "fund:carol", Postings: ledger.Transfer(f.gw, w.AccountID, 20_000), At: f.now}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := f.svc.Quote(ctx, req(a, "carol@example.com", 20_000)); err != nil {
 			t.Fatalf("quote to a confirmed address: %v", err)
 		}

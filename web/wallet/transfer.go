@@ -99,6 +99,15 @@ func (h *handlers) transfer(c *fiber.Ctx) error {
 				return err
 			}
 			secs := seam.RetryAfter(c, wait)
+			if h.FormValue(c, "confirmed") == "1" {
+				// answerMade sees committed transfers only: the first
+				// press of a double click may still be in flight (waiting
+				// on a lock) and commit after this answer. So this page
+				// never says nothing was sent, only that this press sent
+				// nothing, and sends the user to their history before a
+				// fresh form could pay twice.
+				return h.Message(c, fiber.StatusTooManyRequests, "transfer.unknown_wait_title", "transfer.unknown_wait", routes.Wallet, "transfer.see_history")
+			}
 			f.ErrorKey, f.ErrorArgs, f.ErrorField = "transfer.error_too_many_unknown", []any{"minutes", (secs + 59) / 60}, "to"
 			return h.Render(c, fiber.StatusTooManyRequests, views.Transfer(h.Page(c, "transfer.title"), f))
 		}
