@@ -8,7 +8,7 @@ PKGS      := ./...
 TEST_DATABASE_URL ?=
 export TEST_DATABASE_URL
 
-.PHONY: image test-skips run build install test test-quick generate docs lint fmt bench bench-short bench-go bench-admin bench-admin-queries screenshots browser-deps compat-deps clean
+.PHONY: image test-skips run build install test test-quick generate docs lint fmt fuzz bench bench-short bench-go bench-admin bench-admin-queries screenshots browser-deps compat-deps clean
 
 # The browser tests' Chromium and axe-core (same defaults as web/browsertest).
 CHROMIUM_BIN = $${CHROMIUM:-/usr/bin/chromium}

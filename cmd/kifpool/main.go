@@ -874,6 +874,12 @@ func configCmd(args []string, getenv config.Getenv, stdout io.Writer) error {
 	for _, s := range settings {
 		fmt.Fprintf(stdout, "%-*s  # %s\n", width, s.Name+"="+s.Value, s.Source)
 	}
+	if loadErr == nil {
+		// What serve alone refuses (a real gateway without
+		// SESSION_SECRET) fails the check too: a pre-flight that passes
+		// is a start that passes.
+		loadErr = cfg.ServeRefusal()
+	}
 	if cfg.Dev && loadErr == nil {
 		fmt.Fprintf(stdout, "# no SESSION_SECRET: a development secret is kept in %s\n", filepath.Join(cfg.DataDir, "session_secret"))
 	}

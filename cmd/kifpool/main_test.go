@@ -376,6 +376,18 @@ func TestConfigCommand(t *testing.T) {
 		t.Fatalf("bad configuration: err %v, want both variables named", err)
 	}
 
+	// What serve refuses, config refuses: a real gateway without
+	// SESSION_SECRET passes Load but never starts.
+	out.Reset()
+	err = run(ctx, []string{"config"}, envOf(map[string]string{"GATEWAY": "zarinpal",
+		"ZARINPAL_MERCHANT_ID": "1344b5d4-0048-11e8-94db-005056a205be"}), nil, &out, log)
+	if err == nil || !strings.Contains(err.Error(), "SESSION_SECRET: required to serve with GATEWAYS=zarinpal") {
+		t.Fatalf("real gateway without SESSION_SECRET: config returned %v, want serve's refusal\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "a development secret is kept") {
+		t.Errorf("config says a development secret will be used where serve refuses to start:\n%s", out.String())
+	}
+
 	out.Reset()
 	if err := run(ctx, []string{"config", "--reference"}, envOf(nil), nil, &out, log); err != nil || !strings.HasPrefix(out.String(), "# Configuration reference") {
 		t.Fatalf("config --reference: %v\n%.200s", err, out.String())

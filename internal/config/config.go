@@ -555,7 +555,7 @@ func unusedGatewaySettings(c *Config, l *loader) []string {
 // sandbox bank (no real money) the development secret is allowed.
 func (c Config) ServeRefusal() error {
 	if c.Dev && c.Gateway != GatewaySandbox {
-		return fmt.Errorf("SESSION_SECRET: required to serve with GATEWAYS=%s (real money): set at least 32 random characters, the same on every instance (openssl rand -base64 48); the development secret in DATA_DIR/session_secret is used only with GATEWAYS=%s", c.Gateway, GatewaySandbox)
+		return fmt.Errorf("SESSION_SECRET: required to serve with GATEWAYS=%s (real money): set at least 32 random characters, the same on every instance (openssl rand -base64 32); the development secret in DATA_DIR/session_secret is used only with GATEWAYS=%s", c.Gateway, GatewaySandbox)
 	}
 	return nil
 }

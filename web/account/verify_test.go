@@ -59,6 +59,9 @@ func TestSignUpConfirmsTheAddressByMail(t *testing.T) {
 		ctx := context.Background()
 		app.NewClient(t).SignUp("alice@example.com")
 		alice := authtest.UserID(t, db, "alice@example.com")
+		// Funded: a short sender is refused before the recipient is
+		// looked at (the refusal tells nothing of the address).
+		app.Fund(t, "alice@example.com", 100_000)
 		quote := func() error {
 			_, err := app.Server.Transfers.Quote(ctx, transfer.Request{SenderUserID: alice, FormToken: formtoken.New(),
 				ToEmail: "new@example.com", AmountRials: 10_000})
