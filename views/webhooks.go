@@ -6,7 +6,7 @@ import "time"
 // secret of one just created, shown once) and return origins.
 type WebhooksView struct {
 	Form      WebhookForm
-	NewSecret string // the signing secret of the endpoint just created
+	NewSecret string // the signing secret of the endpoint just created (or just rotated)
 	NewURL    string
 	Notice    string // message key of the last action's result
 	Endpoints []WebhookRow
@@ -26,6 +26,20 @@ type WebhooksView struct {
 	// Enable asks for the password (an admin's fresh second factor too)
 	// before one of the owner's endpoints is enabled again.
 	Enable *WebhookEnableForm
+	// Rotate asks for the password (an admin's fresh second factor too)
+	// before one of the owner's endpoints gets a new signing secret.
+	Rotate *WebhookRotateForm
+	// PreviousUntil, set when NewSecret is a rotated endpoint's: until
+	// when its previous secret signs too.
+	PreviousUntil *time.Time
+}
+
+// WebhookRotateForm confirms "new signing secret" of one endpoint.
+type WebhookRotateForm struct {
+	ID        int64
+	URL       string
+	ErrorKey  string
+	ErrorArgs []any
 }
 
 // WebhookEnableForm confirms "enable again" of one endpoint.

@@ -95,6 +95,14 @@ var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"webhooks.delivery.delivered":    "تحویل شد",
 	"webhooks.delivery.failed":       "ناموفق",
 	"webhooks.resend":                "ارسال دوباره",
+	"webhooks.rotate":                "کلید امضای تازه",
+	"webhooks.rotate_title":          "کلید امضای تازه برای این نشانی",
+	"webhooks.rotate_intro":          "کلید تازه یک بار نمایش داده می\u200cشود. تا ۲۴ ساعت هر پیام با هر دو کلید امضا می\u200cشود (دو مقدار v1)، تا کلید تازه را در سرویس خود بگذارید؛ پس از آن فقط با کلید تازه. پیام\u200cهای در صف سر جایشان می\u200cمانند.",
+	"webhooks.rotate_password_hint":  "کلید تازه پیام\u200cهای حساب شما را امضا می\u200cکند: رمز عبور خود را دوباره وارد کنید.",
+	"webhooks.rotate_cancel":         "کلید را عوض نکن",
+	"webhooks.rotated_title":         "کلید امضای تازه ساخته شد",
+	"webhooks.rotated_grace":         "تا {until} هر پیام با کلید تازه و کلید پیشین امضا می\u200cشود؛ پس از آن فقط با کلید تازه. اگر پیش از آن دوباره کلید تازه بسازید، کلید کنونی جای کلید پیشین را می\u200cگیرد.",
+	"webhooks.error_rotate_password": "رمز عبور درست نیست؛ کلید امضا عوض نشد.",
 }
 
 var webhooksEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention secrets
@@ -190,4 +198,12 @@ var webhooksEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"webhooks.delivery.delivered":    "delivered",
 	"webhooks.delivery.failed":       "failed",
 	"webhooks.resend":                "Send again",
+	"webhooks.rotate":                "New signing secret",
+	"webhooks.rotate_title":          "A new signing secret for this URL",
+	"webhooks.rotate_intro":          "The new secret is shown once. For 24 hours every message is signed with both secrets (two v1 values) while you deploy the new one; after that with the new one only. Queued messages stay queued.",
+	"webhooks.rotate_password_hint":  "The new secret signs your account's messages: type your password again.",
+	"webhooks.rotate_cancel":         "Keep the current secret",
+	"webhooks.rotated_title":         "New signing secret made",
+	"webhooks.rotated_grace":         "Until {until} every message is signed with the new secret and the previous one; after that with the new one only. Made again before then, the current secret becomes the previous one.",
+	"webhooks.error_rotate_password": "The password is wrong; the signing secret was not changed.",
 }

@@ -77,6 +77,7 @@ const (
 	WebhookDisablePattern      = Webhooks + "/:id/disable"
 	WebhookEnablePattern       = Webhooks + "/:id/enable"
 	WebhookDeletePattern       = Webhooks + "/:id/delete"
+	WebhookRotatePattern       = Webhooks + "/:id/rotate"
 	WebhookOrigins             = Webhooks + "/origins"
 	WebhookOriginDeletePattern = WebhookOrigins + "/:id/delete"
 )
@@ -267,7 +268,7 @@ func Patterns() []string {
 		APIOpenAPI, APITopUps, APITopUpPattern, APIWallet, APIWalletLedger,
 		SignUp, SignIn, SignOut, PasswordForgot, PasswordResetPattern, EmailVerifyPattern, AccountEmailVerify,
 		Account, AccountReceipts, AccountName, AccountSignOutEverywhere, AccountPassword, Tokens, TokenRevokePattern,
-		Webhooks, WebhookDisablePattern, WebhookEnablePattern, WebhookDeletePattern, WebhookOrigins, WebhookOriginDeletePattern,
+		Webhooks, WebhookDisablePattern, WebhookEnablePattern, WebhookDeletePattern, WebhookRotatePattern, WebhookOrigins, WebhookOriginDeletePattern,
 		Wallet, WalletTopUps, WalletTopUpsCSV, TopUp,
 		TopUpPattern, TopUpReturnPattern, TopUpAbandonPattern,
 		AdminDashboardPattern, AdminTwoFactor, AdminTopUps, AdminTopUpsCSV, AdminTopUpPattern,
@@ -377,6 +378,10 @@ func WebhookEnable(endpointID int64) string { return Fill(WebhookEnablePattern, 
 
 // WebhookDelete deletes one of the person's endpoints.
 func WebhookDelete(endpointID int64) string { return Fill(WebhookDeletePattern, id(endpointID)) }
+
+// WebhookRotate gives one of the person's endpoints a new signing secret
+// (the previous one signs too for a grace period).
+func WebhookRotate(endpointID int64) string { return Fill(WebhookRotatePattern, id(endpointID)) }
 
 // WebhookOriginDelete deletes one of the person's return_url origins.
 func WebhookOriginDelete(originID int64) string {

@@ -38,6 +38,7 @@ func TestURLs(t *testing.T) {
 		{Webhooks, "/account/webhooks"}, {WebhookDisablePattern, "/account/webhooks/:id/disable"}, {WebhookDisable(3), "/account/webhooks/3/disable"},
 		{WebhookEnablePattern, "/account/webhooks/:id/enable"}, {WebhookEnable(3), "/account/webhooks/3/enable"},
 		{WebhookDeletePattern, "/account/webhooks/:id/delete"}, {WebhookDelete(3), "/account/webhooks/3/delete"},
+		{WebhookRotatePattern, "/account/webhooks/:id/rotate"}, {WebhookRotate(3), "/account/webhooks/3/rotate"},
 		{WebhookOrigins, "/account/webhooks/origins"}, {WebhookOriginDeletePattern, "/account/webhooks/origins/:id/delete"},
 		{WebhookOriginDelete(4), "/account/webhooks/origins/4/delete"},
 		{Wallet, "/wallet"}, {WalletTopUps, "/wallet/topups"}, {WalletTopUpsCSV, "/wallet/topups.csv"}, {TopUp, "/wallet/topup"},

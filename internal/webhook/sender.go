@@ -238,7 +238,12 @@ type claimed struct {
 	URL       string `gorm:"column:url"`
 	UserID    int64
 	SecretEnc string
-	Lease     time.Time `gorm:"-"`
+	// PreviousSecretEnc and PreviousSecretUntil are the endpoint's secret
+	// before its last rotation and the end of its grace period
+	// (Service.Rotate).
+	PreviousSecretEnc   *string
+	PreviousSecretUntil *time.Time
+	Lease               time.Time `gorm:"-"`
 }
 
 // DeliverDue claims the rows due now into the sender's free places (at
@@ -377,7 +382,7 @@ func (s *Sender) claim(ctx context.Context, limit int, busy map[int64]int) (rows
 			return err
 		}
 		return tx.Table("webhook_deliveries AS d").
-			Select("d.*, e.url AS url, e.user_id AS user_id, e.secret_enc AS secret_enc").
+			Select("d.*, e.url AS url, e.user_id AS user_id, e.secret_enc AS secret_enc, e.previous_secret_enc AS previous_secret_enc, e.previous_secret_until AS previous_secret_until").
 			Joins("JOIN webhook_endpoints e ON e.id = d.endpoint_id").
 			Where("d.id IN ? AND d.next_attempt_at = ? AND e.disabled_at IS NULL", ids, lease).Order("d.id").Scan(&rows).Error
 	})
@@ -408,6 +413,18 @@ func (s *Sender) send(ctx context.Context, r claimed) attempt {
 	if err != nil {
 		return attempt{err: err.Error()}
 	}
+	secrets := []string{secret}
+	at := s.svc.now()
+	// Within a rotation's grace period the previous secret signs too (a
+	// second v1=, after the new one's): a receiver that has not deployed
+	// the new secret yet still verifies. One that does not open (sealed
+	// under another SESSION_SECRET) is left out.
+	ep := Endpoint{PreviousSecretEnc: r.PreviousSecretEnc, PreviousSecretUntil: r.PreviousSecretUntil}
+	if ep.Rotating(at) {
+		if prev, err := s.svc.seal.open(r.UserID, *r.PreviousSecretEnc); err == nil {
+			secrets = append(secrets, prev)
+		}
+	}
 	body := []byte(r.Body)
 	// Detached from ctx's cancellation, bounded by the timeout: an attempt
 	// under way when shutdown starts finishes (an attempt cut short would
@@ -422,7 +439,7 @@ func (s *Sender) send(ctx context.Context, r claimed) attempt {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Kifpool-Webhooks/1")
 	req.Header.Set(HeaderEventID, r.EventID)
-	req.Header.Set(HeaderSignature, Sign(secret, s.svc.now(), body))
+	req.Header.Set(HeaderSignature, SignAll(at, body, secrets...))
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {

@@ -45,6 +45,11 @@ const (
 	MaxOrigins   = 20
 )
 
+// RotationGrace is how long after a rotation (Rotate) deliveries are
+// signed with the previous secret beside the new one, for the partner to
+// deploy the new one (docs/webhooks.md).
+const RotationGrace = 24 * time.Hour
+
 // Endpoint is one webhook endpoint (without its secret). DisabledBy is
 // who disabled it: the owner's own id, or an admin's (NULL on a disabled
 // endpoint, its admin's account deleted, counts as an admin's).
@@ -59,6 +64,17 @@ type Endpoint struct {
 	DisabledBy    *int64
 	FailingSince  *time.Time
 	LastSuccessAt *time.Time
+	// PreviousSecretEnc is the secret the endpoint had before its last
+	// rotation (sealed as SecretEnc), with which deliveries are signed
+	// too until PreviousSecretUntil (Rotate); nil: never rotated.
+	PreviousSecretEnc   *string `json:"-"`
+	PreviousSecretUntil *time.Time
+}
+
+// Rotating reports whether deliveries to the endpoint are signed with its
+// previous secret too at now (the grace period of its last rotation).
+func (e Endpoint) Rotating(now time.Time) bool {
+	return e.PreviousSecretEnc != nil && e.PreviousSecretUntil != nil && now.Before(*e.PreviousSecretUntil)
 }
 
 // TableName maps Endpoint to webhook_endpoints.
@@ -384,6 +400,54 @@ func (s *Service) Enable(ctx context.Context, userID, id int64, still Still) err
 		return fmt.Errorf("enable webhook endpoint %d: %w", id, err)
 	}
 	return nil
+}
+
+// Rotate gives one of the user's endpoints a new signing secret, sealed
+// as Create's, on the same row: its queue and log stay as they are. The
+// secret it had becomes its previous one, with which deliveries are
+// signed too for RotationGrace (Kifpool-Signature then carries two v1=,
+// the new first); past that, with the new one only. Rotated again within
+// the grace period, the previous secret is the then-current one (the
+// secret before it is no longer signed with) and the grace period starts
+// over. The new secret is returned once, never stored in the clear.
+// still is as Create's: a session "sign out everywhere" ended while this
+// request was on its way gets no secret. Another user's endpoint, or
+// none, is ErrNotFound, and nothing changes.
+func (s *Service) Rotate(ctx context.Context, userID, id int64, still Still) (Endpoint, string, error) {
+	secret := newSigningSecret()
+	enc, err := s.seal.seal(userID, secret)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	now := s.clock()
+	var ep Endpoint
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// The owner's row first, as Create and "sign out everywhere"
+		// (which then writes the endpoints) take it.
+		if _, err := owner.Lock(tx, s.db.Dialect, userID); err != nil {
+			return err
+		}
+		if still != nil {
+			if err := still(tx); err != nil {
+				return err
+			}
+		}
+		// One conditional statement: only the owner's own row, its
+		// current secret (as the statement reads it) made the previous.
+		res := tx.Model(&Endpoint{}).Where("id = ? AND user_id = ?", id, userID).
+			Updates(map[string]any{"previous_secret_enc": gorm.Expr("secret_enc"), "previous_secret_until": now.Add(RotationGrace), "secret_enc": enc})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return tx.Where("id = ? AND user_id = ?", id, userID).Take(&ep).Error
+	})
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("rotate the secret of webhook endpoint %d: %w", id, err)
+	}
+	return ep, secret, nil
 }
 
 // disabledByAdminSQL is Endpoint.DisabledByAdmin as a condition.

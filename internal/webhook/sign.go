@@ -21,8 +21,21 @@ const (
 // scheme: the timestamp is signed with the body, so a captured delivery
 // cannot be replayed later as new).
 func Sign(secret string, t time.Time, body []byte) string {
+	return SignAll(t, body, secret)
+}
+
+// SignAll is Sign with one v1= per secret, in their order: the header of
+// a delivery while its endpoint's secret is rotated ("t=…,v1=<new>,
+// v1=<previous>"; Service.Rotate). A receiver accepts any v1 that
+// matches its secret (Verify).
+func SignAll(t time.Time, body []byte, secrets ...string) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
-	return "t=" + ts + ",v1=" + mac(secret, ts, body)
+	var b strings.Builder
+	b.WriteString("t=" + ts)
+	for _, secret := range secrets {
+		b.WriteString(",v1=" + mac(secret, ts, body))
+	}
+	return b.String()
 }
 
 func mac(secret, ts string, body []byte) string {

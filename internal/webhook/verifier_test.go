@@ -27,18 +27,24 @@ import (
 func kifpoolHook(secret string, store func(eventID string, body []byte) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var ts, sig string
+		var ts string
+		var sigs []string
 		for _, kv := range strings.Split(r.Header.Get("Kifpool-Signature"), ",") {
 			if k, v, _ := strings.Cut(kv, "="); k == "t" {
 				ts = v
 			} else if k == "v1" {
-				sig = v
+				sigs = append(sigs, v) // two while the secret is rotated: any may match
 			}
 		}
 		mac := hmac.New(sha256.New, []byte(secret))
 		mac.Write([]byte(ts + "." + string(body)))
+		want := []byte(hex.EncodeToString(mac.Sum(nil)))
+		ok := false
+		for _, sig := range sigs {
+			ok = hmac.Equal([]byte(sig), want) || ok
+		}
 		sec, _ := strconv.ParseInt(ts, 10, 64)
-		if !hmac.Equal([]byte(sig), []byte(hex.EncodeToString(mac.Sum(nil)))) || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		if !ok || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
 			http.Error(w, "bad signature", http.StatusBadRequest)
 			return
 		}
@@ -99,7 +105,8 @@ func TestDocsVerifier(t *testing.T) {
 		}))
 		defer srv.Close()
 		uid, pays := seedTopUp(t, db, "a@example.com", 1)
-		if _, secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types(), nil); err != nil {
+		var ep webhook.Endpoint
+		if ep, secret, err = svc.Create(ctx, uid, srv.URL, webhook.Types(), nil); err != nil {
 			t.Fatal(err)
 		}
 		enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p"}, CreatedAt: time.Now()})
@@ -140,6 +147,25 @@ func TestDocsVerifier(t *testing.T) {
 		// database's unique key would keep one row.
 		if len(seen) != 1 || seen[d.EventID] != 3 {
 			t.Fatalf("stored %v", seen)
+		}
+		// The secret rotated: within the grace period each delivery
+		// carries two v1, and the receiver accepts it whichever of the
+		// two secrets it holds (the new one deployed, or not yet).
+		previous := secret
+		_, rotated, err := svc.Rotate(ctx, uid, ep.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, holds := range []string{rotated, previous} {
+			secret = holds
+			enqueue(t, db, webhook.Event{UserID: uid, TopUpID: pays[0], Type: webhook.TypeCredited, TopUp: map[string]any{"id": "p"}, CreatedAt: time.Now()})
+			if n, err := webhook.NewSender(svc, webhook.SenderOptions{}).DeliverDue(ctx); n != 1 || err != nil {
+				t.Fatalf("deliver after the rotation: %d %v", n, err)
+			}
+			if d := deliveryRow(t, db, webhook.TypeCredited); d.Status != webhook.StatusDelivered {
+				t.Fatalf("the guide's receiver holding the %s secret refused a delivery during the rotation: %+v",
+					map[bool]string{true: "new", false: "previous"}[holds == rotated], d)
+			}
 		}
 	})
 }

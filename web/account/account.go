@@ -98,6 +98,7 @@ func (d Deps) Register(r fiber.Router, app seam.App) {
 	r.Post(routes.WebhookDisablePattern, h.RequireUserBeforeSecondFactor, h.disableWebhook)
 	r.Post(routes.WebhookEnablePattern, h.RequireUser, h.enableWebhook)
 	r.Post(routes.WebhookDeletePattern, h.RequireUserBeforeSecondFactor, h.deleteWebhook)
+	r.Post(routes.WebhookRotatePattern, h.RequireUser, h.rotateWebhook)
 	r.Post(routes.WebhookOrigins, h.RequireUser, h.addReturnOrigin)
 	r.Post(routes.WebhookOriginDeletePattern, h.RequireUserBeforeSecondFactor, h.deleteReturnOrigin)
 }

@@ -213,6 +213,61 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 	return c.Redirect(routes.Webhooks+"?done=enabled", fiber.StatusSeeOther)
 }
 
+// rotateWebhook gives one of the user's endpoints a new signing secret
+// on the same row (its queued deliveries stay; the previous secret signs
+// too for webhook.RotationGrace) and shows it once, as creation does:
+// rendered, never redirected, never logged. A new secret is a credential
+// of the account's events, so the same proof as for adding or enabling
+// an endpoint is asked: the list's button shows a form for the password
+// (an admin's fresh second factor too), and only that form's answer
+// rotates. Another user's endpoint is not found.
+func (h *handlers) rotateWebhook(c *fiber.Ctx) error {
+	id, err := seam.IDParam(c)
+	if err != nil {
+		return err
+	}
+	form := &views.WebhookRotateForm{ID: id}
+	v, err := h.webhooksView(c, views.WebhooksView{})
+	if err != nil {
+		return err
+	}
+	for _, row := range v.Endpoints {
+		if row.ID == id {
+			form.URL = row.URL
+		}
+	}
+	if form.URL == "" {
+		return fiber.ErrNotFound
+	}
+	if h.FormValue(c, "confirm") != "1" {
+		// The list's button: ask.
+		return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{Rotate: form})
+	}
+	r, err := h.proveCredential(c, "webhooks.error_rotate_password")
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		form.ErrorKey, form.ErrorArgs = r.key, r.args
+		return h.renderWebhooks(c, r.status, views.WebhooksView{Rotate: form})
+	}
+	ep, secret, err := h.Webhooks.Rotate(c.UserContext(), h.User(c).ID, id, webhook.Still(auth.SessionLive(h.SessionToken(c))))
+	switch {
+	case errors.Is(err, auth.ErrNoSession):
+		// Signed out everywhere (or the password changed) meanwhile: no
+		// new secret.
+		h.ClearSession(c)
+		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
+	case errors.Is(err, webhook.ErrNotFound):
+		return fiber.ErrNotFound
+	case err != nil:
+		return err
+	}
+	h.Log.Info("webhook endpoint signing secret rotated", "user", h.User(c).ID, "endpoint", ep.ID)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return h.renderWebhooks(c, fiber.StatusOK, views.WebhooksView{NewSecret: secret, NewURL: ep.URL, PreviousUntil: ep.PreviousSecretUntil})
+}
+
 // deleteWebhook removes one of the user's endpoints with its log; one an
 // administrator disabled stays (409, the page says so): it binds its URL.
 func (h *handlers) deleteWebhook(c *fiber.Ctx) error {
