@@ -51,8 +51,10 @@ type Withdrawals struct {
 	// this long after its first submit waits for an admin too (its money
 	// held, still asked about).
 	InProgressReviewAfter time.Duration
-	// WatchPaid: how long the worker keeps asking about a paid withdrawal
-	// whose provider may still fail it (Jibit's MANUALLY_FAILED).
+	// WatchPaid: how long the worker keeps asking closely about a paid
+	// withdrawal whose provider may still fail it (Jibit's
+	// MANUALLY_FAILED); then once a day until withdrawal.LateWatchHorizon
+	// after it was paid.
 	WatchPaid time.Duration
 	// ReconcileInterval: how often payouts are reconciled with each
 	// provider (0: off).
@@ -148,7 +150,7 @@ func payoutOptions() []Option {
 			Doc: "a payout the provider still has in progress this long after its first submit waits for an admin too (`needs_review`, reason `in_progress_too_long`): its money stays held, an admin cannot close it as failed while the provider's last word is in progress, and the worker keeps asking, so the provider's transferred or failed still ends it. Paya settles in cycles on working days only, so a payout sent before a long holiday may rightly take days: the default (four days) covers a weekend and a holiday or two",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.Withdrawals.InProgressReviewAfter })},
 		{Name: "WITHDRAWAL_WATCH_PAID", Group: groupWithdrawals, Default: "72h",
-			Doc: "how long the worker keeps asking about a paid withdrawal a provider may still fail by hand (Jibit's `MANUALLY_FAILED`); the daily reconciliation goes on comparing after it",
+			Doc: "how long the worker keeps asking closely (at its back-off) about a paid withdrawal a provider may still fail by hand (Jibit's `MANUALLY_FAILED`); after it, the worker asks about it once a day until 30 days after it was paid (a slow Paya return), then no more; the daily reconciliation compares it for seven days after its payment too",
 			p:   durationField(0, func(c *Config) *time.Duration { return &c.Withdrawals.WatchPaid })},
 		{Name: "PAYOUT_RECONCILE_INTERVAL", Group: groupWithdrawals, Default: "24h",
 			Doc: "how often our paid, returned and in-flight withdrawals are compared with each provider's list (or inquiry) and the report stored for the admins; differences are flagged, never fixed. Each instance asks every 10 minutes whether a provider's newest stored report is this old (a failed run: an hour), so restarts do not put it off",

@@ -68,7 +68,8 @@ const (
 	DiffUnreached = "unreached"
 	// DiffLateReturn: paid here, failed by hand at the provider after
 	// it was transferred (Jibit's MANUALLY_FAILED), first seen by
-	// reconciliation (the worker's watch of paid ones had ended). The
+	// reconciliation (between two of the worker's asks: its sparse
+	// tail asks once a day). The
 	// lifecycle's own edge is taken (returned: the money back in the
 	// wallet, once), and the report flags it for an admin to match with
 	// the provider's statement: money came back from a payout we had

@@ -48,8 +48,9 @@ type Config struct {
 	DailyMaxRials, ReviewAboveRials int64
 	// UnknownReviewAfter and InProgressReviewAfter: see Policy.
 	UnknownReviewAfter, InProgressReviewAfter time.Duration
-	// WatchPaid: how long a paid withdrawal is asked about when its
-	// provider may still fail it.
+	// WatchPaid: how long a paid withdrawal is asked about at the
+	// back-off when its provider may still fail it; then about once every
+	// LateWatchEvery until LateWatchHorizon after it was paid.
 	WatchPaid time.Duration
 	// LeaseDuration bounds one provider call and its recording.
 	LeaseDuration time.Duration

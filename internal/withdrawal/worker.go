@@ -136,10 +136,53 @@ func (s *Service) decideUnoffered(w Withdrawal, now time.Time) Decision {
 	return d
 }
 
+// The sparse tail of a paid withdrawal's watch. A payout failed by hand
+// after it was transferred (Jibit's MANUALLY_FAILED: a Paya return) may
+// come back weeks after it was paid, long after the dense watch
+// (WatchPaid) and reconciliation's lookback (ReconcileLookback after its
+// payment) have ended. So a paid withdrawal whose provider may fail it
+// late is asked about, after its dense watch, about once every
+// LateWatchEvery (jittered) until LateWatchHorizon after it was paid:
+// a few dozen inquiries each, due through the worker's one due query
+// (withdrawals_due_idx), and then never again (its next check cleared).
+const (
+	LateWatchEvery   = 24 * time.Hour
+	LateWatchHorizon = 30 * 24 * time.Hour
+)
+
 // watching reports whether a paid withdrawal is still asked about: its
-// provider may fail it by hand, and its watch has not run out.
+// provider may fail it by hand, and its watch (the dense one, then the
+// sparse tail: watchEnd) has not run out.
 func (s *Service) watching(w Withdrawal, o Offer, known bool, now time.Time) bool {
-	return known && o.Caps.LateFailure && w.WatchUntil != nil && now.Before(*w.WatchUntil)
+	return known && o.Caps.LateFailure && w.WatchUntil != nil && now.Before(watchEnd(w))
+}
+
+// watchEnd is when a watched paid withdrawal is no longer asked about:
+// LateWatchHorizon after it was paid, or its dense watch's end when that
+// is later (pure; WatchUntil set).
+func watchEnd(w Withdrawal) time.Time {
+	end := *w.WatchUntil
+	if w.PaidAt != nil && w.PaidAt.Add(LateWatchHorizon).After(end) {
+		end = w.PaidAt.Add(LateWatchHorizon)
+	}
+	return end
+}
+
+// nextPaidCheck is when a watched paid withdrawal (watching at now) is
+// asked next: at the worker's back-off during its dense watch, then
+// every LateWatchEvery, jittered as the back-off is; false: not again
+// (the next would fall after its watch's end).
+func (s *Service) nextPaidCheck(w Withdrawal, now time.Time) (time.Time, bool) {
+	if now.Before(*w.WatchUntil) {
+		return now.Add(s.backoff(w.Checks + 1)), true
+	}
+	j := 0.5
+	if s.cfg.Jitter != nil {
+		j = s.cfg.Jitter()
+	}
+	// In [3/4, 5/4) of LateWatchEvery: spread, about daily.
+	next := now.Add(LateWatchEvery*3/4 + time.Duration(j*float64(LateWatchEvery/2)))
+	return next, next.Before(watchEnd(w))
 }
 
 // backoff is the delay before check n.
@@ -201,8 +244,19 @@ func (s *Service) ask(ctx context.Context, w Withdrawal, tok string, o Offer, ac
 		if d := DecideUnanswered(w, s.policy(o), now); d.To != "" {
 			return s.apply(ctx, w, tok, o, actor, d, true)
 		}
-		next := now.Add(s.backoff(w.Checks + 1))
-		return s.st.Update(ctx, w.ID, tok, Fields{CountCheck: true, LastCheckedAt: &now, NextCheckAt: &next}, false)
+		f := Fields{CountCheck: true, LastCheckedAt: &now}
+		next, again := now.Add(s.backoff(w.Checks+1)), true
+		if w.Status == StatusPaid && w.WatchUntil != nil {
+			// Paid: asked again at its watch's pace (the sparse tail's
+			// day), not an in-flight payout's.
+			next, again = s.nextPaidCheck(w, now)
+		}
+		if again {
+			f.NextCheckAt = &next
+		} else {
+			f.ClearNext = true
+		}
+		return s.st.Update(ctx, w.ID, tok, f, false)
 	}
 	d := DecideStatus(w, st, s.policy(o), now)
 	if d.Resubmit {
@@ -224,6 +278,12 @@ func (s *Service) apply(ctx context.Context, w Withdrawal, tok string, o Offer, 
 		switch {
 		case w.Status == StatusPaid && !s.watching(w, o, true, now):
 			f.ClearNext = true
+		case w.Status == StatusPaid:
+			if next, ok := s.nextPaidCheck(w, now); ok {
+				f.NextCheckAt = &next
+			} else {
+				f.ClearNext = true
+			}
 		case w.Status == StatusNeedsReview:
 			next := now.Add(s.cfg.MaxBackoff)
 			f.NextCheckAt = &next
