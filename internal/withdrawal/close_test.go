@@ -233,3 +233,50 @@ func TestAdminFailOfAPayoutTheProviderForgot(t *testing.T) {
 		})
 	}
 }
+
+// A "failed" after days of "not found" (both contradicting an older
+// "transferred") is counted on its own: the close as failed waits until
+// the "failed" itself has stood for UnknownReviewAfter, never going at
+// once on the older count of "not found" (a flapping inquiry believed at
+// once would pay the amount twice).
+func TestFailedAfterNotFoundCountsAgain(t *testing.T) {
+	const rials = 1_500_000
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db, "jibit")
+		s := e.withWorded("jibit")
+		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
+		w := e.request(rials)
+		e.round(time.Second)
+		s.paidRials = rials + 10
+		e.round(time.Minute)
+		if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
+			t.Fatalf("transferred for another amount: %+v", w)
+		}
+		s.paidRials = 0
+		s.state = payout.StateNotFound
+		e.round(time.Hour)
+		w = e.get(w)
+		if w.Contradiction != withdrawal.ContradictionNotFound || w.UnknownSince == nil {
+			t.Fatalf("not found: contradiction %q since %v", w.Contradiction, w.UnknownSince)
+		}
+		notFoundSince := *w.UnknownSince
+		e.round(48 * time.Hour)
+		s.state = payout.StateFailed
+		e.round(time.Hour)
+		w = e.get(w)
+		if w.Contradiction != withdrawal.ContradictionFailed || w.UnknownSince == nil || !w.UnknownSince.After(notFoundSince) {
+			t.Fatalf("failed after not found: contradiction %q since %v, want failed counted again after %v", w.Contradiction, w.UnknownSince, notFoundSince)
+		}
+		if _, err := e.svc.AdminFail(ctx, admin, w.PublicID, "checked the provider's panel"); !errors.Is(err, withdrawal.ErrFailedAfterTransferred) {
+			t.Fatalf("close as failed on a fresh failed: %v, want ErrFailedAfterTransferred", err)
+		}
+		e.wantWallet(50_000_000, rials)
+		e.round(25 * time.Hour)
+		if _, err := e.svc.AdminFail(ctx, admin, w.PublicID, "checked the provider's panel"); err != nil {
+			t.Fatalf("close as failed after its failed stood a day: %v", err)
+		}
+		e.wantWallet(50_000_000, 0)
+		withdrawaltest.CheckInvariants(t, db)
+	})
+}

@@ -265,9 +265,11 @@ func DecideClose(w Withdrawal, to Status, h Heard, p Policy, now time.Time) erro
 	case w.ProviderState == ProviderTransferred && said(payout.StateFailed):
 		// It said the money left, and now that it failed: a flapping or
 		// stale inquiry would pay the amount twice if believed at once.
-		// Its contradiction must have stood for UnknownReviewAfter
-		// (UnknownSince: Lost, from the first "failed" or "not found").
-		if w.UnknownSince != nil && now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter {
+		// Its "failed" must have stood for UnknownReviewAfter: the word
+		// on the row is "failed" (Contradiction), counted since it was
+		// first heard in a row (UnknownSince: Lost; another word heard
+		// starts the count again), never a "not found" older than it.
+		if w.Contradiction == ContradictionFailed && w.UnknownSince != nil && now.Sub(*w.UnknownSince) >= p.UnknownReviewAfter {
 			return nil
 		}
 		return ErrFailedAfterTransferred
@@ -299,7 +301,9 @@ func DecideClose(w Withdrawal, to Status, h Heard, p Policy, now time.Time) erro
 // it needs "failed" now): the admin asks the provider, whose word the
 // worker hears at its next check. A row whose contradiction was not
 // recorded (ContradictionNone: from before migration 00058, until its
-// next check) is offered, as it was.
+// next check) is offered, as it was; its close waits
+// (ErrFailedAfterTransferred) until the worker has recorded "failed",
+// whose count then starts.
 func FailMayGo(w Withdrawal) bool {
 	if w.Status != StatusNeedsReview {
 		return false

@@ -285,9 +285,17 @@ func TestDecideClose(t *testing.T) {
 	rev := func(ps withdrawal.ProviderState, since *time.Time) withdrawal.Withdrawal {
 		return withdrawal.Withdrawal{Status: withdrawal.StatusNeedsReview, ProviderState: ps, UnknownSince: since, AmountRials: 1000}
 	}
+	// revBy is rev with the contradicting word on record (and counted
+	// since since).
+	revBy := func(ps withdrawal.ProviderState, since *time.Time, c withdrawal.Contradiction) withdrawal.Withdrawal {
+		w := rev(ps, since)
+		w.Contradiction = c
+		return w
+	}
 	said := func(st payout.State) withdrawal.Heard { return withdrawal.Heard{Answered: true, State: st} }
 	silent := withdrawal.Heard{}
 	paid, failed := withdrawal.StatusPaid, withdrawal.StatusFailed
+	byFailed, byNotFound := withdrawal.ContradictionFailed, withdrawal.ContradictionNotFound
 	tr, inp, unk, nt := withdrawal.ProviderTransferred, withdrawal.ProviderInProgress, withdrawal.ProviderUnknown, withdrawal.ProviderNotTaken
 	for _, tc := range []struct {
 		name string
@@ -305,7 +313,11 @@ func TestDecideClose(t *testing.T) {
 		{"failed: failed now after transferred, just heard", rev(tr, at(0)), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
 		{"failed: failed now after transferred, short of a day", rev(tr, at(24*time.Hour-time.Second)), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
 		{"failed: failed now after transferred, no time on record", rev(tr, nil), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
-		{"failed: failed now after transferred for a day", rev(tr, at(24*time.Hour)), failed, said(payout.StateFailed), nil},
+		{"failed: failed now after transferred for a day", revBy(tr, at(24*time.Hour), byFailed), failed, said(payout.StateFailed), nil},
+		// The count is of "failed": days of "not found" before it (the
+		// word on record) let no close as failed go at once.
+		{"failed: failed now, not found on record for a month", revBy(tr, at(30*24*time.Hour), byNotFound), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
+		{"failed: failed now, no word on record (before 00058)", rev(tr, at(30*24*time.Hour)), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
 		{"paid: its provider no longer offered, transferred on record", rev(tr, nil), paid, withdrawal.Heard{Unoffered: true}, nil},
 		{"paid: its provider no longer offered, in progress on record", rev(inp, nil), paid, withdrawal.Heard{Unoffered: true}, withdrawal.ErrPaidUnconfirmed},
 		{"paid: its provider no longer offered, transferred then contradicted", rev(tr, at(time.Hour)), paid, withdrawal.Heard{Unoffered: true}, withdrawal.ErrPaidUnconfirmed},

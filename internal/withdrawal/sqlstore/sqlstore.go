@@ -421,7 +421,16 @@ func fieldValues(f withdrawal.Fields, vals map[string]any) {
 	if f.CountCheck {
 		vals["checks"] = gorm.Expr("checks + 1")
 	}
-	if f.UnknownSince != nil {
+	switch {
+	case f.UnknownSince != nil && f.Contradiction != "":
+		// The count is of the word heard now: another word than the one
+		// on the row (the old value, as every expression of an UPDATE
+		// reads it) starts it again, so that a "failed" after days of
+		// "not found" stands on its own for UnknownReviewAfter before a
+		// close as failed may go (DecideClose).
+		vals["unknown_since"] = gorm.Expr("CASE WHEN contradiction = ? THEN COALESCE(unknown_since, ?) ELSE ? END",
+			string(f.Contradiction), f.UnknownSince.UTC(), f.UnknownSince.UTC())
+	case f.UnknownSince != nil:
 		vals["unknown_since"] = gorm.Expr("COALESCE(unknown_since, ?)", f.UnknownSince.UTC())
 	}
 	if f.Contradiction != "" {
