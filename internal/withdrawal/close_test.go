@@ -280,3 +280,22 @@ func TestFailedAfterNotFoundCountsAgain(t *testing.T) {
 		withdrawaltest.CheckInvariants(t, db)
 	})
 }
+
+// A count of "not found" from before migration 00058 (no word recorded)
+// goes on when the worker hears "not found" again: the word is recorded,
+// its time kept, and the admin's close of the forgotten payout waits no
+// longer than it would have.
+func TestNotFoundCountFromBeforeTheWordGoesOn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, "jibit")
+		w := e.sentInProgress(1_500_000)
+		since := e.clock.Now().Add(-72 * time.Hour).UTC().Truncate(time.Second)
+		withdrawaltest.ForceContradicted(t, db, w.PublicID, since)
+		e.dropFromBook(w.PublicID)
+		e.round(time.Hour)
+		w = e.get(w)
+		if w.Contradiction != withdrawal.ContradictionNotFound || w.UnknownSince == nil || !w.UnknownSince.Equal(since) {
+			t.Fatalf("not found again: contradiction %q since %v, want not_found since %v (the count going on)", w.Contradiction, w.UnknownSince, since)
+		}
+	})
+}

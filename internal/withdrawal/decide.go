@@ -29,8 +29,9 @@ type Decision struct {
 	// Lost: the provider had the payout (its word on record: in
 	// progress, transferred) and does not know it now. The time it has
 	// not known it counts from now (UnknownSince), unless it counts
-	// already; any word of its that knows the payout again (State) ends
-	// the count. An admin's close as failed waits for UnknownReviewAfter
+	// already for the same word (Contradiction; another word starts the
+	// count again); any word of its that knows the payout again (State)
+	// ends the count. An admin's close as failed waits for UnknownReviewAfter
 	// of it (DecideClose): an inquiry that forgets payouts once they
 	// leave its queue is no word that the payout failed.
 	Lost bool
@@ -240,8 +241,9 @@ type Heard struct {
 //     provider not offered now (Heard.Unoffered), the word on record
 //     stands, only when nothing contradicted it since (UnknownSince).
 //   - failed is allowed on its definite "failed" now; after an older
-//     "transferred" only once that contradiction has stood for
-//     UnknownReviewAfter (ErrFailedAfterTransferred). Otherwise "transferred" on record refuses it
+//     "transferred" only once that "failed" itself has stood for
+//     UnknownReviewAfter (ErrFailedAfterTransferred; a "not found"
+//     before it is not counted). Otherwise "transferred" on record refuses it
 //     (ErrProviderPaid); "in progress" on record refuses it
 //     (ErrProviderHasIt), and so does a payout it had and now does not
 //     know until it has not known it for UnknownReviewAfter

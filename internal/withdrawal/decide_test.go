@@ -310,9 +310,9 @@ func TestDecideClose(t *testing.T) {
 		{"paid: not found now after transferred", rev(tr, nil), paid, said(payout.StateNotFound), withdrawal.ErrPaidUnconfirmed},
 		{"paid: no answer after transferred", rev(tr, nil), paid, silent, withdrawal.ErrPaidUnconfirmed},
 		{"paid: in progress", rev(inp, nil), paid, said(payout.StateInProgress), withdrawal.ErrPaidUnconfirmed},
-		{"failed: failed now after transferred, just heard", rev(tr, at(0)), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
-		{"failed: failed now after transferred, short of a day", rev(tr, at(24*time.Hour-time.Second)), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
-		{"failed: failed now after transferred, no time on record", rev(tr, nil), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
+		{"failed: failed now after transferred, just heard", revBy(tr, at(0), byFailed), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
+		{"failed: failed now after transferred, short of a day", revBy(tr, at(24*time.Hour-time.Second), byFailed), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
+		{"failed: failed now after transferred, no time on record", revBy(tr, nil, byFailed), failed, said(payout.StateFailed), withdrawal.ErrFailedAfterTransferred},
 		{"failed: failed now after transferred for a day", revBy(tr, at(24*time.Hour), byFailed), failed, said(payout.StateFailed), nil},
 		// The count is of "failed": days of "not found" before it (the
 		// word on record) let no close as failed go at once.

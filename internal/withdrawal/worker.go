@@ -329,7 +329,8 @@ func decisionFields(d Decision, checked bool, now time.Time) Fields {
 	}
 	if d.Lost {
 		// Since when it has not known a payout it had: the store keeps
-		// the first time (the count goes on), and the word it heard last.
+		// the first time while the word is the same (the count goes on;
+		// another word starts it again), and the word it heard last.
 		f.UnknownSince, f.Contradiction = &now, d.Contradiction
 	}
 	return f

@@ -259,6 +259,7 @@ func TestRouteRoleMethodMatrix(t *testing.T) {
 			{path: routes.Webhooks, get: p(signedIn(ok)), post: p(moves(unp))}, // no URL typed
 			{path: routes.WebhookDisablePattern, url: routes.WebhookDisable(999999), post: p(who{see, nf, nf, nf})},
 			{path: routes.WebhookEnablePattern, url: routes.WebhookEnable(999999), post: p(who{see, nf, see, nf})},
+			{path: routes.WebhookRotatePattern, url: routes.WebhookRotate(999999), post: p(who{see, nf, see, nf})},
 			{path: routes.WebhookDeletePattern, url: routes.WebhookDelete(999999), post: p(who{see, nf, nf, nf})},
 			{path: routes.WebhookOrigins, post: p(moves(unp))}, // no origin typed
 			{path: routes.WebhookOriginDeletePattern, url: routes.WebhookOriginDelete(999999), post: p(who{see, nf, nf, nf})},

@@ -428,8 +428,11 @@ func fieldValues(f withdrawal.Fields, vals map[string]any) {
 		// reads it) starts it again, so that a "failed" after days of
 		// "not found" stands on its own for UnknownReviewAfter before a
 		// close as failed may go (DecideClose).
-		vals["unknown_since"] = gorm.Expr("CASE WHEN contradiction = ? THEN COALESCE(unknown_since, ?) ELSE ? END",
-			string(f.Contradiction), f.UnknownSince.UTC(), f.UnknownSince.UTC())
+		// A count from before migration 00058 (no word on record) goes on
+		// for a "not found", which never lets a close as failed go after
+		// "transferred"; a "failed" starts its own.
+		vals["unknown_since"] = gorm.Expr("CASE WHEN contradiction = ? OR (contradiction = '' AND ? = ?) THEN COALESCE(unknown_since, ?) ELSE ? END",
+			string(f.Contradiction), string(f.Contradiction), string(withdrawal.ContradictionNotFound), f.UnknownSince.UTC(), f.UnknownSince.UTC())
 	case f.UnknownSince != nil:
 		vals["unknown_since"] = gorm.Expr("COALESCE(unknown_since, ?)", f.UnknownSince.UTC())
 	}

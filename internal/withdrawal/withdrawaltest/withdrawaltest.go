@@ -367,9 +367,9 @@ func ForceProviderPaid(t testing.TB, db *store.DB, publicID, ref string) {
 }
 
 // ForceContradicted records that the provider has contradicted its word
-// on publicID since since (unknown_since: its "failed" or "not found"
-// after it said it had or transferred the payout), which word not
-// recorded, as on a row contradicted before migration 00058
+// on publicID since since (unknown_since: the count of its "failed" or
+// "not found" after it said it had or transferred the payout; another
+// word starts it again), which word not recorded, as on a row contradicted before migration 00058
 // (ForceContradictedBy records it).
 func ForceContradicted(t testing.TB, db *store.DB, publicID string, since time.Time) {
 	t.Helper()
