@@ -62,14 +62,7 @@ func TestAdminCloseJudgesTheProvidersWordNow(t *testing.T) {
 				e := newEnv(t, db, "jibit")
 				s := e.withWorded("jibit")
 				admin, _ := withdrawaltest.User(t, db, "admin@example.com")
-				w := e.request(rials)
-				e.round(time.Second)
-				s.paidRials = rials + 10
-				e.round(time.Minute)
-				if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
-					t.Fatalf("transferred for another amount: %+v", w)
-				}
-				s.paidRials = 0
+				w := e.transferredForAnotherAmount(s, rials)
 				tc.word(s)
 				// The worker hears it too: a contradiction it only logs.
 				e.round(time.Hour)
@@ -246,14 +239,7 @@ func TestFailedAfterNotFoundCountsAgain(t *testing.T) {
 		e := newEnv(t, db, "jibit")
 		s := e.withWorded("jibit")
 		admin, _ := withdrawaltest.User(t, db, "admin@example.com")
-		w := e.request(rials)
-		e.round(time.Second)
-		s.paidRials = rials + 10
-		e.round(time.Minute)
-		if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
-			t.Fatalf("transferred for another amount: %+v", w)
-		}
-		s.paidRials = 0
+		w := e.transferredForAnotherAmount(s, rials)
 		s.state = payout.StateNotFound
 		e.round(time.Hour)
 		w = e.get(w)
@@ -298,4 +284,20 @@ func TestNotFoundCountFromBeforeTheWordGoesOn(t *testing.T) {
 			t.Fatalf("not found again: contradiction %q since %v, want not_found since %v (the count going on)", w.Contradiction, w.UnknownSince, since)
 		}
 	})
+}
+
+// transferredForAnotherAmount is a withdrawal of rials that the worded
+// provider s said it transferred for another amount: under review, the
+// word "transferred" on the row; s then answers with its state again.
+func (e *env) transferredForAnotherAmount(s *worded, rials int64) withdrawal.Withdrawal {
+	e.t.Helper()
+	w := e.request(rials)
+	e.round(time.Second)
+	s.paidRials = rials + 10
+	e.round(time.Minute)
+	if w = e.get(w); w.Status != withdrawal.StatusNeedsReview || w.ProviderState != withdrawal.ProviderTransferred {
+		e.t.Fatalf("transferred for another amount: %+v", w)
+	}
+	s.paidRials = 0
+	return w
 }

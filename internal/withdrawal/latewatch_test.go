@@ -17,14 +17,9 @@ import (
 // transfer it: paid, watched.
 func (e *env) paidJibit(rials int64) withdrawal.Withdrawal {
 	e.t.Helper()
-	w := e.request(rials)
-	e.round(time.Second)
-	if _, err := e.bank.Payouts().Settle(payouts.Jibit, w.PublicID); err != nil {
-		e.t.Fatal(err)
-	}
-	e.round(time.Minute)
-	if w = e.get(w); w.Status != withdrawal.StatusPaid || w.PaidAt == nil || w.WatchUntil == nil {
-		e.t.Fatalf("paid: %+v", w)
+	w := e.paid(rials)
+	if w.PaidAt == nil || w.WatchUntil == nil {
+		e.t.Fatalf("paid, not watched: %+v", w)
 	}
 	return w
 }
