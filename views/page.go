@@ -263,6 +263,11 @@ type TopUpView struct {
 	// and the bank is asked to return it to the card (pending to the
 	// payer, its page says the money goes back to the card).
 	Reversing bool
+	// ReversingUnsettled: reversing because the bank verified the payment
+	// but refused to settle it (Mellat): the bank may yet answer that it
+	// is settled after all, and then it is credited; its page says either
+	// may happen, not that the money surely goes back to the card.
+	ReversingUnsettled bool
 }
 
 // Unpaid reports whether the payment is still open at the bank and the
@@ -289,6 +294,9 @@ func (v TopUpView) ReceiptTitle() string {
 func (v TopUpView) StatusKey() string {
 	if v.Cancelled() {
 		return "status.dismissed"
+	}
+	if v.ReversingUnsettled {
+		return "status.pending_verification"
 	}
 	if v.Reversing {
 		return "status.reversing"

@@ -193,6 +193,7 @@ var adminFA = map[string]string{ // #nosec G101 -- UI text, not credentials: tra
 	"admin.topup.reverse_ended.reverse_refused":       "بانک پرداخت را تأیید کرد ولی افزودنش به کیف\u200cپول ممکن نبود، و بانک برگشت مبلغ به کارت را نپذیرفت",
 	"admin.topup.reverse_ended.reverse_window_closed": "بانک پرداخت را تأیید کرد ولی افزودنش به کیف\u200cپول ممکن نبود، و مهلت برگشت مبلغ به کارت پیش از برگشت آن تمام شد",
 	"admin.topup.reverse_ended.reverse_differs":       "پاسخ بانک دربارهٔ برگشت مبلغ به کارت با هیچ نتیجه\u200cای جور نبود",
+	"admin.topup.reverse_ended.settle_contradicted":   "بانک برگشت مبلغ به کارت را با «تسویه شده» (۴۵) نپذیرفت، و سپس تسویهٔ آن را هم نپذیرفت",
 }
 
 var adminEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention passwords, tokens and secrets
@@ -386,4 +387,5 @@ var adminEN = map[string]string{ // #nosec G101 -- UI text, not credentials: tra
 	"admin.topup.reverse_ended.reverse_refused":       "verified by the bank but not creditable, and the bank refused to return it to the card",
 	"admin.topup.reverse_ended.reverse_window_closed": "verified by the bank but not creditable, and the reverse window closed before the bank returned it to the card",
 	"admin.topup.reverse_ended.reverse_differs":       "the bank's record of our reverse matched neither outcome",
+	"admin.topup.reverse_ended.settle_contradicted":   "the bank refused our reverse as settled (45), then refused the settle again",
 }

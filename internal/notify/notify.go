@@ -223,7 +223,7 @@ func MayHaveCharged(reason string) bool {
 	case "bank_reversed", "reversed_to_card", "amount_mismatch", "verify_rejected", "no_ref_id", "ref_id_reused", "closed_by_admin",
 		// An admin's close of a top-up under review after its reverse
 		// ended keeps the reverse's reason (topup.StepClose).
-		"reverse_refused", "reverse_window_closed", "reverse_differs":
+		"reverse_refused", "reverse_window_closed", "reverse_differs", "settle_contradicted":
 		return true
 	}
 	return false

@@ -618,7 +618,8 @@ func decideTokenReceipt(in Input) Decision {
 // the bank: 45); 48 (reversed) fails it; any other definite refusal is
 // reversed while the window is open (settle_refused), else goes to review
 // — to review always for a payment back from reversing because the bank
-// refused its reverse as settled (reason settled: settledAgain), so that
+// refused its reverse as settled (reason settled: settledAgain), as
+// settle_contradicted, which nothing reopens (ReverseEnded), so that
 // settle and reverse never take turns.
 func decideSettle(in Input) Decision {
 	p := in.TopUp
@@ -647,8 +648,12 @@ func decideSettle(in Input) Decision {
 	case Reason(p.StatusReason) == ReasonSettled:
 		// Back from reversing on the bank's word that the sale is settled
 		// (settledAgain), and now its settle is refused again: the bank
-		// contradicts itself. A person looks; no second reverse.
-		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusNeedsReview, ReasonSettleRefused, &code
+		// contradicts itself. A person looks, under a reason of its own
+		// that a reverse's end gives (reverseEndReason): nothing reopens
+		// it (a callback, reconciliation, an admin's recheck), so that
+		// settle and reverse never take turns, and an admin's close
+		// keeps it.
+		d.Action, d.To, d.Reason, d.GatewayCode = ActionMove, StatusNeedsReview, ReasonSettleContradicted, &code
 	case Reversible(in):
 		// Verified, never settled: the merchant holds the money until the
 		// bank returns it; reversed (before settle) while the window is
@@ -949,10 +954,11 @@ func ReverseEnded(p TopUp) bool {
 }
 
 // reverseEndReason reports whether r is a reason only a reverse's end
-// gives (decideReverse).
+// gives (decideReverse; and decideSettle's settle_contradicted: a settle
+// refused after the bank refused the reverse as settled).
 func reverseEndReason(r Reason) bool {
 	switch r {
-	case ReasonReversedToCard, ReasonReverseRefused, ReasonReverseClosed, ReasonReverseDiffers:
+	case ReasonReversedToCard, ReasonReverseRefused, ReasonReverseClosed, ReasonReverseDiffers, ReasonSettleContradicted:
 		return true
 	}
 	return false

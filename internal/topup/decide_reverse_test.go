@@ -253,7 +253,8 @@ func testDecideReverse(t *testing.T, l *edgeLog) {
 
 	t.Run("never reopened, never credited", func(t *testing.T) {
 		ended := []topup.TopUp{}
-		for _, r := range []topup.Reason{topup.ReasonReversedToCard, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers} {
+		for _, r := range []topup.Reason{topup.ReasonReversedToCard, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers,
+			topup.ReasonSettleContradicted} {
 			for _, st := range []topup.Status{topup.StatusFailed, topup.StatusNeedsReview} {
 				p := open(st)
 				p.StatusReason = string(r)
@@ -270,10 +271,13 @@ func testDecideReverse(t *testing.T, l *edgeLog) {
 		// with the reverse never sent (or its intent dropped on the
 		// bank's record that the sale stands): reverse_sent_at NULL.
 		reviewed := []topup.TopUp{unknown}
-		for _, r := range []topup.Reason{topup.ReasonReverseRefused, topup.ReasonReverseDiffers, topup.ReasonReverseClosed} {
+		// And a settle refused after the bank refused the reverse as
+		// settled (settle_contradicted: its intent was dropped on the way
+		// back to settling, reverse_sent_at NULL).
+		for _, r := range []topup.Reason{topup.ReasonReverseRefused, topup.ReasonReverseDiffers, topup.ReasonReverseClosed, topup.ReasonSettleContradicted} {
 			p := open(topup.StatusNeedsReview)
 			p.StatusReason = string(r)
-			if r != topup.ReasonReverseClosed {
+			if r != topup.ReasonReverseClosed && r != topup.ReasonSettleContradicted {
 				p.ReverseSentAt = ptr(t0.Add(-3 * time.Hour))
 			}
 			reviewed = append(reviewed, p)
@@ -469,7 +473,7 @@ func testReverseRefusedAsSettled(t *testing.T, l *edgeLog, base topup.TopUp, rr 
 		{"settled before (45)", gateway.SettleResult{Outcome: gateway.SettleAlready, Code: 45}, nil, topup.ActionCredit, topup.StatusCredited, topup.ReasonSettled},
 		{"settled (0)", gateway.SettleResult{Outcome: gateway.SettleDone, Code: 0}, nil, topup.ActionCredit, topup.StatusCredited, topup.ReasonSettled},
 		{"unknown", gateway.SettleResult{}, &gateway.TransientError{Op: "settle", Err: errors.New("time-out")}, topup.ActionKeep, topup.StatusSettling, ""},
-		{"refused again", gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 46}, nil, topup.ActionMove, topup.StatusNeedsReview, topup.ReasonSettleRefused},
+		{"refused again", gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 46}, nil, topup.ActionMove, topup.StatusNeedsReview, topup.ReasonSettleContradicted},
 		{"reversed (48)", gateway.SettleResult{Outcome: gateway.SettleReversed, Code: 48}, nil, topup.ActionMove, topup.StatusFailed, topup.ReasonBankReversed},
 	} {
 		d := topup.Decide(topup.Input{Step: topup.StepSettle, Actor: topup.ActorWorker, TopUp: p, Now: t0, Rules: rr, NeedsSettle: true,

@@ -50,6 +50,7 @@ const (
 	ReasonReverseRefused     Reason = "reverse_refused"         // verified but not creditable: the bank refused our reverse
 	ReasonReverseClosed      Reason = "reverse_window_closed"   // verified but not creditable: the reverse window closed before the bank reversed it
 	ReasonReverseDiffers     Reason = "reverse_differs"         // verified but not creditable: the bank's record of our reverse says neither reversed nor standing
+	ReasonSettleContradicted Reason = "settle_contradicted"     // the bank refused our reverse as settled (Mellat 45), then refused the settle again: a person decides; never reopened, reversed again or credited by the machine
 )
 
 // Event is one status change of a payment (table payment_events,
@@ -88,7 +89,7 @@ type OutboxObserver interface {
 func (r Reason) bankAnswer() bool {
 	switch r {
 	case ReasonBankCancelled, ReasonBankExpired, ReasonBankReversed, ReasonAmountMismatch, ReasonVerifyRejected, ReasonNoRefID, ReasonRefIDReused,
-		ReasonSettleRefused, ReasonReceiptUnconfirmed:
+		ReasonSettleRefused, ReasonSettleContradicted, ReasonReceiptUnconfirmed:
 		return true
 	}
 	return false

@@ -393,6 +393,97 @@ func TestMellatReverseRefusedAsSettledIsCredited(t *testing.T) {
 	})
 }
 
+// mellatSettleContradicted is Mellat that settles every sale and answers
+// each settle with a refusal (46), while its reverse answers 45, the sale
+// settled: the bank contradicts itself.
+type mellatSettleContradicted struct{ gateway.Gateway }
+
+func (g mellatSettleContradicted) Ops() gateway.Ops {
+	ops := g.Gateway.Ops()
+	settle := ops.Settle
+	ops.Settle = func(ctx context.Context, in gateway.VerifyInput) (gateway.SettleResult, error) {
+		r, err := settle(ctx, in)
+		if err == nil && r.Done() {
+			return gateway.SettleResult{Outcome: gateway.SettleRefused, Code: 46, Message: "not settled"}, nil
+		}
+		return r, err
+	}
+	return ops
+}
+
+// TestMellatSettleRefusedAfterReverseRefusedAsSettled: the settle is
+// refused, the reverse is refused as settled (45), back in settling the
+// settle is refused again. The payment goes to review as
+// settle_contradicted and stays there: no late callback, reconciliation,
+// admin recheck or worker round reopens it, reverses it a second time or
+// credits it; an admin's close keeps the reason.
+func TestMellatSettleRefusedAfterReverseRefusedAsSettled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e, bank := newBankEnvWrapped(t, db, "mellat", func(g gateway.Gateway) gateway.Gateway { return mellatSettleContradicted{g} })
+		p := e.start(90_000)
+		cb, err := bank.Finish(p.AuthorityString(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil || got.Status != topup.StatusReversing {
+			t.Fatalf("after the callback: %s, %v; want reversing", dump(got), err)
+		}
+		w := e.svc.NewWorker(topuptest.WorkerConfig())
+		for i := 0; i < 5 && e.row(p.ID).Status != topup.StatusNeedsReview; i++ {
+			if _, err := w.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(time.Minute)
+		}
+		r := e.row(p.ID)
+		if r.Status != topup.StatusNeedsReview || topup.Reason(r.StatusReason) != topup.ReasonSettleContradicted || !topup.ReverseEnded(r) {
+			t.Fatalf("after the second settle: %s, want needs_review (settle_contradicted)", dump(r))
+		}
+		want := "created→awaiting_payment awaiting_payment→settling settling→reversing reversing→settling settling→needs_review"
+		if got := join(e.edges(p.ID)); got != want {
+			t.Fatalf("events %s, want %s", got, want)
+		}
+		reverses, settles := bank.Stats()["mellat-reversal"].Calls, bank.Stats()["mellat-settle"].Calls
+
+		// Nothing reopens it.
+		if got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil || got.Status != topup.StatusNeedsReview {
+			t.Errorf("a late callback: %s, %v", dump(got), err)
+		}
+		e.clock.Advance(5 * time.Minute)
+		e.reconcile()
+		if _, err := e.svc.AdminRecheck(ctx, p.PublicID, e.user.ID); !errors.Is(err, topup.ErrNothingToAsk) {
+			t.Errorf("admin recheck: %v, want ErrNothingToAsk", err)
+		}
+		for i := 0; i < 3; i++ {
+			e.clock.Advance(time.Hour)
+			if _, err := w.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r = e.row(p.ID)
+		if r.Status != topup.StatusNeedsReview || topup.Reason(r.StatusReason) != topup.ReasonSettleContradicted || e.balance() != 0 {
+			t.Fatalf("after the repeats: %s, balance %d; want still under review, nothing credited", dump(r), e.balance())
+		}
+		if n, m := bank.Stats()["mellat-reversal"].Calls, bank.Stats()["mellat-settle"].Calls; n != reverses || m != settles || n != 1 {
+			t.Errorf("%d reverses and %d settles after the review (of %d, %d); want none more, one reverse in all", n-reverses, m-settles, n, m)
+		}
+		if got := join(e.edges(p.ID)); got != want {
+			t.Errorf("events %s after the repeats, want %s", got, want)
+		}
+
+		// An admin's close keeps the reason: still never reopened.
+		got, err := e.svc.AdminCloseFailed(ctx, p.PublicID, e.user.ID, "the bank says neither")
+		if err != nil || got.Status != topup.StatusFailed || topup.Reason(got.StatusReason) != topup.ReasonSettleContradicted || !topup.ReverseEnded(got) {
+			t.Fatalf("admin close: %s, %v; want failed (settle_contradicted)", dump(got), err)
+		}
+		if got, err := e.backWith(ctx, p.PublicID, cb.Form["RefId"], cb.Form["SaleReferenceId"], true); err != nil || got.Status != topup.StatusFailed {
+			t.Errorf("a callback after the close: %s, %v", dump(got), err)
+		}
+		checkInvariants(t, db)
+	})
+}
+
 // TestMellatReverseRefusedOtherwiseGoesToReview: as above, but the bank
 // refuses the reverse with another code: review (reverse_refused), never
 // settled again nor credited.

@@ -107,7 +107,8 @@ func (r *Reader) Events(ctx context.Context, topUpID int64) ([]Event, error) {
 // ClosedByAdmin reports whether a top-up (or one of its events) in status
 // with reason was closed as failed by an admin after review: the reason
 // closed_by_admin, or a reverse's end (refused, its window closed, the
-// bank's record differs) that the admin's close keeps so that nothing
+// bank's record differs, a settle refused after the reverse was refused
+// as settled) that the admin's close keeps so that nothing
 // reopens or credits it (topup's StepClose). A reverse's own end puts a
 // payment under review, never failed: failed with one of those reasons is
 // always an admin's close. The payer's page (web/pay) and the admin's page
@@ -118,7 +119,7 @@ func ClosedByAdmin(status topup.Status, reason topup.Reason) bool {
 		return false
 	}
 	switch reason {
-	case topup.ReasonClosedByAdmin, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers:
+	case topup.ReasonClosedByAdmin, topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers, topup.ReasonSettleContradicted:
 		return true
 	}
 	return false

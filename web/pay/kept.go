@@ -81,6 +81,7 @@ type keptView struct {
 	ToCardRials        int64
 	ToCardPendingRials int64
 	Reversing          bool
+	ReversingUnsettled bool
 }
 
 // keyOf is the key of the page tmpl renders from pg and v; ok is false
@@ -95,6 +96,7 @@ func keyOf(tmpl byte, pg views.Page, v views.TopUpView) (k keptKey, ok bool) {
 		OtherGatewayURL: v.OtherGatewayURL, CheckoutURL: v.CheckoutURL, ReturnURL: v.ReturnURL,
 		Neutral: v.Neutral, BankURL: v.BankURL, Dismissed: v.Dismissed,
 		ToCardRials: v.ToCardRials, ToCardPendingRials: v.ToCardPendingRials, Reversing: v.Reversing,
+		ReversingUnsettled: v.ReversingUnsettled,
 	}}
 	if v.ResolvedAt != nil {
 		k.v.HasResolved, k.v.ResolvedAt = true, v.ResolvedAt.UTC()
