@@ -103,6 +103,7 @@ var webhooksFA = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"webhooks.rotated_title":         "کلید امضای تازه ساخته شد",
 	"webhooks.rotated_grace":         "تا {until} هر پیام با کلید تازه و کلید پیشین امضا می\u200cشود؛ پس از آن فقط با کلید تازه. اگر پیش از آن دوباره کلید تازه بسازید، کلید کنونی جای کلید پیشین را می\u200cگیرد.",
 	"webhooks.error_rotate_password": "رمز عبور درست نیست؛ کلید امضا عوض نشد.",
+	"webhooks.error_rotate_by_admin": "این نشانی را مدیر غیرفعال کرده است؛ تا مدیر آن را دوباره فعال نکند، نمی\u200cتوانید کلید امضای آن را عوض کنید. چیزی تغییر نکرد.",
 }
 
 var webhooksEN = map[string]string{ // #nosec G101 -- UI text, not credentials: translated strings that mention secrets
@@ -206,4 +207,5 @@ var webhooksEN = map[string]string{ // #nosec G101 -- UI text, not credentials: 
 	"webhooks.rotated_title":         "New signing secret made",
 	"webhooks.rotated_grace":         "Until {until} every message is signed with the new secret and the previous one; after that with the new one only. Made again before then, the current secret becomes the previous one.",
 	"webhooks.error_rotate_password": "The password is wrong; the signing secret was not changed.",
+	"webhooks.error_rotate_by_admin": "An administrator disabled this URL; until an administrator enables it again you cannot give it a new signing secret. Nothing was changed.",
 }

@@ -412,7 +412,10 @@ func (s *Service) Enable(ctx context.Context, userID, id int64, still Still) err
 // over. The new secret is returned once, never stored in the clear.
 // still is as Create's: a session "sign out everywhere" ended while this
 // request was on its way gets no secret. Another user's endpoint, or
-// none, is ErrNotFound, and nothing changes.
+// none, is ErrNotFound, and nothing changes. One an administrator
+// disabled is ErrDisabledByAdmin, and nothing changes either: it stays
+// as the administrator left it (as Delete and Enable refuse it) until an
+// administrator enables it, with the secret its owner had.
 func (s *Service) Rotate(ctx context.Context, userID, id int64, still Still) (Endpoint, string, error) {
 	secret := newSigningSecret()
 	enc, err := s.seal.seal(userID, secret)
@@ -432,14 +435,23 @@ func (s *Service) Rotate(ctx context.Context, userID, id int64, still Still) (En
 				return err
 			}
 		}
-		// One conditional statement: only the owner's own row, its
-		// current secret (as the statement reads it) made the previous.
-		res := tx.Model(&Endpoint{}).Where("id = ? AND user_id = ?", id, userID).
+		// One conditional statement: only the owner's own row, not one
+		// an administrator disabled, its current secret (as the statement
+		// reads it) made the previous.
+		res := tx.Model(&Endpoint{}).Where("id = ? AND user_id = ? AND NOT ("+disabledByAdminSQL+")", id, userID).
 			Updates(map[string]any{"previous_secret_enc": gorm.Expr("secret_enc"), "previous_secret_until": now.Add(RotationGrace), "secret_enc": enc})
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
+			// Why not: told apart after the fact, for the page's word.
+			var n int64
+			if err := tx.Model(&Endpoint{}).Where("id = ? AND user_id = ?", id, userID).Count(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return ErrDisabledByAdmin
+			}
 			return ErrNotFound
 		}
 		return tx.Where("id = ? AND user_id = ?", id, userID).Take(&ep).Error

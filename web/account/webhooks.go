@@ -220,7 +220,9 @@ func (h *handlers) enableWebhook(c *fiber.Ctx) error {
 // of the account's events, so the same proof as for adding or enabling
 // an endpoint is asked: the list's button shows a form for the password
 // (an admin's fresh second factor too), and only that form's answer
-// rotates. Another user's endpoint is not found.
+// rotates. Another user's endpoint is not found. One an administrator
+// disabled is refused (409, the page says so), nothing changed: it stays
+// as the administrator left it, as for enable and delete.
 func (h *handlers) rotateWebhook(c *fiber.Ctx) error {
 	id, err := seam.IDParam(c)
 	if err != nil {
@@ -231,13 +233,17 @@ func (h *handlers) rotateWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	byAdmin := false
 	for _, row := range v.Endpoints {
 		if row.ID == id {
-			form.URL = row.URL
+			form.URL, byAdmin = row.URL, row.ByAdmin
 		}
 	}
-	if form.URL == "" {
+	switch {
+	case form.URL == "":
 		return fiber.ErrNotFound
+	case byAdmin:
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_rotate_by_admin"})
 	}
 	if h.FormValue(c, "confirm") != "1" {
 		// The list's button: ask.
@@ -260,6 +266,9 @@ func (h *handlers) rotateWebhook(c *fiber.Ctx) error {
 		return c.Redirect(routes.SignIn, fiber.StatusSeeOther)
 	case errors.Is(err, webhook.ErrNotFound):
 		return fiber.ErrNotFound
+	case errors.Is(err, webhook.ErrDisabledByAdmin):
+		// An administrator disabled it while the form was open.
+		return h.renderWebhooks(c, fiber.StatusConflict, views.WebhooksView{ListErrorKey: "webhooks.error_rotate_by_admin"})
 	case err != nil:
 		return err
 	}
