@@ -238,7 +238,14 @@ func (h *handlers) reset(c *fiber.Ctx) error {
 	}
 	h.Log.InfoContext(c.UserContext(), "password reset by e-mail link", "user", u.ID, "sessions_ended", ended.Sessions, "tokens_revoked", ended.Tokens,
 		"webhook_endpoints_disabled", ended.Endpoints)
-	// This browser's session (if any) ended with the others.
+	// This browser's session ended with the others when it was the
+	// link's user's; another user's (the link opened in a browser signed
+	// in as someone else) is ended here, as a sign-out ends it, never
+	// only forgotten by the browser. The password is changed already: a
+	// failure here is logged, and the page still says so.
+	if err := h.Auth.EndSession(c.UserContext(), h.SessionToken(c)); err != nil {
+		h.Log.ErrorContext(c.UserContext(), "ending the browser's session after a password reset", "err", err)
+	}
 	h.SignedOut(c)
 	return c.Redirect(routes.SignIn+"?done=reset", fiber.StatusSeeOther)
 }
