@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -245,9 +246,10 @@ type verifyAnswer struct {
 // is "not paid" without a verify (the inquiry then says which; a failed
 // token whose payer had the page for its 20 minutes is NotPaidExpired, a
 // cancelled one NotPaidCancelled). A receipt SEP no longer has (after an
-// hour, or after verify or reversal: HTTP 404) leaves the kept RefNum,
-// whose verify says "already verified", "too late" or "reversed"; without
-// one it is outcome unknown. A kept RefNum is verified on its own only
+// hour, or after verify or reversal: HTTP 404 with SEP's JSON answer;
+// any other 404 is outcome unknown) leaves the kept RefNum, whose
+// verify says "already verified", "too late" or "reversed"; without one
+// it is outcome unknown. A kept RefNum is verified on its own only
 // when the bank confirmed it for our token before (in.ReceiptConfirmed;
 // the answer is then ReceiptAlone); otherwise VerifyReceiptUnconfirmed,
 // and VerifyTransaction is not called. The amount SEP reports is compared with ours:
@@ -259,8 +261,9 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		return c.verifyRefNum(ctx, in)
 	}
 	a, status, err := c.receipt(ctx, in.Authority)
+	gone := isReceiptGone(err)
 	switch {
-	case err != nil && status == http.StatusNotFound && in.Receipt == "":
+	case gone && in.Receipt == "":
 		// SEP no longer keeps the token's receipt (an hour on, or after a
 		// verify or reversal) and we keep no RefNum: nothing to verify.
 		// The outcome is unknown, but the bank is up and answered about
@@ -269,16 +272,18 @@ func (c *Client) Verify(ctx context.Context, in gateway.VerifyInput) (gateway.Ve
 		// could otherwise keep SEP's breaker open for every payer).
 		return gateway.VerifyResult{}, &gateway.TransientError{Op: opVerify, HTTPStatus: status,
 			Err: &gateway.PerPaymentRefusal{Code: status, Message: "the token's receipt is gone and no RefNum is kept"}}
-	case err != nil && status != http.StatusNotFound:
+	case err != nil && !gone:
+		// No answer from SEP about the receipt (a time-out, a 5xx, or a
+		// 404 that is not SEP's own, such as a proxy's page): unknown.
 		return gateway.VerifyResult{}, fmt.Errorf("sep verify %s: the token's receipt: %w", quote(in.Authority), err)
-	case err != nil && !in.ReceiptConfirmed:
+	case gone && !in.ReceiptConfirmed:
 		// SEP no longer keeps the token's receipt, and nothing the bank
 		// said ties the kept RefNum to our token: it is a callback's word,
 		// maybe another payment's sale. VerifyTransaction names no token,
 		// so it is not called.
 		return gateway.VerifyResult{Outcome: gateway.VerifyReceiptUnconfirmed, Code: status,
 			Message: "the token's receipt is gone and the RefNum was never confirmed for it"}, nil
-	case err != nil:
+	case gone:
 		// The RefNum the bank confirmed for our token before, verified on
 		// its own: only "already verified", "too late" or "reversed"
 		// count (ReceiptAlone).
@@ -428,9 +433,10 @@ type receiptAnswer struct {
 	RefNum json.RawMessage `json:"RefNum"`
 }
 
-// receipt asks SEP's receipt API about a token. A 404 (SEP no longer
-// keeps it: an hour passed, or it was verified or reversed) is a
-// *gateway.TransientError with HTTPStatus 404.
+// receipt asks SEP's receipt API about a token. SEP's own 404 (it no
+// longer keeps the receipt: an hour passed, or it was verified or
+// reversed) is a *gateway.TransientError with HTTPStatus 404 wrapping
+// receiptGone (isReceiptGone); any other 404 is outcome unknown.
 func (c *Client) receipt(ctx context.Context, token string) (receiptAnswer, int, error) {
 	body := struct {
 		Token          string `json:"Token"`
@@ -465,12 +471,14 @@ func callbackReceipt(s string) string {
 // Inquire asks SEP's receipt of a token: InProgress → IN_BANK,
 // CanceledByUser and Failed → FAILED, OK → PAID. SEP keeps the receipt one
 // hour and only until the payment is verified or reversed; after that
-// (HTTP 404) the state is unknown to it (InquiryGone, which the payment code
-// reads as no definite word).
+// (HTTP 404 with SEP's JSON answer) the state is unknown to it
+// (InquiryGone, which the payment code reads as no definite word). A 404
+// without SEP's answer (a proxy's or load balancer's page, an empty body)
+// is no word from SEP: outcome unknown, asked again.
 func (c *Client) Inquire(ctx context.Context, token string) (gateway.InquiryResult, error) {
 	a, status, err := c.receipt(ctx, token)
 	if err != nil {
-		if status == http.StatusNotFound {
+		if isReceiptGone(err) {
 			return gateway.InquiryResult{Code: status, Status: gateway.InquiryGone}, nil
 		}
 		return gateway.InquiryResult{}, fmt.Errorf("sep receipt %s: %w", quote(token), err)
@@ -535,8 +543,9 @@ func (c *Client) Reverse(ctx context.Context, in gateway.VerifyInput) error {
 
 // post sends one JSON call: the answer's body when it arrived with a
 // status that is about the call (not 408/429/5xx), else a
-// *gateway.TransientError (a 404 is returned as an error with its status
-// so Inquire can tell it).
+// *gateway.TransientError. The receipt API's 404 is an error with its
+// status: wrapping receiptGone when it is SEP's own answer (sepJSON),
+// else undecided (outcome unknown).
 func (c *Client) post(ctx context.Context, op, path string, body any) (int, []byte, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
@@ -556,13 +565,43 @@ func (c *Client) post(ctx context.Context, op, path string, body any) (int, []by
 	case wire.Retryable(status):
 		err = &gateway.TransientError{Op: op, HTTPStatus: status, RetryAfter: wire.RetryAfter(h.Get("Retry-After"), c.now()),
 			Err: fmt.Errorf("HTTP %d %s", status, http.StatusText(status))}
+	case status == http.StatusNotFound && op == opInquiry && sepJSON(h, raw):
+		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: receiptGone{}}
 	case status == http.StatusNotFound && op == opInquiry:
-		err = &gateway.TransientError{Op: op, HTTPStatus: status, Err: errors.New("HTTP 404: no receipt")}
+		// Not SEP's answer: a proxy's, load balancer's or web server's
+		// page (HTML, empty, not JSON) says nothing about the receipt.
+		err = undecided(op, status, errors.New("HTTP 404 without SEP's JSON answer"))
 	case status >= 300 && !json.Valid(raw):
 		err = undecided(op, status, fmt.Errorf("HTTP %d without a JSON answer", status))
 	}
 	c.logCall(ctx, op, status, start, err)
 	return status, raw, err
+}
+
+// receiptGone is SEP's own "no receipt" (HTTP 404 with its JSON answer)
+// from the receipt API: an hour has passed since the token, or the
+// payment was verified or reversed.
+type receiptGone struct{}
+
+func (receiptGone) Error() string { return "HTTP 404: SEP keeps no receipt of the token" }
+
+// isReceiptGone reports whether err is SEP's own 404 from the receipt API.
+func isReceiptGone(err error) bool {
+	var g receiptGone
+	return errors.As(err, &g)
+}
+
+// sepJSON reports whether an answer is in SEP's form: a JSON content type
+// (application/json, or a +json type such as application/problem+json)
+// and a body that is one JSON object. Proxies, load balancers and web
+// servers answer their own 404s as HTML, plain text or nothing.
+func sepJSON(h http.Header, raw []byte) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || (mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(raw, &obj) == nil && obj != nil
 }
 
 // undecided classifies an answer without a usable code: a token request
