@@ -273,7 +273,7 @@ func cardRefunds(p views.Page, v CardRefundsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</label><div class=\"amount-row\"><input id=\"card-refund-amount\" name=\"amount\" inputmode=\"numeric\" autocomplete=\"off\" required value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</label><div class=\"amount-row\"><input id=\"card-refund-amount\" name=\"amount\" inputmode=\"decimal\" autocomplete=\"off\" required value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -48,7 +49,10 @@ func (h *handlers) cardRefundsView(c *fiber.Ctx, topUpID string, form cardRefund
 		v.Until = &until
 	}
 	if o.OK && (v.Amount == "" || o.Whole) {
-		v.Amount = i18n.Digits(h.Lang(c), strconv.FormatInt(o.MaxRials/money.RialsPerToman, 10)) // tomans, in the page's digits
+		// Tomans, in the page's digits, its odd rials after a decimal
+		// mark (a top-up by the API need not be whole tomans, and a
+		// whole refund must be its exact amount).
+		v.Amount = tomansField(h.Lang(c), o.MaxRials)
 	}
 	ids := make([]int64, 0, len(st.Refunds))
 	for _, r := range st.Refunds {
@@ -80,13 +84,47 @@ func cardRefundReason(l i18n.Lang, r cardrefund.Reason) string {
 	return i18n.T(l, key)
 }
 
+// tomansField writes rials as the amount field takes them: whole tomans
+// in the page's digits, without separators, and odd rials as one digit
+// after the page's decimal mark (money.ParseTomansRials reads it back).
+func tomansField(l i18n.Lang, rials int64) string {
+	s := strconv.FormatInt(rials/money.RialsPerToman, 10)
+	if r := rials % money.RialsPerToman; r != 0 {
+		s += "." + strconv.FormatInt(r, 10)
+	}
+	s = i18n.Digits(l, s)
+	if l == i18n.FA {
+		s = strings.ReplaceAll(s, ".", "٫")
+	}
+	return s
+}
+
+// startedNotice is the ?done= of a started refund, as its row says: made,
+// refused by the bank, never sent (its window closed, or the gateway went
+// away: back in the wallet all the same, but no bank said no), held for
+// the worker to send (the bank out of reach: nothing sent yet), or sent
+// with its answer unknown.
+func startedNotice(cr cardrefund.CardRefund) string {
+	switch {
+	case cr.Status == cardrefund.StatusRefunded:
+		return "cardrefund_refunded"
+	case cr.Status == cardrefund.StatusFailed && cr.StatusReason == cardrefund.ReasonBankRefused:
+		return "cardrefund_failed"
+	case cr.Status == cardrefund.StatusFailed:
+		return "cardrefund_not_sent"
+	case cr.Status == cardrefund.StatusHeld:
+		return "cardrefund_queued"
+	}
+	return "cardrefund_submitted"
+}
+
 // cardRefundNotice turns ?done= of a card refund action's redirect into a
 // message key and its kind ("", "" for none of them).
 func cardRefundNotice(done string) (key, kind string) {
 	switch done {
-	case "cardrefund_refunded", "cardrefund_submitted", "cardrefund_recheck", "cardrefund_closed":
+	case "cardrefund_refunded", "cardrefund_submitted", "cardrefund_queued", "cardrefund_recheck", "cardrefund_closed":
 		return "admin.cardrefund.done." + done, "ok"
-	case "cardrefund_failed", "cardrefund_busy", "cardrefund_not_review", "cardrefund_in_progress":
+	case "cardrefund_failed", "cardrefund_not_sent", "cardrefund_busy", "cardrefund_not_review", "cardrefund_in_progress":
 		return "admin.cardrefund.done." + done, "error"
 	}
 	return "", ""
@@ -119,7 +157,7 @@ func (h *handlers) startCardRefund(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rials, err := money.ParseTomans(form.Amount) // typed in tomans, read in rials
+	rials, err := money.ParseTomansRials(form.Amount) // typed in tomans (one digit after a decimal mark: rials), read in rials
 	switch {
 	case st.TopUp.UserID == h.User(c).ID:
 		// Before the code: a refusal that needs none spends none (the
@@ -164,13 +202,7 @@ func (h *handlers) startCardRefund(c *fiber.Ctx) error {
 	}
 	h.Log.WarnContext(ctx, "admin refunded a top-up to the card", "topup", id, "card_refund", cr.PublicID, "admin", u.ID,
 		"amount", cr.AmountRials, "status", cr.Status)
-	switch cr.Status {
-	case cardrefund.StatusRefunded:
-		return backToTopUp(c, id, "cardrefund_refunded")
-	case cardrefund.StatusFailed:
-		return backToTopUp(c, id, "cardrefund_failed")
-	}
-	return backToTopUp(c, id, "cardrefund_submitted")
+	return backToTopUp(c, id, startedNotice(cr))
 }
 
 // secondFactor checks the form's code as a fresh second factor: ok when

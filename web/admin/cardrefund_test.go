@@ -13,6 +13,7 @@ import (
 	"github.com/kifpool/kifpool/internal/auth/authtest"
 	"github.com/kifpool/kifpool/internal/cardrefund"
 	"github.com/kifpool/kifpool/internal/gateway"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/mail/mailtest"
 	"github.com/kifpool/kifpool/internal/notify"
 	"github.com/kifpool/kifpool/internal/routes"
@@ -297,6 +298,108 @@ func TestOwnTopUpIsAnotherAdminsToRefund(t *testing.T) {
 		}
 		if err := app.Server.Auth.ConfirmSecondFactor(ctx, authtest.UserID(t, db, boss), unspent); err != nil {
 			t.Fatalf("the code the refusal did not spend: %v", err)
+		}
+	})
+}
+
+// TestCardRefundOfOddRials: a top-up's amount need not be whole tomans
+// (the API takes rials), and a whole refund must be its exact amount: the
+// page writes odd rials after a decimal mark, reads them back, and a
+// refund of what its field offers leaves nothing behind.
+func TestCardRefundOfOddRials(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := topuptest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const boss = "boss@example.com"
+		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignIn(boss, "correct horse battery")
+		admin.PassAdminChecks(boss)
+		code := func() string {
+			clock.Advance(30 * time.Second)
+			return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
+		}
+		payer, payURL := app.StartTopUp(t, "payer@example.com", "50000")
+		payer.Get(payer.PayAtBank(payURL, "pay"))
+		tu := topuptest.Last(t, db)
+		page, action := routes.AdminTopUp(tu.PublicID), routes.AdminTopUpCardRefund(tu.PublicID)
+
+		// 10,000.5 tomans: 100,005 rials, in Persian digits and mark too.
+		r := admin.Submit(page, action, url.Values{"amount": {"۱۰٬۰۰۰٫۵"}, "note": {"asked"}, "code": {code()}})
+		if r.Status != http.StatusSeeOther || r.Location != page+"?done=cardrefund_refunded" {
+			t.Fatalf("refund of 10,000.5 tomans: %d %q %s", r.Status, r.Location, apptest.Parse(r.Body).TestID("card-refund-error").Text())
+		}
+		if payer.Balance() != 399_995 {
+			t.Fatalf("balance %d, want 399995", payer.Balance())
+		}
+		doc := apptest.Parse(admin.Get(page).Body)
+		offered := doc.TestID("card-refund-amount").Attr("value")
+		if offered != "39999.5" || doc.TestID("card-refund-figures").Attr("data-left-rials") != "399995" {
+			t.Fatalf("the field offers %q (left %s), want 39999.5", offered, doc.TestID("card-refund-figures").Attr("data-left-rials"))
+		}
+		if r := admin.Submit(page, action, url.Values{"amount": {offered}, "note": {"the rest"}, "code": {code()}}); r.Location != page+"?done=cardrefund_refunded" {
+			t.Fatalf("refund of what the field offers: %d %q", r.Status, r.Location)
+		}
+		if payer.Balance() != 0 {
+			t.Fatalf("balance %d after refunding the rest, want 0", payer.Balance())
+		}
+		if bp, _ := app.Server.Bank.Payment(tu.AuthorityString()); bp.RefundedAmount != 500_000 || len(bp.Refunds) != 2 {
+			t.Fatalf("the bank refunded %d in %d refunds, want 500000 in 2", bp.RefundedAmount, len(bp.Refunds))
+		}
+		apptest.CheckBankAgrees(t, db, app.Server.Bank)
+	})
+}
+
+// TestCardRefundNotSentSaysSo: the bank out of reach before the refund
+// could be sent (Zarinpal's session lookup failing): nothing went, the
+// amount is held for the worker, and the page says so, not "sent".
+func TestCardRefundNotSentSaysSo(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clock := topuptest.NewFrozenClock()
+		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		ctx := context.Background()
+		const boss = "boss@example.com"
+		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
+			t.Fatal(err)
+		}
+		admin := app.NewClient(t)
+		admin.SignIn(boss, "correct horse battery")
+		admin.PassAdminChecks(boss)
+		payer, payURL := app.StartTopUp(t, "payer@example.com", "30000")
+		payer.Get(payer.PayAtBank(payURL, "pay"))
+		tu := topuptest.Last(t, db)
+		page := routes.AdminTopUp(tu.PublicID)
+		bank := app.Server.Bank
+		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sessions": {DropRate: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(30 * time.Second)
+		r := admin.Submit(page, routes.AdminTopUpCardRefund(tu.PublicID), url.Values{"amount": {"10000"}, "note": {"asked"},
+			"code": {apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)}})
+		if r.Location != page+"?done=cardrefund_queued" {
+			t.Fatalf("refund with the bank out of reach: %d %q", r.Status, r.Location)
+		}
+		st, err := app.Server.CardRefunds.Offer(ctx, tu.PublicID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Refunds) != 1 || st.Refunds[0].Status != cardrefund.StatusHeld || st.Refunds[0].Attempts != 0 {
+			t.Fatalf("card refunds %+v, want one held, never sent", st.Refunds)
+		}
+		if bp, _ := bank.Payment(tu.AuthorityString()); len(bp.Refunds) != 0 {
+			t.Fatalf("the bank has %d refunds, want none", len(bp.Refunds))
+		}
+		doc := apptest.Parse(admin.Get(r.Location).Body)
+		if n := doc.TestID("admin-notice"); n == nil || n.Text() != i18n.T(i18n.EN, "admin.cardrefund.done.cardrefund_queued") {
+			t.Fatalf("the notice says %v", n)
+		}
+		if payer.Balance() != 200_000 {
+			t.Fatalf("balance %d: the amount is held", payer.Balance())
 		}
 	})
 }
