@@ -213,26 +213,60 @@ func (m *Mellat) pay(f map[string]string) string {
 	if msg := protocol.CheckCallback(m.env.CallbackOrigin, f["callBackUrl"]); msg != "" {
 		return mlBadMerchant
 	}
-	bk := m.env.Book
-	sale := book.Payment{Gateway: Gateway, MerchantID: terminal, OrderNumber: order}
-	bk.Lock()
-	dup := bk.OrderLocked(Gateway, orderKey(&book.Record{Payment: sale})) != nil
-	bk.Unlock()
-	if dup {
+	sale := book.Payment{Gateway: Gateway, MerchantID: terminal, OrderNumber: order, Amount: amount, Currency: "IRR",
+		CallbackURL: f["callBackUrl"], OrderID: strconv.FormatInt(order, 10), Description: f["additionalData"]}
+	refID, err := m.open(sale, user, pass)
+	switch {
+	case errors.Is(err, errDuplicateOrder):
 		return mlDuplicateOrder
-	}
-	sale.Amount, sale.Currency, sale.CallbackURL, sale.OrderID, sale.Description =
-		amount, "IRR", f["callBackUrl"], strconv.FormatInt(order, 10), f["additionalData"]
-	rec, err := bk.Open(sale, amount, "", 20)
-	if err != nil {
+	case err != nil:
 		m.env.Log.Error("sandbank: mellat pay request", "err", err)
 		return "34" // system error
 	}
+	m.env.Log.Info("sandbank: mellat pay request", "ref_id", refID, "amount", amount, "order", order)
+	return "0," + refID
+}
+
+// errDuplicateOrder is a pay request of an order number its terminal
+// has taken already.
+var errDuplicateOrder = errors.New("duplicate order id")
+
+// open opens sale, of the terminal's user and password, and returns its
+// RefId; errDuplicateOrder when the terminal's order number is taken. The
+// check and the opening are one critical section: two requests of one
+// order at once get one RefId and one 41, as at the bank, never two
+// RefIds.
+func (m *Mellat) open(sale book.Payment, user, pass string) (string, error) {
+	bk := m.env.Book
 	bk.Lock()
+	defer bk.Unlock()
+	if bk.OrderLocked(Gateway, orderKey(&book.Record{Payment: sale})) != nil {
+		return "", errDuplicateOrder
+	}
+	rec, err := openLocked(bk, sale, sale.Amount)
+	if err != nil {
+		return "", err
+	}
 	rec.User, rec.Pass = user, pass
-	bk.Unlock()
-	m.env.Log.Info("sandbank: mellat pay request", "ref_id", rec.Authority, "amount", amount, "order", order)
-	return "0," + rec.Authority
+	return rec.Authority, nil
+}
+
+// openLocked is (*book.Book).Open under the book's lock, which the
+// caller holds: a new IN_BANK sale, made now, under a fresh RefId of 20
+// alphanumerics, with a fresh fake card.
+func openLocked(bk *book.Book, p book.Payment, reqAmount int64) (*book.Record, error) {
+	token, err := bk.NewTokenLocked("", 20)
+	if err != nil {
+		return nil, err
+	}
+	card, err := bk.NewCardLocked()
+	if err != nil {
+		return nil, err
+	}
+	p.Authority, p.State, p.CreatedAt = token, book.StateInBank, bk.Now()
+	rec := &book.Record{Payment: p, ReqAmount: reqAmount, CardNumber: card}
+	bk.AddLocked(rec)
+	return rec, nil
 }
 
 // mellatLocalTime reports whether t can be the payer's local time of a
@@ -250,12 +284,17 @@ func (m *Mellat) sale(op string, f map[string]string) string {
 	bk.Lock()
 	defer bk.Unlock()
 	rec := bk.ReceiptLocked(f["saleReferenceId"])
-	if rec == nil || rec.Gateway != Gateway || rec.MerchantID != f["terminalId"] ||
-		strconv.FormatInt(rec.OrderNumber, 10) != f["saleOrderId"] {
-		return mlSaleNotFound
+	if rec != nil && rec.Gateway != Gateway {
+		rec = nil
 	}
-	if rec.User != f["userName"] || rec.Pass != f["userPassword"] {
-		return mlBadCredentials
+	// The terminal and its credentials first, as the bank checks them
+	// before it looks at the sale: a wrong terminal or password is 21 or
+	// 24 (the merchant's to fix), never 42 (no such sale).
+	if code := terminalLocked(bk, rec, f["terminalId"], f["userName"], f["userPassword"]); code != "" {
+		return code
+	}
+	if rec == nil || rec.MerchantID != f["terminalId"] || strconv.FormatInt(rec.OrderNumber, 10) != f["saleOrderId"] {
+		return mlSaleNotFound
 	}
 	now := bk.Now()
 	bk.ExpireLocked(rec, now)
@@ -309,6 +348,44 @@ func (m *Mellat) sale(op string, f map[string]string) string {
 		return mlVerifyNotFound
 	}
 	return mlSaleNotFound
+}
+
+// terminalLocked checks a call's terminal and credentials as the bank
+// does before it looks at the sale: "" when they are good, else 21 (no
+// such terminal) or 24 (wrong user name or password). The sandbox knows
+// a terminal by its pay requests: any terminal number may open a sale,
+// and its credentials are those its sales were opened with. So a
+// terminal none of whose sales the book holds is unknown (21), and one
+// whose sales were opened with other credentials refuses these (24);
+// rec, the sale the call names (nil for none), when it is the
+// terminal's, is checked against its own credentials, without going
+// through the book.
+func terminalLocked(bk *book.Book, rec *book.Record, terminal, user, pass string) string {
+	switch {
+	case !protocol.Digits(terminal) || terminal == "0":
+		return mlBadMerchant
+	case user == "" || pass == "":
+		return mlBadCredentials
+	case rec != nil && rec.MerchantID == terminal:
+		if rec.User != user || rec.Pass != pass {
+			return mlBadCredentials
+		}
+		return ""
+	}
+	known, good := false, false
+	bk.EachLocked(func(r *book.Record) {
+		if r.Gateway == Gateway && r.MerchantID == terminal {
+			known = true
+			good = good || (r.User == user && r.Pass == pass)
+		}
+	})
+	switch {
+	case !known:
+		return mlBadMerchant
+	case !good:
+		return mlBadCredentials
+	}
+	return ""
 }
 
 // mellatCallback is the POST back to the merchant of a finished sale.
