@@ -33,20 +33,8 @@ import (
 func TestRefundToCardFromTheTopUpPage(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := topuptest.NewFrozenClock()
-		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		app, admin, clock, code := refundDesk(t, db)
 		ctx := context.Background()
-		const boss = "boss@example.com"
-		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
-			t.Fatal(err)
-		}
-		admin := app.NewClient(t)
-		admin.SignIn(boss, "correct horse battery")
-		admin.PassAdminChecks(boss)
-		code := func() string {
-			clock.Advance(30 * time.Second)
-			return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
-		}
 		payer, payURL := app.StartTopUp(t, "payer@example.com", "50000")
 		payer.Get(payer.PayAtBank(payURL, "pay"))
 		tu := topuptest.Last(t, db)
@@ -160,20 +148,8 @@ func TestRefundToCardFromTheTopUpPage(t *testing.T) {
 func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := topuptest.NewFrozenClock()
-		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		app, admin, clock, code := refundDesk(t, db)
 		ctx := context.Background()
-		const boss = "boss@example.com"
-		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
-			t.Fatal(err)
-		}
-		admin := app.NewClient(t)
-		admin.SignIn(boss, "correct horse battery")
-		admin.PassAdminChecks(boss)
-		code := func() string {
-			clock.Advance(30 * time.Second)
-			return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
-		}
 		payer, payURL := app.StartTopUp(t, "payer@example.com", "30000")
 		payer.Get(payer.PayAtBank(payURL, "pay"))
 		tu := topuptest.Last(t, db)
@@ -309,20 +285,7 @@ func TestOwnTopUpIsAnotherAdminsToRefund(t *testing.T) {
 func TestCardRefundOfOddRials(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := topuptest.NewFrozenClock()
-		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
-		ctx := context.Background()
-		const boss = "boss@example.com"
-		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
-			t.Fatal(err)
-		}
-		admin := app.NewClient(t)
-		admin.SignIn(boss, "correct horse battery")
-		admin.PassAdminChecks(boss)
-		code := func() string {
-			clock.Advance(30 * time.Second)
-			return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
-		}
+		app, admin, _, code := refundDesk(t, db)
 		payer, payURL := app.StartTopUp(t, "payer@example.com", "50000")
 		payer.Get(payer.PayAtBank(payURL, "pay"))
 		tu := topuptest.Last(t, db)
@@ -360,16 +323,8 @@ func TestCardRefundOfOddRials(t *testing.T) {
 func TestCardRefundNotSentSaysSo(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clock := topuptest.NewFrozenClock()
-		app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+		app, admin, _, code := refundDesk(t, db)
 		ctx := context.Background()
-		const boss = "boss@example.com"
-		if _, err := app.Server.Auth.SignUp(ctx, boss, "correct horse battery", "admin", "en"); err != nil {
-			t.Fatal(err)
-		}
-		admin := app.NewClient(t)
-		admin.SignIn(boss, "correct horse battery")
-		admin.PassAdminChecks(boss)
 		payer, payURL := app.StartTopUp(t, "payer@example.com", "30000")
 		payer.Get(payer.PayAtBank(payURL, "pay"))
 		tu := topuptest.Last(t, db)
@@ -378,9 +333,7 @@ func TestCardRefundNotSentSaysSo(t *testing.T) {
 		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sessions": {DropRate: 1}}}); err != nil {
 			t.Fatal(err)
 		}
-		clock.Advance(30 * time.Second)
-		r := admin.Submit(page, routes.AdminTopUpCardRefund(tu.PublicID), url.Values{"amount": {"10000"}, "note": {"asked"},
-			"code": {apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)}})
+		r := admin.Submit(page, routes.AdminTopUpCardRefund(tu.PublicID), url.Values{"amount": {"10000"}, "note": {"asked"}, "code": {code()}})
 		if r.Location != page+"?done=cardrefund_queued" {
 			t.Fatalf("refund with the bank out of reach: %d %q", r.Status, r.Location)
 		}
@@ -402,4 +355,24 @@ func TestCardRefundNotSentSaysSo(t *testing.T) {
 			t.Fatalf("balance %d: the amount is held", payer.Balance())
 		}
 	})
+}
+
+// refundDesk is an app on a frozen clock with an admin signed in past the
+// second factor, and code, which moves the clock to the next step and
+// gives the admin's fresh second-factor code.
+func refundDesk(t *testing.T, db *store.DB) (*apptest.App, *apptest.Client, *topuptest.Clock, func() string) {
+	t.Helper()
+	clock := topuptest.NewFrozenClock()
+	app := apptest.Start(t, db, apptest.Options{Server: server.Options{Now: clock.Now}})
+	const boss = "boss@example.com"
+	if _, err := app.Server.Auth.SignUp(context.Background(), boss, "correct horse battery", "admin", "en"); err != nil {
+		t.Fatal(err)
+	}
+	admin := app.NewClient(t)
+	admin.SignIn(boss, "correct horse battery")
+	admin.PassAdminChecks(boss)
+	return app, admin, clock, func() string {
+		clock.Advance(30 * time.Second)
+		return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
+	}
 }
