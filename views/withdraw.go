@@ -99,6 +99,10 @@ type WithdrawConfirmView struct {
 	Cutoff, Arrival  time.Time
 	Review           bool // it will wait for an admin
 	ReviewAboveRials int64
+	// AmountWords is the amount in words (tomans), AfterRials the
+	// spendable balance once it is held, as the transfer's confirmation.
+	AmountWords string
+	AfterRials  int64
 }
 
 // WithdrawalView is a withdrawal's receipt.

@@ -10,6 +10,7 @@ import (
 	"github.com/kifpool/kifpool/internal/formtoken"
 	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/iban"
+	"github.com/kifpool/kifpool/internal/money"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/withdrawal"
 	"github.com/kifpool/kifpool/views"
@@ -122,7 +123,8 @@ func (h *handlers) withdraw(c *fiber.Ctx) error {
 		return h.Render(c, fiber.StatusOK, views.WithdrawConfirm(h.Page(c, "withdraw.confirm_title"), views.WithdrawConfirmView{
 			Token: token, Account: accountRow(acct), AmountRials: rials, Amount: f.Amount, Rail: string(est.Rail),
 			Cutoff: est.Cutoff, Arrival: est.Arrival, Review: cfg.ReviewAboveRials > 0 && rials > cfg.ReviewAboveRials,
-			ReviewAboveRials: cfg.ReviewAboveRials}))
+			ReviewAboveRials: cfg.ReviewAboveRials, AmountWords: i18n.Words(h.Lang(c), rials/money.RialsPerToman),
+			AfterRials: f.AvailableRials - rials}))
 	}
 	res, err := h.Withdrawals.Request(ctx, withdrawal.Request{UserID: u.ID, FormToken: token, BankAccountID: acct.ID, AmountRials: rials})
 	var daily *withdrawal.DailyLimitError

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kifpool/kifpool/internal/apptest"
 	"github.com/kifpool/kifpool/internal/auth/authtest"
+	"github.com/kifpool/kifpool/internal/i18n"
 	"github.com/kifpool/kifpool/internal/routes"
 	"github.com/kifpool/kifpool/internal/sandbank/payouts"
 	"github.com/kifpool/kifpool/internal/store"
@@ -188,6 +189,14 @@ func TestWithdrawJourney(t *testing.T) {
 	if confirm.Status != http.StatusOK || cd.TestID("withdraw-confirm") == nil || cd.TestID("confirm-rail").Attr("data-rail") != "paya" ||
 		cd.TestID("confirm-eta").Attr("data-cutoff") == "" {
 		t.Fatalf("confirm: %d %.500s", confirm.Status, confirm.Body)
+	}
+	// As the transfer's confirmation: the amount in words and the
+	// balance once it is held.
+	if got := cd.TestID("confirm-after").Attr("data-rials"); got != "3000000" {
+		t.Errorf("confirm: balance after %q rials, want 3000000", got)
+	}
+	if got := cd.TestID("confirm-words").Text(); !strings.Contains(got, i18n.Words(i18n.FA, 200_000)) && !strings.Contains(got, i18n.Words(i18n.EN, 200_000)) {
+		t.Errorf("confirm: in words %q, want two hundred thousand", got)
 	}
 	post := cd.Form(routes.Withdraw).Hidden()
 	// "Change" brings the form back as it was filled in, under the same
