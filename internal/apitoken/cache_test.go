@@ -124,8 +124,18 @@ func TestTokenCacheServesWithinItsBound(t *testing.T) {
 			t.Fatalf("requests 999 ms after the read: %d statements, want 0", n)
 		}
 		c.Add(time.Millisecond)
-		if n := requests(t, s, counter, secret, 2); n != 1 {
-			t.Fatalf("requests 1 s after the read: %d statements, want 1 (read again, then kept)", n)
+		if n := requests(t, s, counter, secret, 1); n != 1 {
+			t.Fatalf("a request 1 s after the read: %d statements, want 1 (read again)", n)
+		}
+		// Then kept again. On PostgreSQL another test's revocation in the
+		// same database, heard during that read, moves the cache's epoch
+		// and drops the read's entry once more (a lookup never keeps what
+		// a revocation may have overtaken): a later request is served
+		// from memory, within a few.
+		for i := 0; requests(t, s, counter, secret, 1) != 0; i++ {
+			if i == 5 {
+				t.Fatal("requests 1 s after the read: each read again, none kept")
+			}
 		}
 
 		// The last use: noted by the first request, written by the flush,
