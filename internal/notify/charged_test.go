@@ -21,6 +21,7 @@ func TestMayHaveCharged(t *testing.T) {
 		{topup.ReasonReverseRefused, true},
 		{topup.ReasonReverseClosed, true},
 		{topup.ReasonReverseDiffers, true},
+		{topup.ReasonSettleContradicted, true},
 		{topup.ReasonBankCancelled, false},
 		{topup.ReasonNotPaidAfterLife, false},
 		{topup.ReasonRequestRefused, false},

@@ -21,6 +21,8 @@ func TestClosedByAdmin(t *testing.T) {
 		{topup.StatusFailed, topup.ReasonReverseRefused, true},
 		{topup.StatusFailed, topup.ReasonReverseClosed, true},
 		{topup.StatusFailed, topup.ReasonReverseDiffers, true},
+		{topup.StatusFailed, topup.ReasonSettleContradicted, true},
+		{topup.StatusNeedsReview, topup.ReasonSettleContradicted, false},
 		{topup.StatusNeedsReview, topup.ReasonReverseRefused, false},
 		{topup.StatusNeedsReview, topup.ReasonReverseClosed, false},
 		{topup.StatusNeedsReview, topup.ReasonReverseDiffers, false},

@@ -29,7 +29,7 @@ func TestClosedReverseEndSaysClosed(t *testing.T) {
 		admin := app.NewAdmin(t, "boss@example.com")
 		lookingInto := map[i18n.Lang]string{i18n.EN: "our staff are looking into it", i18n.FA: "همکاران ما بررسی می\u200cکنند"}
 		closed := map[i18n.Lang]string{i18n.EN: "closed as failed by an admin after review", i18n.FA: "مدیر پس از بررسی آن را ناموفق بست"}
-		for i, reason := range []topup.Reason{topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers} {
+		for i, reason := range []topup.Reason{topup.ReasonReverseRefused, topup.ReasonReverseClosed, topup.ReasonReverseDiffers, topup.ReasonSettleContradicted} {
 			payer, _ := app.StartTopUp(t, "payer"+string(rune('a'+i))+"@example.com", "20000")
 			p := topuptest.Last(t, db)
 			// Its reverse ended, as the state machine would have it.

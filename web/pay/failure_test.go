@@ -45,6 +45,7 @@ func TestFailurePageSaysWhy(t *testing.T) {
 		{string(topup.ReasonReverseRefused), "closed"},
 		{string(topup.ReasonReverseClosed), "closed"},
 		{string(topup.ReasonReverseDiffers), "closed"},
+		{string(topup.ReasonSettleContradicted), "closed"},
 		{string(topup.ReasonAmountMismatch), "generic"},
 		{"not paid (code -51, bank state FAILED)", "generic"}, // an older free-text reason
 		{"", "generic"},
