@@ -151,6 +151,12 @@ func CardHash(card string) string {
 func (b *Book) Open(p Payment, reqAmount int64, prefix string, n int) (*Record, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.OpenLocked(p, reqAmount, prefix, n)
+}
+
+// OpenLocked is Open for a caller that holds the book's lock (a check of
+// the book and the opening in one critical section).
+func (b *Book) OpenLocked(p Payment, reqAmount int64, prefix string, n int) (*Record, error) {
 	token, err := b.NewTokenLocked(prefix, n)
 	if err != nil {
 		return nil, err

@@ -243,30 +243,12 @@ func (m *Mellat) open(sale book.Payment, user, pass string) (string, error) {
 	if bk.OrderLocked(Gateway, orderKey(&book.Record{Payment: sale})) != nil {
 		return "", errDuplicateOrder
 	}
-	rec, err := openLocked(bk, sale, sale.Amount)
+	rec, err := bk.OpenLocked(sale, sale.Amount, "", 20)
 	if err != nil {
 		return "", err
 	}
 	rec.User, rec.Pass = user, pass
 	return rec.Authority, nil
-}
-
-// openLocked is (*book.Book).Open under the book's lock, which the
-// caller holds: a new IN_BANK sale, made now, under a fresh RefId of 20
-// alphanumerics, with a fresh fake card.
-func openLocked(bk *book.Book, p book.Payment, reqAmount int64) (*book.Record, error) {
-	token, err := bk.NewTokenLocked("", 20)
-	if err != nil {
-		return nil, err
-	}
-	card, err := bk.NewCardLocked()
-	if err != nil {
-		return nil, err
-	}
-	p.Authority, p.State, p.CreatedAt = token, book.StateInBank, bk.Now()
-	rec := &book.Record{Payment: p, ReqAmount: reqAmount, CardNumber: card}
-	bk.AddLocked(rec)
-	return rec, nil
 }
 
 // mellatLocalTime reports whether t can be the payer's local time of a
