@@ -1091,8 +1091,16 @@ func decideReverse(in Input) Decision {
 // as any refusal.
 func settledAgain(p TopUp, err error) bool {
 	var s interface{ SaleSettled() bool }
-	return p.Status == StatusReversing && Reason(p.StatusReason) == ReasonSettleRefused && Verified(p) &&
-		errors.As(err, &s) && s.SaleSettled()
+	return ReversingUnsettled(p) && errors.As(err, &s) && s.SaleSettled()
+}
+
+// ReversingUnsettled reports whether p is reversing because the bank
+// verified it for its own amount (Verified) and refused its settle
+// (settle_refused): its reverse may yet be refused as settled, and then
+// it is credited (settledAgain), so its payer is promised neither
+// outcome.
+func ReversingUnsettled(p TopUp) bool {
+	return p.Status == StatusReversing && Reason(p.StatusReason) == ReasonSettleRefused && Verified(p)
 }
 
 func maxT(a, b time.Time) time.Time {

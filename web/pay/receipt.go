@@ -22,10 +22,7 @@ func topUpView(p topup.TopUp) views.TopUpView {
 		RefID: p.RefIDValue(), CardPANMasked: p.CardPANMasked, CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt,
 	}
 	v.Reversing = p.Status == topup.StatusReversing
-	// Reversing a verified sale whose settle was refused: the bank may
-	// refuse the reverse as settled, and then it is credited (topup's
-	// settledAgain); the page promises neither outcome.
-	v.ReversingUnsettled = v.Reversing && topup.Reason(p.StatusReason) == topup.ReasonSettleRefused && topup.Verified(p)
+	v.ReversingUnsettled = topup.ReversingUnsettled(p)
 	if p.Status == topup.StatusFailed {
 		v.FailureCause = failureCause(string(p.StatusReason))
 		v.TryAgainURL = routes.TopUp + "?amount=" + strconv.FormatInt(p.AmountRials/10, 10)
