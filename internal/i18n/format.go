@@ -46,14 +46,24 @@ func Tomans(l Lang, rials int64) string {
 // TomansNumber is Tomans without the unit.
 // The sign is written on its own: -5 rials is "-0.5", whose whole tomans
 // (-5/10) are a zero without a sign.
-func TomansNumber(l Lang, rials int64) string {
+func TomansNumber(l Lang, rials int64) string { return tomansNumber(l, rials, true) }
+
+// TomansField is TomansNumber as a form's amount field is filled: without
+// separators (money.ParseTomansRials reads it back).
+func TomansField(l Lang, rials int64) string { return tomansNumber(l, rials, false) }
+
+func tomansNumber(l Lang, rials int64, group bool) string {
 	tomans, r := rials/10, rials%10
 	sign := ""
 	if rials < 0 {
 		// -tomans cannot overflow: |rials/10| < math.MaxInt64.
 		tomans, r, sign = -tomans, -r, "-"
 	}
-	s := sign + Group(l, tomans)
+	whole := Digits(l, strconv.FormatInt(tomans, 10))
+	if group {
+		whole = Group(l, tomans)
+	}
+	s := sign + whole
 	if r != 0 {
 		dot := "."
 		if l == FA {

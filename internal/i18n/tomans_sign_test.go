@@ -34,3 +34,24 @@ func TestTomansNumberSign(t *testing.T) {
 		}
 	}
 }
+
+// TestTomansField: a form's amount, as its field is filled: no
+// separators, odd rials after the language's decimal mark.
+func TestTomansField(t *testing.T) {
+	for _, tt := range []struct {
+		rials  int64
+		fa, en string
+	}{
+		{500_000, "۵۰۰۰۰", "50000"},
+		{399_995, "۳۹۹۹۹٫۵", "39999.5"},
+		{5, "۰٫۵", "0.5"},
+		{1_234_565, "۱۲۳۴۵۶٫۵", "123456.5"},
+	} {
+		if got := i18n.TomansField(i18n.FA, tt.rials); got != tt.fa {
+			t.Errorf("TomansField(fa, %d) = %q, want %q", tt.rials, got, tt.fa)
+		}
+		if got := i18n.TomansField(i18n.EN, tt.rials); got != tt.en {
+			t.Errorf("TomansField(en, %d) = %q, want %q", tt.rials, got, tt.en)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package admin
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -52,7 +51,7 @@ func (h *handlers) cardRefundsView(c *fiber.Ctx, topUpID string, form cardRefund
 		// Tomans, in the page's digits, its odd rials after a decimal
 		// mark (a top-up by the API need not be whole tomans, and a
 		// whole refund must be its exact amount).
-		v.Amount = tomansField(h.Lang(c), o.MaxRials)
+		v.Amount = i18n.TomansField(h.Lang(c), o.MaxRials)
 	}
 	ids := make([]int64, 0, len(st.Refunds))
 	for _, r := range st.Refunds {
@@ -82,21 +81,6 @@ func cardRefundReason(l i18n.Lang, r cardrefund.Reason) string {
 		return string(r)
 	}
 	return i18n.T(l, key)
-}
-
-// tomansField writes rials as the amount field takes them: whole tomans
-// in the page's digits, without separators, and odd rials as one digit
-// after the page's decimal mark (money.ParseTomansRials reads it back).
-func tomansField(l i18n.Lang, rials int64) string {
-	s := strconv.FormatInt(rials/money.RialsPerToman, 10)
-	if r := rials % money.RialsPerToman; r != 0 {
-		s += "." + strconv.FormatInt(r, 10)
-	}
-	s = i18n.Digits(l, s)
-	if l == i18n.FA {
-		s = strings.ReplaceAll(s, ".", "٫")
-	}
-	return s
 }
 
 // startedNotice is the ?done= of a started refund, as its row says: made,
