@@ -21,6 +21,7 @@ import (
 	"github.com/kifpool/kifpool/internal/server"
 	"github.com/kifpool/kifpool/internal/store"
 	"github.com/kifpool/kifpool/internal/store/storetest"
+	"github.com/kifpool/kifpool/internal/topup"
 	"github.com/kifpool/kifpool/internal/topup/topuptest"
 )
 
@@ -150,15 +151,8 @@ func TestCardRefundUnderReviewFromThePage(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, admin, clock, code := refundDesk(t, db)
 		ctx := context.Background()
-		payer, payURL := app.StartTopUp(t, "payer@example.com", "30000")
-		payer.Get(payer.PayAtBank(payURL, "pay"))
-		tu := topuptest.Last(t, db)
-		page := routes.AdminTopUp(tu.PublicID)
+		payer, tu, page, r := faultedRefund(t, db, app, admin, code(), "refund")
 		bank := app.Server.Bank
-		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"refund": {DropRate: 1}}}); err != nil {
-			t.Fatal(err)
-		}
-		r := admin.Submit(page, routes.AdminTopUpCardRefund(tu.PublicID), url.Values{"amount": {"10000"}, "note": {"asked"}, "code": {code()}})
 		if r.Location != page+"?done=cardrefund_submitted" {
 			t.Fatalf("refund with the answer lost: %d %q", r.Status, r.Location)
 		}
@@ -325,15 +319,8 @@ func TestCardRefundNotSentSaysSo(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		app, admin, _, code := refundDesk(t, db)
 		ctx := context.Background()
-		payer, payURL := app.StartTopUp(t, "payer@example.com", "30000")
-		payer.Get(payer.PayAtBank(payURL, "pay"))
-		tu := topuptest.Last(t, db)
-		page := routes.AdminTopUp(tu.PublicID)
+		payer, tu, page, r := faultedRefund(t, db, app, admin, code(), "sessions")
 		bank := app.Server.Bank
-		if err := bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{"sessions": {DropRate: 1}}}); err != nil {
-			t.Fatal(err)
-		}
-		r := admin.Submit(page, routes.AdminTopUpCardRefund(tu.PublicID), url.Values{"amount": {"10000"}, "note": {"asked"}, "code": {code()}})
 		if r.Location != page+"?done=cardrefund_queued" {
 			t.Fatalf("refund with the bank out of reach: %d %q", r.Status, r.Location)
 		}
@@ -375,4 +362,21 @@ func refundDesk(t *testing.T, db *store.DB) (*apptest.App, *apptest.Client, *top
 		clock.Advance(30 * time.Second)
 		return apptest.AdminTOTPCodeAt(t, db, boss, app.Server.Clock.Now)
 	}
+}
+
+// faultedRefund pays a top-up of 30,000 tomans as payer@example.com, has
+// the built-in bank drop every call of op, and has admin refund 10,000
+// tomans of it to the card with code: the payer, the top-up, its admin
+// page and the refund's answer.
+func faultedRefund(t *testing.T, db *store.DB, app *apptest.App, admin *apptest.Client, code, op string) (*apptest.Client, topup.TopUp, string, apptest.Response) {
+	t.Helper()
+	payer, payURL := app.StartTopUp(t, "payer@example.com", "30000")
+	payer.Get(payer.PayAtBank(payURL, "pay"))
+	tu := topuptest.Last(t, db)
+	page := routes.AdminTopUp(tu.PublicID)
+	if err := app.Server.Bank.SetFaults(sandbank.Faults{Ops: map[string]sandbank.OpFaults{op: {DropRate: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := admin.Submit(page, routes.AdminTopUpCardRefund(tu.PublicID), url.Values{"amount": {"10000"}, "note": {"asked"}, "code": {code}})
+	return payer, tu, page, r
 }
